@@ -1,0 +1,45 @@
+# Front end for the CMake build. `make demo` and `make test` do all the set-up themselves.
+PRESET ?= release
+BUILD_DIR := build/$(PRESET)
+JOBS ?= $(shell nproc)
+
+.PHONY: setup configure build demo test test-slow test-asan bench format tidy clean
+
+setup:
+	@scripts/setup.sh
+
+configure: setup
+	@cmake --preset $(PRESET) >/dev/null
+
+# build only builds (configuring if needed); it does not install packages.
+build:
+	@test -f $(BUILD_DIR)/build.ninja || cmake --preset $(PRESET) >/dev/null
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: configure
+	@$(MAKE) --no-print-directory build
+	@$(BUILD_DIR)/sluice demo
+
+test: configure
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration'
+
+test-slow: configure
+	@$(MAKE) --no-print-directory build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L slow
+
+test-asan:
+	@$(MAKE) --no-print-directory PRESET=asan test
+
+bench: configure
+	@$(MAKE) --no-print-directory build
+	@$(BUILD_DIR)/sluice bench disk
+
+format:
+	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+
+tidy:
+	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+
+clean:
+	@rm -rf build

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs everything sluice needs to build and test on a fresh Debian 12 machine:
+# the apt packages listed below and the pinned npm packages that carry DuckDB.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libfmt-dev libyaml-cpp-dev liburing-dev libcli11-dev
+  nodejs
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+# npm ships inside some nodejs builds (nodesource); Debian packages it separately.
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing apt packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# DuckDB: libduckdb.so and duckdb.h come pinned from npm (package.json, package-lock.json).
+# --ignore-scripts: the duckdb package would otherwise try to build a node addon.
+stamp=node_modules/.sluice-installed
+if [ ! -f "$stamp" ] || [ package-lock.json -nt "$stamp" ]; then
+  echo "setup: installing pinned npm packages (DuckDB)"
+  npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >/dev/null
+  touch "$stamp"
+fi

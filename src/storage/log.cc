@@ -1,0 +1,1160 @@
+// PartitionLog: segments, indexes, group commit, recovery, retention.
+// The byte layouts are in docs/formats/storage.md; the contract is in log.h.
+#include "storage/log.h"
+
+#include <algorithm>
+#include <charconv>
+#include <climits>
+
+#include "base/logging.h"
+
+namespace sluice::storage {
+namespace {
+
+const Logger kLog("storage");
+
+constexpr size_t kOffsetEntrySize = 8;   // relative offset (4), position (4), big-endian
+constexpr size_t kTimeEntrySize = 12;    // timestamp (8), relative offset (4), big-endian
+constexpr size_t kScanBlock = 1 << 20;   // bytes read at a time when scanning a segment
+constexpr size_t kHeaderBlock = 64 << 10;  // bytes read at a time when walking headers
+constexpr size_t kMaxSpareBuffer = 64 << 20;  // larger write buffers are freed, not kept
+
+std::string SegmentName(int64_t base, std::string_view ext) {
+  return fmt::format("{:020d}{}", base, ext);
+}
+
+// "00000000000000000123.log" -> 123 with ext ".log"; nullopt for any other name.
+std::optional<int64_t> ParseSegmentName(std::string_view name, std::string_view ext) {
+  if (name.size() != 20 + ext.size() || name.substr(20) != ext) return std::nullopt;
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(name.data(), name.data() + 20, v);
+  if (ec != std::errc() || p != name.data() + 20 || v < 0) return std::nullopt;
+  return v;
+}
+
+void PutOffsetEntry(std::vector<uint8_t>& out, int32_t rel, uint32_t pos) {
+  size_t at = out.size();
+  out.resize(at + kOffsetEntrySize);
+  StoreBE32(out.data() + at, static_cast<uint32_t>(rel));
+  StoreBE32(out.data() + at + 4, pos);
+}
+
+void PutTimeEntry(std::vector<uint8_t>& out, int64_t ts, int32_t rel) {
+  size_t at = out.size();
+  out.resize(at + kTimeEntrySize);
+  StoreBE64(out.data() + at, static_cast<uint64_t>(ts));
+  StoreBE32(out.data() + at + 8, static_cast<uint32_t>(rel));
+}
+
+// Reads the varint-framed records of an uncompressed batch to find the first record
+// with timestamp >= ts. Returns its offset, or nullopt when the records are malformed.
+class VarintReader {
+ public:
+  VarintReader(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
+  bool ReadVarlong(int64_t* out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return false;
+      uint8_t b = *p_++;
+      v |= uint64_t{b & 0x7fu} << shift;
+      if ((b & 0x80) == 0) {
+        *out = static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Skip(size_t n) {
+    if (static_cast<size_t>(end_ - p_) < n) return false;
+    p_ += n;
+    return true;
+  }
+  const uint8_t* pos() const { return p_; }
+
+ private:
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+std::optional<TimestampLookup> FindInUncompressedBatch(std::span<const uint8_t> batch,
+                                                       const BatchHeader& h, int64_t ts) {
+  VarintReader r(batch.data() + kBatchHeaderSize, batch.data() + batch.size());
+  for (int32_t i = 0; i < h.records_count; ++i) {
+    int64_t len, ts_delta, off_delta;
+    if (!r.ReadVarlong(&len) || len < 0) return std::nullopt;
+    const uint8_t* rec_end = r.pos() + len;
+    if (!r.Skip(1) || !r.ReadVarlong(&ts_delta) || !r.ReadVarlong(&off_delta)) return std::nullopt;
+    int64_t rec_ts = h.base_timestamp + ts_delta;
+    if (rec_ts >= ts) return TimestampLookup{h.base_offset + off_delta, rec_ts, true};
+    if (rec_end < r.pos() || !r.Skip(static_cast<size_t>(rec_end - r.pos()))) return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<FlushPolicy> ParseFlushPolicy(std::string_view text) {
+  if (text == "durable") return FlushPolicy::kDurable;
+  if (text == "interval") return FlushPolicy::kInterval;
+  return InvalidArgumentError("unknown flush policy '{}' (want durable or interval)", text);
+}
+
+std::string_view FlushPolicyName(FlushPolicy policy) {
+  return policy == FlushPolicy::kDurable ? "durable" : "interval";
+}
+
+// One segment: <base>.log, <base>.index, <base>.timeindex. Paths and base_offset never
+// change; the rest is guarded by the log's mu_.
+struct PartitionLog::Segment {
+  int64_t base_offset = 0;
+  std::string log_path, index_path, time_index_path;
+
+  uint64_t size = 0;                // bytes appended, including those not yet written
+  uint64_t written_size = 0;        // bytes in the file: readers stop here
+  int64_t next_offset = 0;          // offset after the last batch appended
+  int64_t max_timestamp = -1;       // over the batches appended
+  int64_t created_ms = 0;           // for segment.ms
+  uint64_t bytes_since_index = 0;   // appended since the last offset-index entry
+  int64_t last_indexed_ts = -1;     // newest timestamp in the time index
+  uint64_t index_entries = 0;       // in the offset index, including pending ones
+  uint64_t time_entries = 0;
+  uint64_t written_index_entries = 0;  // in the offset-index file: readers search these
+  uint64_t written_time_entries = 0;
+  bool active = true;               // the segment appends go to
+  bool closed_durable = false;      // rolled, and its files were synced
+};
+
+// Bytes for one segment, appended together and written by one job.
+struct PartitionLog::Chunk {
+  std::shared_ptr<Segment> seg;
+  uint64_t file_pos = 0;
+  std::vector<uint8_t> bytes;
+  uint64_t index_pos = 0;
+  std::vector<uint8_t> index_bytes;
+  uint64_t time_index_pos = 0;
+  std::vector<uint8_t> time_index_bytes;
+  int64_t end_offset = 0;       // offset after the chunk's last batch
+  bool opens_segment = false;   // create the files and sync the directory first
+  bool closes_segment = false;  // sync the segment's files after writing
+};
+
+struct PartitionLog::Waiter {
+  int64_t last_offset;
+  AppendInfo info;
+  AppendCallback cb;
+};
+
+// Walks the batches of [pos, end) of a segment file, reading in large blocks.
+class SegmentScanner {
+ public:
+  SegmentScanner(File& file, uint64_t pos, uint64_t end) : file_(file), pos_(pos), end_(end) {}
+
+  // The next whole batch, or nullopt at the end. `problem` is set (and nullopt returned)
+  // when the bytes at pos() are not a valid batch; check_crc adds the CRC check.
+  Result<std::optional<std::span<const uint8_t>>> Next(bool check_crc, std::string* problem) {
+    if (pos_ >= end_) return std::optional<std::span<const uint8_t>>();
+    uint64_t left = end_ - pos_;
+    if (left < kBatchHeaderSize) {
+      *problem = fmt::format("{} trailing bytes are shorter than a batch header", left);
+      return std::optional<std::span<const uint8_t>>();
+    }
+    RETURN_IF_ERROR(Fill(kBatchHeaderSize));
+    BatchHeader h = ParseBatchHeader(Avail());
+    uint64_t max_len = std::min<uint64_t>(left, INT32_MAX);
+    if (Status st = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(max_len, UINT32_MAX)));
+        !st.ok()) {
+      *problem = st.message();
+      if (h.length >= 0 && h.total_size() > left && h.magic == 2) {
+        *problem = fmt::format("batch of {} bytes runs past the end ({} bytes left)",
+                               h.total_size(), left);
+      }
+      return std::optional<std::span<const uint8_t>>();
+    }
+    RETURN_IF_ERROR(Fill(h.total_size()));
+    std::span<const uint8_t> batch = Avail().first(h.total_size());
+    if (check_crc && !CrcMatches(batch)) {
+      *problem = fmt::format("batch CRC {:#010x} does not match its bytes", h.crc);
+      return std::optional<std::span<const uint8_t>>();
+    }
+    header_ = h;
+    batch_pos_ = pos_;
+    pos_ += h.total_size();
+    buf_start_ += h.total_size();
+    return std::optional<std::span<const uint8_t>>(batch);
+  }
+
+  uint64_t pos() const { return pos_; }          // after the last batch returned
+  uint64_t batch_pos() const { return batch_pos_; }
+  const BatchHeader& header() const { return header_; }
+
+ private:
+  std::span<const uint8_t> Avail() const {
+    return std::span<const uint8_t>(buf_.data() + buf_start_, buf_len_ - buf_start_);
+  }
+  // Makes at least `n` bytes from pos_ available in the buffer.
+  Status Fill(uint64_t n) {
+    if (buf_len_ - buf_start_ >= n) return Status::OK();
+    size_t want = static_cast<size_t>(std::max<uint64_t>(n, std::min<uint64_t>(kScanBlock, end_ - pos_)));
+    if (buf_.size() < want) buf_.resize(want);
+    ASSIGN_OR_RETURN(size_t got, file_.ReadAt(pos_, std::span<uint8_t>(buf_.data(), want)));
+    buf_start_ = 0;
+    buf_len_ = got;
+    if (got < n) {
+      return CorruptionError("{}: file ended at byte {} while reading a batch", file_.path(),
+                             pos_ + got);
+    }
+    return Status::OK();
+  }
+
+  File& file_;
+  uint64_t pos_, end_;
+  std::vector<uint8_t> buf_;
+  size_t buf_start_ = 0, buf_len_ = 0;
+  BatchHeader header_{};
+  uint64_t batch_pos_ = 0;
+};
+
+PartitionLog::PartitionLog(std::string dir, LogOptions options)
+    : dir_(std::move(dir)), options_(options) {
+  if (options_.files == nullptr) {
+    own_files_ = std::make_unique<FileCache>(options_.env, 16);
+    files_ = own_files_.get();
+  } else {
+    files_ = options_.files;
+  }
+}
+
+PartitionLog::~PartitionLog() {
+  Status st = Close();
+  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing log {}: {}", dir_, st.ToString());
+}
+
+Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
+                                                         LogOptions options) {
+  if (options.executor == nullptr) return InvalidArgumentError("log {}: no IoExecutor given", dir);
+  if (options.max_batch_bytes < kBatchHeaderSize) {
+    return InvalidArgumentError("message.max.bytes {} is smaller than a batch header",
+                                options.max_batch_bytes);
+  }
+  if (options.segment_bytes < kBatchHeaderSize ||
+      options.segment_bytes + options.max_batch_bytes > INT32_MAX) {
+    return InvalidArgumentError("segment.bytes {} is outside [{}, {}]", options.segment_bytes,
+                                kBatchHeaderSize, INT32_MAX - options.max_batch_bytes);
+  }
+  if (options.segment_ms < 1) return InvalidArgumentError("segment.ms {} must be positive", options.segment_ms);
+  if (options.flush_ms < 1) return InvalidArgumentError("flush.ms {} must be positive", options.flush_ms);
+  if (options.flush_bytes < 1) return InvalidArgumentError("flush.bytes must be positive");
+  std::unique_ptr<PartitionLog> log(new PartitionLog(dir, options));
+  RETURN_IF_ERROR(log->Recover().WithContext("recovering log " + dir));
+  return log;
+}
+
+Result<std::shared_ptr<File>> PartitionLog::LogFile(const Segment& seg, OpenMode mode) {
+  return files_->Get(seg.log_path, mode);
+}
+
+// ---------------------------------------------------------------------------------------
+// Recovery
+
+Status PartitionLog::Recover() {
+  Env* env = options_.env;
+  RETURN_IF_ERROR(env->CreateDirs(dir_));
+  ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir_));
+  std::vector<int64_t> logs, indexes;
+  for (const std::string& name : names) {
+    if (auto b = ParseSegmentName(name, ".log")) {
+      logs.push_back(*b);
+    } else if (auto bi = ParseSegmentName(name, ".index")) {
+      indexes.push_back(*bi);
+    } else if (auto bt = ParseSegmentName(name, ".timeindex")) {
+      indexes.push_back(*bt);
+    }
+    // Other names are not ours; leave them alone.
+  }
+  std::sort(logs.begin(), logs.end());
+  for (int64_t b : indexes) {
+    if (std::binary_search(logs.begin(), logs.end(), b)) continue;
+    if (logs.empty() || b < logs.front()) {
+      // Left over from retention (the log file goes first): finish the removal.
+      for (std::string_view ext : {".index", ".timeindex"}) {
+        std::string p = dir_ + "/" + SegmentName(b, ext);
+        if (env->Exists(p)) RETURN_IF_ERROR(env->Remove(p));
+      }
+      continue;
+    }
+    return CorruptionError("segment {} is missing but its index files exist",
+                           dir_ + "/" + SegmentName(b, ".log"));
+  }
+
+  int64_t now_ms = options_.clock->NowMillis();
+  auto make_segment = [&](int64_t base) {
+    auto seg = std::make_shared<Segment>();
+    seg->base_offset = base;
+    seg->log_path = dir_ + "/" + SegmentName(base, ".log");
+    seg->index_path = dir_ + "/" + SegmentName(base, ".index");
+    seg->time_index_path = dir_ + "/" + SegmentName(base, ".timeindex");
+    seg->next_offset = base;
+    seg->created_ms = now_ms;
+    return seg;
+  };
+
+  if (logs.empty()) {
+    auto seg = make_segment(0);
+    ASSIGN_OR_RETURN(auto f, files_->Get(seg->log_path, OpenMode::kCreate));
+    (void)f;
+    RETURN_IF_ERROR(files_->Get(seg->index_path, OpenMode::kCreate).status());
+    RETURN_IF_ERROR(files_->Get(seg->time_index_path, OpenMode::kCreate).status());
+    RETURN_IF_ERROR(env->SyncDir(dir_));
+    segments_.push_back(std::move(seg));
+  } else {
+    int64_t prev_next = -1;
+    for (size_t i = 0; i < logs.size(); ++i) {
+      auto seg = make_segment(logs[i]);
+      if (seg->base_offset < prev_next) {
+        return CorruptionError("segment {} starts at offset {}, inside the previous segment (which ends at {})",
+                               seg->log_path, seg->base_offset, prev_next);
+      }
+      bool is_last = i + 1 == logs.size();
+      RETURN_IF_ERROR(RecoverSegment(*seg, is_last));
+      seg->active = is_last;
+      seg->closed_durable = !is_last;
+      prev_next = seg->next_offset;
+      segments_.push_back(std::move(seg));
+    }
+  }
+  recovery_.segments = static_cast<int>(segments_.size());
+  next_offset_ = written_end_ = durable_end_ = segments_.back()->next_offset;
+  last_sync_ns_ = MonotonicNanos();
+  return Status::OK();
+}
+
+// Closed segments: the indexes are checked and the bytes after the last offset-index
+// entry are verified; anything wrong there is corruption, reported, never skipped.
+// The last segment: every batch is verified and the file is cut at the first bad one
+// (a torn write); its indexes are rebuilt.
+Status PartitionLog::RecoverSegment(Segment& seg, bool is_last) {
+  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, is_last ? OpenMode::kReadWrite : OpenMode::kRead));
+  ASSIGN_OR_RETURN(uint64_t file_size, file->Size());
+  if (file_size > INT32_MAX) {
+    return CorruptionError("segment {} is {} bytes, more than a segment can hold", seg.log_path, file_size);
+  }
+
+  if (is_last) {
+    SegmentScanner scan(*file, 0, file_size);
+    std::string problem;
+    int64_t next = seg.base_offset;
+    uint64_t valid = 0;
+    for (;;) {
+      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
+      if (!batch) break;
+      const BatchHeader& h = scan.header();
+      if (h.base_offset < next || h.last_offset() - seg.base_offset > INT32_MAX) {
+        problem = fmt::format("batch offset {} is out of sequence (expected at least {})",
+                              h.base_offset, next);
+        break;
+      }
+      next = h.next_offset();
+      valid = scan.pos();
+    }
+    if (valid < file_size) {
+      recovery_.truncated_bytes = file_size - valid;
+      recovery_.truncation_reason = fmt::format("{} at byte {}: {}", seg.log_path, valid, problem);
+      SLUICE_LOG(kLog, kWarn, "recovery: truncating {} bytes of {} at byte {}: {}",
+                 file_size - valid, seg.log_path, valid, problem);
+      RETURN_IF_ERROR(file->Truncate(valid));
+      RETURN_IF_ERROR(file->Sync());
+    }
+    seg.next_offset = next;
+    ++recovery_.indexes_rebuilt;
+    return RebuildIndexes(seg, valid);
+  }
+
+  // A closed segment.
+  auto index = files_->Get(seg.index_path, OpenMode::kRead);
+  auto tindex = files_->Get(seg.time_index_path, OpenMode::kRead);
+  bool consistent = index.ok() && tindex.ok();
+  uint64_t scan_from = 0;
+  int64_t last_entry_ts = -1;
+  uint64_t index_size = 0, time_size = 0;
+  if (consistent) {
+    ASSIGN_OR_RETURN(index_size, (*index)->Size());
+    ASSIGN_OR_RETURN(time_size, (*tindex)->Size());
+    consistent = index_size % kOffsetEntrySize == 0 && time_size % kTimeEntrySize == 0;
+  }
+  if (consistent && index_size > 0) {
+    uint8_t e[kOffsetEntrySize];
+    ASSIGN_OR_RETURN(size_t n, (*index)->ReadAt(index_size - kOffsetEntrySize, e));
+    int32_t rel = static_cast<int32_t>(LoadBE32(e));
+    uint32_t pos = LoadBE32(e + 4);
+    consistent = n == kOffsetEntrySize && rel >= 0 && pos < file_size;
+    scan_from = pos;
+  }
+  if (consistent && time_size > 0) {
+    uint8_t e[kTimeEntrySize];
+    ASSIGN_OR_RETURN(size_t n, (*tindex)->ReadAt(time_size - kTimeEntrySize, e));
+    last_entry_ts = static_cast<int64_t>(LoadBE64(e));
+    consistent = n == kTimeEntrySize && static_cast<int32_t>(LoadBE32(e + 8)) >= 0;
+  }
+  if (consistent) {
+    SegmentScanner scan(*file, scan_from, file_size);
+    std::string problem;
+    int64_t next = seg.base_offset, max_ts = last_entry_ts;
+    bool first = true;
+    for (;;) {
+      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
+      if (!batch) break;
+      const BatchHeader& h = scan.header();
+      if (first && index_size > 0) {
+        // The batch the last index entry points at must carry the entry's offset.
+        uint8_t e[kOffsetEntrySize];
+        ASSIGN_OR_RETURN(size_t n, (*index)->ReadAt(index_size - kOffsetEntrySize, e));
+        (void)n;
+        if (h.base_offset != seg.base_offset + static_cast<int32_t>(LoadBE32(e))) {
+          consistent = false;
+          break;
+        }
+      }
+      first = false;
+      if (h.base_offset < next) {
+        return CorruptionError("segment {} at byte {}: batch offset {} is out of sequence",
+                               seg.log_path, scan.batch_pos(), h.base_offset);
+      }
+      next = h.next_offset();
+      max_ts = std::max(max_ts, h.max_timestamp);
+    }
+    if (consistent) {
+      if (!problem.empty()) {
+        return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
+      }
+      seg.size = seg.written_size = file_size;
+      seg.next_offset = next;
+      seg.max_timestamp = max_ts;
+      seg.index_entries = seg.written_index_entries = index_size / kOffsetEntrySize;
+      seg.time_entries = seg.written_time_entries = time_size / kTimeEntrySize;
+      seg.last_indexed_ts = last_entry_ts;
+      return Status::OK();
+    }
+  }
+  // Missing or inconsistent indexes: rebuild them from a full, verified scan.
+  SLUICE_LOG(kLog, kWarn, "recovery: rebuilding the indexes of {}", seg.log_path);
+  SegmentScanner scan(*file, 0, file_size);
+  std::string problem;
+  int64_t next = seg.base_offset;
+  for (;;) {
+    ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
+    if (!batch) break;
+    if (scan.header().base_offset < next) {
+      return CorruptionError("segment {} at byte {}: batch offset {} is out of sequence",
+                             seg.log_path, scan.batch_pos(), scan.header().base_offset);
+    }
+    next = scan.header().next_offset();
+  }
+  if (!problem.empty()) {
+    return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
+  }
+  seg.next_offset = next;
+  ++recovery_.indexes_rebuilt;
+  RETURN_IF_ERROR(RebuildIndexes(seg, file_size));
+  // A closed segment's time index ends with the segment's max timestamp.
+  if (seg.max_timestamp > seg.last_indexed_ts) {
+    std::vector<uint8_t> entry;
+    PutTimeEntry(entry, seg.max_timestamp, static_cast<int32_t>(seg.next_offset - seg.base_offset));
+    ASSIGN_OR_RETURN(auto t, files_->Get(seg.time_index_path, OpenMode::kCreate));
+    RETURN_IF_ERROR(t->WriteAt(seg.time_entries * kTimeEntrySize, entry));
+    RETURN_IF_ERROR(t->Sync());
+    seg.last_indexed_ts = seg.max_timestamp;
+    ++seg.time_entries;
+    ++seg.written_time_entries;
+  }
+  return Status::OK();
+}
+
+// Rewrites both index files of `seg` from its first `valid_size` bytes (already verified)
+// and sets the segment's sizes, timestamps and index counters.
+Status PartitionLog::RebuildIndexes(Segment& seg, uint64_t valid_size) {
+  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, OpenMode::kRead));
+  SegmentScanner scan(*file, 0, valid_size);
+  std::string problem;
+  std::vector<uint8_t> index, tindex;
+  seg.bytes_since_index = 0;
+  seg.max_timestamp = -1;
+  seg.last_indexed_ts = -1;
+  for (;;) {
+    ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
+    if (!batch) break;
+    const BatchHeader& h = scan.header();
+    if (seg.bytes_since_index >= options_.index_interval_bytes && scan.batch_pos() > 0) {
+      int32_t rel = static_cast<int32_t>(h.base_offset - seg.base_offset);
+      PutOffsetEntry(index, rel, static_cast<uint32_t>(scan.batch_pos()));
+      if (seg.max_timestamp > seg.last_indexed_ts) {
+        PutTimeEntry(tindex, seg.max_timestamp, rel);
+        seg.last_indexed_ts = seg.max_timestamp;
+      }
+      seg.bytes_since_index = 0;
+    }
+    seg.bytes_since_index += h.total_size();
+    seg.max_timestamp = std::max(seg.max_timestamp, h.max_timestamp);
+  }
+  if (!problem.empty()) {
+    return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
+  }
+  for (auto [path, bytes] : {std::pair{&seg.index_path, &index}, std::pair{&seg.time_index_path, &tindex}}) {
+    ASSIGN_OR_RETURN(auto f, files_->Get(*path, OpenMode::kCreate));
+    RETURN_IF_ERROR(f->Truncate(0));
+    if (!bytes->empty()) RETURN_IF_ERROR(f->WriteAt(0, *bytes));
+    RETURN_IF_ERROR(f->Sync());
+  }
+  seg.size = seg.written_size = valid_size;
+  seg.index_entries = seg.written_index_entries = index.size() / kOffsetEntrySize;
+  seg.time_entries = seg.written_time_entries = tindex.size() / kTimeEntrySize;
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
+// Appends and the group-commit writer
+
+Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOptions opts) {
+  ASSIGN_OR_RETURN(BatchHeader h, ValidateBatch(batch, options_.max_batch_bytes));
+  std::lock_guard lock(mu_);
+  if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+  if (!failed_.ok()) return failed_.WithContext(fmt::format("log {} failed earlier", dir_));
+
+  int64_t now_ms = options_.clock->NowMillis();
+  Segment* seg = segments_.back().get();
+  if (seg->size > 0 &&
+      (seg->size + batch.size() > options_.segment_bytes ||
+       now_ms - seg->created_ms >= options_.segment_ms ||
+       next_offset_ + h.last_offset_delta - seg->base_offset > INT32_MAX)) {
+    RETURN_IF_ERROR(RollLocked(next_offset_));
+    seg = segments_.back().get();
+  }
+
+  if (pending_.empty() || pending_.back().seg.get() != seg) {
+    Chunk c;
+    c.seg = segments_.back();
+    c.file_pos = seg->size;
+    c.index_pos = seg->index_entries * kOffsetEntrySize;
+    c.time_index_pos = seg->time_entries * kTimeEntrySize;
+    if (!spare_buffers_.empty()) {
+      c.bytes = std::move(spare_buffers_.back());
+      spare_buffers_.pop_back();
+      c.bytes.clear();
+    }
+    pending_.push_back(std::move(c));
+  }
+  Chunk& c = pending_.back();
+  size_t at = c.bytes.size();
+  c.bytes.insert(c.bytes.end(), batch.begin(), batch.end());
+  std::span<uint8_t> stored(c.bytes.data() + at, batch.size());
+
+  AppendInfo info;
+  info.base_offset = next_offset_;
+  info.last_offset = next_offset_ + h.last_offset_delta;
+  AssignOffsets(stored, info.base_offset, opts.leader_epoch);
+  int64_t batch_max_ts = h.max_timestamp;
+  if (opts.log_append_time) {
+    SetLogAppendTime(stored, now_ms);
+    info.log_append_time_ms = now_ms;
+    batch_max_ts = now_ms;
+  }
+
+  if (seg->bytes_since_index >= options_.index_interval_bytes && seg->size > 0) {
+    int32_t rel = static_cast<int32_t>(info.base_offset - seg->base_offset);
+    PutOffsetEntry(c.index_bytes, rel, static_cast<uint32_t>(seg->size));
+    ++seg->index_entries;
+    if (seg->max_timestamp > seg->last_indexed_ts) {
+      PutTimeEntry(c.time_index_bytes, seg->max_timestamp, rel);
+      seg->last_indexed_ts = seg->max_timestamp;
+      ++seg->time_entries;
+    }
+    seg->bytes_since_index = 0;
+  }
+  seg->bytes_since_index += batch.size();
+  seg->size += batch.size();
+  seg->max_timestamp = std::max(seg->max_timestamp, batch_max_ts);
+  next_offset_ = info.last_offset + 1;
+  seg->next_offset = next_offset_;
+  c.end_offset = next_offset_;
+  pending_bytes_ += batch.size();
+
+  if (opts.on_ack) {
+    auto& q = opts.ack == AckLevel::kDurable ? durable_waiters_ : written_waiters_;
+    q.push_back(Waiter{info.last_offset, info, std::move(opts.on_ack)});
+  }
+  MaybeScheduleLocked();
+  return info;
+}
+
+// Starts a new active segment at `base_offset`. No I/O here: the job that writes the
+// old segment's last bytes syncs and closes it, then creates the new files.
+Status PartitionLog::RollLocked(int64_t base_offset) {
+  Segment* old = segments_.back().get();
+  old->active = false;
+  if (pending_.empty() || pending_.back().seg.get() != old) {
+    Chunk c;
+    c.seg = segments_.back();
+    c.file_pos = old->size;
+    c.index_pos = old->index_entries * kOffsetEntrySize;
+    c.time_index_pos = old->time_entries * kTimeEntrySize;
+    c.end_offset = next_offset_;
+    pending_.push_back(std::move(c));
+  }
+  Chunk& last = pending_.back();
+  // The closing entry of the time index: the segment's max timestamp.
+  if (old->max_timestamp > old->last_indexed_ts) {
+    PutTimeEntry(last.time_index_bytes, old->max_timestamp,
+                 static_cast<int32_t>(old->next_offset - old->base_offset));
+    old->last_indexed_ts = old->max_timestamp;
+    ++old->time_entries;
+  }
+  last.closes_segment = true;
+
+  auto seg = std::make_shared<Segment>();
+  seg->base_offset = base_offset;
+  seg->log_path = dir_ + "/" + SegmentName(base_offset, ".log");
+  seg->index_path = dir_ + "/" + SegmentName(base_offset, ".index");
+  seg->time_index_path = dir_ + "/" + SegmentName(base_offset, ".timeindex");
+  seg->next_offset = base_offset;
+  seg->created_ms = options_.clock->NowMillis();
+  Chunk c;
+  c.seg = seg;
+  c.end_offset = base_offset;
+  c.opens_segment = true;
+  pending_.push_back(std::move(c));
+  segments_.push_back(std::move(seg));
+  return Status::OK();
+}
+
+void PartitionLog::MaybeScheduleLocked() {
+  if (job_running_ || closed_ || !failed_.ok()) return;
+  if (pending_.empty() && !sync_requested_) {
+    // Interval policy: make sure unsynced bytes get their fdatasync within flush.ms.
+    if (unsynced_bytes_ > 0 && timer_id_ == 0 && options_.flush_policy == FlushPolicy::kInterval) {
+      int64_t deadline = last_sync_ns_ + options_.flush_ms * 1'000'000;
+      timer_id_ = options_.executor->SubmitAt(std::max<int64_t>(deadline, 1), [this] { OnSyncTimer(); });
+    }
+    return;
+  }
+  job_running_ = true;
+  options_.executor->Submit([this] { RunIoJob(); });
+}
+
+void PartitionLog::OnSyncTimer() {
+  std::lock_guard lock(mu_);
+  timer_id_ = 0;
+  if (unsynced_bytes_ > 0) sync_requested_ = true;
+  MaybeScheduleLocked();
+  idle_cv_.notify_all();
+}
+
+void PartitionLog::RunIoJob() {
+  std::vector<Chunk> chunks;
+  bool sync;
+  std::shared_ptr<Segment> active;
+  {
+    std::lock_guard lock(mu_);
+    chunks.swap(pending_);
+    uint64_t bytes = pending_bytes_;
+    pending_bytes_ = 0;
+    int64_t now = MonotonicNanos();
+    sync = options_.flush_policy == FlushPolicy::kDurable || sync_requested_ ||
+           unsynced_bytes_ + bytes >= options_.flush_bytes ||
+           (unsynced_bytes_ + bytes > 0 && now - last_sync_ns_ >= options_.flush_ms * 1'000'000);
+    sync_requested_ = false;
+    active = segments_.back();
+  }
+
+  Status st;
+  int64_t written_to = -1, durable_to = -1;
+  uint64_t written_bytes = 0;
+  std::vector<std::pair<Segment*, const Chunk*>> done;
+  for (const Chunk& c : chunks) {
+    if (c.opens_segment) {
+      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
+        auto f = files_->Get(*p, OpenMode::kCreate);
+        if (!f.ok()) {
+          st = f.status();
+          break;
+        }
+      }
+      if (st.ok()) st = options_.env->SyncDir(dir_);
+      if (!st.ok()) break;
+    }
+    if (!c.bytes.empty() || !c.index_bytes.empty() || !c.time_index_bytes.empty()) {
+      auto f = LogFile(*c.seg, OpenMode::kReadWrite);
+      if (!f.ok()) {
+        st = f.status();
+        break;
+      }
+      if (!c.bytes.empty()) st = (*f)->WriteAt(c.file_pos, c.bytes);
+      if (st.ok() && !c.index_bytes.empty()) {
+        auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);
+        st = idx.ok() ? (*idx)->WriteAt(c.index_pos, c.index_bytes) : idx.status();
+      }
+      if (st.ok() && !c.time_index_bytes.empty()) {
+        auto idx = files_->Get(c.seg->time_index_path, OpenMode::kReadWrite);
+        st = idx.ok() ? (*idx)->WriteAt(c.time_index_pos, c.time_index_bytes) : idx.status();
+      }
+      if (!st.ok()) break;
+      written_bytes += c.bytes.size();
+    }
+    written_to = std::max(written_to, c.end_offset);
+    if (c.closes_segment) {
+      // A closed segment is durable before any byte of the next one is written, so only
+      // the last segment can ever have a torn tail.
+      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
+        auto f = files_->Get(*p, OpenMode::kReadWrite);
+        st = f.ok() ? (*f)->Sync() : f.status();
+        if (!st.ok()) break;
+      }
+      if (!st.ok()) break;
+      durable_to = std::max(durable_to, c.end_offset);
+    }
+    done.emplace_back(c.seg.get(), &c);
+  }
+  if (st.ok() && sync) {
+    auto f = LogFile(*active, OpenMode::kReadWrite);
+    st = f.ok() ? (*f)->Sync() : f.status();
+    if (st.ok()) {
+      auto gone = (*f)->Unlinked();
+      if (!gone.ok()) {
+        st = gone.status();
+      } else if (*gone) {
+        st = IOError("segment {} was deleted while the log was writing it", active->log_path);
+      }
+    }
+  }
+
+  std::vector<std::pair<Waiter, Status>> ready;
+  {
+    std::lock_guard lock(mu_);
+    for (auto [seg, c] : done) {
+      seg->written_size = c->file_pos + c->bytes.size();
+      seg->written_index_entries = (c->index_pos + c->index_bytes.size()) / kOffsetEntrySize;
+      seg->written_time_entries = (c->time_index_pos + c->time_index_bytes.size()) / kTimeEntrySize;
+      if (c->closes_segment) seg->closed_durable = true;
+    }
+    if (written_to >= 0) written_end_ = std::max(written_end_, written_to);
+    unsynced_bytes_ += written_bytes;
+    if (st.ok() && sync) {
+      durable_end_ = written_end_;
+      unsynced_bytes_ = 0;
+      last_sync_ns_ = MonotonicNanos();
+      ++sync_count_;
+    } else if (durable_to >= 0) {
+      durable_end_ = std::max(durable_end_, durable_to);
+    }
+    for (Chunk& c : chunks) {
+      if (c.bytes.capacity() > 0 && c.bytes.capacity() <= kMaxSpareBuffer && spare_buffers_.size() < 4) {
+        spare_buffers_.push_back(std::move(c.bytes));
+      }
+    }
+    if (!st.ok()) {
+      failed_ = st;
+      SLUICE_LOG(kLog, kError, "log {} failed: {}", dir_, st.ToString());
+      pending_.clear();
+      pending_bytes_ = 0;
+      for (auto* q : {&written_waiters_, &durable_waiters_}) {
+        for (Waiter& w : *q) ready.emplace_back(std::move(w), st);
+        q->clear();
+      }
+    } else {
+      while (!written_waiters_.empty() && written_waiters_.front().last_offset < written_end_) {
+        ready.emplace_back(std::move(written_waiters_.front()), Status::OK());
+        written_waiters_.pop_front();
+      }
+      while (!durable_waiters_.empty() && durable_waiters_.front().last_offset < durable_end_) {
+        ready.emplace_back(std::move(durable_waiters_.front()), Status::OK());
+        durable_waiters_.pop_front();
+      }
+    }
+    chunks.clear();
+  }
+  // Callbacks run before the job counts as finished, so Close() waits for them.
+  for (auto& [w, s] : ready) w.cb(s, w.info);
+  {
+    std::lock_guard lock(mu_);
+    job_running_ = false;
+    MaybeScheduleLocked();
+    idle_cv_.notify_all();
+  }
+}
+
+Status PartitionLog::Flush() {
+  std::unique_lock lock(mu_);
+  if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+  int64_t target = next_offset_;
+  if (durable_end_ >= target) return failed_;
+  sync_requested_ = true;
+  MaybeScheduleLocked();
+  idle_cv_.wait(lock, [&] { return durable_end_ >= target || !failed_.ok(); });
+  return failed_;
+}
+
+// Waits until everything appended is written and synced (or the log failed) and no job
+// runs.
+Status PartitionLog::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
+  if (failed_.ok() && (job_running_ || !pending_.empty() || unsynced_bytes_ > 0)) {
+    sync_requested_ = true;
+    MaybeScheduleLocked();
+  }
+  idle_cv_.wait(lock, [&] {
+    return !job_running_ && (!failed_.ok() || (pending_.empty() && unsynced_bytes_ == 0));
+  });
+  return failed_;
+}
+
+Status PartitionLog::Close() {
+  std::unique_lock lock(mu_);
+  if (closed_) return Status::OK();
+  Status st = WaitIdleLocked(lock);
+  closed_ = true;
+  if (timer_id_ != 0 && options_.executor->Cancel(timer_id_)) timer_id_ = 0;
+  // A timer that is already running clears timer_id_ under the lock.
+  idle_cv_.wait(lock, [&] { return timer_id_ == 0 && !job_running_; });
+  for (const auto& seg : segments_) {
+    files_->Evict(seg->log_path);
+    files_->Evict(seg->index_path);
+    files_->Evict(seg->time_index_path);
+  }
+  return st;
+}
+
+// ---------------------------------------------------------------------------------------
+// Reads
+
+int64_t PartitionLog::start_offset() const {
+  std::lock_guard lock(mu_);
+  return segments_.front()->base_offset;
+}
+int64_t PartitionLog::end_offset() const {
+  std::lock_guard lock(mu_);
+  return next_offset_;
+}
+int64_t PartitionLog::written_end_offset() const {
+  std::lock_guard lock(mu_);
+  return written_end_;
+}
+int64_t PartitionLog::durable_end_offset() const {
+  std::lock_guard lock(mu_);
+  return durable_end_;
+}
+uint64_t PartitionLog::size_bytes() const {
+  std::lock_guard lock(mu_);
+  uint64_t total = 0;
+  for (const auto& s : segments_) total += s->size;
+  return total;
+}
+int PartitionLog::segment_count() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(segments_.size());
+}
+uint64_t PartitionLog::sync_count() const {
+  std::lock_guard lock(mu_);
+  return sync_count_;
+}
+
+// Largest offset-index entry with relative offset <= rel, searched in the file; returns
+// its position, or 0 when there is none.
+static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t rel) {
+  uint64_t lo = 0, hi = entries;  // search [lo, hi)
+  uint64_t pos = 0;
+  uint8_t e[kOffsetEntrySize];
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(size_t n, index.ReadAt(mid * kOffsetEntrySize, e));
+    if (n != kOffsetEntrySize) {
+      return CorruptionError("{}: entry {} is past the end of the file", index.path(), mid);
+    }
+    if (static_cast<int32_t>(LoadBE32(e)) <= rel) {
+      pos = LoadBE32(e + 4);
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return pos;
+}
+
+Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
+  std::shared_ptr<Segment> seg;
+  uint64_t written_size, index_entries;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+    int64_t start = segments_.front()->base_offset;
+    if (offset < start || offset > written_end_) {
+      return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start,
+                             written_end_);
+    }
+    if (offset == written_end_) {
+      ReadResult r;
+      r.first_offset = r.next_offset = offset;
+      return r;
+    }
+    auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                               [](int64_t o, const auto& s) { return o < s->base_offset; });
+    seg = *std::prev(it);
+    written_size = seg->written_size;
+    index_entries = seg->written_index_entries;
+  }
+  ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
+  uint64_t pos = 0;
+  if (index_entries > 0) {
+    ASSIGN_OR_RETURN(auto index, files_->Get(seg->index_path, OpenMode::kRead));
+    ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, index_entries, offset - seg->base_offset));
+    if (pos >= written_size) {
+      return CorruptionError("{}: index entry for offset {} points at byte {}, past the end ({})",
+                             seg->index_path, offset, pos, written_size);
+    }
+  }
+  // Walk headers to the batch holding `offset`, then take whole batches up to max_bytes.
+  std::vector<uint8_t> block(kHeaderBlock);
+  uint64_t block_pos = 0, block_len = 0;
+  auto header_at = [&](uint64_t p) -> Result<BatchHeader> {
+    if (written_size - p < kBatchHeaderSize) {
+      return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
+                             seg->log_path, p, written_size - p);
+    }
+    if (p < block_pos || p + kBatchHeaderSize > block_pos + block_len) {
+      size_t want = static_cast<size_t>(std::min<uint64_t>(kHeaderBlock, written_size - p));
+      ASSIGN_OR_RETURN(size_t n, file->ReadAt(p, std::span<uint8_t>(block.data(), want)));
+      block_pos = p;
+      block_len = n;
+      if (n < kBatchHeaderSize) {
+        return CorruptionError("{} at byte {}: file is shorter than expected", seg->log_path, p);
+      }
+    }
+    BatchHeader h = ParseBatchHeader(std::span<const uint8_t>(block.data() + (p - block_pos), kBatchHeaderSize));
+    Status st = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(written_size - p, UINT32_MAX)));
+    if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg->log_path, p, st.message());
+    return h;
+  };
+  BatchHeader first{};
+  for (;;) {
+    if (pos >= written_size) {
+      return CorruptionError("{}: offset {} not found before byte {}", seg->log_path, offset, pos);
+    }
+    ASSIGN_OR_RETURN(first, header_at(pos));
+    if (first.next_offset() > offset) break;
+    pos += first.total_size();
+  }
+  ReadResult r;
+  r.first_offset = first.base_offset;
+  r.next_offset = first.next_offset();
+  uint64_t end = pos + first.total_size();
+  while (end < written_size) {
+    ASSIGN_OR_RETURN(BatchHeader h, header_at(end));
+    if (end + h.total_size() - pos > max_bytes) break;
+    end += h.total_size();
+    r.next_offset = h.next_offset();
+  }
+  r.slice = FileSlice{std::move(file), pos, end - pos};
+  return r;
+}
+
+Status PartitionLog::ReadSlice(const FileSlice& slice, std::vector<uint8_t>* out) {
+  out->resize(slice.size);
+  if (slice.size == 0) return Status::OK();
+  ASSIGN_OR_RETURN(size_t n, slice.file->ReadAt(slice.position, *out));
+  if (n != slice.size) {
+    return CorruptionError("{}: read {} of {} bytes at byte {}", slice.file->path(), n,
+                           slice.size, slice.position);
+  }
+  return Status::OK();
+}
+
+Result<std::optional<TimestampLookup>> PartitionLog::FindOffsetByTimestamp(int64_t ts) {
+  struct Candidate {
+    std::shared_ptr<Segment> seg;
+    uint64_t written_size, index_entries, time_entries;
+  };
+  std::vector<Candidate> candidates;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+    for (const auto& s : segments_) {
+      // Only written bytes are visible; max_timestamp may count pending batches, which
+      // the scan below simply does not reach.
+      if (s->max_timestamp >= ts && s->written_size > 0) {
+        candidates.push_back({s, s->written_size, s->written_index_entries, s->written_time_entries});
+      }
+    }
+  }
+  for (const Candidate& c : candidates) {
+    const Segment& seg = *c.seg;
+    // Time index: the last entry whose timestamp is < ts says every batch before its
+    // offset is older than ts.
+    int64_t start_rel = 0;
+    if (c.time_entries > 0) {
+      ASSIGN_OR_RETURN(auto tindex, files_->Get(seg.time_index_path, OpenMode::kRead));
+      uint64_t lo = 0, hi = c.time_entries;
+      uint8_t e[kTimeEntrySize];
+      while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        ASSIGN_OR_RETURN(size_t n, tindex->ReadAt(mid * kTimeEntrySize, e));
+        if (n != kTimeEntrySize) return CorruptionError("{}: short entry {}", seg.time_index_path, mid);
+        if (static_cast<int64_t>(LoadBE64(e)) < ts) {
+          start_rel = static_cast<int32_t>(LoadBE32(e + 8));
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+    }
+    uint64_t pos = 0;
+    if (c.index_entries > 0 && start_rel > 0) {
+      ASSIGN_OR_RETURN(auto index, files_->Get(seg.index_path, OpenMode::kRead));
+      ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, c.index_entries, start_rel));
+    }
+    ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
+    SegmentScanner scan(*file, std::min(pos, c.written_size), c.written_size);
+    std::string problem;
+    for (;;) {
+      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
+      if (!batch) break;
+      const BatchHeader& h = scan.header();
+      if (h.max_timestamp < ts) continue;
+      bool compressed = (h.attributes & kAttrCompressionMask) != 0;
+      bool log_append = (h.attributes & kAttrTimestampTypeLogAppend) != 0;
+      if (log_append) return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, true});
+      if (compressed) return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
+      if (auto found = FindInUncompressedBatch(*batch, h, ts)) return std::optional(*found);
+      // Records that disagree with the header's max timestamp: the batch is the answer.
+      return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
+    }
+    if (!problem.empty()) {
+      return CorruptionError("{} at byte {}: {}", seg.log_path, scan.pos(), problem);
+    }
+  }
+  return std::optional<TimestampLookup>();
+}
+
+// ---------------------------------------------------------------------------------------
+// Truncation, retention, verification
+
+Status PartitionLog::TruncateTo(int64_t offset) {
+  std::unique_lock lock(mu_);
+  if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+  RETURN_IF_ERROR(WaitIdleLocked(lock));
+  if (offset >= next_offset_) return Status::OK();
+  if (offset < 0) return InvalidArgumentError("cannot truncate to negative offset {}", offset);
+  Env* env = options_.env;
+  auto remove_segment = [&](const Segment& s) -> Status {
+    for (const std::string* p : {&s.log_path, &s.index_path, &s.time_index_path}) {
+      files_->Evict(*p);
+      if (env->Exists(*p)) RETURN_IF_ERROR(env->Remove(*p));
+    }
+    return Status::OK();
+  };
+  // Drop whole segments at or past `offset`, but always keep the first one.
+  while (segments_.size() > 1 && segments_.back()->base_offset >= offset) {
+    RETURN_IF_ERROR(remove_segment(*segments_.back()));
+    segments_.pop_back();
+  }
+  std::shared_ptr<Segment> seg = segments_.back();
+  ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kReadWrite));
+  uint64_t cut = 0;
+  int64_t new_end = seg->base_offset;
+  if (offset > seg->base_offset) {
+    SegmentScanner scan(*file, 0, seg->written_size);
+    std::string problem;
+    for (;;) {
+      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
+      if (!batch || scan.header().next_offset() > offset) break;
+      cut = scan.pos();
+      new_end = scan.header().next_offset();
+    }
+    if (!problem.empty()) return CorruptionError("{}: {}", seg->log_path, problem);
+  }
+  if (seg->base_offset >= offset && segments_.size() == 1) {
+    // Everything goes: the log restarts empty at `offset`.
+    RETURN_IF_ERROR(remove_segment(*seg));
+    segments_.clear();
+    auto fresh = std::make_shared<Segment>();
+    fresh->base_offset = offset;
+    fresh->log_path = dir_ + "/" + SegmentName(offset, ".log");
+    fresh->index_path = dir_ + "/" + SegmentName(offset, ".index");
+    fresh->time_index_path = dir_ + "/" + SegmentName(offset, ".timeindex");
+    fresh->next_offset = offset;
+    fresh->created_ms = options_.clock->NowMillis();
+    for (const std::string* p : {&fresh->log_path, &fresh->index_path, &fresh->time_index_path}) {
+      RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
+    }
+    segments_.push_back(fresh);
+    new_end = offset;
+  } else {
+    RETURN_IF_ERROR(file->Truncate(cut));
+    RETURN_IF_ERROR(file->Sync());
+    RETURN_IF_ERROR(RebuildIndexes(*seg, cut));
+    seg->next_offset = new_end;
+    seg->closed_durable = false;
+    seg->active = true;
+  }
+  RETURN_IF_ERROR(env->SyncDir(dir_));
+  next_offset_ = written_end_ = new_end;
+  durable_end_ = new_end;  // the cut was synced, and everything before it already was
+  unsynced_bytes_ = 0;
+  return Status::OK();
+}
+
+Result<int> PartitionLog::ApplyRetention() {
+  std::vector<std::shared_ptr<Segment>> doomed;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+    uint64_t total = 0;
+    for (const auto& s : segments_) total += s->size;
+    int64_t now_ms = options_.clock->NowMillis();
+    while (segments_.size() > 1) {
+      const Segment& s = *segments_.front();
+      if (!s.closed_durable) break;  // still being written or synced by a job
+      bool by_size = options_.retention_bytes >= 0 &&
+                     total - s.size >= static_cast<uint64_t>(options_.retention_bytes);
+      int64_t newest = s.max_timestamp >= 0 ? s.max_timestamp : s.created_ms;
+      bool by_time = options_.retention_ms >= 0 && now_ms - newest > options_.retention_ms;
+      if (!by_size && !by_time) break;
+      total -= s.size;
+      doomed.push_back(segments_.front());
+      segments_.pop_front();
+    }
+  }
+  // The log file goes first: recovery treats index files without a log before the first
+  // segment as leftovers of this and removes them.
+  for (const auto& s : doomed) {
+    for (const std::string* p : {&s->log_path, &s->index_path, &s->time_index_path}) {
+      files_->Evict(*p);
+      Status st = options_.env->Remove(*p);
+      if (!st.ok() && options_.env->Exists(*p)) return st;
+    }
+  }
+  if (!doomed.empty()) RETURN_IF_ERROR(options_.env->SyncDir(dir_));
+  return static_cast<int>(doomed.size());
+}
+
+Status PartitionLog::Verify() {
+  std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> segs;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& s : segments_) segs.emplace_back(s, s->written_size);
+  }
+  int64_t next = -1;
+  for (const auto& [seg, size] : segs) {
+    ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
+    SegmentScanner scan(*file, 0, size);
+    std::string problem;
+    for (;;) {
+      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
+      if (!batch) break;
+      if (scan.header().base_offset < next) {
+        return CorruptionError("{} at byte {}: batch offset {} is out of sequence", seg->log_path,
+                               scan.batch_pos(), scan.header().base_offset);
+      }
+      next = scan.header().next_offset();
+    }
+    if (!problem.empty()) return CorruptionError("{} at byte {}: {}", seg->log_path, scan.pos(), problem);
+  }
+  return Status::OK();
+}
+
+}  // namespace sluice::storage

@@ -1,0 +1,216 @@
+// PartitionLog: the on-disk log of one Kafka partition. It stores record batches
+// (format v2) verbatim in segment files named by base offset, with a sparse offset index
+// and a time index beside each (docs/formats/storage.md).
+//
+// Writes are group-committed: Append validates a batch, assigns its offsets, copies it
+// into the pending buffer and returns at once; an IoExecutor job writes everything that
+// accumulated with one write per segment and, by the flush policy, one fdatasync. While
+// a job runs, new appends gather for the next one. Each append's callback says when its
+// batch is written or durable.
+//
+// Offsets: start_offset() <= durable_end_offset() <= written_end_offset() <= end_offset().
+// Reads see up to written_end_offset().
+//
+// Threads: one owner (the shard that owns the partition) appends, reads and manages the
+// log; the methods are also safe to call from several threads (an internal mutex guards
+// the state shared with I/O completions). Callbacks run on an IoExecutor thread and must
+// not block.
+//
+// Failure: when a write or fdatasync fails, every pending append fails with that error
+// and the log refuses further appends; reopening it recovers what reached the disk.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "storage/batch_header.h"
+#include "storage/env.h"
+#include "storage/file_cache.h"
+#include "storage/io_executor.h"
+
+namespace sluice::storage {
+
+enum class FlushPolicy {
+  kDurable,   // every write group is fdatasync'd before its appends are acknowledged
+  kInterval,  // fdatasync every flush_ms or flush_bytes, whichever comes first
+};
+
+// Names as in configuration: "durable", "interval".
+Result<FlushPolicy> ParseFlushPolicy(std::string_view text);
+std::string_view FlushPolicyName(FlushPolicy policy);
+
+struct LogOptions {
+  Env* env = Env::Posix();
+  Clock* clock = Clock::Real();
+  IoExecutor* executor = nullptr;  // required; must outlive the log
+  FileCache* files = nullptr;      // shared descriptor cache; when null the log owns one of 16
+
+  uint64_t segment_bytes = 1ull << 30;           // segment.bytes: roll past this size
+  int64_t segment_ms = 7LL * 24 * 3600 * 1000;   // segment.ms: roll a segment this old
+  uint32_t index_interval_bytes = 4096;          // index.interval.bytes
+  FlushPolicy flush_policy = FlushPolicy::kInterval;
+  int64_t flush_ms = 100;                        // flush.ms (interval policy)
+  uint64_t flush_bytes = 64ull << 20;            // flush.bytes (interval policy)
+  int64_t retention_bytes = -1;                  // retention.bytes, -1 = unlimited
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000; // retention.ms, -1 = forever
+  uint32_t max_batch_bytes = 1048588;            // message.max.bytes
+};
+
+enum class AckLevel {
+  kWritten,  // the batch is in the file (page cache) and readable
+  kDurable,  // the batch is covered by an fdatasync
+};
+
+struct AppendInfo {
+  int64_t base_offset = -1;
+  int64_t last_offset = -1;
+  int64_t log_append_time_ms = -1;  // set for LogAppendTime appends
+};
+
+// Called once per append, on an IoExecutor thread: OK when the batch reached the asked
+// level, the write error otherwise.
+using AppendCallback = std::function<void(const Status&, const AppendInfo&)>;
+
+struct AppendOptions {
+  int32_t leader_epoch = 0;
+  bool log_append_time = false;  // rewrite attributes and max timestamp (CRC recomputed)
+  AckLevel ack = AckLevel::kDurable;
+  AppendCallback on_ack;  // may be empty
+};
+
+// A byte range of one segment file, for sendfile or a copy. `file` keeps the descriptor
+// open even if the segment is deleted meanwhile.
+struct FileSlice {
+  std::shared_ptr<File> file;
+  uint64_t position = 0;
+  uint64_t size = 0;
+};
+
+struct ReadResult {
+  FileSlice slice;          // whole batches; empty at the end of the log
+  int64_t first_offset = -1;  // base offset of the first batch (may be below the asked offset)
+  int64_t next_offset = -1;   // offset after the last batch returned
+};
+
+struct TimestampLookup {
+  int64_t offset;     // first offset whose record has timestamp >= the asked one
+  int64_t timestamp;  // the timestamp found there (the batch max timestamp when inexact)
+  bool exact;         // false for compressed batches: `offset` is the batch's base offset
+};
+
+struct RecoveryReport {
+  int segments = 0;
+  uint64_t truncated_bytes = 0;  // bytes cut from the tail of the last segment
+  std::string truncation_reason;  // why the scan stopped, with file and position
+  int indexes_rebuilt = 0;
+};
+
+class PartitionLog {
+ public:
+  // Opens (creating when missing) the log in `dir`, recovering it: see docs/formats/storage.md.
+  static Result<std::unique_ptr<PartitionLog>> Open(const std::string& dir, LogOptions options);
+
+  ~PartitionLog();  // Close()s
+  PartitionLog(const PartitionLog&) = delete;
+  PartitionLog& operator=(const PartitionLog&) = delete;
+
+  // Validates `batch` (one whole v2 batch), assigns its offsets and queues it. Returns the
+  // assigned offsets at once; `opts.on_ack` tells when it is written or durable.
+  Result<AppendInfo> Append(std::span<const uint8_t> batch, AppendOptions opts);
+
+  // The batches from the one containing `offset`, whole, up to `max_bytes` (the first
+  // batch is returned whole even when larger), within one segment. An empty slice at
+  // written_end_offset(); OutOfRange outside [start_offset, written_end_offset].
+  Result<ReadResult> Read(int64_t offset, uint64_t max_bytes);
+
+  // The first offset at or after `timestamp_ms`, or nullopt when every record is older.
+  Result<std::optional<TimestampLookup>> FindOffsetByTimestamp(int64_t timestamp_ms);
+
+  // Writes and fdatasyncs everything appended so far; returns when done.
+  Status Flush();
+
+  // Removes every batch that holds an offset >= `offset` (a batch straddling it goes
+  // too); end_offset() becomes the base of the first removed batch, or `offset` when
+  // nothing was removed. Waits for pending I/O first.
+  Status TruncateTo(int64_t offset);
+
+  // Deletes whole closed segments past retention_bytes / retention_ms. Returns how many.
+  Result<int> ApplyRetention();
+
+  // Reads every segment in full and checks every batch (header and CRC). Corruption
+  // names the file and byte position.
+  Status Verify();
+
+  // Waits for pending I/O, syncs, closes files. Further calls fail.
+  Status Close();
+
+  int64_t start_offset() const;
+  int64_t end_offset() const;          // the next offset Append assigns
+  int64_t written_end_offset() const;  // readable up to here
+  int64_t durable_end_offset() const;  // covered by fdatasync up to here
+  uint64_t size_bytes() const;         // all segments, including pending bytes
+  int segment_count() const;
+  uint64_t sync_count() const;         // fdatasyncs of segment data so far (for benchmarks)
+  const RecoveryReport& recovery() const { return recovery_; }
+  const std::string& dir() const { return dir_; }
+  const LogOptions& options() const { return options_; }
+
+  // Copies `slice` into `out` (for callers that do not sendfile).
+  static Status ReadSlice(const FileSlice& slice, std::vector<uint8_t>* out);
+
+ private:
+  struct Segment;
+  struct Chunk;
+  struct Waiter;
+
+  PartitionLog(std::string dir, LogOptions options);
+
+  Status Recover();
+  Status RecoverSegment(Segment& seg, bool is_last);
+  Status RebuildIndexes(Segment& seg, uint64_t valid_size);
+  Status RollLocked(int64_t base_offset);
+  void MaybeScheduleLocked();
+  void RunIoJob();
+  void OnSyncTimer();
+  Status WaitIdleLocked(std::unique_lock<std::mutex>& lock);
+  Result<std::shared_ptr<File>> LogFile(const Segment& seg, OpenMode mode);
+
+  const std::string dir_;
+  const LogOptions options_;
+  std::unique_ptr<FileCache> own_files_;
+  FileCache* files_;
+  RecoveryReport recovery_;
+
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  // All below guarded by mu_.
+  std::deque<std::shared_ptr<Segment>> segments_;  // by base offset; back() is active
+  int64_t next_offset_ = 0;
+  int64_t written_end_ = 0;
+  int64_t durable_end_ = 0;
+  std::vector<Chunk> pending_;       // appended, not yet handed to a job
+  uint64_t pending_bytes_ = 0;
+  std::deque<Waiter> written_waiters_;
+  std::deque<Waiter> durable_waiters_;
+  bool job_running_ = false;
+  bool sync_requested_ = false;      // set by the flush timer or Flush()
+  uint64_t unsynced_bytes_ = 0;
+  int64_t last_sync_ns_ = 0;
+  IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
+  uint64_t sync_count_ = 0;
+  std::vector<std::vector<uint8_t>> spare_buffers_;  // write buffers kept for reuse
+  Status failed_;                    // non-OK after a write error
+  bool closed_ = false;
+};
+
+}  // namespace sluice::storage

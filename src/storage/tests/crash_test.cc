@@ -1,0 +1,886 @@
+// The crash-recovery property test of PartitionLog.
+//
+// Simulated power loss: each crash point runs appenders against a log over a FaultEnv,
+// "kills" the process at a random moment (FaultEnv::SimulateCrash), drops the unsynced
+// bytes the way a power loss would (cut, torn, or corrupted in the middle), reopens the
+// log and checks that
+//   (a) every batch acknowledged durable is there, byte for byte, at its offsets;
+//   (b) the log is exactly a prefix, in offset order, of the batches appended;
+//   (c) end, written end and durable end are the offset after that prefix;
+//   (d) the log takes new appends and reads them back;
+// and that, before that, every accepted append got exactly one callback and closing the
+// crashed log did not hang.
+//
+// SIGKILL: a child process appends a deterministic sequence to a real log and reports
+// each durable ack through a pipe; the parent kills it at a random moment and checks the
+// reopened log the same way.
+//
+// SLUICE_CRASH_POINTS (default 50) sets the number of crash points; the SIGKILL cases are
+// a tenth of it. SLUICE_CRASH_SEED (default fixed) seeds everything and is printed; a
+// failure names its point, and SLUICE_CRASH_ONLY=<point> replays just that one.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "storage/batch_header.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+#include "storage/testing/batch_builder.h"
+#include "storage/testing/fault_env.h"
+
+namespace sluice::storage::testing {
+namespace {
+
+constexpr uint64_t kDefaultSeed = 0x5111CE0C4A5Full;
+constexpr int kDefaultPoints = 50;
+
+uint64_t EnvU64(const char* name, uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  return std::strtoull(v, nullptr, 0);
+}
+
+uint64_t Seed() { return EnvU64("SLUICE_CRASH_SEED", kDefaultSeed); }
+int Points() { return static_cast<int>(EnvU64("SLUICE_CRASH_POINTS", kDefaultPoints)); }
+std::optional<int> OnlyPoint() {
+  if (std::getenv("SLUICE_CRASH_ONLY") == nullptr) return std::nullopt;
+  return static_cast<int>(EnvU64("SLUICE_CRASH_ONLY", 0));
+}
+
+// splitmix64: independent seeds for each point and each use.
+uint64_t Mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+uint64_t Derive(uint64_t seed, uint64_t a, uint64_t b = 0) { return Mix(Mix(seed ^ Mix(a)) ^ b); }
+
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : gen_(seed) {}
+  // Uniform in [lo, hi].
+  int64_t Range(int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
+  }
+  bool OneIn(int n) { return Range(0, n - 1) == 0; }
+  uint64_t Next() { return gen_(); }
+
+ private:
+  std::mt19937_64 gen_;
+};
+
+// A temporary directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "crash_test.XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Aborts the process, naming the point and the stage, when a stage never ends: a hang
+// must fail the test with its seed, not wait for ctest's timeout. Not a duration check:
+// the limit is far beyond anything a working log needs.
+class HangWatchdog {
+ public:
+  HangWatchdog() : thread_([this] { Run(); }) {}
+  ~HangWatchdog() {
+    {
+      std::lock_guard lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Stage(std::string what) {
+    std::lock_guard lock(mu_);
+    stage_ = std::move(what);
+    ++generation_;
+    cv_.notify_all();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock lock(mu_);
+    while (!done_) {
+      uint64_t seen = generation_;
+      if (!cv_.wait_for(lock, std::chrono::seconds(120),
+                        [&] { return done_ || generation_ != seen; })) {
+        std::fprintf(stderr, "crash_test: HANG for 120 s at %s\n", stage_.c_str());
+        std::abort();
+      }
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string stage_ = "start";
+  uint64_t generation_ = 0;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+// One batch as the log stores it, read back.
+struct StoredBatch {
+  int64_t base_offset;
+  int64_t last_offset;
+  std::vector<uint8_t> bytes;
+};
+
+// Every batch from start_offset() to written_end_offset(), through Read and ReadSlice,
+// `max_bytes` at a time.
+Result<std::vector<StoredBatch>> ReadAll(PartitionLog& log, uint64_t max_bytes) {
+  std::vector<StoredBatch> out;
+  int64_t offset = log.start_offset();
+  const int64_t end = log.written_end_offset();
+  std::vector<uint8_t> buf;
+  while (offset < end) {
+    ASSIGN_OR_RETURN(ReadResult r, log.Read(offset, max_bytes));
+    if (r.slice.size == 0) {
+      return InternalError("Read({}) returned nothing before the written end {}", offset, end);
+    }
+    if (r.first_offset != offset) {
+      return InternalError("Read({}) starts at batch {}, not at a batch boundary", offset,
+                           r.first_offset);
+    }
+    RETURN_IF_ERROR(PartitionLog::ReadSlice(r.slice, &buf));
+    size_t pos = 0;
+    int64_t next = offset;
+    while (pos < buf.size()) {
+      if (buf.size() - pos < kBatchHeaderSize) {
+        return InternalError("Read({}): {} trailing bytes are not a batch", offset, buf.size() - pos);
+      }
+      BatchHeader h = ParseBatchHeader(std::span<const uint8_t>(buf).subspan(pos));
+      if (h.length < 0 || h.total_size() > buf.size() - pos) {
+        return InternalError("Read({}): batch at byte {} of the slice runs past it", offset, pos);
+      }
+      if (h.base_offset != next) {
+        return InternalError("Read({}): batch at byte {} of the slice has base offset {}, want {}",
+                             offset, pos, h.base_offset, next);
+      }
+      out.push_back(StoredBatch{h.base_offset, h.last_offset(),
+                                std::vector<uint8_t>(buf.begin() + static_cast<ptrdiff_t>(pos),
+                                                     buf.begin() + static_cast<ptrdiff_t>(pos + h.total_size()))});
+      pos += h.total_size();
+      next = h.next_offset();
+    }
+    if (r.next_offset != next) {
+      return InternalError("Read({}): next_offset {} but the slice ends at offset {}", offset,
+                           r.next_offset, next);
+    }
+    offset = next;
+  }
+  if (offset != end) return InternalError("read up to offset {}, past the written end {}", offset, end);
+  ASSIGN_OR_RETURN(ReadResult tail, log.Read(end, max_bytes));
+  if (tail.slice.size != 0) return InternalError("Read at the written end {} returned bytes", end);
+  return out;
+}
+
+// A batch the test appended: what it sent and what the log must store.
+struct SentBatch {
+  int64_t base_offset = -1;
+  int64_t last_offset = -1;
+  std::vector<uint8_t> expected;  // the input with the log's offset and epoch applied
+  std::atomic<int> callbacks{0};
+  std::atomic<bool> durable_ok{false};
+  std::string ack_error;  // written by the callback before `callbacks` is bumped
+};
+
+// The batches the log may hold, in offset order.
+struct Expected {
+  int64_t offset = 0;  // base offset of the next batch
+  const std::vector<uint8_t>* bytes = nullptr;
+  int64_t last_offset = 0;
+  bool durable = false;
+};
+
+// Checks (a), (b), (c) on a reopened log against `sent` (in offset order). Returns the
+// number of batches recovered.
+size_t CheckRecovered(PartitionLog& log, const std::vector<Expected>& sent, uint64_t max_bytes,
+                      const std::string& context) {
+  auto read = ReadAll(log, max_bytes);
+  EXPECT_TRUE(read.ok()) << context << "\nreading the recovered log: " << read.status().ToString();
+  if (!read.ok()) return 0;
+  const std::vector<StoredBatch>& got = *read;
+
+  // (b) a prefix, byte for byte.
+  size_t k = 0;
+  for (; k < got.size(); ++k) {
+    if (k >= sent.size()) {
+      ADD_FAILURE() << context << "\nrecovered batch " << k << " at offset " << got[k].base_offset
+                    << " was never appended (only " << sent.size() << " were)";
+      return k;
+    }
+    if (got[k].base_offset != sent[k].offset || got[k].bytes != *sent[k].bytes) {
+      size_t diff = 0;
+      while (diff < got[k].bytes.size() && diff < sent[k].bytes->size() &&
+             got[k].bytes[diff] == (*sent[k].bytes)[diff]) {
+        ++diff;
+      }
+      ADD_FAILURE() << context << "\nrecovered batch " << k << " differs from the one appended: "
+                    << "offset " << got[k].base_offset << " (want " << sent[k].offset << "), "
+                    << got[k].bytes.size() << " bytes (want " << sent[k].bytes->size()
+                    << "), first difference at byte " << diff;
+      return k;
+    }
+  }
+
+  // (a) every durable ack survived.
+  for (size_t i = k; i < sent.size(); ++i) {
+    if (sent[i].durable) {
+      ADD_FAILURE() << context << "\nLOST ACKNOWLEDGED DATA: batch " << i << " at offsets ["
+                    << sent[i].offset << ", " << sent[i].last_offset
+                    << "] was acknowledged durable but the recovered log ends at offset "
+                    << (k == 0 ? log.start_offset() : sent[k - 1].last_offset + 1) << " ("
+                    << k << " of " << sent.size() << " batches)";
+      break;
+    }
+  }
+
+  // (c) the offsets agree with the prefix.
+  int64_t want_end = k == 0 ? 0 : sent[k - 1].last_offset + 1;
+  EXPECT_EQ(log.start_offset(), 0) << context;
+  EXPECT_EQ(log.end_offset(), want_end) << context;
+  EXPECT_EQ(log.written_end_offset(), want_end) << context;
+  EXPECT_EQ(log.durable_end_offset(), want_end) << context;
+  return k;
+}
+
+// (d): the log takes new appends after recovery, and they read back.
+void CheckAppendsAfterRecovery(PartitionLog& log, Rng& rng, const std::string& context) {
+  std::vector<std::vector<uint8_t>> stored;
+  int64_t base = log.end_offset();
+  int64_t next = base;
+  int n = static_cast<int>(rng.Range(1, 5));
+  std::atomic<int> acked{0};
+  for (int i = 0; i < n; ++i) {
+    std::vector<uint8_t> batch = MakeBatch(static_cast<int>(rng.Range(1, 8)),
+                                           static_cast<size_t>(rng.Range(0, 64)),
+                                           1'700'000'000'000 + i, rng.Next());
+    AppendOptions opts;
+    opts.on_ack = [&acked](const Status& st, const AppendInfo&) {
+      if (st.ok()) ++acked;
+    };
+    auto info = log.Append(batch, std::move(opts));
+    ASSERT_TRUE(info.ok()) << context << "\nappend after recovery: " << info.status().ToString();
+    EXPECT_EQ(info->base_offset, next) << context;
+    AssignOffsets(batch, info->base_offset, 0);
+    stored.push_back(std::move(batch));
+    next = info->last_offset + 1;
+  }
+  Status st = log.Flush();
+  ASSERT_TRUE(st.ok()) << context << "\nflush after recovery: " << st.ToString();
+  EXPECT_EQ(acked.load(), n) << context;
+  EXPECT_EQ(log.end_offset(), next) << context;
+  EXPECT_EQ(log.durable_end_offset(), next) << context;
+  std::vector<uint8_t> buf;
+  int64_t offset = base;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    auto r = log.Read(offset, 1);  // one batch at a time
+    ASSERT_TRUE(r.ok()) << context << "\nread after recovery: " << r.status().ToString();
+    ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &buf).ok()) << context;
+    EXPECT_EQ(buf, stored[i]) << context << "\nnew batch " << i << " at offset " << offset;
+    offset = r->next_offset;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Simulated power loss
+
+// What makes the process "die".
+enum class CrashTrigger {
+  kAfterAppends,    // once the appenders got this many appends accepted
+  kAfterMillis,     // after a few milliseconds
+  kAfterDiskCalls,  // FaultEnv::CrashAfter: at the n-th disk-changing call
+};
+
+struct PointConfig {
+  LogOptions options;
+  int executor_threads;
+  int appenders;
+  int max_in_flight;
+  CrashTrigger trigger;
+  int crash_after;  // appends, milliseconds or disk calls
+  TearMode tear;
+  bool crash_in_recovery;  // the first reopen dies too, after a few disk calls
+  int recovery_crash_calls;
+  TearMode recovery_tear;
+  bool reader;  // a thread reads while the appenders append
+  bool reopen_with_fault_env;
+  uint64_t read_max_bytes;
+  int max_records;
+  int max_value_bytes;
+  int32_t leader_epoch;
+
+  std::string Describe() const {
+    return fmt::format(
+        "policy={} flush_ms={} segment_bytes={} index_interval_bytes={} io_threads={} "
+        "appenders={} in_flight={} reader={} crash_after={} {} tear={} {} reopen_env={} "
+        "read_max_bytes={}",
+        FlushPolicyName(options.flush_policy), options.flush_ms, options.segment_bytes,
+        options.index_interval_bytes, executor_threads, appenders, max_in_flight, reader,
+        crash_after,
+        trigger == CrashTrigger::kAfterAppends  ? "appends"
+        : trigger == CrashTrigger::kAfterMillis ? "ms"
+                                                : "disk calls",
+        TearModeName(tear),
+        crash_in_recovery ? fmt::format("then crash in recovery after {} disk calls, tear={}",
+                                        recovery_crash_calls, TearModeName(recovery_tear))
+                          : std::string("no crash in recovery"),
+        reopen_with_fault_env ? "fault" : "posix", read_max_bytes);
+  }
+};
+
+PointConfig ChoosePoint(Rng& rng) {
+  PointConfig c;
+  c.options.flush_policy = rng.OneIn(2) ? FlushPolicy::kDurable : FlushPolicy::kInterval;
+  c.options.flush_ms = rng.Range(1, 10);
+  c.options.flush_bytes = rng.OneIn(3) ? static_cast<uint64_t>(rng.Range(1024, 32 * 1024))
+                                       : 64ull << 20;
+  c.options.segment_bytes = rng.OneIn(3) ? 1ull << 30
+                                         : static_cast<uint64_t>(rng.Range(8, 64)) * 1024;
+  c.options.index_interval_bytes = static_cast<uint32_t>(rng.Range(64, 4096));
+  c.executor_threads = static_cast<int>(rng.Range(1, 2));
+  c.appenders = static_cast<int>(rng.Range(1, 3));
+  c.max_in_flight = static_cast<int>(rng.Range(1, 4));
+  c.trigger = static_cast<CrashTrigger>(rng.Range(0, 2));
+  c.crash_after = static_cast<int>(c.trigger == CrashTrigger::kAfterAppends  ? rng.Range(0, 300)
+                                   : c.trigger == CrashTrigger::kAfterMillis ? rng.Range(0, 30)
+                                                                             : rng.Range(0, 200));
+  c.tear = static_cast<TearMode>(rng.Range(0, 2));
+  c.crash_in_recovery = rng.OneIn(4);
+  c.recovery_crash_calls = static_cast<int>(rng.Range(0, 12));
+  c.recovery_tear = static_cast<TearMode>(rng.Range(0, 2));
+  c.reader = rng.OneIn(2);
+  c.reopen_with_fault_env = rng.OneIn(2);
+  c.read_max_bytes = rng.OneIn(2) ? 1 : static_cast<uint64_t>(rng.Range(1, 64 * 1024));
+  c.max_records = static_cast<int>(rng.Range(1, 16));
+  c.max_value_bytes = static_cast<int>(rng.Range(0, 200));
+  c.leader_epoch = static_cast<int32_t>(rng.Range(0, 5));
+  return c;
+}
+
+// Appends random batches with up to `max_in_flight` unacknowledged, until told to stop or
+// the log refuses.
+class Appender {
+ public:
+  Appender(PartitionLog& log, const PointConfig& config, uint64_t seed,
+           std::atomic<int>& total_appends)
+      : log_(log), config_(config), rng_(seed), total_appends_(total_appends) {}
+
+  void Run(const std::atomic<bool>& stop) {
+    while (!stop.load()) {
+      {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return in_flight_ < config_.max_in_flight || stop.load(); });
+        if (stop.load()) return;
+        ++in_flight_;
+      }
+      auto sent = std::make_unique<SentBatch>();
+      std::vector<uint8_t> batch =
+          MakeBatch(static_cast<int>(rng_.Range(1, config_.max_records)),
+                    static_cast<size_t>(rng_.Range(0, config_.max_value_bytes)),
+                    1'700'000'000'000 + rng_.Range(0, 1000), rng_.Next());
+      AppendOptions opts;
+      opts.leader_epoch = config_.leader_epoch;
+      opts.ack = AckLevel::kDurable;
+      SentBatch* s = sent.get();
+      opts.on_ack = [this, s](const Status& st, const AppendInfo&) {
+        if (st.ok()) {
+          s->durable_ok = true;
+        } else {
+          s->ack_error = st.ToString();
+        }
+        ++s->callbacks;
+        std::lock_guard lock(mu_);
+        --in_flight_;
+        cv_.notify_all();
+      };
+      sent->expected = batch;
+      auto info = log_.Append(batch, std::move(opts));
+      if (!info.ok()) {
+        // Refused: no callback comes. After the crash this is expected.
+        std::lock_guard lock(mu_);
+        --in_flight_;
+        refused_ = info.status();
+        return;
+      }
+      sent->base_offset = info->base_offset;
+      sent->last_offset = info->last_offset;
+      AssignOffsets(sent->expected, info->base_offset, config_.leader_epoch);
+      {
+        std::lock_guard lock(mu_);
+        sent_.push_back(std::move(sent));
+      }
+      ++total_appends_;
+    }
+  }
+
+  void Wake() {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
+
+  // After the log is gone.
+  std::vector<std::unique_ptr<SentBatch>>& sent() { return sent_; }
+
+ private:
+  PartitionLog& log_;
+  const PointConfig& config_;
+  Rng rng_;
+  std::atomic<int>& total_appends_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;                              // guarded by mu_
+  std::vector<std::unique_ptr<SentBatch>> sent_;   // guarded by mu_
+  Status refused_;                                 // guarded by mu_
+};
+
+// What the crash points exercised, printed at the end so a quiet run can be judged.
+struct CrashStats {
+  int points = 0;
+  uint64_t appended = 0;
+  uint64_t acked = 0;
+  uint64_t recovered = 0;
+  int torn_tails = 0;      // recoveries that cut bytes
+  int multi_segment = 0;   // recoveries of more than one segment
+};
+
+// Reads random ranges while the log is appended to and then crashes. Until the crash every
+// read must succeed and return whole, valid batches in offset order; after it, reads may
+// fail but must not return bad bytes. Returns the first problem seen, empty when none.
+std::string ReadWhileAppending(PartitionLog& log, FaultEnv& env, uint64_t seed,
+                               const std::atomic<bool>& stop) {
+  Rng rng(seed);
+  std::vector<uint8_t> buf;
+  while (!stop.load()) {
+    int64_t end = log.written_end_offset();
+    int64_t offset = rng.Range(0, end);
+    uint64_t max_bytes = static_cast<uint64_t>(rng.Range(1, 32 * 1024));
+    auto r = log.Read(offset, max_bytes);
+    Status st = r.ok() ? PartitionLog::ReadSlice(r->slice, &buf) : r.status();
+    if (!st.ok()) {
+      if (st.message().find("simulated crash") != std::string::npos) continue;
+      return fmt::format("Read({}, {}) with written end {}: {}", offset, max_bytes, end,
+                         st.ToString());
+    }
+    if (r->slice.size == 0) {
+      if (offset != end) return fmt::format("Read({}) below the written end {} was empty", offset, end);
+      continue;
+    }
+    size_t pos = 0;
+    int64_t next = r->first_offset;
+    while (pos < buf.size()) {
+      if (buf.size() - pos < kBatchHeaderSize) return fmt::format("Read({}): torn slice", offset);
+      BatchHeader h = ParseBatchHeader(std::span<const uint8_t>(buf).subspan(pos));
+      if (h.length < 0 || h.total_size() > buf.size() - pos || h.base_offset != next ||
+          !CrcMatches(std::span<const uint8_t>(buf).subspan(pos, h.total_size()))) {
+        return fmt::format("Read({}): bad batch at byte {} of the slice (base offset {}, want {})",
+                           offset, pos, h.base_offset, next);
+      }
+      if (pos == 0 && !(h.base_offset <= offset && offset <= h.last_offset())) {
+        return fmt::format("Read({}): first batch holds [{}, {}]", offset, h.base_offset,
+                           h.last_offset());
+      }
+      pos += h.total_size();
+      next = h.next_offset();
+    }
+    if (next != r->next_offset) return fmt::format("Read({}): next_offset disagrees", offset);
+  }
+  (void)env;
+  return std::string();
+}
+
+void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats& stats) {
+  const uint64_t point_seed = Derive(seed, static_cast<uint64_t>(point));
+  Rng rng(point_seed);
+  PointConfig config = ChoosePoint(rng);
+  const std::string context =
+      fmt::format("crash point {} (replay: SLUICE_CRASH_SEED={:#x} SLUICE_CRASH_ONLY={}): {}",
+                  point, seed, point, config.Describe());
+  auto stage = [&](std::string_view what) {
+    watchdog.Stage(fmt::format("{}: {}", context, what));
+  };
+  SCOPED_TRACE(context);
+
+  TempDir dir;
+  FaultEnv env(Env::Posix());
+  IoExecutor executor(config.executor_threads);
+  LogOptions options = config.options;
+  options.env = &env;
+  options.executor = &executor;
+
+  stage("open");
+  auto opened = PartitionLog::Open(dir.path(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::unique_ptr<PartitionLog> log = std::move(*opened);
+
+  std::atomic<int> total_appends{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::unique_ptr<Appender>> appenders;
+  for (int i = 0; i < config.appenders; ++i) {
+    appenders.push_back(std::make_unique<Appender>(*log, config, Derive(point_seed, 1, i),
+                                                   total_appends));
+  }
+  stage("append");
+  if (config.trigger == CrashTrigger::kAfterDiskCalls) env.CrashAfter(config.crash_after);
+  std::vector<std::thread> threads;
+  for (auto& a : appenders) threads.emplace_back([&a, &stop] { a->Run(stop); });
+  std::string read_problem;
+  std::thread reader;
+  if (config.reader) {
+    reader = std::thread([&] { read_problem = ReadWhileAppending(*log, env, Derive(point_seed, 4), stop); });
+  }
+
+  // The crash, as chosen; never later than 200 ms in, to keep the data small.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(
+                                    config.trigger == CrashTrigger::kAfterMillis ? config.crash_after : 200);
+  auto crash_due = [&] {
+    switch (config.trigger) {
+      case CrashTrigger::kAfterAppends: return total_appends.load() >= config.crash_after;
+      case CrashTrigger::kAfterMillis: return false;
+      case CrashTrigger::kAfterDiskCalls: return env.crashed();
+    }
+    return true;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !crash_due()) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  stage("simulate crash");
+  env.SimulateCrash();
+  stop = true;
+  for (auto& a : appenders) a->Wake();
+  stage("join appenders and reader after the crash");
+  for (auto& t : threads) t.join();
+  if (reader.joinable()) reader.join();
+  EXPECT_EQ(read_problem, "") << "reading while appending";
+  stage("destroy the crashed log (Close must fail, not hang)");
+  log.reset();
+
+  // Every accepted append was answered exactly once.
+  std::vector<SentBatch*> sent;
+  for (auto& a : appenders) {
+    for (auto& s : a->sent()) sent.push_back(s.get());
+  }
+  std::sort(sent.begin(), sent.end(),
+            [](const SentBatch* a, const SentBatch* b) { return a->base_offset < b->base_offset; });
+  int64_t next = 0;
+  int acked = 0;
+  for (const SentBatch* s : sent) {
+    EXPECT_EQ(s->callbacks.load(), 1) << "batch at offset " << s->base_offset;
+    EXPECT_EQ(s->base_offset, next) << "offsets were not assigned contiguously";
+    next = s->last_offset + 1;
+    acked += s->durable_ok ? 1 : 0;
+  }
+  if (::testing::Test::HasFailure()) return;
+
+  stage("drop unsynced data");
+  std::string drop_report;
+  Status dropped = env.DropUnsyncedData(Derive(point_seed, 2), config.tear, &drop_report);
+  ASSERT_TRUE(dropped.ok()) << dropped.ToString();
+  env.Reset();
+
+  if (config.crash_in_recovery) {
+    // The machine dies again while the log recovers.
+    stage("reopen, crashing during recovery");
+    env.CrashAfter(config.recovery_crash_calls);
+    auto interrupted = PartitionLog::Open(dir.path(), options);
+    if (interrupted.ok()) interrupted->reset();
+    env.SimulateCrash();
+    std::string second;
+    dropped = env.DropUnsyncedData(Derive(point_seed, 3), config.recovery_tear, &second);
+    ASSERT_TRUE(dropped.ok()) << dropped.ToString();
+    env.Reset();
+    drop_report += fmt::format("recovery {} ({}), then power loss again:\n{}",
+                               interrupted.ok() ? "finished" : "crashed",
+                               interrupted.ok() ? "" : interrupted.status().ToString(), second);
+  }
+
+  stage("reopen");
+  options.env = config.reopen_with_fault_env ? static_cast<Env*>(&env) : Env::Posix();
+  auto reopened = PartitionLog::Open(dir.path(), options);
+  ASSERT_TRUE(reopened.ok()) << "reopening after the crash: " << reopened.status().ToString()
+                             << "\npower loss:\n" << drop_report;
+  log = std::move(*reopened);
+
+  std::vector<Expected> expected;
+  for (const SentBatch* s : sent) {
+    expected.push_back(Expected{s->base_offset, &s->expected, s->last_offset, s->durable_ok.load()});
+  }
+  const RecoveryReport& rec = log->recovery();
+  const std::string detail = fmt::format(
+      "{} batches appended, {} acknowledged durable\nrecovery: {} segments, truncated {} bytes "
+      "({}), {} indexes rebuilt\npower loss:\n{}",
+      sent.size(), acked, rec.segments, rec.truncated_bytes, rec.truncation_reason,
+      rec.indexes_rebuilt, drop_report);
+  stage("check the recovered log");
+  size_t recovered = CheckRecovered(*log, expected, config.read_max_bytes, detail);
+  if (::testing::Test::HasFailure()) return;
+  ++stats.points;
+  stats.appended += sent.size();
+  stats.acked += static_cast<uint64_t>(acked);
+  stats.recovered += recovered;
+  stats.torn_tails += rec.truncated_bytes > 0 ? 1 : 0;
+  stats.multi_segment += rec.segments > 1 ? 1 : 0;
+  Status verified = log->Verify();
+  EXPECT_TRUE(verified.ok()) << verified.ToString() << "\n" << detail;
+
+  stage("append after recovery");
+  CheckAppendsAfterRecovery(*log, rng, detail);
+  if (::testing::Test::HasFailure()) return;
+
+  // A second, clean reopen sees the same log.
+  stage("clean reopen");
+  int64_t end = log->end_offset();
+  Status closed = log->Close();
+  ASSERT_TRUE(closed.ok()) << closed.ToString();
+  log.reset();
+  auto again = PartitionLog::Open(dir.path(), options);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->end_offset(), end);
+  EXPECT_EQ((*again)->recovery().truncated_bytes, 0u) << (*again)->recovery().truncation_reason;
+}
+
+TEST(CrashTest, RecoveryAfterPowerLossKeepsAcknowledgedPrefix) {
+  const uint64_t seed = Seed();
+  const int points = Points();
+  std::printf("crash_test: SLUICE_CRASH_SEED=%#llx SLUICE_CRASH_POINTS=%d\n",
+              static_cast<unsigned long long>(seed), points);
+  std::fflush(stdout);
+  LogLevel old_level = GetLogLevel();
+  SetLogLevel(LogLevel::kOff);  // every crash logs failed writes; they are expected
+  HangWatchdog watchdog;
+  CrashStats stats;
+  std::optional<int> only = OnlyPoint();
+  for (int point = 0; point < points; ++point) {
+    if (only && *only != point) continue;
+    RunCrashPoint(seed, point, watchdog, stats);
+    if (::testing::Test::HasFailure()) break;  // the first failing point is the one to read
+  }
+  SetLogLevel(old_level);
+  std::printf("crash_test: %d points passed: %llu batches appended, %llu acknowledged durable, "
+              "%llu recovered; %d recoveries cut a torn tail, %d had several segments\n",
+              stats.points, static_cast<unsigned long long>(stats.appended),
+              static_cast<unsigned long long>(stats.acked),
+              static_cast<unsigned long long>(stats.recovered), stats.torn_tails,
+              stats.multi_segment);
+}
+
+// ---------------------------------------------------------------------------------------
+// SIGKILL
+
+struct KillSpec {
+  int count;
+  size_t value_bytes;
+  uint64_t seed;
+};
+
+// Batch i of the deterministic sequence of a SIGKILL case.
+KillSpec KillBatch(uint64_t case_seed, int i) {
+  uint64_t h = Derive(case_seed, 100, static_cast<uint64_t>(i));
+  return KillSpec{1 + static_cast<int>(h % 10), static_cast<size_t>((h >> 8) % 150), h};
+}
+
+constexpr int kKillMaxBatches = 20000;
+
+LogOptions KillLogOptions(uint64_t case_seed, IoExecutor* executor) {
+  Rng rng(Derive(case_seed, 200));
+  LogOptions o;
+  o.env = Env::Posix();
+  o.executor = executor;
+  o.flush_policy = FlushPolicy::kDurable;
+  o.segment_bytes = rng.OneIn(3) ? 1ull << 30 : static_cast<uint64_t>(rng.Range(8, 64)) * 1024;
+  o.index_interval_bytes = static_cast<uint32_t>(rng.Range(64, 4096));
+  return o;
+}
+
+void WriteAll(int fd, const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) ::_exit(3);
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The child: appends the sequence durably, writing each acknowledged base offset to `fd`.
+// Writes -1 and exits on an error; otherwise waits to be killed.
+[[noreturn]] void RunKillChild(const std::string& dir, uint64_t case_seed, int fd) {
+  SetLogLevel(LogLevel::kOff);
+  IoExecutor executor(1);
+  auto opened = PartitionLog::Open(dir, KillLogOptions(case_seed, &executor));
+  const int64_t kError = -1;
+  if (!opened.ok()) {
+    WriteAll(fd, &kError, sizeof kError);
+    ::_exit(2);
+  }
+  PartitionLog& log = **opened;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_flight = 0;
+  const int max_in_flight = 1 + static_cast<int>(Derive(case_seed, 300) % 4);
+  for (int i = 0; i < kKillMaxBatches; ++i) {
+    {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return in_flight < max_in_flight; });
+      ++in_flight;
+    }
+    KillSpec spec = KillBatch(case_seed, i);
+    std::vector<uint8_t> batch = MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
+    AppendOptions opts;
+    opts.ack = AckLevel::kDurable;
+    opts.on_ack = [&, fd](const Status& st, const AppendInfo& info) {
+      int64_t v = st.ok() ? info.base_offset : kError;
+      WriteAll(fd, &v, sizeof v);  // 8 bytes into a pipe the parent drains: does not block long
+      std::lock_guard lock(mu);
+      --in_flight;
+      cv.notify_all();
+    };
+    if (!log.Append(batch, std::move(opts)).ok()) {
+      WriteAll(fd, &kError, sizeof kError);
+      ::_exit(4);
+    }
+  }
+  for (;;) ::pause();
+}
+
+TEST(CrashTest, RecoveryAfterSigkillKeepsAcknowledgedPrefix) {
+  const uint64_t seed = Seed();
+  const int cases = std::max(1, Points() / 10);
+  std::printf("crash_test: SIGKILL cases=%d SLUICE_CRASH_SEED=%#llx\n", cases,
+              static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  std::optional<int> only = OnlyPoint();
+  LogLevel old_level = GetLogLevel();
+  for (int c = 0; c < cases; ++c) {
+    if (only && *only != c) continue;
+    const uint64_t case_seed = Derive(seed, 1'000'000 + static_cast<uint64_t>(c));
+    Rng rng(case_seed);
+    const int kill_after_acks = static_cast<int>(rng.Range(0, 150));
+    const int extra_us = static_cast<int>(rng.Range(0, 3000));
+    const std::string context = fmt::format(
+        "SIGKILL case {} (replay: SLUICE_CRASH_SEED={:#x} SLUICE_CRASH_ONLY={}): kill after {} "
+        "acks + {} us",
+        c, seed, c, kill_after_acks, extra_us);
+    SCOPED_TRACE(context);
+    TempDir dir;
+
+    // No threads in this process here: the child starts its own after the fork.
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0) << std::strerror(errno);
+    if (pid == 0) {
+      ::close(fds[0]);
+      RunKillChild(dir.path(), case_seed, fds[1]);
+    }
+    ::close(fds[1]);
+
+    std::vector<int64_t> acks;
+    bool child_error = false;
+    auto read_ack = [&]() -> bool {
+      int64_t v;
+      size_t got = 0;
+      while (got < sizeof v) {
+        ssize_t n = ::read(fds[0], reinterpret_cast<char*>(&v) + got, sizeof v - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return false;
+        got += static_cast<size_t>(n);
+      }
+      if (v < 0) {
+        child_error = true;
+      } else {
+        acks.push_back(v);
+      }
+      return true;
+    };
+    while (static_cast<int>(acks.size()) < kill_after_acks && !child_error && read_ack()) {
+    }
+    ::usleep(static_cast<useconds_t>(extra_us));
+    ::kill(pid, SIGKILL);
+    int wstatus = 0;
+    ASSERT_EQ(::waitpid(pid, &wstatus, 0), pid);
+    // Acks written before the child died count too.
+    while (read_ack()) {
+    }
+    ::close(fds[0]);
+    ASSERT_FALSE(child_error) << "the child failed to append (exit status " << wstatus << ")";
+    ASSERT_TRUE(WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL)
+        << "the child ended on its own, status " << wstatus;
+
+    // The deterministic sequence, with the offsets a single appender gets.
+    std::vector<std::vector<uint8_t>> bytes;
+    std::vector<Expected> expected;
+    int64_t offset = 0;
+    // The child appended at most a few batches past its last ack; 100 more is plenty.
+    const int length = static_cast<int>(acks.size()) + 100;
+    for (int i = 0; i < length; ++i) {
+      KillSpec spec = KillBatch(case_seed, i);
+      std::vector<uint8_t> b = MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
+      AssignOffsets(b, offset, 0);
+      bytes.push_back(std::move(b));
+      expected.push_back(Expected{offset, nullptr, offset + spec.count - 1, false});
+      offset += spec.count;
+    }
+    for (size_t i = 0; i < expected.size(); ++i) expected[i].bytes = &bytes[i];
+    size_t ack_i = 0;
+    std::sort(acks.begin(), acks.end());
+    for (Expected& e : expected) {
+      while (ack_i < acks.size() && acks[ack_i] < e.offset) ++ack_i;
+      if (ack_i < acks.size() && acks[ack_i] == e.offset) e.durable = true;
+    }
+
+    SetLogLevel(LogLevel::kOff);
+    IoExecutor executor(1);
+    auto reopened = PartitionLog::Open(dir.path(), KillLogOptions(case_seed, &executor));
+    ASSERT_TRUE(reopened.ok()) << reopened.status().ToString();
+    const RecoveryReport& rec = (*reopened)->recovery();
+    const std::string detail =
+        fmt::format("{} acks; recovery: {} segments, truncated {} bytes ({})", acks.size(),
+                    rec.segments, rec.truncated_bytes, rec.truncation_reason);
+    size_t k = CheckRecovered(**reopened, expected, 64 * 1024, detail);
+    if (::testing::Test::HasFailure()) break;
+    EXPECT_TRUE((*reopened)->Verify().ok());
+    EXPECT_LT(k, expected.size()) << "the sequence is longer than what the child could write";
+    Rng after(Derive(case_seed, 400));
+    CheckAppendsAfterRecovery(**reopened, after, detail);
+    if (::testing::Test::HasFailure()) break;
+  }
+  SetLogLevel(old_level);
+}
+
+}  // namespace
+}  // namespace sluice::storage::testing

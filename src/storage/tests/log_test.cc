@@ -1,0 +1,743 @@
+#include "storage/log.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "storage/testing/batch_builder.h"
+
+namespace sluice::storage {
+namespace {
+
+using testing::MakeBatch;
+
+std::vector<uint8_t> FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+}
+
+class LogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-log-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    opts_.executor = &executor_;
+    opts_.clock = &clock_;
+    opts_.index_interval_bytes = 1024;
+    opts_.flush_policy = FlushPolicy::kDurable;  // durable acks without waiting for flush.ms
+  }
+  void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
+
+  std::unique_ptr<PartitionLog> OpenLog() {
+    auto log = PartitionLog::Open(dir_, opts_);
+    EXPECT_TRUE(log.ok()) << log.status().ToString();
+    return log.ok() ? std::move(*log) : nullptr;
+  }
+
+  // Appends and waits until durable.
+  AppendInfo AppendSync(PartitionLog& log, const std::vector<uint8_t>& batch, AppendOptions o = {}) {
+    std::promise<Status> done;
+    o.ack = AckLevel::kDurable;
+    o.on_ack = [&](const Status& st, const AppendInfo&) { done.set_value(st); };
+    auto info = log.Append(batch, std::move(o));
+    EXPECT_TRUE(info.ok()) << info.status().ToString();
+    Status st = done.get_future().get();
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return info.ok() ? *info : AppendInfo{};
+  }
+
+  // Every batch from `from` to the written end, concatenated.
+  std::vector<uint8_t> ReadAll(PartitionLog& log, int64_t from) {
+    std::vector<uint8_t> all, part;
+    int64_t off = from;
+    while (off < log.written_end_offset()) {
+      auto r = log.Read(off, 1 << 20);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) break;
+      EXPECT_TRUE(PartitionLog::ReadSlice(r->slice, &part).ok());
+      all.insert(all.end(), part.begin(), part.end());
+      off = r->next_offset;
+    }
+    return all;
+  }
+
+  std::string Seg(int64_t base, const char* ext) {
+    char name[64];
+    snprintf(name, sizeof name, "/%020lld%s", static_cast<long long>(base), ext);
+    return dir_ + name;
+  }
+
+  // Base offsets of the segments on disk, in order.
+  std::vector<int64_t> SegmentBases() {
+    std::vector<int64_t> bases;
+    auto names = Env::Posix()->ListDir(dir_);
+    for (auto& name : *names) {
+      if (name.size() == 24 && name.ends_with(".log")) bases.push_back(std::stoll(name.substr(0, 20)));
+    }
+    std::sort(bases.begin(), bases.end());
+    return bases;
+  }
+
+  std::string dir_;
+  IoExecutor executor_{2};
+  ManualClock clock_;
+  LogOptions opts_;
+};
+
+// The bytes the log stores for `batch` appended at `base`.
+std::vector<uint8_t> Stored(std::vector<uint8_t> batch, int64_t base, int32_t epoch = 0) {
+  AssignOffsets(batch, base, epoch);
+  return batch;
+}
+
+TEST_F(LogTest, AppendAssignsConsecutiveOffsets) {
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 0);
+  auto a = AppendSync(*log, MakeBatch(3, 10, 1000, 1));
+  auto b = AppendSync(*log, MakeBatch(5, 10, 1000, 2));
+  EXPECT_EQ(a.base_offset, 0);
+  EXPECT_EQ(a.last_offset, 2);
+  EXPECT_EQ(b.base_offset, 3);
+  EXPECT_EQ(b.last_offset, 7);
+  EXPECT_EQ(log->end_offset(), 8);
+  EXPECT_EQ(log->written_end_offset(), 8);
+  EXPECT_EQ(log->durable_end_offset(), 8);
+}
+
+TEST_F(LogTest, StoresBatchesVerbatimExceptOffsetAndEpoch) {
+  auto log = OpenLog();
+  auto batch = MakeBatch(4, 50, 1000, 3);
+  AppendOptions o;
+  o.leader_epoch = 7;
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  AppendSync(*log, batch, o);
+  auto r = log->Read(2, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &got).ok());
+  EXPECT_EQ(got, Stored(batch, 2, 7));
+  EXPECT_TRUE(ValidateBatch(got, 1 << 20).ok());
+}
+
+TEST_F(LogTest, InvalidBatchIsRejectedAndLogUnchanged) {
+  auto log = OpenLog();
+  auto bad = MakeBatch(3, 10, 1000, 1);
+  bad[70] ^= 1;
+  auto r = log->Append(bad, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("CRC"), std::string::npos);
+  EXPECT_EQ(log->end_offset(), 0);
+  AppendSync(*log, MakeBatch(1, 10, 1000, 1));
+  EXPECT_EQ(log->end_offset(), 1);
+}
+
+TEST_F(LogTest, ReadReturnsTheBatchContainingTheOffset) {
+  auto log = OpenLog();
+  std::vector<std::vector<uint8_t>> batches;
+  for (int i = 0; i < 50; ++i) {
+    batches.push_back(MakeBatch(10, 100, 1000 + i, i));
+    AppendSync(*log, batches.back());
+  }
+  for (int64_t off : {0, 5, 9, 10, 255, 499}) {
+    auto r = log->Read(off, 1);  // max_bytes 1: still one whole batch
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->first_offset, off / 10 * 10);
+    EXPECT_EQ(r->next_offset, off / 10 * 10 + 10);
+    std::vector<uint8_t> got;
+    ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &got).ok());
+    EXPECT_EQ(got, Stored(batches[off / 10], off / 10 * 10));
+  }
+}
+
+TEST_F(LogTest, ReadStopsAtMaxBytesOnBatchBoundaries) {
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);
+  for (int i = 0; i < 10; ++i) AppendSync(*log, b);
+  auto r = log->Read(0, b.size() * 3 + 10);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->slice.size, b.size() * 3);
+  EXPECT_EQ(r->next_offset, 30);
+  EXPECT_EQ(r->slice.position, 0u);
+  EXPECT_GE(r->slice.file->fd(), 0);  // usable with sendfile
+}
+
+TEST_F(LogTest, ReadAtEndIsEmptyAndOutsideIsOutOfRange) {
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(3, 10, 1000, 1));
+  auto end = log->Read(3, 1000);
+  ASSERT_TRUE(end.ok());
+  EXPECT_EQ(end->slice.size, 0u);
+  EXPECT_EQ(end->next_offset, 3);
+  auto past = log->Read(4, 1000);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), StatusCode::kOutOfRange);
+  EXPECT_FALSE(log->Read(-1, 1000).ok());
+}
+
+TEST_F(LogTest, RollsBySizeIntoSegmentsNamedByBaseOffset) {
+  opts_.segment_bytes = 4096;
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);  // ~1.2 KB
+  for (int i = 0; i < 20; ++i) AppendSync(*log, b);
+  EXPECT_GT(log->segment_count(), 4);
+  EXPECT_TRUE(access(Seg(0, ".log").c_str(), F_OK) == 0);
+  EXPECT_TRUE(access(Seg(30, ".log").c_str(), F_OK) == 0);
+  EXPECT_TRUE(access(Seg(30, ".index").c_str(), F_OK) == 0);
+  EXPECT_TRUE(access(Seg(30, ".timeindex").c_str(), F_OK) == 0);
+  std::vector<uint8_t> expect;
+  for (int i = 0; i < 20; ++i) {
+    auto s = Stored(b, i * 10);
+    expect.insert(expect.end(), s.begin(), s.end());
+  }
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+}
+
+TEST_F(LogTest, RollsByAge) {
+  opts_.segment_ms = 60'000;
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  EXPECT_EQ(log->segment_count(), 1);
+  clock_.Advance(60'000);
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  EXPECT_EQ(log->segment_count(), 2);
+  EXPECT_TRUE(access(Seg(4, ".log").c_str(), F_OK) == 0);
+}
+
+TEST_F(LogTest, ReopenRecoversEverything) {
+  opts_.segment_bytes = 8192;
+  std::vector<uint8_t> expect;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 30; ++i) {
+      auto b = MakeBatch(7, 150, 1000 + i, i);
+      auto info = AppendSync(*log, b);
+      auto s = Stored(b, info.base_offset);
+      expect.insert(expect.end(), s.begin(), s.end());
+    }
+    ASSERT_TRUE(log->Close().ok());
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 210);
+  EXPECT_EQ(log->durable_end_offset(), 210);
+  EXPECT_EQ(log->recovery().truncated_bytes, 0u);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  EXPECT_TRUE(log->Verify().ok());
+  auto more = AppendSync(*log, MakeBatch(1, 10, 1000, 1));
+  EXPECT_EQ(more.base_offset, 210);
+}
+
+TEST_F(LogTest, DurableAckComesAfterTheSyncThatCoversIt) {
+  opts_.flush_policy = FlushPolicy::kDurable;
+  auto log = OpenLog();
+  std::atomic<int64_t> durable_at_ack{-1};
+  std::promise<void> done;
+  AppendOptions o;
+  o.ack = AckLevel::kDurable;
+  PartitionLog* raw = log.get();
+  o.on_ack = [&](const Status& st, const AppendInfo& info) {
+    EXPECT_TRUE(st.ok());
+    durable_at_ack = raw->durable_end_offset();
+    done.set_value();
+  };
+  ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(o)).ok());
+  done.get_future().wait();
+  EXPECT_GE(durable_at_ack.load(), 4);
+}
+
+TEST_F(LogTest, IntervalPolicySyncsWithoutBeingAsked) {
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 20;
+  auto log = OpenLog();
+  std::promise<void> written, durable;
+  AppendOptions w;
+  w.ack = AckLevel::kWritten;
+  w.on_ack = [&](const Status&, const AppendInfo&) { written.set_value(); };
+  ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(w)).ok());
+  AppendOptions d;
+  d.ack = AckLevel::kDurable;
+  d.on_ack = [&](const Status&, const AppendInfo&) { durable.set_value(); };
+  ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(d)).ok());
+  written.get_future().wait();
+  durable.get_future().wait();  // by the flush.ms timer: nobody called Flush()
+  EXPECT_EQ(log->durable_end_offset(), 8);
+}
+
+TEST_F(LogTest, IntervalPolicySyncsAfterFlushBytes) {
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 3'600'000;
+  opts_.flush_bytes = 4096;
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);
+  int64_t last = 0;
+  for (int i = 0; i < 10; ++i) {
+    AppendOptions o;
+    o.ack = AckLevel::kWritten;
+    std::promise<void> p;
+    o.on_ack = [&](const Status&, const AppendInfo&) { p.set_value(); };
+    last = log->Append(b, std::move(o))->last_offset;
+    p.get_future().wait();
+  }
+  EXPECT_GT(log->sync_count(), 0u);
+  EXPECT_GT(log->durable_end_offset(), 0);
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_EQ(log->durable_end_offset(), last + 1);
+}
+
+// An Env whose segment-file fdatasync blocks until released, and which counts writes and
+// syncs of .log files: group commit made visible.
+class GatedEnv : public Env {
+ public:
+  class GatedFile : public File {
+   public:
+    GatedFile(std::unique_ptr<File> f, GatedEnv* env) : f_(std::move(f)), env_(env) {}
+    Status WriteAt(uint64_t pos, std::span<const uint8_t> d) override {
+      if (IsLog()) ++env_->log_writes;
+      return f_->WriteAt(pos, d);
+    }
+    Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override { return f_->ReadAt(pos, out); }
+    Status Sync() override {
+      if (IsLog()) {
+        ++env_->log_syncs;
+        std::unique_lock l(env_->mu);
+        env_->in_sync = true;
+        env_->cv.notify_all();
+        env_->cv.wait(l, [&] { return env_->open; });
+        env_->in_sync = false;
+      }
+      return f_->Sync();
+    }
+    Status Truncate(uint64_t s) override { return f_->Truncate(s); }
+    Result<uint64_t> Size() override { return f_->Size(); }
+    Result<bool> Unlinked() override { return f_->Unlinked(); }
+    int fd() const override { return f_->fd(); }
+    const std::string& path() const override { return f_->path(); }
+
+   private:
+    bool IsLog() const { return path().ends_with(".log"); }
+    std::unique_ptr<File> f_;
+    GatedEnv* env_;
+  };
+
+  Result<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
+    ASSIGN_OR_RETURN(auto f, base->Open(path, mode));
+    return std::unique_ptr<File>(std::make_unique<GatedFile>(std::move(f), this));
+  }
+  Status Remove(const std::string& p) override { return base->Remove(p); }
+  Status Rename(const std::string& a, const std::string& b) override { return base->Rename(a, b); }
+  Status CreateDirs(const std::string& p) override { return base->CreateDirs(p); }
+  Status SyncDir(const std::string& p) override { return base->SyncDir(p); }
+  Result<std::vector<std::string>> ListDir(const std::string& p) override { return base->ListDir(p); }
+  bool Exists(const std::string& p) override { return base->Exists(p); }
+
+  void Close() {
+    std::lock_guard l(mu);
+    open = false;
+  }
+  void OpenGate() {
+    std::lock_guard l(mu);
+    open = true;
+    cv.notify_all();
+  }
+  void WaitInSync() {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return in_sync; });
+  }
+
+  Env* base = Env::Posix();
+  std::atomic<int> log_writes{0}, log_syncs{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = true, in_sync = false;
+};
+
+TEST_F(LogTest, GroupCommitWritesAndSyncsConcurrentAppendsTogether) {
+  GatedEnv env;
+  opts_.env = &env;
+  opts_.flush_policy = FlushPolicy::kDurable;
+  auto log = OpenLog();
+  env.log_writes = 0;
+  env.log_syncs = 0;
+  env.Close();
+  std::atomic<int> acked{0};
+  auto on_ack = [&](const Status& st, const AppendInfo&) {
+    EXPECT_TRUE(st.ok());
+    ++acked;
+  };
+  // The first append's job blocks inside its fdatasync...
+  AppendOptions first;
+  first.on_ack = on_ack;
+  ASSERT_TRUE(log->Append(MakeBatch(1, 10, 1000, 0), std::move(first)).ok());
+  env.WaitInSync();
+  // ... while 4 threads append 100 batches between them.
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 25; ++i) {
+        AppendOptions o;
+        o.on_ack = on_ack;
+        ASSERT_TRUE(log->Append(MakeBatch(2, 10, 1000, t * 100 + i), std::move(o)).ok());
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(acked.load(), 0);  // nothing is acknowledged before its fdatasync
+  env.OpenGate();
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_EQ(acked.load(), 101);
+  // One write + one fdatasync for the first append, one of each for the other 100.
+  EXPECT_EQ(env.log_writes.load(), 2);
+  EXPECT_EQ(env.log_syncs.load(), 2);
+  EXPECT_EQ(log->end_offset(), 201);
+}
+
+TEST_F(LogTest, LogAppendTimeRewritesTimestampAndCrc) {
+  clock_.Set(1'800'000'000'000);
+  auto log = OpenLog();
+  AppendOptions o;
+  o.log_append_time = true;
+  auto info = AppendSync(*log, MakeBatch(3, 10, 1000, 1), std::move(o));
+  EXPECT_EQ(info.log_append_time_ms, 1'800'000'000'000);
+  auto r = log->Read(0, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &got).ok());
+  auto h = ValidateBatch(got, 1 << 20);
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ(h->max_timestamp, 1'800'000'000'000);
+  EXPECT_NE(h->attributes & kAttrTimestampTypeLogAppend, 0);
+}
+
+TEST_F(LogTest, FindsFirstOffsetAtOrAfterTimestamp) {
+  opts_.segment_bytes = 4096;
+  auto log = OpenLog();
+  // Batch i has 10 records with timestamps 10000 + 10 i + j.
+  for (int i = 0; i < 40; ++i) AppendSync(*log, MakeBatch(10, 100, 10000 + 10 * i, i));
+  ASSERT_GT(log->segment_count(), 3);
+  for (int64_t ts : {0, 10000, 10001, 10055, 10200, 10399}) {
+    auto r = log->FindOffsetByTimestamp(ts);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(r->has_value()) << ts;
+    int64_t want = std::max<int64_t>(0, ts - 10000);
+    EXPECT_EQ((*r)->offset, want) << ts;
+    EXPECT_EQ((*r)->timestamp, 10000 + want);
+    EXPECT_TRUE((*r)->exact);
+  }
+  auto none = log->FindOffsetByTimestamp(10400);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  // Same answers after a reopen, from the recovered indexes.
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  auto again = log->FindOffsetByTimestamp(10255);
+  ASSERT_TRUE(again.ok() && again->has_value());
+  EXPECT_EQ((*again)->offset, 255);
+}
+
+TEST_F(LogTest, RecoveryTruncatesATornTail) {
+  std::vector<uint8_t> expect;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 5; ++i) {
+      auto b = MakeBatch(3, 100, 1000, i);
+      AppendSync(*log, b);
+      auto s = Stored(b, i * 3);
+      expect.insert(expect.end(), s.begin(), s.end());
+    }
+  }
+  auto bytes = FileBytes(Seg(0, ".log"));
+  auto torn = Stored(MakeBatch(3, 100, 1000, 9), 15);
+  bytes.insert(bytes.end(), torn.begin(), torn.begin() + 100);  // half a batch
+  WriteBytes(Seg(0, ".log"), bytes);
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 15);
+  EXPECT_EQ(log->recovery().truncated_bytes, 100u);
+  EXPECT_NE(log->recovery().truncation_reason.find("at byte " + std::to_string(expect.size())),
+            std::string::npos)
+      << log->recovery().truncation_reason;
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  EXPECT_EQ(FileBytes(Seg(0, ".log")).size(), expect.size());
+}
+
+TEST_F(LogTest, RecoveryStopsAtACorruptBatchEvenWhenLaterOnesAreIntact) {
+  std::vector<size_t> ends;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 6; ++i) {
+      AppendSync(*log, MakeBatch(3, 100, 1000, i));
+      ends.push_back(log->size_bytes());
+    }
+  }
+  auto bytes = FileBytes(Seg(0, ".log"));
+  bytes[ends[2] + 80] ^= 0xff;  // inside the 4th batch's records
+  WriteBytes(Seg(0, ".log"), bytes);
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 9);
+  EXPECT_NE(log->recovery().truncation_reason.find("CRC"), std::string::npos);
+  EXPECT_EQ(log->recovery().truncated_bytes, bytes.size() - ends[2]);
+}
+
+TEST_F(LogTest, RecoveryTruncatesAtNegativeOrAbsurdLength) {
+  for (uint32_t bad_len : {0xFFFFFFFFu, 0x7FFFFFFFu, 3u}) {
+    {
+      auto log = OpenLog();
+      AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+    }
+    auto bytes = FileBytes(Seg(0, ".log"));
+    size_t good = bytes.size();
+    auto next = Stored(MakeBatch(2, 10, 1000, 2), 2);
+    StoreBE32(next.data() + kBatchLengthOffset, bad_len);
+    bytes.insert(bytes.end(), next.begin(), next.end());
+    WriteBytes(Seg(0, ".log"), bytes);
+    auto log = OpenLog();
+    EXPECT_EQ(log->end_offset(), 2) << bad_len;
+    EXPECT_EQ(log->recovery().truncated_bytes, next.size()) << bad_len;
+    ASSERT_EQ(system(("rm -f " + dir_ + "/*").c_str()), 0);
+    (void)good;
+  }
+}
+
+TEST_F(LogTest, RecoveryRebuildsMissingAndInconsistentIndexes) {
+  opts_.segment_bytes = 8192;
+  std::vector<uint8_t> expect;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 30; ++i) {
+      auto b = MakeBatch(5, 200, 1000 + i, i);
+      AppendSync(*log, b);
+      auto s = Stored(b, i * 5);
+      expect.insert(expect.end(), s.begin(), s.end());
+    }
+  }
+  ASSERT_EQ(unlink(Seg(0, ".index").c_str()), 0);
+  // An index whose last entry points past the end of its segment.
+  auto bases = SegmentBases();
+  ASSERT_GE(bases.size(), 3u);
+  auto idx = FileBytes(Seg(bases[1], ".index"));
+  ASSERT_GE(idx.size(), 8u);
+  StoreBE32(idx.data() + idx.size() - 4, 1u << 30);
+  WriteBytes(Seg(bases[1], ".index"), idx);
+  // A time index of a size no entry layout allows.
+  auto tidx = FileBytes(Seg(0, ".timeindex"));
+  tidx.push_back(1);
+  WriteBytes(Seg(0, ".timeindex"), tidx);
+  auto log = OpenLog();
+  EXPECT_GE(log->recovery().indexes_rebuilt, 2);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  for (int64_t off : {0, 33, 77, 149}) {
+    auto r = log->Read(off, 1);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->first_offset, off / 5 * 5);
+  }
+}
+
+TEST_F(LogTest, CorruptionInAClosedSegmentIsReportedWithFileAndPosition) {
+  opts_.segment_bytes = 8192;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
+  }
+  // Corrupt the last batch of the first (closed) segment: recovery checks the tail.
+  auto bytes = FileBytes(Seg(0, ".log"));
+  bytes[bytes.size() - 10] ^= 0xff;
+  WriteBytes(Seg(0, ".log"), bytes);
+  auto log = PartitionLog::Open(dir_, opts_);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(log.status().message().find(Seg(0, ".log")), std::string::npos) << log.status().message();
+  EXPECT_NE(log.status().message().find("at byte"), std::string::npos);
+}
+
+TEST_F(LogTest, VerifyFindsCorruptionInTheMiddleOfAClosedSegment) {
+  opts_.segment_bytes = 8192;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
+  }
+  auto bytes = FileBytes(Seg(0, ".log"));
+  bytes[100] ^= 0xff;  // first batch's records: before any index entry
+  WriteBytes(Seg(0, ".log"), bytes);
+  auto log = OpenLog();  // recovery only checks closed segments' tails
+  ASSERT_NE(log, nullptr);
+  Status st = log->Verify();
+  EXPECT_EQ(st.code(), StatusCode::kCorruption);
+  EXPECT_NE(st.message().find(Seg(0, ".log") + " at byte 0"), std::string::npos) << st.message();
+}
+
+TEST_F(LogTest, ClosedSegmentMissingAtOpenIsReported) {
+  opts_.segment_bytes = 8192;
+  opts_.flush_policy = FlushPolicy::kDurable;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
+  }
+  // A closed segment's log file disappears while its indexes stay: reopening reports it.
+  auto bases = SegmentBases();
+  ASSERT_GE(bases.size(), 3u);
+  ASSERT_EQ(unlink(Seg(bases[1], ".log").c_str()), 0);
+  auto log = PartitionLog::Open(dir_, opts_);
+  ASSERT_FALSE(log.ok());
+  EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(log.status().message().find(Seg(bases[1], ".log") + " is missing"), std::string::npos)
+      << log.status().message();
+}
+
+TEST_F(LogTest, ActiveSegmentDeletedWhileWritingFailsTheAppend) {
+  opts_.flush_policy = FlushPolicy::kDurable;
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  ASSERT_EQ(unlink(Seg(0, ".log").c_str()), 0);
+  std::promise<Status> done;
+  AppendOptions o;
+  o.on_ack = [&](const Status& st, const AppendInfo&) { done.set_value(st); };
+  ASSERT_TRUE(log->Append(MakeBatch(2, 10, 1000, 2), std::move(o)).ok());
+  Status st = done.get_future().get();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("deleted"), std::string::npos) << st.ToString();
+  auto again = log->Append(MakeBatch(2, 10, 1000, 3), {});
+  EXPECT_FALSE(again.ok());
+}
+
+TEST_F(LogTest, ClosedSegmentDeletedUnderTheLogGivesAClearReadError) {
+  opts_.segment_bytes = 8192;
+  auto log = OpenLog();
+  for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  // Reads of a segment go through a descriptor cache; a fresh log has not opened seg 0
+  // for reading yet beyond recovery, which a small cache has evicted by now.
+  ASSERT_EQ(unlink(Seg(0, ".log").c_str()), 0);
+  for (int i = 0; i < 40; ++i) {
+    // Touch other segments to push segment 0 out of the 16-entry cache.
+    (void)log->Read(log->written_end_offset() - 1, 1);
+    (void)log->Read(30 + i % 60, 1);
+  }
+  auto r = log->Read(0, 1 << 20);
+  if (!r.ok()) {
+    EXPECT_NE(r.status().message().find(Seg(0, ".log")), std::string::npos) << r.status().ToString();
+  } else {
+    // Still cached: the open descriptor keeps the deleted file readable, as in Kafka.
+    std::vector<uint8_t> got;
+    EXPECT_TRUE(PartitionLog::ReadSlice(r->slice, &got).ok());
+  }
+}
+
+TEST_F(LogTest, RetentionBySizeDeletesOldestClosedSegments) {
+  opts_.segment_bytes = 4096;
+  opts_.retention_bytes = 10000;
+  opts_.retention_ms = -1;
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);
+  for (int i = 0; i < 40; ++i) AppendSync(*log, b);
+  uint64_t before = log->size_bytes();
+  auto n = log->ApplyRetention();
+  ASSERT_TRUE(n.ok());
+  EXPECT_GT(*n, 0);
+  EXPECT_GE(log->size_bytes(), 10000u);
+  EXPECT_LT(log->size_bytes(), before);
+  EXPECT_GT(log->start_offset(), 0);
+  EXPECT_EQ(access(Seg(0, ".log").c_str(), F_OK), -1);
+  EXPECT_EQ(access(Seg(0, ".index").c_str(), F_OK), -1);
+  auto r = log->Read(0, 100);
+  EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+  // Reopen: the start offset is the first remaining segment.
+  int64_t start = log->start_offset();
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  EXPECT_EQ(log->start_offset(), start);
+  EXPECT_EQ(log->end_offset(), 400);
+}
+
+TEST_F(LogTest, RetentionByTimeNeverDeletesTheActiveSegment) {
+  opts_.segment_bytes = 4096;
+  opts_.retention_ms = 1000;
+  clock_.Set(100'000);
+  auto log = OpenLog();
+  for (int i = 0; i < 20; ++i) AppendSync(*log, MakeBatch(10, 100, 50'000, i));
+  int segs = log->segment_count();
+  auto none = log->ApplyRetention();  // timestamps 50'000: older than 1 s at 100'000
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, segs - 1);
+  EXPECT_EQ(log->segment_count(), 1);
+  EXPECT_EQ(log->end_offset(), 200);
+  AppendSync(*log, MakeBatch(1, 10, 100'000, 1));
+  EXPECT_EQ(log->end_offset(), 201);
+}
+
+TEST_F(LogTest, TruncateToRemovesLaterBatchesAcrossSegments) {
+  opts_.segment_bytes = 4096;
+  auto log = OpenLog();
+  std::vector<std::vector<uint8_t>> stored;
+  for (int i = 0; i < 30; ++i) {
+    auto b = MakeBatch(10, 100, 1000 + i, i);
+    AppendSync(*log, b);
+    stored.push_back(Stored(b, i * 10));
+  }
+  ASSERT_TRUE(log->TruncateTo(125).ok());  // inside batch 12: it goes too
+  EXPECT_EQ(log->end_offset(), 120);
+  EXPECT_EQ(log->written_end_offset(), 120);
+  std::vector<uint8_t> expect;
+  for (int i = 0; i < 12; ++i) expect.insert(expect.end(), stored[i].begin(), stored[i].end());
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  auto b = MakeBatch(3, 10, 1000, 99);
+  auto info = AppendSync(*log, b);
+  EXPECT_EQ(info.base_offset, 120);
+  auto s = Stored(b, 120);
+  expect.insert(expect.end(), s.begin(), s.end());
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 123);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  ASSERT_TRUE(log->TruncateTo(0).ok());
+  EXPECT_EQ(log->end_offset(), 0);
+  EXPECT_EQ(log->segment_count(), 1);
+}
+
+TEST_F(LogTest, ManyPartitionsShareABoundedDescriptorCache) {
+  FileCache files(Env::Posix(), 24);
+  opts_.files = &files;
+  std::vector<std::unique_ptr<PartitionLog>> logs;
+  for (int p = 0; p < 100; ++p) {
+    auto log = PartitionLog::Open(dir_ + "/p" + std::to_string(p), opts_);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    AppendSync(**log, MakeBatch(2, 10, 1000, p));
+    logs.push_back(std::move(*log));
+    EXPECT_LE(files.open_count(), 24u);
+  }
+  for (auto& log : logs) {
+    EXPECT_EQ(ReadAll(*log, 0).size(), MakeBatch(2, 10, 1000, 0).size());
+  }
+  EXPECT_LE(files.open_count(), 24u);
+}
+
+TEST_F(LogTest, RejectsBadOptions) {
+  opts_.segment_bytes = 10;
+  EXPECT_EQ(PartitionLog::Open(dir_, opts_).status().code(), StatusCode::kInvalidArgument);
+  opts_.segment_bytes = 1 << 20;
+  opts_.executor = nullptr;
+  EXPECT_EQ(PartitionLog::Open(dir_, opts_).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST_F(LogTest, IgnoresFilesThatAreNotSegments) {
+  WriteBytes(dir_ + "/notes.txt", {1, 2, 3});
+  WriteBytes(dir_ + "/123.log", {1, 2, 3});
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(1, 10, 1000, 1));
+  EXPECT_EQ(log->end_offset(), 1);
+}
+
+}  // namespace
+}  // namespace sluice::storage
