@@ -1,6 +1,8 @@
 #include "bench/disk_bench.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -246,6 +248,21 @@ std::string JsonString(std::string_view s) {
 
 double Rate(double amount, double seconds) { return seconds > 0 ? amount / seconds : 0; }
 
+// CPU seconds (user + system) used so far by the whole process, and by the calling thread.
+// Rates on a shared machine move with its load; CPU time per byte does much less.
+double ProcessCpuSeconds() {
+  struct rusage ru;
+  if (::getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return sec(ru.ru_utime) + sec(ru.ru_stime);
+}
+
+double ThreadCpuSeconds() {
+  struct timespec ts;
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+}
+
 // ---------------------------------------------------------------------------------------
 // The workload: distinct batches built before any timing, appended cyclically.
 
@@ -353,12 +370,16 @@ class AckWindow {
   // Waits for a free slot and takes it. False once an append has failed.
   bool Acquire() {
     int64_t n = outstanding_.load(std::memory_order_acquire);
-    while (n >= limit_ && !failed_.load(std::memory_order_acquire)) {
-      sleeping_.store(true, std::memory_order_seq_cst);
-      n = outstanding_.load(std::memory_order_seq_cst);
-      if (n >= limit_) outstanding_.wait(n, std::memory_order_acquire);
-      sleeping_.store(false, std::memory_order_relaxed);
-      n = outstanding_.load(std::memory_order_acquire);
+    if (n >= limit_) {
+      int64_t start = MonotonicNanos();
+      while (n >= limit_ && !failed_.load(std::memory_order_acquire)) {
+        sleeping_.store(true, std::memory_order_seq_cst);
+        n = outstanding_.load(std::memory_order_seq_cst);
+        if (n >= limit_) outstanding_.wait(n, std::memory_order_acquire);
+        sleeping_.store(false, std::memory_order_relaxed);
+        n = outstanding_.load(std::memory_order_acquire);
+      }
+      wait_ns_ += MonotonicNanos() - start;
     }
     if (failed_.load(std::memory_order_acquire)) return false;
     outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -376,6 +397,9 @@ class AckWindow {
     acks_.fetch_add(1, std::memory_order_relaxed);
     if (sleeping_.load(std::memory_order_seq_cst)) outstanding_.notify_one();
   }
+
+  // Time the writer spent waiting for a slot, i.e. for the log's acks.
+  double wait_seconds() const { return static_cast<double>(wait_ns_) / 1e9; }
 
   // An Append that failed at once: no callback will come for it.
   void Abandon(const Status& status) { Release(status); }
@@ -408,6 +432,7 @@ class AckWindow {
   std::atomic<uint64_t> acks_{0};
   std::atomic<bool> sleeping_{false};  // the writer is (about to be) in outstanding_.wait
   std::atomic<bool> failed_{false};
+  int64_t wait_ns_ = 0;  // only the writer's thread touches it
   std::mutex error_mu_;
   Status error_;  // guarded by error_mu_: the first failed ack
 };
@@ -416,6 +441,8 @@ struct WriterResult {
   Status status;
   uint64_t appends = 0;
   uint64_t segments_deleted = 0;
+  double cpu_seconds = 0;   // of the writer's thread
+  double wait_seconds = 0;  // blocked with `in_flight` appends unacknowledged
 };
 
 // One writer's timed work: keeps up to `in_flight` appends unacknowledged, applies
@@ -424,6 +451,7 @@ struct WriterResult {
 WriterResult RunWriter(PartitionLog& log, AckWindow& window, const Workload& w,
                        const Cell& cell, size_t first_batch) {
   WriterResult result;
+  const double cpu_start = ThreadCpuSeconds();
   const AckLevel ack = cell.mode == Mode::kDurable ? AckLevel::kDurable : AckLevel::kWritten;
   const uint64_t retention_every = std::max<uint64_t>(cell.segment_bytes / 4, 1);
   uint64_t since_retention = 0;
@@ -469,6 +497,8 @@ WriterResult RunWriter(PartitionLog& log, AckWindow& window, const Workload& w,
       return result;
     }
   }
+  result.cpu_seconds = ThreadCpuSeconds() - cpu_start;
+  result.wait_seconds = window.wait_seconds();
   return result;
 }
 
@@ -478,6 +508,9 @@ struct EngineResult {
   double seconds = 0;
   IoSnapshot io;       // during the timed part (after Open, before Close)
   uint64_t segments_deleted = 0;
+  double cpu_seconds = 0;         // the process, during the timed part
+  double writer_cpu_seconds = 0;   // the writer threads (Append, ApplyRetention, Flush)
+  double writer_wait_seconds = 0;  // the writer threads, blocked on a full ack window
 };
 
 // Starts `count` threads running `body(i)` together and returns the seconds from the
@@ -536,12 +569,14 @@ Result<EngineResult> RunEngine(const Cell& cell, const Workload& w,
 
   std::vector<WriterResult> results(static_cast<size_t>(cell.writers));
   IoSnapshot before = IoSnapshot::Of(env.counters());
+  double cpu_before = ProcessCpuSeconds();
   Result<double> seconds = RunThreads(cell.writers, [&](int i) {
     size_t first = static_cast<size_t>(i) * w.batches.size() / static_cast<size_t>(cell.writers);
     results[static_cast<size_t>(i)] =
         RunWriter(*logs[static_cast<size_t>(i)], *windows[static_cast<size_t>(i)], w, cell, first);
   });
   IoSnapshot after = IoSnapshot::Of(env.counters());
+  double cpu_after = ProcessCpuSeconds();
   if (!seconds.ok()) return seconds.status();
 
   Status first_error;
@@ -561,7 +596,10 @@ Result<EngineResult> RunEngine(const Cell& cell, const Workload& w,
     out.records += r.appends * static_cast<uint64_t>(w.records_per_batch);
     out.bytes += r.appends * w.batch_bytes;
     out.segments_deleted += r.segments_deleted;
+    out.writer_cpu_seconds += r.cpu_seconds;
+    out.writer_wait_seconds += r.wait_seconds;
   }
+  out.cpu_seconds = cpu_after - cpu_before;
   out.seconds = *seconds;
   out.io = after - before;
   return out;
@@ -581,6 +619,7 @@ struct RawResult {
   uint64_t bytes = 0;
   double seconds = 0;
   uint64_t syncs = 0;
+  double cpu_seconds = 0;  // the process, during the timed part
 };
 
 Status WriteAll(int fd, const uint8_t* p, size_t n, const std::string& path) {
@@ -649,13 +688,16 @@ Result<RawResult> RunRaw(const Cell& cell, const Workload& w, const RawPlan& pla
   std::vector<uint8_t> buf = FillBuffer(w, static_cast<size_t>(write_bytes));
   std::vector<Status> statuses(static_cast<size_t>(cell.writers));
   std::vector<uint64_t> syncs(static_cast<size_t>(cell.writers), 0);
+  double cpu_before = ProcessCpuSeconds();
   Result<double> seconds = RunThreads(cell.writers, [&](int i) {
     statuses[static_cast<size_t>(i)] = RawWriter(fmt::format("{}/raw{}", dir, i), buf, plan,
                                                  &syncs[static_cast<size_t>(i)]);
   });
+  double cpu_after = ProcessCpuSeconds();
   if (!seconds.ok()) return seconds.status();
   for (const Status& st : statuses) RETURN_IF_ERROR(st.WithContext("raw reference"));
   RawResult out;
+  out.cpu_seconds = cpu_after - cpu_before;
   out.bytes = plan.bytes_per_thread * static_cast<uint64_t>(cell.writers);
   out.seconds = *seconds;
   for (uint64_t s : syncs) out.syncs += s;
@@ -841,7 +883,11 @@ void PrintJson(const Row& r, const DiskBenchOptions& o, const Context& ctx) {
   add("dir_syncs", std::to_string(r.engine.io.dir_syncs));
   add("written_bytes", std::to_string(r.engine.io.segment_bytes + r.engine.io.other_bytes));
   add("segments_deleted", std::to_string(r.engine.segments_deleted));
+  add("cpu_seconds", fmt::format("{:.3f}", r.engine.cpu_seconds));
+  add("writer_cpu_seconds", fmt::format("{:.3f}", r.engine.writer_cpu_seconds));
+  add("writer_wait_seconds", fmt::format("{:.3f}", r.engine.writer_wait_seconds));
   add("raw_bytes", std::to_string(r.raw.bytes));
+  add("raw_cpu_seconds", fmt::format("{:.3f}", r.raw.cpu_seconds));
   add("raw_seconds", fmt::format("{:.6f}", r.raw.seconds));
   add("raw_syncs", std::to_string(r.raw.syncs));
   add("raw_bytes_per_sync", std::to_string(r.raw_bytes_per_sync));

@@ -9,9 +9,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "base/logging.h"
 #include "storage/batch_header.h"
 #include "storage/log.h"
 #include "storage/testing/batch_builder.h"
@@ -54,6 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   static IoExecutor executor(1);
+  static bool quiet = (sluice::SetLogLevel(sluice::LogLevel::kOff), true);
+  (void)quiet;
   char tmpl[] = "/dev/shm/sluice-fuzz-XXXXXX";
   if (mkdtemp(tmpl) == nullptr) std::abort();
   std::string dir = tmpl;
@@ -75,7 +79,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WriteFile(dir + "/00000000000000000060.log", nullptr, 0);
   }
   OpenAndReadAll(dir, &executor);
-  std::string cmd = "rm -rf " + dir;
-  if (std::system(cmd.c_str()) != 0) std::abort();
+  std::filesystem::remove_all(dir);
   return 0;
 }

@@ -316,7 +316,9 @@ Result<std::vector<std::string>> Config::GetList(std::string_view key) const {
 
 Status Config::CheckKnown(std::span<const std::string_view> known) const {
   std::vector<std::string> unknown;
-  for (const auto& [key, entry] : entries_) {
+  for (const auto& kv : entries_) {
+    const std::string& key = kv.first;  // not a structured binding: clang 14 cannot capture those
+    const auto& entry = kv.second;
     if (std::ranges::find(known, std::string_view(key)) != known.end()) continue;
     if (entry.kind == Kind::kNull) {
       bool section = std::ranges::any_of(known, [&key](std::string_view k) {

@@ -6,10 +6,10 @@
 // ASSIGN_OR_RETURN.
 #pragma once
 
-#include <expected>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -78,33 +78,43 @@ SLUICE_STATUS_FACTORY(AbortedError, kAborted)
 // An IOError naming the operation, the path and errno's text.
 Status ErrnoError(std::string_view op, std::string_view path, int err);
 
+[[noreturn]] void AssertionFailed(const char* cond, const char* file, int line);
+
 // Result<T>: a T or a non-OK Status. Construct from a T, or from a Status (which must
 // not be OK).
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
   // `status` must not be OK: a Result holds a value or an error.
-  Result(Status status) : value_(std::unexpected(std::move(status))) {  // NOLINT
-    if (value_.error().ok()) value_.error() = Status(StatusCode::kInternal, "Result made from an OK status");
+  Result(Status status) : value_(std::in_place_index<1>, std::move(status)) {  // NOLINT
+    if (std::get<1>(value_).ok()) {
+      std::get<1>(value_) = Status(StatusCode::kInternal, "Result made from an OK status");
+    }
   }
 
-  bool ok() const { return value_.has_value(); }
+  bool ok() const { return value_.index() == 0; }
   const Status& status() const {
     static const Status kOkStatus;
-    return ok() ? kOkStatus : value_.error();
+    return ok() ? kOkStatus : std::get<1>(value_);
   }
 
-  T& value() & { return *value_; }
-  const T& value() const& { return *value_; }
-  T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
+  // The value; calling these on an error is a bug in the caller (asserted).
+  T& value() & { return Checked(); }
+  const T& value() const& { return const_cast<Result*>(this)->Checked(); }
+  T&& value() && { return std::move(Checked()); }
+  T& operator*() & { return Checked(); }
+  const T& operator*() const& { return const_cast<Result*>(this)->Checked(); }
+  T* operator->() { return &Checked(); }
+  const T* operator->() const { return &const_cast<Result*>(this)->Checked(); }
 
  private:
-  std::expected<T, Status> value_;
+  T& Checked() {
+    if (!ok()) AssertionFailed("Result::value() on an error", __FILE__, __LINE__);
+    return std::get<0>(value_);
+  }
+
+  std::variant<T, Status> value_;
 };
 
 }  // namespace sluice
@@ -132,6 +142,3 @@ class [[nodiscard]] Result {
     if (!(cond)) ::sluice::AssertionFailed(#cond, __FILE__, __LINE__);             \
   } while (0)
 
-namespace sluice {
-[[noreturn]] void AssertionFailed(const char* cond, const char* file, int line);
-}  // namespace sluice

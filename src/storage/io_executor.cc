@@ -41,6 +41,24 @@ bool IoExecutor::Cancel(TaskId id) {
   return true;
 }
 
+std::vector<uint8_t> IoExecutor::TakeBuffer() {
+  std::lock_guard lock(pool_mu_);
+  if (pool_.empty()) return {};
+  std::vector<uint8_t> b = std::move(pool_.back());
+  pool_.pop_back();
+  pooled_bytes_ -= b.capacity();
+  b.clear();
+  return b;
+}
+
+void IoExecutor::ReturnBuffer(std::vector<uint8_t> buffer) {
+  if (buffer.capacity() == 0) return;
+  std::lock_guard lock(pool_mu_);
+  if (pooled_bytes_ + buffer.capacity() > kPooledBytes) return;  // freed here
+  pooled_bytes_ += buffer.capacity();
+  pool_.push_back(std::move(buffer));
+}
+
 void IoExecutor::Run() {
   std::unique_lock lock(mu_);
   for (;;) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <cstddef>
 #include <vector>
 
 namespace sluice::storage {
@@ -34,6 +35,12 @@ class IoExecutor {
 
   int threads() const { return static_cast<int>(threads_.size()); }
 
+  // Write buffers shared by the logs on this executor, so a busy log reuses memory and
+  // an idle one holds none. At most kPooledBytes of capacity are kept.
+  std::vector<uint8_t> TakeBuffer();
+  void ReturnBuffer(std::vector<uint8_t> buffer);
+  static constexpr size_t kPooledBytes = 64 << 20;
+
  private:
   void Run();
 
@@ -45,6 +52,10 @@ class IoExecutor {
   TaskId next_id_ = 1;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
+
+  std::mutex pool_mu_;
+  std::vector<std::vector<uint8_t>> pool_;  // guarded by pool_mu_
+  size_t pooled_bytes_ = 0;                 // guarded by pool_mu_
 };
 
 }  // namespace sluice::storage

@@ -17,7 +17,6 @@ constexpr size_t kOffsetEntrySize = 8;   // relative offset (4), position (4), b
 constexpr size_t kTimeEntrySize = 12;    // timestamp (8), relative offset (4), big-endian
 constexpr size_t kScanBlock = 1 << 20;   // bytes read at a time when scanning a segment
 constexpr size_t kHeaderBlock = 64 << 10;  // bytes read at a time when walking headers
-constexpr size_t kMaxSpareBuffer = 64 << 20;  // larger write buffers are freed, not kept
 
 std::string SegmentName(int64_t base, std::string_view ext) {
   return fmt::format("{:020d}{}", base, ext);
@@ -535,11 +534,7 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
     c.file_pos = seg->size;
     c.index_pos = seg->index_entries * kOffsetEntrySize;
     c.time_index_pos = seg->time_entries * kTimeEntrySize;
-    if (!spare_buffers_.empty()) {
-      c.bytes = std::move(spare_buffers_.back());
-      spare_buffers_.pop_back();
-      c.bytes.clear();
-    }
+    c.bytes = options_.executor->TakeBuffer();
     pending_.push_back(std::move(c));
   }
   Chunk& c = pending_.back();
@@ -744,11 +739,6 @@ void PartitionLog::RunIoJob() {
     } else if (durable_to >= 0) {
       durable_end_ = std::max(durable_end_, durable_to);
     }
-    for (Chunk& c : chunks) {
-      if (c.bytes.capacity() > 0 && c.bytes.capacity() <= kMaxSpareBuffer && spare_buffers_.size() < 4) {
-        spare_buffers_.push_back(std::move(c.bytes));
-      }
-    }
     if (!st.ok()) {
       failed_ = st;
       SLUICE_LOG(kLog, kError, "log {} failed: {}", dir_, st.ToString());
@@ -768,8 +758,9 @@ void PartitionLog::RunIoJob() {
         durable_waiters_.pop_front();
       }
     }
-    chunks.clear();
   }
+  for (Chunk& c : chunks) options_.executor->ReturnBuffer(std::move(c.bytes));
+  chunks.clear();
   // Callbacks run before the job counts as finished, so Close() waits for them.
   for (auto& [w, s] : ready) w.cb(s, w.info);
   {

@@ -208,7 +208,6 @@ class PartitionLog {
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;
-  std::vector<std::vector<uint8_t>> spare_buffers_;  // write buffers kept for reuse
   Status failed_;                    // non-OK after a write error
   bool closed_ = false;
 };

@@ -1,12 +1,12 @@
 #include "storage/testing/fault_env.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <random>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace sluice::storage::testing {
 namespace {
@@ -28,13 +28,20 @@ std::string DirOf(const std::string& path) {
 
 std::string ErrnoName(int err) {
   switch (err) {
-    case ENOSPC: return "ENOSPC";
-    case EIO: return "EIO";
-    case EDQUOT: return "EDQUOT";
-    case EROFS: return "EROFS";
-    case EBADF: return "EBADF";
-    case EINTR: return "EINTR";
-    default: return fmt::format("errno {}", err);
+    case ENOSPC:
+      return "ENOSPC";
+    case EIO:
+      return "EIO";
+    case EDQUOT:
+      return "EDQUOT";
+    case EROFS:
+      return "EROFS";
+    case EBADF:
+      return "EBADF";
+    case EINTR:
+      return "EINTR";
+    default:
+      return fmt::format("errno {}", err);
   }
 }
 
@@ -50,9 +57,12 @@ Status CrashError(std::string_view op, std::string_view path) {
 
 std::string_view TearModeName(TearMode mode) {
   switch (mode) {
-    case TearMode::kDropAll: return "drop-all";
-    case TearMode::kKeepPrefix: return "keep-prefix";
-    case TearMode::kCorruptMiddle: return "corrupt-middle";
+    case TearMode::kDropAll:
+      return "drop-all";
+    case TearMode::kKeepPrefix:
+      return "keep-prefix";
+    case TearMode::kCorruptMiddle:
+      return "corrupt-middle";
   }
   return "unknown";
 }
@@ -60,10 +70,10 @@ std::string_view TearModeName(TearMode mode) {
 // What the env knows of one file opened for writing. Shared by every handle on the file
 // (the FileCache may hold a reader and a writer); follows the file through renames.
 struct FaultEnv::FileState {
-  std::string path;            // current normalized path
-  uint64_t synced_size = 0;    // covered by the last successful Sync()
+  std::string path;               // current normalized path
+  uint64_t synced_size = 0;       // covered by the last successful Sync()
   bool created_unsynced = false;  // created since its directory's last SyncDir()
-  bool removed = false;        // no longer reachable by name
+  bool removed = false;           // no longer reachable by name
 };
 
 struct FaultEnv::PendingRename {
@@ -108,8 +118,8 @@ class FaultEnv::FaultFile final : public File {
         // A torn write: part of the data reached the file before the error.
         RETURN_IF_ERROR(base_->WriteAt(pos, data.first(data.size() / 2)));
       }
-      return InjectedError(fmt::format("write {} bytes at byte {} of", data.size(), pos),
-                           path(), err);
+      return InjectedError(fmt::format("write {} bytes at byte {} of", data.size(), pos), path(),
+                           err);
     }
     RETURN_IF_ERROR(base_->WriteAt(pos, data));
     std::lock_guard lock(env_->mu_);
@@ -123,19 +133,27 @@ class FaultEnv::FaultFile final : public File {
   }
 
   Status Sync() override {
-    ASSIGN_OR_RETURN(OpGuard guard, env_->BeginOp(generation_, OpKind::kMutate, "fdatasync", path()));
+    ASSIGN_OR_RETURN(OpGuard guard,
+                     env_->BeginOp(generation_, OpKind::kMutate, "fdatasync", path()));
     if (int err = env_->TakeSyncFault(); err != 0) return InjectedError("fdatasync", path(), err);
     // The size before the sync: a write racing with it is not known to be covered.
     ASSIGN_OR_RETURN(uint64_t size, base_->Size());
     RETURN_IF_ERROR(base_->Sync());
     std::lock_guard lock(env_->mu_);
     ++env_->sync_count_;
-    if (state_ != nullptr && !state_->removed) state_->synced_size = size;
+    FileState* state = state_.get();
+    if (state == nullptr) {
+      // fdatasync through a read-only descriptor syncs the file all the same.
+      auto it = env_->files_.find(Normalize(path()));
+      if (it != env_->files_.end()) state = it->second.get();
+    }
+    if (state != nullptr && !state->removed) state->synced_size = size;
     return Status::OK();
   }
 
   Status Truncate(uint64_t size) override {
-    ASSIGN_OR_RETURN(OpGuard guard, env_->BeginOp(generation_, OpKind::kMutate, "truncate", path()));
+    ASSIGN_OR_RETURN(OpGuard guard,
+                     env_->BeginOp(generation_, OpKind::kMutate, "truncate", path()));
     RETURN_IF_ERROR(base_->Truncate(size));
     std::lock_guard lock(env_->mu_);
     if (state_ != nullptr && size < state_->synced_size) state_->synced_size = size;
@@ -166,8 +184,8 @@ FaultEnv::FaultEnv(Env* base) : base_(base) {}
 
 FaultEnv::~FaultEnv() = default;
 
-Result<FaultEnv::OpGuard> FaultEnv::BeginOp(uint64_t generation, OpKind kind,
-                                             std::string_view op, const std::string& path) {
+Result<FaultEnv::OpGuard> FaultEnv::BeginOp(uint64_t generation, OpKind kind, std::string_view op,
+                                            const std::string& path) {
   std::lock_guard lock(mu_);
   if (crashed_) return CrashError(op, path);
   if (generation != kAnyGeneration && generation != generation_) {
@@ -215,12 +233,19 @@ int FaultEnv::TakeWriteFault(const std::string& path, bool* partial) {
 int FaultEnv::TakeSyncFault() {
   std::lock_guard lock(mu_);
   if (sync_faults_ == 0) return 0;
+  if (sync_faults_after_ > 0) {
+    --sync_faults_after_;
+    return 0;
+  }
   --sync_faults_;
   return sync_fault_error_;
 }
 
 Result<std::unique_ptr<File>> FaultEnv::Open(const std::string& path, OpenMode mode) {
-  ASSIGN_OR_RETURN(OpGuard guard, BeginOp(kAnyGeneration, mode == OpenMode::kRead ? OpKind::kInspect : OpKind::kMutate, "open", path));
+  ASSIGN_OR_RETURN(
+      OpGuard guard,
+      BeginOp(kAnyGeneration, mode == OpenMode::kRead ? OpKind::kInspect : OpKind::kMutate, "open",
+              path));
   const bool writable = mode != OpenMode::kRead;
   const bool existed = mode != OpenMode::kCreate || base_->Exists(path);
   ASSIGN_OR_RETURN(std::unique_ptr<File> file, base_->Open(path, mode));
@@ -288,7 +313,8 @@ Status FaultEnv::CreateDirs(const std::string& path) {
 }
 
 Status FaultEnv::SyncDir(const std::string& path) {
-  ASSIGN_OR_RETURN(OpGuard guard, BeginOp(kAnyGeneration, OpKind::kMutate, "fsync directory", path));
+  ASSIGN_OR_RETURN(OpGuard guard,
+                   BeginOp(kAnyGeneration, OpKind::kMutate, "fsync directory", path));
   std::string dir = Normalize(path);
   // What the fsync covers is what the directory held when it started.
   std::vector<std::shared_ptr<FileState>> created;
@@ -312,7 +338,8 @@ Status FaultEnv::SyncDir(const std::string& path) {
 }
 
 Result<std::vector<std::string>> FaultEnv::ListDir(const std::string& path) {
-  ASSIGN_OR_RETURN(OpGuard guard, BeginOp(kAnyGeneration, OpKind::kInspect, "list directory", path));
+  ASSIGN_OR_RETURN(OpGuard guard,
+                   BeginOp(kAnyGeneration, OpKind::kInspect, "list directory", path));
   return base_->ListDir(path);
 }
 
@@ -440,9 +467,10 @@ void FaultEnv::FailWritesAfter(uint64_t k, int error) {
   InjectWriteFault(std::move(f));
 }
 
-void FaultEnv::FailNextSyncs(uint64_t n, int error) {
+void FaultEnv::FailNextSyncs(uint64_t n, int error, uint64_t after) {
   std::lock_guard lock(mu_);
   sync_faults_ = n;
+  sync_faults_after_ = after;
   sync_fault_error_ = error;
 }
 

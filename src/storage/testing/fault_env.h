@@ -3,7 +3,8 @@
 //
 // It passes every call to a base Env (normally Env::Posix()) and remembers, for each file
 // it opened for writing, how much of it the last successful Sync() covered, and which
-// files were created (or renamed into place) since the last SyncDir() of their directory.
+// files were created and which renames were made since the last SyncDir() of their
+// directory.
 // A test then:
 //
 //   FaultEnv env(Env::Posix());
@@ -17,7 +18,8 @@
 // bytes) counts as durable at once; Remove() is durable at once (a removed file never comes
 // back); an unsynced Rename() is undone by DropUnsyncedData, but a file it replaced is not
 // restored; directories made by CreateDirs() always survive. A shrinking Truncate() lowers
-// the synced size; a growing one is unsynced until the next Sync().
+// the synced size; a growing one is unsynced until the next Sync(). I/O done directly on
+// File::fd() (sendfile) bypasses the env.
 //
 // Threads: every method is thread-safe. The env must outlive every File it handed out.
 #pragma once
@@ -30,6 +32,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "storage/env.h"
@@ -102,8 +105,9 @@ class FaultEnv final : public Env {
   void InjectWriteFault(WriteFault fault);
   void FailNextWrites(uint64_t n, int error = ENOSPC);
   void FailWritesAfter(uint64_t k, int error = ENOSPC);
-  // The next `n` Sync() calls fail with `error` without syncing anything.
-  void FailNextSyncs(uint64_t n = 1, int error = EIO);
+  // After `after` more Sync() calls succeed, the next `n` fail with `error` without
+  // syncing anything (the data stays unsynced).
+  void FailNextSyncs(uint64_t n = 1, int error = EIO, uint64_t after = 0);
   void ClearFaults();
 
   // Introspection for tests. SyncedSize is -1 for an untracked path.
@@ -140,9 +144,10 @@ class FaultEnv final : public Env {
   int in_flight_ = 0;
   int64_t crash_countdown_ = -1;  // CrashAfter(): disk-changing calls left; -1 = off
   std::map<std::string, std::shared_ptr<FileState>> files_;  // by current path
-  std::vector<PendingRename> renames_;                        // not yet made durable
+  std::vector<PendingRename> renames_;                       // not yet made durable
   std::vector<WriteFault> write_faults_;
-  uint64_t sync_faults_ = 0;
+  uint64_t sync_faults_ = 0;        // syncs still to fail
+  uint64_t sync_faults_after_ = 0;  // syncs that succeed before those
   int sync_fault_error_ = EIO;
   uint64_t write_count_ = 0;
   uint64_t sync_count_ = 0;

@@ -19,12 +19,12 @@
 // a tenth of it. SLUICE_CRASH_SEED (default fixed) seeds everything and is printed; a
 // failure names its point, and SLUICE_CRASH_ONLY=<point> replays just that one.
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
@@ -39,8 +39,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "base/logging.h"
 #include "storage/batch_header.h"
@@ -178,7 +176,8 @@ Result<std::vector<StoredBatch>> ReadAll(PartitionLog& log, uint64_t max_bytes) 
     int64_t next = offset;
     while (pos < buf.size()) {
       if (buf.size() - pos < kBatchHeaderSize) {
-        return InternalError("Read({}): {} trailing bytes are not a batch", offset, buf.size() - pos);
+        return InternalError("Read({}): {} trailing bytes are not a batch", offset,
+                             buf.size() - pos);
       }
       BatchHeader h = ParseBatchHeader(std::span<const uint8_t>(buf).subspan(pos));
       if (h.length < 0 || h.total_size() > buf.size() - pos) {
@@ -188,9 +187,10 @@ Result<std::vector<StoredBatch>> ReadAll(PartitionLog& log, uint64_t max_bytes) 
         return InternalError("Read({}): batch at byte {} of the slice has base offset {}, want {}",
                              offset, pos, h.base_offset, next);
       }
-      out.push_back(StoredBatch{h.base_offset, h.last_offset(),
-                                std::vector<uint8_t>(buf.begin() + static_cast<ptrdiff_t>(pos),
-                                                     buf.begin() + static_cast<ptrdiff_t>(pos + h.total_size()))});
+      out.push_back(StoredBatch{
+          h.base_offset, h.last_offset(),
+          std::vector<uint8_t>(buf.begin() + static_cast<ptrdiff_t>(pos),
+                               buf.begin() + static_cast<ptrdiff_t>(pos + h.total_size()))});
       pos += h.total_size();
       next = h.next_offset();
     }
@@ -200,7 +200,8 @@ Result<std::vector<StoredBatch>> ReadAll(PartitionLog& log, uint64_t max_bytes) 
     }
     offset = next;
   }
-  if (offset != end) return InternalError("read up to offset {}, past the written end {}", offset, end);
+  if (offset != end)
+    return InternalError("read up to offset {}, past the written end {}", offset, end);
   ASSIGN_OR_RETURN(ReadResult tail, log.Read(end, max_bytes));
   if (tail.slice.size != 0) return InternalError("Read at the written end {} returned bytes", end);
   return out;
@@ -213,7 +214,6 @@ struct SentBatch {
   std::vector<uint8_t> expected;  // the input with the log's offset and epoch applied
   std::atomic<int> callbacks{0};
   std::atomic<bool> durable_ok{false};
-  std::string ack_error;  // written by the callback before `callbacks` is bumped
 };
 
 // The batches the log may hold, in offset order.
@@ -261,8 +261,8 @@ size_t CheckRecovered(PartitionLog& log, const std::vector<Expected>& sent, uint
       ADD_FAILURE() << context << "\nLOST ACKNOWLEDGED DATA: batch " << i << " at offsets ["
                     << sent[i].offset << ", " << sent[i].last_offset
                     << "] was acknowledged durable but the recovered log ends at offset "
-                    << (k == 0 ? log.start_offset() : sent[k - 1].last_offset + 1) << " ("
-                    << k << " of " << sent.size() << " batches)";
+                    << (k == 0 ? log.start_offset() : sent[k - 1].last_offset + 1) << " (" << k
+                    << " of " << sent.size() << " batches)";
       break;
     }
   }
@@ -284,9 +284,9 @@ void CheckAppendsAfterRecovery(PartitionLog& log, Rng& rng, const std::string& c
   int n = static_cast<int>(rng.Range(1, 5));
   std::atomic<int> acked{0};
   for (int i = 0; i < n; ++i) {
-    std::vector<uint8_t> batch = MakeBatch(static_cast<int>(rng.Range(1, 8)),
-                                           static_cast<size_t>(rng.Range(0, 64)),
-                                           1'700'000'000'000 + i, rng.Next());
+    std::vector<uint8_t> batch =
+        MakeBatch(static_cast<int>(rng.Range(1, 8)), static_cast<size_t>(rng.Range(0, 64)),
+                  1'700'000'000'000 + i, rng.Next());
     AppendOptions opts;
     opts.on_ack = [&acked](const Status& st, const AppendInfo&) {
       if (st.ok()) ++acked;
@@ -322,7 +322,25 @@ enum class CrashTrigger {
   kAfterAppends,    // once the appenders got this many appends accepted
   kAfterMillis,     // after a few milliseconds
   kAfterDiskCalls,  // FaultEnv::CrashAfter: at the n-th disk-changing call
+  kDiskFull,        // a write fails (ENOSPC or EIO, maybe torn), the log fails, then the crash
+  kSyncError,       // an fdatasync fails (EIO), the log fails, then the crash
 };
+
+std::string_view TriggerUnit(CrashTrigger t) {
+  switch (t) {
+    case CrashTrigger::kAfterAppends:
+      return "appends";
+    case CrashTrigger::kAfterMillis:
+      return "ms";
+    case CrashTrigger::kAfterDiskCalls:
+      return "disk calls";
+    case CrashTrigger::kDiskFull:
+      return "writes, then a failed write";
+    case CrashTrigger::kSyncError:
+      return "syncs, then a failed sync";
+  }
+  return "?";
+}
 
 struct PointConfig {
   LogOptions options;
@@ -330,7 +348,10 @@ struct PointConfig {
   int appenders;
   int max_in_flight;
   CrashTrigger trigger;
-  int crash_after;  // appends, milliseconds or disk calls
+  int crash_after;  // appends, milliseconds, disk calls, writes or syncs
+  int fault_errno;
+  bool torn_write;  // kDiskFull: the failed write wrote half its bytes
+  bool power_loss;  // false: the process dies but the page cache survives
   TearMode tear;
   bool crash_in_recovery;  // the first reopen dies too, after a few disk calls
   int recovery_crash_calls;
@@ -345,15 +366,15 @@ struct PointConfig {
   std::string Describe() const {
     return fmt::format(
         "policy={} flush_ms={} segment_bytes={} index_interval_bytes={} io_threads={} "
-        "appenders={} in_flight={} reader={} crash_after={} {} tear={} {} reopen_env={} "
+        "appenders={} in_flight={} reader={} crash_after={} {}{} power_loss={} {} reopen_env={} "
         "read_max_bytes={}",
         FlushPolicyName(options.flush_policy), options.flush_ms, options.segment_bytes,
         options.index_interval_bytes, executor_threads, appenders, max_in_flight, reader,
-        crash_after,
-        trigger == CrashTrigger::kAfterAppends  ? "appends"
-        : trigger == CrashTrigger::kAfterMillis ? "ms"
-                                                : "disk calls",
-        TearModeName(tear),
+        crash_after, TriggerUnit(trigger),
+        trigger == CrashTrigger::kDiskFull || trigger == CrashTrigger::kSyncError
+            ? fmt::format(" ({}{})", std::strerror(fault_errno), torn_write ? ", torn" : "")
+            : std::string(),
+        power_loss ? TearModeName(tear) : "none",
         crash_in_recovery ? fmt::format("then crash in recovery after {} disk calls, tear={}",
                                         recovery_crash_calls, TearModeName(recovery_tear))
                           : std::string("no crash in recovery"),
@@ -365,18 +386,41 @@ PointConfig ChoosePoint(Rng& rng) {
   PointConfig c;
   c.options.flush_policy = rng.OneIn(2) ? FlushPolicy::kDurable : FlushPolicy::kInterval;
   c.options.flush_ms = rng.Range(1, 10);
-  c.options.flush_bytes = rng.OneIn(3) ? static_cast<uint64_t>(rng.Range(1024, 32 * 1024))
-                                       : 64ull << 20;
-  c.options.segment_bytes = rng.OneIn(3) ? 1ull << 30
-                                         : static_cast<uint64_t>(rng.Range(8, 64)) * 1024;
+  c.options.flush_bytes =
+      rng.OneIn(3) ? static_cast<uint64_t>(rng.Range(1024, 32 * 1024)) : 64ull << 20;
+  c.options.segment_bytes =
+      rng.OneIn(3) ? 1ull << 30 : static_cast<uint64_t>(rng.Range(8, 64)) * 1024;
   c.options.index_interval_bytes = static_cast<uint32_t>(rng.Range(64, 4096));
   c.executor_threads = static_cast<int>(rng.Range(1, 2));
   c.appenders = static_cast<int>(rng.Range(1, 3));
   c.max_in_flight = static_cast<int>(rng.Range(1, 4));
-  c.trigger = static_cast<CrashTrigger>(rng.Range(0, 2));
-  c.crash_after = static_cast<int>(c.trigger == CrashTrigger::kAfterAppends  ? rng.Range(0, 300)
-                                   : c.trigger == CrashTrigger::kAfterMillis ? rng.Range(0, 30)
-                                                                             : rng.Range(0, 200));
+  // Mostly plain crashes; a failed write or sync in one point of five.
+  int64_t t = rng.Range(0, 9);
+  c.trigger = t < 3   ? CrashTrigger::kAfterAppends
+              : t < 5 ? CrashTrigger::kAfterMillis
+              : t < 8 ? CrashTrigger::kAfterDiskCalls
+              : t < 9 ? CrashTrigger::kDiskFull
+                      : CrashTrigger::kSyncError;
+  switch (c.trigger) {
+    case CrashTrigger::kAfterAppends:
+      c.crash_after = static_cast<int>(rng.Range(0, 300));
+      break;
+    case CrashTrigger::kAfterMillis:
+      c.crash_after = static_cast<int>(rng.Range(0, 30));
+      break;
+    case CrashTrigger::kAfterDiskCalls:
+      c.crash_after = static_cast<int>(rng.Range(0, 200));
+      break;
+    case CrashTrigger::kDiskFull:
+      c.crash_after = static_cast<int>(rng.Range(0, 60));
+      break;
+    case CrashTrigger::kSyncError:
+      c.crash_after = static_cast<int>(rng.Range(0, 20));
+      break;
+  }
+  c.fault_errno = c.trigger == CrashTrigger::kDiskFull && rng.OneIn(2) ? ENOSPC : EIO;
+  c.torn_write = rng.OneIn(2);
+  c.power_loss = !rng.OneIn(4);
   c.tear = static_cast<TearMode>(rng.Range(0, 2));
   c.crash_in_recovery = rng.OneIn(4);
   c.recovery_crash_calls = static_cast<int>(rng.Range(0, 12));
@@ -416,11 +460,7 @@ class Appender {
       opts.ack = AckLevel::kDurable;
       SentBatch* s = sent.get();
       opts.on_ack = [this, s](const Status& st, const AppendInfo&) {
-        if (st.ok()) {
-          s->durable_ok = true;
-        } else {
-          s->ack_error = st.ToString();
-        }
+        if (st.ok()) s->durable_ok = true;
         ++s->callbacks;
         std::lock_guard lock(mu_);
         --in_flight_;
@@ -429,10 +469,10 @@ class Appender {
       sent->expected = batch;
       auto info = log_.Append(batch, std::move(opts));
       if (!info.ok()) {
-        // Refused: no callback comes. After the crash this is expected.
+        // Refused: no callback comes. After a crash or a failed write this is expected.
         std::lock_guard lock(mu_);
         --in_flight_;
-        refused_ = info.status();
+        refused = true;
         return;
       }
       sent->base_offset = info->base_offset;
@@ -454,6 +494,8 @@ class Appender {
   // After the log is gone.
   std::vector<std::unique_ptr<SentBatch>>& sent() { return sent_; }
 
+  std::atomic<bool> refused{false};  // the log refused an append: it has failed
+
  private:
   PartitionLog& log_;
   const PointConfig& config_;
@@ -461,9 +503,8 @@ class Appender {
   std::atomic<int>& total_appends_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int in_flight_ = 0;                              // guarded by mu_
-  std::vector<std::unique_ptr<SentBatch>> sent_;   // guarded by mu_
-  Status refused_;                                 // guarded by mu_
+  int in_flight_ = 0;                             // guarded by mu_
+  std::vector<std::unique_ptr<SentBatch>> sent_;  // guarded by mu_
 };
 
 // What the crash points exercised, printed at the end so a quiet run can be judged.
@@ -472,15 +513,14 @@ struct CrashStats {
   uint64_t appended = 0;
   uint64_t acked = 0;
   uint64_t recovered = 0;
-  int torn_tails = 0;      // recoveries that cut bytes
-  int multi_segment = 0;   // recoveries of more than one segment
+  int torn_tails = 0;     // recoveries that cut bytes
+  int multi_segment = 0;  // recoveries of more than one segment
 };
 
 // Reads random ranges while the log is appended to and then crashes. Until the crash every
 // read must succeed and return whole, valid batches in offset order; after it, reads may
 // fail but must not return bad bytes. Returns the first problem seen, empty when none.
-std::string ReadWhileAppending(PartitionLog& log, FaultEnv& env, uint64_t seed,
-                               const std::atomic<bool>& stop) {
+std::string ReadWhileAppending(PartitionLog& log, uint64_t seed, const std::atomic<bool>& stop) {
   Rng rng(seed);
   std::vector<uint8_t> buf;
   while (!stop.load()) {
@@ -495,7 +535,8 @@ std::string ReadWhileAppending(PartitionLog& log, FaultEnv& env, uint64_t seed,
                          st.ToString());
     }
     if (r->slice.size == 0) {
-      if (offset != end) return fmt::format("Read({}) below the written end {} was empty", offset, end);
+      if (offset != end)
+        return fmt::format("Read({}) below the written end {} was empty", offset, end);
       continue;
     }
     size_t pos = 0;
@@ -517,7 +558,6 @@ std::string ReadWhileAppending(PartitionLog& log, FaultEnv& env, uint64_t seed,
     }
     if (next != r->next_offset) return fmt::format("Read({}): next_offset disagrees", offset);
   }
-  (void)env;
   return std::string();
 }
 
@@ -528,9 +568,7 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
   const std::string context =
       fmt::format("crash point {} (replay: SLUICE_CRASH_SEED={:#x} SLUICE_CRASH_ONLY={}): {}",
                   point, seed, point, config.Describe());
-  auto stage = [&](std::string_view what) {
-    watchdog.Stage(fmt::format("{}: {}", context, what));
-  };
+  auto stage = [&](std::string_view what) { watchdog.Stage(fmt::format("{}: {}", context, what)); };
   SCOPED_TRACE(context);
 
   TempDir dir;
@@ -549,28 +587,55 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
   std::atomic<bool> stop{false};
   std::vector<std::unique_ptr<Appender>> appenders;
   for (int i = 0; i < config.appenders; ++i) {
-    appenders.push_back(std::make_unique<Appender>(*log, config, Derive(point_seed, 1, i),
-                                                   total_appends));
+    appenders.push_back(
+        std::make_unique<Appender>(*log, config, Derive(point_seed, 1, i), total_appends));
   }
   stage("append");
-  if (config.trigger == CrashTrigger::kAfterDiskCalls) env.CrashAfter(config.crash_after);
+  switch (config.trigger) {
+    case CrashTrigger::kAfterDiskCalls:
+      env.CrashAfter(config.crash_after);
+      break;
+    case CrashTrigger::kDiskFull: {
+      WriteFault fault;
+      fault.error = config.fault_errno;
+      fault.after = static_cast<uint64_t>(config.crash_after);
+      fault.partial = config.torn_write;
+      env.InjectWriteFault(fault);
+      break;
+    }
+    case CrashTrigger::kSyncError:
+      env.FailNextSyncs(1000, config.fault_errno, static_cast<uint64_t>(config.crash_after));
+      break;
+    default:
+      break;
+  }
   std::vector<std::thread> threads;
   for (auto& a : appenders) threads.emplace_back([&a, &stop] { a->Run(stop); });
   std::string read_problem;
   std::thread reader;
   if (config.reader) {
-    reader = std::thread([&] { read_problem = ReadWhileAppending(*log, env, Derive(point_seed, 4), stop); });
+    reader =
+        std::thread([&] { read_problem = ReadWhileAppending(*log, Derive(point_seed, 4), stop); });
   }
 
   // The crash, as chosen; never later than 200 ms in, to keep the data small.
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(
-                                    config.trigger == CrashTrigger::kAfterMillis ? config.crash_after : 200);
+  const auto deadline =
+      start + std::chrono::milliseconds(
+                  config.trigger == CrashTrigger::kAfterMillis ? config.crash_after : 200);
   auto crash_due = [&] {
     switch (config.trigger) {
-      case CrashTrigger::kAfterAppends: return total_appends.load() >= config.crash_after;
-      case CrashTrigger::kAfterMillis: return false;
-      case CrashTrigger::kAfterDiskCalls: return env.crashed();
+      case CrashTrigger::kAfterAppends:
+        return total_appends.load() >= config.crash_after;
+      case CrashTrigger::kAfterMillis:
+        return false;
+      case CrashTrigger::kAfterDiskCalls:
+        return env.crashed();
+      case CrashTrigger::kDiskFull:
+      case CrashTrigger::kSyncError:
+        // The log failed: every appender was refused.
+        return std::all_of(appenders.begin(), appenders.end(),
+                           [](const auto& a) { return a->refused.load(); });
     }
     return true;
   };
@@ -605,10 +670,12 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
   }
   if (::testing::Test::HasFailure()) return;
 
-  stage("drop unsynced data");
-  std::string drop_report;
-  Status dropped = env.DropUnsyncedData(Derive(point_seed, 2), config.tear, &drop_report);
-  ASSERT_TRUE(dropped.ok()) << dropped.ToString();
+  std::string drop_report = "(no power loss)\n";
+  if (config.power_loss) {
+    stage("drop unsynced data");
+    Status dropped = env.DropUnsyncedData(Derive(point_seed, 2), config.tear, &drop_report);
+    ASSERT_TRUE(dropped.ok()) << dropped.ToString();
+  }
   env.Reset();
 
   if (config.crash_in_recovery) {
@@ -619,7 +686,7 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
     if (interrupted.ok()) interrupted->reset();
     env.SimulateCrash();
     std::string second;
-    dropped = env.DropUnsyncedData(Derive(point_seed, 3), config.recovery_tear, &second);
+    Status dropped = env.DropUnsyncedData(Derive(point_seed, 3), config.recovery_tear, &second);
     ASSERT_TRUE(dropped.ok()) << dropped.ToString();
     env.Reset();
     drop_report += fmt::format("recovery {} ({}), then power loss again:\n{}",
@@ -631,12 +698,14 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
   options.env = config.reopen_with_fault_env ? static_cast<Env*>(&env) : Env::Posix();
   auto reopened = PartitionLog::Open(dir.path(), options);
   ASSERT_TRUE(reopened.ok()) << "reopening after the crash: " << reopened.status().ToString()
-                             << "\npower loss:\n" << drop_report;
+                             << "\npower loss:\n"
+                             << drop_report;
   log = std::move(*reopened);
 
   std::vector<Expected> expected;
   for (const SentBatch* s : sent) {
-    expected.push_back(Expected{s->base_offset, &s->expected, s->last_offset, s->durable_ok.load()});
+    expected.push_back(
+        Expected{s->base_offset, &s->expected, s->last_offset, s->durable_ok.load()});
   }
   const RecoveryReport& rec = log->recovery();
   const std::string detail = fmt::format(
@@ -689,12 +758,174 @@ TEST(CrashTest, RecoveryAfterPowerLossKeepsAcknowledgedPrefix) {
     if (::testing::Test::HasFailure()) break;  // the first failing point is the one to read
   }
   SetLogLevel(old_level);
-  std::printf("crash_test: %d points passed: %llu batches appended, %llu acknowledged durable, "
-              "%llu recovered; %d recoveries cut a torn tail, %d had several segments\n",
-              stats.points, static_cast<unsigned long long>(stats.appended),
-              static_cast<unsigned long long>(stats.acked),
-              static_cast<unsigned long long>(stats.recovered), stats.torn_tails,
-              stats.multi_segment);
+  std::printf(
+      "crash_test: %d points passed: %llu batches appended, %llu acknowledged durable, "
+      "%llu recovered; %d recoveries cut a torn tail, %d had several segments\n",
+      stats.points, static_cast<unsigned long long>(stats.appended),
+      static_cast<unsigned long long>(stats.acked),
+      static_cast<unsigned long long>(stats.recovered), stats.torn_tails, stats.multi_segment);
+}
+
+// ---------------------------------------------------------------------------------------
+// Crashes during TruncateTo
+
+// A log of several small segments, durable, and the batches it holds.
+struct TemplateLog {
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<Expected> batches;
+};
+
+LogOptions TruncateLogOptions(Env* env, IoExecutor* executor) {
+  LogOptions o;
+  o.env = env;
+  o.executor = executor;
+  o.flush_policy = FlushPolicy::kInterval;  // one Flush at the end: building stays quick
+  o.segment_bytes = 4096;
+  o.index_interval_bytes = 512;
+  return o;
+}
+
+// TruncateTo is crashed at its k-th disk-changing call, for every k until it gets through,
+// with power loss after each. The log must reopen, hold a prefix of what it held, keep every
+// batch below the truncation offset, and after a TruncateTo that returned OK, hold nothing
+// at or past it.
+TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
+  const uint64_t seed = Seed();
+  const int cases = std::max(2, Points() / 25);
+  TempDir template_dir;
+  TemplateLog t;
+  {
+    IoExecutor executor(1);
+    auto log = PartitionLog::Open(template_dir.path(), TruncateLogOptions(Env::Posix(), &executor));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    Rng rng(Derive(seed, 500));
+    t.bytes.resize(40);
+    for (int i = 0; i < 40; ++i) {
+      t.bytes[i] =
+          MakeBatch(static_cast<int>(rng.Range(1, 5)), static_cast<size_t>(rng.Range(20, 120)),
+                    1'700'000'000'000 + i, rng.Next());
+      auto info = (*log)->Append(t.bytes[i], AppendOptions{});
+      ASSERT_TRUE(info.ok());
+      AssignOffsets(t.bytes[i], info->base_offset, 0);
+      t.batches.push_back(Expected{info->base_offset, nullptr, info->last_offset, true});
+    }
+    for (size_t i = 0; i < t.batches.size(); ++i) t.batches[i].bytes = &t.bytes[i];
+    ASSERT_TRUE((*log)->Flush().ok());
+    ASSERT_GE((*log)->segment_count(), 3);
+  }
+  const int64_t end = t.batches.back().last_offset + 1;
+  LogLevel old_level = GetLogLevel();
+  SetLogLevel(LogLevel::kOff);
+  std::optional<int> only = OnlyPoint();
+  for (int c = 0; c < cases && !::testing::Test::HasFailure(); ++c) {
+    if (only && *only != c) continue;
+    Rng rng(Derive(seed, 600, static_cast<uint64_t>(c)));
+    const int64_t offset = c == 0 ? 0 : rng.Range(0, end - 1);
+    // The batches that stay: those wholly below `offset`.
+    size_t keep = 0;
+    while (keep < t.batches.size() && t.batches[keep].last_offset < offset) ++keep;
+    std::vector<Expected> expected = t.batches;
+    for (size_t i = keep; i < expected.size(); ++i) expected[i].durable = false;
+
+    bool finished = false;
+    for (int k = 0; !finished && k < 100 && !::testing::Test::HasFailure(); ++k) {
+      const TearMode tear = static_cast<TearMode>(rng.Range(0, 2));
+      SCOPED_TRACE(fmt::format(
+          "TruncateTo({}) crashed at disk call {}, tear={} (replay: SLUICE_CRASH_SEED={:#x} "
+          "SLUICE_CRASH_ONLY={})",
+          offset, k, TearModeName(tear), seed, c));
+      TempDir dir;
+      std::filesystem::copy(template_dir.path(), dir.path(),
+                            std::filesystem::copy_options::recursive |
+                                std::filesystem::copy_options::overwrite_existing);
+      FaultEnv env(Env::Posix());
+      IoExecutor executor(1);
+      Status truncated;
+      {
+        auto log = PartitionLog::Open(dir.path(), TruncateLogOptions(&env, &executor));
+        ASSERT_TRUE(log.ok()) << log.status().ToString();
+        env.CrashAfter(static_cast<uint64_t>(k));
+        truncated = (*log)->TruncateTo(offset);
+      }
+      finished = truncated.ok() && !env.crashed();
+      env.SimulateCrash();
+      std::string report;
+      ASSERT_TRUE(env.DropUnsyncedData(rng.Next(), tear, &report).ok());
+      env.Reset();
+      auto log = PartitionLog::Open(dir.path(), TruncateLogOptions(&env, &executor));
+      ASSERT_TRUE(log.ok()) << "reopening after TruncateTo returned " << truncated.ToString()
+                            << ": " << log.status().ToString() << "\npower loss:\n"
+                            << report;
+      const std::string detail =
+          fmt::format("TruncateTo returned {}\npower loss:\n{}", truncated.ToString(), report);
+      size_t k_got = 0;
+      if (offset == 0 && (*log)->end_offset() == 0) {
+        EXPECT_EQ((*log)->start_offset(), 0) << detail;
+      } else {
+        k_got = CheckRecovered(**log, expected, 64 * 1024, detail);
+      }
+      if (truncated.ok()) {
+        EXPECT_EQ(k_got, keep) << "TruncateTo returned OK but the log holds " << k_got
+                               << " batches, not " << keep << "\n"
+                               << detail;
+      }
+    }
+    EXPECT_TRUE(finished) << "TruncateTo(" << offset << ") never got through 100 disk calls";
+  }
+  SetLogLevel(old_level);
+}
+
+// A deterministic case the property test found (seed 5, point 753): an fdatasync that
+// fails while closing a rolled segment, in the same job that wrote that segment's last
+// batches. Reads must still see every offset below written_end_offset().
+TEST(CrashTest, ReadsBelowWrittenEndWorkAfterFailedSegmentCloseSync) {
+  TempDir dir;
+  FaultEnv env(Env::Posix());
+  IoExecutor executor(1);
+  LogOptions options;
+  options.env = &env;
+  options.executor = &executor;
+  options.flush_policy = FlushPolicy::kDurable;
+  options.segment_bytes = 4096;
+  auto opened = PartitionLog::Open(dir.path(), options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  PartitionLog& log = **opened;
+
+  std::vector<uint8_t> first = MakeBatch(4, 200, 1'700'000'000'000, 1);  // ~1 KiB
+  ASSERT_TRUE(log.Append(first, AppendOptions{}).ok());
+  ASSERT_TRUE(log.Flush().ok());
+
+  // Hold the only I/O thread so the next appends gather into one job: the old segment's
+  // last batch, the roll, and the new segment's first batch.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  executor.Submit([&] {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  std::vector<uint8_t> last = MakeBatch(4, 200, 1'700'000'000'000, 2);     // still fits
+  std::vector<uint8_t> rolling = MakeBatch(8, 300, 1'700'000'000'000, 3);  // does not
+  auto last_info = log.Append(last, AppendOptions{});
+  ASSERT_TRUE(last_info.ok());
+  ASSERT_TRUE(log.Append(rolling, AppendOptions{}).ok());
+  ASSERT_EQ(log.segment_count(), 2);
+  env.FailNextSyncs(1, EIO);  // the first sync of the job: closing the old segment
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  Status flushed = log.Flush();
+  EXPECT_NE(flushed.message().find("injected EIO"), std::string::npos) << flushed.ToString();
+
+  const int64_t written_end = log.written_end_offset();
+  for (int64_t offset = 0; offset < written_end; ++offset) {
+    auto r = log.Read(offset, 1 << 20);
+    EXPECT_TRUE(r.ok()) << "Read(" << offset << ") with written end " << written_end << ": "
+                        << r.status().ToString();
+  }
+  EXPECT_GE(written_end, last_info->base_offset);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -759,7 +990,8 @@ void WriteAll(int fd, const void* data, size_t n) {
       ++in_flight;
     }
     KillSpec spec = KillBatch(case_seed, i);
-    std::vector<uint8_t> batch = MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
+    std::vector<uint8_t> batch =
+        MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
     AppendOptions opts;
     opts.ack = AckLevel::kDurable;
     opts.on_ack = [&, fd](const Status& st, const AppendInfo& info) {
@@ -849,7 +1081,8 @@ TEST(CrashTest, RecoveryAfterSigkillKeepsAcknowledgedPrefix) {
     const int length = static_cast<int>(acks.size()) + 100;
     for (int i = 0; i < length; ++i) {
       KillSpec spec = KillBatch(case_seed, i);
-      std::vector<uint8_t> b = MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
+      std::vector<uint8_t> b =
+          MakeBatch(spec.count, spec.value_bytes, 1'700'000'000'000 + i, spec.seed);
       AssignOffsets(b, offset, 0);
       bytes.push_back(std::move(b));
       expected.push_back(Expected{offset, nullptr, offset + spec.count - 1, false});

@@ -96,6 +96,14 @@ TEST_F(FaultEnvTest, SyncThroughAnotherHandleCoversTheFile) {
   EXPECT_EQ(env_.SyncedSize(Path("a")), 10);
 }
 
+TEST_F(FaultEnvTest, SyncThroughAReadOnlyHandleCountsToo) {
+  auto writer = MakeFile("a", "", "0123");
+  auto reader = env_.Open(Path("a"), OpenMode::kRead);
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->Sync().ok());
+  EXPECT_EQ(env_.SyncedSize(Path("a")), 4);
+}
+
 TEST_F(FaultEnvTest, DropAllCutsEveryFileToItsSyncedSize) {
   MakeFile("a", "synced-a", "unsynced-a");
   MakeFile("b", "", "unsynced-b");
@@ -386,6 +394,15 @@ TEST_F(FaultEnvTest, FailNextSyncsLeavesTheDataUnsynced) {
   EXPECT_EQ(env_.SyncedSize(Path("a")), 3);
   EXPECT_TRUE(file->Sync().ok());
   EXPECT_EQ(env_.SyncedSize(Path("a")), 6);
+}
+
+TEST_F(FaultEnvTest, FailNextSyncsCanWaitForSomeSyncsFirst) {
+  auto file = MakeFile("a", "", "");
+  env_.FailNextSyncs(2, EIO, /*after=*/1);
+  EXPECT_TRUE(file->Sync().ok());
+  EXPECT_FALSE(file->Sync().ok());
+  EXPECT_FALSE(file->Sync().ok());
+  EXPECT_TRUE(file->Sync().ok());
 }
 
 TEST_F(FaultEnvTest, ResetClearsInjectedFaults) {
