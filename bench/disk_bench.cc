@@ -1,6 +1,7 @@
 #include "bench/disk_bench.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,8 +21,6 @@
 #include <system_error>
 #include <thread>
 
-#include <fmt/format.h>
-
 #include "base/clock.h"
 #include "base/status.h"
 #include "bench/machine_info.h"
@@ -40,8 +39,8 @@ using storage::PartitionLog;
 
 constexpr double kMB = 1e6;
 constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kRawChunkBytes = 1 * kMiB;       // raw reference write size (interval, tmpfs)
-constexpr uint64_t kMaxWriteBytes = 64 * kMiB;      // largest single raw write (durable groups)
+constexpr uint64_t kRawChunkBytes = 1 * kMiB;   // raw reference write size (interval, tmpfs)
+constexpr uint64_t kMaxWriteBytes = 64 * kMiB;  // largest single raw write (durable groups)
 constexpr uint64_t kMaxSegmentBytes = 256 * kMiB;
 constexpr uint64_t kMinSegmentBytes = 16 * kMiB;
 constexpr uint64_t kTmpfsBudgetBytes = 1536 * kMiB;  // what a tmpfs cell may hold at once
@@ -54,9 +53,12 @@ enum class Mode { kInterval, kDurable, kTmpfs };
 
 std::string_view ModeName(Mode mode) {
   switch (mode) {
-    case Mode::kInterval: return "interval";
-    case Mode::kDurable: return "durable";
-    case Mode::kTmpfs: return "tmpfs";
+    case Mode::kInterval:
+      return "interval";
+    case Mode::kDurable:
+      return "durable";
+    case Mode::kTmpfs:
+      return "tmpfs";
   }
   return "?";
 }
@@ -230,10 +232,18 @@ std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -276,16 +286,15 @@ Result<Workload> BuildWorkload(const DiskBenchOptions& options) {
   Workload w;
   w.records_per_batch = options.records_per_batch;
   int64_t now_ms = WallMillis();
-  std::vector<uint8_t> first = storage::testing::MakeBatch(options.records_per_batch,
-                                                           options.record_bytes, now_ms, 1);
+  std::vector<uint8_t> first =
+      storage::testing::MakeBatch(options.records_per_batch, options.record_bytes, now_ms, 1);
   w.batch_bytes = first.size();
-  int pool = static_cast<int>(
-      std::clamp<uint64_t>(kPoolBytesLimit / w.batch_bytes, 1, kPoolBatches));
+  int pool =
+      static_cast<int>(std::clamp<uint64_t>(kPoolBytesLimit / w.batch_bytes, 1, kPoolBatches));
   w.batches.push_back(std::move(first));
   for (int i = 1; i < pool; ++i) {
-    w.batches.push_back(storage::testing::MakeBatch(options.records_per_batch,
-                                                    options.record_bytes, now_ms,
-                                                    static_cast<uint64_t>(i) + 1));
+    w.batches.push_back(storage::testing::MakeBatch(options.records_per_batch, options.record_bytes,
+                                                    now_ms, static_cast<uint64_t>(i) + 1));
     if (w.batches.back().size() != w.batch_bytes) {
       return InternalError("MakeBatch built batches of {} and {} bytes for the same shape",
                            w.batch_bytes, w.batches.back().size());
@@ -326,8 +335,9 @@ struct Cell {
 // segments: retention.bytes of closed segments, the active one, and what is appended
 // between two ApplyRetention calls); at least 16 MiB.
 uint64_t SegmentBytesFor(int writers, uint64_t bytes_per_writer) {
-  uint64_t s = std::min({kMaxSegmentBytes, kTmpfsBudgetBytes * 2 / 5 / static_cast<uint64_t>(writers),
-                         bytes_per_writer / 4});
+  uint64_t s =
+      std::min({kMaxSegmentBytes, kTmpfsBudgetBytes * 2 / 5 / static_cast<uint64_t>(writers),
+                bytes_per_writer / 4});
   s = s / kMiB * kMiB;
   return std::max(s, kMinSegmentBytes);
 }
@@ -379,7 +389,9 @@ class AckWindow {
         sleeping_.store(false, std::memory_order_relaxed);
         n = outstanding_.load(std::memory_order_acquire);
       }
-      wait_ns_ += MonotonicNanos() - start;
+      int64_t waited = MonotonicNanos() - start;
+      wait_ns_ += waited;
+      max_wait_ns_ = std::max(max_wait_ns_, waited);
     }
     if (failed_.load(std::memory_order_acquire)) return false;
     outstanding_.fetch_add(1, std::memory_order_relaxed);
@@ -400,6 +412,7 @@ class AckWindow {
 
   // Time the writer spent waiting for a slot, i.e. for the log's acks.
   double wait_seconds() const { return static_cast<double>(wait_ns_) / 1e9; }
+  double max_wait_seconds() const { return static_cast<double>(max_wait_ns_) / 1e9; }
 
   // An Append that failed at once: no callback will come for it.
   void Abandon(const Status& status) { Release(status); }
@@ -432,7 +445,8 @@ class AckWindow {
   std::atomic<uint64_t> acks_{0};
   std::atomic<bool> sleeping_{false};  // the writer is (about to be) in outstanding_.wait
   std::atomic<bool> failed_{false};
-  int64_t wait_ns_ = 0;  // only the writer's thread touches it
+  int64_t wait_ns_ = 0;  // only the writer's thread touches these two
+  int64_t max_wait_ns_ = 0;
   std::mutex error_mu_;
   Status error_;  // guarded by error_mu_: the first failed ack
 };
@@ -441,15 +455,16 @@ struct WriterResult {
   Status status;
   uint64_t appends = 0;
   uint64_t segments_deleted = 0;
-  double cpu_seconds = 0;   // of the writer's thread
-  double wait_seconds = 0;  // blocked with `in_flight` appends unacknowledged
+  double cpu_seconds = 0;       // of the writer's thread
+  double wait_seconds = 0;      // blocked with `in_flight` appends unacknowledged
+  double max_wait_seconds = 0;  // the longest single such wait
 };
 
 // One writer's timed work: keeps up to `in_flight` appends unacknowledged, applies
 // retention every quarter segment, and at the end waits for every ack (and, for the
 // interval policy, Flush()es).
-WriterResult RunWriter(PartitionLog& log, AckWindow& window, const Workload& w,
-                       const Cell& cell, size_t first_batch) {
+WriterResult RunWriter(PartitionLog& log, AckWindow& window, const Workload& w, const Cell& cell,
+                       size_t first_batch) {
   WriterResult result;
   const double cpu_start = ThreadCpuSeconds();
   const AckLevel ack = cell.mode == Mode::kDurable ? AckLevel::kDurable : AckLevel::kWritten;
@@ -499,6 +514,7 @@ WriterResult RunWriter(PartitionLog& log, AckWindow& window, const Workload& w,
   }
   result.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   result.wait_seconds = window.wait_seconds();
+  result.max_wait_seconds = window.max_wait_seconds();
   return result;
 }
 
@@ -506,11 +522,12 @@ struct EngineResult {
   uint64_t records = 0;
   uint64_t bytes = 0;  // batch bytes appended
   double seconds = 0;
-  IoSnapshot io;       // during the timed part (after Open, before Close)
+  IoSnapshot io;  // during the timed part (after Open, before Close)
   uint64_t segments_deleted = 0;
-  double cpu_seconds = 0;         // the process, during the timed part
+  double cpu_seconds = 0;          // the process, during the timed part
   double writer_cpu_seconds = 0;   // the writer threads (Append, ApplyRetention, Flush)
   double writer_wait_seconds = 0;  // the writer threads, blocked on a full ack window
+  double max_wait_seconds = 0;     // the longest single such block
 };
 
 // Starts `count` threads running `body(i)` together and returns the seconds from the
@@ -532,8 +549,7 @@ Result<double> RunThreads(int count, Body body) {
     abort = true;
     go.count_down();
     threads.clear();  // joins
-    return ResourceExhaustedError("cannot start thread {} of {}: {}", started + 1, count,
-                                  e.what());
+    return ResourceExhaustedError("cannot start thread {} of {}: {}", started + 1, count, e.what());
   }
   int64_t start = MonotonicNanos();
   go.count_down();
@@ -546,7 +562,8 @@ Result<EngineResult> RunEngine(const Cell& cell, const Workload& w,
   // Declaration order is destruction order reversed: logs close first, then the windows
   // their callbacks point to, then the executor, then the Env their files came from.
   CountingEnv env(storage::Env::Posix());
-  storage::IoExecutor executor(cell.writers);
+  // Two threads per log: its sync task runs beside its next write job.
+  storage::IoExecutor executor(2 * cell.writers);
   std::vector<std::unique_ptr<AckWindow>> windows;
   std::vector<std::unique_ptr<PartitionLog>> logs;
 
@@ -558,8 +575,8 @@ Result<EngineResult> RunEngine(const Cell& cell, const Workload& w,
     lo.flush_policy = cell.mode == Mode::kDurable ? FlushPolicy::kDurable : FlushPolicy::kInterval;
     lo.retention_bytes = static_cast<int64_t>(cell.segment_bytes);
     lo.retention_ms = -1;  // only size retention: the run must not depend on timestamps
-    lo.max_batch_bytes = std::max<uint32_t>(lo.max_batch_bytes,
-                                            static_cast<uint32_t>(w.batch_bytes));
+    lo.max_batch_bytes =
+        std::max<uint32_t>(lo.max_batch_bytes, static_cast<uint32_t>(w.batch_bytes));
     std::string dir = fmt::format("{}/log/w{}", cell.dir, i);
     Result<std::unique_ptr<PartitionLog>> log = PartitionLog::Open(dir, lo);
     if (!log.ok()) return log.status().WithContext(fmt::format("open log {}", dir));
@@ -598,6 +615,7 @@ Result<EngineResult> RunEngine(const Cell& cell, const Workload& w,
     out.segments_deleted += r.segments_deleted;
     out.writer_cpu_seconds += r.cpu_seconds;
     out.writer_wait_seconds += r.wait_seconds;
+    out.max_wait_seconds = std::max(out.max_wait_seconds, r.max_wait_seconds);
   }
   out.cpu_seconds = cpu_after - cpu_before;
   out.seconds = *seconds;
@@ -683,15 +701,15 @@ Status RawWriter(const std::string& prefix, std::span<const uint8_t> buf, const 
 Result<RawResult> RunRaw(const Cell& cell, const Workload& w, const RawPlan& plan) {
   std::string dir = cell.dir + "/raw";
   RETURN_IF_ERROR(MakeDirs(dir));
-  uint64_t write_bytes = plan.sync_every > 0 ? std::min(plan.sync_every, kMaxWriteBytes)
-                                             : kRawChunkBytes;
+  uint64_t write_bytes =
+      plan.sync_every > 0 ? std::min(plan.sync_every, kMaxWriteBytes) : kRawChunkBytes;
   std::vector<uint8_t> buf = FillBuffer(w, static_cast<size_t>(write_bytes));
   std::vector<Status> statuses(static_cast<size_t>(cell.writers));
   std::vector<uint64_t> syncs(static_cast<size_t>(cell.writers), 0);
   double cpu_before = ProcessCpuSeconds();
   Result<double> seconds = RunThreads(cell.writers, [&](int i) {
-    statuses[static_cast<size_t>(i)] = RawWriter(fmt::format("{}/raw{}", dir, i), buf, plan,
-                                                 &syncs[static_cast<size_t>(i)]);
+    statuses[static_cast<size_t>(i)] =
+        RawWriter(fmt::format("{}/raw{}", dir, i), buf, plan, &syncs[static_cast<size_t>(i)]);
   });
   double cpu_after = ProcessCpuSeconds();
   if (!seconds.ok()) return seconds.status();
@@ -821,7 +839,8 @@ void PrintHeader(const DiskBenchOptions& o, const Context& ctx) {
              m.cpu_model, m.cores, FormatBinaryBytes(m.memory_bytes), m.kernel, LoadAverage1m());
   if (ctx.disk_fs) {
     fmt::print("  dir       {}\n", DescribeFs(*ctx.disk_fs));
-    if (ctx.disk_fs->is_tmpfs) fmt::print("            (warning: dir is on tmpfs: the disk rows measure memory)\n");
+    if (ctx.disk_fs->is_tmpfs)
+      fmt::print("            (warning: dir is on tmpfs: the disk rows measure memory)\n");
   }
   if (ctx.tmpfs_fs) {
     fmt::print("  tmpfs     {}\n", DescribeFs(*ctx.tmpfs_fs));
@@ -831,32 +850,39 @@ void PrintHeader(const DiskBenchOptions& o, const Context& ctx) {
   for (int n : ctx.writer_counts) {
     uint64_t per_writer = o.bytes_per_cell / static_cast<uint64_t>(n);
     if (!segments.empty()) segments += ", ";
-    segments += fmt::format("{} with {} writer{}", FormatBinaryBytes(SegmentBytesFor(n, per_writer)),
-                            n, n == 1 ? "" : "s");
+    segments +=
+        fmt::format("{} with {} writer{}", FormatBinaryBytes(SegmentBytesFor(n, per_writer)), n,
+                    n == 1 ? "" : "s");
   }
   storage::LogOptions defaults;
-  fmt::print("  workload  {} per cell; batches of {} records x {} B values = {} B ({} distinct, "
-             "reused); {} appends in flight per writer; one log per writer\n",
-             FormatBinaryBytes(o.bytes_per_cell), o.records_per_batch, o.record_bytes,
-             Grouped(ctx.batch_bytes), ctx.pool, o.in_flight);
-  fmt::print("  log       segment.bytes {}; retention.bytes = segment.bytes (ApplyRetention "
-             "every quarter segment), retention.ms -1; interval: flush.ms {}, flush.bytes {}, "
-             "ack written + Flush at the end; durable: ack durable; IoExecutor threads = writers\n",
-             segments, defaults.flush_ms, FormatBinaryBytes(defaults.flush_bytes));
-  fmt::print("  raw       write(2) of {} chunks + one fdatasync at the end (interval, tmpfs); "
-             "write + fdatasync per sluice sync group (durable); one file per writer thread\n",
-             FormatBinaryBytes(kRawChunkBytes));
-  fmt::print("  MB = 10^6 bytes; ratio = sluice MB/s / raw MB/s; bytes/sync = bytes appended / "
-             "segment fdatasyncs\n\n");
+  fmt::print(
+      "  workload  {} per cell; batches of {} records x {} B values = {} B ({} distinct, "
+      "reused); {} appends in flight per writer; one log per writer\n",
+      FormatBinaryBytes(o.bytes_per_cell), o.records_per_batch, o.record_bytes,
+      Grouped(ctx.batch_bytes), ctx.pool, o.in_flight);
+  fmt::print(
+      "  log       segment.bytes {}; retention.bytes = segment.bytes, ApplyRetention every "
+      "quarter segment; retention.ms -1; IoExecutor threads = 2 x writers\n",
+      segments);
+  fmt::print(
+      "  flush     interval: flush.ms {}, flush.bytes {}, ack written, Flush() at the end "
+      "(timed); durable: ack durable; tmpfs: as interval\n",
+      defaults.flush_ms, FormatBinaryBytes(defaults.flush_bytes));
+  fmt::print(
+      "  raw       write(2) of {} chunks, one fdatasync at the end (interval, tmpfs); write + "
+      "fdatasync of sluice's bytes/sync (durable); a file per writer thread\n",
+      FormatBinaryBytes(kRawChunkBytes));
+  fmt::print(
+      "  MB = 10^6 bytes; ratio = sluice MB/s / raw MB/s; bytes/sync = bytes appended / "
+      "segment fdatasyncs\n\n");
   fmt::print("{:<9} {:>7} {:>13} {:>10} {:>10} {:>6} {:>11} {:>8}\n", "mode", "writers",
              "records/s", "MB/s", "raw MB/s", "ratio", "bytes/sync", "seconds");
   std::fflush(stdout);
 }
 
 void PrintRow(const Row& r) {
-  fmt::print("{:<9} {:>7} {:>13} {:>10.1f} {:>10.1f} {:>6.2f} {:>11} {:>8.2f}\n",
-             ModeName(r.mode), r.writers,
-             Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(),
+  fmt::print("{:<9} {:>7} {:>13} {:>10.1f} {:>10.1f} {:>6.2f} {:>11} {:>8.2f}\n", ModeName(r.mode),
+             r.writers, Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(),
              r.raw_mb_per_s(), r.ratio(), FormatBinaryBytes(r.bytes_per_sync), r.engine.seconds);
   std::fflush(stdout);
 }
@@ -886,6 +912,7 @@ void PrintJson(const Row& r, const DiskBenchOptions& o, const Context& ctx) {
   add("cpu_seconds", fmt::format("{:.3f}", r.engine.cpu_seconds));
   add("writer_cpu_seconds", fmt::format("{:.3f}", r.engine.writer_cpu_seconds));
   add("writer_wait_seconds", fmt::format("{:.3f}", r.engine.writer_wait_seconds));
+  add("max_wait_ms", fmt::format("{:.3f}", r.engine.max_wait_seconds * 1e3));
   add("raw_bytes", std::to_string(r.raw.bytes));
   add("raw_cpu_seconds", fmt::format("{:.3f}", r.raw.cpu_seconds));
   add("raw_seconds", fmt::format("{:.6f}", r.raw.seconds));
@@ -941,11 +968,14 @@ Status Validate(const DiskBenchOptions& o, std::vector<Mode>* modes) {
     return InvalidArgumentError("a batch of {} records of {} B is over 256 MiB",
                                 o.records_per_batch, o.record_bytes);
   }
-  if (o.in_flight < 1) return InvalidArgumentError("in_flight must be at least 1, not {}", o.in_flight);
+  if (o.in_flight < 1)
+    return InvalidArgumentError("in_flight must be at least 1, not {}", o.in_flight);
   if (o.writers < 0 || o.writers > 4096) {
-    return InvalidArgumentError("writers must be in [0, 4096] (0 = one per core), not {}", o.writers);
+    return InvalidArgumentError("writers must be in [0, 4096] (0 = one per core), not {}",
+                                o.writers);
   }
-  if (o.flush.empty()) return InvalidArgumentError("no flush mode given (interval, durable, tmpfs)");
+  if (o.flush.empty())
+    return InvalidArgumentError("no flush mode given (interval, durable, tmpfs)");
   for (const std::string& name : o.flush) {
     Mode m;
     if (name == "interval") {
@@ -978,7 +1008,8 @@ Status Run(const DiskBenchOptions& o) {
   ctx.batch_bytes = w.batch_bytes;
   ctx.pool = w.batches.size();
 
-  bool need_disk = std::any_of(modes.begin(), modes.end(), [](Mode m) { return m != Mode::kTmpfs; });
+  bool need_disk =
+      std::any_of(modes.begin(), modes.end(), [](Mode m) { return m != Mode::kTmpfs; });
   bool need_tmpfs = std::find(modes.begin(), modes.end(), Mode::kTmpfs) != modes.end();
   std::unique_ptr<RunDir> disk_dir, tmpfs_dir;
   if (need_disk) {
@@ -1004,8 +1035,8 @@ Status Run(const DiskBenchOptions& o) {
     std::string what = fmt::format("{} with {} writer{}", ModeName(cell.mode), cell.writers,
                                    cell.writers == 1 ? "" : "s");
     RETURN_IF_ERROR(CheckFreeSpace(root, EngineSpaceNeeded(cell), what + " (sluice logs)"));
-    RETURN_IF_ERROR(CheckFreeSpace(root, RawSpaceNeeded(cell, w.batch_bytes),
-                                   what + " (raw reference)"));
+    RETURN_IF_ERROR(
+        CheckFreeSpace(root, RawSpaceNeeded(cell, w.batch_bytes), what + " (raw reference)"));
   }
 
   if (!o.json) PrintHeader(o, ctx);

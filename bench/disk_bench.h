@@ -13,15 +13,15 @@
 namespace sluice::bench {
 
 struct DiskBenchOptions {
-  uint64_t bytes_per_cell = 8ull << 30;   // 8 GiB so the page cache cannot hide the disk
-  size_t record_bytes = 256;              // value bytes per record
+  uint64_t bytes_per_cell = 8ull << 30;  // 8 GiB so the page cache cannot hide the disk
+  size_t record_bytes = 256;             // value bytes per record
   int records_per_batch = 64;
-  int in_flight = 64;                     // appends in flight per writer
-  int writers = 0;                        // 0 = one per core (std::thread::hardware_concurrency)
-  std::string dir = "bench-data";         // on the disk under test; created and removed
+  int in_flight = 64;              // appends in flight per writer
+  int writers = 0;                 // 0 = one per core (std::thread::hardware_concurrency)
+  std::string dir = "bench-data";  // on the disk under test; created and removed
   std::string tmpfs_dir = "/dev/shm/sluice-bench";
   std::vector<std::string> flush = {"interval", "durable", "tmpfs"};
-  bool json = false;                      // one JSON object per row on stdout instead of a table
+  bool json = false;  // one JSON object per row on stdout instead of a table
 };
 
 // Runs every cell (flush mode x {1, N} writers) and prints the table, or JSON lines, on

@@ -78,8 +78,8 @@ bool PathUnder(const std::string& path, const std::string& mount) {
 
 // The disk behind a device number, through /sys/dev/block: for a partition, its parent.
 std::string SysBlockDir(dev_t dev) {
-  std::string link = "/sys/dev/block/" + std::to_string(major(dev)) + ":" +
-                     std::to_string(minor(dev));
+  std::string link =
+      "/sys/dev/block/" + std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
   char buf[PATH_MAX];
   if (::realpath(link.c_str(), buf) == nullptr) return "";
   std::string dir = buf;

@@ -22,10 +22,10 @@ struct MachineInfo {
 double LoadAverage1m();
 
 struct FsInfo {
-  std::string path;         // the directory asked about, made absolute
-  std::string mount_point;  // the longest /proc/mounts entry that holds it
-  std::string fs_type;      // from /proc/mounts ("ext4", "tmpfs", ...)
-  std::string device;       // from /proc/mounts ("/dev/nvme0n1p2", "tmpfs")
+  std::string path;          // the directory asked about, made absolute
+  std::string mount_point;   // the longest /proc/mounts entry that holds it
+  std::string fs_type;       // from /proc/mounts ("ext4", "tmpfs", ...)
+  std::string device;        // from /proc/mounts ("/dev/nvme0n1p2", "tmpfs")
   std::string device_model;  // /sys/block/<disk>/device/model when known, else empty
   int rotational = -1;       // /sys/block/<disk>/queue/rotational: 1, 0, or -1 unknown
   uint64_t total_bytes = 0;  // statfs

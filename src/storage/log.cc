@@ -323,6 +323,7 @@ Status PartitionLog::Recover() {
   }
   recovery_.segments = static_cast<int>(segments_.size());
   next_offset_ = written_end_ = durable_end_ = segments_.back()->next_offset;
+  last_written_ = segments_.back();
   last_sync_ns_ = MonotonicNanos();
   return Status::OK();
 }
@@ -620,49 +621,86 @@ Status PartitionLog::RollLocked(int64_t base_offset) {
   return Status::OK();
 }
 
+// Starts what is due: a write job when appends are pending, a sync task when unsynced
+// bytes must be synced, or the flush.ms timer. At most one of each runs per log; a sync
+// runs beside the next write job, so the disk syncs one group while the next is written.
 void PartitionLog::MaybeScheduleLocked() {
-  if (job_running_ || closed_ || !failed_.ok()) return;
-  if (pending_.empty() && !sync_requested_) {
-    // Interval policy: make sure unsynced bytes get their fdatasync within flush.ms.
-    if (unsynced_bytes_ > 0 && timer_id_ == 0 && options_.flush_policy == FlushPolicy::kInterval) {
-      int64_t deadline = last_sync_ns_ + options_.flush_ms * 1'000'000;
-      timer_id_ = options_.executor->SubmitAt(std::max<int64_t>(deadline, 1), [this] { OnSyncTimer(); });
-    }
-    return;
+  if (closed_ || !failed_.ok()) return;
+  if (!job_running_ && !pending_.empty()) {
+    job_running_ = true;
+    options_.executor->Submit([this] { RunIoJob(); });
   }
-  job_running_ = true;
-  options_.executor->Submit([this] { RunIoJob(); });
+  if (sync_running_ || unsynced_bytes_ == 0) return;
+  bool due = options_.flush_policy == FlushPolicy::kDurable || sync_due_ ||
+             flush_target_ > durable_end_ || unsynced_bytes_ >= options_.flush_bytes ||
+             MonotonicNanos() - last_sync_ns_ >= options_.flush_ms * 1'000'000;
+  if (due) {
+    sync_running_ = true;
+    sync_due_ = false;
+    options_.executor->Submit([this] { RunSync(); });
+  } else if (timer_id_ == 0) {
+    // Interval policy: unsynced bytes get their fdatasync within flush.ms.
+    int64_t deadline = last_sync_ns_ + options_.flush_ms * 1'000'000;
+    timer_id_ = options_.executor->SubmitAt(std::max<int64_t>(deadline, 1), [this] { OnSyncTimer(); });
+  }
 }
 
 void PartitionLog::OnSyncTimer() {
   std::lock_guard lock(mu_);
   timer_id_ = 0;
-  if (unsynced_bytes_ > 0) sync_requested_ = true;
+  sync_due_ = true;
   MaybeScheduleLocked();
   idle_cv_.notify_all();
 }
 
+// Fails every waiter and the log itself with `st`. Returns the waiters to call.
+void PartitionLog::FailLocked(const Status& st, std::vector<std::pair<Waiter, Status>>* ready) {
+  if (failed_.ok()) {
+    failed_ = st;
+    SLUICE_LOG(kLog, kError, "log {} failed: {}", dir_, st.ToString());
+  }
+  pending_.clear();
+  pending_bytes_ = 0;
+  for (auto* q : {&written_waiters_, &durable_waiters_}) {
+    for (Waiter& w : *q) ready->emplace_back(std::move(w), failed_);
+    q->clear();
+  }
+}
+
+void PartitionLog::CollectReadyLocked(std::vector<std::pair<Waiter, Status>>* ready) {
+  while (!written_waiters_.empty() && written_waiters_.front().last_offset < written_end_) {
+    ready->emplace_back(std::move(written_waiters_.front()), Status::OK());
+    written_waiters_.pop_front();
+  }
+  while (!durable_waiters_.empty() && durable_waiters_.front().last_offset < durable_end_) {
+    ready->emplace_back(std::move(durable_waiters_.front()), Status::OK());
+    durable_waiters_.pop_front();
+  }
+}
+
+// Callbacks run before the task counts as finished, so Close() waits for them.
+void PartitionLog::FinishTask(std::vector<std::pair<Waiter, Status>>& ready, bool* running) {
+  for (auto& [w, st] : ready) w.cb(st, w.info);
+  std::lock_guard lock(mu_);
+  *running = false;
+  MaybeScheduleLocked();
+  idle_cv_.notify_all();
+}
+
+// The write job: writes everything pending, one pwrite per segment. A segment being
+// closed is synced here, before any byte of the next segment is written.
 void PartitionLog::RunIoJob() {
   std::vector<Chunk> chunks;
-  bool sync;
-  std::shared_ptr<Segment> active;
   {
     std::lock_guard lock(mu_);
     chunks.swap(pending_);
-    uint64_t bytes = pending_bytes_;
     pending_bytes_ = 0;
-    int64_t now = MonotonicNanos();
-    sync = options_.flush_policy == FlushPolicy::kDurable || sync_requested_ ||
-           unsynced_bytes_ + bytes >= options_.flush_bytes ||
-           (unsynced_bytes_ + bytes > 0 && now - last_sync_ns_ >= options_.flush_ms * 1'000'000);
-    sync_requested_ = false;
-    active = segments_.back();
   }
 
   Status st;
   int64_t written_to = -1, durable_to = -1;
   uint64_t written_bytes = 0;
-  std::vector<std::pair<Segment*, const Chunk*>> done;
+  std::vector<const Chunk*> done;
   for (const Chunk& c : chunks) {
     if (c.opens_segment) {
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
@@ -675,28 +713,23 @@ void PartitionLog::RunIoJob() {
       if (st.ok()) st = options_.env->SyncDir(dir_);
       if (!st.ok()) break;
     }
-    if (!c.bytes.empty() || !c.index_bytes.empty() || !c.time_index_bytes.empty()) {
+    if (!c.bytes.empty()) {
       auto f = LogFile(*c.seg, OpenMode::kReadWrite);
-      if (!f.ok()) {
-        st = f.status();
-        break;
-      }
-      if (!c.bytes.empty()) st = (*f)->WriteAt(c.file_pos, c.bytes);
-      if (st.ok() && !c.index_bytes.empty()) {
-        auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);
-        st = idx.ok() ? (*idx)->WriteAt(c.index_pos, c.index_bytes) : idx.status();
-      }
-      if (st.ok() && !c.time_index_bytes.empty()) {
-        auto idx = files_->Get(c.seg->time_index_path, OpenMode::kReadWrite);
-        st = idx.ok() ? (*idx)->WriteAt(c.time_index_pos, c.time_index_bytes) : idx.status();
-      }
-      if (!st.ok()) break;
-      written_bytes += c.bytes.size();
+      st = f.ok() ? (*f)->WriteAt(c.file_pos, c.bytes) : f.status();
     }
+    if (st.ok() && !c.index_bytes.empty()) {
+      auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);
+      st = idx.ok() ? (*idx)->WriteAt(c.index_pos, c.index_bytes) : idx.status();
+    }
+    if (st.ok() && !c.time_index_bytes.empty()) {
+      auto idx = files_->Get(c.seg->time_index_path, OpenMode::kReadWrite);
+      st = idx.ok() ? (*idx)->WriteAt(c.time_index_pos, c.time_index_bytes) : idx.status();
+    }
+    if (!st.ok()) break;
+    written_bytes += c.bytes.size();
     written_to = std::max(written_to, c.end_offset);
     if (c.closes_segment) {
-      // A closed segment is durable before any byte of the next one is written, so only
-      // the last segment can ever have a torn tail.
+      // Only the last segment can ever have a torn tail (docs/formats/storage.md).
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
         auto f = files_->Get(*p, OpenMode::kReadWrite);
         st = f.ok() ? (*f)->Sync() : f.status();
@@ -705,92 +738,94 @@ void PartitionLog::RunIoJob() {
       if (!st.ok()) break;
       durable_to = std::max(durable_to, c.end_offset);
     }
-    done.emplace_back(c.seg.get(), &c);
+    done.push_back(&c);
   }
-  if (st.ok() && sync) {
-    auto f = LogFile(*active, OpenMode::kReadWrite);
+
+  std::vector<std::pair<Waiter, Status>> ready;
+  {
+    std::lock_guard lock(mu_);
+    for (const Chunk* c : done) {
+      Segment* seg = c->seg.get();
+      seg->written_size = c->file_pos + c->bytes.size();
+      seg->written_index_entries = (c->index_pos + c->index_bytes.size()) / kOffsetEntrySize;
+      seg->written_time_entries = (c->time_index_pos + c->time_index_bytes.size()) / kTimeEntrySize;
+      if (c->closes_segment) seg->closed_durable = true;
+      if (!c->bytes.empty()) last_written_ = c->seg;
+    }
+    if (written_to >= 0) written_end_ = std::max(written_end_, written_to);
+    if (durable_to >= 0) durable_end_ = std::max(durable_end_, durable_to);
+    unsynced_bytes_ += written_bytes;
+    if (!st.ok()) {
+      FailLocked(st, &ready);
+    } else {
+      CollectReadyLocked(&ready);
+    }
+  }
+  for (Chunk& c : chunks) options_.executor->ReturnBuffer(std::move(c.bytes));
+  chunks.clear();
+  FinishTask(ready, &job_running_);
+}
+
+// The sync task: one fdatasync of the segment last written, covering everything written
+// before it started.
+void PartitionLog::RunSync() {
+  int64_t target;
+  uint64_t covered;
+  std::shared_ptr<Segment> seg;
+  int64_t started = MonotonicNanos();
+  {
+    std::lock_guard lock(mu_);
+    target = written_end_;
+    covered = unsynced_bytes_;
+    seg = last_written_;
+  }
+  Status st;
+  if (seg != nullptr) {
+    auto f = LogFile(*seg, OpenMode::kReadWrite);
     st = f.ok() ? (*f)->Sync() : f.status();
     if (st.ok()) {
       auto gone = (*f)->Unlinked();
       if (!gone.ok()) {
         st = gone.status();
       } else if (*gone) {
-        st = IOError("segment {} was deleted while the log was writing it", active->log_path);
+        st = IOError("segment {} was deleted while the log was writing it", seg->log_path);
       }
     }
   }
-
   std::vector<std::pair<Waiter, Status>> ready;
   {
     std::lock_guard lock(mu_);
-    for (auto [seg, c] : done) {
-      seg->written_size = c->file_pos + c->bytes.size();
-      seg->written_index_entries = (c->index_pos + c->index_bytes.size()) / kOffsetEntrySize;
-      seg->written_time_entries = (c->time_index_pos + c->time_index_bytes.size()) / kTimeEntrySize;
-      if (c->closes_segment) seg->closed_durable = true;
-    }
-    if (written_to >= 0) written_end_ = std::max(written_end_, written_to);
-    unsynced_bytes_ += written_bytes;
-    if (st.ok() && sync) {
-      durable_end_ = written_end_;
-      unsynced_bytes_ = 0;
-      last_sync_ns_ = MonotonicNanos();
-      ++sync_count_;
-    } else if (durable_to >= 0) {
-      durable_end_ = std::max(durable_end_, durable_to);
-    }
     if (!st.ok()) {
-      failed_ = st;
-      SLUICE_LOG(kLog, kError, "log {} failed: {}", dir_, st.ToString());
-      pending_.clear();
-      pending_bytes_ = 0;
-      for (auto* q : {&written_waiters_, &durable_waiters_}) {
-        for (Waiter& w : *q) ready.emplace_back(std::move(w), st);
-        q->clear();
-      }
+      FailLocked(st, &ready);
     } else {
-      while (!written_waiters_.empty() && written_waiters_.front().last_offset < written_end_) {
-        ready.emplace_back(std::move(written_waiters_.front()), Status::OK());
-        written_waiters_.pop_front();
-      }
-      while (!durable_waiters_.empty() && durable_waiters_.front().last_offset < durable_end_) {
-        ready.emplace_back(std::move(durable_waiters_.front()), Status::OK());
-        durable_waiters_.pop_front();
-      }
+      durable_end_ = std::max(durable_end_, target);
+      unsynced_bytes_ -= std::min(covered, unsynced_bytes_);
+      last_sync_ns_ = started;
+      ++sync_count_;
+      CollectReadyLocked(&ready);
     }
   }
-  for (Chunk& c : chunks) options_.executor->ReturnBuffer(std::move(c.bytes));
-  chunks.clear();
-  // Callbacks run before the job counts as finished, so Close() waits for them.
-  for (auto& [w, s] : ready) w.cb(s, w.info);
-  {
-    std::lock_guard lock(mu_);
-    job_running_ = false;
-    MaybeScheduleLocked();
-    idle_cv_.notify_all();
-  }
+  FinishTask(ready, &sync_running_);
 }
 
 Status PartitionLog::Flush() {
   std::unique_lock lock(mu_);
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   int64_t target = next_offset_;
-  if (durable_end_ >= target) return failed_;
-  sync_requested_ = true;
+  flush_target_ = std::max(flush_target_, target);
   MaybeScheduleLocked();
   idle_cv_.wait(lock, [&] { return durable_end_ >= target || !failed_.ok(); });
   return failed_;
 }
 
-// Waits until everything appended is written and synced (or the log failed) and no job
-// runs.
+// Waits until everything appended is written and synced (or the log failed) and no
+// task runs.
 Status PartitionLog::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
-  if (failed_.ok() && (job_running_ || !pending_.empty() || unsynced_bytes_ > 0)) {
-    sync_requested_ = true;
-    MaybeScheduleLocked();
-  }
+  flush_target_ = std::max(flush_target_, next_offset_);
+  MaybeScheduleLocked();
   idle_cv_.wait(lock, [&] {
-    return !job_running_ && (!failed_.ok() || (pending_.empty() && unsynced_bytes_ == 0));
+    return !job_running_ && !sync_running_ &&
+           (!failed_.ok() || (pending_.empty() && durable_end_ >= next_offset_));
   });
   return failed_;
 }
@@ -802,7 +837,7 @@ Status PartitionLog::Close() {
   closed_ = true;
   if (timer_id_ != 0 && options_.executor->Cancel(timer_id_)) timer_id_ = 0;
   // A timer that is already running clears timer_id_ under the lock.
-  idle_cv_.wait(lock, [&] { return timer_id_ == 0 && !job_running_; });
+  idle_cv_.wait(lock, [&] { return timer_id_ == 0 && !job_running_ && !sync_running_; });
   for (const auto& seg : segments_) {
     files_->Evict(seg->log_path);
     files_->Evict(seg->index_path);
@@ -1083,6 +1118,7 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     seg->active = true;
   }
   RETURN_IF_ERROR(env->SyncDir(dir_));
+  last_written_ = segments_.back();
   next_offset_ = written_end_ = new_end;
   durable_end_ = new_end;  // the cut was synced, and everything before it already was
   unsynced_bytes_ = 0;

@@ -181,7 +181,11 @@ class PartitionLog {
   Status RollLocked(int64_t base_offset);
   void MaybeScheduleLocked();
   void RunIoJob();
+  void RunSync();
   void OnSyncTimer();
+  void FailLocked(const Status& st, std::vector<std::pair<Waiter, Status>>* ready);
+  void CollectReadyLocked(std::vector<std::pair<Waiter, Status>>* ready);
+  void FinishTask(std::vector<std::pair<Waiter, Status>>& ready, bool* running);
   Status WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Result<std::shared_ptr<File>> LogFile(const Segment& seg, OpenMode mode);
 
@@ -202,9 +206,12 @@ class PartitionLog {
   uint64_t pending_bytes_ = 0;
   std::deque<Waiter> written_waiters_;
   std::deque<Waiter> durable_waiters_;
-  bool job_running_ = false;
-  bool sync_requested_ = false;      // set by the flush timer or Flush()
-  uint64_t unsynced_bytes_ = 0;
+  bool job_running_ = false;         // a write job is queued or running
+  bool sync_running_ = false;        // a sync task is queued or running
+  bool sync_due_ = false;            // the flush.ms timer fired
+  int64_t flush_target_ = 0;         // Flush()/Close() want durable_end_ to reach this
+  std::shared_ptr<Segment> last_written_;  // the segment a sync must cover
+  uint64_t unsynced_bytes_ = 0;      // written, not yet covered by an fdatasync
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;

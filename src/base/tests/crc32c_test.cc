@@ -65,7 +65,7 @@ TEST(Crc32cTest, PortableMatchesDispatchedOnRandomLengthsAndOffsets) {
     GTEST_LOG_(INFO) << "no hardware CRC32C; comparing portable to itself";
   }
   std::mt19937 rng(42);
-  std::vector<uint8_t> buf(4096 + 16);
+  std::vector<uint8_t> buf(40000 + 16);
   for (auto& b : buf) b = static_cast<uint8_t>(rng());
   for (size_t len = 0; len <= 300; ++len) {
     for (size_t offset = 0; offset < 9; ++offset) {
@@ -76,7 +76,8 @@ TEST(Crc32cTest, PortableMatchesDispatchedOnRandomLengthsAndOffsets) {
           << "seeded, len " << len << " offset " << offset;
     }
   }
-  for (size_t len : {1000u, 1023u, 1024u, 1025u, 4096u}) {
+  // Lengths around the three-stripe (3 x 4 KiB) fast path and several stripes long.
+  for (size_t len : {1000u, 1023u, 1024u, 1025u, 4096u, 12287u, 12288u, 12289u, 24583u, 40000u}) {
     for (size_t offset = 0; offset < 16; ++offset) {
       const uint8_t* p = buf.data() + offset;
       ASSERT_EQ(Extend(0, p, len), ExtendPortable(0, p, len))

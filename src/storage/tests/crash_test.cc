@@ -785,6 +785,33 @@ LogOptions TruncateLogOptions(Env* env, IoExecutor* executor) {
   return o;
 }
 
+// Builds the template log in `dir`: 40 small batches over several 4 KiB segments.
+void BuildTemplateLog(const std::string& dir, uint64_t seed, TemplateLog* t) {
+  IoExecutor executor(1);
+  auto log = PartitionLog::Open(dir, TruncateLogOptions(Env::Posix(), &executor));
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  Rng rng(seed);
+  t->bytes.resize(40);
+  for (int i = 0; i < 40; ++i) {
+    t->bytes[i] =
+        MakeBatch(static_cast<int>(rng.Range(1, 5)), static_cast<size_t>(rng.Range(20, 120)),
+                  1'700'000'000'000 + i, rng.Next());
+    auto info = (*log)->Append(t->bytes[i], AppendOptions{});
+    ASSERT_TRUE(info.ok());
+    AssignOffsets(t->bytes[i], info->base_offset, 0);
+    t->batches.push_back(Expected{info->base_offset, nullptr, info->last_offset, true});
+  }
+  for (size_t i = 0; i < t->batches.size(); ++i) t->batches[i].bytes = &t->bytes[i];
+  ASSERT_TRUE((*log)->Flush().ok());
+  ASSERT_GE((*log)->segment_count(), 3);
+}
+
+void CopyDir(const std::string& from, const std::string& to) {
+  std::filesystem::copy(
+      from, to,
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::overwrite_existing);
+}
+
 // TruncateTo is crashed at its k-th disk-changing call, for every k until it gets through,
 // with power loss after each. The log must reopen, hold a prefix of what it held, keep every
 // batch below the truncation offset, and after a TruncateTo that returned OK, hold nothing
@@ -794,25 +821,8 @@ TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
   const int cases = std::max(2, Points() / 25);
   TempDir template_dir;
   TemplateLog t;
-  {
-    IoExecutor executor(1);
-    auto log = PartitionLog::Open(template_dir.path(), TruncateLogOptions(Env::Posix(), &executor));
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    Rng rng(Derive(seed, 500));
-    t.bytes.resize(40);
-    for (int i = 0; i < 40; ++i) {
-      t.bytes[i] =
-          MakeBatch(static_cast<int>(rng.Range(1, 5)), static_cast<size_t>(rng.Range(20, 120)),
-                    1'700'000'000'000 + i, rng.Next());
-      auto info = (*log)->Append(t.bytes[i], AppendOptions{});
-      ASSERT_TRUE(info.ok());
-      AssignOffsets(t.bytes[i], info->base_offset, 0);
-      t.batches.push_back(Expected{info->base_offset, nullptr, info->last_offset, true});
-    }
-    for (size_t i = 0; i < t.batches.size(); ++i) t.batches[i].bytes = &t.bytes[i];
-    ASSERT_TRUE((*log)->Flush().ok());
-    ASSERT_GE((*log)->segment_count(), 3);
-  }
+  BuildTemplateLog(template_dir.path(), Derive(seed, 500), &t);
+  if (::testing::Test::HasFailure()) return;
   const int64_t end = t.batches.back().last_offset + 1;
   LogLevel old_level = GetLogLevel();
   SetLogLevel(LogLevel::kOff);
@@ -835,9 +845,7 @@ TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
           "SLUICE_CRASH_ONLY={})",
           offset, k, TearModeName(tear), seed, c));
       TempDir dir;
-      std::filesystem::copy(template_dir.path(), dir.path(),
-                            std::filesystem::copy_options::recursive |
-                                std::filesystem::copy_options::overwrite_existing);
+      CopyDir(template_dir.path(), dir.path());
       FaultEnv env(Env::Posix());
       IoExecutor executor(1);
       Status truncated;
@@ -872,6 +880,92 @@ TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
     }
     EXPECT_TRUE(finished) << "TruncateTo(" << offset << ") never got through 100 disk calls";
   }
+  SetLogLevel(old_level);
+}
+
+// ApplyRetention is crashed at its k-th disk-changing call, for every k until it gets
+// through. The log must reopen and hold a suffix of what it held, whole segments gone from
+// the front only; after a retention that returned OK, exactly the segments it kept.
+TEST(CrashTest, RecoveryAfterCrashDuringRetention) {
+  const uint64_t seed = Seed();
+  TempDir template_dir;
+  TemplateLog t;
+  BuildTemplateLog(template_dir.path(), Derive(seed, 700), &t);
+  if (::testing::Test::HasFailure()) return;
+  LogLevel old_level = GetLogLevel();
+  SetLogLevel(LogLevel::kOff);
+  Rng rng(Derive(seed, 701));
+  const int64_t retention_bytes = rng.Range(0, 8192);
+  auto options = [&](Env* env, IoExecutor* executor) {
+    LogOptions o = TruncateLogOptions(env, executor);
+    o.retention_bytes = retention_bytes;
+    return o;
+  };
+  // Where a retention that gets through leaves the log.
+  int64_t kept_start;
+  {
+    TempDir dir;
+    CopyDir(template_dir.path(), dir.path());
+    IoExecutor executor(1);
+    auto log = PartitionLog::Open(dir.path(), options(Env::Posix(), &executor));
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    auto removed = (*log)->ApplyRetention();
+    ASSERT_TRUE(removed.ok()) << removed.status().ToString();
+    ASSERT_GE(*removed, 1) << "retention.bytes " << retention_bytes << " removes nothing";
+    kept_start = (*log)->start_offset();
+  }
+
+  bool finished = false;
+  for (int k = 0; !finished && k < 100 && !::testing::Test::HasFailure(); ++k) {
+    const TearMode tear = static_cast<TearMode>(rng.Range(0, 2));
+    SCOPED_TRACE(fmt::format(
+        "ApplyRetention with retention.bytes {} crashed at disk call {}, tear={} (replay: "
+        "SLUICE_CRASH_SEED={:#x})",
+        retention_bytes, k, TearModeName(tear), seed));
+    TempDir dir;
+    CopyDir(template_dir.path(), dir.path());
+    FaultEnv env(Env::Posix());
+    IoExecutor executor(1);
+    Status applied;
+    {
+      auto log = PartitionLog::Open(dir.path(), options(&env, &executor));
+      ASSERT_TRUE(log.ok()) << log.status().ToString();
+      env.CrashAfter(static_cast<uint64_t>(k));
+      applied = (*log)->ApplyRetention().status();
+    }
+    finished = applied.ok() && !env.crashed();
+    env.SimulateCrash();
+    std::string report;
+    ASSERT_TRUE(env.DropUnsyncedData(rng.Next(), tear, &report).ok());
+    env.Reset();
+    auto log = PartitionLog::Open(dir.path(), options(&env, &executor));
+    ASSERT_TRUE(log.ok()) << "reopening after ApplyRetention returned " << applied.ToString()
+                          << ": " << log.status().ToString() << "\npower loss:\n"
+                          << report;
+    const std::string detail =
+        fmt::format("ApplyRetention returned {}\npower loss:\n{}", applied.ToString(), report);
+    auto got = ReadAll(**log, 64 * 1024);
+    ASSERT_TRUE(got.ok()) << got.status().ToString() << "\n" << detail;
+    const int64_t start = (*log)->start_offset();
+    size_t first = 0;
+    while (first < t.batches.size() && t.batches[first].offset < start) ++first;
+    ASSERT_LT(first, t.batches.size()) << "the log starts at " << start << "\n" << detail;
+    EXPECT_EQ(t.batches[first].offset, start) << "the log starts inside a batch\n" << detail;
+    EXPECT_LE(start, kept_start) << "retention removed more than it should\n" << detail;
+    if (finished) {
+      EXPECT_EQ(start, kept_start) << detail;
+    }
+    ASSERT_EQ(got->size(), t.batches.size() - first)
+        << "the log does not run from " << start << " to the end\n"
+        << detail;
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_EQ((*got)[i].bytes, *t.batches[first + i].bytes)
+          << "batch at offset " << (*got)[i].base_offset << "\n"
+          << detail;
+    }
+    EXPECT_EQ((*log)->end_offset(), t.batches.back().last_offset + 1) << detail;
+  }
+  EXPECT_TRUE(finished) << "ApplyRetention never got through 100 disk calls";
   SetLogLevel(old_level);
 }
 
