@@ -701,6 +701,7 @@ void PartitionLog::RunIoJob() {
   int64_t written_to = -1, durable_to = -1;
   uint64_t written_bytes = 0;
   std::vector<const Chunk*> done;
+  std::vector<Segment*> closed_durable;
   for (const Chunk& c : chunks) {
     if (c.opens_segment) {
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
@@ -726,8 +727,10 @@ void PartitionLog::RunIoJob() {
       st = idx.ok() ? (*idx)->WriteAt(c.time_index_pos, c.time_index_bytes) : idx.status();
     }
     if (!st.ok()) break;
+    // Written: readable even if the closing sync below fails.
     written_bytes += c.bytes.size();
     written_to = std::max(written_to, c.end_offset);
+    done.push_back(&c);
     if (c.closes_segment) {
       // Only the last segment can ever have a torn tail (docs/formats/storage.md).
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
@@ -737,8 +740,8 @@ void PartitionLog::RunIoJob() {
       }
       if (!st.ok()) break;
       durable_to = std::max(durable_to, c.end_offset);
+      closed_durable.push_back(c.seg.get());
     }
-    done.push_back(&c);
   }
 
   std::vector<std::pair<Waiter, Status>> ready;
@@ -749,9 +752,9 @@ void PartitionLog::RunIoJob() {
       seg->written_size = c->file_pos + c->bytes.size();
       seg->written_index_entries = (c->index_pos + c->index_bytes.size()) / kOffsetEntrySize;
       seg->written_time_entries = (c->time_index_pos + c->time_index_bytes.size()) / kTimeEntrySize;
-      if (c->closes_segment) seg->closed_durable = true;
       if (!c->bytes.empty()) last_written_ = c->seg;
     }
+    for (Segment* seg : closed_durable) seg->closed_durable = true;
     if (written_to >= 0) written_end_ = std::max(written_end_, written_to);
     if (durable_to >= 0) durable_end_ = std::max(durable_end_, durable_to);
     unsynced_bytes_ += written_bytes;
@@ -1066,8 +1069,10 @@ Status PartitionLog::TruncateTo(int64_t offset) {
   if (offset >= next_offset_) return Status::OK();
   if (offset < 0) return InvalidArgumentError("cannot truncate to negative offset {}", offset);
   Env* env = options_.env;
+  // Index files first: a crash in between leaves a whole .log whose indexes recovery
+  // rebuilds, never index files without their .log (which recovery reports).
   auto remove_segment = [&](const Segment& s) -> Status {
-    for (const std::string* p : {&s.log_path, &s.index_path, &s.time_index_path}) {
+    for (const std::string* p : {&s.index_path, &s.time_index_path, &s.log_path}) {
       files_->Evict(*p);
       if (env->Exists(*p)) RETURN_IF_ERROR(env->Remove(*p));
     }

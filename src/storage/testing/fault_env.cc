@@ -1,3 +1,4 @@
+// FaultEnv (see fault_env.h): the tracking of synced sizes, the crash, the power loss.
 #include "storage/testing/fault_env.h"
 
 #include <fmt/format.h>

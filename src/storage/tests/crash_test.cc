@@ -11,6 +11,9 @@
 // and that, before that, every accepted append got exactly one callback and closing the
 // crashed log did not hang.
 //
+// Crashes inside TruncateTo and ApplyRetention, at every disk call in turn: the log must
+// reopen and hold a prefix (a suffix, for retention) of what it held.
+//
 // SIGKILL: a child process appends a deterministic sequence to a real log and reports
 // each durable ack through a pipe; the parent kills it at a random moment and checks the
 // reopened log the same way.
