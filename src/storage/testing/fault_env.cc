@@ -148,7 +148,9 @@ class FaultEnv::FaultFile final : public File {
       auto it = env_->files_.find(Normalize(path()));
       if (it != env_->files_.end()) state = it->second.get();
     }
-    if (state != nullptr && !state->removed) state->synced_size = size;
+    // Two syncs of one file can finish out of order (the log's sync task and a closing
+    // sync): the later finisher must not lower what the earlier one covered.
+    if (state != nullptr && !state->removed) state->synced_size = std::max(state->synced_size, size);
     return Status::OK();
   }
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "storage/testing/batch_builder.h"
+#include "storage/testing/fault_env.h"
 
 namespace sluice::storage {
 namespace {
@@ -725,6 +726,57 @@ TEST_F(LogTest, ManyPartitionsShareABoundedDescriptorCache) {
     EXPECT_EQ(ReadAll(*log, 0).size(), MakeBatch(2, 10, 1000, 0).size());
   }
   EXPECT_LE(files.open_count(), 24u);
+}
+
+TEST_F(LogTest, FullDiskFailsPendingAppendsAndKeepsWhatWasDurable) {
+  testing::FaultEnv env(Env::Posix());
+  opts_.env = &env;
+  std::vector<uint8_t> expect;
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 3; ++i) {
+      auto b = MakeBatch(2, 50, 1000, i);
+      AppendSync(*log, b);
+      auto st = Stored(b, i * 2);
+      expect.insert(expect.end(), st.begin(), st.end());
+    }
+    env.InjectWriteFault({.error = ENOSPC, .path_contains = ".log"});
+    std::promise<Status> done;
+    AppendOptions o;
+    o.on_ack = [&](const Status& st, const AppendInfo&) { done.set_value(st); };
+    ASSERT_TRUE(log->Append(MakeBatch(2, 50, 1000, 9), std::move(o)).ok());
+    Status st = done.get_future().get();
+    EXPECT_EQ(st.code(), StatusCode::kIOError);
+    EXPECT_NE(st.message().find("No space left on device"), std::string::npos) << st.ToString();
+    EXPECT_NE(st.message().find(Seg(0, ".log")), std::string::npos) << st.ToString();
+    // The log is offline until reopened: later appends fail at once with the cause.
+    auto again = log->Append(MakeBatch(1, 10, 1000, 1), {});
+    ASSERT_FALSE(again.ok());
+    EXPECT_NE(again.status().message().find("No space left"), std::string::npos);
+    EXPECT_EQ(log->durable_end_offset(), 6);
+    EXPECT_FALSE(log->Close().ok());
+  }
+  env.ClearFaults();
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 6);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+}
+
+TEST_F(LogTest, FailedSyncFailsDurableAcks) {
+  testing::FaultEnv env(Env::Posix());
+  opts_.env = &env;
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(2, 50, 1000, 1));
+  env.FailNextSyncs(1, EIO);
+  std::promise<Status> done;
+  AppendOptions o;
+  o.on_ack = [&](const Status& st, const AppendInfo&) { done.set_value(st); };
+  ASSERT_TRUE(log->Append(MakeBatch(2, 50, 1000, 2), std::move(o)).ok());
+  Status st = done.get_future().get();
+  EXPECT_EQ(st.code(), StatusCode::kIOError);
+  EXPECT_NE(st.message().find("Input/output error"), std::string::npos) << st.ToString();
+  EXPECT_EQ(log->durable_end_offset(), 2);
+  EXPECT_FALSE(log->Flush().ok());
 }
 
 TEST_F(LogTest, RejectsBadOptions) {
