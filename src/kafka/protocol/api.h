@@ -1,0 +1,157 @@
+// Kafka API keys, error codes, and the (API, version) pairs sluice advertises.
+// Numbers are Kafka's (the JSON message definitions and the protocol guide).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace sluice::kafka {
+
+enum class ApiKey : int16_t {
+  kProduce = 0,
+  kFetch = 1,
+  kListOffsets = 2,
+  kMetadata = 3,
+  kOffsetCommit = 8,
+  kOffsetFetch = 9,
+  kFindCoordinator = 10,
+  kJoinGroup = 11,
+  kHeartbeat = 12,
+  kLeaveGroup = 13,
+  kSyncGroup = 14,
+  kDescribeGroups = 15,
+  kListGroups = 16,
+  kSaslHandshake = 17,
+  kApiVersions = 18,
+  kCreateTopics = 19,
+  kDeleteTopics = 20,
+  kDeleteRecords = 21,
+  kInitProducerId = 22,
+  kOffsetForLeaderEpoch = 23,
+  kDescribeConfigs = 32,
+  kAlterConfigs = 33,
+  kSaslAuthenticate = 36,
+  kCreatePartitions = 37,
+  kDeleteGroups = 42,
+  kIncrementalAlterConfigs = 44,
+  kDescribeCluster = 60,
+};
+
+enum class ErrorCode : int16_t {
+  kUnknownServerError = -1,
+  kNone = 0,
+  kOffsetOutOfRange = 1,
+  kCorruptMessage = 2,
+  kUnknownTopicOrPartition = 3,
+  kInvalidFetchSize = 4,
+  kLeaderNotAvailable = 5,
+  kNotLeaderOrFollower = 6,
+  kRequestTimedOut = 7,
+  kBrokerNotAvailable = 8,
+  kReplicaNotAvailable = 9,
+  kMessageTooLarge = 10,
+  kStaleControllerEpoch = 11,
+  kOffsetMetadataTooLarge = 12,
+  kNetworkException = 13,
+  kCoordinatorLoadInProgress = 14,
+  kCoordinatorNotAvailable = 15,
+  kNotCoordinator = 16,
+  kInvalidTopicException = 17,
+  kRecordListTooLarge = 18,
+  kNotEnoughReplicas = 19,
+  kNotEnoughReplicasAfterAppend = 20,
+  kInvalidRequiredAcks = 21,
+  kIllegalGeneration = 22,
+  kInconsistentGroupProtocol = 23,
+  kInvalidGroupId = 24,
+  kUnknownMemberId = 25,
+  kInvalidSessionTimeout = 26,
+  kRebalanceInProgress = 27,
+  kInvalidCommitOffsetSize = 28,
+  kTopicAuthorizationFailed = 29,
+  kGroupAuthorizationFailed = 30,
+  kClusterAuthorizationFailed = 31,
+  kInvalidTimestamp = 32,
+  kUnsupportedSaslMechanism = 33,
+  kIllegalSaslState = 34,
+  kUnsupportedVersion = 35,
+  kTopicAlreadyExists = 36,
+  kInvalidPartitions = 37,
+  kInvalidReplicationFactor = 38,
+  kInvalidReplicaAssignment = 39,
+  kInvalidConfig = 40,
+  kNotController = 41,
+  kInvalidRequest = 42,
+  kUnsupportedForMessageFormat = 43,
+  kPolicyViolation = 44,
+  kOutOfOrderSequenceNumber = 45,
+  kDuplicateSequenceNumber = 46,
+  kInvalidProducerEpoch = 47,
+  kInvalidTxnState = 48,
+  kInvalidProducerIdMapping = 49,
+  kInvalidTransactionTimeout = 50,
+  kConcurrentTransactions = 51,
+  kTransactionCoordinatorFenced = 52,
+  kTransactionalIdAuthorizationFailed = 53,
+  kSecurityDisabled = 54,
+  kOperationNotAttempted = 55,
+  kKafkaStorageError = 56,
+  kLogDirNotFound = 57,
+  kSaslAuthenticationFailed = 58,
+  kUnknownProducerId = 59,
+  kReassignmentInProgress = 60,
+  kNonEmptyGroup = 68,
+  kGroupIdNotFound = 69,
+  kFetchSessionIdNotFound = 70,
+  kInvalidFetchSessionEpoch = 71,
+  kListenerNotFound = 72,
+  kTopicDeletionDisabled = 73,
+  kFencedLeaderEpoch = 74,
+  kUnknownLeaderEpoch = 75,
+  kUnsupportedCompressionType = 76,
+  kStaleBrokerEpoch = 77,
+  kOffsetNotAvailable = 78,
+  kMemberIdRequired = 79,
+  kPreferredLeaderNotAvailable = 80,
+  kGroupMaxSizeReached = 81,
+  kFencedInstanceId = 82,
+  kInvalidRecord = 87,
+  kUnstableOffsetCommit = 88,
+  kThrottlingQuotaExceeded = 89,
+  kProducerFenced = 90,
+  kResourceNotFound = 91,
+  kDuplicateResource = 92,
+  kUnknownTopicId = 100,
+  kInconsistentTopicId = 103,
+  kFetchSessionTopicIdError = 106,
+};
+
+std::string_view ErrorCodeName(ErrorCode code);  // "UNKNOWN_TOPIC_OR_PARTITION"
+
+// The versions sluice advertises for one API, and the first flexible version (compact
+// strings and arrays, tagged fields); flexible_from > max means none is flexible.
+struct ApiVersionRange {
+  ApiKey key;
+  int16_t min;
+  int16_t max;
+  int16_t flexible_from;
+};
+
+// Every API sluice serves, in ApiKey order.
+std::span<const ApiVersionRange> SupportedApis();
+std::optional<ApiVersionRange> FindApi(ApiKey key);
+std::optional<ApiVersionRange> FindApi(int16_t key);
+std::string_view ApiName(ApiKey key);  // "Produce"
+
+inline bool IsFlexible(const ApiVersionRange& api, int16_t version) {
+  return version >= api.flexible_from;
+}
+
+// Header versions: requests use v2 in flexible versions, v1 otherwise; responses v1 in
+// flexible versions, v0 otherwise, except ApiVersions, whose response header is always v0.
+int RequestHeaderVersion(ApiKey key, int16_t version);
+int ResponseHeaderVersion(ApiKey key, int16_t version);
+
+}  // namespace sluice::kafka
