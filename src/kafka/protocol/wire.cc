@@ -299,6 +299,12 @@ void Writer::TaggedFieldHeader(uint32_t tag, uint32_t size) {
   UnsignedVarint(size);
 }
 
+uint64_t Writer::total_size() const {
+  uint64_t n = out_->size();
+  for (const Splice& s : splices_) n += s.size;
+  return n;
+}
+
 int UnsignedVarintSize(uint32_t v) {
   int n = 1;
   while (v >= 0x80) {

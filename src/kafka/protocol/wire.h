@@ -119,11 +119,26 @@ class Writer {
   void TaggedFieldHeader(uint32_t tag, uint32_t size);
   void Raw(std::span<const uint8_t> bytes) { out_->insert(out_->end(), bytes.begin(), bytes.end()); }
 
+  // Records that come from elsewhere (a segment file sent with sendfile): marks that
+  // `size` bytes identified by `token` belong at the current position, without copying
+  // them. The caller writes the length prefix first. A response with splices is sent as
+  // buffer pieces interleaved with the spliced data; tests materialize it with Splices().
+  struct Splice {
+    size_t buffer_pos;  // where in the buffer the spliced bytes go
+    uint64_t size;
+    uint32_t token;
+  };
+  void AddSplice(uint64_t size, uint32_t token) { splices_.push_back({out_->size(), size, token}); }
+  const std::vector<Splice>& splices() const { return splices_; }
+  // Total bytes of the message: buffer plus spliced data.
+  uint64_t total_size() const;
+
   size_t size() const { return out_->size(); }
   std::vector<uint8_t>& buffer() { return *out_; }
 
  private:
   std::vector<uint8_t>* out_;
+  std::vector<Splice> splices_;
 };
 
 // Size in bytes of `v` as an unsigned varint.
