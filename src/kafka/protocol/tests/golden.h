@@ -2,7 +2,7 @@
 // definitions. Deliberately independent of wire.h's Writer, so a test compares the codec
 // against a second, simple transcription of the definitions.
 //
-//   auto bytes = Golden().i16(3).str("topic").carr(1).i32(0).tags().bytes();
+//   auto bytes = Golden().i16(3).str("topic").carr(1).i32(0).tags().take();
 #pragma once
 
 #include <cstdint>
@@ -57,7 +57,7 @@ class Golden {
   Golden& a(bool flexible, int64_t n) { return flexible ? carr(n) : arr(n); }
   Golden& t(bool flexible) { return flexible ? tags() : *this; }
 
-  const std::vector<uint8_t>& bytes() const { return b_; }
+  const std::vector<uint8_t>& data() const { return b_; }
   std::vector<uint8_t> take() { return std::move(b_); }
 
  private:
