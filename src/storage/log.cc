@@ -13,10 +13,16 @@ namespace {
 
 const Logger kLog("storage");
 
-constexpr size_t kOffsetEntrySize = 8;   // relative offset (4), position (4), big-endian
-constexpr size_t kTimeEntrySize = 12;    // timestamp (8), relative offset (4), big-endian
-constexpr size_t kScanBlock = 1 << 20;   // bytes read at a time when scanning a segment
+// The log whose append callbacks this thread is running, if any (see InCallback()).
+thread_local const void* tls_in_callback = nullptr;
+
+constexpr size_t kOffsetEntrySize = 8;     // relative offset (4), position (4), big-endian
+constexpr size_t kTimeEntrySize = 12;      // timestamp (8), relative offset (4), big-endian
+constexpr size_t kScanBlock = 1 << 20;     // bytes read at a time when scanning a segment
 constexpr size_t kHeaderBlock = 64 << 10;  // bytes read at a time when walking headers
+// Stored batches may have been appended under a larger message.max.bytes than today's;
+// anything up to this is accepted when reading a segment back.
+constexpr uint64_t kMaxBatchFloor = 64 << 20;
 
 std::string SegmentName(int64_t base, std::string_view ext) {
   return fmt::format("{:020d}{}", base, ext);
@@ -69,6 +75,7 @@ class VarintReader {
     return true;
   }
   const uint8_t* pos() const { return p_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
 
  private:
   const uint8_t* p_;
@@ -80,7 +87,8 @@ std::optional<TimestampLookup> FindInUncompressedBatch(std::span<const uint8_t> 
   VarintReader r(batch.data() + kBatchHeaderSize, batch.data() + batch.size());
   for (int32_t i = 0; i < h.records_count; ++i) {
     int64_t len, ts_delta, off_delta;
-    if (!r.ReadVarlong(&len) || len < 0) return std::nullopt;
+    if (!r.ReadVarlong(&len) || len < 0 || static_cast<uint64_t>(len) > r.remaining())
+      return std::nullopt;
     const uint8_t* rec_end = r.pos() + len;
     if (!r.Skip(1) || !r.ReadVarlong(&ts_delta) || !r.ReadVarlong(&off_delta)) return std::nullopt;
     int64_t rec_ts = h.base_timestamp + ts_delta;
@@ -108,19 +116,19 @@ struct PartitionLog::Segment {
   int64_t base_offset = 0;
   std::string log_path, index_path, time_index_path;
 
-  uint64_t size = 0;                // bytes appended, including those not yet written
-  uint64_t written_size = 0;        // bytes in the file: readers stop here
-  int64_t next_offset = 0;          // offset after the last batch appended
-  int64_t max_timestamp = -1;       // over the batches appended
-  int64_t created_ms = 0;           // for segment.ms
-  uint64_t bytes_since_index = 0;   // appended since the last offset-index entry
-  int64_t last_indexed_ts = -1;     // newest timestamp in the time index
-  uint64_t index_entries = 0;       // in the offset index, including pending ones
+  uint64_t size = 0;               // bytes appended, including those not yet written
+  uint64_t written_size = 0;       // bytes in the file: readers stop here
+  int64_t next_offset = 0;         // offset after the last batch appended
+  int64_t max_timestamp = -1;      // over the batches appended
+  int64_t created_ms = 0;          // when created or opened: segment.ms without timestamps
+  int64_t first_batch_ts = -1;     // max timestamp of the first batch: segment.ms, as Kafka
+  uint64_t bytes_since_index = 0;  // appended since the last offset-index entry
+  int64_t last_indexed_ts = -1;    // newest timestamp in the time index
+  uint64_t index_entries = 0;      // in the offset index, including pending ones
   uint64_t time_entries = 0;
   uint64_t written_index_entries = 0;  // in the offset-index file: readers search these
   uint64_t written_time_entries = 0;
-  bool active = true;               // the segment appends go to
-  bool closed_durable = false;      // rolled, and its files were synced
+  bool closed_durable = false;  // rolled, and its files were synced
 };
 
 // Bytes for one segment, appended together and written by one job.
@@ -146,7 +154,10 @@ struct PartitionLog::Waiter {
 // Walks the batches of [pos, end) of a segment file, reading in large blocks.
 class SegmentScanner {
  public:
-  SegmentScanner(File& file, uint64_t pos, uint64_t end) : file_(file), pos_(pos), end_(end) {}
+  // Batches longer than `max_batch` are treated as corrupt: a damaged length field must
+  // not make a scan allocate the rest of a segment.
+  SegmentScanner(File& file, uint64_t pos, uint64_t end, uint64_t max_batch = kMaxBatchFloor)
+      : file_(file), pos_(pos), end_(end), max_batch_(max_batch) {}
 
   // The next whole batch, or nullopt at the end. `problem` is set (and nullopt returned)
   // when the bytes at pos() are not a valid batch; check_crc adds the CRC check.
@@ -159,9 +170,8 @@ class SegmentScanner {
     }
     RETURN_IF_ERROR(Fill(kBatchHeaderSize));
     BatchHeader h = ParseBatchHeader(Avail());
-    uint64_t max_len = std::min<uint64_t>(left, INT32_MAX);
-    if (Status st = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(max_len, UINT32_MAX)));
-        !st.ok()) {
+    uint64_t max_len = std::min<uint64_t>(left, max_batch_);
+    if (Status st = CheckStoredHeader(h, static_cast<uint32_t>(max_len)); !st.ok()) {
       *problem = st.message();
       if (h.length >= 0 && h.total_size() > left && h.magic == 2) {
         *problem = fmt::format("batch of {} bytes runs past the end ({} bytes left)",
@@ -182,7 +192,7 @@ class SegmentScanner {
     return std::optional<std::span<const uint8_t>>(batch);
   }
 
-  uint64_t pos() const { return pos_; }          // after the last batch returned
+  uint64_t pos() const { return pos_; }  // after the last batch returned
   uint64_t batch_pos() const { return batch_pos_; }
   const BatchHeader& header() const { return header_; }
 
@@ -193,7 +203,8 @@ class SegmentScanner {
   // Makes at least `n` bytes from pos_ available in the buffer.
   Status Fill(uint64_t n) {
     if (buf_len_ - buf_start_ >= n) return Status::OK();
-    size_t want = static_cast<size_t>(std::max<uint64_t>(n, std::min<uint64_t>(kScanBlock, end_ - pos_)));
+    size_t want =
+        static_cast<size_t>(std::max<uint64_t>(n, std::min<uint64_t>(kScanBlock, end_ - pos_)));
     if (buf_.size() < want) buf_.resize(want);
     ASSIGN_OR_RETURN(size_t got, file_.ReadAt(pos_, std::span<uint8_t>(buf_.data(), want)));
     buf_start_ = 0;
@@ -207,6 +218,7 @@ class SegmentScanner {
 
   File& file_;
   uint64_t pos_, end_;
+  uint64_t max_batch_;
   std::vector<uint8_t> buf_;
   size_t buf_start_ = 0, buf_len_ = 0;
   BatchHeader header_{};
@@ -240,8 +252,10 @@ Result<std::unique_ptr<PartitionLog>> PartitionLog::Open(const std::string& dir,
     return InvalidArgumentError("segment.bytes {} is outside [{}, {}]", options.segment_bytes,
                                 kBatchHeaderSize, INT32_MAX - options.max_batch_bytes);
   }
-  if (options.segment_ms < 1) return InvalidArgumentError("segment.ms {} must be positive", options.segment_ms);
-  if (options.flush_ms < 1) return InvalidArgumentError("flush.ms {} must be positive", options.flush_ms);
+  if (options.segment_ms < 1)
+    return InvalidArgumentError("segment.ms {} must be positive", options.segment_ms);
+  if (options.flush_ms < 1)
+    return InvalidArgumentError("flush.ms {} must be positive", options.flush_ms);
   if (options.flush_bytes < 1) return InvalidArgumentError("flush.bytes must be positive");
   std::unique_ptr<PartitionLog> log(new PartitionLog(dir, options));
   RETURN_IF_ERROR(log->Recover().WithContext("recovering log " + dir));
@@ -255,9 +269,101 @@ Result<std::shared_ptr<File>> PartitionLog::LogFile(const Segment& seg, OpenMode
 // ---------------------------------------------------------------------------------------
 // Recovery
 
+std::shared_ptr<PartitionLog::Segment> PartitionLog::NewSegment(int64_t base) const {
+  auto seg = std::make_shared<Segment>();
+  seg->base_offset = base;
+  seg->log_path = dir_ + "/" + SegmentName(base, ".log");
+  seg->index_path = dir_ + "/" + SegmentName(base, ".index");
+  seg->time_index_path = dir_ + "/" + SegmentName(base, ".timeindex");
+  seg->next_offset = base;
+  seg->created_ms = options_.clock->NowMillis();
+  return seg;
+}
+
+// Walks the batches of seg's file in [from, to): each must be a whole batch (CRC checked
+// when asked) whose offsets follow the previous one's. Stops at the first that is not,
+// or before the first batch holding an offset >= stop_at. With `build_index`, rebuilds
+// the index entries for the bytes walked (from must then be 0).
+Result<PartitionLog::ScanResult> PartitionLog::ScanBatches(File& file, const Segment& seg,
+                                                           uint64_t from, uint64_t to,
+                                                           bool check_crc, bool build_index,
+                                                           int64_t stop_at) const {
+  ScanResult r;
+  r.end = from;
+  r.next_offset = seg.base_offset;
+  SegmentScanner scan(file, from, to, MaxStoredBatch());
+  uint64_t since_index = 0;
+  int64_t last_indexed_ts = -1;
+  for (;;) {
+    ASSIGN_OR_RETURN(auto batch, scan.Next(check_crc, &r.problem));
+    if (!batch) break;
+    const BatchHeader& h = scan.header();
+    if (h.base_offset < r.next_offset || h.last_offset() - seg.base_offset > INT32_MAX) {
+      r.problem = fmt::format("batch offset {} is out of sequence (expected at least {})",
+                              h.base_offset, r.next_offset);
+      break;
+    }
+    if (h.next_offset() > stop_at) break;
+    if (r.first_base < 0) {
+      r.first_base = h.base_offset;
+      r.first_batch_ts = h.max_timestamp;
+    }
+    if (build_index) {
+      if (since_index >= options_.index_interval_bytes && scan.batch_pos() > 0) {
+        int32_t rel = static_cast<int32_t>(h.base_offset - seg.base_offset);
+        PutOffsetEntry(r.index, rel, static_cast<uint32_t>(scan.batch_pos()));
+        if (r.max_timestamp > last_indexed_ts) {
+          PutTimeEntry(r.time_index, r.max_timestamp, rel);
+          last_indexed_ts = r.max_timestamp;
+        }
+        since_index = 0;
+      }
+      since_index += h.total_size();
+    }
+    r.max_timestamp = std::max(r.max_timestamp, h.max_timestamp);
+    r.next_offset = h.next_offset();
+    r.end = scan.pos();
+  }
+  r.bytes_since_index = since_index;
+  r.last_indexed_ts = last_indexed_ts;
+  return r;
+}
+
+// Replaces seg's index files with the entries of `r` (a scan from byte 0 with
+// build_index) and sets the segment's sizes, offsets and counters from it. A closed
+// segment's time index gets its closing entry.
+Status PartitionLog::InstallScan(Segment& seg, ScanResult& r, bool closed) {
+  int64_t last_indexed_ts = r.last_indexed_ts;
+  if (closed && r.max_timestamp > last_indexed_ts) {
+    PutTimeEntry(r.time_index, r.max_timestamp,
+                 static_cast<int32_t>(r.next_offset - seg.base_offset));
+    last_indexed_ts = r.max_timestamp;
+  }
+  for (auto [path, bytes] :
+       {std::pair{&seg.index_path, &r.index}, std::pair{&seg.time_index_path, &r.time_index}}) {
+    ASSIGN_OR_RETURN(auto f, files_->Get(*path, OpenMode::kCreate));
+    RETURN_IF_ERROR(f->Truncate(0));
+    if (!bytes->empty()) RETURN_IF_ERROR(f->WriteAt(0, *bytes));
+    RETURN_IF_ERROR(f->Sync());
+  }
+  seg.size = seg.written_size = r.end;
+  seg.next_offset = r.next_offset;
+  seg.max_timestamp = r.max_timestamp;
+  seg.first_batch_ts = r.first_batch_ts;
+  seg.bytes_since_index = r.bytes_since_index;
+  seg.last_indexed_ts = last_indexed_ts;
+  seg.index_entries = seg.written_index_entries = r.index.size() / kOffsetEntrySize;
+  seg.time_entries = seg.written_time_entries = r.time_index.size() / kTimeEntrySize;
+  return Status::OK();
+}
+
 Status PartitionLog::Recover() {
   Env* env = options_.env;
   RETURN_IF_ERROR(env->CreateDirs(dir_));
+  // The partition directory's own entry must survive a power loss too.
+  if (size_t slash = dir_.find_last_of('/'); slash != std::string::npos && slash > 0) {
+    RETURN_IF_ERROR(env->SyncDir(dir_.substr(0, slash)));
+  }
   ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir_));
   std::vector<int64_t> logs, indexes;
   for (const std::string& name : names) {
@@ -285,37 +391,24 @@ Status PartitionLog::Recover() {
                            dir_ + "/" + SegmentName(b, ".log"));
   }
 
-  int64_t now_ms = options_.clock->NowMillis();
-  auto make_segment = [&](int64_t base) {
-    auto seg = std::make_shared<Segment>();
-    seg->base_offset = base;
-    seg->log_path = dir_ + "/" + SegmentName(base, ".log");
-    seg->index_path = dir_ + "/" + SegmentName(base, ".index");
-    seg->time_index_path = dir_ + "/" + SegmentName(base, ".timeindex");
-    seg->next_offset = base;
-    seg->created_ms = now_ms;
-    return seg;
-  };
-
   if (logs.empty()) {
-    auto seg = make_segment(0);
-    ASSIGN_OR_RETURN(auto f, files_->Get(seg->log_path, OpenMode::kCreate));
-    (void)f;
-    RETURN_IF_ERROR(files_->Get(seg->index_path, OpenMode::kCreate).status());
-    RETURN_IF_ERROR(files_->Get(seg->time_index_path, OpenMode::kCreate).status());
+    auto seg = NewSegment(0);
+    for (const std::string* p : {&seg->log_path, &seg->index_path, &seg->time_index_path}) {
+      RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
+    }
     RETURN_IF_ERROR(env->SyncDir(dir_));
     segments_.push_back(std::move(seg));
   } else {
     int64_t prev_next = -1;
     for (size_t i = 0; i < logs.size(); ++i) {
-      auto seg = make_segment(logs[i]);
+      auto seg = NewSegment(logs[i]);
       if (seg->base_offset < prev_next) {
-        return CorruptionError("segment {} starts at offset {}, inside the previous segment (which ends at {})",
-                               seg->log_path, seg->base_offset, prev_next);
+        return CorruptionError(
+            "segment {} starts at offset {}, inside the previous segment (which ends at {})",
+            seg->log_path, seg->base_offset, prev_next);
       }
       bool is_last = i + 1 == logs.size();
-      RETURN_IF_ERROR(RecoverSegment(*seg, is_last));
-      seg->active = is_last;
+      RETURN_IF_ERROR(is_last ? RecoverLastSegment(*seg) : RecoverClosedSegment(*seg));
       seg->closed_durable = !is_last;
       prev_next = seg->next_offset;
       segments_.push_back(std::move(seg));
@@ -328,67 +421,63 @@ Status PartitionLog::Recover() {
   return Status::OK();
 }
 
-// Closed segments: the indexes are checked and the bytes after the last offset-index
-// entry are verified; anything wrong there is corruption, reported, never skipped.
-// The last segment: every batch is verified and the file is cut at the first bad one
-// (a torn write); its indexes are rebuilt.
-Status PartitionLog::RecoverSegment(Segment& seg, bool is_last) {
-  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, is_last ? OpenMode::kReadWrite : OpenMode::kRead));
+// The last segment: every batch is verified and the file is cut at the first bad one (a
+// torn write). The file is then synced either way: after a process crash its tail may
+// still be only in the page cache, and it is reported durable from here on. Its indexes
+// are rebuilt.
+Status PartitionLog::RecoverLastSegment(Segment& seg) {
+  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(uint64_t file_size, file->Size());
+  ASSIGN_OR_RETURN(ScanResult r, ScanBatches(*file, seg, 0, file_size, /*check_crc=*/true,
+                                             /*build_index=*/true, INT64_MAX));
+  if (r.end < file_size) {
+    recovery_.truncated_bytes = file_size - r.end;
+    recovery_.truncation_reason = fmt::format("{} at byte {}: {}", seg.log_path, r.end, r.problem);
+    SLUICE_LOG(kLog, kWarn, "recovery: truncating {} bytes of {} at byte {}: {}", file_size - r.end,
+               seg.log_path, r.end, r.problem);
+    RETURN_IF_ERROR(file->Truncate(r.end));
+  }
+  RETURN_IF_ERROR(file->Sync());
+  ++recovery_.indexes_rebuilt;
+  return InstallScan(seg, r, /*closed=*/false);
+}
+
+// A closed segment was synced when it was rolled, so damage in it is real: it is
+// reported with the file and position, never skipped. The indexes are checked (whole
+// entries; the last offset-index entry points at a batch with its offset) and the bytes
+// after the last entry are verified; a missing or inconsistent index is rebuilt from a
+// full verified scan.
+Status PartitionLog::RecoverClosedSegment(Segment& seg) {
+  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, OpenMode::kRead));
   ASSIGN_OR_RETURN(uint64_t file_size, file->Size());
   if (file_size > INT32_MAX) {
-    return CorruptionError("segment {} is {} bytes, more than a segment can hold", seg.log_path, file_size);
+    return CorruptionError("segment {} is {} bytes, more than a segment can hold", seg.log_path,
+                           file_size);
   }
+  auto corruption = [&](const ScanResult& r) {
+    return CorruptionError("segment {} at byte {}: {}", seg.log_path, r.end, r.problem);
+  };
 
-  if (is_last) {
-    SegmentScanner scan(*file, 0, file_size);
-    std::string problem;
-    int64_t next = seg.base_offset;
-    uint64_t valid = 0;
-    for (;;) {
-      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
-      if (!batch) break;
-      const BatchHeader& h = scan.header();
-      if (h.base_offset < next || h.last_offset() - seg.base_offset > INT32_MAX) {
-        problem = fmt::format("batch offset {} is out of sequence (expected at least {})",
-                              h.base_offset, next);
-        break;
-      }
-      next = h.next_offset();
-      valid = scan.pos();
-    }
-    if (valid < file_size) {
-      recovery_.truncated_bytes = file_size - valid;
-      recovery_.truncation_reason = fmt::format("{} at byte {}: {}", seg.log_path, valid, problem);
-      SLUICE_LOG(kLog, kWarn, "recovery: truncating {} bytes of {} at byte {}: {}",
-                 file_size - valid, seg.log_path, valid, problem);
-      RETURN_IF_ERROR(file->Truncate(valid));
-      RETURN_IF_ERROR(file->Sync());
-    }
-    seg.next_offset = next;
-    ++recovery_.indexes_rebuilt;
-    return RebuildIndexes(seg, valid);
-  }
-
-  // A closed segment.
   auto index = files_->Get(seg.index_path, OpenMode::kRead);
   auto tindex = files_->Get(seg.time_index_path, OpenMode::kRead);
-  bool consistent = index.ok() && tindex.ok();
-  uint64_t scan_from = 0;
-  int64_t last_entry_ts = -1;
   uint64_t index_size = 0, time_size = 0;
+  bool consistent = index.ok() && tindex.ok();
   if (consistent) {
     ASSIGN_OR_RETURN(index_size, (*index)->Size());
     ASSIGN_OR_RETURN(time_size, (*tindex)->Size());
     consistent = index_size % kOffsetEntrySize == 0 && time_size % kTimeEntrySize == 0;
   }
+  int64_t entry_offset = seg.base_offset;
+  uint64_t entry_pos = 0;
   if (consistent && index_size > 0) {
     uint8_t e[kOffsetEntrySize];
     ASSIGN_OR_RETURN(size_t n, (*index)->ReadAt(index_size - kOffsetEntrySize, e));
     int32_t rel = static_cast<int32_t>(LoadBE32(e));
-    uint32_t pos = LoadBE32(e + 4);
-    consistent = n == kOffsetEntrySize && rel >= 0 && pos < file_size;
-    scan_from = pos;
+    entry_pos = LoadBE32(e + 4);
+    entry_offset = seg.base_offset + rel;
+    consistent = n == kOffsetEntrySize && rel >= 0 && entry_pos < file_size;
   }
+  int64_t last_entry_ts = -1;
   if (consistent && time_size > 0) {
     uint8_t e[kTimeEntrySize];
     ASSIGN_OR_RETURN(size_t n, (*tindex)->ReadAt(time_size - kTimeEntrySize, e));
@@ -396,118 +485,32 @@ Status PartitionLog::RecoverSegment(Segment& seg, bool is_last) {
     consistent = n == kTimeEntrySize && static_cast<int32_t>(LoadBE32(e + 8)) >= 0;
   }
   if (consistent) {
-    SegmentScanner scan(*file, scan_from, file_size);
-    std::string problem;
-    int64_t next = seg.base_offset, max_ts = last_entry_ts;
-    bool first = true;
-    for (;;) {
-      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
-      if (!batch) break;
-      const BatchHeader& h = scan.header();
-      if (first && index_size > 0) {
-        // The batch the last index entry points at must carry the entry's offset.
-        uint8_t e[kOffsetEntrySize];
-        ASSIGN_OR_RETURN(size_t n, (*index)->ReadAt(index_size - kOffsetEntrySize, e));
-        (void)n;
-        if (h.base_offset != seg.base_offset + static_cast<int32_t>(LoadBE32(e))) {
-          consistent = false;
-          break;
-        }
-      }
-      first = false;
-      if (h.base_offset < next) {
-        return CorruptionError("segment {} at byte {}: batch offset {} is out of sequence",
-                               seg.log_path, scan.batch_pos(), h.base_offset);
-      }
-      next = h.next_offset();
-      max_ts = std::max(max_ts, h.max_timestamp);
-    }
+    ASSIGN_OR_RETURN(ScanResult r, ScanBatches(*file, seg, entry_pos, file_size, /*check_crc=*/true,
+                                               /*build_index=*/false, INT64_MAX));
+    // The entry must point at a whole batch carrying its offset; if not, the index is
+    // what is wrong.
+    consistent = (index_size == 0 || r.first_base == entry_offset) &&
+                 (r.first_base >= 0 || file_size == entry_pos) &&
+                 // The closing time entry is the segment's max timestamp: at least the
+                 // max of the batches after the last offset entry.
+                 (time_size == 0 || last_entry_ts >= r.max_timestamp);
     if (consistent) {
-      if (!problem.empty()) {
-        return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
-      }
+      if (r.end < file_size) return corruption(r);
       seg.size = seg.written_size = file_size;
-      seg.next_offset = next;
-      seg.max_timestamp = max_ts;
+      seg.next_offset = r.first_base >= 0 ? r.next_offset : seg.base_offset;
+      seg.max_timestamp = std::max(last_entry_ts, r.max_timestamp);
       seg.index_entries = seg.written_index_entries = index_size / kOffsetEntrySize;
       seg.time_entries = seg.written_time_entries = time_size / kTimeEntrySize;
       seg.last_indexed_ts = last_entry_ts;
       return Status::OK();
     }
   }
-  // Missing or inconsistent indexes: rebuild them from a full, verified scan.
   SLUICE_LOG(kLog, kWarn, "recovery: rebuilding the indexes of {}", seg.log_path);
-  SegmentScanner scan(*file, 0, file_size);
-  std::string problem;
-  int64_t next = seg.base_offset;
-  for (;;) {
-    ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
-    if (!batch) break;
-    if (scan.header().base_offset < next) {
-      return CorruptionError("segment {} at byte {}: batch offset {} is out of sequence",
-                             seg.log_path, scan.batch_pos(), scan.header().base_offset);
-    }
-    next = scan.header().next_offset();
-  }
-  if (!problem.empty()) {
-    return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
-  }
-  seg.next_offset = next;
+  ASSIGN_OR_RETURN(ScanResult r, ScanBatches(*file, seg, 0, file_size, /*check_crc=*/true,
+                                             /*build_index=*/true, INT64_MAX));
+  if (r.end < file_size) return corruption(r);
   ++recovery_.indexes_rebuilt;
-  RETURN_IF_ERROR(RebuildIndexes(seg, file_size));
-  // A closed segment's time index ends with the segment's max timestamp.
-  if (seg.max_timestamp > seg.last_indexed_ts) {
-    std::vector<uint8_t> entry;
-    PutTimeEntry(entry, seg.max_timestamp, static_cast<int32_t>(seg.next_offset - seg.base_offset));
-    ASSIGN_OR_RETURN(auto t, files_->Get(seg.time_index_path, OpenMode::kCreate));
-    RETURN_IF_ERROR(t->WriteAt(seg.time_entries * kTimeEntrySize, entry));
-    RETURN_IF_ERROR(t->Sync());
-    seg.last_indexed_ts = seg.max_timestamp;
-    ++seg.time_entries;
-    ++seg.written_time_entries;
-  }
-  return Status::OK();
-}
-
-// Rewrites both index files of `seg` from its first `valid_size` bytes (already verified)
-// and sets the segment's sizes, timestamps and index counters.
-Status PartitionLog::RebuildIndexes(Segment& seg, uint64_t valid_size) {
-  ASSIGN_OR_RETURN(auto file, files_->Get(seg.log_path, OpenMode::kRead));
-  SegmentScanner scan(*file, 0, valid_size);
-  std::string problem;
-  std::vector<uint8_t> index, tindex;
-  seg.bytes_since_index = 0;
-  seg.max_timestamp = -1;
-  seg.last_indexed_ts = -1;
-  for (;;) {
-    ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
-    if (!batch) break;
-    const BatchHeader& h = scan.header();
-    if (seg.bytes_since_index >= options_.index_interval_bytes && scan.batch_pos() > 0) {
-      int32_t rel = static_cast<int32_t>(h.base_offset - seg.base_offset);
-      PutOffsetEntry(index, rel, static_cast<uint32_t>(scan.batch_pos()));
-      if (seg.max_timestamp > seg.last_indexed_ts) {
-        PutTimeEntry(tindex, seg.max_timestamp, rel);
-        seg.last_indexed_ts = seg.max_timestamp;
-      }
-      seg.bytes_since_index = 0;
-    }
-    seg.bytes_since_index += h.total_size();
-    seg.max_timestamp = std::max(seg.max_timestamp, h.max_timestamp);
-  }
-  if (!problem.empty()) {
-    return CorruptionError("segment {} at byte {}: {}", seg.log_path, scan.pos(), problem);
-  }
-  for (auto [path, bytes] : {std::pair{&seg.index_path, &index}, std::pair{&seg.time_index_path, &tindex}}) {
-    ASSIGN_OR_RETURN(auto f, files_->Get(*path, OpenMode::kCreate));
-    RETURN_IF_ERROR(f->Truncate(0));
-    if (!bytes->empty()) RETURN_IF_ERROR(f->WriteAt(0, *bytes));
-    RETURN_IF_ERROR(f->Sync());
-  }
-  seg.size = seg.written_size = valid_size;
-  seg.index_entries = seg.written_index_entries = index.size() / kOffsetEntrySize;
-  seg.time_entries = seg.written_time_entries = tindex.size() / kTimeEntrySize;
-  return Status::OK();
+  return InstallScan(seg, r, /*closed=*/true);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -520,25 +523,22 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   if (!failed_.ok()) return failed_.WithContext(fmt::format("log {} failed earlier", dir_));
 
   int64_t now_ms = options_.clock->NowMillis();
+  int64_t batch_max_ts = opts.log_append_time ? now_ms : h.max_timestamp;
   Segment* seg = segments_.back().get();
+  // segment.ms as Kafka measures it: from the first batch's timestamp to this one's, or
+  // by the clock when the batches carry no timestamps.
+  int64_t waited = seg->first_batch_ts >= 0 && batch_max_ts >= 0
+                       ? batch_max_ts - seg->first_batch_ts
+                       : now_ms - seg->created_ms;
   if (seg->size > 0 &&
-      (seg->size + batch.size() > options_.segment_bytes ||
-       now_ms - seg->created_ms >= options_.segment_ms ||
+      (seg->size + batch.size() > options_.segment_bytes || waited >= options_.segment_ms ||
        next_offset_ + h.last_offset_delta - seg->base_offset > INT32_MAX)) {
-    RETURN_IF_ERROR(RollLocked(next_offset_));
+    RollLocked(next_offset_);
     seg = segments_.back().get();
   }
 
-  if (pending_.empty() || pending_.back().seg.get() != seg) {
-    Chunk c;
-    c.seg = segments_.back();
-    c.file_pos = seg->size;
-    c.index_pos = seg->index_entries * kOffsetEntrySize;
-    c.time_index_pos = seg->time_entries * kTimeEntrySize;
-    c.bytes = options_.executor->TakeBuffer();
-    pending_.push_back(std::move(c));
-  }
-  Chunk& c = pending_.back();
+  Chunk& c = PendingChunkLocked(segments_.back());
+  if (c.bytes.capacity() == 0) c.bytes = options_.executor->TakeBuffer();
   size_t at = c.bytes.size();
   c.bytes.insert(c.bytes.end(), batch.begin(), batch.end());
   std::span<uint8_t> stored(c.bytes.data() + at, batch.size());
@@ -547,12 +547,11 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   info.base_offset = next_offset_;
   info.last_offset = next_offset_ + h.last_offset_delta;
   AssignOffsets(stored, info.base_offset, opts.leader_epoch);
-  int64_t batch_max_ts = h.max_timestamp;
   if (opts.log_append_time) {
     SetLogAppendTime(stored, now_ms);
     info.log_append_time_ms = now_ms;
-    batch_max_ts = now_ms;
   }
+  if (seg->size == 0) seg->first_batch_ts = batch_max_ts;
 
   if (seg->bytes_since_index >= options_.index_interval_bytes && seg->size > 0) {
     int32_t rel = static_cast<int32_t>(info.base_offset - seg->base_offset);
@@ -571,7 +570,6 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   next_offset_ = info.last_offset + 1;
   seg->next_offset = next_offset_;
   c.end_offset = next_offset_;
-  pending_bytes_ += batch.size();
 
   if (opts.on_ack) {
     auto& q = opts.ack == AckLevel::kDurable ? durable_waiters_ : written_waiters_;
@@ -581,21 +579,26 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   return info;
 }
 
-// Starts a new active segment at `base_offset`. No I/O here: the job that writes the
-// old segment's last bytes syncs and closes it, then creates the new files.
-Status PartitionLog::RollLocked(int64_t base_offset) {
-  Segment* old = segments_.back().get();
-  old->active = false;
-  if (pending_.empty() || pending_.back().seg.get() != old) {
+// The pending chunk for `seg`, started when the last pending bytes are another
+// segment's (or nothing is pending).
+PartitionLog::Chunk& PartitionLog::PendingChunkLocked(const std::shared_ptr<Segment>& seg) {
+  if (pending_.empty() || pending_.back().seg != seg) {
     Chunk c;
-    c.seg = segments_.back();
-    c.file_pos = old->size;
-    c.index_pos = old->index_entries * kOffsetEntrySize;
-    c.time_index_pos = old->time_entries * kTimeEntrySize;
-    c.end_offset = next_offset_;
+    c.seg = seg;
+    c.file_pos = seg->size;
+    c.index_pos = seg->index_entries * kOffsetEntrySize;
+    c.time_index_pos = seg->time_entries * kTimeEntrySize;
+    c.end_offset = seg->next_offset;
     pending_.push_back(std::move(c));
   }
-  Chunk& last = pending_.back();
+  return pending_.back();
+}
+
+// Starts a new active segment at `base_offset`. No I/O here: the job that writes the
+// old segment's last bytes syncs and closes it, then creates the new files.
+void PartitionLog::RollLocked(int64_t base_offset) {
+  Segment* old = segments_.back().get();
+  Chunk& last = PendingChunkLocked(segments_.back());
   // The closing entry of the time index: the segment's max timestamp.
   if (old->max_timestamp > old->last_indexed_ts) {
     PutTimeEntry(last.time_index_bytes, old->max_timestamp,
@@ -605,20 +608,10 @@ Status PartitionLog::RollLocked(int64_t base_offset) {
   }
   last.closes_segment = true;
 
-  auto seg = std::make_shared<Segment>();
-  seg->base_offset = base_offset;
-  seg->log_path = dir_ + "/" + SegmentName(base_offset, ".log");
-  seg->index_path = dir_ + "/" + SegmentName(base_offset, ".index");
-  seg->time_index_path = dir_ + "/" + SegmentName(base_offset, ".timeindex");
-  seg->next_offset = base_offset;
-  seg->created_ms = options_.clock->NowMillis();
-  Chunk c;
-  c.seg = seg;
-  c.end_offset = base_offset;
+  auto seg = NewSegment(base_offset);
+  Chunk& c = PendingChunkLocked(seg);
   c.opens_segment = true;
-  pending_.push_back(std::move(c));
   segments_.push_back(std::move(seg));
-  return Status::OK();
 }
 
 // Starts what is due: a write job when appends are pending, a sync task when unsynced
@@ -641,7 +634,8 @@ void PartitionLog::MaybeScheduleLocked() {
   } else if (timer_id_ == 0) {
     // Interval policy: unsynced bytes get their fdatasync within flush.ms.
     int64_t deadline = last_sync_ns_ + options_.flush_ms * 1'000'000;
-    timer_id_ = options_.executor->SubmitAt(std::max<int64_t>(deadline, 1), [this] { OnSyncTimer(); });
+    timer_id_ =
+        options_.executor->SubmitAt(std::max<int64_t>(deadline, 1), [this] { OnSyncTimer(); });
   }
 }
 
@@ -660,7 +654,6 @@ void PartitionLog::FailLocked(const Status& st, std::vector<std::pair<Waiter, St
     SLUICE_LOG(kLog, kError, "log {} failed: {}", dir_, st.ToString());
   }
   pending_.clear();
-  pending_bytes_ = 0;
   for (auto* q : {&written_waiters_, &durable_waiters_}) {
     for (Waiter& w : *q) ready->emplace_back(std::move(w), failed_);
     q->clear();
@@ -680,7 +673,10 @@ void PartitionLog::CollectReadyLocked(std::vector<std::pair<Waiter, Status>>* re
 
 // Callbacks run before the task counts as finished, so Close() waits for them.
 void PartitionLog::FinishTask(std::vector<std::pair<Waiter, Status>>& ready, bool* running) {
+  const void* outer = tls_in_callback;
+  tls_in_callback = this;
   for (auto& [w, st] : ready) w.cb(st, w.info);
+  tls_in_callback = outer;
   std::lock_guard lock(mu_);
   *running = false;
   MaybeScheduleLocked();
@@ -694,7 +690,6 @@ void PartitionLog::RunIoJob() {
   {
     std::lock_guard lock(mu_);
     chunks.swap(pending_);
-    pending_bytes_ = 0;
   }
 
   Status st;
@@ -783,21 +778,22 @@ void PartitionLog::RunSync() {
     seg = last_written_;
   }
   Status st;
-  if (seg != nullptr) {
-    auto f = LogFile(*seg, OpenMode::kReadWrite);
-    st = f.ok() ? (*f)->Sync() : f.status();
-    if (st.ok()) {
-      auto gone = (*f)->Unlinked();
-      if (!gone.ok()) {
-        st = gone.status();
-      } else if (*gone) {
-        st = IOError("segment {} was deleted while the log was writing it", seg->log_path);
-      }
+  auto f = LogFile(*seg, OpenMode::kReadWrite);
+  st = f.ok() ? (*f)->Sync() : f.status();
+  if (st.ok()) {
+    auto gone = (*f)->Unlinked();
+    if (!gone.ok()) {
+      st = gone.status();
+    } else if (*gone) {
+      st = IOError("segment {} was deleted while the log was writing it", seg->log_path);
     }
   }
   std::vector<std::pair<Waiter, Status>> ready;
   {
     std::lock_guard lock(mu_);
+    // Meanwhile the segment may have been rolled (and synced by its closing) and then
+    // deleted by retention: everything this sync was to cover is durable all the same.
+    if (!st.ok() && seg->closed_durable) st = Status::OK();
     if (!st.ok()) {
       FailLocked(st, &ready);
     } else {
@@ -812,6 +808,8 @@ void PartitionLog::RunSync() {
 }
 
 Status PartitionLog::Flush() {
+  if (InCallback())
+    return FailedPreconditionError("Flush called from an append callback of log {}", dir_);
   std::unique_lock lock(mu_);
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   int64_t target = next_offset_;
@@ -834,6 +832,8 @@ Status PartitionLog::WaitIdleLocked(std::unique_lock<std::mutex>& lock) {
 }
 
 Status PartitionLog::Close() {
+  if (InCallback())
+    return FailedPreconditionError("Close called from an append callback of log {}", dir_);
   std::unique_lock lock(mu_);
   if (closed_) return Status::OK();
   Status st = WaitIdleLocked(lock);
@@ -878,6 +878,10 @@ int PartitionLog::segment_count() const {
   std::lock_guard lock(mu_);
   return static_cast<int>(segments_.size());
 }
+uint64_t PartitionLog::MaxStoredBatch() const {
+  return std::max<uint64_t>(options_.max_batch_bytes, kMaxBatchFloor);
+}
+
 uint64_t PartitionLog::sync_count() const {
   std::lock_guard lock(mu_);
   return sync_count_;
@@ -907,7 +911,7 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
 
 Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
   std::shared_ptr<Segment> seg;
-  uint64_t written_size, index_entries;
+  uint64_t written_size, index_entries, gen;
   {
     std::lock_guard lock(mu_);
     if (closed_) return FailedPreconditionError("log {} is closed", dir_);
@@ -926,7 +930,17 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
     seg = *std::prev(it);
     written_size = seg->written_size;
     index_entries = seg->written_index_entries;
+    gen = layout_gen_;
   }
+  auto r = ReadSegment(*seg, written_size, index_entries, offset, max_bytes);
+  if (!r.ok()) return LayoutChangedOr(gen, r.status());
+  return r;
+}
+
+Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
+                                             uint64_t index_entries, int64_t offset,
+                                             uint64_t max_bytes) {
+  const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
   if (index_entries > 0) {
@@ -954,8 +968,10 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
         return CorruptionError("{} at byte {}: file is shorter than expected", seg->log_path, p);
       }
     }
-    BatchHeader h = ParseBatchHeader(std::span<const uint8_t>(block.data() + (p - block_pos), kBatchHeaderSize));
-    Status st = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(written_size - p, UINT32_MAX)));
+    BatchHeader h = ParseBatchHeader(
+        std::span<const uint8_t>(block.data() + (p - block_pos), kBatchHeaderSize));
+    Status st = CheckStoredHeader(
+        h, static_cast<uint32_t>(std::min<uint64_t>(written_size - p, MaxStoredBatch())));
     if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg->log_path, p, st.message());
     return h;
   };
@@ -967,6 +983,11 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
     ASSIGN_OR_RETURN(first, header_at(pos));
     if (first.next_offset() > offset) break;
     pos += first.total_size();
+  }
+  if (first.base_offset > offset) {
+    // Offsets have no gaps in a segment: only a wrong index entry lands past `offset`.
+    return CorruptionError("{}: the entry for offset {} leads to batch {} at byte {}",
+                           seg->index_path, offset, first.base_offset, pos);
   }
   ReadResult r;
   r.first_offset = first.base_offset;
@@ -987,8 +1008,8 @@ Status PartitionLog::ReadSlice(const FileSlice& slice, std::vector<uint8_t>* out
   if (slice.size == 0) return Status::OK();
   ASSIGN_OR_RETURN(size_t n, slice.file->ReadAt(slice.position, *out));
   if (n != slice.size) {
-    return CorruptionError("{}: read {} of {} bytes at byte {}", slice.file->path(), n,
-                           slice.size, slice.position);
+    return CorruptionError("{}: read {} of {} bytes at byte {}", slice.file->path(), n, slice.size,
+                           slice.position);
   }
   return Status::OK();
 }
@@ -999,6 +1020,7 @@ Result<std::optional<TimestampLookup>> PartitionLog::FindOffsetByTimestamp(int64
     uint64_t written_size, index_entries, time_entries;
   };
   std::vector<Candidate> candidates;
+  uint64_t gen;
   {
     std::lock_guard lock(mu_);
     if (closed_) return FailedPreconditionError("log {} is closed", dir_);
@@ -1006,77 +1028,90 @@ Result<std::optional<TimestampLookup>> PartitionLog::FindOffsetByTimestamp(int64
       // Only written bytes are visible; max_timestamp may count pending batches, which
       // the scan below simply does not reach.
       if (s->max_timestamp >= ts && s->written_size > 0) {
-        candidates.push_back({s, s->written_size, s->written_index_entries, s->written_time_entries});
+        candidates.push_back(
+            {s, s->written_size, s->written_index_entries, s->written_time_entries});
       }
     }
+    gen = layout_gen_;
   }
-  for (const Candidate& c : candidates) {
-    const Segment& seg = *c.seg;
-    // Time index: the last entry whose timestamp is < ts says every batch before its
-    // offset is older than ts.
-    int64_t start_rel = 0;
-    if (c.time_entries > 0) {
-      ASSIGN_OR_RETURN(auto tindex, files_->Get(seg.time_index_path, OpenMode::kRead));
-      uint64_t lo = 0, hi = c.time_entries;
-      uint8_t e[kTimeEntrySize];
-      while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        ASSIGN_OR_RETURN(size_t n, tindex->ReadAt(mid * kTimeEntrySize, e));
-        if (n != kTimeEntrySize) return CorruptionError("{}: short entry {}", seg.time_index_path, mid);
-        if (static_cast<int64_t>(LoadBE64(e)) < ts) {
-          start_rel = static_cast<int32_t>(LoadBE32(e + 8));
-          lo = mid + 1;
-        } else {
-          hi = mid;
+  auto found = [&]() -> Result<std::optional<TimestampLookup>> {
+    for (const Candidate& c : candidates) {
+      const Segment& seg = *c.seg;
+      // Time index: the last entry whose timestamp is < ts says every batch before its
+      // offset is older than ts.
+      int64_t start_rel = 0;
+      if (c.time_entries > 0) {
+        ASSIGN_OR_RETURN(auto tindex, files_->Get(seg.time_index_path, OpenMode::kRead));
+        uint64_t lo = 0, hi = c.time_entries;
+        uint8_t e[kTimeEntrySize];
+        while (lo < hi) {
+          uint64_t mid = lo + (hi - lo) / 2;
+          ASSIGN_OR_RETURN(size_t n, tindex->ReadAt(mid * kTimeEntrySize, e));
+          if (n != kTimeEntrySize)
+            return CorruptionError("{}: short entry {}", seg.time_index_path, mid);
+          if (static_cast<int64_t>(LoadBE64(e)) < ts) {
+            start_rel = static_cast<int32_t>(LoadBE32(e + 8));
+            lo = mid + 1;
+          } else {
+            hi = mid;
+          }
         }
       }
+      uint64_t pos = 0;
+      if (c.index_entries > 0 && start_rel > 0) {
+        ASSIGN_OR_RETURN(auto index, files_->Get(seg.index_path, OpenMode::kRead));
+        ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, c.index_entries, start_rel));
+      }
+      ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
+      SegmentScanner scan(*file, std::min(pos, c.written_size), c.written_size);
+      std::string problem;
+      for (;;) {
+        ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
+        if (!batch) break;
+        const BatchHeader& h = scan.header();
+        if (h.max_timestamp < ts) continue;
+        bool compressed = (h.attributes & kAttrCompressionMask) != 0;
+        bool log_append = (h.attributes & kAttrTimestampTypeLogAppend) != 0;
+        if (log_append) return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, true});
+        if (compressed)
+          return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
+        if (auto found = FindInUncompressedBatch(*batch, h, ts)) return std::optional(*found);
+        // Records that disagree with the header's max timestamp: the batch is the answer.
+        return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
+      }
+      if (!problem.empty()) {
+        return CorruptionError("{} at byte {}: {}", seg.log_path, scan.pos(), problem);
+      }
     }
-    uint64_t pos = 0;
-    if (c.index_entries > 0 && start_rel > 0) {
-      ASSIGN_OR_RETURN(auto index, files_->Get(seg.index_path, OpenMode::kRead));
-      ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, c.index_entries, start_rel));
-    }
-    ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
-    SegmentScanner scan(*file, std::min(pos, c.written_size), c.written_size);
-    std::string problem;
-    for (;;) {
-      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
-      if (!batch) break;
-      const BatchHeader& h = scan.header();
-      if (h.max_timestamp < ts) continue;
-      bool compressed = (h.attributes & kAttrCompressionMask) != 0;
-      bool log_append = (h.attributes & kAttrTimestampTypeLogAppend) != 0;
-      if (log_append) return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, true});
-      if (compressed) return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
-      if (auto found = FindInUncompressedBatch(*batch, h, ts)) return std::optional(*found);
-      // Records that disagree with the header's max timestamp: the batch is the answer.
-      return std::optional(TimestampLookup{h.base_offset, h.max_timestamp, false});
-    }
-    if (!problem.empty()) {
-      return CorruptionError("{} at byte {}: {}", seg.log_path, scan.pos(), problem);
-    }
-  }
-  return std::optional<TimestampLookup>();
+    return std::optional<TimestampLookup>();
+  }();
+  if (!found.ok()) return LayoutChangedOr(gen, found.status());
+  return found;
 }
 
 // ---------------------------------------------------------------------------------------
 // Truncation, retention, verification
 
 Status PartitionLog::TruncateTo(int64_t offset) {
+  if (InCallback())
+    return FailedPreconditionError("TruncateTo called from an append callback of log {}", dir_);
   std::unique_lock lock(mu_);
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   RETURN_IF_ERROR(WaitIdleLocked(lock));
   if (offset >= next_offset_) return Status::OK();
   if (offset < 0) return InvalidArgumentError("cannot truncate to negative offset {}", offset);
   Env* env = options_.env;
+  ++layout_gen_;
   // Index files first: a crash in between leaves a whole .log whose indexes recovery
-  // rebuilds, never index files without their .log (which recovery reports).
+  // rebuilds, never index files without their .log (which recovery reports). The
+  // directory is synced after each segment, so a power loss can only bring back a
+  // suffix of what was removed, never leave a gap.
   auto remove_segment = [&](const Segment& s) -> Status {
     for (const std::string* p : {&s.index_path, &s.time_index_path, &s.log_path}) {
       files_->Evict(*p);
       if (env->Exists(*p)) RETURN_IF_ERROR(env->Remove(*p));
     }
-    return Status::OK();
+    return env->SyncDir(dir_);
   };
   // Drop whole segments at or past `offset`, but always keep the first one.
   while (segments_.size() > 1 && segments_.back()->base_offset >= offset) {
@@ -1084,48 +1119,34 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     segments_.pop_back();
   }
   std::shared_ptr<Segment> seg = segments_.back();
-  ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kReadWrite));
-  uint64_t cut = 0;
-  int64_t new_end = seg->base_offset;
-  if (offset > seg->base_offset) {
-    SegmentScanner scan(*file, 0, seg->written_size);
-    std::string problem;
-    for (;;) {
-      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/false, &problem));
-      if (!batch || scan.header().next_offset() > offset) break;
-      cut = scan.pos();
-      new_end = scan.header().next_offset();
-    }
-    if (!problem.empty()) return CorruptionError("{}: {}", seg->log_path, problem);
-  }
-  if (seg->base_offset >= offset && segments_.size() == 1) {
+  int64_t new_end = offset;
+  if (seg->base_offset >= offset) {
     // Everything goes: the log restarts empty at `offset`.
     RETURN_IF_ERROR(remove_segment(*seg));
     segments_.clear();
-    auto fresh = std::make_shared<Segment>();
-    fresh->base_offset = offset;
-    fresh->log_path = dir_ + "/" + SegmentName(offset, ".log");
-    fresh->index_path = dir_ + "/" + SegmentName(offset, ".index");
-    fresh->time_index_path = dir_ + "/" + SegmentName(offset, ".timeindex");
-    fresh->next_offset = offset;
-    fresh->created_ms = options_.clock->NowMillis();
+    auto fresh = NewSegment(offset);
     for (const std::string* p : {&fresh->log_path, &fresh->index_path, &fresh->time_index_path}) {
       RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
     }
-    segments_.push_back(fresh);
-    new_end = offset;
+    RETURN_IF_ERROR(env->SyncDir(dir_));
+    segments_.push_back(std::move(fresh));
   } else {
-    RETURN_IF_ERROR(file->Truncate(cut));
+    ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kReadWrite));
+    ASSIGN_OR_RETURN(ScanResult r,
+                     ScanBatches(*file, *seg, 0, seg->written_size, /*check_crc=*/false,
+                                 /*build_index=*/true, /*stop_at=*/offset));
+    if (!r.problem.empty()) {
+      return CorruptionError("{} at byte {}: {}", seg->log_path, r.end, r.problem);
+    }
+    RETURN_IF_ERROR(file->Truncate(r.end));
     RETURN_IF_ERROR(file->Sync());
-    RETURN_IF_ERROR(RebuildIndexes(*seg, cut));
-    seg->next_offset = new_end;
+    RETURN_IF_ERROR(InstallScan(*seg, r, /*closed=*/false));
     seg->closed_durable = false;
-    seg->active = true;
+    new_end = r.next_offset;
   }
-  RETURN_IF_ERROR(env->SyncDir(dir_));
   last_written_ = segments_.back();
-  next_offset_ = written_end_ = new_end;
-  durable_end_ = new_end;  // the cut was synced, and everything before it already was
+  next_offset_ = written_end_ = durable_end_ = new_end;  // the cut is synced, the rest was
+  flush_target_ = std::min(flush_target_, new_end);
   unsynced_bytes_ = 0;
   return Status::OK();
 }
@@ -1138,18 +1159,29 @@ Result<int> PartitionLog::ApplyRetention() {
     uint64_t total = 0;
     for (const auto& s : segments_) total += s->size;
     int64_t now_ms = options_.clock->NowMillis();
+    auto expired = [&](const Segment& s) {
+      int64_t newest = s.max_timestamp >= 0 ? s.max_timestamp : s.created_ms;
+      return options_.retention_ms >= 0 && now_ms - newest > options_.retention_ms;
+    };
     while (segments_.size() > 1) {
       const Segment& s = *segments_.front();
       if (!s.closed_durable) break;  // still being written or synced by a job
       bool by_size = options_.retention_bytes >= 0 &&
                      total - s.size >= static_cast<uint64_t>(options_.retention_bytes);
-      int64_t newest = s.max_timestamp >= 0 ? s.max_timestamp : s.created_ms;
-      bool by_time = options_.retention_ms >= 0 && now_ms - newest > options_.retention_ms;
-      if (!by_size && !by_time) break;
+      if (!by_size && !expired(s)) break;
       total -= s.size;
       doomed.push_back(segments_.front());
       segments_.pop_front();
     }
+    // An expired active segment is rolled, as Kafka does, so that the next pass can
+    // delete it once its closing sync is done; otherwise an idle partition would keep
+    // its last segment forever.
+    const Segment& active = *segments_.back();
+    if (segments_.size() == 1 && active.size > 0 && expired(active) && failed_.ok()) {
+      RollLocked(next_offset_);
+      MaybeScheduleLocked();
+    }
+    if (!doomed.empty()) ++layout_gen_;
   }
   // The log file goes first: recovery treats index files without a log before the first
   // segment as leftovers of this and removes them.
@@ -1166,27 +1198,44 @@ Result<int> PartitionLog::ApplyRetention() {
 
 Status PartitionLog::Verify() {
   std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> segs;
+  uint64_t gen;
   {
     std::lock_guard lock(mu_);
     for (const auto& s : segments_) segs.emplace_back(s, s->written_size);
+    gen = layout_gen_;
   }
   int64_t next = -1;
   for (const auto& [seg, size] : segs) {
-    ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
-    SegmentScanner scan(*file, 0, size);
-    std::string problem;
-    for (;;) {
-      ASSIGN_OR_RETURN(auto batch, scan.Next(/*check_crc=*/true, &problem));
-      if (!batch) break;
-      if (scan.header().base_offset < next) {
-        return CorruptionError("{} at byte {}: batch offset {} is out of sequence", seg->log_path,
-                               scan.batch_pos(), scan.header().base_offset);
+    Status st = [&]() -> Status {
+      ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
+      ASSIGN_OR_RETURN(ScanResult r, ScanBatches(*file, *seg, 0, size, /*check_crc=*/true,
+                                                 /*build_index=*/false, INT64_MAX));
+      if (r.end < size)
+        return CorruptionError("{} at byte {}: {}", seg->log_path, r.end, r.problem);
+      if (r.first_base >= 0 && r.first_base < next) {
+        return CorruptionError(
+            "{} at byte 0: batch offset {} is below the previous segment's end {}", seg->log_path,
+            r.first_base, next);
       }
-      next = scan.header().next_offset();
-    }
-    if (!problem.empty()) return CorruptionError("{} at byte {}: {}", seg->log_path, scan.pos(), problem);
+      next = std::max(next, r.next_offset);
+      return Status::OK();
+    }();
+    if (!st.ok()) return LayoutChangedOr(gen, st);
   }
   return Status::OK();
 }
+
+// A read that failed while retention or truncation removed or cut what it was reading
+// did not find corruption: it lost a race. That is reported as OutOfRange, to retry.
+Status PartitionLog::LayoutChangedOr(uint64_t gen, Status st) const {
+  std::lock_guard lock(mu_);
+  if (layout_gen_ != gen) {
+    return OutOfRangeError("log {} was truncated or had segments deleted during the read ({})",
+                           dir_, st.message());
+  }
+  return st;
+}
+
+bool PartitionLog::InCallback() const { return tls_in_callback == this; }
 
 }  // namespace sluice::storage

@@ -14,7 +14,11 @@
 // Threads: one owner (the shard that owns the partition) appends, reads and manages the
 // log; the methods are also safe to call from several threads (an internal mutex guards
 // the state shared with I/O completions). Callbacks run on an IoExecutor thread and must
-// not block.
+// not block; from a callback, Append, Read, FindOffsetByTimestamp, ApplyRetention, Verify
+// and the getters are safe, while Flush, TruncateTo and Close return FailedPrecondition
+// (they wait for the very task running the callback), and destroying the log is a bug.
+//
+// Reads racing with TruncateTo or ApplyRetention may fail with OutOfRange: retry.
 //
 // Failure: when a write or fdatasync fails, every pending append fails with that error
 // and the log refuses further appends; reopening it recovers what reached the disk.
@@ -55,15 +59,15 @@ struct LogOptions {
   IoExecutor* executor = nullptr;  // required; must outlive the log
   FileCache* files = nullptr;      // shared descriptor cache; when null the log owns one of 16
 
-  uint64_t segment_bytes = 1ull << 30;           // segment.bytes: roll past this size
-  int64_t segment_ms = 7LL * 24 * 3600 * 1000;   // segment.ms: roll a segment this old
-  uint32_t index_interval_bytes = 4096;          // index.interval.bytes
+  uint64_t segment_bytes = 1ull << 30;          // segment.bytes: roll past this size
+  int64_t segment_ms = 7LL * 24 * 3600 * 1000;  // segment.ms: roll a segment this old
+  uint32_t index_interval_bytes = 4096;         // index.interval.bytes
   FlushPolicy flush_policy = FlushPolicy::kInterval;
-  int64_t flush_ms = 100;                        // flush.ms (interval policy)
-  uint64_t flush_bytes = 64ull << 20;            // flush.bytes (interval policy)
-  int64_t retention_bytes = -1;                  // retention.bytes, -1 = unlimited
-  int64_t retention_ms = 7LL * 24 * 3600 * 1000; // retention.ms, -1 = forever
-  uint32_t max_batch_bytes = 1048588;            // message.max.bytes
+  int64_t flush_ms = 100;                         // flush.ms (interval policy)
+  uint64_t flush_bytes = 64ull << 20;             // flush.bytes (interval policy)
+  int64_t retention_bytes = -1;                   // retention.bytes, -1 = unlimited
+  int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // retention.ms, -1 = forever
+  uint32_t max_batch_bytes = 1048588;             // message.max.bytes
 };
 
 enum class AckLevel {
@@ -97,7 +101,7 @@ struct FileSlice {
 };
 
 struct ReadResult {
-  FileSlice slice;          // whole batches; empty at the end of the log
+  FileSlice slice;            // whole batches; empty at the end of the log
   int64_t first_offset = -1;  // base offset of the first batch (may be below the asked offset)
   int64_t next_offset = -1;   // offset after the last batch returned
 };
@@ -110,7 +114,7 @@ struct TimestampLookup {
 
 struct RecoveryReport {
   int segments = 0;
-  uint64_t truncated_bytes = 0;  // bytes cut from the tail of the last segment
+  uint64_t truncated_bytes = 0;   // bytes cut from the tail of the last segment
   std::string truncation_reason;  // why the scan stopped, with file and position
   int indexes_rebuilt = 0;
 };
@@ -160,7 +164,7 @@ class PartitionLog {
   int64_t durable_end_offset() const;  // covered by fdatasync up to here
   uint64_t size_bytes() const;         // all segments, including pending bytes
   int segment_count() const;
-  uint64_t sync_count() const;         // fdatasyncs of segment data so far (for benchmarks)
+  uint64_t sync_count() const;  // fdatasyncs of segment data so far (for benchmarks)
   const RecoveryReport& recovery() const { return recovery_; }
   const std::string& dir() const { return dir_; }
   const LogOptions& options() const { return options_; }
@@ -175,10 +179,33 @@ class PartitionLog {
 
   PartitionLog(std::string dir, LogOptions options);
 
+  // What ScanBatches found; see log.cc.
+  struct ScanResult {
+    uint64_t end = 0;         // byte after the last good batch
+    int64_t next_offset = 0;  // offset after the last good batch
+    int64_t first_base = -1;  // base offset of the first good batch
+    int64_t first_batch_ts = -1;
+    int64_t max_timestamp = -1;
+    std::string problem;                     // why the walk stopped early; empty when it did not
+    std::vector<uint8_t> index, time_index;  // rebuilt entries
+    uint64_t bytes_since_index = 0;
+    int64_t last_indexed_ts = -1;
+  };
+
   Status Recover();
-  Status RecoverSegment(Segment& seg, bool is_last);
-  Status RebuildIndexes(Segment& seg, uint64_t valid_size);
-  Status RollLocked(int64_t base_offset);
+  Status RecoverLastSegment(Segment& seg);
+  Status RecoverClosedSegment(Segment& seg);
+  std::shared_ptr<Segment> NewSegment(int64_t base) const;
+  Result<ScanResult> ScanBatches(File& file, const Segment& seg, uint64_t from, uint64_t to,
+                                 bool check_crc, bool build_index, int64_t stop_at) const;
+  Status InstallScan(Segment& seg, ScanResult& r, bool closed);
+  uint64_t MaxStoredBatch() const;
+  Status LayoutChangedOr(uint64_t gen, Status st) const;
+  bool InCallback() const;
+  Result<ReadResult> ReadSegment(const Segment& seg, uint64_t written_size, uint64_t index_entries,
+                                 int64_t offset, uint64_t max_bytes);
+  void RollLocked(int64_t base_offset);
+  Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);
   void MaybeScheduleLocked();
   void RunIoJob();
   void RunSync();
@@ -202,20 +229,20 @@ class PartitionLog {
   int64_t next_offset_ = 0;
   int64_t written_end_ = 0;
   int64_t durable_end_ = 0;
-  std::vector<Chunk> pending_;       // appended, not yet handed to a job
-  uint64_t pending_bytes_ = 0;
+  std::vector<Chunk> pending_;  // appended, not yet handed to a job
+  uint64_t layout_gen_ = 0;     // bumped when segments are deleted or cut
   std::deque<Waiter> written_waiters_;
   std::deque<Waiter> durable_waiters_;
-  bool job_running_ = false;         // a write job is queued or running
-  bool sync_running_ = false;        // a sync task is queued or running
-  bool sync_due_ = false;            // the flush.ms timer fired
-  int64_t flush_target_ = 0;         // Flush()/Close() want durable_end_ to reach this
+  bool job_running_ = false;               // a write job is queued or running
+  bool sync_running_ = false;              // a sync task is queued or running
+  bool sync_due_ = false;                  // the flush.ms timer fired
+  int64_t flush_target_ = 0;               // Flush()/Close() want durable_end_ to reach this
   std::shared_ptr<Segment> last_written_;  // the segment a sync must cover
-  uint64_t unsynced_bytes_ = 0;      // written, not yet covered by an fdatasync
+  uint64_t unsynced_bytes_ = 0;            // written, not yet covered by an fdatasync
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;
-  Status failed_;                    // non-OK after a write error
+  Status failed_;  // non-OK after a write error
   bool closed_ = false;
 };
 

@@ -207,13 +207,15 @@ TEST_F(LogTest, RollsBySizeIntoSegmentsNamedByBaseOffset) {
 }
 
 TEST_F(LogTest, RollsByAge) {
+  // As in Kafka: from the first batch's timestamp to the new batch's.
   opts_.segment_ms = 60'000;
   auto log = OpenLog();
-  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
-  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  AppendSync(*log, MakeBatch(2, 10, clock_.NowMillis(), 1));
+  clock_.Advance(59'000);
+  AppendSync(*log, MakeBatch(2, 10, clock_.NowMillis(), 1));
   EXPECT_EQ(log->segment_count(), 1);
-  clock_.Advance(60'000);
-  AppendSync(*log, MakeBatch(2, 10, 1000, 1));
+  clock_.Advance(1'000);
+  AppendSync(*log, MakeBatch(2, 10, clock_.NowMillis(), 1));
   EXPECT_EQ(log->segment_count(), 2);
   EXPECT_TRUE(access(Seg(4, ".log").c_str(), F_OK) == 0);
 }
@@ -666,18 +668,26 @@ TEST_F(LogTest, RetentionBySizeDeletesOldestClosedSegments) {
   EXPECT_EQ(log->end_offset(), 400);
 }
 
-TEST_F(LogTest, RetentionByTimeNeverDeletesTheActiveSegment) {
+TEST_F(LogTest, RetentionByTimeDeletesOldSegmentsAndRollsAnExpiredActiveOne) {
   opts_.segment_bytes = 4096;
   opts_.retention_ms = 1000;
   clock_.Set(100'000);
   auto log = OpenLog();
   for (int i = 0; i < 20; ++i) AppendSync(*log, MakeBatch(10, 100, 50'000, i));
   int segs = log->segment_count();
-  auto none = log->ApplyRetention();  // timestamps 50'000: older than 1 s at 100'000
-  ASSERT_TRUE(none.ok());
-  EXPECT_EQ(*none, segs - 1);
-  EXPECT_EQ(log->segment_count(), 1);
+  auto n = log->ApplyRetention();  // timestamps 50'000: older than 1 s at 100'000
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, segs - 1);
+  // The expired active segment was rolled, not deleted: the next pass deletes it.
+  EXPECT_EQ(log->segment_count(), 2);
   EXPECT_EQ(log->end_offset(), 200);
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  n = log->ApplyRetention();
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 1);
+  EXPECT_EQ(log->segment_count(), 1);
+  EXPECT_EQ(log->start_offset(), 200);
   AppendSync(*log, MakeBatch(1, 10, 100'000, 1));
   EXPECT_EQ(log->end_offset(), 201);
 }
