@@ -297,7 +297,8 @@ void EncodeApiVersionsV0Fallback(Writer& w, ErrorCode error_code) {
 Status MetadataRequest::Decode(Reader& r, int16_t version) {
   *this = MetadataRequest{};
   const bool flex = version >= kMetadataFlexible;
-  const size_t min_topic = version >= 10 ? 16 + 1 + 1 : (flex ? 2 : 2);
+  // topic id + name + tags (v10+), else just the name; each at its smallest.
+  const size_t min_topic = version >= 10 ? 16 + 1 + 1 : 2;
   auto read_topic = [&](Topic& t) {
     if (version >= 10) t.topic_id = r.ReadUuid("topic id");
     t.name = ReadMaybeNullable(r, flex, version >= 10, "topic name");
