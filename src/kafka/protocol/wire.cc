@@ -237,6 +237,9 @@ void Writer::WriteUuid(const Uuid& u) {
 }
 
 void Writer::String(bool flexible, std::string_view s) {
+  // A non-compact string has an int16 length: a longer one (a huge config value) is cut
+  // rather than written as a corrupt frame.
+  if (!flexible && s.size() > INT16_MAX) s = s.substr(0, INT16_MAX);
   if (flexible) {
     UnsignedVarint(static_cast<uint32_t>(s.size() + 1));
   } else {
