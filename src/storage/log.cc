@@ -678,6 +678,7 @@ void PartitionLog::FinishTask(std::vector<std::pair<Waiter, Status>>& ready, boo
   for (auto& [w, st] : ready) w.cb(st, w.info);
   tls_in_callback = outer;
   std::lock_guard lock(mu_);
+  if (!ready.empty()) --callbacks_running_;
   *running = false;
   MaybeScheduleLocked();
   idle_cv_.notify_all();
@@ -758,6 +759,7 @@ void PartitionLog::RunIoJob() {
     } else {
       CollectReadyLocked(&ready);
     }
+    if (!ready.empty()) ++callbacks_running_;
   }
   for (Chunk& c : chunks) options_.executor->ReturnBuffer(std::move(c.bytes));
   chunks.clear();
@@ -803,6 +805,7 @@ void PartitionLog::RunSync() {
       ++sync_count_;
       CollectReadyLocked(&ready);
     }
+    if (!ready.empty()) ++callbacks_running_;
   }
   FinishTask(ready, &sync_running_);
 }
@@ -815,7 +818,11 @@ Status PartitionLog::Flush() {
   int64_t target = next_offset_;
   flush_target_ = std::max(flush_target_, target);
   MaybeScheduleLocked();
-  idle_cv_.wait(lock, [&] { return durable_end_ >= target || !failed_.ok(); });
+  // Also wait for the callbacks of what is now durable: a caller of Flush() expects its
+  // appends' acks to have run when it returns.
+  idle_cv_.wait(lock, [&] {
+    return (durable_end_ >= target && callbacks_running_ == 0) || !failed_.ok();
+  });
   return failed_;
 }
 

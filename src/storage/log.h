@@ -140,7 +140,8 @@ class PartitionLog {
   // The first offset at or after `timestamp_ms`, or nullopt when every record is older.
   Result<std::optional<TimestampLookup>> FindOffsetByTimestamp(int64_t timestamp_ms);
 
-  // Writes and fdatasyncs everything appended so far; returns when done.
+  // Writes and fdatasyncs everything appended so far; returns when done and the acks of
+  // those appends have run.
   Status Flush();
 
   // Removes every batch that holds an offset >= `offset` (a batch straddling it goes
@@ -242,6 +243,7 @@ class PartitionLog {
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;
+  int callbacks_running_ = 0;        // tasks running acks outside the lock
   Status failed_;  // non-OK after a write error
   bool closed_ = false;
 };
