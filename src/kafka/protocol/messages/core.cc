@@ -3,9 +3,9 @@
 // condition of each field next to it.
 #include "kafka/protocol/messages/core.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace sluice::kafka {
 namespace {
@@ -26,7 +26,8 @@ Status Finish(const Reader& r, const char* message, int16_t version) {
 // each element. `min_bytes` is the fewest bytes one element can take in this version, so
 // a count that cannot fit fails before anything is allocated.
 template <typename T, typename F>
-void ReadArray(Reader& r, bool flexible, const char* field, size_t min_bytes, std::vector<T>& out, F&& read_one) {
+void ReadArray(Reader& r, bool flexible, const char* field, size_t min_bytes, std::vector<T>& out,
+               F&& read_one) {
   out.clear();
   int32_t n = r.ArrayLength(flexible, field, min_bytes);
   if (!r.ok()) return;
@@ -63,7 +64,9 @@ void WriteInt32s(Writer& w, bool flexible, const std::vector<int32_t>& v) {
   WriteArray(w, flexible, v, [&](int32_t x) { w.Int32(x); });
 }
 
-ErrorCode ReadErrorCode(Reader& r, const char* field) { return static_cast<ErrorCode>(r.Int16(field)); }
+ErrorCode ReadErrorCode(Reader& r, const char* field) {
+  return static_cast<ErrorCode>(r.Int16(field));
+}
 void WriteErrorCode(Writer& w, ErrorCode e) { w.Int16(static_cast<int16_t>(e)); }
 
 // A tagged-field section with no known tags: only the unknown ones are read or written.
@@ -99,7 +102,8 @@ class TagWriter {
     w.UnsignedVarint(static_cast<uint32_t>(known_.size() + unknown_.size()));
     size_t k = 0, u = 0;
     while (k < known_.size() || u < unknown_.size()) {
-      bool take_known = u == unknown_.size() || (k < known_.size() && known_[k].tag < unknown_[u].tag);
+      bool take_known =
+          u == unknown_.size() || (k < known_.size() && known_[k].tag < unknown_[u].tag);
       const RawTaggedField& f = take_known ? known_[k++] : unknown_[u++];
       w.TaggedFieldHeader(f.tag, static_cast<uint32_t>(f.data.size()));
       w.Raw(f.data);
@@ -113,7 +117,8 @@ class TagWriter {
 
 // A string field that becomes nullable from some version: before it, null is written as
 // the empty string (Kafka would refuse to serialize it).
-void WriteMaybeNullable(Writer& w, bool flexible, bool nullable, const std::optional<std::string>& s) {
+void WriteMaybeNullable(Writer& w, bool flexible, bool nullable,
+                        const std::optional<std::string>& s) {
   if (nullable) {
     w.NullableString(flexible, s);
   } else {
@@ -121,7 +126,8 @@ void WriteMaybeNullable(Writer& w, bool flexible, bool nullable, const std::opti
   }
 }
 
-std::optional<std::string> ReadMaybeNullable(Reader& r, bool flexible, bool nullable, const char* field) {
+std::optional<std::string> ReadMaybeNullable(Reader& r, bool flexible, bool nullable,
+                                             const char* field) {
   if (nullable) return r.NullableString(flexible, field);
   return r.String(flexible, field);
 }
@@ -165,7 +171,8 @@ void WriteLeaderIdAndEpoch(Writer& w, const L& l) {
 
 }  // namespace
 
-bool SameBytes(const std::optional<std::span<const uint8_t>>& a, const std::optional<std::span<const uint8_t>>& b) {
+bool SameBytes(const std::optional<std::span<const uint8_t>>& a,
+               const std::optional<std::span<const uint8_t>>& b) {
   if (a.has_value() != b.has_value()) return false;
   return !a || std::equal(a->begin(), a->end(), b->begin(), b->end());
 }
@@ -213,23 +220,25 @@ Status ApiVersionsResponse::Decode(Reader& r, int16_t version) {
         [&](uint32_t tag, Reader& t) {
           switch (tag) {
             case 0:
-              ReadArray(t, true, "supported features", 6, supported_features, [&](SupportedFeatureKey& f) {
-                f.name = t.String(true, "feature name");
-                f.min_version = t.Int16("feature min version");
-                f.max_version = t.Int16("feature max version");
-                ReadUnknownTags(t, f.unknown_tags);
-              });
+              ReadArray(t, true, "supported features", 6, supported_features,
+                        [&](SupportedFeatureKey& f) {
+                          f.name = t.String(true, "feature name");
+                          f.min_version = t.Int16("feature min version");
+                          f.max_version = t.Int16("feature max version");
+                          ReadUnknownTags(t, f.unknown_tags);
+                        });
               return true;
             case 1:
               finalized_features_epoch = t.Int64("finalized features epoch");
               return true;
             case 2:
-              ReadArray(t, true, "finalized features", 6, finalized_features, [&](FinalizedFeatureKey& f) {
-                f.name = t.String(true, "feature name");
-                f.max_version_level = t.Int16("feature max version level");
-                f.min_version_level = t.Int16("feature min version level");
-                ReadUnknownTags(t, f.unknown_tags);
-              });
+              ReadArray(t, true, "finalized features", 6, finalized_features,
+                        [&](FinalizedFeatureKey& f) {
+                          f.name = t.String(true, "feature name");
+                          f.max_version_level = t.Int16("feature max version level");
+                          f.min_version_level = t.Int16("feature min version level");
+                          ReadUnknownTags(t, f.unknown_tags);
+                        });
               return true;
             case 3:
               zk_migration_ready = t.Bool("zk migration ready");
@@ -265,7 +274,8 @@ void ApiVersionsResponse::Encode(Writer& w, int16_t version) const {
       });
     });
   }
-  if (finalized_features_epoch != -1) tags.Add(1, [&](Writer& t) { t.Int64(finalized_features_epoch); });
+  if (finalized_features_epoch != -1)
+    tags.Add(1, [&](Writer& t) { t.Int64(finalized_features_epoch); });
   if (!finalized_features.empty()) {
     tags.Add(2, [&](Writer& t) {
       WriteArray(t, true, finalized_features, [&](const FinalizedFeatureKey& f) {
@@ -311,8 +321,10 @@ Status MetadataRequest::Decode(Reader& r, int16_t version) {
     ReadArray(r, flex, "topics", min_topic, *topics, read_topic);
   }
   if (version >= 4) allow_auto_topic_creation = r.Bool("allow auto topic creation");
-  if (version >= 8 && version <= 10) include_cluster_authorized_operations = r.Bool("include cluster authorized operations");
-  if (version >= 8) include_topic_authorized_operations = r.Bool("include topic authorized operations");
+  if (version >= 8 && version <= 10)
+    include_cluster_authorized_operations = r.Bool("include cluster authorized operations");
+  if (version >= 8)
+    include_topic_authorized_operations = r.Bool("include topic authorized operations");
   if (flex) ReadUnknownTags(r, unknown_tags);
   return Finish(r, "MetadataRequest", version);
 }
@@ -352,20 +364,22 @@ Status MetadataResponse::Decode(Reader& r, int16_t version) {
     t.name = ReadMaybeNullable(r, flex, version >= 12, "topic name");
     if (version >= 10) t.topic_id = r.ReadUuid("topic id");
     if (version >= 1) t.is_internal = r.Bool("is internal");
-    ReadArray(r, flex, "partitions", flex ? 2 + 4 + 4 + 1 + 1 : 2 + 4 + 4 + 4 + 4, t.partitions, [&](Partition& p) {
-      p.error_code = ReadErrorCode(r, "partition error code");
-      p.partition_index = r.Int32("partition index");
-      p.leader_id = r.Int32("leader id");
-      if (version >= 7) p.leader_epoch = r.Int32("leader epoch");
-      ReadInt32s(r, flex, "replica nodes", p.replica_nodes);
-      ReadInt32s(r, flex, "isr nodes", p.isr_nodes);
-      if (version >= 5) ReadInt32s(r, flex, "offline replicas", p.offline_replicas);
-      if (flex) ReadUnknownTags(r, p.unknown_tags);
-    });
+    ReadArray(r, flex, "partitions", flex ? 2 + 4 + 4 + 1 + 1 : 2 + 4 + 4 + 4 + 4, t.partitions,
+              [&](Partition& p) {
+                p.error_code = ReadErrorCode(r, "partition error code");
+                p.partition_index = r.Int32("partition index");
+                p.leader_id = r.Int32("leader id");
+                if (version >= 7) p.leader_epoch = r.Int32("leader epoch");
+                ReadInt32s(r, flex, "replica nodes", p.replica_nodes);
+                ReadInt32s(r, flex, "isr nodes", p.isr_nodes);
+                if (version >= 5) ReadInt32s(r, flex, "offline replicas", p.offline_replicas);
+                if (flex) ReadUnknownTags(r, p.unknown_tags);
+              });
     if (version >= 8) t.topic_authorized_operations = r.Int32("topic authorized operations");
     if (flex) ReadUnknownTags(r, t.unknown_tags);
   });
-  if (version >= 8 && version <= 10) cluster_authorized_operations = r.Int32("cluster authorized operations");
+  if (version >= 8 && version <= 10)
+    cluster_authorized_operations = r.Int32("cluster authorized operations");
   if (flex) ReadUnknownTags(r, unknown_tags);
   return Finish(r, "MetadataResponse", version);
 }
@@ -415,11 +429,12 @@ Status ProduceRequest::Decode(Reader& r, int16_t version) {
   timeout_ms = r.Int32("timeout ms");
   ReadArray(r, flex, "topic data", flex ? 1 + 1 + 1 : 2 + 4, topic_data, [&](TopicData& t) {
     t.name = r.String(flex, "topic name");
-    ReadArray(r, flex, "partition data", flex ? 4 + 1 + 1 : 4 + 4, t.partition_data, [&](PartitionData& p) {
-      p.index = r.Int32("partition index");
-      p.records = r.NullableBytesView(flex, "records");
-      if (flex) ReadUnknownTags(r, p.unknown_tags);
-    });
+    ReadArray(r, flex, "partition data", flex ? 4 + 1 + 1 : 4 + 4, t.partition_data,
+              [&](PartitionData& p) {
+                p.index = r.Int32("partition index");
+                p.records = r.NullableBytesView(flex, "records");
+                if (flex) ReadUnknownTags(r, p.unknown_tags);
+              });
     if (flex) ReadUnknownTags(r, t.unknown_tags);
   });
   if (flex) ReadUnknownTags(r, unknown_tags);
@@ -446,37 +461,40 @@ void ProduceRequest::Encode(Writer& w, int16_t version) const {
 Status ProduceResponse::Decode(Reader& r, int16_t version) {
   *this = ProduceResponse{};
   const bool flex = version >= kProduceFlexible;
-  ReadArray(r, flex, "responses", flex ? 1 + 1 + 1 : 2 + 4, responses, [&](TopicProduceResponse& t) {
-    t.name = r.String(flex, "topic name");
-    ReadArray(r, flex, "partition responses", 4 + 2 + 8, t.partition_responses, [&](PartitionProduceResponse& p) {
-      p.index = r.Int32("partition index");
-      p.error_code = ReadErrorCode(r, "error code");
-      p.base_offset = r.Int64("base offset");
-      if (version >= 2) p.log_append_time_ms = r.Int64("log append time ms");
-      if (version >= 5) p.log_start_offset = r.Int64("log start offset");
-      if (version >= 8) {
-        ReadArray(r, flex, "record errors", flex ? 4 + 1 + 1 : 4 + 2, p.record_errors,
-                  [&](BatchIndexAndErrorMessage& e) {
-                    e.batch_index = r.Int32("batch index");
-                    e.batch_index_error_message = r.NullableString(flex, "batch index error message");
-                    if (flex) ReadUnknownTags(r, e.unknown_tags);
-                  });
-        p.error_message = r.NullableString(flex, "error message");
-      }
-      if (flex) {
-        r.TaggedFields(
-            [&](uint32_t tag, Reader& tr) {
-              if (tag == 0 && version >= 10) {
-                ReadLeaderIdAndEpoch(tr, p.current_leader);
-                return true;
-              }
-              return false;
-            },
-            &p.unknown_tags);
-      }
-    });
-    if (flex) ReadUnknownTags(r, t.unknown_tags);
-  });
+  ReadArray(r, flex, "responses", flex ? 1 + 1 + 1 : 2 + 4, responses,
+            [&](TopicProduceResponse& t) {
+              t.name = r.String(flex, "topic name");
+              ReadArray(r, flex, "partition responses", 4 + 2 + 8, t.partition_responses,
+                        [&](PartitionProduceResponse& p) {
+                          p.index = r.Int32("partition index");
+                          p.error_code = ReadErrorCode(r, "error code");
+                          p.base_offset = r.Int64("base offset");
+                          if (version >= 2) p.log_append_time_ms = r.Int64("log append time ms");
+                          if (version >= 5) p.log_start_offset = r.Int64("log start offset");
+                          if (version >= 8) {
+                            ReadArray(r, flex, "record errors", flex ? 4 + 1 + 1 : 4 + 2,
+                                      p.record_errors, [&](BatchIndexAndErrorMessage& e) {
+                                        e.batch_index = r.Int32("batch index");
+                                        e.batch_index_error_message =
+                                            r.NullableString(flex, "batch index error message");
+                                        if (flex) ReadUnknownTags(r, e.unknown_tags);
+                                      });
+                            p.error_message = r.NullableString(flex, "error message");
+                          }
+                          if (flex) {
+                            r.TaggedFields(
+                                [&](uint32_t tag, Reader& tr) {
+                                  if (tag == 0 && version >= 10) {
+                                    ReadLeaderIdAndEpoch(tr, p.current_leader);
+                                    return true;
+                                  }
+                                  return false;
+                                },
+                                &p.unknown_tags);
+                          }
+                        });
+              if (flex) ReadUnknownTags(r, t.unknown_tags);
+            });
   if (version >= 1) throttle_time_ms = r.Int32("throttle time ms");
   if (flex) {
     r.TaggedFields(
@@ -526,7 +544,8 @@ void ProduceResponse::Encode(Writer& w, int16_t version) const {
     TagWriter tags(unknown_tags);
     if (version >= 10 && !node_endpoints.empty()) {
       tags.Add(0, [&](Writer& tw) {
-        WriteArray(tw, true, node_endpoints, [&](const NodeEndpoint& e) { WriteNodeEndpoint(tw, e); });
+        WriteArray(tw, true, node_endpoints,
+                   [&](const NodeEndpoint& e) { WriteNodeEndpoint(tw, e); });
       });
     }
     tags.WriteTo(w);
@@ -564,12 +583,13 @@ Status FetchRequest::Decode(Reader& r, int16_t version) {
     if (flex) ReadUnknownTags(r, t.unknown_tags);
   });
   if (version >= 7) {
-    ReadArray(r, flex, "forgotten topics data", min_topic, forgotten_topics_data, [&](ForgottenTopic& t) {
-      if (version <= 12) t.topic = r.String(flex, "forgotten topic name");
-      if (version >= 13) t.topic_id = r.ReadUuid("forgotten topic id");
-      ReadInt32s(r, flex, "forgotten partitions", t.partitions);
-      if (flex) ReadUnknownTags(r, t.unknown_tags);
-    });
+    ReadArray(r, flex, "forgotten topics data", min_topic, forgotten_topics_data,
+              [&](ForgottenTopic& t) {
+                if (version <= 12) t.topic = r.String(flex, "forgotten topic name");
+                if (version >= 13) t.topic_id = r.ReadUuid("forgotten topic id");
+                ReadInt32s(r, flex, "forgotten partitions", t.partitions);
+                if (flex) ReadUnknownTags(r, t.unknown_tags);
+              });
   }
   if (version >= 11) rack_id = r.String(flex, "rack id");
   if (flex) {
@@ -659,11 +679,12 @@ Status FetchResponse::Decode(Reader& r, int16_t version) {
       if (version >= 4) p.last_stable_offset = r.Int64("last stable offset");
       if (version >= 5) p.log_start_offset = r.Int64("log start offset");
       if (version >= 4) {
-        ReadNullableArray(r, flex, "aborted transactions", 16, p.aborted_transactions, [&](AbortedTransaction& a) {
-          a.producer_id = r.Int64("aborted producer id");
-          a.first_offset = r.Int64("aborted first offset");
-          if (flex) ReadUnknownTags(r, a.unknown_tags);
-        });
+        ReadNullableArray(r, flex, "aborted transactions", 16, p.aborted_transactions,
+                          [&](AbortedTransaction& a) {
+                            a.producer_id = r.Int64("aborted producer id");
+                            a.first_offset = r.Int64("aborted first offset");
+                            if (flex) ReadUnknownTags(r, a.unknown_tags);
+                          });
       }
       if (version >= 11) p.preferred_read_replica = r.Int32("preferred read replica");
       p.records = RecordsRef::Inline(r.NullableBytesView(flex, "records"));
@@ -777,7 +798,8 @@ void FetchResponse::Encode(Writer& w, int16_t version) const {
     TagWriter tags(unknown_tags);
     if (version >= 16 && !node_endpoints.empty()) {
       tags.Add(0, [&](Writer& tw) {
-        WriteArray(tw, true, node_endpoints, [&](const NodeEndpoint& e) { WriteNodeEndpoint(tw, e); });
+        WriteArray(tw, true, node_endpoints,
+                   [&](const NodeEndpoint& e) { WriteNodeEndpoint(tw, e); });
       });
     }
     tags.WriteTo(w);

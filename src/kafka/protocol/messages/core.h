@@ -44,14 +44,19 @@ struct RecordsRef {
   uint32_t splice_token = 0;
   bool is_splice = false;
 
-  static RecordsRef Inline(std::optional<std::span<const uint8_t>> bytes) { return {bytes, 0, 0, false}; }
-  static RecordsRef Splice(uint64_t size, uint32_t token) { return {std::nullopt, size, token, true}; }
+  static RecordsRef Inline(std::optional<std::span<const uint8_t>> bytes) {
+    return {bytes, 0, 0, false};
+  }
+  static RecordsRef Splice(uint64_t size, uint32_t token) {
+    return {std::nullopt, size, token, true};
+  }
   // Inline records compare by content, splices by size and token.
   bool operator==(const RecordsRef& other) const;
 };
 
 // Null and content equality of two record views (std::span has no operator==).
-bool SameBytes(const std::optional<std::span<const uint8_t>>& a, const std::optional<std::span<const uint8_t>>& b);
+bool SameBytes(const std::optional<std::span<const uint8_t>>& a,
+               const std::optional<std::span<const uint8_t>>& b);
 
 // ---------------------------------------------------------------------------------------
 // ApiVersions (key 18), v0-4, flexible from v3. The response header is always v0.
@@ -91,11 +96,11 @@ struct ApiVersionsResponse {
 
   ErrorCode error_code = ErrorCode::kNone;
   std::vector<ApiVersion> api_keys;
-  int32_t throttle_time_ms = 0;                        // v1+
+  int32_t throttle_time_ms = 0;                         // v1+
   std::vector<SupportedFeatureKey> supported_features;  // v3+, tag 0
-  int64_t finalized_features_epoch = -1;               // v3+, tag 1
+  int64_t finalized_features_epoch = -1;                // v3+, tag 1
   std::vector<FinalizedFeatureKey> finalized_features;  // v3+, tag 2
-  bool zk_migration_ready = false;                     // v3+, tag 3
+  bool zk_migration_ready = false;                      // v3+, tag 3
   std::vector<RawTaggedField> unknown_tags;
 
   Status Decode(Reader& r, int16_t version);
@@ -224,11 +229,11 @@ struct ProduceResponse {
     int32_t index = 0;
     ErrorCode error_code = ErrorCode::kNone;
     int64_t base_offset = 0;
-    int64_t log_append_time_ms = -1;                          // v2+
-    int64_t log_start_offset = -1;                            // v5+
-    std::vector<BatchIndexAndErrorMessage> record_errors;     // v8+
-    std::optional<std::string> error_message;                 // v8+
-    LeaderIdAndEpoch current_leader;                          // v10+, tag 0
+    int64_t log_append_time_ms = -1;                       // v2+
+    int64_t log_start_offset = -1;                         // v5+
+    std::vector<BatchIndexAndErrorMessage> record_errors;  // v8+
+    std::optional<std::string> error_message;              // v8+
+    LeaderIdAndEpoch current_leader;                       // v10+, tag 0
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const PartitionProduceResponse&) const = default;
   };
@@ -337,11 +342,11 @@ struct FetchResponse {
     int32_t partition_index = 0;
     ErrorCode error_code = ErrorCode::kNone;
     int64_t high_watermark = 0;
-    int64_t last_stable_offset = -1;  // v4+
-    int64_t log_start_offset = -1;    // v5+
-    EpochEndOffset diverging_epoch;   // v12+, tag 0
-    LeaderIdAndEpoch current_leader;  // v12+, tag 1
-    SnapshotId snapshot_id;           // v12+, tag 2
+    int64_t last_stable_offset = -1;                                      // v4+
+    int64_t log_start_offset = -1;                                        // v5+
+    EpochEndOffset diverging_epoch;                                       // v12+, tag 0
+    LeaderIdAndEpoch current_leader;                                      // v12+, tag 1
+    SnapshotId snapshot_id;                                               // v12+, tag 2
     std::optional<std::vector<AbortedTransaction>> aborted_transactions;  // v4+
     int32_t preferred_read_replica = -1;                                  // v11+
     // Decode: a view into the response buffer. Encode: inline bytes or a splice.
