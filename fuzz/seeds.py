@@ -2,8 +2,11 @@
 """Writes seed inputs for the fuzz targets into DIR/<target>/ (the corpus is generated,
 not checked in). Usage: seeds.py DIR"""
 import os
+import shutil
 import struct
+import subprocess
 import sys
+import zlib
 
 POLY = 0x82F63B78
 TABLE = []
@@ -43,8 +46,7 @@ def batch(base_offset, count, ts, value=b"v" * 20, attributes=0):
     return struct.pack(">qi", base_offset, len(after_length)) + after_length
 
 
-def main():
-    out = sys.argv[1]
+def segment_seeds(out):
     d = os.path.join(out, "segment")
     os.makedirs(d, exist_ok=True)
     log = b"".join(batch(i * 3, 3, 1000 + i) for i in range(8))
@@ -57,9 +59,178 @@ def main():
         "index_ok": b"\x03" + struct.pack(">ii", 6, 2 * len(batch(0, 3, 1000))),
         "index_past_end": b"\x03" + struct.pack(">ii", 6, 1 << 30),
     }
+    write_all(d, seeds)
+
+
+def write_all(d, seeds):
     for name, data in seeds.items():
         with open(os.path.join(d, name), "wb") as f:
             f.write(data)
+
+
+# --- records_fuzz: batches in every compression ---------------------------------------
+# The codecs are written here without their libraries, in their simplest valid forms
+# (stored deflate aside, zlib is in the standard library): snappy literals, LZ4 frames of
+# uncompressed blocks, zstd frames of raw blocks. The zstd and lz4 command-line tools,
+# when installed, add really compressed payloads.
+
+def uvarint(z):
+    out = bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def nullable(b):
+    return varint(-1) if b is None else varint(len(b)) + b
+
+
+def records_section(count):
+    out = bytearray()
+    for i in range(count):
+        key = None if i == 1 else b"key-%d" % i
+        headers = [(b"trace", b"abc"), (b"none", None)] if i == 2 else []
+        rec = bytes([0]) + varint(i * 5) + varint(i) + nullable(key) + nullable(b"value %d " % i * 6)
+        rec += varint(len(headers)) + b"".join(nullable(k) + nullable(v) for k, v in headers)
+        out += varint(len(rec)) + rec
+    return bytes(out)
+
+
+def batch_around(payload, count, attributes, ts=1700000000000):
+    body = struct.pack(">hiqqqhii", attributes, count - 1, ts, ts + 5 * count, -1, -1, -1, count) + payload
+    after_length = struct.pack(">ibI", -1, 2, crc32c(body)) + body
+    return struct.pack(">qi", 0, len(after_length)) + after_length
+
+
+def gzip_compress(data):
+    c = zlib.compressobj(6, zlib.DEFLATED, 16 + 15)
+    return c.compress(data) + c.flush()
+
+
+def snappy_raw(data):
+    out = bytearray(uvarint(len(data)))
+    for p in range(0, len(data), 60):
+        chunk = data[p:p + 60]
+        out.append((len(chunk) - 1) << 2)  # literal
+        out += chunk
+    return bytes(out)
+
+
+def snappy_xerial(data):
+    out = bytearray(b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1))
+    for p in range(0, len(data), 32768):
+        block = snappy_raw(data[p:p + 32768])
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
+
+
+def xxh32(data, seed=0):
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    m = 0xFFFFFFFF
+    rotl = lambda x, r: ((x << r) | (x >> (32 - r))) & m
+    i, n = 0, len(data)
+    if n >= 16:
+        v = [(seed + p1 + p2) & m, (seed + p2) & m, seed & m, (seed - p1) & m]
+        while i + 16 <= n:
+            for j in range(4):
+                lane = struct.unpack_from("<I", data, i + 4 * j)[0]
+                v[j] = (rotl((v[j] + lane * p2) & m, 13) * p1) & m
+            i += 16
+        h = (rotl(v[0], 1) + rotl(v[1], 7) + rotl(v[2], 12) + rotl(v[3], 18)) & m
+    else:
+        h = (seed + p5) & m
+    h = (h + n) & m
+    while i + 4 <= n:
+        h = (rotl((h + struct.unpack_from("<I", data, i)[0] * p3) & m, 17) * p4) & m
+        i += 4
+    while i < n:
+        h = (rotl((h + data[i] * p5) & m, 11) * p1) & m
+        i += 1
+    h ^= h >> 15
+    h = (h * p2) & m
+    h ^= h >> 13
+    h = (h * p3) & m
+    return h ^ (h >> 16)
+
+
+def lz4_frame(data):
+    descriptor = bytes([0x60, 0x40])  # version 1, independent blocks; 64 KiB blocks
+    out = bytearray(struct.pack("<I", 0x184D2204) + descriptor + bytes([(xxh32(descriptor) >> 8) & 0xFF]))
+    for p in range(0, len(data), 65536):
+        chunk = data[p:p + 65536]
+        out += struct.pack("<I", len(chunk) | 0x80000000) + chunk  # stored block
+    return bytes(out + struct.pack("<I", 0))
+
+
+def zstd_frame(data):
+    out = bytearray(struct.pack("<IBI", 0xFD2FB528, 0xA0, len(data)))  # single segment, 4-byte size
+    chunks = [data[p:p + 131072] for p in range(0, len(data), 131072)] or [b""]
+    for k, chunk in enumerate(chunks):
+        last = 1 if k == len(chunks) - 1 else 0
+        out += struct.pack("<I", (len(chunk) << 3) | last)[:3] + chunk  # raw block
+    return bytes(out)
+
+
+def zstd_rle_bomb(blocks):
+    """`blocks` RLE blocks of 128 KiB zeros, 4 bytes each, in a frame without a content size."""
+    out = bytearray(struct.pack("<IBB", 0xFD2FB528, 0x00, 7 << 3))  # 128 KiB window
+    for k in range(blocks):
+        last = 1 if k == blocks - 1 else 0
+        out += struct.pack("<I", (131072 << 3) | (1 << 1) | last)[:3] + b"\x00"
+    return bytes(out)
+
+
+def cli(cmd, data):
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        return subprocess.run(cmd, input=data, stdout=subprocess.PIPE, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def records_seeds(out):
+    d = os.path.join(out, "records")
+    os.makedirs(d, exist_ok=True)
+    plain = records_section(3)
+    codecs = {
+        "none": (0, lambda b: b),
+        "gzip": (1, gzip_compress),
+        "snappy_raw": (2, snappy_raw),
+        "snappy_xerial": (2, snappy_xerial),
+        "lz4": (3, lz4_frame),
+        "zstd": (4, zstd_frame),
+        "lz4_cli": (3, lambda b: cli(["lz4", "-q", "-c"], b)),
+        "zstd_cli": (4, lambda b: cli(["zstd", "-q", "-c"], b)),
+    }
+    seeds = {}
+    for name, (codec, compress) in codecs.items():
+        payload = compress(plain)
+        if payload is None:
+            continue
+        b = batch_around(payload, 3, codec)
+        seeds["batch_" + name] = b"\x00" + b
+        seeds["truncated_" + name] = b"\x00" + b[:-7]
+        seeds["sealed_" + name] = b"\x01" + b
+        seeds["sealed_truncated_" + name] = b"\x01" + b[:-7]
+        seeds["payload_" + name] = bytes([2, codec]) + payload
+        seeds["payload_truncated_" + name] = bytes([2, codec]) + payload[: len(payload) // 2]
+    for codec in range(5):
+        seeds["section_%d" % codec] = bytes([3, codec, 3]) + plain
+    seeds["codec_5"] = b"\x00" + batch_around(plain, 3, 5)
+    seeds["count_mismatch"] = b"\x01" + batch_around(plain, 4, 0)
+    seeds["bomb_gzip"] = bytes([2, 1]) + gzip_compress(bytes(4 << 20))
+    seeds["bomb_zstd"] = b"\x00" + batch_around(zstd_rle_bomb(16), 1, 4)
+    seeds["bomb_zstd_payload"] = bytes([2, 4]) + zstd_rle_bomb(16)
+    write_all(d, seeds)
+
+
+def main():
+    out = sys.argv[1]
+    segment_seeds(out)
+    records_seeds(out)
 
 
 if __name__ == "__main__":
