@@ -1,0 +1,77 @@
+#include "kafka/protocol/requests.h"
+
+#include <gtest/gtest.h>
+
+#include "kafka/protocol/tests/golden.h"
+
+namespace sluice::kafka {
+namespace {
+
+using testing::Golden;
+
+TEST(DecodeRequestTest, ApiVersionsV3WithHeaderV2) {
+  auto frame = Golden().i16(18).i16(3).i32(7).str("client").tags()  // header v2
+                   .cstr("sluice-test").cstr("1.0").tags()             // body
+                   .take();
+  DecodeOutcome out = DecodeRequest(frame);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  EXPECT_EQ(out.request->header.correlation_id, 7);
+  const auto& body = std::get<ApiVersionsRequest>(out.request->body);
+  EXPECT_EQ(body.client_software_name, "sluice-test");
+}
+
+TEST(DecodeRequestTest, MetadataV1NullTopicsMeansAll) {
+  auto frame = Golden().i16(3).i16(1).i32(1).nullstr().arr(-1).take();
+  DecodeOutcome out = DecodeRequest(frame);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  EXPECT_FALSE(std::get<MetadataRequest>(out.request->body).topics.has_value());
+}
+
+TEST(DecodeRequestTest, UnsupportedApiVersionsVersionKeepsTheHeader) {
+  auto frame = Golden().i16(18).i16(99).i32(5).nullstr().take();
+  DecodeOutcome out = DecodeRequest(frame);
+  EXPECT_EQ(out.problem, RequestProblem::kUnsupportedVersion);
+  ASSERT_TRUE(out.header.has_value());
+  EXPECT_EQ(out.header->correlation_id, 5);
+  EXPECT_NE(out.status.message().find("ApiVersions v99"), std::string::npos);
+}
+
+TEST(DecodeRequestTest, ProduceBelowV3IsUnsupported) {
+  auto frame = Golden().i16(0).i16(2).i32(5).nullstr().take();
+  EXPECT_EQ(DecodeRequest(frame).problem, RequestProblem::kUnsupportedVersion);
+}
+
+TEST(DecodeRequestTest, UnknownApiKey) {
+  auto frame = Golden().i16(1000).i16(0).i32(5).nullstr().take();
+  EXPECT_EQ(DecodeRequest(frame).problem, RequestProblem::kUnknownApi);
+}
+
+TEST(DecodeRequestTest, FrameShorterThanItsHeaderIsMalformed) {
+  auto frame = Golden().i16(3).i16(1).take();
+  DecodeOutcome out = DecodeRequest(frame);
+  EXPECT_EQ(out.problem, RequestProblem::kMalformed);
+  EXPECT_FALSE(out.header.has_value());
+}
+
+TEST(DecodeRequestTest, TruncatedBodyIsMalformedAndNamesTheApi) {
+  auto frame = Golden().i16(3).i16(1).i32(1).nullstr().arr(3).str("a").take();
+  DecodeOutcome out = DecodeRequest(frame);
+  EXPECT_EQ(out.problem, RequestProblem::kMalformed);
+  EXPECT_NE(out.status.message().find("Metadata v1 request"), std::string::npos) << out.status.ToString();
+}
+
+TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {
+  for (const ApiVersionRange& api : SupportedApis()) {
+    for (int16_t v = api.min; v <= api.max; ++v) {
+      Golden g;
+      g.i16(static_cast<int>(api.key)).i16(v).i32(1).nullstr();
+      if (IsFlexible(api, v)) g.tags();
+      DecodeOutcome out = DecodeRequest(g.take());
+      EXPECT_NE(out.problem, RequestProblem::kUnknownApi);
+      EXPECT_NE(out.problem, RequestProblem::kUnsupportedVersion);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sluice::kafka
