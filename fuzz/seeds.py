@@ -63,6 +63,7 @@ def segment_seeds(out):
 
 
 def write_all(d, seeds):
+    os.makedirs(d, exist_ok=True)
     for name, data in seeds.items():
         with open(os.path.join(d, name), "wb") as f:
             f.write(data)
@@ -227,10 +228,66 @@ def records_seeds(out):
     write_all(d, seeds)
 
 
+def i16(v):
+    return struct.pack(">h", v)
+
+
+def i32(v):
+    return struct.pack(">i", v)
+
+
+def i64(v):
+    return struct.pack(">q", v)
+
+
+def kstr(s):
+    return i16(len(s)) + s
+
+
+def cstr(s):
+    return uvarint(len(s) + 1) + s
+
+
+def header(key, version, flexible, corr=1, client=b"seed"):
+    h = i16(key) + i16(version) + i32(corr) + kstr(client)
+    return h + (b"\x00" if flexible else b"")
+
+
+def request_seeds(out):
+    """Request frames (without the size prefix) for the request decoder."""
+    d = os.path.join(out, "request")
+    b = batch(0, 3, 1700000000000)
+    topic = b"t"
+    seeds = {
+        "api_versions_v0": header(18, 0, False),
+        "api_versions_v3": header(18, 3, True) + cstr(b"sluice") + cstr(b"1.0") + b"\x00",
+        "api_versions_v99": header(18, 99, False),
+        "metadata_v1_all": header(3, 1, False) + i32(-1),
+        "metadata_v4_one": header(3, 4, False) + i32(1) + kstr(topic) + b"\x01",
+        "metadata_v12": header(3, 12, True) + uvarint(2) + b"\x00" * 16 + cstr(topic) + b"\x00"
+        + b"\x01\x00\x00",
+        "produce_v7": header(0, 7, False) + i16(-1) + i16(1) + i32(30000) + i32(1) + kstr(topic)
+        + i32(1) + i32(0) + i32(len(b)) + b,
+        "produce_v9": header(0, 9, True) + uvarint(0) + i16(-1) + i32(30000) + uvarint(2) + cstr(topic)
+        + uvarint(2) + i32(0) + uvarint(len(b) + 1) + b + b"\x00" + b"\x00" + b"\x00",
+        "fetch_v11": header(1, 11, False) + i32(-1) + i32(500) + i32(1) + i32(1 << 20) + b"\x00"
+        + i32(0) + i32(-1) + i32(1) + kstr(topic) + i32(1) + i32(0) + i32(-1) + i64(0) + i64(-1)
+        + i32(1 << 20) + i32(0) + kstr(b""),
+        "find_coordinator_v2": header(10, 2, False) + kstr(b"group") + b"\x00",
+        "list_offsets_v1": header(2, 1, False) + i32(-1) + i32(1) + kstr(topic) + i32(1) + i32(0)
+        + i64(-1),
+        "unknown_api": header(999, 0, False),
+        "truncated": header(3, 1, False)[:5],
+        "huge_array": header(3, 1, False) + i32(0x7FFFFFFF),
+    }
+    write_all(d, seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
     records_seeds(out)
+    request_seeds(out)
 
 
 if __name__ == "__main__":
