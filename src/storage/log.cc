@@ -1212,7 +1212,9 @@ Status PartitionLog::Verify() {
     gen = layout_gen_;
   }
   int64_t next = -1;
-  for (const auto& [seg, size] : segs) {
+  for (const auto& entry : segs) {
+    const auto& seg = entry.first;  // not a structured binding: clang 14 cannot capture those
+    uint64_t size = entry.second;
     Status st = [&]() -> Status {
       ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
       ASSIGN_OR_RETURN(ScanResult r, ScanBatches(*file, *seg, 0, size, /*check_crc=*/true,
