@@ -21,6 +21,7 @@ BatchHeader ParseBatchHeader(std::span<const uint8_t> bytes) {
 }
 
 bool CrcMatches(std::span<const uint8_t> batch) {
+  if (batch.size() < kBatchHeaderSize) return false;
   uint32_t stored = LoadBE32(batch.data() + kCrcOffset);
   return crc32c::Value(batch.data() + kAttributesOffset, batch.size() - kAttributesOffset) ==
          stored;
@@ -51,12 +52,12 @@ Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_b
                                 h.length, batch.size());
   }
   if (batch.size() > max_bytes) {
-    return InvalidArgumentError("batch of {} bytes exceeds the maximum {}", batch.size(),
-                                max_bytes);
+    return ResourceExhaustedError("batch of {} bytes exceeds the maximum {}", batch.size(),
+                                  max_bytes);
   }
   if (h.magic != 2) return InvalidArgumentError("batch magic {} is not 2", h.magic);
   if (!CrcMatches(batch)) {
-    return InvalidArgumentError("batch CRC {:#010x} does not match its bytes", h.crc);
+    return CorruptionError("batch CRC {:#010x} does not match its bytes", h.crc);
   }
   if (h.records_count < 1 || h.last_offset_delta != h.records_count - 1) {
     return InvalidArgumentError("batch record count {} does not match last offset delta {}",

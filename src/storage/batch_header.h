@@ -35,10 +35,15 @@ inline constexpr size_t kAttributesOffset = 21;
 inline constexpr size_t kLastOffsetDeltaOffset = 23;
 inline constexpr size_t kBaseTimestampOffset = 27;
 inline constexpr size_t kMaxTimestampOffset = 35;
+inline constexpr size_t kProducerIdOffset = 43;
+inline constexpr size_t kProducerEpochOffset = 51;
+inline constexpr size_t kBaseSequenceOffset = 53;
 inline constexpr size_t kRecordsCountOffset = 57;
 
 inline constexpr uint16_t kAttrCompressionMask = 0x07;
 inline constexpr uint16_t kAttrTimestampTypeLogAppend = 0x08;
+inline constexpr uint16_t kAttrTransactional = 0x10;
+inline constexpr uint16_t kAttrControl = 0x20;
 
 struct BatchHeader {
   int64_t base_offset;
@@ -57,13 +62,16 @@ struct BatchHeader {
   int64_t next_offset() const { return last_offset() + 1; }
 };
 
-// Decodes the fixed header. `bytes` must hold at least kBatchHeaderSize bytes.
+// Decodes the fixed header (producer fields: see the k*Offset constants). `bytes` must
+// hold at least kBatchHeaderSize bytes.
 BatchHeader ParseBatchHeader(std::span<const uint8_t> bytes);
 
 // Checks a whole batch as it arrives to be appended: the buffer holds exactly one batch,
 // the length agrees with the buffer, magic is 2, the CRC matches, the record count is
 // 1 + last offset delta, and the batch is at most `max_bytes` long. The message says
-// which rule failed and the values seen.
+// which rule failed and the values seen; the code tells the broker which Kafka error to
+// answer: Corruption for a CRC mismatch (CORRUPT_MESSAGE), ResourceExhausted for a batch
+// over max_bytes (MESSAGE_TOO_LARGE), InvalidArgument for the rest.
 Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_bytes);
 
 // Checks a header read back from a segment: plausible length (at least a header, at most

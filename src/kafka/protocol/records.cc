@@ -19,12 +19,10 @@ namespace sluice::kafka {
 
 namespace {
 
+using storage::kBaseSequenceOffset;
 using storage::kBatchHeaderSize;
-
-// Fields of the v2 header that storage/batch_header.h does not parse.
-constexpr size_t kProducerIdOffset = 43;
-constexpr size_t kProducerEpochOffset = 51;
-constexpr size_t kBaseSequenceOffset = 53;
+using storage::kProducerEpochOffset;
+using storage::kProducerIdOffset;
 
 // ---------------------------------------------------------------------------------------
 // Decompression output with a hard limit.
@@ -481,20 +479,6 @@ uint64_t AbsDiff(int64_t a, int64_t b) {
                 : static_cast<uint64_t>(b) - static_cast<uint64_t>(a);
 }
 
-// storage::ValidateBatch reports every failure as InvalidArgument. Kafka answers two of
-// them differently, and clients act on the difference: MESSAGE_TOO_LARGE (a Java producer
-// splits the batch) and CORRUPT_MESSAGE for a CRC mismatch (retried).
-Status ClassifyHeaderError(std::span<const uint8_t> batch, uint32_t max_bytes, const Status& st) {
-  if (batch.size() >= kBatchHeaderSize &&
-      storage::ParseBatchHeader(batch).total_size() == batch.size()) {
-    if (batch.size() > max_bytes) return Status(StatusCode::kResourceExhausted, st.message());
-    if (batch[storage::kMagicOffset] == 2 && !storage::CrcMatches(batch)) {
-      return Status(StatusCode::kCorruption, st.message());
-    }
-  }
-  return st;
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -686,7 +670,8 @@ Status RecordReader::ParseRecord(size_t begin, size_t end, Record* record) const
 Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& options,
                        BatchInfo* info) {
   Result<storage::BatchHeader> header = storage::ValidateBatch(batch, options.max_batch_bytes);
-  if (!header.ok()) return ClassifyHeaderError(batch, options.max_batch_bytes, header.status());
+  // ValidateBatch's codes already tell CORRUPT_MESSAGE and MESSAGE_TOO_LARGE apart.
+  if (!header.ok()) return header.status();
   const storage::BatchHeader& h = *header;
   ASSIGN_OR_RETURN(Compression codec, CompressionFromAttributes(h.attributes));
   if (codec == Compression::kZstd && !options.allow_zstd) {

@@ -45,8 +45,8 @@
 namespace sluice::kafka {
 
 // Batch attribute bits that storage/batch_header.h does not name.
-inline constexpr uint16_t kAttrTransactional = 0x10;
-inline constexpr uint16_t kAttrControl = 0x20;
+inline constexpr uint16_t kAttrTransactional = storage::kAttrTransactional;
+inline constexpr uint16_t kAttrControl = storage::kAttrControl;
 
 // ---------------------------------------------------------------------------------------
 // Compression

@@ -1,5 +1,6 @@
 #include "kafka/protocol/wire.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>

@@ -66,7 +66,7 @@ TEST(BatchHeaderTest, RejectsWrongCrc) {
   b[b.size() - 3] ^= 0x40;
   auto h = ValidateBatch(b, 1 << 20);
   ASSERT_FALSE(h.ok());
-  EXPECT_EQ(h.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(h.status().code(), StatusCode::kCorruption);
   EXPECT_NE(h.status().message().find("CRC"), std::string::npos);
 }
 
@@ -91,6 +91,7 @@ TEST(BatchHeaderTest, RejectsBatchOverMaximum) {
   auto b = Batch();
   auto h = ValidateBatch(b, static_cast<uint32_t>(b.size() - 1));
   ASSERT_FALSE(h.ok());
+  EXPECT_EQ(h.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(h.status().message().find("exceeds the maximum"), std::string::npos);
 }
 

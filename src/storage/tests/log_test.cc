@@ -138,7 +138,7 @@ TEST_F(LogTest, InvalidBatchIsRejectedAndLogUnchanged) {
   bad[70] ^= 1;
   auto r = log->Append(bad, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   EXPECT_NE(r.status().message().find("CRC"), std::string::npos);
   EXPECT_EQ(log->end_offset(), 0);
   AppendSync(*log, MakeBatch(1, 10, 1000, 1));
