@@ -49,6 +49,7 @@
 #include "storage/log.h"
 #include "storage/testing/batch_builder.h"
 #include "storage/testing/fault_env.h"
+#include "storage/testing/files.h"
 
 namespace sluice::storage::testing {
 namespace {
@@ -92,23 +93,7 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
-// A temporary directory, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "crash_test.XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) std::abort();
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // Aborts the process, naming the point and the stage, when a stage never ends: a hang
 // must fail the test with its seed, not wait for ctest's timeout. Not a duration check:
@@ -574,7 +559,7 @@ void RunCrashPoint(uint64_t seed, int point, HangWatchdog& watchdog, CrashStats&
   auto stage = [&](std::string_view what) { watchdog.Stage(fmt::format("{}: {}", context, what)); };
   SCOPED_TRACE(context);
 
-  TempDir dir;
+  TempDir dir("crash_test");
   FaultEnv env(Env::Posix());
   IoExecutor executor(config.executor_threads);
   LogOptions options = config.options;
@@ -847,7 +832,7 @@ TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
           "TruncateTo({}) crashed at disk call {}, tear={} (replay: SLUICE_CRASH_SEED={:#x} "
           "SLUICE_CRASH_ONLY={})",
           offset, k, TearModeName(tear), seed, c));
-      TempDir dir;
+      TempDir dir("crash_test");
       CopyDir(template_dir.path(), dir.path());
       FaultEnv env(Env::Posix());
       IoExecutor executor(1);
@@ -907,7 +892,7 @@ TEST(CrashTest, RecoveryAfterCrashDuringRetention) {
   // Where a retention that gets through leaves the log.
   int64_t kept_start;
   {
-    TempDir dir;
+    TempDir dir("crash_test");
     CopyDir(template_dir.path(), dir.path());
     IoExecutor executor(1);
     auto log = PartitionLog::Open(dir.path(), options(Env::Posix(), &executor));
@@ -925,7 +910,7 @@ TEST(CrashTest, RecoveryAfterCrashDuringRetention) {
         "ApplyRetention with retention.bytes {} crashed at disk call {}, tear={} (replay: "
         "SLUICE_CRASH_SEED={:#x})",
         retention_bytes, k, TearModeName(tear), seed));
-    TempDir dir;
+    TempDir dir("crash_test");
     CopyDir(template_dir.path(), dir.path());
     FaultEnv env(Env::Posix());
     IoExecutor executor(1);
@@ -976,7 +961,7 @@ TEST(CrashTest, RecoveryAfterCrashDuringRetention) {
 // fails while closing a rolled segment, in the same job that wrote that segment's last
 // batches. Reads must still see every offset below written_end_offset().
 TEST(CrashTest, ReadsBelowWrittenEndWorkAfterFailedSegmentCloseSync) {
-  TempDir dir;
+  TempDir dir("crash_test");
   FaultEnv env(Env::Posix());
   IoExecutor executor(1);
   LogOptions options;
@@ -1125,7 +1110,7 @@ TEST(CrashTest, RecoveryAfterSigkillKeepsAcknowledgedPrefix) {
         "acks + {} us",
         c, seed, c, kill_after_acks, extra_us);
     SCOPED_TRACE(context);
-    TempDir dir;
+    TempDir dir("crash_test");
 
     // No threads in this process here: the child starts its own after the fork.
     int fds[2];

@@ -13,21 +13,15 @@
 #include <thread>
 
 #include "storage/testing/batch_builder.h"
+#include "storage/testing/files.h"
 #include "storage/testing/fault_env.h"
 
 namespace sluice::storage {
 namespace {
 using testing::MakeBatch;
+using testing::ReadFileBytes;
+using testing::WriteFileBytes;
 using namespace std::chrono_literals;
-
-std::vector<uint8_t> FileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 // An Env whose first Sync() of a path containing `gate_path` blocks until released.
 class GateEnv final : public Env {
@@ -74,15 +68,12 @@ class GateEnv final : public Env {
 class LogEdgeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sluice-edge-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     opts_.executor = &executor_;
     opts_.clock = &clock_;
     opts_.index_interval_bytes = 1024;
     opts_.flush_policy = FlushPolicy::kDurable;
   }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
   std::unique_ptr<PartitionLog> OpenLog() {
     auto log = PartitionLog::Open(dir_, opts_);
     EXPECT_TRUE(log.ok()) << log.status().ToString();
@@ -102,6 +93,7 @@ class LogEdgeTest : public ::testing::Test {
     snprintf(name, sizeof name, "/%020lld%s", static_cast<long long>(base), ext);
     return dir_ + name;
   }
+  testing::TempDir tmp_{"sluice-log"};
   std::string dir_;
   IoExecutor executor_{2};
   ManualClock clock_;
@@ -127,7 +119,7 @@ TEST_F(LogEdgeTest, RecoverySyncsTheTailItReportsDurable) {
   {
     auto log = OpenLog();
     EXPECT_EQ(log->durable_end_offset(), 15);
-    EXPECT_EQ(env.SyncedSize(Seg(0, ".log")), static_cast<int64_t>(FileBytes(Seg(0, ".log")).size()));
+    EXPECT_EQ(env.SyncedSize(Seg(0, ".log")), static_cast<int64_t>(ReadFileBytes(Seg(0, ".log")).size()));
     env.SimulateCrash();
   }
   ASSERT_TRUE(env.DropUnsyncedData(1, testing::TearMode::kDropAll).ok());
@@ -191,10 +183,10 @@ TEST_F(LogEdgeTest, CorruptMiddleIndexEntryIsReportedNotSkipped) {
     for (int i = 0; i < 60; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
     ASSERT_GE(log->segment_count(), 2);
   }
-  auto idx = FileBytes(Seg(0, ".index"));
+  auto idx = ReadFileBytes(Seg(0, ".index"));
   ASSERT_GE(idx.size(), 24u);
   for (int k = 0; k < 4; ++k) idx[4 + k] = idx[16 + 4 + k];  // entry 0 -> entry 2's position
-  WriteBytes(Seg(0, ".index"), idx);
+  WriteFileBytes(Seg(0, ".index"), idx);
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
   int64_t rel0 = (int64_t{idx[0]} << 24) | (idx[1] << 16) | (idx[2] << 8) | idx[3];
@@ -212,7 +204,7 @@ TEST_F(LogEdgeTest, BadLastIndexEntryIsRebuilt) {
     auto log = OpenLog();
     for (int i = 0; i < 60; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
   }
-  auto idx = FileBytes(Seg(0, ".index"));
+  auto idx = ReadFileBytes(Seg(0, ".index"));
   size_t last = idx.size() - 8;
   uint32_t pos = (uint32_t{idx[last + 4]} << 24) | (idx[last + 5] << 16) | (idx[last + 6] << 8) | idx[last + 7];
   pos += 7;  // inside the batch
@@ -220,7 +212,7 @@ TEST_F(LogEdgeTest, BadLastIndexEntryIsRebuilt) {
   idx[last + 5] = pos >> 16;
   idx[last + 6] = pos >> 8;
   idx[last + 7] = pos;
-  WriteBytes(Seg(0, ".index"), idx);
+  WriteFileBytes(Seg(0, ".index"), idx);
   auto log = OpenLog();
   ASSERT_NE(log, nullptr);
   EXPECT_GE(log->recovery().indexes_rebuilt, 2);
@@ -238,10 +230,10 @@ TEST_F(LogEdgeTest, GarbageClosingTimeEntryIsRebuilt) {
     for (int i = 0; i < 30; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, now, i)).ok());
     ASSERT_GE(log->segment_count(), 2);
   }
-  auto t = FileBytes(Seg(0, ".timeindex"));
+  auto t = ReadFileBytes(Seg(0, ".timeindex"));
   ASSERT_GE(t.size(), 12u);
   for (int k = 0; k < 8; ++k) t[t.size() - 12 + k] = 0;  // closing entry ts = 0 (1970)
-  WriteBytes(Seg(0, ".timeindex"), t);
+  WriteFileBytes(Seg(0, ".timeindex"), t);
   auto log = OpenLog();
   auto n = log->ApplyRetention();
   ASSERT_TRUE(n.ok());

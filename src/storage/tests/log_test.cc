@@ -11,35 +11,25 @@
 #include <thread>
 
 #include "storage/testing/batch_builder.h"
+#include "storage/testing/files.h"
 #include "storage/testing/fault_env.h"
 
 namespace sluice::storage {
 namespace {
 
 using testing::MakeBatch;
-
-std::vector<uint8_t> FileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
+using testing::ReadFileBytes;
+using testing::WriteFileBytes;
 
 class LogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/sluice-log-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    dir_ = tmp_.path();
     opts_.executor = &executor_;
     opts_.clock = &clock_;
     opts_.index_interval_bytes = 1024;
     opts_.flush_policy = FlushPolicy::kDurable;  // durable acks without waiting for flush.ms
   }
-  void TearDown() override { ASSERT_EQ(system(("rm -rf " + dir_).c_str()), 0); }
 
   std::unique_ptr<PartitionLog> OpenLog() {
     auto log = PartitionLog::Open(dir_, opts_);
@@ -91,6 +81,7 @@ class LogTest : public ::testing::Test {
     return bases;
   }
 
+  testing::TempDir tmp_{"sluice-log"};
   std::string dir_;
   IoExecutor executor_{2};
   ManualClock clock_;
@@ -465,10 +456,10 @@ TEST_F(LogTest, RecoveryTruncatesATornTail) {
       expect.insert(expect.end(), s.begin(), s.end());
     }
   }
-  auto bytes = FileBytes(Seg(0, ".log"));
+  auto bytes = ReadFileBytes(Seg(0, ".log"));
   auto torn = Stored(MakeBatch(3, 100, 1000, 9), 15);
   bytes.insert(bytes.end(), torn.begin(), torn.begin() + 100);  // half a batch
-  WriteBytes(Seg(0, ".log"), bytes);
+  WriteFileBytes(Seg(0, ".log"), bytes);
   auto log = OpenLog();
   EXPECT_EQ(log->end_offset(), 15);
   EXPECT_EQ(log->recovery().truncated_bytes, 100u);
@@ -476,7 +467,7 @@ TEST_F(LogTest, RecoveryTruncatesATornTail) {
             std::string::npos)
       << log->recovery().truncation_reason;
   EXPECT_EQ(ReadAll(*log, 0), expect);
-  EXPECT_EQ(FileBytes(Seg(0, ".log")).size(), expect.size());
+  EXPECT_EQ(ReadFileBytes(Seg(0, ".log")).size(), expect.size());
 }
 
 TEST_F(LogTest, RecoveryStopsAtACorruptBatchEvenWhenLaterOnesAreIntact) {
@@ -488,9 +479,9 @@ TEST_F(LogTest, RecoveryStopsAtACorruptBatchEvenWhenLaterOnesAreIntact) {
       ends.push_back(log->size_bytes());
     }
   }
-  auto bytes = FileBytes(Seg(0, ".log"));
+  auto bytes = ReadFileBytes(Seg(0, ".log"));
   bytes[ends[2] + 80] ^= 0xff;  // inside the 4th batch's records
-  WriteBytes(Seg(0, ".log"), bytes);
+  WriteFileBytes(Seg(0, ".log"), bytes);
   auto log = OpenLog();
   EXPECT_EQ(log->end_offset(), 9);
   EXPECT_NE(log->recovery().truncation_reason.find("CRC"), std::string::npos);
@@ -503,12 +494,12 @@ TEST_F(LogTest, RecoveryTruncatesAtNegativeOrAbsurdLength) {
       auto log = OpenLog();
       AppendSync(*log, MakeBatch(2, 10, 1000, 1));
     }
-    auto bytes = FileBytes(Seg(0, ".log"));
+    auto bytes = ReadFileBytes(Seg(0, ".log"));
     size_t good = bytes.size();
     auto next = Stored(MakeBatch(2, 10, 1000, 2), 2);
     StoreBE32(next.data() + kBatchLengthOffset, bad_len);
     bytes.insert(bytes.end(), next.begin(), next.end());
-    WriteBytes(Seg(0, ".log"), bytes);
+    WriteFileBytes(Seg(0, ".log"), bytes);
     auto log = OpenLog();
     EXPECT_EQ(log->end_offset(), 2) << bad_len;
     EXPECT_EQ(log->recovery().truncated_bytes, next.size()) << bad_len;
@@ -533,14 +524,14 @@ TEST_F(LogTest, RecoveryRebuildsMissingAndInconsistentIndexes) {
   // An index whose last entry points past the end of its segment.
   auto bases = SegmentBases();
   ASSERT_GE(bases.size(), 3u);
-  auto idx = FileBytes(Seg(bases[1], ".index"));
+  auto idx = ReadFileBytes(Seg(bases[1], ".index"));
   ASSERT_GE(idx.size(), 8u);
   StoreBE32(idx.data() + idx.size() - 4, 1u << 30);
-  WriteBytes(Seg(bases[1], ".index"), idx);
+  WriteFileBytes(Seg(bases[1], ".index"), idx);
   // A time index of a size no entry layout allows.
-  auto tidx = FileBytes(Seg(0, ".timeindex"));
+  auto tidx = ReadFileBytes(Seg(0, ".timeindex"));
   tidx.push_back(1);
-  WriteBytes(Seg(0, ".timeindex"), tidx);
+  WriteFileBytes(Seg(0, ".timeindex"), tidx);
   auto log = OpenLog();
   EXPECT_GE(log->recovery().indexes_rebuilt, 2);
   EXPECT_EQ(ReadAll(*log, 0), expect);
@@ -558,9 +549,9 @@ TEST_F(LogTest, CorruptionInAClosedSegmentIsReportedWithFileAndPosition) {
     for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
   }
   // Corrupt the last batch of the first (closed) segment: recovery checks the tail.
-  auto bytes = FileBytes(Seg(0, ".log"));
+  auto bytes = ReadFileBytes(Seg(0, ".log"));
   bytes[bytes.size() - 10] ^= 0xff;
-  WriteBytes(Seg(0, ".log"), bytes);
+  WriteFileBytes(Seg(0, ".log"), bytes);
   auto log = PartitionLog::Open(dir_, opts_);
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
@@ -574,9 +565,9 @@ TEST_F(LogTest, VerifyFindsCorruptionInTheMiddleOfAClosedSegment) {
     auto log = OpenLog();
     for (int i = 0; i < 30; ++i) AppendSync(*log, MakeBatch(5, 200, 1000 + i, i));
   }
-  auto bytes = FileBytes(Seg(0, ".log"));
+  auto bytes = ReadFileBytes(Seg(0, ".log"));
   bytes[100] ^= 0xff;  // first batch's records: before any index entry
-  WriteBytes(Seg(0, ".log"), bytes);
+  WriteFileBytes(Seg(0, ".log"), bytes);
   auto log = OpenLog();  // recovery only checks closed segments' tails
   ASSERT_NE(log, nullptr);
   Status st = log->Verify();
@@ -798,8 +789,8 @@ TEST_F(LogTest, RejectsBadOptions) {
 }
 
 TEST_F(LogTest, IgnoresFilesThatAreNotSegments) {
-  WriteBytes(dir_ + "/notes.txt", {1, 2, 3});
-  WriteBytes(dir_ + "/123.log", {1, 2, 3});
+  WriteFileBytes(dir_ + "/notes.txt", {1, 2, 3});
+  WriteFileBytes(dir_ + "/123.log", {1, 2, 3});
   auto log = OpenLog();
   AppendSync(*log, MakeBatch(1, 10, 1000, 1));
   EXPECT_EQ(log->end_offset(), 1);

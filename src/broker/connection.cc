@@ -1,0 +1,252 @@
+// Connection: framing, muting and the output queue. See connection.h.
+#include "broker/connection.h"
+
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+
+#include "base/logging.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("broker");
+
+// Reads per readiness event before yielding to the other fds of the loop.
+constexpr int kReadsPerEvent = 64;
+// iovecs per sendmsg (well under IOV_MAX).
+constexpr size_t kMaxIov = 64;
+// Bytes per sendfile call (Linux sends at most about 2 GiB anyway).
+constexpr size_t kMaxSendfile = size_t{1} << 30;
+
+bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace
+
+Connection::Connection(EventLoop* loop, int fd, ConnectionOptions options, RequestHandler* handler,
+                       CloseCallback on_close)
+    : loop_(loop), fd_(fd), options_(options), handler_(handler), on_close_(std::move(on_close)) {}
+
+Connection::~Connection() {
+  // Only reached without Close() when the owner tears down after its loop stopped.
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Connection::Start() {
+  interest_ = EPOLLIN;
+  return loop_->Add(fd_, interest_, [this](uint32_t events) { HandleEvents(events); });
+}
+
+void Connection::HandleEvents(uint32_t events) {
+  auto self = shared_from_this();  // a callback may drop the owner's reference
+  if (events & (EPOLLERR | EPOLLHUP)) {
+    // Both directions are gone (or reset): nothing can be read or sent.
+    Close();
+    return;
+  }
+  if ((events & EPOLLOUT) && want_write_) FlushOutput();
+  if (!closed() && (events & EPOLLIN)) ReadFrames();
+}
+
+bool Connection::RecvOk(ssize_t n) {
+  if (n > 0) return true;
+  if (n < 0 && (errno == EINTR || WouldBlock(errno))) return false;
+  if (n < 0) SLUICE_LOG(kLog, kDebug, "connection fd {}: recv: {}", fd_, ErrnoError("recv", "", errno).message());
+  Close();  // EOF or error
+  return false;
+}
+
+void Connection::ReadFrames() {
+  // Kafka reads the same way: the 4 size bytes, then exactly the frame, so nothing past
+  // the current request is ever taken from the socket while the connection is muted.
+  for (int reads = 0; reads < kReadsPerEvent && !closed() && !in_request_; ++reads) {
+    if (size_got_ < sizeof(size_bytes_)) {
+      ssize_t n = ::recv(fd_, size_bytes_ + size_got_, sizeof(size_bytes_) - size_got_, 0);
+      if (!RecvOk(n)) {
+        if (!closed() && errno == EINTR) continue;
+        return;
+      }
+      size_got_ += static_cast<size_t>(n);
+      if (size_got_ < sizeof(size_bytes_)) continue;
+      int32_t size = static_cast<int32_t>(uint32_t{size_bytes_[0]} << 24 | uint32_t{size_bytes_[1]} << 16 |
+                                          uint32_t{size_bytes_[2]} << 8 | uint32_t{size_bytes_[3]});
+      if (size < 0 || size > options_.max_request_bytes) {
+        SLUICE_LOG(kLog, kWarn, "connection fd {}: request size {} is {}; closing", fd_, size,
+                   size < 0 ? "negative" : fmt::format("over socket.request.max.bytes ({})",
+                                                       options_.max_request_bytes));
+        Close();
+        return;
+      }
+      frame_size_ = static_cast<size_t>(size);
+      frame_got_ = 0;
+    } else {
+      size_t want = std::min(frame_size_ - frame_got_, kReadChunk);
+      if (frame_.size() < frame_got_ + want) frame_.resize(frame_got_ + want);
+      ssize_t n = ::recv(fd_, frame_.data() + frame_got_, want, 0);
+      if (!RecvOk(n)) {
+        if (!closed() && errno == EINTR) continue;
+        return;
+      }
+      frame_got_ += static_cast<size_t>(n);
+    }
+    if (frame_got_ < frame_size_) continue;
+
+    // A whole frame: mute, then hand it over.
+    std::vector<uint8_t> frame = std::move(frame_);
+    frame.resize(frame_size_);
+    frame_ = {};
+    size_got_ = 0;
+    frame_size_ = frame_got_ = 0;
+    in_request_ = true;
+    UpdateInterest();
+    if (closed()) return;
+    handler_->OnRequest(shared_from_this(), std::move(frame));
+  }
+}
+
+void Connection::Send(Response response) {
+  if (closed()) return;
+  auto self = shared_from_this();
+  SLUICE_ASSERT(in_request_ && out_.empty());
+
+  uint64_t total = response.buffer.size();
+  size_t pos = 0;
+  for (const auto& s : response.splices) {
+    SLUICE_ASSERT(s.buffer_pos >= pos && s.buffer_pos <= response.buffer.size());
+    SLUICE_ASSERT(s.token < response.files.size() && s.size <= response.files[s.token].size);
+    total += s.size;
+    pos = s.buffer_pos;
+  }
+  SLUICE_ASSERT(total <= INT32_MAX);  // a Kafka frame's size is an int32
+  out_size_[0] = static_cast<uint8_t>(total >> 24);
+  out_size_[1] = static_cast<uint8_t>(total >> 16);
+  out_size_[2] = static_cast<uint8_t>(total >> 8);
+  out_size_[3] = static_cast<uint8_t>(total);
+
+  response_ = std::move(response);
+  const std::vector<uint8_t>& buf = response_.buffer;
+  out_.push_back({out_size_, sizeof(out_size_), nullptr, 0});
+  pos = 0;
+  for (const auto& s : response_.splices) {
+    if (s.buffer_pos > pos) out_.push_back({buf.data() + pos, s.buffer_pos - pos, nullptr, 0});
+    pos = s.buffer_pos;
+    if (s.size == 0) continue;
+    const storage::FileSlice& slice = response_.files[s.token];
+    if (slice.file->fd() >= 0) {
+      out_.push_back({nullptr, s.size, slice.file, slice.position});
+      continue;
+    }
+    // A file without a descriptor (a test Env): send a copy.
+    storage::FileSlice part{slice.file, slice.position, s.size};
+    Status st = storage::PartitionLog::ReadSlice(part, &copies_.emplace_back());
+    if (!st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "connection fd {}: reading a response slice: {}; closing", fd_, st.ToString());
+      Close();
+      return;
+    }
+    out_.push_back({copies_.back().data(), copies_.back().size(), nullptr, 0});
+  }
+  if (buf.size() > pos) out_.push_back({buf.data() + pos, buf.size() - pos, nullptr, 0});
+  FlushOutput();
+}
+
+void Connection::FinishRequest() {
+  if (closed()) return;
+  SLUICE_ASSERT(in_request_ && out_.empty());
+  in_request_ = false;
+  UpdateInterest();
+}
+
+void Connection::FlushOutput() {
+  while (out_next_ < out_.size()) {
+    Piece& p = out_[out_next_];
+    ssize_t n;
+    if (p.file == nullptr) {
+      iovec iov[kMaxIov];
+      size_t count = 0;
+      for (size_t i = out_next_; i < out_.size() && out_[i].file == nullptr && count < kMaxIov; ++i) {
+        iov[count++] = {const_cast<uint8_t*>(out_[i].data), out_[i].len};
+      }
+      msghdr msg{};
+      msg.msg_iov = iov;
+      msg.msg_iovlen = count;
+      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+    } else {
+      off_t offset = static_cast<off_t>(p.pos);
+      n = ::sendfile(fd_, p.file->fd(), &offset, std::min(p.len, kMaxSendfile));
+      if (n == 0) {
+        // The file is shorter than the slice: the frame cannot be completed.
+        SLUICE_LOG(kLog, kWarn, "connection fd {}: {} ended before byte {} of a response slice; closing",
+                   fd_, p.file->path(), p.pos + p.len);
+        Close();
+        return;
+      }
+    }
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (WouldBlock(errno)) {
+        want_write_ = true;
+        UpdateInterest();
+        return;
+      }
+      SLUICE_LOG(kLog, kDebug, "connection fd {}: send: {}", fd_, ErrnoError("send", "", errno).message());
+      Close();
+      return;
+    }
+    // Advance past what was written.
+    auto left = static_cast<size_t>(n);
+    while (left > 0) {
+      Piece& q = out_[out_next_];
+      size_t take = std::min(left, q.len);
+      if (q.file == nullptr) q.data += take;
+      q.pos += take;
+      q.len -= take;
+      left -= take;
+      if (q.len == 0) ++out_next_;
+    }
+  }
+  // The whole response is out: release it and unmute.
+  out_.clear();
+  out_next_ = 0;
+  response_ = {};
+  copies_.clear();
+  want_write_ = false;
+  in_request_ = false;
+  UpdateInterest();
+}
+
+void Connection::UpdateInterest() {
+  if (closed()) return;
+  uint32_t want = (in_request_ ? 0 : EPOLLIN) | (want_write_ ? EPOLLOUT : 0);
+  if (want == interest_) return;
+  Status st = loop_->Modify(fd_, want);
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "connection fd {}: {}; closing", fd_, st.ToString());
+    Close();
+    return;
+  }
+  interest_ = want;
+}
+
+void Connection::Close() {
+  if (closed()) return;
+  auto self = shared_from_this();  // on_close may drop the owner's reference
+  loop_->Remove(fd_);
+  ::close(fd_);
+  fd_ = -1;
+  frame_ = {};
+  out_.clear();
+  response_ = {};
+  copies_.clear();
+  if (on_close_) {
+    CloseCallback cb = std::move(on_close_);
+    on_close_ = nullptr;
+    cb(this);
+  }
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,128 @@
+// Connection: one Kafka client's TCP connection, on one shard's loop for its whole life.
+// It reads size-prefixed request frames, hands each to a RequestHandler, and writes
+// responses, with record data spliced from segment files by sendfile(2)
+// (docs/design/0002-broker-plan.md, decisions 3 and 10).
+#pragma once
+
+#include <sys/uio.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/event_loop.h"
+#include "kafka/protocol/wire.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+class Connection;
+
+// Serves the requests of every connection. OnRequest runs on the connection's loop with
+// one whole frame (without its 4-byte size). Exactly one of conn->Send() or
+// conn->FinishRequest() must follow, on that loop, now or later (from a posted task or a
+// timer); until then the connection reads nothing more. Keep `conn` (a shared_ptr) to
+// answer later: once the connection is closed those calls do nothing.
+class RequestHandler {
+ public:
+  virtual ~RequestHandler() = default;
+  virtual void OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint8_t> frame) = 0;
+};
+
+struct ConnectionOptions {
+  // socket.request.max.bytes: a larger (or negative) declared size closes the connection.
+  int32_t max_request_bytes = 100 * 1024 * 1024;
+};
+
+// One response frame: `buffer` is the frame without its 4-byte size (Send adds it);
+// `splices` (from kafka::Writer::splices()) place file bytes in it, and each splice's
+// token indexes `files`: the splice sends the first splice.size bytes of that slice.
+struct Response {
+  std::vector<uint8_t> buffer;
+  std::vector<kafka::Writer::Splice> splices;
+  std::vector<storage::FileSlice> files;
+};
+
+// Lifecycle: made by make_shared on its loop's thread, then Start(); lives while its
+// owner (the Server's shard) or a handler holds it. Close() (idempotent) unregisters and
+// closes the socket and calls `on_close`, so the owner can drop it. Every method runs on
+// the loop's thread.
+//
+// One request at a time, as Kafka mutes a channel: after a frame is handed to the
+// handler the socket is not read until the response has been written in full (or
+// FinishRequest() is called), so responses stay in order, a client cannot queue
+// unbounded work, and a client that does not read its responses stops being read.
+//
+// Memory: an idle connection holds its fd and a few dozen bytes. A frame's buffer grows
+// as its bytes arrive, at most kReadChunk past them, never from the declared size alone.
+// The output queue holds one response (its buffer and file references).
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  using CloseCallback = std::function<void(Connection*)>;
+
+  // Bytes read ahead of a frame's arrived bytes per recv.
+  static constexpr size_t kReadChunk = 64 * 1024;
+
+  // Takes `fd`: a connected, non-blocking socket.
+  Connection(EventLoop* loop, int fd, ConnectionOptions options, RequestHandler* handler,
+             CloseCallback on_close);
+  ~Connection();  // closes the fd if Close() was not called (the loop must be gone then)
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Registers with the loop and starts reading.
+  Status Start();
+
+  // Answers the current request. Writes at once as far as the socket takes, the rest
+  // when it becomes writable. Splices must be in buffer order and fit their slices.
+  void Send(Response response);
+  // Ends the current request without a response (acks=0 produce).
+  void FinishRequest();
+  void Close();
+
+  bool closed() const { return fd_ < 0; }
+  EventLoop* loop() const { return loop_; }
+
+ private:
+  // A piece of the output: memory (`data`, `len`) or a file range (`file` set).
+  struct Piece {
+    const uint8_t* data = nullptr;
+    size_t len = 0;
+    std::shared_ptr<storage::File> file;
+    uint64_t pos = 0;
+  };
+
+  void HandleEvents(uint32_t events);
+  void ReadFrames();
+  // Returns true when `n` bytes were read; closes on EOF or error.
+  bool RecvOk(ssize_t n);
+  void FlushOutput();
+  void UpdateInterest();
+
+  EventLoop* const loop_;
+  int fd_;
+  const ConnectionOptions options_;
+  RequestHandler* const handler_;
+  CloseCallback on_close_;
+  uint32_t interest_ = 0;  // events registered with the loop
+
+  // Input: the size prefix, then the frame.
+  uint8_t size_bytes_[4] = {};
+  size_t size_got_ = 0;
+  size_t frame_size_ = 0;
+  size_t frame_got_ = 0;
+  std::vector<uint8_t> frame_;
+  bool in_request_ = false;  // a frame is with the handler or its response is being written
+
+  // Output: one response.
+  uint8_t out_size_[4] = {};
+  Response response_;                         // owns the memory pieces point into
+  std::vector<std::vector<uint8_t>> copies_;  // slices of files without an fd, read in
+  std::vector<Piece> out_;
+  size_t out_next_ = 0;  // first piece not fully written
+  bool want_write_ = false;
+};
+
+}  // namespace sluice::broker
