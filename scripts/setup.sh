@@ -9,7 +9,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libyaml-cpp-dev liburing-dev libcli11-dev
-  zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev
+  zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev nlohmann-json3-dev
   nodejs
 )
 

@@ -1,0 +1,165 @@
+#include "broker/topic_store.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/env.h"
+#include "storage/testing/files.h"
+
+namespace sluice::broker {
+namespace {
+
+using kafka::ErrorCode;
+using storage::testing::ReadFileBytes;
+using storage::testing::TempDir;
+using storage::testing::WriteFileBytes;
+
+class TopicStoreTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TopicStore> Open() {
+    auto s = TopicStore::Open(dir_.path(), TopicConfig{});
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  void WriteMeta(const std::string& text) {
+    std::string dir = dir_.path() + "/meta";
+    ASSERT_TRUE(storage::Env::Posix()->CreateDirs(dir).ok());
+    WriteFileBytes(dir + "/topics.json", std::vector<uint8_t>(text.begin(), text.end()));
+  }
+  TempDir dir_{"topic-store"};
+};
+
+TEST_F(TopicStoreTest, CreatedTopicsSurviveReopenWithTheirIds) {
+  kafka::Uuid id;
+  {
+    auto store = Open();
+    TopicInfo info;
+    ASSERT_TRUE(store->Create("orders", 3, {{"retention.ms", "1000"}}, false, &info).ok());
+    EXPECT_FALSE(info.id.IsZero());
+    EXPECT_EQ(info.config.retention_ms, 1000);
+    id = info.id;
+    ASSERT_TRUE(store->Create("a.b-c_d", 1, {}, false, nullptr).ok());
+  }
+  auto store = Open();
+  const TopicInfo* t = store->Find("orders");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->id, id);
+  EXPECT_EQ(t->partitions, 3);
+  EXPECT_EQ(t->config.retention_ms, 1000);
+  EXPECT_EQ(t->overrides.at("retention.ms"), "1000");
+  EXPECT_EQ(store->FindById(id), t);
+  EXPECT_EQ(store->List().size(), 2u);
+}
+
+TEST_F(TopicStoreTest, RecreatedTopicGetsANewId) {
+  auto store = Open();
+  TopicInfo first, second;
+  ASSERT_TRUE(store->Create("t", 1, {}, false, &first).ok());
+  ASSERT_TRUE(store->Delete("t").ok());
+  EXPECT_EQ(store->Find("t"), nullptr);
+  ASSERT_TRUE(store->Create("t", 1, {}, false, &second).ok());
+  EXPECT_NE(first.id, second.id);
+}
+
+TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
+  auto store = Open();
+  ASSERT_TRUE(store->Create("t", 1, {}, false, nullptr).ok());
+  EXPECT_EQ(store->Create("t", 1, {}, false, nullptr).code, ErrorCode::kTopicAlreadyExists);
+  EXPECT_EQ(store->Create("", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
+  EXPECT_EQ(store->Create("..", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
+  EXPECT_EQ(store->Create("bad name", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
+  EXPECT_EQ(store->Create(std::string(250, 'x'), 1, {}, false, nullptr).code,
+            ErrorCode::kInvalidTopicException);
+  EXPECT_EQ(store->Create("zero", 0, {}, false, nullptr).code, ErrorCode::kInvalidPartitions);
+  EXPECT_EQ(store->Create("neg", -1, {}, false, nullptr).code, ErrorCode::kInvalidPartitions);
+  TopicError e = store->Create("cfg", 1, {{"retention.ms", "soon"}}, false, nullptr);
+  EXPECT_EQ(e.code, ErrorCode::kInvalidConfig);
+  EXPECT_NE(e.message.find("retention.ms"), std::string::npos) << e.message;
+  EXPECT_EQ(store->Create("cfg", 1, {{"no.such.config", "1"}}, false, nullptr).code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(store->Create("cfg", 1, {{"cleanup.policy", "compact"}}, false, nullptr).code,
+            ErrorCode::kInvalidConfig);
+}
+
+TEST_F(TopicStoreTest, DotAndUnderscoreNamesCollide) {
+  auto store = Open();
+  ASSERT_TRUE(store->Create("a.b", 1, {}, false, nullptr).ok());
+  TopicError e = store->Create("a_b", 1, {}, false, nullptr);
+  EXPECT_EQ(e.code, ErrorCode::kInvalidTopicException);
+  EXPECT_NE(e.message.find("collides"), std::string::npos);
+}
+
+TEST_F(TopicStoreTest, ValidateOnlyChangesNothing) {
+  auto store = Open();
+  EXPECT_TRUE(store->Create("t", 4, {}, true, nullptr).ok());
+  EXPECT_EQ(store->Find("t"), nullptr);
+}
+
+TEST_F(TopicStoreTest, PartitionsOnlyGrow) {
+  auto store = Open();
+  ASSERT_TRUE(store->Create("t", 2, {}, false, nullptr).ok());
+  EXPECT_EQ(store->AddPartitions("t", 2, false).code, ErrorCode::kInvalidPartitions);
+  EXPECT_EQ(store->AddPartitions("nope", 3, false).code, ErrorCode::kUnknownTopicOrPartition);
+  ASSERT_TRUE(store->AddPartitions("t", 5, false).ok());
+  store = Open();
+  EXPECT_EQ(store->Find("t")->partitions, 5);
+}
+
+TEST_F(TopicStoreTest, IncrementalAndFullConfigChanges) {
+  auto store = Open();
+  ASSERT_TRUE(store->Create("t", 1, {{"retention.ms", "1000"}}, false, nullptr).ok());
+  ASSERT_TRUE(store->SetConfigs("t", {{"segment.bytes", "1048576"}}, false, false).ok());
+  EXPECT_EQ(store->Find("t")->config.retention_ms, 1000);
+  EXPECT_EQ(store->Find("t")->config.segment_bytes, 1048576);
+  ASSERT_TRUE(store->SetConfigs("t", {{"retention.ms", std::nullopt}}, false, false).ok());
+  EXPECT_EQ(store->Find("t")->config.retention_ms, TopicConfig{}.retention_ms);
+  ASSERT_TRUE(store->SetConfigs("t", {{"message.timestamp.type", "LogAppendTime"}}, true, false).ok());
+  EXPECT_TRUE(store->Find("t")->config.log_append_time);
+  EXPECT_EQ(store->Find("t")->config.segment_bytes, TopicConfig{}.segment_bytes);  // replaced
+  EXPECT_EQ(store->SetConfigs("t", {{"segment.bytes", "1"}}, false, false).code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(store->Find("t")->overrides.size(), 1u);  // the bad change left nothing behind
+}
+
+TEST_F(TopicStoreTest, MalformedFilesAreCorruptionNamingTheFile) {
+  const char* cases[] = {
+      "not json",
+      "[]",
+      "{\"version\": 2, \"topics\": []}",
+      "{\"version\": 1}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\"}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"bad name\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"nope\", \"partitions\": 1}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 0}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": {\"retention.ms\": 5}}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": {\"bogus\": \"5\"}}]}",
+  };
+  for (const char* text : cases) {
+    WriteMeta(text);
+    auto s = TopicStore::Open(dir_.path(), TopicConfig{});
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.status().code(), StatusCode::kCorruption) << text;
+    EXPECT_NE(s.status().message().find("topics.json"), std::string::npos) << s.status().ToString();
+  }
+}
+
+TEST_F(TopicStoreTest, ConfigMapListsEveryNameResolveAccepts) {
+  auto map = TopicConfig{}.ToMap();
+  for (const std::string& name : TopicConfig::Names()) EXPECT_EQ(map.count(name), 1u) << name;
+  EXPECT_EQ(map.size(), TopicConfig::Names().size());
+}
+
+TEST(TopicNameTest, KafkaRules) {
+  EXPECT_TRUE(ValidateTopicName("a").ok());
+  EXPECT_TRUE(ValidateTopicName(std::string(249, 'z')).ok());
+  EXPECT_TRUE(ValidateTopicName("Orders.v1_x-2").ok());
+  EXPECT_FALSE(ValidateTopicName("a/b").ok());
+  EXPECT_FALSE(ValidateTopicName("ä").ok());
+}
+
+TEST(UuidTest, RandomIdsAreVersion4AndDistinct) {
+  kafka::Uuid a = RandomUuid(), b = RandomUuid();
+  EXPECT_NE(a, b);
+  EXPECT_EQ((a.hi >> 12) & 0xf, 4u);
+  EXPECT_EQ(a.lo >> 62, 2u);
+}
+
+}  // namespace
+}  // namespace sluice::broker

@@ -1,0 +1,361 @@
+#include "broker/topic_store.h"
+
+
+#include <algorithm>
+#include <charconv>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "storage/env.h"
+
+namespace sluice::broker {
+namespace {
+
+using kafka::ErrorCode;
+
+constexpr int kFormatVersion = 1;
+
+TopicError Err(ErrorCode code, std::string message) { return TopicError{code, std::move(message)}; }
+
+std::optional<int64_t> ParseInt(const std::string& s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::string UuidText(const kafka::Uuid& u) {
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", u.hi >> 32, (u.hi >> 16) & 0xffff,
+                     u.hi & 0xffff, u.lo >> 48, u.lo & 0xffffffffffffULL);
+}
+
+std::optional<kafka::Uuid> ParseUuidText(const std::string& s) {
+  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') return std::nullopt;
+  std::string hex;
+  for (char c : s) {
+    if (c != '-') hex.push_back(c);
+  }
+  uint64_t parts[2];
+  for (int i = 0; i < 2; ++i) {
+    auto [p, ec] = std::from_chars(hex.data() + 16 * i, hex.data() + 16 * i + 16, parts[i], 16);
+    if (ec != std::errc() || p != hex.data() + 16 * i + 16) return std::nullopt;
+  }
+  return kafka::Uuid{parts[0], parts[1]};
+}
+
+// Kafka rejects a topic whose name equals an existing one once '.' and '_' are the same.
+std::string CollisionKey(const std::string& name) {
+  std::string k = name;
+  std::replace(k.begin(), k.end(), '.', '_');
+  return k;
+}
+
+}  // namespace
+
+kafka::Uuid RandomUuid() {
+  static thread_local std::mt19937_64 gen{std::random_device{}()};
+  kafka::Uuid u;
+  do {
+    u.hi = (gen() & ~0xf000ULL) | 0x4000ULL;  // version 4
+    u.lo = (gen() & ~(3ULL << 62)) | (2ULL << 62);  // variant 10
+  } while (u.IsZero());
+  return u;
+}
+
+TopicError ValidateTopicName(const std::string& name) {
+  if (name.empty()) return Err(ErrorCode::kInvalidTopicException, "topic name is empty");
+  if (name == "." || name == "..") {
+    return Err(ErrorCode::kInvalidTopicException, fmt::format("topic name cannot be '{}'", name));
+  }
+  if (name.size() > 249) {
+    return Err(ErrorCode::kInvalidTopicException,
+               fmt::format("topic name is {} characters long; the maximum is 249", name.size()));
+  }
+  for (char c : name) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return Err(ErrorCode::kInvalidTopicException,
+                 fmt::format("topic name '{}' contains '{}': only ASCII letters, digits, '.', "
+                             "'_' and '-' are allowed",
+                             name, c));
+    }
+  }
+  return {};
+}
+
+const std::vector<std::string>& TopicConfig::Names() {
+  static const std::vector<std::string> kNames = {
+      "cleanup.policy",  "max.message.bytes", "message.timestamp.type", "retention.bytes",
+      "retention.ms",    "segment.bytes",     "segment.ms"};
+  return kNames;
+}
+
+Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string>& overrides,
+                                         const TopicConfig& defaults, TopicError* error) {
+  TopicConfig c = defaults;
+  auto bad = [&](const std::string& key, const std::string& value, const std::string& why) {
+    *error = Err(ErrorCode::kInvalidConfig,
+                 fmt::format("invalid value '{}' for config {}: {}", value, key, why));
+    return InvalidArgumentError("{}", error->message);
+  };
+  for (const auto& [key, value] : overrides) {
+    auto n = ParseInt(value);
+    if (key == "retention.ms" || key == "retention.bytes") {
+      if (!n || *n < -1) return bad(key, value, "must be an integer, -1 or more");
+      (key == "retention.ms" ? c.retention_ms : c.retention_bytes) = *n;
+    } else if (key == "segment.bytes") {
+      if (!n || *n < 14 || *n > INT32_MAX - 2 * 1048588LL) {
+        return bad(key, value, fmt::format("must be an integer from 14 to {}", INT32_MAX - 2 * 1048588LL));
+      }
+      c.segment_bytes = *n;
+    } else if (key == "segment.ms") {
+      if (!n || *n < 1) return bad(key, value, "must be a positive integer");
+      c.segment_ms = *n;
+    } else if (key == "max.message.bytes") {
+      if (!n || *n < 0 || *n > 64 * 1024 * 1024) return bad(key, value, "must be an integer from 0 to 67108864");
+      c.max_message_bytes = static_cast<int32_t>(*n);
+    } else if (key == "message.timestamp.type") {
+      if (value != "CreateTime" && value != "LogAppendTime") {
+        return bad(key, value, "must be CreateTime or LogAppendTime");
+      }
+      c.log_append_time = value == "LogAppendTime";
+    } else if (key == "cleanup.policy") {
+      if (value != "delete") return bad(key, value, "only 'delete' is supported (compaction is not)");
+      c.cleanup_policy = value;
+    } else {
+      *error = Err(ErrorCode::kInvalidConfig, fmt::format("unknown topic config '{}'", key));
+      return InvalidArgumentError("{}", error->message);
+    }
+  }
+  return c;
+}
+
+std::map<std::string, std::string> TopicConfig::ToMap() const {
+  return {{"cleanup.policy", cleanup_policy},
+          {"max.message.bytes", std::to_string(max_message_bytes)},
+          {"message.timestamp.type", log_append_time ? "LogAppendTime" : "CreateTime"},
+          {"retention.bytes", std::to_string(retention_bytes)},
+          {"retention.ms", std::to_string(retention_ms)},
+          {"segment.bytes", std::to_string(segment_bytes)},
+          {"segment.ms", std::to_string(segment_ms)}};
+}
+
+TopicStore::TopicStore(std::string data_dir, TopicConfig defaults)
+    : meta_dir_(data_dir + "/meta"), path_(meta_dir_ + "/topics.json"), defaults_(std::move(defaults)) {}
+
+Result<std::unique_ptr<TopicStore>> TopicStore::Open(const std::string& data_dir, TopicConfig defaults) {
+  std::unique_ptr<TopicStore> store(new TopicStore(data_dir, std::move(defaults)));
+  RETURN_IF_ERROR(storage::Env::Posix()->CreateDirs(store->meta_dir_));
+  RETURN_IF_ERROR(store->Load());
+  return store;
+}
+
+Status TopicStore::Load() {
+  std::ifstream in(path_, std::ios::binary);
+  if (!in) {
+    if (!storage::Env::Posix()->Exists(path_)) return Status::OK();
+    return IOError("cannot read {}", path_);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    return CorruptionError("{}: not valid JSON: {}", path_, e.what());
+  }
+  auto corrupt = [&](const std::string& what) { return CorruptionError("{}: {}", path_, what); };
+  if (!doc.is_object() || !doc.contains("version") || !doc["version"].is_number_integer()) {
+    return corrupt("no integer \"version\" at the top level");
+  }
+  if (doc["version"].get<int64_t>() != kFormatVersion) {
+    return corrupt(fmt::format("format version {} is not {}", doc["version"].dump(), kFormatVersion));
+  }
+  if (!doc.contains("topics") || !doc["topics"].is_array()) return corrupt("no \"topics\" array");
+  for (const auto& t : doc["topics"]) {
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("id") ||
+        !t["id"].is_string() || !t.contains("partitions") || !t["partitions"].is_number_integer()) {
+      return corrupt(fmt::format("topic entry {} lacks a string name, a string id or an integer partitions",
+                                 t.dump().substr(0, 200)));
+    }
+    TopicInfo info;
+    info.name = t["name"].get<std::string>();
+    if (TopicError e = ValidateTopicName(info.name); !e.ok()) return corrupt(e.message);
+    auto id = ParseUuidText(t["id"].get<std::string>());
+    if (!id || id->IsZero()) return corrupt(fmt::format("topic {} has a bad id", info.name));
+    info.id = *id;
+    int64_t partitions = t["partitions"].get<int64_t>();
+    if (partitions < 1 || partitions > 1'000'000) {
+      return corrupt(fmt::format("topic {} has {} partitions", info.name, partitions));
+    }
+    info.partitions = static_cast<int32_t>(partitions);
+    if (t.contains("configs")) {
+      if (!t["configs"].is_object()) return corrupt(fmt::format("topic {}: configs is not an object", info.name));
+      for (const auto& [k, v] : t["configs"].items()) {
+        if (!v.is_string()) return corrupt(fmt::format("topic {}: config {} is not a string", info.name, k));
+        info.overrides[k] = v.get<std::string>();
+      }
+    }
+    TopicError err;
+    auto config = TopicConfig::Resolve(info.overrides, defaults_, &err);
+    if (!config.ok()) return corrupt(fmt::format("topic {}: {}", info.name, err.message));
+    info.config = *config;
+    if (topics_.count(info.name) != 0) return corrupt(fmt::format("topic {} appears twice", info.name));
+    topics_.emplace(info.name, std::move(info));
+  }
+  return Status::OK();
+}
+
+Status TopicStore::Save() const {
+  nlohmann::json doc;
+  doc["version"] = kFormatVersion;
+  doc["topics"] = nlohmann::json::array();
+  for (const auto& [name, t] : topics_) {
+    nlohmann::json entry;
+    entry["name"] = name;
+    entry["id"] = UuidText(t.id);
+    entry["partitions"] = t.partitions;
+    entry["configs"] = nlohmann::json::object();
+    for (const auto& [k, v] : t.overrides) entry["configs"][k] = v;
+    doc["topics"].push_back(std::move(entry));
+  }
+  std::string text = doc.dump(2) + "\n";
+  storage::Env* env = storage::Env::Posix();
+  std::string tmp = path_ + ".tmp";
+  {
+    ASSIGN_OR_RETURN(auto f, env->Open(tmp, storage::OpenMode::kCreate));
+    RETURN_IF_ERROR(f->Truncate(0));
+    RETURN_IF_ERROR(f->WriteAt(0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+    RETURN_IF_ERROR(f->Sync());
+  }
+  RETURN_IF_ERROR(env->Rename(tmp, path_));
+  return env->SyncDir(meta_dir_);
+}
+
+TopicError TopicStore::Create(const std::string& name, int32_t partitions,
+                              const std::map<std::string, std::string>& overrides,
+                              bool validate_only, TopicInfo* created) {
+  if (TopicError e = ValidateTopicName(name); !e.ok()) return e;
+  if (topics_.count(name) != 0) {
+    return Err(ErrorCode::kTopicAlreadyExists, fmt::format("topic '{}' already exists", name));
+  }
+  std::string key = CollisionKey(name);
+  for (const auto& [other, info] : topics_) {
+    if (CollisionKey(other) == key) {
+      return Err(ErrorCode::kInvalidTopicException,
+                 fmt::format("topic '{}' collides with existing topic '{}' ('.' and '_' are alike)",
+                             name, other));
+    }
+  }
+  if (partitions < 1 || partitions > 100'000) {
+    return Err(ErrorCode::kInvalidPartitions,
+               fmt::format("number of partitions must be from 1 to 100000, not {}", partitions));
+  }
+  TopicError err;
+  auto config = TopicConfig::Resolve(overrides, defaults_, &err);
+  if (!config.ok()) return err;
+  if (validate_only) return {};
+  TopicInfo info;
+  info.name = name;
+  info.partitions = partitions;
+  info.overrides = overrides;
+  info.config = *config;
+  do {
+    info.id = RandomUuid();
+  } while (FindById(info.id) != nullptr);
+  topics_.emplace(name, info);
+  if (Status st = Save(); !st.ok()) {
+    topics_.erase(name);
+    return Err(ErrorCode::kKafkaStorageError, st.ToString());
+  }
+  if (created != nullptr) *created = std::move(info);
+  return {};
+}
+
+TopicError TopicStore::Delete(const std::string& name) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) {
+    return Err(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name));
+  }
+  TopicInfo saved = std::move(it->second);
+  topics_.erase(it);
+  if (Status st = Save(); !st.ok()) {
+    topics_.emplace(name, std::move(saved));
+    return Err(ErrorCode::kKafkaStorageError, st.ToString());
+  }
+  return {};
+}
+
+TopicError TopicStore::AddPartitions(const std::string& name, int32_t total, bool validate_only) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) {
+    return Err(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name));
+  }
+  if (total <= it->second.partitions || total > 100'000) {
+    return Err(ErrorCode::kInvalidPartitions,
+               fmt::format("topic '{}' has {} partitions; the new count must be larger (and at most 100000), not {}",
+                           name, it->second.partitions, total));
+  }
+  if (validate_only) return {};
+  int32_t old = it->second.partitions;
+  it->second.partitions = total;
+  if (Status st = Save(); !st.ok()) {
+    it->second.partitions = old;
+    return Err(ErrorCode::kKafkaStorageError, st.ToString());
+  }
+  return {};
+}
+
+TopicError TopicStore::SetConfigs(const std::string& name,
+                                  const std::map<std::string, std::optional<std::string>>& changes,
+                                  bool replace_all, bool validate_only) {
+  auto it = topics_.find(name);
+  if (it == topics_.end()) {
+    return Err(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name));
+  }
+  std::map<std::string, std::string> overrides = replace_all ? std::map<std::string, std::string>() : it->second.overrides;
+  for (const auto& [k, v] : changes) {
+    if (v) {
+      overrides[k] = *v;
+    } else {
+      overrides.erase(k);
+    }
+  }
+  TopicError err;
+  auto config = TopicConfig::Resolve(overrides, defaults_, &err);
+  if (!config.ok()) return err;
+  if (validate_only) return {};
+  TopicInfo saved = it->second;
+  it->second.overrides = std::move(overrides);
+  it->second.config = *config;
+  if (Status st = Save(); !st.ok()) {
+    it->second = std::move(saved);
+    return Err(ErrorCode::kKafkaStorageError, st.ToString());
+  }
+  return {};
+}
+
+const TopicInfo* TopicStore::Find(const std::string& name) const {
+  auto it = topics_.find(name);
+  return it == topics_.end() ? nullptr : &it->second;
+}
+
+const TopicInfo* TopicStore::FindById(const kafka::Uuid& id) const {
+  for (const auto& [name, info] : topics_) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
+std::vector<const TopicInfo*> TopicStore::List() const {
+  std::vector<const TopicInfo*> out;
+  for (const auto& [name, info] : topics_) out.push_back(&info);
+  return out;
+}
+
+}  // namespace sluice::broker
