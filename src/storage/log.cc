@@ -1234,6 +1234,44 @@ Status PartitionLog::Verify() {
   return Status::OK();
 }
 
+Status PartitionLog::ForEachBatchHeader(
+    int64_t from, const std::function<bool(const BatchHeader&, std::span<const uint8_t>)>& fn) {
+  std::vector<std::pair<std::shared_ptr<Segment>, uint64_t>> segs;
+  uint64_t gen;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& s : segments_) {
+      if (s->next_offset > from || s == segments_.back()) segs.emplace_back(s, s->written_size);
+    }
+    gen = layout_gen_;
+  }
+  uint8_t raw[kBatchHeaderSize];
+  for (const auto& entry : segs) {
+    const Segment& seg = *entry.first;
+    uint64_t size = entry.second;
+    Status st = [&]() -> Status {
+      ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
+      uint64_t pos = 0;
+      while (pos < size) {
+        if (size - pos < kBatchHeaderSize) {
+          return CorruptionError("{} at byte {}: {} bytes left, less than a batch header", seg.log_path, pos, size - pos);
+        }
+        ASSIGN_OR_RETURN(size_t n, file->ReadAt(pos, raw));
+        if (n != kBatchHeaderSize) return CorruptionError("{} at byte {}: file is shorter than expected", seg.log_path, pos);
+        BatchHeader h = ParseBatchHeader(raw);
+        Status hs = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(size - pos, MaxStoredBatch())));
+        if (!hs.ok()) return CorruptionError("{} at byte {}: {}", seg.log_path, pos, hs.message());
+        if (h.next_offset() > from && !fn(h, std::span<const uint8_t>(raw, kBatchHeaderSize))) return AbortedError("stopped");
+        pos += h.total_size();
+      }
+      return Status::OK();
+    }();
+    if (st.code() == StatusCode::kAborted) return Status::OK();
+    if (!st.ok()) return LayoutChangedOr(gen, st);
+  }
+  return Status::OK();
+}
+
 // A read that failed while retention or truncation removed or cut what it was reading
 // did not find corruption: it lost a race. That is reported as OutOfRange, to retry.
 Status PartitionLog::LayoutChangedOr(uint64_t gen, Status st) const {

@@ -156,6 +156,12 @@ class PartitionLog {
   // names the file and byte position.
   Status Verify();
 
+  // Calls `fn` with the header of every written batch from the one holding `from` (or
+  // the first) to the written end, reading only headers (one small read per batch).
+  // For rebuilding state kept beside the log (producer sequences, epochs) at open.
+  // `fn` returns false to stop early.
+  Status ForEachBatchHeader(int64_t from, const std::function<bool(const BatchHeader&, std::span<const uint8_t> raw_header)>& fn);
+
   // Waits for pending I/O, syncs, closes files. Further calls fail.
   Status Close();
 

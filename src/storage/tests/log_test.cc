@@ -780,6 +780,27 @@ TEST_F(LogTest, FailedSyncFailsDurableAcks) {
   EXPECT_FALSE(log->Flush().ok());
 }
 
+TEST_F(LogTest, ForEachBatchHeaderWalksHeadersFromAnOffset) {
+  opts_.segment_bytes = 4096;
+  auto log = OpenLog();
+  for (int i = 0; i < 20; ++i) AppendSync(*log, MakeBatch(5, 100, 1000 + i, i));
+  ASSERT_GT(log->segment_count(), 3);
+  std::vector<int64_t> bases;
+  ASSERT_TRUE(log->ForEachBatchHeader(37, [&](const BatchHeader& h, std::span<const uint8_t> raw) {
+                   EXPECT_EQ(raw.size(), kBatchHeaderSize);
+                   bases.push_back(h.base_offset);
+                   return true;
+                 }).ok());
+  ASSERT_EQ(bases.size(), 13u);  // the batch holding 37 (base 35) to the last (base 95)
+  EXPECT_EQ(bases.front(), 35);
+  EXPECT_EQ(bases.back(), 95);
+  int seen = 0;
+  ASSERT_TRUE(log->ForEachBatchHeader(0, [&](const BatchHeader&, std::span<const uint8_t>) {
+                   return ++seen < 3;
+                 }).ok());
+  EXPECT_EQ(seen, 3);
+}
+
 TEST_F(LogTest, RejectsBadOptions) {
   opts_.segment_bytes = 10;
   EXPECT_EQ(PartitionLog::Open(dir_, opts_).status().code(), StatusCode::kInvalidArgument);
