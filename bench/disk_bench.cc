@@ -957,6 +957,11 @@ class Progress {
 
 Status Validate(const DiskBenchOptions& o, std::vector<Mode>* modes) {
   if (o.bytes_per_cell == 0) return InvalidArgumentError("bytes_per_cell must be positive");
+  // Sizes are summed per cell; keep them far from overflow (a negative flag value parses
+  // as a huge unsigned one).
+  if (o.bytes_per_cell > (1ull << 50)) {
+    return InvalidArgumentError("bytes_per_cell {} is more than 1 PiB", o.bytes_per_cell);
+  }
   if (o.record_bytes == 0 || o.record_bytes > (64u << 20)) {
     return InvalidArgumentError("record_bytes must be in [1, 64 MiB], not {}", o.record_bytes);
   }

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git
+  build-essential cmake ninja-build ccache pkg-config git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev libyaml-cpp-dev liburing-dev libcli11-dev
   zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev nlohmann-json3-dev
@@ -24,9 +24,16 @@ if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing apt packages: ${missing[*]}"
   SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  if [ "$(id -u)" -ne 0 ]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+      echo "setup: these packages are missing and installing them needs root: ${missing[*]}" >&2
+      echo "setup: run this as root, or install sudo, or install them by hand" >&2
+      exit 1
+    fi
+    SUDO="sudo"
+  fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 # DuckDB: libduckdb.so and duckdb.h come pinned from npm (package.json, package-lock.json).

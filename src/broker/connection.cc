@@ -55,7 +55,9 @@ void Connection::HandleEvents(uint32_t events) {
 bool Connection::RecvOk(ssize_t n) {
   if (n > 0) return true;
   if (n < 0 && (errno == EINTR || WouldBlock(errno))) return false;
-  if (n < 0) SLUICE_LOG(kLog, kDebug, "connection fd {}: recv: {}", fd_, ErrnoError("recv", "", errno).message());
+  if (n < 0)
+    SLUICE_LOG(kLog, kDebug, "connection fd {}: recv: {}", fd_,
+               ErrnoError("recv", "", errno).message());
   Close();  // EOF or error
   return false;
 }
@@ -72,12 +74,14 @@ void Connection::ReadFrames() {
       }
       size_got_ += static_cast<size_t>(n);
       if (size_got_ < sizeof(size_bytes_)) continue;
-      int32_t size = static_cast<int32_t>(uint32_t{size_bytes_[0]} << 24 | uint32_t{size_bytes_[1]} << 16 |
-                                          uint32_t{size_bytes_[2]} << 8 | uint32_t{size_bytes_[3]});
+      int32_t size =
+          static_cast<int32_t>(uint32_t{size_bytes_[0]} << 24 | uint32_t{size_bytes_[1]} << 16 |
+                               uint32_t{size_bytes_[2]} << 8 | uint32_t{size_bytes_[3]});
       if (size < 0 || size > options_.max_request_bytes) {
         SLUICE_LOG(kLog, kWarn, "connection fd {}: request size {} is {}; closing", fd_, size,
-                   size < 0 ? "negative" : fmt::format("over socket.request.max.bytes ({})",
-                                                       options_.max_request_bytes));
+                   size < 0 ? "negative"
+                            : fmt::format("over socket.request.max.bytes ({})",
+                                          options_.max_request_bytes));
         Close();
         return;
       }
@@ -110,6 +114,7 @@ void Connection::ReadFrames() {
 
 void Connection::Send(Response response) {
   if (closed()) return;
+  SLUICE_ASSERT(loop_->InLoopThread());
   auto self = shared_from_this();
   SLUICE_ASSERT(in_request_ && out_.empty());
 
@@ -118,6 +123,7 @@ void Connection::Send(Response response) {
   for (const auto& s : response.splices) {
     SLUICE_ASSERT(s.buffer_pos >= pos && s.buffer_pos <= response.buffer.size());
     SLUICE_ASSERT(s.token < response.files.size() && s.size <= response.files[s.token].size);
+    SLUICE_ASSERT(s.size == 0 || response.files[s.token].file != nullptr);
     total += s.size;
     pos = s.buffer_pos;
   }
@@ -144,7 +150,8 @@ void Connection::Send(Response response) {
     storage::FileSlice part{slice.file, slice.position, s.size};
     Status st = storage::PartitionLog::ReadSlice(part, &copies_.emplace_back());
     if (!st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "connection fd {}: reading a response slice: {}; closing", fd_, st.ToString());
+      SLUICE_LOG(kLog, kWarn, "connection fd {}: reading a response slice: {}; closing", fd_,
+                 st.ToString());
       Close();
       return;
     }
@@ -156,6 +163,7 @@ void Connection::Send(Response response) {
 
 void Connection::FinishRequest() {
   if (closed()) return;
+  SLUICE_ASSERT(loop_->InLoopThread());
   SLUICE_ASSERT(in_request_ && out_.empty());
   in_request_ = false;
   UpdateInterest();
@@ -168,7 +176,8 @@ void Connection::FlushOutput() {
     if (p.file == nullptr) {
       iovec iov[kMaxIov];
       size_t count = 0;
-      for (size_t i = out_next_; i < out_.size() && out_[i].file == nullptr && count < kMaxIov; ++i) {
+      for (size_t i = out_next_; i < out_.size() && out_[i].file == nullptr && count < kMaxIov;
+           ++i) {
         iov[count++] = {const_cast<uint8_t*>(out_[i].data), out_[i].len};
       }
       msghdr msg{};
@@ -180,8 +189,9 @@ void Connection::FlushOutput() {
       n = ::sendfile(fd_, p.file->fd(), &offset, std::min(p.len, kMaxSendfile));
       if (n == 0) {
         // The file is shorter than the slice: the frame cannot be completed.
-        SLUICE_LOG(kLog, kWarn, "connection fd {}: {} ended before byte {} of a response slice; closing",
-                   fd_, p.file->path(), p.pos + p.len);
+        SLUICE_LOG(kLog, kWarn,
+                   "connection fd {}: {} ended before byte {} of a response slice; closing", fd_,
+                   p.file->path(), p.pos + p.len);
         Close();
         return;
       }
@@ -193,7 +203,8 @@ void Connection::FlushOutput() {
         UpdateInterest();
         return;
       }
-      SLUICE_LOG(kLog, kDebug, "connection fd {}: send: {}", fd_, ErrnoError("send", "", errno).message());
+      SLUICE_LOG(kLog, kDebug, "connection fd {}: send: {}", fd_,
+                 ErrnoError("send", "", errno).message());
       Close();
       return;
     }
@@ -221,7 +232,7 @@ void Connection::FlushOutput() {
 
 void Connection::UpdateInterest() {
   if (closed()) return;
-  uint32_t want = (in_request_ ? 0 : EPOLLIN) | (want_write_ ? EPOLLOUT : 0);
+  uint32_t want = (in_request_ ? 0u : uint32_t{EPOLLIN}) | (want_write_ ? uint32_t{EPOLLOUT} : 0u);
   if (want == interest_) return;
   Status st = loop_->Modify(fd_, want);
   if (!st.ok()) {

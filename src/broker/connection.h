@@ -55,9 +55,10 @@ struct Response {
 // FinishRequest() is called), so responses stay in order, a client cannot queue
 // unbounded work, and a client that does not read its responses stops being read.
 //
-// Memory: an idle connection holds its fd and a few dozen bytes. A frame's buffer grows
-// as its bytes arrive, at most kReadChunk past them, never from the declared size alone.
-// The output queue holds one response (its buffer and file references).
+// Memory: an idle connection holds its fd and a few hundred bytes, no buffers. A frame's
+// buffer grows as its bytes arrive, by kReadChunk at most per read (vector growth may
+// double the capacity), never from the declared size alone; it is handed to the handler
+// whole. The output queue holds one response (its buffer and file references).
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   using CloseCallback = std::function<void(Connection*)>;

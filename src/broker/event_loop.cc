@@ -161,7 +161,8 @@ void EventLoop::RunPosted() {
       // Keep the rest, in order, ahead of anything posted meanwhile; they are dropped
       // with the loop unless Run() is called again.
       std::lock_guard<std::mutex> lock(post_mu_);
-      posted_.insert(posted_.begin(), std::make_move_iterator(tasks.begin() + static_cast<ptrdiff_t>(i)),
+      posted_.insert(posted_.begin(),
+                     std::make_move_iterator(tasks.begin() + static_cast<ptrdiff_t>(i)),
                      std::make_move_iterator(tasks.end()));
       return;
     }
@@ -176,7 +177,8 @@ void EventLoop::Run() {
     int n = ::epoll_wait(epoll_fd_, events, kMaxEvents, NextTimeoutMs());
     if (n < 0) {
       if (errno == EINTR) continue;
-      SLUICE_LOG(kLog, kError, "epoll_wait failed: {}; the loop stops", ErrnoError("epoll_wait", "", errno).message());
+      SLUICE_LOG(kLog, kError, "epoll_wait failed: {}; the loop stops",
+                 ErrnoError("epoll_wait", "", errno).message());
       break;
     }
     for (int i = 0; i < n && !stop_.load(); ++i) {

@@ -15,7 +15,8 @@ namespace {
 constexpr const char* kVersion = "0.1.0";
 
 void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
-  cmd->add_option("--bytes-per-cell", o->bytes_per_cell, "bytes written per cell (default 8 GiB)");
+  cmd->add_option("--bytes-per-cell", o->bytes_per_cell, "bytes written per cell (default 8 GiB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
   cmd->add_option("--record-bytes", o->record_bytes, "value bytes per record")->capture_default_str();
   cmd->add_option("--records-per-batch", o->records_per_batch, "records per batch")->capture_default_str();
   cmd->add_option("--in-flight", o->in_flight, "appends in flight per writer")->capture_default_str();
@@ -31,7 +32,9 @@ void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
 
 int main(int argc, char** argv) {
   CLI::App app{"sluice: a Kafka-compatible broker, SQL pipelines and SQL over lake tables, in one binary"};
-  app.require_subcommand(1);
+  // 0 or 1 here, checked after parsing: with exactly 1 required, CLI11 reports an
+  // unknown subcommand as "a subcommand is required", which misleads.
+  app.require_subcommand(0, 1);
   std::string log_level = "info";
   app.add_option("--log-level", log_level, "debug, info, warn, error or off")->capture_default_str();
 
@@ -44,12 +47,16 @@ int main(int argc, char** argv) {
   AddDiskBenchOptions(demo, &demo_opts);
 
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
-  bench->require_subcommand(1);
+  bench->require_subcommand(0, 1);
   sluice::bench::DiskBenchOptions disk_opts;
   auto* disk = bench->add_subcommand("disk", "storage engine append rate beside the raw disk write rate");
   AddDiskBenchOptions(disk, &disk_opts);
 
   CLI11_PARSE(app, argc, argv);
+  if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty())) {
+    std::fputs((bench->parsed() ? bench->help() : app.help()).c_str(), stderr);
+    return 2;
+  }
 
   auto level = sluice::ParseLogLevel(log_level);
   if (!level.ok()) {

@@ -1191,15 +1191,17 @@ Result<int> PartitionLog::ApplyRetention() {
     if (!doomed.empty()) ++layout_gen_;
   }
   // The log file goes first: recovery treats index files without a log before the first
-  // segment as leftovers of this and removes them.
+  // segment as leftovers of this and removes them. The directory is synced after each
+  // segment, so a power loss can only bring back a suffix of the deleted ones: the log
+  // never comes back with a gap of offsets in the middle.
   for (const auto& s : doomed) {
     for (const std::string* p : {&s->log_path, &s->index_path, &s->time_index_path}) {
       files_->Evict(*p);
       Status st = options_.env->Remove(*p);
       if (!st.ok() && options_.env->Exists(*p)) return st;
     }
+    RETURN_IF_ERROR(options_.env->SyncDir(dir_));
   }
-  if (!doomed.empty()) RETURN_IF_ERROR(options_.env->SyncDir(dir_));
   return static_cast<int>(doomed.size());
 }
 

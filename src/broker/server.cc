@@ -1,0 +1,173 @@
+// Server: listening, accepting, handing connections to shards. See server.h.
+#include "broker/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <mutex>
+
+#include "base/logging.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("broker");
+
+// Connections accepted per readiness event before yielding to other fds.
+constexpr int kAcceptsPerEvent = 64;
+// After running out of descriptors, accepting resumes after this long.
+constexpr int64_t kAcceptRetryMs = 100;
+
+// Closes a descriptor unless released: an accepted socket travelling to its shard in a
+// posted task is closed if the task is dropped at Stop().
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int Release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+Server::Server(ServerOptions options, RequestHandler* handler)
+    : options_(std::move(options)), handler_(handler) {}
+
+Server::~Server() { Stop(); }
+
+Status Server::Start() {
+  SLUICE_ASSERT(!started_ && options_.shards >= 1);
+  static std::once_flag ignore_sigpipe;
+  std::call_once(ignore_sigpipe, [] { ::signal(SIGPIPE, SIG_IGN); });
+
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (int i = 0; i < options_.shards; ++i) {
+    auto shard = std::make_unique<Shard>();
+    ASSIGN_OR_RETURN(shard->loop, EventLoop::Create());
+    shards.push_back(std::move(shard));
+  }
+  shards_ = std::move(shards);
+
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(options_.port);
+  if (::inet_pton(AF_INET, options_.host.c_str(), &addr.sin_addr) != 1) {
+    shards_.clear();
+    return InvalidArgumentError("listen host '{}' is not an IPv4 address", options_.host);
+  }
+  std::string where = fmt::format("{}:{}", options_.host, options_.port);
+  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  Status st;
+  int one = 1;
+  if (listen_fd_ < 0) {
+    st = ErrnoError("socket", where, errno);
+  } else if (::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    st = ErrnoError("setsockopt(SO_REUSEADDR)", where, errno);
+  } else if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    st = ErrnoError("bind", where, errno);
+  } else if (::listen(listen_fd_, options_.backlog) != 0) {
+    st = ErrnoError("listen", where, errno);
+  } else {
+    socklen_t len = sizeof(addr);
+    if (::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      st = ErrnoError("getsockname", where, errno);
+    } else {
+      port_ = ntohs(addr.sin_port);
+      st = shards_[0]->loop->Add(listen_fd_, EPOLLIN, [this](uint32_t) { OnAcceptable(); });
+    }
+  }
+  if (!st.ok()) {
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+    shards_.clear();
+    return st;
+  }
+
+  started_ = true;
+  for (auto& shard : shards_) {
+    EventLoop* loop = shard->loop.get();
+    shard->thread = std::thread([loop] { loop->Run(); });
+  }
+  SLUICE_LOG(kLog, kInfo, "listening on {}:{} with {} shard(s)", options_.host, port_,
+             shards_.size());
+  return Status::OK();
+}
+
+void Server::Stop() {
+  if (!started_) return;
+  started_ = false;
+  for (auto& shard : shards_) shard->loop->Stop();
+  for (auto& shard : shards_) shard->thread.join();
+  // The loops are stopped: this thread now owns everything they owned.
+  shards_[0]->loop->Remove(listen_fd_);
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+  for (auto& shard : shards_) {
+    auto connections = std::move(shard->connections);
+    for (auto& [ptr, conn] : connections) conn->Close();
+  }
+  // Destroys queued tasks (and the connections and sockets they hold).
+  shards_.clear();
+  connection_count_.store(0);
+  SLUICE_LOG(kLog, kInfo, "stopped");
+}
+
+void Server::OnAcceptable() {
+  for (int i = 0; i < kAcceptsPerEvent; ++i) {
+    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return;
+      if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
+      SLUICE_LOG(kLog, kWarn, "{}",
+                 ErrnoError("accept", fmt::format("port {}", port_), err).message());
+      // Out of descriptors or memory: the pending connection stays readable, so a
+      // level-triggered loop would spin. Stop listening for a while instead.
+      PauseAccepting();
+      return;
+    }
+    int one = 1;
+    (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));  // as Kafka does
+    Shard& shard = *shards_[next_shard_];
+    next_shard_ = (next_shard_ + 1) % shards_.size();
+    auto owned = std::make_shared<ScopedFd>(fd);
+    shard.loop->Post([this, &shard, owned] { AddConnection(shard, owned->Release()); });
+  }
+}
+
+void Server::PauseAccepting() {
+  EventLoop& loop = *shards_[0]->loop;
+  if (!loop.Modify(listen_fd_, 0).ok()) return;
+  loop.RunAfter(kAcceptRetryMs, [this] {
+    Status st = shards_[0]->loop->Modify(listen_fd_, EPOLLIN);
+    if (!st.ok()) SLUICE_LOG(kLog, kError, "cannot resume accepting: {}", st.ToString());
+  });
+}
+
+void Server::AddConnection(Shard& shard, int fd) {
+  auto conn = std::make_shared<Connection>(shard.loop.get(), fd, options_.connection, handler_,
+                                           [this, &shard](Connection* c) {
+                                             if (shard.connections.erase(c) != 0)
+                                               --connection_count_;
+                                           });
+  shard.connections.emplace(conn.get(), conn);
+  ++connection_count_;
+  Status st = conn->Start();
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "cannot register a new connection: {}", st.ToString());
+    conn->Close();
+  }
+}
+
+}  // namespace sluice::broker
