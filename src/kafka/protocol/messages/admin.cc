@@ -3,6 +3,8 @@
 // a field exists in; everything else is in every version.
 #include "kafka/protocol/messages/admin.h"
 
+#include "kafka/protocol/messages/codec_util.h"
+
 #include <fmt/format.h>
 
 namespace sluice::kafka {
@@ -33,88 +35,15 @@ Status CheckVersion(const ApiSpec& api, const char* kind, int16_t version) {
 }
 
 Status Finish(const Reader& r, const ApiSpec& api, const char* kind, int16_t version) {
-  if (r.ok()) return Status::OK();
-  return r.status().WithContext(fmt::format("{}{} v{}", api.name, kind, version));
+  return codec::Finish(r, fmt::format("{}{}", api.name, kind), version);
 }
 
-// Smallest encodings, for the lower bounds ArrayLength checks element counts against.
-constexpr size_t Str(bool flexible) { return flexible ? 1 : 2; }
-constexpr size_t Arr(bool flexible) { return flexible ? 1 : 4; }
-constexpr size_t Tags(bool flexible) { return flexible ? 1 : 0; }
-
-// A tagged-field section with no known fields: every tag goes to `unknown`.
-void ReadTags(Reader& r, bool flexible, std::vector<RawTaggedField>* unknown) {
-  if (flexible) r.TaggedFields([](uint32_t, Reader&) { return false; }, unknown);
-}
-
-void WriteTags(Writer& w, bool flexible, const std::vector<RawTaggedField>& unknown) {
-  if (!flexible) return;
-  w.UnsignedVarint(static_cast<uint32_t>(unknown.size()));
-  for (const RawTaggedField& f : unknown) {
-    w.TaggedFieldHeader(f.tag, static_cast<uint32_t>(f.data.size()));
-    w.Raw(f.data);
-  }
-}
-
-ErrorCode ReadError(Reader& r, const char* field) { return static_cast<ErrorCode>(r.Int16(field)); }
-void WriteError(Writer& w, ErrorCode e) { w.Int16(static_cast<int16_t>(e)); }
-
-// A non-nullable array: null is an error, as in Kafka. `read_one(T&)` fills an element.
-template <typename T, typename F>
-void ReadArray(Reader& r, bool flexible, const char* field, size_t min_element_bytes, std::vector<T>& out,
-               F&& read_one) {
-  int32_t n = r.ArrayLength(flexible, field, min_element_bytes);
-  if (!r.ok()) return;
-  if (n < 0) {
-    r.Fail(field, "null where an array is required");
-    return;
-  }
-  out.clear();
-  out.reserve(static_cast<size_t>(n));  // bounded by the bytes left, see ArrayLength
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one(out.emplace_back());
-}
-
-template <typename T, typename F>
-void ReadNullableArray(Reader& r, bool flexible, const char* field, size_t min_element_bytes,
-                       std::optional<std::vector<T>>& out, F&& read_one) {
-  int32_t n = r.ArrayLength(flexible, field, min_element_bytes);
-  out.reset();
-  if (!r.ok() || n < 0) return;
-  out.emplace();
-  out->reserve(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one(out->emplace_back());
-}
-
-template <typename T, typename F>
-void WriteArray(Writer& w, bool flexible, const std::vector<T>& v, F&& write_one) {
-  w.ArrayLength(flexible, static_cast<int32_t>(v.size()));
-  for (const T& e : v) write_one(e);
-}
-
-template <typename T, typename F>
-void WriteNullableArray(Writer& w, bool flexible, const std::optional<std::vector<T>>& v, F&& write_one) {
-  if (!v) {
-    w.ArrayLength(flexible, -1);
-    return;
-  }
-  WriteArray(w, flexible, *v, write_one);
-}
-
-void ReadStrings(Reader& r, bool flexible, const char* field, std::vector<std::string>& out) {
-  ReadArray(r, flexible, field, Str(flexible), out, [&](std::string& s) { s = r.String(flexible, field); });
-}
-
-void WriteStrings(Writer& w, bool flexible, const std::vector<std::string>& v) {
-  WriteArray(w, flexible, v, [&](const std::string& s) { w.String(flexible, s); });
-}
-
-void ReadInt32s(Reader& r, bool flexible, const char* field, std::vector<int32_t>& out) {
-  ReadArray(r, flexible, field, 4, out, [&](int32_t& x) { x = r.Int32(field); });
-}
-
-void WriteInt32s(Writer& w, bool flexible, const std::vector<int32_t>& v) {
-  WriteArray(w, flexible, v, [&](int32_t x) { w.Int32(x); });
-}
+using namespace codec;
+constexpr size_t Str(bool flexible) { return MinString(flexible); }
+constexpr size_t Arr(bool flexible) { return MinArray(flexible); }
+constexpr size_t Tags(bool flexible) { return MinTags(flexible); }
+ErrorCode ReadError(Reader& r, const char* field) { return ReadErrorCode(r, field); }
+void WriteError(Writer& w, ErrorCode e) { WriteErrorCode(w, e); }
 
 }  // namespace
 

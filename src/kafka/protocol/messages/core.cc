@@ -3,6 +3,8 @@
 // condition of each field next to it.
 #include "kafka/protocol/messages/core.h"
 
+#include "kafka/protocol/messages/codec_util.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,57 +19,7 @@ constexpr int16_t kProduceFlexible = 9;
 constexpr int16_t kFetchFlexible = 12;
 constexpr int16_t kListOffsetsFlexible = 6;
 
-Status Finish(const Reader& r, const char* message, int16_t version) {
-  if (r.ok()) return Status::OK();
-  return r.status().WithContext(fmt::format("{} v{}", message, version));
-}
-
-// Reads a non-nullable array into `out` (cleared first), calling read_one(element) for
-// each element. `min_bytes` is the fewest bytes one element can take in this version, so
-// a count that cannot fit fails before anything is allocated.
-template <typename T, typename F>
-void ReadArray(Reader& r, bool flexible, const char* field, size_t min_bytes, std::vector<T>& out,
-               F&& read_one) {
-  out.clear();
-  int32_t n = r.ArrayLength(flexible, field, min_bytes);
-  if (!r.ok()) return;
-  if (n < 0) {
-    r.Fail(field, "null where an array is required");
-    return;
-  }
-  out.reserve(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one(out.emplace_back());
-}
-
-template <typename T, typename F>
-void ReadNullableArray(Reader& r, bool flexible, const char* field, size_t min_bytes,
-                       std::optional<std::vector<T>>& out, F&& read_one) {
-  out.reset();
-  int32_t n = r.ArrayLength(flexible, field, min_bytes);
-  if (!r.ok() || n < 0) return;
-  out.emplace();
-  out->reserve(static_cast<size_t>(n));
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one(out->emplace_back());
-}
-
-template <typename T, typename F>
-void WriteArray(Writer& w, bool flexible, const std::vector<T>& v, F&& write_one) {
-  w.ArrayLength(flexible, static_cast<int32_t>(v.size()));
-  for (const T& e : v) write_one(e);
-}
-
-void ReadInt32s(Reader& r, bool flexible, const char* field, std::vector<int32_t>& out) {
-  ReadArray(r, flexible, field, 4, out, [&](int32_t& v) { v = r.Int32(field); });
-}
-
-void WriteInt32s(Writer& w, bool flexible, const std::vector<int32_t>& v) {
-  WriteArray(w, flexible, v, [&](int32_t x) { w.Int32(x); });
-}
-
-ErrorCode ReadErrorCode(Reader& r, const char* field) {
-  return static_cast<ErrorCode>(r.Int16(field));
-}
-void WriteErrorCode(Writer& w, ErrorCode e) { w.Int16(static_cast<int16_t>(e)); }
+using namespace codec;
 
 // A tagged-field section with no known tags: only the unknown ones are read or written.
 void ReadUnknownTags(Reader& r, std::vector<RawTaggedField>& unknown) {

@@ -2,6 +2,8 @@
 // definitions (see groups.h for the rules every message here follows).
 #include "kafka/protocol/messages/groups.h"
 
+#include "kafka/protocol/messages/codec_util.h"
+
 #include <fmt/format.h>
 
 namespace sluice::kafka {
@@ -19,75 +21,7 @@ constexpr int16_t kDescribeGroupsFlexible = 5;
 constexpr int16_t kListGroupsFlexible = 3;
 constexpr int16_t kDeleteGroupsFlexible = 2;
 
-// Smallest encodings, for ArrayLength's check of a count against the bytes left.
-size_t StrMin(bool flexible) { return flexible ? 1 : 2; }
-size_t BytesMin(bool flexible) { return flexible ? 1 : 4; }
-size_t ArrMin(bool flexible) { return flexible ? 1 : 4; }
-size_t TagsMin(bool flexible) { return flexible ? 1 : 0; }
-
-// The tagged-field section that ends each struct in flexible versions. No group API
-// defines a tagged field, so every tag read is unknown and kept.
-void ReadTags(Reader& r, bool flexible, std::vector<RawTaggedField>* unknown) {
-  if (!flexible) return;
-  r.TaggedFields([](uint32_t, Reader&) { return false; }, unknown);
-}
-
-void WriteTags(Writer& w, bool flexible, const std::vector<RawTaggedField>& unknown) {
-  if (!flexible) return;
-  w.UnsignedVarint(static_cast<uint32_t>(unknown.size()));
-  for (const RawTaggedField& t : unknown) {
-    w.TaggedFieldHeader(t.tag, static_cast<uint32_t>(t.data.size()));
-    w.Raw(t.data);
-  }
-}
-
-ErrorCode ReadErrorCode(Reader& r, const char* field) { return static_cast<ErrorCode>(r.Int16(field)); }
-void WriteErrorCode(Writer& w, ErrorCode e) { w.Int16(static_cast<int16_t>(e)); }
-
-// Reads a non-nullable array, calling `read_one(element)` for each element. Elements are
-// appended one by one (no reserve): the count was checked against the bytes left, but an
-// element in memory is larger than its smallest encoding.
-template <typename T, typename F>
-void ReadArray(Reader& r, bool flexible, const char* field, size_t min_element_bytes, std::vector<T>* out,
-               F&& read_one) {
-  int32_t n = r.ArrayLength(flexible, field, min_element_bytes);
-  if (n < 0) {
-    if (r.ok()) r.Fail(field, "null where an array is required");
-    return;
-  }
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one(out->emplace_back());
-}
-
-template <typename T, typename F>
-void ReadNullableArray(Reader& r, bool flexible, const char* field, size_t min_element_bytes,
-                       std::optional<std::vector<T>>* out, F&& read_one) {
-  int32_t n = r.ArrayLength(flexible, field, min_element_bytes);
-  if (n < 0) {
-    out->reset();
-    return;
-  }
-  out->emplace();
-  for (int32_t i = 0; i < n && r.ok(); ++i) read_one((*out)->emplace_back());
-}
-
-template <typename T, typename F>
-void WriteArray(Writer& w, bool flexible, const std::vector<T>& v, F&& write_one) {
-  w.ArrayLength(flexible, static_cast<int32_t>(v.size()));
-  for (const T& e : v) write_one(e);
-}
-
-void ReadStrings(Reader& r, bool flexible, const char* field, std::vector<std::string>* out) {
-  ReadArray(r, flexible, field, StrMin(flexible), out, [&](std::string& s) { s = r.String(flexible, field); });
-}
-
-void WriteStrings(Writer& w, bool flexible, const std::vector<std::string>& v) {
-  WriteArray(w, flexible, v, [&](const std::string& s) { w.String(flexible, s); });
-}
-
-Status Finish(const Reader& r, const char* message, int16_t version) {
-  if (r.ok()) return Status::OK();
-  return r.status().WithContext(fmt::format("{} v{}", message, version));
-}
+using namespace codec;
 
 }  // namespace
 
@@ -123,7 +57,7 @@ Status FindCoordinatorResponse::Decode(Reader& r, int16_t version) {
     port = r.Int32("port");
   }
   if (version >= 4) {
-    ReadArray(r, f, "coordinators", 3 * StrMin(f) + 10 + TagsMin(f), &coordinators, [&](Coordinator& c) {
+    ReadArray(r, f, "coordinators", 3 * MinString(f) + 10 + MinTags(f), &coordinators, [&](Coordinator& c) {
       c.key = r.String(f, "coordinators.key");
       c.node_id = r.Int32("coordinators.node_id");
       c.host = r.String(f, "coordinators.host");
@@ -172,7 +106,7 @@ Status JoinGroupRequest::Decode(Reader& r, int16_t version) {
   member_id = r.String(f, "member_id");
   if (version >= 5) group_instance_id = r.NullableString(f, "group_instance_id");
   protocol_type = r.String(f, "protocol_type");
-  ReadArray(r, f, "protocols", StrMin(f) + BytesMin(f) + TagsMin(f), &protocols, [&](Protocol& p) {
+  ReadArray(r, f, "protocols", MinString(f) + MinBytes(f) + MinTags(f), &protocols, [&](Protocol& p) {
     p.name = r.String(f, "protocols.name");
     p.metadata = r.Bytes(f, "protocols.metadata");
     ReadTags(r, f, &p.unknown_tags);
@@ -214,7 +148,7 @@ Status JoinGroupResponse::Decode(Reader& r, int16_t version) {
   leader = r.String(f, "leader");
   if (version >= 9) skip_assignment = r.Bool("skip_assignment");
   member_id = r.String(f, "member_id");
-  ReadArray(r, f, "members", StrMin(f) + BytesMin(f) + TagsMin(f), &members, [&](Member& m) {
+  ReadArray(r, f, "members", MinString(f) + MinBytes(f) + MinTags(f), &members, [&](Member& m) {
     m.member_id = r.String(f, "members.member_id");
     if (version >= 5) m.group_instance_id = r.NullableString(f, "members.group_instance_id");
     m.metadata = r.Bytes(f, "members.metadata");
@@ -260,7 +194,7 @@ Status SyncGroupRequest::Decode(Reader& r, int16_t version) {
     protocol_type = r.NullableString(f, "protocol_type");
     protocol_name = r.NullableString(f, "protocol_name");
   }
-  ReadArray(r, f, "assignments", StrMin(f) + BytesMin(f) + TagsMin(f), &assignments, [&](Assignment& a) {
+  ReadArray(r, f, "assignments", MinString(f) + MinBytes(f) + MinTags(f), &assignments, [&](Assignment& a) {
     a.member_id = r.String(f, "assignments.member_id");
     a.assignment = r.Bytes(f, "assignments.assignment");
     ReadTags(r, f, &a.unknown_tags);
@@ -359,7 +293,7 @@ Status LeaveGroupRequest::Decode(Reader& r, int16_t version) {
   group_id = r.String(f, "group_id");
   if (version <= 2) member_id = r.String(f, "member_id");
   if (version >= 3) {
-    ReadArray(r, f, "members", 2 * StrMin(f) + TagsMin(f), &members, [&](Member& m) {
+    ReadArray(r, f, "members", 2 * MinString(f) + MinTags(f), &members, [&](Member& m) {
       m.member_id = r.String(f, "members.member_id");
       m.group_instance_id = r.NullableString(f, "members.group_instance_id");
       if (version >= 5) m.reason = r.NullableString(f, "members.reason");
@@ -391,7 +325,7 @@ Status LeaveGroupResponse::Decode(Reader& r, int16_t version) {
   if (version >= 1) throttle_time_ms = r.Int32("throttle_time_ms");
   error_code = ReadErrorCode(r, "error_code");
   if (version >= 3) {
-    ReadArray(r, f, "members", 2 * StrMin(f) + 2 + TagsMin(f), &members, [&](Member& m) {
+    ReadArray(r, f, "members", 2 * MinString(f) + 2 + MinTags(f), &members, [&](Member& m) {
       m.member_id = r.String(f, "members.member_id");
       m.group_instance_id = r.NullableString(f, "members.group_instance_id");
       m.error_code = ReadErrorCode(r, "members.error_code");
@@ -429,9 +363,9 @@ Status OffsetCommitRequest::Decode(Reader& r, int16_t version) {
   }
   if (version >= 7) group_instance_id = r.NullableString(f, "group_instance_id");
   if (version >= 2 && version <= 4) retention_time_ms = r.Int64("retention_time_ms");
-  ReadArray(r, f, "topics", StrMin(f) + ArrMin(f) + TagsMin(f), &topics, [&](Topic& t) {
+  ReadArray(r, f, "topics", MinString(f) + MinArray(f) + MinTags(f), &topics, [&](Topic& t) {
     t.name = r.String(f, "topics.name");
-    ReadArray(r, f, "partitions", 12 + StrMin(f) + TagsMin(f), &t.partitions, [&](Partition& p) {
+    ReadArray(r, f, "partitions", 12 + MinString(f) + MinTags(f), &t.partitions, [&](Partition& p) {
       p.partition_index = r.Int32("partitions.partition_index");
       p.committed_offset = r.Int64("partitions.committed_offset");
       if (version >= 6) p.committed_leader_epoch = r.Int32("partitions.committed_leader_epoch");
@@ -473,9 +407,9 @@ Status OffsetCommitResponse::Decode(Reader& r, int16_t version) {
   *this = {};
   const bool f = version >= kOffsetCommitFlexible;
   if (version >= 3) throttle_time_ms = r.Int32("throttle_time_ms");
-  ReadArray(r, f, "topics", StrMin(f) + ArrMin(f) + TagsMin(f), &topics, [&](Topic& t) {
+  ReadArray(r, f, "topics", MinString(f) + MinArray(f) + MinTags(f), &topics, [&](Topic& t) {
     t.name = r.String(f, "topics.name");
-    ReadArray(r, f, "partitions", 6 + TagsMin(f), &t.partitions, [&](Partition& p) {
+    ReadArray(r, f, "partitions", 6 + MinTags(f), &t.partitions, [&](Partition& p) {
       p.partition_index = r.Int32("partitions.partition_index");
       p.error_code = ReadErrorCode(r, "partitions.error_code");
       ReadTags(r, f, &p.unknown_tags);
@@ -518,12 +452,12 @@ void WriteFetchTopic(Writer& w, bool f, const OffsetFetchRequest::Topic& t) {
   WriteTags(w, f, t.unknown_tags);
 }
 
-size_t FetchTopicMin(bool f) { return StrMin(f) + ArrMin(f) + TagsMin(f); }
+size_t FetchTopicMin(bool f) { return MinString(f) + MinArray(f) + MinTags(f); }
 
 // Topics of OffsetFetchResponse: the same layout in v0-7 (top level) and v8+ (per group).
 void ReadFetchedTopic(Reader& r, bool f, int16_t version, OffsetFetchResponse::Topic& t) {
   t.name = r.String(f, "topics.name");
-  ReadArray(r, f, "partitions", 14 + StrMin(f) + TagsMin(f), &t.partitions, [&](OffsetFetchResponse::Partition& p) {
+  ReadArray(r, f, "partitions", 14 + MinString(f) + MinTags(f), &t.partitions, [&](OffsetFetchResponse::Partition& p) {
     p.partition_index = r.Int32("partitions.partition_index");
     p.committed_offset = r.Int64("partitions.committed_offset");
     if (version >= 5) p.committed_leader_epoch = r.Int32("partitions.committed_leader_epoch");
@@ -558,7 +492,7 @@ Status OffsetFetchRequest::Decode(Reader& r, int16_t version) {
     if (version < 2 && !topics && r.ok()) r.Fail("topics", "null before v2");
   }
   if (version >= 8) {
-    ReadArray(r, f, "groups", StrMin(f) + ArrMin(f) + TagsMin(f), &groups, [&](Group& g) {
+    ReadArray(r, f, "groups", MinString(f) + MinArray(f) + MinTags(f), &groups, [&](Group& g) {
       g.group_id = r.String(f, "groups.group_id");
       if (version >= 9) {
         g.member_id = r.NullableString(f, "groups.member_id");
@@ -608,14 +542,14 @@ Status OffsetFetchResponse::Decode(Reader& r, int16_t version) {
   const bool f = version >= kOffsetFetchFlexible;
   if (version >= 3) throttle_time_ms = r.Int32("throttle_time_ms");
   if (version <= 7) {
-    ReadArray(r, f, "topics", StrMin(f) + ArrMin(f) + TagsMin(f), &topics,
+    ReadArray(r, f, "topics", MinString(f) + MinArray(f) + MinTags(f), &topics,
               [&](Topic& t) { ReadFetchedTopic(r, f, version, t); });
     if (version >= 2) error_code = ReadErrorCode(r, "error_code");
   }
   if (version >= 8) {
-    ReadArray(r, f, "groups", StrMin(f) + ArrMin(f) + 2 + TagsMin(f), &groups, [&](Group& g) {
+    ReadArray(r, f, "groups", MinString(f) + MinArray(f) + 2 + MinTags(f), &groups, [&](Group& g) {
       g.group_id = r.String(f, "groups.group_id");
-      ReadArray(r, f, "groups.topics", StrMin(f) + ArrMin(f) + TagsMin(f), &g.topics,
+      ReadArray(r, f, "groups.topics", MinString(f) + MinArray(f) + MinTags(f), &g.topics,
                 [&](Topic& t) { ReadFetchedTopic(r, f, version, t); });
       g.error_code = ReadErrorCode(r, "groups.error_code");
       ReadTags(r, f, &g.unknown_tags);
@@ -666,7 +600,7 @@ Status ListGroupsResponse::Decode(Reader& r, int16_t version) {
   const bool f = version >= kListGroupsFlexible;
   if (version >= 1) throttle_time_ms = r.Int32("throttle_time_ms");
   error_code = ReadErrorCode(r, "error_code");
-  ReadArray(r, f, "groups", 2 * StrMin(f) + TagsMin(f), &groups, [&](Group& g) {
+  ReadArray(r, f, "groups", 2 * MinString(f) + MinTags(f), &groups, [&](Group& g) {
     g.group_id = r.String(f, "groups.group_id");
     g.protocol_type = r.String(f, "groups.protocol_type");
     if (version >= 4) g.group_state = r.String(f, "groups.group_state");
@@ -713,13 +647,13 @@ Status DescribeGroupsResponse::Decode(Reader& r, int16_t version) {
   *this = {};
   const bool f = version >= kDescribeGroupsFlexible;
   if (version >= 1) throttle_time_ms = r.Int32("throttle_time_ms");
-  ReadArray(r, f, "groups", 2 + 4 * StrMin(f) + ArrMin(f) + TagsMin(f), &groups, [&](Group& g) {
+  ReadArray(r, f, "groups", 2 + 4 * MinString(f) + MinArray(f) + MinTags(f), &groups, [&](Group& g) {
     g.error_code = ReadErrorCode(r, "groups.error_code");
     g.group_id = r.String(f, "groups.group_id");
     g.group_state = r.String(f, "groups.group_state");
     g.protocol_type = r.String(f, "groups.protocol_type");
     g.protocol_data = r.String(f, "groups.protocol_data");
-    ReadArray(r, f, "members", 3 * StrMin(f) + 2 * BytesMin(f) + TagsMin(f), &g.members, [&](Member& m) {
+    ReadArray(r, f, "members", 3 * MinString(f) + 2 * MinBytes(f) + MinTags(f), &g.members, [&](Member& m) {
       m.member_id = r.String(f, "members.member_id");
       if (version >= 4) m.group_instance_id = r.NullableString(f, "members.group_instance_id");
       m.client_id = r.String(f, "members.client_id");
@@ -779,7 +713,7 @@ Status DeleteGroupsResponse::Decode(Reader& r, int16_t version) {
   *this = {};
   const bool f = version >= kDeleteGroupsFlexible;
   throttle_time_ms = r.Int32("throttle_time_ms");
-  ReadArray(r, f, "results", StrMin(f) + 2 + TagsMin(f), &results, [&](GroupResult& g) {
+  ReadArray(r, f, "results", MinString(f) + 2 + MinTags(f), &results, [&](GroupResult& g) {
     g.group_id = r.String(f, "results.group_id");
     g.error_code = ReadErrorCode(r, "results.error_code");
     ReadTags(r, f, &g.unknown_tags);
