@@ -1,6 +1,14 @@
 // The `sluice` command: argument parsing and wiring only; the work lives in the modules.
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -8,6 +16,8 @@
 #include "base/crc32c.h"
 #include "base/logging.h"
 #include "bench/disk_bench.h"
+#include "broker/broker.h"
+#include "broker/server.h"
 #include "duck/database.h"
 
 namespace {
@@ -28,6 +38,88 @@ void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
   cmd->add_flag("--json", o->json, "one JSON object per row instead of a table");
 }
 
+struct ServeOptions {
+  std::string kafka_addr = "127.0.0.1:9092";
+  std::string data_dir = "./sluice-data";
+  int shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+};
+
+// Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
+// shard threads inherit the mask) and read from a signalfd here, so no work happens in
+// a signal handler.
+int RunServe(const ServeOptions& o) {
+  auto colon = o.kafka_addr.rfind(':');
+  int port = -1;
+  if (colon != std::string::npos) {
+    const char* begin = o.kafka_addr.data() + colon + 1;
+    const char* end = o.kafka_addr.data() + o.kafka_addr.size();
+    auto [ptr, ec] = std::from_chars(begin, end, port);
+    if (ec != std::errc() || ptr != end || begin == end) port = -1;
+  }
+  if (port < 0 || port > 65535) {
+    std::fprintf(stderr, "sluice serve: --kafka-addr must be HOST:PORT, not '%s'\n",
+                 o.kafka_addr.c_str());
+    return 2;
+  }
+  std::string host = o.kafka_addr.substr(0, colon);
+
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  if (pthread_sigmask(SIG_BLOCK, &signals, nullptr) != 0) {
+    std::fprintf(stderr, "sluice serve: cannot block signals\n");
+    return 1;
+  }
+  int sfd = signalfd(-1, &signals, SFD_CLOEXEC);
+  if (sfd < 0) {
+    std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
+    return 1;
+  }
+
+  sluice::broker::BrokerOptions bo;
+  bo.data_dir = o.data_dir;
+  bo.advertised_host = host;
+  bo.advertised_port = port;
+  bo.io_threads = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  auto broker = sluice::broker::Broker::Open(bo);
+  if (!broker.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", broker.status().ToString().c_str());
+    ::close(sfd);
+    return 1;
+  }
+  sluice::broker::ServerOptions so;
+  so.host = host;
+  so.port = static_cast<uint16_t>(port);
+  so.shards = o.shards;
+  sluice::broker::Server server(so, broker->get());
+  if (sluice::Status st = server.Start(); !st.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
+    ::close(sfd);
+    return 1;
+  }
+  // With port 0 the kernel chose one; clients must be told the real one.
+  (*broker)->SetAdvertisedAddress(host, server.port());
+  fmt::print("sluice: serving Kafka on {}:{} (cluster {}, data in {}, {} shards)\n", host,
+             server.port(), (*broker)->cluster_id(), o.data_dir, server.shard_count());
+  std::fflush(stdout);
+
+  signalfd_siginfo info{};
+  ssize_t n;
+  do {
+    n = ::read(sfd, &info, sizeof(info));
+  } while (n < 0 && errno == EINTR);
+  ::close(sfd);
+  fmt::print("sluice: {}, stopping\n", n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
+  std::fflush(stdout);
+  server.Stop();
+  if (sluice::Status st = (*broker)->Close(); !st.ok()) {
+    std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
+    return 1;
+  }
+  return n == sizeof(info) ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,6 +137,15 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand(
       "demo", "run sluice's main job end to end on embedded defaults (today: the storage benchmark at 256 MiB per cell)");
   AddDiskBenchOptions(demo, &demo_opts);
+
+  ServeOptions serve_opts;
+  auto* serve = app.add_subcommand("serve", "run the Kafka-compatible broker until SIGTERM or SIGINT");
+  serve->add_option("--kafka-addr", serve_opts.kafka_addr, "listen address HOST:PORT (port 0: any free port)")
+      ->capture_default_str();
+  serve->add_option("--data-dir", serve_opts.data_dir, "directory of the topics and logs")
+      ->capture_default_str();
+  serve->add_option("--shards", serve_opts.shards, "event loop threads (default: one per core)")
+      ->check(CLI::Range(1, 1024));
 
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
   bench->require_subcommand(0, 1);
@@ -78,6 +179,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     return sluice::bench::RunDiskBench(demo_opts);
   }
+  if (serve->parsed()) return RunServe(serve_opts);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
   return 0;
 }
