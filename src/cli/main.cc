@@ -1,8 +1,10 @@
 // The `sluice` command: argument parsing and wiring only; the work lives in the modules.
+#include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>

@@ -1,0 +1,113 @@
+// Broker: the Kafka request dispatcher of `sluice serve`. It decodes each request frame,
+// answers the cluster and topic APIs (ApiVersions, Metadata, CreateTopics, DeleteTopics,
+// DescribeCluster) and owns what they change: the TopicStore, the cluster id and the
+// open PartitionLog of every partition (docs/design/0002-broker-plan.md).
+//
+// A single-node cluster: node id 1 is every partition's leader and the controller,
+// advertised at the listen address.
+//
+// Data directory:
+//   <data-dir>/meta/topics.json   the topics (TopicStore)
+//   <data-dir>/meta/cluster_id    22 characters of URL-safe base64, made at first start
+//   <data-dir>/<topic>-<p>/       one PartitionLog per partition; a deleted topic's
+//                                 directories are renamed <dir>-delete, then removed
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/connection.h"
+#include "broker/topic_store.h"
+#include "kafka/protocol/requests.h"
+#include "storage/file_cache.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+struct BrokerOptions {
+  std::string data_dir;
+  // Where clients are told to connect (Metadata, DescribeCluster): the listen address.
+  std::string advertised_host = "127.0.0.1";
+  int32_t advertised_port = 9092;
+  int io_threads = 2;               // IoExecutor threads (the plan: max(2, cores))
+  size_t max_open_files = 1024;     // log.max.open.files
+  TopicConfig topic_defaults;
+};
+
+// Lifecycle: Open() on the controlling thread, then hand it to a Server (which calls
+// OnRequest on every shard's thread), Stop the server, then Close() (the destructor
+// closes too). The Broker must outlive the server's shard threads.
+//
+// Threads: OnRequest runs on any shard's thread, so the topic state (the TopicStore and
+// the open logs) is guarded for now by one mutex, and admin requests block their shard
+// while they fsync. When Produce and Fetch land, each partition moves to its owner shard
+// (decision 2 of the plan: hash of topic id and partition, mod shards) and requests reach
+// it by Post, not by this lock; the metadata stays with one metadata shard.
+class Broker : public RequestHandler {
+ public:
+  static constexpr int32_t kNodeId = 1;
+
+  // Creates the data directory and the cluster id when missing, loads the topics and
+  // opens every partition's log (removing leftover *-delete directories).
+  static Result<std::unique_ptr<Broker>> Open(BrokerOptions options);
+  ~Broker() override;
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Sets the address clients are told to connect to, once the server knows its port
+  // (any thread).
+  void SetAdvertisedAddress(std::string host, int32_t port);
+
+  void OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint8_t> frame) override;
+
+  // Flushes and closes every log (call after the server stopped). Idempotent.
+  Status Close();
+
+  const std::string& cluster_id() const { return cluster_id_; }
+  // Open partition logs (tests).
+  size_t open_log_count() const;
+
+ private:
+  using PartitionKey = std::pair<std::string, int32_t>;  // (topic, partition)
+
+  Broker(BrokerOptions options, std::string cluster_id);
+
+  void Handle(const std::shared_ptr<Connection>& conn, const kafka::DecodedRequest& req);
+  kafka::ApiVersionsResponse ApiVersions() const;
+  kafka::MetadataResponse Metadata(const kafka::MetadataRequest& req, int16_t version);
+  kafka::CreateTopicsResponse CreateTopics(const kafka::CreateTopicsRequest& req);
+  kafka::DeleteTopicsResponse DeleteTopics(const kafka::DeleteTopicsRequest& req, int16_t version);
+  kafka::DescribeClusterResponse DescribeCluster();
+
+  std::string PartitionDir(const std::string& topic, int32_t partition) const;
+  storage::LogOptions LogOptionsFor(const TopicConfig& config);
+  // The caller holds mu_.
+  Status OpenTopicLogsLocked(const TopicInfo& topic);
+  Status CloseTopicLogsLocked(const std::string& topic, int32_t partitions);
+  Status RemoveTopicDirsLocked(const std::string& topic, int32_t partitions);
+  TopicError DeleteTopicLocked(const std::string& name);
+
+  const BrokerOptions options_;
+  const std::string cluster_id_;
+  // Declared before the logs: destroyed after them.
+  std::unique_ptr<storage::IoExecutor> executor_;
+  std::unique_ptr<storage::FileCache> files_;
+
+  mutable std::mutex mu_;
+  std::string advertised_host_;                    // guarded by mu_
+  int32_t advertised_port_ = 0;                    // guarded by mu_
+  std::unique_ptr<TopicStore> topics_;             // guarded by mu_
+  std::map<PartitionKey, std::unique_ptr<storage::PartitionLog>> logs_;  // guarded by mu_
+};
+
+// Reads <data-dir>/meta/cluster_id, creating it (durably) with a random id when missing.
+Result<std::string> LoadOrCreateClusterId(const std::string& data_dir);
+
+}  // namespace sluice::broker
