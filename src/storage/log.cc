@@ -959,7 +959,8 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
     }
   }
   // Walk headers to the batch holding `offset`, then take whole batches up to max_bytes.
-  std::vector<uint8_t> block(kHeaderBlock);
+  // Reused per thread: a fetch should not pay for a fresh 64 KiB buffer.
+  static thread_local std::vector<uint8_t> block(kHeaderBlock);
   uint64_t block_pos = 0, block_len = 0;
   auto header_at = [&](uint64_t p) -> Result<BatchHeader> {
     if (written_size - p < kBatchHeaderSize) {
