@@ -40,9 +40,10 @@ std::optional<kafka::Uuid> ParseUuidText(const std::string& s) {
     if (c != '-') hex.push_back(c);
   }
   uint64_t parts[2];
-  for (int i = 0; i < 2; ++i) {
-    auto [p, ec] = std::from_chars(hex.data() + 16 * i, hex.data() + 16 * i + 16, parts[i], 16);
-    if (ec != std::errc() || p != hex.data() + 16 * i + 16) return std::nullopt;
+  for (size_t i = 0; i < 2; ++i) {
+    const char* begin = hex.data() + 16 * i;
+    auto [p, ec] = std::from_chars(begin, begin + 16, parts[i], 16);
+    if (ec != std::errc() || p != begin + 16) return std::nullopt;
   }
   return kafka::Uuid{parts[0], parts[1]};
 }
@@ -117,7 +118,7 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       if (!n || *n < 1) return bad(key, value, "must be a positive integer");
       c.segment_ms = *n;
     } else if (key == "max.message.bytes") {
-      if (!n || *n < 0 || *n > 64 * 1024 * 1024) return bad(key, value, "must be an integer from 0 to 67108864");
+      if (!n || *n < 0 || *n > 64LL * 1024 * 1024) return bad(key, value, "must be an integer from 0 to 67108864");
       c.max_message_bytes = static_cast<int32_t>(*n);
     } else if (key == "message.timestamp.type") {
       if (value != "CreateTime" && value != "LogAppendTime") {
@@ -145,7 +146,7 @@ std::map<std::string, std::string> TopicConfig::ToMap() const {
           {"segment.ms", std::to_string(segment_ms)}};
 }
 
-TopicStore::TopicStore(std::string data_dir, TopicConfig defaults)
+TopicStore::TopicStore(const std::string& data_dir, TopicConfig defaults)
     : meta_dir_(data_dir + "/meta"), path_(meta_dir_ + "/topics.json"), defaults_(std::move(defaults)) {}
 
 Result<std::unique_ptr<TopicStore>> TopicStore::Open(const std::string& data_dir, TopicConfig defaults) {

@@ -89,7 +89,7 @@ class TopicStore {
   const std::string& path() const { return path_; }
 
  private:
-  TopicStore(std::string data_dir, TopicConfig defaults);
+  TopicStore(const std::string& data_dir, TopicConfig defaults);
   Status Load();
   Status Save() const;
 
