@@ -2,13 +2,18 @@
 #include "broker/broker.h"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <set>
 #include <system_error>
 #include <type_traits>
 #include <variant>
 
+#include "base/clock.h"
 #include "base/logging.h"
+#include "kafka/protocol/records.h"
 #include "storage/env.h"
 
 namespace sluice::broker {
@@ -136,8 +141,8 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 Status Broker::Close() {
   std::lock_guard lock(mu_);
   Status first;
-  for (auto& [key, log] : logs_) {
-    Status st = log->Close();
+  for (auto& [key, part] : logs_) {
+    Status st = part->log->Close();
     if (!st.ok() && first.ok()) first = st;
   }
   logs_.clear();
@@ -192,6 +197,12 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
           Reply(conn, h, DeleteTopics(body, h.api_version));
         } else if constexpr (std::is_same_v<T, kafka::DescribeClusterRequest>) {
           Reply(conn, h, DescribeCluster());
+        } else if constexpr (std::is_same_v<T, kafka::ProduceRequest>) {
+          Produce(conn, h, body);
+        } else if constexpr (std::is_same_v<T, kafka::FetchRequest>) {
+          Fetch(conn, h, body);
+        } else if constexpr (std::is_same_v<T, kafka::ListOffsetsRequest>) {
+          Reply(conn, h, ListOffsets(body, h.api_version));
         } else {
           return false;
         }
@@ -378,6 +389,358 @@ kafka::DescribeClusterResponse Broker::DescribeCluster() {
 }
 
 // ---------------------------------------------------------------------------------------
+// Produce, Fetch, ListOffsets
+
+namespace {
+
+// A produce request whose appends are in flight: the response, filled in by the append
+// callbacks (each writes only its own partition entry), and how many are still out. The
+// request thread holds one count itself until every append is queued, so the last
+// callback cannot answer before the response is complete.
+struct PendingProduce {
+  std::shared_ptr<Connection> conn;
+  kafka::RequestHeader header;
+  kafka::ProduceResponse resp;
+  std::atomic<int> outstanding{1};
+  bool acks0 = false;
+
+  // Called once per count; the last one answers on the connection's loop.
+  static void Release(const std::shared_ptr<PendingProduce>& p) {
+    if (p->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    EventLoop* loop = p->conn->loop();
+    loop->Post([p] {
+      if (p->acks0) return;  // already finished
+      Reply(p->conn, p->header, p->resp);
+    });
+  }
+};
+
+}  // namespace
+
+void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                     const kafka::ProduceRequest& req) {
+  auto pending = std::make_shared<PendingProduce>();
+  pending->conn = conn;
+  pending->header = h;
+  pending->acks0 = req.acks == 0;
+  kafka::ProduceResponse& resp = pending->resp;
+  // Sized before any append is queued: callbacks hold pointers into these vectors.
+  resp.responses.resize(req.topic_data.size());
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    resp.responses[t].name = req.topic_data[t].name;
+    resp.responses[t].partition_responses.resize(req.topic_data[t].partition_data.size());
+  }
+  const bool acks_ok = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  const int64_t now_ms = Clock::Real()->NowMillis();
+
+  {
+    std::lock_guard lock(mu_);
+    for (size_t t = 0; t < req.topic_data.size(); ++t) {
+      const auto& topic = req.topic_data[t];
+      const TopicInfo* info = topics_->Find(topic.name);
+      for (size_t i = 0; i < topic.partition_data.size(); ++i) {
+        const auto& pd = topic.partition_data[i];
+        auto& out = resp.responses[t].partition_responses[i];
+        out.index = pd.index;
+        out.base_offset = -1;
+        auto fail = [&](ErrorCode code, std::string message) {
+          out.error_code = code;
+          out.error_message = std::move(message);
+        };
+        if (!acks_ok) {
+          fail(ErrorCode::kInvalidRequiredAcks, fmt::format("acks={} (must be -1, 0 or 1)", req.acks));
+          continue;
+        }
+        auto it = logs_.find({topic.name, pd.index});
+        if (info == nullptr || it == logs_.end()) {
+          fail(ErrorCode::kUnknownTopicOrPartition,
+               fmt::format("no partition {} of topic '{}'", pd.index, topic.name));
+          continue;
+        }
+        Partition& part = *it->second;
+        out.log_start_offset = part.log->start_offset();
+        if (!pd.records.has_value() || pd.records->empty()) {
+          fail(ErrorCode::kInvalidRecord, "no records");
+          continue;
+        }
+        kafka::ValidateOptions vo;
+        vo.max_batch_bytes = static_cast<uint32_t>(info->config.max_message_bytes);
+        vo.now_ms = now_ms;
+        vo.log_append_time = info->config.log_append_time;
+        vo.compacted = info->config.cleanup_policy == "compact";
+        vo.allow_zstd = h.api_version >= 7;
+        kafka::BatchInfo batch_info;
+        if (Status st = kafka::ValidateRecords(*pd.records, vo, &batch_info); !st.ok()) {
+          fail(kafka::RecordsErrorCode(st), st.message());
+          continue;
+        }
+        if (batch_info.control || batch_info.transactional) {
+          // No transactions yet (decision 11 of the plan).
+          fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
+          continue;
+        }
+        ProducerBatch pb;
+        pb.producer_id = batch_info.producer_id;
+        pb.producer_epoch = batch_info.producer_epoch;
+        pb.base_sequence = batch_info.base_sequence;
+        pb.record_count = batch_info.header.records_count;
+        ProducerStateTable::Check check = part.producers.CheckBatch(pb);
+        switch (check.verdict) {
+          case ProducerStateTable::Verdict::kAppend:
+            break;
+          case ProducerStateTable::Verdict::kDuplicate:
+            out.base_offset = check.first_offset;
+            continue;
+          case ProducerStateTable::Verdict::kOutOfOrder:
+            fail(ErrorCode::kOutOfOrderSequenceNumber, check.message);
+            continue;
+          case ProducerStateTable::Verdict::kFenced:
+            fail(ErrorCode::kInvalidProducerEpoch, check.message);
+            continue;
+          case ProducerStateTable::Verdict::kUnknownProducer:
+            fail(ErrorCode::kUnknownProducerId, check.message);
+            continue;
+        }
+
+        storage::AppendOptions ao;
+        ao.log_append_time = info->config.log_append_time;
+        ao.ack = req.acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
+        if (req.acks != 0) {
+          pending->outstanding.fetch_add(1, std::memory_order_relaxed);
+          ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
+            // `out` lives in pending->resp, which this callback keeps alive.
+            if (st.ok()) {
+              out.base_offset = ai.base_offset;
+              out.log_append_time_ms = ai.log_append_time_ms;
+            } else {
+              out.base_offset = -1;
+              out.error_code = ErrorCode::kKafkaStorageError;
+              out.error_message = st.ToString();
+            }
+            PendingProduce::Release(pending);
+          };
+        }
+        Result<storage::AppendInfo> appended = part.log->Append(*pd.records, std::move(ao));
+        if (!appended.ok()) {
+          if (req.acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
+          fail(ErrorCode::kKafkaStorageError, appended.status().ToString());
+          continue;
+        }
+        part.producers.OnAppended(pb, appended->base_offset);
+      }
+    }
+  }
+  if (pending->acks0) conn->FinishRequest();
+  PendingProduce::Release(pending);
+}
+
+namespace {
+
+// Sends a fetch response whose records are splices of `files`.
+void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                const kafka::FetchResponse& body, std::vector<storage::FileSlice> files) {
+  Response resp;
+  kafka::Writer w(&resp.buffer);
+  kafka::EncodeResponseHeader(w, ApiKey::kFetch, h.api_version, h.correlation_id);
+  body.Encode(w, h.api_version);
+  resp.splices = w.splices();
+  resp.files = std::move(files);
+  conn->Send(std::move(resp));
+}
+
+}  // namespace
+
+void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                   const kafka::FetchRequest& req) {
+  kafka::FetchResponse resp;
+  std::vector<storage::FileSlice> files;
+  if (req.session_id != 0) {
+    // Sessions are declined (session_id 0 in every answer), so no id is known.
+    resp.error_code = ErrorCode::kFetchSessionIdNotFound;
+    ReplyFetch(conn, h, resp, {});
+    return;
+  }
+  uint64_t bytes = FetchOnce(req, h.api_version, &resp, &files);
+  bool errors = false;
+  for (const auto& t : resp.responses) {
+    for (const auto& p : t.partitions) errors |= p.error_code != ErrorCode::kNone;
+  }
+  if (bytes > 0 || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0) {
+    ReplyFetch(conn, h, resp, std::move(files));
+    return;
+  }
+  // No data: answer after max_wait_ms with whatever arrived by then.
+  // TODO(broker): a full long poll, woken by the appends (and by min_bytes), is next.
+  conn->loop()->RunAfter(req.max_wait_ms, [this, conn, h, req] {
+    if (conn->closed()) return;
+    kafka::FetchResponse later;
+    std::vector<storage::FileSlice> later_files;
+    FetchOnce(req, h.api_version, &later, &later_files);
+    ReplyFetch(conn, h, later, std::move(later_files));
+  });
+}
+
+uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
+                           kafka::FetchResponse* resp, std::vector<storage::FileSlice>* files) {
+  resp->session_id = 0;
+  uint64_t total = 0;
+  const uint64_t max_bytes = req.max_bytes > 0 ? static_cast<uint64_t>(req.max_bytes) : 0;
+  std::lock_guard lock(mu_);
+  for (const auto& want : req.topics) {
+    kafka::FetchResponse::FetchableTopicResponse tout;
+    tout.topic = want.topic;
+    tout.topic_id = want.topic_id;
+    const TopicInfo* info =
+        version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
+    for (const auto& fp : want.partitions) {
+      kafka::FetchResponse::PartitionData out;
+      out.partition_index = fp.partition;
+      out.high_watermark = -1;
+      out.last_stable_offset = -1;
+      out.log_start_offset = -1;
+      out.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
+      auto it = info != nullptr ? logs_.find({info->name, fp.partition}) : logs_.end();
+      if (it == logs_.end()) {
+        out.error_code = info == nullptr && version >= 13 ? ErrorCode::kUnknownTopicId
+                                                          : ErrorCode::kUnknownTopicOrPartition;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
+      storage::PartitionLog& log = *it->second->log;
+      // The interval flush policy (the default): readable = written, so that is the
+      // high watermark; no transactions, so the last stable offset is the same.
+      const int64_t hw = log.written_end_offset();
+      const int64_t start = log.start_offset();
+      out.high_watermark = hw;
+      out.last_stable_offset = hw;
+      out.log_start_offset = start;
+      out.aborted_transactions.emplace();
+      if (fp.fetch_offset < start || fp.fetch_offset > hw) {
+        out.error_code = ErrorCode::kOffsetOutOfRange;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
+      const uint64_t left = max_bytes > total ? max_bytes - total : 0;
+      const uint64_t limit =
+          std::min<uint64_t>(left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+      if (fp.fetch_offset < hw && (limit > 0 || total == 0)) {
+        Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1));
+        if (!read.ok()) {
+          out.error_code = read.status().code() == StatusCode::kOutOfRange
+                               ? ErrorCode::kOffsetOutOfRange
+                               : ErrorCode::kKafkaStorageError;
+        } else if (read->slice.size > 0 && (total == 0 || read->slice.size <= limit)) {
+          // Past the limits only for the first data of the response, as in Kafka.
+          out.records = kafka::RecordsRef::Splice(read->slice.size,
+                                                  static_cast<uint32_t>(files->size()));
+          total += read->slice.size;
+          files->push_back(std::move(read->slice));
+        }
+      }
+      tout.partitions.push_back(std::move(out));
+    }
+    resp->responses.push_back(std::move(tout));
+  }
+  return total;
+}
+
+namespace {
+
+// The first record of the batch holding `offset` with a timestamp satisfying `pick`, as
+// (offset, timestamp), decoding the batch; nullopt when none does.
+std::optional<std::pair<int64_t, int64_t>> FindInBatch(
+    storage::PartitionLog& log, int64_t offset, const std::function<bool(int64_t)>& pick) {
+  Result<storage::ReadResult> read = log.Read(offset, 1);
+  if (!read.ok() || read->slice.size == 0) return std::nullopt;
+  std::vector<uint8_t> bytes;
+  if (!storage::PartitionLog::ReadSlice(read->slice, &bytes).ok()) return std::nullopt;
+  const storage::BatchHeader first = storage::ParseBatchHeader(bytes);
+  kafka::RecordReader reader;
+  std::span<const uint8_t> batch(bytes.data(), first.total_size());
+  if (!reader.Open(batch, size_t{64} << 20).ok()) return std::nullopt;
+  kafka::Record record;
+  while (reader.Next(&record)) {
+    int64_t ts = kafka::RecordTimestamp(reader.header(), record);
+    if (pick(ts)) return std::make_pair(reader.header().base_offset + record.offset_delta, ts);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& req,
+                                               int16_t version) {
+  constexpr int64_t kLatest = -1, kEarliest = -2, kMaxTimestamp = -3;
+  kafka::ListOffsetsResponse resp;
+  std::lock_guard lock(mu_);
+  for (const auto& want : req.topics) {
+    kafka::ListOffsetsResponse::Topic tout;
+    tout.name = want.name;
+    for (const auto& wp : want.partitions) {
+      kafka::ListOffsetsResponse::Partition out;
+      out.partition_index = wp.partition_index;
+      auto it = logs_.find({want.name, wp.partition_index});
+      if (it == logs_.end()) {
+        out.error_code = ErrorCode::kUnknownTopicOrPartition;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
+      storage::PartitionLog& log = *it->second->log;
+      out.leader_epoch = 0;
+      if (wp.timestamp == kLatest) {
+        out.offset = log.written_end_offset();
+      } else if (wp.timestamp == kEarliest) {
+        out.offset = log.start_offset();
+      } else if (wp.timestamp == kMaxTimestamp) {
+        // The first batch holding the largest max timestamp, then its record with it.
+        int64_t best_ts = -1, best_base = -1;
+        Status st = log.ForEachBatchHeader(
+            log.start_offset(), [&](const storage::BatchHeader& bh, std::span<const uint8_t>) {
+              if (bh.max_timestamp > best_ts) {
+                best_ts = bh.max_timestamp;
+                best_base = bh.base_offset;
+              }
+              return true;
+            });
+        if (!st.ok()) {
+          out.error_code = ErrorCode::kKafkaStorageError;
+        } else if (best_base >= 0) {
+          auto found = FindInBatch(log, best_base, [&](int64_t ts) { return ts == best_ts; });
+          out.offset = found ? found->first : best_base;
+          out.timestamp = best_ts;
+        }
+      } else if (wp.timestamp < 0) {
+        out.error_code = ErrorCode::kInvalidRequest;
+      } else {
+        Result<std::optional<storage::TimestampLookup>> found =
+            log.FindOffsetByTimestamp(wp.timestamp);
+        if (!found.ok()) {
+          out.error_code = ErrorCode::kKafkaStorageError;
+        } else if (found->has_value()) {
+          const storage::TimestampLookup& l = **found;
+          out.offset = l.offset;
+          out.timestamp = l.timestamp;
+          if (!l.exact) {
+            const int64_t target = wp.timestamp;
+            auto rec = FindInBatch(log, l.offset, [&](int64_t ts) { return ts >= target; });
+            if (rec) {
+              out.offset = rec->first;
+              out.timestamp = rec->second;
+            }
+          }
+        }
+      }
+      if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
+        out.old_style_offsets = {out.offset};
+      }
+      tout.partitions.push_back(std::move(out));
+    }
+    resp.topics.push_back(std::move(tout));
+  }
+  return resp;
+}
+
+// ---------------------------------------------------------------------------------------
 // Partition logs
 
 std::string Broker::PartitionDir(const std::string& topic, int32_t partition) const {
@@ -400,9 +763,11 @@ Status Broker::OpenTopicLogsLocked(const TopicInfo& topic) {
   for (int32_t p = 0; p < topic.partitions; ++p) {
     PartitionKey key{topic.name, p};
     if (logs_.count(key) != 0) continue;
-    ASSIGN_OR_RETURN(auto log, storage::PartitionLog::Open(PartitionDir(topic.name, p),
-                                                           LogOptionsFor(topic.config)));
-    logs_.emplace(std::move(key), std::move(log));
+    auto part = std::make_unique<Partition>();
+    ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p),
+                                                            LogOptionsFor(topic.config)));
+    RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+    logs_.emplace(std::move(key), std::move(part));
   }
   return Status::OK();
 }
@@ -412,7 +777,7 @@ Status Broker::CloseTopicLogsLocked(const std::string& topic, int32_t partitions
   for (int32_t p = 0; p < partitions; ++p) {
     auto it = logs_.find({topic, p});
     if (it == logs_.end()) continue;
-    Status st = it->second->Close();
+    Status st = it->second->log->Close();
     if (!st.ok() && first.ok()) first = st;
     logs_.erase(it);
   }

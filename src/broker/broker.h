@@ -1,6 +1,6 @@
 // Broker: the Kafka request dispatcher of `sluice serve`. It decodes each request frame,
 // answers the cluster and topic APIs (ApiVersions, Metadata, CreateTopics, DeleteTopics,
-// DescribeCluster) and owns what they change: the TopicStore, the cluster id and the
+// DescribeCluster), the data APIs (Produce, Fetch, ListOffsets) and owns what they change: the TopicStore, the cluster id and the
 // open PartitionLog of every partition (docs/design/0002-broker-plan.md).
 //
 // A single-node cluster: node id 1 is every partition's leader and the controller,
@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "broker/connection.h"
+#include "broker/producer_state.h"
 #include "broker/topic_store.h"
 #include "kafka/protocol/requests.h"
 #include "storage/file_cache.h"
@@ -76,6 +77,11 @@ class Broker : public RequestHandler {
 
  private:
   using PartitionKey = std::pair<std::string, int32_t>;  // (topic, partition)
+  // One open partition: its log and the idempotent producers' state (rebuilt at open).
+  struct Partition {
+    std::unique_ptr<storage::PartitionLog> log;
+    ProducerStateTable producers;
+  };
 
   Broker(BrokerOptions options, std::string cluster_id);
 
@@ -85,6 +91,16 @@ class Broker : public RequestHandler {
   kafka::CreateTopicsResponse CreateTopics(const kafka::CreateTopicsRequest& req);
   kafka::DeleteTopicsResponse DeleteTopics(const kafka::DeleteTopicsRequest& req, int16_t version);
   kafka::DescribeClusterResponse DescribeCluster();
+  // Produce answers (or finishes, for acks=0) when every partition's append is acked.
+  void Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+               const kafka::ProduceRequest& req);
+  // Answers at once, or after max_wait_ms when there is no data (see broker.cc).
+  void Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+             const kafka::FetchRequest& req);
+  // Fills `resp` and `files` (the slices its splices index); returns the record bytes.
+  uint64_t FetchOnce(const kafka::FetchRequest& req, int16_t version,
+                     kafka::FetchResponse* resp, std::vector<storage::FileSlice>* files);
+  kafka::ListOffsetsResponse ListOffsets(const kafka::ListOffsetsRequest& req, int16_t version);
 
   std::string PartitionDir(const std::string& topic, int32_t partition) const;
   storage::LogOptions LogOptionsFor(const TopicConfig& config);
@@ -104,7 +120,7 @@ class Broker : public RequestHandler {
   std::string advertised_host_;                    // guarded by mu_
   int32_t advertised_port_ = 0;                    // guarded by mu_
   std::unique_ptr<TopicStore> topics_;             // guarded by mu_
-  std::map<PartitionKey, std::unique_ptr<storage::PartitionLog>> logs_;  // guarded by mu_
+  std::map<PartitionKey, std::unique_ptr<Partition>> logs_;  // guarded by mu_
 };
 
 // Reads <data-dir>/meta/cluster_id, creating it (durably) with a random id when missing.
