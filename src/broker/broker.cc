@@ -607,9 +607,8 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
         continue;
       }
       storage::PartitionLog& log = *it->second->log;
-      // The interval flush policy (the default): readable = written, so that is the
-      // high watermark; no transactions, so the last stable offset is the same.
-      const int64_t hw = log.written_end_offset();
+      // No transactions, so the last stable offset is the high watermark.
+      const int64_t hw = HighWatermark(log);
       const int64_t start = log.start_offset();
       out.high_watermark = hw;
       out.last_stable_offset = hw;
@@ -624,7 +623,7 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
       const uint64_t limit =
           std::min<uint64_t>(left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
       if (fp.fetch_offset < hw && (limit > 0 || total == 0)) {
-        Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1));
+        Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), hw);
         if (!read.ok()) {
           out.error_code = read.status().code() == StatusCode::kOutOfRange
                                ? ErrorCode::kOffsetOutOfRange
@@ -688,7 +687,7 @@ kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& 
       storage::PartitionLog& log = *it->second->log;
       out.leader_epoch = 0;
       if (wp.timestamp == kLatest) {
-        out.offset = log.written_end_offset();
+        out.offset = HighWatermark(log);
       } else if (wp.timestamp == kEarliest) {
         out.offset = log.start_offset();
       } else if (wp.timestamp == kMaxTimestamp) {
@@ -747,8 +746,15 @@ std::string Broker::PartitionDir(const std::string& topic, int32_t partition) co
   return fmt::format("{}/{}-{}", options_.data_dir, topic, partition);
 }
 
+int64_t Broker::HighWatermark(const storage::PartitionLog& log) const {
+  return options_.flush_policy == storage::FlushPolicy::kDurable ? log.durable_end_offset()
+                                                                 : log.written_end_offset();
+}
+
 storage::LogOptions Broker::LogOptionsFor(const TopicConfig& config) {
   storage::LogOptions o;
+  o.flush_policy = options_.flush_policy;
+  o.flush_ms = options_.flush_ms;
   o.executor = executor_.get();
   o.files = files_.get();
   o.segment_bytes = static_cast<uint64_t>(config.segment_bytes);

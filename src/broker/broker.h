@@ -38,6 +38,10 @@ struct BrokerOptions {
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 9092;
   int io_threads = 2;               // IoExecutor threads (the plan: max(2, cores))
+  // Every partition's flush policy. Under kDurable the high watermark consumers see is
+  // the durable end offset; under kInterval (the default) the written end offset.
+  storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
+  int64_t flush_ms = 100;
   size_t max_open_files = 1024;     // log.max.open.files
   TopicConfig topic_defaults;
 };
@@ -104,6 +108,8 @@ class Broker : public RequestHandler {
 
   std::string PartitionDir(const std::string& topic, int32_t partition) const;
   storage::LogOptions LogOptionsFor(const TopicConfig& config);
+  // What consumers may read up to (decision 5 of the plan).
+  int64_t HighWatermark(const storage::PartitionLog& log) const;
   // The caller holds mu_.
   Status OpenTopicLogsLocked(const TopicInfo& topic);
   Status CloseTopicLogsLocked(const std::string& topic, int32_t partitions);

@@ -44,6 +44,8 @@ struct ServeOptions {
   std::string kafka_addr = "127.0.0.1:9092";
   std::string data_dir = "./sluice-data";
   int shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string flush_policy = "interval";
+  int64_t flush_ms = 100;
 };
 
 // Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
@@ -84,6 +86,14 @@ int RunServe(const ServeOptions& o) {
   bo.advertised_host = host;
   bo.advertised_port = port;
   bo.io_threads = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  auto policy = sluice::storage::ParseFlushPolicy(o.flush_policy);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "sluice serve: --flush-policy: %s\n", policy.status().message().c_str());
+    ::close(sfd);
+    return 2;
+  }
+  bo.flush_policy = *policy;
+  bo.flush_ms = o.flush_ms;
   auto broker = sluice::broker::Broker::Open(bo);
   if (!broker.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", broker.status().ToString().c_str());
@@ -145,6 +155,13 @@ int main(int argc, char** argv) {
   serve->add_option("--kafka-addr", serve_opts.kafka_addr, "listen address HOST:PORT (port 0: any free port)")
       ->capture_default_str();
   serve->add_option("--data-dir", serve_opts.data_dir, "directory of the topics and logs")
+      ->capture_default_str();
+  serve->add_option("--flush-policy", serve_opts.flush_policy,
+                    "interval (fdatasync every --flush-ms; acks=all after the write) or durable "
+                    "(acks=all after the fdatasync; consumers see only durable data)")
+      ->capture_default_str();
+  serve->add_option("--flush-ms", serve_opts.flush_ms, "fdatasync interval of the interval policy")
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}))
       ->capture_default_str();
   serve->add_option("--shards", serve_opts.shards, "event loop threads (default: one per core)")
       ->check(CLI::Range(1, 1024));

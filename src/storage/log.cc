@@ -916,18 +916,18 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
   return pos;
 }
 
-Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
+Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit) {
   std::shared_ptr<Segment> seg;
   uint64_t written_size, index_entries, gen;
   {
     std::lock_guard lock(mu_);
     if (closed_) return FailedPreconditionError("log {} is closed", dir_);
     int64_t start = segments_.front()->base_offset;
-    if (offset < start || offset > written_end_) {
-      return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start,
-                             written_end_);
+    int64_t end = std::min(written_end_, limit);
+    if (offset < start || offset > end) {
+      return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start, end);
     }
-    if (offset == written_end_) {
+    if (offset == end) {
       ReadResult r;
       r.first_offset = r.next_offset = offset;
       return r;
@@ -939,14 +939,14 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes) {
     index_entries = seg->written_index_entries;
     gen = layout_gen_;
   }
-  auto r = ReadSegment(*seg, written_size, index_entries, offset, max_bytes);
+  auto r = ReadSegment(*seg, written_size, index_entries, offset, max_bytes, limit);
   if (!r.ok()) return LayoutChangedOr(gen, r.status());
   return r;
 }
 
 Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
                                              uint64_t index_entries, int64_t offset,
-                                             uint64_t max_bytes) {
+                                             uint64_t max_bytes, int64_t limit) {
   const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
@@ -1003,7 +1003,7 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
   uint64_t end = pos + first.total_size();
   while (end < written_size) {
     ASSIGN_OR_RETURN(BatchHeader h, header_at(end));
-    if (end + h.total_size() - pos > max_bytes) break;
+    if (h.base_offset >= limit || end + h.total_size() - pos > max_bytes) break;
     end += h.total_size();
     r.next_offset = h.next_offset();
   }

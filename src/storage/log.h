@@ -135,7 +135,10 @@ class PartitionLog {
   // The batches from the one containing `offset`, whole, up to `max_bytes` (the first
   // batch is returned whole even when larger), within one segment. An empty slice at
   // written_end_offset(); OutOfRange outside [start_offset, written_end_offset].
-  Result<ReadResult> Read(int64_t offset, uint64_t max_bytes);
+  // `limit` caps what is visible below written_end_offset() (a broker under the durable
+  // policy passes durable_end_offset(): consumers never see past it); it must be a batch
+  // boundary, as every end offset of the log is.
+  Result<ReadResult> Read(int64_t offset, uint64_t max_bytes, int64_t limit = INT64_MAX);
 
   // The first offset at or after `timestamp_ms`, or nullopt when every record is older.
   Result<std::optional<TimestampLookup>> FindOffsetByTimestamp(int64_t timestamp_ms);
@@ -210,7 +213,7 @@ class PartitionLog {
   Status LayoutChangedOr(uint64_t gen, Status st) const;
   bool InCallback() const;
   Result<ReadResult> ReadSegment(const Segment& seg, uint64_t written_size, uint64_t index_entries,
-                                 int64_t offset, uint64_t max_bytes);
+                                 int64_t offset, uint64_t max_bytes, int64_t limit);
   void RollLocked(int64_t base_offset);
   Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);
   void MaybeScheduleLocked();

@@ -146,6 +146,24 @@ TEST_F(BrokerDataTest, ProduceThenFetchIsByteForByte) {
   EXPECT_TRUE(RecordBytes(tail).empty());
 }
 
+// Under the durable policy consumers see only what an fdatasync covered: after an
+// acks=all produce (answered after its sync) the high watermark is at its end.
+TEST_F(BrokerDataTest, DurablePolicyHighWatermarkIsTheDurableEnd) {
+  Stop();
+  options_.flush_policy = storage::FlushPolicy::kDurable;
+  Start();
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  Bytes b = Batch("d", 4);
+  auto r = Produce(c, "t", b, -1);
+  EXPECT_EQ(r.error_code, ErrorCode::kNone);
+  auto f = Fetch(c, "t", 0);
+  EXPECT_EQ(f.error_code, ErrorCode::kNone);
+  EXPECT_EQ(f.high_watermark, 4);
+  EXPECT_EQ(RecordBytes(f).size(), b.size());
+  EXPECT_EQ(Fetch(c, "t", 5).error_code, ErrorCode::kOffsetOutOfRange);
+}
+
 TEST_F(BrokerDataTest, AcksZeroHasNoResponseButIsWritten) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);

@@ -168,7 +168,7 @@ class BrokerFixture : public ::testing::Test {
   }
 
   void Start() {
-    BrokerOptions o;
+    BrokerOptions o = options_;
     o.data_dir = dir_.string();
     auto broker = Broker::Open(o);
     ASSERT_TRUE(broker.ok()) << broker.status().ToString();
@@ -199,6 +199,7 @@ class BrokerFixture : public ::testing::Test {
     return c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, version, req);
   }
 
+  BrokerOptions options_;  // what Start() opens the broker with (data_dir is set there)
   std::filesystem::path dir_;
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<Server> server_;

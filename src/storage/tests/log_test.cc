@@ -166,6 +166,20 @@ TEST_F(LogTest, ReadStopsAtMaxBytesOnBatchBoundaries) {
   EXPECT_GE(r->slice.file->fd(), 0);  // usable with sendfile
 }
 
+TEST_F(LogTest, ReadStopsAtTheLimitOffset) {
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);
+  for (int i = 0; i < 5; ++i) AppendSync(*log, b);
+  auto r = log->Read(0, 1 << 20, /*limit=*/30);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->next_offset, 30);
+  EXPECT_EQ(r->slice.size, b.size() * 3);
+  auto at = log->Read(30, 1 << 20, 30);
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(at->slice.size, 0u);
+  EXPECT_EQ(log->Read(31, 1 << 20, 30).status().code(), StatusCode::kOutOfRange);
+}
+
 TEST_F(LogTest, ReadAtEndIsEmptyAndOutsideIsOutOfRange) {
   auto log = OpenLog();
   AppendSync(*log, MakeBatch(3, 10, 1000, 1));
