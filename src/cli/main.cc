@@ -157,8 +157,9 @@ int main(int argc, char** argv) {
   serve->add_option("--data-dir", serve_opts.data_dir, "directory of the topics and logs")
       ->capture_default_str();
   serve->add_option("--flush-policy", serve_opts.flush_policy,
-                    "interval (fdatasync every --flush-ms; acks=all after the write) or durable "
-                    "(acks=all after the fdatasync; consumers see only durable data)")
+                    "interval (fdatasync every --flush-ms) or durable (fdatasync after every "
+                    "write group; consumers see only durable data). acks=all is answered after "
+                    "the fdatasync that covers the batch under both")
       ->capture_default_str();
   serve->add_option("--flush-ms", serve_opts.flush_ms, "fdatasync interval of the interval policy")
       ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}))
