@@ -398,6 +398,7 @@ namespace {
 // request thread holds one count itself until every append is queued, so the last
 // callback cannot answer before the response is complete.
 struct PendingProduce {
+  Broker* broker;
   std::shared_ptr<Connection> conn;
   kafka::RequestHeader header;
   kafka::ProduceResponse resp;
@@ -407,8 +408,7 @@ struct PendingProduce {
   // Called once per count; the last one answers on the connection's loop.
   static void Release(const std::shared_ptr<PendingProduce>& p) {
     if (p->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
-    EventLoop* loop = p->conn->loop();
-    loop->Post([p] {
+    p->broker->PostToLoop(*p->conn, [p] {
       if (p->acks0) return;  // already finished
       Reply(p->conn, p->header, p->resp);
     });
@@ -420,6 +420,7 @@ struct PendingProduce {
 void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                      const kafka::ProduceRequest& req) {
   auto pending = std::make_shared<PendingProduce>();
+  pending->broker = this;
   pending->conn = conn;
   pending->header = h;
   pending->acks0 = req.acks == 0;
@@ -550,6 +551,14 @@ void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHea
 
 }  // namespace
 
+// A fetch waiting for data: answered once, by the first of an append or its timer.
+struct Broker::FetchWait {
+  std::shared_ptr<Connection> conn;
+  kafka::RequestHeader header;
+  kafka::FetchRequest req;
+  std::atomic<bool> done{false};
+};
+
 void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                    const kafka::FetchRequest& req) {
   kafka::FetchResponse resp;
@@ -569,15 +578,86 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
     ReplyFetch(conn, h, resp, std::move(files));
     return;
   }
-  // No data: answer after max_wait_ms with whatever arrived by then.
-  // TODO(broker): a full long poll, woken by the appends (and by min_bytes), is next.
-  conn->loop()->RunAfter(req.max_wait_ms, [this, conn, h, req] {
-    if (conn->closed()) return;
-    kafka::FetchResponse later;
-    std::vector<storage::FileSlice> later_files;
-    FetchOnce(req, h.api_version, &later, &later_files);
-    ReplyFetch(conn, h, later, std::move(later_files));
-  });
+  // No data: a long poll. Register on every partition asked for, then look once more
+  // (an append between the first look and the registration must not be missed), and
+  // answer at the first append that makes data readable or after max_wait_ms.
+  // min_bytes is treated as 1: any new data answers the fetch.
+  auto wait = std::make_shared<FetchWait>();
+  wait->conn = conn;
+  wait->header = h;
+  wait->req = req;
+  std::vector<PartitionKey> keys;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& want : req.topics) {
+      const TopicInfo* info =
+          h.api_version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
+      if (info == nullptr) continue;
+      for (const auto& fp : want.partitions) keys.emplace_back(info->name, fp.partition);
+    }
+  }
+  {
+    std::lock_guard lock(waits_mu_);
+    if (waking_stopped_) keys.clear();
+    for (const PartitionKey& key : keys) {
+      auto& list = waits_[key];
+      std::erase_if(list, [](const std::weak_ptr<FetchWait>& w) { return w.expired(); });
+      list.push_back(wait);
+    }
+  }
+  conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
+  kafka::FetchResponse again;
+  std::vector<storage::FileSlice> again_files;
+  if (FetchOnce(req, h.api_version, &again, &again_files) > 0) CompleteFetch(wait);
+}
+
+void Broker::CompleteFetch(const std::shared_ptr<FetchWait>& wait) {
+  if (wait->done.exchange(true)) return;
+  if (wait->conn->closed()) return;
+  kafka::FetchResponse resp;
+  std::vector<storage::FileSlice> files;
+  FetchOnce(wait->req, wait->header.api_version, &resp, &files);
+  ReplyFetch(wait->conn, wait->header, resp, std::move(files));
+}
+
+size_t Broker::waiting_fetch_count() {
+  std::lock_guard lock(waits_mu_);
+  size_t n = 0;
+  for (const auto& [key, list] : waits_) {
+    for (const auto& weak : list) {
+      auto w = weak.lock();
+      if (w != nullptr && !w->done.load()) ++n;
+    }
+  }
+  return n;
+}
+
+void Broker::StopWaking() {
+  std::lock_guard lock(waits_mu_);
+  waking_stopped_ = true;
+  waits_.clear();
+}
+
+void Broker::WakeFetches(const PartitionKey& key) {
+  // Posts under waits_mu_, so that once StopWaking() returns no post reaches a loop.
+  std::lock_guard lock(waits_mu_);
+  if (waking_stopped_) return;
+  auto it = waits_.find(key);
+  if (it == waits_.end()) return;
+  std::vector<std::weak_ptr<FetchWait>> woken;
+  woken.swap(it->second);
+  waits_.erase(it);
+  for (const auto& weak : woken) {
+    std::shared_ptr<FetchWait> wait = weak.lock();
+    if (wait == nullptr || wait->done.load()) continue;
+    wait->conn->loop()->Post([this, wait] { CompleteFetch(wait); });
+  }
+}
+
+void Broker::PostToLoop(Connection& conn, std::function<void()> task) {
+  std::lock_guard lock(waits_mu_);
+  if (waking_stopped_) return;
+  conn.loop()->Post(std::move(task));
 }
 
 uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
@@ -770,8 +850,9 @@ Status Broker::OpenTopicLogsLocked(const TopicInfo& topic) {
     PartitionKey key{topic.name, p};
     if (logs_.count(key) != 0) continue;
     auto part = std::make_unique<Partition>();
-    ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p),
-                                                            LogOptionsFor(topic.config)));
+    storage::LogOptions opts = LogOptionsFor(topic.config);
+    opts.on_readable = [this, key] { WakeFetches(key); };
+    ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
     RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
     logs_.emplace(std::move(key), std::move(part));
   }

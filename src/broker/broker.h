@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,14 @@ class Broker : public RequestHandler {
   const std::string& cluster_id() const { return cluster_id_; }
   // Open partition logs (tests).
   size_t open_log_count() const;
+  // Fetches waiting for data (tests).
+  size_t waiting_fetch_count();
+  // Stops posting to connections' loops from I/O threads (fetch wake-ups, produce acks).
+  // Call before stopping the server: logs may still report new data or acks while the
+  // loops are being destroyed.
+  void StopWaking();
+  // Posts `task` to the connection's loop from any thread, unless StopWaking() was called.
+  void PostToLoop(Connection& conn, std::function<void()> task);
 
  private:
   using PartitionKey = std::pair<std::string, int32_t>;  // (topic, partition)
@@ -98,9 +107,15 @@ class Broker : public RequestHandler {
   // Produce answers (or finishes, for acks=0) when every partition's append is acked.
   void Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                const kafka::ProduceRequest& req);
-  // Answers at once, or after max_wait_ms when there is no data (see broker.cc).
+  // Answers at once when there is data (or an error); otherwise waits, up to max_wait_ms,
+  // for an append to any of its partitions to make data readable (a long poll).
   void Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
              const kafka::FetchRequest& req);
+  struct FetchWait;
+  // Answers a waiting fetch once (on its connection's loop); later calls do nothing.
+  void CompleteFetch(const std::shared_ptr<FetchWait>& wait);
+  // Called by a partition log when data became readable: wakes the fetches waiting on it.
+  void WakeFetches(const PartitionKey& key);
   // Fills `resp` and `files` (the slices its splices index); returns the record bytes.
   uint64_t FetchOnce(const kafka::FetchRequest& req, int16_t version,
                      kafka::FetchResponse* resp, std::vector<storage::FileSlice>* files);
@@ -127,6 +142,13 @@ class Broker : public RequestHandler {
   int32_t advertised_port_ = 0;                    // guarded by mu_
   std::unique_ptr<TopicStore> topics_;             // guarded by mu_
   std::map<PartitionKey, std::unique_ptr<Partition>> logs_;  // guarded by mu_
+
+  // Fetches waiting for data, by partition, and the gate on posting to loops from I/O
+  // threads. Its own lock (never held with mu_): logs call WakeFetches from their I/O
+  // threads after every write.
+  std::mutex waits_mu_;
+  std::map<PartitionKey, std::vector<std::weak_ptr<FetchWait>>> waits_;  // guarded by waits_mu_
+  bool waking_stopped_ = false;                                           // guarded by waits_mu_
 };
 
 // Reads <data-dir>/meta/cluster_id, creating it (durably) with a random id when missing.

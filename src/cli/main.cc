@@ -124,6 +124,7 @@ int RunServe(const ServeOptions& o) {
   ::close(sfd);
   fmt::print("sluice: {}, stopping\n", n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
+  (*broker)->StopWaking();
   server.Stop();
   if (sluice::Status st = (*broker)->Close(); !st.ok()) {
     std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());

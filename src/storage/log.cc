@@ -763,6 +763,7 @@ void PartitionLog::RunIoJob() {
   }
   for (Chunk& c : chunks) options_.executor->ReturnBuffer(std::move(c.bytes));
   chunks.clear();
+  if (written_to >= 0 && st.ok() && options_.on_readable) options_.on_readable();
   FinishTask(ready, &job_running_);
 }
 
@@ -807,6 +808,7 @@ void PartitionLog::RunSync() {
     }
     if (!ready.empty()) ++callbacks_running_;
   }
+  if (st.ok() && options_.on_readable) options_.on_readable();
   FinishTask(ready, &sync_running_);
 }
 

@@ -68,6 +68,11 @@ struct LogOptions {
   int64_t retention_bytes = -1;                   // retention.bytes, -1 = unlimited
   int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // retention.ms, -1 = forever
   uint32_t max_batch_bytes = 1048588;             // message.max.bytes
+
+  // Called after written_end_offset() or durable_end_offset() advanced (the broker wakes
+  // its waiting fetches), on an IoExecutor thread, outside the log's lock. Must not block
+  // and must not call Flush/TruncateTo/Close of this log.
+  std::function<void()> on_readable;
 };
 
 enum class AckLevel {

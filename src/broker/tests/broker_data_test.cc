@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/broker.h"
@@ -162,6 +163,39 @@ TEST_F(BrokerDataTest, DurablePolicyHighWatermarkIsTheDurableEnd) {
   EXPECT_EQ(f.high_watermark, 4);
   EXPECT_EQ(RecordBytes(f).size(), b.size());
   EXPECT_EQ(Fetch(c, "t", 5).error_code, ErrorCode::kOffsetOutOfRange);
+}
+
+// A fetch at the end of the log waits, and an append to its partition answers it: with a
+// max wait far beyond the client's read timeout, only the wake-up can make it pass.
+TEST_F(BrokerDataTest, WaitingFetchIsAnsweredByAnAppend) {
+  Client producer(port());
+  ASSERT_EQ(Create(producer, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 600'000;
+  req.min_bytes = 1;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchTopic t;
+  t.topic = "t";
+  kafka::FetchRequest::FetchPartition p;
+  p.partition = 0;
+  p.fetch_offset = 0;
+  p.partition_max_bytes = 1 << 20;
+  t.partitions.push_back(p);
+  req.topics.push_back(t);
+  ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 77, req));
+  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Bytes b = Batch("w", 2);
+  EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
+  auto frame = consumer.ReadFrame();
+  ASSERT_TRUE(frame.has_value()) << "the waiting fetch was not woken by the append";
+  kafka::Reader r(*frame);
+  ASSERT_TRUE(kafka::DecodeResponseHeader(r, ApiKey::kFetch, 11).ok());
+  kafka::FetchResponse resp;
+  ASSERT_TRUE(resp.Decode(r, 11).ok());
+  ASSERT_EQ(resp.responses.size(), 1u);
+  EXPECT_EQ(resp.responses[0].partitions[0].high_watermark, 2);
+  EXPECT_EQ(RecordBytes(resp.responses[0].partitions[0]).size(), b.size());
 }
 
 TEST_F(BrokerDataTest, AcksZeroHasNoResponseButIsWritten) {

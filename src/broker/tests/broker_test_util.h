@@ -181,6 +181,7 @@ class BrokerFixture : public ::testing::Test {
     broker_->SetAdvertisedAddress("127.0.0.1", server_->port());
   }
   void Stop() {
+    if (broker_) broker_->StopWaking();
     if (server_) server_->Stop();
     server_.reset();
     if (broker_) {

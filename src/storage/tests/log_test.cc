@@ -166,6 +166,15 @@ TEST_F(LogTest, ReadStopsAtMaxBytesOnBatchBoundaries) {
   EXPECT_GE(r->slice.file->fd(), 0);  // usable with sendfile
 }
 
+TEST_F(LogTest, OnReadableFiresWhenWrittenDataBecomesReadable) {
+  std::atomic<int> calls{0};
+  opts_.on_readable = [&] { ++calls; };
+  auto log = OpenLog();
+  AppendSync(*log, MakeBatch(2, 10, 1000, 1));  // durable policy: a write job and a sync
+  ASSERT_TRUE(log->Close().ok());
+  EXPECT_GE(calls.load(), 2);
+}
+
 TEST_F(LogTest, ReadStopsAtTheLimitOffset) {
   auto log = OpenLog();
   auto b = MakeBatch(10, 100, 1000, 1);
