@@ -105,7 +105,9 @@ class Client {
       ADD_FAILURE() << "no response to " << kafka::ApiName(key) << " v" << version;
       return resp;
     }
-    kafka::Reader r(*frame);
+    // Records in a decoded response are views into the frame: keep it until the next call.
+    last_frame_ = std::move(*frame);
+    kafka::Reader r(last_frame_);
     auto got = kafka::DecodeResponseHeader(r, key, version);
     EXPECT_TRUE(got.ok()) << got.status().ToString();
     if (got.ok()) {
@@ -150,6 +152,7 @@ class Client {
 
   int fd_ = -1;
   int32_t next_id_ = 1;
+  Bytes last_frame_;
 };
 
 // A broker on a temp data directory, served on a free port by two shards.
