@@ -2,6 +2,7 @@
 #include "broker/broker.h"
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -107,8 +108,24 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     }
   }
 
+  // The end of the last reserved block of producer ids: new ids start there.
+  int64_t producer_id_start = 0;
+  const std::string block_path = options.data_dir + "/meta/producer_id_block";
+  if (env->Exists(block_path)) {
+    ASSIGN_OR_RETURN(auto file, env->Open(block_path, storage::OpenMode::kRead));
+    std::string text(32, '\0');
+    ASSIGN_OR_RETURN(size_t n, file->ReadAt(0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(text.data()), text.size())));
+    text.resize(n);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), producer_id_start);
+    if (ec != std::errc() || p != text.data() + text.size() || producer_id_start < 0) {
+      return CorruptionError("{}: not a producer id", block_path);
+    }
+  }
+
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
   std::lock_guard lock(broker->mu_);
+  broker->next_producer_id_ = broker->producer_id_block_end_ = producer_id_start;
   broker->topics_ = std::move(topics);
   for (const TopicInfo* t : broker->topics_->List()) {
     RETURN_IF_ERROR(broker->OpenTopicLogsLocked(*t));
@@ -197,6 +214,8 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
           Reply(conn, h, DeleteTopics(body, h.api_version));
         } else if constexpr (std::is_same_v<T, kafka::DescribeClusterRequest>) {
           Reply(conn, h, DescribeCluster());
+        } else if constexpr (std::is_same_v<T, kafka::InitProducerIdRequest>) {
+          Reply(conn, h, InitProducerId(body));
         } else if constexpr (std::is_same_v<T, kafka::ProduceRequest>) {
           Produce(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::FetchRequest>) {
@@ -376,6 +395,37 @@ kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsReques
     }
     resp.responses.push_back(std::move(out));
   }
+  return resp;
+}
+
+kafka::InitProducerIdResponse Broker::InitProducerId(const kafka::InitProducerIdRequest& req) {
+  kafka::InitProducerIdResponse resp;
+  if (req.transactional_id.has_value()) {
+    // No transaction coordinator yet: only idempotent producers are served.
+    resp.error_code = ErrorCode::kInvalidRequest;
+    return resp;
+  }
+  std::lock_guard lock(mu_);
+  if (req.producer_id >= 0 && req.producer_epoch >= 0 && req.producer_epoch < INT16_MAX - 1) {
+    // A producer asking for its next epoch (KIP-360) keeps its id.
+    resp.producer_id = req.producer_id;
+    resp.producer_epoch = static_cast<int16_t>(req.producer_epoch + 1);
+    return resp;
+  }
+  if (next_producer_id_ >= producer_id_block_end_) {
+    constexpr int64_t kBlock = 1000;
+    int64_t end = next_producer_id_ + kBlock;
+    Status st = WriteFileDurably(storage::Env::Posix(), options_.data_dir + "/meta",
+                                 "producer_id_block", std::to_string(end) + "\n");
+    if (!st.ok()) {
+      SLUICE_LOG(kLog, kError, "reserving producer ids: {}", st.ToString());
+      resp.error_code = ErrorCode::kKafkaStorageError;
+      return resp;
+    }
+    producer_id_block_end_ = end;
+  }
+  resp.producer_id = next_producer_id_++;
+  resp.producer_epoch = 0;
   return resp;
 }
 

@@ -104,6 +104,9 @@ class Broker : public RequestHandler {
   kafka::CreateTopicsResponse CreateTopics(const kafka::CreateTopicsRequest& req);
   kafka::DeleteTopicsResponse DeleteTopics(const kafka::DeleteTopicsRequest& req, int16_t version);
   kafka::DescribeClusterResponse DescribeCluster();
+  // Idempotent producers only (no transactions): a new producer id, or the next epoch of
+  // a producer id the client already has (v3+).
+  kafka::InitProducerIdResponse InitProducerId(const kafka::InitProducerIdRequest& req);
   // Produce answers (or finishes, for acks=0) when every partition's append is acked.
   void Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                const kafka::ProduceRequest& req);
@@ -142,6 +145,10 @@ class Broker : public RequestHandler {
   int32_t advertised_port_ = 0;                    // guarded by mu_
   std::unique_ptr<TopicStore> topics_;             // guarded by mu_
   std::map<PartitionKey, std::unique_ptr<Partition>> logs_;  // guarded by mu_
+  // Producer ids are handed out from blocks reserved on disk (meta/producer_id_block
+  // holds the end of the current block), so a restart never repeats one.
+  int64_t next_producer_id_ = 0;                   // guarded by mu_
+  int64_t producer_id_block_end_ = 0;              // guarded by mu_
 
   // Fetches waiting for data, by partition, and the gate on posting to loops from I/O
   // threads. Its own lock (never held with mu_): logs call WakeFetches from their I/O

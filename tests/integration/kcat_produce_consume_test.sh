@@ -71,13 +71,21 @@ for codec in none gzip lz4 zstd snappy; do
     fail "consumed bytes differ after -z $codec ($(wc -l <"$tmp/got") lines)"
 done
 
-# ListOffsets: the latest offset after 5,000 messages in one partition.
+# An idempotent producer (InitProducerId, sequence numbers, acks=all).
+timeout 60 kcat -b "$broker" -P -t events -X enable.idempotence=true <"$tmp/in" 2>"$tmp/kcat.err" || {
+  cat "$tmp/kcat.err"; fail "kcat -P with enable.idempotence=true"; }
+cat "$tmp/in" >>"$tmp/expected"
+timeout 60 kcat -b "$broker" -C -t events -e -o beginning -q >"$tmp/got" 2>"$tmp/kcat.err" || {
+  cat "$tmp/kcat.err"; fail "kcat -C after the idempotent producer"; }
+cmp "$tmp/expected" "$tmp/got" || fail "consumed bytes differ after the idempotent producer"
+
+# ListOffsets: the latest offset after 6,000 messages in one partition.
 timeout 30 kcat -b "$broker" -Q -t events:0:-1 >"$tmp/q" 2>&1 || { cat "$tmp/q"; fail "kcat -Q"; }
-grep -q "offset 5000" "$tmp/q" || fail "kcat -Q: $(cat "$tmp/q")"
+grep -q "offset 6000" "$tmp/q" || fail "kcat -Q: $(cat "$tmp/q")"
 
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
 pid=""
 [ "$rc" -eq 0 ] || fail "sluice serve exited $rc after SIGTERM"
-echo "PASS: kcat produced and consumed 5 x 1,000 messages (none, gzip, lz4, zstd, snappy) byte for byte; sluice serve stopped cleanly"
+echo "PASS: kcat produced and consumed 6 x 1,000 messages (none, gzip, lz4, zstd, snappy, idempotent) byte for byte; sluice serve stopped cleanly"

@@ -198,6 +198,36 @@ TEST_F(BrokerDataTest, WaitingFetchIsAnsweredByAnAppend) {
   EXPECT_EQ(RecordBytes(resp.responses[0].partitions[0]).size(), b.size());
 }
 
+TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
+  int64_t first;
+  {
+    Client c(port());
+    kafka::InitProducerIdRequest req;
+    auto a = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, req);
+    auto b = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, req);
+    EXPECT_EQ(a.error_code, ErrorCode::kNone);
+    EXPECT_GE(a.producer_id, 0);
+    EXPECT_EQ(a.producer_epoch, 0);
+    EXPECT_NE(a.producer_id, b.producer_id);
+    first = std::max(a.producer_id, b.producer_id);
+    kafka::InitProducerIdRequest bump;
+    bump.producer_id = a.producer_id;
+    bump.producer_epoch = 0;
+    auto bumped = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, bump);
+    EXPECT_EQ(bumped.producer_id, a.producer_id);
+    EXPECT_EQ(bumped.producer_epoch, 1);
+    kafka::InitProducerIdRequest txn;
+    txn.transactional_id = "tx";
+    EXPECT_EQ(c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, txn).error_code,
+              ErrorCode::kInvalidRequest);
+  }
+  Stop();
+  Start();
+  Client c(port());
+  auto later = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 2, kafka::InitProducerIdRequest{});
+  EXPECT_GT(later.producer_id, first);  // never an id handed out before the restart
+}
+
 TEST_F(BrokerDataTest, AcksZeroHasNoResponseButIsWritten) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
