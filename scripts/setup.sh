@@ -11,7 +11,8 @@ APT_PACKAGES=(
   libfmt-dev libyaml-cpp-dev liburing-dev libcli11-dev
   zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev nlohmann-json3-dev
   nodejs
-  kcat python3-confluent-kafka
+  libssl-dev librdkafka-dev iperf3
+  kcat python3-confluent-kafka python3-kafka
 )
 
 missing=()
