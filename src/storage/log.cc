@@ -23,6 +23,7 @@ constexpr size_t kHeaderBlock = 64 << 10;  // bytes read at a time when walking 
 // Stored batches may have been appended under a larger message.max.bytes than today's;
 // anything up to this is accepted when reading a segment back.
 constexpr uint64_t kMaxBatchFloor = 64 << 20;
+constexpr const char* kLogStartFile = "log-start-offset";
 
 std::string SegmentName(int64_t base, std::string_view ext) {
   return fmt::format("{:020d}{}", base, ext);
@@ -227,6 +228,9 @@ class SegmentScanner {
 
 PartitionLog::PartitionLog(std::string dir, LogOptions options)
     : dir_(std::move(dir)), options_(options) {
+  limits_ = {options_.segment_bytes, options_.segment_ms, options_.retention_bytes,
+             options_.retention_ms, options_.max_batch_bytes};
+  max_stored_batch_ = options_.max_batch_bytes;
   if (options_.files == nullptr) {
     own_files_ = std::make_unique<FileCache>(options_.env, 16);
     files_ = own_files_.get();
@@ -415,6 +419,7 @@ Status PartitionLog::Recover() {
     }
   }
   recovery_.segments = static_cast<int>(segments_.size());
+  RETURN_IF_ERROR(LoadLogStart());
   next_offset_ = written_end_ = durable_end_ = segments_.back()->next_offset;
   last_written_ = segments_.back();
   last_sync_ns_ = MonotonicNanos();
@@ -517,7 +522,12 @@ Status PartitionLog::RecoverClosedSegment(Segment& seg) {
 // Appends and the group-commit writer
 
 Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOptions opts) {
-  ASSIGN_OR_RETURN(BatchHeader h, ValidateBatch(batch, options_.max_batch_bytes));
+  uint32_t max_batch;
+  {
+    std::lock_guard lock(mu_);
+    max_batch = limits_.max_batch_bytes;
+  }
+  ASSIGN_OR_RETURN(BatchHeader h, ValidateBatch(batch, max_batch));
   std::lock_guard lock(mu_);
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   if (!failed_.ok()) return failed_.WithContext(fmt::format("log {} failed earlier", dir_));
@@ -531,7 +541,7 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
                        ? batch_max_ts - seg->first_batch_ts
                        : now_ms - seg->created_ms;
   if (seg->size > 0 &&
-      (seg->size + batch.size() > options_.segment_bytes || waited >= options_.segment_ms ||
+      (seg->size + batch.size() > limits_.segment_bytes || waited >= limits_.segment_ms ||
        next_offset_ + h.last_offset_delta - seg->base_offset > INT32_MAX)) {
     RollLocked(next_offset_);
     seg = segments_.back().get();
@@ -863,7 +873,10 @@ Status PartitionLog::Close() {
 
 int64_t PartitionLog::start_offset() const {
   std::lock_guard lock(mu_);
-  return segments_.front()->base_offset;
+  return StartLocked();
+}
+int64_t PartitionLog::StartLocked() const {
+  return std::max(segments_.front()->base_offset, log_start_);
 }
 int64_t PartitionLog::end_offset() const {
   std::lock_guard lock(mu_);
@@ -888,7 +901,7 @@ int PartitionLog::segment_count() const {
   return static_cast<int>(segments_.size());
 }
 uint64_t PartitionLog::MaxStoredBatch() const {
-  return std::max<uint64_t>(options_.max_batch_bytes, kMaxBatchFloor);
+  return std::max<uint64_t>(max_stored_batch_.load(std::memory_order_relaxed), kMaxBatchFloor);
 }
 
 uint64_t PartitionLog::sync_count() const {
@@ -924,7 +937,7 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
   {
     std::lock_guard lock(mu_);
     if (closed_) return FailedPreconditionError("log {} is closed", dir_);
-    int64_t start = segments_.front()->base_offset;
+    int64_t start = StartLocked();
     int64_t end = std::min(written_end_, limit);
     if (offset < start || offset > end) {
       return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start, end);
@@ -1156,6 +1169,7 @@ Status PartitionLog::TruncateTo(int64_t offset) {
   }
   last_written_ = segments_.back();
   next_offset_ = written_end_ = durable_end_ = new_end;  // the cut is synced, the rest was
+  log_start_ = std::min(log_start_, new_end);
   flush_target_ = std::min(flush_target_, new_end);
   unsynced_bytes_ = 0;
   return Status::OK();
@@ -1171,13 +1185,13 @@ Result<int> PartitionLog::ApplyRetention() {
     int64_t now_ms = options_.clock->NowMillis();
     auto expired = [&](const Segment& s) {
       int64_t newest = s.max_timestamp >= 0 ? s.max_timestamp : s.created_ms;
-      return options_.retention_ms >= 0 && now_ms - newest > options_.retention_ms;
+      return limits_.retention_ms >= 0 && now_ms - newest > limits_.retention_ms;
     };
     while (segments_.size() > 1) {
       const Segment& s = *segments_.front();
       if (!s.closed_durable) break;  // still being written or synced by a job
-      bool by_size = options_.retention_bytes >= 0 &&
-                     total - s.size >= static_cast<uint64_t>(options_.retention_bytes);
+      bool by_size = limits_.retention_bytes >= 0 &&
+                     total - s.size >= static_cast<uint64_t>(limits_.retention_bytes);
       if (!by_size && !expired(s)) break;
       total -= s.size;
       doomed.push_back(segments_.front());
@@ -1193,10 +1207,15 @@ Result<int> PartitionLog::ApplyRetention() {
     }
     if (!doomed.empty()) ++layout_gen_;
   }
-  // The log file goes first: recovery treats index files without a log before the first
-  // segment as leftovers of this and removes them. The directory is synced after each
-  // segment, so a power loss can only bring back a suffix of the deleted ones: the log
-  // never comes back with a gap of offsets in the middle.
+  RETURN_IF_ERROR(RemoveSegmentFiles(doomed));
+  return static_cast<int>(doomed.size());
+}
+
+// The log file goes first: recovery treats index files without a log before the first
+// segment as leftovers of this and removes them. The directory is synced after each
+// segment, so a power loss can only bring back a suffix of the deleted ones: the log
+// never comes back with a gap of offsets in the middle.
+Status PartitionLog::RemoveSegmentFiles(const std::vector<std::shared_ptr<Segment>>& doomed) {
   for (const auto& s : doomed) {
     for (const std::string* p : {&s->log_path, &s->index_path, &s->time_index_path}) {
       files_->Evict(*p);
@@ -1205,7 +1224,82 @@ Result<int> PartitionLog::ApplyRetention() {
     }
     RETURN_IF_ERROR(options_.env->SyncDir(dir_));
   }
-  return static_cast<int>(doomed.size());
+  return Status::OK();
+}
+
+Result<int64_t> PartitionLog::DeleteRecordsBefore(int64_t offset) {
+  std::lock_guard file_lock(start_file_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+    if (offset > written_end_) {
+      return OutOfRangeError("offset {} is past the log's end {}", offset, written_end_);
+    }
+    if (offset <= StartLocked()) return StartLocked();
+  }
+  // Recorded before anything is deleted: after a crash the start is at least this.
+  Env* env = options_.env;
+  const std::string path = dir_ + "/" + kLogStartFile;
+  const std::string tmp = path + ".tmp";
+  std::string text = std::to_string(offset) + "\n";
+  {
+    ASSIGN_OR_RETURN(auto f, env->Open(tmp, OpenMode::kCreate));
+    RETURN_IF_ERROR(f->Truncate(0));
+    RETURN_IF_ERROR(f->WriteAt(0, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}));
+    RETURN_IF_ERROR(f->Sync());
+  }
+  RETURN_IF_ERROR(env->Rename(tmp, path));
+  RETURN_IF_ERROR(env->SyncDir(dir_));
+
+  std::vector<std::shared_ptr<Segment>> doomed;
+  int64_t start;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+    log_start_ = std::max(log_start_, offset);
+    // Whole segments below the start go; the active one stays (it is rolled by the next
+    // append or retention pass, as in Kafka).
+    while (segments_.size() > 1 && segments_[1]->base_offset <= log_start_ &&
+           segments_.front()->closed_durable) {
+      doomed.push_back(segments_.front());
+      segments_.pop_front();
+    }
+    if (!doomed.empty()) ++layout_gen_;
+    start = StartLocked();
+  }
+  RETURN_IF_ERROR(RemoveSegmentFiles(doomed));
+  return start;
+}
+
+void PartitionLog::Reconfigure(const Limits& limits) {
+  std::lock_guard lock(mu_);
+  limits_ = limits;
+  if (limits.max_batch_bytes > max_stored_batch_.load()) max_stored_batch_ = limits.max_batch_bytes;
+}
+
+// <dir>/log-start-offset: one decimal number and a newline. A file that does not parse
+// is reported and ignored (the start falls back to the first segment's base): it only
+// hides records that DeleteRecords removed, and never loses any.
+Status PartitionLog::LoadLogStart() {
+  Env* env = options_.env;
+  const std::string path = dir_ + "/" + kLogStartFile;
+  if (env->Exists(path + ".tmp")) RETURN_IF_ERROR(env->Remove(path + ".tmp"));
+  if (!env->Exists(path)) return Status::OK();
+  ASSIGN_OR_RETURN(auto f, env->Open(path, OpenMode::kRead));
+  uint8_t buf[32];
+  ASSIGN_OR_RETURN(size_t n, f->ReadAt(0, buf));
+  std::string text(reinterpret_cast<const char*>(buf), n);
+  int64_t value = -1;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  bool ok = ec == std::errc() && value >= 0 && end != text.data() &&
+            std::string_view(end, text.data() + text.size()) == "\n";
+  if (!ok) {
+    SLUICE_LOG(kLog, kWarn, "recovery: ignoring {}: not an offset ({} bytes)", path, n);
+    return Status::OK();
+  }
+  // Never past the end: records the file claims deleted but that recovery cut anyway.
+  log_start_ = std::min(value, segments_.back()->next_offset);
+  return Status::OK();
 }
 
 Status PartitionLog::Verify() {

@@ -24,6 +24,7 @@
 // and the log refuses further appends; reopening it recovers what reached the disk.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -160,6 +161,25 @@ class PartitionLog {
   // Deletes whole closed segments past retention_bytes / retention_ms. Returns how many.
   Result<int> ApplyRetention();
 
+  // Moves the log start offset up to `offset` (Kafka's DeleteRecords): reads below it
+  // are OutOfRange from now on, and whole segments below it are deleted. The new start is
+  // recorded durably in <dir>/log-start-offset before returning, so it survives a crash.
+  // OutOfRange when `offset` is past written_end_offset(); an `offset` at or below the
+  // current start changes nothing. Returns the start offset after the call.
+  Result<int64_t> DeleteRecordsBefore(int64_t offset);
+
+  // The limits a topic's config can change while its log is open (segment.bytes,
+  // segment.ms, retention.*, max.message.bytes); they apply from the next append or
+  // retention pass. options() keeps the values the log was opened with.
+  struct Limits {
+    uint64_t segment_bytes;
+    int64_t segment_ms;
+    int64_t retention_bytes;
+    int64_t retention_ms;
+    uint32_t max_batch_bytes;
+  };
+  void Reconfigure(const Limits& limits);
+
   // Reads every segment in full and checks every batch (header and CRC). Corruption
   // names the file and byte position.
   Status Verify();
@@ -173,6 +193,8 @@ class PartitionLog {
   // Waits for pending I/O, syncs, closes files. Further calls fail.
   Status Close();
 
+  // The first readable offset: the first segment's base, or above it after
+  // DeleteRecordsBefore.
   int64_t start_offset() const;
   int64_t end_offset() const;          // the next offset Append assigns
   int64_t written_end_offset() const;  // readable up to here
@@ -230,6 +252,10 @@ class PartitionLog {
   void FinishTask(std::vector<std::pair<Waiter, Status>>& ready, bool* running);
   Status WaitIdleLocked(std::unique_lock<std::mutex>& lock);
   Result<std::shared_ptr<File>> LogFile(const Segment& seg, OpenMode mode);
+  // Deletes the files of segments already removed from segments_ (log file first).
+  Status RemoveSegmentFiles(const std::vector<std::shared_ptr<Segment>>& doomed);
+  Status LoadLogStart();
+  int64_t StartLocked() const;
 
   const std::string dir_;
   const LogOptions options_;
@@ -257,9 +283,15 @@ class PartitionLog {
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;
+  Limits limits_{};                  // from options_, then Reconfigure
+  int64_t log_start_ = 0;            // DeleteRecordsBefore; StartLocked() is the real start
   int callbacks_running_ = 0;        // tasks running acks outside the lock
   Status failed_;  // non-OK after a write error
   bool closed_ = false;
+
+  std::mutex start_file_mu_;  // serializes writers of <dir>/log-start-offset
+  // The largest max_batch_bytes ever set: bounds scans of stored batches (read without mu_).
+  std::atomic<uint32_t> max_stored_batch_{0};
 };
 
 }  // namespace sluice::storage

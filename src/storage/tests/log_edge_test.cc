@@ -285,4 +285,72 @@ TEST_F(LogEdgeTest, SegmentAgeSurvivesReopenAndExpiredActiveSegmentGoes) {
 }
 
 }  // namespace
+
+// DeleteRecordsBefore: the start moves, reads below it are out of range, whole segments
+// below it go, and the start survives a reopen.
+TEST_F(LogEdgeTest, DeleteRecordsBeforeMovesTheStartDurably) {
+  opts_.segment_bytes = 4096;  // a few batches per segment
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 40; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(5, 200, 1000, i)).ok());
+    int before = log->segment_count();
+    ASSERT_GT(before, 4);
+    auto start = log->DeleteRecordsBefore(102);
+    ASSERT_TRUE(start.ok()) << start.status().ToString();
+    EXPECT_EQ(*start, 102);
+    EXPECT_EQ(log->start_offset(), 102);
+    EXPECT_LT(log->segment_count(), before);
+    EXPECT_EQ(log->Read(101, 1 << 20).status().code(), StatusCode::kOutOfRange);
+    auto r = log->Read(102, 1 << 20);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->first_offset, 100);  // the batch holding 102, whole
+    // Lower than the start: nothing changes.
+    EXPECT_EQ(*log->DeleteRecordsBefore(50), 102);
+    // Past the end: out of range.
+    EXPECT_EQ(log->DeleteRecordsBefore(201).status().code(), StatusCode::kOutOfRange);
+    EXPECT_EQ(*log->DeleteRecordsBefore(200), 200);
+  }
+  auto log = OpenLog();
+  EXPECT_EQ(log->start_offset(), 200);
+  EXPECT_EQ(log->end_offset(), 200);
+  ASSERT_TRUE(AppendWait(*log, MakeBatch(5, 200, 1000, 99)).ok());
+  EXPECT_EQ(log->end_offset(), 205);
+}
+
+// A damaged log-start-offset file hides nothing and stops nothing.
+TEST_F(LogEdgeTest, GarbageLogStartFileIsIgnored) {
+  {
+    auto log = OpenLog();
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(5, 100, 1000, i)).ok());
+  }
+  for (const std::string& junk : std::vector<std::string>{"", "abc\n", "-5\n", "12", "7\n8\n", std::string(40, '9')}) {
+    WriteFileBytes(dir_ + "/log-start-offset", std::vector<uint8_t>(junk.begin(), junk.end()));
+    auto log = OpenLog();
+    ASSERT_NE(log, nullptr);
+    EXPECT_EQ(log->start_offset(), 0) << junk;
+  }
+  // A start past the end (the tail was cut by recovery) is clamped to the end.
+  std::string big = "1000\n";
+  WriteFileBytes(dir_ + "/log-start-offset", std::vector<uint8_t>(big.begin(), big.end()));
+  auto log = OpenLog();
+  EXPECT_EQ(log->start_offset(), 15);
+}
+
+// Reconfigure: a smaller segment.bytes rolls on the next append; a smaller
+// max.message.bytes rejects larger batches, yet batches stored before stay readable.
+TEST_F(LogEdgeTest, ReconfigureAppliesToLaterAppends) {
+  auto log = OpenLog();
+  ASSERT_TRUE(AppendWait(*log, MakeBatch(10, 1000, 1000, 0)).ok());
+  EXPECT_EQ(log->segment_count(), 1);
+  PartitionLog::Limits limits{2048, opts_.segment_ms, -1, -1, 5000};
+  log->Reconfigure(limits);
+  ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 100, 1000, 1)).ok());
+  EXPECT_EQ(log->segment_count(), 2);
+  auto big = log->Append(MakeBatch(10, 1000, 1000, 2), {});
+  EXPECT_FALSE(big.ok());
+  auto r = log->Read(0, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->next_offset, 10);
+}
+
 }  // namespace sluice::storage
