@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/meta_files.h"
 #include "kafka/protocol/records.h"
 #include "storage/env.h"
 
@@ -32,22 +33,6 @@ bool IsClusterId(const std::string& s) {
            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                   c == '-' || c == '_';
          });
-}
-
-// Writes `data` to `path` durably: a temp file, fdatasync, rename, fsync of the directory.
-Status WriteFileDurably(storage::Env* env, const std::string& dir, const std::string& name,
-                        const std::string& data) {
-  std::string tmp = dir + "/" + name + ".tmp";
-  std::string path = dir + "/" + name;
-  {
-    ASSIGN_OR_RETURN(auto file, env->Open(tmp, storage::OpenMode::kCreate));
-    RETURN_IF_ERROR(file->Truncate(0));
-    RETURN_IF_ERROR(file->WriteAt(
-        0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), data.size())));
-    RETURN_IF_ERROR(file->Sync());
-  }
-  RETURN_IF_ERROR(env->Rename(tmp, path));
-  return env->SyncDir(dir);
 }
 
 Status RemoveTree(const std::string& path) {
@@ -222,6 +207,18 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
           Fetch(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::ListOffsetsRequest>) {
           Reply(conn, h, ListOffsets(body, h.api_version));
+        } else if constexpr (std::is_same_v<T, kafka::CreatePartitionsRequest>) {
+          Reply(conn, h, CreatePartitions(body));
+        } else if constexpr (std::is_same_v<T, kafka::DescribeConfigsRequest>) {
+          Reply(conn, h, DescribeConfigs(body, h.api_version));
+        } else if constexpr (std::is_same_v<T, kafka::AlterConfigsRequest>) {
+          Reply(conn, h, AlterConfigs(body));
+        } else if constexpr (std::is_same_v<T, kafka::IncrementalAlterConfigsRequest>) {
+          Reply(conn, h, IncrementalAlterConfigs(body));
+        } else if constexpr (std::is_same_v<T, kafka::DeleteRecordsRequest>) {
+          Reply(conn, h, DeleteRecords(body));
+        } else if constexpr (std::is_same_v<T, kafka::OffsetForLeaderEpochRequest>) {
+          Reply(conn, h, OffsetForLeaderEpoch(body));
         } else {
           return false;
         }
@@ -249,7 +246,7 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
   resp.cluster_id = cluster_id_;
   resp.controller_id = kNodeId;
 
-  auto describe = [](const TopicInfo& t) {
+  auto describe = [this](const TopicInfo& t) {
     kafka::MetadataResponse::Topic out;
     out.name = t.name;
     out.topic_id = t.id;
@@ -257,7 +254,7 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
       kafka::MetadataResponse::Partition part;
       part.partition_index = p;
       part.leader_id = kNodeId;
-      part.leader_epoch = 0;
+      part.leader_epoch = LeaderEpochLocked(t.name, p);
       part.replica_nodes = {kNodeId};
       part.isr_nodes = {kNodeId};
       out.partitions.push_back(std::move(part));
@@ -554,6 +551,7 @@ void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::Reque
         }
 
         storage::AppendOptions ao;
+        ao.leader_epoch = part.epochs.latest_epoch();
         ao.log_append_time = info->config.log_append_time;
         ao.ack = req.acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
         if (req.acks != 0) {
@@ -737,6 +735,15 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
         continue;
       }
       storage::PartitionLog& log = *it->second->log;
+      const int32_t epoch = it->second->epochs.latest_epoch();
+      if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
+        // KIP-320: a consumer that saw a newer epoch waits for metadata; an older one
+        // must check for truncation (OffsetForLeaderEpoch) first.
+        out.error_code = fp.current_leader_epoch > epoch ? ErrorCode::kUnknownLeaderEpoch
+                                                         : ErrorCode::kFencedLeaderEpoch;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
       // No transactions, so the last stable offset is the high watermark.
       const int64_t hw = HighWatermark(log);
       const int64_t start = log.start_offset();
@@ -744,6 +751,16 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
       out.last_stable_offset = hw;
       out.log_start_offset = start;
       out.aborted_transactions.emplace();
+      if (fp.last_fetched_epoch >= 0) {
+        // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its fetch
+        // offset here; otherwise the log diverged (recovery cut it) and it must truncate.
+        auto [div_epoch, div_end] = it->second->epochs.EndOffsetFor(fp.last_fetched_epoch, log.end_offset());
+        if (div_epoch < fp.last_fetched_epoch || div_end < fp.fetch_offset) {
+          out.diverging_epoch = {div_epoch, div_end};
+          tout.partitions.push_back(std::move(out));
+          continue;
+        }
+      }
       if (fp.fetch_offset < start || fp.fetch_offset > hw) {
         out.error_code = ErrorCode::kOffsetOutOfRange;
         tout.partitions.push_back(std::move(out));
@@ -815,7 +832,15 @@ kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& 
         continue;
       }
       storage::PartitionLog& log = *it->second->log;
-      out.leader_epoch = 0;
+      const LeaderEpochCache& epochs = it->second->epochs;
+      out.leader_epoch = epochs.latest_epoch();
+      if (wp.current_leader_epoch >= 0 && wp.current_leader_epoch != epochs.latest_epoch()) {
+        out.error_code = wp.current_leader_epoch > epochs.latest_epoch()
+                             ? ErrorCode::kUnknownLeaderEpoch
+                             : ErrorCode::kFencedLeaderEpoch;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
       if (wp.timestamp == kLatest) {
         out.offset = HighWatermark(log);
       } else if (wp.timestamp == kEarliest) {
@@ -904,6 +929,7 @@ Status Broker::OpenTopicLogsLocked(const TopicInfo& topic) {
     opts.on_readable = [this, key] { WakeFetches(key); };
     ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
     RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+    ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log));
     logs_.emplace(std::move(key), std::move(part));
   }
   return Status::OK();

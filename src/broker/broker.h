@@ -24,6 +24,7 @@
 
 #include "base/status.h"
 #include "broker/connection.h"
+#include "broker/leader_epochs.h"
 #include "broker/producer_state.h"
 #include "broker/topic_store.h"
 #include "kafka/protocol/requests.h"
@@ -94,6 +95,7 @@ class Broker : public RequestHandler {
   struct Partition {
     std::unique_ptr<storage::PartitionLog> log;
     ProducerStateTable producers;
+    LeaderEpochCache epochs;
   };
 
   Broker(BrokerOptions options, std::string cluster_id);
@@ -123,6 +125,24 @@ class Broker : public RequestHandler {
   uint64_t FetchOnce(const kafka::FetchRequest& req, int16_t version,
                      kafka::FetchResponse* resp, std::vector<storage::FileSlice>* files);
   kafka::ListOffsetsResponse ListOffsets(const kafka::ListOffsetsRequest& req, int16_t version);
+
+  // Topic and partition administration (broker_admin.cc).
+  kafka::CreatePartitionsResponse CreatePartitions(const kafka::CreatePartitionsRequest& req);
+  kafka::DescribeConfigsResponse DescribeConfigs(const kafka::DescribeConfigsRequest& req,
+                                                 int16_t version);
+  kafka::AlterConfigsResponse AlterConfigs(const kafka::AlterConfigsRequest& req);
+  kafka::IncrementalAlterConfigsResponse IncrementalAlterConfigs(
+      const kafka::IncrementalAlterConfigsRequest& req);
+  // Applies a topic's changed overrides (AlterConfigs, IncrementalAlterConfigs).
+  kafka::AlterConfigsResourceResponse ChangeTopicConfigsLocked(
+      int8_t resource_type, const std::string& topic,
+      const std::map<std::string, std::optional<std::string>>& changes, bool replace_all,
+      bool validate_only);
+  kafka::DeleteRecordsResponse DeleteRecords(const kafka::DeleteRecordsRequest& req);
+  kafka::OffsetForLeaderEpochResponse OffsetForLeaderEpoch(
+      const kafka::OffsetForLeaderEpochRequest& req);
+  // The leader epoch Metadata reports for a partition (0 when it is not open).
+  int32_t LeaderEpochLocked(const std::string& topic, int32_t partition) const;
 
   std::string PartitionDir(const std::string& topic, int32_t partition) const;
   storage::LogOptions LogOptionsFor(const TopicConfig& config);

@@ -1,0 +1,144 @@
+#include "broker/leader_epochs.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "broker/meta_files.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("broker");
+constexpr size_t kMaxCheckpointBytes = 1 << 20;
+
+template <typename T>
+bool ParseNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+}  // namespace
+
+Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string_view::npos) {
+      return InvalidArgumentError("line {} does not end with a newline", lines.size() + 1);
+    }
+    lines.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  if (lines.size() < 2) return InvalidArgumentError("{} lines, want at least 2", lines.size());
+  int version = -1;
+  if (!ParseNumber(lines[0], &version) || version != 0) {
+    return InvalidArgumentError("line 1: version '{}', want 0", lines[0]);
+  }
+  int64_t count = -1;
+  if (!ParseNumber(lines[1], &count) || count < 0 || count != static_cast<int64_t>(lines.size()) - 2) {
+    return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1], lines.size() - 2);
+  }
+  std::vector<Entry> entries;
+  for (size_t i = 2; i < lines.size(); ++i) {
+    std::string_view l = lines[i];
+    size_t space = l.find(' ');
+    Entry e{};
+    if (space == std::string_view::npos || !ParseNumber(l.substr(0, space), &e.epoch) ||
+        !ParseNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 || e.start_offset < 0) {
+      return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 1, l);
+    }
+    if (!entries.empty() && (e.epoch <= entries.back().epoch ||
+                             e.start_offset < entries.back().start_offset)) {
+      return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 1,
+                                  e.epoch, e.start_offset, entries.back().epoch,
+                                  entries.back().start_offset);
+    }
+    entries.push_back(e);
+  }
+  return entries;
+}
+
+std::string LeaderEpochCache::Format(const std::vector<Entry>& entries) {
+  std::string out = fmt::format("0\n{}\n", entries.size());
+  for (const Entry& e : entries) out += fmt::format("{} {}\n", e.epoch, e.start_offset);
+  return out;
+}
+
+Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log) {
+  storage::Env* env = storage::Env::Posix();
+  const std::string path = log.dir() + "/" + kLeaderEpochFile;
+  LeaderEpochCache cache;
+  bool loaded = false;
+  bool changed = false;
+  Result<std::string> text = ReadSmallFile(env, path, kMaxCheckpointBytes);
+  if (text.ok()) {
+    Result<std::vector<Entry>> parsed = Parse(*text);
+    if (parsed.ok()) {
+      cache.entries_ = std::move(*parsed);
+      loaded = true;
+    } else {
+      SLUICE_LOG(kLog, kWarn, "{}: {}; rebuilding it from the log", path,
+                 parsed.status().message());
+    }
+  } else if (text.status().code() != StatusCode::kNotFound) {
+    SLUICE_LOG(kLog, kWarn, "{}: {}; rebuilding it from the log", path, text.status().message());
+  }
+  if (!loaded) {
+    // The epochs stamped in the batches: each one's first offset.
+    RETURN_IF_ERROR(log.ForEachBatchHeader(
+        log.start_offset(), [&](const storage::BatchHeader& h, std::span<const uint8_t>) {
+          if (h.leader_epoch >= 0 &&
+              (cache.entries_.empty() || h.leader_epoch > cache.entries_.back().epoch)) {
+            cache.entries_.push_back({h.leader_epoch, h.base_offset});
+          }
+          return true;
+        }));
+    changed = true;
+  }
+  // Entries past the end describe records recovery cut: they are gone.
+  const int64_t end = log.end_offset();
+  while (!cache.entries_.empty() && cache.entries_.back().start_offset > end) {
+    cache.entries_.pop_back();
+    changed = true;
+  }
+  if (log.recovery().truncated_bytes > 0) {
+    int32_t next = cache.entries_.empty() ? 1 : cache.entries_.back().epoch + 1;
+    SLUICE_LOG(kLog, kWarn, "{}: recovery cut the log at offset {}: leader epoch {} starts there",
+               log.dir(), end, next);
+    cache.entries_.push_back({next, end});
+    changed = true;
+  }
+  if (cache.entries_.empty()) {
+    cache.entries_.push_back({0, log.start_offset()});
+    changed = true;
+  }
+  if (changed) RETURN_IF_ERROR(WriteFileDurably(env, log.dir(), kLeaderEpochFile, Format(cache.entries_)));
+  return cache;
+}
+
+int32_t LeaderEpochCache::EpochAt(int64_t offset) const {
+  int32_t epoch = entries_.empty() ? 0 : entries_.front().epoch;
+  for (const Entry& e : entries_) {
+    if (e.start_offset > offset) break;
+    epoch = e.epoch;
+  }
+  return epoch;
+}
+
+std::pair<int32_t, int64_t> LeaderEpochCache::EndOffsetFor(int32_t epoch, int64_t log_end) const {
+  if (epoch < 0) return {-1, -1};
+  if (epoch == latest_epoch()) return {epoch, log_end};
+  if (epoch > latest_epoch()) return {-1, -1};
+  // The first entry with a larger epoch ends the asked one.
+  auto higher = std::upper_bound(entries_.begin(), entries_.end(), epoch,
+                                 [](int32_t e, const Entry& x) { return e < x.epoch; });
+  if (higher == entries_.begin()) return {epoch, higher->start_offset};
+  return {std::prev(higher)->epoch, higher->start_offset};
+}
+
+}  // namespace sluice::broker

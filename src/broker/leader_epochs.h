@@ -1,0 +1,60 @@
+// LeaderEpochCache: a partition's leader epochs and the offset each began at, kept in
+// <partition>/leader-epoch-checkpoint in Kafka's text format (docs/design/0002, decision 7):
+//
+//   0              format version
+//   <n>            number of entries
+//   <epoch> <start offset>      n lines, epochs and offsets strictly increasing
+//
+// sluice is its partitions' only leader, so the epoch changes only when recovery cut the
+// log's tail (records acknowledged under an epoch may be gone): the next epoch then starts
+// at the new end, and clients that fetched the lost records learn it through
+// OffsetForLeaderEpoch, as after a leader change in Kafka.
+//
+// Threads: owned by its partition; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+class LeaderEpochCache {
+ public:
+  struct Entry {
+    int32_t epoch;
+    int64_t start_offset;
+    bool operator==(const Entry&) const = default;
+  };
+
+  // Loads the checkpoint of `log`'s directory. A missing or malformed file (reported) is
+  // rebuilt from the epochs stamped in the log's batch headers. Entries past the log's
+  // end are dropped; when recovery truncated the log, a new epoch starts at its end. The
+  // file is rewritten durably whenever this changed it.
+  static Result<LeaderEpochCache> Open(storage::PartitionLog& log);
+
+  // Parses the checkpoint text; InvalidArgument names the line and what is wrong.
+  static Result<std::vector<Entry>> Parse(std::string_view text);
+  static std::string Format(const std::vector<Entry>& entries);
+
+  int32_t latest_epoch() const { return entries_.empty() ? 0 : entries_.back().epoch; }
+  // The epoch that was current when `offset` was written (the latest at or below it).
+  int32_t EpochAt(int64_t offset) const;
+  // Kafka's LeaderEpochFileCache.endOffsetFor: for the latest epoch, (it, log_end); for an
+  // older one, (the largest epoch <= it, the start offset of the next larger epoch); for
+  // one below every entry, (it, the first entry's start); (-1, -1) past the latest.
+  std::pair<int32_t, int64_t> EndOffsetFor(int32_t epoch, int64_t log_end) const;
+  const std::vector<Entry>& entries() const { return entries_; }
+
+ private:
+  std::vector<Entry> entries_;
+};
+
+// The checkpoint file's name in a partition directory.
+inline constexpr const char* kLeaderEpochFile = "leader-epoch-checkpoint";
+
+}  // namespace sluice::broker

@@ -1,0 +1,299 @@
+// Broker admin APIs over real sockets on 127.0.0.1: CreatePartitions, DescribeConfigs,
+// AlterConfigs, IncrementalAlterConfigs, DeleteRecords, OffsetForLeaderEpoch, and leader
+// epochs across a recovery that cut the log.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "broker/broker.h"
+#include "broker/server.h"
+#include "broker/tests/broker_test_util.h"
+#include "kafka/protocol/records.h"
+#include "storage/testing/files.h"
+
+namespace sluice::broker {
+namespace {
+
+using kafka::ApiKey;
+using kafka::ErrorCode;
+using testing::Bytes;
+using testing::Client;
+
+class BrokerAdminTest : public testing::BrokerFixture {
+ protected:
+  static Bytes Batch(int n, size_t value_bytes = 10) {
+    std::string value(value_bytes, 'v');
+    std::vector<kafka::RecordInput> recs(n);
+    for (auto& r : recs) r.value = kafka::AsBytes(value);
+    kafka::BatchBuilderOptions o;
+    o.base_timestamp = 1000;
+    return kafka::BuildBatch(o, recs);
+  }
+  kafka::ProduceResponse::PartitionProduceResponse Produce(Client& c, const std::string& topic,
+                                                           int32_t partition, const Bytes& batch) {
+    kafka::ProduceRequest req;
+    req.acks = -1;
+    req.timeout_ms = 5000;
+    req.topic_data.push_back({topic, {{partition, std::span<const uint8_t>(batch), {}}}, {}});
+    auto resp = c.Call<kafka::ProduceResponse>(ApiKey::kProduce, 9, req);
+    return resp.responses.at(0).partition_responses.at(0);
+  }
+  kafka::FetchResponse::PartitionData Fetch(Client& c, const std::string& topic, int64_t offset,
+                                            int32_t current_epoch = -1) {
+    kafka::FetchRequest req;
+    req.max_bytes = 1 << 20;
+    kafka::FetchRequest::FetchPartition p;
+    p.fetch_offset = offset;
+    p.current_leader_epoch = current_epoch;
+    p.partition_max_bytes = 1 << 20;
+    req.topics.push_back({topic, {}, {p}, {}});
+    last_fetch_ = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
+    return last_fetch_.responses.at(0).partitions.at(0);
+  }
+  int64_t Earliest(Client& c, const std::string& topic) {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = -2;
+    req.topics.push_back({topic, {p}, {}});
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 7, req)
+        .topics.at(0).partitions.at(0).offset;
+  }
+  kafka::MetadataResponse::Topic Meta(Client& c, const std::string& topic) {
+    kafka::MetadataRequest req;
+    req.topics.emplace();
+    req.topics->push_back({{}, topic, {}});
+    return c.Call<kafka::MetadataResponse>(ApiKey::kMetadata, 9, req).topics.at(0);
+  }
+  kafka::OffsetForLeaderEpochResponse::Partition EpochEnd(Client& c, const std::string& topic,
+                                                          int32_t epoch, int32_t current = -1) {
+    kafka::OffsetForLeaderEpochRequest req;
+    req.replica_id = -1;
+    kafka::OffsetForLeaderEpochRequest::Partition p;
+    p.current_leader_epoch = current;
+    p.leader_epoch = epoch;
+    req.topics.push_back({topic, {p}, {}});
+    return c.Call<kafka::OffsetForLeaderEpochResponse>(ApiKey::kOffsetForLeaderEpoch, 4, req)
+        .topics.at(0).partitions.at(0);
+  }
+  kafka::DescribeConfigsResponse::Result Describe(Client& c, int8_t type, const std::string& name,
+                                                  std::optional<std::vector<std::string>> keys = std::nullopt) {
+    kafka::DescribeConfigsRequest req;
+    req.resources.push_back({type, name, keys, {}});
+    req.include_synonyms = true;
+    req.include_documentation = true;
+    return c.Call<kafka::DescribeConfigsResponse>(ApiKey::kDescribeConfigs, 4, req).results.at(0);
+  }
+  static const kafka::DescribeConfigsResponse::Config* Find(
+      const kafka::DescribeConfigsResponse::Result& r, const std::string& name) {
+    for (const auto& c : r.configs) {
+      if (c.name == name) return &c;
+    }
+    return nullptr;
+  }
+  kafka::AlterConfigsResourceResponse Incremental(Client& c, const std::string& topic,
+                                                  const std::string& name, int8_t op,
+                                                  std::optional<std::string> value) {
+    kafka::IncrementalAlterConfigsRequest req;
+    req.resources.push_back({2, topic, {{name, op, value, {}}}, {}});
+    return c.Call<kafka::IncrementalAlterConfigsResponse>(ApiKey::kIncrementalAlterConfigs, 1, req)
+        .responses.at(0);
+  }
+  kafka::FetchResponse last_fetch_;
+};
+
+TEST_F(BrokerAdminTest, CreatePartitionsGrowsATopic) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto call = [&](const std::string& name, int32_t count, bool validate_only = false,
+                  std::optional<std::vector<kafka::CreatePartitionsRequest::Assignment>> a = {}) {
+    kafka::CreatePartitionsRequest req;
+    req.topics.push_back({name, count, std::move(a), {}});
+    req.validate_only = validate_only;
+    return c.Call<kafka::CreatePartitionsResponse>(ApiKey::kCreatePartitions, 3, req).results.at(0);
+  };
+  EXPECT_EQ(call("t", 3, /*validate_only=*/true).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Meta(c, "t").partitions.size(), 1u);
+  EXPECT_EQ(call("t", 3).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Meta(c, "t").partitions.size(), 3u);
+  EXPECT_EQ(Produce(c, "t", 2, Batch(4)).error_code, ErrorCode::kNone);
+  EXPECT_EQ(call("t", 3).error_code, ErrorCode::kInvalidPartitions);
+  EXPECT_EQ(call("t", 2).error_code, ErrorCode::kInvalidPartitions);
+  EXPECT_EQ(call("nope", 4).error_code, ErrorCode::kUnknownTopicOrPartition);
+  using A = kafka::CreatePartitionsRequest::Assignment;
+  EXPECT_EQ(call("t", 4, false, std::vector<A>{A{{7}, {}}}).error_code,
+            ErrorCode::kInvalidReplicaAssignment);
+  EXPECT_EQ(call("t", 4, false, std::vector<A>{A{{1}, {}}}).error_code, ErrorCode::kNone);
+  // The new partitions survive a restart.
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Meta(c2, "t").partitions.size(), 4u);
+}
+
+TEST_F(BrokerAdminTest, DescribeConfigsShowsEffectiveValuesAndSources) {
+  Client c(port());
+  kafka::CreateTopicsRequest create;
+  create.topics.push_back({"t", 1, -1, {}, {{"retention.ms", "60000", {}}}, {}});
+  ASSERT_EQ(c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
+            ErrorCode::kNone);
+  auto r = Describe(c, 2, "t");
+  EXPECT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_EQ(r.configs.size(), TopicConfig::Names().size());
+  const auto* ret = Find(r, "retention.ms");
+  ASSERT_NE(ret, nullptr);
+  EXPECT_EQ(ret->value, "60000");
+  EXPECT_EQ(ret->config_source, 1);  // DYNAMIC_TOPIC_CONFIG
+  ASSERT_EQ(ret->synonyms.size(), 2u);
+  EXPECT_EQ(ret->synonyms[1].name, "log.retention.ms");
+  const auto* seg = Find(r, "segment.bytes");
+  ASSERT_NE(seg, nullptr);
+  EXPECT_EQ(seg->config_source, 5);  // DEFAULT_CONFIG
+  EXPECT_EQ(seg->value, std::to_string(1LL << 30));
+  EXPECT_TRUE(seg->documentation.has_value());
+
+  auto some = Describe(c, 2, "t", std::vector<std::string>{"cleanup.policy", "no.such"});
+  ASSERT_EQ(some.configs.size(), 1u);
+  EXPECT_EQ(some.configs[0].value, "delete");
+
+  EXPECT_EQ(Describe(c, 2, "missing").error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(Describe(c, 9, "x").error_code, ErrorCode::kInvalidRequest);
+  auto broker = Describe(c, 4, "1");
+  EXPECT_EQ(broker.error_code, ErrorCode::kNone);
+  const auto* auto_create = Find(broker, "auto.create.topics.enable");
+  ASSERT_NE(auto_create, nullptr);
+  EXPECT_EQ(auto_create->value, "false");
+  EXPECT_TRUE(auto_create->read_only);
+  EXPECT_EQ(Describe(c, 4, "2").error_code, ErrorCode::kInvalidRequest);
+  // v0 has is_default instead of sources.
+  kafka::DescribeConfigsRequest v0;
+  v0.resources.push_back({2, "t", std::nullopt, {}});
+  auto old = c.Call<kafka::DescribeConfigsResponse>(ApiKey::kDescribeConfigs, 0, v0).results.at(0);
+  EXPECT_FALSE(Find(old, "retention.ms")->is_default);
+  EXPECT_TRUE(Find(old, "segment.ms")->is_default);
+}
+
+TEST_F(BrokerAdminTest, AlterConfigsChangeWhatProduceAccepts) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", 0, Batch(1, 2000)).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "1000").error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", 0, Batch(1, 2000)).error_code, ErrorCode::kMessageTooLarge);
+  EXPECT_EQ(Find(Describe(c, 2, "t"), "max.message.bytes")->value, "1000");
+  // Delete the override: back to the default.
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 1, std::nullopt).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", 0, Batch(1, 2000)).error_code, ErrorCode::kNone);
+  // Bad input.
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "lots").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "no.such.config", 0, "1").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "retention.ms", 2, "5").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "retention.ms", 9, "5").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "retention.ms", 0, std::nullopt).error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "gone", "retention.ms", 0, "5").error_code,
+            ErrorCode::kUnknownTopicOrPartition);
+
+  // AlterConfigs replaces every override.
+  kafka::AlterConfigsRequest alter;
+  alter.resources.push_back({2, "t", {{"segment.ms", "3600000", {}}}, {}});
+  auto a = c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 2, alter).responses.at(0);
+  EXPECT_EQ(a.error_code, ErrorCode::kNone);
+  EXPECT_EQ(Incremental(c, "t", "retention.ms", 0, "77").error_code, ErrorCode::kNone);
+  alter.resources[0].configs = {{"segment.ms", "7200000", {}}};
+  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 0, alter).responses.at(0).error_code,
+            ErrorCode::kNone);
+  auto d = Describe(c, 2, "t");
+  EXPECT_EQ(Find(d, "segment.ms")->value, "7200000");
+  EXPECT_EQ(Find(d, "retention.ms")->config_source, 5);  // the override went
+  // Broker configs are static.
+  alter.resources[0] = {4, "1", {{"log.retention.ms", "1", {}}}, {}};
+  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 1, alter).responses.at(0).error_code,
+            ErrorCode::kInvalidRequest);
+  // Overrides survive a restart.
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Find(Describe(c2, 2, "t"), "segment.ms")->value, "7200000");
+}
+
+TEST_F(BrokerAdminTest, DeleteRecordsMovesTheLogStartDurably) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(Produce(c, "t", 0, Batch(3)).error_code, ErrorCode::kNone);
+  auto del = [&](int64_t offset) {
+    kafka::DeleteRecordsRequest req;
+    req.topics.push_back({"t", {{0, offset, {}}}, {}});
+    req.timeout_ms = 1000;
+    return c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, req).topics.at(0).partitions.at(0);
+  };
+  auto r = del(5);
+  EXPECT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_EQ(r.low_watermark, 5);
+  EXPECT_EQ(Earliest(c, "t"), 5);
+  EXPECT_EQ(Fetch(c, "t", 4).error_code, ErrorCode::kOffsetOutOfRange);
+  auto f = Fetch(c, "t", 5);
+  EXPECT_EQ(f.error_code, ErrorCode::kNone);
+  EXPECT_EQ(f.log_start_offset, 5);
+  EXPECT_EQ(del(13).error_code, ErrorCode::kOffsetOutOfRange);
+  EXPECT_EQ(del(-7).error_code, ErrorCode::kOffsetOutOfRange);
+  EXPECT_EQ(del(2).low_watermark, 5);  // lower: nothing changes
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Earliest(c2, "t"), 5);
+  kafka::DeleteRecordsRequest all;
+  all.topics.push_back({"t", {{0, -1, {}}, {3, 0, {}}}, {}});
+  auto resp = c2.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 0, all);
+  EXPECT_EQ(resp.topics.at(0).partitions.at(0).low_watermark, 12);  // -1: the high watermark
+  EXPECT_EQ(resp.topics.at(0).partitions.at(1).error_code, ErrorCode::kUnknownTopicOrPartition);
+}
+
+TEST_F(BrokerAdminTest, OffsetForLeaderEpochAnswersForTheCurrentEpoch) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 0, Batch(5)).error_code, ErrorCode::kNone);
+  auto e = EpochEnd(c, "t", 0);
+  EXPECT_EQ(e.error_code, ErrorCode::kNone);
+  EXPECT_EQ(e.leader_epoch, 0);
+  EXPECT_EQ(e.end_offset, 5);
+  auto future = EpochEnd(c, "t", 3);
+  EXPECT_EQ(future.leader_epoch, -1);
+  EXPECT_EQ(future.end_offset, -1);
+  EXPECT_EQ(EpochEnd(c, "t", 0, 4).error_code, ErrorCode::kUnknownLeaderEpoch);
+  EXPECT_EQ(EpochEnd(c, "nope", 0).error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(Meta(c, "t").partitions.at(0).leader_epoch, 0);
+}
+
+// Recovery cut acknowledged records (a torn tail): the epoch moves on, and a consumer
+// that read under the old epoch is fenced until it checks for truncation.
+TEST_F(BrokerAdminTest, RecoveryThatCutTheLogBumpsTheLeaderEpoch) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 0, Batch(5)).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 0, Batch(5)).error_code, ErrorCode::kNone);
+  Stop();
+  std::string seg = (dir_ / "t-0" / "00000000000000000000.log").string();
+  auto bytes = storage::testing::ReadFileBytes(seg);
+  bytes.resize(bytes.size() - 7);
+  storage::testing::WriteFileBytes(seg, bytes);
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Meta(c2, "t").partitions.at(0).leader_epoch, 1);
+  EXPECT_EQ(Fetch(c2, "t", 5, /*current_epoch=*/0).error_code, ErrorCode::kFencedLeaderEpoch);
+  auto e = EpochEnd(c2, "t", 0);
+  EXPECT_EQ(e.leader_epoch, 0);
+  EXPECT_EQ(e.end_offset, 5);  // epoch 0 ends where the cut was
+  // New appends carry the new epoch, also after another restart.
+  ASSERT_EQ(Produce(c2, "t", 0, Batch(2)).error_code, ErrorCode::kNone);
+  Stop();
+  Start();
+  Client c3(port());
+  EXPECT_EQ(Meta(c3, "t").partitions.at(0).leader_epoch, 1);
+  auto f = Fetch(c3, "t", 5, 1);
+  EXPECT_EQ(f.error_code, ErrorCode::kNone);
+  EXPECT_EQ(f.high_watermark, 7);
+}
+
+}  // namespace
+}  // namespace sluice::broker

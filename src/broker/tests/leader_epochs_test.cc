@@ -1,0 +1,143 @@
+#include "broker/leader_epochs.h"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "storage/log.h"
+#include "storage/testing/batch_builder.h"
+#include "storage/testing/files.h"
+
+namespace sluice::broker {
+namespace {
+
+using Entry = LeaderEpochCache::Entry;
+
+TEST(LeaderEpochCacheTest, ParsesKafkasFormat) {
+  auto e = LeaderEpochCache::Parse("0\n2\n0 0\n3 150\n");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(*e, (std::vector<Entry>{{0, 0}, {3, 150}}));
+  EXPECT_EQ(LeaderEpochCache::Format(*e), "0\n2\n0 0\n3 150\n");
+  EXPECT_TRUE(LeaderEpochCache::Parse("0\n0\n").ok());
+}
+
+TEST(LeaderEpochCacheTest, RejectsMalformedText) {
+  for (const char* bad : {"", "0\n", "1\n0\n", "0\n1\n", "0\n2\n0 0\n", "0\n1\n0 0", "0\n1\n00\n",
+                          "0\n1\nx 0\n", "0\n1\n0 -4\n", "0\n1\n-1 0\n", "0\n2\n3 10\n2 20\n",
+                          "0\n2\n1 10\n2 5\n", "0\n1\n1  5\n", "0\n-1\n", "0\n1\n1 5 6\n",
+                          "0\n1\n99999999999 5\n"}) {
+    EXPECT_FALSE(LeaderEpochCache::Parse(bad).ok()) << "'" << bad << "'";
+  }
+}
+
+TEST(LeaderEpochCacheTest, EndOffsetForFollowsKafka) {
+  // Epochs above the log's latest, and undefined ones, have no end offset.
+  storage::testing::TempDir dir("sluice-epochs");
+  storage::IoExecutor executor(1);
+  storage::LogOptions o;
+  o.executor = &executor;
+  auto log = storage::PartitionLog::Open(dir.path(), o);
+  ASSERT_TRUE(log.ok());
+  storage::testing::WriteFileBytes(dir.path() + "/" + kLeaderEpochFile,
+                                   std::vector<uint8_t>{'0', '\n', '3', '\n', '2', ' ', '0', '\n',
+                                                        '4', ' ', '0', '\n', '7', ' ', '0', '\n'});
+  auto cache = LeaderEpochCache::Open(**log);
+  ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+  EXPECT_EQ(cache->latest_epoch(), 7);
+  EXPECT_EQ(cache->EndOffsetFor(7, 0), std::make_pair(7, int64_t{0}));
+  EXPECT_EQ(cache->EndOffsetFor(8, 0), std::make_pair(-1, int64_t{-1}));
+  EXPECT_EQ(cache->EndOffsetFor(-1, 0), std::make_pair(-1, int64_t{-1}));
+}
+
+class LeaderEpochLogTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<storage::PartitionLog> OpenLog() {
+    storage::LogOptions o;
+    o.executor = &executor_;
+    auto log = storage::PartitionLog::Open(dir_.path(), o);
+    EXPECT_TRUE(log.ok()) << log.status().ToString();
+    return std::move(*log);
+  }
+  void Append(storage::PartitionLog& log, int32_t epoch, int records) {
+    auto done = std::make_shared<std::promise<Status>>();
+    storage::AppendOptions ao;
+    ao.leader_epoch = epoch;
+    ao.on_ack = [done](const Status& st, const storage::AppendInfo&) { done->set_value(st); };
+    ASSERT_TRUE(log.Append(storage::testing::MakeBatch(records, 50, 1000, 0), std::move(ao)).ok());
+    ASSERT_TRUE(done->get_future().get().ok());
+  }
+  std::string Path() const { return dir_.path() + "/" + kLeaderEpochFile; }
+  storage::testing::TempDir dir_{"sluice-epochs"};
+  storage::IoExecutor executor_{1};
+};
+
+TEST_F(LeaderEpochLogTest, NewLogStartsAtEpochZeroAndWritesTheFile) {
+  auto log = OpenLog();
+  auto cache = LeaderEpochCache::Open(*log);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(cache->latest_epoch(), 0);
+  auto bytes = storage::testing::ReadFileBytes(Path());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "0\n1\n0 0\n");
+}
+
+TEST_F(LeaderEpochLogTest, MissingOrDamagedFileIsRebuiltFromBatchHeaders) {
+  {
+    auto log = OpenLog();
+    Append(*log, 0, 5);
+    Append(*log, 2, 5);
+    Append(*log, 2, 5);
+    Append(*log, 5, 5);
+  }
+  for (std::string junk : std::vector<std::string>{"", "garbage", "0\n1\n9 9"}) {
+    storage::testing::WriteFileBytes(Path(), std::vector<uint8_t>(junk.begin(), junk.end()));
+    auto log = OpenLog();
+    auto cache = LeaderEpochCache::Open(*log);
+    ASSERT_TRUE(cache.ok()) << cache.status().ToString();
+    EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}, {2, 5}, {5, 15}})) << junk;
+    EXPECT_EQ(cache->EpochAt(4), 0);
+    EXPECT_EQ(cache->EpochAt(14), 2);
+    EXPECT_EQ(cache->EndOffsetFor(2, 20), std::make_pair(2, int64_t{15}));
+    EXPECT_EQ(cache->EndOffsetFor(3, 20), std::make_pair(2, int64_t{15}));
+    EXPECT_EQ(cache->EndOffsetFor(5, 20), std::make_pair(5, int64_t{20}));
+  }
+}
+
+TEST_F(LeaderEpochLogTest, RecoveryThatCutTheLogStartsANewEpoch) {
+  {
+    auto log = OpenLog();
+    Append(*log, 0, 5);
+    Append(*log, 0, 5);
+    ASSERT_TRUE(LeaderEpochCache::Open(*log).ok());
+  }
+  // A torn tail: half of the last batch's bytes.
+  std::string seg = dir_.path() + "/00000000000000000000.log";
+  auto bytes = storage::testing::ReadFileBytes(seg);
+  bytes.resize(bytes.size() - 20);
+  storage::testing::WriteFileBytes(seg, bytes);
+  auto log = OpenLog();
+  EXPECT_EQ(log->end_offset(), 5);
+  auto cache = LeaderEpochCache::Open(*log);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}, {1, 5}}));
+  // A clean reopen keeps it.
+  log.reset();
+  log = OpenLog();
+  cache = LeaderEpochCache::Open(*log);
+  EXPECT_EQ(cache->latest_epoch(), 1);
+}
+
+TEST_F(LeaderEpochLogTest, EntriesPastTheEndAreDropped) {
+  {
+    auto log = OpenLog();
+    Append(*log, 0, 5);
+  }
+  std::string text = "0\n2\n0 0\n1 50\n";
+  storage::testing::WriteFileBytes(Path(), std::vector<uint8_t>(text.begin(), text.end()));
+  auto log = OpenLog();
+  auto cache = LeaderEpochCache::Open(*log);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}}));
+}
+
+}  // namespace
+}  // namespace sluice::broker
