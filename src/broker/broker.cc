@@ -604,6 +604,8 @@ struct Broker::FetchWait {
   std::shared_ptr<Connection> conn;
   kafka::RequestHeader header;
   kafka::FetchRequest req;
+  uint64_t min_bytes = 1;
+  std::vector<PartitionKey> keys;  // the partitions it waits on
   std::atomic<bool> done{false};
 };
 
@@ -620,51 +622,65 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
   uint64_t bytes = FetchOnce(req, h.api_version, &resp, &files);
   bool errors = false;
   for (const auto& t : resp.responses) {
-    for (const auto& p : t.partitions) errors |= p.error_code != ErrorCode::kNone;
+    for (const auto& p : t.partitions) {
+      errors |= p.error_code != ErrorCode::kNone || p.diverging_epoch.epoch >= 0;
+    }
   }
-  if (bytes > 0 || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0) {
+  const uint64_t min_bytes = static_cast<uint64_t>(std::max(req.min_bytes, 1));
+  if (bytes >= min_bytes || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0) {
     ReplyFetch(conn, h, resp, std::move(files));
     return;
   }
-  // No data: a long poll. Register on every partition asked for, then look once more
-  // (an append between the first look and the registration must not be missed), and
-  // answer at the first append that makes data readable or after max_wait_ms.
-  // min_bytes is treated as 1: any new data answers the fetch.
+  // Not enough data: a long poll. Register on every partition asked for, then look once
+  // more (an append between the first look and the registration must not be missed);
+  // every append to one of them looks again, and min_bytes or max_wait_ms answers.
   auto wait = std::make_shared<FetchWait>();
   wait->conn = conn;
   wait->header = h;
   wait->req = req;
-  std::vector<PartitionKey> keys;
+  wait->min_bytes = min_bytes;
   {
     std::lock_guard lock(mu_);
     for (const auto& want : req.topics) {
       const TopicInfo* info =
           h.api_version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
       if (info == nullptr) continue;
-      for (const auto& fp : want.partitions) keys.emplace_back(info->name, fp.partition);
+      for (const auto& fp : want.partitions) wait->keys.emplace_back(info->name, fp.partition);
     }
   }
+  conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
+  ArmFetch(wait);
+}
+
+void Broker::ArmFetch(const std::shared_ptr<FetchWait>& wait) {
   {
     std::lock_guard lock(waits_mu_);
-    if (waking_stopped_) keys.clear();
-    for (const PartitionKey& key : keys) {
+    if (waking_stopped_) return;  // shutting down: the timer or the close ends it
+    for (const PartitionKey& key : wait->keys) {
       auto& list = waits_[key];
       std::erase_if(list, [](const std::weak_ptr<FetchWait>& w) { return w.expired(); });
       list.push_back(wait);
     }
   }
-  conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
-  kafka::FetchResponse again;
-  std::vector<storage::FileSlice> again_files;
-  if (FetchOnce(req, h.api_version, &again, &again_files) > 0) CompleteFetch(wait);
+  kafka::FetchResponse resp;
+  std::vector<storage::FileSlice> files;
+  if (FetchOnce(wait->req, wait->header.api_version, &resp, &files) >= wait->min_bytes) {
+    AnswerFetch(wait, resp, std::move(files));
+  }
 }
 
 void Broker::CompleteFetch(const std::shared_ptr<FetchWait>& wait) {
-  if (wait->done.exchange(true)) return;
-  if (wait->conn->closed()) return;
+  if (wait->done.load()) return;
   kafka::FetchResponse resp;
   std::vector<storage::FileSlice> files;
   FetchOnce(wait->req, wait->header.api_version, &resp, &files);
+  AnswerFetch(wait, resp, std::move(files));
+}
+
+void Broker::AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
+                         std::vector<storage::FileSlice> files) {
+  if (wait->done.exchange(true)) return;
+  if (wait->conn->closed()) return;
   ReplyFetch(wait->conn, wait->header, resp, std::move(files));
 }
 
@@ -698,7 +714,9 @@ void Broker::WakeFetches(const PartitionKey& key) {
   for (const auto& weak : woken) {
     std::shared_ptr<FetchWait> wait = weak.lock();
     if (wait == nullptr || wait->done.load()) continue;
-    wait->conn->loop()->Post([this, wait] { CompleteFetch(wait); });
+    wait->conn->loop()->Post([this, wait] {
+      if (!wait->done.load()) ArmFetch(wait);
+    });
   }
 }
 

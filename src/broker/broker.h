@@ -117,8 +117,14 @@ class Broker : public RequestHandler {
   void Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
              const kafka::FetchRequest& req);
   struct FetchWait;
-  // Answers a waiting fetch once (on its connection's loop); later calls do nothing.
+  // Registers a waiting fetch on its partitions and answers it if min_bytes are there
+  // (on its connection's loop).
+  void ArmFetch(const std::shared_ptr<FetchWait>& wait);
+  // Answers a waiting fetch with what there is (its max_wait_ms passed).
   void CompleteFetch(const std::shared_ptr<FetchWait>& wait);
+  // Sends the answer once; later calls do nothing.
+  void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
+                   std::vector<storage::FileSlice> files);
   // Called by a partition log when data became readable: wakes the fetches waiting on it.
   void WakeFetches(const PartitionKey& key);
   // Fills `resp` and `files` (the slices its splices index); returns the record bytes.

@@ -200,6 +200,57 @@ TEST_F(BrokerDataTest, WaitingFetchIsAnsweredByAnAppend) {
   EXPECT_EQ(RecordBytes(resp.responses[0].partitions[0]).size(), b.size());
 }
 
+// min_bytes: a fetch waits until that much data is there, across several appends.
+TEST_F(BrokerDataTest, WaitingFetchWaitsForMinBytes) {
+  Client producer(port());
+  ASSERT_EQ(Create(producer, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  Bytes b = Batch("m", 3);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 600'000;
+  req.min_bytes = static_cast<int32_t>(2 * b.size());
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchPartition p;
+  p.partition_max_bytes = 1 << 20;
+  req.topics.push_back({"t", {}, {p}, {}});
+  ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 78, req));
+  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
+  // One batch is less than min_bytes: still waiting, registered again.
+  for (int i = 0; i < 2000 && broker_->waiting_fetch_count() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(broker_->waiting_fetch_count(), 1u);
+  EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
+  auto frame = consumer.ReadFrame();
+  ASSERT_TRUE(frame.has_value());
+  kafka::Reader r(*frame);
+  ASSERT_TRUE(kafka::DecodeResponseHeader(r, ApiKey::kFetch, 11).ok());
+  kafka::FetchResponse resp;
+  ASSERT_TRUE(resp.Decode(r, 11).ok());
+  EXPECT_EQ(resp.responses.at(0).partitions.at(0).high_watermark, 6);
+  EXPECT_EQ(RecordBytes(resp.responses[0].partitions[0]).size(), 2 * b.size());
+}
+
+// max_wait_ms answers with what there is, even below min_bytes.
+TEST_F(BrokerDataTest, WaitingFetchAnswersAtMaxWait) {
+  Client producer(port());
+  ASSERT_EQ(Create(producer, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  Bytes b = Batch("x", 1);
+  EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 200;
+  req.min_bytes = 1 << 20;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchPartition p;
+  p.partition_max_bytes = 1 << 20;
+  req.topics.push_back({"t", {}, {p}, {}});
+  auto resp = consumer.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
+  EXPECT_EQ(RecordBytes(resp.responses.at(0).partitions.at(0)).size(), b.size());
+}
+
 TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
   int64_t first;
   {
