@@ -1,1 +1,371 @@
-// placeholder: being written
+// OffsetLog: the __consumer_offsets record formats, replay after reopen, tombstones,
+// malformed records at replay, and snapshots that keep exactly the live state.
+#include "broker/offset_log.h"
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kafka/protocol/records.h"
+#include "kafka/protocol/wire.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+#include "storage/testing/files.h"
+
+namespace sluice::broker {
+namespace {
+
+using storage::testing::TempDir;
+
+class OffsetLogTest : public ::testing::Test {
+ protected:
+  OffsetLogOptions Options() {
+    OffsetLogOptions o;
+    o.dir = dir_.path() + "/__consumer_offsets-0";
+    o.executor = &executor_;
+    o.flush_ms = 5;
+    return o;
+  }
+
+  std::unique_ptr<OffsetLog> Open(OffsetLogOptions o) {
+    auto log = OffsetLog::Open(std::move(o));
+    EXPECT_TRUE(log.ok()) << log.status().ToString();
+    return log.ok() ? std::move(log).value() : nullptr;
+  }
+  std::unique_ptr<OffsetLog> Open() { return Open(Options()); }
+
+  // Writes and waits until durable.
+  static Status WriteDurable(OffsetLog& log, const OffsetWrite& w) {
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    Status st = log.Write(w, [p](const Status& s) { p->set_value(s); });
+    if (!st.ok()) return st;
+    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      return InternalError("no durable callback");
+    }
+    return f.get();
+  }
+
+  static CommittedOffset Value(int64_t offset, std::string metadata = "", int32_t epoch = -1) {
+    return CommittedOffset{offset, epoch, std::move(metadata), 1'700'000'000'000 + offset};
+  }
+
+  TempDir dir_{"offset-log-test"};
+  storage::IoExecutor executor_{2};
+};
+
+TEST(OffsetsFormatTest, OffsetKeyAndValueAreKafkasBytes) {
+  auto key = offsets_format::EncodeOffsetKey("g", TopicPartition{"t", 3});
+  EXPECT_EQ(key, (std::vector<uint8_t>{0, 1, 0, 1, 'g', 0, 1, 't', 0, 0, 0, 3}));
+  auto value = offsets_format::EncodeOffsetValue(CommittedOffset{258, 7, "m", 1});
+  EXPECT_EQ(value, (std::vector<uint8_t>{0, 3,                       // version 3
+                                         0, 0, 0, 0, 0, 0, 1, 2,     // offset
+                                         0, 0, 0, 7,                 // leader epoch
+                                         0, 1, 'm',                  // metadata
+                                         0, 0, 0, 0, 0, 0, 0, 1}));  // commit timestamp
+  auto gkey = offsets_format::EncodeGroupKey("g");
+  EXPECT_EQ(gkey, (std::vector<uint8_t>{0, 2, 0, 1, 'g'}));
+  auto gvalue = offsets_format::EncodeGroupValue(GroupRecord{"consumer", 5, "range", std::nullopt});
+  EXPECT_EQ(gvalue, (std::vector<uint8_t>{0, 0, 0, 8, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r',
+                                          0, 0, 0, 5, 0, 5, 'r', 'a', 'n', 'g', 'e', 0xff, 0xff,
+                                          0, 0, 0, 0}));
+}
+
+TEST(OffsetsFormatTest, DecodesWhatItEncodes) {
+  auto k = offsets_format::DecodeKey(offsets_format::EncodeOffsetKey("group", {"topic", 9}));
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->kind, offsets_format::Key::Kind::kOffset);
+  EXPECT_EQ(k->group, "group");
+  EXPECT_EQ(k->tp, (TopicPartition{"topic", 9}));
+  auto g = offsets_format::DecodeKey(offsets_format::EncodeGroupKey("group"));
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->kind, offsets_format::Key::Kind::kGroup);
+  CommittedOffset v{42, 3, "meta", 99};
+  auto dv = offsets_format::DecodeOffsetValue(offsets_format::EncodeOffsetValue(v));
+  ASSERT_TRUE(dv.ok());
+  EXPECT_EQ(*dv, v);
+  GroupRecord r{"consumer", 12, "range", "member-1"};
+  auto dr = offsets_format::DecodeGroupValue(offsets_format::EncodeGroupValue(r));
+  ASSERT_TRUE(dr.ok());
+  EXPECT_EQ(*dr, r);
+}
+
+TEST(OffsetsFormatTest, DecodesOlderValueVersions) {
+  // OffsetCommitValue v1: offset, metadata, commit timestamp, expire timestamp.
+  std::vector<uint8_t> v1;
+  kafka::Writer w(&v1);
+  w.Int16(1);
+  w.Int64(77);
+  w.String(false, "x");
+  w.Int64(5);
+  w.Int64(6);
+  auto d = offsets_format::DecodeOffsetValue(v1);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(*d, (CommittedOffset{77, -1, "x", 5}));
+
+  // GroupMetadataValue v3 with one member.
+  std::vector<uint8_t> g3;
+  kafka::Writer gw(&g3);
+  gw.Int16(3);
+  gw.String(false, "consumer");
+  gw.Int32(8);
+  gw.NullableString(false, std::string("range"));
+  gw.NullableString(false, std::string("m1"));
+  gw.Int64(123);  // current state timestamp
+  gw.ArrayLength(false, 1);
+  gw.String(false, "m1");
+  gw.NullableString(false, std::nullopt);
+  gw.String(false, "client");
+  gw.String(false, "/127.0.0.1");
+  gw.Int32(300000);
+  gw.Int32(10000);
+  gw.Bytes(false, std::vector<uint8_t>{1, 2});
+  gw.Bytes(false, std::vector<uint8_t>{3});
+  auto dg = offsets_format::DecodeGroupValue(g3);
+  ASSERT_TRUE(dg.ok()) << dg.status().ToString();
+  EXPECT_EQ(*dg, (GroupRecord{"consumer", 8, "range", "m1"}));
+}
+
+TEST(OffsetsFormatTest, RejectsTruncatedAndUnknownVersions) {
+  auto key = offsets_format::EncodeOffsetKey("group", {"topic", 1});
+  key.pop_back();
+  EXPECT_FALSE(offsets_format::DecodeKey(key).ok());
+  EXPECT_FALSE(offsets_format::DecodeKey(std::vector<uint8_t>{0, 9, 0, 0}).ok());  // version 9
+  EXPECT_FALSE(offsets_format::DecodeKey(std::vector<uint8_t>{0}).ok());
+  auto value = offsets_format::EncodeOffsetValue(CommittedOffset{1, 2, "abc", 4});
+  value.resize(value.size() - 3);
+  EXPECT_FALSE(offsets_format::DecodeOffsetValue(value).ok());
+  EXPECT_FALSE(offsets_format::DecodeOffsetValue(std::vector<uint8_t>{0, 7}).ok());
+  // A negative string length.
+  EXPECT_FALSE(offsets_format::DecodeKey(std::vector<uint8_t>{0, 1, 0xff, 0xf0}).ok());
+  auto group = offsets_format::EncodeGroupValue(GroupRecord{"consumer", 1, std::nullopt, std::nullopt});
+  group.pop_back();
+  EXPECT_FALSE(offsets_format::DecodeGroupValue(group).ok());
+}
+
+TEST_F(OffsetLogTest, CommitsAndGenerationsSurviveReopen) {
+  {
+    auto log = Open();
+    ASSERT_NE(log, nullptr);
+    OffsetWrite w;
+    w.Commit("g1", {"a", 0}, Value(10, "meta", 4));
+    w.Commit("g1", {"a", 1}, Value(11));
+    w.Commit("g2", {"b", 0}, Value(20));
+    w.SetGroup("g1", GroupRecord{"consumer", 3, "range", "m"});
+    ASSERT_TRUE(WriteDurable(*log, w).ok());
+    OffsetWrite w2;
+    w2.Commit("g1", {"a", 0}, Value(15));  // overwrites
+    ASSERT_TRUE(WriteDurable(*log, w2).ok());
+    ASSERT_TRUE(log->Close().ok());
+  }
+  auto log = Open();
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->skipped_records(), 0);
+  ASSERT_NE(log->Find("g1", {"a", 0}), nullptr);
+  EXPECT_EQ(*log->Find("g1", {"a", 0}), Value(15));
+  EXPECT_EQ(*log->Find("g1", {"a", 1}), Value(11));
+  EXPECT_EQ(*log->Find("g2", {"b", 0}), Value(20));
+  ASSERT_NE(log->Group("g1"), nullptr);
+  EXPECT_EQ(*log->Group("g1"), (GroupRecord{"consumer", 3, "range", "m"}));
+  EXPECT_EQ(log->Group("g2"), nullptr);
+  EXPECT_EQ(log->GroupIds(), (std::vector<std::string>{"g1", "g2"}));
+  EXPECT_EQ(log->offset_count(), 3u);
+}
+
+TEST_F(OffsetLogTest, TombstonesDeleteGroupsAndTopicsDurably) {
+  {
+    auto log = Open();
+    OffsetWrite w;
+    w.Commit("g1", {"a", 0}, Value(1));
+    w.Commit("g1", {"b", 0}, Value(2));
+    w.Commit("g2", {"a", 0}, Value(3));
+    w.Commit("g2", {"a", 1}, Value(4));
+    w.Commit("g3", {"c", 0}, Value(5));
+    w.SetGroup("g3", GroupRecord{"consumer", 2, std::nullopt, std::nullopt});
+    ASSERT_TRUE(WriteDurable(*log, w).ok());
+    OffsetWrite d;
+    d.DeleteTopic("a");
+    d.DeleteGroup("g3");
+    ASSERT_TRUE(WriteDurable(*log, d).ok());
+    EXPECT_EQ(log->Find("g1", {"a", 0}), nullptr);
+    EXPECT_FALSE(log->HasOffsets("g2"));
+    EXPECT_EQ(log->GroupIds(), (std::vector<std::string>{"g1"}));
+  }
+  auto log = Open();
+  EXPECT_EQ(log->GroupIds(), (std::vector<std::string>{"g1"}));
+  EXPECT_EQ(log->Find("g1", {"a", 0}), nullptr);
+  EXPECT_EQ(*log->Find("g1", {"b", 0}), Value(2));
+  EXPECT_EQ(log->Group("g3"), nullptr);
+}
+
+TEST_F(OffsetLogTest, DeletingNothingCallsBackInline) {
+  auto log = Open();
+  OffsetWrite w;
+  w.DeleteTopic("nothing");
+  bool called = false;
+  ASSERT_TRUE(log->Write(w, [&](const Status& st) { called = st.ok(); }).ok());
+  EXPECT_TRUE(called);
+}
+
+TEST_F(OffsetLogTest, RecordTooLargeChangesNothing) {
+  auto log = Open();
+  OffsetWrite w;
+  w.Commit("g", {"t", 0}, Value(1, std::string(9 << 20, 'x')));
+  bool called = false;
+  Status st = log->Write(w, [&](const Status&) { called = true; });
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(called);
+  EXPECT_EQ(log->Find("g", {"t", 0}), nullptr);
+  EXPECT_EQ(log->live_bytes(), 0u);
+}
+
+TEST_F(OffsetLogTest, MalformedRecordsAreSkippedAtReplay) {
+  OffsetLogOptions o = Options();
+  {
+    // Write the log by hand: good records around every kind of bad one.
+    storage::LogOptions lo;
+    lo.executor = &executor_;
+    auto plog = storage::PartitionLog::Open(o.dir, lo);
+    ASSERT_TRUE(plog.ok()) << plog.status().ToString();
+    auto good_key = offsets_format::EncodeOffsetKey("g", {"t", 0});
+    auto good_value = offsets_format::EncodeOffsetValue(Value(100));
+    auto good_key2 = offsets_format::EncodeOffsetKey("g", {"t", 1});
+    auto good_value2 = offsets_format::EncodeOffsetValue(Value(200));
+    std::vector<uint8_t> garbage_key{0xde, 0xad};
+    std::vector<uint8_t> unknown_version_key{0x7f, 0x00, 0, 1, 'g'};
+    auto key_bad_value = offsets_format::EncodeOffsetKey("g", {"t", 2});
+    std::vector<uint8_t> bad_value{0, 3, 1, 2};
+    auto group_key = offsets_format::EncodeGroupKey("g");
+    std::vector<uint8_t> bad_group_value{0, 0, 0, 50, 'x'};
+    std::vector<kafka::RecordInput> records(7);
+    records[0].key = std::span<const uint8_t>(good_key);
+    records[0].value = std::span<const uint8_t>(good_value);
+    records[1].key = std::span<const uint8_t>(garbage_key);
+    records[1].value = std::span<const uint8_t>(good_value);
+    records[2].key = std::span<const uint8_t>(unknown_version_key);
+    records[2].value = std::span<const uint8_t>(good_value);
+    records[3].key = std::span<const uint8_t>(key_bad_value);
+    records[3].value = std::span<const uint8_t>(bad_value);
+    records[4].key = std::nullopt;  // null key
+    records[4].value = std::span<const uint8_t>(good_value);
+    records[5].key = std::span<const uint8_t>(group_key);
+    records[5].value = std::span<const uint8_t>(bad_group_value);
+    records[6].key = std::span<const uint8_t>(good_key2);
+    records[6].value = std::span<const uint8_t>(good_value2);
+    auto batch = kafka::BuildBatch(kafka::BatchBuilderOptions{}, records);
+    ASSERT_TRUE((*plog)->Append(batch, storage::AppendOptions{}).ok());
+    ASSERT_TRUE((*plog)->Close().ok());
+  }
+  auto log = Open(o);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->skipped_records(), 5);
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(100));
+  EXPECT_EQ(*log->Find("g", {"t", 1}), Value(200));
+  EXPECT_EQ(log->Find("g", {"t", 2}), nullptr);
+  EXPECT_EQ(log->Group("g"), nullptr);
+  // And the log still takes writes after the bad records.
+  OffsetWrite w;
+  w.Commit("g", {"t", 2}, Value(300));
+  ASSERT_TRUE(WriteDurable(*log, w).ok());
+}
+
+// A model of what the store should hold, to compare after snapshots and reopens.
+using Model = std::map<std::pair<std::string, TopicPartition>, CommittedOffset>;
+
+Model Snapshot(const OffsetLog& log) {
+  Model m;
+  for (const std::string& g : log.GroupIds()) {
+    if (const auto* offsets = log.Offsets(g)) {
+      for (const auto& [tp, v] : *offsets) m[{g, tp}] = v;
+    }
+  }
+  return m;
+}
+
+TEST_F(OffsetLogTest, SnapshotKeepsExactlyTheLiveState) {
+  OffsetLogOptions o = Options();
+  o.segment_bytes = 4096;
+  o.snapshot_min_bytes = 16384;
+  Model model;
+  std::map<std::string, GroupRecord> groups;
+  auto log = Open(o);
+  ASSERT_NE(log, nullptr);
+  // Groups g0..g4 commit partitions 0..3 of topics t0, t1 over and over; g4 is deleted
+  // and topic t1 deleted midway, so tombstones must hold across the snapshot.
+  int round = 0;
+  while (round < 25 || !log->SnapshotDue()) {
+    ASSERT_LT(round, 10000) << "the snapshot never became due";
+    OffsetWrite w;
+    for (int g = 0; g < 5; ++g) {
+      std::string group = "g" + std::to_string(g);
+      for (int t = 0; t < 2; ++t) {
+        TopicPartition tp{"t" + std::to_string(t), round % 4};
+        CommittedOffset v = Value(round * 10 + g, "r" + std::to_string(round));
+        w.Commit(group, tp, v);
+        model[{group, tp}] = v;
+      }
+      GroupRecord rec{"consumer", round + 1, "range", std::nullopt};
+      w.SetGroup(group, rec);
+      groups[group] = rec;
+    }
+    if (round == 20) {
+      w.DeleteGroup("g4");
+      std::erase_if(model, [](const auto& e) { return e.first.first == "g4"; });
+      groups.erase("g4");
+      w.DeleteTopic("t1");
+      std::erase_if(model, [](const auto& e) { return e.first.second.topic == "t1"; });
+    }
+    ASSERT_TRUE(WriteDurable(*log, w).ok());
+    ++round;
+  }
+  // Deleted again after the last round: g4 and t1 were re-created by later rounds.
+  {
+    OffsetWrite w;
+    w.DeleteGroup("g4");
+    w.DeleteTopic("t1");
+    std::erase_if(model, [](const auto& e) { return e.first.first == "g4" || e.first.second.topic == "t1"; });
+    groups.erase("g4");
+    ASSERT_TRUE(WriteDurable(*log, w).ok());
+  }
+  EXPECT_EQ(Snapshot(*log), model);
+  const uint64_t bytes_before = log->log_bytes();
+  const int segments_before = log->segment_count();
+  ASSERT_GT(segments_before, 3);
+
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  ASSERT_TRUE(log->StartSnapshot([p](const Status& st) { p->set_value(st); }).ok());
+  EXPECT_FALSE(log->SnapshotDue());  // one at a time
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  Status written = f.get();
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_TRUE(log->FinishSnapshot(written).ok());
+  EXPECT_LT(log->log_bytes(), bytes_before / 2);
+  EXPECT_LT(log->segment_count(), segments_before);
+  EXPECT_FALSE(log->SnapshotDue());
+
+  // Writes after the snapshot land after it.
+  OffsetWrite w;
+  w.Commit("g0", {"t0", 0}, Value(999999));
+  model[{"g0", TopicPartition{"t0", 0}}] = Value(999999);
+  ASSERT_TRUE(WriteDurable(*log, w).ok());
+  ASSERT_TRUE(log->Close().ok());
+
+  auto reopened = Open(o);
+  ASSERT_NE(reopened, nullptr);
+  EXPECT_EQ(reopened->skipped_records(), 0);
+  EXPECT_EQ(Snapshot(*reopened), model);
+  std::map<std::string, GroupRecord> reopened_groups;
+  for (const std::string& g : reopened->GroupIds()) {
+    if (const auto* rec = reopened->Group(g)) reopened_groups[g] = *rec;
+  }
+  EXPECT_EQ(reopened_groups, groups);
+  EXPECT_EQ(reopened->live_bytes(), log->live_bytes());
+}
+
+}  // namespace
+}  // namespace sluice::broker

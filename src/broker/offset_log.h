@@ -1,0 +1,221 @@
+// OffsetLog: the durable store of the group coordinator, the committed offsets of every
+// consumer group and each group's last generation, kept in memory and written to an
+// internal PartitionLog (<data-dir>/__consumer_offsets-0) as Kafka's own
+// __consumer_offsets records (docs/formats/consumer-offsets.md). Open replays the log
+// (last record per key wins, a null value deletes the key); records that do not decode
+// are skipped with a warning.
+//
+// The log grows with every commit while the live state stays the same size, so when it
+// has grown well past the live state (OffsetLogOptions::snapshot_*) the owner writes the
+// live state again at the end of the log (StartSnapshot) and, once that is durable,
+// drops every segment wholly before it (FinishSnapshot, PartitionLog::DeleteRecordsBefore).
+// This stands in for log compaction (docs/design/0002-broker-plan.md, decision 8).
+//
+// Threads: one owner thread (the coordinator's loop) calls every method. Write applies
+// its changes to the in-memory state at once, so reads show written-but-not-yet-durable
+// changes; the `on_durable` callbacks run on an IoExecutor thread and must not call back
+// into the OffsetLog (the coordinator posts them to its own loop).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "base/status.h"
+#include "storage/file_cache.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  auto operator<=>(const TopicPartition&) const = default;
+};
+
+// OffsetCommitValue: what a group committed for one partition.
+struct CommittedOffset {
+  int64_t offset = -1;
+  int32_t leader_epoch = -1;  // -1: none
+  std::string metadata;
+  int64_t commit_timestamp_ms = -1;
+  bool operator==(const CommittedOffset&) const = default;
+};
+
+// GroupMetadataValue without members: what survives a restart of a group's membership
+// (members are not persisted; docs/design/0003-group-coordinator.md).
+struct GroupRecord {
+  std::string protocol_type;
+  int32_t generation = 0;
+  std::optional<std::string> protocol;
+  std::optional<std::string> leader;
+  bool operator==(const GroupRecord&) const = default;
+};
+
+// One set of changes for OffsetLog::Write, applied in the order added.
+class OffsetWrite {
+ public:
+  void Commit(std::string group, TopicPartition tp, CommittedOffset value);
+  void SetGroup(std::string group, GroupRecord record);
+  // Every offset of `group` and its group record.
+  void DeleteGroup(std::string group);
+  // Every group's offsets of `topic`.
+  void DeleteTopic(std::string topic);
+  bool empty() const { return ops_.empty(); }
+
+ private:
+  friend class OffsetLog;
+  struct CommitOp {
+    std::string group;
+    TopicPartition tp;
+    CommittedOffset value;
+  };
+  struct SetGroupOp {
+    std::string group;
+    GroupRecord record;
+  };
+  struct DeleteGroupOp {
+    std::string group;
+  };
+  struct DeleteTopicOp {
+    std::string topic;
+  };
+  std::vector<std::variant<CommitOp, SetGroupOp, DeleteGroupOp, DeleteTopicOp>> ops_;
+};
+
+struct OffsetLogOptions {
+  std::string dir;
+  storage::IoExecutor* executor = nullptr;  // required; must outlive the OffsetLog
+  storage::FileCache* files = nullptr;      // shared; null: the log owns a small one
+  storage::Env* env = storage::Env::Posix();
+  storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
+  int64_t flush_ms = 100;
+  // Segments of the internal log. Small enough that a snapshot frees whole segments.
+  uint64_t segment_bytes = 8ull << 20;
+  // A snapshot is due when the log is larger than both snapshot_min_bytes and
+  // snapshot_ratio times the encoded live state. snapshot_min_bytes should be at least
+  // twice segment_bytes, so that the log after a snapshot (the live state plus at most
+  // one segment) is never already due again.
+  uint64_t snapshot_min_bytes = 16ull << 20;
+  uint64_t snapshot_ratio = 4;
+};
+
+class OffsetLog {
+ public:
+  using OffsetMap = std::map<TopicPartition, CommittedOffset>;
+  using Done = std::function<void(const Status&)>;
+
+  // Opens (creating when missing) and replays the log in options.dir.
+  static Result<std::unique_ptr<OffsetLog>> Open(OffsetLogOptions options);
+  ~OffsetLog();  // Close()s
+  OffsetLog(const OffsetLog&) = delete;
+  OffsetLog& operator=(const OffsetLog&) = delete;
+
+  // Applies `write` to the in-memory state and appends its records. On OK, `on_durable`
+  // runs exactly once: with OK when every record is covered by an fdatasync, or with the
+  // log's write error; on an IoExecutor thread, or inline (before Write returns) when the
+  // write turned out to hold no record (deleting what does not exist). On an error
+  // return `on_durable` never runs: InvalidArgument when a record is too large (nothing
+  // changed), or the log's error (the log has failed or is closed; the in-memory state
+  // may then be ahead of the disk, and it stays so: a failed log refuses every later
+  // write until the process restarts and replays what reached the disk).
+  Status Write(const OffsetWrite& write, Done on_durable);
+
+  // Reads of the live state (including writes not yet durable).
+  const CommittedOffset* Find(const std::string& group, const TopicPartition& tp) const;
+  // The group's offsets, or null when it has none.
+  const OffsetMap* Offsets(const std::string& group) const;
+  bool HasOffsets(const std::string& group) const { return Offsets(group) != nullptr; }
+  const GroupRecord* Group(const std::string& group) const;
+  // Every group with offsets or a group record, sorted.
+  std::vector<std::string> GroupIds() const;
+  size_t offset_count() const;
+  // Bytes of the live state as records (keys, values, record framing).
+  uint64_t live_bytes() const { return live_bytes_; }
+  uint64_t log_bytes() const { return log_->size_bytes(); }
+  int segment_count() const { return log_->segment_count(); }
+  // What Open skipped: records whose key or value did not decode.
+  int skipped_records() const { return skipped_records_; }
+
+  // Snapshots. SnapshotDue() says the log has grown well past the live state (see the
+  // options) and no snapshot is under way. StartSnapshot appends every live record;
+  // `on_durable` is as for Write. The owner then calls FinishSnapshot(status) on its own
+  // thread, which (when the status is OK) deletes every segment wholly before the
+  // snapshot. Until FinishSnapshot, no other snapshot starts.
+  bool SnapshotDue() const;
+  Status StartSnapshot(Done on_durable);
+  Status FinishSnapshot(const Status& written);
+
+  // Waits for pending writes (their callbacks run), syncs and closes the log. Idempotent.
+  Status Close();
+
+ private:
+  struct GroupState {
+    OffsetMap offsets;
+    std::optional<GroupRecord> record;
+  };
+  struct RawRecord {
+    std::vector<uint8_t> key;
+    std::optional<std::vector<uint8_t>> value;
+  };
+
+  explicit OffsetLog(OffsetLogOptions options);
+  Status Replay();
+  void ApplyRecord(int64_t offset, std::span<const uint8_t> key,
+                   std::optional<std::span<const uint8_t>> value);
+  // In-memory changes (with live_bytes_ kept up to date).
+  void PutOffset(const std::string& group, const TopicPartition& tp, CommittedOffset value);
+  void EraseOffset(const std::string& group, const TopicPartition& tp);
+  void PutGroup(const std::string& group, GroupRecord record);
+  void EraseGroupRecord(const std::string& group);
+  void DropIfEmpty(const std::string& group);
+  Status AppendRecords(const std::vector<RawRecord>& records, Done on_durable);
+
+  const OffsetLogOptions options_;
+  std::unique_ptr<storage::PartitionLog> log_;
+  std::map<std::string, GroupState> groups_;
+  uint64_t live_bytes_ = 0;
+  int skipped_records_ = 0;
+  bool snapshot_running_ = false;
+  int64_t snapshot_start_ = -1;
+  bool closed_ = false;
+};
+
+// The record formats of __consumer_offsets (docs/formats/consumer-offsets.md), public
+// for tests and tools.
+namespace offsets_format {
+
+// Key versions: 0 and 1 are OffsetCommitKey (sluice writes 1), 2 is GroupMetadataKey.
+struct Key {
+  enum class Kind { kOffset, kGroup };
+  Kind kind = Kind::kOffset;
+  std::string group;
+  TopicPartition tp;  // kOffset only
+};
+
+std::vector<uint8_t> EncodeOffsetKey(const std::string& group, const TopicPartition& tp);
+std::vector<uint8_t> EncodeGroupKey(const std::string& group);
+// OffsetCommitValue version 3.
+std::vector<uint8_t> EncodeOffsetValue(const CommittedOffset& value);
+// GroupMetadataValue version 0 with an empty members array.
+std::vector<uint8_t> EncodeGroupValue(const GroupRecord& record);
+
+// InvalidArgument naming the field and byte for bytes that do not decode, or an
+// unknown version.
+Result<Key> DecodeKey(std::span<const uint8_t> bytes);
+// Versions 0-4 (a v1 expire timestamp is read and dropped).
+Result<CommittedOffset> DecodeOffsetValue(std::span<const uint8_t> bytes);
+// Versions 0-3 (members are read and dropped).
+Result<GroupRecord> DecodeGroupValue(std::span<const uint8_t> bytes);
+
+}  // namespace offsets_format
+
+}  // namespace sluice::broker
