@@ -1,0 +1,146 @@
+#include "kafka/client/admin.h"
+
+#include "kafka/client/rdkafka_util.h"
+
+namespace sluice::kafka::client {
+namespace {
+
+using detail::AdminOptionsPtr;
+using detail::EventPtr;
+using detail::QueuePtr;
+
+// Admin options with both the client's request timeout and the broker's operation
+// timeout set to `timeout`.
+Result<AdminOptionsPtr> MakeOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op,
+                                    std::chrono::milliseconds timeout, std::string_view what) {
+  AdminOptionsPtr options(rd_kafka_AdminOptions_new(rk, op));
+  char errstr[512] = "";
+  int ms = static_cast<int>(timeout.count());
+  if (rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
+      rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr))) {
+    return InvalidArgumentError("{}: timeout {} ms: {}", what, ms, errstr);
+  }
+  return options;
+}
+
+// Waits for the one result event of an admin call on `queue`; checks its request-level
+// error. librdkafka answers by the request timeout; the extra second only guards.
+Result<EventPtr> WaitResult(rd_kafka_queue_t* queue, std::chrono::milliseconds timeout,
+                            std::string_view what) {
+  EventPtr ev(rd_kafka_queue_poll(queue, static_cast<int>(timeout.count()) + 1000));
+  if (ev == nullptr) return AbortedError("{}: no answer within {} ms", what, timeout.count());
+  rd_kafka_resp_err_t err = rd_kafka_event_error(ev.get());
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+    const char* text = rd_kafka_event_error_string(ev.get());
+    return detail::ErrorStatus(err, what, text != nullptr ? text : "");
+  }
+  return ev;
+}
+
+Status TopicResultStatus(const rd_kafka_topic_result_t* const* results, size_t count,
+                         std::string_view what) {
+  for (size_t i = 0; i < count; ++i) {
+    rd_kafka_resp_err_t err = rd_kafka_topic_result_error(results[i]);
+    const char* text = rd_kafka_topic_result_error_string(results[i]);
+    RETURN_IF_ERROR(detail::ErrorStatus(err, what, text != nullptr ? text : ""));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Admin>> Admin::Create(const Config& config) {
+  std::unique_ptr<Admin> a(new Admin());
+  ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(config, "admin", a.get()));
+  // Admin requests are answered on their own queues; a producer handle is what
+  // librdkafka's own admin clients use.
+  ASSIGN_OR_RETURN(a->rk_, detail::NewHandle(RD_KAFKA_PRODUCER, std::move(conf), "admin"));
+  return a;
+}
+
+Admin::~Admin() = default;
+
+Status Admin::CreateTopic(std::string_view name, int partitions, int replication_factor,
+                          const Config& topic_config, std::chrono::milliseconds timeout) {
+  std::string what = fmt::format("create topic '{}'", name);
+  // librdkafka sends anything; a broker may read 0 as its default, which is never meant.
+  if (name.empty()) return InvalidArgumentError("create topic: the name is empty");
+  if (partitions < 1 && partitions != -1) {
+    return InvalidArgumentError("{}: partitions must be at least 1 (or -1: the broker's default), not {}",
+                                what, partitions);
+  }
+  if (replication_factor < 1 && replication_factor != -1) {
+    return InvalidArgumentError(
+        "{}: replication factor must be at least 1 (or -1: the broker's default), not {}", what,
+        replication_factor);
+  }
+  std::string topic(name);
+  char errstr[512] = "";
+  detail::NewTopicPtr new_topic(rd_kafka_NewTopic_new(topic.c_str(), partitions,
+                                                      replication_factor, errstr, sizeof(errstr)));
+  if (new_topic == nullptr) return InvalidArgumentError("{}: {}", what, errstr);
+  for (const auto& [key, value] : topic_config) {
+    RETURN_IF_ERROR(detail::ErrorStatus(
+        rd_kafka_NewTopic_set_config(new_topic.get(), key.c_str(), value.c_str()),
+        fmt::format("{}: {} = '{}'", what, key, value)));
+  }
+  ASSIGN_OR_RETURN(AdminOptionsPtr options,
+                   MakeOptions(rk_.get(), RD_KAFKA_ADMIN_OP_CREATETOPICS, timeout, what));
+  QueuePtr queue(rd_kafka_queue_new(rk_.get()));
+  rd_kafka_NewTopic_t* topics[] = {new_topic.get()};
+  rd_kafka_CreateTopics(rk_.get(), topics, 1, options.get(), queue.get());
+  ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
+  const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(ev.get());
+  if (result == nullptr) return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
+  size_t count = 0;
+  const rd_kafka_topic_result_t** results = rd_kafka_CreateTopics_result_topics(result, &count);
+  return TopicResultStatus(results, count, what);
+}
+
+Status Admin::DeleteTopic(std::string_view name, std::chrono::milliseconds timeout) {
+  std::string what = fmt::format("delete topic '{}'", name);
+  std::string topic(name);
+  detail::DeleteTopicPtr delete_topic(rd_kafka_DeleteTopic_new(topic.c_str()));
+  ASSIGN_OR_RETURN(AdminOptionsPtr options,
+                   MakeOptions(rk_.get(), RD_KAFKA_ADMIN_OP_DELETETOPICS, timeout, what));
+  QueuePtr queue(rd_kafka_queue_new(rk_.get()));
+  rd_kafka_DeleteTopic_t* topics[] = {delete_topic.get()};
+  rd_kafka_DeleteTopics(rk_.get(), topics, 1, options.get(), queue.get());
+  ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
+  const rd_kafka_DeleteTopics_result_t* result = rd_kafka_event_DeleteTopics_result(ev.get());
+  if (result == nullptr) return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
+  size_t count = 0;
+  const rd_kafka_topic_result_t** results = rd_kafka_DeleteTopics_result_topics(result, &count);
+  return TopicResultStatus(results, count, what);
+}
+
+Result<int> Admin::PartitionCount(std::string_view topic, std::chrono::milliseconds timeout) {
+  std::string what = fmt::format("metadata of topic '{}'", topic);
+  std::string name(topic);
+  detail::TopicPtr rkt(rd_kafka_topic_new(rk_.get(), name.c_str(), nullptr));
+  if (rkt == nullptr) return detail::ErrorStatus(rd_kafka_last_error(), what);
+  const rd_kafka_metadata_t* raw = nullptr;
+  RETURN_IF_ERROR(detail::ErrorStatus(
+      rd_kafka_metadata(rk_.get(), 0, rkt.get(), &raw, static_cast<int>(timeout.count())), what));
+  detail::MetadataPtr metadata(raw);
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& t = metadata->topics[i];
+    if (name != t.topic) continue;
+    RETURN_IF_ERROR(detail::ErrorStatus(t.err, what));
+    return t.partition_cnt;
+  }
+  return NotFoundError("{}: not in the broker's answer", what);
+}
+
+Result<Watermarks> Admin::QueryWatermarks(std::string_view topic, int32_t partition,
+                                          std::chrono::milliseconds timeout) {
+  std::string name(topic);
+  Watermarks w;
+  RETURN_IF_ERROR(detail::ErrorStatus(
+      rd_kafka_query_watermark_offsets(rk_.get(), name.c_str(), partition, &w.low, &w.high,
+                                       static_cast<int>(timeout.count())),
+      fmt::format("watermarks of {} [{}]", topic, partition)));
+  return w;
+}
+
+}  // namespace sluice::kafka::client

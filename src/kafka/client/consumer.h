@@ -1,0 +1,120 @@
+// Consumer: RAII over a librdkafka consumer handle. Either Assign partitions with start
+// offsets (no consumer group: works against any broker, nothing is committed) or
+// Subscribe to topics as a member of group.id (rebalancing and Commit). Poll returns a
+// batch of records as views into librdkafka's buffers, valid while the batch lives.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "kafka/client/config.h"
+
+struct rd_kafka_message_s;  // rd_kafka_message_t
+
+namespace sluice::kafka::client {
+
+// One record. The views point into the MessageBatch that holds it. A null key or value
+// has data() == nullptr.
+struct Message {
+  std::string_view topic;
+  int32_t partition = -1;
+  int64_t offset = -1;
+  int64_t timestamp_ms = -1;  // -1 when the record carries none
+  std::string_view key;
+  std::string_view value;
+};
+
+struct TopicPartition {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t offset = kOffsetBeginning;  // where Assign starts, or what Commit stores
+};
+
+// What one Poll returned: records, partitions that reached their end (with
+// enable.partition.eof=true), and per-partition errors (librdkafka keeps fetching after
+// most of them). Move-only; destroying it releases the records.
+class MessageBatch {
+ public:
+  struct PartitionEnd {
+    std::string topic;
+    int32_t partition;
+    int64_t offset;  // the end offset reached: the next record will have this offset
+  };
+
+  MessageBatch() = default;
+  MessageBatch(MessageBatch&& other) noexcept;
+  MessageBatch& operator=(MessageBatch&& other) noexcept;
+  ~MessageBatch();
+
+  size_t size() const { return messages_.size(); }
+  bool empty() const { return messages_.empty(); }
+  Message operator[](size_t i) const;
+  const std::vector<PartitionEnd>& ends() const { return ends_; }
+  const std::vector<Status>& errors() const { return errors_; }
+
+ private:
+  friend class Consumer;
+  std::vector<rd_kafka_message_s*> messages_;  // owned; destroyed with the batch
+  std::vector<PartitionEnd> ends_;
+  std::vector<Status> errors_;
+};
+
+// Lifecycle: Create, then Assign or Subscribe (once), Poll repeatedly, destroy (which
+// stops the fetchers and, for a group member, leaves the group).
+// Threads: one thread at a time; last_error() from any thread.
+class Consumer {
+ public:
+  // `config` needs bootstrap.servers; group.id only for Subscribe and Commit.
+  // enable.auto.commit defaults to false here (commits are explicit), unless set.
+  static Result<std::unique_ptr<Consumer>> Create(const Config& config);
+  ~Consumer();
+  Consumer(const Consumer&) = delete;
+  Consumer& operator=(const Consumer&) = delete;
+
+  // Starts fetching each partition at its offset (an offset, kOffsetBeginning or
+  // kOffsetEnd), outside any consumer group. Once per consumer; not with Subscribe.
+  Status Assign(const std::vector<TopicPartition>& partitions);
+
+  // Joins group.id and consumes the topics the group assigns. Once; not with Assign.
+  Status Subscribe(const std::vector<std::string>& topics);
+
+  // Waits up to `timeout` for records, and returns at most `max_messages` (at least
+  // one record, end or error, or none after the timeout).
+  Result<MessageBatch> Poll(std::chrono::milliseconds timeout, size_t max_messages = 1024);
+
+  // Commits, for the group, the offset of the next record to read in each partition
+  // (synchronously). Needs Subscribe.
+  Status Commit(const std::vector<TopicPartition>& offsets);
+
+  // The last error librdkafka reported for the handle as a whole, or OK.
+  Status last_error() const;
+
+  std::string name() const;
+
+ private:
+  Consumer() = default;
+  friend struct ConsumerCallbacks;  // librdkafka's C callbacks (consumer.cc)
+
+  enum class Mode { kNone, kAssigned, kSubscribed };
+  // The destructor releases these in the order librdkafka needs (queue, topics, handle).
+  detail::KafkaPtr rk_;
+  detail::QueuePtr queue_;  // what Poll reads
+  struct Started {
+    rd_kafka_topic_s* topic;
+    int32_t partition;
+  };
+  std::vector<detail::TopicPtr> topics_;  // topic handles Assign holds
+  std::vector<Started> started_;          // partitions Assign started fetching
+  Mode mode_ = Mode::kNone;
+  bool has_group_ = false;
+  mutable std::mutex error_mu_;
+  Status last_error_;  // guarded by error_mu_
+};
+
+}  // namespace sluice::kafka::client

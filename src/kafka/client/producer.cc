@@ -1,0 +1,116 @@
+#include "kafka/client/producer.h"
+
+#include "kafka/client/rdkafka_util.h"
+
+namespace sluice::kafka::client {
+
+struct ProducerCallbacks {
+  // Runs inside rd_kafka_poll / rd_kafka_flush; `opaque` is the Producer.
+  static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
+    auto* self = static_cast<Producer*>(opaque);
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      self->delivered_.fetch_add(1, std::memory_order_relaxed);
+      self->delivered_bytes_.fetch_add(m->len, std::memory_order_relaxed);
+    } else {
+      self->failed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!self->on_delivery_) return;
+    DeliveryReport report;
+    report.topic = rd_kafka_topic_name(m->rkt);
+    report.partition = m->partition;
+    report.offset = m->offset;
+    report.value_bytes = m->len;
+    report.cookie = reinterpret_cast<uintptr_t>(m->_private);
+    if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      report.status = detail::ErrorStatus(
+          m->err, fmt::format("delivery to {} [{}]", report.topic, report.partition),
+          rd_kafka_message_errstr(m));
+    }
+    self->on_delivery_(report);
+  }
+
+  static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
+    auto* self = static_cast<Producer*>(opaque);
+    std::lock_guard<std::mutex> lock(self->error_mu_);
+    self->last_error_ = detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err),
+                                            rd_kafka_name(rk), reason);
+  }
+};
+
+Result<std::unique_ptr<Producer>> Producer::Create(const Config& config,
+                                                   DeliveryCallback on_delivery) {
+  std::unique_ptr<Producer> p(new Producer(std::move(on_delivery)));
+  ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(config, "producer", p.get()));
+  rd_kafka_conf_set_dr_msg_cb(conf.get(), ProducerCallbacks::OnDelivery);
+  rd_kafka_conf_set_error_cb(conf.get(), ProducerCallbacks::OnError);
+  ASSIGN_OR_RETURN(p->rk_, detail::NewHandle(RD_KAFKA_PRODUCER, std::move(conf), "producer"));
+  return p;
+}
+
+Producer::~Producer() {
+  topics_.clear();  // topic handles go before the handle that owns them
+  rk_.reset();
+}
+
+rd_kafka_topic_t* Producer::Topic(std::string_view topic, Status* status) {
+  auto it = topics_.find(topic);
+  if (it != topics_.end()) return it->second.get();
+  std::string name(topic);
+  rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk_.get(), name.c_str(), nullptr);
+  if (rkt == nullptr) {
+    *status = detail::ErrorStatus(rd_kafka_last_error(), fmt::format("topic '{}'", topic));
+    return nullptr;
+  }
+  topics_.emplace(std::move(name), detail::TopicPtr(rkt));
+  return rkt;
+}
+
+Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
+                         std::string_view value, uint64_t cookie) {
+  Status st;
+  rd_kafka_topic_t* rkt = Topic(topic, &st);
+  if (rkt == nullptr) return st;
+  // librdkafka takes non-const pointers but with F_COPY only reads them.
+  int rc = rd_kafka_produce(rkt, partition, RD_KAFKA_MSG_F_COPY, const_cast<char*>(value.data()),
+                            value.size(), key.data(), key.size(),
+                            reinterpret_cast<void*>(static_cast<uintptr_t>(cookie)));
+  if (rc != 0) {
+    rd_kafka_resp_err_t err = rd_kafka_last_error();
+    return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
+  }
+  produced_.fetch_add(1, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+int Producer::Poll(std::chrono::milliseconds timeout) {
+  return rd_kafka_poll(rk_.get(), static_cast<int>(timeout.count()));
+}
+
+Status Producer::Flush(std::chrono::milliseconds timeout) {
+  rd_kafka_resp_err_t err = rd_kafka_flush(rk_.get(), static_cast<int>(timeout.count()));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::OK();
+  return detail::ErrorStatus(
+      err, "flush",
+      fmt::format("{} records still in flight after {} ms", rd_kafka_outq_len(rk_.get()),
+                  timeout.count()));
+}
+
+int64_t Producer::InFlight() const { return rd_kafka_outq_len(rk_.get()); }
+
+ProducerCounters Producer::counters() const {
+  ProducerCounters c;
+  c.produced = produced_.load(std::memory_order_relaxed);
+  c.delivered = delivered_.load(std::memory_order_relaxed);
+  c.failed = failed_.load(std::memory_order_relaxed);
+  c.delivered_bytes = delivered_bytes_.load(std::memory_order_relaxed);
+  return c;
+}
+
+Status Producer::last_error() const {
+  std::lock_guard<std::mutex> lock(error_mu_);
+  return last_error_;
+}
+
+std::string Producer::name() const { return rd_kafka_name(rk_.get()); }
+
+}  // namespace sluice::kafka::client

@@ -1,0 +1,104 @@
+// Producer: RAII over a librdkafka producer handle. Produce enqueues a record for a
+// topic and partition; librdkafka batches and sends it from its own threads; Poll and
+// Flush serve the delivery reports, which update the counters and call the delivery
+// callback.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "base/status.h"
+#include "kafka/client/config.h"
+
+namespace sluice::kafka::client {
+
+// The outcome of one produced record. The views live only during the callback.
+struct DeliveryReport {
+  std::string_view topic;
+  int32_t partition = -1;  // the partition it went to (or was meant for)
+  int64_t offset = -1;     // its offset, when the broker said (acks >= 1)
+  size_t value_bytes = 0;
+  uint64_t cookie = 0;     // what Produce was given
+  Status status;           // OK when delivered
+};
+
+struct ProducerCounters {
+  uint64_t produced = 0;         // accepted by Produce
+  uint64_t delivered = 0;        // reported delivered
+  uint64_t failed = 0;           // reported failed
+  uint64_t delivered_bytes = 0;  // value bytes of the delivered records
+};
+
+// Lifecycle: Create, Produce any number of times, Flush, destroy. Destroying it drops
+// records not yet delivered (without reports): Flush first.
+// Threads: Produce from one thread at a time; Poll and Flush from one thread at a time,
+// which may be another one. The delivery callback runs inside Poll or Flush, on the
+// thread that called them. counters() and last_error() may be read from any thread.
+class Producer {
+ public:
+  using DeliveryCallback = std::function<void(const DeliveryReport&)>;
+
+  // `config` needs at least bootstrap.servers. Fails on a property librdkafka does not
+  // know or a value it refuses (InvalidArgument, naming the property).
+  static Result<std::unique_ptr<Producer>> Create(const Config& config,
+                                                  DeliveryCallback on_delivery = nullptr);
+  ~Producer();
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+
+  // Enqueues one record; librdkafka copies the key and the value. A key or value whose
+  // data() is null is sent as null. `partition` may be kAnyPartition. `cookie` comes
+  // back in the DeliveryReport. ResourceExhausted when the local queue is full
+  // (queue.buffering.max.messages / .kbytes): Poll, then try again.
+  Status Produce(std::string_view topic, int32_t partition, std::string_view key,
+                 std::string_view value, uint64_t cookie = 0);
+
+  // Serves delivery reports (and error events) for up to `timeout`, returning as soon
+  // as there was at least one. Returns how many events it served.
+  int Poll(std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+  // Waits until every record produced so far has been reported, serving the reports.
+  // Aborted when `timeout` passes first (the message says how many are in flight).
+  Status Flush(std::chrono::milliseconds timeout);
+
+  // Records produced and not yet reported (and other queued events).
+  int64_t InFlight() const;
+
+  ProducerCounters counters() const;
+  // The last error librdkafka reported for the handle as a whole (all brokers down, a
+  // fatal error), or OK. Per-record errors go to the DeliveryReport instead.
+  Status last_error() const;
+
+  std::string name() const;
+
+ private:
+  explicit Producer(DeliveryCallback on_delivery) : on_delivery_(std::move(on_delivery)) {}
+  rd_kafka_topic_s* Topic(std::string_view topic, Status* status);
+
+  friend struct ProducerCallbacks;  // librdkafka's C callbacks (producer.cc)
+
+  DeliveryCallback on_delivery_;
+  detail::KafkaPtr rk_;  // reset first in the destructor
+  // Topic handles by name, touched only by Produce.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, detail::TopicPtr, Hash, std::equal_to<>> topics_;
+
+  std::atomic<uint64_t> produced_{0};
+  std::atomic<uint64_t> delivered_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> delivered_bytes_{0};
+  mutable std::mutex error_mu_;
+  Status last_error_;  // guarded by error_mu_
+};
+
+}  // namespace sluice::kafka::client

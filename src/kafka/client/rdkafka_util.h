@@ -1,0 +1,71 @@
+// Private to kafka/client: building librdkafka configurations and turning librdkafka
+// errors into Status. No other module includes this header.
+#pragma once
+
+#include <librdkafka/rdkafka.h>
+
+#include <memory>
+#include <string_view>
+
+#include "base/status.h"
+#include "kafka/client/config.h"
+
+namespace sluice::kafka::client::detail {
+
+struct ConfDeleter {
+  void operator()(rd_kafka_conf_t* conf) const { rd_kafka_conf_destroy(conf); }
+};
+struct MessageDeleter {
+  void operator()(rd_kafka_message_t* m) const { rd_kafka_message_destroy(m); }
+};
+struct EventDeleter {
+  void operator()(rd_kafka_event_t* ev) const { rd_kafka_event_destroy(ev); }
+};
+struct PartitionListDeleter {
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
+};
+struct AdminOptionsDeleter {
+  void operator()(rd_kafka_AdminOptions_t* o) const { rd_kafka_AdminOptions_destroy(o); }
+};
+struct NewTopicDeleter {
+  void operator()(rd_kafka_NewTopic_t* t) const { rd_kafka_NewTopic_destroy(t); }
+};
+struct DeleteTopicDeleter {
+  void operator()(rd_kafka_DeleteTopic_t* t) const { rd_kafka_DeleteTopic_destroy(t); }
+};
+struct ErrorDeleter {
+  void operator()(rd_kafka_error_t* e) const { rd_kafka_error_destroy(e); }
+};
+struct MetadataDeleter {
+  void operator()(const rd_kafka_metadata_t* m) const { rd_kafka_metadata_destroy(m); }
+};
+using ConfPtr = std::unique_ptr<rd_kafka_conf_t, ConfDeleter>;
+using MessagePtr = std::unique_ptr<rd_kafka_message_t, MessageDeleter>;
+using EventPtr = std::unique_ptr<rd_kafka_event_t, EventDeleter>;
+using PartitionListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, PartitionListDeleter>;
+using AdminOptionsPtr = std::unique_ptr<rd_kafka_AdminOptions_t, AdminOptionsDeleter>;
+using NewTopicPtr = std::unique_ptr<rd_kafka_NewTopic_t, NewTopicDeleter>;
+using DeleteTopicPtr = std::unique_ptr<rd_kafka_DeleteTopic_t, DeleteTopicDeleter>;
+using ErrorPtr = std::unique_ptr<rd_kafka_error_t, ErrorDeleter>;
+using MetadataPtr = std::unique_ptr<const rd_kafka_metadata_t, MetadataDeleter>;
+
+// A configuration with every property of `config` set, librdkafka's log lines routed to
+// the "kafka_client" logger, and `opaque` as the handle's opaque. A property librdkafka
+// does not know, or a value it refuses, is an InvalidArgument naming the property, the
+// value and librdkafka's reason; `what` ("producer") goes in front.
+Result<ConfPtr> MakeConf(const Config& config, std::string_view what, void* opaque);
+
+// rd_kafka_new over `conf` (which it consumes, also on failure).
+Result<KafkaPtr> NewHandle(rd_kafka_type_t type, ConfPtr conf, std::string_view what);
+
+// The StatusCode closest to a librdkafka error code.
+StatusCode CodeOf(rd_kafka_resp_err_t err);
+
+// "<context>: <librdkafka's text> (<error name>)" with CodeOf(err). `detail`, when not
+// empty, replaces librdkafka's generic text (brokers often send a better one).
+Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context,
+                   std::string_view detail = {});
+
+}  // namespace sluice::kafka::client::detail
