@@ -117,6 +117,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   }
   SLUICE_LOG(kLog, kInfo, "opened {} topics, {} partitions in {}", broker->topics_->List().size(),
              broker->logs_.size(), broker->options_.data_dir);
+  broker->ScheduleRetentionLocked();
   return broker;
 }
 
@@ -142,6 +143,9 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 
 Status Broker::Close() {
   std::lock_guard lock(mu_);
+  closed_ = true;
+  if (retention_task_ != 0) executor_->Cancel(retention_task_);
+  retention_task_ = 0;
   Status first;
   for (auto& [key, part] : logs_) {
     Status st = part->log->Close();
@@ -149,6 +153,43 @@ Status Broker::Close() {
   }
   logs_.clear();
   return first;
+}
+
+void Broker::ScheduleRetentionLocked() {
+  if (closed_ || options_.retention_check_interval_ms <= 0) return;
+  retention_task_ = executor_->SubmitAt(
+      MonotonicNanos() + options_.retention_check_interval_ms * 1'000'000, [this] { RunRetention(); });
+}
+
+void Broker::RunRetention() {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  for (auto& [key, part] : logs_) {
+    Result<int> deleted = part->log->ApplyRetention();
+    if (!deleted.ok()) {
+      SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
+                 deleted.status().ToString());
+    } else if (*deleted > 0) {
+      SLUICE_LOG(kLog, kInfo, "retention deleted {} segments of {}-{}", *deleted, key.first, key.second);
+    }
+  }
+  ScheduleRetentionLocked();
+}
+
+const TopicInfo* Broker::AutoCreateLocked(const std::string& name) {
+  if (!options_.auto_create_topics || !ValidateTopicName(name).ok()) return nullptr;
+  TopicInfo info;
+  TopicError err = topics_->Create(name, options_.num_partitions, {}, false, &info);
+  if (!err.ok()) return nullptr;
+  if (Status st = OpenTopicLogsLocked(info); !st.ok()) {
+    SLUICE_LOG(kLog, kError, "auto-creating topic {}: {}", name, st.ToString());
+    if (TopicError undo = DeleteTopicLocked(name); !undo.ok()) {
+      SLUICE_LOG(kLog, kError, "undoing topic {}: {}", name, undo.message);
+    }
+    return nullptr;
+  }
+  SLUICE_LOG(kLog, kInfo, "auto-created topic {} ({} partitions)", name, options_.num_partitions);
+  return topics_->Find(name);
 }
 
 size_t Broker::open_log_count() const {
@@ -277,6 +318,9 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
     out.topic_id = want.topic_id;
     if (want.name.has_value()) {
       found = topics_->Find(*want.name);
+      if (found == nullptr && (version < 4 || req.allow_auto_topic_creation)) {
+        found = AutoCreateLocked(*want.name);
+      }
       if (found == nullptr) {
         out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                             : ErrorCode::kInvalidTopicException;
@@ -285,7 +329,6 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
       found = topics_->FindById(want.topic_id);
       if (found == nullptr) out.error_code = ErrorCode::kUnknownTopicId;
     }
-    // Automatic topic creation (auto.create.topics.enable) is off.
     resp.topics.push_back(found != nullptr ? describe(*found) : std::move(out));
   }
   return resp;

@@ -46,6 +46,12 @@ struct BrokerOptions {
   int64_t flush_ms = 100;
   size_t max_open_files = 1024;     // log.max.open.files
   TopicConfig topic_defaults;
+  // log.retention.check.interval.ms: how often retention deletes old segments.
+  int64_t retention_check_interval_ms = 300'000;
+  // auto.create.topics.enable (off, as in Kafka 4): Metadata for a missing topic creates
+  // it with num.partitions partitions when the client allows it.
+  bool auto_create_topics = false;
+  int32_t num_partitions = 1;
 };
 
 // Lifecycle: Open() on the controlling thread, then hand it to a Server (which calls
@@ -150,6 +156,12 @@ class Broker : public RequestHandler {
   // The leader epoch Metadata reports for a partition (0 when it is not open).
   int32_t LeaderEpochLocked(const std::string& topic, int32_t partition) const;
 
+  // Retention passes over every log, every retention_check_interval_ms, on an I/O thread.
+  void ScheduleRetentionLocked();
+  void RunRetention();
+  // Creates `name` for Metadata when auto.create.topics.enable is on; null otherwise.
+  const TopicInfo* AutoCreateLocked(const std::string& name);
+
   std::string PartitionDir(const std::string& topic, int32_t partition) const;
   storage::LogOptions LogOptionsFor(const TopicConfig& config);
   // What consumers may read up to (decision 5 of the plan).
@@ -175,6 +187,8 @@ class Broker : public RequestHandler {
   // holds the end of the current block), so a restart never repeats one.
   int64_t next_producer_id_ = 0;                   // guarded by mu_
   int64_t producer_id_block_end_ = 0;              // guarded by mu_
+  storage::IoExecutor::TaskId retention_task_ = 0;  // guarded by mu_
+  bool closed_ = false;                            // guarded by mu_
 
   // Fetches waiting for data, by partition, and the gate on posting to loops from I/O
   // threads. Its own lock (never held with mu_): logs call WakeFetches from their I/O

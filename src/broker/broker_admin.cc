@@ -166,8 +166,8 @@ kafka::DescribeConfigsResponse Broker::DescribeConfigs(const kafka::DescribeConf
         std::vector<std::tuple<std::string, std::string, int8_t>> configs = {
             {"node.id", std::to_string(kNodeId), kTypeInt},
             {"broker.id", std::to_string(kNodeId), kTypeInt},
-            {"auto.create.topics.enable", "false", kTypeBoolean},
-            {"num.partitions", "1", kTypeInt},
+            {"auto.create.topics.enable", options_.auto_create_topics ? "true" : "false", kTypeBoolean},
+            {"num.partitions", std::to_string(options_.num_partitions), kTypeInt},
             {"default.replication.factor", "1", kTypeInt},
             {"offsets.topic.replication.factor", "1", kTypeInt},
             {"log.dirs", options_.data_dir, kTypeString},

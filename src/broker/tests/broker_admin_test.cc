@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "broker/broker.h"
@@ -293,6 +294,48 @@ TEST_F(BrokerAdminTest, RecoveryThatCutTheLogBumpsTheLeaderEpoch) {
   auto f = Fetch(c3, "t", 5, 1);
   EXPECT_EQ(f.error_code, ErrorCode::kNone);
   EXPECT_EQ(f.high_watermark, 7);
+}
+
+
+TEST_F(BrokerAdminTest, RetentionRunsPeriodically) {
+  Stop();
+  options_.retention_check_interval_ms = 20;
+  Start();
+  Client c(port());
+  kafka::CreateTopicsRequest create;
+  create.topics.push_back(
+      {"t", 1, -1, {}, {{"segment.bytes", "1024", {}}, {"retention.bytes", "2048", {}}}, {}});
+  ASSERT_EQ(c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
+            ErrorCode::kNone);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  int64_t earliest = 0;
+  for (int i = 0; i < 500 && earliest == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    earliest = Earliest(c, "t");
+  }
+  EXPECT_GT(earliest, 0) << "no retention pass deleted a segment";
+}
+
+TEST_F(BrokerAdminTest, MetadataAutoCreatesTopicsOnlyWhenEnabled) {
+  Client c(port());
+  EXPECT_EQ(Meta(c, "auto").error_code, ErrorCode::kUnknownTopicOrPartition);
+  Stop();
+  options_.auto_create_topics = true;
+  options_.num_partitions = 3;
+  Start();
+  Client c2(port());
+  auto m = Meta(c2, "auto");
+  EXPECT_EQ(m.error_code, ErrorCode::kNone);
+  EXPECT_EQ(m.partitions.size(), 3u);
+  EXPECT_EQ(Produce(c2, "auto", 2, Batch(1)).error_code, ErrorCode::kNone);
+  // A client that disallows it (v4+), and invalid names, create nothing.
+  kafka::MetadataRequest req;
+  req.topics.emplace();
+  req.topics->push_back({{}, "not-allowed", {}});
+  req.allow_auto_topic_creation = false;
+  EXPECT_EQ(c2.Call<kafka::MetadataResponse>(ApiKey::kMetadata, 9, req).topics.at(0).error_code,
+            ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(Meta(c2, "bad/name").error_code, ErrorCode::kInvalidTopicException);
 }
 
 }  // namespace
