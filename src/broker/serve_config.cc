@@ -1,0 +1,124 @@
+#include "broker/serve_config.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+
+namespace sluice::broker {
+
+Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port) {
+  size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgumentError("'{}' is not HOST:PORT", text);
+  }
+  std::string h(text.substr(0, colon));
+  std::string_view p = text.substr(colon + 1);
+  int value = -1;
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), value);
+  if (p.empty() || ec != std::errc() || end != p.data() + p.size() || value < 0 || value > 65535) {
+    return InvalidArgumentError("'{}': the port must be a number from 0 to 65535", text);
+  }
+  if (h == "localhost") h = "127.0.0.1";
+  in_addr addr{};
+  if (inet_pton(AF_INET, h.c_str(), &addr) != 1) {
+    return InvalidArgumentError("'{}': the host must be an IPv4 address", text);
+  }
+  *host = h;
+  *port = static_cast<uint16_t>(value);
+  return Status::OK();
+}
+
+Result<ServeConfig> ServeConfigFrom(const Config& config) {
+  static const std::vector<std::string> kTopicNames = TopicConfig::Names();
+  std::vector<std::string> known = {
+      "kafka.addr", "kafka.advertised_addr", "kafka.max_request_bytes", "data_dir", "shards",
+      "storage.flush.policy", "storage.flush.ms", "storage.max_open_files", "storage.io_threads",
+      "storage.retention_check_interval", "topics.auto_create", "topics.num_partitions",
+      // Read by the group coordinator and SASL wiring (serve.cc).
+      "groups.initial_rebalance_delay", "groups.min_session_timeout",
+      "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
+      "sasl.users", "sasl.scram_iterations"};
+  for (const std::string& n : kTopicNames) known.push_back("topics.defaults." + n);
+  std::vector<std::string_view> views(known.begin(), known.end());
+  RETURN_IF_ERROR(config.CheckKnown(views));
+
+  ServeConfig out;
+  out.raw = config;
+  ASSIGN_OR_RETURN(std::string addr, config.GetString("kafka.addr", "127.0.0.1:9092"));
+  if (Status st = ParseHostPort(addr, &out.server.host, &out.server.port); !st.ok()) {
+    return InvalidArgumentError("kafka.addr (set in {}): {}", config.Origin("kafka.addr"),
+                                st.message());
+  }
+  out.broker.advertised_host = out.server.host;
+  out.broker.advertised_port = out.server.port;  // 0 until the server knows its port
+  if (config.Has("kafka.advertised_addr")) {
+    ASSIGN_OR_RETURN(std::string adv, config.GetString("kafka.advertised_addr", ""));
+    uint16_t port = 0;
+    size_t colon = adv.rfind(':');
+    // Advertised hosts may be names (a container's hostname): only the port is checked.
+    int value = -1;
+    if (colon != std::string::npos && colon > 0) {
+      auto [end, ec] = std::from_chars(adv.data() + colon + 1, adv.data() + adv.size(), value);
+      if (ec != std::errc() || end != adv.data() + adv.size()) value = -1;
+    }
+    if (value <= 0 || value > 65535) {
+      return InvalidArgumentError("kafka.advertised_addr (set in {}): '{}' is not HOST:PORT with a port from 1 to 65535",
+                                  config.Origin("kafka.advertised_addr"), adv);
+    }
+    port = static_cast<uint16_t>(value);
+    out.broker.advertised_host = adv.substr(0, colon);
+    out.broker.advertised_port = port;
+  }
+  ASSIGN_OR_RETURN(int64_t max_request, config.GetBytes("kafka.max_request_bytes", 100 << 20));
+  if (max_request < 1024 || max_request > INT32_MAX) {
+    return InvalidArgumentError("kafka.max_request_bytes (set in {}): {} is outside 1 KiB to 2 GiB",
+                                config.Origin("kafka.max_request_bytes"), max_request);
+  }
+  out.server.connection.max_request_bytes = static_cast<int32_t>(max_request);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ASSIGN_OR_RETURN(int64_t shards, config.GetInt("shards", cores, 1, 256));
+  out.server.shards = static_cast<int>(shards);
+
+  ASSIGN_OR_RETURN(out.broker.data_dir, config.GetString("data_dir", "./sluice-data"));
+  if (out.broker.data_dir.empty()) return InvalidArgumentError("data_dir must not be empty");
+  ASSIGN_OR_RETURN(std::string policy, config.GetString("storage.flush.policy", "interval"));
+  auto parsed = storage::ParseFlushPolicy(policy);
+  if (!parsed.ok()) {
+    return InvalidArgumentError("storage.flush.policy (set in {}): {}",
+                                config.Origin("storage.flush.policy"), parsed.status().message());
+  }
+  out.broker.flush_policy = *parsed;
+  ASSIGN_OR_RETURN(out.broker.flush_ms, config.GetDurationMs("storage.flush.ms", 100));
+  if (out.broker.flush_ms < 1) return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
+  ASSIGN_OR_RETURN(int64_t files, config.GetInt("storage.max_open_files", 1024, 16, 1 << 20));
+  out.broker.max_open_files = static_cast<size_t>(files);
+  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(2, cores), 1, 256));
+  out.broker.io_threads = static_cast<int>(io_threads);
+  ASSIGN_OR_RETURN(out.broker.retention_check_interval_ms,
+                   config.GetDurationMs("storage.retention_check_interval", 300'000));
+  if (out.broker.retention_check_interval_ms < 1) {
+    return InvalidArgumentError("storage.retention_check_interval must be at least 1 ms");
+  }
+  ASSIGN_OR_RETURN(out.broker.auto_create_topics, config.GetBool("topics.auto_create", false));
+  ASSIGN_OR_RETURN(int64_t partitions, config.GetInt("topics.num_partitions", 1, 1, 100000));
+  out.broker.num_partitions = static_cast<int32_t>(partitions);
+
+  std::map<std::string, std::string> defaults;
+  for (const std::string& n : kTopicNames) {
+    std::string key = "topics.defaults." + n;
+    if (!config.Has(key)) continue;
+    ASSIGN_OR_RETURN(defaults[n], config.GetString(key, ""));
+  }
+  TopicError err;
+  auto resolved = TopicConfig::Resolve(defaults, TopicConfig{}, &err);
+  if (!resolved.ok()) return InvalidArgumentError("topics.defaults: {}", err.message);
+  out.broker.topic_defaults = *resolved;
+  return out;
+}
+
+}  // namespace sluice::broker

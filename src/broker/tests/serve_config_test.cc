@@ -1,0 +1,99 @@
+#include "broker/serve_config.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::broker {
+namespace {
+
+Result<ServeConfig> FromYaml(std::string_view yaml) {
+  auto config = Config::Parse(yaml, "sluice.yaml");
+  if (!config.ok()) return config.status();
+  return ServeConfigFrom(*config);
+}
+
+TEST(ServeConfigTest, DefaultsAreKafkasOnLoopback) {
+  auto c = FromYaml("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server.host, "127.0.0.1");
+  EXPECT_EQ(c->server.port, 9092);
+  EXPECT_EQ(c->broker.advertised_port, 9092);
+  EXPECT_EQ(c->server.connection.max_request_bytes, 100 << 20);
+  EXPECT_EQ(c->broker.flush_policy, storage::FlushPolicy::kInterval);
+  EXPECT_EQ(c->broker.flush_ms, 100);
+  EXPECT_FALSE(c->broker.auto_create_topics);
+  EXPECT_EQ(c->broker.topic_defaults.retention_ms, 7LL * 24 * 3600 * 1000);
+}
+
+TEST(ServeConfigTest, ReadsEverySection) {
+  auto c = FromYaml(R"(
+kafka:
+  addr: 127.0.0.1:0
+  advertised_addr: broker.example:19092
+  max_request_bytes: 10MiB
+data_dir: /tmp/x
+shards: 3
+storage:
+  flush: {policy: durable, ms: 2s}
+  retention_check_interval: 1m
+topics:
+  auto_create: true
+  num_partitions: 6
+  defaults:
+    retention.ms: 3600000
+    segment.bytes: 1048576
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->server.port, 0);
+  EXPECT_EQ(c->broker.advertised_host, "broker.example");
+  EXPECT_EQ(c->broker.advertised_port, 19092);
+  EXPECT_EQ(c->server.connection.max_request_bytes, 10 << 20);
+  EXPECT_EQ(c->broker.data_dir, "/tmp/x");
+  EXPECT_EQ(c->server.shards, 3);
+  EXPECT_EQ(c->broker.flush_policy, storage::FlushPolicy::kDurable);
+  EXPECT_EQ(c->broker.flush_ms, 2000);
+  EXPECT_EQ(c->broker.retention_check_interval_ms, 60000);
+  EXPECT_TRUE(c->broker.auto_create_topics);
+  EXPECT_EQ(c->broker.num_partitions, 6);
+  EXPECT_EQ(c->broker.topic_defaults.retention_ms, 3600000);
+  EXPECT_EQ(c->broker.topic_defaults.segment_bytes, 1048576);
+}
+
+TEST(ServeConfigTest, BadValuesNameTheKey) {
+  struct Case {
+    const char* yaml;
+    const char* expect;
+  } cases[] = {
+      {"kafka: {addr: nowhere}", "kafka.addr"},
+      {"kafka: {addr: '127.0.0.1:70000'}", "kafka.addr"},
+      {"kafka: {addr: 'example.com:9092'}", "IPv4"},
+      {"kafka: {advertised_addr: 'host'}", "kafka.advertised_addr"},
+      {"kafka: {max_request_bytes: 12}", "kafka.max_request_bytes"},
+      {"shards: 0", "shards"},
+      {"storage: {flush: {policy: sometimes}}", "storage.flush.policy"},
+      {"storage: {flush: {ms: soon}}", "storage.flush.ms"},
+      {"topics: {defaults: {retention.ms: forever}}", "retention.ms"},
+      {"topics: {defaults: {no.such: 1}}", "topics.defaults.no.such"},
+      {"topics: {num_partitions: 0}", "topics.num_partitions"},
+      {"colour: blue", "colour"},
+      {"data_dir: ''", "data_dir"},
+  };
+  for (const Case& c : cases) {
+    auto r = FromYaml(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << c.yaml << " -> " << r.status().message();
+  }
+}
+
+TEST(ServeConfigTest, FlagsOverrideTheFile) {
+  auto config = Config::Parse("kafka: {addr: '127.0.0.1:1'}\ndata_dir: a\n", "f.yaml");
+  ASSERT_TRUE(config.ok());
+  config->Set("kafka.addr", "127.0.0.1:2");
+  auto c = ServeConfigFrom(*config);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->server.port, 2);
+  EXPECT_EQ(c->broker.data_dir, "a");
+}
+
+}  // namespace
+}  // namespace sluice::broker
