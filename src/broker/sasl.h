@@ -1,0 +1,125 @@
+// SASL authentication for the broker: the server side of PLAIN (RFC 4616) and
+// SCRAM-SHA-256 (RFC 5802, RFC 7677, as Kafka implements it in KIP-84), independent of
+// the wire. The broker feeds each SaslAuthenticate request's auth_bytes to a SaslSession
+// and sends back the Step's response bytes, or SASL_AUTHENTICATION_FAILED with its error.
+//
+// Credentials are derived once, at Create: per user a SCRAM salt (16 random bytes),
+// StoredKey and ServerKey, and for PLAIN a keyed digest of the password. The plain
+// passwords are not kept, and no authentication step runs PBKDF2, so a step is cheap
+// enough for the connection's event loop thread. Decisions: docs/design/0004-sasl.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sluice {
+class Config;
+}
+
+namespace sluice::broker {
+
+// The mechanism names, as sent in SaslHandshake.
+inline constexpr std::string_view kSaslPlain = "PLAIN";
+inline constexpr std::string_view kSaslScramSha256 = "SCRAM-SHA-256";
+
+// A client message longer than this fails the exchange (the real ones are < 1 KiB).
+inline constexpr size_t kMaxSaslMessageBytes = 64 * 1024;
+
+struct SaslUser {
+  std::string name;
+  std::string password;
+};
+
+struct SaslConfig {
+  bool enabled = false;
+  std::vector<std::string> mechanisms = {"PLAIN", "SCRAM-SHA-256"};
+  std::vector<SaslUser> users;
+  int scram_iterations = 4096;  // [4096, 16384], Kafka's bounds for SCRAM-SHA-256
+};
+
+// The config keys SaslConfigFromYaml reads, for Config::CheckKnown.
+inline constexpr std::string_view kSaslConfigKeys[] = {"sasl.enabled", "sasl.mechanisms",
+                                                       "sasl.users", "sasl.scram_iterations"};
+
+// Reads the `sasl:` section of the config:
+//
+//   sasl:
+//     enabled: true
+//     mechanisms: [PLAIN, SCRAM-SHA-256]   # the default; order = SaslHandshake's list
+//     users: ["alice:alice-secret", "bob:b0b"]   # name:password, split at the first ':'
+//     scram_iterations: 4096
+//
+// Users are "name:password" strings because a Config value is a scalar or a list of
+// scalars (a list of {name, password} maps is refused by Config::Parse). Errors are
+// InvalidArgument naming the key and its origin: an unknown or repeated mechanism, a
+// user without a password, a user listed twice, iterations out of range, enabled with no
+// users or no mechanisms. Error messages never contain a password.
+Result<SaslConfig> SaslConfigFromYaml(const Config& config);
+
+// One authentication exchange on one connection: Start() makes it, each client message
+// goes to Next() in order, and the exchange ends at the first Step that is not
+// kInProgress. Owned by the connection's thread; not thread-safe.
+class SaslSession {
+ public:
+  enum class State { kInProgress, kSucceeded, kFailed };
+  struct Step {
+    State state = State::kFailed;
+    std::vector<uint8_t> response;  // auth_bytes to send back (also on kSucceeded)
+    std::string error;              // kFailed: the message for SASL_AUTHENTICATION_FAILED
+  };
+
+  virtual ~SaslSession() = default;
+
+  // The next step for `client_bytes`. Never throws; malformed or oversized input, and
+  // any call after the exchange ended, is kFailed with a message saying what was wrong.
+  virtual Step Next(std::span<const uint8_t> client_bytes) = 0;
+  // The authenticated user's name after kSucceeded; "" before.
+  virtual const std::string& principal() const = 0;
+};
+
+class SaslCredentialStore;  // the derived credentials; sasl.cc
+
+// The users and mechanisms, built once at startup. Immutable after Create and shared by
+// every connection: the const methods may be called from any thread. It must outlive the
+// sessions it starts.
+class SaslAuthenticator {
+ public:
+  // Derives every user's credentials (PBKDF2 with config.scram_iterations each, when
+  // SCRAM is enabled). InvalidArgument for a config SaslConfigFromYaml would refuse.
+  static Result<std::unique_ptr<SaslAuthenticator>> Create(const SaslConfig& config);
+
+  // Deterministic randomness, for known-answer tests only (RFC 7677's vector). A set
+  // hook replaces the CSPRNG: `server_nonce` gives each SCRAM exchange's server nonce
+  // (printable ASCII without ','), `salt` a user's SCRAM salt at Create.
+  struct TestHooks {
+    std::function<std::string()> server_nonce;
+    std::function<std::vector<uint8_t>(std::string_view user)> salt;
+  };
+  static Result<std::unique_ptr<SaslAuthenticator>> CreateForTesting(const SaslConfig& config,
+                                                                     TestHooks hooks);
+
+  ~SaslAuthenticator();
+
+  bool Supports(std::string_view mechanism) const;
+  // The enabled mechanisms in the config's order, for SaslHandshake's response.
+  const std::vector<std::string>& mechanisms() const { return mechanisms_; }
+
+  // A new exchange for `mechanism`, or nullptr if it is not enabled.
+  std::unique_ptr<SaslSession> Start(std::string_view mechanism) const;
+
+ private:
+  SaslAuthenticator(std::vector<std::string> mechanisms,
+                    std::unique_ptr<const SaslCredentialStore> store);
+
+  std::vector<std::string> mechanisms_;
+  std::unique_ptr<const SaslCredentialStore> store_;
+};
+
+}  // namespace sluice::broker
