@@ -52,6 +52,25 @@ void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& 
   conn->Send(std::move(resp));
 }
 
+// A connection's SASL progress when SASL is on.
+struct SaslState : Connection::HandlerState {
+  enum class Phase {
+    kHandshake,     // nothing but ApiVersions and SaslHandshake yet
+    kAuthenticate,  // SaslHandshake v1 done: SaslAuthenticate requests carry the tokens
+    kRawToken,      // SaslHandshake v0 done: the next frames are bare tokens
+    kDone,          // authenticated
+  };
+  Phase phase = Phase::kHandshake;
+  std::unique_ptr<SaslSession> session;
+  std::string principal;
+};
+
+SaslState& SaslStateOf(Connection& conn) {
+  auto& slot = conn.handler_state();
+  if (slot == nullptr) slot = std::make_unique<SaslState>();
+  return static_cast<SaslState&>(*slot);
+}
+
 }  // namespace
 
 Result<std::string> LoadOrCreateClusterId(const std::string& data_dir) {
@@ -108,7 +127,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     }
   }
 
+  std::unique_ptr<SaslAuthenticator> sasl;
+  if (options.sasl.enabled) {
+    ASSIGN_OR_RETURN(sasl, SaslAuthenticator::Create(options.sasl));
+  }
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
+  broker->sasl_ = std::move(sasl);
   std::lock_guard lock(broker->mu_);
   broker->next_producer_id_ = broker->producer_id_block_end_ = producer_id_start;
   broker->topics_ = std::move(topics);
@@ -201,11 +225,27 @@ size_t Broker::open_log_count() const {
 // Dispatch
 
 void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint8_t> frame) {
+  SaslState* sasl = sasl_ != nullptr ? &SaslStateOf(*conn) : nullptr;
+  if (sasl != nullptr && sasl->phase == SaslState::Phase::kRawToken) {
+    SaslRawToken(conn, frame);
+    return;
+  }
   kafka::DecodeOutcome out = kafka::DecodeRequest(frame);
   switch (out.problem) {
-    case kafka::RequestProblem::kNone:
+    case kafka::RequestProblem::kNone: {
+      const auto key = static_cast<ApiKey>(out.request->header.api_key);
+      if (sasl != nullptr && sasl->phase != SaslState::Phase::kDone &&
+          key != ApiKey::kApiVersions && key != ApiKey::kSaslHandshake &&
+          key != ApiKey::kSaslAuthenticate) {
+        // As Kafka: anything else before authentication ends the connection.
+        SLUICE_LOG(kLog, kWarn, "closing connection: {} before SASL authentication",
+                   kafka::ApiName(key));
+        conn->Close();
+        return;
+      }
       Handle(conn, *out.request);
       return;
+    }
     case kafka::RequestProblem::kUnsupportedVersion:
       if (out.header && out.header->api_key == static_cast<int16_t>(ApiKey::kApiVersions)) {
         // Kafka answers with the v0 body and a v0 header, whatever the version asked.
@@ -260,6 +300,10 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
           Reply(conn, h, DeleteRecords(body));
         } else if constexpr (std::is_same_v<T, kafka::OffsetForLeaderEpochRequest>) {
           Reply(conn, h, OffsetForLeaderEpoch(body));
+        } else if constexpr (std::is_same_v<T, kafka::SaslHandshakeRequest>) {
+          SaslHandshake(conn, h, body);
+        } else if constexpr (std::is_same_v<T, kafka::SaslAuthenticateRequest>) {
+          SaslAuthenticate(conn, h, body);
         } else {
           return false;
         }
@@ -272,6 +316,95 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
                kafka::ApiName(static_cast<ApiKey>(h.api_key)), h.api_version);
     conn->Close();
   }
+}
+
+void Broker::SaslHandshake(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                           const kafka::SaslHandshakeRequest& req) {
+  kafka::SaslHandshakeResponse resp;
+  if (sasl_ == nullptr) {
+    // A plaintext listener: no mechanism is enabled.
+    resp.error_code = ErrorCode::kUnsupportedSaslMechanism;
+    Reply(conn, h, resp);
+    return;
+  }
+  SaslState& st = SaslStateOf(*conn);
+  resp.mechanisms = sasl_->mechanisms();
+  if (st.phase != SaslState::Phase::kHandshake) {
+    resp.error_code = ErrorCode::kIllegalSaslState;
+    Reply(conn, h, resp);
+    return;
+  }
+  st.session = sasl_->Start(req.mechanism);
+  if (st.session == nullptr) {
+    resp.error_code = ErrorCode::kUnsupportedSaslMechanism;
+    Reply(conn, h, resp);
+    return;
+  }
+  st.phase = h.api_version == 0 ? SaslState::Phase::kRawToken : SaslState::Phase::kAuthenticate;
+  Reply(conn, h, resp);
+}
+
+void Broker::SaslAuthenticate(const std::shared_ptr<Connection>& conn,
+                              const kafka::RequestHeader& h,
+                              const kafka::SaslAuthenticateRequest& req) {
+  kafka::SaslAuthenticateResponse resp;
+  SaslState* st = sasl_ != nullptr ? &SaslStateOf(*conn) : nullptr;
+  if (st == nullptr || st->phase != SaslState::Phase::kAuthenticate) {
+    resp.error_code = ErrorCode::kIllegalSaslState;
+    resp.error_message = "SaslAuthenticate without a SaslHandshake v1 first";
+    Response out;
+    kafka::Writer w(&out.buffer);
+    kafka::EncodeResponseHeader(w, ApiKey::kSaslAuthenticate, h.api_version, h.correlation_id);
+    resp.Encode(w, h.api_version);
+    conn->SendAndClose(std::move(out));
+    return;
+  }
+  SaslSession::Step step = st->session->Next(req.auth_bytes);
+  resp.auth_bytes = std::move(step.response);
+  Response out;
+  kafka::Writer w(&out.buffer);
+  kafka::EncodeResponseHeader(w, ApiKey::kSaslAuthenticate, h.api_version, h.correlation_id);
+  switch (step.state) {
+    case SaslSession::State::kInProgress:
+      resp.Encode(w, h.api_version);
+      conn->Send(std::move(out));
+      return;
+    case SaslSession::State::kSucceeded:
+      st->phase = SaslState::Phase::kDone;
+      st->principal = st->session->principal();
+      st->session.reset();
+      SLUICE_LOG(kLog, kDebug, "SASL: authenticated {}", st->principal);
+      resp.Encode(w, h.api_version);
+      conn->Send(std::move(out));
+      return;
+    case SaslSession::State::kFailed:
+      SLUICE_LOG(kLog, kInfo, "SASL: authentication failed: {}", step.error);
+      resp.error_code = ErrorCode::kSaslAuthenticationFailed;
+      resp.error_message = step.error;
+      resp.auth_bytes.clear();
+      resp.Encode(w, h.api_version);
+      conn->SendAndClose(std::move(out));
+      return;
+  }
+}
+
+void Broker::SaslRawToken(const std::shared_ptr<Connection>& conn, std::span<const uint8_t> token) {
+  SaslState& st = SaslStateOf(*conn);
+  SaslSession::Step step = st.session->Next(token);
+  if (step.state == SaslSession::State::kFailed) {
+    // The unframed exchange has no way to say why: Kafka closes the connection too.
+    SLUICE_LOG(kLog, kInfo, "SASL: authentication failed: {}", step.error);
+    conn->Close();
+    return;
+  }
+  if (step.state == SaslSession::State::kSucceeded) {
+    st.phase = SaslState::Phase::kDone;
+    st.principal = st.session->principal();
+    st.session.reset();
+  }
+  Response out;
+  out.buffer = std::move(step.response);
+  conn->Send(std::move(out));
 }
 
 kafka::ApiVersionsResponse Broker::ApiVersions() const {

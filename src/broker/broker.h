@@ -26,6 +26,7 @@
 #include "broker/connection.h"
 #include "broker/leader_epochs.h"
 #include "broker/producer_state.h"
+#include "broker/sasl.h"
 #include "broker/topic_store.h"
 #include "kafka/protocol/requests.h"
 #include "storage/file_cache.h"
@@ -52,6 +53,9 @@ struct BrokerOptions {
   // it with num.partitions partitions when the client allows it.
   bool auto_create_topics = false;
   int32_t num_partitions = 1;
+  // SASL/PLAIN and SCRAM-SHA-256 (off by default): when enabled, a connection may send
+  // only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated.
+  SaslConfig sasl;
 };
 
 // Lifecycle: Open() on the controlling thread, then hand it to a Server (which calls
@@ -107,6 +111,13 @@ class Broker : public RequestHandler {
   Broker(BrokerOptions options, std::string cluster_id);
 
   void Handle(const std::shared_ptr<Connection>& conn, const kafka::DecodedRequest& req);
+  // SASL (docs/design/0004-sasl.md); the connection's progress is its HandlerState.
+  void SaslHandshake(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                     const kafka::SaslHandshakeRequest& req);
+  void SaslAuthenticate(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                        const kafka::SaslAuthenticateRequest& req);
+  // A token of the unframed exchange that follows SaslHandshake v0.
+  void SaslRawToken(const std::shared_ptr<Connection>& conn, std::span<const uint8_t> token);
   kafka::ApiVersionsResponse ApiVersions() const;
   kafka::MetadataResponse Metadata(const kafka::MetadataRequest& req, int16_t version);
   kafka::CreateTopicsResponse CreateTopics(const kafka::CreateTopicsRequest& req);
@@ -174,6 +185,7 @@ class Broker : public RequestHandler {
 
   const BrokerOptions options_;
   const std::string cluster_id_;
+  std::unique_ptr<SaslAuthenticator> sasl_;  // null when SASL is off; immutable
   // Declared before the logs: destroyed after them.
   std::unique_ptr<storage::IoExecutor> executor_;
   std::unique_ptr<storage::FileCache> files_;

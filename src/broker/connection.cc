@@ -220,7 +220,11 @@ void Connection::FlushOutput() {
       if (q.len == 0) ++out_next_;
     }
   }
-  // The whole response is out: release it and unmute.
+  // The whole response is out: release it and unmute (or close, when asked to).
+  if (close_after_send_) {
+    Close();
+    return;
+  }
   out_.clear();
   out_next_ = 0;
   response_ = {};

@@ -81,6 +81,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Send(Response response);
   // Ends the current request without a response (acks=0 produce).
   void FinishRequest();
+  // Like Send, then closes the connection once the response is written (a failed SASL
+  // authentication: the client must see why before the connection goes).
+  void SendAndClose(Response response) {
+    close_after_send_ = true;
+    Send(std::move(response));
+  }
+
+  // Whatever the handler keeps per connection (its SASL progress); created and used only
+  // on the loop's thread, destroyed with the connection.
+  struct HandlerState {
+    virtual ~HandlerState() = default;
+  };
+  std::unique_ptr<HandlerState>& handler_state() { return handler_state_; }
   void Close();
 
   bool closed() const { return fd_ < 0; }
@@ -124,6 +137,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<Piece> out_;
   size_t out_next_ = 0;  // first piece not fully written
   bool want_write_ = false;
+  bool close_after_send_ = false;
+
+  std::unique_ptr<HandlerState> handler_state_;
 };
 
 }  // namespace sluice::broker

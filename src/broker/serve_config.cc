@@ -118,6 +118,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
   auto resolved = TopicConfig::Resolve(defaults, TopicConfig{}, &err);
   if (!resolved.ok()) return InvalidArgumentError("topics.defaults: {}", err.message);
   out.broker.topic_defaults = *resolved;
+  ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
   return out;
 }
 

@@ -56,6 +56,16 @@ topics:
   EXPECT_EQ(c->broker.num_partitions, 6);
   EXPECT_EQ(c->broker.topic_defaults.retention_ms, 3600000);
   EXPECT_EQ(c->broker.topic_defaults.segment_bytes, 1048576);
+  EXPECT_FALSE(c->broker.sasl.enabled);
+}
+
+TEST(ServeConfigTest, ReadsTheSaslSection) {
+  auto c = FromYaml("sasl: {enabled: true, users: ['alice:secret']}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->broker.sasl.enabled);
+  ASSERT_EQ(c->broker.sasl.users.size(), 1u);
+  EXPECT_EQ(c->broker.sasl.users[0].name, "alice");
+  EXPECT_FALSE(FromYaml("sasl: {enabled: true, mechanisms: [KERBEROS], users: ['a:b']}\n").ok());
 }
 
 TEST(ServeConfigTest, BadValuesNameTheKey) {
