@@ -1,0 +1,186 @@
+// GroupCoordinator: Kafka's consumer-group coordinator, classic protocol (JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+// DescribeGroups, DeleteGroups), behaving as Apache Kafka 3.x's GroupCoordinator does
+// on a single node. Membership lives in memory only; committed offsets and each group's
+// last generation are durable in an OffsetLog (<data-dir>/__consumer_offsets-0).
+// Decisions: docs/design/0003-group-coordinator.md.
+//
+// Threads: the coordinator owns one thread running an EventLoop; every group lives on
+// it, without locks. The request methods may be called from any thread: they post the
+// request to that loop, and `done` runs exactly once, later, on the coordinator's thread
+// (never inside the call). `done` must not block; it normally posts the response to the
+// connection's own loop. OffsetCommit and DeleteGroups answer once their records are
+// durable (the offsets log's acks come on I/O threads and are posted back).
+//
+// Lifecycle: Open replays the offsets log and starts the thread; Close (or the
+// destructor) answers every request still waiting in a group (JoinGroup / SyncGroup
+// waiting for a rebalance) with COORDINATOR_NOT_AVAILABLE, answers requests already
+// queued with COORDINATOR_NOT_AVAILABLE, lets pending commits finish (they are answered
+// by their durability), closes the log and stops the thread. A request that reaches the
+// coordinator after its thread stopped is dropped: `done` never runs (it is destroyed
+// with the loop). So the broker stops accepting requests before it closes the
+// coordinator. Close must not be called from a `done` callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "kafka/protocol/messages/groups.h"
+#include "storage/file_cache.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+class EventLoop;
+class OffsetLog;
+
+struct GroupCoordinatorOptions {
+  std::string dir;                          // the internal offsets log, e.g. <data-dir>/__consumer_offsets-0
+  storage::IoExecutor* executor = nullptr;  // shared with the broker's logs; required
+  storage::FileCache* files = nullptr;
+  storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
+  int64_t flush_ms = 100;
+  int32_t min_session_timeout_ms = 6000;      // group.min.session.timeout.ms
+  int32_t max_session_timeout_ms = 1800000;   // group.max.session.timeout.ms
+  int32_t initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms
+  int32_t max_group_size = std::numeric_limits<int32_t>::max();  // group.max.size
+  int32_t max_offset_metadata_bytes = 4096;   // offset.metadata.max.bytes
+  // Whether a partition exists (OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION
+  // otherwise). Called on the coordinator's thread; must be thread-safe. Empty: every
+  // partition exists.
+  std::function<bool(const std::string& topic, int32_t partition)> partition_exists;
+};
+
+// Who asked: for DescribeGroups' client_id/client_host and member ids "<client_id>-<uuid>".
+struct GroupClient {
+  std::string client_id;
+  std::string host;
+};
+
+class GroupCoordinator {
+ public:
+  template <class R>
+  using Done = std::function<void(R)>;
+
+  // Replays the offsets log in options.dir (creating it when missing), starts the thread.
+  static Result<std::unique_ptr<GroupCoordinator>> Open(GroupCoordinatorOptions options);
+  ~GroupCoordinator();  // Close()s
+  GroupCoordinator(const GroupCoordinator&) = delete;
+  GroupCoordinator& operator=(const GroupCoordinator&) = delete;
+
+  // See the lifecycle above. Returns the offsets log's close status. Idempotent.
+  Status Close();
+
+  // Each may be called from any thread; `done` runs once, later, on the coordinator's
+  // thread. `version` is the request's API version (the response is for that version).
+  void JoinGroup(kafka::JoinGroupRequest req, int16_t version, GroupClient client,
+                 Done<kafka::JoinGroupResponse> done);
+  void SyncGroup(kafka::SyncGroupRequest req, int16_t version, Done<kafka::SyncGroupResponse> done);
+  void Heartbeat(kafka::HeartbeatRequest req, int16_t version, Done<kafka::HeartbeatResponse> done);
+  void LeaveGroup(kafka::LeaveGroupRequest req, int16_t version, Done<kafka::LeaveGroupResponse> done);
+  void OffsetCommit(kafka::OffsetCommitRequest req, int16_t version,
+                    Done<kafka::OffsetCommitResponse> done);
+  void OffsetFetch(kafka::OffsetFetchRequest req, int16_t version,
+                   Done<kafka::OffsetFetchResponse> done);
+  void ListGroups(kafka::ListGroupsRequest req, int16_t version, Done<kafka::ListGroupsResponse> done);
+  void DescribeGroups(kafka::DescribeGroupsRequest req, int16_t version,
+                      Done<kafka::DescribeGroupsResponse> done);
+  void DeleteGroups(kafka::DeleteGroupsRequest req, int16_t version,
+                    Done<kafka::DeleteGroupsResponse> done);
+  // A topic was deleted: forget its committed offsets (durably, without waiting), and
+  // drop the Empty groups left without offsets, as Kafka does. Any thread.
+  void OnTopicDeleted(std::string topic);
+
+ private:
+  struct Member;
+  struct Group;
+  struct JoinArgs;
+
+  explicit GroupCoordinator(GroupCoordinatorOptions options);
+
+  // Everything below runs on the coordinator's thread.
+  void DoJoinGroup(kafka::JoinGroupRequest& req, int16_t version, const GroupClient& client,
+                   Done<kafka::JoinGroupResponse>& done);
+  void DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version, Done<kafka::SyncGroupResponse>& done);
+  kafka::ErrorCode DoHeartbeat(const kafka::HeartbeatRequest& req);
+  kafka::LeaveGroupResponse DoLeaveGroup(const kafka::LeaveGroupRequest& req, int16_t version);
+  void DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t version,
+                      Done<kafka::OffsetCommitResponse>& done);
+  kafka::OffsetFetchResponse DoOffsetFetch(const kafka::OffsetFetchRequest& req, int16_t version);
+  kafka::ListGroupsResponse DoListGroups(const kafka::ListGroupsRequest& req);
+  kafka::DescribeGroupsResponse DoDescribeGroups(const kafka::DescribeGroupsRequest& req, int16_t version);
+  void DoDeleteGroups(const kafka::DeleteGroupsRequest& req, Done<kafka::DeleteGroupsResponse>& done);
+  void DoTopicDeleted(const std::string& topic);
+  void Shutdown();
+
+  // Join phase.
+  bool AcceptJoiningMember(const Group& g, const std::string& member_id) const;
+  static std::unique_ptr<Member> NewMember(const std::string& id, const JoinArgs& a);
+  void NewMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGroupResponse>& done);
+  void CurrentMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGroupResponse>& done);
+  void AddMemberAndRebalance(Group& g, std::unique_ptr<Member> m, Done<kafka::JoinGroupResponse> done);
+  void UpdateStaticMemberAndRebalance(Group& g, const std::string& old_id, const std::string& new_id,
+                                      JoinArgs& a, Done<kafka::JoinGroupResponse> done);
+  void UpdateMember(Group& g, Member& m, JoinArgs& a, Done<kafka::JoinGroupResponse> done);
+  void MaybePrepareRebalance(Group& g, const std::string& reason);
+  void PrepareRebalance(Group& g, const std::string& reason);
+  void MaybeCompleteJoin(Group& g);
+  void CompleteJoin(Group& g);
+  void OnJoinTimer(const std::string& group_id, uint64_t incarnation);
+  kafka::JoinGroupResponse JoinSuccess(const Group& g, const Member& m, bool with_members,
+                                       const std::optional<std::string>& leader) const;
+  // Sync phase.
+  void SchedulePendingSync(Group& g);
+  void OnSyncExpired(const std::string& group_id, uint64_t incarnation, int32_t generation);
+  void RemovePendingSyncMember(Group& g, const std::string& member_id);
+  void PropagateAssignment(Group& g, kafka::ErrorCode error);
+  // Members.
+  Member& AddMember(Group& g, std::unique_ptr<Member> m, Done<kafka::JoinGroupResponse> done);
+  void RemoveMember(Group& g, const std::string& member_id);
+  void RemoveMemberAndUpdateGroup(Group& g, const std::string& member_id, const std::string& reason);
+  void AddPendingMember(Group& g, const std::string& member_id, int32_t timeout_ms);
+  void OnPendingMemberExpired(const std::string& group_id, uint64_t incarnation, const std::string& member_id);
+  void RemovePendingMemberAndUpdateGroup(Group& g, const std::string& member_id);
+  void ScheduleHeartbeat(Group& g, Member& m, int64_t timeout_ms);
+  void OnHeartbeatExpired(const std::string& group_id, uint64_t incarnation, const std::string& member_id);
+  kafka::ErrorCode ValidateCurrentMember(const Group& g, const std::string& member_id,
+                                         const std::optional<std::string>& instance_id) const;
+  kafka::ErrorCode ValidateOffsetCommit(const Group& g, int32_t generation, const std::string& member_id,
+                                        const std::optional<std::string>& instance_id) const;
+  // Groups.
+  Group* FindGroup(const std::string& id);
+  Group& CreateGroup(const std::string& id);
+  void DropGroup(Group& g);  // stops its timers and forgets it (writes nothing)
+  void PersistGeneration(Group& g);
+  void CleanupEmptyGroups(const char* why);
+  void ScheduleCleanup();
+  void MaybeSnapshot();
+
+  const GroupCoordinatorOptions options_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<OffsetLog> offsets_;
+  std::thread thread_;
+
+  std::mutex close_mu_;
+  bool closed_ = false;  // guarded by close_mu_
+  Status close_status_;  // guarded by close_mu_
+  // Written by Shutdown() on the coordinator's thread, read by Close() after joining it.
+  Status shutdown_status_;
+
+  // The coordinator's thread only.
+  std::map<std::string, std::unique_ptr<Group>> groups_;
+  bool shutting_down_ = false;
+  uint64_t next_incarnation_ = 1;
+  uint64_t next_join_seq_ = 1;
+};
+
+}  // namespace sluice::broker
