@@ -371,6 +371,7 @@ void Broker::SaslAuthenticate(const std::shared_ptr<Connection>& conn,
       return;
     case SaslSession::State::kSucceeded:
       st->phase = SaslState::Phase::kDone;
+      conn->SetAuthenticated();
       st->principal = st->session->principal();
       st->session.reset();
       SLUICE_LOG(kLog, kDebug, "SASL: authenticated {}", st->principal);
@@ -399,6 +400,7 @@ void Broker::SaslRawToken(const std::shared_ptr<Connection>& conn, std::span<con
   }
   if (step.state == SaslSession::State::kSucceeded) {
     st.phase = SaslState::Phase::kDone;
+    conn->SetAuthenticated();
     st.principal = st.session->principal();
     st.session.reset();
   }
@@ -803,7 +805,8 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
     }
   }
   const uint64_t min_bytes = static_cast<uint64_t>(std::max(req.min_bytes, 1));
-  if (bytes >= min_bytes || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0) {
+  if (bytes >= min_bytes || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0 ||
+      draining_.load()) {
     ReplyFetch(conn, h, resp, std::move(files));
     return;
   }
@@ -870,6 +873,29 @@ size_t Broker::waiting_fetch_count() {
     }
   }
   return n;
+}
+
+void Broker::Drain() {
+  draining_ = true;
+  std::vector<std::shared_ptr<FetchWait>> waiting;
+  {
+    std::lock_guard lock(waits_mu_);
+    for (auto& [key, list] : waits_) {
+      for (const auto& weak : list) {
+        if (auto w = weak.lock(); w != nullptr && !w->done.load()) waiting.push_back(std::move(w));
+      }
+    }
+    waits_.clear();
+    if (!waking_stopped_) {
+      for (const auto& w : waiting) w->conn->loop()->Post([this, w] { CompleteFetch(w); });
+    }
+  }
+  std::lock_guard lock(mu_);
+  for (auto& [key, part] : logs_) {
+    if (Status st = part->log->Flush(); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
+    }
+  }
 }
 
 void Broker::StopWaking() {

@@ -13,6 +13,7 @@
 //                                 directories are renamed <dir>-delete, then removed
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -92,6 +93,10 @@ class Broker : public RequestHandler {
   size_t open_log_count() const;
   // Fetches waiting for data (tests).
   size_t waiting_fetch_count();
+  // For a graceful stop, while the server still runs: fetches stop waiting (the waiting
+  // ones are answered now, new ones at once) and every log is flushed, so in-flight
+  // produces get their acks. Any thread.
+  void Drain();
   // Stops posting to connections' loops from I/O threads (fetch wake-ups, produce acks).
   // Call before stopping the server: logs may still report new data or acks while the
   // loops are being destroyed.
@@ -208,6 +213,7 @@ class Broker : public RequestHandler {
   std::mutex waits_mu_;
   std::map<PartitionKey, std::vector<std::weak_ptr<FetchWait>>> waits_;  // guarded by waits_mu_
   bool waking_stopped_ = false;                                           // guarded by waits_mu_
+  std::atomic<bool> draining_{false};
 };
 
 // Reads <data-dir>/meta/cluster_id, creating it (durably) with a random id when missing.

@@ -34,6 +34,9 @@ class RequestHandler {
 struct ConnectionOptions {
   // socket.request.max.bytes: a larger (or negative) declared size closes the connection.
   int32_t max_request_bytes = 100 * 1024 * 1024;
+  // When > 0 (SASL on), the limit until SetAuthenticated(): SASL messages are small, and
+  // an unauthenticated client must not make the broker buffer 100 MiB (Kafka: 512 KiB).
+  int32_t max_unauthenticated_request_bytes = 0;
 };
 
 // One response frame: `buffer` is the frame without its 4-byte size (Send adds it);
@@ -94,9 +97,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     virtual ~HandlerState() = default;
   };
   std::unique_ptr<HandlerState>& handler_state() { return handler_state_; }
+  // Lifts max_unauthenticated_request_bytes.
+  void SetAuthenticated() { authenticated_ = true; }
   void Close();
 
   bool closed() const { return fd_ < 0; }
+  // A request is with the handler or its response is being written.
+  bool busy() const { return in_request_ && !closed(); }
   EventLoop* loop() const { return loop_; }
 
  private:
@@ -138,6 +145,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t out_next_ = 0;  // first piece not fully written
   bool want_write_ = false;
   bool close_after_send_ = false;
+  bool authenticated_ = false;
 
   std::unique_ptr<HandlerState> handler_state_;
 };

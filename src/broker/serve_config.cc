@@ -119,6 +119,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
   if (!resolved.ok()) return InvalidArgumentError("topics.defaults: {}", err.message);
   out.broker.topic_defaults = *resolved;
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
+  if (out.broker.sasl.enabled) out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
   return out;
 }
 

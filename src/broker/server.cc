@@ -1,6 +1,8 @@
 // Server: listening, accepting, handing connections to shards. See server.h.
 #include "broker/server.h"
 
+#include <future>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -110,9 +112,11 @@ void Server::Stop() {
   for (auto& shard : shards_) shard->loop->Stop();
   for (auto& shard : shards_) shard->thread.join();
   // The loops are stopped: this thread now owns everything they owned.
-  shards_[0]->loop->Remove(listen_fd_);
-  ::close(listen_fd_);
-  listen_fd_ = -1;
+  if (listen_fd_ >= 0) {
+    shards_[0]->loop->Remove(listen_fd_);
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
   for (auto& shard : shards_) {
     auto connections = std::move(shard->connections);
     for (auto& [ptr, conn] : connections) conn->Close();
@@ -146,10 +150,43 @@ void Server::OnAcceptable() {
   }
 }
 
+void Server::StopAccepting() {
+  if (!started_) return;
+  std::promise<void> done;
+  shards_[0]->loop->Post([this, &done] {
+    accepting_ = false;
+    if (listen_fd_ >= 0) {
+      shards_[0]->loop->Remove(listen_fd_);
+      ::close(listen_fd_);
+      listen_fd_ = -1;
+    }
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+int Server::BusyConnectionCount() {
+  if (!started_) return 0;
+  std::vector<std::promise<int>> counts(shards_.size());
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    Shard* shard = shards_[i].get();
+    std::promise<int>* count = &counts[i];
+    shard->loop->Post([shard, count] {
+      int busy = 0;
+      for (const auto& [ptr, conn] : shard->connections) busy += conn->busy() ? 1 : 0;
+      count->set_value(busy);
+    });
+  }
+  int total = 0;
+  for (auto& c : counts) total += c.get_future().get();
+  return total;
+}
+
 void Server::PauseAccepting() {
   EventLoop& loop = *shards_[0]->loop;
   if (!loop.Modify(listen_fd_, 0).ok()) return;
   loop.RunAfter(kAcceptRetryMs, [this] {
+    if (!accepting_) return;
     Status st = shards_[0]->loop->Modify(listen_fd_, EPOLLIN);
     if (!st.ok()) SLUICE_LOG(kLog, kError, "cannot resume accepting: {}", st.ToString());
   });

@@ -43,6 +43,13 @@ class Server {
   // connection. Tasks still queued on the loops are dropped. Idempotent.
   void Stop();
 
+  // For a graceful stop, before Stop(): closes the listening socket, so new connections
+  // are refused while the open ones finish. Waits until shard 0 has done it.
+  void StopAccepting();
+  // Connections with a request being handled or a response being written, on all
+  // shards (asks each shard's loop and waits for the answers).
+  int BusyConnectionCount();
+
   uint16_t port() const { return port_; }
   int shard_count() const { return static_cast<int>(shards_.size()); }
   // Valid between Start() and Stop(): for handlers and tests that post work to a shard.
@@ -70,6 +77,7 @@ class Server {
   size_t next_shard_ = 0;  // shard 0's thread
   std::atomic<int> connection_count_{0};
   bool started_ = false;
+  bool accepting_ = true;  // shard 0's thread
 };
 
 }  // namespace sluice::broker

@@ -82,6 +82,17 @@ TEST_F(BrokerSaslTest, RequestsBeforeAuthenticationCloseTheConnection) {
   EXPECT_TRUE(half.SeesClose());
 }
 
+// Before authenticating, a frame may be 512 KiB at most; after, the usual limit.
+TEST_F(BrokerSaslTest, LargeFramesBeforeAuthenticationClose) {
+  Stop();
+  server_options_.connection.max_unauthenticated_request_bytes = 512 * 1024;
+  Start();
+  Client c(port());
+  Bytes big(600 * 1024, 0);
+  (void)c.SendFrame(big);  // the broker may close before it has read it all
+  EXPECT_TRUE(c.SeesClose());
+}
+
 TEST_F(BrokerSaslTest, UnknownMechanismAndAuthenticateWithoutHandshake) {
   Client c(port());
   auto hs = Handshake(c, "GSSAPI");

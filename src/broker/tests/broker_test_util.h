@@ -176,8 +176,7 @@ class BrokerFixture : public ::testing::Test {
     auto broker = Broker::Open(o);
     ASSERT_TRUE(broker.ok()) << broker.status().ToString();
     broker_ = std::move(*broker);
-    ServerOptions so;
-    so.shards = 2;
+    ServerOptions so = server_options_;
     server_ = std::make_unique<Server>(so, broker_.get());
     Status st = server_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -204,6 +203,7 @@ class BrokerFixture : public ::testing::Test {
   }
 
   BrokerOptions options_;  // what Start() opens the broker with (data_dir is set there)
+  ServerOptions server_options_{.shards = 2};
   std::filesystem::path dir_;
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<Server> server_;

@@ -1,0 +1,57 @@
+#include "broker/service.h"
+
+#include <chrono>
+#include <thread>
+
+#include "base/clock.h"
+#include "base/logging.h"
+
+namespace sluice::broker {
+namespace {
+const Logger kLog("broker");
+}  // namespace
+
+Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& config) {
+  std::unique_ptr<KafkaService> service(new KafkaService());
+  ASSIGN_OR_RETURN(service->broker_, Broker::Open(config.broker));
+  service->server_ = std::make_unique<Server>(config.server, service->broker_.get());
+  if (Status st = service->server_->Start(); !st.ok()) {
+    service->server_.reset();
+    if (Status closed = service->broker_->Close(); !closed.ok()) {
+      SLUICE_LOG(kLog, kWarn, "closing after a failed start: {}", closed.ToString());
+    }
+    return st;
+  }
+  // With port 0 the kernel chose one; clients must be told the real one, unless an
+  // advertised address was configured.
+  if (config.broker.advertised_port == 0 || config.broker.advertised_port == config.server.port) {
+    const std::string host = config.broker.advertised_host.empty() ? config.server.host
+                                                                   : config.broker.advertised_host;
+    service->broker_->SetAdvertisedAddress(host, service->server_->port());
+  }
+  return service;
+}
+
+KafkaService::~KafkaService() {
+  if (Status st = Stop(0); !st.ok()) SLUICE_LOG(kLog, kError, "stopping: {}", st.ToString());
+}
+
+Status KafkaService::Stop(int64_t drain_ms) {
+  if (stopped_ || server_ == nullptr) return Status::OK();
+  stopped_ = true;
+  server_->StopAccepting();
+  broker_->Drain();
+  // Acks and fetch answers are posted to the loops; let them be written.
+  const int64_t deadline = MonotonicNanos() + drain_ms * 1'000'000;
+  int busy = server_->BusyConnectionCount();
+  while (busy > 0 && MonotonicNanos() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    busy = server_->BusyConnectionCount();
+  }
+  if (busy > 0) SLUICE_LOG(kLog, kWarn, "stopping with {} requests still in flight", busy);
+  broker_->StopWaking();
+  server_->Stop();
+  return broker_->Close();
+}
+
+}  // namespace sluice::broker
