@@ -320,6 +320,35 @@ TEST_F(BrokerDataTest, CorruptCrcIsRejectedAndBrokerKeepsServing) {
   EXPECT_EQ(ok.base_offset, 0);
 }
 
+// A batch cut short (its length says more than the records hold), a batch with trailing
+// junk and one whose record count lies: rejected, nothing stored, the broker serves on.
+TEST_F(BrokerDataTest, TruncatedAndInconsistentBatchesAreRejected) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  Bytes good = Batch("c", 3);
+  Bytes cut(good.begin(), good.end() - 5);
+  // As Kafka: a v3+ produce must hold exactly one whole batch (INVALID_RECORD).
+  EXPECT_EQ(Produce(c, "t", cut).error_code, ErrorCode::kInvalidRecord);
+  Bytes header_only(good.begin(), good.begin() + 30);
+  EXPECT_NE(Produce(c, "t", header_only).error_code, ErrorCode::kNone);
+  Bytes lying = good;
+  lying[60] ^= 0x01;  // records count (bytes 57-60): the CRC no longer matches either
+  EXPECT_NE(Produce(c, "t", lying).error_code, ErrorCode::kNone);
+  auto ok = Produce(c, "t", good);
+  EXPECT_EQ(ok.error_code, ErrorCode::kNone);
+  EXPECT_EQ(ok.base_offset, 0);
+}
+
+// A client that connects and never sends does not hold up others.
+TEST_F(BrokerDataTest, SilentClientDoesNotBlockOthers) {
+  Client silent(port());
+  Client half(port());
+  ASSERT_TRUE(half.SendFrame(Bytes{0x00}));  // less than a header, and then nothing
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", Batch("s", 1)).error_code, ErrorCode::kNone);
+}
+
 TEST_F(BrokerDataTest, OversizedBatchIsMessageTooLarge) {
   Client c(port());
   kafka::CreateTopicsRequest req;
