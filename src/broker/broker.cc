@@ -133,6 +133,18 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   }
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
   broker->sasl_ = std::move(sasl);
+  GroupCoordinatorOptions go = broker->options_.groups;
+  go.dir = broker->options_.data_dir + "/__consumer_offsets-0";
+  go.executor = broker->executor_.get();
+  go.files = broker->files_.get();
+  go.flush_policy = broker->options_.flush_policy;
+  go.flush_ms = broker->options_.flush_ms;
+  Broker* b = broker.get();
+  go.partition_exists = [b](const std::string& topic, int32_t partition) {
+    std::lock_guard lock(b->mu_);
+    return b->logs_.count({topic, partition}) != 0;
+  };
+  ASSIGN_OR_RETURN(broker->groups_, GroupCoordinator::Open(std::move(go)));
   std::lock_guard lock(broker->mu_);
   broker->next_producer_id_ = broker->producer_id_block_end_ = producer_id_start;
   broker->topics_ = std::move(topics);
@@ -166,11 +178,16 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 }
 
 Status Broker::Close() {
+  // The coordinator first, outside mu_: its thread asks partition_exists, which locks it.
+  Status first;
+  if (groups_ != nullptr) {
+    first = groups_->Close();
+    groups_.reset();
+  }
   std::lock_guard lock(mu_);
   closed_ = true;
   if (retention_task_ != 0) executor_->Cancel(retention_task_);
   retention_task_ = 0;
-  Status first;
   for (auto& [key, part] : logs_) {
     Status st = part->log->Close();
     if (!st.ok() && first.ok()) first = st;
@@ -300,6 +317,48 @@ void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::Decode
           Reply(conn, h, DeleteRecords(body));
         } else if constexpr (std::is_same_v<T, kafka::OffsetForLeaderEpochRequest>) {
           Reply(conn, h, OffsetForLeaderEpoch(body));
+        } else if constexpr (std::is_same_v<T, kafka::FindCoordinatorRequest>) {
+          Reply(conn, h, FindCoordinator(body, h.api_version));
+        } else if constexpr (std::is_same_v<T, kafka::JoinGroupRequest>) {
+          kafka::JoinGroupRequest copy = body;
+          GroupClient client{h.client_id.value_or(""), "/" + conn->peer_host()};
+          auto* groups = groups_.get();
+          ToCoordinator<kafka::JoinGroupResponse>(
+              conn, h, copy, [groups, client, v = h.api_version](auto&& r, auto&& done) {
+                groups->JoinGroup(std::move(r), v, client, std::move(done));
+              });
+        } else if constexpr (std::is_same_v<T, kafka::SyncGroupRequest>) {
+          ToCoordinator<kafka::SyncGroupResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->SyncGroup(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::HeartbeatRequest>) {
+          ToCoordinator<kafka::HeartbeatResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->Heartbeat(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::LeaveGroupRequest>) {
+          ToCoordinator<kafka::LeaveGroupResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->LeaveGroup(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::OffsetCommitRequest>) {
+          ToCoordinator<kafka::OffsetCommitResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->OffsetCommit(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::OffsetFetchRequest>) {
+          ToCoordinator<kafka::OffsetFetchResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->OffsetFetch(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::ListGroupsRequest>) {
+          ToCoordinator<kafka::ListGroupsResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->ListGroups(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::DescribeGroupsRequest>) {
+          ToCoordinator<kafka::DescribeGroupsResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->DescribeGroups(std::move(r), v, std::move(done));
+          });
+        } else if constexpr (std::is_same_v<T, kafka::DeleteGroupsRequest>) {
+          ToCoordinator<kafka::DeleteGroupsResponse>(conn, h, body, [this, v = h.api_version](auto&& r, auto&& done) {
+            groups_->DeleteGroups(std::move(r), v, std::move(done));
+          });
         } else if constexpr (std::is_same_v<T, kafka::SaslHandshakeRequest>) {
           SaslHandshake(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::SaslAuthenticateRequest>) {
@@ -409,6 +468,51 @@ void Broker::SaslRawToken(const std::shared_ptr<Connection>& conn, std::span<con
   conn->Send(std::move(out));
 }
 
+template <typename Resp, typename Req, typename Method>
+void Broker::ToCoordinator(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                           const Req& req, Method method) {
+  Req copy = req;  // the coordinator's thread reads it after the frame is gone
+  GroupCoordinator::Done<Resp> done = [this, conn, h](Resp resp) {
+    auto shared = std::make_shared<Resp>(std::move(resp));
+    PostToLoop(*conn, [conn, h, shared] { Reply(conn, h, *shared); });
+  };
+  method(std::move(copy), std::move(done));
+}
+
+kafka::FindCoordinatorResponse Broker::FindCoordinator(const kafka::FindCoordinatorRequest& req,
+                                                       int16_t version) {
+  kafka::FindCoordinatorResponse resp;
+  std::string host;
+  int32_t port;
+  {
+    std::lock_guard lock(mu_);
+    host = advertised_host_;
+    port = advertised_port_;
+  }
+  // Transactions (key type 1) have no coordinator: there are no transactions yet.
+  const bool served = req.key_type == 0;
+  const ErrorCode error = served ? ErrorCode::kNone : ErrorCode::kCoordinatorNotAvailable;
+  if (version >= 4) {
+    for (const std::string& key : req.coordinator_keys) {
+      kafka::FindCoordinatorResponse::Coordinator c;
+      c.key = key;
+      c.node_id = served ? kNodeId : -1;
+      c.host = served ? host : "";
+      c.port = served ? port : -1;
+      c.error_code = error;
+      if (!served) c.error_message = "transactions are not supported";
+      resp.coordinators.push_back(std::move(c));
+    }
+    return resp;
+  }
+  resp.error_code = error;
+  resp.node_id = served ? kNodeId : -1;
+  resp.host = served ? host : "";
+  resp.port = served ? port : -1;
+  if (!served) resp.error_message = "transactions are not supported";
+  return resp;
+}
+
 kafka::ApiVersionsResponse Broker::ApiVersions() const {
   kafka::ApiVersionsResponse resp;
   for (const kafka::ApiVersionRange& a : kafka::SupportedApis()) {
@@ -486,6 +590,11 @@ kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsReques
     if (seen[t.name] > 1) {
       fail(ErrorCode::kInvalidRequest,
            fmt::format("topic '{}' appears more than once in the request", t.name));
+      continue;
+    }
+    if (t.name == "__consumer_offsets") {
+      fail(ErrorCode::kTopicAlreadyExists,
+           "__consumer_offsets is the broker's internal topic of committed offsets");
       continue;
     }
     if (!t.assignments.empty()) {
@@ -567,6 +676,7 @@ kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsReques
       out.error_message = err.message;
     } else {
       SLUICE_LOG(kLog, kInfo, "deleted topic {}", name);
+      if (groups_ != nullptr) groups_->OnTopicDeleted(name);
     }
     resp.responses.push_back(std::move(out));
   }

@@ -25,6 +25,7 @@
 
 #include "base/status.h"
 #include "broker/connection.h"
+#include "broker/group_coordinator.h"
 #include "broker/leader_epochs.h"
 #include "broker/producer_state.h"
 #include "broker/sasl.h"
@@ -57,6 +58,9 @@ struct BrokerOptions {
   // SASL/PLAIN and SCRAM-SHA-256 (off by default): when enabled, a connection may send
   // only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated.
   SaslConfig sasl;
+  // The group coordinator's timeouts and limits (its dir, executor and files are the
+  // broker's: <data-dir>/__consumer_offsets-0).
+  GroupCoordinatorOptions groups;
 };
 
 // Lifecycle: Open() on the controlling thread, then hand it to a Server (which calls
@@ -123,6 +127,13 @@ class Broker : public RequestHandler {
                         const kafka::SaslAuthenticateRequest& req);
   // A token of the unframed exchange that follows SaslHandshake v0.
   void SaslRawToken(const std::shared_ptr<Connection>& conn, std::span<const uint8_t> token);
+  // FindCoordinator: this node coordinates every group; transactions have none.
+  kafka::FindCoordinatorResponse FindCoordinator(const kafka::FindCoordinatorRequest& req,
+                                                 int16_t version);
+  // Hands a group request to the coordinator; its answer is posted back to `conn`.
+  template <typename Resp, typename Req, typename Method>
+  void ToCoordinator(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                     const Req& req, Method method);
   kafka::ApiVersionsResponse ApiVersions() const;
   kafka::MetadataResponse Metadata(const kafka::MetadataRequest& req, int16_t version);
   kafka::CreateTopicsResponse CreateTopics(const kafka::CreateTopicsRequest& req);
@@ -191,6 +202,7 @@ class Broker : public RequestHandler {
   const BrokerOptions options_;
   const std::string cluster_id_;
   std::unique_ptr<SaslAuthenticator> sasl_;  // null when SASL is off; immutable
+  std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
   // Declared before the logs: destroyed after them.
   std::unique_ptr<storage::IoExecutor> executor_;
   std::unique_ptr<storage::FileCache> files_;

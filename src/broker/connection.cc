@@ -1,6 +1,9 @@
 // Connection: framing, muting and the output queue. See connection.h.
 #include "broker/connection.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -37,6 +40,12 @@ Connection::~Connection() {
 }
 
 Status Connection::Start() {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.sin_family == AF_INET) {
+    char text[INET_ADDRSTRLEN] = {};
+    if (::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) != nullptr) peer_host_ = text;
+  }
   interest_ = EPOLLIN;
   return loop_->Add(fd_, interest_, [this](uint32_t events) { HandleEvents(events); });
 }

@@ -102,6 +102,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Close();
 
   bool closed() const { return fd_ < 0; }
+  // The client's IPv4 address ("" when unknown), for DescribeGroups.
+  const std::string& peer_host() const { return peer_host_; }
   // A request is with the handler or its response is being written.
   bool busy() const { return in_request_ && !closed(); }
   EventLoop* loop() const { return loop_; }
@@ -146,6 +148,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool want_write_ = false;
   bool close_after_send_ = false;
   bool authenticated_ = false;
+  std::string peer_host_;
 
   std::unique_ptr<HandlerState> handler_state_;
 };

@@ -118,6 +118,22 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
   auto resolved = TopicConfig::Resolve(defaults, TopicConfig{}, &err);
   if (!resolved.ok()) return InvalidArgumentError("topics.defaults: {}", err.message);
   out.broker.topic_defaults = *resolved;
+  GroupCoordinatorOptions& g = out.broker.groups;
+  ASSIGN_OR_RETURN(int64_t delay, config.GetDurationMs("groups.initial_rebalance_delay", 3000));
+  ASSIGN_OR_RETURN(int64_t min_session, config.GetDurationMs("groups.min_session_timeout", 6000));
+  ASSIGN_OR_RETURN(int64_t max_session, config.GetDurationMs("groups.max_session_timeout", 1800000));
+  ASSIGN_OR_RETURN(int64_t max_size, config.GetInt("groups.max_size", 0, 0, INT32_MAX));
+  if (delay < 0 || delay > INT32_MAX || min_session < 1 || max_session > INT32_MAX ||
+      min_session > max_session) {
+    return InvalidArgumentError(
+        "groups: initial_rebalance_delay must be 0 or more, and min_session_timeout ({} ms) "
+        "at least 1 ms and at most max_session_timeout ({} ms)",
+        min_session, max_session);
+  }
+  g.initial_rebalance_delay_ms = static_cast<int32_t>(delay);
+  g.min_session_timeout_ms = static_cast<int32_t>(min_session);
+  g.max_session_timeout_ms = static_cast<int32_t>(max_session);
+  g.max_group_size = max_size == 0 ? INT32_MAX : static_cast<int32_t>(max_size);
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
   if (out.broker.sasl.enabled) out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
   return out;

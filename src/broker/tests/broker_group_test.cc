@@ -1,0 +1,132 @@
+// The group APIs through the broker over real sockets: FindCoordinator, a member's whole
+// life (join with MEMBER_ID_REQUIRED, sync, heartbeat, commit, fetch, leave), committed
+// offsets across a restart, and the internal topic's name being reserved. The group
+// semantics themselves are tested in group_coordinator_test.cc; the real consumers in
+// tests/integration.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "broker/broker.h"
+#include "broker/server.h"
+#include "broker/tests/broker_test_util.h"
+
+namespace sluice::broker {
+namespace {
+
+using kafka::ApiKey;
+using kafka::ErrorCode;
+using testing::Client;
+
+class BrokerGroupTest : public testing::BrokerFixture {
+ protected:
+  void SetUp() override {
+    options_.groups.initial_rebalance_delay_ms = 0;
+    options_.groups.min_session_timeout_ms = 100;
+    BrokerFixture::SetUp();
+  }
+  kafka::OffsetFetchResponse::Partition Committed(Client& c, const std::string& group) {
+    kafka::OffsetFetchRequest req;
+    req.group_id = group;
+    req.topics.emplace();
+    req.topics->push_back({"t", {0}, {}});
+    auto resp = c.Call<kafka::OffsetFetchResponse>(ApiKey::kOffsetFetch, 7, req);
+    return resp.topics.at(0).partitions.at(0);
+  }
+};
+
+TEST_F(BrokerGroupTest, FindCoordinatorNamesThisBroker) {
+  Client c(port());
+  kafka::FindCoordinatorRequest req;
+  req.key = "g";
+  auto v3 = c.Call<kafka::FindCoordinatorResponse>(ApiKey::kFindCoordinator, 3, req);
+  EXPECT_EQ(v3.error_code, ErrorCode::kNone);
+  EXPECT_EQ(v3.node_id, Broker::kNodeId);
+  EXPECT_EQ(v3.host, "127.0.0.1");
+  EXPECT_EQ(v3.port, port());
+  req.coordinator_keys = {"a", "b"};
+  auto v4 = c.Call<kafka::FindCoordinatorResponse>(ApiKey::kFindCoordinator, 4, req);
+  ASSERT_EQ(v4.coordinators.size(), 2u);
+  EXPECT_EQ(v4.coordinators[1].key, "b");
+  EXPECT_EQ(v4.coordinators[1].port, port());
+  req.key_type = 1;  // a transaction coordinator: none
+  EXPECT_EQ(c.Call<kafka::FindCoordinatorResponse>(ApiKey::kFindCoordinator, 3, req).error_code,
+            ErrorCode::kCoordinatorNotAvailable);
+}
+
+TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  kafka::JoinGroupRequest join;
+  join.group_id = "g";
+  join.session_timeout_ms = 10000;
+  join.rebalance_timeout_ms = 10000;
+  join.protocol_type = "consumer";
+  join.protocols.push_back({"range", {1, 2, 3}, {}});
+  auto first = c.Call<kafka::JoinGroupResponse>(ApiKey::kJoinGroup, 7, join);
+  ASSERT_EQ(first.error_code, ErrorCode::kMemberIdRequired);
+  ASSERT_FALSE(first.member_id.empty());
+  join.member_id = first.member_id;
+  auto joined = c.Call<kafka::JoinGroupResponse>(ApiKey::kJoinGroup, 7, join);
+  ASSERT_EQ(joined.error_code, ErrorCode::kNone);
+  EXPECT_EQ(joined.leader, joined.member_id);
+  EXPECT_EQ(joined.generation_id, 1);
+  ASSERT_EQ(joined.members.size(), 1u);
+
+  kafka::SyncGroupRequest sync;
+  sync.group_id = "g";
+  sync.generation_id = joined.generation_id;
+  sync.member_id = joined.member_id;
+  sync.protocol_type = "consumer";  // mandatory from v5, as in Kafka
+  sync.protocol_name = "range";
+  sync.assignments.push_back({joined.member_id, {9, 9}, {}});
+  auto synced = c.Call<kafka::SyncGroupResponse>(ApiKey::kSyncGroup, 5, sync);
+  EXPECT_EQ(synced.error_code, ErrorCode::kNone);
+  EXPECT_EQ(synced.assignment, (std::vector<uint8_t>{9, 9}));
+
+  kafka::HeartbeatRequest hb;
+  hb.group_id = "g";
+  hb.generation_id = joined.generation_id;
+  hb.member_id = joined.member_id;
+  EXPECT_EQ(c.Call<kafka::HeartbeatResponse>(ApiKey::kHeartbeat, 4, hb).error_code, ErrorCode::kNone);
+
+  kafka::OffsetCommitRequest commit;
+  commit.group_id = "g";
+  commit.generation_id_or_member_epoch = joined.generation_id;
+  commit.member_id = joined.member_id;
+  commit.topics.push_back({"t", {{0, 42, -1, -1, "meta", {}}}, {}});
+  commit.topics.push_back({"missing", {{0, 1, -1, -1, std::nullopt, {}}}, {}});
+  auto committed = c.Call<kafka::OffsetCommitResponse>(ApiKey::kOffsetCommit, 8, commit);
+  EXPECT_EQ(committed.topics.at(0).partitions.at(0).error_code, ErrorCode::kNone);
+  EXPECT_EQ(committed.topics.at(1).partitions.at(0).error_code, ErrorCode::kUnknownTopicOrPartition);
+  auto got = Committed(c, "g");
+  EXPECT_EQ(got.committed_offset, 42);
+  EXPECT_EQ(got.metadata, "meta");
+
+  kafka::DescribeGroupsRequest describe;
+  describe.groups = {"g"};
+  auto d = c.Call<kafka::DescribeGroupsResponse>(ApiKey::kDescribeGroups, 5, describe);
+  ASSERT_EQ(d.groups.size(), 1u);
+  EXPECT_EQ(d.groups[0].group_state, "Stable");
+  ASSERT_EQ(d.groups[0].members.size(), 1u);
+  EXPECT_EQ(d.groups[0].members[0].client_host, "/127.0.0.1");
+
+  kafka::LeaveGroupRequest leave;
+  leave.group_id = "g";
+  leave.members.push_back({joined.member_id, std::nullopt, std::nullopt, {}});
+  EXPECT_EQ(c.Call<kafka::LeaveGroupResponse>(ApiKey::kLeaveGroup, 5, leave).error_code, ErrorCode::kNone);
+
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Committed(c2, "g").committed_offset, 42);
+  EXPECT_EQ(Committed(c2, "other").committed_offset, -1);
+}
+
+TEST_F(BrokerGroupTest, InternalTopicNameIsReserved) {
+  Client c(port());
+  EXPECT_EQ(Create(c, "__consumer_offsets", 1).topics[0].error_code, ErrorCode::kTopicAlreadyExists);
+}
+
+}  // namespace
+}  // namespace sluice::broker
