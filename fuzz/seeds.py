@@ -283,11 +283,60 @@ def request_seeds(out):
     write_all(d, seeds)
 
 
+def sasl_seeds(out):
+    """SASL exchanges: a mechanism byte, then length-prefixed client messages."""
+    d = os.path.join(out, "sasl")
+
+    def msgs(mech, *parts):
+        return bytes([mech]) + b"".join(struct.pack(">H", len(p)) + p for p in parts)
+
+    first = b"n,,n=alice,r=rOprNGfwEbeRWgbNEkqO"
+    seeds = {
+        "plain_ok": msgs(0, b"\x00alice\x00alice-secret"),
+        "plain_wrong": msgs(0, b"\x00alice\x00nope"),
+        "plain_authzid": msgs(0, b"bob\x00alice\x00alice-secret"),
+        "plain_no_nul": msgs(0, b"alice"),
+        "plain_twice": msgs(0, b"\x00alice\x00alice-secret", b"\x00alice\x00alice-secret"),
+        "scram_first": msgs(1, first),
+        "scram_full": msgs(1, first, b"c=biws,r=rOprNGfwEbeRWgbNEkqOxxxx,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="),
+        "scram_escaped": msgs(1, b"n,,n=a=2Cb=3Dc,r=abc"),
+        "scram_binding": msgs(1, b"p=tls-unique,,n=alice,r=abc"),
+        "scram_authzid": msgs(1, b"n,a=bob,n=alice,r=abc"),
+        "scram_ext": msgs(1, b"n,,n=alice,r=abc,tokenauth=true"),
+        "empty": msgs(1, b""),
+    }
+    write_all(d, seeds)
+
+
+def offsets_seeds(out):
+    """__consumer_offsets keys and values, in Kafka's layouts."""
+    d = os.path.join(out, "offsets")
+
+    def kstr16(b):
+        return struct.pack(">h", len(b)) + b
+
+    seeds = {
+        "offset_key_v1": struct.pack(">h", 1) + kstr16(b"group") + kstr16(b"topic") + struct.pack(">i", 3),
+        "offset_key_v0": struct.pack(">h", 0) + kstr16(b"g") + kstr16(b"t") + struct.pack(">i", 0),
+        "group_key_v2": struct.pack(">h", 2) + kstr16(b"group"),
+        "offset_value_v3": struct.pack(">hqi", 3, 42, 7) + kstr16(b"meta") + struct.pack(">q", 1700000000000),
+        "offset_value_v1": struct.pack(">hq", 1, 42) + kstr16(b"") + struct.pack(">qq", 1, 2),
+        "group_value_v0": struct.pack(">h", 0) + kstr16(b"consumer") + struct.pack(">i", 5)
+        + kstr16(b"range") + kstr16(b"leader") + struct.pack(">i", 0),
+        "negative_string": struct.pack(">h", 1) + struct.pack(">h", -5),
+        "unknown_version": struct.pack(">h", 99) + b"\x00" * 8,
+        "truncated": struct.pack(">h", 1) + kstr16(b"group")[:3],
+    }
+    write_all(d, seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
     records_seeds(out)
     request_seeds(out)
+    sasl_seeds(out)
+    offsets_seeds(out)
 
 
 if __name__ == "__main__":
