@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "base/status.h"
+
 struct rd_kafka_s;        // rd_kafka_t
 struct rd_kafka_topic_s;  // rd_kafka_topic_t
 struct rd_kafka_queue_s;  // rd_kafka_queue_t
@@ -45,5 +47,10 @@ using QueuePtr = std::unique_ptr<rd_kafka_queue_s, QueueDeleter>;
 
 // librdkafka's version string ("2.0.2").
 std::string LibraryVersion();
+
+// Checks each property name and value as librdkafka will when a client is created
+// (InvalidArgument naming the first it refuses), without creating one. Combinations
+// (enable.idempotence with acks=1) are checked only at creation.
+Status CheckConfig(const Config& config);
 
 }  // namespace sluice::kafka::client

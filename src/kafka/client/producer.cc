@@ -8,11 +8,17 @@ struct ProducerCallbacks {
   // Runs inside rd_kafka_poll / rd_kafka_flush; `opaque` is the Producer.
   static void OnDelivery(rd_kafka_t* rk, const rd_kafka_message_t* m, void* opaque) {
     auto* self = static_cast<Producer*>(opaque);
+    // One thread serves reports at a time (the class contract), so the counters have a
+    // single writer: a relaxed load and store, without a locked read-modify-write per
+    // record; other threads read them with relaxed loads.
+    auto bump = [](std::atomic<uint64_t>& counter, uint64_t by) {
+      counter.store(counter.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+    };
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      self->delivered_.fetch_add(1, std::memory_order_relaxed);
-      self->delivered_bytes_.fetch_add(m->len, std::memory_order_relaxed);
+      bump(self->delivered_, 1);
+      bump(self->delivered_bytes_, m->len);
     } else {
-      self->failed_.fetch_add(1, std::memory_order_relaxed);
+      bump(self->failed_, 1);
     }
     if (!self->on_delivery_) return;
     DeliveryReport report;
@@ -66,19 +72,21 @@ rd_kafka_topic_t* Producer::Topic(std::string_view topic, Status* status) {
 }
 
 Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
-                         std::string_view value, uint64_t cookie) {
+                         std::string_view value, uint64_t cookie, Value value_mode) {
   Status st;
   rd_kafka_topic_t* rkt = Topic(topic, &st);
   if (rkt == nullptr) return st;
-  // librdkafka takes non-const pointers but with F_COPY only reads them.
-  int rc = rd_kafka_produce(rkt, partition, RD_KAFKA_MSG_F_COPY, const_cast<char*>(value.data()),
+  // librdkafka takes a non-const pointer but, without RD_KAFKA_MSG_F_FREE, only reads it.
+  int flags = value_mode == Value::kCopy ? RD_KAFKA_MSG_F_COPY : 0;
+  int rc = rd_kafka_produce(rkt, partition, flags, const_cast<char*>(value.data()),
                             value.size(), key.data(), key.size(),
                             reinterpret_cast<void*>(static_cast<uintptr_t>(cookie)));
   if (rc != 0) {
     rd_kafka_resp_err_t err = rd_kafka_last_error();
     return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
   }
-  produced_.fetch_add(1, std::memory_order_relaxed);
+  // Produce runs on one thread at a time: a single writer, as above.
+  produced_.store(produced_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return Status::OK();
 }
 

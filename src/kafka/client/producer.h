@@ -53,12 +53,20 @@ class Producer {
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
 
-  // Enqueues one record; librdkafka copies the key and the value. A key or value whose
-  // data() is null is sent as null. `partition` may be kAnyPartition. `cookie` comes
-  // back in the DeliveryReport. ResourceExhausted when the local queue is full
-  // (queue.buffering.max.messages / .kbytes): Poll, then try again.
+  // What Produce does with the value bytes (librdkafka always copies the key).
+  enum class Value {
+    kCopy,    // copied at once: the caller may reuse the buffer when Produce returns
+    kBorrow,  // used in place: must stay valid and unchanged until the record's delivery
+              // report has been served (saves a copy per record; the bytes are copied
+              // once into the request either way)
+  };
+
+  // Enqueues one record. A key or value whose data() is null is sent as null.
+  // `partition` may be kAnyPartition. `cookie` comes back in the DeliveryReport.
+  // ResourceExhausted when the local queue is full (queue.buffering.max.messages /
+  // .kbytes): Poll, then try again.
   Status Produce(std::string_view topic, int32_t partition, std::string_view key,
-                 std::string_view value, uint64_t cookie = 0);
+                 std::string_view value, uint64_t cookie = 0, Value value_mode = Value::kCopy);
 
   // Serves delivery reports (and error events) for up to `timeout`, returning as soon
   // as there was at least one. Returns how many events it served.

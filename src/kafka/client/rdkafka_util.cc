@@ -114,4 +114,8 @@ Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::strin
 
 std::string LibraryVersion() { return rd_kafka_version_str(); }
 
+Status CheckConfig(const Config& config) {
+  return detail::MakeConf(config, "librdkafka", nullptr).status();
+}
+
 }  // namespace sluice::kafka::client

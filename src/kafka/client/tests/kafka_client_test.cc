@@ -72,6 +72,26 @@ TEST_F(KafkaClientTest, BadValueIsInvalidArgumentWithLibrdkafkasReason) {
   EXPECT_THAT(a.status().message(), HasSubstr("admin config: acks = 'most'"));
 }
 
+TEST_F(KafkaClientTest, CheckConfigFindsBadPropertiesWithoutAClient) {
+  EXPECT_TRUE(CheckConfig({{"linger.ms", "5"}, {"acks", "all"}}).ok());
+  Status st = CheckConfig({{"linger.ms", "5"}, {"compression.codec", "brotli"}});
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(st.message(), HasSubstr("compression.codec = 'brotli'"));
+}
+
+TEST_F(KafkaClientTest, BorrowedValueIsReportedLikeACopiedOne) {
+  std::vector<size_t> sizes;
+  auto p = Producer::Create(
+      {{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "200"}},
+      [&](const DeliveryReport& r) { sizes.push_back(r.value_bytes); });
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  const std::string value(100, 'v');  // outlives the producer's use of it
+  ASSERT_TRUE((*p)->Produce("events", kAnyPartition, {}, value, 1, Producer::Value::kBorrow).ok());
+  ASSERT_TRUE((*p)->Produce("events", kAnyPartition, "k", value, 2).ok());
+  EXPECT_TRUE((*p)->Flush(10s).ok());
+  EXPECT_THAT(sizes, ::testing::ElementsAre(100u, 100u));
+}
+
 TEST_F(KafkaClientTest, InconsistentConfigFailsAtCreate) {
   // Each value is valid alone; rd_kafka_new checks them together.
   auto p = Producer::Create({{"bootstrap.servers", "127.0.0.1:1"},
