@@ -18,9 +18,11 @@
 #include "base/crc32c.h"
 #include "base/logging.h"
 #include "bench/disk_bench.h"
+#include "bench/kafka_bench.h"
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "duck/database.h"
+#include "kafka/client/config.h"
 
 namespace {
 
@@ -38,6 +40,38 @@ void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
   cmd->add_option("--flush", o->flush, "flush modes to run: interval, durable, tmpfs")
       ->delimiter(',');
   cmd->add_flag("--json", o->json, "one JSON object per row instead of a table");
+}
+
+void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
+  cmd->add_option("--bootstrap", o->bootstrap,
+                  "HOST:PORT of a running broker (default: start `sluice serve` as a child)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "the own broker's data goes in DIR/run-<pid>, removed at the end "
+                  "(default: a new directory under $TMPDIR or /tmp)");
+  cmd->add_option("--topic", o->topic,
+                  "topic to use, created if missing (default: a new sluice-bench-* topic)");
+  cmd->add_option("--partitions", o->partitions, "partitions of a topic the bench creates")
+      ->capture_default_str();
+  cmd->add_option("--records", o->records,
+                  "records in the produce phase (default 1000000; 100000 with --quick)");
+  cmd->add_option("--record-size", o->record_size, "value bytes per record")->capture_default_str();
+  cmd->add_option("--acks", o->acks, "producer acks: 0, 1, all")->capture_default_str();
+  cmd->add_option("--compression", o->compression, "none, gzip, snappy, lz4, zstd")
+      ->capture_default_str();
+  cmd->add_option("--latency-rate", o->latency_rate, "records/s the latency phase holds")
+      ->capture_default_str();
+  cmd->add_option("--latency-records", o->latency_records,
+                  "records in the latency phase (default: 5 s worth; 1 s with --quick)");
+  cmd->add_option("--iperf-seconds", o->iperf_seconds,
+                  "length of the iperf3 loopback reference (default 3; 1 with --quick)");
+  cmd->add_option("--phases", o->phases, "phases to run: produce, consume, latency")
+      ->delimiter(',');
+  cmd->add_option("--producer-config", o->producer_config,
+                  "extra librdkafka producer property NAME=VALUE (repeatable)");
+  cmd->add_option("--consumer-config", o->consumer_config,
+                  "extra librdkafka consumer property NAME=VALUE (repeatable)");
+  cmd->add_flag("--quick", o->quick, "small sizes, for demos and smoke tests");
+  cmd->add_flag("--json", o->json, "one JSON object per phase instead of a table");
 }
 
 struct ServeOptions {
@@ -145,11 +179,13 @@ int main(int argc, char** argv) {
 
   auto* version = app.add_subcommand("version", "print versions of sluice and its libraries");
 
-  sluice::bench::DiskBenchOptions demo_opts;
-  demo_opts.bytes_per_cell = 256ull << 20;
+  sluice::bench::KafkaBenchOptions demo_opts;
   auto* demo = app.add_subcommand(
-      "demo", "run sluice's main job end to end on embedded defaults (today: the storage benchmark at 256 MiB per cell)");
-  AddDiskBenchOptions(demo, &demo_opts);
+      "demo", "run sluice's main job end to end: start the broker, produce to it and consume "
+              "back with a Kafka client (sluice bench kafka --quick), stop it");
+  demo->add_option("--data-dir", demo_opts.data_dir,
+                   "the broker's data goes in DIR/run-<pid>, removed at the end (default: a new "
+                   "directory under $TMPDIR or /tmp)");
 
   ServeOptions serve_opts;
   auto* serve = app.add_subcommand("serve", "run the Kafka-compatible broker until SIGTERM or SIGINT");
@@ -173,6 +209,11 @@ int main(int argc, char** argv) {
   sluice::bench::DiskBenchOptions disk_opts;
   auto* disk = bench->add_subcommand("disk", "storage engine append rate beside the raw disk write rate");
   AddDiskBenchOptions(disk, &disk_opts);
+  sluice::bench::KafkaBenchOptions kafka_opts;
+  auto* kafka = bench->add_subcommand(
+      "kafka", "broker produce and consume rates and produce latency through librdkafka, beside "
+               "loopback TCP (iperf3)");
+  AddKafkaBenchOptions(kafka, &kafka_opts);
 
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty())) {
@@ -188,19 +229,14 @@ int main(int argc, char** argv) {
   sluice::SetLogLevel(*level);
 
   if (version->parsed()) {
-    fmt::print("sluice {}\nduckdb {}\ncrc32c {}\n", kVersion, sluice::duck::LibraryVersion(),
+    fmt::print("sluice {}\nduckdb {}\nlibrdkafka {}\ncrc32c {}\n", kVersion,
+               sluice::duck::LibraryVersion(), sluice::kafka::client::LibraryVersion(),
                sluice::crc32c::HardwareAccelerated() ? "sse4.2" : "portable");
     return 0;
   }
-  if (demo->parsed()) {
-    fmt::print("sluice demo: the storage engine benchmark at {} MiB per cell. At this size the\n"
-               "page cache hides the disk, so the disk ratios are not the engine's: the full run\n"
-               "is `sluice bench disk` (8 GiB per cell), its figures in docs/benchmarks.md.\n\n",
-               demo_opts.bytes_per_cell >> 20);
-    std::fflush(stdout);
-    return sluice::bench::RunDiskBench(demo_opts);
-  }
+  if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) return RunServe(serve_opts);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
+  if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   return 0;
 }

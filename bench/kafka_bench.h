@@ -1,0 +1,51 @@
+// `sluice bench kafka`: the broker's produce and consume rates and its produce latency at
+// a fixed rate, measured with librdkafka (as Apache Kafka's kafka-producer-perf-test and
+// kafka-consumer-perf-test do with the Java client), beside the loopback TCP rate that
+// iperf3 measures in the same run (DESIGN.md, "Measuring"). By default the bench starts
+// its own `sluice serve` as a child process; --bootstrap points it at a running broker.
+// See bench/README.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::bench {
+
+struct KafkaBenchOptions {
+  std::string bootstrap;  // HOST:PORT of a running broker; empty: start `sluice serve`
+  // The own broker keeps its data in <data_dir>/run-<pid>/data, removed at the end;
+  // empty: a new directory under $TMPDIR (or /tmp).
+  std::string data_dir;
+  std::string sluice_binary = "/proc/self/exe";  // what the own broker runs
+  // Created with `partitions` when missing. Empty: sluice-bench-<pid>-<time>, created and
+  // deleted again by the bench.
+  std::string topic;
+  int partitions = 16;
+  int64_t records = 0;  // produce phase; 0: 1,000,000 (100,000 with quick)
+  int record_size = 256;  // value bytes; keys are null
+  std::string acks = "1";
+  std::string compression = "none";
+  int64_t latency_rate = 100'000;  // records/s the latency phase holds
+  int64_t latency_records = 0;     // 0: 5 s worth at latency_rate (1 s with quick)
+  int iperf_seconds = 0;           // loopback reference length; 0: 3 (1 with quick)
+  std::vector<std::string> phases = {"produce", "consume", "latency"};
+  std::vector<std::string> producer_config;  // extra librdkafka properties, "name=value"
+  std::vector<std::string> consumer_config;
+  bool quick = false;  // small sizes for demos and smoke tests
+  bool json = false;   // one JSON object per phase on stdout instead of a table
+};
+
+// Runs the phases and prints the table (or JSON lines) on stdout; progress and errors go
+// to stderr. Returns 0, or 1 after an error: bad options, a broker that does not start or
+// stop cleanly (exit status 0 after SIGTERM), a failed delivery, or a consume phase that
+// did not read back exactly the records produced, up to every partition's end offset.
+int RunKafkaBench(const KafkaBenchOptions& options);
+
+// `sluice demo`: starts `sluice serve` on a free loopback port with a temporary data
+// directory, runs this bench against it in quick mode on topic "demo" (which it creates,
+// produces to and consumes back), then stops the broker with SIGTERM and checks that it
+// exits with status 0. Says what it does at each step. Returns 0 or 1.
+int RunKafkaDemo(const KafkaBenchOptions& options);
+
+}  // namespace sluice::bench

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Smoke test of `sluice bench kafka --quick --json`: it starts its own broker, runs the
+produce, consume and latency phases, and prints one JSON object per phase. Checks that
+the run succeeds and the JSON has the three phases with their fields; never checks a rate
+or a duration (benchmarks are not tests).
+
+usage: kafka_bench_smoke_test.py path/to/sluice
+"""
+import json
+import subprocess
+import sys
+
+FIELDS = ["phase", "records_per_s", "mb_per_s", "p50_ms", "p99_ms", "p999_ms",
+          "loopback_mb_per_s"]
+
+
+def fail(msg, proc=None):
+    print(f"FAIL: {msg}")
+    if proc is not None:
+        print("--- stdout:\n" + proc.stdout)
+        print("--- stderr:\n" + proc.stderr)
+    sys.exit(1)
+
+
+def main():
+    sluice = sys.argv[1]
+    # Small even for --quick: the test only needs every phase to run.
+    cmd = [sluice, "bench", "kafka", "--quick", "--json", "--records", "20000",
+           "--latency-records", "5000", "--latency-rate", "20000"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=100)
+    except subprocess.TimeoutExpired:
+        fail("sluice bench kafka did not finish within 100 s")
+    if proc.returncode != 0:
+        fail(f"sluice bench kafka exited with {proc.returncode}", proc)
+    rows = []
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            fail(f"not JSON: {line!r}: {e}", proc)
+    phases = [r.get("phase") for r in rows]
+    if phases != ["produce", "consume", "latency"]:
+        fail(f"phases {phases}, expected produce, consume, latency", proc)
+    for r in rows:
+        missing = [f for f in FIELDS if f not in r]
+        if missing:
+            fail(f"{r['phase']}: missing {missing}", proc)
+        if r["records"] <= 0 or r["records_per_s"] <= 0:
+            fail(f"{r['phase']}: no records counted: {r}", proc)
+    produce, consume, latency = rows
+    if consume["records"] != produce["records"]:
+        fail(f"consumed {consume['records']} records of {produce['records']} produced", proc)
+    for r in (produce, consume):
+        if any(r[f] is not None for f in ("p50_ms", "p99_ms", "p999_ms")):
+            fail(f"{r['phase']}: latency percentiles should be null: {r}", proc)
+    if any(latency[f] is None for f in ("p50_ms", "p99_ms", "p999_ms")):
+        fail(f"latency: percentiles missing: {latency}", proc)
+    if not latency["p50_ms"] <= latency["p99_ms"] <= latency["p999_ms"]:
+        fail(f"latency: percentiles out of order: {latency}", proc)
+    loop = [r["loopback_mb_per_s"] for r in rows]
+    summary = ", ".join("{} {} records".format(r["phase"], r["records"]) for r in rows)
+    print(f"PASS: {summary}; loopback reference {loop[0]} MB/s")
+
+
+if __name__ == "__main__":
+    main()
