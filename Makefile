@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc)
 
-.PHONY: setup configure build demo test test-slow test-asan bench format tidy clean
+.PHONY: setup configure build demo test test-slow test-asan bench bench-kafka format tidy clean
 
 setup:
 	@scripts/setup.sh
@@ -16,6 +16,9 @@ build:
 	@test -f $(BUILD_DIR)/build.ninja || cmake --preset $(PRESET) >/dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# Starts `sluice serve` on a free loopback port with a temporary data directory, produces
+# to it and consumes back with librdkafka (`sluice bench kafka --quick`), stops it with
+# SIGTERM and checks that it exits with status 0.
 demo: configure
 	@$(MAKE) --no-print-directory build
 	@$(BUILD_DIR)/sluice demo
@@ -34,6 +37,11 @@ test-asan:
 bench: configure
 	@$(MAKE) --no-print-directory build
 	@$(BUILD_DIR)/sluice bench disk
+
+# The broker through librdkafka beside loopback TCP (iperf3), full size.
+bench-kafka: configure
+	@$(MAKE) --no-print-directory build
+	@$(BUILD_DIR)/sluice bench kafka
 
 format:
 	@git ls-files '*.h' '*.cc' | xargs clang-format -i
