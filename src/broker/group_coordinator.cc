@@ -25,10 +25,10 @@ const Logger kLog("groups");
 
 // Kafka's GroupCoordinator.NewMemberJoinTimeoutMs: a new member's JoinGroup waits at
 // most this long in a rebalance (its client cannot heartbeat before it has an id).
-constexpr int64_t kNewMemberJoinTimeoutMs = 5 * 60 * 1000;
+constexpr int64_t kNewMemberJoinTimeoutMs = int64_t{5} * 60 * 1000;
 // offsets.retention.check.interval.ms: how often Empty groups without offsets are
 // forgotten.
-constexpr int64_t kCleanupIntervalMs = 10 * 60 * 1000;
+constexpr int64_t kCleanupIntervalMs = int64_t{10} * 60 * 1000;
 // What a group allows when no authorizer is configured (Kafka's AclOperation codes
 // READ 3, DELETE 6, DESCRIBE 8 as a bit field), for DescribeGroups v3+.
 constexpr int32_t kGroupOperations = (1 << 3) | (1 << 6) | (1 << 8);
@@ -181,7 +181,8 @@ struct GroupCoordinator::Group {
   std::string SelectProtocol() const {
     std::vector<std::pair<std::string, int>> votes;
     for (const Member* m : Ordered()) {
-      for (const auto& [name, metadata] : m->protocols) {
+      for (const auto& protocol : m->protocols) {
+        const std::string& name = protocol.first;
         if (Supporters(name) != static_cast<int>(members.size())) continue;
         auto it = std::find_if(votes.begin(), votes.end(), [&](const auto& v) { return v.first == name; });
         if (it == votes.end()) {
@@ -752,9 +753,8 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
   if (err == ErrorCode::kNone) {
     if (req.generation_id != g->generation) {
       err = ErrorCode::kIllegalGeneration;
-    } else if (req.protocol_type && g->protocol_type != req.protocol_type) {
-      err = ErrorCode::kInconsistentGroupProtocol;
-    } else if (req.protocol_name && g->protocol_name != req.protocol_name) {
+    } else if ((req.protocol_type && g->protocol_type != req.protocol_type) ||
+               (req.protocol_name && g->protocol_name != req.protocol_name)) {
       err = ErrorCode::kInconsistentGroupProtocol;
     }
   }

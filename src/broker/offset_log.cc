@@ -415,6 +415,7 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
 // log acknowledges in order, so its durability covers the others.
 Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_durable) {
   const int64_t now = WallMillis();
+  std::vector<std::vector<uint8_t>> batches;
   size_t i = 0;
   while (i < records.size()) {
     std::vector<kafka::RecordInput> inputs;
@@ -433,19 +434,21 @@ Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_d
     }
     kafka::BatchBuilderOptions bo;
     bo.base_timestamp = now;
-    std::vector<uint8_t> batch = kafka::BuildBatch(bo, inputs);
-    storage::AppendOptions ao;
-    ao.ack = storage::AckLevel::kDurable;
-    if (j == records.size()) {
-      ao.on_ack = [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) { cb(st); };
-    }
-    auto appended = log_->Append(batch, std::move(ao));
-    if (!appended.ok()) {
-      return appended.status().WithContext("appending to offsets log " + options_.dir);
-    }
+    batches.push_back(kafka::BuildBatch(bo, inputs));
     i = j;
   }
-  return Status::OK();
+  auto append = [&](const std::vector<uint8_t>& batch, storage::AppendCallback on_ack) -> Status {
+    storage::AppendOptions ao;
+    ao.ack = storage::AckLevel::kDurable;
+    ao.on_ack = std::move(on_ack);
+    auto appended = log_->Append(batch, std::move(ao));
+    return appended.ok() ? Status::OK()
+                         : appended.status().WithContext("appending to offsets log " + options_.dir);
+  };
+  for (size_t b = 0; b + 1 < batches.size(); ++b) RETURN_IF_ERROR(append(batches[b], nullptr));
+  return append(batches.back(), [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
+    cb(st);
+  });
 }
 
 const CommittedOffset* OffsetLog::Find(const std::string& group, const TopicPartition& tp) const {

@@ -38,7 +38,7 @@ namespace sluice::broker {
 struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
-  auto operator<=>(const TopicPartition&) const = default;
+  auto operator<=>(const TopicPartition&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 // OffsetCommitValue: what a group committed for one partition.

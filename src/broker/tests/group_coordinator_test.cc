@@ -135,7 +135,7 @@ class GroupCoordinatorTest : public ::testing::Test {
 
   std::unique_ptr<Pending<kafka::SyncGroupResponse>> SyncAsync(
       const std::string& group, const std::string& member, int32_t generation,
-      std::vector<std::pair<std::string, std::vector<uint8_t>>> assignments = {},
+      const std::vector<std::pair<std::string, std::vector<uint8_t>>>& assignments = {},
       std::optional<std::string> instance = std::nullopt, int16_t version = 5) {
     kafka::SyncGroupRequest req;
     req.group_id = group;
@@ -146,7 +146,7 @@ class GroupCoordinatorTest : public ::testing::Test {
       req.protocol_type = "consumer";
       req.protocol_name = "range";
     }
-    for (auto& [id, bytes] : assignments) {
+    for (const auto& [id, bytes] : assignments) {
       kafka::SyncGroupRequest::Assignment a;
       a.member_id = id;
       a.assignment = bytes;
@@ -157,9 +157,9 @@ class GroupCoordinatorTest : public ::testing::Test {
     return pending;
   }
   kafka::SyncGroupResponse Sync(const std::string& group, const std::string& member, int32_t generation,
-                                std::vector<std::pair<std::string, std::vector<uint8_t>>> assignments = {},
+                                const std::vector<std::pair<std::string, std::vector<uint8_t>>>& assignments = {},
                                 std::optional<std::string> instance = std::nullopt) {
-    return SyncAsync(group, member, generation, std::move(assignments), std::move(instance))->Get();
+    return SyncAsync(group, member, generation, assignments, std::move(instance))->Get();
   }
 
   ErrorCode Heartbeat(const std::string& group, const std::string& member, int32_t generation,
@@ -502,6 +502,48 @@ TEST_F(GroupCoordinatorTest, SilentMemberIsExpelledAfterItsSessionTimeout) {
   EXPECT_EQ(ra2.generation_id, 2);
   ASSERT_EQ(ra2.members.size(), 1u);
   EXPECT_EQ(ra2.members[0].member_id, ra.member_id);
+}
+
+TEST_F(GroupCoordinatorTest, MemberThatDoesNotRejoinIsDroppedAtTheRebalanceTimeout) {
+  auto o = Options();
+  o.initial_rebalance_delay_ms = 200;
+  Open(o);
+  JoinSpec s;
+  s.rebalance_ms = 400;
+  auto ja = JoinNewAsync(s);
+  auto jb = JoinNewAsync(s);
+  auto ra = ja->Get();
+  auto rb = jb->Get();
+  auto sb = SyncAsync("g", rb.member_id, 1);
+  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code, ErrorCode::kNone);
+  ASSERT_EQ(sb->Get().error_code, ErrorCode::kNone);
+  // The leader rejoins (forcing a rebalance); b never does.
+  JoinSpec again = s;
+  again.member_id = ra.member_id;
+  auto start = std::chrono::steady_clock::now();
+  auto ra2 = Join(again);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 350ms);
+  EXPECT_EQ(ra2.error_code, ErrorCode::kNone);
+  EXPECT_EQ(ra2.generation_id, 2);
+  ASSERT_EQ(ra2.members.size(), 1u);
+  EXPECT_EQ(Heartbeat("g", rb.member_id, 1), ErrorCode::kUnknownMemberId);
+}
+
+TEST_F(GroupCoordinatorTest, PendingMemberThatNeverJoinsExpiresAfterItsSessionTimeout) {
+  Open();
+  std::string a = StableSingleMember();
+  JoinSpec pending;
+  pending.session_ms = 300;
+  ASSERT_EQ(Join(pending).error_code, ErrorCode::kMemberIdRequired);  // never comes back
+  // The leader's rejoin starts a rebalance that waits for the pending id to expire.
+  JoinSpec again;
+  again.member_id = a;
+  auto start = std::chrono::steady_clock::now();
+  auto r = Join(again);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
+  EXPECT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_EQ(r.generation_id, 2);
+  EXPECT_EQ(r.members.size(), 1u);
 }
 
 TEST_F(GroupCoordinatorTest, LastMemberTimingOutLeavesTheGroupEmpty) {
