@@ -21,6 +21,8 @@
 #include "bench/kafka_bench.h"
 #include "broker/broker.h"
 #include "broker/server.h"
+#include "broker/service.h"
+#include "base/config.h"
 #include "duck/database.h"
 #include "kafka/client/config.h"
 
@@ -74,32 +76,38 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
   cmd->add_flag("--json", o->json, "one JSON object per phase instead of a table");
 }
 
-struct ServeOptions {
-  std::string kafka_addr = "127.0.0.1:9092";
-  std::string data_dir = "./sluice-data";
-  int shards = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::string flush_policy = "interval";
-  int64_t flush_ms = 100;
+// `sluice serve` flags; each one set overrides the config file's key.
+struct ServeFlags {
+  std::string config_file;
+  std::string kafka_addr, advertised_addr, data_dir, flush_policy;
+  int64_t flush_ms = 0;
+  int shards = 0;
 };
 
 // Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
 // shard threads inherit the mask) and read from a signalfd here, so no work happens in
 // a signal handler.
-int RunServe(const ServeOptions& o) {
-  auto colon = o.kafka_addr.rfind(':');
-  int port = -1;
-  if (colon != std::string::npos) {
-    const char* begin = o.kafka_addr.data() + colon + 1;
-    const char* end = o.kafka_addr.data() + o.kafka_addr.size();
-    auto [ptr, ec] = std::from_chars(begin, end, port);
-    if (ec != std::errc() || ptr != end || begin == end) port = -1;
+int RunServe(const ServeFlags& f) {
+  sluice::Config config;
+  if (!f.config_file.empty()) {
+    auto loaded = sluice::Config::LoadFile(f.config_file);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", loaded.status().message().c_str());
+      return 2;
+    }
+    config = std::move(*loaded);
   }
-  if (port < 0 || port > 65535) {
-    std::fprintf(stderr, "sluice serve: --kafka-addr must be HOST:PORT, not '%s'\n",
-                 o.kafka_addr.c_str());
+  if (!f.kafka_addr.empty()) config.Set("kafka.addr", f.kafka_addr, "--kafka-addr");
+  if (!f.advertised_addr.empty()) config.Set("kafka.advertised_addr", f.advertised_addr, "--advertised-addr");
+  if (!f.data_dir.empty()) config.Set("data_dir", f.data_dir, "--data-dir");
+  if (!f.flush_policy.empty()) config.Set("storage.flush.policy", f.flush_policy, "--flush-policy");
+  if (f.flush_ms > 0) config.Set("storage.flush.ms", std::to_string(f.flush_ms), "--flush-ms");
+  if (f.shards > 0) config.Set("shards", std::to_string(f.shards), "--shards");
+  auto serve_config = sluice::broker::ServeConfigFrom(config);
+  if (!serve_config.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", serve_config.status().message().c_str());
     return 2;
   }
-  std::string host = o.kafka_addr.substr(0, colon);
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -114,40 +122,16 @@ int RunServe(const ServeOptions& o) {
     std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
     return 1;
   }
-
-  sluice::broker::BrokerOptions bo;
-  bo.data_dir = o.data_dir;
-  bo.advertised_host = host;
-  bo.advertised_port = port;
-  bo.io_threads = std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
-  auto policy = sluice::storage::ParseFlushPolicy(o.flush_policy);
-  if (!policy.ok()) {
-    std::fprintf(stderr, "sluice serve: --flush-policy: %s\n", policy.status().message().c_str());
-    ::close(sfd);
-    return 2;
-  }
-  bo.flush_policy = *policy;
-  bo.flush_ms = o.flush_ms;
-  auto broker = sluice::broker::Broker::Open(bo);
-  if (!broker.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", broker.status().ToString().c_str());
+  auto service = sluice::broker::KafkaService::Start(*serve_config);
+  if (!service.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", service.status().ToString().c_str());
     ::close(sfd);
     return 1;
   }
-  sluice::broker::ServerOptions so;
-  so.host = host;
-  so.port = static_cast<uint16_t>(port);
-  so.shards = o.shards;
-  sluice::broker::Server server(so, broker->get());
-  if (sluice::Status st = server.Start(); !st.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", st.ToString().c_str());
-    ::close(sfd);
-    return 1;
-  }
-  // With port 0 the kernel chose one; clients must be told the real one.
-  (*broker)->SetAdvertisedAddress(host, server.port());
-  fmt::print("sluice: serving Kafka on {}:{} (cluster {}, data in {}, {} shards)\n", host,
-             server.port(), (*broker)->cluster_id(), o.data_dir, server.shard_count());
+  const auto& sc = *serve_config;
+  fmt::print("sluice: serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})\n",
+             sc.server.host, (*service)->port(), (*service)->broker().cluster_id(),
+             sc.broker.data_dir, (*service)->shard_count(), sc.broker.sasl.enabled ? ", SASL" : "");
   std::fflush(stdout);
 
   signalfd_siginfo info{};
@@ -156,14 +140,14 @@ int RunServe(const ServeOptions& o) {
     n = ::read(sfd, &info, sizeof(info));
   } while (n < 0 && errno == EINTR);
   ::close(sfd);
-  fmt::print("sluice: {}, stopping\n", n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
+  fmt::print("sluice: {}, stopping\n",
+             n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
-  (*broker)->StopWaking();
-  server.Stop();
-  if (sluice::Status st = (*broker)->Close(); !st.ok()) {
+  if (sluice::Status st = (*service)->Stop(); !st.ok()) {
     std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
     return 1;
   }
+  fmt::print("sluice: stopped\n");
   return n == sizeof(info) ? 0 : 1;
 }
 
@@ -187,22 +171,25 @@ int main(int argc, char** argv) {
                    "the broker's data goes in DIR/run-<pid>, removed at the end (default: a new "
                    "directory under $TMPDIR or /tmp)");
 
-  ServeOptions serve_opts;
-  auto* serve = app.add_subcommand("serve", "run the Kafka-compatible broker until SIGTERM or SIGINT");
-  serve->add_option("--kafka-addr", serve_opts.kafka_addr, "listen address HOST:PORT (port 0: any free port)")
-      ->capture_default_str();
-  serve->add_option("--data-dir", serve_opts.data_dir, "directory of the topics and logs")
-      ->capture_default_str();
-  serve->add_option("--flush-policy", serve_opts.flush_policy,
-                    "interval (fdatasync every --flush-ms) or durable (fdatasync after every "
-                    "write group; consumers see only durable data). acks=all is answered after "
-                    "the fdatasync that covers the batch under both")
-      ->capture_default_str();
-  serve->add_option("--flush-ms", serve_opts.flush_ms, "fdatasync interval of the interval policy")
-      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}))
-      ->capture_default_str();
-  serve->add_option("--shards", serve_opts.shards, "event loop threads (default: one per core)")
-      ->check(CLI::Range(1, 1024));
+  ServeFlags serve_flags;
+  auto* serve = app.add_subcommand(
+      "serve", "run the Kafka-compatible broker until SIGTERM or SIGINT (settings: docs/config.md)");
+  serve->add_option("--config", serve_flags.config_file, "YAML config file; flags override it");
+  serve->add_option("--kafka-addr", serve_flags.kafka_addr,
+                    "listen address HOST:PORT (default 127.0.0.1:9092; port 0: any free port)");
+  serve->add_option("--advertised-addr", serve_flags.advertised_addr,
+                    "HOST:PORT clients are told to connect to (default: the listen address)");
+  serve->add_option("--data-dir", serve_flags.data_dir,
+                    "directory of the topics and logs (default ./sluice-data)");
+  serve->add_option("--flush-policy", serve_flags.flush_policy,
+                    "interval (fdatasync every --flush-ms; the default) or durable (fdatasync "
+                    "after every write group; consumers see only durable data). acks=all is "
+                    "answered after the fdatasync that covers the batch under both");
+  serve->add_option("--flush-ms", serve_flags.flush_ms,
+                    "fdatasync interval of the interval policy (default 100)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
+  serve->add_option("--shards", serve_flags.shards, "event loop threads (default: one per core)")
+      ->check(CLI::Range(1, 256));
 
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
   bench->require_subcommand(0, 1);
@@ -235,7 +222,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
-  if (serve->parsed()) return RunServe(serve_opts);
+  if (serve->parsed()) return RunServe(serve_flags);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   return 0;
