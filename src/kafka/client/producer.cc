@@ -28,9 +28,10 @@ struct ProducerCallbacks {
     report.value_bytes = m->len;
     report.cookie = reinterpret_cast<uintptr_t>(m->_private);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // Not rd_kafka_message_errstr: in a delivery report the payload is the record's
+      // value, which that function would read as a C string.
       report.status = detail::ErrorStatus(
-          m->err, fmt::format("delivery to {} [{}]", report.topic, report.partition),
-          rd_kafka_message_errstr(m));
+          m->err, fmt::format("delivery to {} [{}]", report.topic, report.partition));
     }
     self->on_delivery_(report);
   }
