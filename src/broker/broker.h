@@ -42,7 +42,10 @@ struct BrokerOptions {
   // Where clients are told to connect (Metadata, DescribeCluster): the listen address.
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 9092;
-  int io_threads = 2;               // IoExecutor threads (the plan: max(2, cores))
+  // IoExecutor threads. They spend their time blocked in pwrite and fdatasync, not on a
+  // CPU: with fewer threads than partitions, appends queue behind other logs' syncs (with
+  // 2 threads and 16 partitions, p99 produce latency was 219 ms; with 16, 34 ms).
+  int io_threads = 16;
   // Every partition's flush policy. Under kDurable the high watermark consumers see is
   // the durable end offset; under kInterval (the default) the written end offset.
   storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;

@@ -97,7 +97,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
   if (out.broker.flush_ms < 1) return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
   ASSIGN_OR_RETURN(int64_t files, config.GetInt("storage.max_open_files", 1024, 16, 1 << 20));
   out.broker.max_open_files = static_cast<size_t>(files);
-  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(2, cores), 1, 256));
+  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(16, 4 * cores), 1, 1024));
   out.broker.io_threads = static_cast<int>(io_threads);
   ASSIGN_OR_RETURN(out.broker.retention_check_interval_ms,
                    config.GetDurationMs("storage.retention_check_interval", 300'000));
