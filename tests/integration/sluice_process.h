@@ -1,0 +1,48 @@
+// SluiceProcess: `sluice serve` as a child process of a C++ integration test, on
+// 127.0.0.1 and a port the kernel picks, with its own data directory and optional YAML
+// config. Its stdout and stderr go to files in a temporary directory (printed by
+// DumpLogs when a test failed).
+// Lifecycle: Start once, then Stop (SIGTERM); the destructor kills a broker still
+// running (SIGKILL) and removes the directory. One thread owns the object.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+namespace sluice::integration {
+
+class SluiceProcess {
+ public:
+  // `sluice` is the path of the binary; `config_yaml`, when not empty, is written to a
+  // file and passed as --config.
+  SluiceProcess(std::string sluice, std::string config_yaml);
+  ~SluiceProcess();
+  SluiceProcess(const SluiceProcess&) = delete;
+  SluiceProcess& operator=(const SluiceProcess&) = delete;
+
+  // Starts the broker and waits (up to `timeout`) for its "serving Kafka on" line.
+  // Returns an empty string or what went wrong.
+  std::string Start(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+  // Sends SIGTERM and waits up to `timeout` for the exit. Returns the exit status, or
+  // -1 (after a SIGKILL) when it did not exit in time or died of a signal.
+  int Stop(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  // "127.0.0.1:PORT", valid after Start.
+  const std::string& bootstrap() const { return bootstrap_; }
+
+  // Prints the last `lines` lines of the broker's stdout and stderr to stderr.
+  void DumpLogs(int lines = 80) const;
+
+ private:
+  std::string sluice_;
+  std::string config_yaml_;
+  std::filesystem::path dir_;
+  pid_t pid_ = -1;
+  std::string bootstrap_;
+};
+
+}  // namespace sluice::integration
