@@ -17,15 +17,16 @@ usage: /usr/bin/python3 python_clients_test.py path/to/sluice
 """
 
 import os
-import random
 import sys
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluice_broker import TestFailure, check, run_test, wait_until  # noqa: E402
+from records import (ck_entry, ck_produce, ck_read_all, expect_offsets_in_order,  # noqa: E402
+                     expect_topic, make_records)
+from sluice_broker import check, run_test, wait_until  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 import kafka  # noqa: E402
 from kafka.admin import ConfigResource as KpConfigResource  # noqa: E402
@@ -34,73 +35,7 @@ from kafka.admin import NewTopic as KpNewTopic  # noqa: E402
 from kafka.structs import OffsetAndMetadata  # noqa: E402
 
 
-# --- records ------------------------------------------------------------------------
-
-
-class Record:
-    __slots__ = ("partition", "key", "value", "headers", "timestamp")
-
-    def __init__(self, partition, key, value, headers, timestamp):
-        self.partition, self.key, self.value = partition, key, value
-        self.headers, self.timestamp = headers, timestamp
-
-    def fields(self):
-        return (self.key, self.value, self.headers, self.timestamp)
-
-
-def make_records(tag, partitions, per_partition, seed, first_timestamp, for_kafka_python=False):
-    """Interleaved across partitions; null and empty keys and values, compressible text
-    and random bytes, 0-2 headers. No null header values: confluent-kafka 1.7 crashes
-    the interpreter on them (its issue 1191: Message.headers() loses a reference to
-    None), and KafkaProducer.send refuses them; rdkafka_test covers them. KafkaProducer
-    also refuses a record whose key and value are both null."""
-    r = random.Random(seed)
-    out = []
-    for i in range(partitions * per_partition):
-        k = r.randrange(20)
-        key = None if k == 0 else b"" if k == 1 else f"{tag}-key-{i}".encode()
-        v = r.randrange(40)
-        if v == 0:
-            value = None
-        elif v == 1:
-            value = b""
-        else:
-            n = r.randrange(3000) if r.randrange(8) == 0 else r.randrange(200)
-            value = r.randbytes(n) if r.randrange(2) else (b"sluice kafka record %d " % i) * (n // 20)
-        headers = []
-        for h in range(r.randrange(3)):
-            headers.append((f"h{h}", r.randbytes(r.randrange(30))))
-        if for_kafka_python and key is None and value is None:
-            value = b""
-        out.append(Record(i % partitions, key, value, headers, first_timestamp + i))
-    return out
-
-
-def by_partition(records):
-    out = {}
-    for rec in records:
-        out.setdefault(rec.partition, []).append(rec)
-    return out
-
-
-def expect_partition(what, want, got, first_offset=0):
-    """`got`: (offset, key, value, headers, timestamp) in consumption order."""
-    check(len(got) == len(want), f"{what}: consumed {len(got)} records, want {len(want)}")
-    for i, (w, g) in enumerate(zip(want, got)):
-        offset, fields = g[0], g[1:]
-        if offset != first_offset + i or fields != w.fields():
-            diffs = [name for name, a, b in zip(("key", "value", "headers", "timestamp"), fields, w.fields())
-                     if a != b]
-            raise TestFailure(f"{what}: record {i}: offset {offset} (want {first_offset + i}), "
-                              f"differs in {diffs or 'nothing but the offset'}")
-
-
-def expect_topic(what, records, consumed):
-    """`consumed`: {partition: [(offset, key, value, headers, timestamp), ...]}."""
-    want = by_partition(records)
-    check(set(consumed) <= set(want), f"{what}: records from partitions {set(consumed) - set(want)}")
-    for p, recs in want.items():
-        expect_partition(f"{what} [{p}]", recs, consumed.get(p, []))
+# --- groups -------------------------------------------------------------------------
 
 
 class Ledger:
@@ -154,46 +89,6 @@ def run_group(members, ledger, want_total, what, produce_more=None, join_later=N
 def ck_create_topics(admin, topics):
     for name, f in admin.create_topics(topics, operation_timeout=10, request_timeout=20).items():
         f.result(timeout=30)
-
-
-def ck_produce(bootstrap, topic, records, **config):
-    delivered = [None] * len(records)
-    errors = []
-
-    def on_delivery(i):
-        def cb(err, msg):
-            if err is not None:
-                errors.append(f"record {i}: {err}")
-            else:
-                delivered[i] = (msg.partition(), msg.offset())
-        return cb
-
-    p = Producer({"bootstrap.servers": bootstrap, **config})
-    for i, rec in enumerate(records):
-        while True:
-            try:
-                p.produce(topic, value=rec.value, key=rec.key, partition=rec.partition,
-                          timestamp=rec.timestamp, headers=rec.headers, on_delivery=on_delivery(i))
-                break
-            except BufferError:
-                p.poll(0.05)
-        p.poll(0)
-    check(p.flush(60) == 0, f"producing to {topic}: records left after flush")
-    check(not errors, f"producing to {topic}: {errors[:5]}")
-    return delivered
-
-
-def expect_offsets_in_order(records, delivered, first=0):
-    nxt = {}
-    for i, (rec, d) in enumerate(zip(records, delivered)):
-        want = nxt.get(rec.partition, first)
-        check(d == (rec.partition, want), f"record {i}: delivered at {d}, want {(rec.partition, want)}")
-        nxt[rec.partition] = want + 1
-
-
-def ck_entry(msg):
-    return (msg.offset(), msg.key(), msg.value(), [tuple(h) for h in (msg.headers() or [])],
-            msg.timestamp()[1])
 
 
 class CkMember(threading.Thread):
@@ -252,22 +147,6 @@ class CkMember(threading.Thread):
             self.consumer.close()  # revokes (on_revoke commits), then leaves the group
 
 
-def ck_read_all(bootstrap, topic, partitions, count):
-    """Reads `count` records from the beginning of each partition, without a group."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])  # -2: beginning
-    got, n = {}, 0
-    deadline = time.monotonic() + 30
-    while n < count and time.monotonic() < deadline:
-        for msg in c.consume(num_messages=500, timeout=0.2):
-            check(msg.error() is None, f"reading {topic}: {msg.error()}")
-            got.setdefault(msg.partition(), []).append(ck_entry(msg))
-            n += 1
-    c.close()
-    check(n == count, f"reading {topic}: {n} records, want {count}")
-    return got
-
-
 def confluent_kafka_clients(bootstrap):
     topic, partitions = "ck-events", 4
     admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -281,8 +160,9 @@ def confluent_kafka_clients(bootstrap):
     first = make_records("ck1", partitions, 250, 1, 1_700_000_000_000)
     second = make_records("ck2", partitions, 250, 2, 1_700_000_100_000)
     records = first + second
-    producer_config = {"enable.idempotence": True, "compression.type": "gzip", "linger.ms": 5}
-    delivered = ck_produce(bootstrap, topic, first, **producer_config)
+    producer_config = {"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                       "compression.type": "gzip", "linger.ms": 5}
+    delivered = ck_produce(producer_config, topic, first)
     expect_offsets_in_order(first, delivered)
 
     # Group A: two members, a third joins while the second half is produced.
@@ -291,7 +171,7 @@ def confluent_kafka_clients(bootstrap):
     late = CkMember(bootstrap, "ck-group-a", topic, "ck-a-2", ledger)
     produced_second = []
     run_group(members, ledger, len(records), "ck-group-a", join_later=late,
-              produce_more=lambda: produced_second.append(ck_produce(bootstrap, topic, second, **producer_config)))
+              produce_more=lambda: produced_second.append(ck_produce(producer_config, topic, second)))
     expect_offsets_in_order(second, produced_second[0], first=250)
     expect_topic("ck-group-a", records, ledger.by_partition)
 
@@ -451,7 +331,7 @@ def kafka_python_clients(bootstrap, ck_records):
 
     # Each client reads what the other wrote.
     expect_topic("ck-events read by kafka-python", ck_records, kp_read_all(bootstrap, "ck-events", 4, len(ck_records)))
-    expect_topic("kp-events read by confluent-kafka", records, ck_read_all(bootstrap, topic, partitions, len(records)))
+    expect_topic("kp-events read by confluent-kafka", records, ck_read_all({"bootstrap.servers": bootstrap}, topic, partitions, len(records)))
 
     admin.delete_topics([topic, "ck-events"], timeout_ms=20000)
     check(not {topic, "ck-events"} & set(admin.list_topics()), f"after delete_topics: {admin.list_topics()}")

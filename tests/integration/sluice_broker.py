@@ -16,6 +16,7 @@ Python 3.11 stdlib plus Debian's python3-kafka; run with /usr/bin/python3.
 import io
 import os
 import re
+import select
 import shutil
 import signal
 import socket
@@ -99,8 +100,18 @@ class Broker:
 
     def stop(self, timeout=60):
         """SIGTERM; the exit status (None after a SIGKILL when it did not exit in time)."""
+        self.terminate()
+        return self.wait(timeout)
+
+    def terminate(self):
+        """Sends SIGTERM without waiting for the exit."""
         check(self.proc is not None, "broker not running")
         self.proc.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout=60):
+        """Waits for the exit: its status, or None after a SIGKILL when it did not exit
+        in time."""
+        check(self.proc is not None, "broker not running")
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -287,6 +298,10 @@ class RawConnection:
 
     def call(self, request):
         return self.receive(request, self.send(request))
+
+    def readable(self):
+        """Whether a response (or the end of the connection) is waiting to be read."""
+        return bool(select.select([self.sock], [], [], 0)[0])
 
     def local_port(self):
         return self.sock.getsockname()[1]
