@@ -458,6 +458,11 @@ struct PhaseResult {
   // Latency phase only.
   std::optional<double> p50_ms, p99_ms, p999_ms, max_ms, mean_ms, max_send_lag_ms;
   std::optional<int64_t> target_rate;
+  // librdkafka's own view of the latency phase, from its statistics windows (1 s each):
+  // the broker round trip (request written to response read) and the time records wait
+  // in the client's queue before a request takes them. p50: the median window's p50;
+  // p99: the worst window's p99.
+  std::optional<double> rtt_p50_ms, rtt_p99_ms, queue_p50_ms, queue_p99_ms;
   std::string check;  // what was verified
 
   double records_per_s() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
@@ -628,10 +633,28 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
     latencies.push_back(now - static_cast<int64_t>(r.cookie));
     last_delivery = now;
   };
+  // librdkafka's statistics windows, on the poller thread: per window and broker, the
+  // round trip and the client-queue latency percentiles in microseconds.
+  struct Window {
+    double rtt_p50, rtt_p99, queue_p50, queue_p99;
+  };
+  std::vector<Window> windows;
+  std::atomic<bool> measuring{false};
+  auto on_stats = [&](std::string_view text) {
+    if (!measuring.load(std::memory_order_acquire)) return;
+    Json j = Json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("brokers")) return;
+    for (const auto& [name, b] : j["brokers"].items()) {
+      if (b.value("nodeid", -1) < 0 || !b.contains("rtt") || !b.contains("int_latency")) continue;
+      if (b["rtt"].value("cnt", 0) == 0) continue;
+      windows.push_back({b["rtt"].value("p50", 0.0), b["rtt"].value("p99", 0.0),
+                         b["int_latency"].value("p50", 0.0), b["int_latency"].value("p99", 0.0)});
+    }
+  };
   // Declared before the producer, which borrows it until its last delivery report.
   const std::string payload = MakePayload(s.record_size);
   ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer,
-                   kc::Producer::Create(s.latency_producer, on_delivery));
+                   kc::Producer::Create(s.latency_producer, on_delivery, on_stats));
 
   // Warm-up: connections and metadata before the clock starts.
   for (int i = 0; i < std::min<int64_t>(kWarmupRecords, n); ++i) {
@@ -642,6 +665,7 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
   PhaseResult r;
   r.phase = "latency";
   r.target_rate = rate;
+  measuring.store(true, std::memory_order_release);
   std::atomic<bool> stop{false};
   std::thread poller([&] {
     while (!stop.load(std::memory_order_acquire)) producer->Poll(100ms);
@@ -717,8 +741,32 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
   r.max_ms = static_cast<double>(latencies.back()) / 1e6;
   r.mean_ms = sum / static_cast<double>(latencies.size()) / 1e6;
   r.max_send_lag_ms = static_cast<double>(max_lag) / 1e6;
+  if (!windows.empty()) {
+    auto median = [&](double Window::*field) {
+      std::vector<double> v;
+      for (const Window& w : windows) v.push_back(w.*field);
+      std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2] / 1e3;
+    };
+    auto worst = [&](double Window::*field) {
+      double m = 0;
+      for (const Window& w : windows) m = std::max(m, w.*field);
+      return m / 1e3;
+    };
+    r.rtt_p50_ms = median(&Window::rtt_p50);
+    r.rtt_p99_ms = worst(&Window::rtt_p99);
+    r.queue_p50_ms = median(&Window::queue_p50);
+    r.queue_p99_ms = worst(&Window::queue_p99);
+  }
   r.check = fmt::format("{} delivery reports, all OK; sends at most {:.2f} ms behind schedule",
                         Grouped(static_cast<uint64_t>(n)), *r.max_send_lag_ms);
+  if (r.rtt_p99_ms) {
+    r.check += fmt::format(
+        "\n  latency, as librdkafka sees it ({} windows of 1 s): broker round trip p50 {:.2f} / "
+        "p99 {:.2f} ms, records queued in the client p50 {:.2f} / p99 {:.2f} ms (median "
+        "window's p50, worst window's p99)",
+        windows.size(), *r.rtt_p50_ms, *r.rtt_p99_ms, *r.queue_p50_ms, *r.queue_p99_ms);
+  }
   return r;
 }
 
@@ -787,6 +835,7 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
   s.latency_producer = s.producer;
   s.latency_producer["client.id"] = "sluice-bench-latency";
   s.latency_producer["linger.ms"] = "1";
+  s.latency_producer.emplace("statistics.interval.ms", "1000");  // a user's value wins
   // A user's explicit linger.ms wins in both phases.
   for (const std::string& item : o.producer_config) {
     if (item.rfind("linger.ms=", 0) == 0) s.latency_producer["linger.ms"] = item.substr(10);
@@ -918,6 +967,10 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["mean_ms"] = opt(r.mean_ms);
   j["target_rate"] = r.target_rate ? Json(*r.target_rate) : Json(nullptr);
   j["max_send_lag_ms"] = opt(r.max_send_lag_ms);
+  j["rtt_p50_ms"] = opt(r.rtt_p50_ms);
+  j["rtt_p99_ms"] = opt(r.rtt_p99_ms);
+  j["client_queue_p50_ms"] = opt(r.queue_p50_ms);
+  j["client_queue_p99_ms"] = opt(r.queue_p99_ms);
   j["loopback_mb_per_s"] = opt(loopback.mb_per_s);
   j["loopback_ratio"] = loopback.mb_per_s && *loopback.mb_per_s > 0
                             ? Json(Round(r.mb_per_s() / *loopback.mb_per_s, 4))

@@ -36,6 +36,13 @@ struct ProducerCallbacks {
     self->on_delivery_(report);
   }
 
+  // Returns 0: librdkafka frees the JSON.
+  static int OnStats(rd_kafka_t* rk, char* json, size_t json_len, void* opaque) {
+    auto* self = static_cast<Producer*>(opaque);
+    if (self->on_stats_) self->on_stats_(std::string_view(json, json_len));
+    return 0;
+  }
+
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
     auto* self = static_cast<Producer*>(opaque);
     std::lock_guard<std::mutex> lock(self->error_mu_);
@@ -45,10 +52,12 @@ struct ProducerCallbacks {
 };
 
 Result<std::unique_ptr<Producer>> Producer::Create(const Config& config,
-                                                   DeliveryCallback on_delivery) {
-  std::unique_ptr<Producer> p(new Producer(std::move(on_delivery)));
+                                                   DeliveryCallback on_delivery,
+                                                   StatsCallback on_stats) {
+  std::unique_ptr<Producer> p(new Producer(std::move(on_delivery), std::move(on_stats)));
   ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(config, "producer", p.get()));
   rd_kafka_conf_set_dr_msg_cb(conf.get(), ProducerCallbacks::OnDelivery);
+  if (p->on_stats_) rd_kafka_conf_set_stats_cb(conf.get(), ProducerCallbacks::OnStats);
   rd_kafka_conf_set_error_cb(conf.get(), ProducerCallbacks::OnError);
   ASSIGN_OR_RETURN(p->rk_, detail::NewHandle(RD_KAFKA_PRODUCER, std::move(conf), "producer"));
   return p;

@@ -44,11 +44,15 @@ struct ProducerCounters {
 class Producer {
  public:
   using DeliveryCallback = std::function<void(const DeliveryReport&)>;
+  // librdkafka's statistics JSON (its STATISTICS.md), every statistics.interval.ms.
+  using StatsCallback = std::function<void(std::string_view json)>;
 
   // `config` needs at least bootstrap.servers. Fails on a property librdkafka does not
-  // know or a value it refuses (InvalidArgument, naming the property).
+  // know or a value it refuses (InvalidArgument, naming the property). Both callbacks
+  // run inside Poll or Flush.
   static Result<std::unique_ptr<Producer>> Create(const Config& config,
-                                                  DeliveryCallback on_delivery = nullptr);
+                                                  DeliveryCallback on_delivery = nullptr,
+                                                  StatsCallback on_stats = nullptr);
   ~Producer();
   Producer(const Producer&) = delete;
   Producer& operator=(const Producer&) = delete;
@@ -87,12 +91,14 @@ class Producer {
   std::string name() const;
 
  private:
-  explicit Producer(DeliveryCallback on_delivery) : on_delivery_(std::move(on_delivery)) {}
+  Producer(DeliveryCallback on_delivery, StatsCallback on_stats)
+      : on_delivery_(std::move(on_delivery)), on_stats_(std::move(on_stats)) {}
   rd_kafka_topic_s* Topic(std::string_view topic, Status* status);
 
   friend struct ProducerCallbacks;  // librdkafka's C callbacks (producer.cc)
 
   DeliveryCallback on_delivery_;
+  StatsCallback on_stats_;
   detail::KafkaPtr rk_;  // reset first in the destructor
   // Topic handles by name, touched only by Produce.
   struct Hash {

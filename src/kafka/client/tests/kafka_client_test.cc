@@ -92,6 +92,15 @@ TEST_F(KafkaClientTest, BorrowedValueIsReportedLikeACopiedOne) {
   EXPECT_THAT(sizes, ::testing::ElementsAre(100u, 100u));
 }
 
+TEST_F(KafkaClientTest, StatisticsArriveThroughPoll) {
+  std::string stats;
+  auto p = Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"statistics.interval.ms", "100"}},
+                            nullptr, [&](std::string_view json) { stats = json; });
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  for (int i = 0; i < 50 && stats.empty(); ++i) (*p)->Poll(100ms);
+  EXPECT_THAT(stats, HasSubstr("\"type\": \"producer\""));
+}
+
 TEST_F(KafkaClientTest, InconsistentConfigFailsAtCreate) {
   // Each value is valid alone; rd_kafka_new checks them together.
   auto p = Producer::Create({{"bootstrap.servers", "127.0.0.1:1"},
