@@ -455,6 +455,7 @@ struct PhaseResult {
   double seconds = 0;
   double client_cpu = 0;
   double broker_cpu = -1;  // -1: not measured (external broker)
+  double other_cpu = -1;   // the rest of the machine (with an external broker: it too)
   // Latency phase only.
   std::optional<double> p50_ms, p99_ms, p999_ms, max_ms, mean_ms, max_send_lag_ms;
   std::optional<int64_t> target_rate;
@@ -469,23 +470,46 @@ struct PhaseResult {
   double mb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / kMB / seconds : 0; }
 };
 
-// Measures client and broker CPU over a phase.
+// Busy CPU seconds of the whole machine (all cores) from /proc/stat, or -1.
+double MachineBusySeconds() {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal) ||
+      cpu != "cpu") {
+    return -1;
+  }
+  return static_cast<double>(user + nice + system + irq + softirq + steal) /
+         static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Measures CPU over a phase: this process (the client), the own broker, and everything
+// else on the machine (other work on a shared machine, and iperf3 never runs then).
 class CpuMeter {
  public:
   explicit CpuMeter(const BrokerProcess* broker)
-      : broker_(broker), self_(SelfCpuSeconds()), other_(broker ? broker->CpuSeconds() : -1) {}
+      : broker_(broker),
+        self_(SelfCpuSeconds()),
+        broker_start_(broker ? broker->CpuSeconds() : -1),
+        machine_start_(MachineBusySeconds()) {}
   void Finish(PhaseResult* r) const {
     r->client_cpu = SelfCpuSeconds() - self_;
-    if (broker_ != nullptr && other_ >= 0) {
+    if (broker_ != nullptr && broker_start_ >= 0) {
       double now = broker_->CpuSeconds();
-      if (now >= 0) r->broker_cpu = now - other_;
+      if (now >= 0) r->broker_cpu = now - broker_start_;
+    }
+    double machine = MachineBusySeconds();
+    if (machine_start_ >= 0 && machine >= 0) {
+      r->other_cpu = std::max(0.0, machine - machine_start_ - r->client_cpu -
+                                       std::max(0.0, r->broker_cpu));
     }
   }
 
  private:
   const BrokerProcess* broker_;
   double self_;
-  double other_;
+  double broker_start_;
+  double machine_start_;
 };
 
 // A value of `size` printable bytes, the same for every record (as the perf tests do).
@@ -926,8 +950,9 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
     fmt::print("  loopback  none: {}\n", loopback.note);
   }
   fmt::print("  MB = 10^6 bytes of record values; % loop = MB/s / loopback MB/s; cpu s = CPU "
-             "seconds of the bench process / the broker process in the phase\n\n");
-  fmt::print("{:<8} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>13} {:>8}\n", "phase",
+             "seconds in the phase of the bench process (the client) / the broker / the rest of "
+             "the machine\n\n");
+  fmt::print("{:<8} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8}\n", "phase",
              "records/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "loop MB/s", "% loop",
              "cpu s", "seconds");
   std::fflush(stdout);
@@ -938,9 +963,10 @@ void PrintRow(const PhaseResult& r, const Loopback& loopback) {
   std::string pct = loopback.mb_per_s && *loopback.mb_per_s > 0
                         ? fmt::format("{:.1f}%", 100 * r.mb_per_s() / *loopback.mb_per_s)
                         : "-";
-  std::string cpu = r.broker_cpu >= 0 ? fmt::format("{:.2f} / {:.2f}", r.client_cpu, r.broker_cpu)
-                                      : fmt::format("{:.2f} / -", r.client_cpu);
-  fmt::print("{:<8} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>13} {:>8.2f}\n", r.phase,
+  auto secs = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
+  std::string cpu = fmt::format("{} / {} / {}", secs(r.client_cpu), secs(r.broker_cpu),
+                                secs(r.other_cpu));
+  fmt::print("{:<8} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8.2f}\n", r.phase,
              Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(),
              Ms(r.p50_ms), Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu, r.seconds);
   std::fflush(stdout);
@@ -978,6 +1004,7 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["loopback_note"] = loopback.note;
   j["client_cpu_seconds"] = Round(r.client_cpu, 3);
   j["broker_cpu_seconds"] = r.broker_cpu >= 0 ? Json(Round(r.broker_cpu, 3)) : Json(nullptr);
+  j["other_cpu_seconds"] = r.other_cpu >= 0 ? Json(Round(r.other_cpu, 3)) : Json(nullptr);
   j["check"] = r.check;
   j["broker"] = broker != nullptr ? "own" : "external";
   j["bootstrap"] = s.bootstrap;
