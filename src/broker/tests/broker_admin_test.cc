@@ -338,5 +338,36 @@ TEST_F(BrokerAdminTest, MetadataAutoCreatesTopicsOnlyWhenEnabled) {
   EXPECT_EQ(Meta(c2, "bad/name").error_code, ErrorCode::kInvalidTopicException);
 }
 
+
+// A partition with much data takes at most partition_max_bytes of a response: the others
+// still get theirs (Kafka's fetch fairness without sessions).
+TEST_F(BrokerAdminTest, LargePartitionDoesNotStarveOthers) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 2).topics[0].error_code, ErrorCode::kNone);
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(Produce(c, "t", 0, Batch(10, 1000)).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 1, Batch(2)).error_code, ErrorCode::kNone);
+  kafka::FetchRequest req;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchPartition p0, p1;
+  p0.partition = 0;
+  p0.partition_max_bytes = 16 * 1024;
+  p1.partition = 1;
+  p1.partition_max_bytes = 16 * 1024;
+  req.topics.push_back({"t", {}, {p0, p1}, {}});
+  auto resp = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
+  const auto& parts = resp.responses.at(0).partitions;
+  ASSERT_EQ(parts.size(), 2u);
+  ASSERT_TRUE(parts[0].records.inline_bytes.has_value());
+  ASSERT_TRUE(parts[1].records.inline_bytes.has_value());
+  EXPECT_LE(parts[0].records.inline_bytes->size(), 16u * 1024 + 11000);  // whole batches
+  EXPECT_GT(parts[1].records.inline_bytes->size(), 0u);
+  // A response limit smaller than the first partition's data still answers with it, and
+  // no more.
+  req.max_bytes = 1;
+  auto small = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
+  EXPECT_GT(small.responses.at(0).partitions.at(0).records.inline_bytes->size(), 0u);
+  EXPECT_EQ(small.responses.at(0).partitions.at(1).records.inline_bytes->size(), 0u);
+}
+
 }  // namespace
 }  // namespace sluice::broker
