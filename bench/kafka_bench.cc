@@ -839,9 +839,7 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
 
   // Tuned as kafka-producer-perf-test is usually run: batches up to 1 MB, a few ms of
   // linger, 32 MiB of records queued in the client (the Java producer's buffer.memory);
-  // TCP_NODELAY as the Java client sets it. A deeper queue (librdkafka's default 1 GiB)
-  // measured slower here: the bench then faults in fresh memory for most records
-  // instead of reusing what delivered records freed (bench/README.md).
+  // TCP_NODELAY as the Java client sets it.
   kc::Config common = {
       {"bootstrap.servers", bootstrap},
       {"socket.nagle.disable", "true"},
@@ -867,8 +865,8 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
 
   // Fetch up to 512 KiB per partition (8 MiB per response with 16 partitions), up to
   // 50 MiB per request, and report each partition's end, so the bench knows when it has
-  // read everything. 1 MiB per partition (librdkafka's default) measured slower here,
-  // with twice the client CPU per record (bench/README.md).
+  // read everything. 1 MiB per partition (librdkafka's default) cost the client about
+  // 1.6 times the CPU per record here (bench/README.md).
   s.consumer = common;
   s.consumer["client.id"] = "sluice-bench-consumer";
   s.consumer["enable.partition.eof"] = "true";
