@@ -1,0 +1,265 @@
+// kafka/client against a running `sluice serve` (label integration): topics created and
+// listed, records produced with keys to chosen partitions and read back with Assign
+// (offsets, keys, values, timestamps, partition ends), and a consumer group: Subscribe,
+// Commit, and a second member that resumes from the committed offsets.
+//
+// The broker binary comes from SLUICE_BINARY (ctest sets it); without it the tests skip.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "base/logging.h"
+#include "kafka/client/admin.h"
+#include "kafka/client/consumer.h"
+#include "kafka/client/producer.h"
+
+namespace sluice::kafka::client {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// `sluice serve` on 127.0.0.1 and a free port, in a temporary directory; stopped with
+// SIGTERM (and checked to exit with 0) by Stop.
+class Broker {
+ public:
+  // Empty address() when it could not start (the reason is in error()).
+  explicit Broker(const std::string& binary) {
+    char pattern[] = "/tmp/kafka-client-test-XXXXXX";
+    if (::mkdtemp(pattern) == nullptr) {
+      error_ = "mkdtemp failed";
+      return;
+    }
+    dir_ = pattern;
+    std::ofstream(dir_ + "/sluice.yaml") << "groups:\n  initial_rebalance_delay: 0s\n";
+    std::string out = dir_ + "/out";
+    std::vector<std::string> args = {binary, "serve", "--config", dir_ + "/sluice.yaml",
+                                     "--kafka-addr", "127.0.0.1:0", "--data-dir", dir_ + "/data"};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      if (!std::freopen(out.c_str(), "w", stdout) || !std::freopen(out.c_str(), "a", stderr)) {
+        ::_exit(126);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    const std::string line = "sluice: serving Kafka on ";
+    for (int i = 0; i < 3000 && address_.empty(); ++i) {
+      std::ifstream in(out);
+      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      size_t at = text.find(line);
+      if (at != std::string::npos) {
+        size_t end = text.find(' ', at + line.size());
+        if (end != std::string::npos) address_ = text.substr(at + line.size(), end - at - line.size());
+      }
+      int status;
+      if (address_.empty() && ::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        error_ = "sluice serve exited: " + text;
+        return;
+      }
+      if (address_.empty()) std::this_thread::sleep_for(10ms);
+    }
+    if (address_.empty()) error_ = "sluice serve did not start listening";
+  }
+
+  ~Broker() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  // The exit status after SIGTERM.
+  int Stop() {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  const std::string& address() const { return address_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  pid_t pid_ = -1;
+  std::string dir_, address_, error_;
+};
+
+class KafkaClientBrokerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* binary = std::getenv("SLUICE_BINARY");
+    if (binary == nullptr) GTEST_SKIP() << "SLUICE_BINARY is not set (ctest sets it)";
+    SetLogLevel(LogLevel::kWarn);
+    broker_ = std::make_unique<Broker>(binary);
+    ASSERT_FALSE(broker_->address().empty()) << broker_->error();
+  }
+  void TearDown() override {
+    if (broker_ != nullptr && !broker_->address().empty()) EXPECT_EQ(broker_->Stop(), 0);
+    SetLogLevel(LogLevel::kInfo);
+  }
+
+  Config Base() const { return {{"bootstrap.servers", broker_->address()}}; }
+
+  // Polls until `want` records arrived (or 30 s passed); returns them as
+  // "partition:offset:key:value".
+  static std::vector<std::string> Read(Consumer* consumer, size_t want) {
+    std::vector<std::string> got;
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (got.size() < want && std::chrono::steady_clock::now() < deadline) {
+      Result<MessageBatch> batch = consumer->Poll(100ms);
+      EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!batch.ok()) break;
+      for (const Status& e : batch->errors()) ADD_FAILURE() << e.ToString();
+      for (size_t i = 0; i < batch->size(); ++i) {
+        Message m = (*batch)[i];
+        got.push_back(fmt::format("{}:{}:{}:{}", m.partition, m.offset, m.key, m.value));
+      }
+    }
+    return got;
+  }
+
+  std::unique_ptr<Broker> broker_;
+};
+
+TEST_F(KafkaClientBrokerTest, AdminCreatesListsAndDeletesTopics) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("events", 3, 1, {}, 10s).ok());
+  Status again = (*admin)->CreateTopic("events", 3, 1, {}, 10s);
+  EXPECT_EQ(again.code(), StatusCode::kAlreadyExists) << again.ToString();
+  Result<int> n = (*admin)->PartitionCount("events", 10s);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  EXPECT_EQ(*n, 3);
+  Result<Watermarks> w = (*admin)->QueryWatermarks("events", 2, 10s);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(w->low, 0);
+  EXPECT_EQ(w->high, 0);
+  ASSERT_TRUE((*admin)->DeleteTopic("events", 10s).ok());
+  EXPECT_EQ((*admin)->PartitionCount("events", 10s).status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(KafkaClientBrokerTest, ProducedRecordsAreReadBackByAssign) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("events", 3, 1, {}, 10s).ok());
+
+  std::map<uint64_t, DeliveryReport> reports;  // by cookie
+  auto producer = Producer::Create(Base(), [&](const DeliveryReport& r) {
+    DeliveryReport copy = r;
+    copy.topic = {};  // a view that lives only during the callback
+    reports[r.cookie] = copy;
+  });
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  const int64_t before_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE((*producer)
+                    ->Produce("events", i % 3, fmt::format("k{}", i), fmt::format("v{}", i),
+                              static_cast<uint64_t>(i + 1))
+                    .ok());
+  }
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  ASSERT_EQ(reports.size(), 30u);
+  for (int i = 0; i < 30; ++i) {
+    const DeliveryReport& r = reports[static_cast<uint64_t>(i + 1)];
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    EXPECT_EQ(r.partition, i % 3);
+    EXPECT_EQ(r.offset, i / 3);
+  }
+  EXPECT_EQ((*producer)->counters().delivered, 30u);
+  for (int p = 0; p < 3; ++p) {
+    Result<Watermarks> w = (*admin)->QueryWatermarks("events", p, 10s);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    EXPECT_EQ(w->high, 10);
+  }
+
+  Config config = Base();
+  config["enable.partition.eof"] = "true";
+  auto consumer = Consumer::Create(config);
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  ASSERT_TRUE((*consumer)
+                  ->Assign({{"events", 0, kOffsetBeginning},
+                            {"events", 1, kOffsetBeginning},
+                            {"events", 2, 5}})
+                  .ok());
+  std::vector<std::string> got;
+  std::map<int32_t, int64_t> ends;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (ends.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    Result<MessageBatch> batch = (*consumer)->Poll(100ms);
+    ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+    for (size_t i = 0; i < batch->size(); ++i) {
+      Message m = (*batch)[i];
+      EXPECT_EQ(m.topic, "events");
+      EXPECT_GE(m.timestamp_ms, before_ms - 1000);  // CreateTime, set by the producer
+      got.push_back(fmt::format("{}:{}:{}:{}", m.partition, m.offset, m.key, m.value));
+    }
+    for (const MessageBatch::PartitionEnd& e : batch->ends()) ends[e.partition] = e.offset;
+  }
+  std::vector<std::string> want;
+  for (int i = 0; i < 30; ++i) {
+    if (i % 3 == 2 && i / 3 < 5) continue;  // partition 2 from offset 5
+    want.push_back(fmt::format("{}:{}:k{}:v{}", i % 3, i / 3, i, i));
+  }
+  EXPECT_THAT(got, ::testing::UnorderedElementsAreArray(want));
+  EXPECT_EQ(ends, (std::map<int32_t, int64_t>{{0, 10}, {1, 10}, {2, 10}}));
+}
+
+TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("events", 2, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*producer)->Produce("events", i % 2, "k", fmt::format("a{}", i)).ok());
+  }
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+
+  Config group = Base();
+  group["group.id"] = "readers";
+  group["auto.offset.reset"] = "earliest";
+  group["session.timeout.ms"] = "6000";
+  {
+    auto first = Consumer::Create(group);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE((*first)->Subscribe({"events"}).ok());
+    EXPECT_EQ(Read(first->get(), 10).size(), 10u);
+    ASSERT_TRUE((*first)->Commit({{"events", 0, 5}, {"events", 1, 5}}).ok());
+  }  // leaves the group
+
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE((*producer)->Produce("events", i % 2, "k", fmt::format("b{}", i)).ok());
+  }
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  auto second = Consumer::Create(group);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_TRUE((*second)->Subscribe({"events"}).ok());
+  EXPECT_THAT(Read(second->get(), 4),
+              ::testing::UnorderedElementsAre("0:5:k:b0", "1:5:k:b1", "0:6:k:b2", "1:6:k:b3"));
+}
+
+}  // namespace
+}  // namespace sluice::kafka::client
