@@ -1,7 +1,9 @@
 #include "bench/kafka_bench.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -10,8 +12,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <netinet/in.h>
-#include <arpa/inet.h>
 
 #include <algorithm>
 #include <atomic>
@@ -270,7 +270,6 @@ class BrokerProcess {
       return IOError("sluice serve did not stop within {} s of SIGTERM (killed); its log:\n{}",
                      kBrokerStopTimeout.count(), Tail(err_path_, 20));
     }
-    exit_status_ = *st;
     if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
       return IOError("sluice serve {} after SIGTERM; its output:\n{}{}", DescribeWaitStatus(*st),
                      Tail(out_path_, 5), Tail(err_path_, 20));
@@ -302,7 +301,6 @@ class BrokerProcess {
  private:
   BrokerProcess() = default;
   pid_t pid_ = -1;
-  int exit_status_ = -1;
   std::vector<std::string> command_;
   std::string out_path_, err_path_, data_dir_, address_;
 };
@@ -645,7 +643,6 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
   std::vector<int64_t> latencies;
   latencies.reserve(static_cast<size_t>(n));
   Status first_failure;
-  int64_t last_delivery = 0;
   // Runs on the poller thread (and on this one for the warm-up, before it starts).
   auto on_delivery = [&](const kc::DeliveryReport& r) {
     if (r.cookie == 0) return;  // warm-up
@@ -655,7 +652,6 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
       return;
     }
     latencies.push_back(now - static_cast<int64_t>(r.cookie));
-    last_delivery = now;
   };
   // librdkafka's statistics windows, on the poller thread: per window and broker, the
   // round trip and the client-queue latency percentiles in microseconds.
@@ -750,7 +746,6 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
   r.records = n;
   r.bytes = n * s.record_size;
   r.seconds = static_cast<double>(std::max(sent_end - start, int64_t{1})) / 1e9;
-  (void)last_delivery;
   std::sort(latencies.begin(), latencies.end());
   auto pct = [&](double q) {
     size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(latencies.size())));
