@@ -53,6 +53,14 @@ void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& 
 }
 
 // A connection's SASL progress when SASL is on.
+// Internal topic names: their directories belong to the broker (the offsets log lives in
+// __consumer_offsets-0), so no user topic may take them.
+constexpr const char* kCleanShutdownFile = "clean_shutdown";
+
+bool IsReservedTopic(const std::string& name) {
+  return name == "__consumer_offsets" || name == "__transaction_state";
+}
+
 struct SaslState : Connection::HandlerState {
   enum class Phase {
     kHandshake,     // nothing but ApiVersions and SaslHandshake yet
@@ -131,7 +139,19 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   if (options.sasl.enabled) {
     ASSIGN_OR_RETURN(sasl, SaslAuthenticator::Create(options.sasl));
   }
+  // A clean stop leaves meta/clean_shutdown. Without it the last run died: any partition
+  // may have lost unsynced records, so every leader epoch moves on (decision 14). The
+  // marker goes before serving, so a crash of this run is seen as one by the next.
+  const std::string marker = options.data_dir + "/meta/" + kCleanShutdownFile;
+  const bool had_topics = env->Exists(options.data_dir + "/meta/topics.json");
+  const bool unclean = had_topics && !env->Exists(marker);
+  if (env->Exists(marker)) {
+    RETURN_IF_ERROR(env->Remove(marker));
+    RETURN_IF_ERROR(env->SyncDir(options.data_dir + "/meta"));
+  }
+  if (unclean) SLUICE_LOG(kLog, kWarn, "the last run did not stop cleanly: leader epochs move on");
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
+  broker->unclean_start_ = unclean;
   broker->sasl_ = std::move(sasl);
   GroupCoordinatorOptions go = broker->options_.groups;
   go.dir = broker->options_.data_dir + "/__consumer_offsets-0";
@@ -169,6 +189,9 @@ Broker::~Broker() {
   if (Status st = Close(); !st.ok()) {
     SLUICE_LOG(kLog, kError, "closing logs: {}", st.ToString());
   }
+  // Joins the I/O threads while mu_ and the logs still exist: a retention pass may be
+  // starting (it finds closed_ and returns).
+  executor_.reset();
 }
 
 void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
@@ -188,11 +211,18 @@ Status Broker::Close() {
   closed_ = true;
   if (retention_task_ != 0) executor_->Cancel(retention_task_);
   retention_task_ = 0;
+  const bool was_open = !logs_.empty() || topics_ != nullptr;
   for (auto& [key, part] : logs_) {
     Status st = part->log->Close();
     if (!st.ok() && first.ok()) first = st;
   }
   logs_.clear();
+  if (first.ok() && was_open && !clean_marked_) {
+    // Every log closed with its data synced: the next start is a clean one.
+    first = WriteFileDurably(storage::Env::Posix(), options_.data_dir + "/meta",
+                             kCleanShutdownFile, "");
+    clean_marked_ = first.ok();
+  }
   return first;
 }
 
@@ -203,7 +233,13 @@ void Broker::ScheduleRetentionLocked() {
 }
 
 void Broker::RunRetention() {
-  std::lock_guard lock(mu_);
+  // Never blocks an I/O thread on mu_: its holders may be waiting for this executor
+  // (closing or flushing a log). Busy: try again in a second.
+  std::unique_lock lock(mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    executor_->SubmitAt(MonotonicNanos() + 1'000'000'000, [this] { RunRetention(); });
+    return;
+  }
   if (closed_) return;
   for (auto& [key, part] : logs_) {
     Result<int> deleted = part->log->ApplyRetention();
@@ -218,7 +254,9 @@ void Broker::RunRetention() {
 }
 
 const TopicInfo* Broker::AutoCreateLocked(const std::string& name) {
-  if (!options_.auto_create_topics || !ValidateTopicName(name).ok()) return nullptr;
+  if (!options_.auto_create_topics || !ValidateTopicName(name).ok() || IsReservedTopic(name)) {
+    return nullptr;
+  }
   TopicInfo info;
   TopicError err = topics_->Create(name, options_.num_partitions, {}, false, &info);
   if (!err.ok()) return nullptr;
@@ -381,8 +419,8 @@ void Broker::SaslHandshake(const std::shared_ptr<Connection>& conn, const kafka:
                            const kafka::SaslHandshakeRequest& req) {
   kafka::SaslHandshakeResponse resp;
   if (sasl_ == nullptr) {
-    // A plaintext listener: no mechanism is enabled.
-    resp.error_code = ErrorCode::kUnsupportedSaslMechanism;
+    // A plaintext listener, as Kafka answers it: no SASL exchange is expected here.
+    resp.error_code = ErrorCode::kIllegalSaslState;
     Reply(conn, h, resp);
     return;
   }
@@ -408,6 +446,13 @@ void Broker::SaslAuthenticate(const std::shared_ptr<Connection>& conn,
                               const kafka::SaslAuthenticateRequest& req) {
   kafka::SaslAuthenticateResponse resp;
   SaslState* st = sasl_ != nullptr ? &SaslStateOf(*conn) : nullptr;
+  if (st != nullptr && st->phase == SaslState::Phase::kDone) {
+    // Kafka: answered, and the authenticated connection stays open.
+    resp.error_code = ErrorCode::kIllegalSaslState;
+    resp.error_message = "SaslAuthenticate received after successful authentication";
+    Reply(conn, h, resp);
+    return;
+  }
   if (st == nullptr || st->phase != SaslState::Phase::kAuthenticate) {
     resp.error_code = ErrorCode::kIllegalSaslState;
     resp.error_message = "SaslAuthenticate without a SaslHandshake v1 first";
@@ -491,7 +536,9 @@ kafka::FindCoordinatorResponse Broker::FindCoordinator(const kafka::FindCoordina
   }
   // Transactions (key type 1) have no coordinator: there are no transactions yet.
   const bool served = req.key_type == 0;
-  const ErrorCode error = served ? ErrorCode::kNone : ErrorCode::kCoordinatorNotAvailable;
+  const ErrorCode error = served                ? ErrorCode::kNone
+                          : req.key_type == 1 ? ErrorCode::kCoordinatorNotAvailable
+                                              : ErrorCode::kInvalidRequest;
   if (version >= 4) {
     for (const std::string& key : req.coordinator_keys) {
       kafka::FindCoordinatorResponse::Coordinator c;
@@ -592,9 +639,9 @@ kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsReques
            fmt::format("topic '{}' appears more than once in the request", t.name));
       continue;
     }
-    if (t.name == "__consumer_offsets") {
+    if (IsReservedTopic(t.name)) {
       fail(ErrorCode::kTopicAlreadyExists,
-           "__consumer_offsets is the broker's internal topic of committed offsets");
+           fmt::format("{} is reserved for the broker's internal use", t.name));
       continue;
     }
     if (!t.assignments.empty()) {
@@ -893,9 +940,28 @@ struct Broker::FetchWait {
   kafka::RequestHeader header;
   kafka::FetchRequest req;
   uint64_t min_bytes = 1;
-  std::vector<PartitionKey> keys;  // the partitions it waits on
+  std::vector<PartitionKey> keys;  // the partitions it waits on, each once
+  EventLoop::TimerId timer = 0;    // max_wait_ms; cancelled once answered
+  // A re-arm is posted and has not run yet: appends meanwhile post no other.
+  std::atomic<bool> arm_pending{false};
   std::atomic<bool> done{false};
 };
+
+namespace {
+
+bool HasErrors(const kafka::FetchResponse& resp) {
+  for (const auto& t : resp.responses) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != ErrorCode::kNone || p.diverging_epoch.epoch >= 0 ||
+          p.diverging_epoch.end_offset >= 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                    const kafka::FetchRequest& req) {
@@ -908,12 +974,7 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
     return;
   }
   uint64_t bytes = FetchOnce(req, h.api_version, &resp, &files);
-  bool errors = false;
-  for (const auto& t : resp.responses) {
-    for (const auto& p : t.partitions) {
-      errors |= p.error_code != ErrorCode::kNone || p.diverging_epoch.epoch >= 0;
-    }
-  }
+  const bool errors = HasErrors(resp);
   const uint64_t min_bytes = static_cast<uint64_t>(std::max(req.min_bytes, 1));
   if (bytes >= min_bytes || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0 ||
       draining_.load()) {
@@ -937,23 +998,37 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
       for (const auto& fp : want.partitions) wait->keys.emplace_back(info->name, fp.partition);
     }
   }
-  conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
+  // A partition listed twice waits once.
+  std::sort(wait->keys.begin(), wait->keys.end());
+  wait->keys.erase(std::unique(wait->keys.begin(), wait->keys.end()), wait->keys.end());
+  wait->timer = conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
   ArmFetch(wait);
 }
 
 void Broker::ArmFetch(const std::shared_ptr<FetchWait>& wait) {
+  wait->arm_pending = false;
   {
     std::lock_guard lock(waits_mu_);
     if (waking_stopped_) return;  // shutting down: the timer or the close ends it
+    // Registered at most once per partition: a wake-up removes it from the woken
+    // partition's list only, and it stays in the others'.
     for (const PartitionKey& key : wait->keys) {
       auto& list = waits_[key];
-      std::erase_if(list, [](const std::weak_ptr<FetchWait>& w) { return w.expired(); });
-      list.push_back(wait);
+      bool present = false;
+      std::erase_if(list, [&](const std::weak_ptr<FetchWait>& w) {
+        auto locked = w.lock();
+        present |= locked == wait;
+        return locked == nullptr;
+      });
+      if (!present) list.push_back(wait);
     }
   }
   kafka::FetchResponse resp;
   std::vector<storage::FileSlice> files;
-  if (FetchOnce(wait->req, wait->header.api_version, &resp, &files) >= wait->min_bytes) {
+  const uint64_t bytes = FetchOnce(wait->req, wait->header.api_version, &resp, &files);
+  // Enough data, a new error (a deleted topic, an offset now out of range) or a stop
+  // answers at once, as Kafka's DelayedFetch completes.
+  if (bytes >= wait->min_bytes || HasErrors(resp) || draining_.load()) {
     AnswerFetch(wait, resp, std::move(files));
   }
 }
@@ -970,6 +1045,7 @@ void Broker::AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::Fe
                          std::vector<storage::FileSlice> files) {
   if (wait->done.exchange(true)) return;
   if (wait->conn->closed()) return;
+  wait->conn->loop()->Cancel(wait->timer);  // false when the timer is what answers
   ReplyFetch(wait->conn, wait->header, resp, std::move(files));
 }
 
@@ -1026,6 +1102,7 @@ void Broker::WakeFetches(const PartitionKey& key) {
   for (const auto& weak : woken) {
     std::shared_ptr<FetchWait> wait = weak.lock();
     if (wait == nullptr || wait->done.load()) continue;
+    if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
     wait->conn->loop()->Post([this, wait] {
       if (!wait->done.load()) ArmFetch(wait);
     });
@@ -1081,10 +1158,16 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
       out.last_stable_offset = hw;
       out.log_start_offset = start;
       out.aborted_transactions.emplace();
-      if (fp.last_fetched_epoch >= 0) {
+      if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
         // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its fetch
         // offset here; otherwise the log diverged (recovery cut it) and it must truncate.
+        // An epoch this log never had has no end: out of range, as Kafka answers.
         auto [div_epoch, div_end] = it->second->epochs.EndOffsetFor(fp.last_fetched_epoch, log.end_offset());
+        if (div_epoch < 0 || div_end < 0) {
+          out.error_code = ErrorCode::kOffsetOutOfRange;
+          tout.partitions.push_back(std::move(out));
+          continue;
+        }
         if (div_epoch < fp.last_fetched_epoch || div_end < fp.fetch_offset) {
           out.diverging_epoch = {div_epoch, div_end};
           tout.partitions.push_back(std::move(out));
@@ -1147,6 +1230,7 @@ std::optional<std::pair<int64_t, int64_t>> FindInBatch(
 kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& req,
                                                int16_t version) {
   constexpr int64_t kLatest = -1, kEarliest = -2, kMaxTimestamp = -3;
+  constexpr int64_t kEarliestLocal = -4, kLatestTiered = -5;  // KIP-1005, v8+
   kafka::ListOffsetsResponse resp;
   std::lock_guard lock(mu_);
   for (const auto& want : req.topics) {
@@ -1173,8 +1257,13 @@ kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& 
       }
       if (wp.timestamp == kLatest) {
         out.offset = HighWatermark(log);
-      } else if (wp.timestamp == kEarliest) {
+      } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
+        // Without tiered storage the earliest local offset is the log start.
         out.offset = log.start_offset();
+      } else if (wp.timestamp == kLatestTiered && version >= 9) {
+        // Nothing is tiered: no offset, as Kafka answers without remote storage.
+        out.offset = -1;
+        out.timestamp = -1;
       } else if (wp.timestamp == kMaxTimestamp) {
         // The first batch holding the largest max timestamp, then its record with it.
         int64_t best_ts = -1, best_base = -1;
@@ -1212,7 +1301,14 @@ kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& 
               out.timestamp = rec->second;
             }
           }
+          // Records below the log start (DeleteRecords) are gone: never answer with one.
+          out.offset = std::max(out.offset, log.start_offset());
         }
+      }
+      if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
+        out.leader_epoch = epochs.EpochAt(out.offset);
+      } else if (out.offset < 0) {
+        out.leader_epoch = -1;
       }
       if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
         out.old_style_offsets = {out.offset};
@@ -1246,7 +1342,10 @@ storage::LogOptions Broker::LogOptionsFor(const TopicConfig& config) {
   o.segment_ms = config.segment_ms;
   o.retention_bytes = config.retention_bytes;
   o.retention_ms = config.retention_ms;
-  o.max_batch_bytes = static_cast<uint32_t>(config.max_message_bytes);
+  // The topic's max.message.bytes is enforced by Produce (ValidateRecords); the log
+  // takes any batch up to the largest that setting allows, so lowering it never makes
+  // stored batches unreadable and no topic config can make a log fail to open.
+  o.max_batch_bytes = kMaxTopicMessageBytes;
   return o;
 }
 
@@ -1258,8 +1357,9 @@ Status Broker::OpenTopicLogsLocked(const TopicInfo& topic) {
     storage::LogOptions opts = LogOptionsFor(topic.config);
     opts.on_readable = [this, key] { WakeFetches(key); };
     ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
+    // Epochs first: a bump for a cut log is on disk before anything else reads it.
+    ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, unclean_start_));
     RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
-    ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log));
     logs_.emplace(std::move(key), std::move(part));
   }
   return Status::OK();

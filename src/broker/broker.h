@@ -221,6 +221,8 @@ class Broker : public RequestHandler {
   int64_t producer_id_block_end_ = 0;              // guarded by mu_
   storage::IoExecutor::TaskId retention_task_ = 0;  // guarded by mu_
   bool closed_ = false;                            // guarded by mu_
+  bool clean_marked_ = false;                      // guarded by mu_
+  bool unclean_start_ = false;  // the last run did not stop cleanly (set at Open)
 
   // Fetches waiting for data, by partition, and the gate on posting to loops from I/O
   // threads. Its own lock (never held with mu_): logs call WakeFetches from their I/O

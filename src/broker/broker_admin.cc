@@ -95,6 +95,12 @@ kafka::CreatePartitionsResponse Broker::CreatePartitions(const kafka::CreatePart
       fail(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", t.name));
       continue;
     }
+    if (t.count <= info->partitions) {
+      fail(ErrorCode::kInvalidPartitions,
+           fmt::format("topic '{}' has {} partitions; the new count must be larger, not {}", t.name,
+                       info->partitions, t.count));
+      continue;
+    }
     if (t.assignments.has_value() && !t.assignments->empty()) {
       // Only the one broker can hold a replica: [[1], [1], ...], one per new partition.
       bool ok = static_cast<int32_t>(t.assignments->size()) == t.count - info->partitions;
@@ -226,8 +232,7 @@ kafka::AlterConfigsResourceResponse Broker::ChangeTopicConfigsLocked(
   const TopicInfo* info = topics_->Find(topic);
   const storage::PartitionLog::Limits limits{
       static_cast<uint64_t>(info->config.segment_bytes), info->config.segment_ms,
-      info->config.retention_bytes, info->config.retention_ms,
-      static_cast<uint32_t>(info->config.max_message_bytes)};
+      info->config.retention_bytes, info->config.retention_ms, kMaxTopicMessageBytes};
   for (int32_t p = 0; p < info->partitions; ++p) {
     auto it = logs_.find({topic, p});
     if (it != logs_.end()) it->second->log->Reconfigure(limits);
@@ -352,7 +357,6 @@ kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsReq
       const int64_t target = p.offset == -1 ? hw : p.offset;
       if (target < 0 || target > hw) {
         out.error_code = ErrorCode::kOffsetOutOfRange;
-        out.low_watermark = log.start_offset();
         tout.partitions.push_back(out);
         continue;
       }

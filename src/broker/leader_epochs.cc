@@ -69,7 +69,7 @@ std::string LeaderEpochCache::Format(const std::vector<Entry>& entries) {
   return out;
 }
 
-Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log) {
+Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool unclean_start) {
   storage::Env* env = storage::Env::Posix();
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
   LeaderEpochCache cache;
@@ -106,10 +106,11 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log) {
     cache.entries_.pop_back();
     changed = true;
   }
-  if (log.recovery().truncated_bytes > 0) {
+  if (log.recovery().truncated_bytes > 0 || (unclean_start && end > log.start_offset())) {
     int32_t next = cache.entries_.empty() ? 1 : cache.entries_.back().epoch + 1;
-    SLUICE_LOG(kLog, kWarn, "{}: recovery cut the log at offset {}: leader epoch {} starts there",
-               log.dir(), end, next);
+    SLUICE_LOG(kLog, kInfo, "{}: {}: leader epoch {} starts at offset {}", log.dir(),
+               log.recovery().truncated_bytes > 0 ? "recovery cut the log" : "an unclean stop",
+               next, end);
     cache.entries_.push_back({next, end});
     changed = true;
   }

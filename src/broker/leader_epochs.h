@@ -33,9 +33,12 @@ class LeaderEpochCache {
 
   // Loads the checkpoint of `log`'s directory. A missing or malformed file (reported) is
   // rebuilt from the epochs stamped in the log's batch headers. Entries past the log's
-  // end are dropped; when recovery truncated the log, a new epoch starts at its end. The
+  // end are dropped; when recovery truncated the log, or after an unclean stop, a new
+  // epoch starts at its end. The
   // file is rewritten durably whenever this changed it.
-  static Result<LeaderEpochCache> Open(storage::PartitionLog& log);
+  // `unclean_start`: the last run died, so an unsynced tail may be gone even when the
+  // files end at a batch boundary: a new epoch starts at the end of a non-empty log.
+  static Result<LeaderEpochCache> Open(storage::PartitionLog& log, bool unclean_start = false);
 
   // Parses the checkpoint text; InvalidArgument names the line and what is wrong.
   static Result<std::vector<Entry>> Parse(std::string_view text);

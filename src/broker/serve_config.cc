@@ -74,6 +74,13 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
     out.broker.advertised_host = adv.substr(0, colon);
     out.broker.advertised_port = port;
   }
+  if (out.broker.advertised_host == "0.0.0.0") {
+    // Kafka refuses this too: clients would be told to connect to "any address".
+    return InvalidArgumentError(
+        "kafka.addr (set in {}) listens on 0.0.0.0: set kafka.advertised_addr (--advertised-addr) "
+        "to the HOST:PORT clients should connect to",
+        config.Origin("kafka.addr"));
+  }
   ASSIGN_OR_RETURN(int64_t max_request, config.GetBytes("kafka.max_request_bytes", 100 << 20));
   if (max_request < 1024 || max_request > INT32_MAX) {
     return InvalidArgumentError("kafka.max_request_bytes (set in {}): {} is outside 1 KiB to 2 GiB",
@@ -97,7 +104,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
   if (out.broker.flush_ms < 1) return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
   ASSIGN_OR_RETURN(int64_t files, config.GetInt("storage.max_open_files", 1024, 16, 1 << 20));
   out.broker.max_open_files = static_cast<size_t>(files);
-  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(16, 4 * cores), 1, 1024));
+  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(16, 4 * cores), 2, 1024));
   out.broker.io_threads = static_cast<int>(io_threads);
   ASSIGN_OR_RETURN(out.broker.retention_check_interval_ms,
                    config.GetDurationMs("storage.retention_check_interval", 300'000));

@@ -110,15 +110,18 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       if (!n || *n < -1) return bad(key, value, "must be an integer, -1 or more");
       (key == "retention.ms" ? c.retention_ms : c.retention_bytes) = *n;
     } else if (key == "segment.bytes") {
-      if (!n || *n < 14 || *n > INT32_MAX - 2 * 1048588LL) {
-        return bad(key, value, fmt::format("must be an integer from 14 to {}", INT32_MAX - 2 * 1048588LL));
+      if (!n || *n < kMinSegmentBytes || *n > kMaxSegmentBytes) {
+        return bad(key, value, fmt::format("must be an integer from {} to {}", kMinSegmentBytes,
+                                           kMaxSegmentBytes));
       }
       c.segment_bytes = *n;
     } else if (key == "segment.ms") {
       if (!n || *n < 1) return bad(key, value, "must be a positive integer");
       c.segment_ms = *n;
     } else if (key == "max.message.bytes") {
-      if (!n || *n < 0 || *n > 64LL * 1024 * 1024) return bad(key, value, "must be an integer from 0 to 67108864");
+      if (!n || *n < 0 || *n > kMaxTopicMessageBytes) {
+        return bad(key, value, fmt::format("must be an integer from 0 to {}", kMaxTopicMessageBytes));
+      }
       c.max_message_bytes = static_cast<int32_t>(*n);
     } else if (key == "message.timestamp.type") {
       if (value != "CreateTime" && value != "LogAppendTime") {

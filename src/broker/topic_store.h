@@ -29,6 +29,14 @@ struct TopicError {
   bool ok() const { return code == kafka::ErrorCode::kNone; }
 };
 
+// The largest max.message.bytes a topic may set (Kafka has no such bound; 64 MiB keeps a
+// batch well inside a request and a segment).
+inline constexpr uint32_t kMaxTopicMessageBytes = 64u << 20;
+// segment.bytes bounds: a segment holds at least a batch header, and a segment plus its
+// largest batch stays within an int32 file position.
+inline constexpr int64_t kMinSegmentBytes = 61;
+inline constexpr int64_t kMaxSegmentBytes = INT32_MAX - int64_t{kMaxTopicMessageBytes};
+
 struct TopicConfig {
   int64_t retention_ms = 7LL * 24 * 3600 * 1000;  // retention.ms, -1 = forever
   int64_t retention_bytes = -1;                   // retention.bytes, -1 = unlimited

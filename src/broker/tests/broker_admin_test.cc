@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -367,6 +368,107 @@ TEST_F(BrokerAdminTest, LargePartitionDoesNotStarveOthers) {
   auto small = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, req);
   EXPECT_GT(small.responses.at(0).partitions.at(0).records.inline_bytes->size(), 0u);
   EXPECT_EQ(small.responses.at(0).partitions.at(1).records.inline_bytes->size(), 0u);
+}
+
+
+// A waiting fetch with min_bytes over two partitions (and one listed twice) must stay one
+// waiter however many appends wake it (the review found it multiplying itself).
+TEST_F(BrokerAdminTest, WaitingFetchStaysOneWaiterAcrossManyAppends) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 2).topics[0].error_code, ErrorCode::kNone);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 600'000;
+  req.min_bytes = 100 << 20;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchPartition p0, p1;
+  p0.partition_max_bytes = p1.partition_max_bytes = 1 << 20;
+  p1.partition = 1;
+  req.topics.push_back({"t", {}, {p0, p1, p0}, {}});
+  ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 9, req));
+  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Bytes b = Batch(1);
+  for (int i = 0; i < 60; ++i) {
+    kafka::ProduceRequest produce;
+    produce.acks = 1;
+    produce.timeout_ms = 5000;
+    produce.topic_data.push_back({"t", {{i % 2, std::span<const uint8_t>(b), {}}}, {}});
+    auto r = c.Call<kafka::ProduceResponse>(ApiKey::kProduce, 9, produce);
+    ASSERT_EQ(r.responses.at(0).partition_responses.at(0).error_code, ErrorCode::kNone);
+  }
+  // Other clients are served promptly, and the fetch is registered once per partition.
+  EXPECT_EQ(Meta(c, "t").partitions.size(), 2u);
+  for (int i = 0; i < 1000 && broker_->waiting_fetch_count() > 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_LE(broker_->waiting_fetch_count(), 2u);
+}
+
+TEST_F(BrokerAdminTest, InternalTopicsAreNeverAutoCreated) {
+  Stop();
+  options_.auto_create_topics = true;
+  Start();
+  Client c(port());
+  EXPECT_EQ(Meta(c, "__consumer_offsets").error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(Meta(c, "__transaction_state").error_code, ErrorCode::kUnknownTopicOrPartition);
+}
+
+// Any config the broker accepts lets it start again.
+TEST_F(BrokerAdminTest, AcceptedConfigsNeverStopARestart) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "10").error_code, ErrorCode::kNone);
+  EXPECT_EQ(Incremental(c, "t", "segment.bytes", 0, "2100000000").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "segment.bytes", 0, std::to_string(kMaxSegmentBytes)).error_code,
+            ErrorCode::kNone);
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, std::to_string(kMaxTopicMessageBytes)).error_code,
+            ErrorCode::kNone);
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Meta(c2, "t").error_code, ErrorCode::kNone);
+}
+
+TEST_F(BrokerAdminTest, ListOffsetsByTimestampNeverAnswersBelowTheLogStart) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 0, Batch(10)).error_code, ErrorCode::kNone);
+  kafka::DeleteRecordsRequest del;
+  del.topics.push_back({"t", {{0, 5, {}}}, {}});
+  ASSERT_EQ(c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
+  auto at = [&](int64_t ts, int16_t version = 9) {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = ts;
+    req.topics.push_back({"t", {p}, {}});
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, version, req).topics.at(0).partitions.at(0);
+  };
+  EXPECT_EQ(at(0).offset, 5);
+  EXPECT_EQ(at(-4).offset, 5);   // EARLIEST_LOCAL: the log start without tiered storage
+  EXPECT_EQ(at(-5).offset, -1);  // LATEST_TIERED: nothing is tiered
+  EXPECT_EQ(at(-4, 7).error_code, ErrorCode::kInvalidRequest);  // not defined before v8
+}
+
+// The last run died (no clean-shutdown marker): every non-empty partition's epoch moves
+// on, even when its files end at a batch boundary.
+TEST_F(BrokerAdminTest, UncleanStopBumpsLeaderEpochs) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", 0, Batch(5)).error_code, ErrorCode::kNone);
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Meta(c2, "t").partitions.at(0).leader_epoch, 0);  // a clean stop changes nothing
+  Stop();
+  std::filesystem::remove(dir_ / "meta" / "clean_shutdown");
+  Start();
+  Client c3(port());
+  EXPECT_EQ(Meta(c3, "t").partitions.at(0).leader_epoch, 1);
+  auto e = EpochEnd(c3, "t", 0);
+  EXPECT_EQ(e.leader_epoch, 0);
+  EXPECT_EQ(e.end_offset, 5);
 }
 
 }  // namespace

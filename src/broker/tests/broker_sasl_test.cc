@@ -57,8 +57,11 @@ TEST_F(BrokerSaslTest, PlainThenRequestsAreServed) {
   auto auth = Authenticate(c, Plain("alice", "alice-secret"));
   EXPECT_EQ(auth.error_code, ErrorCode::kNone);
   EXPECT_EQ(Metadata(c).brokers.size(), 1u);
-  // A second handshake on an authenticated connection is out of order.
+  // A second handshake or authenticate on an authenticated connection is out of order,
+  // and the connection stays.
   EXPECT_EQ(Handshake(c, "PLAIN").error_code, ErrorCode::kIllegalSaslState);
+  EXPECT_EQ(Authenticate(c, Plain("alice", "alice-secret")).error_code, ErrorCode::kIllegalSaslState);
+  EXPECT_EQ(Metadata(c).brokers.size(), 1u);
 }
 
 TEST_F(BrokerSaslTest, WrongPasswordIsToldThenClosed) {
@@ -123,12 +126,13 @@ TEST_F(BrokerSaslTest, HandshakeV0ThenBareTokens) {
 
 class BrokerSaslOffTest : public testing::BrokerFixture {};
 
-TEST_F(BrokerSaslOffTest, HandshakeSaysNoMechanismIsEnabled) {
+// As Kafka's plaintext listener: a SASL handshake is out of place.
+TEST_F(BrokerSaslOffTest, HandshakeIsIllegalWithoutSasl) {
   Client c(port());
   kafka::SaslHandshakeRequest req;
   req.mechanism = "PLAIN";
   auto hs = c.Call<kafka::SaslHandshakeResponse>(ApiKey::kSaslHandshake, 1, req);
-  EXPECT_EQ(hs.error_code, ErrorCode::kUnsupportedSaslMechanism);
+  EXPECT_EQ(hs.error_code, ErrorCode::kIllegalSaslState);
   EXPECT_TRUE(hs.mechanisms.empty());
   kafka::MetadataRequest m;
   EXPECT_EQ(c.Call<kafka::MetadataResponse>(ApiKey::kMetadata, 9, m).brokers.size(), 1u);

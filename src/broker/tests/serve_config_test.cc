@@ -86,6 +86,8 @@ TEST(ServeConfigTest, BadValuesNameTheKey) {
       {"topics: {num_partitions: 0}", "topics.num_partitions"},
       {"colour: blue", "colour"},
       {"data_dir: ''", "data_dir"},
+      {"kafka: {addr: '0.0.0.0:9092'}", "kafka.advertised_addr"},
+      {"storage: {io_threads: 1}", "storage.io_threads"},
   };
   for (const Case& c : cases) {
     auto r = FromYaml(c.yaml);
