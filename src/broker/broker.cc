@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <system_error>
 #include <type_traits>
 #include <variant>
@@ -161,11 +162,11 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   go.flush_ms = broker->options_.flush_ms;
   Broker* b = broker.get();
   go.partition_exists = [b](const std::string& topic, int32_t partition) {
-    std::lock_guard lock(b->mu_);
+    std::shared_lock lock(b->mu_);
     return b->logs_.count({topic, partition}) != 0;
   };
   ASSIGN_OR_RETURN(broker->groups_, GroupCoordinator::Open(std::move(go)));
-  std::lock_guard lock(broker->mu_);
+  std::unique_lock lock(broker->mu_);
   broker->next_producer_id_ = broker->producer_id_block_end_ = producer_id_start;
   broker->topics_ = std::move(topics);
   for (const TopicInfo* t : broker->topics_->List()) {
@@ -195,7 +196,7 @@ Broker::~Broker() {
 }
 
 void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   advertised_host_ = std::move(host);
   advertised_port_ = port;
 }
@@ -207,7 +208,7 @@ Status Broker::Close() {
     first = groups_->Close();
     groups_.reset();
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   closed_ = true;
   if (retention_task_ != 0) executor_->Cancel(retention_task_);
   retention_task_ = 0;
@@ -235,7 +236,7 @@ void Broker::ScheduleRetentionLocked() {
 void Broker::RunRetention() {
   // Never blocks an I/O thread on mu_: its holders may be waiting for this executor
   // (closing or flushing a log). Busy: try again in a second.
-  std::unique_lock lock(mu_, std::try_to_lock);
+  std::shared_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) {
     executor_->SubmitAt(MonotonicNanos() + 1'000'000'000, [this] { RunRetention(); });
     return;
@@ -272,7 +273,7 @@ const TopicInfo* Broker::AutoCreateLocked(const std::string& name) {
 }
 
 size_t Broker::open_log_count() const {
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   return logs_.size();
 }
 
@@ -530,7 +531,7 @@ kafka::FindCoordinatorResponse Broker::FindCoordinator(const kafka::FindCoordina
   std::string host;
   int32_t port;
   {
-    std::lock_guard lock(mu_);
+    std::shared_lock lock(mu_);
     host = advertised_host_;
     port = advertised_port_;
   }
@@ -589,7 +590,14 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
     return out;
   };
 
-  std::lock_guard lock(mu_);
+  // Shared, unless a missing topic may be created here.
+  std::shared_lock shared(mu_, std::defer_lock);
+  std::unique_lock exclusive(mu_, std::defer_lock);
+  if (options_.auto_create_topics) {
+    exclusive.lock();
+  } else {
+    shared.lock();
+  }
   resp.brokers.push_back({kNodeId, advertised_host_, advertised_port_, std::nullopt, {}});
   // Null asks for every topic, and so does an empty array in v0.
   const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
@@ -625,7 +633,7 @@ kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsReques
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
 
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::CreateTopicsResponse::Topic out;
     out.name = t.name;
@@ -701,7 +709,7 @@ kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsReques
   if (version < 6) {
     for (const std::string& name : req.topic_names) wanted.push_back({name, {}, {}});
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& want : wanted) {
     kafka::DeleteTopicsResponse::Result out;
     out.name = want.name;
@@ -737,7 +745,7 @@ kafka::InitProducerIdResponse Broker::InitProducerId(const kafka::InitProducerId
     resp.error_code = ErrorCode::kInvalidRequest;
     return resp;
   }
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (req.producer_id >= 0 && req.producer_epoch >= 0 && req.producer_epoch < INT16_MAX - 1) {
     // A producer asking for its next epoch (KIP-360) keeps its id.
     resp.producer_id = req.producer_id;
@@ -765,7 +773,7 @@ kafka::DescribeClusterResponse Broker::DescribeCluster() {
   kafka::DescribeClusterResponse resp;
   resp.cluster_id = cluster_id_;
   resp.controller_id = kNodeId;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   resp.brokers.push_back({kNodeId, advertised_host_, advertised_port_, std::nullopt, {}});
   return resp;
 }
@@ -817,7 +825,7 @@ void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::Reque
   const int64_t now_ms = Clock::Real()->NowMillis();
 
   {
-    std::lock_guard lock(mu_);
+    std::shared_lock lock(mu_);
     for (size_t t = 0; t < req.topic_data.size(); ++t) {
       const auto& topic = req.topic_data[t];
       const TopicInfo* info = topics_->Find(topic.name);
@@ -862,6 +870,9 @@ void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::Reque
           fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
           continue;
         }
+        // The producer check and the append are one step per partition: another shard
+        // producing to it waits here, not on the broker.
+        std::lock_guard part_lock(part.mu);
         ProducerBatch pb;
         pb.producer_id = batch_info.producer_id;
         pb.producer_epoch = batch_info.producer_epoch;
@@ -990,7 +1001,7 @@ void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::Request
   wait->req = req;
   wait->min_bytes = min_bytes;
   {
-    std::lock_guard lock(mu_);
+    std::shared_lock lock(mu_);
     for (const auto& want : req.topics) {
       const TopicInfo* info =
           h.api_version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
@@ -1076,7 +1087,7 @@ void Broker::Drain() {
       for (const auto& w : waiting) w->conn->loop()->Post([this, w] { CompleteFetch(w); });
     }
   }
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   for (auto& [key, part] : logs_) {
     if (Status st = part->log->Flush(); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
@@ -1120,7 +1131,7 @@ uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
   resp->session_id = 0;
   uint64_t total = 0;
   const uint64_t max_bytes = req.max_bytes > 0 ? static_cast<uint64_t>(req.max_bytes) : 0;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   for (const auto& want : req.topics) {
     kafka::FetchResponse::FetchableTopicResponse tout;
     tout.topic = want.topic;
@@ -1232,7 +1243,7 @@ kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& 
   constexpr int64_t kLatest = -1, kEarliest = -2, kMaxTimestamp = -3;
   constexpr int64_t kEarliestLocal = -4, kLatestTiered = -5;  // KIP-1005, v8+
   kafka::ListOffsetsResponse resp;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   for (const auto& want : req.topics) {
     kafka::ListOffsetsResponse::Topic tout;
     tout.name = want.name;

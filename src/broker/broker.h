@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,9 +116,10 @@ class Broker : public RequestHandler {
   using PartitionKey = std::pair<std::string, int32_t>;  // (topic, partition)
   // One open partition: its log and the idempotent producers' state (rebuilt at open).
   struct Partition {
-    std::unique_ptr<storage::PartitionLog> log;
-    ProducerStateTable producers;
-    LeaderEpochCache epochs;
+    std::unique_ptr<storage::PartitionLog> log;  // thread-safe
+    std::mutex mu;                 // a produce's sequence check and append, as one step
+    ProducerStateTable producers;  // guarded by mu
+    LeaderEpochCache epochs;       // written at open only
   };
 
   Broker(BrokerOptions options, std::string cluster_id);
@@ -210,7 +212,10 @@ class Broker : public RequestHandler {
   std::unique_ptr<storage::IoExecutor> executor_;
   std::unique_ptr<storage::FileCache> files_;
 
-  mutable std::mutex mu_;
+  // Readers (produce, fetch, list offsets, metadata, describe) share it; changes to the
+  // topics, the map of logs or the counters below take it exclusively. Logs are
+  // thread-safe themselves; a partition's producer state has its own mutex.
+  mutable std::shared_mutex mu_;
   std::string advertised_host_;                    // guarded by mu_
   int32_t advertised_port_ = 0;                    // guarded by mu_
   std::unique_ptr<TopicStore> topics_;             // guarded by mu_

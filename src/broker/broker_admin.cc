@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <shared_mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -77,7 +78,7 @@ kafka::CreatePartitionsResponse Broker::CreatePartitions(const kafka::CreatePart
   kafka::CreatePartitionsResponse resp;
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::CreatePartitionsResponse::Result out;
     out.name = t.name;
@@ -136,7 +137,7 @@ kafka::DescribeConfigsResponse Broker::DescribeConfigs(const kafka::DescribeConf
   kafka::DescribeConfigsResponse resp;
   const bool synonyms = version >= 1 && req.include_synonyms;
   const bool docs = version >= 3 && req.include_documentation;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   const std::map<std::string, std::string> defaults = topics_->defaults().ToMap();
   for (const auto& r : req.resources) {
     kafka::DescribeConfigsResponse::Result out;
@@ -243,7 +244,7 @@ kafka::AlterConfigsResourceResponse Broker::ChangeTopicConfigsLocked(
 
 kafka::AlterConfigsResponse Broker::AlterConfigs(const kafka::AlterConfigsRequest& req) {
   kafka::AlterConfigsResponse resp;
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& r : req.resources) {
     std::map<std::string, std::optional<std::string>> changes;
     kafka::AlterConfigsResourceResponse bad;
@@ -270,7 +271,7 @@ kafka::IncrementalAlterConfigsResponse Broker::IncrementalAlterConfigs(
     const kafka::IncrementalAlterConfigsRequest& req) {
   constexpr int8_t kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3;
   kafka::IncrementalAlterConfigsResponse resp;
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   for (const auto& r : req.resources) {
     std::map<std::string, std::optional<std::string>> changes;
     std::string problem;
@@ -337,7 +338,7 @@ kafka::IncrementalAlterConfigsResponse Broker::IncrementalAlterConfigs(
 
 kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsRequest& req) {
   kafka::DeleteRecordsResponse resp;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::DeleteRecordsResponse::Topic tout;
     tout.name = t.name;
@@ -380,7 +381,7 @@ kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsReq
 kafka::OffsetForLeaderEpochResponse Broker::OffsetForLeaderEpoch(
     const kafka::OffsetForLeaderEpochRequest& req) {
   kafka::OffsetForLeaderEpochResponse resp;
-  std::lock_guard lock(mu_);
+  std::shared_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::OffsetForLeaderEpochResponse::Topic tout;
     tout.topic = t.topic;
