@@ -129,18 +129,22 @@ class CkMember(threading.Thread):
             self.consumer.subscribe([self.topic], on_assign=self.on_assign, on_revoke=self.on_revoke)
             since_commit = 0
             while not self.stop.is_set():
-                for msg in self.consumer.consume(num_messages=5, timeout=0.05):
-                    if msg.error() is not None:
-                        self.ledger.error(f"{self.name}: {msg.error()}")
-                        continue
-                    if msg.partition() not in self.owned:
-                        self.ledger.error(f"{self.name}: a record of [{msg.partition()}], not owned")
-                    self.ledger.add(msg.partition(), ck_entry(msg))
-                    self.next[msg.partition()] = msg.offset() + 1
-                    since_commit += 1
-                    if since_commit >= 100:
-                        self.commit("periodic")
-                        since_commit = 0
+                # One record per poll, after any callback poll() serves: each record is
+                # checked against the assignment it arrived under.
+                msg = self.consumer.poll(0.05)
+                if msg is None:
+                    continue
+                if msg.error() is not None:
+                    self.ledger.error(f"{self.name}: {msg.error()}")
+                    continue
+                if msg.partition() not in self.owned:
+                    self.ledger.error(f"{self.name}: a record of [{msg.partition()}], not owned")
+                self.ledger.add(msg.partition(), ck_entry(msg))
+                self.next[msg.partition()] = msg.offset() + 1
+                since_commit += 1
+                if since_commit >= 100:
+                    self.commit("periodic")
+                    since_commit = 0
         except Exception as e:
             self.ledger.error(f"{self.name}: {e!r}")
         finally:
