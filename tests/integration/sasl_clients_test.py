@@ -11,7 +11,7 @@
 - kafka-python (SaslHandshake v0, bare tokens) with PLAIN and with SCRAM-SHA-256:
   producer, a consumer group, admin.
 
-usage: /usr/bin/python3 sasl_test.py path/to/sluice
+usage: /usr/bin/python3 sasl_clients_test.py path/to/sluice
 """
 
 import os
