@@ -627,6 +627,9 @@ void PartitionLog::RollLocked(int64_t base_offset) {
 // Starts what is due: a write job when appends are pending, a sync task when unsynced
 // bytes must be synced, or the flush.ms timer. At most one of each runs per log; a sync
 // runs beside the next write job, so the disk syncs one group while the next is written.
+// The sync is a blocking task: however long the disk takes to sync, the executor keeps
+// threads free for write jobs, so a write (and the acks waiting for it) never queues
+// behind the syncs of other logs.
 void PartitionLog::MaybeScheduleLocked() {
   if (closed_ || !failed_.ok()) return;
   if (!job_running_ && !pending_.empty()) {
@@ -640,7 +643,7 @@ void PartitionLog::MaybeScheduleLocked() {
   if (due) {
     sync_running_ = true;
     sync_due_ = false;
-    options_.executor->Submit([this] { RunSync(); });
+    options_.executor->SubmitBlocking([this] { RunSync(); });
   } else if (timer_id_ == 0) {
     // Interval policy: unsynced bytes get their fdatasync within flush.ms.
     int64_t deadline = last_sync_ns_ + options_.flush_ms * 1'000'000;

@@ -425,6 +425,52 @@ TEST_F(LogTest, GroupCommitWritesAndSyncsConcurrentAppendsTogether) {
   EXPECT_EQ(log->end_offset(), 201);
 }
 
+// With two I/O threads and the fdatasyncs of two logs hanging (a slow disk), appends
+// acknowledged when written still complete: the syncs may hold at most one thread, so the
+// write jobs have the other. (When syncs could take every thread, the second log's sync
+// took the last one and the first log's next write waited for a sync to finish.)
+TEST_F(LogTest, WrittenAcksDoNotQueueBehindOtherLogsSyncs) {
+  GatedEnv env;
+  IoExecutor two_threads(2);
+  opts_.env = &env;
+  opts_.executor = &two_threads;
+  opts_.flush_policy = FlushPolicy::kDurable;  // a sync after every write job
+  testing::TempDir other_dir{"sluice-log-b"};
+  auto a = OpenLog();
+  auto b_or = PartitionLog::Open(other_dir.path(), opts_);
+  ASSERT_TRUE(b_or.ok()) << b_or.status().ToString();
+  auto b = std::move(*b_or);
+  env.Close();
+  auto append_written = [](PartitionLog& log, int64_t seq) {
+    auto done = std::make_shared<std::promise<Status>>();
+    AppendOptions o;
+    o.ack = AckLevel::kWritten;
+    o.on_ack = [done](const Status& st, const AppendInfo&) { done->set_value(st); };
+    EXPECT_TRUE(log.Append(MakeBatch(2, 10, 1000, seq), std::move(o)).ok());
+    return done->get_future();
+  };
+  auto written = [](std::future<Status> f) {
+    // Not a timing assertion: a generous bound so that a regression fails instead of hanging.
+    if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) return false;
+    return f.get().ok();
+  };
+  EXPECT_TRUE(written(append_written(*a, 1)));
+  env.WaitInSync();  // a's sync hangs on one thread
+  EXPECT_TRUE(written(append_written(*b, 1)));
+  // b's sync is due as well; however the threads are shared, writes of both logs go on.
+  EXPECT_TRUE(written(append_written(*a, 2)));
+  EXPECT_TRUE(written(append_written(*b, 2)));
+  EXPECT_TRUE(written(append_written(*a, 3)));
+  EXPECT_EQ(a->durable_end_offset(), 0);  // nothing was synced meanwhile
+  env.OpenGate();
+  ASSERT_TRUE(a->Flush().ok());
+  ASSERT_TRUE(b->Flush().ok());
+  EXPECT_EQ(a->durable_end_offset(), 6);
+  EXPECT_EQ(b->durable_end_offset(), 4);
+  ASSERT_TRUE(a->Close().ok());
+  ASSERT_TRUE(b->Close().ok());
+}
+
 TEST_F(LogTest, LogAppendTimeRewritesTimestampAndCrc) {
   clock_.Set(1'800'000'000'000);
   auto log = OpenLog();
