@@ -2,7 +2,10 @@
 // The byte layouts are in docs/formats/storage.md; the contract is in log.h.
 #include "storage/log.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <climits>
 
@@ -24,6 +27,8 @@ constexpr size_t kHeaderBlock = 64 << 10;  // bytes read at a time when walking 
 // anything up to this is accepted when reading a segment back.
 constexpr uint64_t kMaxBatchFloor = 64 << 20;
 constexpr const char* kLogStartFile = "log-start-offset";
+// How far past its writes the active segment's blocks are reserved (see ReserveAhead).
+constexpr uint64_t kReserveAheadBytes = 8 << 20;
 
 std::string SegmentName(int64_t base, std::string_view ext) {
   return fmt::format("{:020d}{}", base, ext);
@@ -130,6 +135,9 @@ struct PartitionLog::Segment {
   uint64_t written_index_entries = 0;  // in the offset-index file: readers search these
   uint64_t written_time_entries = 0;
   bool closed_durable = false;  // rolled, and its files were synced
+  // Blocks of the .log reserved up to here (ReserveAhead). Only the write job and
+  // TruncateTo (which waits for it) touch it.
+  uint64_t reserved_end = 0;
 };
 
 // Bytes for one segment, appended together and written by one job.
@@ -697,13 +705,53 @@ void PartitionLog::FinishTask(std::vector<std::pair<Waiter, Status>>& ready, boo
   idle_cv_.notify_all();
 }
 
+// Reserves the blocks of the active segment ahead of its writes, kReserveAheadBytes at a
+// time: fallocate with FALLOC_FL_KEEP_SIZE, which changes neither the file's size nor its
+// bytes (so going around the Env, as sendfile does, hides nothing from a fault-injecting
+// one). Why: otherwise ext4 allocates a segment's blocks in the writeback of each
+// fdatasync and converts them at I/O completion under the inode's i_data_sem, freeing
+// extent-tree blocks there (with -o discard and no journal, by a synchronous discard);
+// a pwrite that extends the file into new blocks needs that lock too, so appends stalled
+// for tens of milliseconds behind their own segment's periodic sync. Writes into reserved
+// blocks do not need it, and whole reserved stretches keep the extent tree small. Best
+// effort: where fallocate fails, the write allocates its blocks as before.
+void PartitionLog::ReserveAhead(File& file, Segment& seg, uint64_t pos, uint64_t end,
+                                uint64_t segment_bytes) {
+  // A segment this full rolls at the next append: its last writes are not worth it.
+  if (end <= seg.reserved_end || end >= segment_bytes) return;
+  if (!reserve_supported_ || file.fd() < 0) return;
+  uint64_t from = std::max(seg.reserved_end, pos);  // bytes before `pos` have their blocks
+  uint64_t to = std::min(end + kReserveAheadBytes, segment_bytes);
+  seg.reserved_end = to;  // also on failure: one attempt per stretch, not one per write
+  if (::fallocate(file.fd(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                  static_cast<off_t>(to - from)) != 0 &&
+      (errno == EOPNOTSUPP || errno == ENOSYS)) {
+    reserve_supported_ = false;
+  }
+}
+
+// Gives back the blocks reserved past a segment's `size` (a truncation to the same size
+// frees them), so a closed segment takes no more space than its bytes.
+void PartitionLog::ReleaseReserved(Segment& seg, uint64_t size) {
+  if (seg.reserved_end <= size) return;
+  seg.reserved_end = 0;
+  auto f = LogFile(seg, OpenMode::kReadWrite);
+  Status st = f.ok() ? (*f)->Truncate(size) : f.status();
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "log {}: giving back the space reserved past {}: {}", dir_,
+               seg.log_path, st.ToString());
+  }
+}
+
 // The write job: writes everything pending, one pwrite per segment. A segment being
 // closed is synced here, before any byte of the next segment is written.
 void PartitionLog::RunIoJob() {
   std::vector<Chunk> chunks;
+  uint64_t segment_bytes;
   {
     std::lock_guard lock(mu_);
     chunks.swap(pending_);
+    segment_bytes = limits_.segment_bytes;
   }
 
   Status st;
@@ -725,6 +773,7 @@ void PartitionLog::RunIoJob() {
     }
     if (!c.bytes.empty()) {
       auto f = LogFile(*c.seg, OpenMode::kReadWrite);
+      if (f.ok()) ReserveAhead(**f, *c.seg, c.file_pos, c.file_pos + c.bytes.size(), segment_bytes);
       st = f.ok() ? (*f)->WriteAt(c.file_pos, c.bytes) : f.status();
     }
     if (st.ok() && !c.index_bytes.empty()) {
@@ -741,6 +790,7 @@ void PartitionLog::RunIoJob() {
     written_to = std::max(written_to, c.end_offset);
     done.push_back(&c);
     if (c.closes_segment) {
+      ReleaseReserved(*c.seg, c.file_pos + c.bytes.size());
       // Only the last segment can ever have a torn tail (docs/formats/storage.md).
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
         auto f = files_->Get(*p, OpenMode::kReadWrite);
@@ -1164,7 +1214,8 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     if (!r.problem.empty()) {
       return CorruptionError("{} at byte {}: {}", seg->log_path, r.end, r.problem);
     }
-    RETURN_IF_ERROR(file->Truncate(r.end));
+    RETURN_IF_ERROR(file->Truncate(r.end));  // also frees the blocks reserved past it
+    seg->reserved_end = 0;
     RETURN_IF_ERROR(file->Sync());
     RETURN_IF_ERROR(InstallScan(*seg, r, /*closed=*/false));
     seg->closed_durable = false;

@@ -245,6 +245,8 @@ class PartitionLog {
   Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);
   void MaybeScheduleLocked();
   void RunIoJob();
+  void ReserveAhead(File& file, Segment& seg, uint64_t pos, uint64_t end, uint64_t segment_bytes);
+  void ReleaseReserved(Segment& seg, uint64_t size);
   void RunSync();
   void OnSyncTimer();
   void FailLocked(const Status& st, std::vector<std::pair<Waiter, Status>>* ready);
@@ -288,6 +290,8 @@ class PartitionLog {
   int callbacks_running_ = 0;        // tasks running acks outside the lock
   Status failed_;  // non-OK after a write error
   bool closed_ = false;
+
+  bool reserve_supported_ = true;  // false once fallocate said "not here"; write job only
 
   std::mutex start_file_mu_;  // serializes writers of <dir>/log-start-offset
   // The largest max_batch_bytes ever set: bounds scans of stored batches (read without mu_).
