@@ -16,10 +16,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -365,12 +367,17 @@ void ExpectTopic(const std::string& topic, const std::vector<Record>& want,
 // ---------------------------------------------------------------------------------
 // Producing
 
-// Delivery reports of a producer, by the index each record was produced with.
+// Delivery reports of a producer, by the index each record was produced with; and,
+// from librdkafka's log (with debug=msg), the codec of each batch it sent.
 struct DeliveryLog {
   std::vector<rd_kafka_resp_err_t> errors;
   std::vector<int64_t> offsets;
   std::vector<rd_kafka_msg_status_t> statuses;
   size_t reports = 0;
+
+  std::mutex mu;                              // the log callback runs on librdkafka's threads
+  std::map<std::string, int> batches_by_codec;  // guarded by mu
+  std::vector<std::string> not_compressed;      // guarded by mu: why a batch went uncompressed
 
   void Reset(size_t n) {
     errors.assign(n, RD_KAFKA_RESP_ERR__IN_PROGRESS);
@@ -390,9 +397,30 @@ void OnDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   ++log->reports;
 }
 
+// librdkafka's log lines: warnings and errors to stderr; with debug=msg, each batch's
+// codec ("Produce MessageSet with 3 message(s) (... PID{Invalid}, gzip)") and any
+// decision not to compress.
+void OnLog(const rd_kafka_t* rk, int level, const char* fac, const char* buf) {
+  std::string_view line(buf);
+  if (level <= 4) std::fprintf(stderr, "%%%d|%s|%s| %s\n", level, fac, rd_kafka_name(rk), buf);
+  auto* log = static_cast<DeliveryLog*>(rd_kafka_opaque(rk));
+  if (log == nullptr) return;
+  if (line.find("not compressing batch") != std::string_view::npos) {
+    std::lock_guard lock(log->mu);
+    log->not_compressed.emplace_back(line);
+  } else if (line.find("Produce MessageSet") != std::string_view::npos && line.ends_with(")")) {
+    size_t comma = line.rfind(", ");
+    if (comma == std::string_view::npos) return;
+    std::lock_guard lock(log->mu);
+    ++log->batches_by_codec[std::string(line.substr(comma + 2, line.size() - comma - 3))];
+  }
+}
+
 KafkaPtr NewProducer(const Props& props, DeliveryLog* log) {
-  return NewClient(RD_KAFKA_PRODUCER, props, log,
-                   [](rd_kafka_conf_t* conf) { rd_kafka_conf_set_dr_msg_cb(conf, OnDelivery); });
+  return NewClient(RD_KAFKA_PRODUCER, props, log, [](rd_kafka_conf_t* conf) {
+    rd_kafka_conf_set_dr_msg_cb(conf, OnDelivery);
+    rd_kafka_conf_set_log_cb(conf, OnLog);
+  });
 }
 
 // Enqueues one record (its delivery report will carry `index`), waiting while the
@@ -534,13 +562,23 @@ TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
 
   DeliveryLog log;
   // No retries: on loopback a correct broker needs none, and none can reorder records.
-  KafkaPtr producer = NewProducer({{"acks", acks}, {"compression.codec", codec},
-                                   {"linger.ms", "5"}, {"message.send.max.retries", "0"}},
+  // debug=msg: librdkafka logs the codec of every batch it sends.
+  KafkaPtr producer = NewProducer({{"acks", acks}, {"compression.codec", codec}, {"linger.ms", "5"},
+                                   {"message.send.max.retries", "0"}, {"debug", "msg"}},
                                   &log);
   ASSERT_TRUE(producer);
   ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, records));
   if (acks != "0") {
     ASSERT_NO_FATAL_FAILURE(ExpectDeliveredInOrder(records, log));
+  }
+  if (codec != "none") {
+    // The batches must really be compressed. librdkafka before 2.8 compresses with gzip,
+    // snappy and lz4 only if ApiVersions lists Produce v0, which is why Kafka 4 lists
+    // Produce v0-v2 though it serves none of them (KAFKA-18659, librdkafka issue 4956).
+    std::lock_guard lock(log.mu);
+    EXPECT_TRUE(log.not_compressed.empty()) << log.not_compressed.size() << " batches sent uncompressed: "
+                                            << log.not_compressed.front();
+    EXPECT_GT(log.batches_by_codec[codec], 0) << "no batch compressed with " << codec;
   }
 
   std::vector<Consumed> got = ReadPartitions(topic, FromBeginning(2), records.size());
@@ -614,6 +652,7 @@ struct Member {
   std::set<int32_t> assigned;
   std::map<int32_t, int64_t> next;
   int since_commit = 0;
+  int rebalances = 0;    // rebalance callbacks served
   bool leaving = false;  // unsubscribed: gives its partitions up, then closes
   bool closed = false;
 };
@@ -652,6 +691,7 @@ void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partiti
                  void* opaque) {
   auto* m = static_cast<Member*>(opaque);
   const bool cooperative = m->cooperative;
+  ++m->rebalances;
   std::set<int32_t> moving;
   for (int i = 0; i < parts->cnt; ++i) moving.insert(parts->elems[i].partition);
   if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -685,19 +725,20 @@ void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partiti
   }
 }
 
+// `instance_id`, when not empty, makes a static member (group.instance.id, KIP-345).
 std::unique_ptr<Member> NewMember(const std::string& group, const std::string& topic, const std::string& assignor,
-                                  const std::string& name, GroupLedger* ledger) {
+                                  const std::string& name, GroupLedger* ledger, const std::string& instance_id = "") {
   auto m = std::make_unique<Member>();
   m->name = name;
   m->topic = topic;
   m->cooperative = assignor == "cooperative-sticky";
   m->ledger = ledger;
-  m->rk = NewClient(RD_KAFKA_CONSUMER,
-                    {{"group.id", group}, {"client.id", name}, {"enable.auto.commit", "false"},
-                     {"auto.offset.reset", "earliest"}, {"enable.partition.eof", "false"},
-                     {"partition.assignment.strategy", assignor},
-                     {"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "250"}},
-                    m.get(), [](rd_kafka_conf_t* conf) { rd_kafka_conf_set_rebalance_cb(conf, OnRebalance); });
+  Props props = {{"group.id", group}, {"client.id", name}, {"enable.auto.commit", "false"},
+                 {"auto.offset.reset", "earliest"}, {"enable.partition.eof", "false"},
+                 {"partition.assignment.strategy", assignor},
+                 {"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "250"}};
+  if (!instance_id.empty()) props.emplace_back("group.instance.id", instance_id);
+  m->rk = NewClient(RD_KAFKA_CONSUMER, props, m.get(), [](rd_kafka_conf_t* conf) { rd_kafka_conf_set_rebalance_cb(conf, OnRebalance); });
   if (!m->rk) return nullptr;
   ListPtr topics(rd_kafka_topic_partition_list_new(1));
   rd_kafka_topic_partition_list_add(topics.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
@@ -954,6 +995,87 @@ INSTANTIATE_TEST_SUITE_P(Assignors, ConsumerGroupTest, ::testing::Values("range"
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
+
+// A static member (KIP-345) that closes and comes back under the same group.instance.id
+// within its session timeout gets its partitions back without a rebalance: the other
+// member is not disturbed, and the returning member resumes at its committed offsets.
+TEST_F(BrokerTest, StaticMemberComesBackWithoutRebalancingTheGroup) {
+  const std::string topic = "static-events";
+  const std::string group = "static-group";
+  ASSERT_EQ(CreateTopic(admin(), topic, 4), RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::vector<Record> first = MakeRecords("static-1", 4, 50, 91, 1'740'000'000'000);
+  std::vector<Record> second = MakeRecords("static-2", 4, 50, 92, 1'740'000'100'000);
+  DeliveryLog log;
+  KafkaPtr producer = NewProducer({{"acks", "all"}}, &log);
+  ASSERT_TRUE(producer);
+  ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, first));
+
+  GroupLedger ledger;
+  std::vector<std::unique_ptr<Member>> members;
+  members.push_back(NewMember(group, topic, "range", "static-a", &ledger, "instance-a"));
+  members.push_back(NewMember(group, topic, "range", "static-b", &ledger, "instance-b"));
+  ASSERT_TRUE(members[0] && members[1]);
+  auto run_until = [&](size_t processed, const char* what) {
+    auto deadline = Clock::now() + 60s;
+    while (Clock::now() < deadline) {
+      for (auto& m : members) Process(m.get(), 20);
+      bool owning = std::all_of(members.begin(), members.end(),
+                                [](const auto& m) { return m->closed || m->assigned.size() == 2; });
+      if (owning && ledger.total >= processed) return true;
+    }
+    ADD_FAILURE() << what << ": not within 60 s (processed " << ledger.total << ")";
+    return false;
+  };
+  ASSERT_TRUE(run_until(first.size(), "two static members"));
+
+  // static-a closes (its revoke callback commits; a static member sends no LeaveGroup)
+  // and a new consumer takes its place under the same instance id.
+  const std::set<int32_t> owned_by_a = members[0]->assigned;
+  const int b_rebalances = members[1]->rebalances;
+  rd_kafka_consumer_close(members[0]->rk.get());
+  members[0]->closed = true;
+  members.push_back(NewMember(group, topic, "range", "static-a-again", &ledger, "instance-a"));
+  ASSERT_TRUE(members.back());
+  ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, second));
+  ASSERT_TRUE(run_until(first.size() + second.size(), "static-a back"));
+  EXPECT_EQ(members[2]->assigned, owned_by_a);
+  EXPECT_EQ(members[1]->rebalances, b_rebalances) << "static-b went through a rebalance";
+
+  {
+    AdminCall call(admin(), RD_KAFKA_ADMIN_OP_DESCRIBECONSUMERGROUPS);
+    const char* groups[] = {group.c_str()};
+    rd_kafka_DescribeConsumerGroups(admin(), groups, 1, call.options(), call.queue());
+    EventPtr ev = call.Wait(RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT);
+    ASSERT_TRUE(ev);
+    size_t n = 0;
+    const rd_kafka_ConsumerGroupDescription_t** descs = rd_kafka_DescribeConsumerGroups_result_groups(
+        rd_kafka_event_DescribeConsumerGroups_result(ev.get()), &n);
+    ASSERT_EQ(n, 1u);
+    EXPECT_EQ(GroupStateName(rd_kafka_ConsumerGroupDescription_state(descs[0])), "Stable");
+    std::map<std::string, std::string> instances;  // instance id -> client id
+    for (size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(descs[0]); ++i) {
+      const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(descs[0], i);
+      const char* instance = rd_kafka_MemberDescription_group_instance_id(member);
+      instances[instance ? instance : "(none)"] = rd_kafka_MemberDescription_client_id(member);
+    }
+    // Kafka replaces only the member id of a returning static member: the client id
+    // stays the one it joined with first (GroupMetadata.replaceStaticMember).
+    EXPECT_EQ(instances, (std::map<std::string, std::string>{{"instance-a", "static-a"},
+                                                              {"instance-b", "static-b"}}));
+  }
+  for (const std::string& e : ledger.errors) ADD_FAILURE() << e;
+  std::vector<Record> all = first;
+  all.insert(all.end(), second.begin(), second.end());
+  auto want = ByPartition(all);
+  for (int32_t p = 0; p < 4; ++p) {
+    ExpectPartition(topic + " [" + std::to_string(p) + "]", want[p], ledger.by_partition[p]);
+  }
+  // Static members leave only by session timeout; closing them here needs no rebalance.
+  for (auto& m : members) {
+    if (!m->closed) rd_kafka_consumer_close(m->rk.get());
+    m->closed = true;
+  }
+}
 
 // ---------------------------------------------------------------------------------
 // Committed offsets and seek
@@ -1218,6 +1340,77 @@ TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
   EXPECT_EQ(PartitionCount(admin(), "admin-a"), 1);
   EXPECT_EQ(Watermarks(admin(), "admin-a", 0), std::make_pair(int64_t{0}, int64_t{0}));
   EXPECT_EQ(DeleteTopic(admin(), "admin-b"), RD_KAFKA_RESP_ERR_NO_ERROR);
+}
+
+// ---------------------------------------------------------------------------------
+// Per-topic limits and timestamps
+
+TEST_F(BrokerTest, LogAppendTimeTopicsStampRecordsWithTheBrokerClock) {
+  const std::string topic = "append-time";
+  ASSERT_EQ(CreateTopic(admin(), topic, 1, {{"message.timestamp.type", "LogAppendTime"}}),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::vector<Record> records = MakeRecords(topic, 1, 100, 95, 1'000'000'000'000);  // 2001
+  auto wall_ms = [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  DeliveryLog log;
+  KafkaPtr producer = NewProducer({{"compression.codec", "lz4"}, {"linger.ms", "20"}}, &log);
+  ASSERT_TRUE(producer);
+  const int64_t before = wall_ms();
+  ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, records));
+  const int64_t after = wall_ms();
+
+  std::vector<Consumed> got = ReadPartitions(topic, FromBeginning(1), records.size());
+  ASSERT_EQ(got.size(), records.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].offset, static_cast<int64_t>(i));
+    EXPECT_EQ(got[i].key, records[i].key);
+    EXPECT_EQ(got[i].value, records[i].value);
+    EXPECT_EQ(got[i].headers, records[i].headers);
+    EXPECT_EQ(got[i].timestamp_type, RD_KAFKA_TIMESTAMP_LOG_APPEND_TIME) << "record " << i;
+    EXPECT_GE(got[i].timestamp_ms, before) << "record " << i;
+    EXPECT_LE(got[i].timestamp_ms, after) << "record " << i;
+  }
+  // Lookups by time use the broker's times, not the producer's.
+  ListPtr query = NewList(topic, {{0, before}});
+  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ(query->elems[0].offset, 0);
+  query = NewList(topic, {{0, after + 1}});
+  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ(query->elems[0].offset, -1);
+}
+
+TEST_F(BrokerTest, BatchesOverMaxMessageBytesAreRefusedAndSmallerOnesTaken) {
+  const std::string topic = "small-messages";
+  ASSERT_EQ(CreateTopic(admin(), topic, 1, {{"max.message.bytes", "10000"}}), RD_KAFKA_RESP_ERR_NO_ERROR);
+  std::mt19937 rng(97);
+  std::string random(20000, '\0');
+  for (char& c : random) c = static_cast<char>(rng());
+  auto produce_one = [&](const std::string& value, const char* codec) {
+    DeliveryLog log;
+    KafkaPtr producer = NewProducer({{"compression.codec", codec}, {"linger.ms", "0"},
+                                     {"message.send.max.retries", "0"}},
+                                    &log);
+    log.Reset(1);
+    Record r;
+    r.value = value;
+    r.timestamp_ms = 1'750'000'000'000;
+    EXPECT_TRUE(ProduceOne(producer.get(), topic, r, 0));
+    EXPECT_EQ(rd_kafka_flush(producer.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+    return log.errors[0];
+  };
+  // 20,000 random bytes: over the limit however compressed.
+  EXPECT_EQ(produce_one(random, "none"), RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  EXPECT_EQ(produce_one(random, "zstd"), RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+  // The limit is on the batch as sent: 20,000 zeros compress far below it.
+  EXPECT_EQ(produce_one(std::string(20000, '\0'), "zstd"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ(produce_one(random.substr(0, 5000), "none"), RD_KAFKA_RESP_ERR_NO_ERROR);
+  EXPECT_EQ(Watermarks(admin(), topic, 0), std::make_pair(int64_t{0}, int64_t{2}));
+  std::vector<Consumed> got = ReadPartitions(topic, FromBeginning(1), 2);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].value, std::string(20000, '\0'));
+  EXPECT_EQ(got[1].value, random.substr(0, 5000));
 }
 
 // ---------------------------------------------------------------------------------
