@@ -563,7 +563,8 @@ kafka::FindCoordinatorResponse Broker::FindCoordinator(const kafka::FindCoordina
 
 kafka::ApiVersionsResponse Broker::ApiVersions() const {
   kafka::ApiVersionsResponse resp;
-  for (const kafka::ApiVersionRange& a : kafka::SupportedApis()) {
+  for (const kafka::ApiVersionRange& supported : kafka::SupportedApis()) {
+    const kafka::ApiVersionRange a = kafka::AdvertisedRange(supported);  // Produce from v0
     resp.api_keys.push_back({static_cast<int16_t>(a.key), a.min, a.max, {}});
   }
   return resp;

@@ -44,6 +44,12 @@ constexpr std::array<ApiVersionRange, 27> kApis = {{
 
 std::span<const ApiVersionRange> SupportedApis() { return kApis; }
 
+ApiVersionRange AdvertisedRange(const ApiVersionRange& supported) {
+  ApiVersionRange r = supported;
+  if (r.key == ApiKey::kProduce) r.min = 0;
+  return r;
+}
+
 std::optional<ApiVersionRange> FindApi(int16_t key) {
   auto it = std::find_if(kApis.begin(), kApis.end(),
                          [key](const ApiVersionRange& a) { return static_cast<int16_t>(a.key) == key; });

@@ -141,6 +141,13 @@ struct ApiVersionRange {
 
 // Every API sluice serves, in ApiKey order.
 std::span<const ApiVersionRange> SupportedApis();
+
+// What ApiVersions lists: SupportedApis(), except that Produce is listed from v0.
+// librdkafka before 2.8 compresses with gzip, snappy or lz4 only when the broker lists
+// Produce v0, and otherwise silently sends those batches uncompressed; Kafka 4 lists v0
+// for the same reason (KAFKA-18659) and still refuses v0-2 requests, as sluice does
+// (DecodeRequest checks SupportedApis()).
+ApiVersionRange AdvertisedRange(const ApiVersionRange& supported);
 std::optional<ApiVersionRange> FindApi(ApiKey key);
 std::optional<ApiVersionRange> FindApi(int16_t key);
 std::string_view ApiName(ApiKey key);  // "Produce"

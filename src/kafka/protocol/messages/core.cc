@@ -246,7 +246,8 @@ void EncodeApiVersionsV0Fallback(Writer& w, ErrorCode error_code) {
   std::span<const ApiVersionRange> apis = SupportedApis();
   WriteErrorCode(w, error_code);
   w.ArrayLength(false, static_cast<int32_t>(apis.size()));
-  for (const ApiVersionRange& a : apis) {
+  for (const ApiVersionRange& supported : apis) {
+    const ApiVersionRange a = AdvertisedRange(supported);
     w.Int16(static_cast<int16_t>(a.key));
     w.Int16(a.min);
     w.Int16(a.max);
