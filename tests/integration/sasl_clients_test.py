@@ -127,7 +127,8 @@ def confluent_kafka_scram(bootstrap):
     for f in admin.create_topics([NewTopic("secure-ck", 3, 1)], operation_timeout=10, request_timeout=20).values():
         f.result(timeout=30)
     records = make_records("secure-ck", 3, 200, 71, 1_720_000_000_000)
-    expect_offsets_in_order(records, ck_produce({**config, "enable.idempotence": True, "compression.type": "lz4"},
+    # gzip: kafka-python reads these records later, and Debian's has no lz4 codec.
+    expect_offsets_in_order(records, ck_produce({**config, "enable.idempotence": True, "compression.type": "gzip"},
                                                 "secure-ck", records))
 
     c = Consumer({**config, "group.id": "secure-group", "enable.auto.commit": False,
