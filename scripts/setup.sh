@@ -13,6 +13,7 @@ APT_PACKAGES=(
   nodejs
   libssl-dev librdkafka-dev iperf3
   kcat python3-confluent-kafka python3-kafka
+  libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
 )
 
 missing=()

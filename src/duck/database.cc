@@ -2,8 +2,292 @@
 
 #include <duckdb.h>
 
+#include <utility>
+
+#include <fmt/format.h>
+
 namespace sluice::duck {
 
+struct ResultState {
+  duckdb_result result;
+};
+
+namespace {
+
+ColumnType ToColumnType(duckdb_type t) {
+  switch (t) {
+    case DUCKDB_TYPE_BOOLEAN: return ColumnType::kBoolean;
+    case DUCKDB_TYPE_INTEGER: return ColumnType::kInt32;
+    case DUCKDB_TYPE_BIGINT: return ColumnType::kInt64;
+    case DUCKDB_TYPE_DOUBLE: return ColumnType::kDouble;
+    case DUCKDB_TYPE_VARCHAR: return ColumnType::kVarchar;
+    case DUCKDB_TYPE_BLOB: return ColumnType::kBlob;
+    default: return ColumnType::kOther;
+  }
+}
+
+Status ResultError(duckdb_result* result) {
+  const char* msg = duckdb_result_error(result);
+  std::string text = msg != nullptr ? msg : "unknown DuckDB error";
+  switch (duckdb_result_error_type(result)) {
+    case DUCKDB_ERROR_OUT_OF_MEMORY:
+      return ResourceExhaustedError("DuckDB: {}", text);
+    case DUCKDB_ERROR_INTERRUPT:
+      return AbortedError("DuckDB: {}", text);
+    case DUCKDB_ERROR_INTERNAL:
+    case DUCKDB_ERROR_FATAL:
+    case DUCKDB_ERROR_UNKNOWN_TYPE:
+      return InternalError("DuckDB: {}", text);
+    case DUCKDB_ERROR_IO:
+      return IOError("DuckDB: {}", text);
+    default:
+      return InvalidArgumentError("DuckDB: {}", text);
+  }
+}
+
+}  // namespace
+
 std::string_view LibraryVersion() { return duckdb_library_version(); }
+
+Result<std::unique_ptr<Database>> Database::Open(const DatabaseOptions& options) {
+  duckdb_config config = nullptr;
+  if (duckdb_create_config(&config) == DuckDBError) {
+    return InternalError("DuckDB: cannot create a config");
+  }
+  auto set = [&](const char* name, const std::string& value) -> Status {
+    if (duckdb_set_config(config, name, value.c_str()) == DuckDBError) {
+      return InvalidArgumentError("DuckDB: cannot set {} to '{}'", name, value);
+    }
+    return Status::OK();
+  };
+  Status st = set("threads", std::to_string(std::max(1, options.threads)));
+  if (st.ok() && options.memory_limit_bytes > 0) {
+    st = set("memory_limit", std::to_string(options.memory_limit_bytes) + "B");
+  }
+  if (st.ok() && !options.temp_directory.empty()) st = set("temp_directory", options.temp_directory);
+  // Extensions are never downloaded: the process works offline and loads nothing it was
+  // not built with.
+  if (st.ok()) st = set("autoinstall_known_extensions", "false");
+  if (st.ok()) st = set("autoload_known_extensions", "false");
+  if (!st.ok()) {
+    duckdb_destroy_config(&config);
+    return st;
+  }
+  duckdb_database db = nullptr;
+  char* error = nullptr;
+  const char* path = options.path.empty() ? nullptr : options.path.c_str();
+  duckdb_state state = duckdb_open_ext(path, &db, config, &error);
+  duckdb_destroy_config(&config);
+  if (state == DuckDBError) {
+    std::string msg = error != nullptr ? error : "unknown error";
+    duckdb_free(error);
+    return IOError("DuckDB: cannot open database '{}': {}",
+                   options.path.empty() ? ":memory:" : options.path, msg);
+  }
+  return std::unique_ptr<Database>(new Database(db));
+}
+
+Database::~Database() { duckdb_close(&db_); }
+
+Result<std::unique_ptr<Connection>> Connection::Open(Database& db) {
+  duckdb_connection conn = nullptr;
+  if (duckdb_connect(db.handle(), &conn) == DuckDBError) {
+    return InternalError("DuckDB: cannot connect to the database");
+  }
+  return std::unique_ptr<Connection>(new Connection(conn));
+}
+
+Connection::~Connection() { duckdb_disconnect(&conn_); }
+
+Status Connection::Execute(std::string_view sql) {
+  auto result = Query(sql);
+  return result.status();
+}
+
+Result<QueryResult> Connection::Query(std::string_view sql) {
+  auto result = std::make_unique<ResultState>();
+  std::string text(sql);  // the C API wants a terminated string
+  if (duckdb_query(conn_, text.c_str(), &result->result) == DuckDBError) {
+    Status st = ResultError(&result->result);
+    duckdb_destroy_result(&result->result);
+    return st;
+  }
+  return QueryResult(std::move(result));
+}
+
+void Connection::Interrupt() { duckdb_interrupt(conn_); }
+
+QueryResult::QueryResult(std::unique_ptr<ResultState> result) : result_(std::move(result)) {
+  idx_t n = duckdb_column_count(&result_->result);
+  names_.reserve(n);
+  types_.reserve(n);
+  for (idx_t i = 0; i < n; ++i) {
+    const char* name = duckdb_column_name(&result_->result, i);
+    names_.emplace_back(name != nullptr ? name : "");
+    types_.push_back(ToColumnType(duckdb_column_type(&result_->result, i)));
+  }
+  chunks_.assign(duckdb_result_chunk_count(result_->result), nullptr);
+}
+
+QueryResult::QueryResult(QueryResult&& other) noexcept
+    : result_(std::move(other.result_)),
+      names_(std::move(other.names_)),
+      types_(std::move(other.types_)),
+      chunks_(std::move(other.chunks_)) {
+  other.chunks_.clear();
+}
+
+QueryResult& QueryResult::operator=(QueryResult&& other) noexcept {
+  if (this != &other) {
+    Free();
+    result_ = std::move(other.result_);
+    names_ = std::move(other.names_);
+    types_ = std::move(other.types_);
+    chunks_ = std::move(other.chunks_);
+    other.chunks_.clear();
+  }
+  return *this;
+}
+
+QueryResult::~QueryResult() { Free(); }
+
+void QueryResult::Free() {
+  for (duckdb_data_chunk& c : chunks_) {
+    if (c != nullptr) duckdb_destroy_data_chunk(&c);
+  }
+  chunks_.clear();
+  if (result_ != nullptr) {
+    duckdb_destroy_result(&result_->result);
+    result_.reset();
+  }
+}
+
+std::string QueryResult::column_type_name(size_t col) const {
+  duckdb_logical_type type = duckdb_column_logical_type(&result_->result, col);
+  // The C API has no logical-type-to-string: name the type ids (not their parameters).
+  duckdb_type id = duckdb_get_type_id(type);
+  duckdb_destroy_logical_type(&type);
+  switch (id) {
+    case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
+    case DUCKDB_TYPE_TINYINT: return "TINYINT";
+    case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
+    case DUCKDB_TYPE_INTEGER: return "INTEGER";
+    case DUCKDB_TYPE_BIGINT: return "BIGINT";
+    case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
+    case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
+    case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
+    case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
+    case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
+    case DUCKDB_TYPE_FLOAT: return "FLOAT";
+    case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
+    case DUCKDB_TYPE_DECIMAL: return "DECIMAL";
+    case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
+    case DUCKDB_TYPE_BLOB: return "BLOB";
+    case DUCKDB_TYPE_DATE: return "DATE";
+    case DUCKDB_TYPE_TIME: return "TIME";
+    case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
+    case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
+    case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
+    case DUCKDB_TYPE_UUID: return "UUID";
+    case DUCKDB_TYPE_LIST: return "LIST";
+    case DUCKDB_TYPE_STRUCT: return "STRUCT";
+    case DUCKDB_TYPE_MAP: return "MAP";
+    default: return "TYPE#" + std::to_string(static_cast<int>(id));
+  }
+}
+
+uint64_t QueryResult::row_count() const {
+  uint64_t rows = 0;
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    rows += const_cast<QueryResult*>(this)->chunk(i).size();
+  }
+  return rows;
+}
+
+uint64_t QueryResult::rows_changed() const { return duckdb_rows_changed(&result_->result); }
+
+size_t QueryResult::chunk_count() const { return chunks_.size(); }
+
+ResultChunk QueryResult::chunk(size_t i) {
+  if (chunks_[i] == nullptr) chunks_[i] = duckdb_result_get_chunk(result_->result, i);
+  return ResultChunk(chunks_[i], &types_);
+}
+
+Result<std::vector<std::vector<std::optional<std::string>>>> Connection::QueryText(
+    std::string_view select) {
+  ASSIGN_OR_RETURN(QueryResult result,
+                   Query(fmt::format("SELECT COLUMNS(*)::VARCHAR FROM ({})", select)));
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  for (size_t i = 0; i < result.chunk_count(); ++i) {
+    ResultChunk c = result.chunk(i);
+    for (size_t r = 0; r < c.size(); ++r) {
+      auto& row = rows.emplace_back();
+      for (size_t col = 0; col < result.column_count(); ++col) {
+        if (c.IsNull(col, r)) {
+          row.emplace_back(std::nullopt);
+        } else {
+          row.emplace_back(std::string(c.GetString(col, r)));
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+ResultChunk::ResultChunk(_duckdb_data_chunk* chunk, const std::vector<ColumnType>* types)
+    : chunk_(chunk), types_(types), rows_(duckdb_data_chunk_get_size(chunk)) {}
+
+bool ResultChunk::IsNull(size_t col, size_t row) const {
+  uint64_t* validity = duckdb_vector_get_validity(duckdb_data_chunk_get_vector(chunk_, col));
+  return validity != nullptr && !duckdb_validity_row_is_valid(validity, row);
+}
+
+namespace {
+template <typename T>
+const T* ColumnData(duckdb_data_chunk chunk, size_t col) {
+  return static_cast<const T*>(duckdb_vector_get_data(duckdb_data_chunk_get_vector(chunk, col)));
+}
+}  // namespace
+
+bool ResultChunk::GetBool(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kBoolean);
+  return ColumnData<bool>(chunk_, col)[row];
+}
+int32_t ResultChunk::GetInt32(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kInt32);
+  return ColumnData<int32_t>(chunk_, col)[row];
+}
+int64_t ResultChunk::GetInt64(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kInt64);
+  return ColumnData<int64_t>(chunk_, col)[row];
+}
+double ResultChunk::GetDouble(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kDouble);
+  return ColumnData<double>(chunk_, col)[row];
+}
+std::string_view ResultChunk::GetString(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kVarchar || (*types_)[col] == ColumnType::kBlob);
+  const duckdb_string_t& s = ColumnData<duckdb_string_t>(chunk_, col)[row];
+  uint32_t len = duckdb_string_t_length(s);
+  return {duckdb_string_t_data(const_cast<duckdb_string_t*>(&s)), len};
+}
+
+std::string QuoteIdentifier(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string QuoteLiteral(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
 
 }  // namespace sluice::duck

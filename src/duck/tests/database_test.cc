@@ -1,0 +1,109 @@
+#include "duck/database.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::duck {
+namespace {
+
+std::unique_ptr<Connection> Connect(Database& db) {
+  auto conn = Connection::Open(db);
+  EXPECT_TRUE(conn.ok()) << conn.status().ToString();
+  return std::move(conn).value();
+}
+
+TEST(DatabaseTest, QueriesReturnTypedColumns) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = Connect(**db);
+  ASSERT_TRUE(conn->Execute("CREATE TABLE t (b BOOLEAN, i INTEGER, l BIGINT, d DOUBLE, s VARCHAR)").ok());
+  ASSERT_TRUE(conn->Execute("INSERT INTO t VALUES (true, 1, 10000000000, 1.5, 'a much longer string than twelve'),"
+                            "(NULL, NULL, NULL, NULL, NULL)").ok());
+  auto r = conn->Query("SELECT * FROM t ORDER BY i NULLS LAST");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->column_count(), 5u);
+  EXPECT_EQ(r->column_name(4), "s");
+  EXPECT_EQ(r->column_type(0), ColumnType::kBoolean);
+  EXPECT_EQ(r->column_type(2), ColumnType::kInt64);
+  EXPECT_EQ(r->column_type_name(3), "DOUBLE");
+  EXPECT_EQ(r->row_count(), 2u);
+  ResultChunk c = r->chunk(0);
+  EXPECT_TRUE(c.GetBool(0, 0));
+  EXPECT_EQ(c.GetInt32(1, 0), 1);
+  EXPECT_EQ(c.GetInt64(2, 0), 10000000000);
+  EXPECT_EQ(c.GetDouble(3, 0), 1.5);
+  EXPECT_EQ(c.GetString(4, 0), "a much longer string than twelve");
+  for (size_t col = 0; col < 5; ++col) EXPECT_TRUE(c.IsNull(col, 1));
+  EXPECT_FALSE(c.IsNull(4, 0));
+}
+
+TEST(DatabaseTest, ManyChunks) {
+  auto db = Database::Open({});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto r = conn->Query("SELECT range AS x FROM range(10000)");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->row_count(), 10000u);
+  int64_t sum = 0;
+  for (size_t i = 0; i < r->chunk_count(); ++i) {
+    ResultChunk c = r->chunk(i);
+    for (size_t row = 0; row < c.size(); ++row) sum += c.GetInt64(0, row);
+  }
+  EXPECT_EQ(sum, 10000LL * 9999 / 2);
+  QueryResult moved = std::move(r).value();
+  EXPECT_EQ(moved.row_count(), 10000u);
+}
+
+TEST(DatabaseTest, ErrorsNameWhatWentWrong) {
+  auto db = Database::Open({});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto r = conn->Query("SELEC 1");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("syntax error"), std::string::npos) << r.status().message();
+  Status st = conn->Execute("SELECT * FROM missing_table");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("missing_table"), std::string::npos);
+  EXPECT_FALSE(conn->Execute("SELECT 'x'::INTEGER").ok());
+  // The connection still works after errors.
+  EXPECT_TRUE(conn->Execute("SELECT 1").ok());
+}
+
+TEST(DatabaseTest, MemoryLimitIsEnforced) {
+  auto db = Database::Open({.memory_limit_bytes = 32 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto limit = conn->QueryText("SELECT current_setting('memory_limit')");
+  ASSERT_TRUE(limit.ok()) << limit.status().ToString();
+  EXPECT_NE((*limit)[0][0]->find("MiB"), std::string::npos) << *(*limit)[0][0];
+  // A hash aggregate over far more than 32 MiB of distinct strings, with nowhere to spill.
+  Status st = conn->Execute(
+      "SELECT count(*) FROM (SELECT DISTINCT repeat('x', 100) || range::VARCHAR FROM range(3000000))");
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+}
+
+TEST(DatabaseTest, BadOptionsAreErrors) {
+  EXPECT_FALSE(Database::Open({.path = "/nonexistent-dir/x/y.duckdb"}).ok());
+}
+
+TEST(DatabaseTest, QueryTextCastsEveryType) {
+  auto db = Database::Open({});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto rows = conn->QueryText("SELECT 1 AS a, {'k': [1, 2]} AS s, NULL AS n, DATE '2024-01-02' AS d");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0][0], "1");
+  EXPECT_EQ((*rows)[0][1], "{'k': [1, 2]}");
+  EXPECT_EQ((*rows)[0][2], std::nullopt);
+  EXPECT_EQ((*rows)[0][3], "2024-01-02");
+}
+
+TEST(DatabaseTest, Quoting) {
+  EXPECT_EQ(QuoteIdentifier("a\"b"), "\"a\"\"b\"");
+  EXPECT_EQ(QuoteLiteral("it's"), "'it''s'");
+}
+
+}  // namespace
+}  // namespace sluice::duck
