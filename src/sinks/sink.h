@@ -1,0 +1,63 @@
+// Sink: where a pipeline's results go. The pipeline runs its SQL, leaves the result in a
+// DuckDB table on its own connection and hands that table to the sink; when the sink says
+// a flush is durable, the pipeline commits the source offsets that produced it
+// (at-least-once, DESIGN.md). Every sink type (console, noop, kafka, sqlcommand, postgres,
+// and later iceberg) implements this interface; the pipeline's dead-letter queue is a Sink
+// too.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "duck/database.h"
+
+namespace sluice::sinks {
+
+// (topic, partition) -> the offset of the next record to read: what a consumer commits.
+using SourceOffsets = std::map<std::pair<std::string, int32_t>, int64_t>;
+
+// A row a sink would not take (it cannot be cast to the schema the sink fixed at its
+// first batch, say), and why. The pipeline hands it to its on_error policy.
+struct RejectedRow {
+  std::string row_json;  // the row as a JSON object
+  std::string reason;    // names the column and the problem
+};
+
+// Lifecycle: made by the pipeline for one run; Write and Flush alternate on the pipeline's
+// thread (never concurrently); destroyed after the last Flush (or without it, on a crash
+// path, when buffered rows may be dropped: the offsets were not committed).
+class Sink {
+ public:
+  virtual ~Sink() = default;
+
+  // Takes the rows of `table` (a table or view on `conn`, the pipeline's connection)
+  // now: the table is emptied or replaced right after this returns, so a sink that
+  // buffers copies the rows it needs. `offsets` are the source offsets the batch covers
+  // (for sinks that store them with the data). Rows the sink refuses one by one go to
+  // `rejected` (never null) while the others are written. An error means none of the batch
+  // can be assumed written; the pipeline applies its on_error policy.
+  virtual Status Write(duck::Connection& conn, std::string_view table,
+                       const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) = 0;
+
+  // Makes everything written so far durable (or delivered, for a sink with no storage)
+  // and returns only then; an error means the pipeline must not commit past the last
+  // successful Flush.
+  virtual Status Flush() = 0;
+
+  // For sinks that store the source offsets with their data (a transactional table):
+  // the offsets they hold, which a restarted pipeline resumes from when they are ahead of
+  // the committed ones. nullopt for sinks that cannot tell.
+  virtual std::optional<SourceOffsets> HeldOffsets() { return std::nullopt; }
+
+  // The sink's type and target, for logs and metrics ("postgres table events").
+  virtual std::string Describe() const = 0;
+};
+
+}  // namespace sluice::sinks
