@@ -14,7 +14,92 @@ struct ConsumerCallbacks {
     self->last_error_ = detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err),
                                             rd_kafka_name(rk), reason);
   }
+
+  // Runs inside Poll. librdkafka leaves the (un)assignment to the application once a
+  // rebalance callback is set: tell the listener, then do what librdkafka would have.
+  static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t* partitions, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
+    RebalanceEvent event;
+    for (int i = 0; i < partitions->cnt; ++i) {
+      event.partitions.push_back({partitions->elems[i].topic, partitions->elems[i].partition,
+                                  RD_KAFKA_OFFSET_INVALID});
+    }
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      if (cooperative) {
+        detail::ErrorPtr e(rd_kafka_incremental_assign(rk, partitions));
+        if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental assign"));
+      } else {
+        self->RecordError(detail::ErrorStatus(rd_kafka_assign(rk, partitions), "assign"));
+      }
+      event.kind = RebalanceEvent::Kind::kAssigned;
+      if (self->rebalance_listener_) self->rebalance_listener_(event);
+      return;
+    }
+    event.kind = rd_kafka_assignment_lost(rk) ? RebalanceEvent::Kind::kLost
+                                              : RebalanceEvent::Kind::kRevoked;
+    if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && self->rebalance_listener_) {
+      self->rebalance_listener_(event);
+    }
+    if (cooperative) {
+      detail::ErrorPtr e(rd_kafka_incremental_unassign(rk, partitions));
+      if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
+    } else {
+      self->RecordError(detail::ErrorStatus(rd_kafka_assign(rk, nullptr), "unassign"));
+    }
+  }
 };
+
+void Consumer::RecordError(Status st) {
+  if (st.ok()) return;
+  std::lock_guard<std::mutex> lock(error_mu_);
+  last_error_ = std::move(st);
+}
+
+void Consumer::SetRebalanceListener(RebalanceListener listener) {
+  rebalance_listener_ = std::move(listener);
+}
+
+Result<std::vector<TopicPartition>> Consumer::Assignment() const {
+  if (mode_ == Mode::kAssigned) {
+    std::vector<TopicPartition> out;
+    for (const Started& s : started_) {
+      out.push_back({rd_kafka_topic_name(s.topic), s.partition, RD_KAFKA_OFFSET_INVALID});
+    }
+    return out;
+  }
+  rd_kafka_topic_partition_list_t* raw = nullptr;
+  RETURN_IF_ERROR(detail::ErrorStatus(rd_kafka_assignment(rk_.get(), &raw), "assignment"));
+  detail::PartitionListPtr list(raw);
+  std::vector<TopicPartition> out;
+  for (int i = 0; i < list->cnt; ++i) {
+    out.push_back({list->elems[i].topic, list->elems[i].partition, RD_KAFKA_OFFSET_INVALID});
+  }
+  return out;
+}
+
+Result<std::vector<PartitionLag>> Consumer::Lag() const {
+  ASSIGN_OR_RETURN(std::vector<TopicPartition> assigned, Assignment());
+  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(assigned.size())));
+  for (const TopicPartition& tp : assigned) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+  }
+  RETURN_IF_ERROR(detail::ErrorStatus(rd_kafka_position(rk_.get(), list.get()), "position"));
+  std::vector<PartitionLag> out;
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& tp = list->elems[i];
+    PartitionLag lag{tp.topic, tp.partition, tp.offset >= 0 ? tp.offset : -1, -1};
+    int64_t low = -1;
+    int64_t high = -1;
+    if (rd_kafka_get_watermark_offsets(rk_.get(), tp.topic, tp.partition, &low, &high) ==
+            RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0) {
+      lag.high_watermark = high;
+    }
+    out.push_back(std::move(lag));
+  }
+  return out;
+}
 
 MessageBatch::MessageBatch(MessageBatch&& other) noexcept
     : messages_(std::exchange(other.messages_, {})),
@@ -56,6 +141,7 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config) {
   c->has_group_ = group != config.end() && !group->second.empty();
   ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(effective, "consumer", c.get()));
   rd_kafka_conf_set_error_cb(conf.get(), ConsumerCallbacks::OnError);
+  if (c->has_group_) rd_kafka_conf_set_rebalance_cb(conf.get(), ConsumerCallbacks::OnRebalance);
   ASSIGN_OR_RETURN(c->rk_, detail::NewHandle(RD_KAFKA_CONSUMER, std::move(conf), "consumer"));
   return c;
 }
@@ -64,6 +150,9 @@ Consumer::~Consumer() {
   for (const Started& s : started_) rd_kafka_consume_stop(s.topic, s.partition);
   queue_.reset();
   topics_.clear();
+  // Closing revokes the assignment through the rebalance callback: the owner of the
+  // listener may already be half destroyed, so it is not told.
+  rebalance_listener_ = nullptr;
   if (mode_ == Mode::kSubscribed) rd_kafka_consumer_close(rk_.get());
   rk_.reset();
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -34,6 +35,28 @@ struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = kOffsetBeginning;  // where Assign starts, or what Commit stores
+};
+
+// A change of a group member's assignment, as the rebalance listener sees it.
+struct RebalanceEvent {
+  enum class Kind {
+    kAssigned,  // these partitions are now this member's
+    kRevoked,   // these are about to be given up: commit what was processed now
+    kLost,      // these were already given to others (session lost): do not commit
+  };
+  Kind kind;
+  std::vector<TopicPartition> partitions;  // offsets unset (-1001)
+};
+
+// Where a consumer stands on one assigned partition, from what it last heard of the
+// broker (no request is made).
+struct PartitionLag {
+  std::string topic;
+  int32_t partition = 0;
+  int64_t position = -1;        // the next offset the application will get; -1 unknown
+  int64_t high_watermark = -1;  // -1 unknown
+  // high_watermark - position, or -1 when either is unknown.
+  int64_t lag() const { return position < 0 || high_watermark < 0 ? -1 : high_watermark - position; }
 };
 
 // What one Poll returned: records, partitions that reached their end (with
@@ -84,6 +107,18 @@ class Consumer {
   // Joins group.id and consumes the topics the group assigns. Once; not with Assign.
   Status Subscribe(const std::vector<std::string>& topics);
 
+  // Called inside Poll (on the polling thread) when the group changes this member's
+  // assignment, for eager and cooperative assignors alike: kRevoked before the partitions
+  // are given up, so the listener may process what it holds and Commit; kAssigned after
+  // they were taken. Set before Subscribe. The listener must not call Poll.
+  using RebalanceListener = std::function<void(const RebalanceEvent&)>;
+  void SetRebalanceListener(RebalanceListener listener);
+
+  // The partitions currently assigned (by Assign or by the group).
+  Result<std::vector<TopicPartition>> Assignment() const;
+  // Position and high watermark of every assigned partition.
+  Result<std::vector<PartitionLag>> Lag() const;
+
   // Waits up to `timeout` for records, and returns at most `max_messages` (at least
   // one record, end or error, or none after the timeout).
   Result<MessageBatch> Poll(std::chrono::milliseconds timeout, size_t max_messages = 1024);
@@ -99,6 +134,7 @@ class Consumer {
 
  private:
   Consumer() = default;
+  void RecordError(Status st);  // becomes last_error() when not OK
   friend struct ConsumerCallbacks;  // librdkafka's C callbacks (consumer.cc)
 
   enum class Mode { kNone, kAssigned, kSubscribed };
@@ -112,6 +148,7 @@ class Consumer {
   std::vector<detail::TopicPtr> topics_;  // topic handles Assign holds
   std::vector<Started> started_;          // partitions Assign started fetching
   Mode mode_ = Mode::kNone;
+  RebalanceListener rebalance_listener_;
   bool has_group_ = false;
   mutable std::mutex error_mu_;
   Status last_error_;  // guarded by error_mu_

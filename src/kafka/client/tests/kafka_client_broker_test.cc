@@ -261,5 +261,68 @@ TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
               ::testing::UnorderedElementsAre("0:5:k:b0", "1:5:k:b1", "0:6:k:b2", "1:6:k:b3"));
 }
 
+// A second member joining makes the first give partitions up: its listener hears the
+// revocation before they go (and may commit then), and both hear their assignments.
+TEST_F(KafkaClientBrokerTest, RebalanceListenerHearsRevocationBeforeTheHandOver) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("moving", 4, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE((*producer)->Produce("moving", i % 4, "k", "v").ok());
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+
+  Config group = Base();
+  group["group.id"] = "movers";
+  group["auto.offset.reset"] = "earliest";
+  group["session.timeout.ms"] = "6000";
+  group["heartbeat.interval.ms"] = "200";
+  auto first = Consumer::Create(group);
+  ASSERT_TRUE(first.ok());
+  std::vector<RebalanceEvent> events;
+  Consumer* first_ptr = first->get();
+  Status commit_in_revoke;
+  (*first)->SetRebalanceListener([&](const RebalanceEvent& e) {
+    events.push_back(e);
+    if (e.kind == RebalanceEvent::Kind::kRevoked) {
+      std::vector<TopicPartition> offsets;
+      for (const TopicPartition& tp : e.partitions) offsets.push_back({tp.topic, tp.partition, 2});
+      commit_in_revoke = first_ptr->Commit(offsets);
+    }
+  });
+  ASSERT_TRUE((*first)->Subscribe({"moving"}).ok());
+  EXPECT_EQ(Read(first->get(), 8).size(), 8u);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].kind, RebalanceEvent::Kind::kAssigned);
+  EXPECT_EQ(events[0].partitions.size(), 4u);
+  auto assigned = (*first)->Assignment();
+  ASSERT_TRUE(assigned.ok());
+  EXPECT_EQ(assigned->size(), 4u);
+  auto lag = (*first)->Lag();
+  ASSERT_TRUE(lag.ok());
+  for (const PartitionLag& l : *lag) {
+    EXPECT_EQ(l.position, 2) << l.partition;
+    EXPECT_EQ(l.lag(), 0) << l.partition;
+  }
+
+  auto second = Consumer::Create(group);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE((*second)->Subscribe({"moving"}).ok());
+  // Both poll until the group has settled with two partitions each.
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    (void)(*first)->Poll(100ms);
+    (void)(*second)->Poll(100ms);
+    auto a = (*first)->Assignment();
+    auto b = (*second)->Assignment();
+    if (a.ok() && b.ok() && a->size() == 2 && b->size() == 2) break;
+  }
+  ASSERT_EQ((*first)->Assignment()->size(), 2u);
+  bool revoked = false;
+  for (const RebalanceEvent& e : events) revoked |= e.kind == RebalanceEvent::Kind::kRevoked;
+  EXPECT_TRUE(revoked);
+  EXPECT_TRUE(commit_in_revoke.ok()) << commit_in_revoke.ToString();
+}
+
 }  // namespace
 }  // namespace sluice::kafka::client
