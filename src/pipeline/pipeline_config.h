@@ -1,0 +1,205 @@
+// PipelineConfig: one pipeline file (`sluice pipeline run FILE`), in sqlflow's format key
+// for key (https://github.com/turbolytics/sql-flow), read into typed structs.
+//
+// Reading happens in three steps, each of which names `file:line` in its errors:
+//   1. template substitution on the raw text: `{{ NAME }}` and
+//      `{{ NAME|default('value') }}` from environment variables (looked up through an
+//      injectable EnvLookup), as sqlflow's Jinja rendering does for these forms;
+//   2. YAML parsing (yaml-cpp; its exceptions never leave this module);
+//   3. strict validation: unknown keys, wrong types, missing required keys, bad enum
+//      values, and keys sqlflow has but sluice refuses (with what to use instead). Every
+//      error found is reported, one per line, each naming the dotted key path.
+//
+//   ASSIGN_OR_RETURN(PipelineConfig config, LoadPipelineFile(path, ProcessEnv()));
+//
+// docs/pipelines.md is the reference of every key, its type and its default.
+// A PipelineConfig is a plain value: built once, then read from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sluice::pipeline {
+
+// Files (and the text after substitution) larger than this are refused.
+inline constexpr size_t kMaxPipelineFileBytes = size_t{4} << 20;
+
+// Looks up a template variable; nullopt when it is not set.
+using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;
+
+// The process environment (getenv), every variable name.
+EnvLookup ProcessEnv();
+// A fixed set of variables, for tests and tools.
+EnvLookup MapEnv(std::map<std::string, std::string> vars);
+
+enum class AutoOffsetReset { kEarliest, kLatest };
+enum class SecurityProtocol { kPlaintext, kSsl, kSaslPlaintext, kSaslSsl };
+enum class HandlerType { kStructuredBatch, kInferredMemBatch, kInferredDiskBatch };
+enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres };
+enum class ErrorPolicy { kRaise, kIgnore, kDlq };
+enum class PostgresMode { kAppend, kUpsert };
+enum class SubstitutionType { kUuid4 };
+
+// sqlflow's spellings: "earliest", "SASL_SSL", "handlers.InferredMemBatch", "sqlcommand",
+// "DLQ", "upsert", "uuid4".
+std::string_view Name(AutoOffsetReset v);
+std::string_view Name(SecurityProtocol v);
+std::string_view Name(HandlerType v);
+std::string_view Name(SinkType v);
+std::string_view Name(ErrorPolicy v);
+std::string_view Name(PostgresMode v);
+std::string_view Name(SubstitutionType v);
+
+// kafka.ssl: librdkafka's ssl.* settings under sqlflow's names. Empty = not set.
+struct KafkaSslConfig {
+  std::string ca_location;                        // ssl.ca.location
+  std::string certificate_location;               // ssl.certificate.location
+  std::string key_location;                       // ssl.key.location
+  std::string key_password;                       // ssl.key.password
+  std::string endpoint_identification_algorithm;  // ssl.endpoint.identification.algorithm
+};
+
+// kafka.sasl. `mechanism` is upper-cased: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, GSSAPI or
+// OAUTHBEARER.
+struct KafkaSaslConfig {
+  std::string mechanism;
+  std::string username;
+  std::string password;
+};
+
+// What the source and the kafka sink share: where the cluster is and how to reach it.
+struct KafkaConnectionConfig {
+  std::vector<std::string> brokers;  // host:port, at least one
+  std::optional<SecurityProtocol> security_protocol;
+  std::optional<KafkaSslConfig> ssl;
+  std::optional<KafkaSaslConfig> sasl;
+  // sluice's addition: any librdkafka property ("fetch.wait.max.ms": "50"), applied
+  // after the named keys. Properties that a named key sets, or that sluice must own
+  // (enable.auto.commit), are refused.
+  std::map<std::string, std::string> properties;
+};
+
+// source.kafka.fetch: how far the consumer may read ahead of the pipeline. sqlflow's
+// defaults (its measured ones): 4 MiB, 1 MiB, 2.
+struct KafkaFetchConfig {
+  int64_t max_bytes = int64_t{4} << 20;            // fetch.max.bytes
+  int64_t max_partition_bytes = int64_t{1} << 20;  // max.partition.fetch.bytes
+  int64_t prefetch = 2;  // fetches of max_bytes held ahead of the pipeline
+};
+
+struct KafkaSourceConfig : KafkaConnectionConfig {
+  std::string group_id;
+  AutoOffsetReset auto_offset_reset = AutoOffsetReset::kEarliest;
+  std::vector<std::string> topics;  // at least one
+  KafkaFetchConfig fetch;
+};
+
+struct HandlerConfig {
+  HandlerType type = HandlerType::kInferredMemBatch;
+  std::string sql;
+  std::string sql_origin;  // "file.yml:31", where handler.sql is
+  // StructuredBatch: the table (declared in `commands`) messages are parsed into.
+  // Required for StructuredBatch; the inferred handlers name their table `batch`.
+  std::string table;
+  std::string sql_results_cache_dir;  // InferredDiskBatch's spill directory; "" = default
+};
+
+struct KafkaSinkConfig : KafkaConnectionConfig {
+  std::string topic;
+};
+
+struct SqlSubstitution {
+  std::string var;  // replaced in `sql` with a fresh value each batch
+  SubstitutionType type = SubstitutionType::kUuid4;
+};
+
+// sink.sqlcommand: user SQL over the batch, exposed as table `sqlflow_sink_batch`.
+struct SqlCommandSinkConfig {
+  std::string sql;
+  std::string sql_origin;
+  std::vector<SqlSubstitution> substitutions;
+};
+
+// sink.postgres, as sqlflow names it: a libpq DSN, the target table (`table` or
+// `schema.table`), mode, and the key columns (required for upsert, refused for append).
+struct PostgresSinkConfig {
+  std::string dsn;
+  std::string table;
+  PostgresMode mode = PostgresMode::kAppend;
+  std::vector<std::string> key;
+};
+
+// One sink; only the member named by `type` is filled.
+struct SinkConfig {
+  SinkType type = SinkType::kConsole;
+  KafkaSinkConfig kafka;
+  SqlCommandSinkConfig sqlcommand;
+  PostgresSinkConfig postgres;
+};
+
+struct OnErrorConfig {
+  ErrorPolicy policy = ErrorPolicy::kRaise;
+  std::optional<SinkConfig> dlq;  // set whenever the file has one; required for kDlq
+};
+
+// pipeline.duckdb, sluice's addition: the limits of the pipeline's own DuckDB database.
+struct DuckDbConfig {
+  int64_t memory_limit_bytes = int64_t{256} << 20;  // DuckDB's memory_limit
+  int64_t threads = 1;
+};
+
+// commands[i]: SQL run once at start, in order.
+struct SqlCommand {
+  std::string name;
+  std::string sql;
+  std::string origin;  // "file.yml:4"
+};
+
+struct PipelineConfig {
+  std::string origin;  // the path (or origin) the file was read from
+  std::string name;
+  std::string description;
+  int64_t batch_size = 1;               // sqlflow's default
+  int64_t flush_interval_seconds = 30;  // sqlflow's default
+  KafkaSourceConfig source;
+  HandlerConfig handler;
+  SinkConfig sink;
+  OnErrorConfig on_error;
+  DuckDbConfig duckdb;
+  std::vector<SqlCommand> commands;
+  // Things that are accepted but probably not what was meant ("file.yml:9: on_error.dlq
+  // is set but policy is RAISE"); `sluice pipeline validate` prints them.
+  std::vector<std::string> warnings;
+};
+
+// Reads and checks a pipeline file. NotFound / IOError name the path; everything wrong
+// with the content is InvalidArgument whose message has one "path:line: key: problem"
+// line per error.
+Result<PipelineConfig> LoadPipelineFile(const std::string& path, const EnvLookup& env);
+
+// The same over text; `origin` (usually the path) starts every error and origin.
+Result<PipelineConfig> ParsePipeline(std::string_view text, std::string_view origin,
+                                     const EnvLookup& env);
+
+// Step 1 alone: the text with every `{{ ... }}` replaced. Lines keep their numbers unless
+// a value holds a newline. Errors name origin:line and the variable.
+Result<std::string> SubstituteTemplate(std::string_view text, std::string_view origin,
+                                       const EnvLookup& env);
+
+// A few lines for `sluice pipeline validate`: name, source, handler, sink, on_error,
+// batching, DuckDB limits, commands. Passwords and DSNs are not printed.
+std::string DescribePipeline(const PipelineConfig& config);
+
+// librdkafka settings for a connection: bootstrap.servers, security.protocol, sasl.*,
+// ssl.*, then `properties`.
+std::map<std::string, std::string> KafkaClientProperties(const KafkaConnectionConfig& kafka);
+
+}  // namespace sluice::pipeline
