@@ -512,8 +512,11 @@ class Walker {
     }
     return false;
   }
+  // Where an entry's value is; an empty value (whose mark yaml-cpp puts at the next
+  // token) is on its key's line.
   int EntryLine(const Entry& e, int fallback) const {
-    return LineOf(e.value, LineOf(e.key, fallback));
+    int key_line = LineOf(e.key, fallback);
+    return e.value.IsNull() ? key_line : LineOf(e.value, key_line);
   }
 
   // ---- maps
@@ -523,7 +526,7 @@ class Walker {
     MapView view;
     view.path = std::move(path);
     view.node = node;
-    view.line = LineOf(node, line);
+    view.line = node.IsDefined() && !node.IsNull() ? LineOf(node, line) : line;
     if (!node.IsDefined() || node.IsNull()) {
       view.present = node.IsDefined();
       return view;
