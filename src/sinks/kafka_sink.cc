@@ -1,9 +1,9 @@
 #include "sinks/kafka_sink.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <charconv>
 
 #include "sinks/duck_rows.h"
 
@@ -40,15 +40,15 @@ Result<std::unique_ptr<KafkaSink>> KafkaSink::Create(KafkaSinkOptions options) {
     const std::string& v = it->second;
     auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), timeout_ms);
     if (ec != std::errc() || end != v.data() + v.size() || timeout_ms < 0) {
-      return InvalidArgumentError("kafka sink: {} is not a number of milliseconds: '{}'",
-                                  it->first, v);
+      return InvalidArgumentError("kafka sink: {} is not a number of milliseconds: '{}'", it->first,
+                                  v);
     }
   }
 
   auto sink = std::unique_ptr<KafkaSink>(new KafkaSink(std::move(options)));
   // 0 means no timeout for librdkafka; the flush then waits an hour at most.
-  sink->flush_timeout_ = timeout_ms == 0 ? std::chrono::milliseconds(1h)
-                                         : std::chrono::milliseconds(timeout_ms) + 10s;
+  sink->flush_timeout_ =
+      timeout_ms == 0 ? std::chrono::milliseconds(1h) : std::chrono::milliseconds(timeout_ms) + 10s;
   KafkaSink* self = sink.get();
   auto producer = kafka::client::Producer::Create(
       config, [self](const kafka::client::DeliveryReport& r) { self->OnDelivery(r); });
@@ -62,8 +62,8 @@ KafkaSink::~KafkaSink() = default;
 void KafkaSink::OnDelivery(const kafka::client::DeliveryReport& report) {
   if (report.status.ok()) return;
   if (failed_since_flush_++ == 0) {
-    first_failure_ = report.status.WithContext(
-        fmt::format("record to {} [{}]", report.topic, report.partition));
+    first_failure_ =
+        report.status.WithContext(fmt::format("record to {} [{}]", report.topic, report.partition));
   }
 }
 
@@ -85,9 +85,10 @@ Status KafkaSink::Write(duck::Connection& conn, std::string_view table,
         if (st.code() == StatusCode::kResourceExhausted) {
           // The local queue is full: serve delivery reports until there is room.
           if (std::chrono::steady_clock::now() > deadline) {
-            return st.WithContext(fmt::format("kafka sink (topic {}): the producer queue "
-                                              "stayed full for {} ms",
-                                              options_.topic, flush_timeout_.count()));
+            return st.WithContext(
+                fmt::format("kafka sink (topic {}): the producer queue "
+                            "stayed full for {} ms",
+                            options_.topic, flush_timeout_.count()));
           }
           producer_->Poll(100ms);
           continue;

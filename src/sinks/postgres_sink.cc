@@ -1,13 +1,12 @@
 #include "sinks/postgres_sink.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <libpq-fe.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "base/logging.h"
 
@@ -88,8 +87,8 @@ bool IsNestedDuckType(std::string_view duck) {
 
 bool IsNumericDuckType(std::string_view duck) {
   static const std::set<std::string_view> kNumeric = {
-      "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-      "UINTEGER", "UBIGINT", "UHUGEINT", "BIGNUM", "VARINT", "VARCHAR"};
+      "TINYINT",  "SMALLINT", "INTEGER",  "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+      "UINTEGER", "UBIGINT",  "UHUGEINT", "BIGNUM", "VARINT",  "VARCHAR"};
   return kNumeric.contains(duck) || duck.starts_with("DECIMAL");
 }
 
@@ -128,8 +127,8 @@ Result<std::unique_ptr<PostgresSink>> PostgresSink::Create(PostgresSinkOptions o
   if (options.dsn.empty()) return InvalidArgumentError("postgres sink: dsn is empty");
   if (options.table.empty()) return InvalidArgumentError("postgres sink: table is empty");
   if (options.mode == PostgresSinkOptions::Mode::kUpsert && options.key.empty()) {
-    return InvalidArgumentError(
-        "postgres sink (table {}): mode upsert needs key columns", options.table);
+    return InvalidArgumentError("postgres sink (table {}): mode upsert needs key columns",
+                                options.table);
   }
   for (const std::string& k : options.key) {
     if (k.empty()) return InvalidArgumentError("postgres sink: an empty key column name");
@@ -146,8 +145,9 @@ Result<std::unique_ptr<PostgresSink>> PostgresSink::Create(PostgresSinkOptions o
     if (o->val != nullptr && *o->val != '\0') kv[o->keyword] = o->val;
   }
   PQconninfoFree(info);
-  std::string host = kv.contains("host") ? kv["host"] : kv.contains("hostaddr") ? kv["hostaddr"]
-                                                                                 : "localhost";
+  std::string host = kv.contains("host")       ? kv["host"]
+                     : kv.contains("hostaddr") ? kv["hostaddr"]
+                                               : "localhost";
   std::string server = fmt::format("{}:{}/{}", host, kv.contains("port") ? kv["port"] : "5432",
                                    kv.contains("dbname") ? kv["dbname"] : "(default database)");
   return std::unique_ptr<PostgresSink>(new PostgresSink(std::move(options), std::move(server)));
@@ -156,10 +156,9 @@ Result<std::unique_ptr<PostgresSink>> PostgresSink::Create(PostgresSinkOptions o
 PostgresSink::PostgresSink(PostgresSinkOptions options, std::string server)
     : options_(std::move(options)), server_(std::move(server)) {
   size_t dot = options_.table.find('.');
-  qualified_ = dot == std::string::npos
-                   ? QuotePg(options_.table)
-                   : QuotePg(options_.table.substr(0, dot)) + "." +
-                         QuotePg(options_.table.substr(dot + 1));
+  qualified_ = dot == std::string::npos ? QuotePg(options_.table)
+                                        : QuotePg(options_.table.substr(0, dot)) + "." +
+                                              QuotePg(options_.table.substr(dot + 1));
 }
 
 PostgresSink::~PostgresSink() = default;
@@ -175,8 +174,7 @@ std::vector<std::string> PostgresSink::FixedColumns() const {
 }
 
 Status PostgresSink::Error(std::string_view what, std::string_view detail) const {
-  return IOError("postgres sink (table {} at {}): {}: {}", options_.table, server_, what,
-                 detail);
+  return IOError("postgres sink (table {} at {}): {}: {}", options_.table, server_, what, detail);
 }
 
 Status PostgresSink::Connect() {
@@ -250,7 +248,8 @@ Status PostgresSink::ReadColumns(std::vector<PgColumn>* out) {
   const char* params[] = {qualified_.c_str()};
   ResultPtr r(PQexecParams(pg_.get(), sql, 1, nullptr, params, nullptr, nullptr, 0));
   if (r == nullptr || PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
-    std::string msg = Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
+    std::string msg =
+        Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
     Status st = Error("reading the table's columns", msg);
     if (PQstatus(pg_.get()) == CONNECTION_BAD) Disconnect(st);
     return st;
@@ -263,11 +262,19 @@ Status PostgresSink::ReadColumns(std::vector<PgColumn>* out) {
     const int64_t typmod = std::strtoll(PQgetvalue(r.get(), i, 3), nullptr, 10);
     using K = PgColumn::Kind;
     static const std::map<std::string_view, std::string_view> kCasts = {
-        {"bool", "BOOLEAN"},       {"int2", "SMALLINT"},   {"int4", "INTEGER"},
-        {"int8", "BIGINT"},        {"float4", "FLOAT"},    {"float8", "DOUBLE"},
-        {"date", "DATE"},          {"time", "TIME"},       {"timetz", "TIMETZ"},
-        {"timestamp", "TIMESTAMP"}, {"timestamptz", "TIMESTAMPTZ"},
-        {"interval", "INTERVAL"},  {"uuid", "UUID"},
+        {"bool", "BOOLEAN"},
+        {"int2", "SMALLINT"},
+        {"int4", "INTEGER"},
+        {"int8", "BIGINT"},
+        {"float4", "FLOAT"},
+        {"float8", "DOUBLE"},
+        {"date", "DATE"},
+        {"time", "TIME"},
+        {"timetz", "TIMETZ"},
+        {"timestamp", "TIMESTAMP"},
+        {"timestamptz", "TIMESTAMPTZ"},
+        {"interval", "INTERVAL"},
+        {"uuid", "UUID"},
     };
     if (auto it = kCasts.find(typname); it != kCasts.end()) {
       c.kind = K::kCast;
@@ -309,10 +316,10 @@ Status PostgresSink::FixSchema(const std::vector<DuckColumn>& batch) {
       for (const std::string& k : options_.key) keys.push_back(QuotePg(k));
       defs.push_back(fmt::format("PRIMARY KEY ({})", fmt::join(keys, ", ")));
     }
-    RETURN_IF_ERROR(ExecIdle(fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", qualified_,
-                                         fmt::join(defs, ", "))));
-    SLUICE_LOG(kLog, kInfo, "postgres sink: created table {} at {} ({})", options_.table,
-               server_, fmt::join(defs, ", "));
+    RETURN_IF_ERROR(ExecIdle(
+        fmt::format("CREATE TABLE IF NOT EXISTS {} ({})", qualified_, fmt::join(defs, ", "))));
+    SLUICE_LOG(kLog, kInfo, "postgres sink: created table {} at {} ({})", options_.table, server_,
+               fmt::join(defs, ", "));
     RETURN_IF_ERROR(ReadColumns(&columns));
     if (columns.empty()) return Error("creating the table", "it has no columns after CREATE");
   }
@@ -334,8 +341,8 @@ Status PostgresSink::EnsureStage() {
   std::vector<std::string> defs;
   for (const PgColumn& c : columns_) defs.push_back(QuotePg(c.name) + " " + c.pg_type);
   defs.push_back(std::string(kSeq) + " bigserial");
-  RETURN_IF_ERROR(Exec(fmt::format("CREATE TEMP TABLE IF NOT EXISTS {} ({})", kStage,
-                                   fmt::join(defs, ", "))));
+  RETURN_IF_ERROR(
+      Exec(fmt::format("CREATE TEMP TABLE IF NOT EXISTS {} ({})", kStage, fmt::join(defs, ", "))));
   stage_ready_ = true;
   return Status::OK();
 }
@@ -344,11 +351,11 @@ Status PostgresSink::Copy(const std::string& target, const std::vector<const PgC
                           duck::QueryResult& rows, size_t line_col, size_t reason_col) {
   std::vector<std::string> names;
   for (const PgColumn* c : columns) names.push_back(QuotePg(c->name));
-  const std::string sql =
-      fmt::format("COPY {} ({}) FROM STDIN", target, fmt::join(names, ", "));
+  const std::string sql = fmt::format("COPY {} ({}) FROM STDIN", target, fmt::join(names, ", "));
   ResultPtr r(PQexec(pg_.get(), sql.c_str()));
   if (r == nullptr || PQresultStatus(r.get()) != PGRES_COPY_IN) {
-    std::string msg = Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
+    std::string msg =
+        Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(pg_.get()));
     Status st = Error("COPY", msg);
     if (PQstatus(pg_.get()) == CONNECTION_BAD) Disconnect(st);
     return st;
@@ -421,13 +428,15 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
     bool known = std::any_of(columns_.begin(), columns_.end(),
                              [&](const PgColumn& p) { return p.name == c.name; });
     if (!known && warned_extra_.insert(c.name).second) {
-      SLUICE_LOG(kLog, kWarn, "postgres sink: column \"{}\" of the batch is not in table {}; "
-                 "its values are not written", c.name, options_.table);
+      SLUICE_LOG(kLog, kWarn,
+                 "postgres sink: column \"{}\" of the batch is not in table {}; "
+                 "its values are not written",
+                 c.name, options_.table);
     }
   }
   if (targets.empty()) {
     return InvalidArgumentError(
-        "postgres sink (table {} at {}): none of the batch's columns is in the table", 
+        "postgres sink (table {} at {}): none of the batch's columns is in the table",
         options_.table, server_);
   }
   const bool upsert = options_.mode == PostgresSinkOptions::Mode::kUpsert;
@@ -464,38 +473,39 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
         text = fmt::format("'\\x' || lower(hex(TRY_CAST({} AS BLOB)))", src);
         break;
       case K::kJson:
-        text = s.type == "VARCHAR"
-                   ? fmt::format("CASE WHEN json_valid({0}) THEN {0} END", src)
-                   : fmt::format("CASE WHEN json_valid(to_json({0})::VARCHAR) THEN "
-                                 "to_json({0})::VARCHAR END",
-                                 src);
+        text = s.type == "VARCHAR" ? fmt::format("CASE WHEN json_valid({0}) THEN {0} END", src)
+                                   : fmt::format(
+                                         "CASE WHEN json_valid(to_json({0})::VARCHAR) THEN "
+                                         "to_json({0})::VARCHAR END",
+                                         src);
         break;
       case K::kNumericText:
         text = IsNumericDuckType(s.type)
-                   ? fmt::format("CASE WHEN TRY_CAST({0} AS DOUBLE) IS NOT NULL THEN "
-                                 "CAST({0} AS VARCHAR) END",
-                                 src)
+                   ? fmt::format(
+                         "CASE WHEN TRY_CAST({0} AS DOUBLE) IS NOT NULL THEN "
+                         "CAST({0} AS VARCHAR) END",
+                         src)
                    : fmt::format("CAST(TRY_CAST({} AS DOUBLE) AS VARCHAR)", src);
         break;
     }
     l1.push_back(fmt::format("{} AS __s{}", src, i));
     l1.push_back(fmt::format("{} AS __t{}", text, i));
     const std::string col = duck::QuoteLiteral(QuotePg(t.name));
-    const bool is_key = std::find(options_.key.begin(), options_.key.end(), t.name) !=
-                        options_.key.end();
+    const bool is_key =
+        std::find(options_.key.begin(), options_.key.end(), t.name) != options_.key.end();
     if (upsert && is_key) {
-      reasons.push_back(fmt::format("WHEN __s{} IS NULL THEN 'key column ' || {} || ' is NULL'",
-                                    i, col));
+      reasons.push_back(
+          fmt::format("WHEN __s{} IS NULL THEN 'key column ' || {} || ' is NULL'", i, col));
     }
     reasons.push_back(fmt::format(
         "WHEN __s{0} IS NOT NULL AND __t{0} IS NULL THEN 'column ' || {1} || ': value ' || "
         "left(CAST(__s{0} AS VARCHAR), 200) || ' is not a valid ' || {2}",
         i, col, duck::QuoteLiteral(t.pg_type)));
     if (t.max_chars >= 0) {
-      reasons.push_back(fmt::format(
-          "WHEN length(__t{0}) > {1} THEN 'column ' || {2} || ': value ' || "
-          "left(__t{0}, 200) || ' is longer than ' || {3}",
-          i, t.max_chars, col, duck::QuoteLiteral(t.pg_type)));
+      reasons.push_back(
+          fmt::format("WHEN length(__t{0}) > {1} THEN 'column ' || {2} || ': value ' || "
+                      "left(__t{0}, 200) || ' is longer than ' || {3}",
+                      i, t.max_chars, col, duck::QuoteLiteral(t.pg_type)));
     }
     fields.push_back(fmt::format("COALESCE({}, '\\N')", CopyEscape(fmt::format("__t{}", i))));
   }
@@ -503,8 +513,7 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
       "SELECT __reason, CASE WHEN __reason IS NULL THEN concat_ws(chr(9), {}) END, "
       "CASE WHEN __reason IS NOT NULL THEN to_json(__r)::VARCHAR END FROM ("
       "SELECT *, CASE {} END AS __reason FROM (SELECT {} FROM {} AS {}))",
-      fmt::join(fields, ", "), fmt::join(reasons, " "), fmt::join(l1, ", "), TableRef(table),
-      kRow);
+      fmt::join(fields, ", "), fmt::join(reasons, " "), fmt::join(l1, ", "), TableRef(table), kRow);
   auto queried = conn.Query(sql);
   if (!queried.ok()) {
     return queried.status().WithContext(

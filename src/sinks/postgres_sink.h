@@ -90,15 +90,15 @@ class PostgresSink final : public Sink {
   Status Error(std::string_view what, std::string_view detail) const;
 
   PostgresSinkOptions options_;
-  std::string server_;    // "host:port/dbname" for messages
-  std::string qualified_; // the table, quoted for Postgres
+  std::string server_;     // "host:port/dbname" for messages
+  std::string qualified_;  // the table, quoted for Postgres
   std::unique_ptr<pg_conn, ConnCloser> pg_;
   std::vector<PgColumn> columns_;  // fixed at the first Write
   bool schema_fixed_ = false;
   bool in_txn_ = false;
   bool stage_ready_ = false;
-  uint64_t pending_rows_ = 0;      // written in the open transaction
-  std::optional<Status> lost_;     // why rows written since the last Flush were lost
+  uint64_t pending_rows_ = 0;           // written in the open transaction
+  std::optional<Status> lost_;          // why rows written since the last Flush were lost
   std::set<std::string> warned_extra_;  // batch columns not in the table, logged once
 };
 

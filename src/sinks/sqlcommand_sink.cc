@@ -1,9 +1,9 @@
 #include "sinks/sqlcommand_sink.h"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <memory>
-
-#include <fmt/format.h>
 
 #include "sinks/duck_rows.h"
 
@@ -11,9 +11,7 @@ namespace sluice::sinks {
 
 namespace {
 
-bool Blank(std::string_view s) {
-  return s.find_first_not_of(" \t\r\n;") == std::string_view::npos;
-}
+bool Blank(std::string_view s) { return s.find_first_not_of(" \t\r\n;") == std::string_view::npos; }
 
 }  // namespace
 
@@ -70,10 +68,9 @@ std::string SqlCommandSink::SubstitutedSql() {
 Status SqlCommandSink::Write(duck::Connection& conn, std::string_view table,
                              const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
   const std::string batch = duck::QuoteIdentifier(kSqlCommandBatchTable);
-  RETURN_IF_ERROR(
-      conn.Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS SELECT * FROM {}", batch,
-                               TableRef(table)))
-          .WithContext("sqlcommand sink: copying the batch"));
+  RETURN_IF_ERROR(conn.Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS SELECT * FROM {}",
+                                           batch, TableRef(table)))
+                      .WithContext("sqlcommand sink: copying the batch"));
   Status st = conn.Execute(SubstitutedSql());
   // The copy is dropped either way: it holds the batch's memory until the next Write.
   Status drop = conn.Execute(fmt::format("DROP TABLE IF EXISTS temp.{}", batch));

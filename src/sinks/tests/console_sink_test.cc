@@ -1,14 +1,15 @@
 // ConsoleSink and NoopSink: one JSON object per row, every DuckDB type the pipelines
 // produce (nested and NULL included), rendered by DuckDB's to_json.
+#include "sinks/console_sink.h"
+
+#include <gtest/gtest.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "duck/database.h"
-#include "sinks/console_sink.h"
 #include "sinks/noop_sink.h"
 
 namespace sluice::sinks {

@@ -1,5 +1,6 @@
 #include "sinks/tests/postgres_server.h"
 
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <sys/socket.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
-
-#include <fmt/format.h>
 
 namespace sluice::sinks::testing {
 
@@ -150,9 +149,9 @@ std::string PostgresServer::Start() {
     if (!conf) return "cannot append to postgresql.conf";
   }
   const fs::path log = fs::path(dir_) / "server.log";
-  int rc = Run({bin + "/pg_ctl", "-D", dir_ + "/data", "-l", log.string(), "-w", "-t", "60",
-                "start"},
-               fs::path(dir_) / "pg_ctl.log");
+  int rc =
+      Run({bin + "/pg_ctl", "-D", dir_ + "/data", "-l", log.string(), "-w", "-t", "60", "start"},
+          fs::path(dir_) / "pg_ctl.log");
   if (rc != 0) {
     return fmt::format("pg_ctl start exited with {}: {}\n{}", rc,
                        Tail(ReadFile(fs::path(dir_) / "pg_ctl.log")), Tail(ReadFile(log)));
@@ -179,7 +178,7 @@ std::string PostgresServer::Psql(const std::string& sql, const std::string& dbna
   const fs::path out = fs::path(dir_) / fmt::format("psql-{}.out", ::getpid());
   std::error_code ec;
   fs::remove(out, ec);
-  int rc = Run({bin + "/psql", "-X", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
+  int rc = Run({bin + "/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p",
                 std::to_string(port_), "-U", kUser, "-d", dbname, "-c", sql},
                out);
   std::string text = ReadFile(out);

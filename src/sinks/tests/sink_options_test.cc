@@ -1,11 +1,11 @@
 // Malformed sink options, and servers that are not there, without any server running:
 // each is an error that names what was wrong.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "duck/database.h"
 #include "sinks/kafka_sink.h"
@@ -82,7 +82,8 @@ TEST_F(SinkOptionsTest, PostgresRefusesMalformedOptions) {
   EXPECT_EQ(uri.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(PostgresSink::Create({.dsn = "host=127.0.0.1", .table = ""}).status().message(),
               HasSubstr("table is empty"));
-  auto upsert = PostgresSink::Create({.dsn = "host=127.0.0.1", .table = "t", .mode = Mode::kUpsert});
+  auto upsert =
+      PostgresSink::Create({.dsn = "host=127.0.0.1", .table = "t", .mode = Mode::kUpsert});
   EXPECT_THAT(upsert.status().message(), HasSubstr("upsert needs key columns"));
 }
 

@@ -1,5 +1,11 @@
 // SqlCommandSink: the batch as sqlflow_sink_batch, user SQL with uuid4 substitutions
 // (a Parquet file per batch through COPY, read back with read_parquet), errors.
+#include "sinks/sqlcommand_sink.h"
+
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -8,13 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <fmt/format.h>
-
 #include "duck/database.h"
-#include "sinks/sqlcommand_sink.h"
 
 namespace sluice::sinks {
 namespace {
@@ -73,7 +73,8 @@ TEST_F(SqlCommandSinkTest, CopyWithAUuidSubstitutionWritesAParquetFilePerBatch) 
   EXPECT_TRUE(rejected.empty());
 
   std::set<std::string> names;
-  const std::regex uuid4("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.parquet");
+  const std::regex uuid4(
+      "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\\.parquet");
   for (const auto& e : fs::directory_iterator(dir_)) {
     names.insert(e.path().filename().string());
     EXPECT_TRUE(std::regex_match(e.path().filename().string(), uuid4)) << e.path();
@@ -85,8 +86,8 @@ TEST_F(SqlCommandSinkTest, CopyWithAUuidSubstitutionWritesAParquetFilePerBatch) 
   Rows want;
   for (int b = 0; b < 3; ++b) {
     for (int n = 0; n < 4; ++n) {
-      want.push_back({std::to_string(b), std::to_string(n), "row " + std::to_string(n),
-                      std::to_string(n)});
+      want.push_back(
+          {std::to_string(b), std::to_string(n), "row " + std::to_string(n), std::to_string(n)});
     }
   }
   EXPECT_EQ(got, want);
@@ -102,8 +103,8 @@ TEST_F(SqlCommandSinkTest, InsertIntoATableOfTheConnection) {
                   ->Execute("CREATE TABLE out AS SELECT * FROM (VALUES ('Paris', 2), "
                             "('Lyon', 1)) t(city, n)")
                   .ok());
-  auto sink = SqlCommandSink::Create(
-      {.sql = "INSERT INTO totals SELECT * FROM sqlflow_sink_batch"});
+  auto sink =
+      SqlCommandSink::Create({.sql = "INSERT INTO totals SELECT * FROM sqlflow_sink_batch"});
   ASSERT_TRUE(sink.ok());
   std::vector<RejectedRow> rejected;
   ASSERT_TRUE((*sink)->Write(*conn_, "out", {}, &rejected).ok());
@@ -113,9 +114,8 @@ TEST_F(SqlCommandSinkTest, InsertIntoATableOfTheConnection) {
 }
 
 TEST_F(SqlCommandSinkTest, OneValuePerVarPerExecutionAndFreshEachTime) {
-  auto sink = SqlCommandSink::Create(
-      {.sql = "SELECT '$a' AS x, '$a' AS y, '$b' AS z",
-       .substitutions = {{.var = "$a"}, {.var = "$b"}}});
+  auto sink = SqlCommandSink::Create({.sql = "SELECT '$a' AS x, '$a' AS y, '$b' AS z",
+                                      .substitutions = {{.var = "$a"}, {.var = "$b"}}});
   ASSERT_TRUE(sink.ok());
   const std::regex shape("SELECT '(.{36})' AS x, '(.{36})' AS y, '(.{36})' AS z");
   std::smatch m1, m2;
@@ -130,7 +130,8 @@ TEST_F(SqlCommandSinkTest, OneValuePerVarPerExecutionAndFreshEachTime) {
 
 TEST_F(SqlCommandSinkTest, SqlErrorsAreReportedAndTheBatchCopyDropped) {
   ASSERT_TRUE(conn_->Execute("CREATE TABLE out AS SELECT 1 AS a").ok());
-  auto sink = SqlCommandSink::Create({.sql = "INSERT INTO missing SELECT * FROM sqlflow_sink_batch"});
+  auto sink =
+      SqlCommandSink::Create({.sql = "INSERT INTO missing SELECT * FROM sqlflow_sink_batch"});
   ASSERT_TRUE(sink.ok());
   std::vector<RejectedRow> rejected;
   Status st = (*sink)->Write(*conn_, "out", {}, &rejected);
