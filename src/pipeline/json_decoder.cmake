@@ -1,0 +1,10 @@
+# JSON decoding into DuckDB vectors (docs/design/0005-json-decoding.md). Included from
+# src/pipeline/CMakeLists.txt.
+sluice_library(pipeline_decode
+  SRCS json_decoder.cc
+  DEPS sluice_duck sluice_kafka_client simdjson::simdjson)
+
+sluice_test(json_decoder_test
+  SRCS tests/json_decoder_test.cc
+  DEPS sluice_pipeline_decode
+  LABELS unit)
