@@ -330,6 +330,32 @@ def offsets_seeds(out):
     write_all(d, seeds)
 
 
+def pipeline_config_seeds(out):
+    """Pipeline files: the ones in tests/pipelines, and broken variants of one of them."""
+    d = os.path.join(out, "pipeline_config")
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "pipelines")
+    seeds = {}
+    for name in sorted(os.listdir(src)):
+        if name.endswith(".yml"):
+            with open(os.path.join(src, name), "rb") as f:
+                seeds[name] = f.read()
+    base = seeds.get("sluice.full.yml", b"pipeline: {}\n")
+    seeds.update({
+        "empty": b"",
+        "truncated": base[: len(base) // 2],
+        "template_unclosed": b"pipeline:\n  name: {{ X\n",
+        "template_default": b"pipeline:\n  name: {{ X|default('a', true) }} {{ MULTI }}\n",
+        "template_statement": b"{% for x in y %}\n",
+        "template_comment": b"{# c\n#}pipeline: {{- EMPTY -}}\n",
+        "aliases": b"pipeline: &p\n  name: a\ncommands: [*p, *p, *p]\n",
+        "nested": b"pipeline: " + b"[" * 300 + b"]" * 300 + b"\n",
+        "two_documents": base + b"---\n" + base,
+        "nul": b"pipeline:\n  name: a\x00b\n",
+        "not_utf8": b"pipeline:\n  name: \xff\n",
+    })
+    write_all(d, seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
@@ -337,6 +363,7 @@ def main():
     request_seeds(out)
     sasl_seeds(out)
     offsets_seeds(out)
+    pipeline_config_seeds(out)
 
 
 if __name__ == "__main__":

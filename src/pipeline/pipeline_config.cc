@@ -538,7 +538,7 @@ class Walker {
     view.present = true;
     for (auto it = node.begin(); it != node.end(); ++it) {
       if (!Charge(1)) break;
-      const YAML::Node& key = it->first;
+      YAML::Node key = it->first;  // copies: the iterator hands out temporaries
       int key_line = LineOf(key, view.line);
       if (!key.IsScalar()) {
         Error(key_line, view.path, fmt::format("a key must be a plain name, got {}", KindName(key)));
@@ -827,8 +827,8 @@ void Walker::Properties(const Entry& e, const std::string& path, int line, bool 
   }
   for (auto it = e.value.begin(); it != e.value.end(); ++it) {
     if (!Charge(1)) return;
-    const YAML::Node& key = it->first;
-    const YAML::Node& value = it->second;
+    YAML::Node key = it->first;  // copies: the iterator hands out temporaries
+    YAML::Node value = it->second;
     int key_line = LineOf(key, line);
     if (!key.IsScalar() || Trim(key.Scalar()).empty()) {
       Error(key_line, path, "a property name must be a plain, non-empty name");
