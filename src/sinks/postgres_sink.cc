@@ -85,7 +85,8 @@ bool IsNestedDuckType(std::string_view duck) {
          duck.ends_with("]");
 }
 
-bool IsNumericDuckType(std::string_view duck) {
+// Types whose DuckDB text Postgres' numeric input takes as is (all the digits kept).
+bool KeepsItsDigitsAsText(std::string_view duck) {
   static const std::set<std::string_view> kNumeric = {
       "TINYINT",  "SMALLINT", "INTEGER",  "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
       "UINTEGER", "UBIGINT",  "UHUGEINT", "BIGNUM", "VARINT",  "VARCHAR"};
@@ -480,7 +481,7 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
                                          src);
         break;
       case K::kNumericText:
-        text = IsNumericDuckType(s.type)
+        text = KeepsItsDigitsAsText(s.type)
                    ? fmt::format(
                          "CASE WHEN TRY_CAST({0} AS DOUBLE) IS NOT NULL THEN "
                          "CAST({0} AS VARCHAR) END",
@@ -568,6 +569,8 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
   }
   if (st.ok()) st = Exec("RELEASE SAVEPOINT sluice_write");
   if (!st.ok()) {
+    // A stage created under the savepoint is rolled back with it: made again next time.
+    stage_ready_ = false;
     if (pg_ != nullptr) {
       // A refused batch leaves the transaction's earlier Writes in place.
       Status undo = Exec("ROLLBACK TO SAVEPOINT sluice_write");

@@ -237,6 +237,22 @@ TEST_F(PostgresSinkTest, ARefusedWriteLeavesEarlierWritesOfTheTransaction) {
   EXPECT_EQ(Psql("SELECT n, tags FROM arrays ORDER BY n"), "1|{1,2}\n3|");
 }
 
+TEST_F(PostgresSinkTest, AnUpsertRefusedByPostgresLeavesTheSinkUsable) {
+  ASSERT_EQ(Psql("CREATE TABLE upsert_arrays (k int PRIMARY KEY, tags int[])"), "");
+  auto sink = Sink(*server_, "upsert_arrays", Mode::kUpsert, {"k"});
+  ASSERT_NE(sink, nullptr);
+  // The first Write of the connection (its stage table made under the savepoint) fails.
+  Batch("SELECT 1 AS k, '{1,x}' AS tags");
+  EXPECT_FALSE(Write(*sink).ok());
+  Batch("SELECT 1 AS k, '{1,2}' AS tags");
+  Status st = Write(*sink);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  Batch("SELECT 1 AS k, '{3}' AS tags");
+  ASSERT_TRUE(Write(*sink).ok());
+  ASSERT_TRUE(sink->Flush().ok());
+  EXPECT_EQ(Psql("SELECT k, tags FROM upsert_arrays"), "1|{3}");
+}
+
 TEST_F(PostgresSinkTest, MissingKeyColumnsAndForeignBatchesAreErrors) {
   auto sink = Sink(*server_, "kv", Mode::kUpsert, {"k"});
   ASSERT_NE(sink, nullptr);
