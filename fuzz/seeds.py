@@ -356,6 +356,29 @@ def pipeline_config_seeds(out):
     write_all(d, seeds)
 
 
+# --- json_decoder_fuzz: batches of message values, one per line -------------------------
+
+def json_decoder_seeds(out):
+    sample = (b'{"event":"page_view","timestamp":"2024-05-01T12:00:00.123Z","user_id":"u-123456",'
+              b'"properties":{"city":"Berlin","amount":12.5}}')
+    every = (b'{"event":"e","n":1,"big":9223372036854775807,"u":18446744073709551615,"small":-128,'
+             b'"d":1e300,"r":1.5,"ok":true,"ts":"2024-05-01 12:00:00","tz":"2024-05-01T12:00:00+02:00",'
+             b'"ns":1714564800123456789,"day":"2024-02-29","raw":"\\u0000x","j":{"a":[1,null]},'
+             b'"tags":["a","\\u00e9"],"grid":[[1],[],null],"properties":{"city":"Rome","xs":[1,2]},'
+             b'"items":[{"k":"a","v":{"w":1}},null],"price":"12.34","id":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}')
+    seeds = {
+        "sample": b"\x00" + b"\n".join([sample] * 20),
+        "every_type": b"\x01" + every + b"\n" + every.replace(b"Rome", b"Paris"),
+        "bad": b"\x01" + b"\n".join([b'{"a":1', b"[1,2]", b"", b'{"n":"x"}', b'{"n":1e300}',
+                                       b'{"u":-1}', b'{"x":tru}', b'{"a":1} x', b'{"price":"abc"}',
+                                       b'{"tags":"notalist"}', b"\xff\xfe", sample]),
+        "conflicts": b"\x00" + b'{"a":1,"b":{"x":1}}\n{"a":"s","b":[1]}\n{"a":null,"c":{}}',
+        "chunks": b"\x00" + b"\n".join(b'{"n":%d,"tags":["t%d"]}' % (i, i) for i in range(2100)),
+        "deep": b"\x00" + b'{"j":' + b"[" * 300 + b"]" * 300 + b"}\n" + b'{"d":' + b'{"a":' * 40 + b"1" + b"}" * 41,
+    }
+    write_all(os.path.join(out, "json_decoder"), seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
@@ -364,6 +387,7 @@ def main():
     sasl_seeds(out)
     offsets_seeds(out)
     pipeline_config_seeds(out)
+    json_decoder_seeds(out)
 
 
 if __name__ == "__main__":

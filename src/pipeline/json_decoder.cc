@@ -25,8 +25,11 @@ using kafka::client::Message;
 
 namespace {
 
-// Deeper JSON than this is refused by the parser (and keeps recursion shallow).
+// JSON nested deeper than this is refused (it also bounds the decoder's recursion). The
+// parser's own limit is a little higher, so that this check is the one that fires: simdjson's
+// on-demand API only checks its limit with development checks (debug builds, by assert).
 constexpr size_t kMaxJsonDepth = 256;
+constexpr size_t kParserMaxDepth = kMaxJsonDepth + 16;
 // Buffers grown past this by a large message are released after the batch.
 constexpr size_t kKeepBufferBytes = size_t{4} << 20;
 
@@ -309,7 +312,7 @@ class JsonReader {
  private:
   // The depth limit is set here; iterate() grows the capacity as messages need.
   void Allocate() {
-    if (parser_.allocate(64 << 10, kMaxJsonDepth) != simdjson::SUCCESS) parser_ = od::parser();
+    if (parser_.allocate(64 << 10, kParserMaxDepth) != simdjson::SUCCESS) parser_ = od::parser();
   }
   od::parser parser_;
   std::vector<char> buf_;
@@ -333,6 +336,7 @@ struct FillError {
       if (!key.empty() && path[i][0] != '[') key += '.';
       key += path[i];
     }
+    if (key.size() > 120) key = key.substr(0, 117) + "...";
     if (key.empty()) return problem;
     if (type_name.empty()) return fmt::format("key '{}': {}", key, problem);
     return fmt::format("key '{}' ({}): {}", key, type_name, problem);
@@ -1281,6 +1285,7 @@ class Inferrer {
   }
 
   bool Observe(InferNode& n, od::value v, int depth) {
+    if (depth > static_cast<int>(kMaxJsonDepth)) return Syntax(simdjson::DEPTH_ERROR);
     od::json_type t;
     if (auto e = v.type().get(t); e) return Syntax(e);
     InferNode::Kind k = InferNode::Kind::kNull;

@@ -286,6 +286,7 @@ TEST_F(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
       R"({"a" 1})",                   // missing colon
       R"({"a":1,})",                  // trailing comma
       "   ",                          // whitespace only
+      R"({"u":)" + std::string(300, '[') + std::string(300, ']') + "}",  // nested too deep
   };
   std::vector<std::string> values;
   for (const std::string& b : bad) {
@@ -310,6 +311,8 @@ TEST_F(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   EXPECT_NE(errors[9].reason.find("key 'unknown[2]': invalid JSON"), std::string::npos) << errors[9].reason;
   EXPECT_NE(errors[14].reason.find("key 'l[2]' (INTEGER): \"x\" is not a number"), std::string::npos)
       << errors[14].reason;
+  EXPECT_NE(errors[bad.size() - 1].reason.find("too deep"), std::string::npos)
+      << errors[bad.size() - 1].reason;
   EXPECT_NE(errors.back().reason.find("no value"), std::string::npos);
   // The good rows are intact, lists included (a failed row's list entries are dropped).
   EXPECT_EQ(One("SELECT count(*) FROM t WHERE l = [a, a]"), std::to_string(bad.size()));
