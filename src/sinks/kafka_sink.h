@@ -53,12 +53,13 @@ class KafkaSink final : public Sink {
 
   KafkaSinkOptions options_;
   std::chrono::milliseconds flush_timeout_{0};
-  std::unique_ptr<kafka::client::Producer> producer_;
   // Delivery outcomes since the last Flush; delivery reports run inside Poll and Flush,
   // on the pipeline's thread.
   uint64_t produced_since_flush_ = 0;
   uint64_t failed_since_flush_ = 0;
   Status first_failure_;
+  // Last: destroyed first, while the members its delivery callback touches still live.
+  std::unique_ptr<kafka::client::Producer> producer_;
 };
 
 }  // namespace sluice::sinks
