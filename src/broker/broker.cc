@@ -6,10 +6,11 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <system_error>
+#include <thread>
 #include <type_traits>
 #include <variant>
 
@@ -162,19 +163,25 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   go.flush_ms = broker->options_.flush_ms;
   Broker* b = broker.get();
   go.partition_exists = [b](const std::string& topic, int32_t partition) {
-    std::shared_lock lock(b->mu_);
-    return b->logs_.count({topic, partition}) != 0;
+    std::shared_ptr<const MetadataSnapshot> meta = b->Snapshot();
+    const MetadataSnapshot::Topic* t = meta->Find(topic);
+    return t != nullptr && partition >= 0 && partition < t->info.partitions;
   };
   ASSIGN_OR_RETURN(broker->groups_, GroupCoordinator::Open(std::move(go)));
-  std::unique_lock lock(broker->mu_);
+  // This thread stands in for the metadata thread until that starts: the partitions go
+  // to the one provisional shard, spread over the real ones by OnServerStart.
   broker->next_producer_id_ = broker->producer_id_block_end_ = producer_id_start;
   broker->topics_ = std::move(topics);
   for (const TopicInfo* t : broker->topics_->List()) {
-    RETURN_IF_ERROR(broker->OpenTopicLogsLocked(*t));
+    RETURN_IF_ERROR(broker->OpenTopicLogsMeta(*t));
   }
   SLUICE_LOG(kLog, kInfo, "opened {} topics, {} partitions in {}", broker->topics_->List().size(),
-             broker->logs_.size(), broker->options_.data_dir);
-  broker->ScheduleRetentionLocked();
+             broker->catalog_.size(), broker->options_.data_dir);
+  broker->PublishMeta();
+  ASSIGN_OR_RETURN(broker->meta_loop_, EventLoop::Create());
+  EventLoop* meta = broker->meta_loop_.get();
+  broker->meta_thread_ = std::thread([meta] { meta->Run(); });
+  meta->Post([b] { b->ScheduleRetentionMeta(); });
   return broker;
 }
 
@@ -184,40 +191,73 @@ Broker::Broker(BrokerOptions options, std::string cluster_id)
       executor_(std::make_unique<storage::IoExecutor>(std::max(1, options_.io_threads))),
       files_(std::make_unique<storage::FileCache>(storage::Env::Posix(), options_.max_open_files)),
       advertised_host_(options_.advertised_host),
-      advertised_port_(options_.advertised_port) {}
+      advertised_port_(options_.advertised_port) {
+  shards_.push_back(std::make_unique<Shard>());
+  auto empty = std::make_shared<MetadataSnapshot>();
+  empty->advertised_host = advertised_host_;
+  empty->advertised_port = advertised_port_;
+  published_ = std::move(empty);
+}
 
 Broker::~Broker() {
   if (Status st = Close(); !st.ok()) {
     SLUICE_LOG(kLog, kError, "closing logs: {}", st.ToString());
   }
-  // Joins the I/O threads while mu_ and the logs still exist: a retention pass may be
-  // starting (it finds closed_ and returns).
+  // Joins the I/O threads while the logs' owners still exist.
   executor_.reset();
 }
 
 void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
-  std::unique_lock lock(mu_);
+  std::lock_guard lock(publish_mu_);
   advertised_host_ = std::move(host);
   advertised_port_ = port;
+  auto meta = std::make_shared<MetadataSnapshot>(*published_);
+  meta->advertised_host = advertised_host_;
+  meta->advertised_port = advertised_port_;
+  published_ = std::move(meta);
+  metadata_version_.fetch_add(1, std::memory_order_release);
+}
+
+std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const {
+  std::lock_guard lock(publish_mu_);
+  return published_;
+}
+
+const MetadataSnapshot::Topic* MetadataSnapshot::FindById(const kafka::Uuid& id) const {
+  // Linear: Fetch v13+ only, and a single node has few topics. An index would have to be
+  // rebuilt whenever a snapshot is copied.
+  for (const auto& [name, topic] : topics) {
+    if (topic.info.id == id) return &topic;
+  }
+  return nullptr;
 }
 
 Status Broker::Close() {
-  // The coordinator first, outside mu_: its thread asks partition_exists, which locks it.
+  // The coordinator first: its thread asks partition_exists.
   Status first;
   if (groups_ != nullptr) {
     first = groups_->Close();
     groups_.reset();
   }
-  std::unique_lock lock(mu_);
-  closed_ = true;
-  if (retention_task_ != 0) executor_->Cancel(retention_task_);
-  retention_task_ = 0;
-  const bool was_open = !logs_.empty() || topics_ != nullptr;
-  for (auto& [key, part] : logs_) {
-    Status st = part->log->Close();
-    if (!st.ok() && first.ok()) first = st;
+  // Then the metadata thread: from here on this thread owns what it owned, and (the
+  // server having stopped) every shard's partitions.
+  if (meta_loop_ != nullptr) {
+    meta_loop_->Stop();
+    if (meta_thread_.joinable()) meta_thread_.join();
+    meta_loop_.reset();
   }
-  logs_.clear();
+  if (closed_) return first;
+  closed_ = true;
+  const bool was_open = !catalog_.empty() || topics_ != nullptr;
+  for (auto& shard : shards_) {
+    for (auto& [key, part] : shard->partitions) {
+      Status st = part->log->Close();
+      if (!st.ok() && first.ok()) first = st;
+    }
+    shard->partitions.clear();
+  }
+  catalog_.clear();
+  open_logs_ = 0;
   if (first.ok() && was_open && !clean_marked_) {
     // Every log closed with its data synced: the next start is a clean one.
     first = WriteFileDurably(storage::Env::Posix(), options_.data_dir + "/meta",
@@ -227,22 +267,14 @@ Status Broker::Close() {
   return first;
 }
 
-void Broker::ScheduleRetentionLocked() {
-  if (closed_ || options_.retention_check_interval_ms <= 0) return;
-  retention_task_ = executor_->SubmitAt(
-      MonotonicNanos() + options_.retention_check_interval_ms * 1'000'000, [this] { RunRetention(); });
+void Broker::ScheduleRetentionMeta() {
+  if (options_.retention_check_interval_ms <= 0) return;
+  retention_timer_ =
+      meta_loop_->RunAfter(options_.retention_check_interval_ms, [this] { RunRetentionMeta(); });
 }
 
-void Broker::RunRetention() {
-  // Never blocks an I/O thread on mu_: its holders may be waiting for this executor
-  // (closing or flushing a log). Busy: try again in a second.
-  std::shared_lock lock(mu_, std::try_to_lock);
-  if (!lock.owns_lock()) {
-    executor_->SubmitAt(MonotonicNanos() + 1'000'000'000, [this] { RunRetention(); });
-    return;
-  }
-  if (closed_) return;
-  for (auto& [key, part] : logs_) {
+void Broker::RunRetentionMeta() {
+  for (auto& [key, part] : catalog_) {
     Result<int> deleted = part->log->ApplyRetention();
     if (!deleted.ok()) {
       SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
@@ -251,30 +283,228 @@ void Broker::RunRetention() {
       SLUICE_LOG(kLog, kInfo, "retention deleted {} segments of {}-{}", *deleted, key.first, key.second);
     }
   }
-  ScheduleRetentionLocked();
+  ScheduleRetentionMeta();
 }
 
-const TopicInfo* Broker::AutoCreateLocked(const std::string& name) {
+bool Broker::AutoCreateMeta(const std::string& name) {
   if (!options_.auto_create_topics || !ValidateTopicName(name).ok() || IsReservedTopic(name)) {
-    return nullptr;
+    return false;
   }
   TopicInfo info;
   TopicError err = topics_->Create(name, options_.num_partitions, {}, false, &info);
-  if (!err.ok()) return nullptr;
-  if (Status st = OpenTopicLogsLocked(info); !st.ok()) {
+  if (!err.ok()) return false;
+  if (Status st = OpenTopicLogsMeta(info); !st.ok()) {
     SLUICE_LOG(kLog, kError, "auto-creating topic {}: {}", name, st.ToString());
-    if (TopicError undo = DeleteTopicLocked(name); !undo.ok()) {
+    if (TopicError undo = DeleteTopicMeta(name); !undo.ok()) {
       SLUICE_LOG(kLog, kError, "undoing topic {}: {}", name, undo.message);
     }
-    return nullptr;
+    return false;
   }
   SLUICE_LOG(kLog, kInfo, "auto-created topic {} ({} partitions)", name, options_.num_partitions);
-  return topics_->Find(name);
+  return true;
 }
 
-size_t Broker::open_log_count() const {
-  std::shared_lock lock(mu_);
-  return logs_.size();
+void Broker::PublishMeta() {
+  auto meta = std::make_shared<MetadataSnapshot>();
+  for (const TopicInfo* t : topics_->List()) {
+    MetadataSnapshot::Topic& out = meta->topics[t->name];
+    out.info = *t;
+    out.leader_epochs.assign(static_cast<size_t>(std::max(t->partitions, 0)), 0);
+    for (int32_t p = 0; p < t->partitions; ++p) {
+      // Epochs never change after open: reading them here is safe.
+      auto it = catalog_.find({t->name, p});
+      if (it != catalog_.end()) out.leader_epochs[static_cast<size_t>(p)] = it->second->epochs.latest_epoch();
+    }
+  }
+  std::lock_guard lock(publish_mu_);
+  meta->advertised_host = advertised_host_;
+  meta->advertised_port = advertised_port_;
+  published_ = std::move(meta);
+  metadata_version_.fetch_add(1, std::memory_order_release);
+}
+
+// ---------------------------------------------------------------------------------------
+// Shards and posting
+
+int Broker::OwnerOf(const kafka::Uuid& topic_id, int32_t partition, int shards) {
+  if (shards <= 1) return 0;
+  // A topic's partitions go round robin from a shard its id picks, so each topic spreads
+  // evenly and different topics start at different shards.
+  uint64_t h = topic_id.hi ^ (topic_id.lo * 0x9E3779B97F4A7C15ull);
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  const uint64_t n = static_cast<uint64_t>(shards);
+  return static_cast<int>((h % n + static_cast<uint64_t>(static_cast<uint32_t>(partition)) % n) % n);
+}
+
+void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
+  SLUICE_ASSERT(!attached_ && !loops.empty());
+  std::vector<std::unique_ptr<Shard>> shards;
+  for (size_t i = 0; i < loops.size(); ++i) {
+    auto shard = std::make_unique<Shard>();
+    shard->loop = loops[i];
+    shard->index = static_cast<int>(i);
+    shards.push_back(std::move(shard));
+  }
+  const int n = static_cast<int>(shards.size());
+  for (auto& provisional : shards_) {
+    for (auto& [key, part] : provisional->partitions) {
+      part->shard = OwnerOf(part->topic_id, key.second, n);
+      shards[static_cast<size_t>(part->shard)]->partitions.emplace(key, std::move(part));
+    }
+  }
+  shards_ = std::move(shards);
+  attached_ = true;
+}
+
+void Broker::OnServerStop() { StopWaking(); }
+
+Broker::Shard& Broker::ShardOf(EventLoop* loop) {
+  for (auto& shard : shards_) {
+    if (shard->loop == loop) return *shard;
+  }
+  SLUICE_ASSERT(false && "a request on a loop the broker was not given");
+  return *shards_[0];
+}
+
+const MetadataSnapshot& Broker::SnapshotFor(Shard& shard) {
+  const uint64_t version = metadata_version_.load(std::memory_order_acquire);
+  if (shard.metadata == nullptr || shard.metadata_version != version) {
+    std::lock_guard lock(publish_mu_);
+    shard.metadata = published_;
+    shard.metadata_version = metadata_version_.load(std::memory_order_relaxed);
+  }
+  return *shard.metadata;
+}
+
+Broker::Target Broker::TargetOf(const MetadataSnapshot::Topic* topic, const std::string& name,
+                                int32_t p) const {
+  Target t;
+  t.key = {name, p};
+  if (topic == nullptr || p < 0 || p >= topic->info.partitions) return t;
+  t.topic_id = topic->info.id;
+  t.shard = OwnerOf(topic->info.id, p, static_cast<int>(shards_.size()));
+  return t;
+}
+
+bool Broker::PostGated(EventLoop* loop, std::function<void()> task) {
+  // Sequentially consistent with StopWaking(): either it sees this post counted, or this
+  // post sees the gate closed.
+  posting_.fetch_add(1);
+  const bool open = !waking_stopped_.load();
+  if (open) loop->Post(std::move(task));
+  posting_.fetch_sub(1);
+  return open;
+}
+
+void Broker::PostToLoop(Connection& conn, std::function<void()> task) {
+  PostGated(conn.loop(), std::move(task));
+}
+
+void Broker::StopWaking() {
+  waking_stopped_.store(true);
+  while (posting_.load() != 0) std::this_thread::yield();
+}
+
+void Broker::VisitOwners(Shard& home, std::vector<Target> targets,
+                         std::function<void(Partition*, size_t)> visit,
+                         std::function<void()> done) {
+  struct Job {
+    std::vector<Target> targets;
+    std::function<void(Partition*, size_t)> visit;
+    std::function<void()> done;
+    int outstanding = 1;  // home's thread only; the dispatch below holds one
+  };
+  auto job = std::make_shared<Job>();
+  job->targets = std::move(targets);
+  job->visit = std::move(visit);
+  job->done = std::move(done);
+  std::vector<std::vector<size_t>> by_shard(shards_.size());
+  for (size_t i = 0; i < job->targets.size(); ++i) {
+    const int s = job->targets[i].shard;
+    if (s < 0) {
+      job->visit(nullptr, i);
+    } else {
+      by_shard[static_cast<size_t>(s)].push_back(i);
+    }
+  }
+  // On shard s's thread: its partitions, found by name and checked by topic id (a topic
+  // deleted and created again under its name is another partition).
+  auto run = [this](Job& j, size_t s, const std::vector<size_t>& indexes) {
+    Shard& shard = *shards_[s];
+    for (size_t i : indexes) {
+      const Target& t = j.targets[i];
+      auto it = shard.partitions.find(t.key);
+      Partition* part = it != shard.partitions.end() && it->second->topic_id == t.topic_id
+                            ? it->second.get()
+                            : nullptr;
+      j.visit(part, i);
+    }
+  };
+  EventLoop* home_loop = home.loop;
+  for (size_t s = 0; s < by_shard.size(); ++s) {
+    if (by_shard[s].empty()) continue;
+    if (static_cast<int>(s) == home.index) {
+      run(*job, s, by_shard[s]);
+      continue;
+    }
+    ++job->outstanding;
+    bool posted = PostGated(shards_[s]->loop, [this, job, s, run, home_loop,
+                                               indexes = std::move(by_shard[s])] {
+      run(*job, s, indexes);
+      PostGated(home_loop, [job] {
+        if (--job->outstanding == 0) job->done();
+      });
+    });
+    if (!posted) return;  // stopping: this request gets no answer
+  }
+  if (--job->outstanding == 0) job->done();
+}
+
+bool Broker::RunOnShard(int shard, const std::function<void()>& fn) {
+  if (!attached_) {
+    fn();  // before the server: this thread owns the provisional shard
+    return true;
+  }
+  // Only the task holds the promise: a task destroyed unrun (its loop went away) breaks
+  // it, which ends the wait too.
+  auto promise = std::make_shared<std::promise<void>>();
+  std::future<void> finished = promise->get_future();
+  auto ran = std::make_shared<std::atomic<bool>>(false);
+  if (!PostGated(shards_[static_cast<size_t>(shard)]->loop,
+                 [&fn, promise = std::move(promise), ran] {
+                   fn();
+                   ran->store(true);
+                   promise->set_value();
+                 })) {
+    return false;
+  }
+  finished.wait();
+  return ran->load();
+}
+
+void Broker::RunOnMetadata(const std::function<void()>& fn) {
+  if (meta_loop_ == nullptr) {
+    fn();
+    return;
+  }
+  SLUICE_ASSERT(!meta_loop_->InLoopThread());
+  std::promise<void> finished;
+  meta_loop_->Post([&] {
+    fn();
+    finished.set_value();
+  });
+  finished.get_future().wait();
+}
+
+template <typename Fn>
+void Broker::ToMetadata(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                        Fn fn) {
+  meta_loop_->Post([this, conn, h, fn = std::move(fn)]() mutable {
+    auto body = std::make_shared<decltype(fn())>(fn());
+    PostToLoop(*conn, [conn, h, body] { Reply(conn, h, *body); });
+  });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -286,7 +516,9 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
     SaslRawToken(conn, frame);
     return;
   }
-  kafka::DecodeOutcome out = kafka::DecodeRequest(frame);
+  // Shared: produce records are views into it, read on their partitions' owner shards.
+  auto owned = std::make_shared<const std::vector<uint8_t>>(std::move(frame));
+  kafka::DecodeOutcome out = kafka::DecodeRequest(*owned);
   switch (out.problem) {
     case kafka::RequestProblem::kNone: {
       const auto key = static_cast<ApiKey>(out.request->header.api_key);
@@ -299,7 +531,7 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
         conn->Close();
         return;
       }
-      Handle(conn, *out.request);
+      Handle(conn, owned, *out.request);
       return;
     }
     case kafka::RequestProblem::kUnsupportedVersion:
@@ -321,43 +553,47 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
   conn->Close();
 }
 
-void Broker::Handle(const std::shared_ptr<Connection>& conn, const kafka::DecodedRequest& req) {
+
+void Broker::Handle(const std::shared_ptr<Connection>& conn,
+                    const std::shared_ptr<const std::vector<uint8_t>>& frame,
+                    const kafka::DecodedRequest& req) {
   const kafka::RequestHeader& h = req.header;
+  const int16_t v = h.api_version;
   bool served = std::visit(
       [&](const auto& body) {
         using T = std::decay_t<decltype(body)>;
         if constexpr (std::is_same_v<T, kafka::ApiVersionsRequest>) {
           Reply(conn, h, ApiVersions());
         } else if constexpr (std::is_same_v<T, kafka::MetadataRequest>) {
-          Reply(conn, h, Metadata(body, h.api_version));
+          Metadata(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::CreateTopicsRequest>) {
-          Reply(conn, h, CreateTopics(body));
+          ToMetadata(conn, h, [this, body] { return CreateTopicsMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::DeleteTopicsRequest>) {
-          Reply(conn, h, DeleteTopics(body, h.api_version));
+          ToMetadata(conn, h, [this, body, v] { return DeleteTopicsMeta(body, v); });
         } else if constexpr (std::is_same_v<T, kafka::DescribeClusterRequest>) {
-          Reply(conn, h, DescribeCluster());
+          Reply(conn, h, DescribeCluster(SnapshotFor(ShardOf(conn->loop()))));
         } else if constexpr (std::is_same_v<T, kafka::InitProducerIdRequest>) {
-          Reply(conn, h, InitProducerId(body));
+          ToMetadata(conn, h, [this, body] { return InitProducerIdMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::ProduceRequest>) {
-          Produce(conn, h, body);
+          Produce(conn, frame, h, body);
         } else if constexpr (std::is_same_v<T, kafka::FetchRequest>) {
           Fetch(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::ListOffsetsRequest>) {
-          Reply(conn, h, ListOffsets(body, h.api_version));
+          ListOffsets(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::CreatePartitionsRequest>) {
-          Reply(conn, h, CreatePartitions(body));
+          ToMetadata(conn, h, [this, body] { return CreatePartitionsMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::DescribeConfigsRequest>) {
-          Reply(conn, h, DescribeConfigs(body, h.api_version));
+          Reply(conn, h, DescribeConfigs(SnapshotFor(ShardOf(conn->loop())), body, v));
         } else if constexpr (std::is_same_v<T, kafka::AlterConfigsRequest>) {
-          Reply(conn, h, AlterConfigs(body));
+          ToMetadata(conn, h, [this, body] { return AlterConfigsMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::IncrementalAlterConfigsRequest>) {
-          Reply(conn, h, IncrementalAlterConfigs(body));
+          ToMetadata(conn, h, [this, body] { return IncrementalAlterConfigsMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::DeleteRecordsRequest>) {
-          Reply(conn, h, DeleteRecords(body));
+          ToMetadata(conn, h, [this, body] { return DeleteRecordsMeta(body); });
         } else if constexpr (std::is_same_v<T, kafka::OffsetForLeaderEpochRequest>) {
-          Reply(conn, h, OffsetForLeaderEpoch(body));
+          OffsetForLeaderEpoch(conn, h, body);
         } else if constexpr (std::is_same_v<T, kafka::FindCoordinatorRequest>) {
-          Reply(conn, h, FindCoordinator(body, h.api_version));
+          Reply(conn, h, FindCoordinator(SnapshotFor(ShardOf(conn->loop())), body, v));
         } else if constexpr (std::is_same_v<T, kafka::JoinGroupRequest>) {
           kafka::JoinGroupRequest copy = body;
           GroupClient client{h.client_id.value_or(""), "/" + conn->peer_host()};
@@ -525,16 +761,12 @@ void Broker::ToCoordinator(const std::shared_ptr<Connection>& conn, const kafka:
   method(std::move(copy), std::move(done));
 }
 
-kafka::FindCoordinatorResponse Broker::FindCoordinator(const kafka::FindCoordinatorRequest& req,
+kafka::FindCoordinatorResponse Broker::FindCoordinator(const MetadataSnapshot& meta,
+                                                       const kafka::FindCoordinatorRequest& req,
                                                        int16_t version) {
   kafka::FindCoordinatorResponse resp;
-  std::string host;
-  int32_t port;
-  {
-    std::shared_lock lock(mu_);
-    host = advertised_host_;
-    port = advertised_port_;
-  }
+  const std::string& host = meta.advertised_host;
+  const int32_t port = meta.advertised_port;
   // Transactions (key type 1) have no coordinator: there are no transactions yet.
   const bool served = req.key_type == 0;
   const ErrorCode error = served                ? ErrorCode::kNone
@@ -570,20 +802,43 @@ kafka::ApiVersionsResponse Broker::ApiVersions() const {
   return resp;
 }
 
-kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int16_t version) {
+void Broker::Metadata(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                      const kafka::MetadataRequest& req) {
+  std::vector<std::string> missing;
+  kafka::MetadataResponse resp =
+      MetadataFrom(SnapshotFor(ShardOf(conn->loop())), req, h.api_version, &missing);
+  if (missing.empty() || !options_.auto_create_topics) {
+    Reply(conn, h, resp);
+    return;
+  }
+  // Topics to create: the metadata thread creates them and answers from its snapshot.
+  ToMetadata(conn, h, [this, req, missing, v = h.api_version] {
+    bool created = false;
+    for (const std::string& name : missing) {
+      if (topics_->Find(name) == nullptr) created |= AutoCreateMeta(name);
+    }
+    if (created) PublishMeta();
+    std::vector<std::string> still;
+    return MetadataFrom(*Snapshot(), req, v, &still);
+  });
+}
+
+kafka::MetadataResponse Broker::MetadataFrom(const MetadataSnapshot& meta,
+                                             const kafka::MetadataRequest& req, int16_t version,
+                                             std::vector<std::string>* missing) const {
   kafka::MetadataResponse resp;
   resp.cluster_id = cluster_id_;
   resp.controller_id = kNodeId;
 
-  auto describe = [this](const TopicInfo& t) {
+  auto describe = [](const MetadataSnapshot::Topic& t) {
     kafka::MetadataResponse::Topic out;
-    out.name = t.name;
-    out.topic_id = t.id;
-    for (int32_t p = 0; p < t.partitions; ++p) {
+    out.name = t.info.name;
+    out.topic_id = t.info.id;
+    for (int32_t p = 0; p < t.info.partitions; ++p) {
       kafka::MetadataResponse::Partition part;
       part.partition_index = p;
       part.leader_id = kNodeId;
-      part.leader_epoch = LeaderEpochLocked(t.name, p);
+      part.leader_epoch = t.leader_epochs[static_cast<size_t>(p)];
       part.replica_nodes = {kNodeId};
       part.isr_nodes = {kNodeId};
       out.partitions.push_back(std::move(part));
@@ -591,37 +846,27 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
     return out;
   };
 
-  // Shared, unless a missing topic may be created here.
-  std::shared_lock shared(mu_, std::defer_lock);
-  std::unique_lock exclusive(mu_, std::defer_lock);
-  if (options_.auto_create_topics) {
-    exclusive.lock();
-  } else {
-    shared.lock();
-  }
-  resp.brokers.push_back({kNodeId, advertised_host_, advertised_port_, std::nullopt, {}});
+  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
   // Null asks for every topic, and so does an empty array in v0.
   const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
   if (all) {
-    for (const TopicInfo* t : topics_->List()) resp.topics.push_back(describe(*t));
+    for (const auto& [name, t] : meta.topics) resp.topics.push_back(describe(t));
     return resp;
   }
   for (const kafka::MetadataRequest::Topic& want : *req.topics) {
-    const TopicInfo* found = nullptr;
+    const MetadataSnapshot::Topic* found = nullptr;
     kafka::MetadataResponse::Topic out;
     out.name = want.name;
     out.topic_id = want.topic_id;
     if (want.name.has_value()) {
-      found = topics_->Find(*want.name);
-      if (found == nullptr && (version < 4 || req.allow_auto_topic_creation)) {
-        found = AutoCreateLocked(*want.name);
-      }
+      found = meta.Find(*want.name);
       if (found == nullptr) {
+        if (version < 4 || req.allow_auto_topic_creation) missing->push_back(*want.name);
         out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                             : ErrorCode::kInvalidTopicException;
       }
     } else {
-      found = topics_->FindById(want.topic_id);
+      found = meta.FindById(want.topic_id);
       if (found == nullptr) out.error_code = ErrorCode::kUnknownTopicId;
     }
     resp.topics.push_back(found != nullptr ? describe(*found) : std::move(out));
@@ -629,12 +874,11 @@ kafka::MetadataResponse Broker::Metadata(const kafka::MetadataRequest& req, int1
   return resp;
 }
 
-kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsRequest& req) {
+kafka::CreateTopicsResponse Broker::CreateTopicsMeta(const kafka::CreateTopicsRequest& req) {
   kafka::CreateTopicsResponse resp;
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
 
-  std::unique_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::CreateTopicsResponse::Topic out;
     out.name = t.name;
@@ -684,9 +928,9 @@ kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsReques
       continue;
     }
     if (!req.validate_only) {
-      if (Status st = OpenTopicLogsLocked(info); !st.ok()) {
+      if (Status st = OpenTopicLogsMeta(info); !st.ok()) {
         SLUICE_LOG(kLog, kError, "creating topic {}: {}", t.name, st.ToString());
-        if (TopicError undo = DeleteTopicLocked(t.name); !undo.ok()) {
+        if (TopicError undo = DeleteTopicMeta(t.name); !undo.ok()) {
           SLUICE_LOG(kLog, kError, "undoing topic {}: {}", t.name, undo.message);
         }
         fail(ErrorCode::kKafkaStorageError, st.ToString());
@@ -700,17 +944,17 @@ kafka::CreateTopicsResponse Broker::CreateTopics(const kafka::CreateTopicsReques
     out.replication_factor = 1;
     resp.topics.push_back(std::move(out));
   }
+  if (!req.validate_only) PublishMeta();
   return resp;
 }
 
-kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsRequest& req,
-                                                 int16_t version) {
+kafka::DeleteTopicsResponse Broker::DeleteTopicsMeta(const kafka::DeleteTopicsRequest& req,
+                                                     int16_t version) {
   kafka::DeleteTopicsResponse resp;
   std::vector<kafka::DeleteTopicsRequest::Topic> wanted = req.topics;
   if (version < 6) {
     for (const std::string& name : req.topic_names) wanted.push_back({name, {}, {}});
   }
-  std::unique_lock lock(mu_);
   for (const auto& want : wanted) {
     kafka::DeleteTopicsResponse::Result out;
     out.name = want.name;
@@ -726,7 +970,7 @@ kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsReques
     out.name = info->name;
     out.topic_id = info->id;
     std::string name = info->name;
-    TopicError err = DeleteTopicLocked(name);
+    TopicError err = DeleteTopicMeta(name);
     if (!err.ok()) {
       out.error_code = err.code;
       out.error_message = err.message;
@@ -736,17 +980,17 @@ kafka::DeleteTopicsResponse Broker::DeleteTopics(const kafka::DeleteTopicsReques
     }
     resp.responses.push_back(std::move(out));
   }
+  PublishMeta();
   return resp;
 }
 
-kafka::InitProducerIdResponse Broker::InitProducerId(const kafka::InitProducerIdRequest& req) {
+kafka::InitProducerIdResponse Broker::InitProducerIdMeta(const kafka::InitProducerIdRequest& req) {
   kafka::InitProducerIdResponse resp;
   if (req.transactional_id.has_value()) {
     // No transaction coordinator yet: only idempotent producers are served.
     resp.error_code = ErrorCode::kInvalidRequest;
     return resp;
   }
-  std::unique_lock lock(mu_);
   if (req.producer_id >= 0 && req.producer_epoch >= 0 && req.producer_epoch < INT16_MAX - 1) {
     // A producer asking for its next epoch (KIP-360) keeps its id.
     resp.producer_id = req.producer_id;
@@ -770,12 +1014,11 @@ kafka::InitProducerIdResponse Broker::InitProducerId(const kafka::InitProducerId
   return resp;
 }
 
-kafka::DescribeClusterResponse Broker::DescribeCluster() {
+kafka::DescribeClusterResponse Broker::DescribeCluster(const MetadataSnapshot& meta) const {
   kafka::DescribeClusterResponse resp;
   resp.cluster_id = cluster_id_;
   resp.controller_id = kNodeId;
-  std::shared_lock lock(mu_);
-  resp.brokers.push_back({kNodeId, advertised_host_, advertised_port_, std::nullopt, {}});
+  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
   return resp;
 }
 
@@ -784,15 +1027,17 @@ kafka::DescribeClusterResponse Broker::DescribeCluster() {
 
 namespace {
 
-// A produce request whose appends are in flight: the response, filled in by the append
-// callbacks (each writes only its own partition entry), and how many are still out. The
-// request thread holds one count itself until every append is queued, so the last
-// callback cannot answer before the response is complete.
+// A produce request whose appends are in flight: the response, filled in by the owner
+// shards and the append callbacks (each writes only its own partition entry), and how
+// many are still out. The connection's shard holds one count itself until every owner
+// has queued its appends, so the last callback cannot answer before the response is
+// complete. The counter's acquire/release orders the entries' writes before the answer.
 struct PendingProduce {
   Broker* broker;
   std::shared_ptr<Connection> conn;
   kafka::RequestHeader header;
   kafka::ProduceResponse resp;
+  std::shared_ptr<const std::vector<uint8_t>> frame;  // the records, until appended
   std::atomic<int> outstanding{1};
   bool acks0 = false;
 
@@ -806,17 +1051,29 @@ struct PendingProduce {
   }
 };
 
+// One validated batch for its partition's owner.
+struct ProduceAppend {
+  size_t topic;      // index in the request and the response
+  size_t partition;  // index in the topic's list
+  ProducerBatch batch;
+  bool log_append_time = false;
+  std::span<const uint8_t> records;  // in PendingProduce::frame
+};
+
 }  // namespace
 
-void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
-                     const kafka::ProduceRequest& req) {
+void Broker::Produce(const std::shared_ptr<Connection>& conn,
+                     const std::shared_ptr<const std::vector<uint8_t>>& frame,
+                     const kafka::RequestHeader& h, const kafka::ProduceRequest& req) {
+  Shard& home = ShardOf(conn->loop());
+  const MetadataSnapshot& meta = SnapshotFor(home);
   auto pending = std::make_shared<PendingProduce>();
   pending->broker = this;
   pending->conn = conn;
   pending->header = h;
   pending->acks0 = req.acks == 0;
   kafka::ProduceResponse& resp = pending->resp;
-  // Sized before any append is queued: callbacks hold pointers into these vectors.
+  // Sized before any append is queued: owners and callbacks write into these vectors.
   resp.responses.resize(req.topic_data.size());
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     resp.responses[t].name = req.topic_data[t].name;
@@ -825,83 +1082,113 @@ void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::Reque
   const bool acks_ok = req.acks == 0 || req.acks == 1 || req.acks == -1;
   const int64_t now_ms = Clock::Real()->NowMillis();
 
-  {
-    std::shared_lock lock(mu_);
-    for (size_t t = 0; t < req.topic_data.size(); ++t) {
-      const auto& topic = req.topic_data[t];
-      const TopicInfo* info = topics_->Find(topic.name);
-      for (size_t i = 0; i < topic.partition_data.size(); ++i) {
-        const auto& pd = topic.partition_data[i];
-        auto& out = resp.responses[t].partition_responses[i];
-        out.index = pd.index;
-        out.base_offset = -1;
-        auto fail = [&](ErrorCode code, std::string message) {
-          out.error_code = code;
-          out.error_message = std::move(message);
-        };
-        if (!acks_ok) {
-          fail(ErrorCode::kInvalidRequiredAcks, fmt::format("acks={} (must be -1, 0 or 1)", req.acks));
-          continue;
+  // Validation here, on the connection's shard (CRC32C and record checks are the CPU
+  // work of a produce); the producer check and the append on each partition's owner.
+  auto appends = std::make_shared<std::vector<ProduceAppend>>();
+  std::vector<Target> targets;
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    const auto& topic = req.topic_data[t];
+    const MetadataSnapshot::Topic* info = meta.Find(topic.name);
+    for (size_t i = 0; i < topic.partition_data.size(); ++i) {
+      const auto& pd = topic.partition_data[i];
+      auto& out = resp.responses[t].partition_responses[i];
+      out.index = pd.index;
+      out.base_offset = -1;
+      auto fail = [&](ErrorCode code, std::string message) {
+        out.error_code = code;
+        out.error_message = std::move(message);
+      };
+      if (!acks_ok) {
+        fail(ErrorCode::kInvalidRequiredAcks, fmt::format("acks={} (must be -1, 0 or 1)", req.acks));
+        continue;
+      }
+      Target target = TargetOf(info, topic.name, pd.index);
+      if (target.shard < 0) {
+        fail(ErrorCode::kUnknownTopicOrPartition,
+             fmt::format("no partition {} of topic '{}'", pd.index, topic.name));
+        continue;
+      }
+      if (!pd.records.has_value() || pd.records->empty()) {
+        fail(ErrorCode::kInvalidRecord, "no records");
+        continue;
+      }
+      const TopicConfig& config = info->info.config;
+      kafka::ValidateOptions vo;
+      vo.max_batch_bytes = static_cast<uint32_t>(config.max_message_bytes);
+      vo.now_ms = now_ms;
+      vo.log_append_time = config.log_append_time;
+      vo.compacted = config.cleanup_policy == "compact";
+      vo.allow_zstd = h.api_version >= 7;
+      kafka::BatchInfo batch_info;
+      if (Status st = kafka::ValidateRecords(*pd.records, vo, &batch_info); !st.ok()) {
+        fail(kafka::RecordsErrorCode(st), st.message());
+        continue;
+      }
+      if (batch_info.control || batch_info.transactional) {
+        // No transactions yet (decision 11 of the plan).
+        fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
+        continue;
+      }
+      ProduceAppend a;
+      a.topic = t;
+      a.partition = i;
+      a.batch.producer_id = batch_info.producer_id;
+      a.batch.producer_epoch = batch_info.producer_epoch;
+      a.batch.base_sequence = batch_info.base_sequence;
+      a.batch.record_count = batch_info.header.records_count;
+      a.log_append_time = config.log_append_time;
+      a.records = *pd.records;
+      appends->push_back(a);
+      targets.push_back(std::move(target));
+    }
+  }
+  // acks=0: nothing is answered, and the next request may come (the owners take this
+  // one's appends first: each loop runs its posts in order).
+  if (pending->acks0) conn->FinishRequest();
+  if (targets.empty()) {
+    PendingProduce::Release(pending);
+    return;
+  }
+  pending->frame = frame;
+  const int16_t acks = req.acks;
+  VisitOwners(
+      home, std::move(targets),
+      [pending, appends, acks](Partition* part, size_t k) {
+        // On the owner's thread: the only one touching part->producers.
+        const ProduceAppend& a = (*appends)[k];
+        auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          out.error_message = fmt::format("no partition {} of topic '{}'", out.index,
+                                          pending->resp.responses[a.topic].name);
+          return;
         }
-        auto it = logs_.find({topic.name, pd.index});
-        if (info == nullptr || it == logs_.end()) {
-          fail(ErrorCode::kUnknownTopicOrPartition,
-               fmt::format("no partition {} of topic '{}'", pd.index, topic.name));
-          continue;
-        }
-        Partition& part = *it->second;
-        out.log_start_offset = part.log->start_offset();
-        if (!pd.records.has_value() || pd.records->empty()) {
-          fail(ErrorCode::kInvalidRecord, "no records");
-          continue;
-        }
-        kafka::ValidateOptions vo;
-        vo.max_batch_bytes = static_cast<uint32_t>(info->config.max_message_bytes);
-        vo.now_ms = now_ms;
-        vo.log_append_time = info->config.log_append_time;
-        vo.compacted = info->config.cleanup_policy == "compact";
-        vo.allow_zstd = h.api_version >= 7;
-        kafka::BatchInfo batch_info;
-        if (Status st = kafka::ValidateRecords(*pd.records, vo, &batch_info); !st.ok()) {
-          fail(kafka::RecordsErrorCode(st), st.message());
-          continue;
-        }
-        if (batch_info.control || batch_info.transactional) {
-          // No transactions yet (decision 11 of the plan).
-          fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
-          continue;
-        }
-        // The producer check and the append are one step per partition: another shard
-        // producing to it waits here, not on the broker.
-        std::lock_guard part_lock(part.mu);
-        ProducerBatch pb;
-        pb.producer_id = batch_info.producer_id;
-        pb.producer_epoch = batch_info.producer_epoch;
-        pb.base_sequence = batch_info.base_sequence;
-        pb.record_count = batch_info.header.records_count;
-        ProducerStateTable::Check check = part.producers.CheckBatch(pb);
+        out.log_start_offset = part->log->start_offset();
+        ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
         switch (check.verdict) {
           case ProducerStateTable::Verdict::kAppend:
             break;
           case ProducerStateTable::Verdict::kDuplicate:
             out.base_offset = check.first_offset;
-            continue;
+            return;
           case ProducerStateTable::Verdict::kOutOfOrder:
-            fail(ErrorCode::kOutOfOrderSequenceNumber, check.message);
-            continue;
+            out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
+            out.error_message = check.message;
+            return;
           case ProducerStateTable::Verdict::kFenced:
-            fail(ErrorCode::kInvalidProducerEpoch, check.message);
-            continue;
+            out.error_code = ErrorCode::kInvalidProducerEpoch;
+            out.error_message = check.message;
+            return;
           case ProducerStateTable::Verdict::kUnknownProducer:
-            fail(ErrorCode::kUnknownProducerId, check.message);
-            continue;
+            out.error_code = ErrorCode::kUnknownProducerId;
+            out.error_message = check.message;
+            return;
         }
-
         storage::AppendOptions ao;
-        ao.leader_epoch = part.epochs.latest_epoch();
-        ao.log_append_time = info->config.log_append_time;
-        ao.ack = req.acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
-        if (req.acks != 0) {
+        ao.leader_epoch = part->epochs.latest_epoch();
+        ao.log_append_time = a.log_append_time;
+        ao.ack = acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
+        if (acks != 0) {
           pending->outstanding.fetch_add(1, std::memory_order_relaxed);
           ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
             // `out` lives in pending->resp, which this callback keeps alive.
@@ -916,18 +1203,19 @@ void Broker::Produce(const std::shared_ptr<Connection>& conn, const kafka::Reque
             PendingProduce::Release(pending);
           };
         }
-        Result<storage::AppendInfo> appended = part.log->Append(*pd.records, std::move(ao));
+        Result<storage::AppendInfo> appended = part->log->Append(a.records, std::move(ao));
         if (!appended.ok()) {
-          if (req.acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
-          fail(ErrorCode::kKafkaStorageError, appended.status().ToString());
-          continue;
+          if (acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
+          out.error_code = ErrorCode::kKafkaStorageError;
+          out.error_message = appended.status().ToString();
+          return;
         }
-        part.producers.OnAppended(pb, appended->base_offset);
-      }
-    }
-  }
-  if (pending->acks0) conn->FinishRequest();
-  PendingProduce::Release(pending);
+        part->producers.OnAppended(a.batch, appended->base_offset);
+      },
+      [pending] {
+        pending->frame.reset();  // every owner has copied its records
+        PendingProduce::Release(pending);
+      });
 }
 
 namespace {
@@ -944,23 +1232,6 @@ void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHea
   conn->Send(std::move(resp));
 }
 
-}  // namespace
-
-// A fetch waiting for data: answered once, by the first of an append or its timer.
-struct Broker::FetchWait {
-  std::shared_ptr<Connection> conn;
-  kafka::RequestHeader header;
-  kafka::FetchRequest req;
-  uint64_t min_bytes = 1;
-  std::vector<PartitionKey> keys;  // the partitions it waits on, each once
-  EventLoop::TimerId timer = 0;    // max_wait_ms; cancelled once answered
-  // A re-arm is posted and has not run yet: appends meanwhile post no other.
-  std::atomic<bool> arm_pending{false};
-  std::atomic<bool> done{false};
-};
-
-namespace {
-
 bool HasErrors(const kafka::FetchResponse& resp) {
   for (const auto& t : resp.responses) {
     for (const auto& p : t.partitions) {
@@ -975,82 +1246,217 @@ bool HasErrors(const kafka::FetchResponse& resp) {
 
 }  // namespace
 
+// A fetch waiting for data: answered once, by the first of an append or its timer. Made
+// and answered on its connection's loop; registered (weakly) on its partitions' owners.
+struct Broker::FetchWait {
+  std::shared_ptr<Connection> conn;
+  kafka::RequestHeader header;
+  std::shared_ptr<const kafka::FetchRequest> req;
+  uint64_t min_bytes = 1;
+  EventLoop::TimerId timer = 0;  // max_wait_ms; cancelled once answered
+  // A re-arm is posted and has not run yet: appends meanwhile post no other.
+  std::atomic<bool> arm_pending{false};
+  std::atomic<bool> done{false};
+};
+
 void Broker::Fetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
                    const kafka::FetchRequest& req) {
-  kafka::FetchResponse resp;
-  std::vector<storage::FileSlice> files;
   if (req.session_id != 0) {
     // Sessions are declined (session_id 0 in every answer), so no id is known.
+    kafka::FetchResponse resp;
     resp.error_code = ErrorCode::kFetchSessionIdNotFound;
     ReplyFetch(conn, h, resp, {});
     return;
   }
-  uint64_t bytes = FetchOnce(req, h.api_version, &resp, &files);
-  const bool errors = HasErrors(resp);
-  const uint64_t min_bytes = static_cast<uint64_t>(std::max(req.min_bytes, 1));
-  if (bytes >= min_bytes || errors || req.max_wait_ms <= 0 || req.min_bytes <= 0 ||
-      draining_.load()) {
-    ReplyFetch(conn, h, resp, std::move(files));
-    return;
+  auto shared = std::make_shared<const kafka::FetchRequest>(req);
+  FetchOnce(ShardOf(conn->loop()), shared, h.api_version, nullptr,
+            [this, conn, h, shared](kafka::FetchResponse& resp,
+                                    std::vector<storage::FileSlice>& files, uint64_t bytes) {
+              const kafka::FetchRequest& r = *shared;
+              const uint64_t min_bytes = static_cast<uint64_t>(std::max(r.min_bytes, 1));
+              if (bytes >= min_bytes || HasErrors(resp) || r.max_wait_ms <= 0 ||
+                  r.min_bytes <= 0 || draining_.load()) {
+                ReplyFetch(conn, h, resp, std::move(files));
+                return;
+              }
+              // Not enough data: a long poll. Register on every partition asked for and
+              // look once more (an append between the first look and the registration
+              // must not be missed); every append to one of them looks again, and
+              // min_bytes or max_wait_ms answers.
+              auto wait = std::make_shared<FetchWait>();
+              wait->conn = conn;
+              wait->header = h;
+              wait->req = shared;
+              wait->min_bytes = min_bytes;
+              wait->timer = conn->loop()->RunAfter(r.max_wait_ms, [this, wait] { CompleteFetch(wait); });
+              ArmFetch(wait);
+            });
+}
+
+void Broker::FetchOnce(Shard& home, std::shared_ptr<const kafka::FetchRequest> req,
+                       int16_t version, const std::shared_ptr<FetchWait>& wait, FetchDone done) {
+  const MetadataSnapshot& meta = SnapshotFor(home);
+  // The response's shape first; the owners fill in their partitions' entries (each its
+  // own) and slices, and the budget across partitions is applied here once all answered.
+  struct State {
+    kafka::FetchResponse resp;
+    std::vector<kafka::FetchResponse::PartitionData*> outs;  // per target
+    std::vector<const kafka::FetchRequest::FetchPartition*> wants;
+    std::vector<std::optional<storage::FileSlice>> slices;
+  };
+  auto st = std::make_shared<State>();
+  st->resp.session_id = 0;
+  std::vector<Target> targets;
+  for (const auto& want : req->topics) {
+    kafka::FetchResponse::FetchableTopicResponse tout;
+    tout.topic = want.topic;
+    tout.topic_id = want.topic_id;
+    const MetadataSnapshot::Topic* info =
+        version >= 13 ? meta.FindById(want.topic_id) : meta.Find(want.topic);
+    for (const auto& fp : want.partitions) {
+      kafka::FetchResponse::PartitionData out;
+      out.partition_index = fp.partition;
+      out.high_watermark = -1;
+      out.last_stable_offset = -1;
+      out.log_start_offset = -1;
+      out.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
+      if (info == nullptr) {
+        out.error_code = version >= 13 ? ErrorCode::kUnknownTopicId
+                                       : ErrorCode::kUnknownTopicOrPartition;
+      } else {
+        targets.push_back(TargetOf(info, info->info.name, fp.partition));
+        st->wants.push_back(&fp);
+      }
+      tout.partitions.push_back(std::move(out));
+    }
+    st->resp.responses.push_back(std::move(tout));
   }
-  // Not enough data: a long poll. Register on every partition asked for, then look once
-  // more (an append between the first look and the registration must not be missed);
-  // every append to one of them looks again, and min_bytes or max_wait_ms answers.
-  auto wait = std::make_shared<FetchWait>();
-  wait->conn = conn;
-  wait->header = h;
-  wait->req = req;
-  wait->min_bytes = min_bytes;
-  {
-    std::shared_lock lock(mu_);
-    for (const auto& want : req.topics) {
-      const TopicInfo* info =
-          h.api_version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
-      if (info == nullptr) continue;
-      for (const auto& fp : want.partitions) wait->keys.emplace_back(info->name, fp.partition);
+  // Pointers once the vectors stopped growing, in request order.
+  size_t k = 0;
+  for (size_t t = 0; t < req->topics.size(); ++t) {
+    const bool known = (version >= 13 ? meta.FindById(req->topics[t].topic_id)
+                                      : meta.Find(req->topics[t].topic)) != nullptr;
+    if (!known) continue;
+    for (auto& out : st->resp.responses[t].partitions) {
+      st->outs.push_back(&out);
+      ++k;
     }
   }
-  // A partition listed twice waits once.
-  std::sort(wait->keys.begin(), wait->keys.end());
-  wait->keys.erase(std::unique(wait->keys.begin(), wait->keys.end()), wait->keys.end());
-  wait->timer = conn->loop()->RunAfter(req.max_wait_ms, [this, wait] { CompleteFetch(wait); });
-  ArmFetch(wait);
+  SLUICE_ASSERT(k == targets.size());
+  st->slices.resize(targets.size());
+  const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
+  VisitOwners(
+      home, std::move(targets),
+      [this, st, req, wait, max_bytes](Partition* part, size_t i) {
+        kafka::FetchResponse::PartitionData& out = *st->outs[i];
+        const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        if (wait != nullptr && !wait->done.load()) {
+          // Registered at most once per partition: a wake-up takes it off the woken
+          // partition's list only, and it stays on the others'.
+          bool present = false;
+          std::erase_if(part->waits, [&](const std::weak_ptr<FetchWait>& w) {
+            auto locked = w.lock();
+            present |= locked == wait;
+            return locked == nullptr || locked->done.load();
+          });
+          if (!present) part->waits.push_back(wait);
+          part->waiting.store(static_cast<int>(part->waits.size()));
+        }
+        storage::PartitionLog& log = *part->log;
+        const int32_t epoch = part->epochs.latest_epoch();
+        if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
+          // KIP-320: a consumer that saw a newer epoch waits for metadata; an older one
+          // must check for truncation (OffsetForLeaderEpoch) first.
+          out.error_code = fp.current_leader_epoch > epoch ? ErrorCode::kUnknownLeaderEpoch
+                                                           : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        // No transactions, so the last stable offset is the high watermark.
+        const int64_t hw = HighWatermark(log);
+        const int64_t start = log.start_offset();
+        out.high_watermark = hw;
+        out.last_stable_offset = hw;
+        out.log_start_offset = start;
+        out.aborted_transactions.emplace();
+        if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
+          // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its
+          // fetch offset here; otherwise the log diverged (recovery cut it) and it must
+          // truncate. An epoch this log never had has no end: out of range, as Kafka
+          // answers.
+          auto [div_epoch, div_end] = part->epochs.EndOffsetFor(fp.last_fetched_epoch, log.end_offset());
+          if (div_epoch < 0 || div_end < 0) {
+            out.error_code = ErrorCode::kOffsetOutOfRange;
+            return;
+          }
+          if (div_epoch < fp.last_fetched_epoch || div_end < fp.fetch_offset) {
+            out.diverging_epoch = {div_epoch, div_end};
+            return;
+          }
+        }
+        if (fp.fetch_offset < start || fp.fetch_offset > hw) {
+          out.error_code = ErrorCode::kOffsetOutOfRange;
+          return;
+        }
+        // As much as this partition may give; the response's budget is applied on the
+        // connection's shard, in request order.
+        const uint64_t limit = std::min<uint64_t>(
+            max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+        if (fp.fetch_offset < hw) {
+          Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), hw);
+          if (!read.ok()) {
+            out.error_code = read.status().code() == StatusCode::kOutOfRange
+                                 ? ErrorCode::kOffsetOutOfRange
+                                 : ErrorCode::kKafkaStorageError;
+          } else if (read->slice.size > 0) {
+            st->slices[i] = std::move(read->slice);
+          }
+        }
+      },
+      [st, max_bytes, done = std::move(done)] {
+        std::vector<storage::FileSlice> files;
+        uint64_t total = 0;
+        for (size_t i = 0; i < st->outs.size(); ++i) {
+          if (!st->slices[i].has_value()) continue;
+          const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
+          const uint64_t left = max_bytes > total ? max_bytes - total : 0;
+          const uint64_t limit = std::min<uint64_t>(
+              left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+          storage::FileSlice& slice = *st->slices[i];
+          // Past the limits only for the first data of the response, as in Kafka.
+          if (total == 0 || slice.size <= limit) {
+            st->outs[i]->records =
+                kafka::RecordsRef::Splice(slice.size, static_cast<uint32_t>(files.size()));
+            total += slice.size;
+            files.push_back(std::move(slice));
+          }
+        }
+        done(st->resp, files, total);
+      });
 }
 
 void Broker::ArmFetch(const std::shared_ptr<FetchWait>& wait) {
   wait->arm_pending = false;
-  {
-    std::lock_guard lock(waits_mu_);
-    if (waking_stopped_) return;  // shutting down: the timer or the close ends it
-    // Registered at most once per partition: a wake-up removes it from the woken
-    // partition's list only, and it stays in the others'.
-    for (const PartitionKey& key : wait->keys) {
-      auto& list = waits_[key];
-      bool present = false;
-      std::erase_if(list, [&](const std::weak_ptr<FetchWait>& w) {
-        auto locked = w.lock();
-        present |= locked == wait;
-        return locked == nullptr;
-      });
-      if (!present) list.push_back(wait);
-    }
-  }
-  kafka::FetchResponse resp;
-  std::vector<storage::FileSlice> files;
-  const uint64_t bytes = FetchOnce(wait->req, wait->header.api_version, &resp, &files);
-  // Enough data, a new error (a deleted topic, an offset now out of range) or a stop
-  // answers at once, as Kafka's DelayedFetch completes.
-  if (bytes >= wait->min_bytes || HasErrors(resp) || draining_.load()) {
-    AnswerFetch(wait, resp, std::move(files));
-  }
+  if (wait->done.load() || waking_stopped_.load()) return;  // a stop: the timer or the close ends it
+  FetchOnce(ShardOf(wait->conn->loop()), wait->req, wait->header.api_version, wait,
+            [this, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
+                         uint64_t bytes) {
+              // Enough data, a new error (a deleted topic, an offset now out of range) or
+              // a stop answers at once, as Kafka's DelayedFetch completes.
+              if (bytes >= wait->min_bytes || HasErrors(resp) || draining_.load()) {
+                AnswerFetch(wait, resp, std::move(files));
+              }
+            });
 }
 
 void Broker::CompleteFetch(const std::shared_ptr<FetchWait>& wait) {
   if (wait->done.load()) return;
-  kafka::FetchResponse resp;
-  std::vector<storage::FileSlice> files;
-  FetchOnce(wait->req, wait->header.api_version, &resp, &files);
-  AnswerFetch(wait, resp, std::move(files));
+  FetchOnce(ShardOf(wait->conn->loop()), wait->req, wait->header.api_version, nullptr,
+            [this, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
+                         uint64_t) { AnswerFetch(wait, resp, std::move(files)); });
 }
 
 void Broker::AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
@@ -1061,158 +1467,65 @@ void Broker::AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::Fe
   ReplyFetch(wait->conn, wait->header, resp, std::move(files));
 }
 
-size_t Broker::waiting_fetch_count() {
-  std::lock_guard lock(waits_mu_);
-  size_t n = 0;
-  for (const auto& [key, list] : waits_) {
-    for (const auto& weak : list) {
-      auto w = weak.lock();
-      if (w != nullptr && !w->done.load()) ++n;
-    }
-  }
-  return n;
-}
-
-void Broker::Drain() {
-  draining_ = true;
-  std::vector<std::shared_ptr<FetchWait>> waiting;
-  {
-    std::lock_guard lock(waits_mu_);
-    for (auto& [key, list] : waits_) {
-      for (const auto& weak : list) {
-        if (auto w = weak.lock(); w != nullptr && !w->done.load()) waiting.push_back(std::move(w));
-      }
-    }
-    waits_.clear();
-    if (!waking_stopped_) {
-      for (const auto& w : waiting) w->conn->loop()->Post([this, w] { CompleteFetch(w); });
-    }
-  }
-  std::shared_lock lock(mu_);
-  for (auto& [key, part] : logs_) {
-    if (Status st = part->log->Flush(); !st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
-    }
-  }
-}
-
-void Broker::StopWaking() {
-  std::lock_guard lock(waits_mu_);
-  waking_stopped_ = true;
-  waits_.clear();
-}
-
-void Broker::WakeFetches(const PartitionKey& key) {
-  // Posts under waits_mu_, so that once StopWaking() returns no post reaches a loop.
-  std::lock_guard lock(waits_mu_);
-  if (waking_stopped_) return;
-  auto it = waits_.find(key);
-  if (it == waits_.end()) return;
+void Broker::WakeFetches(Partition& part) {
+  if (part.waits.empty()) return;
   std::vector<std::weak_ptr<FetchWait>> woken;
-  woken.swap(it->second);
-  waits_.erase(it);
+  woken.swap(part.waits);
+  part.waiting.store(0);
   for (const auto& weak : woken) {
     std::shared_ptr<FetchWait> wait = weak.lock();
     if (wait == nullptr || wait->done.load()) continue;
     if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
-    wait->conn->loop()->Post([this, wait] {
+    PostGated(wait->conn->loop(), [this, wait] {
       if (!wait->done.load()) ArmFetch(wait);
     });
   }
 }
 
-void Broker::PostToLoop(Connection& conn, std::function<void()> task) {
-  std::lock_guard lock(waits_mu_);
-  if (waking_stopped_) return;
-  conn.loop()->Post(std::move(task));
+size_t Broker::waiting_fetch_count() {
+  if (!attached_) return 0;
+  std::vector<std::promise<size_t>> counts(shards_.size());
+  std::vector<std::future<size_t>> futures;
+  for (size_t i = 0; i < shards_.size(); ++i) {
+    futures.push_back(counts[i].get_future());
+    Shard* shard = shards_[i].get();
+    std::promise<size_t>* count = &counts[i];
+    if (!PostGated(shard->loop, [shard, count] {
+          size_t n = 0;
+          for (const auto& [key, part] : shard->partitions) {
+            for (const auto& weak : part->waits) {
+              auto w = weak.lock();
+              if (w != nullptr && !w->done.load()) ++n;
+            }
+          }
+          count->set_value(n);
+        })) {
+      counts[i].set_value(0);
+    }
+  }
+  size_t total = 0;
+  for (auto& f : futures) total += f.get();
+  return total;
 }
 
-uint64_t Broker::FetchOnce(const kafka::FetchRequest& req, int16_t version,
-                           kafka::FetchResponse* resp, std::vector<storage::FileSlice>* files) {
-  resp->session_id = 0;
-  uint64_t total = 0;
-  const uint64_t max_bytes = req.max_bytes > 0 ? static_cast<uint64_t>(req.max_bytes) : 0;
-  std::shared_lock lock(mu_);
-  for (const auto& want : req.topics) {
-    kafka::FetchResponse::FetchableTopicResponse tout;
-    tout.topic = want.topic;
-    tout.topic_id = want.topic_id;
-    const TopicInfo* info =
-        version >= 13 ? topics_->FindById(want.topic_id) : topics_->Find(want.topic);
-    for (const auto& fp : want.partitions) {
-      kafka::FetchResponse::PartitionData out;
-      out.partition_index = fp.partition;
-      out.high_watermark = -1;
-      out.last_stable_offset = -1;
-      out.log_start_offset = -1;
-      out.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
-      auto it = info != nullptr ? logs_.find({info->name, fp.partition}) : logs_.end();
-      if (it == logs_.end()) {
-        out.error_code = info == nullptr && version >= 13 ? ErrorCode::kUnknownTopicId
-                                                          : ErrorCode::kUnknownTopicOrPartition;
-        tout.partitions.push_back(std::move(out));
-        continue;
-      }
-      storage::PartitionLog& log = *it->second->log;
-      const int32_t epoch = it->second->epochs.latest_epoch();
-      if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
-        // KIP-320: a consumer that saw a newer epoch waits for metadata; an older one
-        // must check for truncation (OffsetForLeaderEpoch) first.
-        out.error_code = fp.current_leader_epoch > epoch ? ErrorCode::kUnknownLeaderEpoch
-                                                         : ErrorCode::kFencedLeaderEpoch;
-        tout.partitions.push_back(std::move(out));
-        continue;
-      }
-      // No transactions, so the last stable offset is the high watermark.
-      const int64_t hw = HighWatermark(log);
-      const int64_t start = log.start_offset();
-      out.high_watermark = hw;
-      out.last_stable_offset = hw;
-      out.log_start_offset = start;
-      out.aborted_transactions.emplace();
-      if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
-        // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its fetch
-        // offset here; otherwise the log diverged (recovery cut it) and it must truncate.
-        // An epoch this log never had has no end: out of range, as Kafka answers.
-        auto [div_epoch, div_end] = it->second->epochs.EndOffsetFor(fp.last_fetched_epoch, log.end_offset());
-        if (div_epoch < 0 || div_end < 0) {
-          out.error_code = ErrorCode::kOffsetOutOfRange;
-          tout.partitions.push_back(std::move(out));
-          continue;
-        }
-        if (div_epoch < fp.last_fetched_epoch || div_end < fp.fetch_offset) {
-          out.diverging_epoch = {div_epoch, div_end};
-          tout.partitions.push_back(std::move(out));
-          continue;
-        }
-      }
-      if (fp.fetch_offset < start || fp.fetch_offset > hw) {
-        out.error_code = ErrorCode::kOffsetOutOfRange;
-        tout.partitions.push_back(std::move(out));
-        continue;
-      }
-      const uint64_t left = max_bytes > total ? max_bytes - total : 0;
-      const uint64_t limit =
-          std::min<uint64_t>(left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
-      if (fp.fetch_offset < hw && (limit > 0 || total == 0)) {
-        Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), hw);
-        if (!read.ok()) {
-          out.error_code = read.status().code() == StatusCode::kOutOfRange
-                               ? ErrorCode::kOffsetOutOfRange
-                               : ErrorCode::kKafkaStorageError;
-        } else if (read->slice.size > 0 && (total == 0 || read->slice.size <= limit)) {
-          // Past the limits only for the first data of the response, as in Kafka.
-          out.records = kafka::RecordsRef::Splice(read->slice.size,
-                                                  static_cast<uint32_t>(files->size()));
-          total += read->slice.size;
-          files->push_back(std::move(read->slice));
-        }
-      }
-      tout.partitions.push_back(std::move(out));
+void Broker::Drain() {
+  draining_ = true;
+  // Every waiting fetch looks again, sees draining_ and answers.
+  if (attached_) {
+    for (auto& s : shards_) {
+      Shard* shard = s.get();
+      PostGated(shard->loop, [this, shard] {
+        for (auto& [key, part] : shard->partitions) WakeFetches(*part);
+      });
     }
-    resp->responses.push_back(std::move(tout));
   }
-  return total;
+  RunOnMetadata([this] {
+    for (auto& [key, part] : catalog_) {
+      if (Status st = part->log->Flush(); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
+      }
+    }
+  });
 }
 
 namespace {
@@ -1239,97 +1552,116 @@ std::optional<std::pair<int64_t, int64_t>> FindInBatch(
 
 }  // namespace
 
-kafka::ListOffsetsResponse Broker::ListOffsets(const kafka::ListOffsetsRequest& req,
-                                               int16_t version) {
+
+void Broker::ListOffsets(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                         const kafka::ListOffsetsRequest& req) {
   constexpr int64_t kLatest = -1, kEarliest = -2, kMaxTimestamp = -3;
   constexpr int64_t kEarliestLocal = -4, kLatestTiered = -5;  // KIP-1005, v8+
-  kafka::ListOffsetsResponse resp;
-  std::shared_lock lock(mu_);
-  for (const auto& want : req.topics) {
+  Shard& home = ShardOf(conn->loop());
+  const MetadataSnapshot& meta = SnapshotFor(home);
+  struct State {
+    kafka::ListOffsetsResponse resp;
+    std::vector<kafka::ListOffsetsResponse::Partition*> outs;  // per target
+    kafka::ListOffsetsRequest req;
+  };
+  auto st = std::make_shared<State>();
+  st->req = req;
+  std::vector<Target> targets;
+  std::vector<std::pair<size_t, size_t>> where;
+  for (size_t t = 0; t < req.topics.size(); ++t) {
+    const auto& want = req.topics[t];
     kafka::ListOffsetsResponse::Topic tout;
     tout.name = want.name;
-    for (const auto& wp : want.partitions) {
+    const MetadataSnapshot::Topic* info = meta.Find(want.name);
+    for (size_t i = 0; i < want.partitions.size(); ++i) {
       kafka::ListOffsetsResponse::Partition out;
-      out.partition_index = wp.partition_index;
-      auto it = logs_.find({want.name, wp.partition_index});
-      if (it == logs_.end()) {
-        out.error_code = ErrorCode::kUnknownTopicOrPartition;
-        tout.partitions.push_back(std::move(out));
-        continue;
-      }
-      storage::PartitionLog& log = *it->second->log;
-      const LeaderEpochCache& epochs = it->second->epochs;
-      out.leader_epoch = epochs.latest_epoch();
-      if (wp.current_leader_epoch >= 0 && wp.current_leader_epoch != epochs.latest_epoch()) {
-        out.error_code = wp.current_leader_epoch > epochs.latest_epoch()
-                             ? ErrorCode::kUnknownLeaderEpoch
-                             : ErrorCode::kFencedLeaderEpoch;
-        tout.partitions.push_back(std::move(out));
-        continue;
-      }
-      if (wp.timestamp == kLatest) {
-        out.offset = HighWatermark(log);
-      } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
-        // Without tiered storage the earliest local offset is the log start.
-        out.offset = log.start_offset();
-      } else if (wp.timestamp == kLatestTiered && version >= 9) {
-        // Nothing is tiered: no offset, as Kafka answers without remote storage.
-        out.offset = -1;
-        out.timestamp = -1;
-      } else if (wp.timestamp == kMaxTimestamp) {
-        // The first batch holding the largest max timestamp, then its record with it.
-        int64_t best_ts = -1, best_base = -1;
-        Status st = log.ForEachBatchHeader(
-            log.start_offset(), [&](const storage::BatchHeader& bh, std::span<const uint8_t>) {
-              if (bh.max_timestamp > best_ts) {
-                best_ts = bh.max_timestamp;
-                best_base = bh.base_offset;
-              }
-              return true;
-            });
-        if (!st.ok()) {
-          out.error_code = ErrorCode::kKafkaStorageError;
-        } else if (best_base >= 0) {
-          auto found = FindInBatch(log, best_base, [&](int64_t ts) { return ts == best_ts; });
-          out.offset = found ? found->first : best_base;
-          out.timestamp = best_ts;
-        }
-      } else if (wp.timestamp < 0) {
-        out.error_code = ErrorCode::kInvalidRequest;
-      } else {
-        Result<std::optional<storage::TimestampLookup>> found =
-            log.FindOffsetByTimestamp(wp.timestamp);
-        if (!found.ok()) {
-          out.error_code = ErrorCode::kKafkaStorageError;
-        } else if (found->has_value()) {
-          const storage::TimestampLookup& l = **found;
-          out.offset = l.offset;
-          out.timestamp = l.timestamp;
-          if (!l.exact) {
-            const int64_t target = wp.timestamp;
-            auto rec = FindInBatch(log, l.offset, [&](int64_t ts) { return ts >= target; });
-            if (rec) {
-              out.offset = rec->first;
-              out.timestamp = rec->second;
-            }
-          }
-          // Records below the log start (DeleteRecords) are gone: never answer with one.
-          out.offset = std::max(out.offset, log.start_offset());
-        }
-      }
-      if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
-        out.leader_epoch = epochs.EpochAt(out.offset);
-      } else if (out.offset < 0) {
-        out.leader_epoch = -1;
-      }
-      if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
-        out.old_style_offsets = {out.offset};
-      }
+      out.partition_index = want.partitions[i].partition_index;
+      targets.push_back(TargetOf(info, want.name, out.partition_index));
+      where.emplace_back(t, i);
       tout.partitions.push_back(std::move(out));
     }
-    resp.topics.push_back(std::move(tout));
+    st->resp.topics.push_back(std::move(tout));
   }
-  return resp;
+  for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  const int16_t version = h.api_version;
+  VisitOwners(
+      home, std::move(targets),
+      [this, st, where, version](Partition* part, size_t k) {
+        kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
+        const auto& wp = st->req.topics[where[k].first].partitions[where[k].second];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        storage::PartitionLog& log = *part->log;
+        const LeaderEpochCache& epochs = part->epochs;
+        out.leader_epoch = epochs.latest_epoch();
+        if (wp.current_leader_epoch >= 0 && wp.current_leader_epoch != epochs.latest_epoch()) {
+          out.error_code = wp.current_leader_epoch > epochs.latest_epoch()
+                               ? ErrorCode::kUnknownLeaderEpoch
+                               : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        if (wp.timestamp == kLatest) {
+          out.offset = HighWatermark(log);
+        } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
+          // Without tiered storage the earliest local offset is the log start.
+          out.offset = log.start_offset();
+        } else if (wp.timestamp == kLatestTiered && version >= 9) {
+          // Nothing is tiered: no offset, as Kafka answers without remote storage.
+          out.offset = -1;
+          out.timestamp = -1;
+        } else if (wp.timestamp == kMaxTimestamp) {
+          // The first batch holding the largest max timestamp, then its record with it.
+          int64_t best_ts = -1, best_base = -1;
+          Status st = log.ForEachBatchHeader(
+              log.start_offset(), [&](const storage::BatchHeader& bh, std::span<const uint8_t>) {
+                if (bh.max_timestamp > best_ts) {
+                  best_ts = bh.max_timestamp;
+                  best_base = bh.base_offset;
+                }
+                return true;
+              });
+          if (!st.ok()) {
+            out.error_code = ErrorCode::kKafkaStorageError;
+          } else if (best_base >= 0) {
+            auto found = FindInBatch(log, best_base, [&](int64_t ts) { return ts == best_ts; });
+            out.offset = found ? found->first : best_base;
+            out.timestamp = best_ts;
+          }
+        } else if (wp.timestamp < 0) {
+          out.error_code = ErrorCode::kInvalidRequest;
+        } else {
+          Result<std::optional<storage::TimestampLookup>> found =
+              log.FindOffsetByTimestamp(wp.timestamp);
+          if (!found.ok()) {
+            out.error_code = ErrorCode::kKafkaStorageError;
+          } else if (found->has_value()) {
+            const storage::TimestampLookup& l = **found;
+            out.offset = l.offset;
+            out.timestamp = l.timestamp;
+            if (!l.exact) {
+              const int64_t target = wp.timestamp;
+              auto rec = FindInBatch(log, l.offset, [&](int64_t ts) { return ts >= target; });
+              if (rec) {
+                out.offset = rec->first;
+                out.timestamp = rec->second;
+              }
+            }
+            // Records below the log start (DeleteRecords) are gone: never answer with one.
+            out.offset = std::max(out.offset, log.start_offset());
+          }
+        }
+        if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
+          out.leader_epoch = epochs.EpochAt(out.offset);
+        } else if (out.offset < 0) {
+          out.leader_epoch = -1;
+        }
+        if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
+          out.old_style_offsets = {out.offset};
+        }
+      },
+      [conn, h, st] { Reply(conn, h, st->resp); });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1361,35 +1693,87 @@ storage::LogOptions Broker::LogOptionsFor(const TopicConfig& config) {
   return o;
 }
 
-Status Broker::OpenTopicLogsLocked(const TopicInfo& topic) {
+Result<std::unique_ptr<Broker::Partition>> Broker::OpenPartition(const TopicInfo& topic,
+                                                                 int32_t p) {
+  auto part = std::make_unique<Partition>();
+  part->topic_id = topic.id;
+  storage::LogOptions opts = LogOptionsFor(topic.config);
+  // On an I/O thread after every write: a wake-up for the owner, only when fetches wait
+  // there. The fence pairs with the owner's registration (waiting, then a read of the
+  // log): either the owner's read saw the new data or this sees the waiter.
+  opts.on_readable = [this, raw = part.get(), key = PartitionKey{topic.name, p}] {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (raw->waiting.load() == 0) return;
+    const int owner = raw->shard;
+    PostGated(shards_[static_cast<size_t>(owner)]->loop, [this, raw, owner, key] {
+      Shard& shard = *shards_[static_cast<size_t>(owner)];
+      auto it = shard.partitions.find(key);
+      if (it != shard.partitions.end() && it->second.get() == raw) WakeFetches(*raw);
+    });
+  };
+  ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
+  // Epochs first: a bump for a cut log is on disk before anything else reads it.
+  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, unclean_start_));
+  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+  return part;
+}
+
+Status Broker::Install(PartitionKey key, std::unique_ptr<Partition> part) {
+  Partition* raw = part.get();
+  raw->shard = OwnerOf(raw->topic_id, key.second, static_cast<int>(shards_.size()));
+  bool placed = false;
+  const bool ran = RunOnShard(raw->shard, [&] {
+    placed = shards_[static_cast<size_t>(raw->shard)]->partitions.emplace(key, std::move(part)).second;
+  });
+  if (!ran) return FailedPreconditionError("the broker is stopping");
+  if (!placed) return InternalError("partition {}-{} is open already", key.first, key.second);
+  catalog_[key] = raw;
+  open_logs_ = catalog_.size();
+  return Status::OK();
+}
+
+std::unique_ptr<Broker::Partition> Broker::Uninstall(const PartitionKey& key) {
+  auto it = catalog_.find(key);
+  if (it == catalog_.end()) return nullptr;
+  Partition* raw = it->second;
+  std::unique_ptr<Partition> taken;
+  const bool ran = RunOnShard(raw->shard, [&] {
+    Shard& shard = *shards_[static_cast<size_t>(raw->shard)];
+    auto found = shard.partitions.find(key);
+    if (found == shard.partitions.end()) return;
+    taken = std::move(found->second);
+    shard.partitions.erase(found);
+    WakeFetches(*taken);  // they look again and find it gone
+  });
+  if (!ran || taken == nullptr) return nullptr;
+  catalog_.erase(it);
+  open_logs_ = catalog_.size();
+  return taken;
+}
+
+Status Broker::OpenTopicLogsMeta(const TopicInfo& topic) {
   for (int32_t p = 0; p < topic.partitions; ++p) {
     PartitionKey key{topic.name, p};
-    if (logs_.count(key) != 0) continue;
-    auto part = std::make_unique<Partition>();
-    storage::LogOptions opts = LogOptionsFor(topic.config);
-    opts.on_readable = [this, key] { WakeFetches(key); };
-    ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
-    // Epochs first: a bump for a cut log is on disk before anything else reads it.
-    ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, unclean_start_));
-    RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
-    logs_.emplace(std::move(key), std::move(part));
+    if (catalog_.count(key) != 0) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, OpenPartition(topic, p));
+    RETURN_IF_ERROR(Install(std::move(key), std::move(part)));
   }
   return Status::OK();
 }
 
-Status Broker::CloseTopicLogsLocked(const std::string& topic, int32_t partitions) {
+Status Broker::CloseTopicLogsMeta(const std::string& topic, int32_t partitions) {
   Status first;
   for (int32_t p = 0; p < partitions; ++p) {
-    auto it = logs_.find({topic, p});
-    if (it == logs_.end()) continue;
-    Status st = it->second->log->Close();
+    std::unique_ptr<Partition> part = Uninstall({topic, p});
+    if (part == nullptr) continue;
+    // Its syncs run here, on the metadata thread, not on the owner.
+    Status st = part->log->Close();
     if (!st.ok() && first.ok()) first = st;
-    logs_.erase(it);
   }
   return first;
 }
 
-Status Broker::RemoveTopicDirsLocked(const std::string& topic, int32_t partitions) {
+Status Broker::RemoveTopicDirsMeta(const std::string& topic, int32_t partitions) {
   storage::Env* env = storage::Env::Posix();
   // Rename all first, so a crash never leaves a topic half there under its own name.
   std::vector<std::string> doomed;
@@ -1407,26 +1791,26 @@ Status Broker::RemoveTopicDirsLocked(const std::string& topic, int32_t partition
   return Status::OK();
 }
 
-TopicError Broker::DeleteTopicLocked(const std::string& name) {
+TopicError Broker::DeleteTopicMeta(const std::string& name) {
   const TopicInfo* info = topics_->Find(name);
   if (info == nullptr) {
     return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
   }
   const int32_t partitions = info->partitions;
-  if (Status st = CloseTopicLogsLocked(name, partitions); !st.ok()) {
+  if (Status st = CloseTopicLogsMeta(name, partitions); !st.ok()) {
     // The data that reached the disk stays; the topic goes anyway.
     SLUICE_LOG(kLog, kWarn, "closing logs of deleted topic {}: {}", name, st.ToString());
   }
   TopicError err = topics_->Delete(name);
   if (!err.ok()) {
     if (const TopicInfo* still = topics_->Find(name); still != nullptr) {
-      if (Status st = OpenTopicLogsLocked(*still); !st.ok()) {
+      if (Status st = OpenTopicLogsMeta(*still); !st.ok()) {
         SLUICE_LOG(kLog, kError, "reopening logs of topic {}: {}", name, st.ToString());
       }
     }
     return err;
   }
-  if (Status st = RemoveTopicDirsLocked(name, partitions); !st.ok()) {
+  if (Status st = RemoveTopicDirsMeta(name, partitions); !st.ok()) {
     // Removed from the metadata: leftovers named *-delete go at the next start.
     SLUICE_LOG(kLog, kWarn, "removing directories of deleted topic {}: {}", name, st.ToString());
   }

@@ -1,10 +1,9 @@
 // Broker: topic and partition administration — CreatePartitions, DescribeConfigs,
-// AlterConfigs, IncrementalAlterConfigs, DeleteRecords and OffsetForLeaderEpoch.
-// See broker.h.
+// AlterConfigs, IncrementalAlterConfigs, DeleteRecords (on the metadata thread) and
+// OffsetForLeaderEpoch (on the partitions' owners). See broker.h.
 #include <map>
 #include <optional>
 #include <set>
-#include <shared_mutex>
 #include <string>
 
 #include <fmt/format.h>
@@ -17,6 +16,17 @@ namespace {
 
 const Logger kLog("broker");
 using kafka::ErrorCode;
+
+template <typename Body>
+void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+           const Body& body) {
+  Response resp;
+  kafka::Writer w(&resp.buffer);
+  kafka::EncodeResponseHeader(w, static_cast<kafka::ApiKey>(h.api_key), h.api_version,
+                              h.correlation_id);
+  body.Encode(w, h.api_version);
+  conn->Send(std::move(resp));
+}
 
 // DescribeConfigs resource types and config sources/types (Kafka's enums).
 constexpr int8_t kResourceTopic = 2;
@@ -69,16 +79,11 @@ kafka::DescribeConfigsResponse::Config DescribeOne(const std::string& name, cons
 
 }  // namespace
 
-int32_t Broker::LeaderEpochLocked(const std::string& topic, int32_t partition) const {
-  auto it = logs_.find({topic, partition});
-  return it == logs_.end() ? 0 : it->second->epochs.latest_epoch();
-}
-
-kafka::CreatePartitionsResponse Broker::CreatePartitions(const kafka::CreatePartitionsRequest& req) {
+kafka::CreatePartitionsResponse Broker::CreatePartitionsMeta(
+    const kafka::CreatePartitionsRequest& req) {
   kafka::CreatePartitionsResponse resp;
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
-  std::unique_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::CreatePartitionsResponse::Result out;
     out.name = t.name;
@@ -120,7 +125,7 @@ kafka::CreatePartitionsResponse Broker::CreatePartitions(const kafka::CreatePart
       continue;
     }
     if (!req.validate_only) {
-      if (Status st = OpenTopicLogsLocked(*topics_->Find(t.name)); !st.ok()) {
+      if (Status st = OpenTopicLogsMeta(*topics_->Find(t.name)); !st.ok()) {
         SLUICE_LOG(kLog, kError, "adding partitions to {}: {}", t.name, st.ToString());
         fail(ErrorCode::kKafkaStorageError, st.ToString());
         continue;
@@ -129,16 +134,17 @@ kafka::CreatePartitionsResponse Broker::CreatePartitions(const kafka::CreatePart
     }
     resp.results.push_back(std::move(out));
   }
+  if (!req.validate_only) PublishMeta();
   return resp;
 }
 
-kafka::DescribeConfigsResponse Broker::DescribeConfigs(const kafka::DescribeConfigsRequest& req,
+kafka::DescribeConfigsResponse Broker::DescribeConfigs(const MetadataSnapshot& meta,
+                                                       const kafka::DescribeConfigsRequest& req,
                                                        int16_t version) {
   kafka::DescribeConfigsResponse resp;
   const bool synonyms = version >= 1 && req.include_synonyms;
   const bool docs = version >= 3 && req.include_documentation;
-  std::shared_lock lock(mu_);
-  const std::map<std::string, std::string> defaults = topics_->defaults().ToMap();
+  const std::map<std::string, std::string> defaults = options_.topic_defaults.ToMap();
   for (const auto& r : req.resources) {
     kafka::DescribeConfigsResponse::Result out;
     out.resource_type = r.resource_type;
@@ -149,7 +155,8 @@ kafka::DescribeConfigsResponse Broker::DescribeConfigs(const kafka::DescribeConf
     }
     auto wanted = [&](const std::string& name) { return !keys || keys->count(name) != 0; };
     if (r.resource_type == kResourceTopic) {
-      const TopicInfo* info = topics_->Find(r.resource_name);
+      const MetadataSnapshot::Topic* found = meta.Find(r.resource_name);
+      const TopicInfo* info = found != nullptr ? &found->info : nullptr;
       if (info == nullptr) {
         out.error_code = ValidateTopicName(r.resource_name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                                  : ErrorCode::kInvalidTopicException;
@@ -201,7 +208,7 @@ kafka::DescribeConfigsResponse Broker::DescribeConfigs(const kafka::DescribeConf
   return resp;
 }
 
-kafka::AlterConfigsResourceResponse Broker::ChangeTopicConfigsLocked(
+kafka::AlterConfigsResourceResponse Broker::ChangeTopicConfigsMeta(
     int8_t resource_type, const std::string& topic,
     const std::map<std::string, std::optional<std::string>>& changes, bool replace_all,
     bool validate_only) {
@@ -235,16 +242,15 @@ kafka::AlterConfigsResourceResponse Broker::ChangeTopicConfigsLocked(
       static_cast<uint64_t>(info->config.segment_bytes), info->config.segment_ms,
       info->config.retention_bytes, info->config.retention_ms, kMaxTopicMessageBytes};
   for (int32_t p = 0; p < info->partitions; ++p) {
-    auto it = logs_.find({topic, p});
-    if (it != logs_.end()) it->second->log->Reconfigure(limits);
+    auto it = catalog_.find({topic, p});
+    if (it != catalog_.end()) it->second->log->Reconfigure(limits);  // thread-safe
   }
   SLUICE_LOG(kLog, kInfo, "topic {}: configs changed", topic);
   return out;
 }
 
-kafka::AlterConfigsResponse Broker::AlterConfigs(const kafka::AlterConfigsRequest& req) {
+kafka::AlterConfigsResponse Broker::AlterConfigsMeta(const kafka::AlterConfigsRequest& req) {
   kafka::AlterConfigsResponse resp;
-  std::unique_lock lock(mu_);
   for (const auto& r : req.resources) {
     std::map<std::string, std::optional<std::string>> changes;
     kafka::AlterConfigsResourceResponse bad;
@@ -261,17 +267,17 @@ kafka::AlterConfigsResponse Broker::AlterConfigs(const kafka::AlterConfigsReques
       resp.responses.push_back(std::move(bad));
       continue;
     }
-    resp.responses.push_back(ChangeTopicConfigsLocked(r.resource_type, r.resource_name, changes,
+    resp.responses.push_back(ChangeTopicConfigsMeta(r.resource_type, r.resource_name, changes,
                                                       /*replace_all=*/true, req.validate_only));
   }
+  if (!req.validate_only) PublishMeta();
   return resp;
 }
 
-kafka::IncrementalAlterConfigsResponse Broker::IncrementalAlterConfigs(
+kafka::IncrementalAlterConfigsResponse Broker::IncrementalAlterConfigsMeta(
     const kafka::IncrementalAlterConfigsRequest& req) {
   constexpr int8_t kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3;
   kafka::IncrementalAlterConfigsResponse resp;
-  std::unique_lock lock(mu_);
   for (const auto& r : req.resources) {
     std::map<std::string, std::optional<std::string>> changes;
     std::string problem;
@@ -330,15 +336,15 @@ kafka::IncrementalAlterConfigsResponse Broker::IncrementalAlterConfigs(
       resp.responses.push_back(std::move(bad));
       continue;
     }
-    resp.responses.push_back(ChangeTopicConfigsLocked(r.resource_type, r.resource_name, changes,
+    resp.responses.push_back(ChangeTopicConfigsMeta(r.resource_type, r.resource_name, changes,
                                                       /*replace_all=*/false, req.validate_only));
   }
+  if (!req.validate_only) PublishMeta();
   return resp;
 }
 
-kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsRequest& req) {
+kafka::DeleteRecordsResponse Broker::DeleteRecordsMeta(const kafka::DeleteRecordsRequest& req) {
   kafka::DeleteRecordsResponse resp;
-  std::shared_lock lock(mu_);
   for (const auto& t : req.topics) {
     kafka::DeleteRecordsResponse::Topic tout;
     tout.name = t.name;
@@ -346,8 +352,8 @@ kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsReq
       kafka::DeleteRecordsResponse::Partition out;
       out.partition_index = p.partition_index;
       out.low_watermark = -1;
-      auto it = logs_.find({t.name, p.partition_index});
-      if (it == logs_.end()) {
+      auto it = catalog_.find({t.name, p.partition_index});
+      if (it == catalog_.end()) {
         out.error_code = ErrorCode::kUnknownTopicOrPartition;
         tout.partitions.push_back(out);
         continue;
@@ -378,41 +384,58 @@ kafka::DeleteRecordsResponse Broker::DeleteRecords(const kafka::DeleteRecordsReq
   return resp;
 }
 
-kafka::OffsetForLeaderEpochResponse Broker::OffsetForLeaderEpoch(
-    const kafka::OffsetForLeaderEpochRequest& req) {
-  kafka::OffsetForLeaderEpochResponse resp;
-  std::shared_lock lock(mu_);
-  for (const auto& t : req.topics) {
+void Broker::OffsetForLeaderEpoch(const std::shared_ptr<Connection>& conn,
+                                  const kafka::RequestHeader& h,
+                                  const kafka::OffsetForLeaderEpochRequest& req) {
+  Shard& home = ShardOf(conn->loop());
+  const MetadataSnapshot& meta = SnapshotFor(home);
+  struct State {
+    kafka::OffsetForLeaderEpochResponse resp;
+    std::vector<kafka::OffsetForLeaderEpochResponse::Partition*> outs;  // per target
+    std::vector<std::pair<int32_t, int32_t>> asked;  // (current epoch, leader epoch)
+  };
+  auto st = std::make_shared<State>();
+  std::vector<Target> targets;
+  std::vector<std::pair<size_t, size_t>> where;
+  for (size_t t = 0; t < req.topics.size(); ++t) {
+    const auto& want = req.topics[t];
     kafka::OffsetForLeaderEpochResponse::Topic tout;
-    tout.topic = t.topic;
-    for (const auto& p : t.partitions) {
+    tout.topic = want.topic;
+    const MetadataSnapshot::Topic* info = meta.Find(want.topic);
+    for (size_t i = 0; i < want.partitions.size(); ++i) {
+      const auto& p = want.partitions[i];
       kafka::OffsetForLeaderEpochResponse::Partition out;
       out.partition = p.partition;
-      auto it = logs_.find({t.topic, p.partition});
-      if (it == logs_.end()) {
-        out.error_code = ErrorCode::kUnknownTopicOrPartition;
-        tout.partitions.push_back(out);
-        continue;
-      }
-      const LeaderEpochCache& epochs = it->second->epochs;
-      if (p.current_leader_epoch >= 0 && p.current_leader_epoch != epochs.latest_epoch()) {
-        out.error_code = p.current_leader_epoch > epochs.latest_epoch()
-                             ? ErrorCode::kUnknownLeaderEpoch
-                             : ErrorCode::kFencedLeaderEpoch;
-        tout.partitions.push_back(out);
-        continue;
-      }
-      // Consumers are answered up to the high watermark, as Kafka answers them (a
-      // follower, replica id >= 0, would get the log end; there are none).
-      storage::PartitionLog& log = *it->second->log;
-      auto [epoch, end] = epochs.EndOffsetFor(p.leader_epoch, HighWatermark(log));
-      out.leader_epoch = epoch;
-      out.end_offset = end;
+      targets.push_back(TargetOf(info, want.topic, p.partition));
+      st->asked.emplace_back(p.current_leader_epoch, p.leader_epoch);
+      where.emplace_back(t, i);
       tout.partitions.push_back(out);
     }
-    resp.topics.push_back(std::move(tout));
+    st->resp.topics.push_back(std::move(tout));
   }
-  return resp;
+  for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  VisitOwners(
+      home, std::move(targets),
+      [this, st](Partition* part, size_t k) {
+        kafka::OffsetForLeaderEpochResponse::Partition& out = *st->outs[k];
+        const auto [current_epoch, leader_epoch] = st->asked[k];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        const LeaderEpochCache& epochs = part->epochs;
+        if (current_epoch >= 0 && current_epoch != epochs.latest_epoch()) {
+          out.error_code = current_epoch > epochs.latest_epoch() ? ErrorCode::kUnknownLeaderEpoch
+                                                                 : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        // Consumers are answered up to the high watermark, as Kafka answers them (a
+        // follower, replica id >= 0, would get the log end; there are none).
+        auto [epoch, end] = epochs.EndOffsetFor(leader_epoch, HighWatermark(*part->log));
+        out.leader_epoch = epoch;
+        out.end_offset = end;
+      },
+      [conn, h, st] { Reply(conn, h, st->resp); });
 }
 
 }  // namespace sluice::broker

@@ -29,6 +29,12 @@ class RequestHandler {
  public:
   virtual ~RequestHandler() = default;
   virtual void OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint8_t> frame) = 0;
+  // The server's loops, one per shard (index = shard), before their threads start and
+  // before any request; called once, on the thread starting the server.
+  virtual void OnServerStart(const std::vector<EventLoop*>& loops) { (void)loops; }
+  // After the loops' threads stopped and before the loops are destroyed: post nothing
+  // more to them. On the thread stopping the server.
+  virtual void OnServerStop() {}
 };
 
 struct ConnectionOptions {

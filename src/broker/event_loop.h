@@ -1,6 +1,6 @@
 // EventLoop: one epoll loop per thread, the unit of the broker's thread-per-core model
 // (docs/design/0002-broker-plan.md, decision 1). A shard owns its loop, its connections
-// and (later) its partitions; other threads reach it only through Post().
+// and its partitions; other threads reach it only through Post().
 #pragma once
 
 #include <sys/epoll.h>

@@ -97,6 +97,9 @@ Status Server::Start() {
   }
 
   started_ = true;
+  std::vector<EventLoop*> loops;
+  for (auto& shard : shards_) loops.push_back(shard->loop.get());
+  handler_->OnServerStart(loops);
   for (auto& shard : shards_) {
     EventLoop* loop = shard->loop.get();
     shard->thread = std::thread([loop] { loop->Run(); });
@@ -111,6 +114,7 @@ void Server::Stop() {
   started_ = false;
   for (auto& shard : shards_) shard->loop->Stop();
   for (auto& shard : shards_) shard->thread.join();
+  handler_->OnServerStop();
   // The loops are stopped: this thread now owns everything they owned.
   if (listen_fd_ >= 0) {
     shards_[0]->loop->Remove(listen_fd_);
