@@ -461,5 +461,151 @@ TEST_F(BrokerDataTest, ListOffsetsLatestEarliestAndTimestamps) {
   EXPECT_EQ(ListOffset(c, "nope", -1).error_code, ErrorCode::kUnknownTopicOrPartition);
 }
 
+// Partitions live on owner shards (decision 2): one request over every partition of a
+// topic spread across three shards is split by owner, and each answer lands in place.
+TEST_F(BrokerDataTest, RequestsSpanningEveryShardAreAnsweredInPlace) {
+  Stop();
+  server_options_.shards = 3;
+  Start();
+  Client c(port());
+  constexpr int kParts = 9;
+  ASSERT_EQ(Create(c, "t", kParts).topics[0].error_code, ErrorCode::kNone);
+  std::vector<Bytes> batches;
+  for (int p = 0; p < kParts; ++p) batches.push_back(Batch("p" + std::to_string(p), p + 1));
+  kafka::ProduceRequest produce;
+  produce.acks = -1;
+  produce.timeout_ms = 5000;
+  kafka::ProduceRequest::TopicData td;
+  td.name = "t";
+  for (int p = kParts - 1; p >= 0; --p) {
+    td.partition_data.push_back({p, std::span<const uint8_t>(batches[static_cast<size_t>(p)]), {}});
+  }
+  td.partition_data.push_back({kParts, std::span<const uint8_t>(batches[0]), {}});  // no such
+  produce.topic_data.push_back(td);
+  auto pr = c.Call<kafka::ProduceResponse>(ApiKey::kProduce, 9, produce);
+  ASSERT_EQ(pr.responses.size(), 1u);
+  ASSERT_EQ(pr.responses[0].partition_responses.size(), static_cast<size_t>(kParts + 1));
+  for (int k = 0; k < kParts; ++k) {
+    const auto& out = pr.responses[0].partition_responses[static_cast<size_t>(k)];
+    EXPECT_EQ(out.index, kParts - 1 - k);
+    EXPECT_EQ(out.error_code, ErrorCode::kNone);
+    EXPECT_EQ(out.base_offset, 0);
+  }
+  EXPECT_EQ(pr.responses[0].partition_responses.back().error_code,
+            ErrorCode::kUnknownTopicOrPartition);
+
+  kafka::FetchRequest fetch;
+  fetch.max_wait_ms = 0;
+  fetch.min_bytes = 1;
+  fetch.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchTopic ft;
+  ft.topic = "t";
+  for (int p = 0; p < kParts; ++p) {
+    kafka::FetchRequest::FetchPartition fp;
+    fp.partition = p;
+    fp.partition_max_bytes = 1 << 20;
+    ft.partitions.push_back(fp);
+  }
+  fetch.topics.push_back(ft);
+  auto fr = c.Call<kafka::FetchResponse>(ApiKey::kFetch, 11, fetch);
+  ASSERT_EQ(fr.responses.size(), 1u);
+  ASSERT_EQ(fr.responses[0].partitions.size(), static_cast<size_t>(kParts));
+  for (int p = 0; p < kParts; ++p) {
+    const auto& part = fr.responses[0].partitions[static_cast<size_t>(p)];
+    EXPECT_EQ(part.partition_index, p);
+    EXPECT_EQ(part.error_code, ErrorCode::kNone);
+    EXPECT_EQ(part.high_watermark, p + 1);
+    EXPECT_EQ(RecordBytes(part).size(), batches[static_cast<size_t>(p)].size()) << "partition " << p;
+  }
+
+  kafka::ListOffsetsRequest lo;
+  lo.replica_id = -1;
+  kafka::ListOffsetsRequest::Topic lt;
+  lt.name = "t";
+  for (int p = 0; p < kParts; ++p) {
+    kafka::ListOffsetsRequest::Partition lp;
+    lp.partition_index = p;
+    lp.timestamp = -1;
+    lt.partitions.push_back(lp);
+  }
+  lo.topics.push_back(lt);
+  auto lr = c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 7, lo);
+  ASSERT_EQ(lr.topics.size(), 1u);
+  ASSERT_EQ(lr.topics[0].partitions.size(), static_cast<size_t>(kParts));
+  for (int p = 0; p < kParts; ++p) {
+    EXPECT_EQ(lr.topics[0].partitions[static_cast<size_t>(p)].offset, p + 1);
+  }
+}
+
+// One shard owns every partition: the same paths, with every part run inline.
+TEST_F(BrokerDataTest, OneShardServesProduceAndWaitingFetch) {
+  Stop();
+  server_options_.shards = 1;
+  Start();
+  Client producer(port());
+  ASSERT_EQ(Create(producer, "t", 2).topics[0].error_code, ErrorCode::kNone);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 600'000;
+  req.min_bytes = 1;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchPartition p;
+  p.partition_max_bytes = 1 << 20;
+  req.topics.push_back({"t", {}, {p}, {}});
+  ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 5, req));
+  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  Bytes b = Batch("one", 2);
+  EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
+  auto frame = consumer.ReadFrame();
+  ASSERT_TRUE(frame.has_value()) << "the waiting fetch was not woken by the append";
+  kafka::Reader r(*frame);
+  ASSERT_TRUE(kafka::DecodeResponseHeader(r, ApiKey::kFetch, 11).ok());
+  kafka::FetchResponse resp;
+  ASSERT_TRUE(resp.Decode(r, 11).ok());
+  EXPECT_EQ(resp.responses.at(0).partitions.at(0).high_watermark, 2);
+  EXPECT_EQ(RecordBytes(resp.responses[0].partitions[0]).size(), b.size());
+}
+
+// A topic deleted while a fetch waits on it: the fetch is answered (the partition is
+// gone), not left to its max_wait_ms.
+TEST_F(BrokerDataTest, DeletingATopicAnswersItsWaitingFetch) {
+  Client admin(port());
+  ASSERT_EQ(Create(admin, "t", 4).topics[0].error_code, ErrorCode::kNone);
+  Client consumer(port());
+  kafka::FetchRequest req;
+  req.max_wait_ms = 600'000;
+  req.min_bytes = 1;
+  req.max_bytes = 1 << 20;
+  kafka::FetchRequest::FetchTopic ft;
+  ft.topic = "t";
+  for (int32_t p = 0; p < 4; ++p) {
+    kafka::FetchRequest::FetchPartition fp;
+    fp.partition = p;
+    fp.partition_max_bytes = 1 << 20;
+    ft.partitions.push_back(fp);
+  }
+  req.topics.push_back(ft);
+  ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 6, req));
+  while (broker_->waiting_fetch_count() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kafka::DeleteTopicsRequest del;
+  del.topic_names = {"t"};
+  auto dr = admin.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 4, del);
+  ASSERT_EQ(dr.responses.size(), 1u);
+  EXPECT_EQ(dr.responses[0].error_code, ErrorCode::kNone);
+  auto frame = consumer.ReadFrame();
+  ASSERT_TRUE(frame.has_value());
+  kafka::Reader r(*frame);
+  ASSERT_TRUE(kafka::DecodeResponseHeader(r, ApiKey::kFetch, 11).ok());
+  kafka::FetchResponse resp;
+  ASSERT_TRUE(resp.Decode(r, 11).ok());
+  ASSERT_EQ(resp.responses.size(), 1u);
+  bool gone = false;
+  for (const auto& part : resp.responses[0].partitions) {
+    gone |= part.error_code == ErrorCode::kUnknownTopicOrPartition;
+  }
+  EXPECT_TRUE(gone);
+  EXPECT_EQ(broker_->open_log_count(), 0u);
+}
+
 }  // namespace
 }  // namespace sluice::broker
