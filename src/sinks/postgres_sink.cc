@@ -386,6 +386,15 @@ Status PostgresSink::Copy(const std::string& target, const std::vector<const PgC
   Status st;
   while (PGresult* raw = PQgetResult(pg_.get())) {
     ResultPtr res(raw);
+    if (PQresultStatus(res.get()) == PGRES_COPY_IN) {
+      // libpq still waits for data: the end of the COPY never went out. The connection's
+      // state is unknown; it is dropped below.
+      if (st.ok()) st = Error("COPY", "the end of the data could not be sent");
+      PQputCopyEnd(pg_.get(), "sluice: abandoned");
+      Status lost = Error("connection dropped", st.message());
+      Disconnect(lost);
+      return lost;
+    }
     if (PQresultStatus(res.get()) != PGRES_COMMAND_OK && st.ok()) {
       std::string msg = Trim(PQresultErrorMessage(res.get()));
       if (const char* where = PQresultErrorField(res.get(), PG_DIAG_CONTEXT)) {
@@ -407,8 +416,9 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
                            const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
   ASSIGN_OR_RETURN(std::vector<DuckColumn> batch, DescribeColumns(conn, table));
   if (!schema_fixed_) {
+    const bool had_connection = pg_ != nullptr;
     Status st = FixSchema(batch);
-    if (!st.ok() && pg_ == nullptr && !in_txn_) {
+    if (!st.ok() && had_connection && pg_ == nullptr && !in_txn_) {
       st = FixSchema(batch);  // the idle connection had broken: once more
     }
     RETURN_IF_ERROR(st);
