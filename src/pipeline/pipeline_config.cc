@@ -12,11 +12,13 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 #include <span>
 #include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 namespace sluice::pipeline {
@@ -1160,6 +1162,25 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
   return config;
 }
 
+// Notes where each YAML document starts, and nothing else.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+
+  std::vector<YAML::Mark> starts;
+};
+
 // Refuses text that cannot be a pipeline file before YAML sees it: too large, NUL
 // bytes (a binary file), or not UTF-8.
 Status CheckText(std::string_view text, std::string_view origin) {
@@ -1231,9 +1252,22 @@ Result<PipelineConfig> ParsePipeline(std::string_view text, std::string_view ori
     size_t l = std::min(static_cast<size_t>(mark.line), rendered.source_line.size() - 1);
     return rendered.source_line[l];
   };
-  std::vector<YAML::Node> docs;
+  // Documents are counted with a capped event pass before the first is loaded: yaml-cpp
+  // 0.7's LoadAll turns a stray ',' at the top level into millions of empty documents
+  // (gigabytes), found by the fuzzer.
+  YAML::Node top;
   try {
-    docs = YAML::LoadAll(rendered.text);
+    std::istringstream stream(rendered.text);
+    YAML::Parser parser(stream);
+    DocumentCounter counter;
+    while (counter.starts.size() < 2 && parser.HandleNextDocument(counter)) {
+    }
+    if (counter.starts.size() > 1) {
+      return InvalidArgumentError("{}:{}: a second YAML document starts here; a pipeline file "
+                                  "holds one",
+                                  origin, source_line(counter.starts[1]));
+    }
+    if (!counter.starts.empty()) top = YAML::Load(rendered.text);
   } catch (const YAML::Exception& e) {
     int line = source_line(e.mark);
     return InvalidArgumentError("{}:{}: not valid YAML: {}", origin,
@@ -1242,26 +1276,21 @@ Result<PipelineConfig> ParsePipeline(std::string_view text, std::string_view ori
   } catch (const std::exception& e) {
     return InvalidArgumentError("{}: not valid YAML: {}", origin, e.what());
   }
-  if (docs.empty() || (docs.size() == 1 && docs[0].IsNull())) {
+  if (!top.IsDefined() || top.IsNull()) {
     return InvalidArgumentError(
         "{}: the file is empty; a pipeline file needs a `pipeline` section with source, "
         "handler and sink (see docs/pipelines.md)",
         origin);
   }
-  if (docs.size() > 1) {
-    return InvalidArgumentError("{}:{}: a second YAML document starts here; a pipeline file "
-                                "holds one",
-                                origin, source_line(docs[1].Mark()));
-  }
-  if (!docs[0].IsMap()) {
+  if (!top.IsMap()) {
     return InvalidArgumentError(
         "{}:{}: the top level must be a map with `pipeline` (and `commands`), got {}", origin,
-        source_line(docs[0].Mark()), KindName(docs[0]));
+        source_line(top.Mark()), KindName(top));
   }
   Walker walker(origin, rendered);
   PipelineConfig config;
   try {
-    config = walker.Walk(docs[0]);
+    config = walker.Walk(top);
   } catch (const std::exception& e) {
     return InvalidArgumentError("{}: cannot read the YAML: {}", origin, e.what());
   }
