@@ -1,0 +1,74 @@
+#include "base/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <charconv>
+#include <chrono>
+
+namespace sluice {
+
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr, const std::string& what) {
+  size_t colon = addr.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
+    return InvalidArgumentError("{}: '{}' is not HOST:PORT", what, addr);
+  }
+  std::string host = addr.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  int port = -1;
+  const char* begin = addr.data() + colon + 1;
+  const char* end = addr.data() + addr.size();
+  auto [p, ec] = std::from_chars(begin, end, port);
+  if (ec != std::errc() || p != end || port < 0 || port > 65535) {
+    return InvalidArgumentError("{}: '{}' has no port in 0..65535", what, addr);
+  }
+  return std::make_pair(host, port);
+}
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
+                                                      MetricsRegistry& registry,
+                                                      HealthCheck health) {
+  ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));
+  std::unique_ptr<HttpServer> s(new HttpServer());
+  s->server_ = std::make_unique<httplib::Server>();
+  s->host_ = host_port.first;
+  // httplib sets SO_REUSEPORT too, which lets a second process bind a port in use.
+  s->server_->set_socket_options([](int sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  s->server_->Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
+    res.set_content(registry.Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s->server_->Get("/healthz", [health](const httplib::Request&, httplib::Response& res) {
+    std::string problems = health ? health() : "";
+    if (problems.empty()) {
+      res.set_content("ok\n", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content(problems + "\n", "text/plain");
+    }
+  });
+  if (host_port.second == 0) {
+    s->port_ = s->server_->bind_to_any_port(s->host_);
+  } else {
+    s->port_ = s->server_->bind_to_port(s->host_, host_port.second) ? host_port.second : -1;
+  }
+  if (s->port_ <= 0) return IOError("--http-addr: cannot listen on {}", addr);
+  s->thread_ = std::thread([server = s->server_.get()] { server->listen_after_bind(); });
+  // httplib's stop() does nothing before the listening loop runs, so a Stop() right after
+  // Start() would leave it running forever: wait for it here.
+  while (!s->server_->is_running() && s->thread_.joinable()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return s;
+}
+
+void HttpServer::Stop() {
+  if (server_) server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+HttpServer::~HttpServer() { Stop(); }
+
+}  // namespace sluice
