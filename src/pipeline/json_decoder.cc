@@ -969,6 +969,7 @@ struct StructuredDecoder::Impl {
   bool staged = false;
   std::string stage_table;  // temp table for the staged path
   std::string insert_sql;   // INSERT INTO table SELECT ... FROM stage
+  std::string delete_sql;   // DELETE FROM table: each Decode replaces the previous batch
   JsonReader reader;
   Filler filler;
   std::unique_ptr<ChunkBuilder> builder;
@@ -996,6 +997,7 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
   impl->conn = &conn;
   impl->table = std::string(table);
   impl->options = options;
+  impl->delete_sql = "DELETE FROM " + duck::QuoteIdentifier(table);
   ASSIGN_OR_RETURN(impl->columns, duck::DescribeTable(conn, table));
   if (impl->columns.empty()) return InvalidArgumentError("table '{}' has no columns", table);
   std::vector<Slot> slots;
@@ -1038,6 +1040,8 @@ Result<size_t> StructuredDecoder::Decode(std::span<const Message> messages,
                                          std::vector<DecodeError>* errors) {
   Impl& d = *impl_;
   errors->clear();
+  // The table holds one batch: the previous one goes first (sqlflow empties it each batch).
+  RETURN_IF_ERROR(d.conn->Execute(d.delete_sql));
   ASSIGN_OR_RETURN(duck::Appender app,
                    d.staged ? duck::Appender::Open(*d.conn, d.stage_table, "main", "temp")
                             : duck::Appender::Open(*d.conn, d.table));

@@ -6,7 +6,7 @@
 //   handlers.StructuredBatch:
 //     ASSIGN_OR_RETURN(auto decoder, StructuredDecoder::Create(conn, "events"));
 //     std::vector<DecodeError> errors;
-//     ASSIGN_OR_RETURN(size_t rows, decoder->Decode(messages, &errors));
+//     ASSIGN_OR_RETURN(size_t rows, decoder->Decode(messages, &errors));  // table = this batch
 //
 //   handlers.InferredMemBatch / InferredDiskBatch (table `batch`, recreated per batch):
 //     ASSIGN_OR_RETURN(auto decoder, InferredDecoder::Create(conn));
@@ -58,9 +58,10 @@ class StructuredDecoder {
   StructuredDecoder(const StructuredDecoder&) = delete;
   StructuredDecoder& operator=(const StructuredDecoder&) = delete;
 
-  // Appends one row per decodable message to the table and returns how many; `errors` is
-  // cleared, then gets one entry per message left out. Rows are flushed (visible to SQL on
-  // this connection) when Decode returns OK.
+  // Empties the table, then appends one row per decodable message and returns how many:
+  // when Decode returns OK, SQL over the table on this connection sees exactly this batch's
+  // decodable rows (sqlflow empties the handler table each batch; callers need not).
+  // `errors` is cleared, then gets one entry per message left out.
   Result<size_t> Decode(std::span<const kafka::client::Message> messages,
                         std::vector<DecodeError>* errors);
 

@@ -407,10 +407,24 @@ TEST_F(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
       "price:'DECIMAL(10,2)', id:'UUID', m:'MAP(VARCHAR, INTEGER)', h:'HUGEINT', iv:'INTERVAL', "
       "md:'mood', s:'STRUCT(q DECIMAL(4,1), name VARCHAR)', tm:'TIME'}}) ORDER BY n", path));
   EXPECT_EQ(Query("SELECT * FROM t ORDER BY n"), theirs);
-  // A second batch reuses the staging table.
+  // A second batch reuses the staging table and replaces the first.
   ASSERT_TRUE(dec->Decode(Messages({R"({"n":8,"price":1})"}), &errors).ok());
   EXPECT_TRUE(errors.empty());
-  EXPECT_EQ(One("SELECT count(*) FROM t"), "4");
+  EXPECT_EQ(Query("SELECT n, price FROM t"), (Rows{{"8", "1.00"}}));
+}
+
+TEST_F(JsonDecoderTest, EachDecodeReplacesTheTablesRows) {
+  Exec("CREATE TABLE t (n INTEGER)");
+  Exec("INSERT INTO t VALUES (100), (101)");  // rows from before the decoder are dropped too
+  auto dec = Structured("t");
+  std::vector<DecodeError> errors;
+  ASSERT_TRUE(dec->Decode(Messages({R"({"n":1})", R"({"n":2})", "oops"}), &errors).ok());
+  EXPECT_EQ(Query("SELECT n FROM t ORDER BY n"), (Rows{{"1"}, {"2"}}));
+  ASSERT_TRUE(dec->Decode(Messages({R"({"n":3})"}), &errors).ok());
+  EXPECT_EQ(Query("SELECT n FROM t"), (Rows{{"3"}}));
+  ASSERT_TRUE(dec->Decode(Messages({"bad"}), &errors).ok());
+  EXPECT_EQ(errors.size(), 1u);
+  EXPECT_EQ(One("SELECT count(*) FROM t"), "0");
 }
 
 TEST_F(JsonDecoderTest, UnknownTableIsAnError) {
