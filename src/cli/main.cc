@@ -16,6 +16,9 @@
 #include <fmt/format.h>
 
 #include "base/crc32c.h"
+#include "base/http_server.h"
+#include "base/metrics.h"
+#include "cli/pipeline_cmd.h"
 #include "base/logging.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
@@ -82,6 +85,9 @@ struct ServeFlags {
   std::string kafka_addr, advertised_addr, data_dir, flush_policy;
   int64_t flush_ms = 0;
   int shards = 0;
+  std::string pipelines_dir;
+  int64_t pipelines_budget_mib = 0;  // 0: half the machine's memory
+  std::string http_addr;
 };
 
 // Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
@@ -133,6 +139,37 @@ int RunServe(const ServeFlags& f) {
              sc.server.host, (*service)->port(), (*service)->broker().cluster_id(),
              sc.broker.data_dir, (*service)->shard_count(), sc.broker.sasl.enabled ? ", SASL" : "");
   std::fflush(stdout);
+  std::unique_ptr<sluice::cli::PipelineSet> pipelines;
+  if (!f.pipelines_dir.empty()) {
+    int64_t budget = f.pipelines_budget_mib > 0 ? f.pipelines_budget_mib << 20
+                                                : sluice::cli::DefaultPipelineMemoryBudget();
+    auto started = sluice::cli::PipelineSet::Start(f.pipelines_dir, budget);
+    if (!started.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
+      (void)(*service)->Stop();
+      ::close(sfd);
+      return 2;
+    }
+    pipelines = std::move(started).value();
+    fmt::print("sluice: running {} pipeline(s) from {}\n", pipelines->size(), f.pipelines_dir);
+    std::fflush(stdout);
+  }
+  std::unique_ptr<sluice::HttpServer> http;
+  if (!f.http_addr.empty()) {
+    sluice::RegisterProcessMetrics(sluice::MetricsRegistry::Global());
+    auto started = sluice::HttpServer::Start(f.http_addr, sluice::MetricsRegistry::Global(),
+                                             [p = pipelines.get()] { return p ? p->Health() : ""; });
+    if (!started.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
+      if (pipelines) pipelines->Stop();
+      (void)(*service)->Stop();
+      ::close(sfd);
+      return 2;
+    }
+    http = std::move(started).value();
+    fmt::print("sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
+    std::fflush(stdout);
+  }
 
   signalfd_siginfo info{};
   ssize_t n;
@@ -143,6 +180,9 @@ int RunServe(const ServeFlags& f) {
   fmt::print("sluice: {}, stopping\n",
              n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
+  // Pipelines first: each finishes its batch in hand and commits to the broker still up.
+  if (pipelines) pipelines->Stop();
+  if (http) http->Stop();
   if (sluice::Status st = (*service)->Stop(); !st.ok()) {
     std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
     return 1;
@@ -191,6 +231,31 @@ int main(int argc, char** argv) {
   serve->add_option("--shards", serve_flags.shards, "event loop threads (default: one per core)")
       ->check(CLI::Range(1, 256));
 
+  serve->add_option("--pipelines", serve_flags.pipelines_dir,
+                    "run every pipeline file (*.yml, *.yaml) in DIR beside the broker (docs/pipelines.md)");
+  serve->add_option("--pipelines-memory-budget", serve_flags.pipelines_budget_mib,
+                    "MiB the pipelines' duckdb.memory_limit may add up to (default: half the memory)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  serve->add_option("--http-addr", serve_flags.http_addr,
+                    "HOST:PORT of the HTTP port: /metrics (Prometheus) and /healthz (default: none)");
+
+  auto* pipeline_cmd = app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
+  pipeline_cmd->require_subcommand(0, 1);
+  sluice::cli::PipelineRunFlags run_flags;
+  auto* pipeline_run = pipeline_cmd->add_subcommand("run", "run one pipeline in the foreground until SIGTERM or SIGINT");
+  pipeline_run->add_option("file", run_flags.file, "pipeline file")->required();
+  pipeline_run->add_option("--http-addr", run_flags.http_addr,
+                           "HOST:PORT of the HTTP port: /metrics and /healthz (default: none)");
+  pipeline_run->add_flag("!--no-progress", run_flags.progress, "no progress line on the terminal");
+  std::string validate_file;
+  auto* pipeline_validate = pipeline_cmd->add_subcommand("validate", "check a pipeline file without running it");
+  pipeline_validate->add_option("file", validate_file, "pipeline file")->required();
+  std::string invoke_file, invoke_fixture;
+  auto* pipeline_invoke = pipeline_cmd->add_subcommand(
+      "invoke", "run the handler over a file of JSON messages (one per line), no broker; print the rows as JSON lines");
+  pipeline_invoke->add_option("file", invoke_file, "pipeline file")->required();
+  pipeline_invoke->add_option("fixture", invoke_fixture, "JSON lines file")->required();
+
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
   bench->require_subcommand(0, 1);
   sluice::bench::DiskBenchOptions disk_opts;
@@ -203,8 +268,12 @@ int main(int argc, char** argv) {
   AddKafkaBenchOptions(kafka, &kafka_opts);
 
   CLI11_PARSE(app, argc, argv);
-  if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty())) {
-    std::fputs((bench->parsed() ? bench->help() : app.help()).c_str(), stderr);
+  if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty()) ||
+      (pipeline_cmd->parsed() && pipeline_cmd->get_subcommands().empty())) {
+    std::fputs((bench->parsed()          ? bench->help()
+                : pipeline_cmd->parsed() ? pipeline_cmd->help()
+                                         : app.help()).c_str(),
+               stderr);
     return 2;
   }
 
@@ -223,6 +292,9 @@ int main(int argc, char** argv) {
   }
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) return RunServe(serve_flags);
+  if (pipeline_run->parsed()) return sluice::cli::RunPipelineRun(run_flags);
+  if (pipeline_validate->parsed()) return sluice::cli::RunPipelineValidate(validate_file);
+  if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   return 0;

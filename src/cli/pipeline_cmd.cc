@@ -1,0 +1,264 @@
+#include "cli/pipeline_cmd.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "base/http_server.h"
+#include "base/metrics.h"
+#include "pipeline/pipeline_config.h"
+
+namespace sluice::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+Result<pipeline::PipelineConfig> Load(const std::string& file) {
+  return pipeline::LoadPipelineFile(file, pipeline::ProcessEnv());
+}
+
+// Blocks SIGTERM and SIGINT in this thread (and the threads it starts) and returns a
+// thread that calls `on_signal` when one arrives (or when `Release` is called).
+class SignalWaiter {
+ public:
+  explicit SignalWaiter(std::function<void()> on_signal) {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGUSR1);  // Release
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    thread_ = std::thread([this, on_signal = std::move(on_signal)] {
+      int sig = 0;
+      sigwait(&set_, &sig);
+      if (sig != SIGUSR1) on_signal();
+    });
+  }
+  ~SignalWaiter() {
+    pthread_kill(thread_.native_handle(), SIGUSR1);
+    thread_.join();
+  }
+
+ private:
+  sigset_t set_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+int64_t DefaultPipelineMemoryBudget() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
+}
+
+int RunPipelineValidate(const std::string& file) {
+  auto config = Load(file);
+  if (!config.ok()) {
+    std::fprintf(stderr, "sluice pipeline validate: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  fmt::print("{}", pipeline::DescribePipeline(*config));
+  for (const std::string& w : config->warnings) fmt::print(stderr, "warning: {}\n", w);
+  fmt::print("{}: valid\n", file);
+  return 0;
+}
+
+int RunPipelineInvoke(const std::string& file, const std::string& fixture) {
+  auto config = Load(file);
+  if (!config.ok()) {
+    std::fprintf(stderr, "sluice pipeline invoke: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  std::ifstream in(fixture, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "sluice pipeline invoke: cannot read %s: %s\n", fixture.c_str(), std::strerror(errno));
+    return 2;
+  }
+  std::vector<std::string> lines;
+  std::vector<int64_t> line_numbers;
+  std::string line;
+  for (int64_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    lines.push_back(line);
+    line_numbers.push_back(n);
+  }
+  const bool raise = config->on_error.policy == pipeline::ErrorPolicy::kRaise;
+  MetricsRegistry metrics;
+  auto runner = pipeline::PipelineRunner::Create(std::move(*config), {.metrics = &metrics, .without_sinks = true});
+  if (!runner.ok()) {
+    std::fprintf(stderr, "sluice pipeline invoke: %s\n", runner.status().message().c_str());
+    return 1;
+  }
+  const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
+  std::vector<kafka::client::Message> messages;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    kafka::client::Message m;
+    m.topic = "fixture";
+    m.partition = 0;
+    m.offset = line_numbers[i] - 1;  // the line's number, from 0
+    m.timestamp_ms = now_ms;
+    m.value = lines[i];
+    messages.push_back(m);
+  }
+  std::vector<std::string> errors;
+  auto rows = (*runner)->Invoke(messages, &errors);
+  for (const std::string& e : errors) {
+    // "message N" is the N-th non-empty line; name the file's line instead.
+    size_t n = 0;
+    if (std::sscanf(e.c_str(), "message %zu:", &n) == 1 && n >= 1 && n <= line_numbers.size()) {
+      fmt::print(stderr, "{}:{}: {}\n", fixture, line_numbers[n - 1], e.substr(e.find(':') + 2));
+    } else {
+      fmt::print(stderr, "{}: {}\n", fixture, e);
+    }
+  }
+  if (!rows.ok()) {
+    std::fprintf(stderr, "sluice pipeline invoke: %s\n", rows.status().message().c_str());
+    return 1;
+  }
+  for (const std::string& row : *rows) fmt::print("{}\n", row);
+  return !errors.empty() && raise ? 1 : 0;
+}
+
+int RunPipelineRun(const PipelineRunFlags& flags) {
+  auto config = Load(flags.file);
+  if (!config.ok()) {
+    std::fprintf(stderr, "sluice pipeline run: %s\n", config.status().message().c_str());
+    return 2;
+  }
+  for (const std::string& w : config->warnings) fmt::print(stderr, "warning: {}\n", w);
+  MetricsRegistry& metrics = MetricsRegistry::Global();
+  RegisterProcessMetrics(metrics);
+  pipeline::RunnerOptions options;
+  options.metrics = &metrics;
+  options.progress = flags.progress && ::isatty(STDERR_FILENO) ? stderr : nullptr;
+  auto runner = pipeline::PipelineRunner::Create(std::move(*config), options);
+  if (!runner.ok()) {
+    std::fprintf(stderr, "sluice pipeline run: %s\n", runner.status().message().c_str());
+    return 1;
+  }
+  pipeline::PipelineRunner* r = runner->get();
+  SignalWaiter signals([r] { r->Stop(); });
+  std::unique_ptr<HttpServer> http;
+  if (!flags.http_addr.empty()) {
+    auto started = HttpServer::Start(flags.http_addr, metrics, [r] { return r->Health(); });
+    if (!started.ok()) {
+      std::fprintf(stderr, "sluice pipeline run: %s\n", started.status().message().c_str());
+      return 2;
+    }
+    http = std::move(started).value();
+    fmt::print(stderr, "sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
+  }
+  Status st = r->Run();
+  if (!st.ok()) {
+    std::fprintf(stderr, "sluice pipeline run: %s\n", st.message().c_str());
+    return 1;
+  }
+  fmt::print(stderr, "sluice: pipeline {} stopped: {} messages in, {} rows out, {} errors\n",
+             r->name(), r->stats().messages_in.load(), r->stats().rows_out.load(),
+             r->stats().errors.load());
+  return 0;
+}
+
+struct PipelineSet::Running {
+  std::string file;
+  std::unique_ptr<pipeline::PipelineRunner> runner;
+  std::thread thread;
+  mutable std::mutex mu;
+  Status result;  // guarded by mu
+  bool done = false;  // guarded by mu
+};
+
+Result<std::unique_ptr<PipelineSet>> PipelineSet::Start(const std::string& dir,
+                                                        int64_t memory_budget_bytes) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return InvalidArgumentError("--pipelines: {} is not a directory", dir);
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml")) files.push_back(entry.path().string());
+  }
+  if (ec) return IOError("--pipelines: cannot list {}: {}", dir, ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<pipeline::PipelineConfig> configs;
+  std::vector<std::string> errors;
+  int64_t total = 0;
+  std::map<std::string, std::string> names;
+  for (const std::string& f : files) {
+    auto c = Load(f);
+    if (!c.ok()) {
+      errors.push_back(c.status().message());
+      continue;
+    }
+    if (c->name.empty()) c->name = fs::path(f).stem().string();
+    if (auto [it, fresh] = names.emplace(c->name, f); !fresh) {
+      errors.push_back(fmt::format("{}: pipeline name '{}' is also used by {}", f, c->name, it->second));
+    }
+    total += c->duckdb.memory_limit_bytes;
+    configs.push_back(std::move(*c));
+  }
+  if (total > memory_budget_bytes) {
+    errors.push_back(fmt::format(
+        "--pipelines: the pipelines' duckdb.memory_limit add up to {} MiB, over the budget of {} MiB "
+        "(--pipelines-memory-budget)", total >> 20, memory_budget_bytes >> 20));
+  }
+  if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
+  std::unique_ptr<PipelineSet> set(new PipelineSet());
+  for (size_t i = 0; i < configs.size(); ++i) {
+    auto running = std::make_unique<Running>();
+    running->file = files[i];
+    pipeline::RunnerOptions options;
+    options.metrics = &MetricsRegistry::Global();
+    auto runner = pipeline::PipelineRunner::Create(std::move(configs[i]), options);
+    if (!runner.ok()) return runner.status().WithContext(files[i]);
+    running->runner = std::move(runner).value();
+    set->runners_.push_back(std::move(running));
+  }
+  for (auto& r : set->runners_) {
+    Running* raw = r.get();
+    raw->thread = std::thread([raw] {
+      Status st = raw->runner->Run();
+      std::lock_guard<std::mutex> lock(raw->mu);
+      raw->result = st;
+      raw->done = true;
+    });
+  }
+  return set;
+}
+
+void PipelineSet::Stop() {
+  for (auto& r : runners_) r->runner->Stop();
+  for (auto& r : runners_) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+}
+
+PipelineSet::~PipelineSet() { Stop(); }
+
+std::string PipelineSet::Health() const {
+  std::string out;
+  for (const auto& r : runners_) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    std::string problem;
+    if (r->done && !r->result.ok()) {
+      problem = fmt::format("pipeline {} ({}) stopped: {}", r->runner->name(), r->file, r->result.message());
+    } else {
+      problem = r->runner->Health();
+    }
+    if (!problem.empty()) out += (out.empty() ? "" : "\n") + problem;
+  }
+  return out;
+}
+
+}  // namespace sluice::cli

@@ -1,0 +1,555 @@
+#include "pipeline/runner.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "base/logging.h"
+#include "duck/database.h"
+#include "pipeline/json_decoder.h"
+#include "sinks/console_sink.h"
+#include "sinks/kafka_sink.h"
+#include "sinks/noop_sink.h"
+#include "sinks/postgres_sink.h"
+#include "sinks/sqlcommand_sink.h"
+
+namespace sluice::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using kafka::client::Message;
+
+const Logger kLog("pipeline");
+
+// The handler's result lives here between the SQL and the sink.
+constexpr std::string_view kResultTable = "sluice_handler_result";
+constexpr std::string_view kDlqTable = "sluice_dead_letters";
+
+Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console) {
+  switch (config.type) {
+    case SinkType::kConsole:
+      return std::unique_ptr<sinks::Sink>(
+          std::make_unique<sinks::ConsoleSink>(sinks::ConsoleSinkOptions{console}));
+    case SinkType::kNoop:
+      return std::unique_ptr<sinks::Sink>(std::make_unique<sinks::NoopSink>());
+    case SinkType::kKafka: {
+      sinks::KafkaSinkOptions o;
+      o.brokers = config.kafka.brokers;
+      o.topic = config.kafka.topic;
+      for (const auto& [k, v] : KafkaClientProperties(config.kafka)) {
+        if (k != "bootstrap.servers") o.properties[k] = v;
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::KafkaSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kSqlCommand: {
+      sinks::SqlCommandSinkOptions o;
+      o.sql = config.sqlcommand.sql;
+      for (const SqlSubstitution& s : config.sqlcommand.substitutions) {
+        o.substitutions.push_back({s.var, sinks::SqlSubstitution::Type::kUuid4});
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::SqlCommandSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kPostgres: {
+      sinks::PostgresSinkOptions o;
+      o.dsn = config.postgres.dsn;
+      o.table = config.postgres.table;
+      o.mode = config.postgres.mode == PostgresMode::kUpsert ? sinks::PostgresSinkOptions::Mode::kUpsert
+                                                             : sinks::PostgresSinkOptions::Mode::kAppend;
+      o.key = config.postgres.key;
+      ASSIGN_OR_RETURN(auto sink, sinks::PostgresSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+  }
+  return InternalError("unknown sink type");
+}
+
+// `s` with every invalid UTF-8 sequence replaced by U+FFFD: DuckDB's VARCHAR (and every
+// JSON sink) needs valid text, and a dead letter must get through whatever it holds.
+std::string ValidUtf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len > 0 && i + len <= s.size() && c != 0;
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
+    if (ok && len == 2) ok = c >= 0xC2;
+    if (ok && len == 3) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    }
+    if (ok && len == 4) {
+      unsigned char c1 = static_cast<unsigned char>(s[i + 1]);
+      ok = c <= 0xF4 && !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (ok) {
+      out.append(s.substr(i, len));
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
+    }
+  }
+  return out;
+}
+
+std::string StripTrailingSemicolons(std::string sql) {
+  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
+    sql.pop_back();
+  }
+  return sql;
+}
+
+}  // namespace
+
+// One dead letter (on_error DLQ): what failed, where, and the message.
+struct DeadLetter {
+  DeadLetter(std::string error, std::string phase, const Message& m)
+      : error(std::move(error)),
+        phase(std::move(phase)),
+        value(m.value.data() == nullptr ? std::nullopt : std::optional<std::string>(m.value)),
+        topic(m.topic),
+        partition(m.partition),
+        offset(m.offset),
+        timestamp_ms(m.timestamp_ms) {}
+  std::string error;
+  std::string phase;  // decode, handler, sink
+  std::optional<std::string> value;
+  std::string topic;
+  int32_t partition;
+  int64_t offset;
+  int64_t timestamp_ms;
+};
+
+struct PipelineRunner::Impl {
+  std::string temp_dir;  // removed at the end, when the runner made it
+  std::unique_ptr<duck::Database> db;
+  std::unique_ptr<duck::Connection> conn;
+  std::unique_ptr<StructuredDecoder> structured;
+  std::unique_ptr<InferredDecoder> inferred;
+  std::string handler_sql;
+  std::unique_ptr<sinks::Sink> sink;
+  std::unique_ptr<sinks::Sink> dlq;
+  std::unique_ptr<kafka::client::Consumer> consumer;
+
+  // The batch in hand: the polled batches that hold the records, and views into them.
+  std::vector<kafka::client::MessageBatch> held;
+  std::vector<Message> pending;
+  Status fatal;  // a RAISE error met inside a rebalance callback
+  std::atomic<bool> stop{false};
+
+  // Metrics.
+  Counter* messages_in = nullptr;
+  Counter* bytes_in = nullptr;
+  Counter* rows_out = nullptr;
+  Counter* commits = nullptr;
+  std::map<std::string, Counter*> errors;  // by phase
+  Histogram* batch_seconds = nullptr;
+  Histogram* flush_seconds = nullptr;
+  MetricsRegistry* registry = nullptr;
+  mutable std::mutex health_mu;
+  std::string health;  // guarded by health_mu
+
+  ~Impl() {
+    consumer.reset();
+    structured.reset();
+    inferred.reset();
+    sink.reset();
+    dlq.reset();
+    conn.reset();
+    db.reset();
+    if (!temp_dir.empty()) {
+      std::error_code ec;
+      fs::remove_all(temp_dir, ec);
+    }
+  }
+};
+
+PipelineRunner::PipelineRunner(PipelineConfig config, RunnerOptions options)
+    : config_(std::move(config)), options_(options), impl_(std::make_unique<Impl>()) {}
+
+PipelineRunner::~PipelineRunner() {
+  if (impl_ && impl_->registry != nullptr) impl_->registry->RemoveLabeled("pipeline", config_.name);
+}
+
+Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig config,
+                                                               RunnerOptions options) {
+  if (config.name.empty()) config.name = "pipeline";
+  std::unique_ptr<PipelineRunner> r(new PipelineRunner(std::move(config), options));
+  Impl& impl = *r->impl_;
+  const PipelineConfig& c = r->config_;
+
+  duck::DatabaseOptions db_options;
+  db_options.memory_limit_bytes = c.duckdb.memory_limit_bytes;
+  db_options.threads = static_cast<int>(c.duckdb.threads);
+  if (c.handler.type == HandlerType::kInferredDiskBatch) {
+    // The batch lives in a database file and DuckDB spills beside it.
+    std::string dir = options.work_dir;
+    if (dir.empty()) {
+      std::string pattern = (fs::temp_directory_path() / "sluice-pipeline-XXXXXX").string();
+      if (::mkdtemp(pattern.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
+      dir = pattern;
+      impl.temp_dir = dir;
+    }
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return IOError("pipeline {}: cannot create {}: {}", c.name, dir, ec.message());
+    db_options.path = dir + "/" + c.name + ".duckdb";
+    fs::remove(db_options.path, ec);
+    db_options.temp_directory = dir + "/spill";
+  }
+  ASSIGN_OR_RETURN(impl.db, duck::Database::Open(db_options));
+  ASSIGN_OR_RETURN(impl.conn, duck::Connection::Open(*impl.db));
+  for (const SqlCommand& cmd : c.commands) {
+    Status st = impl.conn->Execute(cmd.sql);
+    if (!st.ok()) {
+      return InvalidArgumentError("{}: command '{}' failed: {}", cmd.origin, cmd.name, st.message());
+    }
+  }
+  if (c.handler.type == HandlerType::kStructuredBatch) {
+    auto dec = StructuredDecoder::Create(*impl.conn, c.handler.table);
+    if (!dec.ok()) {
+      return InvalidArgumentError("pipeline {}: handler.table '{}': {}", c.name, c.handler.table,
+                                  dec.status().message());
+    }
+    impl.structured = std::move(dec).value();
+  } else {
+    ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn));
+  }
+  impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
+  if (!options.without_sinks) {
+    ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console));
+  }
+  if (!options.without_sinks && c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq) {
+    ASSIGN_OR_RETURN(impl.dlq, MakeSink(*c.on_error.dlq, options.console));
+  }
+
+  MetricsRegistry& m = options.metrics != nullptr ? *options.metrics : MetricsRegistry::Global();
+  impl.registry = &m;
+  MetricLabels labels = {{"pipeline", c.name}};
+  impl.messages_in = &m.GetCounter("sluice_pipeline_messages_in_total", "Messages read from the source", labels);
+  impl.bytes_in = &m.GetCounter("sluice_pipeline_bytes_in_total", "Message value bytes read from the source", labels);
+  impl.rows_out = &m.GetCounter("sluice_pipeline_rows_out_total", "Rows written to the sink", labels);
+  impl.commits = &m.GetCounter("sluice_pipeline_commits_total", "Offset commits after a sink flush", labels);
+  for (const char* phase : {"decode", "handler", "sink", "source", "commit"}) {
+    impl.errors[phase] = &m.GetCounter("sluice_pipeline_errors_total", "Errors by phase",
+                                       {{"pipeline", c.name}, {"phase", phase}});
+  }
+  impl.batch_seconds = &m.GetHistogram("sluice_pipeline_batch_seconds",
+                                       "Time to decode, run the handler on and flush one batch", labels);
+  impl.flush_seconds = &m.GetHistogram("sluice_pipeline_sink_flush_seconds", "Sink flush time", labels);
+  return r;
+}
+
+void PipelineRunner::Stop() { impl_->stop.store(true); }
+
+std::string PipelineRunner::Health() const {
+  std::lock_guard<std::mutex> lock(impl_->health_mu);
+  return impl_->health;
+}
+
+namespace {
+
+// Runs the handler over what the decoder loaded; the result lands in kResultTable.
+Status RunHandler(duck::Connection& conn, const std::string& sql) {
+  return conn.Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kResultTable, sql));
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message> messages,
+                                                        std::vector<std::string>* errors) {
+  Impl& impl = *impl_;
+  std::vector<DecodeError> decode_errors;
+  if (impl.structured) {
+    RETURN_IF_ERROR(impl.structured->Decode(messages, &decode_errors).status());
+  } else {
+    RETURN_IF_ERROR(impl.inferred->Decode(messages, &decode_errors).status());
+  }
+  for (const DecodeError& e : decode_errors) {
+    errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
+  }
+  Status st = RunHandler(*impl.conn, impl.handler_sql);
+  if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
+  ASSIGN_OR_RETURN(duck::QueryResult rows,
+                   impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < rows.chunk_count(); ++i) {
+    duck::ResultChunk chunk = rows.chunk(i);
+    for (size_t r = 0; r < chunk.size(); ++r) out.emplace_back(chunk.GetString(0, r));
+  }
+  return out;
+}
+
+namespace {
+
+// The batch's dead letters as a table on `conn` (error, message, phase, topic, partition,
+// offset, timestamp), for the DLQ sink.
+Status LoadDeadLetters(duck::Connection& conn, const std::vector<DeadLetter>& letters) {
+  RETURN_IF_ERROR(conn.Execute(fmt::format(
+      "CREATE OR REPLACE TEMP TABLE {} (error VARCHAR, message VARCHAR, phase VARCHAR, "
+      "topic VARCHAR, \"partition\" INTEGER, \"offset\" BIGINT, \"timestamp\" TIMESTAMPTZ)",
+      kDlqTable)));
+  std::string sql;
+  for (size_t i = 0; i < letters.size(); ++i) {
+    const DeadLetter& d = letters[i];
+    if (sql.empty()) sql = fmt::format("INSERT INTO {} VALUES ", kDlqTable);
+    else sql += ',';
+    std::string ts = d.timestamp_ms >= 0
+                         ? fmt::format("make_timestamptz({}::BIGINT * 1000)", d.timestamp_ms)
+                         : "NULL";
+    std::string partition = d.partition >= 0 ? std::to_string(d.partition) : "NULL";
+    std::string offset = d.offset >= 0 ? std::to_string(d.offset) : "NULL";
+    sql += fmt::format("({}, {}, {}, {}, {}, {}, {})", duck::QuoteLiteral(ValidUtf8(d.error)),
+                       d.value ? duck::QuoteLiteral(ValidUtf8(*d.value)) : "NULL",
+                       duck::QuoteLiteral(d.phase),
+                       d.topic.empty() ? "NULL" : duck::QuoteLiteral(ValidUtf8(d.topic)), partition,
+                       offset, ts);
+    if (sql.size() > (8 << 20) || i + 1 == letters.size()) {
+      RETURN_IF_ERROR(conn.Execute(sql));
+      sql.clear();
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status PipelineRunner::ProcessBatch() {
+  Impl& impl = *impl_;
+  const PipelineConfig& c = config_;
+  RunnerStats& stats = stats_;
+  if (impl.pending.empty()) return Status::OK();
+  auto started = Clock::now();
+  const ErrorPolicy policy = c.on_error.policy;
+  std::vector<DeadLetter> letters;
+  // Under IGNORE and DLQ a failed phase loses (or dead-letters) its messages, then the
+  // batch's offsets are committed all the same; under RAISE it stops the pipeline.
+  auto fail = [&](const std::string& phase, const std::string& error,
+                  std::span<const Message> messages) -> Status {
+    impl.errors[phase]->Inc(messages.size());
+    stats.errors += messages.size();
+    if (policy == ErrorPolicy::kRaise) {
+      return InvalidArgumentError("pipeline {}: {} failed: {}", c.name, phase, error);
+    }
+    if (policy == ErrorPolicy::kDlq) {
+      for (const Message& m : messages) letters.emplace_back(error, phase, m);
+    } else {
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: {} failed for {} message(s), skipped (on_error IGNORE): {}", c.name,
+               phase, messages.size(), error);
+    }
+    return Status::OK();
+  };
+
+  sinks::SourceOffsets offsets;
+  for (const Message& m : impl.pending) {
+    int64_t& next = offsets[{std::string(m.topic), m.partition}];
+    next = std::max(next, m.offset + 1);
+  }
+
+  std::vector<DecodeError> decode_errors;
+  Result<size_t> decoded = impl.structured ? impl.structured->Decode(impl.pending, &decode_errors)
+                                           : impl.inferred->Decode(impl.pending, &decode_errors);
+  bool batch_ok = true;
+  if (!decoded.ok()) {
+    RETURN_IF_ERROR(fail("decode", decoded.status().message(), impl.pending));
+    batch_ok = false;
+  } else {
+    for (const DecodeError& e : decode_errors) {
+      const Message& m = impl.pending[e.index];
+      RETURN_IF_ERROR(fail("decode", fmt::format("{} [{}] offset {}: {}", m.topic, m.partition,
+                                                 m.offset, e.reason),
+                           std::span<const Message>(&m, 1)));
+    }
+  }
+  if (batch_ok) {
+    Status st = RunHandler(*impl.conn, impl.handler_sql);
+    if (!st.ok()) {
+      RETURN_IF_ERROR(fail("handler", st.message(), impl.pending));
+      batch_ok = false;
+    }
+  }
+  if (batch_ok) {
+    std::vector<sinks::RejectedRow> rejected;
+    Status st = impl.sink->Write(*impl.conn, kResultTable, offsets, &rejected);
+    if (st.ok()) {
+      auto flush_started = Clock::now();
+      st = impl.sink->Flush();
+      impl.flush_seconds->Observe(std::chrono::duration<double>(Clock::now() - flush_started).count());
+    }
+    if (!st.ok()) {
+      std::lock_guard<std::mutex> lock(impl.health_mu);
+      impl.health = fmt::format("pipeline {}: sink {}: {}", c.name, impl.sink->Describe(), st.message());
+    } else {
+      std::lock_guard<std::mutex> lock(impl.health_mu);
+      impl.health.clear();
+    }
+    if (!st.ok()) {
+      RETURN_IF_ERROR(fail("sink", st.message(), impl.pending));
+    } else {
+      auto rows = impl.conn->QueryText(fmt::format("SELECT count(*) FROM {}", kResultTable));
+      uint64_t n = rows.ok() && !rows->empty() && (*rows)[0][0] ? std::stoull(*(*rows)[0][0]) : 0;
+      n -= std::min<uint64_t>(n, rejected.size());
+      impl.rows_out->Inc(n);
+      stats.rows_out += n;
+      for (const sinks::RejectedRow& row : rejected) {
+        // A rejected row is a result row, not a message: it goes to the DLQ as the row.
+        Message as_message;
+        as_message.value = row.row_json;
+        as_message.partition = -1;
+        as_message.offset = -1;
+        RETURN_IF_ERROR(fail("sink", row.reason, std::span<const Message>(&as_message, 1)));
+      }
+    }
+  }
+  if (!letters.empty() && impl.dlq) {
+    RETURN_IF_ERROR(LoadDeadLetters(*impl.conn, letters));
+    std::vector<sinks::RejectedRow> dlq_rejected;
+    Status dst = impl.dlq->Write(*impl.conn, kDlqTable, offsets, &dlq_rejected);
+    if (dst.ok()) dst = impl.dlq->Flush();
+    if (!dst.ok()) {
+      // Nowhere left to put them: stop rather than lose them.
+      return InternalError("pipeline {}: dead-letter sink {} failed: {}", c.name,
+                           impl.dlq->Describe(), dst.message());
+    }
+  }
+  if (impl.consumer) {
+    std::vector<kafka::client::TopicPartition> commit;
+    for (const auto& [tp, next] : offsets) commit.push_back({tp.first, tp.second, next});
+    Status st = impl.consumer->Commit(commit);
+    if (!st.ok()) {
+      // Not fatal: the next commit covers these offsets too; a restart re-reads them.
+      impl.errors["commit"]->Inc();
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next batch's commit covers it): {}", c.name, st.message());
+    } else {
+      impl.commits->Inc();
+      ++stats.commits;
+    }
+  }
+  ++stats.batches;
+  impl.batch_seconds->Observe(std::chrono::duration<double>(Clock::now() - started).count());
+  impl.pending.clear();
+  impl.held.clear();
+  return Status::OK();
+}
+
+Status PipelineRunner::Run() {
+  Impl& impl = *impl_;
+  if (!impl.sink) return FailedPreconditionError("pipeline {}: made without sinks", config_.name);
+  const PipelineConfig& c = config_;
+  kafka::client::Config props;
+  for (const auto& [k, v] : KafkaClientProperties(c.source)) props[k] = v;
+  props["group.id"] = c.source.group_id;
+  props["auto.offset.reset"] = c.source.auto_offset_reset == AutoOffsetReset::kEarliest ? "earliest" : "latest";
+  props["enable.auto.commit"] = "false";
+  props["enable.auto.offset.store"] = "false";
+  // fetch.prefetch: the consumer holds at most `prefetch` fetches of max_bytes ahead of
+  // the pipeline (docs/pipelines.md): librdkafka's local queue is bounded to that many
+  // kilobytes, and stops topping up below a batch's worth of messages.
+  props["fetch.max.bytes"] = std::to_string(c.source.fetch.max_bytes);
+  props["max.partition.fetch.bytes"] = std::to_string(c.source.fetch.max_partition_bytes);
+  props["queued.max.messages.kbytes"] =
+      std::to_string(std::max<int64_t>(1, c.source.fetch.prefetch * c.source.fetch.max_bytes / 1024));
+  props["queued.min.messages"] = std::to_string(std::max<int64_t>(c.batch_size, 1000));
+  ASSIGN_OR_RETURN(impl.consumer, kafka::client::Consumer::Create(props));
+  impl.consumer->SetRebalanceListener([this](const kafka::client::RebalanceEvent& e) {
+    Impl& impl = *impl_;
+    if (e.kind == kafka::client::RebalanceEvent::Kind::kRevoked) {
+      // Finish the batch in hand and commit it while the partitions are still ours.
+      if (impl.fatal.ok()) impl.fatal = ProcessBatch();
+    } else if (e.kind == kafka::client::RebalanceEvent::Kind::kLost) {
+      // Already someone else's: what we hold of them will be read again there.
+      impl.pending.clear();
+      impl.held.clear();
+    }
+  });
+  RETURN_IF_ERROR(impl.consumer->Subscribe(c.source.topics));
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: consuming {} as group {} (batch {}, flush every {} s)", c.name,
+           fmt::join(c.source.topics, ","), c.source.group_id, c.batch_size, c.flush_interval_seconds);
+
+  const auto interval = std::chrono::seconds(c.flush_interval_seconds);
+  auto deadline = Clock::now() + interval;
+  auto next_progress = Clock::now() + std::chrono::seconds(1);
+  uint64_t last_in = 0;
+  Status result;
+  while (!impl.stop.load()) {
+    auto now = Clock::now();
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
+    size_t room = static_cast<size_t>(c.batch_size) - impl.pending.size();
+    auto polled = impl.consumer->Poll(wait, std::max<size_t>(1, std::min<size_t>(room, 10000)));
+    if (!impl.fatal.ok()) {
+      result = impl.fatal;
+      break;
+    }
+    if (!polled.ok()) {
+      impl.errors["source"]->Inc();
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: poll: {}", c.name, polled.status().message());
+      continue;
+    }
+    for (const Status& e : polled->errors()) {
+      impl.errors["source"]->Inc();
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: source: {}", c.name, e.message());
+    }
+    if (!polled->empty()) {
+      uint64_t bytes = 0;
+      for (size_t i = 0; i < polled->size(); ++i) {
+        Message m = (*polled)[i];
+        bytes += m.value.size();
+        impl.pending.push_back(m);
+      }
+      impl.messages_in->Inc(polled->size());
+      impl.bytes_in->Inc(bytes);
+      stats_.messages_in += polled->size();
+      impl.held.push_back(std::move(polled).value());
+    }
+    now = Clock::now();
+    if (impl.pending.size() >= static_cast<size_t>(c.batch_size) || now >= deadline) {
+      Status st = ProcessBatch();
+      if (!st.ok()) {
+        result = st;
+        break;
+      }
+      deadline = Clock::now() + interval;
+    }
+    if (options_.progress != nullptr && now >= next_progress) {
+      uint64_t in = stats_.messages_in.load();
+      int64_t lag = 0;
+      auto lags = impl.consumer->Lag();
+      if (lags.ok()) {
+        for (const auto& l : *lags) lag += std::max<int64_t>(0, l.lag());
+      }
+      std::fprintf(options_.progress, "\r%s: %llu in, %llu msg/s, lag %lld, %llu out, %llu errors   ",
+                   c.name.c_str(), static_cast<unsigned long long>(in),
+                   static_cast<unsigned long long>(in - last_in), static_cast<long long>(lag),
+                   static_cast<unsigned long long>(stats_.rows_out.load()),
+                   static_cast<unsigned long long>(stats_.errors.load()));
+      std::fflush(options_.progress);
+      last_in = in;
+      next_progress = now + std::chrono::seconds(1);
+    }
+  }
+  if (result.ok()) result = ProcessBatch();
+  if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
+  if (!result.ok()) {
+    // RAISE: what is in hand was not committed; leave it for the next run.
+    impl.pending.clear();
+    impl.held.clear();
+    SLUICE_LOG(kLog, kError, "{}", result.message());
+  }
+  impl.consumer.reset();  // leaves the group
+  return result;
+}
+
+}  // namespace sluice::pipeline

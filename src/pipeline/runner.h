@@ -1,0 +1,86 @@
+// PipelineRunner: runs one pipeline (docs/pipelines.md) — Kafka source, JSON decoded into
+// DuckDB, the handler's SQL over each batch, the result to the sink, and the source
+// offsets committed only after the sink flushed (at-least-once, DESIGN.md).
+//
+// Lifecycle: Create (opens the pipeline's own DuckDB database with its memory and thread
+// limits, runs `commands`, makes the sinks), then Run on one thread until Stop (any
+// thread) or a RAISE error. Invoke runs the handler over given messages with no broker
+// (`sluice pipeline invoke`).
+//
+// Batches: one at a time, of batch_size messages or what arrived within
+// flush_interval_seconds, whichever comes first (an idle topic still flushes a partial
+// batch). When the group takes partitions away, the batch in hand is finished and
+// committed before they go.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/status.h"
+#include "kafka/client/consumer.h"
+#include "pipeline/pipeline_config.h"
+
+namespace sluice::pipeline {
+
+struct RunnerOptions {
+  MetricsRegistry* metrics = nullptr;  // null: the process's registry
+  std::FILE* console = nullptr;        // the console sink's stream; null: stdout
+  // A progress line (rate, lag, errors) on this stream every second; null: none.
+  std::FILE* progress = nullptr;
+  // Where InferredDiskBatch keeps its database and spills; "" for a temporary directory.
+  std::string work_dir;
+  // Make no sinks (for Invoke, which never writes to one).
+  bool without_sinks = false;
+};
+
+// Counts since Create (any thread).
+struct RunnerStats {
+  std::atomic<uint64_t> messages_in{0};
+  std::atomic<uint64_t> rows_out{0};
+  std::atomic<uint64_t> errors{0};
+  std::atomic<uint64_t> batches{0};
+  std::atomic<uint64_t> commits{0};
+};
+
+class PipelineRunner {
+ public:
+  static Result<std::unique_ptr<PipelineRunner>> Create(PipelineConfig config,
+                                                        RunnerOptions options = {});
+  ~PipelineRunner();
+  PipelineRunner(const PipelineRunner&) = delete;
+  PipelineRunner& operator=(const PipelineRunner&) = delete;
+
+  // Consumes until Stop(); then finishes the batch in hand (flush, commit) and leaves the
+  // group. Returns the error that stopped it under on_error RAISE (nothing past the last
+  // flushed batch committed), or OK after Stop().
+  Status Run();
+  void Stop();  // any thread
+
+  // Decodes `messages`, runs the handler and returns its rows as JSON objects, one per
+  // row; decode errors go to `errors` as "message N: reason". No sink, no commit.
+  Result<std::vector<std::string>> Invoke(std::span<const kafka::client::Message> messages,
+                                          std::vector<std::string>* errors);
+
+  const RunnerStats& stats() const { return stats_; }
+  const std::string& name() const { return config_.name; }
+  // "" when healthy, else why not (for /healthz).
+  std::string Health() const;
+
+ private:
+  struct Impl;
+  PipelineRunner(PipelineConfig config, RunnerOptions options);
+  // Processes the batch in hand: decode, handler, sink write and flush, dead letters,
+  // then the commit. Returns an error only under RAISE (nothing of the batch committed).
+  Status ProcessBatch();
+  PipelineConfig config_;
+  RunnerOptions options_;
+  RunnerStats stats_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice::pipeline
