@@ -19,6 +19,7 @@
 #include "base/http_server.h"
 #include "base/metrics.h"
 #include "cli/pipeline_cmd.h"
+#include "cli/sql_cmd.h"
 #include "base/logging.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
@@ -256,6 +257,15 @@ int main(int argc, char** argv) {
   pipeline_invoke->add_option("file", invoke_file, "pipeline file")->required();
   pipeline_invoke->add_option("fixture", invoke_fixture, "JSON lines file")->required();
 
+  sluice::cli::SqlFlags sql_flags;
+  auto* sql = app.add_subcommand(
+      "sql", "run one SQL query on an in-memory DuckDB (read_parquet, read_json, ...) and print the rows");
+  sql->add_option("query", sql_flags.sql, "the SQL query")->required();
+  sql->add_flag("--json", sql_flags.json, "one JSON object per row instead of a table");
+  sql->add_option("--memory-limit", sql_flags.memory_limit_mib, "DuckDB memory limit in MiB")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));
+
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
   bench->require_subcommand(0, 1);
   sluice::bench::DiskBenchOptions disk_opts;
@@ -292,6 +302,7 @@ int main(int argc, char** argv) {
   }
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) return RunServe(serve_flags);
+  if (sql->parsed()) return sluice::cli::RunSql(sql_flags);
   if (pipeline_run->parsed()) return sluice::cli::RunPipelineRun(run_flags);
   if (pipeline_validate->parsed()) return sluice::cli::RunPipelineValidate(validate_file);
   if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);
