@@ -16,12 +16,13 @@ build:
 	@test -f $(BUILD_DIR)/build.ninja || cmake --preset $(PRESET) >/dev/null
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Starts `sluice serve` on a free loopback port with a temporary data directory, produces
-# to it and consumes back with librdkafka (`sluice bench kafka --quick`), stops it with
-# SIGTERM and checks that it exits with status 0.
+# sluice's main job end to end (scripts/demo.sh): the broker on a free loopback port,
+# sample events produced with kcat, two SQL pipelines (Parquet files through the
+# sqlcommand sink, and the console), the result queried and checked, SIGTERM for all.
+# `sluice demo` alone is the broker's demo (produce and consume with librdkafka).
 demo: configure
 	@$(MAKE) --no-print-directory build
-	@$(BUILD_DIR)/sluice demo
+	@SLUICE=$(BUILD_DIR)/sluice scripts/demo.sh
 
 test: configure
 	@$(MAKE) --no-print-directory build
