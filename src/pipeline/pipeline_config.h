@@ -128,7 +128,7 @@ struct SqlCommandSinkConfig {
   std::vector<SqlSubstitution> substitutions;
 };
 
-// sink.postgres, as sqlflow names it: a libpq DSN, the target table (`table` or
+// sink.postgres (sluice's keys: sqlflow has no postgres sink): a libpq DSN, the target table (`table` or
 // `schema.table`), mode, and the key columns (required for upsert, refused for append).
 struct PostgresSinkConfig {
   std::string dsn;
