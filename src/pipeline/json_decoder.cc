@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 #include "duck/logical_type.h"
 
@@ -887,6 +889,15 @@ class ChunkBuilder {
     Bind();
   }
 
+  // Hands out the chunk built so far (Finish first) and goes on with `empty` (a chunk of
+  // the same types, fresh or Reset).
+  duck::DataChunk Swap(duck::DataChunk empty) {
+    std::swap(chunk_, empty);
+    rows_ = 0;
+    Bind();
+    return empty;
+  }
+
  private:
   void CollectLists(Slot& s) {
     if (s.kind == Kind::kList) lists_.push_back(&s);
@@ -912,6 +923,52 @@ class ChunkBuilder {
   std::vector<Slot*> lists_;  // every LIST slot, at any depth
   std::vector<uint64_t> list_marks_;
   uint64_t rows_ = 0;
+};
+
+// The decoded chunks of the batch being served from memory (a ChunkView reads them), and
+// spare chunks to reuse for the next batch.
+class ChunkPool {
+ public:
+  explicit ChunkPool(std::vector<duck::LogicalType> types) : types_(std::move(types)) {}
+
+  // The previous batch is no longer read: its chunks become spares.
+  void Recycle() {
+    for (duck::DataChunk& c : held_) {
+      c.Reset();
+      spare_.push_back(std::move(c));
+    }
+    held_.clear();
+  }
+
+  // Moves the builder's finished chunk into the batch and gives the builder an empty one.
+  Status Hold(ChunkBuilder& b) {
+    RETURN_IF_ERROR(b.Finish());
+    if (spare_.empty()) {
+      ASSIGN_OR_RETURN(duck::DataChunk fresh, duck::DataChunk::Create(types_));
+      spare_.push_back(std::move(fresh));
+    }
+    duck::DataChunk next = std::move(spare_.back());
+    spare_.pop_back();
+    held_.push_back(b.Swap(std::move(next)));
+    return Status::OK();
+  }
+
+  // After a batch: spares past a few are freed (a big batch does not pin its memory).
+  void Trim() {
+    while (spare_.size() > kKeepSpareChunks) spare_.pop_back();
+  }
+
+  std::vector<const duck::DataChunk*> batch() const {
+    std::vector<const duck::DataChunk*> out;
+    for (const duck::DataChunk& c : held_) out.push_back(&c);
+    return out;
+  }
+
+ private:
+  static constexpr size_t kKeepSpareChunks = 4;
+  std::vector<duck::LogicalType> types_;
+  std::vector<duck::DataChunk> held_;
+  std::vector<duck::DataChunk> spare_;
 };
 
 std::string_view MessageProblem(const Message& m) {
@@ -970,6 +1027,9 @@ struct StructuredDecoder::Impl {
   std::string stage_table;  // temp table for the staged path
   std::string insert_sql;   // INSERT INTO table SELECT ... FROM stage
   std::string delete_sql;   // DELETE FROM table: each Decode replaces the previous batch
+  // In memory (options.in_memory, direct types only): the batch's chunks and their view.
+  std::unique_ptr<ChunkPool> pool;
+  std::unique_ptr<duck::ChunkView> view;
   JsonReader reader;
   Filler filler;
   std::unique_ptr<ChunkBuilder> builder;
@@ -979,6 +1039,7 @@ struct StructuredDecoder::Impl {
     if (staged) (void)conn->Execute("DROP TABLE IF EXISTS temp.main." + duck::QuoteIdentifier(stage_table));
   }
 
+  Result<size_t> DecodeInMemory(std::span<const Message> messages, std::vector<DecodeError>* errors);
   Result<size_t> InsertStaged(const std::vector<size_t>& indices, std::vector<DecodeError>* errors);
   Status InsertRange(const std::vector<size_t>& indices, size_t lo, size_t hi, size_t* rows,
                      std::vector<DecodeError>* errors);
@@ -1031,6 +1092,14 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
                                    duck::QuoteIdentifier(impl->stage_table));
     types.push_back(duck::LogicalType::BigInt());
   }
+  if (options.in_memory && !impl->staged) {
+    std::vector<std::string> names;
+    for (const duck::TableColumn& c : impl->columns) names.push_back(c.name);
+    ASSIGN_OR_RETURN(impl->view, duck::ChunkView::Create(conn, table, names, types));
+    std::vector<duck::LogicalType> copies;
+    for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
+    impl->pool = std::make_unique<ChunkPool>(std::move(copies));
+  }
   ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
   impl->builder = std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
   return std::unique_ptr<StructuredDecoder>(new StructuredDecoder(std::move(impl)));
@@ -1040,6 +1109,7 @@ Result<size_t> StructuredDecoder::Decode(std::span<const Message> messages,
                                          std::vector<DecodeError>* errors) {
   Impl& d = *impl_;
   errors->clear();
+  if (d.view) return d.DecodeInMemory(messages, errors);
   // The table holds one batch: the previous one goes first (sqlflow empties it each batch).
   RETURN_IF_ERROR(d.conn->Execute(d.delete_sql));
   ASSIGN_OR_RETURN(duck::Appender app,
@@ -1096,6 +1166,45 @@ Result<size_t> StructuredDecoder::Decode(std::span<const Message> messages,
   d.reader.Shrink();
   if (!d.staged) return appended;
   return d.InsertStaged(indices, errors);
+}
+
+// The direct path without the table: rows stay in the pool's chunks, which the view shows.
+Result<size_t> StructuredDecoder::Impl::DecodeInMemory(std::span<const Message> messages,
+                                                       std::vector<DecodeError>* errors) {
+  view->SetChunks({});
+  pool->Recycle();
+  ChunkBuilder& b = *builder;
+  size_t rows = 0;
+  od::document doc;
+  od::object obj;
+  std::string reason;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    if (!OpenObject(reader, messages[i], &doc, &obj, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    filler.set_document(&doc);
+    filler.error().Clear();
+    b.MarkRow();
+    if (!filler.FillObject(obj, b.slots(), b.sorted(), b.rows(), 0)) {
+      errors->push_back({i, filler.error().Reason()});
+      b.RollbackRow();
+      continue;
+    }
+    if (!CloseDocument(&doc, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      b.RollbackRow();
+      continue;
+    }
+    b.CommitRow();
+    ++rows;
+    if (b.full()) RETURN_IF_ERROR(pool->Hold(b));
+  }
+  if (b.rows() > 0) RETURN_IF_ERROR(pool->Hold(b));
+  pool->Trim();
+  reader.Shrink();
+  view->SetChunks(pool->batch());
+  return rows;
 }
 
 Result<size_t> StructuredDecoder::Impl::InsertStaged(const std::vector<size_t>& indices,
@@ -1186,6 +1295,23 @@ struct InferNode {
       }
       case Kind::kArray: return (element ? element->Sql() : std::string("VARCHAR")) + "[]";
       default: return "VARCHAR";
+    }
+  }
+
+  // The same type as Sql(), built directly (the in-memory path creates no table).
+  duck::LogicalType Type() const {
+    switch (kind) {
+      case Kind::kBool: return duck::LogicalType::Boolean();
+      case Kind::kNumber: return duck::LogicalType::Double();
+      case Kind::kObject: {
+        if (names.empty()) return duck::LogicalType::Varchar();
+        std::vector<duck::LogicalType> types;
+        for (const auto& f : fields) types.push_back(f->Type());
+        return duck::LogicalType::Struct(names, types);
+      }
+      case Kind::kArray:
+        return duck::LogicalType::List(element ? element->Type() : duck::LogicalType::Varchar());
+      default: return duck::LogicalType::Varchar();
     }
   }
 };
@@ -1378,6 +1504,9 @@ struct InferredDecoder::Impl {
   std::string built_for;  // schema_sql the builder was made for
   std::unique_ptr<ChunkBuilder> builder;
   size_t json_columns = 0;
+  // In memory (options.in_memory): the batch's chunks and their view.
+  std::unique_ptr<ChunkPool> pool;
+  std::unique_ptr<duck::ChunkView> view;
 
   explicit Impl(InferredOptions o) : options(std::move(o)), inferrer(options, &filler) {}
 };
@@ -1430,11 +1559,39 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
   cols += "\"kafka_topic\" VARCHAR, \"kafka_partition\" INTEGER, \"kafka_offset\" BIGINT, "
           "\"kafka_timestamp\" TIMESTAMPTZ, \"kafka_key\" BLOB";
   d.schema_sql = cols;
-  RETURN_IF_ERROR(d.conn->Execute(fmt::format("CREATE OR REPLACE TABLE {} ({})",
-                                              duck::QuoteIdentifier(d.options.table), cols)));
-  ASSIGN_OR_RETURN(duck::Appender app, duck::Appender::Open(*d.conn, d.options.table));
-  if (!d.builder || d.built_for != d.schema_sql) {
-    std::vector<duck::LogicalType> types = app.ColumnTypes();
+  std::optional<duck::Appender> app;
+  std::vector<duck::LogicalType> types;
+  const bool rebuild = !d.builder || d.built_for != d.schema_sql;
+  if (d.options.in_memory) {
+    // The previous batch's chunks are about to be reused or freed: the view lets go first.
+    if (d.view) d.view->SetChunks({});
+    if (rebuild) {
+      std::vector<std::string> names = root.names;
+      for (size_t i = 0; i < root.names.size(); ++i) types.push_back(root.fields[i]->Type());
+      for (std::string_view k : kKafkaColumns) names.emplace_back(k);
+      types.push_back(duck::LogicalType::Varchar());
+      types.push_back(duck::LogicalType::Integer());
+      types.push_back(duck::LogicalType::BigInt());
+      types.push_back(duck::LogicalType::TimestampTz());
+      types.push_back(duck::LogicalType::Blob());
+      if (d.view) {
+        RETURN_IF_ERROR(d.view->SetColumns(names, types));
+      } else {
+        ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(*d.conn, d.options.table, names, types));
+      }
+      std::vector<duck::LogicalType> copies;
+      for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
+      d.pool = std::make_unique<ChunkPool>(std::move(copies));
+    } else {
+      d.pool->Recycle();
+    }
+  } else {
+    RETURN_IF_ERROR(d.conn->Execute(fmt::format("CREATE OR REPLACE TABLE {} ({})",
+                                                duck::QuoteIdentifier(d.options.table), cols)));
+    ASSIGN_OR_RETURN(app, duck::Appender::Open(*d.conn, d.options.table));
+    if (rebuild) types = app->ColumnTypes();
+  }
+  if (rebuild) {
     std::vector<Slot> slots;
     for (size_t i = 0; i < root.names.size(); ++i) {
       slots.push_back(BuildSlot(types[i], root.names[i], types[i].ToSql()));
@@ -1449,6 +1606,14 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
   ChunkBuilder& b = *d.builder;
   const size_t k = d.json_columns;
   size_t appended = 0;
+  auto flush = [&]() -> Status {
+    appended += b.rows();
+    if (!app) return d.pool->Hold(b);
+    RETURN_IF_ERROR(b.Finish());
+    RETURN_IF_ERROR(app->Append(b.chunk()));
+    b.Reset();
+    return Status::OK();
+  };
   for (size_t i = 0; i < messages.size(); ++i) {
     if (!good[i]) continue;
     const Message& m = messages[i];
@@ -1485,20 +1650,15 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       Vector::SetValid(key.validity(), row);
     }
     b.CommitRow();
-    if (b.full()) {
-      RETURN_IF_ERROR(b.Finish());
-      RETURN_IF_ERROR(app.Append(chunk));
-      appended += b.rows();
-      b.Reset();
-    }
+    if (b.full()) RETURN_IF_ERROR(flush());
   }
-  if (b.rows() > 0) {
-    RETURN_IF_ERROR(b.Finish());
-    RETURN_IF_ERROR(app.Append(b.chunk()));
-    appended += b.rows();
-    b.Reset();
+  if (b.rows() > 0) RETURN_IF_ERROR(flush());
+  if (app) {
+    RETURN_IF_ERROR(app->Flush());
+  } else {
+    d.pool->Trim();
+    d.view->SetChunks(d.pool->batch());
   }
-  RETURN_IF_ERROR(app.Flush());
   d.reader.Shrink();
   std::sort(errors->begin(), errors->end(),
             [](const DecodeError& a, const DecodeError& b) { return a.index < b.index; });

@@ -42,6 +42,15 @@ struct StructuredOptions {
   // A key with no column of exactly its name goes to the column whose name matches it
   // ignoring ASCII case (DuckDB's identifiers are case-insensitive), if there is one.
   bool case_insensitive_keys = true;
+  // Keep each batch in memory instead of appending it to the table: the decoded chunks are
+  // shown to SQL on this connection through a TEMP VIEW named like the table (DuckDB looks
+  // in the temp schema first), so `SELECT ... FROM <table>` reads the batch with no copy,
+  // several times faster than the table append (see the design note). The table itself is
+  // left alone (hidden; `<database>.main.<table>`, e.g. memory.main.events, still names it;
+  // `main.<table>` is the view too); the view is read-only, so INSERT,
+  // UPDATE or DELETE on the table's name fail while the decoder lives. Ignored when a
+  // column needs the staging path (rows then go into the table).
+  bool in_memory = false;
 };
 
 // Decodes into a declared table (handlers.StructuredBatch). Lifecycle: Create binds to the
@@ -82,6 +91,9 @@ struct InferredOptions {
   size_t max_columns = 1000;      // distinct top-level keys per batch
   size_t max_struct_fields = 1000;
   int max_struct_depth = 32;
+  // Keep each batch in memory and show it to SQL through a TEMP VIEW `table` instead of
+  // recreating and filling a table (as StructuredOptions::in_memory; read-only).
+  bool in_memory = false;
 };
 
 // Decodes with a schema inferred per batch (handlers.InferredMemBatch/InferredDiskBatch):

@@ -21,7 +21,8 @@ namespace {
 using Rows = std::vector<std::vector<std::optional<std::string>>>;
 using kafka::client::Message;
 
-class JsonDecoderTest : public ::testing::Test {
+// The parameter: decoders keep batches in memory behind a view (in_memory) or fill tables.
+class JsonDecoderTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 1});
@@ -32,6 +33,7 @@ class JsonDecoderTest : public ::testing::Test {
     conn_ = std::move(*conn);
   }
   void TearDown() override {
+    decoder_.reset();
     for (const std::string& f : files_) std::remove(f.c_str());
   }
 
@@ -75,9 +77,13 @@ class JsonDecoderTest : public ::testing::Test {
   }
 
   std::unique_ptr<StructuredDecoder> Structured(const std::string& table) {
-    auto d = StructuredDecoder::Create(*conn_, table);
+    auto d = StructuredDecoder::Create(*conn_, table, {.in_memory = GetParam()});
     EXPECT_TRUE(d.ok()) << d.status().ToString();
     return d.ok() ? std::move(*d) : nullptr;
+  }
+  Result<std::unique_ptr<InferredDecoder>> Inferred(InferredOptions options = {}) {
+    options.in_memory = GetParam();
+    return InferredDecoder::Create(*conn_, options);
   }
 
   // Decodes `lines` into a new table t(`columns`) and checks it against read_json with
@@ -85,11 +91,13 @@ class JsonDecoderTest : public ::testing::Test {
   std::vector<DecodeError> DecodeAndCompare(const std::string& columns,
                                             const std::string& read_json_columns,
                                             const std::vector<std::string>& lines) {
+    decoder_.reset();
     Exec("CREATE OR REPLACE TABLE t (" + columns + ")");
-    auto dec = Structured("t");
-    if (!dec) return {};
+    // Kept: an in-memory batch is only visible while its decoder lives.
+    decoder_ = Structured("t");
+    if (!decoder_) return {};
     std::vector<DecodeError> errors;
-    auto rows = dec->Decode(Messages(lines), &errors);
+    auto rows = decoder_->Decode(Messages(lines), &errors);
     EXPECT_TRUE(rows.ok()) << rows.status().ToString();
     EXPECT_TRUE(errors.empty()) << errors[0].reason;
     std::string path = WriteLines(lines);
@@ -103,6 +111,7 @@ class JsonDecoderTest : public ::testing::Test {
 
   std::unique_ptr<duck::Database> db_;
   std::unique_ptr<duck::Connection> conn_;
+  std::unique_ptr<StructuredDecoder> decoder_;  // DecodeAndCompare's
   std::deque<std::string> storage_;
   std::vector<std::string> files_;
 };
@@ -110,7 +119,7 @@ class JsonDecoderTest : public ::testing::Test {
 const char* kSample =
     R"({"event":"page_view","timestamp":"2024-05-01T12:00:00.123Z","user_id":"u-123456","properties":{"city":"Berlin","amount":12.5}})";
 
-TEST_F(JsonDecoderTest, SampleEventsMatchReadJson) {
+TEST_P(JsonDecoderTest, SampleEventsMatchReadJson) {
   std::vector<std::string> lines;
   for (int i = 0; i < 50; ++i) {
     lines.push_back(fmt::format(
@@ -124,7 +133,7 @@ TEST_F(JsonDecoderTest, SampleEventsMatchReadJson) {
   EXPECT_EQ(One("SELECT properties.city FROM t WHERE user_id = 'u-7'"), "C2");
 }
 
-TEST_F(JsonDecoderTest, EveryScalarTypeMatchesReadJson) {
+TEST_P(JsonDecoderTest, EveryScalarTypeMatchesReadJson) {
   std::string cols =
       "b BOOLEAN, i8 TINYINT, i16 SMALLINT, i32 INTEGER, i64 BIGINT, u8 UTINYINT, u16 USMALLINT, "
       "u32 UINTEGER, u64 UBIGINT, f FLOAT, d DOUBLE, s VARCHAR, bl BLOB, dt DATE, ts TIMESTAMP, "
@@ -141,7 +150,7 @@ TEST_F(JsonDecoderTest, EveryScalarTypeMatchesReadJson) {
        R"({})"});
 }
 
-TEST_F(JsonDecoderTest, NullsMissingAndExtraKeys) {
+TEST_P(JsonDecoderTest, NullsMissingAndExtraKeys) {
   DecodeAndCompare("a INTEGER, b VARCHAR, c STRUCT(x INTEGER, y VARCHAR), d INTEGER[]",
                    "{a:'INTEGER', b:'VARCHAR', c:'STRUCT(x INTEGER, y VARCHAR)', d:'INTEGER[]'}",
                    {R"({"a":null,"b":null,"c":null,"d":null})", R"({"z":1,"y":{"q":[1,{"r":null}]}})",
@@ -151,7 +160,7 @@ TEST_F(JsonDecoderTest, NullsMissingAndExtraKeys) {
   EXPECT_EQ(One("SELECT c.y FROM t WHERE c.x IS NULL AND c IS NOT NULL"), "only y");
 }
 
-TEST_F(JsonDecoderTest, NestedStructsAndListsMatchReadJson) {
+TEST_P(JsonDecoderTest, NestedStructsAndListsMatchReadJson) {
   DecodeAndCompare(
       "id INTEGER, tags VARCHAR[], items STRUCT(sku VARCHAR, qty INTEGER, opts INTEGER[])[], "
       "grid DOUBLE[][], meta STRUCT(inr STRUCT(deep VARCHAR[], n BIGINT), ts TIMESTAMP)",
@@ -163,7 +172,7 @@ TEST_F(JsonDecoderTest, NestedStructsAndListsMatchReadJson) {
        R"({"id":4})"});
 }
 
-TEST_F(JsonDecoderTest, UnicodeAndEscapesMatchReadJson) {
+TEST_P(JsonDecoderTest, UnicodeAndEscapesMatchReadJson) {
   DecodeAndCompare("s VARCHAR, t VARCHAR[]", "{s:'VARCHAR', t:'VARCHAR[]'}",
                    {R"({"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n\t\r\b\f"})",
                     "{\"s\":\"Gr\xc3\xbc\xc3\x9f""e \xe2\x82\xac \xf0\x9f\x98\x80\",\"t\":[\"\xe6\x97\xa5\xe6\x9c\xac\",\"\\u0000x\"]}",
@@ -171,7 +180,7 @@ TEST_F(JsonDecoderTest, UnicodeAndEscapesMatchReadJson) {
                     std::string("{\"s\":\"") + std::string(100, 'a') + "\"}"});
 }
 
-TEST_F(JsonDecoderTest, TimestampsAndDates) {
+TEST_P(JsonDecoderTest, TimestampsAndDates) {
   Exec("CREATE TABLE t (n INTEGER, ts TIMESTAMP, tz TIMESTAMPTZ, d DATE, ns TIMESTAMP_NS)");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
@@ -209,7 +218,7 @@ TEST_F(JsonDecoderTest, TimestampsAndDates) {
   EXPECT_EQ(r[3][1], "2024-05-01 12:00:00.5+00");    // fractional seconds
 }
 
-TEST_F(JsonDecoderTest, NumbersRangeChecksAndCasts) {
+TEST_P(JsonDecoderTest, NumbersRangeChecksAndCasts) {
   Exec("CREATE TABLE t (n INTEGER, i8 TINYINT, i INTEGER, b BIGINT, u UBIGINT, f FLOAT, d DOUBLE, ok BOOLEAN)");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
@@ -248,7 +257,7 @@ TEST_F(JsonDecoderTest, NumbersRangeChecksAndCasts) {
   EXPECT_EQ(r[1], (std::vector<std::optional<std::string>>{"14", "1000", std::nullopt, "12.0", "false"}));
 }
 
-TEST_F(JsonDecoderTest, VarcharAndJsonColumnsKeepJsonText) {
+TEST_P(JsonDecoderTest, VarcharAndJsonColumnsKeepJsonText) {
   Exec("CREATE TABLE t (n INTEGER, v VARCHAR, j JSON)");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
@@ -264,7 +273,7 @@ TEST_F(JsonDecoderTest, VarcharAndJsonColumnsKeepJsonText) {
                      {"true", "[true , null]"}, {"plain", "-0.5e3"}}));
 }
 
-TEST_F(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
+TEST_P(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   Exec("CREATE TABLE t (a INTEGER, l INTEGER[])");
   auto dec = Structured("t");
   std::vector<std::string> bad = {
@@ -318,7 +327,7 @@ TEST_F(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   EXPECT_EQ(One("SELECT count(*) FROM t WHERE l = [a, a]"), std::to_string(bad.size()));
 }
 
-TEST_F(JsonDecoderTest, DuplicateKeysLastWinsAndCaseInsensitiveFallback) {
+TEST_P(JsonDecoderTest, DuplicateKeysLastWinsAndCaseInsensitiveFallback) {
   Exec("CREATE TABLE t (n INTEGER, user_id VARCHAR, p STRUCT(city VARCHAR))");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
@@ -332,13 +341,14 @@ TEST_F(JsonDecoderTest, DuplicateKeysLastWinsAndCaseInsensitiveFallback) {
             (Rows{{"b", std::nullopt}, {"c", "Rome"}, {std::nullopt, std::nullopt}}));
 
   Exec("CREATE TABLE t2 (user_id VARCHAR)");
-  auto strict = StructuredDecoder::Create(*conn_, "t2", {.case_insensitive_keys = false});
+  auto strict = StructuredDecoder::Create(*conn_, "t2", {.case_insensitive_keys = false,
+                                                         .in_memory = GetParam()});
   ASSERT_TRUE(strict.ok());
   ASSERT_TRUE((*strict)->Decode(Messages({R"({"User_ID":"c"})"}), &errors).ok());
   EXPECT_EQ(One("SELECT count(*) FROM t2 WHERE user_id IS NULL"), "1");
 }
 
-TEST_F(JsonDecoderTest, ManyRowsAcrossChunksMatchReadJson) {
+TEST_P(JsonDecoderTest, ManyRowsAcrossChunksMatchReadJson) {
   std::vector<std::string> lines;
   for (int i = 0; i < 5000; ++i) {
     lines.push_back(fmt::format(R"({{"id":{},"name":"n{}","tags":[{}],"s":{{"k":{},"l":["{}"]}}}})", i, i,
@@ -351,7 +361,7 @@ TEST_F(JsonDecoderTest, ManyRowsAcrossChunksMatchReadJson) {
   EXPECT_EQ(One("SELECT count(*) FROM t"), "5000");
 }
 
-TEST_F(JsonDecoderTest, TenMegabyteMessage) {
+TEST_P(JsonDecoderTest, TenMegabyteMessage) {
   Exec("CREATE TABLE t (s VARCHAR, l BIGINT[])");
   auto dec = Structured("t");
   std::string big_string = R"({"s":")" + std::string(10 << 20, 'z') + R"("})";
@@ -370,7 +380,7 @@ TEST_F(JsonDecoderTest, TenMegabyteMessage) {
   EXPECT_EQ(One("SELECT list_sum(l) FROM t WHERE l IS NOT NULL"), "1124999250000");
 }
 
-TEST_F(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
+TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   Exec("CREATE TYPE mood AS ENUM ('happy', 'sad')");
   Exec("CREATE TABLE t (n INTEGER, price DECIMAL(10,2), id UUID, m MAP(VARCHAR, INTEGER), "
        "h HUGEINT, iv INTERVAL, md mood, s STRUCT(q DECIMAL(4,1), name VARCHAR), tm TIME)");
@@ -413,7 +423,7 @@ TEST_F(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   EXPECT_EQ(Query("SELECT n, price FROM t"), (Rows{{"8", "1.00"}}));
 }
 
-TEST_F(JsonDecoderTest, EachDecodeReplacesTheTablesRows) {
+TEST_P(JsonDecoderTest, EachDecodeReplacesTheTablesRows) {
   Exec("CREATE TABLE t (n INTEGER)");
   Exec("INSERT INTO t VALUES (100), (101)");  // rows from before the decoder are dropped too
   auto dec = Structured("t");
@@ -427,15 +437,15 @@ TEST_F(JsonDecoderTest, EachDecodeReplacesTheTablesRows) {
   EXPECT_EQ(One("SELECT count(*) FROM t"), "0");
 }
 
-TEST_F(JsonDecoderTest, UnknownTableIsAnError) {
+TEST_P(JsonDecoderTest, UnknownTableIsAnError) {
   auto dec = StructuredDecoder::Create(*conn_, "missing");
   EXPECT_FALSE(dec.ok());
 }
 
 // ---- InferredDecoder -----------------------------------------------------------------------
 
-TEST_F(JsonDecoderTest, InferredSampleEvents) {
-  auto dec = InferredDecoder::Create(*conn_);
+TEST_P(JsonDecoderTest, InferredSampleEvents) {
+  auto dec = Inferred();
   ASSERT_TRUE(dec.ok());
   std::vector<Message> messages = Messages({kSample, kSample});
   messages[1].key = "k1";
@@ -456,8 +466,8 @@ TEST_F(JsonDecoderTest, InferredSampleEvents) {
                   {"page_view", "Berlin", "12.5", "events", "3", "1", std::nullopt, "k1"}}));
 }
 
-TEST_F(JsonDecoderTest, InferredWideningConflictsAndMissingKeys) {
-  auto dec = InferredDecoder::Create(*conn_);
+TEST_P(JsonDecoderTest, InferredWideningConflictsAndMissingKeys) {
+  auto dec = Inferred();
   ASSERT_TRUE(dec.ok());
   std::vector<DecodeError> errors;
   auto rows = (*dec)->Decode(
@@ -491,14 +501,14 @@ TEST_F(JsonDecoderTest, InferredWideningConflictsAndMissingKeys) {
   EXPECT_EQ(One("SELECT count(*) FROM batch"), "0");
 }
 
-TEST_F(JsonDecoderTest, InferredMatchesReadJsonWithTheInferredColumns) {
+TEST_P(JsonDecoderTest, InferredMatchesReadJsonWithTheInferredColumns) {
   std::vector<std::string> lines;
   for (int i = 0; i < 4100; ++i) {
     lines.push_back(fmt::format(
         R"({{"event":"e{}","amount":{},"tags":["a{}","b"],"props":{{"city":"c{}","n":{}}},"flag":{}}})", i % 4,
         i * 0.5, i, i % 9, i, i % 2 ? "true" : "false"));
   }
-  auto dec = InferredDecoder::Create(*conn_);
+  auto dec = Inferred();
   ASSERT_TRUE(dec.ok());
   std::vector<DecodeError> errors;
   auto rows = (*dec)->Decode(Messages(lines), &errors);
@@ -512,12 +522,12 @@ TEST_F(JsonDecoderTest, InferredMatchesReadJsonWithTheInferredColumns) {
                               path)));
 }
 
-TEST_F(JsonDecoderTest, InferredLimits) {
+TEST_P(JsonDecoderTest, InferredLimits) {
   InferredOptions options;
   options.max_columns = 3;
   options.max_struct_fields = 2;
   options.max_struct_depth = 2;
-  auto dec = InferredDecoder::Create(*conn_, options);
+  auto dec = Inferred(options);
   ASSERT_TRUE(dec.ok());
   std::vector<DecodeError> errors;
   auto rows = (*dec)->Decode(Messages({R"({"a":1,"wide":{"x":1,"y":2,"z":3},"deep":{"d1":{"d2":{"d3":1}}}})",
@@ -530,6 +540,58 @@ TEST_F(JsonDecoderTest, InferredLimits) {
   EXPECT_EQ(Query("SELECT wide, deep::VARCHAR FROM batch"),
             (Rows{{"{\"x\":1,\"y\":2,\"z\":3}", "{'d1': {'d2': '{\"d3\":1}'}}"}}));
 }
+
+TEST_P(JsonDecoderTest, InMemoryViewShadowsTheTableWhileTheDecoderLives) {
+  if (!GetParam()) GTEST_SKIP() << "in memory only";
+  Exec("CREATE TABLE t (n INTEGER, s VARCHAR, p STRUCT(l INTEGER[]))");
+  Exec("INSERT INTO t VALUES (100, 'old', NULL)");
+  auto dec = Structured("t");
+  ASSERT_TRUE(dec);
+  EXPECT_EQ(One("SELECT count(*) FROM t"), "0");  // no batch yet
+  std::vector<std::string> lines;
+  for (int i = 0; i < 4500; ++i) lines.push_back(fmt::format(R"({{"n":{},"s":"v{}","p":{{"l":[{},{}]}}}})", i, i, i, i));
+  std::vector<DecodeError> errors;
+  ASSERT_TRUE(dec->Decode(Messages(lines), &errors).ok());
+  // Several scans of the batch in one query, projections, count(*), row order.
+  EXPECT_EQ(One("SELECT count(*) FROM t a JOIN t b USING (n)"), "4500");
+  EXPECT_EQ(One("SELECT count(*) FROM t"), "4500");
+  EXPECT_EQ(One("SELECT sum(p.l[2]) FROM t WHERE s LIKE 'v1%'"),
+            One("SELECT sum(n) FROM range(4500) r(n) WHERE n::VARCHAR LIKE '1%'"));
+  EXPECT_EQ(One("SELECT bool_and(n = rn - 1) FROM (SELECT n, row_number() OVER () AS rn FROM t)"), "true");
+  // The table itself is left alone (`main.t` is the view too: temp has a schema main).
+  EXPECT_EQ(One("SELECT n FROM memory.main.t"), "100");
+  // The handler's result outlives the batch (copied when materialized).
+  Exec("CREATE TEMP TABLE kept AS SELECT s, p FROM t WHERE n < 3");
+  ASSERT_TRUE(dec->Decode(Messages({R"({"n":7,"s":"x"})"}), &errors).ok());
+  EXPECT_EQ(Query("SELECT n, s FROM t"), (Rows{{"7", "x"}}));
+  EXPECT_EQ(Query("SELECT s, p.l::VARCHAR FROM kept ORDER BY s"),
+            (Rows{{"v0", "[0, 0]"}, {"v1", "[1, 1]"}, {"v2", "[2, 2]"}}));
+  // The view is read-only.
+  EXPECT_FALSE(conn_->Execute("DELETE FROM t").ok());
+  dec.reset();
+  EXPECT_EQ(Query("SELECT n, s FROM t"), (Rows{{"100", "old"}}));
+}
+
+TEST_P(JsonDecoderTest, InferredSchemaChangesBetweenBatches) {
+  auto dec = Inferred();
+  ASSERT_TRUE(dec.ok());
+  std::vector<DecodeError> errors;
+  ASSERT_TRUE((*dec)->Decode(Messages({R"({"a":1,"b":"x"})"}), &errors).ok());
+  EXPECT_EQ(Query("SELECT a, b FROM batch"), (Rows{{"1.0", "x"}}));
+  ASSERT_TRUE((*dec)->Decode(Messages({R"({"c":[true]})", R"({"c":[false,null]})"}), &errors).ok());
+  EXPECT_EQ(Query("SELECT c::VARCHAR, kafka_offset FROM batch"),
+            (Rows{{"[true]", "0"}, {"[false, NULL]", "1"}}));
+  EXPECT_FALSE(conn_->Execute("SELECT a FROM batch").ok());
+  ASSERT_TRUE((*dec)->Decode(Messages({R"({"c":[true,true]})"}), &errors).ok());  // same schema
+  EXPECT_EQ(One("SELECT len(c) FROM batch"), "2");
+  ASSERT_TRUE((*dec)->Decode({}, &errors).ok());
+  EXPECT_EQ(One("SELECT count(*) FROM batch"), "0");
+}
+
+INSTANTIATE_TEST_SUITE_P(TableOrMemory, JsonDecoderTest, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) {
+                           return p.param ? "InMemory" : "Table";
+                         });
 
 }  // namespace
 }  // namespace sluice::pipeline
