@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
+#include "bench/pipeline_bench.h"
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "broker/service.h"
@@ -78,6 +79,38 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "extra librdkafka consumer property NAME=VALUE (repeatable)");
   cmd->add_flag("--quick", o->quick, "small sizes, for demos and smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per phase instead of a table");
+}
+
+void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions* o) {
+  cmd->add_option("--bootstrap", o->bootstrap,
+                  "HOST:PORT of a running broker (default: start `sluice serve` as a child)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "work files (the own broker's data, pipeline files, logs) go in DIR/run-<pid>, "
+                  "removed at the end (default: a new directory under $TMPDIR or /tmp)");
+  cmd->add_option("--messages", o->messages,
+                  "events published and consumed per run (default 10000000; 200000 with --quick)");
+  cmd->add_option("--runs", o->runs, "runs per cell, the median reported (default 3; 1 with --quick)");
+  cmd->add_option("--handlers", o->handlers, "StructuredBatch, InferredMemBatch")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--batch-sizes", o->batch_sizes, "pipeline batch sizes")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--compression", o->compression, "producer compression: none, lz4, zstd, ...")
+      ->capture_default_str();
+  cmd->add_option("--consumer-config", o->consumer_config,
+                  "librdkafka consumer property NAME=VALUE for the pipelines' source.kafka.properties "
+                  "(repeatable)");
+  cmd->add_option("--fetch-max-bytes", o->fetch_max_bytes,
+                  "the pipelines' source.kafka.fetch.max_bytes (default: sluice's)");
+  cmd->add_option("--fetch-max-partition-bytes", o->fetch_max_partition_bytes,
+                  "the pipelines' source.kafka.fetch.max_partition_bytes (default: sluice's)");
+  cmd->add_flag("--backlog", o->backlog,
+                "check: peak RSS draining all the events within 10% of a run over a tenth of them");
+  cmd->add_flag("--paced", o->paced,
+                "check: working set over the last minute of a paced run within 10% of minute two's");
+  cmd->add_option("--paced-minutes", o->paced_minutes, "length of the paced run")->capture_default_str();
+  cmd->add_option("--paced-rate", o->paced_rate, "events/s of the paced run")->capture_default_str();
+  cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
+  cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");
 }
 
 // `sluice serve` flags; each one set overrides the config file's key.
@@ -276,6 +309,11 @@ int main(int argc, char** argv) {
       "kafka", "broker produce and consume rates and produce latency through librdkafka, beside "
                "loopback TCP (iperf3)");
   AddKafkaBenchOptions(kafka, &kafka_opts);
+  sluice::bench::PipelineBenchOptions pipeline_bench_opts;
+  auto* pipeline_bench = bench->add_subcommand(
+      "pipeline", "SQL pipeline rate, peak RSS and working set per handler and batch size (sqlflow's "
+                  "benchmark), beside plain DuckDB");
+  AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
 
   CLI11_PARSE(app, argc, argv);
   if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty()) ||
@@ -308,5 +346,6 @@ int main(int argc, char** argv) {
   if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
+  if (pipeline_bench->parsed()) return sluice::bench::RunPipelineBench(pipeline_bench_opts);
   return 0;
 }

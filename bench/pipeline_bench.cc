@@ -1,0 +1,1267 @@
+#include "bench/pipeline_bench.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "base/clock.h"
+#include "base/status.h"
+#include "bench/machine_info.h"
+#include "duck/database.h"
+#include "kafka/client/admin.h"
+#include "kafka/client/producer.h"
+
+#ifndef SLUICE_SOURCE_DIR
+#define SLUICE_SOURCE_DIR ""
+#endif
+
+namespace sluice::bench {
+namespace {
+
+namespace fs = std::filesystem;
+namespace kc = kafka::client;
+using namespace std::chrono_literals;
+using Json = nlohmann::ordered_json;
+
+constexpr auto kBrokerStartTimeout = 30s;
+constexpr auto kChildStopTimeout = 60s;
+constexpr auto kAdminTimeout = 20s;
+constexpr auto kFlushTimeout = 600s;
+constexpr auto kFirstMessageTimeout = 120s;  // pipeline start, group join, first fetch
+constexpr auto kStallTimeout = 60s;          // no new message for this long = stuck
+constexpr auto kScrapeEvery = 20ms;          // /metrics while a pipeline runs
+constexpr auto kSampleEvery = 1s;            // RssAnon
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr double kTolerance = 0.10;  // backlog and paced checks
+
+// The handler SQL, sqlflow's benchmark aggregate plus a sum; {} is the table.
+constexpr std::string_view kHandlerSql =
+    "SELECT properties.city AS city, count(*) AS n, sum(properties.amount) AS total "
+    "FROM {} GROUP BY 1";
+// StructuredBatch's declared table: sqlflow's benchmark table (event, properties.city)
+// plus the amount the SQL sums.
+constexpr std::string_view kStructuredTable =
+    "CREATE TABLE events (event VARCHAR, properties STRUCT(city VARCHAR, amount DOUBLE))";
+
+constexpr std::array<std::string_view, 5> kCities = {"San Francisco", "Baltimore", "New York",
+                                                     "Miami", "Asheville"};
+constexpr int64_t kBaseEpochMs = 1'735'689'600'000;  // 2025-01-01T00:00:00Z
+
+// ---------------------------------------------------------------------------------------
+// The events: sqlflow's fixture event (sqlflow/fixtures KafkaFaker) with an amount in
+// properties, a per-event timestamp and user id. Event i is a function of i only, so the
+// DuckDB-only reference can build the same values with SQL (EventsSql) and check them.
+
+int CityIndex(int64_t i) {
+  return static_cast<int>(((static_cast<uint64_t>(i) * 2654435761ULL) >> 16) % kCities.size());
+}
+int64_t AmountCents(int64_t i) { return (i * 7919) % 100000; }
+int64_t UserNumber(int64_t i) { return (i * 48271) % 1000003; }
+
+// Appends event i's JSON to `out` (cleared first). `ts_cache` keeps the formatted second.
+void MakeEvent(int64_t i, std::string* out, std::pair<int64_t, std::string>* ts_cache) {
+  int64_t ms = kBaseEpochMs + i;
+  int64_t sec = ms / 1000;
+  if (ts_cache->first != sec || ts_cache->second.empty()) {
+    time_t t = static_cast<time_t>(sec);
+    tm parts{};
+    gmtime_r(&t, &parts);
+    ts_cache->first = sec;
+    ts_cache->second = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", parts.tm_year + 1900,
+                                   parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
+                                   parts.tm_sec);
+  }
+  int64_t cents = AmountCents(i);
+  out->clear();
+  fmt::format_to(std::back_inserter(*out),
+                 R"({{"ip":"103.22.200.1","event":"search_event","properties":{{"city":"{}",)"
+                 R"("country":"USA","amount":{}.{:02}}},"timestamp":"{}.{:03}Z","type":"track",)"
+                 R"("userId":"U{:09}"}})",
+                 kCities[static_cast<size_t>(CityIndex(i))], cents / 100, cents % 100,
+                 ts_cache->second, ms % 1000, UserNumber(i));
+}
+
+// What the events of a topic add up to, per city: the check of the reference's data.
+struct Totals {
+  std::array<int64_t, kCities.size()> count{};
+  std::array<int64_t, kCities.size()> cents{};
+  void Add(int64_t i) {
+    size_t c = static_cast<size_t>(CityIndex(i));
+    ++count[c];
+    cents[c] += AmountCents(i);
+  }
+};
+
+// SQL that builds the first `n` events, already decoded, as table all_events with a row
+// id `rid` = i: the shape StructuredBatch's table has, or (inferred) every JSON field as
+// InferredMemBatch infers it (the kafka_* metadata columns left out: the SQL reads none).
+std::string EventsSql(int64_t n, bool inferred) {
+  std::string cities;
+  for (std::string_view c : kCities) cities += fmt::format("{}'{}'", cities.empty() ? "" : ", ", c);
+  std::string city = fmt::format("([{}])[(((i * 2654435761) >> 16) % {}) + 1]", cities, kCities.size());
+  std::string amount = "((i * 7919) % 100000)::DOUBLE / 100";
+  if (!inferred) {
+    return fmt::format(
+        "CREATE TABLE all_events AS SELECT i AS rid, 'search_event' AS event, "
+        "{{'city': {}, 'amount': {}}} AS properties FROM range({}) t(i)",
+        city, amount, n);
+  }
+  return fmt::format(
+      "CREATE TABLE all_events AS SELECT i AS rid, '103.22.200.1' AS ip, 'search_event' AS event, "
+      "{{'city': {}, 'country': 'USA', 'amount': {}}} AS properties, "
+      "strftime(make_timestamp(({} + i) * 1000), '%Y-%m-%dT%H:%M:%S.%gZ') AS \"timestamp\", "
+      "'track' AS type, 'U' || lpad(((i * 48271) % 1000003)::VARCHAR, 9, '0') AS userId "
+      "FROM range({}) t(i)",
+      city, amount, kBaseEpochMs, n);
+}
+
+// ---------------------------------------------------------------------------------------
+// Small helpers.
+
+std::string Grouped(uint64_t v) {
+  std::string digits = std::to_string(v);
+  std::string out;
+  int n = static_cast<int>(digits.size());
+  for (int i = 0; i < n; ++i) {
+    if (i > 0 && (n - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[static_cast<size_t>(i)]);
+  }
+  return out;
+}
+
+double Round(double v, int digits) {
+  double scale = std::pow(10.0, digits);
+  return std::round(v * scale) / scale;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+double Mean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+double Seconds(int64_t from_ns, int64_t to_ns) { return static_cast<double>(to_ns - from_ns) / 1e9; }
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return IOError("cannot write {}", path);
+  return Status::OK();
+}
+
+// The last `lines` lines of a file, indented, for error messages.
+std::string Tail(const std::string& path, int lines) {
+  std::string text = ReadFile(path);
+  size_t pos = text.size();
+  if (pos > 0 && text[pos - 1] == '\n') --pos;
+  for (int i = 0; i < lines && pos != std::string::npos && pos > 0; ++i) {
+    pos = text.rfind('\n', pos - 1);
+  }
+  std::string tail = text.substr(pos == std::string::npos ? 0 : pos + (pos > 0 ? 1 : 0));
+  std::string out;
+  std::istringstream in(tail);
+  for (std::string line; std::getline(in, line);) out += "    " + line + "\n";
+  return out;
+}
+
+// CPU seconds of a process from /proc/<pid>/stat, or -1 when unreadable.
+double ProcessCpuSeconds(pid_t pid) {
+  std::string stat = ReadFile(fmt::format("/proc/{}/stat", pid));
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string field;
+  uint64_t utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {  // utime, stime: fields 14 and 15
+    if (i == 14) utime = std::stoull(field);
+    if (i == 15) stime = std::stoull(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// A "Name:   123 kB" line of /proc/<pid>/status in bytes, or -1.
+int64_t ProcStatusBytes(pid_t pid, std::string_view name) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > name.size() && line.compare(0, name.size(), name) == 0 &&
+        line[name.size()] == ':') {
+      return std::strtoll(line.c_str() + name.size() + 1, nullptr, 10) * 1024;
+    }
+  }
+  return -1;
+}
+
+std::string LoadAverages() {
+  std::string line = ReadFile("/proc/loadavg");
+  std::istringstream in(line);
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a.empty() ? "unknown" : fmt::format("{} {} {}", a, b, c);
+}
+
+// `git describe --always --dirty` of the source tree the binary was built from, or "".
+std::string SourceCommit() {
+  std::string dir = SLUICE_SOURCE_DIR;
+  if (dir.empty() || !fs::exists(dir + "/.git")) return "";
+  std::string cmd = fmt::format("git -C '{}' describe --always --dirty 2>/dev/null", dir);
+  std::FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  char buf[128] = {};
+  std::string out = std::fgets(buf, sizeof(buf), p) != nullptr ? buf : "";
+  ::pclose(p);
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// GET http://127.0.0.1:<port><path> with HTTP/1.0; the body, or an error.
+Result<std::string> HttpGet(int port, std::string_view path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoError("socket", "127.0.0.1", errno);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{5, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError("connect", fmt::format("127.0.0.1:{}", port), err);
+  }
+  std::string req = fmt::format("GET {} HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+  if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError("send", "/metrics", err);
+  }
+  std::string resp;
+  char buf[16384];
+  while (true) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n > 0) {
+      resp.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    break;
+  }
+  ::close(fd);
+  size_t body = resp.find("\r\n\r\n");
+  if (resp.compare(0, 9, "HTTP/1.1 ") != 0 && resp.compare(0, 9, "HTTP/1.0 ") != 0) {
+    return IOError("GET {}: no HTTP response", path);
+  }
+  if (resp.compare(9, 3, "200") != 0) return IOError("GET {}: {}", path, resp.substr(0, resp.find('\r')));
+  return body == std::string::npos ? std::string() : resp.substr(body + 4);
+}
+
+// The sum over label sets of a Prometheus text metric.
+double MetricSum(std::string_view text, std::string_view name) {
+  double sum = 0;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.size() <= name.size() || line.substr(0, name.size()) != name) continue;
+    char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    size_t space = line.rfind(' ');
+    sum += std::strtod(std::string(line.substr(space + 1)).c_str(), nullptr);
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------------------------------
+// Child processes: the broker and the pipelines.
+
+// Starts `args` (args[0] an absolute path) with stdin from /dev/null and stdout and
+// stderr appended to the given files. The child gets SIGTERM if this thread dies.
+Result<pid_t> Spawn(const std::vector<std::string>& args, const std::string& out_path,
+                    const std::string& err_path) {
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t parent = ::getpid();
+  pid_t pid = ::fork();
+  if (pid < 0) return ErrnoError("fork", args[0], errno);
+  if (pid == 0) {
+    // Only async-signal-safe calls between fork and exec.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    int in = ::open("/dev/null", O_RDONLY);
+    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0 || err < 0) ::_exit(126);
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits up to `timeout` for `pid` to exit; its wait status, or nullopt if still running.
+std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    int status = 0;
+    pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return status;
+    if (r < 0 && errno != EINTR) return -1;
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+std::string DescribeWaitStatus(int status) {
+  if (status == -1) return "could not be waited for";
+  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return fmt::format("was killed by {}", strsignal(WTERMSIG(status)));
+  return fmt::format("ended with wait status {}", status);
+}
+
+std::string SelfExe(const std::string& binary) {
+  if (binary != "/proc/self/exe") return binary;
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? binary : self.string();
+}
+
+// A child `sluice` process that prints a line with its address once it listens.
+// Lifecycle: Start (waits for the line), Stop (SIGTERM, wait, exit status 0 = OK); the
+// destructor kills one that was not stopped. Owned by one thread.
+class Child {
+ public:
+  // `marker` starts the line; the address follows it up to a space, '/' or newline.
+  static Result<std::unique_ptr<Child>> Start(std::string what, std::vector<std::string> args,
+                                              const std::string& log_prefix,
+                                              std::string_view marker, bool marker_on_stderr) {
+    std::unique_ptr<Child> c(new Child());
+    c->what_ = std::move(what);
+    c->out_path_ = log_prefix + ".out";
+    c->err_path_ = log_prefix + ".err";
+    ASSIGN_OR_RETURN(c->pid_, Spawn(args, c->out_path_, c->err_path_));
+    const std::string& watch = marker_on_stderr ? c->err_path_ : c->out_path_;
+    auto deadline = std::chrono::steady_clock::now() + kBrokerStartTimeout;
+    while (true) {
+      std::string out = ReadFile(watch);
+      size_t at = out.find(marker);
+      if (at != std::string::npos) {
+        size_t begin = at + marker.size();
+        size_t end = out.find_first_of(" /\n", begin);
+        if (end != std::string::npos) {
+          c->address_ = out.substr(begin, end - begin);
+          return c;
+        }
+      }
+      if (std::optional<int> st = WaitFor(c->pid_, 0ms)) {
+        c->pid_ = -1;
+        return IOError("{} {} before listening; its output:\n{}{}", c->what_,
+                       DescribeWaitStatus(*st), Tail(c->out_path_, 10), Tail(c->err_path_, 20));
+      }
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return IOError("{} did not report listening within {} s; its output:\n{}{}", c->what_,
+                       kBrokerStartTimeout.count(), Tail(c->out_path_, 10), Tail(c->err_path_, 20));
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+
+  ~Child() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      WaitFor(pid_, 5s);
+    }
+  }
+
+  // SIGTERM, then waits; OK only for exit status 0. Kills it after the timeout.
+  Status Stop() {
+    if (pid_ <= 0) return FailedPreconditionError("{} is not running", what_);
+    pid_t pid = std::exchange(pid_, -1);
+    ::kill(pid, SIGTERM);
+    std::optional<int> st = WaitFor(pid, kChildStopTimeout);
+    if (!st) {
+      ::kill(pid, SIGKILL);
+      WaitFor(pid, 5s);
+      return IOError("{} did not stop within {} s of SIGTERM (killed); its log:\n{}", what_,
+                     kChildStopTimeout.count(), Tail(err_path_, 20));
+    }
+    if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+      return IOError("{} {} after SIGTERM; its output:\n{}{}", what_, DescribeWaitStatus(*st),
+                     Tail(out_path_, 5), Tail(err_path_, 20));
+    }
+    return Status::OK();
+  }
+
+  // Dead already? Then an error with its output; else OK.
+  Status CheckAlive() {
+    if (pid_ <= 0) return Status::OK();
+    if (std::optional<int> st = WaitFor(pid_, 0ms)) {
+      pid_ = -1;
+      return IOError("{} {}; its output:\n{}{}", what_, DescribeWaitStatus(*st),
+                     Tail(out_path_, 5), Tail(err_path_, 20));
+    }
+    return Status::OK();
+  }
+
+  double CpuSeconds() const { return pid_ > 0 ? ProcessCpuSeconds(pid_) : -1; }
+  const std::string& address() const { return address_; }
+  int port() const {
+    size_t colon = address_.rfind(':');
+    return colon == std::string::npos ? -1 : std::atoi(address_.c_str() + colon + 1);
+  }
+  pid_t pid() const { return pid_; }
+  const std::string& err_path() const { return err_path_; }
+
+ private:
+  Child() = default;
+  pid_t pid_ = -1;
+  std::string what_, out_path_, err_path_, address_;
+};
+
+// The bench's working directory: <dir>/run-<pid> under a given directory, else a fresh
+// one under $TMPDIR; removed at the end.
+class WorkDir {
+ public:
+  static Result<std::unique_ptr<WorkDir>> Create(const std::string& parent) {
+    std::unique_ptr<WorkDir> w(new WorkDir());
+    std::error_code ec;
+    if (parent.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
+                            "/sluice-bench-pipeline-XXXXXX";
+      std::vector<char> buf(pattern.begin(), pattern.end());
+      buf.push_back('\0');
+      if (::mkdtemp(buf.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
+      w->path_ = buf.data();
+      return w;
+    }
+    if (!fs::exists(parent, ec)) {
+      fs::create_directories(parent, ec);
+      if (ec) return IOError("create directory {}: {}", parent, ec.message());
+      w->created_parent_ = parent;
+    }
+    w->path_ = fs::absolute(parent).string() + fmt::format("/run-{}", ::getpid());
+    fs::create_directories(w->path_, ec);
+    if (ec) return IOError("create directory {}: {}", w->path_, ec.message());
+    return w;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+    if (!created_parent_.empty()) fs::remove(created_parent_, ec);  // only if now empty
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  WorkDir() = default;
+  std::string path_;
+  std::string created_parent_;
+};
+
+// A progress line on stderr, only when stderr is a terminal.
+class Progress {
+ public:
+  Progress() : enabled_(::isatty(STDERR_FILENO) == 1) {}
+  void Show(std::string_view text) {
+    if (enabled_) fmt::print(stderr, "\r\033[K{}", text);
+  }
+  void Clear() {
+    if (enabled_) fmt::print(stderr, "\r\033[K");
+  }
+
+ private:
+  bool enabled_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Settings and the producer.
+
+struct Settings {
+  std::string binary;  // absolute
+  std::string bootstrap;
+  std::string work_dir;
+  int64_t messages = 0;
+  int runs = 0;
+  std::vector<std::string> handlers;  // "handlers.StructuredBatch", ...
+  std::vector<int64_t> batch_sizes;
+  kc::Config producer;
+  std::vector<std::pair<std::string, std::string>> consumer_properties;
+  int64_t fetch_max_bytes = 0;  // 0: sluice's default
+  int64_t fetch_max_partition_bytes = 0;
+  std::string run_id;  // names topics and groups: <pid>-<ms>
+};
+
+Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& bootstrap,
+                              const std::string& work_dir) {
+  Settings s;
+  s.binary = SelfExe(o.sluice_binary);
+  s.bootstrap = bootstrap;
+  s.work_dir = work_dir;
+  s.messages = o.messages > 0 ? o.messages : (o.quick ? 200'000 : 10'000'000);
+  s.runs = o.runs > 0 ? o.runs : (o.quick ? 1 : 3);
+  if (s.messages > 1'000'000'000) return InvalidArgumentError("--messages: at most 1,000,000,000");
+  if (o.handlers.empty()) return InvalidArgumentError("--handlers: name at least one");
+  for (std::string h : o.handlers) {
+    if (h.rfind("handlers.", 0) == 0) h = h.substr(9);
+    if (h != "StructuredBatch" && h != "InferredMemBatch") {
+      return InvalidArgumentError("--handlers: '{}': StructuredBatch or InferredMemBatch", h);
+    }
+    s.handlers.push_back("handlers." + h);
+  }
+  if (o.batch_sizes.empty()) return InvalidArgumentError("--batch-sizes: name at least one");
+  for (int64_t b : o.batch_sizes) {
+    if (b < 1 || b > 1'000'000) return InvalidArgumentError("--batch-sizes: {} is not 1 … 1000000", b);
+  }
+  s.batch_sizes = o.batch_sizes;
+  if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1)) {
+    return InvalidArgumentError("--paced-minutes must be at least 2 and --paced-rate at least 1");
+  }
+  s.producer = {{"bootstrap.servers", bootstrap},
+                {"client.id", "sluice-bench-pipeline"},
+                {"acks", "1"},
+                {"linger.ms", "5"},
+                {"batch.size", "1000000"},
+                {"queue.buffering.max.kbytes", "65536"},
+                {"compression.codec", o.compression},
+                {"socket.nagle.disable", "true"}};
+  for (const std::string& kv : o.consumer_config) {
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("--consumer-config '{}': NAME=VALUE", kv);
+    }
+    s.consumer_properties.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
+  s.fetch_max_bytes = o.fetch_max_bytes;
+  s.fetch_max_partition_bytes = o.fetch_max_partition_bytes;
+  s.run_id = fmt::format("{}-{}", ::getpid(), WallMillis());
+  return s;
+}
+
+Status CreateTopic(const Settings& s, const std::string& topic) {
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Admin> admin,
+                   kc::Admin::Create({{"bootstrap.servers", s.bootstrap},
+                                      {"client.id", "sluice-bench-pipeline-admin"}}));
+  RETURN_IF_ERROR(admin->CreateTopic(topic, 1, 1, {}, kAdminTimeout));
+  Status last;
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    Result<int> n = admin->PartitionCount(topic, kAdminTimeout);
+    if (n.ok() && *n == 1) return Status::OK();
+    last = n.ok() ? InternalError("topic '{}' has {} partitions, not 1", topic, *n) : n.status();
+    std::this_thread::sleep_for(100ms);
+  }
+  return last;
+}
+
+struct Produced {
+  int64_t messages = 0;
+  int64_t bytes = 0;
+  double seconds = 0;
+  Totals totals;
+};
+
+// Produces events 0 … n-1 to partition 0 of `topic` as fast as the producer takes them;
+// timed to the last delivery report.
+Result<Produced> Publish(const Settings& s, const std::string& topic, int64_t n) {
+  Status first_failure;
+  auto on_delivery = [&first_failure](const kc::DeliveryReport& r) {
+    if (!r.status.ok() && first_failure.ok()) first_failure = r.status;
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer, kc::Producer::Create(s.producer, on_delivery));
+  Produced p;
+  std::string value;
+  std::pair<int64_t, std::string> ts_cache{-1, ""};
+  int64_t start = MonotonicNanos();
+  for (int64_t i = 0; i < n; ++i) {
+    MakeEvent(i, &value, &ts_cache);
+    p.totals.Add(i);
+    p.bytes += static_cast<int64_t>(value.size());
+    while (true) {
+      Status st = producer->Produce(topic, 0, {}, value);
+      if (st.ok()) break;
+      if (st.code() != StatusCode::kResourceExhausted) return st;
+      producer->Poll(1ms);
+    }
+    if ((i & 1023) == 0) producer->Poll(0ms);
+    if (!first_failure.ok()) return first_failure;
+  }
+  RETURN_IF_ERROR(producer->Flush(kFlushTimeout));
+  p.seconds = Seconds(start, MonotonicNanos());
+  RETURN_IF_ERROR(first_failure);
+  kc::ProducerCounters c = producer->counters();
+  if (c.delivered != static_cast<uint64_t>(n) || c.failed != 0) {
+    return InternalError("produce: {} events produced, {} delivered, {} failed", n, c.delivered, c.failed);
+  }
+  p.messages = n;
+  return p;
+}
+
+// ---------------------------------------------------------------------------------------
+// The reference: the same SQL over the same events already in DuckDB, batch by batch.
+
+// One in-process DuckDB (1 thread, as a pipeline's) holding the topic's events as
+// all_events. Lifecycle: Load, then Measure per batch size; owned by one thread.
+class Ceiling {
+ public:
+  static Result<std::unique_ptr<Ceiling>> Load(int64_t n, bool inferred, const Totals& expect) {
+    std::unique_ptr<Ceiling> c(new Ceiling());
+    c->n_ = n;
+    c->table_ = inferred ? "batch" : "events";
+    ASSIGN_OR_RETURN(c->db_, duck::Database::Open({.memory_limit_bytes = int64_t{8} << 30, .threads = 1}));
+    ASSIGN_OR_RETURN(c->conn_, duck::Connection::Open(*c->db_));
+    RETURN_IF_ERROR(c->conn_->Execute(EventsSql(n, inferred)));
+    // The same events as those published: per city, the count and the sum of amounts.
+    ASSIGN_OR_RETURN(auto rows, c->conn_->QueryText(
+                                    "SELECT properties.city, count(*), round(sum(properties.amount) * 100) "
+                                    "FROM all_events GROUP BY 1"));
+    int64_t seen = 0;
+    for (const auto& row : rows) {
+      auto it = std::find(kCities.begin(), kCities.end(), row[0].value_or(""));
+      if (it == kCities.end()) return InternalError("reference: unexpected city '{}'", row[0].value_or("NULL"));
+      size_t k = static_cast<size_t>(it - kCities.begin());
+      int64_t count = std::stoll(row[1].value_or("0"));
+      double cents = std::stod(row[2].value_or("0"));
+      if (count != expect.count[k] || std::abs(cents - static_cast<double>(expect.cents[k])) > 1 + 1e-9 * cents) {
+        return InternalError("reference: {} has {} events summing to {} cents; the producer sent {} summing to {}",
+                             kCities[k], count, cents, expect.count[k], expect.cents[k]);
+      }
+      seen += count;
+    }
+    if (seen != n) return InternalError("reference: {} events, not {}", seen, n);
+    return c;
+  }
+
+  // msgs/s of the handler SQL over consecutive row ranges of `batch` rows.
+  Result<double> Measure(int64_t batch) {
+    std::string source_fmt = fmt::format("(SELECT * FROM all_events WHERE rid >= {{}} AND rid < {{}}) AS {}", table_);
+    int64_t start = MonotonicNanos();
+    for (int64_t from = 0; from < n_; from += batch) {
+      std::string source = fmt::format(fmt::runtime(source_fmt), from, std::min(n_, from + batch));
+      ASSIGN_OR_RETURN(duck::QueryResult r, conn_->Query(fmt::format(fmt::runtime(kHandlerSql), source)));
+      if (r.row_count() == 0) return InternalError("reference: no rows for range {}", from);
+    }
+    double secs = Seconds(start, MonotonicNanos());
+    return secs > 0 ? static_cast<double>(n_) / secs : 0;
+  }
+
+ private:
+  Ceiling() = default;
+  int64_t n_ = 0;
+  std::string table_;
+  std::unique_ptr<duck::Database> db_;
+  std::unique_ptr<duck::Connection> conn_;
+};
+
+// ---------------------------------------------------------------------------------------
+// A pipeline run.
+
+std::string ShortHandler(const std::string& handler) { return handler.substr(9); }
+
+std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t batch,
+                         const std::string& topic, const std::string& group, int flush_seconds) {
+  bool structured = handler == "handlers.StructuredBatch";
+  std::string properties;
+  if (!s.consumer_properties.empty()) {
+    properties = "      properties:\n";
+    for (const auto& [k, v] : s.consumer_properties) properties += fmt::format("        {}: '{}'\n", k, v);
+  }
+  if (s.fetch_max_bytes > 0 || s.fetch_max_partition_bytes > 0) {
+    properties += "      fetch:\n";
+    if (s.fetch_max_bytes > 0) properties += fmt::format("        max_bytes: {}\n", s.fetch_max_bytes);
+    if (s.fetch_max_partition_bytes > 0) {
+      properties += fmt::format("        max_partition_bytes: {}\n", s.fetch_max_partition_bytes);
+    }
+  }
+  std::string out;
+  if (structured) {
+    out += fmt::format("commands:\n  - name: events table\n    sql: {}\n\n", kStructuredTable);
+  }
+  out += fmt::format(
+      "pipeline:\n"
+      "  name: bench\n"
+      "  batch_size: {}\n"
+      "  flush_interval_seconds: {}\n"
+      "  source:\n"
+      "    type: kafka\n"
+      "    kafka:\n"
+      "      brokers: [{}]\n"
+      "      group_id: {}\n"
+      "      auto_offset_reset: earliest\n"
+      "      topics: [{}]\n"
+      "{}"
+      "  handler:\n"
+      "    type: {}\n"
+      "{}"
+      "    sql: {}\n"
+      "  sink:\n"
+      "    type: noop\n",
+      batch, flush_seconds, s.bootstrap, group, topic, properties, handler,
+      structured ? "    table: events\n" : "",
+      fmt::format(fmt::runtime(kHandlerSql), structured ? "events" : "batch"));
+  return out;
+}
+
+Result<std::unique_ptr<Child>> StartPipeline(const Settings& s, const std::string& name,
+                                             const std::string& yaml) {
+  std::string file = fmt::format("{}/{}.yml", s.work_dir, name);
+  RETURN_IF_ERROR(WriteFile(file, yaml));
+  return Child::Start("sluice pipeline run " + name,
+                      {s.binary, "pipeline", "run", file, "--http-addr", "127.0.0.1:0", "--no-progress"},
+                      fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", true);
+}
+
+struct Counts {
+  double in = 0;
+  double errors = 0;
+};
+
+Result<Counts> Scrape(const Child& pipeline) {
+  ASSIGN_OR_RETURN(std::string text, HttpGet(pipeline.port(), "/metrics"));
+  Counts c;
+  c.in = MetricSum(text, "sluice_pipeline_messages_in_total");
+  c.errors = MetricSum(text, "sluice_pipeline_errors_total");
+  return c;
+}
+
+struct RunResult {
+  double msgs_per_s = 0;
+  double seconds = 0;  // first message to the last
+  double peak_rss_mib = 0;
+  double working_set_mib = 0;
+  double pipeline_cpu = -1;  // CPU seconds of the pipeline process, start to stop
+  double broker_cpu = -1;    // of the own broker over the consuming time
+};
+
+// Runs one pipeline over the `n` events of `topic` under a fresh group: from the first
+// scrape that shows messages in to the first that shows all `n`, sampling RssAnon every
+// second; then VmHWM, and SIGTERM (exit status 0 required).
+Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int64_t batch,
+                              const std::string& topic, int64_t n, const std::string& name,
+                              Child* broker, Progress* progress) {
+  std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+  ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
+                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1)));
+  auto fail = [&](Status st) -> Status {
+    Status dead = p->CheckAlive();
+    if (!dead.ok()) return Status(st.code(), st.message() + "\n" + dead.message());
+    return Status(st.code(), st.message() + "\n  pipeline log:\n" + Tail(p->err_path(), 15));
+  };
+  int64_t started = MonotonicNanos();
+  int64_t first_ns = 0, end_ns = 0, last_change_ns = started, next_sample_ns = 0;
+  double first_in = 0, last_in = 0;
+  double broker_cpu0 = -1;
+  std::vector<double> samples;
+  const int64_t sample_every = std::chrono::nanoseconds(kSampleEvery).count();
+  while (true) {
+    std::this_thread::sleep_for(kScrapeEvery);
+    int64_t now = MonotonicNanos();
+    Result<Counts> c = Scrape(*p);
+    if (!c.ok()) return fail(c.status());
+    if (c->errors > 0) {
+      return fail(InternalError("{}: the pipeline counted {} errors", name, c->errors));
+    }
+    if (c->in > 0 && first_ns == 0) {
+      first_ns = now;
+      first_in = c->in;
+      next_sample_ns = now;
+      broker_cpu0 = broker != nullptr ? broker->CpuSeconds() : -1;
+    }
+    if (first_ns != 0 && now >= next_sample_ns) {
+      int64_t anon = ProcStatusBytes(p->pid(), "RssAnon");
+      if (anon >= 0) samples.push_back(static_cast<double>(anon) / kMiB);
+      next_sample_ns += sample_every;
+      if (progress != nullptr) {
+        progress->Show(fmt::format("{}: {} of {} in", name, Grouped(static_cast<uint64_t>(c->in)),
+                                   Grouped(static_cast<uint64_t>(n))));
+      }
+    }
+    if (c->in != last_in) {
+      last_in = c->in;
+      last_change_ns = now;
+    }
+    if (c->in >= static_cast<double>(n)) {
+      end_ns = now;
+      break;
+    }
+    if (first_ns == 0 && now - started > std::chrono::nanoseconds(kFirstMessageTimeout).count()) {
+      return fail(AbortedError("{}: no message within {} s of the start", name, kFirstMessageTimeout.count()));
+    }
+    if (now - last_change_ns > std::chrono::nanoseconds(kStallTimeout).count()) {
+      return fail(AbortedError("{}: stuck at {} of {} messages for {} s", name, c->in, n, kStallTimeout.count()));
+    }
+  }
+  if (progress != nullptr) progress->Clear();
+  RunResult r;
+  r.seconds = Seconds(first_ns, end_ns);
+  // Messages counted between the two scrapes, over the time between them: the messages
+  // already in at the first scrape are not timed.
+  double timed = static_cast<double>(n) - first_in;
+  r.msgs_per_s = r.seconds > 0 && timed > 0 ? timed / r.seconds : 0;
+  if (broker != nullptr && broker_cpu0 >= 0) r.broker_cpu = broker->CpuSeconds() - broker_cpu0;
+  int64_t anon = ProcStatusBytes(p->pid(), "RssAnon");
+  if (anon >= 0) samples.push_back(static_cast<double>(anon) / kMiB);
+  int64_t hwm = ProcStatusBytes(p->pid(), "VmHWM");
+  r.peak_rss_mib = hwm >= 0 ? static_cast<double>(hwm) / kMiB : 0;
+  r.working_set_mib = Median(samples);
+  r.pipeline_cpu = p->CpuSeconds();
+  Status stopped = p->Stop();
+  if (!stopped.ok()) return stopped;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Output.
+
+struct Cell {
+  std::string handler;
+  int64_t batch = 0;
+  std::vector<RunResult> runs;
+  double ceiling = 0;  // DuckDB-only msgs/s
+  double msgs_per_s() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.msgs_per_s);
+    return Median(v);
+  }
+  double peak_rss_mib() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.peak_rss_mib);
+    return Median(v);
+  }
+  double working_set_mib() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.working_set_mib);
+    return Median(v);
+  }
+  double pipeline_cpu() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.pipeline_cpu);
+    return Median(v);
+  }
+  double broker_cpu() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.broker_cpu);
+    return Median(v);
+  }
+  double seconds() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.seconds);
+    return Median(v);
+  }
+};
+
+struct Context {
+  MachineInfo machine;
+  std::string load_start;
+  std::string commit;
+  bool own_broker = false;
+  std::string compression;
+  std::string topic;
+  Produced produced;
+};
+
+Json Common(const Context& ctx, const Settings& s) {
+  Json j;
+  j["messages"] = s.messages;
+  j["runs"] = s.runs;
+  j["event_bytes_avg"] = ctx.produced.messages > 0
+                             ? Round(static_cast<double>(ctx.produced.bytes) / static_cast<double>(ctx.produced.messages), 1)
+                             : 0.0;
+  j["compression"] = ctx.compression;
+  Json props = Json::object();
+  for (const auto& [k, v] : s.consumer_properties) props[k] = v;
+  j["consumer_properties"] = props;
+  j["fetch_max_bytes"] = s.fetch_max_bytes > 0 ? Json(s.fetch_max_bytes) : Json(nullptr);
+  j["fetch_max_partition_bytes"] =
+      s.fetch_max_partition_bytes > 0 ? Json(s.fetch_max_partition_bytes) : Json(nullptr);
+  j["broker"] = ctx.own_broker ? "own" : "external";
+  j["topic"] = ctx.topic;
+  j["cpu"] = ctx.machine.cpu_model;
+  j["cores"] = ctx.machine.cores;
+  j["memory_bytes"] = ctx.machine.memory_bytes;
+  j["kernel"] = ctx.machine.kernel;
+  j["load_start"] = ctx.load_start;
+  j["load_now"] = LoadAverages();
+  j["commit"] = ctx.commit;
+  j["duckdb"] = std::string(duck::LibraryVersion());
+  j["librdkafka"] = kc::LibraryVersion();
+  return j;
+}
+
+void PrintHeader(const Context& ctx, const Settings& s) {
+  const MachineInfo& m = ctx.machine;
+  fmt::print("sluice bench pipeline: {} events, {} run(s) per cell (median), noop sink\n",
+             Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  fmt::print("  machine   {}, {} cores, {} memory, {}; load average {} (1/5/15 min) at start\n",
+             m.cpu_model, m.cores, FormatBinaryBytes(m.memory_bytes), m.kernel, ctx.load_start);
+  fmt::print("  sluice    {}, duckdb {}, librdkafka {}\n",
+             ctx.commit.empty() ? "commit unknown" : "commit " + ctx.commit, duck::LibraryVersion(),
+             kc::LibraryVersion());
+  fmt::print("  broker    {} ({}), topic {} with 1 partition\n",
+             ctx.own_broker ? "own `sluice serve` child" : "external", s.bootstrap, ctx.topic);
+  const Produced& p = ctx.produced;
+  fmt::print("  produce   {} events of {:.0f} B on average in {:.1f} s ({}/s); acks 1, linger.ms 5, "
+             "batch.size 1000000, compression {}\n",
+             Grouped(static_cast<uint64_t>(p.messages)),
+             p.messages > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.messages) : 0.0,
+             p.seconds, Grouped(static_cast<uint64_t>(p.seconds > 0 ? static_cast<double>(p.messages) / p.seconds : 0)),
+             ctx.compression);
+  fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
+             fmt::format(fmt::runtime(kHandlerSql), "<table>"));
+  fmt::print("            StructuredBatch table: {}\n", kStructuredTable);
+  std::string props;
+  for (const auto& [k, v] : s.consumer_properties) props += fmt::format(" {}={}", k, v);
+  fmt::print("            source.kafka.properties:{}; fetch.max_bytes {}, max_partition_bytes {}\n",
+             props.empty() ? " none" : props,
+             s.fetch_max_bytes > 0 ? std::to_string(s.fetch_max_bytes) : "default",
+             s.fetch_max_partition_bytes > 0 ? std::to_string(s.fetch_max_partition_bytes) : "default");
+  fmt::print("  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
+             "showing all\n", kScrapeEvery.count());
+  fmt::print("  peak RSS  the pipeline's VmHWM when all are in; working set: median of RssAnon sampled "
+             "every second while consuming\n");
+  fmt::print("  duckdb    the reference: the same SQL over the same events already in DuckDB (1 thread), "
+             "one query per batch of rows; ratio = msgs/s / that\n");
+  fmt::print("  cpu s     CPU seconds of the pipeline process (start to stop) / of the broker while "
+             "consuming\n\n");
+  fmt::print("{:<17} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}\n", "handler", "batch",
+             "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds");
+  std::fflush(stdout);
+}
+
+void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) {
+  double ratio = c.ceiling > 0 ? c.msgs_per_s() / c.ceiling : 0;
+  if (json) {
+    Json j;
+    j["bench"] = "pipeline";
+    j["handler"] = c.handler;
+    j["batch_size"] = c.batch;
+    j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
+    j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
+    j["working_set_mib"] = Round(c.working_set_mib(), 1);
+    j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
+    j["ratio"] = Round(ratio, 4);
+    j["seconds"] = Round(c.seconds(), 3);
+    j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
+    j["broker_cpu_seconds"] = c.broker_cpu() >= 0 ? Json(Round(c.broker_cpu(), 2)) : Json(nullptr);
+    Json runs = Json::array();
+    for (const RunResult& r : c.runs) {
+      runs.push_back({{"msgs_per_s", Round(r.msgs_per_s, 1)},
+                      {"peak_rss_mib", Round(r.peak_rss_mib, 1)},
+                      {"working_set_mib", Round(r.working_set_mib, 1)},
+                      {"seconds", Round(r.seconds, 3)}});
+    }
+    j["each_run"] = runs;
+    j.update(Common(ctx, s));
+    fmt::print("{}\n", j.dump());
+  } else {
+    auto secs = [](double v) { return v >= 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
+    fmt::print("{:<17} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}\n",
+               ShortHandler(c.handler), c.batch, Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)),
+               c.peak_rss_mib(), c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)),
+               ratio, secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds());
+  }
+  std::fflush(stdout);
+}
+
+void PrintCheck(const std::string& check, const std::string& handler, const std::string& a_name,
+                double a, const std::string& b_name, double b, bool pass, const Context& ctx,
+                const Settings& s, bool json, const std::string& detail) {
+  if (json) {
+    Json j;
+    j["bench"] = "pipeline";
+    j["check"] = check;
+    j["handler"] = handler;
+    j[a_name] = Round(a, 1);
+    j[b_name] = Round(b, 1);
+    j["pass"] = pass;
+    j["detail"] = detail;
+    j.update(Common(ctx, s));
+    fmt::print("{}\n", j.dump());
+  } else {
+    fmt::print("  {:<8} {:<17} {} {:.1f} MiB, {} {:.1f} MiB: {:+.1f}% {} ({})\n", check,
+               ShortHandler(handler), a_name, a, b_name, b, b > 0 ? 100 * (a - b) / b : 0.0,
+               pass ? "PASS" : "FAIL", detail);
+  }
+  std::fflush(stdout);
+}
+
+// ---------------------------------------------------------------------------------------
+// The paced run: events at a fixed rate for some minutes, one pipeline per handler.
+
+struct PacedResult {
+  std::string handler;
+  double minute_two_mib = 0;
+  double last_minute_mib = 0;
+  int64_t produced = 0;
+  double consumed = 0;
+};
+
+Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBenchOptions& o,
+                                          Progress* progress) {
+  std::string topic = fmt::format("sluice-bench-pipeline-{}-paced", s.run_id);
+  RETURN_IF_ERROR(CreateTopic(s, topic));
+  int64_t batch = *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end());
+  std::vector<std::unique_ptr<Child>> pipelines;
+  for (const std::string& h : s.handlers) {
+    std::string name = fmt::format("paced-{}", ShortHandler(h));
+    std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+    ASSIGN_OR_RETURN(std::unique_ptr<Child> p, StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1)));
+    pipelines.push_back(std::move(p));
+  }
+  kc::Config config = s.producer;
+  config["linger.ms"] = "1";
+  Status first_failure;
+  auto on_delivery = [&first_failure](const kc::DeliveryReport& r) {
+    if (!r.status.ok() && first_failure.ok()) first_failure = r.status;
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer, kc::Producer::Create(config, on_delivery));
+  const int64_t total_ns = int64_t{o.paced_minutes} * 60'000'000'000;
+  std::vector<std::vector<std::pair<double, double>>> samples(pipelines.size());  // (t s, MiB)
+  std::string value;
+  std::pair<int64_t, std::string> ts_cache{-1, ""};
+  const int64_t start = MonotonicNanos();
+  int64_t next_sample = start;
+  int64_t i = 0;
+  while (true) {
+    int64_t now = MonotonicNanos();
+    if (now - start >= total_ns) break;
+    int64_t due = static_cast<int64_t>(static_cast<__int128>(now - start) * o.paced_rate / 1'000'000'000);
+    for (; i <= due; ++i) {
+      MakeEvent(i, &value, &ts_cache);
+      RETURN_IF_ERROR(producer->Produce(topic, 0, {}, value));
+    }
+    producer->Poll(0ms);
+    RETURN_IF_ERROR(first_failure);
+    if (now >= next_sample) {
+      double t = Seconds(start, now);
+      for (size_t k = 0; k < pipelines.size(); ++k) {
+        RETURN_IF_ERROR(pipelines[k]->CheckAlive());
+        int64_t anon = ProcStatusBytes(pipelines[k]->pid(), "RssAnon");
+        if (anon >= 0) samples[k].push_back({t, static_cast<double>(anon) / kMiB});
+      }
+      next_sample += std::chrono::nanoseconds(kSampleEvery).count();
+      if (progress != nullptr) {
+        progress->Show(fmt::format("paced: {:.0f} of {} s, {} events", t, o.paced_minutes * 60, Grouped(static_cast<uint64_t>(i))));
+      }
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  RETURN_IF_ERROR(producer->Flush(kFlushTimeout));
+  if (progress != nullptr) progress->Clear();
+  std::this_thread::sleep_for(2s);  // the last batch, on the flush interval
+  std::vector<PacedResult> out;
+  const double end_s = Seconds(start, start + total_ns);
+  for (size_t k = 0; k < pipelines.size(); ++k) {
+    PacedResult r;
+    r.handler = s.handlers[k];
+    r.produced = i;
+    Result<Counts> c = Scrape(*pipelines[k]);
+    if (c.ok()) r.consumed = c->in;
+    std::vector<double> two, last;
+    for (const auto& [t, mib] : samples[k]) {
+      if (t >= 60 && t < 120) two.push_back(mib);
+      if (t >= end_s - 60) last.push_back(mib);
+    }
+    r.minute_two_mib = Mean(two);
+    r.last_minute_mib = Mean(last);
+    RETURN_IF_ERROR(pipelines[k]->Stop());
+    out.push_back(r);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const std::string& work_dir,
+              Child* broker, bool* checks_failed) {
+  ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, work_dir));
+  Progress progress;
+  Context ctx;
+  ctx.machine = GetMachineInfo();
+  ctx.load_start = LoadAverages();
+  ctx.commit = SourceCommit();
+  ctx.own_broker = broker != nullptr;
+  ctx.compression = o.compression;
+  ctx.topic = fmt::format("sluice-bench-pipeline-{}", s.run_id);
+  auto with_broker = [&](Status st) {
+    if (st.ok() || broker == nullptr) return st;
+    Status dead = broker->CheckAlive();
+    return dead.ok() ? st : Status(st.code(), st.message() + "\n" + dead.message());
+  };
+
+  RETURN_IF_ERROR(with_broker(CreateTopic(s, ctx.topic)));
+  progress.Show(fmt::format("publishing {} events ...", Grouped(static_cast<uint64_t>(s.messages))));
+  Result<Produced> produced = Publish(s, ctx.topic, s.messages);
+  progress.Clear();
+  if (!produced.ok()) return with_broker(produced.status());
+  ctx.produced = *produced;
+  if (!o.json) PrintHeader(ctx, s);
+
+  // The reference first, per handler shape, while nothing else runs.
+  std::map<std::pair<std::string, int64_t>, double> ceilings;
+  for (const std::string& h : s.handlers) {
+    progress.Show(fmt::format("reference: loading {} events into DuckDB ...", Grouped(static_cast<uint64_t>(s.messages))));
+    ASSIGN_OR_RETURN(std::unique_ptr<Ceiling> ceiling,
+                     Ceiling::Load(s.messages, h != "handlers.StructuredBatch", ctx.produced.totals));
+    for (int64_t b : s.batch_sizes) {
+      std::vector<double> rates;
+      for (int r = 0; r < s.runs; ++r) {
+        progress.Show(fmt::format("reference: {} batch {} run {} ...", ShortHandler(h), b, r + 1));
+        ASSIGN_OR_RETURN(double rate, ceiling->Measure(b));
+        rates.push_back(rate);
+      }
+      ceilings[{h, b}] = Median(rates);
+    }
+    progress.Clear();
+  }
+
+  std::map<std::pair<std::string, int64_t>, Cell> cells;
+  for (const std::string& h : s.handlers) {
+    for (int64_t b : s.batch_sizes) {
+      Cell cell;
+      cell.handler = h;
+      cell.batch = b;
+      cell.ceiling = ceilings[{h, b}];
+      for (int r = 0; r < s.runs; ++r) {
+        std::string name = fmt::format("{}-{}-run{}", ShortHandler(h), b, r + 1);
+        Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress);
+        if (!run.ok()) return with_broker(run.status());
+        cell.runs.push_back(*run);
+      }
+      PrintCell(cell, ctx, s, o.json);
+      cells[{h, b}] = cell;
+    }
+  }
+
+  if (o.backlog || o.paced) {
+    if (!o.json) fmt::print("\nchecks (within {:.0f}%)\n", kTolerance * 100);
+  }
+  if (o.backlog) {
+    // A tenth of the events (1M of the default 10M) on a topic of their own.
+    int64_t small = std::max<int64_t>(1, s.messages / 10);
+    std::string topic = ctx.topic + "-small";
+    RETURN_IF_ERROR(with_broker(CreateTopic(s, topic)));
+    progress.Show(fmt::format("backlog: publishing {} events ...", Grouped(static_cast<uint64_t>(small))));
+    Result<Produced> p = Publish(s, topic, small);
+    progress.Clear();
+    if (!p.ok()) return with_broker(p.status());
+    int64_t b = *std::max_element(s.batch_sizes.begin(), s.batch_sizes.end());
+    for (const std::string& h : s.handlers) {
+      std::vector<double> peaks;
+      for (int r = 0; r < s.runs; ++r) {
+        std::string name = fmt::format("backlog-{}-{}-run{}", ShortHandler(h), b, r + 1);
+        Result<RunResult> run = RunPipeline(s, h, b, topic, small, name, broker, &progress);
+        if (!run.ok()) return with_broker(run.status());
+        peaks.push_back(run->peak_rss_mib);
+      }
+      double big = cells[{h, b}].peak_rss_mib();
+      double base = Median(peaks);
+      bool pass = big <= base * (1 + kTolerance);
+      *checks_failed |= !pass;
+      PrintCheck("backlog", h, fmt::format("peak_rss_{}", s.messages), big, fmt::format("peak_rss_{}", small),
+                 base, pass, ctx, s, o.json,
+                 fmt::format("batch {}, median of {} run(s) each", b, s.runs));
+    }
+  }
+  if (o.paced) {
+    Result<std::vector<PacedResult>> paced = RunPaced(s, o, &progress);
+    if (!paced.ok()) return with_broker(paced.status());
+    for (const PacedResult& r : *paced) {
+      bool pass = r.minute_two_mib > 0 &&
+                  std::abs(r.last_minute_mib - r.minute_two_mib) <= kTolerance * r.minute_two_mib;
+      *checks_failed |= !pass;
+      PrintCheck("paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
+                 "working_set_minute_two_mib", r.minute_two_mib, pass, ctx, s, o.json,
+                 fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute; {} produced, {} consumed",
+                             o.paced_rate, o.paced_minutes,
+                             *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()),
+                             Grouped(static_cast<uint64_t>(r.produced)),
+                             Grouped(static_cast<uint64_t>(r.consumed))));
+    }
+  }
+  if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
+  return Status::OK();
+}
+
+Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir));
+  if (!o.bootstrap.empty()) return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed);
+  std::string data = work->path() + "/data";
+  ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,
+                   Child::Start("sluice serve",
+                                {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0",
+                                 "--data-dir", data},
+                                work->path() + "/broker", "sluice: serving Kafka on ", false));
+  Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
+  Status stopped = broker->Stop();
+  if (!st.ok()) return st;
+  if (!stopped.ok()) return stopped;
+  if (!o.json) fmt::print("  broker: stopped by SIGTERM, exit status 0\n");
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunPipelineBench(const PipelineBenchOptions& options) {
+  try {
+    bool checks_failed = false;
+    Status st = Run(options, &checks_failed);
+    if (!st.ok()) {
+      std::fflush(stdout);
+      fmt::print(stderr, "sluice bench pipeline: {}\n", st.ToString());
+      return 1;
+    }
+    return checks_failed ? 3 : 0;
+  } catch (const std::exception& e) {  // bad_alloc, filesystem or thread errors
+    std::fflush(stdout);
+    fmt::print(stderr, "sluice bench pipeline: {}\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace sluice::bench

@@ -1,0 +1,55 @@
+// `sluice bench pipeline`: SQL pipelines in the manner of the published sqlflow benchmark.
+// Publishes JSON events (sqlflow's fixture event plus an amount) to a one-partition topic,
+// then, for each handler and batch size, runs `sluice pipeline run` as a child process
+// under a fresh consumer group with an aggregate SQL and a noop sink, and measures its rate
+// from the first message to the last, its peak RSS and its working set. The reference,
+// measured in the same run (DESIGN.md, "Measuring"), is the DuckDB-only ceiling: the same
+// SQL over the same events already decoded into DuckDB, batch by batch. By default the
+// bench starts its own `sluice serve`; --bootstrap points it at a running broker.
+// See bench/README.md and docs/benchmarks.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sluice::bench {
+
+struct PipelineBenchOptions {
+  std::string bootstrap;  // HOST:PORT of a running broker; empty: start `sluice serve`
+  // Work files (the broker's data, pipeline files, child logs) go in <data_dir>/run-<pid>,
+  // removed at the end; empty: a new directory under $TMPDIR (or /tmp).
+  std::string data_dir;
+  std::string sluice_binary = "/proc/self/exe";  // what the broker and pipelines run
+  int64_t messages = 0;  // events published and consumed per run; 0: 10,000,000 (200,000 quick)
+  int runs = 0;          // runs per cell, the median reported; 0: 3 (1 quick)
+  // "StructuredBatch" and/or "InferredMemBatch" (a "handlers." prefix is accepted).
+  std::vector<std::string> handlers = {"StructuredBatch", "InferredMemBatch"};
+  std::vector<int64_t> batch_sizes = {500, 2000, 5000};
+  std::string compression = "none";  // the producer's compression.codec
+  // Extra librdkafka consumer properties, "name=value", written into the pipeline files as
+  // source.kafka.properties (none by default: the pipelines run with sluice's settings).
+  std::vector<std::string> consumer_config;
+  // source.kafka.fetch.max_bytes / max_partition_bytes of the pipeline files; 0 leaves
+  // sluice's defaults (4 MiB / 1 MiB).
+  int64_t fetch_max_bytes = 0;
+  int64_t fetch_max_partition_bytes = 0;
+  // Backlog check: the peak RSS of a drain of all `messages` against a run over a tenth
+  // of them (1M of the default 10M), per handler at the largest batch size; within 10%.
+  bool backlog = false;
+  // Paced check: `paced_rate` events/s for `paced_minutes`; the working set over the last
+  // minute within 10% of minute two's, per handler.
+  bool paced = false;
+  int paced_minutes = 10;
+  int64_t paced_rate = 1000;
+  bool quick = false;  // small sizes for smoke tests
+  bool json = false;   // one JSON object per cell on stdout instead of a table
+};
+
+// Runs the cells (and the checks asked for) and prints the table or JSON lines on stdout;
+// progress and errors go to stderr. Returns 0; 1 after an error (bad options, a broker or
+// pipeline that fails, a pipeline that reports errors or stalls); 3 when every cell ran
+// but a backlog or paced check failed.
+int RunPipelineBench(const PipelineBenchOptions& options);
+
+}  // namespace sluice::bench
