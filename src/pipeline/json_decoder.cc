@@ -1375,6 +1375,7 @@ class Inferrer {
   }
 
   bool ObserveFields(InferNode& n, od::object obj, int depth, bool top) {
+    size_t hint = 0;  // producers keep key order: the field after the last one is tried first
     for (auto field_result : obj) {
       od::field field;
       if (auto e = std::move(field_result).get(field); e) return Syntax(e);
@@ -1386,7 +1387,8 @@ class Inferrer {
         if (!validator_->SkipValidated(field.value(), depth + 1)) return Path(key);
         continue;
       }
-      int idx = n.Find(key);
+      // Names are unique ignoring case, so an exact match at the hint is the one Find gives.
+      int idx = hint < n.names.size() && n.names[hint] == key ? static_cast<int>(hint) : n.Find(key);
       if (idx < 0) {
         size_t limit = top ? options_.max_columns : options_.max_struct_fields;
         if (n.names.size() >= limit) {
@@ -1405,6 +1407,7 @@ class Inferrer {
         n.fields.push_back(std::make_unique<InferNode>());
         idx = static_cast<int>(n.names.size() - 1);
       }
+      hint = static_cast<size_t>(idx) + 1;
       if (n.kind == InferNode::Kind::kText) {
         if (!validator_->SkipValidated(field.value(), depth + 1)) return Path(key);
         continue;
@@ -1606,12 +1609,34 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
   ChunkBuilder& b = *d.builder;
   const size_t k = d.json_columns;
   size_t appended = 0;
+  // The kafka_ columns of the chunk being built, bound again whenever the chunk changes.
+  struct {
+    Vector topic, key;
+    int32_t* partition;
+    int64_t *offset, *timestamp;
+    uint64_t *timestamp_valid, *key_valid;
+  } kc;
+  auto bind = [&] {
+    duck::DataChunk& chunk = b.chunk();
+    kc.topic = chunk.column(k);
+    kc.partition = chunk.column(k + 1).data<int32_t>();
+    kc.offset = chunk.column(k + 2).data<int64_t>();
+    kc.timestamp = chunk.column(k + 3).data<int64_t>();
+    kc.timestamp_valid = chunk.column(k + 3).validity();
+    kc.key = chunk.column(k + 4);
+    kc.key_valid = kc.key.validity();
+  };
+  bind();
   auto flush = [&]() -> Status {
     appended += b.rows();
-    if (!app) return d.pool->Hold(b);
-    RETURN_IF_ERROR(b.Finish());
-    RETURN_IF_ERROR(app->Append(b.chunk()));
-    b.Reset();
+    if (!app) {
+      RETURN_IF_ERROR(d.pool->Hold(b));
+    } else {
+      RETURN_IF_ERROR(b.Finish());
+      RETURN_IF_ERROR(app->Append(b.chunk()));
+      b.Reset();
+    }
+    bind();
     return Status::OK();
   };
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -1630,24 +1655,20 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       continue;
     }
     const uint64_t row = b.rows();
-    duck::DataChunk& chunk = b.chunk();
-    Vector topic = chunk.column(k);
-    topic.AssignString(row, m.topic);
-    chunk.column(k + 1).data<int32_t>()[row] = m.partition;
-    chunk.column(k + 2).data<int64_t>()[row] = m.offset;
-    Vector ts = chunk.column(k + 3);
+    kc.topic.AssignString(row, m.topic);
+    kc.partition[row] = m.partition;
+    kc.offset[row] = m.offset;
     if (m.timestamp_ms == -1) {
-      ts.SetNull(row);
+      Vector::SetInvalid(kc.timestamp_valid, row);
     } else {
-      ts.data<int64_t>()[row] = m.timestamp_ms * 1000;
-      Vector::SetValid(ts.validity(), row);
+      kc.timestamp[row] = m.timestamp_ms * 1000;
+      Vector::SetValid(kc.timestamp_valid, row);
     }
-    Vector key = chunk.column(k + 4);
     if (m.key.data() == nullptr) {
-      key.SetNull(row);
+      Vector::SetInvalid(kc.key_valid, row);
     } else {
-      key.AssignString(row, m.key);
-      Vector::SetValid(key.validity(), row);
+      kc.key.AssignString(row, m.key);
+      Vector::SetValid(kc.key_valid, row);
     }
     b.CommitRow();
     if (b.full()) RETURN_IF_ERROR(flush());

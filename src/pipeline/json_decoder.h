@@ -3,8 +3,8 @@
 // no intermediate rows and no per-row allocation. docs/design/0005-json-decoding.md has the
 // type mapping, the timestamp rules and the error rules.
 //
-//   handlers.StructuredBatch:
-//     ASSIGN_OR_RETURN(auto decoder, StructuredDecoder::Create(conn, "events"));
+//   handlers.StructuredBatch (in_memory: the batch is served from memory, see the options):
+//     ASSIGN_OR_RETURN(auto decoder, StructuredDecoder::Create(conn, "events", {.in_memory = true}));
 //     std::vector<DecodeError> errors;
 //     ASSIGN_OR_RETURN(size_t rows, decoder->Decode(messages, &errors));  // table = this batch
 //
@@ -67,10 +67,11 @@ class StructuredDecoder {
   StructuredDecoder(const StructuredDecoder&) = delete;
   StructuredDecoder& operator=(const StructuredDecoder&) = delete;
 
-  // Empties the table, then appends one row per decodable message and returns how many:
-  // when Decode returns OK, SQL over the table on this connection sees exactly this batch's
-  // decodable rows (sqlflow empties the handler table each batch; callers need not).
-  // `errors` is cleared, then gets one entry per message left out.
+  // Loads one row per decodable message and returns how many: when Decode returns OK, SQL
+  // over the table's name on this connection sees exactly this batch's decodable rows
+  // (sqlflow empties the handler table each batch; callers need not). Into the table, the
+  // table is emptied first; in memory, the view shows this batch instead of the last one
+  // (which is then gone). `errors` is cleared, then gets one entry per message left out.
   Result<size_t> Decode(std::span<const kafka::client::Message> messages,
                         std::vector<DecodeError>* errors);
 
@@ -97,7 +98,8 @@ struct InferredOptions {
 };
 
 // Decodes with a schema inferred per batch (handlers.InferredMemBatch/InferredDiskBatch):
-// each Decode recreates the table (CREATE OR REPLACE) from what the batch's JSON holds,
+// each Decode recreates the table (CREATE OR REPLACE; in memory: the view, when the schema
+// changed) from what the batch's JSON holds,
 // plus kafka_topic VARCHAR, kafka_partition INTEGER, kafka_offset BIGINT,
 // kafka_timestamp TIMESTAMPTZ and kafka_key BLOB. Lifecycle and threads as
 // StructuredDecoder's.
@@ -109,8 +111,8 @@ class InferredDecoder {
   InferredDecoder(const InferredDecoder&) = delete;
   InferredDecoder& operator=(const InferredDecoder&) = delete;
 
-  // Recreates the table for this batch and fills it; returns the rows appended. `errors`
-  // as StructuredDecoder::Decode. An empty batch gives a table with only the kafka_ columns.
+  // Recreates the table (or view) for this batch and fills it; returns the rows loaded.
+  // `errors` as StructuredDecoder::Decode. An empty batch gives a table with only the kafka_ columns.
   Result<size_t> Decode(std::span<const kafka::client::Message> messages,
                         std::vector<DecodeError>* errors);
 
