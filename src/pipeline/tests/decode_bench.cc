@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
     messages[i].value = values[i];
   }
 
+  const long input_rss = PeakRssMiB();  // the messages themselves, before DuckDB
   auto db = duck::Database::Open({.memory_limit_bytes = 256 << 20, .threads = threads});
   Die(db.status(), "open");
   auto conn = duck::Connection::Open(**db);
@@ -136,8 +137,8 @@ int main(int argc, char** argv) {
     best_decode = std::max(best_decode, total / decode_s);
   }
   std::printf("%s%s: %zu msgs of %.0f bytes avg, batch %zu, threads %d: best %.0f msgs/s "
-              "(decode alone %.0f msgs/s), peak RSS %ld MiB, load %s\n",
+              "(decode alone %.0f msgs/s), peak RSS %ld MiB (%ld MiB of it the input), load %s\n",
               inferred ? "inferred" : "structured", in_memory ? " in memory" : " into the table", total, double(bytes) / total, batch, threads,
-              best, best_decode, PeakRssMiB(), LoadAverage().c_str());
+              best, best_decode, PeakRssMiB(), input_rss, LoadAverage().c_str());
   return 0;
 }
