@@ -572,6 +572,27 @@ TEST_P(JsonDecoderTest, InMemoryViewShadowsTheTableWhileTheDecoderLives) {
   EXPECT_EQ(Query("SELECT n, s FROM t"), (Rows{{"100", "old"}}));
 }
 
+TEST_P(JsonDecoderTest, InMemoryViewShadowsATableOfAFileDatabase) {
+  if (!GetParam()) GTEST_SKIP() << "in memory only";
+  std::string path = fmt::format("/tmp/json_decoder_test_{}.duckdb", getpid());
+  files_.push_back(path);
+  files_.push_back(path + ".wal");
+  auto db = duck::Database::Open({.path = path, .threads = 2});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = duck::Connection::Open(**db);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE((*conn)->Execute("CREATE TABLE events (city VARCHAR, amount DOUBLE)").ok());
+  auto dec = StructuredDecoder::Create(**conn, "events", {.in_memory = true});
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  std::vector<DecodeError> errors;
+  ASSERT_TRUE((*dec)->Decode(Messages({R"({"city":"Rome","amount":2})", R"({"city":"Rome","amount":3.5})"}),
+                             &errors)
+                  .ok());
+  auto rows = (*conn)->QueryText("SELECT city, sum(amount), count(*) FROM events GROUP BY 1");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(*rows, (Rows{{"Rome", "5.5", "2"}}));
+}
+
 TEST_P(JsonDecoderTest, InferredSchemaChangesBetweenBatches) {
   auto dec = Inferred();
   ASSERT_TRUE(dec.ok());
