@@ -218,14 +218,21 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     }
   }
   if (c.handler.type == HandlerType::kStructuredBatch) {
-    auto dec = StructuredDecoder::Create(*impl.conn, c.handler.table);
+    // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
+    StructuredOptions decoder_options;
+    decoder_options.in_memory = true;
+    auto dec = StructuredDecoder::Create(*impl.conn, c.handler.table, decoder_options);
     if (!dec.ok()) {
       return InvalidArgumentError("pipeline {}: handler.table '{}': {}", c.name, c.handler.table,
                                   dec.status().message());
     }
     impl.structured = std::move(dec).value();
   } else {
-    ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn));
+    // InferredDiskBatch keeps a real table, which DuckDB can spill; the in-memory batch
+    // is a view over the decoded chunks.
+    InferredOptions decoder_options;
+    decoder_options.in_memory = c.handler.type == HandlerType::kInferredMemBatch;
+    ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn, decoder_options));
   }
   impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
   if (!options.without_sinks) {
