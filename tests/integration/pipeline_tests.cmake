@@ -1,0 +1,15 @@
+# `sluice pipeline run` end to end (issue 4's tests): the real binary as a child process
+# against `sluice serve`, real PostgreSQL, results checked against DuckDB over the same
+# input. One binary; the seeded SIGKILL crash test is its own ctest test so that ctest -j
+# can run it beside the rest.
+add_executable(pipeline_test ${_it}/pipeline_test.cc ${_it}/sluice_process.cc
+               ${PROJECT_SOURCE_DIR}/src/sinks/tests/postgres_server.cc)
+target_include_directories(pipeline_test PRIVATE ${_it})
+target_link_libraries(pipeline_test PRIVATE sluice_duck sluice_kafka_client sluice_base
+                      PkgConfig::RDKAFKA GTest::gtest GTest::gtest_main)
+target_compile_options(pipeline_test PRIVATE ${SLUICE_WARNINGS})
+add_dependencies(pipeline_test sluice)
+add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*)
+add_test(NAME pipeline_crash_test COMMAND pipeline_test --gtest_filter=PipelineCrashTest.*)
+set_tests_properties(pipeline_test pipeline_crash_test PROPERTIES
+  LABELS integration TIMEOUT 300 ENVIRONMENT "SLUICE_BINARY=$<TARGET_FILE:sluice>")
