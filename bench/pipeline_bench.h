@@ -6,7 +6,7 @@
 // measured in the same run (DESIGN.md, "Measuring"), is the DuckDB-only ceiling: the same
 // SQL over the same events already decoded into DuckDB, batch by batch. By default the
 // bench starts its own `sluice serve`; --bootstrap points it at a running broker.
-// See bench/README.md and docs/benchmarks.md.
+// What it measures and how: docs/benchmarks.md, "SQL pipelines".
 #pragma once
 
 #include <cstdint>
