@@ -235,23 +235,6 @@ std::vector<std::string> DuckRows(const std::string& setup, const std::string& q
   return out;
 }
 
-// Like DuckRows, but quiet: nullopt when DuckDB fails (a file still being written).
-std::optional<std::vector<std::string>> TryDuckRows(const std::string& query) {
-  auto db = duck::Database::Open({.memory_limit_bytes = 256 << 20, .threads = 1});
-  if (!db.ok()) return std::nullopt;
-  auto conn = duck::Connection::Open(**db);
-  if (!conn.ok()) return std::nullopt;
-  auto rows = (*conn)->QueryText(query);
-  if (!rows.ok()) return std::nullopt;
-  std::vector<std::string> out;
-  for (const auto& row : *rows) {
-    std::string line;
-    for (size_t i = 0; i < row.size(); ++i) line += (i > 0 ? "|" : "") + row[i].value_or("NULL");
-    out.push_back(std::move(line));
-  }
-  return out;
-}
-
 std::string Lit(const fs::path& p) { return duck::QuoteLiteral(p.string()); }
 
 // One input event. Amounts are multiples of 0.25, so sums of doubles are exact in any order.
@@ -555,6 +538,8 @@ struct AggregateCase {
   std::string sink;  // console, kafka, sqlcommand
 };
 
+void PrintTo(const AggregateCase& c, std::ostream* os) { *os << c.handler << " to " << c.sink; }
+
 class PipelineAggregateTest : public PipelineTest,
                               public ::testing::WithParamInterface<AggregateCase> {};
 
@@ -632,6 +617,568 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.handler.substr(std::string("handlers.").size()) + "To" +
              static_cast<char>(std::toupper(info.param.sink[0])) + info.param.sink.substr(1);
     });
+
+
+// ---------------------------------------------------------------------------------------
+// Helpers over the rows of the id/partition/offset pipelines.
+
+// The handler of the pipelines whose rows say which message they came from.
+constexpr const char* kWhereSql =
+    "SELECT id::BIGINT AS id, kafka_partition AS p, kafka_offset AS o FROM batch";
+
+// (partition, offset) -> times seen, and id -> times seen, from JSON lines (complete
+// lines only: a file may be in the middle of a write).
+struct Held {
+  std::map<std::pair<int32_t, int64_t>, int> where;
+  std::map<int64_t, int> ids;
+  size_t rows = 0;
+};
+
+int64_t JsonInt(const std::string& line, const std::string& key) {
+  std::string k = "\"" + key + "\":";
+  size_t at = line.find(k);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(line.c_str() + at + k.size(), nullptr, 10);
+}
+
+Held ParseHeld(const std::string& text) {
+  Held h;
+  size_t start = 0;
+  while (true) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) break;
+    std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] != '{') continue;
+    ++h.rows;
+    ++h.ids[JsonInt(line, "id")];
+    if (line.find("\"p\":") != std::string::npos) ++h.where[{JsonInt(line, "p"), JsonInt(line, "o")}];
+  }
+  return h;
+}
+
+// From psql -At output of "SELECT id, p, o ...".
+Held ParsePsqlHeld(const std::string& text) {
+  Held h;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    int64_t id = 0, p = 0, o = 0;
+    if (std::sscanf(line.c_str(), "%ld|%ld|%ld", &id, &p, &o) != 3) continue;
+    ++h.rows;
+    ++h.ids[id];
+    ++h.where[{static_cast<int32_t>(p), o}];
+  }
+  return h;
+}
+
+// At-least-once: every offset below a partition's committed offset is in the sink.
+void ExpectCommittedHeld(const std::vector<int64_t>& committed, const Held& held,
+                         const std::string& when) {
+  for (size_t p = 0; p < committed.size(); ++p) {
+    int64_t missing = 0, first_missing = -1;
+    for (int64_t o = 0; o < committed[p]; ++o) {
+      if (!held.where.contains({static_cast<int32_t>(p), o})) {
+        if (first_missing < 0) first_missing = o;
+        ++missing;
+      }
+    }
+    EXPECT_EQ(missing, 0) << when << ": partition " << p << " committed " << committed[p]
+                          << " but the sink lacks " << missing << " offsets below it, the first "
+                          << first_missing;
+  }
+}
+
+std::set<int64_t> Range(int64_t from, int64_t to) {
+  std::set<int64_t> s;
+  for (int64_t i = from; i < to; ++i) s.insert(i);
+  return s;
+}
+
+std::set<int64_t> Keys(const std::map<int64_t, int>& m) {
+  std::set<int64_t> s;
+  for (const auto& [k, v] : m) s.insert(k);
+  return s;
+}
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. At-least-once and commits: a clean stop commits what the sink holds, and a restart
+// with the same group reads nothing old.
+
+TEST_F(PipelineTest, RestartAfterSigtermReadsNothingOldAndCommitsNeverPassTheSink) {
+  const int kPartitions = 3;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  PipelineSpec spec;
+  spec.name = "where";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 100;
+  Child* first = StartPipeline(spec, "first");
+  for (int chunk = 0; chunk < 3; ++chunk) {
+    Produce(topic, Jsons(MakeEvents(chunk * 500, 500)), kPartitions);
+    // Committed first, then the sink: a commit always follows its batch's flush.
+    std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
+    ExpectCommittedHeld(committed, ParseHeld(first->Out()), fmt::format("after chunk {}", chunk));
+  }
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, first));
+  EXPECT_EQ(first->Terminate(), 0);
+  Held held = ParseHeld(first->Out());
+  ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), held, "after SIGTERM");
+  EXPECT_EQ(Keys(held.ids), Range(0, 1500));
+  EXPECT_EQ(held.rows, 1500u) << "a clean run repeated messages";
+
+  Child* second = StartPipeline(spec, "second");
+  Produce(topic, Jsons(MakeEvents(1500, 600)), kPartitions);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, second));
+  EXPECT_EQ(second->Terminate(), 0);
+  Held again = ParseHeld(second->Out());
+  EXPECT_EQ(Keys(again.ids), Range(1500, 2100)) << "the restarted pipeline read old messages";
+  EXPECT_EQ(again.rows, 600u);
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Bad input, as on_error says: invalid JSON, JSON that does not fit the table, and
+// 10 MB messages (one valid, which goes through; one truncated).
+
+TEST_F(PipelineTest, BadMessagesFollowOnErrorRaiseIgnoreAndDlq) {
+  const std::string topic = Name("in");
+  const std::string dlq_topic = Name("dlq");
+  CreateTopic(topic, 1, {{"max.message.bytes", "16000000"}});
+  CreateTopic(dlq_topic, 1, {{"max.message.bytes", "16000000"}});
+  const size_t kBig = 10 << 20;
+  std::vector<std::string> input;
+  for (const Event& e : MakeEvents(0, 50)) input.push_back(e.Json());
+  input.push_back(R"({"id": 50, "city": )");                               // invalid JSON
+  input.push_back(R"({"id": "fifty-one", "city": "X", "amount": 1})");     // does not fit
+  input.push_back(R"({"id": 52, "city": "Big", "note": ")" + std::string(kBig, 'x') + "\"}");
+  input.push_back(R"({"id": 53, "city": "Big", "note": ")" + std::string(kBig, 'y'));  // cut
+  for (const Event& e : MakeEvents(54, 46)) input.push_back(e.Json());
+  Produce(topic, input, 1);
+
+  PipelineSpec spec;
+  spec.topics = {topic};
+  spec.commands = "CREATE TABLE events (id BIGINT, city VARCHAR, amount DOUBLE, note VARCHAR);";
+  spec.sql = "SELECT id, city, length(note) AS note_len FROM events";
+  spec.batch_size = 20;
+  PipelineSpec raise = spec, ignore = spec, dlq = spec;
+  raise.name = "raise";
+  raise.group = Name("raise");
+  ignore.name = "ignore";
+  ignore.group = Name("ignore");
+  ignore.on_error = "policy: ignore";  // values are case-insensitive
+  dlq.name = "dlq";
+  dlq.group = Name("dlq");
+  dlq.on_error = fmt::format(
+      "policy: DLQ\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n"
+      "    properties: {{message.max.bytes: 20000000}}",
+      bootstrap(), dlq_topic);
+  Child* r = StartPipeline(raise);
+  Child* i = StartPipeline(ignore);
+  Child* d = StartPipeline(dlq);
+
+  // RAISE: stops non-zero naming the message, nothing committed past the last flushed batch.
+  std::optional<int> raised = r->WaitExit(90s);
+  ASSERT_TRUE(raised.has_value()) << "RAISE did not stop";
+  EXPECT_NE(*raised, 0);
+  EXPECT_TRUE(Contains(r->Err(), "decode failed") && Contains(r->Err(), "offset 50")) << r->Err();
+  std::vector<int64_t> committed = Committed(raise.group, topic, 1);
+  EXPECT_LE(committed[0], 50);
+  Held raise_held = ParseHeld(r->Out());
+  for (int64_t id = 0; id < committed[0]; ++id) EXPECT_TRUE(raise_held.ids.contains(id)) << id;
+
+  // IGNORE and DLQ: the good messages all arrive, the three bad ones are counted.
+  std::set<int64_t> good = Range(0, 100);
+  good.erase(50);
+  good.erase(51);
+  good.erase(53);
+  for (Child* c : {i, d}) {
+    const std::string& group = c == i ? ignore.group : dlq.group;
+    ASSERT_TRUE(WaitCommittedToEnd(group, topic, 1, c));
+    EXPECT_EQ(c->Terminate(), 0);
+    Held held = ParseHeld(c->Out());
+    EXPECT_EQ(Keys(held.ids), good);
+    EXPECT_TRUE(Contains(c->Out(), fmt::format("\"note_len\":{}", kBig))) << "the 10 MB message";
+    EXPECT_TRUE(Contains(c->Err(), "100 messages in, 97 rows out, 3 errors")) << c->Err();
+  }
+  for (const char* offset : {"offset 50", "offset 51", "offset 53"}) {
+    EXPECT_TRUE(Contains(i->Err(), offset)) << offset << "\n" << Tail(i->Err(), 3000);
+  }
+  EXPECT_TRUE(Contains(i->Err(), "skipped (on_error IGNORE)")) << i->Err();
+
+  // DLQ: one record per bad message with error, message, phase, topic, partition, offset,
+  // timestamp.
+  std::vector<std::string> letters = ReadTopic(dlq_topic, 1, 3);
+  ASSERT_EQ(letters.size(), 3u);
+  fs::path letters_file = WriteJsonLines("letters.jsonl", letters);
+  std::vector<std::string> got = DuckRows(
+      "", fmt::format("SELECT phase, topic, \"partition\", \"offset\", length(error) > 10, "
+                      "\"timestamp\" IS NOT NULL, message = {} OR message = {} OR length(message) > {} "
+                      "FROM read_json({}, format='newline_delimited', maximum_object_size=100000000) "
+                      "ORDER BY \"offset\"",
+                      duck::QuoteLiteral(input[50]), duck::QuoteLiteral(input[51]), kBig,
+                      Lit(letters_file)));
+  std::vector<std::string> want;
+  for (int o : {50, 51, 53}) want.push_back(fmt::format("decode|{}|0|{}|true|true|true", topic, o));
+  EXPECT_EQ(got, want);
+  // The truncated 10 MB message went through whole, as a JSON string.
+  EXPECT_EQ(std::count_if(letters.begin(), letters.end(), [&](const std::string& l) {
+              return Contains(l, R"(\"id\": 53, \"city\": \"Big\", \"note\": \"yyyy)") &&
+                     Contains(l, std::string(kBig, 'y'));
+            }), 1);
+}
+
+// An SQL error in the handler (a cast that fails on one message's data): RAISE names
+// DuckDB's error and stops; IGNORE skips that batch and counts it; DLQ sends each of its
+// messages to the dead-letter topic.
+TEST_F(PipelineTest, HandlerSqlErrorFollowsOnErrorRaiseIgnoreAndDlq) {
+  const std::string topic = Name("in");
+  const std::string dlq_topic = Name("dlq");
+  CreateTopic(topic, 1);
+  CreateTopic(dlq_topic, 1);
+  std::vector<std::string> input;
+  for (int id = 0; id < 60; ++id) {
+    input.push_back(fmt::format(R"({{"id":{},"city":"{}"}})", id, id == 30 ? "Paris" : "7"));
+  }
+  Produce(topic, input, 1);
+  PipelineSpec spec;
+  spec.topics = {topic};
+  spec.commands = "CREATE TABLE events (id BIGINT, city VARCHAR);";
+  spec.sql = "SELECT id, CAST(city AS INTEGER) AS code FROM events";
+  spec.batch_size = 10;
+  PipelineSpec raise = spec, ignore = spec, dlq = spec;
+  raise.name = "raise";
+  raise.group = Name("raise");
+  ignore.name = "ignore";
+  ignore.group = Name("ignore");
+  ignore.on_error = "policy: IGNORE";
+  dlq.name = "dlq";
+  dlq.group = Name("dlq");
+  dlq.on_error = fmt::format("policy: dlq\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
+                             bootstrap(), dlq_topic);
+  Child* r = StartPipeline(raise);
+  Child* i = StartPipeline(ignore);
+  Child* d = StartPipeline(dlq);
+
+  std::optional<int> raised = r->WaitExit(90s);
+  ASSERT_TRUE(raised.has_value()) << "RAISE did not stop";
+  EXPECT_NE(*raised, 0);
+  EXPECT_TRUE(Contains(r->Err(), "handler failed") && Contains(r->Err(), "Conversion Error"))
+      << r->Err();
+  std::vector<int64_t> committed = Committed(raise.group, topic, 1);
+  EXPECT_LE(committed[0], 30);
+  Held raise_held = ParseHeld(r->Out());
+  for (int64_t id = 0; id < committed[0]; ++id) EXPECT_TRUE(raise_held.ids.contains(id)) << id;
+  EXPECT_FALSE(raise_held.ids.contains(30));
+
+  ASSERT_TRUE(WaitCommittedToEnd(ignore.group, topic, 1, i));
+  EXPECT_EQ(i->Terminate(), 0);
+  Held ignored = ParseHeld(i->Out());
+  EXPECT_FALSE(ignored.ids.contains(30));
+  EXPECT_LT(ignored.rows, 60u);
+  EXPECT_TRUE(Contains(i->Err(), "skipped (on_error IGNORE)") && Contains(i->Err(), "Conversion Error"))
+      << i->Err();
+  EXPECT_TRUE(Contains(i->Err(), fmt::format("60 messages in, {} rows out, {} errors", ignored.rows,
+                                             60 - ignored.rows)))
+      << i->Err();
+
+  ASSERT_TRUE(WaitCommittedToEnd(dlq.group, topic, 1, d));
+  EXPECT_EQ(d->Terminate(), 0);
+  Held delivered = ParseHeld(d->Out());
+  std::vector<std::string> letters = ReadTopic(dlq_topic, 1, 60 - delivered.rows);
+  ASSERT_EQ(letters.size(), 60 - delivered.rows);
+  std::set<int64_t> all = Keys(delivered.ids);
+  for (const std::string& l : letters) {
+    EXPECT_TRUE(Contains(l, "\"phase\":\"handler\"") && Contains(l, "Conversion Error")) << l;
+    int64_t offset = JsonInt(l, "offset");
+    // The message is the record's value, as a JSON string.
+    EXPECT_TRUE(Contains(l, fmt::format(R"(\"id\":{},)", offset))) << l;
+    EXPECT_TRUE(all.insert(offset).second) << "offset " << offset << " both delivered and dead";
+  }
+  EXPECT_EQ(all, Range(0, 60));
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. validate names the key and line; invoke prints the handler's rows.
+
+TEST_F(PipelineTest, ValidateNamesKeyAndLineAndInvokePrintsRows) {
+  PipelineSpec spec;
+  spec.name = "checked";
+  spec.group = "g";
+  spec.topics = {"events"};
+  spec.commands = kEventsTable;
+  spec.sql = "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY city ORDER BY city";
+  std::string yaml = Render(spec, "127.0.0.1:9");
+  fs::path good = dir_ / "good.yml";
+  WriteFile(good, yaml);
+  std::string out, err;
+  EXPECT_EQ(RunSluice({"pipeline", "validate", good.string()}, &out, &err), 0) << err;
+  EXPECT_TRUE(Contains(out, "valid")) << out;
+
+  // A misspelt key: exit status 2, the file, line and key named.
+  std::string bad_yaml = yaml;
+  size_t at = bad_yaml.find("group_id:");
+  ASSERT_NE(at, std::string::npos);
+  bad_yaml.replace(at, 9, "groupid:");
+  int line = 1 + static_cast<int>(std::count(bad_yaml.begin(), bad_yaml.begin() + at, '\n'));
+  fs::path bad = dir_ / "bad.yml";
+  WriteFile(bad, bad_yaml);
+  EXPECT_EQ(RunSluice({"pipeline", "validate", bad.string()}, &out, &err), 2);
+  EXPECT_TRUE(Contains(err, fmt::format("{}:{}: pipeline.source.kafka.groupid: unknown key", bad.string(), line)))
+      << err;
+
+  // invoke: the handler over a fixture, rows as JSON lines, equal to DuckDB's.
+  std::vector<std::string> input = Jsons(MakeEvents(0, 300));
+  fs::path fixture = WriteJsonLines("fixture.jsonl", input);
+  ASSERT_EQ(RunSluice({"pipeline", "invoke", good.string(), fixture.string()}, &out, &err), 0) << err;
+  std::vector<std::string> want = DuckRows(
+      fmt::format("{} INSERT INTO events SELECT * FROM {};", kEventsTable,
+                  JsonLinesReader(fixture, kEventsColumns)),
+      fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", spec.sql));
+  std::vector<std::string> got;
+  std::istringstream lines(out);
+  for (std::string l; std::getline(lines, l);) got.push_back(l);
+  EXPECT_EQ(got, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. An idle topic still flushes a partial batch on the interval.
+
+TEST_F(PipelineTest, IdleTopicFlushesAPartialBatchOnTheInterval) {
+  const std::string topic = Name("in");
+  CreateTopic(topic, 1);
+  PipelineSpec spec;
+  spec.name = "idle";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 100000;  // never filled
+  Child* run = StartPipeline(spec);
+  Produce(topic, Jsons(MakeEvents(0, 3)), 1);
+  EXPECT_TRUE(WaitFor([&] { return ParseHeld(run->Out()).rows == 3; }, 60s)) << run->Out();
+  EXPECT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
+  EXPECT_TRUE(run->Running());
+  EXPECT_EQ(run->Terminate(), 0);
+  EXPECT_EQ(Keys(ParseHeld(run->Out()).ids), Range(0, 3));
+}
+
+// ---------------------------------------------------------------------------------------
+// 8. Rebalance: two members over 4 partitions; one leaves (SIGTERM) mid-stream.
+
+TEST_F(PipelineTest, MemberLeavingMidStreamLosesNothing) {
+  const int kPartitions = 4;
+  const int kMessages = 4000;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  PipelineSpec spec;
+  spec.name = "member";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 50;
+  spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 3000\nheartbeat.interval.ms: 300";
+  Child* a = StartPipeline(spec, "a");
+  Child* b = StartPipeline(spec, "b");
+  std::atomic<int> produced{0};
+  std::thread producer([&] {
+    for (int chunk = 0; chunk < 40; ++chunk) {
+      Produce(topic, Jsons(MakeEvents(chunk * 100, 100)), kPartitions);
+      produced += 100;
+      std::this_thread::sleep_for(30ms);  // a steady stream, not a synchronisation
+    }
+  });
+  // Both members hold partitions and have written rows before one leaves.
+  bool both = WaitFor([&] { return ParseHeld(a->Out()).rows > 0 && ParseHeld(b->Out()).rows > 0; }, 60s);
+  EXPECT_TRUE(both) << "a: " << ParseHeld(a->Out()).rows << ", b: " << ParseHeld(b->Out()).rows;
+  int left_at = produced.load();
+  EXPECT_EQ(b->Terminate(), 0);
+  producer.join();
+  EXPECT_LT(left_at, kMessages) << "the member left after the stream ended";
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, a));
+  EXPECT_EQ(a->Terminate(), 0);
+  Held ha = ParseHeld(a->Out());
+  Held hb = ParseHeld(b->Out());
+  std::set<int64_t> all = Keys(ha.ids);
+  all.merge(Keys(hb.ids));
+  EXPECT_EQ(all, Range(0, kMessages));
+  for (const auto& [where, n] : hb.where) ha.where[where] += n;
+  ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), ha, "at the end");
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. and 5. The postgres sink against a real PostgreSQL: append and upsert, and a server
+// that goes down under RAISE.
+
+class PipelinePostgresTest : public PipelineTest {};
+
+TEST_F(PipelinePostgresTest, AppendAndUpsertMatchDuckDb) {
+  std::string why;
+  PostgresServer* pg = Pg(&why);
+  if (pg == nullptr) GTEST_SKIP() << why;
+  const int kPartitions = 3;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  std::vector<Event> events = MakeEvents(0, 2000);
+  std::vector<std::string> keys;
+  for (const Event& e : events) keys.push_back(e.uid);  // a user's events in one partition, in order
+  Produce(topic, Jsons(events), kPartitions, keys);
+  fs::path input_file = WriteJsonLines("input.jsonl", Jsons(events));
+
+  PipelineSpec spec;
+  spec.topics = {topic};
+  spec.commands = kEventsTable;
+  spec.batch_size = 150;
+  PipelineSpec append = spec, upsert = spec;
+  append.name = "append";
+  append.group = Name("append");
+  append.sql = "SELECT id, city, amount FROM events";
+  append.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: pg_append\n  mode: append",
+                            pg->dsn());
+  upsert.name = "upsert";
+  upsert.group = Name("upsert");
+  upsert.sql = "SELECT uid, max(version) AS version, arg_max(amount, version) AS amount FROM events GROUP BY uid";
+  upsert.sink = fmt::format(
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: public.pg_upsert\n  mode: upsert\n  key: [uid]",
+      pg->dsn());
+  Child* a = StartPipeline(append);
+  Child* u = StartPipeline(upsert);
+  ASSERT_TRUE(WaitCommittedToEnd(append.group, topic, kPartitions, a));
+  ASSERT_TRUE(WaitCommittedToEnd(upsert.group, topic, kPartitions, u));
+  EXPECT_EQ(a->Terminate(), 0);
+  EXPECT_EQ(u->Terminate(), 0);
+
+  std::string setup = fmt::format("{} INSERT INTO events SELECT * FROM {};", kEventsTable,
+                                  JsonLinesReader(input_file, kEventsColumns));
+  auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) out.push_back(l);
+    return out;
+  };
+  EXPECT_EQ(lines(pg->Psql("SELECT city, count(*), count(DISTINCT id), sum(amount)::numeric(18,2) "
+                           "FROM pg_append GROUP BY city ORDER BY city COLLATE \"C\"")),
+            DuckRows(setup, "SELECT city, count(*), count(DISTINCT id), sum(amount)::DECIMAL(18,2) "
+                            "FROM events GROUP BY city ORDER BY city"));
+  EXPECT_EQ(lines(pg->Psql("SELECT uid, version, amount::numeric(18,2) FROM pg_upsert "
+                           "ORDER BY uid COLLATE \"C\"")),
+            DuckRows(setup, "SELECT uid, max(version), arg_max(amount, version)::DECIMAL(18,2) "
+                            "FROM events GROUP BY uid ORDER BY uid"));
+}
+
+TEST_F(PipelinePostgresTest, ServerDownUnderRaiseStopsClearlyAndLosesNothing) {
+  std::string why;
+  PostgresServer* pg = Pg(&why);
+  if (pg == nullptr) GTEST_SKIP() << why;
+  const int kPartitions = 2;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  ASSERT_EQ(pg->Psql("CREATE TABLE down_rows (id bigint, p integer, o bigint)"), "");
+  PipelineSpec spec;
+  spec.name = "down";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 100;
+  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: down_rows\n  mode: append",
+                          pg->dsn());
+  Child* run = StartPipeline(spec);
+  Produce(topic, Jsons(MakeEvents(0, 500)), kPartitions);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  std::vector<int64_t> before = Committed(spec.group, topic, kPartitions);
+
+  ASSERT_EQ(pg->Stop(), "");
+  Produce(topic, Jsons(MakeEvents(500, 300)), kPartitions);
+  std::optional<int> exit = run->WaitExit(90s);
+  ASSERT_TRUE(exit.has_value()) << "RAISE did not stop with the server down";
+  EXPECT_NE(*exit, 0);
+  EXPECT_TRUE(Contains(run->Err(), "sink failed") && Contains(run->Err(), "down_rows") &&
+              Contains(run->Err(), fmt::format("127.0.0.1:{}", pg->port())))
+      << run->Err();
+  EXPECT_EQ(Committed(spec.group, topic, kPartitions), before) << "committed past the last flush";
+
+  ASSERT_EQ(pg->Start(), "");
+  run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  Held held = ParsePsqlHeld(pg->Psql("SELECT id, p, o FROM down_rows"));
+  EXPECT_EQ(Keys(held.ids), Range(0, 800));
+  ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), held, "at the end");
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Crash test: SIGKILL at seeded moments while the postgres sink is written, restart;
+// every message lands at least once and the committed offsets never pass the sink.
+
+class PipelineCrashTest : public PipelineTest {};
+
+TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadOfTheSink) {
+  std::string why;
+  PostgresServer* pg = Pg(&why);
+  if (pg == nullptr) GTEST_SKIP() << why;
+  const int kPartitions = 3;
+  const int kMessages = 6000;
+  const int kKills = 5;
+  uint32_t seed = std::random_device{}();
+  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED")) seed = std::strtoul(s, nullptr, 10);
+  RecordProperty("seed", std::to_string(seed));
+  fmt::print("crash test seed {} (SLUICE_PIPELINE_CRASH_SEED={} repeats it)\n", seed, seed);
+  SCOPED_TRACE(fmt::format("SLUICE_PIPELINE_CRASH_SEED={}", seed));
+  std::mt19937 rng(seed);
+
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  ASSERT_EQ(pg->Psql("CREATE TABLE crash_rows (id bigint, p integer, o bigint)"), "");
+  Produce(topic, Jsons(MakeEvents(0, kMessages)), kPartitions);
+  PipelineSpec spec;
+  spec.name = "crash";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 100;
+  // A killed member is dropped from the group after its session times out.
+  spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
+  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: crash_rows\n  mode: append",
+                          pg->dsn());
+
+  // Kill points: distinct-row counts the sink must reach before the kill, then a short
+  // random delay.
+  std::vector<int> points;
+  std::uniform_int_distribution<int> at(kMessages / 10, kMessages * 9 / 10);
+  for (int k = 0; k < kKills; ++k) points.push_back(at(rng));
+  std::sort(points.begin(), points.end());
+  auto distinct = [&] {
+    std::string n = pg->Psql("SELECT count(DISTINCT id) FROM crash_rows");
+    return std::atoi(n.c_str());
+  };
+  for (int k = 0; k < kKills; ++k) {
+    Child* run = StartPipeline(spec);
+    bool reached = WaitFor([&] { return distinct() >= points[k] || !run->Running(); }, 90s);
+    ASSERT_TRUE(reached && run->Running()) << "kill point " << k << " (" << points[k] << " rows)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 40)(rng)));
+    run->Kill();
+    Held held = ParsePsqlHeld(pg->Psql("SELECT id, p, o FROM crash_rows"));
+    std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
+    fmt::print("kill {}: the sink holds {} rows ({} distinct), committed {}\n", k, held.rows,
+               held.ids.size(), fmt::join(committed, ","));
+    ExpectCommittedHeld(committed, held, fmt::format("after kill {} at {} rows", k, held.ids.size()));
+  }
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run, 120s));
+  EXPECT_EQ(run->Terminate(), 0);
+  Held held = ParsePsqlHeld(pg->Psql("SELECT id, p, o FROM crash_rows"));
+  EXPECT_EQ(Keys(held.ids), Range(0, kMessages));
+  ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), held, "at the end");
+  fmt::print("crash test: {} rows for {} messages after {} kills\n", held.rows, kMessages, kKills);
+}
 
 }  // namespace
 }  // namespace sluice::integration
