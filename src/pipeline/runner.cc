@@ -434,7 +434,10 @@ Status PipelineRunner::ProcessBatch() {
   if (impl.consumer) {
     std::vector<kafka::client::TopicPartition> commit;
     for (const auto& [tp, next] : offsets) commit.push_back({tp.first, tp.second, next});
-    Status st = impl.consumer->Commit(commit);
+    // Asynchronous while running (the sink already holds the batch; the next commit covers
+    // a failed one): a synchronous commit per batch would wait a broker round trip and
+    // its fsync every batch. Synchronous when partitions are about to go or at the end.
+    Status st = sync_commit_ ? impl.consumer->Commit(commit) : impl.consumer->CommitAsync(commit);
     if (!st.ok()) {
       // Not fatal: the next commit covers these offsets too; a restart re-reads them.
       impl.errors["commit"]->Inc();
@@ -468,13 +471,18 @@ Status PipelineRunner::Run() {
   props["max.partition.fetch.bytes"] = std::to_string(c.source.fetch.max_partition_bytes);
   props["queued.max.messages.kbytes"] =
       std::to_string(std::max<int64_t>(1, c.source.fetch.prefetch * c.source.fetch.max_bytes / 1024));
-  props["queued.min.messages"] = std::to_string(std::max<int64_t>(c.batch_size, 1000));
+  // Only the byte bound limits read-ahead: librdkafka (< 2.2) stops fetching a partition
+  // for up to a second whenever either bound is reached, and a message-count bound of a
+  // batch or so was reached by every fetch (one fetch a second).
+  props["queued.min.messages"] = "10000000";
   ASSIGN_OR_RETURN(impl.consumer, kafka::client::Consumer::Create(props));
   impl.consumer->SetRebalanceListener([this](const kafka::client::RebalanceEvent& e) {
     Impl& impl = *impl_;
     if (e.kind == kafka::client::RebalanceEvent::Kind::kRevoked) {
       // Finish the batch in hand and commit it while the partitions are still ours.
+      sync_commit_ = true;
       if (impl.fatal.ok()) impl.fatal = ProcessBatch();
+      sync_commit_ = false;
     } else if (e.kind == kafka::client::RebalanceEvent::Kind::kLost) {
       // Already someone else's: what we hold of them will be read again there.
       impl.pending.clear();
@@ -547,6 +555,7 @@ Status PipelineRunner::Run() {
       next_progress = now + std::chrono::seconds(1);
     }
   }
+  sync_commit_ = true;
   if (result.ok()) result = ProcessBatch();
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   if (!result.ok()) {

@@ -77,6 +77,7 @@ class PipelineRunner {
   // Processes the batch in hand: decode, handler, sink write and flush, dead letters,
   // then the commit. Returns an error only under RAISE (nothing of the batch committed).
   Status ProcessBatch();
+  bool sync_commit_ = false;  // commit synchronously (revocation, the last batch)
   PipelineConfig config_;
   RunnerOptions options_;
   RunnerStats stats_;

@@ -15,6 +15,20 @@ struct ConsumerCallbacks {
                                             rd_kafka_name(rk), reason);
   }
 
+  // Runs inside Poll for commits made with CommitAsync (and Commit, whose errors are
+  // returned as well).
+  static void OnCommitted(rd_kafka_t* rk, rd_kafka_resp_err_t err,
+                          rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    if (err == RD_KAFKA_RESP_ERR__NO_OFFSET) return;  // nothing to commit
+    self->RecordError(detail::ErrorStatus(err, "commit"));
+    for (int i = 0; offsets != nullptr && i < offsets->cnt; ++i) {
+      const rd_kafka_topic_partition_t& tp = offsets->elems[i];
+      self->RecordError(detail::ErrorStatus(
+          tp.err, fmt::format("commit {} [{}] at {}", tp.topic, tp.partition, tp.offset)));
+    }
+  }
+
   // Runs inside Poll. librdkafka leaves the (un)assignment to the application once a
   // rebalance callback is set: tell the listener, then do what librdkafka would have.
   static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -141,7 +155,10 @@ Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config) {
   c->has_group_ = group != config.end() && !group->second.empty();
   ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(effective, "consumer", c.get()));
   rd_kafka_conf_set_error_cb(conf.get(), ConsumerCallbacks::OnError);
-  if (c->has_group_) rd_kafka_conf_set_rebalance_cb(conf.get(), ConsumerCallbacks::OnRebalance);
+  if (c->has_group_) {
+    rd_kafka_conf_set_rebalance_cb(conf.get(), ConsumerCallbacks::OnRebalance);
+    rd_kafka_conf_set_offset_commit_cb(conf.get(), ConsumerCallbacks::OnCommitted);
+  }
   ASSIGN_OR_RETURN(c->rk_, detail::NewHandle(RD_KAFKA_CONSUMER, std::move(conf), "consumer"));
   return c;
 }
@@ -248,6 +265,17 @@ Status Consumer::Commit(const std::vector<TopicPartition>& offsets) {
         tp.err, fmt::format("commit {} [{}] at {}", tp.topic, tp.partition, tp.offset)));
   }
   return Status::OK();
+}
+
+Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
+  if (mode_ != Mode::kSubscribed) {
+    return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
+  }
+  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const TopicPartition& tp : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = tp.offset;
+  }
+  return detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 1), "commit");
 }
 
 Status Consumer::last_error() const {

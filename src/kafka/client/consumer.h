@@ -126,6 +126,9 @@ class Consumer {
   // Commits, for the group, the offset of the next record to read in each partition
   // (synchronously). Needs Subscribe.
   Status Commit(const std::vector<TopicPartition>& offsets);
+  // The same without waiting for the broker's answer: commits are sent in order, and a
+  // failure is logged and becomes last_error() (a later commit covers the same offsets).
+  Status CommitAsync(const std::vector<TopicPartition>& offsets);
 
   // The last error librdkafka reported for the handle as a whole, or OK.
   Status last_error() const;
