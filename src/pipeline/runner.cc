@@ -463,7 +463,6 @@ Status PipelineRunner::Run() {
   props["group.id"] = c.source.group_id;
   props["auto.offset.reset"] = c.source.auto_offset_reset == AutoOffsetReset::kEarliest ? "earliest" : "latest";
   props["enable.auto.commit"] = "false";
-  props["enable.auto.offset.store"] = "false";
   // fetch.prefetch: the consumer holds at most `prefetch` fetches of max_bytes ahead of
   // the pipeline (docs/pipelines.md): librdkafka's local queue is bounded to that many
   // kilobytes, and stops topping up below a batch's worth of messages.
@@ -538,20 +537,30 @@ Status PipelineRunner::Run() {
       }
       deadline = Clock::now() + interval;
     }
-    if (options_.progress != nullptr && now >= next_progress) {
-      uint64_t in = stats_.messages_in.load();
+    if (now >= next_progress) {
+      // About once a second: consumer lag per partition (from what the consumer last heard
+      // of the broker: no request), and the progress line when there is a terminal.
       int64_t lag = 0;
-      auto lags = impl.consumer->Lag();
-      if (lags.ok()) {
-        for (const auto& l : *lags) lag += std::max<int64_t>(0, l.lag());
+      if (auto lags = impl.consumer->Lag(); lags.ok()) {
+        for (const auto& l : *lags) {
+          if (l.lag() < 0) continue;
+          lag += l.lag();
+          impl.registry
+              ->GetGauge("sluice_pipeline_consumer_lag", "Records behind the high watermark, per partition",
+                         {{"pipeline", c.name}, {"topic", l.topic}, {"partition", std::to_string(l.partition)}})
+              .Set(static_cast<double>(l.lag()));
+        }
       }
-      std::fprintf(options_.progress, "\r%s: %llu in, %llu msg/s, lag %lld, %llu out, %llu errors   ",
-                   c.name.c_str(), static_cast<unsigned long long>(in),
-                   static_cast<unsigned long long>(in - last_in), static_cast<long long>(lag),
-                   static_cast<unsigned long long>(stats_.rows_out.load()),
-                   static_cast<unsigned long long>(stats_.errors.load()));
-      std::fflush(options_.progress);
-      last_in = in;
+      if (options_.progress != nullptr) {
+        uint64_t in = stats_.messages_in.load();
+        std::fprintf(options_.progress, "\r%s: %llu in, %llu msg/s, lag %lld, %llu out, %llu errors   ",
+                     c.name.c_str(), static_cast<unsigned long long>(in),
+                     static_cast<unsigned long long>(in - last_in), static_cast<long long>(lag),
+                     static_cast<unsigned long long>(stats_.rows_out.load()),
+                     static_cast<unsigned long long>(stats_.errors.load()));
+        std::fflush(options_.progress);
+        last_in = in;
+      }
       next_progress = now + std::chrono::seconds(1);
     }
   }
