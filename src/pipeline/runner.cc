@@ -425,6 +425,12 @@ Status PipelineRunner::ProcessBatch() {
     std::vector<sinks::RejectedRow> dlq_rejected;
     Status dst = impl.dlq->Write(*impl.conn, kDlqTable, offsets, &dlq_rejected);
     if (dst.ok()) dst = impl.dlq->Flush();
+    if (dst.ok() && !dlq_rejected.empty()) {
+      // A dead letter the DLQ sink refused (e.g. over the kafka sink's message.max.bytes)
+      // would be lost once the batch's offsets are committed.
+      dst = InvalidArgumentError("{} dead letter(s) refused, the first: {}", dlq_rejected.size(),
+                                 dlq_rejected.front().reason);
+    }
     if (!dst.ok()) {
       // Nowhere left to put them: stop rather than lose them.
       return InternalError("pipeline {}: dead-letter sink {} failed: {}", c.name,

@@ -833,6 +833,48 @@ TEST_F(PipelineTest, BadMessagesFollowOnErrorRaiseIgnoreAndDlq) {
             }), 1);
 }
 
+// A dead letter the DLQ sink refuses (a 2 MB message, over the kafka producer's default
+// message.max.bytes of 1 MB) has nowhere left to go: the pipeline stops rather than commit
+// past it.
+TEST_F(PipelineTest, DeadLetterTheDlqSinkRefusesStopsThePipeline) {
+  const std::string topic = Name("in");
+  const std::string dlq_topic = Name("dlq");
+  CreateTopic(topic, 1, {{"max.message.bytes", "16000000"}});
+  CreateTopic(dlq_topic, 1);
+  std::vector<std::string> input = Jsons(MakeEvents(0, 20));
+  input.push_back(R"({"id": 20, "city": ")" + std::string(2 << 20, 'z'));  // invalid, 2 MB
+  for (const Event& e : MakeEvents(21, 20)) input.push_back(e.Json());
+  Produce(topic, input, 1);
+  PipelineSpec spec;
+  spec.name = "dlq";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.commands = kEventsTable;
+  spec.sql = "SELECT id FROM events";
+  spec.batch_size = 10;
+  spec.on_error = fmt::format("policy: DLQ\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
+                              bootstrap(), dlq_topic);
+  Child* run = StartPipeline(spec);
+  // Either the dead letter arrives, or the pipeline stops naming the dead-letter sink; it
+  // never commits past a message that went nowhere.
+  std::vector<int64_t> committed;
+  WaitFor([&] {
+    committed = Committed(spec.group, topic, 1);
+    return committed[0] == 41 || !run->Running();
+  }, 60s);
+  std::optional<int> exit = run->WaitExit(0ms);
+  std::vector<int64_t> ends = Ends(dlq_topic, 1);
+  if (!exit.has_value()) {
+    EXPECT_EQ(ends[0], 1) << "offset 20 was committed (" << committed[0]
+                          << ") but its dead letter is not in " << dlq_topic;
+    EXPECT_EQ(run->Terminate(), 0);
+  } else {
+    EXPECT_NE(*exit, 0);
+    EXPECT_TRUE(Contains(run->Err(), "dead-letter")) << run->Err();
+    EXPECT_LE(committed[0], 20);
+  }
+}
+
 // An SQL error in the handler (a cast that fails on one message's data): RAISE names
 // DuckDB's error and stops; IGNORE skips that batch and counts it; DLQ sends each of its
 // messages to the dead-letter topic.
