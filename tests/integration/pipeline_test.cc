@@ -1155,6 +1155,49 @@ TEST_F(PipelinePostgresTest, ServerDownUnderRaiseStopsClearlyAndLosesNothing) {
   ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), held, "at the end");
 }
 
+// Inferred schemas meet a typed table: a row whose value does not cast into its column is
+// a bad row (phase sink) and goes to the DLQ (here a console sink: stdout holds only dead
+// letters), as does an empty message (phase decode); the other rows are written.
+TEST_F(PipelinePostgresTest, RowsThatDoNotCastIntoTheTypedTableGoToTheDlq) {
+  std::string why;
+  PostgresServer* pg = Pg(&why);
+  if (pg == nullptr) GTEST_SKIP() << why;
+  const std::string topic = Name("in");
+  CreateTopic(topic, 1);
+  ASSERT_EQ(pg->Psql("CREATE TABLE typed_rows (id bigint, amount double precision)"), "");
+  std::vector<std::string> input;
+  for (int id = 0; id < 40; ++id) {
+    input.push_back(id == 17 ? R"({"id":17,"amount":"lots"})" : fmt::format(R"({{"id":{},"amount":{}}})", id, id));
+  }
+  input.push_back("");  // not JSON
+  Produce(topic, input, 1);
+  PipelineSpec spec;
+  spec.name = "typed";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = "SELECT id, amount FROM batch";
+  spec.batch_size = 100;
+  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: typed_rows\n  mode: append",
+                          pg->dsn());
+  spec.on_error = "policy: DLQ\ndlq:\n  type: console";
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  std::string ids = pg->Psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM typed_rows");
+  std::vector<std::string> want;
+  for (int id = 0; id < 40; ++id) {
+    if (id != 17) want.push_back(std::to_string(id));
+  }
+  EXPECT_EQ(ids, fmt::format("{}", fmt::join(want, ",")));
+  std::string letters = run->Out();
+  EXPECT_TRUE(Contains(letters, R"("phase":"sink")") && Contains(letters, "lots") &&
+              Contains(letters, "amount"))
+      << letters;
+  EXPECT_TRUE(Contains(letters, R"("phase":"decode")") && Contains(letters, R"("offset":40)")) << letters;
+  EXPECT_EQ(std::count(letters.begin(), letters.end(), '\n'), 2) << letters;
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Crash test: SIGKILL at seeded moments while the postgres sink is written, restart;
 // every message lands at least once and the committed offsets never pass the sink.
