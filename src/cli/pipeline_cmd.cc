@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -132,6 +133,16 @@ int RunPipelineInvoke(const std::string& file, const std::string& fixture) {
 }
 
 int RunPipelineRun(const PipelineRunFlags& flags) {
+  // Signals are taken from the start: a SIGTERM while DuckDB opens or the commands run
+  // must stop the pipeline cleanly, not kill the process.
+  std::atomic<bool> stop_requested{false};
+  std::atomic<pipeline::PipelineRunner*> running{nullptr};
+  std::mutex stop_mu;
+  SignalWaiter signals([&] {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    stop_requested = true;
+    if (pipeline::PipelineRunner* r = running.load()) r->Stop();
+  });
   auto config = Load(flags.file);
   if (!config.ok()) {
     std::fprintf(stderr, "sluice pipeline run: %s\n", config.status().message().c_str());
@@ -149,7 +160,11 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     return 1;
   }
   pipeline::PipelineRunner* r = runner->get();
-  SignalWaiter signals([r] { r->Stop(); });
+  {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    running = r;
+    if (stop_requested) r->Stop();
+  }
   std::unique_ptr<HttpServer> http;
   if (!flags.http_addr.empty()) {
     auto started = HttpServer::Start(flags.http_addr, metrics, [r] { return r->Health(); });
@@ -161,6 +176,10 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     fmt::print(stderr, "sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
   }
   Status st = r->Run();
+  {
+    std::lock_guard<std::mutex> lock(stop_mu);
+    running = nullptr;
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "sluice pipeline run: %s\n", st.message().c_str());
     return 1;
