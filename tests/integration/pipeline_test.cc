@@ -1221,41 +1221,38 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
   const std::string topic = Name("in");
   CreateTopic(topic, kPartitions);
   ASSERT_EQ(pg->Psql("CREATE TABLE crash_rows (id bigint, p integer, o bigint)"), "");
-  Produce(topic, Jsons(MakeEvents(0, kMessages)), kPartitions);
   PipelineSpec spec;
   spec.name = "crash";
   spec.group = Name("group");
   spec.topics = {topic};
   spec.handler = "handlers.InferredMemBatch";
   spec.sql = kWhereSql;
-  spec.batch_size = 100;
+  spec.batch_size = 20;  // many small postgres transactions: kills land between and inside them
   // A killed member is dropped from the group after its session times out.
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
   spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: crash_rows\n  mode: append",
                           pg->dsn());
 
-  // Kill points: distinct-row counts the sink must reach before the kill, then a short
-  // random delay.
-  std::vector<int> points;
-  std::uniform_int_distribution<int> at(kMessages / 10, kMessages * 9 / 10);
-  for (int k = 0; k < kKills; ++k) points.push_back(at(rng));
-  std::sort(points.begin(), points.end());
-  auto distinct = [&] {
-    std::string n = pg->Psql("SELECT count(DISTINCT id) FROM crash_rows");
-    return std::atoi(n.c_str());
-  };
+  // Each run gets a fresh chunk of the stream; it is killed at a random moment after it
+  // wrote its first rows, while it drains the chunk.
+  const int kChunk = kMessages / (kKills + 1);
+  auto distinct = [&] { return std::atoi(pg->Psql("SELECT count(DISTINCT id) FROM crash_rows").c_str()); };
+  std::uniform_int_distribution<int> delay_ms(0, 150);
   for (int k = 0; k < kKills; ++k) {
+    Produce(topic, Jsons(MakeEvents(k * kChunk, kChunk)), kPartitions);
+    int before = distinct();
     Child* run = StartPipeline(spec);
-    bool reached = WaitFor([&] { return distinct() >= points[k] || !run->Running(); }, 90s);
-    ASSERT_TRUE(reached && run->Running()) << "kill point " << k << " (" << points[k] << " rows)";
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 40)(rng)));
+    bool wrote = WaitFor([&] { return distinct() > before || !run->Running(); }, 90s);
+    ASSERT_TRUE(wrote && run->Running()) << "run " << k << " wrote nothing";
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
     run->Kill();
     Held held = ParsePsqlHeld(pg->Psql("SELECT id, p, o FROM crash_rows"));
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
-    fmt::print("kill {}: the sink holds {} rows ({} distinct), committed {}\n", k, held.rows,
-               held.ids.size(), fmt::join(committed, ","));
+    fmt::print("kill {}: {} of {} produced in the sink ({} rows), committed {}\n", k, held.ids.size(),
+               (k + 1) * kChunk, held.rows, fmt::join(committed, ","));
     ExpectCommittedHeld(committed, held, fmt::format("after kill {} at {} rows", k, held.ids.size()));
   }
+  Produce(topic, Jsons(MakeEvents(kKills * kChunk, kMessages - kKills * kChunk)), kPartitions);
   Child* run = StartPipeline(spec);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run, 120s));
   EXPECT_EQ(run->Terminate(), 0);
