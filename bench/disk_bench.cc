@@ -23,6 +23,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "storage/env.h"
 #include "storage/io_executor.h"
@@ -215,17 +216,6 @@ Status CheckFreeSpace(const std::string& dir, uint64_t need, std::string_view wh
         dir, what, FormatBinaryBytes(need), FormatBinaryBytes(*free_bytes));
   }
   return Status::OK();
-}
-
-std::string Grouped(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  int n = static_cast<int>(digits.size());
-  for (int i = 0; i < n; ++i) {
-    if (i > 0 && (n - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[static_cast<size_t>(i)]);
-  }
-  return out;
 }
 
 std::string JsonString(std::string_view s) {

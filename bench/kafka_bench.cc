@@ -33,6 +33,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/consumer.h"
@@ -58,17 +59,6 @@ constexpr int64_t kPaceQuantumNs = 100'000;  // latency phase: shortest sleep be
 // ---------------------------------------------------------------------------------------
 // Small helpers.
 
-std::string Grouped(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  int n = static_cast<int>(digits.size());
-  for (int i = 0; i < n; ++i) {
-    if (i > 0 && (n - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[static_cast<size_t>(i)]);
-  }
-  return out;
-}
-
 double Round(double v, int digits) {
   double scale = std::pow(10.0, digits);
   return std::round(v * scale) / scale;
@@ -80,43 +70,6 @@ double SelfCpuSeconds() {
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// CPU seconds of another process from /proc/<pid>/stat, or -1 when unreadable.
-double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream in(fmt::format("/proc/{}/stat", pid));
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string field;
-  uint64_t utime = 0, stime = 0;
-  // After the command: state is field 3; utime and stime are fields 14 and 15.
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i == 14) utime = std::stoull(field);
-    if (i == 15) stime = std::stoull(field);
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-// The last `lines` lines of a file, indented, for error messages.
-std::string Tail(const std::string& path, int lines) {
-  std::string text = ReadFile(path);
-  size_t pos = text.size();
-  if (pos > 0 && text[pos - 1] == '\n') --pos;
-  for (int i = 0; i < lines && pos != std::string::npos && pos > 0; ++i) {
-    pos = text.rfind('\n', pos - 1);
-  }
-  std::string tail = text.substr(pos == std::string::npos ? 0 : pos + (pos > 0 ? 1 : 0));
-  std::string out;
-  std::istringstream in(tail);
-  for (std::string line; std::getline(in, line);) out += "    " + line + "\n";
-  return out;
 }
 
 // The absolute path of `name` on $PATH, or empty.
@@ -151,57 +104,6 @@ Result<int> FreeLoopbackPort() {
 
 // ---------------------------------------------------------------------------------------
 // Child processes: the broker and iperf3.
-
-// Starts `args` (args[0] an absolute path) with stdin from /dev/null and stdout and
-// stderr appended to the given files. The child gets SIGTERM if this thread dies, so a
-// crashed bench leaves no broker behind.
-Result<pid_t> Spawn(const std::vector<std::string>& args, const std::string& out_path,
-                    const std::string& err_path) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) return ErrnoError("fork", args[0], errno);
-  if (pid == 0) {
-    // Only async-signal-safe calls between fork and exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    int in = ::open("/dev/null", O_RDONLY);
-    int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0 || err < 0) ::_exit(126);
-    ::dup2(in, STDIN_FILENO);
-    ::dup2(out, STDOUT_FILENO);
-    ::dup2(err, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Waits up to `timeout` for `pid` to exit; its wait status, or nullopt if still running.
-std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    int status = 0;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return -1;
-    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(10ms);
-  }
-}
-
-std::string DescribeWaitStatus(int status) {
-  if (status == -1) return "could not be waited for";
-  if (WIFEXITED(status)) return fmt::format("exited with status {}", WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return fmt::format("was killed by {}", strsignal(WTERMSIG(status)));
-  return fmt::format("ended with wait status {}", status);
-}
 
 // `sluice serve` as a child process on 127.0.0.1 and a port the kernel picks.
 // Lifecycle: Start, Stop (SIGTERM, wait, exit status 0 = OK); the destructor kills a
