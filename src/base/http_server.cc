@@ -3,7 +3,9 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <charconv>
+#include <memory>
 #include <chrono>
 
 namespace sluice {
@@ -55,12 +57,17 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     s->port_ = s->server_->bind_to_port(s->host_, host_port.second) ? host_port.second : -1;
   }
   if (s->port_ <= 0) return IOError("--http-addr: cannot listen on {}", addr);
-  s->thread_ = std::thread([server = s->server_.get()] { server->listen_after_bind(); });
+  auto ended = std::make_shared<std::atomic<bool>>(false);
+  s->thread_ = std::thread([server = s->server_.get(), ended] {
+    server->listen_after_bind();
+    ended->store(true);
+  });
   // httplib's stop() does nothing before the listening loop runs, so a Stop() right after
-  // Start() would leave it running forever: wait for it here.
-  while (!s->server_->is_running() && s->thread_.joinable()) {
+  // Start() would leave it running forever: wait for it here (or for its end, if it failed).
+  while (!s->server_->is_running() && !ended->load()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+  if (!s->server_->is_running()) return IOError("--http-addr: cannot serve on {}", addr);
   return s;
 }
 

@@ -269,8 +269,15 @@ std::string PipelineRunner::Health() const {
 namespace {
 
 // Runs the handler over what the decoder loaded; the result lands in kResultTable.
-Status RunHandler(duck::Connection& conn, const std::string& sql) {
-  return conn.Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kResultTable, sql));
+// Returns how many rows it has (DuckDB answers a CREATE TABLE AS with that count).
+Result<uint64_t> RunHandler(duck::Connection& conn, const std::string& sql) {
+  ASSIGN_OR_RETURN(duck::QueryResult r,
+                   conn.Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kResultTable, sql)));
+  if (r.column_count() == 1 && r.column_type(0) == duck::ColumnType::kInt64 && r.chunk_count() > 0) {
+    duck::ResultChunk c = r.chunk(0);
+    if (c.size() == 1 && !c.IsNull(0, 0)) return static_cast<uint64_t>(c.GetInt64(0, 0));
+  }
+  return r.rows_changed();
 }
 
 }  // namespace
@@ -287,7 +294,7 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
   for (const DecodeError& e : decode_errors) {
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
-  Status st = RunHandler(*impl.conn, impl.handler_sql);
+  Status st = RunHandler(*impl.conn, impl.handler_sql).status();
   if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
   ASSIGN_OR_RETURN(duck::QueryResult rows,
                    impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
@@ -380,11 +387,14 @@ Status PipelineRunner::ProcessBatch() {
                            std::span<const Message>(&m, 1)));
     }
   }
+  uint64_t result_rows = 0;
   if (batch_ok) {
-    Status st = RunHandler(*impl.conn, impl.handler_sql);
-    if (!st.ok()) {
-      RETURN_IF_ERROR(fail("handler", st.message(), impl.pending));
+    Result<uint64_t> ran = RunHandler(*impl.conn, impl.handler_sql);
+    if (!ran.ok()) {
+      RETURN_IF_ERROR(fail("handler", ran.status().message(), impl.pending));
       batch_ok = false;
+    } else {
+      result_rows = *ran;
     }
   }
   if (batch_ok) {
@@ -405,9 +415,7 @@ Status PipelineRunner::ProcessBatch() {
     if (!st.ok()) {
       RETURN_IF_ERROR(fail("sink", st.message(), impl.pending));
     } else {
-      auto rows = impl.conn->QueryText(fmt::format("SELECT count(*) FROM {}", kResultTable));
-      uint64_t n = rows.ok() && !rows->empty() && (*rows)[0][0] ? std::stoull(*(*rows)[0][0]) : 0;
-      n -= std::min<uint64_t>(n, rejected.size());
+      uint64_t n = result_rows - std::min<uint64_t>(result_rows, rejected.size());
       impl.rows_out->Inc(n);
       stats.rows_out += n;
       for (const sinks::RejectedRow& row : rejected) {
