@@ -902,6 +902,17 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
             fmt::format("({}) must not exceed fetch.max_bytes ({})",
                         out->fetch.max_partition_bytes, out->fetch.max_bytes));
     }
+    // librdkafka refuses fetch.max.bytes below message.max.bytes (default 1000000).
+    int64_t message_max = 1000000;
+    if (auto it = out->properties.find("message.max.bytes"); it != out->properties.end()) {
+      message_max = std::strtoll(it->second.c_str(), nullptr, 10);
+    }
+    if (out->fetch.max_bytes < message_max) {
+      Error(fetch.line, Join(fetch.path, "max_bytes"),
+            fmt::format("({}) must be at least the consumer's message.max.bytes ({}; lower it "
+                        "under kafka.properties to fetch less at a time)",
+                        out->fetch.max_bytes, message_max));
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -143,9 +144,74 @@ struct PipelineRunner::Impl {
   std::unique_ptr<sinks::Sink> dlq;
   std::unique_ptr<kafka::client::Consumer> consumer;
 
-  // The batch in hand: the polled batches that hold the records, and views into them.
-  std::vector<kafka::client::MessageBatch> held;
+  // What Poll returned that is not finished with, oldest first: `pending` (the batch in
+  // hand) views the first records, the rest is the read-ahead (docs/design/0006 #7).
+  struct Polled {
+    kafka::client::MessageBatch batch;
+    uint64_t epoch;  // the revocation count when it was polled
+  };
+  std::deque<Polled> held;
+  size_t take_chunk = 0;  // held[take_chunk].batch[take_index]: the first record not taken
+  size_t take_index = 0;
+  uint64_t ahead_records = 0;  // polled, not yet taken into `pending`
+  uint64_t ahead_bytes = 0;
+  uint64_t read_ahead_limit = 0;  // bytes: fetch.prefetch × fetch.max_bytes
+  bool paused = false;            // fetching paused: the read-ahead is full
+  // Revoked partitions whose records polled before (epoch <=) must not be taken.
+  uint64_t epoch = 0;
+  std::map<std::pair<std::string, int32_t>, uint64_t> dropped;
+  // The next offset per partition after the last batch processed (for the lag).
+  std::map<std::pair<std::string, int32_t>, int64_t> processed;
   std::vector<Message> pending;
+
+  static uint64_t Size(const Message& m) { return m.key.size() + m.value.size(); }
+
+  // Moves records from the read-ahead into `pending`, up to `batch_size`.
+  // Returns how many records and bytes it took.
+  std::pair<uint64_t, uint64_t> Take(size_t batch_size) {
+    uint64_t records = 0;
+    uint64_t bytes = 0;
+    while (pending.size() < batch_size && take_chunk < held.size()) {
+      const Polled& p = held[take_chunk];
+      if (take_index >= p.batch.size()) {
+        ++take_chunk;
+        take_index = 0;
+        continue;
+      }
+      Message m = p.batch[take_index++];
+      --ahead_records;
+      ahead_bytes -= Size(m);
+      if (!dropped.empty()) {
+        auto it = dropped.find({std::string(m.topic), m.partition});
+        if (it != dropped.end() && p.epoch <= it->second) continue;
+      }
+      pending.push_back(m);
+      ++records;
+      bytes += m.value.size();
+    }
+    return {records, bytes};
+  }
+
+  // After the batch in hand is done (or dropped): releases the polled batches it used up.
+  void ReleaseTaken() {
+    pending.clear();
+    if (take_chunk < held.size() && take_index >= held[take_chunk].batch.size()) {
+      ++take_chunk;
+      take_index = 0;
+    }
+    held.erase(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(take_chunk));
+    take_chunk = 0;
+    if (held.empty()) dropped.clear();
+  }
+
+  // Drops everything polled (a lost assignment, a RAISE stop).
+  void DropAll() {
+    pending.clear();
+    held.clear();
+    take_chunk = take_index = 0;
+    ahead_records = ahead_bytes = 0;
+    dropped.clear();
+  }
   Status fatal;  // a RAISE error met inside a rebalance callback
   std::atomic<bool> stop{false};
 
@@ -154,6 +220,8 @@ struct PipelineRunner::Impl {
   Counter* bytes_in = nullptr;
   Counter* rows_out = nullptr;
   Counter* commits = nullptr;
+  Counter* pauses = nullptr;
+  Gauge* read_ahead = nullptr;
   std::map<std::string, Counter*> errors;  // by phase
   Histogram* batch_seconds = nullptr;
   Histogram* flush_seconds = nullptr;
@@ -249,6 +317,10 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   impl.bytes_in = &m.GetCounter("sluice_pipeline_bytes_in_total", "Message value bytes read from the source", labels);
   impl.rows_out = &m.GetCounter("sluice_pipeline_rows_out_total", "Rows written to the sink", labels);
   impl.commits = &m.GetCounter("sluice_pipeline_commits_total", "Offset commits after a sink flush", labels);
+  impl.pauses = &m.GetCounter("sluice_pipeline_fetch_pauses_total",
+                              "Times fetching paused because the read-ahead was full", labels);
+  impl.read_ahead = &m.GetGauge("sluice_pipeline_read_ahead_bytes",
+                                "Message bytes fetched and not yet in a batch", labels);
   for (const char* phase : {"decode", "handler", "sink", "source", "commit"}) {
     impl.errors[phase] = &m.GetCounter("sluice_pipeline_errors_total", "Errors by phase",
                                        {{"pipeline", c.name}, {"phase", phase}});
@@ -461,10 +533,10 @@ Status PipelineRunner::ProcessBatch() {
       ++stats.commits;
     }
   }
+  for (const auto& [tp, next] : offsets) impl.processed[tp] = next;
   ++stats.batches;
   impl.batch_seconds->Observe(std::chrono::duration<double>(Clock::now() - started).count());
-  impl.pending.clear();
-  impl.held.clear();
+  impl.ReleaseTaken();
   return Status::OK();
 }
 
@@ -489,59 +561,131 @@ Status PipelineRunner::Run() {
   // batch or so was reached by every fetch (one fetch a second).
   props["queued.min.messages"] = "10000000";
   ASSIGN_OR_RETURN(impl.consumer, kafka::client::Consumer::Create(props));
-  impl.consumer->SetRebalanceListener([this](const kafka::client::RebalanceEvent& e) {
+  impl.read_ahead_limit = static_cast<uint64_t>(c.source.fetch.prefetch) * c.source.fetch.max_bytes;
+  auto WarnIfError = [name = c.name](const Status& st, std::string_view what) {
+    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {}", name, what, st.message());
+  };
+  impl.consumer->SetRebalanceListener([this, WarnIfError](const kafka::client::RebalanceEvent& e) {
     Impl& impl = *impl_;
+    if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) {
+      // New partitions join the read-ahead's state: paused while it is full.
+      if (impl.paused) WarnIfError(impl.consumer->Pause(e.partitions), "pausing new partitions");
+      return;
+    }
+    // Going: unpause them, or they would still be paused when the group gives them back.
+    if (impl.paused) WarnIfError(impl.consumer->Resume(e.partitions), "resuming revoked partitions");
     if (e.kind == kafka::client::RebalanceEvent::Kind::kRevoked) {
-      // Finish the batch in hand and commit it while the partitions are still ours.
+      // Finish the batch in hand and commit it while the partitions are still ours; what
+      // was read ahead of them is dropped (their next owner reads it from the commit).
       sync_commit_ = true;
       if (impl.fatal.ok()) impl.fatal = ProcessBatch();
       sync_commit_ = false;
-    } else if (e.kind == kafka::client::RebalanceEvent::Kind::kLost) {
-      // Already someone else's: what we hold of them will be read again there.
-      impl.pending.clear();
-      impl.held.clear();
+      for (const kafka::client::TopicPartition& tp : e.partitions) {
+        impl.dropped[{tp.topic, tp.partition}] = impl.epoch;
+        impl.processed.erase({tp.topic, tp.partition});
+      }
+      ++impl.epoch;
+    } else {
+      // Lost: already someone else's; what we hold of them will be read again there.
+      impl.DropAll();
+      impl.processed.clear();
     }
   });
   RETURN_IF_ERROR(impl.consumer->Subscribe(c.source.topics));
   SLUICE_LOG(kLog, kInfo, "pipeline {}: consuming {} as group {} (batch {}, flush every {} s)", c.name,
            fmt::join(c.source.topics, ","), c.source.group_id, c.batch_size, c.flush_interval_seconds);
 
+  const size_t batch_size = static_cast<size_t>(c.batch_size);
   const auto interval = std::chrono::seconds(c.flush_interval_seconds);
   auto deadline = Clock::now() + interval;
   auto next_progress = Clock::now() + std::chrono::seconds(1);
   uint64_t last_in = 0;
   Status result;
+  // librdkafka 2.0 notices a resumed partition (or room below its queue bound) only when
+  // its fetcher thread wakes: a watermark request to the partition's leader wakes it.
+  auto last_wake = Clock::now();
+  auto last_arrival = Clock::now();
+  auto wake_fetchers = [&] {
+    last_wake = Clock::now();
+    auto lags = impl.consumer->Lag();  // positions after the read-ahead, cached watermarks
+    if (!lags.ok()) return;
+    for (const kafka::client::PartitionLag& l : *lags) {
+      if (l.lag() <= 0) continue;
+      WarnIfError(impl.consumer->QueryHighWatermark(l.topic, l.partition, std::chrono::seconds(1)).status(),
+                  "waking the fetcher");
+    }
+  };
+  // Takes what the read-ahead holds into the batch in hand, then pauses fetching when the
+  // read-ahead is full and resumes it at half (docs/design/0006 #7).
+  auto take = [&] {
+    auto [records, bytes] = impl.Take(batch_size);
+    if (records > 0) {
+      impl.messages_in->Inc(records);
+      impl.bytes_in->Inc(bytes);
+      stats_.messages_in += records;
+    }
+    if (!impl.paused && impl.ahead_bytes >= impl.read_ahead_limit) {
+      auto assigned = impl.consumer->Assignment();
+      Status st = assigned.ok() ? impl.consumer->Pause(*assigned) : assigned.status();
+      if (st.ok()) {
+        impl.paused = true;
+        impl.pauses->Inc();
+      }
+      WarnIfError(st, "pausing the read-ahead");
+    } else if (impl.paused && impl.ahead_bytes <= impl.read_ahead_limit / 2) {
+      auto assigned = impl.consumer->Assignment();
+      Status st = assigned.ok() ? impl.consumer->Resume(*assigned) : assigned.status();
+      if (st.ok()) impl.paused = false;
+      WarnIfError(st, "resuming the read-ahead");
+      if (st.ok()) wake_fetchers();
+    }
+    impl.read_ahead->Set(static_cast<double>(impl.ahead_bytes));
+  };
   while (!impl.stop.load()) {
+    // Wait for records only when the read-ahead cannot fill the batch; otherwise just
+    // drain what librdkafka has (and serve its callbacks).
     auto now = Clock::now();
-    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    wait = std::clamp(wait, std::chrono::milliseconds(0), std::chrono::milliseconds(100));
-    size_t room = static_cast<size_t>(c.batch_size) - impl.pending.size();
-    auto polled = impl.consumer->Poll(wait, std::max<size_t>(1, std::min<size_t>(room, 10000)));
+    auto wait = std::chrono::milliseconds(0);
+    if (impl.pending.size() + impl.ahead_records < batch_size) {
+      // Short of a batch. When nothing has come for a while although the broker has more
+      // (librdkafka's fetcher asleep at its own queue bound), wake the fetcher.
+      constexpr auto kStarved = std::chrono::milliseconds(5);
+      if (!impl.paused && now - last_arrival >= kStarved && now - last_wake >= kStarved) wake_fetchers();
+      wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      wait = std::clamp(wait, std::chrono::milliseconds(0), kStarved);
+    }
+    // All that librdkafka holds, so that its own queue bound (a backstop, where its
+    // fetcher would sleep for up to a second) never stays reached: either the records
+    // fit the read-ahead or the read-ahead pauses, and the resume wakes the fetcher.
+    constexpr size_t kPollMax = 10000;
+    size_t got = kPollMax;
+    while (got == kPollMax) {
+      auto polled = impl.consumer->Poll(wait, kPollMax);
+      wait = std::chrono::milliseconds(0);
+      got = 0;
+      if (!impl.fatal.ok()) break;
+      if (!polled.ok()) {
+        impl.errors["source"]->Inc();
+        SLUICE_LOG(kLog, kWarn, "pipeline {}: poll: {}", c.name, polled.status().message());
+        break;
+      }
+      for (const Status& e : polled->errors()) {
+        impl.errors["source"]->Inc();
+        SLUICE_LOG(kLog, kWarn, "pipeline {}: source: {}", c.name, e.message());
+      }
+      got = polled->size();
+      if (!polled->empty()) {
+        last_arrival = Clock::now();
+        for (size_t i = 0; i < polled->size(); ++i) impl.ahead_bytes += Impl::Size((*polled)[i]);
+        impl.ahead_records += polled->size();
+        impl.held.push_back({std::move(polled).value(), impl.epoch});
+      }
+    }
     if (!impl.fatal.ok()) {
       result = impl.fatal;
       break;
     }
-    if (!polled.ok()) {
-      impl.errors["source"]->Inc();
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: poll: {}", c.name, polled.status().message());
-      continue;
-    }
-    for (const Status& e : polled->errors()) {
-      impl.errors["source"]->Inc();
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: source: {}", c.name, e.message());
-    }
-    if (!polled->empty()) {
-      uint64_t bytes = 0;
-      for (size_t i = 0; i < polled->size(); ++i) {
-        Message m = (*polled)[i];
-        bytes += m.value.size();
-        impl.pending.push_back(m);
-      }
-      impl.messages_in->Inc(polled->size());
-      impl.bytes_in->Inc(bytes);
-      stats_.messages_in += polled->size();
-      impl.held.push_back(std::move(polled).value());
-    }
+    take();
     now = Clock::now();
     if (impl.pending.size() >= static_cast<size_t>(c.batch_size) || now >= deadline) {
       Status st = ProcessBatch();
@@ -550,13 +694,18 @@ Status PipelineRunner::Run() {
         break;
       }
       deadline = Clock::now() + interval;
+      take();
     }
     if (now >= next_progress) {
       // About once a second: consumer lag per partition (from what the consumer last heard
       // of the broker: no request), and the progress line when there is a terminal.
       int64_t lag = 0;
       if (auto lags = impl.consumer->Lag(); lags.ok()) {
-        for (const auto& l : *lags) {
+        for (kafka::client::PartitionLag& l : *lags) {
+          // Behind what the pipeline processed, not what it read ahead.
+          if (auto it = impl.processed.find({l.topic, l.partition}); it != impl.processed.end()) {
+            l.position = it->second;
+          }
           if (l.lag() < 0) continue;
           lag += l.lag();
           impl.registry
@@ -583,8 +732,7 @@ Status PipelineRunner::Run() {
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   if (!result.ok()) {
     // RAISE: what is in hand was not committed; leave it for the next run.
-    impl.pending.clear();
-    impl.held.clear();
+    impl.DropAll();
     SLUICE_LOG(kLog, kError, "{}", result.message());
   }
   impl.consumer.reset();  // leaves the group

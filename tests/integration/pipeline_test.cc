@@ -179,6 +179,7 @@ struct PipelineSpec {
   int batch_size = 200;
   // librdkafka consumer properties, "key: value" lines.
   std::string properties = "fetch.wait.max.ms: 50";
+  std::string fetch;  // the YAML under `kafka.fetch:`, or ""
 };
 
 std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
@@ -198,6 +199,7 @@ std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
       "      topics: [{}]\n",
       p.name, p.batch_size, bootstrap, p.group, fmt::join(p.topics, ", "));
   if (!p.properties.empty()) out += "      properties:\n" + Indent(p.properties, 8);
+  if (!p.fetch.empty()) out += "      fetch:\n" + Indent(p.fetch, 8);
   out += fmt::format("  handler:\n    type: {}\n", p.handler);
   if (p.handler == "handlers.StructuredBatch") out += fmt::format("    table: {}\n", p.table);
   out += "    sql: |\n" + Indent(p.sql, 6);
@@ -536,9 +538,13 @@ constexpr const char* kReaggregate =
 struct AggregateCase {
   std::string handler;
   std::string sink;  // console, kafka, sqlcommand
+  int read_ahead_bytes = 0;  // fetch.max_bytes with prefetch 1; 0: the default read-ahead
 };
 
-void PrintTo(const AggregateCase& c, std::ostream* os) { *os << c.handler << " to " << c.sink; }
+void PrintTo(const AggregateCase& c, std::ostream* os) {
+  *os << c.handler << " to " << c.sink;
+  if (c.read_ahead_bytes > 0) *os << " reading ahead " << c.read_ahead_bytes << " bytes";
+}
 
 class PipelineAggregateTest : public PipelineTest,
                               public ::testing::WithParamInterface<AggregateCase> {};
@@ -559,6 +565,11 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
   spec.group = Name("group");
   spec.topics = {topic};
   spec.batch_size = 250;
+  if (c.read_ahead_bytes > 0) {
+    // A read-ahead smaller than a batch: fetching pauses and resumes many times.
+    spec.fetch = fmt::format("max_bytes: {}\nmax_partition_bytes: 4096\nprefetch: 1", c.read_ahead_bytes);
+    spec.properties += fmt::format("\nmessage.max.bytes: {}", c.read_ahead_bytes);
+  }
   std::string reference_setup;
   if (c.handler == "handlers.StructuredBatch") {
     spec.commands = kEventsTable;
@@ -611,11 +622,13 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
 INSTANTIATE_TEST_SUITE_P(
     Handlers, PipelineAggregateTest,
     ::testing::Values(AggregateCase{"handlers.StructuredBatch", "console"},
+                      AggregateCase{"handlers.StructuredBatch", "console", 16384},
                       AggregateCase{"handlers.InferredMemBatch", "kafka"},
                       AggregateCase{"handlers.InferredDiskBatch", "sqlcommand"}),
     [](const auto& info) {
       return info.param.handler.substr(std::string("handlers.").size()) + "To" +
-             static_cast<char>(std::toupper(info.param.sink[0])) + info.param.sink.substr(1);
+             static_cast<char>(std::toupper(info.param.sink[0])) + info.param.sink.substr(1) +
+             (info.param.read_ahead_bytes > 0 ? "SmallReadAhead" : "");
     });
 
 

@@ -477,6 +477,13 @@ TEST(PipelineConfigTest, FetchBounds) {
               HasSubstr("fetch.max_partition_bytes: (2000) must not exceed fetch.max_bytes (1000)"));
   EXPECT_THAT(ErrorOf(with_fetch("{max_bytes: 4294967296}")),
               HasSubstr("fetch.max_bytes: must be at most 2147483647"));
+  EXPECT_THAT(ErrorOf(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}")),
+              HasSubstr("fetch.max_bytes: (65536) must be at least the consumer's message.max.bytes (1000000"));
+  std::string lowered = Replace(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}"), "      topics: [in]\n",
+                                "      topics: [in]\n      properties: {message.max.bytes: 65536}\n");
+  auto r = Parse(lowered);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->source.fetch.max_bytes, 65536);
 }
 
 TEST(PipelineConfigTest, DuplicateKeyIsAnError) {
