@@ -162,6 +162,25 @@ int RunServe(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
     return 1;
   }
+  // The pipeline files are read and checked before the broker listens. They may name
+  // this broker as {{ SLUICE_KAFKA_ADDR }} (unless the environment already sets it; not
+  // with port 0, which is known only once listening).
+  std::unique_ptr<sluice::cli::PipelineSet> pipelines;
+  if (!f.pipelines_dir.empty()) {
+    const auto& server = serve_config->server;
+    if (server.port != 0) {
+      ::setenv("SLUICE_KAFKA_ADDR", fmt::format("{}:{}", server.host, server.port).c_str(), 0);
+    }
+    int64_t budget = f.pipelines_budget_mib > 0 ? f.pipelines_budget_mib << 20
+                                                : sluice::cli::DefaultPipelineMemoryBudget();
+    auto loaded = sluice::cli::PipelineSet::Load(f.pipelines_dir, budget);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", loaded.status().message().c_str());
+      ::close(sfd);
+      return 2;
+    }
+    pipelines = std::move(loaded).value();
+  }
   auto service = sluice::broker::KafkaService::Start(*serve_config);
   if (!service.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", service.status().ToString().c_str());
@@ -173,18 +192,14 @@ int RunServe(const ServeFlags& f) {
              sc.server.host, (*service)->port(), (*service)->broker().cluster_id(),
              sc.broker.data_dir, (*service)->shard_count(), sc.broker.sasl.enabled ? ", SASL" : "");
   std::fflush(stdout);
-  std::unique_ptr<sluice::cli::PipelineSet> pipelines;
-  if (!f.pipelines_dir.empty()) {
-    int64_t budget = f.pipelines_budget_mib > 0 ? f.pipelines_budget_mib << 20
-                                                : sluice::cli::DefaultPipelineMemoryBudget();
-    auto started = sluice::cli::PipelineSet::Start(f.pipelines_dir, budget);
-    if (!started.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
+  if (pipelines) {
+    if (sluice::Status st = pipelines->Start(); !st.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", st.message().c_str());
+      pipelines.reset();
       (void)(*service)->Stop();
       ::close(sfd);
       return 2;
     }
-    pipelines = std::move(started).value();
     fmt::print("sluice: running {} pipeline(s) from {}\n", pipelines->size(), f.pipelines_dir);
     std::fflush(stdout);
   }

@@ -24,7 +24,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Result<pipeline::PipelineConfig> Load(const std::string& file) {
+Result<pipeline::PipelineConfig> LoadFile(const std::string& file) {
   return pipeline::LoadPipelineFile(file, pipeline::ProcessEnv());
 }
 
@@ -63,7 +63,7 @@ int64_t DefaultPipelineMemoryBudget() {
 }
 
 int RunPipelineValidate(const std::string& file) {
-  auto config = Load(file);
+  auto config = LoadFile(file);
   if (!config.ok()) {
     std::fprintf(stderr, "sluice pipeline validate: %s\n", config.status().message().c_str());
     return 2;
@@ -75,7 +75,7 @@ int RunPipelineValidate(const std::string& file) {
 }
 
 int RunPipelineInvoke(const std::string& file, const std::string& fixture) {
-  auto config = Load(file);
+  auto config = LoadFile(file);
   if (!config.ok()) {
     std::fprintf(stderr, "sluice pipeline invoke: %s\n", config.status().message().c_str());
     return 2;
@@ -143,7 +143,7 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     stop_requested = true;
     if (pipeline::PipelineRunner* r = running.load()) r->Stop();
   });
-  auto config = Load(flags.file);
+  auto config = LoadFile(flags.file);
   if (!config.ok()) {
     std::fprintf(stderr, "sluice pipeline run: %s\n", config.status().message().c_str());
     return 2;
@@ -199,8 +199,8 @@ struct PipelineSet::Running {
   bool done = false;  // guarded by mu
 };
 
-Result<std::unique_ptr<PipelineSet>> PipelineSet::Start(const std::string& dir,
-                                                        int64_t memory_budget_bytes) {
+Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
+                                                       int64_t memory_budget_bytes) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return InvalidArgumentError("--pipelines: {} is not a directory", dir);
   std::vector<std::string> files;
@@ -215,7 +215,7 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Start(const std::string& dir,
   int64_t total = 0;
   std::map<std::string, std::string> names;
   for (const std::string& f : files) {
-    auto c = Load(f);
+    auto c = LoadFile(f);
     if (!c.ok()) {
       errors.push_back(c.status().message());
       continue;
@@ -234,17 +234,26 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Start(const std::string& dir,
   }
   if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
   std::unique_ptr<PipelineSet> set(new PipelineSet());
-  for (size_t i = 0; i < configs.size(); ++i) {
+  set->files_ = std::move(files);
+  set->configs_ = std::move(configs);
+  return set;
+}
+
+Status PipelineSet::Start() {
+  for (size_t i = 0; i < configs_.size(); ++i) {
     auto running = std::make_unique<Running>();
-    running->file = files[i];
+    running->file = files_[i];
     pipeline::RunnerOptions options;
     options.metrics = &MetricsRegistry::Global();
-    auto runner = pipeline::PipelineRunner::Create(std::move(configs[i]), options);
-    if (!runner.ok()) return runner.status().WithContext(files[i]);
+    auto runner = pipeline::PipelineRunner::Create(std::move(configs_[i]), options);
+    if (!runner.ok()) return runner.status().WithContext(files_[i]);
     running->runner = std::move(runner).value();
-    set->runners_.push_back(std::move(running));
+    runners_.push_back(std::move(running));
   }
-  for (auto& r : set->runners_) {
+  configs_.clear();
+  files_.clear();
+  for (auto& r : runners_) {
+    if (r->thread.joinable()) continue;
     Running* raw = r.get();
     raw->thread = std::thread([raw] {
       Status st = raw->runner->Run();
@@ -253,7 +262,7 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Start(const std::string& dir,
       raw->done = true;
     });
   }
-  return set;
+  return Status::OK();
 }
 
 void PipelineSet::Stop() {

@@ -24,19 +24,26 @@ int RunPipelineInvoke(const std::string& file, const std::string& fixture);
 // The pipelines of `sluice serve --pipelines DIR`: every *.yml / *.yaml file in DIR, each
 // run on its own thread. Their DuckDB memory limits must add up to no more than
 // `memory_budget_bytes`.
+// Lifecycle: Load (reads and checks every file, before the broker starts, so a bad file
+// or budget stops `serve` before it listens), Start (opens each pipeline's database and
+// sinks and starts its thread), Stop.
 class PipelineSet {
  public:
-  static Result<std::unique_ptr<PipelineSet>> Start(const std::string& dir, int64_t memory_budget_bytes);
+  // Every problem of every file at once, one per line.
+  static Result<std::unique_ptr<PipelineSet>> Load(const std::string& dir, int64_t memory_budget_bytes);
+  Status Start();
   ~PipelineSet();
   // Stops every pipeline (each finishes and commits its batch in hand) and waits.
   void Stop();
-  size_t size() const { return runners_.size(); }
+  size_t size() const { return configs_.size() + runners_.size(); }
   // "" when every pipeline runs; otherwise one line per pipeline that stopped on an error.
   std::string Health() const;
 
  private:
   PipelineSet() = default;
   struct Running;
+  std::vector<std::string> files_;                // beside configs_, until Start
+  std::vector<pipeline::PipelineConfig> configs_;  // loaded, not started
   std::vector<std::unique_ptr<Running>> runners_;
 };
 

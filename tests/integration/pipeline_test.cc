@@ -8,7 +8,10 @@
 // The binary comes from SLUICE_BINARY (ctest sets it); without it every test skips. The
 // crash test (PipelineCrashTest.*) is registered as its own ctest test (pipeline_tests.cmake);
 // its seed is printed and can be set with SLUICE_PIPELINE_CRASH_SEED.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
 #include <spawn.h>
@@ -164,6 +167,44 @@ class Child {
   pid_t pid_ = -1;
   std::optional<int> status_;
 };
+
+// A loopback port nothing listens on now (the kernel's pick, released again).
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// GET http://127.0.0.1:port/path: the status line and the body ("" when unreachable).
+std::string HttpGet(int port, const std::string& path) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  std::string out;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = ::read(fd, buf, sizeof(buf))) > 0) out.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return out;
+}
 
 // What a pipeline file says; Render writes it in sqlflow's format.
 struct PipelineSpec {
@@ -325,7 +366,10 @@ class PipelineTest : public ::testing::Test {
     return s.size() <= n ? s : s.substr(s.size() - n);
   }
 
-  const std::string& bootstrap() const { return broker_->bootstrap(); }
+  // The shared broker, or the one a test points the helpers at.
+  const std::string& bootstrap() const {
+    return bootstrap_override_.empty() ? broker_->bootstrap() : bootstrap_override_;
+  }
   std::string Name(const std::string& what) const { return prefix_ + "-" + what; }
 
   // The shared PostgreSQL server, started at the first call (nullptr and a skip reason in
@@ -520,6 +564,7 @@ class PipelineTest : public ::testing::Test {
   std::string binary_;
   fs::path dir_;
   std::string prefix_;
+  std::string bootstrap_override_;
   std::map<std::string, std::unique_ptr<Child>> children_;
 };
 
@@ -1065,6 +1110,107 @@ TEST_F(PipelineTest, MemberLeavingMidStreamLosesNothing) {
   EXPECT_EQ(all, Range(0, kMessages));
   for (const auto& [where, n] : hb.where) ha.where[where] += n;
   ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), ha, "at the end");
+}
+
+// ---------------------------------------------------------------------------------------
+// 9. `sluice serve --pipelines DIR`: every pipeline file in the folder runs beside the
+// broker, reading from it as {{ SLUICE_KAFKA_ADDR }}; a bad folder stops serve before it
+// listens.
+
+TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string topic = Name("in");
+  fs::path pipelines = dir_ / "pipelines";
+  fs::path out = dir_ / "out";
+  fs::create_directories(pipelines);
+  fs::create_directories(out);
+  auto sink_to = [&](const std::string& prefix) {
+    return fmt::format(
+        "type: sqlcommand\nsqlcommand:\n  substitutions:\n    - var: $uuid\n      type: uuid4\n"
+        "  sql: COPY sqlflow_sink_batch TO '{}/{}-$uuid.json' (FORMAT JSON)",
+        out.string(), prefix);
+  };
+  PipelineSpec structured;
+  structured.name = "structured";
+  structured.group = Name("structured");
+  structured.topics = {topic};
+  structured.commands = kEventsTable;
+  structured.sql = "SELECT id, city FROM events";
+  structured.sink = sink_to("structured");
+  PipelineSpec inferred = structured;
+  inferred.name = "inferred";
+  inferred.group = Name("inferred");
+  inferred.commands = "";
+  inferred.handler = "handlers.InferredMemBatch";
+  inferred.sql = kWhereSql;
+  inferred.sink = sink_to("inferred");
+  WriteFile(pipelines / "a.yml", Render(structured, "{{ SLUICE_KAFKA_ADDR }}"));
+  WriteFile(pipelines / "b.yaml", Render(inferred, "{{ SLUICE_KAFKA_ADDR }}"));
+  WriteFile(pipelines / "notes.txt", "not a pipeline file: ignored\n");
+  WriteFile(dir_ / "serve.yaml", "groups:\n  initial_rebalance_delay: 0s\n");
+  std::vector<std::string> args = {binary_, "serve", "--config", (dir_ / "serve.yaml").string(),
+                                   "--kafka-addr", fmt::format("127.0.0.1:{}", port),
+                                   "--data-dir", (dir_ / "serve-data").string(),
+                                   "--pipelines", pipelines.string(), "--http-addr", "127.0.0.1:0"};
+  Child serve(args, dir_ / "serve.out", dir_ / "serve.err");
+  ASSERT_EQ(serve.Start(), "");
+  ASSERT_TRUE(WaitFor([&] { return serve.Out().find("metrics on http://") != std::string::npos; }, 60s))
+      << serve.Out() << serve.Err();
+  EXPECT_NE(serve.Out().find("running 2 pipeline(s)"), std::string::npos) << serve.Out();
+  std::string so = serve.Out();
+  size_t at = so.find("metrics on http://127.0.0.1:") + std::string("metrics on http://127.0.0.1:").size();
+  const int http_port = std::atoi(so.c_str() + at);
+
+  bootstrap_override_ = fmt::format("127.0.0.1:{}", port);
+  CreateTopic(topic, 2);
+  std::vector<Event> events = MakeEvents(0, 1000);
+  Produce(topic, Jsons(events), 2);
+  EXPECT_TRUE(WaitCommittedToEnd(structured.group, topic, 2, &serve));
+  EXPECT_TRUE(WaitCommittedToEnd(inferred.group, topic, 2, &serve));
+  bootstrap_override_.clear();
+
+  std::string metrics = HttpGet(http_port, "/metrics");
+  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"structured\"} 1000"), std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"inferred\"} 1000"), std::string::npos);
+  EXPECT_NE(HttpGet(http_port, "/healthz").find(" 200 "), std::string::npos);
+  EXPECT_EQ(serve.Terminate(), 0) << serve.Err();
+  EXPECT_NE(serve.Out().find("sluice: stopped"), std::string::npos) << serve.Out();
+
+  // Each pipeline wrote every message once (no failure, no restart).
+  std::string reader = "read_json('{}/{}-*.json', format='newline_delimited', columns={{id: 'BIGINT'}})";
+  for (const char* which : {"structured", "inferred"}) {
+    std::vector<std::string> got = DuckRows(
+        "", fmt::format("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}",
+                        fmt::format(fmt::runtime(reader), out.string(), which)));
+    EXPECT_EQ(got, std::vector<std::string>{"1000|1000|0|999"}) << which;
+  }
+}
+
+TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
+  fs::path pipelines = dir_ / "pipelines";
+  fs::create_directories(pipelines);
+  PipelineSpec spec;
+  spec.name = "big";
+  spec.group = Name("group");
+  spec.topics = {"t"};
+  spec.commands = kEventsTable;
+  spec.sql = "SELECT * FROM events";
+  WriteFile(pipelines / "a.yml", Render(spec, "127.0.0.1:9"));  // duckdb memory_limit 256MiB
+  spec.name = "big2";
+  WriteFile(pipelines / "b.yml", Render(spec, "127.0.0.1:9"));
+  WriteFile(pipelines / "c.yml", "pipeline:\n  name: broken\n  batch_size: many\n");
+  std::string out_text, err_text;
+  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
+                          "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
+                         &out_text, &err_text);
+  EXPECT_EQ(status, 2) << out_text << err_text;
+  EXPECT_EQ(out_text.find("serving Kafka"), std::string::npos) << out_text;
+  EXPECT_NE(err_text.find("c.yml:3"), std::string::npos) << err_text;
+  EXPECT_NE(err_text.find("batch_size"), std::string::npos) << err_text;
+  EXPECT_NE(err_text.find("add up to 512 MiB, over the budget of 300 MiB"), std::string::npos) << err_text;
+  EXPECT_FALSE(fs::exists(dir_ / "data" / "meta")) << "the broker started";
 }
 
 // ---------------------------------------------------------------------------------------
