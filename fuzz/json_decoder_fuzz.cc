@@ -1,9 +1,10 @@
 // Fuzz target for the pipeline's JSON decoders: the input is a batch of Kafka message
 // values separated by newlines (a line may hold any bytes but a newline). Every batch goes
 // through a StructuredDecoder (a table with every directly decoded type, plus a DECIMAL
-// table for the staged path when the first byte is odd) and an InferredDecoder. Whatever the
-// bytes, decoding must not crash, DuckDB must accept what was appended, and every message
-// is either a row or a DecodeError.
+// table for the staged path when the first byte is odd) and an InferredDecoder, each both
+// into tables and in memory (the runner's path: chunks behind a TEMP VIEW, on a second
+// connection). Whatever the bytes, decoding must not crash, DuckDB must accept what was
+// loaded, and every message is either a row or a DecodeError.
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -22,6 +23,9 @@ struct State {
   std::unique_ptr<pipeline::StructuredDecoder> direct;
   std::unique_ptr<pipeline::StructuredDecoder> staged;
   std::unique_ptr<pipeline::InferredDecoder> inferred;
+  std::unique_ptr<duck::Connection> mem_conn;  // the in-memory decoders' views live here
+  std::unique_ptr<pipeline::StructuredDecoder> mem_direct;
+  std::unique_ptr<pipeline::InferredDecoder> mem_inferred;
 };
 
 void Check(bool ok) {
@@ -55,6 +59,15 @@ State Make() {
   auto inferred = pipeline::InferredDecoder::Create(*st->conn);
   Check(inferred.ok());
   st->inferred = std::move(*inferred);
+  auto mem_conn = duck::Connection::Open(*st->db);
+  Check(mem_conn.ok());
+  st->mem_conn = std::move(*mem_conn);
+  auto mem_direct = pipeline::StructuredDecoder::Create(*st->mem_conn, "f", {.in_memory = true});
+  Check(mem_direct.ok());
+  st->mem_direct = std::move(*mem_direct);
+  auto mem_inferred = pipeline::InferredDecoder::Create(*st->mem_conn, {.table = "mem_batch", .in_memory = true});
+  Check(mem_inferred.ok());
+  st->mem_inferred = std::move(*mem_inferred);
   return made;
 }
 
@@ -63,17 +76,30 @@ State& Get() {
   return s;
 }
 
+// Decodes into `table` on `conn` (emptied first, unless the decoder keeps batches in
+// memory) and checks what SQL sees there.
 void Run(pipeline::StructuredDecoder* dec, const char* table,
-         const std::vector<kafka::client::Message>& messages, State& st) {
-  Check(st.conn->Execute(std::string("DELETE FROM ") + table).ok());
+         const std::vector<kafka::client::Message>& messages, duck::Connection& conn, bool in_memory) {
+  if (!in_memory) Check(conn.Execute(std::string("DELETE FROM ") + table).ok());
   std::vector<pipeline::DecodeError> errors;
   auto rows = dec->Decode(messages, &errors);
   Check(rows.ok());
   Check(*rows + errors.size() == messages.size());
-  auto count = st.conn->QueryText(std::string("SELECT count(*) FROM ") + table);
+  auto count = conn.QueryText(std::string("SELECT count(*) FROM ") + table);
   Check(count.ok() && (*count)[0][0] == std::to_string(*rows));
   // Every value DuckDB holds must be readable (strings are valid UTF-8, lists consistent).
-  Check(st.conn->QueryText(std::string("SELECT * FROM ") + table).ok());
+  Check(conn.QueryText(std::string("SELECT * FROM ") + table).ok());
+}
+
+void RunInferred(pipeline::InferredDecoder* dec, const char* table,
+                 const std::vector<kafka::client::Message>& messages, duck::Connection& conn) {
+  std::vector<pipeline::DecodeError> errors;
+  auto rows = dec->Decode(messages, &errors);
+  Check(rows.ok());
+  Check(*rows + errors.size() == messages.size());
+  auto count = conn.QueryText(std::string("SELECT count(*) FROM ") + table);
+  Check(count.ok() && (*count)[0][0] == std::to_string(*rows));
+  Check(conn.QueryText(std::string("SELECT * FROM ") + table).ok());
 }
 
 }  // namespace
@@ -97,12 +123,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (nl == std::string_view::npos) break;
     rest.remove_prefix(nl + 1);
   }
-  Run(st.direct.get(), "f", messages, st);
-  if (use_staged) Run(st.staged.get(), "s", messages, st);
-  std::vector<pipeline::DecodeError> errors;
-  auto rows = st.inferred->Decode(messages, &errors);
-  Check(rows.ok());
-  Check(*rows + errors.size() == messages.size());
-  Check(st.conn->QueryText("SELECT * FROM batch").ok());
+  Run(st.direct.get(), "f", messages, *st.conn, false);
+  Run(st.mem_direct.get(), "f", messages, *st.mem_conn, true);
+  if (use_staged) Run(st.staged.get(), "s", messages, *st.conn, false);
+  RunInferred(st.inferred.get(), "batch", messages, *st.conn);
+  RunInferred(st.mem_inferred.get(), "mem_batch", messages, *st.mem_conn);
   return 0;
 }

@@ -994,7 +994,17 @@ bool OpenObject(JsonReader& reader, const Message& m, od::document* doc, od::obj
     return false;
   }
   if (t != od::json_type::object) {
-    *reason = fmt::format("expected a JSON object, got {}", JsonTypeName(t));
+    // The first byte decides the type: text starting with n, t or f may not be JSON at all.
+    bool atom_ok = true;
+    if (t == od::json_type::null) {
+      bool is_null = false;
+      atom_ok = !doc->is_null().get(is_null) && is_null;
+    } else if (t == od::json_type::boolean) {
+      bool b = false;
+      atom_ok = !doc->get_bool().get(b);
+    }
+    *reason = atom_ok ? fmt::format("expected a JSON object, got {}", JsonTypeName(t))
+                      : std::string("invalid JSON: not a JSON value");
     return false;
   }
   if (auto e = doc->get_object().get(*obj); e) {

@@ -611,8 +611,13 @@ Status PipelineRunner::Run() {
     if (!lags.ok()) return;
     for (const kafka::client::PartitionLag& l : *lags) {
       if (l.lag() <= 0) continue;
-      WarnIfError(impl.consumer->QueryHighWatermark(l.topic, l.partition, std::chrono::seconds(1)).status(),
-                  "waking the fetcher");
+      Status st = impl.consumer->QueryHighWatermark(l.topic, l.partition, std::chrono::seconds(1)).status();
+      if (!st.ok()) {
+        // The broker is unreachable: librdkafka reconnects by itself; try again in a second.
+        WarnIfError(st, "waking the fetcher");
+        last_wake = Clock::now() + std::chrono::seconds(1);
+        return;
+      }
     }
   };
   // Takes what the read-ahead holds into the batch in hand, then pauses fetching when the

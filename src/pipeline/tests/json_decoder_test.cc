@@ -295,6 +295,9 @@ TEST_P(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
       R"({"a" 1})",                   // missing colon
       R"({"a":1,})",                  // trailing comma
       "   ",                          // whitespace only
+      "not json",                     // text: starts like null, is not JSON
+      "null",                         // JSON, not an object
+      "fals",                         // a broken literal
       R"({"u":)" + std::string(300, '[') + std::string(300, ']') + "}",  // nested too deep
   };
   std::vector<std::string> values;
@@ -320,6 +323,9 @@ TEST_P(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   EXPECT_NE(errors[9].reason.find("key 'unknown[2]': invalid JSON"), std::string::npos) << errors[9].reason;
   EXPECT_NE(errors[14].reason.find("key 'l[2]' (INTEGER): \"x\" is not a number"), std::string::npos)
       << errors[14].reason;
+  EXPECT_NE(errors[18].reason.find("invalid JSON"), std::string::npos) << errors[18].reason;
+  EXPECT_NE(errors[19].reason.find("expected a JSON object, got null"), std::string::npos) << errors[19].reason;
+  EXPECT_NE(errors[20].reason.find("invalid JSON"), std::string::npos) << errors[20].reason;
   EXPECT_NE(errors[bad.size() - 1].reason.find("too deep"), std::string::npos)
       << errors[bad.size() - 1].reason;
   EXPECT_NE(errors.back().reason.find("no value"), std::string::npos);
