@@ -90,6 +90,14 @@ ChunkView::ChunkView(Connection& conn, std::string view, std::string function,
 Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::string_view view,
                                                      const std::vector<std::string>& names,
                                                      const std::vector<LogicalType>& types) {
+  std::vector<LogicalType> copies;
+  for (const LogicalType& t : types) copies.push_back(t.Copy());
+  return Create(conn, view, names, std::move(copies));
+}
+
+Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::string_view view,
+                                                     const std::vector<std::string>& names,
+                                                     std::vector<LogicalType>&& types) {
   if (names.empty() || names.size() != types.size()) {
     return InvalidArgumentError("view '{}' needs columns", view);
   }
@@ -109,7 +117,7 @@ Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::stri
     return InternalError("DuckDB: cannot register table function {}", function);
   }
   std::unique_ptr<ChunkView> out(new ChunkView(conn, std::string(view), std::move(function), source));
-  RETURN_IF_ERROR(out->SetColumns(names, types));
+  RETURN_IF_ERROR(out->SetColumns(names, std::move(types)));
   return out;
 }
 
@@ -131,11 +139,16 @@ void ChunkView::SetChunks(const std::vector<const DataChunk*>& chunks) {
 
 Status ChunkView::SetColumns(const std::vector<std::string>& names,
                              const std::vector<LogicalType>& types) {
+  std::vector<LogicalType> copies;
+  for (const LogicalType& t : types) copies.push_back(t.Copy());
+  return SetColumns(names, std::move(copies));
+}
+
+Status ChunkView::SetColumns(const std::vector<std::string>& names, std::vector<LogicalType>&& types) {
   source_->chunks.clear();
   source_->rows = 0;
   source_->names = names;
-  source_->types.clear();
-  for (const LogicalType& t : types) source_->types.push_back(t.Copy());
+  source_->types = std::move(types);
   // The view stores the columns it was bound with: a new schema needs a new view.
   return conn_.Execute(ViewSql(view_, function_));
 }

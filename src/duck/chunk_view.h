@@ -38,6 +38,10 @@ class ChunkView {
   static Result<std::unique_ptr<ChunkView>> Create(Connection& conn, std::string_view view,
                                                    const std::vector<std::string>& names,
                                                    const std::vector<LogicalType>& types);
+  // The same, taking the types (any type, e.g. a query result's, which Copy cannot rebuild).
+  static Result<std::unique_ptr<ChunkView>> Create(Connection& conn, std::string_view view,
+                                                   const std::vector<std::string>& names,
+                                                   std::vector<LogicalType>&& types);
   ~ChunkView();
   ChunkView(const ChunkView&) = delete;
   ChunkView& operator=(const ChunkView&) = delete;
@@ -50,6 +54,8 @@ class ChunkView {
 
   // New columns (recreates the view); the view is empty until SetChunks.
   Status SetColumns(const std::vector<std::string>& names, const std::vector<LogicalType>& types);
+  // The same, taking the types (any type, e.g. a query result's, which Copy cannot rebuild).
+  Status SetColumns(const std::vector<std::string>& names, std::vector<LogicalType>&& types);
 
   const std::string& function_name() const { return function_; }
 

@@ -104,6 +104,7 @@ class DataChunk {
   _duckdb_data_chunk* handle() const { return chunk_; }
 
  private:
+  friend class QueryResult;  // hands its chunks over (TakeChunks)
   DataChunk(_duckdb_data_chunk* chunk, size_t columns) : chunk_(chunk), columns_(columns) {}
   _duckdb_data_chunk* chunk_;
   size_t columns_;

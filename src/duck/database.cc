@@ -213,6 +213,57 @@ ResultChunk QueryResult::chunk(size_t i) {
   return ResultChunk(chunks_[i], &types_);
 }
 
+std::vector<LogicalType> QueryResult::column_logical_types() const {
+  std::vector<LogicalType> out;
+  for (size_t i = 0; i < names_.size(); ++i) {
+    out.push_back(LogicalType::Adopt(duckdb_column_logical_type(&result_->result, i)));
+  }
+  return out;
+}
+
+std::vector<DataChunk> QueryResult::TakeChunks() {
+  std::vector<DataChunk> out;
+  out.reserve(chunks_.size());
+  for (size_t i = 0; i < chunks_.size(); ++i) {
+    if (chunks_[i] == nullptr) chunks_[i] = duckdb_result_get_chunk(result_->result, i);
+    out.push_back(DataChunk(std::exchange(chunks_[i], nullptr), names_.size()));
+  }
+  chunks_.clear();
+  return out;
+}
+
+Result<std::unique_ptr<PreparedStatement>> PreparedStatement::Prepare(Connection& conn,
+                                                                      std::string_view sql) {
+  std::string text(sql);
+  duckdb_prepared_statement stmt = nullptr;
+  if (duckdb_prepare(conn.handle(), text.c_str(), &stmt) == DuckDBError) {
+    const char* e = duckdb_prepare_error(stmt);
+    Status st = InvalidArgumentError("{}", e != nullptr ? e : "DuckDB: cannot prepare the statement");
+    duckdb_destroy_prepare(&stmt);
+    return st;
+  }
+  return std::unique_ptr<PreparedStatement>(new PreparedStatement(stmt));
+}
+
+PreparedStatement::~PreparedStatement() { duckdb_destroy_prepare(&stmt_); }
+
+Status PreparedStatement::BindInt64(size_t index, int64_t value) {
+  if (duckdb_bind_int64(stmt_, index, value) == DuckDBError) {
+    return InvalidArgumentError("DuckDB: cannot bind parameter ${} of the prepared statement", index);
+  }
+  return Status::OK();
+}
+
+Result<QueryResult> PreparedStatement::Execute() {
+  auto result = std::make_unique<ResultState>();
+  if (duckdb_execute_prepared(stmt_, &result->result) == DuckDBError) {
+    Status st = ResultError(&result->result);
+    duckdb_destroy_result(&result->result);
+    return st;
+  }
+  return QueryResult(std::move(result));
+}
+
 Result<std::vector<std::vector<std::optional<std::string>>>> Connection::QueryText(
     std::string_view select) {
   ASSIGN_OR_RETURN(QueryResult result,

@@ -19,12 +19,15 @@
 #include <vector>
 
 #include "base/status.h"
+#include "duck/data_chunk.h"
+#include "duck/logical_type.h"
 
 // DuckDB's handle types are pointers to these; forward-declared so that duckdb.h stays
 // inside this module.
 struct _duckdb_database;
 struct _duckdb_connection;
 struct _duckdb_data_chunk;
+struct _duckdb_prepared_statement;
 
 namespace sluice::duck {
 
@@ -103,8 +106,16 @@ class QueryResult {
   // Chunk `i` (0 <= i < chunk_count()); valid while this result lives.
   ResultChunk chunk(size_t i);
 
+  // Each column's full type.
+  std::vector<LogicalType> column_logical_types() const;
+  // Hands every chunk over to the caller; chunk() may not be used afterwards. The chunks
+  // may point into the result's memory: keep the result alive while they are used, and
+  // destroy them first.
+  std::vector<DataChunk> TakeChunks();
+
  private:
   friend class Connection;
+  friend class PreparedStatement;
   explicit QueryResult(std::unique_ptr<ResultState> result);
   void Free();
 
@@ -112,6 +123,29 @@ class QueryResult {
   std::vector<std::string> names_;
   std::vector<ColumnType> types_;
   std::vector<_duckdb_data_chunk*> chunks_;  // fetched lazily, destroyed with the result
+};
+
+class Connection;
+
+// A statement parsed, bound and planned once and run many times (DuckDB re-binds it by
+// itself when a table or view it reads was replaced). Owned by its connection's thread;
+// the Connection must outlive it.
+class PreparedStatement {
+ public:
+  // A parser, binder or catalog error is InvalidArgument with DuckDB's message.
+  static Result<std::unique_ptr<PreparedStatement>> Prepare(Connection& conn, std::string_view sql);
+  ~PreparedStatement();
+  PreparedStatement(const PreparedStatement&) = delete;
+  PreparedStatement& operator=(const PreparedStatement&) = delete;
+
+  // Sets parameter $`index` (from 1) for the next Execute.
+  Status BindInt64(size_t index, int64_t value);
+  // Runs it and materializes the result, with Query's errors.
+  Result<QueryResult> Execute();
+
+ private:
+  explicit PreparedStatement(_duckdb_prepared_statement* stmt) : stmt_(stmt) {}
+  _duckdb_prepared_statement* stmt_;
 };
 
 // A connection: DuckDB runs one query at a time on it. Owned by one thread at a time.

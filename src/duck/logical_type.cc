@@ -73,6 +73,66 @@ LogicalType LogicalType::Copy() const {
   return t;
 }
 
+bool LogicalType::Equals(const LogicalType& other) const {
+  duckdb_logical_type a = handle_;
+  duckdb_logical_type b = other.handle_;
+  if (duckdb_get_type_id(a) != duckdb_get_type_id(b) || alias() != other.alias()) return false;
+  auto same_children = [](duckdb_logical_type x, duckdb_logical_type y) {
+    LogicalType cx(x);
+    LogicalType cy(y);
+    return cx.Equals(cy);
+  };
+  auto name = [](char* n) {
+    std::string out = n != nullptr ? n : "";
+    duckdb_free(n);
+    return out;
+  };
+  switch (id()) {
+    case TypeId::kDecimal:
+      return duckdb_decimal_width(a) == duckdb_decimal_width(b) &&
+             duckdb_decimal_scale(a) == duckdb_decimal_scale(b);
+    case TypeId::kEnum: {
+      uint32_t n = duckdb_enum_dictionary_size(a);
+      if (n != duckdb_enum_dictionary_size(b)) return false;
+      for (uint32_t i = 0; i < n; ++i) {
+        if (name(duckdb_enum_dictionary_value(a, i)) != name(duckdb_enum_dictionary_value(b, i))) return false;
+      }
+      return true;
+    }
+    case TypeId::kList:
+      return same_children(duckdb_list_type_child_type(a), duckdb_list_type_child_type(b));
+    case TypeId::kArray:
+      return duckdb_array_type_array_size(a) == duckdb_array_type_array_size(b) &&
+             same_children(duckdb_array_type_child_type(a), duckdb_array_type_child_type(b));
+    case TypeId::kMap:
+      return same_children(duckdb_map_type_key_type(a), duckdb_map_type_key_type(b)) &&
+             same_children(duckdb_map_type_value_type(a), duckdb_map_type_value_type(b));
+    case TypeId::kStruct: {
+      idx_t n = duckdb_struct_type_child_count(a);
+      if (n != duckdb_struct_type_child_count(b)) return false;
+      for (idx_t i = 0; i < n; ++i) {
+        if (name(duckdb_struct_type_child_name(a, i)) != name(duckdb_struct_type_child_name(b, i)) ||
+            !same_children(duckdb_struct_type_child_type(a, i), duckdb_struct_type_child_type(b, i))) {
+          return false;
+        }
+      }
+      return true;
+    }
+    case TypeId::kUnion: {
+      idx_t n = duckdb_union_type_member_count(a);
+      if (n != duckdb_union_type_member_count(b)) return false;
+      for (idx_t i = 0; i < n; ++i) {
+        if (name(duckdb_union_type_member_name(a, i)) != name(duckdb_union_type_member_name(b, i)) ||
+            !same_children(duckdb_union_type_member_type(a, i), duckdb_union_type_member_type(b, i))) {
+          return false;
+        }
+      }
+      return true;
+    }
+    default: return true;
+  }
+}
+
 TypeId LogicalType::id() const { return static_cast<TypeId>(duckdb_get_type_id(handle_)); }
 
 std::string LogicalType::alias() const {

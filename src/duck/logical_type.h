@@ -86,6 +86,9 @@ class LogicalType {
   LogicalType& operator=(const LogicalType&) = delete;
 
   LogicalType Copy() const;
+  // The same type, parameters included (DECIMAL width and scale, ENUM values, LIST, ARRAY,
+  // STRUCT, MAP and UNION children, the alias).
+  bool Equals(const LogicalType& other) const;
 
   TypeId id() const;
   // The alias a type was created under ("JSON" for DuckDB's JSON type, which is a VARCHAR),

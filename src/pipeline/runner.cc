@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "base/logging.h"
+#include "duck/chunk_view.h"
 #include "duck/database.h"
 #include "pipeline/json_decoder.h"
 #include "sinks/console_sink.h"
@@ -140,6 +141,17 @@ struct PipelineRunner::Impl {
   std::unique_ptr<StructuredDecoder> structured;
   std::unique_ptr<InferredDecoder> inferred;
   std::string handler_sql;
+  // The handler's SQL, prepared at the first batch (the batch's table exists from then),
+  // and its result shown to the sinks as the view kResultTable over the result's chunks
+  // (no table is created per batch). The chunks may point into the result: declared
+  // after it, so destroyed first.
+  std::unique_ptr<duck::PreparedStatement> handler;
+  std::optional<duck::QueryResult> result;
+  std::vector<duck::DataChunk> result_chunks;
+  std::vector<std::string> result_names;
+  std::vector<duck::LogicalType> result_types;
+  std::unique_ptr<duck::ChunkView> result_view;
+  Result<uint64_t> RunHandler();
   std::unique_ptr<sinks::Sink> sink;
   std::unique_ptr<sinks::Sink> dlq;
   std::unique_ptr<kafka::client::Consumer> consumer;
@@ -231,6 +243,10 @@ struct PipelineRunner::Impl {
 
   ~Impl() {
     consumer.reset();
+    result_view.reset();
+    result_chunks.clear();
+    result.reset();
+    handler.reset();
     structured.reset();
     inferred.reset();
     sink.reset();
@@ -338,21 +354,49 @@ std::string PipelineRunner::Health() const {
   return impl_->health;
 }
 
-namespace {
-
-// Runs the handler over what the decoder loaded; the result lands in kResultTable.
-// Returns how many rows it has (DuckDB answers a CREATE TABLE AS with that count).
-Result<uint64_t> RunHandler(duck::Connection& conn, const std::string& sql) {
-  ASSIGN_OR_RETURN(duck::QueryResult r,
-                   conn.Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kResultTable, sql)));
-  if (r.column_count() == 1 && r.column_type(0) == duck::ColumnType::kInt64 && r.chunk_count() > 0) {
-    duck::ResultChunk c = r.chunk(0);
-    if (c.size() == 1 && !c.IsNull(0, 0)) return static_cast<uint64_t>(c.GetInt64(0, 0));
+// Runs the handler over what the decoder loaded; the result becomes kResultTable.
+// Returns how many rows it has.
+Result<uint64_t> PipelineRunner::Impl::RunHandler() {
+  if (result_view) result_view->SetChunks({});
+  result_chunks.clear();
+  result.reset();
+  if (!handler) {
+    ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
   }
-  return r.rows_changed();
+  Result<duck::QueryResult> ran = handler->Execute();
+  if (!ran.ok()) {
+    // Prepared over what an earlier batch looked like: prepare it again, once.
+    handler.reset();
+    ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
+    ran = handler->Execute();
+    if (!ran.ok()) return ran.status();
+  }
+  result.emplace(std::move(ran).value());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < result->column_count(); ++i) names.push_back(result->column_name(i));
+  std::vector<duck::LogicalType> types = result->column_logical_types();
+  bool same = result_view != nullptr && names == result_names && types.size() == result_types.size();
+  for (size_t i = 0; same && i < types.size(); ++i) same = types[i].Equals(result_types[i]);
+  if (!same) {
+    // A new schema (the first batch, or an inferred one that changed): a new view.
+    if (!result_view) {
+      ASSIGN_OR_RETURN(result_view, duck::ChunkView::Create(*conn, kResultTable, names, result->column_logical_types()));
+    } else {
+      RETURN_IF_ERROR(result_view->SetColumns(names, result->column_logical_types()));
+    }
+    result_names = std::move(names);
+    result_types = std::move(types);
+  }
+  result_chunks = result->TakeChunks();
+  uint64_t rows = 0;
+  std::vector<const duck::DataChunk*> chunks;
+  for (const duck::DataChunk& c : result_chunks) {
+    rows += c.size();
+    chunks.push_back(&c);
+  }
+  result_view->SetChunks(chunks);
+  return rows;
 }
-
-}  // namespace
 
 Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message> messages,
                                                         std::vector<std::string>* errors) {
@@ -366,7 +410,7 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
   for (const DecodeError& e : decode_errors) {
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
-  Status st = RunHandler(*impl.conn, impl.handler_sql).status();
+  Status st = impl.RunHandler().status();
   if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
   ASSIGN_OR_RETURN(duck::QueryResult rows,
                    impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
@@ -439,9 +483,17 @@ Status PipelineRunner::ProcessBatch() {
   };
 
   sinks::SourceOffsets offsets;
-  for (const Message& m : impl.pending) {
-    int64_t& next = offsets[{std::string(m.topic), m.partition}];
-    next = std::max(next, m.offset + 1);
+  {
+    // Runs of one partition are the rule: look the map up only when the partition changes.
+    int64_t* next = nullptr;
+    const Message* last = nullptr;
+    for (const Message& m : impl.pending) {
+      if (last == nullptr || m.partition != last->partition || m.topic != last->topic) {
+        next = &offsets[{std::string(m.topic), m.partition}];
+        last = &m;
+      }
+      *next = std::max(*next, m.offset + 1);
+    }
   }
 
   std::vector<DecodeError> decode_errors;
@@ -461,7 +513,7 @@ Status PipelineRunner::ProcessBatch() {
   }
   uint64_t result_rows = 0;
   if (batch_ok) {
-    Result<uint64_t> ran = RunHandler(*impl.conn, impl.handler_sql);
+    Result<uint64_t> ran = impl.RunHandler();
     if (!ran.ok()) {
       RETURN_IF_ERROR(fail("handler", ran.status().message(), impl.pending));
       batch_ok = false;
@@ -681,7 +733,7 @@ Status PipelineRunner::Run() {
       got = polled->size();
       if (!polled->empty()) {
         last_arrival = Clock::now();
-        for (size_t i = 0; i < polled->size(); ++i) impl.ahead_bytes += Impl::Size((*polled)[i]);
+        impl.ahead_bytes += polled->bytes();
         impl.ahead_records += polled->size();
         impl.held.push_back({std::move(polled).value(), impl.epoch});
       }

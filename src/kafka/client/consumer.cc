@@ -117,6 +117,7 @@ Result<std::vector<PartitionLag>> Consumer::Lag() const {
 
 MessageBatch::MessageBatch(MessageBatch&& other) noexcept
     : messages_(std::exchange(other.messages_, {})),
+      bytes_(std::exchange(other.bytes_, 0)),
       ends_(std::move(other.ends_)),
       errors_(std::move(other.errors_)) {}
 
@@ -124,6 +125,7 @@ MessageBatch& MessageBatch::operator=(MessageBatch&& other) noexcept {
   if (this != &other) {
     for (rd_kafka_message_t* m : messages_) rd_kafka_message_destroy(m);
     messages_ = std::exchange(other.messages_, {});
+    bytes_ = std::exchange(other.bytes_, 0);
     ends_ = std::move(other.ends_);
     errors_ = std::move(other.errors_);
   }
@@ -223,18 +225,16 @@ Result<MessageBatch> Consumer::Poll(std::chrono::milliseconds timeout, size_t ma
   // Assign reads its own queue; errors and logs stay on the main queue.
   if (mode_ == Mode::kAssigned) rd_kafka_poll(rk_.get(), 0);
   MessageBatch batch;
-  batch.messages_.resize(max_messages);
+  if (scratch_.size() < max_messages) scratch_.resize(max_messages);
   ssize_t n = rd_kafka_consume_batch_queue(queue_.get(), static_cast<int>(timeout.count()),
-                                           batch.messages_.data(), max_messages);
-  if (n < 0) {
-    batch.messages_.clear();
-    return detail::ErrorStatus(rd_kafka_last_error(), "consumer poll");
-  }
-  size_t kept = 0;
+                                           scratch_.data(), max_messages);
+  if (n < 0) return detail::ErrorStatus(rd_kafka_last_error(), "consumer poll");
+  batch.messages_.reserve(static_cast<size_t>(n));
   for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-    rd_kafka_message_t* m = batch.messages_[i];
+    rd_kafka_message_t* m = scratch_[i];
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-      batch.messages_[kept++] = m;
+      batch.messages_.push_back(m);
+      batch.bytes_ += m->key_len + m->len;
       continue;
     }
     std::string topic = m->rkt != nullptr ? rd_kafka_topic_name(m->rkt) : "";
@@ -246,7 +246,6 @@ Result<MessageBatch> Consumer::Poll(std::chrono::milliseconds timeout, size_t ma
     }
     rd_kafka_message_destroy(m);
   }
-  batch.messages_.resize(kept);
   return batch;
 }
 

@@ -78,12 +78,15 @@ class MessageBatch {
   size_t size() const { return messages_.size(); }
   bool empty() const { return messages_.empty(); }
   Message operator[](size_t i) const;
+  // Key and value bytes of all the records.
+  uint64_t bytes() const { return bytes_; }
   const std::vector<PartitionEnd>& ends() const { return ends_; }
   const std::vector<Status>& errors() const { return errors_; }
 
  private:
   friend class Consumer;
   std::vector<rd_kafka_message_s*> messages_;  // owned; destroyed with the batch
+  uint64_t bytes_ = 0;
   std::vector<PartitionEnd> ends_;
   std::vector<Status> errors_;
 };
@@ -168,6 +171,7 @@ class Consumer {
   Mode mode_ = Mode::kNone;
   RebalanceListener rebalance_listener_;
   bool has_group_ = false;
+  std::vector<rd_kafka_message_s*> scratch_;  // what Poll hands librdkafka to fill
   mutable std::mutex error_mu_;
   Status last_error_;  // guarded by error_mu_
 };
