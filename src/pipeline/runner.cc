@@ -152,6 +152,8 @@ struct PipelineRunner::Impl {
   std::vector<duck::LogicalType> result_types;
   std::unique_ptr<duck::ChunkView> result_view;
   Result<uint64_t> RunHandler();
+  bool inferred_in_memory = false;
+  std::string prepared_schema;  // the inferred batch schema the handler was prepared over
   std::unique_ptr<sinks::Sink> sink;
   std::unique_ptr<sinks::Sink> dlq;
   std::unique_ptr<kafka::client::Consumer> consumer;
@@ -316,6 +318,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     // is a view over the decoded chunks.
     InferredOptions decoder_options;
     decoder_options.in_memory = c.handler.type == HandlerType::kInferredMemBatch;
+    impl.inferred_in_memory = decoder_options.in_memory;
     ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn, decoder_options));
   }
   impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
@@ -360,6 +363,14 @@ Result<uint64_t> PipelineRunner::Impl::RunHandler() {
   if (result_view) result_view->SetChunks({});
   result_chunks.clear();
   result.reset();
+  if (inferred) {
+    // DuckDB does not notice that the batch's view (or table) was recreated with other
+    // columns: a statement prepared over the old ones would read the new chunks with the
+    // old types. Prepare again whenever the batch's schema changed, and every batch when
+    // the batch is a table recreated each time (InferredDiskBatch).
+    if (!inferred_in_memory || inferred->schema_sql() != prepared_schema) handler.reset();
+    prepared_schema = inferred->schema_sql();
+  }
   if (!handler) {
     ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
   }

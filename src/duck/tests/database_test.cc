@@ -100,6 +100,80 @@ TEST(DatabaseTest, QueryTextCastsEveryType) {
   EXPECT_EQ((*rows)[0][3], "2024-01-02");
 }
 
+TEST(DatabaseTest, PreparedStatementRunsManyTimesAndFollowsAReplacedTable) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = Connect(**db);
+  auto bad = PreparedStatement::Prepare(*conn, "SELECT nope FROM missing");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("missing"), std::string::npos) << bad.status().ToString();
+
+  ASSERT_TRUE(conn->Execute("CREATE TABLE t AS SELECT range AS i FROM range(10)").ok());
+  auto stmt = PreparedStatement::Prepare(*conn, "SELECT count(*), sum(i) FROM t WHERE i >= $1");
+  ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
+  for (int64_t from : {0, 5, 9}) {
+    ASSERT_TRUE((*stmt)->BindInt64(1, from).ok());
+    auto r = (*stmt)->Execute();
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->chunk(0).GetInt64(0, 0), 10 - from);
+  }
+  EXPECT_FALSE((*stmt)->BindInt64(2, 1).ok());  // there is no $2
+  // The table it reads is replaced: DuckDB binds the statement again by itself.
+  ASSERT_TRUE(conn->Execute("CREATE OR REPLACE TABLE t AS SELECT range * 2 AS i FROM range(4)").ok());
+  ASSERT_TRUE((*stmt)->BindInt64(1, 0).ok());
+  auto r = (*stmt)->Execute();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->chunk(0).GetInt64(0, 0), 4);
+  ASSERT_TRUE(conn->Execute("DROP TABLE t").ok());
+  EXPECT_FALSE((*stmt)->Execute().ok());
+}
+
+TEST(DatabaseTest, TakenChunksKeepTheirRowsAndTypes) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = Connect(**db);
+  auto r = conn->Query("SELECT range AS i, 'row ' || range || ' with a long enough text' AS s, "
+                       "(range / 100)::DECIMAL(10,2) AS d FROM range(5000)");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<LogicalType> types = r->column_logical_types();
+  ASSERT_EQ(types.size(), 3u);
+  EXPECT_EQ(types[0].id(), TypeId::kBigInt);
+  EXPECT_EQ(types[2].id(), TypeId::kDecimal);
+  std::vector<DataChunk> chunks = r->TakeChunks();
+  uint64_t rows = 0;
+  for (const DataChunk& c : chunks) {
+    EXPECT_EQ(c.column_count(), 3u);
+    rows += c.size();
+  }
+  EXPECT_EQ(rows, 5000u);
+  EXPECT_EQ(r->chunk_count(), 0u);
+}
+
+TEST(DatabaseTest, LogicalTypesCompareWithTheirParameters) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = Connect(**db);
+  ASSERT_TRUE(conn->Execute("CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE TYPE mood2 AS ENUM ('sad', 'happy')").ok());
+  auto r = conn->Query(
+      "SELECT 1.5::DECIMAL(10,2) a, 1.5::DECIMAL(10,2) b, 1.5::DECIMAL(18,3) c, "
+      "{'x': 1, 'y': 'z'} d, {'x': 1, 'y': 'z'} e, {'x': 1, 'w': 'z'} f, "
+      "[1, 2] g, ['1'] h, MAP {'k': 1} i, MAP {'k': 1.5} j, 'ok'::mood k, 'sad'::mood2 l, "
+      "[1, 2]::INTEGER[2] m, [1, 2, 3]::INTEGER[3] n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<LogicalType> t = r->column_logical_types();
+  EXPECT_TRUE(t[0].Equals(t[1]));
+  EXPECT_FALSE(t[0].Equals(t[2]));
+  EXPECT_TRUE(t[3].Equals(t[4]));
+  EXPECT_FALSE(t[3].Equals(t[5]));
+  EXPECT_FALSE(t[6].Equals(t[7]));
+  EXPECT_FALSE(t[8].Equals(t[9]));
+  EXPECT_FALSE(t[10].Equals(t[11]));
+  EXPECT_TRUE(t[10].Equals(t[10]));
+  EXPECT_FALSE(t[12].Equals(t[13]));
+  EXPECT_FALSE(t[0].Equals(t[6]));
+}
+
 TEST(DatabaseTest, Quoting) {
   EXPECT_EQ(QuoteIdentifier("a\"b"), "\"a\"\"b\"");
   EXPECT_EQ(QuoteLiteral("it's"), "'it''s'");

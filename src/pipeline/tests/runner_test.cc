@@ -1,0 +1,124 @@
+// PipelineRunner without a broker: Invoke runs the handler over batches of messages, as
+// `sluice pipeline invoke` does. The handler's SQL is prepared once and its result is a
+// view over the result's chunks: these tests check that results stay right when the
+// batch's inferred schema (and so the result's) changes from one batch to the next, and
+// that an SQL error is an error, every time.
+#include "pipeline/runner.h"
+
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace sluice::pipeline {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string Config(std::string_view handler, std::string_view sql) {
+  return fmt::format(R"(pipeline:
+  name: t
+  source:
+    type: kafka
+    kafka:
+      brokers: [localhost:9092]
+      group_id: g
+      auto_offset_reset: earliest
+      topics: [in]
+  handler:
+    type: {}
+    sql: {}
+  sink:
+    type: noop
+)",
+                     handler, sql);
+}
+
+std::unique_ptr<PipelineRunner> Make(std::string_view handler, std::string_view sql) {
+  auto config = ParsePipeline(Config(handler, sql), "t.yml", MapEnv({}));
+  EXPECT_TRUE(config.ok()) << config.status().ToString();
+  if (!config.ok()) return nullptr;
+  RunnerOptions options;  // the process's metrics registry, which outlives the runner
+  options.without_sinks = true;
+  auto runner = PipelineRunner::Create(std::move(config).value(), options);
+  EXPECT_TRUE(runner.ok()) << runner.status().ToString();
+  return runner.ok() ? std::move(runner).value() : nullptr;
+}
+
+std::vector<std::string> Feed(PipelineRunner& r, const std::vector<std::string>& values) {
+  std::vector<kafka::client::Message> messages;
+  for (size_t i = 0; i < values.size(); ++i) {
+    kafka::client::Message m;
+    m.topic = "in";
+    m.partition = 0;
+    m.offset = static_cast<int64_t>(i);
+    m.value = values[i];
+    messages.push_back(m);
+  }
+  std::vector<std::string> errors;
+  auto rows = r.Invoke(messages, &errors);
+  EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_TRUE(errors.empty());
+  return rows.ok() ? *rows : std::vector<std::string>{};
+}
+
+TEST(RunnerTest, ResultFollowsTheInferredSchemaFromBatchToBatch) {
+  auto r = Make("handlers.InferredMemBatch", "SELECT * EXCLUDE (kafka_topic, kafka_partition, kafka_timestamp, kafka_key) FROM batch ORDER BY kafka_offset");
+  ASSERT_NE(r, nullptr);
+  EXPECT_THAT(Feed(*r, {R"({"a":1})", R"({"a":2})"}),
+              ElementsAre(R"({"a":1.0,"kafka_offset":0})", R"({"a":2.0,"kafka_offset":1})"));
+  // Other columns, other types: the result view follows.
+  EXPECT_THAT(Feed(*r, {R"({"b":"x","c":{"d":[1,2]}})"}),
+              ElementsAre(R"({"b":"x","c":{"d":[1.0,2.0]},"kafka_offset":0})"));
+  EXPECT_THAT(Feed(*r, {R"({"a":"now text"})"}), ElementsAre(R"({"a":"now text","kafka_offset":0})"));
+  // Back to the first schema.
+  EXPECT_THAT(Feed(*r, {R"({"a":3})"}), ElementsAre(R"({"a":3.0,"kafka_offset":0})"));
+}
+
+TEST(RunnerTest, ResultTypesWithParametersAreKept) {
+  auto r = Make("handlers.InferredMemBatch",
+                "SELECT a::DECIMAL(10,2) AS d, a::VARCHAR::mood_free AS m FROM batch");
+  // mood_free does not exist: the error is the handler's, with DuckDB's message.
+  ASSERT_NE(r, nullptr);
+  std::string value = R"({"a":1.25})";
+  kafka::client::Message m;
+  m.topic = "in";
+  m.value = value;
+  std::vector<std::string> errors;
+  auto rows = r->Invoke(std::vector<kafka::client::Message>{m}, &errors);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_THAT(rows.status().message(), HasSubstr("handler.sql"));
+  EXPECT_THAT(rows.status().message(), HasSubstr("mood_free"));
+  // Still an error the second time (the statement is prepared again, not reused).
+  rows = r->Invoke(std::vector<kafka::client::Message>{m}, &errors);
+  EXPECT_FALSE(rows.ok());
+
+  auto d = Make("handlers.InferredMemBatch",
+                "SELECT a::DECIMAL(10,2) AS d, a::DECIMAL(18,4) AS e, [a, a]::DOUBLE[2] AS arr FROM batch");
+  ASSERT_NE(d, nullptr);
+  EXPECT_THAT(Feed(*d, {R"({"a":1.25})"}), ElementsAre(R"({"d":1.25,"e":1.2500,"arr":[1.25,1.25]})"));
+  EXPECT_THAT(Feed(*d, {R"({"a":"2.5"})"}), ElementsAre(R"({"d":2.5,"e":2.5000,"arr":[2.5,2.5]})"));  // DuckDB's to_json of these DECIMALs
+}
+
+TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
+  std::string config = std::string(R"(commands:
+  - name: t
+    sql: CREATE TABLE events (city VARCHAR, amount DOUBLE)
+)") + Config("handlers.StructuredBatch\n    table: events",
+             "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY 1 ORDER BY 1");
+  auto parsed = ParsePipeline(config, "t.yml", MapEnv({}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  RunnerOptions options;
+  options.without_sinks = true;
+  auto r = PipelineRunner::Create(std::move(parsed).value(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_THAT(Feed(**r, {R"({"city":"Oslo","amount":1})", R"({"city":"Rome","amount":2})",
+                        R"({"city":"Oslo","amount":3})"}),
+              ElementsAre(R"({"city":"Oslo","n":2,"total":4.0})", R"({"city":"Rome","n":1,"total":2.0})"));
+  EXPECT_THAT(Feed(**r, {R"({"city":"Rome","amount":5})"}), ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
+}
+
+}  // namespace
+}  // namespace sluice::pipeline
