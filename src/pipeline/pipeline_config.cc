@@ -324,8 +324,6 @@ constexpr std::string_view kSqlcommandParquet =
 
 constexpr Refusal kTopRefused[] = {
     {"udfs", "sluice runs no Python; write the function in SQL with CREATE MACRO in `commands`"},
-    {"tables", "windows (tables.sql with a window or manager) are not supported yet; aggregate "
-               "per batch in handler.sql, and create plain tables in `commands`"},
 };
 constexpr Refusal kPipelineRefused[] = {
     {"state", "durable pipeline state comes with windows; remove it (offsets are committed "
@@ -742,6 +740,7 @@ class Walker {
   void OnError(const MapView& pipeline, OnErrorConfig* out);
   void DuckDb(const MapView& pipeline, DuckDbConfig* out);
   void Commands(const MapView& top, std::vector<SqlCommand>* out);
+  void Tables(const MapView& top, std::vector<TableConfig>* out);
 
   std::string_view origin_;
   const Rendered& rendered_;
@@ -1121,11 +1120,78 @@ void Walker::Commands(const MapView& top, std::vector<SqlCommand>* out) {
   }
 }
 
+void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
+  const Entry* e = top.Find("tables");
+  if (e == nullptr || e->value.IsNull()) return;
+  MapView tables = OpenMap(e->value, "tables", EntryLine(*e, top.line), {"sql"});
+  if (!tables.present) return;
+  const Entry* list = tables.Find("sql");
+  if (list == nullptr || list->value.IsNull()) return;
+  int line = EntryLine(*list, tables.line);
+  if (!list->value.IsSequence()) {
+    Error(line, "tables.sql", fmt::format("must be a list of {{name, sql, manager}}, got {}",
+                                          KindName(list->value)));
+    return;
+  }
+  static constexpr Refusal kTableRefused[] = {
+      {"window", "sqlflow's later form is `manager: {tumbling_window: {collect_closed_windows_sql, "
+                 "delete_closed_windows_sql, poll_interval_seconds}, sink: {...}}`; or use "
+                 "sluice's pipeline.window"},
+  };
+  size_t index = 0;
+  for (const YAML::Node& item : list->value) {
+    std::string path = fmt::format("tables.sql[{}]", index++);
+    MapView t = OpenMap(item, path, line, {"name", "sql", "manager"}, kTableRefused);
+    if (!t.present || item.IsNull()) {
+      if (item.IsNull()) Error(t.line, path, "must be a map {name, sql, manager}, got nothing");
+      continue;
+    }
+    TableConfig table;
+    table.name = String(t, "name", true).value_or("");
+    if (auto sql = String(t, "sql", true)) {
+      table.sql = std::move(*sql);
+      table.origin = Where(EntryLine(*t.Find("sql"), t.line));
+    }
+    if (const Entry* me = t.Find("manager")) {
+      MapView m = OpenMap(me->value, Join(path, "manager"), EntryLine(*me, t.line),
+                          {"tumbling_window", "sink"});
+      if (me->value.IsNull()) {
+        Error(m.line, m.path, "is empty; it needs tumbling_window and sink");
+      } else if (m.present) {
+        MapView w = Section(m, "tumbling_window",
+                            {"collect_closed_windows_sql", "delete_closed_windows_sql",
+                             "poll_interval_seconds"},
+                            " (the only manager type)");
+        if (w.present) {
+          TumblingWindowConfig tw;
+          if (auto sql = String(w, "collect_closed_windows_sql", true)) {
+            tw.collect_sql = std::move(*sql);
+            tw.collect_origin = Where(EntryLine(*w.Find("collect_closed_windows_sql"), w.line));
+          }
+          if (auto sql = String(w, "delete_closed_windows_sql", true)) {
+            tw.delete_sql = std::move(*sql);
+            tw.delete_origin = Where(EntryLine(*w.Find("delete_closed_windows_sql"), w.line));
+          }
+          if (auto v = Integer(w, "poll_interval_seconds", 1, 86'400)) tw.poll_interval_seconds = *v;
+          table.tumbling_window = std::move(tw);
+        }
+        if (const Entry* s = m.Find("sink")) {
+          Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &table.sink);
+        } else {
+          Error(m.line, Join(m.path, "sink"), "is required but missing: where closed windows go");
+        }
+      }
+    }
+    out->push_back(std::move(table));
+  }
+}
+
 PipelineConfig Walker::Walk(const YAML::Node& top) {
   PipelineConfig config;
   config.origin = std::string(origin_);
-  MapView root = OpenMap(top, "", 0, {"pipeline", "commands"}, kTopRefused);
+  MapView root = OpenMap(top, "", 0, {"pipeline", "commands", "tables"}, kTopRefused);
   Commands(root, &config.commands);
+  Tables(root, &config.tables);
   const Entry* p = root.Find("pipeline");
   if (p == nullptr) {
     Error(root.line, "pipeline",
@@ -1161,7 +1227,10 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
     bool declared = std::any_of(config.commands.begin(), config.commands.end(),
                                 [&](const SqlCommand& c) {
                                   return Lower(c.sql).find(table) != std::string::npos;
-                                });
+                                }) ||
+                    std::any_of(config.tables.begin(), config.tables.end(), [&](const TableConfig& t) {
+                      return Lower(t.sql).find(table) != std::string::npos;
+                    });
     if (!declared) {
       Warn(0, "pipeline.handler.table",
            fmt::format("{} is not mentioned in any of `commands`; StructuredBatch parses "
@@ -1430,6 +1499,13 @@ std::string DescribePipeline(const PipelineConfig& c) {
     std::vector<std::string_view> names;
     for (const SqlCommand& cmd : c.commands) names.push_back(cmd.name);
     out += fmt::format("\n  commands: {} ({})", c.commands.size(), fmt::join(names, "; "));
+  }
+  for (const TableConfig& t : c.tables) {
+    out += fmt::format("\n  table:    {}", t.name);
+    if (t.tumbling_window) {
+      out += fmt::format(", a tumbling window polled every {} s, closed windows to {}",
+                         t.tumbling_window->poll_interval_seconds, DescribeSink(t.sink));
+    }
   }
   out += '\n';
   return out;

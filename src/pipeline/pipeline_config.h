@@ -163,6 +163,27 @@ struct SqlCommand {
   std::string origin;  // "file.yml:4"
 };
 
+// tables.sql[i].manager.tumbling_window (sqlflow's form, docs/design/0007 #2): every
+// poll_interval_seconds the rows collect_sql returns go to the manager's sink, then
+// delete_sql removes them.
+struct TumblingWindowConfig {
+  std::string collect_sql;
+  std::string collect_origin;  // "file.yml:12"
+  std::string delete_sql;
+  std::string delete_origin;
+  int64_t poll_interval_seconds = 10;  // sqlflow's default
+};
+
+// tables.sql[i]: a table created at start (after `commands`), optionally managed as a
+// window.
+struct TableConfig {
+  std::string name;
+  std::string sql;
+  std::string origin;
+  std::optional<TumblingWindowConfig> tumbling_window;  // set with `manager`
+  SinkConfig sink;                                      // manager.sink, with `manager`
+};
+
 struct PipelineConfig {
   std::string origin;  // the path (or origin) the file was read from
   std::string name;
@@ -175,6 +196,7 @@ struct PipelineConfig {
   OnErrorConfig on_error;
   DuckDbConfig duckdb;
   std::vector<SqlCommand> commands;
+  std::vector<TableConfig> tables;  // tables.sql
   // Things that are accepted but probably not what was meant ("file.yml:9: on_error.dlq
   // is set but policy is RAISE"); `sluice pipeline validate` prints them.
   std::vector<std::string> warnings;

@@ -34,6 +34,8 @@ const Logger kLog("pipeline");
 // The handler's result lives here between the SQL and the sink.
 constexpr std::string_view kResultTable = "sluice_handler_result";
 constexpr std::string_view kDlqTable = "sluice_dead_letters";
+// The closed windows a manager collected, for its sink.
+constexpr std::string_view kWindowTable = "sluice_closed_windows";
 
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console) {
   switch (config.type) {
@@ -156,6 +158,14 @@ struct PipelineRunner::Impl {
   std::string prepared_schema;  // the inferred batch schema the handler was prepared over
   std::unique_ptr<sinks::Sink> sink;
   std::unique_ptr<sinks::Sink> dlq;
+  // tables.sql entries managed as tumbling windows (sqlflow's form, docs/design/0007 #2).
+  struct WindowManager {
+    std::string table;
+    TumblingWindowConfig config;
+    std::unique_ptr<sinks::Sink> sink;  // null for Invoke
+    Clock::time_point next_poll;
+  };
+  std::vector<WindowManager> managers;
   std::unique_ptr<kafka::client::Consumer> consumer;
 
   // What Poll returned that is not finished with, oldest first: `pending` (the batch in
@@ -245,6 +255,7 @@ struct PipelineRunner::Impl {
 
   ~Impl() {
     consumer.reset();
+    managers.clear();
     result_view.reset();
     result_chunks.clear();
     result.reset();
@@ -303,6 +314,21 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
       return InvalidArgumentError("{}: command '{}' failed: {}", cmd.origin, cmd.name, st.message());
     }
   }
+  for (const TableConfig& t : c.tables) {
+    Status st = impl.conn->Execute(t.sql);
+    if (!st.ok()) {
+      return InvalidArgumentError("{}: tables.sql '{}' failed: {}", t.origin, t.name, st.message());
+    }
+    if (!t.tumbling_window) continue;
+    Impl::WindowManager w;
+    w.table = t.name;
+    w.config = *t.tumbling_window;
+    w.next_poll = Clock::now() + std::chrono::seconds(w.config.poll_interval_seconds);
+    if (!options.without_sinks) {
+      ASSIGN_OR_RETURN(w.sink, MakeSink(t.sink, options.console));
+    }
+    impl.managers.push_back(std::move(w));
+  }
   if (c.handler.type == HandlerType::kStructuredBatch) {
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
     StructuredOptions decoder_options;
@@ -340,7 +366,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
                               "Times fetching paused because the read-ahead was full", labels);
   impl.read_ahead = &m.GetGauge("sluice_pipeline_read_ahead_bytes",
                                 "Message bytes fetched and not yet in a batch", labels);
-  for (const char* phase : {"decode", "handler", "sink", "source", "commit"}) {
+  for (const char* phase : {"decode", "handler", "sink", "source", "commit", "window"}) {
     impl.errors[phase] = &m.GetCounter("sluice_pipeline_errors_total", "Errors by phase",
                                        {{"pipeline", c.name}, {"phase", phase}});
   }
@@ -423,6 +449,12 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
   }
   Status st = impl.RunHandler().status();
   if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
+  if (!impl.managers.empty()) {
+    // A windowed pipeline: the rows are what its windows emit at the end of the fixture.
+    std::vector<std::string> out;
+    RETURN_IF_ERROR(PollWindows(true, &out));
+    return out;
+  }
   ASSIGN_OR_RETURN(duck::QueryResult rows,
                    impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
   std::vector<std::string> out;
@@ -466,6 +498,91 @@ Status LoadDeadLetters(duck::Connection& conn, const std::vector<DeadLetter>& le
 }
 
 }  // namespace
+
+Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) {
+  Impl& impl = *impl_;
+  const PipelineConfig& c = config_;
+  const auto now = Clock::now();
+  for (Impl::WindowManager& w : impl.managers) {
+    if (!all && now < w.next_poll) continue;
+    w.next_poll = now + std::chrono::seconds(w.config.poll_interval_seconds);
+    std::vector<sinks::RejectedRow> rejected;
+    std::string where;  // the step that failed
+    auto attempt = [&]() -> Status {
+      where = w.config.collect_origin + ": collect_closed_windows_sql";
+      ASSIGN_OR_RETURN(duck::QueryResult r,
+                       impl.conn->Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kWindowTable,
+                                                    StripTrailingSemicolons(w.config.collect_sql))));
+      uint64_t rows = 0;
+      if (r.column_count() == 1 && r.chunk_count() > 0 && r.chunk(0).size() == 1 && !r.chunk(0).IsNull(0, 0)) {
+        rows = static_cast<uint64_t>(r.chunk(0).GetInt64(0, 0));
+      }
+      if (rows > 0 && emitted != nullptr) {
+        ASSIGN_OR_RETURN(duck::QueryResult j,
+                         impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kWindowTable)));
+        for (size_t i = 0; i < j.chunk_count(); ++i) {
+          duck::ResultChunk chunk = j.chunk(i);
+          for (size_t row = 0; row < chunk.size(); ++row) emitted->emplace_back(chunk.GetString(0, row));
+        }
+      } else if (rows > 0 && w.sink) {
+        where = fmt::format("tables.sql '{}' manager.sink {}", w.table, w.sink->Describe());
+        RETURN_IF_ERROR(w.sink->Write(*impl.conn, kWindowTable, {}, &rejected));
+        RETURN_IF_ERROR(w.sink->Flush());
+      }
+      where = w.config.delete_origin + ": delete_closed_windows_sql";
+      RETURN_IF_ERROR(impl.conn->Execute(w.config.delete_sql));
+      return Status::OK();
+    };
+    RETURN_IF_ERROR(impl.conn->Execute("BEGIN TRANSACTION"));
+    Status st = attempt();
+    if (st.ok()) {
+      where = "committing the window poll";
+      st = impl.conn->Execute("COMMIT");
+    }
+    if (!st.ok()) {
+      (void)impl.conn->Execute("ROLLBACK");
+      // The windows stay in the table: the next poll tries again.
+      impl.errors["window"]->Inc();
+      ++stats_.errors;
+      std::string error = fmt::format("pipeline {}: window {}: {}: {}", c.name, w.table, where, st.message());
+      if (c.on_error.policy == ErrorPolicy::kRaise) return InvalidArgumentError("{}", error);
+      SLUICE_LOG(kLog, kWarn, "{} (the windows stay; the next poll tries again)", error);
+      continue;
+    }
+    if (rejected.empty()) continue;
+    // Rows the sink refused (they do not cast into its schema): they would be refused
+    // again, so they follow on_error as rows.
+    impl.errors["window"]->Inc(rejected.size());
+    stats_.errors += rejected.size();
+    if (c.on_error.policy == ErrorPolicy::kRaise) {
+      return InvalidArgumentError("pipeline {}: window {}: the sink refused {} row(s), the first: {}", c.name,
+                                  w.table, rejected.size(), rejected.front().reason);
+    }
+    if (c.on_error.policy == ErrorPolicy::kDlq && impl.dlq) {
+      std::vector<DeadLetter> letters;
+      for (const sinks::RejectedRow& row : rejected) {
+        Message as_message;
+        as_message.value = row.row_json;
+        as_message.partition = -1;
+        as_message.offset = -1;
+        letters.emplace_back(row.reason, "window", as_message);
+      }
+      RETURN_IF_ERROR(LoadDeadLetters(*impl.conn, letters));
+      std::vector<sinks::RejectedRow> dlq_rejected;
+      Status dst = impl.dlq->Write(*impl.conn, kDlqTable, {}, &dlq_rejected);
+      if (dst.ok()) dst = impl.dlq->Flush();
+      if (!dst.ok() || !dlq_rejected.empty()) {
+        return InternalError("pipeline {}: dead-letter sink {} failed for window rows: {}", c.name,
+                             impl.dlq->Describe(), dst.ok() ? dlq_rejected.front().reason : dst.message());
+      }
+    } else {
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: window {}: the sink refused {} row(s), skipped (on_error {}): {}",
+                 c.name, w.table, rejected.size(), c.on_error.policy == ErrorPolicy::kDlq ? "DLQ without a sink" : "IGNORE",
+                 rejected.front().reason);
+    }
+  }
+  return Status::OK();
+}
 
 Status PipelineRunner::ProcessBatch() {
   Impl& impl = *impl_;
@@ -764,6 +881,13 @@ Status PipelineRunner::Run() {
       deadline = Clock::now() + interval;
       take();
     }
+    if (!impl.managers.empty()) {
+      Status st = PollWindows(false);
+      if (!st.ok()) {
+        result = st;
+        break;
+      }
+    }
     if (now >= next_progress) {
       // About once a second: consumer lag per partition (from what the consumer last heard
       // of the broker: no request), and the progress line when there is a terminal.
@@ -797,6 +921,8 @@ Status PipelineRunner::Run() {
   }
   sync_commit_ = true;
   if (result.ok()) result = ProcessBatch();
+  // One last poll, so that a window that closed while stopping is not left behind.
+  if (result.ok() && !impl.managers.empty()) result = PollWindows(true);
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   if (!result.ok()) {
     // RAISE: what is in hand was not committed; leave it for the next run.

@@ -77,6 +77,12 @@ class PipelineRunner {
   // Processes the batch in hand: decode, handler, sink write and flush, dead letters,
   // then the commit. Returns an error only under RAISE (nothing of the batch committed).
   Status ProcessBatch();
+  // Polls the window managers that are due (all of them with `all`): in one transaction
+  // (so now() is one instant for both statements), the closed windows are collected,
+  // written to the manager's sink and flushed, then deleted. With `emitted` (Invoke) the
+  // rows are returned as JSON objects instead of going to a sink. Returns an error only
+  // under RAISE.
+  Status PollWindows(bool all, std::vector<std::string>* emitted = nullptr);
   bool sync_commit_ = false;  // commit synchronously (revocation, the last batch)
   PipelineConfig config_;
   RunnerOptions options_;

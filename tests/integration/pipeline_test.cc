@@ -221,11 +221,13 @@ struct PipelineSpec {
   // librdkafka consumer properties, "key: value" lines.
   std::string properties = "fetch.wait.max.ms: 50";
   std::string fetch;  // the YAML under `kafka.fetch:`, or ""
+  std::string tables;  // a top-level `tables:` section as YAML, or ""
 };
 
 std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
   std::string out;
   if (!p.commands.empty()) out += "commands:\n  - name: setup\n    sql: |\n" + Indent(p.commands, 6);
+  out += p.tables;
   out += fmt::format(
       "pipeline:\n"
       "  name: {}\n"
@@ -1211,6 +1213,72 @@ TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
   EXPECT_NE(err_text.find("batch_size"), std::string::npos) << err_text;
   EXPECT_NE(err_text.find("add up to 512 MiB, over the budget of 300 MiB"), std::string::npos) << err_text;
   EXPECT_FALSE(fs::exists(dir_ / "data" / "meta")) << "the broker started";
+}
+
+// ---------------------------------------------------------------------------------------
+// 10. sqlflow's windowed table: the handler upserts per-bucket counts into it, its manager
+// sends closed buckets to their own sink and deletes them; summed per bucket, what the
+// window sink got equals DuckDB's counts over the input.
+
+TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
+  const std::string topic = Name("in");
+  CreateTopic(topic, 2);
+  std::vector<std::string> input = Jsons(MakeEvents(0, 3000));
+  fs::path input_file = WriteJsonLines("input.jsonl", input);
+  fs::path out = dir_ / "windows";
+  fs::create_directories(out);
+  // Event time: minute id/100 of 1970, long closed by the wall clock the collect SQL reads.
+  PipelineSpec spec;
+  spec.name = "window";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.batch_size = 400;
+  spec.sql =
+      "INSERT INTO agg BY NAME\n"
+      "SELECT to_timestamp((id::BIGINT // 100) * 60) AS bucket, properties.city AS city, count(*) AS n\n"
+      "FROM batch GROUP BY ALL\n"
+      "ON CONFLICT (bucket, city) DO UPDATE SET n = n + EXCLUDED.n";
+  spec.sink = "type: noop";
+  spec.tables = fmt::format(
+      "tables:\n"
+      "  sql:\n"
+      "    - name: agg\n"
+      "      sql: |\n"
+      "        CREATE TABLE agg (bucket TIMESTAMPTZ, city VARCHAR, n BIGINT);\n"
+      "        CREATE UNIQUE INDEX agg_idx ON agg (bucket, city);\n"
+      "      manager:\n"
+      "        tumbling_window:\n"
+      "          poll_interval_seconds: 1\n"
+      "          collect_closed_windows_sql: SELECT bucket, city, n FROM agg WHERE bucket < now() - INTERVAL '60' SECOND\n"
+      "          delete_closed_windows_sql: DELETE FROM agg WHERE bucket < now() - INTERVAL '60' SECOND\n"
+      "        sink:\n"
+      "          type: sqlcommand\n"
+      "          sqlcommand:\n"
+      "            substitutions: [{{var: $uuid, type: uuid4}}]\n"
+      "            sql: COPY sqlflow_sink_batch TO '{}/w-$uuid.json' (FORMAT JSON)\n",
+      out.string());
+  Child* run = StartPipeline(spec);
+  Produce(topic, input, 2);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 2, run));
+  std::string emitted = fmt::format(
+      "read_json('{}/w-*.json', format='newline_delimited', columns={{bucket: 'TIMESTAMPTZ', city: 'VARCHAR', n: 'BIGINT'}})",
+      out.string());
+  auto total = [&] {
+    if (fs::is_empty(out)) return std::string("0");
+    std::vector<std::string> r = DuckRows("", fmt::format("SELECT coalesce(sum(n), 0) FROM {}", emitted));
+    return r.empty() ? std::string("?") : r[0];
+  };
+  // Polled every second: every bucket closed long ago, so all of them come out.
+  EXPECT_TRUE(WaitFor([&] { return total() == "3000"; }, 60s)) << total();
+  EXPECT_EQ(run->Terminate(), 0) << run->Err();
+  std::vector<std::string> want = DuckRows(
+      fmt::format("CREATE TABLE batch AS SELECT * FROM read_json_auto({}, format='newline_delimited');", Lit(input_file)),
+      "SELECT epoch(to_timestamp((id::BIGINT // 100) * 60))::BIGINT, properties.city, count(*) FROM batch GROUP BY ALL ORDER BY ALL");
+  std::vector<std::string> got = DuckRows(
+      "", fmt::format("SELECT epoch(bucket)::BIGINT, city, sum(n)::BIGINT FROM {} GROUP BY ALL ORDER BY ALL", emitted));
+  EXPECT_GE(want.size(), 30u);  // 30 minutes, each with several cities
+  EXPECT_EQ(got, want);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 namespace sluice::pipeline {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
@@ -84,6 +85,52 @@ TEST(PipelineConfigTest, MinimalFileTakesSqlflowDefaults) {
 }
 
 // ---- sqlflow's own example files, unchanged
+
+TEST(PipelineConfigTest, SqlflowTumblingWindowExample) {
+  auto r = LoadPipelineFile(kDir + "/sqlflow.tumbling.window.yml", MapEnv({}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tables.size(), 1u);
+  const TableConfig& t = r->tables[0];
+  EXPECT_EQ(t.name, "agg_cities_count");
+  EXPECT_THAT(t.sql, HasSubstr("CREATE UNIQUE INDEX"));
+  ASSERT_TRUE(t.tumbling_window.has_value());
+  EXPECT_EQ(t.tumbling_window->poll_interval_seconds, 10);
+  EXPECT_THAT(t.tumbling_window->collect_sql, HasSubstr("SELECT bucket, city, count"));
+  EXPECT_THAT(t.tumbling_window->delete_sql, HasSubstr("DELETE FROM agg_cities_count"));
+  EXPECT_THAT(t.tumbling_window->collect_origin, HasSubstr("sqlflow.tumbling.window.yml:16"));
+  EXPECT_EQ(t.sink.type, SinkType::kKafka);
+  EXPECT_EQ(t.sink.kafka.topic, "output-tumbling-window-1");
+  EXPECT_THAT(DescribePipeline(*r), HasSubstr("table:    agg_cities_count, a tumbling window polled every 10 s"));
+}
+
+TEST(PipelineConfigTest, WindowManagerErrorsNameTheKey) {
+  auto with_tables = [](std::string_view tables) { return std::string(kMinimal) + std::string(tables); };
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                                  "      manager:\n        sink: {type: console}\n")),
+              HasSubstr("tables.sql[0].manager.tumbling_window: is required (the only manager type) but missing"));
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                                  "      manager:\n        tumbling_window:\n"
+                                  "          collect_closed_windows_sql: SELECT * FROM t\n")),
+              AllOf(HasSubstr("tumbling_window.delete_closed_windows_sql: is required but missing"),
+                    HasSubstr("tables.sql[0].manager.sink: is required but missing")));
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                                  "      manager:\n        hopping_window: {}\n        sink: {type: console}\n")),
+              HasSubstr("tables.sql[0].manager.hopping_window: unknown key"));
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                                  "      manager:\n        tumbling_window: {collect_closed_windows_sql: a, "
+                                  "delete_closed_windows_sql: b, poll_interval_seconds: 0}\n"
+                                  "        sink: {type: console}\n")),
+              HasSubstr("poll_interval_seconds: must be at least 1, got 0"));
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - sql: CREATE TABLE t (a INT)\n")),
+              HasSubstr("tables.sql[0].name: is required but missing"));
+  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql: {name: t}\n")),
+              HasSubstr("tables.sql: must be a list of {name, sql, manager}, got a map"));
+  // A table with no manager is a plain table created at start.
+  auto r = Parse(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tables.size(), 1u);
+  EXPECT_FALSE(r->tables[0].tumbling_window.has_value());
+}
 
 TEST(PipelineConfigTest, SqlflowStructuredMemExample) {
   auto r = LoadPipelineFile(kDir + "/sqlflow.kafka.structured.mem.yml", MapEnv({}));
@@ -347,9 +394,11 @@ TEST(PipelineConfigTest, UnsupportedSqlflowKeysSayWhatToUseInstead) {
   EXPECT_THAT(ErrorOf(std::string(kMinimal) + "udfs:\n  - function_name: f\n"),
               HasSubstr("p.yml:14: udfs: sqlflow's `udfs` is not supported by sluice: sluice "
                         "runs no Python; write the function in SQL with CREATE MACRO"));
-  EXPECT_THAT(ErrorOf(std::string(kMinimal) + "tables:\n  sql: []\n"),
-              HasSubstr("p.yml:14: tables: sqlflow's `tables` is not supported by sluice: "
-                        "windows"));
+  EXPECT_THAT(ErrorOf(std::string(kMinimal) +
+                      "tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                      "      window: {type: tumbling, duration_seconds: 10}\n"),
+              HasSubstr("p.yml:18: tables.sql[0].window: sqlflow's `window` is not supported by "
+                        "sluice: sqlflow's later form is `manager:"));
   EXPECT_THAT(ErrorOf(Replace(kMinimal, "type: kafka\n    kafka:", "type: websocket\n    kafka:")),
               HasSubstr("p.yml:3: pipeline.source.type: sqlflow's 'websocket' is not supported "
                         "by sluice: sluice reads Kafka topics only"));

@@ -5,6 +5,8 @@
 // that an SQL error is an error, every time.
 #include "pipeline/runner.h"
 
+#include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,32 @@ TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
                         R"({"city":"Oslo","amount":3})"}),
               ElementsAre(R"({"city":"Oslo","n":2,"total":4.0})", R"({"city":"Rome","n":1,"total":2.0})"));
   EXPECT_THAT(Feed(**r, {R"({"city":"Rome","amount":5})"}), ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
+}
+
+// sqlflow's tumbling window over its window.jsonl fixture: the handler upserts per-bucket
+// counts, and invoke prints what the window emits at the end (the fixture is from 2015,
+// so the collect SQL's wall-clock predicate closes every bucket).
+TEST(RunnerTest, SqlflowTumblingWindowEmitsItsClosedBucketsOnInvoke) {
+  ::setenv("TZ", "UTC", 1);  // DuckDB prints TIMESTAMPTZ in the process's time zone
+  ::tzset();
+  auto config = LoadPipelineFile(std::string(SLUICE_TEST_PIPELINES_DIR) + "/sqlflow.tumbling.window.yml", MapEnv({}));
+  ASSERT_TRUE(config.ok()) << config.status().ToString();
+  RunnerOptions options;
+  options.without_sinks = true;
+  auto r = PipelineRunner::Create(std::move(config).value(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> lines = {
+      R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"New York"},"user":{"id":"123412ds"}})",
+      R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"New York"},"user":{"id":"123412ds1"}})",
+      R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})",
+      R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})"};
+  std::vector<std::string> rows = Feed(**r, {lines[0], lines[1]});
+  EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":2})"));
+  // The closed windows were deleted: the next batch's buckets start from nothing, and an
+  // upsert into a bucket emitted before starts again at its own count.
+  rows = Feed(**r, {lines[2], lines[3], lines[0]});
+  EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"Baltimore","count":2})",
+                                R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":1})"));
 }
 
 }  // namespace
