@@ -168,23 +168,6 @@ class Child {
   std::optional<int> status_;
 };
 
-// A loopback port nothing listens on now (the kernel's pick, released again).
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 // GET http://127.0.0.1:port/path: the status line and the body ("" when unreachable).
 std::string HttpGet(int port, const std::string& path) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -1120,7 +1103,7 @@ TEST_F(PipelineTest, MemberLeavingMidStreamLosesNothing) {
 // listens.
 
 TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
-  const int port = FreeLoopbackPort();
+  const int port = sinks::testing::FreePort();
   ASSERT_GT(port, 0);
   const std::string topic = Name("in");
   fs::path pipelines = dir_ / "pipelines";

@@ -17,6 +17,9 @@
 
 namespace sluice::sinks::testing {
 
+// A loopback TCP port nothing listens on now (the kernel's pick, released again), or 0.
+int FreePort();
+
 class PostgresServer {
  public:
   // Why no server can be started here (the binaries are missing), or "" when one can.
