@@ -164,8 +164,11 @@ struct PipelineRunner::Impl {
     TumblingWindowConfig config;
     std::unique_ptr<sinks::Sink> sink;  // null for Invoke
     Clock::time_point next_poll;
+    uint64_t deleted = 0;     // rows deleted since the table was last rebuilt
+    bool compact = true;      // false once a rebuild failed (warned once)
   };
   std::vector<WindowManager> managers;
+  void CompactWindowTable(WindowManager& w, const std::string& pipeline, RunnerStats& stats);
   std::unique_ptr<kafka::client::Consumer> consumer;
 
   // What Poll returned that is not finished with, oldest first: `pending` (the batch in
@@ -499,6 +502,60 @@ Status LoadDeadLetters(duck::Connection& conn, const std::vector<DeadLetter>& le
 
 }  // namespace
 
+// DuckDB never frees the rows deleted from a table with an index (a UNIQUE index is what
+// sqlflow's upsert needs), so a window table that keeps deleting closed windows grows for
+// ever. Once the rows deleted since the last rebuild are at least 10,000 and twice the rows
+// left, the table is rebuilt in one transaction from DuckDB's own DDL of the table and its
+// indexes: the open windows are copied out, the table dropped and re-created, and copied
+// back. A rebuild that fails (a view depends on the table, the name is not a table) is
+// rolled back, warned about once, and not tried again.
+void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::string& pipeline,
+                                              RunnerStats& stats) {
+  constexpr uint64_t kMinDeleted = 10000;
+  if (!w.compact || w.deleted < kMinDeleted) return;
+  std::string name = duck::QuoteLiteral(w.table);
+  auto rebuild = [&]() -> Status {
+    ASSIGN_OR_RETURN(auto table, conn->QueryText(fmt::format(
+                                     "SELECT sql, schema_name FROM duckdb_tables() WHERE lower(table_name) = lower({}) "
+                                     "AND NOT temporary AND database_name = current_database()",
+                                     name)));
+    if (table.size() != 1 || !table[0][0]) {
+      return NotFoundError("no table named {} in the pipeline's database", w.table);
+    }
+    std::string qualified = duck::QuoteIdentifier(table[0][1].value_or("main")) + "." + duck::QuoteIdentifier(w.table);
+    ASSIGN_OR_RETURN(auto live, conn->QueryText("SELECT count(*) FROM " + qualified));
+    if (w.deleted < 2 * std::stoull(live[0][0].value_or("0"))) return Status::OK();
+    ASSIGN_OR_RETURN(auto indexes, conn->QueryText(fmt::format(
+                                       "SELECT sql FROM duckdb_indexes() WHERE lower(table_name) = lower({}) "
+                                       "AND database_name = current_database() AND sql IS NOT NULL",
+                                       name)));
+    RETURN_IF_ERROR(conn->Execute("BEGIN TRANSACTION"));
+    Status st = [&]() -> Status {
+      RETURN_IF_ERROR(conn->Execute("CREATE OR REPLACE TEMP TABLE sluice_window_keep AS SELECT * FROM " + qualified));
+      RETURN_IF_ERROR(conn->Execute("DROP TABLE " + qualified));
+      RETURN_IF_ERROR(conn->Execute(*table[0][0]));
+      for (const auto& row : indexes) RETURN_IF_ERROR(conn->Execute(*row[0]));
+      RETURN_IF_ERROR(conn->Execute(fmt::format("INSERT INTO {} SELECT * FROM sluice_window_keep", qualified)));
+      RETURN_IF_ERROR(conn->Execute("DROP TABLE sluice_window_keep"));
+      return conn->Execute("COMMIT");
+    }();
+    if (!st.ok()) (void)conn->Execute("ROLLBACK");
+    RETURN_IF_ERROR(st);
+    w.deleted = 0;
+    ++stats.window_compactions;
+    return Status::OK();
+  };
+  if (Status st = rebuild(); !st.ok()) {
+    w.compact = false;
+    SLUICE_LOG(kLog, kWarn,
+               "pipeline {}: window table {} cannot be rebuilt, so the rows its polls delete stay in memory "
+               "(DuckDB keeps them for an indexed table): {}",
+               pipeline, w.table, st.message());
+  }
+  // The handler's statement read the old table: prepare it again.
+  handler.reset();
+}
+
 Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) {
   Impl& impl = *impl_;
   const PipelineConfig& c = config_;
@@ -507,6 +564,7 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
     if (!all && now < w.next_poll) continue;
     w.next_poll = now + std::chrono::seconds(w.config.poll_interval_seconds);
     std::vector<sinks::RejectedRow> rejected;
+    uint64_t deleted = 0;
     std::string where;  // the step that failed
     auto attempt = [&]() -> Status {
       where = w.config.collect_origin + ": collect_closed_windows_sql";
@@ -530,7 +588,8 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
         RETURN_IF_ERROR(w.sink->Flush());
       }
       where = w.config.delete_origin + ": delete_closed_windows_sql";
-      RETURN_IF_ERROR(impl.conn->Execute(w.config.delete_sql));
+      ASSIGN_OR_RETURN(duck::QueryResult d, impl.conn->Query(w.config.delete_sql));
+      deleted = d.rows_changed();
       return Status::OK();
     };
     RETURN_IF_ERROR(impl.conn->Execute("BEGIN TRANSACTION"));
@@ -549,6 +608,8 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
       SLUICE_LOG(kLog, kWarn, "{} (the windows stay; the next poll tries again)", error);
       continue;
     }
+    w.deleted += deleted;
+    impl.CompactWindowTable(w, c.name, stats_);
     if (rejected.empty()) continue;
     // Rows the sink refused (they do not cast into its schema): they would be refused
     // again, so they follow on_error as rows.

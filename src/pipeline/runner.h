@@ -45,6 +45,8 @@ struct RunnerStats {
   std::atomic<uint64_t> errors{0};
   std::atomic<uint64_t> batches{0};
   std::atomic<uint64_t> commits{0};
+  // Window tables rebuilt to free the rows DuckDB keeps for deletes from indexed tables.
+  std::atomic<uint64_t> window_compactions{0};
 };
 
 class PipelineRunner {

@@ -148,5 +148,39 @@ TEST(RunnerTest, SqlflowTumblingWindowEmitsItsClosedBucketsOnInvoke) {
                                 R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":1})"));
 }
 
+// A window table with a UNIQUE index (sqlflow's upsert needs one) whose polls delete many
+// rows is rebuilt, so DuckDB frees them; the upsert still works on the rebuilt table.
+TEST(RunnerTest, IndexedWindowTableIsRebuiltAfterManyDeletes) {
+  std::string config = R"(tables:
+  sql:
+    - name: agg
+      sql: |
+        CREATE TABLE agg (bucket BIGINT, n INT);
+        CREATE UNIQUE INDEX agg_idx ON agg (bucket);
+      manager:
+        tumbling_window:
+          collect_closed_windows_sql: SELECT bucket, n FROM agg WHERE bucket < 1000000 ORDER BY bucket
+          delete_closed_windows_sql: DELETE FROM agg WHERE bucket < 1000000
+        sink: {type: noop}
+)" + Config("handlers.InferredMemBatch",
+            "INSERT INTO agg SELECT b::BIGINT, count(*) FROM batch GROUP BY ALL ON CONFLICT (bucket) DO UPDATE SET n = n + EXCLUDED.n");
+  auto parsed = ParsePipeline(config, "t.yml", MapEnv({}));
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  RunnerOptions options;
+  options.without_sinks = true;
+  auto r = PipelineRunner::Create(std::move(parsed).value(), options);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::string> values;
+  for (int i = 0; i < 12000; ++i) values.push_back(fmt::format(R"({{"b":{}}})", i));
+  values.push_back(R"({"b":2000000})");  // an open window, kept across the rebuild
+  values.push_back(R"({"b":2000000})");
+  std::vector<std::string> rows = Feed(**r, values);
+  EXPECT_EQ(rows.size(), 12000u);
+  EXPECT_EQ((*r)->stats().window_compactions.load(), 1u);
+  // After the rebuild: the open window's row is there and the upsert still finds it.
+  rows = Feed(**r, {R"({"b":2000000})", R"({"b":5})", R"({"b":5})"});
+  EXPECT_THAT(rows, ElementsAre(R"({"bucket":5,"n":2})"));
+}
+
 }  // namespace
 }  // namespace sluice::pipeline
