@@ -183,7 +183,7 @@ struct PipelineRunner::Impl {
   uint64_t ahead_records = 0;  // polled, not yet taken into `pending`
   uint64_t ahead_bytes = 0;
   uint64_t read_ahead_limit = 0;  // bytes: fetch.prefetch × fetch.max_bytes
-  bool paused = false;            // fetching paused: the read-ahead is full
+  bool full = false;              // the read-ahead holds its bound: librdkafka's queue is not drained
   // Revoked partitions whose records polled before (epoch <=) must not be taken.
   uint64_t epoch = 0;
   std::map<std::pair<std::string, int32_t>, uint64_t> dropped;
@@ -365,8 +365,8 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   impl.bytes_in = &m.GetCounter("sluice_pipeline_bytes_in_total", "Message value bytes read from the source", labels);
   impl.rows_out = &m.GetCounter("sluice_pipeline_rows_out_total", "Rows written to the sink", labels);
   impl.commits = &m.GetCounter("sluice_pipeline_commits_total", "Offset commits after a sink flush", labels);
-  impl.pauses = &m.GetCounter("sluice_pipeline_fetch_pauses_total",
-                              "Times fetching paused because the read-ahead was full", labels);
+  impl.pauses = &m.GetCounter("sluice_pipeline_read_ahead_full_total",
+                              "Times the read-ahead reached its bound (prefetch x max_bytes)", labels);
   impl.read_ahead = &m.GetGauge("sluice_pipeline_read_ahead_bytes",
                                 "Message bytes fetched and not yet in a batch", labels);
   for (const char* phase : {"decode", "handler", "sink", "source", "commit", "window"}) {
@@ -525,6 +525,8 @@ void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::strin
     std::string qualified = duck::QuoteIdentifier(table[0][1].value_or("main")) + "." + duck::QuoteIdentifier(w.table);
     ASSIGN_OR_RETURN(auto live, conn->QueryText("SELECT count(*) FROM " + qualified));
     if (w.deleted < 2 * std::stoull(live[0][0].value_or("0"))) return Status::OK();
+    // The handler's statement reads the table about to be replaced: prepare it again.
+    handler.reset();
     ASSIGN_OR_RETURN(auto indexes, conn->QueryText(fmt::format(
                                        "SELECT sql FROM duckdb_indexes() WHERE lower(table_name) = lower({}) "
                                        "AND database_name = current_database() AND sql IS NOT NULL",
@@ -552,8 +554,6 @@ void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::strin
                "(DuckDB keeps them for an indexed table): {}",
                pipeline, w.table, st.message());
   }
-  // The handler's statement read the old table: prepare it again.
-  handler.reset();
 }
 
 Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) {
@@ -592,8 +592,9 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
       deleted = d.rows_changed();
       return Status::OK();
     };
-    RETURN_IF_ERROR(impl.conn->Execute("BEGIN TRANSACTION"));
-    Status st = attempt();
+    where = "starting the window poll's transaction";
+    Status st = impl.conn->Execute("BEGIN TRANSACTION");
+    if (st.ok()) st = attempt();
     if (st.ok()) {
       where = "committing the window poll";
       st = impl.conn->Execute("COMMIT");
@@ -808,13 +809,7 @@ Status PipelineRunner::Run() {
   };
   impl.consumer->SetRebalanceListener([this, WarnIfError](const kafka::client::RebalanceEvent& e) {
     Impl& impl = *impl_;
-    if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) {
-      // New partitions join the read-ahead's state: paused while it is full.
-      if (impl.paused) WarnIfError(impl.consumer->Pause(e.partitions), "pausing new partitions");
-      return;
-    }
-    // Going: unpause them, or they would still be paused when the group gives them back.
-    if (impl.paused) WarnIfError(impl.consumer->Resume(e.partitions), "resuming revoked partitions");
+    if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) return;
     if (e.kind == kafka::client::RebalanceEvent::Kind::kRevoked) {
       // Finish the batch in hand and commit it while the partitions are still ours; what
       // was read ahead of them is dropped (their next owner reads it from the commit).
@@ -861,8 +856,11 @@ Status PipelineRunner::Run() {
       }
     }
   };
-  // Takes what the read-ahead holds into the batch in hand, then pauses fetching when the
-  // read-ahead is full and resumes it at half (docs/design/0006 #7).
+  // Takes what the read-ahead holds into the batch in hand; stops draining librdkafka's
+  // queue while the read-ahead holds its bound, and drains again at half (docs/design/0006
+  // #7). librdkafka's own bound then holds the rest: its fetcher stops at it and sleeps,
+  // so the first drain after a full spell wakes it.
+  bool wake_after_drain = false;
   auto take = [&] {
     auto [records, bytes] = impl.Take(batch_size);
     if (records > 0) {
@@ -870,21 +868,15 @@ Status PipelineRunner::Run() {
       impl.bytes_in->Inc(bytes);
       stats_.messages_in += records;
     }
-    if (!impl.paused && impl.ahead_bytes >= impl.read_ahead_limit) {
-      auto assigned = impl.consumer->Assignment();
-      Status st = assigned.ok() ? impl.consumer->Pause(*assigned) : assigned.status();
-      if (st.ok()) {
-        impl.paused = true;
-        impl.pauses->Inc();
-      }
-      WarnIfError(st, "pausing the read-ahead");
-    } else if (impl.paused && impl.ahead_bytes <= impl.read_ahead_limit / 2) {
-      auto assigned = impl.consumer->Assignment();
-      Status st = assigned.ok() ? impl.consumer->Resume(*assigned) : assigned.status();
-      if (st.ok()) impl.paused = false;
-      WarnIfError(st, "resuming the read-ahead");
-      if (st.ok()) wake_fetchers();
+    if (!impl.full && impl.ahead_bytes >= impl.read_ahead_limit) {
+      impl.full = true;
+      impl.pauses->Inc();
+    } else if (impl.full && impl.ahead_bytes <= impl.read_ahead_limit / 2) {
+      impl.full = false;
+      wake_after_drain = true;
     }
+    // Polled batches used up by skipped (revoked) records alone: release them now.
+    if (impl.pending.empty() && impl.take_chunk > 0) impl.ReleaseTaken();
     impl.read_ahead->Set(static_cast<double>(impl.ahead_bytes));
   };
   while (!impl.stop.load()) {
@@ -896,16 +888,17 @@ Status PipelineRunner::Run() {
       // Short of a batch. When nothing has come for a while although the broker has more
       // (librdkafka's fetcher asleep at its own queue bound), wake the fetcher.
       constexpr auto kStarved = std::chrono::milliseconds(5);
-      if (!impl.paused && now - last_arrival >= kStarved && now - last_wake >= kStarved) wake_fetchers();
+      if (!impl.full && now - last_arrival >= kStarved && now - last_wake >= kStarved) wake_fetchers();
       wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
       wait = std::clamp(wait, std::chrono::milliseconds(0), kStarved);
     }
-    // All that librdkafka holds, so that its own queue bound (a backstop, where its
-    // fetcher would sleep for up to a second) never stays reached: either the records
-    // fit the read-ahead or the read-ahead pauses, and the resume wakes the fetcher.
+    // All that librdkafka holds, unless the read-ahead is full. (No pause/resume: in
+    // librdkafka 2.0 a batch consume around a pause can skip offsets, fixed in 2.1.)
     constexpr size_t kPollMax = 10000;
-    size_t got = kPollMax;
+    size_t got = impl.full ? 0 : kPollMax;
     while (got == kPollMax) {
+      // Records a rebalance inside this Poll revoked carry the epoch before it: dropped.
+      const uint64_t poll_epoch = impl.epoch;
       auto polled = impl.consumer->Poll(wait, kPollMax);
       wait = std::chrono::milliseconds(0);
       got = 0;
@@ -924,8 +917,12 @@ Status PipelineRunner::Run() {
         last_arrival = Clock::now();
         impl.ahead_bytes += polled->bytes();
         impl.ahead_records += polled->size();
-        impl.held.push_back({std::move(polled).value(), impl.epoch});
+        impl.held.push_back({std::move(polled).value(), poll_epoch});
       }
+    }
+    if (wake_after_drain && !impl.full) {
+      wake_after_drain = false;
+      wake_fetchers();
     }
     if (!impl.fatal.ok()) {
       result = impl.fatal;

@@ -596,7 +596,7 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
   spec.topics = {topic};
   spec.batch_size = 250;
   if (c.read_ahead_bytes > 0) {
-    // A read-ahead smaller than a batch: fetching pauses and resumes many times.
+    // A read-ahead smaller than a batch: it fills and drains many times.
     spec.fetch = fmt::format("max_bytes: {}\nmax_partition_bytes: 4096\nprefetch: 1", c.read_ahead_bytes);
     spec.properties += fmt::format("\nmessage.max.bytes: {}", c.read_ahead_bytes);
   }

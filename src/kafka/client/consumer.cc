@@ -56,6 +56,9 @@ struct ConsumerCallbacks {
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && self->rebalance_listener_) {
       self->rebalance_listener_(event);
     }
+    // Poll returns right after the callback: records it collected before the revocation
+    // are told apart from those it would collect after (the caller drops the former).
+    rd_kafka_yield(rk);
     if (cooperative) {
       detail::ErrorPtr e(rd_kafka_incremental_unassign(rk, partitions));
       if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));

@@ -113,7 +113,8 @@ class Consumer {
   // Called inside Poll (on the polling thread) when the group changes this member's
   // assignment, for eager and cooperative assignors alike: kRevoked before the partitions
   // are given up, so the listener may process what it holds and Commit; kAssigned after
-  // they were taken. Set before Subscribe. The listener must not call Poll.
+  // they were taken. Set before Subscribe. The listener must not call Poll. A Poll that
+  // ran a revocation returns right after it (with what it collected before it).
   using RebalanceListener = std::function<void(const RebalanceEvent&)>;
   void SetRebalanceListener(RebalanceListener listener);
 
