@@ -404,13 +404,16 @@ Result<uint64_t> PipelineRunner::Impl::RunHandler() {
     ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
   }
   Result<duck::QueryResult> ran = handler->Execute();
-  if (!ran.ok()) {
-    // Prepared over what an earlier batch looked like: prepare it again, once.
+  const std::string& error = ran.ok() ? std::string() : ran.status().message();
+  if (!ran.ok() && (error.find("Binder Error") != std::string::npos ||
+                    error.find("Catalog Error") != std::string::npos)) {
+    // Prepared over what an earlier batch looked like: prepare it again, once. (Not for
+    // other errors: the handler would run twice over the same batch.)
     handler.reset();
     ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
     ran = handler->Execute();
-    if (!ran.ok()) return ran.status();
   }
+  if (!ran.ok()) return ran.status();
   result.emplace(std::move(ran).value());
   std::vector<std::string> names;
   for (size_t i = 0; i < result->column_count(); ++i) names.push_back(result->column_name(i));
@@ -564,6 +567,7 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
     if (!all && now < w.next_poll) continue;
     w.next_poll = now + std::chrono::seconds(w.config.poll_interval_seconds);
     std::vector<sinks::RejectedRow> rejected;
+    std::vector<std::string> collected;  // for `emitted`, once the poll committed
     uint64_t deleted = 0;
     std::string where;  // the step that failed
     auto attempt = [&]() -> Status {
@@ -580,7 +584,7 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
                          impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kWindowTable)));
         for (size_t i = 0; i < j.chunk_count(); ++i) {
           duck::ResultChunk chunk = j.chunk(i);
-          for (size_t row = 0; row < chunk.size(); ++row) emitted->emplace_back(chunk.GetString(0, row));
+          for (size_t row = 0; row < chunk.size(); ++row) collected.emplace_back(chunk.GetString(0, row));
         }
       } else if (rows > 0 && w.sink) {
         where = fmt::format("tables.sql '{}' manager.sink {}", w.table, w.sink->Describe());
@@ -609,6 +613,7 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
       SLUICE_LOG(kLog, kWarn, "{} (the windows stay; the next poll tries again)", error);
       continue;
     }
+    if (emitted != nullptr) emitted->insert(emitted->end(), collected.begin(), collected.end());
     w.deleted += deleted;
     impl.CompactWindowTable(w, c.name, stats_);
     if (rejected.empty()) continue;
