@@ -41,14 +41,20 @@ struct ConsumerCallbacks {
                                   RD_KAFKA_OFFSET_INVALID});
     }
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+      event.kind = RebalanceEvent::Kind::kAssigned;
+      if (self->rebalance_listener_) self->rebalance_listener_(event);
+      // Start offsets the listener chose (the list is librdkafka's, in the same order).
+      for (int i = 0; i < partitions->cnt && i < static_cast<int>(event.partitions.size()); ++i) {
+        if (event.partitions[i].offset != RD_KAFKA_OFFSET_INVALID) {
+          partitions->elems[i].offset = event.partitions[i].offset;
+        }
+      }
       if (cooperative) {
         detail::ErrorPtr e(rd_kafka_incremental_assign(rk, partitions));
         if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental assign"));
       } else {
         self->RecordError(detail::ErrorStatus(rd_kafka_assign(rk, partitions), "assign"));
       }
-      event.kind = RebalanceEvent::Kind::kAssigned;
-      if (self->rebalance_listener_) self->rebalance_listener_(event);
       return;
     }
     event.kind = rd_kafka_assignment_lost(rk) ? RebalanceEvent::Kind::kLost

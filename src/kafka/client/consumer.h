@@ -40,12 +40,15 @@ struct TopicPartition {
 // A change of a group member's assignment, as the rebalance listener sees it.
 struct RebalanceEvent {
   enum class Kind {
-    kAssigned,  // these partitions are now this member's
+    kAssigned,  // these partitions are about to be this member's
     kRevoked,   // these are about to be given up: commit what was processed now
     kLost,      // these were already given to others (session lost): do not commit
   };
   Kind kind;
-  std::vector<TopicPartition> partitions;  // offsets unset (-1001)
+  // Offsets unset (kOffsetInvalid). For kAssigned the listener may set a partition's
+  // offset: fetching starts there instead of at the group's committed offset (how a
+  // pipeline with its own durable state resumes where its state ends).
+  std::vector<TopicPartition> partitions;
 };
 
 // Where a consumer stands on one assigned partition, from what it last heard of the
@@ -112,10 +115,10 @@ class Consumer {
 
   // Called inside Poll (on the polling thread) when the group changes this member's
   // assignment, for eager and cooperative assignors alike: kRevoked before the partitions
-  // are given up, so the listener may process what it holds and Commit; kAssigned after
-  // they were taken. Set before Subscribe. The listener must not call Poll. A Poll that
+  // are given up, so the listener may process what it holds and Commit; kAssigned just
+  // before they are taken, so it may choose where each starts. Set before Subscribe. The listener must not call Poll. A Poll that
   // ran a revocation returns right after it (with what it collected before it).
-  using RebalanceListener = std::function<void(const RebalanceEvent&)>;
+  using RebalanceListener = std::function<void(RebalanceEvent&)>;
   void SetRebalanceListener(RebalanceListener listener);
 
   // The partitions currently assigned (by Assign or by the group).

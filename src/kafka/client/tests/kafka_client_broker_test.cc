@@ -313,6 +313,44 @@ TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
               ::testing::UnorderedElementsAre("0:5:k:b0", "1:5:k:b1", "0:6:k:b2", "1:6:k:b3"));
 }
 
+// The listener can choose where an assigned partition starts, instead of the group's
+// committed offset: partition 0 from offset 7, partition 1 from the commit (3).
+TEST_F(KafkaClientBrokerTest, ListenerChoosesWhereAssignedPartitionsStart) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("resume", 2, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE((*producer)->Produce("resume", i % 2, "k", fmt::format("v{}", i)).ok());
+  }
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  Config group = Base();
+  group["group.id"] = "resumers";
+  group["auto.offset.reset"] = "earliest";
+  {
+    auto first = Consumer::Create(group);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    ASSERT_TRUE((*first)->Subscribe({"resume"}).ok());
+    EXPECT_EQ(Read(first->get(), 20).size(), 20u);
+    ASSERT_TRUE((*first)->Commit({{"resume", 0, 3}, {"resume", 1, 3}}).ok());
+  }
+  auto second = Consumer::Create(group);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  (*second)->SetRebalanceListener([](RebalanceEvent& e) {
+    if (e.kind != RebalanceEvent::Kind::kAssigned) return;
+    for (TopicPartition& tp : e.partitions) {
+      if (tp.partition == 0) tp.offset = 7;
+    }
+  });
+  ASSERT_TRUE((*second)->Subscribe({"resume"}).ok());
+  std::vector<std::string> got = Read(second->get(), 10);
+  std::vector<std::string> want;
+  for (int o = 7; o < 10; ++o) want.push_back(fmt::format("0:{}:k:v{}", o, 2 * o));
+  for (int o = 3; o < 10; ++o) want.push_back(fmt::format("1:{}:k:v{}", o, 2 * o + 1));
+  EXPECT_THAT(got, ::testing::UnorderedElementsAreArray(want));
+}
+
 // A second member joining makes the first give partitions up: its listener hears the
 // revocation before they go (and may commit then), and both hear their assignments.
 TEST_F(KafkaClientBrokerTest, RebalanceListenerHearsRevocationBeforeTheHandOver) {
