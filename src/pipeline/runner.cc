@@ -796,19 +796,19 @@ Status PipelineRunner::Run() {
   props["group.id"] = c.source.group_id;
   props["auto.offset.reset"] = c.source.auto_offset_reset == AutoOffsetReset::kEarliest ? "earliest" : "latest";
   props["enable.auto.commit"] = "false";
-  // fetch.prefetch: the consumer holds about `prefetch` fetches of max_bytes ahead of the
-  // pipeline (docs/pipelines.md, docs/design/0006 #7): half of it in librdkafka's local
-  // queue, half in the runner's read-ahead.
+  // fetch.prefetch: the consumer holds at most about `prefetch` fetches of max_bytes ahead
+  // of the pipeline (docs/pipelines.md, docs/design/0006 #7): a quarter in librdkafka's
+  // local queue, a quarter in the runner's read-ahead, and one drain's overshoot.
   const int64_t bound = c.source.fetch.prefetch * c.source.fetch.max_bytes;
   props["fetch.max.bytes"] = std::to_string(c.source.fetch.max_bytes);
   props["max.partition.fetch.bytes"] = std::to_string(c.source.fetch.max_partition_bytes);
-  props["queued.max.messages.kbytes"] = std::to_string(std::max<int64_t>(1, bound / 2 / 1024));
+  props["queued.max.messages.kbytes"] = std::to_string(std::max<int64_t>(1, bound / 4 / 1024));
   // Only the byte bound limits read-ahead: librdkafka (< 2.2) stops fetching a partition
   // for up to a second whenever either bound is reached, and a message-count bound of a
   // batch or so was reached by every fetch (one fetch a second).
   props["queued.min.messages"] = "10000000";
   ASSIGN_OR_RETURN(impl.consumer, kafka::client::Consumer::Create(props));
-  impl.read_ahead_limit = static_cast<uint64_t>(std::max<int64_t>(1, bound / 2));
+  impl.read_ahead_limit = static_cast<uint64_t>(std::max<int64_t>(1, bound / 4));
   auto WarnIfError = [name = c.name](const Status& st, std::string_view what) {
     if (!st.ok()) SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {}", name, what, st.message());
   };
