@@ -247,7 +247,7 @@ struct PipelineRunner::Impl {
   Counter* bytes_in = nullptr;
   Counter* rows_out = nullptr;
   Counter* commits = nullptr;
-  Counter* pauses = nullptr;
+  Counter* read_ahead_full = nullptr;
   Gauge* read_ahead = nullptr;
   std::map<std::string, Counter*> errors;  // by phase
   Histogram* batch_seconds = nullptr;
@@ -365,7 +365,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   impl.bytes_in = &m.GetCounter("sluice_pipeline_bytes_in_total", "Message value bytes read from the source", labels);
   impl.rows_out = &m.GetCounter("sluice_pipeline_rows_out_total", "Rows written to the sink", labels);
   impl.commits = &m.GetCounter("sluice_pipeline_commits_total", "Offset commits after a sink flush", labels);
-  impl.pauses = &m.GetCounter("sluice_pipeline_read_ahead_full_total",
+  impl.read_ahead_full = &m.GetCounter("sluice_pipeline_read_ahead_full_total",
                               "Times the read-ahead reached its bound (prefetch x max_bytes)", labels);
   impl.read_ahead = &m.GetGauge("sluice_pipeline_read_ahead_bytes",
                                 "Message bytes fetched and not yet in a batch", labels);
@@ -875,7 +875,7 @@ Status PipelineRunner::Run() {
     }
     if (!impl.full && impl.ahead_bytes >= impl.read_ahead_limit) {
       impl.full = true;
-      impl.pauses->Inc();
+      impl.read_ahead_full->Inc();
     } else if (impl.full && impl.ahead_bytes <= impl.read_ahead_limit / 2) {
       impl.full = false;
       wake_after_drain = true;

@@ -286,36 +286,6 @@ Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
   return detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 1), "commit");
 }
 
-namespace {
-
-Status PauseResume(rd_kafka_t* rk, const std::vector<TopicPartition>& partitions, bool pause) {
-  if (partitions.empty()) return Status::OK();
-  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
-  for (const TopicPartition& tp : partitions) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
-  }
-  const char* what = pause ? "pause" : "resume";
-  RETURN_IF_ERROR(detail::ErrorStatus(
-      pause ? rd_kafka_pause_partitions(rk, list.get()) : rd_kafka_resume_partitions(rk, list.get()), what));
-  for (int i = 0; i < list->cnt; ++i) {
-    const rd_kafka_topic_partition_t& tp = list->elems[i];
-    RETURN_IF_ERROR(detail::ErrorStatus(tp.err, fmt::format("{} {} [{}]", what, tp.topic, tp.partition)));
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
-Status Consumer::Pause(const std::vector<TopicPartition>& partitions) {
-  if (mode_ == Mode::kNone) return FailedPreconditionError("consumer: Pause before Assign or Subscribe");
-  return PauseResume(rk_.get(), partitions, true);
-}
-
-Status Consumer::Resume(const std::vector<TopicPartition>& partitions) {
-  if (mode_ == Mode::kNone) return FailedPreconditionError("consumer: Resume before Assign or Subscribe");
-  return PauseResume(rk_.get(), partitions, false);
-}
-
 Result<int64_t> Consumer::QueryHighWatermark(const std::string& topic, int32_t partition,
                                              std::chrono::milliseconds timeout) {
   int64_t low = -1;

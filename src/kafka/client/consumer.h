@@ -137,13 +137,6 @@ class Consumer {
   // failure is logged and becomes last_error() (a later commit covers the same offsets).
   Status CommitAsync(const std::vector<TopicPartition>& offsets);
 
-  // Stops fetching these partitions (records already fetched and not yet returned by Poll
-  // are dropped and fetched again on Resume), or starts fetching them again from the
-  // record after the last one Poll returned. librdkafka's pause: the partitions stay
-  // assigned and the group sees nothing.
-  Status Pause(const std::vector<TopicPartition>& partitions);
-  Status Resume(const std::vector<TopicPartition>& partitions);
-
   // Asks the partition's leader for its high watermark (a ListOffsets round trip, at most
   // `timeout`). A side effect the pipeline runner relies on: the request wakes the
   // librdkafka thread that fetches from that broker. librdkafka 2.0 re-checks a partition

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -38,8 +40,9 @@ std::string Config(std::string_view handler, std::string_view sql) {
                      handler, sql);
 }
 
-std::unique_ptr<PipelineRunner> Make(std::string_view handler, std::string_view sql) {
-  auto config = ParsePipeline(Config(handler, sql), "t.yml", MapEnv({}));
+// A runner with no sinks over the pipeline file `text`.
+std::unique_ptr<PipelineRunner> MakeFrom(const std::string& text) {
+  auto config = ParsePipeline(text, "t.yml", MapEnv({}));
   EXPECT_TRUE(config.ok()) << config.status().ToString();
   if (!config.ok()) return nullptr;
   RunnerOptions options;  // the process's metrics registry, which outlives the runner
@@ -47,6 +50,10 @@ std::unique_ptr<PipelineRunner> Make(std::string_view handler, std::string_view 
   auto runner = PipelineRunner::Create(std::move(config).value(), options);
   EXPECT_TRUE(runner.ok()) << runner.status().ToString();
   return runner.ok() ? std::move(runner).value() : nullptr;
+}
+
+std::unique_ptr<PipelineRunner> Make(std::string_view handler, std::string_view sql) {
+  return MakeFrom(Config(handler, sql));
 }
 
 std::vector<std::string> Feed(PipelineRunner& r, const std::vector<std::string>& values) {
@@ -110,16 +117,12 @@ TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
     sql: CREATE TABLE events (city VARCHAR, amount DOUBLE)
 )") + Config("handlers.StructuredBatch\n    table: events",
              "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY 1 ORDER BY 1");
-  auto parsed = ParsePipeline(config, "t.yml", MapEnv({}));
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  RunnerOptions options;
-  options.without_sinks = true;
-  auto r = PipelineRunner::Create(std::move(parsed).value(), options);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_THAT(Feed(**r, {R"({"city":"Oslo","amount":1})", R"({"city":"Rome","amount":2})",
+  auto r = MakeFrom(config);
+  ASSERT_NE(r, nullptr);
+  EXPECT_THAT(Feed(*r, {R"({"city":"Oslo","amount":1})", R"({"city":"Rome","amount":2})",
                         R"({"city":"Oslo","amount":3})"}),
               ElementsAre(R"({"city":"Oslo","n":2,"total":4.0})", R"({"city":"Rome","n":1,"total":2.0})"));
-  EXPECT_THAT(Feed(**r, {R"({"city":"Rome","amount":5})"}), ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
+  EXPECT_THAT(Feed(*r, {R"({"city":"Rome","amount":5})"}), ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
 }
 
 // sqlflow's tumbling window over its window.jsonl fixture: the handler upserts per-bucket
@@ -128,22 +131,21 @@ TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
 TEST(RunnerTest, SqlflowTumblingWindowEmitsItsClosedBucketsOnInvoke) {
   ::setenv("TZ", "UTC", 1);  // DuckDB prints TIMESTAMPTZ in the process's time zone
   ::tzset();
-  auto config = LoadPipelineFile(std::string(SLUICE_TEST_PIPELINES_DIR) + "/sqlflow.tumbling.window.yml", MapEnv({}));
-  ASSERT_TRUE(config.ok()) << config.status().ToString();
-  RunnerOptions options;
-  options.without_sinks = true;
-  auto r = PipelineRunner::Create(std::move(config).value(), options);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::ifstream in(std::string(SLUICE_TEST_PIPELINES_DIR) + "/sqlflow.tumbling.window.yml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(text.empty());
+  auto r = MakeFrom(text);
+  ASSERT_NE(r, nullptr);
   std::vector<std::string> lines = {
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"New York"},"user":{"id":"123412ds"}})",
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"New York"},"user":{"id":"123412ds1"}})",
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})",
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})"};
-  std::vector<std::string> rows = Feed(**r, {lines[0], lines[1]});
+  std::vector<std::string> rows = Feed(*r, {lines[0], lines[1]});
   EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":2})"));
   // The closed windows were deleted: the next batch's buckets start from nothing, and an
   // upsert into a bucket emitted before starts again at its own count.
-  rows = Feed(**r, {lines[2], lines[3], lines[0]});
+  rows = Feed(*r, {lines[2], lines[3], lines[0]});
   EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"Baltimore","count":2})",
                                 R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":1})"));
 }
@@ -164,21 +166,17 @@ TEST(RunnerTest, IndexedWindowTableIsRebuiltAfterManyDeletes) {
         sink: {type: noop}
 )" + Config("handlers.InferredMemBatch",
             "INSERT INTO agg SELECT b::BIGINT, count(*) FROM batch GROUP BY ALL ON CONFLICT (bucket) DO UPDATE SET n = n + EXCLUDED.n");
-  auto parsed = ParsePipeline(config, "t.yml", MapEnv({}));
-  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
-  RunnerOptions options;
-  options.without_sinks = true;
-  auto r = PipelineRunner::Create(std::move(parsed).value(), options);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto r = MakeFrom(config);
+  ASSERT_NE(r, nullptr);
   std::vector<std::string> values;
   for (int i = 0; i < 12000; ++i) values.push_back(fmt::format(R"({{"b":{}}})", i));
   values.push_back(R"({"b":2000000})");  // an open window, kept across the rebuild
   values.push_back(R"({"b":2000000})");
-  std::vector<std::string> rows = Feed(**r, values);
+  std::vector<std::string> rows = Feed(*r, values);
   EXPECT_EQ(rows.size(), 12000u);
-  EXPECT_EQ((*r)->stats().window_compactions.load(), 1u);
+  EXPECT_EQ(r->stats().window_compactions.load(), 1u);
   // After the rebuild: the open window's row is there and the upsert still finds it.
-  rows = Feed(**r, {R"({"b":2000000})", R"({"b":5})", R"({"b":5})"});
+  rows = Feed(*r, {R"({"b":2000000})", R"({"b":5})", R"({"b":5})"});
   EXPECT_THAT(rows, ElementsAre(R"({"bucket":5,"n":2})"));
 }
 
