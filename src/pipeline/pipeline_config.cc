@@ -326,8 +326,6 @@ constexpr Refusal kTopRefused[] = {
     {"udfs", "sluice runs no Python; write the function in SQL with CREATE MACRO in `commands`"},
 };
 constexpr Refusal kPipelineRefused[] = {
-    {"state", "durable pipeline state comes with windows; remove it (offsets are committed "
-              "after each sink flush)"},
     {"drain_deadline_seconds", "remove it: on shutdown sluice flushes the open batch and "
                                "commits its offsets"},
     {"turbostats", "remove it: sluice serves Prometheus metrics on --http-addr"},
@@ -411,6 +409,9 @@ constexpr EnumName<ErrorPolicy> kPolicies[] = {
 constexpr EnumName<PostgresMode> kModes[] = {{"append", PostgresMode::kAppend},
                                              {"upsert", PostgresMode::kUpsert}};
 constexpr EnumName<SubstitutionType> kSubstitutions[] = {{"uuid4", SubstitutionType::kUuid4}};
+constexpr EnumName<WindowType> kWindowTypes[] = {{"tumbling", WindowType::kTumbling},
+                                                 {"hopping", WindowType::kHopping},
+                                                 {"session", WindowType::kSession}};
 constexpr std::string_view kMechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI",
                                             "OAUTHBEARER"};
 
@@ -660,6 +661,43 @@ class Walker {
     return n * u->second;
   }
 
+  // A duration: a whole number and a unit (ms, s, m, h, d), e.g. 500ms, 30s, 5m, 1h, 1d;
+  // in microseconds.
+  std::optional<int64_t> Duration(const MapView& m, std::string_view key, int64_t min_us,
+                                  int64_t max_us) {
+    std::optional<std::string> s = String(m, key, false);
+    if (!s) return std::nullopt;
+    std::string path = Join(m.path, key);
+    int line = EntryLine(*m.Find(key), m.line);
+    std::string_view t = Trim(*s);
+    size_t digits = 0;
+    while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
+    static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
+        {"ms", 1000}, {"s", 1000000}, {"m", 60000000}, {"h", 3600000000}, {"d", 86400000000}};
+    std::string unit = Lower(Trim(t.substr(digits)));
+    const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
+                                 [&](const auto& p) { return p.first == unit; });
+    int64_t n = 0;
+    auto [ptr, ec] = std::from_chars(t.data(), t.data() + digits, n);
+    if (digits == 0 || ec != std::errc() || u == std::end(kUnits)) {
+      Error(line, path, fmt::format("must be a duration such as 500ms, 30s, 5m, 1h or 1d, got {}{}",
+                                    Quote(*s), digits == t.size() && digits > 0 ? " (give a unit)" : ""));
+      return std::nullopt;
+    }
+    auto show = [](int64_t us) {
+      return us % 1000000 == 0 ? fmt::format("{}s", us / 1000000) : fmt::format("{}ms", us / 1000);
+    };
+    if (n > max_us / u->second) {
+      Error(line, path, fmt::format("must be at most {}, got {}", show(max_us), Quote(*s)));
+      return std::nullopt;
+    }
+    if (n * u->second < min_us) {
+      Error(line, path, fmt::format("must be at least {}, got {}", show(min_us), Quote(*s)));
+      return std::nullopt;
+    }
+    return n * u->second;
+  }
+
   template <typename E, size_t N>
   std::optional<E> Enum(const MapView& m, std::string_view key, bool required,
                         const EnumName<E> (&table)[N], bool case_insensitive,
@@ -739,6 +777,8 @@ class Walker {
   bool Sink(const YAML::Node& node, const std::string& path, int line, SinkConfig* out);
   void OnError(const MapView& pipeline, OnErrorConfig* out);
   void DuckDb(const MapView& pipeline, DuckDbConfig* out);
+  void Window(const MapView& pipeline, std::optional<WindowConfig>* out);
+  void State(const MapView& pipeline, std::optional<StateConfig>* out);
   void Commands(const MapView& top, std::vector<SqlCommand>* out);
   void Tables(const MapView& top, std::vector<TableConfig>* out);
 
@@ -1093,6 +1133,103 @@ void Walker::DuckDb(const MapView& pipeline, DuckDbConfig* out) {
   if (auto v = Integer(m, "threads", 1, 256)) out->threads = *v;
 }
 
+void Walker::Window(const MapView& pipeline, std::optional<WindowConfig>* out) {
+  const Entry* e = pipeline.Find("window");
+  if (e == nullptr) return;
+  MapView m = OpenMap(e->value, "pipeline.window", EntryLine(*e, pipeline.line),
+                      {"type", "time_column", "size", "slide", "gap", "key", "grace",
+                       "allowed_lateness", "idle_close", "max_future", "emit_sql", "sink"});
+  if (e->value.IsNull()) {
+    Error(m.line, m.path, "is empty; it needs type, time_column, size (or gap) and sink");
+    return;
+  }
+  if (!m.present) return;
+  WindowConfig w;
+  constexpr int64_t kDay = 86'400'000'000;
+  std::optional<WindowType> type = Enum(m, "type", true, kWindowTypes, true);
+  if (type) w.type = *type;
+  w.time_column = String(m, "time_column", true).value_or("");
+  auto only = [&](std::string_view key, std::string_view kind) {
+    if (m.Find(key) != nullptr) {
+      Error(EntryLine(*m.Find(key), m.line), Join(m.path, key),
+            fmt::format("applies to {} windows only; this one is {}", kind, Name(w.type)));
+    }
+  };
+  // A required duration written with no value (`size:`) is as missing as an absent one;
+  // Duration() passes over it silently, as it does for optional keys.
+  auto need = [&](std::string_view key, std::string_view what) {
+    const Entry* k = m.Find(key);
+    if (k == nullptr) {
+      Error(m.line, Join(m.path, key), fmt::format("is required for a {} window: {}", Name(w.type), what));
+    } else if (k->value.IsNull()) {
+      Error(EntryLine(*k, m.line), Join(m.path, key),
+            fmt::format("is empty; it is required for a {} window: {}", Name(w.type), what));
+    }
+  };
+  if (type && *type != WindowType::kSession) {
+    need("size", "how long each window is, e.g. 1m");
+    if (auto v = Duration(m, "size", 1000, 366 * kDay)) w.size_us = *v;
+    only("gap", "session");
+    only("key", "session");
+  }
+  if (type && *type == WindowType::kHopping) {
+    need("slide", "how far apart windows start, e.g. 1m for 5m windows");
+    if (auto v = Duration(m, "slide", 1000, 366 * kDay)) w.slide_us = *v;
+    if (w.size_us > 0 && w.slide_us > 0) {
+      int line = EntryLine(*m.Find("slide"), m.line);
+      if (w.slide_us > w.size_us) {
+        Error(line, Join(m.path, "slide"), "must not be longer than size");
+      } else if (w.size_us % w.slide_us != 0) {
+        Error(line, Join(m.path, "slide"), "must divide size (5m windows sliding by 1m, not by 2m)");
+      } else if (w.size_us / w.slide_us > 1000) {
+        Error(line, Join(m.path, "slide"), "makes more than 1000 windows per row (size / slide); slide further");
+      }
+    }
+  } else if (type) {
+    only("slide", "hopping");
+  }
+  if (type && *type == WindowType::kSession) {
+    need("gap", "the silence that ends a session, e.g. 30s");
+    if (auto v = Duration(m, "gap", 1000, 366 * kDay)) w.gap_us = *v;
+    only("size", "tumbling and hopping");
+    if (auto v = StringList(m, "key", false, "[user_id]")) w.key = std::move(*v);
+  }
+  if (auto v = Duration(m, "grace", 0, 366 * kDay)) w.grace_us = *v;
+  if (auto v = Duration(m, "allowed_lateness", 0, 366 * kDay)) w.allowed_lateness_us = *v;
+  if (auto v = Duration(m, "idle_close", 1000, 366 * kDay)) w.idle_close_us = *v;
+  if (auto v = Duration(m, "max_future", 0, 3660 * kDay)) w.max_future_us = *v;
+  if (auto sql = String(m, "emit_sql", false); sql && Trim(*sql).empty()) {
+    Error(EntryLine(*m.Find("emit_sql"), m.line), Join(m.path, "emit_sql"),
+          "is empty; leave it out to emit SELECT * FROM closed");
+  } else if (sql) {
+    w.emit_sql = std::move(*sql);
+    w.emit_origin = Where(EntryLine(*m.Find("emit_sql"), m.line));
+  } else {
+    w.emit_sql = "SELECT * FROM closed";
+    w.emit_origin = Where(m.line) + " (pipeline.window.emit_sql's default)";
+  }
+  if (const Entry* s = m.Find("sink")) {
+    Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &w.sink);
+  } else {
+    Error(m.line, Join(m.path, "sink"), "is required but missing: where closed windows go");
+  }
+  *out = std::move(w);
+}
+
+void Walker::State(const MapView& pipeline, std::optional<StateConfig>* out) {
+  const Entry* e = pipeline.Find("state");
+  if (e == nullptr) return;
+  MapView m = OpenMap(e->value, "pipeline.state", EntryLine(*e, pipeline.line), {"path"});
+  if (e->value.IsNull()) {
+    Error(m.line, m.path, "is empty; it needs path (the state's database file)");
+    return;
+  }
+  if (!m.present) return;
+  StateConfig st;
+  st.path = String(m, "path", true).value_or("");
+  *out = std::move(st);
+}
+
 void Walker::Commands(const MapView& top, std::vector<SqlCommand>* out) {
   const Entry* e = top.Find("commands");
   if (e == nullptr || e->value.IsNull()) return;
@@ -1200,7 +1337,7 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
   } else {
     MapView pl = OpenMap(p->value, "pipeline", EntryLine(*p, root.line),
                          {"name", "description", "batch_size", "flush_interval_seconds", "source",
-                          "handler", "sink", "on_error", "duckdb"},
+                          "handler", "sink", "on_error", "duckdb", "window", "state"},
                          kPipelineRefused);
     if (p->value.IsNull()) {
       Error(pl.line, "pipeline", "is empty; it needs source, handler and sink");
@@ -1213,13 +1350,21 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
       }
       Source(pl, &config.source);
       Handler(pl, &config.handler);
+      Window(pl, &config.window);
       if (const Entry* s = pl.Find("sink")) {
-        Sink(s->value, "pipeline.sink", EntryLine(*s, pl.line), &config.sink);
-      } else {
+        if (config.window) {
+          Error(EntryLine(*s, pl.line), "pipeline.sink",
+                "is not used with pipeline.window: the handler's rows go into the window, and "
+                "closed windows go to pipeline.window.sink; remove one of them");
+        } else {
+          Sink(s->value, "pipeline.sink", EntryLine(*s, pl.line), &config.sink);
+        }
+      } else if (pl.Find("window") == nullptr) {
         Error(pl.line, "pipeline.sink", "is required but missing");
       }
       OnError(pl, &config.on_error);
       DuckDb(pl, &config.duckdb);
+      State(pl, &config.state);
     }
   }
   if (config.handler.type == HandlerType::kStructuredBatch && !config.handler.table.empty()) {
@@ -1299,6 +1444,7 @@ std::string_view Name(SinkType v) { return NameOf(kSinks, v); }
 std::string_view Name(ErrorPolicy v) { return NameOf(kPolicies, v); }
 std::string_view Name(PostgresMode v) { return NameOf(kModes, v); }
 std::string_view Name(SubstitutionType v) { return NameOf(kSubstitutions, v); }
+std::string_view Name(WindowType v) { return NameOf(kWindowTypes, v); }
 
 EnvLookup ProcessEnv() {
   return [](const std::string& name) -> std::optional<std::string> {
@@ -1485,7 +1631,26 @@ std::string DescribePipeline(const PipelineConfig& c) {
   out += fmt::format("\n  handler:  {} into table {}, {} line{} of SQL", Name(c.handler.type),
                      c.handler.type == HandlerType::kStructuredBatch ? c.handler.table : "batch",
                      std::max<size_t>(sql_lines, 1), sql_lines > 1 ? "s" : "");
-  out += fmt::format("\n  sink:     {}", DescribeSink(c.sink));
+  if (c.window) {
+    const WindowConfig& w = *c.window;
+    auto d = [](int64_t us) {
+      return us % 1000000 == 0 ? fmt::format("{}s", us / 1000000) : fmt::format("{}ms", us / 1000);
+    };
+    out += fmt::format("\n  window:   {} on {}", Name(w.type), w.time_column);
+    if (w.type == WindowType::kSession) {
+      out += fmt::format(", gap {}", d(w.gap_us));
+      if (!w.key.empty()) out += fmt::format(" per {}", fmt::join(w.key, ", "));
+    } else {
+      out += fmt::format(", size {}", d(w.size_us));
+      if (w.type == WindowType::kHopping) out += fmt::format(" sliding by {}", d(w.slide_us));
+    }
+    out += fmt::format("; grace {}, allowed lateness {}, idle after {}, future cap {}", d(w.grace_us),
+                       d(w.allowed_lateness_us), d(w.idle_close_us), d(w.max_future_us));
+    out += fmt::format("\n  sink:     {} (closed windows)", DescribeSink(w.sink));
+  } else {
+    out += fmt::format("\n  sink:     {}", DescribeSink(c.sink));
+  }
+  if (c.state) out += fmt::format("\n  state:    {}", c.state->path);
   out += fmt::format("\n  on_error: {}", Name(c.on_error.policy));
   if (c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq) {
     out += fmt::format(" to {}", DescribeSink(*c.on_error.dlq));

@@ -184,6 +184,34 @@ struct TableConfig {
   SinkConfig sink;                                      // manager.sink, with `manager`
 };
 
+// pipeline.window (sluice's declarative form, docs/design/0007 #3-#7): the handler's result
+// rows go into window state keyed by event time; closed windows go through emit_sql to
+// `sink`. Durations are in microseconds.
+enum class WindowType { kTumbling, kHopping, kSession };
+std::string_view Name(WindowType v);  // "tumbling", "hopping", "session"
+
+struct WindowConfig {
+  WindowType type = WindowType::kTumbling;
+  std::string time_column;        // a column of the batch and of the handler's result
+  int64_t size_us = 0;            // tumbling, hopping
+  int64_t slide_us = 0;           // hopping: divides size
+  int64_t gap_us = 0;             // session
+  std::vector<std::string> key;   // session: result columns that split sessions
+  int64_t grace_us = 0;           // the watermark trails the newest event time by this
+  int64_t allowed_lateness_us = 0;
+  int64_t idle_close_us = 60'000'000;   // a partition silent this long stops holding back
+  int64_t max_future_us = 600'000'000;  // event times beyond wall clock + this do not advance
+  std::string emit_sql;           // over the view `closed`; default SELECT * FROM closed
+  std::string emit_origin;        // "file.yml:20"
+  SinkConfig sink;
+};
+
+// pipeline.state (docs/design/0007 #8): the pipeline's database on this file, one
+// transaction per batch with the offsets it covers.
+struct StateConfig {
+  std::string path;
+};
+
 struct PipelineConfig {
   std::string origin;  // the path (or origin) the file was read from
   std::string name;
@@ -197,6 +225,8 @@ struct PipelineConfig {
   DuckDbConfig duckdb;
   std::vector<SqlCommand> commands;
   std::vector<TableConfig> tables;  // tables.sql
+  std::optional<WindowConfig> window;  // pipeline.window; then `sink` is unused
+  std::optional<StateConfig> state;    // pipeline.state
   // Things that are accepted but probably not what was meant ("file.yml:9: on_error.dlq
   // is set but policy is RAISE"); `sluice pipeline validate` prints them.
   std::vector<std::string> warnings;

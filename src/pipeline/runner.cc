@@ -16,6 +16,7 @@
 #include "duck/chunk_view.h"
 #include "duck/database.h"
 #include "pipeline/json_decoder.h"
+#include "pipeline/window.h"
 #include "sinks/console_sink.h"
 #include "sinks/kafka_sink.h"
 #include "sinks/noop_sink.h"
@@ -36,6 +37,8 @@ constexpr std::string_view kResultTable = "sluice_handler_result";
 constexpr std::string_view kDlqTable = "sluice_dead_letters";
 // The closed windows a manager collected, for its sink.
 constexpr std::string_view kWindowTable = "sluice_closed_windows";
+// pipeline.state: the next offset per partition, committed with the batch.
+constexpr std::string_view kStateTable = "sluice_state";
 
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console) {
   switch (config.type) {
@@ -168,6 +171,27 @@ struct PipelineRunner::Impl {
     bool compact = true;      // false once a rebuild failed (warned once)
   };
   std::vector<WindowManager> managers;
+  // pipeline.window (docs/design/0007 #3-#8) and its sink.
+  std::unique_ptr<WindowEngine> window;
+  std::unique_ptr<sinks::Sink> window_sink;
+  Clock::time_point close_retry{};  // after a failed close, not before this
+  uint64_t result_generation = 0;   // changes when the result's columns may have
+  uint64_t batch_generation = 0;    // changes when the batch's columns may have
+  // pipeline.state: the database is on file; offsets are stored with each batch.
+  bool durable = false;
+  std::map<std::pair<std::string, int32_t>, int64_t> stored;  // rows of sluice_state
+  Status SaveOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets);
+  // After a rolled-back transaction: what it may have created is gone.
+  void ForgetAfterRollback() {
+    if (result_view) result_view->SetChunks({});
+    result_chunks.clear();
+    result.reset();
+    result_view.reset();
+    result_names.clear();
+    result_types.clear();
+    handler.reset();
+    ++result_generation;
+  }
   void CompactWindowTable(WindowManager& w, const std::string& pipeline, RunnerStats& stats);
   std::unique_ptr<kafka::client::Consumer> consumer;
 
@@ -259,6 +283,8 @@ struct PipelineRunner::Impl {
   ~Impl() {
     consumer.reset();
     managers.clear();
+    window.reset();
+    window_sink.reset();
     result_view.reset();
     result_chunks.clear();
     result.reset();
@@ -309,6 +335,20 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     fs::remove(db_options.path, ec);
     db_options.temp_directory = dir + "/spill";
   }
+  if (c.state && !options.without_sinks) {
+    if (c.handler.type == HandlerType::kInferredDiskBatch) {
+      return InvalidArgumentError(
+          "pipeline {}: pipeline.state cannot be used with handlers.InferredDiskBatch (its batch table would be "
+          "written to the state file every batch); use handlers.InferredMemBatch or StructuredBatch",
+          c.name);
+    }
+    fs::path path(c.state->path);
+    std::error_code ec;
+    if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+    if (ec) return IOError("pipeline {}: cannot create the directory of {}: {}", c.name, c.state->path, ec.message());
+    db_options.path = c.state->path;
+    impl.durable = true;
+  }
   ASSIGN_OR_RETURN(impl.db, duck::Database::Open(db_options));
   ASSIGN_OR_RETURN(impl.conn, duck::Connection::Open(*impl.db));
   for (const SqlCommand& cmd : c.commands) {
@@ -332,6 +372,26 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     }
     impl.managers.push_back(std::move(w));
   }
+  if (impl.durable) {
+    RETURN_IF_ERROR(impl.conn->Execute(fmt::format(
+        "CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, next_offset BIGINT)", kStateTable)));
+    ASSIGN_OR_RETURN(auto rows, impl.conn->QueryText(fmt::format(
+                                    "SELECT topic, \"partition\", next_offset FROM {}", kStateTable)));
+    for (const auto& row : rows) {
+      if (!row[0] || !row[1] || !row[2]) continue;
+      impl.stored[{*row[0], std::stoi(*row[1])}] = std::stoll(*row[2]);
+    }
+  }
+  if (c.window) {
+    auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name);
+    if (!engine.ok()) {
+      return InvalidArgumentError("pipeline {}: pipeline.window: {}", c.name, engine.status().message());
+    }
+    impl.window = std::move(engine).value();
+    if (!options.without_sinks) {
+      ASSIGN_OR_RETURN(impl.window_sink, MakeSink(c.window->sink, options.console));
+    }
+  }
   if (c.handler.type == HandlerType::kStructuredBatch) {
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
     StructuredOptions decoder_options;
@@ -351,7 +411,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn, decoder_options));
   }
   impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
-  if (!options.without_sinks) {
+  if (!options.without_sinks && !c.window) {
     ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console));
   }
   if (!options.without_sinks && c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq) {
@@ -369,7 +429,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
                               "Times the read-ahead reached its bound (prefetch x max_bytes)", labels);
   impl.read_ahead = &m.GetGauge("sluice_pipeline_read_ahead_bytes",
                                 "Message bytes fetched and not yet in a batch", labels);
-  for (const char* phase : {"decode", "handler", "sink", "source", "commit", "window"}) {
+  for (const char* phase : {"decode", "handler", "sink", "source", "commit", "window", "late"}) {
     impl.errors[phase] = &m.GetCounter("sluice_pipeline_errors_total", "Errors by phase",
                                        {{"pipeline", c.name}, {"phase", phase}});
   }
@@ -397,7 +457,10 @@ Result<uint64_t> PipelineRunner::Impl::RunHandler() {
     // columns: a statement prepared over the old ones would read the new chunks with the
     // old types. Prepare again whenever the batch's schema changed, and every batch when
     // the batch is a table recreated each time (InferredDiskBatch).
-    if (!inferred_in_memory || inferred->schema_sql() != prepared_schema) handler.reset();
+    if (!inferred_in_memory || inferred->schema_sql() != prepared_schema) {
+      handler.reset();
+      ++batch_generation;
+    }
     prepared_schema = inferred->schema_sql();
   }
   if (!handler) {
@@ -429,6 +492,7 @@ Result<uint64_t> PipelineRunner::Impl::RunHandler() {
     }
     result_names = std::move(names);
     result_types = std::move(types);
+    ++result_generation;
   }
   result_chunks = result->TakeChunks();
   uint64_t rows = 0;
@@ -455,6 +519,36 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
   }
   Status st = impl.RunHandler().status();
   if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
+  if (impl.window) {
+    // pipeline.window: the rows the window emits once the fixture is over (every window
+    // closes at its end); rows it cannot keep are errors.
+    std::vector<DroppedRow> dropped;
+    Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
+    if (!kept.ok()) return InvalidArgumentError("pipeline.window: {}", kept.status().message());
+    for (const DroppedRow& d : dropped) errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
+    std::vector<SourceRun> runs;
+    size_t error_index = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
+        ++error_index;
+        continue;
+      }
+      const Message& m = messages[i];
+      if (runs.empty() || runs.back().partition != m.partition || runs.back().topic != m.topic) {
+        runs.push_back({m.topic, m.partition, 0});
+      }
+      ++runs.back().rows;
+    }
+    int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+    Status observed = impl.window->Observe(impl.structured ? config_.handler.table : "batch", impl.batch_generation,
+                                           runs, wall_us, Clock::now());
+    if (!observed.ok()) return InvalidArgumentError("pipeline.window: {}", observed.message());
+    std::vector<std::string> out;
+    RETURN_IF_ERROR(CloseWindows(true, &out));
+    return out;
+  }
   if (!impl.managers.empty()) {
     // A windowed pipeline: the rows are what its windows emit at the end of the fixture.
     std::vector<std::string> out;
@@ -616,39 +710,124 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
     if (emitted != nullptr) emitted->insert(emitted->end(), collected.begin(), collected.end());
     w.deleted += deleted;
     impl.CompactWindowTable(w, c.name, stats_);
-    if (rejected.empty()) continue;
-    // Rows the sink refused (they do not cast into its schema): they would be refused
-    // again, so they follow on_error as rows.
-    impl.errors["window"]->Inc(rejected.size());
-    stats_.errors += rejected.size();
-    if (c.on_error.policy == ErrorPolicy::kRaise) {
-      return InvalidArgumentError("pipeline {}: window {}: the sink refused {} row(s), the first: {}", c.name,
-                                  w.table, rejected.size(), rejected.front().reason);
-    }
-    if (c.on_error.policy == ErrorPolicy::kDlq && impl.dlq) {
-      std::vector<DeadLetter> letters;
-      for (const sinks::RejectedRow& row : rejected) {
-        Message as_message;
-        as_message.value = row.row_json;
-        as_message.partition = -1;
-        as_message.offset = -1;
-        letters.emplace_back(row.reason, "window", as_message);
-      }
-      RETURN_IF_ERROR(LoadDeadLetters(*impl.conn, letters));
-      std::vector<sinks::RejectedRow> dlq_rejected;
-      Status dst = impl.dlq->Write(*impl.conn, kDlqTable, {}, &dlq_rejected);
-      if (dst.ok()) dst = impl.dlq->Flush();
-      if (!dst.ok() || !dlq_rejected.empty()) {
-        return InternalError("pipeline {}: dead-letter sink {} failed for window rows: {}", c.name,
-                             impl.dlq->Describe(), dst.ok() ? dlq_rejected.front().reason : dst.message());
-      }
-    } else {
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: window {}: the sink refused {} row(s), skipped (on_error {}): {}",
-                 c.name, w.table, rejected.size(), c.on_error.policy == ErrorPolicy::kDlq ? "DLQ without a sink" : "IGNORE",
-                 rejected.front().reason);
-    }
+    // Rows the sink refused (they do not cast into its schema) would be refused again.
+    RETURN_IF_ERROR(DeadLetterRows(rejected, "window", fmt::format("window {}: manager.sink", w.table)));
   }
   return Status::OK();
+}
+
+Status PipelineRunner::Impl::SaveOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets) {
+  std::vector<std::string> updates;
+  std::vector<std::string> inserts;
+  for (const auto& [tp, next] : offsets) {
+    std::string row = fmt::format("({}, {}, {})", duck::QuoteLiteral(tp.first), tp.second, next);
+    (stored.count(tp) != 0 ? updates : inserts).push_back(std::move(row));
+  }
+  if (!updates.empty()) {
+    RETURN_IF_ERROR(conn->Execute(fmt::format(
+        "UPDATE {} AS s SET next_offset = v.next_offset FROM (VALUES {}) v(topic, \"partition\", next_offset) "
+        "WHERE s.topic = v.topic AND s.\"partition\" = v.\"partition\"",
+        kStateTable, fmt::join(updates, ", "))));
+  }
+  if (!inserts.empty()) {
+    RETURN_IF_ERROR(conn->Execute(fmt::format("INSERT INTO {} VALUES {}", kStateTable, fmt::join(inserts, ", "))));
+  }
+  return Status::OK();
+}
+
+Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, std::string_view phase,
+                                      std::string_view what) {
+  Impl& impl = *impl_;
+  const PipelineConfig& c = config_;
+  if (rows.empty()) return Status::OK();
+  impl.errors[std::string(phase)]->Inc(rows.size());
+  stats_.errors += rows.size();
+  if (c.on_error.policy == ErrorPolicy::kRaise) {
+    return InvalidArgumentError("pipeline {}: {}: {} row(s) refused, the first: {}", c.name, what, rows.size(),
+                                rows.front().reason);
+  }
+  if (c.on_error.policy == ErrorPolicy::kDlq && impl.dlq) {
+    std::vector<DeadLetter> letters;
+    for (const sinks::RejectedRow& row : rows) {
+      Message as_message;
+      as_message.value = row.row_json;
+      as_message.partition = -1;
+      as_message.offset = -1;
+      letters.emplace_back(row.reason, std::string(phase), as_message);
+    }
+    RETURN_IF_ERROR(LoadDeadLetters(*impl.conn, letters));
+    std::vector<sinks::RejectedRow> dlq_rejected;
+    Status dst = impl.dlq->Write(*impl.conn, kDlqTable, {}, &dlq_rejected);
+    if (dst.ok()) dst = impl.dlq->Flush();
+    if (!dst.ok() || !dlq_rejected.empty()) {
+      return InternalError("pipeline {}: dead-letter sink {} failed for {} rows: {}", c.name, impl.dlq->Describe(),
+                           what, dst.ok() ? dlq_rejected.front().reason : dst.message());
+    }
+    return Status::OK();
+  }
+  SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {} row(s) refused, skipped (on_error {}): {}", c.name, what, rows.size(),
+             c.on_error.policy == ErrorPolicy::kDlq ? "DLQ without a sink" : "IGNORE", rows.front().reason);
+  return Status::OK();
+}
+
+Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted) {
+  Impl& impl = *impl_;
+  const PipelineConfig& c = config_;
+  if (!impl.window) return Status::OK();
+  const auto now = Clock::now();
+  impl.window->Tick(now);
+  if (!all && (!impl.window->CloseDue() || now < impl.close_retry)) return Status::OK();
+  std::vector<sinks::RejectedRow> rejected;
+  std::vector<std::string> collected;
+  auto emit = [&](std::string_view table, uint64_t) -> Status {
+    if (emitted != nullptr) {
+      ASSIGN_OR_RETURN(duck::QueryResult j, impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", table)));
+      for (size_t i = 0; i < j.chunk_count(); ++i) {
+        duck::ResultChunk chunk = j.chunk(i);
+        for (size_t row = 0; row < chunk.size(); ++row) collected.emplace_back(chunk.GetString(0, row));
+      }
+      return Status::OK();
+    }
+    if (!impl.window_sink) return Status::OK();
+    RETURN_IF_ERROR(impl.window_sink->Write(*impl.conn, table, {}, &rejected));
+    auto flush_started = Clock::now();
+    Status st = impl.window_sink->Flush();
+    impl.flush_seconds->Observe(std::chrono::duration<double>(Clock::now() - flush_started).count());
+    if (st.ok()) {
+      uint64_t n = 0;
+      if (auto count = impl.conn->QueryText(fmt::format("SELECT count(*) FROM {}", table)); count.ok()) {
+        n = std::stoull((*count)[0][0].value_or("0"));
+      }
+      n -= std::min<uint64_t>(n, rejected.size());
+      impl.rows_out->Inc(n);
+      stats_.rows_out += n;
+    }
+    return st;
+  };
+  auto snapshot = impl.window->Snapshot();
+  Status st = impl.conn->Execute("BEGIN TRANSACTION");
+  if (st.ok()) st = impl.window->Close(all, emit);
+  if (st.ok() && impl.durable) st = impl.window->SaveState();
+  if (st.ok()) st = impl.conn->Execute("COMMIT");
+  if (!st.ok()) {
+    (void)impl.conn->Execute("ROLLBACK");
+    impl.window->Restore(*snapshot);
+    impl.errors["window"]->Inc();
+    ++stats_.errors;
+    std::string error = fmt::format("pipeline {}: closing windows: {}", c.name, st.message());
+    {
+      std::lock_guard<std::mutex> lock(impl.health_mu);
+      impl.health = error;
+    }
+    if (c.on_error.policy == ErrorPolicy::kRaise) return InvalidArgumentError("{}", error);
+    SLUICE_LOG(kLog, kWarn, "{} (the windows stay; tried again in a second)", error);
+    impl.close_retry = now + std::chrono::seconds(1);
+    return Status::OK();
+  }
+  if (emitted != nullptr) emitted->insert(emitted->end(), collected.begin(), collected.end());
+  // Rows the sink refused (they do not cast into its schema) would be refused again.
+  return DeadLetterRows(rejected, "window",
+                        fmt::format("window sink {}", impl.window_sink ? impl.window_sink->Describe() : "-"));
 }
 
 Status PipelineRunner::ProcessBatch() {
@@ -676,15 +855,26 @@ Status PipelineRunner::ProcessBatch() {
     }
     return Status::OK();
   };
+  // A result row (not a message) that failed: it goes to the DLQ as the row.
+  auto fail_row = [&](const std::string& phase, const std::string& reason, const std::string& row_json) {
+    Message as_message;
+    as_message.value = row_json;
+    as_message.partition = -1;
+    as_message.offset = -1;
+    return fail(phase, reason, std::span<const Message>(&as_message, 1));
+  };
 
   sinks::SourceOffsets offsets;
+  std::map<std::pair<std::string, int32_t>, int64_t> first;  // the batch's first offset per partition
   {
     // Runs of one partition are the rule: look the map up only when the partition changes.
     int64_t* next = nullptr;
     const Message* last = nullptr;
     for (const Message& m : impl.pending) {
       if (last == nullptr || m.partition != last->partition || m.topic != last->topic) {
-        next = &offsets[{std::string(m.topic), m.partition}];
+        auto [it, inserted] = offsets.try_emplace({std::string(m.topic), m.partition}, 0);
+        next = &it->second;
+        if (inserted) first[it->first] = m.offset;
         last = &m;
       }
       *next = std::max(*next, m.offset + 1);
@@ -706,17 +896,76 @@ Status PipelineRunner::ProcessBatch() {
                            std::span<const Message>(&m, 1)));
     }
   }
+  // With a window or durable state the batch is one transaction: the handler's writes, the
+  // window state, the sink's writes into this database and the offsets commit together.
+  // It is rolled back on every way out but the COMMIT.
+  const bool transaction = impl.window || impl.durable;
+  bool open = false;
+  std::shared_ptr<const WindowEngine::Memory> snapshot;
+  auto rollback = [&] {
+    if (!open) return;
+    open = false;
+    (void)impl.conn->Execute("ROLLBACK");
+    impl.ForgetAfterRollback();
+    if (snapshot) impl.window->Restore(*snapshot);
+  };
+  struct OnExit {
+    std::function<void()> f;
+    ~OnExit() { f(); }
+  } on_exit{rollback};
+  if (transaction && batch_ok) {
+    if (impl.window) snapshot = impl.window->Snapshot();
+    Status st = impl.conn->Execute("BEGIN TRANSACTION");
+    if (!st.ok()) return InternalError("pipeline {}: cannot begin the batch's transaction: {}", c.name, st.message());
+    open = true;
+  }
   uint64_t result_rows = 0;
   if (batch_ok) {
     Result<uint64_t> ran = impl.RunHandler();
     if (!ran.ok()) {
+      rollback();
       RETURN_IF_ERROR(fail("handler", ran.status().message(), impl.pending));
       batch_ok = false;
     } else {
       result_rows = *ran;
     }
   }
-  if (batch_ok) {
+  if (batch_ok && impl.window) {
+    std::vector<DroppedRow> dropped;
+    Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
+    Status st = kept.status();
+    if (st.ok()) {
+      // Which partition each decoded row came from (the decoder leaves out the messages it
+      // could not decode, in order).
+      std::vector<SourceRun> runs;
+      size_t error_index = 0;
+      for (size_t i = 0; i < impl.pending.size(); ++i) {
+        if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
+          ++error_index;
+          continue;
+        }
+        const Message& m = impl.pending[i];
+        if (runs.empty() || runs.back().partition != m.partition || runs.back().topic != m.topic) {
+          runs.push_back({m.topic, m.partition, 0});
+        }
+        ++runs.back().rows;
+      }
+      const std::string batch_table = impl.structured ? c.handler.table : "batch";
+      int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+      st = impl.window->Observe(batch_table, impl.batch_generation, runs, wall_us, Clock::now());
+    }
+    if (!st.ok()) {
+      rollback();
+      RETURN_IF_ERROR(fail("window", st.message(), impl.pending));
+      batch_ok = false;
+    } else {
+      if (*kept > 0) impl.window->NoteSources(first);
+      impl.rows_out->Inc(*kept);
+      for (const DroppedRow& d : dropped) RETURN_IF_ERROR(fail_row(d.late ? "late" : "window", d.reason, d.row_json));
+    }
+  } else if (batch_ok) {
     std::vector<sinks::RejectedRow> rejected;
     Status st = impl.sink->Write(*impl.conn, kResultTable, offsets, &rejected);
     if (st.ok()) {
@@ -732,19 +981,13 @@ Status PipelineRunner::ProcessBatch() {
       impl.health.clear();
     }
     if (!st.ok()) {
+      rollback();
       RETURN_IF_ERROR(fail("sink", st.message(), impl.pending));
     } else {
       uint64_t n = result_rows - std::min<uint64_t>(result_rows, rejected.size());
       impl.rows_out->Inc(n);
       stats.rows_out += n;
-      for (const sinks::RejectedRow& row : rejected) {
-        // A rejected row is a result row, not a message: it goes to the DLQ as the row.
-        Message as_message;
-        as_message.value = row.row_json;
-        as_message.partition = -1;
-        as_message.offset = -1;
-        RETURN_IF_ERROR(fail("sink", row.reason, std::span<const Message>(&as_message, 1)));
-      }
+      for (const sinks::RejectedRow& row : rejected) RETURN_IF_ERROR(fail_row("sink", row.reason, row.row_json));
     }
   }
   if (!letters.empty() && impl.dlq) {
@@ -764,9 +1007,34 @@ Status PipelineRunner::ProcessBatch() {
                            impl.dlq->Describe(), dst.message());
     }
   }
+  if (impl.durable) {
+    // The offsets go with the batch's state (or alone, when the batch failed and its
+    // messages were skipped or dead-lettered).
+    Status st = open ? Status::OK() : impl.conn->Execute("BEGIN TRANSACTION");
+    open = true;
+    if (st.ok()) st = impl.SaveOffsets(offsets);
+    if (st.ok() && impl.window) st = impl.window->SaveState();
+    if (!st.ok()) return InternalError("pipeline {}: saving the state failed: {}", c.name, st.message());
+  }
+  if (open) {
+    Status st = impl.conn->Execute("COMMIT");
+    if (!st.ok()) {
+      return InternalError("pipeline {}: committing the batch's state failed: {}", c.name, st.message());
+    }
+    open = false;
+    if (impl.durable) {
+      for (const auto& [tp, next] : offsets) impl.stored[tp] = next;
+    }
+  }
   if (impl.consumer) {
     std::vector<kafka::client::TopicPartition> commit;
-    for (const auto& [tp, next] : offsets) commit.push_back({tp.first, tp.second, next});
+    for (const auto& [tp, next] : offsets) {
+      // Not past what an open window still needs: without the state file, a restart reads
+      // the open windows' messages again.
+      int64_t at = next;
+      if (impl.window) at = std::min(at, impl.window->Floor(tp.first, tp.second).value_or(next));
+      commit.push_back({tp.first, tp.second, at});
+    }
     // Asynchronous while running (the sink already holds the batch; the next commit covers
     // a failed one): a synchronous commit per batch would wait a broker round trip and
     // its fsync every batch. Synchronous when partitions are about to go or at the end.
@@ -789,7 +1057,7 @@ Status PipelineRunner::ProcessBatch() {
 
 Status PipelineRunner::Run() {
   Impl& impl = *impl_;
-  if (!impl.sink) return FailedPreconditionError("pipeline {}: made without sinks", config_.name);
+  if (options_.without_sinks) return FailedPreconditionError("pipeline {}: made without sinks", config_.name);
   const PipelineConfig& c = config_;
   kafka::client::Config props;
   for (const auto& [k, v] : KafkaClientProperties(c.source)) props[k] = v;
@@ -812,9 +1080,20 @@ Status PipelineRunner::Run() {
   auto WarnIfError = [name = c.name](const Status& st, std::string_view what) {
     if (!st.ok()) SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {}", name, what, st.message());
   };
-  impl.consumer->SetRebalanceListener([this, WarnIfError](const kafka::client::RebalanceEvent& e) {
+  impl.consumer->SetRebalanceListener([this, WarnIfError](kafka::client::RebalanceEvent& e) {
     Impl& impl = *impl_;
-    if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) return;
+    if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) {
+      for (kafka::client::TopicPartition& tp : e.partitions) {
+        // With pipeline.state the state's offsets, not the group's: the state holds
+        // exactly what was processed up to them (docs/design/0007 #8).
+        if (auto it = impl.stored.find({tp.topic, tp.partition}); it != impl.stored.end()) tp.offset = it->second;
+        if (impl.window) impl.window->Assign(tp.topic, tp.partition, Clock::now());
+      }
+      return;
+    }
+    for (const kafka::client::TopicPartition& tp : e.partitions) {
+      if (impl.window) impl.window->Revoke(tp.topic, tp.partition);
+    }
     if (e.kind == kafka::client::RebalanceEvent::Kind::kRevoked) {
       // Finish the batch in hand and commit it while the partitions are still ours; what
       // was read ahead of them is dropped (their next owner reads it from the commit).
@@ -951,6 +1230,13 @@ Status PipelineRunner::Run() {
         break;
       }
     }
+    if (impl.window) {
+      Status st = CloseWindows(false);
+      if (!st.ok()) {
+        result = st;
+        break;
+      }
+    }
     if (now >= next_progress) {
       // About once a second: consumer lag per partition (from what the consumer last heard
       // of the broker: no request), and the progress line when there is a terminal.
@@ -986,6 +1272,9 @@ Status PipelineRunner::Run() {
   if (result.ok()) result = ProcessBatch();
   // One last poll, so that a window that closed while stopping is not left behind.
   if (result.ok() && !impl.managers.empty()) result = PollWindows(true);
+  // Windows the last batch closed; the open ones stay (in the state file, or read again
+  // from the committed offsets).
+  if (result.ok() && impl.window) result = CloseWindows(false);
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   if (!result.ok()) {
     // RAISE: what is in hand was not committed; leave it for the next run.

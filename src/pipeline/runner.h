@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "kafka/client/consumer.h"
 #include "pipeline/pipeline_config.h"
+#include "sinks/sink.h"
 
 namespace sluice::pipeline {
 
@@ -85,6 +86,13 @@ class PipelineRunner {
   // rows are returned as JSON objects instead of going to a sink. Returns an error only
   // under RAISE.
   Status PollWindows(bool all, std::vector<std::string>* emitted = nullptr);
+  // pipeline.window: emits the windows the watermark closed (every window with `all`), in
+  // a transaction of its own; with `emitted` (Invoke) the rows are returned as JSON
+  // objects instead of going to the sink. A failure leaves the windows for a retry a
+  // second later; returns an error only under RAISE.
+  Status CloseWindows(bool all, std::vector<std::string>* emitted = nullptr);
+  // Result rows a sink refused (not messages) through on_error, with `phase`.
+  Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, std::string_view phase, std::string_view what);
   bool sync_commit_ = false;  // commit synchronously (revocation, the last batch)
   PipelineConfig config_;
   RunnerOptions options_;

@@ -1,0 +1,637 @@
+#include "pipeline/window.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "duck/chunk_view.h"
+#include "duck/data_chunk.h"
+
+namespace sluice::pipeline {
+namespace {
+
+using duck::QuoteIdentifier;
+using duck::QuoteLiteral;
+
+constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+constexpr std::string_view kRows = "sluice_window_rows";
+constexpr std::string_view kSources = "sluice_window_sources";
+constexpr std::string_view kWatermarks = "sluice_watermarks";
+constexpr std::string_view kClosed = "sluice_window_closed";
+constexpr std::string_view kEmit = "sluice_window_emit";
+constexpr std::string_view kSessions = "sluice_window_sessions";
+constexpr std::string_view kMeta = "sluice_batch_meta";
+// The columns the state adds to the result's.
+constexpr std::string_view kInternal = "sluice_t, sluice_end, sluice_emitted, sluice_batch";
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// The SQL that gives a column's event time in microseconds (NULL when there is none), by
+// its DuckDB type; empty when the type cannot be a time.
+std::string TimeExpr(std::string_view column, std::string_view type) {
+  std::string t = Lower(type);
+  if (t == "timestamp with time zone") return fmt::format("epoch_us({})", column);
+  if (t == "timestamp" || t == "timestamp_s" || t == "timestamp_ms" || t == "timestamp_ns" || t == "date") {
+    return fmt::format("epoch_us({}::TIMESTAMP)", column);
+  }
+  if (t == "varchar") return fmt::format("epoch_us(TRY_CAST({} AS TIMESTAMPTZ))", column);
+  return "";
+}
+
+// Floor division's start for a positive step (correct for times before 1970 too).
+std::string StartOf(std::string_view t, int64_t step) {
+  return fmt::format("({0} - ((({0} % {1}) + {1}) % {1}))", t, step);
+}
+
+int64_t Sat(int64_t a, int64_t b) {  // a + b, saturating
+  if (b > 0 && a > kNever - b) return kNever;
+  return a + b;
+}
+
+}  // namespace
+
+struct PartitionState {
+  int64_t newest = WindowEngine::kNoTime;
+  WindowEngine::SteadyTime last_seen{};
+  bool assigned = false;
+  bool saved = false;  // has a row in sluice_watermarks
+  bool dirty = false;  // newest changed since the last save
+};
+
+struct WindowEngine::Memory {
+  std::map<std::pair<std::string, int32_t>, PartitionState> partitions;
+  int64_t watermark = kNoTime;
+  bool watermark_saved = false;
+  bool watermark_dirty = false;
+  // Lower bounds: the earliest end of a window holding rows not yet emitted, and of one
+  // emitted but kept for lateness. kNever when none.
+  int64_t open_end = kNever;
+  int64_t kept_end = kNever;
+  uint64_t batch = 0;          // the last batch number Add used
+  uint64_t min_batch = 0;      // the oldest batch with rows in the state (when it has any)
+  bool rows_empty = true;
+  uint64_t pruned_below = 0;   // sources below this batch are deleted from the table
+  std::map<std::pair<std::string, int32_t>, std::deque<std::pair<uint64_t, int64_t>>> sources;
+  std::vector<std::tuple<uint64_t, std::string, int32_t, int64_t>> unsaved_sources;
+  bool table_ready = false;
+  bool closed_view = false;  // the TEMP VIEW `closed` exists
+  std::set<std::string> table_columns;  // lower-case
+  uint64_t result_generation = std::numeric_limits<uint64_t>::max();
+  std::string result_time;  // the time expression over the result's column (alias r)
+  uint64_t batch_generation = std::numeric_limits<uint64_t>::max();
+  std::string batch_time;   // over the batch's column (alias b)
+};
+
+struct WindowEngine::Impl {
+  duck::Connection& conn;
+  WindowConfig config;
+  std::string pipeline;
+  Memory m;
+  std::unique_ptr<duck::ChunkView> meta;
+  std::vector<duck::DataChunk> meta_chunks;
+  Impl(duck::Connection& c, const WindowConfig& w, std::string p) : conn(c), config(w), pipeline(std::move(p)) {}
+
+  std::string Col() const { return QuoteIdentifier(config.time_column); }
+
+  // The end of the latest / earliest window holding time `t` (an SQL expression).
+  std::string LastEnd(std::string_view t) const {
+    switch (config.type) {
+      case WindowType::kTumbling: return fmt::format("({} + {})", StartOf(t, config.size_us), config.size_us);
+      case WindowType::kHopping: return fmt::format("({} + {})", StartOf(t, config.slide_us), config.size_us);
+      case WindowType::kSession: return fmt::format("({} + {})", t, config.gap_us);
+    }
+    return "";
+  }
+  std::string FirstEnd(std::string_view t) const {
+    if (config.type == WindowType::kHopping) return fmt::format("({} + {})", StartOf(t, config.slide_us), config.slide_us);
+    return LastEnd(t);
+  }
+  // True for a row that cannot be kept: no time, or every window of it past lateness.
+  std::string Dropped(std::string_view t) const {
+    if (m.watermark == kNoTime) return fmt::format("({} IS NULL)", t);
+    return fmt::format("({0} IS NULL OR {1} + {2} <= {3})", t, LastEnd(t), config.allowed_lateness_us, m.watermark);
+  }
+
+  // The relation's columns and their types, in order.
+  Result<std::vector<std::pair<std::string, std::string>>> Describe(std::string_view relation) {
+    ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format("DESCRIBE SELECT * FROM {}", relation)));
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& row : rows) out.emplace_back(row[0].value_or(""), row[1].value_or(""));
+    return out;
+  }
+
+  Result<std::string> TimeOf(std::string_view relation, std::string_view what, std::string_view alias) {
+    ASSIGN_OR_RETURN(auto columns, Describe(relation));
+    std::vector<std::string> names;
+    for (const auto& [name, type] : columns) {
+      if (Lower(name) != Lower(config.time_column)) {
+        names.push_back(name);
+        continue;
+      }
+      std::string expr = TimeExpr(fmt::format("{}.{}", alias, QuoteIdentifier(name)), type);
+      if (expr.empty()) {
+        return InvalidArgumentError(
+            "pipeline.window.time_column {} is {} in {}; it must be TIMESTAMP, TIMESTAMP WITH TIME ZONE, DATE "
+            "or a VARCHAR holding timestamps",
+            QuoteLiteral(config.time_column), type, what);
+      }
+      return expr;
+    }
+    return InvalidArgumentError("pipeline.window.time_column {} is not a column of {} (its columns: {})",
+                                QuoteLiteral(config.time_column), what, fmt::join(names, ", "));
+  }
+
+  // Creates the rows table from the result's columns, or adds the ones it lacks.
+  Status PrepareTable(std::string_view result, const std::vector<std::pair<std::string, std::string>>& columns) {
+    for (const auto& [name, type] : columns) {
+      std::string l = Lower(name);
+      if (l == "window_start" || l == "window_end" || l.rfind("sluice_", 0) == 0) {
+        return InvalidArgumentError(
+            "the handler's result has a column named {}, which the window state uses itself; rename it", name);
+      }
+    }
+    if (!m.table_ready) {
+      RETURN_IF_ERROR(conn.Execute(fmt::format(
+          "CREATE TABLE IF NOT EXISTS {} AS SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS "
+          "window_end, NULL::BIGINT AS sluice_t, NULL::BIGINT AS sluice_end, NULL::BOOLEAN AS sluice_emitted, "
+          "NULL::BIGINT AS sluice_batch FROM {} LIMIT 0",
+          kRows, result)));
+      RETURN_IF_ERROR(LoadColumns());
+      m.table_ready = true;
+    }
+    for (const auto& [name, type] : columns) {
+      if (m.table_columns.count(Lower(name)) != 0) continue;
+      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kRows, QuoteIdentifier(name), type)));
+      m.table_columns.insert(Lower(name));
+    }
+    return Status::OK();
+  }
+
+  Status LoadColumns() {
+    ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format(
+                                    "SELECT column_name FROM duckdb_columns() WHERE table_name = {} AND schema_name "
+                                    "= 'main' AND database_name = current_database()",
+                                    QuoteLiteral(kRows))));
+    m.table_columns.clear();
+    for (const auto& row : rows) m.table_columns.insert(Lower(row[0].value_or("")));
+    return Status::OK();
+  }
+
+  void Advance(SteadyTime now) {
+    const auto idle = std::chrono::microseconds(config.idle_close_us);
+    int64_t min_active = kNever;
+    int64_t max_all = kNoTime;
+    bool any_active = false;
+    for (const auto& [tp, p] : m.partitions) {
+      if (p.newest != kNoTime) max_all = std::max(max_all, p.newest);
+      if (!p.assigned || now - p.last_seen >= idle) continue;
+      if (p.newest == kNoTime) return;  // heard of, never read from, not idle yet: hold
+      any_active = true;
+      min_active = std::min(min_active, p.newest);
+    }
+    int64_t candidate = any_active ? min_active : max_all;
+    if (candidate == kNoTime) return;
+    candidate -= config.grace_us;
+    if (candidate > m.watermark) {
+      m.watermark = candidate;
+      m.watermark_dirty = true;
+    }
+  }
+
+  // After rows went: where the state stands now.
+  Status Recount() {
+    // (Sessions keep their own bounds: CloseSessions knows where the open ones end.)
+    std::string open_end = config.type == WindowType::kSession ? "min(sluice_t)" : "min(sluice_end)";
+    ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format(
+                                    "SELECT {0} FILTER (WHERE NOT sluice_emitted), {0} FILTER (WHERE sluice_emitted), "
+                                    "min(sluice_batch) FROM {1}",
+                                    open_end, kRows)));
+    auto num = [](const std::optional<std::string>& s) { return s ? std::stoll(*s) : kNever; };
+    if (config.type != WindowType::kSession) m.open_end = num(rows[0][0]);
+    if (config.type != WindowType::kSession) m.kept_end = num(rows[0][1]);
+    m.rows_empty = !rows[0][2].has_value();
+    if (!m.rows_empty) m.min_batch = static_cast<uint64_t>(std::stoll(*rows[0][2]));
+    // Batches older than the oldest row are no longer needed by any window.
+    uint64_t keep = m.rows_empty ? m.batch + 1 : m.min_batch;
+    for (auto& [tp, q] : m.sources) {
+      while (!q.empty() && q.front().first < keep) q.pop_front();
+    }
+    return Status::OK();
+  }
+
+  Status Emit(const std::function<Status(std::string_view, uint64_t)>& emit) {
+    if (!m.closed_view) {
+      RETURN_IF_ERROR(conn.Execute(
+          fmt::format("CREATE OR REPLACE TEMP VIEW closed AS SELECT * EXCLUDE ({}) FROM {}", kInternal, kClosed)));
+      m.closed_view = true;
+    }
+    std::string sql(config.emit_sql);
+    while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) sql.pop_back();
+    Result<duck::QueryResult> r = conn.Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kEmit, sql));
+    if (!r.ok()) return InvalidArgumentError("{}: emit_sql: {}", config.emit_origin, r.status().message());
+    uint64_t rows = 0;
+    if (r->column_count() == 1 && r->chunk_count() > 0 && r->chunk(0).size() == 1 && !r->chunk(0).IsNull(0, 0)) {
+      rows = static_cast<uint64_t>(r->chunk(0).GetInt64(0, 0));
+    }
+    if (rows == 0) return Status::OK();
+    return emit(kEmit, rows);
+  }
+
+  Status CloseFixed(int64_t w, bool all, const std::function<Status(std::string_view, uint64_t)>& emit) {
+    const int64_t lateness = all ? 0 : config.allowed_lateness_us;
+    if (w >= m.open_end) {
+      std::string where = lateness == 0 ? fmt::format("sluice_end <= {}", w)
+                                        : fmt::format("sluice_end <= {0} AND sluice_end IN (SELECT sluice_end FROM {1} "
+                                                      "WHERE NOT sluice_emitted AND sluice_end <= {0})",
+                                                      w, kRows);
+      RETURN_IF_ERROR(conn.Execute(
+          fmt::format("CREATE OR REPLACE TEMP TABLE {} AS SELECT * FROM {} WHERE {}", kClosed, kRows, where)));
+      RETURN_IF_ERROR(Emit(emit));
+    }
+    if (lateness == 0) {
+      RETURN_IF_ERROR(conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end <= {}", kRows, w)));
+    } else {
+      RETURN_IF_ERROR(conn.Execute(
+          fmt::format("UPDATE {} SET sluice_emitted = true WHERE NOT sluice_emitted AND sluice_end <= {}", kRows, w)));
+      RETURN_IF_ERROR(conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end + {} <= {}", kRows, lateness, w)));
+    }
+    return Recount();
+  }
+
+  Status CloseSessions(int64_t w, bool all, const std::function<Status(std::string_view, uint64_t)>& emit) {
+    const int64_t lateness = all ? 0 : config.allowed_lateness_us;
+    std::vector<std::string> keys;
+    for (const std::string& k : config.key) keys.push_back(QuoteIdentifier(k));
+    std::string by = keys.empty() ? "" : fmt::format("PARTITION BY {} ", fmt::join(keys, ", "));
+    std::string by_session =
+        keys.empty() ? "PARTITION BY sluice_sid" : fmt::format("PARTITION BY {}, sluice_sid", fmt::join(keys, ", "));
+    std::string key_list = keys.empty() ? "" : fmt::format(", {}", fmt::join(keys, ", "));
+    // Gaps and islands: a row more than `gap` after the previous one of its key starts a
+    // session; a session is [first, last + gap).
+    RETURN_IF_ERROR(conn.Execute(fmt::format(
+        "CREATE OR REPLACE TEMP TABLE {0} AS "
+        "WITH o AS (SELECT rowid AS sluice_rowid, sluice_t, sluice_emitted{1}, "
+        "  CASE WHEN sluice_t - lag(sluice_t) OVER ({2}ORDER BY sluice_t) >= {3} THEN 1 ELSE 0 END AS sluice_break "
+        "  FROM {4}), "
+        "g AS (SELECT *, sum(sluice_break) OVER ({2}ORDER BY sluice_t ROWS UNBOUNDED PRECEDING) AS sluice_sid FROM o) "
+        "SELECT sluice_rowid, sluice_emitted, min(sluice_t) OVER s AS sluice_s0, max(sluice_t) OVER s + {3} AS sluice_s1, "
+        "  bool_and(sluice_emitted) OVER s AS sluice_done FROM g WINDOW s AS ({5})",
+        kSessions, key_list, by, config.gap_us, kRows, by_session)));
+    ASSIGN_OR_RETURN(auto due, conn.QueryText(fmt::format(
+                                   "SELECT count(*) FILTER (WHERE sluice_s1 <= {0} AND NOT sluice_done), "
+                                   "min(sluice_s1) FILTER (WHERE sluice_s1 > {0}), "
+                                   "min(sluice_s1) FILTER (WHERE sluice_s1 <= {0} AND sluice_s1 > {0} - {1}) FROM {2}",
+                                   w, lateness, kSessions)));
+    if (due[0][0].value_or("0") != "0") {
+      RETURN_IF_ERROR(conn.Execute(fmt::format(
+          "CREATE OR REPLACE TEMP TABLE {0} AS SELECT r.* REPLACE (make_timestamptz(s.sluice_s0) AS window_start, "
+          "make_timestamptz(s.sluice_s1) AS window_end) FROM {1} r JOIN {2} s ON r.rowid = s.sluice_rowid "
+          "WHERE s.sluice_s1 <= {3} AND NOT s.sluice_done ORDER BY s.sluice_s0, r.sluice_t",
+          kClosed, kRows, kSessions, w)));
+      RETURN_IF_ERROR(Emit(emit));
+    }
+    if (lateness > 0) {
+      RETURN_IF_ERROR(conn.Execute(fmt::format(
+          "UPDATE {} SET sluice_emitted = true WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} "
+          "AND NOT sluice_emitted)",
+          kRows, kSessions, w)));
+    }
+    RETURN_IF_ERROR(conn.Execute(fmt::format(
+        "DELETE FROM {} WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} - {})", kRows, kSessions,
+        w, lateness)));
+    RETURN_IF_ERROR(conn.Execute(fmt::format("DROP TABLE {}", kSessions)));
+    auto num = [](const std::optional<std::string>& s) { return s ? std::stoll(*s) : kNever; };
+    m.open_end = num(due[0][1]);
+    m.kept_end = lateness > 0 ? num(due[0][2]) : kNever;
+    return Recount();
+  }
+
+  Status Load() {
+    ASSIGN_OR_RETURN(auto exists, conn.QueryText(fmt::format(
+                                      "SELECT count(*) FROM duckdb_tables() WHERE table_name = {} AND schema_name = "
+                                      "'main' AND database_name = current_database()",
+                                      QuoteLiteral(kRows))));
+    if (exists[0][0].value_or("0") != "0") {
+      RETURN_IF_ERROR(LoadColumns());
+      for (std::string_view c : {"window_start", "window_end", "sluice_t", "sluice_end", "sluice_emitted", "sluice_batch"}) {
+        if (m.table_columns.count(std::string(c)) == 0) {
+          return FailedPreconditionError("pipeline {}: the state's {} has no column {}: not sluice's window state",
+                                         pipeline, kRows, c);
+        }
+      }
+      m.table_ready = true;
+      ASSIGN_OR_RETURN(auto b, conn.QueryText(fmt::format("SELECT max(sluice_batch) FROM {}", kRows)));
+      if (b[0][0]) m.batch = static_cast<uint64_t>(std::stoll(*b[0][0]));
+    }
+    RETURN_IF_ERROR(conn.Execute(fmt::format(
+        "CREATE TABLE IF NOT EXISTS {} (batch BIGINT, topic VARCHAR, \"partition\" INTEGER, first_offset BIGINT)",
+        kSources)));
+    RETURN_IF_ERROR(conn.Execute(fmt::format(
+        "CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, newest BIGINT)", kWatermarks)));
+    ASSIGN_OR_RETURN(auto marks, conn.QueryText(fmt::format("SELECT topic, \"partition\", newest FROM {}", kWatermarks)));
+    for (const auto& row : marks) {
+      int32_t partition = std::stoi(row[1].value_or("0"));
+      int64_t newest = row[2] ? std::stoll(*row[2]) : kNoTime;
+      if (partition < 0) {
+        m.watermark = newest;
+        m.watermark_saved = true;
+        continue;
+      }
+      PartitionState& p = m.partitions[{row[0].value_or(""), partition}];
+      p.newest = newest;
+      p.saved = true;
+    }
+    ASSIGN_OR_RETURN(auto sources, conn.QueryText(fmt::format(
+                                       "SELECT batch, topic, \"partition\", first_offset FROM {} ORDER BY batch", kSources)));
+    for (const auto& row : sources) {
+      uint64_t batch = static_cast<uint64_t>(std::stoll(row[0].value_or("0")));
+      m.sources[{row[1].value_or(""), std::stoi(row[2].value_or("0"))}].emplace_back(batch, std::stoll(row[3].value_or("0")));
+      m.batch = std::max(m.batch, batch);
+    }
+    if (m.table_ready) {
+      RETURN_IF_ERROR(Recount());
+      if (config.type == WindowType::kSession) {
+        ASSIGN_OR_RETURN(auto b, conn.QueryText(fmt::format(
+                                     "SELECT min(sluice_t) FILTER (WHERE NOT sluice_emitted) + {0}, "
+                                     "min(sluice_t) FILTER (WHERE sluice_emitted) + {0} FROM {1}",
+                                     config.gap_us, kRows)));
+        m.open_end = b[0][0] ? std::stoll(*b[0][0]) : kNever;
+        m.kept_end = b[0][1] ? std::stoll(*b[0][1]) : kNever;
+      }
+    }
+    m.pruned_below = m.rows_empty ? m.batch + 1 : m.min_batch;
+    // Made here, outside any batch's transaction, so a rollback never takes it away.
+    std::vector<duck::LogicalType> types;
+    types.push_back(duck::LogicalType::Integer());
+    ASSIGN_OR_RETURN(meta, duck::ChunkView::Create(conn, kMeta, {"sluice_source"}, std::move(types)));
+    return Status::OK();
+  }
+};
+
+WindowEngine::WindowEngine(duck::Connection& conn, const WindowConfig& config, std::string pipeline)
+    : impl_(std::make_unique<Impl>(conn, config, std::move(pipeline))) {}
+
+WindowEngine::~WindowEngine() {
+  if (!impl_) return;
+  impl_->meta.reset();
+}
+
+Result<std::unique_ptr<WindowEngine>> WindowEngine::Create(duck::Connection& conn, const WindowConfig& config,
+                                                           std::string pipeline) {
+  std::unique_ptr<WindowEngine> e(new WindowEngine(conn, config, std::move(pipeline)));
+  RETURN_IF_ERROR(e->impl_->Load());
+  return e;
+}
+
+void WindowEngine::Assign(const std::string& topic, int32_t partition, SteadyTime now) {
+  PartitionState& p = impl_->m.partitions[{topic, partition}];
+  p.assigned = true;
+  p.last_seen = now;
+}
+
+void WindowEngine::Revoke(const std::string& topic, int32_t partition) {
+  auto it = impl_->m.partitions.find({topic, partition});
+  if (it != impl_->m.partitions.end()) it->second.assigned = false;
+  impl_->m.sources.erase({topic, partition});
+}
+
+Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_generation,
+                                   std::vector<DroppedRow>* dropped) {
+  Impl& impl = *impl_;
+  Memory& m = impl.m;
+  const WindowConfig& c = impl.config;
+  if (m.result_generation != result_generation) {
+    ASSIGN_OR_RETURN(auto columns, impl.Describe(result));
+    ASSIGN_OR_RETURN(m.result_time, impl.TimeOf(result, "the handler's result", "r"));
+    RETURN_IF_ERROR(impl.PrepareTable(result, columns));
+    m.result_generation = result_generation;
+  }
+  const std::string q = fmt::format("(SELECT r.*, {} AS sluice_t FROM {} r)", m.result_time, result);
+  const std::string drop = impl.Dropped("sluice_t");
+  ASSIGN_OR_RETURN(auto stats, impl.conn.QueryText(fmt::format(
+                                   "SELECT count(*) FILTER (WHERE {0}), count(*) FILTER (WHERE NOT {0}), "
+                                   "min({1}) FILTER (WHERE NOT {0}) FROM {2}",
+                                   drop, impl.FirstEnd("sluice_t"), q)));
+  const uint64_t n_dropped = std::stoull(stats[0][0].value_or("0"));
+  const uint64_t kept = std::stoull(stats[0][1].value_or("0"));
+  if (n_dropped > 0) {
+    ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
+                                    "SELECT to_json(r)::VARCHAR, {0} IS NULL, {1} FROM {2} r WHERE {3}", m.result_time,
+                                    impl.LastEnd(m.result_time), result, impl.Dropped(m.result_time))));
+    for (const auto& row : rows) {
+      DroppedRow d;
+      d.row_json = row[0].value_or("{}");
+      if (row[1].value_or("false") == "true") {
+        d.reason = fmt::format("no event time: {} is NULL or not a timestamp", c.time_column);
+      } else {
+        d.late = true;
+        d.reason = fmt::format("too late: its last window ended at {} µs since the epoch; the watermark is {} and "
+                               "allowed_lateness {} µs",
+                               row[2].value_or("?"), m.watermark, c.allowed_lateness_us);
+      }
+      dropped->push_back(std::move(d));
+    }
+  }
+  if (kept == 0) return uint64_t{0};
+  ++m.batch;
+  const std::string kept_rows = fmt::format("(SELECT * FROM {} WHERE NOT {})", q, drop);
+  std::string sql;
+  switch (c.type) {
+    case WindowType::kTumbling:
+      sql = fmt::format(
+          "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s), make_timestamptz(sluice_s) AS window_start, "
+          "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
+          "{2}::BIGINT AS sluice_batch FROM (SELECT *, {3} AS sluice_s FROM {4})",
+          kRows, c.size_us, m.batch, StartOf("sluice_t", c.size_us), kept_rows);
+      break;
+    case WindowType::kHopping: {
+      std::string late_copies =
+          m.watermark == kNoTime ? ""
+                                 : fmt::format(" WHERE sluice_s + {} + {} > {}", c.size_us, c.allowed_lateness_us, m.watermark);
+      sql = fmt::format(
+          "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s, sluice_k), make_timestamptz(sluice_s) AS window_start, "
+          "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
+          "{2}::BIGINT AS sluice_batch FROM (SELECT *, {3} - sluice_k * {4} AS sluice_s FROM {5}, "
+          "range(0, {6}) AS sluice_w(sluice_k)){7}",
+          kRows, c.size_us, m.batch, StartOf("sluice_t", c.slide_us), c.slide_us, kept_rows, c.size_us / c.slide_us,
+          late_copies);
+      break;
+    }
+    case WindowType::kSession:
+      sql = fmt::format(
+          "INSERT INTO {0} BY NAME SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS window_end, "
+          "NULL::BIGINT AS sluice_end, false AS sluice_emitted, {1}::BIGINT AS sluice_batch FROM {2}",
+          kRows, m.batch, kept_rows);
+      break;
+  }
+  RETURN_IF_ERROR(impl.conn.Execute(sql));
+  if (stats[0][2]) m.open_end = std::min(m.open_end, static_cast<int64_t>(std::stoll(*stats[0][2])));
+  if (m.rows_empty) {
+    m.rows_empty = false;
+    m.min_batch = m.batch;
+  }
+  return kept;
+}
+
+void WindowEngine::NoteSources(const std::map<std::pair<std::string, int32_t>, int64_t>& first_offsets) {
+  Memory& m = impl_->m;
+  for (const auto& [tp, offset] : first_offsets) {
+    m.sources[tp].emplace_back(m.batch, offset);
+    m.unsaved_sources.emplace_back(m.batch, tp.first, tp.second, offset);
+  }
+}
+
+Status WindowEngine::Observe(std::string_view batch, uint64_t batch_generation, std::span<const SourceRun> runs,
+                             int64_t wall_us, SteadyTime now) {
+  Impl& impl = *impl_;
+  Memory& m = impl.m;
+  if (runs.empty()) return Status::OK();
+  if (m.batch_generation != batch_generation) {
+    ASSIGN_OR_RETURN(m.batch_time, impl.TimeOf(batch, "the batch", "b"));
+    m.batch_generation = batch_generation;
+  }
+  const int64_t cap = Sat(wall_us, impl.config.max_future_us);
+  // The partitions of this batch, in first-seen order; each run's rows belong to one.
+  std::vector<std::pair<std::string, int32_t>> parts;
+  std::vector<int32_t> run_part;
+  for (const SourceRun& r : runs) {
+    std::pair<std::string, int32_t> tp{std::string(r.topic), r.partition};
+    auto it = std::find(parts.begin(), parts.end(), tp);
+    run_part.push_back(static_cast<int32_t>(it - parts.begin()));
+    if (it == parts.end()) parts.push_back(std::move(tp));
+  }
+  std::vector<int64_t> newest(parts.size(), kNoTime);
+  if (parts.size() == 1) {
+    ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
+                                    "SELECT max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t FROM {} b)", cap,
+                                    m.batch_time, batch)));
+    if (!rows.empty() && rows[0][0]) newest[0] = std::stoll(*rows[0][0]);
+  } else {
+    // Which partition each row came from, as a view read beside the batch row by row.
+    impl.meta_chunks.clear();
+    const uint64_t capacity = duck::DataChunk::Capacity();
+    std::vector<duck::LogicalType> types;
+    types.push_back(duck::LogicalType::Integer());
+    uint64_t filled = capacity;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (size_t k = 0; k < runs[i].rows; ++k) {
+        if (filled == capacity) {
+          ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
+          impl.meta_chunks.push_back(std::move(chunk));
+          filled = 0;
+        }
+        impl.meta_chunks.back().column(0).data<int32_t>()[filled++] = run_part[i];
+        impl.meta_chunks.back().SetSize(filled);
+      }
+    }
+    std::vector<const duck::DataChunk*> chunks;
+    for (const duck::DataChunk& chunk : impl.meta_chunks) chunks.push_back(&chunk);
+    impl.meta->SetChunks(chunks);
+    auto rows = impl.conn.QueryText(fmt::format(
+        "SELECT sluice_source, max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t FROM {} b) POSITIONAL JOIN {} "
+        "GROUP BY 1",
+        cap, m.batch_time, batch, kMeta));
+    impl.meta->SetChunks({});
+    if (!rows.ok()) return rows.status();
+    for (const auto& row : *rows) {
+      size_t i = static_cast<size_t>(std::stoi(row[0].value_or("0")));
+      if (i < newest.size() && row[1]) newest[i] = std::stoll(*row[1]);
+    }
+  }
+  for (size_t i = 0; i < parts.size(); ++i) {
+    PartitionState& p = m.partitions[parts[i]];
+    p.assigned = true;
+    p.last_seen = now;
+    if (newest[i] != kNoTime && newest[i] > p.newest) {
+      p.newest = newest[i];
+      p.dirty = true;
+    }
+  }
+  impl.Advance(now);
+  return Status::OK();
+}
+
+void WindowEngine::Tick(SteadyTime now) { impl_->Advance(now); }
+
+bool WindowEngine::CloseDue() const {
+  const Memory& m = impl_->m;
+  if (m.watermark == kNoTime) return false;
+  if (m.open_end != kNever && m.watermark >= m.open_end) return true;
+  return m.kept_end != kNever && m.watermark >= Sat(m.kept_end, impl_->config.allowed_lateness_us);
+}
+
+Status WindowEngine::Close(bool all, const std::function<Status(std::string_view, uint64_t)>& emit) {
+  Impl& impl = *impl_;
+  if (!impl.m.table_ready) return Status::OK();
+  if (!all && !CloseDue()) return Status::OK();
+  const int64_t w = all ? kNever : impl.m.watermark;
+  if (impl.config.type == WindowType::kSession) return impl.CloseSessions(w, all, emit);
+  return impl.CloseFixed(w, all, emit);
+}
+
+Status WindowEngine::SaveState() {
+  Impl& impl = *impl_;
+  Memory& m = impl.m;
+  std::vector<std::string> updates;
+  std::vector<std::string> inserts;
+  auto row = [](const std::string& topic, int32_t partition, int64_t newest) {
+    return fmt::format("({}, {}, {})", QuoteLiteral(topic), partition,
+                       newest == kNoTime ? std::string("NULL") : std::to_string(newest));
+  };
+  for (auto& [tp, p] : m.partitions) {
+    if (!p.dirty) continue;
+    (p.saved ? updates : inserts).push_back(row(tp.first, tp.second, p.newest));
+  }
+  if (m.watermark_dirty) (m.watermark_saved ? updates : inserts).push_back(row("", -1, m.watermark));
+  if (!updates.empty()) {
+    RETURN_IF_ERROR(impl.conn.Execute(fmt::format(
+        "UPDATE {} AS w SET newest = v.newest FROM (VALUES {}) v(topic, \"partition\", newest) "
+        "WHERE w.topic = v.topic AND w.\"partition\" = v.\"partition\"",
+        kWatermarks, fmt::join(updates, ", "))));
+  }
+  if (!inserts.empty()) {
+    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("INSERT INTO {} VALUES {}", kWatermarks, fmt::join(inserts, ", "))));
+  }
+  if (!m.unsaved_sources.empty()) {
+    std::vector<std::string> values;
+    for (const auto& [batch, topic, partition, offset] : m.unsaved_sources) {
+      values.push_back(fmt::format("({}, {}, {}, {})", batch, QuoteLiteral(topic), partition, offset));
+    }
+    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("INSERT INTO {} VALUES {}", kSources, fmt::join(values, ", "))));
+  }
+  const uint64_t keep = m.rows_empty ? m.batch + 1 : m.min_batch;
+  if (keep > m.pruned_below) {
+    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("DELETE FROM {} WHERE batch < {}", kSources, keep)));
+  }
+  // Only now, with every statement through: what is saved.
+  for (auto& [tp, p] : m.partitions) {
+    if (p.dirty) p.saved = true;
+    p.dirty = false;
+  }
+  if (m.watermark_dirty) m.watermark_saved = true;
+  m.watermark_dirty = false;
+  m.unsaved_sources.clear();
+  m.pruned_below = std::max(m.pruned_below, keep);
+  return Status::OK();
+}
+
+std::optional<int64_t> WindowEngine::Floor(const std::string& topic, int32_t partition) const {
+  auto it = impl_->m.sources.find({topic, partition});
+  if (it == impl_->m.sources.end() || it->second.empty()) return std::nullopt;
+  return it->second.front().second;
+}
+
+int64_t WindowEngine::watermark_us() const { return impl_->m.watermark; }
+
+std::shared_ptr<const WindowEngine::Memory> WindowEngine::Snapshot() const { return std::make_shared<Memory>(impl_->m); }
+
+void WindowEngine::Restore(const Memory& m) { impl_->m = m; }
+
+}  // namespace sluice::pipeline
