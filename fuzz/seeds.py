@@ -352,6 +352,23 @@ def pipeline_config_seeds(out):
         "two_documents": base + b"---\n" + base,
         "nul": b"pipeline:\n  name: a\x00b\n",
         "not_utf8": b"pipeline:\n  name: \xff\n",
+        "window_hopping_state": (
+            b"pipeline:\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t]}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  window:\n    type: hopping\n    time_column: ts\n    size: 5m\n    slide: 1m\n"
+            b"    grace: 500ms\n    allowed_lateness: 1h\n    idle_close: 30s\n    max_future: 1d\n"
+            b"    emit_sql: SELECT window_start, count(*) FROM closed GROUP BY ALL\n"
+            b"    sink: {type: console}\n"
+            b"  state: {path: s.db}\n"),
+        "window_session_errors": (
+            b"pipeline:\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t]}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  sink: {type: noop}\n"
+            b"  window: {type: session, time_column: ts, gap: 30, size: 1m, key: [user_id], "
+            b"sink: {type: noop}}\n"
+            b"  state: {pth: s.db}\n"),
     })
     write_all(d, seeds)
 

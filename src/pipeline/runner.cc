@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -109,6 +111,29 @@ std::string ValidUtf8(std::string_view s) {
     }
   }
   return out;
+}
+
+// A test hook for the crash tests (docs/design/0007 #8): with SLUICE_TEST_CRASH_AT=POINT:N
+// in the environment, the process kills itself with SIGKILL the Nth time it passes POINT.
+// Points: batch-begun (the batch's state written, not committed), state-committed (the
+// state committed, the Kafka commit not sent), window-emitted (closed windows flushed to
+// the sink, their removal not committed).
+void CrashPoint(std::string_view point) {
+  static std::string at;
+  static long remaining = [] {
+    const char* env = std::getenv("SLUICE_TEST_CRASH_AT");
+    if (env == nullptr) return 0L;
+    std::string_view spec(env);
+    size_t colon = spec.rfind(':');
+    if (colon == std::string_view::npos) return 0L;
+    at = std::string(spec.substr(0, colon));
+    return std::strtol(std::string(spec.substr(colon + 1)).c_str(), nullptr, 10);
+  }();
+  if (remaining <= 0 || point != at) return;
+  if (--remaining == 0) {
+    SLUICE_LOG(kLog, kWarn, "SLUICE_TEST_CRASH_AT: killing the process at {}", point);
+    ::raise(SIGKILL);
+  }
 }
 
 std::string StripTrailingSemicolons(std::string sql) {
@@ -792,6 +817,7 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
     RETURN_IF_ERROR(impl.window_sink->Write(*impl.conn, table, {}, &rejected));
     auto flush_started = Clock::now();
     Status st = impl.window_sink->Flush();
+    if (st.ok()) CrashPoint("window-emitted");
     impl.flush_seconds->Observe(std::chrono::duration<double>(Clock::now() - flush_started).count());
     if (st.ok()) {
       uint64_t n = 0;
@@ -1007,6 +1033,7 @@ Status PipelineRunner::ProcessBatch() {
                            impl.dlq->Describe(), dst.message());
     }
   }
+  CrashPoint("batch-begun");
   if (impl.durable) {
     // The offsets go with the batch's state (or alone, when the batch failed and its
     // messages were skipped or dead-lettered).
@@ -1025,6 +1052,7 @@ Status PipelineRunner::ProcessBatch() {
     if (impl.durable) {
       for (const auto& [tp, next] : offsets) impl.stored[tp] = next;
     }
+    CrashPoint("state-committed");
   }
   if (impl.consumer) {
     std::vector<kafka::client::TopicPartition> commit;

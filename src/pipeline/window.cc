@@ -273,7 +273,7 @@ struct WindowEngine::Impl {
     std::string by_session =
         keys.empty() ? "PARTITION BY sluice_sid" : fmt::format("PARTITION BY {}, sluice_sid", fmt::join(keys, ", "));
     std::string key_list = keys.empty() ? "" : fmt::format(", {}", fmt::join(keys, ", "));
-    // Gaps and islands: a row more than `gap` after the previous one of its key starts a
+    // Gaps and islands: a row `gap` or more after the previous one of its key starts a
     // session; a session is [first, last + gap).
     RETURN_IF_ERROR(conn.Execute(fmt::format(
         "CREATE OR REPLACE TEMP TABLE {0} AS "

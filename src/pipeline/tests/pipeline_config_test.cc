@@ -249,6 +249,473 @@ TEST(PipelineConfigTest, FullSluiceExample) {
   EXPECT_THAT(d, Not(HasSubstr("postgresql://")));
 }
 
+// ---- pipeline.window and pipeline.state (sluice's declarative windows, docs/design/0007)
+
+// kMinimal with its sink replaced by `window:` (line 12); `keys` start at line 13.
+std::string WithWindow(std::string_view keys) {
+  return Replace(kMinimal, "  sink:\n    type: console\n", "  window:\n" + std::string(keys));
+}
+
+// A tumbling window with its required keys only: type at line 13, time_column 14, size 15,
+// sink 16.
+constexpr std::string_view kTumblingKeys =
+    "    type: tumbling\n"
+    "    time_column: ts\n"
+    "    size: 1m\n"
+    "    sink:\n"
+    "      type: console\n";
+
+// The same as a hopping window: slide at line 16, sink 17.
+constexpr std::string_view kHoppingKeys =
+    "    type: hopping\n"
+    "    time_column: ts\n"
+    "    size: 5m\n"
+    "    slide: 1m\n"
+    "    sink: {type: console}\n";
+
+// And a session window: gap at line 15, sink 16.
+constexpr std::string_view kSessionKeys =
+    "    type: session\n"
+    "    time_column: ts\n"
+    "    gap: 30s\n"
+    "    sink: {type: console}\n";
+
+// kTumblingKeys with `line` added after size, at line 16.
+std::string TumblingWith(std::string_view line) {
+  return WithWindow(Replace(kTumblingKeys, "    size: 1m\n", "    size: 1m\n" + std::string(line)));
+}
+
+TEST(PipelineConfigTest, TumblingWindowWithEveryKey) {
+  auto r = Parse(
+      WithWindow("    type: tumbling\n"
+                 "    time_column: ts\n"
+                 "    size: 1m\n"
+                 "    grace: 5s\n"
+                 "    allowed_lateness: 1h\n"
+                 "    idle_close: 30s\n"
+                 "    max_future: 1d\n"
+                 "    emit_sql: SELECT city, count(*) AS n, window_start FROM closed GROUP BY ALL\n"
+                 "    sink:\n"
+                 "      type: kafka\n"
+                 "      kafka: {brokers: [localhost:9092], topic: counts}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->window.has_value());
+  const WindowConfig& w = *r->window;
+  EXPECT_EQ(w.type, WindowType::kTumbling);
+  EXPECT_EQ(w.time_column, "ts");
+  EXPECT_EQ(w.size_us, 60'000'000);
+  EXPECT_EQ(w.slide_us, 0);
+  EXPECT_EQ(w.gap_us, 0);
+  EXPECT_TRUE(w.key.empty());
+  EXPECT_EQ(w.grace_us, 5'000'000);
+  EXPECT_EQ(w.allowed_lateness_us, 3'600'000'000);
+  EXPECT_EQ(w.idle_close_us, 30'000'000);
+  EXPECT_EQ(w.max_future_us, 86'400'000'000);
+  EXPECT_EQ(w.emit_sql, "SELECT city, count(*) AS n, window_start FROM closed GROUP BY ALL");
+  EXPECT_EQ(w.emit_origin, "p.yml:20");
+  EXPECT_EQ(w.sink.type, SinkType::kKafka);
+  EXPECT_EQ(w.sink.kafka.topic, "counts");
+  EXPECT_EQ(w.sink.kafka.brokers, std::vector<std::string>{"localhost:9092"});
+  EXPECT_FALSE(r->state.has_value());
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings[0];
+  EXPECT_EQ(Name(w.type), "tumbling");
+}
+
+TEST(PipelineConfigTest, WindowDefaults) {
+  auto r = Parse(WithWindow(kTumblingKeys));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->window.has_value());
+  const WindowConfig& w = *r->window;
+  EXPECT_EQ(w.grace_us, 0);
+  EXPECT_EQ(w.allowed_lateness_us, 0);
+  EXPECT_EQ(w.idle_close_us, 60'000'000);   // 60s
+  EXPECT_EQ(w.max_future_us, 600'000'000);  // 10m
+  EXPECT_EQ(w.emit_sql, "SELECT * FROM closed");
+  EXPECT_EQ(w.emit_origin, "p.yml:13 (pipeline.window.emit_sql's default)");
+  EXPECT_EQ(w.sink.type, SinkType::kConsole);
+  // A key written with no value takes its default, as everywhere else.
+  auto empty = Parse(TumblingWith("    idle_close:\n    emit_sql:\n"));
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ(empty->window->idle_close_us, 60'000'000);
+  EXPECT_EQ(empty->window->emit_sql, "SELECT * FROM closed");
+  // Without a window there is none, and the pipeline's sink is used.
+  auto plain = Parse(kMinimal);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_FALSE(plain->window.has_value());
+  EXPECT_FALSE(plain->state.has_value());
+}
+
+TEST(PipelineConfigTest, HoppingWindowWithEveryKey) {
+  auto r =
+      Parse(WithWindow("    type: hopping\n"
+                       "    time_column: event_time\n"
+                       "    size: 5m\n"
+                       "    slide: 1m\n"
+                       "    grace: 500ms\n"
+                       "    allowed_lateness: 0s\n"
+                       "    idle_close: 2m\n"
+                       "    max_future: 0ms\n"
+                       "    emit_sql: |\n"
+                       "      SELECT window_start, window_end, city, sum(n) AS n\n"
+                       "      FROM closed GROUP BY ALL\n"
+                       "    sink:\n"
+                       "      type: postgres\n"
+                       "      postgres: {dsn: x, table: counts, mode: upsert, key: [window_start, "
+                       "window_end, city]}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->window.has_value());
+  const WindowConfig& w = *r->window;
+  EXPECT_EQ(w.type, WindowType::kHopping);
+  EXPECT_EQ(w.time_column, "event_time");
+  EXPECT_EQ(w.size_us, 300'000'000);
+  EXPECT_EQ(w.slide_us, 60'000'000);
+  EXPECT_EQ(w.gap_us, 0);
+  EXPECT_EQ(w.grace_us, 500'000);
+  EXPECT_EQ(w.allowed_lateness_us, 0);
+  EXPECT_EQ(w.idle_close_us, 120'000'000);
+  EXPECT_EQ(w.max_future_us, 0);
+  EXPECT_EQ(w.emit_sql,
+            "SELECT window_start, window_end, city, sum(n) AS n\nFROM closed GROUP BY ALL\n");
+  EXPECT_EQ(w.emit_origin, "p.yml:21");
+  EXPECT_EQ(w.sink.type, SinkType::kPostgres);
+  EXPECT_EQ(w.sink.postgres.key, (std::vector<std::string>{"window_start", "window_end", "city"}));
+  // A slide equal to the size is one window per row: a tumbling window, accepted.
+  auto same = Parse(WithWindow(Replace(kHoppingKeys, "slide: 1m", "slide: 5m")));
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(same->window->slide_us, same->window->size_us);
+}
+
+TEST(PipelineConfigTest, SessionWindowWithEveryKey) {
+  auto r = Parse(WithWindow(
+      "    type: Session\n"
+      "    time_column: ts\n"
+      "    gap: 30s\n"
+      "    key: [user_id, device]\n"
+      "    grace: 1s\n"
+      "    allowed_lateness: 10m\n"
+      "    idle_close: 1h\n"
+      "    max_future: 10m\n"
+      "    emit_sql: SELECT user_id, window_start, window_end, count(*) AS clicks FROM closed "
+      "GROUP BY ALL\n"
+      "    sink:\n"
+      "      type: sqlcommand\n"
+      "      sqlcommand: {sql: INSERT INTO sessions SELECT * FROM sqlflow_sink_batch}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->window.has_value());
+  const WindowConfig& w = *r->window;
+  EXPECT_EQ(w.type, WindowType::kSession);  // written `Session`
+  EXPECT_EQ(w.time_column, "ts");
+  EXPECT_EQ(w.size_us, 0);
+  EXPECT_EQ(w.slide_us, 0);
+  EXPECT_EQ(w.gap_us, 30'000'000);
+  EXPECT_EQ(w.key, (std::vector<std::string>{"user_id", "device"}));
+  EXPECT_EQ(w.grace_us, 1'000'000);
+  EXPECT_EQ(w.allowed_lateness_us, 600'000'000);
+  EXPECT_EQ(w.idle_close_us, 3'600'000'000);
+  EXPECT_EQ(w.max_future_us, 600'000'000);
+  EXPECT_THAT(w.emit_sql, HasSubstr("count(*) AS clicks FROM closed"));
+  EXPECT_EQ(w.emit_origin, "p.yml:21");
+  EXPECT_EQ(w.sink.type, SinkType::kSqlCommand);
+  EXPECT_THAT(w.sink.sqlcommand.sql, HasSubstr("INSERT INTO sessions"));
+  // `key` is optional: without it, sessions are over all rows.
+  auto keyless = Parse(WithWindow(kSessionKeys));
+  ASSERT_TRUE(keyless.ok()) << keyless.status().ToString();
+  EXPECT_TRUE(keyless->window->key.empty());
+}
+
+TEST(PipelineConfigTest, DurationUnits) {
+  const std::pair<std::string, int64_t> cases[] = {
+      {"0s", 0},
+      {"1ms", 1'000},
+      {"500ms", 500'000},
+      {"1500ms", 1'500'000},
+      {"30s", 30'000'000},
+      {"5m", 300'000'000},
+      {"90m", 5'400'000'000},
+      {"1h", 3'600'000'000},
+      {"1d", 86'400'000'000},
+      {"366d", 366 * int64_t{86'400'000'000}},
+      {"\"2s\"", 2'000'000},
+  };
+  for (const auto& [text, us] : cases) {
+    auto r = Parse(TumblingWith("    grace: " + text + "\n"));
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    EXPECT_EQ(r->window->grace_us, us) << text;
+  }
+}
+
+TEST(PipelineConfigTest, BadDurationsNameKeyAndLine) {
+  auto grace = [](std::string_view value) {
+    return ErrorOf(TumblingWith("    grace: " + std::string(value) + "\n"));
+  };
+  EXPECT_THAT(grace("30"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a duration such as 500ms, 30s, "
+                        "5m, 1h or 1d, got '30' (give a unit)"));
+  EXPECT_THAT(grace("5w"), HasSubstr("p.yml:16: pipeline.window.grace: must be a duration such "
+                                     "as 500ms, 30s, 5m, 1h or 1d, got '5w'"));
+  EXPECT_THAT(grace("-5s"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a duration such as 500ms, 30s, "
+                        "5m, 1h or 1d, got '-5s'"));
+  EXPECT_THAT(grace("1.5s"), HasSubstr("p.yml:16: pipeline.window.grace: must be a duration"));
+  EXPECT_THAT(grace("s"), HasSubstr("p.yml:16: pipeline.window.grace: must be a duration"));
+  EXPECT_THAT(grace("''"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a duration such as 500ms, 30s, "
+                        "5m, 1h or 1d, got ''"));
+  EXPECT_THAT(grace("{s: 5}"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a single value, got a map"));
+  EXPECT_THAT(grace("[5s]"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a single value, got a list"));
+  // Out of range: past the bound, and past what 64 bits hold.
+  EXPECT_THAT(grace("367d"), AllOf(HasSubstr("p.yml:16: pipeline.window.grace: must be at most "),
+                                   HasSubstr("got '367d'")));
+  EXPECT_THAT(grace("99999999999999999999ms"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be a duration"));
+  EXPECT_THAT(grace("106751991167d"),
+              HasSubstr("p.yml:16: pipeline.window.grace: must be at most"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    max_future: 3661d\n")),
+              HasSubstr("p.yml:16: pipeline.window.max_future: must be at most"));
+  // Lower bounds: a window, a gap, a slide and idle_close are at least 1ms.
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "size: 1m", "size: 0s"))),
+              HasSubstr("p.yml:15: pipeline.window.size: must be at least 1ms, got '0s'"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kSessionKeys, "gap: 30s", "gap: 0ms"))),
+              HasSubstr("p.yml:15: pipeline.window.gap: must be at least 1ms, got '0ms'"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    idle_close: 0s\n")),
+              HasSubstr("p.yml:16: pipeline.window.idle_close: must be at least 1ms, got '0s'"));
+  // Every duration key is read the same way.
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "size: 1m", "size: 10"))),
+              HasSubstr("p.yml:15: pipeline.window.size: must be a duration such as 500ms, 30s, "
+                        "5m, 1h or 1d, got '10' (give a unit)"));
+  for (std::string key : {"allowed_lateness", "idle_close", "max_future"}) {
+    EXPECT_THAT(ErrorOf(TumblingWith("    " + key + ": 10\n")),
+                HasSubstr("p.yml:16: pipeline.window." + key +
+                          ": must be a duration such as 500ms, 30s, 5m, 1h or 1d, got '10' (give "
+                          "a unit)"));
+  }
+}
+
+TEST(PipelineConfigTest, HoppingSlideMustDivideSize) {
+  auto hopping = [](std::string_view from, std::string_view to) {
+    return WithWindow(Replace(kHoppingKeys, from, to));
+  };
+  EXPECT_THAT(ErrorOf(hopping("slide: 1m", "slide: 2m")),
+              HasSubstr("p.yml:16: pipeline.window.slide: must divide size"));
+  EXPECT_THAT(ErrorOf(hopping("slide: 1m", "slide: 10m")),
+              HasSubstr("p.yml:16: pipeline.window.slide: must not be longer than size"));
+  EXPECT_THAT(ErrorOf(hopping("size: 5m", "size: 1d")),
+              HasSubstr("p.yml:16: pipeline.window.slide: makes more than 1000 windows per row"));
+  EXPECT_THAT(ErrorOf(hopping("    slide: 1m\n", "")),
+              HasSubstr("p.yml:13: pipeline.window.slide: is required for a hopping window"));
+  EXPECT_THAT(ErrorOf(hopping("    slide: 1m\n", "    slide:\n")),
+              HasSubstr("p.yml:16: pipeline.window.slide: is empty; it is required for a hopping "
+                        "window"));
+  EXPECT_THAT(ErrorOf(hopping("    size: 5m\n", "")),
+              HasSubstr("p.yml:13: pipeline.window.size: is required for a hopping window"));
+  // Exactly 1000 windows per row is the limit, and allowed.
+  auto r = Parse(hopping("size: 5m\n    slide: 1m", "size: 1000s\n    slide: 1s"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->window->size_us / r->window->slide_us, 1000);
+}
+
+TEST(PipelineConfigTest, WindowKeysOfAnotherTypeAreErrors) {
+  EXPECT_THAT(ErrorOf(TumblingWith("    slide: 30s\n")),
+              HasSubstr("p.yml:16: pipeline.window.slide: applies to hopping windows only; this "
+                        "one is tumbling"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    gap: 30s\n")),
+              HasSubstr("p.yml:16: pipeline.window.gap: applies to session windows only; this one "
+                        "is tumbling"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    key: [user_id]\n")),
+              HasSubstr("p.yml:16: pipeline.window.key: applies to session windows only; this one "
+                        "is tumbling"));
+  EXPECT_THAT(ErrorOf(WithWindow(
+                  Replace(kHoppingKeys, "    slide: 1m\n", "    slide: 1m\n    key: [user_id]\n"))),
+              HasSubstr("p.yml:17: pipeline.window.key: applies to session windows only; this one "
+                        "is hopping"));
+  EXPECT_THAT(
+      ErrorOf(WithWindow(Replace(kHoppingKeys, "    slide: 1m\n", "    slide: 1m\n    gap: 1m\n"))),
+      HasSubstr("p.yml:17: pipeline.window.gap: applies to session windows only; this one "
+                "is hopping"));
+  EXPECT_THAT(
+      ErrorOf(WithWindow(Replace(kSessionKeys, "    gap: 30s\n", "    gap: 30s\n    size: 1m\n"))),
+      HasSubstr("p.yml:16: pipeline.window.size: applies to tumbling and hopping windows "
+                "only; this one is session"));
+  EXPECT_THAT(
+      ErrorOf(WithWindow(Replace(kSessionKeys, "    gap: 30s\n", "    gap: 30s\n    slide: 1m\n"))),
+      HasSubstr("p.yml:16: pipeline.window.slide: applies to hopping windows only; this "
+                "one is session"));
+  // What each type needs.
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "    size: 1m\n", ""))),
+              HasSubstr("p.yml:13: pipeline.window.size: is required for a tumbling window"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "    size: 1m\n", "    size:\n"))),
+              HasSubstr("p.yml:15: pipeline.window.size: is empty; it is required for a tumbling "
+                        "window"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kSessionKeys, "    gap: 30s\n", ""))),
+              HasSubstr("p.yml:13: pipeline.window.gap: is required for a session window"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kSessionKeys, "    gap: 30s\n", "    gap:\n"))),
+              HasSubstr("p.yml:15: pipeline.window.gap: is empty; it is required for a session "
+                        "window"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kSessionKeys, "    gap: 30s\n", "    gap: ''\n"))),
+              HasSubstr("p.yml:15: pipeline.window.gap: must be a duration"));
+  EXPECT_THAT(ErrorOf(WithWindow(
+                  Replace(kSessionKeys, "    gap: 30s\n", "    gap: 30s\n    key: user_id\n"))),
+              HasSubstr("p.yml:16: pipeline.window.key: must be a list, e.g. [user_id]; got a "
+                        "scalar"));
+}
+
+TEST(PipelineConfigTest, WindowRequiredKeysAndShapes) {
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "    time_column: ts\n", ""))),
+              HasSubstr("p.yml:13: pipeline.window.time_column: is required but missing"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "time_column: ts", "time_column: ''"))),
+              HasSubstr("p.yml:14: pipeline.window.time_column: is empty; it is required"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "    type: tumbling\n", ""))),
+              HasSubstr("pipeline.window.type: is required but missing"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "type: tumbling", "type: sliding"))),
+              HasSubstr("p.yml:13: pipeline.window.type: must be one of tumbling, hopping, "
+                        "session; got 'sliding'"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "    sink:\n      type: console\n", ""))),
+              HasSubstr("p.yml:13: pipeline.window.sink: is required but missing: where closed "
+                        "windows go"));
+  EXPECT_THAT(ErrorOf(WithWindow(
+                  Replace(kTumblingKeys, "    sink:\n      type: console\n", "    sink:\n"))),
+              HasSubstr("p.yml:16: pipeline.window.sink: is empty; a sink needs at least `type`"));
+  EXPECT_THAT(ErrorOf(WithWindow(Replace(kTumblingKeys, "type: console", "type: kafka"))),
+              HasSubstr("pipeline.window.sink.kafka: is required for type kafka but missing"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    emit_sql: ''\n")),
+              HasSubstr("p.yml:16: pipeline.window.emit_sql: is empty; leave it out to emit "
+                        "SELECT * FROM closed"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    emit_sql: [SELECT 1]\n")),
+              HasSubstr("p.yml:16: pipeline.window.emit_sql: must be a single value, got a list"));
+  EXPECT_THAT(ErrorOf(WithWindow("")),
+              HasSubstr("p.yml:12: pipeline.window: is empty; it needs type, time_column, size "
+                        "(or gap) and sink"));
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "  sink:\n    type: console\n", "  window: tumbling\n")),
+              HasSubstr("p.yml:12: pipeline.window: must be a map of keys, got a scalar"));
+}
+
+TEST(PipelineConfigTest, WindowAndPipelineSinkTogetherIsAnError) {
+  std::string err =
+      ErrorOf(std::string(kMinimal) +
+              "  window: {type: tumbling, time_column: ts, size: 1m, sink: {type: console}}\n");
+  EXPECT_THAT(err, HasSubstr("p.yml:13: pipeline.sink: is not used with pipeline.window: the "
+                             "handler's rows go into the window, and closed windows go to "
+                             "pipeline.window.sink; remove one of them"));
+}
+
+TEST(PipelineConfigTest, PipelineWithoutSinkOrWindowIsAnError) {
+  std::string err = ErrorOf(Replace(kMinimal, "  sink:\n    type: console\n", ""));
+  EXPECT_THAT(err, HasSubstr("p.yml:2: pipeline.sink: is required but missing"));
+  // A window whose sink is missing names the window's sink, not the pipeline's.
+  err = ErrorOf(WithWindow(Replace(kTumblingKeys, "    sink:\n      type: console\n", "")));
+  EXPECT_THAT(err, HasSubstr("pipeline.window.sink: is required but missing"));
+  EXPECT_THAT(err, Not(HasSubstr("pipeline.sink:")));
+}
+
+TEST(PipelineConfigTest, StateWithPathIsParsed) {
+  auto r = Parse(std::string(kMinimal) + "  state:\n    path: /var/lib/sluice/counts.duckdb\n");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->state.has_value());
+  EXPECT_EQ(r->state->path, "/var/lib/sluice/counts.duckdb");
+  EXPECT_FALSE(r->window.has_value());
+  // With a window, in either order.
+  auto windowed = Parse(
+      Replace(WithWindow(kTumblingKeys), "  window:\n", "  state: {path: state.db}\n  window:\n"));
+  ASSERT_TRUE(windowed.ok()) << windowed.status().ToString();
+  ASSERT_TRUE(windowed->state.has_value());
+  EXPECT_EQ(windowed->state->path, "state.db");
+  EXPECT_TRUE(windowed->window.has_value());
+  EXPECT_TRUE(windowed->warnings.empty()) << windowed->warnings[0];
+}
+
+TEST(PipelineConfigTest, EmptyStateIsAnError) {
+  auto with_state = [](std::string_view state) {
+    return ErrorOf(std::string(kMinimal) + "  state:" + std::string(state) + "\n");
+  };
+  EXPECT_THAT(with_state(""),
+              HasSubstr("p.yml:14: pipeline.state: is empty; it needs path (the state's "
+                        "database file)"));
+  EXPECT_THAT(with_state(" ~"), HasSubstr("p.yml:14: pipeline.state: is empty; it needs path"));
+  EXPECT_THAT(with_state(" {}"),
+              HasSubstr("p.yml:14: pipeline.state.path: is required but missing"));
+  EXPECT_THAT(with_state(" {path: ''}"),
+              HasSubstr("p.yml:14: pipeline.state.path: is empty; it is required"));
+  EXPECT_THAT(with_state("\n    path:"),
+              HasSubstr("p.yml:15: pipeline.state.path: is empty; it is required"));
+  EXPECT_THAT(with_state(" s.db"),
+              HasSubstr("p.yml:14: pipeline.state: must be a map of keys, got a scalar"));
+  EXPECT_THAT(with_state(" {path: [a, b]}"),
+              HasSubstr("p.yml:14: pipeline.state.path: must be a single value, got a list"));
+}
+
+TEST(PipelineConfigTest, UnknownWindowAndStateKeysSuggestTheNearest) {
+  EXPECT_THAT(ErrorOf(TumblingWith("    grase: 5s\n")),
+              HasSubstr("p.yml:16: pipeline.window.grase: unknown key (did you mean `grace`?); "
+                        "known here: type, time_column, size, slide, gap, key, grace, "
+                        "allowed_lateness, idle_close, max_future, emit_sql, sink"));
+  std::string err =
+      ErrorOf(WithWindow(Replace(kTumblingKeys, "time_column: ts", "time_colum: ts")));
+  EXPECT_THAT(err, HasSubstr("p.yml:14: pipeline.window.time_colum: unknown key (did you mean "
+                             "`time_column`?)"));
+  EXPECT_THAT(err, HasSubstr("pipeline.window.time_column: is required but missing"));
+  EXPECT_THAT(ErrorOf(TumblingWith("    watermark: 5s\n")),
+              HasSubstr("p.yml:16: pipeline.window.watermark: unknown key; known here: type"));
+  err = ErrorOf(std::string(kMinimal) + "  state:\n    pth: s.db\n");
+  EXPECT_THAT(err, HasSubstr("p.yml:15: pipeline.state.pth: unknown key (did you mean `path`?); "
+                             "known here: path"));
+  EXPECT_THAT(err, HasSubstr("pipeline.state.path: is required but missing"));
+  // `windows` under pipeline is a near miss too.
+  EXPECT_THAT(ErrorOf(Replace(WithWindow(kTumblingKeys), "  window:\n", "  windows:\n")),
+              HasSubstr("p.yml:12: pipeline.windows: unknown key (did you mean `window`?)"));
+}
+
+TEST(PipelineConfigTest, DescribeShowsWindowAndState) {
+  auto r = Parse(Replace(
+      WithWindow("    type: tumbling\n"
+                 "    time_column: ts\n"
+                 "    size: 1m\n"
+                 "    grace: 500ms\n"
+                 "    sink: {type: kafka, kafka: {brokers: [localhost:9092], topic: counts}}\n"),
+      "  window:\n", "  state: {path: /data/counts.duckdb}\n  window:\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::string d = DescribePipeline(*r);
+  EXPECT_THAT(d, HasSubstr("window:   tumbling on ts, size 60s; grace 500ms, allowed lateness 0s, "
+                           "idle after 60s, future cap 600s"));
+  EXPECT_THAT(d, HasSubstr("sink:     kafka topic counts on localhost:9092 (closed windows)"));
+  EXPECT_THAT(d, HasSubstr("state:    /data/counts.duckdb"));
+
+  auto hopping = Parse(WithWindow(kHoppingKeys));
+  ASSERT_TRUE(hopping.ok()) << hopping.status().ToString();
+  EXPECT_THAT(DescribePipeline(*hopping),
+              HasSubstr("window:   hopping on ts, size 300s sliding by 60s;"));
+  EXPECT_THAT(DescribePipeline(*hopping), Not(HasSubstr("state:")));
+
+  auto session = Parse(WithWindow(
+      Replace(kSessionKeys, "    gap: 30s\n", "    gap: 30s\n    key: [user_id, device]\n")));
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_THAT(DescribePipeline(*session),
+              HasSubstr("window:   session on ts, gap 30s per user_id, device;"));
+
+  std::string plain = DescribePipeline(*Parse(kMinimal));
+  EXPECT_THAT(plain, Not(HasSubstr("window:")));
+  EXPECT_THAT(plain, HasSubstr("sink:     console\n"));
+}
+
+// The windowed example of docs/pipelines.md.
+TEST(PipelineConfigTest, SluiceWindowExample) {
+  auto r = LoadPipelineFile(kDir + "/sluice.window.yml", MapEnv({}));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->window.has_value());
+  EXPECT_EQ(r->window->type, WindowType::kTumbling);
+  EXPECT_EQ(r->window->time_column, "timestamp");
+  EXPECT_EQ(r->window->size_us, 60'000'000);
+  EXPECT_EQ(r->window->grace_us, 5'000'000);
+  EXPECT_THAT(r->window->emit_sql, HasSubstr("sum(n) AS events"));
+  EXPECT_THAT(r->window->emit_origin, HasSubstr("sluice.window.yml:37"));
+  EXPECT_EQ(r->window->sink.type, SinkType::kConsole);
+  ASSERT_TRUE(r->state.has_value());
+  EXPECT_EQ(r->state->path, "/var/lib/sluice/city-counts.duckdb");
+  EXPECT_EQ(r->handler.table, "events");
+  EXPECT_TRUE(r->warnings.empty()) << r->warnings[0];
+}
+
 // ---- substitution
 
 TEST(PipelineConfigTest, SubstitutionForms) {
@@ -416,8 +883,6 @@ TEST(PipelineConfigTest, UnsupportedSqlflowKeysSayWhatToUseInstead) {
                               "    type: console\n    format: {type: parquet}")),
               HasSubstr("pipeline.sink.format: sqlflow's `format` is not supported by sluice: "
                         "write files with `type: sqlcommand`"));
-  EXPECT_THAT(ErrorOf(std::string(kMinimal) + "  state: {path: s.db}\n"),
-              HasSubstr("pipeline.state: sqlflow's `state` is not supported"));
 }
 
 TEST(PipelineConfigTest, BadEnumValues) {
