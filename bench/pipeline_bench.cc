@@ -72,6 +72,43 @@ constexpr std::string_view kHandlerSql =
 constexpr std::string_view kStructuredTable =
     "CREATE TABLE events (event VARCHAR, properties STRUCT(city VARCHAR, amount DOUBLE))";
 
+// --window (docs/design/0007, decision 9). StructuredBatch's table gains the event time, the
+// events' "timestamp".
+constexpr std::string_view kWindowStructuredTable =
+    "CREATE TABLE events (event VARCHAR, properties STRUCT(city VARCHAR, amount DOUBLE), "
+    "\"timestamp\" TIMESTAMPTZ)";
+// The handler pre-aggregates each batch to one-second buckets per city, the time column
+// keeping its name (docs/pipelines.md, "Event time"). {0} is the table, {1} the time:
+// InferredMemBatch reads the ISO strings as VARCHAR, so its SQL casts them.
+constexpr std::string_view kWindowHandlerSql =
+    "SELECT time_bucket(INTERVAL '1 second', {1}) AS \"timestamp\", properties.city AS city, "
+    "count(*) AS n, sum(properties.amount) AS amount FROM {0} GROUP BY ALL";
+constexpr std::string_view kWindowEmitSql =
+    "SELECT window_start, window_end, city, sum(n) AS n, sum(amount) AS amount FROM closed GROUP BY ALL";
+
+struct WindowKind {
+  std::string_view name;   // in --json: "tumbling_1m"
+  std::string_view label;  // in the table
+  std::string_view type;   // pipeline.window keys
+  std::string_view size;
+  std::string_view slide;  // hopping only
+};
+constexpr std::array<WindowKind, 2> kWindows = {{
+    {"tumbling_1m", "tumbling 1m", "tumbling", "1m", ""},
+    {"hopping_5m_1m", "hopping 5m/1m", "hopping", "5m", "1m"},
+}};
+
+// sqlflow's published cost of its durable state in throughput, per batch size; sluice's
+// target is under half of each.
+std::optional<double> SqlflowStateCost(int64_t batch) {
+  switch (batch) {
+    case 500: return 0.47;
+    case 2000: return 0.29;
+    case 5000: return 0.15;
+    default: return std::nullopt;
+  }
+}
+
 constexpr std::array<std::string_view, 5> kCities = {"San Francisco", "Baltimore", "New York",
                                                      "Miami", "Asheville"};
 constexpr int64_t kBaseEpochMs = 1'735'689'600'000;  // 2025-01-01T00:00:00Z
@@ -122,18 +159,22 @@ struct Totals {
 };
 
 // SQL that builds the first `n` events, already decoded, as table all_events with a row
-// id `rid` = i: the shape StructuredBatch's table has, or (inferred) every JSON field as
-// InferredMemBatch infers it (the kafka_* metadata columns left out: the SQL reads none).
-std::string EventsSql(int64_t n, bool inferred) {
+// id `rid` = i: the shape StructuredBatch's table has (`window`: kWindowStructuredTable's,
+// with the time), or (inferred) every JSON field as InferredMemBatch infers it (the kafka_*
+// metadata columns left out: the SQL reads none).
+std::string EventsSql(int64_t n, bool inferred, bool window) {
   std::string cities;
   for (std::string_view c : kCities) cities += fmt::format("{}'{}'", cities.empty() ? "" : ", ", c);
   std::string city = fmt::format("([{}])[(((i * 2654435761) >> 16) % {}) + 1]", cities, kCities.size());
   std::string amount = "((i * 7919) % 100000)::DOUBLE / 100";
   if (!inferred) {
+    // to_timestamp(0) + an interval of milliseconds: the instant, whatever the TimeZone.
     return fmt::format(
         "CREATE TABLE all_events AS SELECT i AS rid, 'search_event' AS event, "
-        "{{'city': {}, 'amount': {}}} AS properties FROM range({}) t(i)",
-        city, amount, n);
+        "{{'city': {}, 'amount': {}}} AS properties{} FROM range({}) t(i)",
+        city, amount,
+        window ? fmt::format(", to_timestamp(0) + to_milliseconds({} + i) AS \"timestamp\"", kBaseEpochMs) : "",
+        n);
   }
   return fmt::format(
       "CREATE TABLE all_events AS SELECT i AS rid, '103.22.200.1' AS ip, 'search_event' AS event, "
@@ -442,6 +483,7 @@ struct Settings {
   int64_t fetch_max_bytes = 0;  // 0: sluice's default
   int64_t fetch_max_partition_bytes = 0;
   std::string run_id;  // names topics and groups: <pid>-<ms>
+  bool window = false;  // --window: the windowed cells instead of the plain ones
 };
 
 Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& bootstrap,
@@ -453,8 +495,12 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   s.messages = o.messages > 0 ? o.messages : (o.quick ? 200'000 : 10'000'000);
   s.runs = o.runs > 0 ? o.runs : (o.quick ? 1 : 3);
   if (s.messages > 1'000'000'000) return InvalidArgumentError("--messages: at most 1,000,000,000");
-  if (o.handlers.empty()) return InvalidArgumentError("--handlers: name at least one");
-  for (std::string h : o.handlers) {
+  std::vector<std::string> handlers = o.handlers;
+  if (handlers.empty()) {
+    handlers = o.window ? std::vector<std::string>{"StructuredBatch"}
+                        : std::vector<std::string>{"StructuredBatch", "InferredMemBatch"};
+  }
+  for (std::string h : handlers) {
     if (h.rfind("handlers.", 0) == 0) h = h.substr(9);
     if (h != "StructuredBatch" && h != "InferredMemBatch") {
       return InvalidArgumentError("--handlers: '{}': StructuredBatch or InferredMemBatch", h);
@@ -466,6 +512,10 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
     if (b < 1 || b > 1'000'000) return InvalidArgumentError("--batch-sizes: {} is not 1 … 1000000", b);
   }
   s.batch_sizes = o.batch_sizes;
+  s.window = o.window;
+  if (o.window && (o.backlog || o.paced)) {
+    return InvalidArgumentError("--backlog and --paced check the plain pipelines: run them without --window");
+  }
   if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1)) {
     return InvalidArgumentError("--paced-minutes must be at least 2 and --paced-rate at least 1");
   }
@@ -555,13 +605,15 @@ Result<Produced> Publish(const Settings& s, const std::string& topic, int64_t n)
 // all_events. Lifecycle: Load, then Measure per batch size; owned by one thread.
 class Ceiling {
  public:
-  static Result<std::unique_ptr<Ceiling>> Load(int64_t n, bool inferred, const Totals& expect) {
+  // `window`: the events as --window's pipelines decode them (StructuredBatch's table
+  // with the time).
+  static Result<std::unique_ptr<Ceiling>> Load(int64_t n, bool inferred, bool window, const Totals& expect) {
     std::unique_ptr<Ceiling> c(new Ceiling());
     c->n_ = n;
     c->table_ = inferred ? "batch" : "events";
     ASSIGN_OR_RETURN(c->db_, duck::Database::Open({.memory_limit_bytes = int64_t{8} << 30, .threads = 1}));
     ASSIGN_OR_RETURN(c->conn_, duck::Connection::Open(*c->db_));
-    RETURN_IF_ERROR(c->conn_->Execute(EventsSql(n, inferred)));
+    RETURN_IF_ERROR(c->conn_->Execute(EventsSql(n, inferred, window)));
     // The same events as those published: per city, the count and the sum of amounts.
     ASSIGN_OR_RETURN(auto rows, c->conn_->QueryText(
                                     "SELECT properties.city, count(*), round(sum(properties.amount) * 100) "
@@ -583,11 +635,11 @@ class Ceiling {
     return c;
   }
 
-  // msgs/s of the handler SQL, prepared once, over consecutive batches of `batch` rows,
+  // msgs/s of the handler's `sql`, prepared once, over consecutive batches of `batch` rows,
   // each served from chunks already in memory through a view named like the handler's
   // table: what the pipeline does once a batch is decoded. The batches are cut before
   // the clock starts.
-  Result<double> Measure(int64_t batch) {
+  Result<double> Measure(int64_t batch, const std::string& sql) {
     ASSIGN_OR_RETURN(auto cut, duck::PreparedStatement::Prepare(
                                    *conn_, "SELECT * EXCLUDE (rid) FROM all_events WHERE rid >= $1 AND rid < $2 ORDER BY rid"));
     std::vector<duck::QueryResult> results;  // declared first: the chunks point into them
@@ -607,7 +659,7 @@ class Ceiling {
     }
     // The view is named like the handler's table; the table itself is the reference data.
     ASSIGN_OR_RETURN(auto view, duck::ChunkView::Create(*conn_, table_, names, std::move(types)));
-    ASSIGN_OR_RETURN(auto query, duck::PreparedStatement::Prepare(*conn_, fmt::format(fmt::runtime(kHandlerSql), table_)));
+    ASSIGN_OR_RETURN(auto query, duck::PreparedStatement::Prepare(*conn_, sql));
     int64_t start = MonotonicNanos();
     for (const std::vector<duck::DataChunk>& b : batches) {
       std::vector<const duck::DataChunk*> chunks;
@@ -633,8 +685,20 @@ class Ceiling {
 
 std::string ShortHandler(const std::string& handler) { return handler.substr(9); }
 
+// The handler's SQL (`window`: --window's pre-aggregation), over the table it reads.
+std::string HandlerSql(const std::string& handler, bool window) {
+  bool structured = handler == "handlers.StructuredBatch";
+  std::string_view table = structured ? "events" : "batch";
+  if (!window) return fmt::format(fmt::runtime(kHandlerSql), table);
+  return fmt::format(fmt::runtime(kWindowHandlerSql), table,
+                     structured ? "\"timestamp\"" : "CAST(\"timestamp\" AS TIMESTAMPTZ)");
+}
+
+// A pipeline file. With `window`, the handler's rows go into that window (noop sink for
+// what it emits) instead of a sink, and a non-empty `state_path` adds pipeline.state.
 std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t batch,
-                         const std::string& topic, const std::string& group, int flush_seconds) {
+                         const std::string& topic, const std::string& group, int flush_seconds,
+                         const WindowKind* window = nullptr, const std::string& state_path = "") {
   bool structured = handler == "handlers.StructuredBatch";
   std::string properties;
   if (!s.consumer_properties.empty()) {
@@ -650,7 +714,24 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
   }
   std::string out;
   if (structured) {
-    out += fmt::format("commands:\n  - name: events table\n    sql: {}\n\n", kStructuredTable);
+    out += fmt::format("commands:\n  - name: events table\n    sql: {}\n\n",
+                       window != nullptr ? kWindowStructuredTable : kStructuredTable);
+  }
+  std::string after_handler = "  sink:\n    type: noop\n";
+  if (window != nullptr) {
+    after_handler = fmt::format(
+        "  window:\n"
+        "    type: {}\n"
+        "    time_column: timestamp\n"
+        "    size: {}\n"
+        "{}"
+        "    emit_sql: |\n"
+        "      {}\n"
+        "    sink:\n"
+        "      type: noop\n",
+        window->type, window->size,
+        window->slide.empty() ? std::string() : fmt::format("    slide: {}\n", window->slide), kWindowEmitSql);
+    if (!state_path.empty()) after_handler += fmt::format("  state:\n    path: {}\n", state_path);
   }
   out += fmt::format(
       "pipeline:\n"
@@ -669,11 +750,11 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
       "    type: {}\n"
       "{}"
       "    sql: {}\n"
-      "  sink:\n"
-      "    type: noop\n",
+      "{}",
       batch, flush_seconds, s.bootstrap, group, topic, properties, handler,
       structured ? "    table: events\n" : "",
-      fmt::format(fmt::runtime(kHandlerSql), structured ? "events" : "batch"));
+      window != nullptr ? "|\n      " + HandlerSql(handler, true) : HandlerSql(handler, false),
+      after_handler);
   return out;
 }
 
@@ -689,6 +770,7 @@ Result<std::unique_ptr<Child>> StartPipeline(const Settings& s, const std::strin
 struct Counts {
   double in = 0;
   double errors = 0;
+  double flushes = 0;  // sink flushes; with a window, those of window.sink: emissions
 };
 
 Result<Counts> Scrape(const Child& pipeline) {
@@ -696,6 +778,7 @@ Result<Counts> Scrape(const Child& pipeline) {
   Counts c;
   c.in = MetricSum(text, "sluice_pipeline_messages_in_total");
   c.errors = MetricSum(text, "sluice_pipeline_errors_total");
+  c.flushes = MetricSum(text, "sluice_pipeline_sink_flush_seconds_count");
   return c;
 }
 
@@ -706,17 +789,38 @@ struct RunResult {
   double working_set_mib = 0;
   double pipeline_cpu = -1;  // CPU seconds of the pipeline process, start to stop
   double broker_cpu = -1;    // of the own broker over the consuming time
+  double window_emits = 0;   // --window: window.sink flushes (closings that emitted) when all were in
+  double state_mib = -1;     // --window with state: the file and its WAL when all were in
 };
+
+// Bytes of a file, 0 when missing.
+int64_t FileBytes(const std::string& path) {
+  std::error_code ec;
+  auto n = fs::file_size(path, ec);
+  return ec ? 0 : static_cast<int64_t>(n);
+}
 
 // Runs one pipeline over the `n` events of `topic` under a fresh group: from the first
 // scrape that shows messages in to the first that shows all `n`, sampling RssAnon every
-// second; then VmHWM, and SIGTERM (exit status 0 required).
+// second; then VmHWM, and SIGTERM (exit status 0 required). With `window`, the handler's
+// rows go into that window; `state` puts its state in <work_dir>/<name>.duckdb, removed
+// when the run ends (each run starts without state).
 Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int64_t batch,
                               const std::string& topic, int64_t n, const std::string& name,
-                              Child* broker, Progress* progress) {
+                              Child* broker, Progress* progress, const WindowKind* window = nullptr,
+                              bool state = false) {
   std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+  std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
+  struct RemoveState {
+    std::string path;
+    ~RemoveState() {
+      if (path.empty()) return;
+      std::error_code ec;
+      for (const std::string& f : {path, path + ".wal", path + ".tmp"}) fs::remove_all(f, ec);
+    }
+  } remove_state{state_path};
   ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1)));
+                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1, window, state_path)));
   auto fail = [&](Status st) -> Status {
     Status dead = p->CheckAlive();
     if (!dead.ok()) return Status(st.code(), st.message() + "\n" + dead.message());
@@ -724,7 +828,7 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   };
   int64_t started = MonotonicNanos();
   int64_t first_ns = 0, end_ns = 0, last_change_ns = started, next_sample_ns = 0;
-  double first_in = 0, last_in = 0;
+  double first_in = 0, last_in = 0, last_flushes = 0;
   double broker_cpu0 = -1;
   std::vector<double> samples;
   const int64_t sample_every = std::chrono::nanoseconds(kSampleEvery).count();
@@ -757,6 +861,7 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
     }
     if (c->in >= static_cast<double>(n)) {
       end_ns = now;
+      last_flushes = c->flushes;
       break;
     }
     if (first_ns == 0 && now - started > std::chrono::nanoseconds(kFirstMessageTimeout).count()) {
@@ -780,6 +885,8 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   r.peak_rss_mib = hwm >= 0 ? static_cast<double>(hwm) / kMiB : 0;
   r.working_set_mib = Median(samples);
   r.pipeline_cpu = p->CpuSeconds();
+  if (window != nullptr) r.window_emits = last_flushes;
+  if (state) r.state_mib = static_cast<double>(FileBytes(state_path) + FileBytes(state_path + ".wal")) / kMiB;
   Status stopped = p->Stop();
   if (!stopped.ok()) return stopped;
   return r;
@@ -791,6 +898,8 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
 struct Cell {
   std::string handler;
   int64_t batch = 0;
+  const WindowKind* window = nullptr;  // --window
+  bool state = false;                  // --window: with pipeline.state
   std::vector<RunResult> runs;
   double ceiling = 0;  // DuckDB-only msgs/s
   double msgs_per_s() const {
@@ -821,6 +930,16 @@ struct Cell {
   double seconds() const {
     std::vector<double> v;
     for (const RunResult& r : runs) v.push_back(r.seconds);
+    return Median(v);
+  }
+  double window_emits() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.window_emits);
+    return Median(v);
+  }
+  double state_mib() const {
+    std::vector<double> v;
+    for (const RunResult& r : runs) v.push_back(r.state_mib);
     return Median(v);
   }
 };
@@ -865,8 +984,14 @@ Json Common(const Context& ctx, const Settings& s) {
 
 void PrintHeader(const Context& ctx, const Settings& s) {
   const MachineInfo& m = ctx.machine;
-  fmt::print("sluice bench pipeline: {} events, {} run(s) per cell (median), noop sink\n",
-             Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  if (s.window) {
+    fmt::print("sluice bench pipeline --window: {} events, {} run(s) per cell (median), windows "
+               "emitting into a noop sink\n",
+               Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  } else {
+    fmt::print("sluice bench pipeline: {} events, {} run(s) per cell (median), noop sink\n",
+               Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  }
   fmt::print("  machine   {}, {} cores, {} memory, {}; load average {} (1/5/15 min) at start\n",
              m.cpu_model, m.cores, FormatBinaryBytes(m.memory_bytes), m.kernel, ctx.load_start);
   fmt::print("  sluice    {}, duckdb {}, librdkafka {}\n",
@@ -881,25 +1006,60 @@ void PrintHeader(const Context& ctx, const Settings& s) {
              p.messages > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.messages) : 0.0,
              p.seconds, Grouped(static_cast<uint64_t>(p.seconds > 0 ? static_cast<double>(p.messages) / p.seconds : 0)),
              ctx.compression);
-  fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
-             fmt::format(fmt::runtime(kHandlerSql), "<table>"));
-  fmt::print("            StructuredBatch table: {}\n", kStructuredTable);
+  if (s.window) {
+    fmt::print("  events    stamped 1 ms apart from 2025-01-01T00:00:00Z: {:.1f} minutes of event time\n",
+               static_cast<double>(s.messages) / 60'000.0);
+    fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; handler SQL: {}\n",
+               fmt::format(fmt::runtime(kWindowHandlerSql), "<table>", "\"timestamp\""));
+    fmt::print("            (InferredMemBatch: CAST(\"timestamp\" AS TIMESTAMPTZ)); StructuredBatch table: {}\n",
+               kWindowStructuredTable);
+  } else {
+    fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
+               fmt::format(fmt::runtime(kHandlerSql), "<table>"));
+    fmt::print("            StructuredBatch table: {}\n", kStructuredTable);
+  }
   std::string props;
   for (const auto& [k, v] : s.consumer_properties) props += fmt::format(" {}={}", k, v);
   fmt::print("            source.kafka.properties:{}; fetch.max_bytes {}, max_partition_bytes {}\n",
              props.empty() ? " none" : props,
              s.fetch_max_bytes > 0 ? std::to_string(s.fetch_max_bytes) : "default",
              s.fetch_max_partition_bytes > 0 ? std::to_string(s.fetch_max_partition_bytes) : "default");
+  if (s.window) {
+    std::string kinds;
+    for (const WindowKind& w : kWindows) {
+      kinds += fmt::format("{}{} (size {}{})", kinds.empty() ? "" : ", ", w.type, w.size,
+                           w.slide.empty() ? "" : fmt::format(", slide {}", w.slide));
+    }
+    fmt::print("  window    pipeline.window on \"timestamp\", grace 0: {}; emit_sql: {}; sink noop\n", kinds,
+               kWindowEmitSql);
+    fmt::print("  state     yes: pipeline.state.path, a new file in the work directory per run, removed after; "
+               "no: in memory\n");
+  }
   fmt::print("  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
              "showing all\n", kScrapeEvery.count());
   fmt::print("  peak RSS  the pipeline's VmHWM when all are in; working set: median of RssAnon sampled "
              "every second while consuming\n");
-  fmt::print("  duckdb    the reference: the same SQL, prepared once, over the same events already decoded into DuckDB chunks (1 thread), "
-             "one query per batch of rows; ratio = msgs/s / that\n");
+  fmt::print("  duckdb    the reference: the same {}SQL, prepared once, over the same events already decoded into DuckDB chunks (1 thread), "
+             "one query per batch of rows; ratio = msgs/s / that\n", s.window ? "handler " : "");
+  if (s.window) {
+    fmt::print("            (the handler alone: the window's work and the state are not in it)\n");
+  }
   fmt::print("  cpu s     CPU seconds of the pipeline process (start to stop) / of the broker while "
-             "consuming\n\n");
-  fmt::print("{:<17} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}\n", "handler", "batch",
-             "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds");
+             "consuming\n");
+  if (!s.window) {
+    fmt::print("\n{:<17} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}\n", "handler", "batch",
+               "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds");
+    std::fflush(stdout);
+    return;
+  }
+  fmt::print("  emits     window.sink flushes (closings that emitted rows) when all messages were in\n");
+  fmt::print("  cost      of the state: 1 - msgs/s with state / without, same window, handler and batch; "
+             "sqlflow's published\n"
+             "            cost of its state: 47% at batch 500, 29% at 2000, 15% at 5000; target under half "
+             "of it (PASS/MISS)\n\n");
+  fmt::print("{:<14} {:<6} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8} {:>5} {:>6} {:>7}  {}\n", "window",
+             "state", "batch", "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds",
+             "emits", "cost", "sqlflow", "target");
   std::fflush(stdout);
 }
 
@@ -934,6 +1094,63 @@ void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) 
                ShortHandler(c.handler), c.batch, Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)),
                c.peak_rss_mib(), c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)),
                ratio, secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds());
+  }
+  std::fflush(stdout);
+}
+
+// A --window cell; `without` is the same window, handler and batch without state (for a
+// cell with state), which gives the state's cost.
+void PrintWindowCell(const Cell& c, const Cell* without, const Context& ctx, const Settings& s, bool json) {
+  double ratio = c.ceiling > 0 ? c.msgs_per_s() / c.ceiling : 0;
+  // Each is known only for a cell with state (sqlflow's only at its three batch sizes).
+  const bool has_cost = c.state && without != nullptr && without->msgs_per_s() > 0;
+  const double cost = has_cost ? 1 - c.msgs_per_s() / without->msgs_per_s() : 0;
+  const std::optional<double> published = SqlflowStateCost(c.batch);
+  const bool has_sqlflow = c.state && published.has_value();
+  const double sqlflow = published.value_or(0);
+  const bool has_pass = has_cost && has_sqlflow;
+  const bool pass = has_pass && cost < sqlflow / 2;
+  if (json) {
+    Json j;
+    j["bench"] = "pipeline";
+    j["window"] = c.window->name;
+    j["state"] = c.state;
+    j["handler"] = c.handler;
+    j["batch_size"] = c.batch;
+    j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
+    j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
+    j["working_set_mib"] = Round(c.working_set_mib(), 1);
+    j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
+    j["ratio"] = Round(ratio, 4);
+    j["seconds"] = Round(c.seconds(), 3);
+    j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
+    j["broker_cpu_seconds"] = c.broker_cpu() >= 0 ? Json(Round(c.broker_cpu(), 2)) : Json(nullptr);
+    j["window_emits"] = static_cast<int64_t>(c.window_emits());
+    j["state_file_mib"] = c.state ? Json(Round(c.state_mib(), 1)) : Json(nullptr);
+    j["state_cost"] = has_cost ? Json(Round(cost, 4)) : Json(nullptr);
+    j["sqlflow_state_cost"] = has_sqlflow ? Json(sqlflow) : Json(nullptr);
+    j["state_cost_target"] = has_sqlflow ? Json(Round(sqlflow / 2, 4)) : Json(nullptr);
+    j["state_cost_pass"] = has_pass ? Json(pass) : Json(nullptr);
+    Json runs = Json::array();
+    for (const RunResult& r : c.runs) {
+      runs.push_back({{"msgs_per_s", Round(r.msgs_per_s, 1)},
+                      {"peak_rss_mib", Round(r.peak_rss_mib, 1)},
+                      {"working_set_mib", Round(r.working_set_mib, 1)},
+                      {"seconds", Round(r.seconds, 3)}});
+    }
+    j["each_run"] = runs;
+    j.update(Common(ctx, s));
+    fmt::print("{}\n", j.dump());
+  } else {
+    auto secs = [](double v) { return v >= 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
+    fmt::print("{:<14} {:<6} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f} {:>5} {:>6} {:>7}{}\n",
+               c.window->label, c.state ? "yes" : "no", c.batch, Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)),
+               c.peak_rss_mib(), c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)), ratio,
+               secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds(),
+               static_cast<int64_t>(c.window_emits()),
+               has_cost ? fmt::format("{:.1f}%", cost * 100) : std::string("-"),
+               has_sqlflow ? fmt::format("{:.0f}%", sqlflow * 100) : std::string("-"),
+               has_pass ? fmt::format("  {} (< {:.1f}%)", pass ? "PASS" : "MISS", sqlflow * 50) : std::string());
   }
   std::fflush(stdout);
 }
@@ -1077,17 +1294,49 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
   for (const std::string& h : s.handlers) {
     progress.Show(fmt::format("reference: loading {} events into DuckDB ...", Grouped(static_cast<uint64_t>(s.messages))));
     ASSIGN_OR_RETURN(std::unique_ptr<Ceiling> ceiling,
-                     Ceiling::Load(s.messages, h != "handlers.StructuredBatch", ctx.produced.totals));
+                     Ceiling::Load(s.messages, h != "handlers.StructuredBatch", s.window, ctx.produced.totals));
     for (int64_t b : s.batch_sizes) {
       std::vector<double> rates;
       for (int r = 0; r < s.runs; ++r) {
         progress.Show(fmt::format("reference: {} batch {} run {} ...", ShortHandler(h), b, r + 1));
-        ASSIGN_OR_RETURN(double rate, ceiling->Measure(b));
+        ASSIGN_OR_RETURN(double rate, ceiling->Measure(b, HandlerSql(h, s.window)));
         rates.push_back(rate);
       }
       ceilings[{h, b}] = Median(rates);
     }
     progress.Clear();
+  }
+
+  if (s.window) {
+    // Per window, handler and batch: without state, then with it, one after the other so
+    // the state's cost compares runs close in time.
+    for (const std::string& h : s.handlers) {
+      if (!o.json && s.handlers.size() > 1) fmt::print("{}\n", h);
+      for (const WindowKind& w : kWindows) {
+        for (int64_t b : s.batch_sizes) {
+          Cell without;
+          for (bool state : {false, true}) {
+            Cell cell;
+            cell.handler = h;
+            cell.batch = b;
+            cell.window = &w;
+            cell.state = state;
+            cell.ceiling = ceilings[{h, b}];
+            for (int r = 0; r < s.runs; ++r) {
+              std::string name = fmt::format("{}-{}-{}-{}-run{}", ShortHandler(h), w.name,
+                                             state ? "state" : "memory", b, r + 1);
+              Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, &w, state);
+              if (!run.ok()) return with_broker(run.status());
+              cell.runs.push_back(*run);
+            }
+            PrintWindowCell(cell, state ? &without : nullptr, ctx, s, o.json);
+            if (!state) without = cell;
+          }
+        }
+      }
+    }
+    if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
+    return Status::OK();
   }
 
   std::map<std::pair<std::string, int64_t>, Cell> cells;

@@ -306,6 +306,7 @@ struct PipelineRunner::Impl {
   std::string health;  // guarded by health_mu
 
   ~Impl() {
+    DropAll();  // messages before their consumer (see Run)
     consumer.reset();
     managers.clear();
     window.reset();
@@ -1225,6 +1226,18 @@ Status PipelineRunner::Run() {
         SLUICE_LOG(kLog, kWarn, "pipeline {}: source: {}", c.name, e.message());
       }
       got = polled->size();
+      if (!polled->empty() && impl.window) {
+        // Idleness is judged on arrival: a partition whose messages wait in the read-ahead
+        // behind another's backlog is not idle.
+        const auto now = Clock::now();
+        std::optional<Message> last;
+        for (size_t i = 0; i < polled->size(); ++i) {
+          Message m = (*polled)[i];
+          if (last && m.partition == last->partition && m.topic == last->topic) continue;
+          impl.window->Heard(m.topic, m.partition, now);
+          last = m;
+        }
+      }
       if (!polled->empty()) {
         last_arrival = Clock::now();
         impl.ahead_bytes += polled->bytes();
@@ -1276,6 +1289,8 @@ Status PipelineRunner::Run() {
             l.position = it->second;
           }
           if (l.lag() < 0) continue;
+          // A partition with messages still to read is not idle, however long it waits.
+          if (l.lag() > 0 && impl.window) impl.window->Heard(l.topic, l.partition, now);
           lag += l.lag();
           impl.registry
               ->GetGauge("sluice_pipeline_consumer_lag", "Records behind the high watermark, per partition",
@@ -1309,6 +1324,9 @@ Status PipelineRunner::Run() {
     impl.DropAll();
     SLUICE_LOG(kLog, kError, "{}", result.message());
   }
+  // What is still read ahead goes first: librdkafka cannot be destroyed (its broker
+  // threads wait) while messages it handed out are alive.
+  impl.DropAll();
   impl.consumer.reset();  // leaves the group
   return result;
 }

@@ -80,6 +80,11 @@ struct WindowEngine::Memory {
   uint64_t pruned_below = 0;   // sources below this batch are deleted from the table
   std::map<std::pair<std::string, int32_t>, std::deque<std::pair<uint64_t, int64_t>>> sources;
   std::vector<std::tuple<uint64_t, std::string, int32_t, int64_t>> unsaved_sources;
+  // Closes so far, and per partition the count at its last source entry: one entry per
+  // partition between two closes is enough (the floor is a lower bound), which keeps the
+  // lists short.
+  uint64_t closes = 0;
+  std::map<std::pair<std::string, int32_t>, uint64_t> noted_at;
   bool table_ready = false;
   bool closed_view = false;  // the TEMP VIEW `closed` exists
   std::set<std::string> table_columns;  // lower-case
@@ -113,10 +118,22 @@ struct WindowEngine::Impl {
     if (config.type == WindowType::kHopping) return fmt::format("({} + {})", StartOf(t, config.slide_us), config.slide_us);
     return LastEnd(t);
   }
-  // True for a row that cannot be kept: no time, or every window of it past lateness.
-  std::string Dropped(std::string_view t) const {
+  // True for a row that cannot be kept: no time, or every window of it past lateness. A
+  // session row within `gap` of a stored row of its key joins that session (open, or kept
+  // for lateness), so it is kept. `row` names the row's relation (for its key columns).
+  std::string Dropped(std::string_view t, std::string_view row) const {
     if (m.watermark == kNoTime) return fmt::format("({} IS NULL)", t);
-    return fmt::format("({0} IS NULL OR {1} + {2} <= {3})", t, LastEnd(t), config.allowed_lateness_us, m.watermark);
+    std::string joins;
+    if (config.type == WindowType::kSession && m.table_ready) {
+      std::string same_key;
+      for (const std::string& k : config.key) {
+        same_key += fmt::format(" AND s.{0} IS NOT DISTINCT FROM {1}.{0}", QuoteIdentifier(k), row);
+      }
+      joins = fmt::format(" AND NOT EXISTS (SELECT 1 FROM {} s WHERE abs(s.sluice_t - {}) < {}{})", kRows, t,
+                          config.gap_us, same_key);
+    }
+    return fmt::format("({0} IS NULL OR ({1} + {2} <= {3}{4}))", t, LastEnd(t), config.allowed_lateness_us,
+                       m.watermark, joins);
   }
 
   // The relation's columns and their types, in order.
@@ -189,13 +206,17 @@ struct WindowEngine::Impl {
     int64_t min_active = kNever;
     int64_t max_all = kNoTime;
     bool any_active = false;
+    bool any_assigned = false;
     for (const auto& [tp, p] : m.partitions) {
+      if (!p.assigned) continue;  // stored from an earlier run, or given away
+      any_assigned = true;
       if (p.newest != kNoTime) max_all = std::max(max_all, p.newest);
-      if (!p.assigned || now - p.last_seen >= idle) continue;
+      if (now - p.last_seen >= idle) continue;
       if (p.newest == kNoTime) return;  // heard of, never read from, not idle yet: hold
       any_active = true;
       min_active = std::min(min_active, p.newest);
     }
+    if (!any_assigned) return;
     int64_t candidate = any_active ? min_active : max_all;
     if (candidate == kNoTime) return;
     candidate -= config.grace_us;
@@ -218,11 +239,18 @@ struct WindowEngine::Impl {
     if (config.type != WindowType::kSession) m.kept_end = num(rows[0][1]);
     m.rows_empty = !rows[0][2].has_value();
     if (!m.rows_empty) m.min_batch = static_cast<uint64_t>(std::stoll(*rows[0][2]));
-    // Batches older than the oldest row are no longer needed by any window.
+    // Entries older than the one covering the oldest row's batch are no longer needed.
     uint64_t keep = m.rows_empty ? m.batch + 1 : m.min_batch;
     for (auto& [tp, q] : m.sources) {
-      while (!q.empty() && q.front().first < keep) q.pop_front();
+      if (m.rows_empty) q.clear();
+      while (q.size() > 1 && q[1].first <= keep) q.pop_front();
     }
+    ++m.closes;
+    // Entries not saved yet (always, without pipeline.state) that the lists dropped.
+    std::erase_if(m.unsaved_sources, [&](const auto& e) {
+      auto it = m.sources.find({std::get<1>(e), std::get<2>(e)});
+      return it == m.sources.end() || it->second.empty() || std::get<0>(e) < it->second.front().first;
+    });
     return Status::OK();
   }
 
@@ -247,7 +275,9 @@ struct WindowEngine::Impl {
   Status CloseFixed(int64_t w, bool all, const std::function<Status(std::string_view, uint64_t)>& emit) {
     const int64_t lateness = all ? 0 : config.allowed_lateness_us;
     if (w >= m.open_end) {
-      std::string where = lateness == 0 ? fmt::format("sluice_end <= {}", w)
+      // With lateness allowed, windows already emitted and kept stay out unless a late row
+      // came (also when closing everything).
+      std::string where = config.allowed_lateness_us == 0 ? fmt::format("sluice_end <= {}", w)
                                         : fmt::format("sluice_end <= {0} AND sluice_end IN (SELECT sluice_end FROM {1} "
                                                       "WHERE NOT sluice_emitted AND sluice_end <= {0})",
                                                       w, kRows);
@@ -396,6 +426,15 @@ void WindowEngine::Assign(const std::string& topic, int32_t partition, SteadyTim
   p.last_seen = now;
 }
 
+void WindowEngine::Heard(std::string_view topic, int32_t partition, SteadyTime now) {
+  auto it = impl_->m.partitions.find({std::string(topic), partition});
+  if (it == impl_->m.partitions.end()) {
+    it = impl_->m.partitions.emplace(std::make_pair(std::string(topic), partition), PartitionState{}).first;
+    it->second.assigned = true;
+  }
+  it->second.last_seen = now;
+}
+
 void WindowEngine::Revoke(const std::string& topic, int32_t partition) {
   auto it = impl_->m.partitions.find({topic, partition});
   if (it != impl_->m.partitions.end()) it->second.assigned = false;
@@ -413,18 +452,18 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
     RETURN_IF_ERROR(impl.PrepareTable(result, columns));
     m.result_generation = result_generation;
   }
-  const std::string q = fmt::format("(SELECT r.*, {} AS sluice_t FROM {} r)", m.result_time, result);
-  const std::string drop = impl.Dropped("sluice_t");
+  const std::string q = fmt::format("(SELECT r.*, {} AS sluice_t FROM {} r) q", m.result_time, result);
+  const std::string drop = impl.Dropped("q.sluice_t", "q");
   ASSIGN_OR_RETURN(auto stats, impl.conn.QueryText(fmt::format(
                                    "SELECT count(*) FILTER (WHERE {0}), count(*) FILTER (WHERE NOT {0}), "
                                    "min({1}) FILTER (WHERE NOT {0}) FROM {2}",
-                                   drop, impl.FirstEnd("sluice_t"), q)));
+                                   drop, impl.FirstEnd("q.sluice_t"), q)));
   const uint64_t n_dropped = std::stoull(stats[0][0].value_or("0"));
   const uint64_t kept = std::stoull(stats[0][1].value_or("0"));
   if (n_dropped > 0) {
     ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
                                     "SELECT to_json(r)::VARCHAR, {0} IS NULL, {1} FROM {2} r WHERE {3}", m.result_time,
-                                    impl.LastEnd(m.result_time), result, impl.Dropped(m.result_time))));
+                                    impl.LastEnd(m.result_time), result, impl.Dropped(m.result_time, "r"))));
     for (const auto& row : rows) {
       DroppedRow d;
       d.row_json = row[0].value_or("{}");
@@ -441,7 +480,7 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   }
   if (kept == 0) return uint64_t{0};
   ++m.batch;
-  const std::string kept_rows = fmt::format("(SELECT * FROM {} WHERE NOT {})", q, drop);
+  const std::string kept_rows = fmt::format("(SELECT q.* FROM {} WHERE NOT {})", q, drop);
   std::string sql;
   switch (c.type) {
     case WindowType::kTumbling:
@@ -483,7 +522,11 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
 void WindowEngine::NoteSources(const std::map<std::pair<std::string, int32_t>, int64_t>& first_offsets) {
   Memory& m = impl_->m;
   for (const auto& [tp, offset] : first_offsets) {
-    m.sources[tp].emplace_back(m.batch, offset);
+    auto [at, fresh] = m.noted_at.try_emplace(tp, m.closes);
+    std::deque<std::pair<uint64_t, int64_t>>& q = m.sources[tp];
+    if (!q.empty() && !fresh && at->second == m.closes) continue;  // covered by the last entry
+    at->second = m.closes;
+    q.emplace_back(m.batch, offset);
     m.unsaved_sources.emplace_back(m.batch, tp.first, tp.second, offset);
   }
 }
@@ -606,7 +649,11 @@ Status WindowEngine::SaveState() {
     }
     RETURN_IF_ERROR(impl.conn.Execute(fmt::format("INSERT INTO {} VALUES {}", kSources, fmt::join(values, ", "))));
   }
-  const uint64_t keep = m.rows_empty ? m.batch + 1 : m.min_batch;
+  // What the lists no longer hold goes from the table too.
+  uint64_t keep = m.batch + 1;
+  for (const auto& [tp, q] : m.sources) {
+    if (!q.empty()) keep = std::min(keep, q.front().first);
+  }
   if (keep > m.pruned_below) {
     RETURN_IF_ERROR(impl.conn.Execute(fmt::format("DELETE FROM {} WHERE batch < {}", kSources, keep)));
   }

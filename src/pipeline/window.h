@@ -81,6 +81,9 @@ class WindowEngine {
   // The group gave or took a partition.
   void Assign(const std::string& topic, int32_t partition, SteadyTime now);
   void Revoke(const std::string& topic, int32_t partition);
+  // Messages of a partition arrived from the source (read ahead, not yet processed): it is
+  // not idle, even while its messages wait behind another partition's backlog.
+  void Heard(std::string_view topic, int32_t partition, SteadyTime now);
 
   // Puts the rows of `result` (the handler's result) into the window state, against the
   // watermark as it stood before this batch. Rows whose every window closed more than
@@ -99,8 +102,8 @@ class WindowEngine {
   // Advances the watermark for partitions gone idle (no batch needed).
   void Tick(SteadyTime now);
 
-  // True when some window is closed by the watermark and not yet emitted (or emitted rows
-  // are due to go).
+  // True when some window may be closed by the watermark and not yet emitted (or emitted
+  // rows may be due to go). For sessions it is a lower bound: a close may find nothing.
   bool CloseDue() const;
   // Emits every closed window (every window with `all`, as at the end of `invoke`):
   // emit_sql over the view `closed` into a temp table, `emit(table, rows)` (the sink's

@@ -205,6 +205,8 @@ struct PipelineSpec {
   std::string properties = "fetch.wait.max.ms: 50";
   std::string fetch;  // the YAML under `kafka.fetch:`, or ""
   std::string tables;  // a top-level `tables:` section as YAML, or ""
+  std::string window;  // the YAML under `window:` (then no `sink`), or ""
+  std::string state;   // pipeline.state.path, or ""
 };
 
 std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
@@ -229,7 +231,12 @@ std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
   out += fmt::format("  handler:\n    type: {}\n", p.handler);
   if (p.handler == "handlers.StructuredBatch") out += fmt::format("    table: {}\n", p.table);
   out += "    sql: |\n" + Indent(p.sql, 6);
-  out += "  sink:\n" + Indent(p.sink, 4);
+  if (p.window.empty()) {
+    out += "  sink:\n" + Indent(p.sink, 4);
+  } else {
+    out += "  window:\n" + Indent(p.window, 4);
+  }
+  if (!p.state.empty()) out += fmt::format("  state: {{path: '{}'}}\n", p.state);
   out += "  on_error:\n" + Indent(p.on_error, 4);
   out += "  duckdb: {memory_limit: 256MiB, threads: 1}\n";
   return out;
@@ -1262,6 +1269,203 @@ TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
       "", fmt::format("SELECT epoch(bucket)::BIGINT, city, sum(n)::BIGINT FROM {} GROUP BY ALL ORDER BY ALL", emitted));
   EXPECT_GE(want.size(), 30u);  // 30 minutes, each with several cities
   EXPECT_EQ(got, want);
+}
+
+// ---------------------------------------------------------------------------------------
+// Declarative windows (issue 5): event time in the messages, results against DuckDB over
+// the whole input.
+
+// 2026-01-01T00:00:00Z plus `seconds`, as ISO 8601.
+std::string IsoUtc(int64_t seconds) {
+  std::time_t t = 1'767'225'600 + seconds;
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Event i at `seconds` after the base: {"ts", "city", "amount"} (amounts in quarters).
+std::string TimedEvent(int64_t i, int64_t seconds) {
+  static const char* kCities[] = {"Paris", "Lyon", "Nantes", "Lille", "Brest"};
+  return fmt::format(R"({{"ts":"{}","city":"{}","amount":{}}})", IsoUtc(seconds), kCities[(i * 3 + i / 7) % 5],
+                     static_cast<double>((i * 37) % 401) * 0.25);
+}
+
+constexpr const char* kTimedColumns = "{ts: 'TIMESTAMPTZ', city: 'VARCHAR', amount: 'DOUBLE'}";
+
+TEST_F(PipelineTest, HoppingWindowOverSkewedPartitionsMatchesDuckDb) {
+  const int kPartitions = 3;
+  const int kEvents = 3000;
+  const std::string topic = Name("in");
+  const std::string out_topic = Name("out");
+  CreateTopic(topic, kPartitions);
+  CreateTopic(out_topic, 1);
+  // Event i goes to partition i % 3 at 2 s steps; partition 0 runs 7 minutes ahead of the
+  // others, so windows wait for the slow partitions. Then one event per partition a day
+  // later closes every window of the input.
+  std::vector<std::string> input;
+  for (int64_t i = 0; i < kEvents; ++i) input.push_back(TimedEvent(i, i * 2 + (i % 3 == 0 ? 420 : 0)));
+  std::vector<std::string> closers;
+  for (int p = 0; p < kPartitions; ++p) closers.push_back(TimedEvent(p, 86'400));
+  fs::path input_file = WriteJsonLines("input.jsonl", input);
+
+  PipelineSpec spec;
+  spec.name = "hopping";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.commands = "CREATE TABLE events (ts TIMESTAMPTZ, city VARCHAR, amount DOUBLE);";
+  spec.sql = "SELECT ts, city, amount FROM events";
+  spec.batch_size = 150;
+  spec.window = fmt::format(
+      "type: hopping\ntime_column: ts\nsize: 5m\nslide: 1m\ngrace: 5s\n"
+      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n"
+      "sink:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n",
+      bootstrap(), out_topic);
+  Child* run = StartPipeline(spec);
+  Produce(topic, input, kPartitions);
+  Produce(topic, closers, kPartitions);
+
+  std::vector<std::string> want = DuckRows(
+      fmt::format("CREATE TABLE e AS SELECT * FROM {};", JsonLinesReader(input_file, kTimedColumns)),
+      "SELECT ws, ws + 300, city, count(*), sum(amount) FROM ("
+      "  SELECT (epoch(ts)::BIGINT // 60) * 60 - k * 60 AS ws, city, amount FROM e, range(0, 5) r(k)) "
+      "GROUP BY ALL ORDER BY ALL");
+  ASSERT_GE(want.size(), 400u);
+  std::vector<std::string> lines = ReadTopic(out_topic, 1, want.size());
+  fs::path got_file = WriteJsonLines("got.jsonl", lines);
+  std::vector<std::string> got = DuckRows(
+      "", fmt::format("SELECT epoch(window_start)::BIGINT, epoch(window_end)::BIGINT, city, n, amount FROM {} ORDER BY ALL",
+                      JsonLinesReader(got_file, "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: "
+                                                "'VARCHAR', n: 'BIGINT', amount: 'DOUBLE'}")));
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(run->Terminate(), 0) << run->Err();
+  // Nothing is emitted twice, and the closing events' windows are still open.
+  EXPECT_EQ(Ends(out_topic, 1), std::vector<int64_t>{static_cast<int64_t>(want.size())});
+  // The group's commit stays at what the open windows need: below the end.
+  std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
+  std::vector<int64_t> ends = Ends(topic, kPartitions);
+  for (int p = 0; p < kPartitions; ++p) EXPECT_LT(committed[p], ends[p]) << "partition " << p;
+}
+
+class PipelineWindowCrashTest : public PipelineTest {};
+
+// A tumbling window with pipeline.state, its sink a sqlcommand writing into the state's own
+// database (so emission is exactly once too), killed at seeded moments and at each crash
+// point (SLUICE_TEST_CRASH_AT): the windows in the end are exactly DuckDB's over the input.
+TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterruptedRun) {
+  const int kPartitions = 3;
+  const int kEvents = 6000;
+  uint32_t seed = std::random_device{}();
+  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED")) seed = std::strtoul(s, nullptr, 10);
+  RecordProperty("seed", std::to_string(seed));
+  fmt::print("window crash test seed {} (SLUICE_PIPELINE_CRASH_SEED={} repeats it)\n", seed, seed);
+  SCOPED_TRACE(fmt::format("SLUICE_PIPELINE_CRASH_SEED={}", seed));
+  std::mt19937 rng(seed);
+
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  std::vector<std::string> input;
+  for (int64_t i = 0; i < kEvents; ++i) input.push_back(TimedEvent(i, i));  // 100 minutes
+  fs::path input_file = WriteJsonLines("input.jsonl", input);
+  fs::path state = dir_ / "state" / "window.duckdb";
+
+  PipelineSpec spec;
+  spec.name = "crash-window";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = "SELECT ts, city, amount FROM batch";  // ts is VARCHAR here: the window casts it
+  spec.batch_size = 40;
+  spec.commands =
+      "CREATE TABLE IF NOT EXISTS results (window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, city VARCHAR, "
+      "n BIGINT, amount DOUBLE);";
+  spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
+  spec.window =
+      "type: tumbling\ntime_column: ts\nsize: 1m\nidle_close: 2s\n"
+      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n"
+      "sink:\n  type: sqlcommand\n  sqlcommand:\n    sql: INSERT INTO results SELECT * FROM sqlflow_sink_batch\n";
+  spec.state = state.string();
+
+  // The state file as a copy (the pipeline may hold the file): results and stored offsets.
+  int copies = 0;
+  auto read_state = [&](const std::string& query) {
+    fs::path copy = dir_ / fmt::format("copy{}", copies++);
+    fs::create_directories(copy);
+    std::error_code ec;
+    fs::copy_file(state, copy / "s.duckdb", ec);
+    if (fs::exists(state.string() + ".wal")) fs::copy_file(state.string() + ".wal", copy / "s.duckdb.wal", ec);
+    return DuckRows(fmt::format("ATTACH {} AS s;", Lit(copy / "s.duckdb")), query);
+  };
+  auto check_commit_behind_state = [&](const std::string& when) {
+    std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
+    std::vector<std::string> stored = read_state("SELECT \"partition\", next_offset FROM s.sluice_state ORDER BY 1");
+    fmt::print("{}: committed {}, state {}\n", when, fmt::join(committed, ","), fmt::join(stored, " "));
+    std::map<int, int64_t> next;
+    for (const std::string& row : stored) next[std::stoi(row)] = std::stoll(row.substr(row.find('|') + 1));
+    for (int p = 0; p < kPartitions; ++p) {
+      if (committed[p] < 0) continue;
+      EXPECT_LE(committed[p], next.count(p) ? next[p] : 0) << when << ": partition " << p
+                                                            << " committed past the state";
+    }
+    std::vector<std::string> dup = read_state(
+        "SELECT count(*) FROM (SELECT window_start, city FROM s.results GROUP BY ALL HAVING count(*) > 1)");
+    EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted twice";
+  };
+
+  // Runs over a growing stream: killed by itself at a crash point (the Nth pass, seeded),
+  // or by SIGKILL after a seeded delay.
+  const std::vector<std::string> points = {"batch-begun", "state-committed", "window-emitted"};
+  const int kRuns = 6;
+  std::uniform_int_distribution<int> nth(1, 12);
+  std::uniform_int_distribution<int> delay_ms(2500, 4000);  // past the dead member's session
+  for (int k = 0; k < kRuns; ++k) {
+    int first = k * kEvents / (kRuns + 1);
+    int last = (k + 1) * kEvents / (kRuns + 1);
+    Produce(topic, std::vector<std::string>(input.begin() + first, input.begin() + last), kPartitions);
+    std::string how;
+    if (k % 2 == 0) {
+      how = fmt::format("{}:{}", points[(k / 2) % points.size()], nth(rng));
+      ::setenv("SLUICE_TEST_CRASH_AT", how.c_str(), 1);
+    } else {
+      how = fmt::format("SIGKILL after {} ms", delay_ms(rng));
+    }
+    Child* run = StartPipeline(spec);
+    ::unsetenv("SLUICE_TEST_CRASH_AT");
+    if (k % 2 == 0) {
+      auto st = run->WaitExit(60s);
+      if (!st) run->Kill();  // never reached the point: the window count was too small
+      EXPECT_TRUE(!st || *st == 128 + SIGKILL) << how << ": exit " << *st << "\n" << run->Err();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(how.substr(13))));
+      run->Kill();
+    }
+    fmt::print("run {} ended by {}\n", k, how);
+    check_commit_behind_state(fmt::format("after run {} ({})", k, how));
+  }
+  Produce(topic, std::vector<std::string>(input.begin() + kRuns * kEvents / (kRuns + 1), input.end()), kPartitions);
+  // A closer per partition a day later: every window of the input closes.
+  std::vector<std::string> closers;
+  for (int p = 0; p < kPartitions; ++p) closers.push_back(TimedEvent(p, 86'400));
+  Produce(topic, closers, kPartitions);
+
+  std::vector<std::string> want = DuckRows(
+      fmt::format("CREATE TABLE e AS SELECT * FROM {};", JsonLinesReader(input_file, kTimedColumns)),
+      "SELECT (epoch(ts)::BIGINT // 60) * 60 AS ws, city, count(*), sum(amount) FROM e GROUP BY ALL ORDER BY ALL");
+  ASSERT_EQ(want.size(), 500u);  // 100 minutes, 5 cities
+  const std::string query =
+      "SELECT epoch(window_start)::BIGINT, city, n, amount FROM s.results ORDER BY ALL";
+  // The last run goes until its state holds every window: it is stopped (SIGTERM) and
+  // looked at, and started again while windows are missing.
+  std::vector<std::string> got;
+  for (int attempt = 0; attempt < 30 && got.size() < want.size(); ++attempt) {
+    Child* run = StartPipeline(spec);
+    std::this_thread::sleep_for(2s);
+    EXPECT_EQ(run->Terminate(), 0) << run->Err();
+    got = read_state(query);
+  }
+  EXPECT_EQ(got, want);
+  check_commit_behind_state("at the end");
 }
 
 // ---------------------------------------------------------------------------------------
