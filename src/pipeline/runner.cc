@@ -205,7 +205,7 @@ struct PipelineRunner::Impl {
   // pipeline.state: the database is on file; offsets are stored with each batch.
   bool durable = false;
   std::map<std::pair<std::string, int32_t>, int64_t> stored;  // rows of sluice_state
-  Status SaveOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets);
+  std::unique_ptr<PartitionValues> state_offsets;             // writes sluice_state
   // After a rolled-back transaction: what it may have created is gone.
   void ForgetAfterRollback() {
     if (result_view) result_view->SetChunks({});
@@ -309,6 +309,7 @@ struct PipelineRunner::Impl {
     DropAll();  // messages before their consumer (see Run)
     consumer.reset();
     managers.clear();
+    state_offsets.reset();
     window.reset();
     window_sink.reset();
     result_view.reset();
@@ -399,14 +400,8 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     impl.managers.push_back(std::move(w));
   }
   if (impl.durable) {
-    RETURN_IF_ERROR(impl.conn->Execute(fmt::format(
-        "CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, next_offset BIGINT)", kStateTable)));
-    ASSIGN_OR_RETURN(auto rows, impl.conn->QueryText(fmt::format(
-                                    "SELECT topic, \"partition\", next_offset FROM {}", kStateTable)));
-    for (const auto& row : rows) {
-      if (!row[0] || !row[1] || !row[2]) continue;
-      impl.stored[{*row[0], std::stoi(*row[1])}] = std::stoll(*row[2]);
-    }
+    ASSIGN_OR_RETURN(impl.state_offsets, PartitionValues::Create(*impl.conn, std::string(kStateTable), "next_offset"));
+    ASSIGN_OR_RETURN(impl.stored, impl.state_offsets->Load());
   }
   if (c.window) {
     auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name);
@@ -742,25 +737,6 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
   return Status::OK();
 }
 
-Status PipelineRunner::Impl::SaveOffsets(const std::map<std::pair<std::string, int32_t>, int64_t>& offsets) {
-  std::vector<std::string> updates;
-  std::vector<std::string> inserts;
-  for (const auto& [tp, next] : offsets) {
-    std::string row = fmt::format("({}, {}, {})", duck::QuoteLiteral(tp.first), tp.second, next);
-    (stored.count(tp) != 0 ? updates : inserts).push_back(std::move(row));
-  }
-  if (!updates.empty()) {
-    RETURN_IF_ERROR(conn->Execute(fmt::format(
-        "UPDATE {} AS s SET next_offset = v.next_offset FROM (VALUES {}) v(topic, \"partition\", next_offset) "
-        "WHERE s.topic = v.topic AND s.\"partition\" = v.\"partition\"",
-        kStateTable, fmt::join(updates, ", "))));
-  }
-  if (!inserts.empty()) {
-    RETURN_IF_ERROR(conn->Execute(fmt::format("INSERT INTO {} VALUES {}", kStateTable, fmt::join(inserts, ", "))));
-  }
-  return Status::OK();
-}
-
 Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, std::string_view phase,
                                       std::string_view what) {
   Impl& impl = *impl_;
@@ -935,6 +911,7 @@ Status PipelineRunner::ProcessBatch() {
     (void)impl.conn->Execute("ROLLBACK");
     impl.ForgetAfterRollback();
     if (snapshot) impl.window->Restore(*snapshot);
+    if (impl.state_offsets) impl.state_offsets->Forget();
   };
   struct OnExit {
     std::function<void()> f;
@@ -1040,7 +1017,7 @@ Status PipelineRunner::ProcessBatch() {
     // messages were skipped or dead-lettered).
     Status st = open ? Status::OK() : impl.conn->Execute("BEGIN TRANSACTION");
     open = true;
-    if (st.ok()) st = impl.SaveOffsets(offsets);
+    if (st.ok()) st = impl.state_offsets->Save(offsets);
     if (st.ok() && impl.window) st = impl.window->SaveState();
     if (!st.ok()) return InternalError("pipeline {}: saving the state failed: {}", c.name, st.message());
   }

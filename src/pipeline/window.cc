@@ -24,6 +24,11 @@ constexpr std::string_view kClosed = "sluice_window_closed";
 constexpr std::string_view kEmit = "sluice_window_emit";
 constexpr std::string_view kSessions = "sluice_window_sessions";
 constexpr std::string_view kMeta = "sluice_batch_meta";
+// One row: what the prepared statements of a batch read instead of parameters.
+constexpr std::string_view kParams = "sluice_window_params";
+constexpr std::string_view kWatermarkNow = "(SELECT watermark FROM sluice_window_params)";
+constexpr std::string_view kBatchNow = "(SELECT batch FROM sluice_window_params)";
+constexpr std::string_view kCapNow = "(SELECT cap FROM sluice_window_params)";
 // The columns the state adds to the result's.
 constexpr std::string_view kInternal = "sluice_t, sluice_end, sluice_emitted, sluice_batch";
 
@@ -101,6 +106,37 @@ struct WindowEngine::Impl {
   Memory m;
   std::unique_ptr<duck::ChunkView> meta;
   std::vector<duck::DataChunk> meta_chunks;
+  std::unique_ptr<duck::ChunkView> params;
+  std::optional<duck::DataChunk> params_chunk;
+  Status SetParams(int64_t watermark, int64_t batch, int64_t cap) {
+    if (!params_chunk) {
+      std::vector<duck::LogicalType> types;
+      for (int i = 0; i < 3; ++i) types.push_back(duck::LogicalType::BigInt());
+      ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
+      params_chunk.emplace(std::move(chunk));
+      params->SetChunks({&*params_chunk});
+    }
+    params_chunk->column(0).data<int64_t>()[0] = watermark;
+    params_chunk->column(1).data<int64_t>()[0] = batch;
+    params_chunk->column(2).data<int64_t>()[0] = cap;
+    params_chunk->SetSize(1);
+    params->SetChunks({&*params_chunk});
+    return Status::OK();
+  }
+  std::unique_ptr<PartitionValues> watermarks;
+  // The statements of every batch, prepared once per shape of the result and the batch
+  // (parse, bind and plan cost more than running them on a batch): $1 the watermark, $2
+  // the batch number; Observe's $1 the future cap.
+  std::unique_ptr<duck::PreparedStatement> stats;
+  std::unique_ptr<duck::PreparedStatement> insert;
+  std::unique_ptr<duck::PreparedStatement> observe_one;
+  std::unique_ptr<duck::PreparedStatement> observe_many;
+  void Unprepare() {
+    stats.reset();
+    insert.reset();
+    observe_one.reset();
+    observe_many.reset();
+  }
   Impl(duck::Connection& c, const WindowConfig& w, std::string p) : conn(c), config(w), pipeline(std::move(p)) {}
 
   std::string Col() const { return QuoteIdentifier(config.time_column); }
@@ -121,8 +157,9 @@ struct WindowEngine::Impl {
   // True for a row that cannot be kept: no time, or every window of it past lateness. A
   // session row within `gap` of a stored row of its key joins that session (open, or kept
   // for lateness), so it is kept. `row` names the row's relation (for its key columns).
-  std::string Dropped(std::string_view t, std::string_view row) const {
-    if (m.watermark == kNoTime) return fmt::format("({} IS NULL)", t);
+  // `w` is the watermark: a literal, or a parameter bound to it (kNoTime when none, which
+  // makes nothing late).
+  std::string Dropped(std::string_view t, std::string_view row, std::string_view w) const {
     std::string joins;
     if (config.type == WindowType::kSession && m.table_ready) {
       std::string same_key;
@@ -132,8 +169,8 @@ struct WindowEngine::Impl {
       joins = fmt::format(" AND NOT EXISTS (SELECT 1 FROM {} s WHERE abs(s.sluice_t - {}) < {}{})", kRows, t,
                           config.gap_us, same_key);
     }
-    return fmt::format("({0} IS NULL OR ({1} + {2} <= {3}{4}))", t, LastEnd(t), config.allowed_lateness_us,
-                       m.watermark, joins);
+    return fmt::format("({0} IS NULL OR ({1} + {2} <= {3}{4}))", t, LastEnd(t), config.allowed_lateness_us, w,
+                       joins);
   }
 
   // The relation's columns and their types, in order.
@@ -186,6 +223,7 @@ struct WindowEngine::Impl {
     for (const auto& [name, type] : columns) {
       if (m.table_columns.count(Lower(name)) != 0) continue;
       RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kRows, QuoteIdentifier(name), type)));
+      Unprepare();
       m.table_columns.insert(Lower(name));
     }
     return Status::OK();
@@ -363,18 +401,15 @@ struct WindowEngine::Impl {
     RETURN_IF_ERROR(conn.Execute(fmt::format(
         "CREATE TABLE IF NOT EXISTS {} (batch BIGINT, topic VARCHAR, \"partition\" INTEGER, first_offset BIGINT)",
         kSources)));
-    RETURN_IF_ERROR(conn.Execute(fmt::format(
-        "CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, newest BIGINT)", kWatermarks)));
-    ASSIGN_OR_RETURN(auto marks, conn.QueryText(fmt::format("SELECT topic, \"partition\", newest FROM {}", kWatermarks)));
-    for (const auto& row : marks) {
-      int32_t partition = std::stoi(row[1].value_or("0"));
-      int64_t newest = row[2] ? std::stoll(*row[2]) : kNoTime;
-      if (partition < 0) {
+    ASSIGN_OR_RETURN(watermarks, PartitionValues::Create(conn, std::string(kWatermarks), "newest"));
+    ASSIGN_OR_RETURN(auto marks, watermarks->Load());
+    for (const auto& [tp, newest] : marks) {
+      if (tp.second < 0) {
         m.watermark = newest;
         m.watermark_saved = true;
         continue;
       }
-      PartitionState& p = m.partitions[{row[0].value_or(""), partition}];
+      PartitionState& p = m.partitions[tp];
       p.newest = newest;
       p.saved = true;
     }
@@ -401,6 +436,10 @@ struct WindowEngine::Impl {
     std::vector<duck::LogicalType> types;
     types.push_back(duck::LogicalType::Integer());
     ASSIGN_OR_RETURN(meta, duck::ChunkView::Create(conn, kMeta, {"sluice_source"}, std::move(types)));
+    std::vector<duck::LogicalType> param_types;
+    for (int i = 0; i < 3; ++i) param_types.push_back(duck::LogicalType::BigInt());
+    ASSIGN_OR_RETURN(params, duck::ChunkView::Create(conn, kParams, {"watermark", "batch", "cap"},
+                                                     std::move(param_types)));
     return Status::OK();
   }
 };
@@ -451,19 +490,29 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
     ASSIGN_OR_RETURN(m.result_time, impl.TimeOf(result, "the handler's result", "r"));
     RETURN_IF_ERROR(impl.PrepareTable(result, columns));
     m.result_generation = result_generation;
+    impl.stats.reset();
+    impl.insert.reset();
   }
   const std::string q = fmt::format("(SELECT r.*, {} AS sluice_t FROM {} r) q", m.result_time, result);
-  const std::string drop = impl.Dropped("q.sluice_t", "q");
-  ASSIGN_OR_RETURN(auto stats, impl.conn.QueryText(fmt::format(
-                                   "SELECT count(*) FILTER (WHERE {0}), count(*) FILTER (WHERE NOT {0}), "
-                                   "min({1}) FILTER (WHERE NOT {0}) FROM {2}",
-                                   drop, impl.FirstEnd("q.sluice_t"), q)));
-  const uint64_t n_dropped = std::stoull(stats[0][0].value_or("0"));
-  const uint64_t kept = std::stoull(stats[0][1].value_or("0"));
+  const std::string drop = impl.Dropped("q.sluice_t", "q", kWatermarkNow);
+  RETURN_IF_ERROR(impl.SetParams(m.watermark, static_cast<int64_t>(m.batch + 1), 0));
+  if (!impl.stats) {
+    ASSIGN_OR_RETURN(impl.stats, duck::PreparedStatement::Prepare(
+                                     impl.conn, fmt::format("SELECT count(*) FILTER (WHERE {0}), count(*) FILTER "
+                                                            "(WHERE NOT {0}), min({1}) FILTER (WHERE NOT {0}) FROM {2}",
+                                                            drop, impl.FirstEnd("q.sluice_t"), q)));
+  }
+  ASSIGN_OR_RETURN(duck::QueryResult stats, impl.stats->Execute());
+  if (stats.chunk_count() == 0 || stats.chunk(0).size() == 0) return InternalError("window: no statistics row");
+  duck::ResultChunk st = stats.chunk(0);
+  const uint64_t n_dropped = static_cast<uint64_t>(st.GetInt64(0, 0));
+  const uint64_t kept = static_cast<uint64_t>(st.GetInt64(1, 0));
+  const std::optional<int64_t> first_end = st.IsNull(2, 0) ? std::nullopt : std::optional<int64_t>(st.GetInt64(2, 0));
   if (n_dropped > 0) {
+    const std::string w = std::to_string(m.watermark);
     ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
                                     "SELECT to_json(r)::VARCHAR, {0} IS NULL, {1} FROM {2} r WHERE {3}", m.result_time,
-                                    impl.LastEnd(m.result_time), result, impl.Dropped(m.result_time, "r"))));
+                                    impl.LastEnd(m.result_time), result, impl.Dropped(m.result_time, "r", w))));
     for (const auto& row : rows) {
       DroppedRow d;
       d.row_json = row[0].value_or("{}");
@@ -480,38 +529,38 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   }
   if (kept == 0) return uint64_t{0};
   ++m.batch;
-  const std::string kept_rows = fmt::format("(SELECT q.* FROM {} WHERE NOT {})", q, drop);
-  std::string sql;
-  switch (c.type) {
-    case WindowType::kTumbling:
-      sql = fmt::format(
-          "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s), make_timestamptz(sluice_s) AS window_start, "
-          "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
-          "{2}::BIGINT AS sluice_batch FROM (SELECT *, {3} AS sluice_s FROM {4})",
-          kRows, c.size_us, m.batch, StartOf("sluice_t", c.size_us), kept_rows);
-      break;
-    case WindowType::kHopping: {
-      std::string late_copies =
-          m.watermark == kNoTime ? ""
-                                 : fmt::format(" WHERE sluice_s + {} + {} > {}", c.size_us, c.allowed_lateness_us, m.watermark);
-      sql = fmt::format(
-          "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s, sluice_k), make_timestamptz(sluice_s) AS window_start, "
-          "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
-          "{2}::BIGINT AS sluice_batch FROM (SELECT *, {3} - sluice_k * {4} AS sluice_s FROM {5}, "
-          "range(0, {6}) AS sluice_w(sluice_k)){7}",
-          kRows, c.size_us, m.batch, StartOf("sluice_t", c.slide_us), c.slide_us, kept_rows, c.size_us / c.slide_us,
-          late_copies);
-      break;
+  if (!impl.insert) {
+    const std::string kept_rows = fmt::format("(SELECT q.* FROM {} WHERE NOT {})", q, drop);
+    std::string sql;
+    switch (c.type) {
+      case WindowType::kTumbling:
+        sql = fmt::format(
+            "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s), make_timestamptz(sluice_s) AS window_start, "
+            "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
+            "{4} AS sluice_batch FROM (SELECT *, {2} AS sluice_s FROM {3})",
+            kRows, c.size_us, StartOf("sluice_t", c.size_us), kept_rows, kBatchNow);
+        break;
+      case WindowType::kHopping:
+        // Copies in windows closed longer than allowed_lateness ago are left out.
+        sql = fmt::format(
+            "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s, sluice_k), make_timestamptz(sluice_s) AS "
+            "window_start, make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS "
+            "sluice_emitted, {7} AS sluice_batch FROM (SELECT *, {2} - sluice_k * {3} AS sluice_s FROM {4}, "
+            "range(0, {5}) AS sluice_w(sluice_k)) WHERE sluice_s + {1} + {6} > {8}",
+            kRows, c.size_us, StartOf("sluice_t", c.slide_us), c.slide_us, kept_rows, c.size_us / c.slide_us,
+            c.allowed_lateness_us, kBatchNow, kWatermarkNow);
+        break;
+      case WindowType::kSession:
+        sql = fmt::format(
+            "INSERT INTO {0} BY NAME SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS window_end, "
+            "NULL::BIGINT AS sluice_end, false AS sluice_emitted, {2} AS sluice_batch FROM {1}",
+            kRows, kept_rows, kBatchNow);
+        break;
     }
-    case WindowType::kSession:
-      sql = fmt::format(
-          "INSERT INTO {0} BY NAME SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS window_end, "
-          "NULL::BIGINT AS sluice_end, false AS sluice_emitted, {1}::BIGINT AS sluice_batch FROM {2}",
-          kRows, m.batch, kept_rows);
-      break;
+    ASSIGN_OR_RETURN(impl.insert, duck::PreparedStatement::Prepare(impl.conn, sql));
   }
-  RETURN_IF_ERROR(impl.conn.Execute(sql));
-  if (stats[0][2]) m.open_end = std::min(m.open_end, static_cast<int64_t>(std::stoll(*stats[0][2])));
+  RETURN_IF_ERROR(impl.insert->Execute().status());
+  if (first_end) m.open_end = std::min(m.open_end, *first_end);
   if (m.rows_empty) {
     m.rows_empty = false;
     m.min_batch = m.batch;
@@ -539,6 +588,8 @@ Status WindowEngine::Observe(std::string_view batch, uint64_t batch_generation, 
   if (m.batch_generation != batch_generation) {
     ASSIGN_OR_RETURN(m.batch_time, impl.TimeOf(batch, "the batch", "b"));
     m.batch_generation = batch_generation;
+    impl.observe_one.reset();
+    impl.observe_many.reset();
   }
   const int64_t cap = Sat(wall_us, impl.config.max_future_us);
   // The partitions of this batch, in first-seen order; each run's rows belong to one.
@@ -551,11 +602,17 @@ Status WindowEngine::Observe(std::string_view batch, uint64_t batch_generation, 
     if (it == parts.end()) parts.push_back(std::move(tp));
   }
   std::vector<int64_t> newest(parts.size(), kNoTime);
+  RETURN_IF_ERROR(impl.SetParams(m.watermark, static_cast<int64_t>(m.batch), cap));
   if (parts.size() == 1) {
-    ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
-                                    "SELECT max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t FROM {} b)", cap,
-                                    m.batch_time, batch)));
-    if (!rows.empty() && rows[0][0]) newest[0] = std::stoll(*rows[0][0]);
+    if (!impl.observe_one) {
+      ASSIGN_OR_RETURN(impl.observe_one,
+                       duck::PreparedStatement::Prepare(
+                           impl.conn, fmt::format("SELECT max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t "
+                                                  "FROM {} b)",
+                                                  kCapNow, m.batch_time, batch)));
+    }
+    ASSIGN_OR_RETURN(duck::QueryResult r, impl.observe_one->Execute());
+    if (r.chunk_count() > 0 && r.chunk(0).size() > 0 && !r.chunk(0).IsNull(0, 0)) newest[0] = r.chunk(0).GetInt64(0, 0);
   } else {
     // Which partition each row came from, as a view read beside the batch row by row.
     impl.meta_chunks.clear();
@@ -577,16 +634,27 @@ Status WindowEngine::Observe(std::string_view batch, uint64_t batch_generation, 
     std::vector<const duck::DataChunk*> chunks;
     for (const duck::DataChunk& chunk : impl.meta_chunks) chunks.push_back(&chunk);
     impl.meta->SetChunks(chunks);
-    auto rows = impl.conn.QueryText(fmt::format(
-        "SELECT sluice_source, max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t FROM {} b) POSITIONAL JOIN {} "
-        "GROUP BY 1",
-        cap, m.batch_time, batch, kMeta));
-    impl.meta->SetChunks({});
-    if (!rows.ok()) return rows.status();
-    for (const auto& row : *rows) {
-      size_t i = static_cast<size_t>(std::stoi(row[0].value_or("0")));
-      if (i < newest.size() && row[1]) newest[i] = std::stoll(*row[1]);
+    Status st;
+    if (!impl.observe_many) {
+      auto prepared = duck::PreparedStatement::Prepare(
+          impl.conn, fmt::format("SELECT sluice_source, max(t) FILTER (WHERE t <= {}) FROM (SELECT {} AS t "
+                                 "FROM {} b) POSITIONAL JOIN {} GROUP BY 1",
+                                 kCapNow, m.batch_time, batch, kMeta));
+      if (prepared.ok()) impl.observe_many = std::move(prepared).value();
+      st = prepared.status();
     }
+    Result<duck::QueryResult> r = st.ok() ? impl.observe_many->Execute() : Result<duck::QueryResult>(st);
+    if (r.ok()) {
+      for (size_t c = 0; c < r->chunk_count(); ++c) {
+        duck::ResultChunk chunk = r->chunk(c);
+        for (size_t row = 0; row < chunk.size(); ++row) {
+          size_t i = static_cast<size_t>(chunk.GetInt32(0, row));
+          if (i < newest.size() && !chunk.IsNull(1, row)) newest[i] = chunk.GetInt64(1, row);
+        }
+      }
+    }
+    impl.meta->SetChunks({});
+    if (!r.ok()) return r.status();
   }
   for (size_t i = 0; i < parts.size(); ++i) {
     PartitionState& p = m.partitions[parts[i]];
@@ -622,26 +690,12 @@ Status WindowEngine::Close(bool all, const std::function<Status(std::string_view
 Status WindowEngine::SaveState() {
   Impl& impl = *impl_;
   Memory& m = impl.m;
-  std::vector<std::string> updates;
-  std::vector<std::string> inserts;
-  auto row = [](const std::string& topic, int32_t partition, int64_t newest) {
-    return fmt::format("({}, {}, {})", QuoteLiteral(topic), partition,
-                       newest == kNoTime ? std::string("NULL") : std::to_string(newest));
-  };
-  for (auto& [tp, p] : m.partitions) {
-    if (!p.dirty) continue;
-    (p.saved ? updates : inserts).push_back(row(tp.first, tp.second, p.newest));
+  std::map<PartitionValues::Key, int64_t> marks;
+  for (const auto& [tp, p] : m.partitions) {
+    if (p.dirty && p.newest != kNoTime) marks[tp] = p.newest;
   }
-  if (m.watermark_dirty) (m.watermark_saved ? updates : inserts).push_back(row("", -1, m.watermark));
-  if (!updates.empty()) {
-    RETURN_IF_ERROR(impl.conn.Execute(fmt::format(
-        "UPDATE {} AS w SET newest = v.newest FROM (VALUES {}) v(topic, \"partition\", newest) "
-        "WHERE w.topic = v.topic AND w.\"partition\" = v.\"partition\"",
-        kWatermarks, fmt::join(updates, ", "))));
-  }
-  if (!inserts.empty()) {
-    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("INSERT INTO {} VALUES {}", kWatermarks, fmt::join(inserts, ", "))));
-  }
+  if (m.watermark_dirty && m.watermark != kNoTime) marks[{"", -1}] = m.watermark;
+  if (!marks.empty()) RETURN_IF_ERROR(impl.watermarks->Save(marks));
   if (!m.unsaved_sources.empty()) {
     std::vector<std::string> values;
     for (const auto& [batch, topic, partition, offset] : m.unsaved_sources) {
@@ -679,6 +733,126 @@ int64_t WindowEngine::watermark_us() const { return impl_->m.watermark; }
 
 std::shared_ptr<const WindowEngine::Memory> WindowEngine::Snapshot() const { return std::make_shared<Memory>(impl_->m); }
 
-void WindowEngine::Restore(const Memory& m) { impl_->m = m; }
+void WindowEngine::Restore(const Memory& m) {
+  impl_->m = m;
+  impl_->Unprepare();  // they may name what the rollback took away
+  impl_->watermarks->Forget();
+}
+
+// ---- PartitionValues
+
+struct PartitionValues::Impl {
+  duck::Connection& conn;
+  std::string table;
+  std::string column;
+  std::string view;
+  std::unique_ptr<duck::ChunkView> values;
+  std::optional<duck::DataChunk> chunk;
+  std::set<Key> present;  // rows the table has
+  std::unique_ptr<duck::PreparedStatement> update;
+  std::unique_ptr<duck::PreparedStatement> insert;
+};
+
+PartitionValues::PartitionValues(duck::Connection& conn, std::string table, std::string column)
+    : impl_(new Impl{conn, std::move(table), std::move(column), "", nullptr, std::nullopt, {}, nullptr, nullptr}) {}
+
+PartitionValues::~PartitionValues() {
+  impl_->update.reset();
+  impl_->insert.reset();
+  impl_->values.reset();
+}
+
+Result<std::unique_ptr<PartitionValues>> PartitionValues::Create(duck::Connection& conn, std::string table,
+                                                                 std::string column) {
+  std::unique_ptr<PartitionValues> v(new PartitionValues(conn, std::move(table), std::move(column)));
+  Impl& impl = *v->impl_;
+  RETURN_IF_ERROR(conn.Execute(fmt::format("CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, {} BIGINT)",
+                                           impl.table, QuoteIdentifier(impl.column))));
+  impl.view = impl.table + "_new";
+  std::vector<duck::LogicalType> types;
+  types.push_back(duck::LogicalType::Varchar());
+  types.push_back(duck::LogicalType::Integer());
+  types.push_back(duck::LogicalType::BigInt());
+  ASSIGN_OR_RETURN(impl.values, duck::ChunkView::Create(conn, impl.view, {"topic", "partition", "value"}, std::move(types)));
+  return v;
+}
+
+Result<std::map<PartitionValues::Key, int64_t>> PartitionValues::Load() {
+  Impl& impl = *impl_;
+  ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format("SELECT topic, \"partition\", {} FROM {}",
+                                                              QuoteIdentifier(impl.column), impl.table)));
+  std::map<Key, int64_t> out;
+  impl.present.clear();
+  for (const auto& row : rows) {
+    if (!row[0] || !row[1] || !row[2]) continue;
+    Key key{*row[0], std::stoi(*row[1])};
+    out[key] = std::stoll(*row[2]);
+    impl.present.insert(key);
+  }
+  return out;
+}
+
+Status PartitionValues::Save(const std::map<Key, int64_t>& values) {
+  Impl& impl = *impl_;
+  if (values.empty()) return Status::OK();
+  if (values.size() > duck::DataChunk::Capacity()) return InvalidArgumentError("too many partitions in one batch");
+  if (!impl.chunk) {
+    std::vector<duck::LogicalType> types;
+    types.push_back(duck::LogicalType::Varchar());
+    types.push_back(duck::LogicalType::Integer());
+    types.push_back(duck::LogicalType::BigInt());
+    ASSIGN_OR_RETURN(duck::DataChunk c, duck::DataChunk::Create(types));
+    impl.chunk.emplace(std::move(c));
+  }
+  impl.values->SetChunks({});
+  impl.chunk->Reset();
+  bool any_new = false;
+  uint64_t row = 0;
+  for (const auto& [key, value] : values) {
+    impl.chunk->column(0).AssignString(row, key.first);
+    impl.chunk->column(1).data<int32_t>()[row] = key.second;
+    impl.chunk->column(2).data<int64_t>()[row] = value;
+    any_new = any_new || impl.present.count(key) == 0;
+    ++row;
+  }
+  impl.chunk->SetSize(row);
+  impl.values->SetChunks({&*impl.chunk});
+  const std::string col = QuoteIdentifier(impl.column);
+  Status st;
+  if (any_new) {
+    if (!impl.insert) {
+      auto prepared = duck::PreparedStatement::Prepare(
+          impl.conn, fmt::format("INSERT INTO {0} SELECT v.topic, v.\"partition\", v.value FROM {1} v WHERE NOT EXISTS "
+                                 "(SELECT 1 FROM {0} s WHERE s.topic = v.topic AND s.\"partition\" = v.\"partition\")",
+                                 impl.table, impl.view));
+      if (prepared.ok()) impl.insert = std::move(prepared).value();
+      st = prepared.status();
+    }
+    if (st.ok()) st = impl.insert->Execute().status();
+  }
+  if (st.ok()) {
+    if (!impl.update) {
+      auto prepared = duck::PreparedStatement::Prepare(
+          impl.conn, fmt::format("UPDATE {0} AS s SET {2} = v.value FROM {1} v WHERE s.topic = v.topic AND "
+                                 "s.\"partition\" = v.\"partition\" AND s.{2} IS DISTINCT FROM v.value",
+                                 impl.table, impl.view, col));
+      if (prepared.ok()) impl.update = std::move(prepared).value();
+      st = prepared.status();
+    }
+    if (st.ok()) st = impl.update->Execute().status();
+  }
+  impl.values->SetChunks({});
+  RETURN_IF_ERROR(st);
+  for (const auto& [key, value] : values) impl.present.insert(key);
+  return Status::OK();
+}
+
+void PartitionValues::Forget() {
+  impl_->update.reset();
+  impl_->insert.reset();
+  // What the rolled-back transaction inserted is gone; a row believed absent is inserted
+  // (and a second insert is guarded by NOT EXISTS), so forget them all but keep it cheap.
+  impl_->present.clear();
+}
 
 }  // namespace sluice::pipeline

@@ -65,6 +65,34 @@ struct DroppedRow {
   bool late = false;  // else: no event time
 };
 
+// A state table of one BIGINT per partition, `table(topic VARCHAR, "partition" INTEGER,
+// <column> BIGINT)`, unindexed, written each batch by two statements prepared once over a
+// view of the new values (DuckDB 1.5 plans a statement with parameters again at every
+// execution, which costs more than the write itself).
+class PartitionValues {
+ public:
+  // Creates the table if it does not exist, and the view `<table>_new`.
+  static Result<std::unique_ptr<PartitionValues>> Create(duck::Connection& conn, std::string table,
+                                                         std::string column);
+  ~PartitionValues();
+  PartitionValues(const PartitionValues&) = delete;
+  PartitionValues& operator=(const PartitionValues&) = delete;
+
+  using Key = std::pair<std::string, int32_t>;
+  // Every row.
+  Result<std::map<Key, int64_t>> Load();
+  // Sets these rows (updates, and inserts the ones not in the table). Part of the caller's
+  // transaction.
+  Status Save(const std::map<Key, int64_t>& values);
+  // After a rollback: what Save inserted may be gone, and its statements may name it.
+  void Forget();
+
+ private:
+  PartitionValues(duck::Connection& conn, std::string table, std::string column);
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 class WindowEngine {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
