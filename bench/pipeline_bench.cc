@@ -1063,29 +1063,35 @@ void PrintHeader(const Context& ctx, const Settings& s) {
   std::fflush(stdout);
 }
 
+// What every cell's JSON object holds: the cell and each of its runs.
+Json CellJson(const Cell& c, double ratio) {
+  Json j;
+  j["bench"] = "pipeline";
+  j["handler"] = c.handler;
+  j["batch_size"] = c.batch;
+  j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
+  j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
+  j["working_set_mib"] = Round(c.working_set_mib(), 1);
+  j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
+  j["ratio"] = Round(ratio, 4);
+  j["seconds"] = Round(c.seconds(), 3);
+  j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
+  j["broker_cpu_seconds"] = c.broker_cpu() >= 0 ? Json(Round(c.broker_cpu(), 2)) : Json(nullptr);
+  Json runs = Json::array();
+  for (const RunResult& r : c.runs) {
+    runs.push_back({{"msgs_per_s", Round(r.msgs_per_s, 1)},
+                    {"peak_rss_mib", Round(r.peak_rss_mib, 1)},
+                    {"working_set_mib", Round(r.working_set_mib, 1)},
+                    {"seconds", Round(r.seconds, 3)}});
+  }
+  j["each_run"] = runs;
+  return j;
+}
+
 void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) {
   double ratio = c.ceiling > 0 ? c.msgs_per_s() / c.ceiling : 0;
   if (json) {
-    Json j;
-    j["bench"] = "pipeline";
-    j["handler"] = c.handler;
-    j["batch_size"] = c.batch;
-    j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
-    j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
-    j["working_set_mib"] = Round(c.working_set_mib(), 1);
-    j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
-    j["ratio"] = Round(ratio, 4);
-    j["seconds"] = Round(c.seconds(), 3);
-    j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
-    j["broker_cpu_seconds"] = c.broker_cpu() >= 0 ? Json(Round(c.broker_cpu(), 2)) : Json(nullptr);
-    Json runs = Json::array();
-    for (const RunResult& r : c.runs) {
-      runs.push_back({{"msgs_per_s", Round(r.msgs_per_s, 1)},
-                      {"peak_rss_mib", Round(r.peak_rss_mib, 1)},
-                      {"working_set_mib", Round(r.working_set_mib, 1)},
-                      {"seconds", Round(r.seconds, 3)}});
-    }
-    j["each_run"] = runs;
+    Json j = CellJson(c, ratio);
     j.update(Common(ctx, s));
     fmt::print("{}\n", j.dump());
   } else {
@@ -1111,34 +1117,15 @@ void PrintWindowCell(const Cell& c, const Cell* without, const Context& ctx, con
   const bool has_pass = has_cost && has_sqlflow;
   const bool pass = has_pass && cost < sqlflow / 2;
   if (json) {
-    Json j;
-    j["bench"] = "pipeline";
+    Json j = CellJson(c, ratio);
     j["window"] = c.window->name;
     j["state"] = c.state;
-    j["handler"] = c.handler;
-    j["batch_size"] = c.batch;
-    j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
-    j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
-    j["working_set_mib"] = Round(c.working_set_mib(), 1);
-    j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
-    j["ratio"] = Round(ratio, 4);
-    j["seconds"] = Round(c.seconds(), 3);
-    j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
-    j["broker_cpu_seconds"] = c.broker_cpu() >= 0 ? Json(Round(c.broker_cpu(), 2)) : Json(nullptr);
     j["window_emits"] = static_cast<int64_t>(c.window_emits());
     j["state_file_mib"] = c.state ? Json(Round(c.state_mib(), 1)) : Json(nullptr);
     j["state_cost"] = has_cost ? Json(Round(cost, 4)) : Json(nullptr);
     j["sqlflow_state_cost"] = has_sqlflow ? Json(sqlflow) : Json(nullptr);
     j["state_cost_target"] = has_sqlflow ? Json(Round(sqlflow / 2, 4)) : Json(nullptr);
     j["state_cost_pass"] = has_pass ? Json(pass) : Json(nullptr);
-    Json runs = Json::array();
-    for (const RunResult& r : c.runs) {
-      runs.push_back({{"msgs_per_s", Round(r.msgs_per_s, 1)},
-                      {"peak_rss_mib", Round(r.peak_rss_mib, 1)},
-                      {"working_set_mib", Round(r.working_set_mib, 1)},
-                      {"seconds", Round(r.seconds, 3)}});
-    }
-    j["each_run"] = runs;
     j.update(Common(ctx, s));
     fmt::print("{}\n", j.dump());
   } else {

@@ -206,6 +206,29 @@ struct PipelineRunner::Impl {
   bool durable = false;
   std::map<std::pair<std::string, int32_t>, int64_t> stored;  // rows of sluice_state
   std::unique_ptr<PartitionValues> state_offsets;             // writes sluice_state
+  // The window's Observe over the decoded batch of `messages`.
+  Status ObserveBatch(std::span<const Message> messages, const std::vector<DecodeError>& decode_errors,
+                      const PipelineConfig& c) {
+    // Which partition each decoded row came from (the decoder leaves out the messages it
+    // could not decode, in order).
+    std::vector<SourceRun> runs;
+    size_t error_index = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
+        ++error_index;
+        continue;
+      }
+      const Message& m = messages[i];
+      if (runs.empty() || runs.back().partition != m.partition || runs.back().topic != m.topic) {
+        runs.push_back({m.topic, m.partition, 0});
+      }
+      ++runs.back().rows;
+    }
+    const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    return window->Observe(structured ? c.handler.table : "batch", batch_generation, runs, wall_us, Clock::now());
+  }
   // After a rolled-back transaction: what it may have created is gone.
   void ForgetAfterRollback() {
     if (result_view) result_view->SetChunks({});
@@ -547,24 +570,7 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
     if (!kept.ok()) return InvalidArgumentError("pipeline.window: {}", kept.status().message());
     for (const DroppedRow& d : dropped) errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
-    std::vector<SourceRun> runs;
-    size_t error_index = 0;
-    for (size_t i = 0; i < messages.size(); ++i) {
-      if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
-        ++error_index;
-        continue;
-      }
-      const Message& m = messages[i];
-      if (runs.empty() || runs.back().partition != m.partition || runs.back().topic != m.topic) {
-        runs.push_back({m.topic, m.partition, 0});
-      }
-      ++runs.back().rows;
-    }
-    int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-    Status observed = impl.window->Observe(impl.structured ? config_.handler.table : "batch", impl.batch_generation,
-                                           runs, wall_us, Clock::now());
+    Status observed = impl.ObserveBatch(messages, decode_errors, config_);
     if (!observed.ok()) return InvalidArgumentError("pipeline.window: {}", observed.message());
     std::vector<std::string> out;
     RETURN_IF_ERROR(CloseWindows(true, &out));
@@ -939,26 +945,7 @@ Status PipelineRunner::ProcessBatch() {
     Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
     Status st = kept.status();
     if (st.ok()) {
-      // Which partition each decoded row came from (the decoder leaves out the messages it
-      // could not decode, in order).
-      std::vector<SourceRun> runs;
-      size_t error_index = 0;
-      for (size_t i = 0; i < impl.pending.size(); ++i) {
-        if (error_index < decode_errors.size() && decode_errors[error_index].index == i) {
-          ++error_index;
-          continue;
-        }
-        const Message& m = impl.pending[i];
-        if (runs.empty() || runs.back().partition != m.partition || runs.back().topic != m.topic) {
-          runs.push_back({m.topic, m.partition, 0});
-        }
-        ++runs.back().rows;
-      }
-      const std::string batch_table = impl.structured ? c.handler.table : "batch";
-      int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-      st = impl.window->Observe(batch_table, impl.batch_generation, runs, wall_us, Clock::now());
+      st = impl.ObserveBatch(impl.pending, decode_errors, c);
     }
     if (!st.ok()) {
       rollback();

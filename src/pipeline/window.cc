@@ -66,14 +66,12 @@ struct PartitionState {
   int64_t newest = WindowEngine::kNoTime;
   WindowEngine::SteadyTime last_seen{};
   bool assigned = false;
-  bool saved = false;  // has a row in sluice_watermarks
   bool dirty = false;  // newest changed since the last save
 };
 
 struct WindowEngine::Memory {
   std::map<std::pair<std::string, int32_t>, PartitionState> partitions;
   int64_t watermark = kNoTime;
-  bool watermark_saved = false;
   bool watermark_dirty = false;
   // Lower bounds: the earliest end of a window holding rows not yet emitted, and of one
   // emitted but kept for lateness. kNever when none.
@@ -138,8 +136,6 @@ struct WindowEngine::Impl {
     observe_many.reset();
   }
   Impl(duck::Connection& c, const WindowConfig& w, std::string p) : conn(c), config(w), pipeline(std::move(p)) {}
-
-  std::string Col() const { return QuoteIdentifier(config.time_column); }
 
   // The end of the latest / earliest window holding time `t` (an SQL expression).
   std::string LastEnd(std::string_view t) const {
@@ -406,12 +402,10 @@ struct WindowEngine::Impl {
     for (const auto& [tp, newest] : marks) {
       if (tp.second < 0) {
         m.watermark = newest;
-        m.watermark_saved = true;
         continue;
       }
       PartitionState& p = m.partitions[tp];
       p.newest = newest;
-      p.saved = true;
     }
     ASSIGN_OR_RETURN(auto sources, conn.QueryText(fmt::format(
                                        "SELECT batch, topic, \"partition\", first_offset FROM {} ORDER BY batch", kSources)));
@@ -713,10 +707,8 @@ Status WindowEngine::SaveState() {
   }
   // Only now, with every statement through: what is saved.
   for (auto& [tp, p] : m.partitions) {
-    if (p.dirty) p.saved = true;
     p.dirty = false;
   }
-  if (m.watermark_dirty) m.watermark_saved = true;
   m.watermark_dirty = false;
   m.unsaved_sources.clear();
   m.pruned_below = std::max(m.pruned_below, keep);
