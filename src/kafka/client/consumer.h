@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -116,8 +117,11 @@ class Consumer {
   // Called inside Poll (on the polling thread) when the group changes this member's
   // assignment, for eager and cooperative assignors alike: kRevoked before the partitions
   // are given up, so the listener may process what it holds and Commit; kAssigned just
-  // before they are taken, so it may choose where each starts. Set before Subscribe. The listener must not call Poll. A Poll that
-  // ran a revocation returns right after it (with what it collected before it).
+  // before they are taken, so it may choose where each starts. Set before Subscribe. The
+  // listener must not call Poll. An assignment takes effect as the Poll that announced it
+  // returns: every record a Poll returns was fetched under the assignment that held when
+  // that Poll began (less what it revoked), so a caller tells a revoked partition's
+  // records by the Poll that brought them.
   using RebalanceListener = std::function<void(RebalanceEvent&)>;
   void SetRebalanceListener(RebalanceListener listener);
 
@@ -153,6 +157,7 @@ class Consumer {
  private:
   Consumer() = default;
   void RecordError(Status st);  // becomes last_error() when not OK
+  void ApplyPendingAssign();     // the assignment a rebalance callback announced
   friend struct ConsumerCallbacks;  // librdkafka's C callbacks (consumer.cc)
 
   enum class Mode { kNone, kAssigned, kSubscribed };
@@ -169,6 +174,8 @@ class Consumer {
   RebalanceListener rebalance_listener_;
   bool has_group_ = false;
   std::vector<rd_kafka_message_s*> scratch_;  // what Poll hands librdkafka to fill
+  std::optional<std::vector<TopicPartition>> pending_assign_;  // announced, taken as Poll returns
+  bool pending_cooperative_ = false;
   mutable std::mutex error_mu_;
   Status last_error_;  // guarded by error_mu_
 };
