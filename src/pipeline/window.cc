@@ -740,17 +740,21 @@ struct PartitionValues::Impl {
   std::string view;
   std::unique_ptr<duck::ChunkView> values;
   std::optional<duck::DataChunk> chunk;
-  std::set<Key> present;  // rows the table has
-  std::unique_ptr<duck::PreparedStatement> update;
+  int64_t next_seq = 1;
+  uint64_t saves = 0;  // since the last compaction
   std::unique_ptr<duck::PreparedStatement> insert;
+  std::unique_ptr<duck::PreparedStatement> compact;
 };
 
+// Every this many saves, the rows a later one superseded go.
+constexpr uint64_t kCompactEvery = 1024;
+
 PartitionValues::PartitionValues(duck::Connection& conn, std::string table, std::string column)
-    : impl_(new Impl{conn, std::move(table), std::move(column), "", nullptr, std::nullopt, {}, nullptr, nullptr}) {}
+    : impl_(new Impl{conn, std::move(table), std::move(column), "", nullptr, std::nullopt, 1, 0, nullptr, nullptr}) {}
 
 PartitionValues::~PartitionValues() {
-  impl_->update.reset();
   impl_->insert.reset();
+  impl_->compact.reset();
   impl_->values.reset();
 }
 
@@ -758,28 +762,38 @@ Result<std::unique_ptr<PartitionValues>> PartitionValues::Create(duck::Connectio
                                                                  std::string column) {
   std::unique_ptr<PartitionValues> v(new PartitionValues(conn, std::move(table), std::move(column)));
   Impl& impl = *v->impl_;
-  RETURN_IF_ERROR(conn.Execute(fmt::format("CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, {} BIGINT)",
-                                           impl.table, QuoteIdentifier(impl.column))));
+  RETURN_IF_ERROR(conn.Execute(fmt::format(
+      "CREATE TABLE IF NOT EXISTS {} (topic VARCHAR, \"partition\" INTEGER, {} BIGINT, seq BIGINT)", impl.table,
+      QuoteIdentifier(impl.column))));
+  // A file written before the table was append-only: one row per partition, no seq.
+  ASSIGN_OR_RETURN(auto has_seq, conn.QueryText(fmt::format(
+                                     "SELECT count(*) FROM duckdb_columns() WHERE table_name = {} AND schema_name = "
+                                     "'main' AND database_name = current_database() AND column_name = 'seq'",
+                                     QuoteLiteral(impl.table))));
+  if (has_seq.empty() || has_seq[0][0].value_or("0") == "0") {
+    RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN seq BIGINT DEFAULT 0", impl.table)));
+  }
   impl.view = impl.table + "_new";
   std::vector<duck::LogicalType> types;
   types.push_back(duck::LogicalType::Varchar());
   types.push_back(duck::LogicalType::Integer());
   types.push_back(duck::LogicalType::BigInt());
-  ASSIGN_OR_RETURN(impl.values, duck::ChunkView::Create(conn, impl.view, {"topic", "partition", "value"}, std::move(types)));
+  types.push_back(duck::LogicalType::BigInt());
+  ASSIGN_OR_RETURN(impl.values,
+                   duck::ChunkView::Create(conn, impl.view, {"topic", "partition", "value", "seq"}, std::move(types)));
   return v;
 }
 
 Result<std::map<PartitionValues::Key, int64_t>> PartitionValues::Load() {
   Impl& impl = *impl_;
-  ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format("SELECT topic, \"partition\", {} FROM {}",
-                                                              QuoteIdentifier(impl.column), impl.table)));
+  ASSIGN_OR_RETURN(auto rows, impl.conn.QueryText(fmt::format(
+                                  "SELECT topic, \"partition\", arg_max({0}, seq), max(seq) FROM {1} GROUP BY ALL",
+                                  QuoteIdentifier(impl.column), impl.table)));
   std::map<Key, int64_t> out;
-  impl.present.clear();
   for (const auto& row : rows) {
-    if (!row[0] || !row[1] || !row[2]) continue;
-    Key key{*row[0], std::stoi(*row[1])};
-    out[key] = std::stoll(*row[2]);
-    impl.present.insert(key);
+    if (!row[0] || !row[1] || !row[2] || !row[3]) continue;
+    out[Key{*row[0], std::stoi(*row[1])}] = std::stoll(*row[2]);
+    impl.next_seq = std::max<int64_t>(impl.next_seq, std::stoll(*row[3]) + 1);
   }
   return out;
 }
@@ -793,58 +807,54 @@ Status PartitionValues::Save(const std::map<Key, int64_t>& values) {
     types.push_back(duck::LogicalType::Varchar());
     types.push_back(duck::LogicalType::Integer());
     types.push_back(duck::LogicalType::BigInt());
+    types.push_back(duck::LogicalType::BigInt());
     ASSIGN_OR_RETURN(duck::DataChunk c, duck::DataChunk::Create(types));
     impl.chunk.emplace(std::move(c));
   }
   impl.values->SetChunks({});
   impl.chunk->Reset();
-  bool any_new = false;
   uint64_t row = 0;
   for (const auto& [key, value] : values) {
     impl.chunk->column(0).AssignString(row, key.first);
     impl.chunk->column(1).data<int32_t>()[row] = key.second;
     impl.chunk->column(2).data<int64_t>()[row] = value;
-    any_new = any_new || impl.present.count(key) == 0;
+    impl.chunk->column(3).data<int64_t>()[row] = impl.next_seq;
     ++row;
   }
   impl.chunk->SetSize(row);
   impl.values->SetChunks({&*impl.chunk});
-  const std::string col = QuoteIdentifier(impl.column);
   Status st;
-  if (any_new) {
-    if (!impl.insert) {
-      auto prepared = duck::PreparedStatement::Prepare(
-          impl.conn, fmt::format("INSERT INTO {0} SELECT v.topic, v.\"partition\", v.value FROM {1} v WHERE NOT EXISTS "
-                                 "(SELECT 1 FROM {0} s WHERE s.topic = v.topic AND s.\"partition\" = v.\"partition\")",
-                                 impl.table, impl.view));
-      if (prepared.ok()) impl.insert = std::move(prepared).value();
-      st = prepared.status();
-    }
-    if (st.ok()) st = impl.insert->Execute().status();
+  if (!impl.insert) {
+    auto prepared = duck::PreparedStatement::Prepare(
+        impl.conn, fmt::format("INSERT INTO {0} (topic, \"partition\", {1}, seq) SELECT topic, \"partition\", value, "
+                               "seq FROM {2}",
+                               impl.table, QuoteIdentifier(impl.column), impl.view));
+    if (prepared.ok()) impl.insert = std::move(prepared).value();
+    st = prepared.status();
   }
-  if (st.ok()) {
-    if (!impl.update) {
-      auto prepared = duck::PreparedStatement::Prepare(
-          impl.conn, fmt::format("UPDATE {0} AS s SET {2} = v.value FROM {1} v WHERE s.topic = v.topic AND "
-                                 "s.\"partition\" = v.\"partition\" AND s.{2} IS DISTINCT FROM v.value",
-                                 impl.table, impl.view, col));
-      if (prepared.ok()) impl.update = std::move(prepared).value();
-      st = prepared.status();
-    }
-    if (st.ok()) st = impl.update->Execute().status();
-  }
+  if (st.ok()) st = impl.insert->Execute().status();
   impl.values->SetChunks({});
   RETURN_IF_ERROR(st);
-  for (const auto& [key, value] : values) impl.present.insert(key);
+  ++impl.next_seq;
+  if (++impl.saves >= kCompactEvery) {
+    if (!impl.compact) {
+      ASSIGN_OR_RETURN(impl.compact,
+                       duck::PreparedStatement::Prepare(
+                           impl.conn, fmt::format("DELETE FROM {0} USING (SELECT topic, \"partition\", max(seq) AS "
+                                                  "newest FROM {0} GROUP BY ALL) l WHERE {0}.topic = l.topic AND "
+                                                  "{0}.\"partition\" = l.\"partition\" AND {0}.seq < l.newest",
+                                                  impl.table)));
+    }
+    RETURN_IF_ERROR(impl.compact->Execute().status());
+    impl.saves = 0;
+  }
   return Status::OK();
 }
 
 void PartitionValues::Forget() {
-  impl_->update.reset();
+  // Statements prepared inside a rolled-back transaction may name what it took away.
   impl_->insert.reset();
-  // What the rolled-back transaction inserted is gone; a row believed absent is inserted
-  // (and a second insert is guarded by NOT EXISTS), so forget them all but keep it cheap.
-  impl_->present.clear();
+  impl_->compact.reset();
 }
 
 }  // namespace sluice::pipeline

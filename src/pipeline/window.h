@@ -26,7 +26,8 @@
 //     sluice_batch (the batch that added the row).
 //   sluice_window_sources(batch, topic, partition, first_offset): per batch that added
 //     rows, where each partition's messages in it started: the Kafka commit floor.
-//   sluice_watermarks(topic, partition, newest): per partition; ('', -1) is the pipeline's.
+//   sluice_watermarks(topic, partition, newest, seq): per partition, the row with the
+//     highest seq; ('', -1) is the pipeline's (see PartitionValues).
 //
 // Lifecycle: owned by the runner, on its thread; the Connection must outlive it. The
 // in-memory part (watermarks, floors) can be snapshotted and restored around a
@@ -66,9 +67,11 @@ struct DroppedRow {
 };
 
 // A state table of one BIGINT per partition, `table(topic VARCHAR, "partition" INTEGER,
-// <column> BIGINT)`, unindexed, written each batch by two statements prepared once over a
-// view of the new values (DuckDB 1.5 plans a statement with parameters again at every
-// execution, which costs more than the write itself).
+// <column> BIGINT, seq BIGINT)`, unindexed and append-only: each Save appends the new
+// values under the next seq, and a partition's value is its row with the highest seq.
+// One INSERT per batch from a view of the new values, prepared once (an UPDATE joining the
+// table cost 0.5-1.2 ms a batch here; DuckDB 1.5 also plans a statement with parameters
+// again at every execution). Every 1024 saves the superseded rows are deleted.
 class PartitionValues {
  public:
   // Creates the table if it does not exist, and the view `<table>_new`.

@@ -1399,7 +1399,8 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
   };
   auto check_commit_behind_state = [&](const std::string& when) {
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
-    std::vector<std::string> stored = read_state("SELECT \"partition\", next_offset FROM s.sluice_state ORDER BY 1");
+    std::vector<std::string> stored = read_state(
+        "SELECT \"partition\", arg_max(next_offset, seq) FROM s.sluice_state GROUP BY 1 ORDER BY 1");
     fmt::print("{}: committed {}, state {}\n", when, fmt::join(committed, ","), fmt::join(stored, " "));
     std::map<int, int64_t> next;
     for (const std::string& row : stored) next[std::stoi(row)] = std::stoll(row.substr(row.find('|') + 1));
