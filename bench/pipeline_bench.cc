@@ -513,8 +513,8 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   s.batch_sizes = o.batch_sizes;
   s.window = o.window;
-  if (o.window && (o.backlog || o.paced)) {
-    return InvalidArgumentError("--backlog and --paced check the plain pipelines: run them without --window");
+  if (o.window && o.backlog) {
+    return InvalidArgumentError("--backlog checks the plain pipelines: run it without --window");
   }
   if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1)) {
     return InvalidArgumentError("--paced-minutes must be at least 2 and --paced-rate at least 1");
@@ -1181,11 +1181,27 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
   RETURN_IF_ERROR(CreateTopic(s, topic));
   int64_t batch = *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end());
   std::vector<std::unique_ptr<Child>> pipelines;
+  std::vector<std::string> labels;  // "handlers.X" or, with --window, "handlers.X <window>"
   for (const std::string& h : s.handlers) {
-    std::string name = fmt::format("paced-{}", ShortHandler(h));
-    std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
-    ASSIGN_OR_RETURN(std::unique_ptr<Child> p, StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1)));
-    pipelines.push_back(std::move(p));
+    if (!s.window) {
+      std::string name = fmt::format("paced-{}", ShortHandler(h));
+      std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+      ASSIGN_OR_RETURN(std::unique_ptr<Child> p, StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1)));
+      pipelines.push_back(std::move(p));
+      labels.push_back(h);
+      continue;
+    }
+    // --window: each window with its state on file, whose rows come and go as windows
+    // close (the events' times advance with the clock at 1000/s).
+    for (const WindowKind& w : kWindows) {
+      std::string name = fmt::format("paced-{}-{}-state", ShortHandler(h), w.name);
+      std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+      std::string state_path = fmt::format("{}/{}.duckdb", s.work_dir, name);
+      ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
+                       StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1, &w, state_path)));
+      pipelines.push_back(std::move(p));
+      labels.push_back(fmt::format("{} {}", h, w.name));
+    }
   }
   kc::Config config = s.producer;
   config["linger.ms"] = "1";
@@ -1232,7 +1248,7 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
   const double end_s = Seconds(start, start + total_ns);
   for (size_t k = 0; k < pipelines.size(); ++k) {
     PacedResult r;
-    r.handler = s.handlers[k];
+    r.handler = labels[k];
     r.produced = i;
     Result<Counts> c = Scrape(*pipelines[k]);
     if (c.ok()) r.consumed = c->in;
@@ -1247,6 +1263,27 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
     out.push_back(r);
   }
   return out;
+}
+
+// The paced check (--paced): the working set over the last minute within kTolerance of
+// minute two's, per pipeline of RunPaced.
+Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Context& ctx, Progress* progress,
+                   bool* checks_failed) {
+  Result<std::vector<PacedResult>> paced = RunPaced(s, o, progress);
+  if (!paced.ok()) return paced.status();
+  for (const PacedResult& r : *paced) {
+    bool pass = r.minute_two_mib > 0 &&
+                std::abs(r.last_minute_mib - r.minute_two_mib) <= kTolerance * r.minute_two_mib;
+    *checks_failed |= !pass;
+    PrintCheck("paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
+               "working_set_minute_two_mib", r.minute_two_mib, pass, ctx, s, o.json,
+               fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute; {} produced, {} consumed",
+                           o.paced_rate, o.paced_minutes,
+                           *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()),
+                           Grouped(static_cast<uint64_t>(r.produced)),
+                           Grouped(static_cast<uint64_t>(r.consumed))));
+  }
+  return Status::OK();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1322,6 +1359,10 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
         }
       }
     }
+    if (o.paced) {
+      if (!o.json) fmt::print("\nchecks (within {:.0f}%)\n", kTolerance * 100);
+      RETURN_IF_ERROR(with_broker(PacedChecks(s, o, ctx, &progress, checks_failed)));
+    }
     if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
     return Status::OK();
   }
@@ -1374,22 +1415,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
                  fmt::format("batch {}, median of {} run(s) each", b, s.runs));
     }
   }
-  if (o.paced) {
-    Result<std::vector<PacedResult>> paced = RunPaced(s, o, &progress);
-    if (!paced.ok()) return with_broker(paced.status());
-    for (const PacedResult& r : *paced) {
-      bool pass = r.minute_two_mib > 0 &&
-                  std::abs(r.last_minute_mib - r.minute_two_mib) <= kTolerance * r.minute_two_mib;
-      *checks_failed |= !pass;
-      PrintCheck("paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
-                 "working_set_minute_two_mib", r.minute_two_mib, pass, ctx, s, o.json,
-                 fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute; {} produced, {} consumed",
-                             o.paced_rate, o.paced_minutes,
-                             *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()),
-                             Grouped(static_cast<uint64_t>(r.produced)),
-                             Grouped(static_cast<uint64_t>(r.consumed))));
-    }
-  }
+  if (o.paced) RETURN_IF_ERROR(with_broker(PacedChecks(s, o, ctx, &progress, checks_failed)));
   if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
   return Status::OK();
 }

@@ -29,8 +29,9 @@ struct ConsumerCallbacks {
     }
   }
 
-  // Runs inside Poll. librdkafka leaves the (un)assignment to the application once a
-  // rebalance callback is set: tell the listener, then do what librdkafka would have.
+  // Runs inside Poll (and inside rd_kafka_consumer_close). librdkafka leaves the
+  // (un)assignment to the application once a rebalance callback is set: tell the
+  // listener, then unassign at once, or assign as the Poll returns (below).
   static void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err,
                           rd_kafka_topic_partition_list_t* partitions, void* opaque) {
     auto* self = static_cast<Consumer*>(opaque);
@@ -60,13 +61,23 @@ struct ConsumerCallbacks {
         self->pending_assign_->push_back({tp.topic, tp.partition, tp.offset});
       }
       self->pending_cooperative_ = cooperative;
-      // Poll returns once the queue is empty instead of waiting out its timeout.
+      // Closing: no Poll follows, and close waits for the group's assign call.
+      if (self->closing_) {
+        self->ApplyPendingAssign();
+        return;
+      }
+      // Poll returns once the queue is empty instead of waiting out its timeout. (When
+      // max_messages fills it first, the flag stays and the next Poll may return early,
+      // possibly empty.)
       if (self->queue_ != nullptr) rd_kafka_queue_yield(self->queue_.get());
       return;
     }
-    self->ApplyPendingAssign();  // a revocation follows the assignment it revokes
+    // Read before any assign: rd_kafka_assign clears the lost flag.
     event.kind = rd_kafka_assignment_lost(rk) ? RebalanceEvent::Kind::kLost
                                               : RebalanceEvent::Kind::kRevoked;
+    // librdkafka starts no rebalance while it waits for an assign call, so none should be
+    // pending here; if one is, it is what this revokes.
+    self->ApplyPendingAssign();
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && self->rebalance_listener_) {
       self->rebalance_listener_(event);
     }
@@ -201,7 +212,10 @@ Consumer::~Consumer() {
   // Closing revokes the assignment through the rebalance callback: the owner of the
   // listener may already be half destroyed, so it is not told.
   rebalance_listener_ = nullptr;
-  ApplyPendingAssign();  // the group waits for it; closing then revokes it
+  // An assignment announced after the last Poll, or inside close itself, is taken at once:
+  // close waits (without a timeout) until the group has had its assign call.
+  closing_ = true;
+  ApplyPendingAssign();
   if (mode_ == Mode::kSubscribed) rd_kafka_consumer_close(rk_.get());
   rk_.reset();
 }

@@ -120,8 +120,8 @@ class Consumer {
   // before they are taken, so it may choose where each starts. Set before Subscribe. The
   // listener must not call Poll. An assignment takes effect as the Poll that announced it
   // returns: every record a Poll returns was fetched under the assignment that held when
-  // that Poll began (less what it revoked), so a caller tells a revoked partition's
-  // records by the Poll that brought them.
+  // that Poll began, including records of partitions it then revoked or lost (before the
+  // event), which the caller must drop; it tells them apart by the Poll that brought them.
   using RebalanceListener = std::function<void(RebalanceEvent&)>;
   void SetRebalanceListener(RebalanceListener listener);
 
@@ -176,6 +176,7 @@ class Consumer {
   std::vector<rd_kafka_message_s*> scratch_;  // what Poll hands librdkafka to fill
   std::optional<std::vector<TopicPartition>> pending_assign_;  // announced, taken as Poll returns
   bool pending_cooperative_ = false;
+  bool closing_ = false;  // in the destructor: an announced assignment is taken at once
   mutable std::mutex error_mu_;
   Status last_error_;  // guarded by error_mu_
 };
