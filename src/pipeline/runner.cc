@@ -1129,6 +1129,7 @@ Status PipelineRunner::Run() {
   const auto interval = std::chrono::seconds(c.flush_interval_seconds);
   auto deadline = Clock::now() + interval;
   auto next_progress = Clock::now() + std::chrono::seconds(1);
+  auto next_duck_memory = Clock::now();
   uint64_t last_in = 0;
   Status result;
   // librdkafka 2.0 notices a resumed partition (or room below its queue bound) only when
@@ -1277,6 +1278,19 @@ Status PipelineRunner::Run() {
               ->GetGauge("sluice_pipeline_consumer_lag", "Records behind the high watermark, per partition",
                          {{"pipeline", c.name}, {"topic", l.topic}, {"partition", std::to_string(l.partition)}})
               .Set(static_cast<double>(l.lag()));
+        }
+      }
+      if (now >= next_duck_memory) {
+        // DuckDB's own accounting, per tag: tells DuckDB's growth from the allocators'.
+        next_duck_memory = now + std::chrono::seconds(10);
+        if (auto tags = impl.conn->QueryText("SELECT tag, memory_usage_bytes FROM duckdb_memory()"); tags.ok()) {
+          for (const auto& row : *tags) {
+            if (!row[0] || !row[1]) continue;
+            impl.registry
+                ->GetGauge("sluice_pipeline_duckdb_memory_bytes", "DuckDB's memory by its tag (duckdb_memory())",
+                           {{"pipeline", c.name}, {"tag", *row[0]}})
+                .Set(std::stod(*row[1]));
+          }
         }
       }
       if (options_.progress != nullptr) {
