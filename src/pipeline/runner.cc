@@ -4,6 +4,7 @@
 
 #include <csignal>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <deque>
@@ -18,6 +19,7 @@
 #include "duck/chunk_view.h"
 #include "duck/database.h"
 #include "pipeline/json_decoder.h"
+#include "pipeline/state_writer.h"
 #include "pipeline/window.h"
 #include "sinks/console_sink.h"
 #include "sinks/kafka_sink.h"
@@ -39,8 +41,10 @@ constexpr std::string_view kResultTable = "sluice_handler_result";
 constexpr std::string_view kDlqTable = "sluice_dead_letters";
 // The closed windows a manager collected, for its sink.
 constexpr std::string_view kWindowTable = "sluice_closed_windows";
-// pipeline.state: the next offset per partition, committed with the batch.
-constexpr std::string_view kStateTable = "sluice_state";
+// Write-behind pipeline.state: the state file's catalog name, and how many deltas may wait
+// for the writer before a batch waits for it.
+constexpr std::string_view kDurableCatalog = "sluice_durable";
+constexpr size_t kWriterQueue = 8;
 // With pipeline.state, a CHECKPOINT after a close at most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
@@ -207,8 +211,11 @@ struct PipelineRunner::Impl {
   uint64_t batch_generation = 0;    // changes when the batch's columns may have
   // pipeline.state: the database is on file; offsets are stored with each batch.
   bool durable = false;
-  std::map<std::pair<std::string, int32_t>, int64_t> stored;  // rows of sluice_state
-  std::unique_ptr<PartitionValues> state_offsets;             // writes sluice_state
+  std::map<std::pair<std::string, int32_t>, int64_t> stored;  // next offsets in the state
+  // The progress tables: on the pipeline's connection, written in the batch's transaction;
+  // or, write-behind (docs/design/0007, "Write-behind state"), the writer's.
+  std::unique_ptr<StateTables> state_tables;
+  std::unique_ptr<StateWriter> writer;
   // The window's Observe over the decoded batch of `messages`.
   Status ObserveBatch(std::span<const Message> messages, const std::vector<DecodeError>& decode_errors,
                       const PipelineConfig& c) {
@@ -335,7 +342,8 @@ struct PipelineRunner::Impl {
     DropAll();  // messages before their consumer (see Run)
     consumer.reset();
     managers.clear();
-    state_offsets.reset();
+    writer.reset();  // writes what is queued; its connection goes before the database
+    state_tables.reset();
     window.reset();
     window_sink.reset();
     result_view.reset();
@@ -372,6 +380,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   duck::DatabaseOptions db_options;
   db_options.memory_limit_bytes = c.duckdb.memory_limit_bytes;
   db_options.threads = static_cast<int>(c.duckdb.threads);
+  bool write_behind = false;
   if (c.handler.type == HandlerType::kInferredDiskBatch) {
     // The batch lives in a database file and DuckDB spills beside it.
     std::string dir = options.work_dir;
@@ -399,11 +408,24 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     std::error_code ec;
     if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
     if (ec) return IOError("pipeline {}: cannot create the directory of {}: {}", c.name, c.state->path, ec.message());
-    db_options.path = c.state->path;
     impl.durable = true;
+    // Write-behind (docs/design/0007, "Write-behind state"): a declarative window whose
+    // emissions and dead letters leave the process keeps its database in memory and a
+    // copy of its state on file. Anything that writes tables of the state database itself
+    // (sqlflow-form managers, a sqlcommand window sink or DLQ) works on the file directly.
+    const bool managed = std::any_of(c.tables.begin(), c.tables.end(),
+                                     [](const TableConfig& t) { return t.tumbling_window.has_value(); });
+    const bool dlq_in_db =
+        c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq && c.on_error.dlq->type == SinkType::kSqlCommand;
+    write_behind = c.window && !managed && c.window->sink.type != SinkType::kSqlCommand && !dlq_in_db;
+    if (!write_behind) db_options.path = c.state->path;
   }
   ASSIGN_OR_RETURN(impl.db, duck::Database::Open(db_options));
   ASSIGN_OR_RETURN(impl.conn, duck::Connection::Open(*impl.db));
+  if (write_behind) {
+    Status st = impl.conn->Execute(fmt::format("ATTACH {} AS {}", duck::QuoteLiteral(c.state->path), kDurableCatalog));
+    if (!st.ok()) return IOError("pipeline {}: cannot open the state file {}: {}", c.name, c.state->path, st.message());
+  }
   for (const SqlCommand& cmd : c.commands) {
     Status st = impl.conn->Execute(cmd.sql);
     if (!st.ok()) {
@@ -425,12 +447,32 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     }
     impl.managers.push_back(std::move(w));
   }
+  StateTables::Loaded loaded;
+  std::unique_ptr<duck::Connection> writer_conn;
   if (impl.durable) {
-    ASSIGN_OR_RETURN(impl.state_offsets, PartitionValues::Create(*impl.conn, std::string(kStateTable), "next_offset"));
-    ASSIGN_OR_RETURN(impl.stored, impl.state_offsets->Load());
+    duck::Connection* state_conn = impl.conn.get();
+    if (write_behind) {
+      ASSIGN_OR_RETURN(writer_conn, duck::Connection::Open(*impl.db));
+      RETURN_IF_ERROR(writer_conn->Execute(fmt::format("USE {}", kDurableCatalog)));
+      state_conn = writer_conn.get();
+    }
+    ASSIGN_OR_RETURN(impl.state_tables, StateTables::Open(*state_conn));
+    ASSIGN_OR_RETURN(loaded, impl.state_tables->Load());
+    impl.stored = loaded.offsets;
+    if (write_behind) {
+      // The open windows' rows, into memory.
+      ASSIGN_OR_RETURN(auto rows, impl.conn->QueryText(fmt::format(
+                                      "SELECT count(*) FROM duckdb_tables() WHERE database_name = {} AND "
+                                      "schema_name = 'main' AND table_name = 'sluice_window_rows'",
+                                      duck::QuoteLiteral(kDurableCatalog))));
+      if (rows[0][0].value_or("0") != "0") {
+        RETURN_IF_ERROR(impl.conn->Execute(fmt::format(
+            "CREATE TABLE sluice_window_rows AS SELECT * FROM {}.main.sluice_window_rows", kDurableCatalog)));
+      }
+    }
   }
   if (c.window) {
-    auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name);
+    auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name, impl.durable ? &loaded : nullptr, write_behind);
     if (!engine.ok()) {
       return InvalidArgumentError("pipeline {}: pipeline.window: {}", c.name, engine.status().message());
     }
@@ -438,6 +480,10 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     if (!options.without_sinks) {
       ASSIGN_OR_RETURN(impl.window_sink, MakeSink(c.window->sink, options.console));
     }
+  }
+  if (write_behind) {
+    impl.writer = StateWriter::Start(std::move(writer_conn), std::move(impl.state_tables), *c.window, c.name,
+                                     kWriterQueue);
   }
   if (c.handler.type == HandlerType::kStructuredBatch) {
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
@@ -819,7 +865,11 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
   auto snapshot = impl.window->Snapshot();
   Status st = impl.conn->Execute("BEGIN TRANSACTION");
   if (st.ok()) st = impl.window->Close(all, emit);
-  if (st.ok() && impl.durable) st = impl.window->SaveState();
+  if (st.ok() && impl.durable && !impl.writer) {
+    StateProgress progress;
+    impl.window->TakeProgress(&progress);
+    st = impl.state_tables->Save(progress);
+  }
   if (st.ok()) st = impl.conn->Execute("COMMIT");
   if (!st.ok()) {
     (void)impl.conn->Execute("ROLLBACK");
@@ -837,7 +887,16 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
     return Status::OK();
   }
   if (emitted != nullptr) emitted->insert(emitted->end(), collected.begin(), collected.end());
-  if (impl.durable && now - impl.last_checkpoint >= kCheckpointEvery) {
+  if (impl.writer) {
+    StateDelta delta;
+    delta.rows = impl.window->TakeChanges();
+    impl.window->TakeProgress(&delta.progress);
+    if (now - impl.last_checkpoint >= kCheckpointEvery) {
+      delta.checkpoint = true;
+      impl.last_checkpoint = now;
+    }
+    RETURN_IF_ERROR(impl.writer->Submit(std::move(delta)));
+  } else if (impl.durable && now - impl.last_checkpoint >= kCheckpointEvery) {
     // Until a checkpoint, what the batches appended and the closes deleted stays in
     // memory as DuckDB's uncheckpointed rows (its own threshold is 16 MB of WAL, ~20
     // minutes of a 1000/s pipeline): the paced run's working set grew 27-45% in 10 min.
@@ -855,7 +914,8 @@ Status PipelineRunner::ProcessBatch() {
   Impl& impl = *impl_;
   const PipelineConfig& c = config_;
   RunnerStats& stats = stats_;
-  if (impl.pending.empty()) return Status::OK();
+  // (Write-behind: a sync commit still commits what the writer holds.)
+  if (impl.pending.empty()) return sync_commit_ ? CommitWritten(true) : Status::OK();
   auto started = Clock::now();
   const ErrorPolicy policy = c.on_error.policy;
   std::vector<DeadLetter> letters;
@@ -929,7 +989,7 @@ Status PipelineRunner::ProcessBatch() {
     (void)impl.conn->Execute("ROLLBACK");
     impl.ForgetAfterRollback();
     if (snapshot) impl.window->Restore(*snapshot);
-    if (impl.state_offsets) impl.state_offsets->Forget();
+    if (impl.state_tables) impl.state_tables->Forget();
   };
   struct OnExit {
     std::function<void()> f;
@@ -1011,13 +1071,15 @@ Status PipelineRunner::ProcessBatch() {
     }
   }
   CrashPoint("batch-begun");
-  if (impl.durable) {
+  if (impl.durable && !impl.writer) {
     // The offsets go with the batch's state (or alone, when the batch failed and its
     // messages were skipped or dead-lettered).
     Status st = open ? Status::OK() : impl.conn->Execute("BEGIN TRANSACTION");
     open = true;
-    if (st.ok()) st = impl.state_offsets->Save(offsets);
-    if (st.ok() && impl.window) st = impl.window->SaveState();
+    StateProgress progress;
+    progress.offsets.insert(offsets.begin(), offsets.end());
+    if (impl.window) impl.window->TakeProgress(&progress);
+    if (st.ok()) st = impl.state_tables->Save(progress);
     if (!st.ok()) return InternalError("pipeline {}: saving the state failed: {}", c.name, st.message());
   }
   if (open) {
@@ -1026,12 +1088,25 @@ Status PipelineRunner::ProcessBatch() {
       return InternalError("pipeline {}: committing the batch's state failed: {}", c.name, st.message());
     }
     open = false;
-    if (impl.durable) {
+    if (impl.durable && !impl.writer) {
       for (const auto& [tp, next] : offsets) impl.stored[tp] = next;
+      CrashPoint("state-committed");
     }
-    CrashPoint("state-committed");
   }
-  if (impl.consumer) {
+  if (impl.writer) {
+    // Write-behind: what the batch changed goes to the file on the writer's thread; its
+    // Kafka commit once it is there.
+    StateDelta delta;
+    delta.rows = impl.window->TakeChanges();
+    delta.progress.offsets.insert(offsets.begin(), offsets.end());
+    impl.window->TakeProgress(&delta.progress);
+    for (const auto& [tp, next] : offsets) {
+      delta.kafka_commit[tp] = std::min(next, impl.window->Floor(tp.first, tp.second).value_or(next));
+    }
+    RETURN_IF_ERROR(impl.writer->Submit(std::move(delta)));
+    for (const auto& [tp, next] : offsets) impl.stored[tp] = next;
+    RETURN_IF_ERROR(CommitWritten(sync_commit_));
+  } else if (impl.consumer) {
     std::vector<kafka::client::TopicPartition> commit;
     for (const auto& [tp, next] : offsets) {
       // Not past what an open window still needs: without the state file, a restart reads
@@ -1057,6 +1132,27 @@ Status PipelineRunner::ProcessBatch() {
   ++stats.batches;
   impl.batch_seconds->Observe(std::chrono::duration<double>(Clock::now() - started).count());
   impl.ReleaseTaken();
+  return Status::OK();
+}
+
+Status PipelineRunner::CommitWritten(bool sync) {
+  Impl& impl = *impl_;
+  if (!impl.writer) return Status::OK();
+  if (sync) RETURN_IF_ERROR(impl.writer->Drain());
+  ASSIGN_OR_RETURN(StateWriter::Offsets written, impl.writer->TakeWritten());
+  if (written.empty() || !impl.consumer) return Status::OK();
+  CrashPoint("state-committed");
+  std::vector<kafka::client::TopicPartition> commit;
+  for (const auto& [tp, at] : written) commit.push_back({tp.first, tp.second, at});
+  Status st = sync ? impl.consumer->Commit(commit) : impl.consumer->CommitAsync(commit);
+  if (!st.ok()) {
+    // Not fatal: the next commit covers these offsets too; a restart seeks to the state's.
+    impl.errors["commit"]->Inc();
+    SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next commit covers it): {}", config_.name, st.message());
+  } else {
+    impl.commits->Inc();
+    ++stats_.commits;
+  }
   return Status::OK();
 }
 
@@ -1255,6 +1351,7 @@ Status PipelineRunner::Run() {
     }
     if (impl.window) {
       Status st = CloseWindows(false);
+      if (st.ok()) st = CommitWritten(false);  // write-behind: what the file holds now
       if (!st.ok()) {
         result = st;
         break;
@@ -1313,6 +1410,7 @@ Status PipelineRunner::Run() {
   // Windows the last batch closed; the open ones stay (in the state file, or read again
   // from the committed offsets).
   if (result.ok() && impl.window) result = CloseWindows(false);
+  if (result.ok()) result = CommitWritten(true);
   if (options_.progress != nullptr) std::fprintf(options_.progress, "\n");
   if (!result.ok()) {
     // RAISE: what is in hand was not committed; leave it for the next run.

@@ -80,6 +80,9 @@ class PipelineRunner {
   // Processes the batch in hand: decode, handler, sink write and flush, dead letters,
   // then the commit. Returns an error only under RAISE (nothing of the batch committed).
   Status ProcessBatch();
+  // Write-behind state: commits to Kafka the offsets of what the state writer has put on
+  // file (after waiting for all of it with `sync`).
+  Status CommitWritten(bool sync);
   // Polls the window managers that are due (all of them with `all`): in one transaction
   // (so now() is one instant for both statements), the closed windows are collected,
   // written to the manager's sink and flushed, then deleted. With `emitted` (Invoke) the

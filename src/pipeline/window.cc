@@ -4,9 +4,11 @@
 #include <cctype>
 #include <limits>
 #include <set>
+#include <utility>
 
 #include <fmt/format.h>
 
+#include "duck/appender.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 
@@ -60,7 +62,56 @@ int64_t Sat(int64_t a, int64_t b) {  // a + b, saturating
   return a + b;
 }
 
+// ApplyClose of fixed windows.
+Status ApplyFixedClose(duck::Connection& conn, int64_t w, int64_t lateness) {
+  if (lateness == 0) return conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end <= {}", kRows, w));
+  RETURN_IF_ERROR(conn.Execute(
+      fmt::format("UPDATE {} SET sluice_emitted = true WHERE NOT sluice_emitted AND sluice_end <= {}", kRows, w)));
+  return conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end + {} <= {}", kRows, lateness, w));
+}
+
+// The sessions of the rows table as the temp table kSessions: per row, its session's
+// bounds. Gaps and islands: a row `gap` or more after the previous one of its key starts
+// a session; a session is [first, last + gap).
+Status MakeSessions(duck::Connection& conn, const WindowConfig& config) {
+  std::vector<std::string> keys;
+  for (const std::string& k : config.key) keys.push_back(QuoteIdentifier(k));
+  std::string by = keys.empty() ? "" : fmt::format("PARTITION BY {} ", fmt::join(keys, ", "));
+  std::string by_session =
+      keys.empty() ? "PARTITION BY sluice_sid" : fmt::format("PARTITION BY {}, sluice_sid", fmt::join(keys, ", "));
+  std::string key_list = keys.empty() ? "" : fmt::format(", {}", fmt::join(keys, ", "));
+  return conn.Execute(fmt::format(
+      "CREATE OR REPLACE TEMP TABLE {0} AS "
+      "WITH o AS (SELECT rowid AS sluice_rowid, sluice_t, sluice_emitted{1}, "
+      "  CASE WHEN sluice_t - lag(sluice_t) OVER ({2}ORDER BY sluice_t) >= {3} THEN 1 ELSE 0 END AS sluice_break "
+      "  FROM {4}), "
+      "g AS (SELECT *, sum(sluice_break) OVER ({2}ORDER BY sluice_t ROWS UNBOUNDED PRECEDING) AS sluice_sid FROM o) "
+      "SELECT sluice_rowid, sluice_emitted, min(sluice_t) OVER s AS sluice_s0, max(sluice_t) OVER s + {3} AS sluice_s1, "
+      "  bool_and(sluice_emitted) OVER s AS sluice_done FROM g WINDOW s AS ({5})",
+      kSessions, key_list, by, config.gap_us, kRows, by_session));
+}
+
+// ApplyClose of sessions, over kSessions (MakeSessions), which it drops.
+Status ApplySessionClose(duck::Connection& conn, int64_t w, int64_t lateness) {
+  if (lateness > 0) {
+    RETURN_IF_ERROR(conn.Execute(fmt::format(
+        "UPDATE {} SET sluice_emitted = true WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} "
+        "AND NOT sluice_emitted)",
+        kRows, kSessions, w)));
+  }
+  RETURN_IF_ERROR(conn.Execute(fmt::format(
+      "DELETE FROM {} WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} - {})", kRows, kSessions, w,
+      lateness)));
+  return conn.Execute(fmt::format("DROP TABLE {}", kSessions));
+}
+
 }  // namespace
+
+Status ApplyClose(duck::Connection& conn, const WindowConfig& config, int64_t w, int64_t lateness) {
+  if (config.type != WindowType::kSession) return ApplyFixedClose(conn, w, lateness);
+  RETURN_IF_ERROR(MakeSessions(conn, config));
+  return ApplySessionClose(conn, w, lateness);
+}
 
 struct PartitionState {
   int64_t newest = WindowEngine::kNoTime;
@@ -91,6 +142,8 @@ struct WindowEngine::Memory {
   bool table_ready = false;
   bool closed_view = false;  // the TEMP VIEW `closed` exists
   std::set<std::string> table_columns;  // lower-case
+  std::vector<std::string> table_order;  // the rows table's columns, in order
+  std::set<std::string> result_columns;  // lower-case
   uint64_t result_generation = std::numeric_limits<uint64_t>::max();
   std::string result_time;  // the time expression over the result's column (alias r)
   uint64_t batch_generation = std::numeric_limits<uint64_t>::max();
@@ -121,7 +174,9 @@ struct WindowEngine::Impl {
     params->SetChunks({&*params_chunk});
     return Status::OK();
   }
-  std::unique_ptr<PartitionValues> watermarks;
+  // With track_changes: what TakeChanges hands over.
+  bool track = false;
+  RowChanges changes;
   // The statements of every batch, prepared once per shape of the result and the batch
   // (parse, bind and plan cost more than running them on a batch): $1 the watermark, $2
   // the batch number; Observe's $1 the future cap.
@@ -207,20 +262,29 @@ struct WindowEngine::Impl {
             "the handler's result has a column named {}, which the window state uses itself; rename it", name);
       }
     }
+    // Spelled out (not CREATE TABLE AS over the result) so that a write-behind copy of the
+    // table can run the same statements.
+    auto ddl = [&](std::string sql) -> Status {
+      RETURN_IF_ERROR(conn.Execute(sql));
+      if (track) changes.ddl.push_back(std::move(sql));
+      return Status::OK();
+    };
     if (!m.table_ready) {
-      RETURN_IF_ERROR(conn.Execute(fmt::format(
-          "CREATE TABLE IF NOT EXISTS {} AS SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS "
-          "window_end, NULL::BIGINT AS sluice_t, NULL::BIGINT AS sluice_end, NULL::BOOLEAN AS sluice_emitted, "
-          "NULL::BIGINT AS sluice_batch FROM {} LIMIT 0",
-          kRows, result)));
+      std::vector<std::string> defs;
+      for (const auto& [name, type] : columns) defs.push_back(fmt::format("{} {}", QuoteIdentifier(name), type));
+      RETURN_IF_ERROR(ddl(fmt::format(
+          "CREATE TABLE IF NOT EXISTS {} ({}, window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, sluice_t BIGINT, "
+          "sluice_end BIGINT, sluice_emitted BOOLEAN, sluice_batch BIGINT)",
+          kRows, fmt::join(defs, ", "))));
       RETURN_IF_ERROR(LoadColumns());
       m.table_ready = true;
     }
     for (const auto& [name, type] : columns) {
       if (m.table_columns.count(Lower(name)) != 0) continue;
-      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kRows, QuoteIdentifier(name), type)));
+      RETURN_IF_ERROR(ddl(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kRows, QuoteIdentifier(name), type)));
       Unprepare();
       m.table_columns.insert(Lower(name));
+      m.table_order.push_back(name);
     }
     return Status::OK();
   }
@@ -228,10 +292,14 @@ struct WindowEngine::Impl {
   Status LoadColumns() {
     ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format(
                                     "SELECT column_name FROM duckdb_columns() WHERE table_name = {} AND schema_name "
-                                    "= 'main' AND database_name = current_database()",
+                                    "= 'main' AND database_name = current_database() ORDER BY column_index",
                                     QuoteLiteral(kRows))));
     m.table_columns.clear();
-    for (const auto& row : rows) m.table_columns.insert(Lower(row[0].value_or("")));
+    m.table_order.clear();
+    for (const auto& row : rows) {
+      m.table_columns.insert(Lower(row[0].value_or("")));
+      m.table_order.push_back(row[0].value_or(""));
+    }
     return Status::OK();
   }
 
@@ -319,35 +387,14 @@ struct WindowEngine::Impl {
           fmt::format("CREATE OR REPLACE TEMP TABLE {} AS SELECT * FROM {} WHERE {}", kClosed, kRows, where)));
       RETURN_IF_ERROR(Emit(emit));
     }
-    if (lateness == 0) {
-      RETURN_IF_ERROR(conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end <= {}", kRows, w)));
-    } else {
-      RETURN_IF_ERROR(conn.Execute(
-          fmt::format("UPDATE {} SET sluice_emitted = true WHERE NOT sluice_emitted AND sluice_end <= {}", kRows, w)));
-      RETURN_IF_ERROR(conn.Execute(fmt::format("DELETE FROM {} WHERE sluice_end + {} <= {}", kRows, lateness, w)));
-    }
+    RETURN_IF_ERROR(ApplyFixedClose(conn, w, lateness));
+    if (track) changes.closes.emplace_back(w, lateness);
     return Recount();
   }
 
   Status CloseSessions(int64_t w, bool all, const std::function<Status(std::string_view, uint64_t)>& emit) {
     const int64_t lateness = all ? 0 : config.allowed_lateness_us;
-    std::vector<std::string> keys;
-    for (const std::string& k : config.key) keys.push_back(QuoteIdentifier(k));
-    std::string by = keys.empty() ? "" : fmt::format("PARTITION BY {} ", fmt::join(keys, ", "));
-    std::string by_session =
-        keys.empty() ? "PARTITION BY sluice_sid" : fmt::format("PARTITION BY {}, sluice_sid", fmt::join(keys, ", "));
-    std::string key_list = keys.empty() ? "" : fmt::format(", {}", fmt::join(keys, ", "));
-    // Gaps and islands: a row `gap` or more after the previous one of its key starts a
-    // session; a session is [first, last + gap).
-    RETURN_IF_ERROR(conn.Execute(fmt::format(
-        "CREATE OR REPLACE TEMP TABLE {0} AS "
-        "WITH o AS (SELECT rowid AS sluice_rowid, sluice_t, sluice_emitted{1}, "
-        "  CASE WHEN sluice_t - lag(sluice_t) OVER ({2}ORDER BY sluice_t) >= {3} THEN 1 ELSE 0 END AS sluice_break "
-        "  FROM {4}), "
-        "g AS (SELECT *, sum(sluice_break) OVER ({2}ORDER BY sluice_t ROWS UNBOUNDED PRECEDING) AS sluice_sid FROM o) "
-        "SELECT sluice_rowid, sluice_emitted, min(sluice_t) OVER s AS sluice_s0, max(sluice_t) OVER s + {3} AS sluice_s1, "
-        "  bool_and(sluice_emitted) OVER s AS sluice_done FROM g WINDOW s AS ({5})",
-        kSessions, key_list, by, config.gap_us, kRows, by_session)));
+    RETURN_IF_ERROR(MakeSessions(conn, config));
     ASSIGN_OR_RETURN(auto due, conn.QueryText(fmt::format(
                                    "SELECT count(*) FILTER (WHERE sluice_s1 <= {0} AND NOT sluice_done), "
                                    "min(sluice_s1) FILTER (WHERE sluice_s1 > {0}), "
@@ -361,23 +408,15 @@ struct WindowEngine::Impl {
           kClosed, kRows, kSessions, w)));
       RETURN_IF_ERROR(Emit(emit));
     }
-    if (lateness > 0) {
-      RETURN_IF_ERROR(conn.Execute(fmt::format(
-          "UPDATE {} SET sluice_emitted = true WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} "
-          "AND NOT sluice_emitted)",
-          kRows, kSessions, w)));
-    }
-    RETURN_IF_ERROR(conn.Execute(fmt::format(
-        "DELETE FROM {} WHERE rowid IN (SELECT sluice_rowid FROM {} WHERE sluice_s1 <= {} - {})", kRows, kSessions,
-        w, lateness)));
-    RETURN_IF_ERROR(conn.Execute(fmt::format("DROP TABLE {}", kSessions)));
+    RETURN_IF_ERROR(ApplySessionClose(conn, w, lateness));
+    if (track) changes.closes.emplace_back(w, lateness);
     auto num = [](const std::optional<std::string>& s) { return s ? std::stoll(*s) : kNever; };
     m.open_end = num(due[0][1]);
     m.kept_end = lateness > 0 ? num(due[0][2]) : kNever;
     return Recount();
   }
 
-  Status Load() {
+  Status Load(const StateTables::Loaded* loaded) {
     ASSIGN_OR_RETURN(auto exists, conn.QueryText(fmt::format(
                                       "SELECT count(*) FROM duckdb_tables() WHERE table_name = {} AND schema_name = "
                                       "'main' AND database_name = current_database()",
@@ -394,25 +433,19 @@ struct WindowEngine::Impl {
       ASSIGN_OR_RETURN(auto b, conn.QueryText(fmt::format("SELECT max(sluice_batch) FROM {}", kRows)));
       if (b[0][0]) m.batch = static_cast<uint64_t>(std::stoll(*b[0][0]));
     }
-    RETURN_IF_ERROR(conn.Execute(fmt::format(
-        "CREATE TABLE IF NOT EXISTS {} (batch BIGINT, topic VARCHAR, \"partition\" INTEGER, first_offset BIGINT)",
-        kSources)));
-    ASSIGN_OR_RETURN(watermarks, PartitionValues::Create(conn, std::string(kWatermarks), "newest"));
-    ASSIGN_OR_RETURN(auto marks, watermarks->Load());
-    for (const auto& [tp, newest] : marks) {
-      if (tp.second < 0) {
-        m.watermark = newest;
-        continue;
+    if (loaded != nullptr) {
+      for (const auto& [tp, newest] : loaded->watermarks) {
+        if (tp.second < 0) {
+          m.watermark = newest;
+          continue;
+        }
+        PartitionState& p = m.partitions[tp];
+        p.newest = newest;
       }
-      PartitionState& p = m.partitions[tp];
-      p.newest = newest;
-    }
-    ASSIGN_OR_RETURN(auto sources, conn.QueryText(fmt::format(
-                                       "SELECT batch, topic, \"partition\", first_offset FROM {} ORDER BY batch", kSources)));
-    for (const auto& row : sources) {
-      uint64_t batch = static_cast<uint64_t>(std::stoll(row[0].value_or("0")));
-      m.sources[{row[1].value_or(""), std::stoi(row[2].value_or("0"))}].emplace_back(batch, std::stoll(row[3].value_or("0")));
-      m.batch = std::max(m.batch, batch);
+      for (const SourceEntry& e : loaded->sources) {
+        m.sources[{e.topic, e.partition}].emplace_back(e.batch, e.first_offset);
+        m.batch = std::max(m.batch, e.batch);
+      }
     }
     if (m.table_ready) {
       RETURN_IF_ERROR(Recount());
@@ -447,9 +480,11 @@ WindowEngine::~WindowEngine() {
 }
 
 Result<std::unique_ptr<WindowEngine>> WindowEngine::Create(duck::Connection& conn, const WindowConfig& config,
-                                                           std::string pipeline) {
+                                                           std::string pipeline, const StateTables::Loaded* loaded,
+                                                           bool track_changes) {
   std::unique_ptr<WindowEngine> e(new WindowEngine(conn, config, std::move(pipeline)));
-  RETURN_IF_ERROR(e->impl_->Load());
+  e->impl_->track = track_changes;
+  RETURN_IF_ERROR(e->impl_->Load(loaded));
   return e;
 }
 
@@ -482,6 +517,8 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   if (m.result_generation != result_generation) {
     ASSIGN_OR_RETURN(auto columns, impl.Describe(result));
     ASSIGN_OR_RETURN(m.result_time, impl.TimeOf(result, "the handler's result", "r"));
+    m.result_columns.clear();
+    for (const auto& [name, type] : columns) m.result_columns.insert(Lower(name));
     RETURN_IF_ERROR(impl.PrepareTable(result, columns));
     m.result_generation = result_generation;
     impl.stats.reset();
@@ -524,36 +561,63 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   if (kept == 0) return uint64_t{0};
   ++m.batch;
   if (!impl.insert) {
+    // The kept rows with their windows, in the table's column order, appended with an
+    // Appender: an INSERT ... SELECT of them was planned again by DuckDB 1.5 at every
+    // execution (~1 ms a batch), the SELECT alone is not.
     const std::string kept_rows = fmt::format("(SELECT q.* FROM {} WHERE NOT {})", q, drop);
+    const bool session = c.type == WindowType::kSession;
+    std::vector<std::string> select;
+    for (const std::string& column : m.table_order) {
+      const std::string l = Lower(column);
+      if (l == "window_start") {
+        select.push_back(session ? "NULL::TIMESTAMPTZ" : "make_timestamptz(sluice_s)");
+      } else if (l == "window_end") {
+        select.push_back(session ? "NULL::TIMESTAMPTZ" : fmt::format("make_timestamptz(sluice_s + {})", c.size_us));
+      } else if (l == "sluice_end") {
+        select.push_back(session ? "NULL::BIGINT" : fmt::format("sluice_s + {}", c.size_us));
+      } else if (l == "sluice_emitted") {
+        select.push_back("false");
+      } else if (l == "sluice_batch") {
+        select.push_back(std::string(kBatchNow));
+      } else if (l == "sluice_t" || m.result_columns.count(l) != 0) {
+        select.push_back(QuoteIdentifier(column));
+      } else {
+        select.push_back("NULL");  // a column of an earlier result
+      }
+    }
     std::string sql;
     switch (c.type) {
       case WindowType::kTumbling:
-        sql = fmt::format(
-            "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s), make_timestamptz(sluice_s) AS window_start, "
-            "make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS sluice_emitted, "
-            "{4} AS sluice_batch FROM (SELECT *, {2} AS sluice_s FROM {3})",
-            kRows, c.size_us, StartOf("sluice_t", c.size_us), kept_rows, kBatchNow);
+        sql = fmt::format("SELECT {} FROM (SELECT *, {} AS sluice_s FROM {})", fmt::join(select, ", "),
+                          StartOf("sluice_t", c.size_us), kept_rows);
         break;
       case WindowType::kHopping:
         // Copies in windows closed longer than allowed_lateness ago are left out.
         sql = fmt::format(
-            "INSERT INTO {0} BY NAME SELECT * EXCLUDE (sluice_s, sluice_k), make_timestamptz(sluice_s) AS "
-            "window_start, make_timestamptz(sluice_s + {1}) AS window_end, sluice_s + {1} AS sluice_end, false AS "
-            "sluice_emitted, {7} AS sluice_batch FROM (SELECT *, {2} - sluice_k * {3} AS sluice_s FROM {4}, "
-            "range(0, {5}) AS sluice_w(sluice_k)) WHERE sluice_s + {1} + {6} > {8}",
-            kRows, c.size_us, StartOf("sluice_t", c.slide_us), c.slide_us, kept_rows, c.size_us / c.slide_us,
-            c.allowed_lateness_us, kBatchNow, kWatermarkNow);
+            "SELECT {0} FROM (SELECT *, {1} - sluice_k * {2} AS sluice_s FROM {3}, range(0, {4}) AS "
+            "sluice_w(sluice_k)) WHERE sluice_s + {5} + {6} > {7}",
+            fmt::join(select, ", "), StartOf("sluice_t", c.slide_us), c.slide_us, kept_rows, c.size_us / c.slide_us,
+            c.size_us, c.allowed_lateness_us, kWatermarkNow);
         break;
       case WindowType::kSession:
-        sql = fmt::format(
-            "INSERT INTO {0} BY NAME SELECT *, NULL::TIMESTAMPTZ AS window_start, NULL::TIMESTAMPTZ AS window_end, "
-            "NULL::BIGINT AS sluice_end, false AS sluice_emitted, {2} AS sluice_batch FROM {1}",
-            kRows, kept_rows, kBatchNow);
+        sql = fmt::format("SELECT {} FROM {}", fmt::join(select, ", "), kept_rows);
         break;
     }
     ASSIGN_OR_RETURN(impl.insert, duck::PreparedStatement::Prepare(impl.conn, sql));
   }
-  RETURN_IF_ERROR(impl.insert->Execute().status());
+  ASSIGN_OR_RETURN(duck::QueryResult selected, impl.insert->Execute());
+  AppendedRows rows;
+  rows.chunks = selected.TakeChunks();
+  {
+    ASSIGN_OR_RETURN(duck::Appender app, duck::Appender::Open(impl.conn, kRows));
+    for (const duck::DataChunk& chunk : rows.chunks) RETURN_IF_ERROR(app.Append(chunk));
+    RETURN_IF_ERROR(app.Flush());
+  }
+  if (impl.track) {
+    // Write-behind: the same rows for the copy on file.
+    rows.result.emplace(std::move(selected));
+    impl.changes.appended.push_back(std::move(rows));
+  }
   if (first_end) m.open_end = std::min(m.open_end, *first_end);
   if (m.rows_empty) {
     m.rows_empty = false;
@@ -681,39 +745,30 @@ Status WindowEngine::Close(bool all, const std::function<Status(std::string_view
   return impl.CloseFixed(w, all, emit);
 }
 
-Status WindowEngine::SaveState() {
-  Impl& impl = *impl_;
-  Memory& m = impl.m;
-  std::map<PartitionValues::Key, int64_t> marks;
-  for (const auto& [tp, p] : m.partitions) {
-    if (p.dirty && p.newest != kNoTime) marks[tp] = p.newest;
+void WindowEngine::TakeProgress(StateProgress* out) {
+  Memory& m = impl_->m;
+  for (auto& [tp, p] : m.partitions) {
+    if (p.dirty && p.newest != kNoTime) out->watermarks[tp] = p.newest;
+    p.dirty = false;
   }
-  if (m.watermark_dirty && m.watermark != kNoTime) marks[{"", -1}] = m.watermark;
-  if (!marks.empty()) RETURN_IF_ERROR(impl.watermarks->Save(marks));
-  if (!m.unsaved_sources.empty()) {
-    std::vector<std::string> values;
-    for (const auto& [batch, topic, partition, offset] : m.unsaved_sources) {
-      values.push_back(fmt::format("({}, {}, {}, {})", batch, QuoteLiteral(topic), partition, offset));
-    }
-    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("INSERT INTO {} VALUES {}", kSources, fmt::join(values, ", "))));
+  if (m.watermark_dirty && m.watermark != kNoTime) out->watermarks[{"", -1}] = m.watermark;
+  m.watermark_dirty = false;
+  for (auto& [batch, topic, partition, offset] : m.unsaved_sources) {
+    out->sources.push_back({batch, std::move(topic), partition, offset});
   }
+  m.unsaved_sources.clear();
   // What the lists no longer hold goes from the table too.
   uint64_t keep = m.batch + 1;
   for (const auto& [tp, q] : m.sources) {
     if (!q.empty()) keep = std::min(keep, q.front().first);
   }
   if (keep > m.pruned_below) {
-    RETURN_IF_ERROR(impl.conn.Execute(fmt::format("DELETE FROM {} WHERE batch < {}", kSources, keep)));
+    out->prune_sources_below = keep;
+    m.pruned_below = keep;
   }
-  // Only now, with every statement through: what is saved.
-  for (auto& [tp, p] : m.partitions) {
-    p.dirty = false;
-  }
-  m.watermark_dirty = false;
-  m.unsaved_sources.clear();
-  m.pruned_below = std::max(m.pruned_below, keep);
-  return Status::OK();
 }
+
+RowChanges WindowEngine::TakeChanges() { return std::exchange(impl_->changes, RowChanges{}); }
 
 std::optional<int64_t> WindowEngine::Floor(const std::string& topic, int32_t partition) const {
   auto it = impl_->m.sources.find({topic, partition});
@@ -728,7 +783,7 @@ std::shared_ptr<const WindowEngine::Memory> WindowEngine::Snapshot() const { ret
 void WindowEngine::Restore(const Memory& m) {
   impl_->m = m;
   impl_->Unprepare();  // they may name what the rollback took away
-  impl_->watermarks->Forget();
+  impl_->changes = RowChanges{};  // rolled back with the transaction
 }
 
 // ---- PartitionValues
@@ -855,6 +910,58 @@ void PartitionValues::Forget() {
   // Statements prepared inside a rolled-back transaction may name what it took away.
   impl_->insert.reset();
   impl_->compact.reset();
+}
+
+// ---- StateTables
+
+StateTables::~StateTables() = default;
+
+Result<std::unique_ptr<StateTables>> StateTables::Open(duck::Connection& conn) {
+  std::unique_ptr<StateTables> t(new StateTables(conn));
+  ASSIGN_OR_RETURN(t->offsets_, PartitionValues::Create(conn, "sluice_state", "next_offset"));
+  ASSIGN_OR_RETURN(t->watermarks_, PartitionValues::Create(conn, std::string(kWatermarks), "newest"));
+  RETURN_IF_ERROR(conn.Execute(fmt::format(
+      "CREATE TABLE IF NOT EXISTS {} (batch BIGINT, topic VARCHAR, \"partition\" INTEGER, first_offset BIGINT)",
+      kSources)));
+  return t;
+}
+
+Result<StateTables::Loaded> StateTables::Load() {
+  Loaded out;
+  ASSIGN_OR_RETURN(out.offsets, offsets_->Load());
+  ASSIGN_OR_RETURN(out.watermarks, watermarks_->Load());
+  ASSIGN_OR_RETURN(auto sources, conn_.QueryText(fmt::format(
+                                     "SELECT batch, topic, \"partition\", first_offset FROM {} ORDER BY batch", kSources)));
+  for (const auto& row : sources) {
+    SourceEntry e;
+    e.batch = static_cast<uint64_t>(std::stoll(row[0].value_or("0")));
+    e.topic = row[1].value_or("");
+    e.partition = std::stoi(row[2].value_or("0"));
+    e.first_offset = std::stoll(row[3].value_or("0"));
+    out.sources.push_back(std::move(e));
+  }
+  return out;
+}
+
+Status StateTables::Save(const StateProgress& p) {
+  RETURN_IF_ERROR(offsets_->Save(p.offsets));
+  RETURN_IF_ERROR(watermarks_->Save(p.watermarks));
+  if (!p.sources.empty()) {
+    std::vector<std::string> values;
+    for (const SourceEntry& e : p.sources) {
+      values.push_back(fmt::format("({}, {}, {}, {})", e.batch, QuoteLiteral(e.topic), e.partition, e.first_offset));
+    }
+    RETURN_IF_ERROR(conn_.Execute(fmt::format("INSERT INTO {} VALUES {}", kSources, fmt::join(values, ", "))));
+  }
+  if (p.prune_sources_below > 0) {
+    RETURN_IF_ERROR(conn_.Execute(fmt::format("DELETE FROM {} WHERE batch < {}", kSources, p.prune_sources_below)));
+  }
+  return Status::OK();
+}
+
+void StateTables::Forget() {
+  offsets_->Forget();
+  watermarks_->Forget();
 }
 
 }  // namespace sluice::pipeline

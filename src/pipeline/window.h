@@ -6,9 +6,12 @@
 // Each batch, on the pipeline's thread, inside the batch's transaction:
 //   engine->Add("sluice_handler_result", seq, &late);   // result rows into the state
 //   engine->Observe("batch", runs, wall_us, now);        // newest event time per partition
-//   engine->SaveState();                                 // with pipeline.state
+//   engine->TakeProgress(&progress);                     // with pipeline.state
 // then, in a transaction of its own, while windows are due:
 //   engine->Close(false, now, emit);                     // emit(table) writes the sink
+// With pipeline.state the progress goes to StateTables::Save in the same transaction, or,
+// write-behind (the rows table in memory), TakeChanges and the progress go to the
+// StateWriter after the commit (state_writer.h).
 //
 // Event time is `time_column`: TIMESTAMP (read as UTC), TIMESTAMP WITH TIME ZONE, DATE,
 // or VARCHAR (cast to TIMESTAMPTZ; a string that is not a timestamp has no time). Times
@@ -20,7 +23,8 @@
 // them. A partition assigned but never heard from holds it back until it goes idle. The
 // watermark never moves back. A window [start, end) closes when the watermark reaches end.
 //
-// State tables (in the pipeline's database; on file with pipeline.state):
+// State tables: sluice_window_rows in the pipeline's database (and its copy on file with
+// pipeline.state); the others with pipeline.state (StateTables):
 //   sluice_window_rows: the result columns, window_start, window_end, and sluice_t
 //     (event µs), sluice_end (window end µs; NULL for sessions), sluice_emitted,
 //     sluice_batch (the batch that added the row).
@@ -47,7 +51,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "duck/data_chunk.h"
 #include "duck/database.h"
+#include "duck/logical_type.h"
 #include "pipeline/pipeline_config.h"
 
 namespace sluice::pipeline {
@@ -96,15 +102,87 @@ class PartitionValues {
   std::unique_ptr<Impl> impl_;
 };
 
+// A row of sluice_window_sources: the batch that added rows, a partition, and the offset
+// its messages in that batch started at.
+struct SourceEntry {
+  uint64_t batch = 0;
+  std::string topic;
+  int32_t partition = 0;
+  int64_t first_offset = 0;
+};
+
+// What a batch (or a close) changed in the progress tables of pipeline.state.
+struct StateProgress {
+  std::map<PartitionValues::Key, int64_t> offsets;     // sluice_state: next offset
+  std::map<PartitionValues::Key, int64_t> watermarks;  // sluice_watermarks; ("", -1): the pipeline's
+  std::vector<SourceEntry> sources;                    // new sluice_window_sources rows
+  uint64_t prune_sources_below = 0;                    // delete the rows of older batches (0: none)
+};
+
+// The progress tables of pipeline.state on one connection: sluice_state(topic, partition,
+// next_offset, seq), sluice_watermarks(topic, partition, newest, seq) (both
+// PartitionValues) and sluice_window_sources(batch, topic, partition, first_offset).
+// Created when missing. Owned by the thread of its connection.
+class StateTables {
+ public:
+  static Result<std::unique_ptr<StateTables>> Open(duck::Connection& conn);
+  ~StateTables();
+  StateTables(const StateTables&) = delete;
+  StateTables& operator=(const StateTables&) = delete;
+
+  struct Loaded {
+    std::map<PartitionValues::Key, int64_t> offsets;
+    std::map<PartitionValues::Key, int64_t> watermarks;
+    std::vector<SourceEntry> sources;  // by batch
+  };
+  Result<Loaded> Load();
+  // Writes `p`; part of the caller's transaction.
+  Status Save(const StateProgress& p);
+  // After a rollback (see PartitionValues::Forget).
+  void Forget();
+
+ private:
+  explicit StateTables(duck::Connection& conn) : conn_(conn) {}
+  duck::Connection& conn_;
+  std::unique_ptr<PartitionValues> offsets_;
+  std::unique_ptr<PartitionValues> watermarks_;
+};
+
+// The mutations a close makes to the rows table at watermark `w` (kNever-like for all):
+// rows of windows closed longer than `lateness` ago go, the other closed ones are marked
+// emitted. Deterministic in the table's rows, so the state writer replays it on the file.
+Status ApplyClose(duck::Connection& conn, const WindowConfig& config, int64_t w, int64_t lateness);
+
+// What the window engine changed in its rows table since the last TakeChanges, for a
+// write-behind copy of it (docs/design/0007, "Write-behind state"): the DDL it ran, the
+// rows it appended (the chunks it appended) and the closes it applied.
+struct AppendedRows {
+  // Declared first: destroyed after the chunks that may point into it.
+  std::optional<duck::QueryResult> result;
+  std::vector<duck::DataChunk> chunks;  // in the rows table's column order
+  AppendedRows() = default;
+  AppendedRows(AppendedRows&&) = default;
+  AppendedRows& operator=(AppendedRows&&) = default;
+  ~AppendedRows() { chunks.clear(); }
+};
+struct RowChanges {
+  std::vector<std::string> ddl;
+  std::vector<AppendedRows> appended;
+  std::vector<std::pair<int64_t, int64_t>> closes;  // ApplyClose's (w, lateness), in order
+  bool empty() const { return ddl.empty() && appended.empty() && closes.empty(); }
+};
+
 class WindowEngine {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
   static constexpr int64_t kNoTime = INT64_MIN;
 
-  // Creates (or, with a durable database, reopens) the state tables and reads back the
-  // watermarks and floors stored there.
+  // Creates (or reopens) the rows table and takes the watermarks and floors `loaded` from
+  // the state (nullptr without pipeline.state). With `track_changes` the engine keeps what
+  // it changes in its rows table for TakeChanges.
   static Result<std::unique_ptr<WindowEngine>> Create(duck::Connection& conn, const WindowConfig& config,
-                                                      std::string pipeline);
+                                                      std::string pipeline, const StateTables::Loaded* loaded,
+                                                      bool track_changes);
   ~WindowEngine();
   WindowEngine(const WindowEngine&) = delete;
   WindowEngine& operator=(const WindowEngine&) = delete;
@@ -142,9 +220,12 @@ class WindowEngine {
   // Run it in a transaction: on error nothing is marked and the caller rolls back.
   Status Close(bool all, const std::function<Status(std::string_view table, uint64_t rows)>& emit);
 
-  // Writes the watermarks and the new floors to the state tables (part of the batch's
-  // transaction).
-  Status SaveState();
+  // The watermarks and floors changed since the last call, for StateTables::Save (in the
+  // batch's transaction, or by the state writer); they count as saved from here on (a
+  // rolled-back transaction restores a Snapshot taken before).
+  void TakeProgress(StateProgress* out);
+  // With track_changes: what changed in the rows table since the last call (committed).
+  RowChanges TakeChanges();
 
   // The lowest offset an open window still needs on a partition; nullopt when none.
   std::optional<int64_t> Floor(const std::string& topic, int32_t partition) const;

@@ -1348,12 +1348,20 @@ TEST_F(PipelineTest, HoppingWindowOverSkewedPartitionsMatchesDuckDb) {
   for (int p = 0; p < kPartitions; ++p) EXPECT_LT(committed[p], ends[p]) << "partition " << p;
 }
 
-class PipelineWindowCrashTest : public PipelineTest {};
+class PipelineWindowCrashTest : public PipelineTest {
+ protected:
+  void KillAndCompare(bool to_kafka);
+};
 
-// A tumbling window with pipeline.state, its sink a sqlcommand writing into the state's own
-// database (so emission is exactly once too), killed at seeded moments and at each crash
-// point (SLUICE_TEST_CRASH_AT): the windows in the end are exactly DuckDB's over the input.
-TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterruptedRun) {
+// A tumbling window with pipeline.state, killed at seeded moments and at each crash point
+// (SLUICE_TEST_CRASH_AT): the windows in the end are exactly DuckDB's over the input.
+// Its sink is a sqlcommand writing into the state's own database (the state written in the
+// batch's transaction; emission exactly once too), or a Kafka topic (the state written
+// behind; emission at least once, every emission of a window with the same values).
+TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterruptedRun) { KillAndCompare(false); }
+TEST_F(PipelineWindowCrashTest, WriteBehindStateKilledAtSeededPointsGivesTheSameWindows) { KillAndCompare(true); }
+
+void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
   const int kPartitions = 3;
   const int kEvents = 6000;
   uint32_t seed = std::random_device{}();
@@ -1364,7 +1372,9 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
   std::mt19937 rng(seed);
 
   const std::string topic = Name("in");
+  const std::string out_topic = Name("out");
   CreateTopic(topic, kPartitions);
+  if (to_kafka) CreateTopic(out_topic, 1);
   std::vector<std::string> input;
   for (int64_t i = 0; i < kEvents; ++i) input.push_back(TimedEvent(i, i));  // 100 minutes
   fs::path input_file = WriteJsonLines("input.jsonl", input);
@@ -1383,8 +1393,11 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
   spec.window =
       "type: tumbling\ntime_column: ts\nsize: 1m\nidle_close: 2s\n"
-      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n"
-      "sink:\n  type: sqlcommand\n  sqlcommand:\n    sql: INSERT INTO results SELECT * FROM sqlflow_sink_batch\n";
+      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n";
+  spec.window += to_kafka ? fmt::format("sink:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n",
+                                        bootstrap(), out_topic)
+                          : "sink:\n  type: sqlcommand\n  sqlcommand:\n    sql: INSERT INTO results SELECT * FROM "
+                            "sqlflow_sink_batch\n";
   spec.state = state.string();
 
   // The state file as a copy (the pipeline may hold the file): results and stored offsets.
@@ -1396,6 +1409,16 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
     fs::copy_file(state, copy / "s.duckdb", ec);
     if (fs::exists(state.string() + ".wal")) fs::copy_file(state.string() + ".wal", copy / "s.duckdb.wal", ec);
     return DuckRows(fmt::format("ATTACH {} AS s;", Lit(copy / "s.duckdb")), query);
+  };
+  // Every emission so far, as a relation of window_start, city, n, amount.
+  int reads = 0;
+  auto emitted = [&]() -> std::string {
+    if (!to_kafka) return "";
+    std::vector<std::string> lines = ReadTopic(out_topic, 1, static_cast<size_t>(Ends(out_topic, 1)[0]));
+    fs::path file = WriteJsonLines(fmt::format("got{}.jsonl", reads++), lines);
+    if (lines.empty()) return "(SELECT NULL::TIMESTAMPTZ AS window_start, ''::VARCHAR AS city, 0::BIGINT AS n, 0::DOUBLE AS amount WHERE false)";
+    return JsonLinesReader(file, "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: 'VARCHAR', n: "
+                                 "'BIGINT', amount: 'DOUBLE'}");
   };
   auto check_commit_behind_state = [&](const std::string& when) {
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
@@ -1409,9 +1432,18 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
       EXPECT_LE(committed[p], next.count(p) ? next[p] : 0) << when << ": partition " << p
                                                             << " committed past the state";
     }
-    std::vector<std::string> dup = read_state(
-        "SELECT count(*) FROM (SELECT window_start, city FROM s.results GROUP BY ALL HAVING count(*) > 1)");
-    EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted twice";
+    if (to_kafka) {
+      // At least once: a window emitted again has the same values.
+      std::vector<std::string> dup = DuckRows(
+          "", fmt::format("SELECT count(*) FROM (SELECT window_start, city FROM {} GROUP BY ALL HAVING "
+                          "count(DISTINCT (n, amount)) > 1)",
+                          emitted()));
+      EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted with different values";
+    } else {
+      std::vector<std::string> dup = read_state(
+          "SELECT count(*) FROM (SELECT window_start, city FROM s.results GROUP BY ALL HAVING count(*) > 1)");
+      EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted twice";
+    }
   };
 
   // Runs over a growing stream: killed by itself at a crash point (the Nth pass, seeded),
@@ -1466,7 +1498,10 @@ TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterru
     Child* run = StartPipeline(spec);
     std::this_thread::sleep_for(2s);
     EXPECT_EQ(run->Terminate(), 0) << run->Err();
-    got = read_state(query);
+    got = to_kafka ? DuckRows("", fmt::format("SELECT DISTINCT epoch(window_start)::BIGINT, city, n, amount FROM {} "
+                                              "ORDER BY ALL",
+                                              emitted()))
+                   : read_state(query);
   }
   EXPECT_EQ(got, want);
   check_commit_behind_state("at the end");

@@ -122,7 +122,12 @@ class Harness {
     options.path = path_;
     ASSIGN_OR_RETURN(db_, duck::Database::Open(options));
     ASSIGN_OR_RETURN(conn_, duck::Connection::Open(*db_));
-    ASSIGN_OR_RETURN(engine_, WindowEngine::Create(*conn_, config_, "t"));
+    StateTables::Loaded loaded;
+    if (durable()) {
+      ASSIGN_OR_RETURN(tables_, StateTables::Open(*conn_));
+      ASSIGN_OR_RETURN(loaded, tables_->Load());
+    }
+    ASSIGN_OR_RETURN(engine_, WindowEngine::Create(*conn_, config_, "t", durable() ? &loaded : nullptr, false));
     shape_.clear();
     for (int p = 0; p < partitions; ++p) engine_->Assign(kTopic, p, steady);
     return Status::OK();
@@ -130,6 +135,7 @@ class Harness {
   // The engine, then the connection, then the database.
   void Shut() {
     engine_.reset();
+    tables_.reset();
     conn_.reset();
     db_.reset();
   }
@@ -183,11 +189,12 @@ class Harness {
     }
     if (st.ok()) st = engine_->Observe("batch", generation_, runs, wall_us, steady);
     if (st.ok() && fed.kept > 0) engine_->NoteSources(first);
-    if (st.ok() && durable()) st = engine_->SaveState();
+    if (st.ok() && durable()) st = SaveState();
     if (st.ok() && commit) st = conn_->Execute("COMMIT");
     if (!st.ok() || !commit) {
       (void)conn_->Execute("ROLLBACK");
       engine_->Restore(*snapshot);
+      if (tables_) tables_->Forget();
       next_offset_ = offsets_before;
       if (!st.ok()) return st;
     }
@@ -275,6 +282,12 @@ class Harness {
 
  private:
   bool durable() const { return !path_.empty(); }
+  // The progress into the state tables, as the runner does in the batch's transaction.
+  Status SaveState() {
+    StateProgress progress;
+    engine_->TakeProgress(&progress);
+    return tables_->Save(progress);
+  }
 
   Status CloseInTransaction(bool all) {
     auto snapshot = engine_->Snapshot();
@@ -282,11 +295,12 @@ class Harness {
     if (st.ok())
       st = engine_->Close(
           all, [this](std::string_view table, uint64_t rows) { return Emit(table, rows); });
-    if (st.ok() && durable()) st = engine_->SaveState();
+    if (st.ok() && durable()) st = SaveState();
     if (st.ok()) st = conn_->Execute("COMMIT");
     if (!st.ok()) {
       (void)conn_->Execute("ROLLBACK");
       engine_->Restore(*snapshot);
+      if (tables_) tables_->Forget();
     }
     return st;
   }
@@ -311,6 +325,7 @@ class Harness {
   std::unique_ptr<duck::Database> db_;
   std::unique_ptr<duck::Connection> conn_;
   std::unique_ptr<WindowEngine> engine_;
+  std::unique_ptr<StateTables> tables_;
   std::string shape_;        // the batch's columns and types
   uint64_t generation_ = 0;  // of `res` and `batch`: changes with shape_
   std::map<int32_t, int64_t> next_offset_;
