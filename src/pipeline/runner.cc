@@ -41,10 +41,9 @@ constexpr std::string_view kResultTable = "sluice_handler_result";
 constexpr std::string_view kDlqTable = "sluice_dead_letters";
 // The closed windows a manager collected, for its sink.
 constexpr std::string_view kWindowTable = "sluice_closed_windows";
-// Write-behind pipeline.state: the state file's catalog name, and how many deltas may wait
-// for the writer before a batch waits for it.
-constexpr std::string_view kDurableCatalog = "sluice_durable";
-constexpr size_t kWriterQueue = 8;
+// Write-behind pipeline.state: how many deltas may wait for the writer before a batch
+// waits for it.
+constexpr size_t kWriterQueue = 32;
 // With pipeline.state, a CHECKPOINT after a close at most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
@@ -216,6 +215,8 @@ struct PipelineRunner::Impl {
   // or, write-behind (docs/design/0007, "Write-behind state"), the writer's.
   std::unique_ptr<StateTables> state_tables;
   std::unique_ptr<StateWriter> writer;
+  std::unique_ptr<duck::Database> state_db;  // write-behind: the state file, the writer's own
+  uint64_t state_ddl = 0;  // the window's ddl_generation when state_tables were last prepared
   // The window's Observe over the decoded batch of `messages`.
   Status ObserveBatch(std::span<const Message> messages, const std::vector<DecodeError>& decode_errors,
                       const PipelineConfig& c) {
@@ -344,6 +345,7 @@ struct PipelineRunner::Impl {
     managers.clear();
     writer.reset();  // writes what is queued; its connection goes before the database
     state_tables.reset();
+    state_db.reset();
     window.reset();
     window_sink.reset();
     result_view.reset();
@@ -423,8 +425,17 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   ASSIGN_OR_RETURN(impl.db, duck::Database::Open(db_options));
   ASSIGN_OR_RETURN(impl.conn, duck::Connection::Open(*impl.db));
   if (write_behind) {
-    Status st = impl.conn->Execute(fmt::format("ATTACH {} AS {}", duck::QuoteLiteral(c.state->path), kDurableCatalog));
-    if (!st.ok()) return IOError("pipeline {}: cannot open the state file {}: {}", c.name, c.state->path, st.message());
+    // A database of its own (not ATTACHed to the pipeline's): with both in one instance,
+    // DuckDB planned the INSERTs of both connections again at most executions.
+    duck::DatabaseOptions state_options;
+    state_options.path = c.state->path;
+    state_options.threads = 1;
+    auto state_db = duck::Database::Open(state_options);
+    if (!state_db.ok()) {
+      return IOError("pipeline {}: cannot open the state file {}: {}", c.name, c.state->path,
+                     state_db.status().message());
+    }
+    impl.state_db = std::move(state_db).value();
   }
   for (const SqlCommand& cmd : c.commands) {
     Status st = impl.conn->Execute(cmd.sql);
@@ -452,8 +463,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   if (impl.durable) {
     duck::Connection* state_conn = impl.conn.get();
     if (write_behind) {
-      ASSIGN_OR_RETURN(writer_conn, duck::Connection::Open(*impl.db));
-      RETURN_IF_ERROR(writer_conn->Execute(fmt::format("USE {}", kDurableCatalog)));
+      ASSIGN_OR_RETURN(writer_conn, duck::Connection::Open(*impl.state_db));
       state_conn = writer_conn.get();
     }
     ASSIGN_OR_RETURN(impl.state_tables, StateTables::Open(*state_conn));
@@ -461,13 +471,23 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     impl.stored = loaded.offsets;
     if (write_behind) {
       // The open windows' rows, into memory.
-      ASSIGN_OR_RETURN(auto rows, impl.conn->QueryText(fmt::format(
-                                      "SELECT count(*) FROM duckdb_tables() WHERE database_name = {} AND "
-                                      "schema_name = 'main' AND table_name = 'sluice_window_rows'",
-                                      duck::QuoteLiteral(kDurableCatalog))));
-      if (rows[0][0].value_or("0") != "0") {
-        RETURN_IF_ERROR(impl.conn->Execute(fmt::format(
-            "CREATE TABLE sluice_window_rows AS SELECT * FROM {}.main.sluice_window_rows", kDurableCatalog)));
+      ASSIGN_OR_RETURN(auto exists, writer_conn->QueryText(
+                                        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND "
+                                        "table_name = 'sluice_window_rows' AND database_name = current_database()"));
+      if (exists[0][0].value_or("0") != "0") {
+        ASSIGN_OR_RETURN(duck::QueryResult rows, writer_conn->Query("SELECT * FROM sluice_window_rows"));
+        std::vector<std::string> names;
+        for (size_t i = 0; i < rows.column_count(); ++i) names.push_back(rows.column_name(i));
+        std::vector<duck::LogicalType> types = rows.column_logical_types();
+        std::vector<duck::DataChunk> chunks = rows.TakeChunks();
+        std::vector<const duck::DataChunk*> pointers;
+        for (const duck::DataChunk& chunk : chunks) pointers.push_back(&chunk);
+        ASSIGN_OR_RETURN(auto view, duck::ChunkView::Create(*impl.conn, "sluice_window_loaded", names, std::move(types)));
+        view->SetChunks(pointers);
+        Status st = impl.conn->Execute("CREATE TABLE sluice_window_rows AS SELECT * FROM sluice_window_loaded");
+        view.reset();
+        chunks.clear();  // before the result they point into
+        RETURN_IF_ERROR(st);
       }
     }
   }
@@ -1090,6 +1110,12 @@ Status PipelineRunner::ProcessBatch() {
     open = false;
     if (impl.durable && !impl.writer) {
       for (const auto& [tp, next] : offsets) impl.stored[tp] = next;
+      if (impl.window && impl.window->ddl_generation() != impl.state_ddl) {
+        // Prepared in a transaction that changed the catalog: DuckDB 1.5 would plan them
+        // again at every execution.
+        impl.state_ddl = impl.window->ddl_generation();
+        impl.state_tables->Forget();
+      }
       CrashPoint("state-committed");
     }
   }

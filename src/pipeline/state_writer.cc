@@ -1,9 +1,13 @@
 #include "pipeline/state_writer.h"
 
+#include <algorithm>
+#include <optional>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "base/logging.h"
-#include "duck/appender.h"
+#include "duck/chunk_view.h"
 
 namespace sluice::pipeline {
 namespace {
@@ -11,6 +15,9 @@ namespace {
 const Logger kLog("pipeline");
 
 constexpr std::string_view kRowsTable = "sluice_window_rows";
+constexpr std::string_view kRowsView = "sluice_window_rows_new";
+// At most this many deltas in one transaction of the file.
+constexpr size_t kMaxGroup = 64;
 
 }  // namespace
 
@@ -39,6 +46,8 @@ StateWriter::~StateWriter() {
   changed_.notify_all();
   if (thread_.joinable()) thread_.join();
   // The writer's statements and views go before its connection.
+  insert_.reset();
+  view_.reset();
   tables_.reset();
   conn_.reset();
 }
@@ -74,9 +83,12 @@ void StateWriter::Loop() {
   for (;;) {
     changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, nothing left
-    StateDelta& delta = queue_.front();
+    // Everything queued goes in one transaction (group commit): a delta's pointer stays
+    // valid while the pipeline's thread pushes more behind it.
+    std::vector<StateDelta*> group;
+    for (size_t i = 0; i < queue_.size() && i < kMaxGroup; ++i) group.push_back(&queue_[i]);
     lock.unlock();
-    Status st = Apply(delta);
+    Status st = Apply(group);
     lock.lock();
     if (!st.ok()) {
       error_ = InternalError("pipeline {}: writing the state file failed: {}", pipeline_, st.message());
@@ -85,38 +97,90 @@ void StateWriter::Loop() {
       changed_.notify_all();
       return;
     }
-    for (const auto& [tp, offset] : delta.kafka_commit) written_[tp] = offset;
-    queue_.pop_front();
+    for (StateDelta* d : group) {
+      for (const auto& [tp, offset] : d->kafka_commit) written_[tp] = offset;
+    }
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(group.size()));
     changed_.notify_all();
   }
 }
 
-Status StateWriter::Apply(StateDelta& delta) {
+Status StateWriter::Apply(const std::vector<StateDelta*>& group) {
   RETURN_IF_ERROR(conn_->Execute("BEGIN TRANSACTION"));
+  StateProgress progress;  // the group's, merged: later deltas win
+  bool checkpoint = false;
+  bool ddl = false;
   auto write = [&]() -> Status {
-    for (const std::string& ddl : delta.rows.ddl) RETURN_IF_ERROR(conn_->Execute(ddl));
-    if (!delta.rows.appended.empty()) {
-      // The rows as the pipeline appended them to its own table, whose columns the file's
-      // table has in the same order (the same DDL ran on both).
-      ASSIGN_OR_RETURN(duck::Appender app, duck::Appender::Open(*conn_, kRowsTable));
-      for (const AppendedRows& a : delta.rows.appended) {
-        for (const duck::DataChunk& chunk : a.chunks) RETURN_IF_ERROR(app.Append(chunk));
+    // The deltas in order. Rows are inserted a run of deltas at a time: their chunks
+    // through one view and one prepared INSERT (an Appender plans an INSERT per flush).
+    std::vector<const duck::DataChunk*> pending;
+    const AppendedRows* shape = nullptr;  // the pending chunks' columns
+    auto flush = [&]() -> Status {
+      if (pending.empty()) return Status::OK();
+      if (!view_ || view_names_ != shape->names) {
+        std::vector<duck::LogicalType> types;
+        for (const duck::LogicalType& t : shape->types) types.push_back(t.Copy());
+        if (!view_) {
+          ASSIGN_OR_RETURN(view_, duck::ChunkView::Create(*conn_, kRowsView, shape->names, std::move(types)));
+        } else {
+          RETURN_IF_ERROR(view_->SetColumns(shape->names, std::move(types)));
+        }
+        view_names_ = shape->names;
+        insert_.reset();
       }
-      RETURN_IF_ERROR(app.Flush());
+      if (!insert_) {
+        ASSIGN_OR_RETURN(insert_, duck::PreparedStatement::Prepare(
+                                      *conn_, fmt::format("INSERT INTO {} SELECT * FROM {}", kRowsTable, kRowsView)));
+      }
+      view_->SetChunks(pending);
+      Status st = insert_->Execute().status();
+      view_->SetChunks({});
+      pending.clear();
+      return st;
+    };
+    for (StateDelta* d : group) {
+      if (!d->rows.ddl.empty()) {
+        RETURN_IF_ERROR(flush());
+        insert_.reset();  // the table changes
+      }
+      for (const std::string& sql : d->rows.ddl) RETURN_IF_ERROR(conn_->Execute(sql));
+      ddl = ddl || !d->rows.ddl.empty();
+      // The rows as the pipeline inserted them into its own table, whose columns the
+      // file's table has in the same order (the same DDL ran on both).
+      for (const AppendedRows& a : d->rows.appended) {
+        if (shape != nullptr && shape->names != a.names) RETURN_IF_ERROR(flush());
+        shape = &a;
+        for (const duck::DataChunk& chunk : a.chunks) pending.push_back(&chunk);
+      }
+      if (!d->rows.closes.empty()) RETURN_IF_ERROR(flush());
+      for (const auto& [w, lateness] : d->rows.closes) RETURN_IF_ERROR(ApplyClose(*conn_, window_, w, lateness));
+      for (const auto& [tp, v] : d->progress.offsets) progress.offsets[tp] = v;
+      for (const auto& [tp, v] : d->progress.watermarks) progress.watermarks[tp] = v;
+      progress.sources.insert(progress.sources.end(), d->progress.sources.begin(), d->progress.sources.end());
+      progress.prune_sources_below = std::max(progress.prune_sources_below, d->progress.prune_sources_below);
+      checkpoint = checkpoint || d->checkpoint;
     }
-    for (const auto& [w, lateness] : delta.rows.closes) RETURN_IF_ERROR(ApplyClose(*conn_, window_, w, lateness));
-    return tables_->Save(delta.progress);
+    RETURN_IF_ERROR(flush());
+    return tables_->Save(progress);
   };
   Status st = write();
   if (st.ok()) st = conn_->Execute("COMMIT");
   if (!st.ok()) {
     (void)conn_->Execute("ROLLBACK");
     tables_->Forget();
+    insert_.reset();
+    view_.reset();  // may have been made inside the transaction
     return st;
   }
+  if (ddl) {
+    // Statements prepared in a transaction that changed the catalog are planned again at
+    // every execution once it committed (DuckDB 1.5): prepare them again.
+    insert_.reset();
+    tables_->Forget();
+  }
   // The appended chunks point into their results: free both now, on this thread.
-  delta.rows = RowChanges{};
-  if (delta.checkpoint) {
+  for (StateDelta* d : group) d->rows = RowChanges{};
+  if (checkpoint) {
     // Without it the rows closes delete stay in memory as DuckDB's uncheckpointed rows
     // until its 16 MB WAL threshold.
     if (Status cp = conn_->Execute("CHECKPOINT"); !cp.ok()) {

@@ -4,11 +4,13 @@
 // With pipeline.state and a declarative window, the window's rows live in the pipeline's
 // in-memory database and the state file holds a copy of them plus the progress tables
 // (StateTables). After each batch (or close) commits in memory, the runner submits what it
-// changed, a StateDelta; the writer's thread applies each delta to the file in one
-// transaction, in order, while the pipeline goes on with the next batch. The file's COMMIT
-// (its WAL write and fsync, 1-3 ms on this machine's disk) is then off the pipeline's
-// path. A delta's Kafka offsets are handed back once the file holds it: the Kafka commit
-// still follows the state commit.
+// changed, a StateDelta; the writer's thread applies the deltas to the file in order while
+// the pipeline goes on with the next batch. The file's COMMIT (its WAL write and fsync,
+// 1-3 ms on this machine's disk) is then off the pipeline's path. A batch's rows and its
+// offsets are always in one transaction; when deltas queue up behind a COMMIT, the next
+// transaction takes all of them (group commit), so the file is always at a batch boundary.
+// A delta's Kafka offsets are handed back once the file holds it: the Kafka commit still
+// follows the state commit.
 //
 //   auto writer = StateWriter::Start(std::move(conn), std::move(tables), window, name, 4);
 //   RETURN_IF_ERROR(writer->Submit(std::move(delta)));   // waits while 4 are queued
@@ -32,8 +34,10 @@
 #include <string>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "base/status.h"
+#include "duck/chunk_view.h"
 #include "duck/database.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/window.h"
@@ -73,13 +77,16 @@ class StateWriter {
   StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr<StateTables> tables, WindowConfig window,
               std::string pipeline, size_t max_queued);
   void Loop();
-  Status Apply(StateDelta& delta);
+  Status Apply(const std::vector<StateDelta*>& group);
 
   // The writer thread's own.
   std::unique_ptr<duck::Connection> conn_;
   std::unique_ptr<StateTables> tables_;
   WindowConfig window_;
   std::string pipeline_;
+  std::unique_ptr<duck::ChunkView> view_;  // the rows of the deltas being written
+  std::vector<std::string> view_names_;
+  std::unique_ptr<duck::PreparedStatement> insert_;  // from view_ into the rows table
 
   const size_t max_queued_;
   mutable std::mutex mu_;

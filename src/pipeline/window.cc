@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "duck/appender.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 
@@ -26,6 +25,7 @@ constexpr std::string_view kClosed = "sluice_window_closed";
 constexpr std::string_view kEmit = "sluice_window_emit";
 constexpr std::string_view kSessions = "sluice_window_sessions";
 constexpr std::string_view kMeta = "sluice_batch_meta";
+constexpr std::string_view kNewRows = "sluice_window_new";
 // One row: what the prepared statements of a batch read instead of parameters.
 constexpr std::string_view kParams = "sluice_window_params";
 constexpr std::string_view kWatermarkNow = "(SELECT watermark FROM sluice_window_params)";
@@ -177,16 +177,26 @@ struct WindowEngine::Impl {
   // With track_changes: what TakeChanges hands over.
   bool track = false;
   RowChanges changes;
+  // DDL statements run on the rows table, and whether the INSERT was prepared in a
+  // transaction that ran one: DuckDB 1.5 checks a prepared INSERT's target catalog version
+  // at each execution, and one prepared inside a transaction that changed the catalog is
+  // planned again at every execution after it commits (the re-planned copy is not kept).
+  uint64_t ddl_generation = 0;
+  bool stale = false;
   // The statements of every batch, prepared once per shape of the result and the batch
   // (parse, bind and plan cost more than running them on a batch): $1 the watermark, $2
   // the batch number; Observe's $1 the future cap.
   std::unique_ptr<duck::PreparedStatement> stats;
-  std::unique_ptr<duck::PreparedStatement> insert;
+  std::unique_ptr<duck::PreparedStatement> insert;   // the kept rows, in the table's order
+  std::unique_ptr<duck::ChunkView> new_rows;          // what `insert` selected...
+  std::unique_ptr<duck::PreparedStatement> append;    // ...into the rows table
   std::unique_ptr<duck::PreparedStatement> observe_one;
   std::unique_ptr<duck::PreparedStatement> observe_many;
   void Unprepare() {
     stats.reset();
     insert.reset();
+    append.reset();
+    new_rows.reset();
     observe_one.reset();
     observe_many.reset();
   }
@@ -266,6 +276,7 @@ struct WindowEngine::Impl {
     // table can run the same statements.
     auto ddl = [&](std::string sql) -> Status {
       RETURN_IF_ERROR(conn.Execute(sql));
+      ++ddl_generation;
       if (track) changes.ddl.push_back(std::move(sql));
       return Status::OK();
     };
@@ -514,6 +525,14 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   Impl& impl = *impl_;
   Memory& m = impl.m;
   const WindowConfig& c = impl.config;
+  if (impl.stale) {
+    // Prepared in the transaction that changed the table: prepare it again now.
+    impl.stale = false;
+    impl.insert.reset();
+    impl.append.reset();
+    impl.new_rows.reset();
+  }
+  const uint64_t ddl_before = impl.ddl_generation;
   if (m.result_generation != result_generation) {
     ASSIGN_OR_RETURN(auto columns, impl.Describe(result));
     ASSIGN_OR_RETURN(m.result_time, impl.TimeOf(result, "the handler's result", "r"));
@@ -523,6 +542,8 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
     m.result_generation = result_generation;
     impl.stats.reset();
     impl.insert.reset();
+    impl.append.reset();
+    impl.new_rows.reset();
   }
   const std::string q = fmt::format("(SELECT r.*, {} AS sluice_t FROM {} r) q", m.result_time, result);
   const std::string drop = impl.Dropped("q.sluice_t", "q", kWatermarkNow);
@@ -561,9 +582,12 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   if (kept == 0) return uint64_t{0};
   ++m.batch;
   if (!impl.insert) {
-    // The kept rows with their windows, in the table's column order, appended with an
-    // Appender: an INSERT ... SELECT of them was planned again by DuckDB 1.5 at every
-    // execution (~1 ms a batch), the SELECT alone is not.
+    // The kept rows with their windows, in the table's column order, then inserted from a
+    // view of the selected chunks: one INSERT ... SELECT of them was planned again by
+    // DuckDB 1.5 at every execution (~1 ms a batch), and an Appender's flush plans an
+    // INSERT every time too; these two prepared statements are not.
+    impl.append.reset();
+    impl.new_rows.reset();
     const std::string kept_rows = fmt::format("(SELECT q.* FROM {} WHERE NOT {})", q, drop);
     const bool session = c.type == WindowType::kSession;
     std::vector<std::string> select;
@@ -584,6 +608,7 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
       } else {
         select.push_back("NULL");  // a column of an earlier result
       }
+      select.back() += " AS " + QuoteIdentifier(column);
     }
     std::string sql;
     switch (c.type) {
@@ -607,12 +632,27 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
   }
   ASSIGN_OR_RETURN(duck::QueryResult selected, impl.insert->Execute());
   AppendedRows rows;
+  for (size_t i = 0; i < selected.column_count(); ++i) rows.names.push_back(selected.column_name(i));
+  rows.types = selected.column_logical_types();
   rows.chunks = selected.TakeChunks();
-  {
-    ASSIGN_OR_RETURN(duck::Appender app, duck::Appender::Open(impl.conn, kRows));
-    for (const duck::DataChunk& chunk : rows.chunks) RETURN_IF_ERROR(app.Append(chunk));
-    RETURN_IF_ERROR(app.Flush());
+  if (!impl.new_rows) {
+    std::vector<duck::LogicalType> types;
+    for (const duck::LogicalType& t : rows.types) types.push_back(t.Copy());
+    ASSIGN_OR_RETURN(impl.new_rows, duck::ChunkView::Create(impl.conn, kNewRows, rows.names, std::move(types)));
   }
+  if (!impl.append) {
+    ASSIGN_OR_RETURN(impl.append, duck::PreparedStatement::Prepare(
+                                      impl.conn, fmt::format("INSERT INTO {} SELECT * FROM {}", kRows, kNewRows)));
+  }
+  {
+    std::vector<const duck::DataChunk*> chunks;
+    for (const duck::DataChunk& chunk : rows.chunks) chunks.push_back(&chunk);
+    impl.new_rows->SetChunks(chunks);
+    Status st = impl.append->Execute().status();
+    impl.new_rows->SetChunks({});
+    RETURN_IF_ERROR(st);
+  }
+  if (impl.ddl_generation != ddl_before) impl.stale = true;
   if (impl.track) {
     // Write-behind: the same rows for the copy on file.
     rows.result.emplace(std::move(selected));
@@ -767,6 +807,8 @@ void WindowEngine::TakeProgress(StateProgress* out) {
     m.pruned_below = keep;
   }
 }
+
+uint64_t WindowEngine::ddl_generation() const { return impl_->ddl_generation; }
 
 RowChanges WindowEngine::TakeChanges() { return std::exchange(impl_->changes, RowChanges{}); }
 

@@ -155,11 +155,13 @@ Status ApplyClose(duck::Connection& conn, const WindowConfig& config, int64_t w,
 
 // What the window engine changed in its rows table since the last TakeChanges, for a
 // write-behind copy of it (docs/design/0007, "Write-behind state"): the DDL it ran, the
-// rows it appended (the chunks it appended) and the closes it applied.
+// rows it appended (the chunks it inserted) and the closes it applied.
 struct AppendedRows {
   // Declared first: destroyed after the chunks that may point into it.
   std::optional<duck::QueryResult> result;
   std::vector<duck::DataChunk> chunks;  // in the rows table's column order
+  std::vector<std::string> names;       // their columns
+  std::vector<duck::LogicalType> types;
   AppendedRows() = default;
   AppendedRows(AppendedRows&&) = default;
   AppendedRows& operator=(AppendedRows&&) = default;
@@ -226,6 +228,10 @@ class WindowEngine {
   void TakeProgress(StateProgress* out);
   // With track_changes: what changed in the rows table since the last call (committed).
   RowChanges TakeChanges();
+  // Changes whenever the engine ran DDL on its table. Statements that write other tables
+  // and were prepared in the same transaction should be prepared again after it commits
+  // (DuckDB 1.5 would plan them again at every execution).
+  uint64_t ddl_generation() const;
 
   // The lowest offset an open window still needs on a partition; nullopt when none.
   std::optional<int64_t> Floor(const std::string& topic, int32_t partition) const;

@@ -877,7 +877,7 @@ TEST(WindowEngineTest, LateRowReemitsItsSession) {
   c.allowed_lateness_us = 5 * kMinute;
   Harness h(c);
   ASSERT_OK(h.Open(1));
-  ASSERT_TRUE(h.Feed({{At(0, 0), "a", 1}, {At(0, 30), "a", 2}}).ok());
+  { auto f = h.Feed({{At(0, 0), "a", 1}, {At(0, 30), "a", 2}}); ASSERT_TRUE(f.ok()) << f.status().ToString(); }
   ASSERT_TRUE(h.Feed({{At(3, 0), "a", 4}}).ok());
   EXPECT_THAT(h.Emissions(), ElementsAre("#1 [0s,90s) a n=2 s=3"));
   auto late = h.Feed({{At(0, 45), "a", 8}});
