@@ -43,7 +43,7 @@ constexpr std::string_view kDlqTable = "sluice_dead_letters";
 constexpr std::string_view kWindowTable = "sluice_closed_windows";
 // Write-behind pipeline.state: how many deltas may wait for the writer before a batch
 // waits for it.
-constexpr size_t kWriterQueue = 32;
+constexpr size_t kWriterQueue = 128;
 // With pipeline.state, a CHECKPOINT after a close at most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 

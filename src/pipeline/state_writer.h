@@ -8,7 +8,8 @@
 // the pipeline goes on with the next batch. The file's COMMIT (its WAL write and fsync,
 // 1-3 ms on this machine's disk) is then off the pipeline's path. A batch's rows and its
 // offsets are always in one transaction; when deltas queue up behind a COMMIT, the next
-// transaction takes all of them (group commit), so the file is always at a batch boundary.
+// transaction takes all of them (group commit; at most one commit per 20 ms while the
+// pipeline runs), so the file is always at a batch boundary.
 // A delta's Kafka offsets are handed back once the file holds it: the Kafka commit still
 // follows the state commit.
 //
@@ -95,6 +96,7 @@ class StateWriter {
   Offsets written_;               // guarded by mu_
   Status error_;                  // guarded by mu_
   bool stopping_ = false;         // guarded by mu_
+  int draining_ = 0;              // guarded by mu_: Drain calls waiting
   std::thread thread_;
 };
 
