@@ -7,6 +7,7 @@
 // steady clock are the test's own: nothing sleeps, no duration is asserted.
 //
 #include "pipeline/window.h"
+#include "pipeline/state_writer.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -35,6 +36,12 @@ using Steady = WindowEngine::SteadyTime;
   do {                                                                \
     const ::sluice::Status _status = (expr);                          \
     ASSERT_TRUE(_status.ok()) << #expr << ": " << _status.ToString(); \
+  } while (0)
+
+#define EXPECT_OK(expr)                                               \
+  do {                                                                \
+    const ::sluice::Status _status = (expr);                          \
+    EXPECT_TRUE(_status.ok()) << #expr << ": " << _status.ToString(); \
   } while (0)
 
 constexpr int64_t kSecond = 1'000'000;
@@ -114,6 +121,10 @@ class Harness {
  public:
   explicit Harness(WindowConfig config, std::string path = "")
       : config_(std::move(config)), path_(std::move(path)) {}
+  // With write_behind, the engine's changes and progress go to a StateWriter over a
+  // second (in-memory) database after each committed batch and close, as the runner does
+  // with pipeline.state and a declarative window.
+  void WriteBehind() { write_behind_ = true; }
   ~Harness() { Shut(); }
 
   // Opens the database (again), makes the engine and assigns partitions 0..partitions-1.
@@ -127,13 +138,24 @@ class Harness {
       ASSIGN_OR_RETURN(tables_, StateTables::Open(*conn_));
       ASSIGN_OR_RETURN(loaded, tables_->Load());
     }
-    ASSIGN_OR_RETURN(engine_, WindowEngine::Create(*conn_, config_, "t", durable() ? &loaded : nullptr, false));
+    ASSIGN_OR_RETURN(engine_,
+                     WindowEngine::Create(*conn_, config_, "t", durable() ? &loaded : nullptr, write_behind_));
+    if (write_behind_) {
+      ASSIGN_OR_RETURN(copy_db_, duck::Database::Open(duck::DatabaseOptions{}));
+      ASSIGN_OR_RETURN(auto writer_conn, duck::Connection::Open(*copy_db_));
+      ASSIGN_OR_RETURN(auto tables, StateTables::Open(*writer_conn));
+      writer_ = StateWriter::Start(std::move(writer_conn), std::move(tables), config_, "t", 4);
+      ASSIGN_OR_RETURN(copy_conn_, duck::Connection::Open(*copy_db_));
+    }
     shape_.clear();
     for (int p = 0; p < partitions; ++p) engine_->Assign(kTopic, p, steady);
     return Status::OK();
   }
   // The engine, then the connection, then the database.
   void Shut() {
+    writer_.reset();
+    copy_conn_.reset();
+    copy_db_.reset();
     engine_.reset();
     tables_.reset();
     conn_.reset();
@@ -141,6 +163,32 @@ class Harness {
   }
 
   WindowEngine& engine() { return *engine_; }
+  // Write-behind: every row of the engine's table and of the copy, as text, sorted.
+  std::pair<std::vector<std::string>, std::vector<std::string>> TableAndCopy() {
+    EXPECT_OK(writer_->Drain());
+    auto rows = [](duck::Connection& c) {
+      std::vector<std::string> out;
+      auto r = c.QueryText("SELECT * FROM sluice_window_rows ORDER BY ALL");
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) return out;
+      for (const auto& row : *r) {
+        std::string line;
+        for (const auto& v : row) line += v.value_or("NULL") + "|";
+        out.push_back(line);
+      }
+      return out;
+    };
+    return {rows(*conn_), rows(*copy_conn_)};
+  }
+  // Write-behind: the pipeline's watermark as the copy holds it once the progress since
+  // the last batch (a Tick's advance) went too.
+  std::string CopiedWatermark() {
+    EXPECT_OK(SubmitChanges());
+    EXPECT_OK(writer_->Drain());
+    auto r = copy_conn_->QueryText(
+        "SELECT arg_max(newest, seq) FROM sluice_watermarks WHERE \"partition\" = -1");
+    return r.ok() && !r->empty() ? (*r)[0][0].value_or("NULL") : "error";
+  }
   duck::Connection& conn() { return *conn_; }
 
   // One batch in its transaction, then the due windows closed.
@@ -197,7 +245,9 @@ class Harness {
       if (tables_) tables_->Forget();
       next_offset_ = offsets_before;
       if (!st.ok()) return st;
+      return fed;
     }
+    RETURN_IF_ERROR(SubmitChanges());
     return fed;
   }
 
@@ -282,6 +332,10 @@ class Harness {
 
  private:
   bool durable() const { return !path_.empty(); }
+  bool write_behind_ = false;
+  std::unique_ptr<duck::Database> copy_db_;
+  std::unique_ptr<duck::Connection> copy_conn_;  // reads the copy (after Drain)
+  std::unique_ptr<StateWriter> writer_;
   // The progress into the state tables, as the runner does in the batch's transaction.
   Status SaveState() {
     StateProgress progress;
@@ -301,8 +355,16 @@ class Harness {
       (void)conn_->Execute("ROLLBACK");
       engine_->Restore(*snapshot);
       if (tables_) tables_->Forget();
+      return st;
     }
-    return st;
+    return SubmitChanges();
+  }
+  Status SubmitChanges() {
+    if (!writer_) return Status::OK();
+    StateDelta delta;
+    delta.rows = engine_->TakeChanges();
+    engine_->TakeProgress(&delta.progress);
+    return writer_->Submit(std::move(delta));
   }
 
   // The sink: appends the emitted table to `emitted` with the emission's number.
@@ -530,6 +592,40 @@ TEST_P(WindowKindTest, ReopenedStateFinishesLikeAnUninterruptedRun) {
     EXPECT_EQ(h.Strings(emitted_text), expected);
   }
   std::filesystem::remove_all(dir);
+}
+
+// Write-behind (pipeline.state with a declarative window): the StateWriter's copy, fed
+// each committed batch's and close's changes (rows, DDL, closes replayed by ApplyClose,
+// progress), holds exactly the engine's table and watermark, also with windows kept for
+// lateness (rows marked emitted) and a rolled-back batch in between.
+TEST_P(WindowKindTest, WriteBehindCopyHoldsTheEnginesState) {
+  const Kind& kind = GetParam();
+  WindowConfig config = kind.config;
+  config.allowed_lateness_us = 2 * kMinute;
+  Harness h(config);
+  h.WriteBehind();
+  ASSERT_OK(h.Open(3));
+  const std::vector<Row> input = RandomInput(11, 3000, 3, 20 * kSecond);
+  int n = 0;
+  bool compared_open = false;
+  bool kept = false;
+  for (const std::vector<Row>& batch : Batches(input, 60)) {
+    if (++n == 5) ASSERT_TRUE(h.FeedOnly(batch, /*commit=*/false).ok());  // rolled back
+    auto fed = h.Feed(batch);
+    ASSERT_TRUE(fed.ok()) << fed.status().ToString();
+    if (n % 3 == 0) {
+      auto [table, copy] = h.TableAndCopy();
+      ASSERT_EQ(table, copy) << "after batch " << n;
+      compared_open = compared_open || !table.empty();
+      kept = kept || h.Count("SELECT * FROM sluice_window_rows WHERE sluice_emitted") > 0;
+    }
+  }
+  EXPECT_TRUE(compared_open);
+  EXPECT_TRUE(kept) << "no comparison saw rows kept for lateness";
+  EXPECT_EQ(h.CopiedWatermark(), std::to_string(h.engine().watermark_us()));
+  ASSERT_OK(h.CloseAll());
+  auto [table, copy] = h.TableAndCopy();
+  EXPECT_EQ(table, copy) << "after closing all";
 }
 
 INSTANTIATE_TEST_SUITE_P(Kinds, WindowKindTest, ::testing::ValuesIn(Kinds()),
