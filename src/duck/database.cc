@@ -65,6 +65,7 @@ Result<std::unique_ptr<Database>> Database::Open(const DatabaseOptions& options)
     st = set("memory_limit", std::to_string(options.memory_limit_bytes) + "B");
   }
   if (st.ok() && !options.temp_directory.empty()) st = set("temp_directory", options.temp_directory);
+  if (st.ok() && options.block_size > 0) st = set("default_block_size", std::to_string(options.block_size));
   // Extensions are never downloaded: the process works offline and loads nothing it was
   // not built with.
   if (st.ok()) st = set("autoinstall_known_extensions", "false");

@@ -43,6 +43,9 @@ struct DatabaseOptions {
   // Where DuckDB spills when over its memory limit; "" leaves DuckDB's default (none for
   // an in-memory database, so such a database cannot spill).
   std::string temp_directory;
+  // The block size of a database file this creates (DuckDB's default_block_size; a power of
+  // two from 16384); 0 leaves DuckDB's 256 KiB. An existing file keeps its own.
+  uint64_t block_size = 0;
 };
 
 // An open DuckDB database. Lifecycle: Open(), then connections; it must outlive them.
