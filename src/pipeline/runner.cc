@@ -48,7 +48,8 @@ constexpr size_t kWriterQueue = 128;
 // fresh block per column: with 256 KiB blocks the state's few tables held ~11 MiB of them
 // (duckdb_memory's IN_MEMORY_TABLE) for a few hundred rows; with 16 KiB, ~1 MiB.
 constexpr uint64_t kStateBlockSize = 16 * 1024;
-// With pipeline.state, a CHECKPOINT after a close at most this often.
+// A windowed pipeline CHECKPOINTs its database (on file or in memory) after a close at
+// most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console) {
@@ -209,7 +210,7 @@ struct PipelineRunner::Impl {
   std::unique_ptr<WindowEngine> window;
   std::unique_ptr<sinks::Sink> window_sink;
   Clock::time_point close_retry{};  // after a failed close, not before this
-  Clock::time_point last_checkpoint = Clock::now();  // of the state file, after a close
+  Clock::time_point last_checkpoint = Clock::now();  // of the database, after a close
   uint64_t result_generation = 0;   // changes when the result's columns may have
   uint64_t batch_generation = 0;    // changes when the batch's columns may have
   // pipeline.state: the database is on file; offsets are stored with each batch.
@@ -1153,15 +1154,7 @@ Status PipelineRunner::ProcessBatch() {
     // Asynchronous while running (the sink already holds the batch; the next commit covers
     // a failed one): a synchronous commit per batch would wait a broker round trip and
     // its fsync every batch. Synchronous when partitions are about to go or at the end.
-    Status st = sync_commit_ ? impl.consumer->Commit(commit) : impl.consumer->CommitAsync(commit);
-    if (!st.ok()) {
-      // Not fatal: the next commit covers these offsets too; a restart re-reads them.
-      impl.errors["commit"]->Inc();
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next batch's commit covers it): {}", c.name, st.message());
-    } else {
-      impl.commits->Inc();
-      ++stats.commits;
-    }
+    CommitToKafka(commit, sync_commit_);
   }
   for (const auto& [tp, next] : offsets) impl.processed[tp] = next;
   ++stats.batches;
@@ -1179,16 +1172,22 @@ Status PipelineRunner::CommitWritten(bool sync) {
   CrashPoint("state-committed");
   std::vector<kafka::client::TopicPartition> commit;
   for (const auto& [tp, at] : written) commit.push_back({tp.first, tp.second, at});
+  CommitToKafka(commit, sync);
+  return Status::OK();
+}
+
+void PipelineRunner::CommitToKafka(const std::vector<kafka::client::TopicPartition>& commit, bool sync) {
+  Impl& impl = *impl_;
   Status st = sync ? impl.consumer->Commit(commit) : impl.consumer->CommitAsync(commit);
   if (!st.ok()) {
-    // Not fatal: the next commit covers these offsets too; a restart seeks to the state's.
+    // Not fatal: the next commit covers these offsets too; a restart re-reads them (or,
+    // with pipeline.state, seeks to the state's).
     impl.errors["commit"]->Inc();
     SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next commit covers it): {}", config_.name, st.message());
   } else {
     impl.commits->Inc();
     ++stats_.commits;
   }
-  return Status::OK();
 }
 
 Status PipelineRunner::Run() {
@@ -1261,8 +1260,11 @@ Status PipelineRunner::Run() {
   auto deadline = Clock::now() + interval;
   auto next_progress = Clock::now() + std::chrono::seconds(1);
   auto next_duck_memory = Clock::now();
-  std::string memory_limit;  // DuckDB's, as it reports it
-  if (auto limit = impl.conn->QueryText("SELECT current_setting('memory_limit')"); limit.ok() && !limit->empty()) {
+  // DuckDB's memory limit: the configured bytes, or DuckDB's default as it reports it.
+  std::string memory_limit;
+  if (c.duckdb.memory_limit_bytes > 0) {
+    memory_limit = fmt::format("{}B", c.duckdb.memory_limit_bytes);
+  } else if (auto limit = impl.conn->QueryText("SELECT current_setting('memory_limit')"); limit.ok() && !limit->empty()) {
     memory_limit = (*limit)[0][0].value_or("");
   }
   uint64_t last_in = 0;

@@ -83,6 +83,8 @@ class PipelineRunner {
   // Write-behind state: commits to Kafka the offsets of what the state writer has put on
   // file (after waiting for all of it with `sync`).
   Status CommitWritten(bool sync);
+  // Commits `commit` to the group (a failure is counted and logged, not returned).
+  void CommitToKafka(const std::vector<kafka::client::TopicPartition>& commit, bool sync);
   // Polls the window managers that are due (all of them with `all`): in one transaction
   // (so now() is one instant for both statements), the closed windows are collected,
   // written to the manager's sink and flushed, then deleted. With `emitted` (Invoke) the

@@ -80,11 +80,6 @@ Status StateWriter::Drain() {
   return error_;
 }
 
-size_t StateWriter::queued() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size();
-}
-
 void StateWriter::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
   auto last_commit = std::chrono::steady_clock::now() - kLinger;

@@ -71,8 +71,6 @@ class StateWriter {
   Result<Offsets> TakeWritten();
   // Waits until every submitted delta is written.
   Status Drain();
-  // Deltas submitted and not yet written.
-  size_t queued() const;
 
  private:
   StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr<StateTables> tables, WindowConfig window,

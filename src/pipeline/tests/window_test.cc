@@ -610,7 +610,9 @@ TEST_P(WindowKindTest, WriteBehindCopyHoldsTheEnginesState) {
   bool compared_open = false;
   bool kept = false;
   for (const std::vector<Row>& batch : Batches(input, 60)) {
-    if (++n == 5) ASSERT_TRUE(h.FeedOnly(batch, /*commit=*/false).ok());  // rolled back
+    if (++n == 5) {
+      ASSERT_TRUE(h.FeedOnly(batch, /*commit=*/false).ok());  // rolled back
+    }
     auto fed = h.Feed(batch);
     ASSERT_TRUE(fed.ok()) << fed.status().ToString();
     if (n % 3 == 0) {
