@@ -396,6 +396,91 @@ def json_decoder_seeds(out):
     write_all(os.path.join(out, "json_decoder"), seeds)
 
 
+# --- avro_fuzz: object container files (mode byte 0) and manifest datums (mode byte 1) ----
+
+def avro_bytes(b):
+    return varint(len(b)) + b
+
+
+def avro_manifest_entry(i):
+    """One datum of avro_fuzz.cc's manifest-entry schema."""
+    sizes = b"".join(varint(k) + varint(100 * k + i) for k in range(1, 3))
+    offsets = varint(4) + varint(1 << 20)
+    data_file = (varint(i % 3) + avro_bytes(b"s3://b/t/data/%05d.parquet" % i)  # content, file_path
+                 + varint(i * 1000)                                          # record_count
+                 + varint(1) + varint(2) + sizes + varint(0)                 # column_sizes
+                 + varint(1) + avro_bytes(b"1") + avro_bytes(b"\x00\xff") + varint(0)  # lower_bounds
+                 + (varint(1) + bytes(range(16)) if i % 2 else varint(0))    # key_metadata
+                 + bytes([i % 2]) + struct.pack("<f", 1.5) + struct.pack("<d", -2.25)
+                 + varint(3) + varint(0)                                     # nulls
+                 + varint(1) + varint(-2) + varint(len(offsets)) + offsets + varint(0))  # sized block
+    return varint(1) + varint(1) + varint(8744736658442914487) + data_file
+
+
+AVRO_MANIFEST_SCHEMA = (
+    b'{"type":"record","name":"manifest_entry","fields":[{"name":"status","type":"int","field-id":0},'
+    b'{"name":"snapshot_id","type":["null","long"],"default":null,"field-id":1},'
+    b'{"name":"data_file","field-id":2,"type":{"type":"record","name":"r2","fields":['
+    b'{"name":"content","type":{"type":"enum","name":"c","symbols":["DATA","POS","EQ"]}},'
+    b'{"name":"file_path","type":"string","field-id":100},'
+    b'{"name":"partition","type":{"type":"record","name":"r102","fields":[]},"field-id":102},'
+    b'{"name":"record_count","type":"long","field-id":103},'
+    b'{"name":"column_sizes","default":null,"field-id":108,"type":["null",{"type":"array",'
+    b'"logicalType":"map","items":{"type":"record","name":"k117_v118","fields":['
+    b'{"name":"key","type":"int","field-id":117},{"name":"value","type":"long","field-id":118}]}}]},'
+    b'{"name":"lower_bounds","type":{"type":"map","values":"bytes"}},'
+    b'{"name":"key_metadata","type":["null",{"type":"fixed","name":"f16","size":16}],"default":null},'
+    b'{"name":"ok","type":"boolean"},{"name":"f","type":"float"},{"name":"d","type":"double"},'
+    b'{"name":"nulls","type":{"type":"array","items":"null"}},'
+    b'{"name":"split_offsets","type":["null",{"type":"array","items":"long","element-id":133}]}]}}]}')
+
+
+def avro_ocf(schema, blocks, codec=b"null", sync=b"0123456789abcdef", meta=()):
+    """An object container file; `blocks` is a list of (object count, encoded objects)."""
+    entries = [(b"avro.schema", schema), (b"avro.codec", codec)] + list(meta)
+    out = b"Obj\x01" + varint(len(entries))
+    out += b"".join(avro_bytes(k) + avro_bytes(v) for k, v in entries) + varint(0) + sync
+    for count, data in blocks:
+        if codec == b"deflate":
+            c = zlib.compressobj(6, zlib.DEFLATED, -15)
+            data = c.compress(data) + c.flush()
+        out += varint(count) + avro_bytes(data) + sync
+    return out
+
+
+def avro_seeds(out):
+    entries = [avro_manifest_entry(i) for i in range(4)]
+    manifest = avro_ocf(AVRO_MANIFEST_SCHEMA, [(2, entries[0] + entries[1]), (2, entries[2] + entries[3])],
+                        meta=[(b"format-version", b"2"), (b"content", b"data")])
+    deflated = avro_ocf(AVRO_MANIFEST_SCHEMA, [(4, b"".join(entries))], codec=b"deflate")
+    longs = avro_ocf(b'"long"', [(3, varint(1) + varint(-1) + varint(1 << 40)), (1, varint(7))])
+    seeds = {
+        "manifest": b"\x00" + manifest,
+        "manifest_deflate": b"\x00" + deflated,
+        "manifest_truncated": b"\x00" + manifest[:-40],
+        "deflate_truncated": b"\x00" + deflated[:-30],
+        "longs": b"\x00" + longs,
+        "bad_sync": b"\x00" + longs[:-1] + b"x",
+        "bad_magic": b"\x00Obj\x02" + longs[4:],
+        "snappy": b"\x00" + avro_ocf(b'"long"', [], codec=b"snappy"),
+        "huge_count": b"\x00" + avro_ocf(b'"long"', [(1 << 40, varint(1))]),
+        "nulls": b"\x00" + avro_ocf(b'"null"', [(1 << 20, b"")]),
+        "recursive": b"\x00" + avro_ocf(
+            b'{"type":"record","name":"n","fields":[{"name":"c","type":["null","n"]}]}',
+            [(1, b"\x02" * 80 + b"\x00")]),
+        "every_primitive": b"\x00" + avro_ocf(
+            b'{"type":"record","name":"r","fields":[{"name":"b","type":"boolean"},{"name":"s","type":"string"},'
+            b'{"name":"m","type":{"type":"map","values":{"type":"array","items":"double"}}}]}',
+            [(1, b"\x01" + avro_bytes(b"x") + varint(1) + avro_bytes(b"k") + varint(1) + struct.pack("<d", 1.0)
+              + varint(0) + varint(0))]),
+        "datum": b"\x01" + entries[1],
+        "datum_even": b"\x01" + entries[2],
+        "datum_truncated": b"\x01" + entries[3][:-9],
+        "datum_overlong_varint": b"\x01" + b"\x82\x80\x00" + entries[0][1:],
+    }
+    write_all(os.path.join(out, "avro"), seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
@@ -405,6 +490,7 @@ def main():
     offsets_seeds(out)
     pipeline_config_seeds(out)
     json_decoder_seeds(out)
+    avro_seeds(out)
 
 
 if __name__ == "__main__":
