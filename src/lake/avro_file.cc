@@ -3,6 +3,7 @@
 #include <zlib.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "lake/avro.h"
@@ -42,6 +43,7 @@ Result<std::string> Deflate(std::string_view in, int level) {
 // Inflates a raw deflate stream, at most `limit` bytes out. Bytes after the end of the
 // stream are ignored: Python's avro writes zlib's 4-byte checksum minus one after it.
 Status Inflate(std::string_view in, int64_t limit, std::string* out) {
+  if (in.size() > std::numeric_limits<uInt>::max()) return ResourceExhaustedError("block over 4 GiB");
   z_stream z{};
   if (inflateInit2(&z, -15) != Z_OK) return InternalError("inflateInit2 failed");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
