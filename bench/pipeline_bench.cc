@@ -1191,16 +1191,19 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
       labels.push_back(h);
       continue;
     }
-    // --window: each window with its state on file, whose rows come and go as windows
-    // close (the events' times advance with the clock at 1000/s).
+    // --window: each window in memory and with its state on file, whose rows come and go
+    // as windows close (the events' times advance with the clock at 1000/s); the pair
+    // tells the state's share of any growth from the window's.
     for (const WindowKind& w : kWindows) {
-      std::string name = fmt::format("paced-{}-{}-state", ShortHandler(h), w.name);
-      std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
-      std::string state_path = fmt::format("{}/{}.duckdb", s.work_dir, name);
-      ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                       StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1, &w, state_path)));
-      pipelines.push_back(std::move(p));
-      labels.push_back(fmt::format("{} {}", h, w.name));
+      for (bool state : {false, true}) {
+        std::string name = fmt::format("paced-{}-{}-{}", ShortHandler(h), w.name, state ? "state" : "memory");
+        std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
+        std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
+        ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
+                         StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1, &w, state_path)));
+        pipelines.push_back(std::move(p));
+        labels.push_back(fmt::format("{} {} {}", h, w.name, state ? "state" : "memory"));
+      }
     }
   }
   kc::Config config = s.producer;

@@ -12,7 +12,7 @@ APT_PACKAGES=(
   zlib1g-dev libsnappy-dev liblz4-dev libzstd-dev nlohmann-json3-dev
   nodejs
   libssl-dev librdkafka-dev iperf3
-  kcat python3-confluent-kafka python3-kafka
+  kcat python3-confluent-kafka python3-kafka python3-avro
   libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
 )
 

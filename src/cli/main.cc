@@ -114,7 +114,7 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
                 "windowed pipelines instead (docs/design/0007 #9): tumbling 1m and hopping 5m/1m "
                 "pipeline.window, each without and with pipeline.state, per batch size; the state's "
                 "cost beside sqlflow's 47%/29%/15% at batch 500/2000/5000 (target: under half); "
-                "with --paced, the paced check runs each window with its state on file")
+                "with --paced, the paced check runs each window in memory and with its state on file")
       ->excludes("--backlog");
   cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");

@@ -83,6 +83,9 @@ class PipelineRunner {
   // Write-behind state: commits to Kafka the offsets of what the state writer has put on
   // file (after waiting for all of it with `sync`).
   Status CommitWritten(bool sync);
+  // A deferred sink (Sink::Defers): commits it when due (or now, `force`) and what it
+  // made durable to Kafka.
+  Status CommitSink(bool force);
   // Commits `commit` to the group (a failure is counted and logged, not returned).
   void CommitToKafka(const std::vector<kafka::client::TopicPartition>& commit, bool sync);
   // Polls the window managers that are due (all of them with `all`): in one transaction

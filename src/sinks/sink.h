@@ -56,6 +56,18 @@ class Sink {
   // the committed ones. nullopt for sinks that cannot tell.
   virtual std::optional<SourceOffsets> HeldOffsets() { return std::nullopt; }
 
+  // Deferred durability (an Iceberg table commits every commit_interval_seconds, not at
+  // each Flush: a snapshot per batch would be hundreds a second). Such a sink returns true
+  // from Defers(); its Flush only stages, and the pipeline commits to Kafka only what
+  // Commit returns: the source offsets of everything durable so far (empty when nothing
+  // new is), after committing what is staged when it is due, or now with `force` (stop,
+  // revoked partitions). An error from Commit stops the pipeline: the restart resumes from
+  // HeldOffsets. Skip covers a batch that wrote no rows (its messages were skipped or
+  // dead-lettered by on_error), so that the next commit covers its offsets too.
+  virtual bool Defers() const { return false; }
+  virtual Result<SourceOffsets> Commit(bool /*force*/) { return SourceOffsets{}; }
+  virtual void Skip(const SourceOffsets& /*offsets*/) {}
+
   // The sink's type and target, for logs and metrics ("postgres table events").
   virtual std::string Describe() const = 0;
 };
