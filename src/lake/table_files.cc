@@ -1,0 +1,207 @@
+#include "lake/table_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace sluice::lake {
+namespace {
+
+constexpr std::string_view kHint = "version-hint.text";
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::OK() : ErrnoError("fsync", dir, err);
+}
+
+// Writes a new file (O_EXCL) and fsyncs it.
+Status WriteNew(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoError("create", path, errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      ::unlink(path.c_str());
+      return ErrnoError("write", path, err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    ::unlink(path.c_str());
+    return ErrnoError("fsync", path, err);
+  }
+  ::close(fd);
+  return Status::OK();
+}
+
+std::string Dir(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
+
+// "v12.metadata.json" -> 12.
+std::optional<int64_t> VersionOf(std::string_view name) {
+  constexpr std::string_view kSuffix = ".metadata.json";
+  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix)) return std::nullopt;
+  std::string_view digits = name.substr(1, name.size() - 1 - kSuffix.size());
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+  if (ec != std::errc() || p != digits.data() + digits.size() || v < 1) return std::nullopt;
+  return v;
+}
+
+bool Exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+}  // namespace
+
+std::string NewUuid() {
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32)};
+  uint64_t hi = rng(), lo = rng();
+  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
+  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
+                     lo & 0xffffffffffffULL);
+}
+
+Result<std::string> LocalPath(std::string_view location) {
+  std::string_view p = location;
+  if (p.starts_with("file://")) {
+    p.remove_prefix(7);
+  } else if (p.starts_with("file:/")) {
+    p.remove_prefix(5);  // Hadoop's file:/a/b
+  }
+  if (p.empty() || p[0] != '/') {
+    return InvalidArgumentError("location {} is not a local path (file:///... or /...)", location);
+  }
+  while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
+  return std::string(p);
+}
+
+std::string FileUri(std::string_view path) { return fmt::format("file://{}", path); }
+
+Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
+  std::string tmp = fmt::format("{}.{}.tmp", path, NewUuid());
+  RETURN_IF_ERROR(WriteNew(tmp, bytes));
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return ErrnoError("rename", path, err);
+  }
+  return SyncDir(Dir(path));
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFoundError("{} does not exist", path);
+    return ErrnoError("open", path, errno);
+  }
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoError("read", path, err);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+Status SyncFile(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", path, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::OK() : ErrnoError("fsync", path, err);
+}
+
+std::string TableFiles::VersionPath(int64_t version) const {
+  return fmt::format("{}/v{}.metadata.json", metadata_dir(), version);
+}
+
+Result<std::optional<int64_t>> TableFiles::ScanVersions() const {
+  DIR* d = ::opendir(metadata_dir().c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return std::optional<int64_t>();
+    return ErrnoError("opendir", metadata_dir(), errno);
+  }
+  std::optional<int64_t> best;
+  while (dirent* e = ::readdir(d)) {
+    if (std::optional<int64_t> v = VersionOf(e->d_name); v && (!best || *v > *best)) best = v;
+  }
+  ::closedir(d);
+  return best;
+}
+
+Result<std::optional<MetadataVersion>> TableFiles::Current() const {
+  std::optional<int64_t> start;
+  if (Result<std::string> hint = ReadWholeFile(metadata_dir() + "/" + std::string(kHint)); hint.ok()) {
+    std::string_view t = *hint;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.remove_suffix(1);
+    int64_t v = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec == std::errc() && p == t.data() + t.size() && v >= 1 && Exists(VersionPath(v))) start = v;
+  }
+  if (!start) {
+    ASSIGN_OR_RETURN(start, ScanVersions());
+  }
+  if (!start) return std::optional<MetadataVersion>();
+  int64_t v = *start;
+  while (Exists(VersionPath(v + 1))) ++v;  // a hint left behind
+  MetadataVersion out;
+  out.version = v;
+  out.path = VersionPath(v);
+  Result<std::string> json = ReadWholeFile(out.path);
+  if (!json.ok()) return json.status();
+  out.json = std::move(*json);
+  return std::optional<MetadataVersion>(std::move(out));
+}
+
+Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
+  std::error_code ec;
+  std::filesystem::create_directories(metadata_dir(), ec);
+  if (ec) return IOError("cannot create {}: {}", metadata_dir(), ec.message());
+  std::string target = VersionPath(version);
+  std::string tmp = fmt::format("{}/{}.metadata.json.tmp", metadata_dir(), NewUuid());
+  RETURN_IF_ERROR(WriteNew(tmp, json));
+  // link(2) fails with EEXIST when the name is taken: the exclusive create that makes a
+  // commit atomic against every other writer, in this process or another.
+  int rc = ::link(tmp.c_str(), target.c_str());
+  int err = errno;
+  ::unlink(tmp.c_str());
+  if (rc != 0) {
+    if (err == EEXIST) return AlreadyExistsError("{} was committed by another writer", target);
+    return ErrnoError("link", target, err);
+  }
+  RETURN_IF_ERROR(SyncDir(metadata_dir()));
+  // The hint is only a starting point: a failure to move it loses nothing.
+  (void)WriteFileAtomically(metadata_dir() + "/" + std::string(kHint), std::to_string(version));
+  return Status::OK();
+}
+
+}  // namespace sluice::lake

@@ -1,0 +1,61 @@
+// The files of a file-system Iceberg table (docs/design/0009 #1-3): which
+// metadata/v<N>.metadata.json is current, the exclusive create that commits version N,
+// and durable writes of everything else (manifests, the version hint).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+
+namespace sluice::lake {
+
+// A random RFC 4122 version-4 UUID, lower-case with dashes.
+std::string NewUuid();
+
+// "file:///a/b" and "/a/b" -> "/a/b"; other schemes are an error naming the location.
+Result<std::string> LocalPath(std::string_view location);
+// "/a/b" -> "file:///a/b".
+std::string FileUri(std::string_view path);
+
+// Writes `bytes` to `path` so that it is there whole or not at all after a crash: a
+// temporary file beside it, fsynced, renamed over `path`, the directory fsynced.
+Status WriteFileAtomically(const std::string& path, std::string_view bytes);
+// Reads a whole file; NotFound when it is not there.
+Result<std::string> ReadWholeFile(const std::string& path);
+// fsync of a file written by someone else (DuckDB's Parquet).
+Status SyncFile(const std::string& path);
+
+struct MetadataVersion {
+  int64_t version = 0;
+  std::string path;  // <table>/metadata/v<N>.metadata.json
+  std::string json;
+};
+
+class TableFiles {
+ public:
+  // `root`: the table's directory (its location as a local path).
+  explicit TableFiles(std::string root) : root_(std::move(root)) {}
+
+  const std::string& root() const { return root_; }
+  std::string metadata_dir() const { return root_ + "/metadata"; }
+  std::string data_dir() const { return root_ + "/data"; }
+  std::string VersionPath(int64_t version) const;
+
+  // The current metadata: the highest version reached from version-hint.text by probing
+  // upwards (a scan of metadata/ when the hint is missing or unreadable); nullopt when
+  // the table has no version.
+  Result<std::optional<MetadataVersion>> Current() const;
+
+  // Commits version `version` with `json`: fails with AlreadyExists when another writer
+  // made that version first (the caller re-reads and retries). Then moves the hint.
+  Status CommitVersion(int64_t version, std::string_view json) const;
+
+ private:
+  Result<std::optional<int64_t>> ScanVersions() const;
+  std::string root_;
+};
+
+}  // namespace sluice::lake
