@@ -516,8 +516,10 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   if (o.window && o.backlog) {
     return InvalidArgumentError("--backlog checks the plain pipelines: run it without --window");
   }
-  if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1)) {
-    return InvalidArgumentError("--paced-minutes must be at least 2 and --paced-rate at least 1");
+  if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1 || o.paced_reference < 1 ||
+                  o.paced_reference >= o.paced_minutes)) {
+    return InvalidArgumentError("--paced-minutes must be at least 2, --paced-rate at least 1 and --paced-reference "
+                                "a minute before the last");
   }
   s.producer = {{"bootstrap.servers", bootstrap},
                 {"client.id", "sluice-bench-pipeline"},
@@ -1169,8 +1171,9 @@ void PrintCheck(const std::string& check, const std::string& handler, const std:
 
 struct PacedResult {
   std::string handler;
-  double minute_two_mib = 0;
+  double minute_two_mib = 0;  // the reference minute's (two by default)
   double last_minute_mib = 0;
+  std::vector<double> per_minute_mib;
   int64_t produced = 0;
   double consumed = 0;
 };
@@ -1256,12 +1259,17 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
     Result<Counts> c = Scrape(*pipelines[k]);
     if (c.ok()) r.consumed = c->in;
     std::vector<double> two, last;
+    std::vector<std::vector<double>> minutes(static_cast<size_t>(o.paced_minutes));
+    const double ref = 60.0 * (o.paced_reference - 1);
     for (const auto& [t, mib] : samples[k]) {
-      if (t >= 60 && t < 120) two.push_back(mib);
+      if (t >= ref && t < ref + 60) two.push_back(mib);
       if (t >= end_s - 60) last.push_back(mib);
+      size_t m = static_cast<size_t>(t / 60);
+      if (m < minutes.size()) minutes[m].push_back(mib);
     }
     r.minute_two_mib = Mean(two);
     r.last_minute_mib = Mean(last);
+    for (const std::vector<double>& m : minutes) r.per_minute_mib.push_back(Mean(m));
     RETURN_IF_ERROR(pipelines[k]->Stop());
     out.push_back(r);
   }
@@ -1278,11 +1286,15 @@ Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Conte
     bool pass = r.minute_two_mib > 0 &&
                 std::abs(r.last_minute_mib - r.minute_two_mib) <= kTolerance * r.minute_two_mib;
     *checks_failed |= !pass;
+    std::vector<std::string> series;
+    for (double m : r.per_minute_mib) series.push_back(fmt::format("{:.1f}", m));
     PrintCheck("paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
-               "working_set_minute_two_mib", r.minute_two_mib, pass, ctx, s, o.json,
-               fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute; {} produced, {} consumed",
+               o.paced_reference == 2 ? std::string("working_set_minute_two_mib")
+                                      : fmt::format("working_set_minute_{}_mib", o.paced_reference),
+               r.minute_two_mib, pass, ctx, s, o.json,
+               fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute: {}; {} produced, {} consumed",
                            o.paced_rate, o.paced_minutes,
-                           *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()),
+                           *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()), fmt::join(series, " "),
                            Grouped(static_cast<uint64_t>(r.produced)),
                            Grouped(static_cast<uint64_t>(r.consumed))));
   }

@@ -47,10 +47,11 @@ struct PipelineBenchOptions {
   // of them (1M of the default 10M), per handler at the largest batch size; within 10%.
   bool backlog = false;
   // Paced check: `paced_rate` events/s for `paced_minutes`; the working set over the last
-  // minute within 10% of minute two's, per handler.
+  // minute within 10% of minute `paced_reference`'s (minute two by default), per handler.
   bool paced = false;
   int paced_minutes = 10;
   int64_t paced_rate = 1000;
+  int paced_reference = 2;
   // Windowed cells instead of the plain ones: {tumbling 1m, hopping 5m/1m} × {no state,
   // pipeline.state} × batch_sizes, per handler. Not with backlog or paced.
   bool window = false;

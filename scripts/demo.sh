@@ -3,10 +3,11 @@
 #   1. starts the broker (`sluice serve`) on a free port with a temporary data directory;
 #   2. produces a stream of sample events to topic `events` with kcat (a real Kafka client);
 #   3. runs two pipelines (`sluice pipeline run`) over it: one aggregates each batch with SQL
-#      into Parquet files (the sqlcommand sink, COPY ... TO), one prints each batch's top
+#      into an Apache Iceberg table (the iceberg sink: Parquet files, Avro manifests, one
+#      snapshot per commit with the Kafka offsets it holds), one prints each batch's top
 #      cities to the console;
-#   4. shows the result: a query over the Parquet files, checked against the same query over
-#      the raw events;
+#   4. shows the result: the table's snapshots, and a query over its Parquet files checked
+#      against the same query over the raw events;
 #   5. stops everything with SIGTERM and removes the temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -82,7 +83,7 @@ kcat -b "$brokers" -P -t events -z lz4 -X linger.ms=20 -l "$work/events.jsonl"
 echo
 
 cat > "$work/pipelines/city-totals.yml" <<YAML
-# Totals per city and event of each batch, written as a Parquet file per batch.
+# Totals per city and event of each batch, appended to an Iceberg table (docs/sinks.md).
 commands:
   - name: events table
     sql: |
@@ -106,12 +107,13 @@ pipeline:
       SELECT properties.city AS city, event, count(*) AS n, sum(properties.amount) AS amount
       FROM events GROUP BY ALL
   sink:
-    type: sqlcommand
-    sqlcommand:
-      sql: COPY sqlflow_sink_batch TO '{{ DEMO_LAKE }}/city-totals-\$uuid.parquet' (FORMAT parquet)
-      substitutions:
-        - var: \$uuid
-          type: uuid4
+    type: iceberg
+    iceberg:
+      catalog_name: sluice
+      table_name: demo.city_totals
+      warehouse: '{{ DEMO_LAKE }}'
+      commit_interval_seconds: 2
+      partition_by: [event]
 YAML
 cat > "$work/pipelines/top-cities.yml" <<YAML
 # The three busiest cities of each batch, on the console (schema inferred from the JSON).
@@ -154,25 +156,30 @@ run_pipeline() {  # name
 }
 
 echo "[3/5] running the pipelines (sqlflow-format files; docs/pipelines.md)"
-echo "      \$ sluice pipeline run city-totals.yml    # StructuredBatch -> Parquet files via COPY"
+echo "      \$ sluice pipeline run city-totals.yml    # StructuredBatch -> Iceberg table demo.city_totals"
 run_pipeline city-totals
-echo "      $(ls "$work/lake" | wc -l) Parquet file(s) in $work/lake"
+echo "      \$ sluice table history demo.city_totals --warehouse lake"
+$SLUICE table history demo.city_totals --warehouse "$work/lake" | sed 's/^/      /'
+echo "      \$ sluice table describe demo.city_totals --warehouse lake"
+$SLUICE table describe demo.city_totals --warehouse "$work/lake" | sed 's/^/      /'
+files=$(find "$work/lake/demo/city_totals/data" -name '*.parquet' | wc -l)
+echo "      $files Parquet file(s) in lake/demo/city_totals/data (one per event type per commit)"
 echo "      \$ sluice pipeline run top-cities.yml     # InferredMemBatch -> console; per batch:"
 run_pipeline top-cities
 sed 's/^/      /' "$work/top-cities.out" | head -12
 echo
 
-echo "[4/5] the result, from the Parquet files the pipeline wrote"
-query="SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('$work/lake/*.parquet') GROUP BY city ORDER BY events DESC, city"
-echo "      \$ sluice sql \"SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('lake/*.parquet') ...\""
+echo "[4/5] the result, from the table's Parquet files"
+query="SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('$work/lake/demo/city_totals/data/*/*.parquet') GROUP BY city ORDER BY events DESC, city"
+echo "      \$ sluice sql \"SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('lake/demo/city_totals/data/*/*.parquet') ...\""
 $SLUICE sql "$query" | sed 's/^/      /'
-lake="SELECT city, sum(n) AS events, sum(amount) AS amount FROM read_parquet('$work/lake/*.parquet') GROUP BY city"
+lake="SELECT city, sum(n) AS events, sum(amount) AS amount FROM read_parquet('$work/lake/demo/city_totals/data/*/*.parquet') GROUP BY city"
 raw="SELECT properties.city AS city, count(*) AS events, sum(properties.amount) AS amount FROM read_json('$work/events.jsonl') GROUP BY 1"
 diff="SELECT count(*) AS differing FROM ($lake) l FULL JOIN ($raw) r USING (city) WHERE l.events IS DISTINCT FROM r.events OR abs(l.amount - r.amount) > 0.005"
 if [ "$($SLUICE sql --json "$diff")" == '{"differing":0}' ]; then
   echo "      = the same totals as a query over the raw events: every event counted once"
 else
-  echo "demo: the Parquet totals differ from the raw events':" >&2
+  echo "demo: the table's totals differ from the raw events':" >&2
   $SLUICE sql "$raw" >&2
   exit 1
 fi

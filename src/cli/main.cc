@@ -20,6 +20,7 @@
 #include "base/metrics.h"
 #include "cli/pipeline_cmd.h"
 #include "cli/sql_cmd.h"
+#include "cli/table_cmd.h"
 #include "base/logging.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
@@ -107,9 +108,14 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
   cmd->add_flag("--backlog", o->backlog,
                 "check: peak RSS draining all the events within 10% of a run over a tenth of them");
   cmd->add_flag("--paced", o->paced,
-                "check: working set over the last minute of a paced run within 10% of minute two's");
+                "check: working set over the last minute of a paced run within 10% of minute two's "
+                "(--paced-reference)");
   cmd->add_option("--paced-minutes", o->paced_minutes, "length of the paced run")->capture_default_str();
   cmd->add_option("--paced-rate", o->paced_rate, "events/s of the paced run")->capture_default_str();
+  cmd->add_option("--paced-reference", o->paced_reference,
+                  "the minute whose working set the last minute's is compared with (windowed pipelines: "
+                  "after DuckDB's eviction queues fill, docs/benchmarks.md)")
+      ->capture_default_str();
   cmd->add_flag("--window", o->window,
                 "windowed pipelines instead (docs/design/0007 #9): tumbling 1m and hopping 5m/1m "
                 "pipeline.window, each without and with pipeline.state, per batch size; the state's "
@@ -337,7 +343,30 @@ int main(int argc, char** argv) {
                   "benchmark), beside plain DuckDB; --window: windowed, without and with durable state");
   AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
 
+  sluice::cli::TableFlags table_flags;
+  auto* table_cmd = app.add_subcommand("table", "the Iceberg tables of a warehouse: list, describe, history, files");
+  table_cmd->require_subcommand(0, 1);
+  auto add_table = [&](const char* name, const char* what, bool needs_table) {
+    auto* c = table_cmd->add_subcommand(name, what);
+    c->add_option("--warehouse", table_flags.warehouse, "the warehouse directory (default: $SLUICE_WAREHOUSE)");
+    if (needs_table) {
+      c->add_option("table", table_flags.table, "namespace.table")->required();
+    } else {
+      c->add_option("namespace", table_flags.table, "only the tables of this namespace");
+    }
+    return c;
+  };
+  auto* table_list = add_table("list", "the tables of the warehouse", false);
+  auto* table_describe = add_table("describe", "a table's schema, partitioning, current snapshot, properties", true);
+  table_describe->add_flag("--json", table_flags.json, "the current metadata JSON");
+  auto* table_history = add_table("history", "a table's snapshots, with the Kafka offsets each recorded", true);
+  auto* table_files = add_table("files", "the live data files of a table's current snapshot", true);
+
   CLI11_PARSE(app, argc, argv);
+  if (table_cmd->parsed() && table_cmd->get_subcommands().empty()) {
+    std::fputs(table_cmd->help().c_str(), stderr);
+    return 2;
+  }
   if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty()) ||
       (pipeline_cmd->parsed() && pipeline_cmd->get_subcommands().empty())) {
     std::fputs((bench->parsed()          ? bench->help()
@@ -363,6 +392,10 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) return RunServe(serve_flags);
   if (sql->parsed()) return sluice::cli::RunSql(sql_flags);
+  if (table_list->parsed()) return sluice::cli::RunTableList(table_flags);
+  if (table_describe->parsed()) return sluice::cli::RunTableDescribe(table_flags);
+  if (table_history->parsed()) return sluice::cli::RunTableHistory(table_flags);
+  if (table_files->parsed()) return sluice::cli::RunTableFiles(table_flags);
   if (pipeline_run->parsed()) return sluice::cli::RunPipelineRun(run_flags);
   if (pipeline_validate->parsed()) return sluice::cli::RunPipelineValidate(validate_file);
   if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);

@@ -160,6 +160,12 @@ LogicalType LogicalType::StructFieldType(size_t i) const {
   return LogicalType(duckdb_struct_type_child_type(handle_, i));
 }
 
+LogicalType LogicalType::MapKey() const { return LogicalType(duckdb_map_type_key_type(handle_)); }
+LogicalType LogicalType::MapValue() const { return LogicalType(duckdb_map_type_value_type(handle_)); }
+LogicalType LogicalType::ArrayChild() const { return LogicalType(duckdb_array_type_child_type(handle_)); }
+int LogicalType::DecimalWidth() const { return duckdb_decimal_width(handle_); }
+int LogicalType::DecimalScale() const { return duckdb_decimal_scale(handle_); }
+
 std::string LogicalType::ToSql() const {
   switch (id()) {
     case TypeId::kList: return ListChild().ToSql() + "[]";

@@ -99,6 +99,11 @@ class LogicalType {
   size_t StructFieldCount() const;  // id() must be kStruct
   std::string StructFieldName(size_t i) const;
   LogicalType StructFieldType(size_t i) const;
+  LogicalType MapKey() const;      // id() must be kMap
+  LogicalType MapValue() const;    // id() must be kMap
+  LogicalType ArrayChild() const;  // id() must be kArray
+  int DecimalWidth() const;        // id() must be kDecimal
+  int DecimalScale() const;        // id() must be kDecimal
 
   // SQL text of the type for the ids sluice builds itself (scalars above, LIST, STRUCT),
   // e.g. STRUCT("city" VARCHAR, "amount" DOUBLE)[]; other ids give their plain name.

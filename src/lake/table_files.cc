@@ -8,9 +8,10 @@
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
-#include <random>
 
 #include <fmt/format.h>
+
+#include "lake/table_metadata.h"
 
 namespace sluice::lake {
 namespace {
@@ -71,15 +72,6 @@ bool Exists(const std::string& path) {
 }
 
 }  // namespace
-
-std::string NewUuid() {
-  thread_local std::mt19937_64 rng{std::random_device{}() ^ (static_cast<uint64_t>(::getpid()) << 32)};
-  uint64_t hi = rng(), lo = rng();
-  hi = (hi & 0xffffffffffff0fffULL) | 0x0000000000004000ULL;  // version 4
-  lo = (lo & 0x3fffffffffffffffULL) | 0x8000000000000000ULL;  // variant 10
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
-                     lo & 0xffffffffffffULL);
-}
 
 Result<std::string> LocalPath(std::string_view location) {
   std::string_view p = location;

@@ -12,9 +12,6 @@
 
 namespace sluice::lake {
 
-// A random RFC 4122 version-4 UUID, lower-case with dashes.
-std::string NewUuid();
-
 // "file:///a/b" and "/a/b" -> "/a/b"; other schemes are an error naming the location.
 Result<std::string> LocalPath(std::string_view location);
 // "/a/b" -> "file:///a/b".

@@ -342,8 +342,6 @@ constexpr Refusal kSourceRefused[] = {
 constexpr Refusal kSinkRefused[] = {
     {"clickhouse", "use `type: postgres`, or `type: sqlcommand` with SQL over "
                    "sqlflow_sink_batch"},
-    {"iceberg", "the iceberg sink comes with the lake; until then write Parquet files with "
-                "`type: sqlcommand` and COPY sqlflow_sink_batch TO '...' (FORMAT PARQUET)"},
     {"local", kSqlcommandParquet},
     {"format", kSqlcommandParquet},
     {"retry", "remove it: a sink that fails follows pipeline.on_error"},
@@ -403,7 +401,8 @@ constexpr EnumName<SinkType> kSinks[] = {{"console", SinkType::kConsole},
                                          {"noop", SinkType::kNoop},
                                          {"kafka", SinkType::kKafka},
                                          {"sqlcommand", SinkType::kSqlCommand},
-                                         {"postgres", SinkType::kPostgres}};
+                                         {"postgres", SinkType::kPostgres},
+                                         {"iceberg", SinkType::kIceberg}};
 constexpr EnumName<ErrorPolicy> kPolicies[] = {
     {"RAISE", ErrorPolicy::kRaise}, {"IGNORE", ErrorPolicy::kIgnore}, {"DLQ", ErrorPolicy::kDlq}};
 constexpr EnumName<PostgresMode> kModes[] = {{"append", PostgresMode::kAppend},
@@ -991,8 +990,8 @@ void Walker::Handler(const MapView& pipeline, HandlerConfig* out) {
 }
 
 bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, SinkConfig* out) {
-  static constexpr std::string_view kBlocks[] = {"kafka", "console", "sqlcommand", "postgres"};
-  MapView s = OpenMap(node, path, line, {"type", "kafka", "console", "sqlcommand", "postgres"},
+  static constexpr std::string_view kBlocks[] = {"kafka", "console", "sqlcommand", "postgres", "iceberg"};
+  MapView s = OpenMap(node, path, line, {"type", "kafka", "console", "sqlcommand", "postgres", "iceberg"},
                       kSinkRefused);
   if (!s.present || node.IsNull()) {
     if (node.IsNull()) Error(s.line, path, "is empty; a sink needs at least `type`");
@@ -1093,6 +1092,57 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
       }
       break;
     }
+    case SinkType::kIceberg: {
+      MapView p = Section(s, "iceberg",
+                          {"catalog_name", "table_name", "warehouse", "commit_interval_seconds",
+                           "target_file_size_bytes", "schema_evolution", "partition_by"},
+                          why);
+      if (!p.present) break;
+      IcebergSinkConfig& ice = out->iceberg;
+      ice.catalog_name = String(p, "catalog_name", true).value_or("");
+      if (auto name = String(p, "table_name", true)) {
+        std::vector<std::string> parts;
+        std::string_view t = Trim(*name);
+        size_t start = 0;
+        bool bad = t.empty();
+        while (!bad) {
+          size_t dot = t.find('.', start);
+          std::string_view part = t.substr(start, dot == t.npos ? t.npos : dot - start);
+          bad = part.empty() || part.find_first_of("/\\\"\x1f") != part.npos || part == ".." ;
+          parts.emplace_back(part);
+          if (dot == t.npos) break;
+          start = dot + 1;
+        }
+        if (bad || parts.size() < 2) {
+          Error(EntryLine(*p.Find("table_name"), p.line), Join(p.path, "table_name"),
+                fmt::format("{} is not a table name; write namespace.table (namespaces may nest: "
+                            "a.b.table), without quotes, slashes or empty parts",
+                            Quote(*name)));
+        } else {
+          ice.table = parts.back();
+          parts.pop_back();
+          ice.namespace_ = std::move(parts);
+        }
+      }
+      ice.warehouse = String(p, "warehouse", false).value_or("");
+      if (auto v = Integer(p, "commit_interval_seconds", 1, 86400)) ice.commit_interval_seconds = *v;
+      if (auto v = Integer(p, "target_file_size_bytes", int64_t{1} << 20, int64_t{16} << 30)) {
+        ice.target_file_size_bytes = *v;
+      }
+      if (auto v = String(p, "schema_evolution", false)) {
+        std::string_view t = Trim(*v);
+        if (t == "true") {
+          ice.schema_evolution = true;
+        } else if (t != "false") {
+          Error(EntryLine(*p.Find("schema_evolution"), p.line), Join(p.path, "schema_evolution"),
+                fmt::format("must be true or false, got {}", Quote(*v)));
+        }
+      }
+      if (auto parts = StringList(p, "partition_by", false, "[day(ts), bucket(16, id)]")) {
+        ice.partition_by = std::move(*parts);
+      }
+      break;
+    }
   }
   return errors_.size() == errors_before;
 }
@@ -1108,7 +1158,13 @@ void Walker::OnError(const MapView& pipeline, OnErrorConfig* out) {
   if (const Entry* d = m.Find("dlq")) {
     SinkConfig dlq;
     if (Sink(d->value, "pipeline.on_error.dlq", EntryLine(*d, m.line), &dlq)) {
-      out->dlq = std::move(dlq);
+      if (dlq.type == SinkType::kIceberg) {
+        Error(EntryLine(*d, m.line), "pipeline.on_error.dlq",
+              "type iceberg is not a dead-letter sink; use a kafka topic (dead letters are few and "
+              "each one matters alone)");
+      } else {
+        out->dlq = std::move(dlq);
+      }
     }
     if (policy && *policy != ErrorPolicy::kDlq) {
       Warn(LineOf(d->key, m.line), "pipeline.on_error.dlq",
@@ -1210,6 +1266,11 @@ void Walker::Window(const MapView& pipeline, std::optional<WindowConfig>* out) {
   }
   if (const Entry* s = m.Find("sink")) {
     Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &w.sink);
+    if (w.sink.type == SinkType::kIceberg) {
+      Error(EntryLine(*s, m.line), Join(m.path, "sink"),
+            "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows to a "
+            "kafka topic and append that topic to the table with a second pipeline");
+    }
   } else {
     Error(m.line, Join(m.path, "sink"), "is required but missing: where closed windows go");
   }
@@ -1314,6 +1375,11 @@ void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
         }
         if (const Entry* s = m.Find("sink")) {
           Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &table.sink);
+          if (table.sink.type == SinkType::kIceberg) {
+            Error(EntryLine(*s, m.line), Join(m.path, "sink"),
+                  "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows to a "
+                  "kafka topic and append that topic to the table with a second pipeline");
+          }
         } else {
           Error(m.line, Join(m.path, "sink"), "is required but missing: where closed windows go");
         }
@@ -1599,6 +1665,9 @@ std::string DescribeSink(const SinkConfig& sink) {
                              : fmt::format(", {} substitution(s)",
                                            sink.sqlcommand.substitutions.size()));
     }
+    case SinkType::kIceberg:
+      return fmt::format("iceberg table {}.{} (catalog {}), commit every {} s", fmt::join(sink.iceberg.namespace_, "."),
+                         sink.iceberg.table, sink.iceberg.catalog_name, sink.iceberg.commit_interval_seconds);
     case SinkType::kPostgres:
       return fmt::format("postgres table {}, {}{}", sink.postgres.table,
                          Name(sink.postgres.mode),

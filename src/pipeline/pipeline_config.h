@@ -43,7 +43,7 @@ EnvLookup MapEnv(std::map<std::string, std::string> vars);
 enum class AutoOffsetReset { kEarliest, kLatest };
 enum class SecurityProtocol { kPlaintext, kSsl, kSaslPlaintext, kSaslSsl };
 enum class HandlerType { kStructuredBatch, kInferredMemBatch, kInferredDiskBatch };
-enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres };
+enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres, kIceberg };
 enum class ErrorPolicy { kRaise, kIgnore, kDlq };
 enum class PostgresMode { kAppend, kUpsert };
 enum class SubstitutionType { kUuid4 };
@@ -137,12 +137,27 @@ struct PostgresSinkConfig {
   std::vector<std::string> key;
 };
 
+// sink.iceberg (sqlflow's keys catalog_name and table_name, the rest sluice's; docs/sinks.md):
+// appends the results to an Iceberg table of the warehouse, committing every
+// commit_interval_seconds or when the staged rows reach the target file size.
+struct IcebergSinkConfig {
+  std::string catalog_name;
+  std::vector<std::string> namespace_;  // table_name's levels before the last dot
+  std::string table;                    // table_name's last part
+  std::string warehouse;                // "" = $SLUICE_WAREHOUSE at run time
+  int64_t commit_interval_seconds = 60;
+  int64_t target_file_size_bytes = int64_t{128} << 20;
+  bool schema_evolution = false;        // add new nullable columns instead of refusing
+  std::vector<std::string> partition_by;  // "day(ts)", "bucket(16, id)", "city", ...
+};
+
 // One sink; only the member named by `type` is filled.
 struct SinkConfig {
   SinkType type = SinkType::kConsole;
   KafkaSinkConfig kafka;
   SqlCommandSinkConfig sqlcommand;
   PostgresSinkConfig postgres;
+  IcebergSinkConfig iceberg;
 };
 
 struct OnErrorConfig {

@@ -23,6 +23,7 @@
 #include "pipeline/state_writer.h"
 #include "pipeline/window.h"
 #include "sinks/console_sink.h"
+#include "sinks/iceberg_sink.h"
 #include "sinks/kafka_sink.h"
 #include "sinks/noop_sink.h"
 #include "sinks/postgres_sink.h"
@@ -53,7 +54,9 @@ constexpr uint64_t kStateBlockSize = 16 * 1024;
 // most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
-Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console) {
+// `source`: the pipeline's, for a sink that records the offsets it holds (iceberg).
+Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
+                                              const KafkaSourceConfig* source = nullptr) {
   switch (config.type) {
     case SinkType::kConsole:
       return std::unique_ptr<sinks::Sink>(
@@ -87,6 +90,27 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
                                                              : sinks::PostgresSinkOptions::Mode::kAppend;
       o.key = config.postgres.key;
       ASSIGN_OR_RETURN(auto sink, sinks::PostgresSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kIceberg: {
+      sinks::IcebergSinkOptions o;
+      o.warehouse = config.iceberg.warehouse;
+      if (o.warehouse.empty()) {
+        const char* env = std::getenv("SLUICE_WAREHOUSE");
+        o.warehouse = env != nullptr ? env : "";
+      }
+      o.namespace_ = config.iceberg.namespace_;
+      o.table = config.iceberg.table;
+      o.catalog_name = config.iceberg.catalog_name;
+      o.commit_interval_seconds = config.iceberg.commit_interval_seconds;
+      o.target_file_size_bytes = config.iceberg.target_file_size_bytes;
+      o.schema_evolution = config.iceberg.schema_evolution;
+      o.partition_by = config.iceberg.partition_by;
+      if (source != nullptr) {
+        o.group_id = source->group_id;
+        o.topics = source->topics;
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::IcebergSink::Create(std::move(o)));
       return std::unique_ptr<sinks::Sink>(std::move(sink));
     }
   }
@@ -539,7 +563,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   }
   impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
   if (!options.without_sinks && !c.window) {
-    ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console));
+    ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console, &c.source));
     // A sink that stores the offsets with its rows (an Iceberg table's snapshots) says
     // where its data ends: the pipeline resumes there, not at the group's commit, which
     // may lag behind it (a crash between the two commits) or run ahead (never: the Kafka

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include "base/logging.h"
@@ -1717,5 +1718,185 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
   fmt::print("crash test: {} rows for {} messages after {} kills\n", held.rows, kMessages, kKills);
 }
 
+
+// --- Iceberg tables (docs/design/0009) ---------------------------------------------------
+
+// An independent reader of the table sluice wrote: python3-avro over the metadata JSON,
+// the manifest list and every manifest. Prints one JSON object: the data files (path,
+// record_count), the snapshots, the current snapshot's summary, and the field ids of the
+// files' Avro schemas.
+constexpr std::string_view kIcebergReader = R"PY(
+import json, os, sys, warnings
+import avro.datafile, avro.io
+warnings.simplefilter("ignore")
+root = sys.argv[1]
+meta_dir = os.path.join(root, "metadata")
+versions = [int(f[1:-14]) for f in os.listdir(meta_dir) if f.startswith("v") and f.endswith(".metadata.json")]
+current = max(versions)
+hint = open(os.path.join(meta_dir, "version-hint.text")).read().strip()
+meta = json.load(open(os.path.join(meta_dir, "v%d.metadata.json" % current)))
+def local(p):
+    return p[7:] if p.startswith("file://") else p
+def read(path):
+    with open(local(path), "rb") as f:
+        r = avro.datafile.DataFileReader(f, avro.io.DatumReader())
+        rows = list(r)
+        m = {k: v.decode() for k, v in r.meta.items()}
+    return rows, m
+def ids(schema):
+    out = {}
+    def walk(node, path):
+        if isinstance(node, dict):
+            for f in node.get("fields", []):
+                out[path + f["name"]] = f.get("field-id")
+                walk(f["type"], path + f["name"] + ".")
+            if "items" in node: walk(node["items"], path)
+        elif isinstance(node, list):
+            for b in node: walk(b, path)
+    walk(json.loads(schema), "")
+    return out
+snap = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+lst, lst_meta = read(snap["manifest-list"])
+files, manifest_ids, missing = [], {}, []
+for m in lst:
+    if not os.path.exists(local(m["manifest_path"])): missing.append(m["manifest_path"])
+    rows, mm = read(m["manifest_path"])
+    manifest_ids = ids(mm["avro.schema"])
+    for e in rows:
+        if e["status"] == 2: continue
+        df = e["data_file"]
+        if not os.path.exists(local(df["file_path"])): missing.append(df["file_path"])
+        files.append({"path": local(df["file_path"]), "records": df["record_count"], "partition": df["partition"]})
+print(json.dumps({"version": current, "hint": hint, "files": files, "snapshots": len(meta["snapshots"]),
+                  "summary": snap["summary"], "sequence": snap["sequence-number"], "missing": missing,
+                  "manifest_ids": manifest_ids, "list_ids": ids(lst_meta["avro.schema"]),
+                  "format": meta["format-version"], "location": meta["location"]}))
+)PY";
+
+class PipelineIcebergTest : public PipelineTest {
+ protected:
+  // The table as python3-avro reads it.
+  nlohmann::json ReadTable(const fs::path& root) {
+    fs::path script = dir_ / "iceberg_reader.py";
+    WriteFile(script, std::string(kIcebergReader));
+    std::string cmd = fmt::format("/usr/bin/python3 {} {} 2>&1", script.string(), root.string());
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    size_t n;
+    while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    int rc = p != nullptr ? ::pclose(p) : -1;
+    EXPECT_EQ(rc, 0) << out;
+    nlohmann::json j = nlohmann::json::parse(out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << out;
+    return j;
+  }
+
+  // DuckDB over exactly the Parquet files the metadata lists.
+  static std::string FilesReader(const nlohmann::json& table) {
+    std::vector<std::string> paths;
+    for (const auto& f : table["files"]) paths.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
+    return fmt::format("read_parquet([{}])", fmt::join(paths, ", "));
+  }
+
+  PipelineSpec IcebergSpec(const std::string& topic, const fs::path& warehouse, const std::string& extra = "") {
+    PipelineSpec spec;
+    spec.name = "lake";
+    spec.group = Name("group");
+    spec.topics = {topic};
+    spec.handler = "handlers.InferredMemBatch";
+    spec.sql = "SELECT id::BIGINT AS id, city, amount::DOUBLE AS amount, kafka_partition AS p, kafka_offset AS o "
+               "FROM batch";
+    spec.batch_size = 100;
+    spec.sink = fmt::format(
+        "type: iceberg\niceberg:\n  catalog_name: sluice\n  table_name: db.events\n  warehouse: '{}'\n"
+        "  commit_interval_seconds: 1\n{}",
+        warehouse.string(), extra);
+    return spec;
+  }
+};
+
+TEST_F(PipelineIcebergTest, AppendsEveryMessageOnceAndIndependentReadersAgree) {
+  if (std::system("/usr/bin/python3 -c 'import avro.datafile' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import avro (apt-get install python3-avro)";
+  }
+  const int kPartitions = 3;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  std::vector<Event> events = MakeEvents(0, 3000);
+  Produce(topic, Jsons(events), kPartitions);
+  const fs::path warehouse = dir_ / "warehouse";
+  PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [city]\n");
+  Child* run = StartPipeline(spec);
+  // The Kafka commit follows the table's: once it reaches the end, the table has it all.
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+
+  const fs::path root = warehouse / "db" / "events";
+  nlohmann::json table = ReadTable(root);
+  ASSERT_TRUE(table.is_object());
+  EXPECT_EQ(table["format"], 2);
+  EXPECT_EQ(table["location"], "file://" + root.string());
+  EXPECT_EQ(table["missing"].size(), 0u) << table["missing"].dump();
+  EXPECT_EQ(table["hint"], std::to_string(table["version"].get<int>()));
+  EXPECT_EQ(table["manifest_ids"]["data_file.file_path"], 100);
+  EXPECT_EQ(table["manifest_ids"]["data_file.partition.city"], 1000);
+  EXPECT_EQ(table["list_ids"]["manifest_path"], 500);
+  int64_t listed = 0;
+  for (const auto& f : table["files"]) {
+    listed += f["records"].get<int64_t>();
+    EXPECT_TRUE(f["partition"].contains("city")) << f.dump();
+  }
+  EXPECT_EQ(listed, 3000);
+  EXPECT_EQ(table["summary"]["total-records"], "3000");
+  // The offsets the last snapshot recorded: every partition's end.
+  nlohmann::json offsets = nlohmann::json::parse(
+      table["summary"][fmt::format("sluice.offsets.{}.{}", spec.group, topic)].get<std::string>());
+  std::vector<int64_t> ends = Ends(topic, kPartitions);
+  for (int p = 0; p < kPartitions; ++p) EXPECT_EQ(offsets[std::to_string(p)], ends[p]) << p;
+
+  // DuckDB over the listed files: every message exactly once, the values DuckDB computes
+  // from the same input.
+  fs::path input = WriteJsonLines("input.jsonl", Jsons(events));
+  std::string reader = FilesReader(table);
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), count(DISTINCT (p, o)) FROM {}", reader)),
+            std::vector<std::string>{"3000|3000|3000"});
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT city, count(*), sum(amount) FROM {} GROUP BY ALL ORDER BY ALL", reader)),
+            DuckRows("", fmt::format("SELECT city, count(*), sum(amount) FROM read_json({}) GROUP BY ALL ORDER BY ALL",
+                                     Lit(input))));
+  // Field ids in the Parquet files: the table schema's (id is field 1).
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT field_id FROM parquet_schema({}) WHERE name = 'id'",
+                                     duck::QuoteLiteral(table["files"][0]["path"].get<std::string>()))),
+            std::vector<std::string>{"1"});
+
+  // A restart resumes from the table's offsets: 1000 more, still each once.
+  Produce(topic, Jsons(MakeEvents(3000, 1000)), kPartitions);
+  run = StartPipeline(spec, "again");
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  table = ReadTable(root);
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+            std::vector<std::string>{"4000|4000"});
+  EXPECT_GE(table["snapshots"].get<int>(), 2);
+}
+
+TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
+  const std::string topic = Name("in");
+  CreateTopic(topic, 1);
+  Produce(topic, Jsons(MakeEvents(0, 50)), 1);
+  const fs::path warehouse = dir_ / "warehouse";
+  PipelineSpec spec = IcebergSpec(topic, warehouse);
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  // Now `id` as a DOUBLE: the table's long cannot hold it without loss.
+  Produce(topic, Jsons(MakeEvents(50, 10)), 1);
+  spec.sql = "SELECT id::DOUBLE AS id, city FROM batch";
+  run = StartPipeline(spec, "wrong");
+  auto status = run->WaitExit(60s);
+  ASSERT_TRUE(status.has_value()) << "the pipeline kept running";
+  EXPECT_NE(*status, 0);
+  EXPECT_TRUE(Contains(run->Err(), "column id: the batch has double, the table long")) << run->Err();
+}
 }  // namespace
 }  // namespace sluice::integration

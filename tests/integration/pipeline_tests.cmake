@@ -1,3 +1,4 @@
+find_package(nlohmann_json 3 REQUIRED)  # the Iceberg tests read metadata JSON
 # `sluice pipeline run` end to end (issue 4's tests): the real binary as a child process
 # against `sluice serve`, real PostgreSQL, results checked against DuckDB over the same
 # input. One binary; the seeded SIGKILL crash test is its own ctest test so that ctest -j
@@ -6,7 +7,7 @@ add_executable(pipeline_test ${_it}/pipeline_test.cc ${_it}/sluice_process.cc
                ${PROJECT_SOURCE_DIR}/src/sinks/tests/postgres_server.cc)
 target_include_directories(pipeline_test PRIVATE ${_it})
 target_link_libraries(pipeline_test PRIVATE sluice_duck sluice_kafka_client sluice_base
-                      PkgConfig::RDKAFKA GTest::gtest GTest::gtest_main)
+                      PkgConfig::RDKAFKA nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_options(pipeline_test PRIVATE ${SLUICE_WARNINGS})
 add_dependencies(pipeline_test sluice)
 add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*:PipelineWindowCrashTest.*)

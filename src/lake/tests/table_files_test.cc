@@ -1,4 +1,5 @@
 #include "lake/table_files.h"
+#include "lake/table_metadata.h"
 
 #include <unistd.h>
 

@@ -1,0 +1,268 @@
+#include "lake/table.h"
+
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "lake/table_update.h"
+
+namespace sluice::lake {
+namespace {
+
+constexpr int kMaxAttempts = 32;
+// A snapshot keeps at most this many manifests: past it they are merged into one (a
+// pipeline appending every minute would otherwise add a manifest a minute, forever).
+constexpr size_t kMergeManifests = 16;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t NewSnapshotId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  int64_t id = 0;
+  while (id == 0) id = static_cast<int64_t>(rng() >> 1);
+  return id;
+}
+
+// The Avro type of a partition value of Iceberg type `t` (the spec's Avro mapping).
+Result<std::string> AvroTypeOf(const Type& t) {
+  switch (t.id) {
+    case TypeId::kBoolean: return std::string(R"("boolean")");
+    case TypeId::kInt: return std::string(R"("int")");
+    case TypeId::kLong: return std::string(R"("long")");
+    case TypeId::kFloat: return std::string(R"("float")");
+    case TypeId::kDouble: return std::string(R"("double")");
+    case TypeId::kDate: return std::string(R"({"type":"int","logicalType":"date"})");
+    case TypeId::kTime: return std::string(R"({"type":"long","logicalType":"time-micros"})");
+    case TypeId::kTimestamp:
+      return std::string(R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":false})");
+    case TypeId::kTimestampTz:
+      return std::string(R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":true})");
+    case TypeId::kString: return std::string(R"("string")");
+    case TypeId::kBinary: return std::string(R"("bytes")");
+    default: return UnimplementedError("partition values of type {} are not supported", t.ToString());
+  }
+}
+
+int64_t SummaryLong(const Snapshot* s, const std::string& key) {
+  if (s == nullptr) return 0;
+  auto it = s->summary.find(key);
+  return it == s->summary.end() ? 0 : std::strtoll(it->second.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+Result<ManifestContext> ContextOf(const TableMetadata& metadata) {
+  const Schema* schema = metadata.CurrentSchema();
+  const PartitionSpec* spec = metadata.DefaultSpec();
+  if (schema == nullptr || spec == nullptr) return CorruptionError("table metadata without a current schema or spec");
+  ManifestContext c;
+  c.schema_json = SchemaToJson(*schema).dump();
+  c.schema_id = schema->schema_id;
+  c.spec_id = spec->spec_id;
+  c.spec_fields_json = PartitionSpecToJson(*spec)["fields"].dump();
+  ASSIGN_OR_RETURN(Type tuple, spec->PartitionType(*schema));
+  std::string fields = "[";
+  for (size_t i = 0; i < tuple.fields.size(); ++i) {
+    const NestedField& f = tuple.fields[i];
+    ASSIGN_OR_RETURN(std::string avro, AvroTypeOf(f.type));
+    fields += fmt::format(R"({}{{"name":{},"type":["null",{}],"default":null,"field-id":{}}})", i > 0 ? "," : "",
+                          Json(f.name).dump(), avro, f.id);
+  }
+  c.partition_avro_fields = fields + "]";
+  return c;
+}
+
+Result<Table> Table::Load(const std::string& root) {
+  TableFiles files(root);
+  ASSIGN_OR_RETURN(std::optional<MetadataVersion> current, files.Current());
+  if (!current) return NotFoundError("{} holds no Iceberg table (no metadata/v<N>.metadata.json)", root);
+  Result<TableMetadata> metadata = TableMetadataFromJson(current->json);
+  if (!metadata.ok()) return CorruptionError("{}: {}", current->path, metadata.status().message());
+  return Table(std::move(files), std::move(*metadata), current->version);
+}
+
+Result<Table> Table::Create(const std::string& root, const Schema& schema, const PartitionSpec& spec,
+                            const std::map<std::string, std::string>& properties) {
+  NewTableOptions options;
+  options.location = FileUri(root);
+  options.schema = schema;
+  options.spec = spec;
+  options.properties = properties;
+  options.now_ms = NowMs();
+  ASSIGN_OR_RETURN(TableMetadata metadata, NewTable(options));
+  TableFiles files(root);
+  Status st = files.CommitVersion(1, TableMetadataToString(metadata));
+  if (st.code() == StatusCode::kAlreadyExists) return Load(root);
+  RETURN_IF_ERROR(st);
+  return Table(std::move(files), std::move(metadata), 1);
+}
+
+std::string Table::metadata_location() const { return FileUri(files_.VersionPath(version_)); }
+
+Status Table::Refresh() {
+  ASSIGN_OR_RETURN(Table t, Load(files_.root()));
+  metadata_ = std::move(t.metadata_);
+  version_ = t.version_;
+  return Status::OK();
+}
+
+Result<std::vector<ManifestFile>> Table::ManifestsOf(const Snapshot& snapshot) const {
+  ASSIGN_OR_RETURN(std::string path, LocalPath(snapshot.manifest_list));
+  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  Result<std::vector<ManifestFile>> list = ReadManifestList(bytes);
+  if (!list.ok()) return CorruptionError("{}: {}", path, list.status().message());
+  return list;
+}
+
+Result<std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>>> Table::CurrentManifests() const {
+  std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>> out;
+  const Snapshot* current = metadata_.CurrentSnapshot();
+  if (current == nullptr) return out;
+  ASSIGN_OR_RETURN(std::vector<ManifestFile> list, ManifestsOf(*current));
+  for (ManifestFile& m : list) {
+    ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
+    ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+    Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
+    if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
+    out.emplace_back(std::move(m), std::move(*entries));
+  }
+  return out;
+}
+
+std::optional<std::string> NewestSummary(const TableMetadata& metadata, const std::string& key) {
+  const Snapshot* s = metadata.CurrentSnapshot();
+  for (size_t hops = 0; s != nullptr && hops <= metadata.snapshots.size(); ++hops) {
+    if (auto it = s->summary.find(key); it != s->summary.end()) return it->second;
+    s = s->parent_snapshot_id ? metadata.FindSnapshot(*s->parent_snapshot_id) : nullptr;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> Table::NewestSummary(const std::string& key) const {
+  return lake::NewestSummary(metadata_, key);
+}
+
+Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn& summary) {
+  const int64_t snapshot_id = NewSnapshotId();
+  const std::string metadata_dir = files_.metadata_dir();
+  // The new files' manifest is written once: its added entries inherit the snapshot id and
+  // sequence number from whichever list commits it.
+  ASSIGN_OR_RETURN(ManifestContext context, ContextOf(metadata_));
+  std::vector<ManifestEntry> added;
+  int64_t added_records = 0, added_size = 0;
+  for (const DataFile& f : data) {
+    added.push_back(ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
+    added_records += f.record_count;
+    added_size += f.file_size_in_bytes;
+  }
+  std::string manifest_path = fmt::format("{}/{}-m0.avro", metadata_dir, NewUuid());
+  ASSIGN_OR_RETURN(std::string manifest_bytes, WriteManifest(context, added));
+  RETURN_IF_ERROR(WriteFileAtomically(manifest_path, manifest_bytes));
+
+  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
+    if (attempt > 1) RETURN_IF_ERROR(Refresh());
+    // A first attempt may have landed although it reported a failure (the link made, the
+    // directory sync failed): then it is done.
+    if (metadata_.FindSnapshot(snapshot_id) != nullptr) return snapshot_id;
+    const Snapshot* parent = metadata_.CurrentSnapshot();
+    const int64_t sequence = metadata_.last_sequence_number + 1;
+    ManifestFile mine;
+    mine.manifest_path = FileUri(manifest_path);
+    mine.manifest_length = static_cast<int64_t>(manifest_bytes.size());
+    mine.partition_spec_id = context.spec_id;
+    mine.sequence_number = sequence;
+    mine.min_sequence_number = sequence;
+    mine.added_snapshot_id = snapshot_id;
+    mine.added_files_count = static_cast<int32_t>(added.size());
+    mine.added_rows_count = added_records;
+    std::vector<ManifestFile> manifests;
+    if (parent != nullptr) {
+      ASSIGN_OR_RETURN(manifests, ManifestsOf(*parent));
+    }
+    if (manifests.size() + 1 > kMergeManifests) {
+      // Merge: every live entry of the old manifests, as existing, plus the new files, in
+      // one manifest of this snapshot.
+      std::vector<ManifestEntry> merged = added;
+      int64_t min_sequence = sequence;
+      int32_t existing_files = 0;
+      int64_t existing_rows = 0;
+      for (const ManifestFile& m : manifests) {
+        ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
+        ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+        Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
+        if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
+        for (ManifestEntry& e : *entries) {
+          if (e.status == EntryStatus::kDeleted) continue;
+          e.status = EntryStatus::kExisting;
+          min_sequence = std::min(min_sequence, e.sequence_number.value_or(sequence));
+          ++existing_files;
+          existing_rows += e.file.record_count;
+          merged.push_back(std::move(e));
+        }
+      }
+      std::string merged_path = fmt::format("{}/{}-m0.avro", metadata_dir, NewUuid());
+      ASSIGN_OR_RETURN(std::string merged_bytes, WriteManifest(context, merged));
+      RETURN_IF_ERROR(WriteFileAtomically(merged_path, merged_bytes));
+      mine.manifest_path = FileUri(merged_path);
+      mine.manifest_length = static_cast<int64_t>(merged_bytes.size());
+      mine.min_sequence_number = min_sequence;
+      mine.existing_files_count = existing_files;
+      mine.existing_rows_count = existing_rows;
+      manifests.clear();
+    }
+    manifests.insert(manifests.begin(), mine);
+    std::string list_path = fmt::format("{}/snap-{}-{}-{}.avro", metadata_dir, snapshot_id, attempt, NewUuid());
+    ASSIGN_OR_RETURN(std::string list_bytes,
+                     WriteManifestList(snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
+                                       sequence, manifests));
+    RETURN_IF_ERROR(WriteFileAtomically(list_path, list_bytes));
+
+    Snapshot snap;
+    snap.snapshot_id = snapshot_id;
+    snap.parent_snapshot_id = parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt;
+    snap.sequence_number = sequence;
+    snap.timestamp_ms = std::max(NowMs(), metadata_.last_updated_ms);
+    snap.manifest_list = FileUri(list_path);
+    snap.operation = "append";
+    snap.schema_id = metadata_.current_schema_id;
+    auto total = [&](const std::string& key, int64_t add) {
+      snap.summary[key] = std::to_string(SummaryLong(parent, key) + add);
+    };
+    snap.summary["added-data-files"] = std::to_string(data.size());
+    snap.summary["added-records"] = std::to_string(added_records);
+    snap.summary["added-files-size"] = std::to_string(added_size);
+    total("total-data-files", static_cast<int64_t>(data.size()));
+    total("total-records", added_records);
+    total("total-files-size", added_size);
+    total("total-delete-files", 0);
+    total("total-position-deletes", 0);
+    total("total-equality-deletes", 0);
+    ASSIGN_OR_RETURN(auto extra, summary(metadata_));
+    for (auto& [k, v] : extra) snap.summary[k] = v;
+
+    SnapshotRef main;
+    main.snapshot_id = snapshot_id;
+    std::vector<TableUpdate> updates = {AddSnapshotUpdate{snap},
+                                        SetSnapshotRefUpdate{std::string(kMainBranch), main}};
+    ASSIGN_OR_RETURN(TableMetadata next, ApplyUpdates(metadata_, metadata_location(), updates, snap.timestamp_ms));
+    Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
+    if (st.ok()) {
+      metadata_ = std::move(next);
+      ++version_;
+      return snapshot_id;
+    }
+    if (st.code() != StatusCode::kAlreadyExists) {
+      // Did it land anyway (the link made, a later sync failed)? Then it is committed.
+      if (Refresh().ok() && metadata_.FindSnapshot(snapshot_id) != nullptr) return snapshot_id;
+      return st;
+    }
+    // Lost the race: the list written for it is left for expiry; try on the new current.
+  }
+  return AbortedError("{}: {} commit attempts lost to other writers", files_.root(), kMaxAttempts);
+}
+
+}  // namespace sluice::lake

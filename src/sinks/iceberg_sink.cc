@@ -1,0 +1,364 @@
+#include "sinks/iceberg_sink.h"
+
+#include <charconv>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "lake/data_files.h"
+#include "lake/duck_types.h"
+
+namespace sluice::sinks {
+namespace {
+
+using lake::DataFile;
+using lake::NestedField;
+using lake::PartitionField;
+using lake::PartitionSpec;
+using lake::Schema;
+using lake::Type;
+
+constexpr std::string_view kStage = "sluice_iceberg_stage";
+
+std::string SqlLiteral(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+  return s;
+}
+
+// "day(ts)" -> a partition field over `schema` (ids of the schema being created).
+Result<PartitionField> ParsePartition(std::string_view text, const Schema& schema) {
+  std::string_view t = Trim(text);
+  std::string transform = "identity", column(t), arg;
+  if (size_t open = t.find('('); open != t.npos) {
+    if (t.back() != ')') return InvalidArgumentError("partition_by {}: expected transform(column)", text);
+    transform = std::string(Trim(t.substr(0, open)));
+    std::string_view inside = t.substr(open + 1, t.size() - open - 2);
+    if (size_t comma = inside.find(','); comma != inside.npos) {
+      arg = std::string(Trim(inside.substr(0, comma)));
+      column = std::string(Trim(inside.substr(comma + 1)));
+    } else {
+      column = std::string(Trim(inside));
+    }
+  }
+  const NestedField* source = nullptr;
+  for (const NestedField& f : schema.fields) {
+    if (f.name == column) source = &f;
+  }
+  if (source == nullptr) return InvalidArgumentError("partition_by {}: the results have no column {}", text, column);
+  std::string spec_text = arg.empty() ? transform : fmt::format("{}[{}]", transform, arg);
+  Result<lake::Transform> parsed = lake::Transform::Parse(spec_text);
+  if (!parsed.ok()) return InvalidArgumentError("partition_by {}: {}", text, parsed.status().message());
+  if (Result<Type> r = parsed->ResultType(source->type); !r.ok()) {
+    return InvalidArgumentError("partition_by {}: {}", text, r.status().message());
+  }
+  std::string suffix = transform == "identity" ? ""
+                       : transform == "truncate" ? "_trunc"
+                                                 : "_" + transform;
+  PartitionField f;
+  f.source_id = source->id;
+  f.field_id = -1;
+  f.name = source->name + suffix;
+  f.transform = *parsed;
+  return f;
+}
+
+// The SQL of a partition field's value over the staged rows, for the transforms DuckDB
+// can compute as Iceberg defines them (UTC for time zones, floor for negatives).
+Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) {
+  const NestedField* source = schema.FindField(p.source_id);
+  if (source == nullptr) return InternalError("partition source {} is not in the schema", p.source_id);
+  std::string c = lake::QuoteId(source->name);
+  lake::TypeId t = source->type.id;
+  std::string ts = t == lake::TypeId::kTimestampTz ? fmt::format("make_timestamp(epoch_us({}))", c) : c;
+  std::string text = p.transform.ToString();
+  if (text == "identity") return c;
+  if (text == "void") return std::string("NULL");
+  if (text == "year") return fmt::format("(year({}) - 1970)", ts);
+  if (text == "month") return fmt::format("((year({0}) - 1970) * 12 + month({0}) - 1)", ts);
+  if (text == "day") {
+    if (t == lake::TypeId::kDate) return fmt::format("({} - DATE '1970-01-01')", c);
+    return fmt::format("CAST(floor(epoch_us({}) / 86400000000.0) AS INTEGER)", c);
+  }
+  if (text == "hour") return fmt::format("CAST(floor(epoch_us({}) / 3600000000.0) AS INTEGER)", c);
+  if (text.starts_with("truncate[")) {
+    int64_t w = std::strtoll(text.c_str() + 9, nullptr, 10);
+    if (t == lake::TypeId::kInt || t == lake::TypeId::kLong) return fmt::format("({0} - ((({0} % {1}) + {1}) % {1}))", c, w);
+    if (t == lake::TypeId::kString) return fmt::format("left({}, {})", c, w);
+  }
+  return UnimplementedError("the iceberg sink cannot partition by {} of a {} column yet (identity, year, month, day, "
+                            "hour and truncate of int, long and string are supported)",
+                            text, source->type.ToString());
+}
+
+// A partition value from SQL text, as the Avro datum of its result type.
+lake::avro::Datum PartitionDatum(const Type& type, const std::optional<std::string>& text) {
+  using lake::avro::Datum;
+  if (!text) return Datum::Null();
+  switch (type.id) {
+    case lake::TypeId::kInt:
+    case lake::TypeId::kDate: return Datum::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10)));
+    case lake::TypeId::kLong:
+    case lake::TypeId::kTime:
+    case lake::TypeId::kTimestamp:
+    case lake::TypeId::kTimestampTz: return Datum::Long(std::strtoll(text->c_str(), nullptr, 10));
+    case lake::TypeId::kBoolean: return Datum::Boolean(*text == "true");
+    case lake::TypeId::kFloat: return Datum::Float(std::strtof(text->c_str(), nullptr));
+    case lake::TypeId::kDouble: return Datum::Double(std::strtod(text->c_str(), nullptr));
+    default: return Datum::String(*text);
+  }
+}
+
+// The text of an identity-partition value that PartitionDatum reads back (times as
+// microseconds, dates as days).
+std::string PartitionText(const NestedField& source, const std::string& expr) {
+  switch (source.type.id) {
+    case lake::TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", expr);
+    case lake::TypeId::kTimestamp:
+    case lake::TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", expr);
+    case lake::TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", expr);
+    default: return fmt::format("({})::VARCHAR", expr);
+  }
+}
+
+std::string OffsetsKey(const std::string& group, const std::string& topic) {
+  return fmt::format("sluice.offsets.{}.{}", group, topic);
+}
+
+}  // namespace
+
+IcebergSink::IcebergSink(IcebergSinkOptions options, std::string root)
+    : options_(std::move(options)), root_(std::move(root)), last_commit_(std::chrono::steady_clock::now()) {}
+
+Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions options) {
+  if (options.warehouse.empty()) {
+    return InvalidArgumentError("iceberg sink: no warehouse: set sink.iceberg.warehouse or SLUICE_WAREHOUSE");
+  }
+  if (options.namespace_.empty() || options.table.empty()) {
+    return InvalidArgumentError("iceberg sink: table_name must be namespace.table");
+  }
+  ASSIGN_OR_RETURN(std::string warehouse, lake::LocalPath(options.warehouse));
+  std::string root = warehouse;
+  for (const std::string& level : options.namespace_) root += "/" + level;
+  root += "/" + options.table;
+  auto sink = std::unique_ptr<IcebergSink>(new IcebergSink(std::move(options), root));
+  Result<lake::Table> table = lake::Table::Load(root);
+  if (table.ok()) {
+    sink->table_.emplace(std::move(*table));
+  } else if (table.status().code() != StatusCode::kNotFound) {
+    return table.status();
+  }
+  return sink;
+}
+
+std::string IcebergSink::Describe() const {
+  return fmt::format("iceberg table {}.{} in {}", fmt::join(options_.namespace_, "."), options_.table, root_);
+}
+
+std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
+  SourceOffsets out;
+  if (!table_) return out;
+  for (const std::string& topic : options_.topics) {
+    std::optional<std::string> json = table_->NewestSummary(OffsetsKey(options_.group_id, topic));
+    if (!json) continue;
+    nlohmann::json j = nlohmann::json::parse(*json, nullptr, false);
+    if (!j.is_object()) continue;
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      int32_t partition = 0;
+      auto [p, ec] = std::from_chars(it.key().data(), it.key().data() + it.key().size(), partition);
+      if (ec != std::errc() || !it.value().is_number_integer()) continue;
+      out[{topic, partition}] = it.value().get<int64_t>();
+    }
+  }
+  return out;
+}
+
+Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) {
+  if (table_) return Status::OK();
+  ASSIGN_OR_RETURN(duck::QueryResult r, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < r.column_count(); ++i) names.push_back(r.column_name(i));
+  ASSIGN_OR_RETURN(Schema schema, lake::SchemaOfColumns(names, r.column_logical_types()));
+  PartitionSpec spec;
+  for (const std::string& p : options_.partition_by) {
+    ASSIGN_OR_RETURN(PartitionField f, ParsePartition(p, schema));
+    f.field_id = lake::kPartitionDataIdStart + static_cast<int32_t>(spec.fields.size());
+    spec.fields.push_back(std::move(f));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(root_ + "/data", ec);
+  if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
+  ASSIGN_OR_RETURN(lake::Table created, lake::Table::Create(root_, schema, spec, {{"write.format.default", "parquet"}}));
+  table_.emplace(std::move(created));
+  return Status::OK();
+}
+
+// The batch's columns against the table's: each must exist (or be added, with
+// schema_evolution) and fit its column without loss.
+Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table) {
+  ASSIGN_OR_RETURN(duck::QueryResult r, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
+  std::vector<duck::LogicalType> types = r.column_logical_types();
+  const Schema* schema = table_->metadata().CurrentSchema();
+  for (size_t i = 0; i < r.column_count(); ++i) {
+    const std::string& name = r.column_name(i);
+    const NestedField* field = nullptr;
+    for (const NestedField& f : schema->fields) {
+      if (f.name == name) field = &f;
+    }
+    int32_t next = 1;
+    ASSIGN_OR_RETURN(Type type, lake::IcebergTypeOf(types[i], name, &next));
+    if (field == nullptr) {
+      return InvalidArgumentError("column {} ({}) is not in {}{}", name, type.ToString(), Describe(),
+                                  options_.schema_evolution ? " (adding columns is not supported yet)"
+                                                            : "; its columns are fixed (schema_evolution: false)");
+    }
+    if (!lake::IsSafePromotion(type, field->type)) {
+      return InvalidArgumentError("column {}: the batch has {}, the table {}: {} cannot hold it without loss", name,
+                                  type.ToString(), field->type.ToString(), field->type.ToString());
+    }
+  }
+  return Status::OK();
+}
+
+Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const SourceOffsets& offsets,
+                          std::vector<RejectedRow>* rejected) {
+  conn_ = &conn;
+  RETURN_IF_ERROR(EnsureTable(conn, table));
+  RETURN_IF_ERROR(CheckColumns(conn, table));
+  if (!staged_table_) {
+    const Schema* schema = table_->metadata().CurrentSchema();
+    std::vector<std::string> columns;
+    for (const NestedField& f : schema->fields) {
+      columns.push_back(fmt::format("{} {}", lake::QuoteId(f.name), lake::DuckTypeOf(f.type)));
+    }
+    RETURN_IF_ERROR(conn.Execute(
+        fmt::format("CREATE OR REPLACE TEMP TABLE {} ({})", kStage, fmt::join(columns, ", "))));
+    staged_table_ = true;
+  }
+  ASSIGN_OR_RETURN(duck::QueryResult r,
+                   conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table))));
+  ASSIGN_OR_RETURN(auto count, conn.QueryText(fmt::format("SELECT count(*) FROM {}", kStage)));
+  staged_rows_ = count.empty() || !count[0][0] ? 0 : std::strtoll(count[0][0]->c_str(), nullptr, 10);
+  Skip(offsets);
+  return Status::OK();
+}
+
+void IcebergSink::Skip(const SourceOffsets& offsets) {
+  for (const auto& [tp, next] : offsets) {
+    int64_t& at = pending_[tp];
+    at = std::max(at, next);
+  }
+}
+
+Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
+  const lake::TableMetadata& m = table_->metadata();
+  const Schema* schema = m.CurrentSchema();
+  const PartitionSpec* spec = m.DefaultSpec();
+  std::vector<std::string> columns;
+  for (const NestedField& f : schema->fields) columns.push_back(lake::QuoteId(f.name));
+  std::string select = fmt::format("SELECT {} FROM {}", fmt::join(columns, ", "), kStage);
+  const std::string data_dir = root_ + "/data";
+  std::vector<DataFile> files;
+  if (spec->is_unpartitioned()) {
+    std::string name = fmt::format("{}.parquet", lake::NewUuid());
+    std::string path = fmt::format("{}/{}", data_dir, name);
+    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
+    files.push_back(std::move(f));
+    return files;
+  }
+  // One file per partition tuple.
+  ASSIGN_OR_RETURN(Type tuple, spec->PartitionType(*schema));
+  std::vector<std::string> exprs, texts;
+  for (const PartitionField& p : spec->fields) {
+    ASSIGN_OR_RETURN(std::string e, PartitionSql(p, *schema));
+    exprs.push_back(e);
+    const NestedField* source = schema->FindField(p.source_id);
+    texts.push_back(p.transform.ToString() == "identity" ? PartitionText(*source, e) : fmt::format("({})::VARCHAR", e));
+  }
+  ASSIGN_OR_RETURN(auto tuples, conn_->QueryText(fmt::format("SELECT DISTINCT {} FROM {}", fmt::join(texts, ", "),
+                                                             kStage)));
+  for (const auto& values : tuples) {
+    std::vector<std::string> where;
+    std::vector<std::pair<std::string, lake::avro::Datum>> fields;
+    std::string dir = data_dir;
+    for (size_t i = 0; i < exprs.size(); ++i) {
+      where.push_back(values[i] ? fmt::format("{} = {}", texts[i], SqlLiteral(*values[i]))
+                                : fmt::format("{} IS NULL", texts[i]));
+      fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
+      std::string shown = values[i] ? *values[i] : "null";
+      for (char& ch : shown) {
+        if (ch == '/' || ch == '\\' || ch == '\0') ch = '_';
+      }
+      dir += fmt::format("/{}={}", spec->fields[i].name, shown);
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return IOError("cannot create {}: {}", dir, ec.message());
+    std::string path = fmt::format("{}/{}.parquet", dir, lake::NewUuid());
+    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, fmt::format("{} WHERE {}", select, fmt::join(where, " AND ")),
+                                                     *schema, path, lake::FileUri(path)));
+    f.partition = lake::avro::Datum::Record(std::move(fields));
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+Result<SourceOffsets> IcebergSink::Commit(bool force) {
+  if (pending_.empty() && staged_rows_ == 0) return SourceOffsets{};
+  auto now = std::chrono::steady_clock::now();
+  const int64_t target_rows =
+      std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(options_.target_file_size_bytes) / bytes_per_row_));
+  bool due = force || now - last_commit_ >= std::chrono::seconds(options_.commit_interval_seconds) ||
+             staged_rows_ >= target_rows;
+  if (!due) return SourceOffsets{};
+  if (staged_rows_ > 0 && (conn_ == nullptr || !table_)) return InternalError("rows staged without a connection");
+  if (!table_) {
+    // Only skipped batches so far and no table yet: their offsets wait for the first rows.
+    return SourceOffsets{};
+  }
+  std::vector<DataFile> files;
+  if (staged_rows_ > 0) {
+    ASSIGN_OR_RETURN(files, WriteFiles());
+    int64_t bytes = 0, rows = 0;
+    for (const DataFile& f : files) {
+      bytes += f.file_size_in_bytes;
+      rows += f.record_count;
+    }
+    if (rows > 0) bytes_per_row_ = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(rows));
+  }
+  const SourceOffsets pending = pending_;
+  const std::string group = options_.group_id;
+  lake::SummaryFn summary = [&pending, &group](const lake::TableMetadata& base)
+      -> Result<std::map<std::string, std::string>> {
+    // Per topic, the newest entry carried forward with this commit's partitions moved on.
+    std::map<std::string, nlohmann::json> by_topic;
+    for (const auto& [tp, next] : pending) {
+      nlohmann::json& j = by_topic[tp.first];
+      if (j.is_null()) {
+        std::optional<std::string> old = lake::NewestSummary(base, OffsetsKey(group, tp.first));
+        j = old ? nlohmann::json::parse(*old, nullptr, false) : nlohmann::json::object();
+        if (!j.is_object()) j = nlohmann::json::object();
+      }
+      j[std::to_string(tp.second)] = next;
+    }
+    std::map<std::string, std::string> out;
+    for (const auto& [topic, j] : by_topic) out[OffsetsKey(group, topic)] = j.dump();
+    return out;
+  };
+  Result<int64_t> snapshot = table_->Append(files, summary);
+  if (!snapshot.ok()) return snapshot.status();
+  if (staged_rows_ > 0) RETURN_IF_ERROR(conn_->Execute(fmt::format("DELETE FROM {}", kStage)));
+  staged_rows_ = 0;
+  pending_.clear();
+  last_commit_ = now;
+  return pending;
+}
+
+}  // namespace sluice::sinks

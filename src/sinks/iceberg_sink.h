@@ -1,0 +1,72 @@
+// IcebergSink: appends a pipeline's results to an Iceberg table of a warehouse directory
+// (docs/design/0009), exactly once from Kafka. Each batch's rows are staged in a temporary
+// DuckDB table on the pipeline's connection; every commit_interval_seconds (or when the
+// staged rows would make a file of target_file_size_bytes, or at stop) they become Parquet
+// files (one per partition) committed in one snapshot whose summary records, under
+// `sluice.offsets.<group>.<topic>`, the next offset of every partition. The pipeline
+// commits those offsets to Kafka only after that (Sink::Defers), and a restarted pipeline
+// resumes from the table's (HeldOffsets), so a crash anywhere neither loses nor repeats a
+// row.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lake/table.h"
+#include "sinks/sink.h"
+
+namespace sluice::sinks {
+
+struct IcebergSinkOptions {
+  std::string warehouse;                 // a local directory (or file:// URI)
+  std::vector<std::string> namespace_;   // at least one level
+  std::string table;
+  std::string catalog_name;              // for Describe
+  int64_t commit_interval_seconds = 60;
+  int64_t target_file_size_bytes = int64_t{128} << 20;
+  bool schema_evolution = false;
+  std::vector<std::string> partition_by;  // "day(ts)", "bucket(16, id)", "city", ...
+  std::string group_id;                   // whose offsets the snapshots record
+  std::vector<std::string> topics;
+};
+
+class IcebergSink : public Sink {
+ public:
+  // Loads the table when it exists (its offsets for HeldOffsets); otherwise it is created
+  // from the first batch's columns.
+  static Result<std::unique_ptr<IcebergSink>> Create(IcebergSinkOptions options);
+
+  Status Write(duck::Connection& conn, std::string_view table, const SourceOffsets& offsets,
+               std::vector<RejectedRow>* rejected) override;
+  Status Flush() override { return Status::OK(); }  // staged; durable at Commit
+  bool Defers() const override { return true; }
+  Result<SourceOffsets> Commit(bool force) override;
+  void Skip(const SourceOffsets& offsets) override;
+  std::optional<SourceOffsets> HeldOffsets() override;
+  std::string Describe() const override;
+
+  // The table's root directory.
+  const std::string& root() const { return root_; }
+
+ private:
+  explicit IcebergSink(IcebergSinkOptions options, std::string root);
+  Status EnsureTable(duck::Connection& conn, std::string_view table);
+  Status CheckColumns(duck::Connection& conn, std::string_view table);
+  Result<std::vector<lake::DataFile>> WriteFiles();
+
+  IcebergSinkOptions options_;
+  std::string root_;
+  std::optional<lake::Table> table_;
+  duck::Connection* conn_ = nullptr;  // the pipeline's, from Write
+  bool staged_table_ = false;
+  int64_t staged_rows_ = 0;
+  double bytes_per_row_ = 64;  // Parquet bytes a row took in the last file written
+  SourceOffsets pending_;      // offsets of what is staged (or skipped) since the last commit
+  std::chrono::steady_clock::time_point last_commit_;
+};
+
+}  // namespace sluice::sinks
