@@ -467,7 +467,10 @@ def iceberg_metadata_seeds(out):
         "metadata_v3": b"\x00" + json.dumps(bad_meta).encode(),
         "metadata_bad_current": b"\x00" + json.dumps(dict(meta, **{"current-snapshot-id": 7})).encode(),
         "metadata_truncated": b"\x00" + json.dumps(meta).encode()[:300],
-        "metadata_deep": b"\x00" + b'{"format-version":2,"schemas":[{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":' + b'{"type":"list","element-id":2,"element-required":true,"element":' * 300 + b'"int"' + b"}" * 300 + b"}]}]}",
+        "metadata_deep": b"\x00" + json.dumps(dict(meta, schemas=["DEEP"])).encode().replace(
+            b'"DEEP"', b'{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":' +
+            b'{"type":"list","element-id":2,"element-required":true,"element":' * 300 + b'"int"' +
+            b"}" * 300 + b"}]}"),
         "create": b"\x03" + json.dumps(create).encode(),
         "append": b"\x01" + json.dumps(append).encode(),
         "expire": b"\x01" + json.dumps(expire).encode(),
