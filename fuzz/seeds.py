@@ -481,6 +481,91 @@ def avro_seeds(out):
     write_all(os.path.join(out, "avro"), seeds)
 
 
+# --- iceberg_metadata_fuzz: table metadata JSON (byte 0 even) and commit requests (odd) --
+
+def iceberg_metadata_seeds(out):
+    import json
+    schema = {"type": "struct", "schema-id": 0, "identifier-field-ids": [1], "fields": [
+        {"id": 1, "name": "id", "required": True, "type": "long"},
+        {"id": 2, "name": "ts", "required": False, "type": "timestamptz"},
+        {"id": 3, "name": "data", "required": False, "type": "string", "doc": "payload"},
+        {"id": 4, "name": "amount", "required": False, "type": "decimal(10, 2)"},
+        {"id": 5, "name": "tags", "required": False, "type": {
+            "type": "list", "element-id": 6, "element": "string", "element-required": False}},
+        {"id": 7, "name": "attrs", "required": False, "type": {
+            "type": "map", "key-id": 8, "key": "string", "value-id": 9, "value": "fixed[4]",
+            "value-required": False}}]}
+    snap = lambda sid, parent, seq, op: dict(
+        [("snapshot-id", sid)] + ([("parent-snapshot-id", parent)] if parent else []) +
+        [("sequence-number", seq), ("timestamp-ms", 1700000000000 + seq),
+         ("summary", {"operation": op, "added-records": "10"}),
+         ("manifest-list", "s3://b/t/metadata/snap-%d.avro" % sid), ("schema-id", 0)])
+    meta = {
+        "format-version": 2, "table-uuid": "fb072c92-a02b-11e9-ae9c-1bb7bc9eca94",
+        "location": "s3://b/t", "last-sequence-number": 2, "last-updated-ms": 1700000000002,
+        "last-column-id": 9, "current-schema-id": 0, "schemas": [schema],
+        "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": [
+            {"name": "ts_day", "transform": "day", "source-id": 2, "field-id": 1000},
+            {"name": "id_bucket", "transform": "bucket[16]", "source-id": 1, "field-id": 1001}]}],
+        "last-partition-id": 1001, "default-sort-order-id": 1, "sort-orders": [
+            {"order-id": 0, "fields": []},
+            {"order-id": 1, "fields": [{"transform": "identity", "source-id": 1,
+                                        "direction": "asc", "null-order": "nulls-first"}]}],
+        "properties": {"write.format.default": "parquet"},
+        "current-snapshot-id": 2, "refs": {"main": {"snapshot-id": 2, "type": "branch"},
+                                           "t": {"snapshot-id": 1, "type": "tag"}},
+        "snapshots": [snap(1, None, 1, "append"), snap(2, 1, 2, "overwrite")],
+        "snapshot-log": [{"timestamp-ms": 1700000000001, "snapshot-id": 1},
+                         {"timestamp-ms": 1700000000002, "snapshot-id": 2}],
+        "metadata-log": [{"timestamp-ms": 1700000000000, "metadata-file": "s3://b/t/metadata/0.json"}]}
+    v1 = {"format-version": 1, "location": "/tmp/t", "last-updated-ms": 1, "last-column-id": 1,
+          "schema": {"type": "struct", "fields": [{"id": 1, "name": "a", "required": True, "type": "int"}]},
+          "partition-spec": [{"name": "a_b", "transform": "bucket[4]", "source-id": 1}]}
+    create = {"requirements": [{"type": "assert-create"}], "updates": [
+        {"action": "assign-uuid", "uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1"},
+        {"action": "upgrade-format-version", "format-version": 2},
+        {"action": "add-schema", "schema": schema, "last-column-id": 9},
+        {"action": "set-current-schema", "schema-id": -1},
+        {"action": "add-spec", "spec": {"fields": [
+            {"name": "ts_hour", "transform": "hour", "source-id": 2}]}},
+        {"action": "set-default-spec", "spec-id": -1},
+        {"action": "add-sort-order", "sort-order": {"order-id": 1, "fields": [
+            {"transform": "truncate[4]", "source-id": 3, "direction": "desc", "null-order": "nulls-last"}]}},
+        {"action": "set-default-sort-order", "sort-order-id": -1},
+        {"action": "set-location", "location": "s3://b/t"},
+        {"action": "set-properties", "updates": {"a": "b"}}]}
+    append = {"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": None},
+                               {"type": "assert-table-uuid", "uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1"},
+                               {"type": "assert-current-schema-id", "current-schema-id": 0}],
+              "updates": [{"action": "add-snapshot", "snapshot": snap(10, None, 1, "append")},
+                          {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                           "snapshot-id": 10},
+                          {"action": "set-snapshot-ref", "ref-name": "keep", "type": "tag",
+                           "snapshot-id": 10, "max-ref-age-ms": 1000},
+                          {"action": "remove-snapshot-ref", "ref-name": "keep"},
+                          {"action": "remove-properties", "removals": ["x"]}]}
+    expire = {"requirements": [], "updates": [{"action": "remove-snapshots", "snapshot-ids": [10, 11]}]}
+    bad_meta = dict(meta, **{"format-version": 3})
+    seeds = {
+        "metadata_v2": b"\x00" + json.dumps(meta).encode(),
+        "metadata_v1": b"\x00" + json.dumps(v1).encode(),
+        "metadata_v3": b"\x00" + json.dumps(bad_meta).encode(),
+        "metadata_bad_current": b"\x00" + json.dumps(dict(meta, **{"current-snapshot-id": 7})).encode(),
+        "metadata_truncated": b"\x00" + json.dumps(meta).encode()[:300],
+        "metadata_deep": b"\x00" + json.dumps(dict(meta, schemas=["DEEP"])).encode().replace(
+            b'"DEEP"', b'{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":' +
+            b'{"type":"list","element-id":2,"element-required":true,"element":' * 300 + b'"int"' +
+            b"}" * 300 + b"}]}"),
+        "create": b"\x03" + json.dumps(create).encode(),
+        "append": b"\x01" + json.dumps(append).encode(),
+        "expire": b"\x01" + json.dumps(expire).encode(),
+        "conflict": b"\x01" + json.dumps({"requirements": [{"type": "assert-create"}], "updates": []}).encode(),
+        "unsupported": b"\x01" + json.dumps({"requirements": [], "updates": [{"action": "set-statistics"}]}).encode(),
+        "not_json": b"\x01{\"requirements\": [",
+    }
+    write_all(os.path.join(out, "iceberg_metadata"), seeds)
+
+
 def main():
     out = sys.argv[1]
     segment_seeds(out)
@@ -491,6 +576,7 @@ def main():
     pipeline_config_seeds(out)
     json_decoder_seeds(out)
     avro_seeds(out)
+    iceberg_metadata_seeds(out)
 
 
 if __name__ == "__main__":
