@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "base/crash_point.h"
 #include "lake/table_update.h"
 
 namespace sluice::lake {
@@ -220,6 +221,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
                      WriteManifestList(snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
                                        sequence, manifests));
     RETURN_IF_ERROR(WriteFileAtomically(list_path, list_bytes));
+    CrashPoint("iceberg-list-written");
 
     Snapshot snap;
     snap.snapshot_id = snapshot_id;
@@ -251,6 +253,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     ASSIGN_OR_RETURN(TableMetadata next, ApplyUpdates(metadata_, metadata_location(), updates, snap.timestamp_ms));
     Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
     if (st.ok()) {
+      CrashPoint("iceberg-committed");
       metadata_ = std::move(next);
       ++version_;
       return snapshot_id;

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "base/crash_point.h"
 #include "base/logging.h"
 #include "duck/chunk_view.h"
 #include "duck/database.h"
@@ -146,29 +147,6 @@ std::string ValidUtf8(std::string_view s) {
     }
   }
   return out;
-}
-
-// A test hook for the crash tests (docs/design/0007 #8): with SLUICE_TEST_CRASH_AT=POINT:N
-// in the environment, the process kills itself with SIGKILL the Nth time it passes POINT.
-// Points: batch-begun (the batch's state written, not committed), state-committed (the
-// state committed, the Kafka commit not sent), window-emitted (closed windows flushed to
-// the sink, their removal not committed).
-void CrashPoint(std::string_view point) {
-  static std::string at;
-  static long remaining = [] {
-    const char* env = std::getenv("SLUICE_TEST_CRASH_AT");
-    if (env == nullptr) return 0L;
-    std::string_view spec(env);
-    size_t colon = spec.rfind(':');
-    if (colon == std::string_view::npos) return 0L;
-    at = std::string(spec.substr(0, colon));
-    return std::strtol(std::string(spec.substr(colon + 1)).c_str(), nullptr, 10);
-  }();
-  if (remaining <= 0 || point != at) return;
-  if (--remaining == 0) {
-    SLUICE_LOG(kLog, kWarn, "SLUICE_TEST_CRASH_AT: killing the process at {}", point);
-    ::raise(SIGKILL);
-  }
 }
 
 std::string StripTrailingSemicolons(std::string sql) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "base/crash_point.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
 
@@ -332,6 +333,7 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
       rows += f.record_count;
     }
     if (rows > 0) bytes_per_row_ = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(rows));
+    CrashPoint("iceberg-data-written");
   }
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;

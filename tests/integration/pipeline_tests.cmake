@@ -10,8 +10,9 @@ target_link_libraries(pipeline_test PRIVATE sluice_duck sluice_kafka_client slui
                       PkgConfig::RDKAFKA nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_options(pipeline_test PRIVATE ${SLUICE_WARNINGS})
 add_dependencies(pipeline_test sluice)
-add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*:PipelineWindowCrashTest.*)
+add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*:PipelineWindowCrashTest.*:PipelineIcebergCrashTest.*)
 add_test(NAME pipeline_crash_test COMMAND pipeline_test --gtest_filter=PipelineCrashTest.*)
 add_test(NAME pipeline_window_crash_test COMMAND pipeline_test --gtest_filter=PipelineWindowCrashTest.*)
-set_tests_properties(pipeline_test pipeline_crash_test pipeline_window_crash_test PROPERTIES
+add_test(NAME pipeline_iceberg_crash_test COMMAND pipeline_test --gtest_filter=PipelineIcebergCrashTest.*)
+set_tests_properties(pipeline_test pipeline_crash_test pipeline_window_crash_test pipeline_iceberg_crash_test PROPERTIES
   LABELS integration TIMEOUT 300 ENVIRONMENT "SLUICE_BINARY=$<TARGET_FILE:sluice>")
