@@ -484,6 +484,8 @@ struct Settings {
   int64_t fetch_max_partition_bytes = 0;
   std::string run_id;  // names topics and groups: <pid>-<ms>
   bool window = false;  // --window: the windowed cells instead of the plain ones
+  bool iceberg = false;  // --iceberg: passthrough into an Iceberg table and a noop sink
+  int64_t iceberg_commit_seconds = 5;
 };
 
 Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& bootstrap,
@@ -513,6 +515,13 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   s.batch_sizes = o.batch_sizes;
   s.window = o.window;
+  s.iceberg = o.iceberg;
+  s.iceberg_commit_seconds = o.iceberg_commit_seconds;
+  if (o.iceberg && (o.iceberg_commit_seconds < 1 || !o.handlers.empty())) {
+    return InvalidArgumentError("--iceberg runs StructuredBatch only (no --handlers) and needs "
+                                "--iceberg-commit-seconds of at least 1");
+  }
+  if (o.iceberg) s.handlers = {"handlers.StructuredBatch"};
   if (o.window && o.backlog) {
     return InvalidArgumentError("--backlog checks the plain pipelines: run it without --window");
   }
@@ -696,11 +705,16 @@ std::string HandlerSql(const std::string& handler, bool window) {
                      structured ? "\"timestamp\"" : "CAST(\"timestamp\" AS TIMESTAMPTZ)");
 }
 
+// --iceberg: every event through, as columns.
+constexpr std::string_view kPassthroughSql =
+    "SELECT event, properties.city AS city, properties.amount AS amount, \"timestamp\" FROM events";
+
 // A pipeline file. With `window`, the handler's rows go into that window (noop sink for
 // what it emits) instead of a sink, and a non-empty `state_path` adds pipeline.state.
 std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t batch,
                          const std::string& topic, const std::string& group, int flush_seconds,
-                         const WindowKind* window = nullptr, const std::string& state_path = "") {
+                         const WindowKind* window = nullptr, const std::string& state_path = "",
+                         const std::string& iceberg_warehouse = "") {
   bool structured = handler == "handlers.StructuredBatch";
   std::string properties;
   if (!s.consumer_properties.empty()) {
@@ -717,9 +731,15 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
   std::string out;
   if (structured) {
     out += fmt::format("commands:\n  - name: events table\n    sql: {}\n\n",
-                       window != nullptr ? kWindowStructuredTable : kStructuredTable);
+                       window != nullptr || s.iceberg ? kWindowStructuredTable : kStructuredTable);
   }
   std::string after_handler = "  sink:\n    type: noop\n";
+  if (!iceberg_warehouse.empty()) {
+    after_handler = fmt::format(
+        "  sink:\n    type: iceberg\n    iceberg:\n      catalog_name: bench\n      table_name: bench.events\n"
+        "      warehouse: '{}'\n      commit_interval_seconds: {}\n",
+        iceberg_warehouse, s.iceberg_commit_seconds);
+  }
   if (window != nullptr) {
     after_handler = fmt::format(
         "  window:\n"
@@ -755,7 +775,9 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
       "{}",
       batch, flush_seconds, s.bootstrap, group, topic, properties, handler,
       structured ? "    table: events\n" : "",
-      window != nullptr ? "|\n      " + HandlerSql(handler, true) : HandlerSql(handler, false),
+      window != nullptr ? "|\n      " + HandlerSql(handler, true)
+      : s.iceberg       ? std::string(kPassthroughSql)
+                        : HandlerSql(handler, false),
       after_handler);
   return out;
 }
@@ -793,6 +815,13 @@ struct RunResult {
   double broker_cpu = -1;    // of the own broker over the consuming time
   double window_emits = 0;   // --window: window.sink flushes (closings that emitted) when all were in
   double state_mib = -1;     // --window with state: the file and its WAL when all were in
+  // --iceberg: commits made while consuming, their mean and longest time, and the table
+  // after the stop (its last commit made then).
+  double commits = 0;
+  double commit_mean_s = 0;
+  double commit_max_s = 0;
+  double table_mib = -1;
+  double table_files = 0;
 };
 
 // Bytes of a file, 0 when missing.
@@ -810,7 +839,7 @@ int64_t FileBytes(const std::string& path) {
 Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int64_t batch,
                               const std::string& topic, int64_t n, const std::string& name,
                               Child* broker, Progress* progress, const WindowKind* window = nullptr,
-                              bool state = false) {
+                              bool state = false, bool iceberg = false) {
   std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
   std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
   struct RemoveState {
@@ -821,8 +850,17 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       for (const std::string& f : {path, path + ".wal", path + ".tmp"}) fs::remove_all(f, ec);
     }
   } remove_state{state_path};
+  std::string warehouse = iceberg ? fmt::format("{}/{}-warehouse", s.work_dir, name) : "";
+  struct RemoveWarehouse {
+    std::string path;
+    ~RemoveWarehouse() {
+      std::error_code ec;
+      if (!path.empty()) fs::remove_all(path, ec);
+    }
+  } remove_warehouse{warehouse};
   ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1, window, state_path)));
+                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1, window, state_path,
+                                                       warehouse)));
   auto fail = [&](Status st) -> Status {
     Status dead = p->CheckAlive();
     if (!dead.ok()) return Status(st.code(), st.message() + "\n" + dead.message());
@@ -889,8 +927,29 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   r.pipeline_cpu = p->CpuSeconds();
   if (window != nullptr) r.window_emits = last_flushes;
   if (state) r.state_mib = static_cast<double>(FileBytes(state_path) + FileBytes(state_path + ".wal")) / kMiB;
+  if (iceberg) {
+    if (Result<std::string> text = HttpGet(p->port(), "/metrics"); text.ok()) {
+      r.commits = MetricSum(*text, "sluice_pipeline_sink_commit_seconds_count");
+      double sum = MetricSum(*text, "sluice_pipeline_sink_commit_seconds_sum");
+      r.commit_mean_s = r.commits > 0 ? sum / r.commits : 0;
+      r.commit_max_s = MetricSum(*text, "sluice_pipeline_sink_commit_max_seconds");
+    }
+  }
   Status stopped = p->Stop();
   if (!stopped.ok()) return stopped;
+  if (iceberg) {
+    int64_t bytes = 0, files = 0;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(warehouse + "/bench/events/data", ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->is_regular_file() && it->path().extension() == ".parquet") {
+        bytes += static_cast<int64_t>(it->file_size());
+        ++files;
+      }
+    }
+    r.table_mib = static_cast<double>(bytes) / kMiB;
+    r.table_files = static_cast<double>(files);
+  }
   return r;
 }
 
@@ -1331,6 +1390,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
   // The reference first, per handler shape, while nothing else runs.
   std::map<std::pair<std::string, int64_t>, double> ceilings;
   for (const std::string& h : s.handlers) {
+    if (s.iceberg) break;  // its reference is the noop sink's cell
     progress.Show(fmt::format("reference: loading {} events into DuckDB ...", Grouped(static_cast<uint64_t>(s.messages))));
     ASSIGN_OR_RETURN(std::unique_ptr<Ceiling> ceiling,
                      Ceiling::Load(s.messages, h != "handlers.StructuredBatch", s.window, ctx.produced.totals));
@@ -1344,6 +1404,68 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
       ceilings[{h, b}] = Median(rates);
     }
     progress.Clear();
+  }
+
+  if (s.iceberg) {
+    const std::string h = "handlers.StructuredBatch";
+    if (!o.json) {
+      fmt::print("  iceberg   every event through (handler: {}) into an Iceberg table (sink.type iceberg, "
+                 "unpartitioned, commit_interval_seconds {}) or a noop sink; msgs/s to all in; commits while "
+                 "consuming with their mean and longest time (Parquet files, manifests, metadata version); the "
+                 "table after the stop's last commit\n\n",
+                 kPassthroughSql, s.iceberg_commit_seconds);
+      fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9} {:>8} {:>10} {:>10} {:>9} {:>7}\n", "sink", "batch", "msgs/s",
+                 "vs noop", "peak MiB", "commits", "commit ms", "max ms", "table MiB", "files");
+    }
+    for (int64_t b : s.batch_sizes) {
+      double noop_rate = 0;
+      for (bool ice : {false, true}) {
+        std::vector<RunResult> runs;
+        for (int r = 0; r < s.runs; ++r) {
+          std::string name = fmt::format("{}-{}-run{}", ice ? "iceberg" : "noop", b, r + 1);
+          Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, nullptr,
+                                              false, ice);
+          if (!run.ok()) return with_broker(run.status());
+          runs.push_back(*run);
+        }
+        auto med = [&](auto f) {
+          std::vector<double> v;
+          for (const RunResult& r : runs) v.push_back(f(r));
+          return Median(v);
+        };
+        double rate = med([](const RunResult& r) { return r.msgs_per_s; });
+        if (!ice) noop_rate = rate;
+        double ratio = noop_rate > 0 ? rate / noop_rate : 0;
+        if (o.json) {
+          Json j = Common(ctx, s);
+          j["sink"] = ice ? "iceberg" : "noop";
+          j["batch_size"] = b;
+          j["msgs_per_s"] = Round(rate, 0);
+          j["vs_noop"] = Round(ratio, 3);
+          j["peak_rss_mib"] = Round(med([](const RunResult& r) { return r.peak_rss_mib; }), 1);
+          if (ice) {
+            j["commits"] = med([](const RunResult& r) { return r.commits; });
+            j["commit_mean_ms"] = Round(1000 * med([](const RunResult& r) { return r.commit_mean_s; }), 1);
+            j["commit_max_ms"] = Round(1000 * med([](const RunResult& r) { return r.commit_max_s; }), 1);
+            j["table_mib"] = Round(med([](const RunResult& r) { return r.table_mib; }), 1);
+            j["table_files"] = med([](const RunResult& r) { return r.table_files; });
+          }
+          fmt::print("{}\n", j.dump());
+        } else {
+          fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9.1f} {:>8} {:>10} {:>10} {:>9} {:>7}\n", ice ? "iceberg" : "noop", b,
+                     Grouped(static_cast<uint64_t>(rate)), fmt::format("{:.2f}", ratio),
+                     med([](const RunResult& r) { return r.peak_rss_mib; }),
+                     ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.commits; })) : "-",
+                     ice ? fmt::format("{:.1f}", 1000 * med([](const RunResult& r) { return r.commit_mean_s; })) : "-",
+                     ice ? fmt::format("{:.1f}", 1000 * med([](const RunResult& r) { return r.commit_max_s; })) : "-",
+                     ice ? fmt::format("{:.1f}", med([](const RunResult& r) { return r.table_mib; })) : "-",
+                     ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.table_files; })) : "-");
+        }
+        std::fflush(stdout);
+      }
+    }
+    if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
+    return Status::OK();
   }
 
   if (s.window) {

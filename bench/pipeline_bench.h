@@ -55,6 +55,11 @@ struct PipelineBenchOptions {
   // Windowed cells instead of the plain ones: {tumbling 1m, hopping 5m/1m} × {no state,
   // pipeline.state} × batch_sizes, per handler. Not with backlog or paced.
   bool window = false;
+  // Iceberg cells instead (issue 6): StructuredBatch passing every event through to an
+  // Iceberg table and to a noop sink, at each batch size; commits every
+  // `iceberg_commit_seconds`; the commits' latency.
+  bool iceberg = false;
+  int64_t iceberg_commit_seconds = 5;
   bool quick = false;  // small sizes for smoke tests
   bool json = false;   // one JSON object per cell on stdout instead of a table
 };

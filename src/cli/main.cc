@@ -122,6 +122,16 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
                 "cost beside sqlflow's 47%/29%/15% at batch 500/2000/5000 (target: under half); "
                 "with --paced, the paced check runs each window in memory and with its state on file")
       ->excludes("--backlog");
+  cmd->add_flag("--iceberg", o->iceberg,
+                "Iceberg cells instead (docs/design/0009): every event through to an Iceberg table beside "
+                "the same pipeline into a noop sink, per batch size (use --batch-sizes 5000,50000), with "
+                "the commit latency")
+      ->excludes("--backlog")
+      ->excludes("--window")
+      ->excludes("--paced");
+  cmd->add_option("--iceberg-commit-seconds", o->iceberg_commit_seconds,
+                  "the Iceberg sink's commit_interval_seconds")
+      ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");
 }

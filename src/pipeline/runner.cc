@@ -347,6 +347,9 @@ struct PipelineRunner::Impl {
   std::map<std::string, Counter*> errors;  // by phase
   Histogram* batch_seconds = nullptr;
   Histogram* flush_seconds = nullptr;
+  Histogram* commit_seconds = nullptr;  // a deferred sink's commits
+  Gauge* commit_max_seconds = nullptr;
+  double commit_max = 0;
   MetricsRegistry* registry = nullptr;
   mutable std::mutex health_mu;
   std::string health;  // guarded by health_mu
@@ -572,6 +575,10 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   impl.batch_seconds = &m.GetHistogram("sluice_pipeline_batch_seconds",
                                        "Time to decode, run the handler on and flush one batch", labels);
   impl.flush_seconds = &m.GetHistogram("sluice_pipeline_sink_flush_seconds", "Sink flush time", labels);
+  impl.commit_seconds = &m.GetHistogram("sluice_pipeline_sink_commit_seconds",
+                                        "Commit time of a sink durable at its own commit (iceberg)", labels);
+  impl.commit_max_seconds = &m.GetGauge("sluice_pipeline_sink_commit_max_seconds",
+                                        "The longest commit of a sink durable at its own commit", labels);
   return r;
 }
 
@@ -1202,12 +1209,17 @@ Status PipelineRunner::CommitWritten(bool sync) {
 Status PipelineRunner::CommitSink(bool force) {
   Impl& impl = *impl_;
   if (!impl.sink || !impl.sink->Defers()) return Status::OK();
+  auto started = Clock::now();
   Result<sinks::SourceOffsets> durable = impl.sink->Commit(force);
   if (!durable.ok()) {
     return InternalError("pipeline {}: sink {} could not commit: {}", config_.name, impl.sink->Describe(),
                          durable.status().message());
   }
   if (durable->empty()) return Status::OK();
+  double took = std::chrono::duration<double>(Clock::now() - started).count();
+  impl.commit_seconds->Observe(took);
+  impl.commit_max = std::max(impl.commit_max, took);
+  impl.commit_max_seconds->Set(impl.commit_max);
   CrashPoint("sink-committed");
   for (const auto& [tp, next] : *durable) impl.stored[tp] = next;
   if (!impl.consumer) return Status::OK();
