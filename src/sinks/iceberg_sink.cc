@@ -243,10 +243,9 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const 
         fmt::format("CREATE OR REPLACE TEMP TABLE {} ({})", kStage, fmt::join(columns, ", "))));
     staged_table_ = true;
   }
-  ASSIGN_OR_RETURN(duck::QueryResult r,
-                   conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table))));
-  ASSIGN_OR_RETURN(auto count, conn.QueryText(fmt::format("SELECT count(*) FROM {}", kStage)));
-  staged_rows_ = count.empty() || !count[0][0] ? 0 : std::strtoll(count[0][0]->c_str(), nullptr, 10);
+  ASSIGN_OR_RETURN(duck::QueryResult inserted, conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}",
+                                                                     kStage, lake::QuoteId(table))));
+  staged_rows_ += static_cast<int64_t>(inserted.rows_changed());
   Skip(offsets);
   return Status::OK();
 }
