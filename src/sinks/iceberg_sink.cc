@@ -9,6 +9,7 @@
 #include "base/crash_point.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/table_update.h"
 
 namespace sluice::sinks {
 namespace {
@@ -201,12 +202,13 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
   return Status::OK();
 }
 
-// The batch's columns against the table's: each must exist (or be added, with
-// schema_evolution) and fit its column without loss.
+// The batch's columns against the table's: each must exist (or, with schema_evolution, is
+// added as a new optional column) and fit its column without loss.
 Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table) {
   ASSIGN_OR_RETURN(duck::QueryResult r, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
   std::vector<duck::LogicalType> types = r.column_logical_types();
   const Schema* schema = table_->metadata().CurrentSchema();
+  std::vector<std::pair<std::string, Type>> added;
   for (size_t i = 0; i < r.column_count(); ++i) {
     const std::string& name = r.column_name(i);
     const NestedField* field = nullptr;
@@ -216,13 +218,66 @@ Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table)
     int32_t next = 1;
     ASSIGN_OR_RETURN(Type type, lake::IcebergTypeOf(types[i], name, &next));
     if (field == nullptr) {
-      return InvalidArgumentError("column {} ({}) is not in {}{}", name, type.ToString(), Describe(),
-                                  options_.schema_evolution ? " (adding columns is not supported yet)"
-                                                            : "; its columns are fixed (schema_evolution: false)");
+      if (!options_.schema_evolution) {
+        return InvalidArgumentError("column {} ({}) is not in {}; its columns are fixed (set schema_evolution: true "
+                                    "to add new ones)",
+                                    name, type.ToString(), Describe());
+      }
+      added.emplace_back(name, std::move(type));
+      continue;
     }
     if (!lake::IsSafePromotion(type, field->type)) {
       return InvalidArgumentError("column {}: the batch has {}, the table {}: {} cannot hold it without loss", name,
                                   type.ToString(), field->type.ToString(), field->type.ToString());
+    }
+  }
+  if (added.empty()) return Status::OK();
+  return AddColumns(conn, added);
+}
+
+// Schema evolution: the new columns, optional, with fresh ids, as a new current schema
+// committed like any other change (a lost race re-reads and re-checks).
+Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pair<std::string, Type>>& columns) {
+  for (int attempt = 0; attempt < 32; ++attempt) {
+    if (attempt > 0) RETURN_IF_ERROR(table_->Refresh());
+    const lake::TableMetadata& base = table_->metadata();
+    Schema next = *base.CurrentSchema();
+    int32_t id = base.last_column_id;
+    for (const auto& [name, type] : columns) {
+      bool present = false;
+      for (const NestedField& f : next.fields) present = present || f.name == name;
+      if (present) continue;
+      // The new field's id, then its nested fields', after the table's last.
+      Schema wrapper;
+      wrapper.fields.push_back(NestedField{0, name, false, type, std::nullopt});
+      int32_t fresh = id + 1;
+      Schema renumbered = lake::AssignFreshIds(wrapper, &fresh);
+      id = fresh - 1;
+      next.fields.push_back(std::move(renumbered.fields[0]));
+    }
+    if (next.fields.size() == base.CurrentSchema()->fields.size()) break;  // someone added them
+    next.schema_id = 0;
+    for (const Schema& old : base.schemas) next.schema_id = std::max(next.schema_id, old.schema_id + 1);
+    std::vector<lake::TableUpdate> updates = {lake::AddSchemaUpdate{next, id}, lake::SetCurrentSchemaUpdate{-1}};
+    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   std::chrono::system_clock::now().time_since_epoch()).count();
+    ASSIGN_OR_RETURN(lake::TableMetadata evolved, lake::ApplyUpdates(base, table_->metadata_location(), updates, now));
+    Status st = table_->files().CommitVersion(table_->version() + 1, lake::TableMetadataToString(evolved));
+    if (st.code() == StatusCode::kAlreadyExists) continue;
+    RETURN_IF_ERROR(st);
+    RETURN_IF_ERROR(table_->Refresh());
+    break;
+  }
+  // The staged rows get the new columns too (NULL).
+  if (staged_table_) {
+    const Schema* schema = table_->metadata().CurrentSchema();
+    ASSIGN_OR_RETURN(duck::QueryResult stage, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", kStage)));
+    for (const NestedField& f : schema->fields) {
+      bool have = false;
+      for (size_t i = 0; i < stage.column_count(); ++i) have = have || stage.column_name(i) == f.name;
+      if (have) continue;
+      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kStage, lake::QuoteId(f.name),
+                                               lake::DuckTypeOf(f.type))));
     }
   }
   return Status::OK();

@@ -56,6 +56,7 @@ class IcebergSink : public Sink {
   explicit IcebergSink(IcebergSinkOptions options, std::string root);
   Status EnsureTable(duck::Connection& conn, std::string_view table);
   Status CheckColumns(duck::Connection& conn, std::string_view table);
+  Status AddColumns(duck::Connection& conn, const std::vector<std::pair<std::string, lake::Type>>& columns);
   Result<std::vector<lake::DataFile>> WriteFiles();
 
   IcebergSinkOptions options_;

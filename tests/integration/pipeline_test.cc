@@ -1957,6 +1957,48 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
             std::vector<std::string>{fmt::format("{}|{}|0|{}", kRounds * kChunk, kRounds * kChunk, kRounds * kChunk - 1)});
 }
 
+TEST_F(PipelineIcebergTest, SchemaEvolutionAddsNewColumnsOnlyWhenAllowed) {
+  const std::string topic = Name("in");
+  CreateTopic(topic, 1);
+  Produce(topic, Jsons(MakeEvents(0, 50)), 1);
+  const fs::path warehouse = dir_ / "warehouse";
+  PipelineSpec spec = IcebergSpec(topic, warehouse);
+  spec.sql = "SELECT id::BIGINT AS id, city FROM batch";
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  // A new column: refused with schema_evolution false (the default) ...
+  Produce(topic, Jsons(MakeEvents(50, 10)), 1);
+  spec.sql = "SELECT id::BIGINT AS id, city, amount::DOUBLE AS amount FROM batch";
+  run = StartPipeline(spec, "refused");
+  auto status = run->WaitExit(60s);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_NE(*status, 0);
+  EXPECT_TRUE(Contains(run->Err(), "column amount (double) is not in")) << run->Err();
+  // ... added with it: the old rows read NULL, the new ones their amount.
+  PipelineSpec evolving = IcebergSpec(topic, warehouse, "  schema_evolution: true\n");
+  evolving.group = spec.group;
+  evolving.sql = spec.sql;
+  run = StartPipeline(evolving, "evolving");
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  nlohmann::json table = ReadTable(warehouse / "db" / "events");
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(amount), count(DISTINCT id) FROM read_parquet([{}], "
+                                     "union_by_name = true)",
+                                     [&] {
+                                       std::vector<std::string> p;
+                                       for (const auto& f : table["files"]) {
+                                         p.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
+                                       }
+                                       return fmt::format("{}", fmt::join(p, ", "));
+                                     }())),
+            std::vector<std::string>{"60|10|60"});
+  std::string out, err;
+  EXPECT_EQ(RunSluice({"table", "describe", "db.events", "--warehouse", warehouse.string()}, &out, &err), 0) << err;
+  EXPECT_TRUE(Contains(out, "amount")) << out;
+  EXPECT_TRUE(Contains(out, "(id 1)")) << out;
+}
+
 TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
   const std::string topic = Name("in");
   CreateTopic(topic, 1);
