@@ -1138,8 +1138,22 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
                 fmt::format("must be true or false, got {}", Quote(*v)));
         }
       }
-      if (auto parts = StringList(p, "partition_by", false, "[day(ts), bucket(16, id)]")) {
-        ice.partition_by = std::move(*parts);
+      if (auto parts = StringList(p, "partition_by", false, "[day(ts), 'bucket(16, id)']")) {
+        // A flow list splits `bucket(16, id)` at its comma: join the pieces back until the
+        // parentheses balance.
+        std::string pending;
+        for (std::string& part : *parts) {
+          pending = pending.empty() ? part : pending + ", " + part;
+          if (std::count(pending.begin(), pending.end(), '(') > std::count(pending.begin(), pending.end(), ')')) {
+            continue;
+          }
+          ice.partition_by.push_back(std::move(pending));
+          pending.clear();
+        }
+        if (!pending.empty()) {
+          Error(EntryLine(*p.Find("partition_by"), p.line), Join(p.path, "partition_by"),
+                fmt::format("{} has an unclosed parenthesis", Quote(pending)));
+        }
       }
       break;
     }

@@ -77,7 +77,7 @@ Result<PartitionField> ParsePartition(std::string_view text, const Schema& schem
 Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) {
   const NestedField* source = schema.FindField(p.source_id);
   if (source == nullptr) return InternalError("partition source {} is not in the schema", p.source_id);
-  std::string c = lake::QuoteId(source->name);
+  std::string c = "s." + lake::QuoteId(source->name);
   lake::TypeId t = source->type.id;
   std::string ts = t == lake::TypeId::kTimestampTz ? fmt::format("make_timestamp(epoch_us({}))", c) : c;
   std::string text = p.transform.ToString();
@@ -96,8 +96,32 @@ Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) 
     if (t == lake::TypeId::kString) return fmt::format("left({}, {})", c, w);
   }
   return UnimplementedError("the iceberg sink cannot partition by {} of a {} column yet (identity, year, month, day, "
-                            "hour and truncate of int, long and string are supported)",
+                            "hour, bucket, and truncate of int, long and string are supported)",
                             text, source->type.ToString());
+}
+
+// The text of a source value that BucketValue reads back (times as microseconds, dates
+// as days); "" for types bucket is not computed for here.
+std::string SourceText(const Type& type, const std::string& c) {
+  switch (type.id) {
+    case lake::TypeId::kInt:
+    case lake::TypeId::kLong: return fmt::format("{}::BIGINT::VARCHAR", c);
+    case lake::TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", c);
+    case lake::TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", c);
+    case lake::TypeId::kTimestamp:
+    case lake::TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", c);
+    case lake::TypeId::kString: return c;
+    default: return "";
+  }
+}
+
+lake::Value SourceValue(const Type& type, const std::string& text) {
+  switch (type.id) {
+    case lake::TypeId::kInt:
+    case lake::TypeId::kDate: return lake::Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10)));
+    case lake::TypeId::kString: return lake::Value::String(text);
+    default: return lake::Value::Long(std::strtoll(text.c_str(), nullptr, 10));
+  }
 }
 
 // A partition value from SQL text, as the Avro datum of its result type.
@@ -317,33 +341,62 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   const Schema* schema = m.CurrentSchema();
   const PartitionSpec* spec = m.DefaultSpec();
   std::vector<std::string> columns;
-  for (const NestedField& f : schema->fields) columns.push_back(lake::QuoteId(f.name));
-  std::string select = fmt::format("SELECT {} FROM {}", fmt::join(columns, ", "), kStage);
+  for (const NestedField& f : schema->fields) columns.push_back("s." + lake::QuoteId(f.name));
   const std::string data_dir = root_ + "/data";
   std::vector<DataFile> files;
   if (spec->is_unpartitioned()) {
-    std::string name = fmt::format("{}.parquet", lake::NewUuid());
-    std::string path = fmt::format("{}/{}", data_dir, name);
+    std::string select = fmt::format("SELECT {} FROM {} AS s", fmt::join(columns, ", "), kStage);
+    std::string path = fmt::format("{}/{}.parquet", data_dir, lake::NewUuid());
     ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
     files.push_back(std::move(f));
     return files;
   }
-  // One file per partition tuple.
+  // One file per partition tuple. Buckets need Iceberg's murmur3, which DuckDB does not
+  // have: per bucket field, a table of each distinct source value's bucket, joined in.
   ASSIGN_OR_RETURN(Type tuple, spec->PartitionType(*schema));
-  std::vector<std::string> exprs, texts;
-  for (const PartitionField& p : spec->fields) {
-    ASSIGN_OR_RETURN(std::string e, PartitionSql(p, *schema));
-    exprs.push_back(e);
+  std::string from = fmt::format("{} AS s", kStage);
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < spec->fields.size(); ++i) {
+    const PartitionField& p = spec->fields[i];
     const NestedField* source = schema->FindField(p.source_id);
+    if (source == nullptr) return InternalError("partition source {} is not in the schema", p.source_id);
+    if (p.transform.kind() == lake::TransformKind::kBucket) {
+      std::string text = SourceText(source->type, "s." + lake::QuoteId(source->name));
+      if (text.empty()) {
+        return UnimplementedError("the iceberg sink cannot bucket a {} column yet", source->type.ToString());
+      }
+      std::string map = fmt::format("sluice_iceberg_bucket_{}", i);
+      RETURN_IF_ERROR(conn_->Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} (v VARCHAR, b INTEGER)", map)));
+      ASSIGN_OR_RETURN(auto values, conn_->QueryText(fmt::format("SELECT DISTINCT {0} FROM {1} AS s WHERE {0} IS NOT NULL",
+                                                                 text, kStage)));
+      std::vector<std::string> rows;
+      auto insert = [&]() -> Status {
+        if (rows.empty()) return Status::OK();
+        Status st = conn_->Execute(fmt::format("INSERT INTO {} VALUES {}", map, fmt::join(rows, ", ")));
+        rows.clear();
+        return st;
+      };
+      for (const auto& v : values) {
+        if (!v[0]) continue;
+        ASSIGN_OR_RETURN(lake::Value b, p.transform.Apply(source->type, SourceValue(source->type, *v[0])));
+        rows.push_back(fmt::format("({}, {})", SqlLiteral(*v[0]), b.as_int()));
+        if (rows.size() >= 1000) RETURN_IF_ERROR(insert());
+      }
+      RETURN_IF_ERROR(insert());
+      from += fmt::format(" LEFT JOIN {0} AS m{1} ON m{1}.v = {2}", map, i, text);
+      texts.push_back(fmt::format("m{}.b::VARCHAR", i));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string e, PartitionSql(p, *schema));
     texts.push_back(p.transform.ToString() == "identity" ? PartitionText(*source, e) : fmt::format("({})::VARCHAR", e));
   }
   ASSIGN_OR_RETURN(auto tuples, conn_->QueryText(fmt::format("SELECT DISTINCT {} FROM {}", fmt::join(texts, ", "),
-                                                             kStage)));
+                                                             from)));
   for (const auto& values : tuples) {
     std::vector<std::string> where;
     std::vector<std::pair<std::string, lake::avro::Datum>> fields;
     std::string dir = data_dir;
-    for (size_t i = 0; i < exprs.size(); ++i) {
+    for (size_t i = 0; i < texts.size(); ++i) {
       where.push_back(values[i] ? fmt::format("{} = {}", texts[i], SqlLiteral(*values[i]))
                                 : fmt::format("{} IS NULL", texts[i]));
       fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
@@ -351,14 +404,16 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       for (char& ch : shown) {
         if (ch == '/' || ch == '\\' || ch == '\0') ch = '_';
       }
+      if (shown == "." || shown == "..") shown = "_" + shown;
       dir += fmt::format("/{}={}", spec->fields[i].name, shown);
     }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return IOError("cannot create {}: {}", dir, ec.message());
     std::string path = fmt::format("{}/{}.parquet", dir, lake::NewUuid());
-    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, fmt::format("{} WHERE {}", select, fmt::join(where, " AND ")),
-                                                     *schema, path, lake::FileUri(path)));
+    std::string select = fmt::format("SELECT {} FROM {} WHERE {}", fmt::join(columns, ", "), from,
+                                     fmt::join(where, " AND "));
+    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
     f.partition = lake::avro::Datum::Record(std::move(fields));
     files.push_back(std::move(f));
   }

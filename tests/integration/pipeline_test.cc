@@ -1999,6 +1999,51 @@ TEST_F(PipelineIcebergTest, SchemaEvolutionAddsNewColumnsOnlyWhenAllowed) {
   EXPECT_TRUE(Contains(out, "(id 1)")) << out;
 }
 
+// Partition transforms: each file's partition tuple is what the spec's transforms give for
+// every row in it (bucket: Iceberg's murmur3 — long 34 hashes to 2017239379, bucket 3 of 4).
+TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
+  if (std::system("/usr/bin/python3 -c 'import avro.datafile' >/dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "/usr/bin/python3 cannot import avro (apt-get install python3-avro)";
+  }
+  const std::string topic = Name("in");
+  CreateTopic(topic, 2);
+  Produce(topic, Jsons(MakeEvents(0, 600)), 2);
+  const fs::path warehouse = dir_ / "warehouse";
+  PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [bucket(4, id), day(ts), truncate(100, id)]\n");
+  spec.sql = "SELECT id::BIGINT AS id, city, make_timestamptz(CAST(id AS BIGINT) * 600000000) AS ts FROM batch";
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 2, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  nlohmann::json table = ReadTable(warehouse / "db" / "events");
+  int64_t rows = 0;
+  std::set<int64_t> buckets;
+  for (const auto& f : table["files"]) {
+    const auto& part = f["partition"];
+    std::string file = duck::QuoteLiteral(f["path"].get<std::string>());
+    // day: days since 1970 of every row's ts (UTC); truncate: id rounded down to 100.
+    EXPECT_EQ(DuckRows("SET TimeZone = 'UTC'",
+                       fmt::format("SELECT count(DISTINCT CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
+                                   "min(CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
+                                   "count(DISTINCT id - id % 100), min(id - id % 100) FROM read_parquet({})",
+                                   file)),
+              std::vector<std::string>{fmt::format("1|{}|1|{}", part["ts_day"].get<int64_t>(),
+                                                   part["id_trunc"].get<int64_t>())})
+        << f.dump();
+    buckets.insert(part["id_bucket"].get<int64_t>());
+    if (DuckRows("", fmt::format("SELECT count(*) FROM read_parquet({}) WHERE id = 34", file)) ==
+        std::vector<std::string>{"1"}) {
+      EXPECT_EQ(part["id_bucket"], 3) << "long 34 is in bucket 3 of 4 (spec Appendix B)";
+    }
+    rows += f["records"].get<int64_t>();
+  }
+  EXPECT_EQ(rows, 600);
+  EXPECT_LE(buckets.size(), 4u);
+  EXPECT_GE(buckets.size(), 2u);
+  // Every id in exactly one bucket.
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+            std::vector<std::string>{"600|600"});
+}
+
 TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
   const std::string topic = Name("in");
   CreateTopic(topic, 1);
