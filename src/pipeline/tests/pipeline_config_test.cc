@@ -878,7 +878,7 @@ TEST(PipelineConfigTest, UnsupportedSqlflowKeysSayWhatToUseInstead) {
               HasSubstr("p.yml:14: pipeline.sink.clickhouse: sqlflow's `clickhouse` is not "
                         "supported"));
   EXPECT_THAT(ErrorOf(Replace(kMinimal, "    type: console", "    type: iceberg")),
-              HasSubstr("the iceberg sink comes with the lake"));
+              HasSubstr("pipeline.sink.iceberg: is required for type iceberg but missing"));
   EXPECT_THAT(ErrorOf(Replace(kMinimal, "    type: console",
                               "    type: console\n    format: {type: parquet}")),
               HasSubstr("pipeline.sink.format: sqlflow's `format` is not supported by sluice: "
@@ -944,6 +944,44 @@ TEST(PipelineConfigTest, PostgresSinkModeAndKey) {
   auto r = Parse(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: Append}\n"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->sink.postgres.mode, PostgresMode::kAppend);
+}
+
+TEST(PipelineConfigTest, IcebergSinkKeys) {
+  auto with_sink = [](std::string_view sink) {
+    return Replace(kMinimal, "    type: console\n", sink);
+  };
+  auto r = Parse(with_sink("    type: iceberg\n    iceberg:\n      catalog_name: c\n      table_name: a.b.t\n"
+                           "      warehouse: /w\n      commit_interval_seconds: 5\n"
+                           "      partition_by: [day(ts), bucket(16, id), city]\n      schema_evolution: true\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sink.iceberg.namespace_, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r->sink.iceberg.table, "t");
+  EXPECT_EQ(r->sink.iceberg.commit_interval_seconds, 5);
+  EXPECT_TRUE(r->sink.iceberg.schema_evolution);
+  EXPECT_EQ(r->sink.iceberg.partition_by, (std::vector<std::string>{"day(ts)", "bucket(16, id)", "city"}));
+  EXPECT_EQ(r->sink.iceberg.target_file_size_bytes, int64_t{128} << 20);
+  for (std::string_view bad : {"t", ".t", "a..t", "a.", "a/b.t", "'a\"b.t'"}) {
+    EXPECT_THAT(ErrorOf(with_sink(fmt::format("    type: iceberg\n    iceberg: {{catalog_name: c, table_name: {}}}\n",
+                                              bad))),
+                HasSubstr("is not a table name; write namespace.table"))
+        << bad;
+  }
+  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {table_name: a.t}\n")),
+              HasSubstr("pipeline.sink.iceberg.catalog_name: is required"));
+  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                                "commit_interval_seconds: 0}\n")),
+              HasSubstr("pipeline.sink.iceberg.commit_interval_seconds: must be at least 1, got 0"));
+  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                                "schema_evolution: maybe}\n")),
+              HasSubstr("pipeline.sink.iceberg.schema_evolution: must be true or false"));
+  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                                "partition_by: ['bucket(16']}\n")),
+              HasSubstr("has an unclosed parenthesis"));
+  // Only a pipeline's own results: not a dead-letter sink.
+  EXPECT_THAT(ErrorOf(std::string(kMinimal) +
+                      "  on_error:\n    policy: DLQ\n    dlq: {type: iceberg, iceberg: {catalog_name: c, "
+                      "table_name: a.t}}\n"),
+              HasSubstr("type iceberg is not a dead-letter sink"));
 }
 
 TEST(PipelineConfigTest, SqlcommandSubstitutions) {
