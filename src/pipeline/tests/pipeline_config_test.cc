@@ -801,7 +801,7 @@ TEST(PipelineConfigTest, AllErrorsAreReportedNotOnlyTheFirst) {
                              "handlers.StructuredBatch, handlers.InferredMemBatch, "
                              "handlers.InferredDiskBatch; got 'handlers.Nope'"));
   EXPECT_THAT(err, HasSubstr("p.yml:13: pipeline.sink.type: must be one of console, noop, kafka, "
-                             "sqlcommand, postgres; got 'consol'"));
+                             "sqlcommand, postgres, iceberg; got 'consol'"));
 }
 
 TEST(PipelineConfigTest, WrongTypes) {
