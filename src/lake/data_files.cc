@@ -16,12 +16,6 @@ namespace {
 
 constexpr size_t kStringBoundChars = 16;  // Iceberg's default metrics mode: truncate(16)
 
-std::string SqlLiteral(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 // The SQL giving a bound of column `c` as text parsed by BoundValue; "" when the type
 // has no bounds here.
 std::string BoundExpr(const Type& t, std::string_view agg, const std::string& c) {
@@ -159,7 +153,7 @@ Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std:
 Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql, const Schema& schema,
                                const std::string& path, const std::string& location) {
   RETURN_IF_ERROR(conn.Execute(fmt::format("COPY ({}) TO {} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {})",
-                                           select_sql, SqlLiteral(path), FieldIdsOption(schema))));
+                                           select_sql, duck::QuoteLiteral(path), FieldIdsOption(schema))));
   RETURN_IF_ERROR(SyncFile(path));
   DataFile f;
   f.file_path = location;
@@ -168,7 +162,7 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
   f.file_size_in_bytes = st.st_size;
 
   // Counts and bounds of the top-level primitive columns, from the file itself.
-  std::string reader = fmt::format("read_parquet({})", SqlLiteral(path));
+  std::string reader = fmt::format("read_parquet({})", duck::QuoteLiteral(path));
   std::vector<std::string> exprs = {"count(*)::VARCHAR"};
   struct Stat {
     const NestedField* field;
@@ -216,7 +210,7 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
   ASSIGN_OR_RETURN(auto sizes, conn.QueryText(fmt::format(
                                    "SELECT path_in_schema, sum(total_compressed_size)::VARCHAR FROM parquet_metadata({}) "
                                    "GROUP BY ALL",
-                                   SqlLiteral(path))));
+                                   duck::QuoteLiteral(path))));
   for (const auto& r : sizes) {
     if (!r[0] || !r[1]) continue;
     for (const Stat& s : stats) {

@@ -2,16 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "duck/database.h"
+
 namespace sluice::lake {
 namespace {
 
 using DT = duck::TypeId;
-
-std::string QuoteLiteral(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
 
 void FieldIdsOf(const Type& type, int32_t id, std::string* out) {
   if (type.is_primitive()) {
@@ -20,7 +16,7 @@ void FieldIdsOf(const Type& type, int32_t id, std::string* out) {
   }
   *out += fmt::format("{{__duckdb_field_id: {}", id);
   for (const NestedField& f : type.fields) {
-    *out += fmt::format(", {}: ", QuoteLiteral(f.name));
+    *out += fmt::format(", {}: ", duck::QuoteLiteral(f.name));
     FieldIdsOf(f.type, f.id, out);
   }
   *out += "}";
@@ -28,11 +24,7 @@ void FieldIdsOf(const Type& type, int32_t id, std::string* out) {
 
 }  // namespace
 
-std::string QuoteId(std::string_view name) {
-  std::string out = "\"";
-  for (char c : name) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
+std::string QuoteId(std::string_view name) { return duck::QuoteIdentifier(name); }
 
 Result<Type> IcebergTypeOf(const duck::LogicalType& type, std::string_view column, int32_t* next_id) {
   switch (type.id()) {
@@ -159,7 +151,7 @@ std::string FieldIdsOption(const Schema& schema) {
   std::string out = "{";
   for (size_t i = 0; i < schema.fields.size(); ++i) {
     if (i > 0) out += ", ";
-    out += QuoteLiteral(schema.fields[i].name) + ": ";
+    out += duck::QuoteLiteral(schema.fields[i].name) + ": ";
     FieldIdsOf(schema.fields[i].type, schema.fields[i].id, &out);
   }
   return out + "}";

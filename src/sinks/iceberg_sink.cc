@@ -23,12 +23,6 @@ using lake::Type;
 
 constexpr std::string_view kStage = "sluice_iceberg_stage";
 
-std::string SqlLiteral(std::string_view s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
-}
-
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -379,7 +373,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       for (const auto& v : values) {
         if (!v[0]) continue;
         ASSIGN_OR_RETURN(lake::Value b, p.transform.Apply(source->type, SourceValue(source->type, *v[0])));
-        rows.push_back(fmt::format("({}, {})", SqlLiteral(*v[0]), b.as_int()));
+        rows.push_back(fmt::format("({}, {})", duck::QuoteLiteral(*v[0]), b.as_int()));
         if (rows.size() >= 1000) RETURN_IF_ERROR(insert());
       }
       RETURN_IF_ERROR(insert());
@@ -397,7 +391,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
     std::vector<std::pair<std::string, lake::avro::Datum>> fields;
     std::string dir = data_dir;
     for (size_t i = 0; i < texts.size(); ++i) {
-      where.push_back(values[i] ? fmt::format("{} = {}", texts[i], SqlLiteral(*values[i]))
+      where.push_back(values[i] ? fmt::format("{} = {}", texts[i], duck::QuoteLiteral(*values[i]))
                                 : fmt::format("{} IS NULL", texts[i]));
       fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
       std::string shown = values[i] ? *values[i] : "null";
