@@ -1277,7 +1277,19 @@ Status PipelineRunner::Run() {
   };
   impl.consumer->SetRebalanceListener([this, WarnIfError](kafka::client::RebalanceEvent& e) {
     Impl& impl = *impl_;
+    const bool deferred = impl.sink && impl.sink->Defers();
     if (e.kind == kafka::client::RebalanceEvent::Kind::kAssigned) {
+      if (deferred) {
+        // The table's offsets as they are now: another member may have written these
+        // partitions since we last held them.
+        std::optional<sinks::SourceOffsets> held = impl.sink->HeldOffsets();
+        for (const kafka::client::TopicPartition& tp : e.partitions) {
+          impl.stored.erase({tp.topic, tp.partition});
+          if (held) {
+            if (auto it = held->find({tp.topic, tp.partition}); it != held->end()) impl.stored[it->first] = it->second;
+          }
+        }
+      }
       for (kafka::client::TopicPartition& tp : e.partitions) {
         // With pipeline.state the state's offsets, not the group's: the state holds
         // exactly what was processed up to them (docs/design/0007 #8).
@@ -1299,6 +1311,7 @@ Status PipelineRunner::Run() {
         impl.dropped[{tp.topic, tp.partition}] = impl.epoch;
         impl.processed.erase({tp.topic, tp.partition});
         impl.kafka_sent.erase({tp.topic, tp.partition});  // its next owner commits it
+        if (deferred) impl.stored.erase({tp.topic, tp.partition});
       }
       ++impl.epoch;
     } else {
@@ -1307,6 +1320,11 @@ Status PipelineRunner::Run() {
       impl.DropAll();
       impl.processed.clear();
       impl.kafka_sent.clear();
+      if (deferred) {
+        // What the sink staged of them must not be committed by us now.
+        if (Status st = impl.sink->Discard(); !st.ok() && impl.fatal.ok()) impl.fatal = st;
+        for (const kafka::client::TopicPartition& tp : e.partitions) impl.stored.erase({tp.topic, tp.partition});
+      }
       for (const kafka::client::TopicPartition& tp : e.partitions) {
         impl.dropped[{tp.topic, tp.partition}] = impl.epoch;
       }

@@ -184,6 +184,12 @@ std::string IcebergSink::Describe() const {
 
 std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
   SourceOffsets out;
+  if (table_) {
+    if (Status st = table_->Refresh(); !st.ok()) return std::nullopt;
+  } else if (Result<lake::Table> t = lake::Table::Load(root_); t.ok()) {
+    table_.emplace(std::move(*t));  // created by another member meanwhile
+  }
+  known_.clear();
   if (!table_) return out;
   for (const std::string& topic : options_.topics) {
     std::optional<std::string> json = table_->NewestSummary(OffsetsKey(options_.group_id, topic));
@@ -197,7 +203,15 @@ std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
       out[{topic, partition}] = it.value().get<int64_t>();
     }
   }
+  known_ = out;
   return out;
+}
+
+Status IcebergSink::Discard() {
+  if (staged_rows_ > 0 && conn_ != nullptr) RETURN_IF_ERROR(conn_->Execute(fmt::format("DELETE FROM {}", kStage)));
+  staged_rows_ = 0;
+  pending_.clear();
+  return Status::OK();
 }
 
 Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) {
@@ -440,7 +454,8 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   }
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;
-  lake::SummaryFn summary = [&pending, &group](const lake::TableMetadata& base)
+  const SourceOffsets& known = known_;
+  lake::SummaryFn summary = [&pending, &group, &known](const lake::TableMetadata& base)
       -> Result<std::map<std::string, std::string>> {
     // Per topic, the newest entry carried forward with this commit's partitions moved on.
     std::map<std::string, nlohmann::json> by_topic;
@@ -451,7 +466,19 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
         j = old ? nlohmann::json::parse(*old, nullptr, false) : nlohmann::json::object();
         if (!j.is_object()) j = nlohmann::json::object();
       }
-      j[std::to_string(tp.second)] = next;
+      // Our rows continue the table where we found it; if another member of the group
+      // wrote this partition since, they overlap with its rows: refuse (the restart
+      // resumes from the table).
+      const std::string p = std::to_string(tp.second);
+      auto k = known.find(tp);
+      bool in_table = j.contains(p) && j[p].is_number_integer();
+      if (in_table && (k == known.end() || j[p].get<int64_t>() != k->second)) {
+        return FailedPreconditionError("partition {} of {}: the table is at offset {}, written by another member of "
+                                       "group {} since this one took it at {}; not committing rows it already holds",
+                                       tp.second, tp.first, j[p].get<int64_t>(), group,
+                                       k == known.end() ? std::string("none") : std::to_string(k->second));
+      }
+      j[p] = next;
     }
     std::map<std::string, std::string> out;
     for (const auto& [topic, j] : by_topic) out[OffsetsKey(group, topic)] = j.dump();
@@ -462,6 +489,7 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   if (staged_rows_ > 0) RETURN_IF_ERROR(conn_->Execute(fmt::format("DELETE FROM {}", kStage)));
   staged_rows_ = 0;
   pending_.clear();
+  for (const auto& [tp, next] : pending) known_[tp] = next;
   last_commit_ = now;
   return pending;
 }

@@ -46,6 +46,7 @@ class IcebergSink : public Sink {
   bool Defers() const override { return true; }
   Result<SourceOffsets> Commit(bool force) override;
   void Skip(const SourceOffsets& offsets) override;
+  Status Discard() override;
   std::optional<SourceOffsets> HeldOffsets() override;
   std::string Describe() const override;
 
@@ -67,6 +68,10 @@ class IcebergSink : public Sink {
   int64_t staged_rows_ = 0;
   double bytes_per_row_ = 64;  // Parquet bytes a row took in the last file written
   SourceOffsets pending_;      // offsets of what is staged (or skipped) since the last commit
+  // Per partition, the table's offset where our staged rows continue (from HeldOffsets at
+  // assignment, then our own commits); a partition absent was not in the table. A commit
+  // whose base has moved one of them was overtaken by another writer: refused.
+  SourceOffsets known_;
   std::chrono::steady_clock::time_point last_commit_;
 };
 

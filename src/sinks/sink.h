@@ -52,8 +52,9 @@ class Sink {
   virtual Status Flush() = 0;
 
   // For sinks that store the source offsets with their data (a transactional table):
-  // the offsets they hold, which a restarted pipeline resumes from when they are ahead of
-  // the committed ones. nullopt for sinks that cannot tell.
+  // the offsets they hold now (read again at every call: another member may have written
+  // since), which the pipeline seeks to when partitions are assigned. nullopt for sinks
+  // that cannot tell.
   virtual std::optional<SourceOffsets> HeldOffsets() { return std::nullopt; }
 
   // Deferred durability (an Iceberg table commits every commit_interval_seconds, not at
@@ -67,6 +68,9 @@ class Sink {
   virtual bool Defers() const { return false; }
   virtual Result<SourceOffsets> Commit(bool /*force*/) { return SourceOffsets{}; }
   virtual void Skip(const SourceOffsets& /*offsets*/) {}
+  // The partitions were lost to another member without a chance to commit: drop what is
+  // staged (their next owner reads it again from the sink's offsets).
+  virtual Status Discard() { return Status::OK(); }
 
   // The sink's type and target, for logs and metrics ("postgres table events").
   virtual std::string Describe() const = 0;

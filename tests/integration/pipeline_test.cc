@@ -2044,6 +2044,32 @@ TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
             std::vector<std::string>{"600|600"});
 }
 
+// Two members of one group appending to one table: partitions move between them (a member
+// joins, another leaves) and each member resumes a partition from the table's offsets, not
+// from where it last held it: every message once.
+TEST_F(PipelineIcebergTest, MembersTakingPartitionsOverResumeFromTheTable) {
+  const int kPartitions = 4;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  Produce(topic, Jsons(MakeEvents(0, 2000)), kPartitions);
+  const fs::path warehouse = dir_ / "warehouse";
+  PipelineSpec spec = IcebergSpec(topic, warehouse);
+  spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 6000\nheartbeat.interval.ms: 200";
+  Child* a = StartPipeline(spec, "a");
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, a));
+  Child* b = StartPipeline(spec, "b");
+  std::this_thread::sleep_for(3s);  // b joins and takes some partitions
+  Produce(topic, Jsons(MakeEvents(2000, 2000)), kPartitions);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, a));
+  EXPECT_EQ(b->Terminate(), 0);  // its partitions go back to a
+  Produce(topic, Jsons(MakeEvents(4000, 2000)), kPartitions);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, a));
+  EXPECT_EQ(a->Terminate(), 0);
+  nlohmann::json table = ReadTable(warehouse / "db" / "events");
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+            std::vector<std::string>{"6000|6000"});
+}
+
 TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
   const std::string topic = Name("in");
   CreateTopic(topic, 1);
