@@ -1,11 +1,13 @@
 #include "lake/manifest.h"
 
 #include <utility>
+#include <variant>
 
 #include <fmt/format.h>
 
 #include "lake/avro.h"
 #include "lake/avro_schema.h"
+#include "lake/single_value.h"
 
 namespace sluice::lake {
 namespace {
@@ -193,6 +195,70 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
 }
 
 }  // namespace
+
+Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const std::vector<ManifestEntry>& entries) {
+  std::vector<FieldSummary> out(tuple.fields.size());
+  for (size_t i = 0; i < tuple.fields.size(); ++i) {
+    const NestedField& field = tuple.fields[i];
+    FieldSummary& s = out[i];
+    const bool floating = field.type.id == TypeId::kFloat || field.type.id == TypeId::kDouble;
+    if (floating) s.contains_nan = false;
+    std::optional<Value> lo, hi;
+    // Values of one field all hold the same alternative: compare them as that.
+    auto less = [](const Value& a, const Value& b) {
+      using Key = std::variant<std::monostate, bool, int32_t, int64_t, float, double, std::string>;
+      auto key = [](const Value& v) -> Key {
+        return std::visit(
+            [](const auto& x) -> Key {
+              using T = std::decay_t<decltype(x)>;
+              if constexpr (std::is_constructible_v<Key, T> && !std::is_same_v<T, Bytes>) {
+                return Key(x);
+              } else {
+                return Key();
+              }
+            },
+            v.data);
+      };
+      return key(a) < key(b);
+    };
+    for (const ManifestEntry& e : entries) {
+      const Datum* d = e.file.partition.Find(field.name);
+      if (d == nullptr || d->is_null()) {
+        s.contains_null = true;
+        continue;
+      }
+      Value v;
+      switch (d->kind()) {
+        case Datum::Kind::kBoolean: v = Value::Boolean(d->boolean()); break;
+        case Datum::Kind::kInt: v = Value::Int(d->int_value()); break;
+        case Datum::Kind::kLong: v = Value::Long(d->long_value()); break;
+        case Datum::Kind::kFloat: v = Value::Float(d->float_value()); break;
+        case Datum::Kind::kDouble: v = Value::Double(d->double_value()); break;
+        case Datum::Kind::kString: v = Value::String(d->bytes()); break;
+        default: return UnimplementedError("partition field {}: no summary for {} values", field.name,
+                                           avro::KindName(d->kind()));
+      }
+      if (floating) {
+        double x = d->kind() == Datum::Kind::kFloat ? d->float_value() : d->double_value();
+        if (x != x) {
+          s.contains_nan = true;
+          continue;
+        }
+      }
+      if (!lo || less(v, *lo)) lo = v;
+      if (!hi || less(*hi, v)) hi = v;
+    }
+    if (lo) {
+      ASSIGN_OR_RETURN(Bytes b, ToSingleValueBinary(field.type, *lo));
+      s.lower_bound = std::string(b.begin(), b.end());
+    }
+    if (hi) {
+      ASSIGN_OR_RETURN(Bytes b, ToSingleValueBinary(field.type, *hi));
+      s.upper_bound = std::string(b.begin(), b.end());
+    }
+  }
+  return out;
+}
 
 Result<std::string> WriteManifest(const ManifestContext& context, const std::vector<ManifestEntry>& entries) {
   ASSIGN_OR_RETURN(avro::Schema schema, avro::Schema::Parse(ManifestEntrySchema(context.partition_avro_fields)));

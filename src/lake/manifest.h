@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "lake/avro_datum.h"
+#include "lake/iceberg_schema.h"
 
 namespace sluice::lake {
 
@@ -88,6 +89,11 @@ struct ManifestFile {
   int64_t deleted_rows_count = 0;
   std::vector<FieldSummary> partitions;
 };
+
+// The manifest list's field summaries of `entries`' partition tuples (a struct type: the
+// spec's partition type): per field, whether a null or NaN occurs and the lower and upper
+// bounds (Appendix D), as Java's engines need them to prune manifests.
+Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const std::vector<ManifestEntry>& entries);
 
 // The whole manifest file.
 Result<std::string> WriteManifest(const ManifestContext& context, const std::vector<ManifestEntry>& entries);

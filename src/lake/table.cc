@@ -181,13 +181,15 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     mine.added_files_count = static_cast<int32_t>(added.size());
     mine.added_rows_count = added_records;
     std::vector<ManifestFile> manifests;
+    std::vector<ManifestEntry> merged_entries;  // when the old manifests are merged
     if (parent != nullptr) {
       ASSIGN_OR_RETURN(manifests, ManifestsOf(*parent));
     }
     if (manifests.size() + 1 > kMergeManifests) {
       // Merge: every live entry of the old manifests, as existing, plus the new files, in
       // one manifest of this snapshot.
-      std::vector<ManifestEntry> merged = added;
+      std::vector<ManifestEntry>& merged = merged_entries;
+      merged = added;
       int64_t min_sequence = sequence;
       int32_t existing_files = 0;
       int64_t existing_rows = 0;
@@ -214,6 +216,12 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
       mine.existing_files_count = existing_files;
       mine.existing_rows_count = existing_rows;
       manifests.clear();
+    }
+    // Field summaries for readers that prune manifests by partition (Java's engines read
+    // an empty list as one summary per field and fail).
+    {
+      ASSIGN_OR_RETURN(Type tuple, metadata_.DefaultSpec()->PartitionType(*metadata_.CurrentSchema()));
+      ASSIGN_OR_RETURN(mine.partitions, SummarizePartitions(tuple, merged_entries.empty() ? added : merged_entries));
     }
     manifests.insert(manifests.begin(), mine);
     std::string list_path = fmt::format("{}/snap-{}-{}-{}.avro", metadata_dir, snapshot_id, attempt, NewUuid());

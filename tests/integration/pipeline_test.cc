@@ -1767,7 +1767,10 @@ for m in lst:
         df = e["data_file"]
         if not os.path.exists(local(df["file_path"])): missing.append(df["file_path"])
         files.append({"path": local(df["file_path"]), "records": df["record_count"], "partition": df["partition"]})
+summaries = [[{"null": f["contains_null"], "lower": f["lower_bound"] is not None, "upper": f["upper_bound"] is not None}
+              for f in (m["partitions"] or [])] for m in lst]
 print(json.dumps({"version": current, "hint": hint, "files": files, "snapshots": len(meta["snapshots"]),
+                  "summaries": summaries,
                   "summary": snap["summary"], "sequence": snap["sequence-number"], "missing": missing,
                   "manifest_ids": manifest_ids, "list_ids": ids(lst_meta["avro.schema"]),
                   "format": meta["format-version"], "location": meta["location"]}))
@@ -2037,6 +2040,11 @@ TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
     rows += f["records"].get<int64_t>();
   }
   EXPECT_EQ(rows, 600);
+  // The manifest list summarizes the three partition fields of every manifest.
+  for (const auto& m : table["summaries"]) {
+    ASSERT_EQ(m.size(), 3u) << table["summaries"].dump();
+    for (const auto& f : m) EXPECT_TRUE(f["lower"].get<bool>() && f["upper"].get<bool>()) << m.dump();
+  }
   EXPECT_LE(buckets.size(), 4u);
   EXPECT_GE(buckets.size(), 2u);
   // Every id in exactly one bucket.
