@@ -21,6 +21,9 @@ Result<std::string> Warehouse(const TableFlags& f) {
     if (env != nullptr) w = env;
   }
   if (w.empty()) return InvalidArgumentError("no warehouse: pass --warehouse DIR or set SLUICE_WAREHOUSE");
+  if (w.find("://") == std::string::npos && w.rfind("file:", 0) != 0 && w[0] != '/') {
+    w = fs::absolute(w).lexically_normal().string();  // relative to the working directory
+  }
   return lake::LocalPath(w);
 }
 

@@ -121,8 +121,18 @@ Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std:
     case TypeId::kTimestamp:
     case TypeId::kTimestampTz: v = Value::Long(std::strtoll(text->c_str(), nullptr, 10)); break;
     case TypeId::kDate: v = Value::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10))); break;
-    case TypeId::kFloat: v = Value::Float(std::strtof(text->c_str(), nullptr)); break;
-    case TypeId::kDouble: v = Value::Double(std::strtod(text->c_str(), nullptr)); break;
+    // Zero: -0.0 as the lower bound, +0.0 as the upper (DuckDB's min/max take either, and
+    // Iceberg orders -0.0 before 0.0, as Parquet's rule for statistics says).
+    case TypeId::kFloat: {
+      float x = std::strtof(text->c_str(), nullptr);
+      v = Value::Float(x == 0 ? (upper ? 0.0f : -0.0f) : x);
+      break;
+    }
+    case TypeId::kDouble: {
+      double x = std::strtod(text->c_str(), nullptr);
+      v = Value::Double(x == 0 ? (upper ? 0.0 : -0.0) : x);
+      break;
+    }
     case TypeId::kDecimal: {
       ASSIGN_OR_RETURN(__int128 u, Unscaled(*text, t.scale));
       v = Value::Decimal(u);

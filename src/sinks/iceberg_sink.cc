@@ -1,5 +1,6 @@
 #include "sinks/iceberg_sink.h"
 
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 
@@ -148,6 +149,22 @@ std::string PartitionText(const NestedField& source, const std::string& expr) {
   }
 }
 
+// A partition value as a directory name (readers never parse it): URL-encoded as Java's
+// writers do, cut to 64 bytes plus a hash of the whole when longer.
+std::string PathPart(std::string_view value) {
+  std::string out;
+  for (unsigned char c : value) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  if (out == "." || out == "..") out = "%2E" + out.substr(1);
+  if (out.size() > 64) out = fmt::format("{}-{:016x}", out.substr(0, 64), std::hash<std::string_view>{}(value));
+  return out;
+}
+
 std::string OffsetsKey(const std::string& group, const std::string& topic) {
   return fmt::format("sluice.offsets.{}.{}", group, topic);
 }
@@ -164,7 +181,12 @@ Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions opti
   if (options.namespace_.empty() || options.table.empty()) {
     return InvalidArgumentError("iceberg sink: table_name must be namespace.table");
   }
-  ASSIGN_OR_RETURN(std::string warehouse, lake::LocalPath(options.warehouse));
+  // A relative directory is the pipeline's working directory's.
+  std::string given = options.warehouse;
+  if (given.find("://") == std::string::npos && given.rfind("file:", 0) != 0 && given[0] != '/') {
+    given = std::filesystem::absolute(given).lexically_normal().string();
+  }
+  ASSIGN_OR_RETURN(std::string warehouse, lake::LocalPath(given));
   std::string root = warehouse;
   for (const std::string& level : options.namespace_) root += "/" + level;
   root += "/" + options.table;
@@ -224,6 +246,25 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
   for (const std::string& p : options_.partition_by) {
     ASSIGN_OR_RETURN(PartitionField f, ParsePartition(p, schema));
     f.field_id = lake::kPartitionDataIdStart + static_cast<int32_t>(spec.fields.size());
+    // Refused before the table exists: a table whose spec this writer cannot fill could
+    // never be committed to.
+    const NestedField* source = schema.FindField(f.source_id);
+    ASSIGN_OR_RETURN(Type result, f.transform.ResultType(source->type));
+    bool writable = f.transform.kind() == lake::TransformKind::kBucket
+                        ? !SourceText(source->type, "x").empty()
+                        : PartitionSql(f, schema).ok();
+    switch (result.id) {
+      case lake::TypeId::kBoolean: case lake::TypeId::kInt: case lake::TypeId::kLong: case lake::TypeId::kFloat:
+      case lake::TypeId::kDouble: case lake::TypeId::kDate: case lake::TypeId::kTime: case lake::TypeId::kTimestamp:
+      case lake::TypeId::kTimestampTz: case lake::TypeId::kString: break;
+      default: writable = false;
+    }
+    if (!writable) {
+      return InvalidArgumentError("partition_by {}: the iceberg sink cannot write {} partitions of a {} column (it "
+                                  "writes identity, year, month, day, hour, bucket and truncate of boolean, int, long, "
+                                  "float, double, date, time, timestamp and string columns)",
+                                  p, f.transform.ToString(), source->type.ToString());
+    }
     spec.fields.push_back(std::move(f));
   }
   std::error_code ec;
@@ -408,12 +449,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       where.push_back(values[i] ? fmt::format("{} = {}", texts[i], duck::QuoteLiteral(*values[i]))
                                 : fmt::format("{} IS NULL", texts[i]));
       fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
-      std::string shown = values[i] ? *values[i] : "null";
-      for (char& ch : shown) {
-        if (ch == '/' || ch == '\\' || ch == '\0') ch = '_';
-      }
-      if (shown == "." || shown == "..") shown = "_" + shown;
-      dir += fmt::format("/{}={}", spec->fields[i].name, shown);
+      dir += fmt::format("/{}={}", PathPart(spec->fields[i].name), values[i] ? PathPart(*values[i]) : "null");
     }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
