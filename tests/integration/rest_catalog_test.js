@@ -28,6 +28,7 @@ try {
 }
 
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1'
 
 async function waitUntil (predicate, timeoutMs, what) {
   const deadline = Date.now() + timeoutMs
