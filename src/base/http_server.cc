@@ -29,7 +29,8 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr, const
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                       MetricsRegistry& registry,
-                                                      HealthCheck health) {
+                                                      HealthCheck health,
+                                                      std::vector<HttpRoute> routes) {
   ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->server_ = std::make_unique<httplib::Server>();
@@ -51,6 +52,32 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
       res.set_content(problems + "\n", "text/plain");
     }
   });
+  for (HttpRoute& route : routes) {
+    // httplib matches patterns as regular expressions over the decoded path; the handler
+    // gets the path as sent (req.target), so that an encoded '/' or 0x1F survives.
+    std::string pattern;
+    for (char c : route.prefix) {
+      if (std::string_view("\\^$.|?*+()[]{}").find(c) != std::string_view::npos) pattern += '\\';
+      pattern += c;
+    }
+    pattern += ".*";
+    auto handler = [h = std::move(route.handler)](const httplib::Request& req, httplib::Response& res) {
+      HttpRequest r;
+      r.method = req.method;
+      std::string_view target = req.target;
+      if (size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+      r.path = target.empty() || target[0] != '/' ? req.path : std::string(target);
+      for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+      r.body = req.body;
+      HttpResponse out = h(r);
+      res.status = out.status;
+      if (!out.body.empty()) res.set_content(out.body, out.content_type.c_str());
+    };
+    s->server_->Get(pattern, handler);  // GET and HEAD
+    s->server_->Post(pattern, handler);
+    s->server_->Put(pattern, handler);
+    s->server_->Delete(pattern, handler);
+  }
   if (host_port.second == 0) {
     s->port_ = s->server_->bind_to_any_port(s->host_);
   } else {

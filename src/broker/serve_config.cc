@@ -42,7 +42,9 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
       // Read by the group coordinator and SASL wiring (serve.cc).
       "groups.initial_rebalance_delay", "groups.min_session_timeout",
       "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
-      "sasl.users", "sasl.scram_iterations"};
+      "sasl.users", "sasl.scram_iterations",
+      // Read by `sluice serve` itself (src/cli/main.cc): the HTTP port and the REST catalog.
+      "http.addr", "warehouse"};
   for (const std::string& n : kTopicNames) known.push_back("topics.defaults." + n);
   std::vector<std::string_view> views(known.begin(), known.end());
   RETURN_IF_ERROR(config.CheckKnown(views));

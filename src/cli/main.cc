@@ -31,6 +31,7 @@
 #include "base/config.h"
 #include "duck/database.h"
 #include "kafka/client/config.h"
+#include "lake/rest_catalog.h"
 
 namespace {
 
@@ -145,7 +146,11 @@ struct ServeFlags {
   std::string pipelines_dir;
   int64_t pipelines_budget_mib = 0;  // 0: half the machine's memory
   std::string http_addr;
+  std::string warehouse;
 };
+
+// The HTTP port when neither --http-addr nor http.addr says otherwise.
+constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
 // Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
 // shard threads inherit the mask) and read from a signalfd here, so no work happens in
@@ -166,10 +171,37 @@ int RunServe(const ServeFlags& f) {
   if (!f.flush_policy.empty()) config.Set("storage.flush.policy", f.flush_policy, "--flush-policy");
   if (f.flush_ms > 0) config.Set("storage.flush.ms", std::to_string(f.flush_ms), "--flush-ms");
   if (f.shards > 0) config.Set("shards", std::to_string(f.shards), "--shards");
+  if (!f.http_addr.empty()) config.Set("http.addr", f.http_addr, "--http-addr");
+  if (!f.warehouse.empty()) config.Set("warehouse", f.warehouse, "--warehouse");
   auto serve_config = sluice::broker::ServeConfigFrom(config);
   if (!serve_config.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", serve_config.status().message().c_str());
     return 2;
+  }
+
+  // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
+  // default; "off" turns it off.
+  auto http_addr = config.GetString("http.addr", kDefaultHttpAddr);
+  auto warehouse = config.GetString("warehouse", "");
+  if (!http_addr.ok() || !warehouse.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n",
+                 (!http_addr.ok() ? http_addr.status() : warehouse.status()).message().c_str());
+    return 2;
+  }
+  if (*http_addr == "off" && !warehouse->empty()) {
+    std::fprintf(stderr, "sluice serve: warehouse (set in %s) needs the HTTP port, but http.addr is off\n",
+                 config.Origin("warehouse").c_str());
+    return 2;
+  }
+  std::unique_ptr<sluice::lake::RestCatalog> catalog;
+  if (!warehouse->empty()) {
+    auto opened = sluice::lake::RestCatalog::Open({.warehouse = *warehouse});
+    if (!opened.ok()) {
+      std::fprintf(stderr, "sluice serve: warehouse (set in %s): %s\n", config.Origin("warehouse").c_str(),
+                   opened.status().message().c_str());
+      return 2;
+    }
+    catalog = std::move(opened).value();
   }
 
   sigset_t signals;
@@ -227,10 +259,15 @@ int RunServe(const ServeFlags& f) {
     std::fflush(stdout);
   }
   std::unique_ptr<sluice::HttpServer> http;
-  if (!f.http_addr.empty()) {
+  if (*http_addr != "off") {
     sluice::RegisterProcessMetrics(sluice::MetricsRegistry::Global());
-    auto started = sluice::HttpServer::Start(f.http_addr, sluice::MetricsRegistry::Global(),
-                                             [p = pipelines.get()] { return p ? p->Health() : ""; });
+    std::vector<sluice::HttpRoute> routes;
+    if (catalog) {
+      routes.push_back({"/v1/", [c = catalog.get()](const sluice::HttpRequest& r) { return c->Handle(r); }});
+    }
+    auto started = sluice::HttpServer::Start(*http_addr, sluice::MetricsRegistry::Global(),
+                                             [p = pipelines.get()] { return p ? p->Health() : ""; },
+                                             std::move(routes));
     if (!started.ok()) {
       std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
       if (pipelines) pipelines->Stop();
@@ -240,6 +277,10 @@ int RunServe(const ServeFlags& f) {
     }
     http = std::move(started).value();
     fmt::print("sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
+    if (catalog) {
+      fmt::print("sluice: Iceberg REST catalog on http://{}:{}/v1 (warehouse {})\n", http->host(), http->port(),
+                 catalog->warehouse());
+    }
     std::fflush(stdout);
   }
 
@@ -309,7 +350,11 @@ int main(int argc, char** argv) {
                     "MiB the pipelines' duckdb.memory_limit may add up to (default: half the memory)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   serve->add_option("--http-addr", serve_flags.http_addr,
-                    "HOST:PORT of the HTTP port: /metrics (Prometheus) and /healthz (default: none)");
+                    "HOST:PORT of the HTTP port: /metrics (Prometheus), /healthz and, with --warehouse, the "
+                    "Iceberg REST catalog at /v1 (default 127.0.0.1:8181; port 0: any free port; off: none)");
+  serve->add_option("--warehouse", serve_flags.warehouse,
+                    "serve the Iceberg tables of DIR (the iceberg sink's warehouse) as an Iceberg REST "
+                    "catalog on the HTTP port (docs/design/0009)");
 
   auto* pipeline_cmd = app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
   pipeline_cmd->require_subcommand(0, 1);

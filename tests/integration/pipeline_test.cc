@@ -1195,7 +1195,8 @@ TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
   WriteFile(pipelines / "b.yml", Render(spec, "127.0.0.1:9"));
   WriteFile(pipelines / "c.yml", "pipeline:\n  name: broken\n  batch_size: many\n");
   std::string out_text, err_text;
-  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
+  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+                          "--data-dir", (dir_ / "data").string(),
                           "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
                          &out_text, &err_text);
   EXPECT_EQ(status, 2) << out_text << err_text;

@@ -53,7 +53,8 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   if (dir_.empty()) return "mkdtemp failed";
   if (pid_ > 0) return "already started";
   std::vector<std::string> args = {sluice_, "serve", "--kafka-addr", "127.0.0.1:0",
-                                   "--data-dir", (dir_ / "data").string(), "--shards", "2"};
+                                   "--data-dir", (dir_ / "data").string(), "--shards", "2",
+                                   "--http-addr", "127.0.0.1:0"};
   if (!config_yaml_.empty()) {
     std::ofstream(dir_ / "sluice.yaml") << config_yaml_;
     args.push_back("--config");

@@ -1,0 +1,893 @@
+#include "lake/rest_catalog.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lake/iceberg_json.h"
+#include "lake/iceberg_schema.h"
+#include "lake/table_files.h"
+#include "lake/table_metadata.h"
+#include "lake/table_update.h"
+
+namespace sluice::lake {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr std::string_view kNamespaceFile = ".namespace.json";
+
+// An error as the REST spec's ErrorModel. `type` names the exception a Java client
+// raises for it (NoSuchTableException, CommitFailedException, ...).
+HttpResponse Error(int code, std::string_view type, std::string_view message) {
+  Json body = {{"error", {{"message", message}, {"type", type}, {"code", code}}}};
+  return {.status = code, .body = body.dump()};
+}
+
+HttpResponse Ok(const Json& body) { return {.status = 200, .body = body.dump()}; }
+HttpResponse NoContent() { return {.status = 204, .body = ""}; }
+
+// The HTTP answer to a Status from the metadata layer (docs/design/0008 "Error kinds").
+HttpResponse FromStatus(const Status& st) {
+  switch (st.code()) {
+    case StatusCode::kFailedPrecondition:
+      return Error(409, "CommitFailedException", st.message());
+    case StatusCode::kAlreadyExists:
+      return Error(409, "AlreadyExistsException", st.message());
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kUnimplemented:
+      return Error(400, "BadRequestException", st.message());
+    case StatusCode::kNotFound:
+      return Error(404, "NotFoundException", st.message());
+    default:
+      return Error(500, "ServiceFailureException", st.ToString());
+  }
+}
+
+std::string Dotted(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, ".")); }
+
+// A namespace level or table name is one directory: no '/', no control characters (the
+// 0x1F separator among them), not empty, not "." or "..", and not starting with '.' (the
+// catalog's own files are dot-named).
+Status CheckName(std::string_view name, std::string_view what) {
+  if (name.empty()) return InvalidArgumentError("{} must not be empty", what);
+  if (name.size() > 255) return InvalidArgumentError("{} \"{}\" is longer than 255 bytes", what, name);
+  if (name[0] == '.') return InvalidArgumentError("{} \"{}\" must not start with '.'", what, name);
+  for (char c : name) {
+    if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return InvalidArgumentError("{} \"{}\" must not contain '/' or control characters", what, name);
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckNamespace(const std::vector<std::string>& ns) {
+  if (ns.empty()) return InvalidArgumentError("the namespace must have at least one level");
+  for (const std::string& part : ns) RETURN_IF_ERROR(CheckName(part, "namespace level"));
+  return Status::OK();
+}
+
+bool IsDir(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool IsFile(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The names of the subdirectories of `dir` that are not dot-named, sorted.
+std::vector<std::string> Subdirs(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.') continue;
+    std::error_code ec2;
+    if (it->is_directory(ec2)) out.push_back(std::move(name));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A table: a directory whose metadata/ holds a committed version.
+Result<std::optional<MetadataVersion>> CurrentOf(const std::string& dir) {
+  if (!IsDir(dir + "/metadata")) return std::optional<MetadataVersion>();
+  return TableFiles(dir).Current();
+}
+
+bool IsTableDir(const std::string& dir) {
+  Result<std::optional<MetadataVersion>> c = CurrentOf(dir);
+  return !c.ok() || c->has_value();  // an unreadable table is still a table
+}
+
+// A namespace: a directory that is not a table and holds .namespace.json or, below it, a
+// table or a namespace (the iceberg sink makes the directories of its table's namespace
+// without .namespace.json). What a dropped table leaves (data/, metadata.renamed-*) is
+// neither.
+bool IsNamespaceDir(const std::string& dir, int depth = 0) {
+  if (!IsDir(dir) || IsTableDir(dir)) return false;
+  if (IsFile(dir + "/" + std::string(kNamespaceFile))) return true;
+  if (depth > 64) return false;
+  for (const std::string& child : Subdirs(dir)) {
+    std::string path = dir + "/" + child;
+    if (IsTableDir(path) || IsNamespaceDir(path, depth + 1)) return true;
+  }
+  return false;
+}
+
+int64_t SystemNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Json NamespaceJson(const std::vector<std::string>& ns) {
+  Json out = Json::array();
+  for (const std::string& p : ns) out.push_back(p);
+  return out;
+}
+
+Json IdentifierJson(const std::vector<std::string>& ns, const std::string& name) {
+  return {{"namespace", NamespaceJson(ns)}, {"name", name}};
+}
+
+Result<std::vector<std::string>> NamespaceFromJson(const Json& j, std::string_view path) {
+  if (!j.is_array()) return InvalidArgumentError("{}: expected an array of strings, got {}", path, JsonKindName(j));
+  std::vector<std::string> out;
+  for (size_t i = 0; i < j.size(); ++i) {
+    ASSIGN_OR_RETURN(std::string part, JsonToString(j[i], JsonPath(path, i)));
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+struct TableIdentifier {
+  std::vector<std::string> ns;
+  std::string name;
+};
+
+Result<TableIdentifier> TableIdentifierFromJson(const Json& j, std::string_view path) {
+  ASSIGN_OR_RETURN(JsonObject o, JsonObject::Of(j, std::string(path)));
+  TableIdentifier id;
+  ASSIGN_OR_RETURN(const Json* ns, o.Require("namespace"));
+  ASSIGN_OR_RETURN(id.ns, NamespaceFromJson(*ns, o.PathOf("namespace")));
+  ASSIGN_OR_RETURN(id.name, o.String("name"));
+  RETURN_IF_ERROR(CheckNamespace(id.ns));
+  RETURN_IF_ERROR(CheckName(id.name, "table name"));
+  return id;
+}
+
+Result<std::vector<std::string>> SplitPath(std::string_view path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t slash = path.find('/', start);
+    std::string_view seg = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    out.emplace_back(seg);
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+// The catalog's work for one request; the paths are resolved, the names checked.
+class Session {
+ public:
+  Session(const std::string& warehouse, const RestCatalog::Options& options, std::mutex& mu)
+      : warehouse_(warehouse), options_(options), mu_(mu) {}
+
+  HttpResponse Route(const HttpRequest& req);
+
+ private:
+  int64_t Now() const { return options_.now_ms ? options_.now_ms() : SystemNowMs(); }
+  std::string NamespaceDir(const std::vector<std::string>& ns) const {
+    std::string out = warehouse_;
+    for (const std::string& p : ns) out += "/" + p;
+    return out;
+  }
+  std::string TableDir(const TableIdentifier& id) const { return NamespaceDir(id.ns) + "/" + id.name; }
+  std::string DefaultLocation(const TableIdentifier& id) const { return FileUri(TableDir(id)); }
+
+  HttpResponse NoSuchNamespace(const std::vector<std::string>& ns) const {
+    return Error(404, "NoSuchNamespaceException", fmt::format("namespace {} does not exist", Dotted(ns)));
+  }
+  HttpResponse NoSuchTable(const TableIdentifier& id) const {
+    return Error(404, "NoSuchTableException",
+                 fmt::format("table {}.{} does not exist", Dotted(id.ns), id.name));
+  }
+
+  HttpResponse Config(const HttpRequest& req);
+  HttpResponse ListNamespaces(const HttpRequest& req);
+  HttpResponse CreateNamespace(const HttpRequest& req);
+  HttpResponse LoadNamespace(const std::vector<std::string>& ns, bool head);
+  HttpResponse DropNamespace(const std::vector<std::string>& ns);
+  HttpResponse UpdateNamespaceProperties(const std::vector<std::string>& ns, const HttpRequest& req);
+  HttpResponse ListTables(const std::vector<std::string>& ns, const HttpRequest& req);
+  HttpResponse CreateTable(const std::vector<std::string>& ns, const HttpRequest& req);
+  HttpResponse RegisterTable(const std::vector<std::string>& ns, const HttpRequest& req);
+  HttpResponse LoadTable(const TableIdentifier& id, const HttpRequest& req);
+  HttpResponse TableExists(const TableIdentifier& id);
+  HttpResponse CommitTable(const TableIdentifier& id, const HttpRequest& req);
+  HttpResponse DropTable(const TableIdentifier& id, const HttpRequest& req);
+  HttpResponse RenameTable(const HttpRequest& req);
+
+  // The identifier-free checks shared by create, register and rename's destination: the
+  // namespace exists, and neither a table nor a namespace has the name.
+  std::optional<HttpResponse> CheckFreeName(const TableIdentifier& id) const;
+  Result<std::map<std::string, std::string>> ReadProperties(const std::vector<std::string>& ns) const;
+  Status WriteProperties(const std::vector<std::string>& ns, const std::map<std::string, std::string>& props) const;
+  // LoadTableResult / CommitTableResponse.
+  static Json TableResult(const std::string& metadata_path, Json metadata, bool with_config);
+  // Pagination over sorted names: pageToken is the last name of the previous page.
+  static std::pair<std::vector<std::string>, std::optional<std::string>> Page(std::vector<std::string> names,
+                                                                              const HttpRequest& req, Status* st);
+
+  const std::string& warehouse_;
+  const RestCatalog::Options& options_;
+  std::mutex& mu_;
+};
+
+Json Session::TableResult(const std::string& metadata_path, Json metadata, bool with_config) {
+  Json out = Json::object();
+  out["metadata-location"] = FileUri(metadata_path);
+  out["metadata"] = std::move(metadata);
+  if (with_config) out["config"] = Json::object();
+  return out;
+}
+
+std::pair<std::vector<std::string>, std::optional<std::string>> Session::Page(std::vector<std::string> names,
+                                                                              const HttpRequest& req,
+                                                                              Status* st) {
+  if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
+    const std::string& token = it->second;
+    names.erase(names.begin(), std::upper_bound(names.begin(), names.end(), token));
+  }
+  std::optional<std::string> next;
+  if (auto it = req.query.find("pageSize"); it != req.query.end() && !it->second.empty()) {
+    size_t size = 0;
+    try {
+      long long v = std::stoll(it->second);
+      if (v < 1) throw std::out_of_range("pageSize");
+      size = static_cast<size_t>(v);
+    } catch (const std::exception&) {
+      *st = InvalidArgumentError("pageSize \"{}\" is not a positive integer", it->second);
+      return {};
+    }
+    if (names.size() > size) {
+      names.resize(size);
+      next = names.back();
+    }
+  }
+  return {std::move(names), next};
+}
+
+std::optional<HttpResponse> Session::CheckFreeName(const TableIdentifier& id) const {
+  if (!IsNamespaceDir(NamespaceDir(id.ns))) return NoSuchNamespace(id.ns);
+  std::string dir = TableDir(id);
+  if (IsTableDir(dir)) {
+    return Error(409, "AlreadyExistsException",
+                 fmt::format("table {}.{} already exists", Dotted(id.ns), id.name));
+  }
+  if (IsNamespaceDir(dir)) {
+    return Error(409, "AlreadyExistsException",
+                 fmt::format("{}.{} is a namespace", Dotted(id.ns), id.name));
+  }
+  return std::nullopt;
+}
+
+Result<std::map<std::string, std::string>> Session::ReadProperties(const std::vector<std::string>& ns) const {
+  std::string path = NamespaceDir(ns) + "/" + std::string(kNamespaceFile);
+  Result<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return std::map<std::string, std::string>();
+    return text.status();
+  }
+  ASSIGN_OR_RETURN(Json j, ParseJson(*text, path));
+  ASSIGN_OR_RETURN(JsonObject o, JsonObject::Of(j, "$"));
+  return o.OptStringMap("properties");
+}
+
+Status Session::WriteProperties(const std::vector<std::string>& ns,
+                                const std::map<std::string, std::string>& props) const {
+  Json j = Json::object();
+  j["properties"] = Json::object();
+  for (const auto& [k, v] : props) j["properties"][k] = v;
+  return WriteFileAtomically(NamespaceDir(ns) + "/" + std::string(kNamespaceFile), j.dump(2) + "\n");
+}
+
+HttpResponse Session::Config(const HttpRequest&) {
+  static const char* kEndpoints[] = {
+      "GET /v1/{prefix}/namespaces",
+      "POST /v1/{prefix}/namespaces",
+      "GET /v1/{prefix}/namespaces/{namespace}",
+      "HEAD /v1/{prefix}/namespaces/{namespace}",
+      "DELETE /v1/{prefix}/namespaces/{namespace}",
+      "POST /v1/{prefix}/namespaces/{namespace}/properties",
+      "GET /v1/{prefix}/namespaces/{namespace}/tables",
+      "POST /v1/{prefix}/namespaces/{namespace}/tables",
+      "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+      "POST /v1/{prefix}/namespaces/{namespace}/register",
+      "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}/metrics",
+      "POST /v1/{prefix}/tables/rename",
+  };
+  Json endpoints = Json::array();
+  for (const char* e : kEndpoints) endpoints.push_back(e);
+  return Ok({{"defaults", Json::object()}, {"overrides", Json::object()}, {"endpoints", endpoints}});
+}
+
+HttpResponse Session::ListNamespaces(const HttpRequest& req) {
+  std::vector<std::string> parent;
+  if (auto it = req.query.find("parent"); it != req.query.end() && !it->second.empty()) {
+    // The query value is decoded already: levels are separated by 0x1F.
+    size_t start = 0;
+    while (true) {
+      size_t sep = it->second.find('\x1f', start);
+      parent.push_back(it->second.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+      if (sep == std::string::npos) break;
+      start = sep + 1;
+    }
+    if (Status st = CheckNamespace(parent); !st.ok()) return FromStatus(st);
+    if (!IsNamespaceDir(NamespaceDir(parent))) return NoSuchNamespace(parent);
+  }
+  std::string dir = NamespaceDir(parent);
+  std::vector<std::string> names;
+  for (const std::string& child : Subdirs(dir)) {
+    if (CheckName(child, "").ok() && IsNamespaceDir(dir + "/" + child)) names.push_back(child);
+  }
+  Status st;
+  auto [page, next] = Page(std::move(names), req, &st);
+  if (!st.ok()) return FromStatus(st);
+  Json list = Json::array();
+  for (const std::string& name : page) {
+    std::vector<std::string> ns = parent;
+    ns.push_back(name);
+    list.push_back(NamespaceJson(ns));
+  }
+  Json out = {{"namespaces", list}};
+  if (next) out["next-page-token"] = *next;
+  return Ok(out);
+}
+
+HttpResponse Session::CreateNamespace(const HttpRequest& req) {
+  Result<Json> body = ParseJson(req.body, "CreateNamespaceRequest");
+  if (!body.ok()) return FromStatus(body.status());
+  Result<JsonObject> o = JsonObject::Of(*body, "$");
+  if (!o.ok()) return FromStatus(o.status());
+  Result<const Json*> nsj = o->Require("namespace");
+  if (!nsj.ok()) return FromStatus(nsj.status());
+  Result<std::vector<std::string>> ns = NamespaceFromJson(**nsj, "$.namespace");
+  if (!ns.ok()) return FromStatus(ns.status());
+  if (Status st = CheckNamespace(*ns); !st.ok()) return FromStatus(st);
+  Result<std::map<std::string, std::string>> props = o->OptStringMap("properties");
+  if (!props.ok()) return FromStatus(props.status());
+
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string dir = NamespaceDir(*ns);
+  if (IsNamespaceDir(dir)) {
+    return Error(409, "AlreadyExistsException", fmt::format("namespace {} already exists", Dotted(*ns)));
+  }
+  if (IsTableDir(dir)) {
+    return Error(409, "AlreadyExistsException", fmt::format("{} is a table", Dotted(*ns)));
+  }
+  // A level above that is a table would put the namespace inside the table's files.
+  for (size_t i = 1; i < ns->size(); ++i) {
+    std::vector<std::string> up(ns->begin(), ns->begin() + static_cast<std::ptrdiff_t>(i));
+    if (IsTableDir(NamespaceDir(up))) {
+      return Error(400, "BadRequestException", fmt::format("{} is a table, not a namespace", Dotted(up)));
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return FromStatus(IOError("cannot create {}: {}", dir, ec.message()));
+  if (Status st = WriteProperties(*ns, *props); !st.ok()) return FromStatus(st);
+  Json p = Json::object();
+  for (const auto& [k, v] : *props) p[k] = v;
+  return Ok({{"namespace", NamespaceJson(*ns)}, {"properties", p}});
+}
+
+HttpResponse Session::LoadNamespace(const std::vector<std::string>& ns, bool head) {
+  if (!IsNamespaceDir(NamespaceDir(ns))) return head ? HttpResponse{.status = 404, .body = ""} : NoSuchNamespace(ns);
+  if (head) return NoContent();
+  Result<std::map<std::string, std::string>> props = ReadProperties(ns);
+  if (!props.ok()) return FromStatus(props.status());
+  Json p = Json::object();
+  for (const auto& [k, v] : *props) p[k] = v;
+  return Ok({{"namespace", NamespaceJson(ns)}, {"properties", p}});
+}
+
+HttpResponse Session::DropNamespace(const std::vector<std::string>& ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string dir = NamespaceDir(ns);
+  if (!IsNamespaceDir(dir)) return NoSuchNamespace(ns);
+  for (const std::string& child : Subdirs(dir)) {
+    std::string path = dir + "/" + child;
+    if (IsTableDir(path) || IsNamespaceDir(path)) {
+      return Error(409, "NamespaceNotEmptyException",
+                   fmt::format("namespace {} is not empty: it holds {} {}", Dotted(ns),
+                               IsTableDir(path) ? "table" : "namespace", child));
+    }
+  }
+  std::string file = dir + "/" + std::string(kNamespaceFile);
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT) return FromStatus(ErrnoError("unlink", file, errno));
+  // What dropped tables left behind (their data when not purged) stays; an empty
+  // directory goes.
+  (void)::rmdir(dir.c_str());
+  return NoContent();
+}
+
+HttpResponse Session::UpdateNamespaceProperties(const std::vector<std::string>& ns, const HttpRequest& req) {
+  Result<Json> body = ParseJson(req.body, "UpdateNamespacePropertiesRequest");
+  if (!body.ok()) return FromStatus(body.status());
+  Result<JsonObject> o = JsonObject::Of(*body, "$");
+  if (!o.ok()) return FromStatus(o.status());
+  std::vector<std::string> removals;
+  Result<const Json*> rj = o->OptArray("removals");
+  if (!rj.ok()) return FromStatus(rj.status());
+  if (*rj != nullptr) {
+    for (size_t i = 0; i < (*rj)->size(); ++i) {
+      Result<std::string> k = JsonToString((**rj)[i], JsonPath("$.removals", i));
+      if (!k.ok()) return FromStatus(k.status());
+      removals.push_back(*k);
+    }
+  }
+  Result<std::map<std::string, std::string>> updates = o->OptStringMap("updates");
+  if (!updates.ok()) return FromStatus(updates.status());
+  for (const std::string& k : removals) {
+    if (updates->count(k) != 0) {
+      return Error(422, "UnprocessableEntityException",
+                   fmt::format("property \"{}\" is both updated and removed", k));
+    }
+  }
+
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!IsNamespaceDir(NamespaceDir(ns))) return NoSuchNamespace(ns);
+  Result<std::map<std::string, std::string>> props = ReadProperties(ns);
+  if (!props.ok()) return FromStatus(props.status());
+  Json updated = Json::array(), removed = Json::array(), missing = Json::array();
+  for (const std::string& k : removals) {
+    if (props->erase(k) != 0) {
+      removed.push_back(k);
+    } else {
+      missing.push_back(k);
+    }
+  }
+  for (const auto& [k, v] : *updates) {
+    (*props)[k] = v;
+    updated.push_back(k);
+  }
+  if (Status st = WriteProperties(ns, *props); !st.ok()) return FromStatus(st);
+  return Ok({{"updated", updated}, {"removed", removed}, {"missing", missing}});
+}
+
+HttpResponse Session::ListTables(const std::vector<std::string>& ns, const HttpRequest& req) {
+  std::string dir = NamespaceDir(ns);
+  if (!IsNamespaceDir(dir)) return NoSuchNamespace(ns);
+  std::vector<std::string> names;
+  for (const std::string& child : Subdirs(dir)) {
+    if (CheckName(child, "").ok() && IsTableDir(dir + "/" + child)) names.push_back(child);
+  }
+  Status st;
+  auto [page, next] = Page(std::move(names), req, &st);
+  if (!st.ok()) return FromStatus(st);
+  Json ids = Json::array();
+  for (const std::string& name : page) ids.push_back(IdentifierJson(ns, name));
+  Json out = {{"identifiers", ids}};
+  if (next) out["next-page-token"] = *next;
+  return Ok(out);
+}
+
+HttpResponse Session::CreateTable(const std::vector<std::string>& ns, const HttpRequest& req) {
+  Result<Json> body = ParseJson(req.body, "CreateTableRequest");
+  if (!body.ok()) return FromStatus(body.status());
+  Result<JsonObject> o = JsonObject::Of(*body, "$");
+  if (!o.ok()) return FromStatus(o.status());
+  Result<std::string> name = o->String("name");
+  if (!name.ok()) return FromStatus(name.status());
+  TableIdentifier id{ns, *name};
+  if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
+
+  NewTableOptions opts;
+  opts.now_ms = Now();
+  Result<const Json*> schema = o->Require("schema");
+  if (!schema.ok()) return FromStatus(schema.status());
+  Result<Schema> parsed = SchemaFromJson(**schema, "$.schema", false);
+  if (!parsed.ok()) return FromStatus(parsed.status());
+  opts.schema = std::move(*parsed);
+  if (const Json* spec = o->Get("partition-spec")) {
+    Result<PartitionSpec> s = PartitionSpecFromJson(*spec, "$.partition-spec", false);
+    if (!s.ok()) return FromStatus(s.status());
+    opts.spec = std::move(*s);
+  }
+  if (const Json* order = o->Get("write-order")) {
+    Result<SortOrder> s = SortOrderFromJson(*order, "$.write-order");
+    if (!s.ok()) return FromStatus(s.status());
+    opts.sort_order = std::move(*s);
+  }
+  Result<std::map<std::string, std::string>> props = o->OptStringMap("properties");
+  if (!props.ok()) return FromStatus(props.status());
+  opts.properties = std::move(*props);
+  // As Java: the format-version property chooses the version and is not kept.
+  if (auto it = opts.properties.find("format-version"); it != opts.properties.end()) {
+    if (it->second != "1" && it->second != "2") {
+      return Error(400, "BadRequestException",
+                   fmt::format("format-version \"{}\" is not supported (1 or 2)", it->second));
+    }
+    opts.format_version = it->second == "1" ? 1 : 2;
+    opts.properties.erase(it);
+  }
+  Result<std::optional<std::string>> location = o->OptString("location");
+  if (!location.ok()) return FromStatus(location.status());
+  opts.location = location->value_or(DefaultLocation(id));
+  Result<std::optional<bool>> stage = o->OptBool("stage-create");
+  if (!stage.ok()) return FromStatus(stage.status());
+
+  Result<TableMetadata> metadata = NewTable(opts);
+  if (!metadata.ok()) return FromStatus(metadata.status());
+  if (std::optional<HttpResponse> taken = CheckFreeName(id)) return *taken;
+  if (stage->value_or(false)) {
+    // Nothing is written: the client commits the table later with assert-create.
+    Json out = Json::object();
+    out["metadata"] = TableMetadataToJson(*metadata);
+    out["config"] = Json::object();
+    return Ok(out);
+  }
+  TableFiles files(TableDir(id));
+  if (Status st = files.CommitVersion(1, TableMetadataToString(*metadata)); !st.ok()) {
+    if (st.code() == StatusCode::kAlreadyExists) {
+      return Error(409, "AlreadyExistsException",
+                   fmt::format("table {}.{} already exists", Dotted(id.ns), id.name));
+    }
+    return FromStatus(st);
+  }
+  return Ok(TableResult(files.VersionPath(1), TableMetadataToJson(*metadata), true));
+}
+
+HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const HttpRequest& req) {
+  Result<Json> body = ParseJson(req.body, "RegisterTableRequest");
+  if (!body.ok()) return FromStatus(body.status());
+  Result<JsonObject> o = JsonObject::Of(*body, "$");
+  if (!o.ok()) return FromStatus(o.status());
+  Result<std::string> name = o->String("name");
+  if (!name.ok()) return FromStatus(name.status());
+  Result<std::string> source = o->String("metadata-location");
+  if (!source.ok()) return FromStatus(source.status());
+  Result<std::optional<bool>> overwrite = o->OptBool("overwrite");
+  if (!overwrite.ok()) return FromStatus(overwrite.status());
+  TableIdentifier id{ns, *name};
+  if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
+
+  Result<std::string> path = LocalPath(*source);
+  if (!path.ok()) return FromStatus(path.status());
+  Result<std::string> text = ReadWholeFile(*path);
+  if (!text.ok()) {
+    return Error(400, "BadRequestException",
+                 fmt::format("cannot read metadata-location {}: {}", *source, text.status().message()));
+  }
+  Result<TableMetadata> metadata = TableMetadataFromJson(*text);
+  if (!metadata.ok()) {
+    return Error(400, "BadRequestException", fmt::format("{}: {}", *source, metadata.status().message()));
+  }
+  TableFiles files(TableDir(id));
+  int64_t version = 1;
+  if (overwrite->value_or(false) && IsNamespaceDir(NamespaceDir(ns)) && IsTableDir(files.root())) {
+    Result<std::optional<MetadataVersion>> current = files.Current();
+    if (!current.ok()) return FromStatus(current.status());
+    version = (*current)->version + 1;
+  } else if (std::optional<HttpResponse> taken = CheckFreeName(id)) {
+    return *taken;
+  }
+  if (Status st = files.CommitVersion(version, *text); !st.ok()) {
+    if (st.code() == StatusCode::kAlreadyExists) {
+      return Error(409, version == 1 ? "AlreadyExistsException" : "CommitFailedException",
+                   fmt::format("table {}.{}: {}", Dotted(id.ns), id.name, st.message()));
+    }
+    return FromStatus(st);
+  }
+  return Ok(TableResult(files.VersionPath(version), TableMetadataToJson(*metadata), true));
+}
+
+HttpResponse Session::LoadTable(const TableIdentifier& id, const HttpRequest& req) {
+  Result<std::optional<MetadataVersion>> current = CurrentOf(TableDir(id));
+  if (!current.ok()) return FromStatus(current.status());
+  if (!current->has_value()) {
+    if (!IsNamespaceDir(NamespaceDir(id.ns))) return NoSuchNamespace(id.ns);
+    return NoSuchTable(id);
+  }
+  Result<TableMetadata> metadata = TableMetadataFromJson((*current)->json);
+  if (!metadata.ok()) {
+    return Error(500, "ServiceFailureException",
+                 fmt::format("{}: {}", (*current)->path, metadata.status().message()));
+  }
+  std::string snapshots = "all";
+  if (auto it = req.query.find("snapshots"); it != req.query.end()) snapshots = it->second;
+  if (snapshots == "refs") {
+    std::set<int64_t> referenced;
+    for (const auto& [name, ref] : metadata->refs) referenced.insert(ref.snapshot_id);
+    std::erase_if(metadata->snapshots, [&](const Snapshot& s) { return referenced.count(s.snapshot_id) == 0; });
+  } else if (snapshots != "all") {
+    return Error(400, "BadRequestException", fmt::format("snapshots must be all or refs, not \"{}\"", snapshots));
+  }
+  return Ok(TableResult((*current)->path, TableMetadataToJson(*metadata), true));
+}
+
+HttpResponse Session::TableExists(const TableIdentifier& id) {
+  return IsTableDir(TableDir(id)) ? NoContent() : HttpResponse{.status = 404, .body = ""};
+}
+
+HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& req) {
+  Result<CommitRequest> request = CommitRequestFromJson(req.body);
+  if (!request.ok()) return FromStatus(request.status());
+  if (request->identifier.is_object()) {
+    Result<TableIdentifier> named = TableIdentifierFromJson(request->identifier, "$.identifier");
+    if (!named.ok()) return FromStatus(named.status());
+    if (named->ns != id.ns || named->name != id.name) {
+      return Error(400, "BadRequestException",
+                   fmt::format("the identifier {}.{} is not the table of the path, {}.{}", Dotted(named->ns),
+                               named->name, Dotted(id.ns), id.name));
+    }
+  }
+  TableFiles files(TableDir(id));
+  Result<std::optional<MetadataVersion>> current = CurrentOf(files.root());
+  if (!current.ok()) return FromStatus(current.status());
+
+  if (!current->has_value()) {
+    // The commit of a staged create (assert-create): the table's version 1.
+    bool creates = std::any_of(request->requirements.begin(), request->requirements.end(),
+                               [](const TableRequirement& r) { return r.kind == RequirementKind::kAssertCreate; });
+    if (!creates) {
+      if (!IsNamespaceDir(NamespaceDir(id.ns))) return NoSuchNamespace(id.ns);
+      return NoSuchTable(id);
+    }
+    if (std::optional<HttpResponse> taken = CheckFreeName(id)) {
+      if (taken->status == 404) return *taken;
+    }
+    // Without a set-location the table lives where the catalog puts it.
+    bool located = std::any_of(request->updates.begin(), request->updates.end(), [](const TableUpdate& u) {
+      return std::holds_alternative<SetLocationUpdate>(u);
+    });
+    if (!located) request->updates.insert(request->updates.begin(), SetLocationUpdate{DefaultLocation(id)});
+    Result<TableMetadata> next = lake::CommitTable(nullptr, "", *request, Now());
+    if (!next.ok()) return FromStatus(next.status());
+    if (Status st = files.CommitVersion(1, TableMetadataToString(*next)); !st.ok()) {
+      if (st.code() == StatusCode::kAlreadyExists) {
+        return Error(409, "CommitFailedException",
+                     fmt::format("table {}.{} was created by another writer", Dotted(id.ns), id.name));
+      }
+      return FromStatus(st);
+    }
+    return Ok(TableResult(files.VersionPath(1), TableMetadataToJson(*next), false));
+  }
+
+  const MetadataVersion& base_version = **current;
+  Result<TableMetadata> base = TableMetadataFromJson(base_version.json);
+  if (!base.ok()) {
+    return Error(500, "ServiceFailureException",
+                 fmt::format("{}: {}", base_version.path, base.status().message()));
+  }
+  Result<TableMetadata> next = lake::CommitTable(&*base, FileUri(base_version.path), *request, Now());
+  if (!next.ok()) {
+    if (IsCommitConflict(next.status())) {
+      return Error(409, "CommitFailedException",
+                   fmt::format("table {}.{} at version {}: {}", Dotted(id.ns), id.name, base_version.version,
+                               next.status().message()));
+    }
+    return FromStatus(next.status());
+  }
+  if (*next == *base) return Ok(TableResult(base_version.path, TableMetadataToJson(*base), false));
+  int64_t version = base_version.version + 1;
+  if (options_.before_commit) options_.before_commit();
+  if (Status st = files.CommitVersion(version, TableMetadataToString(*next)); !st.ok()) {
+    if (st.code() == StatusCode::kAlreadyExists) {
+      return Error(409, "CommitFailedException",
+                   fmt::format("table {}.{}: another commit made version {} first; refresh and retry",
+                               Dotted(id.ns), id.name, version));
+    }
+    return FromStatus(st);
+  }
+  return Ok(TableResult(files.VersionPath(version), TableMetadataToJson(*next), false));
+}
+
+HttpResponse Session::DropTable(const TableIdentifier& id, const HttpRequest& req) {
+  std::string dir = TableDir(id);
+  Result<std::optional<MetadataVersion>> current = CurrentOf(dir);
+  if (!current.ok()) return FromStatus(current.status());
+  if (!current->has_value()) {
+    if (!IsNamespaceDir(NamespaceDir(id.ns))) return NoSuchNamespace(id.ns);
+    return NoSuchTable(id);
+  }
+  bool purge = false;
+  if (auto it = req.query.find("purgeRequested"); it != req.query.end()) purge = it->second == "true";
+  // The rename is the drop (atomic: the table is there or not); removing the files after
+  // it may take a while.
+  std::string retired = fmt::format("{}/.metadata.dropped-{}", dir, Now());
+  if (::rename((dir + "/metadata").c_str(), retired.c_str()) != 0) {
+    return FromStatus(ErrnoError("rename", dir + "/metadata", errno));
+  }
+  std::error_code ec;
+  fs::remove_all(retired, ec);
+  if (purge) {
+    // The data under the table's directory, when that is the table's location (a renamed
+    // or registered table's files live elsewhere and are left alone).
+    Result<TableMetadata> metadata = TableMetadataFromJson((*current)->json);
+    Result<std::string> location = metadata.ok() ? LocalPath(metadata->location) : Result<std::string>(metadata.status());
+    if (location.ok() && *location == dir) fs::remove_all(dir + "/data", ec);
+  }
+  (void)::rmdir(dir.c_str());  // only when nothing is left
+  return NoContent();
+}
+
+HttpResponse Session::RenameTable(const HttpRequest& req) {
+  Result<Json> body = ParseJson(req.body, "RenameTableRequest");
+  if (!body.ok()) return FromStatus(body.status());
+  Result<JsonObject> o = JsonObject::Of(*body, "$");
+  if (!o.ok()) return FromStatus(o.status());
+  Result<const Json*> sj = o->Require("source");
+  if (!sj.ok()) return FromStatus(sj.status());
+  Result<const Json*> dj = o->Require("destination");
+  if (!dj.ok()) return FromStatus(dj.status());
+  Result<TableIdentifier> source = TableIdentifierFromJson(**sj, "$.source");
+  if (!source.ok()) return FromStatus(source.status());
+  Result<TableIdentifier> dest = TableIdentifierFromJson(**dj, "$.destination");
+  if (!dest.ok()) return FromStatus(dest.status());
+
+  std::string source_dir = TableDir(*source);
+  Result<std::optional<MetadataVersion>> current = CurrentOf(source_dir);
+  if (!current.ok()) return FromStatus(current.status());
+  if (!current->has_value()) return NoSuchTable(*source);
+  if (std::optional<HttpResponse> taken = CheckFreeName(*dest)) return *taken;
+  TableFiles to(TableDir(*dest));
+  if (Status st = to.CommitVersion(1, (*current)->json); !st.ok()) {
+    if (st.code() == StatusCode::kAlreadyExists) {
+      return Error(409, "AlreadyExistsException",
+                   fmt::format("table {}.{} already exists", Dotted(dest->ns), dest->name));
+    }
+    return FromStatus(st);
+  }
+  // Retire the old name. A commit to it that lands between the copy and this rename is
+  // carried over as the new name's next version; one after it fails (its metadata/ is
+  // gone).
+  std::string retired = fmt::format("{}/metadata.renamed-{}", source_dir, Now());
+  if (::rename((source_dir + "/metadata").c_str(), retired.c_str()) != 0) {
+    return FromStatus(ErrnoError("rename", source_dir + "/metadata", errno));
+  }
+  for (int64_t v = (*current)->version + 1;; ++v) {
+    Result<std::string> later = ReadWholeFile(fmt::format("{}/v{}.metadata.json", retired, v));
+    if (!later.ok()) break;
+    if (Status st = to.CommitVersion(v - (*current)->version + 1, *later); !st.ok()) break;
+  }
+  return NoContent();
+}
+
+HttpResponse Session::Route(const HttpRequest& req) {
+  std::string_view path = req.path;
+  if (!path.starts_with("/v1/")) return Error(404, "NotFoundException", fmt::format("no route for {}", path));
+  path.remove_prefix(4);
+  while (!path.empty() && path.back() == '/') path.remove_suffix(1);
+  Result<std::vector<std::string>> segs = SplitPath(path);
+  if (!segs.ok()) return FromStatus(segs.status());
+  const std::vector<std::string>& s = *segs;
+  const std::string& m = req.method;
+  auto no_route = [&] {
+    return Error(400, "BadRequestException", fmt::format("no route for {} {}", m, req.path));
+  };
+
+  if (s.size() == 1 && s[0] == "config" && m == "GET") return Config(req);
+  if (s.size() == 2 && s[0] == "tables" && s[1] == "rename" && m == "POST") return RenameTable(req);
+  if (s.empty() || s[0] != "namespaces") return no_route();
+  if (s.size() == 1) {
+    if (m == "GET") return ListNamespaces(req);
+    if (m == "POST") return CreateNamespace(req);
+    return no_route();
+  }
+  Result<std::vector<std::string>> ns = DecodeNamespace(s[1]);
+  if (!ns.ok()) return FromStatus(ns.status());
+  if (Status st = CheckNamespace(*ns); !st.ok()) return FromStatus(st);
+  if (s.size() == 2) {
+    if (m == "GET" || m == "HEAD") return LoadNamespace(*ns, m == "HEAD");
+    if (m == "DELETE") return DropNamespace(*ns);
+    return no_route();
+  }
+  if (s.size() == 3 && s[2] == "properties" && m == "POST") return UpdateNamespaceProperties(*ns, req);
+  if (s.size() == 3 && s[2] == "register" && m == "POST") return RegisterTable(*ns, req);
+  if (s.size() == 3 && s[2] == "tables") {
+    if (m == "GET") return ListTables(*ns, req);
+    if (m == "POST") return CreateTable(*ns, req);
+    return no_route();
+  }
+  if ((s.size() == 4 || s.size() == 5) && s[2] == "tables") {
+    Result<std::string> name = PercentDecode(s[3]);
+    if (!name.ok()) return FromStatus(name.status());
+    TableIdentifier id{*ns, *name};
+    if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
+    if (s.size() == 5) {
+      // Metrics reports are accepted and not kept.
+      if (s[4] == "metrics" && m == "POST") return NoContent();
+      return no_route();
+    }
+    if (m == "GET") return LoadTable(id, req);
+    if (m == "HEAD") return TableExists(id);
+    if (m == "POST") return CommitTable(id, req);
+    if (m == "DELETE") return DropTable(id, req);
+  }
+  return no_route();
+}
+
+}  // namespace
+
+Result<std::string> PercentDecode(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    auto hex = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+      return -1;
+    };
+    if (i + 2 >= text.size()) {
+      return InvalidArgumentError("\"{}\": truncated percent escape", text);
+    }
+    int hi = hex(text[i + 1]), lo = hex(text[i + 2]);
+    if (hi < 0 || lo < 0) return InvalidArgumentError("\"{}\": bad percent escape", text);
+    out += static_cast<char>(hi * 16 + lo);
+    i += 2;
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> DecodeNamespace(std::string_view encoded) {
+  ASSIGN_OR_RETURN(std::string decoded, PercentDecode(encoded));
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t sep = decoded.find('\x1f', start);
+    out.push_back(decoded.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+    if (sep == std::string::npos) break;
+    start = sep + 1;
+  }
+  return out;
+}
+
+Result<std::unique_ptr<RestCatalog>> RestCatalog::Open(Options options) {
+  if (options.warehouse.empty()) return InvalidArgumentError("the warehouse directory is not set");
+  std::string dir = options.warehouse;
+  if (dir.starts_with("file:")) {
+    ASSIGN_OR_RETURN(dir, LocalPath(dir));
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IOError("warehouse {}: cannot create: {}", dir, ec.message());
+  fs::path abs = fs::canonical(dir, ec);
+  if (ec) return IOError("warehouse {}: {}", dir, ec.message());
+  std::string root = abs.string();
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return std::unique_ptr<RestCatalog>(new RestCatalog(std::move(options), std::move(root)));
+}
+
+HttpResponse RestCatalog::Handle(const HttpRequest& request) const {
+  try {
+    Session session(warehouse_, options_, namespace_mu_);
+    return session.Route(request);
+  } catch (const std::exception& e) {
+    return Error(500, "ServiceFailureException", e.what());
+  }
+}
+
+}  // namespace sluice::lake
