@@ -30,7 +30,14 @@ int64_t RealNowMs() {
       .count();
 }
 
-std::string Normal(const std::string& path) { return fs::path(path).lexically_normal().string(); }
+// Paths compared as the file system resolves them (symbolic links followed), so a table
+// reached through another spelling of its directory never mistakes a live file for an
+// unreferenced one.
+std::string Normal(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return (ec ? fs::path(path).lexically_normal() : p).string();
+}
 
 // A location's local path, normalised for comparing; "" when it is not local.
 std::string LocalOf(std::string_view location) {
@@ -381,7 +388,7 @@ std::optional<int64_t> MetadataVersionOf(const std::string& name) {
 Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms) {
   if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
   const int64_t cutoff = now_ms - older_than_ms;
-  const std::string root = Normal(fs::absolute(table_root).string());
+  const std::string root = Normal(table_root);
   ASSIGN_OR_RETURN(Table table, Table::Load(root));
   ExpireResult out;
   Reach reach;
@@ -419,6 +426,7 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
       // Carry the offsets into a new current snapshot (no file changes), then plan again.
       ASSIGN_OR_RETURN(int64_t id, table.Commit("replace", [](const CommitAttempt& a) -> Result<SnapshotPlan> {
         SnapshotPlan plan;
+        if (a.base.CurrentSnapshot() == nullptr) return InternalError("no current snapshot to carry offsets into");
         ASSIGN_OR_RETURN(plan.manifests, ReadManifestsOf(*a.base.CurrentSnapshot()));
         return plan;
       }));
