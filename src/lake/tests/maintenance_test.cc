@@ -38,7 +38,10 @@ int64_t NowMs() {
 }
 
 std::string FreshDir(std::string_view name) {
-  std::string dir = ::testing::TempDir() + "/sluice_maintenance_" + std::to_string(getpid()) + "_" + std::string(name);
+  std::string dir = fs::path(::testing::TempDir() + "/sluice_maintenance_" + std::to_string(getpid()) + "_" +
+                             std::string(name))
+                        .lexically_normal()
+                        .string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -256,7 +259,9 @@ TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
   EXPECT_EQ(e->data_files_deleted, 12);
   EXPECT_EQ(e->manifest_lists_deleted, 7);
   EXPECT_GT(e->manifests_deleted, 0);
-  EXPECT_EQ(e->orphans_deleted, 3);
+  // The three, and the manifest list of the last append's first attempt: `table` had not
+  // seen the compaction, so that attempt lost the race to it and was rebuilt.
+  EXPECT_EQ(e->orphans_deleted, 4);
   EXPECT_GT(e->metadata_files_deleted, 0);
   EXPECT_GT(e->bytes_deleted, 0);
 
