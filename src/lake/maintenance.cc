@@ -105,7 +105,14 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
   std::vector<Live> live;
   ASSIGN_OR_RETURN(auto manifests, table.CurrentManifests());
   for (auto& [m, entries] : manifests) {
-    if (m.content != 0) continue;
+    // Row-level deletes apply by sequence number and file path: rewritten rows would
+    // escape them (sluice never writes delete files; Spark may have).
+    bool deletes = m.content != 0;
+    for (const ManifestEntry& e : entries) deletes |= e.status != EntryStatus::kDeleted && e.file.content != 0;
+    if (deletes) {
+      return UnimplementedError("{}: the table has delete files ({}); compacting such tables is not supported",
+                                table_root, m.manifest_path);
+    }
     for (ManifestEntry& e : entries) {
       if (e.status == EntryStatus::kDeleted || e.file.content != 0) continue;
       live.push_back(Live{std::move(e), m.partition_spec_id});

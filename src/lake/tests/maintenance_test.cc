@@ -440,5 +440,22 @@ TEST_F(MaintenanceTest, ACorruptManifestListOrMetadataIsAnErrorNamingItAndNothin
   EXPECT_EQ(Listing(root), listing);
 }
 
+TEST_F(MaintenanceTest, AnAppendOnAStaleTableIsRebuiltWhenExpiryDeletedWhatItRead) {
+  const std::string root = FreshDir("stale") + "/db/events";
+  Table table = MakeTable(root);
+  for (int i = 0; i < 3; ++i) AppendRows(table, *conn_, i * 10, 10);
+  // `table` now lags: a compaction and an expiry delete the manifest list of the snapshot
+  // it still thinks is current (a pipeline's Table between two commits).
+  auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
+  ASSERT_TRUE(c.ok() && c->snapshot_id) << c.status().message();
+  auto e = Expire(root, kHourMs, NowMs() + 2 * kHourMs);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  ASSERT_EQ(e->snapshots_removed, 3);
+  ASSERT_FALSE(fs::exists(*LocalPath(table.metadata().CurrentSnapshot()->manifest_list)));
+  AppendRows(table, *conn_, 30, 10);
+  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"), std::vector<std::string>{"40|40"});
+  EXPECT_EQ(table.NewestSummary(std::string(kOffsets)), R"({"0":40})");
+}
+
 }  // namespace
 }  // namespace sluice::lake
