@@ -1,5 +1,6 @@
 #include "lake/maintenance.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
-
-#include <fmt/format.h>
 
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
@@ -26,7 +25,8 @@ namespace {
 namespace fs = std::filesystem;
 
 int64_t RealNowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -46,7 +46,8 @@ std::string LocalOf(std::string_view location) {
 }
 
 bool Inside(const std::string& path, const std::string& root) {
-  return path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 && path[root.size()] == '/';
+  return path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 &&
+         path[root.size()] == '/';
 }
 
 // ---------------------------------------------------------------------------------------
@@ -89,9 +90,11 @@ void RemoveQuietly(const std::string& path) { (void)::unlink(path.c_str()); }
 
 }  // namespace
 
-Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options, duck::Connection& conn) {
+Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options,
+                              duck::Connection& conn) {
   if (options.target_file_size_bytes <= 0) {
-    return InvalidArgumentError("target file size {} is not positive", options.target_file_size_bytes);
+    return InvalidArgumentError("target file size {} is not positive",
+                                options.target_file_size_bytes);
   }
   ASSIGN_OR_RETURN(Table table, Table::Load(table_root));
   CompactResult out;
@@ -99,7 +102,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
   if (base.CurrentSnapshot() == nullptr) return out;
   const Schema* schema = base.CurrentSchema();
   const PartitionSpec* spec = base.DefaultSpec();
-  if (schema == nullptr || spec == nullptr) return CorruptionError("{}: no current schema or spec", table_root);
+  if (schema == nullptr || spec == nullptr)
+    return CorruptionError("{}: no current schema or spec", table_root);
 
   // The live files of the default spec, by partition tuple.
   std::vector<Live> live;
@@ -108,10 +112,12 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     // Row-level deletes apply by sequence number and file path: rewritten rows would
     // escape them (sluice never writes delete files; Spark may have).
     bool deletes = m.content != 0;
-    for (const ManifestEntry& e : entries) deletes |= e.status != EntryStatus::kDeleted && e.file.content != 0;
+    for (const ManifestEntry& e : entries)
+      deletes |= e.status != EntryStatus::kDeleted && e.file.content != 0;
     if (deletes) {
-      return UnimplementedError("{}: the table has delete files ({}); compacting such tables is not supported",
-                                table_root, m.manifest_path);
+      return UnimplementedError(
+          "{}: the table has delete files ({}); compacting such tables is not supported",
+          table_root, m.manifest_path);
     }
     for (ManifestEntry& e : entries) {
       if (e.status == EntryStatus::kDeleted || e.file.content != 0) continue;
@@ -166,12 +172,13 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
       Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(path));
       if (!f.ok()) {
         discard();
-        return f.status().WithContext(fmt::format("{}: rewriting {} files", table_root, bin.size()));
+        return f.status().WithContext(
+            fmt::format("{}: rewriting {} files", table_root, bin.size()));
       }
       if (f->record_count != records) {
         discard();
-        return InternalError("{}: rewriting {} files gave {} rows, not {}", table_root, bin.size(), f->record_count,
-                             records);
+        return InternalError("{}: rewriting {} files gave {} rows, not {}", table_root, bin.size(),
+                             f->record_count, records);
       }
       f->partition = bin.front()->entry.file.partition;
       out.files_rewritten += static_cast<int64_t>(bin.size());
@@ -196,13 +203,15 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     const Snapshot* current = a.base.CurrentSnapshot();
     if (current == nullptr) {
       gave_up = true;
-      return AbortedError("{}: compaction gave up: the table has no current snapshot any more", table_root);
+      return AbortedError("{}: compaction gave up: the table has no current snapshot any more",
+                          table_root);
     }
     ASSIGN_OR_RETURN(ManifestContext context, ContextOf(a.base));
     ASSIGN_OR_RETURN(std::vector<ManifestFile> list, ReadManifestsOf(*current));
     std::vector<ManifestEntry> entries;
     for (const DataFile& f : written) {
-      entries.push_back(ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
+      entries.push_back(
+          ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
       plan.changes.added_files += 1;
       plan.changes.added_records += f.record_count;
       plan.changes.added_bytes += f.file_size_in_bytes;
@@ -227,7 +236,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         continue;
       }
       if (m.partition_spec_id != context.spec_id) {
-        return InternalError("{}: a rewritten file is in a manifest of spec {}", table_root, m.partition_spec_id);
+        return InternalError("{}: a rewritten file is in a manifest of spec {}", table_root,
+                             m.partition_spec_id);
       }
       // The manifest's entries move into this snapshot's: rewritten files deleted, the
       // others existing (their ids and sequence numbers kept).
@@ -246,7 +256,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
           e.status = EntryStatus::kExisting;
           mine.existing_files_count += 1;
           mine.existing_rows_count += e.file.record_count;
-          mine.min_sequence_number = std::min(mine.min_sequence_number, e.sequence_number.value_or(a.sequence_number));
+          mine.min_sequence_number =
+              std::min(mine.min_sequence_number, e.sequence_number.value_or(a.sequence_number));
         }
         entries.push_back(std::move(e));
       }
@@ -261,9 +272,10 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         }
       }
       gave_up = true;
-      return AbortedError("{}: compaction gave up: {} is no longer live (removed by a concurrent compaction or "
-                          "expiry); nothing was committed",
-                          table_root, missing);
+      return AbortedError(
+          "{}: compaction gave up: {} is no longer live (removed by a concurrent compaction or "
+          "expiry); nothing was committed",
+          table_root, missing);
     }
     std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
     ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, entries));
@@ -300,7 +312,8 @@ class Reach {
   // `live_only`). `missing_ok`: a list or manifest that is gone adds nothing (a removed
   // snapshot's, deleted by an earlier expiry that stopped halfway); corruption is an error
   // either way.
-  Status Add(const Snapshot& s, bool live_only, bool missing_ok, std::unordered_set<std::string>* out) {
+  Status Add(const Snapshot& s, bool live_only, bool missing_ok,
+             std::unordered_set<std::string>* out) {
     out->insert(LocalOf(s.manifest_list));
     const std::vector<ManifestFile>* list = nullptr;
     if (auto it = lists_.find(s.manifest_list); it != lists_.end()) {
@@ -325,7 +338,8 @@ class Reach {
           return read.status();
         }
         std::vector<std::pair<std::string, bool>> paths;
-        for (const ManifestEntry& e : *read) paths.emplace_back(LocalOf(e.file.file_path), e.status != EntryStatus::kDeleted);
+        for (const ManifestEntry& e : *read)
+          paths.emplace_back(LocalOf(e.file.file_path), e.status != EntryStatus::kDeleted);
         files = &manifests_.emplace(m.manifest_path, std::move(paths)).first->second;
       }
       for (const auto& [path, live] : *files) {
@@ -336,7 +350,8 @@ class Reach {
   }
 
   Status AddAll(const TableMetadata& m, std::unordered_set<std::string>* out) {
-    for (const Snapshot& s : m.snapshots) RETURN_IF_ERROR(Add(s, /*live_only=*/true, /*missing_ok=*/false, out));
+    for (const Snapshot& s : m.snapshots)
+      RETURN_IF_ERROR(Add(s, /*live_only=*/true, /*missing_ok=*/false, out));
     return Status::OK();
   }
 
@@ -375,16 +390,19 @@ struct FileInfo {
 FileInfo Stat(const std::string& path) {
   struct stat st;
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return FileInfo{true, static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000,
+  return FileInfo{true,
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000,
                   static_cast<int64_t>(st.st_size)};
 }
 
 // "v12.metadata.json" -> 12.
 std::optional<int64_t> MetadataVersionOf(const std::string& name) {
   constexpr std::string_view kSuffix = ".metadata.json";
-  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix)) return std::nullopt;
+  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix))
+    return std::nullopt;
   std::string digits = name.substr(1, name.size() - 1 - kSuffix.size());
-  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
   return std::strtoll(digits.c_str(), nullptr, 10);
@@ -413,16 +431,20 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
           if (removed_ids.empty()) return std::vector<TableUpdate>();
           TableMetadata after = base;
           std::erase_if(after.snapshots, [&](const Snapshot& s) {
-            return std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) != removed_ids.end();
+            return std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) !=
+                   removed_ids.end();
           });
-          if (NewestSummaries(after, kOffsetsSummaryPrefix) != NewestSummaries(base, kOffsetsSummaryPrefix)) {
+          if (NewestSummaries(after, kOffsetsSummaryPrefix) !=
+              NewestSummaries(base, kOffsetsSummaryPrefix)) {
             carry = true;  // a resuming pipeline would lose its place
             return std::vector<TableUpdate>();
           }
           std::unordered_set<std::string> kept;
           RETURN_IF_ERROR(reach.AddAll(after, &kept));
           for (const Snapshot& s : base.snapshots) {
-            if (std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) == removed_ids.end()) continue;
+            if (std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) ==
+                removed_ids.end())
+              continue;
             RETURN_IF_ERROR(reach.Add(s, /*live_only=*/false, /*missing_ok=*/true, &candidates));
           }
           return std::vector<TableUpdate>{RemoveSnapshotsUpdate{removed_ids}};
@@ -431,12 +453,14 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     if (!committed.ok()) return committed.status();
     if (carry) {
       // Carry the offsets into a new current snapshot (no file changes), then plan again.
-      ASSIGN_OR_RETURN(int64_t id, table.Commit("replace", [](const CommitAttempt& a) -> Result<SnapshotPlan> {
-        SnapshotPlan plan;
-        if (a.base.CurrentSnapshot() == nullptr) return InternalError("no current snapshot to carry offsets into");
-        ASSIGN_OR_RETURN(plan.manifests, ReadManifestsOf(*a.base.CurrentSnapshot()));
-        return plan;
-      }));
+      ASSIGN_OR_RETURN(
+          int64_t id, table.Commit("replace", [](const CommitAttempt& a) -> Result<SnapshotPlan> {
+            SnapshotPlan plan;
+            if (a.base.CurrentSnapshot() == nullptr)
+              return InternalError("no current snapshot to carry offsets into");
+            ASSIGN_OR_RETURN(plan.manifests, ReadManifestsOf(*a.base.CurrentSnapshot()));
+            return plan;
+          }));
       out.carry_snapshot_id = id;
       continue;
     }
@@ -472,9 +496,10 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
   for (const std::string& path : candidates) {
     if (path.empty() || kept.contains(path) || !Inside(path, root)) continue;
     std::string name = fs::path(path).filename().string();
-    int64_t* counter = path.ends_with(".avro") && Inside(path, metadata_dir)
-                           ? (name.starts_with("snap-") ? &out.manifest_lists_deleted : &out.manifests_deleted)
-                           : &out.data_files_deleted;
+    int64_t* counter =
+        path.ends_with(".avro") && Inside(path, metadata_dir)
+            ? (name.starts_with("snap-") ? &out.manifest_lists_deleted : &out.manifests_deleted)
+            : &out.data_files_deleted;
     RETURN_IF_ERROR(remove(path, counter));
   }
 
@@ -490,16 +515,18 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     FileInfo info = Stat(path);
     if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
     if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
-      if (*v < current_version && !logged.contains(path)) RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
+      if (*v < current_version && !logged.contains(path))
+        RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
     } else if (name.ends_with(".avro") || name.ends_with(".tmp")) {
       RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
     }
   }
-  if (ec && ec != std::errc::no_such_file_or_directory) return IOError("cannot list {}: {}", metadata_dir, ec.message());
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return IOError("cannot list {}: {}", metadata_dir, ec.message());
   const std::string data_dir = Normal(table.files().data_dir());
   ec.clear();
-  for (auto it = fs::recursive_directory_iterator(data_dir, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(data_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_regular_file()) continue;
     const std::string path = Normal(it->path().string());
     if (!path.ends_with(".parquet") && !path.ends_with(".tmp")) continue;
@@ -507,7 +534,8 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
     RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
   }
-  if (ec && ec != std::errc::no_such_file_or_directory) return IOError("cannot list {}: {}", data_dir, ec.message());
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return IOError("cannot list {}: {}", data_dir, ec.message());
   return out;
 }
 

@@ -4,8 +4,8 @@
 // and what failed commits left behind. Both commit like any writer (exclusive create,
 // rebuilt after a lost race), so a pipeline appending at the same time loses nothing.
 //
-//   ASSIGN_OR_RETURN(CompactResult c, Compact("/wh/db/events", {.target_file_size_bytes = 128 << 20}, *conn));
-//   ASSIGN_OR_RETURN(ExpireResult e, Expire("/wh/db/events", 3'600'000, NowMs()));
+//   ASSIGN_OR_RETURN(CompactResult c, Compact("/wh/db/events", {.target_file_size_bytes = 128 <<
+//   20}, *conn)); ASSIGN_OR_RETURN(ExpireResult e, Expire("/wh/db/events", 3'600'000, NowMs()));
 #pragma once
 
 #include <cstdint>
@@ -45,7 +45,8 @@ struct CompactResult {
 // when a file it rewrote was removed by another commit (a concurrent compaction or
 // expiry), it gives up with Aborted and deletes the files it wrote. Corrupt metadata or
 // manifests are errors naming the file. `conn` reads and writes the Parquet files.
-Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options, duck::Connection& conn);
+Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options,
+                              duck::Connection& conn);
 
 struct ExpireResult {
   int64_t snapshots_removed = 0;

@@ -3,6 +3,8 @@
 #include "lake/maintenance.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,9 +16,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "duck/database.h"
 #include "lake/data_files.h"
@@ -33,13 +32,14 @@ constexpr int64_t kHourMs = 3'600'000;
 constexpr std::string_view kOffsets = "sluice.offsets.g.t";
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 std::string FreshDir(std::string_view name) {
-  std::string dir = fs::path(::testing::TempDir() + "/sluice_maintenance_" + std::to_string(getpid()) + "_" +
-                             std::string(name))
+  std::string dir = fs::path(::testing::TempDir() + "/sluice_maintenance_" +
+                             std::to_string(getpid()) + "_" + std::string(name))
                         .lexically_normal()
                         .string();
   fs::remove_all(dir);
@@ -113,9 +113,11 @@ class MaintenanceTest : public ::testing::Test {
       files.push_back(std::move(*f));
     }
     const int64_t next = from + n;
-    auto id = table.Append(files, [next](const TableMetadata&) -> Result<std::map<std::string, std::string>> {
-      return std::map<std::string, std::string>{{std::string(kOffsets), fmt::format(R"({{"0":{}}})", next)}};
-    });
+    auto id = table.Append(
+        files, [next](const TableMetadata&) -> Result<std::map<std::string, std::string>> {
+          return std::map<std::string, std::string>{
+              {std::string(kOffsets), fmt::format(R"({{"0":{}}})", next)}};
+        });
     ASSERT_TRUE(id.ok()) << id.status().message();
   }
 
@@ -137,7 +139,8 @@ class MaintenanceTest : public ::testing::Test {
   // Rows of `select` over the table's listed files ({} is the reader), one string per row.
   std::vector<std::string> Rows(const std::string& root, std::string_view select) {
     std::vector<std::string> paths;
-    for (const ManifestEntry& e : LiveFiles(root)) paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
+    for (const ManifestEntry& e : LiveFiles(root))
+      paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
     std::string reader = fmt::format("read_parquet([{}])", fmt::join(paths, ", "));
     auto rows = conn_->QueryText(fmt::format(fmt::runtime(select), reader));
     EXPECT_TRUE(rows.ok()) << rows.status().message();
@@ -161,7 +164,8 @@ class MaintenanceTest : public ::testing::Test {
 TEST_F(MaintenanceTest, CompactRewritesSmallFilesIntoFewerWithTheSameRows) {
   const std::string root = FreshDir("compact") + "/db/events";
   Table table = MakeTable(root);
-  for (int i = 0; i < 20; ++i) AppendRows(table, *conn_, i * 50, 50);  // 40 files, manifests merged once
+  for (int i = 0; i < 20; ++i)
+    AppendRows(table, *conn_, i * 50, 50);  // 40 files, manifests merged once
   const std::vector<std::string> before = AllRows(root);
   ASSERT_EQ(before.size(), 1000u);
   ASSERT_EQ(LiveFiles(root).size(), 40u);
@@ -183,8 +187,9 @@ TEST_F(MaintenanceTest, CompactRewritesSmallFilesIntoFewerWithTheSameRows) {
     EXPECT_EQ(e.file.record_count, 500);
     EXPECT_TRUE(e.file.lower_bounds.contains(1)) << "column statistics";
     // Field ids kept: id is field 1.
-    auto ids = conn_->QueryText(fmt::format("SELECT field_id FROM parquet_schema({}) WHERE name = 'id'",
-                                            duck::QuoteLiteral(*LocalPath(e.file.file_path))));
+    auto ids =
+        conn_->QueryText(fmt::format("SELECT field_id FROM parquet_schema({}) WHERE name = 'id'",
+                                     duck::QuoteLiteral(*LocalPath(e.file.file_path))));
     ASSERT_TRUE(ids.ok());
     EXPECT_EQ(ids->at(0).at(0).value_or(""), "1");
   }
@@ -211,7 +216,8 @@ TEST_F(MaintenanceTest, CompactRewritesSmallFilesIntoFewerWithTheSameRows) {
 
   // Appends after a compaction keep going on top of it.
   AppendRows(table, *conn_, 1000, 50);
-  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"), std::vector<std::string>{"1050|1050"});
+  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"),
+            std::vector<std::string>{"1050|1050"});
 }
 
 TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
@@ -241,7 +247,8 @@ TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
   const std::string young_data = root + "/data/city=rome/pending.parquet";
   const std::string young_manifest = root + "/metadata/pending-m0.avro";
   const std::string other = root + "/metadata/notes.txt";
-  for (const auto& p : {old_data, old_manifest, old_tmp, young_data, young_manifest, other}) WriteText(p, "x");
+  for (const auto& p : {old_data, old_manifest, old_tmp, young_data, young_manifest, other})
+    WriteText(p, "x");
   for (const auto& p : {old_data, old_manifest, old_tmp, other}) SetMtime(p, now - 3 * kHourMs);
   for (const auto& p : {young_data, young_manifest}) SetMtime(p, now - 60'000);
   std::set<std::string> old_small;
@@ -270,13 +277,15 @@ TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
   EXPECT_EQ(t->metadata().snapshots.size(), 1u);
   EXPECT_EQ(t->NewestSummary(std::string(kOffsets)), R"({"0":70})");
   EXPECT_EQ(AllRows(root), before);
-  for (const ManifestEntry& f : LiveFiles(root)) EXPECT_TRUE(fs::exists(*LocalPath(f.file.file_path)));
+  for (const ManifestEntry& f : LiveFiles(root))
+    EXPECT_TRUE(fs::exists(*LocalPath(f.file.file_path)));
   for (const std::string& p : old_small) EXPECT_FALSE(fs::exists(p)) << p;
   for (const auto& p : {old_data, old_manifest, old_tmp}) EXPECT_FALSE(fs::exists(p)) << p;
   for (const auto& p : {young_data, young_manifest, other}) EXPECT_TRUE(fs::exists(p)) << p;
   // The current manifests and list are there; metadata versions: the current one and the
   // log's (previous-versions-max 3).
-  for (const Snapshot& s : t->metadata().snapshots) EXPECT_TRUE(fs::exists(*LocalPath(s.manifest_list)));
+  for (const Snapshot& s : t->metadata().snapshots)
+    EXPECT_TRUE(fs::exists(*LocalPath(s.manifest_list)));
   int versions = 0;
   for (const auto& entry : fs::directory_iterator(root + "/metadata")) {
     versions += entry.path().filename().string().ends_with(".metadata.json") ? 1 : 0;
@@ -290,7 +299,8 @@ TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {
   EXPECT_EQ(twice->snapshots_removed + twice->data_files_deleted + twice->orphans_deleted, 0);
   // And the table takes appends as before.
   AppendRows(table, *conn_, 70, 10);
-  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"), std::vector<std::string>{"80|80"});
+  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"),
+            std::vector<std::string>{"80|80"});
 }
 
 TEST_F(MaintenanceTest, ExpireCarriesOffsetsOnlyOldSnapshotsHeldIntoANewSnapshot) {
@@ -347,12 +357,14 @@ TEST_F(MaintenanceTest, CompactionRacingAppendsLosesNothing) {
   }
   appender.join();
   EXPECT_GT(committed, 0);
-  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}"),
-            std::vector<std::string>{fmt::format("{0}|{0}|0|{1}", kAppends * 10, kAppends * 10 - 1)});
+  EXPECT_EQ(
+      Rows(root, "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}"),
+      std::vector<std::string>{fmt::format("{0}|{0}|0|{1}", kAppends * 10, kAppends * 10 - 1)});
   auto t = Table::Load(root);
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->NewestSummary(std::string(kOffsets)), fmt::format(R"({{"0":{}}})", kAppends * 10));
-  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("total-records"), std::to_string(kAppends * 10));
+  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("total-records"),
+            std::to_string(kAppends * 10));
 
   // Expiring everything old after the race keeps every row and the offsets.
   auto e = Expire(root, kHourMs, NowMs() + 2 * kHourMs);
@@ -381,10 +393,12 @@ TEST_F(MaintenanceTest, CompactionGivesUpWhenAnotherCommitRemovedItsFiles) {
   auto outer = Compact(root, options, *conn_);
   ASSERT_FALSE(outer.ok());
   EXPECT_EQ(outer.status().code(), StatusCode::kAborted) << outer.status().message();
-  EXPECT_NE(outer.status().message().find("gave up"), std::string::npos) << outer.status().message();
+  EXPECT_NE(outer.status().message().find("gave up"), std::string::npos)
+      << outer.status().message();
   EXPECT_EQ(inner_written, 2);
   // The table is the inner compaction's; the outer one's files are gone.
-  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"), std::vector<std::string>{"40|40"});
+  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"),
+            std::vector<std::string>{"40|40"});
   EXPECT_EQ(LiveFiles(root).size(), 2u);
   EXPECT_EQ(Listing(root + "/data").size(), data_before.size() + 2);
   auto t = Table::Load(root);
@@ -453,7 +467,8 @@ TEST_F(MaintenanceTest, AnAppendOnAStaleTableIsRebuiltWhenExpiryDeletedWhatItRea
   ASSERT_EQ(e->snapshots_removed, 3);
   ASSERT_FALSE(fs::exists(*LocalPath(table.metadata().CurrentSnapshot()->manifest_list)));
   AppendRows(table, *conn_, 30, 10);
-  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"), std::vector<std::string>{"40|40"});
+  EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"),
+            std::vector<std::string>{"40|40"});
   EXPECT_EQ(table.NewestSummary(std::string(kOffsets)), R"({"0":40})");
 }
 
