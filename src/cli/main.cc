@@ -399,7 +399,8 @@ int main(int argc, char** argv) {
   AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
 
   sluice::cli::TableFlags table_flags;
-  auto* table_cmd = app.add_subcommand("table", "the Iceberg tables of a warehouse: list, describe, history, files");
+  auto* table_cmd = app.add_subcommand(
+      "table", "the Iceberg tables of a warehouse: list, describe, history, files, compact, expire");
   table_cmd->require_subcommand(0, 1);
   auto add_table = [&](const char* name, const char* what, bool needs_table) {
     auto* c = table_cmd->add_subcommand(name, what);
@@ -416,6 +417,17 @@ int main(int argc, char** argv) {
   table_describe->add_flag("--json", table_flags.json, "the current metadata JSON");
   auto* table_history = add_table("history", "a table's snapshots, with the Kafka offsets each recorded", true);
   auto* table_files = add_table("files", "the live data files of a table's current snapshot", true);
+  auto* table_compact = add_table(
+      "compact", "rewrite a table's small data files into target-sized ones in one snapshot (safe beside pipelines)",
+      true);
+  table_compact->add_option("--target-file-size", table_flags.target_file_size_bytes,
+                            "bytes per rewritten file; files below 3/4 of it are rewritten (default 134217728)");
+  auto* table_expire = add_table(
+      "expire", "remove old snapshots, the files only they used and failed commits' leftovers (safe beside pipelines)",
+      true);
+  table_expire->add_option("--older-than", table_flags.older_than,
+                           "snapshots replaced, and unreferenced files written, longer ago than this: 30s, 5m, 1h, 7d")
+      ->required();
 
   CLI11_PARSE(app, argc, argv);
   if (table_cmd->parsed() && table_cmd->get_subcommands().empty()) {
@@ -451,6 +463,8 @@ int main(int argc, char** argv) {
   if (table_describe->parsed()) return sluice::cli::RunTableDescribe(table_flags);
   if (table_history->parsed()) return sluice::cli::RunTableHistory(table_flags);
   if (table_files->parsed()) return sluice::cli::RunTableFiles(table_flags);
+  if (table_compact->parsed()) return sluice::cli::RunTableCompact(table_flags);
+  if (table_expire->parsed()) return sluice::cli::RunTableExpire(table_flags);
   if (pipeline_run->parsed()) return sluice::cli::RunPipelineRun(run_flags);
   if (pipeline_validate->parsed()) return sluice::cli::RunPipelineValidate(validate_file);
   if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);

@@ -1,12 +1,20 @@
 #include "cli/table_cmd.h"
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
+#include "base/config.h"
+#include "duck/database.h"
+#include "lake/maintenance.h"
 #include "lake/table.h"
 
 namespace sluice::cli {
@@ -61,7 +69,70 @@ Result<lake::Table> Open(const TableFlags& f) {
   return lake::Table::Load(root);
 }
 
+std::string Bytes(int64_t n) {
+  if (n < 1024) return fmt::format("{} B", n);
+  if (n < (int64_t{1} << 20)) return fmt::format("{:.1f} KiB", static_cast<double>(n) / 1024);
+  if (n < (int64_t{1} << 30)) return fmt::format("{:.1f} MiB", static_cast<double>(n) / (1 << 20));
+  return fmt::format("{:.2f} GiB", static_cast<double>(n) / (1 << 30));
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+int RunTableCompact(const TableFlags& f) {
+  Result<std::string> root = TableRoot(f);
+  if (!root.ok()) return Fail(root.status());
+  if (f.target_file_size_bytes <= 0) return Fail(InvalidArgumentError("--target-file-size must be positive"));
+  // DuckDB reads and writes the Parquet files: a bounded memory budget, spilling to a
+  // temporary directory of our own.
+  std::string spill = (fs::temp_directory_path() / fmt::format("sluice-compact-{}", ::getpid())).string();
+  Result<std::unique_ptr<duck::Database>> db = duck::Database::Open(
+      {.memory_limit_bytes = int64_t{1} << 30,
+       .threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u)),
+       .temp_directory = spill});
+  if (!db.ok()) return Fail(db.status());
+  Result<std::unique_ptr<duck::Connection>> conn = duck::Connection::Open(**db);
+  if (!conn.ok()) return Fail(conn.status());
+  lake::CompactOptions options;
+  options.target_file_size_bytes = f.target_file_size_bytes;
+  Result<lake::CompactResult> r = lake::Compact(*root, options, **conn);
+  std::error_code ec;
+  fs::remove_all(spill, ec);
+  if (!r.ok()) return Fail(r.status());
+  if (!r->snapshot_id) {
+    fmt::print("{}: nothing to compact (no partition has two files below {})\n", f.table,
+               Bytes(static_cast<int64_t>(static_cast<double>(f.target_file_size_bytes) * options.small_fraction)));
+    return 0;
+  }
+  fmt::print("{}: rewrote {} files ({}) into {} ({}) in {} partitions, {} rows; snapshot {}\n", f.table,
+             r->files_rewritten, Bytes(r->bytes_rewritten), r->files_written, Bytes(r->bytes_written), r->partitions,
+             r->records, *r->snapshot_id);
+  return 0;
+}
+
+int RunTableExpire(const TableFlags& f) {
+  Result<std::string> root = TableRoot(f);
+  if (!root.ok()) return Fail(root.status());
+  Config config;
+  config.Set("older-than", f.older_than, "--older-than");
+  Result<int64_t> older_than = config.GetDurationMs("older-than", -1);
+  if (!older_than.ok()) return Fail(older_than.status());
+  if (*older_than < 0) return Fail(InvalidArgumentError("--older-than is required (30s, 5m, 1h, 7d)"));
+  Result<lake::ExpireResult> r = lake::Expire(*root, *older_than, NowMs());
+  if (!r.ok()) return Fail(r.status());
+  if (r->carry_snapshot_id) {
+    fmt::print("{}: carried the Kafka offsets of old snapshots into snapshot {}\n", f.table, *r->carry_snapshot_id);
+  }
+  fmt::print("{}: removed {} snapshots ({} kept); deleted {} data files, {} manifests, {} manifest lists, {} old "
+             "metadata files, {} orphaned files: {}\n",
+             f.table, r->snapshots_removed, r->snapshots_kept, r->data_files_deleted, r->manifests_deleted,
+             r->manifest_lists_deleted, r->metadata_files_deleted, r->orphans_deleted, Bytes(r->bytes_deleted));
+  return 0;
+}
 
 int RunTableList(const TableFlags& f) {
   Result<std::string> root = Warehouse(f);

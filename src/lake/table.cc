@@ -111,7 +111,7 @@ Status Table::Refresh() {
   return Status::OK();
 }
 
-Result<std::vector<ManifestFile>> Table::ManifestsOf(const Snapshot& snapshot) const {
+Result<std::vector<ManifestFile>> ReadManifestsOf(const Snapshot& snapshot) {
   ASSIGN_OR_RETURN(std::string path, LocalPath(snapshot.manifest_list));
   ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
   Result<std::vector<ManifestFile>> list = ReadManifestList(bytes);
@@ -119,17 +119,22 @@ Result<std::vector<ManifestFile>> Table::ManifestsOf(const Snapshot& snapshot) c
   return list;
 }
 
+Result<std::vector<ManifestEntry>> ReadEntriesOf(const ManifestFile& m) {
+  ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
+  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
+  if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
+  return entries;
+}
+
 Result<std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>>> Table::CurrentManifests() const {
   std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>> out;
   const Snapshot* current = metadata_.CurrentSnapshot();
   if (current == nullptr) return out;
-  ASSIGN_OR_RETURN(std::vector<ManifestFile> list, ManifestsOf(*current));
+  ASSIGN_OR_RETURN(std::vector<ManifestFile> list, ReadManifestsOf(*current));
   for (ManifestFile& m : list) {
-    ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
-    ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
-    Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
-    if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
-    out.emplace_back(std::move(m), std::move(*entries));
+    ASSIGN_OR_RETURN(std::vector<ManifestEntry> entries, ReadEntriesOf(m));
+    out.emplace_back(std::move(m), std::move(entries));
   }
   return out;
 }
@@ -143,65 +148,71 @@ std::optional<std::string> NewestSummary(const TableMetadata& metadata, const st
   return std::nullopt;
 }
 
+std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata, std::string_view prefix) {
+  std::map<std::string, std::string> out;
+  const Snapshot* s = metadata.CurrentSnapshot();
+  for (size_t hops = 0; s != nullptr && hops <= metadata.snapshots.size(); ++hops) {
+    for (auto it = s->summary.lower_bound(std::string(prefix)); it != s->summary.end() && it->first.starts_with(prefix);
+         ++it) {
+      out.emplace(it->first, it->second);  // the newest stays
+    }
+    s = s->parent_snapshot_id ? metadata.FindSnapshot(*s->parent_snapshot_id) : nullptr;
+  }
+  return out;
+}
+
 std::optional<std::string> Table::NewestSummary(const std::string& key) const {
   return lake::NewestSummary(metadata_, key);
 }
 
 Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn& summary) {
-  const int64_t snapshot_id = NewSnapshotId();
   const std::string metadata_dir = files_.metadata_dir();
   // The new files' manifest is written once: its added entries inherit the snapshot id and
   // sequence number from whichever list commits it.
   ASSIGN_OR_RETURN(ManifestContext context, ContextOf(metadata_));
   std::vector<ManifestEntry> added;
-  int64_t added_records = 0, added_size = 0;
+  SnapshotChanges changes;
   for (const DataFile& f : data) {
     added.push_back(ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
-    added_records += f.record_count;
-    added_size += f.file_size_in_bytes;
+    changes.added_records += f.record_count;
+    changes.added_bytes += f.file_size_in_bytes;
   }
+  changes.added_files = static_cast<int64_t>(data.size());
   std::string manifest_path = fmt::format("{}/{}-m0.avro", metadata_dir, NewUuid());
   ASSIGN_OR_RETURN(std::string manifest_bytes, WriteManifest(context, added));
   RETURN_IF_ERROR(WriteFileAtomically(manifest_path, manifest_bytes));
 
-  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
-    if (attempt > 1) RETURN_IF_ERROR(Refresh());
-    // A first attempt may have landed although it reported a failure (the link made, the
-    // directory sync failed): then it is done.
-    if (metadata_.FindSnapshot(snapshot_id) != nullptr) return snapshot_id;
-    const Snapshot* parent = metadata_.CurrentSnapshot();
-    const int64_t sequence = metadata_.last_sequence_number + 1;
+  return Commit("append", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {
+    SnapshotPlan plan;
+    plan.changes = changes;
     ManifestFile mine;
     mine.manifest_path = FileUri(manifest_path);
     mine.manifest_length = static_cast<int64_t>(manifest_bytes.size());
     mine.partition_spec_id = context.spec_id;
-    mine.sequence_number = sequence;
-    mine.min_sequence_number = sequence;
-    mine.added_snapshot_id = snapshot_id;
+    mine.sequence_number = a.sequence_number;
+    mine.min_sequence_number = a.sequence_number;
+    mine.added_snapshot_id = a.snapshot_id;
     mine.added_files_count = static_cast<int32_t>(added.size());
-    mine.added_rows_count = added_records;
+    mine.added_rows_count = changes.added_records;
     std::vector<ManifestFile> manifests;
     std::vector<ManifestEntry> merged_entries;  // when the old manifests are merged
-    if (parent != nullptr) {
-      ASSIGN_OR_RETURN(manifests, ManifestsOf(*parent));
+    if (const Snapshot* parent = a.base.CurrentSnapshot(); parent != nullptr) {
+      ASSIGN_OR_RETURN(manifests, ReadManifestsOf(*parent));
     }
     if (manifests.size() + 1 > kMergeManifests) {
       // Merge: every live entry of the old manifests, as existing, plus the new files, in
       // one manifest of this snapshot.
       std::vector<ManifestEntry>& merged = merged_entries;
       merged = added;
-      int64_t min_sequence = sequence;
+      int64_t min_sequence = a.sequence_number;
       int32_t existing_files = 0;
       int64_t existing_rows = 0;
       for (const ManifestFile& m : manifests) {
-        ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
-        ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
-        Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
-        if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
-        for (ManifestEntry& e : *entries) {
+        ASSIGN_OR_RETURN(std::vector<ManifestEntry> entries, ReadEntriesOf(m));
+        for (ManifestEntry& e : entries) {
           if (e.status == EntryStatus::kDeleted) continue;
           e.status = EntryStatus::kExisting;
-          min_sequence = std::min(min_sequence, e.sequence_number.value_or(sequence));
+          min_sequence = std::min(min_sequence, e.sequence_number.value_or(a.sequence_number));
           ++existing_files;
           existing_rows += e.file.record_count;
           merged.push_back(std::move(e));
@@ -220,14 +231,43 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     // Field summaries for readers that prune manifests by partition (Java's engines read
     // an empty list as one summary per field and fail).
     {
-      ASSIGN_OR_RETURN(Type tuple, metadata_.DefaultSpec()->PartitionType(*metadata_.CurrentSchema()));
+      ASSIGN_OR_RETURN(Type tuple, a.base.DefaultSpec()->PartitionType(*a.base.CurrentSchema()));
       ASSIGN_OR_RETURN(mine.partitions, SummarizePartitions(tuple, merged_entries.empty() ? added : merged_entries));
     }
     manifests.insert(manifests.begin(), mine);
+    plan.manifests = std::move(manifests);
+    ASSIGN_OR_RETURN(plan.summary, summary(a.base));
+    return plan;
+  });
+}
+
+Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder& build) {
+  const int64_t snapshot_id = NewSnapshotId();
+  const std::string metadata_dir = files_.metadata_dir();
+  bool fresh = true;  // metadata_ was (re)read for this attempt
+  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
+    if (!fresh) RETURN_IF_ERROR(Refresh());
+    fresh = false;
+    // A first attempt may have landed although it reported a failure (the link made, the
+    // directory sync failed): then it is done.
+    if (metadata_.FindSnapshot(snapshot_id) != nullptr) return snapshot_id;
+    const Snapshot* parent = metadata_.CurrentSnapshot();
+    const int64_t sequence = metadata_.last_sequence_number + 1;
+    Result<SnapshotPlan> plan = build(CommitAttempt{metadata_, snapshot_id, sequence, attempt});
+    if (!plan.ok()) {
+      // A file the attempt read was removed by a commit that moved the table on (expiry
+      // after a compaction): build again on the new current metadata.
+      if (plan.status().code() != StatusCode::kNotFound) return plan.status();
+      const int64_t read = version_;
+      RETURN_IF_ERROR(Refresh());
+      if (version_ == read) return plan.status();
+      fresh = true;
+      continue;
+    }
     std::string list_path = fmt::format("{}/snap-{}-{}-{}.avro", metadata_dir, snapshot_id, attempt, NewUuid());
     ASSIGN_OR_RETURN(std::string list_bytes,
                      WriteManifestList(snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
-                                       sequence, manifests));
+                                       sequence, plan->manifests));
     RETURN_IF_ERROR(WriteFileAtomically(list_path, list_bytes));
     CrashPoint("iceberg-list-written");
 
@@ -237,22 +277,29 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     snap.sequence_number = sequence;
     snap.timestamp_ms = std::max(NowMs(), metadata_.last_updated_ms);
     snap.manifest_list = FileUri(list_path);
-    snap.operation = "append";
+    snap.operation = std::string(operation);
     snap.schema_id = metadata_.current_schema_id;
-    auto total = [&](const std::string& key, int64_t add) {
-      snap.summary[key] = std::to_string(SummaryLong(parent, key) + add);
+    // Offsets first: whatever expiry removes later, this snapshot answers for them.
+    snap.summary = NewestSummaries(metadata_, kOffsetsSummaryPrefix);
+    const SnapshotChanges& c = plan->changes;
+    snap.summary["added-data-files"] = std::to_string(c.added_files);
+    snap.summary["added-records"] = std::to_string(c.added_records);
+    snap.summary["added-files-size"] = std::to_string(c.added_bytes);
+    if (c.deleted_files != 0) {
+      snap.summary["deleted-data-files"] = std::to_string(c.deleted_files);
+      snap.summary["deleted-records"] = std::to_string(c.deleted_records);
+      snap.summary["removed-files-size"] = std::to_string(c.deleted_bytes);
+    }
+    auto total = [&](const std::string& key, int64_t change) {
+      snap.summary[key] = std::to_string(std::max<int64_t>(0, SummaryLong(parent, key) + change));
     };
-    snap.summary["added-data-files"] = std::to_string(data.size());
-    snap.summary["added-records"] = std::to_string(added_records);
-    snap.summary["added-files-size"] = std::to_string(added_size);
-    total("total-data-files", static_cast<int64_t>(data.size()));
-    total("total-records", added_records);
-    total("total-files-size", added_size);
+    total("total-data-files", c.added_files - c.deleted_files);
+    total("total-records", c.added_records - c.deleted_records);
+    total("total-files-size", c.added_bytes - c.deleted_bytes);
     total("total-delete-files", 0);
     total("total-position-deletes", 0);
     total("total-equality-deletes", 0);
-    ASSIGN_OR_RETURN(auto extra, summary(metadata_));
-    for (auto& [k, v] : extra) snap.summary[k] = v;
+    for (auto& [k, v] : plan->summary) snap.summary[k] = v;
 
     SnapshotRef main;
     main.snapshot_id = snapshot_id;
@@ -272,6 +319,34 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
       return st;
     }
     // Lost the race: the list written for it is left for expiry; try on the new current.
+  }
+  return AbortedError("{}: {} commit attempts lost to other writers", files_.root(), kMaxAttempts);
+}
+
+Result<bool> Table::CommitUpdates(const UpdatesBuilder& build, int64_t now_ms) {
+  bool fresh = true;
+  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
+    if (!fresh) RETURN_IF_ERROR(Refresh());
+    fresh = false;
+    Result<std::vector<TableUpdate>> updates = build(metadata_);
+    if (!updates.ok()) {
+      if (updates.status().code() != StatusCode::kNotFound) return updates.status();
+      const int64_t read = version_;
+      RETURN_IF_ERROR(Refresh());
+      if (version_ == read) return updates.status();
+      fresh = true;
+      continue;
+    }
+    if (updates->empty()) return false;
+    ASSIGN_OR_RETURN(TableMetadata next, ApplyUpdates(metadata_, metadata_location(), *updates,
+                                                      std::max(now_ms, metadata_.last_updated_ms)));
+    Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
+    if (st.ok()) {
+      metadata_ = std::move(next);
+      ++version_;
+      return true;
+    }
+    if (st.code() != StatusCode::kAlreadyExists) return st;
   }
   return AbortedError("{}: {} commit attempts lost to other writers", files_.root(), kMaxAttempts);
 }

@@ -1,10 +1,15 @@
 // A file-system Iceberg table (docs/design/0009): loaded from its directory, created with
-// a schema and partition spec, appended to in snapshots committed by exclusive create
-// with optimistic retries, and searched for what a snapshot summary recorded (the Kafka
-// offsets a pipeline's rows came from).
+// a schema and partition spec, changed in snapshots committed by exclusive create with
+// optimistic retries (each attempt built again from the metadata it commits on), and
+// searched for what a snapshot summary recorded (the Kafka offsets a pipeline's rows came
+// from).
 //
 //   ASSIGN_OR_RETURN(Table t, Table::Load("/warehouse/db/events"));
 //   ASSIGN_OR_RETURN(int64_t id, t.Append(files, [&](const TableMetadata& base) { return extra; }));
+//   ASSIGN_OR_RETURN(int64_t id, t.Commit("replace", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {...}));
+//
+// A Table is a value owned by one thread; several Tables (in threads or processes) may
+// commit to one directory at once.
 #pragma once
 
 #include <cstdint>
@@ -12,18 +17,61 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "lake/manifest.h"
 #include "lake/table_files.h"
 #include "lake/table_metadata.h"
+#include "lake/table_update.h"
 
 namespace sluice::lake {
 
 // Summary keys a commit adds beside Iceberg's own, computed against the metadata the
 // attempt commits on (an attempt that lost a race is computed again).
 using SummaryFn = std::function<Result<std::map<std::string, std::string>>(const TableMetadata& base)>;
+
+// Summary keys with this prefix (`sluice.offsets.<group>.<topic>`) are carried into every
+// new snapshot from the newest snapshot of the base's ancestry holding them, so the
+// current snapshot alone answers a resuming pipeline, whatever expiry removed.
+inline constexpr std::string_view kOffsetsSummaryPrefix = "sluice.offsets.";
+
+// One commit attempt: the metadata it builds on and what the new snapshot will be.
+struct CommitAttempt {
+  const TableMetadata& base;
+  int64_t snapshot_id = 0;
+  int64_t sequence_number = 0;  // base.last_sequence_number + 1
+  int attempt = 1;              // 1, 2, ... (a lost race makes another)
+};
+
+// What a snapshot changed, for the summary's Iceberg counts and totals.
+struct SnapshotChanges {
+  int64_t added_files = 0;
+  int64_t added_records = 0;
+  int64_t added_bytes = 0;
+  int64_t deleted_files = 0;
+  int64_t deleted_records = 0;
+  int64_t deleted_bytes = 0;
+};
+
+// What an attempt commits: the new snapshot's manifests in list order (new manifests
+// with this attempt's snapshot id and sequence number), what changed, and summary keys
+// of the caller's (they override the carried offsets).
+struct SnapshotPlan {
+  std::vector<ManifestFile> manifests;
+  SnapshotChanges changes;
+  std::map<std::string, std::string> summary;
+};
+
+// Builds an attempt. An error ends the commit with that error (nothing committed), except
+// NotFound while the table moved on since `base` (another writer removed a file the
+// attempt read): then the commit is tried again on the new current metadata.
+using SnapshotBuilder = std::function<Result<SnapshotPlan>(const CommitAttempt& attempt)>;
+
+// The metadata updates of a commit that adds no snapshot, built from the base metadata;
+// none = nothing to commit.
+using UpdatesBuilder = std::function<Result<std::vector<TableUpdate>>(const TableMetadata& base)>;
 
 class Table {
  public:
@@ -48,6 +96,16 @@ class Table {
   // the current snapshot they are merged into one with the new files (existing entries).
   Result<int64_t> Append(const std::vector<DataFile>& data, const SummaryFn& summary);
 
+  // Commits one snapshot of `operation` (append, replace, overwrite, delete) made by
+  // `build` on the current metadata, made current on main; returns its id. Lost races are
+  // built again on the new current metadata, up to a limit (then Aborted). The summary
+  // carries every kOffsetsSummaryPrefix key forward (see there).
+  Result<int64_t> Commit(std::string_view operation, const SnapshotBuilder& build);
+
+  // Commits the metadata updates `build` makes of the current metadata (built again after a
+  // lost race); returns false when it made none (nothing committed).
+  Result<bool> CommitUpdates(const UpdatesBuilder& build, int64_t now_ms);
+
   // The newest value of summary `key` walking back from the current snapshot through its
   // parents; nullopt when no snapshot has it.
   std::optional<std::string> NewestSummary(const std::string& key) const;
@@ -58,7 +116,6 @@ class Table {
  private:
   Table(TableFiles files, TableMetadata metadata, int64_t version)
       : files_(std::move(files)), metadata_(std::move(metadata)), version_(version) {}
-  Result<std::vector<ManifestFile>> ManifestsOf(const Snapshot& snapshot) const;
 
   TableFiles files_;
   TableMetadata metadata_;
@@ -67,6 +124,13 @@ class Table {
 
 // The newest value of summary `key` from the current snapshot back through its parents.
 std::optional<std::string> NewestSummary(const TableMetadata& metadata, const std::string& key);
+// The newest value of every summary key starting with `prefix`, the same way.
+std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata, std::string_view prefix);
+
+// The manifest list of `snapshot` (errors name the file).
+Result<std::vector<ManifestFile>> ReadManifestsOf(const Snapshot& snapshot);
+// The entries of manifest `m`, with inherited ids and sequence numbers (errors name the file).
+Result<std::vector<ManifestEntry>> ReadEntriesOf(const ManifestFile& m);
 
 // The manifest context (schema JSON, spec, partition tuple's Avro fields) of the table's
 // current schema and default spec.

@@ -1,0 +1,542 @@
+#include "lake/maintenance.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "lake/data_files.h"
+#include "lake/duck_types.h"
+#include "lake/table.h"
+#include "lake/table_files.h"
+#include "lake/table_update.h"
+
+namespace sluice::lake {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t RealNowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Paths compared as the file system resolves them (symbolic links followed), so a table
+// reached through another spelling of its directory never mistakes a live file for an
+// unreferenced one.
+std::string Normal(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path), ec);
+  return (ec ? fs::path(path).lexically_normal() : p).string();
+}
+
+// A location's local path, normalised for comparing; "" when it is not local.
+std::string LocalOf(std::string_view location) {
+  Result<std::string> p = LocalPath(location);
+  return p.ok() ? Normal(*p) : std::string();
+}
+
+bool Inside(const std::string& path, const std::string& root) {
+  return path.size() > root.size() + 1 && path.compare(0, root.size(), root) == 0 &&
+         path[root.size()] == '/';
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction
+
+struct Live {
+  ManifestEntry entry;
+  int32_t spec_id = 0;
+};
+
+std::string Dir(const std::string& path) { return fs::path(path).parent_path().string(); }
+
+// Packs `files` (sorted by size) into bins of at most `target` bytes; bins of one file
+// change nothing and are dropped.
+std::vector<std::vector<const Live*>> Bins(std::vector<const Live*> files, int64_t target) {
+  std::sort(files.begin(), files.end(), [](const Live* a, const Live* b) {
+    if (a->entry.file.file_size_in_bytes != b->entry.file.file_size_in_bytes) {
+      return a->entry.file.file_size_in_bytes > b->entry.file.file_size_in_bytes;
+    }
+    return a->entry.file.file_path < b->entry.file.file_path;
+  });
+  std::vector<std::vector<const Live*>> bins;
+  std::vector<int64_t> sizes;
+  for (const Live* f : files) {  // first fit, largest first
+    const int64_t size = f->entry.file.file_size_in_bytes;
+    size_t i = 0;
+    while (i < bins.size() && sizes[i] + size > target) ++i;
+    if (i == bins.size()) {
+      bins.emplace_back();
+      sizes.push_back(0);
+    }
+    bins[i].push_back(f);
+    sizes[i] += size;
+  }
+  std::erase_if(bins, [](const auto& b) { return b.size() < 2; });
+  return bins;
+}
+
+void RemoveQuietly(const std::string& path) { (void)::unlink(path.c_str()); }
+
+}  // namespace
+
+Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options,
+                              duck::Connection& conn) {
+  if (options.target_file_size_bytes <= 0) {
+    return InvalidArgumentError("target file size {} is not positive",
+                                options.target_file_size_bytes);
+  }
+  ASSIGN_OR_RETURN(Table table, Table::Load(table_root));
+  CompactResult out;
+  const TableMetadata base = table.metadata();
+  if (base.CurrentSnapshot() == nullptr) return out;
+  const Schema* schema = base.CurrentSchema();
+  const PartitionSpec* spec = base.DefaultSpec();
+  if (schema == nullptr || spec == nullptr)
+    return CorruptionError("{}: no current schema or spec", table_root);
+
+  // The live files of the default spec, by partition tuple.
+  std::vector<Live> live;
+  ASSIGN_OR_RETURN(auto manifests, table.CurrentManifests());
+  for (auto& [m, entries] : manifests) {
+    // Row-level deletes apply by sequence number and file path: rewritten rows would
+    // escape them (sluice never writes delete files; Spark may have).
+    bool deletes = m.content != 0;
+    for (const ManifestEntry& e : entries)
+      deletes |= e.status != EntryStatus::kDeleted && e.file.content != 0;
+    if (deletes) {
+      return UnimplementedError(
+          "{}: the table has delete files ({}); compacting such tables is not supported",
+          table_root, m.manifest_path);
+    }
+    for (ManifestEntry& e : entries) {
+      if (e.status == EntryStatus::kDeleted || e.file.content != 0) continue;
+      live.push_back(Live{std::move(e), m.partition_spec_id});
+    }
+  }
+  std::map<std::string, std::vector<const Live*>> small;  // partition tuple (as text) -> files
+  const double limit = static_cast<double>(options.target_file_size_bytes) * options.small_fraction;
+  for (const Live& l : live) {
+    if (l.spec_id != spec->spec_id || l.entry.file.file_format != "PARQUET") continue;
+    if (static_cast<double>(l.entry.file.file_size_in_bytes) >= limit) continue;
+    small[l.entry.file.partition.ToString()].push_back(&l);
+  }
+
+  // Write the new files.
+  std::vector<std::string> columns;
+  for (const NestedField& f : schema->fields) {
+    columns.push_back(fmt::format("CAST({0} AS {1}) AS {0}", QuoteId(f.name), DuckTypeOf(f.type)));
+  }
+  const std::string data_dir = table.files().data_dir();
+  std::vector<DataFile> written;
+  std::vector<std::string> written_paths;
+  std::unordered_map<std::string, const Live*> removed;  // file_path -> entry
+  auto discard = [&]() {
+    for (const std::string& p : written_paths) RemoveQuietly(p);
+  };
+  for (const auto& [partition, files] : small) {
+    std::vector<std::vector<const Live*>> bins = Bins(files, options.target_file_size_bytes);
+    if (!bins.empty()) ++out.partitions;
+    for (const auto& bin : bins) {
+      std::vector<std::string> paths;
+      int64_t records = 0;
+      for (const Live* f : bin) {
+        Result<std::string> p = LocalPath(f->entry.file.file_path);
+        if (!p.ok()) {
+          discard();
+          return p.status();
+        }
+        paths.push_back(duck::QuoteLiteral(*p));
+        records += f->entry.file.record_count;
+      }
+      // Beside the first file when it is in the table's data directory (its partition's
+      // directory), else in data/.
+      std::string dir = Normal(Dir(*LocalPath(bin.front()->entry.file.file_path)));
+      if (dir != Normal(data_dir) && !Inside(dir, Normal(data_dir))) dir = data_dir;
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      std::string path = fmt::format("{}/{}.parquet", dir, NewUuid());
+      std::string select = fmt::format("SELECT {} FROM read_parquet([{}], union_by_name = true)",
+                                       fmt::join(columns, ", "), fmt::join(paths, ", "));
+      written_paths.push_back(path);
+      Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(path));
+      if (!f.ok()) {
+        discard();
+        return f.status().WithContext(
+            fmt::format("{}: rewriting {} files", table_root, bin.size()));
+      }
+      if (f->record_count != records) {
+        discard();
+        return InternalError("{}: rewriting {} files gave {} rows, not {}", table_root, bin.size(),
+                             f->record_count, records);
+      }
+      f->partition = bin.front()->entry.file.partition;
+      out.files_rewritten += static_cast<int64_t>(bin.size());
+      for (const Live* l : bin) {
+        out.bytes_rewritten += l->entry.file.file_size_in_bytes;
+        removed[l->entry.file.file_path] = l;
+      }
+      out.bytes_written += f->file_size_in_bytes;
+      out.records += f->record_count;
+      written.push_back(std::move(*f));
+    }
+  }
+  out.files_written = static_cast<int64_t>(written.size());
+  if (written.empty()) return out;
+  if (options.before_commit) options.before_commit();
+
+  // One replace snapshot, built on whatever is current at each attempt.
+  bool gave_up = false;
+  std::vector<std::string> manifests_written;
+  Result<int64_t> id = table.Commit("replace", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {
+    SnapshotPlan plan;
+    const Snapshot* current = a.base.CurrentSnapshot();
+    if (current == nullptr) {
+      gave_up = true;
+      return AbortedError("{}: compaction gave up: the table has no current snapshot any more",
+                          table_root);
+    }
+    ASSIGN_OR_RETURN(ManifestContext context, ContextOf(a.base));
+    ASSIGN_OR_RETURN(std::vector<ManifestFile> list, ReadManifestsOf(*current));
+    std::vector<ManifestEntry> entries;
+    for (const DataFile& f : written) {
+      entries.push_back(
+          ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
+      plan.changes.added_files += 1;
+      plan.changes.added_records += f.record_count;
+      plan.changes.added_bytes += f.file_size_in_bytes;
+    }
+    ManifestFile mine;
+    mine.partition_spec_id = context.spec_id;
+    mine.sequence_number = a.sequence_number;
+    mine.min_sequence_number = a.sequence_number;
+    mine.added_snapshot_id = a.snapshot_id;
+    mine.added_files_count = static_cast<int32_t>(written.size());
+    mine.added_rows_count = plan.changes.added_records;
+    std::unordered_set<std::string> found;
+    std::vector<ManifestFile> kept;
+    for (const ManifestFile& m : list) {
+      ASSIGN_OR_RETURN(std::vector<ManifestEntry> old, ReadEntriesOf(m));
+      bool touched = false;
+      for (const ManifestEntry& e : old) {
+        if (e.status != EntryStatus::kDeleted && removed.contains(e.file.file_path)) touched = true;
+      }
+      if (!touched) {
+        kept.push_back(m);
+        continue;
+      }
+      if (m.partition_spec_id != context.spec_id) {
+        return InternalError("{}: a rewritten file is in a manifest of spec {}", table_root,
+                             m.partition_spec_id);
+      }
+      // The manifest's entries move into this snapshot's: rewritten files deleted, the
+      // others existing (their ids and sequence numbers kept).
+      for (ManifestEntry& e : old) {
+        if (e.status == EntryStatus::kDeleted) continue;
+        if (removed.contains(e.file.file_path)) {
+          if (!found.insert(e.file.file_path).second) continue;
+          e.status = EntryStatus::kDeleted;
+          e.snapshot_id = a.snapshot_id;
+          plan.changes.deleted_files += 1;
+          plan.changes.deleted_records += e.file.record_count;
+          plan.changes.deleted_bytes += e.file.file_size_in_bytes;
+          mine.deleted_files_count += 1;
+          mine.deleted_rows_count += e.file.record_count;
+        } else {
+          e.status = EntryStatus::kExisting;
+          mine.existing_files_count += 1;
+          mine.existing_rows_count += e.file.record_count;
+          mine.min_sequence_number =
+              std::min(mine.min_sequence_number, e.sequence_number.value_or(a.sequence_number));
+        }
+        entries.push_back(std::move(e));
+      }
+    }
+    if (found.size() != removed.size()) {
+      // Another commit removed a file this one rewrote: committing would bring its rows back.
+      std::string missing;
+      for (const auto& [path, l] : removed) {
+        if (!found.contains(path)) {
+          missing = path;
+          break;
+        }
+      }
+      gave_up = true;
+      return AbortedError(
+          "{}: compaction gave up: {} is no longer live (removed by a concurrent compaction or "
+          "expiry); nothing was committed",
+          table_root, missing);
+    }
+    std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
+    ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, entries));
+    manifests_written.push_back(path);
+    RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+    mine.manifest_path = FileUri(path);
+    mine.manifest_length = static_cast<int64_t>(bytes.size());
+    plan.manifests.push_back(std::move(mine));
+    for (ManifestFile& m : kept) plan.manifests.push_back(std::move(m));
+    return plan;
+  });
+  if (!id.ok()) {
+    // Nothing of ours was committed: what this run wrote is nobody's.
+    if (gave_up) {
+      discard();
+      for (const std::string& p : manifests_written) RemoveQuietly(p);
+    }
+    return id.status();
+  }
+  out.snapshot_id = *id;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Expiry
+
+namespace {
+
+// Files reachable from snapshots, read once per manifest list and manifest (they never
+// change once written).
+class Reach {
+ public:
+  // Adds the manifest list, manifests and data files of `s` (only live entries when
+  // `live_only`). `missing_ok`: a list or manifest that is gone adds nothing (a removed
+  // snapshot's, deleted by an earlier expiry that stopped halfway); corruption is an error
+  // either way.
+  Status Add(const Snapshot& s, bool live_only, bool missing_ok,
+             std::unordered_set<std::string>* out) {
+    out->insert(LocalOf(s.manifest_list));
+    const std::vector<ManifestFile>* list = nullptr;
+    if (auto it = lists_.find(s.manifest_list); it != lists_.end()) {
+      list = &it->second;
+    } else {
+      Result<std::vector<ManifestFile>> read = ReadManifestsOf(s);
+      if (!read.ok()) {
+        if (missing_ok && read.status().code() == StatusCode::kNotFound) return Status::OK();
+        return read.status();
+      }
+      list = &lists_.emplace(s.manifest_list, std::move(*read)).first->second;
+    }
+    for (const ManifestFile& m : *list) {
+      out->insert(LocalOf(m.manifest_path));
+      const std::vector<std::pair<std::string, bool>>* files = nullptr;
+      if (auto it = manifests_.find(m.manifest_path); it != manifests_.end()) {
+        files = &it->second;
+      } else {
+        Result<std::vector<ManifestEntry>> read = ReadEntriesOf(m);
+        if (!read.ok()) {
+          if (missing_ok && read.status().code() == StatusCode::kNotFound) continue;
+          return read.status();
+        }
+        std::vector<std::pair<std::string, bool>> paths;
+        for (const ManifestEntry& e : *read)
+          paths.emplace_back(LocalOf(e.file.file_path), e.status != EntryStatus::kDeleted);
+        files = &manifests_.emplace(m.manifest_path, std::move(paths)).first->second;
+      }
+      for (const auto& [path, live] : *files) {
+        if (live || !live_only) out->insert(path);
+      }
+    }
+    return Status::OK();
+  }
+
+  Status AddAll(const TableMetadata& m, std::unordered_set<std::string>* out) {
+    for (const Snapshot& s : m.snapshots)
+      RETURN_IF_ERROR(Add(s, /*live_only=*/true, /*missing_ok=*/false, out));
+    return Status::OK();
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<ManifestFile>> lists_;
+  std::unordered_map<std::string, std::vector<std::pair<std::string, bool>>> manifests_;
+};
+
+// The snapshots to remove: replaced before `cutoff`, not current, not named by a ref.
+std::vector<int64_t> Expired(const TableMetadata& m, int64_t cutoff) {
+  std::set<int64_t> keep;
+  if (m.current_snapshot_id) keep.insert(*m.current_snapshot_id);
+  for (const auto& [name, ref] : m.refs) keep.insert(ref.snapshot_id);
+  std::unordered_map<int64_t, int64_t> replaced_at;  // snapshot -> its first child's time
+  for (const Snapshot& s : m.snapshots) {
+    if (!s.parent_snapshot_id) continue;
+    auto [it, added] = replaced_at.emplace(*s.parent_snapshot_id, s.timestamp_ms);
+    if (!added) it->second = std::min(it->second, s.timestamp_ms);
+  }
+  std::vector<int64_t> out;
+  for (const Snapshot& s : m.snapshots) {
+    if (keep.contains(s.snapshot_id)) continue;
+    auto it = replaced_at.find(s.snapshot_id);
+    int64_t until = it == replaced_at.end() ? s.timestamp_ms : std::max(s.timestamp_ms, it->second);
+    if (until < cutoff) out.push_back(s.snapshot_id);
+  }
+  return out;
+}
+
+struct FileInfo {
+  bool exists = false;
+  int64_t mtime_ms = 0;
+  int64_t size = 0;
+};
+
+FileInfo Stat(const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  return FileInfo{true,
+                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000,
+                  static_cast<int64_t>(st.st_size)};
+}
+
+// "v12.metadata.json" -> 12.
+std::optional<int64_t> MetadataVersionOf(const std::string& name) {
+  constexpr std::string_view kSuffix = ".metadata.json";
+  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix))
+    return std::nullopt;
+  std::string digits = name.substr(1, name.size() - 1 - kSuffix.size());
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::strtoll(digits.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms) {
+  if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
+  const int64_t cutoff = now_ms - older_than_ms;
+  const std::string root = Normal(table_root);
+  ASSIGN_OR_RETURN(Table table, Table::Load(root));
+  ExpireResult out;
+  Reach reach;
+
+  // 1. Remove the old snapshots in one metadata commit, having read every file first.
+  std::vector<int64_t> removed_ids;
+  std::unordered_set<std::string> candidates;  // files of removed snapshots
+  bool removed = false;
+  for (int round = 0; round < 3 && !removed; ++round) {
+    bool carry = false;
+    Result<bool> committed = table.CommitUpdates(
+        [&](const TableMetadata& base) -> Result<std::vector<TableUpdate>> {
+          removed_ids = Expired(base, cutoff);
+          candidates.clear();
+          if (removed_ids.empty()) return std::vector<TableUpdate>();
+          TableMetadata after = base;
+          std::erase_if(after.snapshots, [&](const Snapshot& s) {
+            return std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) !=
+                   removed_ids.end();
+          });
+          if (NewestSummaries(after, kOffsetsSummaryPrefix) !=
+              NewestSummaries(base, kOffsetsSummaryPrefix)) {
+            carry = true;  // a resuming pipeline would lose its place
+            return std::vector<TableUpdate>();
+          }
+          std::unordered_set<std::string> kept;
+          RETURN_IF_ERROR(reach.AddAll(after, &kept));
+          for (const Snapshot& s : base.snapshots) {
+            if (std::find(removed_ids.begin(), removed_ids.end(), s.snapshot_id) ==
+                removed_ids.end())
+              continue;
+            RETURN_IF_ERROR(reach.Add(s, /*live_only=*/false, /*missing_ok=*/true, &candidates));
+          }
+          return std::vector<TableUpdate>{RemoveSnapshotsUpdate{removed_ids}};
+        },
+        RealNowMs());
+    if (!committed.ok()) return committed.status();
+    if (carry) {
+      // Carry the offsets into a new current snapshot (no file changes), then plan again.
+      ASSIGN_OR_RETURN(
+          int64_t id, table.Commit("replace", [](const CommitAttempt& a) -> Result<SnapshotPlan> {
+            SnapshotPlan plan;
+            if (a.base.CurrentSnapshot() == nullptr)
+              return InternalError("no current snapshot to carry offsets into");
+            ASSIGN_OR_RETURN(plan.manifests, ReadManifestsOf(*a.base.CurrentSnapshot()));
+            return plan;
+          }));
+      out.carry_snapshot_id = id;
+      continue;
+    }
+    if (!*committed) break;
+    removed = true;
+  }
+  if (!removed) candidates.clear();
+  out.snapshots_removed = removed ? static_cast<int64_t>(removed_ids.size()) : 0;
+
+  // 2. What the newest metadata references (a writer may have committed since).
+  RETURN_IF_ERROR(table.Refresh());
+  const TableMetadata& now = table.metadata();
+  out.snapshots_kept = static_cast<int64_t>(now.snapshots.size());
+  std::unordered_set<std::string> kept;
+  RETURN_IF_ERROR(reach.AddAll(now, &kept));
+  std::unordered_set<std::string> lists;
+  for (const Snapshot& s : now.snapshots) lists.insert(LocalOf(s.manifest_list));
+
+  auto remove = [&](const std::string& path, int64_t* counter) -> Status {
+    FileInfo info = Stat(path);
+    if (!info.exists) return Status::OK();
+    if (::unlink(path.c_str()) != 0) {
+      if (errno == ENOENT) return Status::OK();
+      return ErrnoError("unlink", path, errno);
+    }
+    ++*counter;
+    out.bytes_deleted += info.size;
+    return Status::OK();
+  };
+
+  // 3. The files only removed snapshots used.
+  const std::string metadata_dir = Normal(table.files().metadata_dir());
+  for (const std::string& path : candidates) {
+    if (path.empty() || kept.contains(path) || !Inside(path, root)) continue;
+    std::string name = fs::path(path).filename().string();
+    int64_t* counter =
+        path.ends_with(".avro") && Inside(path, metadata_dir)
+            ? (name.starts_with("snap-") ? &out.manifest_lists_deleted : &out.manifests_deleted)
+            : &out.data_files_deleted;
+    RETURN_IF_ERROR(remove(path, counter));
+  }
+
+  // 4. Old files nothing references: failed commits' manifests, lists and data files,
+  // temporary files, metadata versions out of the log.
+  std::unordered_set<std::string> logged;
+  for (const MetadataLogEntry& e : now.metadata_log) logged.insert(LocalOf(e.metadata_file));
+  const int64_t current_version = table.version();
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(metadata_dir, ec)) {
+    const std::string path = Normal(entry.path().string());
+    const std::string name = entry.path().filename().string();
+    FileInfo info = Stat(path);
+    if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
+    if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
+      if (*v < current_version && !logged.contains(path))
+        RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
+    } else if (name.ends_with(".avro") || name.ends_with(".tmp")) {
+      RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
+    }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return IOError("cannot list {}: {}", metadata_dir, ec.message());
+  const std::string data_dir = Normal(table.files().data_dir());
+  ec.clear();
+  for (auto it = fs::recursive_directory_iterator(data_dir, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    const std::string path = Normal(it->path().string());
+    if (!path.ends_with(".parquet") && !path.ends_with(".tmp")) continue;
+    FileInfo info = Stat(path);
+    if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
+    RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return IOError("cannot list {}: {}", data_dir, ec.message());
+  return out;
+}
+
+}  // namespace sluice::lake
