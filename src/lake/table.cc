@@ -199,6 +199,14 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     if (const Snapshot* parent = a.base.CurrentSnapshot(); parent != nullptr) {
       ASSIGN_OR_RETURN(manifests, ReadManifestsOf(*parent));
     }
+    // Only data manifests of this spec merge: another spec's tuples (a spec evolved by
+    // another engine) or delete manifests are kept as they are.
+    std::vector<ManifestFile> kept;
+    std::vector<ManifestFile> same;
+    for (ManifestFile& m : manifests) {
+      (m.partition_spec_id == context.spec_id && m.content == 0 ? same : kept).push_back(std::move(m));
+    }
+    manifests = std::move(same);
     if (manifests.size() + 1 > kMergeManifests) {
       // Merge: every live entry of the old manifests, as existing, plus the new files, in
       // one manifest of this snapshot.
@@ -228,6 +236,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
       mine.existing_rows_count = existing_rows;
       manifests.clear();
     }
+    manifests.insert(manifests.end(), kept.begin(), kept.end());
     // Field summaries for readers that prune manifests by partition (Java's engines read
     // an empty list as one summary per field and fail).
     {
