@@ -1756,7 +1756,12 @@ def ids(schema):
             for b in node: walk(b, path)
     walk(json.loads(schema), "")
     return out
-snap = next(s for s in meta["snapshots"] if s["snapshot-id"] == meta["current-snapshot-id"])
+snap = next((s for s in meta.get("snapshots", []) if s["snapshot-id"] == meta.get("current-snapshot-id")), None)
+if snap is None:  # created, nothing committed yet
+    print(json.dumps({"version": current, "hint": hint, "files": [], "snapshots": 0, "summaries": [],
+                      "summary": {}, "missing": [], "manifest_ids": {}, "list_ids": {},
+                      "format": meta["format-version"], "location": meta["location"]}))
+    sys.exit(0)
 lst, lst_meta = read(snap["manifest-list"])
 files, manifest_ids, missing = [], {}, []
 for m in lst:
