@@ -1045,7 +1045,11 @@ Json Common(const Context& ctx, const Settings& s) {
 
 void PrintHeader(const Context& ctx, const Settings& s) {
   const MachineInfo& m = ctx.machine;
-  if (s.window) {
+  if (s.iceberg) {
+    fmt::print("sluice bench pipeline --iceberg: {} events, {} run(s) per cell (median), into an Iceberg "
+               "table beside a noop sink\n",
+               Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  } else if (s.window) {
     fmt::print("sluice bench pipeline --window: {} events, {} run(s) per cell (median), windows "
                "emitting into a noop sink\n",
                Grouped(static_cast<uint64_t>(s.messages)), s.runs);
