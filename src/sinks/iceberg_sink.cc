@@ -311,7 +311,8 @@ Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table)
 // Schema evolution: the new columns, optional, with fresh ids, as a new current schema
 // committed like any other change (a lost race re-reads and re-checks).
 Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pair<std::string, Type>>& columns) {
-  for (int attempt = 0; attempt < 32; ++attempt) {
+  bool done = false;
+  for (int attempt = 0; attempt < 32 && !done; ++attempt) {
     if (attempt > 0) RETURN_IF_ERROR(table_->Refresh());
     const lake::TableMetadata& base = table_->metadata();
     Schema next = *base.CurrentSchema();
@@ -328,7 +329,10 @@ Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pa
       id = fresh - 1;
       next.fields.push_back(std::move(renumbered.fields[0]));
     }
-    if (next.fields.size() == base.CurrentSchema()->fields.size()) break;  // someone added them
+    if (next.fields.size() == base.CurrentSchema()->fields.size()) {  // someone added them
+      done = true;
+      break;
+    }
     next.schema_id = 0;
     for (const Schema& old : base.schemas) next.schema_id = std::max(next.schema_id, old.schema_id + 1);
     std::vector<lake::TableUpdate> updates = {lake::AddSchemaUpdate{next, id}, lake::SetCurrentSchemaUpdate{-1}};
@@ -339,8 +343,9 @@ Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pa
     if (st.code() == StatusCode::kAlreadyExists) continue;
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(table_->Refresh());
-    break;
+    done = true;
   }
+  if (!done) return AbortedError("{}: adding columns lost 32 commit races to other writers", Describe());
   // The staged rows get the new columns too (NULL).
   if (staged_table_) {
     const Schema* schema = table_->metadata().CurrentSchema();
