@@ -283,6 +283,9 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
     mine.manifest_path = FileUri(path);
     mine.manifest_length = static_cast<int64_t>(bytes.size());
+    // Field summaries per partition field (Java's engines fail on an empty list).
+    ASSIGN_OR_RETURN(Type tuple, a.base.DefaultSpec()->PartitionType(*a.base.CurrentSchema()));
+    ASSIGN_OR_RETURN(mine.partitions, SummarizePartitions(tuple, entries));
     plan.manifests.push_back(std::move(mine));
     for (ManifestFile& m : kept) plan.manifests.push_back(std::move(m));
     return plan;

@@ -652,7 +652,9 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
       return NoSuchTable(id);
     }
     if (std::optional<HttpResponse> taken = CheckFreeName(id)) {
-      if (taken->status == 404) return *taken;
+      // A namespace of that name (or no parent namespace) refuses it; a table that exists
+      // already refuses it at the exclusive create of version 1.
+      if (taken->status == 404 || !IsTableDir(TableDir(id))) return *taken;
     }
     // Without a set-location the table lives where the catalog puts it.
     bool located = std::any_of(request->updates.begin(), request->updates.end(), [](const TableUpdate& u) {
@@ -717,7 +719,9 @@ HttpResponse Session::DropTable(const TableIdentifier& id, const HttpRequest& re
     return FromStatus(ErrnoError("rename", dir + "/metadata", errno));
   }
   std::error_code ec;
-  fs::remove_all(retired, ec);
+  // Without purge the metadata stays (renamed aside) with the data: the table can be
+  // registered again from it.
+  if (purge) fs::remove_all(retired, ec);
   if (purge) {
     // The data under the table's directory, when that is the table's location (a renamed
     // or registered table's files live elsewhere and are left alone).

@@ -176,8 +176,14 @@ Result<std::optional<MetadataVersion>> TableFiles::Current() const {
 
 Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
   std::error_code ec;
-  std::filesystem::create_directories(metadata_dir(), ec);
-  if (ec) return IOError("cannot create {}: {}", metadata_dir(), ec.message());
+  if (version == 1) {
+    std::filesystem::create_directories(metadata_dir(), ec);
+    if (ec) return IOError("cannot create {}: {}", metadata_dir(), ec.message());
+  } else if (!std::filesystem::is_directory(metadata_dir(), ec)) {
+    // Only a new table makes its metadata directory: a later commit to a table dropped or
+    // renamed meanwhile must not bring the old name back.
+    return NotFoundError("{} is gone: the table was dropped or renamed", metadata_dir());
+  }
   std::string target = VersionPath(version);
   std::string tmp = fmt::format("{}/{}.metadata.json.tmp", metadata_dir(), NewUuid());
   RETURN_IF_ERROR(WriteNew(tmp, json));
