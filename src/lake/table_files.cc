@@ -177,6 +177,23 @@ Result<std::optional<MetadataVersion>> TableFiles::Current() const {
 Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
   std::error_code ec;
   if (version == 1) {
+    // A new table in a directory another table left (dropped without purge, or renamed
+    // away with its files in place) would share those files: its expiry or purge would
+    // delete them. Refused.
+    if (!std::filesystem::exists(metadata_dir(), ec)) {
+      for (auto it = std::filesystem::directory_iterator(root_, ec); !ec && it != std::filesystem::directory_iterator();
+           it.increment(ec)) {
+        std::string name = it->path().filename().string();
+        bool leftover = name.rfind("metadata.renamed-", 0) == 0 || name.rfind(".metadata.dropped-", 0) == 0 ||
+                        (name == "data" && it->is_directory() && !std::filesystem::is_empty(it->path(), ec));
+        if (leftover) {
+          return FailedPreconditionError("{} holds another table's files ({}): a new table there would share them; "
+                                    "use another name or location, or remove them",
+                                    root_, name);
+        }
+      }
+      ec.clear();
+    }
     std::filesystem::create_directories(metadata_dir(), ec);
     if (ec) return IOError("cannot create {}: {}", metadata_dir(), ec.message());
   } else if (!std::filesystem::is_directory(metadata_dir(), ec)) {

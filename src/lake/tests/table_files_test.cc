@@ -83,6 +83,26 @@ TEST(TableFilesTest, RacingWritersNeverShareAVersion) {
   }
 }
 
+TEST(TableFilesTest, ANewTableDoesNotMoveIntoAnotherTablesFiles) {
+  TableFiles renamed(FreshDir("leftover_renamed"));
+  std::filesystem::create_directories(renamed.root() + "/metadata.renamed-123");
+  Status st = renamed.CommitVersion(1, "{}");
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.message();
+  EXPECT_NE(st.message().find("another table's files"), std::string::npos) << st.message();
+  TableFiles dropped(FreshDir("leftover_data"));
+  std::filesystem::create_directories(dropped.data_dir());
+  std::ofstream(dropped.data_dir() + "/old.parquet") << "x";
+  EXPECT_EQ(dropped.CommitVersion(1, "{}").code(), StatusCode::kFailedPrecondition);
+  // An empty data/ (a sink makes it before the table) is fine.
+  TableFiles fresh(FreshDir("empty_data"));
+  std::filesystem::create_directories(fresh.data_dir());
+  EXPECT_TRUE(fresh.CommitVersion(1, "{}").ok());
+  // A later version needs the table's metadata/: gone (dropped, renamed) is an error.
+  std::filesystem::rename(fresh.metadata_dir(), fresh.root() + "/metadata.renamed-1");
+  EXPECT_EQ(fresh.CommitVersion(2, "{}").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(fresh.metadata_dir()));
+}
+
 TEST(TableFilesTest, LocationsAreLocalPathsOnly) {
   EXPECT_EQ(*LocalPath("file:///a/b/"), "/a/b");
   EXPECT_EQ(*LocalPath("file:/a/b"), "/a/b");
