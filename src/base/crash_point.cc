@@ -2,7 +2,7 @@
 
 #include <csignal>
 #include <cstdlib>
-#include <mutex>
+#include <atomic>
 #include <string>
 
 #include "base/logging.h"
@@ -12,9 +12,8 @@ namespace sluice {
 static const Logger kLog("crash");
 
 void CrashPoint(std::string_view point) {
-  static std::mutex mu;
-  static std::string at;
-  static long remaining = [] {
+  static std::string at;  // written once, by the initializer below
+  static std::atomic<long> remaining = [] {
     const char* env = std::getenv("SLUICE_TEST_CRASH_AT");
     if (env == nullptr) return 0L;
     std::string_view spec(env);
@@ -23,8 +22,7 @@ void CrashPoint(std::string_view point) {
     at = std::string(spec.substr(0, colon));
     return std::strtol(std::string(spec.substr(colon + 1)).c_str(), nullptr, 10);
   }();
-  if (remaining <= 0 || point != at) return;
-  std::lock_guard<std::mutex> lock(mu);
+  if (remaining.load(std::memory_order_relaxed) <= 0 || point != at) return;
   if (--remaining == 0) {
     SLUICE_LOG(kLog, kWarn, "SLUICE_TEST_CRASH_AT: killing the process at {}", point);
     ::raise(SIGKILL);

@@ -95,21 +95,6 @@ Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) 
                             text, source->type.ToString());
 }
 
-// The text of a source value that BucketValue reads back (times as microseconds, dates
-// as days); "" for types bucket is not computed for here.
-std::string SourceText(const Type& type, const std::string& c) {
-  switch (type.id) {
-    case lake::TypeId::kInt:
-    case lake::TypeId::kLong: return fmt::format("{}::BIGINT::VARCHAR", c);
-    case lake::TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", c);
-    case lake::TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", c);
-    case lake::TypeId::kTimestamp:
-    case lake::TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", c);
-    case lake::TypeId::kString: return c;
-    default: return "";
-  }
-}
-
 lake::Value SourceValue(const Type& type, const std::string& text) {
   switch (type.id) {
     case lake::TypeId::kInt:
@@ -137,15 +122,25 @@ lake::avro::Datum PartitionDatum(const Type& type, const std::optional<std::stri
   }
 }
 
-// The text of an identity-partition value that PartitionDatum reads back (times as
-// microseconds, dates as days).
-std::string PartitionText(const NestedField& source, const std::string& expr) {
-  switch (source.type.id) {
+// A value as SQL text that PartitionDatum and SourceValue read back: times as
+// microseconds, dates as days, the rest as DuckDB prints them.
+std::string ValueText(const Type& type, const std::string& expr) {
+  switch (type.id) {
     case lake::TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", expr);
     case lake::TypeId::kTimestamp:
     case lake::TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", expr);
     case lake::TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", expr);
     default: return fmt::format("({})::VARCHAR", expr);
+  }
+}
+
+// The text of a bucket source value (ValueText); "" for types the sink does not bucket.
+std::string SourceText(const Type& type, const std::string& c) {
+  switch (type.id) {
+    case lake::TypeId::kInt: case lake::TypeId::kLong: case lake::TypeId::kDate: case lake::TypeId::kTime:
+    case lake::TypeId::kTimestamp: case lake::TypeId::kTimestampTz: case lake::TypeId::kString:
+      return ValueText(type, c);
+    default: return "";
   }
 }
 
@@ -442,7 +437,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       continue;
     }
     ASSIGN_OR_RETURN(std::string e, PartitionSql(p, *schema));
-    texts.push_back(p.transform.ToString() == "identity" ? PartitionText(*source, e) : fmt::format("({})::VARCHAR", e));
+    texts.push_back(p.transform.ToString() == "identity" ? ValueText(source->type, e) : fmt::format("({})::VARCHAR", e));
   }
   ASSIGN_OR_RETURN(auto tuples, conn_->QueryText(fmt::format("SELECT DISTINCT {} FROM {}", fmt::join(texts, ", "),
                                                              from)));
