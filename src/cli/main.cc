@@ -428,6 +428,9 @@ int main(int argc, char** argv) {
   table_expire->add_option("--older-than", table_flags.older_than,
                            "snapshots replaced, and unreferenced files written, longer ago than this: 30s, 5m, 1h, 7d")
       ->required();
+  table_expire->add_option("--orphan-min-age", table_flags.orphan_min_age,
+                           "unreferenced data files and manifests (failed commits) must also be this old, since a "
+                           "writer's files are unreferenced until it commits (default 1h; 0s for none)");
 
   CLI11_PARSE(app, argc, argv);
   if (table_cmd->parsed() && table_cmd->get_subcommands().empty()) {

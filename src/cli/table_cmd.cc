@@ -122,7 +122,10 @@ int RunTableExpire(const TableFlags& f) {
   Result<int64_t> older_than = config.GetDurationMs("older-than", -1);
   if (!older_than.ok()) return Fail(older_than.status());
   if (*older_than < 0) return Fail(InvalidArgumentError("--older-than is required (30s, 5m, 1h, 7d)"));
-  Result<lake::ExpireResult> r = lake::Expire(*root, *older_than, NowMs());
+  config.Set("orphan-min-age", f.orphan_min_age, "--orphan-min-age");
+  Result<int64_t> orphan_min_age = config.GetDurationMs("orphan-min-age", lake::kDefaultOrphanMinAgeMs);
+  if (!orphan_min_age.ok()) return Fail(orphan_min_age.status());
+  Result<lake::ExpireResult> r = lake::Expire(*root, *older_than, NowMs(), *orphan_min_age);
   if (!r.ok()) return Fail(r.status());
   if (r->carry_snapshot_id) {
     fmt::print("{}: carried the Kafka offsets of old snapshots into snapshot {}\n", f.table, *r->carry_snapshot_id);

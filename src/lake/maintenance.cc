@@ -413,9 +413,12 @@ std::optional<int64_t> MetadataVersionOf(const std::string& name) {
 
 }  // namespace
 
-Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms) {
+Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms,
+                            int64_t orphan_min_age_ms) {
   if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
+  if (orphan_min_age_ms < 0) return InvalidArgumentError("orphan minimum age {} ms is negative", orphan_min_age_ms);
   const int64_t cutoff = now_ms - older_than_ms;
+  const int64_t orphan_cutoff = now_ms - std::max(older_than_ms, orphan_min_age_ms);
   const std::string root = Normal(table_root);
   ASSIGN_OR_RETURN(Table table, Table::Load(root));
   ExpireResult out;
@@ -520,7 +523,7 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
       if (*v < current_version && !logged.contains(path))
         RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
-    } else if (name.ends_with(".avro") || name.ends_with(".tmp")) {
+    } else if ((name.ends_with(".avro") || name.ends_with(".tmp")) && info.mtime_ms < orphan_cutoff) {
       RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
     }
   }
@@ -534,7 +537,7 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     const std::string path = Normal(it->path().string());
     if (!path.ends_with(".parquet") && !path.ends_with(".tmp")) continue;
     FileInfo info = Stat(path);
-    if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
+    if (!info.exists || info.mtime_ms >= orphan_cutoff || kept.contains(path)) continue;
     RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
   }
   if (ec && ec != std::errc::no_such_file_or_directory)

@@ -69,9 +69,14 @@ struct ExpireResult {
 // only removed snapshots used, and, in metadata/ and data/, files no snapshot of the
 // current metadata references that are older than the limit (a writer may be about to
 // commit a younger one): leftovers of failed commits, *.tmp, and v<N>.metadata.json
-// versions out of the metadata log (write.metadata.previous-versions-max). Only files
-// inside `table_root` are deleted. Everything is read before anything is deleted: a
-// corrupt or truncated manifest, list or metadata file is an error naming it.
-Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms);
+// versions out of the metadata log (write.metadata.previous-versions-max). Unreferenced
+// data files, manifests and *.tmp must also be older than `orphan_min_age_ms` (default
+// one hour): a writer's files are unreferenced until it commits, and a short
+// `older_than_ms` must not take the files of a slow compaction. Only files inside
+// `table_root` are deleted. Everything is read before anything is deleted: a corrupt or
+// truncated manifest, list or metadata file is an error naming it.
+inline constexpr int64_t kDefaultOrphanMinAgeMs = 3'600'000;
+Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms,
+                            int64_t orphan_min_age_ms = kDefaultOrphanMinAgeMs);
 
 }  // namespace sluice::lake

@@ -406,6 +406,32 @@ TEST_F(MaintenanceTest, CompactionGivesUpWhenAnotherCommitRemovedItsFiles) {
   EXPECT_EQ(t->metadata().snapshots.size(), 5u);
 }
 
+TEST_F(MaintenanceTest, AShortOlderThanDoesNotTakeTheFilesOfAWriterStillWorking) {
+  const std::string root = FreshDir("orphan_floor") + "/db/events";
+  Table table = MakeTable(root);
+  for (int i = 0; i < 3; ++i) AppendRows(table, *conn_, i * 10, 10);
+  // A compaction that has been writing for ten minutes: its files are unreferenced yet.
+  const int64_t now = NowMs() + 2 * kHourMs;
+  const std::string pending_data = root + "/data/city=oslo/compacting.parquet";
+  const std::string pending_manifest = root + "/metadata/compacting-m0.avro";
+  for (const auto& p : {pending_data, pending_manifest}) {
+    WriteText(p, "x");
+    SetMtime(p, now - 10 * 60'000);
+  }
+  // --older-than 30s: the old snapshots go, the pending files stay (floor of one hour).
+  auto e = Expire(root, 30'000, now);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->snapshots_removed, 2);
+  EXPECT_EQ(e->orphans_deleted, 0);
+  for (const auto& p : {pending_data, pending_manifest}) EXPECT_TRUE(fs::exists(p)) << p;
+  // A lower floor, said explicitly, takes them.
+  e = Expire(root, 30'000, now, 60'000);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->orphans_deleted, 2);
+  for (const auto& p : {pending_data, pending_manifest}) EXPECT_FALSE(fs::exists(p)) << p;
+  EXPECT_FALSE(Expire(root, 30'000, now, -1).ok());
+}
+
 TEST_F(MaintenanceTest, ACorruptManifestIsAnErrorNamingItAndNothingIsDeleted) {
   const std::string root = FreshDir("corrupt") + "/db/events";
   Table table = MakeTable(root);
