@@ -13,6 +13,7 @@
 #include <set>
 
 #include "base/config.h"
+#include "base/utf8.h"
 
 namespace sluice::broker {
 namespace {
@@ -52,44 +53,9 @@ std::vector<uint8_t> ToVector(std::string_view s) {
   return {b.begin(), b.end()};
 }
 
-// Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    auto c = static_cast<uint8_t>(s[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t extra;
-    uint32_t cp;
-    if ((c & 0xE0) == 0xC0) {
-      extra = 1, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (s.size() - i <= extra) return false;
-    for (size_t k = 1; k <= extra; ++k) {
-      auto b = static_cast<uint8_t>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    constexpr uint32_t kMinForLength[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMinForLength[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += extra + 1;
-  }
-  return true;
-}
-
 // UTF-8 without NUL: what a user name must be (PLAIN's and SCRAM's names both exclude it).
 bool ValidName(std::string_view s) {
-  return !s.empty() && s.find('\0') == std::string_view::npos && ValidUtf8(s);
+  return !s.empty() && s.find('\0') == std::string_view::npos && IsValidUtf8(s);
 }
 
 // ------------------------------------------------------------------ base64 (RFC 4648)
@@ -352,7 +318,7 @@ std::optional<std::string> CheckMessage(std::span<const uint8_t> bytes, std::str
     return fmt::format("Authentication failed: invalid {}: {} bytes is over the limit of {}", what,
                        bytes.size(), kMaxSaslMessageBytes);
   }
-  if (!ValidUtf8(AsText(bytes))) {
+  if (!IsValidUtf8(AsText(bytes))) {
     return fmt::format("Authentication failed: invalid {}: not UTF-8", what);
   }
   if (!allow_nul && AsText(bytes).find('\0') != std::string_view::npos) {

@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/utf8.h"
 #include "lake/avro.h"
 
 namespace sluice::lake::avro {
 
 // Appends the zig-zag varint of `v`.
 void WriteLong(int64_t v, std::string* out);
-bool IsValidUtf8(std::string_view s);
+using sluice::IsValidUtf8;
 
 // Reads values from `data`, which must outlive it. `*zero_budget` is how many values that
 // take no bytes may still be declared (shared by every Decoder of one file).

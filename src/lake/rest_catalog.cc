@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "base/utf8.h"
 #include "lake/iceberg_json.h"
 #include "lake/iceberg_schema.h"
 #include "lake/table_files.h"
@@ -54,13 +55,14 @@ HttpResponse FromStatus(const Status& st) {
 
 std::string Dotted(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, ".")); }
 
-// A namespace level or table name is one directory: no '/', no control characters (the
-// 0x1F separator among them), not empty, not "." or "..", and not starting with '.' (the
-// catalog's own files are dot-named).
+// A namespace level or table name is one directory: valid UTF-8 (names go into JSON), no
+// '/', no control characters (the 0x1F separator among them), not empty, not "." or "..",
+// and not starting with '.' (the catalog's own files are dot-named).
 Status CheckName(std::string_view name, std::string_view what) {
   if (name.empty()) return InvalidArgumentError("{} must not be empty", what);
   if (name.size() > 255) return InvalidArgumentError("{} \"{}\" is longer than 255 bytes", what, name);
   if (name[0] == '.') return InvalidArgumentError("{} \"{}\" must not start with '.'", what, name);
+  if (!IsValidUtf8(name)) return InvalidArgumentError("{} is not valid UTF-8", what);
   for (char c : name) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       return InvalidArgumentError("{} \"{}\" must not contain '/' or control characters", what, name);
@@ -197,6 +199,18 @@ class Session {
   }
   std::string TableDir(const TableIdentifier& id) const { return NamespaceDir(id.ns) + "/" + id.name; }
   std::string DefaultLocation(const TableIdentifier& id) const { return FileUri(TableDir(id)); }
+  // Table locations and registered metadata stay inside the warehouse: the catalog, its
+  // expiry and the query server (whose sandbox is the warehouse) never reach other files.
+  Status CheckInsideWarehouse(std::string_view what, const std::string& location) const {
+    Result<std::string> path = LocalPath(location);
+    if (!path.ok()) return InvalidArgumentError("{} {}: {}", what, location, path.status().message());
+    std::string normal = fs::path(*path).lexically_normal().string();
+    while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
+    if (normal != warehouse_ && !normal.starts_with(warehouse_ + "/")) {
+      return InvalidArgumentError("{} {} is outside the warehouse {}", what, location, warehouse_);
+    }
+    return Status::OK();
+  }
 
   HttpResponse NoSuchNamespace(const std::vector<std::string>& ns) const {
     return Error(404, "NoSuchNamespaceException", fmt::format("namespace {} does not exist", Dotted(ns)));
@@ -531,6 +545,7 @@ HttpResponse Session::CreateTable(const std::vector<std::string>& ns, const Http
   Result<std::optional<std::string>> location = o->OptString("location");
   if (!location.ok()) return FromStatus(location.status());
   opts.location = location->value_or(DefaultLocation(id));
+  if (Status st = CheckInsideWarehouse("location", opts.location); !st.ok()) return FromStatus(st);
   Result<std::optional<bool>> stage = o->OptBool("stage-create");
   if (!stage.ok()) return FromStatus(stage.status());
 
@@ -569,6 +584,7 @@ HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const Ht
   TableIdentifier id{ns, *name};
   if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
 
+  if (Status st = CheckInsideWarehouse("metadata-location", *source); !st.ok()) return FromStatus(st);
   Result<std::string> path = LocalPath(*source);
   if (!path.ok()) return FromStatus(path.status());
   Result<std::string> text = ReadWholeFile(*path);
@@ -580,11 +596,15 @@ HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const Ht
   if (!metadata.ok()) {
     return Error(400, "BadRequestException", fmt::format("{}: {}", *source, metadata.status().message()));
   }
+  if (Status st = CheckInsideWarehouse("the registered table's location", metadata->location); !st.ok()) {
+    return FromStatus(st);
+  }
   TableFiles files(TableDir(id));
   int64_t version = 1;
   if (overwrite->value_or(false) && IsNamespaceDir(NamespaceDir(ns)) && IsTableDir(files.root())) {
     Result<std::optional<MetadataVersion>> current = files.Current();
     if (!current.ok()) return FromStatus(current.status());
+    if (!current->has_value()) return NoSuchTable(id);  // dropped meanwhile
     version = (*current)->version + 1;
   } else if (std::optional<HttpResponse> taken = CheckFreeName(id)) {
     return *taken;
@@ -663,6 +683,7 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
     if (!located) request->updates.insert(request->updates.begin(), SetLocationUpdate{DefaultLocation(id)});
     Result<TableMetadata> next = lake::CommitTable(nullptr, "", *request, Now());
     if (!next.ok()) return FromStatus(next.status());
+    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok()) return FromStatus(st);
     if (Status st = files.CommitVersion(1, TableMetadataToString(*next)); !st.ok()) {
       if (st.code() == StatusCode::kAlreadyExists) {
         return Error(409, "CommitFailedException",
@@ -689,6 +710,9 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
     return FromStatus(next.status());
   }
   if (*next == *base) return Ok(TableResult(base_version.path, TableMetadataToJson(*base), false));
+  if (next->location != base->location) {
+    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok()) return FromStatus(st);
+  }
   int64_t version = base_version.version + 1;
   if (options_.before_commit) options_.before_commit();
   if (Status st = files.CommitVersion(version, TableMetadataToString(*next)); !st.ok()) {
@@ -784,17 +808,19 @@ HttpResponse Session::Route(const HttpRequest& req) {
   if (!segs.ok()) return FromStatus(segs.status());
   const std::vector<std::string>& s = *segs;
   const std::string& m = req.method;
-  auto no_route = [&] {
-    return Error(400, "BadRequestException", fmt::format("no route for {} {}", m, req.path));
+  auto no_route = [&] { return Error(404, "NotFoundException", fmt::format("no route for {}", req.path)); };
+  // A known path asked with a method it does not take.
+  auto bad_method = [&] {
+    return Error(405, "MethodNotAllowedException", fmt::format("{} does not take {}", req.path, m));
   };
 
-  if (s.size() == 1 && s[0] == "config" && m == "GET") return Config(req);
-  if (s.size() == 2 && s[0] == "tables" && s[1] == "rename" && m == "POST") return RenameTable(req);
+  if (s.size() == 1 && s[0] == "config") return m == "GET" ? Config(req) : bad_method();
+  if (s.size() == 2 && s[0] == "tables" && s[1] == "rename") return m == "POST" ? RenameTable(req) : bad_method();
   if (s.empty() || s[0] != "namespaces") return no_route();
   if (s.size() == 1) {
     if (m == "GET") return ListNamespaces(req);
     if (m == "POST") return CreateNamespace(req);
-    return no_route();
+    return bad_method();
   }
   Result<std::vector<std::string>> ns = DecodeNamespace(s[1]);
   if (!ns.ok()) return FromStatus(ns.status());
@@ -802,14 +828,14 @@ HttpResponse Session::Route(const HttpRequest& req) {
   if (s.size() == 2) {
     if (m == "GET" || m == "HEAD") return LoadNamespace(*ns, m == "HEAD");
     if (m == "DELETE") return DropNamespace(*ns);
-    return no_route();
+    return bad_method();
   }
-  if (s.size() == 3 && s[2] == "properties" && m == "POST") return UpdateNamespaceProperties(*ns, req);
-  if (s.size() == 3 && s[2] == "register" && m == "POST") return RegisterTable(*ns, req);
+  if (s.size() == 3 && s[2] == "properties") return m == "POST" ? UpdateNamespaceProperties(*ns, req) : bad_method();
+  if (s.size() == 3 && s[2] == "register") return m == "POST" ? RegisterTable(*ns, req) : bad_method();
   if (s.size() == 3 && s[2] == "tables") {
     if (m == "GET") return ListTables(*ns, req);
     if (m == "POST") return CreateTable(*ns, req);
-    return no_route();
+    return bad_method();
   }
   if ((s.size() == 4 || s.size() == 5) && s[2] == "tables") {
     Result<std::string> name = PercentDecode(s[3]);
@@ -818,13 +844,14 @@ HttpResponse Session::Route(const HttpRequest& req) {
     if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
     if (s.size() == 5) {
       // Metrics reports are accepted and not kept.
-      if (s[4] == "metrics" && m == "POST") return NoContent();
+      if (s[4] == "metrics") return m == "POST" ? NoContent() : bad_method();
       return no_route();
     }
     if (m == "GET") return LoadTable(id, req);
     if (m == "HEAD") return TableExists(id);
     if (m == "POST") return CommitTable(id, req);
     if (m == "DELETE") return DropTable(id, req);
+    return bad_method();
   }
   return no_route();
 }

@@ -143,9 +143,30 @@ TEST_F(RestCatalogTest, BadNamesAndBadJsonAreBadRequests) {
   EXPECT_EQ(Call("GET", "/v1/namespaces/a%2Fb").status, 400);
   EXPECT_EQ(Call("GET", "/v1/namespaces/a%zz").status, 400);
   EXPECT_EQ(Call("GET", "/v1/namespaces/a%1").status, 400);
-  EXPECT_EQ(Call("GET", "/v1/nothing").status, 400);
-  EXPECT_EQ(Call("PUT", "/v1/namespaces").status, 400);
+  // Not UTF-8: a 400 naming the problem, not a failure to write the JSON answer.
+  HttpResponse latin1 = Call("GET", "/v1/namespaces/caf%E9");
+  EXPECT_EQ(latin1.status, 400) << latin1.body;
+  EXPECT_NE(latin1.body.find("UTF-8"), std::string::npos) << latin1.body;
+  EXPECT_EQ(Call("GET", "/v1/namespaces/db/tables/caf%E9").status, 400);
+  // No such route: 404; a route that does not take the method: 405.
+  EXPECT_EQ(Call("GET", "/v1/nothing").status, 404);
+  EXPECT_EQ(Call("GET", "/v1/namespaces/db/tables/t/nothing").status, 404);
+  EXPECT_EQ(Call("PUT", "/v1/namespaces").status, 405);
+  EXPECT_EQ(Call("PUT", "/v1/namespaces/db/tables/t").status, 405);
+  EXPECT_EQ(Call("GET", "/v1/tables/rename").status, 405);
   CreateNamespace({"db"});
+  // Locations outside the warehouse are refused.
+  HttpResponse outside = Call("POST", "/v1/namespaces/db/tables",
+                              R"({"name": "t", "location": "file:///etc/sluice",
+                                  "schema": {"type": "struct", "fields": []}})");
+  EXPECT_EQ(outside.status, 400) << outside.body;
+  EXPECT_NE(outside.body.find("outside the warehouse"), std::string::npos) << outside.body;
+  EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
+                 json{{"name", "t"}, {"location", "file://" + (dir_ / "wh/../elsewhere").string()},
+                      {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
+                     .dump())
+                .status,
+            400);
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables", "{").status, 400);
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables", R"({"name": "t"})").status, 400);
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
@@ -416,6 +437,23 @@ TEST_F(RestCatalogTest, RegisterWritesTheGivenMetadataAsVersionOne) {
                  json{{"name", "x"}, {"metadata-location", "s3://bucket/v1.metadata.json"}}.dump())
                 .status,
             400);
+  // Metadata outside the warehouse, or metadata whose table lives outside it.
+  fs::create_directories(dir_ / "outside");
+  json foreign = Body(Call("GET", "/v1/namespaces/db/tables/orig"))["metadata"];
+  { std::ofstream(dir_ / "outside" / "v1.metadata.json") << foreign.dump(); }
+  HttpResponse far = Call("POST", "/v1/namespaces/db/register",
+                          json{{"name", "x"}, {"metadata-location", "file://" + (dir_ / "outside/v1.metadata.json").string()}}.dump());
+  EXPECT_EQ(far.status, 400) << far.body;
+  EXPECT_NE(far.body.find("outside the warehouse"), std::string::npos) << far.body;
+  foreign["location"] = "file:///etc";
+  { std::ofstream(dir_ / "wh" / "db" / "foreign.metadata.json") << foreign.dump(); }
+  HttpResponse elsewhere = Call("POST", "/v1/namespaces/db/register",
+                                json{{"name", "x"}, {"metadata-location", "file://" + (dir_ / "wh/db/foreign.metadata.json").string()}}.dump());
+  EXPECT_EQ(elsewhere.status, 400) << elsewhere.body;
+  // A commit may not move the table out either.
+  HttpResponse moved = Call("POST", "/v1/namespaces/db/tables/orig",
+                            R"({"requirements": [], "updates": [{"action": "set-location", "location": "file:///tmp/x"}]})");
+  EXPECT_EQ(moved.status, 400) << moved.body;
 }
 
 TEST_F(RestCatalogTest, TablesWrittenWithoutTheCatalogAreListed) {
