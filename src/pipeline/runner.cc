@@ -55,9 +55,11 @@ constexpr uint64_t kStateBlockSize = 16 * 1024;
 // most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
-// `source`: the pipeline's, for a sink that records the offsets it holds (iceberg).
+// `source`: the pipeline's, for a sink that records the offsets it holds (iceberg);
+// `memory_limit_bytes`: its DuckDB's, for a sink that stages rows there (iceberg).
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
-                                              const KafkaSourceConfig* source = nullptr) {
+                                              const KafkaSourceConfig* source = nullptr,
+                                              int64_t memory_limit_bytes = 0) {
   switch (config.type) {
     case SinkType::kConsole:
       return std::unique_ptr<sinks::Sink>(
@@ -107,6 +109,7 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
       o.target_file_size_bytes = config.iceberg.target_file_size_bytes;
       o.schema_evolution = config.iceberg.schema_evolution;
       o.partition_by = config.iceberg.partition_by;
+      o.staged_memory_limit_bytes = memory_limit_bytes / 2;
       if (source != nullptr) {
         o.group_id = source->group_id;
         o.topics = source->topics;
@@ -544,7 +547,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   }
   impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
   if (!options.without_sinks && !c.window) {
-    ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console, &c.source));
+    ASSIGN_OR_RETURN(impl.sink, MakeSink(c.sink, options.console, &c.source, c.duckdb.memory_limit_bytes));
     // A sink that stores the offsets with its rows (an Iceberg table's snapshots) says
     // where its data ends: the pipeline resumes there, not at the group's commit, which
     // may lag behind it (a crash between the two commits) or run ahead (never: the Kafka

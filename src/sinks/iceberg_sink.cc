@@ -224,9 +224,18 @@ std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
   return out;
 }
 
-Status IcebergSink::Discard() {
-  if (staged_rows_ > 0 && conn_ != nullptr) RETURN_IF_ERROR(conn_->Execute(fmt::format("DELETE FROM {}", kStage)));
+Status IcebergSink::ClearStage() {
+  // Dropped, not emptied: DuckDB keeps a temporary table's deleted rows in memory (there
+  // is no checkpoint to vacuum them), so a DELETE would grow it by every commit's rows.
+  if (staged_table_ && conn_ != nullptr) RETURN_IF_ERROR(conn_->Execute(fmt::format("DROP TABLE IF EXISTS {}", kStage)));
+  staged_table_ = false;
   staged_rows_ = 0;
+  staged_memory_bytes_ = 0;
+  return Status::OK();
+}
+
+Status IcebergSink::Discard() {
+  RETURN_IF_ERROR(ClearStage());
   pending_.clear();
   return Status::OK();
 }
@@ -374,6 +383,12 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const 
   ASSIGN_OR_RETURN(duck::QueryResult inserted, conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}",
                                                                      kStage, lake::QuoteId(table))));
   staged_rows_ += static_cast<int64_t>(inserted.rows_changed());
+  if (options_.staged_memory_limit_bytes > 0) {
+    ASSIGN_OR_RETURN(duck::QueryResult memory,
+                     conn.Query("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
+                                "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
+    if (memory.chunk_count() > 0) staged_memory_bytes_ = memory.chunk(0).GetInt64(0, 0);
+  }
   Skip(offsets);
   return Status::OK();
 }
@@ -470,7 +485,8 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   const int64_t target_rows =
       std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(options_.target_file_size_bytes) / bytes_per_row_));
   bool due = force || now - last_commit_ >= std::chrono::seconds(options_.commit_interval_seconds) ||
-             staged_rows_ >= target_rows;
+             staged_rows_ >= target_rows ||
+             (options_.staged_memory_limit_bytes > 0 && staged_memory_bytes_ >= options_.staged_memory_limit_bytes);
   if (!due) return SourceOffsets{};
   if (staged_rows_ > 0 && (conn_ == nullptr || !table_)) return InternalError("rows staged without a connection");
   if (!table_) {
@@ -522,8 +538,7 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   };
   Result<int64_t> snapshot = table_->Append(files, summary);
   if (!snapshot.ok()) return snapshot.status();
-  if (staged_rows_ > 0) RETURN_IF_ERROR(conn_->Execute(fmt::format("DELETE FROM {}", kStage)));
-  staged_rows_ = 0;
+  RETURN_IF_ERROR(ClearStage());
   pending_.clear();
   for (const auto& [tp, next] : pending) known_[tp] = next;
   last_commit_ = now;

@@ -32,6 +32,10 @@ struct IcebergSinkOptions {
   std::vector<std::string> partition_by;  // "day(ts)", "bucket(16, id)", "city", ...
   std::string group_id;                   // whose offsets the snapshots record
   std::vector<std::string> topics;
+  // Staged rows live in the pipeline's DuckDB: a commit is also due once its in-memory
+  // tables take this much (0: no bound). The runner passes half the database's
+  // memory_limit, so staging never pushes the pipeline into spilling.
+  int64_t staged_memory_limit_bytes = 0;
 };
 
 class IcebergSink : public Sink {
@@ -54,6 +58,7 @@ class IcebergSink : public Sink {
   const std::string& root() const { return root_; }
 
  private:
+  Status ClearStage();  // drops the staged rows
   explicit IcebergSink(IcebergSinkOptions options, std::string root);
   Status EnsureTable(duck::Connection& conn, std::string_view table);
   Status CheckColumns(duck::Connection& conn, std::string_view table);
@@ -66,6 +71,7 @@ class IcebergSink : public Sink {
   duck::Connection* conn_ = nullptr;  // the pipeline's, from Write
   bool staged_table_ = false;
   int64_t staged_rows_ = 0;
+  int64_t staged_memory_bytes_ = 0;  // DuckDB's in-memory tables after the last Write
   double bytes_per_row_ = 64;  // Parquet bytes a row took in the last file written
   SourceOffsets pending_;      // offsets of what is staged (or skipped) since the last commit
   // Per partition, the table's offset where our staged rows continue (from HeldOffsets at
