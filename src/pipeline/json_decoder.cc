@@ -1036,7 +1036,13 @@ struct StructuredDecoder::Impl {
   bool staged = false;
   std::string stage_table;  // temp table for the staged path
   std::string insert_sql;   // INSERT INTO table SELECT ... FROM stage
-  std::string delete_sql;   // DELETE FROM table: each Decode replaces the previous batch
+  // Each Decode replaces the previous batch. DuckDB keeps deleted rows of an in-memory or
+  // temporary table until a checkpoint (never, for temporary ones), so a table emptied
+  // with DELETE would grow by every batch: the table is dropped and created again from
+  // its own DDL (duckdb_tables().sql; prepared statements on it are rebound), and only a
+  // table that cannot be recreated so (indexes, another database) falls back to DELETE.
+  std::string clear_sql;
+  std::string create_stage_sql;  // the stage, dropped and created again the same way
   // In memory (options.in_memory, direct types only): the batch's chunks and their view.
   std::unique_ptr<ChunkPool> pool;
   std::unique_ptr<duck::ChunkView> view;
@@ -1068,7 +1074,19 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
   impl->conn = &conn;
   impl->table = std::string(table);
   impl->options = options;
-  impl->delete_sql = "DELETE FROM " + duck::QuoteIdentifier(table);
+  impl->clear_sql = "DELETE FROM " + duck::QuoteIdentifier(table);
+  if (table.find_first_of(".\"") == std::string_view::npos) {
+    auto ddl = conn.QueryText(fmt::format(
+        "SELECT database_name, schema_name, sql FROM duckdb_tables() t WHERE table_name = {0} AND "
+        "database_name IN (current_database(), 'temp') AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i WHERE "
+        "i.table_name = {0} AND i.schema_name = t.schema_name AND i.database_name = t.database_name)",
+        duck::QuoteLiteral(table)));
+    if (ddl.ok() && ddl->size() == 1 && (*ddl)[0][0] && (*ddl)[0][1] && (*ddl)[0][2]) {
+      const auto& row = (*ddl)[0];
+      impl->clear_sql = fmt::format("DROP TABLE {}.{}.{}; {}", duck::QuoteIdentifier(*row[0]),
+                                    duck::QuoteIdentifier(*row[1]), duck::QuoteIdentifier(table), *row[2]);
+    }
+  }
   ASSIGN_OR_RETURN(impl->columns, duck::DescribeTable(conn, table));
   if (impl->columns.empty()) return InvalidArgumentError("table '{}' has no columns", table);
   std::vector<Slot> slots;
@@ -1094,9 +1112,9 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
       if (!select.empty()) select += ", ";
       select += duck::QuoteIdentifier(c.name);
     }
-    RETURN_IF_ERROR(conn.Execute(fmt::format(
-        "CREATE OR REPLACE TEMP TABLE {} ({}\"__sluice_index\" BIGINT)",
-        duck::QuoteIdentifier(impl->stage_table), cols)));
+    impl->create_stage_sql = fmt::format("CREATE OR REPLACE TEMP TABLE {} ({}\"__sluice_index\" BIGINT)",
+                                         duck::QuoteIdentifier(impl->stage_table), cols);
+    RETURN_IF_ERROR(conn.Execute(impl->create_stage_sql));
     impl->insert_sql = fmt::format("INSERT INTO {} SELECT {} FROM temp.main.{}",
                                    duck::QuoteIdentifier(impl->table), select,
                                    duck::QuoteIdentifier(impl->stage_table));
@@ -1121,7 +1139,7 @@ Result<size_t> StructuredDecoder::Decode(std::span<const Message> messages,
   errors->clear();
   if (d.view) return d.DecodeInMemory(messages, errors);
   // The table holds one batch: the previous one goes first (sqlflow empties it each batch).
-  RETURN_IF_ERROR(d.conn->Execute(d.delete_sql));
+  RETURN_IF_ERROR(d.conn->Execute(d.clear_sql));
   ASSIGN_OR_RETURN(duck::Appender app,
                    d.staged ? duck::Appender::Open(*d.conn, d.stage_table, "main", "temp")
                             : duck::Appender::Open(*d.conn, d.table));
@@ -1222,7 +1240,7 @@ Result<size_t> StructuredDecoder::Impl::InsertStaged(const std::vector<size_t>& 
   std::string stage = "temp.main." + duck::QuoteIdentifier(stage_table);
   size_t rows = 0;
   Status st = InsertRange(indices, 0, indices.size(), &rows, errors);
-  Status cleared = conn->Execute("DELETE FROM " + stage);
+  Status cleared = conn->Execute(create_stage_sql);
   RETURN_IF_ERROR(st);
   RETURN_IF_ERROR(cleared);
   std::sort(errors->begin(), errors->end(),

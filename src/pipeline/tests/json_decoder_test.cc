@@ -386,6 +386,39 @@ TEST_P(JsonDecoderTest, TenMegabyteMessage) {
   EXPECT_EQ(One("SELECT list_sum(l) FROM t WHERE l IS NOT NULL"), "1124999250000");
 }
 
+// DuckDB keeps the deleted rows of in-memory and temporary tables: a table emptied with
+// DELETE before each batch would hold every batch ever decoded.
+TEST_P(JsonDecoderTest, BatchesDoNotAccumulateInDuckDBsMemory) {
+  for (const char* columns : {"n BIGINT, name VARCHAR", "n BIGINT, price DECIMAL(12,2), name VARCHAR"}) {
+    decoder_.reset();
+    Exec(fmt::format("CREATE OR REPLACE TABLE t ({}, CHECK (n >= 0))", columns));
+    decoder_ = Structured("t");
+    ASSERT_NE(decoder_, nullptr);
+    std::vector<std::string> lines;
+    for (int i = 0; i < 5000; ++i) {
+      lines.push_back(fmt::format(R"({{"n":{0},"price":{0}.25,"name":"some longer name {0}"}})", i));
+    }
+    std::vector<Message> messages = Messages(lines);
+    auto in_memory_tables = [&] {
+      return std::stoll(One("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
+                            "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
+    };
+    int64_t after_first = 0;
+    for (int batch = 0; batch < 60; ++batch) {
+      std::vector<DecodeError> errors;
+      auto rows = decoder_->Decode(messages, &errors);
+      ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+      ASSERT_EQ(*rows, 5000u);
+      if (batch == 0) after_first = in_memory_tables();
+    }
+    EXPECT_EQ(One("SELECT count(*) FROM t"), "5000") << columns;
+    // Sixty batches hold what one did (300,000 rows would take about 30 times as much).
+    EXPECT_LE(in_memory_tables(), after_first + (int64_t{2} << 20)) << columns;
+    // The table keeps its constraint after being recreated.
+    EXPECT_FALSE(conn_->Execute("INSERT INTO t (n) VALUES (-1)").ok()) << columns;
+  }
+}
+
 TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   Exec("CREATE TYPE mood AS ENUM ('happy', 'sad')");
   Exec("CREATE TABLE t (n INTEGER, price DECIMAL(10,2), id UUID, m MAP(VARCHAR, INTEGER), "
