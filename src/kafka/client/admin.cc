@@ -143,4 +143,22 @@ Result<Watermarks> Admin::QueryWatermarks(std::string_view topic, int32_t partit
   return w;
 }
 
+Result<int64_t> Admin::OffsetForTime(std::string_view topic, int32_t partition, int64_t timestamp_ms,
+                                     std::chrono::milliseconds timeout) {
+  std::string name(topic);
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, name.c_str(), partition)->offset = timestamp_ms;
+  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk_.get(), list, static_cast<int>(timeout.count()));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+  int64_t offset = list->elems[0].offset;
+  rd_kafka_topic_partition_list_destroy(list);
+  RETURN_IF_ERROR(detail::ErrorStatus(err, fmt::format("offset of {} [{}] at time {}", topic, partition, timestamp_ms)));
+  if (offset < 0) {
+    // No record at or after the time: where the next one will go.
+    ASSIGN_OR_RETURN(Watermarks w, QueryWatermarks(topic, partition, timeout));
+    return w.high;
+  }
+  return offset;
+}
+
 }  // namespace sluice::kafka::client

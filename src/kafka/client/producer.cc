@@ -82,18 +82,30 @@ rd_kafka_topic_t* Producer::Topic(std::string_view topic, Status* status) {
 }
 
 Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
-                         std::string_view value, uint64_t cookie, Value value_mode) {
+                         std::string_view value, uint64_t cookie, Value value_mode, int64_t timestamp_ms) {
   Status st;
   rd_kafka_topic_t* rkt = Topic(topic, &st);
   if (rkt == nullptr) return st;
   // librdkafka takes a non-const pointer but, without RD_KAFKA_MSG_F_FREE, only reads it.
   int flags = value_mode == Value::kCopy ? RD_KAFKA_MSG_F_COPY : 0;
-  int rc = rd_kafka_produce(rkt, partition, flags, const_cast<char*>(value.data()),
-                            value.size(), key.data(), key.size(),
-                            reinterpret_cast<void*>(static_cast<uintptr_t>(cookie)));
-  if (rc != 0) {
-    rd_kafka_resp_err_t err = rd_kafka_last_error();
-    return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
+  if (timestamp_ms != 0) {
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        rk_.get(), RD_KAFKA_V_RKT(rkt), RD_KAFKA_V_PARTITION(partition), RD_KAFKA_V_MSGFLAGS(flags),
+        RD_KAFKA_V_VALUE(const_cast<char*>(value.data()), value.size()),
+        RD_KAFKA_V_KEY(key.data(), key.size()),
+        RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(cookie))),
+        RD_KAFKA_V_TIMESTAMP(timestamp_ms), RD_KAFKA_V_END);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
+    }
+  } else {
+    int rc = rd_kafka_produce(rkt, partition, flags, const_cast<char*>(value.data()),
+                              value.size(), key.data(), key.size(),
+                              reinterpret_cast<void*>(static_cast<uintptr_t>(cookie)));
+    if (rc != 0) {
+      rd_kafka_resp_err_t err = rd_kafka_last_error();
+      return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
+    }
   }
   // Produce runs on one thread at a time: a single writer, as above.
   produced_.store(produced_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

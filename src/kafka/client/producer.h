@@ -69,8 +69,10 @@ class Producer {
   // `partition` may be kAnyPartition. `cookie` comes back in the DeliveryReport.
   // ResourceExhausted when the local queue is full (queue.buffering.max.messages /
   // .kbytes): Poll, then try again.
+  // `timestamp_ms` 0: the client's clock (CreateTime now).
   Status Produce(std::string_view topic, int32_t partition, std::string_view key,
-                 std::string_view value, uint64_t cookie = 0, Value value_mode = Value::kCopy);
+                 std::string_view value, uint64_t cookie = 0, Value value_mode = Value::kCopy,
+                 int64_t timestamp_ms = 0);
 
   // Serves delivery reports (and error events) for up to `timeout`, returning as soon
   // as there was at least one. Returns how many events it served.

@@ -1,0 +1,285 @@
+#include "query/topic_scan/topic_function.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "base/utf8.h"
+#include "duckdb.h"
+#include "kafka/client/admin.h"
+#include "kafka/client/consumer.h"
+
+namespace sluice::query {
+namespace {
+
+namespace kc = kafka::client;
+
+enum Column : idx_t { kPartition, kOffset, kTimestamp, kKey, kValue, kKeyBytes, kValueBytes, kColumns };
+constexpr const char* kNames[kColumns] = {"partition", "offset", "timestamp", "key", "value", "key_bytes",
+                                          "value_bytes"};
+
+struct Range {
+  int32_t partition;
+  int64_t from;  // first offset to read
+  int64_t to;    // first offset not to read
+};
+
+struct BindData {
+  std::string topic;
+  std::vector<Range> ranges;  // only those with rows
+  int64_t from_ts_ms = std::numeric_limits<int64_t>::min();
+  int64_t to_ts_ms = std::numeric_limits<int64_t>::max();
+};
+
+struct ScanState {
+  std::unique_ptr<kc::Consumer> consumer;
+  std::vector<idx_t> columns;           // output column i is kNames[columns[i]]
+  std::map<int32_t, int64_t> end;       // partition -> first offset not to read; erased when done
+  std::vector<kc::Message> pending;     // polled, not yet emitted
+  std::optional<kc::MessageBatch> held; // what `pending` points into
+  size_t next = 0;
+};
+
+const TopicFunctionOptions& OptionsOf(void* extra) { return *static_cast<TopicFunctionOptions*>(extra); }
+
+std::optional<int64_t> NamedInt(duckdb_bind_info info, const char* name) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (v == nullptr) return std::nullopt;
+  std::optional<int64_t> out;
+  if (!duckdb_is_null_value(v)) out = duckdb_get_int64(v);
+  duckdb_destroy_value(&v);
+  return out;
+}
+
+std::optional<int64_t> NamedTimeMs(duckdb_bind_info info, const char* name) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (v == nullptr) return std::nullopt;
+  std::optional<int64_t> out;
+  if (!duckdb_is_null_value(v)) {
+    int64_t micros = duckdb_get_timestamp_tz(v).micros;
+    out = micros >= 0 ? micros / 1000 : -((-micros + 999) / 1000);
+  }
+  duckdb_destroy_value(&v);
+  return out;
+}
+
+void Fail(duckdb_bind_info info, const std::string& message) { duckdb_bind_set_error(info, message.c_str()); }
+
+void Bind(duckdb_bind_info info) {
+  const TopicFunctionOptions& options = OptionsOf(duckdb_bind_get_extra_info(info));
+  auto data = std::make_unique<BindData>();
+  duckdb_value name = duckdb_bind_get_parameter(info, 0);
+  if (duckdb_is_null_value(name)) {
+    duckdb_destroy_value(&name);
+    return Fail(info, "topic(): the topic name is NULL");
+  }
+  char* text = duckdb_get_varchar(name);
+  data->topic = text;
+  duckdb_free(text);
+  duckdb_destroy_value(&name);
+
+  std::optional<int64_t> partition = NamedInt(info, "partition");
+  std::optional<int64_t> from_offset = NamedInt(info, "from_offset");
+  std::optional<int64_t> to_offset = NamedInt(info, "to_offset");
+  std::optional<int64_t> from_ts = NamedTimeMs(info, "from_ts");
+  std::optional<int64_t> to_ts = NamedTimeMs(info, "to_ts");
+  if (from_offset && *from_offset < 0) return Fail(info, fmt::format("topic(): from_offset {} is negative", *from_offset));
+  if (to_offset && *to_offset < 0) return Fail(info, fmt::format("topic(): to_offset {} is negative", *to_offset));
+  if (from_ts) data->from_ts_ms = *from_ts;
+  if (to_ts) data->to_ts_ms = *to_ts;
+
+  auto admin = kc::Admin::Create({{"bootstrap.servers", options.bootstrap_servers}});
+  if (!admin.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, admin.status().message()));
+  Result<int> count = (*admin)->PartitionCount(data->topic, options.timeout);
+  if (!count.ok()) {
+    return Fail(info, count.status().code() == StatusCode::kNotFound
+                          ? fmt::format("topic('{}'): no such topic", data->topic)
+                          : fmt::format("topic('{}'): {}", data->topic, count.status().message()));
+  }
+  if (partition && (*partition < 0 || *partition >= *count)) {
+    return Fail(info, fmt::format("topic('{}'): partition {} does not exist (it has {})", data->topic, *partition,
+                                  *count));
+  }
+  for (int32_t p = 0; p < *count; ++p) {
+    if (partition && p != *partition) continue;
+    Result<kc::Watermarks> w = (*admin)->QueryWatermarks(data->topic, p, options.timeout);
+    if (!w.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, w.status().message()));
+    Range r{p, w->low, w->high};
+    if (from_offset) r.from = std::max(r.from, *from_offset);
+    if (to_offset) r.to = std::min(r.to, *to_offset);
+    if (from_ts && r.from < r.to) {
+      Result<int64_t> o = (*admin)->OffsetForTime(data->topic, p, *from_ts, options.timeout);
+      if (!o.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, o.status().message()));
+      r.from = std::max(r.from, *o);
+    }
+    if (to_ts && r.from < r.to) {
+      Result<int64_t> o = (*admin)->OffsetForTime(data->topic, p, *to_ts, options.timeout);
+      if (!o.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, o.status().message()));
+      r.to = std::min(r.to, *o);
+    }
+    if (r.from < r.to) data->ranges.push_back(r);
+  }
+
+  duckdb_logical_type integer = duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type tstz = duckdb_create_logical_type(DUCKDB_TYPE_TIMESTAMP_TZ);
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type blob = duckdb_create_logical_type(DUCKDB_TYPE_BLOB);
+  duckdb_logical_type types[kColumns] = {integer, bigint, tstz, varchar, varchar, blob, blob};
+  for (idx_t c = 0; c < kColumns; ++c) duckdb_bind_add_result_column(info, kNames[c], types[c]);
+  for (duckdb_logical_type* t : {&integer, &bigint, &tstz, &varchar, &blob}) duckdb_destroy_logical_type(t);
+  int64_t rows = 0;
+  for (const Range& r : data->ranges) rows += r.to - r.from;
+  duckdb_bind_set_cardinality(info, static_cast<idx_t>(rows), false);
+  duckdb_bind_set_bind_data(info, data.release(), [](void* p) { delete static_cast<BindData*>(p); });
+}
+
+void Init(duckdb_init_info info) {
+  const TopicFunctionOptions& options = OptionsOf(duckdb_init_get_extra_info(info));
+  const auto& data = *static_cast<BindData*>(duckdb_init_get_bind_data(info));
+  auto state = std::make_unique<ScanState>();
+  idx_t n = duckdb_init_get_column_count(info);
+  for (idx_t i = 0; i < n; ++i) state->columns.push_back(duckdb_init_get_column_index(info, i));
+  duckdb_init_set_max_threads(info, 1);
+  if (!data.ranges.empty()) {
+    auto consumer = kc::Consumer::Create({{"bootstrap.servers", options.bootstrap_servers},
+                                          {"enable.partition.eof", "true"},
+                                          {"fetch.max.bytes", "16777216"},
+                                          {"queued.max.messages.kbytes", "65536"}});
+    if (!consumer.ok()) {
+      duckdb_init_set_error(info, fmt::format("topic('{}'): {}", data.topic, consumer.status().message()).c_str());
+      return;
+    }
+    std::vector<kc::TopicPartition> assign;
+    for (const Range& r : data.ranges) {
+      assign.push_back({data.topic, r.partition, r.from});
+      state->end[r.partition] = r.to;
+    }
+    Status st = (*consumer)->Assign(assign);
+    if (!st.ok()) {
+      duckdb_init_set_error(info, fmt::format("topic('{}'): {}", data.topic, st.message()).c_str());
+      return;
+    }
+    state->consumer = std::move(*consumer);
+  }
+  duckdb_init_set_init_data(info, state.release(), [](void* p) { delete static_cast<ScanState*>(p); });
+}
+
+void SetString(duckdb_vector v, idx_t row, std::string_view s, bool text) {
+  if (s.data() == nullptr || (text && !IsValidUtf8(s))) {
+    duckdb_vector_ensure_validity_writable(v);
+    duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), row);
+    return;
+  }
+  duckdb_vector_assign_string_element_len(v, row, s.data(), s.size());
+}
+
+void Scan(duckdb_function_info info, duckdb_data_chunk output) {
+  const TopicFunctionOptions& options = OptionsOf(duckdb_function_get_extra_info(info));
+  const auto& data = *static_cast<BindData*>(duckdb_function_get_bind_data(info));
+  auto& state = *static_cast<ScanState*>(duckdb_function_get_init_data(info));
+  const idx_t capacity = duckdb_vector_size();
+  idx_t rows = 0;
+  auto last_progress = std::chrono::steady_clock::now();
+  while (rows < capacity) {
+    if (state.next >= state.pending.size()) {
+      if (state.end.empty() || rows > 0) break;  // done, or give DuckDB what we have
+      state.pending.clear();
+      state.next = 0;
+      state.held.reset();
+      Result<kc::MessageBatch> batch = state.consumer->Poll(std::chrono::milliseconds(200), capacity);
+      if (!batch.ok()) {
+        duckdb_function_set_error(info, fmt::format("topic('{}'): {}", data.topic, batch.status().message()).c_str());
+        return;
+      }
+      for (const Status& e : batch->errors()) {
+        duckdb_function_set_error(info, fmt::format("topic('{}'): {}", data.topic, e.message()).c_str());
+        return;
+      }
+      for (size_t i = 0; i < batch->size(); ++i) {
+        kc::Message m = (*batch)[i];
+        auto it = state.end.find(m.partition);
+        if (it == state.end.end() || m.offset >= it->second) continue;
+        if (m.offset + 1 >= it->second) state.end.erase(it);
+        state.pending.push_back(m);
+      }
+      // At a partition's end (the high watermark, at or past the bound fixed at bind
+      // time) nothing more comes for this scan: gaps of compaction or aborted
+      // transactions end a range early.
+      for (const auto& e : batch->ends()) state.end.erase(e.partition);
+      if (!state.pending.empty() || batch->size() > 0) {
+        last_progress = std::chrono::steady_clock::now();
+        state.held = std::move(*batch);
+      } else if (std::chrono::steady_clock::now() - last_progress > options.timeout) {
+        duckdb_function_set_error(
+            info, fmt::format("topic('{}'): no messages for {} ms while {} partitions still had rows to read",
+                              data.topic, options.timeout.count(), state.end.size())
+                      .c_str());
+        return;
+      }
+      continue;
+    }
+    const kc::Message& m = state.pending[state.next++];
+    if (m.timestamp_ms >= 0 && (m.timestamp_ms < data.from_ts_ms || m.timestamp_ms >= data.to_ts_ms)) continue;
+    for (size_t i = 0; i < state.columns.size(); ++i) {
+      duckdb_vector v = duckdb_data_chunk_get_vector(output, i);
+      switch (state.columns[i]) {
+        case kPartition: static_cast<int32_t*>(duckdb_vector_get_data(v))[rows] = m.partition; break;
+        case kOffset: static_cast<int64_t*>(duckdb_vector_get_data(v))[rows] = m.offset; break;
+        case kTimestamp:
+          if (m.timestamp_ms < 0) {
+            duckdb_vector_ensure_validity_writable(v);
+            duckdb_validity_set_row_invalid(duckdb_vector_get_validity(v), rows);
+          } else {
+            static_cast<int64_t*>(duckdb_vector_get_data(v))[rows] = m.timestamp_ms * 1000;
+          }
+          break;
+        case kKey: SetString(v, rows, m.key, true); break;
+        case kValue: SetString(v, rows, m.value, true); break;
+        case kKeyBytes: SetString(v, rows, m.key, false); break;
+        case kValueBytes: SetString(v, rows, m.value, false); break;
+        default: break;  // a virtual column
+      }
+    }
+    ++rows;
+  }
+  duckdb_data_chunk_set_size(output, rows);
+}
+
+}  // namespace
+
+Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions& options) {
+  if (options.bootstrap_servers.empty()) return InvalidArgumentError("topic(): no broker to read from");
+  duckdb_table_function tf = duckdb_create_table_function();
+  duckdb_table_function_set_name(tf, options.function_name.c_str());
+  duckdb_logical_type varchar = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+  duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+  duckdb_logical_type tstz = duckdb_create_logical_type(DUCKDB_TYPE_TIMESTAMP_TZ);
+  duckdb_table_function_add_parameter(tf, varchar);
+  duckdb_table_function_add_named_parameter(tf, "partition", bigint);
+  duckdb_table_function_add_named_parameter(tf, "from_offset", bigint);
+  duckdb_table_function_add_named_parameter(tf, "to_offset", bigint);
+  duckdb_table_function_add_named_parameter(tf, "from_ts", tstz);
+  duckdb_table_function_add_named_parameter(tf, "to_ts", tstz);
+  duckdb_destroy_logical_type(&varchar);
+  duckdb_destroy_logical_type(&bigint);
+  duckdb_destroy_logical_type(&tstz);
+  duckdb_table_function_set_extra_info(tf, new TopicFunctionOptions(options),
+                                       [](void* p) { delete static_cast<TopicFunctionOptions*>(p); });
+  duckdb_table_function_set_bind(tf, Bind);
+  duckdb_table_function_set_init(tf, Init);
+  duckdb_table_function_set_function(tf, Scan);
+  duckdb_table_function_supports_projection_pushdown(tf, true);
+  duckdb_state registered = duckdb_register_table_function(conn.handle(), tf);
+  duckdb_destroy_table_function(&tf);
+  if (registered == DuckDBError) return InternalError("DuckDB: cannot register table function {}", options.function_name);
+  return Status::OK();
+}
+
+}  // namespace sluice::query

@@ -1,0 +1,38 @@
+// topic(): a Kafka topic's messages as a table, for the query server and `sluice sql`
+// (issue 7, "What can be queried"). A DuckDB table function registered on a connection:
+//
+//   SELECT partition, offset, timestamp, key, value FROM topic('events', from_offset => 100)
+//
+// Columns: partition INTEGER, offset BIGINT, timestamp TIMESTAMPTZ (NULL when the record
+// has none), key VARCHAR and value VARCHAR (NULL when absent or not UTF-8), key_bytes
+// BLOB and value_bytes BLOB (the bytes as they are). Projection is pushed down.
+//
+// Bounds, all optional: `partition => p` (one partition), `from_offset => a` and
+// `to_offset => b` (a <= offset < b, per partition), `from_ts => t0` and `to_ts => t1`
+// (TIMESTAMPTZ; offsets found with ListOffsets by time, then rows with t0 <= timestamp <
+// t1). Without an upper bound the scan stops at each partition's high watermark as it
+// was when the query was bound: a query over a live topic ends.
+//
+// The messages are read with a Kafka consumer (librdkafka, no group) from the broker
+// given at registration: sluice's own when it serves, any Kafka cluster otherwise.
+// Decision and what is left: docs/design/0010-query-server.md ("Live topics").
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "base/status.h"
+#include "duck/database.h"
+
+namespace sluice::query {
+
+struct TopicFunctionOptions {
+  std::string bootstrap_servers;                          // "127.0.0.1:9092"
+  std::chrono::milliseconds timeout{10'000};              // per metadata call, and without progress
+  std::string function_name = "topic";
+};
+
+// Registers the function on `conn` (DuckDB registers it for the whole database).
+Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions& options);
+
+}  // namespace sluice::query
