@@ -305,5 +305,44 @@ TEST_F(CatalogTest, AttributeTypesMatchPgTypesForDuckDbColumns) {
   EXPECT_EQ(FormatPgType(1700, (10 << 16 | 2) + 4), "numeric(10,2)");
 }
 
+TEST_F(CatalogTest, JdbcGetSchemasListsSchemas) {
+  auto r = RunFixture("jdbc_get_schemas.sql");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(RowsText(r[0]),
+            "information_schema | NULL\nmain | NULL\npg_catalog | NULL\nsales | NULL\n");
+}
+
+TEST_F(CatalogTest, JdbcGetTablesListsTablesAndViewsWithRemarks) {
+  auto r = RunFixture("jdbc_get_tables.sql");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(RowsText(r[0]),
+            "NULL | main | orders | TABLE | all orders |  |  |  |  | \n"
+            "NULL | sales | items | TABLE | NULL |  |  |  |  | \n"
+            "NULL | main | big_orders | VIEW | NULL |  |  |  |  | \n");
+}
+
+TEST_F(CatalogTest, JdbcGetColumnsDescribesColumns) {
+  auto r = RunFixture("jdbc_get_columns.sql");
+  ASSERT_EQ(r.size(), 1u);
+  // nspname, relname, attname, atttypid, attnotnull, atttypmod, attlen, typtypmod, attnum,
+  // attidentity, attgenerated, adsrc, description, typbasetype, typtype
+  EXPECT_EQ(RowsText(r[0]),
+            "main | orders | id | 20 | true | -1 | 8 | -1 | 1 | NULL | NULL | NULL | NULL | 0 | b\n"
+            "main | orders | customer | 25 | true | -1 | -1 | -1 | 2 | NULL | NULL | NULL | NULL | 0 | b\n"
+            "main | orders | amount | 1700 | false | 655366 | -1 | -1 | 3 | NULL | NULL | NULL | in EUR | 0 | b\n"
+            "main | orders | qty | 23 | false | -1 | 4 | -1 | 4 | NULL | NULL | 1 | NULL | 0 | b\n"
+            "main | orders | ok | 16 | false | -1 | 1 | -1 | 5 | NULL | NULL | NULL | NULL | 0 | b\n"
+            "main | orders | day | 1082 | false | -1 | 4 | -1 | 6 | NULL | NULL | NULL | NULL | 0 | b\n"
+            "main | orders | ts | 1114 | false | -1 | 8 | -1 | 7 | NULL | NULL | NULL | NULL | 0 | b\n"
+            "main | orders | price | 701 | false | -1 | 8 | -1 | 8 | NULL | NULL | NULL | NULL | 0 | b\n");
+}
+
+TEST_F(CatalogTest, JdbcTypeInfoFindsTypesByOid) {
+  auto r = RunFixture("jdbc_type_info.sql");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(RowsText(r[0]), "true | pg_catalog | numeric\n");
+  EXPECT_EQ(RowsText(r[1]), ",\n");
+}
+
 }  // namespace
 }  // namespace sluice::query::pg_catalog
