@@ -290,6 +290,17 @@ SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS extname, NULL::BIGINT AS extowner,
        NULL::BIGINT AS extnamespace, NULL::BOOLEAN AS extrelocatable, NULL::VARCHAR AS extversion,
        NULL::BIGINT[] AS extconfig, NULL::VARCHAR[] AS extcondition WHERE false;
 
+-- DuckDB's information_schema without this emulation's TEMP objects (RewriteForDuckDB
+-- sends information_schema.tables and the like here).
+CREATE OR REPLACE TEMP VIEW sluice_information_schema_tables AS
+SELECT * FROM information_schema.tables WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
+CREATE OR REPLACE TEMP VIEW sluice_information_schema_columns AS
+SELECT * FROM information_schema.columns WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
+CREATE OR REPLACE TEMP VIEW sluice_information_schema_views AS
+SELECT * FROM information_schema.views WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
+CREATE OR REPLACE TEMP VIEW sluice_information_schema_schemata AS
+SELECT * FROM information_schema.schemata;
+
 -- Functions. A TEMP macro is found before DuckDB's own of the same name.
 CREATE OR REPLACE TEMP MACRO version() AS {version};
 CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role_oid) AS
@@ -402,6 +413,10 @@ std::string CatalogSql(const CatalogOptions& options) {
       "WHEN 'pg_constraint' THEN 2606 WHEN 'pg_catalog.pg_constraint' THEN 2606 "
       "WHEN 'pg_description' THEN 2609 WHEN 'pg_catalog.pg_description' THEN 2609 "
       "WHEN 'pg_database' THEN 1262 WHEN 'pg_catalog.pg_database' THEN 1262 ";
+  std::string own;
+  for (const std::string& name : CatalogViewNames()) {
+    own += (own.empty() ? "" : ", ") + duck::QuoteLiteral(name);
+  }
   return fmt::format(
       fmt::runtime(kSql), fmt::arg("type_map", TypeMapValues()),
       fmt::arg("pg_types", PgTypeValues()), fmt::arg("user", user),
@@ -409,7 +424,7 @@ std::string CatalogSql(const CatalogOptions& options) {
                                                          options.server_version,
                                                          duck::LibraryVersion()))),
       fmt::arg("format_type", FormatTypeCase()), fmt::arg("settings", settings),
-      fmt::arg("catalog_oids", catalog_oids));
+      fmt::arg("catalog_oids", catalog_oids), fmt::arg("own", own));
 }
 
 Status InstallCatalog(duck::Connection& conn, const CatalogOptions& options) {
@@ -425,7 +440,9 @@ const std::vector<std::string>& CatalogViewNames() {
       "pg_index", "pg_description", "pg_am", "pg_collation", "pg_roles", "pg_user",
       "pg_database", "pg_policy", "pg_statistic_ext", "pg_publication",
       "pg_publication_namespace", "pg_publication_rel", "pg_inherits", "pg_rewrite",
-      "pg_trigger", "pg_foreign_table", "pg_partitioned_table", "pg_extension"};
+      "pg_trigger", "pg_foreign_table", "pg_partitioned_table", "pg_extension",
+      "sluice_information_schema_tables", "sluice_information_schema_columns",
+      "sluice_information_schema_views", "sluice_information_schema_schemata"};
   return kNames;
 }
 

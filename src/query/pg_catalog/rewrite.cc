@@ -165,6 +165,8 @@ class Rewriter {
         handled = Collate(i);
       } else if (IsWord(t, "pg_catalog")) {
         handled = Qualifier(i);
+      } else if (IsWord(t, "information_schema")) {
+        handled = InformationSchema(i);
       }
       if (handled) {
         changed_ = true;
@@ -480,6 +482,27 @@ class Rewriter {
     }
     drop_until_ = dot;
     return true;
+  }
+
+  // information_schema.tables (columns, schemata, views) at input index i: the session's
+  // filtered copy, which leaves out the emulation's own TEMP views.
+  bool InformationSchema(size_t i) {
+    const size_t dot = NextSig(i + 1);
+    if (!InIs(dot, ".")) return false;
+    const size_t name = NextSig(dot + 1);
+    if (name >= in_.size() || !IsName(in_[name].kind)) return false;
+    if (OutIs(PrevSigOut(out_.size()), ".")) return false;
+    const std::string view = NameOf(in_[name]);
+    static constexpr std::array<std::string_view, 4> kViews = {
+        "sluice_information_schema_tables", "sluice_information_schema_columns",
+        "sluice_information_schema_schemata", "sluice_information_schema_views"};
+    for (std::string_view v : kViews) {
+      if (v.substr(std::string_view("sluice_information_schema_").size()) != view) continue;
+      Push(TokenKind::kIdentifier, v);
+      drop_until_ = name;
+      return true;
+    }
+    return false;
   }
 
   std::vector<Token> in_;

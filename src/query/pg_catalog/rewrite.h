@@ -16,6 +16,8 @@
 //   - pg_catalog.<name> becomes <name>, so that the session's temp objects of the same name
 //     (InstallCatalog) shadow DuckDB's system pg_catalog; a name qualified further
 //     (system.pg_catalog.x) is left alone;
+//   - information_schema.tables / columns / schemata / views become the session's
+//     sluice_information_schema_* views: DuckDB's, without InstallCatalog's TEMP objects;
 //   - pg_catalog.generate_series(...) s / pg_catalog.unnest(...) s in a FROM clause get the
 //     column alias s(s), which is what the alias means in Postgres.
 //

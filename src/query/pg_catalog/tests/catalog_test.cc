@@ -305,6 +305,14 @@ TEST_F(CatalogTest, AttributeTypesMatchPgTypesForDuckDbColumns) {
   EXPECT_EQ(FormatPgType(1700, (10 << 16 | 2) + 4), "numeric(10,2)");
 }
 
+TEST_F(CatalogTest, InformationSchemaDoesNotShowTheEmulation) {
+  auto r = Query("SELECT table_schema, table_name, table_type FROM information_schema.tables "
+                 "ORDER BY 1, 2");
+  EXPECT_EQ(RowsText(r), "main | big_orders | VIEW\nmain | orders | BASE TABLE\nsales | items | BASE TABLE\n");
+  auto c = Query("SELECT count(*) FROM information_schema.columns WHERE table_catalog = 'temp'");
+  EXPECT_EQ(RowsText(c), "0\n");
+}
+
 TEST_F(CatalogTest, JdbcGetSchemasListsSchemas) {
   auto r = RunFixture("jdbc_get_schemas.sql");
   ASSERT_EQ(r.size(), 1u);

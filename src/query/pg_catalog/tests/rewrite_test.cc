@@ -64,7 +64,7 @@ TEST(RewriteTest, OrdinaryDuckDbSqlIsUnchanged) {
       "SELECT * FROM t WHERE id = $1 AND name = $2",
       "SELECT E'line\\nbreak', 'it''s', x'ff', e'\\t'",
       "SELECT * FROM pg_class JOIN pg_namespace ON pg_namespace.oid = relnamespace",
-      "SELECT * FROM information_schema.tables WHERE table_schema = 'main'",
+      "SELECT * FROM information_schema.key_column_usage",
       "SELECT * FROM system.pg_catalog.pg_class",
       "WITH x AS (SELECT 1 AS a) SELECT a FROM x UNION ALL SELECT 2",
       "PIVOT t ON k USING sum(v)",
@@ -141,6 +141,14 @@ TEST(RewriteTest, PgCatalogQualifierIsDroppedOutsideLiterals) {
             "SELECT 'pg_catalog.x', version()");
   EXPECT_EQ(Rewrite("SELECT * FROM system.pg_catalog.pg_class, pg_catalog.pg_am"),
             "SELECT * FROM system.pg_catalog.pg_class, pg_am");
+}
+
+TEST(RewriteTest, InformationSchemaViewsGoToTheFilteredCopies) {
+  EXPECT_EQ(Rewrite("SELECT table_name FROM information_schema.tables t, INFORMATION_SCHEMA.columns"),
+            "SELECT table_name FROM sluice_information_schema_tables t, "
+            "sluice_information_schema_columns");
+  EXPECT_EQ(Rewrite("SELECT * FROM system.information_schema.tables"),
+            "SELECT * FROM system.information_schema.tables");
 }
 
 TEST(RewriteTest, SetReturningFunctionAliasNamesItsColumnInFrom) {
