@@ -285,6 +285,9 @@ CREATE OR REPLACE TEMP VIEW pg_partitioned_table AS
 SELECT NULL::BIGINT AS partrelid, NULL::VARCHAR AS partstrat, NULL::SMALLINT AS partnatts,
        NULL::BIGINT AS partdefid, NULL::SMALLINT[] AS partattrs, NULL::BIGINT[] AS partclass,
        NULL::BIGINT[] AS partcollation, NULL::VARCHAR AS partexprs WHERE false;
+CREATE OR REPLACE TEMP VIEW pg_auth_members AS
+SELECT NULL::BIGINT AS oid, NULL::BIGINT AS roleid, NULL::BIGINT AS member,
+       NULL::BIGINT AS grantor, NULL::BOOLEAN AS admin_option WHERE false;
 CREATE OR REPLACE TEMP VIEW pg_extension AS
 SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS extname, NULL::BIGINT AS extowner,
        NULL::BIGINT AS extnamespace, NULL::BOOLEAN AS extrelocatable, NULL::VARCHAR AS extversion,
@@ -321,6 +324,10 @@ CREATE OR REPLACE TEMP MACRO pg_get_viewdef(vw) AS
   (vw, pretty) AS
   (SELECT regexp_extract(sql, '(?is)^CREATE\s.*?\bVIEW\s.*?\sAS\s(.*)$', 1)
    FROM duckdb_views() WHERE view_oid = vw);
+CREATE OR REPLACE TEMP MACRO pg_get_function_result(fn) AS
+  (SELECT min(return_type) FROM duckdb_functions() WHERE function_oid = fn);
+CREATE OR REPLACE TEMP MACRO pg_get_function_arguments(fn) AS
+  (SELECT min(array_to_string(parameters, ', ')) FROM duckdb_functions() WHERE function_oid = fn);
 CREATE OR REPLACE TEMP MACRO pg_get_ruledef(rule_oid) AS NULL::VARCHAR,
   (rule_oid, pretty) AS NULL::VARCHAR;
 CREATE OR REPLACE TEMP MACRO pg_get_statisticsobjdef_columns(stat_oid) AS NULL::VARCHAR;
@@ -412,7 +419,9 @@ std::string CatalogSql(const CatalogOptions& options) {
       "WHEN 'pg_namespace' THEN 2615 WHEN 'pg_catalog.pg_namespace' THEN 2615 "
       "WHEN 'pg_constraint' THEN 2606 WHEN 'pg_catalog.pg_constraint' THEN 2606 "
       "WHEN 'pg_description' THEN 2609 WHEN 'pg_catalog.pg_description' THEN 2609 "
-      "WHEN 'pg_database' THEN 1262 WHEN 'pg_catalog.pg_database' THEN 1262 ";
+      "WHEN 'pg_database' THEN 1262 WHEN 'pg_catalog.pg_database' THEN 1262 "
+      "WHEN 'pg_extension' THEN 3079 WHEN 'pg_catalog.pg_extension' THEN 3079 "
+      "WHEN 'pg_roles' THEN 1260 WHEN 'pg_catalog.pg_roles' THEN 1260 ";
   std::string own;
   for (const std::string& name : CatalogViewNames()) {
     own += (own.empty() ? "" : ", ") + duck::QuoteLiteral(name);
@@ -440,7 +449,7 @@ const std::vector<std::string>& CatalogViewNames() {
       "pg_index", "pg_description", "pg_am", "pg_collation", "pg_roles", "pg_user",
       "pg_database", "pg_policy", "pg_statistic_ext", "pg_publication",
       "pg_publication_namespace", "pg_publication_rel", "pg_inherits", "pg_rewrite",
-      "pg_trigger", "pg_foreign_table", "pg_partitioned_table", "pg_extension",
+      "pg_trigger", "pg_foreign_table", "pg_partitioned_table", "pg_auth_members", "pg_extension",
       "sluice_information_schema_tables", "sluice_information_schema_columns",
       "sluice_information_schema_views", "sluice_information_schema_schemata"};
   return kNames;

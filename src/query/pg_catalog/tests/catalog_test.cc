@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -127,6 +128,19 @@ class CatalogTest : public ::testing::Test {
   std::unique_ptr<duck::Connection> conn_;
   std::map<std::string, std::string> oids_;
 };
+
+// Every captured query runs: the fixtures checked in detail below, and the rest (\\du, \\dx,
+// \\df, \\dT, \\d+ NAME ...).
+TEST_F(CatalogTest, EveryFixtureRuns) {
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(SLUICE_PSQL_FIXTURES)) {
+    if (entry.path().extension() != ".sql") continue;
+    ++files;
+    SCOPED_TRACE(entry.path().filename().string());
+    EXPECT_FALSE(RunFixture(entry.path().filename().string()).empty());
+  }
+  EXPECT_GE(files, 20u);
+}
 
 TEST_F(CatalogTest, DtListsTheVisibleTablesWithOwner) {
   auto r = RunFixture("dt.sql");
@@ -311,6 +325,28 @@ TEST_F(CatalogTest, InformationSchemaDoesNotShowTheEmulation) {
   EXPECT_EQ(RowsText(r), "main | big_orders | VIEW\nmain | orders | BASE TABLE\nsales | items | BASE TABLE\n");
   auto c = Query("SELECT count(*) FROM information_schema.columns WHERE table_catalog = 'temp'");
   EXPECT_EQ(RowsText(c), "0\n");
+}
+
+TEST_F(CatalogTest, DtPatternMatchesLikePsql) {
+  auto r = RunFixture("dt_pattern.sql");
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(RowsText(r[0]), "main | orders | table | sluice\n");
+}
+
+TEST_F(CatalogTest, DuListsTheRole) {
+  auto r = RunFixture("du.sql");
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].size(), 1u);
+  EXPECT_EQ(*r[0][0][0], "sluice");
+  EXPECT_EQ(*r[0][0][1], "true");  // rolsuper
+}
+
+TEST_F(CatalogTest, DPlusTableShowsColumnComments) {
+  auto r = RunFixture("dplus_table.sql");
+  ASSERT_EQ(r.size(), 9u);
+  ASSERT_EQ(r[2].size(), 8u);
+  EXPECT_EQ(*r[2][2].back(), "in EUR");   // amount's col_description
+  EXPECT_FALSE(r[2][0].back().has_value());
 }
 
 TEST_F(CatalogTest, JdbcGetSchemasListsSchemas) {
