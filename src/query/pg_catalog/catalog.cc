@@ -5,6 +5,7 @@
 // DuckDB's catalog oids, and types use Postgres's own oids (pg_types.h).
 #include "query/pg_catalog/catalog.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -73,8 +74,16 @@ CREATE OR REPLACE TEMP VIEW sluice_pg_types AS
 SELECT * FROM (VALUES
   {pg_types}) v(oid, typname, typlen, typcategory, typelem, typarray, format_name);
 
+-- Relations the server answers for that DuckDB's catalog does not hold (Iceberg tables):
+-- filled by SetExternalRelations().
+CREATE TEMP TABLE IF NOT EXISTS sluice_pg_ext_relations(
+  oid BIGINT, nspoid BIGINT, nspname VARCHAR, relname VARCHAR, relkind VARCHAR, comment VARCHAR);
+CREATE TEMP TABLE IF NOT EXISTS sluice_pg_ext_columns(
+  relid BIGINT, attname VARCHAR, attnum INTEGER, data_type VARCHAR, numeric_precision INTEGER,
+  numeric_scale INTEGER, not_null BOOLEAN, comment VARCHAR);
+
 -- Relations of the user's databases (not DuckDB's system catalog, not temp objects, which
--- include this emulation).
+-- include this emulation), and the external ones.
 CREATE OR REPLACE TEMP VIEW sluice_pg_relations AS
 SELECT table_oid AS oid, table_name AS relname, schema_oid AS relnamespace, 'r' AS relkind,
        column_count::SMALLINT AS relnatts, estimated_size::FLOAT AS reltuples,
@@ -92,7 +101,22 @@ FROM duckdb_sequences() WHERE NOT temporary
 UNION ALL
 SELECT index_oid, index_name, schema_oid, 'i', 1, 0, false, 0, database_name, schema_name,
        comment, 403
-FROM duckdb_indexes() WHERE database_name NOT IN ('system', 'temp');
+FROM duckdb_indexes() WHERE database_name NOT IN ('system', 'temp')
+UNION ALL
+SELECT r.oid, r.relname, r.nspoid, r.relkind,
+       (SELECT count(*) FROM sluice_pg_ext_columns c WHERE c.relid = r.oid), 0, false, 0,
+       NULL, r.nspname, r.comment, CASE WHEN r.relkind = 'r' THEN 2 ELSE 0 END
+FROM sluice_pg_ext_relations r;
+
+-- Columns of those relations.
+CREATE OR REPLACE TEMP VIEW sluice_pg_columns AS
+SELECT table_oid, column_name, column_index, data_type, numeric_precision, numeric_scale,
+       is_nullable, column_default, comment
+FROM duckdb_columns() WHERE NOT internal AND database_name NOT IN ('system', 'temp')
+UNION ALL
+SELECT relid, attname, attnum, data_type, numeric_precision, numeric_scale, NOT not_null, NULL,
+       comment
+FROM sluice_pg_ext_columns;
 
 -- Visible: in the current database and in current_schema() or DuckDB's search_path.
 CREATE OR REPLACE TEMP VIEW sluice_pg_visible AS
@@ -110,7 +134,9 @@ SELECT oid, CASE WHEN database_name = current_database() THEN schema_name
 FROM duckdb_schemas() WHERE database_name NOT IN ('system', 'temp')
 UNION ALL
 SELECT oid, schema_name, 10, NULL FROM duckdb_schemas()
-WHERE database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema');
+WHERE database_name = 'system' AND schema_name IN ('pg_catalog', 'information_schema')
+UNION ALL
+SELECT DISTINCT nspoid, nspname, 10, NULL FROM sluice_pg_ext_relations;
 
 CREATE OR REPLACE TEMP VIEW pg_class AS
 SELECT oid, relname, relnamespace, 0::BIGINT AS reltype, 0::BIGINT AS reloftype,
@@ -162,17 +188,15 @@ SELECT c.table_oid AS attrelid, c.column_name AS attname,
        (CASE WHEN coalesce(m.oid, 25) IN (25, 1043, 1042) THEN 100 ELSE 0 END)::BIGINT AS attcollation,
        '' AS attcompression, NULL::VARCHAR[] AS attacl, NULL::VARCHAR[] AS attoptions,
        NULL::VARCHAR[] AS attfdwoptions, NULL::VARCHAR AS attmissingval
-FROM duckdb_columns() c
+FROM sluice_pg_columns c
 LEFT JOIN sluice_pg_type_map m
        ON m.duck = regexp_replace(upper(c.data_type), '\([^)]*\)', '', 'g')
-LEFT JOIN sluice_pg_types t ON t.oid = coalesce(m.oid, 25)
-WHERE NOT c.internal AND c.database_name NOT IN ('system', 'temp');
+LEFT JOIN sluice_pg_types t ON t.oid = coalesce(m.oid, 25);
 
 CREATE OR REPLACE TEMP VIEW pg_attrdef AS
 SELECT table_oid * 10000 + column_index AS oid, table_oid AS adrelid,
        column_index::SMALLINT AS adnum, column_default AS adbin
-FROM duckdb_columns()
-WHERE column_default IS NOT NULL AND NOT internal AND database_name NOT IN ('system', 'temp');
+FROM sluice_pg_columns WHERE column_default IS NOT NULL;
 
 CREATE OR REPLACE TEMP VIEW pg_constraint AS
 SELECT table_oid * 1000000 + constraint_index AS oid, constraint_name AS conname,
@@ -204,8 +228,7 @@ CREATE OR REPLACE TEMP VIEW pg_description AS
 SELECT oid AS objoid, 1259::BIGINT AS classoid, 0::INTEGER AS objsubid, comment AS description
 FROM sluice_pg_relations WHERE comment IS NOT NULL
 UNION ALL
-SELECT table_oid, 1259, column_index, comment FROM duckdb_columns()
-WHERE comment IS NOT NULL AND NOT internal AND database_name NOT IN ('system', 'temp')
+SELECT table_oid, 1259, column_index, comment FROM sluice_pg_columns WHERE comment IS NOT NULL
 UNION ALL
 SELECT oid, 2615, 0, comment FROM duckdb_schemas()
 WHERE comment IS NOT NULL AND database_name NOT IN ('system', 'temp');
@@ -296,9 +319,21 @@ SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS extname, NULL::BIGINT AS extowner,
 -- DuckDB's information_schema without this emulation's TEMP objects (RewriteForDuckDB
 -- sends information_schema.tables and the like here).
 CREATE OR REPLACE TEMP VIEW sluice_information_schema_tables AS
-SELECT * FROM information_schema.tables WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
+SELECT * FROM information_schema.tables WHERE table_catalog <> 'temp' OR table_name NOT IN ({own})
+UNION ALL BY NAME
+SELECT current_database() AS table_catalog, nspname AS table_schema, relname AS table_name,
+       CASE relkind WHEN 'v' THEN 'VIEW' ELSE 'BASE TABLE' END AS table_type,
+       'NO' AS is_insertable_into, 'NO' AS is_typed, comment AS TABLE_COMMENT
+FROM sluice_pg_ext_relations;
 CREATE OR REPLACE TEMP VIEW sluice_information_schema_columns AS
-SELECT * FROM information_schema.columns WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
+SELECT * FROM information_schema.columns WHERE table_catalog <> 'temp' OR table_name NOT IN ({own})
+UNION ALL BY NAME
+SELECT current_database() AS table_catalog, r.nspname AS table_schema, r.relname AS table_name,
+       c.attname AS column_name, c.attnum AS ordinal_position,
+       CASE WHEN c.not_null THEN 'NO' ELSE 'YES' END AS is_nullable, c.data_type AS data_type,
+       c.numeric_precision AS numeric_precision, c.numeric_scale AS numeric_scale,
+       c.comment AS COLUMN_COMMENT
+FROM sluice_pg_ext_columns c JOIN sluice_pg_ext_relations r ON r.oid = c.relid;
 CREATE OR REPLACE TEMP VIEW sluice_information_schema_views AS
 SELECT * FROM information_schema.views WHERE table_catalog <> 'temp' OR table_name NOT IN ({own});
 CREATE OR REPLACE TEMP VIEW sluice_information_schema_schemata AS
@@ -366,7 +401,7 @@ CREATE OR REPLACE TEMP MACRO sluice_regclass_oid(rel_name) AS
     {catalog_oids}
     ELSE (SELECT min(c.oid) FROM sluice_pg_relations c
           WHERE (c.schema_name || '.' || c.relname = replace(rel_name, '"', '')
-                 AND c.database_name = current_database())
+                 AND coalesce(c.database_name, current_database()) = current_database())
              OR (c.relname = replace(rel_name, '"', '')
                  AND c.oid IN (SELECT oid FROM sluice_pg_visible))) END;
 CREATE OR REPLACE TEMP MACRO sluice_regclass_name(rel) AS
@@ -442,9 +477,48 @@ Status InstallCatalog(duck::Connection& conn, const CatalogOptions& options) {
   return Status::OK();
 }
 
+Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRelation>& relations) {
+  std::string sql = "BEGIN; DELETE FROM sluice_pg_ext_columns; DELETE FROM sluice_pg_ext_relations;";
+  std::vector<std::string> schemas;
+  for (size_t i = 0; i < relations.size(); ++i) {
+    const ExternalRelation& r = relations[i];
+    auto it = std::find(schemas.begin(), schemas.end(), r.schema);
+    const size_t schema_index = it - schemas.begin();
+    if (it == schemas.end()) schemas.push_back(r.schema);
+    const int64_t oid = kExternalRelationOidBase + static_cast<int64_t>(i);
+    sql += fmt::format(
+        "INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {});", oid,
+        kExternalNamespaceOidBase + static_cast<int64_t>(schema_index), duck::QuoteLiteral(r.schema),
+        duck::QuoteLiteral(r.name), r.is_view ? "'v'" : "'r'",
+        r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment));
+    for (size_t c = 0; c < r.columns.size(); ++c) {
+      const ExternalColumn& col = r.columns[c];
+      const PgTypeRef type = PgTypeForDuckDB(col.duckdb_type);
+      std::string precision = "NULL", scale = "NULL";
+      if (type.typmod >= 4) {
+        precision = std::to_string(((type.typmod - 4) >> 16) & 0xffff);
+        scale = std::to_string((type.typmod - 4) & 0xffff);
+      }
+      sql += fmt::format("INSERT INTO sluice_pg_ext_columns VALUES ({}, {}, {}, {}, {}, {}, {}, {});",
+                         oid, duck::QuoteLiteral(col.name), c + 1,
+                         duck::QuoteLiteral(col.duckdb_type), precision, scale,
+                         col.nullable ? "false" : "true",
+                         col.comment.empty() ? "NULL" : duck::QuoteLiteral(col.comment));
+    }
+  }
+  sql += "COMMIT;";
+  Status st = conn.Execute(sql);
+  if (!st.ok()) {
+    (void)conn.Execute("ROLLBACK");
+    return st.WithContext("setting the catalog's external relations");
+  }
+  return Status::OK();
+}
+
 const std::vector<std::string>& CatalogViewNames() {
   static const std::vector<std::string> kNames = {
-      "sluice_pg_type_map", "sluice_pg_types", "sluice_pg_relations", "sluice_pg_visible",
+      "sluice_pg_type_map", "sluice_pg_types", "sluice_pg_ext_relations", "sluice_pg_ext_columns",
+      "sluice_pg_relations", "sluice_pg_columns", "sluice_pg_visible",
       "pg_namespace", "pg_class", "pg_type", "pg_attribute", "pg_attrdef", "pg_constraint",
       "pg_index", "pg_description", "pg_am", "pg_collation", "pg_roles", "pg_user",
       "pg_database", "pg_policy", "pg_statistic_ext", "pg_publication",

@@ -11,6 +11,7 @@
 // are live views: a table created later shows up in pg_class at once.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,33 @@ struct CatalogOptions {
 // connection before the session's first query, and before configuration is locked. A
 // DuckDB error is returned as is (Internal: it means the SQL below no longer fits DuckDB).
 Status InstallCatalog(duck::Connection& conn, const CatalogOptions& options = {});
+
+// A relation the server answers for that DuckDB's catalog does not hold (an Iceberg table
+// sluice plans itself): shown like a table in pg_namespace, pg_class, pg_attribute,
+// pg_description and information_schema.tables / columns.
+struct ExternalColumn {
+  std::string name;
+  std::string duckdb_type;  // DuckDB's SQL spelling: "BIGINT", "DECIMAL(10,2)", "VARCHAR[]"
+  bool nullable = true;
+  std::string comment;  // "" for none
+};
+struct ExternalRelation {
+  std::string schema;  // shown as nspname, e.g. "lake.sales"
+  std::string name;
+  std::vector<ExternalColumn> columns;
+  bool is_view = false;
+  std::string comment;  // "" for none
+};
+
+// External relations get oids from kExternalRelationOidBase (their schemas from
+// kExternalNamespaceOidBase), far above DuckDB's catalog oids.
+inline constexpr int64_t kExternalRelationOidBase = int64_t{1} << 40;
+inline constexpr int64_t kExternalNamespaceOidBase = (int64_t{1} << 40) - (int64_t{1} << 20);
+
+// Replaces the session's external relations with `relations` (after InstallCatalog, on the
+// same connection; call again when the lake's tables change). Oids follow the order of
+// `relations`.
+Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRelation>& relations);
 
 // The SQL InstallCatalog runs (for tests and for reading).
 std::string CatalogSql(const CatalogOptions& options);

@@ -83,7 +83,8 @@ class CatalogTest : public ::testing::Test {
         "CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 100;"
         "COMMENT ON TABLE orders IS 'all orders'; COMMENT ON COLUMN orders.amount IS 'in EUR';")
                     .ok());
-    ASSERT_TRUE(InstallCatalog(*conn_).ok());
+    Status installed = InstallCatalog(*conn_);
+    ASSERT_TRUE(installed.ok()) << installed.ToString();
     // Postgres's oids in the fixtures (their headers) mapped to this database's.
     for (const auto& [pg_oid, name] : std::map<std::string, std::string>{
              {"16384", "orders"}, {"16393", "items"}, {"16398", "big_orders"}}) {
@@ -347,6 +348,49 @@ TEST_F(CatalogTest, DPlusTableShowsColumnComments) {
   ASSERT_EQ(r[2].size(), 8u);
   EXPECT_EQ(*r[2][2].back(), "in EUR");   // amount's col_description
   EXPECT_FALSE(r[2][0].back().has_value());
+}
+
+TEST_F(CatalogTest, ExternalRelationsShowLikeTables) {
+  ExternalRelation events{.schema = "lake.sales",
+                          .name = "events",
+                          .columns = {{.name = "id", .duckdb_type = "BIGINT", .nullable = false},
+                                      {.name = "payload", .duckdb_type = "VARCHAR"},
+                                      {.name = "amount", .duckdb_type = "DECIMAL(12,4)",
+                                       .comment = "net"}},
+                          .comment = "from the lake"};
+  ASSERT_TRUE(SetExternalRelations(*conn_, {events}).ok());
+  oids_["16406"] = std::to_string(kExternalRelationOidBase);
+
+  auto all = RunFixture("dt_all.sql");
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(RowsText(all[0]),
+            "lake.sales | events | table | sluice\n"
+            "main | orders | table | sluice\n"
+            "sales | items | table | sluice\n");
+  auto d = RunFixture("d_external.sql");
+  ASSERT_EQ(d.size(), 8u);
+  EXPECT_EQ(RowsText(d[0]), oids_["16406"] + " | lake.sales | events\n");
+  EXPECT_EQ(RowsText(d[2]),
+            "id | bigint | NULL | true | NULL |  | \n"
+            "payload | text | NULL | false | NULL |  | \n"
+            "amount | numeric(12,4) | NULL | false | NULL |  | \n");
+  // Not in the search path: \dt leaves it out, as Postgres does for other schemas.
+  EXPECT_EQ(RowsText(RunFixture("dt.sql")[0]), "main | orders | table | sluice\n");
+  auto info = Query("SELECT table_schema, table_name, table_type FROM information_schema.tables "
+                    "WHERE table_name = 'events'");
+  EXPECT_EQ(RowsText(info), "lake.sales | events | BASE TABLE\n");
+  auto cols = Query("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+                    "WHERE table_name = 'events' ORDER BY ordinal_position");
+  EXPECT_EQ(RowsText(cols), "id | BIGINT | NO\npayload | VARCHAR | YES\namount | DECIMAL(12,4) | YES\n");
+  auto meta = Query("SELECT 'lake.sales.events'::regclass, obj_description('lake.sales.events'::regclass), "
+                    "col_description('lake.sales.events'::regclass, 3)");
+  EXPECT_EQ(RowsText(meta), oids_["16406"] + " | from the lake | net\n");
+
+  // Replacing the set drops what is no longer there.
+  ASSERT_TRUE(SetExternalRelations(*conn_, {}).ok());
+  EXPECT_EQ(RowsText(RunFixture("dt_all.sql")[0]),
+            "main | orders | table | sluice\nsales | items | table | sluice\n");
+  EXPECT_EQ(RowsText(Query("SELECT count(*) FROM pg_namespace WHERE nspname = 'lake.sales'")), "0\n");
 }
 
 TEST_F(CatalogTest, JdbcGetSchemasListsSchemas) {
