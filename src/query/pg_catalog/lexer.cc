@@ -28,6 +28,7 @@ class Lexer {
 
   Result<std::vector<Token>> Run() {
     std::vector<Token> out;
+    out.reserve(s_.size() / 4 + 1);  // typical SQL: a token (with its space) per 4 bytes or more
     while (pos_ < s_.size()) {
       size_t start = pos_;
       token_start_ = start;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdint>
 #include <deque>
 #include <unordered_map>
 #include <vector>
@@ -19,6 +20,7 @@ namespace sluice::query::pg_catalog {
 namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
+constexpr uint32_t kNoPrefix = static_cast<uint32_t>(-1);
 
 std::string Lower(std::string_view s) {
   std::string out(s);
@@ -117,17 +119,25 @@ bool IsRegexOperator(std::string_view op) {
   return op == "~" || op == "!~" || op == "~*" || op == "!~*";
 }
 
-bool IsClauseWord(std::string_view lower) {
-  static constexpr std::array<std::string_view, 17> kClauses = {
-      "select", "from",   "where",     "group",  "having",  "order", "limit",     "offset",
-      "union",  "except", "intersect", "on",     "using",   "join",  "window",    "qualify",
-      "values"};
-  return std::find(kClauses.begin(), kClauses.end(), lower) != kClauses.end();
+// What an identifier does to the clause state Qualifier() needs: kFrom for FROM and JOIN,
+// kOther for another clause keyword, kNone for anything else.
+enum class Clause : uint8_t { kNone, kFrom, kOther };
+Clause ClauseOf(std::string_view word) {
+  if (word.size() < 2 || word.size() > 9) return Clause::kNone;
+  if (EqualsWord(word, "from") || EqualsWord(word, "join")) return Clause::kFrom;
+  static constexpr std::array<std::string_view, 15> kClauses = {
+      "select", "where", "group",  "having", "order",  "limit",  "offset", "union",
+      "except", "intersect", "on", "using",  "window", "qualify", "values"};
+  for (std::string_view c : kClauses) {
+    if (EqualsWord(word, c)) return Clause::kOther;
+  }
+  return Clause::kNone;
 }
 
 class Rewriter {
  public:
   explicit Rewriter(std::vector<Token> in) : in_(std::move(in)), match_(in_.size(), kNone) {
+    out_.reserve(in_.size() + 16);
     std::vector<size_t> stack;
     for (size_t i = 0; i < in_.size(); ++i) {
       const Token& t = in_[i];
@@ -147,7 +157,7 @@ class Rewriter {
 
   // Whether anything was rewritten; Text() is the result.
   bool Run() {
-    clause_.assign(1, "");
+    clause_.assign(1, Clause::kNone);
     for (size_t i = 0; i < in_.size(); ++i) {
       if (drop_until_ != kNone && i <= drop_until_) {
         Flush(i);
@@ -182,12 +192,17 @@ class Rewriter {
     size_t size = 0;
     for (const Out& o : out_) {
       size += o.text.size();
-      for (std::string_view p : o.prefix) size += p.size();
+      if (o.prefix != kNoPrefix) {
+        for (std::string_view p : prefixes_[o.prefix]) size += p.size();
+      }
     }
     std::string s;
     s.reserve(size);
     for (const Out& o : out_) {
-      for (auto p = o.prefix.rbegin(); p != o.prefix.rend(); ++p) s += *p;
+      if (o.prefix != kNoPrefix) {
+        const auto& p = prefixes_[o.prefix];
+        for (auto it = p.rbegin(); it != p.rend(); ++it) s += *it;
+      }
       s += o.text;
     }
     return s;
@@ -197,8 +212,9 @@ class Rewriter {
   struct Out {
     TokenKind kind;
     std::string_view text;  // input text, or a static string
-    // Static texts put in front by rewrites ("regexp_matches("), innermost first.
-    std::vector<std::string_view> prefix;
+    // Index in prefixes_ of the static texts put in front by rewrites ("regexp_matches("),
+    // or kNoPrefix.
+    uint32_t prefix = kNoPrefix;
     size_t group_start = kNone;  // for ) and ]: where the group (or a wrap) starts
     bool wrap = false;           // a ) this rewrite added: group_start is its operand
   };
@@ -222,7 +238,7 @@ class Rewriter {
     return i < in_.size() && in_[i].kind == TokenKind::kPunct && in_[i].text == text;
   }
   bool OutIs(size_t j, std::string_view text) const {
-    return j != kNone && out_[j].kind == TokenKind::kPunct && out_[j].prefix.empty() &&
+    return j != kNone && out_[j].kind == TokenKind::kPunct && out_[j].prefix == kNoPrefix &&
            out_[j].text == text;
   }
   bool OutIsCloser(size_t j) const {
@@ -231,10 +247,10 @@ class Rewriter {
   }
 
   void Emit(const Token& t) {
-    Out o{t.kind, t.text, {}, kNone, false};
+    Out o{t.kind, t.text, kNoPrefix, kNone, false};
     if (t.kind == TokenKind::kPunct && (t.text == "(" || t.text == "[")) {
       open_.push_back(out_.size());
-      clause_.push_back("");
+      clause_.push_back(Clause::kNone);
     } else if (t.kind == TokenKind::kPunct && (t.text == ")" || t.text == "]")) {
       if (!open_.empty() && out_[open_.back()].text[0] == (t.text == ")" ? '(' : '[')) {
         o.group_start = open_.back();
@@ -242,14 +258,22 @@ class Rewriter {
         if (clause_.size() > 1) clause_.pop_back();
       }
     } else if (t.kind == TokenKind::kIdentifier) {
-      const std::string w = Lower(t.text);
-      if (IsClauseWord(w)) clause_.back() = w;
+      const Clause c = ClauseOf(t.text);
+      if (c != Clause::kNone) clause_.back() = c;
     }
     out_.push_back(std::move(o));
   }
 
+  void AddPrefix(size_t j, std::string_view text) {
+    if (out_[j].prefix == kNoPrefix) {
+      out_[j].prefix = static_cast<uint32_t>(prefixes_.size());
+      prefixes_.emplace_back();
+    }
+    prefixes_[out_[j].prefix].push_back(text);
+  }
+
   void Push(TokenKind kind, std::string_view text, size_t group_start = kNone, bool wrap = false) {
-    out_.push_back(Out{kind, text, {}, group_start, wrap});
+    out_.push_back(Out{kind, text, kNoPrefix, group_start, wrap});
   }
 
   void Flush(size_t i) {
@@ -385,7 +409,7 @@ class Rewriter {
       const size_t start = OperandStart();
       if (start == kNone) return false;
       const bool literal = start == PrevSigOut(out_.size()) && out_[start].kind == TokenKind::kString;
-      out_[start].prefix.push_back(literal ? reg.from_name : reg.to_name);
+      AddPrefix(start, literal ? reg.from_name : reg.to_name);
       Push(TokenKind::kPunct, ")", start, /*wrap=*/true);
       drop_until_ = k;
       return true;
@@ -430,7 +454,7 @@ class Rewriter {
     if (start == kNone || right_end == kNone) return false;
     const bool negate = sym[0] == '!';
     const bool icase = sym.back() == '*';
-    out_[start].prefix.push_back(negate ? "(NOT regexp_matches(" : "regexp_matches(");
+    AddPrefix(start, negate ? "(NOT regexp_matches(" : "regexp_matches(");
     while (!out_.empty() && out_.back().kind == TokenKind::kSpace) out_.pop_back();
     Push(TokenKind::kPunct, ",");
     std::string tail = icase ? ", 'i')" : ")";
@@ -470,7 +494,7 @@ class Rewriter {
     if (OutIs(PrevSigOut(out_.size()), ".")) return false;
     const std::string fn = NameOf(in_[name]);
     const size_t open = NextSig(name + 1);
-    const bool in_from = clause_.back() == "from" || clause_.back() == "join";
+    const bool in_from = clause_.back() == Clause::kFrom;
     if ((fn == "generate_series" || fn == "unnest") && in_from && InIs(open, "(") && match_[open] != kNone) {
       size_t alias = NextSig(match_[open] + 1);
       if (alias < in_.size() && IsWord(in_[alias], "as")) alias = NextSig(alias + 1);
@@ -509,7 +533,8 @@ class Rewriter {
   std::vector<size_t> match_;  // input index of the matching bracket, or kNone
   std::vector<Out> out_;
   std::vector<size_t> open_;   // output indexes of unclosed ( and [
-  std::vector<std::string> clause_;  // the last clause keyword at each bracket depth
+  std::vector<Clause> clause_;  // the last clause keyword at each bracket depth
+  std::vector<std::vector<std::string_view>> prefixes_;  // Out::prefix indexes these
   std::unordered_map<size_t, std::vector<Pending>> pending_;  // text to emit after input i
   std::deque<std::string> owned_;  // stable storage for pending texts
   size_t drop_until_ = kNone;
@@ -520,6 +545,15 @@ class Rewriter {
 
 Result<std::string> RewriteForDuckDB(std::string_view sql) {
   ASSIGN_OR_RETURN(std::vector<Token> tokens, Lex(sql));
+  // Most statements hold nothing to rewrite: find that out without building the output.
+  const bool any = std::any_of(tokens.begin(), tokens.end(), [](const Token& t) {
+    if (t.kind == TokenKind::kCast) return true;
+    if (t.kind == TokenKind::kOperator) return IsRegexOperator(t.text);
+    return t.kind == TokenKind::kIdentifier &&
+           (IsWord(t, "operator") || IsWord(t, "collate") || IsWord(t, "pg_catalog") ||
+            IsWord(t, "information_schema"));
+  });
+  if (!any) return std::string(sql);
   Rewriter rewriter(std::move(tokens));
   if (!rewriter.Run()) return std::string(sql);
   return rewriter.Text();

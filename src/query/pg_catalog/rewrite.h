@@ -21,6 +21,9 @@
 //   - pg_catalog.generate_series(...) s / pg_catalog.unnest(...) s in a FROM clause get the
 //     column alias s(s), which is what the alias means in Postgres.
 //
+// The rewritten SQL names objects InstallCatalog() creates (sluice_regclass_oid(),
+// sluice_information_schema_tables ...): run it on a connection where that ran.
+//
 // Text inside string literals, quoted identifiers, comments and dollar quotes is never
 // changed, and SQL with none of these forms comes back byte for byte. Stateless and
 // thread-safe; linear in the input.
