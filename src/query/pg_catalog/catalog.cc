@@ -396,14 +396,18 @@ CREATE OR REPLACE TEMP MACRO current_setting(setting_name) AS
     ELSE (SELECT value FROM duckdb_settings() WHERE name = setting_name) END;
 
 -- The reg* casts (RewriteForDuckDB): a name to an oid, an oid to a name.
+-- A name (schema-qualified, or visible) or, as in Postgres, an oid written as digits; a
+-- parameter ($1::regclass) arrives here too, as text or as a number.
 CREATE OR REPLACE TEMP MACRO sluice_regclass_oid(rel_name) AS
-  CASE lower(replace(rel_name, '"', ''))
+  CASE WHEN regexp_full_match(CAST(rel_name AS VARCHAR), '[0-9]+')
+         THEN CAST(CAST(rel_name AS VARCHAR) AS BIGINT)
+  ELSE CASE lower(replace(CAST(rel_name AS VARCHAR), '"', ''))
     {catalog_oids}
     ELSE (SELECT min(c.oid) FROM sluice_pg_relations c
-          WHERE (c.schema_name || '.' || c.relname = replace(rel_name, '"', '')
+          WHERE (c.schema_name || '.' || c.relname = replace(CAST(rel_name AS VARCHAR), '"', '')
                  AND coalesce(c.database_name, current_database()) = current_database())
-             OR (c.relname = replace(rel_name, '"', '')
-                 AND c.oid IN (SELECT oid FROM sluice_pg_visible))) END;
+             OR (c.relname = replace(CAST(rel_name AS VARCHAR), '"', '')
+                 AND c.oid IN (SELECT oid FROM sluice_pg_visible))) END END;
 CREATE OR REPLACE TEMP MACRO sluice_regclass_name(rel) AS
   coalesce((SELECT CASE WHEN c.oid IN (SELECT oid FROM sluice_pg_visible) THEN c.relname
                         ELSE n.nspname || '.' || c.relname END

@@ -51,9 +51,11 @@ struct ExternalRelation {
 };
 
 // External relations get oids from kExternalRelationOidBase (their schemas from
-// kExternalNamespaceOidBase), far above DuckDB's catalog oids.
-inline constexpr int64_t kExternalRelationOidBase = int64_t{1} << 40;
-inline constexpr int64_t kExternalNamespaceOidBase = (int64_t{1} << 40) - (int64_t{1} << 20);
+// kExternalNamespaceOidBase): far above DuckDB's catalog oids (a counter from about
+// 20000), and below 2^31, so that clients reading an oid as a 32-bit integer (Postgres's
+// Oid is uint32; JDBC often narrows to int) read it whole.
+inline constexpr int64_t kExternalRelationOidBase = 2'000'000'000;
+inline constexpr int64_t kExternalNamespaceOidBase = 1'999'000'000;
 
 // Replaces the session's external relations with `relations` (after InstallCatalog, on the
 // same connection; call again when the lake's tables change). Oids follow the order of

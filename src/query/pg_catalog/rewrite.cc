@@ -408,7 +408,11 @@ class Rewriter {
       if (InIs(NextSig(k + 1), "[")) return false;  // regclass[]: left to fail in DuckDB
       const size_t start = OperandStart();
       if (start == kNone) return false;
-      const bool literal = start == PrevSigOut(out_.size()) && out_[start].kind == TokenKind::kString;
+      // A string literal or a bind parameter names the object ('orders'::regclass,
+      // $1::regclass); any other expression is an oid to print.
+      const bool literal = start == PrevSigOut(out_.size()) &&
+                           (out_[start].kind == TokenKind::kString ||
+                            out_[start].kind == TokenKind::kParam);
       AddPrefix(start, literal ? reg.from_name : reg.to_name);
       Push(TokenKind::kPunct, ")", start, /*wrap=*/true);
       drop_until_ = k;

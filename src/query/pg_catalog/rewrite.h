@@ -10,7 +10,8 @@
 //     OPERATOR(pg_catalog.op) forms into the bare operator;
 //   - COLLATE pg_catalog.<any>, COLLATE "C" / "POSIX" / "default" / "ucs_basic" dropped;
 //   - x::regclass, ::regtype, ::regnamespace, ::regproc, ::regrole (pg_catalog-qualified
-//     or not): a string literal becomes the object's oid, anything else the object's name;
+//     or not): a string literal or $n parameter becomes the object's oid, anything else
+//     the object's name;
 //   - ::pg_catalog.T becomes ::T, and the Postgres types DuckDB lacks (name, xid, cid,
 //     aclitem, pg_node_tree, int2vector, oidvector ...) become VARCHAR or BIGINT;
 //   - pg_catalog.<name> becomes <name>, so that the session's temp objects of the same name

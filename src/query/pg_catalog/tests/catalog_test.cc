@@ -258,6 +258,22 @@ TEST_F(CatalogTest, RegclassCastsGoBothWays) {
   EXPECT_EQ(*r[0][2], "sales.items");
   EXPECT_EQ(*r[0][3], "1259");
   EXPECT_EQ(*r[0][4], "23");
+  // An oid written as digits is that oid, as in Postgres.
+  auto digits = Query("SELECT '" + oids_["16384"] + "'::regclass::oid, " + "'" + oids_["16384"] +
+                      "'::regclass = 'orders'::regclass");
+  EXPECT_EQ(RowsText(digits), oids_["16384"] + " | true\n");
+}
+
+TEST_F(CatalogTest, RegclassOfAParameterLooksTheNameUp) {
+  auto sql = RewriteForDuckDB("SELECT relname FROM pg_catalog.pg_class WHERE oid = $1::regclass");
+  ASSERT_TRUE(sql.ok());
+  auto stmt = duck::PreparedStatement::Prepare(*conn_, *sql);
+  ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
+  ASSERT_TRUE((*stmt)->BindInt64(1, std::stoll(oids_["16393"])).ok());
+  auto r = (*stmt)->Execute();
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->row_count(), 1u);
+  EXPECT_EQ(r->chunk(0).GetString(0, 0), "items");
 }
 
 TEST_F(CatalogTest, CommentsShowAsDescriptions) {

@@ -128,6 +128,7 @@ TEST(RewriteTest, RegCastsBecomeLookups) {
             "SELECT sluice_regclass_name(f(a, b)), sluice_regclass_name((a + 1)), "
             "sluice_regtype_name(a[1])");
   EXPECT_EQ(Rewrite("SELECT a::int::regclass"), "SELECT sluice_regclass_name(a::int)");
+  EXPECT_EQ(Rewrite("WHERE c.oid = $1::regclass"), "WHERE c.oid = sluice_regclass_oid($1)");
   EXPECT_EQ(Rewrite("SELECT pg_get_viewdef('16398'::pg_catalog.oid, true)"),
             "SELECT pg_get_viewdef('16398'::oid, true)");
   EXPECT_EQ(Rewrite("SELECT x::name, y::pg_catalog.int2[], z::xid"),
