@@ -241,9 +241,10 @@ class Rewriter {
     return j != kNone && out_[j].kind == TokenKind::kPunct && out_[j].prefix == kNoPrefix &&
            out_[j].text == text;
   }
+  // A ) or ] whose group start is known, or the closing text of a wrap (") or ", 'i'))").
   bool OutIsCloser(size_t j) const {
-    return j != kNone && out_[j].kind == TokenKind::kPunct &&
-           (out_[j].text == ")" || out_[j].text == "]") && out_[j].group_start != kNone;
+    return j != kNone && out_[j].kind == TokenKind::kPunct && out_[j].group_start != kNone &&
+           (out_[j].wrap || out_[j].text == ")" || out_[j].text == "]");
   }
 
   void Emit(const Token& t) {

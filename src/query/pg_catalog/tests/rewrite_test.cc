@@ -104,6 +104,10 @@ TEST(RewriteTest, BareRegexOperatorsGetPostgresMeaning) {
             "WHERE (NOT regexp_matches(n.nspname, '^pg_')) AND n.nspname <> 'information_schema'");
   EXPECT_EQ(Rewrite("SELECT (a) ~ ('b')"), "SELECT regexp_matches((a), ('b'))");
   EXPECT_EQ(Rewrite("SELECT ~ 5"), "SELECT ~ 5");  // bitwise not: no left operand
+  // A wrapped match is itself an operand.
+  EXPECT_EQ(Rewrite("SELECT a ~* 'x'::regclass"), "SELECT regexp_matches(a, sluice_regclass_oid('x'), 'i')");
+  EXPECT_EQ(Rewrite("SELECT a !~ 'x' ~ 'y'"),
+            "SELECT regexp_matches((NOT regexp_matches(a, 'x')), 'y')");
 }
 
 TEST(RewriteTest, CollationsDuckDbLacksAreDropped) {
