@@ -10,6 +10,7 @@
 #include <array>
 #include <cctype>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <unordered_map>
 #include <vector>
@@ -115,6 +116,25 @@ std::string_view DuckTypeFor(std::string_view pg_type) {
   return {};
 }
 
+// Whether two characters, put side by side by a rewrite, could lex as one token or start a
+// comment: conservative (a needless space is harmless).
+bool Merges(char a, char b) {
+  auto word = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' ||
+           static_cast<unsigned char>(c) >= 0x80;
+  };
+  auto op = [](char c) { return std::strchr("+-*/<>=~!@#%^&|`?", c) != nullptr && c != 0; };
+  if (word(a) && (word(b) || b == '\'' || b == '"')) return true;
+  if (a == '$' || b == '$') return true;
+  if (op(a) && (op(b) || b == '\'' || b == '"')) return true;
+  if ((a == '\'' && b == '\'') || (a == '"' && b == '"') || (a == ':' && b == ':')) return true;
+  if ((std::isdigit(static_cast<unsigned char>(a)) && b == '.') ||
+      (a == '.' && std::isdigit(static_cast<unsigned char>(b)))) {
+    return true;
+  }
+  return false;
+}
+
 bool IsRegexOperator(std::string_view op) {
   return op == "~" || op == "!~" || op == "~*" || op == "!~*";
 }
@@ -188,22 +208,33 @@ class Rewriter {
     return changed_;
   }
 
+  // The output text. Where a rewrite joined tokens that were not adjacent in the input
+  // (dropped a qualifier, put a name in front), a space goes between them if without it
+  // they would lex as something else ('a' 'b' into one string, $ x$ into a dollar quote).
   std::string Text() const {
     size_t size = 0;
     for (const Out& o : out_) {
-      size += o.text.size();
+      size += o.text.size() + 1;
       if (o.prefix != kNoPrefix) {
         for (std::string_view p : prefixes_[o.prefix]) size += p.size();
       }
     }
     std::string s;
     s.reserve(size);
+    const char* prev_end = nullptr;
     for (const Out& o : out_) {
+      const bool seam = o.prefix != kNoPrefix || o.text.data() != prev_end;
       if (o.prefix != kNoPrefix) {
         const auto& p = prefixes_[o.prefix];
-        for (auto it = p.rbegin(); it != p.rend(); ++it) s += *it;
+        for (auto it = p.rbegin(); it != p.rend(); ++it) {
+          if (!s.empty() && !it->empty() && seam && it == p.rbegin() && Merges(s.back(), it->front())) s += ' ';
+          s += *it;
+        }
+      } else if (seam && !s.empty() && !o.text.empty() && Merges(s.back(), o.text.front())) {
+        s += ' ';
       }
       s += o.text;
+      prev_end = o.text.data() + o.text.size();
     }
     return s;
   }
@@ -561,7 +592,11 @@ Result<std::string> RewriteForDuckDB(std::string_view sql) {
   if (!any) return std::string(sql);
   Rewriter rewriter(std::move(tokens));
   if (!rewriter.Run()) return std::string(sql);
-  return rewriter.Text();
+  std::string out = rewriter.Text();
+  // Never hand on text that no longer lexes (Text() keeps tokens apart; this is the net
+  // under it): the input as it was is then the answer, for DuckDB to judge.
+  if (!Lex(out).ok()) return std::string(sql);
+  return out;
 }
 
 }  // namespace sluice::query::pg_catalog

@@ -180,6 +180,21 @@ TEST(RewriteTest, MalformedInputIsLeftOrRefusedNeverCrashes) {
   EXPECT_EQ(Rewrite("SELECT x::"), "SELECT x::");
 }
 
+// Dropping or inserting text must not join neighbours into another token.
+TEST(RewriteTest, RewrittenTokensStayApart) {
+  EXPECT_EQ(Rewrite("SELECT $pg_catalog.g_cata$x"), "SELECT $ g_cata$x");
+  EXPECT_EQ(Rewrite("SELECT 'a'COLLATE\"C\"'b'"), "SELECT 'a' 'b'");
+  EXPECT_EQ(Rewrite("SELECT a-OPERATOR(pg_catalog.-)-b"), "SELECT a- - -b");
+  EXPECT_EQ(Rewrite("SELECT 1::pg_catalog.int4"), "SELECT 1::int4");
+  // Found by the fuzzer: a rewrite once opened a dollar quote it did not close.
+  const std::string found =
+      "SELECT a::scaergls ~ 'x' COLLATE \"C\", OPERATOR(pg_ERATOR(pinformation_schema.g_catalog.!~*) "
+      "$pg_catalog.g_cata$pg_catalog.g_catalo?";
+  auto r = RewriteForDuckDB(found);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(Lex(*r).ok()) << *r;
+}
+
 TEST(RewriteTest, HugeAndDeepInputsFinish) {
   std::string deep(200000, '(');
   deep += "a::regclass";
