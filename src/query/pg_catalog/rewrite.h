@@ -26,7 +26,8 @@
 // sluice_information_schema_tables ...): run it on a connection where that ran.
 //
 // Text inside string literals, quoted identifiers, comments and dollar quotes is never
-// changed, and SQL with none of these forms comes back byte for byte. Stateless and
+// changed, and SQL with none of these forms comes back byte for byte. Rewritten text always
+// lexes (a space keeps joined tokens apart; failing that, the input is returned as it was). Stateless and
 // thread-safe; linear in the input.
 #pragma once
 
