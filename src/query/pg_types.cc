@@ -1,5 +1,6 @@
 #include "query/pg_types.h"
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -146,6 +147,8 @@ Result<TypeInfo> MakeInfo(const duck::LogicalType& t) {
       return info;
     }
     case TypeId::kSqlNull:
+    case TypeId::kInvalid:  // a prepared statement's column whose type waits for its parameters
+    case TypeId::kAny:
       info.pg = {oid::kText, -1, -1};
       return info;
     default:
@@ -315,8 +318,8 @@ void ScalarText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::str
 
 // Postgres array element quoting.
 void AppendArrayElement(std::string& out, std::string_view e) {
-  bool quote = e.empty() || e.size() == 4 && (e[0] == 'N' || e[0] == 'n') && (e[1] == 'U' || e[1] == 'u') &&
-                                (e[2] == 'L' || e[2] == 'l') && (e[3] == 'L' || e[3] == 'l');
+  bool quote = e.empty() || (e.size() == 4 && (e[0] == 'N' || e[0] == 'n') && (e[1] == 'U' || e[1] == 'u') &&
+                              (e[2] == 'L' || e[2] == 'l') && (e[3] == 'L' || e[3] == 'l'));
   for (char c : e) {
     if (c == '{' || c == '}' || c == ',' || c == '"' || c == '\\' || c == ' ' || c == '\t' || c == '\n' ||
         c == '\r' || c == '\v' || c == '\f') {
@@ -1002,10 +1005,71 @@ Result<std::string> DecodeByteaText(std::string_view t) {
   return out;
 }
 
+// A one-dimensional Postgres array literal ({a,"b c",NULL}) as a LIST of VARCHAR, which
+// DuckDB casts to the parameter's list type (DuckDB's own list syntax is [a, b]).
+Result<duck::Value> DecodeArrayText(std::string_view t) {
+  auto bad = [&] { return InvalidArgumentError("malformed array literal: \"{}\"", t.substr(0, 64)); };
+  size_t i = 0;
+  while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+  if (i == t.size() || t[i] != '{') return bad();
+  ++i;
+  std::vector<duck::Value> values;
+  while (true) {
+    while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+    if (i >= t.size()) return bad();
+    if (t[i] == '}' && values.empty()) {
+      ++i;
+      break;
+    }
+    std::string elem;
+    bool quoted = false;
+    if (t[i] == '"') {
+      quoted = true;
+      ++i;
+      while (i < t.size() && t[i] != '"') {
+        if (t[i] == '\\' && i + 1 < t.size()) ++i;
+        elem += t[i++];
+      }
+      if (i >= t.size()) return bad();
+      ++i;
+    } else {
+      if (t[i] == '{') return UnimplementedError("multi-dimensional array parameters are not supported");
+      while (i < t.size() && t[i] != ',' && t[i] != '}') {
+        if (t[i] == '\\' && i + 1 < t.size()) ++i;
+        elem += t[i++];
+      }
+      while (!elem.empty() && std::isspace(static_cast<unsigned char>(elem.back()))) elem.pop_back();
+    }
+    if (!quoted && (elem == "NULL" || elem == "null" || elem == "Null")) {
+      values.push_back(duck::Value::Null());
+    } else {
+      values.push_back(duck::Value::Varchar(elem));
+    }
+    while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+    if (i >= t.size()) return bad();
+    if (t[i] == ',') {
+      ++i;
+      continue;
+    }
+    if (t[i] == '}') {
+      ++i;
+      break;
+    }
+    return bad();
+  }
+  while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
+  if (i != t.size()) return bad();
+  return duck::Value::List(duck::LogicalType::Varchar(), std::move(values));
+}
+
 }  // namespace
 
 Result<duck::Value> DecodeParam(uint32_t o, bool binary, std::string_view bytes) {
   if (binary) return DecodeBinaryParam(o, bytes, 0);
+  if (oid::ElementOf(o) != 0 && o != oid::kByteaArray) {
+    if (!pg::IsValidUtf8(bytes)) return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
+    return DecodeArrayText(bytes);
+  }
   if (o == oid::kBytea) {
     ASSIGN_OR_RETURN(std::string blob, DecodeByteaText(bytes));
     return duck::Value::Blob(blob);

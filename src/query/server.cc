@@ -179,7 +179,10 @@ void ServerState::ReapWorkers(bool all) {
       }
     }
   }
-  for (Worker& w : finished) w.thread.join();
+  for (Worker& w : finished) {
+    w.thread.join();
+    ::close(w.fd);  // closed only now: until the join, StopAll may shut it down
+  }
 }
 
 void ServerState::AcceptLoop() {

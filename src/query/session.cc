@@ -204,7 +204,7 @@ void Session::Run() {
     server_.Unregister(slot_);
   }
   conn_.reset();
-  ::close(fd_);
+  ::shutdown(fd_, SHUT_RDWR);
 }
 
 bool Session::Startup() {
@@ -564,6 +564,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     return std::nullopt;
   }
   for (size_t i = 0; i < extracted->size(); ++i) {
+    ++duck_generation_;
     auto prepared = extracted->Prepare(i, &type);
     if (!prepared.ok()) return FromDuck(prepared.status(), type);
     auto stmt = std::make_shared<Statement>();
@@ -618,6 +619,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     return stmt;
   }
   if (extracted->size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
+  ++duck_generation_;
   auto prepared = extracted->Prepare(0, &type);
   if (!prepared.ok()) return fail(FromDuck(prepared.status(), type));
   stmt->prepared = std::move(prepared).value();
@@ -666,13 +668,9 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
     return SqlError{"08P01", fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" requires {}",
                                          m.params.size(), m.statement, s.param_oids.size())};
   }
-  size_t ncols = s.columns.size();
-  if (m.result_formats.size() > 1 && m.result_formats.size() != ncols) {
-    return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
-                                         m.result_formats.size(), ncols)};
-  }
   Portal p;
   p.statement = it->second;
+  p.result_formats = m.result_formats;
   for (size_t i = 0; i < m.params.size(); ++i) {
     if (!m.params[i]) {
       p.params.emplace_back(std::nullopt);
@@ -687,10 +685,11 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
     }
     p.params.emplace_back(std::move(v).value());
   }
-  for (size_t c = 0; c < ncols; ++c) {
+  for (size_t c = 0; c < s.columns.size(); ++c) {
     p.formats.push_back(m.result_formats.empty()       ? 0
                         : m.result_formats.size() == 1 ? m.result_formats[0]
-                                                       : m.result_formats[c]);
+                        : c < m.result_formats.size()  ? m.result_formats[c]
+                                                       : 0);
   }
   portals_.insert_or_assign(m.portal, std::move(p));
   pg::WriteBindComplete(out_);
@@ -710,8 +709,24 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
   } else {
     auto it = portals_.find(m.name);
     if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.name)};
-    s = it->second.statement.get();
-    formats = &it->second.formats;
+    Portal& p = it->second;
+    s = p.statement.get();
+    formats = &p.formats;
+    // With parameters DuckDB may bind the statement, and know its result, only once the
+    // values are there: the portal starts now and is described from its real result
+    // (the Execute that follows goes on from there).
+    bool runnable = !s->empty && s->client_setting.name.empty() && s->prepared != nullptr;
+    if (runnable && !p.params.empty()) {
+      if (!p.started && !p.done) {
+        if (auto e = StartPortal(p)) return e;
+      }
+      if (p.stream && p.stream->return_type() == duck::ReturnType::kRows) {
+        WriteDescription(p);
+      } else {
+        pg::WriteNoData(out_);
+      }
+      return std::nullopt;
+    }
   }
   if (!s->returns_rows) {
     pg::WriteNoData(out_);
@@ -741,6 +756,64 @@ void Session::HandleClose(const pg::CloseMessage& m) {
   pg::WriteCloseComplete(out_);
 }
 
+std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
+  Statement& s = *p.statement;
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  QueryStarted();
+  struct EndQuery {
+    Session* s;
+    ~EndQuery() { s->QueryEnded(); }
+  } end_query{this};
+  p.started = true;
+  duck::PreparedStatement& prepared = *s.prepared;
+  if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
+  for (size_t i = 0; i < p.params.size(); ++i) {
+    Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i]) : prepared.BindValue(i + 1, duck::Value::Null());
+    if (!st.ok()) {
+      p.done = true;
+      return SqlError{"22023", CleanMessage(st.message())};
+    }
+  }
+  p.generation = ++duck_generation_;
+  auto stream = prepared.ExecuteStreaming(&type);
+  if (!stream.ok()) {
+    p.done = true;
+    return FromDuck(stream.status(), type);
+  }
+  p.stream.emplace(std::move(stream).value());
+  if (p.stream->return_type() != duck::ReturnType::kRows) return std::nullopt;
+  size_t ncols = p.stream->column_count();
+  // Result formats: none (text), one for all, or one per column (Bind's rule), checked
+  // now that the columns are known for sure.
+  if (p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
+    p.done = true;
+    return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
+                                         p.result_formats.size(), ncols)};
+  }
+  p.formats.clear();
+  for (size_t c = 0; c < ncols; ++c) {
+    p.formats.push_back(p.result_formats.empty()       ? 0
+                        : p.result_formats.size() == 1 ? p.result_formats[0]
+                                                       : p.result_formats[c]);
+    auto enc = ColumnEncoder::Make(p.stream->column_type(c));
+    if (!enc.ok()) {
+      p.done = true;
+      return SqlError{"0A000", enc.status().message()};
+    }
+    p.encoders.push_back(std::move(enc).value());
+  }
+  return std::nullopt;
+}
+
+void Session::WriteDescription(const Portal& p) {
+  std::vector<pg::FieldDescription> fields;
+  for (size_t c = 0; c < p.encoders.size(); ++c) {
+    const PgType& t = p.encoders[c].pg_type();
+    fields.push_back({p.stream->column_name(c), t.oid, t.size, t.modifier, p.formats[c]});
+  }
+  pg::WriteRowDescription(out_, fields);
+}
+
 std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows, bool describe_rows) {
   Statement& s = *p.statement;
   if (s.empty) {
@@ -758,44 +831,19 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     return std::nullopt;
   }
   duck::ErrorType type = duck::ErrorType::kInvalid;
+  if (!p.started) {
+    if (auto e = StartPortal(p)) return e;
+    if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
+  }
   QueryStarted();
   struct EndQuery {
     Session* s;
     ~EndQuery() { s->QueryEnded(); }
   } end_query{this};
-  if (!p.started) {
-    p.started = true;
-    duck::PreparedStatement& prepared = *s.prepared;
-    if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
-    for (size_t i = 0; i < p.params.size(); ++i) {
-      Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i]) : prepared.BindValue(i + 1, duck::Value::Null());
-      if (!st.ok()) return SqlError{"22023", CleanMessage(st.message())};
-    }
-    auto stream = prepared.ExecuteStreaming(&type);
-    if (!stream.ok()) {
-      p.done = true;
-      return FromDuck(stream.status(), type);
-    }
-    p.stream.emplace(std::move(stream).value());
-    if (p.stream->return_type() == duck::ReturnType::kRows) {
-      for (size_t c = 0; c < p.stream->column_count(); ++c) {
-        auto enc = ColumnEncoder::Make(p.stream->column_type(c));
-        if (!enc.ok()) {
-          p.done = true;
-          return SqlError{"0A000", enc.status().message()};
-        }
-        p.encoders.push_back(std::move(enc).value());
-      }
-      if (p.formats.size() < p.encoders.size()) p.formats.resize(p.encoders.size(), 0);
-      if (describe_rows) {
-        std::vector<pg::FieldDescription> fields;
-        for (size_t c = 0; c < p.encoders.size(); ++c) {
-          const PgType& t = p.encoders[c].pg_type();
-          fields.push_back({p.stream->column_name(c), t.oid, t.size, t.modifier, p.formats[c]});
-        }
-        pg::WriteRowDescription(out_, fields);
-      }
-    }
+  if (p.generation != duck_generation_) {
+    p.done = true;
+    p.stream.reset();
+    return SqlError{"55000", "portal cannot go on: another statement ran on this session after it was suspended"};
   }
   duck::StreamResult& stream = *p.stream;
   if (stream.return_type() != duck::ReturnType::kRows) {

@@ -36,7 +36,8 @@ struct SessionSlot {
 class Session {
  public:
   Session(ServerState& server, int fd) : server_(server), fd_(fd) {}
-  // Runs the connection to its end; closes the socket.
+  // Runs the connection to its end and shuts the socket down (the server closes it after
+  // joining the thread, so that its number is not reused while others may touch it).
   void Run();
 
  private:
@@ -56,12 +57,14 @@ class Session {
   struct Portal {
     std::shared_ptr<Statement> statement;
     std::vector<std::optional<duck::Value>> params;  // nullopt: NULL
+    std::vector<int16_t> result_formats;  // as Bind gave them
     std::vector<int16_t> formats;  // one per column
     std::optional<duck::StreamResult> stream;
     std::vector<ColumnEncoder> encoders;  // of the running result
     std::optional<duck::DataChunk> chunk;
     uint64_t chunk_row = 0;
     uint64_t rows = 0;
+    uint64_t generation = 0;  // Session::duck_generation_ when its stream started
     bool started = false;
     bool done = false;
   };
@@ -101,6 +104,10 @@ class Session {
   // Starts the portal's query (binding its parameters) and sends up to `max_rows` rows
   // (0: all), then CommandComplete or PortalSuspended.
   std::optional<SqlError> RunPortal(Portal& p, int32_t max_rows, bool describe_rows);
+  // Binds the portal's parameters and starts its statement; sets its encoders and
+  // formats from the real result.
+  std::optional<SqlError> StartPortal(Portal& p);
+  void WriteDescription(const Portal& p);
   std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
   SqlError FromDuck(const Status& st, duck::ErrorType type);
   void QueryStarted();
@@ -118,6 +125,9 @@ class Session {
   std::string user_;
   std::map<std::string, std::shared_ptr<Statement>> statements_;
   std::map<std::string, Portal> portals_;
+  // Counts the DuckDB calls that close the connection's open stream (prepare, execute):
+  // a suspended portal whose stream was closed that way cannot go on.
+  uint64_t duck_generation_ = 0;
   bool in_transaction_ = false;
   bool failed_transaction_ = false;
 };

@@ -252,7 +252,7 @@ ClientSetting ParseClientSetting(std::string_view statement) {
 }
 
 std::string CommandTag(std::string_view statement, bool returned_rows, uint64_t rows) {
-  std::vector<std::string> w = LeadingWords(statement, 4);
+  std::vector<std::string> w = LeadingWords(statement, 6);
   std::string first = w.empty() ? "" : w[0];
   if (first == "INSERT") return fmt::format("INSERT 0 {}", rows);
   if (first == "UPDATE" || first == "DELETE" || first == "MERGE" || first == "COPY") {

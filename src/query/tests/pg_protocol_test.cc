@@ -38,7 +38,8 @@ TEST(PgFrameTest, ReadsAFrameOnlyWhenComplete) {
     ASSERT_TRUE(f.ok());
     EXPECT_FALSE(f->has_value()) << n;
   }
-  auto f = ReadFrame(msg + "extra", 1024, &used);
+  std::string with_more = msg + "extra";
+  auto f = ReadFrame(with_more, 1024, &used);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE(f->has_value());
   EXPECT_EQ((*f)->type, 'Q');

@@ -10,7 +10,8 @@ namespace {
 TEST(PgTextTest, FormatsDatesTimesAndTimestamps) {
   EXPECT_EQ(FormatDate(0), "1970-01-01");
   EXPECT_EQ(FormatDate(19724), "2024-01-02");
-  EXPECT_EQ(FormatDate(-719528), "0001-12-31 BC");  // the day before 0001-01-01 is 1 BC
+  EXPECT_EQ(FormatDate(-719162), "0001-01-01");
+  EXPECT_EQ(FormatDate(-719163), "0001-12-31 BC");  // the day before 0001-01-01 is in 1 BC
   EXPECT_EQ(FormatDate(2147483647), "infinity");
   EXPECT_EQ(FormatTime(0), "00:00:00");
   EXPECT_EQ(FormatTime(3723'500000), "01:02:03.5");
@@ -183,6 +184,33 @@ TEST(PgParamTest, RefusesMalformedBinaryParameters) {
   auto bytea = DecodeParam(oid::kBytea, false, "\\x00ff");
   ASSERT_TRUE(bytea.ok());
   EXPECT_FALSE(DecodeParam(oid::kBytea, false, "\\x0").ok());
+}
+
+}  // namespace
+}  // namespace sluice::query
+
+namespace sluice::query {
+namespace {
+
+TEST(PgParamTest, TextArraysBecomeLists) {
+  auto db = duck::Database::Open({.threads = 1});
+  auto conn = duck::Connection::Open(**db);
+  auto stmt = duck::PreparedStatement::Prepare(**conn, "SELECT $1::INTEGER[] AS a, $2::VARCHAR[] AS b");
+  ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
+  auto a = DecodeParam(oid::kInt4Array, false, "{1, NULL ,3}");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto b = DecodeParam(oid::kTextArray, false, R"({"a,b","q\"uote",NULL,"NULL",plain})");
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE((*stmt)->BindValue(1, *a).ok());
+  ASSERT_TRUE((*stmt)->BindValue(2, *b).ok());
+  auto rows = (*conn)->QueryText("SELECT 1");  // the connection works
+  ASSERT_TRUE(rows.ok());
+  auto result = (*stmt)->Execute();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_TRUE(DecodeParam(oid::kInt4Array, false, "{}").ok());
+  for (const char* bad : {"1,2", "{1,2", "{\"a}", "{1}x", "{{1}}"}) {
+    EXPECT_FALSE(DecodeParam(oid::kInt4Array, false, bad).ok()) << bad;
+  }
 }
 
 }  // namespace

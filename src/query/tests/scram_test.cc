@@ -96,7 +96,7 @@ TEST(ScramTest, WrongPasswordUnknownUserAndTamperingAreRefused) {
 }
 
 TEST(ScramTest, Base64RoundTrips) {
-  for (std::string s : {"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
     auto back = Base64Decode(Base64Encode(s));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, s);

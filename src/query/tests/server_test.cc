@@ -426,7 +426,7 @@ TEST_F(QueryServerTest, SandboxRefusesSettingsFilesAttachAndExtensions) {
   ASSERT_TRUE(c.Startup());
   std::string outside = (dir_ / "outside.csv").string();
   std::string inside = (dir_ / "allowed" / "inside.csv").string();
-  for (std::string sql : {std::string("SET memory_limit = '64GB'"), std::string("SET threads = 64"),
+  for (const std::string& sql : std::vector<std::string>{std::string("SET memory_limit = '64GB'"), std::string("SET threads = 64"),
                           "COPY (SELECT 1) TO '" + outside + "'", "SELECT * FROM read_csv('/etc/passwd')",
                           std::string("ATTACH ':memory:' AS m"), "ATTACH '" + (dir_ / "allowed" / "x.db").string() + "'",
                           std::string("INSTALL httpfs"), std::string("LOAD httpfs"),
