@@ -123,7 +123,7 @@ class BrokerProcess {
       fs::path self = fs::read_symlink("/proc/self/exe", ec);
       if (!ec) exe = self.string();
     }
-    b->command_ = {exe, "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+    b->command_ = {exe, "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
                   "--data-dir", data_dir};
     ASSIGN_OR_RETURN(b->pid_, Spawn(b->command_, b->out_path_, b->err_path_));
     // It prints "sluice: serving Kafka on HOST:PORT (...)" once it listens.

@@ -1568,7 +1568,7 @@ Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
   ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,
                    Child::Start("sluice serve",
                                 {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0",
-                                 "--http-addr", "127.0.0.1:0", "--data-dir", data},
+                                 "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data},
                                 work->path() + "/broker", "sluice: serving Kafka on ", false));
   Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
   Status stopped = broker->Stop();

@@ -566,8 +566,42 @@ def iceberg_metadata_seeds(out):
     write_all(os.path.join(out, "iceberg_metadata"), seeds)
 
 
+def pg_seeds(out):
+    """Postgres frontend bytes for pg_fuzz: byte 0 picks the phase (0 startup, 1 messages,
+    2 binary parameter with a 4-byte type OID after it)."""
+    def msg(t, body):
+        return t + struct.pack(">i", len(body) + 4) + body
+
+    def startup(body):
+        return struct.pack(">i", len(body) + 4) + body
+    params = b"user\0alice\0database\0db\0application_name\0psql\0\0"
+    bind = (b"p\0s\0" + struct.pack(">hh", 1, 1) + struct.pack(">h", 2) + struct.pack(">i", 4) +
+            struct.pack(">i", 7) + struct.pack(">i", -1) + struct.pack(">hh", 1, 1))
+    parse = b"s\0SELECT $1\0" + struct.pack(">hi", 1, 23)
+    seeds = {
+        "startup": b"\x00" + startup(struct.pack(">i", 196608) + params),
+        "ssl": b"\x00" + startup(struct.pack(">i", 80877103)),
+        "cancel": b"\x00" + startup(struct.pack(">iii", 80877102, 1234, 5678)),
+        "startup_truncated": b"\x00" + startup(struct.pack(">i", 196608) + params)[:12],
+        "startup_bad_len": b"\x00" + struct.pack(">i", -8),
+        "extended": b"\x01" + msg(b"P", parse) + msg(b"B", bind) + msg(b"D", b"Pp\0") +
+                    msg(b"E", b"p\0" + struct.pack(">i", 10)) + msg(b"C", b"Ss\0") + msg(b"H", b"") + msg(b"S", b""),
+        "query": b"\x01" + msg(b"Q", b"SELECT 1; SELECT 'a;b'\0") + msg(b"X", b""),
+        "sasl": b"\x01" + msg(b"p", b"SCRAM-SHA-256\0" + struct.pack(">i", 12) + b"n,,n=,r=abcd"),
+        "oversized": b"\x01Q" + struct.pack(">i", 1 << 30),
+        "negative": b"\x01Q" + struct.pack(">i", -1),
+        "numeric": b"\x02" + struct.pack(">I", 1700) + struct.pack(">hhhhhh", 2, 0, 0, 2, 1, 5000),
+        "int4_array": b"\x02" + struct.pack(">I", 1007) + struct.pack(">iiiii", 1, 1, 23, 2, 1) +
+                      struct.pack(">ii", 4, 1) + struct.pack(">i", -1),
+        "interval": b"\x02" + struct.pack(">I", 1186) + struct.pack(">qii", 3000000, 2, 1),
+        "timestamp": b"\x02" + struct.pack(">I", 1114) + struct.pack(">q", 1000000),
+    }
+    write_all(os.path.join(out, "pg"), seeds)
+
+
 def main():
     out = sys.argv[1]
+    pg_seeds(out)
     segment_seeds(out)
     records_seeds(out)
     request_seeds(out)

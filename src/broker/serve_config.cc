@@ -44,7 +44,11 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
       "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
       "sasl.users", "sasl.scram_iterations",
       // Read by `sluice serve` itself (src/cli/main.cc): the HTTP port and the REST catalog.
-      "http.addr", "warehouse"};
+      "http.addr", "warehouse",
+      // Read by the query server (src/query/server.cc, QueryServerConfigFrom).
+      "query.pg_addr", "query.memory_limit", "query.threads", "query.allowed_directories",
+      "query.max_connections", "query.max_message_bytes", "query.timeout_seconds", "query.users",
+      "query.auth", "query.scram_iterations"};
   for (const std::string& n : kTopicNames) known.push_back("topics.defaults." + n);
   std::vector<std::string_view> views(known.begin(), known.end());
   RETURN_IF_ERROR(config.CheckKnown(views));

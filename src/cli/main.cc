@@ -32,6 +32,7 @@
 #include "duck/database.h"
 #include "kafka/client/config.h"
 #include "lake/rest_catalog.h"
+#include "query/server.h"
 
 namespace {
 
@@ -147,6 +148,7 @@ struct ServeFlags {
   int64_t pipelines_budget_mib = 0;  // 0: half the machine's memory
   std::string http_addr;
   std::string warehouse;
+  std::string pg_addr;
 };
 
 // The HTTP port when neither --http-addr nor http.addr says otherwise.
@@ -173,6 +175,7 @@ int RunServe(const ServeFlags& f) {
   if (f.shards > 0) config.Set("shards", std::to_string(f.shards), "--shards");
   if (!f.http_addr.empty()) config.Set("http.addr", f.http_addr, "--http-addr");
   if (!f.warehouse.empty()) config.Set("warehouse", f.warehouse, "--warehouse");
+  if (!f.pg_addr.empty()) config.Set("query.pg_addr", f.pg_addr, "--pg-addr");
   auto serve_config = sluice::broker::ServeConfigFrom(config);
   if (!serve_config.ok()) {
     std::fprintf(stderr, "sluice serve: %s\n", serve_config.status().message().c_str());
@@ -202,6 +205,11 @@ int RunServe(const ServeFlags& f) {
       return 2;
     }
     catalog = std::move(opened).value();
+  }
+  auto query_config = sluice::query::QueryServerConfigFrom(config);
+  if (!query_config.ok()) {
+    std::fprintf(stderr, "sluice serve: %s\n", query_config.status().message().c_str());
+    return 2;
   }
 
   sigset_t signals;
@@ -283,6 +291,22 @@ int RunServe(const ServeFlags& f) {
     }
     std::fflush(stdout);
   }
+  // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
+  std::unique_ptr<sluice::query::QueryServer> query_server;
+  if (query_config->enabled) {
+    auto started = sluice::query::QueryServer::Start(std::move(query_config->options));
+    if (!started.ok()) {
+      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
+      if (http) http->Stop();
+      if (pipelines) pipelines->Stop();
+      (void)(*service)->Stop();
+      ::close(sfd);
+      return 2;
+    }
+    query_server = std::move(started).value();
+    fmt::print("sluice: Postgres wire protocol on {}:{}\n", query_server->host(), query_server->port());
+    std::fflush(stdout);
+  }
 
   signalfd_siginfo info{};
   ssize_t n;
@@ -294,6 +318,7 @@ int RunServe(const ServeFlags& f) {
              n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
   // Pipelines first: each finishes its batch in hand and commits to the broker still up.
+  if (query_server) query_server->Stop();
   if (pipelines) pipelines->Stop();
   if (http) http->Stop();
   if (sluice::Status st = (*service)->Stop(); !st.ok()) {
@@ -355,6 +380,9 @@ int main(int argc, char** argv) {
   serve->add_option("--warehouse", serve_flags.warehouse,
                     "serve the Iceberg tables of DIR (the iceberg sink's warehouse) as an Iceberg REST "
                     "catalog on the HTTP port (docs/design/0009)");
+  serve->add_option("--pg-addr", serve_flags.pg_addr,
+                    "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
+                    "port 0: any free port; off: none; docs/design/0010)");
 
   auto* pipeline_cmd = app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
   pipeline_cmd->require_subcommand(0, 1);

@@ -42,6 +42,18 @@ uint64_t Vector::ListSize() const { return duckdb_list_vector_get_size(v_); }
 
 Vector Vector::StructField(size_t i) const { return Vector(duckdb_struct_vector_get_child(v_, i)); }
 
+Vector Vector::ArrayChild() const { return Vector(duckdb_array_vector_get_child(v_)); }
+
+bool Vector::IsValid(uint64_t row) const {
+  uint64_t* validity = duckdb_vector_get_validity(v_);
+  return validity == nullptr || duckdb_validity_row_is_valid(validity, row);
+}
+
+std::string_view Vector::GetString(uint64_t row) const {
+  auto* s = static_cast<duckdb_string_t*>(duckdb_vector_get_data(v_)) + row;
+  return {duckdb_string_t_data(s), duckdb_string_t_length(*s)};
+}
+
 LogicalType Vector::type() const { return LogicalType::Adopt(duckdb_vector_get_column_type(v_)); }
 
 Result<DataChunk> DataChunk::Create(const std::vector<LogicalType>& types) {

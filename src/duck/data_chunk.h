@@ -70,6 +70,14 @@ class Vector {
 
   // STRUCT: the vector of field `i`.
   Vector StructField(size_t i) const;
+  // ARRAY (fixed size): the child vector; row r's elements are child rows
+  // [r * size, (r + 1) * size) with size LogicalType::ArraySize().
+  Vector ArrayChild() const;
+
+  // Reading: is row `row` valid (not NULL)? A vector without a validity mask is all valid.
+  bool IsValid(uint64_t row) const;
+  // The VARCHAR or BLOB value of a row (valid while the chunk lives).
+  std::string_view GetString(uint64_t row) const;
 
   LogicalType type() const;
   _duckdb_vector* handle() const { return v_; }
@@ -104,7 +112,8 @@ class DataChunk {
   _duckdb_data_chunk* handle() const { return chunk_; }
 
  private:
-  friend class QueryResult;  // hands its chunks over (TakeChunks)
+  friend class QueryResult;   // hands its chunks over (TakeChunks)
+  friend class StreamResult;  // hands fetched chunks over
   DataChunk(_duckdb_data_chunk* chunk, size_t columns) : chunk_(chunk), columns_(columns) {}
   _duckdb_data_chunk* chunk_;
   size_t columns_;

@@ -26,7 +26,14 @@ ColumnType ToColumnType(duckdb_type t) {
   }
 }
 
-Status ResultError(duckdb_result* result) {
+static_assert(static_cast<int>(ErrorType::kSequence) == DUCKDB_ERROR_SEQUENCE);
+static_assert(static_cast<int>(ErrorType::kPermission) == DUCKDB_ERROR_PERMISSION);
+static_assert(static_cast<int>(ErrorType::kInterrupt) == DUCKDB_ERROR_INTERRUPT);
+static_assert(static_cast<int>(StatementType::kMulti) == DUCKDB_STATEMENT_TYPE_MULTI);
+static_assert(static_cast<int>(StatementType::kAttach) == DUCKDB_STATEMENT_TYPE_ATTACH);
+
+Status ResultError(duckdb_result* result, ErrorType* error_type = nullptr) {
+  if (error_type != nullptr) *error_type = static_cast<ErrorType>(duckdb_result_error_type(result));
   const char* msg = duckdb_result_error(result);
   std::string text = msg != nullptr ? msg : "unknown DuckDB error";
   switch (duckdb_result_error_type(result)) {
@@ -233,17 +240,239 @@ std::vector<DataChunk> QueryResult::TakeChunks() {
   return out;
 }
 
+namespace {
+
+// A failed duckdb_prepare or duckdb_prepare_extracted_statement as a Status (the C API
+// gives the message only; its prefix names the type).
+Status PrepareError(duckdb_prepared_statement* stmt, ErrorType* error_type) {
+  const char* e = duckdb_prepare_error(*stmt);
+  std::string msg = e != nullptr ? e : "DuckDB: cannot prepare the statement";
+  duckdb_destroy_prepare(stmt);
+  if (error_type != nullptr) *error_type = ErrorTypeFromMessage(msg);
+  return InvalidArgumentError("{}", msg);
+}
+
+}  // namespace
+
+ErrorType ErrorTypeFromMessage(std::string_view message) {
+  // DuckDB's ErrorData prefixes its message with the type's name and " Error: ".
+  static constexpr std::pair<std::string_view, ErrorType> kPrefixes[] = {
+      {"Out of Range", ErrorType::kOutOfRange}, {"Conversion", ErrorType::kConversion},
+      {"Unknown Type", ErrorType::kUnknownType}, {"Decimal", ErrorType::kDecimal},
+      {"Mismatch Type", ErrorType::kMismatchType}, {"Divide by Zero", ErrorType::kDivideByZero},
+      {"Invalid type", ErrorType::kInvalidType}, {"Serialization", ErrorType::kSerialization},
+      {"TransactionContext", ErrorType::kTransaction}, {"Not implemented", ErrorType::kNotImplemented},
+      {"Expression", ErrorType::kExpression}, {"Catalog", ErrorType::kCatalog},
+      {"Parser", ErrorType::kParser}, {"Planner", ErrorType::kPlanner},
+      {"Constraint", ErrorType::kConstraint}, {"Syntax", ErrorType::kSyntax},
+      {"Binder", ErrorType::kBinder}, {"IO", ErrorType::kIO}, {"INTERRUPT", ErrorType::kInterrupt},
+      {"FATAL", ErrorType::kFatal}, {"INTERNAL", ErrorType::kInternal},
+      {"Invalid Input", ErrorType::kInvalidInput}, {"Out of Memory", ErrorType::kOutOfMemory},
+      {"Permission", ErrorType::kPermission}, {"Parameter Not Resolved", ErrorType::kParameterNotResolved},
+      {"Parameter Not Allowed", ErrorType::kParameterNotAllowed}, {"Dependency", ErrorType::kDependency},
+      {"HTTP", ErrorType::kHTTP}, {"Missing Extension", ErrorType::kMissingExtension},
+      {"Sequence", ErrorType::kSequence}, {"Invalid Configuration", ErrorType::kInvalidConfiguration},
+  };
+  if (message.starts_with("DuckDB: ")) message.remove_prefix(8);
+  for (const auto& [prefix, type] : kPrefixes) {
+    if (message.starts_with(prefix) && message.substr(prefix.size()).starts_with(" Error: ")) return type;
+  }
+  return ErrorType::kInvalid;
+}
+
 Result<std::unique_ptr<PreparedStatement>> PreparedStatement::Prepare(Connection& conn,
-                                                                      std::string_view sql) {
+                                                                      std::string_view sql,
+                                                                      ErrorType* error_type) {
   std::string text(sql);
   duckdb_prepared_statement stmt = nullptr;
   if (duckdb_prepare(conn.handle(), text.c_str(), &stmt) == DuckDBError) {
-    const char* e = duckdb_prepare_error(stmt);
-    Status st = InvalidArgumentError("{}", e != nullptr ? e : "DuckDB: cannot prepare the statement");
-    duckdb_destroy_prepare(&stmt);
-    return st;
+    return PrepareError(&stmt, error_type);
   }
   return std::unique_ptr<PreparedStatement>(new PreparedStatement(stmt));
+}
+
+Status PreparedStatement::BindValue(size_t index, const Value& value) {
+  if (duckdb_bind_value(stmt_, index, value.handle()) == DuckDBError) {
+    const char* e = duckdb_prepare_error(stmt_);
+    return InvalidArgumentError("DuckDB: cannot bind parameter ${}: {}", index,
+                                e != nullptr ? e : "out of range");
+  }
+  return Status::OK();
+}
+
+Status PreparedStatement::ClearBindings() {
+  if (duckdb_clear_bindings(stmt_) == DuckDBError) return InternalError("DuckDB: cannot clear bindings");
+  return Status::OK();
+}
+
+StatementType PreparedStatement::type() const {
+  return static_cast<StatementType>(duckdb_prepared_statement_type(stmt_));
+}
+
+size_t PreparedStatement::param_count() const { return duckdb_nparams(stmt_); }
+
+std::optional<LogicalType> PreparedStatement::param_type(size_t index) const {
+  duckdb_logical_type t = duckdb_param_logical_type(stmt_, index);
+  if (t == nullptr) return std::nullopt;
+  LogicalType out = LogicalType::Adopt(t);
+  if (out.id() == TypeId::kInvalid || out.id() == TypeId::kAny || out.id() == TypeId::kSqlNull) {
+    return std::nullopt;
+  }
+  return out;
+}
+
+size_t PreparedStatement::column_count() const { return duckdb_prepared_statement_column_count(stmt_); }
+
+std::string PreparedStatement::column_name(size_t col) const {
+  const char* n = duckdb_prepared_statement_column_name(stmt_, col);
+  std::string out = n != nullptr ? n : "";
+  duckdb_free(const_cast<char*>(n));
+  return out;
+}
+
+LogicalType PreparedStatement::column_type(size_t col) const {
+  return LogicalType::Adopt(duckdb_prepared_statement_column_logical_type(stmt_, col));
+}
+
+Result<StreamResult> PreparedStatement::ExecuteStreaming(ErrorType* error_type) {
+  duckdb_pending_result pending = nullptr;
+  if (duckdb_pending_prepared_streaming(stmt_, &pending) == DuckDBError) {
+    const char* e = duckdb_pending_error(pending);
+    std::string msg = e != nullptr ? e : "DuckDB: cannot run the statement";
+    duckdb_destroy_pending(&pending);
+    if (error_type != nullptr) *error_type = ErrorTypeFromMessage(msg);
+    return InvalidArgumentError("{}", msg);
+  }
+  auto result = std::make_unique<ResultState>();
+  duckdb_state state = duckdb_execute_pending(pending, &result->result);
+  duckdb_destroy_pending(&pending);
+  if (state == DuckDBError) {
+    Status st = ResultError(&result->result, error_type);
+    duckdb_destroy_result(&result->result);
+    return st;
+  }
+  return StreamResult(std::move(result));
+}
+
+Result<ExtractedStatements> ExtractedStatements::Extract(Connection& conn, std::string_view sql,
+                                                         ErrorType* error_type) {
+  std::string text(sql);
+  duckdb_extracted_statements stmts = nullptr;
+  idx_t n = duckdb_extract_statements(conn.handle(), text.c_str(), &stmts);
+  if (n == 0) {
+    const char* e = stmts != nullptr ? duckdb_extract_statements_error(stmts) : nullptr;
+    if (e != nullptr) {
+      std::string msg = e;
+      duckdb_destroy_extracted(&stmts);
+      if (error_type != nullptr) *error_type = ErrorTypeFromMessage(msg);
+      if (error_type != nullptr && *error_type == ErrorType::kInvalid) *error_type = ErrorType::kParser;
+      return InvalidArgumentError("{}", msg);
+    }
+  }
+  return ExtractedStatements(conn.handle(), stmts, n);
+}
+
+ExtractedStatements::ExtractedStatements(ExtractedStatements&& other) noexcept
+    : conn_(other.conn_), stmts_(std::exchange(other.stmts_, nullptr)), count_(other.count_) {}
+
+ExtractedStatements::~ExtractedStatements() {
+  if (stmts_ != nullptr) duckdb_destroy_extracted(&stmts_);
+}
+
+Result<std::unique_ptr<PreparedStatement>> ExtractedStatements::Prepare(size_t i, ErrorType* error_type) {
+  duckdb_prepared_statement stmt = nullptr;
+  if (duckdb_prepare_extracted_statement(conn_, stmts_, i, &stmt) == DuckDBError) {
+    return PrepareError(&stmt, error_type);
+  }
+  return std::unique_ptr<PreparedStatement>(new PreparedStatement(stmt));
+}
+
+StreamResult::StreamResult(std::unique_ptr<ResultState> result) : result_(std::move(result)) {
+  idx_t n = duckdb_column_count(&result_->result);
+  for (idx_t i = 0; i < n; ++i) {
+    const char* name = duckdb_column_name(&result_->result, i);
+    names_.emplace_back(name != nullptr ? name : "");
+  }
+}
+
+StreamResult::StreamResult(StreamResult&& other) noexcept
+    : result_(std::move(other.result_)), names_(std::move(other.names_)) {}
+
+StreamResult& StreamResult::operator=(StreamResult&& other) noexcept {
+  if (this != &other) {
+    if (result_ != nullptr) duckdb_destroy_result(&result_->result);
+    result_ = std::move(other.result_);
+    names_ = std::move(other.names_);
+  }
+  return *this;
+}
+
+StreamResult::~StreamResult() {
+  if (result_ != nullptr) duckdb_destroy_result(&result_->result);
+}
+
+LogicalType StreamResult::column_type(size_t col) const {
+  return LogicalType::Adopt(duckdb_column_logical_type(&result_->result, col));
+}
+
+ReturnType StreamResult::return_type() const {
+  switch (duckdb_result_return_type(result_->result)) {
+    case DUCKDB_RESULT_TYPE_CHANGED_ROWS: return ReturnType::kChangedRows;
+    case DUCKDB_RESULT_TYPE_QUERY_RESULT: return ReturnType::kRows;
+    default: return ReturnType::kNothing;
+  }
+}
+
+StatementType StreamResult::statement_type() const {
+  return static_cast<StatementType>(duckdb_result_statement_type(result_->result));
+}
+
+Result<std::optional<DataChunk>> StreamResult::Fetch(ErrorType* error_type) {
+  duckdb_data_chunk chunk = duckdb_fetch_chunk(result_->result);
+  if (chunk == nullptr) {
+    if (duckdb_result_error(&result_->result) != nullptr) return ResultError(&result_->result, error_type);
+    return std::optional<DataChunk>();
+  }
+  return std::optional<DataChunk>(DataChunk(chunk, names_.size()));
+}
+
+Value& Value::operator=(Value&& other) noexcept {
+  if (this != &other) {
+    if (v_ != nullptr) duckdb_destroy_value(&v_);
+    v_ = std::exchange(other.v_, nullptr);
+  }
+  return *this;
+}
+
+Value::~Value() {
+  if (v_ != nullptr) duckdb_destroy_value(&v_);
+}
+
+Value Value::Null() { return Value(duckdb_create_null_value()); }
+Value Value::Varchar(std::string_view text) { return Value(duckdb_create_varchar_length(text.data(), text.size())); }
+Value Value::Blob(std::string_view bytes) {
+  return Value(duckdb_create_blob(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
+Value Value::Boolean(bool v) { return Value(duckdb_create_bool(v)); }
+Value Value::Int16(int16_t v) { return Value(duckdb_create_int16(v)); }
+Value Value::Int32(int32_t v) { return Value(duckdb_create_int32(v)); }
+Value Value::Int64(int64_t v) { return Value(duckdb_create_int64(v)); }
+Value Value::Float(float v) { return Value(duckdb_create_float(v)); }
+Value Value::Double(double v) { return Value(duckdb_create_double(v)); }
+Value Value::Date(int32_t days) { return Value(duckdb_create_date(duckdb_date{days})); }
+Value Value::Time(int64_t micros) { return Value(duckdb_create_time(duckdb_time{micros})); }
+Value Value::Timestamp(int64_t micros) { return Value(duckdb_create_timestamp(duckdb_timestamp{micros})); }
+Value Value::TimestampTz(int64_t micros) { return Value(duckdb_create_timestamp_tz(duckdb_timestamp{micros})); }
+Value Value::Interval(int32_t months, int32_t days, int64_t micros) {
+  return Value(duckdb_create_interval(duckdb_interval{months, days, micros}));
+}
+Value Value::Uuid(uint64_t upper, uint64_t lower) {
+  return Value(duckdb_create_uuid(duckdb_uhugeint{lower, upper}));
+}
+Value Value::List(const LogicalType& child, std::vector<Value> values) {
+  std::vector<duckdb_value> handles;
+  for (const Value& v : values) handles.push_back(v.handle());
+  return Value(duckdb_create_list_value(child.handle(), handles.data(), handles.size()));
 }
 
 PreparedStatement::~PreparedStatement() { duckdb_destroy_prepare(&stmt_); }

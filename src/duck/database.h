@@ -28,6 +28,8 @@ struct _duckdb_database;
 struct _duckdb_connection;
 struct _duckdb_data_chunk;
 struct _duckdb_prepared_statement;
+struct _duckdb_extracted_statements;
+struct _duckdb_value;
 
 namespace sluice::duck {
 
@@ -129,26 +131,164 @@ class QueryResult {
 };
 
 class Connection;
+class StreamResult;
+
+// DuckDB's error types, with duckdb_error_type's values (checked in database.cc), for
+// callers that map them to a wire code (the query server's SQLSTATEs).
+enum class ErrorType : int {
+  kInvalid = 0, kOutOfRange = 1, kConversion = 2, kUnknownType = 3, kDecimal = 4,
+  kMismatchType = 5, kDivideByZero = 6, kObjectSize = 7, kInvalidType = 8,
+  kSerialization = 9, kTransaction = 10, kNotImplemented = 11, kExpression = 12,
+  kCatalog = 13, kParser = 14, kPlanner = 15, kScheduler = 16, kExecutor = 17,
+  kConstraint = 18, kIndex = 19, kStat = 20, kConnection = 21, kSyntax = 22,
+  kSettings = 23, kBinder = 24, kNetwork = 25, kOptimizer = 26, kNullPointer = 27,
+  kIO = 28, kInterrupt = 29, kFatal = 30, kInternal = 31, kInvalidInput = 32,
+  kOutOfMemory = 33, kPermission = 34, kParameterNotResolved = 35,
+  kParameterNotAllowed = 36, kDependency = 37, kHTTP = 38, kMissingExtension = 39,
+  kAutoload = 40, kSequence = 41, kInvalidConfiguration = 42,
+};
+
+// The type an error message of DuckDB's names in its prefix ("Catalog Error: ..." is
+// kCatalog); kInvalid when there is none. For errors the C API gives without a type
+// (prepare errors).
+ErrorType ErrorTypeFromMessage(std::string_view message);
+
+// DuckDB's statement types, with duckdb_statement_type's values.
+enum class StatementType : int {
+  kInvalid = 0, kSelect = 1, kInsert = 2, kUpdate = 3, kExplain = 4, kDelete = 5,
+  kPrepare = 6, kCreate = 7, kExecute = 8, kAlter = 9, kTransaction = 10, kCopy = 11,
+  kAnalyze = 12, kVariableSet = 13, kCreateFunc = 14, kDrop = 15, kExport = 16,
+  kPragma = 17, kVacuum = 18, kCall = 19, kSet = 20, kLoad = 21, kRelation = 22,
+  kExtension = 23, kLogicalPlan = 24, kAttach = 25, kDetach = 26, kMulti = 27,
+};
+
+// An owned DuckDB value (RAII over duckdb_value), to bind a prepared statement's
+// parameters. Move-only; any thread.
+class Value {
+ public:
+  static Value Null();
+  static Value Varchar(std::string_view text);
+  static Value Blob(std::string_view bytes);
+  static Value Boolean(bool v);
+  static Value Int16(int16_t v);
+  static Value Int32(int32_t v);
+  static Value Int64(int64_t v);
+  static Value Float(float v);
+  static Value Double(double v);
+  static Value Date(int32_t days_since_epoch);
+  static Value Time(int64_t micros_since_midnight);
+  static Value Timestamp(int64_t micros_since_epoch);
+  static Value TimestampTz(int64_t micros_since_epoch);
+  static Value Interval(int32_t months, int32_t days, int64_t micros);
+  // `upper`/`lower`: the UUID's bytes 0-7 and 8-15 as big-endian integers.
+  static Value Uuid(uint64_t upper, uint64_t lower);
+  // A LIST of `child` values (each must have type `child`; NULLs are Null()).
+  static Value List(const LogicalType& child, std::vector<Value> values);
+
+  Value(Value&& other) noexcept : v_(other.v_) { other.v_ = nullptr; }
+  Value& operator=(Value&& other) noexcept;
+  ~Value();
+  Value(const Value&) = delete;
+  Value& operator=(const Value&) = delete;
+
+  _duckdb_value* handle() const { return v_; }
+
+ private:
+  explicit Value(_duckdb_value* v) : v_(v) {}
+  _duckdb_value* v_;
+};
 
 // A statement parsed, bound and planned once and run many times (DuckDB re-binds it by
 // itself when a table or view it reads was replaced). Owned by its connection's thread;
 // the Connection must outlive it.
 class PreparedStatement {
  public:
-  // A parser, binder or catalog error is InvalidArgument with DuckDB's message.
-  static Result<std::unique_ptr<PreparedStatement>> Prepare(Connection& conn, std::string_view sql);
+  // A parser, binder or catalog error is InvalidArgument with DuckDB's message; with
+  // `error_type`, DuckDB's type of the error is stored there.
+  static Result<std::unique_ptr<PreparedStatement>> Prepare(Connection& conn, std::string_view sql,
+                                                            ErrorType* error_type = nullptr);
   ~PreparedStatement();
   PreparedStatement(const PreparedStatement&) = delete;
   PreparedStatement& operator=(const PreparedStatement&) = delete;
 
   // Sets parameter $`index` (from 1) for the next Execute.
   Status BindInt64(size_t index, int64_t value);
+  // Any value; DuckDB casts it to the parameter's type when it runs (a VARCHAR to an
+  // INTEGER parameter, for example).
+  Status BindValue(size_t index, const Value& value);
+  Status ClearBindings();
   // Runs it and materializes the result, with Query's errors.
   Result<QueryResult> Execute();
+  // Runs it and returns a result read chunk by chunk as DuckDB produces it. The
+  // connection runs nothing else while the result is being read: a new query on it
+  // closes the stream.
+  Result<StreamResult> ExecuteStreaming(ErrorType* error_type = nullptr);
+
+  StatementType type() const;
+  size_t param_count() const;
+  // Parameter $`index`'s type (from 1), or nullopt when DuckDB could not infer it.
+  std::optional<LogicalType> param_type(size_t index) const;
+  // The result's columns as planned (what Execute will return).
+  size_t column_count() const;
+  std::string column_name(size_t col) const;
+  LogicalType column_type(size_t col) const;
 
  private:
+  friend class ExtractedStatements;
   explicit PreparedStatement(_duckdb_prepared_statement* stmt) : stmt_(stmt) {}
   _duckdb_prepared_statement* stmt_;
+};
+
+// The statements of an SQL string that may hold several, each prepared only when asked
+// (so that one may depend on what an earlier one created). Owned by the connection's
+// thread; the Connection must outlive it.
+class ExtractedStatements {
+ public:
+  // A parser error is InvalidArgument (its type in `error_type`).
+  static Result<ExtractedStatements> Extract(Connection& conn, std::string_view sql,
+                                             ErrorType* error_type = nullptr);
+  ExtractedStatements(ExtractedStatements&& other) noexcept;
+  ExtractedStatements& operator=(ExtractedStatements&&) = delete;
+  ~ExtractedStatements();
+
+  size_t size() const { return count_; }
+  Result<std::unique_ptr<PreparedStatement>> Prepare(size_t i, ErrorType* error_type = nullptr);
+
+ private:
+  ExtractedStatements(_duckdb_connection* conn, _duckdb_extracted_statements* s, size_t n)
+      : conn_(conn), stmts_(s), count_(n) {}
+  _duckdb_connection* conn_;
+  _duckdb_extracted_statements* stmts_;
+  size_t count_;
+};
+
+// What a statement's result holds.
+enum class ReturnType { kRows, kChangedRows, kNothing };
+
+// A result read chunk by chunk as DuckDB produces it (DuckDB's streaming result; a
+// statement whose result cannot stream is materialized by DuckDB and read the same
+// way). Move-only; owned by the connection's thread.
+class StreamResult {
+ public:
+  StreamResult(StreamResult&& other) noexcept;
+  StreamResult& operator=(StreamResult&& other) noexcept;
+  ~StreamResult();
+
+  size_t column_count() const { return names_.size(); }
+  const std::string& column_name(size_t col) const { return names_[col]; }
+  LogicalType column_type(size_t col) const;
+  ReturnType return_type() const;
+  StatementType statement_type() const;
+
+  // The next chunk, or nullopt after the last one. An error while running (interrupt,
+  // out of memory...) is returned here, its type in `error_type`.
+  Result<std::optional<DataChunk>> Fetch(ErrorType* error_type = nullptr);
+
+ private:
+  friend class PreparedStatement;
+  explicit StreamResult(std::unique_ptr<ResultState> result);
+  std::unique_ptr<ResultState> result_;
+  std::vector<std::string> names_;
 };
 
 // A connection: DuckDB runs one query at a time on it. Owned by one thread at a time.

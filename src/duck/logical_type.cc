@@ -163,6 +163,20 @@ LogicalType LogicalType::StructFieldType(size_t i) const {
 LogicalType LogicalType::MapKey() const { return LogicalType(duckdb_map_type_key_type(handle_)); }
 LogicalType LogicalType::MapValue() const { return LogicalType(duckdb_map_type_value_type(handle_)); }
 LogicalType LogicalType::ArrayChild() const { return LogicalType(duckdb_array_type_child_type(handle_)); }
+TypeId LogicalType::DecimalInternalType() const {
+  return static_cast<TypeId>(duckdb_decimal_internal_type(handle_));
+}
+uint64_t LogicalType::ArraySize() const { return duckdb_array_type_array_size(handle_); }
+TypeId LogicalType::EnumInternalType() const {
+  return static_cast<TypeId>(duckdb_enum_internal_type(handle_));
+}
+std::string LogicalType::EnumValue(uint64_t index) const {
+  char* v = duckdb_enum_dictionary_value(handle_, index);
+  std::string out = v != nullptr ? v : "";
+  duckdb_free(v);
+  return out;
+}
+uint64_t LogicalType::EnumSize() const { return duckdb_enum_dictionary_size(handle_); }
 int LogicalType::DecimalWidth() const { return duckdb_decimal_width(handle_); }
 int LogicalType::DecimalScale() const { return duckdb_decimal_scale(handle_); }
 

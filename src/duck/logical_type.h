@@ -104,6 +104,14 @@ class LogicalType {
   LogicalType ArrayChild() const;  // id() must be kArray
   int DecimalWidth() const;        // id() must be kDecimal
   int DecimalScale() const;        // id() must be kDecimal
+  // The physical type of a DECIMAL's values: kSmallInt, kInteger, kBigInt or kHugeInt.
+  TypeId DecimalInternalType() const;
+  uint64_t ArraySize() const;      // id() must be kArray
+  // ENUM: the physical type of its values (kUTinyInt, kUSmallInt or kUInteger) and the
+  // string of a dictionary index.
+  TypeId EnumInternalType() const;
+  std::string EnumValue(uint64_t index) const;
+  uint64_t EnumSize() const;
 
   // SQL text of the type for the ids sluice builds itself (scalars above, LIST, STRUCT),
   // e.g. STRUCT("city" VARCHAR, "amount" DOUBLE)[]; other ids give their plain name.

@@ -1145,7 +1145,8 @@ TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
   std::vector<std::string> args = {binary_, "serve", "--config", (dir_ / "serve.yaml").string(),
                                    "--kafka-addr", fmt::format("127.0.0.1:{}", port),
                                    "--data-dir", (dir_ / "serve-data").string(),
-                                   "--pipelines", pipelines.string(), "--http-addr", "127.0.0.1:0"};
+                                   "--pipelines", pipelines.string(), "--http-addr", "127.0.0.1:0",
+                                   "--pg-addr", "127.0.0.1:0"};
   Child serve(args, dir_ / "serve.out", dir_ / "serve.err");
   ASSERT_EQ(serve.Start(), "");
   ASSERT_TRUE(WaitFor([&] { return serve.Out().find("metrics on http://") != std::string::npos; }, 60s))
@@ -1195,7 +1196,7 @@ TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
   WriteFile(pipelines / "b.yml", Render(spec, "127.0.0.1:9"));
   WriteFile(pipelines / "c.yml", "pipeline:\n  name: broken\n  batch_size: many\n");
   std::string out_text, err_text;
-  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
                           "--data-dir", (dir_ / "data").string(),
                           "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
                          &out_text, &err_text);

@@ -72,7 +72,7 @@ class Broker:
         self.out_path = os.path.join(self.tmp, f"out.{self.runs}")
         self.err_path = os.path.join(self.tmp, f"err.{self.runs}")
         args = [self.sluice, "serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", self.data_dir,
-                "--shards", "2", "--http-addr", "127.0.0.1:0"]
+                "--shards", "2", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0"]
         if self.config:
             config_path = os.path.join(self.tmp, "sluice.yaml")
             with open(config_path, "w") as f:

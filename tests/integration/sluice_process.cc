@@ -54,7 +54,7 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   if (pid_ > 0) return "already started";
   std::vector<std::string> args = {sluice_, "serve", "--kafka-addr", "127.0.0.1:0",
                                    "--data-dir", (dir_ / "data").string(), "--shards", "2",
-                                   "--http-addr", "127.0.0.1:0"};
+                                   "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0"};
   if (!config_yaml_.empty()) {
     std::ofstream(dir_ / "sluice.yaml") << config_yaml_;
     args.push_back("--config");
@@ -95,6 +95,19 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return "sluice serve did not print its listening line in time";
+}
+
+std::string SluiceProcess::WaitForOutput(const std::string& regex, std::chrono::milliseconds timeout) const {
+  const std::regex re(regex);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::smatch m;
+    std::string text = ReadFile(dir_ / "out");
+    if (std::regex_search(text, m, re)) return m.size() > 1 ? m[1].str() : m[0].str();
+    if (pid_ <= 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
 }
 
 int SluiceProcess::Stop(std::chrono::milliseconds timeout) {

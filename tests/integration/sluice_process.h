@@ -34,6 +34,12 @@ class SluiceProcess {
   // "127.0.0.1:PORT", valid after Start.
   const std::string& bootstrap() const { return bootstrap_; }
 
+  // Waits (up to `timeout`) for a line of sluice's stdout matching `regex` and returns
+  // its first group, or "" when none came (e.g. the query server's
+  // R"(sluice: Postgres wire protocol on (127\.0\.0\.1:[0-9]+))").
+  std::string WaitForOutput(const std::string& regex,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
+
   // Prints the last `lines` lines of the broker's stdout and stderr to stderr.
   void DumpLogs(int lines = 80) const;
 

@@ -1,0 +1,102 @@
+// QueryServer: SQL for Postgres clients (psql, libpq, JDBC, drivers) over the Postgres
+// v3 wire protocol, on the query server's own DuckDB database.
+//
+// Threads: one acceptor thread, one thread per connection (a session: its own
+// duck::Connection, blocking socket I/O, results streamed from DuckDB as the client
+// reads), one watchdog thread that interrupts queries over the time limit. The
+// database is opened with explicit memory and thread limits and sandboxed (external
+// access limited to the warehouse and allowed directories, no extension installs, the
+// configuration locked) before the first client is accepted.
+//
+//   ASSIGN_OR_RETURN(auto server, QueryServer::Start(options));
+//   fmt::print("postgres on {}:{}\n", server->host(), server->port());
+//   ...
+//   server->Stop();  // closes every session
+//
+// Lifecycle: Start, then Stop (or destroy) from the thread that started it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/config.h"
+#include "base/status.h"
+#include "duck/database.h"
+
+namespace sluice::query {
+
+// Where other modules plug into every session, without changes to the server.
+struct SessionHooks {
+  // Runs on each new session's connection before its first query (temp views, macros,
+  // search_path...). An error refuses the session (FATAL) with the message.
+  std::function<Status(duck::Connection&)> on_session_start;
+  // Applied to every SQL string a client sends (Query and Parse) before DuckDB sees it;
+  // an error is sent to the client as the statement's error (SQLSTATE 42601 unless the
+  // message begins with a 5-character SQLSTATE and ": ").
+  std::function<Result<std::string>(std::string_view sql)> rewrite_query;
+};
+
+enum class AuthMethod { kScramSha256, kPassword };
+
+struct QueryServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 5433;  // 0: any free port (see port())
+  // The database's budget (DuckDB's memory_limit and threads).
+  int64_t memory_limit_bytes = int64_t{1} << 30;
+  int threads = 2;
+  // Directories queries may read and write: the warehouse and any others. Everything
+  // else on the file system is refused (SQLSTATE 42501).
+  std::vector<std::string> allowed_directories;
+  int max_connections = 64;
+  size_t max_message_bytes = size_t{64} << 20;
+  int64_t timeout_ms = 0;  // 0: no limit
+  // name -> password. Empty: every client is let in (trust).
+  std::vector<std::pair<std::string, std::string>> users;
+  AuthMethod auth = AuthMethod::kScramSha256;
+  int scram_iterations = 4096;
+  std::string server_version = "15.0";
+  // Runs once on a set-up connection before the configuration is locked.
+  std::function<Status(duck::Connection&)> on_database_open;
+  SessionHooks hooks;
+};
+
+// The server's settings from sluice's config (query.* keys, docs/config.md): the
+// address from query.pg_addr ("off": nullopt-like, see `enabled`), the warehouse added
+// to the allowed directories.
+struct QueryServerConfig {
+  bool enabled = true;
+  QueryServerOptions options;
+};
+Result<QueryServerConfig> QueryServerConfigFrom(const Config& config);
+// The query.* keys QueryServerConfigFrom reads, for Config::CheckKnown.
+const std::vector<std::string_view>& QueryConfigKeys();
+
+class ServerState;  // server.cc
+
+class QueryServer {
+ public:
+  static Result<std::unique_ptr<QueryServer>> Start(QueryServerOptions options);
+  ~QueryServer();
+  QueryServer(const QueryServer&) = delete;
+  QueryServer& operator=(const QueryServer&) = delete;
+
+  // Stops accepting, closes every session (interrupting running queries) and joins
+  // the threads. Idempotent.
+  void Stop();
+
+  const std::string& host() const;
+  int port() const;
+  // Sessions now open (not counting cancel requests).
+  int session_count() const;
+
+ private:
+  explicit QueryServer(std::unique_ptr<ServerState> state);
+  std::unique_ptr<ServerState> state_;
+};
+
+}  // namespace sluice::query

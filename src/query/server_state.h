@@ -1,0 +1,61 @@
+// ServerState: what the QueryServer's threads share (internal to the query module).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "duck/database.h"
+#include "query/scram.h"
+#include "query/server.h"
+#include "query/session.h"
+
+namespace sluice::query {
+
+class ServerState {
+ public:
+  QueryServerOptions options;
+  std::unique_ptr<duck::Database> db;
+  std::map<std::string, ScramVerifier> verifiers;  // user -> verifier (SCRAM)
+  ScramVerifier impossible = ScramVerifier::Impossible();
+  int listen_fd = -1;
+  int port = 0;
+  std::atomic<bool> stopping{false};
+
+  // A new session's slot with a fresh process id and key; nullptr when the server is
+  // full (max_connections).
+  std::shared_ptr<SessionSlot> Register(int fd);
+  void Unregister(const std::shared_ptr<SessionSlot>& slot);
+  // CancelRequest: interrupts the session's running query when the key matches.
+  void Cancel(int32_t process_id, int32_t secret_key);
+  // Sets/clears the session's connection under the lock (cancel and Stop use it).
+  void SetConnection(const std::shared_ptr<SessionSlot>& slot, duck::Connection* conn);
+  int SessionCount();
+
+  void AcceptLoop();
+  void WatchdogLoop();
+  void StopAll();
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+    int fd;
+  };
+  void ReapWorkers(bool all);
+
+  std::mutex mu_;
+  std::map<int32_t, std::shared_ptr<SessionSlot>> sessions_;  // guarded by mu_
+  std::list<Worker> workers_;                                  // guarded by mu_
+  std::condition_variable stop_cv_;
+ public:
+  std::thread acceptor;
+  std::thread watchdog;
+};
+
+}  // namespace sluice::query

@@ -1,0 +1,911 @@
+#include "query/session.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/logging.h"
+#include "query/server_state.h"
+
+namespace sluice::query {
+
+int64_t SessionNowMs();  // server.cc
+
+namespace {
+
+const Logger kLog("query");
+
+constexpr size_t kFlushBytes = 256 << 10;
+
+// SQLSTATE of a DuckDB error (docs/design/0010-query-server.md, decision 7).
+std::string SqlStateFor(duck::ErrorType type, std::string_view msg) {
+  auto has = [&](std::string_view s) { return msg.find(s) != std::string_view::npos; };
+  using duck::ErrorType;
+  switch (type) {
+    case ErrorType::kParser:
+    case ErrorType::kSyntax: return "42601";
+    case ErrorType::kCatalog:
+      if (has("already exists")) return "42P07";
+      if (has("Schema") || has("schema")) return "3F000";
+      if (has("Function") || has("function") || has("Macro")) return "42883";
+      if (has("Table") || has("View") || has("table") || has("view")) return "42P01";
+      return "42704";
+    case ErrorType::kBinder:
+      if (has("column") || has("Column")) return "42703";
+      if (has("function") || has("Function")) return "42883";
+      return "42P18";
+    case ErrorType::kPermission: return "42501";
+    case ErrorType::kInterrupt: return "57014";
+    case ErrorType::kOutOfMemory: return "53200";
+    case ErrorType::kConstraint:
+      if (has("NOT NULL")) return "23502";
+      if (has("foreign key")) return "23503";
+      if (has("CHECK")) return "23514";
+      if (has("Duplicate key") || has("unique") || has("primary key")) return "23505";
+      return "23000";
+    case ErrorType::kConversion: return "22P02";
+    case ErrorType::kOutOfRange:
+    case ErrorType::kDecimal: return "22003";
+    case ErrorType::kDivideByZero: return "22012";
+    case ErrorType::kInvalidInput:
+      if (has("configuration has been locked")) return "42501";
+      return "22023";
+    case ErrorType::kMismatchType:
+    case ErrorType::kInvalidType: return "42804";
+    case ErrorType::kTransaction: return has("aborted") ? "25P02" : "25000";
+    case ErrorType::kNotImplemented: return "0A000";
+    case ErrorType::kIO: return "58030";
+    case ErrorType::kParameterNotResolved: return "42P18";
+    case ErrorType::kParameterNotAllowed: return "42P02";
+    case ErrorType::kDependency: return "2BP01";
+    case ErrorType::kSequence: return "2200H";
+    case ErrorType::kSerialization: return "40001";
+    case ErrorType::kMissingExtension:
+    case ErrorType::kAutoload: return "0A000";
+    case ErrorType::kExpression: return "42000";
+    default: return "XX000";
+  }
+}
+
+// DuckDB's message without the "DuckDB: " prefix of duck::Status and without the
+// "LINE 1: ..." excerpt (clients show the message on one line).
+std::string CleanMessage(std::string_view msg) {
+  if (msg.starts_with("DuckDB: ")) msg.remove_prefix(8);
+  size_t line = msg.find("\n\nLINE ");
+  if (line != std::string_view::npos) msg = msg.substr(0, line);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.remove_suffix(1);
+  return std::string(msg);
+}
+
+bool ReturnsChangedRows(const duck::PreparedStatement& p) {
+  auto t = p.type();
+  return (t == duck::StatementType::kInsert || t == duck::StatementType::kUpdate ||
+          t == duck::StatementType::kDelete) &&
+         p.column_count() == 1 && p.column_name(0) == "Count";
+}
+
+bool StatementReturnsRows(const duck::PreparedStatement& p) {
+  if (p.column_count() == 0) return false;
+  switch (p.type()) {
+    case duck::StatementType::kSelect:
+    case duck::StatementType::kExplain:
+    case duck::StatementType::kPragma:
+    case duck::StatementType::kCall:
+    case duck::StatementType::kExecute:
+    case duck::StatementType::kRelation:
+    case duck::StatementType::kLogicalPlan: return true;
+    case duck::StatementType::kInsert:
+    case duck::StatementType::kUpdate:
+    case duck::StatementType::kDelete: return !ReturnsChangedRows(p);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+// ---- I/O -------------------------------------------------------------------------
+
+bool Session::Fill() {
+  if (in_pos_ > 0 && in_pos_ == in_.size()) {
+    in_.clear();
+    in_pos_ = 0;
+  } else if (in_pos_ > (1 << 20)) {
+    in_.erase(0, in_pos_);
+    in_pos_ = 0;
+  }
+  char buf[64 << 10];
+  while (true) {
+    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
+    if (n > 0) {
+      in_.append(buf, static_cast<size_t>(n));
+      return true;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return false;  // closed, reset or timed out
+  }
+}
+
+bool Session::Flush() {
+  size_t sent = 0;
+  while (sent < out_.size()) {
+    ssize_t n = ::send(fd_, out_.data() + sent, out_.size() - sent, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      out_.clear();
+      return false;
+    }
+    sent += static_cast<size_t>(n);
+  }
+  out_.clear();
+  return true;
+}
+
+bool Session::FlushIfLarge() { return out_.size() < kFlushBytes || Flush(); }
+
+void Session::SendError(const SqlError& e) {
+  pg::WriteErrorResponse(out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message});
+}
+
+std::optional<std::string> Session::ReadStartupPacket() {
+  while (true) {
+    size_t used = 0;
+    auto frame = pg::ReadStartupFrame(std::string_view(in_).substr(in_pos_), &used);
+    if (!frame.ok()) {
+      SLUICE_LOG(kLog, kDebug, "closing a connection: {}", frame.status().message());
+      SendError({"08P01", frame.status().message(), true});
+      Flush();
+      return std::nullopt;
+    }
+    if (frame->has_value()) {
+      std::string body(**frame);
+      in_pos_ += used;
+      return body;
+    }
+    if (!Fill()) return std::nullopt;
+  }
+}
+
+std::optional<pg::Frame> Session::ReadMessage() {
+  while (true) {
+    size_t used = 0;
+    auto frame = pg::ReadFrame(std::string_view(in_).substr(in_pos_), server_.options.max_message_bytes, &used);
+    if (!frame.ok()) {
+      SLUICE_LOG(kLog, kDebug, "closing a connection: {}", frame.status().message());
+      SendError({"08P01", frame.status().message(), true});
+      Flush();
+      return std::nullopt;
+    }
+    if (frame->has_value()) {
+      in_pos_ += used;
+      return **frame;
+    }
+    if (!Fill()) return std::nullopt;
+  }
+}
+
+// ---- start-up --------------------------------------------------------------------
+
+void Session::Run() {
+  // A client has a minute to start up and authenticate (Postgres's authentication_timeout).
+  timeval tv{60, 0};
+  ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  bool ok = Startup();
+  if (ok) {
+    timeval none{0, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
+    Serve();
+  }
+  portals_.clear();
+  statements_.clear();
+  if (slot_) {
+    server_.Unregister(slot_);
+  }
+  conn_.reset();
+  ::shutdown(fd_, SHUT_RDWR);
+}
+
+bool Session::Startup() {
+  pg::StartupPacket startup;
+  while (true) {
+    std::optional<std::string> body = ReadStartupPacket();
+    if (!body) return false;
+    auto parsed = pg::ParseStartupPacket(*body);
+    if (!parsed.ok()) {
+      SendError({parsed.status().code() == StatusCode::kUnimplemented ? "0A000" : "08P01",
+                 parsed.status().message(), true});
+      Flush();
+      return false;
+    }
+    startup = std::move(parsed).value();
+    if (startup.kind == pg::StartupPacket::Kind::kSslRequest ||
+        startup.kind == pg::StartupPacket::Kind::kGssEncRequest) {
+      out_ += 'N';  // no TLS or GSSAPI encryption: the client goes on in the clear or gives up
+      if (!Flush()) return false;
+      continue;
+    }
+    break;
+  }
+  if (startup.kind == pg::StartupPacket::Kind::kCancel) {
+    server_.Cancel(startup.process_id, startup.secret_key);
+    return false;
+  }
+  user_ = startup.Param("user");
+  slot_ = server_.Register(fd_);
+  if (!slot_) {
+    SendError({"53300", "sorry, too many clients already", true});
+    Flush();
+    return false;
+  }
+  if (!Authenticate(user_)) return false;
+
+  auto conn = duck::Connection::Open(*server_.db);
+  if (!conn.ok()) {
+    SendError({"53000", conn.status().message(), true});
+    Flush();
+    return false;
+  }
+  conn_ = std::move(conn).value();
+  if (server_.options.hooks.on_session_start) {
+    Status st = server_.options.hooks.on_session_start(*conn_);
+    if (!st.ok()) {
+      SendError({"XX000", st.message(), true});
+      Flush();
+      return false;
+    }
+  }
+  server_.SetConnection(slot_, conn_.get());
+
+  pg::WriteAuthenticationOk(out_);
+  std::string app = startup.Param("application_name");
+  const std::pair<const char*, std::string> params[] = {
+      {"application_name", app},
+      {"client_encoding", "UTF8"},
+      {"DateStyle", "ISO, MDY"},
+      {"default_transaction_read_only", "off"},
+      {"in_hot_standby", "off"},
+      {"integer_datetimes", "on"},
+      {"IntervalStyle", "postgres"},
+      {"is_superuser", "off"},
+      {"server_encoding", "UTF8"},
+      {"server_version", server_.options.server_version},
+      {"session_authorization", user_},
+      {"standard_conforming_strings", "on"},
+      {"TimeZone", "UTC"},
+  };
+  for (const auto& [k, v] : params) pg::WriteParameterStatus(out_, k, v);
+  pg::WriteBackendKeyData(out_, slot_->process_id, slot_->secret_key);
+  pg::WriteReadyForQuery(out_, 'I');
+  return Flush();
+}
+
+bool Session::Authenticate(const std::string& user) {
+  const QueryServerOptions& o = server_.options;
+  if (o.users.empty()) return true;  // trust
+  SqlError failed{"28P01", fmt::format("password authentication failed for user \"{}\"", user), true};
+  auto expect_password_message = [&]() -> std::optional<pg::Frame> {
+    std::optional<pg::Frame> f = ReadMessage();
+    if (!f) return std::nullopt;
+    if (f->type != 'p') {
+      SendError({"08P01", fmt::format("expected a password response, got message type '{}'", f->type), true});
+      Flush();
+      return std::nullopt;
+    }
+    return f;
+  };
+  if (o.auth == AuthMethod::kPassword) {
+    pg::WriteAuthenticationCleartextPassword(out_);
+    if (!Flush()) return false;
+    std::optional<pg::Frame> f = expect_password_message();
+    if (!f) return false;
+    auto password = pg::ParsePasswordMessage(f->body);
+    bool ok = false;
+    if (password.ok()) {
+      for (const auto& [name, pw] : o.users) {
+        if (name == user) ok = ConstantTimeEquals(*password, pw);
+      }
+    }
+    if (!ok) {
+      SLUICE_LOG(kLog, kInfo, "password authentication failed for user \"{}\"", user);
+      SendError(failed);
+      Flush();
+    }
+    return ok;
+  }
+  pg::WriteAuthenticationSasl(out_, {"SCRAM-SHA-256"});
+  if (!Flush()) return false;
+  std::optional<pg::Frame> f = expect_password_message();
+  if (!f) return false;
+  auto initial = pg::ParseSaslInitialResponse(f->body);
+  if (!initial.ok() || initial->mechanism != "SCRAM-SHA-256") {
+    SendError({"28000",
+               initial.ok() ? fmt::format("SASL mechanism \"{}\" is not supported", initial->mechanism)
+                            : initial.status().message(),
+               true});
+    Flush();
+    return false;
+  }
+  auto v = server_.verifiers.find(user);
+  ScramExchange x(v != server_.verifiers.end() ? &v->second : &server_.impossible);
+  auto server_first = x.ClientFirst(initial->data);
+  if (!server_first.ok()) {
+    SendError({"08P01", server_first.status().message(), true});
+    Flush();
+    return false;
+  }
+  pg::WriteAuthenticationSaslContinue(out_, *server_first);
+  if (!Flush()) return false;
+  f = expect_password_message();
+  if (!f) return false;
+  auto server_final = x.ClientFinal(f->body);
+  if (!server_final.ok()) {
+    SLUICE_LOG(kLog, kInfo, "SCRAM authentication failed for user \"{}\": {}", user, server_final.status().message());
+    SendError(failed);
+    Flush();
+    return false;
+  }
+  pg::WriteAuthenticationSaslFinal(out_, *server_final);
+  return true;
+}
+
+// ---- the message loop ------------------------------------------------------------
+
+char Session::TransactionStatus() const { return failed_transaction_ ? 'E' : in_transaction_ ? 'T' : 'I'; }
+
+void Session::TrackTransaction(std::string_view tag, bool failed) {
+  if (failed) {
+    if (in_transaction_) failed_transaction_ = true;
+    return;
+  }
+  if (tag == "BEGIN" || tag == "START TRANSACTION") {
+    in_transaction_ = true;
+  } else if (tag == "COMMIT" || tag == "ROLLBACK") {
+    in_transaction_ = false;
+    failed_transaction_ = false;
+  }
+}
+
+bool Session::Serve() {
+  bool skip_to_sync = false;
+  while (true) {
+    std::optional<pg::Frame> f = ReadMessage();
+    if (!f) return false;
+    if (skip_to_sync && f->type != 'S' && f->type != 'X') continue;
+    std::optional<SqlError> err;
+    switch (f->type) {
+      case 'Q': {
+        auto sql = pg::ParseQuery(f->body);
+        if (!sql.ok()) {
+          SendError({"08P01", sql.status().message(), true});
+          Flush();
+          return false;
+        }
+        if (!SimpleQuery(*sql)) return false;
+        continue;
+      }
+      case 'P': {
+        auto m = pg::ParseParse(f->body);
+        if (!m.ok()) {
+          SendError({"08P01", m.status().message(), true});
+          Flush();
+          return false;
+        }
+        err = HandleParse(*m);
+        break;
+      }
+      case 'B': {
+        auto m = pg::ParseBind(f->body);
+        if (!m.ok()) {
+          SendError({"08P01", m.status().message(), true});
+          Flush();
+          return false;
+        }
+        err = HandleBind(*m);
+        break;
+      }
+      case 'D': {
+        auto m = pg::ParseDescribe(f->body);
+        if (!m.ok()) {
+          SendError({"08P01", m.status().message(), true});
+          Flush();
+          return false;
+        }
+        err = HandleDescribe(*m);
+        break;
+      }
+      case 'E': {
+        auto m = pg::ParseExecute(f->body);
+        if (!m.ok()) {
+          SendError({"08P01", m.status().message(), true});
+          Flush();
+          return false;
+        }
+        err = HandleExecute(*m);
+        break;
+      }
+      case 'C': {
+        auto m = pg::ParseClose(f->body);
+        if (!m.ok()) {
+          SendError({"08P01", m.status().message(), true});
+          Flush();
+          return false;
+        }
+        HandleClose(*m);
+        break;
+      }
+      case 'H':
+        if (!Flush()) return false;
+        break;
+      case 'S':
+        skip_to_sync = false;
+        // Outside a transaction block, Sync ends the implicit transaction and its portals.
+        if (!in_transaction_) portals_.clear();
+        portals_.erase("");
+        pg::WriteReadyForQuery(out_, TransactionStatus());
+        if (!Flush()) return false;
+        break;
+      case 'X': return true;
+      case 'F': err = SqlError{"0A000", "the function call protocol is not supported"}; break;
+      case 'd':
+      case 'c':
+      case 'f': break;  // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does
+      default:
+        SendError({"08P01", fmt::format("invalid frontend message type {}", static_cast<int>(f->type)), true});
+        Flush();
+        return false;
+    }
+    if (err) {
+      SendError(*err);
+      TrackTransaction("", true);
+      skip_to_sync = true;
+      if (err->fatal) {
+        Flush();
+        return false;
+      }
+    }
+    if (!FlushIfLarge()) return false;
+  }
+}
+
+// ---- running statements ----------------------------------------------------------
+
+Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
+  if (type == duck::ErrorType::kInvalid) type = duck::ErrorTypeFromMessage(st.message());
+  std::string state = SqlStateFor(type, st.message());
+  if (state == "57014") {
+    int reason = slot_->interrupt_reason.load();
+    if (reason == 2) {
+      return {state, fmt::format("canceling statement due to statement timeout (query.timeout_seconds is {})",
+                                 server_.options.timeout_ms / 1000)};
+    }
+    return {state, "canceling statement due to user request"};
+  }
+  if (type == duck::ErrorType::kInvalid && st.code() == StatusCode::kUnimplemented) state = "0A000";
+  return {state, CleanMessage(st.message())};
+}
+
+void Session::QueryStarted() {
+  slot_->interrupt_reason.store(0);
+  slot_->running_since_ms.store(SessionNowMs());
+}
+
+void Session::QueryEnded() { slot_->running_since_ms.store(0); }
+
+std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting& s) {
+  if (s.name == "application_name") {
+    pg::WriteParameterStatus(out_, "application_name", s.value);
+  } else if (s.name == "client_encoding") {
+    std::string v = s.value;
+    for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (!v.empty() && v != "UTF8" && v != "UTF-8" && v != "UNICODE") {
+      return SqlError{"0A000", fmt::format("client_encoding {} is not supported: the server speaks UTF8", s.value)};
+    }
+  } else if (s.name == "timezone") {
+    std::string v = s.value;
+    for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (!v.empty() && v != "UTC" && v != "GMT" && v != "ETC/UTC" && v != "Z" && v != "DEFAULT" && v != "LOCAL") {
+      return SqlError{"0A000", fmt::format("time zone {} is not supported: the server runs in UTC", s.value)};
+    }
+  }
+  // DateStyle, IntervalStyle, extra_float_digits...: accepted; the server's output
+  // formats are fixed (and are what the clients ask for by default).
+  return std::nullopt;
+}
+
+bool Session::SimpleQuery(std::string_view sql_in) {
+  std::string sql(sql_in);
+  std::optional<SqlError> err;
+  if (!pg::IsValidUtf8(sql)) {
+    err = SqlError{"22021", "invalid byte sequence for encoding \"UTF8\""};
+  } else if (server_.options.hooks.rewrite_query) {
+    auto rewritten = server_.options.hooks.rewrite_query(sql);
+    if (!rewritten.ok()) {
+      const std::string& m = rewritten.status().message();
+      bool coded = m.size() > 7 && m[5] == ':' && m[6] == ' ';
+      err = coded ? SqlError{m.substr(0, 5), m.substr(7)} : SqlError{"42601", m};
+    } else {
+      sql = std::move(rewritten).value();
+    }
+  }
+  // A simple query closes the unnamed portal (and its stream).
+  portals_.erase("");
+  if (!err) {
+    std::vector<std::string_view> pieces = SplitStatements(sql);
+    if (pieces.empty()) pg::WriteEmptyQueryResponse(out_);
+    for (std::string_view piece : pieces) {
+      err = RunSimpleStatement(piece);
+      if (err || !FlushIfLarge()) break;
+    }
+  }
+  if (err) {
+    SendError(*err);
+    TrackTransaction("", true);
+  }
+  pg::WriteReadyForQuery(out_, TransactionStatus());
+  return Flush() && !(err && err->fatal);
+}
+
+std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view piece) {
+  SandboxVerdict verdict = CheckSandbox(piece);
+  if (verdict.refused) return SqlError{"42501", verdict.message};
+  ClientSetting setting = ParseClientSetting(piece);
+  if (!setting.name.empty()) {
+    if (auto e = ApplyClientSetting(setting)) return e;
+    pg::WriteCommandComplete(out_, LeadingWords(piece, 1)[0]);
+    return std::nullopt;
+  }
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
+  if (!extracted.ok()) return FromDuck(extracted.status(), type);
+  if (extracted->size() == 0) {
+    pg::WriteEmptyQueryResponse(out_);
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < extracted->size(); ++i) {
+    ++duck_generation_;
+    auto prepared = extracted->Prepare(i, &type);
+    if (!prepared.ok()) return FromDuck(prepared.status(), type);
+    auto stmt = std::make_shared<Statement>();
+    stmt->sql = std::string(piece);
+    stmt->prepared = std::move(prepared).value();
+    stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+    Portal p;
+    p.statement = stmt;
+    if (stmt->prepared->param_count() > 0) {
+      return SqlError{"08P01", fmt::format("bind message supplies 0 parameters, but prepared statement requires {}",
+                                           stmt->prepared->param_count())};
+    }
+    if (auto e = RunPortal(p, 0, /*describe_rows=*/true)) return e;
+  }
+  return std::nullopt;
+}
+
+Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::string_view sql_in,
+                                                                      const std::vector<uint32_t>& oids,
+                                                                      SqlError* error) {
+  auto fail = [&](SqlError e) -> Status {
+    *error = std::move(e);
+    return InvalidArgumentError("{}", error->message);
+  };
+  if (!pg::IsValidUtf8(sql_in)) return fail({"22021", "invalid byte sequence for encoding \"UTF8\""});
+  auto stmt = std::make_shared<Statement>();
+  stmt->sql = std::string(sql_in);
+  if (server_.options.hooks.rewrite_query) {
+    auto rewritten = server_.options.hooks.rewrite_query(stmt->sql);
+    if (!rewritten.ok()) {
+      const std::string& m = rewritten.status().message();
+      bool coded = m.size() > 7 && m[5] == ':' && m[6] == ' ';
+      return fail(coded ? SqlError{m.substr(0, 5), m.substr(7)} : SqlError{"42601", m});
+    }
+    stmt->sql = std::move(rewritten).value();
+  }
+  std::vector<std::string_view> pieces = SplitStatements(stmt->sql);
+  if (pieces.size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
+  if (pieces.empty()) {
+    stmt->empty = true;
+    return stmt;
+  }
+  SandboxVerdict verdict = CheckSandbox(pieces[0]);
+  if (verdict.refused) return fail({"42501", verdict.message});
+  stmt->client_setting = ParseClientSetting(pieces[0]);
+  if (!stmt->client_setting.name.empty()) return stmt;
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  auto extracted = duck::ExtractedStatements::Extract(*conn_, pieces[0], &type);
+  if (!extracted.ok()) return fail(FromDuck(extracted.status(), type));
+  if (extracted->size() == 0) {
+    stmt->empty = true;
+    return stmt;
+  }
+  if (extracted->size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
+  ++duck_generation_;
+  auto prepared = extracted->Prepare(0, &type);
+  if (!prepared.ok()) return fail(FromDuck(prepared.status(), type));
+  stmt->prepared = std::move(prepared).value();
+  size_t nparams = stmt->prepared->param_count();
+  if (oids.size() > nparams) {
+    return fail({"42P18", fmt::format("Parse message gives {} parameter types, the statement has {} parameters",
+                                      oids.size(), nparams)});
+  }
+  for (size_t i = 0; i < nparams; ++i) {
+    uint32_t o = i < oids.size() ? oids[i] : 0;
+    stmt->param_oids.push_back(o != 0 ? o : ParamOid(stmt->prepared->param_type(i + 1)));
+  }
+  stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+  if (stmt->returns_rows) {
+    for (size_t c = 0; c < stmt->prepared->column_count(); ++c) {
+      auto enc = ColumnEncoder::Make(stmt->prepared->column_type(c));
+      if (!enc.ok()) return fail({"0A000", enc.status().message()});
+      stmt->columns.push_back({stmt->prepared->column_name(c), std::move(enc).value()});
+    }
+  }
+  return stmt;
+}
+
+std::optional<Session::SqlError> Session::HandleParse(const pg::ParseMessage& m) {
+  if (!m.statement.empty() && statements_.contains(m.statement)) {
+    return SqlError{"42P05", fmt::format("prepared statement \"{}\" already exists", m.statement)};
+  }
+  SqlError error;
+  auto stmt = PrepareStatement(m.query, m.param_types, &error);
+  if (!stmt.ok()) return error;
+  statements_[m.statement] = std::move(stmt).value();
+  pg::WriteParseComplete(out_);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
+  auto it = statements_.find(m.statement);
+  if (it == statements_.end()) {
+    return SqlError{"26000", fmt::format("prepared statement \"{}\" does not exist", m.statement)};
+  }
+  if (!m.portal.empty() && portals_.contains(m.portal)) {
+    return SqlError{"42P03", fmt::format("portal \"{}\" already exists", m.portal)};
+  }
+  const Statement& s = *it->second;
+  if (m.params.size() != s.param_oids.size()) {
+    return SqlError{"08P01", fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" requires {}",
+                                         m.params.size(), m.statement, s.param_oids.size())};
+  }
+  Portal p;
+  p.statement = it->second;
+  p.result_formats = m.result_formats;
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    if (!m.params[i]) {
+      p.params.emplace_back(std::nullopt);
+      continue;
+    }
+    auto v = DecodeParam(s.param_oids[i], m.ParamFormat(i) == 1, *m.params[i]);
+    if (!v.ok()) {
+      std::string state = v.status().code() == StatusCode::kUnimplemented ? "0A000"
+                          : v.status().message().find("UTF8") != std::string::npos ? "22021"
+                                                                                   : "22P03";
+      return SqlError{state, fmt::format("parameter ${}: {}", i + 1, v.status().message())};
+    }
+    p.params.emplace_back(std::move(v).value());
+  }
+  for (size_t c = 0; c < s.columns.size(); ++c) {
+    p.formats.push_back(m.result_formats.empty()       ? 0
+                        : m.result_formats.size() == 1 ? m.result_formats[0]
+                        : c < m.result_formats.size()  ? m.result_formats[c]
+                                                       : 0);
+  }
+  portals_.insert_or_assign(m.portal, std::move(p));
+  pg::WriteBindComplete(out_);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessage& m) {
+  const Statement* s = nullptr;
+  const std::vector<int16_t>* formats = nullptr;
+  if (m.kind == 'S') {
+    auto it = statements_.find(m.name);
+    if (it == statements_.end()) {
+      return SqlError{"26000", fmt::format("prepared statement \"{}\" does not exist", m.name)};
+    }
+    s = it->second.get();
+    pg::WriteParameterDescription(out_, s->param_oids);
+  } else {
+    auto it = portals_.find(m.name);
+    if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.name)};
+    Portal& p = it->second;
+    s = p.statement.get();
+    formats = &p.formats;
+    // With parameters DuckDB may bind the statement, and know its result, only once the
+    // values are there: the portal starts now and is described from its real result
+    // (the Execute that follows goes on from there).
+    bool runnable = !s->empty && s->client_setting.name.empty() && s->prepared != nullptr;
+    if (runnable && !p.params.empty()) {
+      if (!p.started && !p.done) {
+        if (auto e = StartPortal(p)) return e;
+      }
+      if (p.stream && p.stream->return_type() == duck::ReturnType::kRows) {
+        WriteDescription(p);
+      } else {
+        pg::WriteNoData(out_);
+      }
+      return std::nullopt;
+    }
+  }
+  if (!s->returns_rows) {
+    pg::WriteNoData(out_);
+    return std::nullopt;
+  }
+  std::vector<pg::FieldDescription> fields;
+  for (size_t c = 0; c < s->columns.size(); ++c) {
+    const PgType& t = s->columns[c].encoder.pg_type();
+    fields.push_back({s->columns[c].name, t.oid, t.size, t.modifier, formats != nullptr ? (*formats)[c] : int16_t{0}});
+  }
+  pg::WriteRowDescription(out_, fields);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::HandleExecute(const pg::ExecuteMessage& m) {
+  auto it = portals_.find(m.portal);
+  if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.portal)};
+  return RunPortal(it->second, m.max_rows, /*describe_rows=*/false);
+}
+
+void Session::HandleClose(const pg::CloseMessage& m) {
+  if (m.kind == 'S') {
+    statements_.erase(m.name);
+  } else {
+    portals_.erase(m.name);
+  }
+  pg::WriteCloseComplete(out_);
+}
+
+std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
+  Statement& s = *p.statement;
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  QueryStarted();
+  struct EndQuery {
+    Session* s;
+    ~EndQuery() { s->QueryEnded(); }
+  } end_query{this};
+  p.started = true;
+  duck::PreparedStatement& prepared = *s.prepared;
+  if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
+  for (size_t i = 0; i < p.params.size(); ++i) {
+    Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i]) : prepared.BindValue(i + 1, duck::Value::Null());
+    if (!st.ok()) {
+      p.done = true;
+      return SqlError{"22023", CleanMessage(st.message())};
+    }
+  }
+  p.generation = ++duck_generation_;
+  auto stream = prepared.ExecuteStreaming(&type);
+  if (!stream.ok()) {
+    p.done = true;
+    return FromDuck(stream.status(), type);
+  }
+  p.stream.emplace(std::move(stream).value());
+  if (p.stream->return_type() != duck::ReturnType::kRows) return std::nullopt;
+  size_t ncols = p.stream->column_count();
+  // Result formats: none (text), one for all, or one per column (Bind's rule), checked
+  // now that the columns are known for sure.
+  if (p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
+    p.done = true;
+    return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
+                                         p.result_formats.size(), ncols)};
+  }
+  p.formats.clear();
+  for (size_t c = 0; c < ncols; ++c) {
+    p.formats.push_back(p.result_formats.empty()       ? 0
+                        : p.result_formats.size() == 1 ? p.result_formats[0]
+                                                       : p.result_formats[c]);
+    auto enc = ColumnEncoder::Make(p.stream->column_type(c));
+    if (!enc.ok()) {
+      p.done = true;
+      return SqlError{"0A000", enc.status().message()};
+    }
+    p.encoders.push_back(std::move(enc).value());
+  }
+  return std::nullopt;
+}
+
+void Session::WriteDescription(const Portal& p) {
+  std::vector<pg::FieldDescription> fields;
+  for (size_t c = 0; c < p.encoders.size(); ++c) {
+    const PgType& t = p.encoders[c].pg_type();
+    fields.push_back({p.stream->column_name(c), t.oid, t.size, t.modifier, p.formats[c]});
+  }
+  pg::WriteRowDescription(out_, fields);
+}
+
+std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows, bool describe_rows) {
+  Statement& s = *p.statement;
+  if (s.empty) {
+    pg::WriteEmptyQueryResponse(out_);
+    return std::nullopt;
+  }
+  if (!s.client_setting.name.empty()) {
+    if (auto e = ApplyClientSetting(s.client_setting)) return e;
+    pg::WriteCommandComplete(out_, LeadingWords(s.sql, 1)[0]);
+    return std::nullopt;
+  }
+  if (p.done) {
+    // Postgres answers an Execute of a finished portal with an empty completion.
+    pg::WriteCommandComplete(out_, CommandTag(s.sql, s.returns_rows, 0));
+    return std::nullopt;
+  }
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  if (!p.started) {
+    if (auto e = StartPortal(p)) return e;
+    if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
+  }
+  QueryStarted();
+  struct EndQuery {
+    Session* s;
+    ~EndQuery() { s->QueryEnded(); }
+  } end_query{this};
+  if (p.generation != duck_generation_) {
+    p.done = true;
+    p.stream.reset();
+    return SqlError{"55000", "portal cannot go on: another statement ran on this session after it was suspended"};
+  }
+  duck::StreamResult& stream = *p.stream;
+  if (stream.return_type() != duck::ReturnType::kRows) {
+    // Changed rows come back as one BIGINT row; DDL and SET as nothing.
+    uint64_t changed = 0;
+    if (stream.return_type() == duck::ReturnType::kChangedRows) {
+      auto chunk = stream.Fetch(&type);
+      if (!chunk.ok()) {
+        p.done = true;
+        return FromDuck(chunk.status(), type);
+      }
+      if (chunk->has_value() && (*chunk)->size() > 0) changed = static_cast<uint64_t>((*chunk)->column(0).data<int64_t>()[0]);
+    }
+    p.done = true;
+    std::string tag = CommandTag(s.sql, false, changed);
+    TrackTransaction(tag, false);
+    pg::WriteCommandComplete(out_, tag);
+    p.stream.reset();
+    return std::nullopt;
+  }
+  uint64_t sent = 0;
+  size_t ncols = p.encoders.size();
+  while (true) {
+    if (!p.chunk || p.chunk_row >= p.chunk->size()) {
+      p.chunk.reset();
+      auto next = stream.Fetch(&type);
+      if (!next.ok()) {
+        p.done = true;
+        p.stream.reset();
+        return FromDuck(next.status(), type);
+      }
+      if (!next->has_value()) break;
+      p.chunk.emplace(std::move(**next));
+      p.chunk_row = 0;
+      continue;
+    }
+    if (max_rows > 0 && sent == static_cast<uint64_t>(max_rows)) {
+      pg::WritePortalSuspended(out_);
+      return std::nullopt;
+    }
+    std::vector<duck::Vector> columns;
+    columns.reserve(ncols);
+    for (size_t c = 0; c < ncols; ++c) columns.push_back(p.chunk->column(c));
+    uint64_t end = p.chunk->size();
+    if (max_rows > 0) end = std::min<uint64_t>(end, p.chunk_row + (static_cast<uint64_t>(max_rows) - sent));
+    for (; p.chunk_row < end; ++p.chunk_row) {
+      pg::MessageWriter w(out_);
+      w.Begin('D');
+      w.Int16(static_cast<int16_t>(ncols));
+      for (size_t c = 0; c < ncols; ++c) p.encoders[c].Append(columns[c], p.chunk_row, p.formats[c] == 1, out_);
+      w.End();
+      ++sent;
+      ++p.rows;
+    }
+    if (!FlushIfLarge()) return SqlError{"08006", "connection lost", true};
+  }
+  p.done = true;
+  p.stream.reset();
+  std::string tag = CommandTag(s.sql, true, p.rows);
+  TrackTransaction(tag, false);
+  pg::WriteCommandComplete(out_, tag);
+  return std::nullopt;
+}
+
+}  // namespace sluice::query

@@ -1,0 +1,135 @@
+// Session: one Postgres client connection of the QueryServer, on its own thread, with
+// its own duck::Connection. Internal to the query module (server.cc creates them).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "duck/database.h"
+#include "query/pg_protocol.h"
+#include "query/pg_types.h"
+#include "query/sql_text.h"
+
+namespace sluice::query {
+
+class ServerState;
+
+// What other threads may touch of a session: the cancel key, the running query's
+// start (for the watchdog) and why it was interrupted. Guarded by ServerState's mutex
+// except the atomics.
+struct SessionSlot {
+  int32_t process_id = 0;
+  int32_t secret_key = 0;
+  int fd = -1;
+  duck::Connection* connection = nullptr;     // set while the session has one
+  std::atomic<int64_t> running_since_ms{0};   // 0: no query running
+  std::atomic<int> interrupt_reason{0};       // 0 none, 1 cancel request, 2 timeout
+};
+
+class Session {
+ public:
+  Session(ServerState& server, int fd) : server_(server), fd_(fd) {}
+  // Runs the connection to its end and shuts the socket down (the server closes it after
+  // joining the thread, so that its number is not reused while others may touch it).
+  void Run();
+
+ private:
+  struct Column {
+    std::string name;
+    ColumnEncoder encoder;
+  };
+  struct Statement {
+    std::string sql;                   // after rewrite_query
+    bool empty = false;                // no statement in it
+    ClientSetting client_setting;      // a SET the server answers itself
+    std::unique_ptr<duck::PreparedStatement> prepared;
+    std::vector<uint32_t> param_oids;
+    std::vector<Column> columns;
+    bool returns_rows = false;
+  };
+  struct Portal {
+    std::shared_ptr<Statement> statement;
+    std::vector<std::optional<duck::Value>> params;  // nullopt: NULL
+    std::vector<int16_t> result_formats;  // as Bind gave them
+    std::vector<int16_t> formats;  // one per column
+    std::optional<duck::StreamResult> stream;
+    std::vector<ColumnEncoder> encoders;  // of the running result
+    std::optional<duck::DataChunk> chunk;
+    uint64_t chunk_row = 0;
+    uint64_t rows = 0;
+    uint64_t generation = 0;  // Session::duck_generation_ when its stream started
+    bool started = false;
+    bool done = false;
+  };
+  // An error for the client: SQLSTATE and message.
+  struct SqlError {
+    std::string sqlstate;
+    std::string message;
+    bool fatal = false;
+  };
+
+  // I/O. Reads fail (false) when the client went away or sent a malformed frame (an
+  // error is then sent and the connection closed).
+  bool Fill();
+  bool Flush();
+  bool FlushIfLarge();
+  std::optional<std::string> ReadStartupPacket();
+  std::optional<pg::Frame> ReadMessage();
+  void SendError(const SqlError& e);
+
+  bool Startup();
+  bool Authenticate(const std::string& user);
+  bool Serve();
+
+  // Simple query: every statement of `sql`, errors stop it; then ReadyForQuery.
+  bool SimpleQuery(std::string_view sql);
+  // Runs one piece of a simple query.
+  std::optional<SqlError> RunSimpleStatement(std::string_view piece);
+  // Extended protocol.
+  std::optional<SqlError> HandleParse(const pg::ParseMessage& m);
+  std::optional<SqlError> HandleBind(const pg::BindMessage& m);
+  std::optional<SqlError> HandleDescribe(const pg::DescribeMessage& m);
+  std::optional<SqlError> HandleExecute(const pg::ExecuteMessage& m);
+  void HandleClose(const pg::CloseMessage& m);
+
+  Result<std::shared_ptr<Statement>> PrepareStatement(std::string_view sql, const std::vector<uint32_t>& oids,
+                                                      SqlError* error);
+  // Starts the portal's query (binding its parameters) and sends up to `max_rows` rows
+  // (0: all), then CommandComplete or PortalSuspended.
+  std::optional<SqlError> RunPortal(Portal& p, int32_t max_rows, bool describe_rows);
+  // Binds the portal's parameters and starts its statement; sets its encoders and
+  // formats from the real result.
+  std::optional<SqlError> StartPortal(Portal& p);
+  void WriteDescription(const Portal& p);
+  std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
+  SqlError FromDuck(const Status& st, duck::ErrorType type);
+  void QueryStarted();
+  void QueryEnded();
+  char TransactionStatus() const;
+  void TrackTransaction(std::string_view tag, bool failed);
+
+  ServerState& server_;
+  int fd_;
+  std::string in_;
+  size_t in_pos_ = 0;
+  std::string out_;
+  std::shared_ptr<SessionSlot> slot_;
+  std::unique_ptr<duck::Connection> conn_;
+  std::string user_;
+  std::map<std::string, std::shared_ptr<Statement>> statements_;
+  std::map<std::string, Portal> portals_;
+  // Counts the DuckDB calls that close the connection's open stream (prepare, execute):
+  // a suspended portal whose stream was closed that way cannot go on.
+  uint64_t duck_generation_ = 0;
+  bool in_transaction_ = false;
+  bool failed_transaction_ = false;
+};
+
+}  // namespace sluice::query

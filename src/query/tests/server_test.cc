@@ -1,0 +1,500 @@
+// The query server in process, driven by a raw protocol client: the message flows of
+// the simple and extended protocols, malformed input (each closing only its own
+// connection), cancel, the time limit, the connection limit, the sandbox and the hooks.
+// Real clients (psql, libpq, pg) are in tests/integration.
+#include "query/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "query/pg_protocol.h"
+
+namespace sluice::query {
+namespace {
+
+using Msg = std::pair<char, std::string>;
+
+std::string Frame(char type, std::string_view body) {
+  std::string out;
+  pg::MessageWriter w(out);
+  w.Begin(type);
+  w.Bytes(body);
+  w.End();
+  return out;
+}
+
+std::string Int32(int32_t v) {
+  std::string out;
+  pg::MessageWriter(out).Int32(v);
+  return out;
+}
+
+std::string Int16(int16_t v) {
+  std::string out;
+  pg::MessageWriter(out).Int16(v);
+  return out;
+}
+
+std::string Z(std::string_view s) { return std::string(s) + '\0'; }
+
+std::string Query(std::string_view sql) { return Frame('Q', Z(sql)); }
+std::string Parse(std::string_view name, std::string_view sql) { return Frame('P', Z(name) + Z(sql) + Int16(0)); }
+std::string Bind(std::string_view portal, std::string_view stmt, const std::vector<std::string>& text_params,
+                 int16_t result_format = 0) {
+  std::string b = Z(portal) + Z(stmt) + Int16(0) + Int16(static_cast<int16_t>(text_params.size()));
+  for (const std::string& p : text_params) b += Int32(static_cast<int32_t>(p.size())) + p;
+  return Frame('B', b + Int16(1) + Int16(result_format));
+}
+std::string Execute(std::string_view portal, int32_t max_rows) { return Frame('E', Z(portal) + Int32(max_rows)); }
+std::string Describe(char kind, std::string_view name) { return Frame('D', std::string(1, kind) + Z(name)); }
+std::string Sync() { return Frame('S', ""); }
+
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    timeval tv{60, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
+  ~RawClient() { ::close(fd_); }
+
+  void Send(std::string_view bytes) { (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+
+  std::optional<Msg> Read() {
+    while (true) {
+      size_t used = 0;
+      auto f = pg::ReadFrame(buf_, 1 << 30, &used);
+      if (f.ok() && f->has_value()) {
+        Msg m{(*f)->type, std::string((*f)->body)};
+        buf_.erase(0, used);
+        return m;
+      }
+      char tmp[65536];
+      ssize_t n = ::recv(fd_, tmp, sizeof(tmp), 0);
+      if (n <= 0) return std::nullopt;
+      buf_.append(tmp, static_cast<size_t>(n));
+    }
+  }
+
+  // Every message up to and including ReadyForQuery (or the close).
+  std::vector<Msg> UntilReady() {
+    std::vector<Msg> out;
+    while (auto m = Read()) {
+      out.push_back(*m);
+      if (m->first == 'Z') break;
+    }
+    return out;
+  }
+
+  bool Startup(const std::string& user = "tester") {
+    std::string body = Int32(pg::kProtocolVersion3) + Z("user") + Z(user) + Z("application_name") + Z("raw") + '\0';
+    Send(Int32(static_cast<int32_t>(body.size() + 4)) + body);
+    for (const Msg& m : UntilReady()) {
+      if (m.first == 'K') {
+        pg::MessageReader r(m.second);
+        pid_ = *r.Int32();
+        secret_ = *r.Int32();
+      }
+      if (m.first == 'Z') return true;
+    }
+    return false;
+  }
+
+  // True when the server closed the connection (after any messages it sent first).
+  bool ClosedByServer() {
+    while (Read()) {
+    }
+    return true;
+  }
+
+  // One byte outside any frame (the answer to SSLRequest).
+  char ReadRawByte() {
+    if (buf_.empty()) {
+      char b = 0;
+      return ::recv(fd_, &b, 1, 0) == 1 ? b : '\0';
+    }
+    char b = buf_[0];
+    buf_.erase(0, 1);
+    return b;
+  }
+
+  bool connected() const { return connected_; }
+  int32_t pid() const { return pid_; }
+  int32_t secret() const { return secret_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  std::string buf_;
+  int32_t pid_ = 0, secret_ = 0;
+};
+
+std::string Types(const std::vector<Msg>& msgs) {
+  std::string out;
+  for (const Msg& m : msgs) out += m.first;
+  return out;
+}
+
+// The SQLSTATE of the first ErrorResponse, or "".
+std::string SqlState(const std::vector<Msg>& msgs, std::string* message = nullptr) {
+  for (const Msg& m : msgs) {
+    if (m.first != 'E') continue;
+    std::string code;
+    for (size_t i = 0; i < m.second.size() && m.second[i] != '\0';) {
+      char f = m.second[i];
+      size_t end = m.second.find('\0', i + 1);
+      std::string v = m.second.substr(i + 1, end - i - 1);
+      if (f == 'C') code = v;
+      if (f == 'M' && message != nullptr) *message = v;
+      i = end + 1;
+    }
+    return code;
+  }
+  return "";
+}
+
+// DataRow's text fields.
+std::vector<std::string> Fields(const Msg& m) {
+  pg::MessageReader r(m.second);
+  std::vector<std::string> out;
+  int16_t n = *r.Int16();
+  for (int i = 0; i < n; ++i) {
+    int32_t len = *r.Int32();
+    out.push_back(len < 0 ? "<NULL>" : std::string(*r.Bytes(static_cast<size_t>(len))));
+  }
+  return out;
+}
+
+class QueryServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("sluice-query-test-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir_ / "allowed");
+  }
+  void TearDown() override {
+    if (server_) server_->Stop();
+    std::filesystem::remove_all(dir_);
+  }
+  void StartServer(QueryServerOptions o = {}) {
+    o.port = 0;
+    o.memory_limit_bytes = 256 << 20;
+    o.threads = 1;
+    o.allowed_directories = {(dir_ / "allowed").string()};
+    o.max_message_bytes = 1 << 20;
+    auto s = QueryServer::Start(std::move(o));
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  // A fresh session still answers: the server survived whatever came before.
+  void ExpectServing() {
+    RawClient c(server_->port());
+    ASSERT_TRUE(c.Startup());
+    c.Send(Query("SELECT 41 + 1"));
+    auto msgs = c.UntilReady();
+    ASSERT_EQ(Types(msgs), "TDCZ");
+    EXPECT_EQ(Fields(msgs[1])[0], "42");
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<QueryServer> server_;
+};
+
+TEST_F(QueryServerTest, SimpleQueryRunsEveryStatement) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE t (a INT, b VARCHAR); INSERT INTO t VALUES (1, 'x'), (2, NULL); "
+               "SELECT a, b FROM t ORDER BY a; UPDATE t SET a = a + 1; -- just a comment"));
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "CCTDDCCIZ");
+  EXPECT_EQ(msgs[0].second, Z("CREATE TABLE"));
+  EXPECT_EQ(msgs[1].second, Z("INSERT 0 2"));
+  EXPECT_EQ(Fields(msgs[3]), (std::vector<std::string>{"1", "x"}));
+  EXPECT_EQ(Fields(msgs[4]), (std::vector<std::string>{"2", "<NULL>"}));
+  EXPECT_EQ(msgs[5].second, Z("SELECT 2"));
+  EXPECT_EQ(msgs[6].second, Z("UPDATE 2"));
+  EXPECT_EQ(msgs[8].second, "I");
+
+  c.Send(Query(""));
+  EXPECT_EQ(Types(c.UntilReady()), "IZ");
+  c.Send(Query("SELECT 1; SELEC 2; SELECT 3"));
+  msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "TDCEZ");  // stops at the error
+  EXPECT_EQ(SqlState(msgs), "42601");
+  c.Send(Query("SELECT * FROM nosuch"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "42P01");
+  c.Send(Query("SELECT nosuch FROM t"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "42703");
+  c.Send(Query("SELECT 'x'::INT"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "22P02");
+  c.Send(Query("BEGIN; SELECT 1"));
+  msgs = c.UntilReady();
+  EXPECT_EQ(msgs.back().second, "T");
+  c.Send(Query("SELEC"));
+  EXPECT_EQ(c.UntilReady().back().second, "E");
+  c.Send(Query("ROLLBACK"));
+  EXPECT_EQ(c.UntilReady().back().second, "I");
+}
+
+TEST_F(QueryServerTest, ExtendedProtocolSuspendsPortalsAtRowLimits) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Parse("s", "SELECT range AS n FROM range(5000) WHERE range >= $1::INT"));
+  c.Send(Describe('S', "s"));
+  c.Send(Bind("p", "s", {"10"}));
+  c.Send(Describe('P', "p"));
+  c.Send(Execute("p", 3));
+  c.Send(Execute("p", 0));
+  c.Send(Execute("p", 0));
+  c.Send(Sync());
+  auto msgs = c.UntilReady();
+  std::string types = Types(msgs);
+  ASSERT_EQ(types.substr(0, 5), "1tT2T");
+  ASSERT_EQ(types.substr(5, 4), "DDDs");
+  EXPECT_EQ(Fields(msgs[5])[0], "10");
+  EXPECT_EQ(types.substr(9), std::string(4987, 'D') + "CCZ");
+  EXPECT_EQ(msgs[msgs.size() - 3].second, Z("SELECT 4990"));
+  EXPECT_EQ(Fields(msgs[9])[0], "13");
+
+  // Named statements survive Sync; the same statement bound twice.
+  c.Send(Bind("", "s", {"4998"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "2DDCZ");
+}
+
+TEST_F(QueryServerTest, AfterAnErrorEverythingUpToSyncIsSkipped) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Parse("", "SELEC 1"));
+  c.Send(Bind("", "", {}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "EZ");
+  EXPECT_EQ(SqlState(msgs), "42601");
+  // Wrong parameter count: an error, and the connection goes on.
+  c.Send(Parse("two", "SELECT $1::INT + $2::INT"));
+  c.Send(Bind("", "two", {"1"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "1EZ");
+  EXPECT_EQ(SqlState(msgs), "08P01");
+  c.Send(Bind("", "two", {"1", "2"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "2DCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "3");
+  c.Send(Parse("", "SELECT 1; SELECT 2"));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "42601");
+  c.Send(Bind("", "missing", {}));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "26000");
+}
+
+TEST_F(QueryServerTest, MalformedInputClosesOnlyThatConnection) {
+  StartServer();
+  RawClient idle(server_->port());  // a session open through all of it
+  ASSERT_TRUE(idle.Startup());
+  {
+    RawClient c(server_->port());  // a negative startup length
+    c.Send(Int32(-5));
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    RawClient c(server_->port());  // a truncated startup packet, then the client leaves
+    c.Send(Int32(100) + "abc");
+  }
+  {
+    RawClient c(server_->port());  // a message length below 4
+    ASSERT_TRUE(c.Startup());
+    c.Send("Q" + Int32(2));
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    RawClient c(server_->port());  // over query.max_message_bytes
+    ASSERT_TRUE(c.Startup());
+    c.Send("Q" + Int32((2 << 20) + 4));
+    auto msgs = c.UntilReady();
+    EXPECT_EQ(SqlState(msgs), "08P01");
+  }
+  {
+    RawClient c(server_->port());  // an unknown message type
+    ASSERT_TRUE(c.Startup());
+    c.Send(Frame('!', "x"));
+    auto msgs = c.UntilReady();
+    EXPECT_EQ(SqlState(msgs), "08P01");
+    EXPECT_TRUE(c.ClosedByServer());
+  }
+  {
+    RawClient c(server_->port());  // a Query without its NUL, a Bind cut short
+    ASSERT_TRUE(c.Startup());
+    c.Send(Frame('B', std::string("\0\0\0\2\0", 5)));
+    EXPECT_EQ(SqlState(c.UntilReady()), "08P01");
+  }
+  {
+    RawClient c(server_->port());  // invalid UTF-8: an error, the session goes on
+    ASSERT_TRUE(c.Startup());
+    c.Send(Query("SELECT '\xff\xfe'"));
+    EXPECT_EQ(SqlState(c.UntilReady()), "22021");
+    c.Send(Query("SELECT 1"));
+    EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+  }
+  {
+    RawClient c(server_->port());  // SSLRequest is answered 'N', then a normal start
+    c.Send(Int32(8) + Int32(pg::kSslRequestCode));
+    EXPECT_EQ(c.ReadRawByte(), 'N');
+    EXPECT_TRUE(c.Startup());
+  }
+  idle.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(idle.UntilReady()), "TDCZ");
+  ExpectServing();
+}
+
+TEST_F(QueryServerTest, CancelRequestInterruptsTheRunningQuery) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT count(*) FROM range(1000000000) a, range(1000) b"));
+  std::atomic<bool> answered{false};
+  std::thread canceller([&] {
+    // Until the query answers: a cancel that lands before it started is ignored.
+    while (!answered.load()) {
+      RawClient k(server_->port());
+      k.Send(Int32(16) + Int32(pg::kCancelRequestCode) + Int32(c.pid()) + Int32(c.secret()));
+      k.ClosedByServer();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::string message;
+  auto msgs = c.UntilReady();
+  answered = true;
+  canceller.join();
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_EQ(message, "canceling statement due to user request");
+  c.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+}
+
+TEST_F(QueryServerTest, QueriesOverTheTimeLimitAreInterrupted) {
+  StartServer({.timeout_ms = 300});
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT count(*) FROM range(1000000000) a, range(1000) b"));
+  std::string message;
+  EXPECT_EQ(SqlState(c.UntilReady(), &message), "57014");
+  EXPECT_NE(message.find("statement timeout"), std::string::npos) << message;
+  c.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+}
+
+TEST_F(QueryServerTest, ConnectionsOverTheLimitAreRefused) {
+  StartServer({.max_connections = 2});
+  RawClient a(server_->port()), b(server_->port()), c(server_->port());
+  ASSERT_TRUE(a.Startup());
+  ASSERT_TRUE(b.Startup());
+  EXPECT_FALSE(c.Startup());
+  std::string body = Int32(pg::kProtocolVersion3) + Z("user") + Z("x") + '\0';
+  RawClient d(server_->port());
+  d.Send(Int32(static_cast<int32_t>(body.size() + 4)) + body);
+  EXPECT_EQ(SqlState(d.UntilReady()), "53300");
+}
+
+TEST_F(QueryServerTest, SandboxRefusesSettingsFilesAttachAndExtensions) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  std::string outside = (dir_ / "outside.csv").string();
+  std::string inside = (dir_ / "allowed" / "inside.csv").string();
+  for (const std::string& sql : std::vector<std::string>{std::string("SET memory_limit = '64GB'"), std::string("SET threads = 64"),
+                          "COPY (SELECT 1) TO '" + outside + "'", "SELECT * FROM read_csv('/etc/passwd')",
+                          std::string("ATTACH ':memory:' AS m"), "ATTACH '" + (dir_ / "allowed" / "x.db").string() + "'",
+                          std::string("INSTALL httpfs"), std::string("LOAD httpfs"),
+                          std::string("SET TimeZone = 'Europe/Berlin'")}) {
+    c.Send(Query(sql));
+    std::string state = SqlState(c.UntilReady());
+    if (sql.find("TimeZone") != std::string::npos) {
+      EXPECT_EQ(state, "0A000") << sql;
+    } else {
+      EXPECT_EQ(state, "42501") << sql;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(outside));
+  c.Send(Query("COPY (SELECT 1 AS a) TO '" + inside + "'"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "");
+  c.Send(Query("SELECT a FROM read_csv('" + inside + "')"));
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "1");
+  c.Send(Query("SELECT current_setting('memory_limit')"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0].substr(0, 3), "256");
+  c.Send(Query("SET application_name = 'other'"));
+  msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "SCZ");
+}
+
+TEST_F(QueryServerTest, HooksRewriteQueriesAndPrepareSessions) {
+  QueryServerOptions o;
+  o.hooks.on_session_start = [](duck::Connection& conn) {
+    return conn.Execute("CREATE TEMP MACRO answer() AS 42");
+  };
+  o.hooks.rewrite_query = [](std::string_view sql) -> Result<std::string> {
+    if (sql == "SELECT forbidden") return InvalidArgumentError("42501: not for you");
+    std::string s(sql);
+    size_t p = s.find("MAGIC");
+    if (p != std::string::npos) s.replace(p, 5, "answer()");
+    return s;
+  };
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT MAGIC"));
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "42");
+  c.Send(Parse("", "SELECT MAGIC + $1::INT"));
+  c.Send(Bind("", "", {"1"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12DCZ");
+  EXPECT_EQ(Fields(msgs[2])[0], "43");
+  std::string message;
+  c.Send(Query("SELECT forbidden"));
+  EXPECT_EQ(SqlState(c.UntilReady(), &message), "42501");
+  EXPECT_EQ(message, "not for you");
+}
+
+TEST_F(QueryServerTest, StopClosesOpenSessions) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  EXPECT_EQ(server_->session_count(), 1);
+  server_->Stop();
+  EXPECT_TRUE(c.ClosedByServer());
+}
+
+}  // namespace
+}  // namespace sluice::query

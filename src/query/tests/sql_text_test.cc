@@ -1,0 +1,73 @@
+#include "query/sql_text.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice::query {
+namespace {
+
+TEST(SqlTextTest, SplitsAtSemicolonsOutsideQuotesAndComments) {
+  auto pieces = SplitStatements(
+      "SELECT 'a;b'; SELECT \"x;y\" FROM t -- c;d\n; SELECT $$;$$, $tag$ ; $tag$; /* ; */ SELECT E'\\';'; ;");
+  ASSERT_EQ(pieces.size(), 4u);
+  EXPECT_EQ(pieces[0], "SELECT 'a;b'");
+  EXPECT_EQ(pieces[1], "SELECT \"x;y\" FROM t -- c;d");
+  EXPECT_EQ(pieces[2], "SELECT $$;$$, $tag$ ; $tag$");
+  EXPECT_EQ(pieces[3], "/* ; */ SELECT E'\\';'");
+  EXPECT_TRUE(SplitStatements("  ;  ; ").empty());
+  EXPECT_EQ(SplitStatements("SELECT 'unterminated; x").size(), 1u);
+}
+
+TEST(SqlTextTest, LeadingWordsSkipCommentsAndParentheses) {
+  EXPECT_EQ(LeadingWords("-- hi\n /* x */ (select 1)", 2), (std::vector<std::string>{"SELECT"}));
+  EXPECT_EQ(LeadingWords("create or replace view v as select 1", 3),
+            (std::vector<std::string>{"CREATE", "OR", "REPLACE"}));
+}
+
+TEST(SqlTextTest, SandboxRefusesSettingsAttachAndExtensions) {
+  for (const char* sql : {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
+                          "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
+                          "SET \"lock_configuration\" = false", "ATTACH 'x.db' AS x", "attach ':memory:' as m",
+                          "DETACH x", "INSTALL httpfs", "FORCE INSTALL httpfs", "LOAD httpfs",
+                          "/* hidden */ SET allowed_directories = ['/']"}) {
+    SandboxVerdict v = CheckSandbox(sql);
+    EXPECT_TRUE(v.refused) << sql;
+    EXPECT_NE(v.message.find("permission denied"), std::string::npos) << sql;
+  }
+  for (const char* sql : {"SELECT 1", "SET search_path = 'main'", "SET VARIABLE x = 1", "COPY t TO 'x.csv'",
+                          "select 'attach'", "UPDATE t SET memory_limit = 1"}) {
+    EXPECT_FALSE(CheckSandbox(sql).refused) << sql;
+  }
+}
+
+TEST(SqlTextTest, ParsesClientSettings) {
+  ClientSetting s = ParseClientSetting("SET application_name = 'my app'");
+  EXPECT_EQ(s.name, "application_name");
+  EXPECT_EQ(s.value, "my app");
+  s = ParseClientSetting("set extra_float_digits to 3");
+  EXPECT_EQ(s.name, "extra_float_digits");
+  EXPECT_EQ(s.value, "3");
+  s = ParseClientSetting("SET TIME ZONE 'UTC'");
+  EXPECT_EQ(s.name, "timezone");
+  EXPECT_EQ(s.value, "UTC");
+  s = ParseClientSetting("SET SESSION DateStyle TO 'ISO, MDY'");
+  EXPECT_EQ(s.name, "datestyle");
+  EXPECT_EQ(ParseClientSetting("SET search_path = 'x'").name, "");
+  EXPECT_EQ(ParseClientSetting("SELECT 1").name, "");
+}
+
+TEST(SqlTextTest, CommandTags) {
+  EXPECT_EQ(CommandTag("select 1", true, 1), "SELECT 1");
+  EXPECT_EQ(CommandTag("WITH x AS (SELECT 1) SELECT * FROM x", true, 3), "SELECT 3");
+  EXPECT_EQ(CommandTag("insert into t values (1)", false, 2), "INSERT 0 2");
+  EXPECT_EQ(CommandTag("UPDATE t SET a = 1", false, 5), "UPDATE 5");
+  EXPECT_EQ(CommandTag("delete from t", false, 0), "DELETE 0");
+  EXPECT_EQ(CommandTag("create or replace temp table t (a int)", false, 0), "CREATE TABLE");
+  EXPECT_EQ(CommandTag("DROP VIEW v", false, 0), "DROP VIEW");
+  EXPECT_EQ(CommandTag("begin", false, 0), "BEGIN");
+  EXPECT_EQ(CommandTag("end", false, 0), "COMMIT");
+  EXPECT_EQ(CommandTag("abort", false, 0), "ROLLBACK");
+  EXPECT_EQ(CommandTag("SET search_path = 'main'", false, 0), "SET");
+}
+
+}  // namespace
+}  // namespace sluice::query

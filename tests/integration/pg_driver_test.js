@@ -1,0 +1,193 @@
+// The npm `pg` driver (pinned in package.json) against the query server of a real
+// `sluice serve`: the extended protocol with parameters, named prepared statements run
+// again with new values, row limits (Execute with `rows`, PortalSuspended, Flush),
+// text results parsed by pg-types, binary results (`binary: true`) checked value by
+// value, errors with their SQLSTATE (the connection goes on), the sandbox, and SCRAM
+// and cleartext passwords, right and wrong.
+//
+// usage: node pg_driver_test.js path/to/sluice   (packages from the repository's node_modules)
+'use strict'
+
+process.env.TZ = 'UTC'
+const assert = require('node:assert/strict')
+const { spawn } = require('node:child_process')
+const fs = require('node:fs')
+const os = require('node:os')
+const path = require('node:path')
+
+let Client
+try {
+  ({ Client } = require('pg'))
+} catch (e) {
+  console.log('FAIL: pg is missing from node_modules (scripts/setup.sh runs npm ci): ' + e.message)
+  process.exit(1)
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
+const running = new Set()
+
+// `sluice serve` with its own data directory; resolves to { proc, port, logs() }.
+async function startServe (sluice, dir, name, yaml) {
+  const args = ['serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0',
+    '--data-dir', path.join(dir, name + '-data'), '--shards', '1']
+  if (yaml) {
+    fs.writeFileSync(path.join(dir, name + '.yaml'), yaml)
+    args.push('--config', path.join(dir, name + '.yaml'))
+  }
+  const out = path.join(dir, name + '.out')
+  const err = path.join(dir, name + '.err')
+  const fds = [fs.openSync(out, 'w'), fs.openSync(err, 'w')]
+  const proc = spawn(sluice, args, { stdio: ['ignore', fds[0], fds[1]] })
+  fds.forEach(fd => fs.closeSync(fd))
+  running.add(proc)
+  const exit = new Promise(resolve => proc.on('exit', (code, signal) => { running.delete(proc); resolve(signal || code) }))
+  const logs = () => [out, err].map(f => `--- ${f}:\n` + fs.readFileSync(f, 'utf8').split('\n').slice(-40).join('\n')).join('\n')
+  const deadline = Date.now() + 30000
+  for (;;) {
+    const m = /^sluice: Postgres wire protocol on 127\.0\.0\.1:(\d+)$/m.exec(fs.readFileSync(out, 'utf8'))
+    if (m) return { proc, port: Number(m[1]), logs, stop: async () => { proc.kill('SIGTERM'); return exit } }
+    if (proc.exitCode !== null || Date.now() > deadline) throw new Error('sluice serve did not start:\n' + logs())
+    await sleep(50)
+  }
+}
+
+async function expectCode (promise, code, what) {
+  try {
+    await promise
+  } catch (e) {
+    assert.equal(e.code, code, `${what}: ${e.message}`)
+    return e
+  }
+  assert.fail(`${what}: succeeded, expected SQLSTATE ${code}`)
+}
+
+async function queries (port) {
+  const c = new Client({ host: '127.0.0.1', port, user: 'tester', database: 'sluice' })
+  await c.connect()
+  try {
+    // Parameters through the extended protocol.
+    let r = await c.query('SELECT $1::INT + $2::INT AS s, $3::VARCHAR AS t, $4::BOOLEAN AS b', [2, 3, 'héllo', true])
+    assert.deepEqual(r.rows, [{ s: 5, t: 'héllo', b: true }])
+    assert.equal(r.command, 'SELECT')
+
+    await c.query('CREATE TABLE orders (id INT, customer VARCHAR, amount DECIMAL(10,2), tags VARCHAR[], placed TIMESTAMP)')
+    r = await c.query('INSERT INTO orders VALUES ($1, $2, $3, $4, $5)', [1, 'ann', '12.50', ['x', 'y z'], '2024-01-02 03:04:05'])
+    assert.equal(r.rowCount, 1)
+    assert.equal(r.command, 'INSERT')
+    for (let i = 2; i <= 500; i++) {
+      await c.query({ name: 'insert-order', text: 'INSERT INTO orders VALUES ($1, $2, $3, NULL, NULL)', values: [i, 'c' + (i % 7), i / 4] })
+    }
+    // A named statement, run again with new values.
+    for (const customer of ['c1', 'c2']) {
+      r = await c.query({ name: 'by-customer', text: 'SELECT count(*)::INT AS n FROM orders WHERE customer = $1', values: [customer] })
+      assert.ok(r.rows[0].n > 60, `${customer}: ${r.rows[0].n}`)
+    }
+
+    // Text results parsed by pg-types.
+    r = await c.query("SELECT 5000000000::BIGINT AS i8, 1.50::DECIMAL(4,2) AS n, DATE '2024-02-29' AS d, " +
+      "TIMESTAMPTZ '2024-01-02 03:04:05.25+00' AS tz, '{\"a\": [1, 2]}'::JSON AS j, [1, NULL, 3] AS a, " +
+      "['a', 'b c', NULL] AS ta, '\\x01\\xff'::BLOB AS by, '00112233-4455-6677-8899-aabbccddeeff'::UUID AS u, " +
+      'INTERVAL 26 HOUR AS iv, 0.1::DOUBLE AS f')
+    const row = r.rows[0]
+    assert.equal(row.i8, '5000000000')
+    assert.equal(row.n, '1.50')
+    assert.equal(row.d.getTime(), Date.UTC(2024, 1, 29))
+    assert.equal(row.tz.getTime(), Date.UTC(2024, 0, 2, 3, 4, 5, 250))
+    assert.deepEqual(row.j, { a: [1, 2] })
+    assert.deepEqual(row.a, [1, null, 3])
+    assert.deepEqual(row.ta, ['a', 'b c', null])
+    assert.deepEqual(row.by, Buffer.from([1, 255]))
+    assert.equal(row.u, '00112233-4455-6677-8899-aabbccddeeff')
+    assert.equal(row.iv.hours, 26)
+    assert.equal(row.f, 0.1)
+    assert.equal(r.fields.find(f => f.name === 'n').dataTypeID, 1700)
+
+    // Binary results. pg 8.23.1 reads every DataRow field as a UTF-8 string before it
+    // hands a binary one to its parser (pg-protocol's parseDataRowMessage), so bytes that
+    // are not valid UTF-8 reach the parser altered: the values are picked so that their
+    // binary forms are plain ASCII bytes (libpq, pg_libpq_test, checks the rest).
+    r = await c.query({
+      text: 'SELECT $1::SMALLINT AS i2, $2::INT AS i4, 4294967297::BIGINT AS i8, 2.0::FLOAT AS f4, 2.5::DOUBLE AS f8, ' +
+        "false AS b, 12345.678::DECIMAL(10,3) AS n, TIMESTAMP '2000-01-01 01:11:34.967296' AS ts, " +
+        "TIMESTAMPTZ '2000-01-13 17:25:11.627776+00' AS tz, 'text' AS t, [1, 2, 3]::INTEGER[] AS arr, NULL::INT AS nul",
+      values: [7, 42],
+      binary: true
+    })
+    const b = r.rows[0]
+    assert.equal(b.i2, 7)
+    assert.equal(b.i4, 42)
+    assert.equal(String(b.i8), '4294967297')
+    assert.equal(b.f4, 2)
+    assert.equal(b.f8, 2.5)
+    assert.equal(b.b, false)
+    assert.equal(Number(b.n), 12345.678)
+    assert.equal(b.ts.getTime(), Date.UTC(2000, 0, 1, 1, 11, 34, 967))
+    assert.equal(b.tz.getTime(), Date.UTC(2000, 0, 13, 17, 25, 11, 627))
+    assert.equal(b.t, 'text')
+    assert.deepEqual(b.arr, [1, 2, 3])
+    assert.equal(b.nul, null)
+    assert.ok(r.fields.every(f => f.format === 'binary'), 'every column binary')
+
+    // Row limits: Execute with `rows`, PortalSuspended, Execute again after Flush.
+    r = await c.query({ text: 'SELECT range AS n FROM range(1000) WHERE range >= $1', values: [10], rows: 64 })
+    assert.equal(r.rows.length, 990)
+    assert.equal(r.rows[989].n, '999')  // BIGINT: a string, as pg gives int8
+
+    // Errors and their SQLSTATE; the connection goes on.
+    await expectCode(c.query('SELEC 1'), '42601', 'a syntax error')
+    await expectCode(c.query('SELECT * FROM nowhere WHERE id = $1', [1]), '42P01', 'an unknown table')
+    await expectCode(c.query('SELECT $1::INT', ['not a number']), '22P02', 'a bad parameter')
+    await expectCode(c.query('SET memory_limit = \'1TB\''), '42501', 'SET memory_limit')
+    await expectCode(c.query("COPY (SELECT 1) TO '/tmp/sluice-pg-escape.csv'"), '42501', 'COPY TO')
+    await expectCode(c.query("ATTACH ':memory:' AS m"), '42501', 'ATTACH')
+    await expectCode(c.query('INSTALL httpfs'), '42501', 'INSTALL')
+    r = await c.query('SELECT count(*)::INT AS n FROM orders')
+    assert.equal(r.rows[0].n, 500)
+  } finally {
+    await c.end()
+  }
+}
+
+async function auth (port, user, password) {
+  const good = new Client({ host: '127.0.0.1', port, user, password, database: 'sluice' })
+  await good.connect()
+  const r = await good.query('SELECT 1 AS one')
+  assert.equal(r.rows[0].one, 1)
+  await good.end()
+  const bad = new Client({ host: '127.0.0.1', port, user, password: password + 'x', database: 'sluice' })
+  const e = await expectCode(bad.connect(), '28P01', `${user} with a wrong password`)
+  assert.match(e.message, /password authentication failed/)
+  await bad.end().catch(() => {})
+}
+
+async function main () {
+  const sluice = process.argv[2]
+  if (!sluice) throw new Error('usage: node pg_driver_test.js path/to/sluice')
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-pg-'))
+  try {
+    let s = await startServe(sluice, dir, 'trust')
+    try {
+      await queries(s.port)
+    } catch (e) {
+      console.log(s.logs())
+      throw e
+    }
+    assert.equal(await s.stop(), 0)
+    s = await startServe(sluice, dir, 'scram', 'query:\n  users: ["alice:wonder land"]\n')
+    await auth(s.port, 'alice', 'wonder land')
+    assert.equal(await s.stop(), 0)
+    s = await startServe(sluice, dir, 'cleartext', 'query:\n  auth: password\n  users: ["bob:builder"]\n')
+    await auth(s.port, 'bob', 'builder')
+    assert.equal(await s.stop(), 0)
+  } finally {
+    for (const p of running) p.kill('SIGKILL')
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+  console.log('PASS: pg driver: parameters, prepared statements, row limits, text and binary results, errors, sandbox, SCRAM and cleartext auth')
+}
+
+main().catch(e => {
+  console.log('FAIL: ' + (e.stack || e))
+  for (const p of running) p.kill('SIGKILL')
+  process.exit(1)
+})
