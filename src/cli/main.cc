@@ -317,8 +317,9 @@ int RunServe(const ServeFlags& f) {
   fmt::print("sluice: {}, stopping\n",
              n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
-  // Pipelines first: each finishes its batch in hand and commits to the broker still up.
+  // The query server's sessions end first (their running queries are interrupted).
   if (query_server) query_server->Stop();
+  // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
   if (pipelines) pipelines->Stop();
   if (http) http->Stop();
   if (sluice::Status st = (*service)->Stop(); !st.ok()) {

@@ -61,7 +61,7 @@ const std::vector<std::string_view>& QueryConfigKeys() {
       "query.pg_addr",         "query.memory_limit",     "query.threads",
       "query.allowed_directories", "query.max_connections", "query.max_message_bytes",
       "query.timeout_seconds", "query.users",            "query.auth",
-      "query.scram_iterations",
+      "query.scram_iterations", "query.temp_directory",
   };
   return kKeys;
 }
@@ -88,6 +88,8 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   }
   ASSIGN_OR_RETURN(int64_t threads, config.GetInt("query.threads", 2, 1, 256));
   o.threads = static_cast<int>(threads);
+  ASSIGN_OR_RETURN(std::string data_dir, config.GetString("data_dir", "./sluice-data"));
+  ASSIGN_OR_RETURN(o.temp_directory, config.GetString("query.temp_directory", data_dir + "/query-tmp"));
   ASSIGN_OR_RETURN(o.allowed_directories, config.GetList("query.allowed_directories"));
   ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
   if (!warehouse.empty()) o.allowed_directories.insert(o.allowed_directories.begin(), warehouse);
@@ -261,7 +263,9 @@ Result<std::unique_ptr<QueryServer>> QueryServer::Start(QueryServerOptions optio
   state->options = std::move(options);
   QueryServerOptions& o = state->options;
 
-  ASSIGN_OR_RETURN(state->db, duck::Database::Open({.memory_limit_bytes = o.memory_limit_bytes, .threads = o.threads}));
+  ASSIGN_OR_RETURN(state->db, duck::Database::Open({.memory_limit_bytes = o.memory_limit_bytes,
+                                                    .threads = o.threads,
+                                                    .temp_directory = o.temp_directory}));
   {
     // The sandbox: set before any client connects, then locked.
     ASSIGN_OR_RETURN(auto setup, duck::Connection::Open(*state->db));

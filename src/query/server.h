@@ -49,6 +49,9 @@ struct QueryServerOptions {
   // The database's budget (DuckDB's memory_limit and threads).
   int64_t memory_limit_bytes = int64_t{1} << 30;
   int threads = 2;
+  // Where DuckDB spills what does not fit in memory_limit; "" leaves DuckDB's default (a
+  // .tmp directory in the working directory).
+  std::string temp_directory;
   // Directories queries may read and write: the warehouse and any others. Everything
   // else on the file system is refused (SQLSTATE 42501).
   std::vector<std::string> allowed_directories;

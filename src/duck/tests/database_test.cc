@@ -174,6 +174,67 @@ TEST(DatabaseTest, LogicalTypesCompareWithTheirParameters) {
   EXPECT_FALSE(t[0].Equals(t[6]));
 }
 
+TEST(DatabaseTest, StreamingResultsComeChunkByChunk) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto stmt = PreparedStatement::Prepare(*conn, "SELECT range AS n FROM range($1::BIGINT)");
+  ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
+  EXPECT_EQ((*stmt)->type(), StatementType::kSelect);
+  EXPECT_EQ((*stmt)->param_count(), 1u);
+  ASSERT_TRUE((*stmt)->BindValue(1, Value::Varchar("5000")).ok());  // cast by DuckDB
+  auto stream = (*stmt)->ExecuteStreaming();
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  EXPECT_EQ(stream->return_type(), ReturnType::kRows);
+  EXPECT_EQ(stream->column_name(0), "n");
+  EXPECT_EQ(stream->column_type(0).id(), TypeId::kBigInt);
+  uint64_t rows = 0, chunks = 0;
+  while (true) {
+    auto chunk = stream->Fetch();
+    ASSERT_TRUE(chunk.ok());
+    if (!chunk->has_value()) break;
+    EXPECT_EQ((*chunk)->column(0).data<int64_t>()[0], static_cast<int64_t>(rows));
+    rows += (*chunk)->size();
+    ++chunks;
+  }
+  EXPECT_EQ(rows, 5000u);
+  EXPECT_GT(chunks, 1u);
+}
+
+TEST(DatabaseTest, ExtractedStatementsAndErrorTypes) {
+  auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto stmts = ExtractedStatements::Extract(*conn, "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT * FROM nosuch");
+  ASSERT_TRUE(stmts.ok()) << stmts.status().ToString();
+  ASSERT_EQ(stmts->size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    auto p = stmts->Prepare(i);
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto r = (*p)->ExecuteStreaming();
+    ASSERT_TRUE(r.ok());
+    if (i == 1) {
+      EXPECT_EQ(r->return_type(), ReturnType::kChangedRows);
+      auto chunk = r->Fetch();
+      ASSERT_TRUE(chunk.ok() && chunk->has_value());
+      EXPECT_EQ((*chunk)->column(0).data<int64_t>()[0], 2);
+    }
+  }
+  ErrorType type = ErrorType::kInvalid;
+  EXPECT_FALSE(stmts->Prepare(2, &type).ok());
+  EXPECT_EQ(type, ErrorType::kCatalog);
+  EXPECT_FALSE(ExtractedStatements::Extract(*conn, "SELEC 1", &type).ok());
+  EXPECT_EQ(type, ErrorType::kParser);
+  auto p = PreparedStatement::Prepare(*conn, "SELECT $1::INT");
+  ASSERT_TRUE(p.ok());
+  ASSERT_TRUE((*p)->BindValue(1, Value::Varchar("nope")).ok());
+  auto r = (*p)->ExecuteStreaming(&type);
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(type, ErrorType::kConversion);
+  EXPECT_EQ(ErrorTypeFromMessage("DuckDB: Permission Error: no"), ErrorType::kPermission);
+  EXPECT_EQ(ErrorTypeFromMessage("something else"), ErrorType::kInvalid);
+}
+
 TEST(DatabaseTest, Quoting) {
   EXPECT_EQ(QuoteIdentifier("a\"b"), "\"a\"\"b\"");
   EXPECT_EQ(QuoteLiteral("it's"), "'it''s'");

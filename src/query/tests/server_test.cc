@@ -194,6 +194,7 @@ class QueryServerTest : public ::testing::Test {
     o.memory_limit_bytes = 256 << 20;
     o.threads = 1;
     o.allowed_directories = {(dir_ / "allowed").string()};
+    o.temp_directory = (dir_ / "spill").string();
     o.max_message_bytes = 1 << 20;
     auto s = QueryServer::Start(std::move(o));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
@@ -404,6 +405,16 @@ TEST_F(QueryServerTest, QueriesOverTheTimeLimitAreInterrupted) {
   std::string message;
   EXPECT_EQ(SqlState(c.UntilReady(), &message), "57014");
   EXPECT_NE(message.find("statement timeout"), std::string::npos) << message;
+  c.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+}
+
+TEST_F(QueryServerTest, QueriesOverTheMemoryLimitFailWith53200) {
+  StartServer();  // memory_limit 256 MiB; one string of ~900 MB cannot spill
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT length(string_agg(range::VARCHAR, ',')) FROM range(100000000)"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "53200");
   c.Send(Query("SELECT 1"));
   EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
 }
