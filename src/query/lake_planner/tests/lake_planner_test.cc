@@ -1,0 +1,592 @@
+// The lake planner over real tables: Parquet written by DuckDB with statistics, manifests
+// and metadata by sluice. Every query's answer through the planner is compared with DuckDB
+// reading every file of the snapshot without pruning (the reference), and where pruning
+// must happen, the files it kept are asserted.
+#include "query/lake_planner/lake_planner.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "lake/data_files.h"
+#include "lake/iceberg_json.h"
+#include "lake/parquet_read.h"
+#include "lake/table.h"
+#include "lake/table_files.h"
+#include "lake/transforms.h"
+
+namespace sluice::query {
+namespace {
+
+namespace fs = std::filesystem;
+using lake::avro::Datum;
+
+std::string FreshDir(std::string_view name) {
+  std::string dir = ::testing::TempDir() + "/sluice_lake_planner_" + std::to_string(getpid()) + "_" + std::string(name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+lake::Schema ParseSchema(std::string_view json) {
+  auto s = lake::SchemaFromJson(lake::Json::parse(json), "$", true);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+constexpr int32_t kDay0 = 19723;  // 2024-01-01
+
+class LakePlannerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    warehouse_ = FreshDir(info->name());
+    catalog_ = std::make_unique<WarehouseCatalog>(warehouse_);
+    auto db = duck::Database::Open({.threads = 1});
+    ASSERT_TRUE(db.ok()) << db.status().message();
+    db_ = std::move(*db);
+    auto conn = duck::Connection::Open(*db_);
+    ASSERT_TRUE(conn.ok()) << conn.status().message();
+    conn_ = std::move(*conn);
+  }
+  void TearDown() override { fs::remove_all(warehouse_); }
+
+  std::string Root(const std::string& table) const { return warehouse_ + "/db/" + table; }
+
+  lake::Table Create(const std::string& table, const lake::Schema& schema, const lake::PartitionSpec& spec) {
+    fs::create_directories(Root(table) + "/data");
+    auto t = lake::Table::Create(Root(table), schema, spec, {});
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return std::move(*t);
+  }
+
+  // One data file of `select`'s rows (columns as the table's current schema) with `partition`.
+  lake::DataFile File(lake::Table& t, const std::string& select, Datum partition = Datum::Record({})) {
+    const lake::Schema* schema = t.metadata().CurrentSchema();
+    std::string path = fmt::format("{}/data/{}.parquet", t.files().root(), lake::NewUuid());
+    auto f = lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path));
+    EXPECT_TRUE(f.ok()) << f.status().message() << "\n" << select;
+    f->partition = std::move(partition);
+    return *f;
+  }
+
+  int64_t Append(lake::Table& t, const std::vector<lake::DataFile>& files) {
+    auto id = t.Append(files, [](const lake::TableMetadata&) -> Result<std::map<std::string, std::string>> {
+      return std::map<std::string, std::string>{};
+    });
+    EXPECT_TRUE(id.ok()) << id.status().message();
+    return id.ok() ? *id : 0;
+  }
+
+  // events (id long, ts timestamp, city string, amount double, note string), partitioned by
+  // day(ts) and city: 4 days x 2 cities, one file each of 25 rows; amount has NULLs in
+  // oslo's files and a NaN on day 3 in rome; notes are longer than the 16-character bound.
+  void MakeEvents() {
+    lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+        {"id":1,"name":"id","required":false,"type":"long"},
+        {"id":2,"name":"ts","required":false,"type":"timestamp"},
+        {"id":3,"name":"city","required":false,"type":"string"},
+        {"id":4,"name":"amount","required":false,"type":"double"},
+        {"id":5,"name":"note","required":false,"type":"string"}]})j");
+    lake::PartitionSpec spec;
+    spec.fields.push_back(lake::PartitionField{2, 1000, "ts_day", lake::Transform::Day()});
+    spec.fields.push_back(lake::PartitionField{3, 1001, "city", lake::Transform::Identity()});
+    lake::Table t = Create("events", s, spec);
+    std::vector<lake::DataFile> files;
+    int n = 0;
+    for (int day = 0; day < 4; ++day) {
+      for (std::string city : {"oslo", "rome"}) {
+        std::string amount = city == "oslo" ? "CASE WHEN i % 3 = 0 THEN NULL ELSE i * 1.5 END"
+                             : day == 3    ? "CASE WHEN i = 7 THEN 'NaN'::DOUBLE ELSE i * 2.0 END"
+                                           : "i * 2.0";
+        std::string select = fmt::format(
+            "SELECT ({0} * 25 + i)::BIGINT AS id, TIMESTAMP '2024-01-01' + INTERVAL ({1}) DAY + INTERVAL (i) HOUR "
+            "- INTERVAL 1 MICROSECOND * (i = 24)::INT AS ts, '{2}' AS city, ({3})::DOUBLE AS amount, "
+            "'a long note that is longer than sixteen characters #' || ({0} * 25 + i) AS note FROM range(25) r(i)",
+            n, day, city, amount);
+        files.push_back(File(t, select,
+                             Datum::Record({{"ts_day", Datum::Int(kDay0 + day)}, {"city", Datum::String(city)}})));
+        ++n;
+      }
+    }
+    Append(t, files);
+  }
+
+  // users (uid int, name string), bucket[4](uid): one file per bucket.
+  void MakeUsers() {
+    lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+        {"id":1,"name":"uid","required":false,"type":"int"},
+        {"id":2,"name":"name","required":false,"type":"string"}]})j");
+    lake::PartitionSpec spec;
+    spec.fields.push_back(lake::PartitionField{1, 1000, "uid_bucket", lake::Transform::Bucket(4)});
+    lake::Table t = Create("users", s, spec);
+    std::map<int32_t, std::vector<std::string>> by_bucket;
+    for (int32_t uid = 0; uid < 100; ++uid) {
+      auto b = lake::Transform::Bucket(4).Apply(lake::Type::Primitive(lake::TypeId::kInt), lake::Value::Int(uid));
+      ASSERT_TRUE(b.ok());
+      by_bucket[b->as_int()].push_back(fmt::format("({}, 'user{}')", uid, uid));
+    }
+    std::vector<lake::DataFile> files;
+    for (const auto& [b, rows] : by_bucket) {
+      files.push_back(File(t, fmt::format("SELECT c0::INTEGER AS uid, c1 AS name FROM (VALUES {}) v(c0, c1)",
+                                          fmt::join(rows, ", ")),
+                           Datum::Record({{"uid_bucket", Datum::Int(b)}})));
+    }
+    Append(t, files);
+  }
+
+  // words (w string, n long), truncate[2](w): files "ap", "ba", "ch" and one of NULL words.
+  void MakeWords() {
+    lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+        {"id":1,"name":"w","required":false,"type":"string"},
+        {"id":2,"name":"n","required":false,"type":"long"}]})j");
+    lake::PartitionSpec spec;
+    spec.fields.push_back(lake::PartitionField{1, 1000, "w_trunc", lake::Transform::Truncate(2)});
+    lake::Table t = Create("words", s, spec);
+    std::vector<lake::DataFile> files;
+    std::map<std::string, std::string> groups = {{"ap", "'apple', 'apricot', 'ap'"},
+                                                 {"ba", "'banana', 'bandana', 'basil'"},
+                                                 {"ch", "'cherry', 'chive', 'chocolate'"}};
+    int64_t base = 0;
+    for (const auto& [prefix, words] : groups) {
+      files.push_back(File(t,
+                           fmt::format("SELECT w, ({} + row_number() OVER ())::BIGINT AS n FROM "
+                                       "(SELECT unnest([{}]) AS w)",
+                                       base, words),
+                           Datum::Record({{"w_trunc", Datum::String(prefix)}})));
+      base += 10;
+    }
+    files.push_back(File(t, "SELECT NULL::VARCHAR AS w, 100::BIGINT AS n", Datum::Record({{"w_trunc", Datum::Null()}})));
+    Append(t, files);
+  }
+
+  // Every file of the table's snapshot (the current one, or `snapshot_id`), read without
+  // pruning under that snapshot's schema (or the current one).
+  std::string Reference(const std::string& table, std::optional<int64_t> snapshot_id = std::nullopt) {
+    auto t = lake::Table::Load(Root(table));
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    const lake::TableMetadata& m = t->metadata();
+    const lake::Snapshot* s = snapshot_id ? m.FindSnapshot(*snapshot_id) : m.CurrentSnapshot();
+    const lake::Schema* schema = m.CurrentSchema();
+    if (snapshot_id && s->schema_id) schema = m.FindSchema(*s->schema_id);
+    std::vector<std::string> paths;
+    if (s != nullptr) {
+      auto manifests = lake::ReadManifestsOf(*s);
+      EXPECT_TRUE(manifests.ok()) << manifests.status().message();
+      for (const lake::ManifestFile& mf : *manifests) {
+        auto entries = lake::ReadEntriesOf(mf);
+        EXPECT_TRUE(entries.ok());
+        for (const lake::ManifestEntry& e : *entries) {
+          if (e.status != lake::EntryStatus::kDeleted) paths.push_back(*lake::LocalPath(e.file.file_path));
+        }
+      }
+    }
+    return fmt::format("({})", lake::ParquetScanSql(paths, *schema));
+  }
+
+  std::vector<std::string> Rows(const std::string& sql) {
+    auto rows = conn_->QueryText(sql);
+    EXPECT_TRUE(rows.ok()) << rows.status().message() << "\n" << sql;
+    std::vector<std::string> out;
+    if (!rows.ok()) return out;
+    for (const auto& r : *rows) {
+      std::string line;
+      for (const auto& v : r) line += (line.empty() ? "" : "|") + v.value_or("NULL");
+      out.push_back(line);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  Result<PlannedQuery> Plan(const std::string& sql) { return PlanLakeQuery(*conn_, sql, *catalog_); }
+
+  // `query` with {t} for each table name in `tables`: planned with lake.db.<t>, against the
+  // reference with every file. Returns the plan.
+  PlannedQuery Check(const std::string& query, const std::vector<std::string>& tables,
+                     const std::map<std::string, std::optional<int64_t>>& snapshots = {}) {
+    std::string planned = query, reference = query;
+    for (const std::string& t : tables) {
+      const std::string key = "{" + t + "}";
+      auto snap = snapshots.find(t);
+      std::string ref = Reference(t, snap == snapshots.end() ? std::nullopt : snap->second);
+      for (size_t p; (p = planned.find(key)) != std::string::npos;) planned.replace(p, key.size(), "lake.db." + t);
+      for (size_t p; (p = reference.find(key)) != std::string::npos;) reference.replace(p, key.size(), ref);
+    }
+    // The reference keeps AT clauses out: the snapshot is chosen by `snapshots`.
+    for (std::string_view at : {" AT (VERSION => ", " AT (TIMESTAMP => "}) {
+      for (size_t p; (p = reference.find(at)) != std::string::npos;) {
+        size_t depth = 0, q = reference.find('(', p);
+        for (; q < reference.size(); ++q) {
+          if (reference[q] == '(') ++depth;
+          if (reference[q] == ')' && --depth == 0) break;
+        }
+        reference.erase(p, q + 1 - p);
+      }
+    }
+    auto plan = Plan(planned);
+    EXPECT_TRUE(plan.ok()) << plan.status().message() << "\n" << planned;
+    if (!plan.ok()) return PlannedQuery{};
+    EXPECT_TRUE(plan->rewritten) << planned;
+    std::vector<std::string> expected = Rows(reference);
+    EXPECT_EQ(Rows(plan->sql), expected) << planned << "\n-> " << plan->sql;
+    return *plan;
+  }
+
+  std::string warehouse_;
+  std::unique_ptr<WarehouseCatalog> catalog_;
+  std::unique_ptr<duck::Database> db_;
+  std::unique_ptr<duck::Connection> conn_;
+};
+
+TEST_F(LakePlannerTest, SqlWithoutLakeTablesComesBackUnchanged) {
+  for (std::string sql : {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
+                          "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
+    auto plan = Plan(sql);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_FALSE(plan->rewritten) << sql;
+    EXPECT_EQ(plan->sql, sql);
+    EXPECT_TRUE(plan->tables.empty());
+  }
+}
+
+TEST_F(LakePlannerTest, PartitionValuesPruneByIdentityAndDay) {
+  MakeEvents();
+  PlannedQuery q = Check("SELECT id, city FROM {events} WHERE city = 'oslo'", {"events"});
+  ASSERT_EQ(q.tables.size(), 1u);
+  EXPECT_EQ(q.tables[0].table, "db.events");
+  EXPECT_EQ(q.tables[0].stats.files_total, 8);
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 4);
+
+  q = Check("SELECT count(*), sum(id) FROM {events} WHERE ts >= TIMESTAMP '2024-01-03'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  // A string literal is cast to the column's type, as the query does.
+  q = Check("SELECT count(*) FROM {events} WHERE ts < '2024-01-02' AND city IN ('rome', 'paris')", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // The last microsecond of a day stays in that day's file.
+  q = Check("SELECT id FROM {events} WHERE ts = TIMESTAMP '2024-01-02 23:59:59.999999'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  q = Check("SELECT count(*) FROM {events} WHERE ts BETWEEN DATE '2024-01-02' AND DATE '2024-01-02'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  // OR of prunable branches; an unusable conjunct (a function of the column) is kept.
+  q = Check("SELECT count(*) FROM {events} WHERE (city = 'oslo' AND ts < '2024-01-02') OR city = 'rome' AND "
+            "lower(note) LIKE '%#1%'",
+            {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 5);
+  EXPECT_EQ(q.tables[0].stats.snapshot_id, lake::Table::Load(Root("events"))->metadata().current_snapshot_id);
+}
+
+TEST_F(LakePlannerTest, ColumnStatisticsPrune) {
+  MakeEvents();
+  PlannedQuery q = Check("SELECT * FROM {events} WHERE id BETWEEN 30 AND 40", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 7);
+  q = Check("SELECT id FROM {events} WHERE id > 190 OR id < 3", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  q = Check("SELECT id FROM {events} e WHERE e.id IN (5, 199)", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  // Only oslo's files hold NULL amounts.
+  q = Check("SELECT id FROM {events} WHERE amount IS NULL", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  q = Check("SELECT count(*) FROM {events} WHERE amount IS NOT NULL", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 8);
+  // NaN sorts above every number in DuckDB: the file holding one is kept for >.
+  q = Check("SELECT id, amount FROM {events} WHERE amount > 1000", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT id FROM {events} WHERE amount = 'NaN'::DOUBLE", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // Numbers of another type compare by value: 47.5 is above every amount of the first files.
+  q = Check("SELECT id FROM {events} WHERE amount >= 47.5 AND ts < '2024-01-02'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // id <> constant prunes nothing here, and is still right.
+  Check("SELECT count(*) FROM {events} WHERE id <> 3", {"events"});
+  Check("SELECT count(*) FROM {events} WHERE id IS DISTINCT FROM 3 AND amount IS NOT DISTINCT FROM NULL", {"events"});
+}
+
+TEST_F(LakePlannerTest, StringBoundsTruncatedAtSixteenCharactersKeepLongerValues) {
+  MakeEvents();
+  // Every note shares its first 16 characters: bounds cannot tell the files apart, and
+  // must not drop the one holding it.
+  PlannedQuery q = Check("SELECT id FROM {events} WHERE note = 'a long note that is longer than sixteen characters #77'",
+                         {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 8);
+  q = Check("SELECT id FROM {events} WHERE note > 'a long note that is longer than sixteen characters #198'",
+            {"events"});
+  q = Check("SELECT id FROM {events} WHERE note < 'a long note that'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 0);
+  q = Check("SELECT id FROM {events} WHERE note >= 'a long note that'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 8);
+}
+
+TEST_F(LakePlannerTest, BucketAndTruncatePartitions) {
+  MakeUsers();
+  MakeWords();
+  PlannedQuery q = Check("SELECT * FROM {users} WHERE uid = 42", {"users"});
+  EXPECT_EQ(q.tables[0].stats.files_total, 4);
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT * FROM {users} WHERE uid IN (1, 2, 3, 4, 5, 6, 7, 8)", {"users"});
+  q = Check("SELECT count(*) FROM {users} WHERE uid = 42::BIGINT", {"users"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {users} WHERE uid < 50", {"users"});  // buckets do not order
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+
+  q = Check("SELECT * FROM {words} WHERE w = 'banana'", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT * FROM {words} WHERE w >= 'bz'", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT * FROM {words} WHERE w < 'b'", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT * FROM {words} WHERE w = 'ap'", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT n FROM {words} WHERE w IS NULL", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // "ap" by n's bounds, the NULL words' file by its partition.
+  q = Check("SELECT n FROM {words} WHERE w IS NOT NULL AND n > 5", {"words"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 1);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 1);
+}
+
+TEST_F(LakePlannerTest, JoinsSubqueriesCtesAndSetOperations) {
+  MakeEvents();
+  MakeUsers();
+  PlannedQuery q = Check(
+      "SELECT e.id, u.name FROM {events} e JOIN {users} u ON u.uid = e.id WHERE e.city = 'rome' AND u.uid < 30",
+      {"events", "users"});
+  ASSERT_EQ(q.tables.size(), 2u);
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  q = Check("WITH r AS (SELECT * FROM {events} WHERE city = 'rome') SELECT count(*), min(id) FROM r WHERE id > 100",
+            {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  q = Check("SELECT count(*) FROM (SELECT id FROM {events} WHERE id < 10 UNION ALL SELECT uid FROM {users} WHERE uid = 7)",
+            {"events", "users"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  EXPECT_EQ(q.tables[1].stats.files_kept, 1);
+  // In a subquery of the WHERE; correlated names from outside are not constants.
+  q = Check("SELECT uid FROM {users} u WHERE EXISTS (SELECT 1 FROM {events} e WHERE e.id = u.uid AND e.ts < '2024-01-02')",
+            {"users", "events"});
+  EXPECT_EQ(q.tables[1].stats.files_kept, 2);
+  // The nullable side of an outer join is not pruned by the WHERE (its rows would turn into
+  // NULL-extended ones); the preserved side is.
+  q = Check("SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE e.id IS NULL OR u.uid < 3",
+            {"users", "events"});
+  EXPECT_EQ(q.tables[1].stats.files_kept, 8);
+  q = Check("SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE u.uid = 3", {"users", "events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  EXPECT_EQ(q.tables[1].stats.files_kept, 8);
+  // A self-join, both references planned; the full name qualifies a column.
+  q = Check("SELECT a.id FROM {events} a, {events} b WHERE a.id = b.id + 1 AND b.id = 3 AND a.city = 'oslo'",
+            {"events"});
+  ASSERT_EQ(q.tables.size(), 2u);
+  auto plan = Plan("SELECT lake.db.events.id, db.events.city FROM lake.db.events WHERE db.events.id = 3");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 1);
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"3|oslo"}));
+}
+
+TEST_F(LakePlannerTest, TimeTravelByVersionAndTimestamp) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"x","required":false,"type":"long"}]})j");
+  lake::Table t = Create("tt", s, lake::PartitionSpec{});
+  int64_t first = Append(t, {File(t, "SELECT range AS x FROM range(0, 10)")});
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int64_t second = Append(t, {File(t, "SELECT range AS x FROM range(10, 30)")});
+  auto loaded = lake::Table::Load(Root("tt"));
+  ASSERT_TRUE(loaded.ok());
+  const lake::TableMetadata& m = loaded->metadata();
+  const int64_t first_ms = m.FindSnapshot(first)->timestamp_ms;
+  const int64_t second_ms = m.FindSnapshot(second)->timestamp_ms;
+  ASSERT_LT(first_ms, second_ms);
+
+  PlannedQuery q = Check(fmt::format("SELECT count(*), max(x) FROM {{tt}} AT (VERSION => {})", first), {"tt"},
+                         {{"tt", first}});
+  EXPECT_EQ(q.tables[0].stats.snapshot_id, first);
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"10|9"}));
+  q = Check("SELECT count(*) FROM {tt}", {"tt"});
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"30"}));
+  // By time: a TIMESTAMP is UTC; between the two commits the first one answers.
+  q = Check(fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))", second_ms - 1),
+            {"tt"}, {{"tt", first}});
+  EXPECT_EQ(q.tables[0].stats.snapshot_id, first);
+  q = Check(fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))", second_ms),
+            {"tt"}, {{"tt", second}});
+  EXPECT_EQ(q.tables[0].stats.snapshot_id, second);
+  // Both versions in one query, with pruning on each.
+  auto both = Plan(fmt::format("SELECT (SELECT count(*) FROM lake.db.tt AT (VERSION => {}) WHERE x >= 10), "
+                               "(SELECT count(*) FROM lake.db.tt WHERE x >= 10)",
+                               first));
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  q = *both;
+  ASSERT_EQ(q.tables.size(), 2u);
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"0|20"}));
+  EXPECT_EQ(q.tables[0].stats.files_kept, 0);
+  EXPECT_EQ(q.tables[1].stats.files_kept, 1);
+
+  auto bad = Plan("SELECT * FROM lake.db.tt AT (VERSION => 12345)");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(bad.status().message().find("db.tt has no snapshot 12345"), std::string::npos) << bad.status().message();
+  bad = Plan("SELECT * FROM lake.db.tt AT (TIMESTAMP => TIMESTAMP '2000-01-01')");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(bad.status().message().find("no snapshot at or before 2000-01-01"), std::string::npos)
+      << bad.status().message();
+  bad = Plan("SELECT * FROM lake.db.tt AT (VERSION => 'nope')");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no branch or tag \"nope\""), std::string::npos) << bad.status().message();
+  // The main branch by name.
+  auto main = Plan("SELECT count(*) FROM lake.db.tt AT (VERSION => 'main')");
+  ASSERT_TRUE(main.ok()) << main.status().message();
+  EXPECT_EQ(Rows(main->sql), (std::vector<std::string>{"30"}));
+}
+
+TEST_F(LakePlannerTest, SchemaEvolutionRenamesAddsAndPromotes) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"id","required":false,"type":"int"},
+      {"id":2,"name":"name","required":false,"type":"string"}]})j");
+  lake::Table t = Create("evolve", s, lake::PartitionSpec{});
+  int64_t v1 = Append(t, {File(t, "SELECT range::INTEGER AS id, 'n' || range AS name FROM range(0, 5)")});
+  // Rename name -> label, promote id to long, add extra.
+  auto changed = t.CommitUpdates(
+      [](const lake::TableMetadata& base) -> Result<std::vector<lake::TableUpdate>> {
+        lake::Schema next = *base.CurrentSchema();
+        next.schema_id = 1;
+        next.fields[0].type = lake::Type::Primitive(lake::TypeId::kLong);
+        next.fields[1].name = "label";
+        next.fields.push_back(lake::NestedField{3, "extra", false, lake::Type::Primitive(lake::TypeId::kDouble), {}});
+        return std::vector<lake::TableUpdate>{lake::AddSchemaUpdate{next, 3}, lake::SetCurrentSchemaUpdate{-1}};
+      },
+      0);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  ASSERT_TRUE(t.Refresh().ok());
+  Append(t, {File(t, "SELECT range::BIGINT AS id, 'm' || range AS label, range * 0.5 AS extra FROM range(100, 103)")});
+
+  PlannedQuery q = Check("SELECT id, label, extra FROM {evolve}", {"evolve"});
+  EXPECT_EQ(Rows(q.sql).size(), 8u);
+  // The old file has no statistics for extra: kept, its rows NULL there.
+  q = Check("SELECT id, label FROM {evolve} WHERE extra IS NULL", {"evolve"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);  // the new file has no NULL extra
+  q = Check("SELECT id FROM {evolve} WHERE extra > 0.7", {"evolve"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  // Bounds of the int file read as long.
+  q = Check("SELECT label FROM {evolve} WHERE id >= 100", {"evolve"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"m100", "m101", "m102"}));
+  // The old version reads with its own schema.
+  q = Check(fmt::format("SELECT * FROM {{evolve}} AT (VERSION => {})", v1), {"evolve"}, {{"evolve", v1}});
+  EXPECT_EQ(Rows(q.sql).front(), "0|n0");
+}
+
+TEST_F(LakePlannerTest, EmptyTablesAndEmptyResults) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"a","required":false,"type":"long"},
+      {"id":2,"name":"b","required":false,"type":"date"}]})j");
+  Create("nothing", s, lake::PartitionSpec{});
+  auto plan = Plan("SELECT count(*), max(b) FROM lake.db.nothing");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"0|NULL"}));
+  EXPECT_FALSE(plan->tables[0].stats.snapshot_id.has_value());
+  plan = Plan("SELECT typeof(b) FROM lake.db.nothing UNION ALL SELECT 'x'");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"x"}));
+
+  MakeEvents();
+  PlannedQuery q = Check("SELECT count(*) FROM {events} WHERE city = 'paris'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 0);
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"0"}));
+}
+
+TEST_F(LakePlannerTest, UnknownTablesAndCorruptManifestsAreClearErrors) {
+  auto plan = Plan("SELECT * FROM lake.db.missing");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(plan.status().message().find("lake table db.missing does not exist"), std::string::npos)
+      << plan.status().message();
+  plan = Plan("SELECT * FROM lake.\"..\".x");
+  ASSERT_FALSE(plan.ok());
+
+  MakeEvents();
+  auto t = lake::Table::Load(Root("events"));
+  ASSERT_TRUE(t.ok());
+  auto manifests = lake::ReadManifestsOf(*t->metadata().CurrentSnapshot());
+  ASSERT_TRUE(manifests.ok());
+  std::string path = *lake::LocalPath(manifests->at(0).manifest_path);
+  std::ofstream(path, std::ios::trunc) << "not avro";
+  plan = Plan("SELECT * FROM lake.db.events");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find(path), std::string::npos) << plan.status().message();
+}
+
+TEST_F(LakePlannerTest, DeleteFilesAreRefused) {
+  MakeWords();
+  auto t = lake::Table::Load(Root("words"));
+  ASSERT_TRUE(t.ok());
+  lake::DataFile del;
+  del.content = 1;
+  del.file_path = lake::FileUri(Root("words") + "/data/deletes.parquet");
+  del.record_count = 1;
+  del.partition = Datum::Record({{"w_trunc", Datum::String("ap")}});
+  auto id = t->Commit("overwrite", [&](const lake::CommitAttempt& a) -> Result<lake::SnapshotPlan> {
+    lake::SnapshotPlan plan;
+    ASSIGN_OR_RETURN(plan.manifests, lake::ReadManifestsOf(*a.base.CurrentSnapshot()));
+    ASSIGN_OR_RETURN(lake::ManifestContext ctx, lake::ContextOf(a.base));
+    lake::ManifestEntry e;
+    e.file = del;
+    ASSIGN_OR_RETURN(std::string bytes, lake::WriteManifest(ctx, {e}));
+    std::string mpath = Root("words") + "/metadata/deletes-" + std::to_string(a.attempt) + ".avro";
+    RETURN_IF_ERROR(lake::WriteFileAtomically(mpath, bytes));
+    lake::ManifestFile mf;
+    mf.manifest_path = lake::FileUri(mpath);
+    mf.manifest_length = static_cast<int64_t>(bytes.size());
+    mf.content = 1;
+    mf.sequence_number = a.sequence_number;
+    mf.min_sequence_number = a.sequence_number;
+    mf.added_snapshot_id = a.snapshot_id;
+    mf.added_files_count = 1;
+    mf.added_rows_count = 1;
+    plan.manifests.push_back(mf);
+    return plan;
+  });
+  ASSERT_TRUE(id.ok()) << id.status().message();
+  auto plan = Plan("SELECT * FROM lake.db.words");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(plan.status().message().find("delete files"), std::string::npos) << plan.status().message();
+}
+
+TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
+  MakeEvents();
+  // A syntax error is DuckDB's to report.
+  auto plan = Plan("SELECT FROM WHERE lake.db.events");
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->rewritten);
+  // Parameters, volatile functions and columns on both sides are not used to prune.
+  plan = Plan("SELECT count(*) FROM lake.db.events WHERE id = $1");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 8);
+  Check("SELECT count(*) FROM {events} WHERE ts < now() AND id < amount", {"events"});
+  // A constant that fails to cast leaves pruning alone; the query reports it.
+  plan = Plan("SELECT count(*) FROM lake.db.events WHERE id = 'abc'");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 8);
+  EXPECT_FALSE(conn_->Query(plan->sql).ok());
+  // A number compared with a string column is not pruned (DuckDB may cast the column).
+  Check("SELECT count(*) FROM {events} WHERE note > 5::VARCHAR", {"events"});
+  // Aliased columns, TABLESAMPLE and ORDER BY/LIMIT survive the rewrite.
+  Check("SELECT x, y FROM {events} AS e(x, y) WHERE x < 5 ORDER BY x LIMIT 3", {"events"});
+  Check("SELECT count(*) > 0 FROM {events} TABLESAMPLE 100%", {"events"});
+  // Several statements.
+  plan = Plan("SELECT 1; SELECT count(*) FROM lake.db.events WHERE city = 'oslo'");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
+}
+
+}  // namespace
+}  // namespace sluice::query
