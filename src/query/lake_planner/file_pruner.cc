@@ -37,6 +37,10 @@ std::string_view OpText(CompareOp op) {
   return "?";
 }
 
+bool IEqualsBinary(const std::string& collation) {
+  return collation == "binary" || collation == "BINARY";
+}
+
 bool IsFloating(const Type& t) { return t.id == TypeId::kFloat || t.id == TypeId::kDouble; }
 
 // Column types whose bounds pruning compares (UUIDs are left out: Java orders them as two
@@ -188,6 +192,9 @@ class Pruner {
   // become kUnknown. Returns the predicate with only usable parts.
   Predicate Prepare(const Predicate& p);
   void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
+  // Whether the session compares strings by their bytes, as Iceberg orders string bounds
+  // (not under a default collation such as nocase).
+  bool ByteOrderStrings();
   // SQL over the evidence columns that is true (or NULL) when an item may hold a row
   // satisfying `p`.
   std::string KeepSql(const Predicate& p) const;
@@ -211,7 +218,17 @@ class Pruner {
   std::vector<Predicate> conjuncts_;      // prepared, without kUnknown ones
   std::set<int32_t> fields_;              // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
+  std::optional<bool> byte_order_strings_;
 };
+
+bool Pruner::ByteOrderStrings() {
+  if (!byte_order_strings_) {
+    auto rows = conn_.QueryText("SELECT current_setting('default_collation')");
+    byte_order_strings_ = rows.ok() && rows->size() == 1 && (!(*rows)[0][0] || (*rows)[0][0]->empty() ||
+                                                              IEqualsBinary(*(*rows)[0][0]));
+  }
+  return *byte_order_strings_;
+}
 
 std::optional<std::string> BoolSql(std::optional<bool> b) {
   if (!b) return std::nullopt;
@@ -330,6 +347,7 @@ Predicate Pruner::Prepare(const Predicate& p) {
     case Predicate::Kind::kCompare: {
       const lake::NestedField* f = schema_.FindField(p.field_id);
       if (f == nullptr || !Comparable(f->type)) return Predicate::Unknown();
+      if (f->type.id == TypeId::kString && !ByteOrderStrings()) return Predicate::Unknown();
       auto typed = conn_.QueryText(fmt::format("SELECT typeof(({}))", p.constant));
       if (!typed.ok() || typed->size() != 1 || !(*typed)[0][0]) return Predicate::Unknown();
       const std::string& ctype = *(*typed)[0][0];

@@ -1,5 +1,8 @@
 #include "query/lake_planner/lake_catalog.h"
 
+#include <cctype>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 namespace sluice::query {
@@ -14,6 +17,32 @@ Status CheckName(const std::string& name, const std::string& table) {
   }
   if (!ok) return InvalidArgumentError("lake table {}: \"{}\" is not a valid namespace or table name", table, name);
   return Status::OK();
+}
+
+bool IsDir(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+// `dir`/`name`, or else the one entry of `dir` equal to `name` ignoring case (SQL names are
+// case-insensitive, directories not); `dir`/`name` when there is none or several.
+std::string Child(const std::string& dir, const std::string& name) {
+  std::string exact = dir + "/" + name;
+  if (IsDir(exact)) return exact;
+  std::string found;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string entry = it->path().filename().string();
+    if (entry.size() != name.size() || entry[0] == '.') continue;
+    bool same = true;
+    for (size_t i = 0; i < entry.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(entry[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+    }
+    if (!same) continue;
+    if (!found.empty()) return exact;  // ambiguous
+    found = dir + "/" + entry;
+  }
+  return found.empty() ? exact : found;
 }
 
 }  // namespace
@@ -34,10 +63,10 @@ Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& 
   std::string dir = warehouse_;
   for (const std::string& level : ns) {
     RETURN_IF_ERROR(CheckName(level, name));
-    dir += "/" + level;
+    dir = Child(dir, level);
   }
   RETURN_IF_ERROR(CheckName(table, name));
-  dir += "/" + table;
+  dir = Child(dir, table);
   Result<lake::Table> t = lake::Table::Load(dir);
   if (!t.ok()) {
     if (t.status().code() == StatusCode::kNotFound) {

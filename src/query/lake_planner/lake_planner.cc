@@ -123,7 +123,9 @@ class Planner {
   struct Binding {
     std::string alias;  // "" when none
     std::string ns, table;
-    const lake::Schema* schema;
+    // The names the query sees, in the table's column order (`AS e(a, b)` renames the
+    // first ones), with their field ids.
+    std::vector<std::pair<std::string, int32_t>> columns;
   };
   Predicate ToPredicate(const Json& e, const Binding& b);
   std::optional<int32_t> ColumnOf(const Json& e, const Binding& b) const;
@@ -233,10 +235,10 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
   }
   // DuckDB binds names case-insensitively: two columns differing only in case are ambiguous.
   std::optional<int32_t> found;
-  for (const lake::NestedField& f : b.schema->fields) {
-    if (IEquals(f.name, column)) {
+  for (const auto& [name, id] : b.columns) {
+    if (IEquals(name, column)) {
       if (found) return std::nullopt;
-      found = f.id;
+      found = id;
     }
   }
   return found;
@@ -427,7 +429,21 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   }
   if (schema == nullptr) return CorruptionError("lake table {}: its current schema is missing", name);
 
-  Binding b{alias, schema_name, table_name, schema};
+  Binding b{alias, schema_name, table_name, {}};
+  for (const lake::NestedField& f : schema->fields) b.columns.emplace_back(f.name, f.id);
+  if (ref.contains("column_name_alias") && ref["column_name_alias"].is_array()) {
+    const Json& renamed = ref["column_name_alias"];
+    for (size_t i = 0; i < renamed.size() && i < b.columns.size(); ++i) {
+      if (!renamed[i].is_string()) return InvalidArgumentError("lake table {}: bad column alias", name);
+      b.columns[i].first = renamed[i].get<std::string>();
+    }
+  }
+  if (m.properties.contains("schema.name-mapping.default")) {
+    // Files without field ids (imported from another format) would read as NULLs.
+    return UnimplementedError("lake table {} has a name mapping (schema.name-mapping.default): data files without "
+                              "field ids cannot be read yet",
+                              name);
+  }
   std::vector<Predicate> conjuncts;
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
   ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name));
@@ -473,10 +489,34 @@ void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-Result<PlannedQuery> Planner::Plan(std::string_view sql) {
+// The length of a leading `EXPLAIN` or `EXPLAIN ANALYZE` (json_serialize_sql takes only
+// SELECT statements; what follows is planned and the prefix kept).
+size_t ExplainPrefix(std::string_view sql) {
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  };
+  auto word = [&](std::string_view w) {
+    skip_space();
+    if (i + w.size() < sql.size() && IEquals(sql.substr(i, w.size()), w) &&
+        std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) {
+      i += w.size();
+      return true;
+    }
+    return false;
+  };
+  if (!word("EXPLAIN")) return 0;
+  word("ANALYZE");
+  skip_space();
+  return i;
+}
+
+Result<PlannedQuery> Planner::Plan(std::string_view full_sql) {
   PlannedQuery out;
-  out.sql = std::string(sql);
-  if (!MentionsLake(sql) || sql.find('\0') != std::string_view::npos) return out;
+  out.sql = std::string(full_sql);
+  if (!MentionsLake(full_sql) || full_sql.find('\0') != std::string_view::npos) return out;
+  const size_t prefix = ExplainPrefix(full_sql);
+  std::string_view sql = full_sql.substr(prefix);
   Result<Json> tree = Serialize(sql);
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
   if (!tree.ok() || tree->value("error", true)) return out;
@@ -496,7 +536,7 @@ Result<PlannedQuery> Planner::Plan(std::string_view sql) {
   ASSIGN_OR_RETURN(auto rows,
                    conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(tree->dump()))));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
-  out.sql = *rows[0][0];
+  out.sql = std::string(full_sql.substr(0, prefix)) + *rows[0][0];
   out.rewritten = true;
   return out;
 }

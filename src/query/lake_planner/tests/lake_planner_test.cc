@@ -115,8 +115,11 @@ class LakePlannerTest : public ::testing::Test {
                              Datum::Record({{"ts_day", Datum::Int(kDay0 + day)}, {"city", Datum::String(city)}})));
         ++n;
       }
+      if (day % 2 == 1) {  // two appends: a manifest for days 0-1, one for days 2-3
+        Append(t, files);
+        files.clear();
+      }
     }
-    Append(t, files);
   }
 
   // users (uid int, name string), bucket[4](uid): one file per bucket.
@@ -265,8 +268,14 @@ TEST_F(LakePlannerTest, PartitionValuesPruneByIdentityAndDay) {
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
   EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 4);
 
+  EXPECT_EQ(q.tables[0].stats.manifests_total, 2);
+  EXPECT_EQ(q.tables[0].stats.manifests_read, 2);
+  // The manifest of days 0-1 is skipped by its partition summary, unread.
   q = Check("SELECT count(*), sum(id) FROM {events} WHERE ts >= TIMESTAMP '2024-01-03'", {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
+  EXPECT_EQ(q.tables[0].stats.manifests_read, 1);
+  EXPECT_EQ(q.tables[0].stats.files_total, 8);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 4);
   // A string literal is cast to the column's type, as the query does.
   q = Check("SELECT count(*) FROM {events} WHERE ts < '2024-01-02' AND city IN ('rome', 'paris')", {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
@@ -586,6 +595,107 @@ TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
   plan = Plan("SELECT 1; SELECT count(*) FROM lake.db.events WHERE city = 'oslo'");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
+}
+
+TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"happened","required":false,"type":"timestamptz"},
+      {"id":2,"name":"d","required":false,"type":"date"},
+      {"id":3,"name":"t","required":false,"type":"timestamp"},
+      {"id":4,"name":"price","required":false,"type":"decimal(9,2)"}]})j");
+  lake::PartitionSpec spec;
+  spec.fields.push_back(lake::PartitionField{1, 1000, "happened_year", lake::Transform::Year()});
+  spec.fields.push_back(lake::PartitionField{2, 1001, "d_month", lake::Transform::Month()});
+  spec.fields.push_back(lake::PartitionField{3, 1002, "t_hour", lake::Transform::Hour()});
+  lake::Table t = Create("cal", s, spec);
+  std::vector<lake::DataFile> files;
+  // File k: year 2023 + k, month 2024-01 + k, hour k of 2024-03-10; prices 10k .. 10k + 9.99.
+  for (int k = 0; k < 3; ++k) {
+    std::string select = fmt::format(
+        "SELECT TIMESTAMPTZ '{0}-06-01 00:00:00+00' + INTERVAL (i) DAY AS happened, DATE '2024-0{1}-01' + CAST(i AS INTEGER) "
+        "AS d, TIMESTAMP '2024-03-10 0{2}:00:00' + INTERVAL (i) MINUTE AS t, CAST({3} + i * 0.33 AS DECIMAL(9,2)) AS "
+        "price FROM range(28) r(i)",
+        2023 + k, k + 1, k, 10 * k);
+    auto hours = (lake::DaysFromCivil(2024, 3, 10) * 24LL) + k;
+    files.push_back(File(t, select,
+                         Datum::Record({{"happened_year", Datum::Int(2023 + k - 1970)},
+                                        {"d_month", Datum::Int((2024 - 1970) * 12 + k)},
+                                        {"t_hour", Datum::Int(static_cast<int32_t>(hours))}})));
+  }
+  Append(t, files);
+  PlannedQuery q = Check("SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMPTZ '2024-01-01 00:00:00+00'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  q = Check("SELECT count(*) FROM {cal} WHERE happened < '2024-01-01 01:00:00+01'", {"cal"});  // a literal with an offset
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE d = DATE '2024-02-28'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE d = DATE '2024-02-29'", {"cal"});  // in February's partition, above its bounds
+  EXPECT_EQ(q.tables[0].stats.files_kept, 0);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE d >= '2024-02-15'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  q = Check("SELECT count(*) FROM {cal} WHERE t < TIMESTAMP '2024-03-10 01:00:00'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // Hours 1 and 2 by partition; hour 1's values end at 01:27.
+  q = Check("SELECT count(*) FROM {cal} WHERE t BETWEEN '2024-03-10 01:59:59.999999' AND '2024-03-10 02:00:00'",
+            {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 1);
+  EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE price > 28.90", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE price = 8.91", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {cal} WHERE price <= 10", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  // A TIMESTAMP compared with a TIMESTAMPTZ column goes through the session's time zone:
+  // not used to prune, and still right in another zone.
+  ASSERT_TRUE(conn_->Execute("SET TimeZone = 'America/New_York'").ok());
+  q = Check("SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMP '2024-01-01 00:00:00'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 3);
+  q = Check("SELECT count(*) FROM {cal} WHERE happened >= '2024-01-01 00:00:00'", {"cal"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+}
+
+TEST_F(LakePlannerTest, ColumnAliasesCaseAndCollation) {
+  MakeEvents();
+  // `AS e(ts, id)` names the first column ts: the filter is on id's values.
+  PlannedQuery q = Check("SELECT ts, id FROM {events} AS e(ts, id) WHERE ts < 3", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  q = Check("SELECT count(*) FROM {events} AS e(a) WHERE a < 3", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // Names are matched without case, in SQL and against the warehouse's directories.
+  auto plan = Plan("SELECT ID FROM LAKE.DB.Events WHERE CITY = 'oslo' AND Id < 3");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].table, "DB.Events");
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 1);
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"0", "1", "2"}));
+  // Under a case-insensitive default collation, string bounds (byte order) are not used.
+  ASSERT_TRUE(conn_->Execute("SET default_collation = 'nocase'").ok());
+  q = Check("SELECT count(*) FROM {events} WHERE note = 'A LONG NOTE THAT IS LONGER THAN SIXTEEN CHARACTERS #3'",
+            {"events"});
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"1"}));
+  EXPECT_EQ(q.tables[0].stats.files_kept, 8);
+  q = Check("SELECT count(*) FROM {events} WHERE city = 'OSLO'", {"events"});
+  EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"100"}));
+}
+
+TEST_F(LakePlannerTest, ExplainAndParametersSurvive) {
+  MakeEvents();
+  auto plan = Plan("EXPLAIN SELECT count(*) FROM lake.db.events WHERE city = 'rome'");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->sql.starts_with("EXPLAIN SELECT")) << plan->sql;
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
+  EXPECT_TRUE(conn_->Query(plan->sql).ok());
+  plan = Plan("SELECT id FROM lake.db.events WHERE city = 'rome' AND id = $1");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_NE(plan->sql.find("$1"), std::string::npos) << plan->sql;
+  auto stmt = duck::PreparedStatement::Prepare(*conn_, plan->sql);
+  ASSERT_TRUE(stmt.ok()) << stmt.status().message();
+  ASSERT_TRUE((*stmt)->BindInt64(1, 30).ok());
+  auto r = (*stmt)->Execute();
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->row_count(), 1u);
 }
 
 }  // namespace
