@@ -192,6 +192,9 @@ class Pruner {
   // become kUnknown. Returns the predicate with only usable parts.
   Predicate Prepare(const Predicate& p);
   void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
+  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind.
+  void TypeConstants(const std::vector<Predicate>& conjuncts);
+  std::optional<std::string> TypeOf(const std::string& constant);
   // Whether the session compares strings by their bytes, as Iceberg orders string bounds
   // (not under a default collation such as nocase).
   bool ByteOrderStrings();
@@ -219,7 +222,38 @@ class Pruner {
   std::set<int32_t> fields_;              // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
   std::optional<bool> byte_order_strings_;
+  std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
 };
+
+void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
+  std::vector<std::string> constants;
+  std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
+    for (const Predicate& c : p.children) collect(c);
+    if (p.kind == Predicate::Kind::kCompare && !types_.contains(p.constant)) {
+      types_[p.constant];
+      constants.push_back(p.constant);
+    }
+  };
+  for (const Predicate& c : conjuncts) collect(c);
+  if (constants.empty()) return;
+  std::vector<std::string> exprs;
+  for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
+  auto rows = conn_.QueryText(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+  if (!rows.ok() || rows->size() != 1) {
+    for (const std::string& c : constants) types_.erase(c);  // one by one in TypeOf
+    return;
+  }
+  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i];
+}
+
+std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
+  if (auto it = types_.find(constant); it != types_.end()) return it->second;
+  auto typed = conn_.QueryText(fmt::format("SELECT typeof(({}))", constant));
+  std::optional<std::string> out;
+  if (typed.ok() && typed->size() == 1) out = (*typed)[0][0];
+  types_[constant] = out;
+  return out;
+}
 
 bool Pruner::ByteOrderStrings() {
   if (!byte_order_strings_) {
@@ -348,10 +382,9 @@ Predicate Pruner::Prepare(const Predicate& p) {
       const lake::NestedField* f = schema_.FindField(p.field_id);
       if (f == nullptr || !Comparable(f->type)) return Predicate::Unknown();
       if (f->type.id == TypeId::kString && !ByteOrderStrings()) return Predicate::Unknown();
-      auto typed = conn_.QueryText(fmt::format("SELECT typeof(({}))", p.constant));
-      if (!typed.ok() || typed->size() != 1 || !(*typed)[0][0]) return Predicate::Unknown();
-      const std::string& ctype = *(*typed)[0][0];
-      if (!p.constant_is_string_literal && !SameFamily(f->type, ctype)) return Predicate::Unknown();
+      std::optional<std::string> ctype = TypeOf(p.constant);
+      if (!ctype) return Predicate::Unknown();
+      if (!p.constant_is_string_literal && !SameFamily(f->type, *ctype)) return Predicate::Unknown();
       return p;
     }
     case Predicate::Kind::kUnknown: return p;
@@ -580,8 +613,16 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::
     return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(next_days - 1))
                                  : Value::Long(next_days * kMicrosPerDay - 1);
   };
-  auto as_int = [](const std::optional<Value>& v) -> std::optional<int64_t> {
-    return v ? IntegerOf(*v) : std::nullopt;
+  // Partition values of time transforms beyond what a timestamp can hold (corrupt
+  // metadata) would overflow the arithmetic below: no bound from them.
+  const int64_t limit = tr.kind() == lake::TransformKind::kYear    ? 300'000
+                        : tr.kind() == lake::TransformKind::kMonth ? 3'600'000
+                        : tr.kind() == lake::TransformKind::kDay   ? 110'000'000
+                                                                   : INT64_MAX;
+  auto as_int = [limit](const std::optional<Value>& v) -> std::optional<int64_t> {
+    std::optional<int64_t> i = v ? IntegerOf(*v) : std::nullopt;
+    if (i && (*i > limit || *i < -limit)) return std::nullopt;
+    return i;
   };
   const bool temporal = t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kTimestampTz;
   switch (tr.kind()) {
@@ -738,6 +779,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<P
   plan.stats.schema_id = schema_.schema_id;
   if (snapshot == nullptr) return plan;
   plan.stats.snapshot_id = snapshot->snapshot_id;
+  TypeConstants(conjuncts);
   for (const Predicate& c : conjuncts) {
     Predicate p = Prepare(c);
     if (p.kind == Predicate::Kind::kUnknown) continue;

@@ -4,12 +4,14 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <functional>
 #include <map>
 
 #include <fmt/format.h>
 
 #include "lake/iceberg_json.h"
 #include "lake/parquet_read.h"
+#include "lake/table_metadata.h"
 
 namespace sluice::query {
 namespace {
@@ -112,6 +114,9 @@ class Planner {
 
   // The SQL text of expression `e` (through json_deserialize_sql).
   Result<std::string> ExprSql(const Json& e);
+  // The texts of every constant expression under `roots`, converted in one
+  // json_deserialize_sql (an IN list of a thousand values is one call, not a thousand).
+  void PrepareConstants(const std::vector<const Json*>& roots);
   Result<Json> Serialize(std::string_view sql);
 
   Status PlanRef(RefSite& site, PlannedQuery* out);
@@ -134,6 +139,7 @@ class Planner {
   duck::Connection& conn_;
   const LakeCatalog& catalog_;
   Json select_template_;  // `SELECT 1` serialized, for ExprSql
+  std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
   std::vector<RefSite> sites_;
 };
 
@@ -212,6 +218,52 @@ Result<std::string> Planner::ExprSql(const Json& e) {
   return text.substr(7);
 }
 
+void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
+  std::vector<const Json*> constants;
+  std::function<void(const Json&)> collect = [&](const Json& j) {
+    if (j.is_object()) {
+      if (IsConstant(j)) {
+        if (!constant_sql_.contains(&j)) constants.push_back(&j);
+        return;
+      }
+      for (const auto& [k, v] : j.items()) collect(v);
+    } else if (j.is_array()) {
+      for (const Json& v : j) collect(v);
+    }
+  };
+  for (const Json* r : roots) collect(*r);
+  if (constants.empty()) return;
+  if (select_template_.is_null()) {
+    Result<Json> t = Serialize("SELECT 1");
+    if (!t.ok()) return;
+    select_template_ = std::move(*t);
+  }
+  // Each expression aliased with a marker no literal holds, to cut the text apart.
+  const std::string marker = "__sluice_" + lake::NewUuid().substr(0, 8) + "_";
+  Json stmt = select_template_;
+  Json list = Json::array();
+  for (size_t i = 0; i < constants.size(); ++i) {
+    Json e = *constants[i];
+    e["alias"] = marker + std::to_string(i);
+    list.push_back(std::move(e));
+  }
+  stmt["statements"][0]["node"]["select_list"] = std::move(list);
+  auto rows = conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump())));
+  if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0]) return;  // ExprSql does them one by one
+  std::string_view text = *(*rows)[0][0];
+  if (!text.starts_with("SELECT ")) return;
+  size_t start = 7;
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const std::string tag = " AS " + marker + std::to_string(i);
+    size_t end = text.find(tag, start);
+    if (end == std::string_view::npos) return;
+    size_t next = end + tag.size();
+    if (next < text.size() && text[next] != ',') return;  // the tag of a later index
+    constant_sql_[constants[i]] = std::string(text.substr(start, end - start));
+    start = next + 2;  // ", "
+  }
+}
+
 std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const {
   if (StringField(e, "class") != "COLUMN_REF" || !e.contains("column_names")) return std::nullopt;
   std::vector<std::string> names;
@@ -247,7 +299,8 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
 Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& constant, const Binding& b) {
   std::optional<int32_t> id = ColumnOf(column_side, b);
   if (!id || !IsConstant(constant)) return Predicate::Unknown();
-  Result<std::string> text = ExprSql(constant);
+  auto known = constant_sql_.find(&constant);
+  Result<std::string> text = known != constant_sql_.end() ? Result<std::string>(known->second) : ExprSql(constant);
   if (!text.ok()) return Predicate::Unknown();
   Predicate p;
   p.kind = Predicate::Kind::kCompare;
@@ -445,6 +498,7 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
                               name);
   }
   std::vector<Predicate> conjuncts;
+  PrepareConstants(site.conjuncts);
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
   ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name));
 

@@ -343,6 +343,17 @@ TEST_F(LakePlannerTest, BucketAndTruncatePartitions) {
   q = Check("SELECT * FROM {users} WHERE uid IN (1, 2, 3, 4, 5, 6, 7, 8)", {"users"});
   q = Check("SELECT count(*) FROM {users} WHERE uid = 42::BIGINT", {"users"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // A long IN list (its constants typed and printed in one call each).
+  std::vector<std::string> many;
+  for (int i = 0; i < 500; ++i) many.push_back(std::to_string(1000 + i));
+  many.push_back("42");
+  q = Check(fmt::format("SELECT * FROM {{users}} WHERE uid IN ({})", fmt::join(many, ", ")), {"users"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);  // 500 values hit every bucket
+  q = Check("SELECT * FROM {users} WHERE uid IN (42, 40 + 2, 1000000) AND name IN ('user42', 'a, b')", {"users"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 1);
+  // One value of another family makes the whole list unusable (and names are in every bucket).
+  q = Check("SELECT * FROM {users} WHERE uid IN (42, '4' || '2') AND name IN ('user42', 'a, b')", {"users"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 4);
   q = Check("SELECT count(*) FROM {users} WHERE uid < 50", {"users"});  // buckets do not order
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
 
