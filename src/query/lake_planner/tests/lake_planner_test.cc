@@ -698,6 +698,11 @@ TEST_F(LakePlannerTest, ExplainAndParametersSurvive) {
   EXPECT_TRUE(plan->sql.starts_with("EXPLAIN SELECT")) << plan->sql;
   EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
   EXPECT_TRUE(conn_->Query(plan->sql).ok());
+  plan = Plan("DESCRIBE SELECT id, city FROM lake.db.events");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->rewritten);
+  EXPECT_EQ(Rows(fmt::format("SELECT column_name, column_type FROM ({})", plan->sql)),
+            (std::vector<std::string>{"city|VARCHAR", "id|BIGINT"}));
   plan = Plan("SELECT id FROM lake.db.events WHERE city = 'rome' AND id = $1");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_NE(plan->sql.find("$1"), std::string::npos) << plan->sql;
