@@ -12,7 +12,8 @@ std::string ParquetSchemaOption(const Schema& schema) {
   entries.reserve(schema.fields.size());
   for (const NestedField& f : schema.fields) {
     entries.push_back(fmt::format("{}: {{name: {}, type: {}, default_value: NULL}}", f.id,
-                                  duck::QuoteLiteral(f.name), duck::QuoteLiteral(DuckTypeOf(f.type))));
+                                  duck::QuoteLiteral(f.name),
+                                  duck::QuoteLiteral(DuckTypeOf(f.type))));
   }
   return fmt::format("schema = MAP {{{}}}", fmt::join(entries, ", "));
 }
@@ -29,7 +30,8 @@ std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& 
   std::vector<std::string> columns;
   for (const NestedField& f : schema.fields) columns.push_back(QuoteId(f.name));
   if (!paths.empty()) {
-    return fmt::format("SELECT {} FROM {}", fmt::join(columns, ", "), ReadParquetCall(paths, schema));
+    return fmt::format("SELECT {} FROM {}", fmt::join(columns, ", "),
+                       ReadParquetCall(paths, schema));
   }
   std::vector<std::string> typed;
   for (const NestedField& f : schema.fields) {

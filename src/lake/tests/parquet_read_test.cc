@@ -58,16 +58,20 @@ class ParquetReadTest : public ::testing::Test {
 TEST_F(ParquetReadTest, ReadsByFieldIdAcrossRenamesAddedColumnsAndPromotions) {
   // Written under the first schema: id int (1), name string (2); in a hive-looking folder.
   const std::string old_file = dir_ + "/city=oslo/old.parquet";
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 1::INTEGER AS id, 'a' AS name, 1.5::FLOAT AS f) TO '{}' "
-                                         "(FORMAT parquet, FIELD_IDS {{id: 1, name: 2, f: 4}})",
-                                         old_file))
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT 1::INTEGER AS id, 'a' AS name, 1.5::FLOAT AS f) TO '{}' "
+                      "(FORMAT parquet, FIELD_IDS {{id: 1, name: 2, f: 4}})",
+                      old_file))
                   .ok());
   // Written later: name renamed label, extra added.
   const std::string new_file = dir_ + "/new.parquet";
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 2::BIGINT AS id, 'b' AS label, 7.25::DOUBLE AS extra, "
-                                         "2.5::DOUBLE AS f) TO '{}' "
-                                         "(FORMAT parquet, FIELD_IDS {{id: 1, label: 2, extra: 3, f: 4}})",
-                                         new_file))
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT 2::BIGINT AS id, 'b' AS label, 7.25::DOUBLE AS extra, "
+                      "2.5::DOUBLE AS f) TO '{}' "
+                      "(FORMAT parquet, FIELD_IDS {{id: 1, label: 2, extra: 3, f: 4}})",
+                      new_file))
                   .ok());
   Schema now = ParseSchema(R"j({"type":"struct","schema-id":1,"fields":[
       {"id":1,"name":"id","required":false,"type":"long"},
@@ -94,12 +98,15 @@ TEST_F(ParquetReadTest, NoFilesIsAnEmptyRelationOfTheSchemaTypes) {
 
 TEST_F(ParquetReadTest, QuotesPathsAndNames) {
   const std::string odd = dir_ + "/it's.parquet";
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 5::BIGINT AS x) TO '{}' (FORMAT parquet, FIELD_IDS {{x: 1}})",
-                                         "" + std::string(dir_) + "/it''s.parquet"))
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT 5::BIGINT AS x) TO '{}' (FORMAT parquet, FIELD_IDS {{x: 1}})",
+                      "" + std::string(dir_) + "/it''s.parquet"))
                   .ok());
   Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
       {"id":1,"name":"it's","required":false,"type":"long"}]})j");
-  EXPECT_EQ(Rows(fmt::format("SELECT \"it's\" FROM ({})", ParquetScanSql({odd}, s))), (std::vector<std::string>{"5"}));
+  EXPECT_EQ(Rows(fmt::format("SELECT \"it's\" FROM ({})", ParquetScanSql({odd}, s))),
+            (std::vector<std::string>{"5"}));
 }
 
 }  // namespace

@@ -1,12 +1,12 @@
 #include "query/lake_planner/file_pruner.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "lake/duck_types.h"
 #include "lake/table.h"
@@ -25,14 +25,22 @@ constexpr int64_t kMicrosPerDay = 24 * kMicrosPerHour;
 
 std::string_view OpText(CompareOp op) {
   switch (op) {
-    case CompareOp::kEq: return "=";
-    case CompareOp::kNe: return "<>";
-    case CompareOp::kLt: return "<";
-    case CompareOp::kLe: return "<=";
-    case CompareOp::kGt: return ">";
-    case CompareOp::kGe: return ">=";
-    case CompareOp::kDistinctFrom: return "IS DISTINCT FROM";
-    case CompareOp::kNotDistinctFrom: return "IS NOT DISTINCT FROM";
+    case CompareOp::kEq:
+      return "=";
+    case CompareOp::kNe:
+      return "<>";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
+    case CompareOp::kDistinctFrom:
+      return "IS DISTINCT FROM";
+    case CompareOp::kNotDistinctFrom:
+      return "IS NOT DISTINCT FROM";
   }
   return "?";
 }
@@ -47,11 +55,22 @@ bool IsFloating(const Type& t) { return t.id == TypeId::kFloat || t.id == TypeId
 // signed longs, DuckDB as unsigned bytes).
 bool Comparable(const Type& t) {
   switch (t.id) {
-    case TypeId::kBoolean: case TypeId::kInt: case TypeId::kLong: case TypeId::kFloat: case TypeId::kDouble:
-    case TypeId::kDecimal: case TypeId::kDate: case TypeId::kTime: case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: case TypeId::kString: case TypeId::kFixed: case TypeId::kBinary:
+    case TypeId::kBoolean:
+    case TypeId::kInt:
+    case TypeId::kLong:
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+    case TypeId::kDecimal:
+    case TypeId::kDate:
+    case TypeId::kTime:
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampTz:
+    case TypeId::kString:
+    case TypeId::kFixed:
+    case TypeId::kBinary:
       return true;
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -62,24 +81,36 @@ bool Comparable(const Type& t) {
 // through the session's time zone).
 bool SameFamily(const Type& column, std::string_view constant) {
   auto numeric = [](std::string_view c) {
-    for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
-                               "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE"}) {
+    for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                               "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE"}) {
       if (c == n) return true;
     }
     return c.starts_with("DECIMAL(");
   };
   switch (column.id) {
-    case TypeId::kInt: case TypeId::kLong: case TypeId::kFloat: case TypeId::kDouble: case TypeId::kDecimal:
+    case TypeId::kInt:
+    case TypeId::kLong:
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+    case TypeId::kDecimal:
       return numeric(constant);
-    case TypeId::kDate: case TypeId::kTimestamp:
-      return constant == "DATE" || constant == "TIMESTAMP" || constant == "TIMESTAMP_S" || constant == "TIMESTAMP_MS" ||
-             constant == "TIMESTAMP_NS";
-    case TypeId::kTimestampTz: return constant == "TIMESTAMP WITH TIME ZONE";
-    case TypeId::kTime: return constant == "TIME";
-    case TypeId::kString: return constant == "VARCHAR";
-    case TypeId::kFixed: case TypeId::kBinary: return constant == "BLOB";
-    case TypeId::kBoolean: return constant == "BOOLEAN";
-    default: return false;
+    case TypeId::kDate:
+    case TypeId::kTimestamp:
+      return constant == "DATE" || constant == "TIMESTAMP" || constant == "TIMESTAMP_S" ||
+             constant == "TIMESTAMP_MS" || constant == "TIMESTAMP_NS";
+    case TypeId::kTimestampTz:
+      return constant == "TIMESTAMP WITH TIME ZONE";
+    case TypeId::kTime:
+      return constant == "TIME";
+    case TypeId::kString:
+      return constant == "VARCHAR";
+    case TypeId::kFixed:
+    case TypeId::kBinary:
+      return constant == "BLOB";
+    case TypeId::kBoolean:
+      return constant == "BOOLEAN";
+    default:
+      return false;
   }
 }
 
@@ -168,7 +199,7 @@ struct BucketRange {
 };
 
 struct Evidence {
-  std::map<int32_t, Range> ranges;                     // by field id
+  std::map<int32_t, Range> ranges;                      // by field id
   std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
 };
 
@@ -209,7 +240,8 @@ class Pruner {
   // file's value when plo = phi); `has_null`: whether the range's items may hold nulls.
   void AddPartitionEvidence(const lake::PartitionField& field, const std::optional<Value>& plo,
                             const std::optional<Value>& phi, std::optional<bool> has_null,
-                            std::optional<bool> has_value, std::optional<bool> has_nan, Evidence* ev) const;
+                            std::optional<bool> has_value, std::optional<bool> has_nan,
+                            Evidence* ev) const;
   Evidence FromSummaries(const lake::ManifestFile& m, const lake::PartitionSpec& spec) const;
   Evidence FromPartition(const lake::ManifestEntry& e, const lake::PartitionSpec& spec) const;
   Evidence FromStats(const lake::ManifestEntry& e) const;
@@ -218,8 +250,8 @@ class Pruner {
   const lake::TableMetadata& metadata_;
   const lake::Schema& schema_;
   std::string table_;
-  std::vector<Predicate> conjuncts_;      // prepared, without kUnknown ones
-  std::set<int32_t> fields_;              // field ids the conjuncts use
+  std::vector<Predicate> conjuncts_;  // prepared, without kUnknown ones
+  std::set<int32_t> fields_;          // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
   std::optional<bool> byte_order_strings_;
   std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
@@ -258,8 +290,9 @@ std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
 bool Pruner::ByteOrderStrings() {
   if (!byte_order_strings_) {
     auto rows = conn_.QueryText("SELECT current_setting('default_collation')");
-    byte_order_strings_ = rows.ok() && rows->size() == 1 && (!(*rows)[0][0] || (*rows)[0][0]->empty() ||
-                                                              IEqualsBinary(*(*rows)[0][0]));
+    byte_order_strings_ =
+        rows.ok() && rows->size() == 1 &&
+        (!(*rows)[0][0] || (*rows)[0][0]->empty() || IEqualsBinary(*(*rows)[0][0]));
   }
   return *byte_order_strings_;
 }
@@ -273,16 +306,20 @@ std::optional<std::string> BoolSql(std::optional<bool> b) {
 
 std::string Predicate::ToString() const {
   switch (kind) {
-    case Kind::kUnknown: return "true";
+    case Kind::kUnknown:
+      return "true";
     case Kind::kAnd:
     case Kind::kOr: {
       std::vector<std::string> parts;
       for (const Predicate& c : children) parts.push_back(c.ToString());
       return fmt::format("({})", fmt::join(parts, kind == Kind::kAnd ? " AND " : " OR "));
     }
-    case Kind::kCompare: return fmt::format("#{} {} {}", field_id, OpText(op), constant);
-    case Kind::kIsNull: return fmt::format("#{} IS NULL", field_id);
-    case Kind::kIsNotNull: return fmt::format("#{} IS NOT NULL", field_id);
+    case Kind::kCompare:
+      return fmt::format("#{} {} {}", field_id, OpText(op), constant);
+    case Kind::kIsNull:
+      return fmt::format("#{} IS NULL", field_id);
+    case Kind::kIsNotNull:
+      return fmt::format("#{} IS NOT NULL", field_id);
   }
   return "?";
 }
@@ -305,15 +342,17 @@ std::optional<std::string> LiteralSql(const Type& type, const Value& value) {
       if (!v || std::isnan(*v)) return std::nullopt;
       std::string text = std::isinf(*v) ? (*v > 0 ? "inf" : "-inf") : fmt::format("{}", *v);
       if (type.id == TypeId::kFloat) {
-        if (const auto* f = std::get_if<float>(&value.data)) text = std::isinf(*f) ? text : fmt::format("{}", *f);
+        if (const auto* f = std::get_if<float>(&value.data))
+          text = std::isinf(*f) ? text : fmt::format("{}", *f);
       }
       return fmt::format("CAST('{}' AS {})", text, type.id == TypeId::kFloat ? "FLOAT" : "DOUBLE");
     }
     case TypeId::kDecimal: {
       const auto* d = std::get_if<lake::DecimalValue>(&value.data);
       if (d == nullptr) return std::nullopt;
-      return fmt::format("CAST('{}' AS DECIMAL({}, {}))", lake::DecimalToString(d->unscaled, type.scale),
-                         type.precision, type.scale);
+      return fmt::format("CAST('{}' AS DECIMAL({}, {}))",
+                         lake::DecimalToString(d->unscaled, type.scale), type.precision,
+                         type.scale);
     }
     case TypeId::kDate: {
       std::optional<int64_t> v = IntegerOf(value);
@@ -334,7 +373,8 @@ std::optional<std::string> LiteralSql(const Type& type, const Value& value) {
       // Through text with an explicit +00 offset: no session time zone involved.
       std::optional<int64_t> v = IntegerOf(value);
       if (!v) return std::nullopt;
-      return fmt::format("CAST(CAST(make_timestamp(CAST({} AS BIGINT)) AS VARCHAR) || '+00' AS TIMESTAMPTZ)", *v);
+      return fmt::format(
+          "CAST(CAST(make_timestamp(CAST({} AS BIGINT)) AS VARCHAR) || '+00' AS TIMESTAMPTZ)", *v);
     }
     case TypeId::kString: {
       const auto* s = std::get_if<std::string>(&value.data);
@@ -349,7 +389,8 @@ std::optional<std::string> LiteralSql(const Type& type, const Value& value) {
       for (uint8_t c : *b) hex += fmt::format("{:02x}", c);
       return fmt::format("from_hex('{}')", hex);
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -384,10 +425,12 @@ Predicate Pruner::Prepare(const Predicate& p) {
       if (f->type.id == TypeId::kString && !ByteOrderStrings()) return Predicate::Unknown();
       std::optional<std::string> ctype = TypeOf(p.constant);
       if (!ctype) return Predicate::Unknown();
-      if (!p.constant_is_string_literal && !SameFamily(f->type, *ctype)) return Predicate::Unknown();
+      if (!p.constant_is_string_literal && !SameFamily(f->type, *ctype))
+        return Predicate::Unknown();
       return p;
     }
-    case Predicate::Kind::kUnknown: return p;
+    case Predicate::Kind::kUnknown:
+      return p;
   }
   return Predicate::Unknown();
 }
@@ -412,51 +455,63 @@ std::string Pruner::LeafSql(const Predicate& p) const {
   // bounds leave NaN out: a file that may hold NaN is kept for =, >, >= and <>.
   const std::string nan = fmt::format("coalesce(nan_{}, true)", id);
   auto in_range = [&](std::string cond) { return fmt::format("coalesce({}, true)", cond); };
-  std::string eq = fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{0} <= {1} AND {1} <= {2}", lo, c, hi)),
-                               nan);
+  std::string eq = fmt::format("({} AND ({} OR {}))", mv,
+                               in_range(fmt::format("{0} <= {1} AND {1} <= {2}", lo, c, hi)), nan);
   // Buckets: the constant's bucket must be among the item's bucket values.
   if (auto bit = leaves_.find(&p); bit != leaves_.end() && bit->second.exact) {
     const lake::NestedField* f = schema_.FindField(id);
     std::set<int32_t> ns;
     for (const auto& spec : metadata_.partition_specs) {
       for (const auto& pf : spec.fields) {
-        if (pf.source_id == id && pf.transform.kind() == lake::TransformKind::kBucket) ns.insert(pf.transform.param());
+        if (pf.source_id == id && pf.transform.kind() == lake::TransformKind::kBucket)
+          ns.insert(pf.transform.param());
       }
     }
     for (int32_t n : ns) {
       Result<Value> b = lake::Transform::Bucket(n).Apply(f->type, *bit->second.exact);
       if (!b.ok() || b->is_null()) continue;
-      eq = fmt::format("({0} AND coalesce(bklo_{1}_{2} <= {3} AND {3} <= bkhi_{1}_{2}, true))", eq, id, n, b->as_int());
+      eq = fmt::format("({0} AND coalesce(bklo_{1}_{2} <= {3} AND {3} <= bkhi_{1}_{2}, true))", eq,
+                       id, n, b->as_int());
     }
   }
   switch (p.op) {
-    case CompareOp::kEq: return eq;
-    case CompareOp::kLt: return fmt::format("({} AND {})", mv, in_range(fmt::format("{} < {}", lo, c)));
-    case CompareOp::kLe: return fmt::format("({} AND {})", mv, in_range(fmt::format("{} <= {}", lo, c)));
-    case CompareOp::kGt: return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} > {}", hi, c)), nan);
-    case CompareOp::kGe: return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} >= {}", hi, c)), nan);
+    case CompareOp::kEq:
+      return eq;
+    case CompareOp::kLt:
+      return fmt::format("({} AND {})", mv, in_range(fmt::format("{} < {}", lo, c)));
+    case CompareOp::kLe:
+      return fmt::format("({} AND {})", mv, in_range(fmt::format("{} <= {}", lo, c)));
+    case CompareOp::kGt:
+      return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} > {}", hi, c)), nan);
+    case CompareOp::kGe:
+      return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} >= {}", hi, c)), nan);
     case CompareOp::kNe:
     case CompareOp::kDistinctFrom: {
       // Only an item whose every value equals the constant has no row for <>.
-      std::string ne = fmt::format("({} AND NOT coalesce({} = {} AND {} = {} AND NOT {}, false))", mv, lo, c, hi, c, nan);
+      std::string ne = fmt::format("({} AND NOT coalesce({} = {} AND {} = {} AND NOT {}, false))",
+                                   mv, lo, c, hi, c, nan);
       if (p.op == CompareOp::kNe) return ne;
       return fmt::format("(CASE WHEN {} IS NULL THEN {} ELSE ({} OR {}) END)", c, mv, mn, ne);
     }
-    case CompareOp::kNotDistinctFrom: return fmt::format("(CASE WHEN {} IS NULL THEN {} ELSE {} END)", c, mn, eq);
+    case CompareOp::kNotDistinctFrom:
+      return fmt::format("(CASE WHEN {} IS NULL THEN {} ELSE {} END)", c, mn, eq);
   }
   return "true";
 }
 
 std::string Pruner::KeepSql(const Predicate& p) const {
   switch (p.kind) {
-    case Predicate::Kind::kUnknown: return "true";
+    case Predicate::Kind::kUnknown:
+      return "true";
     case Predicate::Kind::kAnd:
     case Predicate::Kind::kOr: {
       std::vector<std::string> parts;
       for (const Predicate& c : p.children) parts.push_back(KeepSql(c));
-      return fmt::format("({})", fmt::join(parts, p.kind == Predicate::Kind::kAnd ? " AND " : " OR "));
+      return fmt::format("({})",
+                         fmt::join(parts, p.kind == Predicate::Kind::kAnd ? " AND " : " OR "));
     }
-    default: return LeafSql(p);
+    default:
+      return LeafSql(p);
   }
 }
 
@@ -473,7 +528,8 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
     }
   }
   for (int32_t id : fields_) {
-    for (std::string_view c : {"lo", "hi", "mn", "mv", "nan"}) names.push_back(fmt::format("{}_{}", c, id));
+    for (std::string_view c : {"lo", "hi", "mn", "mv", "nan"})
+      names.push_back(fmt::format("{}_{}", c, id));
   }
   for (const auto& [id, ns] : bucket_ns) {
     for (int32_t n : ns) {
@@ -526,11 +582,13 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
     }
     rows.push_back(fmt::format("({})", fmt::join(cells, ", ")));
   }
-  const std::string values = fmt::format("(VALUES {}) AS ev({})", fmt::join(rows, ", "), fmt::join(names, ", "));
+  const std::string values =
+      fmt::format("(VALUES {}) AS ev({})", fmt::join(rows, ", "), fmt::join(names, ", "));
   // One query per conjunct: a conjunct DuckDB cannot evaluate (a constant that does not
   // cast, an overflow) is left out instead of failing the query or the others.
   for (const Predicate& c : conjuncts_) {
-    auto kept = conn_.QueryText(fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(c)));
+    auto kept = conn_.QueryText(
+        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(c)));
     if (!kept.ok()) continue;
     std::vector<bool> here(items.size(), false);
     for (const auto& row : *kept) {
@@ -548,10 +606,11 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
 std::optional<Value> PartitionValue(const lake::avro::Datum& d, const Type& result) {
   using K = lake::avro::Datum::Kind;
   switch (d.kind()) {
-    case K::kBoolean: return Value::Boolean(d.boolean());
+    case K::kBoolean:
+      return Value::Boolean(d.boolean());
     case K::kInt:
-      if (result.id == TypeId::kLong || result.id == TypeId::kTime || result.id == TypeId::kTimestamp ||
-          result.id == TypeId::kTimestampTz) {
+      if (result.id == TypeId::kLong || result.id == TypeId::kTime ||
+          result.id == TypeId::kTimestamp || result.id == TypeId::kTimestampTz) {
         return Value::Long(d.int_value());
       }
       return Value::Int(d.int_value());
@@ -564,22 +623,26 @@ std::optional<Value> PartitionValue(const lake::avro::Datum& d, const Type& resu
     case K::kDouble:
       if (result.id != TypeId::kDouble) return std::nullopt;
       return Value::Double(d.double_value());
-    case K::kString: return Value::String(d.bytes());
+    case K::kString:
+      return Value::String(d.bytes());
     case K::kBytes:
     case K::kFixed: {
       const std::string& b = d.bytes();
       if (result.id == TypeId::kString) return Value::String(b);
-      Result<Value> v = lake::FromSingleValueBinary(result, reinterpret_cast<const uint8_t*>(b.data()), b.size());
+      Result<Value> v =
+          lake::FromSingleValueBinary(result, reinterpret_cast<const uint8_t*>(b.data()), b.size());
       if (!v.ok()) return std::nullopt;
       return *v;
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
 // A bound from a manifest list summary or a data file's statistics, read as `type`.
 std::optional<Value> BoundValue(const Type& type, const std::string& bytes) {
-  Result<Value> v = lake::FromSingleValueBinary(type, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  Result<Value> v = lake::FromSingleValueBinary(
+      type, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   if (!v.ok() || v->is_null()) return std::nullopt;
   if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) return std::nullopt;
   return *v;
@@ -592,10 +655,10 @@ int64_t MonthStartDays(int64_t m) {
   return lake::DaysFromCivil(year, static_cast<unsigned>(month + 1), 1);
 }
 
-void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::optional<Value>& plo,
-                                  const std::optional<Value>& phi, std::optional<bool> has_null,
-                                  std::optional<bool> has_value, std::optional<bool> has_nan,
-                                  Evidence* ev) const {
+void Pruner::AddPartitionEvidence(const lake::PartitionField& field,
+                                  const std::optional<Value>& plo, const std::optional<Value>& phi,
+                                  std::optional<bool> has_null, std::optional<bool> has_value,
+                                  std::optional<bool> has_nan, Evidence* ev) const {
   const lake::NestedField* source = schema_.FindField(field.source_id);
   if (source == nullptr || !fields_.contains(field.source_id)) return;
   const Type& t = source->type;
@@ -607,7 +670,8 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::
   r.may_value = has_value;
   if (tr.kind() == lake::TransformKind::kIdentity) r.may_nan = has_nan;
   auto start_of = [&](int64_t days) -> Value {
-    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(days)) : Value::Long(days * kMicrosPerDay);
+    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(days))
+                                 : Value::Long(days * kMicrosPerDay);
   };
   auto end_of = [&](int64_t next_days) -> Value {  // the last value before day `next_days`
     return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(next_days - 1))
@@ -624,7 +688,8 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::
     if (i && (*i > limit || *i < -limit)) return std::nullopt;
     return i;
   };
-  const bool temporal = t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kTimestampTz;
+  const bool temporal =
+      t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kTimestampTz;
   switch (tr.kind()) {
     case lake::TransformKind::kIdentity:
       r.lo = plo;
@@ -655,9 +720,11 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::
       if (t.id == TypeId::kInt || t.id == TypeId::kLong) {
         auto lo = as_int(plo);
         auto hi = as_int(phi);
-        if (lo) r.lo = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*lo)) : Value::Long(*lo);
+        if (lo)
+          r.lo = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*lo)) : Value::Long(*lo);
         if (hi && *hi <= (t.id == TypeId::kInt ? INT32_MAX : INT64_MAX) - (w - 1)) {
-          r.hi = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*hi + w - 1)) : Value::Long(*hi + w - 1);
+          r.hi = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*hi + w - 1))
+                                      : Value::Long(*hi + w - 1);
         }
       } else if (t.id == TypeId::kDecimal) {
         if (plo) r.lo = plo;
@@ -691,7 +758,8 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field, const std::
       r.may_value = has_value;
       break;
     }
-    default: return;
+    default:
+      return;
   }
   auto [it, inserted] = ev->ranges.emplace(field.source_id, r);
   if (!inserted) {
@@ -726,7 +794,8 @@ Evidence Pruner::FromSummaries(const lake::ManifestFile& m, const lake::Partitio
   return ev;
 }
 
-Evidence Pruner::FromPartition(const lake::ManifestEntry& e, const lake::PartitionSpec& spec) const {
+Evidence Pruner::FromPartition(const lake::ManifestEntry& e,
+                               const lake::PartitionSpec& spec) const {
   Evidence ev;
   for (const lake::PartitionField& pf : spec.fields) {
     const lake::NestedField* source = schema_.FindField(pf.source_id);
@@ -760,21 +829,25 @@ Evidence Pruner::FromStats(const lake::ManifestEntry& e) const {
     const lake::NestedField* field = schema_.FindField(id);
     if (field == nullptr) continue;
     Range r;
-    if (auto it = f.lower_bounds.find(id); it != f.lower_bounds.end()) r.lo = BoundValue(field->type, it->second);
-    if (auto it = f.upper_bounds.find(id); it != f.upper_bounds.end()) r.hi = BoundValue(field->type, it->second);
+    if (auto it = f.lower_bounds.find(id); it != f.lower_bounds.end())
+      r.lo = BoundValue(field->type, it->second);
+    if (auto it = f.upper_bounds.find(id); it != f.upper_bounds.end())
+      r.hi = BoundValue(field->type, it->second);
     auto nulls = f.null_value_counts.find(id);
     auto values = f.value_counts.find(id);
     if (nulls != f.null_value_counts.end()) {
       r.may_null = nulls->second > 0;
       if (values != f.value_counts.end()) r.may_value = nulls->second < values->second;
     }
-    if (auto it = f.nan_value_counts.find(id); it != f.nan_value_counts.end()) r.may_nan = it->second > 0;
+    if (auto it = f.nan_value_counts.find(id); it != f.nan_value_counts.end())
+      r.may_nan = it->second > 0;
     ev.ranges.emplace(id, r);
   }
   return ev;
 }
 
-Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts) {
+Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
+                             const std::vector<Predicate>& conjuncts) {
   ScanPlan plan;
   plan.stats.schema_id = schema_.schema_id;
   if (snapshot == nullptr) return plan;
@@ -790,37 +863,58 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<P
   // Leaves whose constant is exactly a value of the column's type: their buckets.
   std::function<void(const Predicate&)> buckets = [&](const Predicate& p) {
     for (const Predicate& c : p.children) buckets(c);
-    if (p.kind != Predicate::Kind::kCompare || (p.op != CompareOp::kEq && p.op != CompareOp::kNotDistinctFrom)) return;
+    if (p.kind != Predicate::Kind::kCompare ||
+        (p.op != CompareOp::kEq && p.op != CompareOp::kNotDistinctFrom))
+      return;
     const lake::NestedField* f = schema_.FindField(p.field_id);
     bool bucketed = false;
     for (const auto& spec : metadata_.partition_specs) {
       for (const auto& pf : spec.fields) {
-        bucketed |= pf.source_id == p.field_id && pf.transform.kind() == lake::TransformKind::kBucket;
+        bucketed |=
+            pf.source_id == p.field_id && pf.transform.kind() == lake::TransformKind::kBucket;
       }
     }
     if (!bucketed) return;
     std::string expr;
     switch (f->type.id) {
-      case TypeId::kInt: expr = "CAST(({0}) AS INTEGER)"; break;
-      case TypeId::kLong: expr = "CAST(({0}) AS BIGINT)"; break;
-      case TypeId::kString: expr = "CAST(({0}) AS VARCHAR)"; break;
-      case TypeId::kDate: expr = "(CAST(({0}) AS DATE) - DATE '1970-01-01')"; break;
-      default: return;
+      case TypeId::kInt:
+        expr = "CAST(({0}) AS INTEGER)";
+        break;
+      case TypeId::kLong:
+        expr = "CAST(({0}) AS BIGINT)";
+        break;
+      case TypeId::kString:
+        expr = "CAST(({0}) AS VARCHAR)";
+        break;
+      case TypeId::kDate:
+        expr = "(CAST(({0}) AS DATE) - DATE '1970-01-01')";
+        break;
+      default:
+        return;
     }
     std::string cast = fmt::format(fmt::runtime(expr), p.constant);
     // Exact: the cast value compares equal to the constant itself, so `column = constant`
     // holds for this value of the column's type and no other.
-    std::string same = f->type.id == TypeId::kDate ? fmt::format("CAST(({0}) AS DATE) = ({0})", p.constant)
-                                                   : fmt::format("{} = ({})", cast, p.constant);
+    std::string same = f->type.id == TypeId::kDate
+                           ? fmt::format("CAST(({0}) AS DATE) = ({0})", p.constant)
+                           : fmt::format("{} = ({})", cast, p.constant);
     auto rows = conn_.QueryText(fmt::format("SELECT ({})::VARCHAR, {}", cast, same));
-    if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0] || (*rows)[0][1] != std::optional<std::string>("true")) return;
+    if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0] ||
+        (*rows)[0][1] != std::optional<std::string>("true"))
+      return;
     const std::string& text = *(*rows)[0][0];
     Value v;
     switch (f->type.id) {
       case TypeId::kInt:
-      case TypeId::kDate: v = Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10))); break;
-      case TypeId::kLong: v = Value::Long(std::strtoll(text.c_str(), nullptr, 10)); break;
-      default: v = Value::String(text); break;
+      case TypeId::kDate:
+        v = Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10)));
+        break;
+      case TypeId::kLong:
+        v = Value::Long(std::strtoll(text.c_str(), nullptr, 10));
+        break;
+      default:
+        v = Value::String(text);
+        break;
     }
     leaves_[&p].exact = v;
   };
@@ -830,9 +924,11 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<P
   std::vector<const lake::ManifestFile*> data;
   for (const lake::ManifestFile& m : manifests) {
     if (m.content != 0) {
-      if (m.added_files_count + m.existing_files_count > 0 || m.added_rows_count + m.existing_rows_count > 0) {
+      if (m.added_files_count + m.existing_files_count > 0 ||
+          m.added_rows_count + m.existing_rows_count > 0) {
         return UnimplementedError(
-            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes cannot be queried yet",
+            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
+            "cannot be queried yet",
             table_, snapshot->snapshot_id, m.manifest_path);
       }
       continue;
@@ -865,20 +961,23 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<P
     ++plan.stats.manifests_read;
     const lake::PartitionSpec* spec = metadata_.FindSpec(m.partition_spec_id);
     if (spec == nullptr) {
-      return CorruptionError("lake table {}: manifest {} has partition spec {}, which the table does not have",
-                             table_, m.manifest_path, m.partition_spec_id);
+      return CorruptionError(
+          "lake table {}: manifest {} has partition spec {}, which the table does not have", table_,
+          m.manifest_path, m.partition_spec_id);
     }
     ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
     for (lake::ManifestEntry& e : entries) {
       if (e.status == lake::EntryStatus::kDeleted) continue;
       if (e.file.content != 0) {
         return UnimplementedError(
-            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes cannot be queried yet",
+            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
+            "cannot be queried yet",
             table_, snapshot->snapshot_id, e.file.file_path);
       }
       if (e.file.file_format != "PARQUET" && e.file.file_format != "parquet") {
-        return UnimplementedError("lake table {}: data file {} is {}; only Parquet data files can be read", table_,
-                                  e.file.file_path, e.file.file_format);
+        return UnimplementedError(
+            "lake table {}: data file {} is {}; only Parquet data files can be read", table_,
+            e.file.file_path, e.file.file_format);
       }
       ++plan.stats.files_total;
       files.push_back(Candidate{std::move(e), spec});
@@ -917,8 +1016,9 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot, const std::vector<P
 
 }  // namespace
 
-Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Snapshot* snapshot,
-                          const lake::Schema& schema, const std::vector<Predicate>& conjuncts, std::string_view table) {
+Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
+                          const lake::Snapshot* snapshot, const lake::Schema& schema,
+                          const std::vector<Predicate>& conjuncts, std::string_view table) {
   Pruner pruner(conn, metadata, schema, table);
   return pruner.Run(snapshot, conjuncts);
 }

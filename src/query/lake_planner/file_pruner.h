@@ -3,7 +3,8 @@
 // files dropped by their partition values (through the spec's transforms) and by their
 // column statistics (lower/upper bounds, null and NaN counts).
 //
-//   ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn, metadata, snapshot, schema, filters, "db.events"));
+//   ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn, metadata, snapshot, schema, filters,
+//   "db.events"));
 //   // plan.paths: the kept files, read with lake::ParquetScanSql(plan.paths, schema)
 //
 // Conservative by construction: a file is dropped only when the evidence proves that no row
@@ -48,9 +49,9 @@ struct Predicate {
 struct ScanStats {
   std::optional<int64_t> snapshot_id;  // none: the table has no snapshot yet
   int32_t schema_id = 0;
-  int64_t manifests_total = 0;    // data manifests of the snapshot
-  int64_t manifests_read = 0;     // the rest were skipped by partition summaries
-  int64_t files_total = 0;        // live data files of the snapshot
+  int64_t manifests_total = 0;  // data manifests of the snapshot
+  int64_t manifests_read = 0;   // the rest were skipped by partition summaries
+  int64_t files_total = 0;      // live data files of the snapshot
   int64_t files_kept = 0;
   int64_t pruned_by_partition = 0;  // in skipped manifests, or by their partition values
   int64_t pruned_by_stats = 0;      // by column bounds and counts

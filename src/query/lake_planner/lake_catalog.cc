@@ -1,9 +1,9 @@
 #include "query/lake_planner/lake_catalog.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 namespace sluice::query {
 namespace {
@@ -15,7 +15,9 @@ Status CheckName(const std::string& name, const std::string& table) {
   for (char c : name) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) ok = false;
   }
-  if (!ok) return InvalidArgumentError("lake table {}: \"{}\" is not a valid namespace or table name", table, name);
+  if (!ok)
+    return InvalidArgumentError("lake table {}: \"{}\" is not a valid namespace or table name",
+                                table, name);
   return Status::OK();
 }
 
@@ -36,7 +38,8 @@ std::string Child(const std::string& dir, const std::string& name) {
     if (entry.size() != name.size() || entry[0] == '.') continue;
     bool same = true;
     for (size_t i = 0; i < entry.size() && same; ++i) {
-      same = std::tolower(static_cast<unsigned char>(entry[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+      same = std::tolower(static_cast<unsigned char>(entry[i])) ==
+             std::tolower(static_cast<unsigned char>(name[i]));
     }
     if (!same) continue;
     if (!found.empty()) return exact;  // ambiguous
@@ -57,7 +60,8 @@ WarehouseCatalog::WarehouseCatalog(std::string warehouse) : warehouse_(std::move
   while (warehouse_.size() > 1 && warehouse_.back() == '/') warehouse_.pop_back();
 }
 
-Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& ns, const std::string& table) const {
+Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& ns,
+                                                const std::string& table) const {
   const std::string name = LakeTableName(ns, table);
   if (ns.empty()) return InvalidArgumentError("lake table {}: a namespace is required", name);
   std::string dir = warehouse_;

@@ -24,7 +24,8 @@ class LakeCatalog {
  public:
   virtual ~LakeCatalog() = default;
   // NotFound (naming the table) when there is no such table.
-  virtual Result<lake::Table> LoadTable(const std::vector<std::string>& ns, const std::string& table) const = 0;
+  virtual Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
+                                        const std::string& table) const = 0;
 };
 
 // Tables under a warehouse directory: <warehouse>/<level>/.../<table>. Every load reads the
@@ -32,7 +33,8 @@ class LakeCatalog {
 class WarehouseCatalog : public LakeCatalog {
  public:
   explicit WarehouseCatalog(std::string warehouse);
-  Result<lake::Table> LoadTable(const std::vector<std::string>& ns, const std::string& table) const override;
+  Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
+                                const std::string& table) const override;
   const std::string& warehouse() const { return warehouse_; }
 
  private:

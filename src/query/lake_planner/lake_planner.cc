@@ -1,13 +1,13 @@
 #include "query/lake_planner/lake_planner.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <functional>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "lake/iceberg_json.h"
 #include "lake/parquet_read.h"
@@ -21,8 +21,9 @@ using lake::Json;
 constexpr std::string_view kLakeCatalog = "lake";
 
 bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
 }
 
 bool MentionsLake(std::string_view sql) {
@@ -38,17 +39,45 @@ std::string StringField(const Json& j, const char* key) {
 }
 
 bool IsLakeRef(const Json& j) {
-  return j.is_object() && StringField(j, "type") == "BASE_TABLE" && IEquals(StringField(j, "catalog_name"), kLakeCatalog);
+  return j.is_object() && StringField(j, "type") == "BASE_TABLE" &&
+         IEquals(StringField(j, "catalog_name"), kLakeCatalog);
 }
 
 // Functions a constant may call: pure ones, whose value at planning equals their value when
 // the query runs (now(), random() and the like are not here).
 bool PureFunction(std::string_view name) {
-  static constexpr std::string_view kPure[] = {
-      "+", "-", "*", "/", "//", "%", "trunc", "round", "floor", "ceil", "abs", "lower", "upper", "concat", "||",
-      "to_years", "to_months", "to_weeks", "to_days", "to_hours", "to_minutes", "to_seconds", "to_milliseconds",
-      "to_microseconds", "make_date", "make_time", "make_timestamp", "to_timestamp", "epoch_ms", "strptime",
-      "date_trunc", "list_value"};
+  static constexpr std::string_view kPure[] = {"+",
+                                               "-",
+                                               "*",
+                                               "/",
+                                               "//",
+                                               "%",
+                                               "trunc",
+                                               "round",
+                                               "floor",
+                                               "ceil",
+                                               "abs",
+                                               "lower",
+                                               "upper",
+                                               "concat",
+                                               "||",
+                                               "to_years",
+                                               "to_months",
+                                               "to_weeks",
+                                               "to_days",
+                                               "to_hours",
+                                               "to_minutes",
+                                               "to_seconds",
+                                               "to_milliseconds",
+                                               "to_microseconds",
+                                               "make_date",
+                                               "make_time",
+                                               "make_timestamp",
+                                               "to_timestamp",
+                                               "epoch_ms",
+                                               "strptime",
+                                               "date_trunc",
+                                               "list_value"};
   for (std::string_view p : kPure) {
     if (IEquals(name, p)) return true;
   }
@@ -67,7 +96,8 @@ bool IsConstant(const Json& e) {
     if (!StringField(e, "schema").empty() && StringField(e, "schema") != "main") return false;
     if (e.contains("filter") && !e["filter"].is_null()) return false;
     if (e.value("distinct", false)) return false;
-    if (e.contains("order_bys") && e["order_bys"].is_object() && !e["order_bys"].value("orders", Json::array()).empty()) {
+    if (e.contains("order_bys") && e["order_bys"].is_object() &&
+        !e["order_bys"].value("orders", Json::array()).empty()) {
       return false;
     }
     if (!e.contains("children") || !e["children"].is_array()) return false;
@@ -83,7 +113,8 @@ bool IsConstant(const Json& e) {
 bool IsClosed(const Json& e) {
   if (e.is_object()) {
     const std::string cls = StringField(e, "class");
-    if (cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "PARAMETER" || cls == "LAMBDA_REF") return false;
+    if (cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "PARAMETER" || cls == "LAMBDA_REF")
+      return false;
     for (const auto& [k, v] : e.items()) {
       if (!IsClosed(v)) return false;
     }
@@ -120,8 +151,10 @@ class Planner {
   Result<Json> Serialize(std::string_view sql);
 
   Status PlanRef(RefSite& site, PlannedQuery* out);
-  Result<lake::Table> Load(const std::string& schema_name, const std::string& table, std::string* name);
-  Result<const lake::Snapshot*> Snapshot(const lake::TableMetadata& m, const Json& at, const std::string& name);
+  Result<lake::Table> Load(const std::string& schema_name, const std::string& table,
+                           std::string* name);
+  Result<const lake::Snapshot*> Snapshot(const lake::TableMetadata& m, const Json& at,
+                                         const std::string& name);
 
   // A WHERE conjunct as a predicate over the table: `binding` is the name the query uses
   // for it, ns/table its qualified name (usable when it has no alias).
@@ -138,14 +171,15 @@ class Planner {
 
   duck::Connection& conn_;
   const LakeCatalog& catalog_;
-  Json select_template_;  // `SELECT 1` serialized, for ExprSql
+  Json select_template_;                             // `SELECT 1` serialized, for ExprSql
   std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
   std::vector<RefSite> sites_;
 };
 
 void Planner::Conjuncts(const Json& e, std::vector<const Json*>* out) {
   if (!e.is_object()) return;
-  if (StringField(e, "class") == "CONJUNCTION" && StringField(e, "type") == "CONJUNCTION_AND" && e.contains("children")) {
+  if (StringField(e, "class") == "CONJUNCTION" && StringField(e, "type") == "CONJUNCTION_AND" &&
+      e.contains("children")) {
     for (const Json& c : e["children"]) Conjuncts(c, out);
     return;
   }
@@ -162,8 +196,10 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
   if (type != "JOIN") return;
   const std::string ref = StringField(from, "ref_type");
   const std::string join = StringField(from, "join_type");
-  if (ref != "REGULAR" && ref != "CROSS" && ref != "NATURAL") return;  // POSITIONAL, ASOF, DEPENDENT
-  const bool using_columns = ref == "NATURAL" || (from.contains("using_columns") && !from["using_columns"].empty());
+  if (ref != "REGULAR" && ref != "CROSS" && ref != "NATURAL")
+    return;  // POSITIONAL, ASOF, DEPENDENT
+  const bool using_columns =
+      ref == "NATURAL" || (from.contains("using_columns") && !from["using_columns"].empty());
   if (join == "INNER") {
     Prunable(from["left"], out);
     Prunable(from["right"], out);
@@ -176,8 +212,8 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
 
 void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of) {
   if (j.is_object()) {
-    if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") && j.contains("where_clause") &&
-        !j["where_clause"].is_null()) {
+    if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") &&
+        j.contains("where_clause") && !j["where_clause"].is_null()) {
       std::vector<Json*> refs;
       Prunable(j["from_table"], &refs);
       std::vector<const Json*> conjuncts;
@@ -197,7 +233,8 @@ void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of)
 }
 
 Result<Json> Planner::Serialize(std::string_view sql) {
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_serialize_sql({})", duck::QuoteLiteral(sql))));
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_serialize_sql({})",
+                                                          duck::QuoteLiteral(sql))));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_serialize_sql returned no row");
   Json j = Json::parse(*rows[0][0], nullptr, false);
   if (j.is_discarded()) return InternalError("json_serialize_sql returned invalid JSON");
@@ -211,10 +248,12 @@ Result<std::string> Planner::ExprSql(const Json& e) {
   Json stmt = select_template_;
   stmt["statements"][0]["node"]["select_list"] = Json::array({e});
   stmt["statements"][0]["node"]["select_list"][0]["alias"] = "";
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump()))));
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
+                                                          duck::QuoteLiteral(stmt.dump()))));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
   std::string text = *rows[0][0];
-  if (!text.starts_with("SELECT ")) return InternalError("json_deserialize_sql returned \"{}\"", text);
+  if (!text.starts_with("SELECT "))
+    return InternalError("json_deserialize_sql returned \"{}\"", text);
   return text.substr(7);
 }
 
@@ -248,7 +287,8 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
     list.push_back(std::move(e));
   }
   stmt["statements"][0]["node"]["select_list"] = std::move(list);
-  auto rows = conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump())));
+  auto rows = conn_.QueryText(
+      fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump())));
   if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0]) return;  // ExprSql does them one by one
   std::string_view text = *(*rows)[0][0];
   if (!text.starts_with("SELECT ")) return;
@@ -277,10 +317,11 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
     column = names[0];
   } else if (names.size() == 2 && IEquals(names[0], binding)) {
     column = names[1];
-  } else if (names.size() == 3 && b.alias.empty() && IEquals(names[0], b.ns) && IEquals(names[1], b.table)) {
+  } else if (names.size() == 3 && b.alias.empty() && IEquals(names[0], b.ns) &&
+             IEquals(names[1], b.table)) {
     column = names[2];
-  } else if (names.size() == 4 && b.alias.empty() && IEquals(names[0], kLakeCatalog) && IEquals(names[1], b.ns) &&
-             IEquals(names[2], b.table)) {
+  } else if (names.size() == 4 && b.alias.empty() && IEquals(names[0], kLakeCatalog) &&
+             IEquals(names[1], b.ns) && IEquals(names[2], b.table)) {
     column = names[3];
   } else {
     return std::nullopt;
@@ -296,19 +337,22 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
   return found;
 }
 
-Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& constant, const Binding& b) {
+Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& constant,
+                           const Binding& b) {
   std::optional<int32_t> id = ColumnOf(column_side, b);
   if (!id || !IsConstant(constant)) return Predicate::Unknown();
   auto known = constant_sql_.find(&constant);
-  Result<std::string> text = known != constant_sql_.end() ? Result<std::string>(known->second) : ExprSql(constant);
+  Result<std::string> text =
+      known != constant_sql_.end() ? Result<std::string>(known->second) : ExprSql(constant);
   if (!text.ok()) return Predicate::Unknown();
   Predicate p;
   p.kind = Predicate::Kind::kCompare;
   p.field_id = *id;
   p.op = op;
   p.constant = *text;
-  p.constant_is_string_literal = StringField(constant, "class") == "CONSTANT" && constant.contains("value") &&
-                                 constant["value"].is_object() && !constant["value"].value("is_null", false) &&
+  p.constant_is_string_literal = StringField(constant, "class") == "CONSTANT" &&
+                                 constant.contains("value") && constant["value"].is_object() &&
+                                 !constant["value"].value("is_null", false) &&
                                  constant["value"].contains("type") &&
                                  StringField(constant["value"]["type"], "id") == "VARCHAR";
   return p;
@@ -320,7 +364,7 @@ Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
   const std::string type = StringField(e, "type");
   if (cls == "CONJUNCTION" && e.contains("children") && e["children"].is_array()) {
     Predicate p;
-    p.kind = type == "CONJUNCTION_AND" ? Predicate::Kind::kAnd
+    p.kind = type == "CONJUNCTION_AND"  ? Predicate::Kind::kAnd
              : type == "CONJUNCTION_OR" ? Predicate::Kind::kOr
                                         : Predicate::Kind::kUnknown;
     if (p.kind == Predicate::Kind::kUnknown) return p;
@@ -351,7 +395,8 @@ Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
     p.children.push_back(Compare(e["input"], CompareOp::kLe, e["upper"], b));
     return p;
   }
-  if (cls == "OPERATOR" && e.contains("children") && e["children"].is_array() && !e["children"].empty()) {
+  if (cls == "OPERATOR" && e.contains("children") && e["children"].is_array() &&
+      !e["children"].empty()) {
     const Json& first = e["children"][0];
     if (type == "COMPARE_IN" && e["children"].size() >= 2) {
       Predicate p;
@@ -373,12 +418,15 @@ Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
   return Predicate::Unknown();
 }
 
-Result<lake::Table> Planner::Load(const std::string& schema_name, const std::string& table, std::string* name) {
+Result<lake::Table> Planner::Load(const std::string& schema_name, const std::string& table,
+                                  std::string* name) {
   // `lake.db.t`: namespace db. A multi-level namespace is written as one quoted name with
   // its levels joined by dots (`lake."a.b".t`), tried after a single level of that name.
   *name = LakeTableName({schema_name}, table);
   Result<lake::Table> t = catalog_.LoadTable({schema_name}, table);
-  if (t.ok() || t.status().code() != StatusCode::kNotFound || schema_name.find('.') == std::string::npos) return t;
+  if (t.ok() || t.status().code() != StatusCode::kNotFound ||
+      schema_name.find('.') == std::string::npos)
+    return t;
   std::vector<std::string> levels;
   size_t start = 0;
   for (size_t dot; (dot = schema_name.find('.', start)) != std::string::npos; start = dot + 1) {
@@ -390,14 +438,16 @@ Result<lake::Table> Planner::Load(const std::string& schema_name, const std::str
   return multi.ok() || multi.status().code() != StatusCode::kNotFound ? multi : t;
 }
 
-Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, const Json& at, const std::string& name) {
+Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, const Json& at,
+                                                const std::string& name) {
   if (!at.is_object()) return m.CurrentSnapshot();
   const std::string unit = StringField(at, "unit");
   if (!at.contains("expr") || !IsClosed(at["expr"])) {
     return InvalidArgumentError("lake table {}: AT ({} => ...) must be a constant", name, unit);
   }
   ASSIGN_OR_RETURN(std::string expr, ExprSql(at["expr"]));
-  ASSIGN_OR_RETURN(auto typed, conn_.QueryText(fmt::format("SELECT typeof(({0})), ({0})::VARCHAR", expr)));
+  ASSIGN_OR_RETURN(auto typed,
+                   conn_.QueryText(fmt::format("SELECT typeof(({0})), ({0})::VARCHAR", expr)));
   if (typed.size() != 1 || !typed[0][0] || !typed[0][1]) {
     return InvalidArgumentError("lake table {}: AT ({} => {}) is NULL", name, unit, expr);
   }
@@ -406,23 +456,28 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
   if (IEquals(unit, "VERSION")) {
     if (type == "VARCHAR") {  // a branch or tag
       const lake::SnapshotRef* ref = m.FindRef(text);
-      if (ref == nullptr) return NotFoundError("lake table {} has no branch or tag \"{}\"", name, text);
+      if (ref == nullptr)
+        return NotFoundError("lake table {} has no branch or tag \"{}\"", name, text);
       const lake::Snapshot* s = m.FindSnapshot(ref->snapshot_id);
-      if (s == nullptr) return NotFoundError("lake table {}: snapshot {} of \"{}\" does not exist", name, ref->snapshot_id, text);
+      if (s == nullptr)
+        return NotFoundError("lake table {}: snapshot {} of \"{}\" does not exist", name,
+                             ref->snapshot_id, text);
       return s;
     }
     char* end = nullptr;
     errno = 0;
     long long id = std::strtoll(text.c_str(), &end, 10);
     if (errno != 0 || end == text.c_str() || *end != '\0') {
-      return InvalidArgumentError("lake table {}: AT (VERSION => {}) must be a snapshot id or a branch or tag name",
-                                  name, expr);
+      return InvalidArgumentError(
+          "lake table {}: AT (VERSION => {}) must be a snapshot id or a branch or tag name", name,
+          expr);
     }
     const lake::Snapshot* s = m.FindSnapshot(id);
     if (s == nullptr) return NotFoundError("lake table {} has no snapshot {}", name, id);
     return s;
   }
-  if (!IEquals(unit, "TIMESTAMP")) return InvalidArgumentError("lake table {}: AT ({} => ...) is not supported", name, unit);
+  if (!IEquals(unit, "TIMESTAMP"))
+    return InvalidArgumentError("lake table {}: AT ({} => ...) is not supported", name, unit);
   // A TIMESTAMP (or DATE) is UTC; a TIMESTAMPTZ is its instant; text is read as a
   // TIMESTAMPTZ (an offset in it counts, else the session's time zone).
   std::string ms_sql;
@@ -431,10 +486,12 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
   } else if (type == "DATE" || type.starts_with("TIMESTAMP")) {
     ms_sql = fmt::format("epoch_ms(CAST(({}) AS TIMESTAMP))", expr);
   } else {
-    return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) must be a timestamp, not {}", name, expr, type);
+    return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) must be a timestamp, not {}",
+                                name, expr, type);
   }
   ASSIGN_OR_RETURN(auto ms_rows, conn_.QueryText(fmt::format("SELECT ({})::VARCHAR", ms_sql)));
-  if (ms_rows.size() != 1 || !ms_rows[0][0]) return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) is NULL", name, expr);
+  if (ms_rows.size() != 1 || !ms_rows[0][0])
+    return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) is NULL", name, expr);
   const int64_t ms = std::strtoll(ms_rows[0][0]->c_str(), nullptr, 10);
   // The snapshot current at that time: the last snapshot-log entry at or before it (the
   // spec's rule); without a log, the newest ancestor of the current snapshot.
@@ -454,9 +511,11 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
     }
   }
   if (!id) {
-    if (!first_ms) return NotFoundError("lake table {} has no snapshots (AT TIMESTAMP => {})", name, expr);
-    return NotFoundError("lake table {} has no snapshot at or before {} ({} ms); its first is at {} ms", name, text, ms,
-                         *first_ms);
+    if (!first_ms)
+      return NotFoundError("lake table {} has no snapshots (AT TIMESTAMP => {})", name, expr);
+    return NotFoundError(
+        "lake table {} has no snapshot at or before {} ({} ms); its first is at {} ms", name, text,
+        ms, *first_ms);
   }
   const lake::Snapshot* s = m.FindSnapshot(*id);
   if (s == nullptr) {
@@ -480,22 +539,25 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   if (at.is_object() && snapshot != nullptr && snapshot->schema_id) {
     if (const lake::Schema* s = m.FindSchema(*snapshot->schema_id)) schema = s;
   }
-  if (schema == nullptr) return CorruptionError("lake table {}: its current schema is missing", name);
+  if (schema == nullptr)
+    return CorruptionError("lake table {}: its current schema is missing", name);
 
   Binding b{alias, schema_name, table_name, {}};
   for (const lake::NestedField& f : schema->fields) b.columns.emplace_back(f.name, f.id);
   if (ref.contains("column_name_alias") && ref["column_name_alias"].is_array()) {
     const Json& renamed = ref["column_name_alias"];
     for (size_t i = 0; i < renamed.size() && i < b.columns.size(); ++i) {
-      if (!renamed[i].is_string()) return InvalidArgumentError("lake table {}: bad column alias", name);
+      if (!renamed[i].is_string())
+        return InvalidArgumentError("lake table {}: bad column alias", name);
       b.columns[i].first = renamed[i].get<std::string>();
     }
   }
   if (m.properties.contains("schema.name-mapping.default")) {
     // Files without field ids (imported from another format) would read as NULLs.
-    return UnimplementedError("lake table {} has a name mapping (schema.name-mapping.default): data files without "
-                              "field ids cannot be read yet",
-                              name);
+    return UnimplementedError(
+        "lake table {} has a name mapping (schema.name-mapping.default): data files without "
+        "field ids cannot be read yet",
+        name);
   }
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
@@ -503,8 +565,10 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name));
 
   ASSIGN_OR_RETURN(Json inner, Serialize(lake::ParquetScanSql(plan.paths, *schema)));
-  if (inner.value("error", true) || !inner.contains("statements") || inner["statements"].size() != 1) {
-    return InternalError("lake table {}: the scan of its files did not parse: {}", name, inner.dump());
+  if (inner.value("error", true) || !inner.contains("statements") ||
+      inner["statements"].size() != 1) {
+    return InternalError("lake table {}: the scan of its files did not parse: {}", name,
+                         inner.dump());
   }
   Json sub = Json::object();
   sub["type"] = "SUBQUERY";
@@ -512,8 +576,10 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   sub["sample"] = ref.contains("sample") ? ref["sample"] : Json();
   sub["query_location"] = ref.contains("query_location") ? ref["query_location"] : Json(0);
   sub["subquery"] = inner["statements"][0];
-  sub["column_name_alias"] = ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
-  out->tables.push_back(LakeTableScan{name, sub["alias"].get<std::string>(), std::move(plan.stats)});
+  sub["column_name_alias"] =
+      ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
+  out->tables.push_back(
+      LakeTableScan{name, sub["alias"].get<std::string>(), std::move(plan.stats)});
   ref = std::move(sub);
   return Status::OK();
 }
@@ -522,11 +588,15 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
 // subquery that replaces the table is called `t`, so they become `t.c`.
 void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& unaliased) {
   if (j.is_object()) {
-    if (StringField(j, "class") == "COLUMN_REF" && j.contains("column_names") && j["column_names"].is_array()) {
+    if (StringField(j, "class") == "COLUMN_REF" && j.contains("column_names") &&
+        j["column_names"].is_array()) {
       Json& names = j["column_names"];
-      auto at = [&](size_t i) { return names.size() > i && names[i].is_string() ? names[i].get<std::string>() : ""; };
+      auto at = [&](size_t i) {
+        return names.size() > i && names[i].is_string() ? names[i].get<std::string>() : "";
+      };
       for (const auto& [ns, table] : unaliased) {
-        if (names.size() >= 4 && IEquals(at(0), kLakeCatalog) && IEquals(at(1), ns) && IEquals(at(2), table)) {
+        if (names.size() >= 4 && IEquals(at(0), kLakeCatalog) && IEquals(at(1), ns) &&
+            IEquals(at(2), table)) {
           names.erase(names.begin(), names.begin() + 2);
           break;
         }
@@ -581,14 +651,15 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql) {
   for (RefSite& site : sites_) {
     if (auto it = where_of.find(site.node); it != where_of.end()) site.conjuncts = it->second;
     if (StringField(*site.node, "alias").empty()) {
-      unaliased.emplace_back(StringField(*site.node, "schema_name"), StringField(*site.node, "table_name"));
+      unaliased.emplace_back(StringField(*site.node, "schema_name"),
+                             StringField(*site.node, "table_name"));
     }
   }
   // Every predicate is read before any reference is replaced (conjuncts point into the tree).
   for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, &out));
   Requalify(*tree, unaliased);
-  ASSIGN_OR_RETURN(auto rows,
-                   conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(tree->dump()))));
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
+                                                          duck::QuoteLiteral(tree->dump()))));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
   out.sql = std::string(full_sql.substr(0, prefix)) + *rows[0][0];
   out.rewritten = true;
@@ -597,7 +668,8 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql) {
 
 }  // namespace
 
-Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql, const LakeCatalog& catalog) {
+Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
+                                   const LakeCatalog& catalog) {
   Planner planner(conn, catalog);
   return planner.Plan(sql);
 }

@@ -5,8 +5,8 @@
 // mapping (alias kept); the tree goes back to SQL with json_deserialize_sql.
 //
 //   WarehouseCatalog catalog(warehouse_dir);
-//   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT count(*) FROM lake.db.t WHERE d = 3", catalog));
-//   ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
+//   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT count(*) FROM lake.db.t WHERE d =
+//   3", catalog)); ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
 //
 // SQL that names no lake table, that DuckDB cannot parse, or that is not a SELECT comes back
 // unchanged (DuckDB then reports its own error). Planning runs small queries on `conn` (to
@@ -32,14 +32,15 @@ struct LakeTableScan {
 };
 
 struct PlannedQuery {
-  std::string sql;          // the SQL to run
-  bool rewritten = false;   // false: `sql` is the input, unchanged
+  std::string sql;                    // the SQL to run
+  bool rewritten = false;             // false: `sql` is the input, unchanged
   std::vector<LakeTableScan> tables;  // in the order the references appear in the parse tree
 };
 
 // Errors: NotFound for an unknown table, snapshot id, branch or tag, or a time before the
 // table's first snapshot; InvalidArgument for an AT clause that is not a constant;
 // Unimplemented for snapshots with delete files; Corruption naming an unreadable manifest.
-Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql, const LakeCatalog& catalog);
+Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
+                                   const LakeCatalog& catalog);
 
 }  // namespace sluice::query

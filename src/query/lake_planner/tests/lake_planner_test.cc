@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <chrono>
 #include <map>
 #include <random>
 #include <thread>
@@ -32,7 +32,8 @@ namespace fs = std::filesystem;
 using lake::avro::Datum;
 
 std::string FreshDir(std::string_view name) {
-  std::string dir = ::testing::TempDir() + "/sluice_lake_planner_" + std::to_string(getpid()) + "_" + std::string(name);
+  std::string dir = ::testing::TempDir() + "/sluice_lake_planner_" + std::to_string(getpid()) +
+                    "_" + std::string(name);
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -63,7 +64,8 @@ class LakePlannerTest : public ::testing::Test {
 
   std::string Root(const std::string& table) const { return warehouse_ + "/db/" + table; }
 
-  lake::Table Create(const std::string& table, const lake::Schema& schema, const lake::PartitionSpec& spec) {
+  lake::Table Create(const std::string& table, const lake::Schema& schema,
+                     const lake::PartitionSpec& spec) {
     fs::create_directories(Root(table) + "/data");
     auto t = lake::Table::Create(Root(table), schema, spec, {});
     EXPECT_TRUE(t.ok()) << t.status().message();
@@ -71,7 +73,8 @@ class LakePlannerTest : public ::testing::Test {
   }
 
   // One data file of `select`'s rows (columns as the table's current schema) with `partition`.
-  lake::DataFile File(lake::Table& t, const std::string& select, Datum partition = Datum::Record({})) {
+  lake::DataFile File(lake::Table& t, const std::string& select,
+                      Datum partition = Datum::Record({})) {
     const lake::Schema* schema = t.metadata().CurrentSchema();
     std::string path = fmt::format("{}/data/{}.parquet", t.files().root(), lake::NewUuid());
     auto f = lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path));
@@ -81,9 +84,10 @@ class LakePlannerTest : public ::testing::Test {
   }
 
   int64_t Append(lake::Table& t, const std::vector<lake::DataFile>& files) {
-    auto id = t.Append(files, [](const lake::TableMetadata&) -> Result<std::map<std::string, std::string>> {
-      return std::map<std::string, std::string>{};
-    });
+    auto id = t.Append(
+        files, [](const lake::TableMetadata&) -> Result<std::map<std::string, std::string>> {
+          return std::map<std::string, std::string>{};
+        });
     EXPECT_TRUE(id.ok()) << id.status().message();
     return id.ok() ? *id : 0;
   }
@@ -107,15 +111,19 @@ class LakePlannerTest : public ::testing::Test {
     for (int day = 0; day < 4; ++day) {
       for (std::string city : {"oslo", "rome"}) {
         std::string amount = city == "oslo" ? "CASE WHEN i % 3 = 0 THEN NULL ELSE i * 1.5 END"
-                             : day == 3    ? "CASE WHEN i = 7 THEN 'NaN'::DOUBLE ELSE i * 2.0 END"
-                                           : "i * 2.0";
+                             : day == 3     ? "CASE WHEN i = 7 THEN 'NaN'::DOUBLE ELSE i * 2.0 END"
+                                            : "i * 2.0";
         std::string select = fmt::format(
-            "SELECT ({0} * 25 + i)::BIGINT AS id, TIMESTAMP '2024-01-01' + INTERVAL ({1}) DAY + INTERVAL (i) HOUR "
-            "- INTERVAL 1 MICROSECOND * (i = 24)::INT AS ts, '{2}' AS city, ({3})::DOUBLE AS amount, "
-            "'a long note that is longer than sixteen characters #' || ({0} * 25 + i) AS note FROM range(25) r(i)",
+            "SELECT ({0} * 25 + i)::BIGINT AS id, TIMESTAMP '2024-01-01' + INTERVAL ({1}) DAY + "
+            "INTERVAL (i) HOUR "
+            "- INTERVAL 1 MICROSECOND * (i = 24)::INT AS ts, '{2}' AS city, ({3})::DOUBLE AS "
+            "amount, "
+            "'a long note that is longer than sixteen characters #' || ({0} * 25 + i) AS note FROM "
+            "range(25) r(i)",
             n, day, city, amount);
-        files.push_back(File(t, select,
-                             Datum::Record({{"ts_day", Datum::Int(kDay0 + day)}, {"city", Datum::String(city)}})));
+        files.push_back(File(
+            t, select,
+            Datum::Record({{"ts_day", Datum::Int(kDay0 + day)}, {"city", Datum::String(city)}})));
         ++n;
       }
       if (day % 2 == 1) {  // two appends: a manifest for days 0-1, one for days 2-3
@@ -135,15 +143,18 @@ class LakePlannerTest : public ::testing::Test {
     lake::Table t = Create("users", s, spec);
     std::map<int32_t, std::vector<std::string>> by_bucket;
     for (int32_t uid = 0; uid < 100; ++uid) {
-      auto b = lake::Transform::Bucket(4).Apply(lake::Type::Primitive(lake::TypeId::kInt), lake::Value::Int(uid));
+      auto b = lake::Transform::Bucket(4).Apply(lake::Type::Primitive(lake::TypeId::kInt),
+                                                lake::Value::Int(uid));
       ASSERT_TRUE(b.ok());
       by_bucket[b->as_int()].push_back(fmt::format("({}, 'user{}')", uid, uid));
     }
     std::vector<lake::DataFile> files;
     for (const auto& [b, rows] : by_bucket) {
-      files.push_back(File(t, fmt::format("SELECT c0::INTEGER AS uid, c1 AS name FROM (VALUES {}) v(c0, c1)",
-                                          fmt::join(rows, ", ")),
-                           Datum::Record({{"uid_bucket", Datum::Int(b)}})));
+      files.push_back(
+          File(t,
+               fmt::format("SELECT c0::INTEGER AS uid, c1 AS name FROM (VALUES {}) v(c0, c1)",
+                           fmt::join(rows, ", ")),
+               Datum::Record({{"uid_bucket", Datum::Int(b)}})));
     }
     Append(t, files);
   }
@@ -169,13 +180,15 @@ class LakePlannerTest : public ::testing::Test {
                            Datum::Record({{"w_trunc", Datum::String(prefix)}})));
       base += 10;
     }
-    files.push_back(File(t, "SELECT NULL::VARCHAR AS w, 100::BIGINT AS n", Datum::Record({{"w_trunc", Datum::Null()}})));
+    files.push_back(File(t, "SELECT NULL::VARCHAR AS w, 100::BIGINT AS n",
+                         Datum::Record({{"w_trunc", Datum::Null()}})));
     Append(t, files);
   }
 
   // Every file of the table's snapshot (the current one, or `snapshot_id`), read without
   // pruning under that snapshot's schema (or the current one).
-  std::string Reference(const std::string& table, std::optional<int64_t> snapshot_id = std::nullopt) {
+  std::string Reference(const std::string& table,
+                        std::optional<int64_t> snapshot_id = std::nullopt) {
     auto t = lake::Table::Load(Root(table));
     EXPECT_TRUE(t.ok()) << t.status().message();
     const lake::TableMetadata& m = t->metadata();
@@ -190,7 +203,8 @@ class LakePlannerTest : public ::testing::Test {
         auto entries = lake::ReadEntriesOf(mf);
         EXPECT_TRUE(entries.ok());
         for (const lake::ManifestEntry& e : *entries) {
-          if (e.status != lake::EntryStatus::kDeleted) paths.push_back(*lake::LocalPath(e.file.file_path));
+          if (e.status != lake::EntryStatus::kDeleted)
+            paths.push_back(*lake::LocalPath(e.file.file_path));
         }
       }
     }
@@ -211,7 +225,9 @@ class LakePlannerTest : public ::testing::Test {
     return out;
   }
 
-  Result<PlannedQuery> Plan(const std::string& sql) { return PlanLakeQuery(*conn_, sql, *catalog_); }
+  Result<PlannedQuery> Plan(const std::string& sql) {
+    return PlanLakeQuery(*conn_, sql, *catalog_);
+  }
 
   // `query` with {t} for each table name in `tables`: planned with lake.db.<t>, against the
   // reference with every file. Returns the plan.
@@ -222,8 +238,10 @@ class LakePlannerTest : public ::testing::Test {
       const std::string key = "{" + t + "}";
       auto snap = snapshots.find(t);
       std::string ref = Reference(t, snap == snapshots.end() ? std::nullopt : snap->second);
-      for (size_t p; (p = planned.find(key)) != std::string::npos;) planned.replace(p, key.size(), "lake.db." + t);
-      for (size_t p; (p = reference.find(key)) != std::string::npos;) reference.replace(p, key.size(), ref);
+      for (size_t p; (p = planned.find(key)) != std::string::npos;)
+        planned.replace(p, key.size(), "lake.db." + t);
+      for (size_t p; (p = reference.find(key)) != std::string::npos;)
+        reference.replace(p, key.size(), ref);
     }
     // The reference keeps AT clauses out: the snapshot is chosen by `snapshots`.
     for (std::string_view at : {" AT (VERSION => ", " AT (TIMESTAMP => "}) {
@@ -252,8 +270,9 @@ class LakePlannerTest : public ::testing::Test {
 };
 
 TEST_F(LakePlannerTest, SqlWithoutLakeTablesComesBackUnchanged) {
-  for (std::string sql : {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
-                          "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
+  for (std::string sql :
+       {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
+        "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
     auto plan = Plan(sql);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     EXPECT_FALSE(plan->rewritten) << sql;
@@ -274,25 +293,33 @@ TEST_F(LakePlannerTest, PartitionValuesPruneByIdentityAndDay) {
   EXPECT_EQ(q.tables[0].stats.manifests_total, 2);
   EXPECT_EQ(q.tables[0].stats.manifests_read, 2);
   // The manifest of days 0-1 is skipped by its partition summary, unread.
-  q = Check("SELECT count(*), sum(id) FROM {events} WHERE ts >= TIMESTAMP '2024-01-03'", {"events"});
+  q = Check("SELECT count(*), sum(id) FROM {events} WHERE ts >= TIMESTAMP '2024-01-03'",
+            {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
   EXPECT_EQ(q.tables[0].stats.manifests_read, 1);
   EXPECT_EQ(q.tables[0].stats.files_total, 8);
   EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 4);
   // A string literal is cast to the column's type, as the query does.
-  q = Check("SELECT count(*) FROM {events} WHERE ts < '2024-01-02' AND city IN ('rome', 'paris')", {"events"});
+  q = Check("SELECT count(*) FROM {events} WHERE ts < '2024-01-02' AND city IN ('rome', 'paris')",
+            {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   // The last microsecond of a day stays in that day's file.
-  q = Check("SELECT id FROM {events} WHERE ts = TIMESTAMP '2024-01-02 23:59:59.999999'", {"events"});
+  q = Check("SELECT id FROM {events} WHERE ts = TIMESTAMP '2024-01-02 23:59:59.999999'",
+            {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 2);
-  q = Check("SELECT count(*) FROM {events} WHERE ts BETWEEN DATE '2024-01-02' AND DATE '2024-01-02'", {"events"});
+  q = Check(
+      "SELECT count(*) FROM {events} WHERE ts BETWEEN DATE '2024-01-02' AND DATE '2024-01-02'",
+      {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 2);
   // OR of prunable branches; an unusable conjunct (a function of the column) is kept.
-  q = Check("SELECT count(*) FROM {events} WHERE (city = 'oslo' AND ts < '2024-01-02') OR city = 'rome' AND "
-            "lower(note) LIKE '%#1%'",
-            {"events"});
+  q = Check(
+      "SELECT count(*) FROM {events} WHERE (city = 'oslo' AND ts < '2024-01-02') OR city = 'rome' "
+      "AND "
+      "lower(note) LIKE '%#1%'",
+      {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 5);
-  EXPECT_EQ(q.tables[0].stats.snapshot_id, lake::Table::Load(Root("events"))->metadata().current_snapshot_id);
+  EXPECT_EQ(q.tables[0].stats.snapshot_id,
+            lake::Table::Load(Root("events"))->metadata().current_snapshot_id);
 }
 
 TEST_F(LakePlannerTest, ColumnStatisticsPrune) {
@@ -319,18 +346,25 @@ TEST_F(LakePlannerTest, ColumnStatisticsPrune) {
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   // id <> constant prunes nothing here, and is still right.
   Check("SELECT count(*) FROM {events} WHERE id <> 3", {"events"});
-  Check("SELECT count(*) FROM {events} WHERE id IS DISTINCT FROM 3 AND amount IS NOT DISTINCT FROM NULL", {"events"});
+  Check(
+      "SELECT count(*) FROM {events} WHERE id IS DISTINCT FROM 3 AND amount IS NOT DISTINCT FROM "
+      "NULL",
+      {"events"});
 }
 
 TEST_F(LakePlannerTest, StringBoundsTruncatedAtSixteenCharactersKeepLongerValues) {
   MakeEvents();
   // Every note shares its first 16 characters: bounds cannot tell the files apart, and
   // must not drop the one holding it.
-  PlannedQuery q = Check("SELECT id FROM {events} WHERE note = 'a long note that is longer than sixteen characters #77'",
-                         {"events"});
+  PlannedQuery q = Check(
+      "SELECT id FROM {events} WHERE note = 'a long note that is longer than sixteen characters "
+      "#77'",
+      {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 8);
-  q = Check("SELECT id FROM {events} WHERE note > 'a long note that is longer than sixteen characters #198'",
-            {"events"});
+  q = Check(
+      "SELECT id FROM {events} WHERE note > 'a long note that is longer than sixteen characters "
+      "#198'",
+      {"events"});
   q = Check("SELECT id FROM {events} WHERE note < 'a long note that'", {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 0);
   q = Check("SELECT id FROM {events} WHERE note >= 'a long note that'", {"events"});
@@ -350,12 +384,16 @@ TEST_F(LakePlannerTest, BucketAndTruncatePartitions) {
   std::vector<std::string> many;
   for (int i = 0; i < 500; ++i) many.push_back(std::to_string(1000 + i));
   many.push_back("42");
-  q = Check(fmt::format("SELECT * FROM {{users}} WHERE uid IN ({})", fmt::join(many, ", ")), {"users"});
+  q = Check(fmt::format("SELECT * FROM {{users}} WHERE uid IN ({})", fmt::join(many, ", ")),
+            {"users"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);  // 500 values hit every bucket
-  q = Check("SELECT * FROM {users} WHERE uid IN (42, 40 + 2, 1000000) AND name IN ('user42', 'a, b')", {"users"});
+  q = Check(
+      "SELECT * FROM {users} WHERE uid IN (42, 40 + 2, 1000000) AND name IN ('user42', 'a, b')",
+      {"users"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   // One value of another family makes the whole list unusable (and names are in every bucket).
-  q = Check("SELECT * FROM {users} WHERE uid IN (42, '4' || '2') AND name IN ('user42', 'a, b')", {"users"});
+  q = Check("SELECT * FROM {users} WHERE uid IN (42, '4' || '2') AND name IN ('user42', 'a, b')",
+            {"users"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
   q = Check("SELECT count(*) FROM {users} WHERE uid < 50", {"users"});  // buckets do not order
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
@@ -381,34 +419,48 @@ TEST_F(LakePlannerTest, JoinsSubqueriesCtesAndSetOperations) {
   MakeEvents();
   MakeUsers();
   PlannedQuery q = Check(
-      "SELECT e.id, u.name FROM {events} e JOIN {users} u ON u.uid = e.id WHERE e.city = 'rome' AND u.uid < 30",
+      "SELECT e.id, u.name FROM {events} e JOIN {users} u ON u.uid = e.id WHERE e.city = 'rome' "
+      "AND u.uid < 30",
       {"events", "users"});
   ASSERT_EQ(q.tables.size(), 2u);
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
-  q = Check("WITH r AS (SELECT * FROM {events} WHERE city = 'rome') SELECT count(*), min(id) FROM r WHERE id > 100",
-            {"events"});
+  q = Check(
+      "WITH r AS (SELECT * FROM {events} WHERE city = 'rome') SELECT count(*), min(id) FROM r "
+      "WHERE id > 100",
+      {"events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 4);
-  q = Check("SELECT count(*) FROM (SELECT id FROM {events} WHERE id < 10 UNION ALL SELECT uid FROM {users} WHERE uid = 7)",
-            {"events", "users"});
+  q = Check(
+      "SELECT count(*) FROM (SELECT id FROM {events} WHERE id < 10 UNION ALL SELECT uid FROM "
+      "{users} WHERE uid = 7)",
+      {"events", "users"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   EXPECT_EQ(q.tables[1].stats.files_kept, 1);
   // In a subquery of the WHERE; correlated names from outside are not constants.
-  q = Check("SELECT uid FROM {users} u WHERE EXISTS (SELECT 1 FROM {events} e WHERE e.id = u.uid AND e.ts < '2024-01-02')",
-            {"users", "events"});
+  q = Check(
+      "SELECT uid FROM {users} u WHERE EXISTS (SELECT 1 FROM {events} e WHERE e.id = u.uid AND "
+      "e.ts < '2024-01-02')",
+      {"users", "events"});
   EXPECT_EQ(q.tables[1].stats.files_kept, 2);
   // The nullable side of an outer join is not pruned by the WHERE (its rows would turn into
   // NULL-extended ones); the preserved side is.
-  q = Check("SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE e.id IS NULL OR u.uid < 3",
-            {"users", "events"});
+  q = Check(
+      "SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE e.id IS NULL "
+      "OR u.uid < 3",
+      {"users", "events"});
   EXPECT_EQ(q.tables[1].stats.files_kept, 8);
-  q = Check("SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE u.uid = 3", {"users", "events"});
+  q = Check(
+      "SELECT u.uid, e.id FROM {users} u LEFT JOIN {events} e ON e.id = u.uid WHERE u.uid = 3",
+      {"users", "events"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   EXPECT_EQ(q.tables[1].stats.files_kept, 8);
   // A self-join, both references planned; the full name qualifies a column.
-  q = Check("SELECT a.id FROM {events} a, {events} b WHERE a.id = b.id + 1 AND b.id = 3 AND a.city = 'oslo'",
-            {"events"});
+  q = Check(
+      "SELECT a.id FROM {events} a, {events} b WHERE a.id = b.id + 1 AND b.id = 3 AND a.city = "
+      "'oslo'",
+      {"events"});
   ASSERT_EQ(q.tables.size(), 2u);
-  auto plan = Plan("SELECT lake.db.events.id, db.events.city FROM lake.db.events WHERE db.events.id = 3");
+  auto plan =
+      Plan("SELECT lake.db.events.id, db.events.city FROM lake.db.events WHERE db.events.id = 3");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->tables[0].stats.files_kept, 1);
   EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"3|oslo"}));
@@ -428,23 +480,29 @@ TEST_F(LakePlannerTest, TimeTravelByVersionAndTimestamp) {
   const int64_t second_ms = m.FindSnapshot(second)->timestamp_ms;
   ASSERT_LT(first_ms, second_ms);
 
-  PlannedQuery q = Check(fmt::format("SELECT count(*), max(x) FROM {{tt}} AT (VERSION => {})", first), {"tt"},
-                         {{"tt", first}});
+  PlannedQuery q =
+      Check(fmt::format("SELECT count(*), max(x) FROM {{tt}} AT (VERSION => {})", first), {"tt"},
+            {{"tt", first}});
   EXPECT_EQ(q.tables[0].stats.snapshot_id, first);
   EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"10|9"}));
   q = Check("SELECT count(*) FROM {tt}", {"tt"});
   EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"30"}));
   // By time: a TIMESTAMP is UTC; between the two commits the first one answers.
-  q = Check(fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))", second_ms - 1),
-            {"tt"}, {{"tt", first}});
+  q = Check(
+      fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))",
+                  second_ms - 1),
+      {"tt"}, {{"tt", first}});
   EXPECT_EQ(q.tables[0].stats.snapshot_id, first);
-  q = Check(fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))", second_ms),
-            {"tt"}, {{"tt", second}});
+  q = Check(
+      fmt::format("SELECT count(*) FROM {{tt}} AT (TIMESTAMP => make_timestamp({}::BIGINT * 1000))",
+                  second_ms),
+      {"tt"}, {{"tt", second}});
   EXPECT_EQ(q.tables[0].stats.snapshot_id, second);
   // Both versions in one query, with pruning on each.
-  auto both = Plan(fmt::format("SELECT (SELECT count(*) FROM lake.db.tt AT (VERSION => {}) WHERE x >= 10), "
-                               "(SELECT count(*) FROM lake.db.tt WHERE x >= 10)",
-                               first));
+  auto both =
+      Plan(fmt::format("SELECT (SELECT count(*) FROM lake.db.tt AT (VERSION => {}) WHERE x >= 10), "
+                       "(SELECT count(*) FROM lake.db.tt WHERE x >= 10)",
+                       first));
   ASSERT_TRUE(both.ok()) << both.status().message();
   q = *both;
   ASSERT_EQ(q.tables.size(), 2u);
@@ -455,7 +513,8 @@ TEST_F(LakePlannerTest, TimeTravelByVersionAndTimestamp) {
   auto bad = Plan("SELECT * FROM lake.db.tt AT (VERSION => 12345)");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(bad.status().message().find("db.tt has no snapshot 12345"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("db.tt has no snapshot 12345"), std::string::npos)
+      << bad.status().message();
   bad = Plan("SELECT * FROM lake.db.tt AT (TIMESTAMP => TIMESTAMP '2000-01-01')");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kNotFound);
@@ -463,7 +522,8 @@ TEST_F(LakePlannerTest, TimeTravelByVersionAndTimestamp) {
       << bad.status().message();
   bad = Plan("SELECT * FROM lake.db.tt AT (VERSION => 'nope')");
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("no branch or tag \"nope\""), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find("no branch or tag \"nope\""), std::string::npos)
+      << bad.status().message();
   // The main branch by name.
   auto main = Plan("SELECT count(*) FROM lake.db.tt AT (VERSION => 'main')");
   ASSERT_TRUE(main.ok()) << main.status().message();
@@ -475,7 +535,8 @@ TEST_F(LakePlannerTest, SchemaEvolutionRenamesAddsAndPromotes) {
       {"id":1,"name":"id","required":false,"type":"int"},
       {"id":2,"name":"name","required":false,"type":"string"}]})j");
   lake::Table t = Create("evolve", s, lake::PartitionSpec{});
-  int64_t v1 = Append(t, {File(t, "SELECT range::INTEGER AS id, 'n' || range AS name FROM range(0, 5)")});
+  int64_t v1 =
+      Append(t, {File(t, "SELECT range::INTEGER AS id, 'n' || range AS name FROM range(0, 5)")});
   // Rename name -> label, promote id to long, add extra.
   auto changed = t.CommitUpdates(
       [](const lake::TableMetadata& base) -> Result<std::vector<lake::TableUpdate>> {
@@ -483,13 +544,17 @@ TEST_F(LakePlannerTest, SchemaEvolutionRenamesAddsAndPromotes) {
         next.schema_id = 1;
         next.fields[0].type = lake::Type::Primitive(lake::TypeId::kLong);
         next.fields[1].name = "label";
-        next.fields.push_back(lake::NestedField{3, "extra", false, lake::Type::Primitive(lake::TypeId::kDouble), {}});
-        return std::vector<lake::TableUpdate>{lake::AddSchemaUpdate{next, 3}, lake::SetCurrentSchemaUpdate{-1}};
+        next.fields.push_back(
+            lake::NestedField{3, "extra", false, lake::Type::Primitive(lake::TypeId::kDouble), {}});
+        return std::vector<lake::TableUpdate>{lake::AddSchemaUpdate{next, 3},
+                                              lake::SetCurrentSchemaUpdate{-1}};
       },
       0);
   ASSERT_TRUE(changed.ok()) << changed.status().message();
   ASSERT_TRUE(t.Refresh().ok());
-  Append(t, {File(t, "SELECT range::BIGINT AS id, 'm' || range AS label, range * 0.5 AS extra FROM range(100, 103)")});
+  Append(t, {File(t,
+                  "SELECT range::BIGINT AS id, 'm' || range AS label, range * 0.5 AS extra FROM "
+                  "range(100, 103)")});
 
   PlannedQuery q = Check("SELECT id, label, extra FROM {evolve}", {"evolve"});
   EXPECT_EQ(Rows(q.sql).size(), 8u);
@@ -503,7 +568,8 @@ TEST_F(LakePlannerTest, SchemaEvolutionRenamesAddsAndPromotes) {
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"m100", "m101", "m102"}));
   // The old version reads with its own schema.
-  q = Check(fmt::format("SELECT * FROM {{evolve}} AT (VERSION => {})", v1), {"evolve"}, {{"evolve", v1}});
+  q = Check(fmt::format("SELECT * FROM {{evolve}} AT (VERSION => {})", v1), {"evolve"},
+            {{"evolve", v1}});
   EXPECT_EQ(Rows(q.sql).front(), "0|n0");
 }
 
@@ -581,7 +647,8 @@ TEST_F(LakePlannerTest, DeleteFilesAreRefused) {
   auto plan = Plan("SELECT * FROM lake.db.words");
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(plan.status().message().find("delete files"), std::string::npos) << plan.status().message();
+  EXPECT_NE(plan.status().message().find("delete files"), std::string::npos)
+      << plan.status().message();
 }
 
 TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
@@ -626,8 +693,10 @@ TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
   // File k: year 2023 + k, month 2024-01 + k, hour k of 2024-03-10; prices 10k .. 10k + 9.99.
   for (int k = 0; k < 3; ++k) {
     std::string select = fmt::format(
-        "SELECT TIMESTAMPTZ '{0}-06-01 00:00:00+00' + INTERVAL (i) DAY AS happened, DATE '2024-0{1}-01' + CAST(i AS INTEGER) "
-        "AS d, TIMESTAMP '2024-03-10 0{2}:00:00' + INTERVAL (i) MINUTE AS t, CAST({3} + i * 0.33 AS DECIMAL(9,2)) AS "
+        "SELECT TIMESTAMPTZ '{0}-06-01 00:00:00+00' + INTERVAL (i) DAY AS happened, DATE "
+        "'2024-0{1}-01' + CAST(i AS INTEGER) "
+        "AS d, TIMESTAMP '2024-03-10 0{2}:00:00' + INTERVAL (i) MINUTE AS t, CAST({3} + i * 0.33 "
+        "AS DECIMAL(9,2)) AS "
         "price FROM range(28) r(i)",
         2023 + k, k + 1, k, 10 * k);
     auto hours = (lake::DaysFromCivil(2024, 3, 10) * 24LL) + k;
@@ -637,13 +706,16 @@ TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
                                         {"t_hour", Datum::Int(static_cast<int32_t>(hours))}})));
   }
   Append(t, files);
-  PlannedQuery q = Check("SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMPTZ '2024-01-01 00:00:00+00'", {"cal"});
+  PlannedQuery q = Check(
+      "SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMPTZ '2024-01-01 00:00:00+00'", {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 2);
-  q = Check("SELECT count(*) FROM {cal} WHERE happened < '2024-01-01 01:00:00+01'", {"cal"});  // a literal with an offset
+  q = Check("SELECT count(*) FROM {cal} WHERE happened < '2024-01-01 01:00:00+01'",
+            {"cal"});  // a literal with an offset
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   q = Check("SELECT count(*) FROM {cal} WHERE d = DATE '2024-02-28'", {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
-  q = Check("SELECT count(*) FROM {cal} WHERE d = DATE '2024-02-29'", {"cal"});  // in February's partition, above its bounds
+  q = Check("SELECT count(*) FROM {cal} WHERE d = DATE '2024-02-29'",
+            {"cal"});  // in February's partition, above its bounds
   EXPECT_EQ(q.tables[0].stats.files_kept, 0);
   EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 1);
   q = Check("SELECT count(*) FROM {cal} WHERE d >= '2024-02-15'", {"cal"});
@@ -651,8 +723,10 @@ TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
   q = Check("SELECT count(*) FROM {cal} WHERE t < TIMESTAMP '2024-03-10 01:00:00'", {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   // Hours 1 and 2 by partition; hour 1's values end at 01:27.
-  q = Check("SELECT count(*) FROM {cal} WHERE t BETWEEN '2024-03-10 01:59:59.999999' AND '2024-03-10 02:00:00'",
-            {"cal"});
+  q = Check(
+      "SELECT count(*) FROM {cal} WHERE t BETWEEN '2024-03-10 01:59:59.999999' AND '2024-03-10 "
+      "02:00:00'",
+      {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 1);
   EXPECT_EQ(q.tables[0].stats.pruned_by_partition, 1);
   EXPECT_EQ(q.tables[0].stats.pruned_by_stats, 1);
@@ -665,7 +739,8 @@ TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
   // A TIMESTAMP compared with a TIMESTAMPTZ column goes through the session's time zone:
   // not used to prune, and still right in another zone.
   ASSERT_TRUE(conn_->Execute("SET TimeZone = 'America/New_York'").ok());
-  q = Check("SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMP '2024-01-01 00:00:00'", {"cal"});
+  q = Check("SELECT count(*) FROM {cal} WHERE happened >= TIMESTAMP '2024-01-01 00:00:00'",
+            {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 3);
   q = Check("SELECT count(*) FROM {cal} WHERE happened >= '2024-01-01 00:00:00'", {"cal"});
   EXPECT_EQ(q.tables[0].stats.files_kept, 2);
@@ -686,8 +761,10 @@ TEST_F(LakePlannerTest, ColumnAliasesCaseAndCollation) {
   EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"0", "1", "2"}));
   // Under a case-insensitive default collation, string bounds (byte order) are not used.
   ASSERT_TRUE(conn_->Execute("SET default_collation = 'nocase'").ok());
-  q = Check("SELECT count(*) FROM {events} WHERE note = 'A LONG NOTE THAT IS LONGER THAN SIXTEEN CHARACTERS #3'",
-            {"events"});
+  q = Check(
+      "SELECT count(*) FROM {events} WHERE note = 'A LONG NOTE THAT IS LONGER THAN SIXTEEN "
+      "CHARACTERS #3'",
+      {"events"});
   EXPECT_EQ(Rows(q.sql), (std::vector<std::string>{"1"}));
   EXPECT_EQ(q.tables[0].stats.files_kept, 8);
   q = Check("SELECT count(*) FROM {events} WHERE city = 'OSLO'", {"events"});
@@ -728,24 +805,38 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
     std::vector<std::string> constants;
   };
   const std::vector<Column> columns = {
-      {"events", "id", {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'"}},
-      {"events", "ts", {"TIMESTAMP '2024-01-01'", "'2024-01-02 23:59:59.999999'", "DATE '2024-01-03'",
-                        "'2024-01-04 12:00'", "TIMESTAMP '2023-12-31 23:59:59.999999'", "TIMESTAMP_NS '2024-01-02 "
-                        "05:00:00.000000001'", "NULL"}},
+      {"events",
+       "id",
+       {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'"}},
+      {"events",
+       "ts",
+       {"TIMESTAMP '2024-01-01'", "'2024-01-02 23:59:59.999999'", "DATE '2024-01-03'",
+        "'2024-01-04 12:00'", "TIMESTAMP '2023-12-31 23:59:59.999999'",
+        "TIMESTAMP_NS '2024-01-02 "
+        "05:00:00.000000001'",
+        "NULL"}},
       {"events", "city", {"'oslo'", "'rome'", "'paris'", "'Oslo'", "'o'", "''", "'rome' || ''"}},
-      {"events", "amount", {"0", "1.5", "'NaN'::DOUBLE", "47.5", "-0.0", "'inf'::DOUBLE", "NULL", "36::FLOAT"}},
-      {"events", "note", {"'a long note that is longer than sixteen characters #1'", "'a long note that'",
-                          "'a long note that is longer'", "'b'",
-                          "'a long note that is longer than sixteen characters #199x'"}},
+      {"events",
+       "amount",
+       {"0", "1.5", "'NaN'::DOUBLE", "47.5", "-0.0", "'inf'::DOUBLE", "NULL", "36::FLOAT"}},
+      {"events",
+       "note",
+       {"'a long note that is longer than sixteen characters #1'", "'a long note that'",
+        "'a long note that is longer'", "'b'",
+        "'a long note that is longer than sixteen characters #199x'"}},
       {"users", "uid", {"0", "1", "42", "99", "100", "-5", "42::BIGINT", "41.9", "NULL"}},
       {"users", "name", {"'user42'", "'user'", "'user9'", "'v'"}},
-      {"words", "w", {"'ap'", "'apple'", "'b'", "'ba'", "'bz'", "'chocolate'", "'cherry pie'", "NULL", "'a'"}},
+      {"words",
+       "w",
+       {"'ap'", "'apple'", "'b'", "'ba'", "'bz'", "'chocolate'", "'cherry pie'", "NULL", "'a'"}},
       {"words", "n", {"1", "3", "11", "23", "100", "101", "NULL"}},
   };
-  const std::vector<std::string> ops = {"=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"};
+  const std::vector<std::string> ops = {
+      "=", "<>", "<", "<=", ">", ">=", "IS DISTINCT FROM", "IS NOT DISTINCT FROM"};
   // SLUICE_PLANNER_SEED replays (or explores) another sequence.
   const char* seed_env = std::getenv("SLUICE_PLANNER_SEED");
-  const uint32_t seed = seed_env ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10)) : 20260512;
+  const uint32_t seed =
+      seed_env ? static_cast<uint32_t>(std::strtoul(seed_env, nullptr, 10)) : 20260512;
   SCOPED_TRACE(fmt::format("SLUICE_PLANNER_SEED={}", seed));
   std::mt19937 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
@@ -757,11 +848,17 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
     const Column& c = *mine[pick(mine.size())];
     const std::string& k = c.constants[pick(c.constants.size())];
     switch (pick(7)) {
-      case 0: return fmt::format("{} IS {}NULL", c.name, pick(2) ? "NOT " : "");
-      case 1: return fmt::format("{} BETWEEN {} AND {}", c.name, k, c.constants[pick(c.constants.size())]);
-      case 2: return fmt::format("{} IN ({}, {})", c.name, k, c.constants[pick(c.constants.size())]);
-      case 3: return fmt::format("{} {} {}", k, ops[pick(ops.size())], c.name);  // constant first
-      default: return fmt::format("{} {} {}", c.name, ops[pick(ops.size())], k);
+      case 0:
+        return fmt::format("{} IS {}NULL", c.name, pick(2) ? "NOT " : "");
+      case 1:
+        return fmt::format("{} BETWEEN {} AND {}", c.name, k,
+                           c.constants[pick(c.constants.size())]);
+      case 2:
+        return fmt::format("{} IN ({}, {})", c.name, k, c.constants[pick(c.constants.size())]);
+      case 3:
+        return fmt::format("{} {} {}", k, ops[pick(ops.size())], c.name);  // constant first
+      default:
+        return fmt::format("{} {} {}", c.name, ops[pick(ops.size())], k);
     }
   };
   int pruned = 0;
@@ -774,8 +871,11 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
                            : fmt::format("({}){}{}", where, join, atom(table));
     }
     SCOPED_TRACE(fmt::format("query {}: {}", i, where));
-    const std::string key = table == "events" ? "id, amount" : table == "users" ? "uid, name" : "w, n";
-    PlannedQuery q = Check(fmt::format("SELECT {} FROM {{{}}} WHERE {}", key, table, where), {table});
+    const std::string key = table == "events"  ? "id, amount"
+                            : table == "users" ? "uid, name"
+                                               : "w, n";
+    PlannedQuery q =
+        Check(fmt::format("SELECT {} FROM {{{}}} WHERE {}", key, table, where), {table});
     if (!q.tables.empty() && q.tables[0].stats.files_kept < q.tables[0].stats.files_total) ++pruned;
   }
   EXPECT_GT(pruned, 40) << "the filters should prune often";
