@@ -203,11 +203,10 @@ struct Evidence {
   std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
 };
 
-// A comparison leaf after its constant was checked: usable for ranges and, for = with an
-// exactly representable constant, for buckets.
+// What pruning knows of a comparison leaf beyond its text: for = with a constant that is
+// exactly a value of the column's type, that value (its bucket is compared).
 struct Leaf {
-  bool usable = false;
-  std::optional<Value> exact;  // the constant as a value of the column's type (for buckets)
+  std::optional<Value> exact;
 };
 
 class Pruner {
@@ -810,14 +809,12 @@ Evidence Pruner::FromPartition(const lake::ManifestEntry& e,
     }
     std::optional<Value> v = PartitionValue(*d, *result);
     if (!v) continue;
-    std::optional<bool> nan = false;
     if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) {
-      nan = true;
-      v.reset();
-      AddPartitionEvidence(pf, std::nullopt, std::nullopt, false, true, nan, &ev);
+      // Identity of a float column: every row is NaN, which no range holds.
+      AddPartitionEvidence(pf, std::nullopt, std::nullopt, false, true, true, &ev);
       continue;
     }
-    AddPartitionEvidence(pf, v, v, false, true, nan, &ev);
+    AddPartitionEvidence(pf, v, v, false, true, false, &ev);
   }
   return ev;
 }
