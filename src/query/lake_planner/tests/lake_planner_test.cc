@@ -794,6 +794,40 @@ TEST_F(LakePlannerTest, ExplainAndParametersSurvive) {
   EXPECT_EQ(r->row_count(), 1u);
 }
 
+// The rest of a query goes through DuckDB's own parse tree and back unchanged in meaning.
+TEST_F(LakePlannerTest, RichSqlSurvivesTheRoundTrip) {
+  MakeEvents();
+  MakeUsers();
+  for (std::string sql : {
+           "SELECT city, id, sum(amount) OVER (PARTITION BY city ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT "
+           "ROW) FROM {events} QUALIFY row_number() OVER (PARTITION BY city ORDER BY id DESC) <= 3",
+           "SELECT city, date_trunc('day', ts) AS d, count(*) FROM {events} GROUP BY GROUPING SETS ((city), (d), ())",
+           "SELECT DISTINCT ON (city) city, id FROM {events} ORDER BY city, id DESC",
+           "SELECT * EXCLUDE (note, ts) FROM {events} WHERE id % 17 = 0",
+           "SELECT max(COLUMNS(* EXCLUDE (note))) FROM {events}",
+           "FROM {events} SELECT city, 'it''s \"quoted\" ü' AS s, [id, id + 1] AS l, {'a': id} AS st WHERE id < 4",
+           "SELECT list_transform([id, 2], x -> x * 2) AS l, CASE WHEN amount IS NULL THEN 'none' WHEN amount > 10 "
+           "THEN 'big' ELSE 'small' END FROM {events} WHERE id BETWEEN 10 AND 20",
+           "SELECT note ILIKE '%#1_' AS a, note SIMILAR TO '.*#1[0-9]' AS b, (amount > 3) IS TRUE FROM {events}",
+           "WITH RECURSIVE r(n) AS (SELECT min(id) FROM {events} UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
+           "SELECT id FROM {events} WHERE city = 'oslo' UNION BY NAME SELECT uid AS id FROM {users} WHERE uid < 5",
+           "SELECT * FROM (SELECT id, city FROM {events} WHERE id < 6) PIVOT (count(*) FOR city IN ('oslo', 'rome'))",
+           "SELECT e.id, u.uid FROM {events} e ASOF JOIN {users} u ON e.id >= u.uid WHERE e.id < 10",
+           "SELECT e.id, u.uid FROM {events} e POSITIONAL JOIN {users} u WHERE e.city = 'rome'",
+           "SELECT id, ts + INTERVAL '1 day 2 hours' FROM {events} WHERE ts::DATE = '2024-01-02' ORDER BY ALL LIMIT 5 "
+           "OFFSET 2",
+           "SELECT count(*) FROM {events} e, LATERAL (SELECT e.id * 2 AS twice) WHERE e.city = 'rome' AND twice > 100",
+           "SELECT id FROM {events} WHERE city = 'oslo' COLLATE nocase AND id IN (SELECT uid FROM {users} WHERE uid < 7)",
+       }) {
+    SCOPED_TRACE(sql);
+    std::vector<std::string> tables;
+    for (const std::string t : {"events", "users"}) {
+      if (sql.find("{" + t + "}") != std::string::npos) tables.push_back(t);
+    }
+    Check(sql, tables);
+  }
+}
+
 // Random filters over columns with NULLs, NaN, long strings and partitions of every kind:
 // whatever pruning keeps, the answer must be the one over every file.
 TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
