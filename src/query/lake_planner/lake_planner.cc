@@ -84,13 +84,18 @@ bool PureFunction(std::string_view name) {
   return false;
 }
 
+// Parameter values known at planning: identifier ("1" for $1 or the first ?) -> the
+// value's expression tree.
+using Parameters = std::map<std::string, Json>;
+
 // An expression pruning may evaluate once at planning: constants, casts and pure functions
-// of constants.
-bool IsConstant(const Json& e) {
+// of constants, and parameters whose values were given.
+bool IsConstant(const Json& e, const Parameters& params) {
   if (!e.is_object()) return false;
   const std::string cls = StringField(e, "class");
   if (cls == "CONSTANT") return true;
-  if (cls == "CAST") return e.contains("child") && IsConstant(e["child"]);
+  if (cls == "PARAMETER") return params.contains(StringField(e, "identifier"));
+  if (cls == "CAST") return e.contains("child") && IsConstant(e["child"], params);
   if (cls == "FUNCTION") {
     if (!PureFunction(StringField(e, "function_name"))) return false;
     if (!StringField(e, "schema").empty() && StringField(e, "schema") != "main") return false;
@@ -102,28 +107,48 @@ bool IsConstant(const Json& e) {
     }
     if (!e.contains("children") || !e["children"].is_array()) return false;
     for (const Json& c : e["children"]) {
-      if (!IsConstant(c)) return false;
+      if (!IsConstant(c, params)) return false;
     }
     return true;
   }
   return false;
 }
 
-// Whether an expression (an AT clause's) refers to no column, subquery or parameter.
-bool IsClosed(const Json& e) {
+// Whether an expression (an AT clause's) refers to no column, subquery or unknown parameter.
+bool IsClosed(const Json& e, const Parameters& params) {
   if (e.is_object()) {
     const std::string cls = StringField(e, "class");
-    if (cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "PARAMETER" || cls == "LAMBDA_REF")
-      return false;
+    if (cls == "PARAMETER") return params.contains(StringField(e, "identifier"));
+    if (cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "LAMBDA_REF") return false;
     for (const auto& [k, v] : e.items()) {
-      if (!IsClosed(v)) return false;
+      if (!IsClosed(v, params)) return false;
     }
   } else if (e.is_array()) {
     for (const Json& v : e) {
-      if (!IsClosed(v)) return false;
+      if (!IsClosed(v, params)) return false;
     }
   }
   return true;
+}
+
+// `e` with every known parameter replaced by its value.
+Json Substitute(const Json& e, const Parameters& params) {
+  if (params.empty()) return e;
+  if (e.is_object()) {
+    if (StringField(e, "class") == "PARAMETER") {
+      auto it = params.find(StringField(e, "identifier"));
+      return it == params.end() ? e : it->second;
+    }
+    Json out = Json::object();
+    for (const auto& [k, v] : e.items()) out[k] = Substitute(v, params);
+    return out;
+  }
+  if (e.is_array()) {
+    Json out = Json::array();
+    for (const Json& v : e) out.push_back(Substitute(v, params));
+    return out;
+  }
+  return e;
 }
 
 // A lake table reference and the WHERE conjuncts of the SELECT whose FROM holds it where
@@ -136,7 +161,7 @@ struct RefSite {
 class Planner {
  public:
   Planner(duck::Connection& conn, const LakeCatalog& catalog) : conn_(conn), catalog_(catalog) {}
-  Result<PlannedQuery> Plan(std::string_view sql);
+  Result<PlannedQuery> Plan(std::string_view sql, const LakePlanOptions& options);
 
  private:
   void Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of);
@@ -172,6 +197,7 @@ class Planner {
   duck::Connection& conn_;
   const LakeCatalog& catalog_;
   Json select_template_;                             // `SELECT 1` serialized, for ExprSql
+  Parameters params_;                                // LakePlanOptions::parameters, parsed
   std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
   std::vector<RefSite> sites_;
 };
@@ -246,7 +272,8 @@ Result<std::string> Planner::ExprSql(const Json& e) {
     ASSIGN_OR_RETURN(select_template_, Serialize("SELECT 1"));
   }
   Json stmt = select_template_;
-  stmt["statements"][0]["node"]["select_list"] = Json::array({e});
+  stmt["statements"][0]["node"]["select_list"] = Json::array();
+  stmt["statements"][0]["node"]["select_list"].push_back(Substitute(e, params_));
   stmt["statements"][0]["node"]["select_list"][0]["alias"] = "";
   ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
                                                           duck::QuoteLiteral(stmt.dump()))));
@@ -261,7 +288,7 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
   std::vector<const Json*> constants;
   std::function<void(const Json&)> collect = [&](const Json& j) {
     if (j.is_object()) {
-      if (IsConstant(j)) {
+      if (IsConstant(j, params_)) {
         if (!constant_sql_.contains(&j)) constants.push_back(&j);
         return;
       }
@@ -282,7 +309,7 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
   Json stmt = select_template_;
   Json list = Json::array();
   for (size_t i = 0; i < constants.size(); ++i) {
-    Json e = *constants[i];
+    Json e = Substitute(*constants[i], params_);
     e["alias"] = marker + std::to_string(i);
     list.push_back(std::move(e));
   }
@@ -340,7 +367,7 @@ std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const 
 Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& constant,
                            const Binding& b) {
   std::optional<int32_t> id = ColumnOf(column_side, b);
-  if (!id || !IsConstant(constant)) return Predicate::Unknown();
+  if (!id || !IsConstant(constant, params_)) return Predicate::Unknown();
   auto known = constant_sql_.find(&constant);
   Result<std::string> text =
       known != constant_sql_.end() ? Result<std::string>(known->second) : ExprSql(constant);
@@ -350,11 +377,13 @@ Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& co
   p.field_id = *id;
   p.op = op;
   p.constant = *text;
-  p.constant_is_string_literal = StringField(constant, "class") == "CONSTANT" &&
-                                 constant.contains("value") && constant["value"].is_object() &&
-                                 !constant["value"].value("is_null", false) &&
-                                 constant["value"].contains("type") &&
-                                 StringField(constant["value"]["type"], "id") == "VARCHAR";
+  // A parameter given as text is a string literal too: DuckDB casts a bound value to the
+  // type it inferred for the parameter, the column's.
+  const Json value = Substitute(constant, params_);
+  p.constant_is_string_literal =
+      StringField(value, "class") == "CONSTANT" && value.contains("value") &&
+      value["value"].is_object() && !value["value"].value("is_null", false) &&
+      value["value"].contains("type") && StringField(value["value"]["type"], "id") == "VARCHAR";
   return p;
 }
 
@@ -442,7 +471,7 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
                                                 const std::string& name) {
   if (!at.is_object()) return m.CurrentSnapshot();
   const std::string unit = StringField(at, "unit");
-  if (!at.contains("expr") || !IsClosed(at["expr"])) {
+  if (!at.contains("expr") || !IsClosed(at["expr"], params_)) {
     return InvalidArgumentError("lake table {}: AT ({} => ...) must be a constant", name, unit);
   }
   ASSIGN_OR_RETURN(std::string expr, ExprSql(at["expr"]));
@@ -635,10 +664,20 @@ size_t ExplainPrefix(std::string_view sql) {
   return i;
 }
 
-Result<PlannedQuery> Planner::Plan(std::string_view full_sql) {
+Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOptions& options) {
   PlannedQuery out;
   out.sql = std::string(full_sql);
   if (!MentionsLake(full_sql) || full_sql.find('\0') != std::string_view::npos) return out;
+  for (const auto& [id, value] : options.parameters) {
+    // A value that does not parse as one constant expression is not used.
+    Result<Json> tree = Serialize("SELECT " + value);
+    if (!tree.ok() || tree->value("error", true)) continue;
+    const Json& list = (*tree)["statements"][0]["node"]["select_list"];
+    if (list.size() != 1 || !IsConstant(list[0], {})) continue;
+    Json v = list[0];
+    v["alias"] = "";
+    params_[id] = std::move(v);
+  }
   const size_t prefix = ExplainPrefix(full_sql);
   std::string_view sql = full_sql.substr(prefix);
   Result<Json> tree = Serialize(sql);
@@ -669,9 +708,9 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql) {
 }  // namespace
 
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
-                                   const LakeCatalog& catalog) {
+                                   const LakeCatalog& catalog, const LakePlanOptions& options) {
   Planner planner(conn, catalog);
-  return planner.Plan(sql);
+  return planner.Plan(sql, options);
 }
 
 }  // namespace sluice::query

@@ -13,6 +13,7 @@
 // parse, to type and evaluate constants, to compare bounds) and leaves no state on it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,10 +38,19 @@ struct PlannedQuery {
   std::vector<LakeTableScan> tables;  // in the order the references appear in the parse tree
 };
 
+struct LakePlanOptions {
+  // Values of the query's parameters, for pruning only: identifier ("1" for $1 or the first
+  // `?`, "name" for $name) -> the value as one constant SQL expression ("CAST('42' AS
+  // BIGINT)", "'oslo'"). The planned SQL keeps its parameters and is valid only when these
+  // same values are bound (plan again at each Bind). Without them, filters on parameters
+  // do not prune.
+  std::map<std::string, std::string> parameters;
+};
+
 // Errors: NotFound for an unknown table, snapshot id, branch or tag, or a time before the
 // table's first snapshot; InvalidArgument for an AT clause that is not a constant;
 // Unimplemented for snapshots with delete files; Corruption naming an unreadable manifest.
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
-                                   const LakeCatalog& catalog);
+                                   const LakeCatalog& catalog, const LakePlanOptions& options = {});
 
 }  // namespace sluice::query

@@ -786,6 +786,22 @@ TEST_F(LakePlannerTest, ExplainAndParametersSurvive) {
   plan = Plan("SELECT id FROM lake.db.events WHERE city = 'rome' AND id = $1");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_NE(plan->sql.find("$1"), std::string::npos) << plan->sql;
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 4);  // no value: only city prunes
+  // With the values to bind, they prune too (the SQL keeps $1, for those values only).
+  plan = PlanLakeQuery(*conn_, "SELECT id FROM lake.db.events WHERE city = 'rome' AND id = $1",
+                       *catalog_, {.parameters = {{"1", "'30'"}}});
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].stats.files_kept, 1);
+  EXPECT_NE(plan->sql.find("$1"), std::string::npos) << plan->sql;
+  auto named = PlanLakeQuery(
+      *conn_, "SELECT count(*) FROM lake.db.events WHERE ts >= ? AND id < ?", *catalog_,
+      {.parameters = {{"1", "TIMESTAMP '2024-01-04'"}, {"2", "CAST(170 AS BIGINT)"}}});
+  ASSERT_TRUE(named.ok()) << named.status().message();
+  EXPECT_EQ(named->tables[0].stats.files_kept, 1);
+  auto bad = PlanLakeQuery(*conn_, "SELECT count(*) FROM lake.db.events WHERE id = $1", *catalog_,
+                           {.parameters = {{"1", "(SELECT 1)"}}});
+  ASSERT_TRUE(bad.ok()) << bad.status().message();
+  EXPECT_EQ(bad->tables[0].stats.files_kept, 8);
   auto stmt = duck::PreparedStatement::Prepare(*conn_, plan->sql);
   ASSERT_TRUE(stmt.ok()) << stmt.status().message();
   ASSERT_TRUE((*stmt)->BindInt64(1, 30).ok());
@@ -799,25 +815,37 @@ TEST_F(LakePlannerTest, RichSqlSurvivesTheRoundTrip) {
   MakeEvents();
   MakeUsers();
   for (std::string sql : {
-           "SELECT city, id, sum(amount) OVER (PARTITION BY city ORDER BY id ROWS BETWEEN 2 PRECEDING AND CURRENT "
+           "SELECT city, id, sum(amount) OVER (PARTITION BY city ORDER BY id ROWS BETWEEN 2 "
+           "PRECEDING AND CURRENT "
            "ROW) FROM {events} QUALIFY row_number() OVER (PARTITION BY city ORDER BY id DESC) <= 3",
-           "SELECT city, date_trunc('day', ts) AS d, count(*) FROM {events} GROUP BY GROUPING SETS ((city), (d), ())",
+           "SELECT city, date_trunc('day', ts) AS d, count(*) FROM {events} GROUP BY GROUPING SETS "
+           "((city), (d), ())",
            "SELECT DISTINCT ON (city) city, id FROM {events} ORDER BY city, id DESC",
            "SELECT * EXCLUDE (note, ts) FROM {events} WHERE id % 17 = 0",
            "SELECT max(COLUMNS(* EXCLUDE (note))) FROM {events}",
-           "FROM {events} SELECT city, 'it''s \"quoted\" ü' AS s, [id, id + 1] AS l, {'a': id} AS st WHERE id < 4",
-           "SELECT list_transform([id, 2], x -> x * 2) AS l, CASE WHEN amount IS NULL THEN 'none' WHEN amount > 10 "
+           "FROM {events} SELECT city, 'it''s \"quoted\" ü' AS s, [id, id + 1] AS l, {'a': id} AS "
+           "st WHERE id < 4",
+           "SELECT list_transform([id, 2], x -> x * 2) AS l, CASE WHEN amount IS NULL THEN 'none' "
+           "WHEN amount > 10 "
            "THEN 'big' ELSE 'small' END FROM {events} WHERE id BETWEEN 10 AND 20",
-           "SELECT note ILIKE '%#1_' AS a, note SIMILAR TO '.*#1[0-9]' AS b, (amount > 3) IS TRUE FROM {events}",
-           "WITH RECURSIVE r(n) AS (SELECT min(id) FROM {events} UNION ALL SELECT n + 1 FROM r WHERE n < 5) SELECT * FROM r",
-           "SELECT id FROM {events} WHERE city = 'oslo' UNION BY NAME SELECT uid AS id FROM {users} WHERE uid < 5",
-           "SELECT * FROM (SELECT id, city FROM {events} WHERE id < 6) PIVOT (count(*) FOR city IN ('oslo', 'rome'))",
-           "SELECT e.id, u.uid FROM {events} e ASOF JOIN {users} u ON e.id >= u.uid WHERE e.id < 10",
+           "SELECT note ILIKE '%#1_' AS a, note SIMILAR TO '.*#1[0-9]' AS b, (amount > 3) IS TRUE "
+           "FROM {events}",
+           "WITH RECURSIVE r(n) AS (SELECT min(id) FROM {events} UNION ALL SELECT n + 1 FROM r "
+           "WHERE n < 5) SELECT * FROM r",
+           "SELECT id FROM {events} WHERE city = 'oslo' UNION BY NAME SELECT uid AS id FROM "
+           "{users} WHERE uid < 5",
+           "SELECT * FROM (SELECT id, city FROM {events} WHERE id < 6) PIVOT (count(*) FOR city IN "
+           "('oslo', 'rome'))",
+           "SELECT e.id, u.uid FROM {events} e ASOF JOIN {users} u ON e.id >= u.uid WHERE e.id < "
+           "10",
            "SELECT e.id, u.uid FROM {events} e POSITIONAL JOIN {users} u WHERE e.city = 'rome'",
-           "SELECT id, ts + INTERVAL '1 day 2 hours' FROM {events} WHERE ts::DATE = '2024-01-02' ORDER BY ALL LIMIT 5 "
+           "SELECT id, ts + INTERVAL '1 day 2 hours' FROM {events} WHERE ts::DATE = '2024-01-02' "
+           "ORDER BY ALL LIMIT 5 "
            "OFFSET 2",
-           "SELECT count(*) FROM {events} e, LATERAL (SELECT e.id * 2 AS twice) WHERE e.city = 'rome' AND twice > 100",
-           "SELECT id FROM {events} WHERE city = 'oslo' COLLATE nocase AND id IN (SELECT uid FROM {users} WHERE uid < 7)",
+           "SELECT count(*) FROM {events} e, LATERAL (SELECT e.id * 2 AS twice) WHERE e.city = "
+           "'rome' AND twice > 100",
+           "SELECT id FROM {events} WHERE city = 'oslo' COLLATE nocase AND id IN (SELECT uid FROM "
+           "{users} WHERE uid < 7)",
        }) {
     SCOPED_TRACE(sql);
     std::vector<std::string> tables;
