@@ -856,6 +856,19 @@ TEST_F(LakePlannerTest, RichSqlSurvivesTheRoundTrip) {
   }
 }
 
+// The query server's sandbox: external access limited to the warehouse, configuration
+// locked. Planning reads no file through DuckDB; the planned query reads only the warehouse.
+TEST_F(LakePlannerTest, PlansAndRunsInsideTheSandbox) {
+  MakeEvents();
+  ASSERT_TRUE(conn_->Execute(fmt::format("SET allowed_directories = ['{}']", warehouse_)).ok());
+  ASSERT_TRUE(conn_->Execute("SET enable_external_access = false").ok());
+  ASSERT_TRUE(conn_->Execute("SET lock_configuration = true").ok());
+  PlannedQuery q =
+      Check("SELECT count(*) FROM {events} WHERE city = 'rome' AND ts < '2024-01-03'", {"events"});
+  EXPECT_EQ(q.tables[0].stats.files_kept, 2);
+  EXPECT_FALSE(conn_->Query("SELECT * FROM read_parquet('/etc/passwd')").ok());
+}
+
 // Random filters over columns with NULLs, NaN, long strings and partitions of every kind:
 // whatever pruning keeps, the answer must be the one over every file.
 TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
