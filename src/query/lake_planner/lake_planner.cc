@@ -417,7 +417,8 @@ Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
     if (ColumnOf(e["right"], b)) return Compare(e["right"], op->second.second, e["left"], b);
     return Predicate::Unknown();
   }
-  if (cls == "BETWEEN" && type == "COMPARE_BETWEEN" && e.contains("input")) {
+  if (cls == "BETWEEN" && type == "COMPARE_BETWEEN" && e.contains("input") && e.contains("lower") &&
+      e.contains("upper")) {
     Predicate p;
     p.kind = Predicate::Kind::kAnd;
     p.children.push_back(Compare(e["input"], CompareOp::kGe, e["lower"], b));
@@ -710,7 +711,14 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
                                    const LakeCatalog& catalog, const LakePlanOptions& options) {
   Planner planner(conn, catalog);
-  return planner.Plan(sql, options);
+  // nlohmann-json throws on a tree of another shape than DuckDB 1.5 writes; everything else
+  // returns a Status.
+  try {
+    return planner.Plan(sql, options);
+  } catch (const std::exception& e) {
+    return InternalError("lake planner: unexpected parse tree from DuckDB {}: {}",
+                         duck::LibraryVersion(), e.what());
+  }
 }
 
 }  // namespace sluice::query

@@ -844,6 +844,9 @@ TEST_F(LakePlannerTest, RichSqlSurvivesTheRoundTrip) {
            "OFFSET 2",
            "SELECT count(*) FROM {events} e, LATERAL (SELECT e.id * 2 AS twice) WHERE e.city = "
            "'rome' AND twice > 100",
+           "SELECT id, 123456789012345678901234567890 AS big, 1.000000000000000000000000001 AS d, "
+           "1e-320::DOUBLE, -9223372036854775808 AS m, 0.1::DOUBLE + 0.2 AS f, 'tab\there' AS t "
+           "FROM {events} WHERE id < 2",
            "SELECT id FROM {events} WHERE city = 'oslo' COLLATE nocase AND id IN (SELECT uid FROM "
            "{users} WHERE uid < 7)",
        }) {
