@@ -214,6 +214,8 @@ void Planner::Conjuncts(const Json& e, std::vector<const Json*>* out) {
 
 void Planner::Prunable(Json& from, std::vector<Json*>* out) {
   if (!from.is_object()) return;
+  // A sample is drawn before WHERE filters: fewer rows in would change what it draws.
+  if (from.contains("sample") && !from["sample"].is_null()) return;
   const std::string type = StringField(from, "type");
   if (type == "BASE_TABLE") {
     out->push_back(&from);
@@ -239,7 +241,8 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
 void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of) {
   if (j.is_object()) {
     if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") &&
-        j.contains("where_clause") && !j["where_clause"].is_null()) {
+        j.contains("where_clause") && !j["where_clause"].is_null() &&
+        (!j.contains("sample") || j["sample"].is_null())) {  // USING SAMPLE: as TABLESAMPLE
       std::vector<Json*> refs;
       Prunable(j["from_table"], &refs);
       std::vector<const Json*> conjuncts;

@@ -672,6 +672,15 @@ TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
   // Aliased columns, TABLESAMPLE and ORDER BY/LIMIT survive the rewrite.
   Check("SELECT x, y FROM {events} AS e(x, y) WHERE x < 5 ORDER BY x LIMIT 3", {"events"});
   Check("SELECT count(*) > 0 FROM {events} TABLESAMPLE 100%", {"events"});
+  // Samples are drawn before WHERE: no pruning under TABLESAMPLE or USING SAMPLE.
+  for (std::string sql :
+       {"SELECT count(*) FROM lake.db.events TABLESAMPLE 50% WHERE city = 'oslo'",
+        "SELECT count(*) FROM lake.db.events WHERE city = 'oslo' USING SAMPLE 10 ROWS"}) {
+    plan = Plan(sql);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_EQ(plan->tables[0].stats.files_kept, 8) << sql;
+    EXPECT_TRUE(conn_->Query(plan->sql).ok()) << plan->sql;
+  }
   // Several statements.
   plan = Plan("SELECT 1; SELECT count(*) FROM lake.db.events WHERE city = 'oslo'");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
