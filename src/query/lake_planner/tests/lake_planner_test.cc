@@ -600,6 +600,19 @@ TEST_F(LakePlannerTest, UnknownTablesAndCorruptManifestsAreClearErrors) {
       << plan.status().message();
   plan = Plan("SELECT * FROM lake.\"..\".x");
   ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kInvalidArgument) << plan.status().message();
+
+  // A two-level namespace: its levels joined by dots in one quoted name.
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"x","required":false,"type":"long"}]})j");
+  fs::create_directories(warehouse_ + "/a/b/deep/data");
+  auto deep = lake::Table::Create(warehouse_ + "/a/b/deep", s, lake::PartitionSpec{}, {});
+  ASSERT_TRUE(deep.ok()) << deep.status().message();
+  Append(*deep, {File(*deep, "SELECT range AS x FROM range(4)")});
+  plan = Plan("SELECT sum(x) FROM lake.\"a.b\".deep");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(plan->tables[0].table, "a.b.deep");
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"6"}));
 
   MakeEvents();
   auto t = lake::Table::Load(Root("events"));
