@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
+
+#include "duck/database.h"
+#include "lake/duck_types.h"
 
 namespace sluice::query {
 namespace {
@@ -79,6 +83,59 @@ Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& 
     return t.status().WithContext(fmt::format("lake table {}", name));
   }
   return t;
+}
+
+namespace {
+
+constexpr size_t kMaxNamespaceDepth = 16;
+
+void ListUnder(const std::string& dir, std::vector<std::string>& ns,
+               std::vector<LakeTableInfo>* out) {
+  if (ns.size() > kMaxNamespaceDepth) return;
+  std::vector<std::string> entries;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string entry = it->path().filename().string();
+    std::error_code ec2;
+    if (entry.empty() || entry[0] == '.' || !it->is_directory(ec2)) continue;
+    entries.push_back(std::move(entry));
+  }
+  std::sort(entries.begin(), entries.end());
+  for (const std::string& entry : entries) {
+    const std::string path = dir + "/" + entry;
+    if (IsDir(path + "/metadata")) {
+      if (ns.empty()) continue;  // a table needs a namespace
+      Result<lake::Table> t = lake::Table::Load(path);
+      if (!t.ok()) continue;
+      const lake::Schema* schema = t->metadata().CurrentSchema();
+      if (schema == nullptr) continue;
+      LakeTableInfo info{ns, entry, {}};
+      for (const lake::NestedField& f : schema->fields) {
+        info.columns.push_back({f.name, lake::DuckTypeOf(f.type), f.required, f.doc.value_or("")});
+      }
+      out->push_back(std::move(info));
+      continue;
+    }
+    ns.push_back(entry);
+    ListUnder(path, ns, out);
+    ns.pop_back();
+  }
+}
+
+}  // namespace
+
+std::string LakeTableInfo::SqlName() const {
+  std::string joined;
+  for (const std::string& level : ns) joined += (joined.empty() ? "" : ".") + level;
+  return fmt::format("lake.{}.{}", duck::QuoteIdentifier(joined), duck::QuoteIdentifier(name));
+}
+
+Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListTables() const {
+  if (!IsDir(warehouse_)) return NotFoundError("warehouse {} is not a directory", warehouse_);
+  std::vector<LakeTableInfo> out;
+  std::vector<std::string> ns;
+  ListUnder(warehouse_, ns, &out);
+  return out;
 }
 
 }  // namespace sluice::query

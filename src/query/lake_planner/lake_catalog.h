@@ -28,6 +28,21 @@ class LakeCatalog {
                                         const std::string& table) const = 0;
 };
 
+// A table as catalogs list it (for the Postgres catalog emulation's external relations).
+struct LakeTableInfo {
+  std::vector<std::string> ns;
+  std::string name;
+  struct Column {
+    std::string name;
+    std::string duckdb_type;  // "BIGINT", "DECIMAL(10, 2)", "STRUCT(...)[]"
+    bool required = false;
+    std::string doc;  // "" for none
+  };
+  std::vector<Column> columns;  // the current schema's top-level columns
+  // How SQL names it: lake."db"."events", lake."a.b"."events" (always quoted).
+  std::string SqlName() const;
+};
+
 // Tables under a warehouse directory: <warehouse>/<level>/.../<table>. Every load reads the
 // table's current metadata version again, so a query sees the newest commit.
 class WarehouseCatalog : public LakeCatalog {
@@ -35,6 +50,9 @@ class WarehouseCatalog : public LakeCatalog {
   explicit WarehouseCatalog(std::string warehouse);
   Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
                                 const std::string& table) const override;
+  // Every table of the warehouse, sorted by namespace and name. A table whose metadata
+  // cannot be read is left out (a query naming it gets the error).
+  Result<std::vector<LakeTableInfo>> ListTables() const;
   const std::string& warehouse() const { return warehouse_; }
 
  private:

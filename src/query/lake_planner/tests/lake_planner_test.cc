@@ -894,6 +894,28 @@ TEST_F(LakePlannerTest, PlansAndRunsInsideTheSandbox) {
   EXPECT_FALSE(conn_->Query("SELECT * FROM read_parquet('/etc/passwd')").ok());
 }
 
+TEST_F(LakePlannerTest, ListsTheWarehouseTablesAsSqlNamesThem) {
+  MakeUsers();
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"x","required":true,"type":"decimal(10,2)","doc":"the x"}]})j");
+  fs::create_directories(warehouse_ + "/a/b/deep/data");
+  ASSERT_TRUE(lake::Table::Create(warehouse_ + "/a/b/deep", s, lake::PartitionSpec{}, {}).ok());
+  auto tables = catalog_->ListTables();
+  ASSERT_TRUE(tables.ok()) << tables.status().message();
+  ASSERT_EQ(tables->size(), 2u);
+  EXPECT_EQ((*tables)[0].SqlName(), "lake.\"a.b\".\"deep\"");
+  ASSERT_EQ((*tables)[0].columns.size(), 1u);
+  EXPECT_EQ((*tables)[0].columns[0].duckdb_type, "DECIMAL(10, 2)");
+  EXPECT_TRUE((*tables)[0].columns[0].required);
+  EXPECT_EQ((*tables)[0].columns[0].doc, "the x");
+  EXPECT_EQ((*tables)[1].SqlName(), "lake.\"db\".\"users\"");
+  for (const LakeTableInfo& t : *tables) {
+    auto plan = Plan("SELECT count(*) FROM " + t.SqlName());
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    EXPECT_TRUE(conn_->Query(plan->sql).ok()) << plan->sql;
+  }
+}
+
 // Random filters over columns with NULLs, NaN, long strings and partitions of every kind:
 // whatever pruning keeps, the answer must be the one over every file.
 TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
