@@ -5,8 +5,8 @@
 // mapping (alias kept); the tree goes back to SQL with json_deserialize_sql.
 //
 //   WarehouseCatalog catalog(warehouse_dir);
-//   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT count(*) FROM lake.db.t WHERE d =
-//   3", catalog)); ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
+//   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT * FROM lake.db.t", catalog));
+//   ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
 //
 // SQL that names no lake table, that DuckDB cannot parse, or that is not a SELECT comes back
 // unchanged (DuckDB then reports its own error). Planning runs small queries on `conn` (to
