@@ -1,0 +1,35 @@
+// Reading an Iceberg table's Parquet data files with DuckDB under one table schema: the
+// read_parquet call that maps each column by its Parquet field id (not its name) to the
+// schema's current name and type, so renamed columns keep their data, columns added after
+// a file was written read as NULL and promoted types (int -> long, float -> double,
+// wider decimals) are cast. For the query planner and for compaction.
+//
+//   std::string from = ParquetScanSql({"/w/db/t/data/a.parquet"}, *metadata.CurrentSchema());
+//   conn.Query(fmt::format("SELECT count(*) FROM ({})", from));
+//
+// Nested fields inside a top-level struct, list or map are matched by name by DuckDB's
+// reader (its schema parameter takes field ids for top-level columns only).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lake/iceberg_schema.h"
+
+namespace sluice::lake {
+
+// `schema = MAP {1: {name: 'id', type: 'BIGINT', default_value: NULL}, ...}`: the
+// read_parquet parameter mapping field ids to `schema`'s top-level columns, in its order.
+std::string ParquetSchemaOption(const Schema& schema);
+
+// `read_parquet([...paths...], hive_partitioning = false, schema = ...)`: a table function
+// call over local file paths (at least one). Hive partitioning is off: a table's data
+// directories look like `city=oslo/` and must not add columns.
+std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema& schema);
+
+// A SELECT with exactly `schema`'s columns (names and DuckDB types, in order): every row of
+// `paths` through ReadParquetCall, or no rows when `paths` is empty (read_parquet refuses
+// an empty list).
+std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema);
+
+}  // namespace sluice::lake

@@ -1,0 +1,1023 @@
+#include "query/lake_planner/file_pruner.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "lake/duck_types.h"
+#include "lake/table.h"
+#include "lake/table_files.h"
+#include "lake/transforms.h"
+
+namespace sluice::query {
+namespace {
+
+using lake::Type;
+using lake::TypeId;
+using lake::Value;
+
+constexpr int64_t kMicrosPerHour = 3'600'000'000LL;
+constexpr int64_t kMicrosPerDay = 24 * kMicrosPerHour;
+
+std::string_view OpText(CompareOp op) {
+  switch (op) {
+    case CompareOp::kEq:
+      return "=";
+    case CompareOp::kNe:
+      return "<>";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
+    case CompareOp::kDistinctFrom:
+      return "IS DISTINCT FROM";
+    case CompareOp::kNotDistinctFrom:
+      return "IS NOT DISTINCT FROM";
+  }
+  return "?";
+}
+
+bool IEqualsBinary(const std::string& collation) {
+  return collation == "binary" || collation == "BINARY";
+}
+
+bool IsFloating(const Type& t) { return t.id == TypeId::kFloat || t.id == TypeId::kDouble; }
+
+// Column types whose bounds pruning compares (UUIDs are left out: Java orders them as two
+// signed longs, DuckDB as unsigned bytes).
+bool Comparable(const Type& t) {
+  switch (t.id) {
+    case TypeId::kBoolean:
+    case TypeId::kInt:
+    case TypeId::kLong:
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+    case TypeId::kDecimal:
+    case TypeId::kDate:
+    case TypeId::kTime:
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampTz:
+    case TypeId::kString:
+    case TypeId::kFixed:
+    case TypeId::kBinary:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether DuckDB compares a column of Iceberg type `column` with a constant of DuckDB type
+// `constant` (typeof's text) without casting the column non-monotonically: the same family
+// on both sides (numeric widening, date <-> timestamp and timestamp units keep the order;
+// a number compared with a VARCHAR does not, nor a TIMESTAMP with a TIMESTAMPTZ, which goes
+// through the session's time zone).
+bool SameFamily(const Type& column, std::string_view constant) {
+  auto numeric = [](std::string_view c) {
+    for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+                               "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT", "FLOAT", "DOUBLE"}) {
+      if (c == n) return true;
+    }
+    return c.starts_with("DECIMAL(");
+  };
+  switch (column.id) {
+    case TypeId::kInt:
+    case TypeId::kLong:
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+    case TypeId::kDecimal:
+      return numeric(constant);
+    case TypeId::kDate:
+    case TypeId::kTimestamp:
+      return constant == "DATE" || constant == "TIMESTAMP" || constant == "TIMESTAMP_S" ||
+             constant == "TIMESTAMP_MS" || constant == "TIMESTAMP_NS";
+    case TypeId::kTimestampTz:
+      return constant == "TIMESTAMP WITH TIME ZONE";
+    case TypeId::kTime:
+      return constant == "TIME";
+    case TypeId::kString:
+      return constant == "VARCHAR";
+    case TypeId::kFixed:
+    case TypeId::kBinary:
+      return constant == "BLOB";
+    case TypeId::kBoolean:
+      return constant == "BOOLEAN";
+    default:
+      return false;
+  }
+}
+
+bool ValidUtf8(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == 0) return false;  // DuckDB strings may hold it, its literals not
+    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || i + len > s.size()) return false;
+    for (int k = 1; k < len; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+// The smallest string above every string starting with `prefix` (its last code point
+// raised by one, dropping maximal ones), as an upper bound; nullopt when none exists.
+std::optional<std::string> AbovePrefix(const std::string& prefix) {
+  std::u32string cps;
+  for (size_t i = 0; i < prefix.size();) {
+    unsigned char c = static_cast<unsigned char>(prefix[i]);
+    int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (int k = 1; k < len && i + k < prefix.size(); ++k) cp = (cp << 6) | (prefix[i + k] & 0x3F);
+    cps.push_back(cp);
+    i += len;
+  }
+  while (!cps.empty()) {
+    char32_t next = cps.back() + 1;
+    if (next == 0xD800) next = 0xE000;
+    if (next > 0x10FFFF) {
+      cps.pop_back();
+      continue;
+    }
+    cps.back() = next;
+    std::string out;
+    for (char32_t cp : cps) {
+      if (cp < 0x80) {
+        out += static_cast<char>(cp);
+      } else if (cp < 0x800) {
+        out += static_cast<char>(0xC0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else if (cp < 0x10000) {
+        out += static_cast<char>(0xE0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      } else {
+        out += static_cast<char>(0xF0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (cp & 0x3F));
+      }
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> IntegerOf(const Value& v) {
+  if (const auto* i = std::get_if<int32_t>(&v.data)) return *i;
+  if (const auto* l = std::get_if<int64_t>(&v.data)) return *l;
+  return std::nullopt;
+}
+
+std::optional<double> FloatingOf(const Value& v) {
+  if (const auto* f = std::get_if<float>(&v.data)) return *f;
+  if (const auto* d = std::get_if<double>(&v.data)) return *d;
+  return std::nullopt;
+}
+
+// What one item (a manifest or a data file) tells about one column: every non-null value
+// lies in [lo, hi] (either may be unknown); whether nulls, non-null values and NaNs may occur
+// (nullopt: unknown, treated as yes).
+struct Range {
+  std::optional<Value> lo, hi;
+  std::optional<bool> may_null, may_value, may_nan;
+};
+
+// The bucket partition values of one column under bucket[N]: all in [lo, hi].
+struct BucketRange {
+  int32_t n = 0;
+  std::optional<int32_t> lo, hi;
+};
+
+struct Evidence {
+  std::map<int32_t, Range> ranges;                      // by field id
+  std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
+};
+
+// What pruning knows of a comparison leaf beyond its text: for = with a constant that is
+// exactly a value of the column's type, that value (its bucket is compared).
+struct Leaf {
+  std::optional<Value> exact;
+};
+
+class Pruner {
+ public:
+  Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
+         std::string_view table)
+      : conn_(conn), metadata_(metadata), schema_(schema), table_(table) {}
+
+  Result<ScanPlan> Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts);
+
+ private:
+  // Checks every comparison's constant (its type, its exact value) once; unusable leaves
+  // become kUnknown. Returns the predicate with only usable parts.
+  Predicate Prepare(const Predicate& p);
+  void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
+  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind.
+  void TypeConstants(const std::vector<Predicate>& conjuncts);
+  std::optional<std::string> TypeOf(const std::string& constant);
+  // Whether the session compares strings by their bytes, as Iceberg orders string bounds
+  // (not under a default collation such as nocase).
+  bool ByteOrderStrings();
+  // SQL over the evidence columns that is true (or NULL) when an item may hold a row
+  // satisfying `p`.
+  std::string KeepSql(const Predicate& p) const;
+  std::string LeafSql(const Predicate& p) const;
+  // The indexes of `items` that may hold rows satisfying every conjunct.
+  std::vector<bool> Evaluate(const std::vector<Evidence>& items);
+
+  // Evidence from a partition value range [plo, phi] of `field` (a manifest summary, or one
+  // file's value when plo = phi); `has_null`: whether the range's items may hold nulls.
+  void AddPartitionEvidence(const lake::PartitionField& field, const std::optional<Value>& plo,
+                            const std::optional<Value>& phi, std::optional<bool> has_null,
+                            std::optional<bool> has_value, std::optional<bool> has_nan,
+                            Evidence* ev) const;
+  Evidence FromSummaries(const lake::ManifestFile& m, const lake::PartitionSpec& spec) const;
+  Evidence FromPartition(const lake::ManifestEntry& e, const lake::PartitionSpec& spec) const;
+  Evidence FromStats(const lake::ManifestEntry& e) const;
+
+  duck::Connection& conn_;
+  const lake::TableMetadata& metadata_;
+  const lake::Schema& schema_;
+  std::string table_;
+  std::vector<Predicate> conjuncts_;  // prepared, without kUnknown ones
+  std::set<int32_t> fields_;          // field ids the conjuncts use
+  std::map<const Predicate*, Leaf> leaves_;
+  std::optional<bool> byte_order_strings_;
+  std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
+};
+
+void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
+  std::vector<std::string> constants;
+  std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
+    for (const Predicate& c : p.children) collect(c);
+    if (p.kind == Predicate::Kind::kCompare && !types_.contains(p.constant)) {
+      types_[p.constant];
+      constants.push_back(p.constant);
+    }
+  };
+  for (const Predicate& c : conjuncts) collect(c);
+  if (constants.empty()) return;
+  std::vector<std::string> exprs;
+  for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
+  auto rows = conn_.QueryText(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+  if (!rows.ok() || rows->size() != 1) {
+    for (const std::string& c : constants) types_.erase(c);  // one by one in TypeOf
+    return;
+  }
+  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i];
+}
+
+std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
+  if (auto it = types_.find(constant); it != types_.end()) return it->second;
+  auto typed = conn_.QueryText(fmt::format("SELECT typeof(({}))", constant));
+  std::optional<std::string> out;
+  if (typed.ok() && typed->size() == 1) out = (*typed)[0][0];
+  types_[constant] = out;
+  return out;
+}
+
+bool Pruner::ByteOrderStrings() {
+  if (!byte_order_strings_) {
+    auto rows = conn_.QueryText("SELECT current_setting('default_collation')");
+    byte_order_strings_ =
+        rows.ok() && rows->size() == 1 &&
+        (!(*rows)[0][0] || (*rows)[0][0]->empty() || IEqualsBinary(*(*rows)[0][0]));
+  }
+  return *byte_order_strings_;
+}
+
+std::optional<std::string> BoolSql(std::optional<bool> b) {
+  if (!b) return std::nullopt;
+  return std::string(*b ? "true" : "false");
+}
+
+}  // namespace
+
+std::string Predicate::ToString() const {
+  switch (kind) {
+    case Kind::kUnknown:
+      return "true";
+    case Kind::kAnd:
+    case Kind::kOr: {
+      std::vector<std::string> parts;
+      for (const Predicate& c : children) parts.push_back(c.ToString());
+      return fmt::format("({})", fmt::join(parts, kind == Kind::kAnd ? " AND " : " OR "));
+    }
+    case Kind::kCompare:
+      return fmt::format("#{} {} {}", field_id, OpText(op), constant);
+    case Kind::kIsNull:
+      return fmt::format("#{} IS NULL", field_id);
+    case Kind::kIsNotNull:
+      return fmt::format("#{} IS NOT NULL", field_id);
+  }
+  return "?";
+}
+
+std::optional<std::string> LiteralSql(const Type& type, const Value& value) {
+  if (value.is_null()) return std::nullopt;
+  switch (type.id) {
+    case TypeId::kBoolean:
+      if (const auto* b = std::get_if<bool>(&value.data)) return std::string(*b ? "true" : "false");
+      return std::nullopt;
+    case TypeId::kInt:
+    case TypeId::kLong: {
+      std::optional<int64_t> v = IntegerOf(value);
+      if (!v) return std::nullopt;
+      return fmt::format("CAST({} AS {})", *v, type.id == TypeId::kInt ? "INTEGER" : "BIGINT");
+    }
+    case TypeId::kFloat:
+    case TypeId::kDouble: {
+      std::optional<double> v = FloatingOf(value);
+      if (!v || std::isnan(*v)) return std::nullopt;
+      std::string text = std::isinf(*v) ? (*v > 0 ? "inf" : "-inf") : fmt::format("{}", *v);
+      if (type.id == TypeId::kFloat) {
+        if (const auto* f = std::get_if<float>(&value.data))
+          text = std::isinf(*f) ? text : fmt::format("{}", *f);
+      }
+      return fmt::format("CAST('{}' AS {})", text, type.id == TypeId::kFloat ? "FLOAT" : "DOUBLE");
+    }
+    case TypeId::kDecimal: {
+      const auto* d = std::get_if<lake::DecimalValue>(&value.data);
+      if (d == nullptr) return std::nullopt;
+      return fmt::format("CAST('{}' AS DECIMAL({}, {}))",
+                         lake::DecimalToString(d->unscaled, type.scale), type.precision,
+                         type.scale);
+    }
+    case TypeId::kDate: {
+      std::optional<int64_t> v = IntegerOf(value);
+      if (!v) return std::nullopt;
+      return fmt::format("CAST(DATE '1970-01-01' + CAST({} AS INTEGER) AS DATE)", *v);
+    }
+    case TypeId::kTime: {
+      std::optional<int64_t> v = IntegerOf(value);
+      if (!v) return std::nullopt;
+      return fmt::format("CAST(TIME '00:00:00' + to_microseconds(CAST({} AS BIGINT)) AS TIME)", *v);
+    }
+    case TypeId::kTimestamp: {
+      std::optional<int64_t> v = IntegerOf(value);
+      if (!v) return std::nullopt;
+      return fmt::format("make_timestamp(CAST({} AS BIGINT))", *v);
+    }
+    case TypeId::kTimestampTz: {
+      // Through text with an explicit +00 offset: no session time zone involved.
+      std::optional<int64_t> v = IntegerOf(value);
+      if (!v) return std::nullopt;
+      return fmt::format(
+          "CAST(CAST(make_timestamp(CAST({} AS BIGINT)) AS VARCHAR) || '+00' AS TIMESTAMPTZ)", *v);
+    }
+    case TypeId::kString: {
+      const auto* s = std::get_if<std::string>(&value.data);
+      if (s == nullptr || !ValidUtf8(*s)) return std::nullopt;
+      return duck::QuoteLiteral(*s);
+    }
+    case TypeId::kFixed:
+    case TypeId::kBinary: {
+      const auto* b = std::get_if<lake::Bytes>(&value.data);
+      if (b == nullptr) return std::nullopt;
+      std::string hex;
+      for (uint8_t c : *b) hex += fmt::format("{:02x}", c);
+      return fmt::format("from_hex('{}')", hex);
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+namespace {
+
+Predicate Pruner::Prepare(const Predicate& p) {
+  switch (p.kind) {
+    case Predicate::Kind::kAnd:
+    case Predicate::Kind::kOr: {
+      Predicate out;
+      out.kind = p.kind;
+      for (const Predicate& c : p.children) {
+        Predicate pc = Prepare(c);
+        if (pc.kind == Predicate::Kind::kUnknown) {
+          if (p.kind == Predicate::Kind::kOr) return Predicate::Unknown();  // A OR true
+          continue;                                                         // A AND true
+        }
+        out.children.push_back(std::move(pc));
+      }
+      if (out.children.empty()) return Predicate::Unknown();
+      if (out.children.size() == 1) return std::move(out.children[0]);
+      return out;
+    }
+    case Predicate::Kind::kIsNull:
+    case Predicate::Kind::kIsNotNull: {
+      if (schema_.FindField(p.field_id) == nullptr) return Predicate::Unknown();
+      return p;
+    }
+    case Predicate::Kind::kCompare: {
+      const lake::NestedField* f = schema_.FindField(p.field_id);
+      if (f == nullptr || !Comparable(f->type)) return Predicate::Unknown();
+      if (f->type.id == TypeId::kString && !ByteOrderStrings()) return Predicate::Unknown();
+      std::optional<std::string> ctype = TypeOf(p.constant);
+      if (!ctype) return Predicate::Unknown();
+      if (!p.constant_is_string_literal && !SameFamily(f->type, *ctype))
+        return Predicate::Unknown();
+      return p;
+    }
+    case Predicate::Kind::kUnknown:
+      return p;
+  }
+  return Predicate::Unknown();
+}
+
+void Pruner::CollectFields(const Predicate& p, std::set<int32_t>* out) const {
+  if (p.kind == Predicate::Kind::kAnd || p.kind == Predicate::Kind::kOr) {
+    for (const Predicate& c : p.children) CollectFields(c, out);
+  } else if (p.kind != Predicate::Kind::kUnknown) {
+    out->insert(p.field_id);
+  }
+}
+
+std::string Pruner::LeafSql(const Predicate& p) const {
+  const int32_t id = p.field_id;
+  const std::string mv = fmt::format("coalesce(mv_{}, true)", id);
+  const std::string mn = fmt::format("coalesce(mn_{}, true)", id);
+  if (p.kind == Predicate::Kind::kIsNull) return mn;
+  if (p.kind == Predicate::Kind::kIsNotNull) return mv;
+  const std::string c = fmt::format("({})", p.constant);
+  const std::string lo = fmt::format("lo_{}", id), hi = fmt::format("hi_{}", id);
+  // DuckDB orders NaN above every number (NaN > x, NaN >= x and NaN = NaN are true), and
+  // bounds leave NaN out: a file that may hold NaN is kept for =, >, >= and <>.
+  const std::string nan = fmt::format("coalesce(nan_{}, true)", id);
+  auto in_range = [&](std::string cond) { return fmt::format("coalesce({}, true)", cond); };
+  std::string eq = fmt::format("({} AND ({} OR {}))", mv,
+                               in_range(fmt::format("{0} <= {1} AND {1} <= {2}", lo, c, hi)), nan);
+  // Buckets: the constant's bucket must be among the item's bucket values.
+  if (auto bit = leaves_.find(&p); bit != leaves_.end() && bit->second.exact) {
+    const lake::NestedField* f = schema_.FindField(id);
+    std::set<int32_t> ns;
+    for (const auto& spec : metadata_.partition_specs) {
+      for (const auto& pf : spec.fields) {
+        if (pf.source_id == id && pf.transform.kind() == lake::TransformKind::kBucket)
+          ns.insert(pf.transform.param());
+      }
+    }
+    for (int32_t n : ns) {
+      Result<Value> b = lake::Transform::Bucket(n).Apply(f->type, *bit->second.exact);
+      if (!b.ok() || b->is_null()) continue;
+      eq = fmt::format("({0} AND coalesce(bklo_{1}_{2} <= {3} AND {3} <= bkhi_{1}_{2}, true))", eq,
+                       id, n, b->as_int());
+    }
+  }
+  switch (p.op) {
+    case CompareOp::kEq:
+      return eq;
+    case CompareOp::kLt:
+      return fmt::format("({} AND {})", mv, in_range(fmt::format("{} < {}", lo, c)));
+    case CompareOp::kLe:
+      return fmt::format("({} AND {})", mv, in_range(fmt::format("{} <= {}", lo, c)));
+    case CompareOp::kGt:
+      return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} > {}", hi, c)), nan);
+    case CompareOp::kGe:
+      return fmt::format("({} AND ({} OR {}))", mv, in_range(fmt::format("{} >= {}", hi, c)), nan);
+    case CompareOp::kNe:
+    case CompareOp::kDistinctFrom: {
+      // Only an item whose every value equals the constant has no row for <>.
+      std::string ne = fmt::format("({} AND NOT coalesce({} = {} AND {} = {} AND NOT {}, false))",
+                                   mv, lo, c, hi, c, nan);
+      if (p.op == CompareOp::kNe) return ne;
+      return fmt::format("(CASE WHEN {} IS NULL THEN {} ELSE ({} OR {}) END)", c, mv, mn, ne);
+    }
+    case CompareOp::kNotDistinctFrom:
+      return fmt::format("(CASE WHEN {} IS NULL THEN {} ELSE {} END)", c, mn, eq);
+  }
+  return "true";
+}
+
+std::string Pruner::KeepSql(const Predicate& p) const {
+  switch (p.kind) {
+    case Predicate::Kind::kUnknown:
+      return "true";
+    case Predicate::Kind::kAnd:
+    case Predicate::Kind::kOr: {
+      std::vector<std::string> parts;
+      for (const Predicate& c : p.children) parts.push_back(KeepSql(c));
+      return fmt::format("({})",
+                         fmt::join(parts, p.kind == Predicate::Kind::kAnd ? " AND " : " OR "));
+    }
+    default:
+      return LeafSql(p);
+  }
+}
+
+std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
+  std::vector<bool> keep(items.size(), true);
+  if (items.empty() || conjuncts_.empty()) return keep;
+  // Columns: per field lo, hi, mn, mv, nan; per bucketed field and N, bklo and bkhi.
+  std::vector<std::string> names = {"i"};
+  std::map<int32_t, std::set<int32_t>> bucket_ns;
+  for (const Evidence& ev : items) {
+    for (const auto& [id, list] : ev.buckets) {
+      if (!fields_.contains(id)) continue;
+      for (const BucketRange& b : list) bucket_ns[id].insert(b.n);
+    }
+  }
+  for (int32_t id : fields_) {
+    for (std::string_view c : {"lo", "hi", "mn", "mv", "nan"})
+      names.push_back(fmt::format("{}_{}", c, id));
+  }
+  for (const auto& [id, ns] : bucket_ns) {
+    for (int32_t n : ns) {
+      names.push_back(fmt::format("bklo_{}_{}", id, n));
+      names.push_back(fmt::format("bkhi_{}_{}", id, n));
+    }
+  }
+  // Every referenced bucket column must exist even when no item has it.
+  for (const auto& spec : metadata_.partition_specs) {
+    for (const auto& pf : spec.fields) {
+      if (pf.transform.kind() == lake::TransformKind::kBucket && fields_.contains(pf.source_id) &&
+          !bucket_ns[pf.source_id].contains(pf.transform.param())) {
+        bucket_ns[pf.source_id].insert(pf.transform.param());
+        names.push_back(fmt::format("bklo_{}_{}", pf.source_id, pf.transform.param()));
+        names.push_back(fmt::format("bkhi_{}_{}", pf.source_id, pf.transform.param()));
+      }
+    }
+  }
+  std::vector<std::string> rows;
+  rows.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Evidence& ev = items[i];
+    std::vector<std::string> cells = {std::to_string(i)};
+    for (int32_t id : fields_) {
+      const lake::NestedField* f = schema_.FindField(id);
+      std::string type = lake::DuckTypeOf(f->type);
+      auto typed = [&](const std::optional<std::string>& v, std::string_view t) {
+        return v ? *v : fmt::format("CAST(NULL AS {})", t);
+      };
+      auto it = ev.ranges.find(id);
+      Range r = it == ev.ranges.end() ? Range{} : it->second;
+      if (!IsFloating(f->type)) r.may_nan = false;
+      cells.push_back(typed(r.lo ? LiteralSql(f->type, *r.lo) : std::nullopt, type));
+      cells.push_back(typed(r.hi ? LiteralSql(f->type, *r.hi) : std::nullopt, type));
+      cells.push_back(typed(BoolSql(r.may_null), "BOOLEAN"));
+      cells.push_back(typed(BoolSql(r.may_value), "BOOLEAN"));
+      cells.push_back(typed(BoolSql(r.may_nan), "BOOLEAN"));
+    }
+    for (const auto& [id, ns] : bucket_ns) {
+      for (int32_t n : ns) {
+        std::optional<int32_t> lo, hi;
+        if (auto b = ev.buckets.find(id); b != ev.buckets.end()) {
+          for (const BucketRange& br : b->second) {
+            if (br.n == n) lo = br.lo, hi = br.hi;
+          }
+        }
+        cells.push_back(lo ? fmt::format("CAST({} AS INTEGER)", *lo) : "CAST(NULL AS INTEGER)");
+        cells.push_back(hi ? fmt::format("CAST({} AS INTEGER)", *hi) : "CAST(NULL AS INTEGER)");
+      }
+    }
+    rows.push_back(fmt::format("({})", fmt::join(cells, ", ")));
+  }
+  const std::string values =
+      fmt::format("(VALUES {}) AS ev({})", fmt::join(rows, ", "), fmt::join(names, ", "));
+  // One query per conjunct: a conjunct DuckDB cannot evaluate (a constant that does not
+  // cast, an overflow) is left out instead of failing the query or the others.
+  for (const Predicate& c : conjuncts_) {
+    auto kept = conn_.QueryText(
+        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(c)));
+    if (!kept.ok()) continue;
+    std::vector<bool> here(items.size(), false);
+    for (const auto& row : *kept) {
+      if (row[0]) {
+        size_t i = std::strtoull(row[0]->c_str(), nullptr, 10);
+        if (i < here.size()) here[i] = true;
+      }
+    }
+    for (size_t i = 0; i < keep.size(); ++i) keep[i] = keep[i] && here[i];
+  }
+  return keep;
+}
+
+// A partition value as a Value of the transform's result type over `source`.
+std::optional<Value> PartitionValue(const lake::avro::Datum& d, const Type& result) {
+  using K = lake::avro::Datum::Kind;
+  switch (d.kind()) {
+    case K::kBoolean:
+      return Value::Boolean(d.boolean());
+    case K::kInt:
+      if (result.id == TypeId::kLong || result.id == TypeId::kTime ||
+          result.id == TypeId::kTimestamp || result.id == TypeId::kTimestampTz) {
+        return Value::Long(d.int_value());
+      }
+      return Value::Int(d.int_value());
+    case K::kLong:
+      if (result.id == TypeId::kInt || result.id == TypeId::kDate) return std::nullopt;
+      return Value::Long(d.long_value());
+    case K::kFloat:
+      if (result.id == TypeId::kDouble) return Value::Double(d.float_value());
+      return Value::Float(d.float_value());
+    case K::kDouble:
+      if (result.id != TypeId::kDouble) return std::nullopt;
+      return Value::Double(d.double_value());
+    case K::kString:
+      return Value::String(d.bytes());
+    case K::kBytes:
+    case K::kFixed: {
+      const std::string& b = d.bytes();
+      if (result.id == TypeId::kString) return Value::String(b);
+      Result<Value> v =
+          lake::FromSingleValueBinary(result, reinterpret_cast<const uint8_t*>(b.data()), b.size());
+      if (!v.ok()) return std::nullopt;
+      return *v;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+// A bound from a manifest list summary or a data file's statistics, read as `type`.
+std::optional<Value> BoundValue(const Type& type, const std::string& bytes) {
+  Result<Value> v = lake::FromSingleValueBinary(
+      type, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  if (!v.ok() || v->is_null()) return std::nullopt;
+  if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) return std::nullopt;
+  return *v;
+}
+
+// Days from the epoch of the first day of month `m` months after 1970-01.
+int64_t MonthStartDays(int64_t m) {
+  int64_t year = 1970 + (m >= 0 ? m / 12 : -((-m + 11) / 12));
+  int64_t month = m - (year - 1970) * 12;
+  return lake::DaysFromCivil(year, static_cast<unsigned>(month + 1), 1);
+}
+
+void Pruner::AddPartitionEvidence(const lake::PartitionField& field,
+                                  const std::optional<Value>& plo, const std::optional<Value>& phi,
+                                  std::optional<bool> has_null, std::optional<bool> has_value,
+                                  std::optional<bool> has_nan, Evidence* ev) const {
+  const lake::NestedField* source = schema_.FindField(field.source_id);
+  if (source == nullptr || !fields_.contains(field.source_id)) return;
+  const Type& t = source->type;
+  const lake::Transform& tr = field.transform;
+  if (tr.kind() == lake::TransformKind::kVoid || tr.kind() == lake::TransformKind::kUnknown) return;
+  // Null in, null out: a null partition value means a null source value, and back.
+  Range r;
+  r.may_null = has_null;
+  r.may_value = has_value;
+  if (tr.kind() == lake::TransformKind::kIdentity) r.may_nan = has_nan;
+  auto start_of = [&](int64_t days) -> Value {
+    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(days))
+                                 : Value::Long(days * kMicrosPerDay);
+  };
+  auto end_of = [&](int64_t next_days) -> Value {  // the last value before day `next_days`
+    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(next_days - 1))
+                                 : Value::Long(next_days * kMicrosPerDay - 1);
+  };
+  // Partition values of time transforms beyond what a timestamp can hold (corrupt
+  // metadata) would overflow the arithmetic below: no bound from them.
+  const int64_t limit = tr.kind() == lake::TransformKind::kYear    ? 300'000
+                        : tr.kind() == lake::TransformKind::kMonth ? 3'600'000
+                        : tr.kind() == lake::TransformKind::kDay   ? 110'000'000
+                                                                   : INT64_MAX;
+  auto as_int = [limit](const std::optional<Value>& v) -> std::optional<int64_t> {
+    std::optional<int64_t> i = v ? IntegerOf(*v) : std::nullopt;
+    if (i && (*i > limit || *i < -limit)) return std::nullopt;
+    return i;
+  };
+  const bool temporal =
+      t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kTimestampTz;
+  switch (tr.kind()) {
+    case lake::TransformKind::kIdentity:
+      r.lo = plo;
+      r.hi = phi;
+      break;
+    case lake::TransformKind::kYear:
+      if (!temporal) return;
+      if (auto lo = as_int(plo)) r.lo = start_of(lake::DaysFromCivil(1970 + *lo, 1, 1));
+      if (auto hi = as_int(phi)) r.hi = end_of(lake::DaysFromCivil(1970 + *hi + 1, 1, 1));
+      break;
+    case lake::TransformKind::kMonth:
+      if (!temporal) return;
+      if (auto lo = as_int(plo)) r.lo = start_of(MonthStartDays(*lo));
+      if (auto hi = as_int(phi)) r.hi = end_of(MonthStartDays(*hi + 1));
+      break;
+    case lake::TransformKind::kDay:
+      if (!temporal) return;
+      if (auto lo = as_int(plo)) r.lo = start_of(*lo);
+      if (auto hi = as_int(phi)) r.hi = end_of(*hi + 1);
+      break;
+    case lake::TransformKind::kHour:
+      if (t.id != TypeId::kTimestamp && t.id != TypeId::kTimestampTz) return;
+      if (auto lo = as_int(plo)) r.lo = Value::Long(*lo * kMicrosPerHour);
+      if (auto hi = as_int(phi)) r.hi = Value::Long((*hi + 1) * kMicrosPerHour - 1);
+      break;
+    case lake::TransformKind::kTruncate: {
+      const int64_t w = tr.param();
+      if (t.id == TypeId::kInt || t.id == TypeId::kLong) {
+        auto lo = as_int(plo);
+        auto hi = as_int(phi);
+        if (lo)
+          r.lo = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*lo)) : Value::Long(*lo);
+        if (hi && *hi <= (t.id == TypeId::kInt ? INT32_MAX : INT64_MAX) - (w - 1)) {
+          r.hi = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*hi + w - 1))
+                                      : Value::Long(*hi + w - 1);
+        }
+      } else if (t.id == TypeId::kDecimal) {
+        if (plo) r.lo = plo;
+        if (phi) {
+          if (const auto* d = std::get_if<lake::DecimalValue>(&phi->data)) {
+            Value up = Value::Decimal(d->unscaled + w - 1);
+            if (lake::CheckValueType(t, up).ok()) r.hi = up;
+          }
+        }
+      } else if (t.id == TypeId::kString) {
+        // Every value starts with its partition value: at least it, below the next prefix.
+        if (plo) r.lo = plo;
+        if (phi) {
+          if (const auto* s = std::get_if<std::string>(&phi->data)) {
+            if (auto up = AbovePrefix(*s)) r.hi = Value::String(*up);
+          }
+        }
+      } else {
+        return;
+      }
+      break;
+    }
+    case lake::TransformKind::kBucket: {
+      BucketRange b;
+      b.n = tr.param();
+      if (auto lo = as_int(plo)) b.lo = static_cast<int32_t>(*lo);
+      if (auto hi = as_int(phi)) b.hi = static_cast<int32_t>(*hi);
+      ev->buckets[field.source_id].push_back(b);
+      r = Range{};  // buckets say nothing of the order
+      r.may_null = has_null;
+      r.may_value = has_value;
+      break;
+    }
+    default:
+      return;
+  }
+  auto [it, inserted] = ev->ranges.emplace(field.source_id, r);
+  if (!inserted) {
+    // A second partition field on the same column: keep the first range, but any field
+    // that proves "no nulls" or "only nulls" decides.
+    Range& have = it->second;
+    if (!have.lo) have.lo = r.lo;
+    if (!have.hi) have.hi = r.hi;
+    if (r.may_null == false) have.may_null = false;
+    if (r.may_value == false) have.may_value = false;
+  }
+}
+
+Evidence Pruner::FromSummaries(const lake::ManifestFile& m, const lake::PartitionSpec& spec) const {
+  Evidence ev;
+  if (m.partitions.size() != spec.fields.size()) return ev;  // no summaries, or not ours
+  for (size_t i = 0; i < spec.fields.size(); ++i) {
+    const lake::PartitionField& pf = spec.fields[i];
+    const lake::NestedField* source = schema_.FindField(pf.source_id);
+    if (source == nullptr) continue;
+    Result<Type> result = pf.transform.ResultType(source->type);
+    if (!result.ok()) continue;
+    const lake::FieldSummary& s = m.partitions[i];
+    std::optional<Value> lo, hi;
+    if (s.lower_bound) lo = BoundValue(*result, *s.lower_bound);
+    if (s.upper_bound) hi = BoundValue(*result, *s.upper_bound);
+    // A summary with bounds has non-null values; one without says nothing about them.
+    std::optional<bool> has_value;
+    if (s.lower_bound || s.upper_bound) has_value = true;
+    AddPartitionEvidence(pf, lo, hi, s.contains_null, has_value, s.contains_nan, &ev);
+  }
+  return ev;
+}
+
+Evidence Pruner::FromPartition(const lake::ManifestEntry& e,
+                               const lake::PartitionSpec& spec) const {
+  Evidence ev;
+  for (const lake::PartitionField& pf : spec.fields) {
+    const lake::NestedField* source = schema_.FindField(pf.source_id);
+    if (source == nullptr) continue;
+    Result<Type> result = pf.transform.ResultType(source->type);
+    if (!result.ok()) continue;
+    const lake::avro::Datum* d = e.file.partition.Find(pf.name);
+    if (d == nullptr) continue;
+    if (d->is_null()) {
+      AddPartitionEvidence(pf, std::nullopt, std::nullopt, true, false, false, &ev);
+      continue;
+    }
+    std::optional<Value> v = PartitionValue(*d, *result);
+    if (!v) continue;
+    if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) {
+      // Identity of a float column: every row is NaN, which no range holds.
+      AddPartitionEvidence(pf, std::nullopt, std::nullopt, false, true, true, &ev);
+      continue;
+    }
+    AddPartitionEvidence(pf, v, v, false, true, false, &ev);
+  }
+  return ev;
+}
+
+Evidence Pruner::FromStats(const lake::ManifestEntry& e) const {
+  Evidence ev;
+  const lake::DataFile& f = e.file;
+  for (int32_t id : fields_) {
+    const lake::NestedField* field = schema_.FindField(id);
+    if (field == nullptr) continue;
+    Range r;
+    if (auto it = f.lower_bounds.find(id); it != f.lower_bounds.end())
+      r.lo = BoundValue(field->type, it->second);
+    if (auto it = f.upper_bounds.find(id); it != f.upper_bounds.end())
+      r.hi = BoundValue(field->type, it->second);
+    auto nulls = f.null_value_counts.find(id);
+    auto values = f.value_counts.find(id);
+    if (nulls != f.null_value_counts.end()) {
+      r.may_null = nulls->second > 0;
+      if (values != f.value_counts.end()) r.may_value = nulls->second < values->second;
+    }
+    if (auto it = f.nan_value_counts.find(id); it != f.nan_value_counts.end())
+      r.may_nan = it->second > 0;
+    ev.ranges.emplace(id, r);
+  }
+  return ev;
+}
+
+Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
+                             const std::vector<Predicate>& conjuncts) {
+  ScanPlan plan;
+  plan.stats.schema_id = schema_.schema_id;
+  if (snapshot == nullptr) return plan;
+  plan.stats.snapshot_id = snapshot->snapshot_id;
+  TypeConstants(conjuncts);
+  for (const Predicate& c : conjuncts) {
+    Predicate p = Prepare(c);
+    if (p.kind == Predicate::Kind::kUnknown) continue;
+    plan.stats.filters.push_back(p.ToString());
+    conjuncts_.push_back(std::move(p));
+  }
+  for (const Predicate& c : conjuncts_) CollectFields(c, &fields_);
+  // Leaves whose constant is exactly a value of the column's type: their buckets.
+  std::function<void(const Predicate&)> buckets = [&](const Predicate& p) {
+    for (const Predicate& c : p.children) buckets(c);
+    if (p.kind != Predicate::Kind::kCompare ||
+        (p.op != CompareOp::kEq && p.op != CompareOp::kNotDistinctFrom))
+      return;
+    const lake::NestedField* f = schema_.FindField(p.field_id);
+    bool bucketed = false;
+    for (const auto& spec : metadata_.partition_specs) {
+      for (const auto& pf : spec.fields) {
+        bucketed |=
+            pf.source_id == p.field_id && pf.transform.kind() == lake::TransformKind::kBucket;
+      }
+    }
+    if (!bucketed) return;
+    std::string expr;
+    switch (f->type.id) {
+      case TypeId::kInt:
+        expr = "CAST(({0}) AS INTEGER)";
+        break;
+      case TypeId::kLong:
+        expr = "CAST(({0}) AS BIGINT)";
+        break;
+      case TypeId::kString:
+        expr = "CAST(({0}) AS VARCHAR)";
+        break;
+      case TypeId::kDate:
+        expr = "(CAST(({0}) AS DATE) - DATE '1970-01-01')";
+        break;
+      default:
+        return;
+    }
+    std::string cast = fmt::format(fmt::runtime(expr), p.constant);
+    // Exact: the cast value compares equal to the constant itself, so `column = constant`
+    // holds for this value of the column's type and no other.
+    std::string same = f->type.id == TypeId::kDate
+                           ? fmt::format("CAST(({0}) AS DATE) = ({0})", p.constant)
+                           : fmt::format("{} = ({})", cast, p.constant);
+    auto rows = conn_.QueryText(fmt::format("SELECT ({})::VARCHAR, {}", cast, same));
+    if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0] ||
+        (*rows)[0][1] != std::optional<std::string>("true"))
+      return;
+    const std::string& text = *(*rows)[0][0];
+    Value v;
+    switch (f->type.id) {
+      case TypeId::kInt:
+      case TypeId::kDate:
+        v = Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10)));
+        break;
+      case TypeId::kLong:
+        v = Value::Long(std::strtoll(text.c_str(), nullptr, 10));
+        break;
+      default:
+        v = Value::String(text);
+        break;
+    }
+    leaves_[&p].exact = v;
+  };
+  for (const Predicate& c : conjuncts_) buckets(c);
+
+  ASSIGN_OR_RETURN(std::vector<lake::ManifestFile> manifests, lake::ReadManifestsOf(*snapshot));
+  std::vector<const lake::ManifestFile*> data;
+  for (const lake::ManifestFile& m : manifests) {
+    if (m.content != 0) {
+      if (m.added_files_count + m.existing_files_count > 0 ||
+          m.added_rows_count + m.existing_rows_count > 0) {
+        return UnimplementedError(
+            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
+            "cannot be queried yet",
+            table_, snapshot->snapshot_id, m.manifest_path);
+      }
+      continue;
+    }
+    data.push_back(&m);
+  }
+  plan.stats.manifests_total = static_cast<int64_t>(data.size());
+
+  // Manifests by their partition summaries.
+  std::vector<Evidence> summaries;
+  for (const lake::ManifestFile* m : data) {
+    const lake::PartitionSpec* spec = metadata_.FindSpec(m->partition_spec_id);
+    summaries.push_back(spec == nullptr ? Evidence{} : FromSummaries(*m, *spec));
+  }
+  std::vector<bool> read = Evaluate(summaries);
+
+  struct Candidate {
+    lake::ManifestEntry entry;
+    const lake::PartitionSpec* spec;
+  };
+  std::vector<Candidate> files;
+  for (size_t i = 0; i < data.size(); ++i) {
+    const lake::ManifestFile& m = *data[i];
+    if (!read[i]) {
+      int64_t live = m.added_files_count + m.existing_files_count;
+      plan.stats.files_total += live;
+      plan.stats.pruned_by_partition += live;
+      continue;
+    }
+    ++plan.stats.manifests_read;
+    const lake::PartitionSpec* spec = metadata_.FindSpec(m.partition_spec_id);
+    if (spec == nullptr) {
+      return CorruptionError(
+          "lake table {}: manifest {} has partition spec {}, which the table does not have", table_,
+          m.manifest_path, m.partition_spec_id);
+    }
+    ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
+    for (lake::ManifestEntry& e : entries) {
+      if (e.status == lake::EntryStatus::kDeleted) continue;
+      if (e.file.content != 0) {
+        return UnimplementedError(
+            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
+            "cannot be queried yet",
+            table_, snapshot->snapshot_id, e.file.file_path);
+      }
+      if (e.file.file_format != "PARQUET" && e.file.file_format != "parquet") {
+        return UnimplementedError(
+            "lake table {}: data file {} is {}; only Parquet data files can be read", table_,
+            e.file.file_path, e.file.file_format);
+      }
+      ++plan.stats.files_total;
+      files.push_back(Candidate{std::move(e), spec});
+    }
+  }
+
+  // Files by their partition values, then by their column statistics.
+  std::vector<Evidence> partitions;
+  for (const Candidate& c : files) partitions.push_back(FromPartition(c.entry, *c.spec));
+  std::vector<bool> by_partition = Evaluate(partitions);
+  std::vector<size_t> survivors;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (by_partition[i]) {
+      survivors.push_back(i);
+    } else {
+      ++plan.stats.pruned_by_partition;
+    }
+  }
+  std::vector<Evidence> stats;
+  for (size_t i : survivors) stats.push_back(FromStats(files[i].entry));
+  std::vector<bool> by_stats = Evaluate(stats);
+  for (size_t k = 0; k < survivors.size(); ++k) {
+    if (!by_stats[k]) {
+      ++plan.stats.pruned_by_stats;
+      continue;
+    }
+    const lake::DataFile& f = files[survivors[k]].entry.file;
+    Result<std::string> path = lake::LocalPath(f.file_path);
+    if (!path.ok()) return path.status().WithContext(fmt::format("lake table {}", table_));
+    plan.paths.push_back(std::move(*path));
+    plan.stats.records_kept += f.record_count;
+  }
+  plan.stats.files_kept = static_cast<int64_t>(plan.paths.size());
+  return plan;
+}
+
+}  // namespace
+
+Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
+                          const lake::Snapshot* snapshot, const lake::Schema& schema,
+                          const std::vector<Predicate>& conjuncts, std::string_view table) {
+  Pruner pruner(conn, metadata, schema, table);
+  return pruner.Run(snapshot, conjuncts);
+}
+
+}  // namespace sluice::query

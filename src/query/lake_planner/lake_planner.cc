@@ -1,0 +1,727 @@
+#include "query/lake_planner/lake_planner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include "lake/iceberg_json.h"
+#include "lake/parquet_read.h"
+#include "lake/table_metadata.h"
+
+namespace sluice::query {
+namespace {
+
+using lake::Json;
+
+constexpr std::string_view kLakeCatalog = "lake";
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(x) == std::tolower(y);
+         });
+}
+
+bool MentionsLake(std::string_view sql) {
+  for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
+    if (IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) return true;
+  }
+  return false;
+}
+
+std::string StringField(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool IsLakeRef(const Json& j) {
+  return j.is_object() && StringField(j, "type") == "BASE_TABLE" &&
+         IEquals(StringField(j, "catalog_name"), kLakeCatalog);
+}
+
+// Functions a constant may call: pure ones, whose value at planning equals their value when
+// the query runs (now(), random() and the like are not here).
+bool PureFunction(std::string_view name) {
+  static constexpr std::string_view kPure[] = {"+",
+                                               "-",
+                                               "*",
+                                               "/",
+                                               "//",
+                                               "%",
+                                               "trunc",
+                                               "round",
+                                               "floor",
+                                               "ceil",
+                                               "abs",
+                                               "lower",
+                                               "upper",
+                                               "concat",
+                                               "||",
+                                               "to_years",
+                                               "to_months",
+                                               "to_weeks",
+                                               "to_days",
+                                               "to_hours",
+                                               "to_minutes",
+                                               "to_seconds",
+                                               "to_milliseconds",
+                                               "to_microseconds",
+                                               "make_date",
+                                               "make_time",
+                                               "make_timestamp",
+                                               "to_timestamp",
+                                               "epoch_ms",
+                                               "strptime",
+                                               "date_trunc",
+                                               "list_value"};
+  for (std::string_view p : kPure) {
+    if (IEquals(name, p)) return true;
+  }
+  return false;
+}
+
+// Parameter values known at planning: identifier ("1" for $1 or the first ?) -> the
+// value's expression tree.
+using Parameters = std::map<std::string, Json>;
+
+// An expression pruning may evaluate once at planning: constants, casts and pure functions
+// of constants, and parameters whose values were given.
+bool IsConstant(const Json& e, const Parameters& params) {
+  if (!e.is_object()) return false;
+  const std::string cls = StringField(e, "class");
+  if (cls == "CONSTANT") return true;
+  if (cls == "PARAMETER") return params.contains(StringField(e, "identifier"));
+  if (cls == "CAST") return e.contains("child") && IsConstant(e["child"], params);
+  if (cls == "FUNCTION") {
+    if (!PureFunction(StringField(e, "function_name"))) return false;
+    if (!StringField(e, "schema").empty() && StringField(e, "schema") != "main") return false;
+    if (e.contains("filter") && !e["filter"].is_null()) return false;
+    if (e.value("distinct", false)) return false;
+    if (e.contains("order_bys") && e["order_bys"].is_object() &&
+        !e["order_bys"].value("orders", Json::array()).empty()) {
+      return false;
+    }
+    if (!e.contains("children") || !e["children"].is_array()) return false;
+    for (const Json& c : e["children"]) {
+      if (!IsConstant(c, params)) return false;
+    }
+    return true;
+  }
+  return false;
+}
+
+// Whether an expression (an AT clause's) refers to no column, subquery or unknown parameter.
+bool IsClosed(const Json& e, const Parameters& params) {
+  if (e.is_object()) {
+    const std::string cls = StringField(e, "class");
+    if (cls == "PARAMETER") return params.contains(StringField(e, "identifier"));
+    if (cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "LAMBDA_REF") return false;
+    for (const auto& [k, v] : e.items()) {
+      if (!IsClosed(v, params)) return false;
+    }
+  } else if (e.is_array()) {
+    for (const Json& v : e) {
+      if (!IsClosed(v, params)) return false;
+    }
+  }
+  return true;
+}
+
+// `e` with every known parameter replaced by its value.
+Json Substitute(const Json& e, const Parameters& params) {
+  if (params.empty()) return e;
+  if (e.is_object()) {
+    if (StringField(e, "class") == "PARAMETER") {
+      auto it = params.find(StringField(e, "identifier"));
+      return it == params.end() ? e : it->second;
+    }
+    Json out = Json::object();
+    for (const auto& [k, v] : e.items()) out[k] = Substitute(v, params);
+    return out;
+  }
+  if (e.is_array()) {
+    Json out = Json::array();
+    for (const Json& v : e) out.push_back(Substitute(v, params));
+    return out;
+  }
+  return e;
+}
+
+// A lake table reference and the WHERE conjuncts of the SELECT whose FROM holds it where
+// filtering its rows is safe (inner joins, the preserved side of outer joins).
+struct RefSite {
+  Json* node = nullptr;
+  std::vector<const Json*> conjuncts;
+};
+
+class Planner {
+ public:
+  Planner(duck::Connection& conn, const LakeCatalog& catalog) : conn_(conn), catalog_(catalog) {}
+  Result<PlannedQuery> Plan(std::string_view sql, const LakePlanOptions& options);
+
+ private:
+  void Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of);
+  static void Prunable(Json& from, std::vector<Json*>* out);
+  static void Conjuncts(const Json& e, std::vector<const Json*>* out);
+
+  // The SQL text of expression `e` (through json_deserialize_sql).
+  Result<std::string> ExprSql(const Json& e);
+  // The texts of every constant expression under `roots`, converted in one
+  // json_deserialize_sql (an IN list of a thousand values is one call, not a thousand).
+  void PrepareConstants(const std::vector<const Json*>& roots);
+  Result<Json> Serialize(std::string_view sql);
+
+  Status PlanRef(RefSite& site, PlannedQuery* out);
+  Result<lake::Table> Load(const std::string& schema_name, const std::string& table,
+                           std::string* name);
+  Result<const lake::Snapshot*> Snapshot(const lake::TableMetadata& m, const Json& at,
+                                         const std::string& name);
+
+  // A WHERE conjunct as a predicate over the table: `binding` is the name the query uses
+  // for it, ns/table its qualified name (usable when it has no alias).
+  struct Binding {
+    std::string alias;  // "" when none
+    std::string ns, table;
+    // The names the query sees, in the table's column order (`AS e(a, b)` renames the
+    // first ones), with their field ids.
+    std::vector<std::pair<std::string, int32_t>> columns;
+  };
+  Predicate ToPredicate(const Json& e, const Binding& b);
+  std::optional<int32_t> ColumnOf(const Json& e, const Binding& b) const;
+  Predicate Compare(const Json& column_side, CompareOp op, const Json& constant, const Binding& b);
+
+  duck::Connection& conn_;
+  const LakeCatalog& catalog_;
+  Json select_template_;                             // `SELECT 1` serialized, for ExprSql
+  Parameters params_;                                // LakePlanOptions::parameters, parsed
+  std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
+  std::vector<RefSite> sites_;
+};
+
+void Planner::Conjuncts(const Json& e, std::vector<const Json*>* out) {
+  if (!e.is_object()) return;
+  if (StringField(e, "class") == "CONJUNCTION" && StringField(e, "type") == "CONJUNCTION_AND" &&
+      e.contains("children")) {
+    for (const Json& c : e["children"]) Conjuncts(c, out);
+    return;
+  }
+  out->push_back(&e);
+}
+
+void Planner::Prunable(Json& from, std::vector<Json*>* out) {
+  if (!from.is_object()) return;
+  // A sample is drawn before WHERE filters: fewer rows in would change what it draws.
+  if (from.contains("sample") && !from["sample"].is_null()) return;
+  const std::string type = StringField(from, "type");
+  if (type == "BASE_TABLE") {
+    out->push_back(&from);
+    return;
+  }
+  if (type != "JOIN") return;
+  const std::string ref = StringField(from, "ref_type");
+  const std::string join = StringField(from, "join_type");
+  if (ref != "REGULAR" && ref != "CROSS" && ref != "NATURAL")
+    return;  // POSITIONAL, ASOF, DEPENDENT
+  const bool using_columns =
+      ref == "NATURAL" || (from.contains("using_columns") && !from["using_columns"].empty());
+  if (join == "INNER") {
+    Prunable(from["left"], out);
+    Prunable(from["right"], out);
+  } else if (join == "LEFT" && !using_columns) {
+    Prunable(from["left"], out);
+  } else if (join == "RIGHT" && !using_columns) {
+    Prunable(from["right"], out);
+  }
+}
+
+void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of) {
+  if (j.is_object()) {
+    if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") &&
+        j.contains("where_clause") && !j["where_clause"].is_null() &&
+        (!j.contains("sample") || j["sample"].is_null())) {  // USING SAMPLE: as TABLESAMPLE
+      std::vector<Json*> refs;
+      Prunable(j["from_table"], &refs);
+      std::vector<const Json*> conjuncts;
+      Conjuncts(j["where_clause"], &conjuncts);
+      for (Json* r : refs) {
+        if (IsLakeRef(*r)) (*where_of)[r] = conjuncts;
+      }
+    }
+    if (IsLakeRef(j)) {
+      sites_.push_back(RefSite{&j, {}});
+      return;  // its AT clause is read when planning it
+    }
+    for (auto& [k, v] : j.items()) Walk(v, where_of);
+  } else if (j.is_array()) {
+    for (Json& v : j) Walk(v, where_of);
+  }
+}
+
+Result<Json> Planner::Serialize(std::string_view sql) {
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_serialize_sql({})",
+                                                          duck::QuoteLiteral(sql))));
+  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_serialize_sql returned no row");
+  Json j = Json::parse(*rows[0][0], nullptr, false);
+  if (j.is_discarded()) return InternalError("json_serialize_sql returned invalid JSON");
+  return j;
+}
+
+Result<std::string> Planner::ExprSql(const Json& e) {
+  if (select_template_.is_null()) {
+    ASSIGN_OR_RETURN(select_template_, Serialize("SELECT 1"));
+  }
+  Json stmt = select_template_;
+  stmt["statements"][0]["node"]["select_list"] = Json::array();
+  stmt["statements"][0]["node"]["select_list"].push_back(Substitute(e, params_));
+  stmt["statements"][0]["node"]["select_list"][0]["alias"] = "";
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
+                                                          duck::QuoteLiteral(stmt.dump()))));
+  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
+  std::string text = *rows[0][0];
+  if (!text.starts_with("SELECT "))
+    return InternalError("json_deserialize_sql returned \"{}\"", text);
+  return text.substr(7);
+}
+
+void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
+  std::vector<const Json*> constants;
+  std::function<void(const Json&)> collect = [&](const Json& j) {
+    if (j.is_object()) {
+      if (IsConstant(j, params_)) {
+        if (!constant_sql_.contains(&j)) constants.push_back(&j);
+        return;
+      }
+      for (const auto& [k, v] : j.items()) collect(v);
+    } else if (j.is_array()) {
+      for (const Json& v : j) collect(v);
+    }
+  };
+  for (const Json* r : roots) collect(*r);
+  if (constants.empty()) return;
+  if (select_template_.is_null()) {
+    Result<Json> t = Serialize("SELECT 1");
+    if (!t.ok()) return;
+    select_template_ = std::move(*t);
+  }
+  // Each expression aliased with a marker no literal holds, to cut the text apart.
+  const std::string marker = "__sluice_" + lake::NewUuid().substr(0, 8) + "_";
+  Json stmt = select_template_;
+  Json list = Json::array();
+  for (size_t i = 0; i < constants.size(); ++i) {
+    Json e = Substitute(*constants[i], params_);
+    e["alias"] = marker + std::to_string(i);
+    list.push_back(std::move(e));
+  }
+  stmt["statements"][0]["node"]["select_list"] = std::move(list);
+  auto rows = conn_.QueryText(
+      fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump())));
+  if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0]) return;  // ExprSql does them one by one
+  std::string_view text = *(*rows)[0][0];
+  if (!text.starts_with("SELECT ")) return;
+  size_t start = 7;
+  for (size_t i = 0; i < constants.size(); ++i) {
+    const std::string tag = " AS " + marker + std::to_string(i);
+    size_t end = text.find(tag, start);
+    if (end == std::string_view::npos) return;
+    size_t next = end + tag.size();
+    if (next < text.size() && text[next] != ',') return;  // the tag of a later index
+    constant_sql_[constants[i]] = std::string(text.substr(start, end - start));
+    start = next + 2;  // ", "
+  }
+}
+
+std::optional<int32_t> Planner::ColumnOf(const Json& e, const Binding& b) const {
+  if (StringField(e, "class") != "COLUMN_REF" || !e.contains("column_names")) return std::nullopt;
+  std::vector<std::string> names;
+  for (const Json& n : e["column_names"]) {
+    if (!n.is_string()) return std::nullopt;
+    names.push_back(n.get<std::string>());
+  }
+  std::string column;
+  const std::string& binding = b.alias.empty() ? b.table : b.alias;
+  if (names.size() == 1) {
+    column = names[0];
+  } else if (names.size() == 2 && IEquals(names[0], binding)) {
+    column = names[1];
+  } else if (names.size() == 3 && b.alias.empty() && IEquals(names[0], b.ns) &&
+             IEquals(names[1], b.table)) {
+    column = names[2];
+  } else if (names.size() == 4 && b.alias.empty() && IEquals(names[0], kLakeCatalog) &&
+             IEquals(names[1], b.ns) && IEquals(names[2], b.table)) {
+    column = names[3];
+  } else {
+    return std::nullopt;
+  }
+  // DuckDB binds names case-insensitively: two columns differing only in case are ambiguous.
+  std::optional<int32_t> found;
+  for (const auto& [name, id] : b.columns) {
+    if (IEquals(name, column)) {
+      if (found) return std::nullopt;
+      found = id;
+    }
+  }
+  return found;
+}
+
+Predicate Planner::Compare(const Json& column_side, CompareOp op, const Json& constant,
+                           const Binding& b) {
+  std::optional<int32_t> id = ColumnOf(column_side, b);
+  if (!id || !IsConstant(constant, params_)) return Predicate::Unknown();
+  auto known = constant_sql_.find(&constant);
+  Result<std::string> text =
+      known != constant_sql_.end() ? Result<std::string>(known->second) : ExprSql(constant);
+  if (!text.ok()) return Predicate::Unknown();
+  Predicate p;
+  p.kind = Predicate::Kind::kCompare;
+  p.field_id = *id;
+  p.op = op;
+  p.constant = *text;
+  // A parameter given as text is a string literal too: DuckDB casts a bound value to the
+  // type it inferred for the parameter, the column's.
+  const Json value = Substitute(constant, params_);
+  p.constant_is_string_literal =
+      StringField(value, "class") == "CONSTANT" && value.contains("value") &&
+      value["value"].is_object() && !value["value"].value("is_null", false) &&
+      value["value"].contains("type") && StringField(value["value"]["type"], "id") == "VARCHAR";
+  return p;
+}
+
+Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
+  if (!e.is_object()) return Predicate::Unknown();
+  const std::string cls = StringField(e, "class");
+  const std::string type = StringField(e, "type");
+  if (cls == "CONJUNCTION" && e.contains("children") && e["children"].is_array()) {
+    Predicate p;
+    p.kind = type == "CONJUNCTION_AND"  ? Predicate::Kind::kAnd
+             : type == "CONJUNCTION_OR" ? Predicate::Kind::kOr
+                                        : Predicate::Kind::kUnknown;
+    if (p.kind == Predicate::Kind::kUnknown) return p;
+    for (const Json& c : e["children"]) p.children.push_back(ToPredicate(c, b));
+    return p;
+  }
+  if (cls == "COMPARISON" && e.contains("left") && e.contains("right")) {
+    static const std::map<std::string, std::pair<CompareOp, CompareOp>> kOps = {
+        {"COMPARE_EQUAL", {CompareOp::kEq, CompareOp::kEq}},
+        {"COMPARE_NOTEQUAL", {CompareOp::kNe, CompareOp::kNe}},
+        {"COMPARE_LESSTHAN", {CompareOp::kLt, CompareOp::kGt}},
+        {"COMPARE_GREATERTHAN", {CompareOp::kGt, CompareOp::kLt}},
+        {"COMPARE_LESSTHANOREQUALTO", {CompareOp::kLe, CompareOp::kGe}},
+        {"COMPARE_GREATERTHANOREQUALTO", {CompareOp::kGe, CompareOp::kLe}},
+        {"COMPARE_DISTINCT_FROM", {CompareOp::kDistinctFrom, CompareOp::kDistinctFrom}},
+        {"COMPARE_NOT_DISTINCT_FROM", {CompareOp::kNotDistinctFrom, CompareOp::kNotDistinctFrom}},
+    };
+    auto op = kOps.find(type);
+    if (op == kOps.end()) return Predicate::Unknown();
+    if (ColumnOf(e["left"], b)) return Compare(e["left"], op->second.first, e["right"], b);
+    if (ColumnOf(e["right"], b)) return Compare(e["right"], op->second.second, e["left"], b);
+    return Predicate::Unknown();
+  }
+  if (cls == "BETWEEN" && type == "COMPARE_BETWEEN" && e.contains("input") && e.contains("lower") &&
+      e.contains("upper")) {
+    Predicate p;
+    p.kind = Predicate::Kind::kAnd;
+    p.children.push_back(Compare(e["input"], CompareOp::kGe, e["lower"], b));
+    p.children.push_back(Compare(e["input"], CompareOp::kLe, e["upper"], b));
+    return p;
+  }
+  if (cls == "OPERATOR" && e.contains("children") && e["children"].is_array() &&
+      !e["children"].empty()) {
+    const Json& first = e["children"][0];
+    if (type == "COMPARE_IN" && e["children"].size() >= 2) {
+      Predicate p;
+      p.kind = Predicate::Kind::kOr;
+      for (size_t i = 1; i < e["children"].size(); ++i) {
+        p.children.push_back(Compare(first, CompareOp::kEq, e["children"][i], b));
+      }
+      return p;
+    }
+    if (type == "OPERATOR_IS_NULL" || type == "OPERATOR_IS_NOT_NULL") {
+      std::optional<int32_t> id = ColumnOf(first, b);
+      if (!id) return Predicate::Unknown();
+      Predicate p;
+      p.kind = type == "OPERATOR_IS_NULL" ? Predicate::Kind::kIsNull : Predicate::Kind::kIsNotNull;
+      p.field_id = *id;
+      return p;
+    }
+  }
+  return Predicate::Unknown();
+}
+
+Result<lake::Table> Planner::Load(const std::string& schema_name, const std::string& table,
+                                  std::string* name) {
+  // `lake.db.t`: namespace db. A multi-level namespace is written as one quoted name with
+  // its levels joined by dots (`lake."a.b".t`), tried after a single level of that name.
+  *name = LakeTableName({schema_name}, table);
+  Result<lake::Table> t = catalog_.LoadTable({schema_name}, table);
+  if (t.ok() || t.status().code() != StatusCode::kNotFound ||
+      schema_name.find('.') == std::string::npos)
+    return t;
+  std::vector<std::string> levels;
+  size_t start = 0;
+  for (size_t dot; (dot = schema_name.find('.', start)) != std::string::npos; start = dot + 1) {
+    levels.push_back(schema_name.substr(start, dot - start));
+  }
+  levels.push_back(schema_name.substr(start));
+  Result<lake::Table> multi = catalog_.LoadTable(levels, table);
+  if (multi.ok()) *name = LakeTableName(levels, table);
+  return multi.ok() || multi.status().code() != StatusCode::kNotFound ? multi : t;
+}
+
+Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, const Json& at,
+                                                const std::string& name) {
+  if (!at.is_object()) return m.CurrentSnapshot();
+  const std::string unit = StringField(at, "unit");
+  if (!at.contains("expr") || !IsClosed(at["expr"], params_)) {
+    return InvalidArgumentError("lake table {}: AT ({} => ...) must be a constant", name, unit);
+  }
+  ASSIGN_OR_RETURN(std::string expr, ExprSql(at["expr"]));
+  ASSIGN_OR_RETURN(auto typed,
+                   conn_.QueryText(fmt::format("SELECT typeof(({0})), ({0})::VARCHAR", expr)));
+  if (typed.size() != 1 || !typed[0][0] || !typed[0][1]) {
+    return InvalidArgumentError("lake table {}: AT ({} => {}) is NULL", name, unit, expr);
+  }
+  const std::string type = *typed[0][0];
+  const std::string text = *typed[0][1];
+  if (IEquals(unit, "VERSION")) {
+    if (type == "VARCHAR") {  // a branch or tag
+      const lake::SnapshotRef* ref = m.FindRef(text);
+      if (ref == nullptr)
+        return NotFoundError("lake table {} has no branch or tag \"{}\"", name, text);
+      const lake::Snapshot* s = m.FindSnapshot(ref->snapshot_id);
+      if (s == nullptr)
+        return NotFoundError("lake table {}: snapshot {} of \"{}\" does not exist", name,
+                             ref->snapshot_id, text);
+      return s;
+    }
+    char* end = nullptr;
+    errno = 0;
+    long long id = std::strtoll(text.c_str(), &end, 10);
+    if (errno != 0 || end == text.c_str() || *end != '\0') {
+      return InvalidArgumentError(
+          "lake table {}: AT (VERSION => {}) must be a snapshot id or a branch or tag name", name,
+          expr);
+    }
+    const lake::Snapshot* s = m.FindSnapshot(id);
+    if (s == nullptr) return NotFoundError("lake table {} has no snapshot {}", name, id);
+    return s;
+  }
+  if (!IEquals(unit, "TIMESTAMP"))
+    return InvalidArgumentError("lake table {}: AT ({} => ...) is not supported", name, unit);
+  // A TIMESTAMP (or DATE) is UTC; a TIMESTAMPTZ is its instant; text is read as a
+  // TIMESTAMPTZ (an offset in it counts, else the session's time zone).
+  std::string ms_sql;
+  if (type == "TIMESTAMP WITH TIME ZONE" || type == "VARCHAR") {
+    ms_sql = fmt::format("epoch_ms(CAST(({}) AS TIMESTAMPTZ))", expr);
+  } else if (type == "DATE" || type.starts_with("TIMESTAMP")) {
+    ms_sql = fmt::format("epoch_ms(CAST(({}) AS TIMESTAMP))", expr);
+  } else {
+    return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) must be a timestamp, not {}",
+                                name, expr, type);
+  }
+  ASSIGN_OR_RETURN(auto ms_rows, conn_.QueryText(fmt::format("SELECT ({})::VARCHAR", ms_sql)));
+  if (ms_rows.size() != 1 || !ms_rows[0][0])
+    return InvalidArgumentError("lake table {}: AT (TIMESTAMP => {}) is NULL", name, expr);
+  const int64_t ms = std::strtoll(ms_rows[0][0]->c_str(), nullptr, 10);
+  // The snapshot current at that time: the last snapshot-log entry at or before it (the
+  // spec's rule); without a log, the newest ancestor of the current snapshot.
+  std::optional<int64_t> id;
+  std::optional<int64_t> first_ms;
+  if (!m.snapshot_log.empty()) {
+    for (const lake::SnapshotLogEntry& e : m.snapshot_log) {
+      if (!first_ms || e.timestamp_ms < *first_ms) first_ms = e.timestamp_ms;
+      if (e.timestamp_ms <= ms) id = e.snapshot_id;
+    }
+  } else {
+    for (const lake::Snapshot* s = m.CurrentSnapshot(); s != nullptr;
+         s = s->parent_snapshot_id ? m.FindSnapshot(*s->parent_snapshot_id) : nullptr) {
+      first_ms = s->timestamp_ms;
+      if (!id && s->timestamp_ms <= ms) id = s->snapshot_id;
+      if (id) break;
+    }
+  }
+  if (!id) {
+    if (!first_ms)
+      return NotFoundError("lake table {} has no snapshots (AT TIMESTAMP => {})", name, expr);
+    return NotFoundError(
+        "lake table {} has no snapshot at or before {} ({} ms); its first is at {} ms", name, text,
+        ms, *first_ms);
+  }
+  const lake::Snapshot* s = m.FindSnapshot(*id);
+  if (s == nullptr) {
+    return NotFoundError("lake table {}: snapshot {}, current at {}, has expired", name, *id, text);
+  }
+  return s;
+}
+
+Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
+  Json& ref = *site.node;
+  const std::string schema_name = StringField(ref, "schema_name");
+  const std::string table_name = StringField(ref, "table_name");
+  const std::string alias = StringField(ref, "alias");
+  std::string name;
+  ASSIGN_OR_RETURN(lake::Table table, Load(schema_name, table_name, &name));
+  const lake::TableMetadata& m = table.metadata();
+  const Json at = ref.contains("at_clause") ? ref["at_clause"] : Json();
+  ASSIGN_OR_RETURN(const lake::Snapshot* snapshot, Snapshot(m, at, name));
+  // The current schema for the current snapshot; a snapshot's own schema when travelling.
+  const lake::Schema* schema = m.CurrentSchema();
+  if (at.is_object() && snapshot != nullptr && snapshot->schema_id) {
+    if (const lake::Schema* s = m.FindSchema(*snapshot->schema_id)) schema = s;
+  }
+  if (schema == nullptr)
+    return CorruptionError("lake table {}: its current schema is missing", name);
+
+  Binding b{alias, schema_name, table_name, {}};
+  for (const lake::NestedField& f : schema->fields) b.columns.emplace_back(f.name, f.id);
+  if (ref.contains("column_name_alias") && ref["column_name_alias"].is_array()) {
+    const Json& renamed = ref["column_name_alias"];
+    for (size_t i = 0; i < renamed.size() && i < b.columns.size(); ++i) {
+      if (!renamed[i].is_string())
+        return InvalidArgumentError("lake table {}: bad column alias", name);
+      b.columns[i].first = renamed[i].get<std::string>();
+    }
+  }
+  if (m.properties.contains("schema.name-mapping.default")) {
+    // Files without field ids (imported from another format) would read as NULLs.
+    return UnimplementedError(
+        "lake table {} has a name mapping (schema.name-mapping.default): data files without "
+        "field ids cannot be read yet",
+        name);
+  }
+  std::vector<Predicate> conjuncts;
+  PrepareConstants(site.conjuncts);
+  for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
+  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name));
+
+  ASSIGN_OR_RETURN(Json inner, Serialize(lake::ParquetScanSql(plan.paths, *schema)));
+  if (inner.value("error", true) || !inner.contains("statements") ||
+      inner["statements"].size() != 1) {
+    return InternalError("lake table {}: the scan of its files did not parse: {}", name,
+                         inner.dump());
+  }
+  Json sub = Json::object();
+  sub["type"] = "SUBQUERY";
+  sub["alias"] = alias.empty() ? table_name : alias;
+  sub["sample"] = ref.contains("sample") ? ref["sample"] : Json();
+  sub["query_location"] = ref.contains("query_location") ? ref["query_location"] : Json(0);
+  sub["subquery"] = inner["statements"][0];
+  sub["column_name_alias"] =
+      ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
+  out->tables.push_back(
+      LakeTableScan{name, sub["alias"].get<std::string>(), std::move(plan.stats)});
+  ref = std::move(sub);
+  return Status::OK();
+}
+
+// `lake.db.t.c` and `db.t.c` name a column of an unaliased lake table by its full name; the
+// subquery that replaces the table is called `t`, so they become `t.c`.
+void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& unaliased) {
+  if (j.is_object()) {
+    if (StringField(j, "class") == "COLUMN_REF" && j.contains("column_names") &&
+        j["column_names"].is_array()) {
+      Json& names = j["column_names"];
+      auto at = [&](size_t i) {
+        return names.size() > i && names[i].is_string() ? names[i].get<std::string>() : "";
+      };
+      for (const auto& [ns, table] : unaliased) {
+        if (names.size() >= 4 && IEquals(at(0), kLakeCatalog) && IEquals(at(1), ns) &&
+            IEquals(at(2), table)) {
+          names.erase(names.begin(), names.begin() + 2);
+          break;
+        }
+        if (names.size() >= 3 && IEquals(at(0), ns) && IEquals(at(1), table)) {
+          names.erase(names.begin());
+          break;
+        }
+      }
+      return;
+    }
+    for (auto& [k, v] : j.items()) Requalify(v, unaliased);
+  } else if (j.is_array()) {
+    for (Json& v : j) Requalify(v, unaliased);
+  }
+}
+
+// The length of a leading `EXPLAIN` or `EXPLAIN ANALYZE` (json_serialize_sql takes only
+// SELECT statements; what follows is planned and the prefix kept).
+size_t ExplainPrefix(std::string_view sql) {
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  };
+  auto word = [&](std::string_view w) {
+    skip_space();
+    if (i + w.size() < sql.size() && IEquals(sql.substr(i, w.size()), w) &&
+        std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) {
+      i += w.size();
+      return true;
+    }
+    return false;
+  };
+  if (!word("EXPLAIN")) return 0;
+  word("ANALYZE");
+  skip_space();
+  return i;
+}
+
+Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOptions& options) {
+  PlannedQuery out;
+  out.sql = std::string(full_sql);
+  if (!MentionsLake(full_sql) || full_sql.find('\0') != std::string_view::npos) return out;
+  for (const auto& [id, value] : options.parameters) {
+    // A value that does not parse as one constant expression is not used.
+    Result<Json> tree = Serialize("SELECT " + value);
+    if (!tree.ok() || tree->value("error", true)) continue;
+    const Json& list = (*tree)["statements"][0]["node"]["select_list"];
+    if (list.size() != 1 || !IsConstant(list[0], {})) continue;
+    Json v = list[0];
+    v["alias"] = "";
+    params_[id] = std::move(v);
+  }
+  const size_t prefix = ExplainPrefix(full_sql);
+  std::string_view sql = full_sql.substr(prefix);
+  Result<Json> tree = Serialize(sql);
+  // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
+  if (!tree.ok() || tree->value("error", true)) return out;
+  std::map<Json*, std::vector<const Json*>> where_of;
+  Walk(*tree, &where_of);
+  if (sites_.empty()) return out;
+  std::vector<std::pair<std::string, std::string>> unaliased;
+  for (RefSite& site : sites_) {
+    if (auto it = where_of.find(site.node); it != where_of.end()) site.conjuncts = it->second;
+    if (StringField(*site.node, "alias").empty()) {
+      unaliased.emplace_back(StringField(*site.node, "schema_name"),
+                             StringField(*site.node, "table_name"));
+    }
+  }
+  // Every predicate is read before any reference is replaced (conjuncts point into the tree).
+  for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, &out));
+  Requalify(*tree, unaliased);
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
+                                                          duck::QuoteLiteral(tree->dump()))));
+  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
+  out.sql = std::string(full_sql.substr(0, prefix)) + *rows[0][0];
+  out.rewritten = true;
+  return out;
+}
+
+}  // namespace
+
+Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
+                                   const LakeCatalog& catalog, const LakePlanOptions& options) {
+  Planner planner(conn, catalog);
+  // nlohmann-json throws on a tree of another shape than DuckDB 1.5 writes; everything else
+  // returns a Status.
+  try {
+    return planner.Plan(sql, options);
+  } catch (const std::exception& e) {
+    return InternalError("lake planner: unexpected parse tree from DuckDB {}: {}",
+                         duck::LibraryVersion(), e.what());
+  }
+}
+
+}  // namespace sluice::query

@@ -1,0 +1,56 @@
+// The lake-table query planner (docs/design/0012): SQL naming `lake.<namespace>.<table>`
+// becomes SQL DuckDB runs over the Parquet files of the table's snapshot that can hold
+// matching rows. DuckDB parses the query (json_serialize_sql); every lake table reference
+// is replaced by a subquery over read_parquet of its kept files with the table's field-id
+// mapping (alias kept); the tree goes back to SQL with json_deserialize_sql.
+//
+//   WarehouseCatalog catalog(warehouse_dir);
+//   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT * FROM lake.db.t", catalog));
+//   ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
+//
+// SQL that names no lake table, that DuckDB cannot parse, or that is not a SELECT comes back
+// unchanged (DuckDB then reports its own error). Planning runs small queries on `conn` (to
+// parse, to type and evaluate constants, to compare bounds) and leaves no state on it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "duck/database.h"
+#include "query/lake_planner/file_pruner.h"
+#include "query/lake_planner/lake_catalog.h"
+
+namespace sluice::query {
+
+// One `lake.<namespace>.<table>` reference of the query, as planned.
+struct LakeTableScan {
+  std::string table;  // "db.events"
+  std::string alias;  // the name the rewritten query gives its subquery
+  ScanStats stats;
+};
+
+struct PlannedQuery {
+  std::string sql;                    // the SQL to run
+  bool rewritten = false;             // false: `sql` is the input, unchanged
+  std::vector<LakeTableScan> tables;  // in the order the references appear in the parse tree
+};
+
+struct LakePlanOptions {
+  // Values of the query's parameters, for pruning only: identifier ("1" for $1 or the first
+  // `?`, "name" for $name) -> the value as one constant SQL expression ("CAST('42' AS
+  // BIGINT)", "'oslo'"). The planned SQL keeps its parameters and is valid only when these
+  // same values are bound (plan again at each Bind). Without them, filters on parameters
+  // do not prune.
+  std::map<std::string, std::string> parameters;
+};
+
+// Errors: NotFound for an unknown table, snapshot id, branch or tag, or a time before the
+// table's first snapshot; InvalidArgument for an AT clause that is not a constant;
+// Unimplemented for snapshots with delete files; Corruption naming an unreadable manifest.
+Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
+                                   const LakeCatalog& catalog, const LakePlanOptions& options = {});
+
+}  // namespace sluice::query
