@@ -531,6 +531,10 @@ std::vector<const Json*> Conjuncts(const Json& e) {
   return {&e};
 }
 
+// The fewest hash bits that break ties in a packed key (D3): two tied rows that differ in the
+// kept columns collide with probability 2^-48.
+constexpr int kMinTieHashBits = 48;
+
 std::string Quote(std::string_view name) { return duck::QuoteIdentifier(name); }
 
 std::string TempTableName() {
@@ -820,6 +824,7 @@ class Planner {
     // 126 bits, else DuckDB's create_sort_key.
     std::string key_expr;
     int bits_total = 0;
+    int packed_tie_bits = 0;
     if (packable) {
       std::vector<std::string> codes;
       std::vector<int> widths;
@@ -855,62 +860,67 @@ class Planner {
             o, null_code, ordinals[j], Int128ToString(lo), Int128ToString(hi), value, shift));
       }
       for (int w : widths) bits_total += w;
-      if (packable && bits_total <= 126) {
+      // Ties (D3): the kept columns that may differ across full ties add the low bits, a hash
+      // of their values, so that the minimum is one row, the same for any N.
+      int hash_bits = tiebreak.empty() ? 0 : std::min(64, 126 - bits_total);
+      if (packable && (tiebreak.empty() ? bits_total <= 126 : hash_bits >= kMinTieHashBits)) {
         std::vector<std::string> terms;
-        int shift = bits_total;
+        int shift = bits_total + hash_bits;
         for (size_t j = 0; j < codes.size(); ++j) {
           shift -= widths[j];
           if (widths[j] == 0) continue;
           terms.push_back(fmt::format("({}) * {}::HUGEINT", codes[j], Int128ToString(static_cast<__int128>(1) << shift)));
         }
+        if (hash_bits > 0) {
+          std::vector<std::string> tb;
+          for (const Column& col : tiebreak) tb.push_back(Quote(col.name));
+          terms.push_back(fmt::format("(hash({}) >> {})::HUGEINT", fmt::join(tb, ", "), 64 - hash_bits));
+          packed_tie_bits = hash_bits;
+        }
         key_expr = terms.empty() ? "0::HUGEINT" : fmt::format("{}", fmt::join(terms, " + "));
       }
     }
-    if (key_expr.empty()) {
-      if (norders == 0) {
-        key_expr = "0";
-      } else {
-        std::vector<std::string> args;
-        for (size_t j = 0; j < norders; ++j) {
-          args.push_back(fmt::format("__sluice_o{}, '{} {}'", j, orders[j].descending ? "DESC" : "ASC",
-                                     orders[j].nulls_first ? "NULLS FIRST" : "NULLS LAST"));
-        }
-        key_expr = fmt::format("create_sort_key({})", fmt::join(args, ", "));
+    bool sort_key = key_expr.empty();
+    if (sort_key) {
+      // create_sort_key over the order keys, then the kept columns that may differ across
+      // full ties (ASC NULLS LAST): the least such row wins, for any N.
+      std::vector<std::string> args;
+      for (size_t j = 0; j < norders; ++j) {
+        args.push_back(fmt::format("__sluice_o{}, '{} {}'", j, orders[j].descending ? "DESC" : "ASC",
+                                   orders[j].nulls_first ? "NULLS FIRST" : "NULLS LAST"));
       }
+      for (const Column& col : tiebreak) args.push_back(fmt::format("{}, 'ASC NULLS LAST'", Quote(col.name)));
+      key_expr = args.empty() ? "0" : fmt::format("create_sort_key({})", fmt::join(args, ", "));
     }
 
-    // The aggregate (D3): arg_min(value, key) when the kept columns cannot differ across
-    // full ties; else min(struct(key, kept...)), which breaks ties by the kept columns.
+    // The aggregate: arg_min_null (arg_min skips NULL values) per kept column over a key
+    // that is unique per distinct kept row (packed), or one arg_min_null of a struct of them
+    // (sort key: one blob comparison per row instead of one per column).
     std::string agg;
     std::vector<std::string> extract;  // per kept column
-    if (tiebreak.empty()) {
-      if (kept.size() == 1) {
-        agg = fmt::format("arg_min({}, {})", Quote(kept[0].name), key_expr);
-        extract.push_back("__sluice_r");
-      } else if (kept.empty()) {
-        agg = "count(*)";  // only the number of keys matters
-      } else {
-        std::vector<std::string> fields;
-        for (const Column& col : kept) {
-          fields.push_back(fmt::format("{0} := {0}", Quote(col.name)));
-          extract.push_back(fmt::format("struct_extract(__sluice_r, {})", duck::QuoteLiteral(col.name)));
-        }
-        agg = fmt::format("arg_min(struct_pack({}), {})", fmt::join(fields, ", "), key_expr);
+    if (kept.empty()) {
+      agg = "count(*) AS __sluice_r";  // only the number of keys matters
+    } else if (!sort_key || kept.size() == 1) {
+      std::vector<std::string> aggs;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        aggs.push_back(fmt::format("arg_min_null({}, __sluice_key) AS __sluice_r{}", Quote(kept[i].name), i));
+        extract.push_back(fmt::format("__sluice_r{}", i));
       }
+      agg = fmt::format("{}", fmt::join(aggs, ", "));
     } else {
-      std::vector<std::string> fields{fmt::format("__sluice_key := {}", key_expr)};
+      std::vector<std::string> fields;
       for (const Column& col : kept) {
         fields.push_back(fmt::format("{0} := {0}", Quote(col.name)));
         extract.push_back(fmt::format("struct_extract(__sluice_r, {})", duck::QuoteLiteral(col.name)));
       }
-      agg = fmt::format("min(struct_pack({}))", fmt::join(fields, ", "));
+      agg = fmt::format("arg_min_null(struct_pack({}), __sluice_key) AS __sluice_r", fmt::join(fields, ", "));
     }
 
     // N (D7): one part's groups must fit in part_memory_fraction of the memory limit.
-    int64_t per_group = 96 + (key_expr.rfind("create_sort_key", 0) == 0 ? 48 : 16);
+    int64_t key_width = sort_key ? 48 : 16;
+    int64_t per_group = 96 + key_width;
     for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
-    for (const Column& col : kept) per_group += 2 * TypeWidth(col.type);
-    if (!tiebreak.empty()) per_group += 32;
+    for (const Column& col : kept) per_group += 2 * TypeWidth(col.type) + (sort_key ? 0 : key_width + 8);
     int parts = PartsFor(groups, per_group);
 
     std::vector<std::string> select_cols;
@@ -926,13 +936,16 @@ class Planner {
     if (select_cols.empty()) select_cols.push_back("1 AS __sluice_one");  // nothing read: only the row count
     auto part_sql = [&](int i) {
       std::string where = parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
-      return fmt::format("SELECT {} FROM (SELECT {} AS __sluice_r FROM ({}) AS __sluice_in{} GROUP BY {}) AS __sluice_p",
-                         fmt::join(select_cols, ", "), agg, input_sql, where, key_list);
+      return fmt::format(
+          "SELECT {} FROM (SELECT {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}) AS __sluice_p",
+          fmt::join(select_cols, ", "), agg, key_expr, input_sql, where, key_list);
     };
     std::string how = fmt::format(
         "latest row per key: {} rows (estimate {}), ~{} keys, {} B/key -> {} part(s); key {}; {}", rows, est_rows,
-        groups, per_group, parts, key_expr.rfind("create_sort_key", 0) == 0 ? "create_sort_key" : fmt::format("packed {} bits", bits_total),
-        tiebreak.empty() ? "arg_min (no column differs across full ties)" : "min(struct): ties broken by the kept columns");
+        groups, per_group, parts, sort_key ? "create_sort_key" : fmt::format("packed {} bits", bits_total),
+        tiebreak.empty()   ? "no kept column differs across full ties"
+        : sort_key         ? "ties broken by the least kept columns"
+                           : fmt::format("ties broken by the least {}-bit hash of the kept columns", packed_tie_bits));
     return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
   }
 

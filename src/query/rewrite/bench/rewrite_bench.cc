@@ -140,7 +140,10 @@ int main(int argc, char** argv) {
     st = collect(c.QueryText(sql));
   } else {
     query::rewrite::RewriteOptions o{.memory_limit_bytes = limit, .threads = threads, .force_parts = force_parts};
+    auto plan_start = std::chrono::steady_clock::now();
     auto plan = query::rewrite::PlanRewrite(c, sql, o);
+    std::fprintf(stderr, "plan: %.2fs\n",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - plan_start).count());
     if (!plan.ok()) return Fail(plan.status());
     if (!plan->has_value()) {
       how = "no rewrite";
@@ -148,7 +151,12 @@ int main(int argc, char** argv) {
     } else {
       parts = (*plan)->parts;
       how = (*plan)->explanation;
+      for (const std::string& step : (*plan)->steps) std::fprintf(stderr, "step: %s\n", step.c_str());
+      std::fprintf(stderr, "final: %s\n", (*plan)->final_select.c_str());
+      auto steps_start = std::chrono::steady_clock::now();
       auto final_select = query::rewrite::RunSteps(c, **plan);
+      std::fprintf(stderr, "steps: %.2fs\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - steps_start).count());
       if (!final_select.ok()) {
         st = final_select.status();
       } else {
