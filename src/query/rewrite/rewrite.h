@@ -31,7 +31,7 @@ struct RewriteOptions {
   int threads = 1;
   // Inputs DuckDB estimates below this many rows pass through unchanged.
   int64_t min_rows_to_rewrite = 1'000'000;
-  double part_memory_fraction = 0.4;
+  double part_memory_fraction = 0.5;
   int max_parts = 256;
   // Tests and measurements: use exactly this many parts (0 = choose from the estimate).
   int force_parts = 0;
