@@ -1,0 +1,1195 @@
+// Planner rewrites: detection over DuckDB's parse tree, the parts, the final SELECT.
+// The rules and their reasons: docs/design/0013-query-rewrites.md (D1..D12 below).
+#include "query/rewrite/rewrite.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/logging.h"
+
+namespace sluice::query::rewrite {
+namespace {
+
+using Json = nlohmann::json;
+
+const Logger kLog("rewrite");
+
+// "Does not apply": the query passes through unchanged. Internal only.
+template <typename... Args>
+Status NotApplicable(fmt::format_string<Args...> f, Args&&... args) {
+  return UnimplementedError(f, std::forward<Args>(args)...);
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IEquals(std::string_view a, std::string_view b) { return Lower(a) == Lower(b); }
+
+std::string Str(const Json& j, const char* key) {
+  if (!j.is_object()) return {};
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool IsNullOrMissing(const Json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null();
+}
+
+bool IsTableRef(const Json& j) { return j.is_object() && !j.contains("class") && j.contains("alias") && j.contains("type"); }
+
+std::string Int128ToString(__int128 v) {
+  if (v == 0) return "0";
+  bool neg = v < 0;
+  unsigned __int128 u = neg ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  std::string s;
+  while (u > 0) {
+    s.push_back(static_cast<char>('0' + static_cast<int>(u % 10)));
+    u /= 10;
+  }
+  if (neg) s.push_back('-');
+  std::reverse(s.begin(), s.end());
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------
+// DuckDB round trips.
+
+// A planning query's failure: an interrupt or out of memory is the caller's business (the
+// user cancelled, or the server is short of memory); anything else means "does not apply".
+Status PlanningError(const Status& st, std::string_view what) {
+  if (st.code() == StatusCode::kAborted || st.code() == StatusCode::kResourceExhausted) return st;
+  return NotApplicable("{} failed: {}", what, st.message());
+}
+
+Result<std::vector<std::vector<std::optional<std::string>>>> Ask(duck::Connection& conn, const std::string& sql,
+                                                                  std::string_view what) {
+  auto rows = conn.QueryText(sql);
+  if (!rows.ok()) return PlanningError(rows.status(), what);
+  return std::move(rows).value();
+}
+
+// A statement that cannot be a subquery (DESCRIBE, EXPLAIN): its VARCHAR columns as text.
+Result<std::vector<std::vector<std::optional<std::string>>>> AskStatement(duck::Connection& conn, const std::string& sql,
+                                                                           std::string_view what) {
+  auto result = conn.Query(sql);
+  if (!result.ok()) return PlanningError(result.status(), what);
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  for (size_t i = 0; i < result->chunk_count(); ++i) {
+    duck::ResultChunk c = result->chunk(i);
+    for (size_t r = 0; r < c.size(); ++r) {
+      auto& row = rows.emplace_back();
+      for (size_t col = 0; col < result->column_count(); ++col) {
+        if (result->column_type(col) != duck::ColumnType::kVarchar || c.IsNull(col, r)) {
+          row.emplace_back(std::nullopt);
+        } else {
+          row.emplace_back(std::string(c.GetString(col, r)));
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+// DuckDB's parse tree of `sql`; NotApplicable when it does not parse or is not one SELECT.
+Result<Json> Parse(duck::Connection& conn, std::string_view sql) {
+  ASSIGN_OR_RETURN(auto rows, Ask(conn, "SELECT json_serialize_sql(" + duck::QuoteLiteral(sql) + ")", "json_serialize_sql"));
+  if (rows.size() != 1 || rows[0].size() != 1 || !rows[0][0]) return NotApplicable("json_serialize_sql returned no row");
+  Json j = Json::parse(*rows[0][0], nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return NotApplicable("json_serialize_sql returned invalid JSON");
+  if (j.value("error", true)) return NotApplicable("not a SELECT DuckDB parses: {}", Str(j, "error_message"));
+  if (!j.contains("statements") || j["statements"].size() != 1) return NotApplicable("not exactly one statement");
+  return j;
+}
+
+// SQL text of a query node (json_deserialize_sql).
+Result<std::string> Render(duck::Connection& conn, const Json& node) {
+  Json doc = {{"error", false}, {"statements", Json::array({{{"node", node}, {"named_param_map", Json::array()}}})}};
+  ASSIGN_OR_RETURN(auto rows, Ask(conn, "SELECT json_deserialize_sql(" + duck::QuoteLiteral(doc.dump()) + "::JSON)",
+                                  "json_deserialize_sql"));
+  if (rows.size() != 1 || !rows[0][0]) return NotApplicable("json_deserialize_sql returned no row");
+  std::string sql = *rows[0][0];
+  while (!sql.empty() && (sql.back() == ';' || std::isspace(static_cast<unsigned char>(sql.back())))) sql.pop_back();
+  return sql;
+}
+
+// The parse tree of one expression (a template filled in by the caller).
+Result<Json> ParseExpr(duck::Connection& conn, std::string_view expr) {
+  ASSIGN_OR_RETURN(Json j, Parse(conn, fmt::format("SELECT {}", expr)));
+  return j["statements"][0]["node"]["select_list"][0];
+}
+
+struct Column {
+  std::string name;
+  std::string type;
+};
+
+Result<std::vector<Column>> Describe(duck::Connection& conn, const std::string& select) {
+  ASSIGN_OR_RETURN(auto rows, AskStatement(conn, "DESCRIBE " + select, "DESCRIBE"));
+  std::vector<Column> out;
+  for (auto& r : rows) {
+    if (r.size() < 2 || !r[0] || !r[1]) return NotApplicable("DESCRIBE returned an incomplete row");
+    out.push_back({*r[0], *r[1]});
+  }
+  return out;
+}
+
+// DuckDB's estimate of the rows `select` reads: the largest "Estimated Cardinality" of any
+// operator of its plan (a Parquet scan's is exact, from the file footers).
+Result<int64_t> EstimateRows(duck::Connection& conn, const std::string& select) {
+  ASSIGN_OR_RETURN(auto rows, AskStatement(conn, "EXPLAIN (FORMAT JSON) " + select, "EXPLAIN"));
+  int64_t best = -1;
+  for (auto& r : rows) {
+    if (r.size() < 2 || !r[1]) continue;
+    Json plan = Json::parse(*r[1], nullptr, false);
+    if (plan.is_discarded()) continue;
+    std::vector<const Json*> stack{&plan};
+    while (!stack.empty()) {
+      const Json* j = stack.back();
+      stack.pop_back();
+      if (j->is_object()) {
+        auto it = j->find("Estimated Cardinality");
+        if (it != j->end() && it->is_string()) best = std::max<int64_t>(best, std::atoll(it->get<std::string>().c_str()));
+      }
+      if (j->is_structured()) {
+        for (const Json& c : *j) stack.push_back(&c);
+      }
+    }
+  }
+  if (best < 0) return NotApplicable("EXPLAIN gave no cardinality estimate");
+  return best;
+}
+
+// The distinct-key estimate of the statistics scan (D7): the exact number of distinct key
+// hashes among the keys whose hash is 0 modulo M, times M. Sampling keys (not rows) keeps
+// every sampled key's rows, so the estimate is unbiased; the aggregate holds ~1/M of the
+// keys (at most ~1M); it is cheaper per row than approx_count_distinct's HyperLogLog.
+std::string DistinctKeysExpr(const std::string& key_list, int64_t est_rows) {
+  int64_t m = std::max<int64_t>(64, est_rows >> 20);
+  return fmt::format("count(DISTINCT hash({0})) FILTER (WHERE hash({0}) % {1} = 0) * {1}", key_list, m);
+}
+
+// ---------------------------------------------------------------------------------------
+// DuckDB's function catalogue: which names are aggregates, and which are CONSISTENT (the
+// same value for the same input in every statement: D4).
+
+struct FunctionInfo {
+  bool aggregate = false;
+  bool consistent = false;
+};
+
+using Catalogue = std::map<std::string, FunctionInfo>;
+
+Result<Catalogue> LoadCatalogue(duck::Connection& conn) {
+  ASSIGN_OR_RETURN(auto rows, Ask(conn,
+                                  "SELECT lower(function_name), bool_or(function_type = 'aggregate'), "
+                                  "bool_and(coalesce(stability, '') = 'CONSISTENT' AND function_type IN "
+                                  "('scalar', 'aggregate')) FROM duckdb_functions() GROUP BY 1",
+                                  "duckdb_functions()"));
+  Catalogue out;
+  for (auto& r : rows) {
+    if (r.size() != 3 || !r[0] || !r[1] || !r[2]) continue;
+    out[*r[0]] = {*r[1] == "true", *r[2] == "true"};
+  }
+  return out;
+}
+
+// Aggregates whose value does not depend on the order rows arrive in: the only ones allowed
+// in a subquery nested inside the rewritten one, whose input every part scans again (D4).
+bool OrderInsensitiveAggregate(std::string_view name) {
+  static const std::set<std::string, std::less<>> kNames = {"count", "count_star", "min", "max", "bool_and", "bool_or"};
+  return kNames.count(Lower(name)) > 0;
+}
+
+// Table functions that read the same rows every time they run (D4).
+bool StableTableFunction(std::string_view name) {
+  static const std::set<std::string, std::less<>> kNames = {
+      "read_parquet", "parquet_scan", "read_csv", "read_csv_auto", "read_json", "read_json_auto",
+      "read_ndjson", "read_ndjson_auto", "range", "generate_series", "unnest"};
+  return kNames.count(Lower(name)) > 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Checks over a subtree.
+
+// Every expression and table ref of a query node's own level (not inside subqueries).
+template <typename F>
+void ForEachOwnExpression(const Json& j, const F& f) {
+  if (j.is_object()) {
+    if (Str(j, "class") == "SUBQUERY") return;  // its own scope
+    if (j.contains("class")) f(j);
+  }
+  if (j.is_structured()) {
+    for (const Json& c : j) ForEachOwnExpression(c, f);
+  }
+}
+
+// The input of the rewritten node must be the same on every scan, and the node's own level
+// must not see the partitioning (D4). `own` is the rewritten node: its own aggregates are
+// allowed when `own_aggregates_ok` (the group-by rewrite); `allowed_window` is the one
+// ROW_NUMBER the latest-row rewrite replaces.
+struct DeterminismCheck {
+  const Catalogue& cat;
+  const Json* own = nullptr;
+  bool own_aggregates_ok = false;
+  const Json* allowed_window = nullptr;
+
+  Status Visit(const Json& j, const Json* current_node) const {
+    if (j.is_object()) {
+      std::string cls = Str(j, "class");
+      std::string type = Str(j, "type");
+      if (type == "SELECT_NODE" || type == "SET_OPERATION_NODE" || type == "RECURSIVE_CTE_NODE" || type == "CTE_NODE") {
+        if (type == "RECURSIVE_CTE_NODE") return NotApplicable("a recursive CTE");
+        current_node = &j;
+      }
+      if (!cls.empty()) {
+        if (cls == "WINDOW" && &j != allowed_window) return NotApplicable("another window function");
+        if (cls == "PARAMETER") return NotApplicable("a prepared-statement parameter");
+        if (cls == "COLLATE") return NotApplicable("a COLLATE expression");
+        if (cls == "FUNCTION") {
+          std::string name = Lower(Str(j, "function_name"));
+          if (!Str(j, "schema").empty() || !Str(j, "catalog").empty()) return NotApplicable("a schema-qualified function");
+          auto it = cat.find(name);
+          if (it == cat.end()) return NotApplicable("unknown function {}", name);
+          if (!it->second.consistent) return NotApplicable("function {} is not CONSISTENT (volatile)", name);
+          if (it->second.aggregate && !OrderInsensitiveAggregate(name) && !(own_aggregates_ok && current_node == own)) {
+            return NotApplicable("aggregate {} inside the rewritten input", name);
+          }
+        }
+      } else {
+        if (!IsNullOrMissing(j, "sample")) return NotApplicable("a SAMPLE clause");
+        if (type == "LIMIT_MODIFIER" || type == "LIMIT_PERCENT_MODIFIER") return NotApplicable("a LIMIT inside");
+        if (type == "DISTINCT_MODIFIER" && j.contains("distinct_on_targets") && !j["distinct_on_targets"].empty()) {
+          return NotApplicable("DISTINCT ON inside");
+        }
+        if (type == "TABLE_FUNCTION" && IsTableRef(j)) {
+          const Json& f = j["function"];
+          if (!StableTableFunction(Str(f, "function_name"))) {
+            return NotApplicable("table function {} (its rows may change between parts)", Str(f, "function_name"));
+          }
+          if (f.contains("children")) {
+            for (const Json& c : f["children"]) RETURN_IF_ERROR(Visit(c, current_node));
+          }
+          return Status::OK();
+        }
+      }
+    }
+    if (j.is_structured()) {
+      for (const Json& c : j) RETURN_IF_ERROR(Visit(c, current_node));
+    }
+    return Status::OK();
+  }
+};
+
+// Table names referenced anywhere under `j` (lower case).
+void CollectTableNames(const Json& j, std::set<std::string>& out) {
+  if (j.is_object() && Str(j, "type") == "BASE_TABLE" && IsTableRef(j)) out.insert(Lower(Str(j, "table_name")));
+  if (j.is_structured()) {
+    for (const Json& c : j) CollectTableNames(c, out);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Where a node sits: the root, or a table ref (a subquery, or a reference to a CTE).
+
+struct CteEntry {
+  std::string name;
+  Json* entry;  // {"key": ..., "value": {...}}
+};
+
+struct Candidate {
+  Json* node = nullptr;       // the query node to rewrite
+  Json* slot = nullptr;       // the table ref replaced by the temp table; null for the root
+  Json* consumer = nullptr;   // the SELECT_NODE whose FROM is `slot`, if any
+  std::string ref_alias;      // how the consumer names it
+  std::string cte_name;       // set when `slot` references a CTE
+  std::vector<CteEntry> scope;  // CTEs visible at the slot, outer first
+};
+
+// `in_from`: `j` is the FROM of `enclosing_select`, or reached from it through INNER joins
+// only, so a filter in that SELECT's WHERE on `j`'s columns may be applied to `j` first.
+void FindCandidates(Json& j, std::vector<CteEntry>& scope, Json* enclosing_select, bool in_from,
+                    std::vector<Candidate>& out) {
+  if (!j.is_structured()) return;
+  size_t pushed = 0;
+  if (j.is_object() && j.contains("cte_map") && j["cte_map"].contains("map")) {
+    for (Json& e : j["cte_map"]["map"]) {
+      scope.push_back({Lower(Str(e, "key")), &e});
+      ++pushed;
+    }
+  }
+  bool table_ref = j.is_object() && IsTableRef(j);
+  if (table_ref) {
+    std::string type = Str(j, "type");
+    Json* consumer = in_from ? enclosing_select : nullptr;
+    if (type == "SUBQUERY" && j.contains("subquery")) {
+      out.push_back({&j["subquery"]["node"], &j, consumer, Str(j, "alias"), "", scope});
+    } else if (type == "BASE_TABLE" && Str(j, "schema_name").empty() && Str(j, "catalog_name").empty()) {
+      std::string name = Lower(Str(j, "table_name"));
+      for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
+        if (it->name != name) continue;
+        Json& value = (*it->entry)["value"];
+        if (value.contains("aliases") && !value["aliases"].empty()) break;  // WITH r(a, b): not handled
+        std::string alias = Str(j, "alias").empty() ? Str(j, "table_name") : Str(j, "alias");
+        out.push_back({&value["query"]["node"], &j, consumer, alias, name, scope});
+        break;
+      }
+    }
+  }
+  bool is_select = j.is_object() && Str(j, "type") == "SELECT_NODE" && j.contains("select_list");
+  Json* select = is_select ? &j : enclosing_select;
+  bool inner_join = table_ref && Str(j, "type") == "JOIN" && Str(j, "join_type") == "INNER" &&
+                    Str(j, "ref_type") == "REGULAR";
+  if (j.is_object()) {
+    for (auto& [key, c] : j.items()) {
+      bool child_in_from = (is_select && key == "from_table") || (in_from && inner_join && (key == "left" || key == "right"));
+      FindCandidates(c, scope, select, child_in_from, out);
+    }
+  } else {
+    for (Json& c : j) FindCandidates(c, scope, select, false, out);
+  }
+  scope.resize(scope.size() - pushed);
+}
+
+// The CTE definitions `node` needs (transitively), outer first; NotApplicable on a name
+// defined twice in scope.
+Result<Json> NeededCtes(const Json& node, const std::vector<CteEntry>& scope) {
+  std::set<std::string> seen_names;
+  for (const CteEntry& e : scope) {
+    if (!seen_names.insert(e.name).second) return NotApplicable("CTE {} defined twice in scope", e.name);
+  }
+  std::set<std::string> needed;
+  CollectTableNames(node, needed);
+  bool grew = true;
+  std::set<std::string> included;
+  while (grew) {
+    grew = false;
+    for (const CteEntry& e : scope) {
+      const Json& body = (*e.entry)["value"]["query"]["node"];
+      if (&body == &node) continue;  // the rewritten node itself
+      if (needed.count(e.name) && !included.count(e.name)) {
+        included.insert(e.name);
+        CollectTableNames(body, needed);
+        grew = true;
+      }
+    }
+  }
+  Json map = Json::array();
+  for (const CteEntry& e : scope) {
+    if (included.count(e.name) && &(*e.entry)["value"]["query"]["node"] != &node) map.push_back(*e.entry);
+  }
+  return map;
+}
+
+// `node` as a standalone query: the CTEs it needs from the enclosing scopes go into its own WITH.
+Result<Json> Standalone(const Json& node, const std::vector<CteEntry>& scope) {
+  ASSIGN_OR_RETURN(Json ctes, NeededCtes(node, scope));
+  Json out = node;
+  if (!out.contains("cte_map") || !out["cte_map"].contains("map")) out["cte_map"] = {{"map", Json::array()}};
+  Json merged = ctes;
+  for (const Json& e : out["cte_map"]["map"]) merged.push_back(e);
+  out["cte_map"]["map"] = merged;
+  return out;
+}
+
+// Column names the rest of the query may read from the rewritten node's output: every name
+// part of every column reference outside it; nullopt means "all of them" (D6).
+std::optional<std::set<std::string>> ReferencedNames(const Json& j, const Json* skip, const std::string& ref_alias) {
+  std::set<std::string> names;
+  bool all = false;
+  auto visit = [&](auto&& self, const Json& v) -> void {
+    if (&v == skip || all) return;
+    if (v.is_object()) {
+      std::string cls = Str(v, "class");
+      if (cls == "STAR" || cls == "POSITIONAL_REFERENCE") all = true;
+      if (cls == "COLUMN_REF" && v.contains("column_names")) {
+        const Json& parts = v["column_names"];
+        if (parts.size() == 1 && IEquals(parts[0].get<std::string>(), ref_alias)) all = true;  // the row as a struct
+        for (const Json& p : parts) names.insert(Lower(p.get<std::string>()));
+      }
+      if (Str(v, "type") == "JOIN" && (Str(v, "ref_type") != "REGULAR" ||
+                                        (v.contains("using_columns") && !v["using_columns"].empty()))) {
+        all = true;  // NATURAL / USING join on names
+      }
+    }
+    if (v.is_structured()) {
+      for (const Json& c : v) self(self, c);
+    }
+  };
+  visit(visit, j);
+  if (all) return std::nullopt;
+  return names;
+}
+
+// ---------------------------------------------------------------------------------------
+// Types.
+
+// Bytes a value of `type` takes in an aggregate's state (a rough figure for N, D7).
+int64_t TypeWidth(const std::string& type) {
+  std::string t = type;
+  if (t == "BOOLEAN" || t == "TINYINT" || t == "UTINYINT") return 1;
+  if (t == "SMALLINT" || t == "USMALLINT") return 2;
+  if (t == "INTEGER" || t == "UINTEGER" || t == "DATE" || t == "FLOAT") return 4;
+  if (t == "HUGEINT" || t == "UHUGEINT" || t == "UUID" || t == "INTERVAL") return 16;
+  if (t.rfind("DECIMAL", 0) == 0) return 16;
+  if (t == "VARCHAR" || t == "BLOB") return 32;
+  if (t.find('[') != std::string::npos || t.rfind("STRUCT", 0) == 0 || t.rfind("MAP", 0) == 0) return 64;
+  return 8;
+}
+
+// Types whose hash() agrees with GROUP BY / PARTITION BY equality (D5). VARCHAR only when no
+// collation can apply (checked separately).
+bool HashableKeyType(const std::string& t) {
+  static const std::set<std::string, std::less<>> kTypes = {
+      "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER",
+      "UBIGINT", "UHUGEINT", "DATE", "TIME", "TIMESTAMP", "TIMESTAMP WITH TIME ZONE", "TIMESTAMP_S", "TIMESTAMP_MS",
+      "TIMESTAMP_NS", "VARCHAR", "BLOB", "UUID", "DOUBLE", "FLOAT"};
+  return kTypes.count(t) > 0 || t.rfind("DECIMAL", 0) == 0;
+}
+
+// Collations make GROUP BY equal values whose hashes differ: a VARCHAR key is only used when
+// no collation can apply (D5).
+Status CheckNoCollation(duck::Connection& conn) {
+  ASSIGN_OR_RETURN(auto rows, Ask(conn,
+                                  "SELECT current_setting('default_collation'), "
+                                  "(SELECT count(*) FROM duckdb_tables() WHERE sql ILIKE '%COLLATE%')",
+                                  "collation check"));
+  if (rows.size() != 1 || !rows[0][0] || !rows[0][1]) return NotApplicable("collation check returned nothing");
+  if (!rows[0][0]->empty() || *rows[0][1] != "0") return NotApplicable("a collation may apply to a VARCHAR key");
+  return Status::OK();
+}
+
+Status CheckKeyTypes(duck::Connection& conn, const std::vector<Column>& keys) {
+  bool varchar = false;
+  for (const Column& k : keys) {
+    if (!HashableKeyType(k.type)) return NotApplicable("key type {} not partitionable by hash()", k.type);
+    varchar |= k.type == "VARCHAR";
+  }
+  if (varchar) RETURN_IF_ERROR(CheckNoCollation(conn));
+  return Status::OK();
+}
+
+// An ORDER BY key's value as an integer that orders the same (D8), or "" when the type has
+// none. `e` names the column.
+std::string OrdinalExpr(const std::string& type, const std::string& e) {
+  if (type == "BOOLEAN" || type == "TINYINT" || type == "SMALLINT" || type == "INTEGER" || type == "BIGINT" ||
+      type == "UTINYINT" || type == "USMALLINT" || type == "UINTEGER") {
+    return fmt::format("{}::BIGINT", e);
+  }
+  if (type == "DATE") return fmt::format("({} - DATE '1970-01-01')::BIGINT", e);
+  if (type == "TIMESTAMP" || type == "TIMESTAMP WITH TIME ZONE" || type == "TIMESTAMP_S" || type == "TIMESTAMP_MS") {
+    return fmt::format("epoch_us({})", e);
+  }
+  if (type == "TIMESTAMP_NS") return fmt::format("epoch_ns({})", e);
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------
+// Expressions.
+
+bool IsIntConstant(const Json& e, int64_t v) {
+  if (Str(e, "class") != "CONSTANT" || !e.contains("value")) return false;
+  const Json& val = e["value"];
+  if (val.value("is_null", true)) return false;
+  std::string id = val.contains("type") ? Str(val["type"], "id") : "";
+  static const std::set<std::string, std::less<>> kInts = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT",
+                                                           "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"};
+  if (!kInts.count(id)) return false;
+  return val.contains("value") && val["value"].is_number_integer() && val["value"].get<int64_t>() == v;
+}
+
+// `e` is "the row number is 1": = 1, <= 1, < 2, either way round (D2). `is_ref` says
+// whether an operand is the row number.
+template <typename IsRef>
+bool IsFirstRowFilter(const Json& e, const IsRef& is_ref) {
+  if (Str(e, "class") != "COMPARISON") return false;
+  const Json& l = e["left"];
+  const Json& r = e["right"];
+  std::string t = Str(e, "type");
+  if (t == "COMPARE_EQUAL") return (is_ref(l) && IsIntConstant(r, 1)) || (is_ref(r) && IsIntConstant(l, 1));
+  if (t == "COMPARE_LESSTHANOREQUALTO") return is_ref(l) && IsIntConstant(r, 1);
+  if (t == "COMPARE_GREATERTHANOREQUALTO") return is_ref(r) && IsIntConstant(l, 1);
+  if (t == "COMPARE_LESSTHAN") return is_ref(l) && IsIntConstant(r, 2);
+  if (t == "COMPARE_GREATERTHAN") return is_ref(r) && IsIntConstant(l, 2);
+  return false;
+}
+
+std::vector<const Json*> Conjuncts(const Json& e) {
+  if (e.is_null()) return {};
+  if (Str(e, "class") == "CONJUNCTION" && Str(e, "type") == "CONJUNCTION_AND") {
+    std::vector<const Json*> out;
+    for (const Json& c : e["children"]) {
+      auto sub = Conjuncts(c);
+      out.insert(out.end(), sub.begin(), sub.end());
+    }
+    return out;
+  }
+  return {&e};
+}
+
+// The fewest hash bits that break ties in a packed key (D3): two tied rows that differ in the
+// kept columns collide with probability 2^-48.
+constexpr int kMinTieHashBits = 48;
+
+std::string Quote(std::string_view name) { return duck::QuoteIdentifier(name); }
+
+std::string TempTableName() {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("__sluice_rewrite_{}_{}", static_cast<long>(getpid()), counter.fetch_add(1));
+}
+
+// The session's defaults for ORDER BY without ASC/DESC or NULLS FIRST/LAST (D9).
+struct OrderDefaults {
+  bool descending = false;
+  std::string null_order = "NULLS_LAST";
+};
+
+Result<OrderDefaults> LoadOrderDefaults(duck::Connection& conn) {
+  ASSIGN_OR_RETURN(auto rows, Ask(conn, "SELECT upper(current_setting('default_order')), "
+                                        "upper(current_setting('default_null_order'))", "order settings"));
+  if (rows.size() != 1 || !rows[0][0] || !rows[0][1]) return NotApplicable("order settings returned nothing");
+  OrderDefaults d;
+  d.descending = rows[0][0]->rfind("DESC", 0) == 0;
+  d.null_order = *rows[0][1];
+  std::replace(d.null_order.begin(), d.null_order.end(), ' ', '_');
+  return d;
+}
+
+struct OrderKey {
+  bool descending = false;
+  bool nulls_first = false;
+};
+
+Result<OrderKey> ResolveOrder(const Json& order, const OrderDefaults& d) {
+  OrderKey k;
+  std::string type = Str(order, "type");
+  if (type == "ASCENDING") k.descending = false;
+  else if (type == "DESCENDING") k.descending = true;
+  else if (type == "ORDER_DEFAULT") k.descending = d.descending;
+  else return NotApplicable("order type {}", type);
+  std::string nulls = Str(order, "null_order");
+  std::replace(nulls.begin(), nulls.end(), ' ', '_');
+  if (nulls == "ORDER_DEFAULT") nulls = d.null_order;
+  if (nulls == "NULLS_FIRST") k.nulls_first = true;
+  else if (nulls == "NULLS_LAST") k.nulls_first = false;
+  else if (nulls == "NULLS_FIRST_ON_ASC_LAST_ON_DESC") k.nulls_first = !k.descending;
+  else if (nulls == "NULLS_LAST_ON_ASC_FIRST_ON_DESC") k.nulls_first = k.descending;
+  else return NotApplicable("null order {}", nulls);
+  return k;
+}
+
+// ---------------------------------------------------------------------------------------
+// The planner.
+
+class Planner {
+ public:
+  Planner(duck::Connection& conn, const RewriteOptions& options) : conn_(conn), options_(options) {}
+
+  Result<Plan> Run(std::string_view sql) {
+    if (options_.memory_limit_bytes <= 0) return NotApplicable("no memory limit given");
+    ASSIGN_OR_RETURN(root_doc_, Parse(conn_, sql));
+    Json& root = root_doc_["statements"][0]["node"];
+    std::vector<Candidate> candidates;
+    candidates.push_back({&root, nullptr, nullptr, "", "", {}});
+    std::vector<CteEntry> scope;
+    FindCandidates(root, scope, nullptr, false, candidates);
+    Status last = NotApplicable("no latest-row or group-by shape");
+    for (Candidate& c : candidates) {
+      if (Str(*c.node, "type") != "SELECT_NODE") continue;
+      auto plan = TryLatestRow(c);
+      if (plan.ok()) return plan;
+      if (plan.status().code() != StatusCode::kUnimplemented) return plan.status();
+      if (IsLatestRowShape(c)) last = plan.status();
+      auto g = TryGroupBy(c);
+      if (g.ok()) return g;
+      if (g.status().code() != StatusCode::kUnimplemented) return g.status();
+      if (c.node->contains("group_expressions") && !(*c.node)["group_expressions"].empty()) last = g.status();
+    }
+    return last;
+  }
+
+ private:
+  // ---- latest row per key
+
+  // The ROW_NUMBER of a latest-row node: its select item (with an alias) or its QUALIFY.
+  struct WindowMatch {
+    const Json* window = nullptr;
+    int item = -1;  // index in the select list, -1 when only in QUALIFY
+    std::string alias;
+  };
+
+  static bool IsRowNumber(const Json& e) { return Str(e, "class") == "WINDOW" && Str(e, "type") == "WINDOW_ROW_NUMBER"; }
+
+  bool IsLatestRowShape(const Candidate& c) const {
+    const Json& n = *c.node;
+    if (!n.contains("select_list")) return false;
+    for (const Json& item : n["select_list"]) {
+      if (IsRowNumber(item)) return true;
+    }
+    return n.contains("qualify") && !n["qualify"].is_null();
+  }
+
+  Result<WindowMatch> MatchWindow(const Candidate& c) const {
+    const Json& n = *c.node;
+    WindowMatch m;
+    const Json& items = n["select_list"];
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (IsRowNumber(items[i])) {
+        if (m.window) return NotApplicable("two ROW_NUMBER columns");
+        m.window = &items[i];
+        m.item = static_cast<int>(i);
+        m.alias = Str(items[i], "alias");
+        if (m.alias.empty()) return NotApplicable("ROW_NUMBER without an alias");
+      }
+    }
+    // The "= 1" filter: in QUALIFY, or in the consumer's WHERE.
+    bool filtered = false;
+    if (!IsNullOrMissing(n, "qualify")) {
+      const Json& q = n["qualify"];
+      bool ok = IsFirstRowFilter(q, [&](const Json& e) {
+        if (IsRowNumber(e) && !m.window) {
+          m.window = &e;
+          return true;
+        }
+        if (IsRowNumber(e) && m.window == &e) return true;
+        if (Str(e, "class") == "COLUMN_REF" && !m.alias.empty() && e["column_names"].size() == 1 &&
+            IEquals(e["column_names"][0].get<std::string>(), m.alias)) {
+          return true;
+        }
+        return false;
+      });
+      if (!ok) return NotApplicable("QUALIFY other than the row number = 1");
+      filtered = true;
+    }
+    if (!m.window) return NotApplicable("no ROW_NUMBER");
+    if (!filtered && c.consumer && !IsNullOrMissing(*c.consumer, "where_clause")) {
+      for (const Json* conj : Conjuncts((*c.consumer)["where_clause"])) {
+        if (IsFirstRowFilter(*conj, [&](const Json& e) {
+              if (Str(e, "class") != "COLUMN_REF") return false;
+              const Json& parts = e["column_names"];
+              if (parts.empty() || !IEquals(parts.back().get<std::string>(), m.alias)) return false;
+              return parts.size() == 1 || (parts.size() == 2 && IEquals(parts[0].get<std::string>(), c.ref_alias));
+            })) {
+          filtered = true;
+        }
+      }
+    }
+    if (!filtered) return NotApplicable("no row number = 1 filter");
+    const Json& w = *m.window;
+    if (!w["children"].empty() || w.value("ignore_nulls", false) || !IsNullOrMissing(w, "filter_expr") ||
+        w.value("distinct", false) || (w.contains("arg_orders") && !w["arg_orders"].empty())) {
+      return NotApplicable("ROW_NUMBER with arguments, FILTER, DISTINCT or IGNORE NULLS");
+    }
+    if (w["partitions"].empty()) return NotApplicable("ROW_NUMBER without PARTITION BY");
+    return m;
+  }
+
+  Result<Plan> TryLatestRow(Candidate& c) {
+    Json& n = *c.node;
+    if (!n.contains("select_list")) return NotApplicable("not a SELECT");
+    ASSIGN_OR_RETURN(WindowMatch m, MatchWindow(c));
+    if (!n["modifiers"].empty()) return NotApplicable("ORDER BY, LIMIT or DISTINCT on the window query");
+    if (!n["group_expressions"].empty() || !IsNullOrMissing(n, "having") ||
+        Str(n, "aggregate_handling") != "STANDARD_HANDLING") {
+      return NotApplicable("GROUP BY or HAVING on the window query");
+    }
+    RETURN_IF_ERROR(LoadCatalogueOnce());
+    // No aggregate at the window query's own level (it would make one row of everything).
+    Status own_ok;
+    ForEachOwnExpression(n["select_list"], [&](const Json& e) {
+      if (Str(e, "class") == "FUNCTION" && cat_[Lower(Str(e, "function_name"))].aggregate) {
+        own_ok = NotApplicable("an aggregate beside ROW_NUMBER");
+      }
+    });
+    RETURN_IF_ERROR(own_ok);
+    DeterminismCheck check{cat_, c.node, false, m.window};
+    RETURN_IF_ERROR(check.Visit(n, nullptr));
+    ASSIGN_OR_RETURN(OrderDefaults defaults, LoadOrderDefaults(conn_));
+
+    const Json& w = *m.window;
+    size_t nkeys = w["partitions"].size();
+    size_t norders = w["orders"].size();
+    std::vector<OrderKey> orders;
+    for (const Json& o : w["orders"]) {
+      ASSIGN_OR_RETURN(OrderKey k, ResolveOrder(o, defaults));
+      orders.push_back(k);
+    }
+
+    // The input: the window query's columns (ROW_NUMBER as the constant 1), its partition
+    // keys and its order keys, from its FROM and WHERE.
+    Json input = n;
+    input["qualify"] = nullptr;
+    Json items = Json::array();
+    for (size_t i = 0; i < n["select_list"].size(); ++i) {
+      if (static_cast<int>(i) == m.item) {
+        ASSIGN_OR_RETURN(Json one, ParseExpr(conn_, "1::BIGINT"));
+        one["alias"] = m.alias;
+        items.push_back(one);
+      } else {
+        items.push_back(n["select_list"][i]);
+      }
+    }
+    for (size_t i = 0; i < nkeys; ++i) {
+      Json k = w["partitions"][i];
+      k["alias"] = fmt::format("__sluice_k{}", i);
+      items.push_back(k);
+    }
+    for (size_t j = 0; j < norders; ++j) {
+      Json o = w["orders"][j]["expression"];
+      o["alias"] = fmt::format("__sluice_o{}", j);
+      items.push_back(o);
+    }
+    input["select_list"] = items;
+    ASSIGN_OR_RETURN(Json standalone, Standalone(input, c.scope));
+    ASSIGN_OR_RETURN(std::string input_sql, Render(conn_, standalone));
+    ASSIGN_OR_RETURN(std::vector<Column> cols, Describe(conn_, input_sql));
+    if (cols.size() < nkeys + norders) return NotApplicable("DESCRIBE returned too few columns");
+    std::vector<Column> out_cols(cols.begin(), cols.end() - static_cast<long>(nkeys + norders));
+    std::vector<Column> key_cols(cols.end() - static_cast<long>(nkeys + norders), cols.end() - static_cast<long>(norders));
+    std::vector<Column> order_cols(cols.end() - static_cast<long>(norders), cols.end());
+    std::set<std::string> seen;
+    for (const Column& col : out_cols) {
+      if (!seen.insert(Lower(col.name)).second) return NotApplicable("duplicate output column {}", col.name);
+      if (Lower(col.name).rfind("__sluice_", 0) == 0) return NotApplicable("a column named {}", col.name);
+    }
+    RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
+
+    ASSIGN_OR_RETURN(int64_t est_rows, EstimateRows(conn_, input_sql));
+    if (est_rows < options_.min_rows_to_rewrite) return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
+
+    // Which output columns the rest of the query reads (D6), and which of those equal a key
+    // (and so are equal across full ties: D3).
+    std::optional<std::set<std::string>> referenced;
+    bool has_col_aliases = c.slot && c.slot->contains("column_name_alias") && !(*c.slot)["column_name_alias"].empty();
+    if (c.slot && !has_col_aliases) referenced = ReferencedNames(root_doc_, c.cte_name.empty() ? c.slot : c.node, c.ref_alias);
+    bool plain_star = false;
+    std::set<std::string> plain_items;
+    for (const Json& item : n["select_list"]) {
+      if (Str(item, "class") == "STAR" && !item.value("columns", false) && item["exclude_list"].empty() &&
+          item["replace_list"].empty() && (!item.contains("rename_list") || item["rename_list"].empty()) &&
+          IsNullOrMissing(item, "expr")) {
+        plain_star = true;
+      }
+      if (Str(item, "class") == "COLUMN_REF" &&
+          (Str(item, "alias").empty() || IEquals(Str(item, "alias"), item["column_names"].back().get<std::string>()))) {
+        plain_items.insert(Lower(item["column_names"].back().get<std::string>()));
+      }
+    }
+    std::set<std::string> key_names;
+    auto add_key_name = [&](const Json& e) {
+      if (Str(e, "class") == "COLUMN_REF") {
+        std::string name = Lower(e["column_names"].back().get<std::string>());
+        if (plain_star || plain_items.count(name)) key_names.insert(name);
+      }
+    };
+    for (const Json& k : w["partitions"]) add_key_name(k);
+    for (const Json& o : w["orders"]) add_key_name(o["expression"]);
+
+    std::vector<Column> kept;       // carried through the aggregate
+    std::vector<Column> tiebreak;   // kept columns that may differ across full ties
+    for (const Column& col : out_cols) {
+      if (IEquals(col.name, m.alias)) continue;  // the constant 1
+      if (referenced && !referenced->count(Lower(col.name))) continue;
+      kept.push_back(col);
+      if (!key_names.count(Lower(col.name))) tiebreak.push_back(col);
+    }
+
+    // One statistics scan: rows, distinct keys (HyperLogLog), each order key's bounds.
+    std::vector<std::string> keys;
+    for (size_t i = 0; i < nkeys; ++i) keys.push_back(fmt::format("__sluice_k{}", i));
+    std::string key_list = fmt::format("{}", fmt::join(keys, ", "));
+    std::vector<std::string> ordinals;
+    bool packable = norders > 0;
+    for (size_t j = 0; j < norders; ++j) {
+      ordinals.push_back(OrdinalExpr(order_cols[j].type, fmt::format("__sluice_o{}", j)));
+      packable &= !ordinals.back().empty();
+    }
+    std::string stats_sql = fmt::format("SELECT count(*), {}", DistinctKeysExpr(key_list, est_rows));
+    if (packable) {
+      for (size_t j = 0; j < norders; ++j) {
+        stats_sql += fmt::format(", min({0}), max({0}), count(__sluice_o{1}), count({0})", ordinals[j], j);
+      }
+    }
+    stats_sql += fmt::format(" FROM ({}) AS __sluice_in", input_sql);
+    ASSIGN_OR_RETURN(auto stats, Ask(conn_, stats_sql, "statistics scan"));
+    if (stats.size() != 1 || !stats[0][0] || !stats[0][1]) return NotApplicable("statistics scan returned nothing");
+    int64_t rows = std::atoll(stats[0][0]->c_str());
+    int64_t groups = std::atoll(stats[0][1]->c_str());
+
+    // The ordering key (D8): the order keys packed into one HUGEINT when their ranges fit in
+    // 126 bits, else DuckDB's create_sort_key.
+    std::string key_expr;
+    int bits_total = 0;
+    int packed_tie_bits = 0;
+    if (packable) {
+      std::vector<std::string> codes;
+      std::vector<int> widths;
+      for (size_t j = 0; j < norders && packable; ++j) {
+        const auto& s = stats[0];
+        size_t at = 2 + 4 * j;
+        if (!s[at] || !s[at + 1] || !s[at + 2] || !s[at + 3]) {  // all NULL: one code
+          codes.push_back("0");
+          widths.push_back(0);
+          continue;
+        }
+        if (*s[at + 2] != *s[at + 3]) {  // values without an ordinal (infinite timestamps)
+          packable = false;
+          break;
+        }
+        __int128 lo = std::atoll(s[at]->c_str());
+        __int128 hi = std::atoll(s[at + 1]->c_str());
+        bool has_null = std::atoll(s[at + 2]->c_str()) < rows;
+        __int128 range = hi - lo;  // non-null codes 0..range
+        __int128 max_code = range + (has_null ? 1 : 0);
+        int w = 0;
+        while (w < 127 && (static_cast<__int128>(1) << w) <= max_code) ++w;
+        widths.push_back(w);
+        std::string o = fmt::format("__sluice_o{}", j);
+        std::string value = orders[j].descending ? fmt::format("({} - {}::HUGEINT)", Int128ToString(hi), ordinals[j])
+                                                 : fmt::format("({}::HUGEINT - {})", ordinals[j], Int128ToString(lo));
+        std::string shift = has_null && orders[j].nulls_first ? " + 1" : "";
+        std::string null_code = !has_null ? "error('sluice rewrite: the input changed between the statistics scan and a part')"
+                                : orders[j].nulls_first ? "0" : Int128ToString(range + 1);
+        codes.push_back(fmt::format(
+            "CASE WHEN {0} IS NULL THEN {1}::HUGEINT WHEN {2} BETWEEN {3} AND {4} THEN {5}{6} "
+            "ELSE error('sluice rewrite: the input changed between the statistics scan and a part') END",
+            o, null_code, ordinals[j], Int128ToString(lo), Int128ToString(hi), value, shift));
+      }
+      for (int w : widths) bits_total += w;
+      // Ties (D3): the kept columns that may differ across full ties add the low bits, a hash
+      // of their values, so that the minimum is one row, the same for any N.
+      int hash_bits = tiebreak.empty() ? 0 : std::min(64, 126 - bits_total);
+      if (packable && (tiebreak.empty() ? bits_total <= 126 : hash_bits >= kMinTieHashBits)) {
+        std::vector<std::string> terms;
+        int shift = bits_total + hash_bits;
+        for (size_t j = 0; j < codes.size(); ++j) {
+          shift -= widths[j];
+          if (widths[j] == 0) continue;
+          terms.push_back(fmt::format("({}) * {}::HUGEINT", codes[j], Int128ToString(static_cast<__int128>(1) << shift)));
+        }
+        if (hash_bits > 0) {
+          std::vector<std::string> tb;
+          for (const Column& col : tiebreak) tb.push_back(Quote(col.name));
+          terms.push_back(fmt::format("(hash({}) >> {})::HUGEINT", fmt::join(tb, ", "), 64 - hash_bits));
+          packed_tie_bits = hash_bits;
+        }
+        key_expr = terms.empty() ? "0::HUGEINT" : fmt::format("{}", fmt::join(terms, " + "));
+      }
+    }
+    bool sort_key = key_expr.empty();
+    if (sort_key) {
+      // create_sort_key over the order keys, then the kept columns that may differ across
+      // full ties (ASC NULLS LAST): the least such row wins, for any N.
+      std::vector<std::string> args;
+      for (size_t j = 0; j < norders; ++j) {
+        args.push_back(fmt::format("__sluice_o{}, '{} {}'", j, orders[j].descending ? "DESC" : "ASC",
+                                   orders[j].nulls_first ? "NULLS FIRST" : "NULLS LAST"));
+      }
+      for (const Column& col : tiebreak) args.push_back(fmt::format("{}, 'ASC NULLS LAST'", Quote(col.name)));
+      key_expr = args.empty() ? "0" : fmt::format("create_sort_key({})", fmt::join(args, ", "));
+    }
+
+    // The aggregate: arg_min_null (arg_min skips NULL values) per kept column over a key
+    // that is unique per distinct kept row (packed), or one arg_min_null of a struct of them
+    // (sort key: one blob comparison per row instead of one per column).
+    std::string agg;
+    std::vector<std::string> extract;  // per kept column
+    if (kept.empty()) {
+      agg = "count(*) AS __sluice_r";  // only the number of keys matters
+    } else if (!sort_key || kept.size() == 1) {
+      std::vector<std::string> aggs;
+      for (size_t i = 0; i < kept.size(); ++i) {
+        aggs.push_back(fmt::format("arg_min_null({}, __sluice_key) AS __sluice_r{}", Quote(kept[i].name), i));
+        extract.push_back(fmt::format("__sluice_r{}", i));
+      }
+      agg = fmt::format("{}", fmt::join(aggs, ", "));
+    } else {
+      std::vector<std::string> fields;
+      for (const Column& col : kept) {
+        fields.push_back(fmt::format("{0} := {0}", Quote(col.name)));
+        extract.push_back(fmt::format("struct_extract(__sluice_r, {})", duck::QuoteLiteral(col.name)));
+      }
+      agg = fmt::format("arg_min_null(struct_pack({}), __sluice_key) AS __sluice_r", fmt::join(fields, ", "));
+    }
+
+    // N (D7): one part's groups must fit in part_memory_fraction of the memory limit.
+    int64_t key_width = sort_key ? 48 : 16;
+    int64_t per_group = 96 + key_width;
+    for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
+    for (const Column& col : kept) per_group += 2 * TypeWidth(col.type) + (sort_key ? 0 : key_width + 8);
+    int parts = PartsFor(groups, per_group);
+
+    std::vector<std::string> select_cols;
+    size_t kept_i = 0;
+    for (const Column& col : out_cols) {
+      if (IEquals(col.name, m.alias)) {
+        select_cols.push_back(fmt::format("1::BIGINT AS {}", Quote(col.name)));
+      } else if (kept_i < kept.size() && kept[kept_i].name == col.name) {
+        select_cols.push_back(fmt::format("{} AS {}", extract[kept_i], Quote(col.name)));
+        ++kept_i;
+      }
+    }
+    if (select_cols.empty()) select_cols.push_back("1 AS __sluice_one");  // nothing read: only the row count
+    auto part_sql = [&](int i) {
+      std::string where = parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
+      return fmt::format(
+          "SELECT {} FROM (SELECT {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}) AS __sluice_p",
+          fmt::join(select_cols, ", "), agg, key_expr, input_sql, where, key_list);
+    };
+    std::string how = fmt::format(
+        "latest row per key: {} rows (estimate {}), ~{} keys, {} B/key -> {} part(s); key {}; {}", rows, est_rows,
+        groups, per_group, parts, sort_key ? "create_sort_key" : fmt::format("packed {} bits", bits_total),
+        tiebreak.empty()   ? "no kept column differs across full ties"
+        : sort_key         ? "ties broken by the least kept columns"
+                           : fmt::format("ties broken by the least {}-bit hash of the kept columns", packed_tie_bits));
+    return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
+  }
+
+  // ---- group-by with very many groups
+
+  Result<Plan> TryGroupBy(Candidate& c) {
+    Json& n = *c.node;
+    if (!n.contains("group_expressions") || n["group_expressions"].empty()) return NotApplicable("no GROUP BY");
+    size_t ng = n["group_expressions"].size();
+    if (n["group_sets"].size() != 1 || n["group_sets"][0].size() != ng) {
+      return NotApplicable("GROUPING SETS, ROLLUP or CUBE");
+    }
+    if (Str(n, "aggregate_handling") != "STANDARD_HANDLING") return NotApplicable("GROUP BY ALL");
+    if (!n["modifiers"].empty()) return NotApplicable("ORDER BY, LIMIT or DISTINCT on the group-by");
+    if (!IsNullOrMissing(n, "qualify")) return NotApplicable("QUALIFY on the group-by");
+    RETURN_IF_ERROR(LoadCatalogueOnce());
+    DeterminismCheck check{cat_, c.node, true, nullptr};
+    RETURN_IF_ERROR(check.Visit(n, nullptr));
+
+    // The keys as expressions over the input (GROUP BY 2 is the second select item).
+    std::vector<Json> keys;
+    for (const Json& g : n["group_expressions"]) {
+      if (Str(g, "class") == "CONSTANT") {
+        const Json& v = g["value"];
+        if (!v.contains("value") || !v["value"].is_number_integer()) return NotApplicable("GROUP BY a constant");
+        int64_t pos = v["value"].get<int64_t>();
+        if (pos < 1 || pos > static_cast<int64_t>(n["select_list"].size())) return NotApplicable("GROUP BY position");
+        Json k = n["select_list"][pos - 1];
+        k["alias"] = "";
+        keys.push_back(k);
+      } else {
+        keys.push_back(g);
+      }
+    }
+    int aggregates = 0;
+    ForEachOwnExpression(n["select_list"], [&](const Json& e) {
+      if (Str(e, "class") == "FUNCTION" && cat_[Lower(Str(e, "function_name"))].aggregate) ++aggregates;
+    });
+    if (aggregates == 0) aggregates = 1;
+
+    Json key_node = n;
+    key_node["group_expressions"] = Json::array();
+    key_node["group_sets"] = Json::array();
+    key_node["having"] = nullptr;
+    Json items = Json::array();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      Json k = keys[i];
+      k["alias"] = fmt::format("__sluice_k{}", i);
+      items.push_back(k);
+    }
+    key_node["select_list"] = items;
+    ASSIGN_OR_RETURN(Json key_standalone, Standalone(key_node, c.scope));
+    ASSIGN_OR_RETURN(std::string key_sql, Render(conn_, key_standalone));
+    ASSIGN_OR_RETURN(std::vector<Column> key_cols, Describe(conn_, key_sql));
+    RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
+    ASSIGN_OR_RETURN(int64_t est_rows, EstimateRows(conn_, key_sql));
+    if (est_rows < options_.min_rows_to_rewrite) return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
+
+    std::vector<std::string> key_names;
+    for (size_t i = 0; i < keys.size(); ++i) key_names.push_back(fmt::format("__sluice_k{}", i));
+    int64_t per_group = 96 + 24 * aggregates;
+    for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
+    // No scan when even one group per row would fit: DuckDB's own plan is that.
+    if (options_.force_parts == 0 && PartsFor(est_rows, per_group) <= 1) {
+      return NotApplicable("at most {} groups fit in memory: DuckDB's own plan", est_rows);
+    }
+    std::string key_list = fmt::format("{}", fmt::join(key_names, ", "));
+    ASSIGN_OR_RETURN(auto stats, Ask(conn_,
+                                     fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
+                                                 DistinctKeysExpr(key_list, est_rows), key_sql),
+                                     "statistics scan"));
+    if (stats.size() != 1 || !stats[0][0] || !stats[0][1]) return NotApplicable("statistics scan returned nothing");
+    int64_t rows = std::atoll(stats[0][0]->c_str());
+    int64_t groups = std::atoll(stats[0][1]->c_str());
+    int parts = PartsFor(groups, per_group);
+    if (parts <= 1 && options_.force_parts == 0) return NotApplicable("~{} groups fit in memory: DuckDB's own plan", groups);
+
+    // Each part: the group-by with "hash(keys) % N = i" added to its WHERE.
+    ASSIGN_OR_RETURN(Json cond, ParseExpr(conn_, "hash(1) % 2 = 3"));
+    Json& hash_call = cond["left"]["children"][0];
+    hash_call["children"] = Json::array();
+    for (const Json& k : keys) {
+      Json kk = k;
+      kk["alias"] = "";
+      hash_call["children"].push_back(kk);
+    }
+    cond["left"]["children"][1]["value"]["value"] = parts;
+    ASSIGN_OR_RETURN(Json and_template, ParseExpr(conn_, "true AND true"));
+    std::vector<std::string> part_sqls;
+    for (int i = 0; i < parts; ++i) {
+      Json part = n;
+      Json ci = cond;
+      ci["right"]["value"]["value"] = i;
+      if (IsNullOrMissing(part, "where_clause")) {
+        part["where_clause"] = ci;
+      } else {
+        Json a = and_template;
+        a["children"] = Json::array({part["where_clause"], ci});
+        part["where_clause"] = a;
+      }
+      ASSIGN_OR_RETURN(Json standalone, Standalone(part, c.scope));
+      ASSIGN_OR_RETURN(std::string sql, Render(conn_, standalone));
+      part_sqls.push_back(sql);
+    }
+    std::string how = fmt::format("group-by: {} rows (estimate {}), ~{} groups, {} B/group -> {} parts", rows, est_rows,
+                                  groups, per_group, parts);
+    return Finish(c, RewriteKind::kGroupBy, parts, [&](int i) { return part_sqls[i]; }, how);
+  }
+
+  // ---- shared
+
+  int PartsFor(int64_t groups, int64_t per_group) const {
+    if (options_.force_parts > 0) return options_.force_parts;
+    double budget = options_.part_memory_fraction * static_cast<double>(options_.memory_limit_bytes);
+    double need = 1.1 * static_cast<double>(groups) * static_cast<double>(per_group);
+    int parts = static_cast<int>(std::ceil(need / std::max(budget, 1.0)));
+    return std::clamp(parts, 1, options_.max_parts);
+  }
+
+  Status LoadCatalogueOnce() {
+    if (!cat_loaded_) {
+      ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_));
+      cat_loaded_ = true;
+    }
+    return Status::OK();
+  }
+
+  // The steps into a temp table and the final SELECT: the query with the rewritten node's
+  // table ref (or the whole query) replaced by the temp table.
+  template <typename PartSql>
+  Result<Plan> Finish(Candidate& c, RewriteKind kind, int parts, const PartSql& part_sql, const std::string& how) {
+    Plan plan;
+    plan.kind = kind;
+    plan.parts = parts;
+    plan.explanation = how;
+    std::string name = TempTableName();
+    std::string qualified = "temp.main." + Quote(name);
+    for (int i = 0; i < parts; ++i) {
+      plan.steps.push_back(i == 0 ? fmt::format("CREATE TEMP TABLE {} AS {}", Quote(name), part_sql(i))
+                                  : fmt::format("INSERT INTO {} {}", qualified, part_sql(i)));
+    }
+    plan.cleanup.push_back("DROP TABLE IF EXISTS " + qualified);
+    if (!c.slot) {
+      plan.final_select = "SELECT * FROM " + qualified;
+      return plan;
+    }
+    Json ref = {{"type", "BASE_TABLE"},   {"alias", c.ref_alias},  {"sample", nullptr},
+                {"schema_name", "main"},  {"table_name", name},    {"column_name_alias", (*c.slot)["column_name_alias"]},
+                {"catalog_name", "temp"}, {"at_clause", nullptr}};
+    if (ref["column_name_alias"].is_null()) ref["column_name_alias"] = Json::array();
+    *c.slot = ref;
+    if (!c.cte_name.empty()) {
+      // Drop the CTE when nothing else references it.
+      std::set<std::string> names;
+      CollectTableNames(root_doc_, names);
+      if (!names.count(c.cte_name)) RemoveCte(root_doc_, c.cte_name);
+    }
+    ASSIGN_OR_RETURN(plan.final_select, Render(conn_, root_doc_["statements"][0]["node"]));
+    return plan;
+  }
+
+  static void RemoveCte(Json& j, const std::string& name) {
+    if (!j.is_structured()) return;
+    if (j.is_object() && j.contains("cte_map") && j["cte_map"].contains("map")) {
+      Json& map = j["cte_map"]["map"];
+      for (size_t i = 0; i < map.size(); ++i) {
+        if (Lower(Str(map[i], "key")) == name) {
+          map.erase(i);
+          break;
+        }
+      }
+    }
+    for (Json& c : j) RemoveCte(c, name);
+  }
+
+  duck::Connection& conn_;
+  const RewriteOptions& options_;
+  Json root_doc_;
+  Catalogue cat_;
+  bool cat_loaded_ = false;
+};
+
+}  // namespace
+
+std::string_view RewriteKindName(RewriteKind kind) {
+  switch (kind) {
+    case RewriteKind::kLatestRow: return "latest-row";
+    case RewriteKind::kGroupBy: return "group-by";
+  }
+  return "?";
+}
+
+Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view sql, const RewriteOptions& options,
+                                        std::string* why_not) {
+  Planner planner(conn, options);
+  auto plan = planner.Run(sql);
+  if (plan.ok()) {
+    SLUICE_LOG(kLog, kDebug, "rewrite: {}", plan->explanation);
+    return std::optional<Plan>(std::move(plan).value());
+  }
+  if (plan.status().code() == StatusCode::kAborted || plan.status().code() == StatusCode::kResourceExhausted) {
+    return plan.status();
+  }
+  SLUICE_LOG(kLog, kDebug, "no rewrite: {}", plan.status().message());
+  if (why_not) *why_not = plan.status().message();
+  return std::optional<Plan>();
+}
+
+Status RunCleanup(duck::Connection& conn, const Plan& plan) {
+  Status first;
+  for (const std::string& s : plan.cleanup) {
+    Status st = conn.Execute(s);
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+Result<std::string> RunSteps(duck::Connection& conn, const Plan& plan) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    Status st = conn.Execute(plan.steps[i]);
+    if (!st.ok()) {
+      (void)RunCleanup(conn, plan);
+      return st.WithContext(fmt::format("{} rewrite, part {} of {}", RewriteKindName(plan.kind), i + 1, plan.steps.size()));
+    }
+  }
+  return plan.final_select;
+}
+
+Result<duck::QueryResult> RunPlan(duck::Connection& conn, const Plan& plan) {
+  ASSIGN_OR_RETURN(std::string final_select, RunSteps(conn, plan));
+  auto result = conn.Query(final_select);
+  Status cleaned = RunCleanup(conn, plan);
+  if (!result.ok()) return result.status();
+  if (!cleaned.ok()) return cleaned;
+  return result;
+}
+
+}  // namespace sluice::query::rewrite

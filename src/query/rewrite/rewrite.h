@@ -1,0 +1,75 @@
+// Planner rewrites where DuckDB falls short (issue 7, docs/design/0013-query-rewrites.md):
+// "latest row per key" (ROW_NUMBER() OVER (PARTITION BY k ORDER BY x...) = 1) and group-bys
+// with very many groups, turned into a sequence of statements that each fit the memory
+// budget: the input is hash-partitioned on the key into N parts run in turn into a TEMP
+// table, and the query's remaining part runs over that table.
+//
+//   ASSIGN_OR_RETURN(std::optional<Plan> plan, PlanRewrite(conn, sql, options));
+//   if (!plan) { run sql as it is; }
+//   else { ASSIGN_OR_RETURN(std::string final_select, RunSteps(conn, *plan));
+//          stream final_select; RunCleanup(conn, *plan); }   // cleanup also after errors
+//
+// Detection reads DuckDB's own parse tree (json_serialize_sql) and renders SQL with
+// json_deserialize_sql; anything not provably the same passes through (nullopt).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "duck/database.h"
+
+namespace sluice::query::rewrite {
+
+struct RewriteOptions {
+  // The database's memory_limit (required, > 0): N is chosen so that one part's aggregate
+  // uses at most `part_memory_fraction` of it.
+  int64_t memory_limit_bytes = 0;
+  int threads = 1;
+  // Inputs DuckDB estimates below this many rows pass through unchanged.
+  int64_t min_rows_to_rewrite = 1'000'000;
+  double part_memory_fraction = 0.5;
+  int max_parts = 256;
+  // Tests and measurements: use exactly this many parts (0 = choose from the estimate).
+  int force_parts = 0;
+};
+
+enum class RewriteKind { kLatestRow, kGroupBy };
+std::string_view RewriteKindName(RewriteKind kind);
+
+// What the server runs, in turn, on the session's connection.
+struct Plan {
+  RewriteKind kind = RewriteKind::kLatestRow;
+  int parts = 1;
+  // Run in order, results dropped: CREATE TEMP TABLE ... AS <part 0>, INSERT INTO ... <part i>.
+  std::vector<std::string> steps;
+  // The answer: the original query with the rewritten subquery replaced by the temp table.
+  std::string final_select;
+  // Always run after the steps and the final SELECT, also after an error or an interrupt.
+  std::vector<std::string> cleanup;
+  // One line for logs and EXPLAIN: what was rewritten and why N.
+  std::string explanation;
+};
+
+// A Plan when `sql` (one SELECT statement) has a rewrite that applies, nullopt when it
+// passes through unchanged (also for SQL DuckDB cannot parse: DuckDB reports that when the
+// caller runs it). Runs small planning queries on `conn` (json_serialize_sql, DESCRIBE,
+// EXPLAIN, one statistics scan of the input): an interrupt of those is Aborted, out of
+// memory ResourceExhausted; any other failure of a planning query passes through.
+// `why_not`, when given, receives the reason a query passes through (for logs and EXPLAIN).
+Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view sql,
+                                        const RewriteOptions& options, std::string* why_not = nullptr);
+
+// Runs the plan's steps in turn and returns the final SELECT for the caller to run or
+// stream. On an error it runs the cleanup itself and returns the error; otherwise the caller
+// runs RunCleanup after the final SELECT.
+Result<std::string> RunSteps(duck::Connection& conn, const Plan& plan);
+// Runs every cleanup statement (each even when one before it failed); the first error.
+Status RunCleanup(duck::Connection& conn, const Plan& plan);
+// Steps, final SELECT materialized, cleanup: for callers that just want the answer.
+Result<duck::QueryResult> RunPlan(duck::Connection& conn, const Plan& plan);
+
+}  // namespace sluice::query::rewrite

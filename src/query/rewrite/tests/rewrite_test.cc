@@ -1,0 +1,348 @@
+// The rewrites' answers against DuckDB's unrewritten plan, on generated data with NULL keys,
+// NULL order keys, ties, several keys and mixed directions; and the shapes that must pass
+// through unchanged.
+#include "query/rewrite/rewrite.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+namespace sluice::query::rewrite {
+namespace {
+
+using Rows = std::vector<std::vector<std::optional<std::string>>>;
+
+// 200,000 rows: id unique; k1 ~1,000 values and NULL; k2 3 strings and NULL; x with many
+// ties and NULLs; y a timestamp with NULLs; v a DOUBLE in halves (sums are exact); s text.
+constexpr const char* kTable =
+    "CREATE TABLE t AS SELECT i AS id, "
+    "CASE WHEN i % 97 = 0 THEN NULL ELSE (hash(i, 1) % 1000)::INTEGER END AS k1, "
+    "CASE hash(i, 2) % 4 WHEN 0 THEN NULL WHEN 1 THEN 'a' WHEN 2 THEN 'b' ELSE 'c' END AS k2, "
+    "CASE WHEN i % 13 = 0 THEN NULL ELSE (hash(i, 3) % 50)::INTEGER END AS x, "
+    "CASE WHEN i % 17 = 0 THEN NULL ELSE TIMESTAMP '2024-01-01' + to_seconds((hash(i, 4) % 1000)::BIGINT) END AS y, "
+    "(hash(i, 5) % 1000)::DOUBLE / 2 AS v, "
+    "'s' || (hash(i, 6) % 300)::VARCHAR AS s "
+    "FROM range(200000) r(i)";
+
+class RewriteTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    spill_ = std::filesystem::temp_directory_path() / ("sluice_rewrite_test_" + std::to_string(getpid()));
+    std::filesystem::create_directories(spill_);
+    // The server's settings in small: an explicit memory limit, threads, a spill directory.
+    auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 2, .temp_directory = spill_.string()});
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value().release();
+    auto conn = duck::Connection::Open(*db_);
+    ASSERT_TRUE(conn.ok());
+    conn_ = std::move(conn).value().release();
+    ASSERT_TRUE(conn_->Execute(kTable).ok());
+    ASSERT_TRUE(conn_->Execute("SET preserve_insertion_order = false").ok());
+  }
+  static void TearDownTestSuite() {
+    delete conn_;
+    delete db_;
+    std::filesystem::remove_all(spill_);
+  }
+
+  static RewriteOptions Options(int parts) {
+    return {.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 0, .force_parts = parts};
+  }
+
+  static Rows Sorted(Rows r) {
+    std::sort(r.begin(), r.end());
+    return r;
+  }
+
+  // The rewritten plan's answer; fails the test when no rewrite applies.
+  static Rows Rewritten(const std::string& sql, int parts, RewriteKind kind, std::string* explanation = nullptr) {
+    std::string why_not;
+    auto plan = PlanRewrite(*conn_, sql, Options(parts), &why_not);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    if (!plan.ok() || !plan->has_value()) {
+      ADD_FAILURE() << "no rewrite for " << sql << ": " << why_not;
+      return {};
+    }
+    const Plan& p = **plan;
+    EXPECT_EQ(p.kind, kind);
+    EXPECT_EQ(p.parts, parts);
+    if (explanation) *explanation = p.explanation + "\n" + p.steps[0];
+    auto final_select = RunSteps(*conn_, p);
+    EXPECT_TRUE(final_select.ok()) << final_select.status().ToString();
+    if (!final_select.ok()) return {};
+    auto rows = conn_->QueryText(*final_select);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString() << "\n" << *final_select;
+    EXPECT_TRUE(RunCleanup(*conn_, p).ok());
+    return rows.ok() ? *rows : Rows{};
+  }
+
+  static Rows Plain(const std::string& sql) {
+    auto rows = conn_->QueryText(sql);
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    return rows.ok() ? *rows : Rows{};
+  }
+
+  // The rewritten answer equals DuckDB's (as a multiset) with 1 and several parts.
+  static void ExpectSame(const std::string& sql, RewriteKind kind, const std::string& reference = "") {
+    Rows want = Sorted(Plain(reference.empty() ? sql : reference));
+    ASSERT_FALSE(want.empty());
+    for (int parts : {1, 3, 8}) {
+      std::string how;
+      Rows got = Sorted(Rewritten(sql, parts, kind, &how));
+      EXPECT_EQ(got, want) << sql << "\nparts " << parts << ": " << how;
+    }
+  }
+
+  static void ExpectPassThrough(const std::string& sql) {
+    auto plan = PlanRewrite(*conn_, sql, Options(4));
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_FALSE(plan->has_value()) << sql << "\n" << (*plan)->final_select;
+  }
+
+  static size_t TempTables() {
+    auto rows = conn_->QueryText("SELECT count(*) FROM duckdb_tables() WHERE temporary");
+    return rows.ok() ? std::stoul(*(*rows)[0][0]) : 999;
+  }
+
+  static std::filesystem::path spill_;
+  static duck::Database* db_;
+  static duck::Connection* conn_;
+};
+
+std::filesystem::path RewriteTest::spill_;
+duck::Database* RewriteTest::db_ = nullptr;
+duck::Connection* RewriteTest::conn_ = nullptr;
+
+// ---- latest row per key
+
+TEST_F(RewriteTest, LatestRowTwoKeysDescAscMatchesDuckDB) {
+  // id is unique, so the answer does not depend on ties; NULL k1, k2 and x included.
+  ExpectSame(
+      "SELECT k1, k2, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1, k2 ORDER BY x DESC, id) AS rn "
+      "FROM t) WHERE rn = 1",
+      RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, LatestRowExplicitNullOrdersMatchDuckDB) {
+  ExpectSame(
+      "SELECT id, y, x FROM (SELECT *, row_number() OVER (PARTITION BY k2 ORDER BY y ASC NULLS FIRST, "
+      "x DESC NULLS FIRST, id DESC) AS rn FROM t WHERE k1 < 500) sub WHERE sub.rn = 1",
+      RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC NULLS LAST, id ASC NULLS "
+      "FIRST) AS rn FROM t) WHERE rn = 1",
+      RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, LatestRowSortKeyPathForTextAndDoubleKeys) {
+  std::string how;
+  std::string sql =
+      "SELECT k1, s, v, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, v, id) AS rn "
+      "FROM t) WHERE rn = 1";
+  ExpectSame(sql, RewriteKind::kLatestRow);
+  Rewritten(sql, 2, RewriteKind::kLatestRow, &how);
+  EXPECT_NE(how.find("create_sort_key"), std::string::npos) << how;
+}
+
+TEST_F(RewriteTest, LatestRowPacksIntegerAndTimestampKeys) {
+  std::string how;
+  Rewritten("SELECT id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS rn FROM t) "
+            "WHERE rn = 1",
+            2, RewriteKind::kLatestRow, &how);
+  EXPECT_NE(how.find("packed"), std::string::npos) << how;
+  EXPECT_NE(how.find("no kept column differs"), std::string::npos) << how;
+}
+
+TEST_F(RewriteTest, LatestRowCteFormsAndOtherConjuncts) {
+  for (std::string filter : {"rn = 1", "rn <= 1", "rn < 2", "1 = rn", "r.rn = 1 AND x > 10"}) {
+    ExpectSame("WITH r AS (SELECT id, k1, x, y, row_number() OVER (PARTITION BY k1 ORDER BY y, id) AS rn FROM t) "
+               "SELECT count(*), sum(id), sum(x), max(rn) FROM r WHERE " + filter,
+               RewriteKind::kLatestRow);
+  }
+}
+
+TEST_F(RewriteTest, LatestRowQualifyForms) {
+  ExpectSame("SELECT id, k1, k2 FROM t QUALIFY row_number() OVER (PARTITION BY k1, k2 ORDER BY id DESC) = 1",
+             RewriteKind::kLatestRow);
+  ExpectSame("SELECT id, k2, row_number() OVER (PARTITION BY k2 ORDER BY x NULLS FIRST, id) AS rn FROM t QUALIFY rn = 1",
+             RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, LatestRowSelectStarKeepsEveryColumnInOrder) {
+  ExpectSame("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id) AS rn FROM t) WHERE rn = 1",
+             RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, LatestRowTiesBrokenByAHashOfTheKeptColumns) {
+  // x has many ties per k1: the answer depends on which tied row is taken. With a packed key
+  // the rewrite takes the tied row with the least hash of the kept columns (here all 64 bits),
+  // the same answer for any number of parts.
+  std::string sql =
+      "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1";
+  std::string reference =
+      "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, hash(v, s)) AS rn FROM t) "
+      "WHERE rn = 1";
+  ExpectSame(sql, RewriteKind::kLatestRow, reference);
+  std::string how;
+  Rewritten(sql, 2, RewriteKind::kLatestRow, &how);
+  EXPECT_NE(how.find("64-bit hash"), std::string::npos) << how;
+}
+
+TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastKeptColumnsWithASortKey) {
+  // The kept columns compare in the window query's column order (t's: x before v).
+  std::string sql =
+      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC) AS rn FROM t) WHERE rn = 1";
+  std::string reference =
+      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, x ASC NULLS LAST, v ASC "
+      "NULLS LAST) AS rn FROM t) WHERE rn = 1";
+  ExpectSame(sql, RewriteKind::kLatestRow, reference);
+}
+
+TEST_F(RewriteTest, LatestRowKeepsNullValuesOfTheChosenRow) {
+  // arg_min skips NULL values; the rewrite must return the chosen row's NULL.
+  ExpectSame("SELECT x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn FROM t) WHERE rn = 1",
+             RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC NULLS FIRST) AS rn FROM t) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT s, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s, id DESC) AS rn FROM t) WHERE rn = 1",
+      RewriteKind::kLatestRow);
+}
+
+TEST_F(RewriteTest, LatestRowOnTheNullableSideOfALeftJoinPassesThrough) {
+  ExpectPassThrough(
+      "SELECT count(*) FROM (SELECT DISTINCT k1 FROM t) m LEFT JOIN (SELECT *, row_number() OVER (PARTITION BY k1 "
+      "ORDER BY id) AS rn FROM t) l ON l.k1 = m.k1 WHERE l.rn = 1");
+}
+
+TEST_F(RewriteTest, LatestRowFollowsTheSessionsDefaultNullOrder) {
+  ASSERT_TRUE(conn_->Execute("SET default_null_order = 'nulls_first'").ok());
+  ExpectSame("SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC, id) AS rn FROM t) "
+             "WHERE rn = 1",
+             RewriteKind::kLatestRow);
+  ASSERT_TRUE(conn_->Execute("RESET default_null_order").ok());
+}
+
+TEST_F(RewriteTest, LatestRowInsideAJoinAndAnOuterAggregate) {
+  ExpectSame(
+      "SELECT count(*), sum(l.id), sum(l.x) FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) "
+      "AS rn FROM t) l JOIN (SELECT DISTINCT k1 FROM t WHERE k1 % 3 = 0) m ON l.k1 = m.k1 WHERE l.rn = 1",
+      RewriteKind::kLatestRow);
+}
+
+// ---- group-by
+
+TEST_F(RewriteTest, GroupByManyAggregatesMatchesDuckDB) {
+  ExpectSame(
+      "SELECT k1, k2, count(*), count(x), sum(x), min(s), max(y), avg(v), count(DISTINCT x), string_agg(DISTINCT s, ',' "
+      "ORDER BY s) FROM t GROUP BY k1, k2",
+      RewriteKind::kGroupBy);
+}
+
+TEST_F(RewriteTest, GroupByPositionHavingAndOuterQuery) {
+  ExpectSame("SELECT x % 7 AS m, k2, sum(v) FROM t GROUP BY 1, 2 HAVING count(*) > 10", RewriteKind::kGroupBy);
+  ExpectSame(
+      "WITH g AS (SELECT k1, count(*) AS n, sum(x) AS sx, max(y) AS last_y FROM t WHERE id % 5 <> 0 GROUP BY k1) "
+      "SELECT count(*), sum(n), sum(sx), sum(n * n), max(last_y) FROM g",
+      RewriteKind::kGroupBy);
+}
+
+// ---- pass-through
+
+TEST_F(RewriteTest, ShapesThatMustNotBeRewrittenPassThrough) {
+  const char* window = "SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t";
+  ExpectPassThrough(std::string("SELECT * FROM (") + window + ") WHERE rn = 2");
+  ExpectPassThrough(std::string("SELECT * FROM (") + window + ") WHERE rn = 1 OR x IS NULL");  // rn used otherwise
+  ExpectPassThrough(std::string("SELECT * FROM (") + window + ")");                            // no filter
+  ExpectPassThrough(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn, rank() OVER (ORDER BY id) AS r "
+      "FROM t) WHERE rn = 1");  // another window function
+  ExpectPassThrough(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM (SELECT * FROM t LIMIT 1000)) "
+      "WHERE rn = 1");  // LIMIT without ORDER BY inside
+  ExpectPassThrough(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t WHERE random() < 0.5) "
+      "WHERE rn = 1");  // volatile
+  ExpectPassThrough(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, random()) AS rn FROM t) WHERE rn = 1");
+  ExpectPassThrough("SELECT * FROM (SELECT *, row_number() OVER (ORDER BY x) AS rn FROM t) WHERE rn = 1");
+  ExpectPassThrough("SELECT k1, sum(x), rank() OVER (ORDER BY sum(x)) FROM t GROUP BY k1");  // window over groups
+  ExpectPassThrough("SELECT k1, sum(x) FROM t GROUP BY ROLLUP (k1)");
+  ExpectPassThrough("SELECT k1, sum(x) FROM t GROUP BY k1 ORDER BY 2 LIMIT 5");
+  ExpectPassThrough("SELECT k1, sum(x) FROM t WHERE now() > TIMESTAMP '2000-01-01' GROUP BY k1");
+  ExpectPassThrough("SELEC k1 FROM t");         // malformed: DuckDB reports it when it runs
+  ExpectPassThrough("SELECT nope FROM t GROUP BY nope");  // a binder error: DuckDB reports it
+  ExpectPassThrough("INSERT INTO t SELECT * FROM t LIMIT 0");
+}
+
+TEST_F(RewriteTest, GroupByThatFitsInMemoryPassesThrough) {
+  RewriteOptions o{.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 0};
+  auto plan = PlanRewrite(*conn_, "SELECT k1, count(*) FROM t GROUP BY k1", o);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->has_value());
+}
+
+TEST_F(RewriteTest, SmallInputsPassThrough) {
+  RewriteOptions o{.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 1'000'000};
+  auto plan = PlanRewrite(
+      *conn_, "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1", o);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->has_value());
+}
+
+TEST_F(RewriteTest, PartsFollowTheMemoryLimit) {
+  // 1,000 keys at 8 KiB of budget per part: several parts, chosen from the estimate.
+  RewriteOptions o{.memory_limit_bytes = 40 << 10, .threads = 2, .min_rows_to_rewrite = 0, .part_memory_fraction = 0.5};
+  auto plan = PlanRewrite(*conn_, "SELECT k1, count(*), sum(x) FROM t GROUP BY k1", o);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_TRUE(plan->has_value());
+  EXPECT_GT((*plan)->parts, 2);
+  EXPECT_EQ((*plan)->steps.size(), static_cast<size_t>((*plan)->parts));
+}
+
+// ---- execution
+
+TEST_F(RewriteTest, CleanupRunsAfterAFailedStep) {
+  ASSERT_TRUE(conn_->Execute("CREATE TABLE doomed AS SELECT * FROM t").ok());
+  auto plan = PlanRewrite(*conn_, "SELECT k1, count(*) FROM doomed GROUP BY k1", Options(3));
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  size_t before = TempTables();
+  // The input goes away between parts: the step fails, the temp table is dropped.
+  Plan p = **plan;
+  p.steps.insert(p.steps.begin() + 1, "DROP TABLE doomed");
+  auto final_select = RunSteps(*conn_, p);
+  EXPECT_FALSE(final_select.ok());
+  EXPECT_EQ(TempTables(), before);
+}
+
+TEST_F(RewriteTest, RunPlanReturnsTheAnswerAndDropsTheTempTable) {
+  auto plan = PlanRewrite(*conn_, "SELECT count(*) FROM (SELECT k2, count(*) FROM t GROUP BY k2)", Options(2));
+  ASSERT_TRUE(plan.ok() && plan->has_value());
+  size_t before = TempTables();
+  auto result = RunPlan(*conn_, **plan);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_EQ(result->row_count(), 1u);
+  EXPECT_EQ(TempTables(), before);
+}
+
+TEST_F(RewriteTest, TempTablesSpillUnderTheMemoryLimit) {
+  // The parts' results live in a TEMP table: DuckDB must move it to temp_directory when it
+  // outgrows memory_limit (here ~96 MB of rows under a 32 MB limit).
+  auto db = duck::Database::Open({.memory_limit_bytes = 32 << 20, .threads = 1, .temp_directory = spill_.string()});
+  ASSERT_TRUE(db.ok());
+  auto conn = duck::Connection::Open(**db);
+  ASSERT_TRUE(conn.ok());
+  ASSERT_TRUE((*conn)->Execute("SET preserve_insertion_order = false").ok());
+  Status st = (*conn)->Execute("CREATE TEMP TABLE big AS SELECT i AS a, i * 2 AS b, i * 3 AS c FROM range(4000000) r(i)");
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  auto rows = (*conn)->QueryText("SELECT count(*), sum(c) FROM big");
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(*(*rows)[0][0], "4000000");
+}
+
+}  // namespace
+}  // namespace sluice::query::rewrite
