@@ -56,12 +56,15 @@ groups:
 YAML
 
 echo "[1/5] starting the broker on $brokers"
-echo "      \$ sluice serve --config sluice.yaml --kafka-addr $brokers --data-dir $work/data"
+echo "      \$ sluice serve --config sluice.yaml --kafka-addr $brokers --data-dir $work/data --warehouse $work/lake"
 $SLUICE serve --config "$work/sluice.yaml" --kafka-addr "$brokers" --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --data-dir "$work/data" \
+  --warehouse "$work/lake" \
   > "$work/broker.out" 2> "$work/broker.log" &
 pids+=($!)
 broker_pid=$!
-wait_for_line "$work/broker.out" "serving Kafka" 30
+wait_for_line "$work/broker.out" "Postgres wire protocol on" 30
+pg_port=$(sed -n 's/.*Postgres wire protocol on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/broker.out")
+echo "      Kafka on $brokers, SQL for Postgres clients on 127.0.0.1:$pg_port"
 echo
 
 echo "[2/5] producing $EVENTS sample events to topic 'events' with kcat"
@@ -169,18 +172,22 @@ run_pipeline top-cities
 sed 's/^/      /' "$work/top-cities.out" | head -12
 echo
 
-echo "[4/5] the result, from the table's Parquet files"
-query="SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('$work/lake/demo/city_totals/data/*/*.parquet') GROUP BY city ORDER BY events DESC, city"
-echo "      \$ sluice sql \"SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM read_parquet('lake/demo/city_totals/data/*/*.parquet') ...\""
-$SLUICE sql "$query" | sed 's/^/      /'
-lake="SELECT city, sum(n) AS events, sum(amount) AS amount FROM read_parquet('$work/lake/demo/city_totals/data/*/*.parquet') GROUP BY city"
-raw="SELECT properties.city AS city, count(*) AS events, sum(properties.amount) AS amount FROM read_json('$work/events.jsonl') GROUP BY 1"
+echo "[4/5] the result, with psql through the query server (Postgres wire protocol)"
+psql_q() { PGCONNECT_TIMEOUT=10 psql -X -q -h 127.0.0.1 -p "$pg_port" -U sluice -d sluice "$@"; }
+query="SELECT city, sum(n) AS events, round(sum(amount), 2) AS amount FROM lake.demo.city_totals GROUP BY city ORDER BY events DESC, city"
+echo "      \$ psql -h 127.0.0.1 -p $pg_port -c \"$query\""
+psql_q -c "$query" | sed 's/^/      /'
+query="SELECT partition, count(*) AS messages, min(\"offset\") AS first, max(\"offset\") AS last FROM topic('events') GROUP BY ALL ORDER BY 1"
+echo "      \$ psql -h 127.0.0.1 -p $pg_port -c \"$query\"    # the live topic"
+psql_q -c "$query" | sed 's/^/      /'
+lake="SELECT city, sum(n) AS events, sum(amount) AS amount FROM lake.demo.city_totals GROUP BY city"
+raw="SELECT value::JSON->'properties'->>'city' AS city, count(*) AS events, sum((value::JSON->'properties'->>'amount')::DOUBLE) AS amount FROM topic('events') GROUP BY 1"
 diff="SELECT count(*) AS differing FROM ($lake) l FULL JOIN ($raw) r USING (city) WHERE l.events IS DISTINCT FROM r.events OR abs(l.amount - r.amount) > 0.005"
-if [ "$($SLUICE sql --json "$diff")" == '{"differing":0}' ]; then
-  echo "      = the same totals as a query over the raw events: every event counted once"
+if [ "$(psql_q -At -c "$diff")" == "0" ]; then
+  echo "      = the same totals as a query over the raw events in the topic: every event counted once"
 else
   echo "demo: the table's totals differ from the raw events':" >&2
-  $SLUICE sql "$raw" >&2
+  psql_q -c "$raw" >&2
   exit 1
 fi
 echo

@@ -32,6 +32,7 @@
 #include "duck/database.h"
 #include "kafka/client/config.h"
 #include "lake/rest_catalog.h"
+#include "query/engine.h"
 #include "query/server.h"
 
 namespace {
@@ -293,7 +294,15 @@ int RunServe(const ServeFlags& f) {
   }
   // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
   std::unique_ptr<sluice::query::QueryServer> query_server;
+  std::unique_ptr<sluice::query::QueryEngine> query_engine;
   if (query_config->enabled) {
+    // topic() reads from this broker (not under SASL: it has no credentials of its own).
+    query_engine = std::make_unique<sluice::query::QueryEngine>(sluice::query::QueryEngineOptions{
+        .warehouse = *warehouse,
+        .kafka_bootstrap = sc.broker.sasl.enabled ? std::string() : fmt::format("{}:{}", sc.server.host, (*service)->port()),
+        .memory_limit_bytes = query_config->options.memory_limit_bytes,
+        .threads = query_config->options.threads});
+    query_engine->Install(&query_config->options);
     auto started = sluice::query::QueryServer::Start(std::move(query_config->options));
     if (!started.ok()) {
       std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());

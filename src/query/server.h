@@ -30,6 +30,13 @@
 
 namespace sluice::query {
 
+// A statement as a planning hook hands it back: the SQL to run in its place and what to
+// run after it (also after an error or a cancel), e.g. dropping temp tables of its steps.
+struct PlannedStatement {
+  std::string sql;
+  std::function<void(duck::Connection&)> cleanup;  // may be empty
+};
+
 // Where other modules plug into every session, without changes to the server.
 struct SessionHooks {
   // Runs on each new session's connection before its first query (temp views, macros,
@@ -39,6 +46,16 @@ struct SessionHooks {
   // an error is sent to the client as the statement's error (SQLSTATE 42601 unless the
   // message begins with a 5-character SQLSTATE and ": ").
   std::function<Result<std::string>(std::string_view sql)> rewrite_query;
+  // Applied to each single statement after rewrite_query and the sandbox check, on the
+  // session's connection, just before it is prepared: the lake planner (lake.<ns>.<t>
+  // into read_parquet of the pruned files) and the partitioned rewrites. With
+  // `allow_steps` (simple query) it may run statements first (parts into a temp table)
+  // under the statement's timeout and cancel; at Parse (extended protocol) it may not.
+  // Errors are sent as rewrite_query's are; a Status code without a SQLSTATE prefix maps
+  // as NotFound 42P01, Unimplemented 0A000, Corruption XX001, ResourceExhausted 53200,
+  // Aborted 57014, anything else as DuckDB's message says.
+  std::function<Result<PlannedStatement>(duck::Connection&, std::string_view statement, bool allow_steps)>
+      plan_statement;
 };
 
 enum class AuthMethod { kScramSha256, kPassword };

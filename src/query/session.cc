@@ -486,6 +486,19 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
   return {state, CleanMessage(st.message())};
 }
 
+Session::SqlError Session::FromHook(const Status& st) {
+  const std::string& m = st.message();
+  if (m.size() > 7 && m[5] == ':' && m[6] == ' ') return {m.substr(0, 5), m.substr(7)};
+  switch (st.code()) {
+    case StatusCode::kNotFound: return {"42P01", m};
+    case StatusCode::kUnimplemented: return {"0A000", m};
+    case StatusCode::kCorruption: return {"XX001", m};
+    case StatusCode::kResourceExhausted: return {"53200", m};
+    case StatusCode::kAborted: return FromDuck(st, duck::ErrorType::kInterrupt);
+    default: return FromDuck(st, duck::ErrorType::kInvalid);
+  }
+}
+
 void Session::QueryStarted() {
   slot_->interrupt_reason.store(0);
   slot_->running_since_ms.store(SessionNowMs());
@@ -556,6 +569,24 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     pg::WriteCommandComplete(out_, LeadingWords(piece, 1)[0]);
     return std::nullopt;
   }
+  std::string planned_sql;
+  std::function<void(duck::Connection&)> cleanup;
+  if (server_.options.hooks.plan_statement) {
+    QueryStarted();  // the steps run under the statement's timeout and cancel
+    auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/true);
+    QueryEnded();
+    if (!planned.ok()) return FromHook(planned.status());
+    planned_sql = std::move(planned->sql);
+    cleanup = std::move(planned->cleanup);
+    piece = planned_sql;
+  }
+  struct CleanupAtEnd {
+    std::function<void(duck::Connection&)>& fn;
+    duck::Connection& conn;
+    ~CleanupAtEnd() {
+      if (fn) fn(conn);
+    }
+  } cleanup_at_end{cleanup, *conn_};
   duck::ErrorType type = duck::ErrorType::kInvalid;
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return FromDuck(extracted.status(), type);
@@ -611,8 +642,16 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   if (verdict.refused) return fail({"42501", verdict.message});
   stmt->client_setting = ParseClientSetting(pieces[0]);
   if (!stmt->client_setting.name.empty()) return stmt;
+  std::string_view piece = pieces[0];
+  std::string planned_sql;
+  if (server_.options.hooks.plan_statement) {
+    auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/false);
+    if (!planned.ok()) return fail(FromHook(planned.status()));
+    planned_sql = std::move(planned->sql);
+    piece = planned_sql;
+  }
   duck::ErrorType type = duck::ErrorType::kInvalid;
-  auto extracted = duck::ExtractedStatements::Extract(*conn_, pieces[0], &type);
+  auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return fail(FromDuck(extracted.status(), type));
   if (extracted->size() == 0) {
     stmt->empty = true;

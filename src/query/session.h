@@ -110,6 +110,7 @@ class Session {
   void WriteDescription(const Portal& p);
   std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
   SqlError FromDuck(const Status& st, duck::ErrorType type);
+  SqlError FromHook(const Status& st);
   void QueryStarted();
   void QueryEnded();
   char TransactionStatus() const;

@@ -1,0 +1,91 @@
+#include "query/engine.h"
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "query/lake_planner/lake_catalog.h"
+#include "query/lake_planner/lake_planner.h"
+#include "query/pg_catalog/catalog.h"
+#include "query/pg_catalog/rewrite.h"
+#include "query/rewrite/rewrite.h"
+#include "query/topic_scan/topic_function.h"
+
+namespace sluice::query {
+
+QueryEngine::QueryEngine(QueryEngineOptions options) : options_(std::move(options)) {
+  if (!options_.warehouse.empty()) {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(options_.warehouse, ec);
+    if (!ec) options_.warehouse = abs.lexically_normal().string();
+    while (options_.warehouse.size() > 1 && options_.warehouse.back() == '/') options_.warehouse.pop_back();
+    catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
+  }
+}
+
+QueryEngine::~QueryEngine() = default;
+
+Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
+  // Rows of a big INSERT ... SELECT (the rewrites' parts) need not keep their order;
+  // Postgres promises no order without ORDER BY either. Lowers memory (DuckDB's advice).
+  RETURN_IF_ERROR(conn.Execute("SET preserve_insertion_order = false"));
+  if (!options_.kafka_bootstrap.empty()) {
+    RETURN_IF_ERROR(RegisterTopicFunction(conn, {.bootstrap_servers = options_.kafka_bootstrap}));
+  }
+  return Status::OK();
+}
+
+Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) const {
+  RETURN_IF_ERROR(pg_catalog::InstallCatalog(
+      conn, {.user = user.empty() ? std::string("sluice") : std::string(user), .server_version = options_.server_version}));
+  if (catalog_ == nullptr) return Status::OK();
+  // The lake tables as relations of schema "lake.<namespace>" for \dt *.* and drivers.
+  Result<std::vector<LakeTableInfo>> tables = catalog_->ListTables();
+  if (!tables.ok()) return Status::OK();  // a missing warehouse holds no tables yet
+  std::vector<pg_catalog::ExternalRelation> relations;
+  for (const LakeTableInfo& t : *tables) {
+    pg_catalog::ExternalRelation r;
+    r.schema = "lake";
+    for (const std::string& level : t.ns) r.schema += "." + level;
+    r.name = t.name;
+    for (const LakeTableInfo::Column& c : t.columns) {
+      r.columns.push_back({.name = c.name, .duckdb_type = c.duckdb_type, .nullable = !c.required, .comment = c.doc});
+    }
+    relations.push_back(std::move(r));
+  }
+  return pg_catalog::SetExternalRelations(conn, relations);
+}
+
+Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
+                                           bool allow_steps) const {
+  PlannedStatement out{std::string(statement), nullptr};
+  if (catalog_ != nullptr) {
+    ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
+    out.sql = std::move(lake.sql);
+  }
+  if (!allow_steps || !options_.rewrites) return out;
+  ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,
+                   rewrite::PlanRewrite(conn, out.sql,
+                                        {.memory_limit_bytes = options_.memory_limit_bytes, .threads = options_.threads}));
+  if (!plan) return out;
+  auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
+  ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));
+  out.cleanup = [shared](duck::Connection& c) { (void)rewrite::RunCleanup(c, *shared); };
+  return out;
+}
+
+void QueryEngine::Install(QueryServerOptions* server) const {
+  auto previous_open = server->on_database_open;
+  server->on_database_open = [this, previous_open](duck::Connection& conn) -> Status {
+    if (previous_open) RETURN_IF_ERROR(previous_open(conn));
+    return OpenDatabase(conn);
+  };
+  server->hooks.on_session_start = [this](duck::Connection& conn) { return StartSession(conn, ""); };
+  server->hooks.rewrite_query = [](std::string_view sql) { return pg_catalog::RewriteForDuckDB(sql); };
+  server->hooks.plan_statement = [this](duck::Connection& conn, std::string_view statement, bool allow_steps) {
+    return Plan(conn, statement, allow_steps);
+  };
+  server->server_version = options_.server_version;
+}
+
+}  // namespace sluice::query

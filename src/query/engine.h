@@ -1,0 +1,54 @@
+// What the query server answers beyond plain DuckDB, put together for `sluice serve` and
+// `sluice sql`: the Postgres catalog emulation and its SQL rewrite (query/pg_catalog),
+// Iceberg tables by name (query/lake_planner), the partitioned rewrites that keep
+// latest-row-per-key and huge group-bys inside the memory budget (query/rewrite), and
+// topic() over the broker (query/topic_scan). docs/design/0010-query-server.md, "The
+// engine".
+//
+//   QueryEngine engine({.warehouse = "/srv/wh", .kafka_bootstrap = "127.0.0.1:9092", ...});
+//   engine.Install(&server_options);   // sets the server's hooks
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "duck/database.h"
+#include "query/server.h"
+
+namespace sluice::query {
+
+struct QueryEngineOptions {
+  std::string warehouse;        // "" : no lake tables
+  std::string kafka_bootstrap;  // "" : no topic()
+  int64_t memory_limit_bytes = int64_t{1} << 30;  // the query database's, for the rewrites
+  int threads = 2;
+  std::string server_version = "15.0";
+  bool rewrites = true;  // the partitioned rewrites (query/rewrite)
+};
+
+class WarehouseCatalog;
+
+class QueryEngine {
+ public:
+  explicit QueryEngine(QueryEngineOptions options);
+  ~QueryEngine();
+
+  // Sets `server`'s on_database_open, on_session_start, rewrite_query and plan_statement.
+  // The engine must outlive the server.
+  void Install(QueryServerOptions* server) const;
+
+  // The same steps for one connection outside the server (`sluice sql`): once per
+  // database, once per connection, and per statement.
+  Status OpenDatabase(duck::Connection& conn) const;
+  Status StartSession(duck::Connection& conn, std::string_view user) const;
+  Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement, bool allow_steps) const;
+
+ private:
+  QueryEngineOptions options_;
+  std::unique_ptr<WarehouseCatalog> catalog_;
+};
+
+}  // namespace sluice::query
