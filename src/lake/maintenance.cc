@@ -15,6 +15,7 @@
 
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/parquet_read.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
 #include "lake/table_update.h"
@@ -132,11 +133,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     small[l.entry.file.partition.ToString()].push_back(&l);
   }
 
-  // Write the new files.
-  std::vector<std::string> columns;
-  for (const NestedField& f : schema->fields) {
-    columns.push_back(fmt::format("CAST({0} AS {1}) AS {0}", QuoteId(f.name), DuckTypeOf(f.type)));
-  }
+  // Write the new files: columns read by field id, so renamed columns keep their data,
+  // columns added after a file was written read as NULL and promoted types are cast.
   const std::string data_dir = table.files().data_dir();
   std::vector<DataFile> written;
   std::vector<std::string> written_paths;
@@ -156,7 +154,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
           discard();
           return p.status();
         }
-        paths.push_back(duck::QuoteLiteral(*p));
+        paths.push_back(*p);
         records += f->entry.file.record_count;
       }
       // Beside the first file when it is in the table's data directory (its partition's
@@ -166,8 +164,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
       std::error_code ec;
       fs::create_directories(dir, ec);
       std::string path = fmt::format("{}/{}.parquet", dir, NewUuid());
-      std::string select = fmt::format("SELECT {} FROM read_parquet([{}], union_by_name = true)",
-                                       fmt::join(columns, ", "), fmt::join(paths, ", "));
+      std::string select = ParquetScanSql(paths, *schema);
       written_paths.push_back(path);
       Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(path));
       if (!f.ok()) {

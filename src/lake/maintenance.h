@@ -38,7 +38,8 @@ struct CompactResult {
 };
 
 // Rewrites the live data files of the default spec that are small, per partition, into
-// files of about the target size (read with DuckDB's read_parquet, written with
+// files of about the target size (read with DuckDB's read_parquet by field id, so renamed
+// and added columns keep their data, and written with
 // WriteDataFile: field ids and column statistics), committed as one `replace` snapshot
 // in which they are DELETED and the new files ADDED; manifests without a rewritten file
 // are reused. Appends committed meanwhile are kept (the snapshot is built again on them);

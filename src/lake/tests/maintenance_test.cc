@@ -406,6 +406,34 @@ TEST_F(MaintenanceTest, CompactionGivesUpWhenAnotherCommitRemovedItsFiles) {
   EXPECT_EQ(t->metadata().snapshots.size(), 5u);
 }
 
+TEST_F(MaintenanceTest, CompactionReadsColumnsByFieldIdAcrossRenamesAndAddedColumns) {
+  const std::string root = FreshDir("renamed") + "/db/events";
+  Table table = MakeTable(root);
+  for (int i = 0; i < 3; ++i) AppendRows(table, *conn_, i * 10, 10);
+  // amount -> price (same field id 3), and a new optional column 4.
+  auto changed = table.CommitUpdates(
+      [](const TableMetadata& base) -> Result<std::vector<TableUpdate>> {
+        Schema next = *base.CurrentSchema();
+        next.schema_id = 1;
+        next.fields[2].name = "price";
+        next.fields.push_back(NestedField{4, "extra", false, Type::Primitive(TypeId::kString), {}});
+        return std::vector<TableUpdate>{AddSchemaUpdate{next, 4}, SetCurrentSchemaUpdate{-1}};
+      },
+      NowMs());
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
+  ASSERT_TRUE(c.ok() && c->snapshot_id) << c.status().message();
+  // The rewritten files hold the old amounts under the new name, and NULL for extra.
+  std::vector<std::string> paths;
+  for (const ManifestEntry& e : LiveFiles(root)) paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
+  EXPECT_EQ(paths.size(), 2u);
+  auto rows = conn_->QueryText(fmt::format(
+      "SELECT count(*), sum(price), count(extra) FROM read_parquet([{}])", fmt::join(paths, ", ")));
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ((*rows)[0][0].value_or("NULL") + "|" + (*rows)[0][1].value_or("NULL") + "|" + (*rows)[0][2].value_or("NULL"),
+            "30|652.5|0");
+}
+
 TEST_F(MaintenanceTest, AShortOlderThanDoesNotTakeTheFilesOfAWriterStillWorking) {
   const std::string root = FreshDir("orphan_floor") + "/db/events";
   Table table = MakeTable(root);
