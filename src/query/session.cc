@@ -34,6 +34,7 @@ std::string SqlStateFor(duck::ErrorType type, std::string_view msg) {
       if (has("Table") || has("View") || has("table") || has("view")) return "42P01";
       return "42704";
     case ErrorType::kBinder:
+      if (has("no such topic")) return "42P01";  // topic(): a topic is a relation
       if (has("column") || has("Column")) return "42703";
       if (has("function") || has("Function")) return "42883";
       return "42P18";

@@ -94,7 +94,9 @@ void Bind(duckdb_bind_info info) {
   if (from_ts) data->from_ts_ms = *from_ts;
   if (to_ts) data->to_ts_ms = *to_ts;
 
-  auto admin = kc::Admin::Create({{"bootstrap.servers", options.bootstrap_servers}});
+  // A query naming a topic must not create it on a broker that auto-creates topics.
+  auto admin = kc::Admin::Create(
+      {{"bootstrap.servers", options.bootstrap_servers}, {"allow.auto.create.topics", "false"}});
   if (!admin.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, admin.status().message()));
   Result<int> count = (*admin)->PartitionCount(data->topic, options.timeout);
   if (!count.ok()) {

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The query server's engine through psql against one `sluice serve --warehouse`: an
+# Iceberg table a real pipeline writes (lake.<ns>.<table>, pruned, time travel), the live
+# topic (topic()), psql's catalog commands (\dt, \d) over both DuckDB and lake tables, and
+# errors with their SQLSTATE.
+#
+# usage: query_engine_test.sh path/to/sluice
+set -euo pipefail
+
+sluice=${1:?usage: $0 path/to/sluice}
+psql=""
+for p in /usr/bin/psql /usr/lib/postgresql/15/bin/psql; do
+  [ -x "$p" ] && psql=$p && break
+done
+[ -n "$psql" ] || { echo "FAIL: psql is missing (scripts/setup.sh installs postgresql-client)"; exit 1; }
+command -v kcat >/dev/null || { echo "FAIL: kcat is missing (scripts/setup.sh installs it)"; exit 1; }
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  for f in "$tmp"/*.out "$tmp"/*.err "$tmp"/*.log; do echo "--- $f:"; tail -40 "$f" 2>/dev/null || true; done
+  exit 1
+}
+
+cat >"$tmp/sluice.yaml" <<YAML
+topics:
+  auto_create: true      # kcat creates 'events' through Metadata
+  num_partitions: 2
+groups:
+  initial_rebalance_delay: 0s
+YAML
+"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --shards 1 \
+  --config "$tmp/sluice.yaml" --data-dir "$tmp/data" --warehouse "$tmp/wh" >"$tmp/serve.out" 2>"$tmp/serve.err" &
+serve_pid=$!
+pids+=("$serve_pid")
+pg_port=""
+for _ in $(seq 1 400); do
+  pg_port=$(sed -n 's/^sluice: Postgres wire protocol on 127\.0\.0\.1:\([0-9]*\)$/\1/p' "$tmp/serve.out")
+  [ -n "$pg_port" ] && break
+  kill -0 "$serve_pid" 2>/dev/null || fail "sluice serve exited before listening"
+  sleep 0.05
+done
+[ -n "$pg_port" ] || fail "sluice serve did not print its Postgres port"
+brokers=$(sed -n 's/^sluice: serving Kafka on \([0-9.]*:[0-9]*\) .*/\1/p' "$tmp/serve.out")
+
+export PGCONNECT_TIMEOUT=10
+q() {  # q SQL: unaligned, tuples only; an error fails the test
+  "$psql" -X -q -A -t -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c "$1" 2>>"$tmp/psql.err" ||
+    fail "psql: $1"
+}
+sqlstate() {  # the SQLSTATE of SQL's error, or "none"
+  local out
+  out=$("$psql" -X -q -A -t -v ON_ERROR_STOP=1 -v VERBOSITY=verbose -h 127.0.0.1 -p "$pg_port" -U tester \
+        -d sluice -c "$1" 2>&1) && { echo none; return; }
+  echo "$out" | sed -n 's/^ERROR:  \([0-9A-Z]\{5\}\):.*/\1/p' | head -1
+}
+expect() {  # expect WHAT ACTUAL EXPECTED
+  [ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+}
+# produce FROM TO: events id FROM..TO-1 into topic events, city by id parity.
+produce() {
+  seq "$1" $(($2 - 1)) | awk '{ printf "{\"id\":%d,\"city\":\"%s\",\"amount\":%d}\n", $1, ($1 % 2 ? "rome" : "oslo"), $1 % 7 }' \
+    >"$tmp/events.jsonl"
+  kcat -b "$brokers" -P -t events -l "$tmp/events.jsonl" || fail "kcat could not produce"
+}
+# wait_rows N: until the lake table holds N rows.
+wait_rows() {
+  for _ in $(seq 1 600); do
+    [ "$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice \
+         -c "SELECT count(*) FROM lake.db.events" 2>/dev/null)" = "$1" ] && return 0
+    sleep 0.1
+  done
+  fail "the table did not reach $1 rows"
+}
+
+cat >"$tmp/pipeline.yml" <<YAML
+commands:
+  - name: events table
+    sql: CREATE TABLE events (id BIGINT, city VARCHAR, amount BIGINT);
+pipeline:
+  name: to-lake
+  batch_size: 1000
+  flush_interval_seconds: 1
+  source:
+    type: kafka
+    kafka:
+      brokers: ["$brokers"]
+      group_id: to-lake
+      auto_offset_reset: earliest
+      topics: [events]
+  handler:
+    type: handlers.StructuredBatch
+    table: events
+    sql: SELECT * FROM events
+  sink:
+    type: iceberg
+    iceberg:
+      catalog_name: sluice
+      table_name: db.events
+      warehouse: "$tmp/wh"
+      commit_interval_seconds: 1
+      partition_by: [city]
+YAML
+produce 0 1000
+"$sluice" pipeline run "$tmp/pipeline.yml" --http-addr 127.0.0.1:0 >"$tmp/pipeline.out" 2>"$tmp/pipeline.log" &
+pids+=($!)
+wait_rows 1000
+produce 1000 1500
+wait_rows 1500
+
+# The table: values, pruning by partition, the same as the topic's messages.
+expect "lake rows" "$(q "SELECT count(*), count(DISTINCT id), sum(amount) FROM lake.db.events")" \
+  "1500|1500|$(seq 0 1499 | awk '{ s += $1 % 7 } END { print s }')"
+expect "a partition" "$(q "SELECT count(*), min(id) FROM lake.db.events WHERE city = 'rome'")" "750|1"
+expect "a join of the table with the topic" \
+  "$(q "SELECT count(*) FROM lake.db.events e JOIN topic('events') t ON e.id = (t.value::JSON->>'id')::BIGINT")" "1500"
+expect "topic bounds" "$(q "SELECT count(*) FROM topic('events', from_offset => 100)")" "1300"  # per partition
+# Time travel: the first snapshot held fewer rows than now.
+snapshots=$("$sluice" table history db.events --warehouse "$tmp/wh" | awk '$2 ~ /^[0-9]+$/ { print $2 }')
+oldest=$(echo "$snapshots" | head -1)
+[ -n "$oldest" ] || fail "no snapshot id in: $("$sluice" table history db.events --warehouse "$tmp/wh")"
+then_rows=$(q "SELECT count(*) FROM lake.db.events AT (VERSION => $oldest)")
+[ "$then_rows" -gt 0 ] && [ "$then_rows" -lt 1500 ] || fail "the oldest snapshot holds $then_rows rows"
+
+# psql's catalog commands see DuckDB's tables and the lake's.
+q "CREATE TABLE local_t (a INT PRIMARY KEY, b VARCHAR)" >/dev/null
+dt=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt' 2>>"$tmp/psql.err")
+echo "$dt" | grep -q '^main|local_t|table|' || fail "\\dt: $dt"
+dtall=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt *.*' 2>>"$tmp/psql.err")
+echo "$dtall" | grep -q '^lake.db|events|table|' || fail "\\dt *.*: $dtall"
+d=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\d "lake.db".events' 2>>"$tmp/psql.err")
+echo "$d" | grep -q '^id|bigint' && echo "$d" | grep -q '^city|character varying\|^city|text' || fail "\\d: $d"
+
+# Errors and their SQLSTATEs.
+expect "unknown lake table" "$(sqlstate "SELECT * FROM lake.db.nothing")" "42P01"
+expect "unknown topic" "$(sqlstate "SELECT * FROM topic('nothing')")" "42P01"
+expect "a query does not create topics" "$(q "SELECT count(*) FROM topic('events')")" "1500"
+"$sluice" table list --warehouse "$tmp/wh" >/dev/null || fail "table list"
+expect "unknown snapshot" "$(sqlstate "SELECT * FROM lake.db.events AT (VERSION => 1)")" "42P01"
+
+kill -TERM "$serve_pid"
+wait "$serve_pid" || fail "sluice serve exited $? after SIGTERM"
+echo "PASS"
