@@ -82,7 +82,7 @@ const queries = {
         pl.col("q").sum().alias("quantity"),
         pl.col("cents").sum().alias("cents"),
         pl.col("n").mul(pl.col("n")).sum().alias("n_squared"),
-        pl.col("last_ts").cast(pl.Int64).floorDiv(1000000).sum().alias("last_ts_seconds"),
+        pl.col("last_ts").cast(pl.Int64).div(1000000).cast(pl.Int64).sum().alias("last_ts_seconds"),
       ),
 };
 
