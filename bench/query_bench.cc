@@ -521,7 +521,7 @@ void PrintHeader(const Context& ctx, const QueryBenchOptions& o, const std::vect
     if (std::find(o.queries.begin(), o.queries.end(), q.name) == o.queries.end()) continue;
     fmt::print("  {}        {}: {}\n", q.name, q.what, q.sql);
   }
-  fmt::print("\n{:<8} {:<6} {:<10} {:>10} {:>9} {:>9} {:>9} {:>7}  {}\n", "setting", "query", "engine", "median s",
+  fmt::print("\n{:<8} {:<6} {:<14} {:>10} {:>9} {:>9} {:>9} {:>7}  {}\n", "setting", "query", "engine", "median s",
              "vs duckdb", "peak GiB", "finished", "answer", "note");
   std::fflush(stdout);
 }
@@ -533,7 +533,7 @@ void PrintRow(const Cell& c, const std::optional<double>& duckdb_median) {
   std::string answer = !c.answer_ok ? "-" : *c.answer_ok ? "ok" : "WRONG";
   std::string note = c.Note();
   if (!c.memory_applied) note = note.empty() ? "no memory setting" : "no memory setting; " + note;
-  fmt::print("{:<8} {:<6} {:<10} {:>10} {:>9} {:>9.2f} {:>9} {:>7}  {}\n", c.setting, c.query, c.engine,
+  fmt::print("{:<8} {:<6} {:<14} {:>10} {:>9} {:>9.2f} {:>9} {:>7}  {}\n", c.setting, c.query, c.engine,
              median ? fmt::format("{:.2f}", *median) : "-", ratio, static_cast<double>(c.peak_bytes()) / kGiB,
              fmt::format("{}/{}", c.finished(), c.runs.size()), answer, note);
   std::fflush(stdout);
