@@ -562,7 +562,7 @@ Status WriteChart(const std::string& png, const QueryBenchOptions& o, const std:
   std::string base = png.size() > 4 && png.substr(png.size() - 4) == ".png" ? png.substr(0, png.size() - 4) : png;
   std::vector<std::string> data_files;
   for (const std::string& setting : o.memory_settings) {
-    std::string text = "query";
+    std::string text = "# query";
     for (const std::string& e : engines) text += fmt::format(" {}_s {}_gib", e, e);
     text += "\n";
     for (const std::string& q : o.queries) {
@@ -587,20 +587,20 @@ Status WriteChart(const std::string& png, const QueryBenchOptions& o, const std:
       "set terminal pngcairo size {},{} font 'sans,10'\n"
       "set output '{}'\n"
       "set style data histogram\nset style histogram cluster gap 1\nset style fill solid 0.8 border -1\n"
-      "set boxwidth 0.9\nset grid ytics\nset key top left\nset datafile missing '?'\n"
+      "set boxwidth 0.9\nset grid ytics\nset key top left horizontal\nset datafile missing '?'\n"
       "set multiplot layout 2,{} title \"sluice bench query: {} rows, {} threads, cap {} GiB ({}; commit {}; {}). "
       "No bar: no run finished.\"\n",
       520 * n + 80, 760, png, n, Grouped(static_cast<uint64_t>(o.rows)), o.threads, o.cap_gib,
       ctx.machine.cpu_model, ctx.commit.empty() ? "unknown" : ctx.commit, ctx.load_start.empty() ? "" : "load " + ctx.load_start);
   auto plot = [&](size_t s, bool memory) {
     std::string cmd = fmt::format("set title 'median query time, memory setting {}'\nset ylabel 'seconds'\n"
-                                  "unset arrow\nset yrange [0:*]\n",
+                                  "unset arrow\nunset label 1\nset yrange [0:*]\n",
                                   o.memory_settings[s]);
     if (memory) {
       cmd = fmt::format("set title 'peak RSS of the process tree, memory setting {}'\nset ylabel 'GiB'\n"
                         "set yrange [0:{}]\nset arrow from graph 0, first {} to graph 1, first {} nohead dt 2 lw 2 "
-                        "lc rgb 'red'\n",
-                        o.memory_settings[s], o.cap_gib * 1.1, o.cap_gib, o.cap_gib);
+                        "lc rgb 'red'\nset label 1 'cap' at graph 0.98, first {} right offset 0,0.6 tc rgb 'red'\n",
+                        o.memory_settings[s], o.cap_gib * 1.3, o.cap_gib, o.cap_gib, o.cap_gib);
     }
     cmd += "plot ";
     for (size_t e = 0; e < engines.size(); ++e) {
@@ -815,6 +815,11 @@ int RunQueryBench(const QueryBenchOptions& options) {
           }
         }
         if (cell.engine == "duckdb") duckdb_median = cell.median_s();
+        if (!o.json_file.empty()) {
+          std::ofstream out(o.json_file, std::ios::app);
+          out << CellJson(ctx, o, cell, duckdb_median).dump() << "\n";
+          if (!out) fmt::print(stderr, "sluice bench query: cannot append to --json-file {}\n", o.json_file);
+        }
         if (o.json) {
           fmt::print("{}\n", CellJson(ctx, o, cell, duckdb_median).dump());
           std::fflush(stdout);

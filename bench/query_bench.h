@@ -42,6 +42,7 @@ struct QueryBenchOptions {
   std::string node_modules;
   std::string chart;  // a PNG of time and peak RSS per engine and query; empty: none
   bool json = false;  // one JSON object per engine × query × setting on stdout
+  std::string json_file;  // the same JSON lines appended to this file (beside the table)
   bool keep_work = false;  // keep the runs' logs and spill directories
 };
 

@@ -166,6 +166,7 @@ void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
                   "apt-get when missing)");
   cmd->add_flag("--keep-work", o->keep_work, "keep each run's logs and spill directory");
   cmd->add_flag("--json", o->json, "one JSON object per engine, query and memory setting instead of a table");
+  cmd->add_option("--json-file", o->json_file, "also append those JSON objects to FILE (beside the table)");
 }
 
 // `sluice serve` flags; each one set overrides the config file's key.
