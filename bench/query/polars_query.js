@@ -20,6 +20,9 @@ function cents(expr) {
 }
 
 // Each builds a LazyFrame of one row whose columns are the checksum, in the SQL's order.
+// Derived columns (cents) are computed before a group-by, not inside its aggregations:
+// Polars evaluates a compound expression in an aggregation group by group, which made q2
+// and q4 about twice as slow; computing it first is the form Polars' guide recommends.
 const queries = {
   // q1: a filter.
   q1: (sales) =>
@@ -39,12 +42,17 @@ const queries = {
   q2: (sales, products) =>
     sales
       .join(products.select("product_id", "category", "list_price"), { on: "product_id", how: "inner" })
+      .withColumns(
+        pl.col("quantity").cast(pl.Int64).alias("quantity"),
+        cents(pl.col("amount")).alias("cents"),
+        cents(pl.col("list_price")).mul(pl.col("quantity").cast(pl.Int64)).alias("list_cents"),
+      )
       .groupBy("category")
       .agg(
         pl.len().cast(pl.Int64).alias("n"),
-        pl.col("quantity").cast(pl.Int64).sum().alias("q"),
-        cents(pl.col("amount")).sum().alias("cents"),
-        cents(pl.col("list_price")).mul(pl.col("quantity").cast(pl.Int64)).sum().alias("list_cents"),
+        pl.col("quantity").sum().alias("q"),
+        pl.col("cents").sum().alias("cents"),
+        pl.col("list_cents").sum().alias("list_cents"),
       )
       .select(
         pl.len().cast(pl.Int64).alias("groups"),
@@ -69,11 +77,12 @@ const queries = {
   // q4: a group-by with one group per customer.
   q4: (sales) =>
     sales
+      .withColumns(pl.col("quantity").cast(pl.Int64).alias("quantity"), cents(pl.col("amount")).alias("cents"))
       .groupBy("customer_id")
       .agg(
         pl.len().cast(pl.Int64).alias("n"),
-        pl.col("quantity").cast(pl.Int64).sum().alias("q"),
-        cents(pl.col("amount")).sum().alias("cents"),
+        pl.col("quantity").sum().alias("q"),
+        pl.col("cents").sum().alias("cents"),
         pl.col("ts").max().alias("last_ts"),
       )
       .select(
