@@ -84,9 +84,10 @@ std::string ProductsSql(uint64_t seed) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The queries, as DuckDB SQL over `sales` and `products`; each reduced to one row of
-// integers that every engine computes exactly (money summed as whole cents, never as a
-// float). bench/query/polars_query.js has the same four with Polars' lazy API.
+// The queries, as DuckDB SQL templates over {sales} and {products} (BindTables); each
+// reduced to one row of integers that every engine computes exactly (money summed as whole
+// cents, never as a float). bench/query/polars_query.js has the same four with Polars' lazy
+// API.
 
 struct QueryDef {
   std::string_view name;
@@ -98,21 +99,21 @@ constexpr QueryDef kQueries[] = {
     {"q1", "filter",
      "SELECT count(*)::BIGINT AS rows, sum(quantity)::BIGINT AS quantity, "
      "sum(round(amount * 100)::BIGINT)::BIGINT AS cents, sum(order_id)::BIGINT AS order_ids "
-     "FROM sales WHERE ts >= TIMESTAMP '2024-07-01' AND channel = 'web' AND amount >= 100"},
+     "FROM {sales} WHERE ts >= TIMESTAMP '2024-07-01' AND channel = 'web' AND amount >= 100"},
     {"q2", "join aggregate",
      "WITH g AS (SELECT p.category, count(*) AS n, sum(s.quantity) AS q, sum(round(s.amount * 100)::BIGINT) AS cents, "
      "sum(round(p.list_price * 100)::BIGINT * s.quantity) AS list_cents "
-     "FROM sales s JOIN products p ON s.product_id = p.product_id GROUP BY p.category) "
+     "FROM {sales} s JOIN {products} p ON s.product_id = p.product_id GROUP BY p.category) "
      "SELECT count(*)::BIGINT AS groups, sum(n)::BIGINT AS rows, sum(q)::BIGINT AS quantity, sum(cents)::BIGINT AS cents, "
      "sum(list_cents)::BIGINT AS list_cents, sum(n * n)::BIGINT AS n_squared FROM g"},
     {"q3", "latest row per customer",
      "WITH ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY customer_id ORDER BY ts DESC, order_id DESC) AS rn "
-     "FROM sales) "
+     "FROM {sales}) "
      "SELECT count(*)::BIGINT AS customers, sum(order_id)::BIGINT AS order_ids, sum(quantity)::BIGINT AS quantity, "
      "sum(round(amount * 100)::BIGINT)::BIGINT AS cents FROM ranked WHERE rn = 1"},
     {"q4", "group-by per customer",
      "WITH g AS (SELECT customer_id, count(*) AS n, sum(quantity) AS q, sum(round(amount * 100)::BIGINT) AS cents, "
-     "max(ts) AS last_ts FROM sales GROUP BY customer_id) "
+     "max(ts) AS last_ts FROM {sales} GROUP BY customer_id) "
      "SELECT count(*)::BIGINT AS groups, sum(n)::BIGINT AS rows, sum(q)::BIGINT AS quantity, sum(cents)::BIGINT AS cents, "
      "sum(n * n)::BIGINT AS n_squared, sum(epoch_us(last_ts) // 1000000)::BIGINT AS last_ts_seconds FROM g"},
 };
@@ -519,7 +520,7 @@ void PrintHeader(const Context& ctx, const QueryBenchOptions& o, const std::vect
              "RSS sampled, or the root's ru_maxrss when higher; answers checked against DuckDB's\n");
   for (const QueryDef& q : kQueries) {
     if (std::find(o.queries.begin(), o.queries.end(), q.name) == o.queries.end()) continue;
-    fmt::print("  {}        {}: {}\n", q.name, q.what, q.sql);
+    fmt::print("  {}        {}: {}\n", q.name, q.what, BindTables(std::string(q.sql), "sales", "products"));
   }
   fmt::print("\n{:<8} {:<6} {:<14} {:>10} {:>9} {:>9} {:>9} {:>7}  {}\n", "setting", "query", "engine", "median s",
              "vs duckdb", "peak GiB", "finished", "answer", "note");
@@ -780,7 +781,8 @@ int RunQueryBench(const QueryBenchOptions& options) {
         for (int i = 0; i < o.runs; ++i) {
           EngineRunSpec spec = base;
           spec.query = q;
-          spec.sql = std::string(def->sql);
+          spec.sql_template = std::string(def->sql);
+          spec.sql = BindTables(spec.sql_template, "sales", "products");
           spec.memory_setting = setting;
           spec.memory_bytes = bytes;
           spec.work_dir = fmt::format("{}/run-{:03}-{}-{}-{}-{}", work, ++run_number, setting, q, engine->name(), i + 1);
@@ -861,7 +863,7 @@ int RunQueryChild(const QueryChildOptions& o) {
       duck::QuoteLiteral(o.sales_glob), duck::QuoteLiteral(o.products_glob)));
   if (!st.ok()) return fail(st);
   auto start = std::chrono::steady_clock::now();
-  Result<duck::QueryResult> result = (*conn)->Query(def->sql);
+  Result<duck::QueryResult> result = (*conn)->Query(BindTables(std::string(def->sql), "sales", "products"));
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!result.ok()) return fail(result.status());
   if (result->row_count() != 1 || result->chunk_count() < 1) {

@@ -256,6 +256,22 @@ class PolarsEngine : public Engine {
 
 }  // namespace
 
+std::string BindTables(const std::string& sql_template, std::string_view sales, std::string_view products) {
+  std::string out;
+  for (size_t i = 0; i < sql_template.size();) {
+    if (sql_template.compare(i, 7, "{sales}") == 0) {
+      out += sales;
+      i += 7;
+    } else if (sql_template.compare(i, 10, "{products}") == 0) {
+      out += products;
+      i += 10;
+    } else {
+      out += sql_template[i++];
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> KnownEngines() { return {"duckdb", "polars"}; }
 
 Result<std::unique_ptr<Engine>> MakeEngine(std::string_view name) {

@@ -46,10 +46,11 @@ struct QueryDataset {
 struct EngineRunSpec {
   const QueryDataset* data = nullptr;
   std::string query;  // "q1".."q4"
-  // The query as DuckDB SQL over tables (views) named `sales` and `products`, returning one
-  // row of integers: what a SQL engine submits (sluice's: with the tables named as it
-  // serves them).
-  std::string sql;
+  // The query as DuckDB SQL with {sales} and {products} where the tables go, returning one
+  // row of integers. A SQL engine binds the tables as it serves them (BindTables):
+  // sluice-iceberg `lake.bench.sales`, sluice-parquet `read_parquet('<sales_glob>')`.
+  std::string sql_template;
+  std::string sql;  // the template bound to tables (views) named `sales` and `products`
   int threads = 1;
   std::string memory_setting;  // as given: "3GB"
   int64_t memory_bytes = 0;
@@ -98,6 +99,9 @@ class Engine {
   // Starts a fresh process tree for `spec`; returns once it can take the query.
   virtual Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) = 0;
 };
+
+// `sql_template` with every {sales} and {products} replaced by the given table references.
+std::string BindTables(const std::string& sql_template, std::string_view sales, std::string_view products);
 
 // The engines `--engines` accepts, in the order runs go (duckdb first: its answers are the
 // reference).
