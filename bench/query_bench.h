@@ -33,16 +33,16 @@ struct QueryBenchOptions {
   // Memory settings, each run in turn: "3GB", "1GB", "512MiB" (KB/MB/GB are powers of
   // 1000 and KiB/MiB/GiB of 1024, as DuckDB reads them).
   std::vector<std::string> memory_settings = {"3GB", "1GB"};
-  double cap_gib = 4.5;        // the watchdog kills a run's process tree above this RSS
-  int runs = 3;                // per cell; the median of those that finished is reported
-  double timeout_s = 3600;     // a run still going after this is killed (and not finished)
+  double cap_gib = 4.5;     // the watchdog kills a run's process tree above this RSS
+  int runs = 3;             // per cell; the median of those that finished is reported
+  double timeout_s = 3600;  // a run still going after this is killed (and not finished)
   std::string sluice_binary = "/proc/self/exe";  // the duckdb engine's child
   std::string node = "node";                     // the polars engine's interpreter (PATH)
   // Where nodejs-polars is installed (its node_modules); empty: the source tree's.
   std::string node_modules;
-  std::string chart;  // a PNG of time and peak RSS per engine and query; empty: none
-  bool json = false;  // one JSON object per engine × query × setting on stdout
-  std::string json_file;  // the same JSON lines appended to this file (beside the table)
+  std::string chart;       // a PNG of time and peak RSS per engine and query; empty: none
+  bool json = false;       // one JSON object per engine × query × setting on stdout
+  std::string json_file;   // the same JSON lines appended to this file (beside the table)
   bool keep_work = false;  // keep the runs' logs and spill directories
 };
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -17,12 +18,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "bench/child_process.h"
 
@@ -36,8 +35,9 @@ namespace fs = std::filesystem;
 // Starts `args` (args[0] an absolute path) with the environment plus `env`, stdin from
 // /dev/null, stdout and stderr to the given files (truncated). The child gets SIGKILL if
 // the bench dies, so no run outlives it.
-Result<pid_t> SpawnWithEnv(const std::vector<std::string>& args, const std::vector<std::string>& env,
-                           const std::string& out_path, const std::string& err_path) {
+Result<pid_t> SpawnWithEnv(const std::vector<std::string>& args,
+                           const std::vector<std::string>& env, const std::string& out_path,
+                           const std::string& err_path) {
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -94,7 +94,8 @@ Result<pid_t> SpawnWithEnv(const std::vector<std::string>& args, const std::vect
 // The absolute path of `program`: as given when it has a slash, else found on $PATH.
 Result<std::string> FindProgram(const std::string& program) {
   if (program.find('/') != std::string::npos) {
-    if (::access(program.c_str(), X_OK) != 0) return NotFoundError("{} is not an executable file", program);
+    if (::access(program.c_str(), X_OK) != 0)
+      return NotFoundError("{} is not an executable file", program);
     return fs::absolute(program).string();
   }
   const char* path = std::getenv("PATH");
@@ -128,14 +129,16 @@ class OneShotChildRun : public EngineRun {
     Reap(/*block=*/true);
     if (!reaped_) return InternalError("could not wait for child {}", pid_);
     if (!WIFEXITED(status_) || WEXITSTATUS(status_) != 0) {
-      return AbortedError("the child {}; its stderr ends:\n{}", DescribeWaitStatus(status_), Tail(err_path_, 6));
+      return AbortedError("the child {}; its stderr ends:\n{}", DescribeWaitStatus(status_),
+                          Tail(err_path_, 6));
     }
     std::string line = LastLine(out_path_);
     auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object() || !j.contains("answer") || !j["answer"].is_array() ||
         !j.contains("elapsed_s") || !j["elapsed_s"].is_number()) {
-      return InternalError("the child printed no answer line (stdout ends: {:?}); its stderr ends:\n{}", line,
-                           Tail(err_path_, 6));
+      return InternalError(
+          "the child printed no answer line (stdout ends: {:?}); its stderr ends:\n{}", line,
+          Tail(err_path_, 6));
     }
     EngineAnswer a;
     a.seconds = j["elapsed_s"].get<double>();
@@ -149,7 +152,8 @@ class OneShotChildRun : public EngineRun {
       }
     }
     if (j.contains("columns") && j["columns"].is_array()) {
-      for (const auto& c : j["columns"]) a.columns.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+      for (const auto& c : j["columns"])
+        a.columns.push_back(c.is_string() ? c.get<std::string>() : c.dump());
     }
     return a;
   }
@@ -201,18 +205,27 @@ class DuckDbEngine : public Engine {
     return Status::OK();
   }
   std::string Describe(const EngineRunSpec& spec) const override {
-    return fmt::format("`sluice bench query-child` per run: libduckdb, SET threads={} memory_limit=<setting>, "
-                       "temp_directory in the run's work dir, views over read_parquet",
-                       spec.threads);
+    return fmt::format(
+        "`sluice bench query-child` per run: libduckdb, SET threads={} memory_limit=<setting>, "
+        "temp_directory in the run's work dir, views over read_parquet",
+        spec.threads);
   }
   Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) override {
-    std::vector<std::string> args = {spec.sluice_binary, "bench", "query-child",
-                                     "--query", spec.query,
-                                     "--sales", spec.data->sales_glob,
-                                     "--products", spec.data->products_glob,
-                                     "--threads", std::to_string(spec.threads),
-                                     "--memory-limit-bytes", std::to_string(spec.memory_bytes),
-                                     "--temp-dir", spec.work_dir + "/spill"};
+    std::vector<std::string> args = {spec.sluice_binary,
+                                     "bench",
+                                     "query-child",
+                                     "--query",
+                                     spec.query,
+                                     "--sales",
+                                     spec.data->sales_glob,
+                                     "--products",
+                                     spec.data->products_glob,
+                                     "--threads",
+                                     std::to_string(spec.threads),
+                                     "--memory-limit-bytes",
+                                     std::to_string(spec.memory_bytes),
+                                     "--temp-dir",
+                                     spec.work_dir + "/spill"};
     return LaunchOneShotChild(args, {}, spec.work_dir);
   }
 };
@@ -227,9 +240,10 @@ class PolarsEngine : public Engine {
     Result<std::string> node = FindProgram(spec.node);
     if (!node.ok()) return NotFoundError("polars engine: node: {}", node.status().message());
     if (!fs::exists(spec.node_modules + "/nodejs-polars/package.json")) {
-      return NotFoundError("polars engine: nodejs-polars is not in {} (npm ci in the source tree, or "
-                           "--node-modules DIR)",
-                           spec.node_modules);
+      return NotFoundError(
+          "polars engine: nodejs-polars is not in {} (npm ci in the source tree, or "
+          "--node-modules DIR)",
+          spec.node_modules);
     }
     return Status::OK();
   }
@@ -237,10 +251,12 @@ class PolarsEngine : public Engine {
     std::string version;
     std::ifstream in(spec.node_modules + "/nodejs-polars/package.json");
     auto j = nlohmann::json::parse(in, nullptr, false);
-    if (!j.is_discarded() && j.contains("version") && j["version"].is_string()) version = j["version"];
-    return fmt::format("`node polars_query.js` per run: nodejs-polars {}, lazy API, collect(); "
-                       "POLARS_MAX_THREADS={}; no memory setting (the cap only)",
-                       version.empty() ? "(version unknown)" : version, spec.threads);
+    if (!j.is_discarded() && j.contains("version") && j["version"].is_string())
+      version = j["version"];
+    return fmt::format(
+        "`node polars_query.js` per run: nodejs-polars {}, lazy API, collect(); "
+        "POLARS_MAX_THREADS={}; no memory setting (the cap only)",
+        version.empty() ? "(version unknown)" : version, spec.threads);
   }
   Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) override {
     ASSIGN_OR_RETURN(std::string node, FindProgram(spec.node));
@@ -256,7 +272,8 @@ class PolarsEngine : public Engine {
 
 }  // namespace
 
-std::string BindTables(const std::string& sql_template, std::string_view sales, std::string_view products) {
+std::string BindTables(const std::string& sql_template, std::string_view sales,
+                       std::string_view products) {
   std::string out;
   for (size_t i = 0; i < sql_template.size();) {
     if (sql_template.compare(i, 7, "{sales}") == 0) {
@@ -405,7 +422,8 @@ TreeWatchdog::TreeWatchdog(pid_t root, int64_t cap_bytes, double timeout_s, int 
       int64_t rss = TreeRssBytes(tree);
       samples_.fetch_add(1);
       if (rss > peak_.load()) peak_.store(rss);
-      double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (!tree.empty() && rss > s.cap_bytes) {
         over_cap_.store(true);
         for (pid_t pid : tree) ::kill(pid, SIGKILL);

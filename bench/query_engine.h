@@ -34,12 +34,12 @@ namespace sluice::bench {
 struct QueryDataset {
   int64_t rows = 0;
   uint64_t seed = 0;
-  std::string dir;            // the cache directory of this rows + seed
-  std::string sales_glob;     // <dir>/warehouse/bench/sales/data/*.parquet
-  std::string products_glob;  // <dir>/warehouse/bench/products/data/*.parquet
-  std::string warehouse;      // <dir>/warehouse: namespace `bench`, tables `sales`, `products`
-  std::string sales_table;    // bench.sales
-  std::string products_table; // bench.products
+  std::string dir;             // the cache directory of this rows + seed
+  std::string sales_glob;      // <dir>/warehouse/bench/sales/data/*.parquet
+  std::string products_glob;   // <dir>/warehouse/bench/products/data/*.parquet
+  std::string warehouse;       // <dir>/warehouse: namespace `bench`, tables `sales`, `products`
+  std::string sales_table;     // bench.sales
+  std::string products_table;  // bench.products
 };
 
 // One run of one query on one engine.
@@ -56,9 +56,9 @@ struct EngineRunSpec {
   int64_t memory_bytes = 0;
   std::string work_dir;  // a new directory for this run: the child's logs, its spill files
   std::string sluice_binary;
-  std::string node;          // polars: the node interpreter
-  std::string node_modules;  // polars: NODE_PATH
-  std::string polars_script; // polars: the script's path (written into the work directory)
+  std::string node;           // polars: the node interpreter
+  std::string node_modules;   // polars: NODE_PATH
+  std::string polars_script;  // polars: the script's path (written into the work directory)
 };
 
 // What a finished run answered: the query's time as the engine's client saw it (for a
@@ -101,7 +101,8 @@ class Engine {
 };
 
 // `sql_template` with every {sales} and {products} replaced by the given table references.
-std::string BindTables(const std::string& sql_template, std::string_view sales, std::string_view products);
+std::string BindTables(const std::string& sql_template, std::string_view sales,
+                       std::string_view products);
 
 // The engines `--engines` accepts, in the order runs go (duckdb first: its answers are the
 // reference).

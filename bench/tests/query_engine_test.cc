@@ -2,6 +2,7 @@
 // child processes), memory settings, option checks and the SQL templates.
 #include "bench/query_engine.h"
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <iterator>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "bench/query_bench.h"
 
@@ -36,9 +35,11 @@ bool Alive(pid_t pid) {
 class ShellTree {
  public:
   ShellTree() {
-    dir_ = std::filesystem::temp_directory_path() / ("query-engine-test-" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("query-engine-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_);
-    auto run = LaunchOneShotChild({"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"}, {}, dir_.string());
+    auto run =
+        LaunchOneShotChild({"/bin/sh", "-c", "sleep 30 & sleep 30 & wait"}, {}, dir_.string());
     EXPECT_TRUE(run.ok()) << run.status().ToString();
     run_ = std::move(run).value();
   }
@@ -78,7 +79,8 @@ TEST(ProcessTreeTest, KillTreeEndsEveryProcess) {
   ASSERT_EQ(tree.size(), 3u);
   KillTree(t.run().root_pid());
   // The children are orphans once the shell dies; they must be gone too.
-  for (int i = 0; i < 200 && (Alive(tree[1]) || Alive(tree[2])); ++i) std::this_thread::sleep_for(10ms);
+  for (int i = 0; i < 200 && (Alive(tree[1]) || Alive(tree[2])); ++i)
+    std::this_thread::sleep_for(10ms);
   EXPECT_FALSE(Alive(tree[1]));
   EXPECT_FALSE(Alive(tree[2]));
   EXPECT_FALSE(t.run().Execute().ok());  // it was killed: no answer
@@ -106,11 +108,13 @@ TEST(TreeWatchdogTest, KillsATreeThatRunsTooLong) {
 }
 
 TEST(OneShotChildTest, ReadsTheAnswerLine) {
-  auto dir = std::filesystem::temp_directory_path() / ("query-engine-answer-" + std::to_string(::getpid()));
+  auto dir = std::filesystem::temp_directory_path() /
+             ("query-engine-answer-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  auto run = LaunchOneShotChild(
-      {"/bin/sh", "-c", "echo noise; echo \"{\\\"elapsed_s\\\": 1.5, \\\"columns\\\": [\\\"n\\\"], \\\"answer\\\": [\\\"$X\\\"]}\""},
-      {"X=42"}, dir.string());
+  auto run = LaunchOneShotChild({"/bin/sh", "-c",
+                                 "echo noise; echo \"{\\\"elapsed_s\\\": 1.5, \\\"columns\\\": "
+                                 "[\\\"n\\\"], \\\"answer\\\": [\\\"$X\\\"]}\""},
+                                {"X=42"}, dir.string());
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   Result<EngineAnswer> a = (*run)->Execute();
   ASSERT_TRUE(a.ok()) << a.status().ToString();
@@ -122,13 +126,16 @@ TEST(OneShotChildTest, ReadsTheAnswerLine) {
 }
 
 TEST(OneShotChildTest, AFailingChildIsAnErrorWithItsStderr) {
-  auto dir = std::filesystem::temp_directory_path() / ("query-engine-fail-" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("query-engine-fail-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  auto run = LaunchOneShotChild({"/bin/sh", "-c", "echo 'out of memory' >&2; exit 3"}, {}, dir.string());
+  auto run =
+      LaunchOneShotChild({"/bin/sh", "-c", "echo 'out of memory' >&2; exit 3"}, {}, dir.string());
   ASSERT_TRUE(run.ok());
   Result<EngineAnswer> a = (*run)->Execute();
   ASSERT_FALSE(a.ok());
-  EXPECT_NE(a.status().message().find("exited with status 3"), std::string::npos) << a.status().message();
+  EXPECT_NE(a.status().message().find("exited with status 3"), std::string::npos)
+      << a.status().message();
   EXPECT_NE(a.status().message().find("out of memory"), std::string::npos) << a.status().message();
   std::filesystem::remove_all(dir);
 }
@@ -165,10 +172,12 @@ TEST(QueryBenchOptionsTest, NamesTheWrongOption) {
 }
 
 TEST(BindTablesTest, ReplacesEveryPlaceholder) {
-  EXPECT_EQ(BindTables("SELECT * FROM {sales} s JOIN {products} p USING (k) UNION SELECT * FROM {sales}",
-                       "lake.bench.sales", "read_parquet('p/*.parquet')"),
-            "SELECT * FROM lake.bench.sales s JOIN read_parquet('p/*.parquet') p USING (k) UNION SELECT * FROM "
-            "lake.bench.sales");
+  EXPECT_EQ(
+      BindTables("SELECT * FROM {sales} s JOIN {products} p USING (k) UNION SELECT * FROM {sales}",
+                 "lake.bench.sales", "read_parquet('p/*.parquet')"),
+      "SELECT * FROM lake.bench.sales s JOIN read_parquet('p/*.parquet') p USING (k) UNION SELECT "
+      "* FROM "
+      "lake.bench.sales");
   EXPECT_EQ(BindTables("{sale} {}", "x", "y"), "{sale} {}");
 }
 
