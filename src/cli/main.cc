@@ -25,6 +25,7 @@
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
 #include "bench/pipeline_bench.h"
+#include "bench/query_bench.h"
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "broker/service.h"
@@ -137,6 +138,37 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
       ->capture_default_str();
   cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");
+}
+
+void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
+  cmd->add_option("--rows", o->rows, "sales rows (the full comparison: 150000000)")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "the generator's seed")->capture_default_str();
+  cmd->add_option("--files", o->files, "Parquet files of the sales table")->capture_default_str();
+  cmd->add_option("--data-dir", o->data_dir,
+                  "generated data is kept in DIR/rows-N-seed-S-*/ and reused; runs work in DIR/work-<pid> "
+                  "(default: $XDG_CACHE_HOME/sluice/bench-query, else /tmp/sluice-bench-query)");
+  cmd->add_option("--queries", o->queries, "q1 filter, q2 join aggregate, q3 latest row per customer, q4 group-by")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--engines", o->engines, "duckdb, polars (sluice-iceberg, sluice-parquet: with the query server)")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads every engine gets")->capture_default_str();
+  cmd->add_option("--memory-settings", o->memory_settings,
+                  "memory settings, each a round of every query and engine: 3GB, 1GB, 512MiB, ...")
+      ->delimiter(',')->capture_default_str();
+  cmd->add_option("--cap-gib", o->cap_gib, "a run's process tree is killed above this RSS (GiB)")
+      ->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs per cell; the median of the finished is reported")->capture_default_str();
+  cmd->add_option("--timeout", o->timeout_s, "seconds after which a run is killed (not finished)")
+      ->capture_default_str();
+  cmd->add_option("--node", o->node, "the node interpreter of the polars engine")->capture_default_str();
+  cmd->add_option("--node-modules", o->node_modules,
+                  "node_modules holding nodejs-polars (default: the source tree's)");
+  cmd->add_option("--chart", o->chart,
+                  "write a PNG of median time and peak RSS per engine and query (gnuplot; installed with "
+                  "apt-get when missing)");
+  cmd->add_flag("--keep-work", o->keep_work, "keep each run's logs and spill directory");
+  cmd->add_flag("--json", o->json, "one JSON object per engine, query and memory setting instead of a table");
+  cmd->add_option("--json-file", o->json_file, "also append those JSON objects to FILE (beside the table)");
 }
 
 // `sluice serve` flags; each one set overrides the config file's key.
@@ -435,6 +467,22 @@ int main(int argc, char** argv) {
       "pipeline", "SQL pipeline rate, peak RSS and working set per handler and batch size (sqlflow's "
                   "benchmark), beside plain DuckDB; --window: windowed, without and with durable state");
   AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
+  sluice::bench::QueryBenchOptions query_bench_opts;
+  auto* query_bench = bench->add_subcommand(
+      "query", "the four queries a data engineer writes every week (filter, join aggregate, latest row per "
+               "customer, group-by) on a generated star schema, per engine and memory setting, each run a fresh "
+               "process killed above an RSS cap; answers checked against DuckDB's");
+  AddQueryBenchOptions(query_bench, &query_bench_opts);
+  // The duckdb engine's child process: hidden, started by `bench query` only.
+  sluice::bench::QueryChildOptions query_child_opts;
+  auto* query_child = bench->add_subcommand("query-child", "one query of `bench query` on DuckDB (internal)");
+  query_child->group("");
+  query_child->add_option("--query", query_child_opts.query)->required();
+  query_child->add_option("--sales", query_child_opts.sales_glob)->required();
+  query_child->add_option("--products", query_child_opts.products_glob)->required();
+  query_child->add_option("--threads", query_child_opts.threads)->check(CLI::Range(1, 1024));
+  query_child->add_option("--memory-limit-bytes", query_child_opts.memory_limit_bytes);
+  query_child->add_option("--temp-dir", query_child_opts.temp_dir);
 
   sluice::cli::TableFlags table_flags;
   auto* table_cmd = app.add_subcommand(
@@ -512,5 +560,7 @@ int main(int argc, char** argv) {
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   if (pipeline_bench->parsed()) return sluice::bench::RunPipelineBench(pipeline_bench_opts);
+  if (query_bench->parsed()) return sluice::bench::RunQueryBench(query_bench_opts);
+  if (query_child->parsed()) return sluice::bench::RunQueryChild(query_child_opts);
   return 0;
 }
