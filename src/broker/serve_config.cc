@@ -48,7 +48,8 @@ Result<ServeConfig> ServeConfigFrom(const Config& config) {
       // Read by the query server (src/query/server.cc, QueryServerConfigFrom).
       "query.pg_addr", "query.memory_limit", "query.threads", "query.allowed_directories",
       "query.max_connections", "query.max_message_bytes", "query.timeout_seconds", "query.users",
-      "query.auth", "query.scram_iterations", "query.temp_directory"};
+      "query.auth", "query.scram_iterations", "query.temp_directory", "query.max_running",
+      "query.queue_timeout_seconds", "query.rss_limit"};
   for (const std::string& n : kTopicNames) known.push_back("topics.defaults." + n);
   std::vector<std::string_view> views(known.begin(), known.end());
   RETURN_IF_ERROR(config.CheckKnown(views));

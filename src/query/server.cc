@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 
@@ -61,7 +62,8 @@ const std::vector<std::string_view>& QueryConfigKeys() {
       "query.pg_addr",         "query.memory_limit",     "query.threads",
       "query.allowed_directories", "query.max_connections", "query.max_message_bytes",
       "query.timeout_seconds", "query.users",            "query.auth",
-      "query.scram_iterations", "query.temp_directory",
+      "query.scram_iterations", "query.temp_directory",  "query.max_running",
+      "query.queue_timeout_seconds", "query.rss_limit",
   };
   return kKeys;
 }
@@ -103,6 +105,13 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   o.max_message_bytes = static_cast<size_t>(max_msg);
   ASSIGN_OR_RETURN(int64_t timeout, config.GetInt("query.timeout_seconds", 300, 0, 86400 * 365));
   o.timeout_ms = timeout * 1000;
+  ASSIGN_OR_RETURN(int64_t max_running, config.GetInt("query.max_running", 4, 1, 1000));
+  o.max_running = static_cast<int>(max_running);
+  ASSIGN_OR_RETURN(int64_t queue_timeout, config.GetInt("query.queue_timeout_seconds", 60, 0, 86400));
+  o.queue_timeout_ms = queue_timeout * 1000;
+  // Default: 80% of the machine's memory (the pipelines and the broker live beside it).
+  const int64_t physical = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  ASSIGN_OR_RETURN(o.rss_limit_bytes, config.GetBytes("query.rss_limit", physical > 0 ? physical / 10 * 8 : 0));
   ASSIGN_OR_RETURN(std::vector<std::string> users, config.GetList("query.users"));
   for (const std::string& u : users) {
     size_t colon = u.find(':');
@@ -219,12 +228,62 @@ void ServerState::AcceptLoop() {
   }
 }
 
+bool ServerState::Admit() {
+  std::unique_lock lock(admit_mu_);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.queue_timeout_ms);
+  while (running_ >= options.max_running) {
+    if (stopping.load() || admit_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (running_ < options.max_running && !stopping.load()) break;
+      return false;
+    }
+  }
+  ++running_;
+  return true;
+}
+
+void ServerState::Release() {
+  std::lock_guard lock(admit_mu_);
+  --running_;
+  admit_cv_.notify_one();
+}
+
+namespace {
+int64_t ProcessRssBytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long size = 0, resident = 0;
+  int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * ::sysconf(_SC_PAGESIZE) : 0;
+}
+}  // namespace
+
 void ServerState::WatchdogLoop() {
   std::unique_lock lock(mu_);
+  int64_t last_rss_interrupt = 0;
   while (!stopping.load()) {
     stop_cv_.wait_for(lock, std::chrono::milliseconds(100));
-    if (options.timeout_ms <= 0) continue;
     int64_t now = NowMs();
+    if (options.rss_limit_bytes > 0 && now - last_rss_interrupt >= 1000) {
+      int64_t rss = rss_source ? rss_source() : ProcessRssBytes();
+      if (rss > options.rss_limit_bytes) {
+        SessionSlot* oldest = nullptr;
+        for (auto& [pid, s] : sessions_) {
+          int64_t since = s->running_since_ms.load();
+          if (since == 0 || s->connection == nullptr || s->interrupt_reason.load() != 0) continue;
+          if (oldest == nullptr || since < oldest->running_since_ms.load()) oldest = s.get();
+        }
+        if (oldest != nullptr) {
+          oldest->rss_at_interrupt.store(rss);
+          oldest->interrupt_reason.store(3);
+          oldest->connection->Interrupt();
+          last_rss_interrupt = now;
+          SLUICE_LOG(kLog, kWarn, "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running query",
+                     rss >> 20, options.rss_limit_bytes >> 20);
+        }
+      }
+    }
+    if (options.timeout_ms <= 0) continue;
     for (auto& [pid, s] : sessions_) {
       int64_t since = s->running_since_ms.load();
       if (since != 0 && now - since > options.timeout_ms && s->connection != nullptr &&

@@ -75,6 +75,16 @@ struct QueryServerOptions {
   int max_connections = 64;
   size_t max_message_bytes = size_t{64} << 20;
   int64_t timeout_ms = 0;  // 0: no limit
+  // Admission: at most this many statements run at once; the next waits its turn, up to
+  // queue_timeout_ms, then fails with 53300. A statement holds its turn while it runs
+  // (planning steps and streaming included), not while its portal is suspended.
+  int max_running = 4;
+  int64_t queue_timeout_ms = 60'000;
+  // The process's RSS above this (0: no watchdog) interrupts the longest-running
+  // statement (SQLSTATE 53200) before the kernel would kill the process; DuckDB's C API
+  // tells memory per database, not per query, so the one running longest stands for the
+  // largest. At most one such interrupt a second, so freed memory can show.
+  int64_t rss_limit_bytes = 0;
   // name -> password. Empty: every client is let in (trust).
   std::vector<std::pair<std::string, std::string>> users;
   AuthMethod auth = AuthMethod::kScramSha256;

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -39,6 +40,12 @@ class ServerState {
 
   void AcceptLoop();
   void WatchdogLoop();
+  // Admission (options.max_running): waits for a turn up to options.queue_timeout_ms;
+  // false when none came (or the server stops). Release gives it back.
+  bool Admit();
+  void Release();
+  // Tests: the RSS the watchdog reads instead of /proc/self/statm.
+  std::function<int64_t()> rss_source;
   void StopAll();
 
  private:
@@ -49,6 +56,9 @@ class ServerState {
   };
   void ReapWorkers(bool all);
 
+  std::mutex admit_mu_;
+  std::condition_variable admit_cv_;
+  int running_ = 0;  // guarded by admit_mu_
   std::mutex mu_;
   std::map<int32_t, std::shared_ptr<SessionSlot>> sessions_;  // guarded by mu_
   std::list<Worker> workers_;                                  // guarded by mu_

@@ -481,6 +481,11 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
       return {state, fmt::format("canceling statement due to statement timeout (query.timeout_seconds is {})",
                                  server_.options.timeout_ms / 1000)};
     }
+    if (reason == 3) {
+      return {"53200", fmt::format("canceling statement: the server's memory (RSS {} MiB) went above query.rss_limit "
+                                   "({} MiB) and this was the longest-running statement",
+                                   slot_->rss_at_interrupt.load() >> 20, server_.options.rss_limit_bytes >> 20)};
+    }
     return {state, "canceling statement due to user request"};
   }
   if (type == duck::ErrorType::kInvalid && st.code() == StatusCode::kUnimplemented) state = "0A000";
@@ -500,12 +505,27 @@ Session::SqlError Session::FromHook(const Status& st) {
   }
 }
 
-void Session::QueryStarted() {
+std::optional<Session::SqlError> Session::QueryStarted() {
+  if (!admitted_) {
+    if (!server_.Admit()) {
+      return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
+                                           "query.queue_timeout_seconds ({}) while this one waited",
+                                           server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
+    }
+    admitted_ = true;
+  }
   slot_->interrupt_reason.store(0);
   slot_->running_since_ms.store(SessionNowMs());
+  return std::nullopt;
 }
 
-void Session::QueryEnded() { slot_->running_since_ms.store(0); }
+void Session::QueryEnded() {
+  slot_->running_since_ms.store(0);
+  if (admitted_) {
+    admitted_ = false;
+    server_.Release();
+  }
+}
 
 std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting& s) {
   if (s.name == "application_name") {
@@ -573,7 +593,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
   if (server_.options.hooks.plan_statement) {
-    QueryStarted();  // the steps run under the statement's timeout and cancel
+    if (auto e = QueryStarted()) return e;  // the steps run under the statement's timeout and cancel
     auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/true);
     QueryEnded();
     if (!planned.ok()) return FromHook(planned.status());
@@ -799,7 +819,7 @@ void Session::HandleClose(const pg::CloseMessage& m) {
 std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   Statement& s = *p.statement;
   duck::ErrorType type = duck::ErrorType::kInvalid;
-  QueryStarted();
+  if (auto e = QueryStarted()) return e;
   struct EndQuery {
     Session* s;
     ~EndQuery() { s->QueryEnded(); }
@@ -875,7 +895,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     if (auto e = StartPortal(p)) return e;
     if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
   }
-  QueryStarted();
+  if (auto e = QueryStarted()) return e;
   struct EndQuery {
     Session* s;
     ~EndQuery() { s->QueryEnded(); }

@@ -30,7 +30,8 @@ struct SessionSlot {
   int fd = -1;
   duck::Connection* connection = nullptr;     // set while the session has one
   std::atomic<int64_t> running_since_ms{0};   // 0: no query running
-  std::atomic<int> interrupt_reason{0};       // 0 none, 1 cancel request, 2 timeout
+  std::atomic<int> interrupt_reason{0};       // 0 none, 1 cancel request, 2 timeout, 3 RSS
+  std::atomic<int64_t> rss_at_interrupt{0};   // reason 3: the RSS the watchdog saw
 };
 
 class Session {
@@ -111,8 +112,11 @@ class Session {
   std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
   SqlError FromDuck(const Status& st, duck::ErrorType type);
   SqlError FromHook(const Status& st);
-  void QueryStarted();
+  // Waits for admission (ServerState::Admit) and marks the statement running; an error
+  // when no turn came in time. QueryEnded releases the turn.
+  std::optional<SqlError> QueryStarted();
   void QueryEnded();
+  bool admitted_ = false;
   char TransactionStatus() const;
   void TrackTransaction(std::string_view tag, bool failed);
 

@@ -419,6 +419,45 @@ TEST_F(QueryServerTest, QueriesOverTheMemoryLimitFailWith53200) {
   EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
 }
 
+TEST_F(QueryServerTest, AdmissionQueuesStatementsBeyondMaxRunning) {
+  StartServer({.max_running = 1, .queue_timeout_ms = 500});
+  RawClient a(server_->port()), b(server_->port());
+  ASSERT_TRUE(a.Startup());
+  ASSERT_TRUE(b.Startup());
+  // a holds the only turn with a long query; b waits half a second, then gives up.
+  a.Send(Query("SELECT count(*) FROM range(1000000000) x, range(1000) y"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  b.Send(Query("SELECT 1"));
+  std::string message;
+  EXPECT_EQ(SqlState(b.UntilReady(), &message), "53300");
+  EXPECT_NE(message.find("query.max_running"), std::string::npos) << message;
+  server_->Stop();  // interrupts a's query
+}
+
+TEST_F(QueryServerTest, AWaitingStatementRunsWhenATurnFrees) {
+  StartServer({.max_running = 1, .queue_timeout_ms = 30'000});
+  RawClient a(server_->port()), b(server_->port());
+  ASSERT_TRUE(a.Startup());
+  ASSERT_TRUE(b.Startup());
+  a.Send(Query("SELECT count(*) FROM range(30000000)"));
+  b.Send(Query("SELECT 42"));
+  EXPECT_EQ(Types(a.UntilReady()), "TDCZ");
+  auto msgs = b.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "42");
+}
+
+TEST_F(QueryServerTest, TheRssWatchdogInterruptsTheLongestRunningStatement) {
+  // A limit every process is above: the running statement is interrupted with 53200.
+  StartServer({.rss_limit_bytes = 1});
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT count(*) FROM range(1000000000) a, range(1000) b"));
+  std::string message;
+  EXPECT_EQ(SqlState(c.UntilReady(), &message), "53200");
+  EXPECT_NE(message.find("query.rss_limit"), std::string::npos) << message;
+}
+
 TEST_F(QueryServerTest, ConnectionsOverTheLimitAreRefused) {
   StartServer({.max_connections = 2});
   RawClient a(server_->port()), b(server_->port()), c(server_->port());
