@@ -448,6 +448,9 @@ int main(int argc, char** argv) {
       "sql", "run one SQL query on an in-memory DuckDB (read_parquet, read_json, ...) and print the rows");
   sql->add_option("query", sql_flags.sql, "the SQL query")->required();
   sql->add_flag("--json", sql_flags.json, "one JSON object per row instead of a table");
+  sql->add_option("--warehouse", sql_flags.warehouse,
+                  "answer lake.<ns>.<table> from this warehouse's Iceberg tables (default $SLUICE_WAREHOUSE)");
+  sql->add_option("--bootstrap", sql_flags.bootstrap, "a Kafka broker HOST:PORT for topic('name')");
   sql->add_option("--memory-limit", sql_flags.memory_limit_mib, "DuckDB memory limit in MiB")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{16}, int64_t{1} << 30));

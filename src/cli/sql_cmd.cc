@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "duck/database.h"
+#include "query/engine.h"
 
 namespace sluice::cli {
 
@@ -23,6 +25,32 @@ int RunSql(const SqlFlags& flags) {
   }
   std::string sql = flags.sql;
   while (!sql.empty() && (sql.back() == ';' || std::isspace(static_cast<unsigned char>(sql.back())))) sql.pop_back();
+  std::string warehouse = flags.warehouse;
+  if (warehouse.empty()) {
+    const char* env = std::getenv("SLUICE_WAREHOUSE");
+    warehouse = env != nullptr ? env : "";
+  }
+  query::QueryEngine engine({.warehouse = warehouse,
+                             .kafka_bootstrap = flags.bootstrap,
+                             .memory_limit_bytes = flags.memory_limit_mib << 20,
+                             .threads = 2});
+  if (Status st = engine.OpenDatabase(**conn); !st.ok()) {
+    fmt::print(stderr, "sluice sql: {}\n", st.message());
+    return 1;
+  }
+  auto planned = engine.Plan(**conn, sql, /*allow_steps=*/true);
+  if (!planned.ok()) {
+    fmt::print(stderr, "sluice sql: {}\n", planned.status().message());
+    return 1;
+  }
+  sql = planned->sql;
+  struct Cleanup {
+    query::PlannedStatement& p;
+    duck::Connection& conn;
+    ~Cleanup() {
+      if (p.cleanup) p.cleanup(conn);
+    }
+  } cleanup{*planned, **conn};
   if (flags.json) {
     auto rows = (*conn)->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", sql));
     if (!rows.ok()) {

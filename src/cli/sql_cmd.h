@@ -1,5 +1,7 @@
 // `sluice sql "QUERY"`: one SQL statement on an in-memory DuckDB (Parquet, CSV and JSON
 // files through DuckDB's readers), the rows printed as an aligned table or JSON lines.
+// With a warehouse it also answers lake.<ns>.<table> (docs/queries.md), with a broker
+// topic('name'), and it runs the query server's partitioned rewrites.
 #pragma once
 
 #include <string>
@@ -10,6 +12,8 @@ struct SqlFlags {
   std::string sql;
   bool json = false;
   int64_t memory_limit_mib = 1024;
+  std::string warehouse;  // default $SLUICE_WAREHOUSE; "" : no lake tables
+  std::string bootstrap;  // HOST:PORT of a Kafka broker for topic(); "" : none
 };
 
 int RunSql(const SqlFlags& flags);

@@ -144,6 +144,13 @@ expect "a query does not create topics" "$(q "SELECT count(*) FROM topic('events
 "$sluice" table list --warehouse "$tmp/wh" >/dev/null || fail "table list"
 expect "unknown snapshot" "$(sqlstate "SELECT * FROM lake.db.events AT (VERSION => 1)")" "42P01"
 
+# The same from a terminal: sluice sql with the warehouse and the broker.
+expect "sluice sql" "$("$sluice" sql --json --warehouse "$tmp/wh" --bootstrap "$brokers" \
+  "SELECT (SELECT count(*) FROM lake.db.events WHERE city = 'oslo') AS lake, (SELECT count(*) FROM topic('events')) AS topic")" \
+  '{"lake":750,"topic":1500}'
+"$sluice" sql --warehouse "$tmp/wh" "SELECT * FROM lake.db.nothing" 2>"$tmp/sql.err" && fail "sluice sql: an unknown table passed"
+grep -q "nothing" "$tmp/sql.err" || fail "sluice sql's error does not name the table: $(cat "$tmp/sql.err")"
+
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "sluice serve exited $? after SIGTERM"
 echo "PASS"
