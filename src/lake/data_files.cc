@@ -68,47 +68,6 @@ std::string_view Utf8Prefix(std::string_view s, size_t n, bool* cut) {
   return s.substr(0, i);
 }
 
-// A string upper bound cut to 16 characters must stay above every value: the last code
-// point goes up by one (Iceberg's truncateStringMax); nullopt when none can.
-std::optional<std::string> UpperOfPrefix(std::string_view prefix) {
-  std::u32string cps;
-  for (size_t i = 0; i < prefix.size();) {
-    unsigned char c = static_cast<unsigned char>(prefix[i]);
-    int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k < len && i + k < prefix.size(); ++k) cp = (cp << 6) | (prefix[i + k] & 0x3F);
-    cps.push_back(cp);
-    i += len;
-  }
-  while (!cps.empty()) {
-    char32_t next = cps.back() + 1;
-    if (next == 0xD800) next = 0xE000;  // skip the surrogates
-    if (next <= 0x10FFFF) {
-      cps.back() = next;
-      std::string out;
-      for (char32_t cp : cps) {
-        if (cp < 0x80) {
-          out += static_cast<char>(cp);
-        } else if (cp < 0x800) {
-          out += static_cast<char>(0xC0 | (cp >> 6));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else if (cp < 0x10000) {
-          out += static_cast<char>(0xE0 | (cp >> 12));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        } else {
-          out += static_cast<char>(0xF0 | (cp >> 18));
-          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-          out += static_cast<char>(0x80 | (cp & 0x3F));
-        }
-      }
-      return out;
-    }
-    cps.pop_back();
-  }
-  return std::nullopt;
-}
 
 Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std::string>& text, bool upper) {
   if (!text) return std::optional<std::string>();
@@ -159,6 +118,46 @@ Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std:
 }
 
 }  // namespace
+
+std::optional<std::string> UpperOfPrefix(std::string_view prefix) {
+  std::u32string cps;
+  for (size_t i = 0; i < prefix.size();) {
+    unsigned char c = static_cast<unsigned char>(prefix[i]);
+    int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+    for (int k = 1; k < len && i + k < prefix.size(); ++k) cp = (cp << 6) | (prefix[i + k] & 0x3F);
+    cps.push_back(cp);
+    i += len;
+  }
+  while (!cps.empty()) {
+    char32_t next = cps.back() + 1;
+    if (next == 0xD800) next = 0xE000;  // skip the surrogates
+    if (next <= 0x10FFFF) {
+      cps.back() = next;
+      std::string out;
+      for (char32_t cp : cps) {
+        if (cp < 0x80) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          out += static_cast<char>(0xC0 | (cp >> 6));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          out += static_cast<char>(0xE0 | (cp >> 12));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          out += static_cast<char>(0xF0 | (cp >> 18));
+          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+      }
+      return out;
+    }
+    cps.pop_back();
+  }
+  return std::nullopt;
+}
 
 Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql, const Schema& schema,
                                const std::string& path, const std::string& location) {

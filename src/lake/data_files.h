@@ -5,6 +5,7 @@
 // to 16 characters as Iceberg's default metrics do).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,10 @@ namespace sluice::lake {
 // names it: file://...). The partition tuple is left empty for the caller.
 Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql, const Schema& schema,
                                const std::string& path, const std::string& location);
+
+// The smallest string above every string that starts with `prefix` (UTF-8): its last
+// code point raised by one, maximal ones dropped (Iceberg's truncateStringMax, for string
+// upper bounds cut to 16 characters); nullopt when none exists.
+std::optional<std::string> UpperOfPrefix(std::string_view prefix);
 
 }  // namespace sluice::lake

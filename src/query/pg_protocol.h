@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/utf8.h"
 
 namespace sluice::query::pg {
 
@@ -116,8 +117,8 @@ Result<CloseMessage> ParseClose(std::string_view body);
 Result<std::string> ParsePasswordMessage(std::string_view body);
 Result<SaslInitialResponse> ParseSaslInitialResponse(std::string_view body);
 
-// Is `text` valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF)?
-bool IsValidUtf8(std::string_view text);
+// Well-formed UTF-8 (base/utf8.h): what Postgres accepts as text in its UTF8 encoding.
+using sluice::IsValidUtf8;
 
 // Builds one backend message in a buffer: Begin writes the type and a length
 // placeholder, End fills the length in.

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "lake/data_files.h"
 #include "lake/duck_types.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
@@ -129,48 +130,6 @@ bool ValidUtf8(const std::string& s) {
   return true;
 }
 
-// The smallest string above every string starting with `prefix` (its last code point
-// raised by one, dropping maximal ones), as an upper bound; nullopt when none exists.
-std::optional<std::string> AbovePrefix(const std::string& prefix) {
-  std::u32string cps;
-  for (size_t i = 0; i < prefix.size();) {
-    unsigned char c = static_cast<unsigned char>(prefix[i]);
-    int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    for (int k = 1; k < len && i + k < prefix.size(); ++k) cp = (cp << 6) | (prefix[i + k] & 0x3F);
-    cps.push_back(cp);
-    i += len;
-  }
-  while (!cps.empty()) {
-    char32_t next = cps.back() + 1;
-    if (next == 0xD800) next = 0xE000;
-    if (next > 0x10FFFF) {
-      cps.pop_back();
-      continue;
-    }
-    cps.back() = next;
-    std::string out;
-    for (char32_t cp : cps) {
-      if (cp < 0x80) {
-        out += static_cast<char>(cp);
-      } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-      }
-    }
-    return out;
-  }
-  return std::nullopt;
-}
 
 std::optional<int64_t> IntegerOf(const Value& v) {
   if (const auto* i = std::get_if<int32_t>(&v.data)) return *i;
@@ -738,7 +697,7 @@ void Pruner::AddPartitionEvidence(const lake::PartitionField& field,
         if (plo) r.lo = plo;
         if (phi) {
           if (const auto* s = std::get_if<std::string>(&phi->data)) {
-            if (auto up = AbovePrefix(*s)) r.hi = Value::String(*up);
+            if (auto up = lake::UpperOfPrefix(*s)) r.hi = Value::String(*up);
           }
         }
       } else {
