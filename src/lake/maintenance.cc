@@ -133,6 +133,34 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     small[l.entry.file.partition.ToString()].push_back(&l);
   }
 
+  // Files are read by field id: a table whose files may lack them (imported, with a name
+  // mapping) would read as NULLs and lose its data in the rewrite, so it is refused, and
+  // so is any small file without field ids.
+  if (base.properties.contains("schema.name-mapping.default")) {
+    return UnimplementedError("{}: the table has a name mapping (schema.name-mapping.default): its files may lack "
+                              "field ids; compacting such tables is not supported",
+                              table_root);
+  }
+  {
+    std::vector<std::string> quoted;
+    for (const auto& [partition, files] : small) {
+      for (const Live* f : files) {
+        Result<std::string> p = LocalPath(f->entry.file.file_path);
+        if (p.ok()) quoted.push_back(duck::QuoteLiteral(*p));
+      }
+    }
+    if (!quoted.empty()) {
+      ASSIGN_OR_RETURN(auto without,
+                       conn.QueryText(fmt::format("SELECT file_name FROM parquet_schema([{}]) GROUP BY file_name "
+                                                  "HAVING count(field_id) = 0 ORDER BY file_name LIMIT 1",
+                                                  fmt::join(quoted, ", "))));
+      if (!without.empty() && without[0][0]) {
+        return UnimplementedError("{}: data file {} has no Iceberg field ids; compacting it would lose its values",
+                                  table_root, *without[0][0]);
+      }
+    }
+  }
+
   // Write the new files: columns read by field id, so renamed columns keep their data,
   // columns added after a file was written read as NULL and promoted types are cast.
   const std::string data_dir = table.files().data_dir();

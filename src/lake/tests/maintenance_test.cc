@@ -434,6 +434,31 @@ TEST_F(MaintenanceTest, CompactionReadsColumnsByFieldIdAcrossRenamesAndAddedColu
             "30|652.5|0");
 }
 
+TEST_F(MaintenanceTest, FilesWithoutFieldIdsAreNotCompacted) {
+  const std::string root = FreshDir("no_ids") + "/db/events";
+  Table table = MakeTable(root);
+  for (int i = 0; i < 2; ++i) AppendRows(table, *conn_, i * 10, 10);
+  // A file written without field ids (an import), added to the table.
+  const std::string path = root + "/data/city=oslo/imported.parquet";
+  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 100::BIGINT AS id, 'oslo' AS city, 1.5::DOUBLE AS amount) "
+                                         "TO '{}' (FORMAT parquet)", path)).ok());
+  DataFile f;
+  f.file_path = FileUri(path);
+  f.file_format = "PARQUET";
+  f.record_count = 1;
+  f.file_size_in_bytes = static_cast<int64_t>(fs::file_size(path));
+  f.partition = avro::Datum::Record({{"city", avro::Datum::String("oslo")}});
+  ASSERT_TRUE(table.Append({f}, [](const TableMetadata&) -> Result<std::map<std::string, std::string>> {
+                     return std::map<std::string, std::string>{};
+                   }).ok());
+  const auto listing = Listing(root);
+  auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(c.status().message().find("imported.parquet"), std::string::npos) << c.status().message();
+  EXPECT_EQ(Listing(root), listing);
+}
+
 TEST_F(MaintenanceTest, AShortOlderThanDoesNotTakeTheFilesOfAWriterStillWorking) {
   const std::string root = FreshDir("orphan_floor") + "/db/events";
   Table table = MakeTable(root);
