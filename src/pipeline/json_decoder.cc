@@ -1076,15 +1076,17 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
   impl->options = options;
   impl->clear_sql = "DELETE FROM " + duck::QuoteIdentifier(table);
   if (table.find_first_of(".\"") == std::string_view::npos) {
+    // Not for tables with indexes or foreign keys pointing at them (a DROP would fail).
     auto ddl = conn.QueryText(fmt::format(
-        "SELECT database_name, schema_name, sql FROM duckdb_tables() t WHERE table_name = {0} AND "
+        "SELECT sql FROM duckdb_tables() t WHERE table_name = {0} AND "
         "database_name IN (current_database(), 'temp') AND NOT EXISTS (SELECT 1 FROM duckdb_indexes() i WHERE "
-        "i.table_name = {0} AND i.schema_name = t.schema_name AND i.database_name = t.database_name)",
+        "i.table_name = {0} AND i.schema_name = t.schema_name AND i.database_name = t.database_name) AND NOT "
+        "EXISTS (SELECT 1 FROM duckdb_constraints() c WHERE c.constraint_type = 'FOREIGN KEY' AND "
+        "c.referenced_table = {0})",
         duck::QuoteLiteral(table)));
-    if (ddl.ok() && ddl->size() == 1 && (*ddl)[0][0] && (*ddl)[0][1] && (*ddl)[0][2]) {
-      const auto& row = (*ddl)[0];
-      impl->clear_sql = fmt::format("DROP TABLE {}.{}.{}; {}", duck::QuoteIdentifier(*row[0]),
-                                    duck::QuoteIdentifier(*row[1]), duck::QuoteIdentifier(table), *row[2]);
+    // One statement, so a failure leaves the table as it was: CREATE OR REPLACE.
+    if (ddl.ok() && ddl->size() == 1 && (*ddl)[0][0] && (*ddl)[0][0]->starts_with("CREATE ")) {
+      impl->clear_sql = "CREATE OR REPLACE " + (*ddl)[0][0]->substr(7);
     }
   }
   ASSIGN_OR_RETURN(impl->columns, duck::DescribeTable(conn, table));

@@ -380,14 +380,28 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const 
         fmt::format("CREATE OR REPLACE TEMP TABLE {} ({})", kStage, fmt::join(columns, ", "))));
     staged_table_ = true;
   }
-  ASSIGN_OR_RETURN(duck::QueryResult inserted, conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}",
-                                                                     kStage, lake::QuoteId(table))));
-  staged_rows_ += static_cast<int64_t>(inserted.rows_changed());
-  if (options_.staged_memory_limit_bytes > 0) {
+  auto in_memory_tables = [&conn]() -> Result<int64_t> {
     ASSIGN_OR_RETURN(duck::QueryResult memory,
                      conn.Query("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
                                 "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
-    if (memory.chunk_count() > 0) staged_memory_bytes_ = memory.chunk(0).GetInt64(0, 0);
+    return memory.chunk_count() > 0 ? memory.chunk(0).GetInt64(0, 0) : 0;
+  };
+  if (options_.staged_memory_limit_bytes > 0 && staged_rows_ == 0) {
+    // What the database's other in-memory tables (window state, the batch) take: the
+    // stage's share is what grows beyond it.
+    ASSIGN_OR_RETURN(memory_baseline_, in_memory_tables());
+  }
+  auto inserted = conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table)));
+  if (!inserted.ok()) {
+    // Inside a batch transaction that now rolls back, the CREATE above may be undone too:
+    // create the stage again next time.
+    if (staged_rows_ == 0) staged_table_ = false;
+    return inserted.status();
+  }
+  staged_rows_ += static_cast<int64_t>(inserted->rows_changed());
+  if (options_.staged_memory_limit_bytes > 0) {
+    ASSIGN_OR_RETURN(int64_t now, in_memory_tables());
+    staged_memory_bytes_ = std::max<int64_t>(0, now - memory_baseline_);
   }
   Skip(offsets);
   return Status::OK();

@@ -71,7 +71,8 @@ class IcebergSink : public Sink {
   duck::Connection* conn_ = nullptr;  // the pipeline's, from Write
   bool staged_table_ = false;
   int64_t staged_rows_ = 0;
-  int64_t staged_memory_bytes_ = 0;  // DuckDB's in-memory tables after the last Write
+  int64_t staged_memory_bytes_ = 0;  // DuckDB's in-memory tables grown since the stage began
+  int64_t memory_baseline_ = 0;      // ... and what they took then
   double bytes_per_row_ = 64;  // Parquet bytes a row took in the last file written
   SourceOffsets pending_;      // offsets of what is staged (or skipped) since the last commit
   // Per partition, the table's offset where our staged rows continue (from HeldOffsets at

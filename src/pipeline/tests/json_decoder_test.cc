@@ -417,6 +417,19 @@ TEST_P(JsonDecoderTest, BatchesDoNotAccumulateInDuckDBsMemory) {
     // The table keeps its constraint after being recreated.
     EXPECT_FALSE(conn_->Execute("INSERT INTO t (n) VALUES (-1)").ok()) << columns;
   }
+  // A table another references by foreign key cannot be dropped: it is emptied instead.
+  decoder_.reset();
+  Exec("CREATE OR REPLACE TABLE keyed (n BIGINT PRIMARY KEY, price DECIMAL(12,2))");
+  Exec("CREATE TABLE child (n BIGINT REFERENCES keyed (n))");
+  decoder_ = Structured("keyed");
+  ASSERT_NE(decoder_, nullptr);
+  for (int batch = 0; batch < 3; ++batch) {
+    std::vector<DecodeError> errors;
+    auto rows = decoder_->Decode(Messages({R"({"n":1,"price":2.5})", R"({"n":2})"}), &errors);
+    ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+    EXPECT_EQ(*rows, 2u);
+  }
+  EXPECT_EQ(One("SELECT count(*) FROM keyed"), "2");
 }
 
 TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {

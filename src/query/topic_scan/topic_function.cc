@@ -62,8 +62,9 @@ std::optional<int64_t> NamedTimeMs(duckdb_bind_info info, const char* name) {
   if (v == nullptr) return std::nullopt;
   std::optional<int64_t> out;
   if (!duckdb_is_null_value(v)) {
+    // Before 1970 is the start (ListOffsets takes -1 and -2 as latest and earliest).
     int64_t micros = duckdb_get_timestamp_tz(v).micros;
-    out = micros >= 0 ? micros / 1000 : -((-micros + 999) / 1000);
+    out = micros >= 0 ? micros / 1000 : 0;
   }
   duckdb_destroy_value(&v);
   return out;
@@ -207,7 +208,12 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
       for (size_t i = 0; i < batch->size(); ++i) {
         kc::Message m = (*batch)[i];
         auto it = state.end.find(m.partition);
-        if (it == state.end.end() || m.offset >= it->second) continue;
+        if (it == state.end.end()) continue;
+        if (m.offset >= it->second) {
+          // Past the bound (the offset before it was a transaction marker or compacted away).
+          state.end.erase(it);
+          continue;
+        }
         if (m.offset + 1 >= it->second) state.end.erase(it);
         state.pending.push_back(m);
       }
