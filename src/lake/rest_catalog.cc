@@ -60,9 +60,9 @@ std::string Dotted(const std::vector<std::string>& parts) { return fmt::format("
 // and not starting with '.' (the catalog's own files are dot-named).
 Status CheckName(std::string_view name, std::string_view what) {
   if (name.empty()) return InvalidArgumentError("{} must not be empty", what);
+  if (!IsValidUtf8(name)) return InvalidArgumentError("{} is not valid UTF-8", what);  // before it is quoted
   if (name.size() > 255) return InvalidArgumentError("{} \"{}\" is longer than 255 bytes", what, name);
   if (name[0] == '.') return InvalidArgumentError("{} \"{}\" must not start with '.'", what, name);
-  if (!IsValidUtf8(name)) return InvalidArgumentError("{} is not valid UTF-8", what);
   for (char c : name) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
       return InvalidArgumentError("{} \"{}\" must not contain '/' or control characters", what, name);
@@ -202,11 +202,19 @@ class Session {
   // Table locations and registered metadata stay inside the warehouse: the catalog, its
   // expiry and the query server (whose sandbox is the warehouse) never reach other files.
   Status CheckInsideWarehouse(std::string_view what, const std::string& location) const {
+    if (location.find('%') != std::string::npos) {
+      // Other clients decode percent escapes in file: URIs, LocalPath does not: refused,
+      // so that all read the same path.
+      return InvalidArgumentError("{} {}: percent escapes are not accepted", what, location);
+    }
     Result<std::string> path = LocalPath(location);
     if (!path.ok()) return InvalidArgumentError("{} {}: {}", what, location, path.status().message());
-    std::string normal = fs::path(*path).lexically_normal().string();
+    // Symbolic links resolved as far as the path exists (the warehouse is canonical).
+    std::error_code ec;
+    std::string normal = fs::weakly_canonical(fs::path(*path), ec).string();
+    if (ec) normal = fs::path(*path).lexically_normal().string();
     while (normal.size() > 1 && normal.back() == '/') normal.pop_back();
-    if (normal != warehouse_ && !normal.starts_with(warehouse_ + "/")) {
+    if (!normal.starts_with(warehouse_ + "/")) {
       return InvalidArgumentError("{} {} is outside the warehouse {}", what, location, warehouse_);
     }
     return Status::OK();

@@ -109,8 +109,14 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   o.max_running = static_cast<int>(max_running);
   ASSIGN_OR_RETURN(int64_t queue_timeout, config.GetInt("query.queue_timeout_seconds", 60, 0, 86400));
   o.queue_timeout_ms = queue_timeout * 1000;
-  // Default: 80% of the machine's memory (the pipelines and the broker live beside it).
-  const int64_t physical = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  // Default: 80% of the memory the process may use: the machine's, or its cgroup's limit
+  // when lower (a container).
+  int64_t physical = static_cast<int64_t>(::sysconf(_SC_PHYS_PAGES)) * ::sysconf(_SC_PAGESIZE);
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {
+    long long cg = 0;
+    if (std::fscanf(f, "%lld", &cg) == 1 && cg > 0 && cg < physical) physical = cg;
+    std::fclose(f);
+  }
   ASSIGN_OR_RETURN(o.rss_limit_bytes, config.GetBytes("query.rss_limit", physical > 0 ? physical / 10 * 8 : 0));
   ASSIGN_OR_RETURN(std::vector<std::string> users, config.GetList("query.users"));
   for (const std::string& u : users) {
@@ -261,12 +267,17 @@ int64_t ProcessRssBytes() {
 void ServerState::WatchdogLoop() {
   std::unique_lock lock(mu_);
   int64_t last_rss_interrupt = 0;
+  int64_t rss_at_last_interrupt = 0;  // 0: RSS was below the limit since
   while (!stopping.load()) {
     stop_cv_.wait_for(lock, std::chrono::milliseconds(100));
     int64_t now = NowMs();
     if (options.rss_limit_bytes > 0 && now - last_rss_interrupt >= 1000) {
       int64_t rss = rss_source ? rss_source() : ProcessRssBytes();
-      if (rss > options.rss_limit_bytes) {
+      if (rss <= options.rss_limit_bytes) rss_at_last_interrupt = 0;
+      // After an interrupt the allocator may keep the freed pages: the next one needs RSS
+      // to have grown by 64 MiB since, so one big query does not take innocent ones along.
+      const bool grew = rss_at_last_interrupt == 0 || rss > rss_at_last_interrupt + (int64_t{64} << 20);
+      if (rss > options.rss_limit_bytes && grew) {
         SessionSlot* oldest = nullptr;
         for (auto& [pid, s] : sessions_) {
           int64_t since = s->running_since_ms.load();
@@ -278,6 +289,7 @@ void ServerState::WatchdogLoop() {
           oldest->interrupt_reason.store(3);
           oldest->connection->Interrupt();
           last_rss_interrupt = now;
+          rss_at_last_interrupt = rss;
           SLUICE_LOG(kLog, kWarn, "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running query",
                      rss >> 20, options.rss_limit_bytes >> 20);
         }
@@ -300,6 +312,10 @@ void ServerState::StopAll() {
     std::lock_guard lock(mu_);
     stopping.store(true);
     stop_cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(admit_mu_);  // sessions waiting for a turn give up now
+    admit_cv_.notify_all();
   }
   if (acceptor.joinable()) acceptor.join();
   if (watchdog.joinable()) watchdog.join();

@@ -506,8 +506,11 @@ Session::SqlError Session::FromHook(const Status& st) {
 }
 
 std::optional<Session::SqlError> Session::QueryStarted() {
+  if (query_depth_++ > 0) return std::nullopt;  // the statement already holds its turn
   if (!admitted_) {
     if (!server_.Admit()) {
+      query_depth_ = 0;
+      if (server_.stopping.load()) return SqlError{"57P01", "terminating connection: the server is stopping", true};
       return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
                                            "query.queue_timeout_seconds ({}) while this one waited",
                                            server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
@@ -520,6 +523,7 @@ std::optional<Session::SqlError> Session::QueryStarted() {
 }
 
 void Session::QueryEnded() {
+  if (query_depth_ > 0 && --query_depth_ > 0) return;
   slot_->running_since_ms.store(0);
   if (admitted_) {
     admitted_ = false;
@@ -582,6 +586,13 @@ bool Session::SimpleQuery(std::string_view sql_in) {
 }
 
 std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view piece) {
+  // One admission turn and one timeout clock for the whole statement: planning steps,
+  // preparing, running and streaming.
+  if (auto e = QueryStarted()) return e;
+  struct EndStatement {
+    Session* s;
+    ~EndStatement() { s->QueryEnded(); }
+  } end_statement{this};
   SandboxVerdict verdict = CheckSandbox(piece);
   if (verdict.refused) return SqlError{"42501", verdict.message};
   ClientSetting setting = ParseClientSetting(piece);
@@ -593,9 +604,8 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
   if (server_.options.hooks.plan_statement) {
-    if (auto e = QueryStarted()) return e;  // the steps run under the statement's timeout and cancel
+    // The steps run under the statement's turn, timeout and cancel (held since above).
     auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/true);
-    QueryEnded();
     if (!planned.ok()) return FromHook(planned.status());
     planned_sql = std::move(planned->sql);
     cleanup = std::move(planned->cleanup);

@@ -117,6 +117,7 @@ class Session {
   std::optional<SqlError> QueryStarted();
   void QueryEnded();
   bool admitted_ = false;
+  int query_depth_ = 0;  // nested QueryStarted calls of one statement: one turn, one clock
   char TransactionStatus() const;
   void TrackTransaction(std::string_view tag, bool failed);
 

@@ -161,6 +161,23 @@ TEST_F(RestCatalogTest, BadNamesAndBadJsonAreBadRequests) {
                                   "schema": {"type": "struct", "fields": []}})");
   EXPECT_EQ(outside.status, 400) << outside.body;
   EXPECT_NE(outside.body.find("outside the warehouse"), std::string::npos) << outside.body;
+  for (const std::string& location : {"file://" + (dir_ / "wh").string(), "file://" + (dir_ / "wh/db/%2e%2e/x").string()}) {
+    EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
+                   json{{"name", "t"}, {"location", location}, {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
+                       .dump())
+                  .status,
+              400)
+        << location;
+  }
+  // A symbolic link inside the warehouse that leads out of it.
+  fs::create_symlink(dir_, dir_ / "wh" / "db" / "out");
+  EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
+                 json{{"name", "t"}, {"location", "file://" + (dir_ / "wh/db/out/x").string()},
+                      {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
+                     .dump())
+                .status,
+            400);
+  fs::remove(dir_ / "wh" / "db" / "out");
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
                  json{{"name", "t"}, {"location", "file://" + (dir_ / "wh/../elsewhere").string()},
                       {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
