@@ -90,7 +90,7 @@ def main():
             (["--queries", "q1,q5"], "q5"),
             (["--queries", "q1,q1"], "twice"),
             (["--engines", "spark"], "spark"),
-            (["--engines", "sluice-iceberg"], "sluice-iceberg"),
+            (["--engines", "sluice-lake"], "sluice-lake"),
             (["--memory-settings", "3XB"], "3XB"),
             (["--memory-settings", "GB"], "memory setting"),
             (["--threads", "0"], "--threads"),
