@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <libpq-fe.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -18,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -270,6 +272,207 @@ class PolarsEngine : public Engine {
   }
 };
 
+
+// A `sluice serve` started for one run. Execute connects with libpq (not timed: the
+// session's start, pg_catalog included, is the server's and is not the query's), sends the
+// query with the simple query protocol (PQsendQuery, so the server plans it whole and its
+// partitioned rewrites apply) in single-row mode, and times from the send to the last row.
+// Stop sends SIGTERM and reaps (SIGKILL to the tree after 10 s).
+class SluiceServerRun : public EngineRun {
+ public:
+  SluiceServerRun(pid_t pid, std::string sql, std::string err_path)
+      : pid_(pid), sql_(std::move(sql)), err_path_(std::move(err_path)) {}
+  ~SluiceServerRun() override { Stop(); }
+
+  // The Postgres port, once the server printed it.
+  void set_port(int port) { port_ = port; }
+  // Whether the server has ended (and is reaped).
+  bool Ended() { return Reap(/*block=*/false); }
+  // An error naming the server's state (still running, or how it ended) and its stderr.
+  Status Failed(const std::string& what) {
+    std::string how = Reap(/*block=*/false) ? DescribeWaitStatus(status_) : "is still running";
+    return AbortedError("{}\nthe server {}; its stderr ends:\n{}", what, how, Tail(err_path_, 6));
+  }
+
+  pid_t root_pid() const override { return pid_; }
+
+  Result<EngineAnswer> Execute() override {
+    std::string conninfo = fmt::format(
+        "host=127.0.0.1 port={} user=sluice dbname=sluice connect_timeout=60 sslmode=disable",
+        port_);
+    std::unique_ptr<PGconn, decltype(&PQfinish)> conn(PQconnectdb(conninfo.c_str()), &PQfinish);
+    if (conn == nullptr || PQstatus(conn.get()) != CONNECTION_OK) {
+      return Failed(fmt::format("connecting to port {}: {}", port_,
+                                conn ? PQerrorMessage(conn.get()) : "out of memory"));
+    }
+    auto start = std::chrono::steady_clock::now();
+    if (PQsendQuery(conn.get(), sql_.c_str()) != 1) {
+      return Failed(fmt::format("sending the query: {}", PQerrorMessage(conn.get())));
+    }
+    PQsetSingleRowMode(conn.get());
+    EngineAnswer a;
+    int rows = 0;
+    std::string error;
+    while (PGresult* raw = PQgetResult(conn.get())) {
+      std::unique_ptr<PGresult, decltype(&PQclear)> res(raw, &PQclear);
+      ExecStatusType st = PQresultStatus(res.get());
+      if (st == PGRES_SINGLE_TUPLE) {
+        a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (++rows > 1) continue;
+        for (int c = 0; c < PQnfields(res.get()); ++c) {
+          a.columns.emplace_back(PQfname(res.get(), c));
+          a.values.emplace_back(PQgetisnull(res.get(), 0, c) ? "NULL" : PQgetvalue(res.get(), 0, c));
+        }
+      } else if (st != PGRES_TUPLES_OK && error.empty()) {
+        error = PQresultErrorMessage(res.get());
+        if (error.empty()) error = PQerrorMessage(conn.get());
+      }
+    }
+    if (!error.empty()) return Failed(fmt::format("the query failed: {}", error));
+    if (rows != 1) return InternalError("the query answered {} rows, not one", rows);
+    return a;
+  }
+
+  int64_t Stop() override {
+    if (reaped_) return max_rss_bytes_;
+    ::kill(pid_, SIGTERM);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!Reap(/*block=*/false) && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!reaped_) {
+      KillTree(pid_);
+      Reap(/*block=*/true);
+    }
+    return max_rss_bytes_;
+  }
+
+ private:
+  // Whether the server has been reaped (now or before).
+  bool Reap(bool block) {
+    while (!reaped_) {
+      int status = 0;
+      rusage usage{};
+      pid_t r = ::wait4(pid_, &status, block ? 0 : WNOHANG, &usage);
+      if (r == pid_) {
+        reaped_ = true;
+        status_ = status;
+        max_rss_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+      } else if (r < 0 && errno == EINTR) {
+        continue;
+      } else if (r < 0) {
+        reaped_ = true;  // not our child any more
+      } else {
+        break;  // still running
+      }
+    }
+    return reaped_;
+  }
+
+  pid_t pid_;
+  int port_ = 0;
+  std::string sql_, err_path_;
+  bool reaped_ = false;
+  int status_ = -1;
+  int64_t max_rss_bytes_ = 0;
+};
+
+// Whether `path` is `dir` or inside it (both absolute and normal).
+bool Inside(const fs::path& path, const fs::path& dir) {
+  auto [d, p] = std::mismatch(dir.begin(), dir.end(), path.begin(), path.end());
+  return d == dir.end();
+}
+
+// `sluice-iceberg` and `sluice-parquet`: `sluice serve` per run with the query server's
+// memory_limit, threads and spill directory from the run, no statement timeout (the
+// bench's --timeout kills the tree instead); the query names the Iceberg tables
+// (`lake.bench.sales`) or the Parquet files (`read_parquet('<glob>')`).
+class SluiceEngine : public Engine {
+ public:
+  explicit SluiceEngine(bool iceberg) : iceberg_(iceberg) {}
+  std::string_view name() const override { return iceberg_ ? "sluice-iceberg" : "sluice-parquet"; }
+  bool applies_memory_setting() const override { return true; }
+  Status Check(const EngineRunSpec& spec) const override {
+    if (::access(spec.sluice_binary.c_str(), X_OK) != 0) {
+      return NotFoundError("{} engine: {} is not an executable file", name(), spec.sluice_binary);
+    }
+    return Status::OK();
+  }
+  std::string Describe(const EngineRunSpec& spec) const override {
+    return fmt::format(
+        "`sluice serve` per run: query.memory_limit=<setting> query.threads={}, temp_directory "
+        "in the run's work dir; one libpq session, simple query protocol, over {}",
+        spec.threads,
+        iceberg_ ? fmt::format("lake.{} and lake.{}", spec.data->sales_table, spec.data->products_table)
+                 : std::string("read_parquet(<the table's data files>)"));
+  }
+  Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) override {
+    const QueryDataset& d = *spec.data;
+    std::string sql =
+        iceberg_ ? BindTables(spec.sql_template, "lake." + d.sales_table, "lake." + d.products_table)
+                 : BindTables(spec.sql_template, ReadParquet(d.sales_glob), ReadParquet(d.products_glob));
+    // The server reads only inside the warehouse and query.allowed_directories.
+    fs::path warehouse = fs::absolute(d.warehouse).lexically_normal();
+    std::vector<std::string> allowed;
+    for (const std::string& glob : {d.sales_glob, d.products_glob}) {
+      fs::path dir = fs::absolute(glob).lexically_normal().parent_path();
+      if (!Inside(dir, warehouse)) allowed.push_back(dir.string());
+    }
+    nlohmann::json allowed_json = allowed;
+    std::string config = fmt::format(
+        "query:\n"
+        "  memory_limit: {}\n"
+        "  threads: {}\n"
+        "  temp_directory: {}\n"
+        "  timeout_seconds: 0\n"
+        "  allowed_directories: {}\n",
+        spec.memory_bytes, spec.threads, nlohmann::json(spec.work_dir + "/spill").dump(),
+        allowed_json.dump());
+    std::string config_path = spec.work_dir + "/sluice.yaml";
+    {
+      std::ofstream out(config_path);
+      out << config;
+      if (!out) return ErrnoError("write", config_path, errno);
+    }
+    std::vector<std::string> args = {spec.sluice_binary, "serve",
+                                     "--kafka-addr", "127.0.0.1:0",
+                                     "--http-addr", "127.0.0.1:0",
+                                     "--pg-addr", "127.0.0.1:0",
+                                     "--data-dir", spec.work_dir + "/data",
+                                     "--warehouse", d.warehouse,
+                                     "--config", config_path};
+    std::string out_path = spec.work_dir + "/stdout", err_path = spec.work_dir + "/stderr";
+    ASSIGN_OR_RETURN(pid_t pid, SpawnWithEnv(args, {}, out_path, err_path));
+    auto run = std::make_unique<SluiceServerRun>(pid, sql, err_path);
+    // Wait for "sluice: Postgres wire protocol on HOST:PORT" (a failed start: the run's
+    // destructor kills and reaps the tree).
+    static const std::regex kListening(R"(Postgres wire protocol on \S+:(\d+))");
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (true) {
+      std::smatch m;
+      std::string text = ReadFile(out_path);
+      if (std::regex_search(text, m, kListening)) {
+        run->set_port(std::stoi(m[1].str()));
+        return std::unique_ptr<EngineRun>(std::move(run));
+      }
+      if (run->Ended()) return run->Failed("`sluice serve` did not start");
+      if (std::chrono::steady_clock::now() > deadline) {
+        return run->Failed("`sluice serve` printed no Postgres port within 120 s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+ private:
+  static std::string ReadParquet(const std::string& glob) {
+    std::string quoted;
+    for (char c : glob) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    return "read_parquet('" + quoted + "')";
+  }
+
+  bool iceberg_;
+};
+
 }  // namespace
 
 std::string BindTables(const std::string& sql_template, std::string_view sales,
@@ -289,14 +492,15 @@ std::string BindTables(const std::string& sql_template, std::string_view sales,
   return out;
 }
 
-std::vector<std::string> KnownEngines() { return {"duckdb", "polars"}; }
+std::vector<std::string> KnownEngines() {
+  return {"duckdb", "polars", "sluice-iceberg", "sluice-parquet"};
+}
 
 Result<std::unique_ptr<Engine>> MakeEngine(std::string_view name) {
   if (name == "duckdb") return std::unique_ptr<Engine>(std::make_unique<DuckDbEngine>());
   if (name == "polars") return std::unique_ptr<Engine>(std::make_unique<PolarsEngine>());
-  if (name == "sluice-iceberg" || name == "sluice-parquet") {
-    return UnimplementedError("engine {}: sluice's query server (issue 7) is not there yet", name);
-  }
+  if (name == "sluice-iceberg") return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(true));
+  if (name == "sluice-parquet") return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(false));
   std::string known;
   for (const std::string& e : KnownEngines()) known += (known.empty() ? "" : ", ") + e;
   return NotFoundError("unknown engine {:?} (known: {})", name, known);

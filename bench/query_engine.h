@@ -9,10 +9,10 @@
 // the same libduckdb with SET memory_limit and threads over the Parquet files) and
 // `polars` (node + nodejs-polars' lazy API over the Parquet files; threads only). Both are
 // one-shot children (OneShotChildRun): the child runs the query, prints one JSON line and
-// exits. sluice's query server (`sluice-iceberg`, `sluice-parquet`) will be a server tree
+// exits. sluice's query server (`sluice-iceberg`, `sluice-parquet`) is a server tree
 // instead: Launch starts `sluice serve` and waits for its Postgres port, Execute sends the
-// query over the Postgres protocol and times it, Stop sends SIGTERM. MakeEngine is the one
-// place that lists engines.
+// query over the Postgres protocol (libpq) and times it, Stop sends SIGTERM. MakeEngine is
+// the one place that lists engines.
 #pragma once
 
 #include <sys/types.h>

@@ -160,8 +160,10 @@ TEST(QueryBenchOptionsTest, NamesTheWrongOption) {
   o.engines = {"duckdb", "duckdb"};
   EXPECT_NE(error(o).find("--engines: duckdb given twice"), std::string::npos) << error(o);
   o = {};
-  o.engines = {"sluice-parquet"};
-  EXPECT_NE(error(o).find("not there yet"), std::string::npos) << error(o);
+  o.engines = {"sluice-parquet", "sluice-iceberg"};
+  EXPECT_TRUE(ValidateQueryBenchOptions(o).ok()) << error(o);
+  o.engines = {"sluice-lake"};
+  EXPECT_NE(error(o).find("sluice-lake"), std::string::npos) << error(o);
   o = {};
   o.files = 31;
   o.rows = 30;

@@ -149,7 +149,7 @@ void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
                   "(default: $XDG_CACHE_HOME/sluice/bench-query, else /tmp/sluice-bench-query)");
   cmd->add_option("--queries", o->queries, "q1 filter, q2 join aggregate, q3 latest row per customer, q4 group-by")
       ->delimiter(',')->capture_default_str();
-  cmd->add_option("--engines", o->engines, "duckdb, polars (sluice-iceberg, sluice-parquet: with the query server)")
+  cmd->add_option("--engines", o->engines, "duckdb, polars, sluice-iceberg, sluice-parquet")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads every engine gets")->capture_default_str();
   cmd->add_option("--memory-settings", o->memory_settings,

@@ -213,6 +213,16 @@ TEST_F(RewriteTest, LatestRowKeepsNullValuesOfTheChosenRow) {
       RewriteKind::kLatestRow);
 }
 
+// List, struct and map literals parse as functions of schema `main` (list_value,
+// struct_pack, map); the lake planner's read_parquet([files], schema = MAP {...}) has them.
+TEST_F(RewriteTest, LatestRowOverListStructAndMapLiteralsMatchesDuckDB) {
+  ExpectSame(
+      "SELECT id, k1, x, k2b, v2, one FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k1 ORDER BY x DESC, id DESC) "
+      "AS rn FROM (SELECT id, k1, x, [k2, s][1] AS k2b, {'a': v}.a AS v2, (MAP {'m': 1})['m'] AS one FROM t)) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
+}
+
 TEST_F(RewriteTest, LatestRowOnTheNullableSideOfALeftJoinPassesThrough) {
   ExpectPassThrough(
       "SELECT count(*) FROM (SELECT DISTINCT k1 FROM t) m LEFT JOIN (SELECT *, row_number() OVER (PARTITION BY k1 "
