@@ -59,14 +59,18 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) 
 Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
                                            bool allow_steps) const {
   PlannedStatement out{std::string(statement), nullptr};
+  int64_t lake_rows = 0;
   if (catalog_ != nullptr) {
     ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
     out.sql = std::move(lake.sql);
+    for (const LakeTableScan& t : lake.tables) lake_rows += t.stats.records_kept;
   }
   if (!allow_steps || !options_.rewrites) return out;
   ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,
                    rewrite::PlanRewrite(conn, out.sql,
-                                        {.memory_limit_bytes = options_.memory_limit_bytes, .threads = options_.threads}));
+                                        {.memory_limit_bytes = options_.memory_limit_bytes,
+                                         .threads = options_.threads,
+                                         .known_input_rows = lake_rows}));
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
   ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));

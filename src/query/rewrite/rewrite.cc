@@ -773,6 +773,7 @@ class Planner {
     RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
 
     ASSIGN_OR_RETURN(int64_t est_rows, EstimateRows(conn_, input_sql));
+    est_rows = std::max(est_rows, options_.known_input_rows);
     if (est_rows < options_.min_rows_to_rewrite) return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
 
     // Which output columns the rest of the query reads (D6), and which of those equal a key
@@ -1016,6 +1017,7 @@ class Planner {
     ASSIGN_OR_RETURN(std::vector<Column> key_cols, Describe(conn_, key_sql));
     RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
     ASSIGN_OR_RETURN(int64_t est_rows, EstimateRows(conn_, key_sql));
+    est_rows = std::max(est_rows, options_.known_input_rows);
     if (est_rows < options_.min_rows_to_rewrite) return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
 
     std::vector<std::string> key_names;

@@ -31,6 +31,10 @@ struct RewriteOptions {
   int threads = 1;
   // Inputs DuckDB estimates below this many rows pass through unchanged.
   int64_t min_rows_to_rewrite = 1'000'000;
+  // Rows the caller knows the query's inputs hold (the lake planner's record counts from
+  // the manifests): DuckDB's estimate is raised to it (read_parquet with an explicit
+  // schema estimates from the file count, not the footers).
+  int64_t known_input_rows = 0;
   double part_memory_fraction = 0.5;
   int max_parts = 256;
   // Tests and measurements: use exactly this many parts (0 = choose from the estimate).
