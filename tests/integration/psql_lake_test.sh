@@ -4,7 +4,7 @@
 # topic (topic()), psql's catalog commands (\dt, \d) over both DuckDB and lake tables, and
 # errors with their SQLSTATE.
 #
-# usage: query_engine_test.sh path/to/sluice
+# usage: psql_lake_test.sh path/to/sluice
 set -euo pipefail
 
 sluice=${1:?usage: $0 path/to/sluice}
