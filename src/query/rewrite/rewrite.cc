@@ -173,6 +173,30 @@ Result<int64_t> EstimateRows(duck::Connection& conn, const std::string& select) 
   return best;
 }
 
+// DuckDB's estimate of the rows `select` returns: the "Estimated Cardinality" nearest the
+// root of its plan (for a GROUP BY, its estimate of the groups: from the Parquet and
+// table statistics' distinct counts where it has them, else the input's rows).
+Result<int64_t> EstimateOutputRows(duck::Connection& conn, const std::string& select) {
+  ASSIGN_OR_RETURN(auto rows, AskStatement(conn, "EXPLAIN (FORMAT JSON) " + select, "EXPLAIN"));
+  for (auto& r : rows) {
+    if (r.size() < 2 || !r[1]) continue;
+    Json plan = Json::parse(*r[1], nullptr, false);
+    if (plan.is_discarded()) continue;
+    std::vector<const Json*> queue{&plan};  // breadth first: the root's estimate first
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const Json* j = queue[i];
+      if (j->is_object()) {
+        auto it = j->find("Estimated Cardinality");
+        if (it != j->end() && it->is_string()) return std::atoll(it->get<std::string>().c_str());
+      }
+      if (j->is_structured()) {
+        for (const Json& c : *j) queue.push_back(&c);
+      }
+    }
+  }
+  return NotApplicable("EXPLAIN gave no cardinality estimate");
+}
+
 // The distinct-key estimate of the statistics scan (D7): the exact number of distinct key
 // hashes among the keys whose hash is 0 modulo M, times M. Sampling keys (not rows) keeps
 // every sampled key's rows, so the estimate is unbiased; the aggregate holds ~1/M of the
@@ -1029,6 +1053,16 @@ class Planner {
       return NotApplicable("at most {} groups fit in memory: DuckDB's own plan", est_rows);
     }
     std::string key_list = fmt::format("{}", fmt::join(key_names, ", "));
+    // Before scanning the whole input for its distinct keys: when DuckDB's own estimate of
+    // the groups fits, leave the query to DuckDB (a join with a small dimension's key, say).
+    // Only a cost decision: the answer is the same either way.
+    if (options_.force_parts == 0) {
+      Result<int64_t> est_groups = EstimateOutputRows(
+          conn_, fmt::format("SELECT {0} FROM ({1}) AS __sluice_in GROUP BY {0}", key_list, key_sql));
+      if (est_groups.ok() && PartsFor(*est_groups, per_group) <= 1) {
+        return NotApplicable("DuckDB estimates {} groups: they fit in memory", *est_groups);
+      }
+    }
     ASSIGN_OR_RETURN(auto stats, Ask(conn_,
                                      fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
                                                  DistinctKeysExpr(key_list, est_rows), key_sql),
