@@ -370,6 +370,12 @@ void Session::TrackTransaction(std::string_view tag, bool failed) {
 
 bool Session::Serve() {
   bool skip_to_sync = false;
+  // A message that does not decode ends the connection (FATAL 08P01), as Postgres does.
+  auto malformed = [this](const Status& st) {
+    SendError({"08P01", st.message(), true});
+    Flush();
+    return false;
+  };
   while (true) {
     std::optional<pg::Frame> f = ReadMessage();
     if (!f) return false;
@@ -378,61 +384,37 @@ bool Session::Serve() {
     switch (f->type) {
       case 'Q': {
         auto sql = pg::ParseQuery(f->body);
-        if (!sql.ok()) {
-          SendError({"08P01", sql.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!sql.ok()) return malformed(sql.status());
         if (!SimpleQuery(*sql)) return false;
         continue;
       }
       case 'P': {
         auto m = pg::ParseParse(f->body);
-        if (!m.ok()) {
-          SendError({"08P01", m.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!m.ok()) return malformed(m.status());
         err = HandleParse(*m);
         break;
       }
       case 'B': {
         auto m = pg::ParseBind(f->body);
-        if (!m.ok()) {
-          SendError({"08P01", m.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!m.ok()) return malformed(m.status());
         err = HandleBind(*m);
         break;
       }
       case 'D': {
         auto m = pg::ParseDescribe(f->body);
-        if (!m.ok()) {
-          SendError({"08P01", m.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!m.ok()) return malformed(m.status());
         err = HandleDescribe(*m);
         break;
       }
       case 'E': {
         auto m = pg::ParseExecute(f->body);
-        if (!m.ok()) {
-          SendError({"08P01", m.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!m.ok()) return malformed(m.status());
         err = HandleExecute(*m);
         break;
       }
       case 'C': {
         auto m = pg::ParseClose(f->body);
-        if (!m.ok()) {
-          SendError({"08P01", m.status().message(), true});
-          Flush();
-          return false;
-        }
+        if (!m.ok()) return malformed(m.status());
         HandleClose(*m);
         break;
       }

@@ -120,7 +120,9 @@ expect "lake rows" "$(q "SELECT count(*), count(DISTINCT id), sum(amount) FROM l
 expect "a partition" "$(q "SELECT count(*), min(id) FROM lake.db.events WHERE city = 'rome'")" "750|1"
 expect "a join of the table with the topic" \
   "$(q "SELECT count(*) FROM lake.db.events e JOIN topic('events') t ON e.id = (t.value::JSON->>'id')::BIGINT")" "1500"
-expect "topic bounds" "$(q "SELECT count(*) FROM topic('events', from_offset => 100)")" "1300"  # per partition
+# Offsets are per partition, and kcat's partitioner splits the messages unevenly.
+expect "topic bounds" "$(q "SELECT count(*) FROM topic('events', from_offset => 100, to_offset => 400)")" \
+  "$(q "SELECT count(*) FROM topic('events') WHERE \"offset\" >= 100 AND \"offset\" < 400")"
 # Time travel: the first snapshot held fewer rows than now.
 snapshots=$("$sluice" table history db.events --warehouse "$tmp/wh" | awk '$2 ~ /^[0-9]+$/ { print $2 }')
 oldest=$(echo "$snapshots" | head -1)
