@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -621,6 +623,201 @@ Result<OrderKey> ResolveOrder(const Json& order, const OrderDefaults& d) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Packed ordering keys (D8, D14).
+
+// An ordinal (OrdinalExpr) back as a value of `type`, or "" when the type has no exact way back.
+std::string DecodeOrdinal(const std::string& type, const std::string& e) {
+  if (type == "BOOLEAN" || type == "TINYINT" || type == "SMALLINT" || type == "INTEGER" || type == "BIGINT" ||
+      type == "UTINYINT" || type == "USMALLINT" || type == "UINTEGER") {
+    return fmt::format("CAST(CAST({} AS BIGINT) AS {})", e, type);
+  }
+  if (type == "DATE") return fmt::format("CAST(DATE '1970-01-01' + CAST({} AS INTEGER) AS DATE)", e);
+  if (type == "TIMESTAMP") return fmt::format("make_timestamp(CAST({} AS BIGINT))", e);
+  if (type == "TIMESTAMP_S" || type == "TIMESTAMP_MS") {
+    return fmt::format("CAST(make_timestamp(CAST({} AS BIGINT)) AS {})", e, type);
+  }
+  if (type == "TIMESTAMP WITH TIME ZONE") {
+    return fmt::format("(TIMESTAMPTZ '1970-01-01 00:00:00+00' + to_microseconds(CAST({} AS BIGINT)))", e);
+  }
+  return "";
+}
+
+// The decimal scales a DOUBLE tie-breaking column is tried at: 2 (money) and 4.
+constexpr int kDoubleScales[] = {2, 4};
+std::string Pow10(int scale) { return scale == 2 ? "100" : "10000"; }
+
+// One field of a packed key: a non-negative code below 2^width, placed at `shift`. The key
+// is computed only where every field's guard holds (one CASE per row, not one per field:
+// the guards are what catch an input that changed after the statistics scan).
+struct PackedField {
+  std::string guard;  // SQL over the part's input: the value lies within the scanned bounds
+  std::string code;   // SQL: the code, BIGINT arithmetic when width <= 63
+  int width = 0;
+  int shift = 0;
+  // The column's value from its code (SQL over the code); empty when it has no way back.
+  std::function<std::string(const std::string& code)> decode;
+};
+
+// A field of codes 0..hi-lo (+1 for NULL) ordering as the ordinal `ord` of column `col`
+// does, descending or not, NULLs first or last.
+PackedField OrdinalField(const std::string& col, const std::string& ord, const std::string& type, __int128 lo,
+                         __int128 hi, bool has_null, bool descending, bool nulls_first) {
+  __int128 range = hi - lo;
+  __int128 max_code = range + (has_null ? 1 : 0);
+  PackedField f;
+  while (f.width < 127 && (static_cast<__int128>(1) << f.width) <= max_code) ++f.width;
+  std::string wide = f.width > 63 ? "::HUGEINT" : "";
+  std::string value = descending ? fmt::format("({}{} - {})", Int128ToString(hi), wide, ord)
+                                 : fmt::format("({}{} - {})", ord, wide, Int128ToString(lo));
+  bool shifted = has_null && nulls_first;
+  std::string in_bounds = fmt::format("{} BETWEEN {} AND {}", ord, Int128ToString(lo), Int128ToString(hi));
+  f.guard = has_null ? fmt::format("({} IS NULL OR {})", col, in_bounds) : in_bounds;
+  f.code = !has_null   ? value
+           : shifted ? fmt::format("coalesce({} + 1, 0)", value)
+                     : fmt::format("coalesce({}, {})", value, Int128ToString(range + 1));
+  if (DecodeOrdinal(type, "0").empty()) return f;
+  f.decode = [=](const std::string& code) {
+    std::string c = shifted ? fmt::format("({} - 1)", code) : code;
+    std::string v = DecodeOrdinal(type, descending ? fmt::format("({} - {})", Int128ToString(hi), c)
+                                                   : fmt::format("({} + {})", Int128ToString(lo), c));
+    if (!has_null) return v;
+    return fmt::format("CASE WHEN {} = {} THEN NULL ELSE {} END", code, nulls_first ? "0" : Int128ToString(range + 1), v);
+  };
+  return f;
+}
+
+// A field for a column that is NULL in every row: width 0, decoded as NULL.
+PackedField AllNullField(const std::string& col, const std::string& type) {
+  PackedField f;
+  f.guard = fmt::format("{} IS NULL", col);
+  f.code = "0";
+  f.decode = [type](const std::string&) { return fmt::format("CAST(NULL AS {})", type); };
+  return f;
+}
+
+std::optional<int64_t> IntegralDouble(const std::optional<std::string>& v) {
+  if (!v) return std::nullopt;
+  char* end = nullptr;
+  double d = std::strtod(v->c_str(), &end);
+  if (end == v->c_str() || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) >= 9007199254740992.0) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(d);
+}
+
+// A tie-breaking column packed exactly (D14), from its statistics starting at `at`, or
+// nullopt. Integer-like columns by their ordinal; a DOUBLE by its value times 10^scale when
+// every value comes back exactly from that integer (and none is -0.0, NaN or infinite).
+std::optional<PackedField> ExactField(const Column& col, const std::vector<std::optional<std::string>>& s, size_t at,
+                                      int64_t rows) {
+  std::string q = Quote(col.name);
+  if (col.type != "DOUBLE") {
+    if (!s[at + 2] || !s[at + 3]) return std::nullopt;
+    int64_t non_null = std::atoll(s[at + 2]->c_str());
+    if (non_null == 0) return AllNullField(q, col.type);
+    if (non_null != std::atoll(s[at + 3]->c_str()) || !s[at] || !s[at + 1]) return std::nullopt;
+    return OrdinalField(q, OrdinalExpr(col.type, q), col.type, std::atoll(s[at]->c_str()), std::atoll(s[at + 1]->c_str()),
+                        non_null < rows, false, false);
+  }
+  if (!s[at] || !s[at + 1]) return std::nullopt;
+  int64_t non_null = std::atoll(s[at]->c_str());
+  if (non_null == 0) return AllNullField(q, col.type);
+  if (std::atoll(s[at + 1]->c_str()) != 0) return std::nullopt;  // -0.0 would come back as 0.0
+  for (size_t k = 0; k < std::size(kDoubleScales); ++k) {
+    size_t b = at + 2 + 3 * k;
+    std::optional<int64_t> lo = IntegralDouble(s[b]);
+    std::optional<int64_t> hi = IntegralDouble(s[b + 1]);
+    if (!lo || !hi || !s[b + 2] || std::atoll(s[b + 2]->c_str()) != non_null) continue;
+    std::string p = Pow10(kDoubleScales[k]);
+    std::string scaled = fmt::format("round({} * {})", q, p);
+    bool has_null = non_null < rows;
+    PackedField f;
+    __int128 range = static_cast<__int128>(*hi) - *lo;
+    while ((static_cast<__int128>(1) << f.width) <= range + (has_null ? 1 : 0)) ++f.width;
+    std::string exact = fmt::format("{1} BETWEEN {2} AND {3} AND {1} / {4} = {0} AND NOT ({0} = 0 AND atan2({0}, -1) < 0)",
+                                    q, scaled, *lo, *hi, p);
+    f.guard = has_null ? fmt::format("({} IS NULL OR ({}))", q, exact) : fmt::format("({})", exact);
+    std::string value = fmt::format("(CAST({} AS BIGINT) - {})", scaled, *lo);
+    f.code = has_null ? fmt::format("coalesce({}, {})", value, Int128ToString(range + 1)) : value;
+    int64_t low = *lo;
+    f.decode = [=](const std::string& code) {
+      std::string v = fmt::format("(CAST({} + {} AS DOUBLE) / {})", low, code, p);
+      if (!has_null) return v;
+      return fmt::format("CASE WHEN {} = {} THEN NULL ELSE {} END", code, Int128ToString(range + 1), v);
+    };
+    return f;
+  }
+  return std::nullopt;
+}
+
+// The key over packed fields (most significant first) and `hash_bits` low bits of `hash`:
+// fields are summed in BIGINT words of up to 63 bits, the words joined in one HUGEINT (a
+// BIGINT key when all fit in 63 bits), and the sum is taken only where every guard holds.
+// Sets each field's shift.
+std::string PackedKey(std::vector<PackedField*>& fields, const std::string& hash, int hash_bits,
+                      const std::string& changed) {
+  PackedField hash_field;
+  if (hash_bits > 0) {
+    hash_field.code = fmt::format("({} >> {})::BIGINT", hash, 64 - hash_bits);
+    hash_field.width = hash_bits;
+  }
+  std::vector<PackedField*> all = fields;
+  if (hash_bits > 0) all.push_back(&hash_field);
+  int total = 0;
+  for (PackedField* f : all) total += f->width;
+  int shift = total;
+  for (PackedField* f : all) {
+    shift -= f->width;
+    f->shift = shift;
+  }
+  // Words: runs of fields of up to 63 bits together, each a BIGINT sum.
+  struct Word {
+    std::vector<PackedField*> fields;
+    int bits = 0;
+    int shift = 0;  // of its least significant field
+  };
+  std::vector<Word> words;
+  for (PackedField* f : all) {
+    if (f->width == 0) continue;
+    if (words.empty() || words.back().bits + f->width > 63 || f->width > 63 || words.back().bits > 63) {
+      words.push_back({});
+    }
+    words.back().fields.push_back(f);
+    words.back().bits += f->width;
+    words.back().shift = f->shift;
+  }
+  std::vector<std::string> word_sql;
+  for (const Word& w : words) {
+    std::vector<std::string> terms;
+    for (PackedField* f : w.fields) {
+      int s = f->shift - w.shift;
+      terms.push_back(s == 0 ? f->code : fmt::format("{} * {}", f->code, Int128ToString(static_cast<__int128>(1) << s)));
+    }
+    word_sql.push_back(fmt::format("({})", fmt::join(terms, " + ")));
+  }
+  std::string key;
+  if (word_sql.empty()) {
+    key = "0::BIGINT";
+  } else if (total <= 63) {
+    key = fmt::format("{}::BIGINT", word_sql[0]);
+  } else {
+    std::vector<std::string> terms;
+    for (size_t i = 0; i < words.size(); ++i) {
+      terms.push_back(words[i].shift == 0 ? fmt::format("{}::HUGEINT", word_sql[i])
+                                          : fmt::format("{}::HUGEINT * {}::HUGEINT", word_sql[i],
+                                                        Int128ToString(static_cast<__int128>(1) << words[i].shift)));
+    }
+    key = fmt::format("{}", fmt::join(terms, " + "));
+  }
+  std::vector<std::string> guards;
+  for (PackedField* f : fields) {
+    if (!f->guard.empty()) guards.push_back(f->guard);
+  }
+  if (guards.empty()) return key;
+  return fmt::format("CASE WHEN {} THEN {} ELSE {} END", fmt::join(guards, " AND "), key, changed);
+}
+
+// ---------------------------------------------------------------------------------------
 // The planner.
 
 class Planner {
@@ -805,39 +1002,62 @@ class Planner {
     std::optional<std::set<std::string>> referenced;
     bool has_col_aliases = c.slot && c.slot->contains("column_name_alias") && !(*c.slot)["column_name_alias"].empty();
     if (c.slot && !has_col_aliases) referenced = ReferencedNames(root_doc_, c.cte_name.empty() ? c.slot : c.node, c.ref_alias);
+    // A plain `*` or `t.*` passes its columns under their own names.
     bool plain_star = false;
-    std::set<std::string> plain_items;
+    std::string star_relation;  // "t" for `t.*`
     for (const Json& item : n["select_list"]) {
       if (Str(item, "class") == "STAR" && !item.value("columns", false) && item["exclude_list"].empty() &&
           item["replace_list"].empty() && (!item.contains("rename_list") || item["rename_list"].empty()) &&
           IsNullOrMissing(item, "expr")) {
         plain_star = true;
-      }
-      if (Str(item, "class") == "COLUMN_REF" &&
-          (Str(item, "alias").empty() || IEquals(Str(item, "alias"), item["column_names"].back().get<std::string>()))) {
-        plain_items.insert(Lower(item["column_names"].back().get<std::string>()));
+        star_relation = Lower(Str(item, "relation_name"));
       }
     }
-    std::set<std::string> key_names;
-    auto add_key_name = [&](const Json& e) {
-      if (Str(e, "class") == "COLUMN_REF") {
-        std::string name = Lower(e["column_names"].back().get<std::string>());
-        if (plain_star || plain_items.count(name)) key_names.insert(name);
+    // Kept columns that are a partition key (read from the GROUP BY) or an order key (decoded
+    // from the packed key) are equal across full ties (D3, D14). Only the very column counts:
+    // `SELECT b.ts ... ORDER BY a.ts` is no match.
+    auto output_name = [&](const Json& e) -> std::optional<std::string> {
+      if (Str(e, "class") != "COLUMN_REF") return std::nullopt;
+      const Json& parts = e["column_names"];
+      std::string name = Lower(parts.back().get<std::string>());
+      for (const Json& item : n["select_list"]) {
+        if (Str(item, "class") != "COLUMN_REF") continue;
+        const Json& ip = item["column_names"];
+        if (Lower(ip.back().get<std::string>()) != name) continue;
+        if (!Str(item, "alias").empty() && !IEquals(Str(item, "alias"), name)) continue;
+        if (parts.size() == 1 || ip.size() == 1) return name;
+        if (parts.size() != ip.size()) return std::nullopt;
+        for (size_t i = 0; i < parts.size(); ++i) {
+          if (!IEquals(parts[i].get<std::string>(), ip[i].get<std::string>())) return std::nullopt;
+        }
+        return name;
       }
+      if (plain_star && (star_relation.empty() || parts.size() == 1 ||
+                         (parts.size() == 2 && Lower(parts[0].get<std::string>()) == star_relation))) {
+        return name;
+      }
+      return std::nullopt;
     };
-    for (const Json& k : w["partitions"]) add_key_name(k);
-    for (const Json& o : w["orders"]) add_key_name(o["expression"]);
+    std::map<std::string, size_t> partition_of;  // output column -> partition key index
+    std::map<std::string, size_t> order_of;      // output column -> order key index
+    for (size_t i = 0; i < nkeys; ++i) {
+      if (auto name = output_name(w["partitions"][i])) partition_of.emplace(*name, i);
+    }
+    for (size_t j = 0; j < norders; ++j) {
+      if (auto name = output_name(w["orders"][j]["expression"])) order_of.emplace(*name, j);
+    }
 
-    std::vector<Column> kept;       // carried through the aggregate
-    std::vector<Column> tiebreak;   // kept columns that may differ across full ties
+    std::vector<Column> kept;      // carried through the aggregate
+    std::vector<Column> tiebreak;  // kept columns that may differ across full ties
     for (const Column& col : out_cols) {
       if (IEquals(col.name, m.alias)) continue;  // the constant 1
       if (referenced && !referenced->count(Lower(col.name))) continue;
       kept.push_back(col);
-      if (!key_names.count(Lower(col.name))) tiebreak.push_back(col);
+      if (!partition_of.count(Lower(col.name)) && !order_of.count(Lower(col.name))) tiebreak.push_back(col);
     }
 
-    // One statistics scan: rows, distinct keys (HyperLogLog), each order key's bounds.
+    // One statistics scan: rows, distinct keys, each order key's bounds, and the bounds of
+    // the tie-breaking columns that could be packed exactly (D14).
     std::vector<std::string> keys;
     for (size_t i = 0; i < nkeys; ++i) keys.push_back(fmt::format("__sluice_k{}", i));
     std::string key_list = fmt::format("{}", fmt::join(keys, ", "));
@@ -847,80 +1067,139 @@ class Planner {
       ordinals.push_back(OrdinalExpr(order_cols[j].type, fmt::format("__sluice_o{}", j)));
       packable &= !ordinals.back().empty();
     }
-    std::string stats_sql = fmt::format("SELECT count(*), {}", DistinctKeysExpr(key_list, est_rows));
+    std::vector<std::string> stat_exprs = {"count(*)", DistinctKeysExpr(key_list, est_rows)};
+    std::vector<size_t> order_at;  // where order key j's four statistics start
     if (packable) {
       for (size_t j = 0; j < norders; ++j) {
-        stats_sql += fmt::format(", min({0}), max({0}), count(__sluice_o{1}), count({0})", ordinals[j], j);
+        order_at.push_back(stat_exprs.size());
+        for (const char* f : {"min({0})", "max({0})", "count(__sluice_o{1})", "count({0})"}) {
+          stat_exprs.push_back(fmt::format(fmt::runtime(f), ordinals[j], j));
+        }
       }
     }
-    stats_sql += fmt::format(" FROM ({}) AS __sluice_in", input_sql);
+    // Tie-breaking columns: integer-like ones by their ordinal, DOUBLEs by their value scaled
+    // to 2 or 4 decimals when every value survives that exactly.
+    std::vector<size_t> exact_at(tiebreak.size(), 0);  // 0: not a candidate
+    for (size_t t = 0; packable && t < tiebreak.size(); ++t) {
+      const Column& col = tiebreak[t];
+      std::string q = Quote(col.name);
+      std::string ord = OrdinalExpr(col.type, q);
+      if (!ord.empty() && !DecodeOrdinal(col.type, "0").empty()) {
+        exact_at[t] = stat_exprs.size();
+        for (const char* f : {"min({0})", "max({0})", "count({1})", "count({0})"}) {
+          stat_exprs.push_back(fmt::format(fmt::runtime(f), ord, q));
+        }
+      } else if (col.type == "DOUBLE") {
+        exact_at[t] = stat_exprs.size();
+        stat_exprs.push_back(fmt::format("count({})", q));
+        stat_exprs.push_back(fmt::format("count(*) FILTER (WHERE {0} = 0 AND atan2({0}, -1) < 0)", q));  // -0.0
+        for (int scale : kDoubleScales) {
+          std::string scaled = fmt::format("round({} * {})", q, Pow10(scale));
+          stat_exprs.push_back(fmt::format("min({})", scaled));
+          stat_exprs.push_back(fmt::format("max({})", scaled));
+          stat_exprs.push_back(fmt::format("count(*) FILTER (WHERE {} / {} = {})", scaled, Pow10(scale), q));
+        }
+      }
+    }
+    std::string stats_sql =
+        fmt::format("SELECT {} FROM ({}) AS __sluice_in", fmt::join(stat_exprs, ", "), input_sql);
     ASSIGN_OR_RETURN(auto stats, Ask(conn_, stats_sql, "statistics scan"));
     if (stats.size() != 1 || !stats[0][0] || !stats[0][1]) return NotApplicable("statistics scan returned nothing");
-    int64_t rows = std::atoll(stats[0][0]->c_str());
-    int64_t groups = std::atoll(stats[0][1]->c_str());
+    const auto& s = stats[0];
+    int64_t rows = std::atoll(s[0]->c_str());
+    int64_t groups = std::atoll(s[1]->c_str());
 
     // The ordering key (D8): the order keys packed into one HUGEINT when their ranges fit in
-    // 126 bits, else DuckDB's create_sort_key.
-    std::string key_expr;
-    int bits_total = 0;
-    int packed_tie_bits = 0;
-    if (packable) {
-      std::vector<std::string> codes;
-      std::vector<int> widths;
-      for (size_t j = 0; j < norders && packable; ++j) {
-        const auto& s = stats[0];
-        size_t at = 2 + 4 * j;
-        if (!s[at] || !s[at + 1] || !s[at + 2] || !s[at + 3]) {  // all NULL: one code
-          codes.push_back("0");
-          widths.push_back(0);
-          continue;
-        }
-        if (*s[at + 2] != *s[at + 3]) {  // values without an ordinal (infinite timestamps)
-          packable = false;
-          break;
-        }
-        __int128 lo = std::atoll(s[at]->c_str());
-        __int128 hi = std::atoll(s[at + 1]->c_str());
-        bool has_null = std::atoll(s[at + 2]->c_str()) < rows;
-        __int128 range = hi - lo;  // non-null codes 0..range
-        __int128 max_code = range + (has_null ? 1 : 0);
-        int w = 0;
-        while (w < 127 && (static_cast<__int128>(1) << w) <= max_code) ++w;
-        widths.push_back(w);
-        std::string o = fmt::format("__sluice_o{}", j);
-        std::string value = orders[j].descending ? fmt::format("({} - {}::HUGEINT)", Int128ToString(hi), ordinals[j])
-                                                 : fmt::format("({}::HUGEINT - {})", ordinals[j], Int128ToString(lo));
-        std::string shift = has_null && orders[j].nulls_first ? " + 1" : "";
-        std::string null_code = !has_null ? "error('sluice rewrite: the input changed between the statistics scan and a part')"
-                                : orders[j].nulls_first ? "0" : Int128ToString(range + 1);
-        codes.push_back(fmt::format(
-            "CASE WHEN {0} IS NULL THEN {1}::HUGEINT WHEN {2} BETWEEN {3} AND {4} THEN {5}{6} "
-            "ELSE error('sluice rewrite: the input changed between the statistics scan and a part') END",
-            o, null_code, ordinals[j], Int128ToString(lo), Int128ToString(hi), value, shift));
+    // 126 bits, then the tie-breaking columns packed exactly (D14) or a hash of them (D3);
+    // else DuckDB's create_sort_key.
+    constexpr const char* kChanged = "error('sluice rewrite: the input changed between the statistics scan and a part')";
+    std::vector<PackedField> order_fields;
+    for (size_t j = 0; j < norders && packable; ++j) {
+      size_t at = order_at[j];
+      std::string o = fmt::format("__sluice_o{}", j);
+      if (!s[at] || !s[at + 1] || !s[at + 2] || !s[at + 3]) {  // all NULL: one code
+        order_fields.push_back(AllNullField(o, order_cols[j].type));
+        continue;
       }
-      for (int w : widths) bits_total += w;
-      // Ties (D3): the kept columns that may differ across full ties add the low bits, a hash
-      // of their values, so that the minimum is one row, the same for any N.
-      int hash_bits = tiebreak.empty() ? 0 : std::min(64, 126 - bits_total);
-      if (packable && (tiebreak.empty() ? bits_total <= 126 : hash_bits >= kMinTieHashBits)) {
-        std::vector<std::string> terms;
-        int shift = bits_total + hash_bits;
-        for (size_t j = 0; j < codes.size(); ++j) {
-          shift -= widths[j];
-          if (widths[j] == 0) continue;
-          terms.push_back(fmt::format("({}) * {}::HUGEINT", codes[j], Int128ToString(static_cast<__int128>(1) << shift)));
-        }
-        if (hash_bits > 0) {
-          std::vector<std::string> tb;
-          for (const Column& col : tiebreak) tb.push_back(Quote(col.name));
-          terms.push_back(fmt::format("(hash({}) >> {})::HUGEINT", fmt::join(tb, ", "), 64 - hash_bits));
-          packed_tie_bits = hash_bits;
-        }
-        key_expr = terms.empty() ? "0::HUGEINT" : fmt::format("{}", fmt::join(terms, " + "));
+      if (*s[at + 2] != *s[at + 3]) {  // values without an ordinal (infinite timestamps)
+        packable = false;
+        break;
+      }
+      __int128 lo = std::atoll(s[at]->c_str());
+      __int128 hi = std::atoll(s[at + 1]->c_str());
+      bool has_null = std::atoll(s[at + 2]->c_str()) < rows;
+      order_fields.push_back(
+          OrdinalField(o, ordinals[j], order_cols[j].type, lo, hi, has_null, orders[j].descending, orders[j].nulls_first));
+    }
+    int order_bits = 0;
+    for (const PackedField& f : order_fields) order_bits += f.width;
+    std::vector<std::optional<PackedField>> candidates(tiebreak.size());
+    int candidate_bits = 0;
+    bool all_exact = true;
+    for (size_t t = 0; t < tiebreak.size(); ++t) {
+      if (packable && exact_at[t] != 0) candidates[t] = ExactField(tiebreak[t], s, exact_at[t], rows);
+      all_exact &= candidates[t].has_value();
+      candidate_bits += candidates[t] ? candidates[t]->width : 0;
+    }
+    // Every tie-breaking column exact when they all fit; else, in column order, those that
+    // fit beside the order keys and a hash of the rest.
+    int budget = all_exact && order_bits + candidate_bits <= 126 ? 126 : 126 - kMinTieHashBits;
+    std::vector<PackedField> exact_fields;  // per tie-breaking column packed exactly
+    std::vector<size_t> exact_cols;         // their indexes in `tiebreak`
+    std::vector<Column> hashed;             // the tie-breaking columns not packed exactly
+    int exact_bits = 0;
+    for (size_t t = 0; t < tiebreak.size(); ++t) {
+      if (candidates[t] && order_bits + exact_bits + candidates[t]->width <= budget) {
+        exact_bits += candidates[t]->width;
+        exact_fields.push_back(std::move(*candidates[t]));
+        exact_cols.push_back(t);
+      } else {
+        hashed.push_back(tiebreak[t]);
       }
     }
-    bool sort_key = key_expr.empty();
-    if (sort_key) {
+    int hash_bits = hashed.empty() ? 0 : std::min(63, 126 - order_bits - exact_bits);
+    packable &= order_bits + exact_bits <= 126 && (hashed.empty() || hash_bits >= kMinTieHashBits);
+
+    std::string key_expr;
+    // How each kept column comes out of a part's aggregate: from the GROUP BY, decoded from
+    // min(key), or by arg_min_null over the key.
+    std::vector<std::string> extract(kept.size());
+    std::vector<std::string> aggs;
+    bool sort_key = !packable;
+    if (packable) {
+      std::vector<PackedField*> fields;
+      for (PackedField& f : order_fields) fields.push_back(&f);
+      for (PackedField& f : exact_fields) fields.push_back(&f);
+      std::vector<std::string> tb;
+      for (const Column& col : hashed) tb.push_back(Quote(col.name));
+      key_expr = PackedKey(fields, fmt::format("hash({})", fmt::join(tb, ", ")), hash_bits, kChanged);
+      bool uses_min = false;
+      auto from_key = [&](const PackedField& f) {
+        uses_min = true;
+        // Shift and mask: HUGEINT division is a bit-serial loop in DuckDB, ~30 times slower.
+        std::string mask = Int128ToString((static_cast<__int128>(1) << f.width) - 1);
+        std::string code = f.width == 0   ? "0"
+                           : f.shift == 0 ? fmt::format("(__sluice_m & {})", mask)
+                                          : fmt::format("((__sluice_m >> {}) & {})", f.shift, mask);
+        return f.decode(code);
+      };
+      for (size_t i = 0; i < kept.size(); ++i) {
+        std::string l = Lower(kept[i].name);
+        if (auto it = partition_of.find(l); it != partition_of.end()) {
+          extract[i] = fmt::format("__sluice_k{}", it->second);
+        } else if (auto ot = order_of.find(l); ot != order_of.end() && order_fields[ot->second].decode) {
+          extract[i] = from_key(order_fields[ot->second]);
+        } else if (auto et = std::find_if(exact_cols.begin(), exact_cols.end(),
+                                          [&](size_t t) { return IEquals(tiebreak[t].name, kept[i].name); });
+                   et != exact_cols.end()) {
+          extract[i] = from_key(exact_fields[static_cast<size_t>(et - exact_cols.begin())]);
+        } else {
+          aggs.push_back(fmt::format("arg_min_null({}, __sluice_key) AS __sluice_r{}", Quote(kept[i].name), i));
+          extract[i] = fmt::format("__sluice_r{}", i);
+        }
+      }
+      if (uses_min) aggs.push_back("min(__sluice_key) AS __sluice_m");
+    } else {
       // create_sort_key over the order keys, then the kept columns that may differ across
       // full ties (ASC NULLS LAST): the least such row wins, for any N.
       std::vector<std::string> args;
@@ -930,36 +1209,40 @@ class Planner {
       }
       for (const Column& col : tiebreak) args.push_back(fmt::format("{}, 'ASC NULLS LAST'", Quote(col.name)));
       key_expr = args.empty() ? "0" : fmt::format("create_sort_key({})", fmt::join(args, ", "));
-    }
-
-    // The aggregate: arg_min_null (arg_min skips NULL values) per kept column over a key
-    // that is unique per distinct kept row (packed), or one arg_min_null of a struct of them
-    // (sort key: one blob comparison per row instead of one per column).
-    std::string agg;
-    std::vector<std::string> extract;  // per kept column
-    if (kept.empty()) {
-      agg = "count(*) AS __sluice_r";  // only the number of keys matters
-    } else if (!sort_key || kept.size() == 1) {
-      std::vector<std::string> aggs;
+      // One arg_min_null of a struct of the columns not in the GROUP BY (one blob comparison
+      // per row instead of one per column), or of the column itself when there is one.
+      std::vector<size_t> carried;
       for (size_t i = 0; i < kept.size(); ++i) {
-        aggs.push_back(fmt::format("arg_min_null({}, __sluice_key) AS __sluice_r{}", Quote(kept[i].name), i));
-        extract.push_back(fmt::format("__sluice_r{}", i));
+        if (auto it = partition_of.find(Lower(kept[i].name)); it != partition_of.end()) {
+          extract[i] = fmt::format("__sluice_k{}", it->second);
+        } else {
+          carried.push_back(i);
+        }
       }
-      agg = fmt::format("{}", fmt::join(aggs, ", "));
-    } else {
-      std::vector<std::string> fields;
-      for (const Column& col : kept) {
-        fields.push_back(fmt::format("{0} := {0}", Quote(col.name)));
-        extract.push_back(fmt::format("struct_extract(__sluice_r, {})", duck::QuoteLiteral(col.name)));
+      if (carried.size() == 1) {
+        aggs.push_back(fmt::format("arg_min_null({}, __sluice_key) AS __sluice_r", Quote(kept[carried[0]].name)));
+        extract[carried[0]] = "__sluice_r";
+      } else if (!carried.empty()) {
+        std::vector<std::string> fields;
+        for (size_t i : carried) {
+          fields.push_back(fmt::format("{0} := {0}", Quote(kept[i].name)));
+          extract[i] = fmt::format("struct_extract(__sluice_r, {})", duck::QuoteLiteral(kept[i].name));
+        }
+        aggs.push_back(fmt::format("arg_min_null(struct_pack({}), __sluice_key) AS __sluice_r", fmt::join(fields, ", ")));
       }
-      agg = fmt::format("arg_min_null(struct_pack({}), __sluice_key) AS __sluice_r", fmt::join(fields, ", "));
     }
+    if (aggs.empty()) aggs.push_back("count(*) AS __sluice_n");  // only the keys matter
 
     // N (D7): one part's groups must fit in part_memory_fraction of the memory limit.
     int64_t key_width = sort_key ? 48 : 16;
-    int64_t per_group = 96 + key_width;
+    int64_t per_group = 96;
     for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
-    for (const Column& col : kept) per_group += 2 * TypeWidth(col.type) + (sort_key ? 0 : key_width + 8);
+    for (const std::string& a : aggs) {
+      per_group += key_width + 8;
+      if (a.rfind("arg_min_null(", 0) == 0) {
+        for (const Column& col : kept) per_group += a.find(Quote(col.name)) != std::string::npos ? 2 * TypeWidth(col.type) : 0;
+      }
+    }
     int parts = PartsFor(groups, per_group);
 
     std::vector<std::string> select_cols;
@@ -976,15 +1259,22 @@ class Planner {
     auto part_sql = [&](int i) {
       std::string where = parts > 1 ? fmt::format(" WHERE hash({}) % {} = {}", key_list, parts, i) : "";
       return fmt::format(
-          "SELECT {} FROM (SELECT {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}) AS __sluice_p",
-          fmt::join(select_cols, ", "), agg, key_expr, input_sql, where, key_list);
+          "SELECT {} FROM (SELECT {}, {} FROM (SELECT *, {} AS __sluice_key FROM ({}) AS __sluice_in{}) GROUP BY {}) "
+          "AS __sluice_p",
+          fmt::join(select_cols, ", "), key_list, fmt::join(aggs, ", "), key_expr, input_sql, where, key_list);
     };
+    int decoded = 0;
+    for (const std::string& e : extract) decoded += e.find("__sluice_m") != std::string::npos ? 1 : 0;
     std::string how = fmt::format(
-        "latest row per key: {} rows (estimate {}), ~{} keys, {} B/key -> {} part(s); key {}; {}", rows, est_rows,
-        groups, per_group, parts, sort_key ? "create_sort_key" : fmt::format("packed {} bits", bits_total),
-        tiebreak.empty()   ? "no kept column differs across full ties"
-        : sort_key         ? "ties broken by the least kept columns"
-                           : fmt::format("ties broken by the least {}-bit hash of the kept columns", packed_tie_bits));
+        "latest row per key: {} rows (estimate {}), ~{} keys, {} B/key -> {} part(s); key {}; {} of {} kept "
+        "column(s) decoded from the key; {}",
+        rows, est_rows, groups, per_group, parts,
+        sort_key ? "create_sort_key" : fmt::format("packed {} bits", order_bits + exact_bits + hash_bits), decoded,
+        kept.size(),
+        tiebreak.empty() ? "no kept column differs across full ties"
+        : sort_key       ? "ties broken by the least kept columns"
+        : hashed.empty() ? "ties broken by the least kept columns, packed exactly"
+                         : fmt::format("ties broken by a {}-bit hash of {} kept column(s)", hash_bits, hashed.size()));
     return Finish(c, RewriteKind::kLatestRow, parts, part_sql, how);
   }
 
@@ -1131,21 +1421,38 @@ class Planner {
     plan.kind = kind;
     plan.parts = parts;
     plan.explanation = how;
-    std::string name = TempTableName();
-    std::string qualified = "temp.main." + Quote(name);
-    for (int i = 0; i < parts; ++i) {
-      plan.steps.push_back(i == 0 ? fmt::format("CREATE TEMP TABLE {} AS {}", Quote(name), part_sql(i))
-                                  : fmt::format("INSERT INTO {} {}", qualified, part_sql(i)));
+    Json column_aliases = c.slot ? (*c.slot)["column_name_alias"] : Json::array();
+    if (column_aliases.is_null()) column_aliases = Json::array();
+    Json ref;
+    if (parts == 1) {
+      // One part needs no table between it and the rest of the query: it becomes a
+      // subquery in the rewritten slot (D15).
+      if (!c.slot) {
+        plan.final_select = part_sql(0);
+        return plan;
+      }
+      ASSIGN_OR_RETURN(Json part, Parse(conn_, part_sql(0)));
+      ref = {{"type", "SUBQUERY"},
+             {"alias", c.ref_alias},
+             {"sample", nullptr},
+             {"subquery", part["statements"][0]},
+             {"column_name_alias", column_aliases}};
+    } else {
+      std::string name = TempTableName();
+      std::string qualified = "temp.main." + Quote(name);
+      for (int i = 0; i < parts; ++i) {
+        plan.steps.push_back(i == 0 ? fmt::format("CREATE TEMP TABLE {} AS {}", Quote(name), part_sql(i))
+                                    : fmt::format("INSERT INTO {} {}", qualified, part_sql(i)));
+      }
+      plan.cleanup.push_back("DROP TABLE IF EXISTS " + qualified);
+      if (!c.slot) {
+        plan.final_select = "SELECT * FROM " + qualified;
+        return plan;
+      }
+      ref = {{"type", "BASE_TABLE"},   {"alias", c.ref_alias},  {"sample", nullptr},
+             {"schema_name", "main"},  {"table_name", name},    {"column_name_alias", column_aliases},
+             {"catalog_name", "temp"}, {"at_clause", nullptr}};
     }
-    plan.cleanup.push_back("DROP TABLE IF EXISTS " + qualified);
-    if (!c.slot) {
-      plan.final_select = "SELECT * FROM " + qualified;
-      return plan;
-    }
-    Json ref = {{"type", "BASE_TABLE"},   {"alias", c.ref_alias},  {"sample", nullptr},
-                {"schema_name", "main"},  {"table_name", name},    {"column_name_alias", (*c.slot)["column_name_alias"]},
-                {"catalog_name", "temp"}, {"at_clause", nullptr}};
-    if (ref["column_name_alias"].is_null()) ref["column_name_alias"] = Json::array();
     *c.slot = ref;
     if (!c.cte_name.empty()) {
       // Drop the CTE when nothing else references it.
