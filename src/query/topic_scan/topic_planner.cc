@@ -22,7 +22,8 @@ constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
 bool IEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
@@ -42,7 +43,8 @@ std::string StringField(const Json& j, const char* key) {
 
 // A non-NULL integer literal that fits BIGINT (`5`, `-3`; DuckDB parses the sign into it).
 std::optional<int64_t> IntConstant(const Json& e) {
-  if (!e.is_object() || StringField(e, "class") != "CONSTANT" || !e.contains("value")) return std::nullopt;
+  if (!e.is_object() || StringField(e, "class") != "CONSTANT" || !e.contains("value"))
+    return std::nullopt;
   const Json& v = e["value"];
   if (v.value("is_null", true) || !v.contains("value") || !v.contains("type")) return std::nullopt;
   static constexpr std::string_view kInts[] = {"TINYINT",  "SMALLINT",  "INTEGER",  "BIGINT",
@@ -75,7 +77,8 @@ bool IsTimeConstant(const Json& e) {
     return false;
   }
   const std::string to = StringField(e["cast_type"], "id");
-  return (to == "TIMESTAMP" || to == "TIMESTAMP WITH TIME ZONE" || to == "DATE") && is_string_literal(e["child"]);
+  return (to == "TIMESTAMP" || to == "TIMESTAMP WITH TIME ZONE" || to == "DATE") &&
+         is_string_literal(e["child"]);
 }
 
 // Whether an expression refers to no column, subquery or parameter (a named parameter the
@@ -83,7 +86,8 @@ bool IsTimeConstant(const Json& e) {
 bool IsClosed(const Json& e) {
   if (e.is_object()) {
     const std::string cls = StringField(e, "class");
-    if (cls == "PARAMETER" || cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "LAMBDA_REF") return false;
+    if (cls == "PARAMETER" || cls == "COLUMN_REF" || cls == "SUBQUERY" || cls == "LAMBDA_REF")
+      return false;
     for (const auto& [k, v] : e.items()) {
       if (!IsClosed(v)) return false;
     }
@@ -96,18 +100,23 @@ bool IsClosed(const Json& e) {
 }
 
 Json BigintConstant(int64_t v) {
-  return Json{{"class", "CONSTANT"},
-              {"type", "VALUE_CONSTANT"},
-              {"alias", ""},
-              {"query_location", 0},
-              {"value", {{"type", {{"id", "BIGINT"}, {"type_info", nullptr}}}, {"is_null", false}, {"value", v}}}};
+  return Json{
+      {"class", "CONSTANT"},
+      {"type", "VALUE_CONSTANT"},
+      {"alias", ""},
+      {"query_location", 0},
+      {"value",
+       {{"type", {{"id", "BIGINT"}, {"type_info", nullptr}}}, {"is_null", false}, {"value", v}}}};
 }
 
 Json Cast(Json child, const char* type) {
   child["alias"] = "";
-  return Json{{"class", "CAST"},     {"type", "OPERATOR_CAST"},
-              {"alias", ""},         {"query_location", 0},
-              {"child", std::move(child)}, {"cast_type", {{"id", type}, {"type_info", nullptr}}},
+  return Json{{"class", "CAST"},
+              {"type", "OPERATOR_CAST"},
+              {"alias", ""},
+              {"query_location", 0},
+              {"child", std::move(child)},
+              {"cast_type", {{"id", type}, {"type_info", nullptr}}},
               {"try_cast", false}};
 }
 
@@ -135,21 +144,24 @@ enum class Col { kNone, kPartition, kOffset, kTimestamp };
 struct TopicRef {
   Json* node = nullptr;   // the TABLE_FUNCTION table ref
   std::string qualifier;  // its alias, or the function's name without one
-  std::array<std::string, 3> names = {"partition", "offset", "timestamp"};  // after `AS t(p, o, ts)`
+  std::array<std::string, 3> names = {"partition", "offset",
+                                      "timestamp"};  // after `AS t(p, o, ts)`
   bool unqualified = false;  // the only table of its FROM: bare column names are its own
 
-  std::optional<int64_t> from, to;    // offsets, half-open
-  std::vector<Json> from_ts;          // lower time bounds (constant expressions)
+  std::optional<int64_t> from, to;  // offsets, half-open
+  std::vector<Json> from_ts;        // lower time bounds (constant expressions)
   std::optional<std::set<int64_t>> partitions;
   bool nothing = false;  // the conjuncts contradict: no row can match
 
   Col ColumnOf(const Json& e) const {
-    if (!e.is_object() || StringField(e, "class") != "COLUMN_REF" || !e.contains("column_names")) return Col::kNone;
+    if (!e.is_object() || StringField(e, "class") != "COLUMN_REF" || !e.contains("column_names"))
+      return Col::kNone;
     const Json& n = e["column_names"];
     std::string column;
     if (n.size() == 1 && unqualified && n[0].is_string()) {
       column = n[0].get<std::string>();
-    } else if (n.size() == 2 && n[0].is_string() && n[1].is_string() && IEquals(n[0].get<std::string>(), qualifier)) {
+    } else if (n.size() == 2 && n[0].is_string() && n[1].is_string() &&
+               IEquals(n[0].get<std::string>(), qualifier)) {
       column = n[1].get<std::string>();
     } else {
       return Col::kNone;
@@ -207,7 +219,8 @@ struct TopicRef {
     } else if (col == Col::kTimestamp) {
       // Only lower bounds: see decision 22 (upper ones are not exact on CreateTime topics).
       if (!IsTimeConstant(constant)) return;
-      if (op == "COMPARE_EQUAL" || op == "COMPARE_GREATERTHANOREQUALTO" || op == "COMPARE_GREATERTHAN") {
+      if (op == "COMPARE_EQUAL" || op == "COMPARE_GREATERTHANOREQUALTO" ||
+          op == "COMPARE_GREATERTHAN") {
         from_ts.push_back(Cast(constant, "TIMESTAMP WITH TIME ZONE"));
       }
     }
@@ -229,8 +242,8 @@ struct TopicRef {
       if (Col c = ColumnOf(e["right"]); c != Col::kNone) return Compare(c, flip->second, e["left"]);
       return;
     }
-    if (cls == "BETWEEN" && type == "COMPARE_BETWEEN" && e.contains("input") && e.contains("lower") &&
-        e.contains("upper")) {
+    if (cls == "BETWEEN" && type == "COMPARE_BETWEEN" && e.contains("input") &&
+        e.contains("lower") && e.contains("upper")) {
       Col c = ColumnOf(e["input"]);
       if (c == Col::kOffset || c == Col::kTimestamp) {
         Compare(c, "COMPARE_GREATERTHANOREQUALTO", e["lower"]);
@@ -238,7 +251,8 @@ struct TopicRef {
       }
       return;
     }
-    if (cls == "OPERATOR" && type == "COMPARE_IN" && e.contains("children") && e["children"].size() >= 2) {
+    if (cls == "OPERATOR" && type == "COMPARE_IN" && e.contains("children") &&
+        e["children"].size() >= 2) {
       Col c = ColumnOf(e["children"][0]);
       if (c != Col::kPartition && c != Col::kOffset) return;
       std::set<int64_t> values;
@@ -268,7 +282,8 @@ struct TopicRef {
     bool changed = false;
     // name => combine(given, pushed...), or name => pushed when not given. A given value that
     // is not a closed expression (a parameter) is left as it is.
-    auto set = [&](const char* name, const char* combine, const char* type, std::vector<Json> pushed) {
+    auto set = [&](const char* name, const char* combine, const char* type,
+                   std::vector<Json> pushed) {
       if (pushed.empty()) return;
       Json* given = find(name);
       if (given != nullptr && !IsClosed(*given)) return;
@@ -329,8 +344,10 @@ class Planner {
     if (StringField(ref, "type") != "TABLE_FUNCTION" || !ref.contains("function")) return false;
     const Json& f = ref["function"];
     const std::string schema = StringField(f, "schema");
-    return StringField(f, "class") == "FUNCTION" && IEquals(StringField(f, "function_name"), options_.function_name) &&
-           (schema.empty() || IEquals(schema, "main")) && f.contains("children") && f["children"].is_array();
+    return StringField(f, "class") == "FUNCTION" &&
+           IEquals(StringField(f, "function_name"), options_.function_name) &&
+           (schema.empty() || IEquals(schema, "main")) && f.contains("children") &&
+           f["children"].is_array();
   }
 
   // The topic() calls of a FROM clause whose rows a WHERE conjunct may narrow, and how many
@@ -344,18 +361,21 @@ class Planner {
       const std::string ref = StringField(from, "ref_type");
       const std::string join = StringField(from, "join_type");
       bool ok = collect && (ref == "REGULAR" || ref == "CROSS" || ref == "NATURAL") &&
-                (join == "INNER" || join == "LEFT" || join == "RIGHT" || join == "OUTER" || join == "FULL");
+                (join == "INNER" || join == "LEFT" || join == "RIGHT" || join == "OUTER" ||
+                 join == "FULL");
       Collect(from["left"], ok, refs, tables);
       Collect(from["right"], ok, refs, tables);
       return;
     }
     if (type == "EMPTY_FROM" || type == "EMPTY") return;
     ++*tables;
-    if (collect && IsTopicCall(from) && (!from.contains("sample") || from["sample"].is_null())) refs->push_back(&from);
+    if (collect && IsTopicCall(from) && (!from.contains("sample") || from["sample"].is_null()))
+      refs->push_back(&from);
   }
 
   bool PlanSelect(Json& select) {
-    if (!select.contains("from_table") || !select.contains("where_clause") || select["where_clause"].is_null()) {
+    if (!select.contains("from_table") || !select.contains("where_clause") ||
+        select["where_clause"].is_null()) {
       return false;
     }
     if (select.contains("sample") && !select["sample"].is_null()) return false;  // USING SAMPLE
@@ -421,15 +441,17 @@ size_t ExplainPrefix(std::string_view sql) {
   return i;
 }
 
-Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql, const TopicPlanOptions& options) {
+Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql,
+                         const TopicPlanOptions& options) {
   std::string out(full_sql);
   if (options.function_name.empty() || !IContains(full_sql, options.function_name) ||
       full_sql.find('\0') != std::string_view::npos) {
     return out;
   }
   const size_t prefix = ExplainPrefix(full_sql);
-  ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format("SELECT json_serialize_sql({})",
-                                                          duck::QuoteLiteral(full_sql.substr(prefix)))));
+  ASSIGN_OR_RETURN(auto rows,
+                   conn.QueryText(fmt::format("SELECT json_serialize_sql({})",
+                                              duck::QuoteLiteral(full_sql.substr(prefix)))));
   if (rows.size() != 1 || !rows[0][0]) return out;
   Json tree = Json::parse(*rows[0][0], nullptr, false);
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
@@ -437,20 +459,22 @@ Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql, cons
   Planner planner(options);
   if (!planner.Walk(tree)) return out;
   ASSIGN_OR_RETURN(auto text, conn.QueryText(fmt::format("SELECT json_deserialize_sql({})",
-                                                          duck::QuoteLiteral(tree.dump()))));
+                                                         duck::QuoteLiteral(tree.dump()))));
   if (text.size() != 1 || !text[0][0]) return InternalError("json_deserialize_sql returned no row");
   return std::string(full_sql.substr(0, prefix)) + *text[0][0];
 }
 
 }  // namespace
 
-Result<std::string> PlanTopicBounds(duck::Connection& conn, std::string_view sql, const TopicPlanOptions& options) {
+Result<std::string> PlanTopicBounds(duck::Connection& conn, std::string_view sql,
+                                    const TopicPlanOptions& options) {
   // nlohmann-json throws on a tree of another shape than DuckDB writes; everything else
   // returns a Status.
   try {
     return Plan(conn, sql, options);
   } catch (const std::exception& e) {
-    return InternalError("topic planner: unexpected parse tree from DuckDB {}: {}", duck::LibraryVersion(), e.what());
+    return InternalError("topic planner: unexpected parse tree from DuckDB {}: {}",
+                         duck::LibraryVersion(), e.what());
   }
 }
 

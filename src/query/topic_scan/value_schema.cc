@@ -21,7 +21,8 @@ std::string Lower(std::string_view s) {
 
 bool IsReserved(std::string_view name, std::span<const std::string_view> reserved) {
   const std::string lower = Lower(name);
-  return std::any_of(reserved.begin(), reserved.end(), [&](std::string_view r) { return Lower(r) == lower; });
+  return std::any_of(reserved.begin(), reserved.end(),
+                     [&](std::string_view r) { return Lower(r) == lower; });
 }
 
 std::optional<ValueType> ParseType(std::string_view text) {
@@ -37,14 +38,30 @@ std::optional<ValueType> ParseType(std::string_view text) {
   }
   while (!t.empty() && t.back() == ' ') t.pop_back();
   static const std::unordered_map<std::string, ValueType> kTypes = {
-      {"BOOLEAN", ValueType::kBoolean}, {"BOOL", ValueType::kBoolean},     {"LOGICAL", ValueType::kBoolean},
-      {"TINYINT", ValueType::kTinyint}, {"INT1", ValueType::kTinyint},     {"SMALLINT", ValueType::kSmallint},
-      {"INT2", ValueType::kSmallint},   {"SHORT", ValueType::kSmallint},   {"INTEGER", ValueType::kInteger},
-      {"INT", ValueType::kInteger},     {"INT4", ValueType::kInteger},     {"SIGNED", ValueType::kInteger},
-      {"BIGINT", ValueType::kBigint},   {"INT8", ValueType::kBigint},      {"LONG", ValueType::kBigint},
-      {"FLOAT", ValueType::kFloat},     {"FLOAT4", ValueType::kFloat},     {"REAL", ValueType::kFloat},
-      {"DOUBLE", ValueType::kDouble},   {"FLOAT8", ValueType::kDouble},    {"DOUBLE PRECISION", ValueType::kDouble},
-      {"VARCHAR", ValueType::kVarchar}, {"TEXT", ValueType::kVarchar},     {"STRING", ValueType::kVarchar},
+      {"BOOLEAN", ValueType::kBoolean},
+      {"BOOL", ValueType::kBoolean},
+      {"LOGICAL", ValueType::kBoolean},
+      {"TINYINT", ValueType::kTinyint},
+      {"INT1", ValueType::kTinyint},
+      {"SMALLINT", ValueType::kSmallint},
+      {"INT2", ValueType::kSmallint},
+      {"SHORT", ValueType::kSmallint},
+      {"INTEGER", ValueType::kInteger},
+      {"INT", ValueType::kInteger},
+      {"INT4", ValueType::kInteger},
+      {"SIGNED", ValueType::kInteger},
+      {"BIGINT", ValueType::kBigint},
+      {"INT8", ValueType::kBigint},
+      {"LONG", ValueType::kBigint},
+      {"FLOAT", ValueType::kFloat},
+      {"FLOAT4", ValueType::kFloat},
+      {"REAL", ValueType::kFloat},
+      {"DOUBLE", ValueType::kDouble},
+      {"FLOAT8", ValueType::kDouble},
+      {"DOUBLE PRECISION", ValueType::kDouble},
+      {"VARCHAR", ValueType::kVarchar},
+      {"TEXT", ValueType::kVarchar},
+      {"STRING", ValueType::kVarchar},
       {"JSON", ValueType::kJson}};
   auto it = kTypes.find(t);
   if (it == kTypes.end()) return std::nullopt;
@@ -55,29 +72,46 @@ std::optional<ValueType> ParseType(std::string_view text) {
 
 std::string_view TypeName(ValueType type) {
   switch (type) {
-    case ValueType::kBoolean: return "BOOLEAN";
-    case ValueType::kTinyint: return "TINYINT";
-    case ValueType::kSmallint: return "SMALLINT";
-    case ValueType::kInteger: return "INTEGER";
-    case ValueType::kBigint: return "BIGINT";
-    case ValueType::kFloat: return "FLOAT";
-    case ValueType::kDouble: return "DOUBLE";
-    case ValueType::kVarchar: return "VARCHAR";
-    case ValueType::kJson: return "JSON";
+    case ValueType::kBoolean:
+      return "BOOLEAN";
+    case ValueType::kTinyint:
+      return "TINYINT";
+    case ValueType::kSmallint:
+      return "SMALLINT";
+    case ValueType::kInteger:
+      return "INTEGER";
+    case ValueType::kBigint:
+      return "BIGINT";
+    case ValueType::kFloat:
+      return "FLOAT";
+    case ValueType::kDouble:
+      return "DOUBLE";
+    case ValueType::kVarchar:
+      return "VARCHAR";
+    case ValueType::kJson:
+      return "JSON";
   }
   return "?";
 }
 
 duckdb_logical_type CreateLogicalType(ValueType type) {
   switch (type) {
-    case ValueType::kBoolean: return duckdb_create_logical_type(DUCKDB_TYPE_BOOLEAN);
-    case ValueType::kTinyint: return duckdb_create_logical_type(DUCKDB_TYPE_TINYINT);
-    case ValueType::kSmallint: return duckdb_create_logical_type(DUCKDB_TYPE_SMALLINT);
-    case ValueType::kInteger: return duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
-    case ValueType::kBigint: return duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
-    case ValueType::kFloat: return duckdb_create_logical_type(DUCKDB_TYPE_FLOAT);
-    case ValueType::kDouble: return duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
-    case ValueType::kVarchar: return duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
+    case ValueType::kBoolean:
+      return duckdb_create_logical_type(DUCKDB_TYPE_BOOLEAN);
+    case ValueType::kTinyint:
+      return duckdb_create_logical_type(DUCKDB_TYPE_TINYINT);
+    case ValueType::kSmallint:
+      return duckdb_create_logical_type(DUCKDB_TYPE_SMALLINT);
+    case ValueType::kInteger:
+      return duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
+    case ValueType::kBigint:
+      return duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
+    case ValueType::kFloat:
+      return duckdb_create_logical_type(DUCKDB_TYPE_FLOAT);
+    case ValueType::kDouble:
+      return duckdb_create_logical_type(DUCKDB_TYPE_DOUBLE);
+    case ValueType::kVarchar:
+      return duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
     case ValueType::kJson: {
       duckdb_logical_type t = duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
       duckdb_logical_type_set_alias(t, "JSON");
@@ -87,7 +121,8 @@ duckdb_logical_type CreateLogicalType(ValueType type) {
   return duckdb_create_logical_type(DUCKDB_TYPE_VARCHAR);
 }
 
-Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::span<const std::string_view> reserved) {
+Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text,
+                                                   std::span<const std::string_view> reserved) {
   std::vector<ValueColumn> out;
   size_t i = 0;
   auto skip_space = [&] {
@@ -99,7 +134,8 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::s
     std::string name;
     if (i < text.size() && text[i] == '"') {
       for (++i;; ++i) {
-        if (i >= text.size()) return InvalidArgumentError("columns: unterminated quoted name at {}", start);
+        if (i >= text.size())
+          return InvalidArgumentError("columns: unterminated quoted name at {}", start);
         if (text[i] == '"') {
           if (i + 1 < text.size() && text[i + 1] == '"') {
             name += '"';
@@ -112,24 +148,27 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::s
         name += text[i];
       }
     } else {
-      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '_' ||
-                                 static_cast<unsigned char>(text[i]) >= 0x80)) {
+      while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) ||
+                                 text[i] == '_' || static_cast<unsigned char>(text[i]) >= 0x80)) {
         name += text[i++];
       }
     }
     if (name.empty()) {
-      return InvalidArgumentError("columns: expected a column name at {} in '{}' (the form is 'name TYPE, ...')",
-                                  start, text);
+      return InvalidArgumentError(
+          "columns: expected a column name at {} in '{}' (the form is 'name TYPE, ...')", start,
+          text);
     }
     const size_t comma = std::min(text.find(',', i), text.size());
     std::string_view type_text = text.substr(i, comma - i);
     const size_t first = type_text.find_first_not_of(" \t\r\n");
-    if (first == std::string_view::npos) return InvalidArgumentError("columns: column '{}' has no type", name);
+    if (first == std::string_view::npos)
+      return InvalidArgumentError("columns: column '{}' has no type", name);
     type_text = type_text.substr(first, type_text.find_last_not_of(" \t\r\n") + 1 - first);
     std::optional<ValueType> type = ParseType(type_text);
     if (!type) {
       return InvalidArgumentError(
-          "columns: column '{}': unknown or unsupported type '{}' (BOOLEAN, TINYINT, SMALLINT, INTEGER, BIGINT, "
+          "columns: column '{}': unknown or unsupported type '{}' (BOOLEAN, TINYINT, SMALLINT, "
+          "INTEGER, BIGINT, "
           "FLOAT, DOUBLE, VARCHAR or JSON; cast in SQL for others)",
           name, type_text);
     }
@@ -137,7 +176,8 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::s
       return InvalidArgumentError("columns: '{}' is one of topic()'s own columns", name);
     }
     for (const ValueColumn& c : out) {
-      if (Lower(c.name) == Lower(name)) return InvalidArgumentError("columns: '{}' is declared twice", name);
+      if (Lower(c.name) == Lower(name))
+        return InvalidArgumentError("columns: '{}' is declared twice", name);
     }
     out.push_back({std::move(name), *type});
     if (comma == text.size()) break;
@@ -147,7 +187,8 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::s
 }
 
 std::vector<ValueColumn> InferValueColumns(std::span<const std::string> samples,
-                                           std::span<const std::string_view> reserved, size_t max_columns) {
+                                           std::span<const std::string_view> reserved,
+                                           size_t max_columns) {
   enum Kind : unsigned { kBool = 1, kInt = 2, kNumber = 4, kString = 8, kNested = 16, kNull = 32 };
   struct Seen {
     std::string name;
@@ -170,14 +211,26 @@ std::vector<ValueColumn> InferValueColumns(std::span<const std::string> samples,
       }
       unsigned kind = 0;
       switch (field.value.type()) {
-        case simdjson::dom::element_type::BOOL: kind = kBool; break;
-        case simdjson::dom::element_type::INT64: kind = kInt; break;
+        case simdjson::dom::element_type::BOOL:
+          kind = kBool;
+          break;
+        case simdjson::dom::element_type::INT64:
+          kind = kInt;
+          break;
         case simdjson::dom::element_type::UINT64:  // past BIGINT
-        case simdjson::dom::element_type::DOUBLE: kind = kNumber; break;
-        case simdjson::dom::element_type::STRING: kind = kString; break;
+        case simdjson::dom::element_type::DOUBLE:
+          kind = kNumber;
+          break;
+        case simdjson::dom::element_type::STRING:
+          kind = kString;
+          break;
         case simdjson::dom::element_type::ARRAY:
-        case simdjson::dom::element_type::OBJECT: kind = kNested; break;
-        case simdjson::dom::element_type::NULL_VALUE: kind = kNull; break;
+        case simdjson::dom::element_type::OBJECT:
+          kind = kNested;
+          break;
+        case simdjson::dom::element_type::NULL_VALUE:
+          kind = kNull;
+          break;
       }
       seen[it->second].kinds |= kind;
     }
@@ -204,8 +257,8 @@ struct ValueDecoder::Impl {
   std::vector<ValueColumn> columns;
   std::unordered_map<std::string, size_t> exact, lower;  // key -> column
   simdjson::dom::parser parser;
-  std::vector<uint8_t> written;                          // per column, for the current row
-  std::string text;                                      // minified JSON, reused
+  std::vector<uint8_t> written;  // per column, for the current row
+  std::string text;              // minified JSON, reused
 
   static void SetNull(duckdb_vector v, idx_t row) {
     duckdb_vector_ensure_validity_writable(v);
@@ -220,7 +273,8 @@ struct ValueDecoder::Impl {
     } else if (e.type() == simdjson::dom::element_type::DOUBLE) {
       // 5.0 is 5; 5.5 does not fit an integer column.
       const double d = e.get_double().value_unsafe();
-      if (d != std::trunc(d) || d < -9.2233720368547758e18 || d >= 9.2233720368547758e18) return false;
+      if (d != std::trunc(d) || d < -9.2233720368547758e18 || d >= 9.2233720368547758e18)
+        return false;
       n = static_cast<int64_t>(d);
     } else {
       return false;
@@ -240,10 +294,14 @@ struct ValueDecoder::Impl {
         if (t != element_type::BOOL) return false;
         static_cast<bool*>(duckdb_vector_get_data(v))[row] = e.get_bool().value_unsafe();
         return true;
-      case ValueType::kTinyint: return PutInt<int8_t>(v, row, e);
-      case ValueType::kSmallint: return PutInt<int16_t>(v, row, e);
-      case ValueType::kInteger: return PutInt<int32_t>(v, row, e);
-      case ValueType::kBigint: return PutInt<int64_t>(v, row, e);
+      case ValueType::kTinyint:
+        return PutInt<int8_t>(v, row, e);
+      case ValueType::kSmallint:
+        return PutInt<int16_t>(v, row, e);
+      case ValueType::kInteger:
+        return PutInt<int32_t>(v, row, e);
+      case ValueType::kBigint:
+        return PutInt<int64_t>(v, row, e);
       case ValueType::kFloat:
       case ValueType::kDouble: {
         double d;
@@ -287,7 +345,8 @@ void ValueDecoder::Decode(std::span<const duckdb_vector> out, idx_t row, std::st
   Impl& d = *impl_;
   std::fill(d.written.begin(), d.written.end(), 0);
   simdjson::dom::object object;
-  if (value.data() != nullptr && d.parser.parse(value.data(), value.size()).get(object) == simdjson::SUCCESS) {
+  if (value.data() != nullptr &&
+      d.parser.parse(value.data(), value.size()).get(object) == simdjson::SUCCESS) {
     // Keys match columns exactly, else ignoring case (DuckDB's names ignore case); of a key
     // given twice, the last one counts.
     for (auto field : object) {

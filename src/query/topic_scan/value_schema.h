@@ -19,7 +19,17 @@
 
 namespace sluice::query {
 
-enum class ValueType { kBoolean, kTinyint, kSmallint, kInteger, kBigint, kFloat, kDouble, kVarchar, kJson };
+enum class ValueType {
+  kBoolean,
+  kTinyint,
+  kSmallint,
+  kInteger,
+  kBigint,
+  kFloat,
+  kDouble,
+  kVarchar,
+  kJson
+};
 
 struct ValueColumn {
   std::string name;
@@ -36,7 +46,8 @@ duckdb_logical_type CreateLogicalType(ValueType type);
 // BOOLEAN, TINYINT, SMALLINT, INTEGER, BIGINT, FLOAT, DOUBLE, VARCHAR, JSON and their usual
 // aliases). Errors (InvalidArgument) for an empty list, a missing or unknown type, a name
 // given twice (ignoring case) or one of `reserved` (the function's own columns).
-Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::span<const std::string_view> reserved);
+Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text,
+                                                   std::span<const std::string_view> reserved);
 
 // The columns a sample of message values suggests, in first-seen key order: booleans
 // BOOLEAN, integers BIGINT, numbers DOUBLE, strings VARCHAR, objects and arrays JSON, only
@@ -45,7 +56,8 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text, std::s
 // empty keys, keys named like one of `reserved` (ignoring case) and keys past
 // `max_columns` are left out. Values that are not JSON objects are skipped.
 std::vector<ValueColumn> InferValueColumns(std::span<const std::string> samples,
-                                           std::span<const std::string_view> reserved, size_t max_columns = 1000);
+                                           std::span<const std::string_view> reserved,
+                                           size_t max_columns = 1000);
 
 // Fills value columns from message values, one output chunk at a time. Lifecycle: one per
 // scan, owned by the thread running the scan (DuckDB's, one at a time).

@@ -32,7 +32,8 @@ class TopicPlannerTest : public ::testing::Test {
   std::vector<std::string> Calls(const std::string& sql) {
     const std::string planned = Plan(sql);
     std::vector<std::string> out;
-    for (size_t at = planned.find("topic("); at != std::string::npos; at = planned.find("topic(", at + 1)) {
+    for (size_t at = planned.find("topic("); at != std::string::npos;
+         at = planned.find("topic(", at + 1)) {
       size_t i = at + 6;
       int depth = 1;
       bool quoted = false;
@@ -70,34 +71,46 @@ TEST_F(TopicPlannerTest, OffsetComparisonsBecomeHalfOpenBounds) {
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE "offset" IN (3, 9, 5))"),
             "'e', from_offset := 3, to_offset := 10");
   // Several bounds: the tightest; below zero: zero (offsets are never negative).
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE "offset" >= 4 AND "offset" >= 6 AND "offset" > -3)"),
-            "'e', from_offset := 6");
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM topic('e') WHERE "offset" >= 4 AND "offset" >= 6 AND "offset" > -3)"),
+      "'e', from_offset := 6");
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE "offset" < -3)"), "'e', to_offset := 0");
 }
 
 TEST_F(TopicPlannerTest, GivenBoundsAreIntersectedNeverWidened) {
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e', from_offset => 50, to_offset => 60) WHERE "offset" >= 10 AND "offset" < 100)"),
-            "'e', from_offset := greatest(CAST(50 AS BIGINT), 10), "
-            "to_offset := least(CAST(60 AS BIGINT), 100)");
+  EXPECT_EQ(
+      Call(
+          R"(SELECT * FROM topic('e', from_offset => 50, to_offset => 60) WHERE "offset" >= 10 AND "offset" < 100)"),
+      "'e', from_offset := greatest(CAST(50 AS BIGINT), 10), "
+      "to_offset := least(CAST(60 AS BIGINT), 100)");
   // A given bound holding a parameter is left as it is.
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e', from_offset => $1) WHERE "offset" >= 10)"), "'e', from_offset => $1");
+  EXPECT_EQ(Call(R"(SELECT * FROM topic('e', from_offset => $1) WHERE "offset" >= 10)"),
+            "'e', from_offset => $1");
 }
 
 TEST_F(TopicPlannerTest, TimeLowerBoundsOnly) {
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE "timestamp" >= TIMESTAMPTZ '2024-05-01 12:00:00+00')"),
-            "'e', from_ts := CAST(CAST('2024-05-01 12:00:00+00' AS TIMESTAMP WITH TIME ZONE) AS TIMESTAMP WITH "
-            "TIME ZONE)");
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE timestamp > '2024-05-01' AND timestamp < '2024-06-01')"),
-            "'e', from_ts := CAST('2024-05-01' AS TIMESTAMP WITH TIME ZONE)");
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e', from_ts => now() - INTERVAL 1 HOUR) WHERE timestamp >= DATE '2024-05-01')"),
-            "'e', from_ts := greatest(CAST((now() - to_hours(CAST(trunc(CAST(1 AS DOUBLE)) AS BIGINT))) AS TIMESTAMP "
-            "WITH TIME ZONE), CAST(CAST('2024-05-01' AS DATE) AS TIMESTAMP WITH TIME ZONE))");
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM topic('e') WHERE "timestamp" >= TIMESTAMPTZ '2024-05-01 12:00:00+00')"),
+      "'e', from_ts := CAST(CAST('2024-05-01 12:00:00+00' AS TIMESTAMP WITH TIME ZONE) AS "
+      "TIMESTAMP WITH "
+      "TIME ZONE)");
+  EXPECT_EQ(
+      Call(
+          R"(SELECT * FROM topic('e') WHERE timestamp > '2024-05-01' AND timestamp < '2024-06-01')"),
+      "'e', from_ts := CAST('2024-05-01' AS TIMESTAMP WITH TIME ZONE)");
+  EXPECT_EQ(
+      Call(
+          R"(SELECT * FROM topic('e', from_ts => now() - INTERVAL 1 HOUR) WHERE timestamp >= DATE '2024-05-01')"),
+      "'e', from_ts := greatest(CAST((now() - to_hours(CAST(trunc(CAST(1 AS DOUBLE)) AS BIGINT))) "
+      "AS TIMESTAMP "
+      "WITH TIME ZONE), CAST(CAST('2024-05-01' AS DATE) AS TIMESTAMP WITH TIME ZONE))");
   // Upper time bounds are not pushed (CreateTime timestamps need not grow with offsets).
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE timestamp < TIMESTAMP '2024-05-01')"), "'e'");
 }
 
 TEST_F(TopicPlannerTest, PartitionsEqualAndIn) {
-  EXPECT_EQ(Call("SELECT * FROM topic('e') WHERE partition = 2"), "'e', partitions := list_value(2)");
+  EXPECT_EQ(Call("SELECT * FROM topic('e') WHERE partition = 2"),
+            "'e', partitions := list_value(2)");
   EXPECT_EQ(Call("SELECT * FROM topic('e') WHERE partition IN (4, 1, 2) AND partition IN (2, 4)"),
             "'e', partitions := list_value(2, 4)");
   // A contradiction reads nothing.
@@ -133,7 +146,8 @@ TEST_F(TopicPlannerTest, NothingUnderOrNotOrFunctionsOrParameters) {
     EXPECT_EQ(Call(sql), "'e'") << sql;
   }
   // DuckDB's parser itself turns NOT of a comparison into the opposite comparison.
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE NOT ("offset" < 10))"), "'e', from_offset := 10");
+  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE NOT ("offset" < 10))"),
+            "'e', from_offset := 10");
   // A query without topic() is not even parsed; one DuckDB cannot parse comes back as is.
   EXPECT_EQ(Plan("SELECT 1 WHERE \"offset\" > 1"), "SELECT 1 WHERE \"offset\" > 1");
   EXPECT_EQ(Plan("SELEC * FROM topic('e')"), "SELEC * FROM topic('e')");
@@ -142,7 +156,8 @@ TEST_F(TopicPlannerTest, NothingUnderOrNotOrFunctionsOrParameters) {
 }
 
 TEST_F(TopicPlannerTest, ColumnsResolveByAliasAndRenames) {
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') AS t WHERE t."offset" >= 3)"), "'e', from_offset := 3");
+  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') AS t WHERE t."offset" >= 3)"),
+            "'e', from_offset := 3");
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE topic."offset" >= 3)"), "'e', from_offset := 3");
   // `AS t(p, o)` renames: "offset" is no longer the topic's column.
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') AS t(p, o) WHERE o >= 3 AND p = 1)"),
@@ -160,30 +175,48 @@ TEST_F(TopicPlannerTest, JoinsTakeQualifiedColumnsOnly) {
   // Another table's column named offset, and bare names beside another table: not the topic's.
   EXPECT_EQ(Call(R"(SELECT * FROM topic('a') x, other o WHERE o."offset" >= 5)"), "'a'");
   EXPECT_EQ(Call(R"(SELECT * FROM topic('a') x, other o WHERE "offset" >= 5)"), "'a'");
-  // Outer joins: a WHERE comparison is false on the NULL-extended rows, so either side may be narrowed.
-  EXPECT_EQ(Call(R"(SELECT * FROM other o LEFT JOIN topic('a') x ON o.k = x.key WHERE x."offset" >= 5)"),
-            "'a', from_offset := 5");
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('a') x FULL JOIN other o ON o.k = x.key WHERE x."offset" >= 5)"),
-            "'a', from_offset := 5");
+  // Outer joins: a WHERE comparison is false on the NULL-extended rows, so either side may be
+  // narrowed.
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM other o LEFT JOIN topic('a') x ON o.k = x.key WHERE x."offset" >= 5)"),
+      "'a', from_offset := 5");
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM topic('a') x FULL JOIN other o ON o.k = x.key WHERE x."offset" >= 5)"),
+      "'a', from_offset := 5");
   // ON is not WHERE; ASOF and POSITIONAL joins pair rows by what is there.
-  EXPECT_EQ(Call(R"(SELECT * FROM other o LEFT JOIN topic('a') x ON o.k = x.key AND x."offset" >= 5)"), "'a'");
-  EXPECT_EQ(Call(R"(SELECT * FROM other o ASOF JOIN topic('a') x ON o.t >= x.timestamp WHERE x."offset" >= 5)"),
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM other o LEFT JOIN topic('a') x ON o.k = x.key AND x."offset" >= 5)"),
+      "'a'");
+  EXPECT_EQ(
+      Call(
+          R"(SELECT * FROM other o ASOF JOIN topic('a') x ON o.t >= x.timestamp WHERE x."offset" >= 5)"),
+      "'a'");
+  EXPECT_EQ(Call(R"(SELECT * FROM other o POSITIONAL JOIN topic('a') x WHERE x."offset" >= 5)"),
             "'a'");
-  EXPECT_EQ(Call(R"(SELECT * FROM other o POSITIONAL JOIN topic('a') x WHERE x."offset" >= 5)"), "'a'");
 }
 
 TEST_F(TopicPlannerTest, SubqueriesAndCtesHaveTheirOwnWhere) {
-  EXPECT_EQ(Call(R"(WITH w AS (SELECT * FROM topic('e') WHERE "offset" >= 3) SELECT * FROM w WHERE "offset" < 9)"),
-            "'e', from_offset := 3");
-  EXPECT_EQ(Call(R"(SELECT * FROM (SELECT * FROM topic('e') WHERE partition = 1) s WHERE s."offset" < 9)"),
-            "'e', partitions := list_value(1)");
-  EXPECT_EQ(Calls(R"(SELECT * FROM topic('e') WHERE "offset" >= 2 UNION ALL SELECT * FROM topic('e') WHERE "offset" < 1)"),
-            (std::vector<std::string>{"'e', from_offset := 2", "'e', to_offset := 1"}));
+  EXPECT_EQ(
+      Call(
+          R"(WITH w AS (SELECT * FROM topic('e') WHERE "offset" >= 3) SELECT * FROM w WHERE "offset" < 9)"),
+      "'e', from_offset := 3");
+  EXPECT_EQ(
+      Call(
+          R"(SELECT * FROM (SELECT * FROM topic('e') WHERE partition = 1) s WHERE s."offset" < 9)"),
+      "'e', partitions := list_value(1)");
+  EXPECT_EQ(
+      Calls(
+          R"(SELECT * FROM topic('e') WHERE "offset" >= 2 UNION ALL SELECT * FROM topic('e') WHERE "offset" < 1)"),
+      (std::vector<std::string>{"'e', from_offset := 2", "'e', to_offset := 1"}));
   // A subquery's WHERE naming the outer topic is not the topic's own WHERE.
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') t WHERE EXISTS (SELECT 1 FROM other WHERE t."offset" > 5))"), "'e'");
+  EXPECT_EQ(
+      Call(R"(SELECT * FROM topic('e') t WHERE EXISTS (SELECT 1 FROM other WHERE t."offset" > 5))"),
+      "'e'");
   // EXPLAIN keeps its prefix.
-  EXPECT_EQ(Plan(R"(EXPLAIN SELECT * FROM topic('e') WHERE "offset" >= 3)").substr(0, 8), "EXPLAIN ");
-  EXPECT_NE(Plan(R"(EXPLAIN SELECT * FROM topic('e') WHERE "offset" >= 3)").find("from_offset"), std::string::npos);
+  EXPECT_EQ(Plan(R"(EXPLAIN SELECT * FROM topic('e') WHERE "offset" >= 3)").substr(0, 8),
+            "EXPLAIN ");
+  EXPECT_NE(Plan(R"(EXPLAIN SELECT * FROM topic('e') WHERE "offset" >= 3)").find("from_offset"),
+            std::string::npos);
 }
 
 }  // namespace
