@@ -9,9 +9,10 @@
 // The WHERE clause stays as written: pushed bounds only ever narrow what the scan reads to
 // a superset of the rows the WHERE keeps, so the answer is the same. What is pushed and
 // what is not (and why): docs/design/0010-query-server.md, decision 22.
-// SQL without the function's name, that DuckDB cannot parse, or that is not a SELECT comes
-// back unchanged. Parsing runs json_serialize_sql / json_deserialize_sql on `conn` and
-// leaves no state on it.
+// SQL without the function's name, that DuckDB cannot parse, that is not a SELECT, or whose
+// tree DuckDB cannot print back comes back unchanged. Parsing runs json_serialize_sql /
+// json_deserialize_sql on `conn` and leaves no state on it; an error means `conn` could
+// not run them.
 #pragma once
 
 #include <string>
