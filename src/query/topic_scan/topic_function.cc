@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <map>
@@ -174,7 +175,9 @@ void Bind(duckdb_bind_info info) {
   std::optional<std::string> columns = NamedText(info, "columns");
   std::optional<std::string> format = NamedText(info, "format");
   std::optional<int64_t> sample_size = NamedInt(info, "sample_size");
-  if (format && *format != "json" && *format != "JSON") {
+  if (format && !(format->size() == 4 && std::equal(format->begin(), format->end(), "json", [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) == b;
+                  }))) {
     return Fail(info, fmt::format("topic(): format '{}' is not supported (only 'json')", *format));
   }
   if (sample_size && (*sample_size < 1 || *sample_size > kMaxSampleSize)) {

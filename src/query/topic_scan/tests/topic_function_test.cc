@@ -288,6 +288,8 @@ TEST_F(TopicValuesTest, BadSchemasAreClearErrors) {
   EXPECT_NE(Error("SELECT * FROM topic('vals', columns => '')").find("expected a column name"), std::string::npos);
   EXPECT_NE(Error("SELECT * FROM topic('vals', columns => 'offset BIGINT')").find("own columns"), std::string::npos);
   EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'csv')").find("only 'json'"), std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'jsonl')").find("only 'json'"), std::string::npos);
+  EXPECT_EQ(Rows("SELECT count(i) FROM topic('vals', format => 'JSON')"), std::vector<std::string>{"4"});
   EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'json', sample_size => 0)").find("sample_size"),
             std::string::npos);
   EXPECT_EQ(Rows("SELECT count(*) FROM topic('vals')"), std::vector<std::string>{"9"});
