@@ -219,5 +219,26 @@ TEST_F(TopicPlannerTest, SubqueriesAndCtesHaveTheirOwnWhere) {
             std::string::npos);
 }
 
+// Whatever else the query holds comes back through json_deserialize_sql and still parses.
+TEST_F(TopicPlannerTest, RestOfTheQuerySurvives) {
+  for (
+      const char* sql : {
+          R"(SELECT key, row_number() OVER (PARTITION BY partition ORDER BY "offset") AS n FROM topic('e')
+              WHERE "offset" >= 3 QUALIFY n = 1 ORDER BY key LIMIT 5)",
+          R"(SELECT list_transform([1, 2], x -> x + "offset") FROM topic('e') WHERE "offset" < 9)",
+          R"(SELECT value::JSON->>'a' AS a, count(*) FILTER (WHERE key IS NULL) FROM topic('e', columns => 'a BIGINT')
+              WHERE partition IN (1, 2) GROUP BY ALL HAVING count(*) > 1)",
+          R"(SELECT DISTINCT ON (key) * FROM topic('e') WHERE "offset" = 4 AND key LIKE 'k%' AND value ~ '^x')",
+          R"(SELECT * FROM topic('e') WHERE "offset" >= 3 AND $1::INT = 1 AND ? IS NOT NULL)",
+      }) {
+    const std::string planned = Plan(sql);
+    EXPECT_NE(planned, sql);
+    auto parsed = conn_->QueryText("SELECT json_serialize_sql(" + duck::QuoteLiteral(planned) +
+                                   ")::JSON->>'error'");
+    ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+    EXPECT_EQ((*parsed)[0][0].value_or("?"), "false") << planned;
+  }
+}
+
 }  // namespace
 }  // namespace sluice::query
