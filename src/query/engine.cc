@@ -10,6 +10,7 @@
 #include "query/pg_catalog/rewrite.h"
 #include "query/rewrite/rewrite.h"
 #include "query/topic_scan/topic_function.h"
+#include "query/topic_scan/topic_planner.h"
 
 namespace sluice::query {
 
@@ -64,6 +65,11 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
     ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
     out.sql = std::move(lake.sql);
     for (const LakeTableScan& t : lake.tables) lake_rows += t.stats.records_kept;
+  }
+  // topic() bounds from WHERE (no steps: prepared statements get them too). After the lake
+  // planner, which may hand back a new text; a query naming no topic() is not parsed here.
+  if (!options_.kafka_bootstrap.empty()) {
+    ASSIGN_OR_RETURN(out.sql, PlanTopicBounds(conn, out.sql));
   }
   if (!allow_steps || !options_.rewrites) return out;
   ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,

@@ -1,7 +1,7 @@
 // The query server of a real `sluice serve` through libpq (the C client psql and most
 // drivers are built on): simple queries, PQexecParams with text and binary parameters
 // and binary results checked value by value, prepared statements and their
-// descriptions, PQcancel of a long query, the sandbox's refusals with SQLSTATE 42501,
+// descriptions, topic() bounds from WHERE in a prepared statement, PQcancel of a long query, the sandbox's refusals with SQLSTATE 42501,
 // and SCRAM-SHA-256 with right and wrong passwords.
 //
 // usage: pg_libpq_test path/to/sluice
@@ -17,6 +17,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kafka/client/admin.h"
+#include "kafka/client/producer.h"
 #include "sluice_process.h"
 
 namespace {
@@ -262,6 +264,49 @@ TEST_F(LibpqTest, PreparedStatementsAndDescriptions) {
   r = Exec("DEALLOCATE by_range");  // DuckDB's own prepared statements are separate; this may fail
   r.reset(PQexecPrepared(conn_.get(), "no_such", 0, nullptr, nullptr, nullptr, 0));
   EXPECT_EQ(SqlState(r.get()), "26000");
+}
+
+// Parse plans the statement: topic() gets the WHERE's constant bounds (the scan's estimate
+// in EXPLAIN shows them), a bound on a parameter stays a filter, and the answer is right.
+TEST_F(LibpqTest, PreparedTopicQueriesGetWhereBounds) {
+  using namespace std::chrono_literals;
+  namespace kc = sluice::kafka::client;
+  auto admin = kc::Admin::Create({{"bootstrap.servers", serve_->bootstrap()}});
+  ASSERT_TRUE(admin.ok());
+  ASSERT_TRUE((*admin)->CreateTopic("pq_events", 2, 1, {}, 10s).ok());
+  auto producer = kc::Producer::Create({{"bootstrap.servers", serve_->bootstrap()}, {"linger.ms", "5"}});
+  ASSERT_TRUE(producer.ok());
+  for (int p = 0; p < 2; ++p) {
+    for (int n = 0; n < 20; ++n) {
+      ASSERT_TRUE((*producer)->Produce("pq_events", p, "k", "{\"n\": " + std::to_string(n) + "}").ok());
+    }
+  }
+  ASSERT_TRUE((*producer)->Flush(30s).ok());
+
+  Res r(PQprepare(conn_.get(), "topic_n",
+                  "SELECT count(*), min(\"offset\") FROM topic('pq_events', columns => 'n BIGINT') "
+                  "WHERE partition = 0 AND \"offset\" >= 5 AND n < $1::BIGINT",
+                  1, nullptr));
+  ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(r.get());
+  const char* twelve[] = {"12"};
+  r.reset(PQexecPrepared(conn_.get(), "topic_n", 1, twelve, nullptr, nullptr, 0));
+  ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+  EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "7");
+  EXPECT_STREQ(PQgetvalue(r.get(), 0, 1), "5");
+
+  r.reset(PQprepare(conn_.get(), "topic_plan",
+                    "EXPLAIN SELECT count(*) FROM topic('pq_events') "
+                    "WHERE partition = 0 AND \"offset\" >= 15 AND \"offset\" < $1::BIGINT",
+                    1, nullptr));
+  ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(r.get());
+  const char* hundred[] = {"100"};
+  r.reset(PQexecPrepared(conn_.get(), "topic_plan", 1, hundred, nullptr, nullptr, 0));
+  ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
+  ASSERT_GE(PQnfields(r.get()), 2);
+  std::string plan = PQgetvalue(r.get(), 0, 1);
+  size_t at = plan.rfind('~');  // the last operator printed is the scan: 5 of the 40 messages
+  ASSERT_NE(at, std::string::npos) << plan;
+  EXPECT_EQ(plan.substr(at, plan.find(' ', at) - at), "~5") << plan;
 }
 
 TEST_F(LibpqTest, CancelInterruptsALongQuery) {

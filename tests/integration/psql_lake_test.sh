@@ -123,6 +123,15 @@ expect "a join of the table with the topic" \
 # Offsets are per partition, and kcat's partitioner splits the messages unevenly.
 expect "topic bounds" "$(q "SELECT count(*) FROM topic('events', from_offset => 100, to_offset => 400)")" \
   "$(q "SELECT count(*) FROM topic('events') WHERE \"offset\" >= 100 AND \"offset\" < 400")"
+# Bounds from WHERE (the engine's topic planner): the scan expects only the rows they keep.
+plan=$(q "EXPLAIN SELECT count(*) FROM topic('events') WHERE partition = 0 AND \"offset\" < 5")
+expect "topic bounds from WHERE" "$(echo "$plan" | grep -o '~[0-9]*' | tail -1)" "~5"
+# Typed value columns, declared and inferred.
+expect "topic columns" "$(q "SELECT count(*), count(DISTINCT id), sum(amount) FROM topic('events',
+  columns => 'id BIGINT, city VARCHAR, amount BIGINT') WHERE city = 'oslo'")" \
+  "750|750|$(seq 0 2 1499 | awk '{ s += $1 % 7 } END { print s }')"
+expect "topic inferred columns" "$(q "SELECT typeof(id), typeof(city), typeof(amount) FROM topic('events',
+  format => 'json') LIMIT 1")" "BIGINT|VARCHAR|BIGINT"
 # Time travel: the first snapshot held fewer rows than now.
 snapshots=$("$sluice" table history db.events --warehouse "$tmp/wh" | awk '$2 ~ /^[0-9]+$/ { print $2 }')
 oldest=$(echo "$snapshots" | head -1)
@@ -150,6 +159,9 @@ expect "unknown snapshot" "$(sqlstate "SELECT * FROM lake.db.events AT (VERSION 
 expect "sluice sql" "$("$sluice" sql --json --warehouse "$tmp/wh" --bootstrap "$brokers" \
   "SELECT (SELECT count(*) FROM lake.db.events WHERE city = 'oslo') AS lake, (SELECT count(*) FROM topic('events')) AS topic")" \
   '{"lake":750,"topic":1500}'
+expect "sluice sql with topic bounds" "$("$sluice" sql --json --bootstrap "$brokers" \
+  "SELECT count(*) AS n FROM topic('events', columns => 'id BIGINT') WHERE partition = 1 AND \"offset\" < 3 AND id >= 0")" \
+  '{"n":3}'
 "$sluice" sql --warehouse "$tmp/wh" "SELECT * FROM lake.db.nothing" 2>"$tmp/sql.err" && fail "sluice sql: an unknown table passed"
 grep -q "nothing" "$tmp/sql.err" || fail "sluice sql's error does not name the table: $(cat "$tmp/sql.err")"
 

@@ -3,17 +3,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "base/utf8.h"
 #include "duckdb.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/consumer.h"
+#include "query/topic_scan/value_schema.h"
 
 namespace sluice::query {
 namespace {
@@ -23,6 +26,11 @@ namespace kc = kafka::client;
 enum Column : idx_t { kPartition, kOffset, kTimestamp, kKey, kValue, kKeyBytes, kValueBytes, kColumns };
 constexpr const char* kNames[kColumns] = {"partition", "offset", "timestamp", "key", "value", "key_bytes",
                                           "value_bytes"};
+
+constexpr std::string_view kReserved[kColumns] = {kNames[0], kNames[1], kNames[2], kNames[3],
+                                                kNames[4], kNames[5], kNames[6]};
+constexpr int64_t kDefaultSampleSize = 1000;
+constexpr int64_t kMaxSampleSize = 100'000;
 
 struct Range {
   int32_t partition;
@@ -35,11 +43,13 @@ struct BindData {
   std::vector<Range> ranges;  // only those with rows
   int64_t from_ts_ms = std::numeric_limits<int64_t>::min();
   int64_t to_ts_ms = std::numeric_limits<int64_t>::max();
+  std::vector<ValueColumn> value_columns;  // output columns kColumns, kColumns + 1, ...
 };
 
 struct ScanState {
   std::unique_ptr<kc::Consumer> consumer;
-  std::vector<idx_t> columns;           // output column i is kNames[columns[i]]
+  std::vector<idx_t> columns;           // output column i is kNames[columns[i]], or a value column
+  std::unique_ptr<ValueDecoder> values;  // when the query reads a value column
   std::map<int32_t, int64_t> end;       // partition -> first offset not to read; erased when done
   std::vector<kc::Message> pending;     // polled, not yet emitted
   std::optional<kc::MessageBatch> held; // what `pending` points into
@@ -70,6 +80,77 @@ std::optional<int64_t> NamedTimeMs(duckdb_bind_info info, const char* name) {
   return out;
 }
 
+std::optional<std::string> NamedText(duckdb_bind_info info, const char* name) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (v == nullptr) return std::nullopt;
+  std::optional<std::string> out;
+  if (!duckdb_is_null_value(v)) {
+    char* text = duckdb_get_varchar(v);
+    out = text;
+    duckdb_free(text);
+  }
+  duckdb_destroy_value(&v);
+  return out;
+}
+
+// `partitions => [0, 2]`: NULL elements are ignored.
+std::optional<std::set<int64_t>> NamedIntList(duckdb_bind_info info, const char* name) {
+  duckdb_value v = duckdb_bind_get_named_parameter(info, name);
+  if (v == nullptr) return std::nullopt;
+  std::optional<std::set<int64_t>> out;
+  if (!duckdb_is_null_value(v)) {
+    out.emplace();
+    const idx_t n = duckdb_get_list_size(v);
+    for (idx_t i = 0; i < n; ++i) {
+      duckdb_value child = duckdb_get_list_child(v, i);
+      if (child != nullptr && !duckdb_is_null_value(child)) out->insert(duckdb_get_int64(child));
+      duckdb_destroy_value(&child);
+    }
+  }
+  duckdb_destroy_value(&v);
+  return out;
+}
+
+// Up to `n` values of the messages in `data`'s ranges, the first ones the broker returns
+// (each partition from its range's start), for schema inference.
+Result<std::vector<std::string>> Sample(const TopicFunctionOptions& options, const BindData& data, size_t n) {
+  std::vector<std::string> out;
+  if (data.ranges.empty() || n == 0) return out;
+  ASSIGN_OR_RETURN(auto consumer, kc::Consumer::Create({{"bootstrap.servers", options.bootstrap_servers},
+                                                        {"enable.partition.eof", "true"}}));
+  std::vector<kc::TopicPartition> assign;
+  std::map<int32_t, int64_t> end;
+  for (const Range& r : data.ranges) {
+    assign.push_back({data.topic, r.partition, r.from});
+    end[r.partition] = r.to;
+  }
+  RETURN_IF_ERROR(consumer->Assign(assign));
+  auto last_progress = std::chrono::steady_clock::now();
+  while (out.size() < n && !end.empty()) {
+    ASSIGN_OR_RETURN(kc::MessageBatch batch, consumer->Poll(std::chrono::milliseconds(200), n - out.size()));
+    for (const Status& e : batch.errors()) return e;
+    for (size_t i = 0; i < batch.size() && out.size() < n; ++i) {
+      kc::Message m = batch[i];
+      auto it = end.find(m.partition);
+      if (it == end.end()) continue;
+      if (m.offset >= it->second) {
+        end.erase(it);
+        continue;
+      }
+      if (m.offset + 1 >= it->second) end.erase(it);
+      if (m.timestamp_ms >= 0 && (m.timestamp_ms < data.from_ts_ms || m.timestamp_ms >= data.to_ts_ms)) continue;
+      if (m.value.data() != nullptr) out.emplace_back(m.value);
+    }
+    for (const auto& e : batch.ends()) end.erase(e.partition);
+    if (batch.size() > 0) {
+      last_progress = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - last_progress > options.timeout) {
+      return AbortedError("no messages for {} ms while sampling values", options.timeout.count());
+    }
+  }
+  return out;
+}
+
 void Fail(duckdb_bind_info info, const std::string& message) { duckdb_bind_set_error(info, message.c_str()); }
 
 void Bind(duckdb_bind_info info) {
@@ -90,6 +171,23 @@ void Bind(duckdb_bind_info info) {
   std::optional<int64_t> to_offset = NamedInt(info, "to_offset");
   std::optional<int64_t> from_ts = NamedTimeMs(info, "from_ts");
   std::optional<int64_t> to_ts = NamedTimeMs(info, "to_ts");
+  std::optional<std::set<int64_t>> partitions = NamedIntList(info, "partitions");
+  std::optional<std::string> columns = NamedText(info, "columns");
+  std::optional<std::string> format = NamedText(info, "format");
+  std::optional<int64_t> sample_size = NamedInt(info, "sample_size");
+  if (format && !(format->size() == 4 && std::equal(format->begin(), format->end(), "json", [](char a, char b) {
+                    return std::tolower(static_cast<unsigned char>(a)) == b;
+                  }))) {
+    return Fail(info, fmt::format("topic(): format '{}' is not supported (only 'json')", *format));
+  }
+  if (sample_size && (*sample_size < 1 || *sample_size > kMaxSampleSize)) {
+    return Fail(info, fmt::format("topic(): sample_size {} is not between 1 and {}", *sample_size, kMaxSampleSize));
+  }
+  if (columns) {
+    Result<std::vector<ValueColumn>> declared = ParseValueColumns(*columns, kReserved);
+    if (!declared.ok()) return Fail(info, fmt::format("topic(): {}", declared.status().message()));
+    data->value_columns = std::move(*declared);
+  }
   if (from_offset && *from_offset < 0) return Fail(info, fmt::format("topic(): from_offset {} is negative", *from_offset));
   if (to_offset && *to_offset < 0) return Fail(info, fmt::format("topic(): to_offset {} is negative", *to_offset));
   if (from_ts) data->from_ts_ms = *from_ts;
@@ -111,6 +209,7 @@ void Bind(duckdb_bind_info info) {
   }
   for (int32_t p = 0; p < *count; ++p) {
     if (partition && p != *partition) continue;
+    if (partitions && !partitions->contains(p)) continue;
     Result<kc::Watermarks> w = (*admin)->QueryWatermarks(data->topic, p, options.timeout);
     if (!w.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, w.status().message()));
     Range r{p, w->low, w->high};
@@ -129,6 +228,13 @@ void Bind(duckdb_bind_info info) {
     if (r.from < r.to) data->ranges.push_back(r);
   }
 
+  if (format && !columns) {
+    Result<std::vector<std::string>> sample =
+        Sample(options, *data, static_cast<size_t>(sample_size.value_or(kDefaultSampleSize)));
+    if (!sample.ok()) return Fail(info, fmt::format("topic('{}'): {}", data->topic, sample.status().message()));
+    data->value_columns = InferValueColumns(*sample, kReserved);
+  }
+
   duckdb_logical_type integer = duckdb_create_logical_type(DUCKDB_TYPE_INTEGER);
   duckdb_logical_type bigint = duckdb_create_logical_type(DUCKDB_TYPE_BIGINT);
   duckdb_logical_type tstz = duckdb_create_logical_type(DUCKDB_TYPE_TIMESTAMP_TZ);
@@ -137,6 +243,11 @@ void Bind(duckdb_bind_info info) {
   duckdb_logical_type types[kColumns] = {integer, bigint, tstz, varchar, varchar, blob, blob};
   for (idx_t c = 0; c < kColumns; ++c) duckdb_bind_add_result_column(info, kNames[c], types[c]);
   for (duckdb_logical_type* t : {&integer, &bigint, &tstz, &varchar, &blob}) duckdb_destroy_logical_type(t);
+  for (const ValueColumn& c : data->value_columns) {
+    duckdb_logical_type t = CreateLogicalType(c.type);
+    duckdb_bind_add_result_column(info, c.name.c_str(), t);
+    duckdb_destroy_logical_type(&t);
+  }
   int64_t rows = 0;
   for (const Range& r : data->ranges) rows += r.to - r.from;
   duckdb_bind_set_cardinality(info, static_cast<idx_t>(rows), false);
@@ -148,7 +259,13 @@ void Init(duckdb_init_info info) {
   const auto& data = *static_cast<BindData*>(duckdb_init_get_bind_data(info));
   auto state = std::make_unique<ScanState>();
   idx_t n = duckdb_init_get_column_count(info);
-  for (idx_t i = 0; i < n; ++i) state->columns.push_back(duckdb_init_get_column_index(info, i));
+  bool reads_values = false;
+  for (idx_t i = 0; i < n; ++i) {
+    state->columns.push_back(duckdb_init_get_column_index(info, i));
+    const idx_t c = state->columns.back();
+    reads_values |= c >= kColumns && c < kColumns + data.value_columns.size();
+  }
+  if (reads_values) state->values = std::make_unique<ValueDecoder>(data.value_columns);
   duckdb_init_set_max_threads(info, 1);
   if (!data.ranges.empty()) {
     auto consumer = kc::Consumer::Create({{"bootstrap.servers", options.bootstrap_servers},
@@ -190,6 +307,12 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
   const idx_t capacity = duckdb_vector_size();
   idx_t rows = 0;
   auto last_progress = std::chrono::steady_clock::now();
+  // The value columns the query reads, by value column (nullptr: not read).
+  std::vector<duckdb_vector> value_out(state.values ? data.value_columns.size() : 0, nullptr);
+  for (size_t i = 0; i < state.columns.size() && state.values; ++i) {
+    const idx_t c = state.columns[i];
+    if (c >= kColumns && c < kColumns + value_out.size()) value_out[c - kColumns] = duckdb_data_chunk_get_vector(output, i);
+  }
   while (rows < capacity) {
     if (state.next >= state.pending.size()) {
       if (state.end.empty() || rows > 0) break;  // done, or give DuckDB what we have
@@ -252,9 +375,10 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
         case kValue: SetString(v, rows, m.value, true); break;
         case kKeyBytes: SetString(v, rows, m.key, false); break;
         case kValueBytes: SetString(v, rows, m.value, false); break;
-        default: break;  // a virtual column
+        default: break;  // a value column (below) or a virtual column
       }
     }
+    if (state.values) state.values->Decode(value_out, rows, m.value);
     ++rows;
   }
   duckdb_data_chunk_set_size(output, rows);
@@ -275,6 +399,12 @@ Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions&
   duckdb_table_function_add_named_parameter(tf, "to_offset", bigint);
   duckdb_table_function_add_named_parameter(tf, "from_ts", tstz);
   duckdb_table_function_add_named_parameter(tf, "to_ts", tstz);
+  duckdb_logical_type bigint_list = duckdb_create_list_type(bigint);
+  duckdb_table_function_add_named_parameter(tf, "partitions", bigint_list);
+  duckdb_destroy_logical_type(&bigint_list);
+  duckdb_table_function_add_named_parameter(tf, "columns", varchar);
+  duckdb_table_function_add_named_parameter(tf, "format", varchar);
+  duckdb_table_function_add_named_parameter(tf, "sample_size", bigint);
   duckdb_destroy_logical_type(&varchar);
   duckdb_destroy_logical_type(&bigint);
   duckdb_destroy_logical_type(&tstz);

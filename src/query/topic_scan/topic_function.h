@@ -7,15 +7,22 @@
 // has none), key VARCHAR and value VARCHAR (NULL when absent or not UTF-8), key_bytes
 // BLOB and value_bytes BLOB (the bytes as they are). Projection is pushed down.
 //
-// Bounds, all optional: `partition => p` (one partition), `from_offset => a` and
-// `to_offset => b` (a <= offset < b, per partition), `from_ts => t0` and `to_ts => t1`
-// (TIMESTAMPTZ; offsets found with ListOffsets by time, then rows with t0 <= timestamp <
-// t1). Without an upper bound the scan stops at each partition's high watermark as it
-// was when the query was bound: a query over a live topic ends.
+// Bounds, all optional: `partition => p` (one partition; an error when the topic has no
+// such partition), `partitions => [p, q]` (those the topic has; both may be given),
+// `from_offset => a` and `to_offset => b` (a <= offset < b, per partition), `from_ts => t0`
+// and `to_ts => t1` (TIMESTAMPTZ; offsets found with ListOffsets by time, then rows with
+// t0 <= timestamp < t1). Without an upper bound the scan stops at each partition's high
+// watermark as it was when the query was bound: a query over a live topic ends. The
+// planner (topic_planner.h) fills these from a query's WHERE clause.
+//
+// Value columns, after those above: `columns => 'user_id BIGINT, city VARCHAR'` declares
+// them; `format => 'json'` alone infers them from the first messages in range
+// (`sample_size => n`, default 1000). Each is decoded from the message's JSON value, NULL
+// where it does not fit (value_schema.h); only the columns a query reads are decoded.
 //
 // The messages are read with a Kafka consumer (librdkafka, no group) from the broker
 // given at registration: sluice's own when it serves, any Kafka cluster otherwise.
-// Decision and what is left: docs/design/0010-query-server.md ("Live topics").
+// Decisions and what is left: docs/design/0010-query-server.md, 19 and 22-24.
 #pragma once
 
 #include <chrono>

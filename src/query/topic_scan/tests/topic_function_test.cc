@@ -1,5 +1,6 @@
 // topic() against a real `sluice serve` (SLUICE_BINARY; ctest sets it): rows, bounds by
-// offset and time, projections, null and binary keys and values, bad arguments.
+// offset and time, projections, null and binary keys and values, bad arguments, bounds
+// from WHERE (the planner's answers equal the unplanned query's), typed value columns.
 #include "query/topic_scan/topic_function.h"
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "duck/database.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
+#include "query/topic_scan/topic_planner.h"
 #include "sluice_process.h"
 
 namespace sluice::query {
@@ -82,6 +84,20 @@ class TopicFunctionTest : public ::testing::Test {
       out.push_back(line);
     }
     return out;
+  }
+  std::string Planned(const std::string& sql) {
+    Result<std::string> planned = PlanTopicBounds(*conn_, sql);
+    EXPECT_TRUE(planned.ok()) << sql << ": " << planned.status().ToString();
+    return planned.ok() ? *planned : sql;
+  }
+  // The scan's row estimate (what bind found in its ranges), from EXPLAIN; "none" when
+  // DuckDB's optimizer left no scan.
+  std::string Estimate(const std::string& sql) {
+    auto r = conn_->Query("EXPLAIN " + sql);
+    if (!r.ok() || r->chunk_count() == 0 || r->column_count() < 2) return "?";
+    const std::string plan(r->chunk(0).GetString(1, 0));
+    size_t at = plan.rfind("~");  // the last operator printed is the scan
+    return at == std::string::npos ? "none" : plan.substr(at, plan.find(' ', at) - at);
   }
   std::string Error(const std::string& sql) {
     auto r = conn_->QueryText(sql);
@@ -152,6 +168,131 @@ TEST_F(TopicFunctionTest, BadArgumentsAreClearErrors) {
   EXPECT_NE(Error("SELECT * FROM topic('small', from_ts => 'yesterday')"), "<no error>");
   // The connection still works.
   EXPECT_EQ(Rows("SELECT count(*) FROM topic('small')"), std::vector<std::string>{"6"});
+}
+
+TEST_F(TopicFunctionTest, PartitionsListSkipsMissingOnes) {
+  Fill("parts", 3, 10);
+  EXPECT_EQ(Rows("SELECT count(*), count(DISTINCT partition) FROM topic('parts', partitions => [0, 2, 9, -1])"),
+            std::vector<std::string>{"20|2"});
+  // With `partition =>` too: both apply.
+  EXPECT_EQ(Rows("SELECT count(*) FROM topic('parts', partition => 2, partitions => [1])"),
+            std::vector<std::string>{"0"});
+  EXPECT_EQ(Rows("SELECT count(*) FROM topic('parts', partition => 2, partitions => [1, 2])"),
+            std::vector<std::string>{"10"});
+}
+
+TEST_F(TopicFunctionTest, WhereBoundsReadLessAndAnswerTheSame) {
+  Fill("w", 3, 200);
+  struct Case {
+    std::string sql;
+    std::string rows;      // the answer, planned or not
+    std::string estimate;  // rows the planned scan expects to read (600 unplanned)
+  };
+  const std::vector<Case> cases = {
+      {R"(SELECT count(*), min("offset"), max("offset") FROM topic('w') WHERE "offset" >= 50 AND "offset" < 60)",
+       "30|50|59", "~30"},
+      {R"(SELECT count(*) FROM topic('w') WHERE partition IN (0, 2) AND "offset" BETWEEN 10 AND 19)", "20", "~20"},
+      {R"(SELECT count(*), min("offset") FROM topic('w') WHERE timestamp >= TIMESTAMPTZ '2024-05-01 12:00:30+00'
+          AND timestamp < TIMESTAMPTZ '2024-05-01 12:00:40+00')",
+       "30|30", "~510"},
+      {R"(SELECT count(*) FROM topic('w') WHERE partition = 7)", "0", "~0"},
+      {R"(SELECT count(*) FROM topic('w') WHERE partition = 1 AND partition = 2)", "0", "none"},
+      {R"(SELECT count(*) FROM topic('w') WHERE "offset" > 9223372036854775807)", "0", "~0"},
+      {R"(SELECT count(*) FROM topic('w') WHERE "offset" < -1)", "0", "~0"},
+      {R"(SELECT count(*) FROM topic('w', from_offset => 100) WHERE "offset" >= 50 AND "offset" < 150)", "150",
+       "~150"},
+      {R"(SELECT count(*) FROM topic('w', partition => 1) WHERE partition = 2)", "0", "~0"},
+      // A bound on the NULL-extended side of a LEFT JOIN still filters the joined rows.
+      {R"(SELECT count(*), count(t."offset") FROM range(4) r(p) LEFT JOIN topic('w') t ON t.partition = r.p
+          WHERE t."offset" < 3)",
+       "9|9", "~9"},
+  };
+  for (const Case& c : cases) {
+    const std::string planned = Planned(c.sql);
+    EXPECT_NE(planned, c.sql) << "nothing pushed: " << c.sql;
+    EXPECT_EQ(Rows(c.sql), std::vector<std::string>{c.rows}) << c.sql;
+    EXPECT_EQ(Rows(planned), std::vector<std::string>{c.rows}) << planned;
+    EXPECT_EQ(Estimate(planned), c.estimate) << planned;
+  }
+  // Two topic() calls in a join, each with its own bounds.
+  const std::string join = R"(SELECT count(*) FROM topic('w') a JOIN topic('w') b
+      ON a.partition = b.partition AND a."offset" = b."offset" WHERE a."offset" < 10 AND b."offset" >= 5)";
+  EXPECT_EQ(Rows(Planned(join)), std::vector<std::string>{"15"});
+  EXPECT_EQ(Rows(join), std::vector<std::string>{"15"});
+}
+
+class TopicValuesTest : public TopicFunctionTest {
+ protected:
+  void SetUp() override {
+    TopicFunctionTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    auto admin = kc::Admin::Create({{"bootstrap.servers", broker_->bootstrap()}});
+    ASSERT_TRUE(admin.ok());
+    ASSERT_TRUE((*admin)->CreateTopic("vals", 1, 1, {}, 10s).ok());
+    auto producer = kc::Producer::Create({{"bootstrap.servers", broker_->bootstrap()}});
+    ASSERT_TRUE(producer.ok());
+    for (std::string_view v : {
+             std::string_view(R"({"i": 1, "s": "a", "d": 1.5, "b": true, "o": {"x": [1, 2]}})"),
+             std::string_view(R"({"i": "2", "s": 3, "d": 2, "b": "true", "o": "str"})"),
+             std::string_view("not json"),
+             std::string_view("[1, 2]"),
+             std::string_view(),  // no value
+             std::string_view(R"({"I": 5.0, "S": null, "s": "last wins"})"),
+             std::string_view(R"({"i": 1.5, "i8": 300})"),
+             // simdjson refuses integers past 64 bits: the message is unreadable, as "not json".
+             std::string_view(R"({"i": 99999999999999999999, "i8": -128})"),
+             std::string_view(R"({"s": "trunc)"),
+         }) {
+      ASSERT_TRUE((*producer)->Produce("vals", 0, "k", v).ok());
+    }
+    ASSERT_TRUE((*producer)->Flush(30s).ok());
+  }
+};
+
+TEST_F(TopicValuesTest, DeclaredColumnsAreNullWhereTheValueDoesNotFit) {
+  const std::string from = "FROM topic('vals', columns => 'i BIGINT, s VARCHAR, d DOUBLE, b BOOLEAN, o JSON, i8 TINYINT')";
+  EXPECT_EQ(Rows("SELECT \"offset\", i, s, d, b, o, i8 " + from + " ORDER BY 1"),
+            (std::vector<std::string>{
+                R"(0|1|a|1.5|true|{"x":[1,2]}|NULL)", R"(1|NULL|3|2.0|NULL|"str"|NULL)",
+                "2|NULL|NULL|NULL|NULL|NULL|NULL", "3|NULL|NULL|NULL|NULL|NULL|NULL",
+                "4|NULL|NULL|NULL|NULL|NULL|NULL", "5|5|last wins|NULL|NULL|NULL|NULL",
+                "6|NULL|NULL|NULL|NULL|NULL|NULL", "7|NULL|NULL|NULL|NULL|NULL|NULL",
+                "8|NULL|NULL|NULL|NULL|NULL|NULL"}));
+  // Only what is read is decoded; the raw value stays.
+  EXPECT_EQ(Rows("SELECT count(*), count(s), count(value) " + from), std::vector<std::string>{"9|3|8"});
+  EXPECT_EQ(Rows("SELECT o->>'x' " + from + " WHERE \"offset\" = 0"), std::vector<std::string>{"[1,2]"});
+  EXPECT_EQ(Rows("SELECT typeof(i), typeof(o), typeof(i8) " + from + " LIMIT 1"),
+            std::vector<std::string>{"BIGINT|JSON|TINYINT"});
+}
+
+TEST_F(TopicValuesTest, InferredColumnsWidenMixedKinds) {
+  EXPECT_EQ(Rows("SELECT string_agg(column_name || ' ' || column_type, ', ') FROM "
+                 "(DESCRIBE SELECT * EXCLUDE (partition, \"offset\", timestamp, key, value, key_bytes, value_bytes) "
+                 "FROM topic('vals', format => 'json'))"),
+            std::vector<std::string>{"i VARCHAR, s VARCHAR, d DOUBLE, b VARCHAR, o JSON, i8 BIGINT"});
+  EXPECT_EQ(Rows("SELECT \"offset\", i, s, b, i8 FROM topic('vals', format => 'json') WHERE i IS NOT NULL ORDER BY 1"),
+            (std::vector<std::string>{"0|1|a|true|NULL", "1|2|3|true|NULL", "5|5.0|last wins|NULL|NULL",
+                                      "6|1.5|NULL|NULL|300"}));
+  // A sample of one message: the first message's kinds; later ones that do not fit are NULL.
+  EXPECT_EQ(Rows("SELECT \"offset\", i FROM topic('vals', format => 'json', sample_size => 1) WHERE \"offset\" < 2 "
+                 "ORDER BY 1"),
+            (std::vector<std::string>{"0|1", "1|NULL"}));
+  // Nothing in range: no value columns.
+  EXPECT_EQ(Rows("SELECT count(*) FROM (DESCRIBE SELECT * FROM topic('vals', format => 'json', from_offset => 100))"),
+            std::vector<std::string>{"7"});
+}
+
+TEST_F(TopicValuesTest, BadSchemasAreClearErrors) {
+  EXPECT_NE(Error("SELECT * FROM topic('vals', columns => 'a WHATEVER')").find("unknown or unsupported type 'WHATEVER'"),
+            std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', columns => '')").find("expected a column name"), std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', columns => 'offset BIGINT')").find("own columns"), std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'csv')").find("only 'json'"), std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'jsonl')").find("only 'json'"), std::string::npos);
+  EXPECT_EQ(Rows("SELECT count(i) FROM topic('vals', format => 'JSON')"), std::vector<std::string>{"4"});
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'json', sample_size => 0)").find("sample_size"),
+            std::string::npos);
+  EXPECT_EQ(Rows("SELECT count(*) FROM topic('vals')"), std::vector<std::string>{"9"});
 }
 
 }  // namespace
