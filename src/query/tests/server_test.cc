@@ -647,6 +647,27 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   EXPECT_EQ(server_->stats().extended_statements_with_steps, 2u);
   EXPECT_EQ(parts_left(), "0");
 
+  // A NULL parameter is a typed NULL literal; a binary one has no literal form here: that
+  // portal runs as prepared, without the steps.
+  size_t seen_before = planner.Seen().size();
+  c.Send(Frame('B', Z("") + Z("s") + Int16(0) + Int16(1) + Int32(-1) + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2CZ");
+  ASSERT_EQ(planner.Seen().size(), seen_before + 1);
+  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(NULL AS BIGINT)) ORDER BY k");
+  std::string int8(8, '\0');
+  int8[6] = static_cast<char>(9995 >> 8);
+  int8[7] = static_cast<char>(9995 & 0xff);
+  c.Send(Frame('B', Z("") + Z("s") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + int8 + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "2DDDDDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "9995");
+  EXPECT_EQ(planner.Seen().size(), seen_before + 1);
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
+
   // A statement the planner rules out at Parse is not planned again.
   size_t seen = planner.Seen().size();
   c.Send(Parse("", "SELECT $1::INT + 1"));
