@@ -625,6 +625,11 @@ bool Session::SimpleQuery(std::string_view sql_in) {
     SendError(*err);
     TrackTransaction("", true);
   }
+  // Outside a transaction block (a COMMIT or ROLLBACK just ran, or none was open) no
+  // portal survives, as in Postgres: their streams and plans' temp tables end here.
+  if (!in_transaction_) {
+    while (!portals_.empty()) ErasePortal(portals_.begin()->first);
+  }
   pg::WriteReadyForQuery(out_, TransactionStatus());
   return Flush() && !(err && err->fatal);
 }

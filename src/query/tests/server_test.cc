@@ -636,6 +636,27 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   EXPECT_EQ(server_->stats().extended_statements_with_steps, 2u);
   EXPECT_EQ(parts_left(), "0");
 
+  // Inside a transaction block a suspended portal outlives the Sync; its plan is cleaned
+  // up when the transaction ends.
+  c.Send(Query("BEGIN"));
+  c.UntilReady();
+  c.Send(Bind("q", "s", {"9990"}));
+  c.Send(Execute("q", 2));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2DDsZ");
+  c.Send(Execute("q", 2));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "DDsZ");
+  EXPECT_EQ(Fields(msgs[0])[0], "9992");
+  c.Send(Query("COMMIT"));
+  c.UntilReady();
+  EXPECT_EQ(parts_left(), "0");
+  c.Send(Execute("q", 0));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "34000");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
+
   // When the SQL after the steps would return other columns, the plain plan answers.
   c.Send(Parse("", "SELECT k, v FROM big WHERE k >= $1 ORDER BY k -- other columns"));
   c.Send(Bind("", "", {"9998"}));
@@ -644,7 +665,7 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "12DDCZ");
   EXPECT_EQ(Fields(msgs[2]).size(), 2u);
-  EXPECT_EQ(server_->stats().extended_statements_with_steps, 2u);
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
   EXPECT_EQ(parts_left(), "0");
 
   // A NULL parameter is a typed NULL literal; a binary one has no literal form here: that
@@ -666,7 +687,7 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   ASSERT_EQ(Types(msgs), "2DDDDDCZ");
   EXPECT_EQ(Fields(msgs[1])[0], "9995");
   EXPECT_EQ(planner.Seen().size(), seen_before + 1);
-  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 4u);
 
   // A statement the planner rules out at Parse is not planned again.
   size_t seen = planner.Seen().size();
