@@ -763,7 +763,8 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   }
   stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
   // The rewrites that run steps are for SELECTs; nothing else is planned again.
-  stmt->steps_may_apply = steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
+  stmt->steps_may_apply =
+      steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
   if (!stmt->steps_may_apply) {
     stmt->plan_text.clear();
     stmt->param_sql_types.clear();
@@ -993,7 +994,8 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   if (!p.steps_final) {
     if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
     for (size_t i = 0; i < p.params.size(); ++i) {
-      Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i]) : prepared.BindValue(i + 1, duck::Value::Null());
+      Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i])
+                              : prepared.BindValue(i + 1, duck::Value::Null());
       if (!st.ok()) {
         p.done = true;
         return SqlError{"22023", CleanMessage(st.message())};

@@ -19,8 +19,11 @@ TEST(SqlTextTest, SplitsAtSemicolonsOutsideQuotesAndComments) {
 
 TEST(SqlTextTest, SubstitutesParametersOutsideQuotesAndComments) {
   std::vector<std::string> v = {"CAST('a''b' AS VARCHAR)", "NULL"};
-  EXPECT_EQ(SubstituteParameters("SELECT $1, '$1', \"$2\", $$ $1 $$, x$1 -- $2\n FROM t WHERE b = $2::INT /* $1 */", v),
-            "SELECT (CAST('a''b' AS VARCHAR)), '$1', \"$2\", $$ $1 $$, x$1 -- $2\n FROM t WHERE b = (NULL)::INT /* $1 */");
+  EXPECT_EQ(SubstituteParameters("SELECT $1, '$1', \"$2\", $$ $1 $$, x$1 -- $2\n"
+                                 "FROM t WHERE b = $2::INT /* $1 */",
+                                 v),
+            "SELECT (CAST('a''b' AS VARCHAR)), '$1', \"$2\", $$ $1 $$, x$1 -- $2\n"
+            "FROM t WHERE b = (NULL)::INT /* $1 */");
   EXPECT_EQ(SubstituteParameters("SELECT 1", {}), "SELECT 1");
   EXPECT_EQ(SubstituteParameters("SELECT $3", v), std::nullopt);      // beyond the values
   EXPECT_EQ(SubstituteParameters("SELECT $0", v), std::nullopt);
