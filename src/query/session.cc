@@ -151,6 +151,35 @@ std::optional<std::string> ParamTypeSql(const std::optional<duck::LogicalType>& 
   }
 }
 
+// The DuckDB type, as SQL, of a binary parameter value DecodeParam decodes by `o`; nullopt
+// for bytea and arrays (no literal form here) and types without a decoder.
+std::optional<std::string> BinaryValueTypeSql(uint32_t o) {
+  switch (o) {
+    case oid::kBool: return "BOOLEAN";
+    case oid::kInt2: return "SMALLINT";
+    case oid::kInt4: return "INTEGER";
+    case oid::kOid:
+    case oid::kInt8: return "BIGINT";
+    case oid::kFloat4: return "FLOAT";
+    case oid::kFloat8: return "DOUBLE";
+    case oid::kText:
+    case oid::kVarchar:
+    case oid::kBpchar:
+    case oid::kName:
+    case oid::kJson:
+    case oid::kJsonb:
+    case oid::kUnknown:
+    case oid::kNumeric: return "VARCHAR";  // numeric is decoded to its text
+    case oid::kDate: return "DATE";
+    case oid::kTime: return "TIME";
+    case oid::kTimestamp: return "TIMESTAMP";
+    case oid::kTimestampTz: return "TIMESTAMP WITH TIME ZONE";
+    case oid::kInterval: return "INTERVAL";
+    case oid::kUuid: return "UUID";
+    default: return std::nullopt;
+  }
+}
+
 // Whether `final` returns what `plain` does: the same columns, names and DuckDB types
 // (so the same RowDescription and encodings), and no parameters.
 bool SameResult(const duck::PreparedStatement& plain, const duck::PreparedStatement& final) {
@@ -823,18 +852,24 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
   }
   if (s.steps_may_apply) {
     // A text value is bound as VARCHAR and cast by DuckDB to the parameter's type: as a
-    // literal, CAST('text' AS type) is the same. Binary, bytea and array values are not
-    // written as literals (yet): such a portal runs its prepared statement.
+    // literal, CAST('text' AS type) is the same. A binary value is written when the
+    // portal starts (PlanPortalSteps). Bytea and array values are not written as
+    // literals (yet): such a portal runs its prepared statement.
     for (size_t i = 0; i < m.params.size(); ++i) {
       const std::optional<std::string>& type = s.param_sql_types[i];
       const uint32_t o = s.param_oids[i];
-      if (!type || (m.params[i] && (m.ParamFormat(i) == 1 || o == oid::kBytea || oid::ElementOf(o) != 0 ||
-                                    m.params[i]->find('\0') != std::string::npos))) {
+      std::optional<std::string> binary_type =
+          m.params[i] && m.ParamFormat(i) == 1 ? BinaryValueTypeSql(o) : std::string();
+      const bool text_value = m.params[i] && binary_type && binary_type->empty();
+      if (!type || !binary_type || (m.params[i] && (o == oid::kBytea || oid::ElementOf(o) != 0)) ||
+          (text_value && m.params[i]->find('\0') != std::string::npos)) {
         p.literals.clear();
+        p.binary_types.clear();
         break;
       }
-      std::string value = m.params[i] ? duck::QuoteLiteral(*m.params[i]) : std::string("NULL");
-      p.literals.push_back(type->empty() ? value : fmt::format("CAST({} AS {})", value, *type));
+      std::string value = !m.params[i] ? std::string("NULL") : text_value ? duck::QuoteLiteral(*m.params[i]) : "";
+      p.literals.push_back(type->empty() || value.empty() ? value : fmt::format("CAST({} AS {})", value, *type));
+      p.binary_types.push_back(std::move(*binary_type));
     }
   }
   for (size_t c = 0; c < s.columns.size(); ++c) {
@@ -932,13 +967,47 @@ void Session::ErasePortal(const std::string& name) {
   portals_.erase(it);
 }
 
+bool Session::BinaryLiterals(const Portal& p, std::vector<std::string>& literals) {
+  std::string select;
+  std::vector<size_t> binary;
+  for (size_t i = 0; i < p.binary_types.size(); ++i) {
+    if (p.binary_types[i].empty()) continue;
+    binary.push_back(i);
+    select += fmt::format("{}CAST(${} AS VARCHAR)", binary.size() == 1 ? "SELECT " : ", ", binary.size());
+  }
+  if (binary.empty()) return true;
+  // DuckDB's text form of each decoded value (its cast to VARCHAR, the form its cast from
+  // VARCHAR reads back), then CAST(CAST('text' AS value type) AS parameter type): what
+  // binding the value does.
+  auto prepared = duck::PreparedStatement::Prepare(*conn_, select);
+  if (!prepared.ok()) return false;
+  for (size_t j = 0; j < binary.size(); ++j) {
+    if (!(*prepared)->BindValue(j + 1, *p.params[binary[j]]).ok()) return false;
+  }
+  auto result = (*prepared)->Execute();
+  if (!result.ok() || result->chunk_count() != 1) return false;
+  duck::ResultChunk row = result->chunk(0);
+  if (row.size() != 1) return false;
+  const Statement& s = *p.statement;
+  for (size_t j = 0; j < binary.size(); ++j) {
+    size_t i = binary[j];
+    if (row.IsNull(j, 0)) return false;
+    std::string value = fmt::format("CAST({} AS {})", duck::QuoteLiteral(row.GetString(j, 0)), p.binary_types[i]);
+    const std::string& type = *s.param_sql_types[i];
+    literals[i] = type.empty() ? value : fmt::format("CAST({} AS {})", value, type);
+  }
+  return true;
+}
+
 std::optional<Session::SqlError> Session::PlanPortalSteps(Portal& p) {
   const Statement& s = *p.statement;
   if (!s.steps_may_apply || !server_.options.hooks.plan_statement) return std::nullopt;
   if (p.literals.size() != p.params.size()) return std::nullopt;
-  std::optional<std::string> sql = SubstituteParameters(s.plan_text, p.literals);
+  ++duck_generation_;  // what runs on the connection from here ends a suspended stream
+  std::vector<std::string> literals = p.literals;
+  if (!BinaryLiterals(p, literals)) return std::nullopt;
+  std::optional<std::string> sql = SubstituteParameters(s.plan_text, literals);
   if (!sql) return std::nullopt;
-  ++duck_generation_;  // the steps run on the connection: a suspended stream ends
   auto planned = server_.options.hooks.plan_statement(*conn_, *sql, /*allow_steps=*/true);
   if (!planned.ok()) return FromHook(planned.status());
   if (!planned->cleanup) return std::nullopt;  // no steps: the prepared statement runs

@@ -76,8 +76,11 @@ class Session {
     std::shared_ptr<Statement> statement;
     std::vector<std::optional<duck::Value>> params;  // nullopt: NULL
     // Each parameter as an SQL literal of the parameter's type, for planning with steps;
-    // empty when one cannot be written (a binary, bytea or array value).
+    // empty when one cannot be written (a bytea or array value). A binary value's
+    // literal is written when the portal starts, by DuckDB's own text form of the decoded
+    // value: binary_types[i] is then that value's type as SQL ("" for the others).
     std::vector<std::string> literals;
+    std::vector<std::string> binary_types;
     std::vector<int16_t> result_formats;  // as Bind gave them
     std::vector<int16_t> formats;  // one per column
     std::unique_ptr<StepsCleanup> steps_cleanup;      // set when steps ran for this portal
@@ -135,6 +138,8 @@ class Session {
   // statement's columns, sets p.steps_final and p.steps_cleanup. Otherwise the portal
   // runs the prepared statement as before.
   std::optional<SqlError> PlanPortalSteps(Portal& p);
+  // Fills in `literals` for the portal's binary values; false when one has no text form.
+  bool BinaryLiterals(const Portal& p, std::vector<std::string>& literals);
   // Ends a portal (Close, Sync, a Bind or simple query replacing the unnamed one).
   void ErasePortal(const std::string& name);
   void WriteDescription(const Portal& p);

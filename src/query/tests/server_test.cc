@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -668,8 +669,8 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
   EXPECT_EQ(parts_left(), "0");
 
-  // A NULL parameter is a typed NULL literal; a binary one has no literal form here: that
-  // portal runs as prepared, without the steps.
+  // A NULL parameter is a typed NULL literal; a binary one is written in DuckDB's text
+  // form of the decoded value, cast back to the value's type, then to the parameter's.
   size_t seen_before = planner.Seen().size();
   c.Send(Frame('B', Z("") + Z("s") + Int16(0) + Int16(1) + Int32(-1) + Int16(0)));
   c.Send(Execute("", 0));
@@ -686,8 +687,34 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "2DDDDDCZ");
   EXPECT_EQ(Fields(msgs[1])[0], "9995");
-  EXPECT_EQ(planner.Seen().size(), seen_before + 1);
-  EXPECT_EQ(server_->stats().extended_statements_with_steps, 4u);
+  ASSERT_EQ(planner.Seen().size(), seen_before + 2);
+  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(CAST('9995' AS BIGINT) AS BIGINT)) ORDER BY k");
+  double half = 19989.5;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &half, 8);
+  std::string float8(8, '\0');
+  for (int i = 0; i < 8; ++i) float8[i] = static_cast<char>(bits >> (56 - 8 * i));
+  c.Send(Parse("d", "SELECT k, v FROM big WHERE v::DOUBLE >= $1 ORDER BY k"));
+  c.Send(Frame('B', Z("") + Z("d") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + float8 + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12DDDDDCZ");
+  EXPECT_EQ(Fields(msgs[2])[0], "9995");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE v::DOUBLE >= (CAST(CAST('19989.5' AS DOUBLE) AS DOUBLE)) ORDER BY k");
+  int64_t micros = 45296789012;  // 2000-01-01 12:34:56.789012 UTC, Postgres's epoch
+  std::string ts(8, '\0');
+  for (int i = 0; i < 8; ++i) ts[i] = static_cast<char>(static_cast<uint64_t>(micros) >> (56 - 8 * i));
+  c.Send(Parse("t", "SELECT k, v FROM big WHERE $1 < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999"));
+  c.Send(Frame('B', Z("") + Z("t") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + ts + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "12DCZ");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE (CAST(CAST('2000-01-01 12:34:56.789012+00' AS TIMESTAMP WITH TIME ZONE) AS "
+            "TIMESTAMP WITH TIME ZONE)) < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 7u);
 
   // A statement the planner rules out at Parse is not planned again.
   size_t seen = planner.Seen().size();
