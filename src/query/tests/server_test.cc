@@ -761,6 +761,28 @@ TEST_F(QueryServerTest, ACancelDuringExtendedPlanningStepsInterruptsThem) {
   EXPECT_EQ(Fields(msgs[1])[0], "0");
 }
 
+TEST_F(QueryServerTest, ExtendedPlanningStepsRunUnderTheStatementTimeout) {
+  FakeStepsPlanner planner;
+  QueryServerOptions o;
+  o.hooks.plan_statement = planner.Hook();
+  o.timeout_ms = 300;
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE big AS SELECT range AS k, range * 2 AS v FROM range(10)"));
+  ASSERT_EQ(Types(c.UntilReady()), "CZ");
+  c.Send(Parse("", "SELECT k, v FROM big -- slow"));
+  c.Send(Bind("", "", {}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  std::string message;
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "12EZ");
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_NE(message.find("statement timeout"), std::string::npos) << message;
+  EXPECT_EQ(planner.Seen().size(), 1u);
+}
+
 TEST_F(QueryServerTest, TheRssWatchdogInterruptsTheLongestRunningStatement) {
   // A limit every process is above: the running statement is interrupted with 53200.
   StartServer({.rss_limit_bytes = 1});
