@@ -244,6 +244,7 @@ bool ServerState::Admit() {
     }
   }
   ++running_;
+  turns.fetch_add(1);
   return true;
 }
 
@@ -399,6 +400,11 @@ void QueryServer::Stop() {
 const std::string& QueryServer::host() const { return state_->options.host; }
 int QueryServer::port() const { return state_->port; }
 int QueryServer::session_count() const { return state_->SessionCount(); }
+QueryServer::Stats QueryServer::stats() const {
+  return {.turns = state_->turns.load(),
+          .simple_statements_with_steps = state_->simple_steps.load(),
+          .extended_statements_with_steps = state_->extended_steps.load()};
+}
 
 int64_t SessionNowMs() { return NowMs(); }
 

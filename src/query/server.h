@@ -34,7 +34,16 @@ namespace sluice::query {
 // run after it (also after an error or a cancel), e.g. dropping temp tables of its steps.
 struct PlannedStatement {
   std::string sql;
-  std::function<void(duck::Connection&)> cleanup;  // may be empty
+  // Set exactly when steps ran (the SQL reads what they made); empty otherwise.
+  std::function<void(duck::Connection&)> cleanup;
+  // Asked without steps (Parse): false when no plan with steps can apply to this
+  // statement whatever its parameter values and data, so that the session does not ask
+  // again when the statement runs. Left true (a planner that does not say), the session
+  // asks again at the portal's start, with steps allowed and the parameter values
+  // substituted as literals.
+  bool steps_may_apply = true;
+  // When steps ran: one line for the log (what was rewritten, into how many parts).
+  std::string explanation;
 };
 
 // Where other modules plug into every session, without changes to the server.
@@ -49,8 +58,11 @@ struct SessionHooks {
   // Applied to each single statement after rewrite_query and the sandbox check, on the
   // session's connection, just before it is prepared: the lake planner (lake.<ns>.<t>
   // into read_parquet of the pruned files) and the partitioned rewrites. With
-  // `allow_steps` (simple query) it may run statements first (parts into a temp table)
-  // under the statement's timeout and cancel; at Parse (extended protocol) it may not.
+  // `allow_steps` it may run statements first (parts into a temp table) under the
+  // statement's turn, timeout and cancel: for each statement of a simple query, and for
+  // an extended-protocol SELECT when its portal starts (its parameters then substituted
+  // as literals; the steps' SQL is used only when its columns are the prepared
+  // statement's, docs/design/0010-query-server.md decision 25). At Parse it may not.
   // Errors are sent as rewrite_query's are; a Status code without a SQLSTATE prefix maps
   // as NotFound 42P01, Unimplemented 0A000, Corruption XX001, ResourceExhausted 53200,
   // Aborted 57014, anything else as DuckDB's message says.
@@ -77,7 +89,9 @@ struct QueryServerOptions {
   int64_t timeout_ms = 0;  // 0: no limit
   // Admission: at most this many statements run at once; the next waits its turn, up to
   // queue_timeout_ms, then fails with 53300. A statement holds its turn while it runs
-  // (planning steps and streaming included), not while its portal is suspended.
+  // (planning steps and streaming included); an extended-protocol portal from its start
+  // until it completes, fails, is closed, or the Sync after it (a portal suspended and
+  // resumed before that Sync keeps its turn; one resumed after it takes a new one).
   int max_running = 4;
   int64_t queue_timeout_ms = 60'000;
   // The process's RSS above this (0: no watchdog) interrupts the longest-running
@@ -123,6 +137,14 @@ class QueryServer {
   int port() const;
   // Sessions now open (not counting cancel requests).
   int session_count() const;
+  // Counters since Start: admission turns given (one per statement run) and statements
+  // that ran planning steps (the partitioned rewrites), by protocol.
+  struct Stats {
+    uint64_t turns = 0;
+    uint64_t simple_statements_with_steps = 0;
+    uint64_t extended_statements_with_steps = 0;
+  };
+  Stats stats() const;
 
  private:
   explicit QueryServer(std::unique_ptr<ServerState> state);

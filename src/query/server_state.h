@@ -44,6 +44,9 @@ class ServerState {
   // false when none came (or the server stops). Release gives it back.
   bool Admit();
   void Release();
+  std::atomic<uint64_t> turns{0};  // Admit's successes
+  std::atomic<uint64_t> simple_steps{0};    // statements that ran planning steps
+  std::atomic<uint64_t> extended_steps{0};
   // Tests: the RSS the watchdog reads instead of /proc/self/statm.
   std::function<int64_t()> rss_source;
   void StopAll();

@@ -105,6 +105,93 @@ bool StatementReturnsRows(const duck::PreparedStatement& p) {
   }
 }
 
+// A parameter type as SQL for a literal's CAST: "" when DuckDB inferred none (the bound
+// VARCHAR then stays one), nullopt for types not written here (the statement is then
+// never planned with steps at execution).
+std::optional<std::string> ParamTypeSql(const std::optional<duck::LogicalType>& type) {
+  if (!type) return std::string();
+  const duck::LogicalType& t = *type;
+  std::string alias = t.alias();
+  if (!alias.empty()) return alias == "JSON" ? std::optional<std::string>(alias) : std::nullopt;
+  using duck::TypeId;
+  switch (t.id()) {
+    case TypeId::kAny:
+    case TypeId::kSqlNull: return std::string();
+    case TypeId::kBoolean:
+    case TypeId::kTinyInt:
+    case TypeId::kSmallInt:
+    case TypeId::kInteger:
+    case TypeId::kBigInt:
+    case TypeId::kUTinyInt:
+    case TypeId::kUSmallInt:
+    case TypeId::kUInteger:
+    case TypeId::kUBigInt:
+    case TypeId::kHugeInt:
+    case TypeId::kUHugeInt:
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampS:
+    case TypeId::kTimestampMs:
+    case TypeId::kTimestampNs:
+    case TypeId::kTimestampTz:
+    case TypeId::kDate:
+    case TypeId::kTime:
+    case TypeId::kInterval:
+    case TypeId::kVarchar:
+    case TypeId::kBlob:
+    case TypeId::kUuid: return std::string(duck::TypeIdName(t.id()));
+    case TypeId::kDecimal: return fmt::format("DECIMAL({}, {})", t.DecimalWidth(), t.DecimalScale());
+    case TypeId::kList: {
+      auto child = ParamTypeSql(t.ListChild());
+      if (!child || child->empty()) return std::nullopt;
+      return *child + "[]";
+    }
+    default: return std::nullopt;
+  }
+}
+
+// The DuckDB type, as SQL, of a binary parameter value DecodeParam decodes by `o`; nullopt
+// for bytea and arrays (no literal form here) and types without a decoder.
+std::optional<std::string> BinaryValueTypeSql(uint32_t o) {
+  switch (o) {
+    case oid::kBool: return "BOOLEAN";
+    case oid::kInt2: return "SMALLINT";
+    case oid::kInt4: return "INTEGER";
+    case oid::kOid:
+    case oid::kInt8: return "BIGINT";
+    case oid::kFloat4: return "FLOAT";
+    case oid::kFloat8: return "DOUBLE";
+    case oid::kText:
+    case oid::kVarchar:
+    case oid::kBpchar:
+    case oid::kName:
+    case oid::kJson:
+    case oid::kJsonb:
+    case oid::kUnknown:
+    case oid::kNumeric: return "VARCHAR";  // numeric is decoded to its text
+    case oid::kDate: return "DATE";
+    case oid::kTime: return "TIME";
+    case oid::kTimestamp: return "TIMESTAMP";
+    case oid::kTimestampTz: return "TIMESTAMP WITH TIME ZONE";
+    case oid::kInterval: return "INTERVAL";
+    case oid::kUuid: return "UUID";
+    default: return std::nullopt;
+  }
+}
+
+// Whether `final` returns what `plain` does: the same columns, names and DuckDB types
+// (so the same RowDescription and encodings), and no parameters.
+bool SameResult(const duck::PreparedStatement& plain, const duck::PreparedStatement& final) {
+  if (final.param_count() != 0 || final.column_count() != plain.column_count()) return false;
+  if (StatementReturnsRows(final) != StatementReturnsRows(plain)) return false;
+  for (size_t c = 0; c < plain.column_count(); ++c) {
+    if (final.column_name(c) != plain.column_name(c)) return false;
+    if (!final.column_type(c).Equals(plain.column_type(c))) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 // ---- I/O -------------------------------------------------------------------------
@@ -199,8 +286,9 @@ void Session::Run() {
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &none, sizeof(none));
     Serve();
   }
-  portals_.clear();
+  portals_.clear();  // runs the cleanup of plans with steps, on the connection still open
   statements_.clear();
+  ReleaseTurn();
   if (slot_) {
     server_.Unregister(slot_);
   }
@@ -424,8 +512,13 @@ bool Session::Serve() {
       case 'S':
         skip_to_sync = false;
         // Outside a transaction block, Sync ends the implicit transaction and its portals.
-        if (!in_transaction_) portals_.clear();
-        portals_.erase("");
+        if (!in_transaction_) {
+          while (!portals_.empty()) ErasePortal(portals_.begin()->first);
+        }
+        ErasePortal("");
+        // The client waits for ReadyForQuery now: a portal still open (inside a
+        // transaction block) takes a new turn when it is executed again.
+        ReleaseTurn();
         pg::WriteReadyForQuery(out_, TransactionStatus());
         if (!Flush()) return false;
         break;
@@ -443,6 +536,7 @@ bool Session::Serve() {
       SendError(*err);
       TrackTransaction("", true);
       skip_to_sync = true;
+      ReleaseTurn();
       if (err->fatal) {
         Flush();
         return false;
@@ -487,30 +581,25 @@ Session::SqlError Session::FromHook(const Status& st) {
   }
 }
 
-std::optional<Session::SqlError> Session::QueryStarted() {
-  if (query_depth_++ > 0) return std::nullopt;  // the statement already holds its turn
-  if (!admitted_) {
-    if (!server_.Admit()) {
-      query_depth_ = 0;
-      if (server_.stopping.load()) return SqlError{"57P01", "terminating connection: the server is stopping", true};
-      return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
-                                           "query.queue_timeout_seconds ({}) while this one waited",
-                                           server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
-    }
-    admitted_ = true;
+std::optional<Session::SqlError> Session::TakeTurn() {
+  if (turn_held_) return std::nullopt;
+  if (!server_.Admit()) {
+    if (server_.stopping.load()) return SqlError{"57P01", "terminating connection: the server is stopping", true};
+    return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
+                                         "query.queue_timeout_seconds ({}) while this one waited",
+                                         server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
   }
+  turn_held_ = true;
   slot_->interrupt_reason.store(0);
   slot_->running_since_ms.store(SessionNowMs());
   return std::nullopt;
 }
 
-void Session::QueryEnded() {
-  if (query_depth_ > 0 && --query_depth_ > 0) return;
+void Session::ReleaseTurn() {
+  if (!turn_held_) return;
+  turn_held_ = false;
   slot_->running_since_ms.store(0);
-  if (admitted_) {
-    admitted_ = false;
-    server_.Release();
-  }
+  server_.Release();
 }
 
 std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting& s) {
@@ -549,8 +638,10 @@ bool Session::SimpleQuery(std::string_view sql_in) {
       sql = std::move(rewritten).value();
     }
   }
-  // A simple query closes the unnamed portal (and its stream).
-  portals_.erase("");
+  // A simple query closes the unnamed portal (and its stream), and ends the turn of a
+  // portal left suspended by an extended-protocol batch without its Sync.
+  ErasePortal("");
+  ReleaseTurn();
   if (!err) {
     std::vector<std::string_view> pieces = SplitStatements(sql);
     if (pieces.empty()) pg::WriteEmptyQueryResponse(out_);
@@ -563,6 +654,11 @@ bool Session::SimpleQuery(std::string_view sql_in) {
     SendError(*err);
     TrackTransaction("", true);
   }
+  // Outside a transaction block (a COMMIT or ROLLBACK just ran, or none was open) no
+  // portal survives, as in Postgres: their streams and plans' temp tables end here.
+  if (!in_transaction_) {
+    while (!portals_.empty()) ErasePortal(portals_.begin()->first);
+  }
   pg::WriteReadyForQuery(out_, TransactionStatus());
   return Flush() && !(err && err->fatal);
 }
@@ -570,10 +666,10 @@ bool Session::SimpleQuery(std::string_view sql_in) {
 std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view piece) {
   // One admission turn and one timeout clock for the whole statement: planning steps,
   // preparing, running and streaming.
-  if (auto e = QueryStarted()) return e;
+  if (auto e = TakeTurn()) return e;
   struct EndStatement {
     Session* s;
-    ~EndStatement() { s->QueryEnded(); }
+    ~EndStatement() { s->ReleaseTurn(); }
   } end_statement{this};
   SandboxVerdict verdict = CheckSandbox(piece);
   if (verdict.refused) return SqlError{"42501", verdict.message};
@@ -592,6 +688,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     planned_sql = std::move(planned->sql);
     cleanup = std::move(planned->cleanup);
     piece = planned_sql;
+    if (cleanup) {
+      server_.simple_steps.fetch_add(1);
+      SLUICE_LOG(kLog, kInfo, "simple-query statement ran planning steps: {}",
+                 planned->explanation.empty() ? "(no explanation)" : planned->explanation);
+    }
   }
   struct CleanupAtEnd {
     std::function<void(duck::Connection&)>& fn;
@@ -657,9 +758,12 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   if (!stmt->client_setting.name.empty()) return stmt;
   std::string_view piece = pieces[0];
   std::string planned_sql;
+  bool steps_may_apply = false;
   if (server_.options.hooks.plan_statement) {
     auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/false);
     if (!planned.ok()) return fail(FromHook(planned.status()));
+    steps_may_apply = planned->steps_may_apply;
+    if (steps_may_apply) stmt->plan_text = std::string(piece);
     planned_sql = std::move(planned->sql);
     piece = planned_sql;
   }
@@ -682,9 +786,18 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   }
   for (size_t i = 0; i < nparams; ++i) {
     uint32_t o = i < oids.size() ? oids[i] : 0;
-    stmt->param_oids.push_back(o != 0 ? o : ParamOid(stmt->prepared->param_type(i + 1)));
+    auto type = stmt->prepared->param_type(i + 1);
+    stmt->param_oids.push_back(o != 0 ? o : ParamOid(type));
+    if (steps_may_apply) stmt->param_sql_types.push_back(ParamTypeSql(type));
   }
   stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+  // The rewrites that run steps are for SELECTs; nothing else is planned again.
+  stmt->steps_may_apply =
+      steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
+  if (!stmt->steps_may_apply) {
+    stmt->plan_text.clear();
+    stmt->param_sql_types.clear();
+  }
   if (stmt->returns_rows) {
     for (size_t c = 0; c < stmt->prepared->column_count(); ++c) {
       auto enc = ColumnEncoder::Make(stmt->prepared->column_type(c));
@@ -737,13 +850,36 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
     }
     p.params.emplace_back(std::move(v).value());
   }
+  if (s.steps_may_apply) {
+    // A text value is bound as VARCHAR and cast by DuckDB to the parameter's type: as a
+    // literal, CAST('text' AS type) is the same. A binary value is written when the
+    // portal starts (PlanPortalSteps). Bytea and array values are not written as
+    // literals (yet): such a portal runs its prepared statement.
+    for (size_t i = 0; i < m.params.size(); ++i) {
+      const std::optional<std::string>& type = s.param_sql_types[i];
+      const uint32_t o = s.param_oids[i];
+      std::optional<std::string> binary_type =
+          m.params[i] && m.ParamFormat(i) == 1 ? BinaryValueTypeSql(o) : std::string();
+      const bool text_value = m.params[i] && binary_type && binary_type->empty();
+      if (!type || !binary_type || (m.params[i] && (o == oid::kBytea || oid::ElementOf(o) != 0)) ||
+          (text_value && m.params[i]->find('\0') != std::string::npos)) {
+        p.literals.clear();
+        p.binary_types.clear();
+        break;
+      }
+      std::string value = !m.params[i] ? std::string("NULL") : text_value ? duck::QuoteLiteral(*m.params[i]) : "";
+      p.literals.push_back(type->empty() || value.empty() ? value : fmt::format("CAST({} AS {})", value, *type));
+      p.binary_types.push_back(std::move(*binary_type));
+    }
+  }
   for (size_t c = 0; c < s.columns.size(); ++c) {
     p.formats.push_back(m.result_formats.empty()       ? 0
                         : m.result_formats.size() == 1 ? m.result_formats[0]
                         : c < m.result_formats.size()  ? m.result_formats[c]
                                                        : 0);
   }
-  portals_.insert_or_assign(m.portal, std::move(p));
+  ErasePortal(m.portal);  // the unnamed portal: a Bind replaces it
+  portals_.emplace(m.portal, std::move(p));
   pg::WriteBindComplete(out_);
   return std::nullopt;
 }
@@ -770,7 +906,11 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
     bool runnable = !s->empty && s->client_setting.name.empty() && s->prepared != nullptr;
     if (runnable && !p.params.empty()) {
       if (!p.started && !p.done) {
-        if (auto e = StartPortal(p)) return e;
+        // The turn taken here is the one the Execute that follows runs under.
+        if (auto e = StartPortal(p)) {
+          p.steps_cleanup.reset();
+          return e;
+        }
       }
       if (p.stream && p.stream->return_type() == duck::ReturnType::kRows) {
         WriteDescription(p);
@@ -796,34 +936,139 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
 std::optional<Session::SqlError> Session::HandleExecute(const pg::ExecuteMessage& m) {
   auto it = portals_.find(m.portal);
   if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.portal)};
-  return RunPortal(it->second, m.max_rows, /*describe_rows=*/false);
+  Portal& p = it->second;
+  auto err = RunPortal(p, m.max_rows, /*describe_rows=*/false);
+  if (p.done) {
+    // Finished or failed: the plan's temp table goes now, and so does the turn (a
+    // suspended portal keeps it until its end or the Sync).
+    p.steps_cleanup.reset();
+    ReleaseTurn();
+  }
+  return err;
 }
 
 void Session::HandleClose(const pg::CloseMessage& m) {
   if (m.kind == 'S') {
     statements_.erase(m.name);
   } else {
-    portals_.erase(m.name);
+    auto it = portals_.find(m.name);
+    if (it != portals_.end() && it->second.started && !it->second.done) ReleaseTurn();
+    ErasePortal(m.name);
   }
   pg::WriteCloseComplete(out_);
+}
+
+void Session::ErasePortal(const std::string& name) {
+  auto it = portals_.find(name);
+  if (it == portals_.end()) return;
+  Portal& p = it->second;
+  p.chunk.reset();
+  p.stream.reset();  // before the plan's cleanup (the portal's destructor) runs
+  portals_.erase(it);
+}
+
+bool Session::BinaryLiterals(const Portal& p, std::vector<std::string>& literals) {
+  std::string select;
+  std::vector<size_t> binary;
+  for (size_t i = 0; i < p.binary_types.size(); ++i) {
+    if (p.binary_types[i].empty()) continue;
+    binary.push_back(i);
+    select += fmt::format("{}CAST(${} AS VARCHAR)", binary.size() == 1 ? "SELECT " : ", ", binary.size());
+  }
+  if (binary.empty()) return true;
+  // DuckDB's text form of each decoded value (its cast to VARCHAR, the form its cast from
+  // VARCHAR reads back), then CAST(CAST('text' AS value type) AS parameter type): what
+  // binding the value does.
+  auto prepared = duck::PreparedStatement::Prepare(*conn_, select);
+  if (!prepared.ok()) return false;
+  for (size_t j = 0; j < binary.size(); ++j) {
+    if (!(*prepared)->BindValue(j + 1, *p.params[binary[j]]).ok()) return false;
+  }
+  auto result = (*prepared)->Execute();
+  if (!result.ok() || result->chunk_count() != 1) return false;
+  duck::ResultChunk row = result->chunk(0);
+  if (row.size() != 1) return false;
+  const Statement& s = *p.statement;
+  for (size_t j = 0; j < binary.size(); ++j) {
+    size_t i = binary[j];
+    if (row.IsNull(j, 0)) return false;
+    std::string value = fmt::format("CAST({} AS {})", duck::QuoteLiteral(row.GetString(j, 0)), p.binary_types[i]);
+    const std::string& type = *s.param_sql_types[i];
+    literals[i] = type.empty() ? value : fmt::format("CAST({} AS {})", value, type);
+  }
+  return true;
+}
+
+std::optional<Session::SqlError> Session::PlanPortalSteps(Portal& p) {
+  const Statement& s = *p.statement;
+  if (!s.steps_may_apply || !server_.options.hooks.plan_statement) return std::nullopt;
+  if (p.literals.size() != p.params.size()) return std::nullopt;
+  ++duck_generation_;  // what runs on the connection from here ends a suspended stream
+  std::vector<std::string> literals = p.literals;
+  if (!BinaryLiterals(p, literals)) return std::nullopt;
+  std::optional<std::string> sql = SubstituteParameters(s.plan_text, literals);
+  if (!sql) return std::nullopt;
+  auto planned = server_.options.hooks.plan_statement(*conn_, *sql, /*allow_steps=*/true);
+  if (!planned.ok()) return FromHook(planned.status());
+  if (!planned->cleanup) return std::nullopt;  // no steps: the prepared statement runs
+  auto cleanup = std::make_unique<StepsCleanup>();
+  cleanup->run = [this, fn = std::move(planned->cleanup)] {
+    ++duck_generation_;
+    fn(*conn_);
+  };
+  std::string why;
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  auto extracted = duck::ExtractedStatements::Extract(*conn_, planned->sql, &type);
+  std::unique_ptr<duck::PreparedStatement> final;
+  if (!extracted.ok()) {
+    why = extracted.status().message();
+  } else if (extracted->size() != 1) {
+    why = fmt::format("{} statements", extracted->size());
+  } else {
+    auto prepared = extracted->Prepare(0, &type);
+    if (!prepared.ok()) {
+      why = prepared.status().message();
+    } else if (!SameResult(*s.prepared, **prepared)) {
+      why = "its columns differ from the prepared statement's";
+    } else {
+      final = std::move(prepared).value();
+    }
+  }
+  if (!final) {
+    // The client may have been given the prepared statement's RowDescription: the plain
+    // plan answers instead (cleanup runs now).
+    SLUICE_LOG(kLog, kWarn, "extended-protocol statement: the SQL after the planning steps is not used ({}); "
+               "running the statement as prepared", CleanMessage(why));
+    return std::nullopt;
+  }
+  p.steps_final = std::move(final);
+  p.steps_cleanup = std::move(cleanup);
+  server_.extended_steps.fetch_add(1);
+  SLUICE_LOG(kLog, kInfo, "extended-protocol statement ran planning steps: {}",
+             planned->explanation.empty() ? "(no explanation)" : planned->explanation);
+  return std::nullopt;
 }
 
 std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   Statement& s = *p.statement;
   duck::ErrorType type = duck::ErrorType::kInvalid;
-  if (auto e = QueryStarted()) return e;
-  struct EndQuery {
-    Session* s;
-    ~EndQuery() { s->QueryEnded(); }
-  } end_query{this};
+  // The portal's turn: held through its Executes until it ends or the Sync.
+  if (auto e = TakeTurn()) return e;
   p.started = true;
-  duck::PreparedStatement& prepared = *s.prepared;
-  if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
-  for (size_t i = 0; i < p.params.size(); ++i) {
-    Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i]) : prepared.BindValue(i + 1, duck::Value::Null());
-    if (!st.ok()) {
-      p.done = true;
-      return SqlError{"22023", CleanMessage(st.message())};
+  if (auto e = PlanPortalSteps(p)) {
+    p.done = true;
+    return e;
+  }
+  duck::PreparedStatement& prepared = p.steps_final ? *p.steps_final : *s.prepared;
+  if (!p.steps_final) {
+    if (Status st = prepared.ClearBindings(); !st.ok()) return FromDuck(st, type);
+    for (size_t i = 0; i < p.params.size(); ++i) {
+      Status st = p.params[i] ? prepared.BindValue(i + 1, *p.params[i])
+                              : prepared.BindValue(i + 1, duck::Value::Null());
+      if (!st.ok()) {
+        p.done = true;
+        return SqlError{"22023", CleanMessage(st.message())};
+      }
     }
   }
   p.generation = ++duck_generation_;
@@ -887,11 +1132,9 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     if (auto e = StartPortal(p)) return e;
     if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
   }
-  if (auto e = QueryStarted()) return e;
-  struct EndQuery {
-    Session* s;
-    ~EndQuery() { s->QueryEnded(); }
-  } end_query{this};
+  // Held since the start unless a Sync came between (a portal resumed inside a
+  // transaction block takes a new turn); the caller gives it back.
+  if (auto e = TakeTurn()) return e;
   if (p.generation != duck_generation_) {
     p.done = true;
     p.stream.reset();

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -54,12 +55,36 @@ class Session {
     std::vector<uint32_t> param_oids;
     std::vector<Column> columns;
     bool returns_rows = false;
+    // For planning again with steps when a portal of it starts (a SELECT whose Parse-time
+    // plan said steps may apply): the text plan_statement got at Parse, and each
+    // parameter's type as SQL ("" when DuckDB inferred none, nullopt when it cannot be
+    // written as SQL: such a statement is never planned again).
+    bool steps_may_apply = false;
+    std::string plan_text;
+    std::vector<std::optional<std::string>> param_sql_types;
   };
+  // Runs a plan's cleanup when destroyed (the portal's end, however it ends).
+  struct StepsCleanup {
+    std::function<void()> run;
+    ~StepsCleanup() {
+      if (run) run();
+    }
+  };
+  // Members are destroyed bottom-up: the stream before the plan it reads, the plan's
+  // cleanup after both.
   struct Portal {
     std::shared_ptr<Statement> statement;
     std::vector<std::optional<duck::Value>> params;  // nullopt: NULL
+    // Each parameter as an SQL literal of the parameter's type, for planning with steps;
+    // empty when one cannot be written (a bytea or array value). A binary value's
+    // literal is written when the portal starts, by DuckDB's own text form of the decoded
+    // value: binary_types[i] is then that value's type as SQL ("" for the others).
+    std::vector<std::string> literals;
+    std::vector<std::string> binary_types;
     std::vector<int16_t> result_formats;  // as Bind gave them
     std::vector<int16_t> formats;  // one per column
+    std::unique_ptr<StepsCleanup> steps_cleanup;      // set when steps ran for this portal
+    std::unique_ptr<duck::PreparedStatement> steps_final;  // the SQL to run after them
     std::optional<duck::StreamResult> stream;
     std::vector<ColumnEncoder> encoders;  // of the running result
     std::optional<duck::DataChunk> chunk;
@@ -108,16 +133,28 @@ class Session {
   // Binds the portal's parameters and starts its statement; sets its encoders and
   // formats from the real result.
   std::optional<SqlError> StartPortal(Portal& p);
+  // At a portal's start: plans its statement again with steps allowed (parameters as
+  // literals) when it may apply; when steps ran and the SQL after them has the
+  // statement's columns, sets p.steps_final and p.steps_cleanup. Otherwise the portal
+  // runs the prepared statement as before.
+  std::optional<SqlError> PlanPortalSteps(Portal& p);
+  // Fills in `literals` for the portal's binary values; false when one has no text form.
+  bool BinaryLiterals(const Portal& p, std::vector<std::string>& literals);
+  // Ends a portal (Close, Sync, a Bind or simple query replacing the unnamed one).
+  void ErasePortal(const std::string& name);
   void WriteDescription(const Portal& p);
   std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
   SqlError FromDuck(const Status& st, duck::ErrorType type);
   SqlError FromHook(const Status& st);
-  // Waits for admission (ServerState::Admit) and marks the statement running; an error
-  // when no turn came in time. QueryEnded releases the turn.
-  std::optional<SqlError> QueryStarted();
-  void QueryEnded();
-  bool admitted_ = false;
-  int query_depth_ = 0;  // nested QueryStarted calls of one statement: one turn, one clock
+  // Admission: a session runs one DuckDB query at a time, so it holds at most one turn.
+  // TakeTurn waits for one (ServerState::Admit) unless held, marks the session running
+  // (the timeout clock, cancel, the RSS watchdog) and is an error when none came in
+  // time; ReleaseTurn gives it back. A simple-query statement holds it from its start to
+  // its end; an extended-protocol portal from its start until it completes or fails, is
+  // closed, or the next Sync (decision 26).
+  std::optional<SqlError> TakeTurn();
+  void ReleaseTurn();
+  bool turn_held_ = false;
   char TransactionStatus() const;
   void TrackTransaction(std::string_view tag, bool failed);
 

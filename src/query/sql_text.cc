@@ -274,4 +274,44 @@ std::string CommandTag(std::string_view statement, bool returned_rows, uint64_t 
   return first.empty() ? "SELECT 0" : first;
 }
 
+std::optional<std::string> SubstituteParameters(std::string_view s, const std::vector<std::string>& values) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    char c = s[i];
+    size_t q = SkipQuoted(s, i);
+    if (q != i) {
+      out += s.substr(i, q - i);
+      i = q;
+      continue;
+    }
+    if (IsIdentStart(c)) {  // a$1 is an identifier, not a parameter
+      size_t j = i;
+      while (j < s.size() && IsIdentChar(s[j])) ++j;
+      out += s.substr(i, j - i);
+      i = j;
+      continue;
+    }
+    if (c == '?') return std::nullopt;
+    if (c == '$') {
+      size_t j = i + 1;
+      size_t n = 0;
+      while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j])) && n <= values.size()) {
+        n = n * 10 + static_cast<size_t>(s[j] - '0');
+        ++j;
+      }
+      if (j == i + 1 || n == 0 || n > values.size()) return std::nullopt;
+      if (j < s.size() && IsIdentChar(s[j])) return std::nullopt;  // $1abc
+      out += '(';
+      out += values[n - 1];
+      out += ')';
+      i = j;
+      continue;
+    }
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
 }  // namespace sluice::query

@@ -4,6 +4,7 @@
 // of quotes and comments only; DuckDB parses the SQL.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,12 @@ struct ClientSetting {
   std::string value;
 };
 ClientSetting ParseClientSetting(std::string_view statement);
+
+// `statement` with each parameter $n outside quotes and comments replaced by
+// `(values[n-1])`; nullopt when it holds one it cannot replace: $n beyond `values`, $0,
+// or DuckDB's `?` and `$name` forms. For planning a prepared statement with its bound
+// values (the session's rewrites at execution).
+std::optional<std::string> SubstituteParameters(std::string_view statement, const std::vector<std::string>& values);
 
 // The CommandComplete tag of a statement that returned `rows` rows (or changed them).
 // `returned_rows` says whether it returned a result set.

@@ -3,7 +3,9 @@
 // again with new values, row limits (Execute with `rows`, PortalSuspended, Flush),
 // text results parsed by pg-types, binary results (`binary: true`) checked value by
 // value, errors with their SQLSTATE (the connection goes on), the sandbox, and SCRAM
-// and cleartext passwords, right and wrong.
+// and cleartext passwords, right and wrong; the partitioned rewrites (latest row per key)
+// run for extended-protocol statements too: with parameters, in row-limited batches,
+// cancelled during their planning steps, with the simple protocol's answer.
 //
 // usage: node pg_driver_test.js path/to/sluice   (packages from the repository's node_modules)
 'use strict'
@@ -13,6 +15,7 @@ const assert = require('node:assert/strict')
 const { spawn } = require('node:child_process')
 const fs = require('node:fs')
 const os = require('node:os')
+const net = require('node:net')
 const path = require('node:path')
 
 let Client
@@ -42,10 +45,13 @@ async function startServe (sluice, dir, name, yaml) {
   running.add(proc)
   const exit = new Promise(resolve => proc.on('exit', (code, signal) => { running.delete(proc); resolve(signal || code) }))
   const logs = () => [out, err].map(f => `--- ${f}:\n` + fs.readFileSync(f, 'utf8').split('\n').slice(-40).join('\n')).join('\n')
+  // How many log lines so far contain `text`.
+  const logCount = text => [out, err].map(f => fs.readFileSync(f, 'utf8').split('\n').filter(l => l.includes(text)).length)
+    .reduce((a, b) => a + b, 0)
   const deadline = Date.now() + 30000
   for (;;) {
     const m = /^sluice: Postgres wire protocol on 127\.0\.0\.1:(\d+)$/m.exec(fs.readFileSync(out, 'utf8'))
-    if (m) return { proc, port: Number(m[1]), logs, stop: async () => { proc.kill('SIGTERM'); return exit } }
+    if (m) return { proc, port: Number(m[1]), logs, logCount, stop: async () => { proc.kill('SIGTERM'); return exit } }
     if (proc.exitCode !== null || Date.now() > deadline) throw new Error('sluice serve did not start:\n' + logs())
     await sleep(50)
   }
@@ -148,6 +154,97 @@ async function queries (port) {
   }
 }
 
+// A CancelRequest for `c`'s running query, as pg's own cancel sends it.
+function cancel (port, c) {
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(port, '127.0.0.1', () => {
+      const b = Buffer.alloc(16)
+      b.writeInt32BE(16, 0)
+      b.writeInt32BE(80877102, 4)
+      b.writeInt32BE(c.processID, 8)
+      b.writeInt32BE(c.secretKey, 12)
+      sock.end(b)
+    })
+    sock.on('close', resolve)
+    sock.on('error', reject)
+  })
+}
+
+// Latest row per key through both protocols: the extended protocol's statements are
+// rewritten too (the server logs each statement that ran planning steps), with the
+// same answer.
+async function rewrites (s) {
+  const c = new Client({ host: '127.0.0.1', port: s.port, user: 'tester', database: 'sluice' })
+  await c.connect()
+  try {
+    // Over DuckDB's 1M-row threshold (min_rows_to_rewrite); ids unique, so no ties.
+    await c.query('CREATE TABLE events AS SELECT range AS id, range % 20000 AS k, (range * 7919) % 1000003 AS ts ' +
+      'FROM range(1200000)')
+    // The parameter is outside the window's input: DuckDB estimates a filter there at a
+    // fifth of the rows, under the threshold (the one inside is in the next query).
+    const latest = bound => 'SELECT k, id, ts FROM (SELECT k, id, ts, ' +
+      'row_number() OVER (PARTITION BY k ORDER BY ts DESC, id DESC) AS rn FROM events) AS w ' +
+      'WHERE rn = 1 AND k >= ' + bound + ' ORDER BY k'
+    const simpleLine = 'simple-query statement ran planning steps'
+    const extendedLine = 'extended-protocol statement ran planning steps'
+
+    const simple = await c.query(latest('100'))  // no values: the simple protocol
+    assert.equal(simple.rows.length, 19900)
+    assert.equal(s.logCount(simpleLine), 1, 'the simple-protocol query was rewritten')
+
+    const params = await c.query({ text: latest('$1'), values: [100] })
+    assert.deepEqual(params.fields.map(f => [f.name, f.dataTypeID]), simple.fields.map(f => [f.name, f.dataTypeID]))
+    assert.deepEqual(params.rows, simple.rows)
+    assert.equal(s.logCount(extendedLine), 1, 'the extended-protocol query with a parameter was rewritten')
+
+    // Row limits: Execute with 1000 rows at a time, PortalSuspended in between.
+    const batched = await c.query({ text: latest('$1'), values: [100], rows: 1000 })
+    assert.deepEqual(batched.rows, simple.rows)
+    assert.equal(s.logCount(extendedLine), 2, 'the row-limited query was rewritten')
+
+    // A named statement without parameters (still the extended protocol), twice.
+    for (let i = 0; i < 2; i++) {
+      const named = await c.query({ name: 'latest-all', text: latest('100') })
+      assert.deepEqual(named.rows, simple.rows)
+    }
+    assert.equal(s.logCount(extendedLine), 4, 'the named statement was rewritten at each run')
+
+    // A parameter inside the window's input (6M rows, a fifth estimated after the
+    // filter): a constant once substituted, so the rewrite applies.
+    const inside = await c.query({
+      text: 'SELECT k, v FROM (SELECT r % 1000 AS k, r AS v, row_number() OVER (PARTITION BY r % 1000 ORDER BY r DESC, ' +
+        'r % 7) AS rn FROM range(6000000) t(r) WHERE r >= $1) AS w WHERE rn = 1 ORDER BY k',
+      values: [5]
+    })
+    assert.equal(inside.rows.length, 1000)
+    inside.rows.forEach((row, k) => assert.deepEqual(row, { k: String(k), v: String(5999000 + k) }))
+    assert.equal(s.logCount(extendedLine), 5, 'the query with a parameter in the window\'s input was rewritten')
+
+    // A cancel while the statement plans and runs its steps (50M rows: seconds of work).
+    const slow = 'SELECT k, v FROM (SELECT r % 100000 AS k, r AS v, ' +
+      'row_number() OVER (PARTITION BY r % 100000 ORDER BY r DESC, r % 7) AS rn FROM range(50000000) t(r) ' +
+      'WHERE r >= $1) AS w WHERE rn = 1'
+    let settled = false
+    const running = c.query({ text: slow, values: [0] }).finally(() => { settled = true })
+    // Until it answers: a cancel that lands before the statement runs is dropped.
+    const cancelling = (async () => {
+      while (!settled) {
+        await sleep(300)
+        if (!settled) await cancel(s.port, c)
+      }
+    })()
+    const e = await expectCode(running, '57014', 'a cancel during the planning steps')
+    await cancelling
+    assert.match(e.message, /canceling statement due to user request/)
+    const left = await c.query("SELECT count(*)::INT AS n FROM duckdb_tables() WHERE table_name LIKE '__sluice_rewrite%'")
+    assert.equal(left.rows[0].n, 0, 'the temp table of the cancelled plan was dropped')
+    const after = await c.query({ text: 'SELECT $1::INT AS one', values: [1] })
+    assert.equal(after.rows[0].one, 1)
+  } finally {
+    await c.end()
+  }
+}
+
 async function auth (port, user, password) {
   const good = new Client({ host: '127.0.0.1', port, user, password, database: 'sluice' })
   await good.connect()
@@ -168,6 +265,7 @@ async function main () {
     let s = await startServe(sluice, dir, 'trust')
     try {
       await queries(s.port)
+      await rewrites(s)
     } catch (e) {
       console.log(s.logs())
       throw e
@@ -183,7 +281,7 @@ async function main () {
     for (const p of running) p.kill('SIGKILL')
     fs.rmSync(dir, { recursive: true, force: true })
   }
-  console.log('PASS: pg driver: parameters, prepared statements, row limits, text and binary results, errors, sandbox, SCRAM and cleartext auth')
+  console.log('PASS: pg driver: parameters, prepared statements, row limits, text and binary results, errors, sandbox, SCRAM and cleartext auth, rewrites in both protocols')
 }
 
 main().catch(e => {

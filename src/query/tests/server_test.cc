@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -57,6 +59,8 @@ std::string Bind(std::string_view portal, std::string_view stmt, const std::vect
 std::string Execute(std::string_view portal, int32_t max_rows) { return Frame('E', Z(portal) + Int32(max_rows)); }
 std::string Describe(char kind, std::string_view name) { return Frame('D', std::string(1, kind) + Z(name)); }
 std::string Sync() { return Frame('S', ""); }
+std::string FlushMsg() { return Frame('H', ""); }
+std::string Close(char kind, std::string_view name) { return Frame('C', std::string(1, kind) + Z(name)); }
 
 class RawClient {
  public:
@@ -449,6 +453,334 @@ TEST_F(QueryServerTest, AWaitingStatementRunsWhenATurnFrees) {
   auto msgs = b.UntilReady();
   ASSERT_EQ(Types(msgs), "TDCZ");
   EXPECT_EQ(Fields(msgs[1])[0], "42");
+}
+
+TEST_F(QueryServerTest, AnExtendedStatementTakesOneTurn) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  // Parse, Bind, Describe (which starts a portal with parameters), Executes with a row
+  // limit, Sync: one turn. Before, the portal's start and each Execute took one each.
+  uint64_t before = server_->stats().turns;
+  c.Send(Parse("s", "SELECT range AS n FROM range(100) WHERE range >= $1::INT"));
+  c.Send(Bind("p", "s", {"90"}));
+  c.Send(Describe('P', "p"));
+  c.Send(Execute("p", 3));
+  c.Send(Execute("p", 3));
+  c.Send(Execute("p", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "12TDDDsDDDsDDDDCZ");
+  EXPECT_EQ(server_->stats().turns - before, 1u);
+  // Without Describe; two statements in one batch take one turn each.
+  before = server_->stats().turns;
+  c.Send(Bind("", "s", {"98"}));
+  c.Send(Execute("", 1));
+  c.Send(Execute("", 0));
+  c.Send(Parse("", "SELECT 1"));
+  c.Send(Bind("", "", {}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2DsDC12DCZ");
+  EXPECT_EQ(server_->stats().turns - before, 2u);
+  // A portal resumed after a Sync (inside a transaction block) takes a new turn.
+  c.Send(Query("BEGIN"));
+  c.UntilReady();
+  before = server_->stats().turns;
+  c.Send(Bind("q", "s", {"95"}));
+  c.Send(Execute("q", 2));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2DDsZ");
+  c.Send(Execute("q", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "DDDCZ");
+  EXPECT_EQ(server_->stats().turns - before, 2u);
+  c.Send(Query("COMMIT"));
+  c.UntilReady();
+}
+
+TEST_F(QueryServerTest, ASuspendedPortalHoldsItsTurnUntilSync) {
+  StartServer({.max_running = 1, .queue_timeout_ms = 300});
+  RawClient a(server_->port()), b(server_->port());
+  ASSERT_TRUE(a.Startup());
+  ASSERT_TRUE(b.Startup());
+  a.Send(Parse("", "SELECT range AS n FROM range(10)"));
+  a.Send(Bind("", "", {}));
+  a.Send(Execute("", 2));
+  a.Send(FlushMsg());
+  for (char t : std::string("12DDs")) {
+    auto m = a.Read();
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->first, t);
+  }
+  b.Send(Query("SELECT 1"));
+  EXPECT_EQ(SqlState(b.UntilReady()), "53300");  // a's portal holds the only turn
+  a.Send(Execute("", 0));
+  a.Send(Sync());
+  auto msgs = a.UntilReady();
+  EXPECT_EQ(Types(msgs), std::string(8, 'D') + "CZ");
+  b.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(b.UntilReady()), "TDCZ");
+  // Closing a suspended portal gives its turn back too.
+  a.Send(Parse("", "SELECT range AS n FROM range(10)"));
+  a.Send(Bind("", "", {}));
+  a.Send(Execute("", 2));
+  a.Send(Close('P', ""));
+  a.Send(FlushMsg());
+  for (char t : std::string("12DDs3")) {
+    auto m = a.Read();
+    ASSERT_TRUE(m);
+    ASSERT_EQ(m->first, t);
+  }
+  b.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(b.UntilReady()), "TDCZ");
+  a.Send(Sync());
+  EXPECT_EQ(Types(a.UntilReady()), "Z");
+}
+
+// A planner with steps as the partitioned rewrites have them (query/rewrite): for a
+// statement reading `big`, the statement itself into a temp table, then a SELECT of it.
+// "-- other columns" makes the final SELECT's columns differ; "-- slow" makes the step
+// run until it is interrupted.
+struct FakeStepsPlanner {
+  std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
+  std::shared_ptr<std::vector<std::string>> planned_with_steps = std::make_shared<std::vector<std::string>>();
+
+  std::function<Result<PlannedStatement>(duck::Connection&, std::string_view, bool)> Hook() const {
+    return [mu = mu, seen = planned_with_steps](duck::Connection& conn, std::string_view sql,
+                                                 bool allow_steps) -> Result<PlannedStatement> {
+      PlannedStatement out{std::string(sql), nullptr};
+      if (sql.find("FROM big") == std::string_view::npos) {
+        out.steps_may_apply = false;
+        return out;
+      }
+      if (!allow_steps) return out;
+      {
+        std::lock_guard lock(*mu);
+        seen->push_back(std::string(sql));
+      }
+      std::string input = sql.find("-- slow") != std::string_view::npos
+                              ? "SELECT count(*) AS k, 0::BIGINT AS v FROM range(1000000000) a, range(1000) b"
+                              : std::string(sql);
+      Status st = conn.Execute("CREATE TEMP TABLE parts AS " + input);
+      if (!st.ok()) {
+        (void)conn.Execute("DROP TABLE IF EXISTS parts");
+        return st;
+      }
+      out.sql = sql.find("-- other columns") != std::string_view::npos ? "SELECT *, 1 AS extra FROM parts ORDER BY k"
+                                                                        : "SELECT * FROM parts ORDER BY k";
+      out.cleanup = [](duck::Connection& c) { (void)c.Execute("DROP TABLE IF EXISTS parts"); };
+      out.explanation = "fake: the statement into parts";
+      return out;
+    };
+  }
+  std::vector<std::string> Seen() const {
+    std::lock_guard lock(*mu);
+    return *planned_with_steps;
+  }
+};
+
+TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
+  FakeStepsPlanner planner;
+  QueryServerOptions o;
+  o.hooks.plan_statement = planner.Hook();
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE big AS SELECT range AS k, range * 2 AS v FROM range(10000)"));
+  ASSERT_EQ(Types(c.UntilReady()), "CZ");
+  auto parts_left = [&] {
+    c.Send(Query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'parts'"));
+    auto msgs = c.UntilReady();
+    return msgs.size() == 4 ? Fields(msgs[1])[0] : "?";
+  };
+
+  // With a parameter, described, run in batches of 4 rows.
+  c.Send(Parse("s", "SELECT k, v FROM big WHERE k >= $1 ORDER BY k"));
+  c.Send(Describe('S', "s"));
+  c.Send(Bind("p", "s", {"9990"}));
+  c.Send(Describe('P', "p"));
+  c.Send(Execute("p", 4));
+  c.Send(Execute("p", 4));
+  c.Send(Execute("p", 0));
+  c.Send(Sync());
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "1tT2TDDDDsDDDDsDDCZ");
+  EXPECT_EQ(msgs[2].second, msgs[4].second);  // the statement's RowDescription is the portal's
+  std::vector<std::string> rows;
+  for (const Msg& m : msgs) {
+    if (m.first == 'D') rows.push_back(Fields(m)[0] + "," + Fields(m)[1]);
+  }
+  EXPECT_EQ(rows.front(), "9990,19980");
+  EXPECT_EQ(rows.back(), "9999,19998");
+  EXPECT_EQ(msgs[msgs.size() - 2].second, Z("SELECT 10"));
+  ASSERT_EQ(planner.Seen().size(), 1u);
+  EXPECT_EQ(planner.Seen()[0], "SELECT k, v FROM big WHERE k >= (CAST('9990' AS BIGINT)) ORDER BY k");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 1u);
+  EXPECT_EQ(parts_left(), "0");  // cleaned up when the portal completed
+
+  // The same answer through the simple protocol.
+  c.Send(Query("SELECT k, v FROM big WHERE k >= 9990 ORDER BY k"));
+  auto simple = c.UntilReady();
+  std::vector<std::string> simple_rows;
+  for (const Msg& m : simple) {
+    if (m.first == 'D') simple_rows.push_back(Fields(m)[0] + "," + Fields(m)[1]);
+  }
+  EXPECT_EQ(simple_rows, rows);
+  EXPECT_EQ(server_->stats().simple_statements_with_steps, 1u);
+
+  // Without parameters; a suspended portal closed by Sync still cleans up.
+  c.Send(Parse("", "SELECT k, v FROM big ORDER BY k"));
+  c.Send(Bind("", "", {}));
+  c.Send(Execute("", 2));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "12DDsZ");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 2u);
+  EXPECT_EQ(parts_left(), "0");
+
+  // Inside a transaction block a suspended portal outlives the Sync; its plan is cleaned
+  // up when the transaction ends.
+  c.Send(Query("BEGIN"));
+  c.UntilReady();
+  c.Send(Bind("q", "s", {"9990"}));
+  c.Send(Execute("q", 2));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2DDsZ");
+  c.Send(Execute("q", 2));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "DDsZ");
+  EXPECT_EQ(Fields(msgs[0])[0], "9992");
+  c.Send(Query("COMMIT"));
+  c.UntilReady();
+  EXPECT_EQ(parts_left(), "0");
+  c.Send(Execute("q", 0));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "34000");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
+
+  // When the SQL after the steps would return other columns, the plain plan answers.
+  c.Send(Parse("", "SELECT k, v FROM big WHERE k >= $1 ORDER BY k -- other columns"));
+  c.Send(Bind("", "", {"9998"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12DDCZ");
+  EXPECT_EQ(Fields(msgs[2]).size(), 2u);
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 3u);
+  EXPECT_EQ(parts_left(), "0");
+
+  // A NULL parameter is a typed NULL literal; a binary one is written in DuckDB's text
+  // form of the decoded value, cast back to the value's type, then to the parameter's.
+  size_t seen_before = planner.Seen().size();
+  c.Send(Frame('B', Z("") + Z("s") + Int16(0) + Int16(1) + Int32(-1) + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "2CZ");
+  ASSERT_EQ(planner.Seen().size(), seen_before + 1);
+  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(NULL AS BIGINT)) ORDER BY k");
+  std::string int8(8, '\0');
+  int8[6] = static_cast<char>(9995 >> 8);
+  int8[7] = static_cast<char>(9995 & 0xff);
+  c.Send(Frame('B', Z("") + Z("s") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + int8 + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "2DDDDDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "9995");
+  ASSERT_EQ(planner.Seen().size(), seen_before + 2);
+  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(CAST('9995' AS BIGINT) AS BIGINT)) ORDER BY k");
+  double half = 19989.5;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &half, 8);
+  std::string float8(8, '\0');
+  for (int i = 0; i < 8; ++i) float8[i] = static_cast<char>(bits >> (56 - 8 * i));
+  c.Send(Parse("d", "SELECT k, v FROM big WHERE v::DOUBLE >= $1 ORDER BY k"));
+  c.Send(Frame('B', Z("") + Z("d") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + float8 + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12DDDDDCZ");
+  EXPECT_EQ(Fields(msgs[2])[0], "9995");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE v::DOUBLE >= (CAST(CAST('19989.5' AS DOUBLE) AS DOUBLE)) ORDER BY k");
+  int64_t micros = 45296789012;  // 2000-01-01 12:34:56.789012 UTC, Postgres's epoch
+  std::string ts(8, '\0');
+  for (int i = 0; i < 8; ++i) ts[i] = static_cast<char>(static_cast<uint64_t>(micros) >> (56 - 8 * i));
+  c.Send(Parse("t", "SELECT k, v FROM big WHERE $1 < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999"));
+  c.Send(Frame('B', Z("") + Z("t") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + ts + Int16(0)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "12DCZ");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE (CAST(CAST('2000-01-01 12:34:56.789012+00' AS TIMESTAMP WITH TIME ZONE) AS "
+            "TIMESTAMP WITH TIME ZONE)) < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999");
+  EXPECT_EQ(server_->stats().extended_statements_with_steps, 7u);
+
+  // A statement the planner rules out at Parse is not planned again.
+  size_t seen = planner.Seen().size();
+  c.Send(Parse("", "SELECT $1::INT + 1"));
+  c.Send(Bind("", "", {"1"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  EXPECT_EQ(Types(c.UntilReady()), "12DCZ");
+  EXPECT_EQ(planner.Seen().size(), seen);
+}
+
+TEST_F(QueryServerTest, ACancelDuringExtendedPlanningStepsInterruptsThem) {
+  FakeStepsPlanner planner;
+  QueryServerOptions o;
+  o.hooks.plan_statement = planner.Hook();
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE big AS SELECT range AS k, range * 2 AS v FROM range(10)"));
+  ASSERT_EQ(Types(c.UntilReady()), "CZ");
+  c.Send(Parse("", "SELECT k, v FROM big WHERE k >= $1 -- slow"));
+  c.Send(Bind("", "", {"0"}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  std::atomic<bool> answered{false};
+  std::thread canceller([&] {
+    while (!answered.load()) {
+      RawClient k(server_->port());
+      k.Send(Int32(16) + Int32(pg::kCancelRequestCode) + Int32(c.pid()) + Int32(c.secret()));
+      k.ClosedByServer();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::string message;
+  auto msgs = c.UntilReady();
+  answered = true;
+  canceller.join();
+  EXPECT_EQ(Types(msgs), "12EZ");
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_EQ(message, "canceling statement due to user request");
+  c.Send(Query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'parts'"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "0");
+}
+
+TEST_F(QueryServerTest, ExtendedPlanningStepsRunUnderTheStatementTimeout) {
+  FakeStepsPlanner planner;
+  QueryServerOptions o;
+  o.hooks.plan_statement = planner.Hook();
+  o.timeout_ms = 300;
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE big AS SELECT range AS k, range * 2 AS v FROM range(10)"));
+  ASSERT_EQ(Types(c.UntilReady()), "CZ");
+  c.Send(Parse("", "SELECT k, v FROM big -- slow"));
+  c.Send(Bind("", "", {}));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  std::string message;
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "12EZ");
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_NE(message.find("statement timeout"), std::string::npos) << message;
+  EXPECT_EQ(planner.Seen().size(), 1u);
 }
 
 TEST_F(QueryServerTest, TheRssWatchdogInterruptsTheLongestRunningStatement) {

@@ -17,6 +17,22 @@ TEST(SqlTextTest, SplitsAtSemicolonsOutsideQuotesAndComments) {
   EXPECT_EQ(SplitStatements("SELECT 'unterminated; x").size(), 1u);
 }
 
+TEST(SqlTextTest, SubstitutesParametersOutsideQuotesAndComments) {
+  std::vector<std::string> v = {"CAST('a''b' AS VARCHAR)", "NULL"};
+  EXPECT_EQ(SubstituteParameters("SELECT $1, '$1', \"$2\", $$ $1 $$, x$1 -- $2\n"
+                                 "FROM t WHERE b = $2::INT /* $1 */",
+                                 v),
+            "SELECT (CAST('a''b' AS VARCHAR)), '$1', \"$2\", $$ $1 $$, x$1 -- $2\n"
+            "FROM t WHERE b = (NULL)::INT /* $1 */");
+  EXPECT_EQ(SubstituteParameters("SELECT 1", {}), "SELECT 1");
+  EXPECT_EQ(SubstituteParameters("SELECT $3", v), std::nullopt);      // beyond the values
+  EXPECT_EQ(SubstituteParameters("SELECT $0", v), std::nullopt);
+  EXPECT_EQ(SubstituteParameters("SELECT ?", v), std::nullopt);       // DuckDB's positional form
+  EXPECT_EQ(SubstituteParameters("SELECT $name", v), std::nullopt);   // DuckDB's named form
+  EXPECT_EQ(SubstituteParameters("SELECT $1a", v), std::nullopt);
+  EXPECT_EQ(SubstituteParameters("SELECT $10", v), std::nullopt);
+}
+
 TEST(SqlTextTest, LeadingWordsSkipCommentsAndParentheses) {
   EXPECT_EQ(LeadingWords("-- hi\n /* x */ (select 1)", 2), (std::vector<std::string>{"SELECT"}));
   EXPECT_EQ(LeadingWords("create or replace view v as select 1", 3),
