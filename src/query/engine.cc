@@ -60,6 +60,9 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) 
 Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
                                            bool allow_steps) const {
   PlannedStatement out{std::string(statement), nullptr};
+  // Only the rewrites run steps: without them a session need not plan the statement again
+  // when its portal starts (design 0010, decision 25).
+  out.steps_may_apply = options_.rewrites;
   int64_t lake_rows = 0;
   if (catalog_ != nullptr) {
     ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
@@ -79,6 +82,7 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
                                          .known_input_rows = lake_rows}));
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
+  out.explanation = shared->explanation;
   ASSIGN_OR_RETURN(out.sql, rewrite::RunSteps(conn, *shared));
   out.cleanup = [shared](duck::Connection& c) { (void)rewrite::RunCleanup(c, *shared); };
   return out;

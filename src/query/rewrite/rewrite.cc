@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -219,16 +220,41 @@ struct FunctionInfo {
 
 using Catalogue = std::map<std::string, FunctionInfo>;
 
-Result<Catalogue> LoadCatalogue(duck::Connection& conn) {
+Result<Catalogue> AskCatalogue(duck::Connection& conn, std::string_view which) {
   ASSIGN_OR_RETURN(auto rows, Ask(conn,
-                                  "SELECT lower(function_name), bool_or(function_type = 'aggregate'), "
-                                  "bool_and(coalesce(stability, '') = 'CONSISTENT' AND function_type IN "
-                                  "('scalar', 'aggregate')) FROM duckdb_functions() GROUP BY 1",
+                                  fmt::format("SELECT lower(function_name), bool_or(function_type = 'aggregate'), "
+                                              "bool_and(coalesce(stability, '') = 'CONSISTENT' AND function_type IN "
+                                              "('scalar', 'aggregate')) FROM duckdb_functions() WHERE {} GROUP BY 1",
+                                              which),
                                   "duckdb_functions()"));
   Catalogue out;
   for (auto& r : rows) {
     if (r.size() != 3 || !r[0] || !r[1] || !r[2]) continue;
     out[*r[0]] = {*r[1] == "true", *r[2] == "true"};
+  }
+  return out;
+}
+
+// The built-in functions are read once per process (all of duckdb_functions() costs ~30 ms,
+// more than planning a small query), the user's (macros) at every plan. A name both is an
+// aggregate if either is and CONSISTENT only if both are. A built-in that an extension
+// loaded later adds is unknown here, and so not rewritten (D16).
+Result<Catalogue> LoadCatalogue(duck::Connection& conn) {
+  static std::mutex mu;
+  static std::optional<Catalogue> builtin;
+  Catalogue out;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!builtin) {
+      ASSIGN_OR_RETURN(Catalogue c, AskCatalogue(conn, "internal"));
+      builtin = std::move(c);
+    }
+    out = *builtin;
+  }
+  ASSIGN_OR_RETURN(Catalogue user, AskCatalogue(conn, "NOT internal"));
+  for (auto& [name, info] : user) {
+    auto [it, inserted] = out.emplace(name, info);
+    if (!inserted) it->second = {it->second.aggregate || info.aggregate, it->second.consistent && info.consistent};
   }
   return out;
 }

@@ -393,6 +393,24 @@ TEST_F(RewriteTest, ShapesThatMustNotBeRewrittenPassThrough) {
   ExpectPassThrough("INSERT INTO t SELECT * FROM t LIMIT 0");
 }
 
+TEST_F(RewriteTest, UserMacrosAreReadAtEveryPlan) {
+  // The built-in functions are read once per process (D16); a macro the user creates later
+  // is still found. DuckDB gives macros no stability, so they are never trusted to give the
+  // same rows to every part: the query passes through as not CONSISTENT (not as unknown).
+  ExpectSame("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t) WHERE rn = 1",
+             RewriteKind::kLatestRow);
+  ASSERT_TRUE(conn_->Execute("CREATE OR REPLACE TEMP MACRO jitter(i) AS i >= 0").ok());
+  std::string why_not;
+  auto plan = PlanRewrite(*conn_,
+                          "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t "
+                          "WHERE jitter(id)) WHERE rn = 1",
+                          Options(2), &why_not);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->has_value());
+  EXPECT_NE(why_not.find("function jitter is not CONSISTENT"), std::string::npos) << why_not;
+  ASSERT_TRUE(conn_->Execute("DROP MACRO jitter").ok());
+}
+
 TEST_F(RewriteTest, GroupByThatFitsInMemoryPassesThrough) {
   RewriteOptions o{.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 0};
   auto plan = PlanRewrite(*conn_, "SELECT k1, count(*) FROM t GROUP BY k1", o);
