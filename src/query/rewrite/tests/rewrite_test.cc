@@ -216,8 +216,8 @@ TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastExactlyPackedColumns) {
 
 TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
   // A kept column comes back from the packed key with its type and value, NULLs too:
-  // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, tz), and DOUBLEs with two
-  // or four decimals; as a tie-breaking column and as an order key. The order ends in the
+  // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, tz), and DOUBLEs with one
+  // or two decimals; as a tie-breaking column and as an order key. The order ends in the
   // unique id, so DuckDB's answer is the only one.
   ASSERT_TRUE(conn_
                   ->Execute("CREATE OR REPLACE TABLE typed AS SELECT id, id % 500 AS k1, "
@@ -230,7 +230,7 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
                             "(TIMESTAMP '2020-02-29 12:00:00' + to_milliseconds(id))::TIMESTAMP_MS AS ts_ms, "
                             "(TIMESTAMPTZ '2020-02-29 12:00:00+00' + to_microseconds(id * 7)) AS tz, "
                             "CASE WHEN id % 13 = 0 THEN NULL ELSE round((id % 100000) / 7.0 - 50, 2) END AS money, "
-                            "round((id % 1000) / 7.0, 4) AS fine FROM range(20000) r(id)")
+                            "round((id % 1000) / 7.0, 1) AS fine FROM range(20000) r(id)")
                   .ok());
   const char* columns[] = {"i8", "i16", "i32", "i64", "u8", "b", "d", "ts", "ts_s", "ts_ms", "tz", "money", "fine"};
   for (size_t i = 0; i < std::size(columns); ++i) {
@@ -249,7 +249,7 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
 }
 
 TEST_F(RewriteTest, LatestRowDoublesThatAreNotExactFallBackToAHash) {
-  // Thirds do not survive scaling to 2 or 4 decimals; -0.0 would come back as 0.0.
+  // Thirds do not survive scaling to hundredths; -0.0 would come back as 0.0.
   for (const char* expr : {"id / 3.0", "CASE WHEN id = 5 THEN -(0.0::DOUBLE) ELSE 1.5 END"}) {
     ASSERT_TRUE(
         conn_->Execute(fmt::format("CREATE OR REPLACE TABLE inexact AS SELECT id, k1, ({})::DOUBLE AS w FROM t", expr))
