@@ -1,6 +1,9 @@
 #include "query/engine.h"
 
+#include <cctype>
 #include <filesystem>
+#include <functional>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -39,23 +42,55 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
 Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) const {
   RETURN_IF_ERROR(pg_catalog::InstallCatalog(
       conn, {.user = user.empty() ? std::string("sluice") : std::string(user), .server_version = options_.server_version}));
+  return RefreshLakeRelations(conn);
+}
+
+Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
   if (catalog_ == nullptr) return Status::OK();
   // The lake tables as relations of schema "lake.<namespace>" for \dt *.* and drivers.
   Result<std::vector<LakeTableInfo>> tables = catalog_->ListTables();
   if (!tables.ok()) return Status::OK();  // a missing warehouse holds no tables yet
   std::vector<pg_catalog::ExternalRelation> relations;
+  std::string fingerprint;
   for (const LakeTableInfo& t : *tables) {
     pg_catalog::ExternalRelation r;
     r.schema = "lake";
     for (const std::string& level : t.ns) r.schema += "." + level;
     r.name = t.name;
+    fingerprint += r.schema + '\0' + r.name + '\0';
     for (const LakeTableInfo::Column& c : t.columns) {
       r.columns.push_back({.name = c.name, .duckdb_type = c.duckdb_type, .nullable = !c.required, .comment = c.doc});
+      fingerprint += c.name + '\0' + c.duckdb_type + (c.required ? "\1" : "\2") + c.doc + '\0';
     }
     relations.push_back(std::move(r));
   }
-  return pg_catalog::SetExternalRelations(conn, relations);
+  size_t hash = std::hash<std::string>{}(fingerprint);
+  {
+    std::lock_guard<std::mutex> lock(relations_mu_);
+    auto it = relations_seen_.find(&conn);
+    if (it != relations_seen_.end() && it->second == hash) return Status::OK();
+  }
+  RETURN_IF_ERROR(pg_catalog::SetExternalRelations(conn, relations));
+  std::lock_guard<std::mutex> lock(relations_mu_);
+  // Sessions end without telling the engine: the map is bounded by forgetting all of it
+  // now and then (a forgotten connection only refreshes once more).
+  if (relations_seen_.size() >= 4096) relations_seen_.clear();
+  relations_seen_[&conn] = hash;
+  return Status::OK();
 }
+
+namespace {
+
+// A statement that reads the Postgres catalog emulation (psql's \d, a driver's metadata
+// call): the lake relations there are brought up to date first.
+bool ReadsCatalog(std::string_view sql) {
+  std::string lower(sql);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("pg_catalog") != std::string::npos || lower.find("information_schema") != std::string::npos ||
+         lower.find("pg_class") != std::string::npos || lower.find("pg_attribute") != std::string::npos;
+}
+
+}  // namespace
 
 Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
                                            bool allow_steps) const {
@@ -64,6 +99,9 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   // when its portal starts (design 0010, decision 25).
   out.steps_may_apply = options_.rewrites;
   int64_t lake_rows = 0;
+  // A table created after the session started shows in \dt at once (best effort: a
+  // failure leaves the relations as they were and the statement runs).
+  if (catalog_ != nullptr && ReadsCatalog(statement)) (void)RefreshLakeRelations(conn);
   if (catalog_ != nullptr) {
     ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
     out.sql = std::move(lake.sql);

@@ -10,7 +10,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -47,8 +49,14 @@ class QueryEngine {
   Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement, bool allow_steps) const;
 
  private:
+  // Sets the catalog emulation's lake relations of `conn` when the warehouse's tables
+  // changed since the last time for that connection.
+  Status RefreshLakeRelations(duck::Connection& conn) const;
+
   QueryEngineOptions options_;
   std::unique_ptr<WarehouseCatalog> catalog_;
+  mutable std::mutex relations_mu_;
+  mutable std::map<const duck::Connection*, size_t> relations_seen_;  // hash of what was set, per connection
 };
 
 }  // namespace sluice::query

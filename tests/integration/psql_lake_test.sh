@@ -145,6 +145,22 @@ dt=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt'
 echo "$dt" | grep -q '^main|local_t|table|' || fail "\\dt: $dt"
 dtall=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt *.*' 2>>"$tmp/psql.err")
 echo "$dtall" | grep -q '^lake.db|events|table|' || fail "\\dt *.*: $dtall"
+# A lake table that appears while a session is open shows in its next \dt.
+mkfifo "$tmp/live.in"
+"$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice <"$tmp/live.in" >"$tmp/live.out" 2>>"$tmp/psql.err" &
+live_pid=$!
+pids+=("$live_pid")
+exec 7>"$tmp/live.in"
+echo '\dt *.*' >&7
+for _ in $(seq 1 200); do grep -q '^lake.db|events|' "$tmp/live.out" && break; sleep 0.05; done
+grep -q '^lake.db|events|' "$tmp/live.out" || fail "live session: \dt *.* before"
+cp -r "$tmp/wh/db/events" "$tmp/wh/db/events_later"
+echo '\dt *.*' >&7
+exec 7>&-
+wait "$live_pid" || fail "live psql session failed"
+[ "$(grep -c '^lake.db|events|' "$tmp/live.out")" = 2 ] && [ "$(grep -c '^lake.db|events_later|' "$tmp/live.out")" = 1 ] ||
+  fail "a table that appeared during the session is not in its next \dt: $(cat "$tmp/live.out")"
+rm -rf "$tmp/wh/db/events_later"
 d=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\d "lake.db".events' 2>>"$tmp/psql.err")
 echo "$d" | grep -q '^id|bigint' && echo "$d" | grep -q '^city|character varying\|^city|text' || fail "\\d: $d"
 
