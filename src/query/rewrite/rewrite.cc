@@ -1459,6 +1459,9 @@ class Planner {
              {"subquery", part["statements"][0]},
              {"column_name_alias", column_aliases}};
     } else {
+      // The consumer's count/sum/min/max per part, summed up after (D17).
+      ASSIGN_OR_RETURN(std::optional<Plan> partial, TryPartialConsumer(c, plan, parts, part_sql));
+      if (partial) return std::move(*partial);
       std::string name = TempTableName();
       std::string qualified = "temp.main." + Quote(name);
       for (int i = 0; i < parts; ++i) {
@@ -1483,6 +1486,139 @@ class Planner {
     }
     ASSIGN_OR_RETURN(plan.final_select, Render(conn_, root_doc_["statements"][0]["node"]));
     return plan;
+  }
+
+  // D17: when the rewritten node is the whole FROM of an ungrouped consumer whose select
+  // list is built of count, sum (of exact types), min and max (`SELECT count(*), sum(n) FROM
+  // g WHERE ...`), each part runs the consumer's aggregates over its own rows into a TEMP
+  // table of one row per part, and the final query combines them (counts and sums summed,
+  // min of mins, max of maxes): the parts' rows are never stored. nullopt when the consumer
+  // is any other shape.
+  template <typename PartSql>
+  Result<std::optional<Plan>> TryPartialConsumer(Candidate& c, const Plan& base, int parts, const PartSql& part_sql) {
+    if (c.consumer == nullptr || c.slot == nullptr || !c.consumer->contains("from_table") ||
+        &(*c.consumer)["from_table"] != c.slot) {
+      return std::optional<Plan>();
+    }
+    Json& consumer = *c.consumer;
+    if (!consumer["group_expressions"].empty() || !IsNullOrMissing(consumer, "having") ||
+        !IsNullOrMissing(consumer, "qualify") || !consumer["modifiers"].empty() || !IsNullOrMissing(consumer, "sample") ||
+        Str(consumer, "aggregate_handling") != "STANDARD_HANDLING") {
+      return std::optional<Plan>();
+    }
+    // No subquery or window anywhere in the consumer's WHERE or select list.
+    bool plain = true;
+    std::function<void(const Json&)> scan = [&](const Json& j) {
+      if (!j.is_structured() || !plain) return;
+      if (j.is_object()) {
+        std::string cls = Str(j, "class");
+        if (cls == "SUBQUERY" || cls == "WINDOW" || cls == "STAR" || cls == "PARAMETER") plain = false;
+        for (const auto& [k, v] : j.items()) scan(v);
+      } else {
+        for (const Json& v : j) scan(v);
+      }
+    };
+    scan(consumer["select_list"]);
+    scan(consumer["where_clause"]);
+    if (!plain) return std::optional<Plan>();
+    // Each aggregate becomes a partial (the aggregate itself, aliased) and a combination.
+    Json combined = consumer["select_list"];
+    Json partials = Json::array();
+    bool ok = true;
+    std::function<void(Json&, bool)> replace = [&](Json& j, bool inside_aggregate) {
+      if (!j.is_structured() || !ok) return;
+      if (j.is_object() && Str(j, "class") == "FUNCTION" && !inside_aggregate) {
+        std::string name = Lower(Str(j, "function_name"));
+        auto it = cat_.find(name);
+        if (it != cat_.end() && it->second.aggregate) {
+          bool simple = (name == "count_star" || name == "count" || name == "sum" || name == "min" || name == "max") &&
+                        !j.value("distinct", false) && !j.value("export_state", false) &&
+                        (!j.contains("order_bys") || j["order_bys"]["orders"].empty()) && Str(j, "schema").empty() &&
+                        Str(j, "catalog").empty();
+          if (!simple) {
+            ok = false;
+            return;
+          }
+          std::string alias = fmt::format("__sluice_a{}", partials.size());
+          Json partial = j;
+          partial["alias"] = alias;
+          partials.push_back(partial);
+          std::string outer = name == "min" || name == "max" ? name : "sum";
+          std::string expr = fmt::format("{}({})", outer, alias);
+          if (name == "count" || name == "count_star") expr = fmt::format("CAST({} AS BIGINT)", expr);
+          Result<Json> e = ParseExpr(conn_, expr);
+          if (!e.ok()) {
+            ok = false;
+            return;
+          }
+          std::string keep_alias = Str(j, "alias");
+          j = *e;
+          j["alias"] = keep_alias;
+          return;
+        }
+      }
+      if (j.is_object() && Str(j, "class") == "COLUMN_REF" && !inside_aggregate) {
+        ok = false;  // a column outside any aggregate: not an ungrouped aggregate query
+        return;
+      }
+      if (j.is_object()) {
+        for (auto& [k, v] : j.items()) replace(v, inside_aggregate);
+      } else {
+        for (Json& v : j) replace(v, inside_aggregate);
+      }
+    };
+    replace(combined, false);
+    if (!ok || partials.empty()) return std::optional<Plan>();
+
+    Json column_aliases = (*c.slot)["column_name_alias"];
+    if (column_aliases.is_null()) column_aliases = Json::array();
+    auto partial_sql = [&](int i) -> Result<std::string> {
+      ASSIGN_OR_RETURN(Json part, Parse(conn_, part_sql(i)));
+      Json node = consumer;
+      node["select_list"] = partials;
+      node["from_table"] = {{"type", "SUBQUERY"},
+                            {"alias", c.ref_alias},
+                            {"sample", nullptr},
+                            {"subquery", part["statements"][0]},
+                            {"column_name_alias", column_aliases}};
+      node["cte_map"] = {{"map", Json::array()}};
+      return Render(conn_, node);
+    };
+    // Sums must be exact to be summed again in another order: integers and decimals.
+    ASSIGN_OR_RETURN(std::string first, partial_sql(0));
+    ASSIGN_OR_RETURN(std::vector<Column> types, Describe(conn_, first));
+    for (size_t k = 0; k < types.size() && k < partials.size(); ++k) {
+      std::string name = Lower(Str(partials[k], "function_name"));
+      const std::string& t = types[k].type;
+      bool exact = t == "HUGEINT" || t == "BIGINT" || t == "INTEGER" || t == "UBIGINT" || t == "UHUGEINT" ||
+                   t.rfind("DECIMAL", 0) == 0;
+      if (name == "sum" && !exact) return std::optional<Plan>();
+    }
+    Plan plan = base;
+    std::string name = TempTableName();
+    std::string qualified = "temp.main." + Quote(name);
+    for (int i = 0; i < parts; ++i) {
+      std::string sql = first;
+      if (i > 0) {
+        ASSIGN_OR_RETURN(sql, partial_sql(i));
+      }
+      plan.steps.push_back(i == 0 ? fmt::format("CREATE TEMP TABLE {} AS {}", Quote(name), sql)
+                                  : fmt::format("INSERT INTO {} {}", qualified, sql));
+    }
+    plan.cleanup.push_back("DROP TABLE IF EXISTS " + qualified);
+    consumer["select_list"] = combined;
+    consumer["where_clause"] = nullptr;
+    consumer["from_table"] = {{"type", "BASE_TABLE"},  {"alias", ""},          {"sample", nullptr},
+                              {"schema_name", "main"}, {"table_name", name},   {"column_name_alias", Json::array()},
+                              {"catalog_name", "temp"}, {"at_clause", nullptr}};
+    if (!c.cte_name.empty()) {
+      std::set<std::string> names;
+      CollectTableNames(root_doc_, names);
+      if (!names.count(c.cte_name)) RemoveCte(root_doc_, c.cte_name);
+    }
+    ASSIGN_OR_RETURN(plan.final_select, Render(conn_, root_doc_["statements"][0]["node"]));
+    plan.explanation += "; the consumer's aggregates per part";
+    return std::optional<Plan>(std::move(plan));
   }
 
   static void RemoveCte(Json& j, const std::string& name) {
