@@ -404,6 +404,9 @@ TEST_F(RewriteTest, ConsumerAggregatesRunPerPartAndAreCombined) {
       "SELECT count(*), sum(n), sum(sx), max(n) FROM g WHERE n > 1000000",  // every part empty
       "SELECT count(*) AS c, sum(id) FILTER (WHERE x > 10), min(y), max(s) FROM (SELECT *, row_number() OVER "
       "(PARTITION BY k1 ORDER BY id DESC) AS rn FROM t) WHERE rn = 1",
+      "WITH ranked AS (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS rn FROM t) "
+      "SELECT count(*)::BIGINT AS customers, sum(id)::BIGINT AS ids, sum(round(v * 100)::BIGINT)::BIGINT AS cents "
+      "FROM ranked WHERE rn = 1",  // q3's shape
   };
   for (size_t i = 0; i < std::size(queries); ++i) {
     ExpectSame(queries[i], i < 2 ? RewriteKind::kGroupBy : RewriteKind::kLatestRow);
