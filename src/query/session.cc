@@ -679,6 +679,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     pg::WriteCommandComplete(out_, LeadingWords(piece, 1)[0]);
     return std::nullopt;
   }
+  const std::string_view statement = piece;
+  std::optional<CopyOptions> copy;
+  std::string copy_query;
+  if (auto e = ParseCopy(piece, &copy, &copy_query)) return e;
+  if (copy) piece = copy_query;  // planned and run as a SELECT is
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
   if (server_.options.hooks.plan_statement) {
@@ -708,14 +713,20 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     pg::WriteEmptyQueryResponse(out_);
     return std::nullopt;
   }
+  if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
   for (size_t i = 0; i < extracted->size(); ++i) {
     ++duck_generation_;
     auto prepared = extracted->Prepare(i, &type);
     if (!prepared.ok()) return FromDuck(prepared.status(), type);
     auto stmt = std::make_shared<Statement>();
-    stmt->sql = std::string(piece);
+    stmt->sql = std::string(copy ? statement : piece);
     stmt->prepared = std::move(prepared).value();
     stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+    if (copy) {
+      if (!stmt->returns_rows) return SqlError{"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"};
+      stmt->copy = copy;
+      stmt->returns_rows = false;
+    }
     Portal p;
     p.statement = stmt;
     if (stmt->prepared->param_count() > 0) {
@@ -757,6 +768,9 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   stmt->client_setting = ParseClientSetting(pieces[0]);
   if (!stmt->client_setting.name.empty()) return stmt;
   std::string_view piece = pieces[0];
+  std::string copy_query;
+  if (auto e = ParseCopy(piece, &stmt->copy, &copy_query)) return fail(*e);
+  if (stmt->copy) piece = copy_query;
   std::string planned_sql;
   bool steps_may_apply = false;
   if (server_.options.hooks.plan_statement) {
@@ -791,6 +805,10 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     if (steps_may_apply) stmt->param_sql_types.push_back(ParamTypeSql(type));
   }
   stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+  if (stmt->copy) {
+    if (nparams > 0) return fail({"42P02", "COPY does not take parameters"});
+    if (!stmt->returns_rows) return fail({"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"});
+  }
   // The rewrites that run steps are for SELECTs; nothing else is planned again.
   stmt->steps_may_apply =
       steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
@@ -798,6 +816,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     stmt->plan_text.clear();
     stmt->param_sql_types.clear();
   }
+  if (stmt->copy) stmt->returns_rows = false;  // Describe: NoData; the rows come as CopyData
   if (stmt->returns_rows) {
     for (size_t c = 0; c < stmt->prepared->column_count(); ++c) {
       auto enc = ColumnEncoder::Make(stmt->prepared->column_type(c));
@@ -1081,8 +1100,8 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   if (p.stream->return_type() != duck::ReturnType::kRows) return std::nullopt;
   size_t ncols = p.stream->column_count();
   // Result formats: none (text), one for all, or one per column (Bind's rule), checked
-  // now that the columns are known for sure.
-  if (p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
+  // now that the columns are known for sure. A COPY's are its options'.
+  if (!s.copy && p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
     p.done = true;
     return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
                                          p.result_formats.size(), ncols)};
@@ -1098,6 +1117,16 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
       return SqlError{"0A000", enc.status().message()};
     }
     p.encoders.push_back(std::move(enc).value());
+  }
+  if (s.copy) {
+    std::vector<std::string> names;
+    for (size_t c = 0; c < ncols; ++c) names.push_back(p.stream->column_name(c));
+    auto writer = CopyOutWriter::Make(*s.copy, p.encoders, std::move(names));
+    if (!writer.ok()) {
+      p.done = true;
+      return FromHook(writer.status());
+    }
+    p.copy_writer.emplace(std::move(writer).value());
   }
   return std::nullopt;
 }
@@ -1130,7 +1159,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   duck::ErrorType type = duck::ErrorType::kInvalid;
   if (!p.started) {
     if (auto e = StartPortal(p)) return e;
-    if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
+    if (describe_rows && !s.copy && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
   }
   // Held since the start unless a Sync came between (a portal resumed inside a
   // transaction block takes a new turn); the caller gives it back.
@@ -1140,6 +1169,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     p.stream.reset();
     return SqlError{"55000", "portal cannot go on: another statement ran on this session after it was suspended"};
   }
+  if (p.copy_writer) return RunCopy(p);
   duck::StreamResult& stream = *p.stream;
   if (stream.return_type() != duck::ReturnType::kRows) {
     // Changed rows come back as one BIGINT row; DDL and SET as nothing.
@@ -1200,6 +1230,61 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   std::string tag = CommandTag(s.sql, true, p.rows);
   TrackTransaction(tag, false);
   pg::WriteCommandComplete(out_, tag);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::RunCopy(Portal& p) {
+  CopyOutWriter& writer = *p.copy_writer;
+  writer.Start(out_);
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  std::vector<duck::Vector> columns;
+  while (true) {
+    auto next = p.stream->Fetch(&type);
+    if (!next.ok()) {
+      p.done = true;
+      p.stream.reset();
+      return FromDuck(next.status(), type);
+    }
+    if (!next->has_value()) break;
+    duck::DataChunk chunk = std::move(**next);
+    columns.clear();
+    for (size_t c = 0; c < p.encoders.size(); ++c) columns.push_back(chunk.column(c));
+    for (uint64_t r = 0; r < chunk.size(); ++r) writer.AppendRow(columns, r, out_);
+    p.rows += chunk.size();
+    if (!FlushIfLarge()) return SqlError{"08006", "connection lost", true};
+  }
+  p.done = true;
+  p.stream.reset();
+  writer.Finish(out_);
+  std::string tag = CommandTag(p.statement->sql, false, p.rows);
+  TrackTransaction(tag, false);
+  pg::WriteCommandComplete(out_, tag);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::ParseCopy(std::string_view statement, std::optional<CopyOptions>* options,
+                                                    std::string* query) {
+  options->reset();
+  query->clear();
+  auto copy = ParseCopyStatement(statement);
+  if (!copy.ok()) return FromHook(copy.status());
+  if (!*copy) return std::nullopt;
+  CopyStatement& c = **copy;
+  using Target = CopyStatement::Target;
+  const bool to = c.direction == CopyStatement::Direction::kTo;
+  if (c.target == Target::kProgram) {
+    return SqlError{"42501", fmt::format("permission denied: COPY {} PROGRAM is not allowed on the query server",
+                                         to ? "TO" : "FROM")};
+  }
+  if (c.target == Target::kFile) return std::nullopt;  // DuckDB's COPY, inside its sandbox
+  if (!to) {
+    return SqlError{"0A000", "COPY FROM STDIN is not supported by the query server (it serves queries; "
+                             "load data through a pipeline)"};
+  }
+  SandboxVerdict verdict = CheckSandbox(c.query);
+  if (verdict.refused) return SqlError{"42501", verdict.message};
+  *options = c.options;
+  *query = std::move(c.query);
   return std::nullopt;
 }
 
