@@ -234,7 +234,16 @@ bool Session::Flush() {
 bool Session::FlushIfLarge() { return out_.size() < kFlushBytes || Flush(); }
 
 void Session::SendError(const SqlError& e) {
-  pg::WriteErrorResponse(out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message});
+  pg::WriteErrorResponse(
+      out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message, .hint = e.hint});
+}
+
+void Session::AddCopyHint(std::string_view statement, SqlError& e) {
+  if (e.sqlstate != "42501" || !e.hint.empty()) return;
+  std::vector<std::string> w = LeadingWords(statement, 1);
+  if (w.empty() || w[0] != "COPY") return;
+  e.hint = "COPY to or from a file runs on the server, inside query.allowed_directories only; "
+           "COPY ... TO STDOUT (psql's \\copy) writes on the client.";
 }
 
 std::optional<std::string> Session::ReadStartupPacket() {
@@ -647,6 +656,7 @@ bool Session::SimpleQuery(std::string_view sql_in) {
     if (pieces.empty()) pg::WriteEmptyQueryResponse(out_);
     for (std::string_view piece : pieces) {
       err = RunSimpleStatement(piece);
+      if (err) AddCopyHint(piece, *err);
       if (err || !FlushIfLarge()) break;
     }
   }
@@ -709,11 +719,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   duck::ErrorType type = duck::ErrorType::kInvalid;
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return FromDuck(extracted.status(), type);
+  if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
   if (extracted->size() == 0) {
     pg::WriteEmptyQueryResponse(out_);
     return std::nullopt;
   }
-  if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
   for (size_t i = 0; i < extracted->size(); ++i) {
     ++duck_generation_;
     auto prepared = extracted->Prepare(i, &type);
@@ -784,6 +794,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   duck::ErrorType type = duck::ErrorType::kInvalid;
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return fail(FromDuck(extracted.status(), type));
+  if (stmt->copy && extracted->size() != 1) return fail({"42601", "COPY's query must be one statement"});
   if (extracted->size() == 0) {
     stmt->empty = true;
     return stmt;
@@ -833,7 +844,10 @@ std::optional<Session::SqlError> Session::HandleParse(const pg::ParseMessage& m)
   }
   SqlError error;
   auto stmt = PrepareStatement(m.query, m.param_types, &error);
-  if (!stmt.ok()) return error;
+  if (!stmt.ok()) {
+    AddCopyHint(m.query, error);
+    return error;
+  }
   statements_[m.statement] = std::move(stmt).value();
   pg::WriteParseComplete(out_);
   return std::nullopt;

@@ -104,6 +104,7 @@ class Session {
     std::string sqlstate;
     std::string message;
     bool fatal = false;
+    std::string hint;
   };
 
   // I/O. Reads fail (false) when the client went away or sent a malformed frame (an
@@ -114,6 +115,8 @@ class Session {
   std::optional<std::string> ReadStartupPacket();
   std::optional<pg::Frame> ReadMessage();
   void SendError(const SqlError& e);
+  // A permission error (42501) of a COPY statement gets a hint: to STDOUT works.
+  static void AddCopyHint(std::string_view statement, SqlError& e);
 
   bool Startup();
   bool Authenticate(const std::string& user);

@@ -992,6 +992,12 @@ TEST_F(QueryServerTest, CopyErrorsAndRefusals) {
   EXPECT_EQ(state("COPY (CREATE TABLE u (a INT)) TO STDOUT"), "0A000");
   EXPECT_EQ(state("COPY (ATTACH ':memory:' AS m) TO STDOUT"), "42501");
   EXPECT_EQ(state("COPY (SELECT 1::BIT) TO STDOUT"), "0A000");
+  EXPECT_EQ(state("COPY (-- nothing\n) TO STDOUT"), "42601");
+  // A file outside the allowed directories: DuckDB's 42501, with a hint at STDOUT.
+  c.Send(Query("COPY (SELECT 1) TO '" + (dir_ / "outside.csv").string() + "' (FORMAT csv)"));
+  auto refused = c.UntilReady();
+  ASSERT_EQ(SqlState(refused), "42501");
+  EXPECT_NE(refused[0].second.find("HCOPY to or from a file runs on the server"), std::string::npos);
 
   // An error while the rows stream: ErrorResponse after the CopyData, no CopyDone.
   c.Send(Query("COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) "
