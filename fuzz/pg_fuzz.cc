@@ -11,8 +11,8 @@
 
 #include "query/copy_out.h"
 #include "query/pg_protocol.h"
-#include "query/sql_text.h"
 #include "query/pg_types.h"
+#include "query/sql_text.h"
 
 using namespace sluice::query;
 

@@ -1,8 +1,8 @@
 #include "query/copy_out.h"
 
-#include <cctype>
-
 #include <fmt/format.h>
+
+#include <cctype>
 
 #include "query/pg_protocol.h"
 
@@ -13,7 +13,9 @@ namespace {
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
   }
   return true;
 }
@@ -30,12 +32,24 @@ void AppendCopyText(std::string_view value, char delimiter, std::string& out) {
     char escaped = 0;
     if (static_cast<unsigned char>(c) < 0x20) {
       switch (c) {
-        case '\b': escaped = 'b'; break;
-        case '\f': escaped = 'f'; break;
-        case '\n': escaped = 'n'; break;
-        case '\r': escaped = 'r'; break;
-        case '\t': escaped = 't'; break;
-        case '\v': escaped = 'v'; break;
+        case '\b':
+          escaped = 'b';
+          break;
+        case '\f':
+          escaped = 'f';
+          break;
+        case '\n':
+          escaped = 'n';
+          break;
+        case '\r':
+          escaped = 'r';
+          break;
+        case '\t':
+          escaped = 't';
+          break;
+        case '\v':
+          escaped = 'v';
+          break;
         default:
           if (c == delimiter) escaped = c;
       }
@@ -51,7 +65,8 @@ void AppendCopyText(std::string_view value, char delimiter, std::string& out) {
   out.append(value.substr(start));
 }
 
-void AppendCopyCsv(std::string_view value, const CopyOptions& o, bool force, bool only_column, std::string& out) {
+void AppendCopyCsv(std::string_view value, const CopyOptions& o, bool force, bool only_column,
+                   std::string& out) {
   bool quote = force || value == o.null_string || (only_column && value == "\\.");
   for (size_t i = 0; !quote && i < value.size(); ++i) {
     char c = value[i];
@@ -73,7 +88,8 @@ void AppendCopyCsv(std::string_view value, const CopyOptions& o, bool force, boo
   out += o.quote;
 }
 
-Result<CopyOutWriter> CopyOutWriter::Make(const CopyOptions& options, std::vector<ColumnEncoder> encoders,
+Result<CopyOutWriter> CopyOutWriter::Make(const CopyOptions& options,
+                                          std::vector<ColumnEncoder> encoders,
                                           std::vector<std::string> names) {
   CopyOutWriter w(options, std::move(encoders), std::move(names));
   w.force_quote_.assign(w.names_.size(), options.force_quote_all);
@@ -82,7 +98,8 @@ Result<CopyOutWriter> CopyOutWriter::Make(const CopyOptions& options, std::vecto
     for (size_t c = 0; c < w.names_.size(); ++c) {
       if (EqualsIgnoreCase(w.names_[c], f)) w.force_quote_[c] = found = true;
     }
-    if (!found) return InvalidArgumentError("42P10: FORCE_QUOTE column \"{}\" not referenced by COPY", f);
+    if (!found)
+      return InvalidArgumentError("42P10: FORCE_QUOTE column \"{}\" not referenced by COPY", f);
   }
   return w;
 }
@@ -114,7 +131,8 @@ void CopyOutWriter::Start(std::string& out) {
   w.End();
 }
 
-void CopyOutWriter::AppendRow(const std::vector<duck::Vector>& columns, uint64_t row, std::string& out) {
+void CopyOutWriter::AppendRow(const std::vector<duck::Vector>& columns, uint64_t row,
+                              std::string& out) {
   pg::MessageWriter w(out);
   w.Begin('d');
   if (options_.format == CopyFormat::kBinary) {

@@ -45,7 +45,8 @@ class CopyOutWriter {
   void Finish(std::string& out);
 
  private:
-  CopyOutWriter(const CopyOptions& options, std::vector<ColumnEncoder> encoders, std::vector<std::string> names)
+  CopyOutWriter(const CopyOptions& options, std::vector<ColumnEncoder> encoders,
+                std::vector<std::string> names)
       : options_(options), encoders_(std::move(encoders)), names_(std::move(names)) {}
   void AppendField(std::string_view value, size_t column, std::string& out) const;
 

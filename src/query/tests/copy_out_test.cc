@@ -1,8 +1,9 @@
 // COPY ... TO STDOUT: the statement and option parser (sql_text.h) and the text and CSV
 // value encoders (copy_out.h). The protocol flow is in server_test.cc.
+#include "query/copy_out.h"
+
 #include <gtest/gtest.h>
 
-#include "query/copy_out.h"
 #include "query/sql_text.h"
 
 namespace sluice::query {
@@ -55,7 +56,8 @@ TEST(CopyStatementTest, ReadsTheTableForm) {
 
 TEST(CopyStatementTest, ReadsTheOptionList) {
   CopyStatement c = Parsed(
-      "COPY t TO STDOUT WITH (FORMAT csv, HEADER true, DELIMITER ';', NULL 'NULL', QUOTE '''', ESCAPE E'\\\\', "
+      "COPY t TO STDOUT WITH (FORMAT csv, HEADER true, DELIMITER ';', NULL 'NULL', QUOTE '''', "
+      "ESCAPE E'\\\\', "
       "FORCE_QUOTE (a, \"B\"), ENCODING 'UTF8', FREEZE false)");
   EXPECT_EQ(c.options.format, CopyFormat::kCsv);
   EXPECT_TRUE(c.options.header);
@@ -74,8 +76,9 @@ TEST(CopyStatementTest, ReadsTheOptionList) {
 }
 
 TEST(CopyStatementTest, ReadsTheOldOptionKeywords) {
-  CopyStatement c = Parsed("COPY t TO STDOUT WITH DELIMITER AS '|' NULL AS 'null' CSV HEADER QUOTE AS '\"' "
-                           "ESCAPE AS '\\' FORCE QUOTE a, b");
+  CopyStatement c = Parsed(
+      "COPY t TO STDOUT WITH DELIMITER AS '|' NULL AS 'null' CSV HEADER QUOTE AS '\"' "
+      "ESCAPE AS '\\' FORCE QUOTE a, b");
   EXPECT_EQ(c.options.format, CopyFormat::kCsv);
   EXPECT_EQ(c.options.delimiter, '|');
   EXPECT_EQ(c.options.null_string, "null");
@@ -89,13 +92,17 @@ TEST(CopyStatementTest, ReadsTheOldOptionKeywords) {
 
 TEST(CopyStatementTest, TellsTheTargets) {
   EXPECT_EQ(Parsed("COPY t FROM STDIN").direction, CopyStatement::Direction::kFrom);
-  EXPECT_EQ(Parsed("COPY t FROM STDIN (FORCE_NOT_NULL (a))").target, CopyStatement::Target::kClient);
-  EXPECT_EQ(Parsed("COPY (SELECT 1) TO '/tmp/x.csv' (FORMAT csv)").target, CopyStatement::Target::kFile);
-  EXPECT_EQ(Parsed("COPY t TO 'x.parquet' (FORMAT parquet, PARTITION_BY (a))").target, CopyStatement::Target::kFile);
+  EXPECT_EQ(Parsed("COPY t FROM STDIN (FORCE_NOT_NULL (a))").target,
+            CopyStatement::Target::kClient);
+  EXPECT_EQ(Parsed("COPY (SELECT 1) TO '/tmp/x.csv' (FORMAT csv)").target,
+            CopyStatement::Target::kFile);
+  EXPECT_EQ(Parsed("COPY t TO 'x.parquet' (FORMAT parquet, PARTITION_BY (a))").target,
+            CopyStatement::Target::kFile);
   EXPECT_EQ(Parsed("COPY t TO PROGRAM 'rm -rf /'").target, CopyStatement::Target::kProgram);
   // Not COPY, or not Postgres's COPY: DuckDB runs (and judges) them.
-  for (const char* sql : {"SELECT 'COPY (x) TO STDOUT'", "COPY FROM DATABASE a TO b", "COPY (SELECT 1 TO STDOUT",
-                          "COPY t INTO STDOUT", "-- COPY t TO STDOUT\nSELECT 1"}) {
+  for (const char* sql :
+       {"SELECT 'COPY (x) TO STDOUT'", "COPY FROM DATABASE a TO b", "COPY (SELECT 1 TO STDOUT",
+        "COPY t INTO STDOUT", "-- COPY t TO STDOUT\nSELECT 1"}) {
     auto c = ParseCopyStatement(sql);
     ASSERT_TRUE(c.ok()) << sql;
     EXPECT_FALSE(c->has_value()) << sql;
@@ -117,13 +124,13 @@ TEST(CopyStatementTest, RefusesWhatPostgresRefuses) {
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER ';;')"), "0A000");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER 'é')"), "0A000");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER E'\\n')"), "22023");
-  EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER 'a')"), "22023");   // text mode: ambiguous
+  EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER 'a')"), "22023");  // text mode: ambiguous
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER '\\')"), "22023");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (FORMAT csv, DELIMITER 'a')"), "");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL E'a\\rb')"), "22023");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL 'a,b', FORMAT csv)"), "22023");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL 'a\"b', FORMAT csv)"), "22023");
-  EXPECT_EQ(ErrorState("COPY t TO STDOUT (QUOTE '''')"), "0A000");       // text mode
+  EXPECT_EQ(ErrorState("COPY t TO STDOUT (QUOTE '''')"), "0A000");  // text mode
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (ESCAPE '\\')"), "0A000");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (FORCE_QUOTE *)"), "0A000");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (FORMAT csv, QUOTE ',')"), "22023");
