@@ -1052,3 +1052,25 @@ TEST_F(QueryServerTest, CopyRunsThroughThePlannerAndTheExtendedProtocol) {
 
 }  // namespace
 }  // namespace sluice::query
+
+namespace sluice::query {
+namespace {
+
+TEST_F(QueryServerTest, CopyIsUnderTheStatementTimeout) {
+  StartServer({.timeout_ms = 300});
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  // Rows stream for a while (each filtered pair costs time), then the watchdog interrupts.
+  c.Send(Query("COPY (SELECT a.range FROM range(100000000) a, range(200) b WHERE b.range = 0) TO STDOUT"));
+  std::string message;
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_EQ(message, "canceling statement due to statement timeout (query.timeout_seconds is 0)");
+  EXPECT_EQ(msgs.front().first, 'H');
+  EXPECT_EQ(Types(msgs).find('c'), std::string::npos);
+  c.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+}
+
+}  // namespace
+}  // namespace sluice::query
