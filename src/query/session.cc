@@ -1122,9 +1122,9 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   }
   p.formats.clear();
   for (size_t c = 0; c < ncols; ++c) {
-    p.formats.push_back(p.result_formats.empty()       ? 0
-                        : p.result_formats.size() == 1 ? p.result_formats[0]
-                                                       : p.result_formats[c]);
+    p.formats.push_back(p.result_formats.empty() || s.copy ? 0
+                        : p.result_formats.size() == 1     ? p.result_formats[0]
+                                                           : p.result_formats[c]);
     auto enc = ColumnEncoder::Make(p.stream->column_type(c));
     if (!enc.ok()) {
       p.done = true;

@@ -1042,6 +1042,14 @@ TEST_F(QueryServerTest, CopyRunsThroughThePlannerAndTheExtendedProtocol) {
   msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "TDCZ");
   EXPECT_EQ(Fields(msgs[1])[0], "0");  // the plans' cleanup ran
+  // Bind's result formats do not apply to a COPY (two codes for three columns here).
+  c.Send(Parse("", "COPY (SELECT k, v, k AS again FROM big WHERE k = 1) TO STDOUT"));
+  c.Send(Frame('B', Z("") + Z("") + Int16(0) + Int16(0) + Int16(2) + Int16(1) + Int16(1)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12HdcCZ");
+  EXPECT_EQ(CopyData(msgs), "1\t2\t1\n");
   c.Send(Parse("", "COPY (SELECT $1::INT) TO STDOUT"));
   c.Send(Sync());
   EXPECT_EQ(SqlState(c.UntilReady()), "42P02");
