@@ -460,22 +460,43 @@ class CopyParser {
   std::vector<std::pair<std::string, CopyArg>> options_;  // lower-cased name, argument
 };
 
+// Whether a '...' token (as SkipQuoted cut it) ends with its closing quote: SkipQuoted
+// runs to the end of the text when the quote is never closed.
+bool QuoteClosed(std::string_view q, bool backslash) {
+  for (size_t j = 1; j < q.size(); ++j) {
+    if (backslash && q[j] == '\\') {
+      ++j;
+      continue;
+    }
+    if (q[j] != '\'') continue;
+    if (j + 1 < q.size() && q[j + 1] == '\'') {
+      ++j;
+      continue;
+    }
+    return j + 1 == q.size();
+  }
+  return false;
+}
+
 Result<std::string> CopyParser::String() {
   const Token& t = t_[i_];
   if (t.word) {  // E'...'
     const std::string& q = t_[i_ + 1].text;
     i_ += 2;
-    if (q.size() < 2 || q.back() != '\'') return CopyError("42601", "unterminated quoted string");
+    if (!QuoteClosed(q, true)) return CopyError("42601", "unterminated quoted string");
     return DecodeEscapeString(std::string_view(q).substr(1, q.size() - 2));
   }
   ++i_;
   if (t.text.starts_with('$')) {
     size_t tag_end = t.text.find('$', 1);
     size_t tag = tag_end + 1;
-    if (tag_end == std::string::npos || t.text.size() < 2 * tag) return CopyError("42601", "unterminated dollar-quoted string");
+    if (tag_end == std::string::npos || t.text.size() < 2 * tag ||
+        t.text.compare(t.text.size() - tag, tag, t.text, 0, tag) != 0) {
+      return CopyError("42601", "unterminated dollar-quoted string");
+    }
     return t.text.substr(tag, t.text.size() - 2 * tag);
   }
-  if (t.text.size() < 2 || t.text.back() != '\'') return CopyError("42601", "unterminated quoted string");
+  if (!QuoteClosed(t.text, false)) return CopyError("42601", "unterminated quoted string");
   return Unquote(t.text);
 }
 

@@ -143,6 +143,12 @@ TEST(CopyStatementTest, RefusesWhatPostgresRefuses) {
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER E'\\xff')"), "22021");
   EXPECT_EQ(ErrorState("COPY t TO STDOUT (DELIMITER 'unterminated)"), "42601");
   EXPECT_EQ(ErrorState("COPY () TO STDOUT"), "42601");
+  EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL 'ab'')"), "42601");
+  EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL E'ab\\')"), "42601");
+  EXPECT_EQ(ErrorState("COPY t TO STDOUT (NULL $$ab$)"), "42601");
+  EXPECT_EQ(Parsed("COPY t TO STDOUT (NULL E'a\\'b')").options.null_string, "a'b");
+  EXPECT_EQ(Parsed("COPY t TO STDOUT (NULL 'a''b')").options.null_string, "a'b");
+  EXPECT_EQ(Parsed("COPY t TO STDOUT (NULL '')").options.null_string, "");
 }
 
 std::string Text(std::string_view v, char delimiter = '\t') {
