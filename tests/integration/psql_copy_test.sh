@@ -4,7 +4,8 @@
 # CopyData itself), compared byte for byte with what Postgres writes for the same values
 # (quotes, delimiters, newlines, NULL and the empty string, a timestamp, a numeric, a bool,
 # a bytea, non-ASCII); a large export streamed; and the refusals: COPY FROM STDIN (0A000),
-# an unknown option (22023), an error in the middle of the rows.
+# an unknown format (22023) or option (42601), PROGRAM and a server-side file (42501), an
+# error in the middle of the rows.
 #
 # usage: psql_copy_test.sh path/to/sluice
 set -euo pipefail
@@ -108,6 +109,8 @@ echo "1,x" >"$tmp/in.csv"
 [ "$(sqlstate "\\copy t TO '$tmp/t.csv' (FORMAT xml)")" = 22023 ] || fail "an unknown format: not 22023"
 [ "$(sqlstate "\\copy t TO '$tmp/t.csv' (NOPE)")" = 42601 ] || fail "an unknown option: not 42601"
 [ "$(sqlstate "COPY t TO PROGRAM 'true'")" = 42501 ] || fail "COPY TO PROGRAM: not 42501"
+[ "$(sqlstate "COPY t TO '$tmp/server-side.csv'")" = 42501 ] || fail "COPY TO a file outside: not 42501"
+[ ! -e "$tmp/server-side.csv" ] || fail "COPY wrote a file outside the allowed directories"
 state=$(sqlstate "\\copy (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) TO '$tmp/broken.txt'")
 [ "$state" = 22023 ] || fail "an error while streaming: '$state'"
 
