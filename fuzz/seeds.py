@@ -568,7 +568,7 @@ def iceberg_metadata_seeds(out):
 
 def pg_seeds(out):
     """Postgres frontend bytes for pg_fuzz: byte 0 picks the phase (0 startup, 1 messages,
-    2 binary parameter with a 4-byte type OID after it)."""
+    2 binary parameter with a 4-byte type OID after it, 3 a COPY statement, NUL, a value)."""
     def msg(t, body):
         return t + struct.pack(">i", len(body) + 4) + body
 
@@ -595,6 +595,11 @@ def pg_seeds(out):
                       struct.pack(">ii", 4, 1) + struct.pack(">i", -1),
         "interval": b"\x02" + struct.pack(">I", 1186) + struct.pack(">qii", 3000000, 2, 1),
         "timestamp": b"\x02" + struct.pack(">I", 1114) + struct.pack(">q", 1000000),
+        "copy_csv": b"\x03COPY (SELECT ')' AS x) TO STDOUT WITH (FORMAT csv, HEADER, QUOTE '''', "
+                    b"ESCAPE E'\\\\', FORCE_QUOTE *)\0a,'b\"c\nd",
+        "copy_old": b"\x03COPY BINARY t (a, \"B\") TO STDOUT USING DELIMITERS '|' WITH CSV HEADER FORCE QUOTE a\0x|y",
+        "copy_text": b"\x03copy t to stdout (delimiter $$;$$, null 'nil', encoding 'utf8')\0a;b\\c\td\re\n",
+        "copy_bad": b"\x03COPY t TO STDOUT (FORMAT csv, DELIMITER E'\\x\0",
     }
     write_all(os.path.join(out, "pg"), seeds)
 

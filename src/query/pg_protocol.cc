@@ -259,6 +259,8 @@ void MessageWriter::Begin(char type) {
   out_.append(4, '\0');
 }
 
+void MessageWriter::Byte(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+
 void MessageWriter::Int16(int16_t v) {
   auto u = static_cast<uint16_t>(v);
   out_.push_back(static_cast<char>(u >> 8));
@@ -408,5 +410,7 @@ void WriteBindComplete(std::string& out) { WriteEmpty(out, '2'); }
 void WriteCloseComplete(std::string& out) { WriteEmpty(out, '3'); }
 void WriteNoData(std::string& out) { WriteEmpty(out, 'n'); }
 void WritePortalSuspended(std::string& out) { WriteEmpty(out, 's'); }
+
+void WriteCopyDone(std::string& out) { WriteEmpty(out, 'c'); }
 
 }  // namespace sluice::query::pg

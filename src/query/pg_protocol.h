@@ -126,6 +126,7 @@ class MessageWriter {
  public:
   explicit MessageWriter(std::string& out) : out_(out) {}
   void Begin(char type);
+  void Byte(uint8_t v);
   void Int16(int16_t v);
   void Int32(int32_t v);
   void Int64(int64_t v);
@@ -174,5 +175,7 @@ void WriteBindComplete(std::string& out);
 void WriteCloseComplete(std::string& out);
 void WriteNoData(std::string& out);
 void WritePortalSuspended(std::string& out);
+// COPY TO STDOUT's end (CopyOutResponse and CopyData are written by query/copy_out.h).
+void WriteCopyDone(std::string& out);
 
 }  // namespace sluice::query::pg

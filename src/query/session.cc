@@ -234,7 +234,16 @@ bool Session::Flush() {
 bool Session::FlushIfLarge() { return out_.size() < kFlushBytes || Flush(); }
 
 void Session::SendError(const SqlError& e) {
-  pg::WriteErrorResponse(out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message});
+  pg::WriteErrorResponse(
+      out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message, .hint = e.hint});
+}
+
+void Session::AddCopyHint(std::string_view statement, SqlError& e) {
+  if (e.sqlstate != "42501" || !e.hint.empty()) return;
+  std::vector<std::string> w = LeadingWords(statement, 1);
+  if (w.empty() || w[0] != "COPY") return;
+  e.hint = "COPY to or from a file runs on the server, inside query.allowed_directories only; "
+           "COPY ... TO STDOUT (psql's \\copy) writes on the client.";
 }
 
 std::optional<std::string> Session::ReadStartupPacket() {
@@ -647,6 +656,7 @@ bool Session::SimpleQuery(std::string_view sql_in) {
     if (pieces.empty()) pg::WriteEmptyQueryResponse(out_);
     for (std::string_view piece : pieces) {
       err = RunSimpleStatement(piece);
+      if (err) AddCopyHint(piece, *err);
       if (err || !FlushIfLarge()) break;
     }
   }
@@ -679,6 +689,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     pg::WriteCommandComplete(out_, LeadingWords(piece, 1)[0]);
     return std::nullopt;
   }
+  const std::string_view statement = piece;
+  std::optional<CopyOptions> copy;
+  std::string copy_query;
+  if (auto e = ParseCopy(piece, &copy, &copy_query)) return e;
+  if (copy) piece = copy_query;  // planned and run as a SELECT is
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
   if (server_.options.hooks.plan_statement) {
@@ -704,6 +719,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   duck::ErrorType type = duck::ErrorType::kInvalid;
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return FromDuck(extracted.status(), type);
+  if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
   if (extracted->size() == 0) {
     pg::WriteEmptyQueryResponse(out_);
     return std::nullopt;
@@ -713,9 +729,14 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     auto prepared = extracted->Prepare(i, &type);
     if (!prepared.ok()) return FromDuck(prepared.status(), type);
     auto stmt = std::make_shared<Statement>();
-    stmt->sql = std::string(piece);
+    stmt->sql = std::string(copy ? statement : piece);
     stmt->prepared = std::move(prepared).value();
     stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+    if (copy) {
+      if (!stmt->returns_rows) return SqlError{"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"};
+      stmt->copy = copy;
+      stmt->returns_rows = false;
+    }
     Portal p;
     p.statement = stmt;
     if (stmt->prepared->param_count() > 0) {
@@ -757,6 +778,9 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   stmt->client_setting = ParseClientSetting(pieces[0]);
   if (!stmt->client_setting.name.empty()) return stmt;
   std::string_view piece = pieces[0];
+  std::string copy_query;
+  if (auto e = ParseCopy(piece, &stmt->copy, &copy_query)) return fail(*e);
+  if (stmt->copy) piece = copy_query;
   std::string planned_sql;
   bool steps_may_apply = false;
   if (server_.options.hooks.plan_statement) {
@@ -770,6 +794,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   duck::ErrorType type = duck::ErrorType::kInvalid;
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return fail(FromDuck(extracted.status(), type));
+  if (stmt->copy && extracted->size() != 1) return fail({"42601", "COPY's query must be one statement"});
   if (extracted->size() == 0) {
     stmt->empty = true;
     return stmt;
@@ -791,6 +816,10 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     if (steps_may_apply) stmt->param_sql_types.push_back(ParamTypeSql(type));
   }
   stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
+  if (stmt->copy) {
+    if (nparams > 0) return fail({"42P02", "COPY does not take parameters"});
+    if (!stmt->returns_rows) return fail({"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"});
+  }
   // The rewrites that run steps are for SELECTs; nothing else is planned again.
   stmt->steps_may_apply =
       steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
@@ -798,6 +827,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     stmt->plan_text.clear();
     stmt->param_sql_types.clear();
   }
+  if (stmt->copy) stmt->returns_rows = false;  // Describe: NoData; the rows come as CopyData
   if (stmt->returns_rows) {
     for (size_t c = 0; c < stmt->prepared->column_count(); ++c) {
       auto enc = ColumnEncoder::Make(stmt->prepared->column_type(c));
@@ -814,7 +844,10 @@ std::optional<Session::SqlError> Session::HandleParse(const pg::ParseMessage& m)
   }
   SqlError error;
   auto stmt = PrepareStatement(m.query, m.param_types, &error);
-  if (!stmt.ok()) return error;
+  if (!stmt.ok()) {
+    AddCopyHint(m.query, error);
+    return error;
+  }
   statements_[m.statement] = std::move(stmt).value();
   pg::WriteParseComplete(out_);
   return std::nullopt;
@@ -1081,23 +1114,33 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   if (p.stream->return_type() != duck::ReturnType::kRows) return std::nullopt;
   size_t ncols = p.stream->column_count();
   // Result formats: none (text), one for all, or one per column (Bind's rule), checked
-  // now that the columns are known for sure.
-  if (p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
+  // now that the columns are known for sure. A COPY's are its options'.
+  if (!s.copy && p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
     p.done = true;
     return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
                                          p.result_formats.size(), ncols)};
   }
   p.formats.clear();
   for (size_t c = 0; c < ncols; ++c) {
-    p.formats.push_back(p.result_formats.empty()       ? 0
-                        : p.result_formats.size() == 1 ? p.result_formats[0]
-                                                       : p.result_formats[c]);
+    p.formats.push_back(p.result_formats.empty() || s.copy ? 0
+                        : p.result_formats.size() == 1     ? p.result_formats[0]
+                                                           : p.result_formats[c]);
     auto enc = ColumnEncoder::Make(p.stream->column_type(c));
     if (!enc.ok()) {
       p.done = true;
       return SqlError{"0A000", enc.status().message()};
     }
     p.encoders.push_back(std::move(enc).value());
+  }
+  if (s.copy) {
+    std::vector<std::string> names;
+    for (size_t c = 0; c < ncols; ++c) names.push_back(p.stream->column_name(c));
+    auto writer = CopyOutWriter::Make(*s.copy, p.encoders, std::move(names));
+    if (!writer.ok()) {
+      p.done = true;
+      return FromHook(writer.status());
+    }
+    p.copy_writer.emplace(std::move(writer).value());
   }
   return std::nullopt;
 }
@@ -1130,7 +1173,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   duck::ErrorType type = duck::ErrorType::kInvalid;
   if (!p.started) {
     if (auto e = StartPortal(p)) return e;
-    if (describe_rows && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
+    if (describe_rows && !s.copy && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
   }
   // Held since the start unless a Sync came between (a portal resumed inside a
   // transaction block takes a new turn); the caller gives it back.
@@ -1140,6 +1183,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     p.stream.reset();
     return SqlError{"55000", "portal cannot go on: another statement ran on this session after it was suspended"};
   }
+  if (p.copy_writer) return RunCopy(p);
   duck::StreamResult& stream = *p.stream;
   if (stream.return_type() != duck::ReturnType::kRows) {
     // Changed rows come back as one BIGINT row; DDL and SET as nothing.
@@ -1200,6 +1244,61 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   std::string tag = CommandTag(s.sql, true, p.rows);
   TrackTransaction(tag, false);
   pg::WriteCommandComplete(out_, tag);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::RunCopy(Portal& p) {
+  CopyOutWriter& writer = *p.copy_writer;
+  writer.Start(out_);
+  duck::ErrorType type = duck::ErrorType::kInvalid;
+  std::vector<duck::Vector> columns;
+  while (true) {
+    auto next = p.stream->Fetch(&type);
+    if (!next.ok()) {
+      p.done = true;
+      p.stream.reset();
+      return FromDuck(next.status(), type);
+    }
+    if (!next->has_value()) break;
+    duck::DataChunk chunk = std::move(**next);
+    columns.clear();
+    for (size_t c = 0; c < p.encoders.size(); ++c) columns.push_back(chunk.column(c));
+    for (uint64_t r = 0; r < chunk.size(); ++r) writer.AppendRow(columns, r, out_);
+    p.rows += chunk.size();
+    if (!FlushIfLarge()) return SqlError{"08006", "connection lost", true};
+  }
+  p.done = true;
+  p.stream.reset();
+  writer.Finish(out_);
+  std::string tag = CommandTag(p.statement->sql, false, p.rows);
+  TrackTransaction(tag, false);
+  pg::WriteCommandComplete(out_, tag);
+  return std::nullopt;
+}
+
+std::optional<Session::SqlError> Session::ParseCopy(std::string_view statement, std::optional<CopyOptions>* options,
+                                                    std::string* query) {
+  options->reset();
+  query->clear();
+  auto copy = ParseCopyStatement(statement);
+  if (!copy.ok()) return FromHook(copy.status());
+  if (!*copy) return std::nullopt;
+  CopyStatement& c = **copy;
+  using Target = CopyStatement::Target;
+  const bool to = c.direction == CopyStatement::Direction::kTo;
+  if (c.target == Target::kProgram) {
+    return SqlError{"42501", fmt::format("permission denied: COPY {} PROGRAM is not allowed on the query server",
+                                         to ? "TO" : "FROM")};
+  }
+  if (c.target == Target::kFile) return std::nullopt;  // DuckDB's COPY, inside its sandbox
+  if (!to) {
+    return SqlError{"0A000", "COPY FROM STDIN is not supported by the query server (it serves queries; "
+                             "load data through a pipeline)"};
+  }
+  SandboxVerdict verdict = CheckSandbox(c.query);
+  if (verdict.refused) return SqlError{"42501", verdict.message};
+  *options = c.options;
+  *query = std::move(c.query);
   return std::nullopt;
 }
 

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "query/copy_out.h"
 #include "query/pg_protocol.h"
 #include "query/pg_types.h"
 #include "query/sql_text.h"
@@ -62,6 +63,9 @@ class Session {
     bool steps_may_apply = false;
     std::string plan_text;
     std::vector<std::optional<std::string>> param_sql_types;
+    // COPY ... TO STDOUT: `prepared` is its query, `sql` the COPY (for its tag), and
+    // returns_rows is false (Describe answers NoData, as Postgres does).
+    std::optional<CopyOptions> copy;
   };
   // Runs a plan's cleanup when destroyed (the portal's end, however it ends).
   struct StepsCleanup {
@@ -87,6 +91,7 @@ class Session {
     std::unique_ptr<duck::PreparedStatement> steps_final;  // the SQL to run after them
     std::optional<duck::StreamResult> stream;
     std::vector<ColumnEncoder> encoders;  // of the running result
+    std::optional<CopyOutWriter> copy_writer;  // a COPY's, set when it starts
     std::optional<duck::DataChunk> chunk;
     uint64_t chunk_row = 0;
     uint64_t rows = 0;
@@ -99,6 +104,7 @@ class Session {
     std::string sqlstate;
     std::string message;
     bool fatal = false;
+    std::string hint;
   };
 
   // I/O. Reads fail (false) when the client went away or sent a malformed frame (an
@@ -109,6 +115,8 @@ class Session {
   std::optional<std::string> ReadStartupPacket();
   std::optional<pg::Frame> ReadMessage();
   void SendError(const SqlError& e);
+  // A permission error (42501) of a COPY statement gets a hint: to STDOUT works.
+  static void AddCopyHint(std::string_view statement, SqlError& e);
 
   bool Startup();
   bool Authenticate(const std::string& user);
@@ -133,6 +141,16 @@ class Session {
   // Binds the portal's parameters and starts its statement; sets its encoders and
   // formats from the real result.
   std::optional<SqlError> StartPortal(Portal& p);
+  // Streams a started COPY portal's rows as CopyData to the end (an Execute's row limit
+  // does not apply), then CopyDone and CommandComplete `COPY n`; an error on the way is
+  // an ErrorResponse after the rows sent (which ends copy-out mode for the client).
+  std::optional<SqlError> RunCopy(Portal& p);
+  // For a COPY statement: what runs instead of it. nullopt, with `*query` set to the
+  // query to stream, for COPY ... TO STDOUT; nullopt and `*query` empty for statements
+  // DuckDB runs itself (other statements, COPY to or from a file, which DuckDB's sandbox
+  // judges); an error for COPY FROM STDIN (0A000), PROGRAM (42501) and bad options.
+  std::optional<SqlError> ParseCopy(std::string_view statement, std::optional<CopyOptions>* options,
+                                    std::string* query);
   // At a portal's start: plans its statement again with steps allowed (parameters as
   // literals) when it may apply; when steps ran and the SQL after them has the
   // statement's columns, sets p.steps_final and p.steps_cleanup. Otherwise the portal

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 
 #include <fmt/format.h>
+
+#include "base/utf8.h"
 
 namespace sluice::query {
 
@@ -74,6 +77,7 @@ struct Token {
   std::string text;  // upper-cased word, or the punctuation/quoted text as written
   bool word;
   size_t end;
+  size_t begin = 0;
 };
 
 std::vector<Token> Tokens(std::string_view s, size_t max) {
@@ -87,7 +91,7 @@ std::vector<Token> Tokens(std::string_view s, size_t max) {
     }
     size_t q = SkipQuoted(s, i);
     if (q != i) {
-      if (c == '\'' || c == '"' || c == '$') out.push_back({std::string(s.substr(i, q - i)), false, q});
+      if (c == '\'' || c == '"' || c == '$') out.push_back({std::string(s.substr(i, q - i)), false, q, i});
       i = q;
       continue;
     }
@@ -96,11 +100,11 @@ std::vector<Token> Tokens(std::string_view s, size_t max) {
       while (j < s.size() && IsIdentChar(s[j])) ++j;
       std::string w(s.substr(i, j - i));
       for (char& x : w) x = static_cast<char>(std::toupper(static_cast<unsigned char>(x)));
-      out.push_back({w, true, j});
+      out.push_back({w, true, j, i});
       i = j;
       continue;
     }
-    out.push_back({std::string(1, c), false, i + 1});
+    out.push_back({std::string(1, c), false, i + 1, i});
     ++i;
   }
   return out;
@@ -312,6 +316,515 @@ std::optional<std::string> SubstituteParameters(std::string_view s, const std::v
     ++i;
   }
   return out;
+}
+
+// ---- COPY ------------------------------------------------------------------------
+
+namespace {
+
+// A COPY option's argument, as Postgres's grammar reads it (copy_generic_opt_arg).
+struct CopyArg {
+  enum class Kind { kNone, kWord, kString, kNumber, kStar, kList };
+  Kind kind = Kind::kNone;
+  std::string text;               // kWord (as written), kString (decoded), kNumber
+  std::vector<std::string> list;  // kList: names as Postgres folds them
+};
+
+Status CopyError(std::string_view sqlstate, std::string_view message) {
+  return InvalidArgumentError("{}: {}", sqlstate, message);
+}
+
+// The body of an E'...' string with its backslash escapes (Postgres's: \b \f \n \r \t,
+// octal, \xHH, \uXXXX, \UXXXXXXXX; any other character stands for itself).
+Result<std::string> DecodeEscapeString(std::string_view body) {
+  std::string out;
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '\'' && i + 1 < body.size() && body[i + 1] == '\'') {
+      out += '\'';
+      ++i;
+      continue;
+    }
+    if (c != '\\' || i + 1 >= body.size()) {
+      out += c;
+      continue;
+    }
+    char e = body[++i];
+    switch (e) {
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 't': out += '\t'; break;
+      case 'x': {
+        int v = 0, n = 0;
+        while (n < 2 && i + 1 < body.size() && hex(body[i + 1]) >= 0) v = v * 16 + hex(body[++i]), ++n;
+        if (n == 0) {
+          out += 'x';
+        } else {
+          out += static_cast<char>(v);
+        }
+        break;
+      }
+      case 'u':
+      case 'U': {
+        int want = e == 'u' ? 4 : 8;
+        uint32_t cp = 0;
+        for (int n = 0; n < want; ++n) {
+          if (i + 1 >= body.size() || hex(body[i + 1]) < 0) return CopyError("22025", "invalid Unicode escape");
+          cp = cp * 16 + static_cast<uint32_t>(hex(body[++i]));
+        }
+        if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+          return CopyError("22025", "invalid Unicode escape value");
+        }
+        if (cp < 0x80) {
+          out += static_cast<char>(cp);
+        } else if (cp < 0x800) {
+          out += static_cast<char>(0xC0 | (cp >> 6));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else if (cp < 0x10000) {
+          out += static_cast<char>(0xE0 | (cp >> 12));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        } else {
+          out += static_cast<char>(0xF0 | (cp >> 18));
+          out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+          out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+          out += static_cast<char>(0x80 | (cp & 0x3F));
+        }
+        break;
+      }
+      default:
+        if (e >= '0' && e <= '7') {
+          int v = e - '0', n = 1;
+          while (n < 3 && i + 1 < body.size() && body[i + 1] >= '0' && body[i + 1] <= '7') {
+            v = v * 8 + (body[++i] - '0');
+            ++n;
+          }
+          out += static_cast<char>(v & 0xFF);
+        } else {
+          out += e;
+        }
+    }
+  }
+  if (!IsValidUtf8(out)) return CopyError("22021", "invalid byte sequence for encoding \"UTF8\"");
+  return out;
+}
+
+class CopyParser {
+ public:
+  explicit CopyParser(std::string_view s) : s_(s), t_(Tokens(s, std::numeric_limits<size_t>::max())) {}
+
+  Result<std::optional<CopyStatement>> Parse();
+
+ private:
+  bool Word(size_t k, std::string_view w) const { return k < t_.size() && t_[k].word && t_[k].text == w; }
+  bool Punct(size_t k, char c) const {
+    return k < t_.size() && !t_[k].word && t_[k].text.size() == 1 && t_[k].text[0] == c;
+  }
+  bool QuotedIdent(size_t k) const { return k < t_.size() && !t_[k].word && t_[k].text.starts_with('"'); }
+  bool Name(size_t k) const { return k < t_.size() && (t_[k].word || QuotedIdent(k)); }
+  // A string constant at i_ ('...', E'...', $$...$$): decoded, i_ moved past it.
+  bool StringAt(size_t k) const {
+    if (k >= t_.size()) return false;
+    if (!t_[k].word && (t_[k].text.starts_with('\'') || t_[k].text.starts_with('$')) && t_[k].text.size() > 1) return true;
+    return t_[k].word && t_[k].text == "E" && k + 1 < t_.size() && t_[k + 1].begin == t_[k].end &&
+           t_[k + 1].text.starts_with('\'');
+  }
+  Result<std::string> String();
+  // The name at k as Postgres folds it: lower-cased, or the quoted identifier's text.
+  std::string FoldedName(size_t k) const {
+    if (QuotedIdent(k)) return Unquote(t_[k].text);
+    return Lower(s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
+  }
+  std::string Near(size_t k) const {
+    if (k >= t_.size()) return "syntax error at end of input";
+    return fmt::format("syntax error at or near \"{}\"", s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
+  }
+  Status ParseOptions(CopyOptions& o);
+  Result<CopyArg> ParseArg();
+  // A comma-separated list of column names (FORCE QUOTE a, b), i_ moved past it.
+  Result<std::vector<std::string>> NameList();
+  Status Set(const std::string& name, CopyArg arg);
+  Status Check(CopyOptions& o);
+
+  std::string_view s_;
+  std::vector<Token> t_;
+  size_t i_ = 0;
+  std::vector<std::pair<std::string, CopyArg>> options_;  // lower-cased name, argument
+};
+
+// Whether a '...' token (as SkipQuoted cut it) ends with its closing quote: SkipQuoted
+// runs to the end of the text when the quote is never closed.
+bool QuoteClosed(std::string_view q, bool backslash) {
+  for (size_t j = 1; j < q.size(); ++j) {
+    if (backslash && q[j] == '\\') {
+      ++j;
+      continue;
+    }
+    if (q[j] != '\'') continue;
+    if (j + 1 < q.size() && q[j + 1] == '\'') {
+      ++j;
+      continue;
+    }
+    return j + 1 == q.size();
+  }
+  return false;
+}
+
+Result<std::string> CopyParser::String() {
+  const Token& t = t_[i_];
+  if (t.word) {  // E'...'
+    const std::string& q = t_[i_ + 1].text;
+    i_ += 2;
+    if (!QuoteClosed(q, true)) return CopyError("42601", "unterminated quoted string");
+    return DecodeEscapeString(std::string_view(q).substr(1, q.size() - 2));
+  }
+  ++i_;
+  if (t.text.starts_with('$')) {
+    size_t tag_end = t.text.find('$', 1);
+    size_t tag = tag_end + 1;
+    if (tag_end == std::string::npos || t.text.size() < 2 * tag ||
+        t.text.compare(t.text.size() - tag, tag, t.text, 0, tag) != 0) {
+      return CopyError("42601", "unterminated dollar-quoted string");
+    }
+    return t.text.substr(tag, t.text.size() - 2 * tag);
+  }
+  if (!QuoteClosed(t.text, false)) return CopyError("42601", "unterminated quoted string");
+  return Unquote(t.text);
+}
+
+Result<std::vector<std::string>> CopyParser::NameList() {
+  std::vector<std::string> names;
+  while (true) {
+    if (!Name(i_)) return CopyError("42601", Near(i_));
+    names.push_back(FoldedName(i_++));
+    if (!Punct(i_, ',')) return names;
+    ++i_;
+  }
+}
+
+Result<CopyArg> CopyParser::ParseArg() {
+  CopyArg a;
+  if (i_ >= t_.size() || Punct(i_, ',') || Punct(i_, ')')) return a;
+  if (StringAt(i_)) {
+    a.kind = CopyArg::Kind::kString;
+    ASSIGN_OR_RETURN(a.text, String());
+  } else if (t_[i_].word) {
+    a.kind = CopyArg::Kind::kWord;
+    a.text = Lower(t_[i_++].text);
+  } else if (Punct(i_, '*')) {
+    a.kind = CopyArg::Kind::kStar;
+    ++i_;
+  } else if (t_[i_].text.size() == 1 && std::isdigit(static_cast<unsigned char>(t_[i_].text[0]))) {
+    a.kind = CopyArg::Kind::kNumber;
+    while (i_ < t_.size() && t_[i_].text.size() == 1 && std::isdigit(static_cast<unsigned char>(t_[i_].text[0])) &&
+           (a.text.empty() || t_[i_].begin == t_[i_ - 1].end)) {
+      a.text += t_[i_++].text;
+    }
+  } else if (Punct(i_, '(')) {
+    ++i_;
+    a.kind = CopyArg::Kind::kList;
+    ASSIGN_OR_RETURN(a.list, NameList());
+    if (!Punct(i_, ')')) return CopyError("42601", Near(i_));
+    ++i_;
+  } else {
+    return CopyError("42601", Near(i_));
+  }
+  return a;
+}
+
+Status CopyParser::Set(const std::string& name, CopyArg arg) {
+  for (const auto& [n, a] : options_) {
+    if (n == name) return CopyError("42601", "conflicting or redundant options");
+  }
+  options_.emplace_back(name, std::move(arg));
+  return Status::OK();
+}
+
+Status CopyParser::ParseOptions(CopyOptions& o) {
+  // Postgres 7.3's `USING DELIMITERS 'x'` after the target.
+  if (Word(i_, "USING") && Word(i_ + 1, "DELIMITERS")) ++i_;
+  if (Word(i_, "DELIMITERS")) {
+    ++i_;
+    if (!StringAt(i_)) return CopyError("42601", Near(i_));
+    CopyArg a{CopyArg::Kind::kString, "", {}};
+    ASSIGN_OR_RETURN(a.text, String());
+    RETURN_IF_ERROR(Set("delimiter", std::move(a)));
+  }
+  if (Word(i_, "WITH")) ++i_;
+  if (Punct(i_, '(')) {
+    // The generic list: (name [argument], ...).
+    ++i_;
+    while (true) {
+      if (i_ >= t_.size() || !t_[i_].word) return CopyError("42601", Near(i_));
+      std::string name = Lower(t_[i_++].text);
+      ASSIGN_OR_RETURN(CopyArg arg, ParseArg());
+      RETURN_IF_ERROR(Set(name, std::move(arg)));
+      if (Punct(i_, ',')) {
+        ++i_;
+        continue;
+      }
+      if (Punct(i_, ')')) {
+        ++i_;
+        break;
+      }
+      return CopyError("42601", Near(i_));
+    }
+  } else {
+    // The old keyword list (Postgres before 9.0, still accepted; psql's `\copy ... csv header`).
+    auto string_option = [&](const char* name) -> Status {
+      ++i_;
+      if (Word(i_, "AS")) ++i_;
+      if (!StringAt(i_)) return CopyError("42601", Near(i_));
+      CopyArg a{CopyArg::Kind::kString, "", {}};
+      ASSIGN_OR_RETURN(a.text, String());
+      return Set(name, std::move(a));
+    };
+    while (i_ < t_.size()) {
+      if (Word(i_, "BINARY") || Word(i_, "CSV")) {
+        RETURN_IF_ERROR(Set("format", {CopyArg::Kind::kWord, Lower(t_[i_].text), {}}));
+        ++i_;
+      } else if (Word(i_, "HEADER") || Word(i_, "FREEZE")) {
+        RETURN_IF_ERROR(Set(Lower(t_[i_].text), {}));
+        ++i_;
+      } else if (Word(i_, "DELIMITER")) {
+        RETURN_IF_ERROR(string_option("delimiter"));
+      } else if (Word(i_, "NULL")) {
+        RETURN_IF_ERROR(string_option("null"));
+      } else if (Word(i_, "QUOTE")) {
+        RETURN_IF_ERROR(string_option("quote"));
+      } else if (Word(i_, "ESCAPE")) {
+        RETURN_IF_ERROR(string_option("escape"));
+      } else if (Word(i_, "ENCODING")) {
+        RETURN_IF_ERROR(string_option("encoding"));
+      } else if (Word(i_, "FORCE") && Word(i_ + 1, "QUOTE")) {
+        i_ += 2;
+        CopyArg a;
+        if (Punct(i_, '*')) {
+          a.kind = CopyArg::Kind::kStar;
+          ++i_;
+        } else {
+          a.kind = CopyArg::Kind::kList;
+          ASSIGN_OR_RETURN(a.list, NameList());
+        }
+        RETURN_IF_ERROR(Set("force_quote", std::move(a)));
+      } else if (Word(i_, "FORCE") && Word(i_ + 1, "NOT") && Word(i_ + 2, "NULL")) {
+        i_ += 3;
+        ASSIGN_OR_RETURN(auto names, NameList());
+        RETURN_IF_ERROR(Set("force_not_null", {CopyArg::Kind::kList, "", std::move(names)}));
+      } else if (Word(i_, "FORCE") && Word(i_ + 1, "NULL")) {
+        i_ += 2;
+        ASSIGN_OR_RETURN(auto names, NameList());
+        RETURN_IF_ERROR(Set("force_null", {CopyArg::Kind::kList, "", std::move(names)}));
+      } else {
+        return CopyError("42601", Near(i_));
+      }
+    }
+  }
+  if (i_ < t_.size()) return CopyError("42601", Near(i_));
+  return Check(o);
+}
+
+// Postgres's ProcessCopyOptions for COPY TO, with its SQLSTATEs and messages.
+Status CopyParser::Check(CopyOptions& o) {
+  auto boolean = [](const std::string& name, const CopyArg& a) -> Result<bool> {
+    std::string v = Lower(a.text);
+    switch (a.kind) {
+      case CopyArg::Kind::kNone: return true;
+      case CopyArg::Kind::kNumber:
+        if (v == "0" || v == "1") return v == "1";
+        break;
+      case CopyArg::Kind::kWord:
+      case CopyArg::Kind::kString:
+        if (v == "true" || v == "on") return true;
+        if (v == "false" || v == "off") return false;
+        if (name == "header" && v == "match") {
+          return CopyError("42601", "cannot use \"match\" with HEADER in COPY TO");
+        }
+        break;
+      default: break;
+    }
+    return CopyError("42601", fmt::format("{} requires a Boolean value", name));
+  };
+  auto string = [](const std::string& name, const CopyArg& a) -> Result<std::string> {
+    if (a.kind == CopyArg::Kind::kWord || a.kind == CopyArg::Kind::kString || a.kind == CopyArg::Kind::kNumber) {
+      return a.text;
+    }
+    return CopyError("42601", fmt::format("{} requires a parameter", name));
+  };
+  std::optional<std::string> delimiter, null_string, quote, escape;
+  bool force_quote = false;
+  for (const auto& [name, a] : options_) {
+    if (name == "format") {
+      ASSIGN_OR_RETURN(std::string f, string(name, a));
+      std::string lf = Lower(f);
+      if (lf == "text") {
+        o.format = CopyFormat::kText;
+      } else if (lf == "csv") {
+        o.format = CopyFormat::kCsv;
+      } else if (lf == "binary") {
+        o.format = CopyFormat::kBinary;
+      } else {
+        return CopyError("22023", fmt::format("COPY format \"{}\" not recognized", f));
+      }
+    } else if (name == "freeze") {
+      ASSIGN_OR_RETURN(bool freeze, boolean(name, a));
+      (void)freeze;  // nothing to freeze on the way out
+    } else if (name == "header") {
+      ASSIGN_OR_RETURN(o.header, boolean(name, a));
+    } else if (name == "delimiter") {
+      ASSIGN_OR_RETURN(delimiter, string(name, a));
+    } else if (name == "null") {
+      ASSIGN_OR_RETURN(null_string, string(name, a));
+    } else if (name == "quote") {
+      ASSIGN_OR_RETURN(quote, string(name, a));
+    } else if (name == "escape") {
+      ASSIGN_OR_RETURN(escape, string(name, a));
+    } else if (name == "encoding") {
+      ASSIGN_OR_RETURN(std::string e, string(name, a));
+      std::string le = Lower(e);
+      if (le != "utf8" && le != "utf-8" && le != "unicode") {
+        return CopyError("0A000", fmt::format("COPY encoding \"{}\" is not supported: the server speaks UTF8", e));
+      }
+    } else if (name == "force_quote") {
+      if (a.kind == CopyArg::Kind::kStar) {
+        o.force_quote_all = true;
+      } else if (a.kind == CopyArg::Kind::kList) {
+        o.force_quote = a.list;
+      } else {
+        return CopyError("42601", "argument to option \"force_quote\" must be a list of column names");
+      }
+      force_quote = true;
+    } else if (name == "force_not_null") {
+      return CopyError("0A000", "COPY force not null only available using COPY FROM");
+    } else if (name == "force_null") {
+      return CopyError("0A000", "COPY force null only available using COPY FROM");
+    } else {
+      return CopyError("42601", fmt::format("option \"{}\" not recognized", name));
+    }
+  }
+  const bool csv = o.format == CopyFormat::kCsv;
+  if (o.format == CopyFormat::kBinary && delimiter) return CopyError("42601", "cannot specify DELIMITER in BINARY mode");
+  if (o.format == CopyFormat::kBinary && null_string) return CopyError("42601", "cannot specify NULL in BINARY mode");
+  std::string delim = delimiter.value_or(csv ? "," : "\t");
+  o.null_string = null_string.value_or(csv ? "" : "\\N");
+  if (delim.size() != 1) return CopyError("0A000", "COPY delimiter must be a single one-byte character");
+  o.delimiter = delim[0];
+  if (o.delimiter == '\r' || o.delimiter == '\n') {
+    return CopyError("22023", "COPY delimiter cannot be newline or carriage return");
+  }
+  if (o.null_string.find_first_of("\r\n") != std::string::npos) {
+    return CopyError("22023", "COPY null representation cannot use newline or carriage return");
+  }
+  if (!csv && std::string_view("\\.abcdefghijklmnopqrstuvwxyz0123456789").find(o.delimiter) != std::string_view::npos) {
+    return CopyError("22023", fmt::format("COPY delimiter cannot be \"{}\"", delim));
+  }
+  if (o.format == CopyFormat::kBinary && o.header) return CopyError("0A000", "cannot specify HEADER in BINARY mode");
+  if (!csv && quote) return CopyError("0A000", "COPY quote available only in CSV mode");
+  if (csv) {
+    std::string q = quote.value_or("\"");
+    if (q.size() != 1) return CopyError("0A000", "COPY quote must be a single one-byte character");
+    o.quote = q[0];
+    if (o.delimiter == o.quote) return CopyError("22023", "COPY delimiter and quote must be different");
+  }
+  if (!csv && escape) return CopyError("0A000", "COPY escape available only in CSV mode");
+  if (csv) {
+    std::string e = escape.value_or(std::string(1, o.quote));
+    if (e.size() != 1) return CopyError("0A000", "COPY escape must be a single one-byte character");
+    o.escape = e[0];
+  }
+  if (!csv && force_quote) return CopyError("0A000", "COPY force quote available only in CSV mode");
+  if (o.format != CopyFormat::kBinary && o.null_string.find(o.delimiter) != std::string::npos) {
+    return CopyError("22023", "COPY delimiter must not appear in the NULL specification");
+  }
+  if (csv && o.null_string.find(o.quote) != std::string::npos) {
+    return CopyError("22023", "CSV quote character must not appear in the NULL specification");
+  }
+  return Status::OK();
+}
+
+Result<std::optional<CopyStatement>> CopyParser::Parse() {
+  if (!Word(0, "COPY")) return std::optional<CopyStatement>();
+  i_ = 1;
+  if (Word(i_, "FROM")) return std::optional<CopyStatement>();  // DuckDB's COPY FROM DATABASE
+  CopyStatement c;
+  bool old_binary = false;
+  if (Word(i_, "BINARY") && (Name(i_ + 1))) {
+    old_binary = true;
+    ++i_;
+  }
+  if (Punct(i_, '(')) {
+    size_t depth = 0, j = i_;
+    for (; j < t_.size(); ++j) {
+      if (Punct(j, '(')) ++depth;
+      if (Punct(j, ')') && --depth == 0) break;
+    }
+    if (j >= t_.size()) return std::optional<CopyStatement>();
+    c.query = std::string(Trim(s_.substr(t_[i_].end, t_[j].begin - t_[i_].end)));
+    i_ = j + 1;
+  } else {
+    if (!Name(i_)) return std::optional<CopyStatement>();
+    size_t first = i_;
+    ++i_;
+    while (Punct(i_, '.') && Name(i_ + 1)) i_ += 2;
+    std::string_view table = s_.substr(t_[first].begin, t_[i_ - 1].end - t_[first].begin);
+    std::string columns;
+    if (Punct(i_, '(')) {
+      ++i_;
+      while (true) {
+        if (!Name(i_)) return std::optional<CopyStatement>();
+        if (!columns.empty()) columns += ", ";
+        columns += s_.substr(t_[i_].begin, t_[i_].end - t_[i_].begin);
+        ++i_;
+        if (Punct(i_, ',')) {
+          ++i_;
+          continue;
+        }
+        if (Punct(i_, ')')) break;
+        return std::optional<CopyStatement>();
+      }
+      ++i_;
+    }
+    c.query = fmt::format("SELECT {} FROM {}", columns.empty() ? "*" : columns, table);
+  }
+  if (Word(i_, "TO")) {
+    c.direction = CopyStatement::Direction::kTo;
+  } else if (Word(i_, "FROM")) {
+    c.direction = CopyStatement::Direction::kFrom;
+  } else {
+    return std::optional<CopyStatement>();
+  }
+  ++i_;
+  if (Word(i_, "STDOUT") || Word(i_, "STDIN")) {
+    c.target = CopyStatement::Target::kClient;
+    ++i_;
+  } else if (Word(i_, "PROGRAM")) {
+    c.target = CopyStatement::Target::kProgram;
+    return std::optional<CopyStatement>(std::move(c));
+  } else if (StringAt(i_)) {
+    c.target = CopyStatement::Target::kFile;
+    return std::optional<CopyStatement>(std::move(c));
+  } else {
+    return std::optional<CopyStatement>();
+  }
+  if (c.direction == CopyStatement::Direction::kFrom) return std::optional<CopyStatement>(std::move(c));
+  if (old_binary) RETURN_IF_ERROR(Set("format", {CopyArg::Kind::kWord, "binary", {}}));
+  RETURN_IF_ERROR(ParseOptions(c.options));
+  if (c.query.empty()) return CopyError("42601", "syntax error at or near \")\"");
+  return std::optional<CopyStatement>(std::move(c));
+}
+
+}  // namespace
+
+Result<std::optional<CopyStatement>> ParseCopyStatement(std::string_view statement) {
+  return CopyParser(statement).Parse();
 }
 
 }  // namespace sluice::query

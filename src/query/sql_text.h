@@ -1,13 +1,16 @@
 // What the query server reads from client SQL itself, before DuckDB sees it: statement
 // boundaries, the leading keywords of a statement (for CommandComplete tags and the
-// sandbox's refusals) and the name a SET, RESET or PRAGMA statement changes. A lexer
-// of quotes and comments only; DuckDB parses the SQL.
+// sandbox's refusals), the name a SET, RESET or PRAGMA statement changes, and Postgres's
+// COPY statement (the server runs COPY ... TO STDOUT itself). A lexer of quotes and
+// comments only; DuckDB parses the SQL.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/status.h"
 
 namespace sluice::query {
 
@@ -46,5 +49,38 @@ std::optional<std::string> SubstituteParameters(std::string_view statement, cons
 // The CommandComplete tag of a statement that returned `rows` rows (or changed them).
 // `returned_rows` says whether it returned a result set.
 std::string CommandTag(std::string_view statement, bool returned_rows, uint64_t rows);
+
+// The options of COPY ... TO STDOUT, checked as Postgres 15 checks them (defaults filled
+// in for the format).
+enum class CopyFormat { kText, kCsv, kBinary };
+struct CopyOptions {
+  CopyFormat format = CopyFormat::kText;
+  bool header = false;
+  char delimiter = '\t';            // text '\t', csv ','
+  std::string null_string = "\\N";  // text "\N", csv ""
+  char quote = '"';                 // csv only
+  char escape = '"';                // csv only; the quote unless given
+  bool force_quote_all = false;     // csv: FORCE_QUOTE *
+  std::vector<std::string> force_quote;  // csv: FORCE_QUOTE (columns), names as Postgres folds them
+};
+
+// A COPY statement in Postgres's grammar: `COPY (query) TO ...` or `COPY [BINARY] table
+// [(columns)] {TO|FROM} {STDOUT|STDIN|'file'|PROGRAM 'command'} [[WITH] (options) | old
+// options]`.
+struct CopyStatement {
+  enum class Direction { kTo, kFrom };
+  enum class Target { kClient, kFile, kProgram };  // STDOUT/STDIN, 'file', PROGRAM 'cmd'
+  Direction direction = Direction::kTo;
+  Target target = Target::kClient;
+  // What COPY TO reads: the query in parentheses as written, or `SELECT <columns or *>
+  // FROM <table>` with the names as written.
+  std::string query;
+  CopyOptions options;  // parsed and checked only for TO STDOUT
+};
+// nullopt when `statement` is not a COPY this grammar reads (DuckDB's `COPY FROM
+// DATABASE`, or a head that does not parse: DuckDB runs it and reports it). For TO
+// STDOUT a malformed or invalid option list is an error whose message starts with its
+// SQLSTATE ("42601: option \"x\" not recognized"), as Postgres answers it.
+Result<std::optional<CopyStatement>> ParseCopyStatement(std::string_view statement);
 
 }  // namespace sluice::query

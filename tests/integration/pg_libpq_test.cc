@@ -2,7 +2,7 @@
 // drivers are built on): simple queries, PQexecParams with text and binary parameters
 // and binary results checked value by value, prepared statements and their
 // descriptions, topic() bounds from WHERE in a prepared statement, PQcancel of a long query, the sandbox's refusals with SQLSTATE 42501,
-// and SCRAM-SHA-256 with right and wrong passwords.
+// COPY ... TO STDOUT with PQgetCopyData, and SCRAM-SHA-256 with right and wrong passwords.
 //
 // usage: pg_libpq_test path/to/sluice
 #include <libpq-fe.h>
@@ -340,6 +340,52 @@ TEST_F(LibpqTest, SandboxRefusals) {
     EXPECT_EQ(PQresultStatus(r.get()), PGRES_FATAL_ERROR) << sql;
     EXPECT_EQ(SqlState(r.get()), "42501") << sql << ": " << PQresultErrorMessage(r.get());
   }
+}
+
+// COPY ... TO STDOUT through libpq's copy API: PQgetCopyData row by row, in the simple
+// protocol (PQexec) and the extended one (PQexecParams), and an error after rows.
+TEST_F(LibpqTest, CopyOutWithPQgetCopyData) {
+  auto copy_out = [&](Res r, std::string* data) {
+    EXPECT_EQ(PQresultStatus(r.get()), PGRES_COPY_OUT) << PQresultErrorMessage(r.get());
+    char* buf = nullptr;
+    int n = 0;
+    while ((n = PQgetCopyData(conn_.get(), &buf, 0)) > 0) {
+      data->append(buf, static_cast<size_t>(n));
+      PQfreemem(buf);
+    }
+    EXPECT_EQ(n, -1) << PQerrorMessage(conn_.get());
+    return Res(PQgetResult(conn_.get()));
+  };
+  std::string data;
+  Res r = Exec("COPY (SELECT range AS n, CASE WHEN range = 1 THEN NULL ELSE 'v,' || range END AS s "
+               "FROM range(3)) TO STDOUT (FORMAT csv, HEADER)");
+  EXPECT_EQ(PQnfields(r.get()), 2);
+  EXPECT_EQ(PQbinaryTuples(r.get()), 0);
+  Res done = copy_out(std::move(r), &data);
+  ASSERT_EQ(PQresultStatus(done.get()), PGRES_COMMAND_OK);
+  EXPECT_STREQ(PQcmdTuples(done.get()), "3");
+  EXPECT_EQ(data, "n,s\n0,\"v,0\"\n1,\n2,\"v,2\"\n");
+  while (PGresult* rest = PQgetResult(conn_.get())) PQclear(rest);
+
+  data.clear();
+  r.reset(PQexecParams(conn_.get(), "COPY (SELECT 'x' AS a UNION ALL SELECT 'y\ty') TO STDOUT", 0, nullptr,
+                       nullptr, nullptr, nullptr, 0));
+  done = copy_out(std::move(r), &data);
+  ASSERT_EQ(PQresultStatus(done.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(done.get());
+  EXPECT_EQ(data, "x\ny\\ty\n");
+  while (PGresult* rest = PQgetResult(conn_.get())) PQclear(rest);
+
+  data.clear();
+  r = Exec("COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) TO STDOUT");
+  done = copy_out(std::move(r), &data);
+  EXPECT_EQ(PQresultStatus(done.get()), PGRES_FATAL_ERROR);
+  EXPECT_EQ(SqlState(done.get()), "22023") << PQresultErrorMessage(done.get());
+  EXPECT_FALSE(data.empty());  // rows came before the error
+  while (PGresult* rest = PQgetResult(conn_.get())) PQclear(rest);
+  r = Exec("COPY t FROM STDIN");
+  EXPECT_EQ(SqlState(r.get()), "0A000");
+  r = Exec("SELECT 'still here'");
+  ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK);
 }
 
 TEST(LibpqAuthTest, ScramRightAndWrongPassword) {

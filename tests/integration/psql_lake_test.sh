@@ -118,6 +118,9 @@ wait_rows 1500
 expect "lake rows" "$(q "SELECT count(*), count(DISTINCT id), sum(amount) FROM lake.db.events")" \
   "1500|1500|$(seq 0 1499 | awk '{ s += $1 % 7 } END { print s }')"
 expect "a partition" "$(q "SELECT count(*), min(id) FROM lake.db.events WHERE city = 'rome'")" "750|1"
+expect "\\copy of a lake query" \
+  "$(q "\\copy (SELECT count(*), min(id) FROM lake.db.events WHERE city = 'rome') TO STDOUT CSV")" "750,1"
+expect "COPY of a lake table by name" "$(q "COPY lake.db.events (id) TO STDOUT" | wc -l)" "1500"
 expect "a join of the table with the topic" \
   "$(q "SELECT count(*) FROM lake.db.events e JOIN topic('events') t ON e.id = (t.value::JSON->>'id')::BIGINT")" "1500"
 # Offsets are per partition, and kcat's partitioner splits the messages unevenly.

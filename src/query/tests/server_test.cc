@@ -884,3 +884,201 @@ TEST_F(QueryServerTest, StopClosesOpenSessions) {
 
 }  // namespace
 }  // namespace sluice::query
+
+namespace sluice::query {
+namespace {
+
+// CopyData bodies of `msgs`, concatenated: what a client writes to its file.
+std::string CopyData(const std::vector<Msg>& msgs) {
+  std::string out;
+  for (const Msg& m : msgs) {
+    if (m.first == 'd') out += m.second;
+  }
+  return out;
+}
+
+std::string Tag(const std::vector<Msg>& msgs) {
+  for (const Msg& m : msgs) {
+    if (m.first == 'C') return m.second.substr(0, m.second.find('\0'));
+  }
+  return "";
+}
+
+TEST_F(QueryServerTest, CopyToStdoutStreamsTextAndCsv) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE t (id INT, s VARCHAR, x DOUBLE); "
+               "INSERT INTO t VALUES (1, 'tab\there, \"quoted\"', 1.5), (2, NULL, NULL), (3, '', -0.25), "
+               "(4, E'two\\nlines\\\\', 1e100)"));
+  ASSERT_EQ(SqlState(c.UntilReady()), "");
+
+  c.Send(Query("COPY (SELECT * FROM t ORDER BY id) TO STDOUT"));
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "HddddcCZ");
+  // Text overall, three columns, each text.
+  EXPECT_EQ(msgs[0].second, std::string("\0\0\3\0\0\0\0\0\0", 9));
+  EXPECT_EQ(msgs[1].second, "1\ttab\\there, \"quoted\"\t1.5\n");  // one row per CopyData
+  EXPECT_EQ(CopyData(msgs),
+            "1\ttab\\there, \"quoted\"\t1.5\n"
+            "2\t\\N\t\\N\n"
+            "3\t\t-0.25\n"
+            "4\ttwo\\nlines\\\\\t1e+100\n");
+  EXPECT_EQ(Tag(msgs), "COPY 4");
+
+  c.Send(Query("COPY t TO STDOUT WITH (FORMAT csv, HEADER, FORCE_QUOTE (ID))"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "HdddddcCZ");
+  EXPECT_EQ(CopyData(msgs),
+            "id,s,x\n"
+            "\"1\",\"tab\there, \"\"quoted\"\"\",1.5\n"
+            "\"2\",,\n"
+            "\"3\",\"\",-0.25\n"
+            "\"4\",\"two\nlines\\\",1e+100\n");
+
+  // The old keywords psql's \copy passes on, and the table form with columns.
+  c.Send(Query("COPY t (id, x) TO STDOUT DELIMITER '|' NULL 'nil'"));
+  EXPECT_EQ(CopyData(c.UntilReady()), "1|1.5\n2|nil\n3|-0.25\n4|1e+100\n");
+
+  // Next to other statements in one Query, and with no rows.
+  c.Send(Query("COPY (SELECT 1 AS a WHERE false) TO STDOUT (HEADER); SELECT 2"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "HdcCTDCZ");
+  EXPECT_EQ(msgs[1].second, "a\n");
+  EXPECT_EQ(Tag(msgs), "COPY 0");
+}
+
+TEST_F(QueryServerTest, CopyToStdoutBinaryHasPostgresLayout) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("COPY (SELECT 7::INT AS a, NULL::VARCHAR AS b) TO STDOUT (FORMAT binary)"));
+  auto msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "HddcCZ");
+  EXPECT_EQ(msgs[0].second, std::string("\1\0\2\0\1\0\1", 7));
+  EXPECT_EQ(CopyData(msgs), std::string("PGCOPY\n\377\r\n\0", 11) + Int32(0) + Int32(0) +  // header
+                                Int16(2) + Int32(4) + Int32(7) + Int32(-1) +             // the row
+                                Int16(-1));                                                // trailer
+  c.Send(Query("COPY (SELECT 1 WHERE false) TO STDOUT BINARY"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "HdcCZ");
+  EXPECT_EQ(CopyData(msgs), std::string("PGCOPY\n\377\r\n\0", 11) + Int32(0) + Int32(0) + Int16(-1));
+}
+
+TEST_F(QueryServerTest, CopyErrorsAndRefusals) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  auto state = [&](const std::string& sql) {
+    c.Send(Query(sql));
+    auto msgs = c.UntilReady();
+    EXPECT_EQ(msgs.back().first, 'Z') << sql;
+    EXPECT_EQ(msgs.back().second, "I") << sql;
+    return SqlState(msgs);
+  };
+  EXPECT_EQ(state("CREATE TABLE t (a INT)"), "");
+  EXPECT_EQ(state("COPY t FROM STDIN"), "0A000");
+  EXPECT_EQ(state("COPY t FROM STDIN (FORMAT csv)"), "0A000");
+  EXPECT_EQ(state("COPY t TO PROGRAM 'touch /tmp/x'"), "42501");
+  EXPECT_EQ(state("COPY (SELECT 1) TO '" + (dir_ / "outside.csv").string() + "'"), "42501");
+  EXPECT_EQ(state("COPY t TO STDOUT (FORMAT xml)"), "22023");
+  EXPECT_EQ(state("COPY t TO STDOUT (BOGUS)"), "42601");
+  EXPECT_EQ(state("COPY (SELEC 1) TO STDOUT"), "42601");
+  EXPECT_EQ(state("COPY (SELECT 1; SELECT 2) TO STDOUT"), "42601");
+  EXPECT_EQ(state("COPY (SELECT 1 TO STDOUT"), "42601");
+  EXPECT_EQ(state("COPY missing TO STDOUT"), "42P01");
+  EXPECT_EQ(state("COPY t (nope) TO STDOUT"), "42703");
+  EXPECT_EQ(state("COPY t TO STDOUT (FORMAT csv, FORCE_QUOTE (nope))"), "42P10");
+  EXPECT_EQ(state("COPY (CREATE TABLE u (a INT)) TO STDOUT"), "0A000");
+  EXPECT_EQ(state("COPY (ATTACH ':memory:' AS m) TO STDOUT"), "42501");
+  EXPECT_EQ(state("COPY (SELECT 1::BIT) TO STDOUT"), "0A000");
+  EXPECT_EQ(state("COPY (-- nothing\n) TO STDOUT"), "42601");
+  // A file outside the allowed directories: DuckDB's 42501, with a hint at STDOUT.
+  c.Send(Query("COPY (SELECT 1) TO '" + (dir_ / "outside.csv").string() + "' (FORMAT csv)"));
+  auto refused = c.UntilReady();
+  ASSERT_EQ(SqlState(refused), "42501");
+  EXPECT_NE(refused[0].second.find("HCOPY to or from a file runs on the server"), std::string::npos);
+
+  // An error while the rows stream: ErrorResponse after the CopyData, no CopyDone.
+  c.Send(Query("COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) "
+               "TO STDOUT"));
+  auto msgs = c.UntilReady();
+  std::string types = Types(msgs);
+  ASSERT_GE(types.size(), 3u);
+  EXPECT_EQ(types.front(), 'H');
+  EXPECT_EQ(types.substr(types.size() - 2), "EZ");
+  EXPECT_EQ(types.find('c'), std::string::npos);
+  EXPECT_EQ(SqlState(msgs), "22023");  // error(): invalid input
+  ExpectServing();
+}
+
+TEST_F(QueryServerTest, CopyRunsThroughThePlannerAndTheExtendedProtocol) {
+  FakeStepsPlanner planner;
+  QueryServerOptions o;
+  o.hooks.plan_statement = planner.Hook();
+  StartServer(std::move(o));
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("CREATE TABLE big AS SELECT range AS k, range * 2 AS v FROM range(10)"));
+  ASSERT_EQ(Types(c.UntilReady()), "CZ");
+  // Simple protocol: the inner query is planned with steps, like a SELECT.
+  c.Send(Query("COPY (SELECT k, v FROM big WHERE k < 3) TO STDOUT (FORMAT csv)"));
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(CopyData(msgs), "0,0\n1,2\n2,4\n");
+  ASSERT_EQ(planner.Seen().size(), 1u);
+  EXPECT_EQ(planner.Seen()[0], "SELECT k, v FROM big WHERE k < 3");
+  // Extended: Describe answers NoData, Execute streams all rows whatever its limit.
+  c.Send(Parse("", "COPY (SELECT k FROM big WHERE k >= 8) TO STDOUT"));
+  c.Send(Bind("", "", {}));
+  c.Send(Describe('P', ""));
+  c.Send(Execute("", 1));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12nHddcCZ");
+  EXPECT_EQ(CopyData(msgs), "8\n9\n");
+  EXPECT_EQ(Tag(msgs), "COPY 2");
+  EXPECT_EQ(planner.Seen().size(), 2u);  // planned again with steps when the portal started
+  c.Send(Query("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'parts'"));
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "TDCZ");
+  EXPECT_EQ(Fields(msgs[1])[0], "0");  // the plans' cleanup ran
+  // Bind's result formats do not apply to a COPY (two codes for three columns here).
+  c.Send(Parse("", "COPY (SELECT k, v, k AS again FROM big WHERE k = 1) TO STDOUT"));
+  c.Send(Frame('B', Z("") + Z("") + Int16(0) + Int16(0) + Int16(2) + Int16(1) + Int16(1)));
+  c.Send(Execute("", 0));
+  c.Send(Sync());
+  msgs = c.UntilReady();
+  ASSERT_EQ(Types(msgs), "12HdcCZ");
+  EXPECT_EQ(CopyData(msgs), "1\t2\t1\n");
+  c.Send(Parse("", "COPY (SELECT $1::INT) TO STDOUT"));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "42P02");
+  c.Send(Parse("", "COPY big FROM STDIN"));
+  c.Send(Sync());
+  EXPECT_EQ(SqlState(c.UntilReady()), "0A000");
+}
+
+}  // namespace
+}  // namespace sluice::query
+
+namespace sluice::query {
+namespace {
+
+TEST_F(QueryServerTest, CopyIsUnderTheStatementTimeout) {
+  StartServer({.timeout_ms = 300});
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  // Rows stream for a while (each filtered pair costs time), then the watchdog interrupts.
+  c.Send(Query("COPY (SELECT a.range FROM range(100000000) a, range(200) b WHERE b.range = 0) TO STDOUT"));
+  std::string message;
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(SqlState(msgs, &message), "57014");
+  EXPECT_EQ(message, "canceling statement due to statement timeout (query.timeout_seconds is 0)");
+  EXPECT_EQ(msgs.front().first, 'H');
+  EXPECT_EQ(Types(msgs).find('c'), std::string::npos);
+  c.Send(Query("SELECT 1"));
+  EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
+}
+
+}  // namespace
+}  // namespace sluice::query
