@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -162,11 +163,33 @@ struct Evidence {
   std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
 };
 
+// A comparison's constant as a value of the column's type, when comparing a column value
+// with it in C++ gives what DuckDB's comparison in the query gives (NativeKind).
+struct Native {
+  enum class Kind { kInt, kDouble, kString };
+  Kind kind = Kind::kInt;
+  bool is_null = false;  // the constant is NULL
+  int64_t i = 0;         // kInt: the integer, days (date) or microseconds (timestamps)
+  double d = 0;          // kDouble
+  std::string s;         // kString: the bytes
+};
+
 // What pruning knows of a comparison leaf beyond its text: for = with a constant that is
-// exactly a value of the column's type, that value (its bucket is compared).
+// exactly a value of the column's type, that value (its bucket is compared); the constant
+// as a native value when the leaf is evaluated in C++.
 struct Leaf {
   std::optional<Value> exact;
+  std::optional<Native> native;
 };
+
+// SQL semantics of a nullable boolean.
+enum class Tri { kFalse, kTrue, kNull };
+Tri And(Tri a, Tri b) {
+  if (a == Tri::kFalse || b == Tri::kFalse) return Tri::kFalse;
+  return a == Tri::kNull || b == Tri::kNull ? Tri::kNull : Tri::kTrue;
+}
+Tri Of(bool b) { return b ? Tri::kTrue : Tri::kFalse; }
+bool Coalesce(Tri t, bool otherwise) { return t == Tri::kNull ? otherwise : t == Tri::kTrue; }
 
 class Pruner {
  public:
@@ -181,8 +204,19 @@ class Pruner {
   // become kUnknown. Returns the predicate with only usable parts.
   Predicate Prepare(const Predicate& p);
   void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
-  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind.
+  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind,
+  // with the session's default collation.
   void TypeConstants(const std::vector<Predicate>& conjuncts);
+  // The native value of every prepared comparison whose column type and constant allow it
+  // (NativeType), in one query when they all evaluate.
+  void NativeConstants();
+  // Whether every leaf of `p` is evaluated in C++ (IS [NOT] NULL, native comparisons).
+  bool AllNative(const Predicate& p) const;
+  // Whether an item may hold a row satisfying `p`, in C++: KeepSql's meaning exactly.
+  bool KeepNative(const Predicate& p, const Evidence& ev) const;
+  bool LeafNative(const Predicate& p, const Evidence& ev) const;
+  // The bucket values of `p`'s constant under each bucket[N] of its column.
+  std::vector<std::pair<int32_t, int32_t>> BucketsOf(const Predicate& p) const;
   std::optional<std::string> TypeOf(const std::string& constant);
   // Whether the session compares strings by their bytes, as Iceberg orders string bounds
   // (not under a default collation such as nocase).
@@ -212,6 +246,7 @@ class Pruner {
   std::set<int32_t> fields_;          // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
   std::optional<bool> byte_order_strings_;
+  std::optional<std::string> collation_;  // current_setting('default_collation'), read with the types
   std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
 };
 
@@ -226,14 +261,15 @@ void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
   };
   for (const Predicate& c : conjuncts) collect(c);
   if (constants.empty()) return;
-  std::vector<std::string> exprs;
+  std::vector<std::string> exprs = {"current_setting('default_collation')"};
   for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
   auto rows = conn_.QueryText(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
   if (!rows.ok() || rows->size() != 1) {
     for (const std::string& c : constants) types_.erase(c);  // one by one in TypeOf
     return;
   }
-  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i];
+  collation_ = (*rows)[0][0].value_or("");
+  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i + 1];
 }
 
 std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
@@ -246,6 +282,9 @@ std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
 }
 
 bool Pruner::ByteOrderStrings() {
+  if (!byte_order_strings_ && collation_) {
+    byte_order_strings_ = collation_->empty() || IEqualsBinary(*collation_);
+  }
   if (!byte_order_strings_) {
     auto rows = conn_.QueryText("SELECT current_setting('default_collation')");
     byte_order_strings_ =
@@ -253,6 +292,270 @@ bool Pruner::ByteOrderStrings() {
         (!(*rows)[0][0] || (*rows)[0][0]->empty() || IEqualsBinary(*(*rows)[0][0]));
   }
   return *byte_order_strings_;
+}
+
+// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
+// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
+// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
+// This is DuckDB's comparison in the query when the query compares in a type to which `T`
+// converts without merging values: integers with integer constants, floats with any number,
+// dates and timestamps with dates and timestamps, strings with strings, and any column with
+// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
+// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
+// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
+// native value as BIGINT, DOUBLE or VARCHAR.
+struct NativeForm {
+  Native::Kind kind;
+  std::string_view duck_type;
+  std::string_view value;
+};
+
+std::optional<NativeForm> NativeFormOf(const Type& column, std::string_view constant,
+                                       bool string_literal) {
+  auto integer = [](std::string_view c) {
+    for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
+                               "UINTEGER"}) {
+      if (c == n) return true;
+    }
+    return false;
+  };
+  const bool temporal = constant == "DATE" || constant == "TIMESTAMP";
+  switch (column.id) {
+    case TypeId::kInt:
+      if (!string_literal && !integer(constant)) return std::nullopt;
+      return NativeForm{Native::Kind::kInt, "INTEGER", "CAST({t} AS BIGINT)"};
+    case TypeId::kLong:
+      if (!string_literal && !integer(constant)) return std::nullopt;
+      return NativeForm{Native::Kind::kInt, "BIGINT", "{t}"};
+    case TypeId::kFloat:
+      if (!string_literal && !SameFamily(column, constant)) return std::nullopt;
+      return NativeForm{Native::Kind::kDouble, "FLOAT", "CAST({t} AS DOUBLE)"};
+    case TypeId::kDouble:
+      if (!string_literal && !SameFamily(column, constant)) return std::nullopt;
+      return NativeForm{Native::Kind::kDouble, "DOUBLE", "{t}"};
+    case TypeId::kDate:
+      if (!string_literal && !temporal) return std::nullopt;
+      return NativeForm{Native::Kind::kInt, "DATE",
+                        "CASE WHEN isfinite({t}) THEN {t} - DATE '1970-01-01' END"};
+    case TypeId::kTimestamp:
+      if (!string_literal && !temporal) return std::nullopt;
+      return NativeForm{Native::Kind::kInt, "TIMESTAMP",
+                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
+    case TypeId::kTimestampTz:
+      if (!string_literal && constant != "TIMESTAMP WITH TIME ZONE") return std::nullopt;
+      return NativeForm{Native::Kind::kInt, "TIMESTAMPTZ",
+                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
+    case TypeId::kString:
+      if (!string_literal && constant != "VARCHAR") return std::nullopt;
+      return NativeForm{Native::Kind::kString, "VARCHAR", "{t}"};
+    default:
+      return std::nullopt;
+  }
+}
+
+void Pruner::NativeConstants() {
+  struct Candidate {
+    const Predicate* p;
+    NativeForm form;
+  };
+  std::vector<Candidate> candidates;
+  std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
+    for (const Predicate& c : p.children) collect(c);
+    if (p.kind != Predicate::Kind::kCompare) return;
+    const lake::NestedField* f = schema_.FindField(p.field_id);
+    std::optional<std::string> ctype = TypeOf(p.constant);
+    if (f == nullptr || !ctype) return;
+    if (auto form = NativeFormOf(f->type, *ctype, p.constant_is_string_literal))
+      candidates.push_back({&p, *form});
+  };
+  for (const Predicate& c : conjuncts_) collect(c);
+  // Per candidate: whether the constant is NULL, whether its cast to the column's type is
+  // exact (for a string literal: whether it casts, as the query casts it), the value.
+  auto run = [&](size_t from, size_t to) -> bool {
+    std::vector<std::string> exprs;
+    for (size_t k = from; k < to; ++k) {
+      const Candidate& c = candidates[k];
+      const std::string t = fmt::format("TRY_CAST(({}) AS {})", c.p->constant, c.form.duck_type);
+      exprs.push_back(fmt::format("({}) IS NULL", c.p->constant));
+      exprs.push_back(c.p->constant_is_string_literal
+                          ? fmt::format("{} IS NOT NULL", t)
+                          : fmt::format("coalesce({} = ({}), false)", t, c.p->constant));
+      exprs.push_back(fmt::format(fmt::runtime(c.form.value), fmt::arg("t", t)));
+    }
+    auto result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+    if (!result.ok() || result->chunk_count() != 1) return false;
+    duck::ResultChunk row = result->chunk(0);
+    if (row.size() != 1) return false;
+    for (size_t k = from; k < to; ++k) {
+      const Candidate& c = candidates[k];
+      const size_t col = 3 * (k - from);
+      const duck::ColumnType want = c.form.kind == Native::Kind::kInt      ? duck::ColumnType::kInt64
+                                    : c.form.kind == Native::Kind::kDouble ? duck::ColumnType::kDouble
+                                                                           : duck::ColumnType::kVarchar;
+      if (result->column_type(col) != duck::ColumnType::kBoolean ||
+          result->column_type(col + 1) != duck::ColumnType::kBoolean ||
+          result->column_type(col + 2) != want)
+        continue;
+      Native n;
+      n.kind = c.form.kind;
+      n.is_null = !row.IsNull(col, 0) && row.GetBool(col, 0);
+      if (!n.is_null) {
+        if (row.IsNull(col + 1, 0) || !row.GetBool(col + 1, 0) || row.IsNull(col + 2, 0)) continue;
+        switch (n.kind) {
+          case Native::Kind::kInt:
+            n.i = row.GetInt64(col + 2, 0);
+            break;
+          case Native::Kind::kDouble:
+            n.d = row.GetDouble(col + 2, 0);
+            break;
+          case Native::Kind::kString:
+            n.s = std::string(row.GetString(col + 2, 0));
+            break;
+        }
+      }
+      leaves_[c.p].native = std::move(n);
+    }
+    return true;
+  };
+  if (candidates.empty() || run(0, candidates.size())) return;
+  for (size_t k = 0; k < candidates.size(); ++k) run(k, k + 1);  // one that fails is left out
+}
+
+bool Pruner::AllNative(const Predicate& p) const {
+  switch (p.kind) {
+    case Predicate::Kind::kAnd:
+    case Predicate::Kind::kOr:
+      return std::all_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return AllNative(c); });
+    case Predicate::Kind::kIsNull:
+    case Predicate::Kind::kIsNotNull:
+      return true;
+    case Predicate::Kind::kCompare: {
+      auto it = leaves_.find(&p);
+      return it != leaves_.end() && it->second.native.has_value();
+    }
+    case Predicate::Kind::kUnknown:
+      return false;
+  }
+  return false;
+}
+
+bool Pruner::KeepNative(const Predicate& p, const Evidence& ev) const {
+  switch (p.kind) {
+    case Predicate::Kind::kAnd:
+      return std::all_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return KeepNative(c, ev); });
+    case Predicate::Kind::kOr:
+      return std::any_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return KeepNative(c, ev); });
+    case Predicate::Kind::kUnknown:
+      return true;
+    default:
+      return LeafNative(p, ev);
+  }
+}
+
+std::vector<std::pair<int32_t, int32_t>> Pruner::BucketsOf(const Predicate& p) const {
+  std::vector<std::pair<int32_t, int32_t>> out;  // (N, bucket)
+  auto bit = leaves_.find(&p);
+  if (bit == leaves_.end() || !bit->second.exact) return out;
+  const lake::NestedField* f = schema_.FindField(p.field_id);
+  std::set<int32_t> ns;
+  for (const auto& spec : metadata_.partition_specs) {
+    for (const auto& pf : spec.fields) {
+      if (pf.source_id == p.field_id && pf.transform.kind() == lake::TransformKind::kBucket)
+        ns.insert(pf.transform.param());
+    }
+  }
+  for (int32_t n : ns) {
+    Result<Value> b = lake::Transform::Bucket(n).Apply(f->type, *bit->second.exact);
+    if (b.ok() && !b->is_null()) out.emplace_back(n, b->as_int());
+  }
+  return out;
+}
+
+// LeafSql's meaning over one item, in C++ (the cases NativeFormOf allows): the same
+// three-valued logic, unknown evidence counting as "may".
+bool Pruner::LeafNative(const Predicate& p, const Evidence& ev) const {
+  const int32_t id = p.field_id;
+  auto it = ev.ranges.find(id);
+  const Range r = it == ev.ranges.end() ? Range{} : it->second;
+  const bool mv = r.may_value.value_or(true);
+  const bool mn = r.may_null.value_or(true);
+  if (p.kind == Predicate::Kind::kIsNull) return mn;
+  if (p.kind == Predicate::Kind::kIsNotNull) return mv;
+  const Native& c = *leaves_.at(&p).native;
+  const lake::NestedField* f = schema_.FindField(id);
+  const bool nan = IsFloating(f->type) && r.may_nan.value_or(true);
+  // The order of a bound against the constant (-1, 0, 1), as DuckDB orders values of the
+  // column's type (NaN above every number, equal to itself); nullopt when unknown: no
+  // bound, one the SQL path could not write as a literal, or a NULL constant.
+  auto order = [&](const std::optional<Value>& bound) -> std::optional<int> {
+    if (!bound || c.is_null) return std::nullopt;
+    switch (c.kind) {
+      case Native::Kind::kInt: {
+        std::optional<int64_t> v = IntegerOf(*bound);
+        if (!v) return std::nullopt;
+        return *v < c.i ? -1 : *v == c.i ? 0 : 1;
+      }
+      case Native::Kind::kDouble: {
+        std::optional<double> v = FloatingOf(*bound);
+        if (!v || std::isnan(*v)) return std::nullopt;
+        if (std::isnan(c.d)) return -1;
+        return *v < c.d ? -1 : *v == c.d ? 0 : 1;
+      }
+      case Native::Kind::kString: {
+        const auto* v = std::get_if<std::string>(&bound->data);
+        if (v == nullptr || !ValidUtf8(*v)) return std::nullopt;
+        const int k = v->compare(c.s);  // bytes, unsigned: DuckDB's binary collation
+        return k < 0 ? -1 : k == 0 ? 0 : 1;
+      }
+    }
+    return std::nullopt;
+  };
+  const std::optional<int> lo = order(r.lo), hi = order(r.hi);
+  auto holds = [](std::optional<int> o, bool (*pred)(int)) {
+    return o ? Of(pred(*o)) : Tri::kNull;
+  };
+  auto le0 = +[](int o) { return o <= 0; };
+  auto lt0 = +[](int o) { return o < 0; };
+  auto ge0 = +[](int o) { return o >= 0; };
+  auto gt0 = +[](int o) { return o > 0; };
+  auto eq0 = +[](int o) { return o == 0; };
+  bool eq = mv && (Coalesce(And(holds(lo, le0), holds(hi, ge0)), true) || nan);
+  if (eq) {
+    for (const auto& [n, bucket] : BucketsOf(p)) {
+      std::optional<int32_t> blo, bhi;
+      if (auto b = ev.buckets.find(id); b != ev.buckets.end()) {
+        for (const BucketRange& br : b->second) {
+          if (br.n == n) blo = br.lo, bhi = br.hi;
+        }
+      }
+      Tri in = And(blo ? Of(*blo <= bucket) : Tri::kNull, bhi ? Of(bucket <= *bhi) : Tri::kNull);
+      eq = eq && Coalesce(in, true);
+    }
+  }
+  const bool ne =
+      mv && !Coalesce(And(And(holds(lo, eq0), holds(hi, eq0)), Of(!nan)), false);
+  switch (p.op) {
+    case CompareOp::kEq:
+      return eq;
+    case CompareOp::kLt:
+      return mv && Coalesce(holds(lo, lt0), true);
+    case CompareOp::kLe:
+      return mv && Coalesce(holds(lo, le0), true);
+    case CompareOp::kGt:
+      return mv && (Coalesce(holds(hi, gt0), true) || nan);
+    case CompareOp::kGe:
+      return mv && (Coalesce(holds(hi, ge0), true) || nan);
+    case CompareOp::kNe:
+      return ne;
+    case CompareOp::kDistinctFrom:
+      return c.is_null ? mv : (mn || ne);
+    case CompareOp::kNotDistinctFrom:
+      return c.is_null ? mn : eq;
+  }
+  return true;
 }
 
 std::optional<std::string> BoolSql(std::optional<bool> b) {
@@ -476,6 +779,24 @@ std::string Pruner::KeepSql(const Predicate& p) const {
 std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
   std::vector<bool> keep(items.size(), true);
   if (items.empty() || conjuncts_.empty()) return keep;
+  // Conjuncts whose every leaf is native are evaluated here; the rest by DuckDB over a
+  // VALUES list of the evidence.
+  std::vector<const Predicate*> in_duckdb;
+  for (const Predicate& c : conjuncts_) {
+    if (!AllNative(c)) {
+      in_duckdb.push_back(&c);
+      continue;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (keep[i]) keep[i] = KeepNative(c, items[i]);
+    }
+  }
+  // No evidence at all (an unpartitioned table's manifests and files): every keep
+  // expression is true.
+  const bool evidence = std::any_of(items.begin(), items.end(), [](const Evidence& ev) {
+    return !ev.ranges.empty() || !ev.buckets.empty();
+  });
+  if (in_duckdb.empty() || !evidence) return keep;
   // Columns: per field lo, hi, mn, mv, nan; per bucketed field and N, bklo and bkhi.
   std::vector<std::string> names = {"i"};
   std::map<int32_t, std::set<int32_t>> bucket_ns;
@@ -544,9 +865,9 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
       fmt::format("(VALUES {}) AS ev({})", fmt::join(rows, ", "), fmt::join(names, ", "));
   // One query per conjunct: a conjunct DuckDB cannot evaluate (a constant that does not
   // cast, an overflow) is left out instead of failing the query or the others.
-  for (const Predicate& c : conjuncts_) {
+  for (const Predicate* c : in_duckdb) {
     auto kept = conn_.QueryText(
-        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(c)));
+        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(*c)));
     if (!kept.ok()) continue;
     std::vector<bool> here(items.size(), false);
     for (const auto& row : *kept) {
@@ -816,6 +1137,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     conjuncts_.push_back(std::move(p));
   }
   for (const Predicate& c : conjuncts_) CollectFields(c, &fields_);
+  NativeConstants();
   // Leaves whose constant is exactly a value of the column's type: their buckets.
   std::function<void(const Predicate&)> buckets = [&](const Predicate& p) {
     for (const Predicate& c : p.children) buckets(c);
@@ -831,6 +1153,25 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       }
     }
     if (!bucketed) return;
+    if (auto it = leaves_.find(&p); it != leaves_.end() && it->second.native &&
+                                     !it->second.native->is_null) {
+      // The native value is the constant cast exactly to the column's type.
+      const Native& n = *it->second.native;
+      switch (f->type.id) {
+        case TypeId::kInt:
+        case TypeId::kDate:
+          leaves_[&p].exact = Value::Int(static_cast<int32_t>(n.i));
+          return;
+        case TypeId::kLong:
+          leaves_[&p].exact = Value::Long(n.i);
+          return;
+        case TypeId::kString:
+          leaves_[&p].exact = Value::String(n.s);
+          return;
+        default:
+          break;
+      }
+    }
     std::string expr;
     switch (f->type.id) {
       case TypeId::kInt:

@@ -8,9 +8,12 @@
 //   // plan.paths: the kept files, read with lake::ParquetScanSql(plan.paths, schema)
 //
 // Conservative by construction: a file is dropped only when the evidence proves that no row
-// of it satisfies some conjunct. The comparisons themselves run in DuckDB, on the same
-// connection and with the column's own type, so a bound is compared with a constant exactly
-// as the query compares a value with it (see KeepSql in file_pruner.cc).
+// of it satisfies some conjunct. A bound is compared with a constant exactly as the query
+// compares a value with it: in C++ when the constant is exactly a value of the column's
+// type and that type's order is plain (integers, dates, timestamps, floats with DuckDB's
+// NaN, strings by bytes; NativeFormOf in file_pruner.cc), else by DuckDB on the same
+// connection with the column's own type (KeepSql). Each phase costs no DuckDB query when
+// every conjunct is native.
 #pragma once
 
 #include <cstdint>
