@@ -194,8 +194,8 @@ bool Coalesce(Tri t, bool otherwise) { return t == Tri::kNull ? otherwise : t ==
 class Pruner {
  public:
   Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
-         std::string_view table)
-      : conn_(conn), metadata_(metadata), schema_(schema), table_(table) {}
+         std::string_view table, const ManifestReader& manifests)
+      : conn_(conn), metadata_(metadata), schema_(schema), table_(table), manifests_(manifests) {}
 
   Result<ScanPlan> Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts);
 
@@ -242,6 +242,7 @@ class Pruner {
   const lake::TableMetadata& metadata_;
   const lake::Schema& schema_;
   std::string table_;
+  const ManifestReader& manifests_;
   std::vector<Predicate> conjuncts_;  // prepared, without kUnknown ones
   std::set<int32_t> fields_;          // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
@@ -1217,7 +1218,9 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   };
   for (const Predicate& c : conjuncts_) buckets(c);
 
-  ASSIGN_OR_RETURN(std::vector<lake::ManifestFile> manifests, lake::ReadManifestsOf(*snapshot));
+  ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<lake::ManifestFile>> list,
+                   manifests_.ManifestList(*snapshot));
+  const std::vector<lake::ManifestFile>& manifests = *list;
   std::vector<const lake::ManifestFile*> data;
   for (const lake::ManifestFile& m : manifests) {
     if (m.content != 0) {
@@ -1243,10 +1246,11 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   std::vector<bool> read = Evaluate(summaries);
 
   struct Candidate {
-    lake::ManifestEntry entry;
+    const lake::ManifestEntry& entry;
     const lake::PartitionSpec* spec;
   };
   std::vector<Candidate> files;
+  std::vector<std::shared_ptr<const std::vector<lake::ManifestEntry>>> read_entries;  // `files` point into them
   for (size_t i = 0; i < data.size(); ++i) {
     const lake::ManifestFile& m = *data[i];
     if (!read[i]) {
@@ -1262,8 +1266,10 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
           "lake table {}: manifest {} has partition spec {}, which the table does not have", table_,
           m.manifest_path, m.partition_spec_id);
     }
-    ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
-    for (lake::ManifestEntry& e : entries) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<lake::ManifestEntry>> entries,
+                     manifests_.Entries(m));
+    read_entries.push_back(entries);
+    for (const lake::ManifestEntry& e : *entries) {
       if (e.status == lake::EntryStatus::kDeleted) continue;
       if (e.file.content != 0) {
         return UnimplementedError(
@@ -1277,7 +1283,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
             e.file.file_path, e.file.file_format);
       }
       ++plan.stats.files_total;
-      files.push_back(Candidate{std::move(e), spec});
+      files.push_back(Candidate{e, spec});
     }
   }
 
@@ -1313,10 +1319,23 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
 
 }  // namespace
 
+Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestReader::ManifestList(
+    const lake::Snapshot& snapshot) const {
+  ASSIGN_OR_RETURN(std::vector<lake::ManifestFile> list, lake::ReadManifestsOf(snapshot));
+  return std::make_shared<const std::vector<lake::ManifestFile>>(std::move(list));
+}
+
+Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> ManifestReader::Entries(
+    const lake::ManifestFile& m) const {
+  ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
+  return std::make_shared<const std::vector<lake::ManifestEntry>>(std::move(entries));
+}
+
 Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
                           const lake::Snapshot* snapshot, const lake::Schema& schema,
-                          const std::vector<Predicate>& conjuncts, std::string_view table) {
-  Pruner pruner(conn, metadata, schema, table);
+                          const std::vector<Predicate>& conjuncts, std::string_view table,
+                          const ManifestReader& manifests) {
+  Pruner pruner(conn, metadata, schema, table, manifests);
   return pruner.Run(snapshot, conjuncts);
 }
 
