@@ -191,6 +191,122 @@ Tri And(Tri a, Tri b) {
 Tri Of(bool b) { return b ? Tri::kTrue : Tri::kFalse; }
 bool Coalesce(Tri t, bool otherwise) { return t == Tri::kNull ? otherwise : t == Tri::kTrue; }
 
+// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
+// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
+// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
+// This is DuckDB's comparison in the query when the query compares in a type to which `T`
+// converts without merging values: integers with integer constants, floats with any number,
+// dates and timestamps with dates and timestamps, strings with strings, and any column with
+// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
+// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
+// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
+// native value as BIGINT, DOUBLE or VARCHAR.
+struct NativeForm {
+  Native::Kind kind;
+  std::string_view duck_type;
+  std::string_view value;
+};
+
+// The native form of a column type (NativeForm), if it has one.
+std::optional<NativeForm> FormOfColumn(const Type& column) {
+  switch (column.id) {
+    case TypeId::kInt:
+      return NativeForm{Native::Kind::kInt, "INTEGER", "CAST({t} AS BIGINT)"};
+    case TypeId::kLong:
+      return NativeForm{Native::Kind::kInt, "BIGINT", "{t}"};
+    case TypeId::kFloat:
+      return NativeForm{Native::Kind::kDouble, "FLOAT", "CAST({t} AS DOUBLE)"};
+    case TypeId::kDouble:
+      return NativeForm{Native::Kind::kDouble, "DOUBLE", "{t}"};
+    case TypeId::kDate:
+      return NativeForm{Native::Kind::kInt, "DATE",
+                        "CASE WHEN isfinite({t}) THEN {t} - DATE '1970-01-01' END"};
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampTz:
+      return NativeForm{Native::Kind::kInt,
+                        column.id == TypeId::kTimestamp ? "TIMESTAMP" : "TIMESTAMPTZ",
+                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
+    case TypeId::kString:
+      return NativeForm{Native::Kind::kString, "VARCHAR", "{t}"};
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether a comparison of a `column` with a constant of DuckDB type `constant` (typeof) may
+// be evaluated natively (see NativeForm).
+bool NativeAllowed(const Type& column, std::string_view constant, bool string_literal) {
+  if (string_literal) return true;
+  switch (column.id) {
+    case TypeId::kInt:
+    case TypeId::kLong:
+      for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
+                                 "USMALLINT", "UINTEGER"}) {
+        if (constant == n) return true;
+      }
+      return false;
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+      return SameFamily(column, constant);
+    case TypeId::kDate:
+    case TypeId::kTimestamp:
+      return constant == "DATE" || constant == "TIMESTAMP";
+    case TypeId::kTimestampTz:
+      return constant == "TIMESTAMP WITH TIME ZONE";
+    case TypeId::kString:
+      return constant == "VARCHAR";
+    default:
+      return false;
+  }
+}
+
+std::string NativeKey(const std::string& constant, std::string_view duck_type, bool literal) {
+  return fmt::format("{}\n{}\n{}", duck_type, literal ? 1 : 0, constant);
+}
+
+// The SQL of a native value's three columns: whether the constant is NULL, whether its cast
+// to the column's type is exact (for a string literal: whether it casts, as the query casts
+// it), the value.
+std::vector<std::string> NativeColumnsSql(const std::string& constant, const NativeForm& form,
+                                          bool literal) {
+  const std::string t = fmt::format("TRY_CAST(({}) AS {})", constant, form.duck_type);
+  return {fmt::format("({}) IS NULL", constant),
+          literal ? fmt::format("{} IS NOT NULL", t)
+                  : fmt::format("coalesce({} = ({}), false)", t, constant),
+          fmt::format(fmt::runtime(form.value), fmt::arg("t", t))};
+}
+
+// Reads NativeColumnsSql's three columns at `col` of a one-row result; nullopt when the
+// constant is not exactly a value of the column's type.
+std::optional<Native> ReadNative(duck::QueryResult& result, duck::ResultChunk& row, size_t col,
+                                 Native::Kind kind) {
+  const duck::ColumnType want = kind == Native::Kind::kInt      ? duck::ColumnType::kInt64
+                                : kind == Native::Kind::kDouble ? duck::ColumnType::kDouble
+                                                                : duck::ColumnType::kVarchar;
+  if (result.column_type(col) != duck::ColumnType::kBoolean ||
+      result.column_type(col + 1) != duck::ColumnType::kBoolean ||
+      result.column_type(col + 2) != want)
+    return std::nullopt;
+  Native n;
+  n.kind = kind;
+  n.is_null = !row.IsNull(col, 0) && row.GetBool(col, 0);
+  if (n.is_null) return n;
+  if (row.IsNull(col + 1, 0) || !row.GetBool(col + 1, 0) || row.IsNull(col + 2, 0))
+    return std::nullopt;
+  switch (kind) {
+    case Native::Kind::kInt:
+      n.i = row.GetInt64(col + 2, 0);
+      break;
+    case Native::Kind::kDouble:
+      n.d = row.GetDouble(col + 2, 0);
+      break;
+    case Native::Kind::kString:
+      n.s = std::string(row.GetString(col + 2, 0));
+      break;
+  }
+  return n;
+}
+
 class Pruner {
  public:
   Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
@@ -249,28 +365,73 @@ class Pruner {
   std::optional<bool> byte_order_strings_;
   std::optional<std::string> collation_;  // current_setting('default_collation'), read with the types
   std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
+  // NativeKey -> the native value, or nullopt when the constant has none.
+  std::map<std::string, std::optional<Native>> natives_;
 };
 
 void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
   std::vector<std::string> constants;
+  // Also, ahead of knowing the constants' types, each comparison's native value under its
+  // column's form (NativeConstants uses them where the types allow it): one query in all.
+  struct Speculative {
+    std::string key;
+    Native::Kind kind;
+  };
+  std::vector<Speculative> natives;
+  std::vector<std::string> native_exprs;
   std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
     for (const Predicate& c : p.children) collect(c);
-    if (p.kind == Predicate::Kind::kCompare && !types_.contains(p.constant)) {
+    if (p.kind != Predicate::Kind::kCompare) return;
+    if (!types_.contains(p.constant)) {
       types_[p.constant];
       constants.push_back(p.constant);
     }
+    const lake::NestedField* f = schema_.FindField(p.field_id);
+    std::optional<NativeForm> form = f ? FormOfColumn(f->type) : std::nullopt;
+    if (!form) return;
+    std::string key = NativeKey(p.constant, form->duck_type, p.constant_is_string_literal);
+    if (std::any_of(natives.begin(), natives.end(),
+                    [&](const Speculative& n) { return n.key == key; }))
+      return;
+    for (std::string& e : NativeColumnsSql(p.constant, *form, p.constant_is_string_literal))
+      native_exprs.push_back(std::move(e));
+    natives.push_back({std::move(key), form->kind});
   };
   for (const Predicate& c : conjuncts) collect(c);
   if (constants.empty()) return;
   std::vector<std::string> exprs = {"current_setting('default_collation')"};
   for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
-  auto rows = conn_.QueryText(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
-  if (!rows.ok() || rows->size() != 1) {
+  const size_t first_native = exprs.size();
+  exprs.insert(exprs.end(), native_exprs.begin(), native_exprs.end());
+  auto result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+  if (!natives.empty() && !result.ok()) {
+    // A native column that does not bind or evaluate: the types alone.
+    exprs.resize(first_native);
+    result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+    natives.clear();
+  }
+  if (!result.ok() || result->chunk_count() != 1 || result->chunk(0).size() != 1) {
     for (const std::string& c : constants) types_.erase(c);  // one by one in TypeOf
     return;
   }
-  collation_ = (*rows)[0][0].value_or("");
-  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i + 1];
+  duck::ResultChunk row = result->chunk(0);
+  for (size_t i = 0; i < first_native; ++i) {
+    if (result->column_type(i) != duck::ColumnType::kVarchar) {
+      for (const std::string& c : constants) types_.erase(c);
+      return;
+    }
+  }
+  collation_ = row.IsNull(0, 0) ? "" : std::string(row.GetString(0, 0));
+  for (size_t i = 0; i < constants.size(); ++i) {
+    if (row.IsNull(i + 1, 0)) {
+      types_[constants[i]] = std::nullopt;
+    } else {
+      types_[constants[i]] = std::string(row.GetString(i + 1, 0));
+    }
+  }
+  for (size_t k = 0; k < natives.size(); ++k) {
+    natives_[natives[k].key] = ReadNative(*result, row, first_native + 3 * k, natives[k].kind);
+  }
 }
 
 std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
@@ -295,69 +456,11 @@ bool Pruner::ByteOrderStrings() {
   return *byte_order_strings_;
 }
 
-// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
-// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
-// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
-// This is DuckDB's comparison in the query when the query compares in a type to which `T`
-// converts without merging values: integers with integer constants, floats with any number,
-// dates and timestamps with dates and timestamps, strings with strings, and any column with
-// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
-// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
-// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
-// native value as BIGINT, DOUBLE or VARCHAR.
-struct NativeForm {
-  Native::Kind kind;
-  std::string_view duck_type;
-  std::string_view value;
-};
-
-std::optional<NativeForm> NativeFormOf(const Type& column, std::string_view constant,
-                                       bool string_literal) {
-  auto integer = [](std::string_view c) {
-    for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
-                               "UINTEGER"}) {
-      if (c == n) return true;
-    }
-    return false;
-  };
-  const bool temporal = constant == "DATE" || constant == "TIMESTAMP";
-  switch (column.id) {
-    case TypeId::kInt:
-      if (!string_literal && !integer(constant)) return std::nullopt;
-      return NativeForm{Native::Kind::kInt, "INTEGER", "CAST({t} AS BIGINT)"};
-    case TypeId::kLong:
-      if (!string_literal && !integer(constant)) return std::nullopt;
-      return NativeForm{Native::Kind::kInt, "BIGINT", "{t}"};
-    case TypeId::kFloat:
-      if (!string_literal && !SameFamily(column, constant)) return std::nullopt;
-      return NativeForm{Native::Kind::kDouble, "FLOAT", "CAST({t} AS DOUBLE)"};
-    case TypeId::kDouble:
-      if (!string_literal && !SameFamily(column, constant)) return std::nullopt;
-      return NativeForm{Native::Kind::kDouble, "DOUBLE", "{t}"};
-    case TypeId::kDate:
-      if (!string_literal && !temporal) return std::nullopt;
-      return NativeForm{Native::Kind::kInt, "DATE",
-                        "CASE WHEN isfinite({t}) THEN {t} - DATE '1970-01-01' END"};
-    case TypeId::kTimestamp:
-      if (!string_literal && !temporal) return std::nullopt;
-      return NativeForm{Native::Kind::kInt, "TIMESTAMP",
-                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
-    case TypeId::kTimestampTz:
-      if (!string_literal && constant != "TIMESTAMP WITH TIME ZONE") return std::nullopt;
-      return NativeForm{Native::Kind::kInt, "TIMESTAMPTZ",
-                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
-    case TypeId::kString:
-      if (!string_literal && constant != "VARCHAR") return std::nullopt;
-      return NativeForm{Native::Kind::kString, "VARCHAR", "{t}"};
-    default:
-      return std::nullopt;
-  }
-}
-
 void Pruner::NativeConstants() {
   struct Candidate {
     const Predicate* p;
     NativeForm form;
+    std::string key;
   };
   std::vector<Candidate> candidates;
   std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
@@ -365,23 +468,25 @@ void Pruner::NativeConstants() {
     if (p.kind != Predicate::Kind::kCompare) return;
     const lake::NestedField* f = schema_.FindField(p.field_id);
     std::optional<std::string> ctype = TypeOf(p.constant);
-    if (f == nullptr || !ctype) return;
-    if (auto form = NativeFormOf(f->type, *ctype, p.constant_is_string_literal))
-      candidates.push_back({&p, *form});
+    if (f == nullptr || !ctype || !NativeAllowed(f->type, *ctype, p.constant_is_string_literal))
+      return;
+    std::optional<NativeForm> form = FormOfColumn(f->type);
+    if (!form) return;
+    std::string key = NativeKey(p.constant, form->duck_type, p.constant_is_string_literal);
+    if (auto known = natives_.find(key); known != natives_.end()) {  // read with the types
+      if (known->second) leaves_[&p].native = *known->second;
+      return;
+    }
+    candidates.push_back({&p, *form, std::move(key)});
   };
   for (const Predicate& c : conjuncts_) collect(c);
-  // Per candidate: whether the constant is NULL, whether its cast to the column's type is
-  // exact (for a string literal: whether it casts, as the query casts it), the value.
   auto run = [&](size_t from, size_t to) -> bool {
     std::vector<std::string> exprs;
     for (size_t k = from; k < to; ++k) {
       const Candidate& c = candidates[k];
-      const std::string t = fmt::format("TRY_CAST(({}) AS {})", c.p->constant, c.form.duck_type);
-      exprs.push_back(fmt::format("({}) IS NULL", c.p->constant));
-      exprs.push_back(c.p->constant_is_string_literal
-                          ? fmt::format("{} IS NOT NULL", t)
-                          : fmt::format("coalesce({} = ({}), false)", t, c.p->constant));
-      exprs.push_back(fmt::format(fmt::runtime(c.form.value), fmt::arg("t", t)));
+      for (std::string& e :
+           NativeColumnsSql(c.p->constant, c.form, c.p->constant_is_string_literal))
+        exprs.push_back(std::move(e));
     }
     auto result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
     if (!result.ok() || result->chunk_count() != 1) return false;
@@ -389,32 +494,9 @@ void Pruner::NativeConstants() {
     if (row.size() != 1) return false;
     for (size_t k = from; k < to; ++k) {
       const Candidate& c = candidates[k];
-      const size_t col = 3 * (k - from);
-      const duck::ColumnType want = c.form.kind == Native::Kind::kInt      ? duck::ColumnType::kInt64
-                                    : c.form.kind == Native::Kind::kDouble ? duck::ColumnType::kDouble
-                                                                           : duck::ColumnType::kVarchar;
-      if (result->column_type(col) != duck::ColumnType::kBoolean ||
-          result->column_type(col + 1) != duck::ColumnType::kBoolean ||
-          result->column_type(col + 2) != want)
-        continue;
-      Native n;
-      n.kind = c.form.kind;
-      n.is_null = !row.IsNull(col, 0) && row.GetBool(col, 0);
-      if (!n.is_null) {
-        if (row.IsNull(col + 1, 0) || !row.GetBool(col + 1, 0) || row.IsNull(col + 2, 0)) continue;
-        switch (n.kind) {
-          case Native::Kind::kInt:
-            n.i = row.GetInt64(col + 2, 0);
-            break;
-          case Native::Kind::kDouble:
-            n.d = row.GetDouble(col + 2, 0);
-            break;
-          case Native::Kind::kString:
-            n.s = std::string(row.GetString(col + 2, 0));
-            break;
-        }
-      }
-      leaves_[c.p].native = std::move(n);
+      std::optional<Native> n = ReadNative(*result, row, 3 * (k - from), c.form.kind);
+      natives_[c.key] = n;
+      if (n) leaves_[c.p].native = std::move(*n);
     }
     return true;
   };
@@ -475,7 +557,7 @@ std::vector<std::pair<int32_t, int32_t>> Pruner::BucketsOf(const Predicate& p) c
   return out;
 }
 
-// LeafSql's meaning over one item, in C++ (the cases NativeFormOf allows): the same
+// LeafSql's meaning over one item, in C++ (the cases NativeAllowed allows): the same
 // three-valued logic, unknown evidence counting as "may".
 bool Pruner::LeafNative(const Predicate& p, const Evidence& ev) const {
   const int32_t id = p.field_id;

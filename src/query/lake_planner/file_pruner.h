@@ -11,7 +11,7 @@
 // of it satisfies some conjunct. A bound is compared with a constant exactly as the query
 // compares a value with it: in C++ when the constant is exactly a value of the column's
 // type and that type's order is plain (integers, dates, timestamps, floats with DuckDB's
-// NaN, strings by bytes; NativeFormOf in file_pruner.cc), else by DuckDB on the same
+// NaN, strings by bytes; NativeAllowed in file_pruner.cc), else by DuckDB on the same
 // connection with the column's own type (KeepSql). Each phase costs no DuckDB query when
 // every conjunct is native.
 #pragma once

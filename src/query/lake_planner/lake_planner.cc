@@ -35,7 +35,43 @@ bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
   return false;
 }
 
-bool MentionsLake(std::string_view sql) { return MentionsIgnoringCase(sql, kLakeCatalog); }
+// Whether `sql` may name a table of the lake catalog: `lake` (any case, maybe quoted)
+// followed by a dot, with spaces and comments allowed between. Conservative: every
+// reference DuckDB would parse as catalog `lake` is found (it cannot be written without
+// those letters), and a false hit only costs the parse. SQL that merely contains the word
+// (a column lake_id, a path .../lakes/...) is not parsed at all.
+bool MentionsLake(std::string_view sql) {
+  for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
+    if (!IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
+    size_t j = i + kLakeCatalog.size();
+    if (j < sql.size() && sql[j] == '"') ++j;
+    while (j < sql.size()) {
+      if (std::isspace(static_cast<unsigned char>(sql[j]))) {
+        ++j;
+      } else if (sql.substr(j, 2) == "--") {
+        j = sql.find('\n', j);
+        if (j == std::string_view::npos) return false;
+      } else if (sql.substr(j, 2) == "/*") {  // block comments nest
+        int depth = 0;
+        do {
+          if (sql.substr(j, 2) == "/*") {
+            ++depth;
+            j += 2;
+          } else if (sql.substr(j, 2) == "*/") {
+            --depth;
+            j += 2;
+          } else {
+            ++j;
+          }
+        } while (depth > 0 && j < sql.size());
+      } else {
+        break;
+      }
+    }
+    if (j < sql.size() && sql[j] == '.') return true;
+  }
+  return false;
+}
 
 std::string StringField(const Json& j, const char* key) {
   auto it = j.find(key);
@@ -306,6 +342,48 @@ Result<std::string> Planner::ExprSql(const Json& e) {
   return text.substr(7);
 }
 
+// The SQL of the commonest constants, as json_deserialize_sql prints them, without asking
+// it: integer, string and boolean literals and their casts to plain types
+// (`TIMESTAMP '2024-07-01'` is a cast of a string). nullopt for anything else.
+std::optional<std::string> SimpleConstantSql(const Json& e) {
+  if (!e.is_object()) return std::nullopt;
+  const std::string cls = StringField(e, "class");
+  if (cls == "CONSTANT") {
+    if (!e.contains("value") || !e["value"].is_object()) return std::nullopt;
+    const Json& v = e["value"];
+    if (v.value("is_null", true) || !v.contains("type") || !v["type"].is_object() ||
+        !v.contains("value"))
+      return std::nullopt;
+    if (v["type"].contains("type_info") && !v["type"]["type_info"].is_null()) return std::nullopt;
+    const std::string id = StringField(v["type"], "id");
+    const Json& value = v["value"];
+    if ((id == "INTEGER" || id == "BIGINT") && value.is_number_integer()) return value.dump();
+    if (id == "BOOLEAN" && value.is_boolean()) return std::string(value.get<bool>() ? "true" : "false");
+    if (id == "VARCHAR" && value.is_string()) {
+      const std::string text = value.get<std::string>();
+      if (text.find('\0') != std::string::npos) return std::nullopt;
+      return duck::QuoteLiteral(text);
+    }
+    return std::nullopt;
+  }
+  if (cls == "CAST") {
+    if (e.value("try_cast", true) || !e.contains("cast_type") || !e["cast_type"].is_object() ||
+        !e.contains("child"))
+      return std::nullopt;
+    const Json& type = e["cast_type"];
+    if (type.contains("type_info") && !type["type_info"].is_null()) return std::nullopt;
+    static constexpr std::string_view kPlain[] = {"TIMESTAMP", "DATE",   "TIME",    "INTEGER",
+                                                  "BIGINT",    "DOUBLE", "FLOAT",   "VARCHAR",
+                                                  "BOOLEAN",   "SMALLINT", "TINYINT"};
+    const std::string id = StringField(type, "id");
+    if (std::find(std::begin(kPlain), std::end(kPlain), id) == std::end(kPlain)) return std::nullopt;
+    std::optional<std::string> child = SimpleConstantSql(e["child"]);
+    if (!child) return std::nullopt;
+    return fmt::format("CAST({} AS {})", *child, id);
+  }
+  return std::nullopt;
+}
+
 void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
   std::vector<const Json*> constants;
   std::function<void(const Json&)> collect = [&](const Json& j) {
@@ -320,6 +398,12 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
     }
   };
   for (const Json* r : roots) collect(*r);
+  // The simple ones here, the rest in one json_deserialize_sql.
+  std::erase_if(constants, [&](const Json* c) {
+    std::optional<std::string> text = SimpleConstantSql(Substitute(*c, params_));
+    if (text) constant_sql_[c] = std::move(*text);
+    return text.has_value();
+  });
   if (constants.empty()) return;
   Result<Json> tmpl = SelectTemplate();
   if (!tmpl.ok()) return;

@@ -272,6 +272,7 @@ class LakePlannerTest : public ::testing::Test {
 TEST_F(LakePlannerTest, SqlWithoutLakeTablesComesBackUnchanged) {
   for (std::string sql :
        {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
+        "SELECT 'lake' AS lake_id, '/data/lakes/x' AS path",
         "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
     auto plan = Plan(sql);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
@@ -809,6 +810,18 @@ TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
   plan = Plan("SELECT 1; SELECT count(*) FROM lake.db.events WHERE city = 'oslo'");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
+  // The quick check for `lake.` before parsing sees through case, quotes, spaces and
+  // (nested) comments.
+  for (std::string sql :
+       {"SELECT count(*) FROM \"LAKE\" . db.events WHERE city = 'oslo'",
+        "SELECT count(*) FROM Lake -- a comment\n  .db.events WHERE city = 'oslo'",
+        "SELECT count(*) FROM lake/* a /* nested */ comment */.db.events WHERE city = 'oslo'"}) {
+    plan = Plan(sql);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_TRUE(plan->rewritten) << sql;
+    EXPECT_EQ(plan->tables[0].stats.files_kept, 4) << sql;
+    EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"100"})) << plan->sql;
+  }
 }
 
 TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
