@@ -1,7 +1,7 @@
 // A bounded cache of parsed lake files (table metadata JSON, manifest lists, manifests) for
 // the query planner: a long-lived query server plans many queries over the same tables,
 // and parsing their metadata and manifests again for each was most of a plan's time once
-// the comparisons left DuckDB (docs/design/0012, decision 13).
+// the comparisons left DuckDB (docs/design/0012, decision 14).
 //
 //   FileCache cache(64 << 20);
 //   ASSIGN_OR_RETURN(std::shared_ptr<const T> v,
