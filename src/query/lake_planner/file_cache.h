@@ -50,7 +50,8 @@ class FileCache {
                                        const std::function<Result<T>(std::string bytes)>& parse) {
     ASSIGN_OR_RETURN(Identity id, Stat(path));
     const std::string key = path + '\0' + std::string(tag);
-    if (std::shared_ptr<const void> hit = Lookup(key, id)) return std::static_pointer_cast<const T>(hit);
+    if (std::shared_ptr<const void> hit = Lookup(key, id))
+      return std::static_pointer_cast<const T>(hit);
     ASSIGN_OR_RETURN(std::string bytes, Read(path));
     ASSIGN_OR_RETURN(T parsed, parse(std::move(bytes)));
     auto value = std::make_shared<const T>(std::move(parsed));
@@ -87,10 +88,10 @@ class FileCache {
 
   const size_t capacity_;
   mutable std::mutex mu_;
-  std::list<Entry> lru_;                                             // guarded by mu_; front newest
+  std::list<Entry> lru_;  // guarded by mu_; front newest
   std::unordered_map<std::string, std::list<Entry>::iterator> index_;  // guarded by mu_
-  size_t bytes_ = 0;                                                 // guarded by mu_
-  int64_t hits_ = 0, misses_ = 0;                                    // guarded by mu_
+  size_t bytes_ = 0;                                                   // guarded by mu_
+  int64_t hits_ = 0, misses_ = 0;                                      // guarded by mu_
 };
 
 }  // namespace sluice::query

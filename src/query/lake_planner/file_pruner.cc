@@ -131,7 +131,6 @@ bool ValidUtf8(const std::string& s) {
   return true;
 }
 
-
 std::optional<int64_t> IntegerOf(const Value& v) {
   if (const auto* i = std::get_if<int32_t>(&v.data)) return *i;
   if (const auto* l = std::get_if<int64_t>(&v.data)) return *l;
@@ -240,8 +239,8 @@ bool NativeAllowed(const Type& column, std::string_view constant, bool string_li
   switch (column.id) {
     case TypeId::kInt:
     case TypeId::kLong:
-      for (std::string_view n : {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT",
-                                 "USMALLINT", "UINTEGER"}) {
+      for (std::string_view n :
+           {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}) {
         if (constant == n) return true;
       }
       return false;
@@ -363,7 +362,8 @@ class Pruner {
   std::set<int32_t> fields_;          // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
   std::optional<bool> byte_order_strings_;
-  std::optional<std::string> collation_;  // current_setting('default_collation'), read with the types
+  std::optional<std::string>
+      collation_;  // current_setting('default_collation'), read with the types
   std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
   // NativeKey -> the native value, or nullopt when the constant has none.
   std::map<std::string, std::optional<Native>> natives_;
@@ -618,8 +618,7 @@ bool Pruner::LeafNative(const Predicate& p, const Evidence& ev) const {
       eq = eq && Coalesce(in, true);
     }
   }
-  const bool ne =
-      mv && !Coalesce(And(And(holds(lo, eq0), holds(hi, eq0)), Of(!nan)), false);
+  const bool ne = mv && !Coalesce(And(And(holds(lo, eq0), holds(hi, eq0)), Of(!nan)), false);
   switch (p.op) {
     case CompareOp::kEq:
       return eq;
@@ -1236,8 +1235,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       }
     }
     if (!bucketed) return;
-    if (auto it = leaves_.find(&p); it != leaves_.end() && it->second.native &&
-                                     !it->second.native->is_null) {
+    if (auto it = leaves_.find(&p);
+        it != leaves_.end() && it->second.native && !it->second.native->is_null) {
       // The native value is the constant cast exactly to the column's type.
       const Native& n = *it->second.native;
       switch (f->type.id) {
@@ -1332,7 +1331,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     const lake::PartitionSpec* spec;
   };
   std::vector<Candidate> files;
-  std::vector<std::shared_ptr<const std::vector<lake::ManifestEntry>>> read_entries;  // `files` point into them
+  std::vector<std::shared_ptr<const std::vector<lake::ManifestEntry>>>
+      read_entries;  // `files` point into them
   for (size_t i = 0; i < data.size(); ++i) {
     const lake::ManifestFile& m = *data[i];
     if (!read[i]) {

@@ -358,7 +358,8 @@ std::optional<std::string> SimpleConstantSql(const Json& e) {
     const std::string id = StringField(v["type"], "id");
     const Json& value = v["value"];
     if ((id == "INTEGER" || id == "BIGINT") && value.is_number_integer()) return value.dump();
-    if (id == "BOOLEAN" && value.is_boolean()) return std::string(value.get<bool>() ? "true" : "false");
+    if (id == "BOOLEAN" && value.is_boolean())
+      return std::string(value.get<bool>() ? "true" : "false");
     if (id == "VARCHAR" && value.is_string()) {
       const std::string text = value.get<std::string>();
       if (text.find('\0') != std::string::npos) return std::nullopt;
@@ -372,11 +373,12 @@ std::optional<std::string> SimpleConstantSql(const Json& e) {
       return std::nullopt;
     const Json& type = e["cast_type"];
     if (type.contains("type_info") && !type["type_info"].is_null()) return std::nullopt;
-    static constexpr std::string_view kPlain[] = {"TIMESTAMP", "DATE",   "TIME",    "INTEGER",
-                                                  "BIGINT",    "DOUBLE", "FLOAT",   "VARCHAR",
+    static constexpr std::string_view kPlain[] = {"TIMESTAMP", "DATE",     "TIME",   "INTEGER",
+                                                  "BIGINT",    "DOUBLE",   "FLOAT",  "VARCHAR",
                                                   "BOOLEAN",   "SMALLINT", "TINYINT"};
     const std::string id = StringField(type, "id");
-    if (std::find(std::begin(kPlain), std::end(kPlain), id) == std::end(kPlain)) return std::nullopt;
+    if (std::find(std::begin(kPlain), std::end(kPlain), id) == std::end(kPlain))
+      return std::nullopt;
     std::optional<std::string> child = SimpleConstantSql(e["child"]);
     if (!child) return std::nullopt;
     return fmt::format("CAST({} AS {})", *child, id);
@@ -557,7 +559,8 @@ Result<std::shared_ptr<const lake::TableMetadata>> Planner::Load(const std::stri
   // `lake.db.t`: namespace db. A multi-level namespace is written as one quoted name with
   // its levels joined by dots (`lake."a.b".t`), tried after a single level of that name.
   *name = LakeTableName({schema_name}, table);
-  Result<std::shared_ptr<const lake::TableMetadata>> t = catalog_.LoadMetadata({schema_name}, table);
+  Result<std::shared_ptr<const lake::TableMetadata>> t =
+      catalog_.LoadMetadata({schema_name}, table);
   if (t.ok() || t.status().code() != StatusCode::kNotFound ||
       schema_name.find('.') == std::string::npos)
     return t;
@@ -697,8 +700,8 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
-  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name,
-                                                   catalog_.manifests()));
+  ASSIGN_OR_RETURN(ScanPlan plan,
+                   PlanScan(conn_, m, snapshot, *schema, conjuncts, name, catalog_.manifests()));
 
   // The reference becomes a plain table named by a marker, keeping its alias (the table's
   // name when it has none), column aliases and sample; once the tree is SQL again, the

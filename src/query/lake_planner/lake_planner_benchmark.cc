@@ -42,9 +42,10 @@ int main(int argc, char** argv) {
   const double first = times[0];
   times.erase(times.begin());
   std::sort(times.begin(), times.end());
-  fmt::print("open database {:.2f} ms; first plan {:.2f} ms; then median {:.2f} ms (min {:.2f}, max "
-             "{:.2f}) over {} plans\n",
-             open_ms, first, times[times.size() / 2], times.front(), times.back(), times.size());
+  fmt::print(
+      "open database {:.2f} ms; first plan {:.2f} ms; then median {:.2f} ms (min {:.2f}, max "
+      "{:.2f}) over {} plans\n",
+      open_ms, first, times[times.size() / 2], times.front(), times.back(), times.size());
   for (const query::LakeTableScan& t : last.tables) {
     fmt::print("{}: manifests {}/{} read, files {}/{} kept, {} records\n", t.table,
                t.stats.manifests_read, t.stats.manifests_total, t.stats.files_kept,
