@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -306,11 +307,160 @@ std::optional<Native> ReadNative(duck::QueryResult& result, duck::ResultChunk& r
   return n;
 }
 
+// A constant whose type and value are known from its text, without DuckDB: the forms the
+// planner prints itself (lake_planner.cc, SimpleConstantSql) for the commonest constants.
+// Strict: anything else (and any date or time not written exactly so) is left to DuckDB.
+struct KnownConstant {
+  enum class Kind { kInteger, kString, kDate, kTimestamp };
+  Kind kind;
+  std::string type;  // what typeof says
+  int64_t i = 0;     // kInteger; kDate days; kTimestamp microseconds
+  std::string s;     // kString
+};
+
+// 'YYYY-MM-DD' -> days since 1970-01-01, for valid dates of years 1-9999.
+std::optional<int64_t> ParseIsoDate(std::string_view t) {
+  auto digits = [&](size_t at, size_t n) -> std::optional<int> {
+    if (at + n > t.size()) return std::nullopt;
+    int v = 0;
+    for (size_t k = at; k < at + n; ++k) {
+      if (t[k] < '0' || t[k] > '9') return std::nullopt;
+      v = v * 10 + (t[k] - '0');
+    }
+    return v;
+  };
+  if (t.size() != 10 || t[4] != '-' || t[7] != '-') return std::nullopt;
+  auto y = digits(0, 4), m = digits(5, 2), d = digits(8, 2);
+  if (!y || !m || !d || *y < 1 || *m < 1 || *m > 12 || *d < 1) return std::nullopt;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (*y % 4 == 0 && *y % 100 != 0) || *y % 400 == 0;
+  if (*d > kDays[*m - 1] + (*m == 2 && leap ? 1 : 0)) return std::nullopt;
+  return lake::DaysFromCivil(*y, static_cast<unsigned>(*m), static_cast<unsigned>(*d));
+}
+
+// 'YYYY-MM-DD[ HH:MM:SS[.f{1,6}]]' -> microseconds since the epoch.
+std::optional<int64_t> ParseIsoTimestamp(std::string_view t) {
+  std::optional<int64_t> days = ParseIsoDate(t.substr(0, std::min<size_t>(t.size(), 10)));
+  if (!days) return std::nullopt;
+  int64_t micros = *days * kMicrosPerDay;
+  if (t.size() == 10) return micros;
+  if (t.size() < 19 || t[10] != ' ' || t[13] != ':' || t[16] != ':') return std::nullopt;
+  int64_t fields[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    const char a = t[11 + 3 * k], b = t[12 + 3 * k];
+    if (a < '0' || a > '9' || b < '0' || b > '9') return std::nullopt;
+    fields[k] = (a - '0') * 10 + (b - '0');
+  }
+  if (fields[0] > 23 || fields[1] > 59 || fields[2] > 59) return std::nullopt;
+  micros += fields[0] * kMicrosPerHour + fields[1] * 60'000'000LL + fields[2] * 1'000'000LL;
+  if (t.size() == 19) return micros;
+  if (t[19] != '.' || t.size() < 21 || t.size() > 26) return std::nullopt;
+  int64_t frac = 0;
+  for (size_t k = 20; k < 26; ++k) {
+    if (k < t.size()) {
+      if (t[k] < '0' || t[k] > '9') return std::nullopt;
+      frac = frac * 10 + (t[k] - '0');
+    } else {
+      frac *= 10;
+    }
+  }
+  return micros + frac;
+}
+
+// The text of a string literal ('it''s' -> it's), or nullopt.
+std::optional<std::string> ParseStringLiteral(std::string_view t) {
+  if (t.size() < 2 || t.front() != '\'' || t.back() != '\'') return std::nullopt;
+  std::string out;
+  for (size_t k = 1; k + 1 < t.size(); ++k) {
+    if (t[k] == '\'') {
+      if (k + 2 >= t.size() || t[k + 1] != '\'') return std::nullopt;
+      ++k;
+    }
+    out += t[k];
+  }
+  return out;
+}
+
+std::optional<KnownConstant> ParseKnownConstant(std::string_view t) {
+  using K = KnownConstant::Kind;
+  if (auto s = ParseStringLiteral(t)) return KnownConstant{K::kString, "VARCHAR", 0, std::move(*s)};
+  for (auto [prefix, kind] : {std::pair<std::string_view, K>{"CAST('", K::kDate},
+                              std::pair<std::string_view, K>{"CAST('", K::kTimestamp}}) {
+    const std::string_view suffix = kind == K::kDate ? " AS DATE)" : " AS TIMESTAMP)";
+    if (!t.starts_with(prefix) || !t.ends_with(suffix)) continue;
+    std::optional<std::string> text = ParseStringLiteral(
+        t.substr(prefix.size() - 1, t.size() - suffix.size() - prefix.size() + 1));
+    if (!text) return std::nullopt;
+    std::optional<int64_t> v = kind == K::kDate ? ParseIsoDate(*text) : ParseIsoTimestamp(*text);
+    if (!v) return std::nullopt;
+    return KnownConstant{kind, kind == K::kDate ? "DATE" : "TIMESTAMP", *v, {}};
+  }
+  // An integer literal: INTEGER when it fits, else BIGINT.
+  const size_t start = !t.empty() && t[0] == '-' ? 1 : 0;
+  if (t.size() == start || t.size() - start > 19 || (t.size() - start > 1 && t[start] == '0'))
+    return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  const bool fits = v >= INT32_MIN && v <= INT32_MAX;
+  return KnownConstant{K::kInteger, fits ? "INTEGER" : "BIGINT", v, {}};
+}
+
+// The native value of a known constant compared with a column of `column`'s form: the
+// value, nullopt inside when it is not exactly a value of the column's type, nullopt
+// outside when that is DuckDB's to say (casts of strings to numbers, floats, timestamptz).
+std::optional<std::optional<Native>> NativeOfKnown(const KnownConstant& k, const Type& column,
+                                                   bool string_literal) {
+  using K = KnownConstant::Kind;
+  auto of_int = [](int64_t i) { return Native{Native::Kind::kInt, false, i, 0, {}}; };
+  switch (column.id) {
+    case TypeId::kInt:
+    case TypeId::kLong:
+      if (k.kind != K::kInteger) return std::nullopt;
+      if (column.id == TypeId::kInt && (k.i < INT32_MIN || k.i > INT32_MAX))
+        return std::optional<Native>();
+      return std::optional<Native>(of_int(k.i));
+    case TypeId::kDouble:
+      if (k.kind != K::kInteger) return std::nullopt;
+      return std::optional<Native>(
+          Native{Native::Kind::kDouble, false, 0, static_cast<double>(k.i), {}});
+    case TypeId::kDate:
+      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i));
+      if (k.kind == K::kTimestamp) {
+        if (k.i % kMicrosPerDay != 0) return std::optional<Native>();
+        return std::optional<Native>(of_int(k.i / kMicrosPerDay));
+      }
+      if (k.kind == K::kString && string_literal) {
+        if (std::optional<int64_t> d = ParseIsoDate(k.s)) return std::optional<Native>(of_int(*d));
+      }
+      return std::nullopt;
+    case TypeId::kTimestamp:
+      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i * kMicrosPerDay));
+      if (k.kind == K::kTimestamp) return std::optional<Native>(of_int(k.i));
+      if (k.kind == K::kString && string_literal) {
+        if (std::optional<int64_t> us = ParseIsoTimestamp(k.s))
+          return std::optional<Native>(of_int(*us));
+      }
+      return std::nullopt;
+    case TypeId::kString:
+      if (k.kind != K::kString) return std::nullopt;
+      return std::optional<Native>(Native{Native::Kind::kString, false, 0, 0, k.s});
+    default:
+      return std::nullopt;
+  }
+}
+
 class Pruner {
  public:
   Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
-         std::string_view table, const ManifestReader& manifests)
-      : conn_(conn), metadata_(metadata), schema_(schema), table_(table), manifests_(manifests) {}
+         std::string_view table, const ManifestReader& manifests,
+         std::optional<std::string> collation)
+      : conn_(conn),
+        metadata_(metadata),
+        schema_(schema),
+        table_(table),
+        manifests_(manifests),
+        collation_(std::move(collation)) {}
 
   Result<ScanPlan> Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts);
 
@@ -382,7 +532,10 @@ void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
   std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
     for (const Predicate& c : p.children) collect(c);
     if (p.kind != Predicate::Kind::kCompare) return;
-    if (!types_.contains(p.constant)) {
+    const std::optional<KnownConstant> known = ParseKnownConstant(p.constant);
+    if (known) {
+      types_[p.constant] = known->type;
+    } else if (!types_.contains(p.constant)) {
       types_[p.constant];
       constants.push_back(p.constant);
     }
@@ -390,15 +543,21 @@ void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
     std::optional<NativeForm> form = f ? FormOfColumn(f->type) : std::nullopt;
     if (!form) return;
     std::string key = NativeKey(p.constant, form->duck_type, p.constant_is_string_literal);
-    if (std::any_of(natives.begin(), natives.end(),
-                    [&](const Speculative& n) { return n.key == key; }))
+    if (natives_.contains(key) || std::any_of(natives.begin(), natives.end(),
+                                              [&](const Speculative& n) { return n.key == key; }))
       return;
+    if (known) {
+      if (auto decided = NativeOfKnown(*known, f->type, p.constant_is_string_literal)) {
+        natives_[key] = std::move(*decided);
+        return;
+      }
+    }
     for (std::string& e : NativeColumnsSql(p.constant, *form, p.constant_is_string_literal))
       native_exprs.push_back(std::move(e));
     natives.push_back({std::move(key), form->kind});
   };
   for (const Predicate& c : conjuncts) collect(c);
-  if (constants.empty()) return;
+  if (constants.empty() && natives.empty()) return;  // known without DuckDB
   std::vector<std::string> exprs = {"current_setting('default_collation')"};
   for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
   const size_t first_native = exprs.size();
@@ -1416,8 +1575,9 @@ Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> ManifestReader::
 Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
                           const lake::Snapshot* snapshot, const lake::Schema& schema,
                           const std::vector<Predicate>& conjuncts, std::string_view table,
-                          const ManifestReader& manifests) {
-  Pruner pruner(conn, metadata, schema, table, manifests);
+                          const ManifestReader& manifests,
+                          std::optional<std::string> default_collation) {
+  Pruner pruner(conn, metadata, schema, table, manifests, std::move(default_collation));
   return pruner.Run(snapshot, conjuncts);
 }
 

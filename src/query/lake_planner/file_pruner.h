@@ -86,11 +86,13 @@ struct ScanPlan {
 // with `schema`, keeping the files that may hold rows satisfying every predicate of
 // `conjuncts`. Refuses (Unimplemented) snapshots with delete files; manifest read errors
 // name the file. `table` names the table in messages.
-// `manifests` must outlive the call.
+// `manifests` must outlive the call. `default_collation`: the session's
+// current_setting('default_collation') when the caller has it (else it is asked).
 Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
                           const lake::Snapshot* snapshot, const lake::Schema& schema,
                           const std::vector<Predicate>& conjuncts, std::string_view table,
-                          const ManifestReader& manifests = ManifestReader());
+                          const ManifestReader& manifests = ManifestReader(),
+                          std::optional<std::string> default_collation = std::nullopt);
 
 // A literal of Iceberg type `type` holding `value`, in DuckDB SQL with that type exactly
 // (CAST('1.5' AS FLOAT), DATE '1970-01-01' + 3, ...); nullopt for values pruning does not

@@ -213,7 +213,8 @@ class Planner {
   // The texts of every constant expression under `roots`, converted in one
   // json_deserialize_sql (an IN list of a thousand values is one call, not a thousand).
   void PrepareConstants(const std::vector<const Json*>& roots);
-  Result<Json> Serialize(std::string_view sql);
+  // With `collation`, the session's default_collation is read in the same query.
+  Result<Json> Serialize(std::string_view sql, std::optional<std::string>* collation = nullptr);
   // `SELECT 1` serialized, the statement ExprSql and PrepareConstants fill: parsed once per
   // process (its shape is the DuckDB library's).
   Result<Json> SelectTemplate();
@@ -246,6 +247,7 @@ class Planner {
   // The placeholders' table names: the prefix (a fresh random one, not in the query) and,
   // per planned reference, its marker and the scan that replaces it.
   std::string marker_prefix_;
+  std::optional<std::string> collation_;  // read with the query's parse
   std::vector<std::pair<std::string, std::string>> scans_;
 };
 
@@ -308,10 +310,12 @@ void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of)
   }
 }
 
-Result<Json> Planner::Serialize(std::string_view sql) {
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_serialize_sql({})",
-                                                          duck::QuoteLiteral(sql))));
+Result<Json> Planner::Serialize(std::string_view sql, std::optional<std::string>* collation) {
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format(
+                                  "SELECT json_serialize_sql({}){}", duck::QuoteLiteral(sql),
+                                  collation ? ", current_setting('default_collation')" : "")));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_serialize_sql returned no row");
+  if (collation != nullptr && rows[0].size() == 2) *collation = rows[0][1].value_or("");
   Json j = Json::parse(*rows[0][0], nullptr, false);
   if (j.is_discarded()) return InternalError("json_serialize_sql returned invalid JSON");
   return j;
@@ -700,8 +704,8 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
-  ASSIGN_OR_RETURN(ScanPlan plan,
-                   PlanScan(conn_, m, snapshot, *schema, conjuncts, name, catalog_.manifests()));
+  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name,
+                                           catalog_.manifests(), collation_));
 
   // The reference becomes a plain table named by a marker, keeping its alias (the table's
   // name when it has none), column aliases and sample; once the tree is SQL again, the
@@ -808,7 +812,7 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
   }
   const size_t prefix = ExplainPrefix(full_sql);
   std::string_view sql = full_sql.substr(prefix);
-  Result<Json> tree = Serialize(sql);
+  Result<Json> tree = Serialize(sql, &collation_);
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
   if (!tree.ok() || tree->value("error", true)) return out;
   std::map<Json*, std::vector<const Json*>> where_of;

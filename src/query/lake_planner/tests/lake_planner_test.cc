@@ -272,8 +272,8 @@ class LakePlannerTest : public ::testing::Test {
 TEST_F(LakePlannerTest, SqlWithoutLakeTablesComesBackUnchanged) {
   for (std::string sql :
        {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
-        "SELECT 'lake' AS lake_id, '/data/lakes/x' AS path",
-        "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
+        "SELECT 'lake' AS lake_id, '/data/lakes/x' AS path", "CREATE TABLE x AS SELECT 1",
+        "SELECT * FROM lake.t"}) {
     auto plan = Plan(sql);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     EXPECT_FALSE(plan->rewritten) << sql;
@@ -642,11 +642,12 @@ TEST_F(LakePlannerTest, CachedMetadataSeesANewSnapshotAndADroppedTable) {
 
   auto t = lake::Table::Load(Root("events"));
   ASSERT_TRUE(t.ok()) << t.status().message();
-  Append(*t, {File(*t,
-                   "SELECT 1000::BIGINT AS id, TIMESTAMP '2024-01-02' AS ts, 'oslo' AS city, "
-                   "1.0::DOUBLE AS amount, 'new' AS note",
-                   Datum::Record({{"ts_day", Datum::Int(kDay0 + 1)},
-                                  {"city", Datum::String("oslo")}}))});
+  Append(
+      *t,
+      {File(*t,
+            "SELECT 1000::BIGINT AS id, TIMESTAMP '2024-01-02' AS ts, 'oslo' AS city, "
+            "1.0::DOUBLE AS amount, 'new' AS note",
+            Datum::Record({{"ts_day", Datum::Int(kDay0 + 1)}, {"city", Datum::String("oslo")}}))});
   PlannedQuery after = Check(sql, {"events"});
   EXPECT_NE(after.tables[0].stats.snapshot_id, first.tables[0].stats.snapshot_id);
   EXPECT_EQ(after.tables[0].stats.files_total, 9);
@@ -1053,14 +1054,15 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
   const std::vector<Column> columns = {
       {"events",
        "id",
-       {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'"}},
+       {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'",
+        "-2147483648", "9223372036854775807"}},
       {"events",
        "ts",
        {"TIMESTAMP '2024-01-01'", "'2024-01-02 23:59:59.999999'", "DATE '2024-01-03'",
         "'2024-01-04 12:00'", "TIMESTAMP '2023-12-31 23:59:59.999999'",
         "TIMESTAMP_NS '2024-01-02 "
         "05:00:00.000000001'",
-        "NULL"}},
+        "NULL", "'2024-01-02'", "TIMESTAMP '2024-01-03 00:00:00.5'", "DATE '2024-02-29'"}},
       {"events", "city", {"'oslo'", "'rome'", "'paris'", "'Oslo'", "'o'", "''", "'rome' || ''"}},
       {"events",
        "amount",
@@ -1070,7 +1072,10 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
        {"'a long note that is longer than sixteen characters #1'", "'a long note that'",
         "'a long note that is longer'", "'b'",
         "'a long note that is longer than sixteen characters #199x'"}},
-      {"users", "uid", {"0", "1", "42", "99", "100", "-5", "42::BIGINT", "41.9", "NULL"}},
+      {"users",
+       "uid",
+       {"0", "1", "42", "99", "100", "-5", "42::BIGINT", "41.9", "NULL", "2147483648",
+        "-2147483648"}},
       {"users", "name", {"'user42'", "'user'", "'user9'", "'v'"}},
       {"words",
        "w",
