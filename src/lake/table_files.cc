@@ -151,6 +151,15 @@ Result<std::optional<int64_t>> TableFiles::ScanVersions() const {
 }
 
 Result<std::optional<MetadataVersion>> TableFiles::Current() const {
+  ASSIGN_OR_RETURN(std::optional<MetadataVersion> out, CurrentVersion());
+  if (!out) return out;
+  Result<std::string> json = ReadWholeFile(out->path);
+  if (!json.ok()) return json.status();
+  out->json = std::move(*json);
+  return out;
+}
+
+Result<std::optional<MetadataVersion>> TableFiles::CurrentVersion() const {
   std::optional<int64_t> start;
   if (Result<std::string> hint = ReadWholeFile(metadata_dir() + "/" + std::string(kHint)); hint.ok()) {
     std::string_view t = *hint;
@@ -168,9 +177,6 @@ Result<std::optional<MetadataVersion>> TableFiles::Current() const {
   MetadataVersion out;
   out.version = v;
   out.path = VersionPath(v);
-  Result<std::string> json = ReadWholeFile(out.path);
-  if (!json.ok()) return json.status();
-  out.json = std::move(*json);
   return std::optional<MetadataVersion>(std::move(out));
 }
 

@@ -45,6 +45,8 @@ class TableFiles {
   // upwards (a scan of metadata/ when the hint is missing or unreadable); nullopt when
   // the table has no version.
   Result<std::optional<MetadataVersion>> Current() const;
+  // Current() without reading the file: `json` is empty (for a cache of parsed metadata).
+  Result<std::optional<MetadataVersion>> CurrentVersion() const;
 
   // Commits version `version` with `json`: fails with AlreadyExists when another writer
   // made that version first (the caller re-reads and retries). Then moves the hint.

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -130,7 +132,6 @@ bool ValidUtf8(const std::string& s) {
   return true;
 }
 
-
 std::optional<int64_t> IntegerOf(const Value& v) {
   if (const auto* i = std::get_if<int32_t>(&v.data)) return *i;
   if (const auto* l = std::get_if<int64_t>(&v.data)) return *l;
@@ -162,17 +163,304 @@ struct Evidence {
   std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
 };
 
+// A comparison's constant as a value of the column's type, when comparing a column value
+// with it in C++ gives what DuckDB's comparison in the query gives (NativeKind).
+struct Native {
+  enum class Kind { kInt, kDouble, kString };
+  Kind kind = Kind::kInt;
+  bool is_null = false;  // the constant is NULL
+  int64_t i = 0;         // kInt: the integer, days (date) or microseconds (timestamps)
+  double d = 0;          // kDouble
+  std::string s;         // kString: the bytes
+};
+
 // What pruning knows of a comparison leaf beyond its text: for = with a constant that is
-// exactly a value of the column's type, that value (its bucket is compared).
+// exactly a value of the column's type, that value (its bucket is compared); the constant
+// as a native value when the leaf is evaluated in C++.
 struct Leaf {
   std::optional<Value> exact;
+  std::optional<Native> native;
 };
+
+// SQL semantics of a nullable boolean.
+enum class Tri { kFalse, kTrue, kNull };
+Tri And(Tri a, Tri b) {
+  if (a == Tri::kFalse || b == Tri::kFalse) return Tri::kFalse;
+  return a == Tri::kNull || b == Tri::kNull ? Tri::kNull : Tri::kTrue;
+}
+Tri Of(bool b) { return b ? Tri::kTrue : Tri::kFalse; }
+bool Coalesce(Tri t, bool otherwise) { return t == Tri::kNull ? otherwise : t == Tri::kTrue; }
+
+// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
+// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
+// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
+// This is DuckDB's comparison in the query when the query compares in a type to which `T`
+// converts without merging values: integers with integer constants, floats with any number,
+// dates and timestamps with dates and timestamps, strings with strings, and any column with
+// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
+// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
+// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
+// native value as BIGINT, DOUBLE or VARCHAR.
+struct NativeForm {
+  Native::Kind kind;
+  std::string_view duck_type;
+  std::string_view value;
+};
+
+// The native form of a column type (NativeForm), if it has one.
+std::optional<NativeForm> FormOfColumn(const Type& column) {
+  switch (column.id) {
+    case TypeId::kInt:
+      return NativeForm{Native::Kind::kInt, "INTEGER", "CAST({t} AS BIGINT)"};
+    case TypeId::kLong:
+      return NativeForm{Native::Kind::kInt, "BIGINT", "{t}"};
+    case TypeId::kFloat:
+      return NativeForm{Native::Kind::kDouble, "FLOAT", "CAST({t} AS DOUBLE)"};
+    case TypeId::kDouble:
+      return NativeForm{Native::Kind::kDouble, "DOUBLE", "{t}"};
+    case TypeId::kDate:
+      return NativeForm{Native::Kind::kInt, "DATE",
+                        "CASE WHEN isfinite({t}) THEN {t} - DATE '1970-01-01' END"};
+    case TypeId::kTimestamp:
+    case TypeId::kTimestampTz:
+      return NativeForm{Native::Kind::kInt,
+                        column.id == TypeId::kTimestamp ? "TIMESTAMP" : "TIMESTAMPTZ",
+                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
+    case TypeId::kString:
+      return NativeForm{Native::Kind::kString, "VARCHAR", "{t}"};
+    default:
+      return std::nullopt;
+  }
+}
+
+// Whether a comparison of a `column` with a constant of DuckDB type `constant` (typeof) may
+// be evaluated natively (see NativeForm).
+bool NativeAllowed(const Type& column, std::string_view constant, bool string_literal) {
+  if (string_literal) return true;
+  switch (column.id) {
+    case TypeId::kInt:
+    case TypeId::kLong:
+      for (std::string_view n :
+           {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}) {
+        if (constant == n) return true;
+      }
+      return false;
+    case TypeId::kFloat:
+    case TypeId::kDouble:
+      return SameFamily(column, constant);
+    case TypeId::kDate:
+    case TypeId::kTimestamp:
+      return constant == "DATE" || constant == "TIMESTAMP";
+    case TypeId::kTimestampTz:
+      return constant == "TIMESTAMP WITH TIME ZONE";
+    case TypeId::kString:
+      return constant == "VARCHAR";
+    default:
+      return false;
+  }
+}
+
+std::string NativeKey(const std::string& constant, std::string_view duck_type, bool literal) {
+  return fmt::format("{}\n{}\n{}", duck_type, literal ? 1 : 0, constant);
+}
+
+// The SQL of a native value's three columns: whether the constant is NULL, whether its cast
+// to the column's type is exact (for a string literal: whether it casts, as the query casts
+// it), the value.
+std::vector<std::string> NativeColumnsSql(const std::string& constant, const NativeForm& form,
+                                          bool literal) {
+  const std::string t = fmt::format("TRY_CAST(({}) AS {})", constant, form.duck_type);
+  return {fmt::format("({}) IS NULL", constant),
+          literal ? fmt::format("{} IS NOT NULL", t)
+                  : fmt::format("coalesce({} = ({}), false)", t, constant),
+          fmt::format(fmt::runtime(form.value), fmt::arg("t", t))};
+}
+
+// Reads NativeColumnsSql's three columns at `col` of a one-row result; nullopt when the
+// constant is not exactly a value of the column's type.
+std::optional<Native> ReadNative(duck::QueryResult& result, duck::ResultChunk& row, size_t col,
+                                 Native::Kind kind) {
+  const duck::ColumnType want = kind == Native::Kind::kInt      ? duck::ColumnType::kInt64
+                                : kind == Native::Kind::kDouble ? duck::ColumnType::kDouble
+                                                                : duck::ColumnType::kVarchar;
+  if (result.column_type(col) != duck::ColumnType::kBoolean ||
+      result.column_type(col + 1) != duck::ColumnType::kBoolean ||
+      result.column_type(col + 2) != want)
+    return std::nullopt;
+  Native n;
+  n.kind = kind;
+  n.is_null = !row.IsNull(col, 0) && row.GetBool(col, 0);
+  if (n.is_null) return n;
+  if (row.IsNull(col + 1, 0) || !row.GetBool(col + 1, 0) || row.IsNull(col + 2, 0))
+    return std::nullopt;
+  switch (kind) {
+    case Native::Kind::kInt:
+      n.i = row.GetInt64(col + 2, 0);
+      break;
+    case Native::Kind::kDouble:
+      n.d = row.GetDouble(col + 2, 0);
+      break;
+    case Native::Kind::kString:
+      n.s = std::string(row.GetString(col + 2, 0));
+      break;
+  }
+  return n;
+}
+
+// A constant whose type and value are known from its text, without DuckDB: the forms the
+// planner prints itself (lake_planner.cc, SimpleConstantSql) for the commonest constants.
+// Strict: anything else (and any date or time not written exactly so) is left to DuckDB.
+struct KnownConstant {
+  enum class Kind { kInteger, kString, kDate, kTimestamp };
+  Kind kind;
+  std::string type;  // what typeof says
+  int64_t i = 0;     // kInteger; kDate days; kTimestamp microseconds
+  std::string s;     // kString
+};
+
+// 'YYYY-MM-DD' -> days since 1970-01-01, for valid dates of years 1-9999.
+std::optional<int64_t> ParseIsoDate(std::string_view t) {
+  auto digits = [&](size_t at, size_t n) -> std::optional<int> {
+    if (at + n > t.size()) return std::nullopt;
+    int v = 0;
+    for (size_t k = at; k < at + n; ++k) {
+      if (t[k] < '0' || t[k] > '9') return std::nullopt;
+      v = v * 10 + (t[k] - '0');
+    }
+    return v;
+  };
+  if (t.size() != 10 || t[4] != '-' || t[7] != '-') return std::nullopt;
+  auto y = digits(0, 4), m = digits(5, 2), d = digits(8, 2);
+  if (!y || !m || !d || *y < 1 || *m < 1 || *m > 12 || *d < 1) return std::nullopt;
+  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const bool leap = (*y % 4 == 0 && *y % 100 != 0) || *y % 400 == 0;
+  if (*d > kDays[*m - 1] + (*m == 2 && leap ? 1 : 0)) return std::nullopt;
+  return lake::DaysFromCivil(*y, static_cast<unsigned>(*m), static_cast<unsigned>(*d));
+}
+
+// 'YYYY-MM-DD[ HH:MM:SS[.f{1,6}]]' -> microseconds since the epoch.
+std::optional<int64_t> ParseIsoTimestamp(std::string_view t) {
+  std::optional<int64_t> days = ParseIsoDate(t.substr(0, std::min<size_t>(t.size(), 10)));
+  if (!days) return std::nullopt;
+  int64_t micros = *days * kMicrosPerDay;
+  if (t.size() == 10) return micros;
+  if (t.size() < 19 || t[10] != ' ' || t[13] != ':' || t[16] != ':') return std::nullopt;
+  int64_t fields[3] = {0, 0, 0};
+  for (int k = 0; k < 3; ++k) {
+    const char a = t[11 + 3 * k], b = t[12 + 3 * k];
+    if (a < '0' || a > '9' || b < '0' || b > '9') return std::nullopt;
+    fields[k] = (a - '0') * 10 + (b - '0');
+  }
+  if (fields[0] > 23 || fields[1] > 59 || fields[2] > 59) return std::nullopt;
+  micros += fields[0] * kMicrosPerHour + fields[1] * 60'000'000LL + fields[2] * 1'000'000LL;
+  if (t.size() == 19) return micros;
+  if (t[19] != '.' || t.size() < 21 || t.size() > 26) return std::nullopt;
+  int64_t frac = 0;
+  for (size_t k = 20; k < 26; ++k) {
+    if (k < t.size()) {
+      if (t[k] < '0' || t[k] > '9') return std::nullopt;
+      frac = frac * 10 + (t[k] - '0');
+    } else {
+      frac *= 10;
+    }
+  }
+  return micros + frac;
+}
+
+// The text of a string literal ('it''s' -> it's), or nullopt.
+std::optional<std::string> ParseStringLiteral(std::string_view t) {
+  if (t.size() < 2 || t.front() != '\'' || t.back() != '\'') return std::nullopt;
+  std::string out;
+  for (size_t k = 1; k + 1 < t.size(); ++k) {
+    if (t[k] == '\'') {
+      if (k + 2 >= t.size() || t[k + 1] != '\'') return std::nullopt;
+      ++k;
+    }
+    out += t[k];
+  }
+  return out;
+}
+
+std::optional<KnownConstant> ParseKnownConstant(std::string_view t) {
+  using K = KnownConstant::Kind;
+  if (auto s = ParseStringLiteral(t)) return KnownConstant{K::kString, "VARCHAR", 0, std::move(*s)};
+  for (auto [prefix, kind] : {std::pair<std::string_view, K>{"CAST('", K::kDate},
+                              std::pair<std::string_view, K>{"CAST('", K::kTimestamp}}) {
+    const std::string_view suffix = kind == K::kDate ? " AS DATE)" : " AS TIMESTAMP)";
+    if (!t.starts_with(prefix) || !t.ends_with(suffix)) continue;
+    std::optional<std::string> text = ParseStringLiteral(
+        t.substr(prefix.size() - 1, t.size() - suffix.size() - prefix.size() + 1));
+    if (!text) return std::nullopt;
+    std::optional<int64_t> v = kind == K::kDate ? ParseIsoDate(*text) : ParseIsoTimestamp(*text);
+    if (!v) return std::nullopt;
+    return KnownConstant{kind, kind == K::kDate ? "DATE" : "TIMESTAMP", *v, {}};
+  }
+  // An integer literal: INTEGER when it fits, else BIGINT.
+  const size_t start = !t.empty() && t[0] == '-' ? 1 : 0;
+  if (t.size() == start || t.size() - start > 19 || (t.size() - start > 1 && t[start] == '0'))
+    return std::nullopt;
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
+  const bool fits = v >= INT32_MIN && v <= INT32_MAX;
+  return KnownConstant{K::kInteger, fits ? "INTEGER" : "BIGINT", v, {}};
+}
+
+// The native value of a known constant compared with a column of `column`'s form: the
+// value, nullopt inside when it is not exactly a value of the column's type, nullopt
+// outside when that is DuckDB's to say (casts of strings to numbers, floats, timestamptz).
+std::optional<std::optional<Native>> NativeOfKnown(const KnownConstant& k, const Type& column,
+                                                   bool string_literal) {
+  using K = KnownConstant::Kind;
+  auto of_int = [](int64_t i) { return Native{Native::Kind::kInt, false, i, 0, {}}; };
+  switch (column.id) {
+    case TypeId::kInt:
+    case TypeId::kLong:
+      if (k.kind != K::kInteger) return std::nullopt;
+      if (column.id == TypeId::kInt && (k.i < INT32_MIN || k.i > INT32_MAX))
+        return std::optional<Native>();
+      return std::optional<Native>(of_int(k.i));
+    case TypeId::kDouble:
+      if (k.kind != K::kInteger) return std::nullopt;
+      return std::optional<Native>(
+          Native{Native::Kind::kDouble, false, 0, static_cast<double>(k.i), {}});
+    case TypeId::kDate:
+      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i));
+      if (k.kind == K::kTimestamp) {
+        if (k.i % kMicrosPerDay != 0) return std::optional<Native>();
+        return std::optional<Native>(of_int(k.i / kMicrosPerDay));
+      }
+      if (k.kind == K::kString && string_literal) {
+        if (std::optional<int64_t> d = ParseIsoDate(k.s)) return std::optional<Native>(of_int(*d));
+      }
+      return std::nullopt;
+    case TypeId::kTimestamp:
+      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i * kMicrosPerDay));
+      if (k.kind == K::kTimestamp) return std::optional<Native>(of_int(k.i));
+      if (k.kind == K::kString && string_literal) {
+        if (std::optional<int64_t> us = ParseIsoTimestamp(k.s))
+          return std::optional<Native>(of_int(*us));
+      }
+      return std::nullopt;
+    case TypeId::kString:
+      if (k.kind != K::kString) return std::nullopt;
+      return std::optional<Native>(Native{Native::Kind::kString, false, 0, 0, k.s});
+    default:
+      return std::nullopt;
+  }
+}
 
 class Pruner {
  public:
   Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
-         std::string_view table)
-      : conn_(conn), metadata_(metadata), schema_(schema), table_(table) {}
+         std::string_view table, const ManifestReader& manifests,
+         std::optional<std::string> collation)
+      : conn_(conn),
+        metadata_(metadata),
+        schema_(schema),
+        table_(table),
+        manifests_(manifests),
+        collation_(std::move(collation)) {}
 
   Result<ScanPlan> Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts);
 
@@ -181,8 +469,19 @@ class Pruner {
   // become kUnknown. Returns the predicate with only usable parts.
   Predicate Prepare(const Predicate& p);
   void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
-  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind.
+  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind,
+  // with the session's default collation.
   void TypeConstants(const std::vector<Predicate>& conjuncts);
+  // The native value of every prepared comparison whose column type and constant allow it
+  // (NativeType), in one query when they all evaluate.
+  void NativeConstants();
+  // Whether every leaf of `p` is evaluated in C++ (IS [NOT] NULL, native comparisons).
+  bool AllNative(const Predicate& p) const;
+  // Whether an item may hold a row satisfying `p`, in C++: KeepSql's meaning exactly.
+  bool KeepNative(const Predicate& p, const Evidence& ev) const;
+  bool LeafNative(const Predicate& p, const Evidence& ev) const;
+  // The bucket values of `p`'s constant under each bucket[N] of its column.
+  std::vector<std::pair<int32_t, int32_t>> BucketsOf(const Predicate& p) const;
   std::optional<std::string> TypeOf(const std::string& constant);
   // Whether the session compares strings by their bytes, as Iceberg orders string bounds
   // (not under a default collation such as nocase).
@@ -208,32 +507,90 @@ class Pruner {
   const lake::TableMetadata& metadata_;
   const lake::Schema& schema_;
   std::string table_;
+  const ManifestReader& manifests_;
   std::vector<Predicate> conjuncts_;  // prepared, without kUnknown ones
   std::set<int32_t> fields_;          // field ids the conjuncts use
   std::map<const Predicate*, Leaf> leaves_;
   std::optional<bool> byte_order_strings_;
+  std::optional<std::string>
+      collation_;  // current_setting('default_collation'), read with the types
   std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
+  // NativeKey -> the native value, or nullopt when the constant has none.
+  std::map<std::string, std::optional<Native>> natives_;
 };
 
 void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
   std::vector<std::string> constants;
+  // Also, ahead of knowing the constants' types, each comparison's native value under its
+  // column's form (NativeConstants uses them where the types allow it): one query in all.
+  struct Speculative {
+    std::string key;
+    Native::Kind kind;
+  };
+  std::vector<Speculative> natives;
+  std::vector<std::string> native_exprs;
   std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
     for (const Predicate& c : p.children) collect(c);
-    if (p.kind == Predicate::Kind::kCompare && !types_.contains(p.constant)) {
+    if (p.kind != Predicate::Kind::kCompare) return;
+    const std::optional<KnownConstant> known = ParseKnownConstant(p.constant);
+    if (known) {
+      types_[p.constant] = known->type;
+    } else if (!types_.contains(p.constant)) {
       types_[p.constant];
       constants.push_back(p.constant);
     }
+    const lake::NestedField* f = schema_.FindField(p.field_id);
+    std::optional<NativeForm> form = f ? FormOfColumn(f->type) : std::nullopt;
+    if (!form) return;
+    std::string key = NativeKey(p.constant, form->duck_type, p.constant_is_string_literal);
+    if (natives_.contains(key) || std::any_of(natives.begin(), natives.end(),
+                                              [&](const Speculative& n) { return n.key == key; }))
+      return;
+    if (known) {
+      if (auto decided = NativeOfKnown(*known, f->type, p.constant_is_string_literal)) {
+        natives_[key] = std::move(*decided);
+        return;
+      }
+    }
+    for (std::string& e : NativeColumnsSql(p.constant, *form, p.constant_is_string_literal))
+      native_exprs.push_back(std::move(e));
+    natives.push_back({std::move(key), form->kind});
   };
   for (const Predicate& c : conjuncts) collect(c);
-  if (constants.empty()) return;
-  std::vector<std::string> exprs;
+  if (constants.empty() && natives.empty()) return;  // known without DuckDB
+  std::vector<std::string> exprs = {"current_setting('default_collation')"};
   for (const std::string& c : constants) exprs.push_back(fmt::format("typeof(({}))", c));
-  auto rows = conn_.QueryText(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
-  if (!rows.ok() || rows->size() != 1) {
+  const size_t first_native = exprs.size();
+  exprs.insert(exprs.end(), native_exprs.begin(), native_exprs.end());
+  auto result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+  if (!natives.empty() && !result.ok()) {
+    // A native column that does not bind or evaluate: the types alone.
+    exprs.resize(first_native);
+    result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+    natives.clear();
+  }
+  if (!result.ok() || result->chunk_count() != 1 || result->chunk(0).size() != 1) {
     for (const std::string& c : constants) types_.erase(c);  // one by one in TypeOf
     return;
   }
-  for (size_t i = 0; i < constants.size(); ++i) types_[constants[i]] = (*rows)[0][i];
+  duck::ResultChunk row = result->chunk(0);
+  for (size_t i = 0; i < first_native; ++i) {
+    if (result->column_type(i) != duck::ColumnType::kVarchar) {
+      for (const std::string& c : constants) types_.erase(c);
+      return;
+    }
+  }
+  collation_ = row.IsNull(0, 0) ? "" : std::string(row.GetString(0, 0));
+  for (size_t i = 0; i < constants.size(); ++i) {
+    if (row.IsNull(i + 1, 0)) {
+      types_[constants[i]] = std::nullopt;
+    } else {
+      types_[constants[i]] = std::string(row.GetString(i + 1, 0));
+    }
+  }
+  for (size_t k = 0; k < natives.size(); ++k) {
+    natives_[natives[k].key] = ReadNative(*result, row, first_native + 3 * k, natives[k].kind);
+  }
 }
 
 std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
@@ -246,6 +603,9 @@ std::optional<std::string> Pruner::TypeOf(const std::string& constant) {
 }
 
 bool Pruner::ByteOrderStrings() {
+  if (!byte_order_strings_ && collation_) {
+    byte_order_strings_ = collation_->empty() || IEqualsBinary(*collation_);
+  }
   if (!byte_order_strings_) {
     auto rows = conn_.QueryText("SELECT current_setting('default_collation')");
     byte_order_strings_ =
@@ -253,6 +613,190 @@ bool Pruner::ByteOrderStrings() {
         (!(*rows)[0][0] || (*rows)[0][0]->empty() || IEqualsBinary(*(*rows)[0][0]));
   }
   return *byte_order_strings_;
+}
+
+void Pruner::NativeConstants() {
+  struct Candidate {
+    const Predicate* p;
+    NativeForm form;
+    std::string key;
+  };
+  std::vector<Candidate> candidates;
+  std::function<void(const Predicate&)> collect = [&](const Predicate& p) {
+    for (const Predicate& c : p.children) collect(c);
+    if (p.kind != Predicate::Kind::kCompare) return;
+    const lake::NestedField* f = schema_.FindField(p.field_id);
+    std::optional<std::string> ctype = TypeOf(p.constant);
+    if (f == nullptr || !ctype || !NativeAllowed(f->type, *ctype, p.constant_is_string_literal))
+      return;
+    std::optional<NativeForm> form = FormOfColumn(f->type);
+    if (!form) return;
+    std::string key = NativeKey(p.constant, form->duck_type, p.constant_is_string_literal);
+    if (auto known = natives_.find(key); known != natives_.end()) {  // read with the types
+      if (known->second) leaves_[&p].native = *known->second;
+      return;
+    }
+    candidates.push_back({&p, *form, std::move(key)});
+  };
+  for (const Predicate& c : conjuncts_) collect(c);
+  auto run = [&](size_t from, size_t to) -> bool {
+    std::vector<std::string> exprs;
+    for (size_t k = from; k < to; ++k) {
+      const Candidate& c = candidates[k];
+      for (std::string& e :
+           NativeColumnsSql(c.p->constant, c.form, c.p->constant_is_string_literal))
+        exprs.push_back(std::move(e));
+    }
+    auto result = conn_.Query(fmt::format("SELECT {}", fmt::join(exprs, ", ")));
+    if (!result.ok() || result->chunk_count() != 1) return false;
+    duck::ResultChunk row = result->chunk(0);
+    if (row.size() != 1) return false;
+    for (size_t k = from; k < to; ++k) {
+      const Candidate& c = candidates[k];
+      std::optional<Native> n = ReadNative(*result, row, 3 * (k - from), c.form.kind);
+      natives_[c.key] = n;
+      if (n) leaves_[c.p].native = std::move(*n);
+    }
+    return true;
+  };
+  if (candidates.empty() || run(0, candidates.size())) return;
+  for (size_t k = 0; k < candidates.size(); ++k) run(k, k + 1);  // one that fails is left out
+}
+
+bool Pruner::AllNative(const Predicate& p) const {
+  switch (p.kind) {
+    case Predicate::Kind::kAnd:
+    case Predicate::Kind::kOr:
+      return std::all_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return AllNative(c); });
+    case Predicate::Kind::kIsNull:
+    case Predicate::Kind::kIsNotNull:
+      return true;
+    case Predicate::Kind::kCompare: {
+      auto it = leaves_.find(&p);
+      return it != leaves_.end() && it->second.native.has_value();
+    }
+    case Predicate::Kind::kUnknown:
+      return false;
+  }
+  return false;
+}
+
+bool Pruner::KeepNative(const Predicate& p, const Evidence& ev) const {
+  switch (p.kind) {
+    case Predicate::Kind::kAnd:
+      return std::all_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return KeepNative(c, ev); });
+    case Predicate::Kind::kOr:
+      return std::any_of(p.children.begin(), p.children.end(),
+                         [&](const Predicate& c) { return KeepNative(c, ev); });
+    case Predicate::Kind::kUnknown:
+      return true;
+    default:
+      return LeafNative(p, ev);
+  }
+}
+
+std::vector<std::pair<int32_t, int32_t>> Pruner::BucketsOf(const Predicate& p) const {
+  std::vector<std::pair<int32_t, int32_t>> out;  // (N, bucket)
+  auto bit = leaves_.find(&p);
+  if (bit == leaves_.end() || !bit->second.exact) return out;
+  const lake::NestedField* f = schema_.FindField(p.field_id);
+  std::set<int32_t> ns;
+  for (const auto& spec : metadata_.partition_specs) {
+    for (const auto& pf : spec.fields) {
+      if (pf.source_id == p.field_id && pf.transform.kind() == lake::TransformKind::kBucket)
+        ns.insert(pf.transform.param());
+    }
+  }
+  for (int32_t n : ns) {
+    Result<Value> b = lake::Transform::Bucket(n).Apply(f->type, *bit->second.exact);
+    if (b.ok() && !b->is_null()) out.emplace_back(n, b->as_int());
+  }
+  return out;
+}
+
+// LeafSql's meaning over one item, in C++ (the cases NativeAllowed allows): the same
+// three-valued logic, unknown evidence counting as "may".
+bool Pruner::LeafNative(const Predicate& p, const Evidence& ev) const {
+  const int32_t id = p.field_id;
+  auto it = ev.ranges.find(id);
+  const Range r = it == ev.ranges.end() ? Range{} : it->second;
+  const bool mv = r.may_value.value_or(true);
+  const bool mn = r.may_null.value_or(true);
+  if (p.kind == Predicate::Kind::kIsNull) return mn;
+  if (p.kind == Predicate::Kind::kIsNotNull) return mv;
+  const Native& c = *leaves_.at(&p).native;
+  const lake::NestedField* f = schema_.FindField(id);
+  const bool nan = IsFloating(f->type) && r.may_nan.value_or(true);
+  // The order of a bound against the constant (-1, 0, 1), as DuckDB orders values of the
+  // column's type (NaN above every number, equal to itself); nullopt when unknown: no
+  // bound, one the SQL path could not write as a literal, or a NULL constant.
+  auto order = [&](const std::optional<Value>& bound) -> std::optional<int> {
+    if (!bound || c.is_null) return std::nullopt;
+    switch (c.kind) {
+      case Native::Kind::kInt: {
+        std::optional<int64_t> v = IntegerOf(*bound);
+        if (!v) return std::nullopt;
+        return *v < c.i ? -1 : *v == c.i ? 0 : 1;
+      }
+      case Native::Kind::kDouble: {
+        std::optional<double> v = FloatingOf(*bound);
+        if (!v || std::isnan(*v)) return std::nullopt;
+        if (std::isnan(c.d)) return -1;
+        return *v < c.d ? -1 : *v == c.d ? 0 : 1;
+      }
+      case Native::Kind::kString: {
+        const auto* v = std::get_if<std::string>(&bound->data);
+        if (v == nullptr || !ValidUtf8(*v)) return std::nullopt;
+        const int k = v->compare(c.s);  // bytes, unsigned: DuckDB's binary collation
+        return k < 0 ? -1 : k == 0 ? 0 : 1;
+      }
+    }
+    return std::nullopt;
+  };
+  const std::optional<int> lo = order(r.lo), hi = order(r.hi);
+  auto holds = [](std::optional<int> o, bool (*pred)(int)) {
+    return o ? Of(pred(*o)) : Tri::kNull;
+  };
+  auto le0 = +[](int o) { return o <= 0; };
+  auto lt0 = +[](int o) { return o < 0; };
+  auto ge0 = +[](int o) { return o >= 0; };
+  auto gt0 = +[](int o) { return o > 0; };
+  auto eq0 = +[](int o) { return o == 0; };
+  bool eq = mv && (Coalesce(And(holds(lo, le0), holds(hi, ge0)), true) || nan);
+  if (eq) {
+    for (const auto& [n, bucket] : BucketsOf(p)) {
+      std::optional<int32_t> blo, bhi;
+      if (auto b = ev.buckets.find(id); b != ev.buckets.end()) {
+        for (const BucketRange& br : b->second) {
+          if (br.n == n) blo = br.lo, bhi = br.hi;
+        }
+      }
+      Tri in = And(blo ? Of(*blo <= bucket) : Tri::kNull, bhi ? Of(bucket <= *bhi) : Tri::kNull);
+      eq = eq && Coalesce(in, true);
+    }
+  }
+  const bool ne = mv && !Coalesce(And(And(holds(lo, eq0), holds(hi, eq0)), Of(!nan)), false);
+  switch (p.op) {
+    case CompareOp::kEq:
+      return eq;
+    case CompareOp::kLt:
+      return mv && Coalesce(holds(lo, lt0), true);
+    case CompareOp::kLe:
+      return mv && Coalesce(holds(lo, le0), true);
+    case CompareOp::kGt:
+      return mv && (Coalesce(holds(hi, gt0), true) || nan);
+    case CompareOp::kGe:
+      return mv && (Coalesce(holds(hi, ge0), true) || nan);
+    case CompareOp::kNe:
+      return ne;
+    case CompareOp::kDistinctFrom:
+      return c.is_null ? mv : (mn || ne);
+    case CompareOp::kNotDistinctFrom:
+      return c.is_null ? mn : eq;
+  }
+  return true;
 }
 
 std::optional<std::string> BoolSql(std::optional<bool> b) {
@@ -476,6 +1020,24 @@ std::string Pruner::KeepSql(const Predicate& p) const {
 std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
   std::vector<bool> keep(items.size(), true);
   if (items.empty() || conjuncts_.empty()) return keep;
+  // Conjuncts whose every leaf is native are evaluated here; the rest by DuckDB over a
+  // VALUES list of the evidence.
+  std::vector<const Predicate*> in_duckdb;
+  for (const Predicate& c : conjuncts_) {
+    if (!AllNative(c)) {
+      in_duckdb.push_back(&c);
+      continue;
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      if (keep[i]) keep[i] = KeepNative(c, items[i]);
+    }
+  }
+  // No evidence at all (an unpartitioned table's manifests and files): every keep
+  // expression is true.
+  const bool evidence = std::any_of(items.begin(), items.end(), [](const Evidence& ev) {
+    return !ev.ranges.empty() || !ev.buckets.empty();
+  });
+  if (in_duckdb.empty() || !evidence) return keep;
   // Columns: per field lo, hi, mn, mv, nan; per bucketed field and N, bklo and bkhi.
   std::vector<std::string> names = {"i"};
   std::map<int32_t, std::set<int32_t>> bucket_ns;
@@ -544,9 +1106,9 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
       fmt::format("(VALUES {}) AS ev({})", fmt::join(rows, ", "), fmt::join(names, ", "));
   // One query per conjunct: a conjunct DuckDB cannot evaluate (a constant that does not
   // cast, an overflow) is left out instead of failing the query or the others.
-  for (const Predicate& c : conjuncts_) {
+  for (const Predicate* c : in_duckdb) {
     auto kept = conn_.QueryText(
-        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(c)));
+        fmt::format("SELECT i FROM {} WHERE coalesce({}, true)", values, KeepSql(*c)));
     if (!kept.ok()) continue;
     std::vector<bool> here(items.size(), false);
     for (const auto& row : *kept) {
@@ -816,6 +1378,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     conjuncts_.push_back(std::move(p));
   }
   for (const Predicate& c : conjuncts_) CollectFields(c, &fields_);
+  NativeConstants();
   // Leaves whose constant is exactly a value of the column's type: their buckets.
   std::function<void(const Predicate&)> buckets = [&](const Predicate& p) {
     for (const Predicate& c : p.children) buckets(c);
@@ -831,6 +1394,25 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       }
     }
     if (!bucketed) return;
+    if (auto it = leaves_.find(&p);
+        it != leaves_.end() && it->second.native && !it->second.native->is_null) {
+      // The native value is the constant cast exactly to the column's type.
+      const Native& n = *it->second.native;
+      switch (f->type.id) {
+        case TypeId::kInt:
+        case TypeId::kDate:
+          leaves_[&p].exact = Value::Int(static_cast<int32_t>(n.i));
+          return;
+        case TypeId::kLong:
+          leaves_[&p].exact = Value::Long(n.i);
+          return;
+        case TypeId::kString:
+          leaves_[&p].exact = Value::String(n.s);
+          return;
+        default:
+          break;
+      }
+    }
     std::string expr;
     switch (f->type.id) {
       case TypeId::kInt:
@@ -876,7 +1458,9 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   };
   for (const Predicate& c : conjuncts_) buckets(c);
 
-  ASSIGN_OR_RETURN(std::vector<lake::ManifestFile> manifests, lake::ReadManifestsOf(*snapshot));
+  ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<lake::ManifestFile>> list,
+                   manifests_.ManifestList(*snapshot));
+  const std::vector<lake::ManifestFile>& manifests = *list;
   std::vector<const lake::ManifestFile*> data;
   for (const lake::ManifestFile& m : manifests) {
     if (m.content != 0) {
@@ -902,10 +1486,12 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   std::vector<bool> read = Evaluate(summaries);
 
   struct Candidate {
-    lake::ManifestEntry entry;
+    const lake::ManifestEntry& entry;
     const lake::PartitionSpec* spec;
   };
   std::vector<Candidate> files;
+  std::vector<std::shared_ptr<const std::vector<lake::ManifestEntry>>>
+      read_entries;  // `files` point into them
   for (size_t i = 0; i < data.size(); ++i) {
     const lake::ManifestFile& m = *data[i];
     if (!read[i]) {
@@ -921,8 +1507,10 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
           "lake table {}: manifest {} has partition spec {}, which the table does not have", table_,
           m.manifest_path, m.partition_spec_id);
     }
-    ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
-    for (lake::ManifestEntry& e : entries) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<lake::ManifestEntry>> entries,
+                     manifests_.Entries(m));
+    read_entries.push_back(entries);
+    for (const lake::ManifestEntry& e : *entries) {
       if (e.status == lake::EntryStatus::kDeleted) continue;
       if (e.file.content != 0) {
         return UnimplementedError(
@@ -936,7 +1524,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
             e.file.file_path, e.file.file_format);
       }
       ++plan.stats.files_total;
-      files.push_back(Candidate{std::move(e), spec});
+      files.push_back(Candidate{e, spec});
     }
   }
 
@@ -972,10 +1560,24 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
 
 }  // namespace
 
+Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestReader::ManifestList(
+    const lake::Snapshot& snapshot) const {
+  ASSIGN_OR_RETURN(std::vector<lake::ManifestFile> list, lake::ReadManifestsOf(snapshot));
+  return std::make_shared<const std::vector<lake::ManifestFile>>(std::move(list));
+}
+
+Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> ManifestReader::Entries(
+    const lake::ManifestFile& m) const {
+  ASSIGN_OR_RETURN(std::vector<lake::ManifestEntry> entries, lake::ReadEntriesOf(m));
+  return std::make_shared<const std::vector<lake::ManifestEntry>>(std::move(entries));
+}
+
 Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
                           const lake::Snapshot* snapshot, const lake::Schema& schema,
-                          const std::vector<Predicate>& conjuncts, std::string_view table) {
-  Pruner pruner(conn, metadata, schema, table);
+                          const std::vector<Predicate>& conjuncts, std::string_view table,
+                          const ManifestReader& manifests,
+                          std::optional<std::string> default_collation) {
+  Pruner pruner(conn, metadata, schema, table, manifests, std::move(default_collation));
   return pruner.Run(snapshot, conjuncts);
 }
 

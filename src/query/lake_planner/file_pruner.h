@@ -8,12 +8,16 @@
 //   // plan.paths: the kept files, read with lake::ParquetScanSql(plan.paths, schema)
 //
 // Conservative by construction: a file is dropped only when the evidence proves that no row
-// of it satisfies some conjunct. The comparisons themselves run in DuckDB, on the same
-// connection and with the column's own type, so a bound is compared with a constant exactly
-// as the query compares a value with it (see KeepSql in file_pruner.cc).
+// of it satisfies some conjunct. A bound is compared with a constant exactly as the query
+// compares a value with it: in C++ when the constant is exactly a value of the column's
+// type and that type's order is plain (integers, dates, timestamps, floats with DuckDB's
+// NaN, strings by bytes; NativeAllowed in file_pruner.cc), else by DuckDB on the same
+// connection with the column's own type (KeepSql). Each phase costs no DuckDB query when
+// every conjunct is native.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,6 +25,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "lake/manifest.h"
 #include "lake/single_value.h"
 #include "lake/table_metadata.h"
 
@@ -59,6 +64,19 @@ struct ScanStats {
   std::vector<std::string> filters;  // the predicates pruning used (ToString)
 };
 
+// Where PlanScan reads a snapshot's manifest list and its manifests. This one reads the
+// files each time; WarehouseCatalog's keeps them parsed (file_cache.h). Results are shared
+// and immutable; errors name the file (Corruption for bytes that do not decode).
+class ManifestReader {
+ public:
+  virtual ~ManifestReader() = default;
+  virtual Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestList(
+      const lake::Snapshot& snapshot) const;
+  // The entries of `m`, with the ids and sequence numbers they inherit from it.
+  virtual Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> Entries(
+      const lake::ManifestFile& m) const;
+};
+
 struct ScanPlan {
   std::vector<std::string> paths;  // local paths of the kept data files, in manifest order
   ScanStats stats;
@@ -68,9 +86,13 @@ struct ScanPlan {
 // with `schema`, keeping the files that may hold rows satisfying every predicate of
 // `conjuncts`. Refuses (Unimplemented) snapshots with delete files; manifest read errors
 // name the file. `table` names the table in messages.
+// `manifests` must outlive the call. `default_collation`: the session's
+// current_setting('default_collation') when the caller has it (else it is asked).
 Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& metadata,
                           const lake::Snapshot* snapshot, const lake::Schema& schema,
-                          const std::vector<Predicate>& conjuncts, std::string_view table);
+                          const std::vector<Predicate>& conjuncts, std::string_view table,
+                          const ManifestReader& manifests = ManifestReader(),
+                          std::optional<std::string> default_collation = std::nullopt);
 
 // A literal of Iceberg type `type` holding `value`, in DuckDB SQL with that type exactly
 // (CAST('1.5' AS FLOAT), DATE '1970-01-01' + 3, ...); nullopt for values pruning does not

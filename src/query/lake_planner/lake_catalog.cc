@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 
 #include "duck/database.h"
 #include "lake/duck_types.h"
+#include "lake/iceberg_json.h"
+#include "lake/manifest.h"
+#include "lake/table_files.h"
 
 namespace sluice::query {
 namespace {
@@ -60,12 +64,73 @@ std::string LakeTableName(const std::vector<std::string>& ns, const std::string&
   return out + table;
 }
 
-WarehouseCatalog::WarehouseCatalog(std::string warehouse) : warehouse_(std::move(warehouse)) {
+Result<std::shared_ptr<const lake::TableMetadata>> LakeCatalog::LoadMetadata(
+    const std::vector<std::string>& ns, const std::string& table) const {
+  ASSIGN_OR_RETURN(lake::Table t, LoadTable(ns, table));
+  return std::make_shared<const lake::TableMetadata>(t.metadata());
+}
+
+const ManifestReader& LakeCatalog::manifests() const {
+  static const ManifestReader kFiles;
+  return kFiles;
+}
+
+namespace {
+
+// Parsed size per file byte, roughly: manifests are deflated Avro whose every map entry
+// becomes a few allocations; metadata JSON parses to about its size again.
+constexpr size_t kManifestCostFactor = 16;
+constexpr size_t kMetadataCostFactor = 4;
+
+// Manifest lists and manifests through the catalog's cache. A manifest's entries depend
+// on the list entry they inherit from too, which is part of the key.
+class CachedManifestReader : public ManifestReader {
+ public:
+  explicit CachedManifestReader(FileCache& cache) : cache_(cache) {}
+
+  Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestList(
+      const lake::Snapshot& snapshot) const override {
+    ASSIGN_OR_RETURN(std::string path, lake::LocalPath(snapshot.manifest_list));
+    return cache_.Get<std::vector<lake::ManifestFile>>(
+        path, "manifest list", kManifestCostFactor,
+        [&](std::string bytes) -> Result<std::vector<lake::ManifestFile>> {
+          Result<std::vector<lake::ManifestFile>> list = lake::ReadManifestList(bytes);
+          if (!list.ok()) return CorruptionError("{}: {}", path, list.status().message());
+          return list;
+        });
+  }
+
+  Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> Entries(
+      const lake::ManifestFile& m) const override {
+    ASSIGN_OR_RETURN(std::string path, lake::LocalPath(m.manifest_path));
+    return cache_.Get<std::vector<lake::ManifestEntry>>(
+        path, fmt::format("manifest {} {}", m.added_snapshot_id, m.sequence_number),
+        kManifestCostFactor, [&](std::string bytes) -> Result<std::vector<lake::ManifestEntry>> {
+          Result<std::vector<lake::ManifestEntry>> entries = lake::ReadManifest(bytes, &m);
+          if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
+          return entries;
+        });
+  }
+
+ private:
+  FileCache& cache_;
+};
+
+}  // namespace
+
+WarehouseCatalog::WarehouseCatalog(std::string warehouse, size_t cache_bytes)
+    : warehouse_(std::move(warehouse)),
+      cache_(std::make_unique<FileCache>(cache_bytes)),
+      manifests_(std::make_unique<CachedManifestReader>(*cache_)) {
   while (warehouse_.size() > 1 && warehouse_.back() == '/') warehouse_.pop_back();
 }
 
-Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& ns,
-                                                const std::string& table) const {
+WarehouseCatalog::~WarehouseCatalog() = default;
+
+const ManifestReader& WarehouseCatalog::manifests() const { return *manifests_; }
+
+Result<std::string> WarehouseCatalog::TableDir(const std::vector<std::string>& ns,
+                                               const std::string& table) const {
   const std::string name = LakeTableName(ns, table);
   if (ns.empty()) return InvalidArgumentError("lake table {}: a namespace is required", name);
   std::string dir = warehouse_;
@@ -74,7 +139,42 @@ Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& 
     dir = Child(dir, level);
   }
   RETURN_IF_ERROR(CheckName(table, name));
-  dir = Child(dir, table);
+  return Child(dir, table);
+}
+
+Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::MetadataAt(
+    const std::string& dir, const std::string& name) const {
+  // A version file can go (metadata cleanup after a commit) between finding it and
+  // reading it: then the newer version is read.
+  for (int attempt = 0;; ++attempt) {
+    Result<std::optional<lake::MetadataVersion>> current = lake::TableFiles(dir).CurrentVersion();
+    if (!current.ok()) return current.status().WithContext(fmt::format("lake table {}", name));
+    if (!*current) return NotFoundError("lake table {} does not exist (no table at {})", name, dir);
+    const std::string& path = (*current)->path;
+    Result<std::shared_ptr<const lake::TableMetadata>> m = cache_->Get<lake::TableMetadata>(
+        path, "metadata", kMetadataCostFactor,
+        [&](std::string bytes) -> Result<lake::TableMetadata> {
+          Result<lake::TableMetadata> parsed = lake::TableMetadataFromJson(bytes);
+          if (!parsed.ok()) return CorruptionError("{}: {}", path, parsed.status().message());
+          return parsed;
+        });
+    if (m.ok() || m.status().code() != StatusCode::kNotFound || attempt == 2) {
+      if (!m.ok()) return m.status().WithContext(fmt::format("lake table {}", name));
+      return m;
+    }
+  }
+}
+
+Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::LoadMetadata(
+    const std::vector<std::string>& ns, const std::string& table) const {
+  ASSIGN_OR_RETURN(std::string dir, TableDir(ns, table));
+  return MetadataAt(dir, LakeTableName(ns, table));
+}
+
+Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& ns,
+                                                const std::string& table) const {
+  const std::string name = LakeTableName(ns, table);
+  ASSIGN_OR_RETURN(std::string dir, TableDir(ns, table));
   Result<lake::Table> t = lake::Table::Load(dir);
   if (!t.ok()) {
     if (t.status().code() == StatusCode::kNotFound) {
@@ -89,7 +189,10 @@ namespace {
 
 constexpr size_t kMaxNamespaceDepth = 16;
 
-void ListUnder(const std::string& dir, std::vector<std::string>& ns,
+using MetadataAtFn = std::function<Result<std::shared_ptr<const lake::TableMetadata>>(
+    const std::string& dir, const std::string& name)>;
+
+void ListUnder(const std::string& dir, std::vector<std::string>& ns, const MetadataAtFn& load,
                std::vector<LakeTableInfo>* out) {
   if (ns.size() > kMaxNamespaceDepth) return;
   std::vector<std::string> entries;
@@ -105,9 +208,9 @@ void ListUnder(const std::string& dir, std::vector<std::string>& ns,
     const std::string path = dir + "/" + entry;
     if (IsDir(path + "/metadata")) {
       if (ns.empty()) continue;  // a table needs a namespace
-      Result<lake::Table> t = lake::Table::Load(path);
-      if (!t.ok()) continue;
-      const lake::Schema* schema = t->metadata().CurrentSchema();
+      Result<std::shared_ptr<const lake::TableMetadata>> m = load(path, LakeTableName(ns, entry));
+      if (!m.ok()) continue;
+      const lake::Schema* schema = (*m)->CurrentSchema();
       if (schema == nullptr) continue;
       LakeTableInfo info{ns, entry, {}};
       for (const lake::NestedField& f : schema->fields) {
@@ -117,7 +220,7 @@ void ListUnder(const std::string& dir, std::vector<std::string>& ns,
       continue;
     }
     ns.push_back(entry);
-    ListUnder(path, ns, out);
+    ListUnder(path, ns, load, out);
     ns.pop_back();
   }
 }
@@ -134,7 +237,10 @@ Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListTables() const {
   if (!IsDir(warehouse_)) return NotFoundError("warehouse {} is not a directory", warehouse_);
   std::vector<LakeTableInfo> out;
   std::vector<std::string> ns;
-  ListUnder(warehouse_, ns, &out);
+  ListUnder(
+      warehouse_, ns,
+      [this](const std::string& dir, const std::string& name) { return MetadataAt(dir, name); },
+      &out);
   return out;
 }
 

@@ -7,11 +7,14 @@
 //   ASSIGN_OR_RETURN(lake::Table t, catalog.LoadTable({"db"}, "events"));
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
 #include "lake/table.h"
+#include "query/lake_planner/file_cache.h"
+#include "query/lake_planner/file_pruner.h"
 
 namespace sluice::query {
 
@@ -26,6 +29,12 @@ class LakeCatalog {
   // NotFound (naming the table) when there is no such table.
   virtual Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
                                         const std::string& table) const = 0;
+  // The table's current metadata as planning reads it (shared, immutable); the same errors.
+  // By default LoadTable's.
+  virtual Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadata(
+      const std::vector<std::string>& ns, const std::string& table) const;
+  // How planning reads manifests: by default the files, each time.
+  virtual const ManifestReader& manifests() const;
 };
 
 // A table as catalogs list it (for the Postgres catalog emulation's external relations).
@@ -43,20 +52,36 @@ struct LakeTableInfo {
   std::string SqlName() const;
 };
 
-// Tables under a warehouse directory: <warehouse>/<level>/.../<table>. Every load reads the
-// table's current metadata version again, so a query sees the newest commit.
+// Tables under a warehouse directory: <warehouse>/<level>/.../<table>. Every load finds the
+// table's current metadata version again, so a query sees the newest commit; the parsed
+// metadata, manifest lists and manifests are kept in a FileCache of `cache_bytes` (0: none)
+// and used while their files are unchanged. Shared by every session's thread.
 class WarehouseCatalog : public LakeCatalog {
  public:
-  explicit WarehouseCatalog(std::string warehouse);
+  static constexpr size_t kDefaultCacheBytes = 64 << 20;
+  explicit WarehouseCatalog(std::string warehouse, size_t cache_bytes = kDefaultCacheBytes);
+  ~WarehouseCatalog() override;
   Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
                                 const std::string& table) const override;
+  Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadata(
+      const std::vector<std::string>& ns, const std::string& table) const override;
+  const ManifestReader& manifests() const override;
   // Every table of the warehouse, sorted by namespace and name. A table whose metadata
   // cannot be read is left out (a query naming it gets the error).
   Result<std::vector<LakeTableInfo>> ListTables() const;
   const std::string& warehouse() const { return warehouse_; }
+  FileCache::Stats cache_stats() const { return cache_->stats(); }
 
  private:
+  // The table's directory; InvalidArgument for a name that could leave the warehouse.
+  Result<std::string> TableDir(const std::vector<std::string>& ns, const std::string& table) const;
+  // LoadMetadata of the table at `dir`, named `name` in errors.
+  Result<std::shared_ptr<const lake::TableMetadata>> MetadataAt(const std::string& dir,
+                                                                const std::string& name) const;
+
   std::string warehouse_;  // without a trailing '/'
+  std::unique_ptr<FileCache> cache_;
+  std::unique_ptr<ManifestReader> manifests_;  // reads through cache_
 };
 
 }  // namespace sluice::query

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
+#include <mutex>
+#include <optional>
 
 #include "lake/iceberg_json.h"
 #include "lake/parquet_read.h"
@@ -26,9 +28,47 @@ bool IEquals(std::string_view a, std::string_view b) {
          });
 }
 
+bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
+  for (size_t i = 0; i + word.size() <= sql.size(); ++i) {
+    if (IEquals(sql.substr(i, word.size()), word)) return true;
+  }
+  return false;
+}
+
+// Whether `sql` may name a table of the lake catalog: `lake` (any case, maybe quoted)
+// followed by a dot, with spaces and comments allowed between. Conservative: every
+// reference DuckDB would parse as catalog `lake` is found (it cannot be written without
+// those letters), and a false hit only costs the parse. SQL that merely contains the word
+// (a column lake_id, a path .../lakes/...) is not parsed at all.
 bool MentionsLake(std::string_view sql) {
   for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
-    if (IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) return true;
+    if (!IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
+    size_t j = i + kLakeCatalog.size();
+    if (j < sql.size() && sql[j] == '"') ++j;
+    while (j < sql.size()) {
+      if (std::isspace(static_cast<unsigned char>(sql[j]))) {
+        ++j;
+      } else if (sql.substr(j, 2) == "--") {
+        j = sql.find('\n', j);
+        if (j == std::string_view::npos) return false;
+      } else if (sql.substr(j, 2) == "/*") {  // block comments nest
+        int depth = 0;
+        do {
+          if (sql.substr(j, 2) == "/*") {
+            ++depth;
+            j += 2;
+          } else if (sql.substr(j, 2) == "*/") {
+            --depth;
+            j += 2;
+          } else {
+            ++j;
+          }
+        } while (depth > 0 && j < sql.size());
+      } else {
+        break;
+      }
+    }
+    if (j < sql.size() && sql[j] == '.') return true;
   }
   return false;
 }
@@ -173,11 +213,16 @@ class Planner {
   // The texts of every constant expression under `roots`, converted in one
   // json_deserialize_sql (an IN list of a thousand values is one call, not a thousand).
   void PrepareConstants(const std::vector<const Json*>& roots);
-  Result<Json> Serialize(std::string_view sql);
+  // With `collation`, the session's default_collation is read in the same query.
+  Result<Json> Serialize(std::string_view sql, std::optional<std::string>* collation = nullptr);
+  // `SELECT 1` serialized, the statement ExprSql and PrepareConstants fill: parsed once per
+  // process (its shape is the DuckDB library's).
+  Result<Json> SelectTemplate();
 
   Status PlanRef(RefSite& site, PlannedQuery* out);
-  Result<lake::Table> Load(const std::string& schema_name, const std::string& table,
-                           std::string* name);
+  Result<std::shared_ptr<const lake::TableMetadata>> Load(const std::string& schema_name,
+                                                          const std::string& table,
+                                                          std::string* name);
   Result<const lake::Snapshot*> Snapshot(const lake::TableMetadata& m, const Json& at,
                                          const std::string& name);
 
@@ -196,10 +241,14 @@ class Planner {
 
   duck::Connection& conn_;
   const LakeCatalog& catalog_;
-  Json select_template_;                             // `SELECT 1` serialized, for ExprSql
   Parameters params_;                                // LakePlanOptions::parameters, parsed
   std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
   std::vector<RefSite> sites_;
+  // The placeholders' table names: the prefix (a fresh random one, not in the query) and,
+  // per planned reference, its marker and the scan that replaces it.
+  std::string marker_prefix_;
+  std::optional<std::string> collation_;  // read with the query's parse
+  std::vector<std::pair<std::string, std::string>> scans_;
 };
 
 void Planner::Conjuncts(const Json& e, std::vector<const Json*>* out) {
@@ -261,20 +310,30 @@ void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of)
   }
 }
 
-Result<Json> Planner::Serialize(std::string_view sql) {
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_serialize_sql({})",
-                                                          duck::QuoteLiteral(sql))));
+Result<Json> Planner::Serialize(std::string_view sql, std::optional<std::string>* collation) {
+  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format(
+                                  "SELECT json_serialize_sql({}){}", duck::QuoteLiteral(sql),
+                                  collation ? ", current_setting('default_collation')" : "")));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_serialize_sql returned no row");
+  if (collation != nullptr && rows[0].size() == 2) *collation = rows[0][1].value_or("");
   Json j = Json::parse(*rows[0][0], nullptr, false);
   if (j.is_discarded()) return InternalError("json_serialize_sql returned invalid JSON");
   return j;
 }
 
-Result<std::string> Planner::ExprSql(const Json& e) {
-  if (select_template_.is_null()) {
-    ASSIGN_OR_RETURN(select_template_, Serialize("SELECT 1"));
+Result<Json> Planner::SelectTemplate() {
+  static std::mutex mu;
+  static std::optional<Json> parsed;  // guarded by mu
+  std::lock_guard<std::mutex> lock(mu);
+  if (!parsed) {
+    ASSIGN_OR_RETURN(Json t, Serialize("SELECT 1"));
+    parsed = std::move(t);
   }
-  Json stmt = select_template_;
+  return *parsed;
+}
+
+Result<std::string> Planner::ExprSql(const Json& e) {
+  ASSIGN_OR_RETURN(Json stmt, SelectTemplate());
   stmt["statements"][0]["node"]["select_list"] = Json::array();
   stmt["statements"][0]["node"]["select_list"].push_back(Substitute(e, params_));
   stmt["statements"][0]["node"]["select_list"][0]["alias"] = "";
@@ -285,6 +344,50 @@ Result<std::string> Planner::ExprSql(const Json& e) {
   if (!text.starts_with("SELECT "))
     return InternalError("json_deserialize_sql returned \"{}\"", text);
   return text.substr(7);
+}
+
+// The SQL of the commonest constants, as json_deserialize_sql prints them, without asking
+// it: integer, string and boolean literals and their casts to plain types
+// (`TIMESTAMP '2024-07-01'` is a cast of a string). nullopt for anything else.
+std::optional<std::string> SimpleConstantSql(const Json& e) {
+  if (!e.is_object()) return std::nullopt;
+  const std::string cls = StringField(e, "class");
+  if (cls == "CONSTANT") {
+    if (!e.contains("value") || !e["value"].is_object()) return std::nullopt;
+    const Json& v = e["value"];
+    if (v.value("is_null", true) || !v.contains("type") || !v["type"].is_object() ||
+        !v.contains("value"))
+      return std::nullopt;
+    if (v["type"].contains("type_info") && !v["type"]["type_info"].is_null()) return std::nullopt;
+    const std::string id = StringField(v["type"], "id");
+    const Json& value = v["value"];
+    if ((id == "INTEGER" || id == "BIGINT") && value.is_number_integer()) return value.dump();
+    if (id == "BOOLEAN" && value.is_boolean())
+      return std::string(value.get<bool>() ? "true" : "false");
+    if (id == "VARCHAR" && value.is_string()) {
+      const std::string text = value.get<std::string>();
+      if (text.find('\0') != std::string::npos) return std::nullopt;
+      return duck::QuoteLiteral(text);
+    }
+    return std::nullopt;
+  }
+  if (cls == "CAST") {
+    if (e.value("try_cast", true) || !e.contains("cast_type") || !e["cast_type"].is_object() ||
+        !e.contains("child"))
+      return std::nullopt;
+    const Json& type = e["cast_type"];
+    if (type.contains("type_info") && !type["type_info"].is_null()) return std::nullopt;
+    static constexpr std::string_view kPlain[] = {"TIMESTAMP", "DATE",     "TIME",   "INTEGER",
+                                                  "BIGINT",    "DOUBLE",   "FLOAT",  "VARCHAR",
+                                                  "BOOLEAN",   "SMALLINT", "TINYINT"};
+    const std::string id = StringField(type, "id");
+    if (std::find(std::begin(kPlain), std::end(kPlain), id) == std::end(kPlain))
+      return std::nullopt;
+    std::optional<std::string> child = SimpleConstantSql(e["child"]);
+    if (!child) return std::nullopt;
+    return fmt::format("CAST({} AS {})", *child, id);
+  }
+  return std::nullopt;
 }
 
 void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
@@ -301,15 +404,18 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
     }
   };
   for (const Json* r : roots) collect(*r);
+  // The simple ones here, the rest in one json_deserialize_sql.
+  std::erase_if(constants, [&](const Json* c) {
+    std::optional<std::string> text = SimpleConstantSql(Substitute(*c, params_));
+    if (text) constant_sql_[c] = std::move(*text);
+    return text.has_value();
+  });
   if (constants.empty()) return;
-  if (select_template_.is_null()) {
-    Result<Json> t = Serialize("SELECT 1");
-    if (!t.ok()) return;
-    select_template_ = std::move(*t);
-  }
+  Result<Json> tmpl = SelectTemplate();
+  if (!tmpl.ok()) return;
   // Each expression aliased with a marker no literal holds, to cut the text apart.
   const std::string marker = "__sluice_" + lake::NewUuid().substr(0, 8) + "_";
-  Json stmt = select_template_;
+  Json stmt = std::move(*tmpl);
   Json list = Json::array();
   for (size_t i = 0; i < constants.size(); ++i) {
     Json e = Substitute(*constants[i], params_);
@@ -451,12 +557,14 @@ Predicate Planner::ToPredicate(const Json& e, const Binding& b) {
   return Predicate::Unknown();
 }
 
-Result<lake::Table> Planner::Load(const std::string& schema_name, const std::string& table,
-                                  std::string* name) {
+Result<std::shared_ptr<const lake::TableMetadata>> Planner::Load(const std::string& schema_name,
+                                                                 const std::string& table,
+                                                                 std::string* name) {
   // `lake.db.t`: namespace db. A multi-level namespace is written as one quoted name with
   // its levels joined by dots (`lake."a.b".t`), tried after a single level of that name.
   *name = LakeTableName({schema_name}, table);
-  Result<lake::Table> t = catalog_.LoadTable({schema_name}, table);
+  Result<std::shared_ptr<const lake::TableMetadata>> t =
+      catalog_.LoadMetadata({schema_name}, table);
   if (t.ok() || t.status().code() != StatusCode::kNotFound ||
       schema_name.find('.') == std::string::npos)
     return t;
@@ -466,7 +574,7 @@ Result<lake::Table> Planner::Load(const std::string& schema_name, const std::str
     levels.push_back(schema_name.substr(start, dot - start));
   }
   levels.push_back(schema_name.substr(start));
-  Result<lake::Table> multi = catalog_.LoadTable(levels, table);
+  Result<std::shared_ptr<const lake::TableMetadata>> multi = catalog_.LoadMetadata(levels, table);
   if (multi.ok()) *name = LakeTableName(levels, table);
   return multi.ok() || multi.status().code() != StatusCode::kNotFound ? multi : t;
 }
@@ -563,8 +671,9 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   const std::string table_name = StringField(ref, "table_name");
   const std::string alias = StringField(ref, "alias");
   std::string name;
-  ASSIGN_OR_RETURN(lake::Table table, Load(schema_name, table_name, &name));
-  const lake::TableMetadata& m = table.metadata();
+  ASSIGN_OR_RETURN(std::shared_ptr<const lake::TableMetadata> metadata,
+                   Load(schema_name, table_name, &name));
+  const lake::TableMetadata& m = *metadata;
   const Json at = ref.contains("at_clause") ? ref["at_clause"] : Json();
   ASSIGN_OR_RETURN(const lake::Snapshot* snapshot, Snapshot(m, at, name));
   // The current schema for the current snapshot; a snapshot's own schema when travelling.
@@ -595,26 +704,45 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
-  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name));
+  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name,
+                                           catalog_.manifests(), collation_));
 
-  ASSIGN_OR_RETURN(Json inner, Serialize(lake::ParquetScanSql(plan.paths, *schema)));
-  if (inner.value("error", true) || !inner.contains("statements") ||
-      inner["statements"].size() != 1) {
-    return InternalError("lake table {}: the scan of its files did not parse: {}", name,
-                         inner.dump());
-  }
-  Json sub = Json::object();
-  sub["type"] = "SUBQUERY";
-  sub["alias"] = alias.empty() ? table_name : alias;
-  sub["sample"] = ref.contains("sample") ? ref["sample"] : Json();
-  sub["query_location"] = ref.contains("query_location") ? ref["query_location"] : Json(0);
-  sub["subquery"] = inner["statements"][0];
-  sub["column_name_alias"] =
+  // The reference becomes a plain table named by a marker, keeping its alias (the table's
+  // name when it has none), column aliases and sample; once the tree is SQL again, the
+  // marker is replaced by the scan as a subquery. (Parsing the scan to put it into the tree
+  // cost a json_serialize_sql of every file path per reference.)
+  const std::string marker = fmt::format("{}{}_", marker_prefix_, scans_.size());
+  Json placeholder = Json::object();
+  placeholder["type"] = "BASE_TABLE";
+  placeholder["alias"] = alias.empty() ? table_name : alias;
+  placeholder["sample"] = ref.contains("sample") ? ref["sample"] : Json();
+  placeholder["query_location"] = ref.contains("query_location") ? ref["query_location"] : Json(0);
+  placeholder["schema_name"] = "";
+  placeholder["table_name"] = marker;
+  placeholder["column_name_alias"] =
       ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
+  placeholder["catalog_name"] = "";
+  placeholder["at_clause"] = Json();
+  scans_.emplace_back(marker, "(" + lake::ParquetScanSql(plan.paths, *schema) + ")");
   out->tables.push_back(
-      LakeTableScan{name, sub["alias"].get<std::string>(), std::move(plan.stats)});
-  ref = std::move(sub);
+      LakeTableScan{name, placeholder["alias"].get<std::string>(), std::move(plan.stats)});
+  ref = std::move(placeholder);
   return Status::OK();
+}
+
+// `sql` with each marker (which DuckDB prints as a bare identifier, exactly once) replaced
+// by its scan.
+Result<std::string> Splice(std::string sql,
+                           const std::vector<std::pair<std::string, std::string>>& scans) {
+  for (const auto& [marker, scan] : scans) {
+    const size_t at = sql.find(marker);
+    if (at == std::string::npos || sql.find(marker, at + 1) != std::string::npos) {
+      return InternalError("lake planner: the table reference {} was not printed once in {}",
+                           marker, sql);
+    }
+    sql.replace(at, marker.size(), scan);
+  }
+  return sql;
 }
 
 // `lake.db.t.c` and `db.t.c` name a column of an unaliased lake table by its full name; the
@@ -684,7 +812,7 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
   }
   const size_t prefix = ExplainPrefix(full_sql);
   std::string_view sql = full_sql.substr(prefix);
-  Result<Json> tree = Serialize(sql);
+  Result<Json> tree = Serialize(sql, &collation_);
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
   if (!tree.ok() || tree->value("error", true)) return out;
   std::map<Json*, std::vector<const Json*>> where_of;
@@ -698,13 +826,17 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
                              StringField(*site.node, "table_name"));
     }
   }
+  do {
+    marker_prefix_ = "__sluice_scan_" + lake::NewUuid().substr(0, 8) + "_";
+  } while (MentionsIgnoringCase(full_sql, marker_prefix_));
   // Every predicate is read before any reference is replaced (conjuncts point into the tree).
   for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, &out));
   Requalify(*tree, unaliased);
   ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
                                                           duck::QuoteLiteral(tree->dump()))));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
-  out.sql = std::string(full_sql.substr(0, prefix)) + *rows[0][0];
+  ASSIGN_OR_RETURN(std::string body, Splice(std::move(*rows[0][0]), scans_));
+  out.sql = std::string(full_sql.substr(0, prefix)) + body;
   out.rewritten = true;
   return out;
 }

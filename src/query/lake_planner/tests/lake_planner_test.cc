@@ -272,7 +272,8 @@ class LakePlannerTest : public ::testing::Test {
 TEST_F(LakePlannerTest, SqlWithoutLakeTablesComesBackUnchanged) {
   for (std::string sql :
        {"SELECT 1", "SELECT * FROM range(3) AS lake", "SELEC nonsense FROM lake.db.t",
-        "CREATE TABLE x AS SELECT 1", "SELECT * FROM lake.t"}) {
+        "SELECT 'lake' AS lake_id, '/data/lakes/x' AS path", "CREATE TABLE x AS SELECT 1",
+        "SELECT * FROM lake.t"}) {
     auto plan = Plan(sql);
     ASSERT_TRUE(plan.ok()) << plan.status().message();
     EXPECT_FALSE(plan->rewritten) << sql;
@@ -626,6 +627,118 @@ TEST_F(LakePlannerTest, UnknownTablesAndCorruptManifestsAreClearErrors) {
   EXPECT_NE(plan.status().message().find(path), std::string::npos) << plan.status().message();
 }
 
+// The catalog keeps parsed metadata and manifests between queries (FileCache); a commit
+// between two queries moves the table's current version, and the next query sees it.
+TEST_F(LakePlannerTest, CachedMetadataSeesANewSnapshotAndADroppedTable) {
+  MakeEvents();
+  const std::string sql = "SELECT count(*), sum(id) FROM {events} WHERE city = 'oslo'";
+  PlannedQuery first = Check(sql, {"events"});
+  EXPECT_EQ(first.tables[0].stats.files_total, 8);
+  PlannedQuery again = Check(sql, {"events"});
+  EXPECT_EQ(again.tables[0].stats.snapshot_id, first.tables[0].stats.snapshot_id);
+  const FileCache::Stats warm = catalog_->cache_stats();
+  EXPECT_GE(warm.hits, 4) << "metadata, manifest list and two manifests the second time";
+  EXPECT_GT(warm.entries, 0u);
+
+  auto t = lake::Table::Load(Root("events"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  Append(
+      *t,
+      {File(*t,
+            "SELECT 1000::BIGINT AS id, TIMESTAMP '2024-01-02' AS ts, 'oslo' AS city, "
+            "1.0::DOUBLE AS amount, 'new' AS note",
+            Datum::Record({{"ts_day", Datum::Int(kDay0 + 1)}, {"city", Datum::String("oslo")}}))});
+  PlannedQuery after = Check(sql, {"events"});
+  EXPECT_NE(after.tables[0].stats.snapshot_id, first.tables[0].stats.snapshot_id);
+  EXPECT_EQ(after.tables[0].stats.files_total, 9);
+  ASSERT_EQ(Rows(after.sql).size(), 1u);
+  EXPECT_TRUE(Rows(after.sql)[0].starts_with("101|")) << Rows(after.sql)[0];
+
+  // Dropped: the directory is gone, the cached metadata is not used.
+  fs::remove_all(Root("events"));
+  auto dropped = Plan("SELECT count(*) FROM lake.db.events");
+  ASSERT_FALSE(dropped.ok());
+  EXPECT_EQ(dropped.status().code(), StatusCode::kNotFound) << dropped.status().message();
+  // Created again under the same name: its own metadata and files.
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"x","required":false,"type":"long"}]})j");
+  lake::Table other = Create("events", s, lake::PartitionSpec{});
+  Append(other, {File(other, "SELECT range AS x FROM range(3)")});
+  auto recreated = Plan("SELECT sum(x) FROM lake.db.events");
+  ASSERT_TRUE(recreated.ok()) << recreated.status().message();
+  EXPECT_EQ(Rows(recreated->sql), (std::vector<std::string>{"3"}));
+}
+
+// Sessions are threads planning on their own connections with one shared catalog.
+TEST_F(LakePlannerTest, ConcurrentPlansShareTheCatalog) {
+  MakeEvents();
+  MakeUsers();
+  const std::vector<std::string> queries = {
+      "SELECT count(*), sum(id) FROM lake.db.events WHERE city = 'rome' AND ts >= '2024-01-03'",
+      "SELECT count(*) FROM lake.db.events WHERE amount > 30",
+      "SELECT name FROM lake.db.users WHERE uid = 42",
+      "SELECT count(*) FROM lake.db.users u JOIN lake.db.events e ON u.uid = e.id WHERE u.uid < 10",
+  };
+  std::vector<std::vector<std::string>> expected;
+  for (const std::string& q : queries) {
+    auto plan = Plan(q);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    expected.push_back(Rows(plan->sql));
+  }
+  // A fresh catalog (cold cache) shared by four threads.
+  WarehouseCatalog shared(warehouse_);
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&, k] {
+      auto conn = duck::Connection::Open(*db_);
+      if (!conn.ok()) {
+        failures[k] = conn.status().message();
+        return;
+      }
+      for (int round = 0; round < 5; ++round) {
+        for (size_t i = 0; i < queries.size(); ++i) {
+          const size_t q = (i + k) % queries.size();
+          auto plan = PlanLakeQuery(**conn, queries[q], shared);
+          if (!plan.ok()) {
+            failures[k] = plan.status().message();
+            return;
+          }
+          auto rows = (*conn)->QueryText(plan->sql);
+          if (!rows.ok()) {
+            failures[k] = rows.status().message();
+            return;
+          }
+          std::vector<std::string> got;
+          for (const auto& r : *rows) {
+            std::string line;
+            for (const auto& v : r) line += (line.empty() ? "" : "|") + v.value_or("NULL");
+            got.push_back(line);
+          }
+          std::sort(got.begin(), got.end());
+          if (got != expected[q]) {
+            failures[k] = "wrong answer to " + queries[q];
+            return;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
+  EXPECT_GT(shared.cache_stats().hits, 0);
+}
+
+// With no room, nothing is kept and every plan reads the files.
+TEST_F(LakePlannerTest, CatalogWithoutCacheRoomStillPlans) {
+  MakeEvents();
+  catalog_ = std::make_unique<WarehouseCatalog>(warehouse_, 0);
+  Check("SELECT count(*) FROM {events} WHERE city = 'oslo'", {"events"});
+  Check("SELECT count(*) FROM {events} WHERE city = 'oslo'", {"events"});
+  EXPECT_EQ(catalog_->cache_stats().entries, 0u);
+  EXPECT_EQ(catalog_->cache_stats().hits, 0);
+}
+
 TEST_F(LakePlannerTest, DeleteFilesAreRefused) {
   MakeWords();
   auto t = lake::Table::Load(Root("words"));
@@ -698,6 +811,18 @@ TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
   plan = Plan("SELECT 1; SELECT count(*) FROM lake.db.events WHERE city = 'oslo'");
   ASSERT_TRUE(plan.ok()) << plan.status().message();
   EXPECT_EQ(plan->tables[0].stats.files_kept, 4);
+  // The quick check for `lake.` before parsing sees through case, quotes, spaces and
+  // (nested) comments.
+  for (std::string sql :
+       {"SELECT count(*) FROM \"LAKE\" . db.events WHERE city = 'oslo'",
+        "SELECT count(*) FROM Lake -- a comment\n  .db.events WHERE city = 'oslo'",
+        "SELECT count(*) FROM lake/* a /* nested */ comment */.db.events WHERE city = 'oslo'"}) {
+    plan = Plan(sql);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_TRUE(plan->rewritten) << sql;
+    EXPECT_EQ(plan->tables[0].stats.files_kept, 4) << sql;
+    EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"100"})) << plan->sql;
+  }
 }
 
 TEST_F(LakePlannerTest, TimestampTzDecimalYearMonthAndHourPartitions) {
@@ -929,14 +1054,15 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
   const std::vector<Column> columns = {
       {"events",
        "id",
-       {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'"}},
+       {"-1", "0", "3", "24", "25", "99", "100", "199", "200", "3.5", "24.0", "NULL", "'42'",
+        "-2147483648", "9223372036854775807"}},
       {"events",
        "ts",
        {"TIMESTAMP '2024-01-01'", "'2024-01-02 23:59:59.999999'", "DATE '2024-01-03'",
         "'2024-01-04 12:00'", "TIMESTAMP '2023-12-31 23:59:59.999999'",
         "TIMESTAMP_NS '2024-01-02 "
         "05:00:00.000000001'",
-        "NULL"}},
+        "NULL", "'2024-01-02'", "TIMESTAMP '2024-01-03 00:00:00.5'", "DATE '2024-02-29'"}},
       {"events", "city", {"'oslo'", "'rome'", "'paris'", "'Oslo'", "'o'", "''", "'rome' || ''"}},
       {"events",
        "amount",
@@ -946,7 +1072,10 @@ TEST_F(LakePlannerTest, RandomFiltersAnswerAsEveryFileDoes) {
        {"'a long note that is longer than sixteen characters #1'", "'a long note that'",
         "'a long note that is longer'", "'b'",
         "'a long note that is longer than sixteen characters #199x'"}},
-      {"users", "uid", {"0", "1", "42", "99", "100", "-5", "42::BIGINT", "41.9", "NULL"}},
+      {"users",
+       "uid",
+       {"0", "1", "42", "99", "100", "-5", "42::BIGINT", "41.9", "NULL", "2147483648",
+        "-2147483648"}},
       {"users", "name", {"'user42'", "'user'", "'user9'", "'v'"}},
       {"words",
        "w",
