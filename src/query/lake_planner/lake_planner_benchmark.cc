@@ -51,5 +51,6 @@ int main(int argc, char** argv) {
                t.stats.manifests_read, t.stats.manifests_total, t.stats.files_kept,
                t.stats.files_total, t.stats.records_kept);
   }
+  if (std::getenv("SLUICE_PRINT_SQL") != nullptr) fmt::print("{}\n", last.sql);
   return 0;
 }
