@@ -1371,15 +1371,32 @@ class Planner {
       Result<int64_t> est_groups = EstimateOutputRows(
           conn_, fmt::format("SELECT {0} FROM ({1}) AS __sluice_in GROUP BY {0}", key_list, key_sql));
       // DuckDB estimates read_parquet with an explicit schema (lake tables) at 1,000 rows a
-      // file, and its group estimate is bounded by that: a key it sees as near unique (a
-      // tenth of its rows or more) is scaled up to the rows the manifests count (D13).
+      // file and knows no distinct counts there, so its group estimate is bounded by that
+      // and says nothing. Then the first million input rows are probed: a key repeating
+      // there (groups under a tenth of the rows: a dimension's category) keeps its count;
+      // one that does not is scaled to the rows the manifests count (D13).
+      bool probed = false;
       if (est_groups.ok() && duckdb_rows > 0 && options_.known_input_rows > duckdb_rows &&
           *est_groups * 10 >= duckdb_rows) {
-        __int128 scaled = static_cast<__int128>(*est_groups) * options_.known_input_rows / duckdb_rows;
-        est_groups = static_cast<int64_t>(std::min<__int128>(scaled, options_.known_input_rows));
+        probed = true;
+        constexpr int64_t kProbeRows = 1'000'000;
+        ASSIGN_OR_RETURN(auto probe, Ask(conn_,
+                                         fmt::format("SELECT count(*), count(DISTINCT hash({0})) FROM (SELECT {0} FROM "
+                                                     "({1}) AS __sluice_in LIMIT {2}) AS __sluice_probe",
+                                                     key_list, key_sql, kProbeRows),
+                                         "group probe"));
+        if (probe.size() == 1 && probe[0][0] && probe[0][1]) {
+          int64_t seen = std::atoll(probe[0][0]->c_str());
+          int64_t distinct = std::atoll(probe[0][1]->c_str());
+          __int128 scaled = seen > 0 && distinct * 10 >= seen
+                                ? static_cast<__int128>(distinct) * options_.known_input_rows / seen
+                                : distinct;
+          est_groups = static_cast<int64_t>(std::min<__int128>(scaled, options_.known_input_rows));
+        }
       }
       if (est_groups.ok() && PartsFor(*est_groups, per_group) <= 1) {
-        return NotApplicable("DuckDB estimates {} groups: they fit in memory", *est_groups);
+        return NotApplicable("{} {} groups: they fit in memory",
+                             probed ? "a probe of the first rows gives" : "DuckDB estimates", *est_groups);
       }
     }
     ASSIGN_OR_RETURN(auto stats, Ask(conn_,

@@ -455,6 +455,27 @@ TEST_F(RewriteTest, GroupByThatFitsInMemoryPassesThrough) {
   EXPECT_FALSE(plan->has_value());
 }
 
+TEST_F(RewriteTest, LakeInputsProbeTheirKeysBeforeTheStatisticsScan) {
+  // A lake table's read_parquet gives DuckDB no row count or distinct counts; the engine
+  // passes the manifests' rows (here far more than the view holds). A key that repeats in the
+  // first rows (g: 4 values) is left to DuckDB without the statistics scan; a near-unique
+  // one (id + 1) is scaled to the known rows and scanned (D13).
+  ASSERT_TRUE(
+      conn_->Execute("CREATE OR REPLACE VIEW lakeish AS SELECT hash(i) % 4 AS g, i AS id FROM range(200000) r(i)").ok());
+  RewriteOptions o{.memory_limit_bytes = 16 << 20, .threads = 2, .min_rows_to_rewrite = 0,
+                   .known_input_rows = 4'000'000'000};
+  std::string why_not;
+  // hash() has no statistics: DuckDB estimates its groups near its rows.
+  auto plan = PlanRewrite(*conn_, "SELECT g, count(*) FROM lakeish GROUP BY g", o, &why_not);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_FALSE(plan->has_value());
+  EXPECT_NE(why_not.find("a probe of the first rows gives 4 groups"), std::string::npos) << why_not;
+  why_not.clear();
+  plan = PlanRewrite(*conn_, "SELECT id + 1, count(*) FROM lakeish GROUP BY 1", o, &why_not);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_TRUE(plan->has_value()) << why_not;  // 200,000 groups do not fit in half of 16 MB
+}
+
 TEST_F(RewriteTest, SmallInputsPassThrough) {
   RewriteOptions o{.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 1'000'000};
   auto plan = PlanRewrite(
