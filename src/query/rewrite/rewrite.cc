@@ -1372,29 +1372,40 @@ class Planner {
           conn_, fmt::format("SELECT {0} FROM ({1}) AS __sluice_in GROUP BY {0}", key_list, key_sql));
       // DuckDB estimates read_parquet with an explicit schema (lake tables) at 1,000 rows a
       // file and knows no distinct counts there, so its group estimate is bounded by that
-      // and says nothing. Then the first million input rows are probed: a key repeating
-      // there (groups under a tenth of the rows: a dimension's category) keeps its count;
-      // one that does not is scaled to the rows the manifests count (D13).
+      // and says nothing; elsewhere it often overestimates (10M groups for q4's 1.5M).
+      // Before paying a full statistics scan, the first million input rows are probed and
+      // the groups estimated from them (GEE: sqrt(N/n) times the keys seen once, plus those
+      // seen more often), and a query whose estimate fits is left to DuckDB (D13).
+      // An estimate decides only between DuckDB's plan and a scan: groups that fit in the
+      // whole memory limit are DuckDB's to aggregate (a part gets half of it, for the scans
+      // beside it; an estimate a little high must not cost a full scan).
+      auto fits_whole = [&](int64_t g) {
+        return 1.1 * static_cast<double>(g) * static_cast<double>(per_group) <=
+               static_cast<double>(options_.memory_limit_bytes);
+      };
       bool probed = false;
-      if (est_groups.ok() && duckdb_rows > 0 && options_.known_input_rows > duckdb_rows &&
-          *est_groups * 10 >= duckdb_rows) {
-        probed = true;
+      bool lake_blind = est_groups.ok() && duckdb_rows > 0 && options_.known_input_rows > duckdb_rows &&
+                        *est_groups * 10 >= duckdb_rows;
+      if (lake_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
         constexpr int64_t kProbeRows = 1'000'000;
-        ASSIGN_OR_RETURN(auto probe, Ask(conn_,
-                                         fmt::format("SELECT count(*), count(DISTINCT hash({0})) FROM (SELECT {0} FROM "
-                                                     "({1}) AS __sluice_in LIMIT {2}) AS __sluice_probe",
-                                                     key_list, key_sql, kProbeRows),
-                                         "group probe"));
-        if (probe.size() == 1 && probe[0][0] && probe[0][1]) {
-          int64_t seen = std::atoll(probe[0][0]->c_str());
-          int64_t distinct = std::atoll(probe[0][1]->c_str());
-          __int128 scaled = seen > 0 && distinct * 10 >= seen
-                                ? static_cast<__int128>(distinct) * options_.known_input_rows / seen
-                                : distinct;
-          est_groups = static_cast<int64_t>(std::min<__int128>(scaled, options_.known_input_rows));
+        ASSIGN_OR_RETURN(auto probe,
+                         Ask(conn_,
+                             fmt::format("SELECT sum(c)::BIGINT, count(*), count(*) FILTER (WHERE c = 1) FROM (SELECT "
+                                         "hash({0}) AS h, count(*) AS c FROM (SELECT {0} FROM ({1}) AS __sluice_in "
+                                         "LIMIT {2}) AS __sluice_probe GROUP BY h)",
+                                         key_list, key_sql, kProbeRows),
+                             "group probe"));
+        if (probe.size() == 1 && probe[0][0] && probe[0][1] && probe[0][2]) {
+          probed = true;
+          double n = std::atof(probe[0][0]->c_str());
+          double distinct = std::atof(probe[0][1]->c_str());
+          double once = std::atof(probe[0][2]->c_str());
+          double total = static_cast<double>(est_rows);
+          double estimate = n <= 0 || n >= total ? distinct : std::sqrt(total / n) * once + (distinct - once);
+          est_groups = static_cast<int64_t>(std::min(estimate, std::max(total, distinct)));
         }
       }
-      if (est_groups.ok() && PartsFor(*est_groups, per_group) <= 1) {
+      if (est_groups.ok() && fits_whole(*est_groups)) {
         return NotApplicable("{} {} groups: they fit in memory",
                              probed ? "a probe of the first rows gives" : "DuckDB estimates", *est_groups);
       }
