@@ -1376,12 +1376,13 @@ class Planner {
       // Before paying a full statistics scan, the first million input rows are probed and
       // the groups estimated from them (GEE: sqrt(N/n) times the keys seen once, plus those
       // seen more often), and a query whose estimate fits is left to DuckDB (D13).
-      // An estimate decides only between DuckDB's plan and a scan: groups that fit in the
-      // whole memory limit are DuckDB's to aggregate (a part gets half of it, for the scans
-      // beside it; an estimate a little high must not cost a full scan).
+      // An estimate decides only between DuckDB's plan and a scan: groups that fit in three
+      // quarters of the memory limit are DuckDB's to aggregate in memory (a part gets half,
+      // for the scans beside it: an estimate a little high must not cost a full scan, and
+      // GEE's underestimate of a key near the limit must not skip one).
       auto fits_whole = [&](int64_t g) {
         return 1.1 * static_cast<double>(g) * static_cast<double>(per_group) <=
-               static_cast<double>(options_.memory_limit_bytes);
+               0.75 * static_cast<double>(options_.memory_limit_bytes);
       };
       bool probed = false;
       bool lake_blind = est_groups.ok() && duckdb_rows > 0 && options_.known_input_rows > duckdb_rows &&
