@@ -2,11 +2,15 @@
 // names, Postgres messages).
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace sluice {
 
 // Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past U+10FFFF).
 bool IsValidUtf8(std::string_view s);
+
+// Appends code point `cp` (at most U+10FFFF, not a surrogate: the caller checks) as UTF-8.
+void AppendUtf8(std::string& out, char32_t cp);
 
 }  // namespace sluice

@@ -1,5 +1,7 @@
 #include "duck/database.h"
 
+#include <cctype>
+
 #include <duckdb.h>
 
 #include <utility>
@@ -569,6 +571,26 @@ std::string QuoteLiteral(std::string_view value) {
     out += c;
   }
   return out + "'";
+}
+
+size_t ExplainPrefixLength(std::string_view sql) {
+  size_t i = 0;
+  auto skip_space = [&] {
+    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
+  };
+  auto word = [&](std::string_view w) {
+    skip_space();
+    if (i + w.size() >= sql.size() || !std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) return false;
+    for (size_t k = 0; k < w.size(); ++k) {
+      if (std::toupper(static_cast<unsigned char>(sql[i + k])) != w[k]) return false;
+    }
+    i += w.size();
+    return true;
+  };
+  if (!word("EXPLAIN")) return 0;
+  word("ANALYZE");
+  skip_space();
+  return i;
 }
 
 }  // namespace sluice::duck

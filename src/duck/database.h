@@ -322,5 +322,8 @@ class Connection {
 std::string QuoteIdentifier(std::string_view name);
 // `value` quoted as an SQL string literal ('it''s').
 std::string QuoteLiteral(std::string_view value);
+// The length of a leading `EXPLAIN` or `EXPLAIN ANALYZE` and the space after it (0 when
+// `sql` does not start so): the planners plan what follows and put the prefix back.
+size_t ExplainPrefixLength(std::string_view sql);
 
 }  // namespace sluice::duck

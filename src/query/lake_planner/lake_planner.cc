@@ -774,28 +774,6 @@ void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-// The length of a leading `EXPLAIN` or `EXPLAIN ANALYZE` (json_serialize_sql takes only
-// SELECT statements; what follows is planned and the prefix kept).
-size_t ExplainPrefix(std::string_view sql) {
-  size_t i = 0;
-  auto skip_space = [&] {
-    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-  };
-  auto word = [&](std::string_view w) {
-    skip_space();
-    if (i + w.size() < sql.size() && IEquals(sql.substr(i, w.size()), w) &&
-        std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) {
-      i += w.size();
-      return true;
-    }
-    return false;
-  };
-  if (!word("EXPLAIN")) return 0;
-  word("ANALYZE");
-  skip_space();
-  return i;
-}
-
 Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOptions& options) {
   PlannedQuery out;
   out.sql = std::string(full_sql);
@@ -810,7 +788,7 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
     v["alias"] = "";
     params_[id] = std::move(v);
   }
-  const size_t prefix = ExplainPrefix(full_sql);
+  const size_t prefix = duck::ExplainPrefixLength(full_sql);
   std::string_view sql = full_sql.substr(prefix);
   Result<Json> tree = Serialize(sql, &collation_);
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.

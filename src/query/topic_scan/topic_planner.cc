@@ -423,28 +423,6 @@ class Planner {
   const TopicPlanOptions& options_;
 };
 
-// The length of a leading `EXPLAIN` or `EXPLAIN ANALYZE` (json_serialize_sql takes SELECT
-// statements only; what follows is planned and the prefix kept), as the lake planner does.
-size_t ExplainPrefix(std::string_view sql) {
-  size_t i = 0;
-  auto skip_space = [&] {
-    while (i < sql.size() && std::isspace(static_cast<unsigned char>(sql[i]))) ++i;
-  };
-  auto word = [&](std::string_view w) {
-    skip_space();
-    if (i + w.size() < sql.size() && IEquals(sql.substr(i, w.size()), w) &&
-        std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) {
-      i += w.size();
-      return true;
-    }
-    return false;
-  };
-  if (!word("EXPLAIN")) return 0;
-  word("ANALYZE");
-  skip_space();
-  return i;
-}
-
 Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql,
                          const TopicPlanOptions& options) {
   std::string out(full_sql);
@@ -452,7 +430,7 @@ Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql,
       full_sql.find('\0') != std::string_view::npos) {
     return out;
   }
-  const size_t prefix = ExplainPrefix(full_sql);
+  const size_t prefix = duck::ExplainPrefixLength(full_sql);
   ASSIGN_OR_RETURN(auto rows,
                    conn.QueryText(fmt::format("SELECT json_serialize_sql({})",
                                               duck::QuoteLiteral(full_sql.substr(prefix)))));
