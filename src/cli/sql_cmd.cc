@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "duck/data_chunk.h"
 #include "duck/database.h"
 #include "query/engine.h"
+#include "query/pg_types.h"
 
 namespace sluice::cli {
 
@@ -63,23 +67,73 @@ int RunSql(const SqlFlags& flags) {
     }
     return 0;
   }
-  // Column names from a described query, values as DuckDB's text.
-  auto names = (*conn)->Query(fmt::format("SELECT * FROM ({}) LIMIT 0", sql));
-  if (!names.ok()) {
-    // Report the error of the query as written, not of the wrapper (its positions differ).
-    Status st = (*conn)->Execute(sql);
-    fmt::print(stderr, "sluice sql: {}\n", st.ok() ? names.status().message() : st.message());
+  // Run once, streamed; each value in Postgres's text form (what psql shows for it).
+  duck::ErrorType error_type = duck::ErrorType::kInvalid;
+  auto prepared = duck::PreparedStatement::Prepare(**conn, sql, &error_type);
+  if (!prepared.ok()) {
+    fmt::print(stderr, "sluice sql: {}\n", prepared.status().message());
     return 1;
   }
-  auto rows = (*conn)->QueryText(sql);
-  if (!rows.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", rows.status().message());
+  auto stream = (*prepared)->ExecuteStreaming(&error_type);
+  if (!stream.ok()) {
+    fmt::print(stderr, "sluice sql: {}\n", stream.status().message());
     return 1;
   }
-  std::vector<size_t> width(names->column_count());
-  for (size_t c = 0; c < width.size(); ++c) width[c] = names->column_name(c).size();
-  for (const auto& row : *rows) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c] ? row[c]->size() : 4);
+  std::vector<std::string> names;
+  std::vector<query::ColumnEncoder> encoders;
+  for (size_t c = 0; c < stream->column_count(); ++c) {
+    names.push_back(stream->column_name(c));
+    auto enc = query::ColumnEncoder::Make(stream->column_type(c));
+    if (!enc.ok()) {
+      fmt::print(stderr, "sluice sql: column \"{}\": {}\n", names.back(), enc.status().message());
+      return 1;
+    }
+    encoders.push_back(std::move(*enc));
+  }
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  std::string field;
+  while (true) {
+    auto next = stream->Fetch(&error_type);
+    if (!next.ok()) {
+      fmt::print(stderr, "sluice sql: {}\n", next.status().message());
+      return 1;
+    }
+    if (!next->has_value()) break;
+    duck::DataChunk& chunk = **next;
+    for (uint64_t r = 0; r < chunk.size(); ++r) {
+      auto& row = rows.emplace_back();
+      for (size_t c = 0; c < encoders.size(); ++c) {
+        // A DataRow field: Int32 length (-1 for NULL), then the bytes.
+        field.clear();
+        encoders[c].Append(chunk.column(c), r, /*binary=*/false, field);
+        if (field.size() == 4 && field == std::string_view("\xff\xff\xff\xff", 4)) {
+          row.emplace_back(std::nullopt);
+        } else {
+          row.emplace_back(field.substr(4));
+        }
+      }
+    }
+  }
+  // An aligned table; a value of several lines (EXPLAIN's plan) takes several lines.
+  auto lines_of = [](const std::optional<std::string>& v) {
+    std::vector<std::string> out;
+    std::string_view s = v ? std::string_view(*v) : std::string_view("NULL");
+    size_t start = 0;
+    for (size_t nl; (nl = s.find('\n', start)) != std::string_view::npos; start = nl + 1) {
+      out.emplace_back(s.substr(start, nl - start));
+    }
+    out.emplace_back(s.substr(start));
+    return out;
+  };
+  auto display_width = [](std::string_view s) {  // code points, as fmt pads
+    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
+  };
+  std::vector<size_t> width(names.size());
+  for (size_t c = 0; c < width.size(); ++c) width[c] = display_width(names[c]);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      for (const std::string& l : lines_of(row[c])) width[c] = std::max(width[c], display_width(l));
+    }
   }
   auto line = [&](auto cell) {
     std::string out;
@@ -87,10 +141,17 @@ int RunSql(const SqlFlags& flags) {
     while (!out.empty() && out.back() == ' ') out.pop_back();
     fmt::print("{}\n", out);
   };
-  line([&](size_t c) { return names->column_name(c); });
+  line([&](size_t c) { return names[c]; });
   line([&](size_t c) { return std::string(width[c], '-'); });
-  for (const auto& row : *rows) line([&](size_t c) { return row[c] ? *row[c] : std::string("NULL"); });
-  fmt::print("({} row{})\n", rows->size(), rows->size() == 1 ? "" : "s");
+  for (const auto& row : rows) {
+    std::vector<std::vector<std::string>> cells;
+    size_t height = 1;
+    for (const auto& v : row) height = std::max(height, cells.emplace_back(lines_of(v)).size());
+    for (size_t i = 0; i < height; ++i) {
+      line([&](size_t c) { return i < cells[c].size() ? cells[c][i] : std::string(); });
+    }
+  }
+  fmt::print("({} row{})\n", rows.size(), rows.size() == 1 ? "" : "s");
   return 0;
 }
 

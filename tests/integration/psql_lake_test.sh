@@ -183,6 +183,12 @@ expect "sluice sql with topic bounds" "$("$sluice" sql --json --bootstrap "$brok
   '{"n":3}'
 "$sluice" sql --warehouse "$tmp/wh" "SELECT * FROM lake.db.nothing" 2>"$tmp/sql.err" && fail "sluice sql: an unknown table passed"
 grep -q "nothing" "$tmp/sql.err" || fail "sluice sql's error does not name the table: $(cat "$tmp/sql.err")"
+# The aligned table holds psql's text forms; any statement runs, once (EXPLAIN's plan too).
+expect "sluice sql table" "$("$sluice" sql "SELECT 1 AS a, NULL::INT AS b, DATE '2024-01-02' AS d, [1, 2] AS l, 'x' || chr(10) || 'y' AS m")" \
+  "$(printf 'a | b    | d          | l     | m\n- | ---- | ---------- | ----- | -\n1 | NULL | 2024-01-02 | {1,2} | x\n  |      |            |       | y\n(1 row)')"
+"$sluice" sql "EXPLAIN SELECT 42" | grep -q "PROJECTION" || fail "sluice sql: EXPLAIN shows no plan"
+"$sluice" sql "SELEC 1" 2>"$tmp/sql.err" && fail "sluice sql: a syntax error passed"
+grep -q "syntax error" "$tmp/sql.err" || fail "sluice sql: no syntax error reported: $(cat "$tmp/sql.err")"
 
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "sluice serve exited $? after SIGTERM"
