@@ -69,12 +69,25 @@ int RunSql(const SqlFlags& flags) {
   }
   // Run once, streamed; each value in Postgres's text form (what psql shows for it).
   duck::ErrorType error_type = duck::ErrorType::kInvalid;
-  auto prepared = duck::PreparedStatement::Prepare(**conn, sql, &error_type);
-  if (!prepared.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", prepared.status().message());
+  // Several statements: all run, the last one's rows are printed.
+  auto statements = duck::ExtractedStatements::Extract(**conn, sql, &error_type);
+  if (!statements.ok()) {
+    fmt::print(stderr, "sluice sql: {}\n", statements.status().message());
     return 1;
   }
-  auto stream = (*prepared)->ExecuteStreaming(&error_type);
+  if (statements->size() == 0) return 0;
+  std::unique_ptr<duck::PreparedStatement> last;
+  for (size_t i = 0; i < statements->size(); ++i) {
+    auto prepared = statements->Prepare(i, &error_type);
+    Status st = prepared.status();
+    if (prepared.ok() && i + 1 < statements->size()) st = (*prepared)->Execute().status();
+    if (!st.ok()) {
+      fmt::print(stderr, "sluice sql: {}\n", st.message());
+      return 1;
+    }
+    last = std::move(*prepared);
+  }
+  auto stream = last->ExecuteStreaming(&error_type);
   if (!stream.ok()) {
     fmt::print(stderr, "sluice sql: {}\n", stream.status().message());
     return 1;

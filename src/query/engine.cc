@@ -36,6 +36,8 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
   if (!options_.kafka_bootstrap.empty()) {
     RETURN_IF_ERROR(RegisterTopicFunction(conn, {.bootstrap_servers = options_.kafka_bootstrap}));
   }
+  // What the rewrites read once per process, read at start rather than in the first query.
+  if (options_.rewrites) RETURN_IF_ERROR(rewrite::WarmUp(conn));
   return Status::OK();
 }
 
@@ -90,6 +92,26 @@ bool ReadsCatalog(std::string_view sql) {
          lower.find("pg_class") != std::string::npos || lower.find("pg_attribute") != std::string::npos;
 }
 
+// A statement that may create, replace or drop a function or macro: the word MACRO or
+// FUNCTION anywhere in it (CREATE FUNCTION is DuckDB's CREATE MACRO). Words only:
+// pg_get_function_result in a psql query is not one.
+bool MentionsFunctionDdl(std::string_view sql) {
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (std::string_view word : {std::string_view("macro"), std::string_view("function")}) {
+    for (size_t i = 0; i + word.size() <= sql.size(); ++i) {
+      bool match = true;
+      for (size_t j = 0; j < word.size() && match; ++j) {
+        match = std::tolower(static_cast<unsigned char>(sql[i + j])) == word[j];
+      }
+      if (match && (i == 0 || !word_char(sql[i - 1])) &&
+          (i + word.size() == sql.size() || !word_char(sql[i + word.size()]))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_view statement,
@@ -112,12 +134,20 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   if (!options_.kafka_bootstrap.empty()) {
     ASSIGN_OR_RETURN(out.sql, PlanTopicBounds(conn, out.sql));
   }
+  // A statement that may create, replace or drop a function or macro: from now on the
+  // rewrites read the user's functions at every plan. Until then every session has only
+  // the pg_catalog macros StartSession installs, read once per process.
+  if (!function_ddl_seen_.load(std::memory_order_relaxed) && MentionsFunctionDdl(statement)) {
+    function_ddl_seen_.store(true, std::memory_order_relaxed);
+  }
   if (!allow_steps || !options_.rewrites) return out;
   ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,
                    rewrite::PlanRewrite(conn, out.sql,
                                         {.memory_limit_bytes = options_.memory_limit_bytes,
                                          .threads = options_.threads,
-                                         .known_input_rows = lake_rows}));
+                                         .known_input_rows = lake_rows,
+                                         .reuse_user_functions =
+                                             !function_ddl_seen_.load(std::memory_order_relaxed)}));
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
   out.explanation = shared->explanation;

@@ -9,6 +9,7 @@
 //   engine.Install(&server_options);   // sets the server's hooks
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -57,6 +58,9 @@ class QueryEngine {
   std::unique_ptr<WarehouseCatalog> catalog_;
   mutable std::mutex relations_mu_;
   mutable std::map<const duck::Connection*, size_t> relations_seen_;  // hash of what was set, per connection
+  // A statement naming MACRO or FUNCTION was planned: the rewrites read the user's
+  // functions at every plan from then on.
+  mutable std::atomic<bool> function_ddl_seen_{false};
 };
 
 }  // namespace sluice::query

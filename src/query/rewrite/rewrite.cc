@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -152,35 +154,15 @@ Result<std::vector<Column>> Describe(duck::Connection& conn, const std::string& 
 
 // DuckDB's estimate of the rows `select` reads: the largest "Estimated Cardinality" of any
 // operator of its plan (a Parquet scan's is exact, from the file footers).
-Result<int64_t> EstimateRows(duck::Connection& conn, const std::string& select) {
+// DuckDB's cardinality estimates of a query's plan: the root's (its output) and the
+// largest of any operator (its input, for a scan under filters and aggregates).
+struct Estimates {
+  int64_t output = -1;
+  int64_t largest = -1;
+};
+Result<Estimates> EstimatePlan(duck::Connection& conn, const std::string& select) {
   ASSIGN_OR_RETURN(auto rows, AskStatement(conn, "EXPLAIN (FORMAT JSON) " + select, "EXPLAIN"));
-  int64_t best = -1;
-  for (auto& r : rows) {
-    if (r.size() < 2 || !r[1]) continue;
-    Json plan = Json::parse(*r[1], nullptr, false);
-    if (plan.is_discarded()) continue;
-    std::vector<const Json*> stack{&plan};
-    while (!stack.empty()) {
-      const Json* j = stack.back();
-      stack.pop_back();
-      if (j->is_object()) {
-        auto it = j->find("Estimated Cardinality");
-        if (it != j->end() && it->is_string()) best = std::max<int64_t>(best, std::atoll(it->get<std::string>().c_str()));
-      }
-      if (j->is_structured()) {
-        for (const Json& c : *j) stack.push_back(&c);
-      }
-    }
-  }
-  if (best < 0) return NotApplicable("EXPLAIN gave no cardinality estimate");
-  return best;
-}
-
-// DuckDB's estimate of the rows `select` returns: the "Estimated Cardinality" nearest the
-// root of its plan (for a GROUP BY, its estimate of the groups: from the Parquet and
-// table statistics' distinct counts where it has them, else the input's rows).
-Result<int64_t> EstimateOutputRows(duck::Connection& conn, const std::string& select) {
-  ASSIGN_OR_RETURN(auto rows, AskStatement(conn, "EXPLAIN (FORMAT JSON) " + select, "EXPLAIN"));
+  Estimates out;
   for (auto& r : rows) {
     if (r.size() < 2 || !r[1]) continue;
     Json plan = Json::parse(*r[1], nullptr, false);
@@ -190,14 +172,23 @@ Result<int64_t> EstimateOutputRows(duck::Connection& conn, const std::string& se
       const Json* j = queue[i];
       if (j->is_object()) {
         auto it = j->find("Estimated Cardinality");
-        if (it != j->end() && it->is_string()) return std::atoll(it->get<std::string>().c_str());
+        if (it != j->end() && it->is_string()) {
+          int64_t e = std::atoll(it->get<std::string>().c_str());
+          if (out.output < 0) out.output = e;
+          out.largest = std::max(out.largest, e);
+        }
       }
       if (j->is_structured()) {
         for (const Json& c : *j) queue.push_back(&c);
       }
     }
   }
-  return NotApplicable("EXPLAIN gave no cardinality estimate");
+  if (out.output < 0) return NotApplicable("EXPLAIN gave no cardinality estimate");
+  return out;
+}
+Result<int64_t> EstimateRows(duck::Connection& conn, const std::string& select) {
+  ASSIGN_OR_RETURN(Estimates e, EstimatePlan(conn, select));
+  return e.largest;
 }
 
 // The distinct-key estimate of the statistics scan (D7): the exact number of distinct key
@@ -239,10 +230,14 @@ Result<Catalogue> AskCatalogue(duck::Connection& conn, std::string_view which) {
 // more than planning a small query), the user's (macros) at every plan. A name both is an
 // aggregate if either is and CONSISTENT only if both are. A built-in that an extension
 // loaded later adds is unknown here, and so not rewritten (D16).
-Result<Catalogue> LoadCatalogue(duck::Connection& conn) {
+// With `reuse_user`, the user functions are those of the last read made with it
+// (RewriteOptions::reuse_user_functions: every connection has the same ones).
+Result<Catalogue> LoadCatalogue(duck::Connection& conn, bool reuse_user = false) {
   static std::mutex mu;
   static std::optional<Catalogue> builtin;
+  static std::optional<Catalogue> shared_user;
   Catalogue out;
+  std::optional<Catalogue> cached_user;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!builtin) {
@@ -250,8 +245,17 @@ Result<Catalogue> LoadCatalogue(duck::Connection& conn) {
       builtin = std::move(c);
     }
     out = *builtin;
+    if (reuse_user) cached_user = shared_user;
   }
-  ASSIGN_OR_RETURN(Catalogue user, AskCatalogue(conn, "NOT internal"));
+  if (!cached_user) {
+    ASSIGN_OR_RETURN(Catalogue c, AskCatalogue(conn, "NOT internal"));
+    if (reuse_user) {
+      std::lock_guard<std::mutex> lock(mu);
+      shared_user = c;
+    }
+    cached_user = std::move(c);
+  }
+  const Catalogue& user = *cached_user;
   for (auto& [name, info] : user) {
     auto [it, inserted] = out.emplace(name, info);
     if (!inserted) it->second = {it->second.aggregate || info.aggregate, it->second.consistent && info.consistent};
@@ -1351,25 +1355,27 @@ class Planner {
     ASSIGN_OR_RETURN(std::string key_sql, Render(conn_, key_standalone));
     ASSIGN_OR_RETURN(std::vector<Column> key_cols, Describe(conn_, key_sql));
     RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
-    ASSIGN_OR_RETURN(int64_t duckdb_rows, EstimateRows(conn_, key_sql));
+    std::vector<std::string> key_names;
+    for (size_t i = 0; i < keys.size(); ++i) key_names.push_back(fmt::format("__sluice_k{}", i));
+    std::string key_list = fmt::format("{}", fmt::join(key_names, ", "));
+    // One EXPLAIN of the keys' group-by: its input's rows and its groups.
+    ASSIGN_OR_RETURN(Estimates estimates,
+                     EstimatePlan(conn_, fmt::format("SELECT {0} FROM ({1}) AS __sluice_in GROUP BY {0}", key_list, key_sql)));
+    int64_t duckdb_rows = estimates.largest;
     int64_t est_rows = std::max(duckdb_rows, options_.known_input_rows);
     if (est_rows < options_.min_rows_to_rewrite) return NotApplicable("estimated {} rows: too few to rewrite", est_rows);
 
-    std::vector<std::string> key_names;
-    for (size_t i = 0; i < keys.size(); ++i) key_names.push_back(fmt::format("__sluice_k{}", i));
     int64_t per_group = 96 + 24 * aggregates;
     for (const Column& k : key_cols) per_group += 2 * TypeWidth(k.type);
     // No scan when even one group per row would fit: DuckDB's own plan is that.
     if (options_.force_parts == 0 && PartsFor(est_rows, per_group) <= 1) {
       return NotApplicable("at most {} groups fit in memory: DuckDB's own plan", est_rows);
     }
-    std::string key_list = fmt::format("{}", fmt::join(key_names, ", "));
     // Before scanning the whole input for its distinct keys: when DuckDB's own estimate of
     // the groups fits, leave the query to DuckDB (a join with a small dimension's key, say).
     // Only a cost decision: the answer is the same either way.
     if (options_.force_parts == 0) {
-      Result<int64_t> est_groups = EstimateOutputRows(
-          conn_, fmt::format("SELECT {0} FROM ({1}) AS __sluice_in GROUP BY {0}", key_list, key_sql));
+      Result<int64_t> est_groups = estimates.output;
       // DuckDB estimates read_parquet with an explicit schema (lake tables) at 1,000 rows a
       // file and knows no distinct counts there, so its group estimate is bounded by that
       // and says nothing; elsewhere it often overestimates (10M groups for q4's 1.5M).
@@ -1385,8 +1391,18 @@ class Planner {
                0.75 * static_cast<double>(options_.memory_limit_bytes);
       };
       bool probed = false;
-      bool lake_blind = est_groups.ok() && duckdb_rows > 0 && options_.known_input_rows > duckdb_rows &&
-                        *est_groups * 10 >= duckdb_rows;
+      // (An estimate of no rows or no groups at all, below the rows known to be there, is
+      // as blind.)
+      bool lake_blind = est_groups.ok() && options_.known_input_rows > duckdb_rows &&
+                        (duckdb_rows <= 0 || *est_groups <= 0 || *est_groups * 10 >= duckdb_rows);
+      if (lake_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
+        ASSIGN_OR_RETURN(select_template_, Parse(conn_, "SELECT 1"));
+        select_template_ = select_template_["statements"][0]["node"];
+        ASSIGN_OR_RETURN(std::optional<int64_t> bound, KeyBound(n, keys, key_cols));
+        if (bound && fits_whole(*bound)) {
+          return NotApplicable("at most {} groups (the keys' tables' rows and ranges): they fit in memory", *bound);
+        }
+      }
       if (lake_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
         constexpr int64_t kProbeRows = 1'000'000;
         ASSIGN_OR_RETURN(auto probe,
@@ -1453,6 +1469,181 @@ class Planner {
     return Finish(c, RewriteKind::kGroupBy, parts, [&](int i) { return part_sqls[i]; }, how);
   }
 
+  // An upper bound on a group-by's groups from where its keys come from, or nullopt (D18).
+  // Every column a key reads must belong to a table ref of the node's own FROM that reads
+  // Parquet files (read_parquet, directly or as the lake planner's projection of it). Each
+  // such ref bounds the keys reading it by its rows (counted from the footers), and a key
+  // that is one of its integer columns by that column's range in the footers' statistics
+  // (max - min + 1, and one for NULL); the groups are at most the product over the refs.
+  // Keys are CONSISTENT (DeterminismCheck), so joins and filters can only lower it: q2's
+  // p.category is bounded by the 50,000 products, q4's customer_id by its range.
+  Result<std::optional<int64_t>> KeyBound(const Json& n, const std::vector<Json>& keys,
+                                          const std::vector<Column>& key_cols) {
+    const std::optional<int64_t> none;
+    std::vector<const Json*> refs;
+    bool simple_from = true;
+    std::function<void(const Json&)> collect = [&](const Json& r) {
+      std::string type = Str(r, "type");
+      if (type == "JOIN") {
+        collect(r["left"]);
+        collect(r["right"]);
+      } else if (type == "TABLE_FUNCTION" || type == "SUBQUERY" || type == "BASE_TABLE") {
+        refs.push_back(&r);
+      } else {
+        simple_from = false;
+      }
+    };
+    if (!n.contains("from_table")) return none;
+    collect(n["from_table"]);
+    if (!simple_from || refs.empty()) return none;
+    // Per ref: the keys reading it, and whether each is a bare column of it (its name).
+    std::map<const Json*, std::vector<std::optional<std::string>>> used;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      bool bounded = true;
+      std::set<const Json*> reads;
+      std::string bare;
+      std::function<void(const Json&)> visit = [&](const Json& e) {
+        if (!bounded) return;
+        if (e.is_object() && Str(e, "class") == "SUBQUERY") {
+          bounded = false;
+          return;
+        }
+        if (e.is_object() && Str(e, "class") == "COLUMN_REF") {
+          const Json& names = e["column_names"];
+          const Json* ref = nullptr;
+          if (names.size() == 1 && refs.size() == 1) {
+            ref = refs[0];
+          } else if (names.size() == 2) {
+            for (const Json* r : refs) {
+              if (IEquals(Str(*r, "alias"), names[0].get<std::string>())) ref = r;
+            }
+          }
+          if (ref == nullptr) {
+            bounded = false;
+          } else {
+            reads.insert(ref);
+            if (&e == &keys[i]) bare = names.back().get<std::string>();
+          }
+          return;
+        }
+        if (e.is_structured()) {
+          for (const Json& c : e) visit(c);
+        }
+      };
+      visit(keys[i]);
+      if (!bounded) return none;
+      bool integer = i < key_cols.size() && OrdinalExpr(key_cols[i].type, "x") == "x::BIGINT" &&
+                     key_cols[i].type != "BOOLEAN";
+      for (const Json* r : reads) {
+        used[r].push_back(!bare.empty() && integer ? std::optional<std::string>(bare) : std::nullopt);
+      }
+    }
+    int64_t bound = 1;
+    auto times = [](int64_t a, int64_t b) {
+      return b > 0 && a > std::numeric_limits<int64_t>::max() / b ? std::numeric_limits<int64_t>::max()
+                                                                   : a * std::max<int64_t>(b, 1);
+    };
+    for (const auto& [r, ref_keys] : used) {
+      // The read_parquet call: the ref itself, or the only FROM of a plain projection.
+      const Json* scan = r;
+      const Json* projection = nullptr;
+      if (Str(*r, "type") == "SUBQUERY") {
+        const Json& q = (*r)["subquery"]["node"];
+        if (Str(q, "type") != "SELECT_NODE" || !IsNullOrMissing(q, "where_clause") || !q["modifiers"].empty() ||
+            !q["group_expressions"].empty() || !IsNullOrMissing(q, "having") || !IsNullOrMissing(q, "qualify") ||
+            !q.contains("from_table")) {
+          return none;
+        }
+        for (const Json& item : q["select_list"]) {
+          if (Str(item, "class") != "COLUMN_REF" || item["column_names"].size() != 1) return none;
+        }
+        projection = &q["select_list"];
+        scan = &q["from_table"];
+      }
+      if (Str(*scan, "type") != "TABLE_FUNCTION") return none;
+      const Json& call = (*scan)["function"];
+      std::string fn = Lower(Str(call, "function_name"));
+      if (fn != "read_parquet" && fn != "parquet_scan") return none;
+      if (call["children"].empty() || Str(call["children"][0], "class") == "COMPARISON") return none;
+      ASSIGN_OR_RETURN(std::string files, RenderExpr(call["children"][0]));
+      std::string schema_map;  // the lake's field-id schema, when given
+      for (const Json& arg : call["children"]) {
+        if (Str(arg, "class") == "COMPARISON" && arg["left"]["column_names"].size() == 1 &&
+            IEquals(arg["left"]["column_names"][0].get<std::string>(), "schema")) {
+          ASSIGN_OR_RETURN(schema_map, RenderExpr(arg["right"]));
+        }
+      }
+      ASSIGN_OR_RETURN(auto counted, Ask(conn_, fmt::format("SELECT sum(num_rows)::BIGINT, count(*) FROM "
+                                                            "parquet_file_metadata({})", files),
+                                        "row count of a key's table"));
+      if (counted.size() != 1 || !counted[0][0] || !counted[0][1]) return none;
+      int64_t ref_rows = std::atoll(counted[0][0]->c_str());
+      int64_t file_count = std::atoll(counted[0][1]->c_str());
+      // The range product of its keys when every one is a bare integer column.
+      std::optional<int64_t> range = 1;
+      for (const std::optional<std::string>& key : ref_keys) {
+        if (!key || !range) {
+          range.reset();
+          break;
+        }
+        std::string column = *key;
+        if (projection != nullptr) {  // the projection's output name is its column's name
+          bool found = false;
+          for (const Json& item : *projection) {
+            std::string out = Str(item, "alias").empty() ? item["column_names"][0].get<std::string>() : Str(item, "alias");
+            if (IEquals(out, column)) {
+              column = item["column_names"][0].get<std::string>();
+              found = true;
+            }
+          }
+          if (!found) return none;
+        }
+        std::string which = schema_map.empty()
+                                ? fmt::format("name = {}", duck::QuoteLiteral(column))
+                                : fmt::format("field_id = (SELECT k FROM (SELECT unnest(map_keys(m)) AS k, "
+                                              "unnest(map_values(m)) AS v FROM (SELECT {} AS m)) WHERE v.name = {})",
+                                              schema_map, duck::QuoteLiteral(column));
+        // Every row group of every file must have both statistics of the column.
+        ASSIGN_OR_RETURN(auto stats,
+                         Ask(conn_,
+                             fmt::format("WITH s AS (SELECT file_name, name FROM parquet_schema({0}) WHERE {1}) "
+                                         "SELECT (max(TRY_CAST(m.stats_max_value AS HUGEINT)) - "
+                                         "min(TRY_CAST(m.stats_min_value AS HUGEINT)) + 2)::VARCHAR, "
+                                         "count(DISTINCT m.file_name), count(*) FILTER (WHERE "
+                                         "TRY_CAST(m.stats_min_value AS HUGEINT) IS NULL OR "
+                                         "TRY_CAST(m.stats_max_value AS HUGEINT) IS NULL) "
+                                         "FROM parquet_metadata({0}) m JOIN s ON m.file_name = s.file_name AND "
+                                         "m.path_in_schema = s.name",
+                                         files, which),
+                             "statistics of a key's column"));
+        if (stats.size() != 1 || !stats[0][0] || !stats[0][1] || !stats[0][2] ||
+            std::atoll(stats[0][1]->c_str()) != file_count || std::atoll(stats[0][2]->c_str()) != 0) {
+          range.reset();
+          break;
+        }
+        // Beyond int64 (HUGEINT text longer than 18 digits): no bound from it.
+        const std::string& width = *stats[0][0];
+        if (width.size() > 18 || width.empty() || width[0] == '-') {
+          range.reset();
+          break;
+        }
+        range = times(*range, std::atoll(width.c_str()));
+      }
+      bound = times(bound, range ? std::min(*range, ref_rows) : ref_rows);
+    }
+    return std::optional<int64_t>(bound);
+  }
+
+  // Text of one expression of a parse tree.
+  Result<std::string> RenderExpr(const Json& e) {
+    Json node = select_template_;
+    node["select_list"] = Json::array({e});
+    node["select_list"][0]["alias"] = "";
+    ASSIGN_OR_RETURN(std::string sql, Render(conn_, node));
+    if (sql.rfind("SELECT ", 0) != 0) return NotApplicable("unexpected rendering of an expression: {}", sql);
+    return sql.substr(7);
+  }
+
   // ---- shared
 
   int PartsFor(int64_t groups, int64_t per_group) const {
@@ -1465,7 +1656,7 @@ class Planner {
 
   Status LoadCatalogueOnce() {
     if (!cat_loaded_) {
-      ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_));
+      ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_, options_.reuse_user_functions));
       cat_loaded_ = true;
     }
     return Status::OK();
@@ -1677,6 +1868,7 @@ class Planner {
   Json root_doc_;
   Catalogue cat_;
   bool cat_loaded_ = false;
+  Json select_template_;  // SELECT 1, for RenderExpr
 };
 
 }  // namespace
@@ -1691,18 +1883,27 @@ std::string_view RewriteKindName(RewriteKind kind) {
 
 Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view sql, const RewriteOptions& options,
                                         std::string* why_not) {
+  auto start = std::chrono::steady_clock::now();
+  auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
   Planner planner(conn, options);
   auto plan = planner.Run(sql);
   if (plan.ok()) {
-    SLUICE_LOG(kLog, kDebug, "rewrite: {}", plan->explanation);
+    SLUICE_LOG(kLog, kDebug, "rewrite planned in {:.1f} ms: {}", ms(), plan->explanation);
     return std::optional<Plan>(std::move(plan).value());
   }
   if (plan.status().code() == StatusCode::kAborted || plan.status().code() == StatusCode::kResourceExhausted) {
     return plan.status();
   }
-  SLUICE_LOG(kLog, kDebug, "no rewrite: {}", plan.status().message());
+  SLUICE_LOG(kLog, kDebug, "no rewrite ({:.1f} ms): {}", ms(), plan.status().message());
   if (why_not) *why_not = plan.status().message();
   return std::optional<Plan>();
+}
+
+Status WarmUp(duck::Connection& conn) {
+  RETURN_IF_ERROR(LoadCatalogue(conn).status());
+  return Parse(conn, "SELECT 1").status();
 }
 
 Status RunCleanup(duck::Connection& conn, const Plan& plan) {

@@ -39,6 +39,12 @@ struct RewriteOptions {
   int max_parts = 256;
   // Tests and measurements: use exactly this many parts (0 = choose from the estimate).
   int force_parts = 0;
+  // True when the caller knows that every connection it plans on has the user functions
+  // (macros) read at the last plan made with this flag: no statement that could create,
+  // replace or drop one has run, so each connection has only what the caller installed
+  // itself. They are then read once per process (~15 ms a read). False reads them at every
+  // plan (D16).
+  bool reuse_user_functions = false;
 };
 
 enum class RewriteKind { kLatestRow, kGroupBy };
@@ -66,6 +72,11 @@ struct Plan {
 // `why_not`, when given, receives the reason a query passes through (for logs and EXPLAIN).
 Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view sql,
                                         const RewriteOptions& options, std::string* why_not = nullptr);
+
+// What planning reads once per process (the built-in functions), read now, and DuckDB's
+// parse-tree serializer warmed: for a server's start, so that its first query does not
+// pay for them (~35 ms).
+Status WarmUp(duck::Connection& conn);
 
 // Runs the plan's steps in turn and returns the final SELECT for the caller to run or
 // stream. On an error it runs the cleanup itself and returns the error; otherwise the caller
