@@ -551,7 +551,8 @@ void PrintHeader(const Context& ctx, const QueryBenchOptions& o,
       ctx.data.sales_table, ctx.data.products_table, ctx.data.warehouse);
   for (const auto& e : engines) fmt::print("  {:<9} {}\n", e->name(), e->Describe(sample));
   fmt::print(
-      "  runs      each a fresh process tree; its RSS (all descendants) sampled every 50 ms, "
+      "  runs      each a fresh process tree, the engines taking turns (run 1 of each, then run "
+      "2...); its RSS (all descendants) sampled every 50 ms, "
       "killed above the "
       "cap; median s = the query's time inside the engine (process start excluded); peak = the "
       "highest tree "
@@ -843,15 +844,19 @@ int RunQueryBench(const QueryBenchOptions& options) {
     int64_t bytes = ParseMemorySetting(setting).value();
     for (const std::string& q : o.queries) {
       const QueryDef* def = FindQuery(q);
-      std::optional<double> duckdb_median;
-      for (const auto& engine : engines) {
-        Cell cell;
-        cell.engine = std::string(engine->name());
-        cell.query = q;
-        cell.setting = setting;
-        cell.memory_bytes = bytes;
-        cell.memory_applied = engine->applies_memory_setting();
-        for (int i = 0; i < o.runs; ++i) {
+      // The engines take turns (run 1 of each, then run 2...), so that a machine slowing
+      // down or speeding up during a cell's minutes weighs on every engine alike.
+      std::vector<Cell> row(engines.size());
+      for (size_t e = 0; e < engines.size(); ++e) {
+        row[e].engine = std::string(engines[e]->name());
+        row[e].query = q;
+        row[e].setting = setting;
+        row[e].memory_bytes = bytes;
+        row[e].memory_applied = engines[e]->applies_memory_setting();
+      }
+      for (int i = 0; i < o.runs; ++i) {
+        for (size_t e = 0; e < engines.size(); ++e) {
+          const auto& engine = engines[e];
           EngineRunSpec spec = base;
           spec.query = q;
           spec.sql_template = std::string(def->sql);
@@ -870,8 +875,18 @@ int RunQueryBench(const QueryBenchOptions& options) {
                      static_cast<double>(r.peak_bytes) / kGiB);
           if (r.outcome == Outcome::kFailed) fmt::print(stderr, "  {}\n", r.error);
           if (!o.keep_work) fs::remove_all(spec.work_dir, ec);
-          cell.runs.push_back(std::move(r));
+          row[e].runs.push_back(std::move(r));
         }
+      }
+      // DuckDB's cell first: its answer is the reference, its median the ratios' base.
+      std::vector<size_t> order;
+      for (size_t e = 0; e < row.size(); ++e) {
+        if (row[e].engine == "duckdb") order.insert(order.begin(), e);
+        else order.push_back(e);
+      }
+      std::optional<double> duckdb_median;
+      for (size_t e : order) {
+        Cell& cell = row[e];
         // The answers: every finished run's against DuckDB's.
         for (const RunResult& r : cell.runs) {
           if (r.outcome != Outcome::kFinished) continue;
@@ -896,6 +911,8 @@ int RunQueryBench(const QueryBenchOptions& options) {
           }
         }
         if (cell.engine == "duckdb") duckdb_median = cell.median_s();
+      }
+      for (Cell& cell : row) {
         if (!o.json_file.empty()) {
           std::ofstream out(o.json_file, std::ios::app);
           out << CellJson(ctx, o, cell, duckdb_median).dump() << "\n";
