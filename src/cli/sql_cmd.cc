@@ -5,121 +5,49 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "duck/data_chunk.h"
 #include "duck/database.h"
 #include "query/engine.h"
 #include "query/pg_types.h"
+#include "query/sql_text.h"
 
 namespace sluice::cli {
+namespace {
 
-int RunSql(const SqlFlags& flags) {
-  auto db = duck::Database::Open({.memory_limit_bytes = flags.memory_limit_mib << 20, .threads = 2});
-  if (!db.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", db.status().message());
-    return 1;
-  }
-  auto conn = duck::Connection::Open(**db);
-  if (!conn.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", conn.status().message());
-    return 1;
-  }
-  std::string sql = flags.sql;
-  while (!sql.empty() && (sql.back() == ';' || std::isspace(static_cast<unsigned char>(sql.back())))) sql.pop_back();
-  std::string warehouse = flags.warehouse;
-  if (warehouse.empty()) {
-    const char* env = std::getenv("SLUICE_WAREHOUSE");
-    warehouse = env != nullptr ? env : "";
-  }
-  query::QueryEngine engine({.warehouse = warehouse,
-                             .kafka_bootstrap = flags.bootstrap,
-                             .memory_limit_bytes = flags.memory_limit_mib << 20,
-                             .threads = 2});
-  if (Status st = engine.OpenDatabase(**conn); !st.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", st.message());
-    return 1;
-  }
-  auto planned = engine.Plan(**conn, sql, /*allow_steps=*/true);
-  if (!planned.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", planned.status().message());
-    return 1;
-  }
-  sql = planned->sql;
-  struct Cleanup {
-    query::PlannedStatement& p;
-    duck::Connection& conn;
-    ~Cleanup() {
-      if (p.cleanup) p.cleanup(conn);
-    }
-  } cleanup{*planned, **conn};
-  if (flags.json) {
-    auto rows = (*conn)->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", sql));
-    if (!rows.ok()) {
-      fmt::print(stderr, "sluice sql: {}\n", rows.status().message());
-      return 1;
-    }
-    for (size_t i = 0; i < rows->chunk_count(); ++i) {
-      duck::ResultChunk c = rows->chunk(i);
-      for (size_t r = 0; r < c.size(); ++r) fmt::print("{}\n", c.GetString(0, r));
-    }
-    return 0;
-  }
-  // Run once, streamed; each value in Postgres's text form (what psql shows for it).
-  duck::ErrorType error_type = duck::ErrorType::kInvalid;
-  // Several statements: all run, the last one's rows are printed.
-  auto statements = duck::ExtractedStatements::Extract(**conn, sql, &error_type);
-  if (!statements.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", statements.status().message());
-    return 1;
-  }
-  if (statements->size() == 0) return 0;
-  std::unique_ptr<duck::PreparedStatement> last;
-  for (size_t i = 0; i < statements->size(); ++i) {
-    auto prepared = statements->Prepare(i, &error_type);
-    Status st = prepared.status();
-    if (prepared.ok() && i + 1 < statements->size()) st = (*prepared)->Execute().status();
-    if (!st.ok()) {
-      fmt::print(stderr, "sluice sql: {}\n", st.message());
-      return 1;
-    }
-    last = std::move(*prepared);
-  }
-  auto stream = last->ExecuteStreaming(&error_type);
-  if (!stream.ok()) {
-    fmt::print(stderr, "sluice sql: {}\n", stream.status().message());
-    return 1;
-  }
-  std::vector<std::string> names;
+using Row = std::vector<std::optional<std::string>>;
+
+int Fail(std::string_view message) {
+  fmt::print(stderr, "sluice sql: {}\n", message);
+  return 1;
+}
+
+// Every row of a result, each value in Postgres's text form (what psql shows for it).
+Result<Row> ReadRows(duck::StreamResult& stream, std::vector<Row>* rows) {
+  Row names;
   std::vector<query::ColumnEncoder> encoders;
-  for (size_t c = 0; c < stream->column_count(); ++c) {
-    names.push_back(stream->column_name(c));
-    auto enc = query::ColumnEncoder::Make(stream->column_type(c));
-    if (!enc.ok()) {
-      fmt::print(stderr, "sluice sql: column \"{}\": {}\n", names.back(), enc.status().message());
-      return 1;
-    }
+  for (size_t c = 0; c < stream.column_count(); ++c) {
+    names.emplace_back(stream.column_name(c));
+    auto enc = query::ColumnEncoder::Make(stream.column_type(c));
+    if (!enc.ok()) return enc.status().WithContext(fmt::format("column \"{}\"", stream.column_name(c)));
     encoders.push_back(std::move(*enc));
   }
-  std::vector<std::vector<std::optional<std::string>>> rows;
   std::string field;
   while (true) {
-    auto next = stream->Fetch(&error_type);
-    if (!next.ok()) {
-      fmt::print(stderr, "sluice sql: {}\n", next.status().message());
-      return 1;
-    }
-    if (!next->has_value()) break;
-    duck::DataChunk& chunk = **next;
-    for (uint64_t r = 0; r < chunk.size(); ++r) {
-      auto& row = rows.emplace_back();
+    ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, stream.Fetch());
+    if (!chunk) break;
+    for (uint64_t r = 0; r < chunk->size(); ++r) {
+      Row& row = rows->emplace_back();
       for (size_t c = 0; c < encoders.size(); ++c) {
         // A DataRow field: Int32 length (-1 for NULL), then the bytes.
         field.clear();
-        encoders[c].Append(chunk.column(c), r, /*binary=*/false, field);
-        if (field.size() == 4 && field == std::string_view("\xff\xff\xff\xff", 4)) {
+        encoders[c].Append(chunk->column(c), r, /*binary=*/false, field);
+        if (field == std::string_view("\xff\xff\xff\xff", 4)) {
           row.emplace_back(std::nullopt);
         } else {
           row.emplace_back(field.substr(4));
@@ -127,7 +55,11 @@ int RunSql(const SqlFlags& flags) {
       }
     }
   }
-  // An aligned table; a value of several lines (EXPLAIN's plan) takes several lines.
+  return names;
+}
+
+// An aligned table; a value of several lines (EXPLAIN's plan) takes several lines.
+void PrintTable(const Row& names, const std::vector<Row>& rows) {
   auto lines_of = [](const std::optional<std::string>& v) {
     std::vector<std::string> out;
     std::string_view s = v ? std::string_view(*v) : std::string_view("NULL");
@@ -142,8 +74,8 @@ int RunSql(const SqlFlags& flags) {
     return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
   };
   std::vector<size_t> width(names.size());
-  for (size_t c = 0; c < width.size(); ++c) width[c] = display_width(names[c]);
-  for (const auto& row : rows) {
+  for (size_t c = 0; c < width.size(); ++c) width[c] = display_width(*names[c]);
+  for (const Row& row : rows) {
     for (size_t c = 0; c < row.size(); ++c) {
       for (const std::string& l : lines_of(row[c])) width[c] = std::max(width[c], display_width(l));
     }
@@ -154,9 +86,9 @@ int RunSql(const SqlFlags& flags) {
     while (!out.empty() && out.back() == ' ') out.pop_back();
     fmt::print("{}\n", out);
   };
-  line([&](size_t c) { return names[c]; });
+  line([&](size_t c) { return *names[c]; });
   line([&](size_t c) { return std::string(width[c], '-'); });
-  for (const auto& row : rows) {
+  for (const Row& row : rows) {
     std::vector<std::vector<std::string>> cells;
     size_t height = 1;
     for (const auto& v : row) height = std::max(height, cells.emplace_back(lines_of(v)).size());
@@ -165,6 +97,75 @@ int RunSql(const SqlFlags& flags) {
     }
   }
   fmt::print("({} row{})\n", rows.size(), rows.size() == 1 ? "" : "s");
+}
+
+// The last statement: its rows printed. A SELECT's JSON is DuckDB's to_json of each row
+// (nested values stay nested); another statement's (EXPLAIN, SHOW...) has its text forms.
+Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
+  ASSIGN_OR_RETURN(auto prepared, duck::PreparedStatement::Prepare(conn, sql));
+  if (json && prepared->type() == duck::StatementType::kSelect) {
+    ASSIGN_OR_RETURN(auto lines, conn.Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", sql)));
+    for (size_t i = 0; i < lines.chunk_count(); ++i) {
+      duck::ResultChunk c = lines.chunk(i);
+      for (size_t r = 0; r < c.size(); ++r) fmt::print("{}\n", c.GetString(0, r));
+    }
+    return Status::OK();
+  }
+  ASSIGN_OR_RETURN(duck::StreamResult stream, prepared->ExecuteStreaming());
+  if (stream.return_type() == duck::ReturnType::kNothing) return Status::OK();  // CREATE, SET...
+  std::vector<Row> rows;
+  ASSIGN_OR_RETURN(Row names, ReadRows(stream, &rows));
+  if (!json) {
+    PrintTable(names, rows);
+    return Status::OK();
+  }
+  for (const Row& row : rows) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (size_t c = 0; c < row.size(); ++c) out[*names[c]] = row[c] ? nlohmann::ordered_json(*row[c]) : nullptr;
+    fmt::print("{}\n", out.dump());
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunSql(const SqlFlags& flags) {
+  auto db = duck::Database::Open({.memory_limit_bytes = flags.memory_limit_mib << 20, .threads = 2});
+  if (!db.ok()) return Fail(db.status().message());
+  auto conn = duck::Connection::Open(**db);
+  if (!conn.ok()) return Fail(conn.status().message());
+  std::string warehouse = flags.warehouse;
+  if (warehouse.empty()) {
+    const char* env = std::getenv("SLUICE_WAREHOUSE");
+    warehouse = env != nullptr ? env : "";
+  }
+  query::QueryEngine engine({.warehouse = warehouse,
+                             .kafka_bootstrap = flags.bootstrap,
+                             .memory_limit_bytes = flags.memory_limit_mib << 20,
+                             .threads = 2});
+  if (Status st = engine.OpenDatabase(**conn); !st.ok()) return Fail(st.message());
+  // Each statement planned and run in turn, as the server does (a lake table or topic()
+  // may appear in any of them); the last one's rows are printed. All are parsed first:
+  // a syntax error anywhere runs nothing, as in DuckDB.
+  std::vector<std::string_view> statements;
+  for (std::string_view piece : query::SplitStatements(flags.sql)) {
+    auto parsed = duck::ExtractedStatements::Extract(**conn, piece);
+    if (!parsed.ok()) return Fail(parsed.status().message());
+    if (parsed->size() > 0) statements.push_back(piece);
+  }
+  for (size_t i = 0; i < statements.size(); ++i) {
+    auto planned = engine.Plan(**conn, statements[i], /*allow_steps=*/true);
+    if (!planned.ok()) return Fail(planned.status().message());
+    struct Cleanup {
+      query::PlannedStatement& p;
+      duck::Connection& conn;
+      ~Cleanup() {
+        if (p.cleanup) p.cleanup(conn);
+      }
+    } cleanup{*planned, **conn};
+    Status st = i + 1 < statements.size() ? (*conn)->Execute(planned->sql) : PrintLast(**conn, planned->sql, flags.json);
+    if (!st.ok()) return Fail(st.message());
+  }
   return 0;
 }
 

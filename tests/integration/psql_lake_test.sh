@@ -187,6 +187,11 @@ grep -q "nothing" "$tmp/sql.err" || fail "sluice sql's error does not name the t
 expect "sluice sql table" "$("$sluice" sql "SELECT 1 AS a, NULL::INT AS b, DATE '2024-01-02' AS d, [1, 2] AS l, 'x' || chr(10) || 'y' AS m")" \
   "$(printf 'a | b    | d          | l     | m\n- | ---- | ---------- | ----- | -\n1 | NULL | 2024-01-02 | {1,2} | x\n  |      |            |       | y\n(1 row)')"
 "$sluice" sql "EXPLAIN SELECT 42" | grep -q "PROJECTION" || fail "sluice sql: EXPLAIN shows no plan"
+# Several statements: each planned in turn (the lake table in the last one), the last printed.
+expect "sluice sql, several statements" "$("$sluice" sql --json --warehouse "$tmp/wh" \
+  "CREATE TEMP TABLE k AS SELECT 'oslo' AS city; SELECT count(*) AS n FROM lake.db.events e JOIN k USING (city)")" \
+  '{"n":750}'
+[ -z "$("$sluice" sql "CREATE TABLE nothing_printed (a INT)")" ] || fail "sluice sql printed rows for a CREATE"
 "$sluice" sql "SELEC 1" 2>"$tmp/sql.err" && fail "sluice sql: a syntax error passed"
 grep -q "syntax error" "$tmp/sql.err" || fail "sluice sql: no syntax error reported: $(cat "$tmp/sql.err")"
 
