@@ -42,6 +42,12 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
 }
 
 Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) const {
+  // A new session may have the address of an ended one's connection: what was set for
+  // that one is not in this one's fresh catalog.
+  {
+    std::lock_guard<std::mutex> lock(relations_mu_);
+    relations_seen_.erase(&conn);
+  }
   RETURN_IF_ERROR(pg_catalog::InstallCatalog(
       conn, {.user = user.empty() ? std::string("sluice") : std::string(user), .server_version = options_.server_version}));
   return RefreshLakeRelations(conn);

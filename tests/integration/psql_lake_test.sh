@@ -121,6 +121,8 @@ expect "a partition" "$(q "SELECT count(*), min(id) FROM lake.db.events WHERE ci
 expect "\\copy of a lake query" \
   "$(q "\\copy (SELECT count(*), min(id) FROM lake.db.events WHERE city = 'rome') TO STDOUT CSV")" "750,1"
 expect "COPY of a lake table by name" "$(q "COPY lake.db.events (id) TO STDOUT" | wc -l)" "1500"
+expect "psql \\copy of a lake table by its catalog name" "$("$psql" -X -q -h 127.0.0.1 -p "$pg_port" -U tester -d sluice \
+  -c '\copy "lake.db".events (id) TO STDOUT' 2>>"$tmp/psql.err" | wc -l)" "1500"
 expect "a join of the table with the topic" \
   "$(q "SELECT count(*) FROM lake.db.events e JOIN topic('events') t ON e.id = (t.value::JSON->>'id')::BIGINT")" "1500"
 # Offsets are per partition, and kcat's partitioner splits the messages unevenly.
@@ -148,6 +150,14 @@ dt=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt'
 echo "$dt" | grep -q '^main|local_t|table|' || fail "\\dt: $dt"
 dtall=$("$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c '\dt *.*' 2>>"$tmp/psql.err")
 echo "$dtall" | grep -q '^lake.db|events|table|' || fail "\\dt *.*: $dtall"
+# Every new session sees the lake tables (a session's connection may reuse the address
+# of an ended one's: it still gets its own lake relations).
+for i in $(seq 1 12); do
+  [ "$(q "SELECT count(*) FROM pg_class WHERE relname = 'events'")" -ge 1 ] || fail "session $i: no lake table in pg_class"
+done
+# The schema name the catalog shows ("lake.db") names the table too, as tools build it.
+expect "quoted catalog schema" "$(q "SELECT count(*) FROM \"lake.db\".events WHERE city = 'oslo'")" "750"
+expect "ts type in the catalog" "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid WHERE c.relname = 'events' AND attname = 'id'")" "bigint"
 # A lake table that appears while a session is open shows in its next \dt.
 mkfifo "$tmp/live.in"
 "$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice <"$tmp/live.in" >"$tmp/live.out" 2>>"$tmp/psql.err" &

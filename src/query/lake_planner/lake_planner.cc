@@ -289,6 +289,16 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
 
 void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of) {
   if (j.is_object()) {
+    // The catalog emulation shows a lake table under schema "lake.<ns>": tools name it
+    // "lake.ns".t, which means lake.ns.t ("lake.a.b".t: the two-level namespace a.b).
+    if (StringField(j, "type") == "BASE_TABLE" && StringField(j, "catalog_name").empty()) {
+      std::string schema = StringField(j, "schema_name");
+      if (schema.size() > kLakeCatalog.size() + 1 && IEquals(schema.substr(0, kLakeCatalog.size()), kLakeCatalog) &&
+          schema[kLakeCatalog.size()] == '.') {
+        j["catalog_name"] = std::string(kLakeCatalog);
+        j["schema_name"] = schema.substr(kLakeCatalog.size() + 1);
+      }
+    }
     if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") &&
         j.contains("where_clause") && !j["where_clause"].is_null() &&
         (!j.contains("sample") || j["sample"].is_null())) {  // USING SAMPLE: as TABLESAMPLE

@@ -75,7 +75,7 @@ std::string Upper(std::string_view s) {
 
 // The oid of a scalar DuckDB type name (no parameters, upper case), or 0.
 uint32_t ScalarOid(std::string_view t) {
-  static constexpr std::array<std::pair<std::string_view, uint32_t>, 31> kMap = {{
+  static constexpr std::array<std::pair<std::string_view, uint32_t>, 44> kMap = {{
       {"BOOLEAN", 16},      {"TINYINT", 21},       {"SMALLINT", 21},     {"INTEGER", 23},
       {"BIGINT", 20},       {"UTINYINT", 21},      {"USMALLINT", 23},    {"UINTEGER", 20},
       {"UBIGINT", 1700},    {"HUGEINT", 1700},     {"UHUGEINT", 1700},   {"FLOAT", 700},
@@ -84,6 +84,11 @@ uint32_t ScalarOid(std::string_view t) {
       {"TIMESTAMP_MS", 1114}, {"TIMESTAMP_NS", 1114}, {"TIMESTAMP WITH TIME ZONE", 1184},
       {"TIME WITH TIME ZONE", 1266}, {"INTERVAL", 1186}, {"UUID", 2950}, {"JSON", 114},
       {"BIT", 1562},        {"BIGNUM", 1700},      {"VARINT", 1700},     {"TIME_NS", 1083},
+      // DuckDB's other spellings (the lake's types are written TIMESTAMPTZ, for example).
+      {"TIMESTAMPTZ", 1184}, {"TIMETZ", 1266},     {"TIMESTAMP_US", 1114}, {"INT", 23},
+      {"INT4", 23},         {"INT8", 20},          {"INT2", 21},         {"INT1", 21},
+      {"FLOAT4", 700},      {"FLOAT8", 701},       {"BOOL", 16},         {"STRING", 25},
+      {"TEXT", 25},
   }};
   for (const auto& [name, oid] : kMap) {
     if (name == t) return oid;

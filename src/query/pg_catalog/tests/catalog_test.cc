@@ -333,6 +333,8 @@ TEST_F(CatalogTest, AttributeTypesMatchPgTypesForDuckDbColumns) {
   EXPECT_EQ(PgTypeForDuckDB("DECIMAL(10,2)").typmod, (10 << 16 | 2) + 4);
   EXPECT_EQ(PgTypeForDuckDB("STRUCT(x INTEGER)").oid, 25u);
   EXPECT_EQ(PgTypeForDuckDB("TIMESTAMP WITH TIME ZONE").oid, 1184u);
+  EXPECT_EQ(PgTypeForDuckDB("TIMESTAMPTZ").oid, 1184u);  // the lake's spelling
+  EXPECT_EQ(PgTypeForDuckDB("timestamptz[]").oid, 1185u);
   EXPECT_EQ(FormatPgType(1700, (10 << 16 | 2) + 4), "numeric(10,2)");
 }
 
