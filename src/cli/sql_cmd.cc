@@ -27,6 +27,17 @@ int Fail(std::string_view message) {
   return 1;
 }
 
+// An error that comes from a flag left out: the flag named.
+int FailWithHint(std::string_view message, const SqlFlags& flags, const std::string& warehouse) {
+  std::string hint;
+  if (warehouse.empty() && message.find("Catalog \"lake\" does not exist") != std::string_view::npos) {
+    hint = "\n(lake.<namespace>.<table> needs --warehouse DIR or $SLUICE_WAREHOUSE)";
+  } else if (flags.bootstrap.empty() && message.find("Function with name topic does not exist") != std::string_view::npos) {
+    hint = "\n(topic() needs --bootstrap HOST:PORT of the broker)";
+  }
+  return Fail(std::string(message) + hint);
+}
+
 // Every row of a result, each value in Postgres's text form (what psql shows for it).
 Result<Row> ReadRows(duck::StreamResult& stream, std::vector<Row>* rows) {
   Row names;
@@ -104,7 +115,7 @@ void PrintTable(const Row& names, const std::vector<Row>& rows) {
 Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
   ASSIGN_OR_RETURN(auto prepared, duck::PreparedStatement::Prepare(conn, sql));
   if (json && prepared->type() == duck::StatementType::kSelect) {
-    ASSIGN_OR_RETURN(auto lines, conn.Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", sql)));
+    ASSIGN_OR_RETURN(auto lines, conn.Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
     for (size_t i = 0; i < lines.chunk_count(); ++i) {
       duck::ResultChunk c = lines.chunk(i);
       for (size_t r = 0; r < c.size(); ++r) fmt::print("{}\n", c.GetString(0, r));
@@ -155,7 +166,7 @@ int RunSql(const SqlFlags& flags) {
   }
   for (size_t i = 0; i < statements.size(); ++i) {
     auto planned = engine.Plan(**conn, statements[i], /*allow_steps=*/true);
-    if (!planned.ok()) return Fail(planned.status().message());
+    if (!planned.ok()) return FailWithHint(planned.status().message(), flags, warehouse);
     struct Cleanup {
       query::PlannedStatement& p;
       duck::Connection& conn;
@@ -164,7 +175,7 @@ int RunSql(const SqlFlags& flags) {
       }
     } cleanup{*planned, **conn};
     Status st = i + 1 < statements.size() ? (*conn)->Execute(planned->sql) : PrintLast(**conn, planned->sql, flags.json);
-    if (!st.ok()) return Fail(st.message());
+    if (!st.ok()) return FailWithHint(st.message(), flags, warehouse);
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -12,12 +13,14 @@
 #include "query/pg_catalog/catalog.h"
 #include "query/pg_catalog/rewrite.h"
 #include "query/rewrite/rewrite.h"
+#include "query/sql_text.h"
 #include "query/topic_scan/topic_function.h"
 #include "query/topic_scan/topic_planner.h"
 
 namespace sluice::query {
 
-QueryEngine::QueryEngine(QueryEngineOptions options) : options_(std::move(options)) {
+QueryEngine::QueryEngine(QueryEngineOptions options)
+    : options_(std::move(options)), user_functions_(rewrite::MakeUserFunctionCache()) {
   if (!options_.warehouse.empty()) {
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::absolute(options_.warehouse, ec);
@@ -98,10 +101,18 @@ bool ReadsCatalog(std::string_view sql) {
          lower.find("pg_class") != std::string::npos || lower.find("pg_attribute") != std::string::npos;
 }
 
-// A statement that may create, replace or drop a function or macro: the word MACRO or
-// FUNCTION anywhere in it (CREATE FUNCTION is DuckDB's CREATE MACRO). Words only:
-// pg_get_function_result in a psql query is not one.
+// A statement that may create, replace or drop a function or macro: one naming MACRO or
+// FUNCTION (CREATE FUNCTION is DuckDB's CREATE MACRO; words only: pg_get_function_result
+// in a psql query is not one), or any statement whose first word is not one known to
+// leave functions alone (IMPORT DATABASE creates the macros of an export).
 bool MentionsFunctionDdl(std::string_view sql) {
+  static const std::set<std::string, std::less<>> kHarmless = {
+      "SELECT", "WITH",   "VALUES", "FROM",  "TABLE",    "EXPLAIN", "DESCRIBE", "SHOW",  "SUMMARIZE",
+      "BEGIN",  "START",  "COMMIT", "END",   "ROLLBACK", "ABORT",   "SET",      "RESET", "COPY",
+      "CREATE", "INSERT", "UPDATE", "DELETE", "DROP",    "ALTER",   "CHECKPOINT", "ANALYZE", "VACUUM",
+      "PREPARE", "EXECUTE", "DEALLOCATE", "CALL", "TRUNCATE"};
+  std::vector<std::string> first = LeadingWords(sql, 1);
+  if (!first.empty() && kHarmless.count(first[0]) == 0) return true;
   auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
   for (std::string_view word : {std::string_view("macro"), std::string_view("function")}) {
     for (size_t i = 0; i + word.size() <= sql.size(); ++i) {
@@ -152,8 +163,9 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
                                         {.memory_limit_bytes = options_.memory_limit_bytes,
                                          .threads = options_.threads,
                                          .known_input_rows = lake_rows,
-                                         .reuse_user_functions =
-                                             !function_ddl_seen_.load(std::memory_order_relaxed)}));
+                                         .user_functions = function_ddl_seen_.load(std::memory_order_relaxed)
+                                                               ? nullptr
+                                                               : user_functions_.get()}));
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
   out.explanation = shared->explanation;

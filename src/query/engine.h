@@ -33,6 +33,9 @@ struct QueryEngineOptions {
 };
 
 class WarehouseCatalog;
+namespace rewrite {
+struct UserFunctionCache;
+}
 
 class QueryEngine {
  public:
@@ -61,6 +64,7 @@ class QueryEngine {
   // A statement naming MACRO or FUNCTION was planned: the rewrites read the user's
   // functions at every plan from then on.
   mutable std::atomic<bool> function_ddl_seen_{false};
+  std::shared_ptr<rewrite::UserFunctionCache> user_functions_;  // while none was seen
 };
 
 }  // namespace sluice::query

@@ -574,7 +574,15 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
     return {state, "canceling statement due to user request"};
   }
   if (type == duck::ErrorType::kInvalid && st.code() == StatusCode::kUnimplemented) state = "0A000";
-  return {state, CleanMessage(st.message())};
+  std::string message = CleanMessage(st.message());
+  if (state == "53200") {
+    // DuckDB's hints (SET threads, SET memory_limit) are refused here: say what is not.
+    size_t hints = message.find("\nPossible solutions:");
+    if (hints != std::string::npos) message.resize(hints);
+    message += fmt::format(" (the query server's memory is query.memory_limit, {} MiB, in its config)",
+                           server_.options.memory_limit_bytes >> 20);
+  }
+  return {state, message};
 }
 
 Session::SqlError Session::FromHook(const Status& st) {

@@ -211,6 +211,17 @@ struct FunctionInfo {
 
 using Catalogue = std::map<std::string, FunctionInfo>;
 
+}  // namespace
+
+struct UserFunctionCache {
+  std::mutex mu;
+  std::optional<Catalogue> user;  // guarded by mu
+};
+
+std::shared_ptr<UserFunctionCache> MakeUserFunctionCache() { return std::make_shared<UserFunctionCache>(); }
+
+namespace {
+
 Result<Catalogue> AskCatalogue(duck::Connection& conn, std::string_view which) {
   ASSIGN_OR_RETURN(auto rows, Ask(conn,
                                   fmt::format("SELECT lower(function_name), bool_or(function_type = 'aggregate'), "
@@ -230,14 +241,11 @@ Result<Catalogue> AskCatalogue(duck::Connection& conn, std::string_view which) {
 // more than planning a small query), the user's (macros) at every plan. A name both is an
 // aggregate if either is and CONSISTENT only if both are. A built-in that an extension
 // loaded later adds is unknown here, and so not rewritten (D16).
-// With `reuse_user`, the user functions are those of the last read made with it
-// (RewriteOptions::reuse_user_functions: every connection has the same ones).
-Result<Catalogue> LoadCatalogue(duck::Connection& conn, bool reuse_user = false) {
+// With a `cache` (RewriteOptions::user_functions), the user functions are read once into it.
+Result<Catalogue> LoadCatalogue(duck::Connection& conn, UserFunctionCache* cache = nullptr, bool builtin_only = false) {
   static std::mutex mu;
   static std::optional<Catalogue> builtin;
-  static std::optional<Catalogue> shared_user;
   Catalogue out;
-  std::optional<Catalogue> cached_user;
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!builtin) {
@@ -245,13 +253,18 @@ Result<Catalogue> LoadCatalogue(duck::Connection& conn, bool reuse_user = false)
       builtin = std::move(c);
     }
     out = *builtin;
-    if (reuse_user) cached_user = shared_user;
+  }
+  if (builtin_only) return out;
+  std::optional<Catalogue> cached_user;
+  if (cache != nullptr) {
+    std::lock_guard<std::mutex> lock(cache->mu);
+    cached_user = cache->user;
   }
   if (!cached_user) {
     ASSIGN_OR_RETURN(Catalogue c, AskCatalogue(conn, "NOT internal"));
-    if (reuse_user) {
-      std::lock_guard<std::mutex> lock(mu);
-      shared_user = c;
+    if (cache != nullptr) {
+      std::lock_guard<std::mutex> lock(cache->mu);
+      cache->user = c;
     }
     cached_user = std::move(c);
   }
@@ -1393,17 +1406,21 @@ class Planner {
       bool probed = false;
       // (An estimate of no rows or no groups at all, below the rows known to be there, is
       // as blind.)
-      bool lake_blind = est_groups.ok() && options_.known_input_rows > duckdb_rows &&
+      bool estimate_blind = est_groups.ok() && options_.known_input_rows > duckdb_rows &&
                         (duckdb_rows <= 0 || *est_groups <= 0 || *est_groups * 10 >= duckdb_rows);
-      if (lake_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
-        ASSIGN_OR_RETURN(select_template_, Parse(conn_, "SELECT 1"));
-        select_template_ = select_template_["statements"][0]["node"];
-        ASSIGN_OR_RETURN(std::optional<int64_t> bound, KeyBound(n, keys, key_cols));
-        if (bound && fits_whole(*bound)) {
-          return NotApplicable("at most {} groups (the keys' tables' rows and ranges): they fit in memory", *bound);
+      if (estimate_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
+        // A failed footer read only means no bound; an interrupt is the user's.
+        Result<std::optional<int64_t>> bound = KeyBound(n, keys, key_cols);
+        if (!bound.ok()) {
+          StatusCode code = bound.status().code();
+          if (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted) return bound.status();
+          bound = std::optional<int64_t>();
+        }
+        if (*bound && fits_whole(**bound)) {
+          return NotApplicable("at most {} groups (the keys' tables' rows and ranges): they fit in memory", **bound);
         }
       }
-      if (lake_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
+      if (estimate_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
         constexpr int64_t kProbeRows = 1'000'000;
         ASSIGN_OR_RETURN(auto probe,
                          Ask(conn_,
@@ -1488,6 +1505,10 @@ class Planner {
         collect(r["left"]);
         collect(r["right"]);
       } else if (type == "TABLE_FUNCTION" || type == "SUBQUERY" || type == "BASE_TABLE") {
+        // `AS t(a, b)` renames the columns by position: not followed here.
+        if (r.contains("column_name_alias") && r["column_name_alias"].is_array() && !r["column_name_alias"].empty()) {
+          simple_from = false;
+        }
         refs.push_back(&r);
       } else {
         simple_from = false;
@@ -1567,20 +1588,33 @@ class Planner {
       if (call["children"].empty() || Str(call["children"][0], "class") == "COMPARISON") return none;
       ASSIGN_OR_RETURN(std::string files, RenderExpr(call["children"][0]));
       std::string schema_map;  // the lake's field-id schema, when given
+      bool hive_off = false;      // hive_partitioning = false
       for (const Json& arg : call["children"]) {
-        if (Str(arg, "class") == "COMPARISON" && arg["left"]["column_names"].size() == 1 &&
-            IEquals(arg["left"]["column_names"][0].get<std::string>(), "schema")) {
+        if (Str(arg, "class") != "COMPARISON" || arg["left"]["column_names"].size() != 1) continue;
+        std::string name = arg["left"]["column_names"][0].get<std::string>();
+        if (IEquals(name, "schema")) {
           ASSIGN_OR_RETURN(schema_map, RenderExpr(arg["right"]));
+        } else if (IEquals(name, "hive_partitioning")) {
+          ASSIGN_OR_RETURN(std::string v, RenderExpr(arg["right"]));
+          hive_off = Lower(v).find("false") != std::string::npos || Lower(v).find("'f'") != std::string::npos;
+        } else if (IEquals(name, "union_by_name") || IEquals(name, "filename") || IEquals(name, "file_row_number")) {
+          return none;  // columns that are not the files' own
         }
       }
-      ASSIGN_OR_RETURN(auto counted, Ask(conn_, fmt::format("SELECT sum(num_rows)::BIGINT, count(*) FROM "
-                                                            "parquet_file_metadata({})", files),
+      ASSIGN_OR_RETURN(auto counted, Ask(conn_, fmt::format("SELECT sum(num_rows)::BIGINT, count(*), "
+                                                            "bool_or(regexp_matches(file_name, '/[^/]+=[^/]*/')) "
+                                                            "FROM parquet_file_metadata({})",
+                                                            files),
                                         "row count of a key's table"));
       if (counted.size() != 1 || !counted[0][0] || !counted[0][1]) return none;
-      int64_t ref_rows = std::atoll(counted[0][0]->c_str());
+      // One more than the rows: an outer join's side may add a NULL key.
+      int64_t ref_rows = std::atoll(counted[0][0]->c_str()) + 1;
       int64_t file_count = std::atoll(counted[0][1]->c_str());
+      // A hive path's value replaces a file column of its name: the footers do not hold it.
+      bool hive_paths = counted[0][2] && *counted[0][2] == "true" && !hive_off;
       // The range product of its keys when every one is a bare integer column.
       std::optional<int64_t> range = 1;
+      if (hive_paths) range.reset();
       for (const std::optional<std::string>& key : ref_keys) {
         if (!key || !range) {
           range.reset();
@@ -1636,6 +1670,10 @@ class Planner {
 
   // Text of one expression of a parse tree.
   Result<std::string> RenderExpr(const Json& e) {
+    if (select_template_.is_null()) {
+      ASSIGN_OR_RETURN(Json parsed, Parse(conn_, "SELECT 1"));
+      select_template_ = parsed["statements"][0]["node"];
+    }
     Json node = select_template_;
     node["select_list"] = Json::array({e});
     node["select_list"][0]["alias"] = "";
@@ -1656,7 +1694,7 @@ class Planner {
 
   Status LoadCatalogueOnce() {
     if (!cat_loaded_) {
-      ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_, options_.reuse_user_functions));
+      ASSIGN_OR_RETURN(cat_, LoadCatalogue(conn_, options_.user_functions));
       cat_loaded_ = true;
     }
     return Status::OK();
@@ -1890,6 +1928,28 @@ Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view
   Planner planner(conn, options);
   auto plan = planner.Run(sql);
   if (plan.ok()) {
+    // The answer's columns keep the query's names: the parts' aggregates are renamed
+    // (`count(*)` becomes `CAST(sum(__sluice_a0) AS BIGINT)`), and a client reading
+    // columns by name must not see them change with the data's size. Positional aliases
+    // keep the order of an ORDER BY inside. Names repeated in the query (DuckDB would
+    // suffix them here) are left as they come.
+    auto columns = Describe(conn, std::string(sql));
+    if (!columns.ok()) {
+      StatusCode code = columns.status().code();
+      if (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted) return columns.status();
+      if (why_not) *why_not = columns.status().message();
+      return std::optional<Plan>();
+    }
+    std::set<std::string> seen;
+    std::vector<std::string> names;
+    for (const Column& col : *columns) {
+      if (!seen.insert(Lower(col.name)).second) break;
+      names.push_back(Quote(col.name));
+    }
+    if (!names.empty() && names.size() == columns->size()) {
+      plan->final_select =
+          fmt::format("SELECT * FROM ({}\n) AS __sluice_out({})", plan->final_select, fmt::join(names, ", "));
+    }
     SLUICE_LOG(kLog, kDebug, "rewrite planned in {:.1f} ms: {}", ms(), plan->explanation);
     return std::optional<Plan>(std::move(plan).value());
   }
@@ -1902,7 +1962,7 @@ Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view
 }
 
 Status WarmUp(duck::Connection& conn) {
-  RETURN_IF_ERROR(LoadCatalogue(conn).status());
+  RETURN_IF_ERROR(LoadCatalogue(conn, nullptr, /*builtin_only=*/true).status());
   return Parse(conn, "SELECT 1").status();
 }
 

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,6 +24,11 @@
 #include "duck/database.h"
 
 namespace sluice::query::rewrite {
+
+// The user's functions as read once, for RewriteOptions::user_functions: one per
+// database whose connections all have the same ones. Thread-safe.
+struct UserFunctionCache;
+std::shared_ptr<UserFunctionCache> MakeUserFunctionCache();
 
 struct RewriteOptions {
   // The database's memory_limit (required, > 0): N is chosen so that one part's aggregate
@@ -39,12 +45,11 @@ struct RewriteOptions {
   int max_parts = 256;
   // Tests and measurements: use exactly this many parts (0 = choose from the estimate).
   int force_parts = 0;
-  // True when the caller knows that every connection it plans on has the user functions
-  // (macros) read at the last plan made with this flag: no statement that could create,
+  // Set when the caller knows that every connection it plans on has the user functions
+  // (macros) read into this cache at its first plan: no statement that could create,
   // replace or drop one has run, so each connection has only what the caller installed
-  // itself. They are then read once per process (~15 ms a read). False reads them at every
-  // plan (D16).
-  bool reuse_user_functions = false;
+  // itself. They are then read once (~15 ms a read). Null reads them at every plan (D16).
+  UserFunctionCache* user_functions = nullptr;
 };
 
 enum class RewriteKind { kLatestRow, kGroupBy };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -36,34 +37,47 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<duck::Connection> conn_;
 };
 
-TEST_F(EngineTest, AMacroCreatedInASessionIsSeenByTheNextPlan) {
-  // The rewrites read the user's functions once per process while no statement could have
-  // changed them. A macro that shadows a built-in (abs, here not deterministic) must stop
-  // the rewrite of the next query that calls it: the partitioned input would be evaluated
-  // again, to other values. Without noticing the CREATE MACRO, the cached functions say
-  // abs is the built-in and the query is rewritten.
+// The rewrites read the user's functions once per process while no statement could have
+// changed them. A macro that shadows a built-in (abs, here not deterministic) must stop
+// the rewrite of the next query that calls it: the partitioned input would be evaluated
+// again, to other values. Without noticing `change`, the cached functions say abs is the
+// built-in and the query is rewritten.
+void ExpectTheStatementStopsTheRewrite(duck::Connection& conn, const std::string& change) {
   QueryEngine engine({.memory_limit_bytes = 16 << 20, .threads = 2});
-  ASSERT_TRUE(engine.OpenDatabase(*conn_).ok());
-  ASSERT_TRUE(engine.StartSession(*conn_, "").ok());
+  ASSERT_TRUE(engine.OpenDatabase(conn).ok());
+  ASSERT_TRUE(engine.StartSession(conn, "").ok());
   ASSERT_TRUE(
-      conn_->Execute("CREATE TABLE t AS SELECT i AS id, i % 100000 AS k, i % 977 AS x FROM range(6000000) r(i)").ok());
+      conn.Execute("CREATE TABLE t AS SELECT i AS id, i % 100000 AS k, i % 977 AS x FROM range(6000000) r(i)").ok());
   const std::string query =
       "SELECT count(*), sum(id) FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY x DESC, id) AS rn "
       "FROM t WHERE abs(id) >= 0) WHERE rn = 1";
-  auto before = engine.Plan(*conn_, query, /*allow_steps=*/true);
+  auto before = engine.Plan(conn, query, /*allow_steps=*/true);
   ASSERT_TRUE(before.ok()) << before.status().ToString();
   EXPECT_FALSE(before->explanation.empty()) << "the query is rewritten while abs is the built-in";
-  if (before->cleanup) before->cleanup(*conn_);
+  if (before->cleanup) before->cleanup(conn);
 
-  const std::string create = "CREATE MACRO abs(a) AS a + (random() * 0.5)::BIGINT";
-  auto ddl = engine.Plan(*conn_, create, /*allow_steps=*/true);
+  auto ddl = engine.Plan(conn, change, /*allow_steps=*/true);
   ASSERT_TRUE(ddl.ok()) << ddl.status().ToString();
-  ASSERT_TRUE(conn_->Execute(ddl->sql).ok());
+  ASSERT_TRUE(conn.Execute(ddl->sql).ok()) << change;
 
-  auto after = engine.Plan(*conn_, query, /*allow_steps=*/true);
+  auto after = engine.Plan(conn, query, /*allow_steps=*/true);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
-  EXPECT_TRUE(after->explanation.empty()) << "rewritten with the shadowing macro: " << after->explanation;
-  if (after->cleanup) after->cleanup(*conn_);
+  EXPECT_TRUE(after->explanation.empty()) << "rewritten after " << change << ": " << after->explanation;
+  if (after->cleanup) after->cleanup(conn);
+}
+
+TEST_F(EngineTest, AMacroCreatedInASessionIsSeenByTheNextPlan) {
+  ExpectTheStatementStopsTheRewrite(*conn_, "CREATE MACRO abs(a) AS a + (random() * 0.5)::BIGINT");
+}
+
+TEST_F(EngineTest, AMacroImportedWithADatabaseIsSeenByTheNextPlan) {
+  // IMPORT DATABASE runs an export's schema.sql: macros created without the statement
+  // naming one.
+  std::filesystem::path dir = spill_ / "export";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "schema.sql") << "CREATE MACRO abs(a) AS a + (random() * 0.5)::BIGINT;\n";
+  std::ofstream(dir / "load.sql") << "";
+  ExpectTheStatementStopsTheRewrite(*conn_, "IMPORT DATABASE '" + dir.string() + "'");
 }
 
 }  // namespace
