@@ -137,12 +137,23 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   // Only the rewrites run steps: without them a session need not plan the statement again
   // when its portal starts (design 0010, decision 25).
   out.steps_may_apply = options_.rewrites;
+  // A statement that may create, replace or drop a function or macro: from now on the
+  // rewrites read the user's functions at every plan. Until then every session has only
+  // the pg_catalog macros StartSession installs, read once per process.
+  if (!function_ddl_seen_.load(std::memory_order_relaxed) && MentionsFunctionDdl(statement)) {
+    function_ddl_seen_.store(true, std::memory_order_relaxed);
+  }
   int64_t lake_rows = 0;
   // A table created after the session started shows in \dt at once (best effort: a
   // failure leaves the relations as they were and the statement runs).
   if (catalog_ != nullptr && ReadsCatalog(statement)) (void)RefreshLakeRelations(conn);
+  // CREATE TABLE ... AS <query> and INSERT INTO ... <query>: the query is planned as a
+  // SELECT is (lake tables, topic() bounds), the statement around it kept; no rewrite.
+  const size_t embedded = EmbeddedQueryStart(statement);
+  const std::string head(embedded == std::string_view::npos ? std::string_view() : statement.substr(0, embedded));
+  if (embedded != std::string_view::npos) out.sql = std::string(statement.substr(embedded));
   if (catalog_ != nullptr) {
-    ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, statement, *catalog_));
+    ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, out.sql, *catalog_));
     out.sql = std::move(lake.sql);
     for (const LakeTableScan& t : lake.tables) lake_rows += t.stats.records_kept;
   }
@@ -151,11 +162,10 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   if (!options_.kafka_bootstrap.empty()) {
     ASSIGN_OR_RETURN(out.sql, PlanTopicBounds(conn, out.sql));
   }
-  // A statement that may create, replace or drop a function or macro: from now on the
-  // rewrites read the user's functions at every plan. Until then every session has only
-  // the pg_catalog macros StartSession installs, read once per process.
-  if (!function_ddl_seen_.load(std::memory_order_relaxed) && MentionsFunctionDdl(statement)) {
-    function_ddl_seen_.store(true, std::memory_order_relaxed);
+  if (embedded != std::string_view::npos) {
+    out.sql = head + out.sql;
+    out.steps_may_apply = false;
+    return out;
   }
   if (!allow_steps || !options_.rewrites) return out;
   ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,

@@ -226,6 +226,46 @@ std::vector<std::string> LeadingWords(std::string_view statement, size_t n) {
   return out;
 }
 
+size_t EmbeddedQueryStart(std::string_view statement) {
+  std::vector<Token> t = Tokens(statement, 256);
+  if (t.empty() || !t[0].word) return std::string_view::npos;
+  const bool create = t[0].text == "CREATE", insert = t[0].text == "INSERT";
+  if (!create && !insert) return std::string_view::npos;
+  int depth = 0;
+  bool table = false, into = false;
+  for (size_t i = 1; i < t.size(); ++i) {
+    const Token& k = t[i];
+    if (create && depth == 0 && k.word && !table) {
+      if (k.text == "TABLE") {
+        table = true;
+      } else if (k.text != "OR" && k.text != "REPLACE" && k.text != "TEMP" && k.text != "TEMPORARY") {
+        return std::string_view::npos;  // a view, a macro, a sequence...
+      }
+      continue;
+    }
+    if (insert && depth == 0 && k.word && k.text == "INTO") into = true;
+    if (!k.word && k.text == "(") {
+      // INSERT INTO t (SELECT ...): the parenthesized query itself.
+      if (insert && into && depth == 0 && i + 1 < t.size() && t[i + 1].word &&
+          (t[i + 1].text == "SELECT" || t[i + 1].text == "WITH")) {
+        return k.begin;
+      }
+      ++depth;
+      continue;
+    }
+    if (!k.word && k.text == ")") {
+      --depth;
+      continue;
+    }
+    if (depth != 0 || !k.word) continue;
+    if (create && table && k.text == "AS") return i + 1 < t.size() ? t[i + 1].begin : std::string_view::npos;
+    if (insert && into && (k.text == "SELECT" || k.text == "WITH" || k.text == "FROM" || k.text == "VALUES")) {
+      return k.begin;
+    }
+  }
+  return std::string_view::npos;
+}
+
 SandboxVerdict CheckSandbox(std::string_view statement) {
   std::vector<std::string> w = LeadingWords(statement, 2);
   if (w.empty()) return {};

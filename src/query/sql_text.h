@@ -24,6 +24,12 @@ std::vector<std::string_view> SplitStatements(std::string_view sql);
 // identifier as written), skipping whitespace, comments and opening parentheses.
 std::vector<std::string> LeadingWords(std::string_view statement, size_t n);
 
+// Where the query of `CREATE [OR REPLACE] [TEMP|TEMPORARY] TABLE [IF NOT EXISTS] name AS
+// <query>` or `INSERT [OR ...] INTO name [(columns)] [BY NAME] <query>` starts (its
+// offset in `statement`), or npos for any other statement: the server plans that query
+// as it plans a SELECT (lake tables, topic() bounds).
+size_t EmbeddedQueryStart(std::string_view statement);
+
 // A statement the sandbox refuses before it runs, or kAllowed.
 struct SandboxVerdict {
   bool refused = false;

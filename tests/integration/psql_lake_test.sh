@@ -155,6 +155,8 @@ echo "$dtall" | grep -q '^lake.db|events|table|' || fail "\\dt *.*: $dtall"
 for i in $(seq 1 12); do
   [ "$(q "SELECT count(*) FROM pg_class WHERE relname = 'events'")" -ge 1 ] || fail "session $i: no lake table in pg_class"
 done
+# A lake table inside CREATE TABLE ... AS and INSERT ... SELECT (one session).
+expect "CREATE TABLE AS and INSERT from a lake table" "$(q "CREATE TEMP TABLE staged AS SELECT id, city FROM lake.db.events WHERE city = 'oslo'; INSERT INTO staged SELECT id, city FROM lake.db.events WHERE city = 'rome' AND id < 10; SELECT count(*) FROM staged")" "755"
 # The schema name the catalog shows ("lake.db") names the table too, as tools build it.
 expect "quoted catalog schema" "$(q "SELECT count(*) FROM \"lake.db\".events WHERE city = 'oslo'")" "750"
 expect "ts type in the catalog" "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid WHERE c.relname = 'events' AND attname = 'id'")" "bigint"

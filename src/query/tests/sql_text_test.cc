@@ -39,6 +39,29 @@ TEST(SqlTextTest, LeadingWordsSkipCommentsAndParentheses) {
             (std::vector<std::string>{"CREATE", "OR", "REPLACE"}));
 }
 
+TEST(SqlTextTest, FindsTheQueryOfCreateTableAsAndInsert) {
+  auto query_of = [](std::string_view s) {
+    size_t at = EmbeddedQueryStart(s);
+    return at == std::string_view::npos ? std::string("none") : std::string(s.substr(at));
+  };
+  EXPECT_EQ(query_of("CREATE TABLE t AS SELECT * FROM lake.a.b"), "SELECT * FROM lake.a.b");
+  EXPECT_EQ(query_of("create or replace temp table \"a s\" as (select 1) union all (select 2)"),
+            "(select 1) union all (select 2)");
+  EXPECT_EQ(query_of("CREATE TEMPORARY TABLE IF NOT EXISTS t AS WITH x AS (SELECT 1) SELECT * FROM x"),
+            "WITH x AS (SELECT 1) SELECT * FROM x");
+  EXPECT_EQ(query_of("INSERT INTO t SELECT 1"), "SELECT 1");
+  EXPECT_EQ(query_of("INSERT INTO t (a, b) VALUES (1, 2)"), "VALUES (1, 2)");
+  EXPECT_EQ(query_of("insert or replace into t by name from lake.a.b"), "from lake.a.b");
+  EXPECT_EQ(query_of("INSERT INTO t (SELECT 1)"), "(SELECT 1)");
+  EXPECT_EQ(query_of("INSERT INTO t (a) (SELECT 1)"), "(SELECT 1)");
+  EXPECT_EQ(query_of("CREATE TABLE t ('AS' VARCHAR)"), "none");  // a quoted word is not AS
+  EXPECT_EQ(query_of("CREATE VIEW v AS SELECT 1"), "none");       // a view keeps its text
+  EXPECT_EQ(query_of("CREATE MACRO m(a) AS a"), "none");
+  EXPECT_EQ(query_of("SELECT 1"), "none");
+  EXPECT_EQ(query_of("CREATE TABLE t AS"), "none");
+  EXPECT_EQ(query_of(""), "none");
+}
+
 TEST(SqlTextTest, SandboxRefusesSettingsAttachAndExtensions) {
   for (const char* sql : {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
                           "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
