@@ -198,4 +198,5 @@ wait $broker_pid
 echo "      it flushed its logs and exited with status 0"
 echo
 echo "Next: docs/pipelines.md (pipeline files), sluice pipeline invoke (test SQL on a file),"
-echo "sluice bench kafka and sluice bench pipeline (docs/benchmarks.md)."
+echo "docs/queries.md (the query server, sluice sql), sluice bench kafka, sluice bench pipeline"
+echo "and sluice bench query (docs/benchmarks.md)."
