@@ -579,6 +579,7 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
     // DuckDB's hints (SET threads, SET memory_limit) are refused here: say what is not.
     size_t hints = message.find("\nPossible solutions:");
     if (hints != std::string::npos) message.resize(hints);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
     message += fmt::format(" (the query server's memory is query.memory_limit, {} MiB, in its config)",
                            server_.options.memory_limit_bytes >> 20);
   }

@@ -418,7 +418,11 @@ TEST_F(QueryServerTest, QueriesOverTheMemoryLimitFailWith53200) {
   RawClient c(server_->port());
   ASSERT_TRUE(c.Startup());
   c.Send(Query("SELECT length(string_agg(range::VARCHAR, ',')) FROM range(100000000)"));
-  EXPECT_EQ(SqlState(c.UntilReady()), "53200");
+  std::string message;
+  EXPECT_EQ(SqlState(c.UntilReady(), &message), "53200");
+  // DuckDB's hints (SET memory_limit, SET threads) are refused here: the config is named.
+  EXPECT_EQ(message.find("SET memory_limit"), std::string::npos) << message;
+  EXPECT_NE(message.find("query.memory_limit, 256 MiB"), std::string::npos) << message;
   c.Send(Query("SELECT 1"));
   EXPECT_EQ(Types(c.UntilReady()), "TDCZ");
 }
