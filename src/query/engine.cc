@@ -190,7 +190,9 @@ void QueryEngine::Install(QueryServerOptions* server) const {
     if (previous_open) RETURN_IF_ERROR(previous_open(conn));
     return OpenDatabase(conn);
   };
-  server->hooks.on_session_start = [this](duck::Connection& conn) { return StartSession(conn, ""); };
+  server->hooks.on_session_start = [this](duck::Connection& conn, std::string_view user) {
+    return StartSession(conn, user);
+  };
   server->hooks.rewrite_query = [](std::string_view sql) { return pg_catalog::RewriteForDuckDB(sql); };
   server->hooks.plan_statement = [this](duck::Connection& conn, std::string_view statement, bool allow_steps) {
     return Plan(conn, statement, allow_steps);

@@ -347,7 +347,7 @@ bool Session::Startup() {
   }
   conn_ = std::move(conn).value();
   if (server_.options.hooks.on_session_start) {
-    Status st = server_.options.hooks.on_session_start(*conn_);
+    Status st = server_.options.hooks.on_session_start(*conn_, user_);
     if (!st.ok()) {
       SendError({"XX000", st.message(), true});
       Flush();

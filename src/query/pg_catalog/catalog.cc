@@ -341,6 +341,8 @@ SELECT * FROM information_schema.schemata;
 
 -- Functions. A TEMP macro is found before DuckDB's own of the same name.
 CREATE OR REPLACE TEMP MACRO version() AS {version};
+CREATE OR REPLACE TEMP MACRO current_user() AS {user};
+CREATE OR REPLACE TEMP MACRO session_user() AS {user};
 CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role_oid) AS
   CASE WHEN role_oid = 10 THEN {user} ELSE 'unknown (OID=' || role_oid || ')' END;
 CREATE OR REPLACE TEMP MACRO pg_table_is_visible(rel) AS
