@@ -450,6 +450,18 @@ bool Session::Authenticate(const std::string& user) {
 
 // ---- the message loop ------------------------------------------------------------
 
+std::optional<Session::SqlError> Session::EndOfFailedTransaction(std::string_view* statement) const {
+  if (!failed_transaction_) return std::nullopt;
+  std::vector<std::string> first = LeadingWords(*statement, 1);
+  if (!first.empty() && (first[0] == "ROLLBACK" || first[0] == "ABORT")) return std::nullopt;
+  if (!first.empty() && (first[0] == "COMMIT" || first[0] == "END")) {
+    *statement = "ROLLBACK";  // Postgres ends a failed block so, and says ROLLBACK
+    return std::nullopt;
+  }
+  if (first.empty()) return std::nullopt;  // an empty query
+  return SqlError{"25P02", "current transaction is aborted, commands ignored until end of transaction block"};
+}
+
 char Session::TransactionStatus() const { return failed_transaction_ ? 'E' : in_transaction_ ? 'T' : 'I'; }
 
 void Session::TrackTransaction(std::string_view tag, bool failed) {
@@ -690,6 +702,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     Session* s;
     ~EndStatement() { s->ReleaseTurn(); }
   } end_statement{this};
+  if (auto e = EndOfFailedTransaction(&piece)) return e;
   SandboxVerdict verdict = CheckSandbox(piece);
   if (verdict.refused) return SqlError{"42501", verdict.message};
   ClientSetting setting = ParseClientSetting(piece);
@@ -851,8 +864,10 @@ std::optional<Session::SqlError> Session::HandleParse(const pg::ParseMessage& m)
   if (!m.statement.empty() && statements_.contains(m.statement)) {
     return SqlError{"42P05", fmt::format("prepared statement \"{}\" already exists", m.statement)};
   }
+  std::string_view query = m.query;
+  if (auto e = EndOfFailedTransaction(&query)) return e;
   SqlError error;
-  auto stmt = PrepareStatement(m.query, m.param_types, &error);
+  auto stmt = PrepareStatement(query, m.param_types, &error);
   if (!stmt.ok()) {
     AddCopyHint(m.query, error);
     return error;

@@ -174,6 +174,9 @@ class Session {
   void ReleaseTurn();
   bool turn_held_ = false;
   char TransactionStatus() const;
+  // In a transaction block that failed, only its end runs (Postgres's 25P02 otherwise);
+  // COMMIT and END become ROLLBACK.
+  std::optional<SqlError> EndOfFailedTransaction(std::string_view* statement) const;
   void TrackTransaction(std::string_view tag, bool failed);
 
   ServerState& server_;

@@ -95,6 +95,11 @@ expect "INSTALL" "$(sqlstate "INSTALL httpfs")" "42501"
 expect "read outside" "$(sqlstate "SELECT * FROM read_text('/etc/hostname')")" "42501"
 expect "COPY TO inside" "$(sqlstate "COPY (SELECT 7 AS seven) TO '$allowed/ok.csv'")" "none"
 expect "reading it back" "$(q "SELECT seven FROM read_csv('$allowed/ok.csv')")" "7"
+# A failed transaction block runs nothing until its end; COMMIT ends it as a rollback.
+tx=$(printf 'BEGIN;\nCREATE TEMP TABLE tx AS SELECT 1 AS a;\nSELECT nosuch;\nSELECT 1;\nCOMMIT;\nSELECT count(*) FROM tx;\n' |
+  "$psql" -X -q -A -t -v VERBOSITY=verbose -h 127.0.0.1 -p "$pg_port" -U tester -d sluice 2>&1)
+echo "$tx" | grep -q "25P02: current transaction is aborted" || fail "no 25P02 in a failed block: $tx"
+echo "$tx" | grep -q "42P01" || fail "the failed block's table survived COMMIT: $tx"
 stop
 
 # SCRAM-SHA-256 (the default with users).
