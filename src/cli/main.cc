@@ -445,8 +445,8 @@ int main(int argc, char** argv) {
 
   sluice::cli::SqlFlags sql_flags;
   auto* sql = app.add_subcommand(
-      "sql", "run one SQL query on an in-memory DuckDB (read_parquet, read_json, ...) and print the rows");
-  sql->add_option("query", sql_flags.sql, "the SQL query")->required();
+      "sql", "run SQL on an in-memory DuckDB (read_parquet, read_json, ...) and print the last statement's rows");
+  sql->add_option("query", sql_flags.sql, "the SQL (several statements: each runs; '-' or none: read standard input)");
   sql->add_flag("--json", sql_flags.json, "one JSON object per row instead of a table");
   sql->add_option("--warehouse", sql_flags.warehouse,
                   "answer lake.<ns>.<table> from this warehouse's Iceberg tables (default $SLUICE_WAREHOUSE)");

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "duck/data_chunk.h"
@@ -140,7 +143,13 @@ Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
 
 }  // namespace
 
-int RunSql(const SqlFlags& flags) {
+int RunSql(const SqlFlags& flags_in) {
+  SqlFlags flags = flags_in;
+  if (flags.sql.empty() || flags.sql == "-") {
+    // The SQL from standard input (a file or a pipe; a terminal would wait unseen).
+    if (flags.sql.empty() && ::isatty(STDIN_FILENO)) return Fail("no query: give one, or '-' to read it from stdin");
+    flags.sql.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  }
   auto db = duck::Database::Open({.memory_limit_bytes = flags.memory_limit_mib << 20, .threads = 2});
   if (!db.ok()) return Fail(db.status().message());
   auto conn = duck::Connection::Open(**db);

@@ -204,6 +204,7 @@ expect "sluice sql, several statements" "$("$sluice" sql --json --warehouse "$tm
   "CREATE TEMP TABLE k AS SELECT 'oslo' AS city; SELECT count(*) AS n FROM lake.db.events e JOIN k USING (city)")" \
   '{"n":750}'
 [ -z "$("$sluice" sql "CREATE TABLE nothing_printed (a INT)")" ] || fail "sluice sql printed rows for a CREATE"
+expect "sluice sql from stdin" "$(echo "SELECT 1 AS a; SELECT 2 AS n" | "$sluice" sql --json)" '{"n":2}'
 "$sluice" sql "SELEC 1" 2>"$tmp/sql.err" && fail "sluice sql: a syntax error passed"
 grep -q "syntax error" "$tmp/sql.err" || fail "sluice sql: no syntax error reported: $(cat "$tmp/sql.err")"
 
