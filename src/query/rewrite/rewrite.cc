@@ -1494,6 +1494,7 @@ class Planner {
   // (max - min + 1, and one for NULL); the groups are at most the product over the refs.
   // Keys are CONSISTENT (DeterminismCheck), so joins and filters can only lower it: q2's
   // p.category is bounded by the 50,000 products, q4's customer_id by its range.
+  static constexpr int64_t kMaxBoundFiles = 256;
   Result<std::optional<int64_t>> KeyBound(const Json& n, const std::vector<Json>& keys,
                                           const std::vector<Column>& key_cols) {
     const std::optional<int64_t> none;
@@ -1586,7 +1587,18 @@ class Planner {
       std::string fn = Lower(Str(call, "function_name"));
       if (fn != "read_parquet" && fn != "parquet_scan") return none;
       if (call["children"].empty() || Str(call["children"][0], "class") == "COMPARISON") return none;
-      ASSIGN_OR_RETURN(std::string files, RenderExpr(call["children"][0]));
+      // Footers are read file by file: past a few hundred files the probe's fixed million
+      // rows costs less than reading them all (a lake of 10,000 files would pay seconds).
+      const Json& file_arg = call["children"][0];
+      if (Str(file_arg, "class") == "FUNCTION" && Str(file_arg, "function_name") == "list_value" &&
+          file_arg["children"].size() > kMaxBoundFiles) {
+        return none;
+      }
+      ASSIGN_OR_RETURN(std::string files, RenderExpr(file_arg));
+      if (Str(file_arg, "class") == "CONSTANT") {  // a glob: how many files it names
+        ASSIGN_OR_RETURN(auto globbed, Ask(conn_, fmt::format("SELECT count(*) FROM glob({})", files), "glob"));
+        if (globbed.size() != 1 || !globbed[0][0] || std::atoll(globbed[0][0]->c_str()) > kMaxBoundFiles) return none;
+      }
       std::string schema_map;  // the lake's field-id schema, when given
       bool hive_off = false;      // hive_partitioning = false
       for (const Json& arg : call["children"]) {
