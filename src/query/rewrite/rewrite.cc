@@ -1384,6 +1384,9 @@ class Planner {
     if (options_.force_parts == 0 && PartsFor(est_rows, per_group) <= 1) {
       return NotApplicable("at most {} groups fit in memory: DuckDB's own plan", est_rows);
     }
+    std::optional<int64_t> key_bound;  // from the footers (D18)
+    bool probed = false;
+    std::optional<int64_t> probe_groups;
     // Before scanning the whole input for its distinct keys: when DuckDB's own estimate of
     // the groups fits, leave the query to DuckDB (a join with a small dimension's key, say).
     // Only a cost decision: the answer is the same either way.
@@ -1403,7 +1406,6 @@ class Planner {
         return 1.1 * static_cast<double>(g) * static_cast<double>(per_group) <=
                0.75 * static_cast<double>(options_.memory_limit_bytes);
       };
-      bool probed = false;
       // (An estimate of no rows or no groups at all, below the rows known to be there, is
       // as blind.)
       bool estimate_blind = est_groups.ok() && options_.known_input_rows > duckdb_rows &&
@@ -1419,6 +1421,7 @@ class Planner {
         if (*bound && fits_whole(**bound)) {
           return NotApplicable("at most {} groups (the keys' tables' rows and ranges): they fit in memory", **bound);
         }
+        key_bound = *bound;
       }
       if (estimate_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
         constexpr int64_t kProbeRows = 1'000'000;
@@ -1437,6 +1440,7 @@ class Planner {
           double total = static_cast<double>(est_rows);
           double estimate = n <= 0 || n >= total ? distinct : std::sqrt(total / n) * once + (distinct - once);
           est_groups = static_cast<int64_t>(std::min(estimate, std::max(total, distinct)));
+          probe_groups = *est_groups;
         }
       }
       if (est_groups.ok() && fits_whole(*est_groups)) {
@@ -1444,13 +1448,23 @@ class Planner {
                              probed ? "a probe of the first rows gives" : "DuckDB estimates", *est_groups);
       }
     }
-    ASSIGN_OR_RETURN(auto stats, Ask(conn_,
-                                     fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
-                                                 DistinctKeysExpr(key_list, est_rows), key_sql),
-                                     "statistics scan"));
-    if (stats.size() != 1 || !stats[0][0] || !stats[0][1]) return NotApplicable("statistics scan returned nothing");
-    int64_t rows = std::atoll(stats[0][0]->c_str());
-    int64_t groups = std::atoll(stats[0][1]->c_str());
+    // The groups: the footers' upper bound when the probe's estimate is close below it
+    // (within 1.5x: the parts it gives are at most that many more than needed, and never
+    // too few), else a statistics scan of the whole input (D20).
+    int64_t rows = est_rows, groups = 0;
+    std::string counted_by = "a statistics scan";
+    if (key_bound && probe_groups && static_cast<double>(*key_bound) <= 1.5 * static_cast<double>(*probe_groups)) {
+      groups = *key_bound;
+      counted_by = "the footers' bound";
+    } else {
+      ASSIGN_OR_RETURN(auto stats, Ask(conn_,
+                                       fmt::format("SELECT count(*), {} FROM ({}) AS __sluice_in",
+                                                   DistinctKeysExpr(key_list, est_rows), key_sql),
+                                       "statistics scan"));
+      if (stats.size() != 1 || !stats[0][0] || !stats[0][1]) return NotApplicable("statistics scan returned nothing");
+      rows = std::atoll(stats[0][0]->c_str());
+      groups = std::atoll(stats[0][1]->c_str());
+    }
     int parts = PartsFor(groups, per_group);
     if (parts <= 1 && options_.force_parts == 0) return NotApplicable("~{} groups fit in memory: DuckDB's own plan", groups);
 
@@ -1481,8 +1495,8 @@ class Planner {
       ASSIGN_OR_RETURN(std::string sql, Render(conn_, standalone));
       part_sqls.push_back(sql);
     }
-    std::string how = fmt::format("group-by: {} rows (estimate {}), ~{} groups, {} B/group -> {} parts", rows, est_rows,
-                                  groups, per_group, parts);
+    std::string how = fmt::format("group-by: {} rows (estimate {}), ~{} groups by {}, {} B/group -> {} parts", rows,
+                                  est_rows, groups, counted_by, per_group, parts);
     return Finish(c, RewriteKind::kGroupBy, parts, [&](int i) { return part_sqls[i]; }, how);
   }
 

@@ -547,6 +547,20 @@ TEST_F(RewriteTest, ParquetKeysAreBoundedByTheirTablesRowsAndRanges) {
                 .find("at most 2 "),
             std::string::npos);
   EXPECT_EQ(why(fmt::format("SELECT id, count(*) FROM {} GROUP BY id", f)), "rewritten");
+  // There the bound (200,001) is below the probe's estimate: it counts the groups, without
+  // a statistics scan (D20), and the answer is DuckDB's.
+  {
+    const std::string sql = fmt::format("SELECT count(*) AS g, sum(n)::BIGINT AS rows FROM (SELECT id, count(*) AS n FROM {} "
+                                        "GROUP BY id)", f);
+    auto plan = PlanRewrite(*conn_, sql, o);
+    ASSERT_TRUE(plan.ok() && plan->has_value());
+    EXPECT_NE((*plan)->explanation.find("~200001 groups by the footers' bound"), std::string::npos)
+        << (*plan)->explanation;
+    auto got = RunPlan(*conn_, **plan);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(got->chunk(0).GetInt64(0, 0), 200000);
+    EXPECT_EQ(got->chunk(0).GetInt64(1, 0), 200000);
+  }
   // Past 256 files the footers are not read (the probe's cost is fixed; theirs is not):
   // the rows alone (3,001) would have fit.
   ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT i % 300 AS part, i AS v FROM range(3000) r(i)) TO '{}/many' "
