@@ -401,6 +401,7 @@ void WriteErrorResponse(std::string& out, const ErrorFields& e) {
   field('M', e.message);
   field('D', e.detail);
   field('H', e.hint);
+  if (e.position > 0) field('P', std::to_string(e.position));
   out.push_back('\0');
   w.End();
 }

@@ -155,6 +155,7 @@ struct ErrorFields {
   std::string message;
   std::string detail;  // optional
   std::string hint;    // optional
+  int position = 0;    // optional: 1-based character position in the query string
 };
 
 void WriteAuthenticationOk(std::string& out);

@@ -4,6 +4,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -234,8 +235,11 @@ bool Session::Flush() {
 bool Session::FlushIfLarge() { return out_.size() < kFlushBytes || Flush(); }
 
 void Session::SendError(const SqlError& e) {
-  pg::WriteErrorResponse(
-      out_, {.severity = e.fatal ? "FATAL" : "ERROR", .sqlstate = e.sqlstate, .message = e.message, .hint = e.hint});
+  pg::WriteErrorResponse(out_, {.severity = e.fatal ? "FATAL" : "ERROR",
+                                .sqlstate = e.sqlstate,
+                                .message = e.message,
+                                .hint = e.hint,
+                                .position = e.position});
 }
 
 void Session::AddCopyHint(std::string_view statement, SqlError& e) {
@@ -678,6 +682,12 @@ bool Session::SimpleQuery(std::string_view sql_in) {
     for (std::string_view piece : pieces) {
       err = RunSimpleStatement(piece);
       if (err) AddCopyHint(piece, *err);
+      if (err && err->offset != std::string_view::npos && sql == sql_in) {
+        // Postgres's position: characters from the query string's start, from 1.
+        size_t end = static_cast<size_t>(piece.data() - sql.data()) + err->offset;
+        err->position = 1 + static_cast<int>(std::count_if(sql.begin(), sql.begin() + std::min(end, sql.size()),
+                                                           [](char c) { return (c & 0xC0) != 0x80; }));
+      }
       if (err || !FlushIfLarge()) break;
     }
   }
@@ -713,9 +723,11 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   }
   const std::string_view statement = piece;
   std::optional<CopyOptions> copy;
+  std::string_view before_plan;  // the text planned, inside `statement`
   std::string copy_query;
   if (auto e = ParseCopy(piece, &copy, &copy_query)) return e;
   if (copy) piece = copy_query;  // planned and run as a SELECT is
+  before_plan = piece;
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
   if (server_.options.hooks.plan_statement) {
@@ -739,8 +751,18 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     }
   } cleanup_at_end{cleanup, *conn_};
   duck::ErrorType type = duck::ErrorType::kInvalid;
+  // DuckDB's error position, when it ran the text the client wrote.
+  auto located = [&](const Status& st) {
+    SqlError e = FromDuck(st, type);
+    size_t off = ErrorOffset(st.message(), piece);
+    if (off != std::string_view::npos && piece == before_plan && before_plan.data() >= statement.data() &&
+        before_plan.data() + before_plan.size() <= statement.data() + statement.size()) {
+      e.offset = static_cast<size_t>(before_plan.data() - statement.data()) + off;
+    }
+    return e;
+  };
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
-  if (!extracted.ok()) return FromDuck(extracted.status(), type);
+  if (!extracted.ok()) return located(extracted.status());
   if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
   if (extracted->size() == 0) {
     pg::WriteEmptyQueryResponse(out_);
@@ -749,7 +771,7 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   for (size_t i = 0; i < extracted->size(); ++i) {
     ++duck_generation_;
     auto prepared = extracted->Prepare(i, &type);
-    if (!prepared.ok()) return FromDuck(prepared.status(), type);
+    if (!prepared.ok()) return located(prepared.status());
     auto stmt = std::make_shared<Statement>();
     stmt->sql = std::string(copy ? statement : piece);
     stmt->prepared = std::move(prepared).value();

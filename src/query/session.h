@@ -105,6 +105,11 @@ class Session {
     std::string message;
     bool fatal = false;
     std::string hint;
+    // Where DuckDB's error points: a byte offset in the statement as the client wrote it
+    // (npos: nowhere, or the statement was planned into another text), then the position
+    // sent.
+    size_t offset = std::string_view::npos;
+    int position = 0;
   };
 
   // I/O. Reads fail (false) when the client went away or sent a malformed frame (an

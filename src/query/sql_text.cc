@@ -266,6 +266,49 @@ size_t EmbeddedQueryStart(std::string_view statement) {
   return std::string_view::npos;
 }
 
+size_t ErrorOffset(std::string_view message, std::string_view sql) {
+  constexpr size_t npos = std::string_view::npos;
+  // "...\n\nLINE <n>: [...]<text>[...]\n<spaces>^" (DuckDB's QueryErrorContext).
+  size_t at = message.find("\nLINE ");
+  if (at == npos) return npos;
+  size_t p = at + 6;
+  size_t line = 0;
+  while (p < message.size() && std::isdigit(static_cast<unsigned char>(message[p]))) line = line * 10 + (message[p++] - '0');
+  if (line == 0 || message.substr(p, 2) != ": ") return npos;
+  const size_t indicator = p + 2 - (at + 1);  // "LINE n: "
+  p += 2;
+  size_t eol = message.find('\n', p);
+  if (eol == npos) return npos;
+  std::string_view shown = message.substr(p, eol - p);
+  size_t caret_line_end = message.find('\n', eol + 1);
+  std::string_view caret = message.substr(eol + 1, caret_line_end == npos ? npos : caret_line_end - eol - 1);
+  size_t width = caret.find('^');
+  if (width == npos || caret.find_first_not_of(' ') != width || width < indicator) return npos;
+  width -= indicator;
+  bool cut_front = shown.starts_with("...");
+  if (cut_front) {
+    shown.remove_prefix(3);
+    width = width >= 3 ? width - 3 : 0;
+  }
+  if (shown.ends_with("...")) shown.remove_suffix(3);
+  // The line's start in `sql`, then the shown text from there.
+  size_t start = 0;
+  for (size_t l = 1; l < line; ++l) {
+    start = sql.find('\n', start);
+    if (start == npos) return npos;
+    ++start;
+  }
+  size_t from = shown.empty() ? start : sql.find(shown, start);
+  if (from == npos) return npos;
+  // The caret's column counts characters (UTF-8 code points; wide ones are rare in SQL).
+  size_t i = from;
+  for (size_t w = 0; w < width && i < sql.size(); ++w) {
+    ++i;
+    while (i < sql.size() && (static_cast<unsigned char>(sql[i]) & 0xC0) == 0x80) ++i;
+  }
+  return i <= sql.size() ? i : npos;
+}
+
 SandboxVerdict CheckSandbox(std::string_view statement) {
   std::vector<std::string> w = LeadingWords(statement, 2);
   if (w.empty()) return {};

@@ -30,6 +30,11 @@ std::vector<std::string> LeadingWords(std::string_view statement, size_t n);
 // as it plans a SELECT (lake tables, topic() bounds).
 size_t EmbeddedQueryStart(std::string_view statement);
 
+// Where a DuckDB error points in `sql`, the text it ran: the byte offset its "LINE n:
+// <text>" and caret lines mark, or npos when the message has none (or does not match the
+// text).
+size_t ErrorOffset(std::string_view message, std::string_view sql);
+
 // A statement the sandbox refuses before it runs, or kAllowed.
 struct SandboxVerdict {
   bool refused = false;

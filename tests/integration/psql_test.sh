@@ -95,6 +95,11 @@ expect "INSTALL" "$(sqlstate "INSTALL httpfs")" "42501"
 expect "read outside" "$(sqlstate "SELECT * FROM read_text('/etc/hostname')")" "42501"
 expect "COPY TO inside" "$(sqlstate "COPY (SELECT 7 AS seven) TO '$allowed/ok.csv'")" "none"
 expect "reading it back" "$(q "SELECT seven FROM read_csv('$allowed/ok.csv')")" "7"
+# An error's position (ErrorResponse 'P'): psql shows the line and a caret under it.
+pos=$("$psql" -X -q -h 127.0.0.1 -p "$pg_port" -U tester -d sluice -c "SELECT 1,
+  nosuch FROM range(3)" 2>&1) && fail "an unknown column passed"
+echo "$pos" | grep -q "^LINE 2:   nosuch FROM range(3)$" || fail "no error position: $pos"
+echo "$pos" | grep -q "^          ^$" || fail "the caret is not under nosuch: $pos"
 # A failed transaction block runs nothing until its end; COMMIT ends it as a rollback.
 tx=$(printf 'BEGIN;\nCREATE TEMP TABLE tx AS SELECT 1 AS a;\nSELECT nosuch;\nSELECT 1;\nCOMMIT;\nSELECT count(*) FROM tx;\n' |
   "$psql" -X -q -A -t -v VERBOSITY=verbose -h 127.0.0.1 -p "$pg_port" -U tester -d sluice 2>&1)

@@ -62,6 +62,34 @@ TEST(SqlTextTest, FindsTheQueryOfCreateTableAsAndInsert) {
   EXPECT_EQ(query_of(""), "none");
 }
 
+TEST(SqlTextTest, FindsWhereADuckDBErrorPoints) {
+  // Messages as DuckDB 1.5 writes them.
+  std::string two_lines = "SELECT 1,\n  nosuch FROM range(3)";
+  EXPECT_EQ(ErrorOffset("Binder Error: Referenced column \"nosuch\" not found in FROM clause!\nCandidate bindings: "
+                        "\"range\"\n\nLINE 2:   nosuch FROM range(3)\n          ^",
+                        two_lines),
+            two_lines.find("nosuch"));
+  std::string long_line =
+      "SELECT 1 AS aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, 2 AS bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+      "bbbbbbb, 3 AS ccccccccccccccccccccccccccccc, nosuch FROM range(3) WHERE 1 = 1 AND 2 = 2 AND 3 = 3 AND 4 = 4 AND 5 = 5";
+  EXPECT_EQ(ErrorOffset("Binder Error: x\n\nLINE 1: ...bbbbbbbbbbbbbbbbbbbbb, 3 AS ccccccccccccccccccccccccccccc, nosuch "
+                        "FROM range(3) WHERE 1 = 1 AND 2 = 2 AND 3 = 3 AND...\n"
+                        "                                                                      ^",
+                        long_line),
+            long_line.find("nosuch"));
+  EXPECT_EQ(ErrorOffset("Parser Error: syntax error at or near \"SELEC\"\n\nLINE 1: SELEC 1\n        ^", "SELEC 1"), 0u);
+  std::string accented = "SELECT 'é', nosuch";
+  EXPECT_EQ(ErrorOffset("Binder Error: y\n\nLINE 1: SELECT 'é', nosuch\n                    ^", accented),
+            accented.find("nosuch"));
+  // No context, another text, a malformed caret: none.
+  EXPECT_EQ(ErrorOffset("Conversion Error: could not convert", "SELECT 1"), std::string_view::npos);
+  EXPECT_EQ(ErrorOffset("E\n\nLINE 1: SELECT x\n        ^", "SELECT y"), std::string_view::npos);
+  EXPECT_EQ(ErrorOffset("E\n\nLINE 1: SELECT x\n  x ^", "SELECT x"), std::string_view::npos);
+  EXPECT_EQ(ErrorOffset("E\n\nLINE 9: SELECT x\n        ^", "SELECT x"), std::string_view::npos);
+  EXPECT_EQ(ErrorOffset("E\n\nLINE 0: SELECT x\n        ^", "SELECT x"), std::string_view::npos);
+  EXPECT_EQ(ErrorOffset("E\n\nLINE 1: SELECT x", "SELECT x"), std::string_view::npos);
+}
+
 TEST(SqlTextTest, SandboxRefusesSettingsAttachAndExtensions) {
   for (const char* sql : {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
                           "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
