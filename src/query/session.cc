@@ -836,8 +836,19 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     piece = planned_sql;
   }
   duck::ErrorType type = duck::ErrorType::kInvalid;
+  // DuckDB's error position, when it ran the Parse message's own text (as in the simple
+  // protocol: not after the catalog rewrite, the planning or a COPY's unwrapping).
+  auto located = [&](const Status& st) {
+    SqlError e = FromDuck(st, type);
+    size_t off = ErrorOffset(st.message(), piece);
+    if (off != std::string_view::npos && piece == sql_in) {
+      e.position = 1 + static_cast<int>(std::count_if(sql_in.begin(), sql_in.begin() + std::min(off, sql_in.size()),
+                                                      [](char c) { return (c & 0xC0) != 0x80; }));
+    }
+    return e;
+  };
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
-  if (!extracted.ok()) return fail(FromDuck(extracted.status(), type));
+  if (!extracted.ok()) return fail(located(extracted.status()));
   if (stmt->copy && extracted->size() != 1) return fail({"42601", "COPY's query must be one statement"});
   if (extracted->size() == 0) {
     stmt->empty = true;
@@ -846,7 +857,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   if (extracted->size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
   ++duck_generation_;
   auto prepared = extracted->Prepare(0, &type);
-  if (!prepared.ok()) return fail(FromDuck(prepared.status(), type));
+  if (!prepared.ok()) return fail(located(prepared.status()));
   stmt->prepared = std::move(prepared).value();
   size_t nparams = stmt->prepared->param_count();
   if (oids.size() > nparams) {

@@ -141,7 +141,8 @@ async function queries (port) {
 
     // Errors and their SQLSTATE; the connection goes on.
     await expectCode(c.query('SELEC 1'), '42601', 'a syntax error')
-    await expectCode(c.query('SELECT * FROM nowhere WHERE id = $1', [1]), '42P01', 'an unknown table')
+    const unknown = await expectCode(c.query('SELECT * FROM nowhere WHERE id = $1', [1]), '42P01', 'an unknown table')
+    assert.equal(unknown.position, '15', 'the position of the unknown table (extended protocol)')
     await expectCode(c.query('SELECT $1::INT', ['not a number']), '22P02', 'a bad parameter')
     await expectCode(c.query('SET memory_limit = \'1TB\''), '42501', 'SET memory_limit')
     await expectCode(c.query("COPY (SELECT 1) TO '/tmp/sluice-pg-escape.csv'"), '42501', 'COPY TO')
