@@ -44,7 +44,7 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
   return Status::OK();
 }
 
-Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) const {
+Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user, std::string_view database) const {
   // A new session may have the address of an ended one's connection: what was set for
   // that one is not in this one's fresh catalog.
   {
@@ -52,7 +52,9 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user) 
     relations_seen_.erase(&conn);
   }
   RETURN_IF_ERROR(pg_catalog::InstallCatalog(
-      conn, {.user = user.empty() ? std::string("sluice") : std::string(user), .server_version = options_.server_version}));
+      conn, {.user = user.empty() ? std::string("sluice") : std::string(user),
+             .database = database.empty() ? std::string("sluice") : std::string(database),
+             .server_version = options_.server_version}));
   return RefreshLakeRelations(conn);
 }
 
@@ -190,8 +192,8 @@ void QueryEngine::Install(QueryServerOptions* server) const {
     if (previous_open) RETURN_IF_ERROR(previous_open(conn));
     return OpenDatabase(conn);
   };
-  server->hooks.on_session_start = [this](duck::Connection& conn, std::string_view user) {
-    return StartSession(conn, user);
+  server->hooks.on_session_start = [this](duck::Connection& conn, std::string_view user, std::string_view database) {
+    return StartSession(conn, user, database);
   };
   server->hooks.rewrite_query = [](std::string_view sql) { return pg_catalog::RewriteForDuckDB(sql); };
   server->hooks.plan_statement = [this](duck::Connection& conn, std::string_view statement, bool allow_steps) {

@@ -49,7 +49,7 @@ class QueryEngine {
   // The same steps for one connection outside the server (`sluice sql`): once per
   // database, once per connection, and per statement.
   Status OpenDatabase(duck::Connection& conn) const;
-  Status StartSession(duck::Connection& conn, std::string_view user) const;
+  Status StartSession(duck::Connection& conn, std::string_view user, std::string_view database = "") const;
   Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement, bool allow_steps) const;
 
  private:

@@ -49,9 +49,10 @@ struct PlannedStatement {
 // Where other modules plug into every session, without changes to the server.
 struct SessionHooks {
   // Runs on each new session's connection before its first query (temp views, macros,
-  // search_path...), with the user the client authenticated as. An error refuses the
-  // session (FATAL) with the message.
-  std::function<Status(duck::Connection&, std::string_view user)> on_session_start;
+  // search_path...), with the user the client authenticated as and the database it named
+  // (its user's name when it named none). An error refuses the session (FATAL) with the
+  // message.
+  std::function<Status(duck::Connection&, std::string_view user, std::string_view database)> on_session_start;
   // Applied to every SQL string a client sends (Query and Parse) before DuckDB sees it;
   // an error is sent to the client as the statement's error (SQLSTATE 42601 unless the
   // message begins with a 5-character SQLSTATE and ": ").

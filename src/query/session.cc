@@ -351,7 +351,8 @@ bool Session::Startup() {
   }
   conn_ = std::move(conn).value();
   if (server_.options.hooks.on_session_start) {
-    Status st = server_.options.hooks.on_session_start(*conn_, user_);
+    std::string database = startup.Param("database");
+    Status st = server_.options.hooks.on_session_start(*conn_, user_, database.empty() ? user_ : database);
     if (!st.ok()) {
       SendError({"XX000", st.message(), true});
       Flush();

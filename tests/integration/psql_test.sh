@@ -113,6 +113,8 @@ start scram 'query:
 expect "SCRAM, right password" "$(PGPASSWORD='s3cret pass' "$psql" -X -A -t -h 127.0.0.1 -p "$pg_port" -U alice -d sluice -c "SELECT 'in'" 2>&1)" "in"
 expect "the session's user" "$(PGPASSWORD='s3cret pass' "$psql" -X -A -t -h 127.0.0.1 -p "$pg_port" -U alice -d sluice \
   -c "SELECT current_user || ',' || session_user || ',' || user || ',' || pg_get_userbyid(10)" 2>&1)" "alice,alice,alice,alice"
+expect "the database the client named" "$(PGPASSWORD='s3cret pass' "$psql" -X -A -t -h 127.0.0.1 -p "$pg_port" -U alice -d analytics \
+  -c "SELECT current_database() || ',' || (SELECT string_agg(datname, ',') FROM pg_database)" 2>&1)" "analytics,analytics"
 out=$(PGPASSWORD=wrong "$psql" -X -A -t -h 127.0.0.1 -p "$pg_port" -U alice -d sluice -c "SELECT 1" 2>&1) &&
   fail "SCRAM with a wrong password let psql in"
 echo "$out" | grep -q 'password authentication failed for user "alice"' || fail "SCRAM, wrong password: $out"

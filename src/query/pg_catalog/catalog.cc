@@ -121,14 +121,14 @@ FROM sluice_pg_ext_columns;
 -- Visible: in the current database and in current_schema() or DuckDB's search_path.
 CREATE OR REPLACE TEMP VIEW sluice_pg_visible AS
 SELECT oid FROM sluice_pg_relations
-WHERE database_name = current_database()
+WHERE database_name = system.main.current_database()
   AND (schema_name = current_schema()
        OR list_contains(string_split(coalesce((SELECT value FROM duckdb_settings()
                                                 WHERE name = 'search_path'), ''), ','),
                         schema_name));
 
 CREATE OR REPLACE TEMP VIEW pg_namespace AS
-SELECT oid, CASE WHEN database_name = current_database() THEN schema_name
+SELECT oid, CASE WHEN database_name = system.main.current_database() THEN schema_name
                  ELSE database_name || '.' || schema_name END AS nspname,
        10::BIGINT AS nspowner, NULL::VARCHAR[] AS nspacl
 FROM duckdb_schemas() WHERE database_name NOT IN ('system', 'temp')
@@ -259,7 +259,9 @@ SELECT {user} AS usename, 10::BIGINT AS usesysid, false AS usecreatedb, true AS 
        NULL::TIMESTAMPTZ AS valuntil, NULL::VARCHAR[] AS useconfig;
 
 CREATE OR REPLACE TEMP VIEW pg_database AS
-SELECT database_oid AS oid, database_name AS datname, 10::BIGINT AS datdba,
+SELECT database_oid AS oid,
+       CASE WHEN database_name = system.main.current_database() THEN current_database() ELSE database_name END
+         AS datname, 10::BIGINT AS datdba,
        6::INTEGER AS encoding, 'c' AS datlocprovider, false AS datistemplate,
        true AS datallowconn, -1::INTEGER AS datconnlimit, 0::BIGINT AS datfrozenxid,
        0::BIGINT AS datminmxid, 1663::BIGINT AS dattablespace, 'C' AS datcollate,
@@ -342,6 +344,8 @@ SELECT * FROM information_schema.schemata;
 -- Functions. A TEMP macro is found before DuckDB's own of the same name.
 CREATE OR REPLACE TEMP MACRO version() AS {version};
 CREATE OR REPLACE TEMP MACRO current_user() AS {user};
+-- The database the client named; DuckDB's own is system.main.current_database().
+CREATE OR REPLACE TEMP MACRO current_database() AS {database};
 CREATE OR REPLACE TEMP MACRO session_user() AS {user};
 CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role_oid) AS
   CASE WHEN role_oid = 10 THEN {user} ELSE 'unknown (OID=' || role_oid || ')' END;
@@ -407,7 +411,7 @@ CREATE OR REPLACE TEMP MACRO sluice_regclass_oid(rel_name) AS
     {catalog_oids}
     ELSE (SELECT min(c.oid) FROM sluice_pg_relations c
           WHERE (c.schema_name || '.' || c.relname = replace(CAST(rel_name AS VARCHAR), '"', '')
-                 AND coalesce(c.database_name, current_database()) = current_database())
+                 AND coalesce(c.database_name, system.main.current_database()) = system.main.current_database())
              OR (c.relname = replace(CAST(rel_name AS VARCHAR), '"', '')
                  AND c.oid IN (SELECT oid FROM sluice_pg_visible))) END END;
 CREATE OR REPLACE TEMP MACRO sluice_regclass_name(rel) AS
@@ -470,6 +474,7 @@ std::string CatalogSql(const CatalogOptions& options) {
   return fmt::format(
       fmt::runtime(kSql), fmt::arg("type_map", TypeMapValues()),
       fmt::arg("pg_types", PgTypeValues()), fmt::arg("user", user),
+      fmt::arg("database", duck::QuoteLiteral(options.database)),
       fmt::arg("version", duck::QuoteLiteral(fmt::format("PostgreSQL {} (sluice, DuckDB {})",
                                                          options.server_version,
                                                          duck::LibraryVersion()))),

@@ -23,6 +23,9 @@ namespace sluice::query::pg_catalog {
 struct CatalogOptions {
   // The role every object is owned by: pg_get_userbyid(), pg_roles, current_user.
   std::string user = "sluice";
+  // The database the client asked for: current_database(), pg_database's name for
+  // DuckDB's own, information_schema's table_catalog.
+  std::string database = "sluice";
   // What version() and current_setting('server_version') say; keep it equal to the
   // server_version ParameterStatus the server sends (psql shapes its queries by it).
   std::string server_version = "15.0";

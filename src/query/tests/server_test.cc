@@ -847,7 +847,7 @@ TEST_F(QueryServerTest, SandboxRefusesSettingsFilesAttachAndExtensions) {
 
 TEST_F(QueryServerTest, HooksRewriteQueriesAndPrepareSessions) {
   QueryServerOptions o;
-  o.hooks.on_session_start = [](duck::Connection& conn, std::string_view) {
+  o.hooks.on_session_start = [](duck::Connection& conn, std::string_view, std::string_view) {
     return conn.Execute("CREATE TEMP MACRO answer() AS 42");
   };
   o.hooks.rewrite_query = [](std::string_view sql) -> Result<std::string> {
