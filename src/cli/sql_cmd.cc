@@ -118,10 +118,20 @@ void PrintTable(const Row& names, const std::vector<Row>& rows) {
 Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
   ASSIGN_OR_RETURN(auto prepared, duck::PreparedStatement::Prepare(conn, sql));
   if (json && prepared->type() == duck::StatementType::kSelect) {
-    ASSIGN_OR_RETURN(auto lines, conn.Query(fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
-    for (size_t i = 0; i < lines.chunk_count(); ++i) {
-      duck::ResultChunk c = lines.chunk(i);
-      for (size_t r = 0; r < c.size(); ++r) fmt::print("{}\n", c.GetString(0, r));
+    // Streamed: a large answer is printed as DuckDB produces it.
+    ASSIGN_OR_RETURN(auto wrapped,
+                     duck::PreparedStatement::Prepare(conn, fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
+    ASSIGN_OR_RETURN(duck::StreamResult lines, wrapped->ExecuteStreaming());
+    while (true) {
+      ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, lines.Fetch());
+      if (!chunk) break;
+      duck::Vector v = chunk->column(0);
+      std::string out;
+      for (uint64_t r = 0; r < chunk->size(); ++r) {
+        out.append(v.GetString(r));
+        out.push_back('\n');
+      }
+      fmt::print("{}", out);
     }
     return Status::OK();
   }

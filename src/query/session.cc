@@ -79,7 +79,14 @@ std::string CleanMessage(std::string_view msg) {
   size_t line = msg.find("\n\nLINE ");
   if (line != std::string_view::npos) msg = msg.substr(0, line);
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.remove_suffix(1);
-  return std::string(msg);
+  std::string out(msg);
+  // DuckDB's "Did you mean" may name the catalog emulation's own views and macros.
+  size_t mean = out.find("\nDid you mean \"sluice_");
+  if (mean != std::string::npos) {
+    size_t end = out.find('\n', mean + 1);
+    out.erase(mean, end == std::string::npos ? std::string::npos : end - mean);
+  }
+  return out;
 }
 
 bool ReturnsChangedRows(const duck::PreparedStatement& p) {
