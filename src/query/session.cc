@@ -623,15 +623,16 @@ Session::SqlError Session::FromHook(const Status& st) {
   }
 }
 
-std::optional<Session::SqlError> Session::TakeTurn() {
+std::optional<Session::SqlError> Session::TakeTurn(bool light) {
   if (turn_held_) return std::nullopt;
-  if (!server_.Admit()) {
+  if (!light && !server_.Admit()) {
     if (server_.stopping.load()) return SqlError{"57P01", "terminating connection: the server is stopping", true};
     return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
                                          "query.queue_timeout_seconds ({}) while this one waited",
                                          server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
   }
   turn_held_ = true;
+  light_turn_ = light;
   slot_->interrupt_reason.store(0);
   slot_->running_since_ms.store(SessionNowMs());
   return std::nullopt;
@@ -641,7 +642,8 @@ void Session::ReleaseTurn() {
   if (!turn_held_) return;
   turn_held_ = false;
   slot_->running_since_ms.store(0);
-  server_.Release();
+  if (!light_turn_) server_.Release();
+  light_turn_ = false;
 }
 
 std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting& s) {
@@ -714,8 +716,8 @@ bool Session::SimpleQuery(std::string_view sql_in) {
 
 std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view piece) {
   // One admission turn and one timeout clock for the whole statement: planning steps,
-  // preparing, running and streaming.
-  if (auto e = TakeTurn()) return e;
+  // preparing, running and streaming. A light one (SELECT 1, psql's \d) does not queue.
+  if (auto e = TakeTurn(LightStatement(piece))) return e;
   struct EndStatement {
     Session* s;
     ~EndStatement() { s->ReleaseTurn(); }
@@ -1151,7 +1153,7 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   Statement& s = *p.statement;
   duck::ErrorType type = duck::ErrorType::kInvalid;
   // The portal's turn: held through its Executes until it ends or the Sync.
-  if (auto e = TakeTurn()) return e;
+  if (auto e = TakeTurn(LightStatement(s.sql))) return e;
   p.started = true;
   if (auto e = PlanPortalSteps(p)) {
     p.done = true;
@@ -1242,7 +1244,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   }
   // Held since the start unless a Sync came between (a portal resumed inside a
   // transaction block takes a new turn); the caller gives it back.
-  if (auto e = TakeTurn()) return e;
+  if (auto e = TakeTurn(LightStatement(s.sql))) return e;
   if (p.generation != duck_generation_) {
     p.done = true;
     p.stream.reset();

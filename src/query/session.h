@@ -175,9 +175,12 @@ class Session {
   // time; ReleaseTurn gives it back. A simple-query statement holds it from its start to
   // its end; an extended-protocol portal from its start until it completes or fails, is
   // closed, or the next Sync (decision 26).
-  std::optional<SqlError> TakeTurn();
+  // A turn of query.max_running (waiting in the queue), or for a light statement a turn
+  // outside it: the timeout and the watchdogs apply to both.
+  std::optional<SqlError> TakeTurn(bool light = false);
   void ReleaseTurn();
   bool turn_held_ = false;
+  bool light_turn_ = false;  // the held turn is outside query.max_running (LightStatement)
   char TransactionStatus() const;
   // In a transaction block that failed, only its end runs (Postgres's 25P02 otherwise);
   // COMMIT and END become ROLLBACK.

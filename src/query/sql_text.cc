@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -307,6 +308,58 @@ size_t ErrorOffset(std::string_view message, std::string_view sql) {
     while (i < sql.size() && (static_cast<unsigned char>(sql[i]) & 0xC0) == 0x80) ++i;
   }
   return i <= sql.size() ? i : npos;
+}
+
+bool LightStatement(std::string_view statement) {
+  constexpr size_t kMaxTokens = 4096;
+  std::vector<Token> t = Tokens(statement, kMaxTokens);
+  if (t.empty()) return true;
+  if (t.size() >= kMaxTokens || !t[0].word) return false;
+  static const std::set<std::string, std::less<>> kControl = {"SET",  "RESET",    "SHOW",  "BEGIN",      "START",
+                                                              "COMMIT", "END",    "ROLLBACK", "ABORT", "DEALLOCATE"};
+  if (kControl.count(t[0].text)) return true;
+  if (t[0].text != "SELECT" && t[0].text != "WITH" && t[0].text != "VALUES") return false;
+  static const std::set<std::string, std::less<>> kListEnd = {
+      "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "OFFSET", "WINDOW", "QUALIFY", "UNION", "EXCEPT", "INTERSECT"};
+  auto catalog_relation = [](std::string name) {
+    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name.starts_with("pg_") || name == "information_schema" || name.starts_with("sluice_pg_") ||
+           name.starts_with("sluice_information_schema");
+  };
+  int depth = 0;
+  std::vector<int> from_lists;  // depths at which a FROM list is open
+  bool expect_relation = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    const Token& k = t[i];
+    if (!k.word && k.text == "(") {
+      expect_relation = false;  // a subquery: its own FROM is read in turn
+      ++depth;
+      continue;
+    }
+    if (!k.word && k.text == ")") {
+      while (!from_lists.empty() && from_lists.back() >= depth) from_lists.pop_back();
+      --depth;
+      continue;
+    }
+    if (expect_relation) {
+      if (!k.word && k.text.front() != '"') return false;
+      if (!catalog_relation(k.text)) return false;  // a table, a CTE, LATERAL, a function...
+      while (i + 2 < t.size() && !t[i + 1].word && t[i + 1].text == ".") i += 2;  // pg_catalog.pg_class
+      if (i + 1 < t.size() && !t[i + 1].word && t[i + 1].text == "(") return false;  // a table function
+      expect_relation = false;
+      continue;
+    }
+    if (k.word && (k.text == "FROM" || k.text == "JOIN")) {
+      expect_relation = true;
+      if (k.text == "FROM") from_lists.push_back(depth);
+    } else if (!k.word && k.text == "," && !from_lists.empty() && from_lists.back() == depth) {
+      expect_relation = true;
+    } else if (k.word && kListEnd.count(k.text) && !from_lists.empty() && from_lists.back() == depth) {
+      from_lists.pop_back();
+    }
+  }
+  return !expect_relation;
 }
 
 SandboxVerdict CheckSandbox(std::string_view statement) {

@@ -35,6 +35,12 @@ size_t EmbeddedQueryStart(std::string_view statement);
 // text).
 size_t ErrorOffset(std::string_view message, std::string_view sql);
 
+// A statement cheap enough not to queue behind query.max_running: transaction control,
+// SET/SHOW, and SELECTs that read no relation, or only the catalog's (pg_*,
+// pg_catalog.*, information_schema.*: psql's \d, drivers' metadata calls, a pool's
+// `SELECT 1`). Anything it cannot read for sure is not light.
+bool LightStatement(std::string_view statement);
+
 // A statement the sandbox refuses before it runs, or kAllowed.
 struct SandboxVerdict {
   bool refused = false;

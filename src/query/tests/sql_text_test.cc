@@ -90,6 +90,31 @@ TEST(SqlTextTest, FindsWhereADuckDBErrorPoints) {
   EXPECT_EQ(ErrorOffset("E\n\nLINE 1: SELECT x", "SELECT x"), std::string_view::npos);
 }
 
+TEST(SqlTextTest, LightStatementsReadNoRelationOrOnlyTheCatalog) {
+  for (const char* light : {
+           "SELECT 1", "select version()", "SET application_name = 'x'", "BEGIN", "COMMIT", "SHOW search_path", "",
+           "SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+           "WHERE c.relkind IN ('r','p') ORDER BY 1, 2",
+           "SELECT a.attname, (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t WHERE c.oid = "
+           "a.attcollation) FROM pg_catalog.pg_attribute a WHERE a.attrelid = '16384'",
+           "SELECT * FROM information_schema.tables WHERE table_schema = 'x'",
+           "SELECT n.nspname FROM pg_namespace n, \"pg_class\" c",
+           "SELECT * FROM (SELECT 1) AS t",
+       }) {
+    EXPECT_TRUE(LightStatement(light)) << light;
+  }
+  for (const char* heavy : {
+           "SELECT * FROM lake.db.events", "SELECT count(*) FROM range(1000000000)",
+           "SELECT * FROM pg_class, events", "SELECT * FROM pg_class c JOIN events e ON true",
+           "SELECT (SELECT count(*) FROM t) AS n", "WITH x AS (SELECT 1) SELECT * FROM x",
+           "SELECT * FROM read_parquet('f.parquet')", "SELECT * FROM pg_catalog.read_parquet('f')",
+           "SELECT * FROM pg_class UNION ALL SELECT * FROM t", "SELECT extract(year FROM now())",
+           "INSERT INTO t VALUES (1)", "COPY t TO STDOUT", "SELECT * FROM", "SELECT * FROM LATERAL (SELECT 1)",
+       }) {
+    EXPECT_FALSE(LightStatement(heavy)) << heavy;
+  }
+}
+
 TEST(SqlTextTest, SandboxRefusesSettingsAttachAndExtensions) {
   for (const char* sql : {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
                           "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
