@@ -1,10 +1,13 @@
 // Fuzz target for the query server's decoders of client bytes (src/query): the startup
 // packet, every frontend message, binary parameters, COPY statements. Byte 0 picks the
 // phase: 0 the startup packet, 1 a stream of messages, 2 one binary parameter (a 4-byte
-// type OID, then its bytes), 3 a COPY statement (up to the first NUL), then a value its
-// options encode. Whatever the bytes, each decoder returns a value or an error, never
-// crashes or hangs; a decoded NUMERIC must encode again; COPY options accepted are
-// consistent and an encoded text value holds no raw line end.
+// type OID, then its bytes), 3 a statement (up to the first NUL), then a value: the
+// statement goes through the lexer's readers (COPY, light statements, the query inside
+// CREATE TABLE AS / INSERT, where a DuckDB error message, the value, points) and the COPY
+// options encode the value. Whatever the bytes, each decoder returns a value or an error,
+// never crashes or hangs; a decoded NUMERIC must encode again; COPY options accepted are
+// consistent and an encoded text value holds no raw line end; offsets stay inside the
+// statement.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
@@ -61,6 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size_t nul = in.find('\0');
       std::string_view sql = in.substr(0, nul);
       std::string_view value = nul == std::string_view::npos ? std::string_view() : in.substr(nul + 1);
+      (void)LightStatement(sql);
+      size_t query = EmbeddedQueryStart(sql);
+      if (query != std::string_view::npos && query >= sql.size()) std::abort();
+      size_t offset = ErrorOffset(value, sql);
+      if (offset != std::string_view::npos && offset > sql.size()) std::abort();
       auto copy = ParseCopyStatement(sql);
       if (!copy.ok()) {
         if (copy.status().message().size() < 7 || copy.status().message()[5] != ':') std::abort();  // a SQLSTATE

@@ -600,6 +600,9 @@ def pg_seeds(out):
         "copy_old": b"\x03COPY BINARY t (a, \"B\") TO STDOUT USING DELIMITERS '|' WITH CSV HEADER FORCE QUOTE a\0x|y",
         "copy_text": b"\x03copy t to stdout (delimiter $$;$$, null 'nil', encoding 'utf8')\0a;b\\c\td\re\n",
         "copy_bad": b"\x03COPY t TO STDOUT (FORMAT csv, DELIMITER E'\\x\0",
+        "ctas": b"\x03CREATE TEMP TABLE s AS SELECT c.relname FROM pg_catalog.pg_class c, (SELECT 1) t\0"
+                b"Binder Error: x\n\nLINE 1: ...ABLE s AS SELECT c.relname...\n                ^",
+        "insert_error": b"\x03INSERT INTO t (a) (SELECT 'e\xcc\x81', nosuch)\0E\n\nLINE 2: x\n   ^",
     }
     write_all(os.path.join(out, "pg"), seeds)
 
