@@ -171,6 +171,9 @@ void Bind(duckdb_bind_info info) {
   std::optional<int64_t> to_offset = NamedInt(info, "to_offset");
   std::optional<int64_t> from_ts = NamedTimeMs(info, "from_ts");
   std::optional<int64_t> to_ts = NamedTimeMs(info, "to_ts");
+  // An upper time bound that holds only where timestamps grow with offsets: a topic whose
+  // message.timestamp.type is LogAppendTime (the planner's, from WHERE; decision 31).
+  std::optional<int64_t> to_ts_log_append = NamedTimeMs(info, "to_ts_log_append");
   std::optional<std::set<int64_t>> partitions = NamedIntList(info, "partitions");
   std::optional<std::string> columns = NamedText(info, "columns");
   std::optional<std::string> format = NamedText(info, "format");
@@ -206,6 +209,12 @@ void Bind(duckdb_bind_info info) {
   if (partition && (*partition < 0 || *partition >= *count)) {
     return Fail(info, fmt::format("topic('{}'): partition {} does not exist (it has {})", data->topic, *partition,
                                   *count));
+  }
+  if (to_ts_log_append) {
+    // Only a bound to read less: when the type cannot be read, everything is read.
+    Result<std::string> type = (*admin)->TopicConfig(data->topic, "message.timestamp.type", options.timeout);
+    if (type.ok() && *type == "LogAppendTime") to_ts = std::min(to_ts.value_or(*to_ts_log_append), *to_ts_log_append);
+    if (to_ts) data->to_ts_ms = *to_ts;
   }
   for (int32_t p = 0; p < *count; ++p) {
     if (partition && p != *partition) continue;
@@ -399,6 +408,7 @@ Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions&
   duckdb_table_function_add_named_parameter(tf, "to_offset", bigint);
   duckdb_table_function_add_named_parameter(tf, "from_ts", tstz);
   duckdb_table_function_add_named_parameter(tf, "to_ts", tstz);
+  duckdb_table_function_add_named_parameter(tf, "to_ts_log_append", tstz);
   duckdb_logical_type bigint_list = duckdb_create_list_type(bigint);
   duckdb_table_function_add_named_parameter(tf, "partitions", bigint_list);
   duckdb_destroy_logical_type(&bigint_list);

@@ -154,6 +154,7 @@ struct TopicRef {
 
   std::optional<int64_t> from, to;  // offsets, half-open
   std::vector<Json> from_ts;        // lower time bounds (constant expressions)
+  std::vector<Json> to_ts_append;   // upper ones, exclusive, for LogAppendTime topics only
   std::optional<std::set<int64_t>> partitions;
   bool nothing = false;  // the conjuncts contradict: no row can match
 
@@ -221,11 +222,18 @@ struct TopicRef {
         UpperInclusive(*v);
       }
     } else if (col == Col::kTimestamp) {
-      // Only lower bounds: see decision 22 (upper ones are not exact on CreateTime topics).
+      // Lower bounds always; upper ones only where timestamps grow with offsets, which the
+      // function knows at bind (a LogAppendTime topic): decision 22 and 31. An upper bound
+      // goes one millisecond later (Kafka's timestamps are milliseconds; the WHERE stays).
       if (!IsTimeConstant(constant)) return;
       if (op == "COMPARE_EQUAL" || op == "COMPARE_GREATERTHANOREQUALTO" ||
           op == "COMPARE_GREATERTHAN") {
         from_ts.push_back(Cast(constant, "TIMESTAMP WITH TIME ZONE"));
+      }
+      if (op == "COMPARE_EQUAL" || op == "COMPARE_LESSTHANOREQUALTO" || op == "COMPARE_LESSTHAN") {
+        to_ts_append.push_back(
+            Function("date_add", Json::array({Cast(constant, "TIMESTAMP WITH TIME ZONE"),
+                                              Function("to_milliseconds", Json::array({BigintConstant(1)}))})));
       }
     }
   }
@@ -315,6 +323,7 @@ struct TopicRef {
     if (from) set("from_offset", "greatest", "BIGINT", {BigintConstant(*from)});
     if (to) set("to_offset", "least", "BIGINT", {BigintConstant(*to)});
     set("from_ts", "greatest", "TIMESTAMP WITH TIME ZONE", std::move(from_ts));
+    set("to_ts_log_append", "least", "TIMESTAMP WITH TIME ZONE", std::move(to_ts_append));
     if (partitions && find("partitions") == nullptr) {
       Json list = Json::array();
       for (int64_t p : *partitions) list.push_back(BigintConstant(p));

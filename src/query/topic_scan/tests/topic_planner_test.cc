@@ -88,7 +88,7 @@ TEST_F(TopicPlannerTest, GivenBoundsAreIntersectedNeverWidened) {
             "'e', from_offset => $1");
 }
 
-TEST_F(TopicPlannerTest, TimeLowerBoundsOnly) {
+TEST_F(TopicPlannerTest, TimeLowerBoundsAndUpperOnesForLogAppendTime) {
   EXPECT_EQ(
       Call(R"(SELECT * FROM topic('e') WHERE "timestamp" >= TIMESTAMPTZ '2024-05-01 12:00:00+00')"),
       "'e', from_ts := CAST(CAST('2024-05-01 12:00:00+00' AS TIMESTAMP WITH TIME ZONE) AS "
@@ -97,15 +97,19 @@ TEST_F(TopicPlannerTest, TimeLowerBoundsOnly) {
   EXPECT_EQ(
       Call(
           R"(SELECT * FROM topic('e') WHERE timestamp > '2024-05-01' AND timestamp < '2024-06-01')"),
-      "'e', from_ts := CAST('2024-05-01' AS TIMESTAMP WITH TIME ZONE)");
+      "'e', from_ts := CAST('2024-05-01' AS TIMESTAMP WITH TIME ZONE), to_ts_log_append := "
+      "date_add(CAST('2024-06-01' AS TIMESTAMP WITH TIME ZONE), to_milliseconds(1))");
   EXPECT_EQ(
       Call(
           R"(SELECT * FROM topic('e', from_ts => now() - INTERVAL 1 HOUR) WHERE timestamp >= DATE '2024-05-01')"),
       "'e', from_ts := greatest(CAST((now() - to_hours(CAST(trunc(CAST(1 AS DOUBLE)) AS BIGINT))) "
       "AS TIMESTAMP "
       "WITH TIME ZONE), CAST(CAST('2024-05-01' AS DATE) AS TIMESTAMP WITH TIME ZONE))");
-  // Upper time bounds are not pushed (CreateTime timestamps need not grow with offsets).
-  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE timestamp < TIMESTAMP '2024-05-01')"), "'e'");
+  // Upper time bounds go to to_ts_log_append, which only a LogAppendTime topic applies
+  // (CreateTime timestamps need not grow with offsets), a millisecond later.
+  EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE timestamp < TIMESTAMP '2024-05-01')"),
+            "'e', to_ts_log_append := date_add(CAST(CAST('2024-05-01' AS TIMESTAMP) AS TIMESTAMP WITH TIME ZONE), "
+            "to_milliseconds(1))");
 }
 
 TEST_F(TopicPlannerTest, PartitionsEqualAndIn) {
