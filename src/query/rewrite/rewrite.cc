@@ -1506,8 +1506,10 @@ class Planner {
   // such ref bounds the keys reading it by its rows (counted from the footers), and a key
   // that is one of its integer columns by that column's range in the footers' statistics
   // (max - min + 1, and one for NULL); the groups are at most the product over the refs.
-  // Keys are CONSISTENT (DeterminismCheck), so joins and filters can only lower it: q2's
-  // p.category is bounded by the 50,000 products, q4's customer_id by its range.
+  // Each key is a function of one row of the refs it reads (keys are CONSISTENT:
+  // DeterminismCheck), so an inner join or a filter only removes combinations; an outer
+  // join can add one NULL-extended row per ref, counted as one more row. q2's p.category
+  // is bounded by the 50,000 products, q4's customer_id by its range.
   static constexpr int64_t kMaxBoundFiles = 256;
   Result<std::optional<int64_t>> KeyBound(const Json& n, const std::vector<Json>& keys,
                                           const std::vector<Column>& key_cols) {
