@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include "base/utf8.h"
 #include "duck/data_chunk.h"
 #include "duck/database.h"
 #include "query/engine.h"
@@ -84,9 +85,7 @@ void PrintTable(const Row& names, const std::vector<Row>& rows) {
     out.emplace_back(s.substr(start));
     return out;
   };
-  auto display_width = [](std::string_view s) {  // code points, as fmt pads
-    return static_cast<size_t>(std::count_if(s.begin(), s.end(), [](char ch) { return (ch & 0xC0) != 0x80; }));
-  };
+  auto display_width = [](std::string_view s) { return CountCodePoints(s); };  // as fmt pads
   std::vector<size_t> width(names.size());
   for (size_t c = 0; c < width.size(); ++c) width[c] = display_width(*names[c]);
   for (const Row& row : rows) {

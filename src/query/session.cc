@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "base/logging.h"
+#include "base/utf8.h"
 #include "query/server_state.h"
 
 namespace sluice::query {
@@ -695,8 +696,7 @@ bool Session::SimpleQuery(std::string_view sql_in) {
       if (err && err->offset != std::string_view::npos && sql == sql_in) {
         // Postgres's position: characters from the query string's start, from 1.
         size_t end = static_cast<size_t>(piece.data() - sql.data()) + err->offset;
-        err->position = 1 + static_cast<int>(std::count_if(sql.begin(), sql.begin() + std::min(end, sql.size()),
-                                                           [](char c) { return (c & 0xC0) != 0x80; }));
+        err->position = 1 + static_cast<int>(CountCodePoints(std::string_view(sql).substr(0, end)));
       }
       if (err || !FlushIfLarge()) break;
     }
@@ -852,8 +852,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     SqlError e = FromDuck(st, type);
     size_t off = ErrorOffset(st.message(), piece);
     if (off != std::string_view::npos && piece == sql_in) {
-      e.position = 1 + static_cast<int>(std::count_if(sql_in.begin(), sql_in.begin() + std::min(off, sql_in.size()),
-                                                      [](char c) { return (c & 0xC0) != 0x80; }));
+      e.position = 1 + static_cast<int>(CountCodePoints(sql_in.substr(0, off)));
     }
     return e;
   };

@@ -159,7 +159,7 @@ done
 expect "CREATE TABLE AS and INSERT from a lake table" "$(q "CREATE TEMP TABLE staged AS SELECT id, city FROM lake.db.events WHERE city = 'oslo'; INSERT INTO staged SELECT id, city FROM lake.db.events WHERE city = 'rome' AND id < 10; SELECT count(*) FROM staged")" "755"
 # The schema name the catalog shows ("lake.db") names the table too, as tools build it.
 expect "quoted catalog schema" "$(q "SELECT count(*) FROM \"lake.db\".events WHERE city = 'oslo'")" "750"
-expect "ts type in the catalog" "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid WHERE c.relname = 'events' AND attname = 'id'")" "bigint"
+expect "a lake column's Postgres type in pg_attribute" "$(q "SELECT format_type(atttypid, atttypmod) FROM pg_attribute a JOIN pg_class c ON a.attrelid = c.oid WHERE c.relname = 'events' AND attname = 'id'")" "bigint"
 # A lake table that appears while a session is open shows in its next \dt.
 mkfifo "$tmp/live.in"
 "$psql" -X -q -A -t -h 127.0.0.1 -p "$pg_port" -U tester -d sluice <"$tmp/live.in" >"$tmp/live.out" 2>>"$tmp/psql.err" &

@@ -1391,7 +1391,7 @@ class Planner {
     // the groups fits, leave the query to DuckDB (a join with a small dimension's key, say).
     // Only a cost decision: the answer is the same either way.
     if (options_.force_parts == 0) {
-      Result<int64_t> est_groups = estimates.output;
+      int64_t est_groups = estimates.output;
       // DuckDB estimates read_parquet with an explicit schema (lake tables) at 1,000 rows a
       // file and knows no distinct counts there, so its group estimate is bounded by that
       // and says nothing; elsewhere it often overestimates (10M groups for q4's 1.5M).
@@ -1408,9 +1408,9 @@ class Planner {
       };
       // (An estimate of no rows or no groups at all, below the rows known to be there, is
       // as blind.)
-      bool estimate_blind = est_groups.ok() && options_.known_input_rows > duckdb_rows &&
-                        (duckdb_rows <= 0 || *est_groups <= 0 || *est_groups * 10 >= duckdb_rows);
-      if (estimate_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
+      bool estimate_blind = options_.known_input_rows > duckdb_rows &&
+                            (duckdb_rows <= 0 || est_groups <= 0 || est_groups * 10 >= duckdb_rows);
+      if (estimate_blind || !fits_whole(est_groups)) {
         // A failed footer read only means no bound; an interrupt is the user's.
         Result<std::optional<int64_t>> bound = KeyBound(n, keys, key_cols);
         if (!bound.ok()) {
@@ -1423,7 +1423,7 @@ class Planner {
         }
         key_bound = *bound;
       }
-      if (estimate_blind || !est_groups.ok() || !fits_whole(*est_groups)) {
+      if (estimate_blind || !fits_whole(est_groups)) {
         constexpr int64_t kProbeRows = 1'000'000;
         ASSIGN_OR_RETURN(auto probe,
                          Ask(conn_,
@@ -1440,12 +1440,12 @@ class Planner {
           double total = static_cast<double>(est_rows);
           double estimate = n <= 0 || n >= total ? distinct : std::sqrt(total / n) * once + (distinct - once);
           est_groups = static_cast<int64_t>(std::min(estimate, std::max(total, distinct)));
-          probe_groups = *est_groups;
+          probe_groups = est_groups;
         }
       }
-      if (est_groups.ok() && fits_whole(*est_groups)) {
+      if (fits_whole(est_groups)) {
         return NotApplicable("{} {} groups: they fit in memory",
-                             probed ? "a probe of the first rows gives" : "DuckDB estimates", *est_groups);
+                             probed ? "a probe of the first rows gives" : "DuckDB estimates", est_groups);
       }
     }
     // The groups: the footers' upper bound when the probe's estimate is close below it
