@@ -645,7 +645,14 @@ void PartitionLog::MaybeScheduleLocked() {
     options_.executor->Submit([this] { RunIoJob(); });
   }
   if (sync_running_ || unsynced_bytes_ == 0) return;
-  bool due = options_.flush_policy == FlushPolicy::kDurable || sync_due_ ||
+  // An append waiting for durability (acks=all) whose bytes are written starts a sync at
+  // once under either policy: the group commit then covers every such append written by
+  // the time it starts, and the ones written while it runs share the next. Waiting for
+  // flush.ms instead held each acks=all produce request up to 100 ms (ten requests a
+  // second per connection, whatever their size).
+  bool durable_waiting =
+      !durable_waiters_.empty() && durable_waiters_.front().last_offset < written_end_;
+  bool due = options_.flush_policy == FlushPolicy::kDurable || sync_due_ || durable_waiting ||
              flush_target_ > durable_end_ || unsynced_bytes_ >= options_.flush_bytes ||
              MonotonicNanos() - last_sync_ns_ >= options_.flush_ms * 1'000'000;
   if (due) {

@@ -291,8 +291,51 @@ TEST_F(LogTest, IntervalPolicySyncsWithoutBeingAsked) {
   d.on_ack = [&](const Status&, const AppendInfo&) { durable.set_value(); };
   ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(d)).ok());
   written.get_future().wait();
-  durable.get_future().wait();  // by the flush.ms timer: nobody called Flush()
+  durable.get_future().wait();  // nobody called Flush()
   EXPECT_EQ(log->durable_end_offset(), 8);
+}
+
+TEST_F(LogTest, IntervalPolicySyncsWrittenAppendsByTheTimer) {
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 20;
+  auto log = OpenLog();
+  std::promise<void> written;
+  AppendOptions w;
+  w.ack = AckLevel::kWritten;
+  w.on_ack = [&](const Status&, const AppendInfo&) { written.set_value(); };
+  ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(w)).ok());
+  written.get_future().wait();
+  // No append waits for durability and nobody calls Flush(): only the flush.ms timer
+  // syncs. A missing timer hangs until the test timeout.
+  while (log->sync_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(log->durable_end_offset(), 4);
+}
+
+// acks=all under the interval policy: a durable append starts a sync as soon as it is
+// written, not at the next flush.ms (an hour here), and one sync covers the appends
+// written by then.
+TEST_F(LogTest, IntervalPolicyDurableAppendStartsAGroupCommitAtOnce) {
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 3'600'000;
+  auto log = OpenLog();
+  constexpr int kAppends = 20;
+  std::vector<std::promise<Status>> acks(kAppends);
+  for (int i = 0; i < kAppends; ++i) {
+    AppendOptions d;
+    d.ack = AckLevel::kDurable;
+    d.on_ack = [&acks, i](const Status& st, const AppendInfo&) { acks[i].set_value(st); };
+    ASSERT_TRUE(log->Append(MakeBatch(4, 10, 1000, 1), std::move(d)).ok());
+  }
+  // Waiting for an hour's timer would fail this wait (it gives up after a minute).
+  for (auto& a : acks) {
+    auto f = a.get_future();
+    ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+    EXPECT_TRUE(f.get().ok());
+  }
+  EXPECT_EQ(log->durable_end_offset(), 4 * kAppends);
+  // Never more than one sync per append (how many share one depends on timing).
+  EXPECT_LE(log->sync_count(), static_cast<uint64_t>(kAppends));
+  EXPECT_GE(log->sync_count(), 1u);
 }
 
 TEST_F(LogTest, IntervalPolicySyncsAfterFlushBytes) {
