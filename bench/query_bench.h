@@ -28,7 +28,8 @@ struct QueryBenchOptions {
   // reused; empty: $XDG_CACHE_HOME/sluice/bench-query, else /tmp/sluice-bench-query.
   std::string data_dir;
   std::vector<std::string> queries = {"q1", "q2", "q3", "q4"};
-  std::vector<std::string> engines = {"duckdb", "polars"};
+  // Every engine by default: the comparison is sluice's engines beside DuckDB and Polars.
+  std::vector<std::string> engines = {"duckdb", "polars", "sluice-iceberg", "sluice-parquet"};
   int threads = 2;
   // Memory settings, each run in turn: "3GB", "1GB", "512MiB" (KB/MB/GB are powers of
   // 1000 and KiB/MiB/GiB of 1024, as DuckDB reads them).
