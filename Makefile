@@ -20,8 +20,9 @@ build:
 # sample events produced with kcat, two SQL pipelines (Parquet files through the
 # sqlcommand sink, and the console), the result queried and checked, SIGTERM for all.
 # `sluice demo` alone is the broker's demo (produce and consume with librdkafka).
+# It builds only the `sluice` binary (no tests, fuzz targets or benchmarks' helpers).
 demo: configure
-	@$(MAKE) --no-print-directory build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target sluice
 	@SLUICE=$(BUILD_DIR)/sluice scripts/demo.sh
 
 test: configure
