@@ -33,29 +33,25 @@ Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port) {
   return Status::OK();
 }
 
+const std::vector<std::string_view>& ServeConfigKeys() {
+  static const std::vector<std::string> kOwned = [] {
+    std::vector<std::string> keys = {
+        "kafka.addr", "kafka.advertised_addr", "kafka.max_request_bytes", "data_dir", "shards",
+        "storage.flush.policy", "storage.flush.ms", "storage.max_open_files", "storage.io_threads",
+        "storage.retention_check_interval", "topics.auto_create", "topics.num_partitions",
+        "groups.initial_rebalance_delay", "groups.min_session_timeout",
+        "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
+        "sasl.users", "sasl.scram_iterations"};
+    for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
+    return keys;
+  }();
+  static const std::vector<std::string_view> kViews(kOwned.begin(), kOwned.end());
+  return kViews;
+}
+
 Result<ServeConfig> ServeConfigFrom(const Config& config) {
   static const std::vector<std::string> kTopicNames = TopicConfig::Names();
-  std::vector<std::string> known = {
-      "kafka.addr", "kafka.advertised_addr", "kafka.max_request_bytes", "data_dir", "shards",
-      "storage.flush.policy", "storage.flush.ms", "storage.max_open_files", "storage.io_threads",
-      "storage.retention_check_interval", "topics.auto_create", "topics.num_partitions",
-      // Read by the group coordinator and SASL wiring (serve.cc).
-      "groups.initial_rebalance_delay", "groups.min_session_timeout",
-      "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
-      "sasl.users", "sasl.scram_iterations",
-      // Read by `sluice serve` itself (src/cli/main.cc): the HTTP port and the REST catalog.
-      "http.addr", "warehouse",
-      // Read by the query server (src/query/server.cc, QueryServerConfigFrom).
-      "query.pg_addr", "query.memory_limit", "query.threads", "query.allowed_directories",
-      "query.max_connections", "query.max_message_bytes", "query.timeout_seconds", "query.users",
-      "query.auth", "query.scram_iterations", "query.temp_directory", "query.max_running",
-      "query.queue_timeout_seconds", "query.rss_limit"};
-  for (const std::string& n : kTopicNames) known.push_back("topics.defaults." + n);
-  std::vector<std::string_view> views(known.begin(), known.end());
-  RETURN_IF_ERROR(config.CheckKnown(views));
-
   ServeConfig out;
-  out.raw = config;
   ASSIGN_OR_RETURN(std::string addr, config.GetString("kafka.addr", "127.0.0.1:9092"));
   if (Status st = ParseHostPort(addr, &out.server.host, &out.server.port); !st.ok()) {
     return InvalidArgumentError("kafka.addr (set in {}): {}", config.Origin("kafka.addr"),

@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "app/serve.h"
 #include "base/crc32c.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
@@ -184,12 +185,9 @@ struct ServeFlags {
   std::string pg_addr;
 };
 
-// The HTTP port when neither --http-addr nor http.addr says otherwise.
-constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
-
-// Runs the broker until SIGTERM or SIGINT. The signals are blocked in every thread (the
-// shard threads inherit the mask) and read from a signalfd here, so no work happens in
-// a signal handler.
+// Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT. The signals are blocked
+// in every thread (the threads started later inherit the mask) and read from a signalfd
+// here, so no work happens in a signal handler.
 int RunServe(const ServeFlags& f) {
   sluice::Config config;
   if (!f.config_file.empty()) {
@@ -209,41 +207,6 @@ int RunServe(const ServeFlags& f) {
   if (!f.http_addr.empty()) config.Set("http.addr", f.http_addr, "--http-addr");
   if (!f.warehouse.empty()) config.Set("warehouse", f.warehouse, "--warehouse");
   if (!f.pg_addr.empty()) config.Set("query.pg_addr", f.pg_addr, "--pg-addr");
-  auto serve_config = sluice::broker::ServeConfigFrom(config);
-  if (!serve_config.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", serve_config.status().message().c_str());
-    return 2;
-  }
-
-  // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
-  // default; "off" turns it off.
-  auto http_addr = config.GetString("http.addr", kDefaultHttpAddr);
-  auto warehouse = config.GetString("warehouse", "");
-  if (!http_addr.ok() || !warehouse.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n",
-                 (!http_addr.ok() ? http_addr.status() : warehouse.status()).message().c_str());
-    return 2;
-  }
-  if (*http_addr == "off" && !warehouse->empty()) {
-    std::fprintf(stderr, "sluice serve: warehouse (set in %s) needs the HTTP port, but http.addr is off\n",
-                 config.Origin("warehouse").c_str());
-    return 2;
-  }
-  std::unique_ptr<sluice::lake::RestCatalog> catalog;
-  if (!warehouse->empty()) {
-    auto opened = sluice::lake::RestCatalog::Open({.warehouse = *warehouse});
-    if (!opened.ok()) {
-      std::fprintf(stderr, "sluice serve: warehouse (set in %s): %s\n", config.Origin("warehouse").c_str(),
-                   opened.status().message().c_str());
-      return 2;
-    }
-    catalog = std::move(opened).value();
-  }
-  auto query_config = sluice::query::QueryServerConfigFrom(config);
-  if (!query_config.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", query_config.status().message().c_str());
-    return 2;
-  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -258,95 +221,21 @@ int RunServe(const ServeFlags& f) {
     std::fprintf(stderr, "sluice serve: signalfd: %s\n", std::strerror(errno));
     return 1;
   }
-  // The pipeline files are read and checked before the broker listens. They may name
-  // this broker as {{ SLUICE_KAFKA_ADDR }} (unless the environment already sets it; not
-  // with port 0, which is known only once listening).
-  std::unique_ptr<sluice::cli::PipelineSet> pipelines;
-  if (!f.pipelines_dir.empty()) {
-    const auto& server = serve_config->server;
-    if (server.port != 0) {
-      ::setenv("SLUICE_KAFKA_ADDR", fmt::format("{}:{}", server.host, server.port).c_str(), 0);
-    }
-    int64_t budget = f.pipelines_budget_mib > 0 ? f.pipelines_budget_mib << 20
-                                                : sluice::cli::DefaultPipelineMemoryBudget();
-    auto loaded = sluice::cli::PipelineSet::Load(f.pipelines_dir, budget);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", loaded.status().message().c_str());
-      ::close(sfd);
-      return 2;
-    }
-    pipelines = std::move(loaded).value();
-  }
-  auto service = sluice::broker::KafkaService::Start(*serve_config);
-  if (!service.ok()) {
-    std::fprintf(stderr, "sluice serve: %s\n", service.status().ToString().c_str());
+  sluice::app::ServeOptions options;
+  options.pipelines_dir = f.pipelines_dir;
+  options.pipelines_memory_budget_bytes = f.pipelines_budget_mib << 20;
+  options.on_banner = [](const std::string& line) {
+    fmt::print("sluice: {}\n", line);
+    std::fflush(stdout);
+  };
+  auto process = sluice::app::ServeProcess::Start(config, options);
+  if (!process.ok()) {
+    // A setting is exit status 2; anything else that failed while starting, 1.
+    const bool setting = process.status().code() == sluice::StatusCode::kInvalidArgument;
+    std::fprintf(stderr, "sluice serve: %s\n",
+                 (setting ? process.status().message() : process.status().ToString()).c_str());
     ::close(sfd);
-    return 1;
-  }
-  const auto& sc = *serve_config;
-  fmt::print("sluice: serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})\n",
-             sc.server.host, (*service)->port(), (*service)->broker().cluster_id(),
-             sc.broker.data_dir, (*service)->shard_count(), sc.broker.sasl.enabled ? ", SASL" : "");
-  std::fflush(stdout);
-  if (pipelines) {
-    if (sluice::Status st = pipelines->Start(); !st.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", st.message().c_str());
-      pipelines.reset();
-      (void)(*service)->Stop();
-      ::close(sfd);
-      return 2;
-    }
-    fmt::print("sluice: running {} pipeline(s) from {}\n", pipelines->size(), f.pipelines_dir);
-    std::fflush(stdout);
-  }
-  std::unique_ptr<sluice::HttpServer> http;
-  if (*http_addr != "off") {
-    sluice::RegisterProcessMetrics(sluice::MetricsRegistry::Global());
-    std::vector<sluice::HttpRoute> routes;
-    if (catalog) {
-      routes.push_back({"/v1/", [c = catalog.get()](const sluice::HttpRequest& r) { return c->Handle(r); }});
-    }
-    auto started = sluice::HttpServer::Start(*http_addr, sluice::MetricsRegistry::Global(),
-                                             [p = pipelines.get()] { return p ? p->Health() : ""; },
-                                             std::move(routes));
-    if (!started.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
-      if (pipelines) pipelines->Stop();
-      (void)(*service)->Stop();
-      ::close(sfd);
-      return 2;
-    }
-    http = std::move(started).value();
-    fmt::print("sluice: metrics on http://{}:{}/metrics\n", http->host(), http->port());
-    if (catalog) {
-      fmt::print("sluice: Iceberg REST catalog on http://{}:{}/v1 (warehouse {})\n", http->host(), http->port(),
-                 catalog->warehouse());
-    }
-    std::fflush(stdout);
-  }
-  // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
-  std::unique_ptr<sluice::query::QueryServer> query_server;
-  std::unique_ptr<sluice::query::QueryEngine> query_engine;
-  if (query_config->enabled) {
-    // topic() reads from this broker (not under SASL: it has no credentials of its own).
-    query_engine = std::make_unique<sluice::query::QueryEngine>(sluice::query::QueryEngineOptions{
-        .warehouse = *warehouse,
-        .kafka_bootstrap = sc.broker.sasl.enabled ? std::string() : fmt::format("{}:{}", sc.server.host, (*service)->port()),
-        .memory_limit_bytes = query_config->options.memory_limit_bytes,
-        .threads = query_config->options.threads});
-    query_engine->Install(&query_config->options);
-    auto started = sluice::query::QueryServer::Start(std::move(query_config->options));
-    if (!started.ok()) {
-      std::fprintf(stderr, "sluice serve: %s\n", started.status().message().c_str());
-      if (http) http->Stop();
-      if (pipelines) pipelines->Stop();
-      (void)(*service)->Stop();
-      ::close(sfd);
-      return 2;
-    }
-    query_server = std::move(started).value();
-    fmt::print("sluice: Postgres wire protocol on {}:{}\n", query_server->host(), query_server->port());
-    std::fflush(stdout);
+    return setting ? 2 : 1;
   }
 
   signalfd_siginfo info{};
@@ -358,12 +247,7 @@ int RunServe(const ServeFlags& f) {
   fmt::print("sluice: {}, stopping\n",
              n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");
   std::fflush(stdout);
-  // The query server's sessions end first (their running queries are interrupted).
-  if (query_server) query_server->Stop();
-  // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
-  if (pipelines) pipelines->Stop();
-  if (http) http->Stop();
-  if (sluice::Status st = (*service)->Stop(); !st.ok()) {
+  if (sluice::Status st = (*process)->Stop(); !st.ok()) {
     std::fprintf(stderr, "sluice serve: closing logs: %s\n", st.ToString().c_str());
     return 1;
   }
@@ -432,7 +316,7 @@ int main(int argc, char** argv) {
   auto* pipeline_run = pipeline_cmd->add_subcommand("run", "run one pipeline in the foreground until SIGTERM or SIGINT");
   pipeline_run->add_option("file", run_flags.file, "pipeline file")->required();
   pipeline_run->add_option("--http-addr", run_flags.http_addr,
-                           "HOST:PORT of the HTTP port: /metrics and /healthz (default: none)");
+                           "HOST:PORT of the HTTP port: /metrics and /healthz (default and off: none)");
   pipeline_run->add_flag("!--no-progress", run_flags.progress, "no progress line on the terminal");
   std::string validate_file;
   auto* pipeline_validate = pipeline_cmd->add_subcommand("validate", "check a pipeline file without running it");

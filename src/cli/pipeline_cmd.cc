@@ -18,6 +18,7 @@
 #include "base/http_server.h"
 #include "base/metrics.h"
 #include "pipeline/pipeline_config.h"
+#include "pipeline/runner.h"
 
 namespace sluice::cli {
 namespace {
@@ -55,12 +56,6 @@ class SignalWaiter {
 };
 
 }  // namespace
-
-int64_t DefaultPipelineMemoryBudget() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
-}
 
 int RunPipelineValidate(const std::string& file) {
   auto config = LoadFile(file);
@@ -166,7 +161,7 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     if (stop_requested) r->Stop();
   }
   std::unique_ptr<HttpServer> http;
-  if (!flags.http_addr.empty()) {
+  if (!flags.http_addr.empty() && flags.http_addr != "off") {
     auto started = HttpServer::Start(flags.http_addr, metrics, [r] { return r->Health(); });
     if (!started.ok()) {
       std::fprintf(stderr, "sluice pipeline run: %s\n", started.status().message().c_str());
@@ -188,105 +183,6 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
              r->name(), r->stats().messages_in.load(), r->stats().rows_out.load(),
              r->stats().errors.load());
   return 0;
-}
-
-struct PipelineSet::Running {
-  std::string file;
-  std::unique_ptr<pipeline::PipelineRunner> runner;
-  std::thread thread;
-  mutable std::mutex mu;
-  Status result;  // guarded by mu
-  bool done = false;  // guarded by mu
-};
-
-Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
-                                                       int64_t memory_budget_bytes) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return InvalidArgumentError("--pipelines: {} is not a directory", dir);
-  std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    std::string ext = entry.path().extension().string();
-    if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml")) files.push_back(entry.path().string());
-  }
-  if (ec) return IOError("--pipelines: cannot list {}: {}", dir, ec.message());
-  std::sort(files.begin(), files.end());
-  std::vector<pipeline::PipelineConfig> configs;
-  std::vector<std::string> errors;
-  int64_t total = 0;
-  std::map<std::string, std::string> names;
-  for (const std::string& f : files) {
-    auto c = LoadFile(f);
-    if (!c.ok()) {
-      errors.push_back(c.status().message());
-      continue;
-    }
-    if (c->name.empty()) c->name = fs::path(f).stem().string();
-    if (auto [it, fresh] = names.emplace(c->name, f); !fresh) {
-      errors.push_back(fmt::format("{}: pipeline name '{}' is also used by {}", f, c->name, it->second));
-    }
-    total += c->duckdb.memory_limit_bytes;
-    configs.push_back(std::move(*c));
-  }
-  if (total > memory_budget_bytes) {
-    errors.push_back(fmt::format(
-        "--pipelines: the pipelines' duckdb.memory_limit add up to {} MiB, over the budget of {} MiB "
-        "(--pipelines-memory-budget)", total >> 20, memory_budget_bytes >> 20));
-  }
-  if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
-  std::unique_ptr<PipelineSet> set(new PipelineSet());
-  set->files_ = std::move(files);
-  set->configs_ = std::move(configs);
-  return set;
-}
-
-Status PipelineSet::Start() {
-  for (size_t i = 0; i < configs_.size(); ++i) {
-    auto running = std::make_unique<Running>();
-    running->file = files_[i];
-    pipeline::RunnerOptions options;
-    options.metrics = &MetricsRegistry::Global();
-    auto runner = pipeline::PipelineRunner::Create(std::move(configs_[i]), options);
-    if (!runner.ok()) return runner.status().WithContext(files_[i]);
-    running->runner = std::move(runner).value();
-    runners_.push_back(std::move(running));
-  }
-  configs_.clear();
-  files_.clear();
-  for (auto& r : runners_) {
-    if (r->thread.joinable()) continue;
-    Running* raw = r.get();
-    raw->thread = std::thread([raw] {
-      Status st = raw->runner->Run();
-      std::lock_guard<std::mutex> lock(raw->mu);
-      raw->result = st;
-      raw->done = true;
-    });
-  }
-  return Status::OK();
-}
-
-void PipelineSet::Stop() {
-  for (auto& r : runners_) r->runner->Stop();
-  for (auto& r : runners_) {
-    if (r->thread.joinable()) r->thread.join();
-  }
-}
-
-PipelineSet::~PipelineSet() { Stop(); }
-
-std::string PipelineSet::Health() const {
-  std::string out;
-  for (const auto& r : runners_) {
-    std::lock_guard<std::mutex> lock(r->mu);
-    std::string problem;
-    if (r->done && !r->result.ok()) {
-      problem = fmt::format("pipeline {} ({}) stopped: {}", r->runner->name(), r->file, r->result.message());
-    } else {
-      problem = r->runner->Health();
-    }
-    if (!problem.empty()) out += (out.empty() ? "" : "\n") + problem;
-  }
-  return out;
 }
 
 }  // namespace sluice::cli

@@ -517,15 +517,16 @@ class PipelineTest : public ::testing::Test {
   }
 
   // Writes the pipeline file and starts `sluice pipeline run` on it.
-  Child* StartPipeline(const PipelineSpec& spec, const std::string& label = "") {
+  Child* StartPipeline(const PipelineSpec& spec, const std::string& label = "",
+                       const std::vector<std::string>& extra_args = {}) {
     std::string name = label.empty() ? spec.name : label;
     fs::path file = dir_ / (name + ".yml");
     WriteFile(file, Render(spec, bootstrap()));
     auto& slot = children_[name];
     if (!slot) {
-      slot = std::make_unique<Child>(
-          std::vector<std::string>{binary_, "pipeline", "run", file.string(), "--no-progress"},
-          dir_ / (name + ".out"), dir_ / (name + ".err"));
+      std::vector<std::string> args{binary_, "pipeline", "run", file.string(), "--no-progress"};
+      args.insert(args.end(), extra_args.begin(), extra_args.end());
+      slot = std::make_unique<Child>(args, dir_ / (name + ".out"), dir_ / (name + ".err"));
     }
     std::string error = slot->Start();
     EXPECT_EQ(error, "");
@@ -1059,6 +1060,25 @@ TEST_F(PipelineTest, IdleTopicFlushesAPartialBatchOnTheInterval) {
   EXPECT_TRUE(run->Running());
   EXPECT_EQ(run->Terminate(), 0);
   EXPECT_EQ(Keys(ParseHeld(run->Out()).ids), Range(0, 3));
+}
+
+// `--http-addr off` means no HTTP port, as it does for `sluice serve`.
+TEST_F(PipelineTest, RunTakesHttpAddrOff) {
+  const std::string topic = Name("in");
+  CreateTopic(topic, 1);
+  PipelineSpec spec;
+  spec.name = "http-off";
+  spec.group = Name("group");
+  spec.topics = {topic};
+  spec.handler = "handlers.InferredMemBatch";
+  spec.sql = kWhereSql;
+  spec.batch_size = 100000;
+  Child* run = StartPipeline(spec, "", {"--http-addr", "off"});
+  Produce(topic, Jsons(MakeEvents(0, 3)), 1);
+  EXPECT_TRUE(WaitFor([&] { return ParseHeld(run->Out()).rows == 3; }, 60s)) << run->Err();
+  EXPECT_TRUE(run->Running()) << run->Err();
+  EXPECT_EQ(run->Terminate(), 0) << run->Err();
+  EXPECT_EQ(run->Err().find("metrics on http"), std::string::npos) << run->Err();
 }
 
 // ---------------------------------------------------------------------------------------

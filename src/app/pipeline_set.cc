@@ -1,0 +1,426 @@
+// PipelineSet: the pipelines of a folder, loaded, started, stopped and reloaded inside one
+// memory budget.
+#include "app/pipeline_set.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "pipeline/pipeline_config.h"
+#include "pipeline/runner.h"
+
+namespace sluice::app {
+
+namespace fs = std::filesystem;
+
+// A file read and checked, not yet running.
+struct PipelineSet::Loaded {
+  std::string file;
+  std::string text;  // the file's bytes: a reload restarts the pipeline when they change
+  pipeline::PipelineConfig config;
+};
+
+// One pipeline. `runner` and `thread` are set by Launch and cleared by Halt, both under
+// the set's manage_mu_; `result` and `done` are written by the pipeline's thread.
+struct PipelineSet::Entry {
+  std::string name;
+  std::string file;
+  std::string text;
+  int64_t memory = 0;
+  std::optional<pipeline::PipelineConfig> config;  // until launched
+  std::unique_ptr<pipeline::PipelineRunner> runner;
+  std::thread thread;
+  mutable std::mutex mu;
+  Status result;      // guarded by mu: why Run returned
+  bool done = false;  // guarded by mu
+};
+
+int64_t DefaultPipelineMemoryBudget() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page / 2 : int64_t{4} << 30;
+}
+
+PipelineSet::PipelineSet(std::string dir, int64_t budget, MetricsRegistry* metrics)
+    : dir_(std::move(dir)),
+      budget_(budget),
+      metrics_(metrics != nullptr ? metrics : &MetricsRegistry::Global()) {}
+
+PipelineSet::~PipelineSet() { Stop(); }
+
+Result<std::vector<std::string>> PipelineSet::ListFiles() const {
+  std::error_code ec;
+  if (!fs::is_directory(dir_, ec)) {
+    return InvalidArgumentError("--pipelines: {} is not a directory", dir_);
+  }
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+    std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml")) {
+      files.push_back(entry.path().string());
+    }
+  }
+  if (ec) return IOError("--pipelines: cannot list {}: {}", dir_, ec.message());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+Result<PipelineSet::Loaded> PipelineSet::LoadOne(const std::string& file) const {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  ASSIGN_OR_RETURN(pipeline::PipelineConfig config,
+                   pipeline::LoadPipelineFile(file, pipeline::ProcessEnv()));
+  if (config.name.empty()) config.name = fs::path(file).stem().string();
+  return Loaded{file, text.str(), std::move(config)};
+}
+
+Status PipelineSet::CheckBudget(int64_t total) const {
+  if (total <= budget_) return Status::OK();
+  return InvalidArgumentError(
+      "--pipelines: the pipelines' duckdb.memory_limit add up to {} MiB, over the budget of {} "
+      "MiB (--pipelines-memory-budget)",
+      total >> 20, budget_ >> 20);
+}
+
+Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
+                                                       int64_t memory_budget_bytes,
+                                                       MetricsRegistry* metrics) {
+  std::unique_ptr<PipelineSet> set(new PipelineSet(dir, memory_budget_bytes, metrics));
+  ASSIGN_OR_RETURN(std::vector<std::string> files, set->ListFiles());
+  std::vector<std::string> errors;
+  int64_t total = 0;
+  for (const std::string& f : files) {
+    auto loaded = set->LoadOne(f);
+    if (!loaded.ok()) {
+      errors.push_back(loaded.status().message());
+      continue;
+    }
+    auto e = std::make_unique<Entry>();
+    e->name = loaded->config.name;
+    e->file = f;
+    e->text = std::move(loaded->text);
+    e->memory = loaded->config.duckdb.memory_limit_bytes;
+    e->config = std::move(loaded->config);
+    total += e->memory;
+    auto [it, fresh] = set->entries_.try_emplace(e->name, nullptr);
+    if (!fresh) {
+      errors.push_back(fmt::format("{}: pipeline name '{}' is also used by {}", f, e->name,
+                                   it->second->file));
+      continue;
+    }
+    it->second = std::move(e);
+  }
+  if (Status st = set->CheckBudget(total); !st.ok()) errors.push_back(st.message());
+  if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
+  return set;
+}
+
+Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) const {
+  pipeline::RunnerOptions options;
+  options.metrics = metrics_;
+  auto runner = pipeline::PipelineRunner::Create(std::move(*e.config), options);
+  if (!runner.ok()) return runner.status().WithContext(e.file);
+  return runner;
+}
+
+void PipelineSet::Begin(Entry& e, std::unique_ptr<pipeline::PipelineRunner> runner) {
+  std::lock_guard lock(mu_);  // Health() and List() read runner and thread
+  e.config.reset();
+  e.runner = std::move(runner);
+  Entry* raw = &e;
+  e.thread = std::thread([raw] {
+    Status st = raw->runner->Run();
+    std::lock_guard entry_lock(raw->mu);
+    raw->result = st;
+    raw->done = true;
+  });
+}
+
+Status PipelineSet::Launch(Entry& e) {
+  auto runner = Create(e);
+  if (!runner.ok()) {
+    std::lock_guard lock(e.mu);
+    e.config.reset();
+    e.result = runner.status();
+    e.done = true;
+    return e.result;
+  }
+  Begin(e, std::move(runner).value());
+  return Status::OK();
+}
+
+// Stops every runner first, so they finish their batches side by side, then waits and
+// destroys them: a runner's destructor removes the metrics labelled with its pipeline's
+// name, which a restarted pipeline of that name registers again.
+void PipelineSet::Halt(std::vector<std::unique_ptr<Entry>>& entries) {
+  for (auto& e : entries) {
+    if (e->runner) e->runner->Stop();
+  }
+  for (auto& e : entries) {
+    if (e->thread.joinable()) e->thread.join();
+  }
+  entries.clear();
+}
+
+Status PipelineSet::Start() {
+  std::lock_guard manage(manage_mu_);
+  std::vector<Entry*> loaded;
+  {
+    std::lock_guard lock(mu_);
+    started_ = true;
+    for (auto& [name, e] : entries_) {
+      if (e->config) loaded.push_back(e.get());
+    }
+  }
+  // Every runner is created before any thread starts: a pipeline that cannot open its
+  // database or sinks stops `serve` with nothing half-running.
+  std::vector<std::unique_ptr<pipeline::PipelineRunner>> runners;
+  for (Entry* e : loaded) {
+    ASSIGN_OR_RETURN(auto runner, Create(*e));
+    runners.push_back(std::move(runner));
+  }
+  for (size_t i = 0; i < loaded.size(); ++i) Begin(*loaded[i], std::move(runners[i]));
+  return Status::OK();
+}
+
+void PipelineSet::Stop() {
+  std::lock_guard manage(manage_mu_);
+  std::vector<Entry*> all;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, e] : entries_) all.push_back(e.get());
+  }
+  for (Entry* e : all) {
+    if (e->runner) e->runner->Stop();
+  }
+  for (Entry* e : all) {
+    if (e->thread.joinable()) e->thread.join();
+  }
+}
+
+Status PipelineSet::Add(const std::string& file) {
+  std::lock_guard manage(manage_mu_);
+  ASSIGN_OR_RETURN(Loaded loaded, LoadOne(file));
+  auto e = std::make_unique<Entry>();
+  e->name = loaded.config.name;
+  e->file = file;
+  e->text = std::move(loaded.text);
+  e->memory = loaded.config.duckdb.memory_limit_bytes;
+  e->config = std::move(loaded.config);
+  Entry* raw = e.get();
+  bool started;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(e->name); it != entries_.end()) {
+      return AlreadyExistsError("{}: pipeline name '{}' is also used by {}", file, e->name,
+                                it->second->file);
+    }
+    int64_t total = e->memory;
+    for (const auto& [name, other] : entries_) total += other->memory;
+    RETURN_IF_ERROR(CheckBudget(total));
+    entries_.emplace(e->name, std::move(e));
+    started = started_;
+  }
+  return started ? Launch(*raw) : Status::OK();
+}
+
+Status PipelineSet::Remove(const std::string& name) {
+  std::lock_guard manage(manage_mu_);
+  std::vector<std::unique_ptr<Entry>> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
+    gone.push_back(std::move(it->second));
+    entries_.erase(it);
+  }
+  Halt(gone);
+  return Status::OK();
+}
+
+Status PipelineSet::Restart(const std::string& name) {
+  std::lock_guard manage(manage_mu_);
+  Entry* old;
+  bool started;
+  int64_t others = 0;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
+    old = it->second.get();
+    started = started_;
+    for (const auto& [n, e] : entries_) {
+      if (n != name) others += e->memory;
+    }
+  }
+  ASSIGN_OR_RETURN(Loaded loaded, LoadOne(old->file));
+  if (loaded.config.name != name) {
+    return InvalidArgumentError("{}: the file now names pipeline '{}', not '{}' (use Reload)",
+                                old->file, loaded.config.name, name);
+  }
+  RETURN_IF_ERROR(CheckBudget(others + loaded.config.duckdb.memory_limit_bytes));
+  auto fresh = std::make_unique<Entry>();
+  fresh->name = name;
+  fresh->file = old->file;
+  fresh->text = std::move(loaded.text);
+  fresh->memory = loaded.config.duckdb.memory_limit_bytes;
+  fresh->config = std::move(loaded.config);
+  std::vector<std::unique_ptr<Entry>> gone;
+  Entry* raw = fresh.get();
+  {
+    std::lock_guard lock(mu_);
+    gone.push_back(std::move(entries_[name]));
+    entries_[name] = std::move(fresh);
+  }
+  // The old runner finishes and commits its batch before the new one opens the same
+  // group and state.
+  Halt(gone);
+  return started ? Launch(*raw) : Status::OK();
+}
+
+Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
+  std::lock_guard manage(manage_mu_);
+  ASSIGN_OR_RETURN(std::vector<std::string> files, ListFiles());
+  std::map<std::string, const Entry*> by_file;
+  std::map<std::string, int64_t> memory;  // by name, after the reload
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : entries_) {
+      by_file[e->file] = e.get();
+      memory[name] = e->memory;
+    }
+  }
+  ReloadResult result;
+  std::vector<Loaded> incoming;  // new and changed files
+  std::vector<std::string> errors;
+  std::set<std::string> present(files.begin(), files.end());
+  for (const auto& [file, e] : by_file) {
+    if (!present.count(file)) {
+      result.removed.push_back(e->name);
+      memory.erase(e->name);
+    }
+  }
+  for (const std::string& f : files) {
+    auto known = by_file.find(f);
+    if (known != by_file.end()) {
+      std::ifstream in(f, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      if (text.str() == known->second->text) continue;
+    }
+    auto loaded = LoadOne(f);
+    if (!loaded.ok()) {
+      errors.push_back(loaded.status().message());
+      continue;
+    }
+    const std::string& name = loaded->config.name;
+    if (known != by_file.end() && known->second->name != name) {
+      // Renamed inside the file: the old pipeline goes, the new one comes.
+      result.removed.push_back(known->second->name);
+      memory.erase(known->second->name);
+      known = by_file.end();
+    }
+    if (known == by_file.end()) {
+      if (memory.count(name)) {
+        errors.push_back(fmt::format("{}: pipeline name '{}' is already used", f, name));
+        continue;
+      }
+      result.added.push_back(name);
+    } else {
+      result.restarted.push_back(name);
+    }
+    memory[name] = loaded->config.duckdb.memory_limit_bytes;
+    incoming.push_back(std::move(*loaded));
+  }
+  int64_t total = 0;
+  for (const auto& [name, bytes] : memory) total += bytes;
+  if (Status st = CheckBudget(total); !st.ok()) errors.push_back(st.message());
+  if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
+
+  std::vector<std::unique_ptr<Entry>> gone;
+  std::vector<Entry*> launch;
+  bool started;
+  {
+    std::lock_guard lock(mu_);
+    started = started_;
+    for (const std::string& name : result.removed) {
+      gone.push_back(std::move(entries_[name]));
+      entries_.erase(name);
+    }
+    for (Loaded& l : incoming) {
+      auto e = std::make_unique<Entry>();
+      e->name = l.config.name;
+      e->file = l.file;
+      e->text = std::move(l.text);
+      e->memory = l.config.duckdb.memory_limit_bytes;
+      e->config = std::move(l.config);
+      launch.push_back(e.get());
+      auto& slot = entries_[e->name];
+      if (slot) gone.push_back(std::move(slot));
+      slot = std::move(e);
+    }
+  }
+  Halt(gone);
+  if (started) {
+    std::vector<std::string> failed;
+    for (Entry* e : launch) {
+      if (Status st = Launch(*e); !st.ok()) failed.push_back(st.message());
+    }
+    if (!failed.empty()) return InternalError("{}", fmt::join(failed, "\n"));
+  }
+  return result;
+}
+
+std::vector<PipelineStatus> PipelineSet::List() const {
+  std::lock_guard lock(mu_);
+  std::vector<PipelineStatus> out;
+  for (const auto& [name, e] : entries_) {
+    PipelineStatus s{name, e->file, e->memory};
+    std::lock_guard entry_lock(e->mu);
+    s.running = e->thread.joinable() && !e->done;
+    if (e->done && !e->result.ok()) s.error = e->result.message();
+    if (e->runner) s.messages_in = e->runner->stats().messages_in.load();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+size_t PipelineSet::size() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+int64_t PipelineSet::memory_in_use() const {
+  std::lock_guard lock(mu_);
+  int64_t total = 0;
+  for (const auto& [name, e] : entries_) total += e->memory;
+  return total;
+}
+
+std::string PipelineSet::Health() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  for (const auto& [name, e] : entries_) {
+    std::string problem;
+    {
+      std::lock_guard entry_lock(e->mu);
+      if (e->done && !e->result.ok()) {
+        problem = fmt::format("pipeline {} ({}) stopped: {}", name, e->file, e->result.message());
+      }
+    }
+    if (problem.empty() && e->runner) problem = e->runner->Health();
+    if (!problem.empty()) out += (out.empty() ? "" : "\n") + problem;
+  }
+  return out;
+}
+
+}  // namespace sluice::app

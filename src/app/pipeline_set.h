@@ -1,0 +1,111 @@
+// PipelineSet: the pipelines of `sluice serve --pipelines DIR`, every *.yml / *.yaml file
+// of the folder, each run by its own PipelineRunner on its own thread. They are managed
+// together (Load, Start, Stop) or one by one (Add, Remove, Restart, Reload of the folder),
+// always inside one memory budget: the pipelines' DuckDB memory limits
+// (`pipeline.duckdb.memory_limit`, 256 MiB unless set) must add up to no more than it.
+// A change that would pass the budget, a file that does not load or a name used twice is
+// refused and changes nothing (docs/design/0014-composition-root.md).
+//
+// Lifecycle: Load (reads and checks every file, before the broker starts, so a bad file or
+// budget stops `serve` before it listens), Start (opens each pipeline's database and sinks,
+// then starts its thread), the management calls, Stop (each pipeline finishes and commits
+// its batch in hand). Thread-safe: management calls and Health() may come from any thread
+// (the HTTP port's); one management call runs at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/metrics.h"
+#include "base/status.h"
+
+namespace sluice::pipeline {
+class PipelineRunner;
+}
+
+namespace sluice::app {
+
+struct PipelineStatus {
+  std::string name;  // `pipeline.name`, else the file's name without its extension
+  std::string file;
+  int64_t memory_limit_bytes = 0;
+  bool running = false;  // its thread runs (false: loaded and not started, or ended)
+  std::string error;     // why it stopped, when it stopped on an error
+  uint64_t messages_in = 0;  // since it last started
+};
+
+class PipelineSet {
+ public:
+  // Every problem of every file at once, one per line. `metrics` (null: the process's
+  // registry) must outlive the set.
+  static Result<std::unique_ptr<PipelineSet>> Load(const std::string& dir,
+                                                   int64_t memory_budget_bytes,
+                                                   MetricsRegistry* metrics = nullptr);
+  ~PipelineSet();
+  PipelineSet(const PipelineSet&) = delete;
+  PipelineSet& operator=(const PipelineSet&) = delete;
+
+  // Starts every loaded pipeline; the first that cannot be created is the error (none
+  // started then).
+  Status Start();
+  // Stops every pipeline and waits for them.
+  void Stop();
+
+  // Loads `file` and starts it (once Start has run; before, it only joins the loaded set).
+  Status Add(const std::string& file);
+  // Stops pipeline `name` and forgets it.
+  Status Remove(const std::string& name);
+  // Stops pipeline `name`, reads its file again and starts it. A file that no longer
+  // loads, or that would pass the budget, leaves the running pipeline as it was.
+  Status Restart(const std::string& name);
+  // Reads the folder again: files that appeared are added, files that went away are
+  // removed, files whose text changed are restarted. All or nothing.
+  struct ReloadResult {
+    std::vector<std::string> added, removed, restarted;  // pipeline names
+  };
+  Result<ReloadResult> Reload();
+
+  std::vector<PipelineStatus> List() const;
+  size_t size() const;
+  int64_t memory_budget_bytes() const { return budget_; }
+  // The memory limits of the pipelines in the set, added up.
+  int64_t memory_in_use() const;
+  // "" when every pipeline runs; otherwise one line per pipeline that stopped on an error
+  // or reports a problem (PipelineRunner::Health).
+  std::string Health() const;
+
+ private:
+  struct Entry;
+  struct Loaded;
+  PipelineSet(std::string dir, int64_t budget, MetricsRegistry* metrics);
+
+  Result<Loaded> LoadOne(const std::string& file) const;
+  // The entry's runner from its config (its database and sinks opened).
+  Result<std::unique_ptr<pipeline::PipelineRunner>> Create(Entry& e) const;
+  // Starts the entry's thread on `runner`.
+  void Begin(Entry& e, std::unique_ptr<pipeline::PipelineRunner> runner);
+  // Create and Begin; a failure is also the entry's result (Health reports it).
+  Status Launch(Entry& e);
+  // Stops, waits for and destroys `entries` (taken out of the set).
+  static void Halt(std::vector<std::unique_ptr<Entry>>& entries);
+  // The pipeline files of the folder, sorted.
+  Result<std::vector<std::string>> ListFiles() const;
+  Status CheckBudget(int64_t total) const;
+
+  const std::string dir_;
+  const int64_t budget_;
+  MetricsRegistry* const metrics_;
+  std::mutex manage_mu_;  // one management call at a time (held across starts and stops)
+  mutable std::mutex mu_;  // guards entries_ and started_
+  std::map<std::string, std::unique_ptr<Entry>> entries_;  // by pipeline name
+  bool started_ = false;
+};
+
+// Half the machine's memory: the default budget of all pipelines' DuckDB databases.
+int64_t DefaultPipelineMemoryBudget();
+
+}  // namespace sluice::app

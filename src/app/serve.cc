@@ -1,0 +1,143 @@
+// ServeProcess: builds `sluice serve` from its Config and stops it in order.
+#include "app/serve.h"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "base/http_server.h"
+#include "base/metrics.h"
+#include "broker/serve_config.h"
+#include "broker/service.h"
+#include "lake/rest_catalog.h"
+#include "query/engine.h"
+#include "query/server.h"
+
+namespace sluice::app {
+namespace {
+
+// The HTTP port when http.addr (--http-addr) does not say otherwise.
+constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
+
+// The keys this root reads itself.
+constexpr std::string_view kOwnKeys[] = {"http.addr", "warehouse"};
+
+}  // namespace
+
+std::vector<std::string_view> ServeConfigKeys() {
+  std::vector<std::string_view> keys(std::begin(kOwnKeys), std::end(kOwnKeys));
+  for (std::string_view k : broker::ServeConfigKeys()) keys.push_back(k);
+  for (std::string_view k : query::QueryConfigKeys()) keys.push_back(k);
+  return keys;
+}
+
+ServeProcess::ServeProcess() = default;
+
+ServeProcess::~ServeProcess() { (void)Stop(); }
+
+Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
+                                                          const ServeOptions& options) {
+  auto say = [&](std::string line) {
+    if (options.on_banner) options.on_banner(line);
+  };
+  RETURN_IF_ERROR(config.CheckKnown(ServeConfigKeys()));
+  ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config));
+
+  // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
+  // default; "off" turns it off.
+  ASSIGN_OR_RETURN(std::string http_addr, config.GetString("http.addr", kDefaultHttpAddr));
+  ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
+  if (http_addr == "off" && !warehouse.empty()) {
+    return InvalidArgumentError("warehouse (set in {}) needs the HTTP port, but http.addr is off",
+                                config.Origin("warehouse"));
+  }
+  std::unique_ptr<ServeProcess> p(new ServeProcess());
+  if (!warehouse.empty()) {
+    auto opened = lake::RestCatalog::Open({.warehouse = warehouse});
+    if (!opened.ok()) {
+      return InvalidArgumentError("warehouse (set in {}): {}", config.Origin("warehouse"),
+                                  opened.status().message());
+    }
+    p->catalog_ = std::move(opened).value();
+  }
+  ASSIGN_OR_RETURN(query::QueryServerConfig query_config, query::QueryServerConfigFrom(config));
+
+  // The pipeline files are read and checked before the broker listens. They may name this
+  // broker as {{ SLUICE_KAFKA_ADDR }} (unless the environment already sets it; not with
+  // port 0, which is known only once listening).
+  if (!options.pipelines_dir.empty()) {
+    if (sc.server.port != 0) {
+      ::setenv("SLUICE_KAFKA_ADDR", fmt::format("{}:{}", sc.server.host, sc.server.port).c_str(),
+               0);
+    }
+    int64_t budget = options.pipelines_memory_budget_bytes > 0
+                         ? options.pipelines_memory_budget_bytes
+                         : DefaultPipelineMemoryBudget();
+    ASSIGN_OR_RETURN(p->pipelines_, PipelineSet::Load(options.pipelines_dir, budget));
+  }
+
+  auto service = broker::KafkaService::Start(sc);
+  if (!service.ok()) return Status(service.status().code(), service.status().ToString());
+  p->kafka_ = std::move(service).value();
+  say(fmt::format("serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})", sc.server.host,
+                  p->kafka_->port(), p->kafka_->broker().cluster_id(), sc.broker.data_dir,
+                  p->kafka_->shard_count(), sc.broker.sasl.enabled ? ", SASL" : ""));
+  if (p->pipelines_) {
+    RETURN_IF_ERROR(p->pipelines_->Start());
+    say(fmt::format("running {} pipeline(s) from {}", p->pipelines_->size(),
+                    options.pipelines_dir));
+  }
+
+  if (http_addr != "off") {
+    RegisterProcessMetrics(MetricsRegistry::Global());
+    std::vector<HttpRoute> routes;
+    if (p->catalog_) {
+      routes.push_back(
+          {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
+    }
+    ASSIGN_OR_RETURN(p->http_, HttpServer::Start(
+                                   http_addr, MetricsRegistry::Global(),
+                                   [s = p->pipelines_.get()] { return s ? s->Health() : ""; },
+                                   std::move(routes)));
+    say(fmt::format("metrics on http://{}:{}/metrics", p->http_->host(), p->http_->port()));
+    if (p->catalog_) {
+      say(fmt::format("Iceberg REST catalog on http://{}:{}/v1 (warehouse {})", p->http_->host(),
+                      p->http_->port(), p->catalog_->warehouse()));
+    }
+  }
+
+  // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
+  if (query_config.enabled) {
+    // topic() reads from this broker (not under SASL: it has no credentials of its own).
+    p->query_engine_ = std::make_unique<query::QueryEngine>(query::QueryEngineOptions{
+        .warehouse = warehouse,
+        .kafka_bootstrap = sc.broker.sasl.enabled
+                               ? std::string()
+                               : fmt::format("{}:{}", sc.server.host, p->kafka_->port()),
+        .memory_limit_bytes = query_config.options.memory_limit_bytes,
+        .threads = query_config.options.threads});
+    p->query_engine_->Install(&query_config.options);
+    ASSIGN_OR_RETURN(p->query_server_, query::QueryServer::Start(std::move(query_config.options)));
+    say(fmt::format("Postgres wire protocol on {}:{}", p->query_server_->host(),
+                    p->query_server_->port()));
+  }
+  return p;
+}
+
+Status ServeProcess::Stop() {
+  if (stopped_) return Status::OK();
+  stopped_ = true;
+  // The query server's sessions end first (their running queries are interrupted).
+  if (query_server_) query_server_->Stop();
+  // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
+  if (pipelines_) pipelines_->Stop();
+  if (http_) http_->Stop();
+  if (kafka_) return kafka_->Stop();
+  return Status::OK();
+}
+
+uint16_t ServeProcess::kafka_port() const { return kafka_ ? kafka_->port() : 0; }
+int ServeProcess::http_port() const { return http_ ? http_->port() : 0; }
+int ServeProcess::pg_port() const { return query_server_ ? query_server_->port() : 0; }
+
+}  // namespace sluice::app

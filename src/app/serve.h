@@ -1,0 +1,88 @@
+// ServeProcess: the composition root of `sluice serve`. From one Config (the YAML file with
+// the command line's flags set over it) it builds and wires the process: the Kafka broker
+// (broker::KafkaService), the pipelines of a folder (PipelineSet), the HTTP port (metrics,
+// health, the Iceberg REST catalog of the warehouse) and the query server with its engine.
+// The command line only parses flags into the Config and waits for a signal; tests can run
+// the same process in-process.
+//
+// Lifecycle: Start on a controlling thread (every setting is checked before anything
+// listens), then Stop once from the same thread (the destructor stops too). Stop runs in
+// the order that loses nothing: query sessions end, pipelines finish and commit their
+// batches to the still-running broker, the HTTP port closes, the broker drains and
+// flushes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/pipeline_set.h"
+#include "base/config.h"
+#include "base/status.h"
+
+namespace sluice {
+class HttpServer;
+namespace broker {
+class KafkaService;
+}
+namespace lake {
+class RestCatalog;
+}
+namespace query {
+class QueryEngine;
+class QueryServer;
+}  // namespace query
+}  // namespace sluice
+
+namespace sluice::app {
+
+struct ServeOptions {
+  // `--pipelines DIR` ("" for none) and the budget of their DuckDB memory limits (0: half
+  // the machine's memory).
+  std::string pipelines_dir;
+  int64_t pipelines_memory_budget_bytes = 0;
+  // Called with each line `sluice serve` prints as a part starts listening ("serving Kafka
+  // on ...", "metrics on ...", ...), in order; tests and scripts read the ports from them.
+  std::function<void(const std::string&)> on_banner;
+};
+
+// Every key `sluice serve` reads, gathered from the modules that read them (the broker's,
+// the query server's and this root's own): a key outside it is an error naming it and
+// where it was set.
+std::vector<std::string_view> ServeConfigKeys();
+
+class ServeProcess {
+ public:
+  // Errors are InvalidArgument for a setting (the message names it and where it was set)
+  // and other codes for what failed while starting.
+  static Result<std::unique_ptr<ServeProcess>> Start(const Config& config,
+                                                     const ServeOptions& options);
+  ~ServeProcess();
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+
+  // The error of the broker's final close, if any. Idempotent.
+  Status Stop();
+
+  uint16_t kafka_port() const;
+  int http_port() const;  // 0: off
+  int pg_port() const;    // 0: off
+  PipelineSet* pipelines() { return pipelines_.get(); }
+  broker::KafkaService& kafka() { return *kafka_; }
+
+ private:
+  ServeProcess();
+
+  std::unique_ptr<lake::RestCatalog> catalog_;
+  std::unique_ptr<PipelineSet> pipelines_;
+  std::unique_ptr<broker::KafkaService> kafka_;
+  std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<query::QueryEngine> query_engine_;
+  std::unique_ptr<query::QueryServer> query_server_;
+  bool stopped_ = false;
+};
+
+}  // namespace sluice::app

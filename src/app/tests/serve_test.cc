@@ -1,0 +1,93 @@
+// ServeProcess in-process: the keys every module reads are known and nothing else is; the
+// broker, the HTTP port and the query server start from one Config and stop in order.
+#include "app/serve.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "broker/service.h"
+#include "kafka/client/admin.h"
+#include "storage/testing/files.h"
+
+namespace sluice::app {
+namespace {
+
+using namespace std::chrono_literals;
+
+Config LoopbackConfig(const std::string& data_dir) {
+  Config c;
+  c.Set("kafka.addr", "127.0.0.1:0", "test");
+  c.Set("http.addr", "127.0.0.1:0", "test");
+  c.Set("query.pg_addr", "127.0.0.1:0", "test");
+  c.Set("data_dir", data_dir, "test");
+  c.Set("shards", "2", "test");
+  return c;
+}
+
+TEST(ServeConfigKeysTest, GatherEveryModulesKeys) {
+  std::vector<std::string_view> keys = ServeConfigKeys();
+  for (std::string_view want : {"kafka.addr", "storage.flush.ms", "sasl.users", "groups.max_size",
+                                "topics.defaults.retention.ms", "query.memory_limit",
+                                "query.pg_addr", "http.addr", "warehouse"}) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), want), keys.end()) << want;
+  }
+}
+
+TEST(ServeProcessTest, UnknownKeyIsRefusedNamingItAndWhereItWasSet) {
+  storage::testing::TempDir dir("sluice-app");
+  Config c = LoopbackConfig(dir.path() + "/data");
+  c.Set("query.memory_limt", "1GiB", "sluice.yaml:7");
+  auto p = ServeProcess::Start(c, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("query.memory_limt"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("sluice.yaml:7"), std::string::npos) << p.status().message();
+}
+
+TEST(ServeProcessTest, WarehouseWithoutTheHttpPortIsRefused) {
+  storage::testing::TempDir dir("sluice-app");
+  Config c = LoopbackConfig(dir.path() + "/data");
+  c.Set("http.addr", "off", "--http-addr");
+  c.Set("warehouse", dir.path() + "/lake", "--warehouse");
+  auto p = ServeProcess::Start(c, {});
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(p.status().message().find("needs the HTTP port"), std::string::npos) << p.status().message();
+}
+
+TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
+  storage::testing::TempDir dir("sluice-app");
+  std::vector<std::string> banner;
+  ServeOptions options;
+  options.on_banner = [&](const std::string& line) { banner.push_back(line); };
+  auto p = ServeProcess::Start(LoopbackConfig(dir.path() + "/data"), options);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  ASSERT_GT((*p)->kafka_port(), 0);
+  EXPECT_GT((*p)->http_port(), 0);
+  EXPECT_GT((*p)->pg_port(), 0);
+  EXPECT_EQ((*p)->pipelines(), nullptr);
+  ASSERT_EQ(banner.size(), 3u);
+  EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0), 0u)
+      << banner[0];
+  EXPECT_EQ(banner[1].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[1];
+  EXPECT_EQ(banner[2].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[2];
+
+  // A real client sees the broker.
+  auto admin = kafka::client::Admin::Create(
+      {{"bootstrap.servers", "127.0.0.1:" + std::to_string((*p)->kafka_port())}});
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("t", 3, 1, {}, 30s).ok());
+  auto count = (*admin)->PartitionCount("t", 30s);
+  ASSERT_TRUE(count.ok()) << count.status().ToString();
+  EXPECT_EQ(*count, 3);
+  admin->reset();
+  EXPECT_TRUE((*p)->Stop().ok());
+  EXPECT_TRUE((*p)->Stop().ok());  // idempotent
+}
+
+}  // namespace
+}  // namespace sluice::app
