@@ -17,8 +17,8 @@ build:
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # sluice's main job end to end (scripts/demo.sh): the broker on a free loopback port,
-# sample events produced with kcat, two SQL pipelines (Parquet files through the
-# sqlcommand sink, and the console), the result queried and checked, SIGTERM for all.
+# sample events produced with kcat, two SQL pipelines (an Iceberg table through the
+# iceberg sink, and the console), the result queried and checked, SIGTERM for all.
 # `sluice demo` alone is the broker's demo (produce and consume with librdkafka).
 # It builds only the `sluice` binary (no tests, fuzz targets or benchmarks' helpers).
 demo: configure

@@ -1,7 +1,7 @@
 // `sluice bench kafka`: the broker's produce and consume rates and its produce latency at
 // a fixed rate, measured with librdkafka (as Apache Kafka's kafka-producer-perf-test and
 // kafka-consumer-perf-test do with the Java client), beside the loopback TCP rate that
-// iperf3 measures in the same run (DESIGN.md, "Measuring"). By default the bench starts
+// iperf3 measures in the same run (docs/benchmarks.md: every figure beside its same-run reference). By default the bench starts
 // its own `sluice serve` as a child process; --bootstrap points it at a running broker.
 // See bench/README.md.
 #pragma once

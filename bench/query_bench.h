@@ -1,4 +1,4 @@
-// `sluice bench query`: the four queries a data engineer writes every week (issue 7), in the
+// `sluice bench query`: the four queries a data engineer writes every week, in the
 // manner of the published "150M rows under a 4.5 GiB cap" comparison. A seeded generator
 // writes a star schema (a sales fact table in Parquet files and a 50,000-row products
 // dimension), the same files also made Iceberg tables with sluice's lake library; then,
@@ -6,9 +6,9 @@
 // thread count and memory setting, its RSS sampled every 50 ms and the tree killed above
 // the cap; the median of the runs that finished, the peak RSS, and every answer checked
 // against DuckDB's. Engines are pluggable (bench/query_engine.h): `duckdb` (the same
-// libduckdb sluice links, with its memory_limit) and `polars` (nodejs-polars, lazy API)
-// now; sluice's query server over the Iceberg table and over the Parquet files plug in
-// there. What it measures and how: docs/benchmarks.md, "Queries"; the chart:
+// libduckdb sluice links, with its memory_limit), `polars` (nodejs-polars, lazy API), and
+// sluice's query server over the Iceberg tables (`sluice-iceberg`) and over the same
+// Parquet files (`sluice-parquet`). What it measures and how: docs/benchmarks.md, "Queries"; the chart:
 // docs/design/0011-query-bench.md.
 #pragma once
 

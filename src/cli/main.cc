@@ -308,7 +308,7 @@ int main(int argc, char** argv) {
                     "catalog on the HTTP port (docs/design/0009)");
   serve->add_option("--pg-addr", serve_flags.pg_addr,
                     "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
-                    "port 0: any free port; off: none; docs/design/0010)");
+                    "port 0: any free port; off: none; docs/design/0010-query-server.md)");
 
   auto* pipeline_cmd = app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
   pipeline_cmd->require_subcommand(0, 1);

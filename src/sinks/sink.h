@@ -1,8 +1,8 @@
 // Sink: where a pipeline's results go. The pipeline runs its SQL, leaves the result in a
 // DuckDB table on its own connection and hands that table to the sink; when the sink says
 // a flush is durable, the pipeline commits the source offsets that produced it
-// (at-least-once, DESIGN.md). Every sink type (console, noop, kafka, sqlcommand, postgres,
-// and later iceberg) implements this interface; the pipeline's dead-letter queue is a Sink
+// (at-least-once, docs/architecture.md). Every sink type (console, noop, kafka, sqlcommand,
+// postgres, iceberg) implements this interface; the pipeline's dead-letter queue is a Sink
 // too.
 #pragma once
 

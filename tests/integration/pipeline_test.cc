@@ -1,4 +1,4 @@
-// `sluice pipeline run` end to end (issue 4, "Tests"): the real binary as a child process,
+// `sluice pipeline run` end to end: the real binary as a child process,
 // reading from `sluice serve` on 127.0.0.1 and a free port, fed by kafka::client::Producer;
 // its output (console, a kafka topic, Parquet files through sqlcommand, a real PostgreSQL
 // table) is checked against the same SQL run by DuckDB over the same input as a JSON-lines
@@ -1295,7 +1295,7 @@ TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Declarative windows (issue 5): event time in the messages, results against DuckDB over
+// Declarative windows (docs/design/0007-windows-and-state.md): event time in the messages, results against DuckDB over
 // the whole input.
 
 // 2026-01-01T00:00:00Z plus `seconds`, as ISO 8601.

@@ -1,5 +1,5 @@
 find_package(nlohmann_json 3 REQUIRED)  # the Iceberg tests read metadata JSON
-# `sluice pipeline run` end to end (issue 4's tests): the real binary as a child process
+# `sluice pipeline run` end to end: the real binary as a child process
 # against `sluice serve`, real PostgreSQL, results checked against DuckDB over the same
 # input. One binary; the seeded SIGKILL crash test is its own ctest test so that ctest -j
 # can run it beside the rest.

@@ -1,7 +1,7 @@
 // kafka/client configuration: librdkafka properties by name, and the handle types the
 // public headers share. librdkafka's header stays out of every public header: other
-// modules see only these forward declarations (DESIGN.md: kafka/client is the only place
-// that talks to librdkafka).
+// modules see only these forward declarations (docs/architecture.md: kafka/client is the only
+// place that talks to librdkafka).
 #pragma once
 
 #include <chrono>

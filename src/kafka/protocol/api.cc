@@ -8,7 +8,7 @@ namespace {
 
 constexpr int16_t kNone = 0x7fff;  // no flexible version
 
-// The versions of the issue that introduced the broker; flexible_from from Kafka's JSON
+// The versions sluice serves (docs/design/0002-broker-plan.md); flexible_from from Kafka's JSON
 // definitions ("flexibleVersions").
 constexpr std::array<ApiVersionRange, 27> kApis = {{
     {ApiKey::kProduce, 3, 11, 9},
