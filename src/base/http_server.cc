@@ -4,9 +4,10 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cctype>
 #include <charconv>
-#include <memory>
 #include <chrono>
+#include <memory>
 
 namespace sluice {
 
@@ -27,10 +28,75 @@ Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr, const
   return std::make_pair(host, port);
 }
 
+const std::string* HttpRequest::Header(std::string_view name) const {
+  auto it = headers.find(std::string(name));
+  return it == headers.end() ? nullptr : &it->second;
+}
+
+namespace {
+
+// The library's request as a route sees it.
+HttpRequest FromLibrary(const httplib::Request& req) {
+  HttpRequest r;
+  r.method = req.method;
+  std::string_view target = req.target;
+  if (size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
+  r.path = target.empty() || target[0] != '/' ? req.path : std::string(target);
+  for (const auto& [k, v] : req.params) r.query.emplace(k, v);
+  for (const auto& [k, v] : req.headers) {
+    std::string name = k;
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    // httplib adds these itself; they are not the client's.
+    if (name == "remote_addr" || name == "remote_port" || name == "local_addr" ||
+        name == "local_port") {
+      continue;
+    }
+    auto [it, fresh] = r.headers.emplace(name, v);
+    if (!fresh) it->second += ", " + v;
+  }
+  r.body = req.body;
+  r.remote_addr = req.remote_addr;
+  return r;
+}
+
+class SinkStream : public HttpStream {
+ public:
+  explicit SinkStream(httplib::DataSink& sink) : sink_(sink) {}
+  bool Write(std::string_view bytes) override {
+    if (!open_) return false;
+    if (bytes.empty()) return true;
+    open_ = sink_.is_writable() && sink_.write(bytes.data(), bytes.size());
+    return open_;
+  }
+
+ private:
+  httplib::DataSink& sink_;
+  bool open_ = true;
+};
+
+void ToLibrary(HttpResponse out, httplib::Response& res) {
+  res.status = out.status;
+  for (auto& [k, v] : out.headers) res.set_header(k, v);
+  if (out.stream) {
+    res.set_chunked_content_provider(
+        out.content_type, [stream = std::move(out.stream)](size_t, httplib::DataSink& sink) {
+          SinkStream s(sink);
+          stream(s);
+          sink.done();
+          return true;
+        });
+  } else if (!out.body.empty()) {
+    res.set_content(out.body, out.content_type.c_str());
+  }
+}
+
+}  // namespace
+
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                       MetricsRegistry& registry,
                                                       HealthCheck health,
-                                                      std::vector<HttpRoute> routes) {
+                                                      std::vector<HttpRoute> routes,
+                                                      HttpServerOptions options) {
   ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->server_ = std::make_unique<httplib::Server>();
@@ -40,10 +106,33 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
-  s->server_->Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
+  // Runs the authentication hook: true when `req` may go on (its principal set), else
+  // `res` holds the refusal.
+  auto admit = [auth = options.authenticate](HttpRequest& req, httplib::Response& res) {
+    if (!auth) return true;
+    HttpAuthResult verdict = auth(req);
+    if (verdict.allowed) {
+      req.principal = std::move(verdict.principal);
+      return true;
+    }
+    ToLibrary(std::move(verdict.refusal), res);
+    return false;
+  };
+  const bool guard_metrics = options.authenticate_metrics && options.authenticate;
+  s->server_->Get("/metrics", [&registry, admit, guard_metrics](const httplib::Request& req,
+                                                                httplib::Response& res) {
+    if (guard_metrics) {
+      HttpRequest r = FromLibrary(req);
+      if (!admit(r, res)) return;
+    }
     res.set_content(registry.Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  s->server_->Get("/healthz", [health](const httplib::Request&, httplib::Response& res) {
+  s->server_->Get("/healthz", [health, admit, guard_metrics](const httplib::Request& req,
+                                                             httplib::Response& res) {
+    if (guard_metrics) {
+      HttpRequest r = FromLibrary(req);
+      if (!admit(r, res)) return;
+    }
     std::string problems = health ? health() : "";
     if (problems.empty()) {
       res.set_content("ok\n", "text/plain");
@@ -61,17 +150,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
       pattern += c;
     }
     pattern += ".*";
-    auto handler = [h = std::move(route.handler)](const httplib::Request& req, httplib::Response& res) {
-      HttpRequest r;
-      r.method = req.method;
-      std::string_view target = req.target;
-      if (size_t q = target.find('?'); q != std::string_view::npos) target = target.substr(0, q);
-      r.path = target.empty() || target[0] != '/' ? req.path : std::string(target);
-      for (const auto& [k, v] : req.params) r.query.emplace(k, v);
-      r.body = req.body;
-      HttpResponse out = h(r);
-      res.status = out.status;
-      if (!out.body.empty()) res.set_content(out.body, out.content_type.c_str());
+    auto handler = [h = std::move(route.handler), admit](const httplib::Request& req,
+                                                         httplib::Response& res) {
+      HttpRequest r = FromLibrary(req);
+      if (!admit(r, res)) return;
+      ToLibrary(h(r), res);
     };
     s->server_->Get(pattern, handler);  // GET and HEAD
     s->server_->Post(pattern, handler);

@@ -1,7 +1,8 @@
 // HttpServer: sluice's HTTP port (`--http-addr`): Prometheus metrics at /metrics, a
 // health check at /healthz (200 "ok", or 503 with the reasons), and the routes other
-// modules add under a path prefix (the Iceberg REST catalog's /v1/). Loopback by default,
-// like every listener of sluice.
+// modules add under a path prefix (the Iceberg REST catalog's /v1/), with the request's
+// headers, streamed responses (server-sent events) and an authentication hook that runs
+// before every route. Loopback by default, like every listener of sluice.
 //
 // Lifecycle: Start() binds and serves on its own thread until Stop() or destruction.
 #pragma once
@@ -10,7 +11,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/metrics.h"
@@ -27,13 +30,35 @@ struct HttpRequest {
   std::string method;                        // "GET", "HEAD", "POST", "DELETE", ...
   std::string path;                          // as sent: still percent-encoded, no query
   std::map<std::string, std::string> query;  // decoded
+  // Names in lower case (HTTP's names are case-insensitive); a header sent more than once
+  // has its values joined with ", ", as RFC 9110 allows for lists.
+  std::map<std::string, std::string> headers;
   std::string body;
+  std::string remote_addr;  // the peer's address
+  // Who the authentication hook said sent it; "" without a hook.
+  std::string principal;
+
+  // The value of header `name` (lower case), or null.
+  const std::string* Header(std::string_view name) const;
+};
+
+// The body of a streamed response, written chunk by chunk (chunked transfer encoding):
+// server-sent events, long downloads.
+class HttpStream {
+ public:
+  virtual ~HttpStream() = default;
+  // Sends `bytes` as they are; false once the client has gone (stop producing then).
+  virtual bool Write(std::string_view bytes) = 0;
 };
 
 struct HttpResponse {
   int status = 200;
   std::string body;  // empty: no body
   std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  // more response headers
+  // When set, the body is this function's writes instead of `body`, sent as they come on
+  // the server thread that answers the request; the response ends when it returns.
+  std::function<void(HttpStream&)> stream;
 };
 
 // Answers every request whose path starts with its prefix. Called on the server's threads,
@@ -43,6 +68,23 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 struct HttpRoute {
   std::string prefix;  // "/v1/"
   HttpHandler handler;
+};
+
+// Decides who sent a request before its route runs: the principal (any text; it reaches
+// the route as HttpRequest::principal), or the response to send instead (401 with a
+// WWW-Authenticate header, 403).
+struct HttpAuthResult {
+  bool allowed = false;
+  std::string principal;  // when allowed
+  HttpResponse refusal;   // when not
+};
+using HttpAuthenticator = std::function<HttpAuthResult(const HttpRequest&)>;
+
+struct HttpServerOptions {
+  HttpAuthenticator authenticate;  // null: every request is allowed, principal ""
+  // /metrics and /healthz too (off: they stay open to whatever can reach the port, as
+  // Prometheus and load balancers expect).
+  bool authenticate_metrics = false;
 };
 
 class HttpServer {
@@ -56,7 +98,8 @@ class HttpServer {
   // that cannot be bound is an IOError naming `addr`.
   static Result<std::unique_ptr<HttpServer>> Start(const std::string& addr,
                                                    MetricsRegistry& registry, HealthCheck health,
-                                                   std::vector<HttpRoute> routes = {});
+                                                   std::vector<HttpRoute> routes = {},
+                                                   HttpServerOptions options = {});
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
