@@ -1,5 +1,7 @@
 #include "base/config.h"
 
+#include "base/strings.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -14,12 +16,6 @@
 
 namespace sluice {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 // "a.b.c" is a key; "", ".a", "a..b" and "a." are not.
 bool ValidKey(std::string_view key) {
@@ -71,7 +67,7 @@ Result<int64_t> ParseScaled(std::string_view text, std::span<const Unit> units,
     return InvalidArgumentError("is not a whole number");
   }
   if (rest.size() > 1 && rest.front() == ' ') rest.remove_prefix(1);
-  std::string unit = case_insensitive_units ? Lower(rest) : std::string(rest);
+  std::string unit = case_insensitive_units ? AsciiLower(rest) : std::string(rest);
   auto it = std::ranges::find(units, std::string_view(unit), &Unit::name);
   if (it == units.end()) {
     return InvalidArgumentError("has an unknown unit '{}' (want {})", rest, units_wanted);
@@ -273,7 +269,7 @@ Result<int64_t> Config::GetInt(std::string_view key, int64_t default_value, int6
 Result<bool> Config::GetBool(std::string_view key, bool default_value) const {
   ASSIGN_OR_RETURN(const Entry* entry, FindScalar(key));
   if (entry == nullptr) return default_value;
-  std::string v = Lower(entry->value);
+  std::string v = AsciiLower(entry->value);
   if (v == "true" || v == "yes" || v == "on" || v == "1") return true;
   if (v == "false" || v == "no" || v == "off" || v == "0") return false;
   return BadValue(key, entry->origin, entry->value,

@@ -1,5 +1,7 @@
 #include "base/http_server.h"
 
+#include "base/strings.h"
+
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -44,8 +46,7 @@ HttpRequest FromLibrary(const httplib::Request& req) {
   r.path = target.empty() || target[0] != '/' ? req.path : std::string(target);
   for (const auto& [k, v] : req.params) r.query.emplace(k, v);
   for (const auto& [k, v] : req.headers) {
-    std::string name = k;
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = AsciiLower(k);
     // httplib adds these itself; they are not the client's.
     if (name == "remote_addr" || name == "remote_port" || name == "local_addr" ||
         name == "local_port") {

@@ -1,5 +1,7 @@
 #include "base/logging.h"
 
+#include "base/strings.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -19,8 +21,7 @@ void SetLogLevel(LogLevel level) { g_level.store(static_cast<int>(level)); }
 LogLevel GetLogLevel() { return static_cast<LogLevel>(g_level.load()); }
 
 Result<LogLevel> ParseLogLevel(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lower = AsciiLower(text);
   if (lower == "debug") return LogLevel::kDebug;
   if (lower == "info") return LogLevel::kInfo;
   if (lower == "warn" || lower == "warning") return LogLevel::kWarn;

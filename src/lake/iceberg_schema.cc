@@ -1,4 +1,5 @@
 #include "lake/iceberg_schema.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -119,12 +120,6 @@ std::string Type::ToString() const {
 // --- JSON --------------------------------------------------------------------------------
 
 namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A decimal integer of 1..9 digits (no sign), or nullopt.
 std::optional<int32_t> SmallNumber(std::string_view s) {

@@ -1,4 +1,5 @@
 #include "lake/table_update.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <set>
@@ -307,10 +308,7 @@ Status CheckRequirement(const TableRequirement& req, const TableMetadata* base) 
   };
   switch (req.kind) {
     case RequirementKind::kAssertTableUuid: {
-      std::string a = req.uuid, b = base->table_uuid;
-      std::transform(a.begin(), a.end(), a.begin(), ::tolower);
-      std::transform(b.begin(), b.end(), b.begin(), ::tolower);
-      if (a != b) {
+      if (!EqualsIgnoreCase(req.uuid, base->table_uuid)) {
         return FailedPreconditionError("Requirement failed: UUID does not match: expected {} != {}",
                                        base->table_uuid, req.uuid);
       }

@@ -1,4 +1,5 @@
 #include "lake/transforms.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -36,16 +37,10 @@ int64_t DaysOf(const Type& type, const Value& v) {
   return FloorDiv(TimestampMicros(type, v.as_long()), kMicrosPerDay);
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace
 
 Result<Transform> Transform::Parse(std::string_view text) {
-  std::string lower = Lower(text);
+  std::string lower = AsciiLower(text);
   if (lower == "identity") return Identity();
   if (lower == "year") return Year();
   if (lower == "month") return Month();

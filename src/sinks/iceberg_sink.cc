@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/crash_point.h"
+#include "base/strings.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
 #include "lake/table_update.h"
@@ -23,12 +24,6 @@ using lake::Schema;
 using lake::Type;
 
 constexpr std::string_view kStage = "sluice_iceberg_stage";
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
-  while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
-  return s;
-}
 
 // "day(ts)" -> a partition field over `schema` (ids of the schema being created).
 Result<PartitionField> ParsePartition(std::string_view text, const Schema& schema) {

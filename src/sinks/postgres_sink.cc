@@ -9,6 +9,7 @@
 #include <map>
 
 #include "base/logging.h"
+#include "base/strings.h"
 
 namespace sluice::sinks {
 
@@ -29,10 +30,8 @@ std::string QuotePg(std::string_view name) {
   return out;
 }
 
-std::string Trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
+// libpq's messages end in a newline.
+std::string Trim(std::string_view s) { return std::string(TrimRight(s)); }
 
 struct ResultCloser {
   void operator()(PGresult* r) const { PQclear(r); }
