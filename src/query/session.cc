@@ -214,27 +214,21 @@ bool Session::Fill() {
     in_pos_ = 0;
   }
   char buf[64 << 10];
-  while (true) {
-    ssize_t n = ::recv(fd_, buf, sizeof(buf), 0);
-    if (n > 0) {
-      in_.append(buf, static_cast<size_t>(n));
-      return true;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return false;  // closed, reset or timed out
-  }
+  net::IoResult r = transport_->Read(buf, sizeof(buf));
+  if (!r.done()) return false;  // closed, reset or timed out (SO_RCVTIMEO: kWantRead)
+  in_.append(buf, r.bytes);
+  return true;
 }
 
 bool Session::Flush() {
   size_t sent = 0;
   while (sent < out_.size()) {
-    ssize_t n = ::send(fd_, out_.data() + sent, out_.size() - sent, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
+    net::IoResult r = transport_->Write(out_.data() + sent, out_.size() - sent);
+    if (!r.done()) {
       out_.clear();
       return false;
     }
-    sent += static_cast<size_t>(n);
+    sent += r.bytes;
   }
   out_.clear();
   return true;

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "net/transport.h"
 #include "query/copy_out.h"
 #include "query/pg_protocol.h"
 #include "query/pg_types.h"
@@ -38,7 +39,8 @@ struct SessionSlot {
 
 class Session {
  public:
-  Session(ServerState& server, int fd) : server_(server), fd_(fd) {}
+  Session(ServerState& server, int fd)
+      : server_(server), fd_(fd), transport_(net::MakePlaintext(fd)) {}
   // Runs the connection to its end and shuts the socket down (the server closes it after
   // joining the thread, so that its number is not reused while others may touch it).
   void Run();
@@ -189,6 +191,7 @@ class Session {
 
   ServerState& server_;
   int fd_;
+  std::unique_ptr<net::Transport> transport_;  // the session's bytes, over fd_
   std::string in_;
   size_t in_pos_ = 0;
   std::string out_;
