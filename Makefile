@@ -3,7 +3,7 @@ PRESET ?= release
 BUILD_DIR := build/$(PRESET)
 JOBS ?= $(shell nproc)
 
-.PHONY: setup configure build demo test test-slow test-asan bench bench-kafka format tidy clean
+.PHONY: setup configure build demo test test-slow test-asan bench bench-kafka format format-check tidy clean
 
 setup:
 	@scripts/setup.sh
@@ -26,6 +26,7 @@ demo: configure
 	@SLUICE=$(BUILD_DIR)/sluice scripts/demo.sh
 
 test: configure
+	@scripts/check-format.sh
 	@$(MAKE) --no-print-directory build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L 'unit|integration'
 
@@ -46,7 +47,10 @@ bench-kafka: configure
 	@$(BUILD_DIR)/sluice bench kafka
 
 format:
-	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+	@git ls-files '*.h' '*.cc' | xargs clang-format-14 -i
+
+format-check:
+	@scripts/check-format.sh
 
 tidy:
 	@git ls-files 'src/*.cc' | xargs clang-tidy -p $(BUILD_DIR) --quiet
