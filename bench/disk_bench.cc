@@ -1,3 +1,4 @@
+#include "bench/bench_util.h"
 #include "bench/disk_bench.h"
 
 #include <fcntl.h>
@@ -929,21 +930,6 @@ void PrintJson(const Row& r, const DiskBenchOptions& o, const Context& ctx) {
   fmt::print("{}", out);
   std::fflush(stdout);
 }
-
-// A progress line on stderr while a cell runs, only when stderr is a terminal.
-class Progress {
- public:
-  Progress() : enabled_(::isatty(STDERR_FILENO) == 1) {}
-  void Show(std::string_view text) {
-    if (enabled_) fmt::print(stderr, "\r\033[K{}", text);
-  }
-  void Clear() {
-    if (enabled_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  bool enabled_;
-};
 
 Status Validate(const DiskBenchOptions& o, std::vector<Mode>* modes) {
   if (o.bytes_per_cell == 0) return InvalidArgumentError("bytes_per_cell must be positive");

@@ -1,3 +1,4 @@
+#include "bench/bench_util.h"
 #include "bench/kafka_bench.h"
 
 #include <arpa/inet.h>
@@ -58,11 +59,6 @@ constexpr int64_t kPaceQuantumNs = 100'000;  // latency phase: shortest sleep be
 
 // ---------------------------------------------------------------------------------------
 // Small helpers.
-
-double Round(double v, int digits) {
-  double scale = std::pow(10.0, digits);
-  return std::round(v * scale) / scale;
-}
 
 // CPU seconds (user + system) of this process, librdkafka's threads included.
 double SelfCpuSeconds() {
@@ -206,48 +202,6 @@ class BrokerProcess {
   pid_t pid_ = -1;
   std::vector<std::string> command_;
   std::string out_path_, err_path_, data_dir_, address_;
-};
-
-// The bench's working directory: <dir>/run-<pid> under a given directory (created, and
-// removed at the end only if the bench created it), else a fresh one under $TMPDIR.
-class WorkDir {
- public:
-  static Result<std::unique_ptr<WorkDir>> Create(const std::string& parent) {
-    std::unique_ptr<WorkDir> w(new WorkDir());
-    std::error_code ec;
-    if (parent.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string pattern =
-          std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/sluice-bench-kafka-XXXXXX";
-      std::vector<char> buf(pattern.begin(), pattern.end());
-      buf.push_back('\0');
-      if (::mkdtemp(buf.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
-      w->path_ = buf.data();
-      return w;
-    }
-    if (!fs::exists(parent, ec)) {
-      fs::create_directories(parent, ec);
-      if (ec) return IOError("create directory {}: {}", parent, ec.message());
-      w->created_parent_ = parent;
-    }
-    w->path_ = fs::absolute(parent).string() + fmt::format("/run-{}", ::getpid());
-    fs::create_directories(w->path_, ec);
-    if (ec) return IOError("create directory {}: {}", w->path_, ec.message());
-    return w;
-  }
-
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-    if (!created_parent_.empty()) fs::remove(created_parent_, ec);  // only if now empty
-  }
-
-  const std::string& path() const { return path_; }
-
- private:
-  WorkDir() = default;
-  std::string path_;
-  std::string created_parent_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -921,21 +875,6 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   std::fflush(stdout);
 }
 
-// A progress line on stderr while a phase runs, only when stderr is a terminal.
-class Progress {
- public:
-  Progress() : enabled_(::isatty(STDERR_FILENO) == 1) {}
-  void Show(std::string_view text) {
-    if (enabled_) fmt::print(stderr, "\r\033[K{}", text);
-  }
-  void Clear() {
-    if (enabled_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  bool enabled_;
-};
-
 // Creates the topic unless it exists; returns its partition count.
 Result<int> EnsureTopic(kc::Admin* admin, const Settings& s, bool* created) {
   Status st = admin->CreateTopic(s.topic, s.partitions, 1, {}, kAdminTimeout);
@@ -1063,7 +1002,7 @@ void TuneAllocator() {
 Status Run(const KafkaBenchOptions& o) {
   RETURN_IF_ERROR(Validate(o));
   if (std::getenv("SLUICE_BENCH_NO_MALLOPT") == nullptr) TuneAllocator();
-  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   if (!o.bootstrap.empty()) return RunPhases(o, o.bootstrap, work->path(), nullptr);
   ASSIGN_OR_RETURN(std::unique_ptr<BrokerProcess> broker,
                    BrokerProcess::Start(o.sluice_binary, work->path() + "/data", work->path()));
@@ -1080,7 +1019,7 @@ Status Demo(const KafkaBenchOptions& options) {
   o.quick = true;
   if (o.topic.empty()) o.topic = "demo";
   RETURN_IF_ERROR(Validate(o));
-  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   std::string data = work->path() + "/data";
   fmt::print("sluice demo: the Kafka-compatible broker, driven by a real Kafka client "
              "(librdkafka {}).\n\n", kc::LibraryVersion());

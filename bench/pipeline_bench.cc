@@ -1,3 +1,4 @@
+#include "bench/bench_util.h"
 #include "bench/pipeline_bench.h"
 
 #include <arpa/inet.h>
@@ -39,10 +40,6 @@
 #include "duck/database.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
-
-#ifndef SLUICE_SOURCE_DIR
-#define SLUICE_SOURCE_DIR ""
-#endif
 
 namespace sluice::bench {
 namespace {
@@ -188,18 +185,6 @@ std::string EventsSql(int64_t n, bool inferred, bool window) {
 // ---------------------------------------------------------------------------------------
 // Small helpers.
 
-double Round(double v, int digits) {
-  double scale = std::pow(10.0, digits);
-  return std::round(v * scale) / scale;
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 double Mean(const std::vector<double>& v) {
   if (v.empty()) return 0;
   double s = 0;
@@ -227,28 +212,6 @@ int64_t ProcStatusBytes(pid_t pid, std::string_view name) {
     }
   }
   return -1;
-}
-
-std::string LoadAverages() {
-  std::string line = ReadFile("/proc/loadavg");
-  std::istringstream in(line);
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a.empty() ? "unknown" : fmt::format("{} {} {}", a, b, c);
-}
-
-// `git describe --always --dirty` of the source tree the binary was built from, or "".
-std::string SourceCommit() {
-  std::string dir = SLUICE_SOURCE_DIR;
-  if (dir.empty() || !fs::exists(dir + "/.git")) return "";
-  std::string cmd = fmt::format("git -C '{}' describe --always --dirty 2>/dev/null", dir);
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
-  char buf[128] = {};
-  std::string out = std::fgets(buf, sizeof(buf), p) != nullptr ? buf : "";
-  ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
 }
 
 // GET http://127.0.0.1:<port><path> with HTTP/1.0; the body, or an error.
@@ -410,61 +373,6 @@ class Child {
   Child() = default;
   pid_t pid_ = -1;
   std::string what_, out_path_, err_path_, address_;
-};
-
-// The bench's working directory: <dir>/run-<pid> under a given directory, else a fresh
-// one under $TMPDIR; removed at the end.
-class WorkDir {
- public:
-  static Result<std::unique_ptr<WorkDir>> Create(const std::string& parent) {
-    std::unique_ptr<WorkDir> w(new WorkDir());
-    std::error_code ec;
-    if (parent.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") +
-                            "/sluice-bench-pipeline-XXXXXX";
-      std::vector<char> buf(pattern.begin(), pattern.end());
-      buf.push_back('\0');
-      if (::mkdtemp(buf.data()) == nullptr) return ErrnoError("mkdtemp", pattern, errno);
-      w->path_ = buf.data();
-      return w;
-    }
-    if (!fs::exists(parent, ec)) {
-      fs::create_directories(parent, ec);
-      if (ec) return IOError("create directory {}: {}", parent, ec.message());
-      w->created_parent_ = parent;
-    }
-    w->path_ = fs::absolute(parent).string() + fmt::format("/run-{}", ::getpid());
-    fs::create_directories(w->path_, ec);
-    if (ec) return IOError("create directory {}: {}", w->path_, ec.message());
-    return w;
-  }
-  ~WorkDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-    if (!created_parent_.empty()) fs::remove(created_parent_, ec);  // only if now empty
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  WorkDir() = default;
-  std::string path_;
-  std::string created_parent_;
-};
-
-// A progress line on stderr, only when stderr is a terminal.
-class Progress {
- public:
-  Progress() : enabled_(::isatty(STDERR_FILENO) == 1) {}
-  void Show(std::string_view text) {
-    if (enabled_) fmt::print(stderr, "\r\033[K{}", text);
-  }
-  void Clear() {
-    if (enabled_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  bool enabled_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -1562,7 +1470,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
 }
 
 Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
-  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "pipeline"));
   if (!o.bootstrap.empty()) return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed);
   std::string data = work->path() + "/data";
   ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,

@@ -1,3 +1,4 @@
+#include "bench/bench_util.h"
 #include "bench/query_bench.h"
 
 #include <fmt/format.h>
@@ -133,39 +134,6 @@ const QueryDef* FindQuery(std::string_view name) {
 
 // ---------------------------------------------------------------------------------------
 // Small helpers.
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-double Round(double v, int digits) {
-  double scale = std::pow(10.0, digits);
-  return std::round(v * scale) / scale;
-}
-
-std::string LoadAverages() {
-  std::istringstream in(ReadFile("/proc/loadavg"));
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a.empty() ? "unknown" : fmt::format("{} {} {}", a, b, c);
-}
-
-// `git describe --always --dirty` of the source tree the binary was built from, or "".
-std::string SourceCommit() {
-  std::string dir = SLUICE_SOURCE_DIR;
-  if (dir.empty() || !fs::exists(dir + "/.git")) return "";
-  std::string cmd = fmt::format("git -C '{}' describe --always --dirty 2>/dev/null", dir);
-  std::FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return "";
-  char buf[128] = {};
-  std::string out = std::fgets(buf, sizeof(buf), p) != nullptr ? buf : "";
-  ::pclose(p);
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out;
-}
 
 Status WriteText(const std::string& path, const std::string& text) {
   std::string tmp = path + ".tmp";
