@@ -371,16 +371,6 @@ int32_t Schema::HighestFieldId() const {
   return highest;
 }
 
-std::vector<int32_t> Schema::AllFieldIds() const {
-  std::vector<int32_t> ids;
-  auto fn = [&](const NestedField& f, const std::string&) {
-    ids.push_back(f.id);
-    return false;
-  };
-  Walk(fields, "", fn);
-  return ids;
-}
-
 // --- Validation --------------------------------------------------------------------------
 
 namespace {

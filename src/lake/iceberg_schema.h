@@ -106,8 +106,6 @@ struct Schema {
   std::string FindName(int32_t id) const;
   // The highest field id in the tree (0 for an empty schema).
   int32_t HighestFieldId() const;
-  // Every field id in the tree, in pre-order.
-  std::vector<int32_t> AllFieldIds() const;
   Type AsStruct() const { return Type::Struct(fields); }
 
   // Ids unique across the tree and in range, names unique within each struct, decimal and

@@ -120,18 +120,6 @@ Result<Type> Transform::ResultType(const Type& source) const {
   }
 }
 
-bool Transform::PreservesOrder() const {
-  switch (kind_) {
-    case TransformKind::kIdentity:
-    case TransformKind::kTruncate:
-    case TransformKind::kYear:
-    case TransformKind::kMonth:
-    case TransformKind::kDay:
-    case TransformKind::kHour: return true;
-    default: return false;
-  }
-}
-
 uint32_t Murmur3X86_32(const uint8_t* data, size_t size, uint32_t seed) {
   constexpr uint32_t c1 = 0xcc9e2d51;
   constexpr uint32_t c2 = 0x1b873593;

@@ -61,8 +61,6 @@ class Transform {
   Result<Type> ResultType(const Type& source) const;
   // The partition value for `value` of type `source`; null in, null out.
   Result<Value> Apply(const Type& source, const Value& value) const;
-  // Whether values are ordered the same way before and after (for sort orders).
-  bool PreservesOrder() const;
 
   bool operator==(const Transform& other) const = default;
 

@@ -309,13 +309,4 @@ uint64_t Writer::total_size() const {
   return n;
 }
 
-int UnsignedVarintSize(uint32_t v) {
-  int n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
 }  // namespace sluice::kafka

@@ -141,8 +141,6 @@ class Writer {
   std::vector<Splice> splices_;
 };
 
-// Size in bytes of `v` as an unsigned varint.
-int UnsignedVarintSize(uint32_t v);
 
 template <typename F>
 void Reader::TaggedFields(F&& known, std::vector<RawTaggedField>* unknown) {
