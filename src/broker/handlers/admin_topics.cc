@@ -209,20 +209,17 @@ kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteReco
   return resp;
 }
 
-// Idempotent producers only (no transactions): a new producer id, or the next epoch of
-// a producer id the client already has (v3+).
+// Idempotent producers only (no transactions). A producer without a transactional id
+// always gets a new id at epoch 0, also when it names the id and epoch it has (KIP-360,
+// v3+), as Kafka's TransactionCoordinator answers it: bumping the epoch of a named id
+// would let a client take an id never issued, or one another producer holds, and fence
+// that producer (docs/design/0002-broker-plan.md, decision 17).
 kafka::InitProducerIdResponse InitProducerId(Context& ctx,
                                              const kafka::InitProducerIdRequest& req) {
   kafka::InitProducerIdResponse resp;
   if (req.transactional_id.has_value()) {
     // No transaction coordinator yet: only idempotent producers are served.
     resp.error_code = ErrorCode::kInvalidRequest;
-    return resp;
-  }
-  if (req.producer_id >= 0 && req.producer_epoch >= 0 && req.producer_epoch < INT16_MAX - 1) {
-    // A producer asking for its next epoch (KIP-360) keeps its id.
-    resp.producer_id = req.producer_id;
-    resp.producer_epoch = static_cast<int16_t>(req.producer_epoch + 1);
     return resp;
   }
   Result<int64_t> id = ctx.controller.AllocateProducerId();
