@@ -1,7 +1,9 @@
 // Consumer groups: FindCoordinator (this node coordinates every group) and the hand-off of
 // every group request to the GroupCoordinator, whose answer is posted back to the
 // connection's loop (docs/design/0003-group-coordinator.md).
+#include <memory>
 #include <string>
+#include <utility>
 
 #include "broker/handlers/handlers.h"
 
@@ -10,17 +12,15 @@ namespace {
 
 using kafka::ErrorCode;
 
-// Hands a group request to the coordinator (its thread reads a copy after the frame is
-// gone); its answer is posted back to the connection. `method(request, done)` calls the
-// coordinator.
-template <typename Resp, typename Req, typename Method>
-void ToCoordinator(Context& ctx, const Call& call, const Req& req, Method method) {
-  Req copy = req;
-  GroupCoordinator::Done<Resp> done = [&ctx, conn = call.conn, h = call.header](Resp resp) {
+// The coordinator's callback for a request: its answer is posted back to the
+// connection's loop. The coordinator's thread gets a copy of the request (it reads it
+// after the frame is gone).
+template <typename Resp>
+GroupCoordinator::Done<Resp> AnswerOnLoop(Context& ctx, const Call& call) {
+  return [&ctx, conn = call.conn, h = call.header](Resp resp) {
     auto shared = std::make_shared<Resp>(std::move(resp));
     ctx.shards.PostGated(conn->loop(), [conn, h, shared] { Reply(conn, h, *shared); });
   };
-  method(std::move(copy), std::move(done));
 }
 
 }  // namespace
@@ -61,67 +61,48 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
 
 void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req) {
   GroupClient client{call.header.client_id.value_or(""), "/" + call.conn->peer_host()};
-  ToCoordinator<kafka::JoinGroupResponse>(
-      ctx, call, req,
-      [groups = ctx.groups, client, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->JoinGroup(std::move(r), v, client, std::move(done));
-      });
+  ctx.groups->JoinGroup(req, call.header.api_version, std::move(client),
+                        AnswerOnLoop<kafka::JoinGroupResponse>(ctx, call));
 }
 
 void HandleSyncGroup(Context& ctx, const Call& call, const kafka::SyncGroupRequest& req) {
-  ToCoordinator<kafka::SyncGroupResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->SyncGroup(std::move(r), v, std::move(done));
-      });
+  ctx.groups->SyncGroup(req, call.header.api_version,
+                        AnswerOnLoop<kafka::SyncGroupResponse>(ctx, call));
 }
 
 void HandleHeartbeat(Context& ctx, const Call& call, const kafka::HeartbeatRequest& req) {
-  ToCoordinator<kafka::HeartbeatResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->Heartbeat(std::move(r), v, std::move(done));
-      });
+  ctx.groups->Heartbeat(req, call.header.api_version,
+                        AnswerOnLoop<kafka::HeartbeatResponse>(ctx, call));
 }
 
 void HandleLeaveGroup(Context& ctx, const Call& call, const kafka::LeaveGroupRequest& req) {
-  ToCoordinator<kafka::LeaveGroupResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->LeaveGroup(std::move(r), v, std::move(done));
-      });
+  ctx.groups->LeaveGroup(req, call.header.api_version,
+                         AnswerOnLoop<kafka::LeaveGroupResponse>(ctx, call));
 }
 
 void HandleOffsetCommit(Context& ctx, const Call& call, const kafka::OffsetCommitRequest& req) {
-  ToCoordinator<kafka::OffsetCommitResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->OffsetCommit(std::move(r), v, std::move(done));
-      });
+  ctx.groups->OffsetCommit(req, call.header.api_version,
+                           AnswerOnLoop<kafka::OffsetCommitResponse>(ctx, call));
 }
 
 void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchRequest& req) {
-  ToCoordinator<kafka::OffsetFetchResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->OffsetFetch(std::move(r), v, std::move(done));
-      });
+  ctx.groups->OffsetFetch(req, call.header.api_version,
+                          AnswerOnLoop<kafka::OffsetFetchResponse>(ctx, call));
 }
 
 void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsRequest& req) {
-  ToCoordinator<kafka::ListGroupsResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->ListGroups(std::move(r), v, std::move(done));
-      });
+  ctx.groups->ListGroups(req, call.header.api_version,
+                         AnswerOnLoop<kafka::ListGroupsResponse>(ctx, call));
 }
 
 void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeGroupsRequest& req) {
-  ToCoordinator<kafka::DescribeGroupsResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->DescribeGroups(std::move(r), v, std::move(done));
-      });
+  ctx.groups->DescribeGroups(req, call.header.api_version,
+                             AnswerOnLoop<kafka::DescribeGroupsResponse>(ctx, call));
 }
 
 void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req) {
-  ToCoordinator<kafka::DeleteGroupsResponse>(
-      ctx, call, req, [groups = ctx.groups, v = call.header.api_version](auto&& r, auto&& done) {
-        groups->DeleteGroups(std::move(r), v, std::move(done));
-      });
+  ctx.groups->DeleteGroups(req, call.header.api_version,
+                           AnswerOnLoop<kafka::DeleteGroupsResponse>(ctx, call));
 }
 
 }  // namespace sluice::broker::handlers
