@@ -2,6 +2,7 @@
 #include <array>
 #include <variant>
 
+#include "base/status.h"
 #include "broker/handlers/handlers.h"
 
 namespace sluice::broker::handlers {
@@ -13,7 +14,9 @@ using kafka::ApiKey;
 // the body of the header's API key in the variant, so the get never misses.
 template <typename Req, void (*Fn)(Context&, const Call&, const Req&)>
 void Typed(Context& ctx, const Call& call, const kafka::AnyRequest& body) {
-  Fn(ctx, call, *std::get_if<Req>(&body));
+  const Req* req = std::get_if<Req>(&body);
+  SLUICE_ASSERT(req != nullptr);
+  Fn(ctx, call, *req);
 }
 
 struct Entry {
