@@ -4,11 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
+#include "broker/meta_files.h"
 #include "storage/env.h"
 
 namespace sluice::broker {
@@ -168,16 +167,16 @@ Result<std::unique_ptr<TopicStore>> TopicStore::Open(const std::string& data_dir
 }
 
 Status TopicStore::Load() {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (!env_->Exists(path_)) return Status::OK();
-    return IOError("cannot read {}", path_);
+  // No real bound: the cap only keeps a damaged size from allocating without limit.
+  constexpr size_t kMaxTopicsFileBytes = size_t{1} << 30;
+  Result<std::string> text = ReadSmallFile(env_, path_, kMaxTopicsFileBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return Status::OK();
+    return IOError("cannot read {}: {}", path_, text.status().message());
   }
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
     return CorruptionError("{}: not valid JSON: {}", path_, e.what());
   }
