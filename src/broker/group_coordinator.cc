@@ -241,6 +241,7 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
   lo.dir = options.dir;
   lo.executor = options.executor;
   lo.files = options.files;
+  lo.env = options.env;
   lo.flush_policy = options.flush_policy;
   lo.flush_ms = options.flush_ms;
   ASSIGN_OR_RETURN(std::unique_ptr<OffsetLog> offsets, OffsetLog::Open(lo));

@@ -47,6 +47,7 @@ struct GroupCoordinatorOptions {
   std::string dir;                          // the internal offsets log, e.g. <data-dir>/__consumer_offsets-0
   storage::IoExecutor* executor = nullptr;  // shared with the broker's logs; required
   storage::FileCache* files = nullptr;
+  storage::Env* env = storage::Env::Posix();  // the offsets log's files
   storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
   int64_t flush_ms = 100;
   int32_t min_session_timeout_ms = 6000;      // group.min.session.timeout.ms

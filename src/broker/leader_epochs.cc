@@ -1,9 +1,9 @@
 #include "broker/leader_epochs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "base/logging.h"
 #include "broker/meta_files.h"
@@ -40,8 +40,10 @@ Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string
     return InvalidArgumentError("line 1: version '{}', want 0", lines[0]);
   }
   int64_t count = -1;
-  if (!ParseNumber(lines[1], &count) || count < 0 || count != static_cast<int64_t>(lines.size()) - 2) {
-    return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1], lines.size() - 2);
+  if (!ParseNumber(lines[1], &count) || count < 0 ||
+      count != static_cast<int64_t>(lines.size()) - 2) {
+    return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1],
+                                lines.size() - 2);
   }
   std::vector<Entry> entries;
   for (size_t i = 2; i < lines.size(); ++i) {
@@ -52,8 +54,8 @@ Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string
         !ParseNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 || e.start_offset < 0) {
       return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 1, l);
     }
-    if (!entries.empty() && (e.epoch <= entries.back().epoch ||
-                             e.start_offset < entries.back().start_offset)) {
+    if (!entries.empty() &&
+        (e.epoch <= entries.back().epoch || e.start_offset < entries.back().start_offset)) {
       return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 1,
                                   e.epoch, e.start_offset, entries.back().epoch,
                                   entries.back().start_offset);
@@ -70,7 +72,7 @@ std::string LeaderEpochCache::Format(const std::vector<Entry>& entries) {
 }
 
 Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool unclean_start) {
-  storage::Env* env = storage::Env::Posix();
+  storage::Env* env = log.options().env;  // the log's files and its checkpoint alike
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
   LeaderEpochCache cache;
   bool loaded = false;
@@ -118,7 +120,8 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
     cache.entries_.push_back({0, log.start_offset()});
     changed = true;
   }
-  if (changed) RETURN_IF_ERROR(WriteFileDurably(env, log.dir(), kLeaderEpochFile, Format(cache.entries_)));
+  if (changed)
+    RETURN_IF_ERROR(WriteFileDurably(env, log.dir(), kLeaderEpochFile, Format(cache.entries_)));
   return cache;
 }
 

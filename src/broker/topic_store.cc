@@ -1,15 +1,13 @@
 #include "broker/topic_store.h"
 
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <random>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <random>
 
+#include "broker/meta_files.h"
 #include "storage/env.h"
 
 namespace sluice::broker {
@@ -34,7 +32,8 @@ std::string UuidText(const kafka::Uuid& u) {
 }
 
 std::optional<kafka::Uuid> ParseUuidText(const std::string& s) {
-  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') return std::nullopt;
+  if (s.size() != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+    return std::nullopt;
   std::string hex;
   for (char c : s) {
     if (c != '-') hex.push_back(c);
@@ -61,7 +60,7 @@ kafka::Uuid RandomUuid() {
   static thread_local std::mt19937_64 gen{std::random_device{}()};
   kafka::Uuid u;
   do {
-    u.hi = (gen() & ~0xf000ULL) | 0x4000ULL;  // version 4
+    u.hi = (gen() & ~0xf000ULL) | 0x4000ULL;        // version 4
     u.lo = (gen() & ~(3ULL << 62)) | (2ULL << 62);  // variant 10
   } while (u.IsZero());
   return u;
@@ -91,8 +90,9 @@ TopicError ValidateTopicName(const std::string& name) {
 
 const std::vector<std::string>& TopicConfig::Names() {
   static const std::vector<std::string> kNames = {
-      "cleanup.policy",  "max.message.bytes", "message.timestamp.type", "retention.bytes",
-      "retention.ms",    "segment.bytes",     "segment.ms"};
+      "cleanup.policy",  "max.message.bytes", "message.timestamp.type",
+      "retention.bytes", "retention.ms",      "segment.bytes",
+      "segment.ms"};
   return kNames;
 }
 
@@ -111,8 +111,9 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       (key == "retention.ms" ? c.retention_ms : c.retention_bytes) = *n;
     } else if (key == "segment.bytes") {
       if (!n || *n < kMinSegmentBytes || *n > kMaxSegmentBytes) {
-        return bad(key, value, fmt::format("must be an integer from {} to {}", kMinSegmentBytes,
-                                           kMaxSegmentBytes));
+        return bad(
+            key, value,
+            fmt::format("must be an integer from {} to {}", kMinSegmentBytes, kMaxSegmentBytes));
       }
       c.segment_bytes = *n;
     } else if (key == "segment.ms") {
@@ -120,7 +121,8 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       c.segment_ms = *n;
     } else if (key == "max.message.bytes") {
       if (!n || *n < 0 || *n > kMaxTopicMessageBytes) {
-        return bad(key, value, fmt::format("must be an integer from 0 to {}", kMaxTopicMessageBytes));
+        return bad(key, value,
+                   fmt::format("must be an integer from 0 to {}", kMaxTopicMessageBytes));
       }
       c.max_message_bytes = static_cast<int32_t>(*n);
     } else if (key == "message.timestamp.type") {
@@ -129,7 +131,8 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       }
       c.log_append_time = value == "LogAppendTime";
     } else if (key == "cleanup.policy") {
-      if (value != "delete") return bad(key, value, "only 'delete' is supported (compaction is not)");
+      if (value != "delete")
+        return bad(key, value, "only 'delete' is supported (compaction is not)");
       c.cleanup_policy = value;
     } else {
       *error = Err(ErrorCode::kInvalidConfig, fmt::format("unknown topic config '{}'", key));
@@ -149,27 +152,31 @@ std::map<std::string, std::string> TopicConfig::ToMap() const {
           {"segment.ms", std::to_string(segment_ms)}};
 }
 
-TopicStore::TopicStore(const std::string& data_dir, TopicConfig defaults)
-    : meta_dir_(data_dir + "/meta"), path_(meta_dir_ + "/topics.json"), defaults_(std::move(defaults)) {}
+TopicStore::TopicStore(const std::string& data_dir, TopicConfig defaults, storage::Env* env)
+    : env_(env),
+      meta_dir_(data_dir + "/meta"),
+      path_(meta_dir_ + "/topics.json"),
+      defaults_(std::move(defaults)) {}
 
-Result<std::unique_ptr<TopicStore>> TopicStore::Open(const std::string& data_dir, TopicConfig defaults) {
-  std::unique_ptr<TopicStore> store(new TopicStore(data_dir, std::move(defaults)));
-  RETURN_IF_ERROR(storage::Env::Posix()->CreateDirs(store->meta_dir_));
+Result<std::unique_ptr<TopicStore>> TopicStore::Open(const std::string& data_dir,
+                                                     TopicConfig defaults, storage::Env* env) {
+  std::unique_ptr<TopicStore> store(new TopicStore(data_dir, std::move(defaults), env));
+  RETURN_IF_ERROR(env->CreateDirs(store->meta_dir_));
   RETURN_IF_ERROR(store->Load());
   return store;
 }
 
 Status TopicStore::Load() {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) {
-    if (!storage::Env::Posix()->Exists(path_)) return Status::OK();
-    return IOError("cannot read {}", path_);
+  // No real bound: the cap only keeps a damaged size from allocating without limit.
+  constexpr size_t kMaxTopicsFileBytes = size_t{1} << 30;
+  Result<std::string> text = ReadSmallFile(env_, path_, kMaxTopicsFileBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) return Status::OK();
+    return IOError("cannot read {}: {}", path_, text.status().message());
   }
-  std::stringstream text;
-  text << in.rdbuf();
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(text.str());
+    doc = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception& e) {
     return CorruptionError("{}: not valid JSON: {}", path_, e.what());
   }
@@ -178,14 +185,16 @@ Status TopicStore::Load() {
     return corrupt("no integer \"version\" at the top level");
   }
   if (doc["version"].get<int64_t>() != kFormatVersion) {
-    return corrupt(fmt::format("format version {} is not {}", doc["version"].dump(), kFormatVersion));
+    return corrupt(
+        fmt::format("format version {} is not {}", doc["version"].dump(), kFormatVersion));
   }
   if (!doc.contains("topics") || !doc["topics"].is_array()) return corrupt("no \"topics\" array");
   for (const auto& t : doc["topics"]) {
     if (!t.is_object() || !t.contains("name") || !t["name"].is_string() || !t.contains("id") ||
         !t["id"].is_string() || !t.contains("partitions") || !t["partitions"].is_number_integer()) {
-      return corrupt(fmt::format("topic entry {} lacks a string name, a string id or an integer partitions",
-                                 t.dump().substr(0, 200)));
+      return corrupt(
+          fmt::format("topic entry {} lacks a string name, a string id or an integer partitions",
+                      t.dump().substr(0, 200)));
     }
     TopicInfo info;
     info.name = t["name"].get<std::string>();
@@ -199,9 +208,11 @@ Status TopicStore::Load() {
     }
     info.partitions = static_cast<int32_t>(partitions);
     if (t.contains("configs")) {
-      if (!t["configs"].is_object()) return corrupt(fmt::format("topic {}: configs is not an object", info.name));
+      if (!t["configs"].is_object())
+        return corrupt(fmt::format("topic {}: configs is not an object", info.name));
       for (const auto& [k, v] : t["configs"].items()) {
-        if (!v.is_string()) return corrupt(fmt::format("topic {}: config {} is not a string", info.name, k));
+        if (!v.is_string())
+          return corrupt(fmt::format("topic {}: config {} is not a string", info.name, k));
         info.overrides[k] = v.get<std::string>();
       }
     }
@@ -209,7 +220,8 @@ Status TopicStore::Load() {
     auto config = TopicConfig::Resolve(info.overrides, defaults_, &err);
     if (!config.ok()) return corrupt(fmt::format("topic {}: {}", info.name, err.message));
     info.config = *config;
-    if (topics_.count(info.name) != 0) return corrupt(fmt::format("topic {} appears twice", info.name));
+    if (topics_.count(info.name) != 0)
+      return corrupt(fmt::format("topic {} appears twice", info.name));
     topics_.emplace(info.name, std::move(info));
   }
   return Status::OK();
@@ -229,12 +241,13 @@ Status TopicStore::Save() const {
     doc["topics"].push_back(std::move(entry));
   }
   std::string text = doc.dump(2) + "\n";
-  storage::Env* env = storage::Env::Posix();
+  storage::Env* env = env_;
   std::string tmp = path_ + ".tmp";
   {
     ASSIGN_OR_RETURN(auto f, env->Open(tmp, storage::OpenMode::kCreate));
     RETURN_IF_ERROR(f->Truncate(0));
-    RETURN_IF_ERROR(f->WriteAt(0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+    RETURN_IF_ERROR(f->WriteAt(
+        0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
     RETURN_IF_ERROR(f->Sync());
   }
   RETURN_IF_ERROR(env->Rename(tmp, path_));
@@ -302,7 +315,8 @@ TopicError TopicStore::AddPartitions(const std::string& name, int32_t total, boo
   }
   if (total <= it->second.partitions || total > 100'000) {
     return Err(ErrorCode::kInvalidPartitions,
-               fmt::format("topic '{}' has {} partitions; the new count must be larger (and at most 100000), not {}",
+               fmt::format("topic '{}' has {} partitions; the new count must be larger (and at "
+                           "most 100000), not {}",
                            name, it->second.partitions, total));
   }
   if (validate_only) return {};
@@ -322,7 +336,8 @@ TopicError TopicStore::SetConfigs(const std::string& name,
   if (it == topics_.end()) {
     return Err(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name));
   }
-  std::map<std::string, std::string> overrides = replace_all ? std::map<std::string, std::string>() : it->second.overrides;
+  std::map<std::string, std::string> overrides =
+      replace_all ? std::map<std::string, std::string>() : it->second.overrides;
   for (const auto& [k, v] : changes) {
     if (v) {
       overrides[k] = *v;

@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/wire.h"
+#include "storage/env.h"
 
 namespace sluice::broker {
 
@@ -70,9 +71,10 @@ TopicError ValidateTopicName(const std::string& name);
 class TopicStore {
  public:
   // Loads <data_dir>/meta/topics.json (a missing file is an empty store). A file that is
-  // not what this code writes is a Corruption naming the file and what is wrong.
-  static Result<std::unique_ptr<TopicStore>> Open(const std::string& data_dir,
-                                                  TopicConfig defaults);
+  // not what this code writes is a Corruption naming the file and what is wrong. Its
+  // files are written through `env`, which must outlive the store.
+  static Result<std::unique_ptr<TopicStore>> Open(const std::string& data_dir, TopicConfig defaults,
+                                                  storage::Env* env = storage::Env::Posix());
 
   // Creates a topic with a new random id, durably before returning. Errors:
   // TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION (bad name, or a name that collides with
@@ -97,10 +99,11 @@ class TopicStore {
   const std::string& path() const { return path_; }
 
  private:
-  TopicStore(const std::string& data_dir, TopicConfig defaults);
+  TopicStore(const std::string& data_dir, TopicConfig defaults, storage::Env* env);
   Status Load();
   Status Save() const;
 
+  storage::Env* const env_;
   std::string meta_dir_;
   std::string path_;
   TopicConfig defaults_;

@@ -41,7 +41,8 @@ Status CheckStoredHeader(const BatchHeader& h, uint32_t max_bytes) {
   return Status::OK();
 }
 
-Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_bytes) {
+Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_bytes,
+                                  bool check_crc) {
   if (batch.size() < kBatchHeaderSize) {
     return InvalidArgumentError("batch of {} bytes is shorter than the {}-byte header",
                                 batch.size(), kBatchHeaderSize);
@@ -56,7 +57,7 @@ Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_b
                                   max_bytes);
   }
   if (h.magic != 2) return InvalidArgumentError("batch magic {} is not 2", h.magic);
-  if (!CrcMatches(batch)) {
+  if (check_crc && !CrcMatches(batch)) {
     return CorruptionError("batch CRC {:#010x} does not match its bytes", h.crc);
   }
   if (h.records_count < 1 || h.last_offset_delta != h.records_count - 1) {

@@ -71,8 +71,10 @@ BatchHeader ParseBatchHeader(std::span<const uint8_t> bytes);
 // 1 + last offset delta, and the batch is at most `max_bytes` long. The message says
 // which rule failed and the values seen; the code tells the broker which Kafka error to
 // answer: Corruption for a CRC mismatch (CORRUPT_MESSAGE), ResourceExhausted for a batch
-// over max_bytes (MESSAGE_TOO_LARGE), InvalidArgument for the rest.
-Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_bytes);
+// over max_bytes (MESSAGE_TOO_LARGE), InvalidArgument for the rest. `check_crc` false
+// skips the CRC, for a caller that has checked it already.
+Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_bytes,
+                                  bool check_crc = true);
 
 // Checks a header read back from a segment: plausible length (at least a header, at most
 // `max_bytes`) and magic 2. Does not look at the CRC.

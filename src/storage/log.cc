@@ -535,7 +535,7 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
     std::lock_guard lock(mu_);
     max_batch = limits_.max_batch_bytes;
   }
-  ASSIGN_OR_RETURN(BatchHeader h, ValidateBatch(batch, max_batch));
+  ASSIGN_OR_RETURN(BatchHeader h, ValidateBatch(batch, max_batch, /*check_crc=*/!opts.crc_checked));
   std::lock_guard lock(mu_);
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   if (!failed_.ok()) return failed_.WithContext(fmt::format("log {} failed earlier", dir_));

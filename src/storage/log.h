@@ -94,6 +94,9 @@ using AppendCallback = std::function<void(const Status&, const AppendInfo&)>;
 struct AppendOptions {
   int32_t leader_epoch = 0;
   bool log_append_time = false;  // rewrite attributes and max timestamp (CRC recomputed)
+  // The caller has already checked the batch's CRC (the broker's kafka::ValidateRecords):
+  // Append checks the rest of the header but does not compute the CRC again.
+  bool crc_checked = false;
   AckLevel ack = AckLevel::kDurable;
   AppendCallback on_ack;  // may be empty
 };

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "broker/broker.h"
+#include "broker/handlers/handlers.h"
 #include "broker/server.h"
 #include "broker/tests/broker_test_util.h"
 #include "kafka/protocol/header.h"
@@ -28,6 +29,16 @@ using kafka::ApiKey;
 using kafka::ErrorCode;
 using testing::Bytes;
 using testing::Client;
+
+// Every API the decoder accepts (and ApiVersions advertises) has a handler in the table.
+TEST(DispatchTableTest, EverySupportedApiHasAHandler) {
+  for (const kafka::ApiVersionRange& api : kafka::SupportedApis()) {
+    EXPECT_NE(handlers::HandlerFor(static_cast<int16_t>(api.key)), nullptr)
+        << kafka::ApiName(api.key);
+  }
+  EXPECT_EQ(handlers::HandlerFor(-1), nullptr);
+  EXPECT_EQ(handlers::HandlerFor(1000), nullptr);
+}
 
 class BrokerApiTest : public testing::BrokerFixture {
  protected:

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -21,6 +22,7 @@
 #include "broker/tests/broker_test_util.h"
 #include "kafka/protocol/header.h"
 #include "kafka/protocol/records.h"
+#include "storage/env.h"
 
 namespace sluice::broker {
 namespace {
@@ -46,6 +48,25 @@ class BrokerDataTest : public testing::BrokerFixture {
     }
     o.base_timestamp = base_ts;
     return kafka::BuildBatch(o, recs);
+  }
+
+  // One record "<value>" from an idempotent producer.
+  static Bytes Idempotent(const std::string& value, int64_t producer_id, int16_t epoch,
+                          int32_t sequence) {
+    kafka::BatchBuilderOptions o;
+    o.producer_id = producer_id;
+    o.producer_epoch = epoch;
+    o.base_sequence = sequence;
+    return Batch(value, 1, 1000, o);
+  }
+
+  // InitProducerId v4 without a transactional id; -1s ask for a new producer.
+  static kafka::InitProducerIdResponse InitProducerId(Client& c, int64_t producer_id,
+                                                      int16_t epoch) {
+    kafka::InitProducerIdRequest req;
+    req.producer_id = producer_id;
+    req.producer_epoch = epoch;
+    return c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, req);
   }
 
   kafka::ProduceResponse::PartitionProduceResponse Produce(Client& c, const std::string& topic,
@@ -186,7 +207,8 @@ TEST_F(BrokerDataTest, WaitingFetchIsAnsweredByAnAppend) {
   t.partitions.push_back(p);
   req.topics.push_back(t);
   ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 77, req));
-  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (broker_->waiting_fetch_count() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   Bytes b = Batch("w", 2);
   EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
   auto frame = consumer.ReadFrame();
@@ -214,7 +236,8 @@ TEST_F(BrokerDataTest, WaitingFetchWaitsForMinBytes) {
   p.partition_max_bytes = 1 << 20;
   req.topics.push_back({"t", {}, {p}, {}});
   ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 78, req));
-  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (broker_->waiting_fetch_count() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
   // One batch is less than min_bytes: still waiting, registered again. The wake-up and
   // the re-registration run on the shards' loops, so the count may read 0 for a moment
@@ -266,12 +289,6 @@ TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
     EXPECT_EQ(a.producer_epoch, 0);
     EXPECT_NE(a.producer_id, b.producer_id);
     first = std::max(a.producer_id, b.producer_id);
-    kafka::InitProducerIdRequest bump;
-    bump.producer_id = a.producer_id;
-    bump.producer_epoch = 0;
-    auto bumped = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, bump);
-    EXPECT_EQ(bumped.producer_id, a.producer_id);
-    EXPECT_EQ(bumped.producer_epoch, 1);
     kafka::InitProducerIdRequest txn;
     txn.transactional_id = "tx";
     EXPECT_EQ(c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, txn).error_code,
@@ -280,8 +297,144 @@ TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
   Stop();
   Start();
   Client c(port());
-  auto later = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 2, kafka::InitProducerIdRequest{});
+  auto later = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 2,
+                                                     kafka::InitProducerIdRequest{});
   EXPECT_GT(later.producer_id, first);  // never an id handed out before the restart
+}
+
+// KIP-360 bumps from producers without a transactional id get a new id at epoch 0, as
+// Kafka answers them: the broker never takes an id or an epoch from the request.
+TEST_F(BrokerDataTest, InitProducerIdBumpHandsOutANewId) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto a = InitProducerId(c, -1, -1);
+  ASSERT_EQ(a.error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", Idempotent("a", a.producer_id, a.producer_epoch, 0)).error_code,
+            ErrorCode::kNone);
+  auto bumped = InitProducerId(c, a.producer_id, a.producer_epoch);
+  EXPECT_EQ(bumped.error_code, ErrorCode::kNone);
+  EXPECT_GT(bumped.producer_id, a.producer_id);
+  EXPECT_EQ(bumped.producer_epoch, 0);
+  // The new id starts its sequences at 0.
+  EXPECT_EQ(Produce(c, "t", Idempotent("b", bumped.producer_id, 0, 0)).error_code,
+            ErrorCode::kNone);
+}
+
+TEST_F(BrokerDataTest, InitProducerIdNeverHandsOutAnIdItDidNotIssue) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto a = InitProducerId(c, -1, -1);
+  ASSERT_EQ(a.error_code, ErrorCode::kNone);
+  // An id far past the allocator, and the very id it hands out next: neither is bumped.
+  auto far = InitProducerId(c, 1'000'000, 0);
+  EXPECT_EQ(far.error_code, ErrorCode::kNone);
+  EXPECT_NE(far.producer_id, 1'000'000);
+  EXPECT_EQ(far.producer_epoch, 0);
+  const int64_t next = far.producer_id + 1;
+  auto claimed = InitProducerId(c, next, 0);
+  EXPECT_EQ(claimed.error_code, ErrorCode::kNone);
+  EXPECT_EQ(claimed.producer_epoch, 0);
+  EXPECT_EQ(
+      Produce(c, "t", Idempotent("c", claimed.producer_id, claimed.producer_epoch, 0)).error_code,
+      ErrorCode::kNone);
+  // The producer that gets an id next is fenced by no one: its epoch-0 batches go in.
+  auto innocent = InitProducerId(c, -1, -1);
+  EXPECT_NE(innocent.producer_id, claimed.producer_id);
+  EXPECT_NE(innocent.producer_id, far.producer_id);
+  EXPECT_EQ(innocent.producer_epoch, 0);
+  EXPECT_EQ(Produce(c, "t", Idempotent("x", innocent.producer_id, 0, 0)).error_code,
+            ErrorCode::kNone);
+}
+
+TEST_F(BrokerDataTest, InitProducerIdWithAStaleEpochFencesNoOne) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto a = InitProducerId(c, -1, -1);
+  ASSERT_EQ(a.error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", Idempotent("a", a.producer_id, 0, 0)).error_code, ErrorCode::kNone);
+  // Another client names a's id with an epoch a never had, then with a's own epoch.
+  auto stale = InitProducerId(c, a.producer_id, 5);
+  EXPECT_EQ(stale.error_code, ErrorCode::kNone);
+  EXPECT_NE(stale.producer_id, a.producer_id);
+  EXPECT_EQ(stale.producer_epoch, 0);
+  auto same = InitProducerId(c, a.producer_id, 0);
+  EXPECT_NE(same.producer_id, a.producer_id);
+  EXPECT_NE(same.producer_id, stale.producer_id);
+  EXPECT_EQ(same.producer_epoch, 0);
+  // a keeps producing at epoch 0.
+  EXPECT_EQ(Produce(c, "t", Idempotent("a", a.producer_id, 0, 1)).error_code, ErrorCode::kNone);
+}
+
+// Forwards to the POSIX env and remembers every path it was asked about.
+class RecordingEnv : public storage::Env {
+ public:
+  Result<std::unique_ptr<storage::File>> Open(const std::string& path,
+                                              storage::OpenMode mode) override {
+    Note(path);
+    return base_->Open(path, mode);
+  }
+  Status Remove(const std::string& path) override {
+    Note(path);
+    return base_->Remove(path);
+  }
+  Status Rename(const std::string& from, const std::string& to) override {
+    Note(from);
+    Note(to);
+    return base_->Rename(from, to);
+  }
+  Status CreateDirs(const std::string& path) override {
+    Note(path);
+    return base_->CreateDirs(path);
+  }
+  Status SyncDir(const std::string& path) override {
+    Note(path);
+    return base_->SyncDir(path);
+  }
+  Result<std::vector<std::string>> ListDir(const std::string& path) override {
+    Note(path);
+    return base_->ListDir(path);
+  }
+  bool Exists(const std::string& path) override {
+    Note(path);
+    return base_->Exists(path);
+  }
+  // Whether some path asked about contains `part`.
+  bool Saw(const std::string& part) {
+    std::lock_guard lock(mu_);
+    for (const std::string& p : paths_) {
+      if (p.find(part) != std::string::npos) return true;
+    }
+    return false;
+  }
+
+ private:
+  void Note(const std::string& path) {
+    std::lock_guard lock(mu_);
+    paths_.push_back(path);
+  }
+  storage::Env* const base_ = storage::Env::Posix();
+  std::mutex mu_;
+  std::vector<std::string> paths_;  // guarded by mu_
+};
+
+TEST_F(BrokerDataTest, EveryFileGoesThroughTheInjectedEnv) {
+  RecordingEnv env;
+  Stop();
+  options_.env = &env;
+  Start();
+  {
+    Client c(port());
+    ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+    EXPECT_EQ(Produce(c, "t", Batch("e", 2)).error_code, ErrorCode::kNone);
+    EXPECT_EQ(InitProducerId(c, -1, -1).error_code, ErrorCode::kNone);
+  }
+  Stop();  // before `env` goes
+  EXPECT_TRUE(env.Saw("/meta/cluster_id"));
+  EXPECT_TRUE(env.Saw("/meta/topics.json"));
+  EXPECT_TRUE(env.Saw("/meta/producer_id_block"));
+  EXPECT_TRUE(env.Saw("/meta/clean_shutdown"));
+  EXPECT_TRUE(env.Saw("/t-0/00000000000000000000.log"));
+  EXPECT_TRUE(env.Saw("/__consumer_offsets-0"));
 }
 
 TEST_F(BrokerDataTest, AcksZeroHasNoResponseButIsWritten) {
@@ -518,7 +671,8 @@ TEST_F(BrokerDataTest, RequestsSpanningEveryShardAreAnsweredInPlace) {
     EXPECT_EQ(part.partition_index, p);
     EXPECT_EQ(part.error_code, ErrorCode::kNone);
     EXPECT_EQ(part.high_watermark, p + 1);
-    EXPECT_EQ(RecordBytes(part).size(), batches[static_cast<size_t>(p)].size()) << "partition " << p;
+    EXPECT_EQ(RecordBytes(part).size(), batches[static_cast<size_t>(p)].size())
+        << "partition " << p;
   }
 
   kafka::ListOffsetsRequest lo;
@@ -556,7 +710,8 @@ TEST_F(BrokerDataTest, OneShardServesProduceAndWaitingFetch) {
   p.partition_max_bytes = 1 << 20;
   req.topics.push_back({"t", {}, {p}, {}});
   ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 5, req));
-  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (broker_->waiting_fetch_count() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   Bytes b = Batch("one", 2);
   EXPECT_EQ(Produce(producer, "t", b, 1).error_code, ErrorCode::kNone);
   auto frame = consumer.ReadFrame();
@@ -589,7 +744,8 @@ TEST_F(BrokerDataTest, DeletingATopicAnswersItsWaitingFetch) {
   }
   req.topics.push_back(ft);
   ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 6, req));
-  while (broker_->waiting_fetch_count() < 4) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (broker_->waiting_fetch_count() < 4)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   kafka::DeleteTopicsRequest del;
   del.topic_names = {"t"};
   auto dr = admin.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 4, del);

@@ -20,6 +20,7 @@
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "kafka/protocol/header.h"
+#include "kafka/protocol/requests.h"
 
 namespace sluice::broker::testing {
 

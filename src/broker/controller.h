@@ -1,0 +1,68 @@
+// Controller: what the request handlers may ask of the cluster metadata — topics,
+// partitions and their configs, the logs of the partitions, producer ids — and the
+// thread all of it runs on. The single-node implementation is MetadataController
+// (a TopicStore in <data-dir>/meta and the local partition logs); a cluster keeps its
+// metadata elsewhere (etcd) and implements the same interface.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "base/status.h"
+#include "broker/topic_store.h"
+#include "kafka/protocol/wire.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+// Internal topic names: their directories belong to the broker (the offsets log lives in
+// __consumer_offsets-0), so no user topic may take them.
+inline bool IsReservedTopic(const std::string& name) {
+  return name == "__consumer_offsets" || name == "__transaction_state";
+}
+
+// Every method but Post and RunAndWait runs on the controller's thread: handlers reach it
+// with Post (or the ToController helper of handlers/context.h). A change becomes visible
+// to the shards only with Publish().
+class Controller {
+ public:
+  virtual ~Controller() = default;
+
+  // Runs `task` on the controller's thread (any thread).
+  virtual void Post(std::function<void()> task) = 0;
+  // Runs `fn` on the controller's thread and waits for it (any thread but that one).
+  virtual void RunAndWait(const std::function<void()>& fn) = 0;
+
+  // Topics as the controller knows them now (not yet published, perhaps).
+  virtual const TopicInfo* FindTopic(const std::string& name) const = 0;
+  virtual const TopicInfo* FindTopicById(const kafka::Uuid& id) const = 0;
+  // Creates a topic and opens its partitions (nothing is opened under validate_only).
+  // Fills `info` (its id zero under validate_only). A log that fails to open undoes the
+  // topic: KAFKA_STORAGE_ERROR.
+  virtual TopicError CreateTopic(const std::string& name, int32_t partitions,
+                                 const std::map<std::string, std::string>& overrides,
+                                 bool validate_only, TopicInfo* info) = 0;
+  // Creates `name` with the default partition count when auto.create.topics.enable is
+  // on and the name is a valid user topic's; false otherwise.
+  virtual bool AutoCreateTopic(const std::string& name) = 0;
+  // Closes the topic's logs, forgets it and removes its directories.
+  virtual TopicError DeleteTopic(const std::string& name) = 0;
+  // Grows a topic to `count` partitions and opens the new ones.
+  virtual TopicError AddPartitions(const std::string& name, int32_t count, bool validate_only) = 0;
+  // Changes a topic's config overrides (nullopt removes one) and applies them to its
+  // open logs.
+  virtual TopicError SetTopicConfigs(
+      const std::string& name, const std::map<std::string, std::optional<std::string>>& changes,
+      bool replace_all, bool validate_only) = 0;
+  // The open log of a partition (thread-safe itself), or null.
+  virtual storage::PartitionLog* LogOf(const std::string& topic, int32_t partition) = 0;
+  // A producer id never handed out before, across restarts too.
+  virtual Result<int64_t> AllocateProducerId() = 0;
+  // Publishes the topics to every shard (a new MetadataSnapshot).
+  virtual void Publish() = 0;
+};
+
+}  // namespace sluice::broker

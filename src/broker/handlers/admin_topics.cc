@@ -1,0 +1,260 @@
+// Topic administration and producer ids, run on the metadata controller's thread (their
+// fsyncs, log opens and closes never run on a shard): CreateTopics, DeleteTopics,
+// CreatePartitions, DeleteRecords, InitProducerId.
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/logging.h"
+#include "broker/handlers/handlers.h"
+#include "broker/partition.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+const Logger kLog("broker");
+using kafka::ErrorCode;
+
+kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopicsRequest& req) {
+  kafka::CreateTopicsResponse resp;
+  std::map<std::string, int> seen;
+  for (const auto& t : req.topics) ++seen[t.name];
+
+  for (const auto& t : req.topics) {
+    kafka::CreateTopicsResponse::Topic out;
+    out.name = t.name;
+    auto fail = [&](ErrorCode code, std::string message) {
+      out.error_code = code;
+      out.error_message = std::move(message);
+      resp.topics.push_back(std::move(out));
+    };
+    if (seen[t.name] > 1) {
+      fail(ErrorCode::kInvalidRequest,
+           fmt::format("topic '{}' appears more than once in the request", t.name));
+      continue;
+    }
+    if (IsReservedTopic(t.name)) {
+      fail(ErrorCode::kTopicAlreadyExists,
+           fmt::format("{} is reserved for the broker's internal use", t.name));
+      continue;
+    }
+    if (!t.assignments.empty()) {
+      fail(ErrorCode::kInvalidRequest,
+           "replica assignments are not supported: sluice has one broker; give num_partitions");
+      continue;
+    }
+    if (t.replication_factor != -1 && t.replication_factor != 1) {
+      fail(ErrorCode::kInvalidReplicationFactor,
+           fmt::format("replication factor {} is larger than the 1 available broker",
+                       t.replication_factor));
+      continue;
+    }
+    std::map<std::string, std::string> overrides;
+    bool null_config = false;
+    for (const auto& c : t.configs) {
+      if (!c.value.has_value()) {
+        fail(ErrorCode::kInvalidConfig, fmt::format("config '{}' has a null value", c.name));
+        null_config = true;
+        break;
+      }
+      overrides[c.name] = *c.value;
+    }
+    if (null_config) continue;
+
+    const int32_t partitions = t.num_partitions == -1 ? 1 : t.num_partitions;
+    TopicInfo info;
+    TopicError err =
+        ctx.controller.CreateTopic(t.name, partitions, overrides, req.validate_only, &info);
+    if (!err.ok()) {
+      fail(err.code, err.message);
+      continue;
+    }
+    out.topic_id = info.id;  // zero for validate_only, as in Kafka
+    out.num_partitions = partitions;
+    out.replication_factor = 1;
+    resp.topics.push_back(std::move(out));
+  }
+  if (!req.validate_only) ctx.controller.Publish();
+  return resp;
+}
+
+kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopicsRequest& req,
+                                         int16_t version) {
+  kafka::DeleteTopicsResponse resp;
+  std::vector<kafka::DeleteTopicsRequest::Topic> wanted = req.topics;
+  if (version < 6) {
+    for (const std::string& name : req.topic_names) wanted.push_back({name, {}, {}});
+  }
+  for (const auto& want : wanted) {
+    kafka::DeleteTopicsResponse::Result out;
+    out.name = want.name;
+    out.topic_id = want.topic_id;
+    const TopicInfo* info = want.name ? ctx.controller.FindTopic(*want.name)
+                                      : ctx.controller.FindTopicById(want.topic_id);
+    if (info == nullptr) {
+      out.error_code = want.name ? ErrorCode::kUnknownTopicOrPartition : ErrorCode::kUnknownTopicId;
+      out.error_message = want.name ? fmt::format("topic '{}' does not exist", *want.name)
+                                    : fmt::format("no topic has id {}", want.topic_id.ToString());
+      resp.responses.push_back(std::move(out));
+      continue;
+    }
+    out.name = info->name;
+    out.topic_id = info->id;
+    std::string name = info->name;
+    TopicError err = ctx.controller.DeleteTopic(name);
+    if (!err.ok()) {
+      out.error_code = err.code;
+      out.error_message = err.message;
+    } else {
+      SLUICE_LOG(kLog, kInfo, "deleted topic {}", name);
+      if (ctx.groups != nullptr) ctx.groups->OnTopicDeleted(name);
+    }
+    resp.responses.push_back(std::move(out));
+  }
+  ctx.controller.Publish();
+  return resp;
+}
+
+kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
+                                                 const kafka::CreatePartitionsRequest& req) {
+  kafka::CreatePartitionsResponse resp;
+  std::map<std::string, int> seen;
+  for (const auto& t : req.topics) ++seen[t.name];
+  for (const auto& t : req.topics) {
+    kafka::CreatePartitionsResponse::Result out;
+    out.name = t.name;
+    auto fail = [&](ErrorCode code, std::string message) {
+      out.error_code = code;
+      out.error_message = std::move(message);
+      resp.results.push_back(std::move(out));
+    };
+    if (seen[t.name] > 1) {
+      fail(ErrorCode::kInvalidRequest, fmt::format("topic '{}' appears more than once", t.name));
+      continue;
+    }
+    const TopicInfo* info = ctx.controller.FindTopic(t.name);
+    if (info == nullptr) {
+      fail(ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", t.name));
+      continue;
+    }
+    if (t.count <= info->partitions) {
+      fail(ErrorCode::kInvalidPartitions,
+           fmt::format("topic '{}' has {} partitions; the new count must be larger, not {}", t.name,
+                       info->partitions, t.count));
+      continue;
+    }
+    if (t.assignments.has_value() && !t.assignments->empty()) {
+      // Only the one broker can hold a replica: [[1], [1], ...], one per new partition.
+      bool ok = static_cast<int32_t>(t.assignments->size()) == t.count - info->partitions;
+      for (const auto& a : *t.assignments) ok = ok && a.broker_ids == std::vector<int32_t>{kNodeId};
+      if (!ok) {
+        fail(ErrorCode::kInvalidReplicaAssignment,
+             fmt::format("assignments must list broker {} once for each of the {} new partitions",
+                         kNodeId, t.count - info->partitions));
+        continue;
+      }
+    }
+    TopicError err = ctx.controller.AddPartitions(t.name, t.count, req.validate_only);
+    if (!err.ok()) {
+      fail(err.code, err.message);
+      continue;
+    }
+    resp.results.push_back(std::move(out));
+  }
+  if (!req.validate_only) ctx.controller.Publish();
+  return resp;
+}
+
+// DeleteRecords moves log starts durably (an fsync): on the controller's thread, on the
+// thread-safe log, not on the owners.
+kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteRecordsRequest& req) {
+  kafka::DeleteRecordsResponse resp;
+  for (const auto& t : req.topics) {
+    kafka::DeleteRecordsResponse::Topic tout;
+    tout.name = t.name;
+    for (const auto& p : t.partitions) {
+      kafka::DeleteRecordsResponse::Partition out;
+      out.partition_index = p.partition_index;
+      out.low_watermark = -1;
+      storage::PartitionLog* log = ctx.controller.LogOf(t.name, p.partition_index);
+      if (log == nullptr) {
+        out.error_code = ErrorCode::kUnknownTopicOrPartition;
+        tout.partitions.push_back(out);
+        continue;
+      }
+      const int64_t hw = HighWatermark(ctx.options.flush_policy, *log);
+      // -1 means the high watermark, as in Kafka.
+      const int64_t target = p.offset == -1 ? hw : p.offset;
+      if (target < 0 || target > hw) {
+        out.error_code = ErrorCode::kOffsetOutOfRange;
+        tout.partitions.push_back(out);
+        continue;
+      }
+      Result<int64_t> start = log->DeleteRecordsBefore(target);
+      if (!start.ok()) {
+        SLUICE_LOG(kLog, kError, "DeleteRecords {}-{}: {}", t.name, p.partition_index,
+                   start.status().ToString());
+        out.error_code = start.status().code() == StatusCode::kOutOfRange
+                             ? ErrorCode::kOffsetOutOfRange
+                             : ErrorCode::kKafkaStorageError;
+      } else {
+        out.low_watermark = *start;
+      }
+      tout.partitions.push_back(out);
+    }
+    resp.topics.push_back(std::move(tout));
+  }
+  return resp;
+}
+
+// Idempotent producers only (no transactions). A producer without a transactional id
+// always gets a new id at epoch 0, also when it names the id and epoch it has (KIP-360,
+// v3+), as Kafka's TransactionCoordinator answers it: bumping the epoch of a named id
+// would let a client take an id never issued, or one another producer holds, and fence
+// that producer (docs/design/0002-broker-plan.md, decision 17).
+kafka::InitProducerIdResponse InitProducerId(Context& ctx,
+                                             const kafka::InitProducerIdRequest& req) {
+  kafka::InitProducerIdResponse resp;
+  if (req.transactional_id.has_value()) {
+    // No transaction coordinator yet: only idempotent producers are served.
+    resp.error_code = ErrorCode::kInvalidRequest;
+    return resp;
+  }
+  Result<int64_t> id = ctx.controller.AllocateProducerId();
+  if (!id.ok()) {
+    SLUICE_LOG(kLog, kError, "reserving producer ids: {}", id.status().ToString());
+    resp.error_code = ErrorCode::kKafkaStorageError;
+    return resp;
+  }
+  resp.producer_id = *id;
+  resp.producer_epoch = 0;
+  return resp;
+}
+
+}  // namespace
+
+void HandleCreateTopics(Context& ctx, const Call& call, const kafka::CreateTopicsRequest& req) {
+  ToController(ctx, call, [&ctx, req] { return CreateTopics(ctx, req); });
+}
+
+void HandleDeleteTopics(Context& ctx, const Call& call, const kafka::DeleteTopicsRequest& req) {
+  ToController(ctx, call,
+               [&ctx, req, v = call.header.api_version] { return DeleteTopics(ctx, req, v); });
+}
+
+void HandleCreatePartitions(Context& ctx, const Call& call,
+                            const kafka::CreatePartitionsRequest& req) {
+  ToController(ctx, call, [&ctx, req] { return CreatePartitions(ctx, req); });
+}
+
+void HandleDeleteRecords(Context& ctx, const Call& call, const kafka::DeleteRecordsRequest& req) {
+  ToController(ctx, call, [&ctx, req] { return DeleteRecords(ctx, req); });
+}
+
+void HandleInitProducerId(Context& ctx, const Call& call, const kafka::InitProducerIdRequest& req) {
+  ToController(ctx, call, [&ctx, req] { return InitProducerId(ctx, req); });
+}
+
+}  // namespace sluice::broker::handlers

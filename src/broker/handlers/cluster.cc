@@ -1,0 +1,108 @@
+// The cluster as clients see it: ApiVersions, Metadata (answered from the shard's
+// snapshot; a missing topic that may be auto-created goes to the controller's thread)
+// and DescribeCluster.
+#include <string>
+#include <vector>
+
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ErrorCode;
+
+// The response from `meta`; `missing` gets the names that do not exist.
+kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot& meta,
+                                     const kafka::MetadataRequest& req, int16_t version,
+                                     std::vector<std::string>* missing) {
+  kafka::MetadataResponse resp;
+  resp.cluster_id = ctx.cluster_id;
+  resp.controller_id = kNodeId;
+
+  auto describe = [](const MetadataSnapshot::Topic& t) {
+    kafka::MetadataResponse::Topic out;
+    out.name = t.info.name;
+    out.topic_id = t.info.id;
+    for (int32_t p = 0; p < t.info.partitions; ++p) {
+      kafka::MetadataResponse::Partition part;
+      part.partition_index = p;
+      part.leader_id = kNodeId;
+      part.leader_epoch = t.leader_epochs[static_cast<size_t>(p)];
+      part.replica_nodes = {kNodeId};
+      part.isr_nodes = {kNodeId};
+      out.partitions.push_back(std::move(part));
+    }
+    return out;
+  };
+
+  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  // Null asks for every topic, and so does an empty array in v0.
+  const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
+  if (all) {
+    for (const auto& [name, t] : meta.topics) resp.topics.push_back(describe(t));
+    return resp;
+  }
+  for (const kafka::MetadataRequest::Topic& want : *req.topics) {
+    const MetadataSnapshot::Topic* found = nullptr;
+    kafka::MetadataResponse::Topic out;
+    out.name = want.name;
+    out.topic_id = want.topic_id;
+    if (want.name.has_value()) {
+      found = meta.Find(*want.name);
+      if (found == nullptr) {
+        if (version < 4 || req.allow_auto_topic_creation) missing->push_back(*want.name);
+        out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
+                                                            : ErrorCode::kInvalidTopicException;
+      }
+    } else {
+      found = meta.FindById(want.topic_id);
+      if (found == nullptr) out.error_code = ErrorCode::kUnknownTopicId;
+    }
+    resp.topics.push_back(found != nullptr ? describe(*found) : std::move(out));
+  }
+  return resp;
+}
+
+}  // namespace
+
+void HandleApiVersions(Context&, const Call& call, const kafka::ApiVersionsRequest&) {
+  kafka::ApiVersionsResponse resp;
+  for (const kafka::ApiVersionRange& supported : kafka::SupportedApis()) {
+    const kafka::ApiVersionRange a = kafka::AdvertisedRange(supported);  // Produce from v0
+    resp.api_keys.push_back({static_cast<int16_t>(a.key), a.min, a.max, {}});
+  }
+  Reply(call.conn, call.header, resp);
+}
+
+void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest& req) {
+  std::vector<std::string> missing;
+  kafka::MetadataResponse resp =
+      MetadataFrom(ctx, ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop())), req,
+                   call.header.api_version, &missing);
+  if (missing.empty() || !ctx.options.auto_create_topics) {
+    Reply(call.conn, call.header, resp);
+    return;
+  }
+  // Topics to create: the controller creates them and answers from its snapshot.
+  ToController(ctx, call, [&ctx, req, missing, v = call.header.api_version] {
+    bool created = false;
+    for (const std::string& name : missing) {
+      if (ctx.controller.FindTopic(name) == nullptr)
+        created |= ctx.controller.AutoCreateTopic(name);
+    }
+    if (created) ctx.controller.Publish();
+    std::vector<std::string> still;
+    return MetadataFrom(ctx, *ctx.shards.Published(), req, v, &still);
+  });
+}
+
+void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::DescribeClusterRequest&) {
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
+  kafka::DescribeClusterResponse resp;
+  resp.cluster_id = ctx.cluster_id;
+  resp.controller_id = kNodeId;
+  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  Reply(call.conn, call.header, resp);
+}
+
+}  // namespace sluice::broker::handlers

@@ -1,0 +1,68 @@
+// What every request handler works with: the Context (the broker's parts a handler may
+// use), the Call (one request being served) and the helpers that answer it, now or from
+// the metadata controller's thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/broker_options.h"
+#include "broker/connection.h"
+#include "broker/controller.h"
+#include "broker/group_coordinator.h"
+#include "broker/sasl.h"
+#include "broker/shards.h"
+#include "kafka/protocol/requests.h"
+
+namespace sluice::broker::handlers {
+
+// Made by the Broker at Open and alive as long as it; shared by every thread. Each
+// handler runs on its connection's shard and reaches partitions only through `shards`
+// (on their owners) and topics only through `controller` (on its thread).
+struct Context {
+  const BrokerOptions& options;
+  const std::string& cluster_id;
+  Shards& shards;
+  Controller& controller;
+  GroupCoordinator* groups = nullptr;  // thread-safe (posts to its own thread); null once closed
+  SaslAuthenticator* sasl = nullptr;   // null when SASL is off; immutable
+  // A graceful stop began: fetches stop waiting (Broker::Drain).
+  std::atomic<bool> draining{false};
+};
+
+// One request on its connection's shard. The references live until the handler returns:
+// a handler that answers later copies what it keeps.
+struct Call {
+  const std::shared_ptr<Connection>& conn;
+  // The whole frame: produce records are views into it, read on their owner shards.
+  const std::shared_ptr<const std::vector<uint8_t>>& frame;
+  const kafka::RequestHeader& header;
+};
+
+// Answers `h` on `conn` with `body` (the connection's loop).
+template <typename Body>
+void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+           const Body& body) {
+  Response resp;
+  kafka::Writer w(&resp.buffer);
+  kafka::EncodeResponseHeader(w, static_cast<kafka::ApiKey>(h.api_key), h.api_version,
+                              h.correlation_id);
+  body.Encode(w, h.api_version);
+  conn->Send(std::move(resp));
+}
+
+// Runs `fn` (returning a response body) on the controller's thread and answers the call
+// with it on the connection's loop.
+template <typename Fn>
+void ToController(Context& ctx, const Call& call, Fn fn) {
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, fn = std::move(fn)]() mutable {
+    auto body = std::make_shared<decltype(fn())>(fn());
+    ctx.shards.PostGated(conn->loop(), [conn, h, body] { Reply(conn, h, *body); });
+  });
+}
+
+}  // namespace sluice::broker::handlers

@@ -1,0 +1,76 @@
+// The dispatch table: API key -> handler. See handlers.h.
+#include <array>
+#include <variant>
+
+#include "base/status.h"
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ApiKey;
+
+// A handler of one request type behind the table's common signature. The decoder puts
+// the body of the header's API key in the variant, so the get never misses.
+template <typename Req, void (*Fn)(Context&, const Call&, const Req&)>
+void Typed(Context& ctx, const Call& call, const kafka::AnyRequest& body) {
+  const Req* req = std::get_if<Req>(&body);
+  SLUICE_ASSERT(req != nullptr);
+  Fn(ctx, call, *req);
+}
+
+struct Entry {
+  ApiKey key;
+  Handler handler;
+};
+
+constexpr Entry kEntries[] = {
+    {ApiKey::kProduce, Typed<kafka::ProduceRequest, HandleProduce>},
+    {ApiKey::kFetch, Typed<kafka::FetchRequest, HandleFetch>},
+    {ApiKey::kListOffsets, Typed<kafka::ListOffsetsRequest, HandleListOffsets>},
+    {ApiKey::kMetadata, Typed<kafka::MetadataRequest, HandleMetadata>},
+    {ApiKey::kOffsetCommit, Typed<kafka::OffsetCommitRequest, HandleOffsetCommit>},
+    {ApiKey::kOffsetFetch, Typed<kafka::OffsetFetchRequest, HandleOffsetFetch>},
+    {ApiKey::kFindCoordinator, Typed<kafka::FindCoordinatorRequest, HandleFindCoordinator>},
+    {ApiKey::kJoinGroup, Typed<kafka::JoinGroupRequest, HandleJoinGroup>},
+    {ApiKey::kHeartbeat, Typed<kafka::HeartbeatRequest, HandleHeartbeat>},
+    {ApiKey::kLeaveGroup, Typed<kafka::LeaveGroupRequest, HandleLeaveGroup>},
+    {ApiKey::kSyncGroup, Typed<kafka::SyncGroupRequest, HandleSyncGroup>},
+    {ApiKey::kDescribeGroups, Typed<kafka::DescribeGroupsRequest, HandleDescribeGroups>},
+    {ApiKey::kListGroups, Typed<kafka::ListGroupsRequest, HandleListGroups>},
+    {ApiKey::kSaslHandshake, Typed<kafka::SaslHandshakeRequest, HandleSaslHandshake>},
+    {ApiKey::kApiVersions, Typed<kafka::ApiVersionsRequest, HandleApiVersions>},
+    {ApiKey::kCreateTopics, Typed<kafka::CreateTopicsRequest, HandleCreateTopics>},
+    {ApiKey::kDeleteTopics, Typed<kafka::DeleteTopicsRequest, HandleDeleteTopics>},
+    {ApiKey::kDeleteRecords, Typed<kafka::DeleteRecordsRequest, HandleDeleteRecords>},
+    {ApiKey::kInitProducerId, Typed<kafka::InitProducerIdRequest, HandleInitProducerId>},
+    {ApiKey::kOffsetForLeaderEpoch,
+     Typed<kafka::OffsetForLeaderEpochRequest, HandleOffsetForLeaderEpoch>},
+    {ApiKey::kDescribeConfigs, Typed<kafka::DescribeConfigsRequest, HandleDescribeConfigs>},
+    {ApiKey::kAlterConfigs, Typed<kafka::AlterConfigsRequest, HandleAlterConfigs>},
+    {ApiKey::kSaslAuthenticate, Typed<kafka::SaslAuthenticateRequest, HandleSaslAuthenticate>},
+    {ApiKey::kCreatePartitions, Typed<kafka::CreatePartitionsRequest, HandleCreatePartitions>},
+    {ApiKey::kDeleteGroups, Typed<kafka::DeleteGroupsRequest, HandleDeleteGroups>},
+    {ApiKey::kIncrementalAlterConfigs,
+     Typed<kafka::IncrementalAlterConfigsRequest, HandleIncrementalAlterConfigs>},
+    {ApiKey::kDescribeCluster, Typed<kafka::DescribeClusterRequest, HandleDescribeCluster>},
+};
+
+constexpr size_t kTableSize = static_cast<size_t>(ApiKey::kDescribeCluster) + 1;
+
+constexpr std::array<Handler, kTableSize> MakeTable() {
+  std::array<Handler, kTableSize> table{};
+  for (const Entry& e : kEntries) table[static_cast<size_t>(e.key)] = e.handler;
+  return table;
+}
+
+constexpr std::array<Handler, kTableSize> kTable = MakeTable();
+
+}  // namespace
+
+Handler HandlerFor(int16_t api_key) {
+  if (api_key < 0 || static_cast<size_t>(api_key) >= kTable.size()) return nullptr;
+  return kTable[static_cast<size_t>(api_key)];
+}
+
+}  // namespace sluice::broker::handlers

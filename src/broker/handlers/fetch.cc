@@ -1,0 +1,288 @@
+// Fetch: every partition is read on its owner (file slices sent with sendfile), the
+// answers assembled on the connection's shard with the response's byte budget; with too
+// little data the fetch waits (a long poll), registered on each partition's owner, until
+// an append brings min_bytes, an error appears or max_wait_ms passes.
+#include "broker/handlers/fetch.h"
+
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ApiKey;
+using kafka::ErrorCode;
+
+// Sends a fetch response whose records are splices of `files`.
+void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+                const kafka::FetchResponse& body, std::vector<storage::FileSlice> files) {
+  Response resp;
+  kafka::Writer w(&resp.buffer);
+  kafka::EncodeResponseHeader(w, ApiKey::kFetch, h.api_version, h.correlation_id);
+  body.Encode(w, h.api_version);
+  resp.splices = w.splices();
+  resp.files = std::move(files);
+  conn->Send(std::move(resp));
+}
+
+bool HasErrors(const kafka::FetchResponse& resp) {
+  for (const auto& t : resp.responses) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != ErrorCode::kNone || p.diverging_epoch.epoch >= 0 ||
+          p.diverging_epoch.end_offset >= 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+using FetchDone =
+    std::function<void(kafka::FetchResponse&, std::vector<storage::FileSlice>&, uint64_t)>;
+void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
+                 std::vector<storage::FileSlice> files);
+
+// Reads every partition of `req` on its owner (registering `wait` there first when set),
+// then calls done(response, files, record bytes) on `home`'s thread.
+void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequest> req,
+               int16_t version, const std::shared_ptr<FetchWait>& wait, FetchDone done) {
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  // The response's shape first; the owners fill in their partitions' entries (each its
+  // own) and slices, and the budget across partitions is applied here once all answered.
+  struct State {
+    kafka::FetchResponse resp;
+    std::vector<kafka::FetchResponse::PartitionData*> outs;  // per target
+    std::vector<const kafka::FetchRequest::FetchPartition*> wants;
+    std::vector<std::optional<storage::FileSlice>> slices;
+  };
+  auto st = std::make_shared<State>();
+  st->resp.session_id = 0;
+  std::vector<Target> targets;
+  for (const auto& want : req->topics) {
+    kafka::FetchResponse::FetchableTopicResponse tout;
+    tout.topic = want.topic;
+    tout.topic_id = want.topic_id;
+    const MetadataSnapshot::Topic* info =
+        version >= 13 ? meta.FindById(want.topic_id) : meta.Find(want.topic);
+    for (const auto& fp : want.partitions) {
+      kafka::FetchResponse::PartitionData out;
+      out.partition_index = fp.partition;
+      out.high_watermark = -1;
+      out.last_stable_offset = -1;
+      out.log_start_offset = -1;
+      out.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
+      if (info == nullptr) {
+        out.error_code =
+            version >= 13 ? ErrorCode::kUnknownTopicId : ErrorCode::kUnknownTopicOrPartition;
+      } else {
+        targets.push_back(ctx.shards.TargetOf(info, info->info.name, fp.partition));
+        st->wants.push_back(&fp);
+      }
+      tout.partitions.push_back(std::move(out));
+    }
+    st->resp.responses.push_back(std::move(tout));
+  }
+  // Pointers once the vectors stopped growing, in request order.
+  size_t k = 0;
+  for (size_t t = 0; t < req->topics.size(); ++t) {
+    const bool known = (version >= 13 ? meta.FindById(req->topics[t].topic_id)
+                                      : meta.Find(req->topics[t].topic)) != nullptr;
+    if (!known) continue;
+    for (auto& out : st->resp.responses[t].partitions) {
+      st->outs.push_back(&out);
+      ++k;
+    }
+  }
+  SLUICE_ASSERT(k == targets.size());
+  st->slices.resize(targets.size());
+  const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
+  ctx.shards.VisitOwners(
+      home, std::move(targets),
+      [&ctx, st, req, wait, max_bytes](Partition* part, size_t i) {
+        kafka::FetchResponse::PartitionData& out = *st->outs[i];
+        const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        if (wait != nullptr && !wait->done.load()) {
+          // Registered at most once per partition: a wake-up takes it off the woken
+          // partition's list only, and it stays on the others'.
+          bool present = false;
+          std::erase_if(part->waits, [&](const std::weak_ptr<FetchWait>& w) {
+            auto locked = w.lock();
+            present |= locked == wait;
+            return locked == nullptr || locked->done.load();
+          });
+          if (!present) part->waits.push_back(wait);
+          part->waiting.store(static_cast<int>(part->waits.size()));
+        }
+        storage::PartitionLog& log = *part->log;
+        const int32_t epoch = part->epochs.latest_epoch();
+        if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
+          // KIP-320: a consumer that saw a newer epoch waits for metadata; an older one
+          // must check for truncation (OffsetForLeaderEpoch) first.
+          out.error_code = fp.current_leader_epoch > epoch ? ErrorCode::kUnknownLeaderEpoch
+                                                           : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        // No transactions, so the last stable offset is the high watermark.
+        const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
+        const int64_t start = log.start_offset();
+        out.high_watermark = hw;
+        out.last_stable_offset = hw;
+        out.log_start_offset = start;
+        out.aborted_transactions.emplace();
+        if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
+          // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its
+          // fetch offset here; otherwise the log diverged (recovery cut it) and it must
+          // truncate. An epoch this log never had has no end: out of range, as Kafka
+          // answers.
+          auto [div_epoch, div_end] =
+              part->epochs.EndOffsetFor(fp.last_fetched_epoch, log.end_offset());
+          if (div_epoch < 0 || div_end < 0) {
+            out.error_code = ErrorCode::kOffsetOutOfRange;
+            return;
+          }
+          if (div_epoch < fp.last_fetched_epoch || div_end < fp.fetch_offset) {
+            out.diverging_epoch = {div_epoch, div_end};
+            return;
+          }
+        }
+        if (fp.fetch_offset < start || fp.fetch_offset > hw) {
+          out.error_code = ErrorCode::kOffsetOutOfRange;
+          return;
+        }
+        // As much as this partition may give; the response's budget is applied on the
+        // connection's shard, in request order.
+        const uint64_t limit = std::min<uint64_t>(
+            max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+        if (fp.fetch_offset < hw) {
+          Result<storage::ReadResult> read =
+              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), hw);
+          if (!read.ok()) {
+            out.error_code = read.status().code() == StatusCode::kOutOfRange
+                                 ? ErrorCode::kOffsetOutOfRange
+                                 : ErrorCode::kKafkaStorageError;
+          } else if (read->slice.size > 0) {
+            st->slices[i] = std::move(read->slice);
+          }
+        }
+      },
+      [st, max_bytes, done = std::move(done)] {
+        std::vector<storage::FileSlice> files;
+        uint64_t total = 0;
+        for (size_t i = 0; i < st->outs.size(); ++i) {
+          if (!st->slices[i].has_value()) continue;
+          const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
+          const uint64_t left = max_bytes > total ? max_bytes - total : 0;
+          const uint64_t limit = std::min<uint64_t>(
+              left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+          storage::FileSlice& slice = *st->slices[i];
+          // Past the limits only for the first data of the response, as in Kafka.
+          if (total == 0 || slice.size <= limit) {
+            st->outs[i]->records =
+                kafka::RecordsRef::Splice(slice.size, static_cast<uint32_t>(files.size()));
+            total += slice.size;
+            files.push_back(std::move(slice));
+          }
+        }
+        done(st->resp, files, total);
+      });
+}
+
+// Registers a waiting fetch on its partitions and answers it if min_bytes are there (on
+// its connection's loop).
+void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
+  wait->arm_pending = false;
+  if (wait->done.load() || ctx.shards.waking_stopped())
+    return;  // a stop: the timer or the close ends it
+  FetchOnce(ctx, ctx.shards.ShardOf(wait->conn->loop()), wait->req, wait->header.api_version, wait,
+            [&ctx, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
+                         uint64_t bytes) {
+              // Enough data, a new error (a deleted topic, an offset now out of range) or
+              // a stop answers at once, as Kafka's DelayedFetch completes.
+              if (bytes >= wait->min_bytes || HasErrors(resp) || ctx.draining.load()) {
+                AnswerFetch(wait, resp, std::move(files));
+              }
+            });
+}
+
+// Answers a waiting fetch with what there is (its max_wait_ms passed, or a stop).
+void CompleteFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
+  if (wait->done.load()) return;
+  FetchOnce(ctx, ctx.shards.ShardOf(wait->conn->loop()), wait->req, wait->header.api_version,
+            nullptr,
+            [wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files, uint64_t) {
+              AnswerFetch(wait, resp, std::move(files));
+            });
+}
+
+// Sends the answer once; later calls do nothing.
+void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
+                 std::vector<storage::FileSlice> files) {
+  if (wait->done.exchange(true)) return;
+  if (wait->conn->closed()) return;
+  wait->conn->loop()->Cancel(wait->timer);  // false when the timer is what answers
+  ReplyFetch(wait->conn, wait->header, resp, std::move(files));
+}
+
+}  // namespace
+
+void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req) {
+  const std::shared_ptr<Connection>& conn = call.conn;
+  const kafka::RequestHeader& h = call.header;
+  if (req.session_id != 0) {
+    // Sessions are declined (session_id 0 in every answer), so no id is known.
+    kafka::FetchResponse resp;
+    resp.error_code = ErrorCode::kFetchSessionIdNotFound;
+    ReplyFetch(conn, h, resp, {});
+    return;
+  }
+  auto shared = std::make_shared<const kafka::FetchRequest>(req);
+  FetchOnce(ctx, ctx.shards.ShardOf(conn->loop()), shared, h.api_version, nullptr,
+            [&ctx, conn, h, shared](kafka::FetchResponse& resp,
+                                    std::vector<storage::FileSlice>& files, uint64_t bytes) {
+              const kafka::FetchRequest& r = *shared;
+              const uint64_t min_bytes = static_cast<uint64_t>(std::max(r.min_bytes, 1));
+              if (bytes >= min_bytes || HasErrors(resp) || r.max_wait_ms <= 0 || r.min_bytes <= 0 ||
+                  ctx.draining.load()) {
+                ReplyFetch(conn, h, resp, std::move(files));
+                return;
+              }
+              // Not enough data: a long poll. Register on every partition asked for and
+              // look once more (an append between the first look and the registration
+              // must not be missed); every append to one of them looks again, and
+              // min_bytes or max_wait_ms answers.
+              auto wait = std::make_shared<FetchWait>();
+              wait->conn = conn;
+              wait->header = h;
+              wait->req = shared;
+              wait->min_bytes = min_bytes;
+              wait->timer =
+                  conn->loop()->RunAfter(r.max_wait_ms, [&ctx, wait] { CompleteFetch(ctx, wait); });
+              ArmFetch(ctx, wait);
+            });
+}
+
+void WakeFetches(Context& ctx, Partition& part) {
+  if (part.waits.empty()) return;
+  std::vector<std::weak_ptr<FetchWait>> woken;
+  woken.swap(part.waits);
+  part.waiting.store(0);
+  for (const auto& weak : woken) {
+    std::shared_ptr<FetchWait> wait = weak.lock();
+    if (wait == nullptr || wait->done.load()) continue;
+    if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
+    ctx.shards.PostGated(wait->conn->loop(), [&ctx, wait] {
+      if (!wait->done.load()) ArmFetch(ctx, wait);
+    });
+  }
+}
+
+}  // namespace sluice::broker::handlers

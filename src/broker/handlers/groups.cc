@@ -1,0 +1,108 @@
+// Consumer groups: FindCoordinator (this node coordinates every group) and the hand-off of
+// every group request to the GroupCoordinator, whose answer is posted back to the
+// connection's loop (docs/design/0003-group-coordinator.md).
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "broker/handlers/handlers.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ErrorCode;
+
+// The coordinator's callback for a request: its answer is posted back to the
+// connection's loop. The coordinator's thread gets a copy of the request (it reads it
+// after the frame is gone).
+template <typename Resp>
+GroupCoordinator::Done<Resp> AnswerOnLoop(Context& ctx, const Call& call) {
+  return [&ctx, conn = call.conn, h = call.header](Resp resp) {
+    auto shared = std::make_shared<Resp>(std::move(resp));
+    ctx.shards.PostGated(conn->loop(), [conn, h, shared] { Reply(conn, h, *shared); });
+  };
+}
+
+}  // namespace
+
+void HandleFindCoordinator(Context& ctx, const Call& call,
+                           const kafka::FindCoordinatorRequest& req) {
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
+  const int16_t version = call.header.api_version;
+  kafka::FindCoordinatorResponse resp;
+  const std::string& host = meta.advertised_host;
+  const int32_t port = meta.advertised_port;
+  // Transactions (key type 1) have no coordinator: there are no transactions yet.
+  const bool served = req.key_type == 0;
+  const ErrorCode error = served              ? ErrorCode::kNone
+                          : req.key_type == 1 ? ErrorCode::kCoordinatorNotAvailable
+                                              : ErrorCode::kInvalidRequest;
+  if (version >= 4) {
+    for (const std::string& key : req.coordinator_keys) {
+      kafka::FindCoordinatorResponse::Coordinator c;
+      c.key = key;
+      c.node_id = served ? kNodeId : -1;
+      c.host = served ? host : "";
+      c.port = served ? port : -1;
+      c.error_code = error;
+      if (!served) c.error_message = "transactions are not supported";
+      resp.coordinators.push_back(std::move(c));
+    }
+    Reply(call.conn, call.header, resp);
+    return;
+  }
+  resp.error_code = error;
+  resp.node_id = served ? kNodeId : -1;
+  resp.host = served ? host : "";
+  resp.port = served ? port : -1;
+  if (!served) resp.error_message = "transactions are not supported";
+  Reply(call.conn, call.header, resp);
+}
+
+void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req) {
+  GroupClient client{call.header.client_id.value_or(""), "/" + call.conn->peer_host()};
+  ctx.groups->JoinGroup(req, call.header.api_version, std::move(client),
+                        AnswerOnLoop<kafka::JoinGroupResponse>(ctx, call));
+}
+
+void HandleSyncGroup(Context& ctx, const Call& call, const kafka::SyncGroupRequest& req) {
+  ctx.groups->SyncGroup(req, call.header.api_version,
+                        AnswerOnLoop<kafka::SyncGroupResponse>(ctx, call));
+}
+
+void HandleHeartbeat(Context& ctx, const Call& call, const kafka::HeartbeatRequest& req) {
+  ctx.groups->Heartbeat(req, call.header.api_version,
+                        AnswerOnLoop<kafka::HeartbeatResponse>(ctx, call));
+}
+
+void HandleLeaveGroup(Context& ctx, const Call& call, const kafka::LeaveGroupRequest& req) {
+  ctx.groups->LeaveGroup(req, call.header.api_version,
+                         AnswerOnLoop<kafka::LeaveGroupResponse>(ctx, call));
+}
+
+void HandleOffsetCommit(Context& ctx, const Call& call, const kafka::OffsetCommitRequest& req) {
+  ctx.groups->OffsetCommit(req, call.header.api_version,
+                           AnswerOnLoop<kafka::OffsetCommitResponse>(ctx, call));
+}
+
+void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchRequest& req) {
+  ctx.groups->OffsetFetch(req, call.header.api_version,
+                          AnswerOnLoop<kafka::OffsetFetchResponse>(ctx, call));
+}
+
+void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsRequest& req) {
+  ctx.groups->ListGroups(req, call.header.api_version,
+                         AnswerOnLoop<kafka::ListGroupsResponse>(ctx, call));
+}
+
+void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeGroupsRequest& req) {
+  ctx.groups->DescribeGroups(req, call.header.api_version,
+                             AnswerOnLoop<kafka::DescribeGroupsResponse>(ctx, call));
+}
+
+void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req) {
+  ctx.groups->DeleteGroups(req, call.header.api_version,
+                           AnswerOnLoop<kafka::DeleteGroupsResponse>(ctx, call));
+}
+
+}  // namespace sluice::broker::handlers

@@ -1,0 +1,207 @@
+// Offsets by time and by epoch, read on each partition's owner: ListOffsets (latest,
+// earliest, max timestamp, by timestamp) and OffsetForLeaderEpoch (KIP-320).
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "broker/handlers/handlers.h"
+#include "kafka/protocol/records.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ErrorCode;
+
+// The first record of the batch holding `offset` with a timestamp satisfying `pick`, as
+// (offset, timestamp), decoding the batch; nullopt when none does.
+std::optional<std::pair<int64_t, int64_t>> FindInBatch(storage::PartitionLog& log, int64_t offset,
+                                                       const std::function<bool(int64_t)>& pick) {
+  Result<storage::ReadResult> read = log.Read(offset, 1);
+  if (!read.ok() || read->slice.size == 0) return std::nullopt;
+  std::vector<uint8_t> bytes;
+  if (!storage::PartitionLog::ReadSlice(read->slice, &bytes).ok()) return std::nullopt;
+  const storage::BatchHeader first = storage::ParseBatchHeader(bytes);
+  kafka::RecordReader reader;
+  std::span<const uint8_t> batch(bytes.data(), first.total_size());
+  if (!reader.Open(batch, size_t{64} << 20).ok()) return std::nullopt;
+  kafka::Record record;
+  while (reader.Next(&record)) {
+    int64_t ts = kafka::RecordTimestamp(reader.header(), record);
+    if (pick(ts)) return std::make_pair(reader.header().base_offset + record.offset_delta, ts);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsRequest& req) {
+  const std::shared_ptr<Connection>& conn = call.conn;
+  const kafka::RequestHeader& h = call.header;
+  constexpr int64_t kLatest = -1, kEarliest = -2, kMaxTimestamp = -3;
+  constexpr int64_t kEarliestLocal = -4, kLatestTiered = -5;  // KIP-1005, v8+
+  Shard& home = ctx.shards.ShardOf(conn->loop());
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  struct State {
+    kafka::ListOffsetsResponse resp;
+    std::vector<kafka::ListOffsetsResponse::Partition*> outs;  // per target
+    kafka::ListOffsetsRequest req;
+  };
+  auto st = std::make_shared<State>();
+  st->req = req;
+  std::vector<Target> targets;
+  std::vector<std::pair<size_t, size_t>> where;
+  for (size_t t = 0; t < req.topics.size(); ++t) {
+    const auto& want = req.topics[t];
+    kafka::ListOffsetsResponse::Topic tout;
+    tout.name = want.name;
+    const MetadataSnapshot::Topic* info = meta.Find(want.name);
+    for (size_t i = 0; i < want.partitions.size(); ++i) {
+      kafka::ListOffsetsResponse::Partition out;
+      out.partition_index = want.partitions[i].partition_index;
+      targets.push_back(ctx.shards.TargetOf(info, want.name, out.partition_index));
+      where.emplace_back(t, i);
+      tout.partitions.push_back(std::move(out));
+    }
+    st->resp.topics.push_back(std::move(tout));
+  }
+  for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  const int16_t version = h.api_version;
+  ctx.shards.VisitOwners(
+      home, std::move(targets),
+      [&ctx, st, where, version](Partition* part, size_t k) {
+        kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
+        const auto& wp = st->req.topics[where[k].first].partitions[where[k].second];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        storage::PartitionLog& log = *part->log;
+        const LeaderEpochCache& epochs = part->epochs;
+        out.leader_epoch = epochs.latest_epoch();
+        if (wp.current_leader_epoch >= 0 && wp.current_leader_epoch != epochs.latest_epoch()) {
+          out.error_code = wp.current_leader_epoch > epochs.latest_epoch()
+                               ? ErrorCode::kUnknownLeaderEpoch
+                               : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        if (wp.timestamp == kLatest) {
+          out.offset = HighWatermark(ctx.options.flush_policy, log);
+        } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
+          // Without tiered storage the earliest local offset is the log start.
+          out.offset = log.start_offset();
+        } else if (wp.timestamp == kLatestTiered && version >= 9) {
+          // Nothing is tiered: no offset, as Kafka answers without remote storage.
+          out.offset = -1;
+          out.timestamp = -1;
+        } else if (wp.timestamp == kMaxTimestamp) {
+          // The first batch holding the largest max timestamp, then its record with it.
+          int64_t best_ts = -1, best_base = -1;
+          Status st = log.ForEachBatchHeader(
+              log.start_offset(), [&](const storage::BatchHeader& bh, std::span<const uint8_t>) {
+                if (bh.max_timestamp > best_ts) {
+                  best_ts = bh.max_timestamp;
+                  best_base = bh.base_offset;
+                }
+                return true;
+              });
+          if (!st.ok()) {
+            out.error_code = ErrorCode::kKafkaStorageError;
+          } else if (best_base >= 0) {
+            auto found = FindInBatch(log, best_base, [&](int64_t ts) { return ts == best_ts; });
+            out.offset = found ? found->first : best_base;
+            out.timestamp = best_ts;
+          }
+        } else if (wp.timestamp < 0) {
+          out.error_code = ErrorCode::kInvalidRequest;
+        } else {
+          Result<std::optional<storage::TimestampLookup>> found =
+              log.FindOffsetByTimestamp(wp.timestamp);
+          if (!found.ok()) {
+            out.error_code = ErrorCode::kKafkaStorageError;
+          } else if (found->has_value()) {
+            const storage::TimestampLookup& l = **found;
+            out.offset = l.offset;
+            out.timestamp = l.timestamp;
+            if (!l.exact) {
+              const int64_t target = wp.timestamp;
+              auto rec = FindInBatch(log, l.offset, [&](int64_t ts) { return ts >= target; });
+              if (rec) {
+                out.offset = rec->first;
+                out.timestamp = rec->second;
+              }
+            }
+            // Records below the log start (DeleteRecords) are gone: never answer with one.
+            out.offset = std::max(out.offset, log.start_offset());
+          }
+        }
+        if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
+          out.leader_epoch = epochs.EpochAt(out.offset);
+        } else if (out.offset < 0) {
+          out.leader_epoch = -1;
+        }
+        if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
+          out.old_style_offsets = {out.offset};
+        }
+      },
+      [conn, h, st] { Reply(conn, h, st->resp); });
+}
+
+void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
+                                const kafka::OffsetForLeaderEpochRequest& req) {
+  const std::shared_ptr<Connection>& conn = call.conn;
+  const kafka::RequestHeader& h = call.header;
+  Shard& home = ctx.shards.ShardOf(conn->loop());
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  struct State {
+    kafka::OffsetForLeaderEpochResponse resp;
+    std::vector<kafka::OffsetForLeaderEpochResponse::Partition*> outs;  // per target
+    std::vector<std::pair<int32_t, int32_t>> asked;  // (current epoch, leader epoch)
+  };
+  auto st = std::make_shared<State>();
+  std::vector<Target> targets;
+  std::vector<std::pair<size_t, size_t>> where;
+  for (size_t t = 0; t < req.topics.size(); ++t) {
+    const auto& want = req.topics[t];
+    kafka::OffsetForLeaderEpochResponse::Topic tout;
+    tout.topic = want.topic;
+    const MetadataSnapshot::Topic* info = meta.Find(want.topic);
+    for (size_t i = 0; i < want.partitions.size(); ++i) {
+      const auto& p = want.partitions[i];
+      kafka::OffsetForLeaderEpochResponse::Partition out;
+      out.partition = p.partition;
+      targets.push_back(ctx.shards.TargetOf(info, want.topic, p.partition));
+      st->asked.emplace_back(p.current_leader_epoch, p.leader_epoch);
+      where.emplace_back(t, i);
+      tout.partitions.push_back(out);
+    }
+    st->resp.topics.push_back(std::move(tout));
+  }
+  for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  ctx.shards.VisitOwners(
+      home, std::move(targets),
+      [&ctx, st](Partition* part, size_t k) {
+        kafka::OffsetForLeaderEpochResponse::Partition& out = *st->outs[k];
+        const auto [current_epoch, leader_epoch] = st->asked[k];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          return;
+        }
+        const LeaderEpochCache& epochs = part->epochs;
+        if (current_epoch >= 0 && current_epoch != epochs.latest_epoch()) {
+          out.error_code = current_epoch > epochs.latest_epoch() ? ErrorCode::kUnknownLeaderEpoch
+                                                                 : ErrorCode::kFencedLeaderEpoch;
+          return;
+        }
+        // Consumers are answered up to the high watermark, as Kafka answers them (a
+        // follower, replica id >= 0, would get the log end; there are none).
+        auto [epoch, end] =
+            epochs.EndOffsetFor(leader_epoch, HighWatermark(ctx.options.flush_policy, *part->log));
+        out.leader_epoch = epoch;
+        out.end_offset = end;
+      },
+      [conn, h, st] { Reply(conn, h, st->resp); });
+}
+
+}  // namespace sluice::broker::handlers

@@ -1,0 +1,216 @@
+// Produce: each batch is validated on the connection's shard (CRC32C and the record
+// checks are the CPU work of a produce), then checked against its producer's sequences
+// and appended on its partition's owner; the answer goes out when the last append is
+// acknowledged (acks=1: written, acks=-1: durable), or not at all for acks=0.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "broker/handlers/handlers.h"
+#include "kafka/protocol/records.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ErrorCode;
+
+// A produce request whose appends are in flight: the response, filled in by the owner
+// shards and the append callbacks (each writes only its own partition entry), and how
+// many are still out. The connection's shard holds one count itself until every owner
+// has queued its appends, so the last callback cannot answer before the response is
+// complete. The counter's acquire/release orders the entries' writes before the answer.
+struct PendingProduce {
+  Shards* shards;
+  std::shared_ptr<Connection> conn;
+  kafka::RequestHeader header;
+  kafka::ProduceResponse resp;
+  std::shared_ptr<const std::vector<uint8_t>> frame;  // the records, until appended
+  std::atomic<int> outstanding{1};
+  bool acks0 = false;
+
+  // Called once per count; the last one answers on the connection's loop.
+  static void Release(const std::shared_ptr<PendingProduce>& p) {
+    if (p->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    p->shards->PostGated(p->conn->loop(), [p] {
+      if (p->acks0) return;  // already finished
+      Reply(p->conn, p->header, p->resp);
+    });
+  }
+};
+
+// One validated batch for its partition's owner.
+struct ProduceAppend {
+  size_t topic;      // index in the request and the response
+  size_t partition;  // index in the topic's list
+  ProducerBatch batch;
+  bool log_append_time = false;
+  std::span<const uint8_t> records;  // in PendingProduce::frame
+};
+
+}  // namespace
+
+void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& req) {
+  const std::shared_ptr<Connection>& conn = call.conn;
+  const kafka::RequestHeader& h = call.header;
+  Shard& home = ctx.shards.ShardOf(conn->loop());
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  auto pending = std::make_shared<PendingProduce>();
+  pending->shards = &ctx.shards;
+  pending->conn = conn;
+  pending->header = h;
+  pending->acks0 = req.acks == 0;
+  kafka::ProduceResponse& resp = pending->resp;
+  // Sized before any append is queued: owners and callbacks write into these vectors.
+  resp.responses.resize(req.topic_data.size());
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    resp.responses[t].name = req.topic_data[t].name;
+    resp.responses[t].partition_responses.resize(req.topic_data[t].partition_data.size());
+  }
+  const bool acks_ok = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  const int64_t now_ms = Clock::Real()->NowMillis();
+
+  // Validation here, on the connection's shard (CRC32C and record checks are the CPU
+  // work of a produce, done once: the log does not check the CRC again); the producer
+  // check and the append on each partition's owner.
+  auto appends = std::make_shared<std::vector<ProduceAppend>>();
+  std::vector<Target> targets;
+  for (size_t t = 0; t < req.topic_data.size(); ++t) {
+    const auto& topic = req.topic_data[t];
+    const MetadataSnapshot::Topic* info = meta.Find(topic.name);
+    for (size_t i = 0; i < topic.partition_data.size(); ++i) {
+      const auto& pd = topic.partition_data[i];
+      auto& out = resp.responses[t].partition_responses[i];
+      out.index = pd.index;
+      out.base_offset = -1;
+      auto fail = [&](ErrorCode code, std::string message) {
+        out.error_code = code;
+        out.error_message = std::move(message);
+      };
+      if (!acks_ok) {
+        fail(ErrorCode::kInvalidRequiredAcks,
+             fmt::format("acks={} (must be -1, 0 or 1)", req.acks));
+        continue;
+      }
+      Target target = ctx.shards.TargetOf(info, topic.name, pd.index);
+      if (target.shard < 0) {
+        fail(ErrorCode::kUnknownTopicOrPartition,
+             fmt::format("no partition {} of topic '{}'", pd.index, topic.name));
+        continue;
+      }
+      if (!pd.records.has_value() || pd.records->empty()) {
+        fail(ErrorCode::kInvalidRecord, "no records");
+        continue;
+      }
+      const TopicConfig& config = info->info.config;
+      kafka::ValidateOptions vo;
+      vo.max_batch_bytes = static_cast<uint32_t>(config.max_message_bytes);
+      vo.now_ms = now_ms;
+      vo.log_append_time = config.log_append_time;
+      vo.compacted = config.cleanup_policy == "compact";
+      vo.allow_zstd = h.api_version >= 7;
+      kafka::BatchInfo batch_info;
+      if (Status st = kafka::ValidateRecords(*pd.records, vo, &batch_info); !st.ok()) {
+        fail(kafka::RecordsErrorCode(st), st.message());
+        continue;
+      }
+      if (batch_info.control || batch_info.transactional) {
+        // No transactions yet (decision 11 of the plan).
+        fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
+        continue;
+      }
+      ProduceAppend a;
+      a.topic = t;
+      a.partition = i;
+      a.batch.producer_id = batch_info.producer_id;
+      a.batch.producer_epoch = batch_info.producer_epoch;
+      a.batch.base_sequence = batch_info.base_sequence;
+      a.batch.record_count = batch_info.header.records_count;
+      a.log_append_time = config.log_append_time;
+      a.records = *pd.records;
+      appends->push_back(a);
+      targets.push_back(std::move(target));
+    }
+  }
+  // acks=0: nothing is answered, and the next request may come (the owners take this
+  // one's appends first: each loop runs its posts in order).
+  if (pending->acks0) conn->FinishRequest();
+  if (targets.empty()) {
+    PendingProduce::Release(pending);
+    return;
+  }
+  pending->frame = call.frame;
+  const int16_t acks = req.acks;
+  ctx.shards.VisitOwners(
+      home, std::move(targets),
+      [pending, appends, acks](Partition* part, size_t k) {
+        // On the owner's thread: the only one touching part->producers.
+        const ProduceAppend& a = (*appends)[k];
+        auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
+        if (part == nullptr) {
+          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          out.error_message = fmt::format("no partition {} of topic '{}'", out.index,
+                                          pending->resp.responses[a.topic].name);
+          return;
+        }
+        out.log_start_offset = part->log->start_offset();
+        ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
+        switch (check.verdict) {
+          case ProducerStateTable::Verdict::kAppend:
+            break;
+          case ProducerStateTable::Verdict::kDuplicate:
+            out.base_offset = check.first_offset;
+            return;
+          case ProducerStateTable::Verdict::kOutOfOrder:
+            out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
+            out.error_message = check.message;
+            return;
+          case ProducerStateTable::Verdict::kFenced:
+            out.error_code = ErrorCode::kInvalidProducerEpoch;
+            out.error_message = check.message;
+            return;
+          case ProducerStateTable::Verdict::kUnknownProducer:
+            out.error_code = ErrorCode::kUnknownProducerId;
+            out.error_message = check.message;
+            return;
+        }
+        storage::AppendOptions ao;
+        ao.leader_epoch = part->epochs.latest_epoch();
+        ao.log_append_time = a.log_append_time;
+        ao.crc_checked = true;  // by ValidateRecords, on the connection's shard
+        ao.ack = acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
+        if (acks != 0) {
+          pending->outstanding.fetch_add(1, std::memory_order_relaxed);
+          ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
+            // `out` lives in pending->resp, which this callback keeps alive.
+            if (st.ok()) {
+              out.base_offset = ai.base_offset;
+              out.log_append_time_ms = ai.log_append_time_ms;
+            } else {
+              out.base_offset = -1;
+              out.error_code = ErrorCode::kKafkaStorageError;
+              out.error_message = st.ToString();
+            }
+            PendingProduce::Release(pending);
+          };
+        }
+        Result<storage::AppendInfo> appended = part->log->Append(a.records, std::move(ao));
+        if (!appended.ok()) {
+          if (acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
+          out.error_code = ErrorCode::kKafkaStorageError;
+          out.error_message = appended.status().ToString();
+          return;
+        }
+        part->producers.OnAppended(a.batch, appended->base_offset);
+      },
+      [pending] {
+        pending->frame.reset();  // every owner has copied its records
+        PendingProduce::Release(pending);
+      });
+}
+
+}  // namespace sluice::broker::handlers

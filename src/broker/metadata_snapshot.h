@@ -1,0 +1,72 @@
+// MetadataSnapshot: the topics as every shard sees them, and MetadataPublisher, the one
+// place a new snapshot is published and shards pick it up
+// (docs/design/0002-broker-plan.md, decision 16).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "broker/topic_store.h"
+#include "kafka/protocol/wire.h"
+
+namespace sluice::broker {
+
+// An immutable copy made by the metadata controller after each change (topic created,
+// deleted, grown, reconfigured; the advertised address set) and published to all shards
+// at once. Requests read it without a lock; a shard keeps its own reference and takes
+// the new one on its next request.
+struct MetadataSnapshot {
+  struct Topic {
+    TopicInfo info;
+    std::vector<int32_t> leader_epochs;  // per partition, as its log was opened (0: none)
+  };
+  std::map<std::string, Topic> topics;  // by name
+  std::string advertised_host;
+  int32_t advertised_port = 0;
+
+  const Topic* Find(const std::string& name) const {
+    auto it = topics.find(name);
+    return it == topics.end() ? nullptr : &it->second;
+  }
+  const Topic* FindById(const kafka::Uuid& id) const;
+};
+
+// Holds the published snapshot and the advertised address. Publishing swaps a shared_ptr
+// under a mutex and bumps an atomic version; a reader that keeps its own copy compares
+// the version (one atomic load) and takes the mutex only after a change. Any thread.
+class MetadataPublisher {
+ public:
+  MetadataPublisher(std::string advertised_host, int32_t advertised_port);
+
+  // Publishes `topics` (its advertised address is set here).
+  void Publish(std::shared_ptr<MetadataSnapshot> topics);
+  // Republishes the current topics with a new advertised address.
+  void SetAdvertisedAddress(std::string host, int32_t port);
+  std::shared_ptr<const MetadataSnapshot> Current() const;
+
+  // Brings a reader's copy (`*copy`, of `*version`) up to date and returns it.
+  const MetadataSnapshot& Refresh(std::shared_ptr<const MetadataSnapshot>* copy,
+                                  uint64_t* version) const {
+    const uint64_t now = version_.load(std::memory_order_acquire);
+    if (*copy == nullptr || *version != now) {
+      std::lock_guard lock(mu_);
+      *copy = published_;
+      *version = version_.load(std::memory_order_relaxed);
+    }
+    return **copy;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const MetadataSnapshot> published_;  // guarded by mu_
+  std::string advertised_host_;                        // guarded by mu_
+  int32_t advertised_port_ = 0;                        // guarded by mu_
+  std::atomic<uint64_t> version_{1};                   // written under mu_
+};
+
+}  // namespace sluice::broker

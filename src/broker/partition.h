@@ -1,0 +1,45 @@
+// Partition: one open partition as its owner shard holds it — the log, the idempotent
+// producers' state, the leader epochs and the fetches waiting for data
+// (docs/design/0002-broker-plan.md, decision 2).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/leader_epochs.h"
+#include "broker/producer_state.h"
+#include "kafka/protocol/wire.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+using PartitionKey = std::pair<std::string, int32_t>;  // (topic, partition)
+
+struct FetchWait;  // handlers/fetch.h
+
+// Made and destroyed on the metadata controller's thread (or at Open/Close); between its
+// installation and removal its owner shard's thread alone uses the producer state and
+// the waits. The log is thread-safe; the epochs never change after open.
+struct Partition {
+  kafka::Uuid topic_id;
+  int shard = 0;                                // its owner; set before it is installed
+  std::unique_ptr<storage::PartitionLog> log;   // thread-safe
+  ProducerStateTable producers;                 // owner's thread
+  LeaderEpochCache epochs;                      // written at open only
+  std::vector<std::weak_ptr<FetchWait>> waits;  // owner's thread: fetches waiting on it
+  // waits.size(), read by the log's I/O thread to skip posting a wake-up nobody needs.
+  std::atomic<int> waiting{0};
+};
+
+// What consumers may read up to (decision 5 of the plan): the durable end under the
+// durable flush policy, the written end otherwise.
+inline int64_t HighWatermark(storage::FlushPolicy policy, const storage::PartitionLog& log) {
+  return policy == storage::FlushPolicy::kDurable ? log.durable_end_offset()
+                                                  : log.written_end_offset();
+}
+
+}  // namespace sluice::broker
