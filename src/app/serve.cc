@@ -40,8 +40,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   auto say = [&](std::string line) {
     if (options.on_banner) options.on_banner(line);
   };
-  RETURN_IF_ERROR(config.CheckKnown(ServeConfigKeys()));
-  ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config));
+  // The broker checks every key against its own and the other modules' lists.
+  std::vector<std::string_view> others(std::begin(kOwnKeys), std::end(kOwnKeys));
+  for (std::string_view k : query::QueryConfigKeys()) others.push_back(k);
+  ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, others));
 
   // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
   // default; "off" turns it off.

@@ -26,13 +26,16 @@ constexpr size_t kMaxIov = 64;
 // Bytes per sendfile call (Linux sends at most about 2 GiB anyway).
 constexpr size_t kMaxSendfile = size_t{1} << 30;
 
-bool WouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
-
 }  // namespace
 
 Connection::Connection(EventLoop* loop, int fd, ConnectionOptions options, RequestHandler* handler,
                        CloseCallback on_close)
-    : loop_(loop), fd_(fd), options_(options), handler_(handler), on_close_(std::move(on_close)) {}
+    : loop_(loop),
+      fd_(fd),
+      transport_(net::MakePlaintext(fd)),
+      options_(options),
+      handler_(handler),
+      on_close_(std::move(on_close)) {}
 
 Connection::~Connection() {
   // Only reached without Close() when the owner tears down after its loop stopped.
@@ -61,13 +64,15 @@ void Connection::HandleEvents(uint32_t events) {
   if (!closed() && (events & EPOLLIN)) ReadFrames();
 }
 
-bool Connection::RecvOk(ssize_t n) {
-  if (n > 0) return true;
-  if (n < 0 && (errno == EINTR || WouldBlock(errno))) return false;
-  if (n < 0)
-    SLUICE_LOG(kLog, kDebug, "connection fd {}: recv: {}", fd_,
-               ErrnoError("recv", "", errno).message());
-  Close();  // EOF or error
+bool Connection::ReadOk(const net::IoResult& r) {
+  using State = net::IoResult::State;
+  if (r.state == State::kDone) return true;
+  if (r.state == State::kWantRead || r.state == State::kWantWrite) return false;
+  if (r.state == State::kError) {
+    SLUICE_LOG(kLog, kDebug, "connection fd {}: {} read: {}", fd_, transport_->name(),
+               ErrnoError("recv", "", r.err).message());
+  }
+  Close();  // end of stream or error
   return false;
 }
 
@@ -76,12 +81,9 @@ void Connection::ReadFrames() {
   // the current request is ever taken from the socket while the connection is muted.
   for (int reads = 0; reads < kReadsPerEvent && !closed() && !in_request_; ++reads) {
     if (size_got_ < sizeof(size_bytes_)) {
-      ssize_t n = ::recv(fd_, size_bytes_ + size_got_, sizeof(size_bytes_) - size_got_, 0);
-      if (!RecvOk(n)) {
-        if (!closed() && errno == EINTR) continue;
-        return;
-      }
-      size_got_ += static_cast<size_t>(n);
+      net::IoResult r = transport_->Read(size_bytes_ + size_got_, sizeof(size_bytes_) - size_got_);
+      if (!ReadOk(r)) return;
+      size_got_ += r.bytes;
       if (size_got_ < sizeof(size_bytes_)) continue;
       int32_t size =
           static_cast<int32_t>(uint32_t{size_bytes_[0]} << 24 | uint32_t{size_bytes_[1]} << 16 |
@@ -102,12 +104,9 @@ void Connection::ReadFrames() {
     } else {
       size_t want = std::min(frame_size_ - frame_got_, kReadChunk);
       if (frame_.size() < frame_got_ + want) frame_.resize(frame_got_ + want);
-      ssize_t n = ::recv(fd_, frame_.data() + frame_got_, want, 0);
-      if (!RecvOk(n)) {
-        if (!closed() && errno == EINTR) continue;
-        return;
-      }
-      frame_got_ += static_cast<size_t>(n);
+      net::IoResult r = transport_->Read(frame_.data() + frame_got_, want);
+      if (!ReadOk(r)) return;
+      frame_got_ += r.bytes;
     }
     if (frame_got_ < frame_size_) continue;
 
@@ -154,11 +153,11 @@ void Connection::Send(Response response) {
     pos = s.buffer_pos;
     if (s.size == 0) continue;
     const storage::FileSlice& slice = response_.files[s.token];
-    if (slice.file->fd() >= 0) {
+    if (slice.file->fd() >= 0 && transport_->CanSendFile()) {
       out_.push_back({nullptr, s.size, slice.file, slice.position});
       continue;
     }
-    // A file without a descriptor (a test Env): send a copy.
+    // A file without a descriptor (a test Env), or a transport without sendfile: a copy.
     storage::FileSlice part{slice.file, slice.position, s.size};
     Status st = storage::PartitionLog::ReadSlice(part, &copies_.emplace_back());
     if (!st.ok()) {
@@ -184,7 +183,7 @@ void Connection::FinishRequest() {
 void Connection::FlushOutput() {
   while (out_next_ < out_.size()) {
     Piece& p = out_[out_next_];
-    ssize_t n;
+    net::IoResult r;
     if (p.file == nullptr) {
       iovec iov[kMaxIov];
       size_t count = 0;
@@ -192,14 +191,11 @@ void Connection::FlushOutput() {
            ++i) {
         iov[count++] = {const_cast<uint8_t*>(out_[i].data), out_[i].len};
       }
-      msghdr msg{};
-      msg.msg_iov = iov;
-      msg.msg_iovlen = count;
-      n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL);
+      r = transport_->Writev(iov, static_cast<int>(count));
     } else {
-      off_t offset = static_cast<off_t>(p.pos);
-      n = ::sendfile(fd_, p.file->fd(), &offset, std::min(p.len, kMaxSendfile));
-      if (n == 0) {
+      r = transport_->SendFile(p.file->fd(), static_cast<int64_t>(p.pos),
+                               std::min(p.len, kMaxSendfile));
+      if (r.done() && r.bytes == 0) {
         // The file is shorter than the slice: the frame cannot be completed.
         SLUICE_LOG(kLog, kWarn,
                    "connection fd {}: {} ended before byte {} of a response slice; closing", fd_,
@@ -208,20 +204,19 @@ void Connection::FlushOutput() {
         return;
       }
     }
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (WouldBlock(errno)) {
-        want_write_ = true;
-        UpdateInterest();
-        return;
-      }
-      SLUICE_LOG(kLog, kDebug, "connection fd {}: send: {}", fd_,
-                 ErrnoError("send", "", errno).message());
+    if (r.state == net::IoResult::State::kWantWrite || r.state == net::IoResult::State::kWantRead) {
+      want_write_ = true;
+      UpdateInterest();
+      return;
+    }
+    if (!r.done()) {
+      SLUICE_LOG(kLog, kDebug, "connection fd {}: {} write: {}", fd_, transport_->name(),
+                 ErrnoError("send", "", r.err).message());
       Close();
       return;
     }
     // Advance past what was written.
-    auto left = static_cast<size_t>(n);
+    size_t left = r.bytes;
     while (left > 0) {
       Piece& q = out_[out_next_];
       size_t take = std::min(left, q.len);

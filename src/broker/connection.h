@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "broker/event_loop.h"
 #include "kafka/protocol/wire.h"
+#include "net/transport.h"
 #include "storage/log.h"
 
 namespace sluice::broker {
@@ -125,13 +126,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void HandleEvents(uint32_t events);
   void ReadFrames();
-  // Returns true when `n` bytes were read; closes on EOF or error.
-  bool RecvOk(ssize_t n);
+  // True when bytes were read; closes on the end of the stream or an error.
+  bool ReadOk(const net::IoResult& r);
   void FlushOutput();
   void UpdateInterest();
 
   EventLoop* const loop_;
   int fd_;
+  // The connection's bytes, over fd_ (plaintext; TLS later). File slices of a response go
+  // out with sendfile when it can, else as copies.
+  std::unique_ptr<net::Transport> transport_;
   const ConnectionOptions options_;
   RequestHandler* const handler_;
   CloseCallback on_close_;

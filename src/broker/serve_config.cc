@@ -49,8 +49,12 @@ const std::vector<std::string_view>& ServeConfigKeys() {
   return kViews;
 }
 
-Result<ServeConfig> ServeConfigFrom(const Config& config) {
+Result<ServeConfig> ServeConfigFrom(const Config& config,
+                                    std::span<const std::string_view> other_keys) {
   static const std::vector<std::string> kTopicNames = TopicConfig::Names();
+  std::vector<std::string_view> known = ServeConfigKeys();
+  known.insert(known.end(), other_keys.begin(), other_keys.end());
+  RETURN_IF_ERROR(config.CheckKnown(known));
   ServeConfig out;
   ASSIGN_OR_RETURN(std::string addr, config.GetString("kafka.addr", "127.0.0.1:9092"));
   if (Status st = ParseHostPort(addr, &out.server.host, &out.server.port); !st.ok()) {

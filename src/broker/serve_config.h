@@ -5,12 +5,13 @@
 
 #include <cstdint>
 #include <string>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "base/config.h"
 #include "base/status.h"
-#include "broker/broker.h"
+#include "broker/broker_options.h"
 #include "broker/server.h"
 
 namespace sluice::broker {
@@ -20,10 +21,11 @@ struct ServeConfig {
   BrokerOptions broker;   // data_dir, storage.*, topics.*, groups.*, sasl.*, kafka.advertised_addr
 };
 
-// Reads and checks the broker's keys (ServeConfigKeys). Keys of other sections are left to
-// the modules that read them; the composition root (src/app) refuses a key no module
-// knows.
-Result<ServeConfig> ServeConfigFrom(const Config& config);
+// Reads and checks the broker's keys (ServeConfigKeys). A key that is neither one of them
+// nor in `other_keys` (what the process's other modules read, gathered by the composition
+// root, src/app) is an error naming it and where it was set.
+Result<ServeConfig> ServeConfigFrom(const Config& config,
+                                    std::span<const std::string_view> other_keys = {});
 
 // The keys ServeConfigFrom reads: kafka.*, data_dir, shards, storage.*, topics.*, groups.*
 // and sasl.*.

@@ -202,8 +202,12 @@ def sigkill_and_restart(broker):
 
 
 def sigterm_answers_in_flight_requests(broker):
-    """A long-poll Fetch and an acks=all Produce waiting for its fdatasync are in flight
-    when SIGTERM comes; both must be answered before the exit."""
+    """A long-poll Fetch is in flight and an acks=all Produce is sent just before SIGTERM
+    comes; both must be answered before the exit, and the produced records survive.
+
+    An acks=all append starts its group-commit sync as soon as it is written (it no longer
+    waits for flush.ms, ten minutes here), so the Produce is usually answered before the
+    signal; when it is not, the graceful stop's flush answers it."""
     rc = broker.stop()
     check(rc == 0, f"sluice serve exited {rc} after SIGTERM")
     bootstrap = broker.start(extra_args=["--flush-ms", "600000"])
@@ -226,17 +230,13 @@ def sigterm_answers_in_flight_requests(broker):
     produce = ProduceRequest[3](transactional_id=None, required_acks=-1, timeout=120000,
                                 topics=[("r-events", [(1, bytes(builder.build()))])])
     produce_id = producer.send(produce)
-    # Appended (the high watermark moved) but not yet durable: the answer waits.
-    wait_until(lambda: watermarks(bootstrap, "r-events", 3)[1][1] == produce_at + 3, 30,
-               "the in-flight produce appended")
-    check(not producer.readable() and not fetcher.readable(),
-          "a request was answered before SIGTERM: the test needs both in flight")
+    check(not fetcher.readable(), "the long-poll fetch was answered before SIGTERM")
 
     broker.terminate()
     produced = producer.receive(produce, produce_id)
     (topic, [(partition, error, base_offset, *_)]), = produced.topics
     check((topic, partition, error, base_offset) == ("r-events", 1, 0, produce_at),
-          f"produce answered at SIGTERM: {produced}")
+          f"produce answered: {produced}")
     fetched = fetcher.receive(fetch, fetch_id)
     (topic, [(partition, error, high, *_)]), = fetched.topics
     check((topic, partition, error, high) == ("r-other", 0, 0, fetch_end), f"fetch answered at SIGTERM: {fetched}")
