@@ -37,19 +37,26 @@ struct FakeGroup {
   std::vector<std::string> log;
 };
 
+// The topic of a FakeSource.
+inline constexpr const char* kFakeTopic = "in";
+
+// What a FakeSource does besides delivering records.
+struct FakeScript {
+  // Deliver a revocation (or a loss) of `partition` once the batch in hand holds at
+  // least `in_hand` records, before it is processed.
+  std::optional<size_t> revoke_when_in_hand;
+  std::optional<size_t> lose_when_in_hand;
+  int32_t partition = 0;
+};
+
 // One topic ("in") of in-memory partitions. NextBatch delivers from each assigned
 // partition's position; a batch is ready when full, or when it holds records and nothing
 // more is there to read. With nothing at all to deliver it calls `idle` (the test stops
 // the runner there).
 class FakeSource final : public Source {
  public:
-  struct Script {
-    // Deliver a revocation (or a loss) of `partition` once the batch in hand holds at
-    // least `in_hand` records, before it is processed.
-    std::optional<size_t> revoke_when_in_hand;
-    std::optional<size_t> lose_when_in_hand;
-    int32_t partition = 0;
-  };
+  using Script = FakeScript;
+
 
   FakeSource(FakeGroup* group, std::map<int32_t, std::vector<std::string>> partitions, SourceCounters counters,
              Script script = {}, std::function<void()> idle = {})
@@ -58,13 +65,13 @@ class FakeSource final : public Source {
 
   Status Start(SourceListener* listener, bool /*arrivals*/) override {
     std::vector<TopicPartition> assigned;
-    for (const auto& [p, values] : partitions_) assigned.push_back({kTopic, p, kUnset});
+    for (const auto& [p, values] : partitions_) assigned.push_back({kFakeTopic, p, kUnset});
     listener->Assigning(assigned);
     for (const TopicPartition& tp : assigned) {
       int64_t at = 0;
       if (tp.offset >= 0) {
         at = tp.offset;
-      } else if (auto it = group_->committed.find({kTopic, tp.partition}); it != group_->committed.end()) {
+      } else if (auto it = group_->committed.find({kFakeTopic, tp.partition}); it != group_->committed.end()) {
         at = it->second;
       }
       position_[tp.partition] = at;
@@ -80,7 +87,7 @@ class FakeSource final : public Source {
       const std::vector<std::string>& values = partitions_[p];
       while (pending_.size() < max_messages && at < static_cast<int64_t>(values.size())) {
         Message m;
-        m.topic = kTopic;
+        m.topic = kFakeTopic;
         m.partition = p;
         m.offset = at;
         m.value = values[static_cast<size_t>(at)];
@@ -95,7 +102,7 @@ class FakeSource final : public Source {
       script_.revoke_when_in_hand.reset();
       revoking_ = script_.partition;
       step.event.kind = AssignmentEvent::Kind::kRevoked;
-      step.event.partitions.push_back({kTopic, script_.partition, kUnset});
+      step.event.partitions.push_back({kFakeTopic, script_.partition, kUnset});
       return step;
     }
     if (script_.lose_when_in_hand && pending_.size() >= *script_.lose_when_in_hand) {
@@ -105,7 +112,7 @@ class FakeSource final : public Source {
       position_.erase(script_.partition);
       group_->log.push_back(fmt::format("lost in[{}]", script_.partition));
       step.event.kind = AssignmentEvent::Kind::kLost;
-      step.event.partitions.push_back({kTopic, script_.partition, kUnset});
+      step.event.partitions.push_back({kFakeTopic, script_.partition, kUnset});
       return step;
     }
     step.ready = pending_.size() >= max_messages || (!pending_.empty() && !more) ||
@@ -135,8 +142,6 @@ class FakeSource final : public Source {
     return std::vector<kafka::client::PartitionLag>{};
   }
   void Close() override { pending_.clear(); }
-
-  static constexpr std::string_view kTopic = "in";
 
  private:
   FakeGroup* group_;

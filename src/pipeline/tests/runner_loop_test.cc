@@ -204,6 +204,7 @@ TEST(RunnerLoopTest, WindowedPipelineIsHealthyAgainAfterAFailedCloseSucceedsLate
     kafka:
       brokers: [localhost:9092]
       group_id: g
+      auto_offset_reset: earliest
       topics: [in]
   handler:
     type: handlers.InferredMemBatch
