@@ -21,12 +21,14 @@ void CommitStrategy::Assigning(std::vector<TopicPartition>& partitions) {
   for (TopicPartition& tp : partitions) {
     // With pipeline.state the state's offsets, not the group's: the state holds exactly
     // what was processed up to them (docs/design/0007 #8).
-    if (auto it = stored_.find({tp.topic, tp.partition}); it != stored_.end()) tp.offset = it->second;
+    if (auto it = stored_.find({tp.topic, tp.partition}); it != stored_.end())
+      tp.offset = it->second;
   }
 }
 
 void CommitStrategy::Revoked(const std::vector<TopicPartition>& partitions) {
-  for (const TopicPartition& tp : partitions) sent_.erase({tp.topic, tp.partition});  // its next owner commits it
+  for (const TopicPartition& tp : partitions)
+    sent_.erase({tp.topic, tp.partition});  // its next owner commits it
 }
 
 Status CommitStrategy::Lost(const std::vector<TopicPartition>& /*partitions*/) {
@@ -47,7 +49,8 @@ void CommitStrategy::CommitToSource(const std::vector<TopicPartition>& commit, C
     // Not fatal: the next commit covers these offsets too; a restart re-reads them (or,
     // with pipeline.state, seeks to the state's).
     counters_.errors->Inc();
-    SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next commit covers it): {}", pipeline_, st.message());
+    SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next commit covers it): {}", pipeline_,
+               st.message());
   } else {
     for (const TopicPartition& tp : moved) sent_[{tp.topic, tp.partition}] = tp.offset;
     counters_.commits->Inc();
@@ -55,7 +58,8 @@ void CommitStrategy::CommitToSource(const std::vector<TopicPartition>& commit, C
   }
 }
 
-std::vector<TopicPartition> CommitStrategy::WithFloor(const SourceOffsets& offsets, const WindowEngine* window) {
+std::vector<TopicPartition> CommitStrategy::WithFloor(const SourceOffsets& offsets,
+                                                      const WindowEngine* window) {
   std::vector<TopicPartition> commit;
   for (const auto& [tp, next] : offsets) {
     // Not past what an open window still needs: without the state file, a restart reads
@@ -132,14 +136,18 @@ class StateTransactionStrategy final : public CommitStrategy {
  public:
   StateTransactionStrategy(std::string pipeline, CommitCounters counters, WindowEngine* window,
                            std::unique_ptr<StateTables> state, SourceOffsets loaded)
-      : CommitStrategy(std::move(pipeline), counters), window_(window), state_(std::move(state), window) {
+      : CommitStrategy(std::move(pipeline), counters),
+        window_(window),
+        state_(std::move(state), window) {
     stored_ = std::move(loaded);
   }
   Kind kind() const override { return Kind::kStateTransaction; }
   bool SavesInTransaction() const override { return true; }
   Status SaveBatch(const SourceOffsets& offsets) override { return state_.Save(offsets); }
   void RolledBack() override { state_.RolledBack(); }
-  void BatchCommitted(const SourceOffsets& offsets) override { state_.Committed(offsets, &stored_); }
+  void BatchCommitted(const SourceOffsets& offsets) override {
+    state_.Committed(offsets, &stored_);
+  }
   Status CommitBatch(const SourceOffsets& offsets, bool /*wrote*/, CommitMode mode) override {
     if (source_ != nullptr) CommitToSource(WithFloor(offsets, window_), mode);
     return Status::OK();
@@ -226,7 +234,8 @@ class SinkCommitStrategy final : public CommitStrategy {
     for (const TopicPartition& tp : partitions) {
       stored_.erase({tp.topic, tp.partition});
       if (held) {
-        if (auto it = held->find({tp.topic, tp.partition}); it != held->end()) stored_[it->first] = it->second;
+        if (auto it = held->find({tp.topic, tp.partition}); it != held->end())
+          stored_[it->first] = it->second;
       }
     }
     CommitStrategy::Assigning(partitions);
@@ -248,7 +257,9 @@ class SinkCommitStrategy final : public CommitStrategy {
   void RolledBack() override {
     if (state_) state_->RolledBack();
   }
-  void BatchCommitted(const SourceOffsets& offsets) override { state_->Committed(offsets, &stored_); }
+  void BatchCommitted(const SourceOffsets& offsets) override {
+    state_->Committed(offsets, &stored_);
+  }
 
   Status CommitBatch(const SourceOffsets& offsets, bool wrote, CommitMode mode) override {
     // A batch that wrote no rows: the next sink commit covers its offsets too.
@@ -263,8 +274,8 @@ class SinkCommitStrategy final : public CommitStrategy {
     auto started = Clock::now();
     Result<sinks::SourceOffsets> durable = sink_->Commit(mode == CommitMode::kSync);
     if (!durable.ok()) {
-      return InternalError("pipeline {}: sink {} could not commit: {}", pipeline_, sink_->Describe(),
-                           durable.status().message());
+      return InternalError("pipeline {}: sink {} could not commit: {}", pipeline_,
+                           sink_->Describe(), durable.status().message());
     }
     if (durable->empty()) return Status::OK();
     double took = std::chrono::duration<double>(Clock::now() - started).count();
@@ -287,28 +298,34 @@ class SinkCommitStrategy final : public CommitStrategy {
 
 }  // namespace
 
-std::unique_ptr<CommitStrategy> CommitStrategy::AfterSink(std::string pipeline, CommitCounters counters,
+std::unique_ptr<CommitStrategy> CommitStrategy::AfterSink(std::string pipeline,
+                                                          CommitCounters counters,
                                                           WindowEngine* window) {
   return std::make_unique<AfterSinkStrategy>(std::move(pipeline), counters, window);
 }
 
-std::unique_ptr<CommitStrategy> CommitStrategy::StateTransaction(std::string pipeline, CommitCounters counters,
+std::unique_ptr<CommitStrategy> CommitStrategy::StateTransaction(std::string pipeline,
+                                                                 CommitCounters counters,
                                                                  WindowEngine* window,
                                                                  std::unique_ptr<StateTables> state,
                                                                  SourceOffsets loaded) {
-  return std::make_unique<StateTransactionStrategy>(std::move(pipeline), counters, window, std::move(state),
-                                                    std::move(loaded));
+  return std::make_unique<StateTransactionStrategy>(std::move(pipeline), counters, window,
+                                                    std::move(state), std::move(loaded));
 }
 
-std::unique_ptr<CommitStrategy> CommitStrategy::WriteBehind(std::string pipeline, CommitCounters counters,
-                                                            WindowEngine* window, std::unique_ptr<StateWriter> writer,
+std::unique_ptr<CommitStrategy> CommitStrategy::WriteBehind(std::string pipeline,
+                                                            CommitCounters counters,
+                                                            WindowEngine* window,
+                                                            std::unique_ptr<StateWriter> writer,
                                                             SourceOffsets loaded) {
-  return std::make_unique<WriteBehindStrategy>(std::move(pipeline), counters, window, std::move(writer),
-                                               std::move(loaded));
+  return std::make_unique<WriteBehindStrategy>(std::move(pipeline), counters, window,
+                                               std::move(writer), std::move(loaded));
 }
 
-std::unique_ptr<CommitStrategy> CommitStrategy::SinkCommit(std::string pipeline, CommitCounters counters,
-                                                           sinks::Sink* sink, std::unique_ptr<StateTables> state,
+std::unique_ptr<CommitStrategy> CommitStrategy::SinkCommit(std::string pipeline,
+                                                           CommitCounters counters,
+                                                           sinks::Sink* sink,
+                                                           std::unique_ptr<StateTables> state,
                                                            SourceOffsets loaded) {
   return std::make_unique<SinkCommitStrategy>(std::move(pipeline), counters, sink, std::move(state),
                                               std::move(loaded));

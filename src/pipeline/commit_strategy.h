@@ -49,10 +49,10 @@ namespace sluice::pipeline {
 
 // What a strategy counts (the runner's metrics; every pointer set).
 struct CommitCounters {
-  Counter* commits = nullptr;                   // group commits sent
-  Counter* errors = nullptr;                    // errors of phase "commit"
+  Counter* commits = nullptr;                     // group commits sent
+  Counter* errors = nullptr;                      // errors of phase "commit"
   std::atomic<uint64_t>* commits_stat = nullptr;  // RunnerStats::commits
-  Histogram* sink_commit_seconds = nullptr;     // a deferring sink's commits
+  Histogram* sink_commit_seconds = nullptr;       // a deferring sink's commits
   Gauge* sink_commit_max_seconds = nullptr;
 };
 
@@ -64,18 +64,22 @@ class CommitStrategy {
   static std::unique_ptr<CommitStrategy> AfterSink(std::string pipeline, CommitCounters counters,
                                                    WindowEngine* window);
   // kStateTransaction: `state` is on the pipeline's connection; `loaded` its offsets.
-  static std::unique_ptr<CommitStrategy> StateTransaction(std::string pipeline, CommitCounters counters,
-                                                          WindowEngine* window, std::unique_ptr<StateTables> state,
+  static std::unique_ptr<CommitStrategy> StateTransaction(std::string pipeline,
+                                                          CommitCounters counters,
+                                                          WindowEngine* window,
+                                                          std::unique_ptr<StateTables> state,
                                                           SourceOffsets loaded);
   // kWriteBehind: `window` is set.
   static std::unique_ptr<CommitStrategy> WriteBehind(std::string pipeline, CommitCounters counters,
-                                                     WindowEngine* window, std::unique_ptr<StateWriter> writer,
+                                                     WindowEngine* window,
+                                                     std::unique_ptr<StateWriter> writer,
                                                      SourceOffsets loaded);
   // kSinkCommit: `sink` defers (it must outlive the strategy). With pipeline.state (no
   // window) `state` also takes each batch's offsets in its transaction, as
   // kStateTransaction does, though the sink's offsets are where assigned partitions start.
   static std::unique_ptr<CommitStrategy> SinkCommit(std::string pipeline, CommitCounters counters,
-                                                    sinks::Sink* sink, std::unique_ptr<StateTables> state,
+                                                    sinks::Sink* sink,
+                                                    std::unique_ptr<StateTables> state,
                                                     SourceOffsets loaded);
 
   virtual ~CommitStrategy() = default;
@@ -115,7 +119,8 @@ class CommitStrategy {
   const SourceOffsets& stored() const { return stored_; }
 
  protected:
-  CommitStrategy(std::string pipeline, CommitCounters counters) : pipeline_(std::move(pipeline)), counters_(counters) {}
+  CommitStrategy(std::string pipeline, CommitCounters counters)
+      : pipeline_(std::move(pipeline)), counters_(counters) {}
   // Commits `commit` to the source's group (a failure is counted and logged, not
   // returned: the next commit covers it). An asynchronous commit that moves no offset is
   // not sent (a window's floor keeps it still for many batches: a commit per batch cost

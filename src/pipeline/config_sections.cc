@@ -1,6 +1,9 @@
 // The pipeline file's sections that say where messages come from and go to
 // (config_walker.h): the kafka source and connection, properties, the handler, every
 // sink type, on_error and duckdb.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -10,9 +13,6 @@
 #include <sstream>
 #include <utility>
 
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-
 #include "pipeline/config_walker.h"
 
 namespace sluice::pipeline::config_internal {
@@ -21,7 +21,8 @@ void Walker::Connection(const MapView& m, KafkaConnectionConfig* out, bool consu
   if (auto v = StringList(m, "brokers", true, "[localhost:9092]")) {
     out->brokers = std::move(*v);
     for (const std::string& b : out->brokers) {
-      if (std::any_of(b.begin(), b.end(), [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
+      if (std::any_of(b.begin(), b.end(),
+                      [](char c) { return std::isspace(static_cast<unsigned char>(c)); })) {
         Error(EntryLine(*m.Find("brokers"), m.line), Join(m.path, "brokers"),
               fmt::format("{} is not host:port (it holds a space)", Quote(b)));
       }
@@ -61,9 +62,9 @@ void Walker::Connection(const MapView& m, KafkaConnectionConfig* out, bool consu
         s.mechanism = Upper(Trim(*mech));
         if (std::find(std::begin(kMechanisms), std::end(kMechanisms), s.mechanism) ==
             std::end(kMechanisms)) {
-          Error(EntryLine(*sasl.Find("mechanism"), sasl.line), Join(sasl.path, "mechanism"),
-                fmt::format("must be one of {}; got {}", fmt::join(kMechanisms, ", "),
-                            Quote(*mech)));
+          Error(
+              EntryLine(*sasl.Find("mechanism"), sasl.line), Join(sasl.path, "mechanism"),
+              fmt::format("must be one of {}; got {}", fmt::join(kMechanisms, ", "), Quote(*mech)));
         }
       }
       bool needs_password = s.mechanism == "PLAIN" || s.mechanism.starts_with("SCRAM");
@@ -78,7 +79,8 @@ void Walker::Connection(const MapView& m, KafkaConnectionConfig* out, bool consu
       }
     }
   }
-  if (const Entry* e = m.Find("properties")) Properties(*e, Join(m.path, "properties"), m.line, consumer, &out->properties);
+  if (const Entry* e = m.Find("properties"))
+    Properties(*e, Join(m.path, "properties"), m.line, consumer, &out->properties);
 }
 
 void Walker::Properties(const Entry& e, const std::string& path, int line, bool consumer,
@@ -164,8 +166,8 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     if (auto v = Integer(fetch, "prefetch", 1, 1024)) out->fetch.prefetch = *v;
     if (out->fetch.max_partition_bytes > out->fetch.max_bytes) {
       Error(fetch.line, Join(fetch.path, "max_partition_bytes"),
-            fmt::format("({}) must not exceed fetch.max_bytes ({})",
-                        out->fetch.max_partition_bytes, out->fetch.max_bytes));
+            fmt::format("({}) must not exceed fetch.max_bytes ({})", out->fetch.max_partition_bytes,
+                        out->fetch.max_bytes));
     }
     // librdkafka refuses fetch.max.bytes below message.max.bytes (default 1000000).
     int64_t message_max = 1000000;
@@ -180,7 +182,6 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     }
   }
 }
-
 
 MapView Walker::Section(const MapView& parent, std::string_view key,
                         std::initializer_list<std::string_view> known, std::string_view why) {
@@ -217,9 +218,11 @@ void Walker::Handler(const MapView& pipeline, HandlerConfig* out) {
 }
 
 bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, SinkConfig* out) {
-  static constexpr std::string_view kBlocks[] = {"kafka", "console", "sqlcommand", "postgres", "iceberg"};
-  MapView s = OpenMap(node, path, line, {"type", "kafka", "console", "sqlcommand", "postgres", "iceberg"},
-                      kSinkRefused);
+  static constexpr std::string_view kBlocks[] = {"kafka", "console", "sqlcommand", "postgres",
+                                                 "iceberg"};
+  MapView s =
+      OpenMap(node, path, line, {"type", "kafka", "console", "sqlcommand", "postgres", "iceberg"},
+              kSinkRefused);
   if (!s.present || node.IsNull()) {
     if (node.IsNull()) Error(s.line, path, "is empty; a sink needs at least `type`");
     return false;
@@ -242,9 +245,8 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
     case SinkType::kNoop:
       break;
     case SinkType::kKafka: {
-      MapView k = Section(s, "kafka",
-                          {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties"},
-                          why);
+      MapView k = Section(
+          s, "kafka", {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties"}, why);
       if (!k.present) break;
       Connection(k, &out->kafka, false);
       out->kafka.topic = String(k, "topic", true).value_or("");
@@ -335,7 +337,7 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
         while (!bad) {
           size_t dot = t.find('.', start);
           std::string_view part = t.substr(start, dot == t.npos ? t.npos : dot - start);
-          bad = part.empty() || part.find_first_of("/\\\"\x1f") != part.npos || part == ".." ;
+          bad = part.empty() || part.find_first_of("/\\\"\x1f") != part.npos || part == "..";
           parts.emplace_back(part);
           if (dot == t.npos) break;
           start = dot + 1;
@@ -352,7 +354,8 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
         }
       }
       ice.warehouse = String(p, "warehouse", false).value_or("");
-      if (auto v = Integer(p, "commit_interval_seconds", 1, 86400)) ice.commit_interval_seconds = *v;
+      if (auto v = Integer(p, "commit_interval_seconds", 1, 86400))
+        ice.commit_interval_seconds = *v;
       if (auto v = Integer(p, "target_file_size_bytes", int64_t{1} << 20, int64_t{16} << 30)) {
         ice.target_file_size_bytes = *v;
       }
@@ -371,7 +374,8 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
         std::string pending;
         for (std::string& part : *parts) {
           pending = pending.empty() ? part : pending + ", " + part;
-          if (std::count(pending.begin(), pending.end(), '(') > std::count(pending.begin(), pending.end(), ')')) {
+          if (std::count(pending.begin(), pending.end(), '(') >
+              std::count(pending.begin(), pending.end(), ')')) {
             continue;
           }
           ice.partition_by.push_back(std::move(pending));
@@ -391,8 +395,8 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
 void Walker::OnError(const MapView& pipeline, OnErrorConfig* out) {
   const Entry* e = pipeline.Find("on_error");
   if (e == nullptr) return;
-  MapView m = OpenMap(e->value, "pipeline.on_error", EntryLine(*e, pipeline.line),
-                      {"policy", "dlq"});
+  MapView m =
+      OpenMap(e->value, "pipeline.on_error", EntryLine(*e, pipeline.line), {"policy", "dlq"});
   if (!m.present) return;
   std::optional<ErrorPolicy> policy = Enum(m, "policy", false, kPolicies, true);
   if (policy) out->policy = *policy;

@@ -2,11 +2,11 @@
 // `{{ NAME }}` and `{{ NAME|default(literal[, true]) }}`, with whitespace control.
 #include "pipeline/config_template.h"
 
-#include <cctype>
-#include <optional>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cctype>
+#include <optional>
 
 #include "pipeline/config_text.h"
 
@@ -40,9 +40,10 @@ class ExpressionParser {
     SkipSpace();
     if (AtEnd()) return "";
     if (s_[pos_] != '|') {
-      return fmt::format("only {{{{ NAME }}}} and {{{{ NAME|default('value') }}}} are supported, "
-                         "not {}",
-                         Quote(s_));
+      return fmt::format(
+          "only {{{{ NAME }}}} and {{{{ NAME|default('value') }}}} are supported, "
+          "not {}",
+          Quote(s_));
     }
     ++pos_;
     SkipSpace();
@@ -133,9 +134,10 @@ class ExpressionParser {
       } else if (word == "none" || word == "None") {
         *out = "None";
       } else {
-        return fmt::format("default({}) names a variable; quote it to use it as text: "
-                           "default('{}')",
-                           word, word);
+        return fmt::format(
+            "default({}) names a variable; quote it to use it as text: "
+            "default('{}')",
+            word, word);
       }
       return "";
     }
@@ -177,8 +179,9 @@ Result<Rendered> Render(std::string_view text, std::string_view origin, const En
       continue;
     }
     if (open && text[i + 1] == '%') {
-      error(line, "template statements ({% ... %}) are not supported: only {{ NAME }} and "
-                  "{{ NAME|default('value') }}");
+      error(line,
+            "template statements ({% ... %}) are not supported: only {{ NAME }} and "
+            "{{ NAME|default('value') }}");
       size_t end = text.find("%}", i + 2);
       if (end == std::string_view::npos) break;
       line += static_cast<int>(std::count(text.begin() + i, text.begin() + end, '\n'));

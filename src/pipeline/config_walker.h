@@ -7,6 +7,9 @@
 // Internal to the pipeline config reader.
 #pragma once
 
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -15,9 +18,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include "pipeline/config_template.h"
 #include "pipeline/config_text.h"
@@ -42,22 +42,27 @@ inline constexpr Refusal kTopRefused[] = {
     {"udfs", "sluice runs no Python; write the function in SQL with CREATE MACRO in `commands`"},
 };
 inline constexpr Refusal kPipelineRefused[] = {
-    {"drain_deadline_seconds", "remove it: on shutdown sluice flushes the open batch and "
-                               "commits its offsets"},
+    {"drain_deadline_seconds",
+     "remove it: on shutdown sluice flushes the open batch and "
+     "commits its offsets"},
     {"turbostats", "remove it: sluice serves Prometheus metrics on --http-addr"},
 };
 inline constexpr Refusal kSourceRefused[] = {
-    {"websocket", "sluice reads Kafka topics only; produce the events to a topic (sluice serve "
-                  "is a Kafka broker) and use `type: kafka`"},
-    {"webhook", "sluice reads Kafka topics only; produce the events to a topic (sluice serve "
-                "is a Kafka broker) and use `type: kafka`"},
-    {"mqtt", "sluice reads Kafka topics only; bridge MQTT into a Kafka topic and use "
-             "`type: kafka`"},
+    {"websocket",
+     "sluice reads Kafka topics only; produce the events to a topic (sluice serve "
+     "is a Kafka broker) and use `type: kafka`"},
+    {"webhook",
+     "sluice reads Kafka topics only; produce the events to a topic (sluice serve "
+     "is a Kafka broker) and use `type: kafka`"},
+    {"mqtt",
+     "sluice reads Kafka topics only; bridge MQTT into a Kafka topic and use "
+     "`type: kafka`"},
     {"error", "use pipeline.on_error"},
 };
 inline constexpr Refusal kSinkRefused[] = {
-    {"clickhouse", "use `type: postgres`, or `type: sqlcommand` with SQL over "
-                   "sqlflow_sink_batch"},
+    {"clickhouse",
+     "use `type: postgres`, or `type: sqlcommand` with SQL over "
+     "sqlflow_sink_batch"},
     {"local", kSqlcommandParquet},
     {"format", kSqlcommandParquet},
     {"retry", "remove it: a sink that fails follows pipeline.on_error"},
@@ -113,22 +118,21 @@ inline constexpr EnumName<HandlerType> kHandlers[] = {
     {"handlers.StructuredBatch", HandlerType::kStructuredBatch},
     {"handlers.InferredMemBatch", HandlerType::kInferredMemBatch},
     {"handlers.InferredDiskBatch", HandlerType::kInferredDiskBatch}};
-inline constexpr EnumName<SinkType> kSinks[] = {{"console", SinkType::kConsole},
-                                         {"noop", SinkType::kNoop},
-                                         {"kafka", SinkType::kKafka},
-                                         {"sqlcommand", SinkType::kSqlCommand},
-                                         {"postgres", SinkType::kPostgres},
-                                         {"iceberg", SinkType::kIceberg}};
+inline constexpr EnumName<SinkType> kSinks[] = {
+    {"console", SinkType::kConsole},   {"noop", SinkType::kNoop},
+    {"kafka", SinkType::kKafka},       {"sqlcommand", SinkType::kSqlCommand},
+    {"postgres", SinkType::kPostgres}, {"iceberg", SinkType::kIceberg}};
 inline constexpr EnumName<ErrorPolicy> kPolicies[] = {
     {"RAISE", ErrorPolicy::kRaise}, {"IGNORE", ErrorPolicy::kIgnore}, {"DLQ", ErrorPolicy::kDlq}};
 inline constexpr EnumName<PostgresMode> kModes[] = {{"append", PostgresMode::kAppend},
-                                             {"upsert", PostgresMode::kUpsert}};
-inline constexpr EnumName<SubstitutionType> kSubstitutions[] = {{"uuid4", SubstitutionType::kUuid4}};
+                                                    {"upsert", PostgresMode::kUpsert}};
+inline constexpr EnumName<SubstitutionType> kSubstitutions[] = {
+    {"uuid4", SubstitutionType::kUuid4}};
 inline constexpr EnumName<WindowType> kWindowTypes[] = {{"tumbling", WindowType::kTumbling},
-                                                 {"hopping", WindowType::kHopping},
-                                                 {"session", WindowType::kSession}};
-inline constexpr std::string_view kMechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI",
-                                            "OAUTHBEARER"};
+                                                        {"hopping", WindowType::kHopping},
+                                                        {"session", WindowType::kSession}};
+inline constexpr std::string_view kMechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512",
+                                                   "GSSAPI", "OAUTHBEARER"};
 
 template <typename E, size_t N>
 std::string_view NameOf(const EnumName<E> (&table)[N], E value) {
@@ -147,11 +151,16 @@ std::string ChoiceList(const EnumName<E> (&table)[N]) {
 
 inline const char* KindName(const YAML::Node& node) {
   switch (node.Type()) {
-    case YAML::NodeType::Map: return "a map";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Scalar: return "a scalar";
-    case YAML::NodeType::Null: return "nothing";
-    default: return "nothing";
+    case YAML::NodeType::Map:
+      return "a map";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Null:
+      return "nothing";
+    default:
+      return "nothing";
   }
 }
 
@@ -257,7 +266,8 @@ class Walker {
       YAML::Node key = it->first;  // copies: the iterator hands out temporaries
       int key_line = LineOf(key, view.line);
       if (!key.IsScalar()) {
-        Error(key_line, view.path, fmt::format("a key must be a plain name, got {}", KindName(key)));
+        Error(key_line, view.path,
+              fmt::format("a key must be a plain name, got {}", KindName(key)));
         continue;
       }
       const std::string& name = key.Scalar();
@@ -270,8 +280,8 @@ class Walker {
       view.entries.emplace(name, Entry{key, it->second});
       if (std::find(known.begin(), known.end(), name) != known.end()) continue;
       if (const Refusal* r = FindRefusal(refused, name)) {
-        Error(key_line, key_path, fmt::format("sqlflow's `{}` is not supported by sluice: {}",
-                                              name, r->guidance));
+        Error(key_line, key_path,
+              fmt::format("sqlflow's `{}` is not supported by sluice: {}", name, r->guidance));
         continue;
       }
       std::string hint;
@@ -312,8 +322,7 @@ class Walker {
     return s;
   }
 
-  std::optional<int64_t> Integer(const MapView& m, std::string_view key, int64_t min,
-                                 int64_t max) {
+  std::optional<int64_t> Integer(const MapView& m, std::string_view key, int64_t min, int64_t max) {
     std::optional<std::string> s = String(m, key, false);
     if (!s) return std::nullopt;
     std::string path = Join(m.path, key);
@@ -322,8 +331,8 @@ class Walker {
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
     if (t.empty() || ec == std::errc::result_out_of_range) {
-      Error(line, path, fmt::format("must be a whole number between {} and {}, got {}", min, max,
-                                    Quote(*s)));
+      Error(line, path,
+            fmt::format("must be a whole number between {} and {}, got {}", min, max, Quote(*s)));
       return std::nullopt;
     }
     if (ec != std::errc() || ptr != t.data() + t.size()) {
@@ -351,18 +360,23 @@ class Walker {
     std::string_view t = Trim(*s);
     size_t digits = 0;
     while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
-    static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
-        {"", 1},          {"b", 1},          {"kb", 1000},          {"kib", 1 << 10},
-        {"mb", 1000000},  {"mib", 1 << 20},  {"gb", 1000000000},    {"gib", int64_t{1} << 30},
-        {"tb", 1000000000000}, {"tib", int64_t{1} << 40}};
+    static constexpr std::pair<std::string_view, int64_t> kUnits[] = {{"", 1},
+                                                                      {"b", 1},
+                                                                      {"kb", 1000},
+                                                                      {"kib", 1 << 10},
+                                                                      {"mb", 1000000},
+                                                                      {"mib", 1 << 20},
+                                                                      {"gb", 1000000000},
+                                                                      {"gib", int64_t{1} << 30},
+                                                                      {"tb", 1000000000000},
+                                                                      {"tib", int64_t{1} << 40}};
     std::string unit = Lower(Trim(t.substr(digits)));
     const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
                                  [&](const auto& p) { return p.first == unit; });
     int64_t n = 0;
     auto [ptr, ec] = std::from_chars(t.data(), t.data() + digits, n);
     if (digits == 0 || ec != std::errc() || u == std::end(kUnits)) {
-      Error(line, path,
-            fmt::format("must be a size such as 512MiB or 2GB, got {}", Quote(*s)));
+      Error(line, path, fmt::format("must be a size such as 512MiB or 2GB, got {}", Quote(*s)));
       return std::nullopt;
     }
     if (n > max / u->second || n * u->second > max) {
@@ -395,8 +409,9 @@ class Walker {
     int64_t n = 0;
     auto [ptr, ec] = std::from_chars(t.data(), t.data() + digits, n);
     if (digits == 0 || ec != std::errc() || u == std::end(kUnits)) {
-      Error(line, path, fmt::format("must be a duration such as 500ms, 30s, 5m, 1h or 1d, got {}{}",
-                                    Quote(*s), digits == t.size() && digits > 0 ? " (give a unit)" : ""));
+      Error(line, path,
+            fmt::format("must be a duration such as 500ms, 30s, 5m, 1h or 1d, got {}{}", Quote(*s),
+                        digits == t.size() && digits > 0 ? " (give a unit)" : ""));
       return std::nullopt;
     }
     auto show = [](int64_t us) {

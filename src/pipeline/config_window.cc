@@ -1,5 +1,8 @@
 // The pipeline file's window and state sections, sqlflow's commands and tables (with
 // their window managers), and the walk of the whole file (config_walker.h).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -8,9 +11,6 @@
 #include <limits>
 #include <sstream>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "pipeline/config_walker.h"
 
@@ -43,7 +43,8 @@ void Walker::Window(const MapView& pipeline, std::optional<WindowConfig>* out) {
   auto need = [&](std::string_view key, std::string_view what) {
     const Entry* k = m.Find(key);
     if (k == nullptr) {
-      Error(m.line, Join(m.path, key), fmt::format("is required for a {} window: {}", Name(w.type), what));
+      Error(m.line, Join(m.path, key),
+            fmt::format("is required for a {} window: {}", Name(w.type), what));
     } else if (k->value.IsNull()) {
       Error(EntryLine(*k, m.line), Join(m.path, key),
             fmt::format("is empty; it is required for a {} window: {}", Name(w.type), what));
@@ -63,9 +64,11 @@ void Walker::Window(const MapView& pipeline, std::optional<WindowConfig>* out) {
       if (w.slide_us > w.size_us) {
         Error(line, Join(m.path, "slide"), "must not be longer than size");
       } else if (w.size_us % w.slide_us != 0) {
-        Error(line, Join(m.path, "slide"), "must divide size (5m windows sliding by 1m, not by 2m)");
+        Error(line, Join(m.path, "slide"),
+              "must divide size (5m windows sliding by 1m, not by 2m)");
       } else if (w.size_us / w.slide_us > 1000) {
-        Error(line, Join(m.path, "slide"), "makes more than 1000 windows per row (size / slide); slide further");
+        Error(line, Join(m.path, "slide"),
+              "makes more than 1000 windows per row (size / slide); slide further");
       }
     }
   } else if (type) {
@@ -123,8 +126,8 @@ void Walker::Commands(const MapView& top, std::vector<SqlCommand>* out) {
   if (e == nullptr || e->value.IsNull()) return;
   int line = EntryLine(*e, top.line);
   if (!e->value.IsSequence()) {
-    Error(line, "commands", fmt::format("must be a list of {{name, sql}}, got {}",
-                                        KindName(e->value)));
+    Error(line, "commands",
+          fmt::format("must be a list of {{name, sql}}, got {}", KindName(e->value)));
     return;
   }
   size_t index = 0;
@@ -154,14 +157,15 @@ void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
   if (list == nullptr || list->value.IsNull()) return;
   int line = EntryLine(*list, tables.line);
   if (!list->value.IsSequence()) {
-    Error(line, "tables.sql", fmt::format("must be a list of {{name, sql, manager}}, got {}",
-                                          KindName(list->value)));
+    Error(line, "tables.sql",
+          fmt::format("must be a list of {{name, sql, manager}}, got {}", KindName(list->value)));
     return;
   }
   static constexpr Refusal kTableRefused[] = {
-      {"window", "sqlflow's later form is `manager: {tumbling_window: {collect_closed_windows_sql, "
-                 "delete_closed_windows_sql, poll_interval_seconds}, sink: {...}}`; or use "
-                 "sluice's pipeline.window"},
+      {"window",
+       "sqlflow's later form is `manager: {tumbling_window: {collect_closed_windows_sql, "
+       "delete_closed_windows_sql, poll_interval_seconds}, sink: {...}}`; or use "
+       "sluice's pipeline.window"},
   };
   size_t index = 0;
   for (const YAML::Node& item : list->value) {
@@ -183,10 +187,10 @@ void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
       if (me->value.IsNull()) {
         Error(m.line, m.path, "is empty; it needs tumbling_window and sink");
       } else if (m.present) {
-        MapView w = Section(m, "tumbling_window",
-                            {"collect_closed_windows_sql", "delete_closed_windows_sql",
-                             "poll_interval_seconds"},
-                            " (the only manager type)");
+        MapView w = Section(
+            m, "tumbling_window",
+            {"collect_closed_windows_sql", "delete_closed_windows_sql", "poll_interval_seconds"},
+            " (the only manager type)");
         if (w.present) {
           TumblingWindowConfig tw;
           if (auto sql = String(w, "collect_closed_windows_sql", true)) {
@@ -197,14 +201,16 @@ void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
             tw.delete_sql = std::move(*sql);
             tw.delete_origin = Where(EntryLine(*w.Find("delete_closed_windows_sql"), w.line));
           }
-          if (auto v = Integer(w, "poll_interval_seconds", 1, 86'400)) tw.poll_interval_seconds = *v;
+          if (auto v = Integer(w, "poll_interval_seconds", 1, 86'400))
+            tw.poll_interval_seconds = *v;
           table.tumbling_window = std::move(tw);
         }
         if (const Entry* s = m.Find("sink")) {
           Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &table.sink);
           if (table.sink.type == SinkType::kIceberg) {
             Error(EntryLine(*s, m.line), Join(m.path, "sink"),
-                  "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows to a "
+                  "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows "
+                  "to a "
                   "kafka topic and append that topic to the table with a second pipeline");
           }
         } else {
@@ -262,13 +268,13 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
   }
   if (config.handler.type == HandlerType::kStructuredBatch && !config.handler.table.empty()) {
     std::string table = Lower(config.handler.table);
-    bool declared = std::any_of(config.commands.begin(), config.commands.end(),
-                                [&](const SqlCommand& c) {
-                                  return Lower(c.sql).find(table) != std::string::npos;
-                                }) ||
-                    std::any_of(config.tables.begin(), config.tables.end(), [&](const TableConfig& t) {
-                      return Lower(t.sql).find(table) != std::string::npos;
-                    });
+    bool declared =
+        std::any_of(
+            config.commands.begin(), config.commands.end(),
+            [&](const SqlCommand& c) { return Lower(c.sql).find(table) != std::string::npos; }) ||
+        std::any_of(config.tables.begin(), config.tables.end(), [&](const TableConfig& t) {
+          return Lower(t.sql).find(table) != std::string::npos;
+        });
     if (!declared) {
       Warn(0, "pipeline.handler.table",
            fmt::format("{} is not mentioned in any of `commands`; StructuredBatch parses "

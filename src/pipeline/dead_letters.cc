@@ -13,7 +13,11 @@ std::string ValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len > 0 && i + len <= s.size() && c != 0;
     for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 0x2;
     if (ok && len == 2) ok = c >= 0xC2;
@@ -54,8 +58,10 @@ Status LoadDeadLetters(duck::Connection& conn, const std::vector<DeadLetter>& le
   std::string sql;
   for (size_t i = 0; i < letters.size(); ++i) {
     const DeadLetter& d = letters[i];
-    if (sql.empty()) sql = fmt::format("INSERT INTO {} VALUES ", kDlqTable);
-    else sql += ',';
+    if (sql.empty())
+      sql = fmt::format("INSERT INTO {} VALUES ", kDlqTable);
+    else
+      sql += ',';
     std::string ts = d.timestamp_ms >= 0
                          ? fmt::format("make_timestamptz({}::BIGINT * 1000)", d.timestamp_ms)
                          : "NULL";

@@ -27,7 +27,8 @@ kafka::client::Config KafkaSourceProperties(const KafkaSourceConfig& source) {
   kafka::client::Config props;
   for (const auto& [k, v] : KafkaClientProperties(source)) props[k] = v;
   props["group.id"] = source.group_id;
-  props["auto.offset.reset"] = source.auto_offset_reset == AutoOffsetReset::kEarliest ? "earliest" : "latest";
+  props["auto.offset.reset"] =
+      source.auto_offset_reset == AutoOffsetReset::kEarliest ? "earliest" : "latest";
   props["enable.auto.commit"] = "false";
   // fetch.prefetch: the consumer holds at most about `prefetch` fetches of max_bytes ahead
   // of the pipeline (docs/pipelines.md, docs/design/0006 #7): a quarter in librdkafka's
@@ -44,11 +45,15 @@ kafka::client::Config KafkaSourceProperties(const KafkaSourceConfig& source) {
 }
 
 KafkaSource::KafkaSource(std::string pipeline, SourceCounters counters)
-    : pipeline_(std::move(pipeline)), counters_(counters), last_wake_(Clock::now()), last_arrival_(Clock::now()) {}
+    : pipeline_(std::move(pipeline)),
+      counters_(counters),
+      last_wake_(Clock::now()),
+      last_arrival_(Clock::now()) {}
 
 KafkaSource::~KafkaSource() { Close(); }
 
-Result<std::unique_ptr<KafkaSource>> KafkaSource::Create(const KafkaSourceConfig& config, std::string pipeline,
+Result<std::unique_ptr<KafkaSource>> KafkaSource::Create(const KafkaSourceConfig& config,
+                                                         std::string pipeline,
                                                          SourceCounters counters) {
   std::unique_ptr<KafkaSource> s(new KafkaSource(std::move(pipeline), counters));
   ASSIGN_OR_RETURN(s->consumer_, kafka::client::Consumer::Create(KafkaSourceProperties(config)));
@@ -82,9 +87,11 @@ void KafkaSource::OnRebalance(kafka::client::RebalanceEvent& e) {
     // ahead of them is dropped (their next owner reads it from the commit).
     e.defer = true;
   }
-  for (const kafka::client::TopicPartition& tp : e.partitions) dropped_[{tp.topic, tp.partition}] = epoch_;
+  for (const kafka::client::TopicPartition& tp : e.partitions)
+    dropped_[{tp.topic, tp.partition}] = epoch_;
   ++epoch_;
-  const AssignmentEvent::Kind kind = e.kind == Kind::kLost ? AssignmentEvent::Kind::kLost : AssignmentEvent::Kind::kRevoked;
+  const AssignmentEvent::Kind kind =
+      e.kind == Kind::kLost ? AssignmentEvent::Kind::kLost : AssignmentEvent::Kind::kRevoked;
   if (event_.kind == AssignmentEvent::Kind::kNone) {
     event_.kind = kind;
     event_.partitions = e.partitions;
@@ -231,11 +238,14 @@ void KafkaSource::DropAll() {
 
 void KafkaSource::AcknowledgeRevocation() { consumer_->CompleteRevocation(); }
 
-Status KafkaSource::Commit(const std::vector<kafka::client::TopicPartition>& offsets, CommitMode mode) {
+Status KafkaSource::Commit(const std::vector<kafka::client::TopicPartition>& offsets,
+                           CommitMode mode) {
   return mode == CommitMode::kSync ? consumer_->Commit(offsets) : consumer_->CommitAsync(offsets);
 }
 
-Result<std::vector<kafka::client::PartitionLag>> KafkaSource::Lag() const { return consumer_->Lag(); }
+Result<std::vector<kafka::client::PartitionLag>> KafkaSource::Lag() const {
+  return consumer_->Lag();
+}
 
 // librdkafka 2.0 notices a resumed partition (or room below its queue bound) only when
 // its fetcher thread wakes: a watermark request to the partition's leader wakes it.
@@ -245,7 +255,8 @@ void KafkaSource::WakeFetchers() {
   if (!lags.ok()) return;
   for (const kafka::client::PartitionLag& l : *lags) {
     if (l.lag() <= 0) continue;
-    Status st = consumer_->QueryHighWatermark(l.topic, l.partition, std::chrono::seconds(1)).status();
+    Status st =
+        consumer_->QueryHighWatermark(l.topic, l.partition, std::chrono::seconds(1)).status();
     if (!st.ok()) {
       // The broker is unreachable: librdkafka reconnects by itself; try again in a second.
       SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {}", pipeline_, "waking the fetcher", st.message());

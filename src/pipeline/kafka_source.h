@@ -37,8 +37,8 @@ kafka::client::Config KafkaSourceProperties(const KafkaSourceConfig& source);
 class KafkaSource final : public Source {
  public:
   // `pipeline`: the pipeline's name, for log lines.
-  static Result<std::unique_ptr<KafkaSource>> Create(const KafkaSourceConfig& config, std::string pipeline,
-                                                     SourceCounters counters);
+  static Result<std::unique_ptr<KafkaSource>> Create(const KafkaSourceConfig& config,
+                                                     std::string pipeline, SourceCounters counters);
   ~KafkaSource() override;
 
   Status Start(SourceListener* listener, bool arrivals) override;
@@ -46,7 +46,8 @@ class KafkaSource final : public Source {
   std::span<const kafka::client::Message> InHand() const override { return pending_; }
   void BatchDone() override;
   void AcknowledgeRevocation() override;
-  Status Commit(const std::vector<kafka::client::TopicPartition>& offsets, CommitMode mode) override;
+  Status Commit(const std::vector<kafka::client::TopicPartition>& offsets,
+                CommitMode mode) override;
   Result<std::vector<kafka::client::PartitionLag>> Lag() const override;
   void Close() override;
 
@@ -83,8 +84,9 @@ class KafkaSource final : public Source {
   uint64_t ahead_records_ = 0;  // polled, not yet taken into `pending_`
   uint64_t ahead_bytes_ = 0;
   uint64_t read_ahead_limit_ = 0;  // bytes: a quarter of fetch.prefetch x fetch.max_bytes
-  bool full_ = false;              // the read-ahead holds its bound: librdkafka's queue is not drained
-  bool wake_after_drain_ = false;  // the read-ahead left its bound: wake the fetchers after the drain
+  bool full_ = false;  // the read-ahead holds its bound: librdkafka's queue is not drained
+  bool wake_after_drain_ =
+      false;  // the read-ahead left its bound: wake the fetchers after the drain
   SteadyTime last_wake_;
   SteadyTime last_arrival_;
   // Revoked partitions whose records polled before (epoch <=) must not be taken.

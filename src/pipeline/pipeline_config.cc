@@ -8,8 +8,12 @@
 #include "pipeline/pipeline_config.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
@@ -17,14 +21,9 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <utility>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
 
 #include "pipeline/config_template.h"
 #include "pipeline/config_text.h"
@@ -67,17 +66,21 @@ Status CheckText(std::string_view text, std::string_view origin) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c == '\n') ++line;
     if (c == 0) {
-      return InvalidArgumentError("{}:{}: holds a NUL byte; a pipeline file is YAML text",
-                                  origin, line);
+      return InvalidArgumentError("{}:{}: holds a NUL byte; a pipeline file is YAML text", origin,
+                                  line);
     }
-    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
     bool ok = len != 0 && i + len <= text.size();
     for (size_t k = 1; ok && k < len; ++k) {
       ok = (static_cast<unsigned char>(text[i + k]) & 0xC0) == 0x80;
     }
     if (!ok) {
-      return InvalidArgumentError("{}:{}: is not UTF-8 text (byte 0x{:02x} at offset {})",
-                                  origin, line, c, i);
+      return InvalidArgumentError("{}:{}: is not UTF-8 text (byte 0x{:02x} at offset {})", origin,
+                                  line, c, i);
     }
     i += len;
   }
@@ -138,9 +141,10 @@ Result<PipelineConfig> ParsePipeline(std::string_view text, std::string_view ori
     while (counter.starts.size() < 2 && parser.HandleNextDocument(counter)) {
     }
     if (counter.starts.size() > 1) {
-      return InvalidArgumentError("{}:{}: a second YAML document starts here; a pipeline file "
-                                  "holds one",
-                                  origin, source_line(counter.starts[1]));
+      return InvalidArgumentError(
+          "{}:{}: a second YAML document starts here; a pipeline file "
+          "holds one",
+          origin, source_line(counter.starts[1]));
     }
     if (!counter.starts.empty()) top = YAML::Load(rendered.text);
   } catch (const YAML::Exception& e) {
@@ -198,8 +202,8 @@ Result<PipelineConfig> LoadPipelineFile(const std::string& path, const EnvLookup
   }
   if (st.st_size > static_cast<off_t>(kMaxPipelineFileBytes)) {
     ::close(fd);
-    return InvalidArgumentError("{}: the file is {} bytes; pipeline files are limited to {}",
-                                path, st.st_size, kMaxPipelineFileBytes);
+    return InvalidArgumentError("{}: the file is {} bytes; pipeline files are limited to {}", path,
+                                st.st_size, kMaxPipelineFileBytes);
   }
   std::string text;
   char buf[64 << 10];
@@ -234,26 +238,28 @@ std::string Size(int64_t bytes) {
 
 std::string DescribeSink(const SinkConfig& sink) {
   switch (sink.type) {
-    case SinkType::kConsole: return "console";
-    case SinkType::kNoop: return "noop";
+    case SinkType::kConsole:
+      return "console";
+    case SinkType::kNoop:
+      return "noop";
     case SinkType::kKafka:
       return fmt::format("kafka topic {} on {}", sink.kafka.topic,
                          fmt::join(sink.kafka.brokers, ","));
     case SinkType::kSqlCommand: {
       size_t lines = std::count(sink.sqlcommand.sql.begin(), sink.sqlcommand.sql.end(), '\n');
-      return fmt::format("sqlcommand ({} line{} of SQL over sqlflow_sink_batch{})",
-                         std::max<size_t>(lines, 1), lines > 1 ? "s" : "",
-                         sink.sqlcommand.substitutions.empty()
-                             ? ""
-                             : fmt::format(", {} substitution(s)",
-                                           sink.sqlcommand.substitutions.size()));
+      return fmt::format(
+          "sqlcommand ({} line{} of SQL over sqlflow_sink_batch{})", std::max<size_t>(lines, 1),
+          lines > 1 ? "s" : "",
+          sink.sqlcommand.substitutions.empty()
+              ? ""
+              : fmt::format(", {} substitution(s)", sink.sqlcommand.substitutions.size()));
     }
     case SinkType::kIceberg:
-      return fmt::format("iceberg table {}.{} (catalog {}), commit every {} s", fmt::join(sink.iceberg.namespace_, "."),
-                         sink.iceberg.table, sink.iceberg.catalog_name, sink.iceberg.commit_interval_seconds);
+      return fmt::format("iceberg table {}.{} (catalog {}), commit every {} s",
+                         fmt::join(sink.iceberg.namespace_, "."), sink.iceberg.table,
+                         sink.iceberg.catalog_name, sink.iceberg.commit_interval_seconds);
     case SinkType::kPostgres:
-      return fmt::format("postgres table {}, {}{}", sink.postgres.table,
-                         Name(sink.postgres.mode),
+      return fmt::format("postgres table {}, {}{}", sink.postgres.table, Name(sink.postgres.mode),
                          sink.postgres.key.empty()
                              ? ""
                              : fmt::format(" on ({})", fmt::join(sink.postgres.key, ", ")));
@@ -271,8 +277,8 @@ std::string DescribePipeline(const PipelineConfig& c) {
                      fmt::join(c.source.brokers, ","), c.source.group_id,
                      Name(c.source.auto_offset_reset));
   if (c.source.security_protocol) out += fmt::format(", {}", Name(*c.source.security_protocol));
-  if (c.source.sasl) out += fmt::format(" ({} as {})", c.source.sasl->mechanism,
-                                        c.source.sasl->username);
+  if (c.source.sasl)
+    out += fmt::format(" ({} as {})", c.source.sasl->mechanism, c.source.sasl->username);
   out += fmt::format("; read-ahead {} fetches of {} ({} per partition)", c.source.fetch.prefetch,
                      Size(c.source.fetch.max_bytes), Size(c.source.fetch.max_partition_bytes));
   if (!c.source.properties.empty()) {
@@ -296,8 +302,9 @@ std::string DescribePipeline(const PipelineConfig& c) {
       out += fmt::format(", size {}", d(w.size_us));
       if (w.type == WindowType::kHopping) out += fmt::format(" sliding by {}", d(w.slide_us));
     }
-    out += fmt::format("; grace {}, allowed lateness {}, idle after {}, future cap {}", d(w.grace_us),
-                       d(w.allowed_lateness_us), d(w.idle_close_us), d(w.max_future_us));
+    out +=
+        fmt::format("; grace {}, allowed lateness {}, idle after {}, future cap {}", d(w.grace_us),
+                    d(w.allowed_lateness_us), d(w.idle_close_us), d(w.max_future_us));
     out += fmt::format("\n  sink:     {} (closed windows)", DescribeSink(w.sink));
   } else {
     out += fmt::format("\n  sink:     {}", DescribeSink(c.sink));
@@ -307,11 +314,11 @@ std::string DescribePipeline(const PipelineConfig& c) {
   if (c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq) {
     out += fmt::format(" to {}", DescribeSink(*c.on_error.dlq));
   }
-  out += fmt::format("\n  batches:  {} message{} or {} s, whichever comes first",
-                     c.batch_size, c.batch_size == 1 ? "" : "s", c.flush_interval_seconds);
-  out += fmt::format("\n  duckdb:   memory_limit {}, {} thread{}",
-                     Size(c.duckdb.memory_limit_bytes), c.duckdb.threads,
-                     c.duckdb.threads == 1 ? "" : "s");
+  out += fmt::format("\n  batches:  {} message{} or {} s, whichever comes first", c.batch_size,
+                     c.batch_size == 1 ? "" : "s", c.flush_interval_seconds);
+  out +=
+      fmt::format("\n  duckdb:   memory_limit {}, {} thread{}", Size(c.duckdb.memory_limit_bytes),
+                  c.duckdb.threads, c.duckdb.threads == 1 ? "" : "s");
   if (!c.commands.empty()) {
     std::vector<std::string_view> names;
     for (const SqlCommand& cmd : c.commands) names.push_back(cmd.name);

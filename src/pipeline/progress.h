@@ -29,7 +29,8 @@ class ProgressReporter {
                    int64_t memory_limit_bytes, std::FILE* progress);
 
   // Once a second: `lags` with positions at what the pipeline processed (not read ahead).
-  void Report(SteadyTime now, const std::vector<kafka::client::PartitionLag>& lags, const RunnerStats& stats);
+  void Report(SteadyTime now, const std::vector<kafka::client::PartitionLag>& lags,
+              const RunnerStats& stats);
   // At the end of Run: ends the progress line.
   void Finish();
 

@@ -3,6 +3,7 @@
 // closes. Commits are the strategy's (commit_strategy.h); messages the source's.
 #include "pipeline/runner.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "base/crash_point.h"
 #include "base/logging.h"
@@ -55,7 +54,8 @@ constexpr uint64_t kStateBlockSize = 16 * 1024;
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
 
 std::string StripTrailingSemicolons(std::string sql) {
-  while (!sql.empty() && (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
+  while (!sql.empty() &&
+         (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
     sql.pop_back();
   }
   return sql;
@@ -98,10 +98,10 @@ struct PipelineRunner::Impl final : SourceListener {
   // pipeline.window (docs/design/0007 #3-#8) and its sink.
   std::unique_ptr<WindowEngine> window;
   std::unique_ptr<sinks::Sink> window_sink;
-  Clock::time_point close_retry{};                    // after a failed close, not before this
+  Clock::time_point close_retry{};                   // after a failed close, not before this
   Clock::time_point last_checkpoint = Clock::now();  // of the database, after a close
-  uint64_t result_generation = 0;                     // changes when the result's columns may have
-  uint64_t batch_generation = 0;                      // changes when the batch's columns may have
+  uint64_t result_generation = 0;                    // changes when the result's columns may have
+  uint64_t batch_generation = 0;                     // changes when the batch's columns may have
   // pipeline.state: the database (or, write-behind, the state writer's) is on file.
   bool durable = false;
   std::unique_ptr<duck::Database> state_db;  // write-behind: the state file, the writer's own
@@ -109,8 +109,8 @@ struct PipelineRunner::Impl final : SourceListener {
   // state writer).
   std::unique_ptr<CommitStrategy> strategy;
   // The window's Observe over the decoded batch of `messages`.
-  Status ObserveBatch(std::span<const Message> messages, const std::vector<DecodeError>& decode_errors,
-                      const PipelineConfig& c) {
+  Status ObserveBatch(std::span<const Message> messages,
+                      const std::vector<DecodeError>& decode_errors, const PipelineConfig& c) {
     // Which partition each decoded row came from (the decoder leaves out the messages it
     // could not decode, in order).
     std::vector<SourceRun> runs;
@@ -126,10 +126,11 @@ struct PipelineRunner::Impl final : SourceListener {
       }
       ++runs.back().rows;
     }
-    const int64_t wall_us =
-        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    return window->Observe(structured ? c.handler.table : "batch", batch_generation, runs, wall_us, Clock::now());
+    const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count();
+    return window->Observe(structured ? c.handler.table : "batch", batch_generation, runs, wall_us,
+                           Clock::now());
   }
   // After a rolled-back transaction: what it may have created is gone.
   void ForgetAfterRollback() {
@@ -153,7 +154,8 @@ struct PipelineRunner::Impl final : SourceListener {
   void Assigning(std::vector<kafka::client::TopicPartition>& partitions) override {
     strategy->Assigning(partitions);
     if (window) {
-      for (const kafka::client::TopicPartition& tp : partitions) window->Assign(tp.topic, tp.partition, Clock::now());
+      for (const kafka::client::TopicPartition& tp : partitions)
+        window->Assign(tp.topic, tp.partition, Clock::now());
     }
   }
   void Heard(std::string_view topic, int32_t partition, SteadyTime now) override {
@@ -168,7 +170,8 @@ struct PipelineRunner::Impl final : SourceListener {
   ~Impl() override {
     source.reset();  // messages before their consumer; leaves the group
     managers.clear();
-    strategy.reset();  // a state writer writes what is queued; its connection goes before the database
+    strategy
+        .reset();  // a state writer writes what is queued; its connection goes before the database
     state_db.reset();
     window.reset();
     window_sink.reset();
@@ -193,10 +196,12 @@ PipelineRunner::PipelineRunner(PipelineConfig config, RunnerOptions options)
     : config_(std::move(config)), options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
 
 PipelineRunner::~PipelineRunner() {
-  if (impl_ && impl_->metrics.registry != nullptr) impl_->metrics.registry->RemoveLabeled("pipeline", config_.name);
+  if (impl_ && impl_->metrics.registry != nullptr)
+    impl_->metrics.registry->RemoveLabeled("pipeline", config_.name);
 }
 
-Result<std::unique_ptr<sinks::Sink>> PipelineRunner::NewSink(const SinkConfig& config, const KafkaSourceConfig* source,
+Result<std::unique_ptr<sinks::Sink>> PipelineRunner::NewSink(const SinkConfig& config,
+                                                             const KafkaSourceConfig* source,
                                                              int64_t memory_limit_bytes) const {
   if (options_.make_sink) return options_.make_sink(config);
   return MakeSink(config, options_.console, source, memory_limit_bytes);
@@ -232,24 +237,30 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   if (c.state && !options.without_sinks) {
     if (c.handler.type == HandlerType::kInferredDiskBatch) {
       return InvalidArgumentError(
-          "pipeline {}: pipeline.state cannot be used with handlers.InferredDiskBatch (its batch table would be "
-          "written to the state file every batch); use handlers.InferredMemBatch or StructuredBatch",
+          "pipeline {}: pipeline.state cannot be used with handlers.InferredDiskBatch (its batch "
+          "table would be "
+          "written to the state file every batch); use handlers.InferredMemBatch or "
+          "StructuredBatch",
           c.name);
     }
     fs::path path(c.state->path);
     std::error_code ec;
     if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
-    if (ec) return IOError("pipeline {}: cannot create the directory of {}: {}", c.name, c.state->path, ec.message());
+    if (ec)
+      return IOError("pipeline {}: cannot create the directory of {}: {}", c.name, c.state->path,
+                     ec.message());
     impl.durable = true;
     // Write-behind (docs/design/0007, "Write-behind state"): a declarative window whose
     // emissions and dead letters leave the process keeps its database in memory and a
     // copy of its state on file. Anything that writes tables of the state database itself
     // (sqlflow-form managers, a sqlcommand window sink or DLQ) works on the file directly.
-    const bool managed = std::any_of(c.tables.begin(), c.tables.end(),
-                                     [](const TableConfig& t) { return t.tumbling_window.has_value(); });
-    const bool dlq_in_db =
-        c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq && c.on_error.dlq->type == SinkType::kSqlCommand;
-    write_behind = c.window && !managed && c.window->sink.type != SinkType::kSqlCommand && !dlq_in_db;
+    const bool managed = std::any_of(c.tables.begin(), c.tables.end(), [](const TableConfig& t) {
+      return t.tumbling_window.has_value();
+    });
+    const bool dlq_in_db = c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq &&
+                           c.on_error.dlq->type == SinkType::kSqlCommand;
+    write_behind =
+        c.window && !managed && c.window->sink.type != SinkType::kSqlCommand && !dlq_in_db;
     if (!write_behind) {
       db_options.path = c.state->path;
       db_options.block_size = kStateBlockSize;
@@ -274,7 +285,8 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   for (const SqlCommand& cmd : c.commands) {
     Status st = impl.conn->Execute(cmd.sql);
     if (!st.ok()) {
-      return InvalidArgumentError("{}: command '{}' failed: {}", cmd.origin, cmd.name, st.message());
+      return InvalidArgumentError("{}: command '{}' failed: {}", cmd.origin, cmd.name,
+                                  st.message());
     }
   }
   for (const TableConfig& t : c.tables) {
@@ -305,20 +317,25 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     ASSIGN_OR_RETURN(loaded, state_tables->Load());
     if (write_behind) {
       // The open windows' rows, into memory.
-      ASSIGN_OR_RETURN(auto exists, writer_conn->QueryText(
-                                        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND "
-                                        "table_name = 'sluice_window_rows' AND database_name = current_database()"));
+      ASSIGN_OR_RETURN(
+          auto exists,
+          writer_conn->QueryText(
+              "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND "
+              "table_name = 'sluice_window_rows' AND database_name = current_database()"));
       if (exists[0][0].value_or("0") != "0") {
-        ASSIGN_OR_RETURN(duck::QueryResult rows, writer_conn->Query("SELECT * FROM sluice_window_rows"));
+        ASSIGN_OR_RETURN(duck::QueryResult rows,
+                         writer_conn->Query("SELECT * FROM sluice_window_rows"));
         std::vector<std::string> names;
         for (size_t i = 0; i < rows.column_count(); ++i) names.push_back(rows.column_name(i));
         std::vector<duck::LogicalType> types = rows.column_logical_types();
         std::vector<duck::DataChunk> chunks = rows.TakeChunks();
         std::vector<const duck::DataChunk*> pointers;
         for (const duck::DataChunk& chunk : chunks) pointers.push_back(&chunk);
-        ASSIGN_OR_RETURN(auto view, duck::ChunkView::Create(*impl.conn, "sluice_window_loaded", names, std::move(types)));
+        ASSIGN_OR_RETURN(auto view, duck::ChunkView::Create(*impl.conn, "sluice_window_loaded",
+                                                            names, std::move(types)));
         view->SetChunks(pointers);
-        Status st = impl.conn->Execute("CREATE TABLE sluice_window_rows AS SELECT * FROM sluice_window_loaded");
+        Status st = impl.conn->Execute(
+            "CREATE TABLE sluice_window_rows AS SELECT * FROM sluice_window_loaded");
         view.reset();
         chunks.clear();  // before the result they point into
         RETURN_IF_ERROR(st);
@@ -326,9 +343,11 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     }
   }
   if (c.window) {
-    auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name, impl.durable ? &loaded : nullptr, write_behind);
+    auto engine = WindowEngine::Create(*impl.conn, *c.window, c.name,
+                                       impl.durable ? &loaded : nullptr, write_behind);
     if (!engine.ok()) {
-      return InvalidArgumentError("pipeline {}: pipeline.window: {}", c.name, engine.status().message());
+      return InvalidArgumentError("pipeline {}: pipeline.window: {}", c.name,
+                                  engine.status().message());
     }
     impl.window = std::move(engine).value();
     if (!options.without_sinks) {
@@ -338,7 +357,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   std::unique_ptr<StateWriter> writer;
   if (write_behind) {
     writer = StateWriter::Start(std::move(writer_conn), std::move(state_tables), *c.window, c.name,
-                                     kWriterQueue);
+                                kWriterQueue);
   }
   if (c.handler.type == HandlerType::kStructuredBatch) {
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
@@ -370,16 +389,18 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   impl.metrics = RunnerMetrics::Register(m, c.name);
 
   // The commit strategy: one per pipeline, chosen here (commit_strategy.h).
-  CommitCounters counters{impl.metrics.commits, &impl.metrics.errors(ErrorPhase::kCommit), &r->stats_.commits,
-                          impl.metrics.commit_seconds, impl.metrics.commit_max_seconds};
+  CommitCounters counters{impl.metrics.commits, &impl.metrics.errors(ErrorPhase::kCommit),
+                          &r->stats_.commits, impl.metrics.commit_seconds,
+                          impl.metrics.commit_max_seconds};
   if (writer) {
-    impl.strategy = CommitStrategy::WriteBehind(c.name, counters, impl.window.get(), std::move(writer), loaded.offsets);
+    impl.strategy = CommitStrategy::WriteBehind(c.name, counters, impl.window.get(),
+                                                std::move(writer), loaded.offsets);
   } else if (impl.sink && impl.sink->Defers()) {
-    impl.strategy =
-        CommitStrategy::SinkCommit(c.name, counters, impl.sink.get(), std::move(state_tables), loaded.offsets);
+    impl.strategy = CommitStrategy::SinkCommit(c.name, counters, impl.sink.get(),
+                                               std::move(state_tables), loaded.offsets);
   } else if (impl.durable) {
-    impl.strategy = CommitStrategy::StateTransaction(c.name, counters, impl.window.get(), std::move(state_tables),
-                                                     loaded.offsets);
+    impl.strategy = CommitStrategy::StateTransaction(c.name, counters, impl.window.get(),
+                                                     std::move(state_tables), loaded.offsets);
   } else {
     impl.strategy = CommitStrategy::AfterSink(c.name, counters, impl.window.get());
   }
@@ -433,12 +454,14 @@ Result<uint64_t> PipelineRunner::Impl::RunHandler() {
   std::vector<std::string> names;
   for (size_t i = 0; i < result->column_count(); ++i) names.push_back(result->column_name(i));
   std::vector<duck::LogicalType> types = result->column_logical_types();
-  bool same = result_view != nullptr && names == result_names && types.size() == result_types.size();
+  bool same =
+      result_view != nullptr && names == result_names && types.size() == result_types.size();
   for (size_t i = 0; same && i < types.size(); ++i) same = types[i].Equals(result_types[i]);
   if (!same) {
     // A new schema (the first batch, or an inferred one that changed): a new view.
     if (!result_view) {
-      ASSIGN_OR_RETURN(result_view, duck::ChunkView::Create(*conn, kResultTable, names, result->column_logical_types()));
+      ASSIGN_OR_RETURN(result_view, duck::ChunkView::Create(*conn, kResultTable, names,
+                                                            result->column_logical_types()));
     } else {
       RETURN_IF_ERROR(result_view->SetColumns(names, result->column_logical_types()));
     }
@@ -470,14 +493,16 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
   Status st = impl.RunHandler().status();
-  if (!st.ok()) return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
+  if (!st.ok())
+    return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
   if (impl.window) {
     // pipeline.window: the rows the window emits once the fixture is over (every window
     // closes at its end); rows it cannot keep are errors.
     std::vector<DroppedRow> dropped;
     Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
     if (!kept.ok()) return InvalidArgumentError("pipeline.window: {}", kept.status().message());
-    for (const DroppedRow& d : dropped) errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
+    for (const DroppedRow& d : dropped)
+      errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
     Status observed = impl.ObserveBatch(messages, decode_errors, config_);
     if (!observed.ok()) return InvalidArgumentError("pipeline.window: {}", observed.message());
     std::vector<std::string> out;
@@ -490,8 +515,9 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     RETURN_IF_ERROR(PollWindows(true, &out));
     return out;
   }
-  ASSIGN_OR_RETURN(duck::QueryResult rows,
-                   impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
+  ASSIGN_OR_RETURN(
+      duck::QueryResult rows,
+      impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kResultTable)));
   std::vector<std::string> out;
   for (size_t i = 0; i < rows.chunk_count(); ++i) {
     duck::ResultChunk chunk = rows.chunk(i);
@@ -513,29 +539,35 @@ void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::strin
   if (!w.compact || w.deleted < kMinDeleted) return;
   std::string name = duck::QuoteLiteral(w.table);
   auto rebuild = [&]() -> Status {
-    ASSIGN_OR_RETURN(auto table, conn->QueryText(fmt::format(
-                                     "SELECT sql, schema_name FROM duckdb_tables() WHERE lower(table_name) = lower({}) "
-                                     "AND NOT temporary AND database_name = current_database()",
-                                     name)));
+    ASSIGN_OR_RETURN(
+        auto table,
+        conn->QueryText(fmt::format(
+            "SELECT sql, schema_name FROM duckdb_tables() WHERE lower(table_name) = lower({}) "
+            "AND NOT temporary AND database_name = current_database()",
+            name)));
     if (table.size() != 1 || !table[0][0]) {
       return NotFoundError("no table named {} in the pipeline's database", w.table);
     }
-    std::string qualified = duck::QuoteIdentifier(table[0][1].value_or("main")) + "." + duck::QuoteIdentifier(w.table);
+    std::string qualified =
+        duck::QuoteIdentifier(table[0][1].value_or("main")) + "." + duck::QuoteIdentifier(w.table);
     ASSIGN_OR_RETURN(auto live, conn->QueryText("SELECT count(*) FROM " + qualified));
     if (w.deleted < 2 * std::stoull(live[0][0].value_or("0"))) return Status::OK();
     // The handler's statement reads the table about to be replaced: prepare it again.
     handler.reset();
-    ASSIGN_OR_RETURN(auto indexes, conn->QueryText(fmt::format(
-                                       "SELECT sql FROM duckdb_indexes() WHERE lower(table_name) = lower({}) "
-                                       "AND database_name = current_database() AND sql IS NOT NULL",
-                                       name)));
+    ASSIGN_OR_RETURN(auto indexes,
+                     conn->QueryText(fmt::format(
+                         "SELECT sql FROM duckdb_indexes() WHERE lower(table_name) = lower({}) "
+                         "AND database_name = current_database() AND sql IS NOT NULL",
+                         name)));
     RETURN_IF_ERROR(conn->Execute("BEGIN TRANSACTION"));
     Status st = [&]() -> Status {
-      RETURN_IF_ERROR(conn->Execute("CREATE OR REPLACE TEMP TABLE sluice_window_keep AS SELECT * FROM " + qualified));
+      RETURN_IF_ERROR(conn->Execute(
+          "CREATE OR REPLACE TEMP TABLE sluice_window_keep AS SELECT * FROM " + qualified));
       RETURN_IF_ERROR(conn->Execute("DROP TABLE " + qualified));
       RETURN_IF_ERROR(conn->Execute(*table[0][0]));
       for (const auto& row : indexes) RETURN_IF_ERROR(conn->Execute(*row[0]));
-      RETURN_IF_ERROR(conn->Execute(fmt::format("INSERT INTO {} SELECT * FROM sluice_window_keep", qualified)));
+      RETURN_IF_ERROR(
+          conn->Execute(fmt::format("INSERT INTO {} SELECT * FROM sluice_window_keep", qualified)));
       RETURN_IF_ERROR(conn->Execute("DROP TABLE sluice_window_keep"));
       return conn->Execute("COMMIT");
     }();
@@ -548,7 +580,8 @@ void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::strin
   if (Status st = rebuild(); !st.ok()) {
     w.compact = false;
     SLUICE_LOG(kLog, kWarn,
-               "pipeline {}: window table {} cannot be rebuilt, so the rows its polls delete stay in memory "
+               "pipeline {}: window table {} cannot be rebuilt, so the rows its polls delete stay "
+               "in memory "
                "(DuckDB keeps them for an indexed table): {}",
                pipeline, w.table, st.message());
   }
@@ -567,19 +600,23 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
     std::string where;  // the step that failed
     auto attempt = [&]() -> Status {
       where = w.config.collect_origin + ": collect_closed_windows_sql";
-      ASSIGN_OR_RETURN(duck::QueryResult r,
-                       impl.conn->Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kWindowTable,
-                                                    StripTrailingSemicolons(w.config.collect_sql))));
+      ASSIGN_OR_RETURN(
+          duck::QueryResult r,
+          impl.conn->Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kWindowTable,
+                                       StripTrailingSemicolons(w.config.collect_sql))));
       uint64_t rows = 0;
-      if (r.column_count() == 1 && r.chunk_count() > 0 && r.chunk(0).size() == 1 && !r.chunk(0).IsNull(0, 0)) {
+      if (r.column_count() == 1 && r.chunk_count() > 0 && r.chunk(0).size() == 1 &&
+          !r.chunk(0).IsNull(0, 0)) {
         rows = static_cast<uint64_t>(r.chunk(0).GetInt64(0, 0));
       }
       if (rows > 0 && emitted != nullptr) {
-        ASSIGN_OR_RETURN(duck::QueryResult j,
-                         impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kWindowTable)));
+        ASSIGN_OR_RETURN(
+            duck::QueryResult j,
+            impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kWindowTable)));
         for (size_t i = 0; i < j.chunk_count(); ++i) {
           duck::ResultChunk chunk = j.chunk(i);
-          for (size_t row = 0; row < chunk.size(); ++row) collected.emplace_back(chunk.GetString(0, row));
+          for (size_t row = 0; row < chunk.size(); ++row)
+            collected.emplace_back(chunk.GetString(0, row));
         }
       } else if (rows > 0 && w.sink) {
         where = fmt::format("tables.sql '{}' manager.sink {}", w.table, w.sink->Describe());
@@ -603,7 +640,8 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
       // The windows stay in the table: the next poll tries again.
       impl.metrics.errors(ErrorPhase::kWindow).Inc();
       ++stats_.errors;
-      std::string error = fmt::format("pipeline {}: window {}: {}: {}", c.name, w.table, where, st.message());
+      std::string error =
+          fmt::format("pipeline {}: window {}: {}: {}", c.name, w.table, where, st.message());
       if (c.on_error.policy == ErrorPolicy::kRaise) return InvalidArgumentError("{}", error);
       SLUICE_LOG(kLog, kWarn, "{} (the windows stay; the next poll tries again)", error);
       continue;
@@ -612,7 +650,8 @@ Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) 
     w.deleted += deleted;
     impl.CompactWindowTable(w, c.name, stats_);
     // Rows the sink refused (they do not cast into its schema) would be refused again.
-    RETURN_IF_ERROR(DeadLetterRows(rejected, ErrorPhase::kWindow, fmt::format("window {}: manager.sink", w.table)));
+    RETURN_IF_ERROR(DeadLetterRows(rejected, ErrorPhase::kWindow,
+                                   fmt::format("window {}: manager.sink", w.table)));
   }
   return Status::OK();
 }
@@ -625,8 +664,8 @@ Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& row
   impl.metrics.errors(phase).Inc(rows.size());
   stats_.errors += rows.size();
   if (c.on_error.policy == ErrorPolicy::kRaise) {
-    return InvalidArgumentError("pipeline {}: {}: {} row(s) refused, the first: {}", c.name, what, rows.size(),
-                                rows.front().reason);
+    return InvalidArgumentError("pipeline {}: {}: {} row(s) refused, the first: {}", c.name, what,
+                                rows.size(), rows.front().reason);
   }
   if (c.on_error.policy == ErrorPolicy::kDlq && impl.dlq) {
     std::vector<DeadLetter> letters;
@@ -638,13 +677,16 @@ Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& row
     Status dst = impl.dlq->Write(*impl.conn, kDlqTable, {}, &dlq_rejected);
     if (dst.ok()) dst = impl.dlq->Flush();
     if (!dst.ok() || !dlq_rejected.empty()) {
-      return InternalError("pipeline {}: dead-letter sink {} failed for {} rows: {}", c.name, impl.dlq->Describe(),
-                           what, dst.ok() ? dlq_rejected.front().reason : dst.message());
+      return InternalError("pipeline {}: dead-letter sink {} failed for {} rows: {}", c.name,
+                           impl.dlq->Describe(), what,
+                           dst.ok() ? dlq_rejected.front().reason : dst.message());
     }
     return Status::OK();
   }
-  SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {} row(s) refused, skipped (on_error {}): {}", c.name, what, rows.size(),
-             c.on_error.policy == ErrorPolicy::kDlq ? "DLQ without a sink" : "IGNORE", rows.front().reason);
+  SLUICE_LOG(kLog, kWarn, "pipeline {}: {}: {} row(s) refused, skipped (on_error {}): {}", c.name,
+             what, rows.size(),
+             c.on_error.policy == ErrorPolicy::kDlq ? "DLQ without a sink" : "IGNORE",
+             rows.front().reason);
   return Status::OK();
 }
 
@@ -659,10 +701,12 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
   std::vector<std::string> collected;
   auto emit = [&](std::string_view table, uint64_t) -> Status {
     if (emitted != nullptr) {
-      ASSIGN_OR_RETURN(duck::QueryResult j, impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", table)));
+      ASSIGN_OR_RETURN(duck::QueryResult j, impl.conn->Query(fmt::format(
+                                                "SELECT to_json(t)::VARCHAR FROM {} t", table)));
       for (size_t i = 0; i < j.chunk_count(); ++i) {
         duck::ResultChunk chunk = j.chunk(i);
-        for (size_t row = 0; row < chunk.size(); ++row) collected.emplace_back(chunk.GetString(0, row));
+        for (size_t row = 0; row < chunk.size(); ++row)
+          collected.emplace_back(chunk.GetString(0, row));
       }
       return Status::OK();
     }
@@ -671,10 +715,12 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
     auto flush_started = Clock::now();
     Status st = impl.window_sink->Flush();
     if (st.ok()) CrashPoint("window-emitted");
-    impl.metrics.flush_seconds->Observe(std::chrono::duration<double>(Clock::now() - flush_started).count());
+    impl.metrics.flush_seconds->Observe(
+        std::chrono::duration<double>(Clock::now() - flush_started).count());
     if (st.ok()) {
       uint64_t n = 0;
-      if (auto count = impl.conn->QueryText(fmt::format("SELECT count(*) FROM {}", table)); count.ok()) {
+      if (auto count = impl.conn->QueryText(fmt::format("SELECT count(*) FROM {}", table));
+          count.ok()) {
         n = std::stoull((*count)[0][0].value_or("0"));
       }
       n -= std::min<uint64_t>(n, rejected.size());
@@ -718,8 +764,9 @@ Status PipelineRunner::CloseWindows(bool all, std::vector<std::string>* emitted)
     }
   }
   // Rows the sink refused (they do not cast into its schema) would be refused again.
-  return DeadLetterRows(rejected, ErrorPhase::kWindow,
-                        fmt::format("window sink {}", impl.window_sink ? impl.window_sink->Describe() : "-"));
+  return DeadLetterRows(
+      rejected, ErrorPhase::kWindow,
+      fmt::format("window sink {}", impl.window_sink ? impl.window_sink->Describe() : "-"));
 }
 
 Status PipelineRunner::ProcessBatch(CommitMode mode) {
@@ -737,7 +784,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   std::vector<DeadLetter> letters;
   // Under IGNORE and DLQ a failed phase loses (or dead-letters) its messages, then the
   // batch's offsets are committed all the same; under RAISE it stops the pipeline.
-  auto fail = [&](ErrorPhase phase, const std::string& error, std::span<const Message> messages) -> Status {
+  auto fail = [&](ErrorPhase phase, const std::string& error,
+                  std::span<const Message> messages) -> Status {
     impl.metrics.errors(phase).Inc(messages.size());
     stats.errors += messages.size();
     if (policy == ErrorPolicy::kRaise) {
@@ -746,7 +794,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     if (policy == ErrorPolicy::kDlq) {
       for (const Message& m : messages) letters.emplace_back(error, phase, m);
     } else {
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: {} failed for {} message(s), skipped (on_error IGNORE): {}", c.name,
+      SLUICE_LOG(kLog, kWarn,
+                 "pipeline {}: {} failed for {} message(s), skipped (on_error IGNORE): {}", c.name,
                  Name(phase), messages.size(), error);
     }
     return Status::OK();
@@ -758,7 +807,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   };
 
   sinks::SourceOffsets offsets;
-  std::map<std::pair<std::string, int32_t>, int64_t> first;  // the batch's first offset per partition
+  std::map<std::pair<std::string, int32_t>, int64_t>
+      first;  // the batch's first offset per partition
   {
     // Runs of one partition are the rule: look the map up only when the partition changes.
     int64_t* next = nullptr;
@@ -785,9 +835,10 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   } else {
     for (const DecodeError& e : decode_errors) {
       const Message& m = pending[e.index];
-      RETURN_IF_ERROR(fail(ErrorPhase::kDecode, fmt::format("{} [{}] offset {}: {}", m.topic, m.partition,
-                                                 m.offset, e.reason),
-                           std::span<const Message>(&m, 1)));
+      RETURN_IF_ERROR(
+          fail(ErrorPhase::kDecode,
+               fmt::format("{} [{}] offset {}: {}", m.topic, m.partition, m.offset, e.reason),
+               std::span<const Message>(&m, 1)));
     }
   }
   // With a window or durable state the batch is one transaction: the handler's writes, the
@@ -811,7 +862,9 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   if (transaction && batch_ok) {
     if (impl.window) snapshot = impl.window->Snapshot();
     Status st = impl.conn->Execute("BEGIN TRANSACTION");
-    if (!st.ok()) return InternalError("pipeline {}: cannot begin the batch's transaction: {}", c.name, st.message());
+    if (!st.ok())
+      return InternalError("pipeline {}: cannot begin the batch's transaction: {}", c.name,
+                           st.message());
     open = true;
   }
   uint64_t result_rows = 0;
@@ -839,7 +892,9 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     } else {
       if (*kept > 0) impl.window->NoteSources(first);
       impl.metrics.rows_out->Inc(*kept);
-      for (const DroppedRow& d : dropped) RETURN_IF_ERROR(fail_row(d.late ? ErrorPhase::kLate : ErrorPhase::kWindow, d.reason, d.row_json));
+      for (const DroppedRow& d : dropped)
+        RETURN_IF_ERROR(
+            fail_row(d.late ? ErrorPhase::kLate : ErrorPhase::kWindow, d.reason, d.row_json));
     }
   } else if (batch_ok) {
     std::vector<sinks::RejectedRow> rejected;
@@ -848,9 +903,12 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     if (st.ok()) {
       auto flush_started = Clock::now();
       st = impl.sink->Flush();
-      impl.metrics.flush_seconds->Observe(std::chrono::duration<double>(Clock::now() - flush_started).count());
+      impl.metrics.flush_seconds->Observe(
+          std::chrono::duration<double>(Clock::now() - flush_started).count());
     }
-    SetHealth(st.ok() ? "" : fmt::format("pipeline {}: sink {}: {}", c.name, impl.sink->Describe(), st.message()));
+    SetHealth(st.ok() ? ""
+                      : fmt::format("pipeline {}: sink {}: {}", c.name, impl.sink->Describe(),
+                                    st.message()));
     if (!st.ok()) {
       rollback();
       RETURN_IF_ERROR(fail(ErrorPhase::kSink, st.message(), pending));
@@ -858,7 +916,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
       uint64_t n = result_rows - std::min<uint64_t>(result_rows, rejected.size());
       impl.metrics.rows_out->Inc(n);
       stats.rows_out += n;
-      for (const sinks::RejectedRow& row : rejected) RETURN_IF_ERROR(fail_row(ErrorPhase::kSink, row.reason, row.row_json));
+      for (const sinks::RejectedRow& row : rejected)
+        RETURN_IF_ERROR(fail_row(ErrorPhase::kSink, row.reason, row.row_json));
     }
   }
   if (!letters.empty() && impl.dlq) {
@@ -885,12 +944,14 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     Status st = open ? Status::OK() : impl.conn->Execute("BEGIN TRANSACTION");
     open = true;
     if (st.ok()) st = impl.strategy->SaveBatch(offsets);
-    if (!st.ok()) return InternalError("pipeline {}: saving the state failed: {}", c.name, st.message());
+    if (!st.ok())
+      return InternalError("pipeline {}: saving the state failed: {}", c.name, st.message());
   }
   if (open) {
     Status st = impl.conn->Execute("COMMIT");
     if (!st.ok()) {
-      return InternalError("pipeline {}: committing the batch's state failed: {}", c.name, st.message());
+      return InternalError("pipeline {}: committing the batch's state failed: {}", c.name,
+                           st.message());
     }
     open = false;
     if (impl.strategy->SavesInTransaction()) impl.strategy->BatchCommitted(offsets);
@@ -900,10 +961,10 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   RETURN_IF_ERROR(impl.strategy->CommitBatch(offsets, wrote, mode));
   for (const auto& [tp, next] : offsets) impl.processed[tp] = next;
   ++stats.batches;
-  impl.metrics.batch_seconds->Observe(std::chrono::duration<double>(Clock::now() - started).count());
+  impl.metrics.batch_seconds->Observe(
+      std::chrono::duration<double>(Clock::now() - started).count());
   return Status::OK();
 }
-
 
 Status PipelineRunner::OnAssignmentEvent(const AssignmentEvent& event) {
   Impl& impl = *impl_;
@@ -915,7 +976,8 @@ Status PipelineRunner::OnAssignmentEvent(const AssignmentEvent& event) {
     // source keeps them until acknowledged; what it read ahead of them is dropped).
     RETURN_IF_ERROR(ProcessBatch(CommitMode::kSync));
     impl.source->BatchDone();
-    for (const kafka::client::TopicPartition& tp : event.partitions) impl.processed.erase({tp.topic, tp.partition});
+    for (const kafka::client::TopicPartition& tp : event.partitions)
+      impl.processed.erase({tp.topic, tp.partition});
     impl.strategy->Revoked(event.partitions);
     impl.source->AcknowledgeRevocation();
     return Status::OK();
@@ -927,11 +989,12 @@ Status PipelineRunner::OnAssignmentEvent(const AssignmentEvent& event) {
 
 Status PipelineRunner::Run() {
   Impl& impl = *impl_;
-  if (options_.without_sinks) return FailedPreconditionError("pipeline {}: made without sinks", config_.name);
+  if (options_.without_sinks)
+    return FailedPreconditionError("pipeline {}: made without sinks", config_.name);
   const PipelineConfig& c = config_;
-  SourceCounters counters{impl.metrics.messages_in, impl.metrics.bytes_in, &stats_.messages_in,
-                          &impl.metrics.errors(ErrorPhase::kSource), impl.metrics.read_ahead_full,
-                          impl.metrics.read_ahead};
+  SourceCounters counters{impl.metrics.messages_in,     impl.metrics.bytes_in,
+                          &stats_.messages_in,          &impl.metrics.errors(ErrorPhase::kSource),
+                          impl.metrics.read_ahead_full, impl.metrics.read_ahead};
   if (options_.make_source) {
     ASSIGN_OR_RETURN(impl.source, options_.make_source(counters));
   } else {
@@ -939,8 +1002,9 @@ Status PipelineRunner::Run() {
   }
   impl.strategy->set_source(impl.source.get());
   RETURN_IF_ERROR(impl.source->Start(&impl, impl.window != nullptr));
-  SLUICE_LOG(kLog, kInfo, "pipeline {}: consuming {} as group {} (batch {}, flush every {} s)", c.name,
-             fmt::join(c.source.topics, ","), c.source.group_id, c.batch_size, c.flush_interval_seconds);
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: consuming {} as group {} (batch {}, flush every {} s)",
+             c.name, fmt::join(c.source.topics, ","), c.source.group_id, c.batch_size,
+             c.flush_interval_seconds);
 
   const size_t batch_size = static_cast<size_t>(c.batch_size);
   const auto interval = std::chrono::seconds(c.flush_interval_seconds);

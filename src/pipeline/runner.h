@@ -113,10 +113,12 @@ class PipelineRunner {
   // under RAISE.
   Status CloseWindows(bool all, std::vector<std::string>* emitted = nullptr);
   // Result rows a sink refused (not messages) through on_error, with `phase`.
-  Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, ErrorPhase phase, std::string_view what);
+  Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, ErrorPhase phase,
+                        std::string_view what);
   void SetHealth(std::string problem);
   // MakeSink, or options_.make_sink.
-  Result<std::unique_ptr<sinks::Sink>> NewSink(const SinkConfig& config, const KafkaSourceConfig* source = nullptr,
+  Result<std::unique_ptr<sinks::Sink>> NewSink(const SinkConfig& config,
+                                               const KafkaSourceConfig* source = nullptr,
                                                int64_t memory_limit_bytes = 0) const;
   PipelineConfig config_;
   RunnerOptions options_;

@@ -13,7 +13,8 @@
 namespace sluice::pipeline {
 
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
-                                              const KafkaSourceConfig* source, int64_t memory_limit_bytes) {
+                                              const KafkaSourceConfig* source,
+                                              int64_t memory_limit_bytes) {
   switch (config.type) {
     case SinkType::kConsole:
       return std::unique_ptr<sinks::Sink>(
@@ -43,8 +44,9 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
       sinks::PostgresSinkOptions o;
       o.dsn = config.postgres.dsn;
       o.table = config.postgres.table;
-      o.mode = config.postgres.mode == PostgresMode::kUpsert ? sinks::PostgresSinkOptions::Mode::kUpsert
-                                                             : sinks::PostgresSinkOptions::Mode::kAppend;
+      o.mode = config.postgres.mode == PostgresMode::kUpsert
+                   ? sinks::PostgresSinkOptions::Mode::kUpsert
+                   : sinks::PostgresSinkOptions::Mode::kAppend;
       o.key = config.postgres.key;
       ASSIGN_OR_RETURN(auto sink, sinks::PostgresSink::Create(std::move(o)));
       return std::unique_ptr<sinks::Sink>(std::move(sink));

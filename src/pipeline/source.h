@@ -67,12 +67,12 @@ struct SourceStep {
 
 // Where a source counts what it reads (the runner's metrics; every pointer set).
 struct SourceCounters {
-  Counter* messages_in = nullptr;      // records taken into batches
-  Counter* bytes_in = nullptr;         // their value bytes
+  Counter* messages_in = nullptr;                     // records taken into batches
+  Counter* bytes_in = nullptr;                        // their value bytes
   std::atomic<uint64_t>* messages_in_stat = nullptr;  // RunnerStats::messages_in
-  Counter* errors = nullptr;           // errors of phase "source"
-  Counter* read_ahead_full = nullptr;  // times the read-ahead reached its bound
-  Gauge* read_ahead = nullptr;         // bytes read ahead, not yet in a batch
+  Counter* errors = nullptr;                          // errors of phase "source"
+  Counter* read_ahead_full = nullptr;                 // times the read-ahead reached its bound
+  Gauge* read_ahead = nullptr;                        // bytes read ahead, not yet in a batch
 };
 
 // The runner's side of a source: called inside NextBatch, on the runner's thread.
@@ -109,7 +109,8 @@ class Source {
   virtual void AcknowledgeRevocation() = 0;
 
   // Commits, for the group, the next offset to read of each partition.
-  virtual Status Commit(const std::vector<kafka::client::TopicPartition>& offsets, CommitMode mode) = 0;
+  virtual Status Commit(const std::vector<kafka::client::TopicPartition>& offsets,
+                        CommitMode mode) = 0;
   // Position (after the read-ahead) and high watermark of each assigned partition, from
   // what the source last heard (no request).
   virtual Result<std::vector<kafka::client::PartitionLag>> Lag() const = 0;

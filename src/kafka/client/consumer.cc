@@ -119,7 +119,9 @@ void Consumer::CompleteRevocation() {
   pending_revoke_.reset();
   if (pending_revoke_cooperative_) {
     detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(revoked.size())));
-    for (const TopicPartition& tp : revoked) rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+    for (const TopicPartition& tp : revoked) {
+      rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+    }
     detail::ErrorPtr e(rd_kafka_incremental_unassign(rk_.get(), list.get()));
     if (e) RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
   } else {

@@ -7,15 +7,14 @@
 // offsets live with the data).
 #include "pipeline/commit_strategy.h"
 
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "duck/database.h"
 #include "pipeline/tests/fakes.h"
@@ -40,17 +39,22 @@ const std::pair<std::string, int32_t> kIn0 = {"in", 0};
 CommitCounters Counters() {
   MetricsRegistry& m = MetricsRegistry::Global();
   MetricLabels labels = {{"pipeline", "commit_strategy_test"}};
-  return {&m.GetCounter("test_commits_total", "", labels), &m.GetCounter("test_commit_errors_total", "", labels),
+  return {&m.GetCounter("test_commits_total", "", labels),
+          &m.GetCounter("test_commit_errors_total", "", labels),
           new std::atomic<uint64_t>(0),  // lives as long as the test binary, as the registry does
-          &m.GetHistogram("test_sink_commit_seconds", "", labels), &m.GetGauge("test_sink_commit_max", "", labels)};
+          &m.GetHistogram("test_sink_commit_seconds", "", labels),
+          &m.GetGauge("test_sink_commit_max", "", labels)};
 }
 
 SourceCounters NoSourceCounters() {
   MetricsRegistry& m = MetricsRegistry::Global();
   MetricLabels labels = {{"pipeline", "commit_strategy_test"}};
-  return {&m.GetCounter("test_in_total", "", labels), &m.GetCounter("test_bytes_total", "", labels),
-          new std::atomic<uint64_t>(0), &m.GetCounter("test_source_errors_total", "", labels),
-          &m.GetCounter("test_full_total", "", labels), &m.GetGauge("test_ahead", "", labels)};
+  return {&m.GetCounter("test_in_total", "", labels),
+          &m.GetCounter("test_bytes_total", "", labels),
+          new std::atomic<uint64_t>(0),
+          &m.GetCounter("test_source_errors_total", "", labels),
+          &m.GetCounter("test_full_total", "", labels),
+          &m.GetGauge("test_ahead", "", labels)};
 }
 
 // What the sink's Write of a batch ending at `next` leaves staged (the strategy-level
@@ -61,7 +65,9 @@ void Wrote(FakeSinkState& sink, int64_t next) { sink.staged_offsets[kIn0] = next
 struct Listener final : SourceListener {
   CommitStrategy* strategy;
   explicit Listener(CommitStrategy* s) : strategy(s) {}
-  void Assigning(std::vector<kafka::client::TopicPartition>& partitions) override { strategy->Assigning(partitions); }
+  void Assigning(std::vector<kafka::client::TopicPartition>& partitions) override {
+    strategy->Assigning(partitions);
+  }
   void Heard(std::string_view, int32_t, SteadyTime) override {}
 };
 
@@ -71,8 +77,8 @@ struct Member {
   std::unique_ptr<FakeSource> source;
   std::unique_ptr<Listener> listener;
   Member(FakeGroup* group, std::unique_ptr<CommitStrategy> s) : strategy(std::move(s)) {
-    source = std::make_unique<FakeSource>(group, std::map<int32_t, std::vector<std::string>>{{0, {}}},
-                                          NoSourceCounters());
+    source = std::make_unique<FakeSource>(
+        group, std::map<int32_t, std::vector<std::string>>{{0, {}}}, NoSourceCounters());
     strategy->set_source(source.get());
     listener = std::make_unique<Listener>(strategy.get());
     EXPECT_TRUE(source->Start(listener.get(), false).ok());
@@ -90,7 +96,8 @@ TEST(AfterSinkStrategyTest, CrashBetweenSinkFlushAndCommitRereadsTheBatch) {
   EXPECT_EQ(group.committed.at(kIn0), 2);
   // The restart reads [2, 4) again: at-least-once.
   Member restarted(&group, CommitStrategy::AfterSink("t", Counters(), nullptr));
-  EXPECT_THAT(group.log, ElementsAre("assigned in[0]@0", "commit async in[0]@2", "assigned in[0]@2"));
+  EXPECT_THAT(group.log,
+              ElementsAre("assigned in[0]@0", "commit async in[0]@2", "assigned in[0]@2"));
 }
 
 TEST(AfterSinkStrategyTest, AnAsyncCommitThatMovesNothingIsNotSentASyncOneIs) {
@@ -99,7 +106,8 @@ TEST(AfterSinkStrategyTest, AnAsyncCommitThatMovesNothingIsNotSentASyncOneIs) {
   ASSERT_OK(m.strategy->CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));
   ASSERT_OK(m.strategy->CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));
   ASSERT_OK(m.strategy->CommitBatch({{kIn0, 2}}, true, CommitMode::kSync));
-  EXPECT_THAT(group.log, ElementsAre("assigned in[0]@0", "commit async in[0]@2", "commit sync in[0]@2"));
+  EXPECT_THAT(group.log,
+              ElementsAre("assigned in[0]@0", "commit async in[0]@2", "commit sync in[0]@2"));
 }
 
 // kStateTransaction over a state file: the batch's writes (here a table of rows, as a
@@ -107,7 +115,8 @@ TEST(AfterSinkStrategyTest, AnAsyncCommitThatMovesNothingIsNotSentASyncOneIs) {
 class StateTransactionStrategyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / fmt::format("sluice-commit-strategy-{}", ::getpid());
+    dir_ = std::filesystem::temp_directory_path() /
+           fmt::format("sluice-commit-strategy-{}", ::getpid());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -129,7 +138,8 @@ class StateTransactionStrategyTest : public ::testing::Test {
     auto tables = StateTables::Open(*m->conn).value();
     StateTables::Loaded loaded = tables->Load().value();
     m->member = std::make_unique<Member>(
-        group, CommitStrategy::StateTransaction("t", Counters(), nullptr, std::move(tables), loaded.offsets));
+        group, CommitStrategy::StateTransaction("t", Counters(), nullptr, std::move(tables),
+                                                loaded.offsets));
     return m;
   }
   // One batch of ids [from, to) through the strategy, as ProcessBatch runs it; stops
@@ -139,7 +149,8 @@ class StateTransactionStrategyTest : public ::testing::Test {
     CommitStrategy& s = *m.member->strategy;
     ASSERT_TRUE(s.SavesInTransaction());
     ASSERT_OK(m.conn->Execute("BEGIN TRANSACTION"));
-    ASSERT_OK(m.conn->Execute(fmt::format("INSERT INTO rows SELECT range FROM range({}, {})", from, to)));
+    ASSERT_OK(
+        m.conn->Execute(fmt::format("INSERT INTO rows SELECT range FROM range({}, {})", from, to)));
     ASSERT_OK(s.SaveBatch({{kIn0, to}}));
     if (steps < 2) return;
     ASSERT_OK(m.conn->Execute("COMMIT"));

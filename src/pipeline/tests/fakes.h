@@ -5,6 +5,8 @@
 // in a state object the test holds, since the runner owns the source and the sinks.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -15,8 +17,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "duck/database.h"
 #include "pipeline/source.h"
@@ -57,10 +57,12 @@ class FakeSource final : public Source {
  public:
   using Script = FakeScript;
 
-
-  FakeSource(FakeGroup* group, std::map<int32_t, std::vector<std::string>> partitions, SourceCounters counters,
-             Script script = {}, std::function<void()> idle = {})
-      : group_(group), partitions_(std::move(partitions)), counters_(counters), script_(script),
+  FakeSource(FakeGroup* group, std::map<int32_t, std::vector<std::string>> partitions,
+             SourceCounters counters, Script script = {}, std::function<void()> idle = {})
+      : group_(group),
+        partitions_(std::move(partitions)),
+        counters_(counters),
+        script_(script),
         idle_(std::move(idle)) {}
 
   Status Start(SourceListener* listener, bool /*arrivals*/) override {
@@ -71,7 +73,8 @@ class FakeSource final : public Source {
       int64_t at = 0;
       if (tp.offset >= 0) {
         at = tp.offset;
-      } else if (auto it = group_->committed.find({kFakeTopic, tp.partition}); it != group_->committed.end()) {
+      } else if (auto it = group_->committed.find({kFakeTopic, tp.partition});
+                 it != group_->committed.end()) {
         at = it->second;
       }
       position_[tp.partition] = at;
@@ -133,8 +136,9 @@ class FakeSource final : public Source {
   Status Commit(const std::vector<TopicPartition>& offsets, CommitMode mode) override {
     for (const TopicPartition& tp : offsets) {
       group_->committed[{tp.topic, tp.partition}] = tp.offset;
-      group_->log.push_back(fmt::format("commit {} {}[{}]@{}", mode == CommitMode::kSync ? "sync" : "async",
-                                        tp.topic, tp.partition, tp.offset));
+      group_->log.push_back(fmt::format("commit {} {}[{}]@{}",
+                                        mode == CommitMode::kSync ? "sync" : "async", tp.topic,
+                                        tp.partition, tp.offset));
     }
     return Status::OK();
   }
@@ -157,15 +161,15 @@ class FakeSource final : public Source {
 // What a FakeSink saw and how it behaves.
 struct FakeSinkState {
   // Behaviour.
-  bool defers = false;        // commit like the iceberg sink: offsets in its own commits
-  int fail_writes = 0;        // the next N writes fail
-  int fail_flushes = 0;       // the next N flushes fail
-  std::string refuse;         // rows whose JSON contains this are refused one by one
+  bool defers = false;   // commit like the iceberg sink: offsets in its own commits
+  int fail_writes = 0;   // the next N writes fail
+  int fail_flushes = 0;  // the next N flushes fail
+  std::string refuse;    // rows whose JSON contains this are refused one by one
   // What it holds.
   std::vector<std::string> staged;   // written, not flushed (deferring: not committed)
   std::vector<std::string> durable;  // flushed (deferring: committed)
   sinks::SourceOffsets staged_offsets;
-  sinks::SourceOffsets held;  // deferring: the offsets stored with its commits
+  sinks::SourceOffsets held;     // deferring: the offsets stored with its commits
   std::vector<std::string> log;  // "write 3", "flush", "commit in[0]@3", ...
 };
 
@@ -180,7 +184,8 @@ class FakeSink final : public sinks::Sink {
       s_->log.push_back("write failed");
       return IOError("fake sink: write refused");
     }
-    ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", table)));
+    ASSIGN_OR_RETURN(auto rows,
+                     conn.QueryText(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", table)));
     size_t n = 0;
     for (const auto& row : rows) {
       std::string json = row[0].value_or("null");
@@ -227,7 +232,8 @@ class FakeSink final : public sinks::Sink {
     return made;
   }
   void Skip(const sinks::SourceOffsets& offsets) override {
-    for (const auto& [tp, next] : offsets) s_->staged_offsets[tp] = std::max(s_->staged_offsets[tp], next);
+    for (const auto& [tp, next] : offsets)
+      s_->staged_offsets[tp] = std::max(s_->staged_offsets[tp], next);
   }
   Status Discard() override {
     s_->staged.clear();

@@ -4,12 +4,12 @@
 // sink, a revocation finishes and commits the batch in hand before the partitions go, a
 // lost assignment commits nothing of it, on_error decides whether a refused batch is
 // committed past, and /healthz recovers once a failed window close succeeds.
-#include <string>
-#include <vector>
-
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
 
 #include "pipeline/runner.h"
 #include "pipeline/tests/fakes.h"
@@ -18,12 +18,12 @@ namespace sluice::pipeline {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using testing::FakeGroup;
 using testing::FakeSink;
 using testing::FakeSinkState;
 using testing::FakeSource;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 std::string Pipeline(int batch_size, std::string_view on_error, std::string_view handler_sql) {
   return fmt::format(R"(pipeline:
@@ -73,12 +73,14 @@ struct Harness {
     ASSERT_TRUE(config.ok()) << config.status().ToString();
     RunnerOptions options;
     options.make_sink = [this](const SinkConfig& c) -> Result<std::unique_ptr<sinks::Sink>> {
-      return std::unique_ptr<sinks::Sink>(std::make_unique<FakeSink>(c.type == SinkType::kConsole ? &dlq : &sink));
+      return std::unique_ptr<sinks::Sink>(
+          std::make_unique<FakeSink>(c.type == SinkType::kConsole ? &dlq : &sink));
     };
-    options.make_source = [this](const SourceCounters& counters) -> Result<std::unique_ptr<Source>> {
+    options.make_source =
+        [this](const SourceCounters& counters) -> Result<std::unique_ptr<Source>> {
       // Stops the runner once everything was delivered.
-      return std::unique_ptr<Source>(
-          std::make_unique<FakeSource>(&group, partitions, counters, script, [this] { runner->Stop(); }));
+      return std::unique_ptr<Source>(std::make_unique<FakeSource>(
+          &group, partitions, counters, script, [this] { runner->Stop(); }));
     };
     auto r = PipelineRunner::Create(std::move(config).value(), std::move(options));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -91,12 +93,12 @@ TEST(RunnerLoopTest, CommitsFollowTheSinkFlushBatchByBatch) {
   h.partitions[0] = Ids(0, 5);
   ASSERT_NO_FATAL_FAILURE(h.Make(Pipeline(2, kRaise, kSelectId)));
   ASSERT_TRUE(h.runner->Run().ok());
-  EXPECT_THAT(h.sink.durable, ElementsAre(R"({"id":0.0})", R"({"id":1.0})", R"({"id":2.0})", R"({"id":3.0})",
-                                          R"({"id":4.0})"));
+  EXPECT_THAT(h.sink.durable, ElementsAre(R"({"id":0.0})", R"({"id":1.0})", R"({"id":2.0})",
+                                          R"({"id":3.0})", R"({"id":4.0})"));
   EXPECT_THAT(h.sink.log, ElementsAre("write 2", "flush", "write 2", "flush", "write 1", "flush"));
   // Asynchronous while running, each after its batch's flush.
-  EXPECT_THAT(h.group.log, ElementsAre("assigned in[0]@0", "commit async in[0]@2", "commit async in[0]@4",
-                                       "commit async in[0]@5"));
+  EXPECT_THAT(h.group.log, ElementsAre("assigned in[0]@0", "commit async in[0]@2",
+                                       "commit async in[0]@4", "commit async in[0]@5"));
   EXPECT_EQ(h.group.committed.at({"in", 0}), 5);
 }
 
@@ -122,8 +124,9 @@ TEST(RunnerLoopTest, RevocationFinishesAndCommitsTheBatchInHandBeforeThePartitio
   // sink, flushed, and was committed synchronously before the revocation was
   // acknowledged; partition 1 was not read past it.
   EXPECT_THAT(h.sink.log, ElementsAre("write 10", "flush"));
-  EXPECT_THAT(h.group.log, ElementsAre("assigned in[0]@0", "assigned in[1]@0", "commit sync in[0]@3",
-                                       "commit sync in[1]@7", "ack revoke in[1]"));
+  EXPECT_THAT(h.group.log,
+              ElementsAre("assigned in[0]@0", "assigned in[1]@0", "commit sync in[0]@3",
+                          "commit sync in[1]@7", "ack revoke in[1]"));
 }
 
 TEST(RunnerLoopTest, LostAssignmentDropsTheBatchInHandUncommitted) {
@@ -194,7 +197,8 @@ TEST(RunnerLoopTest, DeferringSinkCommitsTheGroupOnlyAfterItsOwnCommit) {
 TEST(RunnerLoopTest, WindowedPipelineIsHealthyAgainAfterAFailedCloseSucceedsLater) {
   Harness h;
   // Two minutes of events: the second closes the first minute's window.
-  h.partitions[0] = {R"({"ts":"2024-01-01T00:00:10Z","n":1})", R"({"ts":"2024-01-01T00:02:10Z","n":2})"};
+  h.partitions[0] = {R"({"ts":"2024-01-01T00:00:10Z","n":1})",
+                     R"({"ts":"2024-01-01T00:02:10Z","n":2})"};
   h.sink.fail_flushes = 1;  // the window sink's first flush fails
   auto config = ParsePipeline(R"(pipeline:
   name: t
