@@ -1,6 +1,6 @@
 // PipelineRunner (runner.h): the loop, the batch (decode, handler, sink or window, dead
-// letters, the batch's transaction), the sqlflow-form table managers and the window
-// closes. Commits are the strategy's (commit_strategy.h); messages the source's.
+// letters, the batch's transaction), assignment events and the window closes. Commits
+// are the strategy's (commit_strategy.h), messages the source's (source.h).
 #include "pipeline/runner.h"
 
 #include <fmt/format.h>
@@ -26,7 +26,9 @@
 #include "pipeline/progress.h"
 #include "pipeline/runner_metrics.h"
 #include "pipeline/sink_factory.h"
+#include "pipeline/sql_text.h"
 #include "pipeline/state_writer.h"
+#include "pipeline/table_managers.h"
 #include "pipeline/window.h"
 
 namespace sluice::pipeline {
@@ -40,8 +42,6 @@ const Logger kLog("pipeline");
 
 // The handler's result lives here between the SQL and the sink.
 constexpr std::string_view kResultTable = "sluice_handler_result";
-// The closed windows a manager collected, for its sink.
-constexpr std::string_view kWindowTable = "sluice_closed_windows";
 // Write-behind pipeline.state: how many deltas may wait for the writer before a batch
 // waits for it.
 constexpr size_t kWriterQueue = 128;
@@ -52,14 +52,6 @@ constexpr uint64_t kStateBlockSize = 16 * 1024;
 // A windowed pipeline CHECKPOINTs its database (on file or in memory) after a close at
 // most this often.
 constexpr auto kCheckpointEvery = std::chrono::seconds(60);
-
-std::string StripTrailingSemicolons(std::string sql) {
-  while (!sql.empty() &&
-         (std::isspace(static_cast<unsigned char>(sql.back())) || sql.back() == ';')) {
-    sql.pop_back();
-  }
-  return sql;
-}
 
 }  // namespace
 
@@ -86,15 +78,7 @@ struct PipelineRunner::Impl final : SourceListener {
   std::unique_ptr<sinks::Sink> sink;
   std::unique_ptr<sinks::Sink> dlq;
   // tables.sql entries managed as tumbling windows (sqlflow's form, docs/design/0007 #2).
-  struct WindowManager {
-    std::string table;
-    TumblingWindowConfig config;
-    std::unique_ptr<sinks::Sink> sink;  // null for Invoke
-    Clock::time_point next_poll;
-    uint64_t deleted = 0;  // rows deleted since the table was last rebuilt
-    bool compact = true;   // false once a rebuild failed (warned once)
-  };
-  std::vector<WindowManager> managers;
+  std::unique_ptr<TableManagers> managers;
   // pipeline.window (docs/design/0007 #3-#8) and its sink.
   std::unique_ptr<WindowEngine> window;
   std::unique_ptr<sinks::Sink> window_sink;
@@ -143,7 +127,6 @@ struct PipelineRunner::Impl final : SourceListener {
     handler.reset();
     ++result_generation;
   }
-  void CompactWindowTable(WindowManager& w, const std::string& pipeline, RunnerStats& stats);
 
   // The source (made by Run) and what the runner keeps of it.
   std::unique_ptr<Source> source;
@@ -169,7 +152,7 @@ struct PipelineRunner::Impl final : SourceListener {
 
   ~Impl() override {
     source.reset();  // messages before their consumer; leaves the group
-    managers.clear();
+    managers.reset();
     strategy
         .reset();  // a state writer writes what is queued; its connection goes before the database
     state_db.reset();
@@ -289,20 +272,32 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
                                   st.message());
     }
   }
+  PipelineRunner* runner = r.get();
+  TableManagers::Hooks hooks;
+  hooks.pipeline = c.name;
+  hooks.policy = c.on_error.policy;
+  hooks.failed = [runner] {
+    runner->impl_->metrics.errors(ErrorPhase::kWindow).Inc();
+    ++runner->stats_.errors;
+  };
+  hooks.compactions = &r->stats_.window_compactions;
+  // The handler's statement reads the table about to be replaced: prepare it again.
+  hooks.table_replaced = [runner] { runner->impl_->handler.reset(); };
+  hooks.refused = [runner](const std::vector<sinks::RejectedRow>& rows, std::string what) {
+    return runner->DeadLetterRows(rows, ErrorPhase::kWindow, what);
+  };
+  impl.managers = std::make_unique<TableManagers>(*impl.conn, std::move(hooks));
   for (const TableConfig& t : c.tables) {
     Status st = impl.conn->Execute(t.sql);
     if (!st.ok()) {
       return InvalidArgumentError("{}: tables.sql '{}' failed: {}", t.origin, t.name, st.message());
     }
     if (!t.tumbling_window) continue;
-    Impl::WindowManager w;
-    w.table = t.name;
-    w.config = *t.tumbling_window;
-    w.next_poll = Clock::now() + std::chrono::seconds(w.config.poll_interval_seconds);
+    std::unique_ptr<sinks::Sink> sink;
     if (!options.without_sinks) {
-      ASSIGN_OR_RETURN(w.sink, r->NewSink(t.sink));
+      ASSIGN_OR_RETURN(sink, r->NewSink(t.sink));
     }
-    impl.managers.push_back(std::move(w));
+    impl.managers->Add(t, std::move(sink));
   }
   StateTables::Loaded loaded;
   std::unique_ptr<StateTables> state_tables;
@@ -509,10 +504,10 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     RETURN_IF_ERROR(CloseWindows(true, &out));
     return out;
   }
-  if (!impl.managers.empty()) {
+  if (!impl.managers->empty()) {
     // A windowed pipeline: the rows are what its windows emit at the end of the fixture.
     std::vector<std::string> out;
-    RETURN_IF_ERROR(PollWindows(true, &out));
+    RETURN_IF_ERROR(impl.managers->Poll(true, &out));
     return out;
   }
   ASSIGN_OR_RETURN(
@@ -524,136 +519,6 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     for (size_t r = 0; r < chunk.size(); ++r) out.emplace_back(chunk.GetString(0, r));
   }
   return out;
-}
-
-// DuckDB never frees the rows deleted from a table with an index (a UNIQUE index is what
-// sqlflow's upsert needs), so a window table that keeps deleting closed windows grows for
-// ever. Once the rows deleted since the last rebuild are at least 10,000 and twice the rows
-// left, the table is rebuilt in one transaction from DuckDB's own DDL of the table and its
-// indexes: the open windows are copied out, the table dropped and re-created, and copied
-// back. A rebuild that fails (a view depends on the table, the name is not a table) is
-// rolled back, warned about once, and not tried again.
-void PipelineRunner::Impl::CompactWindowTable(WindowManager& w, const std::string& pipeline,
-                                              RunnerStats& stats) {
-  constexpr uint64_t kMinDeleted = 10000;
-  if (!w.compact || w.deleted < kMinDeleted) return;
-  std::string name = duck::QuoteLiteral(w.table);
-  auto rebuild = [&]() -> Status {
-    ASSIGN_OR_RETURN(
-        auto table,
-        conn->QueryText(fmt::format(
-            "SELECT sql, schema_name FROM duckdb_tables() WHERE lower(table_name) = lower({}) "
-            "AND NOT temporary AND database_name = current_database()",
-            name)));
-    if (table.size() != 1 || !table[0][0]) {
-      return NotFoundError("no table named {} in the pipeline's database", w.table);
-    }
-    std::string qualified =
-        duck::QuoteIdentifier(table[0][1].value_or("main")) + "." + duck::QuoteIdentifier(w.table);
-    ASSIGN_OR_RETURN(auto live, conn->QueryText("SELECT count(*) FROM " + qualified));
-    if (w.deleted < 2 * std::stoull(live[0][0].value_or("0"))) return Status::OK();
-    // The handler's statement reads the table about to be replaced: prepare it again.
-    handler.reset();
-    ASSIGN_OR_RETURN(auto indexes,
-                     conn->QueryText(fmt::format(
-                         "SELECT sql FROM duckdb_indexes() WHERE lower(table_name) = lower({}) "
-                         "AND database_name = current_database() AND sql IS NOT NULL",
-                         name)));
-    RETURN_IF_ERROR(conn->Execute("BEGIN TRANSACTION"));
-    Status st = [&]() -> Status {
-      RETURN_IF_ERROR(conn->Execute(
-          "CREATE OR REPLACE TEMP TABLE sluice_window_keep AS SELECT * FROM " + qualified));
-      RETURN_IF_ERROR(conn->Execute("DROP TABLE " + qualified));
-      RETURN_IF_ERROR(conn->Execute(*table[0][0]));
-      for (const auto& row : indexes) RETURN_IF_ERROR(conn->Execute(*row[0]));
-      RETURN_IF_ERROR(
-          conn->Execute(fmt::format("INSERT INTO {} SELECT * FROM sluice_window_keep", qualified)));
-      RETURN_IF_ERROR(conn->Execute("DROP TABLE sluice_window_keep"));
-      return conn->Execute("COMMIT");
-    }();
-    if (!st.ok()) (void)conn->Execute("ROLLBACK");
-    RETURN_IF_ERROR(st);
-    w.deleted = 0;
-    ++stats.window_compactions;
-    return Status::OK();
-  };
-  if (Status st = rebuild(); !st.ok()) {
-    w.compact = false;
-    SLUICE_LOG(kLog, kWarn,
-               "pipeline {}: window table {} cannot be rebuilt, so the rows its polls delete stay "
-               "in memory "
-               "(DuckDB keeps them for an indexed table): {}",
-               pipeline, w.table, st.message());
-  }
-}
-
-Status PipelineRunner::PollWindows(bool all, std::vector<std::string>* emitted) {
-  Impl& impl = *impl_;
-  const PipelineConfig& c = config_;
-  const auto now = Clock::now();
-  for (Impl::WindowManager& w : impl.managers) {
-    if (!all && now < w.next_poll) continue;
-    w.next_poll = now + std::chrono::seconds(w.config.poll_interval_seconds);
-    std::vector<sinks::RejectedRow> rejected;
-    std::vector<std::string> collected;  // for `emitted`, once the poll committed
-    uint64_t deleted = 0;
-    std::string where;  // the step that failed
-    auto attempt = [&]() -> Status {
-      where = w.config.collect_origin + ": collect_closed_windows_sql";
-      ASSIGN_OR_RETURN(
-          duck::QueryResult r,
-          impl.conn->Query(fmt::format("CREATE OR REPLACE TEMP TABLE {} AS {}", kWindowTable,
-                                       StripTrailingSemicolons(w.config.collect_sql))));
-      uint64_t rows = 0;
-      if (r.column_count() == 1 && r.chunk_count() > 0 && r.chunk(0).size() == 1 &&
-          !r.chunk(0).IsNull(0, 0)) {
-        rows = static_cast<uint64_t>(r.chunk(0).GetInt64(0, 0));
-      }
-      if (rows > 0 && emitted != nullptr) {
-        ASSIGN_OR_RETURN(
-            duck::QueryResult j,
-            impl.conn->Query(fmt::format("SELECT to_json(t)::VARCHAR FROM {} t", kWindowTable)));
-        for (size_t i = 0; i < j.chunk_count(); ++i) {
-          duck::ResultChunk chunk = j.chunk(i);
-          for (size_t row = 0; row < chunk.size(); ++row)
-            collected.emplace_back(chunk.GetString(0, row));
-        }
-      } else if (rows > 0 && w.sink) {
-        where = fmt::format("tables.sql '{}' manager.sink {}", w.table, w.sink->Describe());
-        RETURN_IF_ERROR(w.sink->Write(*impl.conn, kWindowTable, {}, &rejected));
-        RETURN_IF_ERROR(w.sink->Flush());
-      }
-      where = w.config.delete_origin + ": delete_closed_windows_sql";
-      ASSIGN_OR_RETURN(duck::QueryResult d, impl.conn->Query(w.config.delete_sql));
-      deleted = d.rows_changed();
-      return Status::OK();
-    };
-    where = "starting the window poll's transaction";
-    Status st = impl.conn->Execute("BEGIN TRANSACTION");
-    if (st.ok()) st = attempt();
-    if (st.ok()) {
-      where = "committing the window poll";
-      st = impl.conn->Execute("COMMIT");
-    }
-    if (!st.ok()) {
-      (void)impl.conn->Execute("ROLLBACK");
-      // The windows stay in the table: the next poll tries again.
-      impl.metrics.errors(ErrorPhase::kWindow).Inc();
-      ++stats_.errors;
-      std::string error =
-          fmt::format("pipeline {}: window {}: {}: {}", c.name, w.table, where, st.message());
-      if (c.on_error.policy == ErrorPolicy::kRaise) return InvalidArgumentError("{}", error);
-      SLUICE_LOG(kLog, kWarn, "{} (the windows stay; the next poll tries again)", error);
-      continue;
-    }
-    if (emitted != nullptr) emitted->insert(emitted->end(), collected.begin(), collected.end());
-    w.deleted += deleted;
-    impl.CompactWindowTable(w, c.name, stats_);
-    // Rows the sink refused (they do not cast into its schema) would be refused again.
-    RETURN_IF_ERROR(DeadLetterRows(rejected, ErrorPhase::kWindow,
-                                   fmt::format("window {}: manager.sink", w.table)));
-  }
-  return Status::OK();
 }
 
 Status PipelineRunner::DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, ErrorPhase phase,
@@ -1029,8 +894,8 @@ Status PipelineRunner::Run() {
       deadline = Clock::now() + interval;
       impl.source->BatchDone();
     }
-    if (!impl.managers.empty()) {
-      Status st = PollWindows(false);
+    if (!impl.managers->empty()) {
+      Status st = impl.managers->Poll(false);
       if (!st.ok()) {
         result = st;
         break;
@@ -1067,7 +932,7 @@ Status PipelineRunner::Run() {
   }
   if (result.ok()) result = ProcessBatch(CommitMode::kSync);
   // One last poll, so that a window that closed while stopping is not left behind.
-  if (result.ok() && !impl.managers.empty()) result = PollWindows(true);
+  if (result.ok() && !impl.managers->empty()) result = impl.managers->Poll(true);
   // Windows the last batch closed; the open ones stay (in the state file, or read again
   // from the committed offsets).
   if (result.ok() && impl.window) result = CloseWindows(false);

@@ -7,6 +7,7 @@
 //   source.h / kafka_source.h  the messages, the read-ahead bound, assignment events
 //   commit_strategy.h          when offsets are committed and where they are kept
 //   window.h, state_writer.h   pipeline.window and pipeline.state
+//   table_managers.h           sqlflow's window managers (tables.sql[].manager)
 //   sink_factory.h             the sinks a pipeline file names
 //   runner_metrics.h, progress.h, error_phase.h, dead_letters.h
 //
@@ -100,12 +101,6 @@ class PipelineRunner {
   Status ProcessBatch(CommitMode mode);
   // A revocation (the batch in hand finished and committed first) or a lost assignment.
   Status OnAssignmentEvent(const AssignmentEvent& event);
-  // Polls the window managers that are due (all of them with `all`): in one transaction
-  // (so now() is one instant for both statements), the closed windows are collected,
-  // written to the manager's sink and flushed, then deleted. With `emitted` (Invoke) the
-  // rows are returned as JSON objects instead of going to a sink. Returns an error only
-  // under RAISE.
-  Status PollWindows(bool all, std::vector<std::string>* emitted = nullptr);
   // pipeline.window: emits the windows the watermark closed (every window with `all`), in
   // a transaction of its own; with `emitted` (Invoke) the rows are returned as JSON
   // objects instead of going to the sink. A failure leaves the windows for a retry a

@@ -193,69 +193,68 @@ TEST_F(StateTransactionStrategyTest, CrashBetweenTheStateCommitAndTheGroupCommit
   EXPECT_EQ(group.log.back(), "assigned in[0]@4");
 }
 
+// A member whose sink defers (kSinkCommit); `state` is what the sink holds, and outlives it.
+struct SinkMember {
+  FakeSink sink;
+  Member member;
+  SinkMember(FakeGroup* group, FakeSinkState* state)
+      : sink((state->defers = true, state)),
+        member(group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {})) {}
+  CommitStrategy& strategy() { return *member.strategy; }
+};
+
 TEST(SinkCommitStrategyTest, CrashBeforeTheSinksCommitRereadsWhatItOnlyStaged) {
   FakeGroup group;
   FakeSinkState survived;  // what the sink holds durably: its commits' offsets
   {
     FakeSinkState state;
-    state.defers = true;
-    FakeSink sink(&state);
-    Member m(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+    SinkMember m(&group, &state);
     Wrote(state, 2);
-    ASSERT_OK(m.strategy->CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));  // staged, not due
-    ASSERT_OK(m.strategy->Flush(CommitMode::kSync));                            // the sink commits
+    ASSERT_OK(m.strategy().CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));  // staged, not due
+    ASSERT_OK(m.strategy().Flush(CommitMode::kSync));                            // the sink commits
     Wrote(state, 4);
-    ASSERT_OK(m.strategy->CommitBatch({{kIn0, 4}}, true, CommitMode::kAsync));  // staged ... crash
+    ASSERT_OK(m.strategy().CommitBatch({{kIn0, 4}}, true, CommitMode::kAsync));  // staged ... crash
     survived.held = state.held;
   }
   EXPECT_THAT(group.log, ElementsAre("assigned in[0]@0", "commit sync in[0]@2"));
-  survived.defers = true;
-  FakeSink sink(&survived);
-  Member restarted(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+  SinkMember restarted(&group, &survived);
   EXPECT_EQ(group.log.back(), "assigned in[0]@2");
 }
 
 TEST(SinkCommitStrategyTest, CrashBetweenTheSinksCommitAndTheGroupCommitResumesAtTheSink) {
   FakeGroup group;
   FakeSinkState state;
-  state.defers = true;
   {
-    FakeSink sink(&state);
-    Member m(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+    SinkMember m(&group, &state);
     Wrote(state, 3);
-    ASSERT_OK(m.strategy->CommitBatch({{kIn0, 3}}, true, CommitMode::kAsync));
+    ASSERT_OK(m.strategy().CommitBatch({{kIn0, 3}}, true, CommitMode::kAsync));
     // The sink's commit made [0, 3) durable with its offsets; the process died before the
     // group commit.
-    ASSERT_TRUE(sink.Commit(true).ok());
+    ASSERT_TRUE(m.sink.Commit(true).ok());
   }
   EXPECT_TRUE(group.committed.empty());
-  FakeSink sink(&state);
-  Member restarted(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+  SinkMember restarted(&group, &state);
   EXPECT_EQ(group.log.back(), "assigned in[0]@3");  // exactly once: not from the group's
 }
 
 TEST(SinkCommitStrategyTest, ABatchTheSinkDidNotTakeIsCommittedPastWithTheNext) {
   FakeGroup group;
   FakeSinkState state;
-  state.defers = true;
-  FakeSink sink(&state);
-  Member m(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+  SinkMember m(&group, &state);
   // on_error IGNORE or DLQ: the batch's messages were skipped or dead-lettered.
-  ASSERT_OK(m.strategy->CommitBatch({{kIn0, 5}}, false, CommitMode::kAsync));
-  ASSERT_OK(m.strategy->Flush(CommitMode::kSync));
+  ASSERT_OK(m.strategy().CommitBatch({{kIn0, 5}}, false, CommitMode::kAsync));
+  ASSERT_OK(m.strategy().Flush(CommitMode::kSync));
   EXPECT_EQ(group.committed.at(kIn0), 5);
 }
 
 TEST(SinkCommitStrategyTest, LostPartitionsDiscardWhatIsStagedAndCommitNothing) {
   FakeGroup group;
   FakeSinkState state;
-  state.defers = true;
-  FakeSink sink(&state);
-  Member m(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
+  SinkMember m(&group, &state);
   Wrote(state, 3);
-  ASSERT_OK(m.strategy->CommitBatch({{kIn0, 3}}, true, CommitMode::kAsync));
-  ASSERT_OK(m.strategy->Lost({{"in", 0, testing::kUnset}}));
-  ASSERT_OK(m.strategy->Flush(CommitMode::kSync));
+  ASSERT_OK(m.strategy().CommitBatch({{kIn0, 3}}, true, CommitMode::kAsync));
+  ASSERT_OK(m.strategy().Lost({{"in", 0, testing::kUnset}}));
+  ASSERT_OK(m.strategy().Flush(CommitMode::kSync));
   EXPECT_TRUE(group.committed.empty());
   EXPECT_THAT(state.log, ElementsAre("discard"));
 }
@@ -263,13 +262,11 @@ TEST(SinkCommitStrategyTest, LostPartitionsDiscardWhatIsStagedAndCommitNothing) 
 TEST(SinkCommitStrategyTest, PartitionsAssignedAgainStartWhereTheSinkEndsNow) {
   FakeGroup group;
   FakeSinkState state;
-  state.defers = true;
-  FakeSink sink(&state);
-  Member m(&group, CommitStrategy::SinkCommit("t", Counters(), &sink, nullptr, {}));
-  m.strategy->Revoked({{"in", 0, testing::kUnset}});
+  SinkMember m(&group, &state);
+  m.strategy().Revoked({{"in", 0, testing::kUnset}});
   state.held[kIn0] = 7;  // another member wrote the partition meanwhile
   std::vector<kafka::client::TopicPartition> assigned = {{"in", 0, testing::kUnset}};
-  m.strategy->Assigning(assigned);
+  m.strategy().Assigning(assigned);
   EXPECT_EQ(assigned[0].offset, 7);
 }
 

@@ -25,7 +25,11 @@ using testing::FakeSource;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
-std::string Pipeline(int batch_size, std::string_view on_error, std::string_view handler_sql) {
+constexpr std::string_view kNoopSink = "  sink:\n    type: noop";
+
+// A pipeline file over topic "in"; `output` is its sink (or window) section.
+std::string Pipeline(int batch_size, std::string_view on_error, std::string_view handler_sql,
+                     std::string_view output = kNoopSink) {
   return fmt::format(R"(pipeline:
   name: t
   batch_size: {}
@@ -39,12 +43,11 @@ std::string Pipeline(int batch_size, std::string_view on_error, std::string_view
   handler:
     type: handlers.InferredMemBatch
     sql: {}
-  sink:
-    type: noop
+{}
   on_error:
 {}
 )",
-                     batch_size, handler_sql, on_error);
+                     batch_size, handler_sql, output, on_error);
 }
 
 constexpr std::string_view kRaise = "    policy: RAISE";
@@ -200,30 +203,15 @@ TEST(RunnerLoopTest, WindowedPipelineIsHealthyAgainAfterAFailedCloseSucceedsLate
   h.partitions[0] = {R"({"ts":"2024-01-01T00:00:10Z","n":1})",
                      R"({"ts":"2024-01-01T00:02:10Z","n":2})"};
   h.sink.fail_flushes = 1;  // the window sink's first flush fails
-  auto config = ParsePipeline(R"(pipeline:
-  name: t
-  batch_size: 1
-  source:
-    type: kafka
-    kafka:
-      brokers: [localhost:9092]
-      group_id: g
-      auto_offset_reset: earliest
-      topics: [in]
-  handler:
-    type: handlers.InferredMemBatch
-    sql: SELECT ts::TIMESTAMPTZ AS ts, n FROM batch
-  window:
+  auto config =
+      ParsePipeline(Pipeline(1, kIgnore, "SELECT ts::TIMESTAMPTZ AS ts, n FROM batch", R"(  window:
     type: tumbling
     time_column: ts
     size: 1m
     emit_sql: SELECT window_start, sum(n) AS n FROM closed GROUP BY ALL
     sink:
-      type: noop
-  on_error:
-    policy: IGNORE
-)",
-                              "t.yml", MapEnv({}));
+      type: noop)"),
+                    "t.yml", MapEnv({}));
   ASSERT_TRUE(config.ok()) << config.status().ToString();
   RunnerOptions options;
   options.make_sink = [&h](const SinkConfig&) -> Result<std::unique_ptr<sinks::Sink>> {
