@@ -17,7 +17,9 @@
 #include <vector>
 
 #include "duck/database.h"
+#include "pipeline/state_writer.h"
 #include "pipeline/tests/fakes.h"
+#include "pipeline/window.h"
 
 namespace sluice::pipeline {
 namespace {
@@ -191,6 +193,72 @@ TEST_F(StateTransactionStrategyTest, CrashBetweenTheStateCommitAndTheGroupCommit
   EXPECT_EQ(Rows(*m), 4);
   // The state's offset, ahead of the group's: the second batch is not counted twice.
   EXPECT_EQ(group.log.back(), "assigned in[0]@4");
+}
+
+// kWriteBehind: a window engine over an in-memory database, its state written behind to
+// a second database (the state file) by a StateWriter.
+class WriteBehindStrategyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    WindowConfig config;
+    config.type = WindowType::kTumbling;
+    config.time_column = "ts";
+    config.size_us = int64_t{60'000'000};
+    config.emit_sql = "SELECT * FROM closed";
+    config.emit_origin = "t.yml:1";
+    db_ = duck::Database::Open(duck::DatabaseOptions{}).value();
+    conn_ = duck::Connection::Open(*db_).value();
+    engine_ = WindowEngine::Create(*conn_, config, "t", nullptr, true).value();
+    file_ = duck::Database::Open(duck::DatabaseOptions{}).value();
+    auto writer_conn = duck::Connection::Open(*file_).value();
+    auto tables = StateTables::Open(*writer_conn).value();
+    auto writer = StateWriter::Start(std::move(writer_conn), std::move(tables), config, "t", 4);
+    member_ = std::make_unique<Member>(
+        &group_,
+        CommitStrategy::WriteBehind("t", Counters(), engine_.get(), std::move(writer), {}));
+  }
+  void TearDown() override {
+    member_.reset();  // the writer writes what is queued
+    engine_.reset();
+    conn_.reset();
+    db_.reset();
+  }
+  // The next offset of partition 0 the state file holds.
+  int64_t OnFile() {
+    auto conn = duck::Connection::Open(*file_).value();
+    auto r = conn->QueryText(
+        "SELECT arg_max(next_offset, seq) FROM sluice_state WHERE \"partition\" = 0");
+    return r.ok() && !r->empty() ? std::stoll((*r)[0][0].value_or("-1")) : -1;
+  }
+  CommitStrategy& strategy() { return *member_->strategy; }
+
+  FakeGroup group_;
+  std::unique_ptr<duck::Database> db_;
+  std::unique_ptr<duck::Connection> conn_;
+  std::unique_ptr<WindowEngine> engine_;
+  std::unique_ptr<duck::Database> file_;
+  std::unique_ptr<Member> member_;
+};
+
+TEST_F(WriteBehindStrategyTest, TheGroupCommitFollowsTheStateFile) {
+  ASSERT_FALSE(strategy().SavesInTransaction());  // the batch commits in memory first
+  ASSERT_OK(strategy().CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));
+  ASSERT_OK(strategy().Flush(CommitMode::kSync));  // waits for the file, then commits
+  EXPECT_EQ(group_.committed.at(kIn0), 2);
+  member_.reset();
+  EXPECT_EQ(OnFile(), 2);
+}
+
+TEST_F(WriteBehindStrategyTest, TheGroupCommitStopsAtWhatAnOpenWindowNeeds) {
+  // The batch's rows went into a window still open; its messages start at offset 0.
+  engine_->NoteSources({{kIn0, 0}});
+  ASSERT_OK(strategy().CommitBatch({{kIn0, 2}}, true, CommitMode::kAsync));
+  ASSERT_OK(strategy().Flush(CommitMode::kSync));
+  // The file holds the batch (a restart with it resumes at 2); without the file a restart
+  // reads the open window's messages again from the group's 0.
+  EXPECT_EQ(group_.committed.at(kIn0), 0);
+  member_.reset();
+  EXPECT_EQ(OnFile(), 2);
 }
 
 // A member whose sink defers (kSinkCommit); `state` is what the sink holds, and outlives it.
