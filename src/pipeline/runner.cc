@@ -19,6 +19,7 @@
 #include "base/logging.h"
 #include "duck/chunk_view.h"
 #include "duck/database.h"
+#include "pipeline/batch_handler.h"
 #include "pipeline/commit_strategy.h"
 #include "pipeline/dead_letters.h"
 #include "pipeline/json_decoder.h"
@@ -26,7 +27,6 @@
 #include "pipeline/progress.h"
 #include "pipeline/runner_metrics.h"
 #include "pipeline/sink_factory.h"
-#include "pipeline/sql_text.h"
 #include "pipeline/state_writer.h"
 #include "pipeline/table_managers.h"
 #include "pipeline/window.h"
@@ -41,7 +41,7 @@ using kafka::client::Message;
 const Logger kLog("pipeline");
 
 // The handler's result lives here between the SQL and the sink.
-constexpr std::string_view kResultTable = "sluice_handler_result";
+constexpr std::string_view kResultTable = BatchHandler::kResultTable;
 // Write-behind pipeline.state: how many deltas may wait for the writer before a batch
 // waits for it.
 constexpr size_t kWriterQueue = 128;
@@ -59,22 +59,8 @@ struct PipelineRunner::Impl final : SourceListener {
   std::string temp_dir;  // removed at the end, when the runner made it
   std::unique_ptr<duck::Database> db;
   std::unique_ptr<duck::Connection> conn;
-  std::unique_ptr<StructuredDecoder> structured;
-  std::unique_ptr<InferredDecoder> inferred;
-  std::string handler_sql;
-  // The handler's SQL, prepared at the first batch (the batch's table exists from then),
-  // and its result shown to the sinks as the view kResultTable over the result's chunks
-  // (no table is created per batch). The chunks may point into the result: declared
-  // after it, so destroyed first.
-  std::unique_ptr<duck::PreparedStatement> handler;
-  std::optional<duck::QueryResult> result;
-  std::vector<duck::DataChunk> result_chunks;
-  std::vector<std::string> result_names;
-  std::vector<duck::LogicalType> result_types;
-  std::unique_ptr<duck::ChunkView> result_view;
-  Result<uint64_t> RunHandler();
-  bool inferred_in_memory = false;
-  std::string prepared_schema;  // the inferred batch schema the handler was prepared over
+  // The decoder and the handler's SQL.
+  std::unique_ptr<BatchHandler> handler;
   std::unique_ptr<sinks::Sink> sink;
   std::unique_ptr<sinks::Sink> dlq;
   // tables.sql entries managed as tumbling windows (sqlflow's form, docs/design/0007 #2).
@@ -84,8 +70,6 @@ struct PipelineRunner::Impl final : SourceListener {
   std::unique_ptr<sinks::Sink> window_sink;
   Clock::time_point close_retry{};                   // after a failed close, not before this
   Clock::time_point last_checkpoint = Clock::now();  // of the database, after a close
-  uint64_t result_generation = 0;                    // changes when the result's columns may have
-  uint64_t batch_generation = 0;                     // changes when the batch's columns may have
   // pipeline.state: the database (or, write-behind, the state writer's) is on file.
   bool durable = false;
   std::unique_ptr<duck::Database> state_db;  // write-behind: the state file, the writer's own
@@ -113,19 +97,8 @@ struct PipelineRunner::Impl final : SourceListener {
     const int64_t wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
                                 std::chrono::system_clock::now().time_since_epoch())
                                 .count();
-    return window->Observe(structured ? c.handler.table : "batch", batch_generation, runs, wall_us,
+    return window->Observe(handler->batch_table(), handler->batch_generation(), runs, wall_us,
                            Clock::now());
-  }
-  // After a rolled-back transaction: what it may have created is gone.
-  void ForgetAfterRollback() {
-    if (result_view) result_view->SetChunks({});
-    result_chunks.clear();
-    result.reset();
-    result_view.reset();
-    result_names.clear();
-    result_types.clear();
-    handler.reset();
-    ++result_generation;
   }
 
   // The source (made by Run) and what the runner keeps of it.
@@ -153,17 +126,12 @@ struct PipelineRunner::Impl final : SourceListener {
   ~Impl() override {
     source.reset();  // messages before their consumer; leaves the group
     managers.reset();
-    strategy
-        .reset();  // a state writer writes what is queued; its connection goes before the database
+    // A state writer writes what is queued; its connection goes before the database.
+    strategy.reset();
     state_db.reset();
     window.reset();
     window_sink.reset();
-    result_view.reset();
-    result_chunks.clear();
-    result.reset();
     handler.reset();
-    structured.reset();
-    inferred.reset();
     sink.reset();
     dlq.reset();
     conn.reset();
@@ -282,7 +250,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   };
   hooks.compactions = &r->stats_.window_compactions;
   // The handler's statement reads the table about to be replaced: prepare it again.
-  hooks.table_replaced = [runner] { runner->impl_->handler.reset(); };
+  hooks.table_replaced = [runner] { runner->impl_->handler->Unprepare(); };
   hooks.refused = [runner](const std::vector<sinks::RejectedRow>& rows, std::string what) {
     return runner->DeadLetterRows(rows, ErrorPhase::kWindow, what);
   };
@@ -354,25 +322,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     writer = StateWriter::Start(std::move(writer_conn), std::move(state_tables), *c.window, c.name,
                                 kWriterQueue);
   }
-  if (c.handler.type == HandlerType::kStructuredBatch) {
-    // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
-    StructuredOptions decoder_options;
-    decoder_options.in_memory = true;
-    auto dec = StructuredDecoder::Create(*impl.conn, c.handler.table, decoder_options);
-    if (!dec.ok()) {
-      return InvalidArgumentError("pipeline {}: handler.table '{}': {}", c.name, c.handler.table,
-                                  dec.status().message());
-    }
-    impl.structured = std::move(dec).value();
-  } else {
-    // InferredDiskBatch keeps a real table, which DuckDB can spill; the in-memory batch
-    // is a view over the decoded chunks.
-    InferredOptions decoder_options;
-    decoder_options.in_memory = c.handler.type == HandlerType::kInferredMemBatch;
-    impl.inferred_in_memory = decoder_options.in_memory;
-    ASSIGN_OR_RETURN(impl.inferred, InferredDecoder::Create(*impl.conn, decoder_options));
-  }
-  impl.handler_sql = StripTrailingSemicolons(c.handler.sql);
+  ASSIGN_OR_RETURN(impl.handler, BatchHandler::Create(*impl.conn, c));
   if (!options.without_sinks && !c.window) {
     ASSIGN_OR_RETURN(impl.sink, r->NewSink(c.sink, &c.source, c.duckdb.memory_limit_bytes));
   }
@@ -414,87 +364,23 @@ void PipelineRunner::SetHealth(std::string problem) {
   impl_->health = std::move(problem);
 }
 
-// Runs the handler over what the decoder loaded; the result becomes kResultTable.
-// Returns how many rows it has.
-Result<uint64_t> PipelineRunner::Impl::RunHandler() {
-  if (result_view) result_view->SetChunks({});
-  result_chunks.clear();
-  result.reset();
-  if (inferred) {
-    // DuckDB does not notice that the batch's view (or table) was recreated with other
-    // columns: a statement prepared over the old ones would read the new chunks with the
-    // old types. Prepare again whenever the batch's schema changed, and every batch when
-    // the batch is a table recreated each time (InferredDiskBatch).
-    if (!inferred_in_memory || inferred->schema_sql() != prepared_schema) {
-      handler.reset();
-      ++batch_generation;
-    }
-    prepared_schema = inferred->schema_sql();
-  }
-  if (!handler) {
-    ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
-  }
-  Result<duck::QueryResult> ran = handler->Execute();
-  const std::string& error = ran.ok() ? std::string() : ran.status().message();
-  if (!ran.ok() && (error.find("Binder Error") != std::string::npos ||
-                    error.find("Catalog Error") != std::string::npos)) {
-    // Prepared over what an earlier batch looked like: prepare it again, once. (Not for
-    // other errors: the handler would run twice over the same batch.)
-    handler.reset();
-    ASSIGN_OR_RETURN(handler, duck::PreparedStatement::Prepare(*conn, handler_sql));
-    ran = handler->Execute();
-  }
-  if (!ran.ok()) return ran.status();
-  result.emplace(std::move(ran).value());
-  std::vector<std::string> names;
-  for (size_t i = 0; i < result->column_count(); ++i) names.push_back(result->column_name(i));
-  std::vector<duck::LogicalType> types = result->column_logical_types();
-  bool same =
-      result_view != nullptr && names == result_names && types.size() == result_types.size();
-  for (size_t i = 0; same && i < types.size(); ++i) same = types[i].Equals(result_types[i]);
-  if (!same) {
-    // A new schema (the first batch, or an inferred one that changed): a new view.
-    if (!result_view) {
-      ASSIGN_OR_RETURN(result_view, duck::ChunkView::Create(*conn, kResultTable, names,
-                                                            result->column_logical_types()));
-    } else {
-      RETURN_IF_ERROR(result_view->SetColumns(names, result->column_logical_types()));
-    }
-    result_names = std::move(names);
-    result_types = std::move(types);
-    ++result_generation;
-  }
-  result_chunks = result->TakeChunks();
-  uint64_t rows = 0;
-  std::vector<const duck::DataChunk*> chunks;
-  for (const duck::DataChunk& c : result_chunks) {
-    rows += c.size();
-    chunks.push_back(&c);
-  }
-  result_view->SetChunks(chunks);
-  return rows;
-}
-
 Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message> messages,
                                                         std::vector<std::string>* errors) {
   Impl& impl = *impl_;
   std::vector<DecodeError> decode_errors;
-  if (impl.structured) {
-    RETURN_IF_ERROR(impl.structured->Decode(messages, &decode_errors).status());
-  } else {
-    RETURN_IF_ERROR(impl.inferred->Decode(messages, &decode_errors).status());
-  }
+  RETURN_IF_ERROR(impl.handler->Decode(messages, &decode_errors).status());
   for (const DecodeError& e : decode_errors) {
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
-  Status st = impl.RunHandler().status();
+  Status st = impl.handler->Run().status();
   if (!st.ok())
     return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
   if (impl.window) {
     // pipeline.window: the rows the window emits once the fixture is over (every window
     // closes at its end); rows it cannot keep are errors.
     std::vector<DroppedRow> dropped;
-    Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
+    Result<uint64_t> kept =
+        impl.window->Add(kResultTable, impl.handler->result_generation(), &dropped);
     if (!kept.ok()) return InvalidArgumentError("pipeline.window: {}", kept.status().message());
     for (const DroppedRow& d : dropped)
       errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
@@ -690,8 +576,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   }
 
   std::vector<DecodeError> decode_errors;
-  Result<size_t> decoded = impl.structured ? impl.structured->Decode(pending, &decode_errors)
-                                           : impl.inferred->Decode(pending, &decode_errors);
+  Result<size_t> decoded = impl.handler->Decode(pending, &decode_errors);
   bool batch_ok = true;
   bool wrote = false;  // the sink took the batch's rows
   if (!decoded.ok()) {
@@ -716,7 +601,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
     if (!open) return;
     open = false;
     (void)impl.conn->Execute("ROLLBACK");
-    impl.ForgetAfterRollback();
+    impl.handler->Forget();
     if (snapshot) impl.window->Restore(*snapshot);
     impl.strategy->RolledBack();
   };
@@ -734,7 +619,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   }
   uint64_t result_rows = 0;
   if (batch_ok) {
-    Result<uint64_t> ran = impl.RunHandler();
+    Result<uint64_t> ran = impl.handler->Run();
     if (!ran.ok()) {
       rollback();
       RETURN_IF_ERROR(fail(ErrorPhase::kHandler, ran.status().message(), pending));
@@ -745,7 +630,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
   }
   if (batch_ok && impl.window) {
     std::vector<DroppedRow> dropped;
-    Result<uint64_t> kept = impl.window->Add(kResultTable, impl.result_generation, &dropped);
+    Result<uint64_t> kept =
+        impl.window->Add(kResultTable, impl.handler->result_generation(), &dropped);
     Status st = kept.status();
     if (st.ok()) {
       st = impl.ObserveBatch(pending, decode_errors, c);

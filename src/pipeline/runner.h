@@ -5,6 +5,7 @@
 //
 // The runner is the loop and the batch; it hands work to rooms of their own:
 //   source.h / kafka_source.h  the messages, the read-ahead bound, assignment events
+//   batch_handler.h            decoding a batch and the handler's SQL over it
 //   commit_strategy.h          when offsets are committed and where they are kept
 //   window.h, state_writer.h   pipeline.window and pipeline.state
 //   table_managers.h           sqlflow's window managers (tables.sql[].manager)
