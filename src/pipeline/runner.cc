@@ -78,7 +78,7 @@ struct PipelineRunner::Impl final : SourceListener {
   std::unique_ptr<CommitStrategy> strategy;
   // The window's Observe over the decoded batch of `messages`.
   Status ObserveBatch(std::span<const Message> messages,
-                      const std::vector<DecodeError>& decode_errors, const PipelineConfig& c) {
+                      const std::vector<DecodeError>& decode_errors) {
     // Which partition each decoded row came from (the decoder leaves out the messages it
     // could not decode, in order).
     std::vector<SourceRun> runs;
@@ -384,7 +384,7 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
     if (!kept.ok()) return InvalidArgumentError("pipeline.window: {}", kept.status().message());
     for (const DroppedRow& d : dropped)
       errors->push_back(fmt::format("row {}: {}", d.row_json, d.reason));
-    Status observed = impl.ObserveBatch(messages, decode_errors, config_);
+    Status observed = impl.ObserveBatch(messages, decode_errors);
     if (!observed.ok()) return InvalidArgumentError("pipeline.window: {}", observed.message());
     std::vector<std::string> out;
     RETURN_IF_ERROR(CloseWindows(true, &out));
@@ -634,7 +634,7 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
         impl.window->Add(kResultTable, impl.handler->result_generation(), &dropped);
     Status st = kept.status();
     if (st.ok()) {
-      st = impl.ObserveBatch(pending, decode_errors, c);
+      st = impl.ObserveBatch(pending, decode_errors);
     }
     if (!st.ok()) {
       rollback();
