@@ -1,20 +1,32 @@
-// PipelineRunner: runs one pipeline (docs/pipelines.md) — Kafka source, JSON decoded into
-// DuckDB, the handler's SQL over each batch, the result to the sink, and the source
-// offsets committed only after the sink flushed (at-least-once, DESIGN.md).
+// PipelineRunner: runs one pipeline (docs/pipelines.md) — messages from a source, JSON
+// decoded into DuckDB, the handler's SQL over each batch, the result to the sink (or into
+// the window state), and the source offsets committed only when the commit strategy
+// allows (at-least-once, DESIGN.md; exactly once into a sink that keeps the offsets).
+//
+// The runner is the loop and the batch; it hands work to rooms of their own:
+//   source.h / kafka_source.h  the messages, the read-ahead bound, assignment events
+//   batch_handler.h            decoding a batch and the handler's SQL over it
+//   commit_strategy.h          when offsets are committed and where they are kept
+//   window.h, state_writer.h   pipeline.window and pipeline.state
+//   table_managers.h           sqlflow's window managers (tables.sql[].manager)
+//   sink_factory.h             the sinks a pipeline file names
+//   runner_metrics.h, progress.h, error_phase.h, dead_letters.h
 //
 // Lifecycle: Create (opens the pipeline's own DuckDB database with its memory and thread
-// limits, runs `commands`, makes the sinks), then Run on one thread until Stop (any
-// thread) or a RAISE error. Invoke runs the handler over given messages with no broker
-// (`sluice pipeline invoke`).
+// limits, runs `commands`, makes the sinks and the commit strategy), then Run on one
+// thread until Stop (any thread) or a RAISE error. Invoke runs the handler over given
+// messages with no broker (`sluice pipeline invoke`).
 //
 // Batches: one at a time, of batch_size messages or what arrived within
 // flush_interval_seconds, whichever comes first (an idle topic still flushes a partial
-// batch). When the group takes partitions away, the batch in hand is finished and
-// committed before they go.
+// batch). When the group takes partitions away, the source reports it and the runner
+// finishes and commits the batch in hand before it lets them go; when they were lost,
+// the batch in hand is dropped uncommitted.
 #pragma once
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -23,7 +35,9 @@
 #include "base/metrics.h"
 #include "base/status.h"
 #include "kafka/client/consumer.h"
+#include "pipeline/error_phase.h"
 #include "pipeline/pipeline_config.h"
+#include "pipeline/source.h"
 #include "sinks/sink.h"
 
 namespace sluice::pipeline {
@@ -37,6 +51,10 @@ struct RunnerOptions {
   std::string work_dir;
   // Make no sinks (for Invoke, which never writes to one).
   bool without_sinks = false;
+  // Tests: the source Run reads instead of a KafkaSource over the pipeline's source.
+  std::function<Result<std::unique_ptr<Source>>(const SourceCounters&)> make_source;
+  // Tests: makes every sink (pipeline, window, table managers', DLQ) instead of MakeSink.
+  std::function<Result<std::unique_ptr<sinks::Sink>>(const SinkConfig&)> make_sink;
 };
 
 // Counts since Create (any thread).
@@ -77,31 +95,27 @@ class PipelineRunner {
  private:
   struct Impl;
   PipelineRunner(PipelineConfig config, RunnerOptions options);
-  // Processes the batch in hand: decode, handler, sink write and flush, dead letters,
-  // then the commit. Returns an error only under RAISE (nothing of the batch committed).
-  Status ProcessBatch();
-  // Write-behind state: commits to Kafka the offsets of what the state writer has put on
-  // file (after waiting for all of it with `sync`).
-  Status CommitWritten(bool sync);
-  // A deferred sink (Sink::Defers): commits it when due (or now, `force`) and what it
-  // made durable to Kafka.
-  Status CommitSink(bool force);
-  // Commits `commit` to the group (a failure is counted and logged, not returned).
-  void CommitToKafka(const std::vector<kafka::client::TopicPartition>& commit, bool sync);
-  // Polls the window managers that are due (all of them with `all`): in one transaction
-  // (so now() is one instant for both statements), the closed windows are collected,
-  // written to the manager's sink and flushed, then deleted. With `emitted` (Invoke) the
-  // rows are returned as JSON objects instead of going to a sink. Returns an error only
-  // under RAISE.
-  Status PollWindows(bool all, std::vector<std::string>* emitted = nullptr);
+  // Processes the batch in hand: decode, handler, sink write and flush (or the window),
+  // dead letters, the state, then the commit the strategy allows (`mode`: kSync on
+  // revocation and at stop). Returns an error only under RAISE (nothing of the batch
+  // committed) or when the pipeline cannot go on.
+  Status ProcessBatch(CommitMode mode);
+  // A revocation (the batch in hand finished and committed first) or a lost assignment.
+  Status OnAssignmentEvent(const AssignmentEvent& event);
   // pipeline.window: emits the windows the watermark closed (every window with `all`), in
   // a transaction of its own; with `emitted` (Invoke) the rows are returned as JSON
   // objects instead of going to the sink. A failure leaves the windows for a retry a
-  // second later; returns an error only under RAISE.
+  // second later (and /healthz unhealthy until a close succeeds); returns an error only
+  // under RAISE.
   Status CloseWindows(bool all, std::vector<std::string>* emitted = nullptr);
   // Result rows a sink refused (not messages) through on_error, with `phase`.
-  Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, std::string_view phase, std::string_view what);
-  bool sync_commit_ = false;  // commit synchronously (revocation, the last batch)
+  Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, ErrorPhase phase,
+                        std::string_view what);
+  void SetHealth(std::string problem);
+  // MakeSink, or options_.make_sink.
+  Result<std::unique_ptr<sinks::Sink>> NewSink(const SinkConfig& config,
+                                               const KafkaSourceConfig* source = nullptr,
+                                               int64_t memory_limit_bytes = 0) const;
   PipelineConfig config_;
   RunnerOptions options_;
   RunnerStats stats_;

@@ -81,6 +81,14 @@ struct ConsumerCallbacks {
     if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS && self->rebalance_listener_) {
       self->rebalance_listener_(event);
     }
+    if (event.kind == RebalanceEvent::Kind::kRevoked && event.defer && !self->closing_) {
+      // Given up by CompleteRevocation: librdkafka waits for the unassign call (within the
+      // session timeout), and Poll returns once the queue is empty.
+      self->pending_revoke_ = std::move(event.partitions);
+      self->pending_revoke_cooperative_ = cooperative;
+      if (self->queue_ != nullptr) rd_kafka_queue_yield(self->queue_.get());
+      return;
+    }
     if (cooperative) {
       detail::ErrorPtr e(rd_kafka_incremental_unassign(rk, partitions));
       if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
@@ -102,6 +110,22 @@ void Consumer::ApplyPendingAssign() {
     if (e) RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental assign"));
   } else {
     RecordError(detail::ErrorStatus(rd_kafka_assign(rk_.get(), list.get()), "assign"));
+  }
+}
+
+void Consumer::CompleteRevocation() {
+  if (!pending_revoke_) return;
+  std::vector<TopicPartition> revoked = std::move(*pending_revoke_);
+  pending_revoke_.reset();
+  if (pending_revoke_cooperative_) {
+    detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(revoked.size())));
+    for (const TopicPartition& tp : revoked) {
+      rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+    }
+    detail::ErrorPtr e(rd_kafka_incremental_unassign(rk_.get(), list.get()));
+    if (e) RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
+  } else {
+    RecordError(detail::ErrorStatus(rd_kafka_assign(rk_.get(), nullptr), "unassign"));
   }
 }
 
@@ -215,6 +239,7 @@ Consumer::~Consumer() {
   // An assignment announced after the last Poll, or inside close itself, is taken at once:
   // close waits (without a timeout) until the group has had its assign call.
   closing_ = true;
+  CompleteRevocation();
   ApplyPendingAssign();
   if (mode_ == Mode::kSubscribed) rd_kafka_consumer_close(rk_.get());
   rk_.reset();
@@ -268,6 +293,7 @@ Result<MessageBatch> Consumer::Poll(std::chrono::milliseconds timeout, size_t ma
   if (max_messages == 0) return InvalidArgumentError("consumer: Poll for 0 messages");
   // Assign reads its own queue; errors and logs stay on the main queue.
   if (mode_ == Mode::kAssigned) rd_kafka_poll(rk_.get(), 0);
+  CompleteRevocation();  // a Poll never runs with a revocation outstanding
   MessageBatch batch;
   if (scratch_.size() < max_messages) scratch_.resize(max_messages);
   ssize_t n = rd_kafka_consume_batch_queue(queue_.get(), static_cast<int>(timeout.count()),

@@ -50,6 +50,10 @@ struct RebalanceEvent {
   // offset: fetching starts there instead of at the group's committed offset (how a
   // pipeline with its own durable state resumes where its state ends).
   std::vector<TopicPartition> partitions;
+  // kRevoked: the listener may set this to keep the partitions until it calls
+  // Consumer::CompleteRevocation (after Poll returns, which it then does soon), instead of
+  // giving them up as it returns: it finishes and commits what it holds outside Poll.
+  bool defer = false;
 };
 
 // Where a consumer stands on one assigned partition, from what it last heard of the
@@ -124,6 +128,9 @@ class Consumer {
   // event), which the caller must drop; it tells them apart by the Poll that brought them.
   using RebalanceListener = std::function<void(RebalanceEvent&)>;
   void SetRebalanceListener(RebalanceListener listener);
+  // Gives up the partitions of a revocation the listener deferred (RebalanceEvent::defer);
+  // nothing when none is. Poll and the destructor call it first.
+  void CompleteRevocation();
 
   // The partitions currently assigned (by Assign or by the group).
   Result<std::vector<TopicPartition>> Assignment() const;
@@ -176,6 +183,8 @@ class Consumer {
   std::vector<rd_kafka_message_s*> scratch_;  // what Poll hands librdkafka to fill
   std::optional<std::vector<TopicPartition>> pending_assign_;  // announced, taken as Poll returns
   bool pending_cooperative_ = false;
+  std::optional<std::vector<TopicPartition>> pending_revoke_;  // deferred by the listener
+  bool pending_revoke_cooperative_ = false;
   bool closing_ = false;  // in the destructor: an announced assignment is taken at once
   mutable std::mutex error_mu_;
   Status last_error_;  // guarded by error_mu_

@@ -1,0 +1,80 @@
+// MakeSink (sink_factory.h): a sink section's type and keys to a src/sinks sink.
+#include "pipeline/sink_factory.h"
+
+#include <cstdlib>
+
+#include "sinks/console_sink.h"
+#include "sinks/iceberg_sink.h"
+#include "sinks/kafka_sink.h"
+#include "sinks/noop_sink.h"
+#include "sinks/postgres_sink.h"
+#include "sinks/sqlcommand_sink.h"
+
+namespace sluice::pipeline {
+
+Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
+                                              const KafkaSourceConfig* source,
+                                              int64_t memory_limit_bytes) {
+  switch (config.type) {
+    case SinkType::kConsole:
+      return std::unique_ptr<sinks::Sink>(
+          std::make_unique<sinks::ConsoleSink>(sinks::ConsoleSinkOptions{console}));
+    case SinkType::kNoop:
+      return std::unique_ptr<sinks::Sink>(std::make_unique<sinks::NoopSink>());
+    case SinkType::kKafka: {
+      sinks::KafkaSinkOptions o;
+      o.brokers = config.kafka.brokers;
+      o.topic = config.kafka.topic;
+      for (const auto& [k, v] : KafkaClientProperties(config.kafka)) {
+        if (k != "bootstrap.servers") o.properties[k] = v;
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::KafkaSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kSqlCommand: {
+      sinks::SqlCommandSinkOptions o;
+      o.sql = config.sqlcommand.sql;
+      for (const SqlSubstitution& s : config.sqlcommand.substitutions) {
+        o.substitutions.push_back({s.var, sinks::SqlSubstitution::Type::kUuid4});
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::SqlCommandSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kPostgres: {
+      sinks::PostgresSinkOptions o;
+      o.dsn = config.postgres.dsn;
+      o.table = config.postgres.table;
+      o.mode = config.postgres.mode == PostgresMode::kUpsert
+                   ? sinks::PostgresSinkOptions::Mode::kUpsert
+                   : sinks::PostgresSinkOptions::Mode::kAppend;
+      o.key = config.postgres.key;
+      ASSIGN_OR_RETURN(auto sink, sinks::PostgresSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+    case SinkType::kIceberg: {
+      sinks::IcebergSinkOptions o;
+      o.warehouse = config.iceberg.warehouse;
+      if (o.warehouse.empty()) {
+        const char* env = std::getenv("SLUICE_WAREHOUSE");
+        o.warehouse = env != nullptr ? env : "";
+      }
+      o.namespace_ = config.iceberg.namespace_;
+      o.table = config.iceberg.table;
+      o.catalog_name = config.iceberg.catalog_name;
+      o.commit_interval_seconds = config.iceberg.commit_interval_seconds;
+      o.target_file_size_bytes = config.iceberg.target_file_size_bytes;
+      o.schema_evolution = config.iceberg.schema_evolution;
+      o.partition_by = config.iceberg.partition_by;
+      o.staged_memory_limit_bytes = memory_limit_bytes / 2;
+      if (source != nullptr) {
+        o.group_id = source->group_id;
+        o.topics = source->topics;
+      }
+      ASSIGN_OR_RETURN(auto sink, sinks::IcebergSink::Create(std::move(o)));
+      return std::unique_ptr<sinks::Sink>(std::move(sink));
+    }
+  }
+  return InternalError("unknown sink type");
+}
+
+}  // namespace sluice::pipeline
