@@ -1,4 +1,4 @@
-// topic() bounds from the WHERE clause (issue 7): plain conjuncts of a SELECT's WHERE on a
+// topic() bounds from the WHERE clause: plain conjuncts of a SELECT's WHERE on a
 // topic() call's `offset`, `timestamp` and `partition` columns become the call's named
 // parameters, so the scan reads only the offsets and partitions that can match.
 //
