@@ -51,6 +51,16 @@ Result<std::string> Planner::Render(const Json& node) {
   return sql;
 }
 
+Result<std::string> Planner::RenderFinal(const Candidate& c) {
+  if (!c.cte_name.empty()) {
+    // Drop the CTE when nothing else references it.
+    std::set<std::string> names;
+    CollectTableNames(root_doc_, names);
+    if (!names.count(c.cte_name)) RemoveCte(root_doc_, c.cte_name);
+  }
+  return Render(root_doc_["statements"][0]["node"]);
+}
+
 int Planner::PartsFor(int64_t groups, int64_t per_group) const {
   if (options_.force_parts > 0) return options_.force_parts;
   double budget = options_.part_memory_fraction * static_cast<double>(options_.memory_limit_bytes);
@@ -105,18 +115,10 @@ Result<Plan> Planner::Finish(Candidate& c, RewriteKind kind, int parts, const Pa
       plan.final_select = "SELECT * FROM " + qualified;
       return plan;
     }
-    ref = {{"type", "BASE_TABLE"},   {"alias", c.ref_alias}, {"sample", nullptr},
-           {"schema_name", "main"},  {"table_name", name},   {"column_name_alias", column_aliases},
-           {"catalog_name", "temp"}, {"at_clause", nullptr}};
+    ref = TempTableRef(name, c.ref_alias, column_aliases);
   }
   *c.slot = ref;
-  if (!c.cte_name.empty()) {
-    // Drop the CTE when nothing else references it.
-    std::set<std::string> names;
-    CollectTableNames(root_doc_, names);
-    if (!names.count(c.cte_name)) RemoveCte(root_doc_, c.cte_name);
-  }
-  ASSIGN_OR_RETURN(plan.final_select, Render(root_doc_["statements"][0]["node"]));
+  ASSIGN_OR_RETURN(plan.final_select, RenderFinal(c));
   return plan;
 }
 
@@ -248,16 +250,8 @@ Result<std::optional<Plan>> Planner::TryPartialConsumer(Candidate& c, const Plan
   plan.cleanup.push_back("DROP TABLE IF EXISTS " + qualified);
   consumer["select_list"] = combined;
   consumer["where_clause"] = nullptr;
-  consumer["from_table"] = {{"type", "BASE_TABLE"},   {"alias", ""},
-                            {"sample", nullptr},      {"schema_name", "main"},
-                            {"table_name", name},     {"column_name_alias", Json::array()},
-                            {"catalog_name", "temp"}, {"at_clause", nullptr}};
-  if (!c.cte_name.empty()) {
-    std::set<std::string> names;
-    CollectTableNames(root_doc_, names);
-    if (!names.count(c.cte_name)) RemoveCte(root_doc_, c.cte_name);
-  }
-  ASSIGN_OR_RETURN(plan.final_select, Render(root_doc_["statements"][0]["node"]));
+  consumer["from_table"] = TempTableRef(name, "", Json::array());
+  ASSIGN_OR_RETURN(plan.final_select, RenderFinal(c));
   plan.explanation += "; the consumer's aggregates per part";
   return std::optional<Plan>(std::move(plan));
 }

@@ -48,6 +48,9 @@ class Planner {
 
   // SQL text of a query node of the tree (or built from it), spliced scans put back.
   Result<std::string> Render(const Json& node);
+  // The final SELECT: the whole tree once the rewritten node's slot was replaced, the CTE
+  // it came from dropped when nothing else references it.
+  Result<std::string> RenderFinal(const Candidate& c);
   int PartsFor(int64_t groups, int64_t per_group) const;
   Status LoadCatalogueOnce();
   // The steps into a temp table and the final SELECT: the query with the rewritten node's

@@ -251,4 +251,11 @@ std::string TempTableName() {
   return fmt::format("__sluice_rewrite_{}_{}", static_cast<long>(getpid()), counter.fetch_add(1));
 }
 
+Json TempTableRef(const std::string& name, const std::string& alias, Json column_aliases) {
+  return {{"type", "BASE_TABLE"},   {"alias", alias},
+          {"sample", nullptr},      {"schema_name", "main"},
+          {"table_name", name},     {"column_name_alias", std::move(column_aliases)},
+          {"catalog_name", "temp"}, {"at_clause", nullptr}};
+}
+
 }  // namespace sluice::query::rewrite

@@ -80,5 +80,7 @@ void RemoveCte(Json& j, const std::string& name);
 
 // A fresh name for a rewrite's TEMP table.
 std::string TempTableName();
+// A table reference to the TEMP table `name` (temp.main.name), as the tree writes one.
+Json TempTableRef(const std::string& name, const std::string& alias, Json column_aliases);
 
 }  // namespace sluice::query::rewrite
