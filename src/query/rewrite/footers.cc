@@ -22,20 +22,21 @@ Result<std::string> ExprText(duck::Connection& conn, const Json& e) {
   return text;
 }
 
-// An upper bound on a group-by's groups from where its keys come from, or nullopt (D18).
-// Every column a key reads must belong to a table ref of the node's own FROM that reads
-// Parquet files (read_parquet, directly or as the lake planner's projection of it). Each
-// such ref bounds the keys reading it by its rows (counted from the footers), and a key
-// that is one of its integer columns by that column's range in the footers' statistics
-// (max - min + 1, and one for NULL); the groups are at most the product over the refs.
-// Each key is a function of one row of the refs it reads (keys are CONSISTENT:
-// DeterminismCheck), so an inner join or a filter only removes combinations; an outer
-// join can add one NULL-extended row per ref, counted as one more row. q2's p.category
-// is bounded by the 50,000 products, q4's customer_id by its range.
+// The most files whose footers a bound reads (see FooterKeyBound).
 constexpr int64_t kMaxBoundFiles = 256;
 
 }  // namespace
 
+// An upper bound on a group-by's groups from where its keys come from, or nullopt (D18).
+// Every column a key reads must belong to a table ref of the node's own FROM that reads
+// Parquet files (read_parquet, directly or as the lake planner's projection of it, spliced
+// into the tree's text or not). Each such ref bounds the keys reading it by its rows
+// (counted from the footers), and a key that is one of its integer columns by that
+// column's range in the footers' statistics (max - min + 1, and one for NULL); the groups
+// are at most the product over the refs. Each key is a function of one row of the refs it
+// reads (keys are CONSISTENT: DeterminismCheck), so an inner join or a filter only removes
+// combinations; an outer join can add one NULL-extended row per ref, counted as one more
+// row. q2's p.category is bounded by the 50,000 products, q4's customer_id by its range.
 Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_tree::SqlTree& tree,
                                               const Json& n, const std::vector<Json>& keys,
                                               const std::vector<Column>& key_cols) {
