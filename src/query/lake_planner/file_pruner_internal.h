@@ -1,7 +1,7 @@
 // Inside the file pruner (file_pruner.h): what one manifest or data file tells about the
 // query's columns (Evidence), and the Pruner that plans one scan: predicate evaluation in
-// file_pruner.cc, evidence decoded from partition values and column statistics in
-// file_evidence.cc. Not for other modules.
+// file_pruner.cc, the constants it compares in C++ in native_constants.cc, evidence decoded
+// from partition values and column statistics in file_evidence.cc. Not for other modules.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +64,61 @@ struct Leaf {
 
 std::optional<int64_t> IntegerOf(const Value& v);
 std::optional<double> FloatingOf(const Value& v);
+
+// Whether a comparison with a constant of DuckDB type `constant` (typeof) compares by value
+// in the family of the column's type (numbers with numbers, dates and timestamps, ...).
+bool SameFamily(const Type& column, std::string_view constant);
+
+// ---- constants compared in C++ (native_constants.cc)
+
+// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
+// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
+// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
+// This is DuckDB's comparison in the query when the query compares in a type to which `T`
+// converts without merging values: integers with integer constants, floats with any number,
+// dates and timestamps with dates and timestamps, strings with strings, and any column with
+// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
+// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
+// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
+// native value as BIGINT, DOUBLE or VARCHAR.
+struct NativeForm {
+  Native::Kind kind;
+  std::string_view duck_type;
+  std::string_view value;
+};
+
+// The native form of a column type (NativeForm), if it has one.
+std::optional<NativeForm> FormOfColumn(const Type& column);
+// Whether a comparison of a `column` with a constant of DuckDB type `constant` (typeof) may
+// be evaluated natively (see NativeForm).
+bool NativeAllowed(const Type& column, std::string_view constant, bool string_literal);
+std::string NativeKey(const std::string& constant, std::string_view duck_type, bool literal);
+// The SQL of a native value's three columns: whether the constant is NULL, whether its cast
+// to the column's type is exact (for a string literal: whether it casts, as the query casts
+// it), the value.
+std::vector<std::string> NativeColumnsSql(const std::string& constant, const NativeForm& form,
+                                          bool literal);
+// Reads NativeColumnsSql's three columns at `col` of a one-row result; nullopt when the
+// constant is not exactly a value of the column's type.
+std::optional<Native> ReadNative(duck::QueryResult& result, duck::ResultChunk& row, size_t col,
+                                 Native::Kind kind);
+
+// A constant whose type and value are known from its text, without DuckDB: the forms the
+// planner prints itself (sql_tree's SimpleConstantSql) for the commonest constants.
+// Strict: anything else (and any date or time not written exactly so) is left to DuckDB.
+struct KnownConstant {
+  enum class Kind { kInteger, kString, kDate, kTimestamp };
+  Kind kind;
+  std::string type;  // what typeof says
+  int64_t i = 0;     // kInteger; kDate days; kTimestamp microseconds
+  std::string s;     // kString
+};
+std::optional<KnownConstant> ParseKnownConstant(std::string_view t);
+// The native value of a known constant compared with a column of `column`'s form: the
+// value, nullopt inside when it is not exactly a value of the column's type, nullopt
+// outside when that is DuckDB's to say (casts of strings to numbers, floats, timestamptz).
+std::optional<std::optional<Native>> NativeOfKnown(const KnownConstant& k, const Type& column,
+                                                   bool string_literal);
 
 // Plans one scan (PlanScan). Lifecycle: one per call, on the caller's thread; everything
 // it is given must outlive it.
