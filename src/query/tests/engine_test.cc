@@ -9,6 +9,10 @@
 #include <string>
 
 #include "duck/database.h"
+#include "lake/data_files.h"
+#include "lake/iceberg_json.h"
+#include "lake/table.h"
+#include "lake/table_files.h"
 #include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query {
@@ -107,6 +111,42 @@ TEST_F(EngineTest, AStatementIsParsedOnceAndPrintedOnce) {
   after = sql_tree::CountRoundTrips();
   EXPECT_EQ(after.parses - before.parses, 1u);
   EXPECT_EQ(after.renders - before.renders, 0u);
+}
+
+// A lake table's statement with the rewrites on: the lake planner and the rewrites share
+// one parse, and the scan of the table's files is spliced into the text, never parsed.
+TEST_F(EngineTest, ALakeStatementIsParsedOnceAndPrintedOnce) {
+  const std::string warehouse = (spill_ / "wh").string();
+  std::filesystem::create_directories(warehouse + "/db/t/data");
+  auto schema = lake::SchemaFromJson(
+      lake::Json::parse(
+          R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":false,"type":"long"}]})"),
+      "$", true);
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  auto table = lake::Table::Create(warehouse + "/db/t", *schema, lake::PartitionSpec{}, {});
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const std::string path = warehouse + "/db/t/data/0.parquet";
+  auto file = lake::WriteDataFile(*conn_, "SELECT range::BIGINT AS id FROM range(10)", *schema,
+                                  path, lake::FileUri(path));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto appended = table->Append(
+      {*file}, [](const lake::TableMetadata&) -> Result<std::map<std::string, std::string>> {
+        return std::map<std::string, std::string>{};
+      });
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+
+  QueryEngine engine({.warehouse = warehouse, .memory_limit_bytes = 16 << 20, .threads = 2});
+  const sql_tree::RoundTrips before = sql_tree::CountRoundTrips();
+  auto planned =
+      engine.Plan(*conn_, "SELECT count(*) FROM lake.db.t WHERE id >= 3", /*allow_steps=*/true);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  const sql_tree::RoundTrips after = sql_tree::CountRoundTrips();
+  EXPECT_EQ(after.parses - before.parses, 1u) << planned->sql;
+  EXPECT_EQ(after.renders - before.renders, 1u);
+  auto rows = conn_->QueryText(planned->sql);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString() << "\n" << planned->sql;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0][0].value_or(""), "7");
 }
 
 }  // namespace
