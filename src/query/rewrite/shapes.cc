@@ -101,12 +101,11 @@ void FindCandidates(Json& j, std::vector<CteEntry>& scope, Json* enclosing_selec
                     std::vector<Candidate>& out) {
   if (!j.is_structured()) return;
   size_t pushed = 0;
-  if (j.is_object() && j.contains("cte_map") && j["cte_map"].contains("map")) {
-    for (Json& e : j["cte_map"]["map"]) {
-      scope.push_back({Lower(Str(e, "key")), &e});
-      ++pushed;
-    }
+  for (const sql_tree::Cte& cte : sql_tree::Ctes(j)) {
+    scope.push_back({Lower(cte.name), cte.entry});
+    ++pushed;
   }
+
   bool table_ref = j.is_object() && sql_tree::IsTableRef(j);
   if (table_ref) {
     std::string type = Str(j, "type");
