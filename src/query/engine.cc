@@ -4,20 +4,28 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "base/logging.h"
 #include "query/lake_planner/lake_catalog.h"
 #include "query/lake_planner/lake_planner.h"
 #include "query/pg_catalog/catalog.h"
 #include "query/pg_catalog/rewrite.h"
 #include "query/rewrite/rewrite.h"
 #include "query/sql_text.h"
+#include "query/sql_tree/sql_tree.h"
 #include "query/topic_scan/topic_function.h"
 #include "query/topic_scan/topic_planner.h"
 
 namespace sluice::query {
+namespace {
+
+const Logger kLog("query");
+
+}  // namespace
 
 QueryEngine::QueryEngine(QueryEngineOptions options)
     : options_(std::move(options)), user_functions_(rewrite::MakeUserFunctionCache()) {
@@ -25,7 +33,8 @@ QueryEngine::QueryEngine(QueryEngineOptions options)
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::absolute(options_.warehouse, ec);
     if (!ec) options_.warehouse = abs.lexically_normal().string();
-    while (options_.warehouse.size() > 1 && options_.warehouse.back() == '/') options_.warehouse.pop_back();
+    while (options_.warehouse.size() > 1 && options_.warehouse.back() == '/')
+      options_.warehouse.pop_back();
     catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
   }
 }
@@ -44,7 +53,8 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
   return Status::OK();
 }
 
-Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user, std::string_view database) const {
+Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user,
+                                 std::string_view database) const {
   // A new session may have the address of an ended one's connection: what was set for
   // that one is not in this one's fresh catalog.
   {
@@ -72,7 +82,10 @@ Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
     r.name = t.name;
     fingerprint += r.schema + '\0' + r.name + '\0';
     for (const LakeTableInfo::Column& c : t.columns) {
-      r.columns.push_back({.name = c.name, .duckdb_type = c.duckdb_type, .nullable = !c.required, .comment = c.doc});
+      r.columns.push_back({.name = c.name,
+                           .duckdb_type = c.duckdb_type,
+                           .nullable = !c.required,
+                           .comment = c.doc});
       fingerprint += c.name + '\0' + c.duckdb_type + (c.required ? "\1" : "\2") + c.doc + '\0';
     }
     relations.push_back(std::move(r));
@@ -99,8 +112,10 @@ namespace {
 bool ReadsCatalog(std::string_view sql) {
   std::string lower(sql);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower.find("pg_catalog") != std::string::npos || lower.find("information_schema") != std::string::npos ||
-         lower.find("pg_class") != std::string::npos || lower.find("pg_attribute") != std::string::npos;
+  return lower.find("pg_catalog") != std::string::npos ||
+         lower.find("information_schema") != std::string::npos ||
+         lower.find("pg_class") != std::string::npos ||
+         lower.find("pg_attribute") != std::string::npos;
 }
 
 // A statement that may create, replace or drop a function or macro: one naming MACRO or
@@ -109,10 +124,11 @@ bool ReadsCatalog(std::string_view sql) {
 // leave functions alone (IMPORT DATABASE creates the macros of an export).
 bool MentionsFunctionDdl(std::string_view sql) {
   static const std::set<std::string, std::less<>> kHarmless = {
-      "SELECT", "WITH",   "VALUES", "FROM",  "TABLE",    "EXPLAIN", "DESCRIBE", "SHOW",  "SUMMARIZE",
-      "BEGIN",  "START",  "COMMIT", "END",   "ROLLBACK", "ABORT",   "SET",      "RESET", "COPY",
-      "CREATE", "INSERT", "UPDATE", "DELETE", "DROP",    "ALTER",   "CHECKPOINT", "ANALYZE", "VACUUM",
-      "PREPARE", "EXECUTE", "DEALLOCATE", "CALL", "TRUNCATE"};
+      "SELECT",  "WITH",       "VALUES", "FROM",       "TABLE",   "EXPLAIN", "DESCRIBE",
+      "SHOW",    "SUMMARIZE",  "BEGIN",  "START",      "COMMIT",  "END",     "ROLLBACK",
+      "ABORT",   "SET",        "RESET",  "COPY",       "CREATE",  "INSERT",  "UPDATE",
+      "DELETE",  "DROP",       "ALTER",  "CHECKPOINT", "ANALYZE", "VACUUM",  "PREPARE",
+      "EXECUTE", "DEALLOCATE", "CALL",   "TRUNCATE"};
   std::vector<std::string> first = LeadingWords(sql, 1);
   if (!first.empty() && kHarmless.count(first[0]) == 0) return true;
   auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
@@ -152,32 +168,75 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   // CREATE TABLE ... AS <query> and INSERT INTO ... <query>: the query is planned as a
   // SELECT is (lake tables, topic() bounds), the statement around it kept; no rewrite.
   const size_t embedded = EmbeddedQueryStart(statement);
-  const std::string head(embedded == std::string_view::npos ? std::string_view() : statement.substr(0, embedded));
+  const std::string head(embedded == std::string_view::npos ? std::string_view()
+                                                            : statement.substr(0, embedded));
   if (embedded != std::string_view::npos) out.sql = std::string(statement.substr(embedded));
-  if (catalog_ != nullptr) {
-    ASSIGN_OR_RETURN(PlannedQuery lake, PlanLakeQuery(conn, out.sql, *catalog_));
-    out.sql = std::move(lake.sql);
-    for (const LakeTableScan& t : lake.tables) lake_rows += t.stats.records_kept;
+
+  // The stages (lake tables, then topic() bounds, then the rewrites) share one parse of the
+  // statement and print it once; a statement no stage can change is not parsed.
+  const bool lake = catalog_ != nullptr && MayNameLakeTable(out.sql);
+  const bool topic = !options_.kafka_bootstrap.empty() && MayCallTopic(out.sql);
+  const bool rewrite = embedded == std::string_view::npos && allow_steps && options_.rewrites;
+  std::optional<sql_tree::SqlTree> tree;
+  if (lake || topic || rewrite) {
+    Result<sql_tree::SqlTree> parsed = sql_tree::SqlTree::Parse(conn, out.sql);
+    if (parsed.ok()) {
+      tree = std::move(*parsed);
+    } else {
+      // The parse query failed: topic() bounds need it, an interrupt or out of memory stops
+      // the rewrites; the lake planner and the rest let DuckDB report the statement's error.
+      const StatusCode code = parsed.status().code();
+      if (topic ||
+          (rewrite && (code == StatusCode::kAborted || code == StatusCode::kResourceExhausted))) {
+        return parsed.status();
+      }
+    }
   }
-  // topic() bounds from WHERE (no steps: prepared statements get them too). After the lake
-  // planner, which may hand back a new text; a query naming no topic() is not parsed here.
-  if (!options_.kafka_bootstrap.empty()) {
-    ASSIGN_OR_RETURN(out.sql, PlanTopicBounds(conn, out.sql));
+  if (tree && lake) {
+    ASSIGN_OR_RETURN(std::vector<LakeTableScan> scans, PlanLakeTree(conn, *tree, *catalog_));
+    for (const LakeTableScan& t : scans) lake_rows += t.stats.records_kept;
+  }
+  // topic() bounds from WHERE (no steps: prepared statements get them too). They are an
+  // optimization: when they cannot be applied, the statement is planned without them.
+  std::optional<std::string> rendered;
+  if (tree && topic) {
+    std::optional<sql_tree::Json> before;
+    if (tree->ok()) before = tree->doc();
+    const bool changed_before = tree->changed();
+    Result<bool> bounds = PlanTopicTree(*tree);
+    Status failed = bounds.status();
+    if (bounds.ok() && *bounds) {
+      Result<std::string> text = tree->Render(conn);
+      if (text.ok()) rendered = std::move(*text);
+      failed = text.status();
+    }
+    if (!failed.ok() && before) {
+      SLUICE_LOG(kLog, kWarn, "topic bounds not applied: {}", failed.message());
+      tree->doc() = std::move(*before);
+      tree->MarkChanged(changed_before);
+    }
+  }
+  if (rendered) {
+    out.sql = std::move(*rendered);
+  } else if (tree) {
+    ASSIGN_OR_RETURN(out.sql, tree->Render(conn));
   }
   if (embedded != std::string_view::npos) {
     out.sql = head + out.sql;
     out.steps_may_apply = false;
     return out;
   }
-  if (!allow_steps || !options_.rewrites) return out;
-  ASSIGN_OR_RETURN(std::optional<rewrite::Plan> plan,
-                   rewrite::PlanRewrite(conn, out.sql,
-                                        {.memory_limit_bytes = options_.memory_limit_bytes,
-                                         .threads = options_.threads,
-                                         .known_input_rows = lake_rows,
-                                         .user_functions = function_ddl_seen_.load(std::memory_order_relaxed)
-                                                               ? nullptr
-                                                               : user_functions_.get()}));
+  if (!rewrite) return out;
+  const rewrite::RewriteOptions rewrite_options{
+      .memory_limit_bytes = options_.memory_limit_bytes,
+      .threads = options_.threads,
+      .known_input_rows = lake_rows,
+      .user_functions =
+          function_ddl_seen_.load(std::memory_order_relaxed) ? nullptr : user_functions_.get()};
+  std::optional<rewrite::Plan> plan;
+  if (tree) {
+    ASSIGN_OR_RETURN(plan, rewrite::PlanRewrite(conn, *tree, out.sql, rewrite_options));
+  }
   if (!plan) return out;
   auto shared = std::make_shared<rewrite::Plan>(std::move(*plan));
   out.explanation = shared->explanation;
@@ -192,11 +251,15 @@ void QueryEngine::Install(QueryServerOptions* server) const {
     if (previous_open) RETURN_IF_ERROR(previous_open(conn));
     return OpenDatabase(conn);
   };
-  server->hooks.on_session_start = [this](duck::Connection& conn, std::string_view user, std::string_view database) {
+  server->hooks.on_session_start = [this](duck::Connection& conn, std::string_view user,
+                                          std::string_view database) {
     return StartSession(conn, user, database);
   };
-  server->hooks.rewrite_query = [](std::string_view sql) { return pg_catalog::RewriteForDuckDB(sql); };
-  server->hooks.plan_statement = [this](duck::Connection& conn, std::string_view statement, bool allow_steps) {
+  server->hooks.rewrite_query = [](std::string_view sql) {
+    return pg_catalog::RewriteForDuckDB(sql);
+  };
+  server->hooks.plan_statement = [this](duck::Connection& conn, std::string_view statement,
+                                        bool allow_steps) {
     return Plan(conn, statement, allow_steps);
   };
   server->server_version = options_.server_version;

@@ -24,8 +24,8 @@
 namespace sluice::query {
 
 struct QueryEngineOptions {
-  std::string warehouse;        // "" : no lake tables
-  std::string kafka_bootstrap;  // "" : no topic()
+  std::string warehouse;                          // "" : no lake tables
+  std::string kafka_bootstrap;                    // "" : no topic()
   int64_t memory_limit_bytes = int64_t{1} << 30;  // the query database's, for the rewrites
   int threads = 2;
   std::string server_version = "15.0";
@@ -49,8 +49,14 @@ class QueryEngine {
   // The same steps for one connection outside the server (`sluice sql`): once per
   // database, once per connection, and per statement.
   Status OpenDatabase(duck::Connection& conn) const;
-  Status StartSession(duck::Connection& conn, std::string_view user, std::string_view database = "") const;
-  Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement, bool allow_steps) const;
+  Status StartSession(duck::Connection& conn, std::string_view user,
+                      std::string_view database = "") const;
+  // Plan parses `statement` once (query/sql_tree) when a stage may change it, and passes
+  // the tree through the stages in order: lake tables, topic() bounds, the rewrites (the
+  // last only with `allow_steps`, and not for the query inside CREATE TABLE AS / INSERT).
+  // The tree is printed once.
+  Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement,
+                                bool allow_steps) const;
 
  private:
   // Sets the catalog emulation's lake relations of `conn` when the warehouse's tables
@@ -60,7 +66,8 @@ class QueryEngine {
   QueryEngineOptions options_;
   std::unique_ptr<WarehouseCatalog> catalog_;
   mutable std::mutex relations_mu_;
-  mutable std::map<const duck::Connection*, size_t> relations_seen_;  // hash of what was set, per connection
+  mutable std::map<const duck::Connection*, size_t>
+      relations_seen_;  // hash of what was set, per connection
   // A statement naming MACRO or FUNCTION was planned: the rewrites read the user's
   // functions at every plan from then on.
   mutable std::atomic<bool> function_ddl_seen_{false};

@@ -10,21 +10,16 @@
 #include <map>
 #include <set>
 
+#include "base/utf8.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
 #include "lake/transforms.h"
+#include "query/lake_planner/file_pruner_internal.h"
 
 namespace sluice::query {
-namespace {
-
-using lake::Type;
-using lake::TypeId;
-using lake::Value;
-
-constexpr int64_t kMicrosPerHour = 3'600'000'000LL;
-constexpr int64_t kMicrosPerDay = 24 * kMicrosPerHour;
+namespace pruning {
 
 std::string_view OpText(CompareOp op) {
   switch (op) {
@@ -117,19 +112,11 @@ bool SameFamily(const Type& column, std::string_view constant) {
   }
 }
 
-bool ValidUtf8(const std::string& s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c == 0) return false;  // DuckDB strings may hold it, its literals not
-    int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-    if (len == 0 || i + len > s.size()) return false;
-    for (int k = 1; k < len; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += len;
-  }
-  return true;
+// Text pruning may compare or print as a literal: well-formed UTF-8 (RFC 3629: an overlong
+// form or a surrogate in a bound is not trusted) without NUL (DuckDB strings may hold it,
+// its literals not).
+bool ValidUtf8(std::string_view s) {
+  return s.find('\0') == std::string_view::npos && IsValidUtf8(s);
 }
 
 std::optional<int64_t> IntegerOf(const Value& v) {
@@ -144,44 +131,6 @@ std::optional<double> FloatingOf(const Value& v) {
   return std::nullopt;
 }
 
-// What one item (a manifest or a data file) tells about one column: every non-null value
-// lies in [lo, hi] (either may be unknown); whether nulls, non-null values and NaNs may occur
-// (nullopt: unknown, treated as yes).
-struct Range {
-  std::optional<Value> lo, hi;
-  std::optional<bool> may_null, may_value, may_nan;
-};
-
-// The bucket partition values of one column under bucket[N]: all in [lo, hi].
-struct BucketRange {
-  int32_t n = 0;
-  std::optional<int32_t> lo, hi;
-};
-
-struct Evidence {
-  std::map<int32_t, Range> ranges;                      // by field id
-  std::map<int32_t, std::vector<BucketRange>> buckets;  // by source field id
-};
-
-// A comparison's constant as a value of the column's type, when comparing a column value
-// with it in C++ gives what DuckDB's comparison in the query gives (NativeKind).
-struct Native {
-  enum class Kind { kInt, kDouble, kString };
-  Kind kind = Kind::kInt;
-  bool is_null = false;  // the constant is NULL
-  int64_t i = 0;         // kInt: the integer, days (date) or microseconds (timestamps)
-  double d = 0;          // kDouble
-  std::string s;         // kString: the bytes
-};
-
-// What pruning knows of a comparison leaf beyond its text: for = with a constant that is
-// exactly a value of the column's type, that value (its bucket is compared); the constant
-// as a native value when the leaf is evaluated in C++.
-struct Leaf {
-  std::optional<Value> exact;
-  std::optional<Native> native;
-};
-
 // SQL semantics of a nullable boolean.
 enum class Tri { kFalse, kTrue, kNull };
 Tri And(Tri a, Tri b) {
@@ -190,334 +139,6 @@ Tri And(Tri a, Tri b) {
 }
 Tri Of(bool b) { return b ? Tri::kTrue : Tri::kFalse; }
 bool Coalesce(Tri t, bool otherwise) { return t == Tri::kNull ? otherwise : t == Tri::kTrue; }
-
-// How a comparison of a column of Iceberg type `column` with a constant of DuckDB type
-// `constant` (typeof) is evaluated in C++: the constant cast to the column's DuckDB type `T`
-// (when that cast is exact), compared with the bounds as DuckDB compares values of `T`.
-// This is DuckDB's comparison in the query when the query compares in a type to which `T`
-// converts without merging values: integers with integer constants, floats with any number,
-// dates and timestamps with dates and timestamps, strings with strings, and any column with
-// a string literal (DuckDB casts the literal to the column's type). Other cases (an integer
-// column against a DOUBLE, which rounds big integers together; decimals; TIME; BLOB;
-// TIMESTAMP_NS) are left to DuckDB. `value` is SQL over `t`, the cast constant, giving the
-// native value as BIGINT, DOUBLE or VARCHAR.
-struct NativeForm {
-  Native::Kind kind;
-  std::string_view duck_type;
-  std::string_view value;
-};
-
-// The native form of a column type (NativeForm), if it has one.
-std::optional<NativeForm> FormOfColumn(const Type& column) {
-  switch (column.id) {
-    case TypeId::kInt:
-      return NativeForm{Native::Kind::kInt, "INTEGER", "CAST({t} AS BIGINT)"};
-    case TypeId::kLong:
-      return NativeForm{Native::Kind::kInt, "BIGINT", "{t}"};
-    case TypeId::kFloat:
-      return NativeForm{Native::Kind::kDouble, "FLOAT", "CAST({t} AS DOUBLE)"};
-    case TypeId::kDouble:
-      return NativeForm{Native::Kind::kDouble, "DOUBLE", "{t}"};
-    case TypeId::kDate:
-      return NativeForm{Native::Kind::kInt, "DATE",
-                        "CASE WHEN isfinite({t}) THEN {t} - DATE '1970-01-01' END"};
-    case TypeId::kTimestamp:
-    case TypeId::kTimestampTz:
-      return NativeForm{Native::Kind::kInt,
-                        column.id == TypeId::kTimestamp ? "TIMESTAMP" : "TIMESTAMPTZ",
-                        "CASE WHEN isfinite({t}) THEN epoch_us({t}) END"};
-    case TypeId::kString:
-      return NativeForm{Native::Kind::kString, "VARCHAR", "{t}"};
-    default:
-      return std::nullopt;
-  }
-}
-
-// Whether a comparison of a `column` with a constant of DuckDB type `constant` (typeof) may
-// be evaluated natively (see NativeForm).
-bool NativeAllowed(const Type& column, std::string_view constant, bool string_literal) {
-  if (string_literal) return true;
-  switch (column.id) {
-    case TypeId::kInt:
-    case TypeId::kLong:
-      for (std::string_view n :
-           {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER"}) {
-        if (constant == n) return true;
-      }
-      return false;
-    case TypeId::kFloat:
-    case TypeId::kDouble:
-      return SameFamily(column, constant);
-    case TypeId::kDate:
-    case TypeId::kTimestamp:
-      return constant == "DATE" || constant == "TIMESTAMP";
-    case TypeId::kTimestampTz:
-      return constant == "TIMESTAMP WITH TIME ZONE";
-    case TypeId::kString:
-      return constant == "VARCHAR";
-    default:
-      return false;
-  }
-}
-
-std::string NativeKey(const std::string& constant, std::string_view duck_type, bool literal) {
-  return fmt::format("{}\n{}\n{}", duck_type, literal ? 1 : 0, constant);
-}
-
-// The SQL of a native value's three columns: whether the constant is NULL, whether its cast
-// to the column's type is exact (for a string literal: whether it casts, as the query casts
-// it), the value.
-std::vector<std::string> NativeColumnsSql(const std::string& constant, const NativeForm& form,
-                                          bool literal) {
-  const std::string t = fmt::format("TRY_CAST(({}) AS {})", constant, form.duck_type);
-  return {fmt::format("({}) IS NULL", constant),
-          literal ? fmt::format("{} IS NOT NULL", t)
-                  : fmt::format("coalesce({} = ({}), false)", t, constant),
-          fmt::format(fmt::runtime(form.value), fmt::arg("t", t))};
-}
-
-// Reads NativeColumnsSql's three columns at `col` of a one-row result; nullopt when the
-// constant is not exactly a value of the column's type.
-std::optional<Native> ReadNative(duck::QueryResult& result, duck::ResultChunk& row, size_t col,
-                                 Native::Kind kind) {
-  const duck::ColumnType want = kind == Native::Kind::kInt      ? duck::ColumnType::kInt64
-                                : kind == Native::Kind::kDouble ? duck::ColumnType::kDouble
-                                                                : duck::ColumnType::kVarchar;
-  if (result.column_type(col) != duck::ColumnType::kBoolean ||
-      result.column_type(col + 1) != duck::ColumnType::kBoolean ||
-      result.column_type(col + 2) != want)
-    return std::nullopt;
-  Native n;
-  n.kind = kind;
-  n.is_null = !row.IsNull(col, 0) && row.GetBool(col, 0);
-  if (n.is_null) return n;
-  if (row.IsNull(col + 1, 0) || !row.GetBool(col + 1, 0) || row.IsNull(col + 2, 0))
-    return std::nullopt;
-  switch (kind) {
-    case Native::Kind::kInt:
-      n.i = row.GetInt64(col + 2, 0);
-      break;
-    case Native::Kind::kDouble:
-      n.d = row.GetDouble(col + 2, 0);
-      break;
-    case Native::Kind::kString:
-      n.s = std::string(row.GetString(col + 2, 0));
-      break;
-  }
-  return n;
-}
-
-// A constant whose type and value are known from its text, without DuckDB: the forms the
-// planner prints itself (lake_planner.cc, SimpleConstantSql) for the commonest constants.
-// Strict: anything else (and any date or time not written exactly so) is left to DuckDB.
-struct KnownConstant {
-  enum class Kind { kInteger, kString, kDate, kTimestamp };
-  Kind kind;
-  std::string type;  // what typeof says
-  int64_t i = 0;     // kInteger; kDate days; kTimestamp microseconds
-  std::string s;     // kString
-};
-
-// 'YYYY-MM-DD' -> days since 1970-01-01, for valid dates of years 1-9999.
-std::optional<int64_t> ParseIsoDate(std::string_view t) {
-  auto digits = [&](size_t at, size_t n) -> std::optional<int> {
-    if (at + n > t.size()) return std::nullopt;
-    int v = 0;
-    for (size_t k = at; k < at + n; ++k) {
-      if (t[k] < '0' || t[k] > '9') return std::nullopt;
-      v = v * 10 + (t[k] - '0');
-    }
-    return v;
-  };
-  if (t.size() != 10 || t[4] != '-' || t[7] != '-') return std::nullopt;
-  auto y = digits(0, 4), m = digits(5, 2), d = digits(8, 2);
-  if (!y || !m || !d || *y < 1 || *m < 1 || *m > 12 || *d < 1) return std::nullopt;
-  static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  const bool leap = (*y % 4 == 0 && *y % 100 != 0) || *y % 400 == 0;
-  if (*d > kDays[*m - 1] + (*m == 2 && leap ? 1 : 0)) return std::nullopt;
-  return lake::DaysFromCivil(*y, static_cast<unsigned>(*m), static_cast<unsigned>(*d));
-}
-
-// 'YYYY-MM-DD[ HH:MM:SS[.f{1,6}]]' -> microseconds since the epoch.
-std::optional<int64_t> ParseIsoTimestamp(std::string_view t) {
-  std::optional<int64_t> days = ParseIsoDate(t.substr(0, std::min<size_t>(t.size(), 10)));
-  if (!days) return std::nullopt;
-  int64_t micros = *days * kMicrosPerDay;
-  if (t.size() == 10) return micros;
-  if (t.size() < 19 || t[10] != ' ' || t[13] != ':' || t[16] != ':') return std::nullopt;
-  int64_t fields[3] = {0, 0, 0};
-  for (int k = 0; k < 3; ++k) {
-    const char a = t[11 + 3 * k], b = t[12 + 3 * k];
-    if (a < '0' || a > '9' || b < '0' || b > '9') return std::nullopt;
-    fields[k] = (a - '0') * 10 + (b - '0');
-  }
-  if (fields[0] > 23 || fields[1] > 59 || fields[2] > 59) return std::nullopt;
-  micros += fields[0] * kMicrosPerHour + fields[1] * 60'000'000LL + fields[2] * 1'000'000LL;
-  if (t.size() == 19) return micros;
-  if (t[19] != '.' || t.size() < 21 || t.size() > 26) return std::nullopt;
-  int64_t frac = 0;
-  for (size_t k = 20; k < 26; ++k) {
-    if (k < t.size()) {
-      if (t[k] < '0' || t[k] > '9') return std::nullopt;
-      frac = frac * 10 + (t[k] - '0');
-    } else {
-      frac *= 10;
-    }
-  }
-  return micros + frac;
-}
-
-// The text of a string literal ('it''s' -> it's), or nullopt.
-std::optional<std::string> ParseStringLiteral(std::string_view t) {
-  if (t.size() < 2 || t.front() != '\'' || t.back() != '\'') return std::nullopt;
-  std::string out;
-  for (size_t k = 1; k + 1 < t.size(); ++k) {
-    if (t[k] == '\'') {
-      if (k + 2 >= t.size() || t[k + 1] != '\'') return std::nullopt;
-      ++k;
-    }
-    out += t[k];
-  }
-  return out;
-}
-
-std::optional<KnownConstant> ParseKnownConstant(std::string_view t) {
-  using K = KnownConstant::Kind;
-  if (auto s = ParseStringLiteral(t)) return KnownConstant{K::kString, "VARCHAR", 0, std::move(*s)};
-  for (auto [prefix, kind] : {std::pair<std::string_view, K>{"CAST('", K::kDate},
-                              std::pair<std::string_view, K>{"CAST('", K::kTimestamp}}) {
-    const std::string_view suffix = kind == K::kDate ? " AS DATE)" : " AS TIMESTAMP)";
-    if (!t.starts_with(prefix) || !t.ends_with(suffix)) continue;
-    std::optional<std::string> text = ParseStringLiteral(
-        t.substr(prefix.size() - 1, t.size() - suffix.size() - prefix.size() + 1));
-    if (!text) return std::nullopt;
-    std::optional<int64_t> v = kind == K::kDate ? ParseIsoDate(*text) : ParseIsoTimestamp(*text);
-    if (!v) return std::nullopt;
-    return KnownConstant{kind, kind == K::kDate ? "DATE" : "TIMESTAMP", *v, {}};
-  }
-  // An integer literal: INTEGER when it fits, else BIGINT.
-  const size_t start = !t.empty() && t[0] == '-' ? 1 : 0;
-  if (t.size() == start || t.size() - start > 19 || (t.size() - start > 1 && t[start] == '0'))
-    return std::nullopt;
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size()) return std::nullopt;
-  const bool fits = v >= INT32_MIN && v <= INT32_MAX;
-  return KnownConstant{K::kInteger, fits ? "INTEGER" : "BIGINT", v, {}};
-}
-
-// The native value of a known constant compared with a column of `column`'s form: the
-// value, nullopt inside when it is not exactly a value of the column's type, nullopt
-// outside when that is DuckDB's to say (casts of strings to numbers, floats, timestamptz).
-std::optional<std::optional<Native>> NativeOfKnown(const KnownConstant& k, const Type& column,
-                                                   bool string_literal) {
-  using K = KnownConstant::Kind;
-  auto of_int = [](int64_t i) { return Native{Native::Kind::kInt, false, i, 0, {}}; };
-  switch (column.id) {
-    case TypeId::kInt:
-    case TypeId::kLong:
-      if (k.kind != K::kInteger) return std::nullopt;
-      if (column.id == TypeId::kInt && (k.i < INT32_MIN || k.i > INT32_MAX))
-        return std::optional<Native>();
-      return std::optional<Native>(of_int(k.i));
-    case TypeId::kDouble:
-      if (k.kind != K::kInteger) return std::nullopt;
-      return std::optional<Native>(
-          Native{Native::Kind::kDouble, false, 0, static_cast<double>(k.i), {}});
-    case TypeId::kDate:
-      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i));
-      if (k.kind == K::kTimestamp) {
-        if (k.i % kMicrosPerDay != 0) return std::optional<Native>();
-        return std::optional<Native>(of_int(k.i / kMicrosPerDay));
-      }
-      if (k.kind == K::kString && string_literal) {
-        if (std::optional<int64_t> d = ParseIsoDate(k.s)) return std::optional<Native>(of_int(*d));
-      }
-      return std::nullopt;
-    case TypeId::kTimestamp:
-      if (k.kind == K::kDate) return std::optional<Native>(of_int(k.i * kMicrosPerDay));
-      if (k.kind == K::kTimestamp) return std::optional<Native>(of_int(k.i));
-      if (k.kind == K::kString && string_literal) {
-        if (std::optional<int64_t> us = ParseIsoTimestamp(k.s))
-          return std::optional<Native>(of_int(*us));
-      }
-      return std::nullopt;
-    case TypeId::kString:
-      if (k.kind != K::kString) return std::nullopt;
-      return std::optional<Native>(Native{Native::Kind::kString, false, 0, 0, k.s});
-    default:
-      return std::nullopt;
-  }
-}
-
-class Pruner {
- public:
-  Pruner(duck::Connection& conn, const lake::TableMetadata& metadata, const lake::Schema& schema,
-         std::string_view table, const ManifestReader& manifests,
-         std::optional<std::string> collation)
-      : conn_(conn),
-        metadata_(metadata),
-        schema_(schema),
-        table_(table),
-        manifests_(manifests),
-        collation_(std::move(collation)) {}
-
-  Result<ScanPlan> Run(const lake::Snapshot* snapshot, const std::vector<Predicate>& conjuncts);
-
- private:
-  // Checks every comparison's constant (its type, its exact value) once; unusable leaves
-  // become kUnknown. Returns the predicate with only usable parts.
-  Predicate Prepare(const Predicate& p);
-  void CollectFields(const Predicate& p, std::set<int32_t>* out) const;
-  // DuckDB's type of each comparison's constant (typeof), in one query when they all bind,
-  // with the session's default collation.
-  void TypeConstants(const std::vector<Predicate>& conjuncts);
-  // The native value of every prepared comparison whose column type and constant allow it
-  // (NativeType), in one query when they all evaluate.
-  void NativeConstants();
-  // Whether every leaf of `p` is evaluated in C++ (IS [NOT] NULL, native comparisons).
-  bool AllNative(const Predicate& p) const;
-  // Whether an item may hold a row satisfying `p`, in C++: KeepSql's meaning exactly.
-  bool KeepNative(const Predicate& p, const Evidence& ev) const;
-  bool LeafNative(const Predicate& p, const Evidence& ev) const;
-  // The bucket values of `p`'s constant under each bucket[N] of its column.
-  std::vector<std::pair<int32_t, int32_t>> BucketsOf(const Predicate& p) const;
-  std::optional<std::string> TypeOf(const std::string& constant);
-  // Whether the session compares strings by their bytes, as Iceberg orders string bounds
-  // (not under a default collation such as nocase).
-  bool ByteOrderStrings();
-  // SQL over the evidence columns that is true (or NULL) when an item may hold a row
-  // satisfying `p`.
-  std::string KeepSql(const Predicate& p) const;
-  std::string LeafSql(const Predicate& p) const;
-  // The indexes of `items` that may hold rows satisfying every conjunct.
-  std::vector<bool> Evaluate(const std::vector<Evidence>& items);
-
-  // Evidence from a partition value range [plo, phi] of `field` (a manifest summary, or one
-  // file's value when plo = phi); `has_null`: whether the range's items may hold nulls.
-  void AddPartitionEvidence(const lake::PartitionField& field, const std::optional<Value>& plo,
-                            const std::optional<Value>& phi, std::optional<bool> has_null,
-                            std::optional<bool> has_value, std::optional<bool> has_nan,
-                            Evidence* ev) const;
-  Evidence FromSummaries(const lake::ManifestFile& m, const lake::PartitionSpec& spec) const;
-  Evidence FromPartition(const lake::ManifestEntry& e, const lake::PartitionSpec& spec) const;
-  Evidence FromStats(const lake::ManifestEntry& e) const;
-
-  duck::Connection& conn_;
-  const lake::TableMetadata& metadata_;
-  const lake::Schema& schema_;
-  std::string table_;
-  const ManifestReader& manifests_;
-  std::vector<Predicate> conjuncts_;  // prepared, without kUnknown ones
-  std::set<int32_t> fields_;          // field ids the conjuncts use
-  std::map<const Predicate*, Leaf> leaves_;
-  std::optional<bool> byte_order_strings_;
-  std::optional<std::string>
-      collation_;  // current_setting('default_collation'), read with the types
-  std::map<std::string, std::optional<std::string>> types_;  // constant -> typeof
-  // NativeKey -> the native value, or nullopt when the constant has none.
-  std::map<std::string, std::optional<Native>> natives_;
-};
 
 void Pruner::TypeConstants(const std::vector<Predicate>& conjuncts) {
   std::vector<std::string> constants;
@@ -804,7 +425,15 @@ std::optional<std::string> BoolSql(std::optional<bool> b) {
   return std::string(*b ? "true" : "false");
 }
 
-}  // namespace
+}  // namespace pruning
+
+using lake::Type;
+using lake::TypeId;
+using lake::Value;
+using pruning::FloatingOf;
+using pruning::IntegerOf;
+using pruning::OpText;
+using pruning::ValidUtf8;
 
 std::string Predicate::ToString() const {
   switch (kind) {
@@ -896,7 +525,7 @@ std::optional<std::string> LiteralSql(const Type& type, const Value& value) {
   }
 }
 
-namespace {
+namespace pruning {
 
 Predicate Pruner::Prepare(const Predicate& p) {
   switch (p.kind) {
@@ -1122,248 +751,6 @@ std::vector<bool> Pruner::Evaluate(const std::vector<Evidence>& items) {
   return keep;
 }
 
-// A partition value as a Value of the transform's result type over `source`.
-std::optional<Value> PartitionValue(const lake::avro::Datum& d, const Type& result) {
-  using K = lake::avro::Datum::Kind;
-  switch (d.kind()) {
-    case K::kBoolean:
-      return Value::Boolean(d.boolean());
-    case K::kInt:
-      if (result.id == TypeId::kLong || result.id == TypeId::kTime ||
-          result.id == TypeId::kTimestamp || result.id == TypeId::kTimestampTz) {
-        return Value::Long(d.int_value());
-      }
-      return Value::Int(d.int_value());
-    case K::kLong:
-      if (result.id == TypeId::kInt || result.id == TypeId::kDate) return std::nullopt;
-      return Value::Long(d.long_value());
-    case K::kFloat:
-      if (result.id == TypeId::kDouble) return Value::Double(d.float_value());
-      return Value::Float(d.float_value());
-    case K::kDouble:
-      if (result.id != TypeId::kDouble) return std::nullopt;
-      return Value::Double(d.double_value());
-    case K::kString:
-      return Value::String(d.bytes());
-    case K::kBytes:
-    case K::kFixed: {
-      const std::string& b = d.bytes();
-      if (result.id == TypeId::kString) return Value::String(b);
-      Result<Value> v =
-          lake::FromSingleValueBinary(result, reinterpret_cast<const uint8_t*>(b.data()), b.size());
-      if (!v.ok()) return std::nullopt;
-      return *v;
-    }
-    default:
-      return std::nullopt;
-  }
-}
-
-// A bound from a manifest list summary or a data file's statistics, read as `type`.
-std::optional<Value> BoundValue(const Type& type, const std::string& bytes) {
-  Result<Value> v = lake::FromSingleValueBinary(
-      type, reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  if (!v.ok() || v->is_null()) return std::nullopt;
-  if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) return std::nullopt;
-  return *v;
-}
-
-// Days from the epoch of the first day of month `m` months after 1970-01.
-int64_t MonthStartDays(int64_t m) {
-  int64_t year = 1970 + (m >= 0 ? m / 12 : -((-m + 11) / 12));
-  int64_t month = m - (year - 1970) * 12;
-  return lake::DaysFromCivil(year, static_cast<unsigned>(month + 1), 1);
-}
-
-void Pruner::AddPartitionEvidence(const lake::PartitionField& field,
-                                  const std::optional<Value>& plo, const std::optional<Value>& phi,
-                                  std::optional<bool> has_null, std::optional<bool> has_value,
-                                  std::optional<bool> has_nan, Evidence* ev) const {
-  const lake::NestedField* source = schema_.FindField(field.source_id);
-  if (source == nullptr || !fields_.contains(field.source_id)) return;
-  const Type& t = source->type;
-  const lake::Transform& tr = field.transform;
-  if (tr.kind() == lake::TransformKind::kVoid || tr.kind() == lake::TransformKind::kUnknown) return;
-  // Null in, null out: a null partition value means a null source value, and back.
-  Range r;
-  r.may_null = has_null;
-  r.may_value = has_value;
-  if (tr.kind() == lake::TransformKind::kIdentity) r.may_nan = has_nan;
-  auto start_of = [&](int64_t days) -> Value {
-    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(days))
-                                 : Value::Long(days * kMicrosPerDay);
-  };
-  auto end_of = [&](int64_t next_days) -> Value {  // the last value before day `next_days`
-    return t.id == TypeId::kDate ? Value::Int(static_cast<int32_t>(next_days - 1))
-                                 : Value::Long(next_days * kMicrosPerDay - 1);
-  };
-  // Partition values of time transforms beyond what a timestamp can hold (corrupt
-  // metadata) would overflow the arithmetic below: no bound from them.
-  const int64_t limit = tr.kind() == lake::TransformKind::kYear    ? 300'000
-                        : tr.kind() == lake::TransformKind::kMonth ? 3'600'000
-                        : tr.kind() == lake::TransformKind::kDay   ? 110'000'000
-                                                                   : INT64_MAX;
-  auto as_int = [limit](const std::optional<Value>& v) -> std::optional<int64_t> {
-    std::optional<int64_t> i = v ? IntegerOf(*v) : std::nullopt;
-    if (i && (*i > limit || *i < -limit)) return std::nullopt;
-    return i;
-  };
-  const bool temporal =
-      t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kTimestampTz;
-  switch (tr.kind()) {
-    case lake::TransformKind::kIdentity:
-      r.lo = plo;
-      r.hi = phi;
-      break;
-    case lake::TransformKind::kYear:
-      if (!temporal) return;
-      if (auto lo = as_int(plo)) r.lo = start_of(lake::DaysFromCivil(1970 + *lo, 1, 1));
-      if (auto hi = as_int(phi)) r.hi = end_of(lake::DaysFromCivil(1970 + *hi + 1, 1, 1));
-      break;
-    case lake::TransformKind::kMonth:
-      if (!temporal) return;
-      if (auto lo = as_int(plo)) r.lo = start_of(MonthStartDays(*lo));
-      if (auto hi = as_int(phi)) r.hi = end_of(MonthStartDays(*hi + 1));
-      break;
-    case lake::TransformKind::kDay:
-      if (!temporal) return;
-      if (auto lo = as_int(plo)) r.lo = start_of(*lo);
-      if (auto hi = as_int(phi)) r.hi = end_of(*hi + 1);
-      break;
-    case lake::TransformKind::kHour:
-      if (t.id != TypeId::kTimestamp && t.id != TypeId::kTimestampTz) return;
-      if (auto lo = as_int(plo)) r.lo = Value::Long(*lo * kMicrosPerHour);
-      if (auto hi = as_int(phi)) r.hi = Value::Long((*hi + 1) * kMicrosPerHour - 1);
-      break;
-    case lake::TransformKind::kTruncate: {
-      const int64_t w = tr.param();
-      if (t.id == TypeId::kInt || t.id == TypeId::kLong) {
-        auto lo = as_int(plo);
-        auto hi = as_int(phi);
-        if (lo)
-          r.lo = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*lo)) : Value::Long(*lo);
-        if (hi && *hi <= (t.id == TypeId::kInt ? INT32_MAX : INT64_MAX) - (w - 1)) {
-          r.hi = t.id == TypeId::kInt ? Value::Int(static_cast<int32_t>(*hi + w - 1))
-                                      : Value::Long(*hi + w - 1);
-        }
-      } else if (t.id == TypeId::kDecimal) {
-        if (plo) r.lo = plo;
-        if (phi) {
-          if (const auto* d = std::get_if<lake::DecimalValue>(&phi->data)) {
-            Value up = Value::Decimal(d->unscaled + w - 1);
-            if (lake::CheckValueType(t, up).ok()) r.hi = up;
-          }
-        }
-      } else if (t.id == TypeId::kString) {
-        // Every value starts with its partition value: at least it, below the next prefix.
-        if (plo) r.lo = plo;
-        if (phi) {
-          if (const auto* s = std::get_if<std::string>(&phi->data)) {
-            if (auto up = lake::UpperOfPrefix(*s)) r.hi = Value::String(*up);
-          }
-        }
-      } else {
-        return;
-      }
-      break;
-    }
-    case lake::TransformKind::kBucket: {
-      BucketRange b;
-      b.n = tr.param();
-      if (auto lo = as_int(plo)) b.lo = static_cast<int32_t>(*lo);
-      if (auto hi = as_int(phi)) b.hi = static_cast<int32_t>(*hi);
-      ev->buckets[field.source_id].push_back(b);
-      r = Range{};  // buckets say nothing of the order
-      r.may_null = has_null;
-      r.may_value = has_value;
-      break;
-    }
-    default:
-      return;
-  }
-  auto [it, inserted] = ev->ranges.emplace(field.source_id, r);
-  if (!inserted) {
-    // A second partition field on the same column: keep the first range, but any field
-    // that proves "no nulls" or "only nulls" decides.
-    Range& have = it->second;
-    if (!have.lo) have.lo = r.lo;
-    if (!have.hi) have.hi = r.hi;
-    if (r.may_null == false) have.may_null = false;
-    if (r.may_value == false) have.may_value = false;
-  }
-}
-
-Evidence Pruner::FromSummaries(const lake::ManifestFile& m, const lake::PartitionSpec& spec) const {
-  Evidence ev;
-  if (m.partitions.size() != spec.fields.size()) return ev;  // no summaries, or not ours
-  for (size_t i = 0; i < spec.fields.size(); ++i) {
-    const lake::PartitionField& pf = spec.fields[i];
-    const lake::NestedField* source = schema_.FindField(pf.source_id);
-    if (source == nullptr) continue;
-    Result<Type> result = pf.transform.ResultType(source->type);
-    if (!result.ok()) continue;
-    const lake::FieldSummary& s = m.partitions[i];
-    std::optional<Value> lo, hi;
-    if (s.lower_bound) lo = BoundValue(*result, *s.lower_bound);
-    if (s.upper_bound) hi = BoundValue(*result, *s.upper_bound);
-    // A summary with bounds has non-null values; one without says nothing about them.
-    std::optional<bool> has_value;
-    if (s.lower_bound || s.upper_bound) has_value = true;
-    AddPartitionEvidence(pf, lo, hi, s.contains_null, has_value, s.contains_nan, &ev);
-  }
-  return ev;
-}
-
-Evidence Pruner::FromPartition(const lake::ManifestEntry& e,
-                               const lake::PartitionSpec& spec) const {
-  Evidence ev;
-  for (const lake::PartitionField& pf : spec.fields) {
-    const lake::NestedField* source = schema_.FindField(pf.source_id);
-    if (source == nullptr) continue;
-    Result<Type> result = pf.transform.ResultType(source->type);
-    if (!result.ok()) continue;
-    const lake::avro::Datum* d = e.file.partition.Find(pf.name);
-    if (d == nullptr) continue;
-    if (d->is_null()) {
-      AddPartitionEvidence(pf, std::nullopt, std::nullopt, true, false, false, &ev);
-      continue;
-    }
-    std::optional<Value> v = PartitionValue(*d, *result);
-    if (!v) continue;
-    if (std::optional<double> f = FloatingOf(*v); f && std::isnan(*f)) {
-      // Identity of a float column: every row is NaN, which no range holds.
-      AddPartitionEvidence(pf, std::nullopt, std::nullopt, false, true, true, &ev);
-      continue;
-    }
-    AddPartitionEvidence(pf, v, v, false, true, false, &ev);
-  }
-  return ev;
-}
-
-Evidence Pruner::FromStats(const lake::ManifestEntry& e) const {
-  Evidence ev;
-  const lake::DataFile& f = e.file;
-  for (int32_t id : fields_) {
-    const lake::NestedField* field = schema_.FindField(id);
-    if (field == nullptr) continue;
-    Range r;
-    if (auto it = f.lower_bounds.find(id); it != f.lower_bounds.end())
-      r.lo = BoundValue(field->type, it->second);
-    if (auto it = f.upper_bounds.find(id); it != f.upper_bounds.end())
-      r.hi = BoundValue(field->type, it->second);
-    auto nulls = f.null_value_counts.find(id);
-    auto values = f.value_counts.find(id);
-    if (nulls != f.null_value_counts.end()) {
-      r.may_null = nulls->second > 0;
-      if (values != f.value_counts.end()) r.may_value = nulls->second < values->second;
-    }
-    if (auto it = f.nan_value_counts.find(id); it != f.nan_value_counts.end())
-      r.may_nan = it->second > 0;
-    ev.ranges.emplace(id, r);
-  }
-  return ev;
-}
-
 Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
                              const std::vector<Predicate>& conjuncts) {
   ScanPlan plan;
@@ -1558,7 +945,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   return plan;
 }
 
-}  // namespace
+}  // namespace pruning
 
 Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestReader::ManifestList(
     const lake::Snapshot& snapshot) const {
@@ -1577,7 +964,7 @@ Result<ScanPlan> PlanScan(duck::Connection& conn, const lake::TableMetadata& met
                           const std::vector<Predicate>& conjuncts, std::string_view table,
                           const ManifestReader& manifests,
                           std::optional<std::string> default_collation) {
-  Pruner pruner(conn, metadata, schema, table, manifests, std::move(default_collation));
+  pruning::Pruner pruner(conn, metadata, schema, table, manifests, std::move(default_collation));
   return pruner.Run(snapshot, conjuncts);
 }
 

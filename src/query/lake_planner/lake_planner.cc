@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 
 #include "lake/iceberg_json.h"
@@ -18,7 +17,9 @@
 namespace sluice::query {
 namespace {
 
-using lake::Json;
+using sql_tree::Json;
+using sql_tree::SqlTree;
+using sql_tree::StringField;
 
 constexpr std::string_view kLakeCatalog = "lake";
 
@@ -35,12 +36,13 @@ bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
   return false;
 }
 
-// Whether `sql` may name a table of the lake catalog: `lake` (any case, maybe quoted)
-// followed by a dot, with spaces and comments allowed between. Conservative: every
-// reference DuckDB would parse as catalog `lake` is found (it cannot be written without
-// those letters), and a false hit only costs the parse. SQL that merely contains the word
-// (a column lake_id, a path .../lakes/...) is not parsed at all.
-bool MentionsLake(std::string_view sql) {
+}  // namespace
+
+// `lake` (any case, maybe quoted) followed by a dot, with spaces and comments allowed
+// between. Conservative: every reference DuckDB would parse as catalog `lake` is found (it
+// cannot be written without those letters), and a false hit only costs the parse. SQL that
+// merely contains the word (a column lake_id, a path .../lakes/...) is not parsed at all.
+bool MayNameLakeTable(std::string_view sql) {
   for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
     if (!IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
     size_t j = i + kLakeCatalog.size();
@@ -73,10 +75,7 @@ bool MentionsLake(std::string_view sql) {
   return false;
 }
 
-std::string StringField(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
+namespace {
 
 bool IsLakeRef(const Json& j) {
   return j.is_object() && StringField(j, "type") == "BASE_TABLE" &&
@@ -201,25 +200,19 @@ struct RefSite {
 class Planner {
  public:
   Planner(duck::Connection& conn, const LakeCatalog& catalog) : conn_(conn), catalog_(catalog) {}
-  Result<PlannedQuery> Plan(std::string_view sql, const LakePlanOptions& options);
+  Result<std::vector<LakeTableScan>> Plan(SqlTree& tree, const LakePlanOptions& options);
 
  private:
-  void Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of);
+  void Walk(Json& root, std::map<Json*, std::vector<const Json*>>* where_of);
   static void Prunable(Json& from, std::vector<Json*>* out);
-  static void Conjuncts(const Json& e, std::vector<const Json*>* out);
 
-  // The SQL text of expression `e` (through json_deserialize_sql).
+  // The SQL text of expression `e`, its parameters substituted (through json_deserialize_sql).
   Result<std::string> ExprSql(const Json& e);
   // The texts of every constant expression under `roots`, converted in one
   // json_deserialize_sql (an IN list of a thousand values is one call, not a thousand).
   void PrepareConstants(const std::vector<const Json*>& roots);
-  // With `collation`, the session's default_collation is read in the same query.
-  Result<Json> Serialize(std::string_view sql, std::optional<std::string>* collation = nullptr);
-  // `SELECT 1` serialized, the statement ExprSql and PrepareConstants fill: parsed once per
-  // process (its shape is the DuckDB library's).
-  Result<Json> SelectTemplate();
 
-  Status PlanRef(RefSite& site, PlannedQuery* out);
+  Status PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>* out);
   Result<std::shared_ptr<const lake::TableMetadata>> Load(const std::string& schema_name,
                                                           const std::string& table,
                                                           std::string* name);
@@ -248,18 +241,8 @@ class Planner {
   // per planned reference, its marker and the scan that replaces it.
   std::string marker_prefix_;
   std::optional<std::string> collation_;  // read with the query's parse
-  std::vector<std::pair<std::string, std::string>> scans_;
+  int scans_ = 0;                         // placeholders made so far
 };
-
-void Planner::Conjuncts(const Json& e, std::vector<const Json*>* out) {
-  if (!e.is_object()) return;
-  if (StringField(e, "class") == "CONJUNCTION" && StringField(e, "type") == "CONJUNCTION_AND" &&
-      e.contains("children")) {
-    for (const Json& c : e["children"]) Conjuncts(c, out);
-    return;
-  }
-  out->push_back(&e);
-}
 
 void Planner::Prunable(Json& from, std::vector<Json*>* out) {
   if (!from.is_object()) return;
@@ -287,117 +270,42 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
   }
 }
 
-void Planner::Walk(Json& j, std::map<Json*, std::vector<const Json*>>* where_of) {
-  if (j.is_object()) {
+void Planner::Walk(Json& root, std::map<Json*, std::vector<const Json*>>* where_of) {
+  // Each SELECT's WHERE conjuncts, for the lake references of its FROM that they may
+  // filter. Read before the references below are named as lake ones.
+  sql_tree::ForEachSelect(root, [&](Json& j) {
+    if (j.contains("from_table") && j.contains("where_clause") && !j["where_clause"].is_null() &&
+        (!j.contains("sample") || j["sample"].is_null())) {  // USING SAMPLE: as TABLESAMPLE
+      std::vector<Json*> refs;
+      Prunable(j["from_table"], &refs);
+      std::vector<const Json*> conjuncts = sql_tree::Conjuncts(j["where_clause"]);
+      for (Json* r : refs) {
+        if (IsLakeRef(*r)) (*where_of)[r] = conjuncts;
+      }
+    }
+  });
+  sql_tree::ForEachTableRef(root, [&](Json& j) {
     // The catalog emulation shows a lake table under schema "lake.<ns>": tools name it
     // "lake.ns".t, which means lake.ns.t ("lake.a.b".t: the two-level namespace a.b).
     if (StringField(j, "type") == "BASE_TABLE" && StringField(j, "catalog_name").empty()) {
       std::string schema = StringField(j, "schema_name");
-      if (schema.size() > kLakeCatalog.size() + 1 && IEquals(schema.substr(0, kLakeCatalog.size()), kLakeCatalog) &&
+      if (schema.size() > kLakeCatalog.size() + 1 &&
+          IEquals(schema.substr(0, kLakeCatalog.size()), kLakeCatalog) &&
           schema[kLakeCatalog.size()] == '.') {
         j["catalog_name"] = std::string(kLakeCatalog);
         j["schema_name"] = schema.substr(kLakeCatalog.size() + 1);
       }
     }
-    if (StringField(j, "type") == "SELECT_NODE" && j.contains("from_table") &&
-        j.contains("where_clause") && !j["where_clause"].is_null() &&
-        (!j.contains("sample") || j["sample"].is_null())) {  // USING SAMPLE: as TABLESAMPLE
-      std::vector<Json*> refs;
-      Prunable(j["from_table"], &refs);
-      std::vector<const Json*> conjuncts;
-      Conjuncts(j["where_clause"], &conjuncts);
-      for (Json* r : refs) {
-        if (IsLakeRef(*r)) (*where_of)[r] = conjuncts;
-      }
-    }
     if (IsLakeRef(j)) {
       sites_.push_back(RefSite{&j, {}});
-      return;  // its AT clause is read when planning it
+      return false;  // its AT clause is read when planning it
     }
-    for (auto& [k, v] : j.items()) Walk(v, where_of);
-  } else if (j.is_array()) {
-    for (Json& v : j) Walk(v, where_of);
-  }
-}
-
-Result<Json> Planner::Serialize(std::string_view sql, std::optional<std::string>* collation) {
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format(
-                                  "SELECT json_serialize_sql({}){}", duck::QuoteLiteral(sql),
-                                  collation ? ", current_setting('default_collation')" : "")));
-  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_serialize_sql returned no row");
-  if (collation != nullptr && rows[0].size() == 2) *collation = rows[0][1].value_or("");
-  Json j = Json::parse(*rows[0][0], nullptr, false);
-  if (j.is_discarded()) return InternalError("json_serialize_sql returned invalid JSON");
-  return j;
-}
-
-Result<Json> Planner::SelectTemplate() {
-  static std::mutex mu;
-  static std::optional<Json> parsed;  // guarded by mu
-  std::lock_guard<std::mutex> lock(mu);
-  if (!parsed) {
-    ASSIGN_OR_RETURN(Json t, Serialize("SELECT 1"));
-    parsed = std::move(t);
-  }
-  return *parsed;
+    return true;
+  });
 }
 
 Result<std::string> Planner::ExprSql(const Json& e) {
-  ASSIGN_OR_RETURN(Json stmt, SelectTemplate());
-  stmt["statements"][0]["node"]["select_list"] = Json::array();
-  stmt["statements"][0]["node"]["select_list"].push_back(Substitute(e, params_));
-  stmt["statements"][0]["node"]["select_list"][0]["alias"] = "";
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
-                                                          duck::QuoteLiteral(stmt.dump()))));
-  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
-  std::string text = *rows[0][0];
-  if (!text.starts_with("SELECT "))
-    return InternalError("json_deserialize_sql returned \"{}\"", text);
-  return text.substr(7);
-}
-
-// The SQL of the commonest constants, as json_deserialize_sql prints them, without asking
-// it: integer, string and boolean literals and their casts to plain types
-// (`TIMESTAMP '2024-07-01'` is a cast of a string). nullopt for anything else.
-std::optional<std::string> SimpleConstantSql(const Json& e) {
-  if (!e.is_object()) return std::nullopt;
-  const std::string cls = StringField(e, "class");
-  if (cls == "CONSTANT") {
-    if (!e.contains("value") || !e["value"].is_object()) return std::nullopt;
-    const Json& v = e["value"];
-    if (v.value("is_null", true) || !v.contains("type") || !v["type"].is_object() ||
-        !v.contains("value"))
-      return std::nullopt;
-    if (v["type"].contains("type_info") && !v["type"]["type_info"].is_null()) return std::nullopt;
-    const std::string id = StringField(v["type"], "id");
-    const Json& value = v["value"];
-    if ((id == "INTEGER" || id == "BIGINT") && value.is_number_integer()) return value.dump();
-    if (id == "BOOLEAN" && value.is_boolean())
-      return std::string(value.get<bool>() ? "true" : "false");
-    if (id == "VARCHAR" && value.is_string()) {
-      const std::string text = value.get<std::string>();
-      if (text.find('\0') != std::string::npos) return std::nullopt;
-      return duck::QuoteLiteral(text);
-    }
-    return std::nullopt;
-  }
-  if (cls == "CAST") {
-    if (e.value("try_cast", true) || !e.contains("cast_type") || !e["cast_type"].is_object() ||
-        !e.contains("child"))
-      return std::nullopt;
-    const Json& type = e["cast_type"];
-    if (type.contains("type_info") && !type["type_info"].is_null()) return std::nullopt;
-    static constexpr std::string_view kPlain[] = {"TIMESTAMP", "DATE",     "TIME",   "INTEGER",
-                                                  "BIGINT",    "DOUBLE",   "FLOAT",  "VARCHAR",
-                                                  "BOOLEAN",   "SMALLINT", "TINYINT"};
-    const std::string id = StringField(type, "id");
-    if (std::find(std::begin(kPlain), std::end(kPlain), id) == std::end(kPlain))
-      return std::nullopt;
-    std::optional<std::string> child = SimpleConstantSql(e["child"]);
-    if (!child) return std::nullopt;
-    return fmt::format("CAST({} AS {})", *child, id);
-  }
-  return std::nullopt;
+  return sql_tree::ExpressionSql(conn_, Substitute(e, params_));
 }
 
 void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
@@ -414,39 +322,17 @@ void Planner::PrepareConstants(const std::vector<const Json*>& roots) {
     }
   };
   for (const Json* r : roots) collect(*r);
-  // The simple ones here, the rest in one json_deserialize_sql.
-  std::erase_if(constants, [&](const Json* c) {
-    std::optional<std::string> text = SimpleConstantSql(Substitute(*c, params_));
-    if (text) constant_sql_[c] = std::move(*text);
-    return text.has_value();
-  });
   if (constants.empty()) return;
-  Result<Json> tmpl = SelectTemplate();
-  if (!tmpl.ok()) return;
-  // Each expression aliased with a marker no literal holds, to cut the text apart.
-  const std::string marker = "__sluice_" + lake::NewUuid().substr(0, 8) + "_";
-  Json stmt = std::move(*tmpl);
-  Json list = Json::array();
+  // The simple ones without asking, the rest in one json_deserialize_sql; those it fails
+  // on are asked one by one (ExprSql) when a predicate needs them.
+  std::vector<Json> substituted;
+  substituted.reserve(constants.size());
+  for (const Json* c : constants) substituted.push_back(Substitute(*c, params_));
+  std::vector<const Json*> exprs;
+  for (const Json& e : substituted) exprs.push_back(&e);
+  std::vector<std::optional<std::string>> texts = sql_tree::ExpressionsSql(conn_, exprs);
   for (size_t i = 0; i < constants.size(); ++i) {
-    Json e = Substitute(*constants[i], params_);
-    e["alias"] = marker + std::to_string(i);
-    list.push_back(std::move(e));
-  }
-  stmt["statements"][0]["node"]["select_list"] = std::move(list);
-  auto rows = conn_.QueryText(
-      fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(stmt.dump())));
-  if (!rows.ok() || rows->size() != 1 || !(*rows)[0][0]) return;  // ExprSql does them one by one
-  std::string_view text = *(*rows)[0][0];
-  if (!text.starts_with("SELECT ")) return;
-  size_t start = 7;
-  for (size_t i = 0; i < constants.size(); ++i) {
-    const std::string tag = " AS " + marker + std::to_string(i);
-    size_t end = text.find(tag, start);
-    if (end == std::string_view::npos) return;
-    size_t next = end + tag.size();
-    if (next < text.size() && text[next] != ',') return;  // the tag of a later index
-    constant_sql_[constants[i]] = std::string(text.substr(start, end - start));
-    start = next + 2;  // ", "
+    if (texts[i]) constant_sql_[constants[i]] = std::move(*texts[i]);
   }
 }
 
@@ -675,7 +561,7 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
   return s;
 }
 
-Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
+Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>* out) {
   Json& ref = *site.node;
   const std::string schema_name = StringField(ref, "schema_name");
   const std::string table_name = StringField(ref, "table_name");
@@ -721,7 +607,7 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
   // name when it has none), column aliases and sample; once the tree is SQL again, the
   // marker is replaced by the scan as a subquery. (Parsing the scan to put it into the tree
   // cost a json_serialize_sql of every file path per reference.)
-  const std::string marker = fmt::format("{}{}_", marker_prefix_, scans_.size());
+  const std::string marker = fmt::format("{}{}_", marker_prefix_, scans_++);
   Json placeholder = Json::object();
   placeholder["type"] = "BASE_TABLE";
   placeholder["alias"] = alias.empty() ? table_name : alias;
@@ -733,26 +619,15 @@ Status Planner::PlanRef(RefSite& site, PlannedQuery* out) {
       ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
   placeholder["catalog_name"] = "";
   placeholder["at_clause"] = Json();
-  scans_.emplace_back(marker, "(" + lake::ParquetScanSql(plan.paths, *schema) + ")");
-  out->tables.push_back(
+  sql_tree::Splice splice{marker, "(" + lake::ParquetScanSql(plan.paths, *schema) + ")", {}};
+  if (!plan.paths.empty()) {  // the scan selects the schema's columns by name
+    for (const lake::NestedField& f : schema->fields) splice.columns.push_back(f.name);
+  }
+  tree.AddSplice(std::move(splice));
+  out->push_back(
       LakeTableScan{name, placeholder["alias"].get<std::string>(), std::move(plan.stats)});
   ref = std::move(placeholder);
   return Status::OK();
-}
-
-// `sql` with each marker (which DuckDB prints as a bare identifier, exactly once) replaced
-// by its scan.
-Result<std::string> Splice(std::string sql,
-                           const std::vector<std::pair<std::string, std::string>>& scans) {
-  for (const auto& [marker, scan] : scans) {
-    const size_t at = sql.find(marker);
-    if (at == std::string::npos || sql.find(marker, at + 1) != std::string::npos) {
-      return InternalError("lake planner: the table reference {} was not printed once in {}",
-                           marker, sql);
-    }
-    sql.replace(at, marker.size(), scan);
-  }
-  return sql;
 }
 
 // `lake.db.t.c` and `db.t.c` name a column of an unaliased lake table by its full name; the
@@ -784,28 +659,26 @@ void Requalify(Json& j, const std::vector<std::pair<std::string, std::string>>& 
   }
 }
 
-Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOptions& options) {
-  PlannedQuery out;
-  out.sql = std::string(full_sql);
-  if (!MentionsLake(full_sql) || full_sql.find('\0') != std::string_view::npos) return out;
+Result<std::vector<LakeTableScan>> Planner::Plan(SqlTree& tree, const LakePlanOptions& options) {
+  std::vector<LakeTableScan> out;
+  // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
+  if (!tree.ok()) return out;
+  collation_ = tree.collation();
+  std::map<Json*, std::vector<const Json*>> where_of;
+  Walk(tree.doc(), &where_of);
+  if (sites_.empty()) return out;
   for (const auto& [id, value] : options.parameters) {
     // A value that does not parse as one constant expression is not used.
-    Result<Json> tree = Serialize("SELECT " + value);
-    if (!tree.ok() || tree->value("error", true)) continue;
-    const Json& list = (*tree)["statements"][0]["node"]["select_list"];
-    if (list.size() != 1 || !IsConstant(list[0], {})) continue;
+    Result<SqlTree> parsed = SqlTree::Parse(conn_, "SELECT " + value);
+    if (!parsed.ok() || !parsed->ok() || parsed->statement_count() != 1) continue;
+    Result<Json*> node = parsed->Node(0);
+    if (!node.ok() || !(*node)->contains("select_list")) continue;
+    const Json& list = (**node)["select_list"];
+    if (!list.is_array() || list.size() != 1 || !IsConstant(list[0], {})) continue;
     Json v = list[0];
     v["alias"] = "";
     params_[id] = std::move(v);
   }
-  const size_t prefix = duck::ExplainPrefixLength(full_sql);
-  std::string_view sql = full_sql.substr(prefix);
-  Result<Json> tree = Serialize(sql, &collation_);
-  // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
-  if (!tree.ok() || tree->value("error", true)) return out;
-  std::map<Json*, std::vector<const Json*>> where_of;
-  Walk(*tree, &where_of);
-  if (sites_.empty()) return out;
   std::vector<std::pair<std::string, std::string>> unaliased;
   for (RefSite& site : sites_) {
     if (auto it = where_of.find(site.node); it != where_of.end()) site.conjuncts = it->second;
@@ -816,32 +689,42 @@ Result<PlannedQuery> Planner::Plan(std::string_view full_sql, const LakePlanOpti
   }
   do {
     marker_prefix_ = "__sluice_scan_" + lake::NewUuid().substr(0, 8) + "_";
-  } while (MentionsIgnoringCase(full_sql, marker_prefix_));
+  } while (MentionsIgnoringCase(tree.text(), marker_prefix_));
   // Every predicate is read before any reference is replaced (conjuncts point into the tree).
-  for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, &out));
-  Requalify(*tree, unaliased);
-  ASSIGN_OR_RETURN(auto rows, conn_.QueryText(fmt::format("SELECT json_deserialize_sql({})",
-                                                          duck::QuoteLiteral(tree->dump()))));
-  if (rows.size() != 1 || !rows[0][0]) return InternalError("json_deserialize_sql returned no row");
-  ASSIGN_OR_RETURN(std::string body, Splice(std::move(*rows[0][0]), scans_));
-  out.sql = std::string(full_sql.substr(0, prefix)) + body;
-  out.rewritten = true;
+  for (RefSite& site : sites_) RETURN_IF_ERROR(PlanRef(site, tree, &out));
+  Requalify(tree.doc(), unaliased);
+  tree.MarkChanged();
   return out;
 }
 
 }  // namespace
 
-Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
-                                   const LakeCatalog& catalog, const LakePlanOptions& options) {
+Result<std::vector<LakeTableScan>> PlanLakeTree(duck::Connection& conn, sql_tree::SqlTree& tree,
+                                                const LakeCatalog& catalog,
+                                                const LakePlanOptions& options) {
   Planner planner(conn, catalog);
   // nlohmann-json throws on a tree of another shape than DuckDB 1.5 writes; everything else
   // returns a Status.
   try {
-    return planner.Plan(sql, options);
+    return planner.Plan(tree, options);
   } catch (const std::exception& e) {
     return InternalError("lake planner: unexpected parse tree from DuckDB {}: {}",
                          duck::LibraryVersion(), e.what());
   }
+}
+
+Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
+                                   const LakeCatalog& catalog, const LakePlanOptions& options) {
+  PlannedQuery out;
+  out.sql = std::string(sql);
+  if (!MayNameLakeTable(sql)) return out;
+  Result<SqlTree> tree = SqlTree::Parse(conn, sql);
+  if (!tree.ok()) return out;  // DuckDB reports it when the query runs
+  ASSIGN_OR_RETURN(out.tables, PlanLakeTree(conn, *tree, catalog, options));
+  if (!tree->changed()) return out;
+  ASSIGN_OR_RETURN(out.sql, tree->Render(conn));
+  out.rewritten = true;
+  return out;
 }
 
 }  // namespace sluice::query

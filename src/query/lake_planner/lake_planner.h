@@ -1,12 +1,16 @@
 // The lake-table query planner (docs/design/0012): SQL naming `lake.<namespace>.<table>`
 // becomes SQL DuckDB runs over the Parquet files of the table's snapshot that can hold
-// matching rows. DuckDB parses the query (json_serialize_sql); every lake table reference
-// is replaced by a subquery over read_parquet of its kept files with the table's field-id
-// mapping (alias kept); the tree goes back to SQL with json_deserialize_sql.
+// matching rows. On the statement's parse tree (query/sql_tree), every lake table reference
+// is replaced by a placeholder that prints as a subquery over read_parquet of its kept
+// files with the table's field-id mapping (alias kept).
 //
 //   WarehouseCatalog catalog(warehouse_dir);
 //   ASSIGN_OR_RETURN(PlannedQuery q, PlanLakeQuery(conn, "SELECT * FROM lake.db.t", catalog));
 //   ASSIGN_OR_RETURN(auto rows, conn.Query(q.sql));
+//
+// or, as one stage of the engine's planning on a tree parsed once:
+//
+//   ASSIGN_OR_RETURN(std::vector<LakeTableScan> scans, PlanLakeTree(conn, tree, catalog));
 //
 // SQL that names no lake table, that DuckDB cannot parse, or that is not a SELECT comes back
 // unchanged (DuckDB then reports its own error). Planning runs small queries on `conn` (to
@@ -22,6 +26,7 @@
 #include "duck/database.h"
 #include "query/lake_planner/file_pruner.h"
 #include "query/lake_planner/lake_catalog.h"
+#include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query {
 
@@ -52,5 +57,16 @@ struct LakePlanOptions {
 // Unimplemented for snapshots with delete files; Corruption naming an unreadable manifest.
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
                                    const LakeCatalog& catalog, const LakePlanOptions& options = {});
+
+// Whether `sql` may name a lake table: a text check that costs no parse. False means
+// planning would hand it back unchanged.
+bool MayNameLakeTable(std::string_view sql);
+
+// The same planning on a parsed tree: its lake references become placeholders with their
+// scans as the tree's splices (tree.changed() then). A tree that is not ok() or names no
+// lake table is left as it is. The scans in the order of the references; errors as above.
+Result<std::vector<LakeTableScan>> PlanLakeTree(duck::Connection& conn, sql_tree::SqlTree& tree,
+                                                const LakeCatalog& catalog,
+                                                const LakePlanOptions& options = {});
 
 }  // namespace sluice::query

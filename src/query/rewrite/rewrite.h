@@ -1,4 +1,4 @@
-// Planner rewrites where DuckDB falls short (issue 7, docs/design/0013-query-rewrites.md):
+// Planner rewrites where DuckDB falls short (docs/design/0013-query-rewrites.md):
 // "latest row per key" (ROW_NUMBER() OVER (PARTITION BY k ORDER BY x...) = 1) and group-bys
 // with very many groups, turned into a sequence of statements that each fit the memory
 // budget: the input is hash-partitioned on the key into N parts run in turn into a TEMP
@@ -9,7 +9,8 @@
 //   else { ASSIGN_OR_RETURN(std::string final_select, RunSteps(conn, *plan));
 //          stream final_select; RunCleanup(conn, *plan); }   // cleanup also after errors
 //
-// Detection reads DuckDB's own parse tree (json_serialize_sql) and renders SQL with
+// Detection reads DuckDB's own parse tree (query/sql_tree: the statement's tree as the
+// engine's earlier stages left it, or parsed here from text) and renders SQL with
 // json_deserialize_sql; anything not provably the same passes through (nullopt).
 #pragma once
 
@@ -22,6 +23,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query::rewrite {
 
@@ -76,7 +78,15 @@ struct Plan {
 // memory ResourceExhausted; any other failure of a planning query passes through.
 // `why_not`, when given, receives the reason a query passes through (for logs and EXPLAIN).
 Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, std::string_view sql,
-                                        const RewriteOptions& options, std::string* why_not = nullptr);
+                                        const RewriteOptions& options,
+                                        std::string* why_not = nullptr);
+// The same on a statement already parsed: `tree` (left unchanged; its splices are put
+// back into every SQL text the plan holds) and `sql`, its text as the tree prints
+// (tree.Render). A tree that is not ok(), has an EXPLAIN prefix or holds more than one
+// statement passes through.
+Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::SqlTree& tree,
+                                        std::string_view sql, const RewriteOptions& options,
+                                        std::string* why_not = nullptr);
 
 // What planning reads once per process (the built-in functions), read now, and DuckDB's
 // parse-tree serializer warmed: for a server's start, so that its first query does not

@@ -1,15 +1,19 @@
 // QueryEngine: what it adds around the rewrites, on a real DuckDB connection.
 #include "query/engine.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <gtest/gtest.h>
-
 #include "duck/database.h"
+#include "lake/data_files.h"
+#include "lake/iceberg_json.h"
+#include "lake/table.h"
+#include "lake/table_files.h"
+#include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query {
 namespace {
@@ -17,9 +21,11 @@ namespace {
 class EngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    spill_ = std::filesystem::temp_directory_path() / ("sluice_engine_test_" + std::to_string(getpid()));
+    spill_ =
+        std::filesystem::temp_directory_path() / ("sluice_engine_test_" + std::to_string(getpid()));
     std::filesystem::create_directories(spill_);
-    auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 2, .temp_directory = spill_.string()});
+    auto db = duck::Database::Open(
+        {.memory_limit_bytes = 512 << 20, .threads = 2, .temp_directory = spill_.string()});
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(*db);
     auto conn = duck::Connection::Open(*db_);
@@ -46,10 +52,12 @@ void ExpectTheStatementStopsTheRewrite(duck::Connection& conn, const std::string
   QueryEngine engine({.memory_limit_bytes = 16 << 20, .threads = 2});
   ASSERT_TRUE(engine.OpenDatabase(conn).ok());
   ASSERT_TRUE(engine.StartSession(conn, "").ok());
-  ASSERT_TRUE(
-      conn.Execute("CREATE TABLE t AS SELECT i AS id, i % 100000 AS k, i % 977 AS x FROM range(6000000) r(i)").ok());
+  ASSERT_TRUE(conn.Execute("CREATE TABLE t AS SELECT i AS id, i % 100000 AS k, i % 977 AS x FROM "
+                           "range(6000000) r(i)")
+                  .ok());
   const std::string query =
-      "SELECT count(*), sum(id) FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY x DESC, id) AS rn "
+      "SELECT count(*), sum(id) FROM (SELECT *, row_number() OVER (PARTITION BY k ORDER BY x DESC, "
+      "id) AS rn "
       "FROM t WHERE abs(id) >= 0) WHERE rn = 1";
   auto before = engine.Plan(conn, query, /*allow_steps=*/true);
   ASSERT_TRUE(before.ok()) << before.status().ToString();
@@ -62,7 +70,8 @@ void ExpectTheStatementStopsTheRewrite(duck::Connection& conn, const std::string
 
   auto after = engine.Plan(conn, query, /*allow_steps=*/true);
   ASSERT_TRUE(after.ok()) << after.status().ToString();
-  EXPECT_TRUE(after->explanation.empty()) << "rewritten after " << change << ": " << after->explanation;
+  EXPECT_TRUE(after->explanation.empty())
+      << "rewritten after " << change << ": " << after->explanation;
   if (after->cleanup) after->cleanup(conn);
 }
 
@@ -78,6 +87,66 @@ TEST_F(EngineTest, AMacroImportedWithADatabaseIsSeenByTheNextPlan) {
   std::ofstream(dir / "schema.sql") << "CREATE MACRO abs(a) AS a + (random() * 0.5)::BIGINT;\n";
   std::ofstream(dir / "load.sql") << "";
   ExpectTheStatementStopsTheRewrite(*conn_, "IMPORT DATABASE '" + dir.string() + "'");
+}
+
+// The planning stages (lake tables, topic() bounds, the rewrites) share one parse of a
+// statement and print it once.
+TEST_F(EngineTest, AStatementIsParsedOnceAndPrintedOnce) {
+  QueryEngine engine(
+      {.kafka_bootstrap = "127.0.0.1:1", .memory_limit_bytes = 16 << 20, .threads = 2});
+  sql_tree::RoundTrips before = sql_tree::CountRoundTrips();
+  auto bounded =
+      engine.Plan(*conn_, "SELECT * FROM topic('t') WHERE \"offset\" >= 5", /*allow_steps=*/true);
+  ASSERT_TRUE(bounded.ok()) << bounded.status().ToString();
+  EXPECT_NE(bounded->sql.find("from_offset"), std::string::npos) << bounded->sql;
+  sql_tree::RoundTrips after = sql_tree::CountRoundTrips();
+  EXPECT_EQ(after.parses - before.parses, 1u) << "topic() bounds and the rewrites share one parse";
+  EXPECT_EQ(after.renders - before.renders, 1u);
+
+  // Nothing to change: parsed once (for the rewrites), never printed.
+  before = after;
+  auto plain = engine.Plan(*conn_, "SELECT 42 AS x", /*allow_steps=*/true);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ(plain->sql, "SELECT 42 AS x");
+  after = sql_tree::CountRoundTrips();
+  EXPECT_EQ(after.parses - before.parses, 1u);
+  EXPECT_EQ(after.renders - before.renders, 0u);
+}
+
+// A lake table's statement with the rewrites on: the lake planner and the rewrites share
+// one parse, and the scan of the table's files is spliced into the text, never parsed.
+TEST_F(EngineTest, ALakeStatementIsParsedOnceAndPrintedOnce) {
+  const std::string warehouse = (spill_ / "wh").string();
+  std::filesystem::create_directories(warehouse + "/db/t/data");
+  auto schema = lake::SchemaFromJson(
+      lake::Json::parse(
+          R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","required":false,"type":"long"}]})"),
+      "$", true);
+  ASSERT_TRUE(schema.ok()) << schema.status().ToString();
+  auto table = lake::Table::Create(warehouse + "/db/t", *schema, lake::PartitionSpec{}, {});
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  const std::string path = warehouse + "/db/t/data/0.parquet";
+  auto file = lake::WriteDataFile(*conn_, "SELECT range::BIGINT AS id FROM range(10)", *schema,
+                                  path, lake::FileUri(path));
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  auto appended = table->Append(
+      {*file}, [](const lake::TableMetadata&) -> Result<std::map<std::string, std::string>> {
+        return std::map<std::string, std::string>{};
+      });
+  ASSERT_TRUE(appended.ok()) << appended.status().ToString();
+
+  QueryEngine engine({.warehouse = warehouse, .memory_limit_bytes = 16 << 20, .threads = 2});
+  const sql_tree::RoundTrips before = sql_tree::CountRoundTrips();
+  auto planned =
+      engine.Plan(*conn_, "SELECT count(*) FROM lake.db.t WHERE id >= 3", /*allow_steps=*/true);
+  ASSERT_TRUE(planned.ok()) << planned.status().ToString();
+  const sql_tree::RoundTrips after = sql_tree::CountRoundTrips();
+  EXPECT_EQ(after.parses - before.parses, 1u) << planned->sql;
+  EXPECT_EQ(after.renders - before.renders, 1u);
+  auto rows = conn_->QueryText(planned->sql);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString() << "\n" << planned->sql;
+  ASSERT_EQ(rows->size(), 1u);
+  EXPECT_EQ((*rows)[0][0].value_or(""), "7");
 }
 
 }  // namespace

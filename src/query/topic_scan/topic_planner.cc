@@ -8,7 +8,6 @@
 #include <iterator>
 #include <limits>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <vector>
@@ -18,7 +17,9 @@
 namespace sluice::query {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using sql_tree::Json;
+using sql_tree::SqlTree;
+using sql_tree::StringField;
 
 const Logger kLog("topic_scan");
 
@@ -36,11 +37,6 @@ bool IContains(std::string_view text, std::string_view word) {
     if (IEquals(text.substr(i, word.size()), word)) return true;
   }
   return false;
-}
-
-std::string StringField(const Json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 // ---- expressions -------------------------------------------------------------------------
@@ -232,8 +228,9 @@ struct TopicRef {
       }
       if (op == "COMPARE_EQUAL" || op == "COMPARE_LESSTHANOREQUALTO" || op == "COMPARE_LESSTHAN") {
         to_ts_append.push_back(
-            Function("date_add", Json::array({Cast(constant, "TIMESTAMP WITH TIME ZONE"),
-                                              Function("to_milliseconds", Json::array({BigintConstant(1)}))})));
+            Function("date_add",
+                     Json::array({Cast(constant, "TIMESTAMP WITH TIME ZONE"),
+                                  Function("to_milliseconds", Json::array({BigintConstant(1)}))})));
       }
     }
   }
@@ -341,14 +338,9 @@ class Planner {
   explicit Planner(const TopicPlanOptions& options) : options_(options) {}
 
   // Fills bounds into every topic() call of the tree; true when something changed.
-  bool Walk(Json& j) {
+  bool Walk(Json& root) {
     bool changed = false;
-    if (j.is_object()) {
-      if (StringField(j, "type") == "SELECT_NODE") changed |= PlanSelect(j);
-      for (auto& [k, v] : j.items()) changed |= Walk(v);
-    } else if (j.is_array()) {
-      for (Json& v : j) changed |= Walk(v);
-    }
+    sql_tree::ForEachSelect(root, [&](Json& select) { changed |= PlanSelect(select); });
     return changed;
   }
 
@@ -396,8 +388,7 @@ class Planner {
     int tables = 0;
     Collect(select["from_table"], true, &nodes, &tables);
     if (nodes.empty()) return false;
-    std::vector<const Json*> conjuncts;
-    Conjuncts(select["where_clause"], &conjuncts);
+    std::vector<const Json*> conjuncts = sql_tree::Conjuncts(select["where_clause"]);
     bool changed = false;
     for (Json* node : nodes) {
       TopicRef ref;
@@ -418,62 +409,52 @@ class Planner {
     return changed;
   }
 
-  // The AND-ed parts of a WHERE clause. Nothing under OR or NOT is a conjunct.
-  static void Conjuncts(const Json& e, std::vector<const Json*>* out) {
-    if (!e.is_object()) return;
-    if (StringField(e, "class") == "CONJUNCTION" && StringField(e, "type") == "CONJUNCTION_AND" &&
-        e.contains("children")) {
-      for (const Json& c : e["children"]) Conjuncts(c, out);
-      return;
-    }
-    out->push_back(&e);
-  }
-
   const TopicPlanOptions& options_;
 };
 
-Result<std::string> Plan(duck::Connection& conn, std::string_view full_sql,
-                         const TopicPlanOptions& options) {
-  std::string out(full_sql);
-  if (options.function_name.empty() || !IContains(full_sql, options.function_name) ||
-      full_sql.find('\0') != std::string_view::npos) {
-    return out;
-  }
-  const size_t prefix = duck::ExplainPrefixLength(full_sql);
-  ASSIGN_OR_RETURN(auto rows,
-                   conn.QueryText(fmt::format("SELECT json_serialize_sql({})",
-                                              duck::QuoteLiteral(full_sql.substr(prefix)))));
-  if (rows.size() != 1 || !rows[0][0]) return out;
-  Json tree = Json::parse(*rows[0][0], nullptr, false);
-  // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
-  if (tree.is_discarded() || tree.value("error", true)) return out;
-  Planner planner(options);
-  if (!planner.Walk(tree)) return out;
-  auto text = conn.QueryText(
-      fmt::format("SELECT json_deserialize_sql({})", duck::QuoteLiteral(tree.dump())));
-  if (!text.ok() || text->size() != 1 || !(*text)[0][0]) {
-    // A tree DuckDB cannot print back: the bounds are an optimization, the query runs as
-    // written.
-    SLUICE_LOG(kLog, kWarn, "topic bounds not applied: json_deserialize_sql failed: {}",
-               text.ok() ? "no row" : text.status().message());
-    return out;
-  }
-  return std::string(full_sql.substr(0, prefix)) + *(*text)[0][0];
+}  // namespace
+
+bool MayCallTopic(std::string_view sql, const TopicPlanOptions& options) {
+  return !options.function_name.empty() && IContains(sql, options.function_name) &&
+         sql.find('\0') == std::string_view::npos;
 }
 
-}  // namespace
+Result<bool> PlanTopicTree(sql_tree::SqlTree& tree, const TopicPlanOptions& options) {
+  // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
+  if (!tree.ok() || !MayCallTopic(tree.text(), options)) return false;
+  // nlohmann-json throws on a tree of another shape than DuckDB writes.
+  try {
+    Planner planner(options);
+    if (!planner.Walk(tree.doc())) return false;
+  } catch (const std::exception& e) {
+    return InternalError("unexpected parse tree from DuckDB {}: {}", duck::LibraryVersion(),
+                         e.what());
+  }
+  tree.MarkChanged();
+  return true;
+}
 
 Result<std::string> PlanTopicBounds(duck::Connection& conn, std::string_view sql,
                                     const TopicPlanOptions& options) {
-  // nlohmann-json throws on a tree of another shape than DuckDB writes: the query then runs
-  // as written, without pushed bounds.
-  try {
-    return Plan(conn, sql, options);
-  } catch (const std::exception& e) {
-    SLUICE_LOG(kLog, kWarn, "topic bounds not applied: unexpected parse tree from DuckDB {}: {}",
-               duck::LibraryVersion(), e.what());
-    return std::string(sql);
+  std::string out(sql);
+  if (!MayCallTopic(sql, options)) return out;
+  ASSIGN_OR_RETURN(SqlTree tree, SqlTree::Parse(conn, sql));
+  Result<bool> changed = PlanTopicTree(tree, options);
+  if (!changed.ok()) {
+    // The query then runs as written, without pushed bounds.
+    SLUICE_LOG(kLog, kWarn, "topic bounds not applied: {}", changed.status().message());
+    return out;
   }
+  if (!*changed) return out;
+  Result<std::string> text = tree.Render(conn);
+  if (!text.ok()) {
+    // A tree DuckDB cannot print back: the bounds are an optimization, the query runs as
+    // written.
+    SLUICE_LOG(kLog, kWarn, "topic bounds not applied: json_deserialize_sql failed: {}",
+               text.status().message());
+    return out;
+  }
+  return std::move(*text);
 }
 
 }  // namespace sluice::query

@@ -1,4 +1,4 @@
-// topic() bounds from the WHERE clause (issue 7): plain conjuncts of a SELECT's WHERE on a
+// topic() bounds from the WHERE clause: plain conjuncts of a SELECT's WHERE on a
 // topic() call's `offset`, `timestamp` and `partition` columns become the call's named
 // parameters, so the scan reads only the offsets and partitions that can match.
 //
@@ -12,7 +12,8 @@
 // SQL without the function's name, that DuckDB cannot parse, that is not a SELECT, or whose
 // tree DuckDB cannot print back comes back unchanged. Parsing runs json_serialize_sql /
 // json_deserialize_sql on `conn` and leaves no state on it; an error means `conn` could
-// not run them.
+// not run them. PlanTopicTree is the same pass as one stage on a tree parsed once
+// (query/sql_tree), for the engine.
 #pragma once
 
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query {
 
@@ -31,5 +33,15 @@ struct TopicPlanOptions {
 // there is nothing to push.
 Result<std::string> PlanTopicBounds(duck::Connection& conn, std::string_view sql,
                                     const TopicPlanOptions& options = {});
+
+// Whether `sql` may call the function: a text check that costs no parse. False means
+// planning would hand it back unchanged.
+bool MayCallTopic(std::string_view sql, const TopicPlanOptions& options = {});
+
+// Fills the bounds into the topic() calls of a parsed tree; true when it changed the tree
+// (tree.changed() then). A tree that is not ok() is left as it is. An error (a tree of
+// another shape than DuckDB writes) may leave the tree half changed: the caller plans
+// without the bounds.
+Result<bool> PlanTopicTree(sql_tree::SqlTree& tree, const TopicPlanOptions& options = {});
 
 }  // namespace sluice::query

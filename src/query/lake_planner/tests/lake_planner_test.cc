@@ -372,6 +372,40 @@ TEST_F(LakePlannerTest, StringBoundsTruncatedAtSixteenCharactersKeepLongerValues
   EXPECT_EQ(q.tables[0].stats.files_kept, 8);
 }
 
+// A string bound that is not well-formed UTF-8 (an overlong form, a surrogate) is not
+// trusted: it orders above 'x' by its bytes, but the file holding 'x' must be kept.
+TEST_F(LakePlannerTest, StringBoundsThatAreNotUtf8DoNotPrune) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"tag","required":false,"type":"string"}]})j");
+  lake::Table t = Create("tags", s, lake::PartitionSpec{});
+  std::vector<lake::DataFile> files;
+  for (const std::string bad : {std::string("\xC0\xAF"), std::string("\xED\xA0\x80")}) {
+    lake::DataFile f = File(t, "SELECT 'x' AS tag");
+    f.lower_bounds[1] = bad;  // '/' written in two bytes; U+D800
+    f.upper_bounds[1] = bad;
+    files.push_back(std::move(f));
+  }
+  Append(t, files);
+  for (const char* filter : {"tag = 'x'", "tag < 'y'", "tag <= 'x'"}) {
+    auto plan = PlanLakeQuery(
+        *conn_, fmt::format("SELECT count(*) FROM lake.db.tags WHERE {}", filter), *catalog_);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    ASSERT_EQ(plan->tables.size(), 1u);
+    EXPECT_EQ(plan->tables[0].stats.files_kept, 2) << filter;
+    EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"2"})) << filter;
+  }
+  // Such a string is not written as a literal either; a well-formed one is.
+  EXPECT_FALSE(
+      LiteralSql(lake::Type::Primitive(lake::TypeId::kString), lake::Value::String("\xC0\xAF"))
+          .has_value());
+  EXPECT_FALSE(
+      LiteralSql(lake::Type::Primitive(lake::TypeId::kString), lake::Value::String("\xED\xA0\x80"))
+          .has_value());
+  EXPECT_EQ(
+      LiteralSql(lake::Type::Primitive(lake::TypeId::kString), lake::Value::String("\xC3\xA9")),
+      "'\xC3\xA9'");
+}
+
 TEST_F(LakePlannerTest, BucketAndTruncatePartitions) {
   MakeUsers();
   MakeWords();

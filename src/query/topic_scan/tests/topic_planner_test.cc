@@ -108,7 +108,8 @@ TEST_F(TopicPlannerTest, TimeLowerBoundsAndUpperOnesForLogAppendTime) {
   // Upper time bounds go to to_ts_log_append, which only a LogAppendTime topic applies
   // (CreateTime timestamps need not grow with offsets), a millisecond later.
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') WHERE timestamp < TIMESTAMP '2024-05-01')"),
-            "'e', to_ts_log_append := date_add(CAST(CAST('2024-05-01' AS TIMESTAMP) AS TIMESTAMP WITH TIME ZONE), "
+            "'e', to_ts_log_append := date_add(CAST(CAST('2024-05-01' AS TIMESTAMP) AS TIMESTAMP "
+            "WITH TIME ZONE), "
             "to_milliseconds(1))");
 }
 
@@ -242,6 +243,39 @@ TEST_F(TopicPlannerTest, RestOfTheQuerySurvives) {
     ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
     EXPECT_EQ((*parsed)[0][0].value_or("?"), "false") << planned;
   }
+}
+
+// On a tree of another shape than DuckDB writes the pass changes nothing or says what was
+// wrong; it never crashes (the engine then plans without the bounds).
+TEST_F(TopicPlannerTest, AMalformedTreeIsLeftAloneOrAClearError) {
+  const std::string sql = "SELECT * FROM topic('e') WHERE \"offset\" > 1";
+  // The call's arguments are not a list: not a topic() call this pass knows.
+  sql_tree::SqlTree odd =
+      sql_tree::SqlTree::FromJson(sql, R"({"error": false, "statements": [{"node": {
+      "type": "SELECT_NODE", "where_clause": {"class": "CONSTANT"}, "from_table": {"type": "TABLE_FUNCTION",
+      "alias": "", "function": {"class": "FUNCTION", "function_name": "topic", "children": 5}}}}]})");
+  Result<bool> changed = PlanTopicTree(odd);
+  ASSERT_TRUE(changed.ok()) << changed.status().ToString();
+  EXPECT_FALSE(*changed);
+  EXPECT_FALSE(odd.changed());
+  // A column reference whose names are a number: the pass stops with a Status.
+  sql_tree::SqlTree bad =
+      sql_tree::SqlTree::FromJson(sql, R"({"error": false, "statements": [{"node": {
+      "type": "SELECT_NODE", "from_table": {"type": "TABLE_FUNCTION", "alias": "",
+      "function": {"class": "FUNCTION", "function_name": "topic", "children": []}},
+      "where_clause": {"class": "COMPARISON", "type": "COMPARE_GREATERTHAN",
+      "left": {"class": "COLUMN_REF", "column_names": 7}, "right": {"class": "CONSTANT"}}}}]})");
+  Result<bool> failed = PlanTopicTree(bad);
+  if (!failed.ok()) {
+    EXPECT_EQ(failed.status().code(), StatusCode::kInternal) << failed.status().ToString();
+  } else {
+    EXPECT_FALSE(*failed);
+  }
+  // A tree DuckDB did not parse is left as it is.
+  sql_tree::SqlTree not_parsed = sql_tree::SqlTree::FromJson(sql, "{");
+  changed = PlanTopicTree(not_parsed);
+  ASSERT_TRUE(changed.ok());
+  EXPECT_FALSE(*changed);
 }
 
 }  // namespace

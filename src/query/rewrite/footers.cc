@@ -1,0 +1,251 @@
+// The Parquet footers' bound on a group-by's groups (D18): the rows of the tables its keys
+// read, and an integer key's range in the column statistics, without reading the data.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <deque>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "query/rewrite/key_packing.h"
+#include "query/rewrite/probes.h"
+
+namespace sluice::query::rewrite {
+namespace {
+
+// Text of one expression of a parse tree.
+Result<std::string> ExprText(duck::Connection& conn, const Json& e) {
+  Result<std::string> text = sql_tree::ExpressionSql(conn, e);
+  if (!text.ok()) return PlanningError(text.status(), "json_deserialize_sql");
+  return text;
+}
+
+// The most files whose footers a bound reads (see FooterKeyBound).
+constexpr int64_t kMaxBoundFiles = 256;
+
+}  // namespace
+
+// An upper bound on a group-by's groups from where its keys come from, or nullopt (D18).
+// Every column a key reads must belong to a table ref of the node's own FROM that reads
+// Parquet files (read_parquet, directly or as the lake planner's projection of it, spliced
+// into the tree's text or not). Each such ref bounds the keys reading it by its rows
+// (counted from the footers), and a key that is one of its integer columns by that
+// column's range in the footers' statistics (max - min + 1, and one for NULL); the groups
+// are at most the product over the refs. Each key is a function of one row of the refs it
+// reads (keys are CONSISTENT: DeterminismCheck), so an inner join or a filter only removes
+// combinations; an outer join can add one NULL-extended row per ref, counted as one more
+// row. q2's p.category is bounded by the 50,000 products, q4's customer_id by its range.
+Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_tree::SqlTree& tree,
+                                              const Json& n, const std::vector<Json>& keys,
+                                              const std::vector<Column>& key_cols) {
+  const std::optional<int64_t> none;
+  std::vector<const Json*> refs;
+  bool simple_from = true;
+  std::function<void(const Json&)> collect = [&](const Json& r) {
+    std::string type = Str(r, "type");
+    if (type == "JOIN") {
+      collect(r["left"]);
+      collect(r["right"]);
+    } else if (type == "TABLE_FUNCTION" || type == "SUBQUERY" || type == "BASE_TABLE") {
+      // `AS t(a, b)` renames the columns by position: not followed here.
+      if (r.contains("column_name_alias") && r["column_name_alias"].is_array() &&
+          !r["column_name_alias"].empty()) {
+        simple_from = false;
+      }
+      refs.push_back(&r);
+    } else {
+      simple_from = false;
+    }
+  };
+  if (!n.contains("from_table")) return none;
+  collect(n["from_table"]);
+  if (!simple_from || refs.empty()) return none;
+  // Per ref: the keys reading it, and whether each is a bare column of it (its name).
+  std::map<const Json*, std::vector<std::optional<std::string>>> used;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    bool bounded = true;
+    std::set<const Json*> reads;
+    std::string bare;
+    std::function<void(const Json&)> visit = [&](const Json& e) {
+      if (!bounded) return;
+      if (e.is_object() && Str(e, "class") == "SUBQUERY") {
+        bounded = false;
+        return;
+      }
+      if (e.is_object() && Str(e, "class") == "COLUMN_REF") {
+        const Json& names = e["column_names"];
+        const Json* ref = nullptr;
+        if (names.size() == 1 && refs.size() == 1) {
+          ref = refs[0];
+        } else if (names.size() == 2) {
+          for (const Json* r : refs) {
+            if (IEquals(Str(*r, "alias"), names[0].get<std::string>())) ref = r;
+          }
+        }
+        if (ref == nullptr) {
+          bounded = false;
+        } else {
+          reads.insert(ref);
+          if (&e == &keys[i]) bare = names.back().get<std::string>();
+        }
+        return;
+      }
+      if (e.is_structured()) {
+        for (const Json& c : e) visit(c);
+      }
+    };
+    visit(keys[i]);
+    if (!bounded) return none;
+    bool integer = i < key_cols.size() && OrdinalExpr(key_cols[i].type, "x") == "x::BIGINT" &&
+                   key_cols[i].type != "BOOLEAN";
+    for (const Json* r : reads) {
+      used[r].push_back(!bare.empty() && integer ? std::optional<std::string>(bare) : std::nullopt);
+    }
+  }
+  int64_t bound = 1;
+  std::deque<Json> spliced;  // the parsed scans of lake tables, read below
+  auto times = [](int64_t a, int64_t b) {
+    return b > 0 && a > std::numeric_limits<int64_t>::max() / b
+               ? std::numeric_limits<int64_t>::max()
+               : a * std::max<int64_t>(b, 1);
+  };
+  for (const auto& [r, ref_keys] : used) {
+    // The read_parquet call: the ref itself, or the only FROM of a plain projection.
+    const Json* scan = r;
+    const Json* projection = nullptr;
+    // A lake table's scan is spliced in as text: its tree is parsed here, where it is read.
+    const sql_tree::Splice* splice =
+        Str(*r, "type") == "BASE_TABLE" ? tree.FindSplice(Str(*r, "table_name")) : nullptr;
+    if (splice != nullptr) {
+      std::string_view text = splice->sql;
+      if (text.size() >= 2 && text.front() == '(' && text.back() == ')')
+        text = text.substr(1, text.size() - 2);
+      ASSIGN_OR_RETURN(Json statement, ParseStatement(conn, text));
+      spliced.push_back(std::move(statement));
+    }
+    if (Str(*r, "type") == "SUBQUERY" || splice != nullptr) {
+      const Json& q = splice != nullptr ? spliced.back()["node"] : (*r)["subquery"]["node"];
+      if (Str(q, "type") != "SELECT_NODE" || !IsNullOrMissing(q, "where_clause") ||
+          !q["modifiers"].empty() || !q["group_expressions"].empty() ||
+          !IsNullOrMissing(q, "having") || !IsNullOrMissing(q, "qualify") ||
+          !q.contains("from_table")) {
+        return none;
+      }
+      for (const Json& item : q["select_list"]) {
+        if (Str(item, "class") != "COLUMN_REF" || item["column_names"].size() != 1) return none;
+      }
+      projection = &q["select_list"];
+      scan = &q["from_table"];
+    }
+    if (Str(*scan, "type") != "TABLE_FUNCTION") return none;
+    const Json& call = (*scan)["function"];
+    std::string fn = Lower(Str(call, "function_name"));
+    if (fn != "read_parquet" && fn != "parquet_scan") return none;
+    if (call["children"].empty() || Str(call["children"][0], "class") == "COMPARISON") return none;
+    // Footers are read file by file: past a few hundred files the probe's fixed million
+    // rows costs less than reading them all (a lake of 10,000 files would pay seconds).
+    const Json& file_arg = call["children"][0];
+    if (Str(file_arg, "class") == "FUNCTION" && Str(file_arg, "function_name") == "list_value" &&
+        file_arg["children"].size() > kMaxBoundFiles) {
+      return none;
+    }
+    ASSIGN_OR_RETURN(std::string files, ExprText(conn, file_arg));
+    if (Str(file_arg, "class") == "CONSTANT") {  // a glob: how many files it names
+      ASSIGN_OR_RETURN(auto globbed,
+                       Ask(conn, fmt::format("SELECT count(*) FROM glob({})", files), "glob"));
+      if (globbed.size() != 1 || !globbed[0][0] ||
+          std::atoll(globbed[0][0]->c_str()) > kMaxBoundFiles)
+        return none;
+    }
+    std::string schema_map;  // the lake's field-id schema, when given
+    bool hive_off = false;   // hive_partitioning = false
+    for (const Json& arg : call["children"]) {
+      if (Str(arg, "class") != "COMPARISON" || arg["left"]["column_names"].size() != 1) continue;
+      std::string name = arg["left"]["column_names"][0].get<std::string>();
+      if (IEquals(name, "schema")) {
+        ASSIGN_OR_RETURN(schema_map, ExprText(conn, arg["right"]));
+      } else if (IEquals(name, "hive_partitioning")) {
+        ASSIGN_OR_RETURN(std::string v, ExprText(conn, arg["right"]));
+        hive_off = Lower(v).find("false") != std::string::npos ||
+                   Lower(v).find("'f'") != std::string::npos;
+      } else if (IEquals(name, "union_by_name") || IEquals(name, "filename") ||
+                 IEquals(name, "file_row_number")) {
+        return none;  // columns that are not the files' own
+      }
+    }
+    ASSIGN_OR_RETURN(auto counted,
+                     Ask(conn,
+                         fmt::format("SELECT sum(num_rows)::BIGINT, count(*), "
+                                     "bool_or(regexp_matches(file_name, '/[^/]+=[^/]*/')) "
+                                     "FROM parquet_file_metadata({})",
+                                     files),
+                         "row count of a key's table"));
+    if (counted.size() != 1 || !counted[0][0] || !counted[0][1]) return none;
+    // One more than the rows: an outer join's side may add a NULL key.
+    int64_t ref_rows = std::atoll(counted[0][0]->c_str()) + 1;
+    int64_t file_count = std::atoll(counted[0][1]->c_str());
+    // A hive path's value replaces a file column of its name: the footers do not hold it.
+    bool hive_paths = counted[0][2] && *counted[0][2] == "true" && !hive_off;
+    // The range product of its keys when every one is a bare integer column.
+    std::optional<int64_t> range = 1;
+    if (hive_paths) range.reset();
+    for (const std::optional<std::string>& key : ref_keys) {
+      if (!key || !range) {
+        range.reset();
+        break;
+      }
+      std::string column = *key;
+      if (projection != nullptr) {  // the projection's output name is its column's name
+        bool found = false;
+        for (const Json& item : *projection) {
+          std::string out = Str(item, "alias").empty() ? item["column_names"][0].get<std::string>()
+                                                       : Str(item, "alias");
+          if (IEquals(out, column)) {
+            column = item["column_names"][0].get<std::string>();
+            found = true;
+          }
+        }
+        if (!found) return none;
+      }
+      std::string which =
+          schema_map.empty()
+              ? fmt::format("name = {}", duck::QuoteLiteral(column))
+              : fmt::format(
+                    "field_id = (SELECT k FROM (SELECT unnest(map_keys(m)) AS k, "
+                    "unnest(map_values(m)) AS v FROM (SELECT {} AS m)) WHERE v.name = {})",
+                    schema_map, duck::QuoteLiteral(column));
+      // Every row group of every file must have both statistics of the column.
+      ASSIGN_OR_RETURN(
+          auto stats,
+          Ask(conn,
+              fmt::format("WITH s AS (SELECT file_name, name FROM parquet_schema({0}) WHERE {1}) "
+                          "SELECT (max(TRY_CAST(m.stats_max_value AS HUGEINT)) - "
+                          "min(TRY_CAST(m.stats_min_value AS HUGEINT)) + 2)::VARCHAR, "
+                          "count(DISTINCT m.file_name), count(*) FILTER (WHERE "
+                          "TRY_CAST(m.stats_min_value AS HUGEINT) IS NULL OR "
+                          "TRY_CAST(m.stats_max_value AS HUGEINT) IS NULL) "
+                          "FROM parquet_metadata({0}) m JOIN s ON m.file_name = s.file_name AND "
+                          "m.path_in_schema = s.name",
+                          files, which),
+              "statistics of a key's column"));
+      if (stats.size() != 1 || !stats[0][0] || !stats[0][1] || !stats[0][2] ||
+          std::atoll(stats[0][1]->c_str()) != file_count || std::atoll(stats[0][2]->c_str()) != 0) {
+        range.reset();
+        break;
+      }
+      // Beyond int64 (HUGEINT text longer than 18 digits): no bound from it.
+      const std::string& width = *stats[0][0];
+      if (width.size() > 18 || width.empty() || width[0] == '-') {
+        range.reset();
+        break;
+      }
+      range = times(*range, std::atoll(width.c_str()));
+    }
+    bound = times(bound, range ? std::min(*range, ref_rows) : ref_rows);
+  }
+  return std::optional<int64_t>(bound);
+}
+
+}  // namespace sluice::query::rewrite

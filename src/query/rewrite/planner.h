@@ -1,0 +1,73 @@
+// The rewrites' planner: tries each node of one statement's tree that could be rewritten
+// (the latest-row rewrite in latest_row.cc, the group-by rewrite in group_by.cc) and turns
+// the first that applies into steps and a final SELECT (planner.cc).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "query/rewrite/common.h"
+#include "query/rewrite/probes.h"
+#include "query/rewrite/rewrite.h"
+#include "query/rewrite/shapes.h"
+
+namespace sluice::query::rewrite {
+
+// Lifecycle: one per PlanRewrite call, on the caller's thread. `tree` (not changed: the
+// planner works on its own copy) and `options` must outlive it.
+class Planner {
+ public:
+  Planner(duck::Connection& conn, const RewriteOptions& options, const sql_tree::SqlTree& tree)
+      : conn_(conn), options_(options), tree_(tree) {}
+
+  // The plan of the first candidate a rewrite applies to; NotApplicable (Unimplemented)
+  // with the reason when none does.
+  Result<Plan> Run();
+
+ private:
+  using PartSql = std::function<std::string(int part)>;
+
+  // ---- latest row per key (latest_row.cc)
+
+  // The ROW_NUMBER of a latest-row node: its select item (with an alias) or its QUALIFY.
+  struct WindowMatch {
+    const Json* window = nullptr;
+    int item = -1;  // index in the select list, -1 when only in QUALIFY
+    std::string alias;
+  };
+  bool IsLatestRowShape(const Candidate& c) const;
+  Result<WindowMatch> MatchWindow(const Candidate& c) const;
+  Result<Plan> TryLatestRow(Candidate& c);
+
+  // ---- group-by with very many groups (group_by.cc)
+
+  Result<Plan> TryGroupBy(Candidate& c);
+
+  // ---- shared (planner.cc)
+
+  // SQL text of a query node of the tree (or built from it), spliced scans put back.
+  Result<std::string> Render(const Json& node);
+  // The final SELECT: the whole tree once the rewritten node's slot was replaced, the CTE
+  // it came from dropped when nothing else references it.
+  Result<std::string> RenderFinal(const Candidate& c);
+  int PartsFor(int64_t groups, int64_t per_group) const;
+  Status LoadCatalogueOnce();
+  // The steps into a temp table and the final SELECT: the query with the rewritten node's
+  // table ref (or the whole query) replaced by the temp table.
+  Result<Plan> Finish(Candidate& c, RewriteKind kind, int parts, const PartSql& part_sql,
+                      const std::string& how);
+  // D17: the consumer's count/sum/min/max run per part and combined after; nullopt when
+  // the consumer is any other shape.
+  Result<std::optional<Plan>> TryPartialConsumer(Candidate& c, const Plan& base, int parts,
+                                                 const PartSql& part_sql);
+
+  duck::Connection& conn_;
+  const RewriteOptions& options_;
+  const sql_tree::SqlTree& tree_;
+  Json root_doc_;  // a copy of tree_'s document, changed by the rewrite
+  Catalogue cat_;
+  bool cat_loaded_ = false;
+};
+
+}  // namespace sluice::query::rewrite
