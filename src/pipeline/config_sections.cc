@@ -42,7 +42,7 @@ void Walker::Connection(const MapView& m, KafkaConnectionConfig* out, bool consu
       s.key_location = String(ssl, "key_location", false).value_or("");
       s.key_password = String(ssl, "key_password", false).value_or("");
       if (auto alg = String(ssl, "endpoint_identification_algorithm", false)) {
-        std::string a = Lower(Trim(*alg));
+        std::string a = AsciiLower(Trim(*alg));
         if (a != "https" && a != "none") {
           Error(EntryLine(*ssl.Find("endpoint_identification_algorithm"), ssl.line),
                 Join(ssl.path, "endpoint_identification_algorithm"),
@@ -59,7 +59,7 @@ void Walker::Connection(const MapView& m, KafkaConnectionConfig* out, bool consu
     if (sasl.present) {
       KafkaSaslConfig s;
       if (auto mech = String(sasl, "mechanism", true)) {
-        s.mechanism = Upper(Trim(*mech));
+        s.mechanism = AsciiUpper(Trim(*mech));
         if (std::find(std::begin(kMechanisms), std::end(kMechanisms), s.mechanism) ==
             std::end(kMechanisms)) {
           Error(

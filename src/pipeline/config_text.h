@@ -10,28 +10,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/strings.h"
+
 namespace sluice::pipeline::config_internal {
 
 // Errors reported at most; the rest are counted.
 inline constexpr size_t kMaxErrors = 50;
-
-inline std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-inline std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-inline std::string_view Trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 // A value quoted in an error message, cut short so that a huge value cannot flood it.
 inline std::string Quote(std::string_view value) {

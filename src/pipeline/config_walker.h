@@ -286,7 +286,7 @@ class Walker {
       }
       std::string hint;
       for (std::string_view k : known) {
-        if (EditDistance(Lower(name), k) <= 2) {
+        if (EditDistance(AsciiLower(name), k) <= 2) {
           hint = fmt::format(" (did you mean `{}`?)", k);
           break;
         }
@@ -370,7 +370,7 @@ class Walker {
                                                                       {"gib", int64_t{1} << 30},
                                                                       {"tb", 1000000000000},
                                                                       {"tib", int64_t{1} << 40}};
-    std::string unit = Lower(Trim(t.substr(digits)));
+    std::string unit = AsciiLower(Trim(t.substr(digits)));
     const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
                                  [&](const auto& p) { return p.first == unit; });
     int64_t n = 0;
@@ -403,7 +403,7 @@ class Walker {
     while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
     static constexpr std::pair<std::string_view, int64_t> kUnits[] = {
         {"ms", 1000}, {"s", 1000000}, {"m", 60000000}, {"h", 3600000000}, {"d", 86400000000}};
-    std::string unit = Lower(Trim(t.substr(digits)));
+    std::string unit = AsciiLower(Trim(t.substr(digits)));
     const auto* u = std::find_if(std::begin(kUnits), std::end(kUnits),
                                  [&](const auto& p) { return p.first == unit; });
     int64_t n = 0;
@@ -436,7 +436,7 @@ class Walker {
     if (!s) return std::nullopt;
     std::string_view value = Trim(*s);
     for (const auto& e : table) {
-      if (case_insensitive ? Lower(e.name) == Lower(value) : e.name == value) return e.value;
+      if (case_insensitive ? AsciiLower(e.name) == AsciiLower(value) : e.name == value) return e.value;
     }
     int line = EntryLine(*m.Find(key), m.line);
     std::string path = Join(m.path, key);

@@ -267,13 +267,13 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
     }
   }
   if (config.handler.type == HandlerType::kStructuredBatch && !config.handler.table.empty()) {
-    std::string table = Lower(config.handler.table);
+    std::string table = AsciiLower(config.handler.table);
     bool declared =
         std::any_of(
             config.commands.begin(), config.commands.end(),
-            [&](const SqlCommand& c) { return Lower(c.sql).find(table) != std::string::npos; }) ||
+            [&](const SqlCommand& c) { return AsciiLower(c.sql).find(table) != std::string::npos; }) ||
         std::any_of(config.tables.begin(), config.tables.end(), [&](const TableConfig& t) {
-          return Lower(t.sql).find(table) != std::string::npos;
+          return AsciiLower(t.sql).find(table) != std::string::npos;
         });
     if (!declared) {
       Warn(0, "pipeline.handler.table",

@@ -338,7 +338,7 @@ std::string DescribePipeline(const PipelineConfig& c) {
 std::map<std::string, std::string> KafkaClientProperties(const KafkaConnectionConfig& kafka) {
   std::map<std::string, std::string> p;
   p["bootstrap.servers"] = fmt::format("{}", fmt::join(kafka.brokers, ","));
-  if (kafka.security_protocol) p["security.protocol"] = Lower(Name(*kafka.security_protocol));
+  if (kafka.security_protocol) p["security.protocol"] = AsciiLower(Name(*kafka.security_protocol));
   if (kafka.sasl) {
     p["sasl.mechanisms"] = kafka.sasl->mechanism;
     if (!kafka.sasl->username.empty()) p["sasl.username"] = kafka.sasl->username;

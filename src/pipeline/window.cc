@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strings.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 
@@ -34,16 +35,10 @@ constexpr std::string_view kCapNow = "(SELECT cap FROM sluice_window_params)";
 // The columns the state adds to the result's.
 constexpr std::string_view kInternal = "sluice_t, sluice_end, sluice_emitted, sluice_batch";
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The SQL that gives a column's event time in microseconds (NULL when there is none), by
 // its DuckDB type; empty when the type cannot be a time.
 std::string TimeExpr(std::string_view column, std::string_view type) {
-  std::string t = Lower(type);
+  std::string t = AsciiLower(type);
   if (t == "timestamp with time zone") return fmt::format("epoch_us({})", column);
   if (t == "timestamp" || t == "timestamp_s" || t == "timestamp_ms" || t == "timestamp_ns" || t == "date") {
     return fmt::format("epoch_us({}::TIMESTAMP)", column);
@@ -246,7 +241,7 @@ struct WindowEngine::Impl {
     ASSIGN_OR_RETURN(auto columns, Describe(relation));
     std::vector<std::string> names;
     for (const auto& [name, type] : columns) {
-      if (Lower(name) != Lower(config.time_column)) {
+      if (AsciiLower(name) != AsciiLower(config.time_column)) {
         names.push_back(name);
         continue;
       }
@@ -266,7 +261,7 @@ struct WindowEngine::Impl {
   // Creates the rows table from the result's columns, or adds the ones it lacks.
   Status PrepareTable(std::string_view result, const std::vector<std::pair<std::string, std::string>>& columns) {
     for (const auto& [name, type] : columns) {
-      std::string l = Lower(name);
+      std::string l = AsciiLower(name);
       if (l == "window_start" || l == "window_end" || l.rfind("sluice_", 0) == 0) {
         return InvalidArgumentError(
             "the handler's result has a column named {}, which the window state uses itself; rename it", name);
@@ -291,10 +286,10 @@ struct WindowEngine::Impl {
       m.table_ready = true;
     }
     for (const auto& [name, type] : columns) {
-      if (m.table_columns.count(Lower(name)) != 0) continue;
+      if (m.table_columns.count(AsciiLower(name)) != 0) continue;
       RETURN_IF_ERROR(ddl(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kRows, QuoteIdentifier(name), type)));
       Unprepare();
-      m.table_columns.insert(Lower(name));
+      m.table_columns.insert(AsciiLower(name));
       m.table_order.push_back(name);
     }
     return Status::OK();
@@ -308,7 +303,7 @@ struct WindowEngine::Impl {
     m.table_columns.clear();
     m.table_order.clear();
     for (const auto& row : rows) {
-      m.table_columns.insert(Lower(row[0].value_or("")));
+      m.table_columns.insert(AsciiLower(row[0].value_or("")));
       m.table_order.push_back(row[0].value_or(""));
     }
     return Status::OK();
@@ -537,7 +532,7 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
     ASSIGN_OR_RETURN(auto columns, impl.Describe(result));
     ASSIGN_OR_RETURN(m.result_time, impl.TimeOf(result, "the handler's result", "r"));
     m.result_columns.clear();
-    for (const auto& [name, type] : columns) m.result_columns.insert(Lower(name));
+    for (const auto& [name, type] : columns) m.result_columns.insert(AsciiLower(name));
     RETURN_IF_ERROR(impl.PrepareTable(result, columns));
     m.result_generation = result_generation;
     impl.stats.reset();
@@ -592,7 +587,7 @@ Result<uint64_t> WindowEngine::Add(std::string_view result, uint64_t result_gene
     const bool session = c.type == WindowType::kSession;
     std::vector<std::string> select;
     for (const std::string& column : m.table_order) {
-      const std::string l = Lower(column);
+      const std::string l = AsciiLower(column);
       if (l == "window_start") {
         select.push_back(session ? "NULL::TIMESTAMPTZ" : "make_timestamptz(sluice_s)");
       } else if (l == "window_end") {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "base/strings.h"
 #include "query/lake_planner/lake_catalog.h"
 #include "query/lake_planner/lake_planner.h"
 #include "query/pg_catalog/catalog.h"
@@ -110,8 +111,7 @@ namespace {
 // A statement that reads the Postgres catalog emulation (psql's \d, a driver's metadata
 // call): the lake relations there are brought up to date first.
 bool ReadsCatalog(std::string_view sql) {
-  std::string lower(sql);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string lower = AsciiLower(sql);
   return lower.find("pg_catalog") != std::string::npos ||
          lower.find("information_schema") != std::string::npos ||
          lower.find("pg_class") != std::string::npos ||

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "base/strings.h"
 #include "base/utf8.h"
 
 namespace sluice::query {
@@ -65,12 +66,6 @@ std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
   while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
   return s;
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 // The words and the rest: a small tokenizer over the statement's start.
@@ -153,9 +148,9 @@ SettingTarget ParseSettingTarget(std::string_view statement) {
   }
   if (i >= t.size()) return out;
   if (t[i].word) {
-    out.name = Lower(t[i].text);
+    out.name = AsciiLower(t[i].text);
   } else if (t[i].text.size() >= 2 && t[i].text.front() == '"') {
-    out.name = Lower(Unquote(t[i].text));
+    out.name = AsciiLower(Unquote(t[i].text));
   } else {
     return out;
   }
@@ -563,7 +558,7 @@ class CopyParser {
   // The name at k as Postgres folds it: lower-cased, or the quoted identifier's text.
   std::string FoldedName(size_t k) const {
     if (QuotedIdent(k)) return Unquote(t_[k].text);
-    return Lower(s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
+    return AsciiLower(s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
   }
   std::string Near(size_t k) const {
     if (k >= t_.size()) return "syntax error at end of input";
@@ -640,7 +635,7 @@ Result<CopyArg> CopyParser::ParseArg() {
     ASSIGN_OR_RETURN(a.text, String());
   } else if (t_[i_].word) {
     a.kind = CopyArg::Kind::kWord;
-    a.text = Lower(t_[i_++].text);
+    a.text = AsciiLower(t_[i_++].text);
   } else if (Punct(i_, '*')) {
     a.kind = CopyArg::Kind::kStar;
     ++i_;
@@ -686,7 +681,7 @@ Status CopyParser::ParseOptions(CopyOptions& o) {
     ++i_;
     while (true) {
       if (i_ >= t_.size() || !t_[i_].word) return CopyError("42601", Near(i_));
-      std::string name = Lower(t_[i_++].text);
+      std::string name = AsciiLower(t_[i_++].text);
       ASSIGN_OR_RETURN(CopyArg arg, ParseArg());
       RETURN_IF_ERROR(Set(name, std::move(arg)));
       if (Punct(i_, ',')) {
@@ -711,10 +706,10 @@ Status CopyParser::ParseOptions(CopyOptions& o) {
     };
     while (i_ < t_.size()) {
       if (Word(i_, "BINARY") || Word(i_, "CSV")) {
-        RETURN_IF_ERROR(Set("format", {CopyArg::Kind::kWord, Lower(t_[i_].text), {}}));
+        RETURN_IF_ERROR(Set("format", {CopyArg::Kind::kWord, AsciiLower(t_[i_].text), {}}));
         ++i_;
       } else if (Word(i_, "HEADER") || Word(i_, "FREEZE")) {
-        RETURN_IF_ERROR(Set(Lower(t_[i_].text), {}));
+        RETURN_IF_ERROR(Set(AsciiLower(t_[i_].text), {}));
         ++i_;
       } else if (Word(i_, "DELIMITER")) {
         RETURN_IF_ERROR(string_option("delimiter"));
@@ -757,7 +752,7 @@ Status CopyParser::ParseOptions(CopyOptions& o) {
 // Postgres's ProcessCopyOptions for COPY TO, with its SQLSTATEs and messages.
 Status CopyParser::Check(CopyOptions& o) {
   auto boolean = [](const std::string& name, const CopyArg& a) -> Result<bool> {
-    std::string v = Lower(a.text);
+    std::string v = AsciiLower(a.text);
     switch (a.kind) {
       case CopyArg::Kind::kNone: return true;
       case CopyArg::Kind::kNumber:
@@ -786,7 +781,7 @@ Status CopyParser::Check(CopyOptions& o) {
   for (const auto& [name, a] : options_) {
     if (name == "format") {
       ASSIGN_OR_RETURN(std::string f, string(name, a));
-      std::string lf = Lower(f);
+      std::string lf = AsciiLower(f);
       if (lf == "text") {
         o.format = CopyFormat::kText;
       } else if (lf == "csv") {
@@ -811,7 +806,7 @@ Status CopyParser::Check(CopyOptions& o) {
       ASSIGN_OR_RETURN(escape, string(name, a));
     } else if (name == "encoding") {
       ASSIGN_OR_RETURN(std::string e, string(name, a));
-      std::string le = Lower(e);
+      std::string le = AsciiLower(e);
       if (le != "utf8" && le != "utf-8" && le != "unicode") {
         return CopyError("0A000", fmt::format("COPY encoding \"{}\" is not supported: the server speaks UTF8", e));
       }

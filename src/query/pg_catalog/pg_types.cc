@@ -1,6 +1,7 @@
 // The type table below is Postgres 15's pg_type.dat, reduced to the types DuckDB values
 // are mapped to, plus the few that catalog queries name (oid, name, char, regclass ...).
 #include "query/pg_catalog/pg_types.h"
+#include "base/strings.h"
 
 #include <algorithm>
 #include <array>
@@ -67,12 +68,6 @@ constexpr std::array<PgType, 52> kTypes = {{
     {2951, "_uuid", "uuid[]", -1, 'A', 2950, 0},
 }};
 
-std::string Upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 // The oid of a scalar DuckDB type name (no parameters, upper case), or 0.
 uint32_t ScalarOid(std::string_view t) {
   static constexpr std::array<std::pair<std::string_view, uint32_t>, 44> kMap = {{
@@ -107,7 +102,7 @@ const PgType* FindPgType(uint32_t oid) {
 }
 
 PgTypeRef PgTypeForDuckDB(std::string_view duckdb_type) {
-  std::string t = Upper(duckdb_type);
+  std::string t = AsciiUpper(duckdb_type);
   while (!t.empty() && t.back() == ' ') t.pop_back();
   bool array = false;
   if (t.size() > 2 && t.ends_with("[]")) {

@@ -15,6 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/strings.h"
 #include "query/pg_catalog/lexer.h"
 
 namespace sluice::query::pg_catalog {
@@ -22,12 +23,6 @@ namespace {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
 constexpr uint32_t kNoPrefix = static_cast<uint32_t>(-1);
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
 
 bool EqualsWord(std::string_view a, std::string_view word) {
   if (a.size() != word.size()) return false;
@@ -58,7 +53,7 @@ bool IsReserved(std::string_view word) {
       "like",   "limit",   "natural", "not",       "offset",   "on",      "or",      "order",
       "outer",  "over",    "qualify", "returning", "right",    "select",  "similar", "some",
       "then",   "union",   "using",   "where"};
-  const std::string w = Lower(word);
+  const std::string w = AsciiLower(word);
   return std::find(kWords.begin(), kWords.end(), w) != kWords.end() || w == "when" ||
          w == "values" || w == "with" || w == "window" || w == "tablesample" || w == "ordinality";
 }
@@ -74,7 +69,7 @@ std::string NameOf(const Token& t) {
     }
     return out;
   }
-  return Lower(t.text);
+  return AsciiLower(t.text);
 }
 
 // The functions InstallCatalog() creates for the reg* casts: [0] for a string literal
@@ -511,7 +506,7 @@ class Rewriter {
       return true;
     }
     if (in_[k].kind == TokenKind::kQuoted) {
-      const std::string name = Lower(NameOf(in_[k]));
+      const std::string name = AsciiLower(NameOf(in_[k]));
       if (name == "c" || name == "posix" || name == "default" || name == "ucs_basic" ||
           name.find('.') != std::string::npos) {
         drop_until_ = k;

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/strings.h"
 #include "base/status.h"
 #include "duck/database.h"
 #include "query/sql_tree/sql_tree.h"
@@ -22,14 +23,6 @@ template <typename... Args>
 Status NotApplicable(fmt::format_string<Args...> f, Args&&... args) {
   return UnimplementedError(f, std::forward<Args>(args)...);
 }
-
-inline std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-inline bool IEquals(std::string_view a, std::string_view b) { return Lower(a) == Lower(b); }
 
 inline std::string Str(const Json& j, const char* key) { return sql_tree::StringField(j, key); }
 

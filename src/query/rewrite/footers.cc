@@ -81,7 +81,7 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
           ref = refs[0];
         } else if (names.size() == 2) {
           for (const Json* r : refs) {
-            if (IEquals(Str(*r, "alias"), names[0].get<std::string>())) ref = r;
+            if (EqualsIgnoreCase(Str(*r, "alias"), names[0].get<std::string>())) ref = r;
           }
         }
         if (ref == nullptr) {
@@ -141,7 +141,7 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
     }
     if (Str(*scan, "type") != "TABLE_FUNCTION") return none;
     const Json& call = (*scan)["function"];
-    std::string fn = Lower(Str(call, "function_name"));
+    std::string fn = AsciiLower(Str(call, "function_name"));
     if (fn != "read_parquet" && fn != "parquet_scan") return none;
     if (call["children"].empty() || Str(call["children"][0], "class") == "COMPARISON") return none;
     // Footers are read file by file: past a few hundred files the probe's fixed million
@@ -164,14 +164,14 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
     for (const Json& arg : call["children"]) {
       if (Str(arg, "class") != "COMPARISON" || arg["left"]["column_names"].size() != 1) continue;
       std::string name = arg["left"]["column_names"][0].get<std::string>();
-      if (IEquals(name, "schema")) {
+      if (EqualsIgnoreCase(name, "schema")) {
         ASSIGN_OR_RETURN(schema_map, ExprText(conn, arg["right"]));
-      } else if (IEquals(name, "hive_partitioning")) {
+      } else if (EqualsIgnoreCase(name, "hive_partitioning")) {
         ASSIGN_OR_RETURN(std::string v, ExprText(conn, arg["right"]));
-        hive_off = Lower(v).find("false") != std::string::npos ||
-                   Lower(v).find("'f'") != std::string::npos;
-      } else if (IEquals(name, "union_by_name") || IEquals(name, "filename") ||
-                 IEquals(name, "file_row_number")) {
+        hive_off = AsciiLower(v).find("false") != std::string::npos ||
+                   AsciiLower(v).find("'f'") != std::string::npos;
+      } else if (EqualsIgnoreCase(name, "union_by_name") || EqualsIgnoreCase(name, "filename") ||
+                 EqualsIgnoreCase(name, "file_row_number")) {
         return none;  // columns that are not the files' own
       }
     }
@@ -202,7 +202,7 @@ Result<std::optional<int64_t>> FooterKeyBound(duck::Connection& conn, const sql_
         for (const Json& item : *projection) {
           std::string out = Str(item, "alias").empty() ? item["column_names"][0].get<std::string>()
                                                        : Str(item, "alias");
-          if (IEquals(out, column)) {
+          if (EqualsIgnoreCase(out, column)) {
             column = item["column_names"][0].get<std::string>();
             found = true;
           }

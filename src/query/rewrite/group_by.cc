@@ -48,7 +48,7 @@ Result<Plan> Planner::TryGroupBy(Candidate& c) {
   }
   int aggregates = 0;
   ForEachOwnExpression(n["select_list"], [&](const Json& e) {
-    if (Str(e, "class") == "FUNCTION" && cat_[Lower(Str(e, "function_name"))].aggregate)
+    if (Str(e, "class") == "FUNCTION" && cat_[AsciiLower(Str(e, "function_name"))].aggregate)
       ++aggregates;
   });
   if (aggregates == 0) aggregates = 1;

@@ -117,7 +117,7 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
       }
       if (IsRowNumber(e) && m.window == &e) return true;
       if (Str(e, "class") == "COLUMN_REF" && !m.alias.empty() && e["column_names"].size() == 1 &&
-          IEquals(e["column_names"][0].get<std::string>(), m.alias)) {
+          EqualsIgnoreCase(e["column_names"][0].get<std::string>(), m.alias)) {
         return true;
       }
       return false;
@@ -131,9 +131,9 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
       if (IsFirstRowFilter(*conj, [&](const Json& e) {
             if (Str(e, "class") != "COLUMN_REF") return false;
             const Json& parts = e["column_names"];
-            if (parts.empty() || !IEquals(parts.back().get<std::string>(), m.alias)) return false;
+            if (parts.empty() || !EqualsIgnoreCase(parts.back().get<std::string>(), m.alias)) return false;
             return parts.size() == 1 ||
-                   (parts.size() == 2 && IEquals(parts[0].get<std::string>(), c.ref_alias));
+                   (parts.size() == 2 && EqualsIgnoreCase(parts[0].get<std::string>(), c.ref_alias));
           })) {
         filtered = true;
       }
@@ -164,7 +164,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   // No aggregate at the window query's own level (it would make one row of everything).
   Status own_ok;
   ForEachOwnExpression(n["select_list"], [&](const Json& e) {
-    if (Str(e, "class") == "FUNCTION" && cat_[Lower(Str(e, "function_name"))].aggregate) {
+    if (Str(e, "class") == "FUNCTION" && cat_[AsciiLower(Str(e, "function_name"))].aggregate) {
       own_ok = NotApplicable("an aggregate beside ROW_NUMBER");
     }
   });
@@ -217,9 +217,9 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   std::vector<Column> order_cols(cols.end() - static_cast<long>(norders), cols.end());
   std::set<std::string> seen;
   for (const Column& col : out_cols) {
-    if (!seen.insert(Lower(col.name)).second)
+    if (!seen.insert(AsciiLower(col.name)).second)
       return NotApplicable("duplicate output column {}", col.name);
-    if (Lower(col.name).rfind("__sluice_", 0) == 0)
+    if (AsciiLower(col.name).rfind("__sluice_", 0) == 0)
       return NotApplicable("a column named {}", col.name);
   }
   RETURN_IF_ERROR(CheckKeyTypes(conn_, key_cols));
@@ -246,7 +246,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
         (!item.contains("rename_list") || item["rename_list"].empty()) &&
         IsNullOrMissing(item, "expr")) {
       plain_star = true;
-      star_relation = Lower(Str(item, "relation_name"));
+      star_relation = AsciiLower(Str(item, "relation_name"));
     }
   }
   // Kept columns that are a partition key (read from the GROUP BY) or an order key (decoded
@@ -255,22 +255,22 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   auto output_name = [&](const Json& e) -> std::optional<std::string> {
     if (Str(e, "class") != "COLUMN_REF") return std::nullopt;
     const Json& parts = e["column_names"];
-    std::string name = Lower(parts.back().get<std::string>());
+    std::string name = AsciiLower(parts.back().get<std::string>());
     for (const Json& item : n["select_list"]) {
       if (Str(item, "class") != "COLUMN_REF") continue;
       const Json& ip = item["column_names"];
-      if (Lower(ip.back().get<std::string>()) != name) continue;
-      if (!Str(item, "alias").empty() && !IEquals(Str(item, "alias"), name)) continue;
+      if (AsciiLower(ip.back().get<std::string>()) != name) continue;
+      if (!Str(item, "alias").empty() && !EqualsIgnoreCase(Str(item, "alias"), name)) continue;
       if (parts.size() == 1 || ip.size() == 1) return name;
       if (parts.size() != ip.size()) return std::nullopt;
       for (size_t i = 0; i < parts.size(); ++i) {
-        if (!IEquals(parts[i].get<std::string>(), ip[i].get<std::string>())) return std::nullopt;
+        if (!EqualsIgnoreCase(parts[i].get<std::string>(), ip[i].get<std::string>())) return std::nullopt;
       }
       return name;
     }
     if (plain_star &&
         (star_relation.empty() || parts.size() == 1 ||
-         (parts.size() == 2 && Lower(parts[0].get<std::string>()) == star_relation))) {
+         (parts.size() == 2 && AsciiLower(parts[0].get<std::string>()) == star_relation))) {
       return name;
     }
     return std::nullopt;
@@ -287,10 +287,10 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   std::vector<Column> kept;      // carried through the aggregate
   std::vector<Column> tiebreak;  // kept columns that may differ across full ties
   for (const Column& col : out_cols) {
-    if (IEquals(col.name, m.alias)) continue;  // the constant 1
-    if (referenced && !referenced->count(Lower(col.name))) continue;
+    if (EqualsIgnoreCase(col.name, m.alias)) continue;  // the constant 1
+    if (referenced && !referenced->count(AsciiLower(col.name))) continue;
     kept.push_back(col);
-    if (!partition_of.count(Lower(col.name)) && !order_of.count(Lower(col.name)))
+    if (!partition_of.count(AsciiLower(col.name)) && !order_of.count(AsciiLower(col.name)))
       tiebreak.push_back(col);
   }
 
@@ -424,7 +424,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       return f.decode(code);
     };
     for (size_t i = 0; i < kept.size(); ++i) {
-      std::string l = Lower(kept[i].name);
+      std::string l = AsciiLower(kept[i].name);
       if (auto it = partition_of.find(l); it != partition_of.end()) {
         extract[i] = fmt::format("__sluice_k{}", it->second);
       } else if (auto ot = order_of.find(l);
@@ -432,7 +432,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
         extract[i] = from_key(order_fields[ot->second]);
       } else if (auto et = std::find_if(
                      exact_cols.begin(), exact_cols.end(),
-                     [&](size_t t) { return IEquals(tiebreak[t].name, kept[i].name); });
+                     [&](size_t t) { return EqualsIgnoreCase(tiebreak[t].name, kept[i].name); });
                  et != exact_cols.end()) {
         extract[i] = from_key(exact_fields[static_cast<size_t>(et - exact_cols.begin())]);
       } else {
@@ -457,7 +457,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
     // per row instead of one per column), or of the column itself when there is one.
     std::vector<size_t> carried;
     for (size_t i = 0; i < kept.size(); ++i) {
-      if (auto it = partition_of.find(Lower(kept[i].name)); it != partition_of.end()) {
+      if (auto it = partition_of.find(AsciiLower(kept[i].name)); it != partition_of.end()) {
         extract[i] = fmt::format("__sluice_k{}", it->second);
       } else {
         carried.push_back(i);
@@ -496,7 +496,7 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
   std::vector<std::string> select_cols;
   size_t kept_i = 0;
   for (const Column& col : out_cols) {
-    if (IEquals(col.name, m.alias)) {
+    if (EqualsIgnoreCase(col.name, m.alias)) {
       select_cols.push_back(fmt::format("1::BIGINT AS {}", Quote(col.name)));
     } else if (kept_i < kept.size() && kept[kept_i].name == col.name) {
       select_cols.push_back(fmt::format("{} AS {}", extract[kept_i], Quote(col.name)));

@@ -164,7 +164,7 @@ Result<std::optional<Plan>> Planner::TryPartialConsumer(Candidate& c, const Plan
   std::function<void(Json&, bool)> replace = [&](Json& j, bool inside_aggregate) {
     if (!j.is_structured() || !ok) return;
     if (j.is_object() && Str(j, "class") == "FUNCTION" && !inside_aggregate) {
-      std::string name = Lower(Str(j, "function_name"));
+      std::string name = AsciiLower(Str(j, "function_name"));
       auto it = cat_.find(name);
       if (it != cat_.end() && it->second.aggregate) {
         bool simple = (name == "count_star" || name == "count" || name == "sum" || name == "min" ||
@@ -230,7 +230,7 @@ Result<std::optional<Plan>> Planner::TryPartialConsumer(Candidate& c, const Plan
   ASSIGN_OR_RETURN(std::string first, partial_sql(0));
   ASSIGN_OR_RETURN(std::vector<Column> types, Describe(conn_, first));
   for (size_t k = 0; k < types.size() && k < partials.size(); ++k) {
-    std::string name = Lower(Str(partials[k], "function_name"));
+    std::string name = AsciiLower(Str(partials[k], "function_name"));
     const std::string& t = types[k].type;
     bool exact = t == "HUGEINT" || t == "BIGINT" || t == "INTEGER" || t == "UBIGINT" ||
                  t == "UHUGEINT" || t.rfind("DECIMAL", 0) == 0;

@@ -64,7 +64,7 @@ Result<std::optional<Plan>> PlanRewrite(duck::Connection& conn, const sql_tree::
     std::set<std::string> seen;
     std::vector<std::string> names;
     for (const Column& col : *columns) {
-      if (!seen.insert(Lower(col.name)).second) break;
+      if (!seen.insert(AsciiLower(col.name)).second) break;
       names.push_back(Quote(col.name));
     }
     if (!names.empty() && names.size() == columns->size()) {

@@ -18,7 +18,7 @@ namespace {
 bool OrderInsensitiveAggregate(std::string_view name) {
   static const std::set<std::string, std::less<>> kNames = {"count", "count_star", "min",
                                                             "max",   "bool_and",   "bool_or"};
-  return kNames.count(Lower(name)) > 0;
+  return kNames.count(AsciiLower(name)) > 0;
 }
 
 // Table functions that read the same rows every time they run (D4).
@@ -27,7 +27,7 @@ bool StableTableFunction(std::string_view name) {
       "read_parquet", "parquet_scan",    "read_csv",    "read_csv_auto",
       "read_json",    "read_json_auto",  "read_ndjson", "read_ndjson_auto",
       "range",        "generate_series", "unnest"};
-  return kNames.count(Lower(name)) > 0;
+  return kNames.count(AsciiLower(name)) > 0;
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ Status DeterminismCheck::Visit(const Json& j, const Json* current_node) const {
       if (cls == "PARAMETER") return NotApplicable("a prepared-statement parameter");
       if (cls == "COLLATE") return NotApplicable("a COLLATE expression");
       if (cls == "FUNCTION") {
-        std::string name = Lower(Str(j, "function_name"));
+        std::string name = AsciiLower(Str(j, "function_name"));
         // DuckDB's parser writes list, struct and map literals ([..], {..}, MAP {..}: the
         // lake planner's read_parquet file list and schema) as functions of schema `main`.
         std::string schema = Str(j, "schema");
@@ -91,7 +91,7 @@ Status DeterminismCheck::Visit(const Json& j, const Json* current_node) const {
 
 void CollectTableNames(const Json& j, std::set<std::string>& out) {
   if (j.is_object() && Str(j, "type") == "BASE_TABLE" && IsTableRef(j))
-    out.insert(Lower(Str(j, "table_name")));
+    out.insert(AsciiLower(Str(j, "table_name")));
   if (j.is_structured()) {
     for (const Json& c : j) CollectTableNames(c, out);
   }
@@ -102,7 +102,7 @@ void FindCandidates(Json& j, std::vector<CteEntry>& scope, Json* enclosing_selec
   if (!j.is_structured()) return;
   size_t pushed = 0;
   for (const sql_tree::Cte& cte : sql_tree::Ctes(j)) {
-    scope.push_back({Lower(cte.name), cte.entry});
+    scope.push_back({AsciiLower(cte.name), cte.entry});
     ++pushed;
   }
 
@@ -114,7 +114,7 @@ void FindCandidates(Json& j, std::vector<CteEntry>& scope, Json* enclosing_selec
       out.push_back({&j["subquery"]["node"], &j, consumer, Str(j, "alias"), "", scope});
     } else if (type == "BASE_TABLE" && Str(j, "schema_name").empty() &&
                Str(j, "catalog_name").empty()) {
-      std::string name = Lower(Str(j, "table_name"));
+      std::string name = AsciiLower(Str(j, "table_name"));
       for (auto it = scope.rbegin(); it != scope.rend(); ++it) {
         if (it->name != name) continue;
         Json& value = (*it->entry)["value"];
@@ -207,13 +207,13 @@ std::optional<std::set<std::string>> ReferencedNames(const sql_tree::SqlTree& tr
       if (cls == "STAR" || cls == "POSITIONAL_REFERENCE") all = true;
       if (cls == "COLUMN_REF" && v.contains("column_names")) {
         const Json& parts = v["column_names"];
-        if (parts.size() == 1 && IEquals(parts[0].get<std::string>(), ref_alias))
+        if (parts.size() == 1 && EqualsIgnoreCase(parts[0].get<std::string>(), ref_alias))
           all = true;  // the row as a struct
-        for (const Json& p : parts) names.insert(Lower(p.get<std::string>()));
+        for (const Json& p : parts) names.insert(AsciiLower(p.get<std::string>()));
       }
       if (Str(v, "type") == "BASE_TABLE" && sql_tree::IsTableRef(v)) {
         if (const sql_tree::Splice* s = tree.FindSplice(Str(v, "table_name"))) {
-          for (const std::string& c : s->columns) names.insert(Lower(c));
+          for (const std::string& c : s->columns) names.insert(AsciiLower(c));
         }
       }
       if (Str(v, "type") == "JOIN" &&
@@ -236,7 +236,7 @@ void RemoveCte(Json& j, const std::string& name) {
   if (j.is_object() && j.contains("cte_map") && j["cte_map"].contains("map")) {
     Json& map = j["cte_map"]["map"];
     for (size_t i = 0; i < map.size(); ++i) {
-      if (Lower(Str(map[i], "key")) == name) {
+      if (AsciiLower(Str(map[i], "key")) == name) {
         map.erase(i);
         break;
       }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "base/strings.h"
 
 namespace sluice::query {
 namespace {
@@ -25,16 +26,9 @@ const Logger kLog("topic_scan");
 
 constexpr int64_t kMaxInt = std::numeric_limits<int64_t>::max();
 
-bool IEquals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 bool IContains(std::string_view text, std::string_view word) {
   for (size_t i = 0; i + word.size() <= text.size(); ++i) {
-    if (IEquals(text.substr(i, word.size()), word)) return true;
+    if (EqualsIgnoreCase(text.substr(i, word.size()), word)) return true;
   }
   return false;
 }
@@ -162,14 +156,14 @@ struct TopicRef {
     if (n.size() == 1 && unqualified && n[0].is_string()) {
       column = n[0].get<std::string>();
     } else if (n.size() == 2 && n[0].is_string() && n[1].is_string() &&
-               IEquals(n[0].get<std::string>(), qualifier)) {
+               EqualsIgnoreCase(n[0].get<std::string>(), qualifier)) {
       column = n[1].get<std::string>();
     } else {
       return Col::kNone;
     }
-    if (IEquals(column, names[0])) return Col::kPartition;
-    if (IEquals(column, names[1])) return Col::kOffset;
-    if (IEquals(column, names[2])) return Col::kTimestamp;
+    if (EqualsIgnoreCase(column, names[0])) return Col::kPartition;
+    if (EqualsIgnoreCase(column, names[1])) return Col::kOffset;
+    if (EqualsIgnoreCase(column, names[2])) return Col::kTimestamp;
     return Col::kNone;
   }
 
@@ -284,7 +278,7 @@ struct TopicRef {
     Json& children = (*node)["function"]["children"];
     auto find = [&](const char* name) -> Json* {
       for (Json& c : children) {
-        if (c.is_object() && IEquals(StringField(c, "alias"), name)) return &c;
+        if (c.is_object() && EqualsIgnoreCase(StringField(c, "alias"), name)) return &c;
       }
       return nullptr;
     };
@@ -350,8 +344,8 @@ class Planner {
     const Json& f = ref["function"];
     const std::string schema = StringField(f, "schema");
     return StringField(f, "class") == "FUNCTION" &&
-           IEquals(StringField(f, "function_name"), options_.function_name) &&
-           (schema.empty() || IEquals(schema, "main")) && f.contains("children") &&
+           EqualsIgnoreCase(StringField(f, "function_name"), options_.function_name) &&
+           (schema.empty() || EqualsIgnoreCase(schema, "main")) && f.contains("children") &&
            f["children"].is_array();
   }
 
