@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "duck/database.h"
+#include "duck/json_type.h"
 #include "json/text.h"
 
 namespace sluice::json {
@@ -67,9 +68,9 @@ duck::LogicalType InferNode::Type(InferredTypes types) const {
       case Kind::kString:
         return duck::LogicalType::Varchar();
       case Kind::kText:
-        return saw_nested ? duck::LogicalType::Json() : duck::LogicalType::Varchar();
+        return saw_nested ? duck::JsonType() : duck::LogicalType::Varchar();
       default:
-        return duck::LogicalType::Json();
+        return duck::JsonType();
     }
   }
   switch (kind) {

@@ -12,6 +12,7 @@
 
 #include "duck/chunk_view.h"
 #include "duck/database.h"
+#include "duck/json_type.h"
 #include "json/json_decoder.h"
 
 namespace sluice::json {
@@ -132,7 +133,7 @@ class LenientDecodeTest : public ::testing::Test {
 std::vector<duck::LogicalType> Types(std::initializer_list<duck::TypeId> ids, bool json_last) {
   std::vector<duck::LogicalType> out;
   for (duck::TypeId id : ids) out.push_back(duck::LogicalType::Of(id));
-  if (json_last) out.push_back(duck::LogicalType::Json());
+  if (json_last) out.push_back(duck::JsonType());
   return out;
 }
 

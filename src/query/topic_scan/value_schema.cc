@@ -9,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "duck/json_type.h"
 #include "json/lenient_decoder.h"
 
 namespace sluice::query {
@@ -114,7 +115,7 @@ duck::LogicalType ValueLogicalType(ValueType type) {
     case ValueType::kVarchar:
       return duck::LogicalType::Varchar();
     case ValueType::kJson:
-      return duck::LogicalType::Json();
+      return duck::JsonType();
   }
   return duck::LogicalType::Varchar();
 }
