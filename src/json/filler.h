@@ -69,7 +69,8 @@ class Filler {
   // Lenient: the whole object validated as SkipValidated does, for a second pass to fill.
   bool ValidateObject(simdjson::ondemand::object obj);
 
-  // The exact JSON text of `v` (validated), without surrounding whitespace.
+  // The exact JSON text of `v` (validated), without surrounding whitespace; lenient: an
+  // object's or array's is minified.
   bool RawJson(simdjson::ondemand::value v, simdjson::ondemand::json_type t, int depth,
                std::string_view* out);
 

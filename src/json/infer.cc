@@ -120,14 +120,14 @@ void Inferrer::Undo() {
   undo_.clear();
 }
 
-bool Inferrer::IsReserved(std::string_view key) const {
+inline bool Inferrer::IsReserved(std::string_view key) const {
   for (std::string_view r : limits_.reserved) {
     if (EqualsIgnoreCase(r, key)) return true;
   }
   return false;
 }
 
-bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, bool top) {
+inline bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, bool top) {
   size_t hint = 0;  // producers keep key order: the field after the last one is tried first
   for (auto field_result : obj) {
     od::field field;
@@ -173,7 +173,7 @@ bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, bool top) 
   return true;
 }
 
-bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
+inline bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
   if (depth > validator_->max_depth()) return Syntax(simdjson::DEPTH_ERROR);
   od::json_type t;
   if (auto e = v.type().get(t); e) return Syntax(e);
@@ -248,7 +248,7 @@ bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
   return true;
 }
 
-bool Inferrer::ObserveNumber(InferNode& n, od::value v) {
+inline bool Inferrer::ObserveNumber(InferNode& n, od::value v) {
   if (validator_->lenient()) {
     // As simdjson's DOM reads numbers: one it cannot read makes the message unreadable.
     od::number num;
@@ -285,12 +285,12 @@ bool Inferrer::ObserveNumber(InferNode& n, od::value v) {
   return true;
 }
 
-bool Inferrer::Path(std::string_view key) {
+inline bool Inferrer::Path(std::string_view key) {
   validator_->error().path.emplace_back(key);
   return false;
 }
 
-bool Inferrer::Syntax(simdjson::error_code e) {
+inline bool Inferrer::Syntax(simdjson::error_code e) {
   validator_->error().problem = fmt::format("invalid JSON: {}", simdjson::error_message(e));
   return false;
 }

@@ -3,12 +3,17 @@
 // present, it is one JSON object, nothing follows it).
 #pragma once
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "json/text.h"
 
 namespace sluice::json {
 
@@ -28,7 +33,13 @@ class JsonReader {
     Allocate();
   }
 
-  simdjson::error_code Iterate(std::string_view json, simdjson::ondemand::document* doc);
+  simdjson::error_code Iterate(std::string_view json, simdjson::ondemand::document* doc) {
+    size_t need = json.size() + simdjson::SIMDJSON_PADDING;
+    if (buf_.size() < need) buf_.resize(std::max(need, 2 * buf_.size()));
+    std::memcpy(buf_.data(), json.data(), json.size());
+    std::memset(buf_.data() + json.size(), 0, simdjson::SIMDJSON_PADDING);
+    return parser_.iterate(buf_.data(), json.size(), buf_.size()).get(*doc);
+  }
 
   // Releases what a very large message made the buffers grow to.
   void Shrink();
@@ -41,10 +52,51 @@ class JsonReader {
   std::vector<char> buf_;
 };
 
+// Why `value` cannot be a JSON object at all, or "".
+inline std::string_view MessageProblem(std::string_view value) {
+  if (value.data() == nullptr) return "message has no value (null)";
+  if (value.empty()) return "empty message: expected a JSON object";
+  return "";
+}
+
 // Parses `value` (data() == nullptr: the message has none) as a JSON object; on error
 // returns false with the reason in *reason.
-bool OpenObject(JsonReader& reader, std::string_view value, simdjson::ondemand::document* doc,
-                simdjson::ondemand::object* obj, std::string* reason);
+inline bool OpenObject(JsonReader& reader, std::string_view value,
+                       simdjson::ondemand::document* doc, simdjson::ondemand::object* obj,
+                       std::string* reason) {
+  if (std::string_view p = MessageProblem(value); !p.empty()) {
+    *reason = std::string(p);
+    return false;
+  }
+  if (auto e = reader.Iterate(value, doc); e) {
+    *reason = fmt::format("invalid JSON: {}", simdjson::error_message(e));
+    return false;
+  }
+  simdjson::ondemand::json_type t;
+  if (auto e = doc->type().get(t); e) {
+    *reason = fmt::format("invalid JSON: {}", simdjson::error_message(e));
+    return false;
+  }
+  if (t != simdjson::ondemand::json_type::object) {
+    // The first byte decides the type: text starting with n, t or f may not be JSON at all.
+    bool atom_ok = true;
+    if (t == simdjson::ondemand::json_type::null) {
+      bool is_null = false;
+      atom_ok = !doc->is_null().get(is_null) && is_null;
+    } else if (t == simdjson::ondemand::json_type::boolean) {
+      bool b = false;
+      atom_ok = !doc->get_bool().get(b);
+    }
+    *reason = atom_ok ? fmt::format("expected a JSON object, got {}", JsonTypeName(t))
+                      : std::string("invalid JSON: not a JSON value");
+    return false;
+  }
+  if (auto e = doc->get_object().get(*obj); e) {
+    *reason = fmt::format("invalid JSON: {}", simdjson::error_message(e));
+    return false;
+  }
+  return true;
+}
 
 // After the object has been read: false (and why) when anything but whitespace follows it.
 bool CloseDocument(simdjson::ondemand::document* doc, std::string* reason);

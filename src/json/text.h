@@ -1,6 +1,5 @@
 // Small text rules the JSON decoders share (internal to src/json): ASCII case folding for
-// key matching, JSON's number grammar, excerpts for error messages, and ISO-8601 dates and
-// timestamps as DuckDB reads them.
+// key matching, JSON's number grammar, excerpts for error messages.
 #pragma once
 
 #include <simdjson.h>
@@ -37,16 +36,5 @@ bool IsJsonNumber(std::string_view s);
 
 // "an array", "a number", ... for error messages.
 std::string_view JsonTypeName(simdjson::ondemand::json_type t);
-
-struct ParsedTime {
-  int64_t days = 0;            // the date as written
-  int64_t micros_of_day = 0;   // the time as written
-  int32_t nanos = 0;           // digits past microseconds (0..999)
-  int32_t offset_seconds = 0;  // the UTC offset written (Z = 0), 0 when none
-};
-
-// YYYY-MM-DD[(T|t| )HH:MM[:SS[.fraction]][Z|z|(+|-)HH[[:]MM]]]; months and days may have one
-// digit, as DuckDB accepts. Returns false on anything else.
-bool ParseIsoTimestamp(std::string_view s, ParsedTime* out);
 
 }  // namespace sluice::json
