@@ -114,14 +114,78 @@ std::string FillError::Reason() const {
   return fmt::format("key '{}' ({}): {}", key, type_name, problem);
 }
 
-bool Filler::FillObject(od::object obj, std::vector<Slot>& fields,
-                        const std::vector<std::pair<std::string, uint32_t>>& sorted, uint64_t row,
-                        int depth) {
+namespace {
+
+// The conversions, in a class of this file only: GCC then passes simdjson's values to the
+// recursive calls in registers and inlines as it sees fit (an externally visible class's
+// members cost store-forwarding stalls per value). One per Filler call, on its state.
+class Fill {
+ public:
+  Fill(bool case_insensitive, bool lenient, int max_depth, od::document* doc, uint64_t& stamp,
+       FillError& error, std::string& minified)
+      : case_insensitive_(case_insensitive),
+        lenient_(lenient),
+        max_depth_(max_depth),
+        doc_(doc),
+        stamp_(stamp),
+        error_(error),
+        minified_(minified) {}
+
+  bool FillObject(od::object obj, std::vector<Slot>& fields,
+                  const std::vector<std::pair<std::string, uint32_t>>& sorted, uint64_t row,
+                  int depth);
+  bool FillValue(Slot& s, od::value& v, uint64_t row, int depth);
+  bool SkipValidated(od::value& v, int depth);
+  bool ValidateObject(od::object obj);
+  bool RawJson(od::value& v, od::json_type t, int depth, std::string_view* out);
+  static void SetNull(Slot& s, uint64_t row);
+  bool EnsureListRoom(Slot& s, uint64_t index);
+  static void Refresh(Slot& s, Vector v);
+
+ private:
+  bool Fail(const Slot& s, std::string problem);
+  bool WrongType(const Slot& s, od::json_type got, std::string_view expected);
+  bool Syntax(simdjson::error_code e);
+  bool SyntaxText(std::string problem);
+  int Find(const std::vector<Slot>& fields,
+           const std::vector<std::pair<std::string, uint32_t>>& sorted, std::string_view key,
+           size_t hint) const;
+  bool FillBool(Slot& s, od::value& v, od::json_type t, uint64_t row);
+  template <typename T>
+  bool StoreIntegral(Slot& s, double d, std::string_view text, uint64_t row);
+  template <typename T>
+  bool StoreInt64(Slot& s, int64_t x, uint64_t row);
+  template <typename T>
+  bool FillInt(Slot& s, od::value& v, od::json_type t, uint64_t row);
+  template <typename T>
+  bool FillFloat(Slot& s, od::value& v, od::json_type t, uint64_t row);
+  bool FillText(Slot& s, od::value& v, od::json_type t, uint64_t row, int depth);
+  bool FillJsonText(Slot& s, od::value& v, od::json_type t, uint64_t row, int depth);
+  bool FillTime(Slot& s, od::value& v, od::json_type t, uint64_t row);
+  bool FillList(Slot& s, od::value& v, od::json_type t, uint64_t row, int depth);
+  std::string_view Minified(std::string_view json);
+
+  const bool case_insensitive_;
+  const bool lenient_;
+  const int max_depth_;
+  od::document* const doc_;
+  uint64_t& stamp_;
+  FillError& error_;
+  std::string& minified_;
+};
+
+}  // namespace
+
+bool Fill::FillObject(od::object obj, std::vector<Slot>& fields,
+                      const std::vector<std::pair<std::string, uint32_t>>& sorted, uint64_t row,
+                      int depth) {
   const uint64_t stamp = ++stamp_;
   size_t hint = 0;
   for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field); e) return Syntax(e);
+    // Used in place: moving the field out (get) reloads what was just stored, a store-
+    // forwarding stall per key that cost the structured decode a quarter of its speed.
+    if (auto e = field_result.error(); e) return Syntax(e);
+    od::field& field = field_result.value_unsafe();
     std::string_view key;
     if (auto e = field.unescaped_key().get(key); e) return Syntax(e);
     int idx = Find(fields, sorted, key, hint);
@@ -150,7 +214,7 @@ bool Filler::FillObject(od::object obj, std::vector<Slot>& fields,
   return true;
 }
 
-inline bool Filler::FillValue(Slot& s, od::value v, uint64_t row, int depth) {
+inline bool Fill::FillValue(Slot& s, od::value& v, uint64_t row, int depth) {
   od::json_type t;
   if (auto e = v.type().get(t); e) return Syntax(e);
   if (t == od::json_type::null) {
@@ -209,7 +273,7 @@ inline bool Filler::FillValue(Slot& s, od::value v, uint64_t row, int depth) {
   return Fail(s, "unsupported column type");
 }
 
-bool Filler::SkipValidated(od::value v, int depth) {
+bool Fill::SkipValidated(od::value& v, int depth) {
   if (depth > max_depth_) return Syntax(simdjson::DEPTH_ERROR);
   od::json_type t;
   if (auto e = v.type().get(t); e) return Syntax(e);
@@ -218,8 +282,8 @@ bool Filler::SkipValidated(od::value v, int depth) {
       od::object obj;
       if (auto e = v.get_object().get(obj); e) return Syntax(e);
       for (auto field_result : obj) {
-        od::field field;
-        if (auto e = std::move(field_result).get(field); e) return Syntax(e);
+        if (auto e = field_result.error(); e) return Syntax(e);
+        od::field& field = field_result.value_unsafe();  // not moved: see FillObject
         std::string_view key;
         if (auto e = field.unescaped_key().get(key); e) return Syntax(e);
         if (!SkipValidated(field.value(), depth + 1)) {
@@ -234,8 +298,8 @@ bool Filler::SkipValidated(od::value v, int depth) {
       if (auto e = v.get_array().get(arr); e) return Syntax(e);
       size_t k = 0;
       for (auto elem_result : arr) {
-        od::value elem;
-        if (auto e = elem_result.get(elem); e) return Syntax(e);
+        if (auto e = elem_result.error(); e) return Syntax(e);
+        od::value& elem = elem_result.value_unsafe();
         if (!SkipValidated(elem, depth + 1)) {
           error_.path.push_back(fmt::format("[{}]", k));
           return false;
@@ -272,8 +336,8 @@ bool Filler::SkipValidated(od::value v, int depth) {
   return SyntaxText("unknown JSON value");
 }
 
-[[gnu::always_inline]] inline bool Filler::RawJson(od::value v, od::json_type t, int depth,
-                                                   std::string_view* out) {
+[[gnu::always_inline]] inline bool Fill::RawJson(od::value& v, od::json_type t, int depth,
+                                                 std::string_view* out) {
   if (t != od::json_type::object && t != od::json_type::array) {
     std::string_view token = TrimRight(v.raw_json_token());
     if (!SkipValidated(v, depth)) return false;
@@ -289,7 +353,7 @@ bool Filler::SkipValidated(od::value v, int depth) {
   return true;
 }
 
-void Filler::SetNull(Slot& s, uint64_t row) {
+void Fill::SetNull(Slot& s, uint64_t row) {
   Vector::SetInvalid(s.validity, row);
   if (s.kind == Kind::kStruct) {
     for (Slot& c : s.children) SetNull(c, row);
@@ -298,7 +362,7 @@ void Filler::SetNull(Slot& s, uint64_t row) {
   }
 }
 
-inline bool Filler::EnsureListRoom(Slot& s, uint64_t index) {
+inline bool Fill::EnsureListRoom(Slot& s, uint64_t index) {
   if (index < s.list_capacity) return true;
   uint64_t cap = std::max<uint64_t>({index + 1, s.list_capacity * 2, 64});
   Status st = s.vec.ListReserve(cap);
@@ -308,7 +372,7 @@ inline bool Filler::EnsureListRoom(Slot& s, uint64_t index) {
   return true;
 }
 
-void Filler::Refresh(Slot& s, Vector v) {
+void Fill::Refresh(Slot& s, Vector v) {
   s.vec = v;
   s.validity = v.validity();
   if (s.kind == Kind::kStruct) {
@@ -322,27 +386,27 @@ void Filler::Refresh(Slot& s, Vector v) {
   }
 }
 
-inline bool Filler::Fail(const Slot& s, std::string problem) {
+inline bool Fill::Fail(const Slot& s, std::string problem) {
   error_.problem = std::move(problem);
   error_.type_name = s.type_name;
   return false;
 }
 
-inline bool Filler::WrongType(const Slot& s, od::json_type got, std::string_view expected) {
+inline bool Fill::WrongType(const Slot& s, od::json_type got, std::string_view expected) {
   return Fail(s, fmt::format("expected {}, got {}", expected, JsonTypeName(got)));
 }
 
-inline bool Filler::Syntax(simdjson::error_code e) {
+inline bool Fill::Syntax(simdjson::error_code e) {
   return SyntaxText(fmt::format("invalid JSON: {}", simdjson::error_message(e)));
 }
 
-inline bool Filler::SyntaxText(std::string problem) {
+inline bool Fill::SyntaxText(std::string problem) {
   error_.problem = std::move(problem);
   error_.type_name.clear();
   return false;
 }
 
-inline bool Filler::FillBool(Slot& s, od::value v, od::json_type t, uint64_t row) {
+inline bool Fill::FillBool(Slot& s, od::value& v, od::json_type t, uint64_t row) {
   bool b = false;
   if (t == od::json_type::boolean) {
     if (auto e = v.get_bool().get(b); e) return Syntax(e);
@@ -365,7 +429,7 @@ inline bool Filler::FillBool(Slot& s, od::value v, od::json_type t, uint64_t row
 }
 
 template <typename T>
-inline bool Filler::StoreIntegral(Slot& s, double d, std::string_view text, uint64_t row) {
+inline bool Fill::StoreIntegral(Slot& s, double d, std::string_view text, uint64_t row) {
   // DuckDB rounds a fractional number cast to an integer (half to even); so does sluice.
   double r = std::nearbyint(d);
   // 2^63 and 2^64 are exact doubles; the upper bound is exclusive.
@@ -383,7 +447,7 @@ inline bool Filler::StoreIntegral(Slot& s, double d, std::string_view text, uint
 }
 
 template <typename T>
-inline bool Filler::StoreInt64(Slot& s, int64_t x, uint64_t row) {
+inline bool Fill::StoreInt64(Slot& s, int64_t x, uint64_t row) {
   if constexpr (std::is_signed_v<T>) {
     if (x < std::numeric_limits<T>::min() || x > std::numeric_limits<T>::max()) {
       return Fail(s, fmt::format("{} is out of range", x));
@@ -399,7 +463,7 @@ inline bool Filler::StoreInt64(Slot& s, int64_t x, uint64_t row) {
 }
 
 template <typename T>
-inline bool Filler::FillInt(Slot& s, od::value v, od::json_type t, uint64_t row) {
+inline bool Fill::FillInt(Slot& s, od::value& v, od::json_type t, uint64_t row) {
   if (t == od::json_type::number) {
     int64_t x;
     if (v.get_int64().get(x) == simdjson::SUCCESS) return StoreInt64<T>(s, x, row);
@@ -448,7 +512,7 @@ inline bool Filler::FillInt(Slot& s, od::value v, od::json_type t, uint64_t row)
 }
 
 template <typename T>
-inline bool Filler::FillFloat(Slot& s, od::value v, od::json_type t, uint64_t row) {
+inline bool Fill::FillFloat(Slot& s, od::value& v, od::json_type t, uint64_t row) {
   double d;
   if (t == od::json_type::number) {
     if (v.get_double().get(d) != simdjson::SUCCESS) {
@@ -478,8 +542,8 @@ inline bool Filler::FillFloat(Slot& s, od::value v, od::json_type t, uint64_t ro
 
 // Always inlined (with RawJson): the path of every VARCHAR value, past the size GCC's -O2
 // inlines on its own.
-[[gnu::always_inline]] inline bool Filler::FillText(Slot& s, od::value v, od::json_type t,
-                                                    uint64_t row, int depth) {
+[[gnu::always_inline]] inline bool Fill::FillText(Slot& s, od::value& v, od::json_type t,
+                                                  uint64_t row, int depth) {
   std::string_view text;
   if (t == od::json_type::string) {
     if (auto e = v.get_string().get(text); e) return Syntax(e);
@@ -495,7 +559,7 @@ inline bool Filler::FillFloat(Slot& s, od::value v, od::json_type t, uint64_t ro
   return true;
 }
 
-inline bool Filler::FillJsonText(Slot& s, od::value v, od::json_type t, uint64_t row, int depth) {
+inline bool Fill::FillJsonText(Slot& s, od::value& v, od::json_type t, uint64_t row, int depth) {
   std::string_view text;
   if (!RawJson(v, t, depth, &text)) return false;
   s.vec.AssignString(row, text);
@@ -503,7 +567,7 @@ inline bool Filler::FillJsonText(Slot& s, od::value v, od::json_type t, uint64_t
   return true;
 }
 
-inline bool Filler::FillTime(Slot& s, od::value v, od::json_type t, uint64_t row) {
+inline bool Fill::FillTime(Slot& s, od::value& v, od::json_type t, uint64_t row) {
   int64_t micros = 0;
   int32_t nanos = 0;
   if (t == od::json_type::string) {
@@ -580,15 +644,15 @@ inline bool Filler::FillTime(Slot& s, od::value v, od::json_type t, uint64_t row
   return true;
 }
 
-inline bool Filler::FillList(Slot& s, od::value v, od::json_type t, uint64_t row, int depth) {
+inline bool Fill::FillList(Slot& s, od::value& v, od::json_type t, uint64_t row, int depth) {
   if (t != od::json_type::array) return WrongType(s, t, "an array");
   od::array arr;
   if (auto e = v.get_array().get(arr); e) return Syntax(e);
   const uint64_t start = s.list_size;
   Slot& child = s.children[0];
   for (auto elem_result : arr) {
-    od::value elem;
-    if (auto e = elem_result.get(elem); e) return Syntax(e);
+    if (auto e = elem_result.error(); e) return Syntax(e);
+    od::value& elem = elem_result.value_unsafe();
     if (!EnsureListRoom(s, s.list_size)) return false;
     if (!FillValue(child, elem, s.list_size, depth + 1)) {
       if (!lenient_) {
@@ -604,10 +668,10 @@ inline bool Filler::FillList(Slot& s, od::value v, od::json_type t, uint64_t row
   return true;
 }
 
-bool Filler::ValidateObject(od::object obj) {
+bool Fill::ValidateObject(od::object obj) {
   for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field); e) return Syntax(e);
+    if (auto e = field_result.error(); e) return Syntax(e);
+    od::field& field = field_result.value_unsafe();  // not moved: see FillObject
     std::string_view key;
     if (auto e = field.unescaped_key().get(key); e) return Syntax(e);
     if (!SkipValidated(field.value(), 1)) {
@@ -618,7 +682,7 @@ bool Filler::ValidateObject(od::object obj) {
   return true;
 }
 
-std::string_view Filler::Minified(std::string_view json) {
+std::string_view Fill::Minified(std::string_view json) {
   if (minified_.size() < json.size()) minified_.resize(json.size());
   size_t length = 0;
   if (simdjson::minify(json.data(), json.size(), minified_.data(), length) != simdjson::SUCCESS) {
@@ -627,9 +691,9 @@ std::string_view Filler::Minified(std::string_view json) {
   return std::string_view(minified_.data(), length);
 }
 
-inline int Filler::Find(const std::vector<Slot>& fields,
-                        const std::vector<std::pair<std::string, uint32_t>>& sorted,
-                        std::string_view key, size_t hint) const {
+inline int Fill::Find(const std::vector<Slot>& fields,
+                      const std::vector<std::pair<std::string, uint32_t>>& sorted,
+                      std::string_view key, size_t hint) const {
   // Producers usually write keys in the same order as the columns: try the next one first.
   if (hint < fields.size() && fields[hint].name == key) return static_cast<int>(hint);
   if (sorted.empty()) {
@@ -648,5 +712,28 @@ inline int Filler::Find(const std::vector<Slot>& fields,
   }
   return -1;
 }
+
+// ---- Filler: the decoders' entry points --------------------------------------------------
+
+bool Filler::FillObject(od::object obj, std::vector<Slot>& fields,
+                        const std::vector<std::pair<std::string, uint32_t>>& sorted, uint64_t row,
+                        int depth) {
+  return Fill(case_insensitive_, lenient_, max_depth_, doc_, stamp_, error_, minified_)
+      .FillObject(obj, fields, sorted, row, depth);
+}
+
+bool Filler::SkipValidated(od::value& v, int depth) {
+  return Fill(case_insensitive_, lenient_, max_depth_, doc_, stamp_, error_, minified_)
+      .SkipValidated(v, depth);
+}
+
+bool Filler::ValidateObject(od::object obj) {
+  return Fill(case_insensitive_, lenient_, max_depth_, doc_, stamp_, error_, minified_)
+      .ValidateObject(obj);
+}
+
+void Filler::SetNull(Slot& s, uint64_t row) { Fill::SetNull(s, row); }
+
+void Filler::Refresh(Slot& s, Vector v) { Fill::Refresh(s, v); }
 
 }  // namespace sluice::json

@@ -36,7 +36,8 @@ struct FillError {
 
 enum class FillMode : uint8_t { kStrict, kLenient };
 
-// Writes JSON values into bound Slots. One per decoder, owned by the decoder's thread.
+// Writes JSON values into bound Slots (the conversions are in filler.cc). One per decoder,
+// owned by the decoder's thread.
 class Filler {
  public:
   explicit Filler(bool case_insensitive, FillMode mode = FillMode::kStrict,
@@ -58,74 +59,31 @@ class Filler {
                   const std::vector<std::pair<std::string, uint32_t>>& sorted, uint64_t row,
                   int depth);
 
-  bool FillValue(Slot& s, simdjson::ondemand::value v, uint64_t row, int depth);
-
   // Walks a value the decoder does not store, so that invalid JSON inside it is still
   // caught (simdjson's on-demand API skips unread values without validating them).
   // Lenient: a number simdjson cannot read (an integer past 64 bits, a double past its
   // range) is invalid too, as simdjson's DOM parser has it.
-  bool SkipValidated(simdjson::ondemand::value v, int depth);
+  bool SkipValidated(simdjson::ondemand::value& v, int depth);
 
   // Lenient: the whole object validated as SkipValidated does, for a second pass to fill.
   bool ValidateObject(simdjson::ondemand::object obj);
 
-  // The exact JSON text of `v` (validated), without surrounding whitespace; lenient: an
-  // object's or array's is minified.
-  bool RawJson(simdjson::ondemand::value v, simdjson::ondemand::json_type t, int depth,
-               std::string_view* out);
-
   // NULL for `s` and, for a struct, its fields (DuckDB expects a NULL struct's children to
   // be NULL too); an empty entry for a list.
   void SetNull(Slot& s, uint64_t row);
-
-  // Makes room for child row `index` of a list; rebinds the child's pointers when moved.
-  bool EnsureListRoom(Slot& s, uint64_t index);
 
   // Points a slot (and its struct fields) at `v`'s current buffers; a nested list keeps its
   // own child state (its child buffer does not move with its parent's).
   static void Refresh(Slot& s, duck::Vector v);
 
  private:
-  bool Fail(const Slot& s, std::string problem);
-  bool WrongType(const Slot& s, simdjson::ondemand::json_type got, std::string_view expected);
-  bool Syntax(simdjson::error_code e);
-  bool SyntaxText(std::string problem);
-
-  int Find(const std::vector<Slot>& fields,
-           const std::vector<std::pair<std::string, uint32_t>>& sorted, std::string_view key,
-           size_t hint) const;
-
-  bool FillBool(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t,
-                uint64_t row);
-  template <typename T>
-  bool StoreIntegral(Slot& s, double d, std::string_view text, uint64_t row);
-  template <typename T>
-  bool StoreInt64(Slot& s, int64_t x, uint64_t row);
-  template <typename T>
-  bool FillInt(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t, uint64_t row);
-  template <typename T>
-  bool FillFloat(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t,
-                 uint64_t row);
-  // VARCHAR/BLOB: a string's text; the JSON text of anything else.
-  bool FillText(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t, uint64_t row,
-                int depth);
-  // JSON columns and staged rare types: the value's JSON text, strings with their quotes.
-  bool FillJsonText(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t,
-                    uint64_t row, int depth);
-  bool FillTime(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t,
-                uint64_t row);
-  bool FillList(Slot& s, simdjson::ondemand::value v, simdjson::ondemand::json_type t, uint64_t row,
-                int depth);
-  // Lenient: an object's or array's text without the whitespace outside strings.
-  std::string_view Minified(std::string_view json);
-
   bool case_insensitive_;
   bool lenient_;
   int max_depth_;
   uint64_t stamp_ = 0;
   simdjson::ondemand::document* doc_ = nullptr;
   FillError error_;
-  std::string minified_;  // lenient: Minified's buffer, reused
+  std::string minified_;  // lenient: the buffer minified JSON text is written to, reused
 };
 
 }  // namespace sluice::json

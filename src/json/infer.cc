@@ -130,8 +130,8 @@ inline bool Inferrer::IsReserved(std::string_view key) const {
 inline bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, bool top) {
   size_t hint = 0;  // producers keep key order: the field after the last one is tried first
   for (auto field_result : obj) {
-    od::field field;
-    if (auto e = std::move(field_result).get(field); e) return Syntax(e);
+    if (auto e = field_result.error(); e) return Syntax(e);
+    od::field& field = field_result.value_unsafe();  // not moved: see FillObject
     std::string_view key;
     if (auto e = field.unescaped_key().get(key); e) return Syntax(e);
     // The caller's own columns (the pipeline's kafka_ columns come from the message's
@@ -173,7 +173,7 @@ inline bool Inferrer::ObserveFields(InferNode& n, od::object obj, int depth, boo
   return true;
 }
 
-inline bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
+inline bool Inferrer::Observe(InferNode& n, od::value& v, int depth) {
   if (depth > validator_->max_depth()) return Syntax(simdjson::DEPTH_ERROR);
   od::json_type t;
   if (auto e = v.type().get(t); e) return Syntax(e);
@@ -237,8 +237,8 @@ inline bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
   if (!n.element) n.element = std::make_unique<InferNode>();
   size_t i = 0;
   for (auto elem_result : arr) {
-    od::value elem;
-    if (auto e = elem_result.get(elem); e) return Syntax(e);
+    if (auto e = elem_result.error(); e) return Syntax(e);
+    od::value& elem = elem_result.value_unsafe();
     if (!Observe(*n.element, elem, depth + 1)) {
       validator_->error().path.push_back(fmt::format("[{}]", i));
       return false;
@@ -248,7 +248,7 @@ inline bool Inferrer::Observe(InferNode& n, od::value v, int depth) {
   return true;
 }
 
-inline bool Inferrer::ObserveNumber(InferNode& n, od::value v) {
+inline bool Inferrer::ObserveNumber(InferNode& n, od::value& v) {
   if (validator_->lenient()) {
     // As simdjson's DOM reads numbers: one it cannot read makes the message unreadable.
     od::number num;

@@ -84,8 +84,8 @@ class Inferrer {
   }
   bool IsReserved(std::string_view key) const;
   bool ObserveFields(InferNode& n, simdjson::ondemand::object obj, int depth, bool top);
-  bool Observe(InferNode& n, simdjson::ondemand::value v, int depth);
-  bool ObserveNumber(InferNode& n, simdjson::ondemand::value v);
+  bool Observe(InferNode& n, simdjson::ondemand::value& v, int depth);
+  bool ObserveNumber(InferNode& n, simdjson::ondemand::value& v);
   bool Path(std::string_view key);
   bool Syntax(simdjson::error_code e);
 
