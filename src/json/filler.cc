@@ -41,7 +41,8 @@ bool IsLeap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
 
 // YYYY-MM-DD[(T|t| )HH:MM[:SS[.fraction]][Z|z|(+|-)HH[[:]MM]]]; months and days may have one
 // digit, as DuckDB accepts. Returns false on anything else.
-bool ParseIsoTimestamp(std::string_view s, ParsedTime* out) {
+// Out of line, so that FillTime (which GCC then inlines) stays small.
+[[gnu::noinline]] bool ParseIsoTimestamp(std::string_view s, ParsedTime* out) {
   size_t i = 0, n = s.size();
   auto number = [&](size_t min_digits, size_t max_digits, int64_t* v) {
     size_t start = i;
@@ -406,7 +407,8 @@ inline bool Fill::SyntaxText(std::string problem) {
   return false;
 }
 
-inline bool Fill::FillBool(Slot& s, od::value& v, od::json_type t, uint64_t row) {
+[[gnu::always_inline]] inline bool Fill::FillBool(Slot& s, od::value& v, od::json_type t,
+                                                  uint64_t row) {
   bool b = false;
   if (t == od::json_type::boolean) {
     if (auto e = v.get_bool().get(b); e) return Syntax(e);
@@ -567,7 +569,8 @@ inline bool Fill::FillJsonText(Slot& s, od::value& v, od::json_type t, uint64_t 
   return true;
 }
 
-inline bool Fill::FillTime(Slot& s, od::value& v, od::json_type t, uint64_t row) {
+[[gnu::always_inline]] inline bool Fill::FillTime(Slot& s, od::value& v, od::json_type t,
+                                                  uint64_t row) {
   int64_t micros = 0;
   int32_t nanos = 0;
   if (t == od::json_type::string) {
