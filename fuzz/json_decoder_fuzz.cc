@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/json_decoder.h"
+#include "json/json_decoder.h"
 
 using namespace sluice;
 
@@ -20,12 +20,12 @@ namespace {
 struct State {
   std::unique_ptr<duck::Database> db;
   std::unique_ptr<duck::Connection> conn;
-  std::unique_ptr<pipeline::StructuredDecoder> direct;
-  std::unique_ptr<pipeline::StructuredDecoder> staged;
-  std::unique_ptr<pipeline::InferredDecoder> inferred;
+  std::unique_ptr<json::StructuredDecoder> direct;
+  std::unique_ptr<json::StructuredDecoder> staged;
+  std::unique_ptr<json::InferredDecoder> inferred;
   std::unique_ptr<duck::Connection> mem_conn;  // the in-memory decoders' views live here
-  std::unique_ptr<pipeline::StructuredDecoder> mem_direct;
-  std::unique_ptr<pipeline::InferredDecoder> mem_inferred;
+  std::unique_ptr<json::StructuredDecoder> mem_direct;
+  std::unique_ptr<json::InferredDecoder> mem_inferred;
 };
 
 void Check(bool ok) {
@@ -50,22 +50,22 @@ State Make() {
                       "items STRUCT(k VARCHAR, v STRUCT(w BIGINT))[])")
             .ok());
   Check(st->conn->Execute("CREATE TABLE s (n INTEGER, price DECIMAL(10,2), id UUID)").ok());
-  auto direct = pipeline::StructuredDecoder::Create(*st->conn, "f");
+  auto direct = json::StructuredDecoder::Create(*st->conn, "f");
   Check(direct.ok());
   st->direct = std::move(*direct);
-  auto staged = pipeline::StructuredDecoder::Create(*st->conn, "s");
+  auto staged = json::StructuredDecoder::Create(*st->conn, "s");
   Check(staged.ok());
   st->staged = std::move(*staged);
-  auto inferred = pipeline::InferredDecoder::Create(*st->conn);
+  auto inferred = json::InferredDecoder::Create(*st->conn);
   Check(inferred.ok());
   st->inferred = std::move(*inferred);
   auto mem_conn = duck::Connection::Open(*st->db);
   Check(mem_conn.ok());
   st->mem_conn = std::move(*mem_conn);
-  auto mem_direct = pipeline::StructuredDecoder::Create(*st->mem_conn, "f", {.in_memory = true});
+  auto mem_direct = json::StructuredDecoder::Create(*st->mem_conn, "f", {.in_memory = true});
   Check(mem_direct.ok());
   st->mem_direct = std::move(*mem_direct);
-  auto mem_inferred = pipeline::InferredDecoder::Create(*st->mem_conn, {.table = "mem_batch", .in_memory = true});
+  auto mem_inferred = json::InferredDecoder::Create(*st->mem_conn, {.table = "mem_batch", .in_memory = true});
   Check(mem_inferred.ok());
   st->mem_inferred = std::move(*mem_inferred);
   return made;
@@ -82,7 +82,7 @@ template <typename Decoder>
 void Run(Decoder* dec, const char* table, const std::vector<kafka::client::Message>& messages,
          duck::Connection& conn, bool empty_first) {
   if (empty_first) Check(conn.Execute(std::string("DELETE FROM ") + table).ok());
-  std::vector<pipeline::DecodeError> errors;
+  std::vector<json::DecodeError> errors;
   auto rows = dec->Decode(messages, &errors);
   Check(rows.ok());
   Check(*rows + errors.size() == messages.size());

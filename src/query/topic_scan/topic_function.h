@@ -1,5 +1,5 @@
 // topic(): a Kafka topic's messages as a table, for the query server and `sluice sql`
-// (issue 7, "What can be queried"). A DuckDB table function registered on a connection:
+// A DuckDB table function (duck/table_function.h) registered on a connection:
 //
 //   SELECT partition, offset, timestamp, key, value FROM topic('events', from_offset => 100)
 //
@@ -17,8 +17,9 @@
 //
 // Value columns, after those above: `columns => 'user_id BIGINT, city VARCHAR'` declares
 // them; `format => 'json'` alone infers them from the first messages in range
-// (`sample_size => n`, default 1000). Each is decoded from the message's JSON value, NULL
-// where it does not fit (value_schema.h); only the columns a query reads are decoded.
+// (`sample_size => n`, default 1000). Each is decoded from the message's JSON value by the
+// shared JSON decoder, lenient: NULL where it does not fit (value_schema.h,
+// json/lenient_decoder.h); only the columns a query reads are decoded.
 //
 // The messages are read with a Kafka consumer (librdkafka, no group) from the broker
 // given at registration: sluice's own when it serves, any Kafka cluster otherwise.
@@ -34,8 +35,8 @@
 namespace sluice::query {
 
 struct TopicFunctionOptions {
-  std::string bootstrap_servers;                          // "127.0.0.1:9092"
-  std::chrono::milliseconds timeout{10'000};              // per metadata call, and without progress
+  std::string bootstrap_servers;              // "127.0.0.1:9092"
+  std::chrono::milliseconds timeout{10'000};  // per metadata call, and without progress
   std::string function_name = "topic";
 };
 

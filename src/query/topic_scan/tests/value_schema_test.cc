@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "duck/database.h"
+#include "json/json_decoder.h"
+
 namespace sluice::query {
 namespace {
 
@@ -66,6 +69,41 @@ TEST(ValueSchemaTest, InferenceWidensMixedKinds) {
   // Integers past BIGINT make a DOUBLE.
   std::vector<std::string> big = {R"({"u": 1})", R"({"u": 18446744073709551615})"};
   EXPECT_EQ(Describe(InferValueColumns(big, kReserved)), "u DOUBLE");
+}
+
+// topic()'s inference is the pipeline's InferredDecoder's, with topic()'s types: over the
+// same messages both see the same columns in the same order, and the same types where the
+// two rules agree (booleans, strings, numbers with a fraction, conflicting scalars).
+TEST(ValueSchemaTest, SameColumnsAsThePipelinesInference) {
+  const std::vector<std::string> samples = {
+      R"({"event": "click", "ok": true, "amount": 1.5, "user": {"id": 7}, "tags": ["a"]})",
+      R"({"Event": "view", "mixed": 1, "amount": 2, "note": null, "user": null})",
+      R"({"mixed": "x", "": 1, "late": false})",
+      "not json",
+      "[1]",
+      R"({"truncated": )"};
+  auto db = duck::Database::Open({.memory_limit_bytes = 128 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto conn = duck::Connection::Open(**db);
+  ASSERT_TRUE(conn.ok()) << conn.status().ToString();
+  auto decoder = json::InferredDecoder::Create(**conn);
+  ASSERT_TRUE(decoder.ok()) << decoder.status().ToString();
+  std::vector<kafka::client::Message> messages(samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) messages[i].value = samples[i];
+  std::vector<json::DecodeError> errors;
+  ASSERT_TRUE((*decoder)->Decode(messages, &errors).ok());
+  auto described = (*conn)->QueryText(
+      "SELECT column_name, column_type FROM (DESCRIBE batch) WHERE column_name NOT LIKE 'kafka_%'");
+  ASSERT_TRUE(described.ok()) << described.status().ToString();
+  std::string pipeline;
+  for (const auto& row : *described)
+    pipeline += (pipeline.empty() ? "" : ", ") + *row[0] + " " + *row[1];
+  EXPECT_EQ(pipeline,
+            "event VARCHAR, ok BOOLEAN, amount DOUBLE, user STRUCT(id DOUBLE), tags VARCHAR[], "
+            "mixed VARCHAR, note VARCHAR, late BOOLEAN");
+  EXPECT_EQ(Describe(InferValueColumns(samples, kReserved)),
+            "event VARCHAR, ok BOOLEAN, amount DOUBLE, user JSON, tags JSON, mixed VARCHAR, "
+            "note JSON, late BOOLEAN");
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // StructuredDecoder and InferredDecoder: every type mapping, NULLs, nesting, escapes, bad
 // input, chunk boundaries. Results are read back with SQL and, where the semantics are the
 // same, compared with DuckDB's own read_json over the same lines.
-#include "pipeline/json_decoder.h"
+#include "json/json_decoder.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -13,9 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
-namespace sluice::pipeline {
+namespace sluice::json {
 namespace {
 
 using Rows = std::vector<std::vector<std::optional<std::string>>>;
@@ -102,9 +101,9 @@ class JsonDecoderTest : public ::testing::TestWithParam<bool> {
     EXPECT_TRUE(errors.empty()) << errors[0].reason;
     std::string path = WriteLines(lines);
     Rows ours = Query("SELECT * FROM t");
-    Rows theirs = Query(fmt::format(
-        "SELECT * FROM read_json('{}', format='newline_delimited', columns={})", path,
-        read_json_columns));
+    Rows theirs =
+        Query(fmt::format("SELECT * FROM read_json('{}', format='newline_delimited', columns={})",
+                          path, read_json_columns));
     EXPECT_EQ(ours, theirs);
     return errors;
   }
@@ -127,8 +126,10 @@ TEST_P(JsonDecoderTest, SampleEventsMatchReadJson) {
         i % 3, i, i * 7, i, i % 5, i));
   }
   DecodeAndCompare(
-      "event VARCHAR, timestamp TIMESTAMP, user_id VARCHAR, properties STRUCT(city VARCHAR, amount DOUBLE)",
-      "{event: 'VARCHAR', timestamp: 'TIMESTAMP', user_id: 'VARCHAR', properties: 'STRUCT(city VARCHAR, amount DOUBLE)'}",
+      "event VARCHAR, timestamp TIMESTAMP, user_id VARCHAR, properties STRUCT(city VARCHAR, amount "
+      "DOUBLE)",
+      "{event: 'VARCHAR', timestamp: 'TIMESTAMP', user_id: 'VARCHAR', properties: 'STRUCT(city "
+      "VARCHAR, amount DOUBLE)'}",
       lines);
   EXPECT_EQ(One("SELECT properties.city FROM t WHERE user_id = 'u-7'"), "C2");
 }
@@ -151,11 +152,12 @@ TEST_P(JsonDecoderTest, EveryScalarTypeMatchesReadJson) {
 }
 
 TEST_P(JsonDecoderTest, NullsMissingAndExtraKeys) {
-  DecodeAndCompare("a INTEGER, b VARCHAR, c STRUCT(x INTEGER, y VARCHAR), d INTEGER[]",
-                   "{a:'INTEGER', b:'VARCHAR', c:'STRUCT(x INTEGER, y VARCHAR)', d:'INTEGER[]'}",
-                   {R"({"a":null,"b":null,"c":null,"d":null})", R"({"z":1,"y":{"q":[1,{"r":null}]}})",
-                    R"({"c":{"x":1},"extra":"ignored","d":[1,null,3]})",
-                    R"({"c":{"y":"only y","w":5}})", R"({"b":"last"})"});
+  DecodeAndCompare(
+      "a INTEGER, b VARCHAR, c STRUCT(x INTEGER, y VARCHAR), d INTEGER[]",
+      "{a:'INTEGER', b:'VARCHAR', c:'STRUCT(x INTEGER, y VARCHAR)', d:'INTEGER[]'}",
+      {R"({"a":null,"b":null,"c":null,"d":null})", R"({"z":1,"y":{"q":[1,{"r":null}]}})",
+       R"({"c":{"x":1},"extra":"ignored","d":[1,null,3]})", R"({"c":{"y":"only y","w":5}})",
+       R"({"b":"last"})"});
   EXPECT_EQ(One("SELECT count(*) FROM t WHERE c IS NULL"), "3");
   EXPECT_EQ(One("SELECT c.y FROM t WHERE c.x IS NULL AND c IS NOT NULL"), "only y");
 }
@@ -164,7 +166,8 @@ TEST_P(JsonDecoderTest, NestedStructsAndListsMatchReadJson) {
   DecodeAndCompare(
       "id INTEGER, tags VARCHAR[], items STRUCT(sku VARCHAR, qty INTEGER, opts INTEGER[])[], "
       "grid DOUBLE[][], meta STRUCT(inr STRUCT(deep VARCHAR[], n BIGINT), ts TIMESTAMP)",
-      "{id:'INTEGER', tags:'VARCHAR[]', items:'STRUCT(sku VARCHAR, qty INTEGER, opts INTEGER[])[]', "
+      "{id:'INTEGER', tags:'VARCHAR[]', items:'STRUCT(sku VARCHAR, qty INTEGER, opts "
+      "INTEGER[])[]', "
       "grid:'DOUBLE[][]', meta:'STRUCT(inr STRUCT(deep VARCHAR[], n BIGINT), ts TIMESTAMP)'}",
       {R"({"id":1,"tags":["a","b"],"items":[{"sku":"x","qty":2,"opts":[1,2]},{"sku":"y","qty":null}],"grid":[[1,2],[],[3.5]],"meta":{"inr":{"deep":["p","q"],"n":7},"ts":"2024-01-01T00:00:00"}})",
        R"({"id":2,"tags":[],"items":[],"grid":[],"meta":{"inr":null}})",
@@ -173,11 +176,13 @@ TEST_P(JsonDecoderTest, NestedStructsAndListsMatchReadJson) {
 }
 
 TEST_P(JsonDecoderTest, UnicodeAndEscapesMatchReadJson) {
-  DecodeAndCompare("s VARCHAR, t VARCHAR[]", "{s:'VARCHAR', t:'VARCHAR[]'}",
-                   {R"({"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n\t\r\b\f"})",
-                    "{\"s\":\"Gr\xc3\xbc\xc3\x9f""e \xe2\x82\xac \xf0\x9f\x98\x80\",\"t\":[\"\xe6\x97\xa5\xe6\x9c\xac\",\"\\u0000x\"]}",
-                    R"({"s\u0041":"key with an escape is still s? no: sA"})",
-                    std::string("{\"s\":\"") + std::string(100, 'a') + "\"}"});
+  DecodeAndCompare(
+      "s VARCHAR, t VARCHAR[]", "{s:'VARCHAR', t:'VARCHAR[]'}",
+      {R"({"s":"caf\u00e9 \ud83d\ude00 \"q\" \\ \/ \n\t\r\b\f"})",
+       "{\"s\":\"Gr\xc3\xbc\xc3\x9f"
+       "e \xe2\x82\xac \xf0\x9f\x98\x80\",\"t\":[\"\xe6\x97\xa5\xe6\x9c\xac\",\"\\u0000x\"]}",
+       R"({"s\u0041":"key with an escape is still s? no: sA"})",
+       std::string("{\"s\":\"") + std::string(100, 'a') + "\"}"});
 }
 
 TEST_P(JsonDecoderTest, TimestampsAndDates) {
@@ -185,12 +190,12 @@ TEST_P(JsonDecoderTest, TimestampsAndDates) {
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
   auto rows = dec->Decode(
-      Messages({R"({"n":1,"ts":"2024-05-01T12:00:00+02:00","tz":"2024-05-01T12:00:00+02:00","d":"2024-05-01T23:59:59Z"})",
-                R"({"n":2,"ts":"2024-05-01 12:00","tz":"2024-05-01T12:00:00.1-0530","d":"2024-5-1"})",
-                R"({"n":3,"ts":1714564800,"tz":1714564800123,"ns":1714564800123456789})",
-                R"({"n":4,"ts":1714564800123456,"tz":1714564800.5})",
-                R"({"n":5,"ts":"2024-02-30"})", R"({"n":6,"tz":"yesterday"})",
-                R"({"n":7,"d":20240501})", R"({"n":8,"ts":true})"}),
+      Messages(
+          {R"({"n":1,"ts":"2024-05-01T12:00:00+02:00","tz":"2024-05-01T12:00:00+02:00","d":"2024-05-01T23:59:59Z"})",
+           R"({"n":2,"ts":"2024-05-01 12:00","tz":"2024-05-01T12:00:00.1-0530","d":"2024-5-1"})",
+           R"({"n":3,"ts":1714564800,"tz":1714564800123,"ns":1714564800123456789})",
+           R"({"n":4,"ts":1714564800123456,"tz":1714564800.5})", R"({"n":5,"ts":"2024-02-30"})",
+           R"({"n":6,"tz":"yesterday"})", R"({"n":7,"d":20240501})", R"({"n":8,"ts":true})"}),
       &errors);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, 4u);
@@ -201,7 +206,8 @@ TEST_P(JsonDecoderTest, TimestampsAndDates) {
   EXPECT_NE(errors[1].reason.find("key 'tz'"), std::string::npos) << errors[1].reason;
   EXPECT_NE(errors[2].reason.find("key 'd'"), std::string::npos) << errors[2].reason;
   EXPECT_NE(errors[3].reason.find("expected a timestamp string or number, got a boolean"),
-            std::string::npos) << errors[3].reason;
+            std::string::npos)
+      << errors[3].reason;
   // TIMESTAMP keeps the wall-clock time as DuckDB's cast does; TIMESTAMPTZ is the instant.
   Rows r = Query("SELECT ts::VARCHAR, tz::VARCHAR, d::VARCHAR, ns::VARCHAR FROM t ORDER BY n");
   ASSERT_EQ(r.size(), 4u);
@@ -211,25 +217,26 @@ TEST_P(JsonDecoderTest, TimestampsAndDates) {
   EXPECT_EQ(r[1][0], "2024-05-01 12:00:00");
   EXPECT_EQ(r[1][1], "2024-05-01 17:30:00.1+00");
   EXPECT_EQ(r[1][2], "2024-05-01");
-  EXPECT_EQ(r[2][0], "2024-05-01 12:00:00");         // epoch seconds
-  EXPECT_EQ(r[2][1], "2024-05-01 12:00:00.123+00");  // epoch milliseconds
+  EXPECT_EQ(r[2][0], "2024-05-01 12:00:00");            // epoch seconds
+  EXPECT_EQ(r[2][1], "2024-05-01 12:00:00.123+00");     // epoch milliseconds
   EXPECT_EQ(r[2][3], "2024-05-01 12:00:00.123456789");  // epoch nanoseconds
-  EXPECT_EQ(r[3][0], "2024-05-01 12:00:00.123456");  // epoch microseconds
-  EXPECT_EQ(r[3][1], "2024-05-01 12:00:00.5+00");    // fractional seconds
+  EXPECT_EQ(r[3][0], "2024-05-01 12:00:00.123456");     // epoch microseconds
+  EXPECT_EQ(r[3][1], "2024-05-01 12:00:00.5+00");       // fractional seconds
 }
 
 TEST_P(JsonDecoderTest, NumbersRangeChecksAndCasts) {
-  Exec("CREATE TABLE t (n INTEGER, i8 TINYINT, i INTEGER, b BIGINT, u UBIGINT, f FLOAT, d DOUBLE, ok BOOLEAN)");
+  Exec(
+      "CREATE TABLE t (n INTEGER, i8 TINYINT, i INTEGER, b BIGINT, u UBIGINT, f FLOAT, d DOUBLE, "
+      "ok BOOLEAN)");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
   auto rows = dec->Decode(
       Messages({R"({"n":1,"i":12.5,"b":"123","u":"18446744073709551615","d":"2.5","ok":"true"})",
-                R"({"n":2,"i":13.5,"b":1e3,"d":12,"f":3.4e38,"ok":"F"})",
-                R"({"n":3,"b":"abc"})", R"({"n":4,"i":1e300})", R"({"n":5,"i8":128})",
-                R"({"n":6,"b":9223372036854775808})", R"({"n":7,"u":-1})",
-                R"({"n":8,"f":1e39})", R"({"n":9,"d":1e400})", R"({"n":10,"ok":"maybe"})",
-                R"({"n":11,"i":true})", R"({"n":12,"b":{"x":1}})", R"({"n":13,"u":18446744073709551616})",
-                R"({"n":14,"d":[1]})"}),
+                R"({"n":2,"i":13.5,"b":1e3,"d":12,"f":3.4e38,"ok":"F"})", R"({"n":3,"b":"abc"})",
+                R"({"n":4,"i":1e300})", R"({"n":5,"i8":128})", R"({"n":6,"b":9223372036854775808})",
+                R"({"n":7,"u":-1})", R"({"n":8,"f":1e39})", R"({"n":9,"d":1e400})",
+                R"({"n":10,"ok":"maybe"})", R"({"n":11,"i":true})", R"({"n":12,"b":{"x":1}})",
+                R"({"n":13,"u":18446744073709551616})", R"({"n":14,"d":[1]})"}),
       &errors);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, 2u);
@@ -253,57 +260,61 @@ TEST_P(JsonDecoderTest, NumbersRangeChecksAndCasts) {
   // DuckDB rounds fractions half to even when casting to an integer; numeric strings cast.
   Rows r = Query("SELECT i, b, u::VARCHAR, d, ok FROM t ORDER BY n");
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0], (std::vector<std::optional<std::string>>{"12", "123", "18446744073709551615", "2.5", "true"}));
-  EXPECT_EQ(r[1], (std::vector<std::optional<std::string>>{"14", "1000", std::nullopt, "12.0", "false"}));
+  EXPECT_EQ(r[0], (std::vector<std::optional<std::string>>{"12", "123", "18446744073709551615",
+                                                           "2.5", "true"}));
+  EXPECT_EQ(r[1],
+            (std::vector<std::optional<std::string>>{"14", "1000", std::nullopt, "12.0", "false"}));
 }
 
 TEST_P(JsonDecoderTest, VarcharAndJsonColumnsKeepJsonText) {
   Exec("CREATE TABLE t (n INTEGER, v VARCHAR, j JSON)");
   auto dec = Structured("t");
   std::vector<DecodeError> errors;
-  auto rows = dec->Decode(Messages({R"({"n":1,"v":{"a":[1,2]},"j":{"a":[1,2]}})",
-                                    R"({"n":2,"v":12.50,"j":"str"})",
-                                    R"({"n":3,"v":true,"j":[true , null]})",
-                                    R"({"n":4,"v":"plain","j":-0.5e3})"}),
-                          &errors);
+  auto rows = dec->Decode(
+      Messages({R"({"n":1,"v":{"a":[1,2]},"j":{"a":[1,2]}})", R"({"n":2,"v":12.50,"j":"str"})",
+                R"({"n":3,"v":true,"j":[true , null]})", R"({"n":4,"v":"plain","j":-0.5e3})"}),
+      &errors);
   ASSERT_TRUE(rows.ok());
   EXPECT_TRUE(errors.empty());
   Rows r = Query("SELECT v, j FROM t ORDER BY n");
-  EXPECT_EQ(r, (Rows{{"{\"a\":[1,2]}", "{\"a\":[1,2]}"}, {"12.50", "\"str\""},
-                     {"true", "[true , null]"}, {"plain", "-0.5e3"}}));
+  EXPECT_EQ(r, (Rows{{"{\"a\":[1,2]}", "{\"a\":[1,2]}"},
+                     {"12.50", "\"str\""},
+                     {"true", "[true , null]"},
+                     {"plain", "-0.5e3"}}));
 }
 
 TEST_P(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   Exec("CREATE TABLE t (a INTEGER, l INTEGER[])");
   auto dec = Structured("t");
   std::vector<std::string> bad = {
-      R"({"a":1)",                    // truncated
-      R"({"a":})",                    // missing value
-      R"([1,2])",                     // not an object
-      R"("str")",                     // not an object
-      R"(42)",                        // not an object
-      "",                             // empty
-      R"({"a":1} x)",                 // trailing content
-      R"({"a":1}{"a":2})",            // two objects
-      R"({"a":tru})",                 // bad literal
-      R"({"unknown":[1,2,}, "a":1})", // malformed inside an ignored key
-      R"({"unknown":{"x":nul}})",     // malformed literal inside an ignored key
-      R"({"unknown":01})",            // bad number inside an ignored key
-      R"({"a":"\x"})",                // bad escape
-      "{\"a\":\"\xff\xfe\"}",         // invalid UTF-8
-      R"({"l":[1,2,"x"]})",           // wrong type inside a list
-      R"({"a" 1})",                   // missing colon
-      R"({"a":1,})",                  // trailing comma
-      "   ",                          // whitespace only
-      "not json",                     // text: starts like null, is not JSON
-      "null",                         // JSON, not an object
-      "fals",                         // a broken literal
+      R"({"a":1)",                     // truncated
+      R"({"a":})",                     // missing value
+      R"([1,2])",                      // not an object
+      R"("str")",                      // not an object
+      R"(42)",                         // not an object
+      "",                              // empty
+      R"({"a":1} x)",                  // trailing content
+      R"({"a":1}{"a":2})",             // two objects
+      R"({"a":tru})",                  // bad literal
+      R"({"unknown":[1,2,}, "a":1})",  // malformed inside an ignored key
+      R"({"unknown":{"x":nul}})",      // malformed literal inside an ignored key
+      R"({"unknown":01})",             // bad number inside an ignored key
+      R"({"a":"\x"})",                 // bad escape
+      "{\"a\":\"\xff\xfe\"}",          // invalid UTF-8
+      R"({"l":[1,2,"x"]})",            // wrong type inside a list
+      R"({"a" 1})",                    // missing colon
+      R"({"a":1,})",                   // trailing comma
+      "   ",                           // whitespace only
+      "not json",                      // text: starts like null, is not JSON
+      "null",                          // JSON, not an object
+      "fals",                          // a broken literal
       R"({"u":)" + std::string(300, '[') + std::string(300, ']') + "}",  // nested too deep
   };
   std::vector<std::string> values;
   for (const std::string& b : bad) {
     values.push_back(b);
-    values.push_back(fmt::format(R"({{"a":{},"l":[{},{}]}})", values.size(), values.size(), values.size()));
+    values.push_back(
+        fmt::format(R"({{"a":{},"l":[{},{}]}})", values.size(), values.size(), values.size()));
   }
   std::vector<Message> messages = Messages(values);
   Message tombstone = messages[0];
@@ -320,11 +331,14 @@ TEST_P(JsonDecoderTest, BadMessagesAreReportedAndTheRestGoesIn) {
   }
   EXPECT_NE(errors[2].reason.find("expected a JSON object, got an array"), std::string::npos);
   EXPECT_NE(errors[5].reason.find("empty message"), std::string::npos);
-  EXPECT_NE(errors[9].reason.find("key 'unknown[2]': invalid JSON"), std::string::npos) << errors[9].reason;
-  EXPECT_NE(errors[14].reason.find("key 'l[2]' (INTEGER): \"x\" is not a number"), std::string::npos)
+  EXPECT_NE(errors[9].reason.find("key 'unknown[2]': invalid JSON"), std::string::npos)
+      << errors[9].reason;
+  EXPECT_NE(errors[14].reason.find("key 'l[2]' (INTEGER): \"x\" is not a number"),
+            std::string::npos)
       << errors[14].reason;
   EXPECT_NE(errors[18].reason.find("invalid JSON"), std::string::npos) << errors[18].reason;
-  EXPECT_NE(errors[19].reason.find("expected a JSON object, got null"), std::string::npos) << errors[19].reason;
+  EXPECT_NE(errors[19].reason.find("expected a JSON object, got null"), std::string::npos)
+      << errors[19].reason;
   EXPECT_NE(errors[20].reason.find("invalid JSON"), std::string::npos) << errors[20].reason;
   EXPECT_NE(errors[bad.size() - 1].reason.find("too deep"), std::string::npos)
       << errors[bad.size() - 1].reason;
@@ -347,8 +361,8 @@ TEST_P(JsonDecoderTest, DuplicateKeysLastWinsAndCaseInsensitiveFallback) {
             (Rows{{"b", std::nullopt}, {"c", "Rome"}, {std::nullopt, std::nullopt}}));
 
   Exec("CREATE TABLE t2 (user_id VARCHAR)");
-  auto strict = StructuredDecoder::Create(*conn_, "t2", {.case_insensitive_keys = false,
-                                                         .in_memory = GetParam()});
+  auto strict = StructuredDecoder::Create(
+      *conn_, "t2", {.case_insensitive_keys = false, .in_memory = GetParam()});
   ASSERT_TRUE(strict.ok());
   ASSERT_TRUE((*strict)->Decode(Messages({R"({"User_ID":"c"})"}), &errors).ok());
   EXPECT_EQ(One("SELECT count(*) FROM t2 WHERE user_id IS NULL"), "1");
@@ -357,13 +371,13 @@ TEST_P(JsonDecoderTest, DuplicateKeysLastWinsAndCaseInsensitiveFallback) {
 TEST_P(JsonDecoderTest, ManyRowsAcrossChunksMatchReadJson) {
   std::vector<std::string> lines;
   for (int i = 0; i < 5000; ++i) {
-    lines.push_back(fmt::format(R"({{"id":{},"name":"n{}","tags":[{}],"s":{{"k":{},"l":["{}"]}}}})", i, i,
-                                i % 7 == 0 ? "" : fmt::format("\"t{}\",\"u\"", i), i * 2,
+    lines.push_back(fmt::format(R"({{"id":{},"name":"n{}","tags":[{}],"s":{{"k":{},"l":["{}"]}}}})",
+                                i, i, i % 7 == 0 ? "" : fmt::format("\"t{}\",\"u\"", i), i * 2,
                                 std::string(i % 40, 'x')));
   }
-  DecodeAndCompare("id BIGINT, name VARCHAR, tags VARCHAR[], s STRUCT(k BIGINT, l VARCHAR[])",
-                   "{id:'BIGINT', name:'VARCHAR', tags:'VARCHAR[]', s:'STRUCT(k BIGINT, l VARCHAR[])'}",
-                   lines);
+  DecodeAndCompare(
+      "id BIGINT, name VARCHAR, tags VARCHAR[], s STRUCT(k BIGINT, l VARCHAR[])",
+      "{id:'BIGINT', name:'VARCHAR', tags:'VARCHAR[]', s:'STRUCT(k BIGINT, l VARCHAR[])'}", lines);
   EXPECT_EQ(One("SELECT count(*) FROM t"), "5000");
 }
 
@@ -389,19 +403,22 @@ TEST_P(JsonDecoderTest, TenMegabyteMessage) {
 // DuckDB keeps the deleted rows of in-memory and temporary tables: a table emptied with
 // DELETE before each batch would hold every batch ever decoded.
 TEST_P(JsonDecoderTest, BatchesDoNotAccumulateInDuckDBsMemory) {
-  for (const char* columns : {"n BIGINT, name VARCHAR", "n BIGINT, price DECIMAL(12,2), name VARCHAR"}) {
+  for (const char* columns :
+       {"n BIGINT, name VARCHAR", "n BIGINT, price DECIMAL(12,2), name VARCHAR"}) {
     decoder_.reset();
     Exec(fmt::format("CREATE OR REPLACE TABLE t ({}, CHECK (n >= 0))", columns));
     decoder_ = Structured("t");
     ASSERT_NE(decoder_, nullptr);
     std::vector<std::string> lines;
     for (int i = 0; i < 5000; ++i) {
-      lines.push_back(fmt::format(R"({{"n":{0},"price":{0}.25,"name":"some longer name {0}"}})", i));
+      lines.push_back(
+          fmt::format(R"({{"n":{0},"price":{0}.25,"name":"some longer name {0}"}})", i));
     }
     std::vector<Message> messages = Messages(lines);
     auto in_memory_tables = [&] {
-      return std::stoll(One("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
-                            "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
+      return std::stoll(
+          One("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
+              "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
     };
     int64_t after_first = 0;
     for (int batch = 0; batch < 60; ++batch) {
@@ -434,8 +451,9 @@ TEST_P(JsonDecoderTest, BatchesDoNotAccumulateInDuckDBsMemory) {
 
 TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   Exec("CREATE TYPE mood AS ENUM ('happy', 'sad')");
-  Exec("CREATE TABLE t (n INTEGER, price DECIMAL(10,2), id UUID, m MAP(VARCHAR, INTEGER), "
-       "h HUGEINT, iv INTERVAL, md mood, s STRUCT(q DECIMAL(4,1), name VARCHAR), tm TIME)");
+  Exec(
+      "CREATE TABLE t (n INTEGER, price DECIMAL(10,2), id UUID, m MAP(VARCHAR, INTEGER), "
+      "h HUGEINT, iv INTERVAL, md mood, s STRUCT(q DECIMAL(4,1), name VARCHAR), tm TIME)");
   auto dec = Structured("t");
   ASSERT_TRUE(dec->staged());
   std::vector<DecodeError> errors;
@@ -453,7 +471,8 @@ TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   EXPECT_EQ(*rows, 3u);
   ASSERT_EQ(errors.size(), 5u);
   EXPECT_EQ(errors[0].index, 2u);
-  EXPECT_NE(errors[0].reason.find("column price DECIMAL(10,2)"), std::string::npos) << errors[0].reason;
+  EXPECT_NE(errors[0].reason.find("column price DECIMAL(10,2)"), std::string::npos)
+      << errors[0].reason;
   EXPECT_EQ(errors[1].index, 3u);
   EXPECT_NE(errors[1].reason.find("column id UUID"), std::string::npos) << errors[1].reason;
   EXPECT_EQ(errors[2].index, 4u);
@@ -461,13 +480,15 @@ TEST_P(JsonDecoderTest, RareTypesGoThroughDuckDBCasts) {
   EXPECT_EQ(errors[3].index, 5u);
   EXPECT_NE(errors[3].reason.find("column s"), std::string::npos) << errors[3].reason;
   EXPECT_EQ(errors[4].index, 7u);  // found by the direct path, before DuckDB
-  EXPECT_NE(errors[4].reason.find("key 'n' (column n INTEGER)"), std::string::npos) << errors[4].reason;
+  EXPECT_NE(errors[4].reason.find("key 'n' (column n INTEGER)"), std::string::npos)
+      << errors[4].reason;
   // The same lines through read_json: identical rows for the ones it accepts.
   std::string path = WriteLines({lines[0], lines[1], lines[6]});
   Rows theirs = Query(fmt::format(
       "SELECT * FROM read_json('{}', format='newline_delimited', columns={{n:'INTEGER', "
       "price:'DECIMAL(10,2)', id:'UUID', m:'MAP(VARCHAR, INTEGER)', h:'HUGEINT', iv:'INTERVAL', "
-      "md:'mood', s:'STRUCT(q DECIMAL(4,1), name VARCHAR)', tm:'TIME'}}) ORDER BY n", path));
+      "md:'mood', s:'STRUCT(q DECIMAL(4,1), name VARCHAR)', tm:'TIME'}}) ORDER BY n",
+      path));
   EXPECT_EQ(Query("SELECT * FROM t ORDER BY n"), theirs);
   // A second batch reuses the staging table and replaces the first.
   ASSERT_TRUE(dec->Decode(Messages({R"({"n":8,"price":1})"}), &errors).ok());
@@ -507,14 +528,17 @@ TEST_P(JsonDecoderTest, InferredSampleEvents) {
   auto rows = (*dec)->Decode(messages, &errors);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, 2u);
-  EXPECT_EQ((*dec)->schema_sql(),
-            "\"event\" VARCHAR, \"timestamp\" VARCHAR, \"user_id\" VARCHAR, "
-            "\"properties\" STRUCT(\"city\" VARCHAR, \"amount\" DOUBLE), \"kafka_topic\" VARCHAR, "
-            "\"kafka_partition\" INTEGER, \"kafka_offset\" BIGINT, \"kafka_timestamp\" TIMESTAMPTZ, "
-            "\"kafka_key\" BLOB");
+  EXPECT_EQ(
+      (*dec)->schema_sql(),
+      "\"event\" VARCHAR, \"timestamp\" VARCHAR, \"user_id\" VARCHAR, "
+      "\"properties\" STRUCT(\"city\" VARCHAR, \"amount\" DOUBLE), \"kafka_topic\" VARCHAR, "
+      "\"kafka_partition\" INTEGER, \"kafka_offset\" BIGINT, \"kafka_timestamp\" TIMESTAMPTZ, "
+      "\"kafka_key\" BLOB");
   EXPECT_EQ(Query("SELECT event, properties.city, properties.amount, kafka_topic, kafka_partition, "
-                  "kafka_offset, kafka_timestamp::VARCHAR, kafka_key::VARCHAR FROM batch ORDER BY kafka_offset"),
-            (Rows{{"page_view", "Berlin", "12.5", "events", "0", "0", "2024-05-01 12:00:00+00", std::nullopt},
+                  "kafka_offset, kafka_timestamp::VARCHAR, kafka_key::VARCHAR FROM batch ORDER BY "
+                  "kafka_offset"),
+            (Rows{{"page_view", "Berlin", "12.5", "events", "0", "0", "2024-05-01 12:00:00+00",
+                   std::nullopt},
                   {"page_view", "Berlin", "12.5", "events", "3", "1", std::nullopt, "k1"}}));
 }
 
@@ -523,10 +547,11 @@ TEST_P(JsonDecoderTest, InferredWideningConflictsAndMissingKeys) {
   ASSERT_TRUE(dec.ok());
   std::vector<DecodeError> errors;
   auto rows = (*dec)->Decode(
-      Messages({R"({"n":1,"x":1,"mixed":"a","obj":{"a":1},"arr":[1,2],"nul":null,"empty":[],"eo":{}})",
-                R"({"n":2,"x":2.5,"mixed":3,"obj":{"b":"s"},"arr":[3.5,"t"],"late":true})",
-                R"({"n":3,"mixed":{"k":[1, 2]},"obj":null,"ARR":null,"N2":1})",
-                R"({"n":4,"bad":tru,"neverseen":1})", R"({"n":5,"kafka_offset":"spoof"})"}),
+      Messages(
+          {R"({"n":1,"x":1,"mixed":"a","obj":{"a":1},"arr":[1,2],"nul":null,"empty":[],"eo":{}})",
+           R"({"n":2,"x":2.5,"mixed":3,"obj":{"b":"s"},"arr":[3.5,"t"],"late":true})",
+           R"({"n":3,"mixed":{"k":[1, 2]},"obj":null,"ARR":null,"N2":1})",
+           R"({"n":4,"bad":tru,"neverseen":1})", R"({"n":5,"kafka_offset":"spoof"})"}),
       &errors);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, 4u);
@@ -534,17 +559,24 @@ TEST_P(JsonDecoderTest, InferredWideningConflictsAndMissingKeys) {
   EXPECT_EQ(errors[0].index, 3u);
   EXPECT_NE(errors[0].reason.find("key 'bad'"), std::string::npos) << errors[0].reason;
   // Columns: first-seen order; the bad message added none ("bad", "neverseen").
-  EXPECT_EQ((*dec)->schema_sql(),
-            "\"n\" DOUBLE, \"x\" DOUBLE, \"mixed\" VARCHAR, \"obj\" STRUCT(\"a\" DOUBLE, \"b\" VARCHAR), "
-            "\"arr\" VARCHAR[], \"nul\" VARCHAR, \"empty\" VARCHAR[], \"eo\" VARCHAR, \"late\" BOOLEAN, "
-            "\"N2\" DOUBLE, \"kafka_topic\" VARCHAR, \"kafka_partition\" INTEGER, \"kafka_offset\" BIGINT, "
-            "\"kafka_timestamp\" TIMESTAMPTZ, \"kafka_key\" BLOB");
-  EXPECT_EQ(Query("SELECT n, x, mixed, obj::VARCHAR, arr::VARCHAR, nul, empty::VARCHAR, eo, late, kafka_offset "
+  EXPECT_EQ(
+      (*dec)->schema_sql(),
+      "\"n\" DOUBLE, \"x\" DOUBLE, \"mixed\" VARCHAR, \"obj\" STRUCT(\"a\" DOUBLE, \"b\" VARCHAR), "
+      "\"arr\" VARCHAR[], \"nul\" VARCHAR, \"empty\" VARCHAR[], \"eo\" VARCHAR, \"late\" BOOLEAN, "
+      "\"N2\" DOUBLE, \"kafka_topic\" VARCHAR, \"kafka_partition\" INTEGER, \"kafka_offset\" "
+      "BIGINT, "
+      "\"kafka_timestamp\" TIMESTAMPTZ, \"kafka_key\" BLOB");
+  EXPECT_EQ(Query("SELECT n, x, mixed, obj::VARCHAR, arr::VARCHAR, nul, empty::VARCHAR, eo, late, "
+                  "kafka_offset "
                   "FROM batch ORDER BY n"),
-            (Rows{{"1.0", "1.0", "a", "{'a': 1.0, 'b': NULL}", "[1, 2]", std::nullopt, "[]", "{}", std::nullopt, "0"},
-                  {"2.0", "2.5", "3", "{'a': NULL, 'b': s}", "[3.5, t]", std::nullopt, std::nullopt, std::nullopt, "true", "1"},
-                  {"3.0", std::nullopt, "{\"k\":[1, 2]}", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "2"},
-                  {"5.0", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt, "4"}}));
+            (Rows{{"1.0", "1.0", "a", "{'a': 1.0, 'b': NULL}", "[1, 2]", std::nullopt, "[]", "{}",
+                   std::nullopt, "0"},
+                  {"2.0", "2.5", "3", "{'a': NULL, 'b': s}", "[3.5, t]", std::nullopt, std::nullopt,
+                   std::nullopt, "true", "1"},
+                  {"3.0", std::nullopt, "{\"k\":[1, 2]}", std::nullopt, std::nullopt, std::nullopt,
+                   std::nullopt, std::nullopt, std::nullopt, "2"},
+                  {"5.0", std::nullopt, std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                   std::nullopt, std::nullopt, std::nullopt, "4"}}));
   // The next batch recreates the table with its own schema.
   ASSERT_TRUE((*dec)->Decode(Messages({R"({"other":"x"})"}), &errors).ok());
   EXPECT_EQ(One("SELECT count(*) FROM information_schema.columns WHERE table_name = 'batch'"), "6");
@@ -557,8 +589,8 @@ TEST_P(JsonDecoderTest, InferredMatchesReadJsonWithTheInferredColumns) {
   std::vector<std::string> lines;
   for (int i = 0; i < 4100; ++i) {
     lines.push_back(fmt::format(
-        R"({{"event":"e{}","amount":{},"tags":["a{}","b"],"props":{{"city":"c{}","n":{}}},"flag":{}}})", i % 4,
-        i * 0.5, i, i % 9, i, i % 2 ? "true" : "false"));
+        R"({{"event":"e{}","amount":{},"tags":["a{}","b"],"props":{{"city":"c{}","n":{}}},"flag":{}}})",
+        i % 4, i * 0.5, i, i % 9, i, i % 2 ? "true" : "false"));
   }
   auto dec = Inferred();
   ASSERT_TRUE(dec.ok());
@@ -582,9 +614,10 @@ TEST_P(JsonDecoderTest, InferredLimits) {
   auto dec = Inferred(options);
   ASSERT_TRUE(dec.ok());
   std::vector<DecodeError> errors;
-  auto rows = (*dec)->Decode(Messages({R"({"a":1,"wide":{"x":1,"y":2,"z":3},"deep":{"d1":{"d2":{"d3":1}}}})",
-                                       R"({"d":1})"}),
-                             &errors);
+  auto rows = (*dec)->Decode(
+      Messages(
+          {R"({"a":1,"wide":{"x":1,"y":2,"z":3},"deep":{"d1":{"d2":{"d3":1}}}})", R"({"d":1})"}),
+      &errors);
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(*rows, 1u);
   ASSERT_EQ(errors.size(), 1u);
@@ -601,7 +634,8 @@ TEST_P(JsonDecoderTest, InMemoryViewShadowsTheTableWhileTheDecoderLives) {
   ASSERT_TRUE(dec);
   EXPECT_EQ(One("SELECT count(*) FROM t"), "0");  // no batch yet
   std::vector<std::string> lines;
-  for (int i = 0; i < 4500; ++i) lines.push_back(fmt::format(R"({{"n":{},"s":"v{}","p":{{"l":[{},{}]}}}})", i, i, i, i));
+  for (int i = 0; i < 4500; ++i)
+    lines.push_back(fmt::format(R"({{"n":{},"s":"v{}","p":{{"l":[{},{}]}}}})", i, i, i, i));
   std::vector<DecodeError> errors;
   ASSERT_TRUE(dec->Decode(Messages(lines), &errors).ok());
   // Several scans of the batch in one query, projections, count(*), row order.
@@ -609,7 +643,8 @@ TEST_P(JsonDecoderTest, InMemoryViewShadowsTheTableWhileTheDecoderLives) {
   EXPECT_EQ(One("SELECT count(*) FROM t"), "4500");
   EXPECT_EQ(One("SELECT sum(p.l[2]) FROM t WHERE s LIKE 'v1%'"),
             One("SELECT sum(n) FROM range(4500) r(n) WHERE n::VARCHAR LIKE '1%'"));
-  EXPECT_EQ(One("SELECT bool_and(n = rn - 1) FROM (SELECT n, row_number() OVER () AS rn FROM t)"), "true");
+  EXPECT_EQ(One("SELECT bool_and(n = rn - 1) FROM (SELECT n, row_number() OVER () AS rn FROM t)"),
+            "true");
   // The table itself is left alone (`main.t` is the view too: temp has a schema main).
   EXPECT_EQ(One("SELECT n FROM memory.main.t"), "100");
   // The handler's result outlives the batch (copied when materialized).
@@ -637,9 +672,11 @@ TEST_P(JsonDecoderTest, InMemoryViewShadowsATableOfAFileDatabase) {
   auto dec = StructuredDecoder::Create(**conn, "events", {.in_memory = true});
   ASSERT_TRUE(dec.ok()) << dec.status().ToString();
   std::vector<DecodeError> errors;
-  ASSERT_TRUE((*dec)->Decode(Messages({R"({"city":"Rome","amount":2})", R"({"city":"Rome","amount":3.5})"}),
-                             &errors)
-                  .ok());
+  ASSERT_TRUE(
+      (*dec)
+          ->Decode(Messages({R"({"city":"Rome","amount":2})", R"({"city":"Rome","amount":3.5})"}),
+                   &errors)
+          .ok());
   auto rows = (*conn)->QueryText("SELECT city, sum(amount), count(*) FROM events GROUP BY 1");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, (Rows{{"Rome", "5.5", "2"}}));
@@ -667,4 +704,4 @@ INSTANTIATE_TEST_SUITE_P(TableOrMemory, JsonDecoderTest, ::testing::Values(false
                          });
 
 }  // namespace
-}  // namespace sluice::pipeline
+}  // namespace sluice::json

@@ -4,6 +4,7 @@
 // handler table (`events`, or `batch` inferred), the runner's handler step runs
 // (CREATE OR REPLACE TEMP TABLE __result AS <aggregate>) and the result is fetched. Prints
 // the best of three runs, the load average and peak RSS. Run the release build.
+#include <fmt/format.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,9 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
-#include "pipeline/json_decoder.h"
+#include "json/json_decoder.h"
 
 using namespace sluice;
 using kafka::client::Message;
@@ -52,8 +51,8 @@ int main(int argc, char** argv) {
   const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
   const bool in_memory = !(argc > 5 && std::strcmp(argv[5], "table") == 0);
 
-  static const char* kCities[] = {"Berlin", "Paris", "Rome", "Madrid", "Lisbon", "Vienna",
-                                  "Prague", "Warsaw", "Oslo", "Dublin"};
+  static const char* kCities[] = {"Berlin", "Paris",  "Rome",   "Madrid", "Lisbon",
+                                  "Vienna", "Prague", "Warsaw", "Oslo",   "Dublin"};
   static const char* kEvents[] = {"page_view", "click", "purchase", "signup"};
   std::vector<std::string> values;
   values.reserve(total);
@@ -83,12 +82,13 @@ int main(int argc, char** argv) {
   Die(conn.status(), "connect");
   duck::Connection& c = **conn;
   // DuckDB settings to try, e.g. DECODE_BENCH_SETTINGS="SET preserve_insertion_order=false".
-  if (const char* settings = std::getenv("DECODE_BENCH_SETTINGS")) Die(c.Execute(settings), "settings");
-  std::unique_ptr<pipeline::StructuredDecoder> sdec;
-  std::unique_ptr<pipeline::InferredDecoder> idec;
+  if (const char* settings = std::getenv("DECODE_BENCH_SETTINGS"))
+    Die(c.Execute(settings), "settings");
+  std::unique_ptr<json::StructuredDecoder> sdec;
+  std::unique_ptr<json::InferredDecoder> idec;
   std::string table = inferred ? "batch" : "events";
   if (inferred) {
-    auto d = pipeline::InferredDecoder::Create(c, {.in_memory = in_memory});
+    auto d = json::InferredDecoder::Create(c, {.in_memory = in_memory});
     Die(d.status(), "inferred");
     idec = std::move(*d);
   } else {
@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
                   "session_id VARCHAR, page VARCHAR, "
                   "properties STRUCT(city VARCHAR, amount DOUBLE))"),
         "create");
-    auto d = pipeline::StructuredDecoder::Create(c, table, {.in_memory = in_memory});
+    auto d = json::StructuredDecoder::Create(c, table, {.in_memory = in_memory});
     Die(d.status(), "structured");
     sdec = std::move(*d);
   }
@@ -110,7 +110,7 @@ int main(int argc, char** argv) {
     double decode_s = 0, handler_s = 0;
     int64_t checksum = 0;
     auto t0 = std::chrono::steady_clock::now();
-    std::vector<pipeline::DecodeError> errors;
+    std::vector<json::DecodeError> errors;
     for (size_t off = 0; off < total; off += batch) {
       std::span<const Message> part(messages.data() + off, std::min(batch, total - off));
       auto d0 = std::chrono::steady_clock::now();
@@ -129,16 +129,20 @@ int main(int argc, char** argv) {
       }
     }
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (checksum != static_cast<int64_t>(total)) Die(InternalError("checksum {}", checksum), "check");
-    std::printf("run %d: %.0f msgs/s (%.0f ns/msg: decode %.0f, handler %.0f, fetch %.0f) load %s\n",
-                run, total / s, s * 1e9 / total, decode_s * 1e9 / total, handler_s * 1e9 / total,
-                (s - decode_s - handler_s) * 1e9 / total, LoadAverage().c_str());
+    if (checksum != static_cast<int64_t>(total))
+      Die(InternalError("checksum {}", checksum), "check");
+    std::printf(
+        "run %d: %.0f msgs/s (%.0f ns/msg: decode %.0f, handler %.0f, fetch %.0f) load %s\n", run,
+        total / s, s * 1e9 / total, decode_s * 1e9 / total, handler_s * 1e9 / total,
+        (s - decode_s - handler_s) * 1e9 / total, LoadAverage().c_str());
     best = std::max(best, total / s);
     best_decode = std::max(best_decode, total / decode_s);
   }
-  std::printf("%s%s: %zu msgs of %.0f bytes avg, batch %zu, threads %d: best %.0f msgs/s "
-              "(decode alone %.0f msgs/s), peak RSS %ld MiB (%ld MiB of it the input), load %s\n",
-              inferred ? "inferred" : "structured", in_memory ? " in memory" : " into the table", total, double(bytes) / total, batch, threads,
-              best, best_decode, PeakRssMiB(), input_rss, LoadAverage().c_str());
+  std::printf(
+      "%s%s: %zu msgs of %.0f bytes avg, batch %zu, threads %d: best %.0f msgs/s "
+      "(decode alone %.0f msgs/s), peak RSS %ld MiB (%ld MiB of it the input), load %s\n",
+      inferred ? "inferred" : "structured", in_memory ? " in memory" : " into the table", total,
+      double(bytes) / total, batch, threads, best, best_decode, PeakRssMiB(), input_rss,
+      LoadAverage().c_str());
   return 0;
 }
