@@ -21,14 +21,6 @@ std::string AsciiUpper(std::string_view s) {
   return out;
 }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) return false;
-  }
-  return true;
-}
-
 std::string_view TrimRight(std::string_view s) {
   while (!s.empty() && Space(s.back())) s.remove_suffix(1);
   return s;

@@ -12,8 +12,18 @@ namespace sluice {
 std::string AsciiLower(std::string_view s);
 // `s` with 'a'-'z' mapped to 'A'-'Z' (other bytes unchanged).
 std::string AsciiUpper(std::string_view s);
-// Equal when ASCII letters are compared without case.
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+// Equal when ASCII letters are compared without case. Inline: the JSON decoders match
+// every key of every message with it.
+inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i], y = b[i];
+    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
+    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
+    if (x != y) return false;
+  }
+  return true;
+}
 // `s` without the ASCII whitespace (space, \t, \n, \v, \f, \r) at either end / its end.
 std::string_view Trim(std::string_view s);
 std::string_view TrimRight(std::string_view s);

@@ -1,5 +1,5 @@
-// Small text rules the JSON decoders share (internal to src/json): ASCII case folding for
-// key matching, JSON's number grammar, excerpts for error messages.
+// Small text rules the JSON decoders share (internal to src/json): JSON's whitespace, its
+// number grammar, excerpts for error messages.
 #pragma once
 
 #include <simdjson.h>
@@ -8,18 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "base/strings.h"
+
 namespace sluice::json {
 
-inline char AsciiLower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-inline bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (AsciiLower(a[i]) != AsciiLower(b[i])) return false;
-  }
-  return true;
-}
-
+// JSON's whitespace (space, tab, LF, CR) at the end of `s` removed.
 inline std::string_view TrimRight(std::string_view s) {
   while (!s.empty() &&
          (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {

@@ -2,6 +2,8 @@
 // decoder.
 #include "query/topic_scan/value_schema.h"
 
+#include "base/strings.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,16 +17,10 @@
 namespace sluice::query {
 namespace {
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 bool IsReserved(std::string_view name, std::span<const std::string_view> reserved) {
-  const std::string lower = Lower(name);
+  const std::string lower = AsciiLower(name);
   return std::any_of(reserved.begin(), reserved.end(),
-                     [&](std::string_view r) { return Lower(r) == lower; });
+                     [&](std::string_view r) { return AsciiLower(r) == lower; });
 }
 
 std::optional<ValueType> ParseType(std::string_view text) {
@@ -175,7 +171,7 @@ Result<std::vector<ValueColumn>> ParseValueColumns(std::string_view text,
       return InvalidArgumentError("columns: '{}' is one of topic()'s own columns", name);
     }
     for (const ValueColumn& c : out) {
-      if (Lower(c.name) == Lower(name))
+      if (AsciiLower(c.name) == AsciiLower(name))
         return InvalidArgumentError("columns: '{}' is declared twice", name);
     }
     out.push_back({std::move(name), *type});
