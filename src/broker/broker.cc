@@ -146,10 +146,6 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 
 std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const { return publisher_.Current(); }
 
-int Broker::OwnerOf(const kafka::Uuid& topic_id, int32_t partition, int shards) {
-  return Shards::OwnerOf(topic_id, partition, shards);
-}
-
 Status Broker::Close() {
   // The coordinator first: its thread asks partition_exists.
   Status first;
@@ -184,10 +180,6 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) { shards_->Atta
 void Broker::OnServerStop() { StopWaking(); }
 
 void Broker::StopWaking() { shards_->StopWaking(); }
-
-void Broker::PostToLoop(Connection& conn, std::function<void()> task) {
-  shards_->PostGated(conn.loop(), std::move(task));
-}
 
 size_t Broker::waiting_fetch_count() {
   if (!shards_->attached()) return 0;

@@ -44,7 +44,7 @@ struct Context;
 // destructor closes too). The Broker must outlive the server.
 //
 // Threads:
-// - Each partition has one owner shard, OwnerOf(topic id, partition). The owner's thread
+// - Each partition has one owner shard, Shards::OwnerOf(topic id, partition). The owner's thread
 //   alone touches its Partition: the producer-state check and the append, reads for
 //   Fetch / ListOffsets / OffsetForLeaderEpoch, and the fetches waiting on it. A request
 //   arrives on its connection's shard, which splits it by owner, posts each part to its
@@ -98,12 +98,8 @@ class Broker : public RequestHandler {
   // answers from the metadata controller): logs may still report new data or acks while
   // the loops are being destroyed. Returns once no post is in progress. Any thread.
   void StopWaking();
-  // Posts `task` to the connection's loop from any thread, unless StopWaking() was called.
-  void PostToLoop(Connection& conn, std::function<void()> task);
   // The published topics (any thread; takes a short lock: shards use their own copy).
   std::shared_ptr<const MetadataSnapshot> Snapshot() const;
-  // The shard owning a partition among `shards`.
-  static int OwnerOf(const kafka::Uuid& topic_id, int32_t partition, int shards);
 
  private:
   Broker(BrokerOptions options, std::string cluster_id);

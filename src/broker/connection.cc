@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
