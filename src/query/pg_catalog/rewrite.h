@@ -4,7 +4,7 @@
 //
 //   ASSIGN_OR_RETURN(std::string duck_sql, RewriteForDuckDB(client_sql));
 //
-// What is rewritten (docs/design/0010-query-server-catalog.md):
+// What is rewritten (docs/design/0015-query-server-catalog.md):
 //   - OPERATOR(pg_catalog.~), !~, ~*, !~* (and the unqualified OPERATOR(~) forms) into
 //     regexp_matches(a, b[, 'i']), which has Postgres's unanchored meaning; other
 //     OPERATOR(pg_catalog.op) forms into the bare operator;
