@@ -1,5 +1,6 @@
 #include "bench/bench_util.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <fmt/format.h>
 
 #ifndef SLUICE_SOURCE_DIR
 #define SLUICE_SOURCE_DIR ""

@@ -1,4 +1,3 @@
-#include "bench/bench_util.h"
 #include "bench/disk_bench.h"
 
 #include <fcntl.h>
@@ -24,6 +23,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "storage/env.h"

@@ -1,7 +1,7 @@
 // `sluice bench disk`: the storage engine's append rate beside the raw disk's write rate,
-// measured in the same run (docs/benchmarks.md: every figure beside its same-run reference). For each flush mode and for one
-// writer and one writer per core, writers append pre-built batches to their own
-// PartitionLog; then plain write(2) threads write the same bytes to the same file system.
+// measured in the same run (docs/benchmarks.md: every figure beside its same-run reference). For
+// each flush mode and for one writer and one writer per core, writers append pre-built batches to
+// their own PartitionLog; then plain write(2) threads write the same bytes to the same file system.
 // The figure that matters is the ratio of the two. See bench/README.md.
 #pragma once
 

@@ -1,8 +1,8 @@
-#include "bench/bench_util.h"
 #include "bench/kafka_bench.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <malloc.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -23,17 +23,16 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <sstream>
 #include <string_view>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "kafka/client/admin.h"
@@ -53,8 +52,8 @@ constexpr auto kBrokerStartTimeout = 30s;
 constexpr auto kBrokerStopTimeout = 30s;
 constexpr auto kAdminTimeout = 20s;
 constexpr auto kFlushTimeout = 300s;
-constexpr auto kConsumeStallTimeout = 30s;  // no record for this long = stuck
-constexpr int kWarmupRecords = 1000;        // latency phase: connect before timing
+constexpr auto kConsumeStallTimeout = 30s;   // no record for this long = stuck
+constexpr int kWarmupRecords = 1000;         // latency phase: connect before timing
 constexpr int64_t kPaceQuantumNs = 100'000;  // latency phase: shortest sleep between sends
 
 // ---------------------------------------------------------------------------------------
@@ -119,8 +118,8 @@ class BrokerProcess {
       fs::path self = fs::read_symlink("/proc/self/exe", ec);
       if (!ec) exe = self.string();
     }
-    b->command_ = {exe, "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
-                  "--data-dir", data_dir};
+    b->command_ = {exe,           "serve",     "--kafka-addr", "127.0.0.1:0", "--http-addr",
+                   "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",  "--data-dir",  data_dir};
     ASSIGN_OR_RETURN(b->pid_, Spawn(b->command_, b->out_path_, b->err_path_));
     // It prints "sluice: serving Kafka on HOST:PORT (...)" once it listens.
     constexpr std::string_view kLine = "sluice: serving Kafka on ";
@@ -143,8 +142,7 @@ class BrokerProcess {
       }
       if (std::chrono::steady_clock::now() >= deadline) {
         return IOError("sluice serve did not report listening within {} s; its output:\n{}{}",
-                       kBrokerStartTimeout.count(), Tail(b->out_path_, 10),
-                       Tail(b->err_path_, 20));
+                       kBrokerStartTimeout.count(), Tail(b->out_path_, 10), Tail(b->err_path_, 20));
       }
       std::this_thread::sleep_for(10ms);
     }
@@ -355,8 +353,8 @@ class CpuMeter {
     }
     double machine = MachineBusySeconds();
     if (machine_start_ >= 0 && machine >= 0) {
-      r->other_cpu = std::max(0.0, machine - machine_start_ - r->client_cpu -
-                                       std::max(0.0, r->broker_cpu));
+      r->other_cpu =
+          std::max(0.0, machine - machine_start_ - r->client_cpu - std::max(0.0, r->broker_cpu));
     }
   }
 
@@ -450,8 +448,8 @@ Result<PhaseResult> RunConsume(const Settings& s, const std::vector<int64_t>& st
                              next[p]);
       }
       if (m.value.size() != static_cast<size_t>(s.record_size)) {
-        return InternalError("consume: partition {} offset {}: {} value bytes, not {}", p,
-                             m.offset, m.value.size(), s.record_size);
+        return InternalError("consume: partition {} offset {}: {} value bytes, not {}", p, m.offset,
+                             m.value.size(), s.record_size);
       }
       ++r.records;
       r.bytes += static_cast<int64_t>(m.value.size());
@@ -466,10 +464,11 @@ Result<PhaseResult> RunConsume(const Settings& s, const std::vector<int64_t>& st
         if (next[p] < end[p]) behind += fmt::format(" {}:{}/{}", p, next[p], end[p]);
       }
       Status err = consumer->last_error();
-      return AbortedError("consume: no record for {} s with {} of {} read; behind (partition:"
-                          "next/end):{}{}",
-                          kConsumeStallTimeout.count(), r.records, expected, behind,
-                          err.ok() ? "" : "; last client error: " + err.ToString());
+      return AbortedError(
+          "consume: no record for {} s with {} of {} read; behind (partition:"
+          "next/end):{}{}",
+          kConsumeStallTimeout.count(), r.records, expected, behind,
+          err.ok() ? "" : "; last client error: " + err.ToString());
     }
   }
   r.seconds = static_cast<double>(MonotonicNanos() - begin) / 1e9;
@@ -566,9 +565,9 @@ Result<PhaseResult> RunLatency(const Settings& s, int64_t rate, const BrokerProc
     }
     max_lag = std::max(max_lag, now - due);
     while (true) {
-      Status st = producer->Produce(s.topic, kc::kAnyPartition, {}, payload,
-                                    static_cast<uint64_t>(MonotonicNanos()),
-                                    kc::Producer::Value::kBorrow);
+      Status st =
+          producer->Produce(s.topic, kc::kAnyPartition, {}, payload,
+                            static_cast<uint64_t>(MonotonicNanos()), kc::Producer::Value::kBorrow);
       if (st.ok()) break;
       if (st.code() != StatusCode::kResourceExhausted) {
         send_error = st;
@@ -667,11 +666,10 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
   s.partitions = o.partitions;
   s.records = o.records > 0 ? o.records : (o.quick ? 100'000 : 1'000'000);
   s.record_size = o.record_size;
-  s.latency_records = o.latency_records > 0 ? o.latency_records
-                                            : o.latency_rate * (o.quick ? 1 : 5);
+  s.latency_records =
+      o.latency_records > 0 ? o.latency_records : o.latency_rate * (o.quick ? 1 : 5);
   s.iperf_seconds = o.iperf_seconds > 0 ? o.iperf_seconds : (o.quick ? 1 : 3);
-  s.topic = o.topic.empty() ? fmt::format("sluice-bench-{}-{}", ::getpid(), WallMillis())
-                            : o.topic;
+  s.topic = o.topic.empty() ? fmt::format("sluice-bench-{}-{}", ::getpid(), WallMillis()) : o.topic;
   for (const std::string& phase : o.phases) {
     if (phase == "produce") {
       s.produce = true;
@@ -684,8 +682,9 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
     }
   }
   if (s.consume && !s.produce) {
-    return InvalidArgumentError("the consume phase reads what the produce phase wrote: "
-                                "run produce too");
+    return InvalidArgumentError(
+        "the consume phase reads what the produce phase wrote: "
+        "run produce too");
   }
   if (!s.produce && !s.latency) return InvalidArgumentError("no phase to run");
 
@@ -740,8 +739,7 @@ Status Validate(const KafkaBenchOptions& o) {
     return InvalidArgumentError("--record-size must be in [1, 900000], not {}", o.record_size);
   }
   if (o.latency_rate < 1 || o.latency_rate > 10'000'000) {
-    return InvalidArgumentError("--latency-rate must be in [1, 10000000], not {}",
-                                o.latency_rate);
+    return InvalidArgumentError("--latency-rate must be in [1, 10000000], not {}", o.latency_rate);
   }
   if (o.latency_records < 0) {
     return InvalidArgumentError("--latency-records must be positive, not {}", o.latency_records);
@@ -762,8 +760,8 @@ std::string Ms(const std::optional<double>& v) {
   return v ? fmt::format("{:.2f}", *v) : std::string("-");
 }
 
-void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInfo& m,
-                 double load, const BrokerProcess* broker, const Loopback& loopback) {
+void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInfo& m, double load,
+                 const BrokerProcess* broker, const Loopback& loopback) {
   fmt::print("sluice bench kafka\n");
   fmt::print("  machine   {}, {} cores, {} memory, {}; load average {:.2f} at the start\n",
              m.cpu_model, m.cores, FormatBinaryBytes(m.memory_bytes), m.kernel, load);
@@ -777,34 +775,37 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
   fmt::print("  topic     {}, {} partitions; {} B values, null keys; acks={}, compression {}\n",
              s.topic, s.partitions, s.record_size, o.acks, o.compression);
   if (s.produce) {
-    fmt::print("  produce   {} records as fast as the producer takes them; linger.ms {}, "
-               "batch.size {}; timed to the last delivery report\n",
-               Grouped(static_cast<uint64_t>(s.records)), s.producer.at("linger.ms"),
-               s.producer.at("batch.size"));
+    fmt::print(
+        "  produce   {} records as fast as the producer takes them; linger.ms {}, "
+        "batch.size {}; timed to the last delivery report\n",
+        Grouped(static_cast<uint64_t>(s.records)), s.producer.at("linger.ms"),
+        s.producer.at("batch.size"));
   }
   if (s.consume) {
-    fmt::print("  consume   one consumer, every partition assigned from where the produce "
-               "phase started (no group); fetch.max.bytes {}, {} per partition\n",
-               s.consumer.at("fetch.max.bytes"), s.consumer.at("fetch.message.max.bytes"));
+    fmt::print(
+        "  consume   one consumer, every partition assigned from where the produce "
+        "phase started (no group); fetch.max.bytes {}, {} per partition\n",
+        s.consumer.at("fetch.max.bytes"), s.consumer.at("fetch.message.max.bytes"));
   }
   if (s.latency) {
-    fmt::print("  latency   {} records at {} records/s, each sent on schedule; linger.ms {}; "
-               "Produce to delivery report\n",
-               Grouped(static_cast<uint64_t>(s.latency_records)),
-               Grouped(static_cast<uint64_t>(o.latency_rate)),
-               s.latency_producer.at("linger.ms"));
+    fmt::print(
+        "  latency   {} records at {} records/s, each sent on schedule; linger.ms {}; "
+        "Produce to delivery report\n",
+        Grouped(static_cast<uint64_t>(s.latency_records)),
+        Grouped(static_cast<uint64_t>(o.latency_rate)), s.latency_producer.at("linger.ms"));
   }
   if (loopback.mb_per_s) {
     fmt::print("  loopback  {:.1f} MB/s ({})\n", *loopback.mb_per_s, loopback.note);
   } else {
     fmt::print("  loopback  none: {}\n", loopback.note);
   }
-  fmt::print("  MB = 10^6 bytes of record values; % loop = MB/s / loopback MB/s; cpu s = CPU "
-             "seconds in the phase of the bench process (the client) / the broker / the rest of "
-             "the machine\n\n");
+  fmt::print(
+      "  MB = 10^6 bytes of record values; % loop = MB/s / loopback MB/s; cpu s = CPU "
+      "seconds in the phase of the bench process (the client) / the broker / the rest of "
+      "the machine\n\n");
   fmt::print("{:<8} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8}\n", "phase",
-             "records/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "loop MB/s", "% loop",
-             "cpu s", "seconds");
+             "records/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "loop MB/s", "% loop", "cpu s",
+             "seconds");
   std::fflush(stdout);
 }
 
@@ -814,11 +815,11 @@ void PrintRow(const PhaseResult& r, const Loopback& loopback) {
                         ? fmt::format("{:.1f}%", 100 * r.mb_per_s() / *loopback.mb_per_s)
                         : "-";
   auto secs = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
-  std::string cpu = fmt::format("{} / {} / {}", secs(r.client_cpu), secs(r.broker_cpu),
-                                secs(r.other_cpu));
+  std::string cpu =
+      fmt::format("{} / {} / {}", secs(r.client_cpu), secs(r.broker_cpu), secs(r.other_cpu));
   fmt::print("{:<8} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8.2f}\n", r.phase,
-             Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(),
-             Ms(r.p50_ms), Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu, r.seconds);
+             Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(), Ms(r.p50_ms),
+             Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu, r.seconds);
   std::fflush(stdout);
 }
 
@@ -863,8 +864,8 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["record_size"] = s.record_size;
   j["acks"] = o.acks;
   j["compression"] = o.compression;
-  j["linger_ms"] = r.phase == "latency" ? s.latency_producer.at("linger.ms")
-                                        : s.producer.at("linger.ms");
+  j["linger_ms"] =
+      r.phase == "latency" ? s.latency_producer.at("linger.ms") : s.producer.at("linger.ms");
   j["librdkafka"] = kc::LibraryVersion();
   j["cpu"] = m.cpu_model;
   j["cores"] = m.cores;
@@ -912,9 +913,9 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
   Loopback loopback = MeasureLoopback(work_dir, s.iperf_seconds);
   progress.Clear();
 
-  ASSIGN_OR_RETURN(std::unique_ptr<kc::Admin> admin,
-                   kc::Admin::Create({{"bootstrap.servers", bootstrap},
-                                      {"client.id", "sluice-bench-admin"}}));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<kc::Admin> admin,
+      kc::Admin::Create({{"bootstrap.servers", bootstrap}, {"client.id", "sluice-bench-admin"}}));
   bool created = false;
   int requested = s.partitions;
   Result<int> partitions = EnsureTopic(admin.get(), s, &created);
@@ -943,7 +944,8 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
   Status status;
   if (s.produce) {
     ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
-    progress.Show(fmt::format("produce: {} records ...", Grouped(static_cast<uint64_t>(s.records))));
+    progress.Show(
+        fmt::format("produce: {} records ...", Grouped(static_cast<uint64_t>(s.records))));
     Result<PhaseResult> produced = RunProduce(s, broker);
     progress.Clear();
     if (!produced.ok()) return with_broker(produced.status());
@@ -954,9 +956,10 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
       int64_t in_range = 0;
       for (int p = 0; p < s.partitions; ++p) in_range += end[p] - start[p];
       if (in_range != s.records) {
-        return InternalError("the topic's end offsets moved by {} during the produce phase, "
-                             "for {} records produced (another producer on topic '{}'?)",
-                             in_range, s.records, s.topic);
+        return InternalError(
+            "the topic's end offsets moved by {} during the produce phase, "
+            "for {} records produced (another producer on topic '{}'?)",
+            in_range, s.records, s.topic);
       }
       progress.Show("consume ...");
       Result<PhaseResult> consumed = RunConsume(s, start, end, broker);
@@ -1021,8 +1024,10 @@ Status Demo(const KafkaBenchOptions& options) {
   RETURN_IF_ERROR(Validate(o));
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   std::string data = work->path() + "/data";
-  fmt::print("sluice demo: the Kafka-compatible broker, driven by a real Kafka client "
-             "(librdkafka {}).\n\n", kc::LibraryVersion());
+  fmt::print(
+      "sluice demo: the Kafka-compatible broker, driven by a real Kafka client "
+      "(librdkafka {}).\n\n",
+      kc::LibraryVersion());
   fmt::print("[1/4] starting the broker on a free loopback port, data in {}\n", data);
   std::fflush(stdout);
   ASSIGN_OR_RETURN(std::unique_ptr<BrokerProcess> broker,
@@ -1030,13 +1035,14 @@ Status Demo(const KafkaBenchOptions& options) {
   fmt::print("      $ {}\n      serving Kafka on {} (pid {})\n\n", broker->command(),
              broker->address(), broker->pid());
   o.bootstrap = broker->address();
-  fmt::print("[2/4] $ sluice bench kafka --bootstrap {} --quick --topic {}\n"
-             "      creates topic '{}' ({} partitions), produces {} records of {} B, consumes "
-             "them back and checks every one,\n      then holds {} records/s for 1 s to "
-             "measure produce latency\n\n",
-             o.bootstrap, o.topic, o.topic, o.partitions,
-             Grouped(o.records > 0 ? static_cast<uint64_t>(o.records) : 100'000), o.record_size,
-             Grouped(static_cast<uint64_t>(o.latency_rate)));
+  fmt::print(
+      "[2/4] $ sluice bench kafka --bootstrap {} --quick --topic {}\n"
+      "      creates topic '{}' ({} partitions), produces {} records of {} B, consumes "
+      "them back and checks every one,\n      then holds {} records/s for 1 s to "
+      "measure produce latency\n\n",
+      o.bootstrap, o.topic, o.topic, o.partitions,
+      Grouped(o.records > 0 ? static_cast<uint64_t>(o.records) : 100'000), o.record_size,
+      Grouped(static_cast<uint64_t>(o.latency_rate)));
   std::fflush(stdout);
   Status st = RunPhases(o, o.bootstrap, work->path(), broker.get());
   if (!st.ok()) {
@@ -1056,12 +1062,13 @@ Status Demo(const KafkaBenchOptions& options) {
     high = std::max(high, w.high - w.low);
   }
   admin.reset();
-  fmt::print("      topic '{}': {} partitions, {} records (between {} and {} per partition; the "
-             "producer's\n      partitioner picks them): the produce phase's, {} warm-up records "
-             "and the latency phase's\n\n",
-             o.topic, partitions, Grouped(static_cast<uint64_t>(total)),
-             Grouped(static_cast<uint64_t>(low)), Grouped(static_cast<uint64_t>(high)),
-             Grouped(kWarmupRecords));
+  fmt::print(
+      "      topic '{}': {} partitions, {} records (between {} and {} per partition; the "
+      "producer's\n      partitioner picks them): the produce phase's, {} warm-up records "
+      "and the latency phase's\n\n",
+      o.topic, partitions, Grouped(static_cast<uint64_t>(total)),
+      Grouped(static_cast<uint64_t>(low)), Grouped(static_cast<uint64_t>(high)),
+      Grouped(kWarmupRecords));
 
   fmt::print("[4/4] stopping the broker: SIGTERM to pid {}\n", broker->pid());
   std::fflush(stdout);
@@ -1096,8 +1103,6 @@ int RunKafkaBench(const KafkaBenchOptions& options) {
   return Guarded(Run, options, "sluice bench kafka");
 }
 
-int RunKafkaDemo(const KafkaBenchOptions& options) {
-  return Guarded(Demo, options, "sluice demo");
-}
+int RunKafkaDemo(const KafkaBenchOptions& options) { return Guarded(Demo, options, "sluice demo"); }
 
 }  // namespace sluice::bench

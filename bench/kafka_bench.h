@@ -1,9 +1,9 @@
 // `sluice bench kafka`: the broker's produce and consume rates and its produce latency at
 // a fixed rate, measured with librdkafka (as Apache Kafka's kafka-producer-perf-test and
 // kafka-consumer-perf-test do with the Java client), beside the loopback TCP rate that
-// iperf3 measures in the same run (docs/benchmarks.md: every figure beside its same-run reference). By default the bench starts
-// its own `sluice serve` as a child process; --bootstrap points it at a running broker.
-// See bench/README.md.
+// iperf3 measures in the same run (docs/benchmarks.md: every figure beside its same-run reference).
+// By default the bench starts its own `sluice serve` as a child process; --bootstrap points it at a
+// running broker. See bench/README.md.
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@ struct KafkaBenchOptions {
   // deleted again by the bench.
   std::string topic;
   int partitions = 16;
-  int64_t records = 0;  // produce phase; 0: 1,000,000 (100,000 with quick)
+  int64_t records = 0;    // produce phase; 0: 1,000,000 (100,000 with quick)
   int record_size = 256;  // value bytes; keys are null
   std::string acks = "1";
   std::string compression = "none";

@@ -1,6 +1,7 @@
 // What a benchmark ran on: the machine (CPU, cores, memory, kernel) and the file system
 // and device under a directory. Benchmarks print this beside every figure because the
-// machines they run on are shared and differ (docs/benchmarks.md: every figure beside its same-run reference).
+// machines they run on are shared and differ (docs/benchmarks.md: every figure beside its same-run
+// reference).
 #pragma once
 
 #include <cstdint>

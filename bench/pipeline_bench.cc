@@ -1,8 +1,8 @@
-#include "bench/bench_util.h"
 #include "bench/pipeline_bench.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,16 +24,15 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string_view>
 #include <thread>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "base/clock.h"
 #include "base/status.h"
+#include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "duck/chunk_view.h"
@@ -81,7 +80,8 @@ constexpr std::string_view kWindowHandlerSql =
     "SELECT time_bucket(INTERVAL '1 second', {1}) AS \"timestamp\", properties.city AS city, "
     "count(*) AS n, sum(properties.amount) AS amount FROM {0} GROUP BY ALL";
 constexpr std::string_view kWindowEmitSql =
-    "SELECT window_start, window_end, city, sum(n) AS n, sum(amount) AS amount FROM closed GROUP BY ALL";
+    "SELECT window_start, window_end, city, sum(n) AS n, sum(amount) AS amount FROM closed GROUP "
+    "BY ALL";
 
 struct WindowKind {
   std::string_view name;   // in --json: "tumbling_1m"
@@ -99,10 +99,14 @@ constexpr std::array<WindowKind, 2> kWindows = {{
 // target is under half of each.
 std::optional<double> SqlflowStateCost(int64_t batch) {
   switch (batch) {
-    case 500: return 0.47;
-    case 2000: return 0.29;
-    case 5000: return 0.15;
-    default: return std::nullopt;
+    case 500:
+      return 0.47;
+    case 2000:
+      return 0.29;
+    case 5000:
+      return 0.15;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -130,9 +134,9 @@ void MakeEvent(int64_t i, std::string* out, std::pair<int64_t, std::string>* ts_
     tm parts{};
     gmtime_r(&t, &parts);
     ts_cache->first = sec;
-    ts_cache->second = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", parts.tm_year + 1900,
-                                   parts.tm_mon + 1, parts.tm_mday, parts.tm_hour, parts.tm_min,
-                                   parts.tm_sec);
+    ts_cache->second =
+        fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}", parts.tm_year + 1900, parts.tm_mon + 1,
+                    parts.tm_mday, parts.tm_hour, parts.tm_min, parts.tm_sec);
   }
   int64_t cents = AmountCents(i);
   out->clear();
@@ -162,7 +166,8 @@ struct Totals {
 std::string EventsSql(int64_t n, bool inferred, bool window) {
   std::string cities;
   for (std::string_view c : kCities) cities += fmt::format("{}'{}'", cities.empty() ? "" : ", ", c);
-  std::string city = fmt::format("([{}])[(((i * 2654435761) >> 16) % {}) + 1]", cities, kCities.size());
+  std::string city =
+      fmt::format("([{}])[(((i * 2654435761) >> 16) % {}) + 1]", cities, kCities.size());
   std::string amount = "((i * 7919) % 100000)::DOUBLE / 100";
   if (!inferred) {
     // to_timestamp(0) + an interval of milliseconds: the instant, whatever the TimeZone.
@@ -170,7 +175,9 @@ std::string EventsSql(int64_t n, bool inferred, bool window) {
         "CREATE TABLE all_events AS SELECT i AS rid, 'search_event' AS event, "
         "{{'city': {}, 'amount': {}}} AS properties{} FROM range({}) t(i)",
         city, amount,
-        window ? fmt::format(", to_timestamp(0) + to_milliseconds({} + i) AS \"timestamp\"", kBaseEpochMs) : "",
+        window ? fmt::format(", to_timestamp(0) + to_milliseconds({} + i) AS \"timestamp\"",
+                             kBaseEpochMs)
+               : "",
         n);
   }
   return fmt::format(
@@ -192,7 +199,9 @@ double Mean(const std::vector<double>& v) {
   return s / static_cast<double>(v.size());
 }
 
-double Seconds(int64_t from_ns, int64_t to_ns) { return static_cast<double>(to_ns - from_ns) / 1e9; }
+double Seconds(int64_t from_ns, int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) / 1e9;
+}
 
 Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -229,7 +238,8 @@ Result<std::string> HttpGet(int port, std::string_view path) {
     ::close(fd);
     return ErrnoError("connect", fmt::format("127.0.0.1:{}", port), err);
   }
-  std::string req = fmt::format("GET {} HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+  std::string req =
+      fmt::format("GET {} HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
   if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     int err = errno;
     ::close(fd);
@@ -251,7 +261,8 @@ Result<std::string> HttpGet(int port, std::string_view path) {
   if (resp.compare(0, 9, "HTTP/1.1 ") != 0 && resp.compare(0, 9, "HTTP/1.0 ") != 0) {
     return IOError("GET {}: no HTTP response", path);
   }
-  if (resp.compare(9, 3, "200") != 0) return IOError("GET {}: {}", path, resp.substr(0, resp.find('\r')));
+  if (resp.compare(9, 3, "200") != 0)
+    return IOError("GET {}: {}", path, resp.substr(0, resp.find('\r')));
   return body == std::string::npos ? std::string() : resp.substr(body + 4);
 }
 
@@ -354,8 +365,8 @@ class Child {
     if (pid_ <= 0) return Status::OK();
     if (std::optional<int> st = WaitFor(pid_, 0ms)) {
       pid_ = -1;
-      return IOError("{} {}; its output:\n{}{}", what_, DescribeWaitStatus(*st),
-                     Tail(out_path_, 5), Tail(err_path_, 20));
+      return IOError("{} {}; its output:\n{}{}", what_, DescribeWaitStatus(*st), Tail(out_path_, 5),
+                     Tail(err_path_, 20));
     }
     return Status::OK();
   }
@@ -390,8 +401,8 @@ struct Settings {
   std::vector<std::pair<std::string, std::string>> consumer_properties;
   int64_t fetch_max_bytes = 0;  // 0: sluice's default
   int64_t fetch_max_partition_bytes = 0;
-  std::string run_id;  // names topics and groups: <pid>-<ms>
-  bool window = false;  // --window: the windowed cells instead of the plain ones
+  std::string run_id;    // names topics and groups: <pid>-<ms>
+  bool window = false;   // --window: the windowed cells instead of the plain ones
   bool iceberg = false;  // --iceberg: passthrough into an Iceberg table and a noop sink
   int64_t iceberg_commit_seconds = 5;
 };
@@ -419,15 +430,17 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   if (o.batch_sizes.empty()) return InvalidArgumentError("--batch-sizes: name at least one");
   for (int64_t b : o.batch_sizes) {
-    if (b < 1 || b > 1'000'000) return InvalidArgumentError("--batch-sizes: {} is not 1 … 1000000", b);
+    if (b < 1 || b > 1'000'000)
+      return InvalidArgumentError("--batch-sizes: {} is not 1 … 1000000", b);
   }
   s.batch_sizes = o.batch_sizes;
   s.window = o.window;
   s.iceberg = o.iceberg;
   s.iceberg_commit_seconds = o.iceberg_commit_seconds;
   if (o.iceberg && (o.iceberg_commit_seconds < 1 || !o.handlers.empty())) {
-    return InvalidArgumentError("--iceberg runs StructuredBatch only (no --handlers) and needs "
-                                "--iceberg-commit-seconds of at least 1");
+    return InvalidArgumentError(
+        "--iceberg runs StructuredBatch only (no --handlers) and needs "
+        "--iceberg-commit-seconds of at least 1");
   }
   if (o.iceberg) s.handlers = {"handlers.StructuredBatch"};
   if (o.window && o.backlog) {
@@ -435,8 +448,9 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   if (o.paced && (o.paced_minutes < 2 || o.paced_rate < 1 || o.paced_reference < 1 ||
                   o.paced_reference >= o.paced_minutes)) {
-    return InvalidArgumentError("--paced-minutes must be at least 2, --paced-rate at least 1 and --paced-reference "
-                                "a minute before the last");
+    return InvalidArgumentError(
+        "--paced-minutes must be at least 2, --paced-rate at least 1 and --paced-reference "
+        "a minute before the last");
   }
   s.producer = {{"bootstrap.servers", bootstrap},
                 {"client.id", "sluice-bench-pipeline"},
@@ -488,7 +502,8 @@ Result<Produced> Publish(const Settings& s, const std::string& topic, int64_t n)
   auto on_delivery = [&first_failure](const kc::DeliveryReport& r) {
     if (!r.status.ok() && first_failure.ok()) first_failure = r.status;
   };
-  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer, kc::Producer::Create(s.producer, on_delivery));
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer,
+                   kc::Producer::Create(s.producer, on_delivery));
   Produced p;
   std::string value;
   std::pair<int64_t, std::string> ts_cache{-1, ""};
@@ -511,7 +526,8 @@ Result<Produced> Publish(const Settings& s, const std::string& topic, int64_t n)
   RETURN_IF_ERROR(first_failure);
   kc::ProducerCounters c = producer->counters();
   if (c.delivered != static_cast<uint64_t>(n) || c.failed != 0) {
-    return InternalError("produce: {} events produced, {} delivered, {} failed", n, c.delivered, c.failed);
+    return InternalError("produce: {} events produced, {} delivered, {} failed", n, c.delivered,
+                         c.failed);
   }
   p.messages = n;
   return p;
@@ -526,27 +542,33 @@ class Ceiling {
  public:
   // `window`: the events as --window's pipelines decode them (StructuredBatch's table
   // with the time).
-  static Result<std::unique_ptr<Ceiling>> Load(int64_t n, bool inferred, bool window, const Totals& expect) {
+  static Result<std::unique_ptr<Ceiling>> Load(int64_t n, bool inferred, bool window,
+                                               const Totals& expect) {
     std::unique_ptr<Ceiling> c(new Ceiling());
     c->n_ = n;
     c->table_ = inferred ? "batch" : "events";
-    ASSIGN_OR_RETURN(c->db_, duck::Database::Open({.memory_limit_bytes = int64_t{8} << 30, .threads = 1}));
+    ASSIGN_OR_RETURN(c->db_,
+                     duck::Database::Open({.memory_limit_bytes = int64_t{8} << 30, .threads = 1}));
     ASSIGN_OR_RETURN(c->conn_, duck::Connection::Open(*c->db_));
     RETURN_IF_ERROR(c->conn_->Execute(EventsSql(n, inferred, window)));
     // The same events as those published: per city, the count and the sum of amounts.
-    ASSIGN_OR_RETURN(auto rows, c->conn_->QueryText(
-                                    "SELECT properties.city, count(*), round(sum(properties.amount) * 100) "
-                                    "FROM all_events GROUP BY 1"));
+    ASSIGN_OR_RETURN(
+        auto rows,
+        c->conn_->QueryText("SELECT properties.city, count(*), round(sum(properties.amount) * 100) "
+                            "FROM all_events GROUP BY 1"));
     int64_t seen = 0;
     for (const auto& row : rows) {
       auto it = std::find(kCities.begin(), kCities.end(), row[0].value_or(""));
-      if (it == kCities.end()) return InternalError("reference: unexpected city '{}'", row[0].value_or("NULL"));
+      if (it == kCities.end())
+        return InternalError("reference: unexpected city '{}'", row[0].value_or("NULL"));
       size_t k = static_cast<size_t>(it - kCities.begin());
       int64_t count = std::stoll(row[1].value_or("0"));
       double cents = std::stod(row[2].value_or("0"));
-      if (count != expect.count[k] || std::abs(cents - static_cast<double>(expect.cents[k])) > 1 + 1e-9 * cents) {
-        return InternalError("reference: {} has {} events summing to {} cents; the producer sent {} summing to {}",
-                             kCities[k], count, cents, expect.count[k], expect.cents[k]);
+      if (count != expect.count[k] ||
+          std::abs(cents - static_cast<double>(expect.cents[k])) > 1 + 1e-9 * cents) {
+        return InternalError(
+            "reference: {} has {} events summing to {} cents; the producer sent {} summing to {}",
+            kCities[k], count, cents, expect.count[k], expect.cents[k]);
       }
       seen += count;
     }
@@ -559,8 +581,11 @@ class Ceiling {
   // table: what the pipeline does once a batch is decoded. The batches are cut before
   // the clock starts.
   Result<double> Measure(int64_t batch, const std::string& sql) {
-    ASSIGN_OR_RETURN(auto cut, duck::PreparedStatement::Prepare(
-                                   *conn_, "SELECT * EXCLUDE (rid) FROM all_events WHERE rid >= $1 AND rid < $2 ORDER BY rid"));
+    ASSIGN_OR_RETURN(
+        auto cut,
+        duck::PreparedStatement::Prepare(
+            *conn_,
+            "SELECT * EXCLUDE (rid) FROM all_events WHERE rid >= $1 AND rid < $2 ORDER BY rid"));
     std::vector<duck::QueryResult> results;  // declared first: the chunks point into them
     std::vector<std::vector<duck::DataChunk>> batches;
     std::vector<std::string> names;
@@ -627,11 +652,13 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
   std::string properties;
   if (!s.consumer_properties.empty()) {
     properties = "      properties:\n";
-    for (const auto& [k, v] : s.consumer_properties) properties += fmt::format("        {}: '{}'\n", k, v);
+    for (const auto& [k, v] : s.consumer_properties)
+      properties += fmt::format("        {}: '{}'\n", k, v);
   }
   if (s.fetch_max_bytes > 0 || s.fetch_max_partition_bytes > 0) {
     properties += "      fetch:\n";
-    if (s.fetch_max_bytes > 0) properties += fmt::format("        max_bytes: {}\n", s.fetch_max_bytes);
+    if (s.fetch_max_bytes > 0)
+      properties += fmt::format("        max_bytes: {}\n", s.fetch_max_bytes);
     if (s.fetch_max_partition_bytes > 0) {
       properties += fmt::format("        max_partition_bytes: {}\n", s.fetch_max_partition_bytes);
     }
@@ -644,7 +671,8 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
   std::string after_handler = "  sink:\n    type: noop\n";
   if (!iceberg_warehouse.empty()) {
     after_handler = fmt::format(
-        "  sink:\n    type: iceberg\n    iceberg:\n      catalog_name: bench\n      table_name: bench.events\n"
+        "  sink:\n    type: iceberg\n    iceberg:\n      catalog_name: bench\n      table_name: "
+        "bench.events\n"
         "      warehouse: '{}'\n      commit_interval_seconds: {}\n",
         iceberg_warehouse, s.iceberg_commit_seconds);
   }
@@ -660,7 +688,8 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
         "    sink:\n"
         "      type: noop\n",
         window->type, window->size,
-        window->slide.empty() ? std::string() : fmt::format("    slide: {}\n", window->slide), kWindowEmitSql);
+        window->slide.empty() ? std::string() : fmt::format("    slide: {}\n", window->slide),
+        kWindowEmitSql);
     if (!state_path.empty()) after_handler += fmt::format("  state:\n    path: {}\n", state_path);
   }
   out += fmt::format(
@@ -694,9 +723,10 @@ Result<std::unique_ptr<Child>> StartPipeline(const Settings& s, const std::strin
                                              const std::string& yaml) {
   std::string file = fmt::format("{}/{}.yml", s.work_dir, name);
   RETURN_IF_ERROR(WriteFile(file, yaml));
-  return Child::Start("sluice pipeline run " + name,
-                      {s.binary, "pipeline", "run", file, "--http-addr", "127.0.0.1:0", "--no-progress"},
-                      fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", true);
+  return Child::Start(
+      "sluice pipeline run " + name,
+      {s.binary, "pipeline", "run", file, "--http-addr", "127.0.0.1:0", "--no-progress"},
+      fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", true);
 }
 
 struct Counts {
@@ -721,8 +751,9 @@ struct RunResult {
   double working_set_mib = 0;
   double pipeline_cpu = -1;  // CPU seconds of the pipeline process, start to stop
   double broker_cpu = -1;    // of the own broker over the consuming time
-  double window_emits = 0;   // --window: window.sink flushes (closings that emitted) when all were in
-  double state_mib = -1;     // --window with state: the file and its WAL when all were in
+  double window_emits =
+      0;                  // --window: window.sink flushes (closings that emitted) when all were in
+  double state_mib = -1;  // --window with state: the file and its WAL when all were in
   // --iceberg: commits made while consuming, their mean and longest time, and the table
   // after the stop (its last commit made then).
   double commits = 0;
@@ -767,8 +798,9 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
     }
   } remove_warehouse{warehouse};
   ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                   StartPipeline(s, name, PipelineYaml(s, handler, batch, topic, group, 1, window, state_path,
-                                                       warehouse)));
+                   StartPipeline(s, name,
+                                 PipelineYaml(s, handler, batch, topic, group, 1, window,
+                                              state_path, warehouse)));
   auto fail = [&](Status st) -> Status {
     Status dead = p->CheckAlive();
     if (!dead.ok()) return Status(st.code(), st.message() + "\n" + dead.message());
@@ -813,10 +845,12 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       break;
     }
     if (first_ns == 0 && now - started > std::chrono::nanoseconds(kFirstMessageTimeout).count()) {
-      return fail(AbortedError("{}: no message within {} s of the start", name, kFirstMessageTimeout.count()));
+      return fail(AbortedError("{}: no message within {} s of the start", name,
+                               kFirstMessageTimeout.count()));
     }
     if (now - last_change_ns > std::chrono::nanoseconds(kStallTimeout).count()) {
-      return fail(AbortedError("{}: stuck at {} of {} messages for {} s", name, c->in, n, kStallTimeout.count()));
+      return fail(AbortedError("{}: stuck at {} of {} messages for {} s", name, c->in, n,
+                               kStallTimeout.count()));
     }
   }
   if (progress != nullptr) progress->Clear();
@@ -834,7 +868,9 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   r.working_set_mib = Median(samples);
   r.pipeline_cpu = p->CpuSeconds();
   if (window != nullptr) r.window_emits = last_flushes;
-  if (state) r.state_mib = static_cast<double>(FileBytes(state_path) + FileBytes(state_path + ".wal")) / kMiB;
+  if (state)
+    r.state_mib =
+        static_cast<double>(FileBytes(state_path) + FileBytes(state_path + ".wal")) / kMiB;
   if (iceberg) {
     if (Result<std::string> text = HttpGet(p->port(), "/metrics"); text.ok()) {
       r.commits = MetricSum(*text, "sluice_pipeline_sink_commit_seconds_count");
@@ -928,7 +964,9 @@ Json Common(const Context& ctx, const Settings& s) {
   j["messages"] = s.messages;
   j["runs"] = s.runs;
   j["event_bytes_avg"] = ctx.produced.messages > 0
-                             ? Round(static_cast<double>(ctx.produced.bytes) / static_cast<double>(ctx.produced.messages), 1)
+                             ? Round(static_cast<double>(ctx.produced.bytes) /
+                                         static_cast<double>(ctx.produced.messages),
+                                     1)
                              : 0.0;
   j["compression"] = ctx.compression;
   Json props = Json::object();
@@ -954,13 +992,15 @@ Json Common(const Context& ctx, const Settings& s) {
 void PrintHeader(const Context& ctx, const Settings& s) {
   const MachineInfo& m = ctx.machine;
   if (s.iceberg) {
-    fmt::print("sluice bench pipeline --iceberg: {} events, {} run(s) per cell (median), into an Iceberg "
-               "table beside a noop sink\n",
-               Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+    fmt::print(
+        "sluice bench pipeline --iceberg: {} events, {} run(s) per cell (median), into an Iceberg "
+        "table beside a noop sink\n",
+        Grouped(static_cast<uint64_t>(s.messages)), s.runs);
   } else if (s.window) {
-    fmt::print("sluice bench pipeline --window: {} events, {} run(s) per cell (median), windows "
-               "emitting into a noop sink\n",
-               Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+    fmt::print(
+        "sluice bench pipeline --window: {} events, {} run(s) per cell (median), windows "
+        "emitting into a noop sink\n",
+        Grouped(static_cast<uint64_t>(s.messages)), s.runs);
   } else {
     fmt::print("sluice bench pipeline: {} events, {} run(s) per cell (median), noop sink\n",
                Grouped(static_cast<uint64_t>(s.messages)), s.runs);
@@ -973,19 +1013,26 @@ void PrintHeader(const Context& ctx, const Settings& s) {
   fmt::print("  broker    {} ({}), topic {} with 1 partition\n",
              ctx.own_broker ? "own `sluice serve` child" : "external", s.bootstrap, ctx.topic);
   const Produced& p = ctx.produced;
-  fmt::print("  produce   {} events of {:.0f} B on average in {:.1f} s ({}/s); acks 1, linger.ms 5, "
-             "batch.size 1000000, compression {}\n",
-             Grouped(static_cast<uint64_t>(p.messages)),
-             p.messages > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.messages) : 0.0,
-             p.seconds, Grouped(static_cast<uint64_t>(p.seconds > 0 ? static_cast<double>(p.messages) / p.seconds : 0)),
-             ctx.compression);
+  fmt::print(
+      "  produce   {} events of {:.0f} B on average in {:.1f} s ({}/s); acks 1, linger.ms 5, "
+      "batch.size 1000000, compression {}\n",
+      Grouped(static_cast<uint64_t>(p.messages)),
+      p.messages > 0 ? static_cast<double>(p.bytes) / static_cast<double>(p.messages) : 0.0,
+      p.seconds,
+      Grouped(
+          static_cast<uint64_t>(p.seconds > 0 ? static_cast<double>(p.messages) / p.seconds : 0)),
+      ctx.compression);
   if (s.window) {
-    fmt::print("  events    stamped 1 ms apart from 2025-01-01T00:00:00Z: {:.1f} minutes of event time\n",
-               static_cast<double>(s.messages) / 60'000.0);
-    fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; handler SQL: {}\n",
-               fmt::format(fmt::runtime(kWindowHandlerSql), "<table>", "\"timestamp\""));
-    fmt::print("            (InferredMemBatch: CAST(\"timestamp\" AS TIMESTAMPTZ)); StructuredBatch table: {}\n",
-               kWindowStructuredTable);
+    fmt::print(
+        "  events    stamped 1 ms apart from 2025-01-01T00:00:00Z: {:.1f} minutes of event time\n",
+        static_cast<double>(s.messages) / 60'000.0);
+    fmt::print(
+        "  pipeline  `sluice pipeline run` child per run, fresh group, earliest; handler SQL: {}\n",
+        fmt::format(fmt::runtime(kWindowHandlerSql), "<table>", "\"timestamp\""));
+    fmt::print(
+        "            (InferredMemBatch: CAST(\"timestamp\" AS TIMESTAMPTZ)); StructuredBatch "
+        "table: {}\n",
+        kWindowStructuredTable);
   } else {
     fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
                fmt::format(fmt::runtime(kHandlerSql), "<table>"));
@@ -993,46 +1040,61 @@ void PrintHeader(const Context& ctx, const Settings& s) {
   }
   std::string props;
   for (const auto& [k, v] : s.consumer_properties) props += fmt::format(" {}={}", k, v);
-  fmt::print("            source.kafka.properties:{}; fetch.max_bytes {}, max_partition_bytes {}\n",
-             props.empty() ? " none" : props,
-             s.fetch_max_bytes > 0 ? std::to_string(s.fetch_max_bytes) : "default",
-             s.fetch_max_partition_bytes > 0 ? std::to_string(s.fetch_max_partition_bytes) : "default");
+  fmt::print(
+      "            source.kafka.properties:{}; fetch.max_bytes {}, max_partition_bytes {}\n",
+      props.empty() ? " none" : props,
+      s.fetch_max_bytes > 0 ? std::to_string(s.fetch_max_bytes) : "default",
+      s.fetch_max_partition_bytes > 0 ? std::to_string(s.fetch_max_partition_bytes) : "default");
   if (s.window) {
     std::string kinds;
     for (const WindowKind& w : kWindows) {
       kinds += fmt::format("{}{} (size {}{})", kinds.empty() ? "" : ", ", w.type, w.size,
                            w.slide.empty() ? "" : fmt::format(", slide {}", w.slide));
     }
-    fmt::print("  window    pipeline.window on \"timestamp\", grace 0: {}; emit_sql: {}; sink noop\n", kinds,
-               kWindowEmitSql);
-    fmt::print("  state     yes: pipeline.state.path, a new file in the work directory per run, removed after; "
-               "no: in memory\n");
+    fmt::print(
+        "  window    pipeline.window on \"timestamp\", grace 0: {}; emit_sql: {}; sink noop\n",
+        kinds, kWindowEmitSql);
+    fmt::print(
+        "  state     yes: pipeline.state.path, a new file in the work directory per run, removed "
+        "after; "
+        "no: in memory\n");
   }
-  fmt::print("  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
-             "showing all\n", kScrapeEvery.count());
-  fmt::print("  peak RSS  the pipeline's VmHWM when all are in; working set: median of RssAnon sampled "
-             "every second while consuming\n");
-  fmt::print("  duckdb    the reference: the same {}SQL, prepared once, over the same events already decoded into DuckDB chunks (1 thread), "
-             "one query per batch of rows; ratio = msgs/s / that\n", s.window ? "handler " : "");
+  fmt::print(
+      "  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
+      "showing all\n",
+      kScrapeEvery.count());
+  fmt::print(
+      "  peak RSS  the pipeline's VmHWM when all are in; working set: median of RssAnon sampled "
+      "every second while consuming\n");
+  fmt::print(
+      "  duckdb    the reference: the same {}SQL, prepared once, over the same events already "
+      "decoded into DuckDB chunks (1 thread), "
+      "one query per batch of rows; ratio = msgs/s / that\n",
+      s.window ? "handler " : "");
   if (s.window) {
     fmt::print("            (the handler alone: the window's work and the state are not in it)\n");
   }
-  fmt::print("  cpu s     CPU seconds of the pipeline process (start to stop) / of the broker while "
-             "consuming\n");
+  fmt::print(
+      "  cpu s     CPU seconds of the pipeline process (start to stop) / of the broker while "
+      "consuming\n");
   if (!s.window) {
     fmt::print("\n{:<17} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}\n", "handler", "batch",
                "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds");
     std::fflush(stdout);
     return;
   }
-  fmt::print("  emits     window.sink flushes (closings that emitted rows) when all messages were in\n");
-  fmt::print("  cost      of the state: 1 - msgs/s with state / without, same window, handler and batch; "
-             "sqlflow's published\n"
-             "            cost of its state: 47% at batch 500, 29% at 2000, 15% at 5000; target under half "
-             "of it (PASS/MISS)\n\n");
-  fmt::print("{:<14} {:<6} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8} {:>5} {:>6} {:>7}  {}\n", "window",
-             "state", "batch", "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds",
-             "emits", "cost", "sqlflow", "target");
+  fmt::print(
+      "  emits     window.sink flushes (closings that emitted rows) when all messages were in\n");
+  fmt::print(
+      "  cost      of the state: 1 - msgs/s with state / without, same window, handler and batch; "
+      "sqlflow's published\n"
+      "            cost of its state: 47% at batch 500, 29% at 2000, 15% at 5000; target under "
+      "half "
+      "of it (PASS/MISS)\n\n");
+  fmt::print(
+      "{:<14} {:<6} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8} {:>5} {:>6} {:>7}  {}\n",
+      "window", "state", "batch", "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s",
+      "seconds", "emits", "cost", "sqlflow", "target");
   std::fflush(stdout);
 }
 
@@ -1070,16 +1132,18 @@ void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) 
   } else {
     auto secs = [](double v) { return v >= 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
     fmt::print("{:<17} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}\n",
-               ShortHandler(c.handler), c.batch, Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)),
-               c.peak_rss_mib(), c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)),
-               ratio, secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds());
+               ShortHandler(c.handler), c.batch,
+               Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)), c.peak_rss_mib(),
+               c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)), ratio,
+               secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds());
   }
   std::fflush(stdout);
 }
 
 // A --window cell; `without` is the same window, handler and batch without state (for a
 // cell with state), which gives the state's cost.
-void PrintWindowCell(const Cell& c, const Cell* without, const Context& ctx, const Settings& s, bool json) {
+void PrintWindowCell(const Cell& c, const Cell* without, const Context& ctx, const Settings& s,
+                     bool json) {
   double ratio = c.ceiling > 0 ? c.msgs_per_s() / c.ceiling : 0;
   // Each is known only for a cell with state (sqlflow's only at its three batch sizes).
   const bool has_cost = c.state && without != nullptr && without->msgs_per_s() > 0;
@@ -1103,14 +1167,18 @@ void PrintWindowCell(const Cell& c, const Cell* without, const Context& ctx, con
     fmt::print("{}\n", j.dump());
   } else {
     auto secs = [](double v) { return v >= 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
-    fmt::print("{:<14} {:<6} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f} {:>5} {:>6} {:>7}{}\n",
-               c.window->label, c.state ? "yes" : "no", c.batch, Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)),
-               c.peak_rss_mib(), c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)), ratio,
-               secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds(),
-               static_cast<int64_t>(c.window_emits()),
-               has_cost ? fmt::format("{:.1f}%", cost * 100) : std::string("-"),
-               has_sqlflow ? fmt::format("{:.0f}%", sqlflow * 100) : std::string("-"),
-               has_pass ? fmt::format("  {} (< {:.1f}%)", pass ? "PASS" : "MISS", sqlflow * 50) : std::string());
+    fmt::print(
+        "{:<14} {:<6} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f} {:>5} {:>6} "
+        "{:>7}{}\n",
+        c.window->label, c.state ? "yes" : "no", c.batch,
+        Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)), c.peak_rss_mib(), c.working_set_mib(),
+        Grouped(static_cast<uint64_t>(c.ceiling + 0.5)), ratio,
+        secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds(),
+        static_cast<int64_t>(c.window_emits()),
+        has_cost ? fmt::format("{:.1f}%", cost * 100) : std::string("-"),
+        has_sqlflow ? fmt::format("{:.0f}%", sqlflow * 100) : std::string("-"),
+        has_pass ? fmt::format("  {} (< {:.1f}%)", pass ? "PASS" : "MISS", sqlflow * 50)
+                 : std::string());
   }
   std::fflush(stdout);
 }
@@ -1160,7 +1228,8 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
     if (!s.window) {
       std::string name = fmt::format("paced-{}", ShortHandler(h));
       std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
-      ASSIGN_OR_RETURN(std::unique_ptr<Child> p, StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1)));
+      ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
+                       StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1)));
       pipelines.push_back(std::move(p));
       labels.push_back(h);
       continue;
@@ -1170,11 +1239,13 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
     // tells the state's share of any growth from the window's.
     for (const WindowKind& w : kWindows) {
       for (bool state : {false, true}) {
-        std::string name = fmt::format("paced-{}-{}-{}", ShortHandler(h), w.name, state ? "state" : "memory");
+        std::string name =
+            fmt::format("paced-{}-{}-{}", ShortHandler(h), w.name, state ? "state" : "memory");
         std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
         std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
-        ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                         StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1, &w, state_path)));
+        ASSIGN_OR_RETURN(
+            std::unique_ptr<Child> p,
+            StartPipeline(s, name, PipelineYaml(s, h, batch, topic, group, 1, &w, state_path)));
         pipelines.push_back(std::move(p));
         labels.push_back(fmt::format("{} {} {}", h, w.name, state ? "state" : "memory"));
       }
@@ -1186,7 +1257,8 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
   auto on_delivery = [&first_failure](const kc::DeliveryReport& r) {
     if (!r.status.ok() && first_failure.ok()) first_failure = r.status;
   };
-  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer, kc::Producer::Create(config, on_delivery));
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer,
+                   kc::Producer::Create(config, on_delivery));
   const int64_t total_ns = int64_t{o.paced_minutes} * 60'000'000'000;
   std::vector<std::vector<std::pair<double, double>>> samples(pipelines.size());  // (t s, MiB)
   std::string value;
@@ -1197,7 +1269,8 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
   while (true) {
     int64_t now = MonotonicNanos();
     if (now - start >= total_ns) break;
-    int64_t due = static_cast<int64_t>(static_cast<__int128>(now - start) * o.paced_rate / 1'000'000'000);
+    int64_t due =
+        static_cast<int64_t>(static_cast<__int128>(now - start) * o.paced_rate / 1'000'000'000);
     for (; i <= due; ++i) {
       MakeEvent(i, &value, &ts_cache);
       RETURN_IF_ERROR(producer->Produce(topic, 0, {}, value));
@@ -1213,7 +1286,8 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
       }
       next_sample += std::chrono::nanoseconds(kSampleEvery).count();
       if (progress != nullptr) {
-        progress->Show(fmt::format("paced: {:.0f} of {} s, {} events", t, o.paced_minutes * 60, Grouped(static_cast<uint64_t>(i))));
+        progress->Show(fmt::format("paced: {:.0f} of {} s, {} events", t, o.paced_minutes * 60,
+                                   Grouped(static_cast<uint64_t>(i))));
       }
     }
     std::this_thread::sleep_for(5ms);
@@ -1249,8 +1323,8 @@ Result<std::vector<PacedResult>> RunPaced(const Settings& s, const PipelineBench
 
 // The paced check (--paced): the working set over the last minute within kTolerance of
 // minute two's, per pipeline of RunPaced.
-Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Context& ctx, Progress* progress,
-                   bool* checks_failed) {
+Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Context& ctx,
+                   Progress* progress, bool* checks_failed) {
   Result<std::vector<PacedResult>> paced = RunPaced(s, o, progress);
   if (!paced.ok()) return paced.status();
   for (const PacedResult& r : *paced) {
@@ -1259,23 +1333,25 @@ Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Conte
     *checks_failed |= !pass;
     std::vector<std::string> series;
     for (double m : r.per_minute_mib) series.push_back(fmt::format("{:.1f}", m));
-    PrintCheck("paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
-               o.paced_reference == 2 ? std::string("working_set_minute_two_mib")
-                                      : fmt::format("working_set_minute_{}_mib", o.paced_reference),
-               r.minute_two_mib, pass, ctx, s, o.json,
-               fmt::format("{}/s for {} min, batch {}; RssAnon mean per minute: {}; {} produced, {} consumed",
-                           o.paced_rate, o.paced_minutes,
-                           *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()), fmt::join(series, " "),
-                           Grouped(static_cast<uint64_t>(r.produced)),
-                           Grouped(static_cast<uint64_t>(r.consumed))));
+    PrintCheck(
+        "paced", r.handler, "working_set_last_minute_mib", r.last_minute_mib,
+        o.paced_reference == 2 ? std::string("working_set_minute_two_mib")
+                               : fmt::format("working_set_minute_{}_mib", o.paced_reference),
+        r.minute_two_mib, pass, ctx, s, o.json,
+        fmt::format(
+            "{}/s for {} min, batch {}; RssAnon mean per minute: {}; {} produced, {} consumed",
+            o.paced_rate, o.paced_minutes,
+            *std::min_element(s.batch_sizes.begin(), s.batch_sizes.end()), fmt::join(series, " "),
+            Grouped(static_cast<uint64_t>(r.produced)),
+            Grouped(static_cast<uint64_t>(r.consumed))));
   }
   return Status::OK();
 }
 
 // ---------------------------------------------------------------------------------------
 
-Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const std::string& work_dir,
-              Child* broker, bool* checks_failed) {
+Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
+              const std::string& work_dir, Child* broker, bool* checks_failed) {
   ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, work_dir));
   Progress progress;
   Context ctx;
@@ -1292,7 +1368,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
   };
 
   RETURN_IF_ERROR(with_broker(CreateTopic(s, ctx.topic)));
-  progress.Show(fmt::format("publishing {} events ...", Grouped(static_cast<uint64_t>(s.messages))));
+  progress.Show(
+      fmt::format("publishing {} events ...", Grouped(static_cast<uint64_t>(s.messages))));
   Result<Produced> produced = Publish(s, ctx.topic, s.messages);
   progress.Clear();
   if (!produced.ok()) return with_broker(produced.status());
@@ -1303,9 +1380,11 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
   std::map<std::pair<std::string, int64_t>, double> ceilings;
   for (const std::string& h : s.handlers) {
     if (s.iceberg) break;  // its reference is the noop sink's cell
-    progress.Show(fmt::format("reference: loading {} events into DuckDB ...", Grouped(static_cast<uint64_t>(s.messages))));
-    ASSIGN_OR_RETURN(std::unique_ptr<Ceiling> ceiling,
-                     Ceiling::Load(s.messages, h != "handlers.StructuredBatch", s.window, ctx.produced.totals));
+    progress.Show(fmt::format("reference: loading {} events into DuckDB ...",
+                              Grouped(static_cast<uint64_t>(s.messages))));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Ceiling> ceiling,
+        Ceiling::Load(s.messages, h != "handlers.StructuredBatch", s.window, ctx.produced.totals));
     for (int64_t b : s.batch_sizes) {
       std::vector<double> rates;
       for (int r = 0; r < s.runs; ++r) {
@@ -1321,13 +1400,17 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
   if (s.iceberg) {
     const std::string h = "handlers.StructuredBatch";
     if (!o.json) {
-      fmt::print("  iceberg   every event through (handler: {}) into an Iceberg table (sink.type iceberg, "
-                 "unpartitioned, commit_interval_seconds {}) or a noop sink; msgs/s to all in; commits while "
-                 "consuming with their mean and longest time (Parquet files, manifests, metadata version); the "
-                 "table after the stop's last commit\n\n",
-                 kPassthroughSql, s.iceberg_commit_seconds);
-      fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9} {:>8} {:>10} {:>10} {:>9} {:>7}\n", "sink", "batch", "msgs/s",
-                 "vs noop", "peak MiB", "commits", "commit ms", "max ms", "table MiB", "files");
+      fmt::print(
+          "  iceberg   every event through (handler: {}) into an Iceberg table (sink.type iceberg, "
+          "unpartitioned, commit_interval_seconds {}) or a noop sink; msgs/s to all in; commits "
+          "while "
+          "consuming with their mean and longest time (Parquet files, manifests, metadata "
+          "version); the "
+          "table after the stop's last commit\n\n",
+          kPassthroughSql, s.iceberg_commit_seconds);
+      fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9} {:>8} {:>10} {:>10} {:>9} {:>7}\n", "sink",
+                 "batch", "msgs/s", "vs noop", "peak MiB", "commits", "commit ms", "max ms",
+                 "table MiB", "files");
     }
     for (int64_t b : s.batch_sizes) {
       double noop_rate = 0;
@@ -1335,8 +1418,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
         std::vector<RunResult> runs;
         for (int r = 0; r < s.runs; ++r) {
           std::string name = fmt::format("{}-{}-run{}", ice ? "iceberg" : "noop", b, r + 1);
-          Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, nullptr,
-                                              false, ice);
+          Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker,
+                                              &progress, nullptr, false, ice);
           if (!run.ok()) return with_broker(run.status());
           runs.push_back(*run);
         }
@@ -1357,21 +1440,30 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
           j["peak_rss_mib"] = Round(med([](const RunResult& r) { return r.peak_rss_mib; }), 1);
           if (ice) {
             j["commits"] = med([](const RunResult& r) { return r.commits; });
-            j["commit_mean_ms"] = Round(1000 * med([](const RunResult& r) { return r.commit_mean_s; }), 1);
-            j["commit_max_ms"] = Round(1000 * med([](const RunResult& r) { return r.commit_max_s; }), 1);
+            j["commit_mean_ms"] =
+                Round(1000 * med([](const RunResult& r) { return r.commit_mean_s; }), 1);
+            j["commit_max_ms"] =
+                Round(1000 * med([](const RunResult& r) { return r.commit_max_s; }), 1);
             j["table_mib"] = Round(med([](const RunResult& r) { return r.table_mib; }), 1);
             j["table_files"] = med([](const RunResult& r) { return r.table_files; });
           }
           fmt::print("{}\n", j.dump());
         } else {
-          fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9.1f} {:>8} {:>10} {:>10} {:>9} {:>7}\n", ice ? "iceberg" : "noop", b,
-                     Grouped(static_cast<uint64_t>(rate)), fmt::format("{:.2f}", ratio),
-                     med([](const RunResult& r) { return r.peak_rss_mib; }),
-                     ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.commits; })) : "-",
-                     ice ? fmt::format("{:.1f}", 1000 * med([](const RunResult& r) { return r.commit_mean_s; })) : "-",
-                     ice ? fmt::format("{:.1f}", 1000 * med([](const RunResult& r) { return r.commit_max_s; })) : "-",
-                     ice ? fmt::format("{:.1f}", med([](const RunResult& r) { return r.table_mib; })) : "-",
-                     ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.table_files; })) : "-");
+          fmt::print(
+              "{:<8} {:>7} {:>11} {:>7} {:>9.1f} {:>8} {:>10} {:>10} {:>9} {:>7}\n",
+              ice ? "iceberg" : "noop", b, Grouped(static_cast<uint64_t>(rate)),
+              fmt::format("{:.2f}", ratio), med([](const RunResult& r) { return r.peak_rss_mib; }),
+              ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.commits; })) : "-",
+              ice ? fmt::format("{:.1f}",
+                                1000 * med([](const RunResult& r) { return r.commit_mean_s; }))
+                  : "-",
+              ice ? fmt::format("{:.1f}",
+                                1000 * med([](const RunResult& r) { return r.commit_max_s; }))
+                  : "-",
+              ice ? fmt::format("{:.1f}", med([](const RunResult& r) { return r.table_mib; }))
+                  : "-",
+              ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.table_files; }))
+                  : "-");
         }
         std::fflush(stdout);
       }
@@ -1398,7 +1490,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
             for (int r = 0; r < s.runs; ++r) {
               std::string name = fmt::format("{}-{}-{}-{}-run{}", ShortHandler(h), w.name,
                                              state ? "state" : "memory", b, r + 1);
-              Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, &w, state);
+              Result<RunResult> run =
+                  RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, &w, state);
               if (!run.ok()) return with_broker(run.status());
               cell.runs.push_back(*run);
             }
@@ -1425,7 +1518,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
       cell.ceiling = ceilings[{h, b}];
       for (int r = 0; r < s.runs; ++r) {
         std::string name = fmt::format("{}-{}-run{}", ShortHandler(h), b, r + 1);
-        Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress);
+        Result<RunResult> run =
+            RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress);
         if (!run.ok()) return with_broker(run.status());
         cell.runs.push_back(*run);
       }
@@ -1442,7 +1536,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
     int64_t small = std::max<int64_t>(1, s.messages / 10);
     std::string topic = ctx.topic + "-small";
     RETURN_IF_ERROR(with_broker(CreateTopic(s, topic)));
-    progress.Show(fmt::format("backlog: publishing {} events ...", Grouped(static_cast<uint64_t>(small))));
+    progress.Show(
+        fmt::format("backlog: publishing {} events ...", Grouped(static_cast<uint64_t>(small))));
     Result<Produced> p = Publish(s, topic, small);
     progress.Clear();
     if (!p.ok()) return with_broker(p.status());
@@ -1459,8 +1554,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap, const
       double base = Median(peaks);
       bool pass = big <= base * (1 + kTolerance);
       *checks_failed |= !pass;
-      PrintCheck("backlog", h, fmt::format("peak_rss_{}", s.messages), big, fmt::format("peak_rss_{}", small),
-                 base, pass, ctx, s, o.json,
+      PrintCheck("backlog", h, fmt::format("peak_rss_{}", s.messages), big,
+                 fmt::format("peak_rss_{}", small), base, pass, ctx, s, o.json,
                  fmt::format("batch {}, median of {} run(s) each", b, s.runs));
     }
   }
@@ -1473,11 +1568,12 @@ Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "pipeline"));
   if (!o.bootstrap.empty()) return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed);
   std::string data = work->path() + "/data";
-  ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,
-                   Child::Start("sluice serve",
-                                {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0",
-                                 "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data},
-                                work->path() + "/broker", "sluice: serving Kafka on ", false));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Child> broker,
+      Child::Start("sluice serve",
+                   {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr",
+                    "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data},
+                   work->path() + "/broker", "sluice: serving Kafka on ", false));
   Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
   Status stopped = broker->Stop();
   if (!st.ok()) return st;

@@ -4,8 +4,9 @@
 // `sluice pipeline run` as a child process under a fresh consumer group with an aggregate
 // SQL and a noop sink, and measures its rate from the first message to the last, its peak
 // RSS and its working set. The reference, measured in the same run (docs/benchmarks.md:
-// every figure beside its same-run reference), is the DuckDB-only ceiling: the same SQL over the same events already
-// decoded into DuckDB, batch by batch. By default the bench starts its own `sluice serve`;
+// every figure beside its same-run reference), is the DuckDB-only ceiling: the same SQL over the
+// same events already decoded into DuckDB, batch by batch. By default the bench starts its own
+// `sluice serve`;
 // --bootstrap points it at a running broker.
 // --window (docs/design/0007-windows-and-state.md, decision 9) runs windowed pipelines
 // instead: the handler pre-aggregates each batch to one-second buckets per city, the rows
@@ -53,10 +54,11 @@ struct PipelineBenchOptions {
   int64_t paced_rate = 1000;
   int paced_reference = 2;
   // Windowed cells instead of the plain ones: {tumbling 1m, hopping 5m/1m} × {no state,
-  // pipeline.state} × batch_sizes, per handler. Not with backlog; with paced, the paced check runs each window in memory and with its state on file.
+  // pipeline.state} × batch_sizes, per handler. Not with backlog; with paced, the paced check runs
+  // each window in memory and with its state on file.
   bool window = false;
-  // Iceberg cells instead (docs/design/0009-iceberg-tables.md): StructuredBatch passing every event through to an
-  // Iceberg table and to a noop sink, at each batch size; commits every
+  // Iceberg cells instead (docs/design/0009-iceberg-tables.md): StructuredBatch passing every event
+  // through to an Iceberg table and to a noop sink, at each batch size; commits every
   // `iceberg_commit_seconds`; the commits' latency.
   bool iceberg = false;
   int64_t iceberg_commit_seconds = 5;

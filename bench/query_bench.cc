@@ -1,4 +1,3 @@
-#include "bench/bench_util.h"
 #include "bench/query_bench.h"
 
 #include <fmt/format.h>
@@ -20,6 +19,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "bench/polars_query_js.h"
@@ -849,8 +849,10 @@ int RunQueryBench(const QueryBenchOptions& options) {
       // DuckDB's cell first: its answer is the reference, its median the ratios' base.
       std::vector<size_t> order;
       for (size_t e = 0; e < row.size(); ++e) {
-        if (row[e].engine == "duckdb") order.insert(order.begin(), e);
-        else order.push_back(e);
+        if (row[e].engine == "duckdb")
+          order.insert(order.begin(), e);
+        else
+          order.push_back(e);
       }
       std::optional<double> duckdb_median;
       for (size_t e : order) {

@@ -8,8 +8,8 @@
 // against DuckDB's. Engines are pluggable (bench/query_engine.h): `duckdb` (the same
 // libduckdb sluice links, with its memory_limit), `polars` (nodejs-polars, lazy API), and
 // sluice's query server over the Iceberg tables (`sluice-iceberg`) and over the same
-// Parquet files (`sluice-parquet`). What it measures and how: docs/benchmarks.md, "Queries"; the chart:
-// docs/design/0011-query-bench.md.
+// Parquet files (`sluice-parquet`). What it measures and how: docs/benchmarks.md, "Queries"; the
+// chart: docs/design/0011-query-bench.md.
 #pragma once
 
 #include <cstdint>

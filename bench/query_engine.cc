@@ -19,8 +19,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <regex>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -272,7 +272,6 @@ class PolarsEngine : public Engine {
   }
 };
 
-
 // A `sluice serve` started for one run. Execute connects with libpq (not timed: the
 // session's start, pg_catalog included, is the server's and is not the query's), sends the
 // query with the simple query protocol (PQsendQuery, so the server plans it whole and its
@@ -321,7 +320,8 @@ class SluiceServerRun : public EngineRun {
         if (++rows > 1) continue;
         for (int c = 0; c < PQnfields(res.get()); ++c) {
           a.columns.emplace_back(PQfname(res.get(), c));
-          a.values.emplace_back(PQgetisnull(res.get(), 0, c) ? "NULL" : PQgetvalue(res.get(), 0, c));
+          a.values.emplace_back(PQgetisnull(res.get(), 0, c) ? "NULL"
+                                                             : PQgetvalue(res.get(), 0, c));
         }
       } else if (st != PGRES_TUPLES_OK && error.empty()) {
         error = PQresultErrorMessage(res.get());
@@ -403,14 +403,16 @@ class SluiceEngine : public Engine {
         "`sluice serve` per run: query.memory_limit=<setting> query.threads={}, temp_directory "
         "in the run's work dir; one libpq session, simple query protocol, over {}",
         spec.threads,
-        iceberg_ ? fmt::format("lake.{} and lake.{}", spec.data->sales_table, spec.data->products_table)
-                 : std::string("read_parquet(<the table's data files>)"));
+        iceberg_
+            ? fmt::format("lake.{} and lake.{}", spec.data->sales_table, spec.data->products_table)
+            : std::string("read_parquet(<the table's data files>)"));
   }
   Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) override {
     const QueryDataset& d = *spec.data;
-    std::string sql =
-        iceberg_ ? BindTables(spec.sql_template, "lake." + d.sales_table, "lake." + d.products_table)
-                 : BindTables(spec.sql_template, ReadParquet(d.sales_glob), ReadParquet(d.products_glob));
+    std::string sql = iceberg_ ? BindTables(spec.sql_template, "lake." + d.sales_table,
+                                            "lake." + d.products_table)
+                               : BindTables(spec.sql_template, ReadParquet(d.sales_glob),
+                                            ReadParquet(d.products_glob));
     // The server reads only inside the warehouse and query.allowed_directories.
     fs::path warehouse = fs::absolute(d.warehouse).lexically_normal();
     std::vector<std::string> allowed;
@@ -434,13 +436,10 @@ class SluiceEngine : public Engine {
       out << config;
       if (!out) return ErrnoError("write", config_path, errno);
     }
-    std::vector<std::string> args = {spec.sluice_binary, "serve",
-                                     "--kafka-addr", "127.0.0.1:0",
-                                     "--http-addr", "127.0.0.1:0",
-                                     "--pg-addr", "127.0.0.1:0",
-                                     "--data-dir", spec.work_dir + "/data",
-                                     "--warehouse", d.warehouse,
-                                     "--config", config_path};
+    std::vector<std::string> args = {
+        spec.sluice_binary, "serve",     "--kafka-addr", "127.0.0.1:0", "--http-addr",
+        "127.0.0.1:0",      "--pg-addr", "127.0.0.1:0",  "--data-dir",  spec.work_dir + "/data",
+        "--warehouse",      d.warehouse, "--config",     config_path};
     std::string out_path = spec.work_dir + "/stdout", err_path = spec.work_dir + "/stderr";
     ASSIGN_OR_RETURN(pid_t pid, SpawnWithEnv(args, {}, out_path, err_path));
     auto run = std::make_unique<SluiceServerRun>(pid, sql, err_path);
@@ -499,8 +498,10 @@ std::vector<std::string> KnownEngines() {
 Result<std::unique_ptr<Engine>> MakeEngine(std::string_view name) {
   if (name == "duckdb") return std::unique_ptr<Engine>(std::make_unique<DuckDbEngine>());
   if (name == "polars") return std::unique_ptr<Engine>(std::make_unique<PolarsEngine>());
-  if (name == "sluice-iceberg") return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(true));
-  if (name == "sluice-parquet") return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(false));
+  if (name == "sluice-iceberg")
+    return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(true));
+  if (name == "sluice-parquet")
+    return std::unique_ptr<Engine>(std::make_unique<SluiceEngine>(false));
   std::string known;
   for (const std::string& e : KnownEngines()) known += (known.empty() ? "" : ", ") + e;
   return NotFoundError("unknown engine {:?} (known: {})", name, known);

@@ -18,10 +18,9 @@ const TableMetadata& BaseTable() {
   static const TableMetadata base = [] {
     NewTableOptions o;
     o.location = "s3://fuzz/t";
-    o.schema.fields = {
-        NestedField{1, "id", true, Type::Primitive(TypeId::kLong), {}},
-        NestedField{2, "ts", false, Type::Primitive(TypeId::kTimestampTz), {}},
-        NestedField{3, "data", false, Type::Primitive(TypeId::kString), {}}};
+    o.schema.fields = {NestedField{1, "id", true, Type::Primitive(TypeId::kLong), {}},
+                       NestedField{2, "ts", false, Type::Primitive(TypeId::kTimestampTz), {}},
+                       NestedField{3, "data", false, Type::Primitive(TypeId::kString), {}}};
     o.spec.fields = {PartitionField{2, 0, "ts_day", Transform::Day()}};
     o.table_uuid = "9c12d441-03fe-4693-9a96-a0705ddf69c1";
     o.now_ms = 1700000000000;

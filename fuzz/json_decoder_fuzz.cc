@@ -65,7 +65,8 @@ State Make() {
   auto mem_direct = json::StructuredDecoder::Create(*st->mem_conn, "f", {.in_memory = true});
   Check(mem_direct.ok());
   st->mem_direct = std::move(*mem_direct);
-  auto mem_inferred = json::InferredDecoder::Create(*st->mem_conn, {.table = "mem_batch", .in_memory = true});
+  auto mem_inferred =
+      json::InferredDecoder::Create(*st->mem_conn, {.table = "mem_batch", .in_memory = true});
   Check(mem_inferred.ok());
   st->mem_inferred = std::move(*mem_inferred);
   return made;

@@ -28,7 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       auto frame = pg::ReadStartupFrame(in, &used);
       if (frame.ok() && frame->has_value()) {
         auto p = pg::ParseStartupPacket(**frame);
-        if (p.ok() && p->kind == pg::StartupPacket::Kind::kStartup && p->Param("user").empty()) std::abort();
+        if (p.ok() && p->kind == pg::StartupPacket::Kind::kStartup && p->Param("user").empty())
+          std::abort();
       }
       break;
     }
@@ -38,8 +39,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (!frame.ok() || !frame->has_value()) break;
         const pg::Frame& f = **frame;
         switch (f.type) {
-          case 'Q': (void)pg::ParseQuery(f.body); break;
-          case 'P': (void)pg::ParseParse(f.body); break;
+          case 'Q':
+            (void)pg::ParseQuery(f.body);
+            break;
+          case 'P':
+            (void)pg::ParseParse(f.body);
+            break;
           case 'B': {
             auto b = pg::ParseBind(f.body);
             if (b.ok()) {
@@ -47,14 +52,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             break;
           }
-          case 'D': (void)pg::ParseDescribe(f.body); break;
-          case 'E': (void)pg::ParseExecute(f.body); break;
-          case 'C': (void)pg::ParseClose(f.body); break;
+          case 'D':
+            (void)pg::ParseDescribe(f.body);
+            break;
+          case 'E':
+            (void)pg::ParseExecute(f.body);
+            break;
+          case 'C':
+            (void)pg::ParseClose(f.body);
+            break;
           case 'p':
             (void)pg::ParseSaslInitialResponse(f.body);
             (void)pg::ParsePasswordMessage(f.body);
             break;
-          default: break;
+          default:
+            break;
         }
         if (used == 0 || used > in.size()) std::abort();
         in.remove_prefix(used);
@@ -63,7 +75,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     case 3: {
       size_t nul = in.find('\0');
       std::string_view sql = in.substr(0, nul);
-      std::string_view value = nul == std::string_view::npos ? std::string_view() : in.substr(nul + 1);
+      std::string_view value =
+          nul == std::string_view::npos ? std::string_view() : in.substr(nul + 1);
       (void)LightStatement(sql);
       size_t query = EmbeddedQueryStart(sql);
       if (query != std::string_view::npos && query >= sql.size()) std::abort();
@@ -71,7 +84,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (offset != std::string_view::npos && offset > sql.size()) std::abort();
       auto copy = ParseCopyStatement(sql);
       if (!copy.ok()) {
-        if (copy.status().message().size() < 7 || copy.status().message()[5] != ':') std::abort();  // a SQLSTATE
+        if (copy.status().message().size() < 7 || copy.status().message()[5] != ':')
+          std::abort();  // a SQLSTATE
         break;
       }
       if (!copy->has_value() || (*copy)->target != CopyStatement::Target::kClient ||
@@ -84,7 +98,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (o.format == CopyFormat::kCsv) {
         if (o.delimiter == o.quote) std::abort();
         AppendCopyCsv(value, o, false, true, out);
-        if (value.find_first_of("\r\n") != std::string_view::npos && out.front() != o.quote) std::abort();
+        if (value.find_first_of("\r\n") != std::string_view::npos && out.front() != o.quote)
+          std::abort();
       } else {
         AppendCopyText(value, o.delimiter, out);
         if (out.find_first_of("\r\n") != std::string::npos) std::abort();
@@ -93,7 +108,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     default: {
       if (in.size() < 4) return 0;
-      uint32_t oid = (uint32_t{static_cast<uint8_t>(in[0])} << 24) | (uint32_t{static_cast<uint8_t>(in[1])} << 16) |
+      uint32_t oid = (uint32_t{static_cast<uint8_t>(in[0])} << 24) |
+                     (uint32_t{static_cast<uint8_t>(in[1])} << 16) |
                      (uint32_t{static_cast<uint8_t>(in[2])} << 8) | static_cast<uint8_t>(in[3]);
       std::string_view bytes = in.substr(4);
       (void)DecodeParam(oid, true, bytes);

@@ -26,7 +26,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (c.source.brokers.empty() || c.source.topics.empty() || c.source.group_id.empty()) {
     std::abort();
   }
-  if (c.source.fetch.prefetch < 1 || c.source.fetch.max_partition_bytes > c.source.fetch.max_bytes) {
+  if (c.source.fetch.prefetch < 1 ||
+      c.source.fetch.max_partition_bytes > c.source.fetch.max_bytes) {
     std::abort();
   }
   if (c.handler.sql.empty()) std::abort();

@@ -100,7 +100,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::vector<uint8_t> batch = BuildBatch({}, {});
     batch.resize(storage::kBatchHeaderSize);
     storage::StoreBE16(batch.data() + storage::kAttributesOffset, static_cast<uint16_t>(codec));
-    storage::StoreBE32(batch.data() + storage::kLastOffsetDeltaOffset, static_cast<uint32_t>(count - 1));
+    storage::StoreBE32(batch.data() + storage::kLastOffsetDeltaOffset,
+                       static_cast<uint32_t>(count - 1));
     storage::StoreBE32(batch.data() + storage::kRecordsCountOffset, static_cast<uint32_t>(count));
     batch.insert(batch.end(), payload->begin(), payload->end());
     Seal(&batch);

@@ -2,6 +2,7 @@
 // memory budget.
 #include "app/pipeline_set.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 #include <set>
 #include <sstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "pipeline/pipeline_config.h"
 #include "pipeline/runner.h"
@@ -113,8 +112,8 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
     total += e->memory;
     auto [it, fresh] = set->entries_.try_emplace(e->name, nullptr);
     if (!fresh) {
-      errors.push_back(fmt::format("{}: pipeline name '{}' is also used by {}", f, e->name,
-                                   it->second->file));
+      errors.push_back(
+          fmt::format("{}: pipeline name '{}' is also used by {}", f, e->name, it->second->file));
       continue;
     }
     it->second = std::move(e);

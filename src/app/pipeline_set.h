@@ -33,8 +33,8 @@ struct PipelineStatus {
   std::string name;  // `pipeline.name`, else the file's name without its extension
   std::string file;
   int64_t memory_limit_bytes = 0;
-  bool running = false;  // its thread runs (false: loaded and not started, or ended)
-  std::string error;     // why it stopped, when it stopped on an error
+  bool running = false;      // its thread runs (false: loaded and not started, or ended)
+  std::string error;         // why it stopped, when it stopped on an error
   uint64_t messages_in = 0;  // since it last started
 };
 
@@ -99,7 +99,7 @@ class PipelineSet {
   const std::string dir_;
   const int64_t budget_;
   MetricsRegistry* const metrics_;
-  std::mutex manage_mu_;  // one management call at a time (held across starts and stops)
+  std::mutex manage_mu_;   // one management call at a time (held across starts and stops)
   mutable std::mutex mu_;  // guards entries_ and started_
   std::map<std::string, std::unique_ptr<Entry>> entries_;  // by pipeline name
   bool started_ = false;

@@ -1,9 +1,9 @@
 // ServeProcess: builds `sluice serve` from its Config and stops it in order.
 #include "app/serve.h"
 
-#include <cstdlib>
-
 #include <fmt/format.h>
+
+#include <cstdlib>
 
 #include "base/http_server.h"
 #include "base/metrics.h"

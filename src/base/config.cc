@@ -1,18 +1,17 @@
 #include "base/config.h"
 
-#include "base/strings.h"
-
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <utility>
 
-#include <fmt/ranges.h>
-#include <yaml-cpp/yaml.h>
+#include "base/strings.h"
 
 namespace sluice {
 namespace {

@@ -1,8 +1,8 @@
 #include "base/crash_point.h"
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
-#include <atomic>
 #include <string>
 
 #include "base/logging.h"

@@ -116,8 +116,8 @@ uint32_t ExtendPortable(uint32_t crc, const uint8_t* p, size_t n) {
   const auto& t = kTables.t;
   uint32_t c = ~crc;
   while (n >= 8) {
-    uint32_t lo = c ^ (uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-                       uint32_t{p[3]} << 24);
+    uint32_t lo =
+        c ^ (uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24);
     c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^
         t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
     p += 8;

@@ -1,7 +1,5 @@
 #include "base/http_server.h"
 
-#include "base/strings.h"
-
 #include <httplib.h>
 #include <sys/socket.h>
 
@@ -11,15 +9,19 @@
 #include <chrono>
 #include <memory>
 
+#include "base/strings.h"
+
 namespace sluice {
 
-Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr, const std::string& what) {
+Result<std::pair<std::string, int>> SplitHostPort(const std::string& addr,
+                                                  const std::string& what) {
   size_t colon = addr.rfind(':');
   if (colon == std::string::npos || colon == 0 || colon + 1 == addr.size()) {
     return InvalidArgumentError("{}: '{}' is not HOST:PORT", what, addr);
   }
   std::string host = addr.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   int port = -1;
   const char* begin = addr.data() + colon + 1;
   const char* end = addr.data() + addr.size();
@@ -94,8 +96,7 @@ void ToLibrary(HttpResponse out, httplib::Response& res) {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
-                                                      MetricsRegistry& registry,
-                                                      HealthCheck health,
+                                                      MetricsRegistry& registry, HealthCheck health,
                                                       std::vector<HttpRoute> routes,
                                                       HttpServerOptions options) {
   ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));

@@ -1,7 +1,5 @@
 #include "base/logging.h"
 
-#include "base/strings.h"
-
 #include <unistd.h>
 
 #include <atomic>
@@ -9,6 +7,7 @@
 #include <ctime>
 
 #include "base/clock.h"
+#include "base/strings.h"
 
 namespace sluice {
 namespace {
@@ -40,10 +39,10 @@ void Logger::Write(LogLevel level, std::string_view message) const {
   time_t secs = static_cast<time_t>(ms / 1000);
   struct tm tm;
   gmtime_r(&secs, &tm);
-  std::string line = fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z {} {}: {}\n",
-                                 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                                 tm.tm_min, tm.tm_sec, ms % 1000,
-                                 kLevelNames[static_cast<int>(level)], name_, message);
+  std::string line =
+      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z {} {}: {}\n", tm.tm_year + 1900,
+                  tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms % 1000,
+                  kLevelNames[static_cast<int>(level)], name_, message);
   // One write per line keeps lines from different threads whole.
   ssize_t unused = ::write(STDERR_FILENO, line.data(), line.size());
   (void)unused;

@@ -5,10 +5,10 @@
 //   SLUICE_LOG(kLog, kWarn, "truncated {} bytes of {}", n, path);
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <string_view>
-
-#include <fmt/format.h>
 
 #include "base/status.h"
 
@@ -36,9 +36,9 @@ class Logger {
 
 }  // namespace sluice
 
-#define SLUICE_LOG(logger, level, ...)                                          \
-  do {                                                                          \
-    if ((logger).Enabled(::sluice::LogLevel::level)) {                          \
-      (logger).Write(::sluice::LogLevel::level, ::fmt::format(__VA_ARGS__));    \
-    }                                                                           \
+#define SLUICE_LOG(logger, level, ...)                                       \
+  do {                                                                       \
+    if ((logger).Enabled(::sluice::LogLevel::level)) {                       \
+      (logger).Write(::sluice::LogLevel::level, ::fmt::format(__VA_ARGS__)); \
+    }                                                                        \
   } while (0)

@@ -12,10 +12,14 @@ namespace {
 std::string EscapeLabel(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -43,8 +47,7 @@ std::string Number(double v) {
 }  // namespace
 
 Histogram::Histogram(std::vector<double> upper_bounds)
-    : bounds_(std::move(upper_bounds)),
-      buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
+    : bounds_(std::move(upper_bounds)), buckets_(new std::atomic<uint64_t>[bounds_.size() + 1]) {
   std::sort(bounds_.begin(), bounds_.end());
   for (size_t i = 0; i <= bounds_.size(); ++i) buckets_[i].store(0);
 }
@@ -145,8 +148,8 @@ std::string MetricsRegistry::Render() {
       for (size_t i = 0; i < counts.size(); ++i) {
         cumulative += counts[i];
         std::string le = i < h->upper_bounds().size() ? Number(h->upper_bounds()[i]) : "+Inf";
-        out += fmt::format("{}_bucket{} {}\n", name, LabelText(labels, fmt::format("le=\"{}\"", le)),
-                           cumulative);
+        out += fmt::format("{}_bucket{} {}\n", name,
+                           LabelText(labels, fmt::format("le=\"{}\"", le)), cumulative);
       }
       out += fmt::format("{}_sum{} {}\n", name, LabelText(labels), Number(h->sum()));
       out += fmt::format("{}_count{} {}\n", name, LabelText(labels), h->count());

@@ -66,8 +66,10 @@ class MetricsRegistry {
  public:
   // The same (name, labels) returns the same metric. A name keeps the help text and
   // type of its first registration.
-  Counter& GetCounter(const std::string& name, const std::string& help, const MetricLabels& labels = {});
-  Gauge& GetGauge(const std::string& name, const std::string& help, const MetricLabels& labels = {});
+  Counter& GetCounter(const std::string& name, const std::string& help,
+                      const MetricLabels& labels = {});
+  Gauge& GetGauge(const std::string& name, const std::string& help,
+                  const MetricLabels& labels = {});
   Histogram& GetHistogram(const std::string& name, const std::string& help,
                           const MetricLabels& labels = {},
                           std::vector<double> upper_bounds = LatencyBuckets());

@@ -6,12 +6,12 @@
 // ASSIGN_OR_RETURN.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 namespace sluice {
 
@@ -20,9 +20,9 @@ enum class StatusCode : int {
   kInvalidArgument,  // the caller's input is wrong (bad batch, bad config value)
   kNotFound,
   kAlreadyExists,
-  kOutOfRange,       // an offset or position outside what exists
-  kCorruption,       // bytes on disk are not what was written
-  kIOError,          // the operating system refused (errno in the message)
+  kOutOfRange,  // an offset or position outside what exists
+  kCorruption,  // bytes on disk are not what was written
+  kIOError,     // the operating system refused (errno in the message)
   kResourceExhausted,
   kFailedPrecondition,
   kUnimplemented,
@@ -57,9 +57,9 @@ class [[nodiscard]] Status {
 };
 
 // XxxError(fmt, args...) builds a Status with code kXxx from a fmt format string.
-#define SLUICE_STATUS_FACTORY(Name, code)                                        \
-  template <typename... Args>                                                    \
-  Status Name(fmt::format_string<Args...> f, Args&&... args) {                   \
+#define SLUICE_STATUS_FACTORY(Name, code)                                         \
+  template <typename... Args>                                                     \
+  Status Name(fmt::format_string<Args...> f, Args&&... args) {                    \
     return Status(StatusCode::code, fmt::format(f, std::forward<Args>(args)...)); \
   }
 SLUICE_STATUS_FACTORY(InvalidArgumentError, kInvalidArgument)
@@ -122,10 +122,10 @@ class [[nodiscard]] Result {
 #define SLUICE_CONCAT_INNER(a, b) a##b
 #define SLUICE_CONCAT(a, b) SLUICE_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::sluice::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                \
+#define RETURN_IF_ERROR(expr)      \
+  do {                             \
+    ::sluice::Status _st = (expr); \
+    if (!_st.ok()) return _st;     \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -137,8 +137,7 @@ class [[nodiscard]] Result {
   ASSIGN_OR_RETURN_IMPL(SLUICE_CONCAT(_result_, __LINE__), lhs, expr)
 
 // For invariants of sluice's own code only, never for outside input.
-#define SLUICE_ASSERT(cond)                                                        \
-  do {                                                                             \
-    if (!(cond)) ::sluice::AssertionFailed(#cond, __FILE__, __LINE__);             \
+#define SLUICE_ASSERT(cond)                                            \
+  do {                                                                 \
+    if (!(cond)) ::sluice::AssertionFailed(#cond, __FILE__, __LINE__); \
   } while (0)
-

@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,7 +43,8 @@ Connection::~Connection() {
 Status Connection::Start() {
   sockaddr_in addr{};
   socklen_t len = sizeof(addr);
-  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 && addr.sin_family == AF_INET) {
+  if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
+      addr.sin_family == AF_INET) {
     char text[INET_ADDRSTRLEN] = {};
     if (::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) != nullptr) peer_host_ = text;
   }

@@ -1,14 +1,14 @@
 #include "broker/group_coordinator.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cctype>
 #include <random>
 #include <set>
 #include <utility>
 #include <vector>
-
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include "base/clock.h"
 #include "base/logging.h"
@@ -38,11 +38,16 @@ enum class State { kEmpty, kPreparingRebalance, kCompletingRebalance, kStable, k
 // The names DescribeGroups and ListGroups report (Kafka's GroupState.toString).
 std::string StateName(State s) {
   switch (s) {
-    case State::kEmpty: return "Empty";
-    case State::kPreparingRebalance: return "PreparingRebalance";
-    case State::kCompletingRebalance: return "CompletingRebalance";
-    case State::kStable: return "Stable";
-    case State::kDead: return "Dead";
+    case State::kEmpty:
+      return "Empty";
+    case State::kPreparingRebalance:
+      return "PreparingRebalance";
+    case State::kCompletingRebalance:
+      return "CompletingRebalance";
+    case State::kStable:
+      return "Stable";
+    case State::kDead:
+      return "Dead";
   }
   return "Dead";
 }
@@ -102,8 +107,8 @@ struct GroupCoordinator::Member {
   std::vector<uint8_t> assignment;
   Done<kafka::JoinGroupResponse> join_done;  // set while its JoinGroup waits
   Done<kafka::SyncGroupResponse> sync_done;  // set while its SyncGroup waits
-  bool is_new = false;    // joined and has not yet had a join response
-  uint64_t join_seq = 0;  // join order: the leader is the first member to join
+  bool is_new = false;                       // joined and has not yet had a join response
+  uint64_t join_seq = 0;                     // join order: the leader is the first member to join
   EventLoop::TimerId heartbeat_timer = 0;
 
   bool awaiting_join() const { return static_cast<bool>(join_done); }
@@ -150,7 +155,8 @@ struct GroupCoordinator::Group {
     std::vector<Member*> out;
     out.reserve(members.size());
     for (const auto& [id, m] : members) out.push_back(m.get());
-    std::sort(out.begin(), out.end(), [](const Member* a, const Member* b) { return a->join_seq < b->join_seq; });
+    std::sort(out.begin(), out.end(),
+              [](const Member* a, const Member* b) { return a->join_seq < b->join_seq; });
     return out;
   }
   int32_t RebalanceTimeoutMs() const {
@@ -184,7 +190,8 @@ struct GroupCoordinator::Group {
       for (const auto& protocol : m->protocols) {
         const std::string& name = protocol.first;
         if (Supporters(name) != static_cast<int>(members.size())) continue;
-        auto it = std::find_if(votes.begin(), votes.end(), [&](const auto& v) { return v.first == name; });
+        auto it = std::find_if(votes.begin(), votes.end(),
+                               [&](const auto& v) { return v.first == name; });
         if (it == votes.end()) {
           votes.emplace_back(name, 1);
         } else {
@@ -196,8 +203,9 @@ struct GroupCoordinator::Group {
     if (votes.empty()) {
       // Cannot happen while joins check SupportsProtocols; stay defined anyway.
       auto ordered = Ordered();
-      return ordered.empty() || ordered.front()->protocols.empty() ? std::string()
-                                                                   : ordered.front()->protocols.front().first;
+      return ordered.empty() || ordered.front()->protocols.empty()
+                 ? std::string()
+                 : ordered.front()->protocols.front().first;
     }
     auto best = votes.begin();
     for (auto it = votes.begin(); it != votes.end(); ++it) {
@@ -223,7 +231,8 @@ struct GroupCoordinator::JoinArgs {
 // ---------------------------------------------------------------------------------------
 // Lifecycle
 
-GroupCoordinator::GroupCoordinator(GroupCoordinatorOptions options) : options_(std::move(options)) {}
+GroupCoordinator::GroupCoordinator(GroupCoordinatorOptions options)
+    : options_(std::move(options)) {}
 
 GroupCoordinator::~GroupCoordinator() {
   Status st = Close();
@@ -231,10 +240,12 @@ GroupCoordinator::~GroupCoordinator() {
 }
 
 Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinatorOptions options) {
-  if (options.executor == nullptr) return InvalidArgumentError("group coordinator: no IoExecutor given");
+  if (options.executor == nullptr)
+    return InvalidArgumentError("group coordinator: no IoExecutor given");
   if (options.min_session_timeout_ms > options.max_session_timeout_ms) {
-    return InvalidArgumentError("group.min.session.timeout.ms {} is above group.max.session.timeout.ms {}",
-                                options.min_session_timeout_ms, options.max_session_timeout_ms);
+    return InvalidArgumentError(
+        "group.min.session.timeout.ms {} is above group.max.session.timeout.ms {}",
+        options.min_session_timeout_ms, options.max_session_timeout_ms);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<EventLoop> loop, EventLoop::Create());
   OffsetLogOptions lo;
@@ -258,7 +269,8 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
       if (!rec->protocol_type.empty()) g.protocol_type = rec->protocol_type;
     }
   }
-  SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir, c->groups_.size());
+  SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
+             c->groups_.size());
   c->ScheduleCleanup();  // allowed: the loop does not run yet
   c->thread_ = std::thread([p = c.get()] { p->loop_->Run(); });
   return c;
@@ -286,8 +298,10 @@ void GroupCoordinator::Shutdown() {
     for (auto& [pid, timer] : g->pending_members) loop_->Cancel(timer);
     for (auto& [mid, m] : g->members) {
       if (m->heartbeat_timer != 0) loop_->Cancel(m->heartbeat_timer);
-      if (m->join_done) std::exchange(m->join_done, nullptr)(JoinError(m->id, ErrorCode::kCoordinatorNotAvailable));
-      if (m->sync_done) std::exchange(m->sync_done, nullptr)(SyncError(ErrorCode::kCoordinatorNotAvailable));
+      if (m->join_done)
+        std::exchange(m->join_done, nullptr)(JoinError(m->id, ErrorCode::kCoordinatorNotAvailable));
+      if (m->sync_done)
+        std::exchange(m->sync_done, nullptr)(SyncError(ErrorCode::kCoordinatorNotAvailable));
     }
     g->num_awaiting_join = 0;
   }
@@ -355,7 +369,9 @@ void GroupCoordinator::DescribeGroups(kafka::DescribeGroupsRequest req, int16_t 
 
 void GroupCoordinator::DeleteGroups(kafka::DeleteGroupsRequest req, int16_t /*version*/,
                                     Done<kafka::DeleteGroupsResponse> done) {
-  loop_->Post([this, req = std::move(req), done = std::move(done)]() mutable { DoDeleteGroups(req, done); });
+  loop_->Post([this, req = std::move(req), done = std::move(done)]() mutable {
+    DoDeleteGroups(req, done);
+  });
 }
 
 void GroupCoordinator::OnTopicDeleted(std::string topic) {
@@ -366,7 +382,8 @@ void GroupCoordinator::OnTopicDeleted(std::string topic) {
 // JoinGroup
 
 void GroupCoordinator::DoJoinGroup(kafka::JoinGroupRequest& req, int16_t version,
-                                   const GroupClient& client, Done<kafka::JoinGroupResponse>& done) {
+                                   const GroupClient& client,
+                                   Done<kafka::JoinGroupResponse>& done) {
   if (shutting_down_) return done(JoinError(req.member_id, ErrorCode::kCoordinatorNotAvailable));
   if (req.group_id.empty()) return done(JoinError(req.member_id, ErrorCode::kInvalidGroupId));
   if (req.session_timeout_ms < options_.min_session_timeout_ms ||
@@ -379,7 +396,8 @@ void GroupCoordinator::DoJoinGroup(kafka::JoinGroupRequest& req, int16_t version
   a.instance_id = std::move(req.group_instance_id);
   a.protocol_type = std::move(req.protocol_type);
   for (auto& p : req.protocols) {
-    bool seen = std::any_of(a.protocols.begin(), a.protocols.end(), [&](const auto& q) { return q.first == p.name; });
+    bool seen = std::any_of(a.protocols.begin(), a.protocols.end(),
+                            [&](const auto& q) { return q.first == p.name; });
     if (!seen) a.protocols.emplace_back(std::move(p.name), std::move(p.metadata));
   }
   a.session_timeout_ms = req.session_timeout_ms;
@@ -423,7 +441,8 @@ bool GroupCoordinator::AcceptJoiningMember(const Group& g, const std::string& me
   return true;
 }
 
-std::unique_ptr<GroupCoordinator::Member> GroupCoordinator::NewMember(const std::string& id, const JoinArgs& a) {
+std::unique_ptr<GroupCoordinator::Member> GroupCoordinator::NewMember(const std::string& id,
+                                                                      const JoinArgs& a) {
   auto m = std::make_unique<Member>();
   m->id = id;
   m->instance_id = a.instance_id;
@@ -441,7 +460,8 @@ void GroupCoordinator::NewMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGrou
     return done(JoinError("", ErrorCode::kInconsistentGroupProtocol));
   }
   // Kafka's generateMemberId: the instance id for static members, else the client id.
-  std::string new_id = (a.instance_id ? *a.instance_id : a.client.client_id) + "-" + RandomUuidText();
+  std::string new_id =
+      (a.instance_id ? *a.instance_id : a.client.client_id) + "-" + RandomUuidText();
   if (a.instance_id) {
     auto known = g.static_members.find(*a.instance_id);
     if (known != g.static_members.end()) {
@@ -460,7 +480,8 @@ void GroupCoordinator::NewMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGrou
   AddMemberAndRebalance(g, NewMember(new_id, a), std::move(done));
 }
 
-void GroupCoordinator::CurrentMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGroupResponse>& done) {
+void GroupCoordinator::CurrentMemberJoin(Group& g, JoinArgs& a,
+                                         Done<kafka::JoinGroupResponse>& done) {
   if (!g.SupportsProtocols(a.protocol_type, a.protocols)) {
     return done(JoinError(a.member_id, ErrorCode::kInconsistentGroupProtocol));
   }
@@ -552,13 +573,15 @@ void GroupCoordinator::UpdateStaticMemberAndRebalance(Group& g, const std::strin
         --g.num_awaiting_join;
         std::exchange(ref.join_done, nullptr)(std::move(resp));
       } else {
-        MaybePrepareRebalance(g, fmt::format("static member {} changed the protocol choice", new_id));
+        MaybePrepareRebalance(g,
+                              fmt::format("static member {} changed the protocol choice", new_id));
       }
       return;
     }
     case State::kCompletingRebalance:
       // The leader may already be assigning to the old id: start over.
-      PrepareRebalance(g, fmt::format("static member {} rejoined during CompletingRebalance", new_id));
+      PrepareRebalance(g,
+                       fmt::format("static member {} rejoined during CompletingRebalance", new_id));
       return;
     case State::kPreparingRebalance:
     case State::kEmpty:
@@ -567,7 +590,8 @@ void GroupCoordinator::UpdateStaticMemberAndRebalance(Group& g, const std::strin
   }
 }
 
-void GroupCoordinator::UpdateMember(Group& g, Member& m, JoinArgs& a, Done<kafka::JoinGroupResponse> done) {
+void GroupCoordinator::UpdateMember(Group& g, Member& m, JoinArgs& a,
+                                    Done<kafka::JoinGroupResponse> done) {
   g.Count(m, -1);
   m.protocols = a.protocols;
   g.Count(m, +1);
@@ -608,14 +632,16 @@ void GroupCoordinator::PrepareRebalance(Group& g, const std::string& reason) {
   }
   const bool initial = g.Is(State::kEmpty);
   g.state = State::kPreparingRebalance;
-  SLUICE_LOG(kLog, kInfo, "group {}: preparing to rebalance (generation {}): {}", g.id, g.generation, reason);
+  SLUICE_LOG(kLog, kInfo, "group {}: preparing to rebalance (generation {}): {}", g.id,
+             g.generation, reason);
   auto fire = [this, id = g.id, inc = g.incarnation] { OnJoinTimer(id, inc); };
   if (initial) {
     // group.initial.rebalance.delay.ms: wait for more members before the first
     // generation; every new member extends the wait, up to the rebalance timeout.
     g.join_initial = true;
     g.join_delay_ms = NonNegative(options_.initial_rebalance_delay_ms);
-    g.join_remaining_ms = NonNegative(int64_t{g.RebalanceTimeoutMs()} - options_.initial_rebalance_delay_ms);
+    g.join_remaining_ms =
+        NonNegative(int64_t{g.RebalanceTimeoutMs()} - options_.initial_rebalance_delay_ms);
     g.join_timer = loop_->RunAfter(g.join_delay_ms, fire);
   } else {
     g.join_initial = false;
@@ -625,7 +651,8 @@ void GroupCoordinator::PrepareRebalance(Group& g, const std::string& reason) {
 }
 
 void GroupCoordinator::MaybeCompleteJoin(Group& g) {
-  if (g.Is(State::kPreparingRebalance) && !g.join_initial && g.HasAllMembersJoined()) CompleteJoin(g);
+  if (g.Is(State::kPreparingRebalance) && !g.join_initial && g.HasAllMembersJoined())
+    CompleteJoin(g);
 }
 
 void GroupCoordinator::OnJoinTimer(const std::string& group_id, uint64_t incarnation) {
@@ -636,10 +663,12 @@ void GroupCoordinator::OnJoinTimer(const std::string& group_id, uint64_t incarna
   if (!g->Is(State::kPreparingRebalance)) return;
   if (g->join_initial && g->new_member_added && g->join_remaining_ms != 0) {
     g->new_member_added = false;
-    const int64_t delay = std::min<int64_t>(NonNegative(options_.initial_rebalance_delay_ms), g->join_remaining_ms);
+    const int64_t delay =
+        std::min<int64_t>(NonNegative(options_.initial_rebalance_delay_ms), g->join_remaining_ms);
     g->join_remaining_ms = NonNegative(g->join_remaining_ms - g->join_delay_ms);
     g->join_delay_ms = delay;
-    g->join_timer = loop_->RunAfter(delay, [this, id = g->id, inc = g->incarnation] { OnJoinTimer(id, inc); });
+    g->join_timer =
+        loop_->RunAfter(delay, [this, id = g->id, inc = g->incarnation] { OnJoinTimer(id, inc); });
     return;
   }
   CompleteJoin(*g);
@@ -659,8 +688,8 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   }
   for (const std::string& id : gone) RemoveMember(g, id);
   if (!gone.empty()) {
-    SLUICE_LOG(kLog, kInfo, "group {}: removed {} members that did not rejoin: {}", g.id, gone.size(),
-               fmt::join(gone, ", "));
+    SLUICE_LOG(kLog, kInfo, "group {}: removed {} members that did not rejoin: {}", g.id,
+               gone.size(), fmt::join(gone, ", "));
   }
 
   bool leader_joined = false;
@@ -682,8 +711,9 @@ void GroupCoordinator::CompleteJoin(Group& g) {
     // Only static members that have not rejoined are left: wait another rebalance
     // timeout (their session timeouts remove them meanwhile).
     SLUICE_LOG(kLog, kWarn, "group {}: could not complete the rebalance, no member rejoined", g.id);
-    g.join_timer = loop_->RunAfter(NonNegative(g.RebalanceTimeoutMs()),
-                                   [this, id = g.id, inc = g.incarnation] { OnJoinTimer(id, inc); });
+    g.join_timer =
+        loop_->RunAfter(NonNegative(g.RebalanceTimeoutMs()),
+                        [this, id = g.id, inc = g.incarnation] { OnJoinTimer(id, inc); });
     return;
   }
 
@@ -716,8 +746,9 @@ void GroupCoordinator::CompleteJoin(Group& g) {
   SchedulePendingSync(g);
 }
 
-kafka::JoinGroupResponse GroupCoordinator::JoinSuccess(const Group& g, const Member& m, bool with_members,
-                                                       const std::optional<std::string>& leader) const {
+kafka::JoinGroupResponse GroupCoordinator::JoinSuccess(
+    const Group& g, const Member& m, bool with_members,
+    const std::optional<std::string>& leader) const {
   kafka::JoinGroupResponse r;
   r.error_code = ErrorCode::kNone;
   r.generation_id = g.generation;
@@ -769,7 +800,8 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
     case State::kPreparingRebalance:
       return done(SyncError(ErrorCode::kRebalanceInProgress));
     case State::kCompletingRebalance: {
-      if (m.sync_done) std::exchange(m.sync_done, nullptr)(SyncError(ErrorCode::kRebalanceInProgress));
+      if (m.sync_done)
+        std::exchange(m.sync_done, nullptr)(SyncError(ErrorCode::kRebalanceInProgress));
       m.sync_done = std::move(done);
       RemovePendingSyncMember(*g, m.id);
       if (!g->IsLeader(m.id)) return;  // followers wait for the leader's assignment
@@ -786,11 +818,12 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
         }
       }
       if (!missing.empty()) {
-        SLUICE_LOG(kLog, kWarn, "group {} generation {}: no assignment for {}; they get an empty one",
-                   g->id, g->generation, fmt::join(missing, ", "));
+        SLUICE_LOG(kLog, kWarn,
+                   "group {} generation {}: no assignment for {}; they get an empty one", g->id,
+                   g->generation, fmt::join(missing, ", "));
       }
-      SLUICE_LOG(kLog, kInfo, "group {}: assignment for generation {} received from leader {}", g->id,
-                 g->generation, m.id);
+      SLUICE_LOG(kLog, kInfo, "group {}: assignment for generation {} received from leader {}",
+                 g->id, g->generation, m.id);
       PropagateAssignment(*g, ErrorCode::kNone);
       g->state = State::kStable;
       return;
@@ -810,15 +843,15 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
 
 void GroupCoordinator::SchedulePendingSync(Group& g) {
   if (g.sync_timer != 0) loop_->Cancel(g.sync_timer);
-  g.sync_timer = loop_->RunAfter(NonNegative(g.RebalanceTimeoutMs()),
-                                 [this, id = g.id, inc = g.incarnation, gen = g.generation] {
-                                   OnSyncExpired(id, inc, gen);
-                                 });
+  g.sync_timer = loop_->RunAfter(
+      NonNegative(g.RebalanceTimeoutMs()),
+      [this, id = g.id, inc = g.incarnation, gen = g.generation] { OnSyncExpired(id, inc, gen); });
 }
 
 // Members that got this generation's join response but did not send SyncGroup within
 // the rebalance timeout are removed, and the group rebalances (Kafka 3's DelayedSync).
-void GroupCoordinator::OnSyncExpired(const std::string& group_id, uint64_t incarnation, int32_t generation) {
+void GroupCoordinator::OnSyncExpired(const std::string& group_id, uint64_t incarnation,
+                                     int32_t generation) {
   if (shutting_down_) return;
   Group* g = FindGroup(group_id);
   if (g == nullptr || g->incarnation != incarnation) return;
@@ -882,7 +915,8 @@ ErrorCode GroupCoordinator::DoHeartbeat(const kafka::HeartbeatRequest& req) {
   return ErrorCode::kNone;
 }
 
-kafka::LeaveGroupResponse GroupCoordinator::DoLeaveGroup(const kafka::LeaveGroupRequest& req, int16_t version) {
+kafka::LeaveGroupResponse GroupCoordinator::DoLeaveGroup(const kafka::LeaveGroupRequest& req,
+                                                         int16_t version) {
   kafka::LeaveGroupResponse resp;
   std::vector<kafka::LeaveGroupRequest::Member> leaving;
   if (version < 3) {
@@ -905,13 +939,16 @@ kafka::LeaveGroupResponse GroupCoordinator::DoLeaveGroup(const kafka::LeaveGroup
     kafka::LeaveGroupResponse::Member r;
     r.member_id = l.member_id;
     r.group_instance_id = l.group_instance_id;
-    const std::string reason = fmt::format("member {} left ({})", l.member_id.empty() && l.group_instance_id ? *l.group_instance_id : l.member_id,
-                                           l.reason.value_or("no reason given"));
+    const std::string reason =
+        fmt::format("member {} left ({})",
+                    l.member_id.empty() && l.group_instance_id ? *l.group_instance_id : l.member_id,
+                    l.reason.value_or("no reason given"));
     if (g == nullptr) {
       r.error_code = ErrorCode::kUnknownMemberId;
     } else if (l.member_id.empty()) {
       // Removal by group.instance.id alone (the admin API).
-      auto s = l.group_instance_id ? g->static_members.find(*l.group_instance_id) : g->static_members.end();
+      auto s = l.group_instance_id ? g->static_members.find(*l.group_instance_id)
+                                   : g->static_members.end();
       if (s == g->static_members.end()) {
         r.error_code = ErrorCode::kUnknownMemberId;
       } else {
@@ -956,8 +993,9 @@ struct PendingCommit {
 
 }  // namespace
 
-ErrorCode GroupCoordinator::ValidateOffsetCommit(const Group& g, int32_t generation, const std::string& member_id,
-                                                 const std::optional<std::string>& instance_id) const {
+ErrorCode GroupCoordinator::ValidateOffsetCommit(
+    const Group& g, int32_t generation, const std::string& member_id,
+    const std::optional<std::string>& instance_id) const {
   // Generation -1: the admin client or a consumer without group management; allowed
   // while the group has no members.
   if (generation < 0 && g.Is(State::kEmpty)) return ErrorCode::kNone;
@@ -1041,8 +1079,10 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
     value.leader_epoch = version >= 6 ? rp.committed_leader_epoch : -1;
     value.metadata = rp.committed_metadata.value_or("");
     // Only v1 carries a client timestamp; -1 there means "now" too.
-    value.commit_timestamp_ms = version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now;
-    write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index}, std::move(value));
+    value.commit_timestamp_ms =
+        version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now;
+    write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index},
+                 std::move(value));
     pending->written.emplace_back(t, p);
   }
   if (write.empty()) return pending->done(std::move(resp));
@@ -1065,7 +1105,8 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
   MaybeSnapshot();
 }
 
-kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req, int16_t version) {
+kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req,
+                                                           int16_t version) {
   using Resp = kafka::OffsetFetchResponse;
   // One group's answer: every committed partition (topics null), or the asked ones,
   // -1 / "" for those without a commit (also when the group does not exist).
@@ -1096,7 +1137,8 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
       Resp::Topic rt;
       rt.name = t.name;
       for (int32_t index : t.partition_indexes) {
-        rt.partitions.push_back(partition(index, offsets_->Find(group, TopicPartition{t.name, index})));
+        rt.partitions.push_back(
+            partition(index, offsets_->Find(group, TopicPartition{t.name, index})));
       }
       out.push_back(std::move(rt));
     }
@@ -1169,8 +1211,8 @@ kafka::ListGroupsResponse GroupCoordinator::DoListGroups(const kafka::ListGroups
   return resp;
 }
 
-kafka::DescribeGroupsResponse GroupCoordinator::DoDescribeGroups(const kafka::DescribeGroupsRequest& req,
-                                                                 int16_t version) {
+kafka::DescribeGroupsResponse GroupCoordinator::DoDescribeGroups(
+    const kafka::DescribeGroupsRequest& req, int16_t version) {
   kafka::DescribeGroupsResponse resp;
   for (const std::string& id : req.groups) {
     kafka::DescribeGroupsResponse::Group out;
@@ -1202,13 +1244,15 @@ kafka::DescribeGroupsResponse GroupCoordinator::DoDescribeGroups(const kafka::De
         out.members.push_back(std::move(om));
       }
     }
-    if (version >= 3 && req.include_authorized_operations) out.authorized_operations = kGroupOperations;
+    if (version >= 3 && req.include_authorized_operations)
+      out.authorized_operations = kGroupOperations;
     resp.groups.push_back(std::move(out));
   }
   return resp;
 }
 
-void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req, Done<kafka::DeleteGroupsResponse>& done) {
+void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
+                                      Done<kafka::DeleteGroupsResponse>& done) {
   auto resp = std::make_shared<kafka::DeleteGroupsResponse>();
   std::set<std::string> seen;
   std::vector<size_t> deleted;
@@ -1253,7 +1297,8 @@ void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
   OffsetWrite write;
   write.DeleteTopic(topic);
   Status st = offsets_->Write(write, LogIfFailed("deleting the offsets of topic " + topic));
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
+  if (!st.ok())
+    SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
   CleanupEmptyGroups("a topic was deleted");
   MaybeSnapshot();
 }
@@ -1263,7 +1308,8 @@ void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
 void GroupCoordinator::CleanupEmptyGroups(const char* why) {
   std::vector<std::string> dropped;
   for (const auto& [id, g] : groups_) {
-    if (g->Is(State::kEmpty) && g->pending_members.empty() && !offsets_->HasOffsets(id)) dropped.push_back(id);
+    if (g->Is(State::kEmpty) && g->pending_members.empty() && !offsets_->HasOffsets(id))
+      dropped.push_back(id);
   }
   if (dropped.empty()) return;
   OffsetWrite write;
@@ -1359,7 +1405,8 @@ void GroupCoordinator::RemoveMemberAndUpdateGroup(Group& g, const std::string& m
   }
 }
 
-void GroupCoordinator::AddPendingMember(Group& g, const std::string& member_id, int32_t timeout_ms) {
+void GroupCoordinator::AddPendingMember(Group& g, const std::string& member_id,
+                                        int32_t timeout_ms) {
   g.pending_members[member_id] =
       loop_->RunAfter(NonNegative(timeout_ms), [this, id = g.id, inc = g.incarnation, member_id] {
         OnPendingMemberExpired(id, inc, member_id);
@@ -1372,8 +1419,8 @@ void GroupCoordinator::OnPendingMemberExpired(const std::string& group_id, uint6
   Group* g = FindGroup(group_id);
   if (g == nullptr || g->incarnation != incarnation) return;
   if (g->pending_members.erase(member_id) == 0) return;
-  SLUICE_LOG(kLog, kInfo, "group {}: pending member {} did not join within its session timeout", g->id,
-             member_id);
+  SLUICE_LOG(kLog, kInfo, "group {}: pending member {} did not join within its session timeout",
+             g->id, member_id);
   if (g->Is(State::kPreparingRebalance)) MaybeCompleteJoin(*g);
 }
 
@@ -1410,8 +1457,9 @@ void GroupCoordinator::OnHeartbeatExpired(const std::string& group_id, uint64_t 
 
 // Kafka's validateCurrentMember: a group.instance.id must map to this member id
 // (FENCED_INSTANCE_ID when it maps to another), and the member must exist.
-ErrorCode GroupCoordinator::ValidateCurrentMember(const Group& g, const std::string& member_id,
-                                                  const std::optional<std::string>& instance_id) const {
+ErrorCode GroupCoordinator::ValidateCurrentMember(
+    const Group& g, const std::string& member_id,
+    const std::optional<std::string>& instance_id) const {
   if (instance_id) {
     auto s = g.static_members.find(*instance_id);
     if (s == g.static_members.end()) return ErrorCode::kUnknownMemberId;
@@ -1449,9 +1497,13 @@ void GroupCoordinator::DropGroup(Group& g) {
 // acknowledged state can refer to a generation a restart would not know.
 void GroupCoordinator::PersistGeneration(Group& g) {
   OffsetWrite write;
-  write.SetGroup(g.id, GroupRecord{g.protocol_type.value_or(""), g.generation, g.protocol_name, g.leader});
-  Status st = offsets_->Write(write, LogIfFailed(fmt::format("writing generation {} of group {}", g.generation, g.id)));
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation, st.ToString());
+  write.SetGroup(
+      g.id, GroupRecord{g.protocol_type.value_or(""), g.generation, g.protocol_name, g.leader});
+  Status st = offsets_->Write(
+      write, LogIfFailed(fmt::format("writing generation {} of group {}", g.generation, g.id)));
+  if (!st.ok())
+    SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
+               st.ToString());
   MaybeSnapshot();
 }
 

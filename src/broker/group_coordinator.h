@@ -44,17 +44,17 @@ class EventLoop;
 class OffsetLog;
 
 struct GroupCoordinatorOptions {
-  std::string dir;                          // the internal offsets log, e.g. <data-dir>/__consumer_offsets-0
+  std::string dir;  // the internal offsets log, e.g. <data-dir>/__consumer_offsets-0
   storage::IoExecutor* executor = nullptr;  // shared with the broker's logs; required
   storage::FileCache* files = nullptr;
   storage::Env* env = storage::Env::Posix();  // the offsets log's files
   storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
   int64_t flush_ms = 100;
-  int32_t min_session_timeout_ms = 6000;      // group.min.session.timeout.ms
-  int32_t max_session_timeout_ms = 1800000;   // group.max.session.timeout.ms
-  int32_t initial_rebalance_delay_ms = 3000;  // group.initial.rebalance.delay.ms
+  int32_t min_session_timeout_ms = 6000;                         // group.min.session.timeout.ms
+  int32_t max_session_timeout_ms = 1800000;                      // group.max.session.timeout.ms
+  int32_t initial_rebalance_delay_ms = 3000;                     // group.initial.rebalance.delay.ms
   int32_t max_group_size = std::numeric_limits<int32_t>::max();  // group.max.size
-  int32_t max_offset_metadata_bytes = 4096;   // offset.metadata.max.bytes
+  int32_t max_offset_metadata_bytes = 4096;                      // offset.metadata.max.bytes
   // Whether a partition exists (OffsetCommit answers UNKNOWN_TOPIC_OR_PARTITION
   // otherwise). Called on the coordinator's thread; must be thread-safe. Empty: every
   // partition exists.
@@ -87,12 +87,14 @@ class GroupCoordinator {
                  Done<kafka::JoinGroupResponse> done);
   void SyncGroup(kafka::SyncGroupRequest req, int16_t version, Done<kafka::SyncGroupResponse> done);
   void Heartbeat(kafka::HeartbeatRequest req, int16_t version, Done<kafka::HeartbeatResponse> done);
-  void LeaveGroup(kafka::LeaveGroupRequest req, int16_t version, Done<kafka::LeaveGroupResponse> done);
+  void LeaveGroup(kafka::LeaveGroupRequest req, int16_t version,
+                  Done<kafka::LeaveGroupResponse> done);
   void OffsetCommit(kafka::OffsetCommitRequest req, int16_t version,
                     Done<kafka::OffsetCommitResponse> done);
   void OffsetFetch(kafka::OffsetFetchRequest req, int16_t version,
                    Done<kafka::OffsetFetchResponse> done);
-  void ListGroups(kafka::ListGroupsRequest req, int16_t version, Done<kafka::ListGroupsResponse> done);
+  void ListGroups(kafka::ListGroupsRequest req, int16_t version,
+                  Done<kafka::ListGroupsResponse> done);
   void DescribeGroups(kafka::DescribeGroupsRequest req, int16_t version,
                       Done<kafka::DescribeGroupsResponse> done);
   void DeleteGroups(kafka::DeleteGroupsRequest req, int16_t version,
@@ -111,15 +113,18 @@ class GroupCoordinator {
   // Everything below runs on the coordinator's thread.
   void DoJoinGroup(kafka::JoinGroupRequest& req, int16_t version, const GroupClient& client,
                    Done<kafka::JoinGroupResponse>& done);
-  void DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version, Done<kafka::SyncGroupResponse>& done);
+  void DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version,
+                   Done<kafka::SyncGroupResponse>& done);
   kafka::ErrorCode DoHeartbeat(const kafka::HeartbeatRequest& req);
   kafka::LeaveGroupResponse DoLeaveGroup(const kafka::LeaveGroupRequest& req, int16_t version);
   void DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t version,
                       Done<kafka::OffsetCommitResponse>& done);
   kafka::OffsetFetchResponse DoOffsetFetch(const kafka::OffsetFetchRequest& req, int16_t version);
   kafka::ListGroupsResponse DoListGroups(const kafka::ListGroupsRequest& req);
-  kafka::DescribeGroupsResponse DoDescribeGroups(const kafka::DescribeGroupsRequest& req, int16_t version);
-  void DoDeleteGroups(const kafka::DeleteGroupsRequest& req, Done<kafka::DeleteGroupsResponse>& done);
+  kafka::DescribeGroupsResponse DoDescribeGroups(const kafka::DescribeGroupsRequest& req,
+                                                 int16_t version);
+  void DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
+                      Done<kafka::DeleteGroupsResponse>& done);
   void DoTopicDeleted(const std::string& topic);
   void Shutdown();
 
@@ -128,9 +133,11 @@ class GroupCoordinator {
   static std::unique_ptr<Member> NewMember(const std::string& id, const JoinArgs& a);
   void NewMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGroupResponse>& done);
   void CurrentMemberJoin(Group& g, JoinArgs& a, Done<kafka::JoinGroupResponse>& done);
-  void AddMemberAndRebalance(Group& g, std::unique_ptr<Member> m, Done<kafka::JoinGroupResponse> done);
-  void UpdateStaticMemberAndRebalance(Group& g, const std::string& old_id, const std::string& new_id,
-                                      JoinArgs& a, Done<kafka::JoinGroupResponse> done);
+  void AddMemberAndRebalance(Group& g, std::unique_ptr<Member> m,
+                             Done<kafka::JoinGroupResponse> done);
+  void UpdateStaticMemberAndRebalance(Group& g, const std::string& old_id,
+                                      const std::string& new_id, JoinArgs& a,
+                                      Done<kafka::JoinGroupResponse> done);
   void UpdateMember(Group& g, Member& m, JoinArgs& a, Done<kafka::JoinGroupResponse> done);
   void MaybePrepareRebalance(Group& g, const std::string& reason);
   void PrepareRebalance(Group& g, const std::string& reason);
@@ -147,15 +154,19 @@ class GroupCoordinator {
   // Members.
   Member& AddMember(Group& g, std::unique_ptr<Member> m, Done<kafka::JoinGroupResponse> done);
   void RemoveMember(Group& g, const std::string& member_id);
-  void RemoveMemberAndUpdateGroup(Group& g, const std::string& member_id, const std::string& reason);
+  void RemoveMemberAndUpdateGroup(Group& g, const std::string& member_id,
+                                  const std::string& reason);
   void AddPendingMember(Group& g, const std::string& member_id, int32_t timeout_ms);
-  void OnPendingMemberExpired(const std::string& group_id, uint64_t incarnation, const std::string& member_id);
+  void OnPendingMemberExpired(const std::string& group_id, uint64_t incarnation,
+                              const std::string& member_id);
   void RemovePendingMemberAndUpdateGroup(Group& g, const std::string& member_id);
   void ScheduleHeartbeat(Group& g, Member& m, int64_t timeout_ms);
-  void OnHeartbeatExpired(const std::string& group_id, uint64_t incarnation, const std::string& member_id);
+  void OnHeartbeatExpired(const std::string& group_id, uint64_t incarnation,
+                          const std::string& member_id);
   kafka::ErrorCode ValidateCurrentMember(const Group& g, const std::string& member_id,
                                          const std::optional<std::string>& instance_id) const;
-  kafka::ErrorCode ValidateOffsetCommit(const Group& g, int32_t generation, const std::string& member_id,
+  kafka::ErrorCode ValidateOffsetCommit(const Group& g, int32_t generation,
+                                        const std::string& member_id,
                                         const std::optional<std::string>& instance_id) const;
   // Groups.
   Group* FindGroup(const std::string& id);

@@ -30,9 +30,9 @@ Result<std::string> ReadSmallFile(storage::Env* env, const std::string& path, si
   std::string out(size, '\0');
   size_t got = 0;
   while (got < size) {
-    ASSIGN_OR_RETURN(size_t n, file->ReadAt(got, std::span<uint8_t>(
-                                                     reinterpret_cast<uint8_t*>(out.data()) + got,
-                                                     size - got)));
+    ASSIGN_OR_RETURN(
+        size_t n, file->ReadAt(got, std::span<uint8_t>(reinterpret_cast<uint8_t*>(out.data()) + got,
+                                                       size - got)));
     if (n == 0) break;
     got += n;
   }

@@ -1,9 +1,9 @@
 #include "broker/offset_log.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <utility>
-
-#include <fmt/format.h>
 
 #include "base/clock.h"
 #include "base/logging.h"
@@ -179,8 +179,12 @@ void OffsetWrite::Commit(std::string group, TopicPartition tp, CommittedOffset v
 void OffsetWrite::SetGroup(std::string group, GroupRecord record) {
   ops_.emplace_back(SetGroupOp{std::move(group), std::move(record)});
 }
-void OffsetWrite::DeleteGroup(std::string group) { ops_.emplace_back(DeleteGroupOp{std::move(group)}); }
-void OffsetWrite::DeleteTopic(std::string topic) { ops_.emplace_back(DeleteTopicOp{std::move(topic)}); }
+void OffsetWrite::DeleteGroup(std::string group) {
+  ops_.emplace_back(DeleteGroupOp{std::move(group)});
+}
+void OffsetWrite::DeleteTopic(std::string topic) {
+  ops_.emplace_back(DeleteTopicOp{std::move(topic)});
+}
 
 // ---------------------------------------------------------------------------------------
 // OffsetLog
@@ -193,7 +197,8 @@ OffsetLog::~OffsetLog() {
 }
 
 Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
-  if (options.executor == nullptr) return InvalidArgumentError("offsets log {}: no IoExecutor", options.dir);
+  if (options.executor == nullptr)
+    return InvalidArgumentError("offsets log {}: no IoExecutor", options.dir);
   if (options.snapshot_ratio < 2) {
     return InvalidArgumentError("offsets log {}: snapshot ratio {} must be at least 2", options.dir,
                                 options.snapshot_ratio);
@@ -212,7 +217,8 @@ Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
   RETURN_IF_ERROR(self->options_.env->CreateDirs(self->options_.dir));
   ASSIGN_OR_RETURN(self->log_, storage::PartitionLog::Open(self->options_.dir, lo));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying offsets log " + self->options_.dir));
-  SLUICE_LOG(kLog, kInfo, "{}: {} groups, {} offsets, {} live bytes in a {}-byte log ({} records skipped)",
+  SLUICE_LOG(kLog, kInfo,
+             "{}: {} groups, {} offsets, {} live bytes in a {}-byte log ({} records skipped)",
              self->options_.dir, self->groups_.size(), self->offset_count(), self->live_bytes_,
              self->log_->size_bytes(), self->skipped_records_);
   return self;
@@ -287,8 +293,9 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
     }
     auto v = offsets_format::DecodeOffsetValue(*value);
     if (!v.ok()) {
-      SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}, {}-{}): {}", options_.dir,
-                 at, key->group, key->tp.topic, key->tp.partition, v.status().ToString());
+      SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}, {}-{}): {}",
+                 options_.dir, at, key->group, key->tp.topic, key->tp.partition,
+                 v.status().ToString());
       ++skipped_records_;
       return;
     }
@@ -309,7 +316,8 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
   }
 }
 
-void OffsetLog::PutOffset(const std::string& group, const TopicPartition& tp, CommittedOffset value) {
+void OffsetLog::PutOffset(const std::string& group, const TopicPartition& tp,
+                          CommittedOffset value) {
   OffsetMap& offsets = groups_[group].offsets;
   auto [it, inserted] = offsets.try_emplace(tp);
   if (!inserted) live_bytes_ -= OffsetRecordSize(group, tp, it->second);
@@ -358,8 +366,9 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
       size = GroupRecordSize(s->group, s->record);
     }
     if (size + kBatchOverhead > kMaxBatchBytes) {
-      return InvalidArgumentError("a {}-byte record is larger than the offsets log takes ({} bytes)",
-                                  size, kMaxBatchBytes - kBatchOverhead);
+      return InvalidArgumentError(
+          "a {}-byte record is larger than the offsets log takes ({} bytes)", size,
+          kMaxBatchBytes - kBatchOverhead);
     }
   }
   std::vector<RawRecord> records;
@@ -369,8 +378,8 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
                          offsets_format::EncodeOffsetValue(c->value)});
       PutOffset(c->group, c->tp, c->value);
     } else if (const auto* s = std::get_if<OffsetWrite::SetGroupOp>(&op)) {
-      records.push_back({offsets_format::EncodeGroupKey(s->group),
-                         offsets_format::EncodeGroupValue(s->record)});
+      records.push_back(
+          {offsets_format::EncodeGroupKey(s->group), offsets_format::EncodeGroupValue(s->record)});
       PutGroup(s->group, s->record);
     } else if (const auto* d = std::get_if<OffsetWrite::DeleteGroupOp>(&op)) {
       // Tombstones for everything written for the group, including writes not yet
@@ -442,13 +451,13 @@ Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_d
     ao.ack = storage::AckLevel::kDurable;
     ao.on_ack = std::move(on_ack);
     auto appended = log_->Append(batch, std::move(ao));
-    return appended.ok() ? Status::OK()
-                         : appended.status().WithContext("appending to offsets log " + options_.dir);
+    return appended.ok()
+               ? Status::OK()
+               : appended.status().WithContext("appending to offsets log " + options_.dir);
   };
   for (size_t b = 0; b + 1 < batches.size(); ++b) RETURN_IF_ERROR(append(batches[b], nullptr));
-  return append(batches.back(), [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
-    cb(st);
-  });
+  return append(batches.back(), [cb = std::move(on_durable)](
+                                    const Status& st, const storage::AppendInfo&) { cb(st); });
 }
 
 const CommittedOffset* OffsetLog::Find(const std::string& group, const TopicPartition& tp) const {
@@ -491,14 +500,17 @@ bool OffsetLog::SnapshotDue() const {
 
 Status OffsetLog::StartSnapshot(Done on_durable) {
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
-  if (snapshot_running_) return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
+  if (snapshot_running_)
+    return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
   std::vector<RawRecord> records;
   for (const auto& [group, g] : groups_) {
     if (g.record) {
-      records.push_back({offsets_format::EncodeGroupKey(group), offsets_format::EncodeGroupValue(*g.record)});
+      records.push_back(
+          {offsets_format::EncodeGroupKey(group), offsets_format::EncodeGroupValue(*g.record)});
     }
     for (const auto& [tp, v] : g.offsets) {
-      records.push_back({offsets_format::EncodeOffsetKey(group, tp), offsets_format::EncodeOffsetValue(v)});
+      records.push_back(
+          {offsets_format::EncodeOffsetKey(group, tp), offsets_format::EncodeOffsetValue(v)});
     }
   }
   const int64_t start = log_->end_offset();
@@ -519,16 +531,20 @@ Status OffsetLog::StartSnapshot(Done on_durable) {
 }
 
 Status OffsetLog::FinishSnapshot(const Status& written) {
-  if (!snapshot_running_) return FailedPreconditionError("no snapshot of {} under way", options_.dir);
+  if (!snapshot_running_)
+    return FailedPreconditionError("no snapshot of {} under way", options_.dir);
   snapshot_running_ = false;
   if (!written.ok()) return written.WithContext("writing the snapshot of " + options_.dir);
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
   const uint64_t before = log_->size_bytes();
   const int segments_before = log_->segment_count();
   auto start = log_->DeleteRecordsBefore(snapshot_start_);
-  if (!start.ok()) return start.status().WithContext("dropping what the snapshot of " + options_.dir + " replaced");
+  if (!start.ok())
+    return start.status().WithContext("dropping what the snapshot of " + options_.dir +
+                                      " replaced");
   SLUICE_LOG(kLog, kInfo, "{}: snapshot done, log start {}, {} -> {} segments, {} -> {} bytes",
-             options_.dir, *start, segments_before, log_->segment_count(), before, log_->size_bytes());
+             options_.dir, *start, segments_before, log_->segment_count(), before,
+             log_->size_bytes());
   return Status::OK();
 }
 

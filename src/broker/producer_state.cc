@@ -29,16 +29,17 @@ ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b)
   if (it == producers_.end()) {
     if (b.base_sequence != 0) {
       c.verdict = Verdict::kUnknownProducer;
-      c.message = fmt::format("producer {} has no state here; its first batch must have sequence 0, not {}",
-                              b.producer_id, b.base_sequence);
+      c.message =
+          fmt::format("producer {} has no state here; its first batch must have sequence 0, not {}",
+                      b.producer_id, b.base_sequence);
     }
     return c;
   }
   const Producer& p = it->second;
   if (b.producer_epoch < p.epoch) {
     c.verdict = Verdict::kFenced;
-    c.message = fmt::format("producer {} epoch {} is older than the current epoch {}", b.producer_id,
-                            b.producer_epoch, p.epoch);
+    c.message = fmt::format("producer {} epoch {} is older than the current epoch {}",
+                            b.producer_id, b.producer_epoch, p.epoch);
     return c;
   }
   if (b.producer_epoch > p.epoch) {
@@ -57,7 +58,7 @@ ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b)
       return c;
     }
   }
-  int32_t expected = p.batches.empty() ? 0
+  int32_t expected = p.batches.empty()                        ? 0
                      : p.batches.back().last_seq == INT32_MAX ? 0
                                                               : p.batches.back().last_seq + 1;
   if (b.base_sequence != expected) {
@@ -75,20 +76,21 @@ void ProducerStateTable::OnAppended(const ProducerBatch& b, int64_t first_offset
     p.epoch = b.producer_epoch;
     p.batches.clear();
   }
-  p.batches.push_back(Entry{b.base_sequence, b.last_sequence(), first_offset,
-                            first_offset + b.record_count - 1});
+  p.batches.push_back(
+      Entry{b.base_sequence, b.last_sequence(), first_offset, first_offset + b.record_count - 1});
   if (p.batches.size() > kKeep) p.batches.pop_front();
 }
 
 Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   producers_.clear();
-  return log.ForEachBatchHeader(0, [this](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
-    ProducerBatch b = ProducerBatch::FromHeader(raw);
-    // The offsets the batch took (the log checked count = last offset delta + 1).
-    b.record_count = h.last_offset_delta + 1;
-    OnAppended(b, h.base_offset);
-    return true;
-  });
+  return log.ForEachBatchHeader(
+      0, [this](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
+        ProducerBatch b = ProducerBatch::FromHeader(raw);
+        // The offsets the batch took (the log checked count = last offset delta + 1).
+        b.record_count = h.last_offset_delta + 1;
+        OnAppended(b, h.base_offset);
+        return true;
+      });
 }
 
 }  // namespace sluice::broker

@@ -37,17 +37,17 @@ struct ProducerBatch {
 class ProducerStateTable {
  public:
   enum class Verdict {
-    kAppend,          // new data: append it
-    kDuplicate,       // a retry of a batch already written: answer with its offsets
-    kOutOfOrder,      // OUT_OF_ORDER_SEQUENCE_NUMBER
-    kFenced,          // INVALID_PRODUCER_EPOCH: an older epoch than the one seen
-    kUnknownProducer, // UNKNOWN_PRODUCER_ID: no state and a sequence that is not 0
+    kAppend,           // new data: append it
+    kDuplicate,        // a retry of a batch already written: answer with its offsets
+    kOutOfOrder,       // OUT_OF_ORDER_SEQUENCE_NUMBER
+    kFenced,           // INVALID_PRODUCER_EPOCH: an older epoch than the one seen
+    kUnknownProducer,  // UNKNOWN_PRODUCER_ID: no state and a sequence that is not 0
   };
   struct Check {
     Verdict verdict = Verdict::kAppend;
     int64_t first_offset = -1;  // for kDuplicate: the original offsets
     int64_t last_offset = -1;
-    std::string message;        // for the errors: what was expected
+    std::string message;  // for the errors: what was expected
   };
 
   // What to do with `batch` (always kAppend for non-idempotent batches).

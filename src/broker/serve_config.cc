@@ -1,13 +1,13 @@
 #include "broker/serve_config.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <array>
 #include <charconv>
 #include <map>
 #include <thread>
 #include <vector>
-
-#include <arpa/inet.h>
 
 namespace sluice::broker {
 
@@ -35,13 +35,26 @@ Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port) {
 
 const std::vector<std::string_view>& ServeConfigKeys() {
   static const std::vector<std::string> kOwned = [] {
-    std::vector<std::string> keys = {
-        "kafka.addr", "kafka.advertised_addr", "kafka.max_request_bytes", "data_dir", "shards",
-        "storage.flush.policy", "storage.flush.ms", "storage.max_open_files", "storage.io_threads",
-        "storage.retention_check_interval", "topics.auto_create", "topics.num_partitions",
-        "groups.initial_rebalance_delay", "groups.min_session_timeout",
-        "groups.max_session_timeout", "groups.max_size", "sasl.enabled", "sasl.mechanisms",
-        "sasl.users", "sasl.scram_iterations"};
+    std::vector<std::string> keys = {"kafka.addr",
+                                     "kafka.advertised_addr",
+                                     "kafka.max_request_bytes",
+                                     "data_dir",
+                                     "shards",
+                                     "storage.flush.policy",
+                                     "storage.flush.ms",
+                                     "storage.max_open_files",
+                                     "storage.io_threads",
+                                     "storage.retention_check_interval",
+                                     "topics.auto_create",
+                                     "topics.num_partitions",
+                                     "groups.initial_rebalance_delay",
+                                     "groups.min_session_timeout",
+                                     "groups.max_session_timeout",
+                                     "groups.max_size",
+                                     "sasl.enabled",
+                                     "sasl.mechanisms",
+                                     "sasl.users",
+                                     "sasl.scram_iterations"};
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
     return keys;
   }();
@@ -74,8 +87,9 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
       if (ec != std::errc() || end != adv.data() + adv.size()) value = -1;
     }
     if (value <= 0 || value > 65535) {
-      return InvalidArgumentError("kafka.advertised_addr (set in {}): '{}' is not HOST:PORT with a port from 1 to 65535",
-                                  config.Origin("kafka.advertised_addr"), adv);
+      return InvalidArgumentError(
+          "kafka.advertised_addr (set in {}): '{}' is not HOST:PORT with a port from 1 to 65535",
+          config.Origin("kafka.advertised_addr"), adv);
     }
     port = static_cast<uint16_t>(value);
     out.broker.advertised_host = adv.substr(0, colon);
@@ -108,10 +122,12 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   }
   out.broker.flush_policy = *parsed;
   ASSIGN_OR_RETURN(out.broker.flush_ms, config.GetDurationMs("storage.flush.ms", 100));
-  if (out.broker.flush_ms < 1) return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
+  if (out.broker.flush_ms < 1)
+    return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
   ASSIGN_OR_RETURN(int64_t files, config.GetInt("storage.max_open_files", 1024, 16, 1 << 20));
   out.broker.max_open_files = static_cast<size_t>(files);
-  ASSIGN_OR_RETURN(int64_t io_threads, config.GetInt("storage.io_threads", std::max(16, 4 * cores), 2, 1024));
+  ASSIGN_OR_RETURN(int64_t io_threads,
+                   config.GetInt("storage.io_threads", std::max(16, 4 * cores), 2, 1024));
   out.broker.io_threads = static_cast<int>(io_threads);
   ASSIGN_OR_RETURN(out.broker.retention_check_interval_ms,
                    config.GetDurationMs("storage.retention_check_interval", 300'000));
@@ -135,7 +151,8 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   GroupCoordinatorOptions& g = out.broker.groups;
   ASSIGN_OR_RETURN(int64_t delay, config.GetDurationMs("groups.initial_rebalance_delay", 3000));
   ASSIGN_OR_RETURN(int64_t min_session, config.GetDurationMs("groups.min_session_timeout", 6000));
-  ASSIGN_OR_RETURN(int64_t max_session, config.GetDurationMs("groups.max_session_timeout", 1800000));
+  ASSIGN_OR_RETURN(int64_t max_session,
+                   config.GetDurationMs("groups.max_session_timeout", 1800000));
   ASSIGN_OR_RETURN(int64_t max_size, config.GetInt("groups.max_size", 0, 0, INT32_MAX));
   if (delay < 0 || delay > INT32_MAX || min_session < 1 || max_session > INT32_MAX ||
       min_session > max_session) {

@@ -4,8 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -17,8 +17,8 @@
 namespace sluice::broker {
 
 struct ServeConfig {
-  ServerOptions server;   // kafka.addr, shards, kafka.max_request_bytes
-  BrokerOptions broker;   // data_dir, storage.*, topics.*, groups.*, sasl.*, kafka.advertised_addr
+  ServerOptions server;  // kafka.addr, shards, kafka.max_request_bytes
+  BrokerOptions broker;  // data_dir, storage.*, topics.*, groups.*, sasl.*, kafka.advertised_addr
 };
 
 // Reads and checks the broker's keys (ServeConfigKeys). A key that is neither one of them

@@ -1,8 +1,6 @@
 // Server: listening, accepting, handing connections to shards. See server.h.
 #include "broker/server.h"
 
-#include <future>
-
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -11,6 +9,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <future>
 #include <mutex>
 
 #include "base/logging.h"

@@ -25,8 +25,8 @@ Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& con
   // With port 0 the kernel chose one; clients must be told the real one, unless an
   // advertised address was configured.
   if (config.broker.advertised_port == 0 || config.broker.advertised_port == config.server.port) {
-    const std::string host = config.broker.advertised_host.empty() ? config.server.host
-                                                                   : config.broker.advertised_host;
+    const std::string host =
+        config.broker.advertised_host.empty() ? config.server.host : config.broker.advertised_host;
     service->broker_->SetAdvertisedAddress(host, service->server_->port());
   }
   return service;

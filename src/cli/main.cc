@@ -1,9 +1,11 @@
 // The `sluice` command: argument parsing and wiring only; the work lives in the modules.
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -12,17 +14,12 @@
 #include <string>
 #include <thread>
 
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
 #include "app/serve.h"
+#include "base/config.h"
 #include "base/crc32c.h"
 #include "base/http_server.h"
-#include "base/metrics.h"
-#include "cli/pipeline_cmd.h"
-#include "cli/sql_cmd.h"
-#include "cli/table_cmd.h"
 #include "base/logging.h"
+#include "base/metrics.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
 #include "bench/pipeline_bench.h"
@@ -30,7 +27,9 @@
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "broker/service.h"
-#include "base/config.h"
+#include "cli/pipeline_cmd.h"
+#include "cli/sql_cmd.h"
+#include "cli/table_cmd.h"
 #include "duck/database.h"
 #include "kafka/client/config.h"
 #include "lake/rest_catalog.h"
@@ -44,9 +43,12 @@ constexpr const char* kVersion = "0.1.0";
 void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
   cmd->add_option("--bytes-per-cell", o->bytes_per_cell, "bytes written per cell (default 8 GiB)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
-  cmd->add_option("--record-bytes", o->record_bytes, "value bytes per record")->capture_default_str();
-  cmd->add_option("--records-per-batch", o->records_per_batch, "records per batch")->capture_default_str();
-  cmd->add_option("--in-flight", o->in_flight, "appends in flight per writer")->capture_default_str();
+  cmd->add_option("--record-bytes", o->record_bytes, "value bytes per record")
+      ->capture_default_str();
+  cmd->add_option("--records-per-batch", o->records_per_batch, "records per batch")
+      ->capture_default_str();
+  cmd->add_option("--in-flight", o->in_flight, "appends in flight per writer")
+      ->capture_default_str();
   cmd->add_option("--writers", o->writers, "writers for the multi-writer row (0 = one per core)");
   cmd->add_option("--dir", o->dir, "directory on the disk under test")->capture_default_str();
   cmd->add_option("--tmpfs-dir", o->tmpfs_dir, "directory on a tmpfs")->capture_default_str();
@@ -95,17 +97,21 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
                   "removed at the end (default: a new directory under $TMPDIR or /tmp)");
   cmd->add_option("--messages", o->messages,
                   "events published and consumed per run (default 10000000; 200000 with --quick)");
-  cmd->add_option("--runs", o->runs, "runs per cell, the median reported (default 3; 1 with --quick)");
-  cmd->add_option("--handlers", o->handlers,
-                  "StructuredBatch, InferredMemBatch (default: both; StructuredBatch with --window)")
+  cmd->add_option("--runs", o->runs,
+                  "runs per cell, the median reported (default 3; 1 with --quick)");
+  cmd->add_option(
+         "--handlers", o->handlers,
+         "StructuredBatch, InferredMemBatch (default: both; StructuredBatch with --window)")
       ->delimiter(',');
   cmd->add_option("--batch-sizes", o->batch_sizes, "pipeline batch sizes")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--compression", o->compression, "producer compression: none, lz4, zstd, ...")
       ->capture_default_str();
-  cmd->add_option("--consumer-config", o->consumer_config,
-                  "librdkafka consumer property NAME=VALUE for the pipelines' source.kafka.properties "
-                  "(repeatable)");
+  cmd->add_option(
+      "--consumer-config", o->consumer_config,
+      "librdkafka consumer property NAME=VALUE for the pipelines' source.kafka.properties "
+      "(repeatable)");
   cmd->add_option("--fetch-max-bytes", o->fetch_max_bytes,
                   "the pipelines' source.kafka.fetch.max_bytes (default: sluice's)");
   cmd->add_option("--fetch-max-partition-bytes", o->fetch_max_partition_bytes,
@@ -115,22 +121,27 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
   cmd->add_flag("--paced", o->paced,
                 "check: working set over the last minute of a paced run within 10% of minute two's "
                 "(--paced-reference)");
-  cmd->add_option("--paced-minutes", o->paced_minutes, "length of the paced run")->capture_default_str();
-  cmd->add_option("--paced-rate", o->paced_rate, "events/s of the paced run")->capture_default_str();
-  cmd->add_option("--paced-reference", o->paced_reference,
-                  "the minute whose working set the last minute's is compared with (windowed pipelines: "
-                  "after DuckDB's eviction queues fill, docs/benchmarks.md)")
+  cmd->add_option("--paced-minutes", o->paced_minutes, "length of the paced run")
       ->capture_default_str();
-  cmd->add_flag("--window", o->window,
-                "windowed pipelines instead (docs/design/0007 #9): tumbling 1m and hopping 5m/1m "
-                "pipeline.window, each without and with pipeline.state, per batch size; the state's "
-                "cost beside sqlflow's 47%/29%/15% at batch 500/2000/5000 (target: under half); "
-                "with --paced, the paced check runs each window in memory and with its state on file")
+  cmd->add_option("--paced-rate", o->paced_rate, "events/s of the paced run")
+      ->capture_default_str();
+  cmd->add_option(
+         "--paced-reference", o->paced_reference,
+         "the minute whose working set the last minute's is compared with (windowed pipelines: "
+         "after DuckDB's eviction queues fill, docs/benchmarks.md)")
+      ->capture_default_str();
+  cmd->add_flag(
+         "--window", o->window,
+         "windowed pipelines instead (docs/design/0007 #9): tumbling 1m and hopping 5m/1m "
+         "pipeline.window, each without and with pipeline.state, per batch size; the state's "
+         "cost beside sqlflow's 47%/29%/15% at batch 500/2000/5000 (target: under half); "
+         "with --paced, the paced check runs each window in memory and with its state on file")
       ->excludes("--backlog");
-  cmd->add_flag("--iceberg", o->iceberg,
-                "Iceberg cells instead (docs/design/0009): every event through to an Iceberg table beside "
-                "the same pipeline into a noop sink, per batch size (use --batch-sizes 5000,50000), with "
-                "the commit latency")
+  cmd->add_flag(
+         "--iceberg", o->iceberg,
+         "Iceberg cells instead (docs/design/0009): every event through to an Iceberg table beside "
+         "the same pipeline into a noop sink, per batch size (use --batch-sizes 5000,50000), with "
+         "the commit latency")
       ->excludes("--backlog")
       ->excludes("--window")
       ->excludes("--paced");
@@ -142,34 +153,45 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
 }
 
 void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
-  cmd->add_option("--rows", o->rows, "sales rows (the full comparison: 150000000)")->capture_default_str();
+  cmd->add_option("--rows", o->rows, "sales rows (the full comparison: 150000000)")
+      ->capture_default_str();
   cmd->add_option("--seed", o->seed, "the generator's seed")->capture_default_str();
   cmd->add_option("--files", o->files, "Parquet files of the sales table")->capture_default_str();
-  cmd->add_option("--data-dir", o->data_dir,
-                  "generated data is kept in DIR/rows-N-seed-S-*/ and reused; runs work in DIR/work-<pid> "
-                  "(default: $XDG_CACHE_HOME/sluice/bench-query, else /tmp/sluice-bench-query)");
-  cmd->add_option("--queries", o->queries, "q1 filter, q2 join aggregate, q3 latest row per customer, q4 group-by")
-      ->delimiter(',')->capture_default_str();
+  cmd->add_option(
+      "--data-dir", o->data_dir,
+      "generated data is kept in DIR/rows-N-seed-S-*/ and reused; runs work in DIR/work-<pid> "
+      "(default: $XDG_CACHE_HOME/sluice/bench-query, else /tmp/sluice-bench-query)");
+  cmd->add_option("--queries", o->queries,
+                  "q1 filter, q2 join aggregate, q3 latest row per customer, q4 group-by")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--engines", o->engines, "duckdb, polars, sluice-iceberg, sluice-parquet")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads every engine gets")->capture_default_str();
   cmd->add_option("--memory-settings", o->memory_settings,
                   "memory settings, each a round of every query and engine: 3GB, 1GB, 512MiB, ...")
-      ->delimiter(',')->capture_default_str();
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--cap-gib", o->cap_gib, "a run's process tree is killed above this RSS (GiB)")
       ->capture_default_str();
-  cmd->add_option("--runs", o->runs, "runs per cell; the median of the finished is reported")->capture_default_str();
+  cmd->add_option("--runs", o->runs, "runs per cell; the median of the finished is reported")
+      ->capture_default_str();
   cmd->add_option("--timeout", o->timeout_s, "seconds after which a run is killed (not finished)")
       ->capture_default_str();
-  cmd->add_option("--node", o->node, "the node interpreter of the polars engine")->capture_default_str();
+  cmd->add_option("--node", o->node, "the node interpreter of the polars engine")
+      ->capture_default_str();
   cmd->add_option("--node-modules", o->node_modules,
                   "node_modules holding nodejs-polars (default: the source tree's)");
-  cmd->add_option("--chart", o->chart,
-                  "write a PNG of median time and peak RSS per engine and query (gnuplot; installed with "
-                  "apt-get when missing)");
+  cmd->add_option(
+      "--chart", o->chart,
+      "write a PNG of median time and peak RSS per engine and query (gnuplot; installed with "
+      "apt-get when missing)");
   cmd->add_flag("--keep-work", o->keep_work, "keep each run's logs and spill directory");
-  cmd->add_flag("--json", o->json, "one JSON object per engine, query and memory setting instead of a table");
-  cmd->add_option("--json-file", o->json_file, "also append those JSON objects to FILE (beside the table)");
+  cmd->add_flag("--json", o->json,
+                "one JSON object per engine, query and memory setting instead of a table");
+  cmd->add_option("--json-file", o->json_file,
+                  "also append those JSON objects to FILE (beside the table)");
 }
 
 // `sluice serve` flags; each one set overrides the config file's key.
@@ -199,7 +221,8 @@ int RunServe(const ServeFlags& f) {
     config = std::move(*loaded);
   }
   if (!f.kafka_addr.empty()) config.Set("kafka.addr", f.kafka_addr, "--kafka-addr");
-  if (!f.advertised_addr.empty()) config.Set("kafka.advertised_addr", f.advertised_addr, "--advertised-addr");
+  if (!f.advertised_addr.empty())
+    config.Set("kafka.advertised_addr", f.advertised_addr, "--advertised-addr");
   if (!f.data_dir.empty()) config.Set("data_dir", f.data_dir, "--data-dir");
   if (!f.flush_policy.empty()) config.Set("storage.flush.policy", f.flush_policy, "--flush-policy");
   if (f.flush_ms > 0) config.Set("storage.flush.ms", std::to_string(f.flush_ms), "--flush-ms");
@@ -258,26 +281,30 @@ int RunServe(const ServeFlags& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"sluice: a Kafka-compatible broker, SQL pipelines and SQL over lake tables, in one binary"};
+  CLI::App app{
+      "sluice: a Kafka-compatible broker, SQL pipelines and SQL over lake tables, in one binary"};
   // 0 or 1 here, checked after parsing: with exactly 1 required, CLI11 reports an
   // unknown subcommand as "a subcommand is required", which misleads.
   app.require_subcommand(0, 1);
   std::string log_level = "info";
-  app.add_option("--log-level", log_level, "debug, info, warn, error or off")->capture_default_str();
+  app.add_option("--log-level", log_level, "debug, info, warn, error or off")
+      ->capture_default_str();
 
   auto* version = app.add_subcommand("version", "print versions of sluice and its libraries");
 
   sluice::bench::KafkaBenchOptions demo_opts;
   auto* demo = app.add_subcommand(
-      "demo", "run sluice's main job end to end: start the broker, produce to it and consume "
-              "back with a Kafka client (sluice bench kafka --quick), stop it");
+      "demo",
+      "run sluice's main job end to end: start the broker, produce to it and consume "
+      "back with a Kafka client (sluice bench kafka --quick), stop it");
   demo->add_option("--data-dir", demo_opts.data_dir,
                    "the broker's data goes in DIR/run-<pid>, removed at the end (default: a new "
                    "directory under $TMPDIR or /tmp)");
 
   ServeFlags serve_flags;
   auto* serve = app.add_subcommand(
-      "serve", "run the Kafka-compatible broker until SIGTERM or SIGINT (settings: docs/config.md)");
+      "serve",
+      "run the Kafka-compatible broker until SIGTERM or SIGINT (settings: docs/config.md)");
   serve->add_option("--config", serve_flags.config_file, "YAML config file; flags override it");
   serve->add_option("--kafka-addr", serve_flags.kafka_addr,
                     "listen address HOST:PORT (default 127.0.0.1:9092; port 0: any free port)");
@@ -289,51 +316,67 @@ int main(int argc, char** argv) {
                     "interval (fdatasync every --flush-ms; the default) or durable (fdatasync "
                     "after every write group; consumers see only durable data). acks=all is "
                     "answered after the fdatasync that covers the batch under both");
-  serve->add_option("--flush-ms", serve_flags.flush_ms,
-                    "fdatasync interval of the interval policy (default 100)")
+  serve
+      ->add_option("--flush-ms", serve_flags.flush_ms,
+                   "fdatasync interval of the interval policy (default 100)")
       ->check(CLI::Range(int64_t{1}, int64_t{3'600'000}));
   serve->add_option("--shards", serve_flags.shards, "event loop threads (default: one per core)")
       ->check(CLI::Range(1, 256));
 
-  serve->add_option("--pipelines", serve_flags.pipelines_dir,
-                    "run every pipeline file (*.yml, *.yaml) in DIR beside the broker (docs/pipelines.md)");
-  serve->add_option("--pipelines-memory-budget", serve_flags.pipelines_budget_mib,
-                    "MiB the pipelines' duckdb.memory_limit may add up to (default: half the memory)")
+  serve->add_option(
+      "--pipelines", serve_flags.pipelines_dir,
+      "run every pipeline file (*.yml, *.yaml) in DIR beside the broker (docs/pipelines.md)");
+  serve
+      ->add_option(
+          "--pipelines-memory-budget", serve_flags.pipelines_budget_mib,
+          "MiB the pipelines' duckdb.memory_limit may add up to (default: half the memory)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
-  serve->add_option("--http-addr", serve_flags.http_addr,
-                    "HOST:PORT of the HTTP port: /metrics (Prometheus), /healthz and, with --warehouse, the "
-                    "Iceberg REST catalog at /v1 (default 127.0.0.1:8181; port 0: any free port; off: none)");
-  serve->add_option("--warehouse", serve_flags.warehouse,
-                    "serve the Iceberg tables of DIR (the iceberg sink's warehouse) as an Iceberg REST "
-                    "catalog on the HTTP port (docs/design/0009)");
-  serve->add_option("--pg-addr", serve_flags.pg_addr,
-                    "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
-                    "port 0: any free port; off: none; docs/design/0010-query-server.md)");
+  serve->add_option(
+      "--http-addr", serve_flags.http_addr,
+      "HOST:PORT of the HTTP port: /metrics (Prometheus), /healthz and, with --warehouse, the "
+      "Iceberg REST catalog at /v1 (default 127.0.0.1:8181; port 0: any free port; off: none)");
+  serve->add_option(
+      "--warehouse", serve_flags.warehouse,
+      "serve the Iceberg tables of DIR (the iceberg sink's warehouse) as an Iceberg REST "
+      "catalog on the HTTP port (docs/design/0009)");
+  serve->add_option(
+      "--pg-addr", serve_flags.pg_addr,
+      "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
+      "port 0: any free port; off: none; docs/design/0010-query-server.md)");
 
-  auto* pipeline_cmd = app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
+  auto* pipeline_cmd =
+      app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");
   pipeline_cmd->require_subcommand(0, 1);
   sluice::cli::PipelineRunFlags run_flags;
-  auto* pipeline_run = pipeline_cmd->add_subcommand("run", "run one pipeline in the foreground until SIGTERM or SIGINT");
+  auto* pipeline_run = pipeline_cmd->add_subcommand(
+      "run", "run one pipeline in the foreground until SIGTERM or SIGINT");
   pipeline_run->add_option("file", run_flags.file, "pipeline file")->required();
-  pipeline_run->add_option("--http-addr", run_flags.http_addr,
-                           "HOST:PORT of the HTTP port: /metrics and /healthz (default and off: none)");
+  pipeline_run->add_option(
+      "--http-addr", run_flags.http_addr,
+      "HOST:PORT of the HTTP port: /metrics and /healthz (default and off: none)");
   pipeline_run->add_flag("!--no-progress", run_flags.progress, "no progress line on the terminal");
   std::string validate_file;
-  auto* pipeline_validate = pipeline_cmd->add_subcommand("validate", "check a pipeline file without running it");
+  auto* pipeline_validate =
+      pipeline_cmd->add_subcommand("validate", "check a pipeline file without running it");
   pipeline_validate->add_option("file", validate_file, "pipeline file")->required();
   std::string invoke_file, invoke_fixture;
-  auto* pipeline_invoke = pipeline_cmd->add_subcommand(
-      "invoke", "run the handler over a file of JSON messages (one per line), no broker; print the rows as JSON lines");
+  auto* pipeline_invoke =
+      pipeline_cmd->add_subcommand("invoke",
+                                   "run the handler over a file of JSON messages (one per line), "
+                                   "no broker; print the rows as JSON lines");
   pipeline_invoke->add_option("file", invoke_file, "pipeline file")->required();
   pipeline_invoke->add_option("fixture", invoke_fixture, "JSON lines file")->required();
 
   sluice::cli::SqlFlags sql_flags;
-  auto* sql = app.add_subcommand(
-      "sql", "run SQL on an in-memory DuckDB (read_parquet, read_json, ...) and print the last statement's rows");
-  sql->add_option("query", sql_flags.sql, "the SQL (several statements: each runs; '-' or none: read standard input)");
+  auto* sql = app.add_subcommand("sql",
+                                 "run SQL on an in-memory DuckDB (read_parquet, read_json, ...) "
+                                 "and print the last statement's rows");
+  sql->add_option("query", sql_flags.sql,
+                  "the SQL (several statements: each runs; '-' or none: read standard input)");
   sql->add_flag("--json", sql_flags.json, "one JSON object per row instead of a table");
-  sql->add_option("--warehouse", sql_flags.warehouse,
-                  "answer lake.<ns>.<table> from this warehouse's Iceberg tables (default $SLUICE_WAREHOUSE)");
+  sql->add_option(
+      "--warehouse", sql_flags.warehouse,
+      "answer lake.<ns>.<table> from this warehouse's Iceberg tables (default $SLUICE_WAREHOUSE)");
   sql->add_option("--bootstrap", sql_flags.bootstrap, "a Kafka broker HOST:PORT for topic('name')");
   sql->add_option("--memory-limit", sql_flags.memory_limit_mib, "DuckDB memory limit in MiB")
       ->capture_default_str()
@@ -342,27 +385,33 @@ int main(int argc, char** argv) {
   auto* bench = app.add_subcommand("bench", "benchmarks; each prints a table and what it ran on");
   bench->require_subcommand(0, 1);
   sluice::bench::DiskBenchOptions disk_opts;
-  auto* disk = bench->add_subcommand("disk", "storage engine append rate beside the raw disk write rate");
+  auto* disk =
+      bench->add_subcommand("disk", "storage engine append rate beside the raw disk write rate");
   AddDiskBenchOptions(disk, &disk_opts);
   sluice::bench::KafkaBenchOptions kafka_opts;
   auto* kafka = bench->add_subcommand(
-      "kafka", "broker produce and consume rates and produce latency through librdkafka, beside "
-               "loopback TCP (iperf3)");
+      "kafka",
+      "broker produce and consume rates and produce latency through librdkafka, beside "
+      "loopback TCP (iperf3)");
   AddKafkaBenchOptions(kafka, &kafka_opts);
   sluice::bench::PipelineBenchOptions pipeline_bench_opts;
   auto* pipeline_bench = bench->add_subcommand(
-      "pipeline", "SQL pipeline rate, peak RSS and working set per handler and batch size (sqlflow's "
-                  "benchmark), beside plain DuckDB; --window: windowed, without and with durable state");
+      "pipeline",
+      "SQL pipeline rate, peak RSS and working set per handler and batch size (sqlflow's "
+      "benchmark), beside plain DuckDB; --window: windowed, without and with durable state");
   AddPipelineBenchOptions(pipeline_bench, &pipeline_bench_opts);
   sluice::bench::QueryBenchOptions query_bench_opts;
   auto* query_bench = bench->add_subcommand(
-      "query", "the four queries a data engineer writes every week (filter, join aggregate, latest row per "
-               "customer, group-by) on a generated star schema, per engine and memory setting, each run a fresh "
-               "process killed above an RSS cap; answers checked against DuckDB's");
+      "query",
+      "the four queries a data engineer writes every week (filter, join aggregate, latest row per "
+      "customer, group-by) on a generated star schema, per engine and memory setting, each run a "
+      "fresh "
+      "process killed above an RSS cap; answers checked against DuckDB's");
   AddQueryBenchOptions(query_bench, &query_bench_opts);
   // The duckdb engine's child process: hidden, started by `bench query` only.
   sluice::bench::QueryChildOptions query_child_opts;
-  auto* query_child = bench->add_subcommand("query-child", "one query of `bench query` on DuckDB (internal)");
+  auto* query_child =
+      bench->add_subcommand("query-child", "one query of `bench query` on DuckDB (internal)");
   query_child->group("");
   query_child->add_option("--query", query_child_opts.query)->required();
   query_child->add_option("--sales", query_child_opts.sales_glob)->required();
@@ -373,11 +422,13 @@ int main(int argc, char** argv) {
 
   sluice::cli::TableFlags table_flags;
   auto* table_cmd = app.add_subcommand(
-      "table", "the Iceberg tables of a warehouse: list, describe, history, files, compact, expire");
+      "table",
+      "the Iceberg tables of a warehouse: list, describe, history, files, compact, expire");
   table_cmd->require_subcommand(0, 1);
   auto add_table = [&](const char* name, const char* what, bool needs_table) {
     auto* c = table_cmd->add_subcommand(name, what);
-    c->add_option("--warehouse", table_flags.warehouse, "the warehouse directory (default: $SLUICE_WAREHOUSE)");
+    c->add_option("--warehouse", table_flags.warehouse,
+                  "the warehouse directory (default: $SLUICE_WAREHOUSE)");
     if (needs_table) {
       c->add_option("table", table_flags.table, "namespace.table")->required();
     } else {
@@ -386,24 +437,32 @@ int main(int argc, char** argv) {
     return c;
   };
   auto* table_list = add_table("list", "the tables of the warehouse", false);
-  auto* table_describe = add_table("describe", "a table's schema, partitioning, current snapshot, properties", true);
+  auto* table_describe =
+      add_table("describe", "a table's schema, partitioning, current snapshot, properties", true);
   table_describe->add_flag("--json", table_flags.json, "the current metadata JSON");
-  auto* table_history = add_table("history", "a table's snapshots, with the Kafka offsets each recorded", true);
+  auto* table_history =
+      add_table("history", "a table's snapshots, with the Kafka offsets each recorded", true);
   auto* table_files = add_table("files", "the live data files of a table's current snapshot", true);
-  auto* table_compact = add_table(
-      "compact", "rewrite a table's small data files into target-sized ones in one snapshot (safe beside pipelines)",
-      true);
-  table_compact->add_option("--target-file-size", table_flags.target_file_size_bytes,
-                            "bytes per rewritten file; files below 3/4 of it are rewritten (default 134217728)");
-  auto* table_expire = add_table(
-      "expire", "remove old snapshots, the files only they used and failed commits' leftovers (safe beside pipelines)",
-      true);
-  table_expire->add_option("--older-than", table_flags.older_than,
-                           "snapshots replaced, and unreferenced files written, longer ago than this: 30s, 5m, 1h, 7d")
+  auto* table_compact = add_table("compact",
+                                  "rewrite a table's small data files into target-sized ones in "
+                                  "one snapshot (safe beside pipelines)",
+                                  true);
+  table_compact->add_option(
+      "--target-file-size", table_flags.target_file_size_bytes,
+      "bytes per rewritten file; files below 3/4 of it are rewritten (default 134217728)");
+  auto* table_expire = add_table("expire",
+                                 "remove old snapshots, the files only they used and failed "
+                                 "commits' leftovers (safe beside pipelines)",
+                                 true);
+  table_expire
+      ->add_option("--older-than", table_flags.older_than,
+                   "snapshots replaced, and unreferenced files written, longer ago than this: 30s, "
+                   "5m, 1h, 7d")
       ->required();
-  table_expire->add_option("--orphan-min-age", table_flags.orphan_min_age,
-                           "unreferenced data files and manifests (failed commits) must also be this old, since a "
-                           "writer's files are unreferenced until it commits (default 1h; 0s for none)");
+  table_expire->add_option(
+      "--orphan-min-age", table_flags.orphan_min_age,
+      "unreferenced data files and manifests (failed commits) must also be this old, since a "
+      "writer's files are unreferenced until it commits (default 1h; 0s for none)");
 
   CLI11_PARSE(app, argc, argv);
   if (table_cmd->parsed() && table_cmd->get_subcommands().empty()) {
@@ -414,7 +473,8 @@ int main(int argc, char** argv) {
       (pipeline_cmd->parsed() && pipeline_cmd->get_subcommands().empty())) {
     std::fputs((bench->parsed()          ? bench->help()
                 : pipeline_cmd->parsed() ? pipeline_cmd->help()
-                                         : app.help()).c_str(),
+                                         : app.help())
+                   .c_str(),
                stderr);
     return 2;
   }

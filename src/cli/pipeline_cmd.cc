@@ -1,5 +1,6 @@
 #include "cli/pipeline_cmd.h"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "base/http_server.h"
 #include "base/metrics.h"
@@ -77,7 +76,8 @@ int RunPipelineInvoke(const std::string& file, const std::string& fixture) {
   }
   std::ifstream in(fixture, std::ios::binary);
   if (!in) {
-    std::fprintf(stderr, "sluice pipeline invoke: cannot read %s: %s\n", fixture.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "sluice pipeline invoke: cannot read %s: %s\n", fixture.c_str(),
+                 std::strerror(errno));
     return 2;
   }
   std::vector<std::string> lines;
@@ -91,13 +91,15 @@ int RunPipelineInvoke(const std::string& file, const std::string& fixture) {
   }
   const bool raise = config->on_error.policy == pipeline::ErrorPolicy::kRaise;
   MetricsRegistry metrics;
-  auto runner = pipeline::PipelineRunner::Create(std::move(*config), {.metrics = &metrics, .without_sinks = true});
+  auto runner = pipeline::PipelineRunner::Create(std::move(*config),
+                                                 {.metrics = &metrics, .without_sinks = true});
   if (!runner.ok()) {
     std::fprintf(stderr, "sluice pipeline invoke: %s\n", runner.status().message().c_str());
     return 1;
   }
   const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch()).count();
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
   std::vector<kafka::client::Message> messages;
   for (size_t i = 0; i < lines.size(); ++i) {
     kafka::client::Message m;

@@ -1,18 +1,18 @@
 #include "cli/sql_cmd.h"
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
-#include <unistd.h>
-#include <nlohmann/json.hpp>
 
 #include "base/utf8.h"
 #include "duck/data_chunk.h"
@@ -34,9 +34,11 @@ int Fail(std::string_view message) {
 // An error that comes from a flag left out: the flag named.
 int FailWithHint(std::string_view message, const SqlFlags& flags, const std::string& warehouse) {
   std::string hint;
-  if (warehouse.empty() && message.find("Catalog \"lake\" does not exist") != std::string_view::npos) {
+  if (warehouse.empty() &&
+      message.find("Catalog \"lake\" does not exist") != std::string_view::npos) {
     hint = "\n(lake.<namespace>.<table> needs --warehouse DIR or $SLUICE_WAREHOUSE)";
-  } else if (flags.bootstrap.empty() && message.find("Function with name topic does not exist") != std::string_view::npos) {
+  } else if (flags.bootstrap.empty() &&
+             message.find("Function with name topic does not exist") != std::string_view::npos) {
     hint = "\n(topic() needs --bootstrap HOST:PORT of the broker)";
   }
   return Fail(std::string(message) + hint);
@@ -49,7 +51,8 @@ Result<Row> ReadRows(duck::StreamResult& stream, std::vector<Row>* rows) {
   for (size_t c = 0; c < stream.column_count(); ++c) {
     names.emplace_back(stream.column_name(c));
     auto enc = query::ColumnEncoder::Make(stream.column_type(c));
-    if (!enc.ok()) return enc.status().WithContext(fmt::format("column \"{}\"", stream.column_name(c)));
+    if (!enc.ok())
+      return enc.status().WithContext(fmt::format("column \"{}\"", stream.column_name(c)));
     encoders.push_back(std::move(*enc));
   }
   std::string field;
@@ -95,7 +98,8 @@ void PrintTable(const Row& names, const std::vector<Row>& rows) {
   }
   auto line = [&](auto cell) {
     std::string out;
-    for (size_t c = 0; c < width.size(); ++c) out += fmt::format("{}{:<{}}", c ? " | " : "", cell(c), width[c]);
+    for (size_t c = 0; c < width.size(); ++c)
+      out += fmt::format("{}{:<{}}", c ? " | " : "", cell(c), width[c]);
     while (!out.empty() && out.back() == ' ') out.pop_back();
     fmt::print("{}\n", out);
   };
@@ -119,7 +123,8 @@ Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
   if (json && prepared->type() == duck::StatementType::kSelect) {
     // Streamed: a large answer is printed as DuckDB produces it.
     ASSIGN_OR_RETURN(auto wrapped,
-                     duck::PreparedStatement::Prepare(conn, fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
+                     duck::PreparedStatement::Prepare(
+                         conn, fmt::format("SELECT to_json(t)::VARCHAR FROM ({}\n) t", sql)));
     ASSIGN_OR_RETURN(duck::StreamResult lines, wrapped->ExecuteStreaming());
     while (true) {
       ASSIGN_OR_RETURN(std::optional<duck::DataChunk> chunk, lines.Fetch());
@@ -144,7 +149,8 @@ Status PrintLast(duck::Connection& conn, const std::string& sql, bool json) {
   }
   for (const Row& row : rows) {
     nlohmann::ordered_json out = nlohmann::ordered_json::object();
-    for (size_t c = 0; c < row.size(); ++c) out[*names[c]] = row[c] ? nlohmann::ordered_json(*row[c]) : nullptr;
+    for (size_t c = 0; c < row.size(); ++c)
+      out[*names[c]] = row[c] ? nlohmann::ordered_json(*row[c]) : nullptr;
     fmt::print("{}\n", out.dump());
   }
   return Status::OK();
@@ -156,10 +162,12 @@ int RunSql(const SqlFlags& flags_in) {
   SqlFlags flags = flags_in;
   if (flags.sql.empty() || flags.sql == "-") {
     // The SQL from standard input (a file or a pipe; a terminal would wait unseen).
-    if (flags.sql.empty() && ::isatty(STDIN_FILENO)) return Fail("no query: give one, or '-' to read it from stdin");
+    if (flags.sql.empty() && ::isatty(STDIN_FILENO))
+      return Fail("no query: give one, or '-' to read it from stdin");
     flags.sql.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
   }
-  auto db = duck::Database::Open({.memory_limit_bytes = flags.memory_limit_mib << 20, .threads = 2});
+  auto db =
+      duck::Database::Open({.memory_limit_bytes = flags.memory_limit_mib << 20, .threads = 2});
   if (!db.ok()) return Fail(db.status().message());
   auto conn = duck::Connection::Open(**db);
   if (!conn.ok()) return Fail(conn.status().message());
@@ -192,7 +200,8 @@ int RunSql(const SqlFlags& flags_in) {
         if (p.cleanup) p.cleanup(conn);
       }
     } cleanup{*planned, **conn};
-    Status st = i + 1 < statements.size() ? (*conn)->Execute(planned->sql) : PrintLast(**conn, planned->sql, flags.json);
+    Status st = i + 1 < statements.size() ? (*conn)->Execute(planned->sql)
+                                          : PrintLast(**conn, planned->sql, flags.json);
     if (!st.ok()) return FailWithHint(st.message(), flags, warehouse);
   }
   return 0;

@@ -1,7 +1,7 @@
-// `sluice sql "SQL"` (or the SQL on stdin): statements on an in-memory DuckDB (Parquet, CSV and JSON
-// files through DuckDB's readers), the rows printed as an aligned table or JSON lines.
-// With a warehouse it also answers lake.<ns>.<table> (docs/queries.md), with a broker
-// topic('name'), and it runs the query server's partitioned rewrites.
+// `sluice sql "SQL"` (or the SQL on stdin): statements on an in-memory DuckDB (Parquet, CSV and
+// JSON files through DuckDB's readers), the rows printed as an aligned table or JSON lines. With a
+// warehouse it also answers lake.<ns>.<table> (docs/queries.md), with a broker topic('name'), and
+// it runs the query server's partitioned rewrites.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 #include "cli/table_cmd.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,6 @@
 #include <ctime>
 #include <filesystem>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "base/config.h"
 #include "duck/database.h"
@@ -28,7 +27,8 @@ Result<std::string> Warehouse(const TableFlags& f) {
     const char* env = std::getenv("SLUICE_WAREHOUSE");
     if (env != nullptr) w = env;
   }
-  if (w.empty()) return InvalidArgumentError("no warehouse: pass --warehouse DIR or set SLUICE_WAREHOUSE");
+  if (w.empty())
+    return InvalidArgumentError("no warehouse: pass --warehouse DIR or set SLUICE_WAREHOUSE");
   if (w.find("://") == std::string::npos && w.rfind("file:", 0) != 0 && w[0] != '/') {
     w = fs::absolute(w).lexically_normal().string();  // relative to the working directory
   }
@@ -77,7 +77,8 @@ std::string Bytes(int64_t n) {
 }
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -86,10 +87,12 @@ int64_t NowMs() {
 int RunTableCompact(const TableFlags& f) {
   Result<std::string> root = TableRoot(f);
   if (!root.ok()) return Fail(root.status());
-  if (f.target_file_size_bytes <= 0) return Fail(InvalidArgumentError("--target-file-size must be positive"));
+  if (f.target_file_size_bytes <= 0)
+    return Fail(InvalidArgumentError("--target-file-size must be positive"));
   // DuckDB reads and writes the Parquet files: a bounded memory budget, spilling to a
   // temporary directory of our own.
-  std::string spill = (fs::temp_directory_path() / fmt::format("sluice-compact-{}", ::getpid())).string();
+  std::string spill =
+      (fs::temp_directory_path() / fmt::format("sluice-compact-{}", ::getpid())).string();
   Result<std::unique_ptr<duck::Database>> db = duck::Database::Open(
       {.memory_limit_bytes = int64_t{1} << 30,
        .threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u)),
@@ -105,12 +108,13 @@ int RunTableCompact(const TableFlags& f) {
   if (!r.ok()) return Fail(r.status());
   if (!r->snapshot_id) {
     fmt::print("{}: nothing to compact (no partition has two files below {})\n", f.table,
-               Bytes(static_cast<int64_t>(static_cast<double>(f.target_file_size_bytes) * options.small_fraction)));
+               Bytes(static_cast<int64_t>(static_cast<double>(f.target_file_size_bytes) *
+                                          options.small_fraction)));
     return 0;
   }
-  fmt::print("{}: rewrote {} files ({}) into {} ({}) in {} partitions, {} rows; snapshot {}\n", f.table,
-             r->files_rewritten, Bytes(r->bytes_rewritten), r->files_written, Bytes(r->bytes_written), r->partitions,
-             r->records, *r->snapshot_id);
+  fmt::print("{}: rewrote {} files ({}) into {} ({}) in {} partitions, {} rows; snapshot {}\n",
+             f.table, r->files_rewritten, Bytes(r->bytes_rewritten), r->files_written,
+             Bytes(r->bytes_written), r->partitions, r->records, *r->snapshot_id);
   return 0;
 }
 
@@ -121,19 +125,25 @@ int RunTableExpire(const TableFlags& f) {
   config.Set("older-than", f.older_than, "--older-than");
   Result<int64_t> older_than = config.GetDurationMs("older-than", -1);
   if (!older_than.ok()) return Fail(older_than.status());
-  if (*older_than < 0) return Fail(InvalidArgumentError("--older-than is required (30s, 5m, 1h, 7d)"));
+  if (*older_than < 0)
+    return Fail(InvalidArgumentError("--older-than is required (30s, 5m, 1h, 7d)"));
   config.Set("orphan-min-age", f.orphan_min_age, "--orphan-min-age");
-  Result<int64_t> orphan_min_age = config.GetDurationMs("orphan-min-age", lake::kDefaultOrphanMinAgeMs);
+  Result<int64_t> orphan_min_age =
+      config.GetDurationMs("orphan-min-age", lake::kDefaultOrphanMinAgeMs);
   if (!orphan_min_age.ok()) return Fail(orphan_min_age.status());
   Result<lake::ExpireResult> r = lake::Expire(*root, *older_than, NowMs(), *orphan_min_age);
   if (!r.ok()) return Fail(r.status());
   if (r->carry_snapshot_id) {
-    fmt::print("{}: carried the Kafka offsets of old snapshots into snapshot {}\n", f.table, *r->carry_snapshot_id);
+    fmt::print("{}: carried the Kafka offsets of old snapshots into snapshot {}\n", f.table,
+               *r->carry_snapshot_id);
   }
-  fmt::print("{}: removed {} snapshots ({} kept); deleted {} data files, {} manifests, {} manifest lists, {} old "
-             "metadata files, {} orphaned files: {}\n",
-             f.table, r->snapshots_removed, r->snapshots_kept, r->data_files_deleted, r->manifests_deleted,
-             r->manifest_lists_deleted, r->metadata_files_deleted, r->orphans_deleted, Bytes(r->bytes_deleted));
+  fmt::print(
+      "{}: removed {} snapshots ({} kept); deleted {} data files, {} manifests, {} manifest lists, "
+      "{} old "
+      "metadata files, {} orphaned files: {}\n",
+      f.table, r->snapshots_removed, r->snapshots_kept, r->data_files_deleted, r->manifests_deleted,
+      r->manifest_lists_deleted, r->metadata_files_deleted, r->orphans_deleted,
+      Bytes(r->bytes_deleted));
   return 0;
 }
 
@@ -141,10 +151,11 @@ int RunTableList(const TableFlags& f) {
   Result<std::string> root = Warehouse(f);
   if (!root.ok()) return Fail(root.status());
   std::error_code ec;
-  if (!fs::is_directory(*root, ec)) return Fail(NotFoundError("warehouse {} is not a directory", *root));
+  if (!fs::is_directory(*root, ec))
+    return Fail(NotFoundError("warehouse {} is not a directory", *root));
   std::vector<std::string> names;
-  for (auto it = fs::recursive_directory_iterator(*root, ec); !ec && it != fs::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(*root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_directory() || it->path().filename() != "metadata") continue;
     fs::path table = it->path().parent_path();
     std::string rel = fs::relative(table, *root).string();
@@ -168,8 +179,8 @@ int RunTableDescribe(const TableFlags& f) {
     fmt::print("{}\n", lake::TableMetadataToString(m, true));
     return 0;
   }
-  fmt::print("table     {}\nlocation  {}\nmetadata  {}\nformat    v{}, uuid {}\n", f.table, m.location,
-             t->metadata_location(), m.format_version, m.table_uuid);
+  fmt::print("table     {}\nlocation  {}\nmetadata  {}\nformat    v{}, uuid {}\n", f.table,
+             m.location, t->metadata_location(), m.format_version, m.table_uuid);
   fmt::print("schema    (id {})\n", m.current_schema_id);
   if (const lake::Schema* s = m.CurrentSchema()) {
     for (const lake::NestedField& field : s->fields) {
@@ -177,10 +188,12 @@ int RunTableDescribe(const TableFlags& f) {
                  field.required ? " (required)" : "");
     }
   }
-  if (const lake::PartitionSpec* spec = m.DefaultSpec(); spec != nullptr && !spec->is_unpartitioned()) {
+  if (const lake::PartitionSpec* spec = m.DefaultSpec();
+      spec != nullptr && !spec->is_unpartitioned()) {
     fmt::print("partitioned by\n");
     for (const lake::PartitionField& p : spec->fields) {
-      const lake::NestedField* src = m.CurrentSchema() ? m.CurrentSchema()->FindField(p.source_id) : nullptr;
+      const lake::NestedField* src =
+          m.CurrentSchema() ? m.CurrentSchema()->FindField(p.source_id) : nullptr;
       fmt::print("  {:>4}  {:<24} {}({})\n", p.field_id, p.name, p.transform.ToString(),
                  src ? src->name : std::to_string(p.source_id));
     }
@@ -193,7 +206,8 @@ int RunTableDescribe(const TableFlags& f) {
       return it == s->summary.end() ? std::string("?") : it->second;
     };
     fmt::print("current   snapshot {} at {}: {} records in {} files, {} bytes\n", s->snapshot_id,
-               Time(s->timestamp_ms), get("total-records"), get("total-data-files"), get("total-files-size"));
+               Time(s->timestamp_ms), get("total-records"), get("total-data-files"),
+               get("total-files-size"));
   } else {
     fmt::print("current   no snapshot (empty)\n");
   }
@@ -214,10 +228,12 @@ int RunTableHistory(const TableFlags& f) {
     };
     std::string offsets;
     for (const auto& [k, v] : s.summary) {
-      if (k.rfind("sluice.offsets.", 0) == 0) offsets += fmt::format("{}{}={}", offsets.empty() ? "" : " ", k.substr(15), v);
+      if (k.rfind("sluice.offsets.", 0) == 0)
+        offsets += fmt::format("{}{}={}", offsets.empty() ? "" : " ", k.substr(15), v);
     }
-    fmt::print("{:<24} {:<20} {:>6} {:<9} {:>12} {:>8}  {}{}\n", Time(s.timestamp_ms), s.snapshot_id,
-               s.sequence_number, s.operation, get("added-records"), get("added-data-files"), offsets,
+    fmt::print("{:<24} {:<20} {:>6} {:<9} {:>12} {:>8}  {}{}\n", Time(s.timestamp_ms),
+               s.snapshot_id, s.sequence_number, s.operation, get("added-records"),
+               get("added-data-files"), offsets,
                m.current_snapshot_id == s.snapshot_id ? "  (current)" : "");
   }
   return 0;

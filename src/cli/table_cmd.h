@@ -15,7 +15,7 @@ struct TableFlags {
   bool json = false;
   int64_t target_file_size_bytes = int64_t{128} << 20;  // compact
   std::string older_than;                               // expire: 30s, 5m, 1h, 7d
-  std::string orphan_min_age = "1h";                   // expire: unreferenced files younger are kept
+  std::string orphan_min_age = "1h";  // expire: unreferenced files younger are kept
 };
 
 int RunTableList(const TableFlags& flags);

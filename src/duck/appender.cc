@@ -11,8 +11,7 @@ Result<Appender> Appender::Open(Connection& conn, std::string_view table, std::s
   std::string t(table), s(schema), c(catalog);
   duckdb_appender app = nullptr;
   if (duckdb_appender_create_ext(conn.handle(), c.empty() ? nullptr : c.c_str(),
-                                 s.empty() ? nullptr : s.c_str(), t.c_str(),
-                                 &app) == DuckDBError) {
+                                 s.empty() ? nullptr : s.c_str(), t.c_str(), &app) == DuckDBError) {
     std::string msg = "unknown error";
     if (app != nullptr) {
       duckdb_error_data err = duckdb_appender_error_data(app);
@@ -51,10 +50,12 @@ std::vector<LogicalType> Appender::ColumnTypes() const {
 
 Status Appender::LastError(std::string_view what) const {
   duckdb_error_data err = duckdb_appender_error_data(app_);
-  std::string msg = duckdb_error_data_has_error(err) ? duckdb_error_data_message(err) : "unknown error";
+  std::string msg =
+      duckdb_error_data_has_error(err) ? duckdb_error_data_message(err) : "unknown error";
   duckdb_error_type type = duckdb_error_data_error_type(err);
   duckdb_destroy_error_data(&err);
-  if (type == DUCKDB_ERROR_OUT_OF_MEMORY) return ResourceExhaustedError("DuckDB: {}: {}", what, msg);
+  if (type == DUCKDB_ERROR_OUT_OF_MEMORY)
+    return ResourceExhaustedError("DuckDB: {}: {}", what, msg);
   return InvalidArgumentError("DuckDB: {}: {}", what, msg);
 }
 

@@ -2,11 +2,10 @@
 #include "duck/chunk_view.h"
 
 #include <duckdb.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <utility>
-
-#include <fmt/format.h>
 
 namespace sluice::duck {
 
@@ -85,7 +84,10 @@ std::string ViewSql(std::string_view view, std::string_view function) {
 
 ChunkView::ChunkView(Connection& conn, std::string view, std::string function,
                      std::shared_ptr<ChunkViewSource> source)
-    : conn_(conn), view_(std::move(view)), function_(std::move(function)), source_(std::move(source)) {}
+    : conn_(conn),
+      view_(std::move(view)),
+      function_(std::move(function)),
+      source_(std::move(source)) {}
 
 Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::string_view view,
                                                      const std::vector<std::string>& names,
@@ -116,7 +118,8 @@ Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::stri
   if (registered == DuckDBError) {
     return InternalError("DuckDB: cannot register table function {}", function);
   }
-  std::unique_ptr<ChunkView> out(new ChunkView(conn, std::string(view), std::move(function), source));
+  std::unique_ptr<ChunkView> out(
+      new ChunkView(conn, std::string(view), std::move(function), source));
   RETURN_IF_ERROR(out->SetColumns(names, std::move(types)));
   return out;
 }
@@ -144,7 +147,8 @@ Status ChunkView::SetColumns(const std::vector<std::string>& names,
   return SetColumns(names, std::move(copies));
 }
 
-Status ChunkView::SetColumns(const std::vector<std::string>& names, std::vector<LogicalType>&& types) {
+Status ChunkView::SetColumns(const std::vector<std::string>& names,
+                             std::vector<LogicalType>&& types) {
   source_->chunks.clear();
   source_->rows = 0;
   source_->names = names;

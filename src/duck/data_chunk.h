@@ -33,8 +33,12 @@ struct ListEntry {
 };
 
 // DuckDB's value layouts for the types the decoder writes directly.
-struct TimestampMicros { int64_t micros; };  // TIMESTAMP, TIMESTAMPTZ
-struct DateDays { int32_t days; };           // DATE
+struct TimestampMicros {
+  int64_t micros;
+};  // TIMESTAMP, TIMESTAMPTZ
+struct DateDays {
+  int32_t days;
+};  // DATE
 
 class Vector {
  public:
@@ -44,7 +48,9 @@ class Vector {
   // The column's values: bool, int8_t..uint64_t, float, double, int64_t (timestamps),
   // int32_t (DATE), ListEntry (LIST). Not for VARCHAR/BLOB (use AssignString) or STRUCT.
   template <typename T>
-  T* data() const { return static_cast<T*>(RawData()); }
+  T* data() const {
+    return static_cast<T*>(RawData());
+  }
   void* RawData() const;
 
   // The validity bitmap (bit `row` of word row / 64 set = valid), made writable first.

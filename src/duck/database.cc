@@ -1,12 +1,10 @@
 #include "duck/database.h"
 
-#include <cctype>
-
 #include <duckdb.h>
-
-#include <utility>
-
 #include <fmt/format.h>
+
+#include <cctype>
+#include <utility>
 
 namespace sluice::duck {
 
@@ -18,13 +16,20 @@ namespace {
 
 ColumnType ToColumnType(duckdb_type t) {
   switch (t) {
-    case DUCKDB_TYPE_BOOLEAN: return ColumnType::kBoolean;
-    case DUCKDB_TYPE_INTEGER: return ColumnType::kInt32;
-    case DUCKDB_TYPE_BIGINT: return ColumnType::kInt64;
-    case DUCKDB_TYPE_DOUBLE: return ColumnType::kDouble;
-    case DUCKDB_TYPE_VARCHAR: return ColumnType::kVarchar;
-    case DUCKDB_TYPE_BLOB: return ColumnType::kBlob;
-    default: return ColumnType::kOther;
+    case DUCKDB_TYPE_BOOLEAN:
+      return ColumnType::kBoolean;
+    case DUCKDB_TYPE_INTEGER:
+      return ColumnType::kInt32;
+    case DUCKDB_TYPE_BIGINT:
+      return ColumnType::kInt64;
+    case DUCKDB_TYPE_DOUBLE:
+      return ColumnType::kDouble;
+    case DUCKDB_TYPE_VARCHAR:
+      return ColumnType::kVarchar;
+    case DUCKDB_TYPE_BLOB:
+      return ColumnType::kBlob;
+    default:
+      return ColumnType::kOther;
   }
 }
 
@@ -73,8 +78,10 @@ Result<std::unique_ptr<Database>> Database::Open(const DatabaseOptions& options)
   if (st.ok() && options.memory_limit_bytes > 0) {
     st = set("memory_limit", std::to_string(options.memory_limit_bytes) + "B");
   }
-  if (st.ok() && !options.temp_directory.empty()) st = set("temp_directory", options.temp_directory);
-  if (st.ok() && options.block_size > 0) st = set("default_block_size", std::to_string(options.block_size));
+  if (st.ok() && !options.temp_directory.empty())
+    st = set("temp_directory", options.temp_directory);
+  if (st.ok() && options.block_size > 0)
+    st = set("default_block_size", std::to_string(options.block_size));
   // Extensions are never downloaded: the process works offline and loads nothing it was
   // not built with.
   if (st.ok()) st = set("autoinstall_known_extensions", "false");
@@ -178,31 +185,56 @@ std::string QueryResult::column_type_name(size_t col) const {
   duckdb_type id = duckdb_get_type_id(type);
   duckdb_destroy_logical_type(&type);
   switch (id) {
-    case DUCKDB_TYPE_BOOLEAN: return "BOOLEAN";
-    case DUCKDB_TYPE_TINYINT: return "TINYINT";
-    case DUCKDB_TYPE_SMALLINT: return "SMALLINT";
-    case DUCKDB_TYPE_INTEGER: return "INTEGER";
-    case DUCKDB_TYPE_BIGINT: return "BIGINT";
-    case DUCKDB_TYPE_HUGEINT: return "HUGEINT";
-    case DUCKDB_TYPE_UTINYINT: return "UTINYINT";
-    case DUCKDB_TYPE_USMALLINT: return "USMALLINT";
-    case DUCKDB_TYPE_UINTEGER: return "UINTEGER";
-    case DUCKDB_TYPE_UBIGINT: return "UBIGINT";
-    case DUCKDB_TYPE_FLOAT: return "FLOAT";
-    case DUCKDB_TYPE_DOUBLE: return "DOUBLE";
-    case DUCKDB_TYPE_DECIMAL: return "DECIMAL";
-    case DUCKDB_TYPE_VARCHAR: return "VARCHAR";
-    case DUCKDB_TYPE_BLOB: return "BLOB";
-    case DUCKDB_TYPE_DATE: return "DATE";
-    case DUCKDB_TYPE_TIME: return "TIME";
-    case DUCKDB_TYPE_TIMESTAMP: return "TIMESTAMP";
-    case DUCKDB_TYPE_TIMESTAMP_TZ: return "TIMESTAMP WITH TIME ZONE";
-    case DUCKDB_TYPE_INTERVAL: return "INTERVAL";
-    case DUCKDB_TYPE_UUID: return "UUID";
-    case DUCKDB_TYPE_LIST: return "LIST";
-    case DUCKDB_TYPE_STRUCT: return "STRUCT";
-    case DUCKDB_TYPE_MAP: return "MAP";
-    default: return "TYPE#" + std::to_string(static_cast<int>(id));
+    case DUCKDB_TYPE_BOOLEAN:
+      return "BOOLEAN";
+    case DUCKDB_TYPE_TINYINT:
+      return "TINYINT";
+    case DUCKDB_TYPE_SMALLINT:
+      return "SMALLINT";
+    case DUCKDB_TYPE_INTEGER:
+      return "INTEGER";
+    case DUCKDB_TYPE_BIGINT:
+      return "BIGINT";
+    case DUCKDB_TYPE_HUGEINT:
+      return "HUGEINT";
+    case DUCKDB_TYPE_UTINYINT:
+      return "UTINYINT";
+    case DUCKDB_TYPE_USMALLINT:
+      return "USMALLINT";
+    case DUCKDB_TYPE_UINTEGER:
+      return "UINTEGER";
+    case DUCKDB_TYPE_UBIGINT:
+      return "UBIGINT";
+    case DUCKDB_TYPE_FLOAT:
+      return "FLOAT";
+    case DUCKDB_TYPE_DOUBLE:
+      return "DOUBLE";
+    case DUCKDB_TYPE_DECIMAL:
+      return "DECIMAL";
+    case DUCKDB_TYPE_VARCHAR:
+      return "VARCHAR";
+    case DUCKDB_TYPE_BLOB:
+      return "BLOB";
+    case DUCKDB_TYPE_DATE:
+      return "DATE";
+    case DUCKDB_TYPE_TIME:
+      return "TIME";
+    case DUCKDB_TYPE_TIMESTAMP:
+      return "TIMESTAMP";
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+      return "TIMESTAMP WITH TIME ZONE";
+    case DUCKDB_TYPE_INTERVAL:
+      return "INTERVAL";
+    case DUCKDB_TYPE_UUID:
+      return "UUID";
+    case DUCKDB_TYPE_LIST:
+      return "LIST";
+    case DUCKDB_TYPE_STRUCT:
+      return "STRUCT";
+    case DUCKDB_TYPE_MAP:
+      return "MAP";
+    default:
+      return "TYPE#" + std::to_string(static_cast<int>(id));
   }
 }
 
@@ -259,25 +291,42 @@ Status PrepareError(duckdb_prepared_statement* stmt, ErrorType* error_type) {
 ErrorType ErrorTypeFromMessage(std::string_view message) {
   // DuckDB's ErrorData prefixes its message with the type's name and " Error: ".
   static constexpr std::pair<std::string_view, ErrorType> kPrefixes[] = {
-      {"Out of Range", ErrorType::kOutOfRange}, {"Conversion", ErrorType::kConversion},
-      {"Unknown Type", ErrorType::kUnknownType}, {"Decimal", ErrorType::kDecimal},
-      {"Mismatch Type", ErrorType::kMismatchType}, {"Divide by Zero", ErrorType::kDivideByZero},
-      {"Invalid type", ErrorType::kInvalidType}, {"Serialization", ErrorType::kSerialization},
-      {"TransactionContext", ErrorType::kTransaction}, {"Not implemented", ErrorType::kNotImplemented},
-      {"Expression", ErrorType::kExpression}, {"Catalog", ErrorType::kCatalog},
-      {"Parser", ErrorType::kParser}, {"Planner", ErrorType::kPlanner},
-      {"Constraint", ErrorType::kConstraint}, {"Syntax", ErrorType::kSyntax},
-      {"Binder", ErrorType::kBinder}, {"IO", ErrorType::kIO}, {"INTERRUPT", ErrorType::kInterrupt},
-      {"FATAL", ErrorType::kFatal}, {"INTERNAL", ErrorType::kInternal},
-      {"Invalid Input", ErrorType::kInvalidInput}, {"Out of Memory", ErrorType::kOutOfMemory},
-      {"Permission", ErrorType::kPermission}, {"Parameter Not Resolved", ErrorType::kParameterNotResolved},
-      {"Parameter Not Allowed", ErrorType::kParameterNotAllowed}, {"Dependency", ErrorType::kDependency},
-      {"HTTP", ErrorType::kHTTP}, {"Missing Extension", ErrorType::kMissingExtension},
-      {"Sequence", ErrorType::kSequence}, {"Invalid Configuration", ErrorType::kInvalidConfiguration},
+      {"Out of Range", ErrorType::kOutOfRange},
+      {"Conversion", ErrorType::kConversion},
+      {"Unknown Type", ErrorType::kUnknownType},
+      {"Decimal", ErrorType::kDecimal},
+      {"Mismatch Type", ErrorType::kMismatchType},
+      {"Divide by Zero", ErrorType::kDivideByZero},
+      {"Invalid type", ErrorType::kInvalidType},
+      {"Serialization", ErrorType::kSerialization},
+      {"TransactionContext", ErrorType::kTransaction},
+      {"Not implemented", ErrorType::kNotImplemented},
+      {"Expression", ErrorType::kExpression},
+      {"Catalog", ErrorType::kCatalog},
+      {"Parser", ErrorType::kParser},
+      {"Planner", ErrorType::kPlanner},
+      {"Constraint", ErrorType::kConstraint},
+      {"Syntax", ErrorType::kSyntax},
+      {"Binder", ErrorType::kBinder},
+      {"IO", ErrorType::kIO},
+      {"INTERRUPT", ErrorType::kInterrupt},
+      {"FATAL", ErrorType::kFatal},
+      {"INTERNAL", ErrorType::kInternal},
+      {"Invalid Input", ErrorType::kInvalidInput},
+      {"Out of Memory", ErrorType::kOutOfMemory},
+      {"Permission", ErrorType::kPermission},
+      {"Parameter Not Resolved", ErrorType::kParameterNotResolved},
+      {"Parameter Not Allowed", ErrorType::kParameterNotAllowed},
+      {"Dependency", ErrorType::kDependency},
+      {"HTTP", ErrorType::kHTTP},
+      {"Missing Extension", ErrorType::kMissingExtension},
+      {"Sequence", ErrorType::kSequence},
+      {"Invalid Configuration", ErrorType::kInvalidConfiguration},
   };
   if (message.starts_with("DuckDB: ")) message.remove_prefix(8);
   for (const auto& [prefix, type] : kPrefixes) {
-    if (message.starts_with(prefix) && message.substr(prefix.size()).starts_with(" Error: ")) return type;
+    if (message.starts_with(prefix) && message.substr(prefix.size()).starts_with(" Error: "))
+      return type;
   }
   return ErrorType::kInvalid;
 }
@@ -303,7 +352,8 @@ Status PreparedStatement::BindValue(size_t index, const Value& value) {
 }
 
 Status PreparedStatement::ClearBindings() {
-  if (duckdb_clear_bindings(stmt_) == DuckDBError) return InternalError("DuckDB: cannot clear bindings");
+  if (duckdb_clear_bindings(stmt_) == DuckDBError)
+    return InternalError("DuckDB: cannot clear bindings");
   return Status::OK();
 }
 
@@ -323,7 +373,9 @@ std::optional<LogicalType> PreparedStatement::param_type(size_t index) const {
   return out;
 }
 
-size_t PreparedStatement::column_count() const { return duckdb_prepared_statement_column_count(stmt_); }
+size_t PreparedStatement::column_count() const {
+  return duckdb_prepared_statement_column_count(stmt_);
+}
 
 std::string PreparedStatement::column_name(size_t col) const {
   const char* n = duckdb_prepared_statement_column_name(stmt_, col);
@@ -367,7 +419,8 @@ Result<ExtractedStatements> ExtractedStatements::Extract(Connection& conn, std::
       std::string msg = e;
       duckdb_destroy_extracted(&stmts);
       if (error_type != nullptr) *error_type = ErrorTypeFromMessage(msg);
-      if (error_type != nullptr && *error_type == ErrorType::kInvalid) *error_type = ErrorType::kParser;
+      if (error_type != nullptr && *error_type == ErrorType::kInvalid)
+        *error_type = ErrorType::kParser;
       return InvalidArgumentError("{}", msg);
     }
   }
@@ -381,7 +434,8 @@ ExtractedStatements::~ExtractedStatements() {
   if (stmts_ != nullptr) duckdb_destroy_extracted(&stmts_);
 }
 
-Result<std::unique_ptr<PreparedStatement>> ExtractedStatements::Prepare(size_t i, ErrorType* error_type) {
+Result<std::unique_ptr<PreparedStatement>> ExtractedStatements::Prepare(size_t i,
+                                                                        ErrorType* error_type) {
   duckdb_prepared_statement stmt = nullptr;
   if (duckdb_prepare_extracted_statement(conn_, stmts_, i, &stmt) == DuckDBError) {
     return PrepareError(&stmt, error_type);
@@ -419,9 +473,12 @@ LogicalType StreamResult::column_type(size_t col) const {
 
 ReturnType StreamResult::return_type() const {
   switch (duckdb_result_return_type(result_->result)) {
-    case DUCKDB_RESULT_TYPE_CHANGED_ROWS: return ReturnType::kChangedRows;
-    case DUCKDB_RESULT_TYPE_QUERY_RESULT: return ReturnType::kRows;
-    default: return ReturnType::kNothing;
+    case DUCKDB_RESULT_TYPE_CHANGED_ROWS:
+      return ReturnType::kChangedRows;
+    case DUCKDB_RESULT_TYPE_QUERY_RESULT:
+      return ReturnType::kRows;
+    default:
+      return ReturnType::kNothing;
   }
 }
 
@@ -432,7 +489,8 @@ StatementType StreamResult::statement_type() const {
 Result<std::optional<DataChunk>> StreamResult::Fetch(ErrorType* error_type) {
   duckdb_data_chunk chunk = duckdb_fetch_chunk(result_->result);
   if (chunk == nullptr) {
-    if (duckdb_result_error(&result_->result) != nullptr) return ResultError(&result_->result, error_type);
+    if (duckdb_result_error(&result_->result) != nullptr)
+      return ResultError(&result_->result, error_type);
     return std::optional<DataChunk>();
   }
   return std::optional<DataChunk>(DataChunk(chunk, names_.size()));
@@ -451,7 +509,9 @@ Value::~Value() {
 }
 
 Value Value::Null() { return Value(duckdb_create_null_value()); }
-Value Value::Varchar(std::string_view text) { return Value(duckdb_create_varchar_length(text.data(), text.size())); }
+Value Value::Varchar(std::string_view text) {
+  return Value(duckdb_create_varchar_length(text.data(), text.size()));
+}
 Value Value::Blob(std::string_view bytes) {
   return Value(duckdb_create_blob(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
 }
@@ -463,8 +523,12 @@ Value Value::Float(float v) { return Value(duckdb_create_float(v)); }
 Value Value::Double(double v) { return Value(duckdb_create_double(v)); }
 Value Value::Date(int32_t days) { return Value(duckdb_create_date(duckdb_date{days})); }
 Value Value::Time(int64_t micros) { return Value(duckdb_create_time(duckdb_time{micros})); }
-Value Value::Timestamp(int64_t micros) { return Value(duckdb_create_timestamp(duckdb_timestamp{micros})); }
-Value Value::TimestampTz(int64_t micros) { return Value(duckdb_create_timestamp_tz(duckdb_timestamp{micros})); }
+Value Value::Timestamp(int64_t micros) {
+  return Value(duckdb_create_timestamp(duckdb_timestamp{micros}));
+}
+Value Value::TimestampTz(int64_t micros) {
+  return Value(duckdb_create_timestamp_tz(duckdb_timestamp{micros}));
+}
 Value Value::Interval(int32_t months, int32_t days, int64_t micros) {
   return Value(duckdb_create_interval(duckdb_interval{months, days, micros}));
 }
@@ -481,7 +545,8 @@ PreparedStatement::~PreparedStatement() { duckdb_destroy_prepare(&stmt_); }
 
 Status PreparedStatement::BindInt64(size_t index, int64_t value) {
   if (duckdb_bind_int64(stmt_, index, value) == DuckDBError) {
-    return InvalidArgumentError("DuckDB: cannot bind parameter ${} of the prepared statement", index);
+    return InvalidArgumentError("DuckDB: cannot bind parameter ${} of the prepared statement",
+                                index);
   }
   return Status::OK();
 }
@@ -580,7 +645,8 @@ size_t ExplainPrefixLength(std::string_view sql) {
   };
   auto word = [&](std::string_view w) {
     skip_space();
-    if (i + w.size() >= sql.size() || !std::isspace(static_cast<unsigned char>(sql[i + w.size()]))) return false;
+    if (i + w.size() >= sql.size() || !std::isspace(static_cast<unsigned char>(sql[i + w.size()])))
+      return false;
     for (size_t k = 0; k < w.size(); ++k) {
       if (std::toupper(static_cast<unsigned char>(sql[i + k])) != w[k]) return false;
     }

@@ -53,7 +53,8 @@ LogicalType::~LogicalType() {
 
 LogicalType LogicalType::Copy() const {
   switch (id()) {
-    case TypeId::kList: return List(ListChild());
+    case TypeId::kList:
+      return List(ListChild());
     case TypeId::kStruct: {
       std::vector<std::string> names;
       std::vector<LogicalType> children;
@@ -63,7 +64,8 @@ LogicalType LogicalType::Copy() const {
       }
       return Struct(names, children);
     }
-    default: break;
+    default:
+      break;
   }
   // Other parameterised types (DECIMAL, ENUM, MAP...) are not rebuilt here: copying them is
   // not needed by sluice, and a wrong copy would be worse than a loud failure.
@@ -95,7 +97,8 @@ bool LogicalType::Equals(const LogicalType& other) const {
       uint32_t n = duckdb_enum_dictionary_size(a);
       if (n != duckdb_enum_dictionary_size(b)) return false;
       for (uint32_t i = 0; i < n; ++i) {
-        if (name(duckdb_enum_dictionary_value(a, i)) != name(duckdb_enum_dictionary_value(b, i))) return false;
+        if (name(duckdb_enum_dictionary_value(a, i)) != name(duckdb_enum_dictionary_value(b, i)))
+          return false;
       }
       return true;
     }
@@ -111,8 +114,10 @@ bool LogicalType::Equals(const LogicalType& other) const {
       idx_t n = duckdb_struct_type_child_count(a);
       if (n != duckdb_struct_type_child_count(b)) return false;
       for (idx_t i = 0; i < n; ++i) {
-        if (name(duckdb_struct_type_child_name(a, i)) != name(duckdb_struct_type_child_name(b, i)) ||
-            !same_children(duckdb_struct_type_child_type(a, i), duckdb_struct_type_child_type(b, i))) {
+        if (name(duckdb_struct_type_child_name(a, i)) !=
+                name(duckdb_struct_type_child_name(b, i)) ||
+            !same_children(duckdb_struct_type_child_type(a, i),
+                           duckdb_struct_type_child_type(b, i))) {
           return false;
         }
       }
@@ -122,14 +127,17 @@ bool LogicalType::Equals(const LogicalType& other) const {
       idx_t n = duckdb_union_type_member_count(a);
       if (n != duckdb_union_type_member_count(b)) return false;
       for (idx_t i = 0; i < n; ++i) {
-        if (name(duckdb_union_type_member_name(a, i)) != name(duckdb_union_type_member_name(b, i)) ||
-            !same_children(duckdb_union_type_member_type(a, i), duckdb_union_type_member_type(b, i))) {
+        if (name(duckdb_union_type_member_name(a, i)) !=
+                name(duckdb_union_type_member_name(b, i)) ||
+            !same_children(duckdb_union_type_member_type(a, i),
+                           duckdb_union_type_member_type(b, i))) {
           return false;
         }
       }
       return true;
     }
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -161,8 +169,12 @@ LogicalType LogicalType::StructFieldType(size_t i) const {
 }
 
 LogicalType LogicalType::MapKey() const { return LogicalType(duckdb_map_type_key_type(handle_)); }
-LogicalType LogicalType::MapValue() const { return LogicalType(duckdb_map_type_value_type(handle_)); }
-LogicalType LogicalType::ArrayChild() const { return LogicalType(duckdb_array_type_child_type(handle_)); }
+LogicalType LogicalType::MapValue() const {
+  return LogicalType(duckdb_map_type_value_type(handle_));
+}
+LogicalType LogicalType::ArrayChild() const {
+  return LogicalType(duckdb_array_type_child_type(handle_));
+}
 TypeId LogicalType::DecimalInternalType() const {
   return static_cast<TypeId>(duckdb_decimal_internal_type(handle_));
 }
@@ -182,7 +194,8 @@ int LogicalType::DecimalScale() const { return duckdb_decimal_scale(handle_); }
 
 std::string LogicalType::ToSql() const {
   switch (id()) {
-    case TypeId::kList: return ListChild().ToSql() + "[]";
+    case TypeId::kList:
+      return ListChild().ToSql() + "[]";
     case TypeId::kStruct: {
       std::string out = "STRUCT(";
       for (size_t i = 0; i < StructFieldCount(); ++i) {
@@ -202,42 +215,78 @@ std::string LogicalType::ToSql() const {
 
 std::string_view TypeIdName(TypeId id) {
   switch (id) {
-    case TypeId::kBoolean: return "BOOLEAN";
-    case TypeId::kTinyInt: return "TINYINT";
-    case TypeId::kSmallInt: return "SMALLINT";
-    case TypeId::kInteger: return "INTEGER";
-    case TypeId::kBigInt: return "BIGINT";
-    case TypeId::kUTinyInt: return "UTINYINT";
-    case TypeId::kUSmallInt: return "USMALLINT";
-    case TypeId::kUInteger: return "UINTEGER";
-    case TypeId::kUBigInt: return "UBIGINT";
-    case TypeId::kFloat: return "FLOAT";
-    case TypeId::kDouble: return "DOUBLE";
-    case TypeId::kTimestamp: return "TIMESTAMP";
-    case TypeId::kDate: return "DATE";
-    case TypeId::kTime: return "TIME";
-    case TypeId::kInterval: return "INTERVAL";
-    case TypeId::kHugeInt: return "HUGEINT";
-    case TypeId::kUHugeInt: return "UHUGEINT";
-    case TypeId::kVarchar: return "VARCHAR";
-    case TypeId::kBlob: return "BLOB";
-    case TypeId::kDecimal: return "DECIMAL";
-    case TypeId::kTimestampS: return "TIMESTAMP_S";
-    case TypeId::kTimestampMs: return "TIMESTAMP_MS";
-    case TypeId::kTimestampNs: return "TIMESTAMP_NS";
-    case TypeId::kEnum: return "ENUM";
-    case TypeId::kList: return "LIST";
-    case TypeId::kStruct: return "STRUCT";
-    case TypeId::kMap: return "MAP";
-    case TypeId::kUuid: return "UUID";
-    case TypeId::kUnion: return "UNION";
-    case TypeId::kBit: return "BIT";
-    case TypeId::kTimeTz: return "TIME WITH TIME ZONE";
-    case TypeId::kTimestampTz: return "TIMESTAMP WITH TIME ZONE";
-    case TypeId::kArray: return "ARRAY";
-    case TypeId::kBigNum: return "BIGNUM";
-    case TypeId::kSqlNull: return "NULL";
-    default: return "INVALID";
+    case TypeId::kBoolean:
+      return "BOOLEAN";
+    case TypeId::kTinyInt:
+      return "TINYINT";
+    case TypeId::kSmallInt:
+      return "SMALLINT";
+    case TypeId::kInteger:
+      return "INTEGER";
+    case TypeId::kBigInt:
+      return "BIGINT";
+    case TypeId::kUTinyInt:
+      return "UTINYINT";
+    case TypeId::kUSmallInt:
+      return "USMALLINT";
+    case TypeId::kUInteger:
+      return "UINTEGER";
+    case TypeId::kUBigInt:
+      return "UBIGINT";
+    case TypeId::kFloat:
+      return "FLOAT";
+    case TypeId::kDouble:
+      return "DOUBLE";
+    case TypeId::kTimestamp:
+      return "TIMESTAMP";
+    case TypeId::kDate:
+      return "DATE";
+    case TypeId::kTime:
+      return "TIME";
+    case TypeId::kInterval:
+      return "INTERVAL";
+    case TypeId::kHugeInt:
+      return "HUGEINT";
+    case TypeId::kUHugeInt:
+      return "UHUGEINT";
+    case TypeId::kVarchar:
+      return "VARCHAR";
+    case TypeId::kBlob:
+      return "BLOB";
+    case TypeId::kDecimal:
+      return "DECIMAL";
+    case TypeId::kTimestampS:
+      return "TIMESTAMP_S";
+    case TypeId::kTimestampMs:
+      return "TIMESTAMP_MS";
+    case TypeId::kTimestampNs:
+      return "TIMESTAMP_NS";
+    case TypeId::kEnum:
+      return "ENUM";
+    case TypeId::kList:
+      return "LIST";
+    case TypeId::kStruct:
+      return "STRUCT";
+    case TypeId::kMap:
+      return "MAP";
+    case TypeId::kUuid:
+      return "UUID";
+    case TypeId::kUnion:
+      return "UNION";
+    case TypeId::kBit:
+      return "BIT";
+    case TypeId::kTimeTz:
+      return "TIME WITH TIME ZONE";
+    case TypeId::kTimestampTz:
+      return "TIMESTAMP WITH TIME ZONE";
+    case TypeId::kArray:
+      return "ARRAY";
+    case TypeId::kBigNum:
+      return "BIGNUM";
+    case TypeId::kSqlNull:
+      return "NULL";
+    default:
+      return "INVALID";
   }
 }
 

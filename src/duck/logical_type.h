@@ -95,7 +95,7 @@ class LogicalType {
   // or "".
   std::string alias() const;
 
-  LogicalType ListChild() const;  // id() must be kList
+  LogicalType ListChild() const;    // id() must be kList
   size_t StructFieldCount() const;  // id() must be kStruct
   std::string StructFieldName(size_t i) const;
   LogicalType StructFieldType(size_t i) const;
@@ -106,7 +106,7 @@ class LogicalType {
   int DecimalScale() const;        // id() must be kDecimal
   // The physical type of a DECIMAL's values: kSmallInt, kInteger, kBigInt or kHugeInt.
   TypeId DecimalInternalType() const;
-  uint64_t ArraySize() const;      // id() must be kArray
+  uint64_t ArraySize() const;  // id() must be kArray
   // ENUM: the physical type of its values (kUTinyInt, kUSmallInt or kUInteger) and the
   // string of a dictionary index.
   TypeId EnumInternalType() const;

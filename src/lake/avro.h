@@ -94,8 +94,8 @@ struct ReadOptions {
 
 // A whole object container file, decoded.
 struct File {
-  Schema schema;                  // from avro.schema
-  Codec codec = Codec::kNull;     // from avro.codec
+  Schema schema;               // from avro.schema
+  Codec codec = Codec::kNull;  // from avro.codec
   // Every metadata entry, avro.* included, in file order.
   std::vector<std::pair<std::string, std::string>> metadata;
   std::vector<Datum> objects;

@@ -12,20 +12,34 @@ namespace {
 
 bool Compatible(const Node& n, Datum::Kind k) {
   switch (n.type) {
-    case Type::kNull: return k == Datum::Kind::kNull;
-    case Type::kBoolean: return k == Datum::Kind::kBoolean;
-    case Type::kInt: return k == Datum::Kind::kInt;
-    case Type::kLong: return k == Datum::Kind::kLong;
-    case Type::kFloat: return k == Datum::Kind::kFloat;
-    case Type::kDouble: return k == Datum::Kind::kDouble;
-    case Type::kBytes: return k == Datum::Kind::kBytes;
-    case Type::kString: return k == Datum::Kind::kString;
-    case Type::kRecord: return k == Datum::Kind::kRecord;
-    case Type::kEnum: return k == Datum::Kind::kEnum;
-    case Type::kArray: return k == Datum::Kind::kArray;
-    case Type::kMap: return k == Datum::Kind::kMap;
-    case Type::kFixed: return k == Datum::Kind::kFixed;
-    case Type::kUnion: return false;
+    case Type::kNull:
+      return k == Datum::Kind::kNull;
+    case Type::kBoolean:
+      return k == Datum::Kind::kBoolean;
+    case Type::kInt:
+      return k == Datum::Kind::kInt;
+    case Type::kLong:
+      return k == Datum::Kind::kLong;
+    case Type::kFloat:
+      return k == Datum::Kind::kFloat;
+    case Type::kDouble:
+      return k == Datum::Kind::kDouble;
+    case Type::kBytes:
+      return k == Datum::Kind::kBytes;
+    case Type::kString:
+      return k == Datum::Kind::kString;
+    case Type::kRecord:
+      return k == Datum::Kind::kRecord;
+    case Type::kEnum:
+      return k == Datum::Kind::kEnum;
+    case Type::kArray:
+      return k == Datum::Kind::kArray;
+    case Type::kMap:
+      return k == Datum::Kind::kMap;
+    case Type::kFixed:
+      return k == Datum::Kind::kFixed;
+    case Type::kUnion:
+      return false;
   }
   return false;
 }
@@ -49,12 +63,20 @@ class Encoder {
   Status Write(const Node& n, const Datum& d, int depth) {
     if (depth > kMaxDepth) return Error("nested deeper than {} levels", kMaxDepth);
     if (n.type == Type::kUnion) return WriteUnion(n, d, depth);
-    if (!Compatible(n, d.kind())) return Error("expected {}, got {}", Describe(n), KindName(d.kind()));
+    if (!Compatible(n, d.kind()))
+      return Error("expected {}, got {}", Describe(n), KindName(d.kind()));
     switch (n.type) {
-      case Type::kNull: return Status::OK();
-      case Type::kBoolean: out_->push_back(d.boolean() ? 1 : 0); return Status::OK();
-      case Type::kInt: WriteLong(d.int_value(), out_); return Status::OK();
-      case Type::kLong: WriteLong(d.long_value(), out_); return Status::OK();
+      case Type::kNull:
+        return Status::OK();
+      case Type::kBoolean:
+        out_->push_back(d.boolean() ? 1 : 0);
+        return Status::OK();
+      case Type::kInt:
+        WriteLong(d.int_value(), out_);
+        return Status::OK();
+      case Type::kLong:
+        WriteLong(d.long_value(), out_);
+        return Status::OK();
       case Type::kFloat: {
         float f = d.float_value();
         char b[4];
@@ -118,8 +140,10 @@ class Encoder {
         }
         out_->push_back(0);
         return Status::OK();
-      case Type::kRecord: return WriteRecord(n, d, depth);
-      case Type::kUnion: break;
+      case Type::kRecord:
+        return WriteRecord(n, d, depth);
+      case Type::kUnion:
+        break;
     }
     return Error("unhandled type");
   }
@@ -258,7 +282,8 @@ Status Decoder::ReadBytes(std::string* out, std::string_view what) {
 }
 
 Status Decoder::ReadFixed(size_t n, std::string* out) {
-  if (n > remaining()) return Fail(pos_, fmt::format("{} fixed bytes but only {} left", n, remaining()));
+  if (n > remaining())
+    return Fail(pos_, fmt::format("{} fixed bytes but only {} left", n, remaining()));
   out->assign(data_.data() + pos_, n);
   pos_ += n;
   return Status::OK();
@@ -267,14 +292,14 @@ Status Decoder::ReadFixed(size_t n, std::string* out) {
 Status Decoder::ChargeCount(int64_t count, int64_t min_size, size_t at) {
   if (min_size > 0) {
     if (static_cast<uint64_t>(count) > remaining() / static_cast<uint64_t>(min_size)) {
-      return Fail(at, fmt::format("count {} of values of at least {} bytes but only {} bytes left", count,
-                                  min_size, remaining()));
+      return Fail(at, fmt::format("count {} of values of at least {} bytes but only {} bytes left",
+                                  count, min_size, remaining()));
     }
     return Status::OK();
   }
   if (count > *zero_budget_) {
-    return Fail(at, fmt::format("count {} of values that take no bytes is over the limit of {}", count,
-                                options_.max_zero_size_values));
+    return Fail(at, fmt::format("count {} of values that take no bytes is over the limit of {}",
+                                count, options_.max_zero_size_values));
   }
   *zero_budget_ -= count;
   return Status::OK();
@@ -299,8 +324,8 @@ Status Decoder::ReadBlockCount(int64_t min_size, int64_t* count, size_t* block_e
 
 Status Decoder::CheckBlockEnd(size_t block_end, size_t start) {
   if (block_end != 0 && pos_ != block_end) {
-    return Fail(start, fmt::format("block declared {} bytes but its items took {}", block_end - start,
-                                   pos_ - start));
+    return Fail(start, fmt::format("block declared {} bytes but its items took {}",
+                                   block_end - start, pos_ - start));
   }
   return Status::OK();
 }
@@ -308,7 +333,9 @@ Status Decoder::CheckBlockEnd(size_t block_end, size_t start) {
 Status Decoder::Read(const Node& n, Datum* out, int depth) {
   if (depth > kMaxDepth) return Fail(pos_, fmt::format("nested deeper than {} levels", kMaxDepth));
   switch (n.type) {
-    case Type::kNull: *out = Datum::Null(); return Status::OK();
+    case Type::kNull:
+      *out = Datum::Null();
+      return Status::OK();
     case Type::kBoolean: {
       if (remaining() < 1) return Fail(pos_, "truncated boolean");
       auto b = static_cast<uint8_t>(data_[pos_]);
@@ -446,7 +473,8 @@ Status Decoder::Format(const Status& raw) {
   error_path_.clear();
   if (!path.empty() && path[0] == '.') path.erase(0, 1);
   std::string where = location_ ? location_(fail_at_) : fmt::format("at byte {}", fail_at_);
-  return Status(raw.code(), fmt::format("{}: {}{}", where, path.empty() ? "" : path + ": ", raw.message()));
+  return Status(raw.code(),
+                fmt::format("{}: {}{}", where, path.empty() ? "" : path + ": ", raw.message()));
 }
 
 Status Decoder::ReadValue(const Node& n, Datum* out) {
@@ -488,7 +516,8 @@ Result<Datum> Decode(const Node& schema, std::string_view bytes, const DecodeOpt
   Decoder d(bytes, options, &budget);
   Datum out;
   RETURN_IF_ERROR(d.ReadValue(schema, &out));
-  if (d.remaining() != 0) return d.Error(d.pos(), fmt::format("{} bytes after the value", d.remaining()));
+  if (d.remaining() != 0)
+    return d.Error(d.pos(), fmt::format("{} bytes after the value", d.remaining()));
   return out;
 }
 

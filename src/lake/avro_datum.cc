@@ -7,19 +7,32 @@ namespace sluice::lake::avro {
 
 std::string_view KindName(Datum::Kind kind) {
   switch (kind) {
-    case Datum::Kind::kNull: return "null";
-    case Datum::Kind::kBoolean: return "boolean";
-    case Datum::Kind::kInt: return "int";
-    case Datum::Kind::kLong: return "long";
-    case Datum::Kind::kFloat: return "float";
-    case Datum::Kind::kDouble: return "double";
-    case Datum::Kind::kBytes: return "bytes";
-    case Datum::Kind::kString: return "string";
-    case Datum::Kind::kRecord: return "record";
-    case Datum::Kind::kEnum: return "enum";
-    case Datum::Kind::kArray: return "array";
-    case Datum::Kind::kMap: return "map";
-    case Datum::Kind::kFixed: return "fixed";
+    case Datum::Kind::kNull:
+      return "null";
+    case Datum::Kind::kBoolean:
+      return "boolean";
+    case Datum::Kind::kInt:
+      return "int";
+    case Datum::Kind::kLong:
+      return "long";
+    case Datum::Kind::kFloat:
+      return "float";
+    case Datum::Kind::kDouble:
+      return "double";
+    case Datum::Kind::kBytes:
+      return "bytes";
+    case Datum::Kind::kString:
+      return "string";
+    case Datum::Kind::kRecord:
+      return "record";
+    case Datum::Kind::kEnum:
+      return "enum";
+    case Datum::Kind::kArray:
+      return "array";
+    case Datum::Kind::kMap:
+      return "map";
+    case Datum::Kind::kFixed:
+      return "fixed";
   }
   return "?";
 }
@@ -194,7 +207,8 @@ Result<const Datum*> AtKind(const Datum& d, std::string_view path, Datum::Kind k
                             Datum::Kind alt = Datum::Kind::kNull) {
   ASSIGN_OR_RETURN(const Datum* v, d.At(path));
   if (v->kind() != kind && (alt == Datum::Kind::kNull || v->kind() != alt)) {
-    return InvalidArgumentError("{}: expected {}, got {}", path, KindName(kind), KindName(v->kind()));
+    return InvalidArgumentError("{}: expected {}, got {}", path, KindName(kind),
+                                KindName(v->kind()));
   }
   return v;
 }
@@ -229,19 +243,24 @@ Result<std::string_view> Datum::BytesAt(std::string_view path) const {
 bool Datum::operator==(const Datum& other) const {
   if (kind_ != other.kind_) return false;
   switch (kind_) {
-    case Kind::kNull: return true;
+    case Kind::kNull:
+      return true;
     case Kind::kBoolean:
     case Kind::kInt:
-    case Kind::kLong: return int_ == other.int_;
+    case Kind::kLong:
+      return int_ == other.int_;
     case Kind::kFloat:
-    case Kind::kDouble: return std::memcmp(&double_, &other.double_, sizeof(double)) == 0;
+    case Kind::kDouble:
+      return std::memcmp(&double_, &other.double_, sizeof(double)) == 0;
     case Kind::kBytes:
     case Kind::kString:
     case Kind::kEnum:
-    case Kind::kFixed: return bytes_ == other.bytes_;
+    case Kind::kFixed:
+      return bytes_ == other.bytes_;
     case Kind::kRecord:
     case Kind::kMap:
-    case Kind::kArray: return names_ == other.names_ && items_ == other.items_;
+    case Kind::kArray:
+      return names_ == other.names_ && items_ == other.items_;
   }
   return false;
 }
@@ -266,16 +285,32 @@ void AppendQuoted(std::string_view s, bool bytes, std::string* out) {
 
 void AppendText(const Datum& d, std::string* out) {
   switch (d.kind()) {
-    case Datum::Kind::kNull: *out += "null"; return;
-    case Datum::Kind::kBoolean: *out += d.boolean() ? "true" : "false"; return;
-    case Datum::Kind::kInt: *out += std::to_string(d.int_value()); return;
-    case Datum::Kind::kLong: *out += std::to_string(d.long_value()) + "L"; return;
-    case Datum::Kind::kFloat: *out += fmt::format("{}f", d.float_value()); return;
-    case Datum::Kind::kDouble: *out += fmt::format("{}", d.double_value()); return;
+    case Datum::Kind::kNull:
+      *out += "null";
+      return;
+    case Datum::Kind::kBoolean:
+      *out += d.boolean() ? "true" : "false";
+      return;
+    case Datum::Kind::kInt:
+      *out += std::to_string(d.int_value());
+      return;
+    case Datum::Kind::kLong:
+      *out += std::to_string(d.long_value()) + "L";
+      return;
+    case Datum::Kind::kFloat:
+      *out += fmt::format("{}f", d.float_value());
+      return;
+    case Datum::Kind::kDouble:
+      *out += fmt::format("{}", d.double_value());
+      return;
     case Datum::Kind::kBytes:
-    case Datum::Kind::kFixed: AppendQuoted(d.bytes(), true, out); return;
+    case Datum::Kind::kFixed:
+      AppendQuoted(d.bytes(), true, out);
+      return;
     case Datum::Kind::kString:
-    case Datum::Kind::kEnum: AppendQuoted(d.bytes(), false, out); return;
+    case Datum::Kind::kEnum:
+      AppendQuoted(d.bytes(), false, out);
+      return;
     case Datum::Kind::kArray:
       out->push_back('[');
       for (size_t i = 0; i < d.items().size(); ++i) {

@@ -3,7 +3,8 @@
 // when encoded. Records and maps keep their entries in order, as (name, value) pairs.
 //
 //   Datum entry = Datum::Record({{"status", Datum::Int(1)},
-//                                {"data_file", Datum::Record({{"record_count", Datum::Long(7)}})}});
+//                                {"data_file", Datum::Record({{"record_count",
+//                                Datum::Long(7)}})}});
 //   ASSIGN_OR_RETURN(int64_t n, entry.LongAt("data_file.record_count"));
 //
 // Union values are the branch's value itself (a nullable long is a Null or a Long datum);
@@ -25,8 +26,19 @@ class Datum {
  public:
   // A Datum's kind is the Avro type it holds, except that there is no union kind.
   enum class Kind : uint8_t {
-    kNull, kBoolean, kInt, kLong, kFloat, kDouble, kBytes, kString,
-    kRecord, kEnum, kArray, kMap, kFixed,
+    kNull,
+    kBoolean,
+    kInt,
+    kLong,
+    kFloat,
+    kDouble,
+    kBytes,
+    kString,
+    kRecord,
+    kEnum,
+    kArray,
+    kMap,
+    kFixed,
   };
 
   Datum() = default;  // null
@@ -86,7 +98,10 @@ class Datum {
   // The union branch this value is encoded as / was decoded from; -1 lets the encoder
   // choose by kind.
   int union_branch() const { return branch_; }
-  Datum&& WithBranch(int branch) && { branch_ = branch; return std::move(*this); }
+  Datum&& WithBranch(int branch) && {
+    branch_ = branch;
+    return std::move(*this);
+  }
   void set_union_branch(int branch) { branch_ = branch; }
 
   // Equal kind and value, recursively; the union branch is not compared. Floats compare
@@ -99,9 +114,9 @@ class Datum {
  private:
   Kind kind_ = Kind::kNull;
   int32_t branch_ = -1;
-  int64_t int_ = 0;      // boolean, int, long
-  double double_ = 0;    // float, double
-  std::string bytes_;    // bytes, string, fixed, enum symbol
+  int64_t int_ = 0;                 // boolean, int, long
+  double double_ = 0;               // float, double
+  std::string bytes_;               // bytes, string, fixed, enum symbol
   std::vector<std::string> names_;  // record field names, map keys
   std::vector<Datum> items_;        // array items, record and map values
 };

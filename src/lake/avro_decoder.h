@@ -26,7 +26,9 @@ class Decoder {
   Decoder(std::string_view data, const DecodeOptions& options, int64_t* zero_budget);
 
   // How an offset into `data` is described in errors; "at byte N" by default.
-  void set_location(std::function<std::string(size_t)> location) { location_ = std::move(location); }
+  void set_location(std::function<std::string(size_t)> location) {
+    location_ = std::move(location);
+  }
 
   size_t pos() const { return pos_; }
   size_t remaining() const { return data_.size() - pos_; }

@@ -43,7 +43,8 @@ Result<std::string> Deflate(std::string_view in, int level) {
 // Inflates a raw deflate stream, at most `limit` bytes out. Bytes after the end of the
 // stream are ignored: Python's avro writes zlib's 4-byte checksum minus one after it.
 Status Inflate(std::string_view in, int64_t limit, std::string* out) {
-  if (in.size() > std::numeric_limits<uInt>::max()) return ResourceExhaustedError("block over 4 GiB");
+  if (in.size() > std::numeric_limits<uInt>::max())
+    return ResourceExhaustedError("block over 4 GiB");
   z_stream z{};
   if (inflateInit2(&z, -15) != Z_OK) return InternalError("inflateInit2 failed");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -56,7 +57,8 @@ Status Inflate(std::string_view in, int64_t limit, std::string* out) {
       inflateEnd(&z);
       return ResourceExhaustedError("inflates to more than {} bytes", limit);
     }
-    size_t chunk = std::min<size_t>(static_cast<size_t>(limit) - have, std::max<size_t>(have, 64 << 10));
+    size_t chunk =
+        std::min<size_t>(static_cast<size_t>(limit) - have, std::max<size_t>(have, 64 << 10));
     out->resize(have + chunk);
     z.next_out = reinterpret_cast<Bytef*>(out->data() + have);
     z.avail_out = static_cast<uInt>(chunk);
@@ -170,11 +172,13 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
       RETURN_IF_ERROR(d.ReadBytesAt(&e.first, "metadata key"));
       RETURN_IF_ERROR(d.ReadBytesAt(&e.second, "metadata value"));
       for (const auto& other : metadata) {
-        if (other.first == e.first) return d.Error(at, fmt::format("metadata key \"{}\" twice", e.first));
+        if (other.first == e.first)
+          return d.Error(at, fmt::format("metadata key \"{}\" twice", e.first));
       }
       metadata.push_back(std::move(e));
     }
-    if (block_end != 0 && d.pos() != block_end) return d.Error(d.pos(), "metadata block size mismatch");
+    if (block_end != 0 && d.pos() != block_end)
+      return d.Error(d.pos(), "metadata block size mismatch");
   }
   std::string sync;
   size_t header_end = d.pos();
@@ -194,8 +198,8 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
     codec = Codec::kDeflate;
   } else if (codec_name != nullptr && *codec_name != "null") {
     return Status(StatusCode::kUnimplemented,
-                  fmt::format("at byte {}: avro.codec \"{}\" is not supported (null, deflate)", header_end,
-                              *codec_name));
+                  fmt::format("at byte {}: avro.codec \"{}\" is not supported (null, deflate)",
+                              header_end, *codec_name));
   }
   File file{std::move(*schema), codec, std::move(metadata), {}};
   const Node& root = file.schema.root();
@@ -214,13 +218,16 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
     std::string marker;
     RETURN_IF_ERROR(d.ReadFixedAt(kSyncSize, &marker));
     if (marker != sync) {
-      return d.Error(d.pos() - kSyncSize, fmt::format("sync marker of the block at byte {} does not match the header's", block_at));
+      return d.Error(
+          d.pos() - kSyncSize,
+          fmt::format("sync marker of the block at byte {} does not match the header's", block_at));
     }
     std::function<std::string(size_t)> location;
     if (codec == Codec::kDeflate) {
       Status st = Inflate(data, options.max_block_bytes, &inflated);
       if (!st.ok()) {
-        return Status(st.code(), fmt::format("at byte {}: deflate block: {}", data_at, st.message()));
+        return Status(st.code(),
+                      fmt::format("at byte {}: deflate block: {}", data_at, st.message()));
       }
       data = inflated;
       location = [block_at](size_t at) {
@@ -228,8 +235,8 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
       };
     } else {
       if (static_cast<int64_t>(size) > options.max_block_bytes) {
-        return ResourceExhaustedError("at byte {}: block of {} bytes, over the limit of {}", block_at, size,
-                                      options.max_block_bytes);
+        return ResourceExhaustedError("at byte {}: block of {} bytes, over the limit of {}",
+                                      block_at, size, options.max_block_bytes);
       }
       location = [data_at](size_t at) { return fmt::format("at byte {}", data_at + at); };
     }
@@ -237,13 +244,17 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
     block.set_location(std::move(location));
     // The count is checked against the block's own bytes.
     {
-      if (root.min_size > 0 && static_cast<uint64_t>(count) > data.size() / static_cast<uint64_t>(root.min_size)) {
-        return d.Error(block_at, fmt::format("block of {} objects in {} bytes", count, data.size()));
+      if (root.min_size > 0 &&
+          static_cast<uint64_t>(count) > data.size() / static_cast<uint64_t>(root.min_size)) {
+        return d.Error(block_at,
+                       fmt::format("block of {} objects in {} bytes", count, data.size()));
       }
       if (root.min_size == 0) {
         if (count > budget) {
-          return d.Error(block_at, fmt::format("block of {} objects that take no bytes is over the limit of {}",
-                                               count, options.decode.max_zero_size_values));
+          return d.Error(
+              block_at,
+              fmt::format("block of {} objects that take no bytes is over the limit of {}", count,
+                          options.decode.max_zero_size_values));
         }
         budget -= count;
       }
@@ -254,7 +265,8 @@ Result<File> ReadFile(std::string_view bytes, const ReadOptions& options) {
       file.objects.push_back(std::move(obj));
     }
     if (block.remaining() != 0) {
-      return block.Error(block.pos(), fmt::format("{} bytes after the block's {} objects", block.remaining(), count));
+      return block.Error(block.pos(), fmt::format("{} bytes after the block's {} objects",
+                                                  block.remaining(), count));
     }
   }
   return file;

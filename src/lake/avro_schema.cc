@@ -31,7 +31,8 @@ bool IsValidFullName(std::string_view s) {
   size_t start = 0;
   while (true) {
     size_t dot = s.find('.', start);
-    if (!IsValidName(s.substr(start, dot == std::string_view::npos ? dot : dot - start))) return false;
+    if (!IsValidName(s.substr(start, dot == std::string_view::npos ? dot : dot - start)))
+      return false;
     if (dot == std::string_view::npos) return true;
     start = dot + 1;
   }
@@ -74,20 +75,34 @@ std::optional<std::string> Latin1Bytes(const std::string& utf8) {
 
 std::string_view TypeName(Type type) {
   switch (type) {
-    case Type::kNull: return "null";
-    case Type::kBoolean: return "boolean";
-    case Type::kInt: return "int";
-    case Type::kLong: return "long";
-    case Type::kFloat: return "float";
-    case Type::kDouble: return "double";
-    case Type::kBytes: return "bytes";
-    case Type::kString: return "string";
-    case Type::kRecord: return "record";
-    case Type::kEnum: return "enum";
-    case Type::kArray: return "array";
-    case Type::kMap: return "map";
-    case Type::kUnion: return "union";
-    case Type::kFixed: return "fixed";
+    case Type::kNull:
+      return "null";
+    case Type::kBoolean:
+      return "boolean";
+    case Type::kInt:
+      return "int";
+    case Type::kLong:
+      return "long";
+    case Type::kFloat:
+      return "float";
+    case Type::kDouble:
+      return "double";
+    case Type::kBytes:
+      return "bytes";
+    case Type::kString:
+      return "string";
+    case Type::kRecord:
+      return "record";
+    case Type::kEnum:
+      return "enum";
+    case Type::kArray:
+      return "array";
+    case Type::kMap:
+      return "map";
+    case Type::kUnion:
+      return "union";
+    case Type::kFixed:
+      return "fixed";
   }
   return "?";
 }
@@ -185,7 +200,8 @@ class SchemaParser {
     if (j.is_array()) return ParseUnion(j, ns, path);
     if (!j.is_object()) return InvalidArgumentError("schema: {}: not a schema: {}", path, Dump(j));
     auto type_it = j.find("type");
-    if (type_it == j.end()) return InvalidArgumentError("schema: {}: object without \"type\"", path);
+    if (type_it == j.end())
+      return InvalidArgumentError("schema: {}: object without \"type\"", path);
     if (!type_it->is_string()) {
       return ParseType(*type_it, ns, path);  // {"type": {...}} or {"type": [...]}
     }
@@ -212,7 +228,8 @@ class SchemaParser {
     return Lookup(t, ns, path);
   }
 
-  Result<const Node*> Lookup(const std::string& name, const std::string& ns, const std::string& path) {
+  Result<const Node*> Lookup(const std::string& name, const std::string& ns,
+                             const std::string& path) {
     if (name.find('.') == std::string::npos && !ns.empty()) {
       auto it = named_.find(ns + "." + name);
       if (it != named_.end()) return it->second;
@@ -233,8 +250,9 @@ class SchemaParser {
       for (const Node* other : n->branches) {
         bool same = other->type == b->type && (!b->is_named() || other->full_name == b->full_name);
         if (same) {
-          return InvalidArgumentError("schema: {}: union has {} twice", branch_path,
-                                      b->is_named() ? b->full_name : std::string(TypeName(b->type)));
+          return InvalidArgumentError(
+              "schema: {}: union has {} twice", branch_path,
+              b->is_named() ? b->full_name : std::string(TypeName(b->type)));
         }
       }
       n->branches.push_back(b);
@@ -253,13 +271,15 @@ class SchemaParser {
     n->name = it->get<std::string>();
     auto ns_it = j.find("namespace");
     if (ns_it != j.end() && !ns_it->is_null()) {
-      if (!ns_it->is_string()) return InvalidArgumentError("schema: {}: \"namespace\" is not a string", path);
+      if (!ns_it->is_string())
+        return InvalidArgumentError("schema: {}: \"namespace\" is not a string", path);
       n->namespace_ = ns_it->get<std::string>();
       if (!n->namespace_.empty() && !IsValidFullName(n->namespace_)) {
         return InvalidArgumentError("schema: {}: invalid namespace \"{}\"", path, n->namespace_);
       }
     }
-    if (!IsValidFullName(n->name)) return InvalidArgumentError("schema: {}: invalid name \"{}\"", path, n->name);
+    if (!IsValidFullName(n->name))
+      return InvalidArgumentError("schema: {}: invalid name \"{}\"", path, n->name);
     std::string child_ns;
     if (n->name.find('.') != std::string::npos) {
       n->full_name = n->name;
@@ -289,10 +309,13 @@ class SchemaParser {
       return InvalidArgumentError("schema: {}: record without a \"fields\" array", rpath);
     }
     for (const Json& fj : *fields) {
-      if (!fj.is_object()) return InvalidArgumentError("schema: {}: a field is not an object", rpath);
+      if (!fj.is_object())
+        return InvalidArgumentError("schema: {}: a field is not an object", rpath);
       auto name = fj.find("name");
-      if (name == fj.end() || !name->is_string() || !IsValidName(name->get_ref<const std::string&>())) {
-        return InvalidArgumentError("schema: {}: field without a valid \"name\": {}", rpath, Dump(fj));
+      if (name == fj.end() || !name->is_string() ||
+          !IsValidName(name->get_ref<const std::string&>())) {
+        return InvalidArgumentError("schema: {}: field without a valid \"name\": {}", rpath,
+                                    Dump(fj));
       }
       Field f;
       f.name = name->get<std::string>();
@@ -301,7 +324,8 @@ class SchemaParser {
       }
       std::string fpath = rpath + "." + f.name;
       auto type = fj.find("type");
-      if (type == fj.end()) return InvalidArgumentError("schema: {}: field without a \"type\"", fpath);
+      if (type == fj.end())
+        return InvalidArgumentError("schema: {}: field without a \"type\"", fpath);
       ASSIGN_OR_RETURN(f.type, ParseType(*type, child_ns, fpath));
       auto doc = fj.find("doc");
       if (doc != fj.end() && doc->is_string()) f.doc = doc->get<std::string>();
@@ -340,9 +364,12 @@ class SchemaParser {
       bool known = def->is_string();
       if (known) {
         n->enum_default = def->get<std::string>();
-        known = std::find(n->symbols.begin(), n->symbols.end(), n->enum_default) != n->symbols.end();
+        known =
+            std::find(n->symbols.begin(), n->symbols.end(), n->enum_default) != n->symbols.end();
       }
-      if (!known) return InvalidArgumentError("schema: {}: enum default {} is not a symbol", path, Dump(*def));
+      if (!known)
+        return InvalidArgumentError("schema: {}: enum default {} is not a symbol", path,
+                                    Dump(*def));
     }
     KeepAttributes(j, {"type", "name", "namespace", "doc", "symbols", "default"}, &n->attributes);
     return n;
@@ -353,8 +380,9 @@ class SchemaParser {
     RETURN_IF_ERROR(Name(j, ns, path, n).status());
     auto size = j.find("size");
     if (size == j.end() || !size->is_number_integer() ||
-        (size->is_number_unsigned() ? size->get<uint64_t>() > uint64_t{kMaxFixedSize}
-                                    : (size->get<int64_t>() < 0 || size->get<int64_t>() > kMaxFixedSize))) {
+        (size->is_number_unsigned()
+             ? size->get<uint64_t>() > uint64_t{kMaxFixedSize}
+             : (size->get<int64_t>() < 0 || size->get<int64_t>() > kMaxFixedSize))) {
       return InvalidArgumentError("schema: {}: fixed needs a \"size\" from 0 to {}, got {}", path,
                                   kMaxFixedSize, size == j.end() ? "none" : Dump(*size));
     }
@@ -363,7 +391,8 @@ class SchemaParser {
     return n;
   }
 
-  static void KeepAttributes(const Json& j, std::initializer_list<std::string_view> known, Attributes* out) {
+  static void KeepAttributes(const Json& j, std::initializer_list<std::string_view> known,
+                             Attributes* out) {
     for (auto it = j.begin(); it != j.end(); ++it) {
       if (std::find(known.begin(), known.end(), it.key()) != known.end()) continue;
       out->push_back({it.key(), Dump(it.value())});
@@ -372,7 +401,9 @@ class SchemaParser {
 
   Result<Datum> DefaultDatum(const Node& node, const Json& j, int depth) {
     if (depth > kMaxJsonDepth) return InvalidArgumentError("nested too deeply");
-    auto mismatch = [&]() { return InvalidArgumentError("{} is not a {}", Dump(j), TypeName(node.type)); };
+    auto mismatch = [&]() {
+      return InvalidArgumentError("{} is not a {}", Dump(j), TypeName(node.type));
+    };
     switch (node.type) {
       case Type::kNull:
         if (!j.is_null()) return mismatch();
@@ -383,18 +414,21 @@ class SchemaParser {
       case Type::kInt:
       case Type::kLong: {
         if (!j.is_number_integer()) return mismatch();
-        if (j.is_number_unsigned() && j.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) {
+        if (j.is_number_unsigned() &&
+            j.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) {
           return mismatch();
         }
         int64_t v = j.get<int64_t>();
         if (node.type == Type::kLong) return Datum::Long(v);
-        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) return mismatch();
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+          return mismatch();
         return Datum::Int(static_cast<int32_t>(v));
       }
       case Type::kFloat:
       case Type::kDouble:
         if (!j.is_number()) return mismatch();
-        return node.type == Type::kFloat ? Datum::Float(j.get<float>()) : Datum::Double(j.get<double>());
+        return node.type == Type::kFloat ? Datum::Float(j.get<float>())
+                                         : Datum::Double(j.get<double>());
       case Type::kString:
         if (!j.is_string()) return mismatch();
         return Datum::String(j.get<std::string>());
@@ -410,9 +444,8 @@ class SchemaParser {
         return Datum::Fixed(std::move(*bytes));
       }
       case Type::kEnum:
-        if (!j.is_string() ||
-            std::find(node.symbols.begin(), node.symbols.end(), j.get_ref<const std::string&>()) ==
-                node.symbols.end()) {
+        if (!j.is_string() || std::find(node.symbols.begin(), node.symbols.end(),
+                                        j.get_ref<const std::string&>()) == node.symbols.end()) {
           return mismatch();
         }
         return Datum::Enum(j.get<std::string>());
@@ -467,14 +500,24 @@ class SchemaParser {
     if (!inserted) return it->second ? n->min_size : 0;
     int64_t size = 0;
     switch (n->type) {
-      case Type::kNull: size = 0; break;
-      case Type::kFloat: size = 4; break;
-      case Type::kDouble: size = 8; break;
-      case Type::kFixed: size = n->size; break;
+      case Type::kNull:
+        size = 0;
+        break;
+      case Type::kFloat:
+        size = 4;
+        break;
+      case Type::kDouble:
+        size = 8;
+        break;
+      case Type::kFixed:
+        size = n->size;
+        break;
       case Type::kRecord:
         for (const Field& f : n->fields) size += MinSize(const_cast<Node*>(f.type));
         break;
-      default: size = 1; break;  // boolean, varints, lengths, counts, union index
+      default:
+        size = 1;
+        break;  // boolean, varints, lengths, counts, union index
     }
     n->min_size = size;
     min_state_[n] = true;

@@ -21,8 +21,20 @@
 namespace sluice::lake::avro {
 
 enum class Type : uint8_t {
-  kNull, kBoolean, kInt, kLong, kFloat, kDouble, kBytes, kString,
-  kRecord, kEnum, kArray, kMap, kUnion, kFixed,
+  kNull,
+  kBoolean,
+  kInt,
+  kLong,
+  kFloat,
+  kDouble,
+  kBytes,
+  kString,
+  kRecord,
+  kEnum,
+  kArray,
+  kMap,
+  kUnion,
+  kFixed,
 };
 std::string_view TypeName(Type type);
 
@@ -46,9 +58,9 @@ struct Field {
   std::string name;
   const Node* type = nullptr;  // owned by the Schema
   std::string doc;
-  std::string default_json;             // as written; "" when the field has no default
-  std::optional<Datum> default_value;   // default_json decoded against `type`
-  Attributes attributes;                // field-id, aliases, order, ...
+  std::string default_json;            // as written; "" when the field has no default
+  std::optional<Datum> default_value;  // default_json decoded against `type`
+  Attributes attributes;               // field-id, aliases, order, ...
 };
 
 // One type in a schema. Named types (record, enum, fixed) exist once, where they are
@@ -59,19 +71,21 @@ struct Node {
   std::string namespace_;  // named types: the namespace as written ("" when none given)
   std::string full_name;   // named types: namespace.name, resolved
   std::string doc;
-  std::vector<Field> fields;           // record
-  std::vector<std::string> symbols;    // enum
-  std::string enum_default;            // enum: "" when none
-  const Node* items = nullptr;         // array
-  const Node* values = nullptr;        // map
-  std::vector<const Node*> branches;   // union
-  int64_t size = 0;                    // fixed
-  Attributes attributes;               // logicalType, element-id, ...
+  std::vector<Field> fields;          // record
+  std::vector<std::string> symbols;   // enum
+  std::string enum_default;           // enum: "" when none
+  const Node* items = nullptr;        // array
+  const Node* values = nullptr;       // map
+  std::vector<const Node*> branches;  // union
+  int64_t size = 0;                   // fixed
+  Attributes attributes;              // logicalType, element-id, ...
   // The fewest bytes a value takes in the binary encoding (0 for null, an empty record,
   // fixed(0)): the decoder bounds a declared item count by the bytes left with it.
   int64_t min_size = 0;
 
-  bool is_named() const { return type == Type::kRecord || type == Type::kEnum || type == Type::kFixed; }
+  bool is_named() const {
+    return type == Type::kRecord || type == Type::kEnum || type == Type::kFixed;
+  }
   // Records: the field named `name` and its position, or nullptr / -1.
   const Field* FindField(std::string_view name) const;
   int FieldIndex(std::string_view name) const;

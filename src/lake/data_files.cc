@@ -1,13 +1,12 @@
 #include "lake/data_files.h"
-#include "base/utf8.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <charconv>
 #include <cstdlib>
 
-#include <fmt/format.h>
-
+#include "base/utf8.h"
 #include "lake/duck_types.h"
 #include "lake/single_value.h"
 #include "lake/table_files.h"
@@ -22,18 +21,27 @@ constexpr size_t kStringBoundChars = 16;  // Iceberg's default metrics mode: tru
 std::string BoundExpr(const Type& t, std::string_view agg, const std::string& c) {
   std::string filtered = fmt::format("{}({})", agg, c);
   switch (t.id) {
-    case TypeId::kBoolean: return fmt::format("{}({}::INTEGER)::VARCHAR", agg, c);
+    case TypeId::kBoolean:
+      return fmt::format("{}({}::INTEGER)::VARCHAR", agg, c);
     case TypeId::kInt:
-    case TypeId::kLong: return fmt::format("{}::BIGINT::VARCHAR", filtered);
+    case TypeId::kLong:
+      return fmt::format("{}::BIGINT::VARCHAR", filtered);
     case TypeId::kFloat:
-    case TypeId::kDouble: return fmt::format("{}({}) FILTER (WHERE NOT isnan({}))::DOUBLE::VARCHAR", agg, c, c);
-    case TypeId::kDecimal: return fmt::format("{}::VARCHAR", filtered);
-    case TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", filtered);
-    case TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", filtered);
+    case TypeId::kDouble:
+      return fmt::format("{}({}) FILTER (WHERE NOT isnan({}))::DOUBLE::VARCHAR", agg, c, c);
+    case TypeId::kDecimal:
+      return fmt::format("{}::VARCHAR", filtered);
+    case TypeId::kDate:
+      return fmt::format("({} - DATE '1970-01-01')::VARCHAR", filtered);
+    case TypeId::kTime:
+      return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", filtered);
     case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", filtered);
-    case TypeId::kString: return fmt::format("left({}, {})", filtered, kStringBoundChars + 1);
-    default: return "";
+    case TypeId::kTimestampTz:
+      return fmt::format("epoch_us({})::VARCHAR", filtered);
+    case TypeId::kString:
+      return fmt::format("left({}, {})", filtered, kStringBoundChars + 1);
+    default:
+      return "";
   }
 }
 
@@ -69,18 +77,26 @@ std::string_view Utf8Prefix(std::string_view s, size_t n, bool* cut) {
   return s.substr(0, i);
 }
 
-
-Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std::string>& text, bool upper) {
+Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std::string>& text,
+                                         bool upper) {
   if (!text) return std::optional<std::string>();
   Value v;
   switch (t.id) {
-    case TypeId::kBoolean: v = Value::Boolean(*text == "1"); break;
-    case TypeId::kInt: v = Value::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10))); break;
+    case TypeId::kBoolean:
+      v = Value::Boolean(*text == "1");
+      break;
+    case TypeId::kInt:
+      v = Value::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10)));
+      break;
     case TypeId::kLong:
     case TypeId::kTime:
     case TypeId::kTimestamp:
-    case TypeId::kTimestampTz: v = Value::Long(std::strtoll(text->c_str(), nullptr, 10)); break;
-    case TypeId::kDate: v = Value::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10))); break;
+    case TypeId::kTimestampTz:
+      v = Value::Long(std::strtoll(text->c_str(), nullptr, 10));
+      break;
+    case TypeId::kDate:
+      v = Value::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10)));
+      break;
     // Zero: -0.0 as the lower bound, +0.0 as the upper (DuckDB's min/max take either, and
     // Iceberg orders -0.0 before 0.0, as Parquet's rule for statistics says).
     case TypeId::kFloat: {
@@ -112,7 +128,8 @@ Result<std::optional<std::string>> Bound(const Type& t, const std::optional<std:
       }
       break;
     }
-    default: return std::optional<std::string>();
+    default:
+      return std::optional<std::string>();
   }
   ASSIGN_OR_RETURN(Bytes b, ToSingleValueBinary(t, v));
   return std::optional<std::string>(std::string(b.begin(), b.end()));
@@ -146,10 +163,12 @@ std::optional<std::string> UpperOfPrefix(std::string_view prefix) {
   return std::nullopt;
 }
 
-Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql, const Schema& schema,
-                               const std::string& path, const std::string& location) {
-  RETURN_IF_ERROR(conn.Execute(fmt::format("COPY ({}) TO {} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {})",
-                                           select_sql, duck::QuoteLiteral(path), FieldIdsOption(schema))));
+Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql,
+                               const Schema& schema, const std::string& path,
+                               const std::string& location) {
+  RETURN_IF_ERROR(
+      conn.Execute(fmt::format("COPY ({}) TO {} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {})",
+                               select_sql, duck::QuoteLiteral(path), FieldIdsOption(schema))));
   RETURN_IF_ERROR(SyncFile(path));
   DataFile f;
   f.file_path = location;
@@ -170,7 +189,8 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
   for (const NestedField& field : schema.fields) {
     if (!field.type.is_primitive()) continue;
     std::string c = QuoteId(field.name);
-    Stat s{&field, exprs.size(), field.type.id == TypeId::kFloat || field.type.id == TypeId::kDouble, false};
+    Stat s{&field, exprs.size(),
+           field.type.id == TypeId::kFloat || field.type.id == TypeId::kDouble, false};
     exprs.push_back(fmt::format("count({})::VARCHAR", c));
     if (s.floating) exprs.push_back(fmt::format("count(*) FILTER (WHERE isnan({}))::VARCHAR", c));
     std::string lo = BoundExpr(field.type, "min", c), hi = BoundExpr(field.type, "max", c);
@@ -181,7 +201,8 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
     }
     stats.push_back(s);
   }
-  ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format("SELECT {} FROM {}", fmt::join(exprs, ", "), reader)));
+  ASSIGN_OR_RETURN(
+      auto rows, conn.QueryText(fmt::format("SELECT {} FROM {}", fmt::join(exprs, ", "), reader)));
   if (rows.size() != 1 || !rows[0][0]) return InternalError("{}: no statistics", path);
   const auto& row = rows[0];
   f.record_count = std::strtoll(row[0]->c_str(), nullptr, 10);
@@ -203,14 +224,17 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
     }
   }
   // Bytes on disk per top-level primitive column.
-  ASSIGN_OR_RETURN(auto sizes, conn.QueryText(fmt::format(
-                                   "SELECT path_in_schema, sum(total_compressed_size)::VARCHAR FROM parquet_metadata({}) "
-                                   "GROUP BY ALL",
-                                   duck::QuoteLiteral(path))));
+  ASSIGN_OR_RETURN(
+      auto sizes,
+      conn.QueryText(fmt::format(
+          "SELECT path_in_schema, sum(total_compressed_size)::VARCHAR FROM parquet_metadata({}) "
+          "GROUP BY ALL",
+          duck::QuoteLiteral(path))));
   for (const auto& r : sizes) {
     if (!r[0] || !r[1]) continue;
     for (const Stat& s : stats) {
-      if (s.field->name == *r[0]) f.column_sizes[s.field->id] = std::strtoll(r[1]->c_str(), nullptr, 10);
+      if (s.field->name == *r[0])
+        f.column_sizes[s.field->id] = std::strtoll(r[1]->c_str(), nullptr, 10);
     }
   }
   return f;

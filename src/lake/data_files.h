@@ -19,8 +19,9 @@ namespace sluice::lake {
 // Writes the rows of `select_sql` (columns named and typed as the schema's, in its order)
 // to `path`, fsyncs it, and describes it as `location` (the path as the table's metadata
 // names it: file://...). The partition tuple is left empty for the caller.
-Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql, const Schema& schema,
-                               const std::string& path, const std::string& location);
+Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql,
+                               const Schema& schema, const std::string& path,
+                               const std::string& location);
 
 // The smallest string above every string that starts with `prefix` (UTF-8): its last
 // code point raised by one, maximal ones dropped (Iceberg's truncateStringMax, for string

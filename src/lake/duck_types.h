@@ -18,10 +18,12 @@ namespace sluice::lake {
 // long, TIMESTAMP_S/MS/NS timestamp (microseconds), ENUM string, ARRAY list. HUGEINT,
 // UBIGINT, INTERVAL, UNION, BIT, TIME WITH TIME ZONE and the like have no Iceberg type: an
 // error naming `column` and what to cast it to.
-Result<Type> IcebergTypeOf(const duck::LogicalType& type, std::string_view column, int32_t* next_id);
+Result<Type> IcebergTypeOf(const duck::LogicalType& type, std::string_view column,
+                           int32_t* next_id);
 
 // A schema of the given columns (optional fields, ids from 1).
-Result<Schema> SchemaOfColumns(const std::vector<std::string>& names, const std::vector<duck::LogicalType>& types);
+Result<Schema> SchemaOfColumns(const std::vector<std::string>& names,
+                               const std::vector<duck::LogicalType>& types);
 
 // The DuckDB SQL type of an Iceberg type: "BIGINT", "STRUCT(\"a\" INTEGER)[]", ...
 std::string DuckTypeOf(const Type& type);

@@ -1,5 +1,4 @@
 #include "lake/iceberg_schema.h"
-#include "base/strings.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,6 +6,8 @@
 #include <map>
 #include <set>
 #include <unordered_map>
+
+#include "base/strings.h"
 
 namespace sluice::lake {
 
@@ -83,22 +84,32 @@ struct PrimitiveName {
 };
 
 constexpr PrimitiveName kPrimitiveNames[] = {
-    {TypeId::kBoolean, "boolean"},         {TypeId::kInt, "int"},
-    {TypeId::kLong, "long"},               {TypeId::kFloat, "float"},
-    {TypeId::kDouble, "double"},           {TypeId::kDate, "date"},
-    {TypeId::kTime, "time"},               {TypeId::kTimestamp, "timestamp"},
-    {TypeId::kTimestampTz, "timestamptz"}, {TypeId::kTimestampNs, "timestamp_ns"},
-    {TypeId::kTimestampTzNs, "timestamptz_ns"}, {TypeId::kString, "string"},
-    {TypeId::kUuid, "uuid"},               {TypeId::kBinary, "binary"},
+    {TypeId::kBoolean, "boolean"},
+    {TypeId::kInt, "int"},
+    {TypeId::kLong, "long"},
+    {TypeId::kFloat, "float"},
+    {TypeId::kDouble, "double"},
+    {TypeId::kDate, "date"},
+    {TypeId::kTime, "time"},
+    {TypeId::kTimestamp, "timestamp"},
+    {TypeId::kTimestampTz, "timestamptz"},
+    {TypeId::kTimestampNs, "timestamp_ns"},
+    {TypeId::kTimestampTzNs, "timestamptz_ns"},
+    {TypeId::kString, "string"},
+    {TypeId::kUuid, "uuid"},
+    {TypeId::kBinary, "binary"},
 };
 
 }  // namespace
 
 std::string Type::ToString() const {
   switch (id) {
-    case TypeId::kDecimal: return fmt::format("decimal({},{})", precision, scale);
-    case TypeId::kFixed: return fmt::format("fixed[{}]", length);
-    case TypeId::kList: return fmt::format("list<{}>", element().type.ToString());
+    case TypeId::kDecimal:
+      return fmt::format("decimal({},{})", precision, scale);
+    case TypeId::kFixed:
+      return fmt::format("fixed[{}]", length);
+    case TypeId::kList:
+      return fmt::format("list<{}>", element().type.ToString());
     case TypeId::kMap:
       return fmt::format("map<{}, {}>", key().type.ToString(), value().type.ToString());
     case TypeId::kStruct: {
@@ -391,8 +402,8 @@ Status ValidateFields(const std::vector<NestedField>& fields, const std::string&
       return InvalidArgumentError("field \"{}\": the name appears twice in its struct", name);
     }
     const Type& t = f.type;
-    if (t.id == TypeId::kDecimal && (t.precision < 1 || t.precision > 38 || t.scale < 0 ||
-                                     t.scale > t.precision)) {
+    if (t.id == TypeId::kDecimal &&
+        (t.precision < 1 || t.precision > 38 || t.scale < 0 || t.scale > t.precision)) {
       return InvalidArgumentError("field \"{}\": invalid {}", name, t.ToString());
     }
     if (t.id == TypeId::kFixed && t.length < 1) {
@@ -422,11 +433,13 @@ bool PathTo(const std::vector<NestedField>& fields, int32_t id,
 
 Status Schema::Validate() const {
   std::set<int32_t> ids;
-  RETURN_IF_ERROR(ValidateFields(fields, "", &ids).WithContext(fmt::format("schema {}", schema_id)));
+  RETURN_IF_ERROR(
+      ValidateFields(fields, "", &ids).WithContext(fmt::format("schema {}", schema_id)));
   std::set<int32_t> seen;
   for (int32_t id : identifier_field_ids) {
     if (!seen.insert(id).second) {
-      return InvalidArgumentError("schema {}: identifier field id {} is listed twice", schema_id, id);
+      return InvalidArgumentError("schema {}: identifier field id {} is listed twice", schema_id,
+                                  id);
     }
     std::vector<const NestedField*> chain;
     if (!PathTo(fields, id, &chain)) {

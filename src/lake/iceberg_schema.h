@@ -64,7 +64,9 @@ struct Type {
   static Type List(int32_t element_id, Type element, bool element_required);
   static Type Map(int32_t key_id, Type key, int32_t value_id, Type value, bool value_required);
 
-  bool is_primitive() const { return id != TypeId::kStruct && id != TypeId::kList && id != TypeId::kMap; }
+  bool is_primitive() const {
+    return id != TypeId::kStruct && id != TypeId::kList && id != TypeId::kMap;
+  }
   bool is_nested() const { return !is_primitive(); }
   // List: the element field; map: the key and value fields (asserted).
   const NestedField& element() const;

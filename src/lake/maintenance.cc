@@ -137,9 +137,10 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
   // mapping) would read as NULLs and lose its data in the rewrite, so it is refused, and
   // so is any small file without field ids.
   if (base.properties.contains("schema.name-mapping.default")) {
-    return UnimplementedError("{}: the table has a name mapping (schema.name-mapping.default): its files may lack "
-                              "field ids; compacting such tables is not supported",
-                              table_root);
+    return UnimplementedError(
+        "{}: the table has a name mapping (schema.name-mapping.default): its files may lack "
+        "field ids; compacting such tables is not supported",
+        table_root);
   }
   {
     std::vector<std::string> quoted;
@@ -151,12 +152,14 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     }
     if (!quoted.empty()) {
       ASSIGN_OR_RETURN(auto without,
-                       conn.QueryText(fmt::format("SELECT file_name FROM parquet_schema([{}]) GROUP BY file_name "
-                                                  "HAVING count(field_id) = 0 ORDER BY file_name LIMIT 1",
-                                                  fmt::join(quoted, ", "))));
+                       conn.QueryText(fmt::format(
+                           "SELECT file_name FROM parquet_schema([{}]) GROUP BY file_name "
+                           "HAVING count(field_id) = 0 ORDER BY file_name LIMIT 1",
+                           fmt::join(quoted, ", "))));
       if (!without.empty() && without[0][0]) {
-        return UnimplementedError("{}: data file {} has no Iceberg field ids; compacting it would lose its values",
-                                  table_root, *without[0][0]);
+        return UnimplementedError(
+            "{}: data file {} has no Iceberg field ids; compacting it would lose its values",
+            table_root, *without[0][0]);
       }
     }
   }
@@ -441,7 +444,8 @@ std::optional<int64_t> MetadataVersionOf(const std::string& name) {
 Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms,
                             int64_t orphan_min_age_ms) {
   if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
-  if (orphan_min_age_ms < 0) return InvalidArgumentError("orphan minimum age {} ms is negative", orphan_min_age_ms);
+  if (orphan_min_age_ms < 0)
+    return InvalidArgumentError("orphan minimum age {} ms is negative", orphan_min_age_ms);
   const int64_t cutoff = now_ms - older_than_ms;
   const int64_t orphan_cutoff = now_ms - std::max(older_than_ms, orphan_min_age_ms);
   const std::string root = Normal(table_root);
@@ -548,7 +552,8 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
       if (*v < current_version && !logged.contains(path))
         RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
-    } else if ((name.ends_with(".avro") || name.ends_with(".tmp")) && info.mtime_ms < orphan_cutoff) {
+    } else if ((name.ends_with(".avro") || name.ends_with(".tmp")) &&
+               info.mtime_ms < orphan_cutoff) {
       RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
     }
   }

@@ -1,9 +1,9 @@
 #include "lake/manifest.h"
 
+#include <fmt/format.h>
+
 #include <utility>
 #include <variant>
-
-#include <fmt/format.h>
 
 #include "lake/avro.h"
 #include "lake/avro_schema.h"
@@ -16,7 +16,8 @@ using avro::Datum;
 
 // The spec's manifest_entry (format v2), the partition tuple's fields spliced in.
 std::string ManifestEntrySchema(std::string_view partition_fields) {
-  auto int_map = [](std::string_view name, int id, int key, int value, std::string_view value_type) {
+  auto int_map = [](std::string_view name, int id, int key, int value,
+                    std::string_view value_type) {
     return fmt::format(
         R"({{"name":"{0}","type":["null",{{"type":"array","items":{{"type":"record","name":"k{2}_v{3}",)"
         R"("fields":[{{"name":"key","type":"int","field-id":{2}}},{{"name":"value","type":"{4}","field-id":{3}}}]}},)"
@@ -43,8 +44,10 @@ std::string ManifestEntrySchema(std::string_view partition_fields) {
       R"({{"name":"sort_order_id","type":["null","int"],"default":null,"field-id":140}})"
       R"(]}},"field-id":2}}]}})",
       partition_fields, int_map("column_sizes", 108, 117, 118, "long"),
-      int_map("value_counts", 109, 119, 120, "long"), int_map("null_value_counts", 110, 121, 122, "long"),
-      int_map("nan_value_counts", 137, 138, 139, "long"), int_map("lower_bounds", 125, 126, 127, "bytes"),
+      int_map("value_counts", 109, 119, 120, "long"),
+      int_map("null_value_counts", 110, 121, 122, "long"),
+      int_map("nan_value_counts", 137, 138, 139, "long"),
+      int_map("lower_bounds", 125, 126, 127, "bytes"),
       int_map("upper_bounds", 128, 129, 130, "bytes"));
 }
 
@@ -75,7 +78,8 @@ template <typename T, typename Make>
 Datum IntKeyMap(const std::map<int32_t, T>& m, Make make) {
   std::vector<Datum> items;
   items.reserve(m.size());
-  for (const auto& [k, v] : m) items.push_back(Datum::Record({{"key", Datum::Int(k)}, {"value", make(v)}}));
+  for (const auto& [k, v] : m)
+    items.push_back(Datum::Record({{"key", Datum::Int(k)}, {"value", make(v)}}));
   return Datum::Array(std::move(items));
 }
 
@@ -118,13 +122,16 @@ Result<const Datum*> Field(const Datum& record, std::string_view name, std::stri
 }
 
 template <typename T>
-Result<std::map<int32_t, T>> ReadIntKeyMap(const Datum& record, std::string_view name, std::string_view where) {
+Result<std::map<int32_t, T>> ReadIntKeyMap(const Datum& record, std::string_view name,
+                                           std::string_view where) {
   std::map<int32_t, T> out;
   const Datum* d = record.Find(name);
   if (d == nullptr || d->is_null()) return out;
-  if (d->kind() != Datum::Kind::kArray) return CorruptionError("{}.{}: not an array of key/value", where, name);
+  if (d->kind() != Datum::Kind::kArray)
+    return CorruptionError("{}.{}: not an array of key/value", where, name);
   for (const Datum& kv : d->items()) {
-    if (kv.kind() != Datum::Kind::kRecord) return CorruptionError("{}.{}: an entry is not a record", where, name);
+    if (kv.kind() != Datum::Kind::kRecord)
+      return CorruptionError("{}.{}: an entry is not a record", where, name);
     ASSIGN_OR_RETURN(int32_t key, kv.IntAt("key"));
     if constexpr (std::is_same_v<T, int64_t>) {
       ASSIGN_OR_RETURN(int64_t v, kv.LongAt("value"));
@@ -147,7 +154,8 @@ Result<std::optional<int64_t>> OptionalLong(const Datum& record, std::string_vie
 Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
   ManifestEntry e;
   ASSIGN_OR_RETURN(int32_t status, d.IntAt("status"));
-  if (status < 0 || status > 2) return CorruptionError("manifest entry: status {} is not 0, 1 or 2", status);
+  if (status < 0 || status > 2)
+    return CorruptionError("manifest entry: status {} is not 0, 1 or 2", status);
   e.status = static_cast<EntryStatus>(status);
   ASSIGN_OR_RETURN(e.snapshot_id, OptionalLong(d, "snapshot_id"));
   ASSIGN_OR_RETURN(e.sequence_number, OptionalLong(d, "sequence_number"));
@@ -156,11 +164,14 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
     // Inheritance (spec, "Sequence Number Inheritance"): only added entries may leave
     // them unset.
     if (!e.snapshot_id) e.snapshot_id = inherit->added_snapshot_id;
-    if (!e.sequence_number && e.status == EntryStatus::kAdded) e.sequence_number = inherit->sequence_number;
-    if (!e.file_sequence_number && e.status == EntryStatus::kAdded) e.file_sequence_number = inherit->sequence_number;
+    if (!e.sequence_number && e.status == EntryStatus::kAdded)
+      e.sequence_number = inherit->sequence_number;
+    if (!e.file_sequence_number && e.status == EntryStatus::kAdded)
+      e.file_sequence_number = inherit->sequence_number;
   }
   ASSIGN_OR_RETURN(const Datum* file, Field(d, "data_file", "manifest entry"));
-  if (file->kind() != Datum::Kind::kRecord) return CorruptionError("manifest entry: data_file is not a record");
+  if (file->kind() != Datum::Kind::kRecord)
+    return CorruptionError("manifest entry: data_file is not a record");
   DataFile& f = e.file;
   ASSIGN_OR_RETURN(f.content, file->IntAt("content"));
   ASSIGN_OR_RETURN(std::string_view path, file->StringAt("file_path"));
@@ -172,18 +183,23 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
   ASSIGN_OR_RETURN(f.record_count, file->LongAt("record_count"));
   ASSIGN_OR_RETURN(f.file_size_in_bytes, file->LongAt("file_size_in_bytes"));
   if (f.record_count < 0 || f.file_size_in_bytes < 0) {
-    return CorruptionError("data_file {}: negative record_count or file_size_in_bytes", f.file_path);
+    return CorruptionError("data_file {}: negative record_count or file_size_in_bytes",
+                           f.file_path);
   }
   ASSIGN_OR_RETURN(f.column_sizes, ReadIntKeyMap<int64_t>(*file, "column_sizes", "data_file"));
   ASSIGN_OR_RETURN(f.value_counts, ReadIntKeyMap<int64_t>(*file, "value_counts", "data_file"));
-  ASSIGN_OR_RETURN(f.null_value_counts, ReadIntKeyMap<int64_t>(*file, "null_value_counts", "data_file"));
-  ASSIGN_OR_RETURN(f.nan_value_counts, ReadIntKeyMap<int64_t>(*file, "nan_value_counts", "data_file"));
+  ASSIGN_OR_RETURN(f.null_value_counts,
+                   ReadIntKeyMap<int64_t>(*file, "null_value_counts", "data_file"));
+  ASSIGN_OR_RETURN(f.nan_value_counts,
+                   ReadIntKeyMap<int64_t>(*file, "nan_value_counts", "data_file"));
   ASSIGN_OR_RETURN(f.lower_bounds, ReadIntKeyMap<std::string>(*file, "lower_bounds", "data_file"));
   ASSIGN_OR_RETURN(f.upper_bounds, ReadIntKeyMap<std::string>(*file, "upper_bounds", "data_file"));
   if (const Datum* s = file->Find("split_offsets"); s != nullptr && !s->is_null()) {
-    if (s->kind() != Datum::Kind::kArray) return CorruptionError("data_file.split_offsets: not an array");
+    if (s->kind() != Datum::Kind::kArray)
+      return CorruptionError("data_file.split_offsets: not an array");
     for (const Datum& o : s->items()) {
-      if (o.kind() != Datum::Kind::kLong) return CorruptionError("data_file.split_offsets: not a long");
+      if (o.kind() != Datum::Kind::kLong)
+        return CorruptionError("data_file.split_offsets: not a long");
       f.split_offsets.push_back(o.long_value());
     }
   }
@@ -196,7 +212,8 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
 
 }  // namespace
 
-Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const std::vector<ManifestEntry>& entries) {
+Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple,
+                                                      const std::vector<ManifestEntry>& entries) {
   std::vector<FieldSummary> out(tuple.fields.size());
   for (size_t i = 0; i < tuple.fields.size(); ++i) {
     const NestedField& field = tuple.fields[i];
@@ -229,14 +246,27 @@ Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const s
       }
       Value v;
       switch (d->kind()) {
-        case Datum::Kind::kBoolean: v = Value::Boolean(d->boolean()); break;
-        case Datum::Kind::kInt: v = Value::Int(d->int_value()); break;
-        case Datum::Kind::kLong: v = Value::Long(d->long_value()); break;
-        case Datum::Kind::kFloat: v = Value::Float(d->float_value()); break;
-        case Datum::Kind::kDouble: v = Value::Double(d->double_value()); break;
-        case Datum::Kind::kString: v = Value::String(d->bytes()); break;
-        default: return UnimplementedError("partition field {}: no summary for {} values", field.name,
-                                           avro::KindName(d->kind()));
+        case Datum::Kind::kBoolean:
+          v = Value::Boolean(d->boolean());
+          break;
+        case Datum::Kind::kInt:
+          v = Value::Int(d->int_value());
+          break;
+        case Datum::Kind::kLong:
+          v = Value::Long(d->long_value());
+          break;
+        case Datum::Kind::kFloat:
+          v = Value::Float(d->float_value());
+          break;
+        case Datum::Kind::kDouble:
+          v = Value::Double(d->double_value());
+          break;
+        case Datum::Kind::kString:
+          v = Value::String(d->bytes());
+          break;
+        default:
+          return UnimplementedError("partition field {}: no summary for {} values", field.name,
+                                    avro::KindName(d->kind()));
       }
       if (floating) {
         double x = d->kind() == Datum::Kind::kFloat ? d->float_value() : d->double_value();
@@ -260,8 +290,10 @@ Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const s
   return out;
 }
 
-Result<std::string> WriteManifest(const ManifestContext& context, const std::vector<ManifestEntry>& entries) {
-  ASSIGN_OR_RETURN(avro::Schema schema, avro::Schema::Parse(ManifestEntrySchema(context.partition_avro_fields)));
+Result<std::string> WriteManifest(const ManifestContext& context,
+                                  const std::vector<ManifestEntry>& entries) {
+  ASSIGN_OR_RETURN(avro::Schema schema,
+                   avro::Schema::Parse(ManifestEntrySchema(context.partition_avro_fields)));
   avro::WriterOptions options;
   options.codec = avro::Codec::kDeflate;
   options.metadata = {{"schema", context.schema_json},
@@ -275,7 +307,8 @@ Result<std::string> WriteManifest(const ManifestContext& context, const std::vec
   return writer.Finish();
 }
 
-Result<std::vector<ManifestEntry>> ReadManifest(std::string_view bytes, const ManifestFile* inherit) {
+Result<std::vector<ManifestEntry>> ReadManifest(std::string_view bytes,
+                                                const ManifestFile* inherit) {
   ASSIGN_OR_RETURN(avro::File file, avro::ReadFile(bytes));
   std::vector<ManifestEntry> out;
   out.reserve(file.objects.size());
@@ -287,15 +320,18 @@ Result<std::vector<ManifestEntry>> ReadManifest(std::string_view bytes, const Ma
   return out;
 }
 
-Result<std::string> WriteManifestList(int64_t snapshot_id, std::optional<int64_t> parent_snapshot_id,
-                                      int64_t sequence_number, const std::vector<ManifestFile>& manifests) {
+Result<std::string> WriteManifestList(int64_t snapshot_id,
+                                      std::optional<int64_t> parent_snapshot_id,
+                                      int64_t sequence_number,
+                                      const std::vector<ManifestFile>& manifests) {
   ASSIGN_OR_RETURN(avro::Schema schema, avro::Schema::Parse(kManifestListSchema));
   avro::WriterOptions options;
   options.codec = avro::Codec::kDeflate;
-  options.metadata = {{"snapshot-id", std::to_string(snapshot_id)},
-                      {"parent-snapshot-id", parent_snapshot_id ? std::to_string(*parent_snapshot_id) : "null"},
-                      {"sequence-number", std::to_string(sequence_number)},
-                      {"format-version", "2"}};
+  options.metadata = {
+      {"snapshot-id", std::to_string(snapshot_id)},
+      {"parent-snapshot-id", parent_snapshot_id ? std::to_string(*parent_snapshot_id) : "null"},
+      {"sequence-number", std::to_string(sequence_number)},
+      {"format-version", "2"}};
   avro::FileWriter writer(schema, std::move(options));
   for (const ManifestFile& m : manifests) {
     std::vector<Datum> partitions;
@@ -357,10 +393,13 @@ Result<std::vector<ManifestFile>> ReadManifestList(std::string_view bytes) {
         return Status::OK();
       };
       RETURN_IF_ERROR(count("added_files_count", "added_data_files_count", &m.added_files_count));
-      RETURN_IF_ERROR(count("existing_files_count", "existing_data_files_count", &m.existing_files_count));
-      RETURN_IF_ERROR(count("deleted_files_count", "deleted_data_files_count", &m.deleted_files_count));
+      RETURN_IF_ERROR(
+          count("existing_files_count", "existing_data_files_count", &m.existing_files_count));
+      RETURN_IF_ERROR(
+          count("deleted_files_count", "deleted_data_files_count", &m.deleted_files_count));
       ASSIGN_OR_RETURN(std::optional<int64_t> added_rows, OptionalLong(d, "added_rows_count"));
-      ASSIGN_OR_RETURN(std::optional<int64_t> existing_rows, OptionalLong(d, "existing_rows_count"));
+      ASSIGN_OR_RETURN(std::optional<int64_t> existing_rows,
+                       OptionalLong(d, "existing_rows_count"));
       ASSIGN_OR_RETURN(std::optional<int64_t> deleted_rows, OptionalLong(d, "deleted_rows_count"));
       m.added_rows_count = added_rows.value_or(0);
       m.existing_rows_count = existing_rows.value_or(0);

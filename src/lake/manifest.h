@@ -55,7 +55,7 @@ struct ManifestEntry {
 
 // What a manifest's Avro schema and metadata need from the table.
 struct ManifestContext {
-  std::string schema_json;       // the table schema (Iceberg JSON), metadata key "schema"
+  std::string schema_json;  // the table schema (Iceberg JSON), metadata key "schema"
   int32_t schema_id = 0;
   std::string spec_fields_json = "[]";  // the partition spec's fields (JSON array)
   int32_t spec_id = 0;
@@ -93,18 +93,23 @@ struct ManifestFile {
 // The manifest list's field summaries of `entries`' partition tuples (a struct type: the
 // spec's partition type): per field, whether a null or NaN occurs and the lower and upper
 // bounds (Appendix D), as Java's engines need them to prune manifests.
-Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple, const std::vector<ManifestEntry>& entries);
+Result<std::vector<FieldSummary>> SummarizePartitions(const Type& tuple,
+                                                      const std::vector<ManifestEntry>& entries);
 
 // The whole manifest file.
-Result<std::string> WriteManifest(const ManifestContext& context, const std::vector<ManifestEntry>& entries);
+Result<std::string> WriteManifest(const ManifestContext& context,
+                                  const std::vector<ManifestEntry>& entries);
 
 // A manifest's entries; `inherit` (the manifest's list entry) fills the snapshot id and
 // sequence numbers an entry left unset, as the spec's inheritance rules say.
-Result<std::vector<ManifestEntry>> ReadManifest(std::string_view bytes, const ManifestFile* inherit = nullptr);
+Result<std::vector<ManifestEntry>> ReadManifest(std::string_view bytes,
+                                                const ManifestFile* inherit = nullptr);
 
 // The manifest list of snapshot `snapshot_id`.
-Result<std::string> WriteManifestList(int64_t snapshot_id, std::optional<int64_t> parent_snapshot_id,
-                                      int64_t sequence_number, const std::vector<ManifestFile>& manifests);
+Result<std::string> WriteManifestList(int64_t snapshot_id,
+                                      std::optional<int64_t> parent_snapshot_id,
+                                      int64_t sequence_number,
+                                      const std::vector<ManifestFile>& manifests);
 Result<std::vector<ManifestFile>> ReadManifestList(std::string_view bytes);
 
 }  // namespace sluice::lake

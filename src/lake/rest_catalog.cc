@@ -1,5 +1,6 @@
 #include "lake/rest_catalog.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <optional>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "base/utf8.h"
 #include "lake/iceberg_json.h"
@@ -53,19 +52,24 @@ HttpResponse FromStatus(const Status& st) {
   }
 }
 
-std::string Dotted(const std::vector<std::string>& parts) { return fmt::format("{}", fmt::join(parts, ".")); }
+std::string Dotted(const std::vector<std::string>& parts) {
+  return fmt::format("{}", fmt::join(parts, "."));
+}
 
 // A namespace level or table name is one directory: valid UTF-8 (names go into JSON), no
 // '/', no control characters (the 0x1F separator among them), not empty, not "." or "..",
 // and not starting with '.' (the catalog's own files are dot-named).
 Status CheckName(std::string_view name, std::string_view what) {
   if (name.empty()) return InvalidArgumentError("{} must not be empty", what);
-  if (!IsValidUtf8(name)) return InvalidArgumentError("{} is not valid UTF-8", what);  // before it is quoted
-  if (name.size() > 255) return InvalidArgumentError("{} \"{}\" is longer than 255 bytes", what, name);
+  if (!IsValidUtf8(name))
+    return InvalidArgumentError("{} is not valid UTF-8", what);  // before it is quoted
+  if (name.size() > 255)
+    return InvalidArgumentError("{} \"{}\" is longer than 255 bytes", what, name);
   if (name[0] == '.') return InvalidArgumentError("{} \"{}\" must not start with '.'", what, name);
   for (char c : name) {
     if (c == '/' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-      return InvalidArgumentError("{} \"{}\" must not contain '/' or control characters", what, name);
+      return InvalidArgumentError("{} \"{}\" must not contain '/' or control characters", what,
+                                  name);
     }
   }
   return Status::OK();
@@ -144,7 +148,8 @@ Json IdentifierJson(const std::vector<std::string>& ns, const std::string& name)
 }
 
 Result<std::vector<std::string>> NamespaceFromJson(const Json& j, std::string_view path) {
-  if (!j.is_array()) return InvalidArgumentError("{}: expected an array of strings, got {}", path, JsonKindName(j));
+  if (!j.is_array())
+    return InvalidArgumentError("{}: expected an array of strings, got {}", path, JsonKindName(j));
   std::vector<std::string> out;
   for (size_t i = 0; i < j.size(); ++i) {
     ASSIGN_OR_RETURN(std::string part, JsonToString(j[i], JsonPath(path, i)));
@@ -174,7 +179,8 @@ Result<std::vector<std::string>> SplitPath(std::string_view path) {
   size_t start = 0;
   while (start <= path.size()) {
     size_t slash = path.find('/', start);
-    std::string_view seg = path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    std::string_view seg = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     out.emplace_back(seg);
     if (slash == std::string_view::npos) break;
     start = slash + 1;
@@ -197,7 +203,9 @@ class Session {
     for (const std::string& p : ns) out += "/" + p;
     return out;
   }
-  std::string TableDir(const TableIdentifier& id) const { return NamespaceDir(id.ns) + "/" + id.name; }
+  std::string TableDir(const TableIdentifier& id) const {
+    return NamespaceDir(id.ns) + "/" + id.name;
+  }
   std::string DefaultLocation(const TableIdentifier& id) const { return FileUri(TableDir(id)); }
   // Table locations and registered metadata stay inside the warehouse: the catalog, its
   // expiry and the query server (whose sandbox is the warehouse) never reach other files.
@@ -208,7 +216,8 @@ class Session {
       return InvalidArgumentError("{} {}: percent escapes are not accepted", what, location);
     }
     Result<std::string> path = LocalPath(location);
-    if (!path.ok()) return InvalidArgumentError("{} {}: {}", what, location, path.status().message());
+    if (!path.ok())
+      return InvalidArgumentError("{} {}: {}", what, location, path.status().message());
     // Symbolic links resolved as far as the path exists (the warehouse is canonical).
     std::error_code ec;
     std::string normal = fs::weakly_canonical(fs::path(*path), ec).string();
@@ -221,7 +230,8 @@ class Session {
   }
 
   HttpResponse NoSuchNamespace(const std::vector<std::string>& ns) const {
-    return Error(404, "NoSuchNamespaceException", fmt::format("namespace {} does not exist", Dotted(ns)));
+    return Error(404, "NoSuchNamespaceException",
+                 fmt::format("namespace {} does not exist", Dotted(ns)));
   }
   HttpResponse NoSuchTable(const TableIdentifier& id) const {
     return Error(404, "NoSuchTableException",
@@ -233,7 +243,8 @@ class Session {
   HttpResponse CreateNamespace(const HttpRequest& req);
   HttpResponse LoadNamespace(const std::vector<std::string>& ns, bool head);
   HttpResponse DropNamespace(const std::vector<std::string>& ns);
-  HttpResponse UpdateNamespaceProperties(const std::vector<std::string>& ns, const HttpRequest& req);
+  HttpResponse UpdateNamespaceProperties(const std::vector<std::string>& ns,
+                                         const HttpRequest& req);
   HttpResponse ListTables(const std::vector<std::string>& ns, const HttpRequest& req);
   HttpResponse CreateTable(const std::vector<std::string>& ns, const HttpRequest& req);
   HttpResponse RegisterTable(const std::vector<std::string>& ns, const HttpRequest& req);
@@ -246,13 +257,15 @@ class Session {
   // The identifier-free checks shared by create, register and rename's destination: the
   // namespace exists, and neither a table nor a namespace has the name.
   std::optional<HttpResponse> CheckFreeName(const TableIdentifier& id) const;
-  Result<std::map<std::string, std::string>> ReadProperties(const std::vector<std::string>& ns) const;
-  Status WriteProperties(const std::vector<std::string>& ns, const std::map<std::string, std::string>& props) const;
+  Result<std::map<std::string, std::string>> ReadProperties(
+      const std::vector<std::string>& ns) const;
+  Status WriteProperties(const std::vector<std::string>& ns,
+                         const std::map<std::string, std::string>& props) const;
   // LoadTableResult / CommitTableResponse.
   static Json TableResult(const std::string& metadata_path, Json metadata, bool with_config);
   // Pagination over sorted names: pageToken is the last name of the previous page.
-  static std::pair<std::vector<std::string>, std::optional<std::string>> Page(std::vector<std::string> names,
-                                                                              const HttpRequest& req, Status* st);
+  static std::pair<std::vector<std::string>, std::optional<std::string>> Page(
+      std::vector<std::string> names, const HttpRequest& req, Status* st);
 
   const std::string& warehouse_;
   const RestCatalog::Options& options_;
@@ -267,9 +280,8 @@ Json Session::TableResult(const std::string& metadata_path, Json metadata, bool 
   return out;
 }
 
-std::pair<std::vector<std::string>, std::optional<std::string>> Session::Page(std::vector<std::string> names,
-                                                                              const HttpRequest& req,
-                                                                              Status* st) {
+std::pair<std::vector<std::string>, std::optional<std::string>> Session::Page(
+    std::vector<std::string> names, const HttpRequest& req, Status* st) {
   if (auto it = req.query.find("pageToken"); it != req.query.end() && !it->second.empty()) {
     const std::string& token = it->second;
     names.erase(names.begin(), std::upper_bound(names.begin(), names.end(), token));
@@ -307,7 +319,8 @@ std::optional<HttpResponse> Session::CheckFreeName(const TableIdentifier& id) co
   return std::nullopt;
 }
 
-Result<std::map<std::string, std::string>> Session::ReadProperties(const std::vector<std::string>& ns) const {
+Result<std::map<std::string, std::string>> Session::ReadProperties(
+    const std::vector<std::string>& ns) const {
   std::string path = NamespaceDir(ns) + "/" + std::string(kNamespaceFile);
   Result<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
@@ -324,7 +337,8 @@ Status Session::WriteProperties(const std::vector<std::string>& ns,
   Json j = Json::object();
   j["properties"] = Json::object();
   for (const auto& [k, v] : props) j["properties"][k] = v;
-  return WriteFileAtomically(NamespaceDir(ns) + "/" + std::string(kNamespaceFile), j.dump(2) + "\n");
+  return WriteFileAtomically(NamespaceDir(ns) + "/" + std::string(kNamespaceFile),
+                             j.dump(2) + "\n");
 }
 
 HttpResponse Session::Config(const HttpRequest&) {
@@ -347,7 +361,8 @@ HttpResponse Session::Config(const HttpRequest&) {
   };
   Json endpoints = Json::array();
   for (const char* e : kEndpoints) endpoints.push_back(e);
-  return Ok({{"defaults", Json::object()}, {"overrides", Json::object()}, {"endpoints", endpoints}});
+  return Ok(
+      {{"defaults", Json::object()}, {"overrides", Json::object()}, {"endpoints", endpoints}});
 }
 
 HttpResponse Session::ListNamespaces(const HttpRequest& req) {
@@ -357,7 +372,8 @@ HttpResponse Session::ListNamespaces(const HttpRequest& req) {
     size_t start = 0;
     while (true) {
       size_t sep = it->second.find('\x1f', start);
-      parent.push_back(it->second.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+      parent.push_back(
+          it->second.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
       if (sep == std::string::npos) break;
       start = sep + 1;
     }
@@ -399,7 +415,8 @@ HttpResponse Session::CreateNamespace(const HttpRequest& req) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string dir = NamespaceDir(*ns);
   if (IsNamespaceDir(dir)) {
-    return Error(409, "AlreadyExistsException", fmt::format("namespace {} already exists", Dotted(*ns)));
+    return Error(409, "AlreadyExistsException",
+                 fmt::format("namespace {} already exists", Dotted(*ns)));
   }
   if (IsTableDir(dir)) {
     return Error(409, "AlreadyExistsException", fmt::format("{} is a table", Dotted(*ns)));
@@ -408,7 +425,8 @@ HttpResponse Session::CreateNamespace(const HttpRequest& req) {
   for (size_t i = 1; i < ns->size(); ++i) {
     std::vector<std::string> up(ns->begin(), ns->begin() + static_cast<std::ptrdiff_t>(i));
     if (IsTableDir(NamespaceDir(up))) {
-      return Error(400, "BadRequestException", fmt::format("{} is a table, not a namespace", Dotted(up)));
+      return Error(400, "BadRequestException",
+                   fmt::format("{} is a table, not a namespace", Dotted(up)));
     }
   }
   std::error_code ec;
@@ -421,7 +439,8 @@ HttpResponse Session::CreateNamespace(const HttpRequest& req) {
 }
 
 HttpResponse Session::LoadNamespace(const std::vector<std::string>& ns, bool head) {
-  if (!IsNamespaceDir(NamespaceDir(ns))) return head ? HttpResponse{.status = 404, .body = ""} : NoSuchNamespace(ns);
+  if (!IsNamespaceDir(NamespaceDir(ns)))
+    return head ? HttpResponse{.status = 404, .body = ""} : NoSuchNamespace(ns);
   if (head) return NoContent();
   Result<std::map<std::string, std::string>> props = ReadProperties(ns);
   if (!props.ok()) return FromStatus(props.status());
@@ -443,14 +462,16 @@ HttpResponse Session::DropNamespace(const std::vector<std::string>& ns) {
     }
   }
   std::string file = dir + "/" + std::string(kNamespaceFile);
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT) return FromStatus(ErrnoError("unlink", file, errno));
+  if (::unlink(file.c_str()) != 0 && errno != ENOENT)
+    return FromStatus(ErrnoError("unlink", file, errno));
   // What dropped tables left behind (their data when not purged) stays; an empty
   // directory goes.
   (void)::rmdir(dir.c_str());
   return NoContent();
 }
 
-HttpResponse Session::UpdateNamespaceProperties(const std::vector<std::string>& ns, const HttpRequest& req) {
+HttpResponse Session::UpdateNamespaceProperties(const std::vector<std::string>& ns,
+                                                const HttpRequest& req) {
   Result<Json> body = ParseJson(req.body, "UpdateNamespacePropertiesRequest");
   if (!body.ok()) return FromStatus(body.status());
   Result<JsonObject> o = JsonObject::Of(*body, "$");
@@ -592,19 +613,23 @@ HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const Ht
   TableIdentifier id{ns, *name};
   if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
 
-  if (Status st = CheckInsideWarehouse("metadata-location", *source); !st.ok()) return FromStatus(st);
+  if (Status st = CheckInsideWarehouse("metadata-location", *source); !st.ok())
+    return FromStatus(st);
   Result<std::string> path = LocalPath(*source);
   if (!path.ok()) return FromStatus(path.status());
   Result<std::string> text = ReadWholeFile(*path);
   if (!text.ok()) {
-    return Error(400, "BadRequestException",
-                 fmt::format("cannot read metadata-location {}: {}", *source, text.status().message()));
+    return Error(
+        400, "BadRequestException",
+        fmt::format("cannot read metadata-location {}: {}", *source, text.status().message()));
   }
   Result<TableMetadata> metadata = TableMetadataFromJson(*text);
   if (!metadata.ok()) {
-    return Error(400, "BadRequestException", fmt::format("{}: {}", *source, metadata.status().message()));
+    return Error(400, "BadRequestException",
+                 fmt::format("{}: {}", *source, metadata.status().message()));
   }
-  if (Status st = CheckInsideWarehouse("the registered table's location", metadata->location); !st.ok()) {
+  if (Status st = CheckInsideWarehouse("the registered table's location", metadata->location);
+      !st.ok()) {
     return FromStatus(st);
   }
   TableFiles files(TableDir(id));
@@ -644,9 +669,11 @@ HttpResponse Session::LoadTable(const TableIdentifier& id, const HttpRequest& re
   if (snapshots == "refs") {
     std::set<int64_t> referenced;
     for (const auto& [name, ref] : metadata->refs) referenced.insert(ref.snapshot_id);
-    std::erase_if(metadata->snapshots, [&](const Snapshot& s) { return referenced.count(s.snapshot_id) == 0; });
+    std::erase_if(metadata->snapshots,
+                  [&](const Snapshot& s) { return referenced.count(s.snapshot_id) == 0; });
   } else if (snapshots != "all") {
-    return Error(400, "BadRequestException", fmt::format("snapshots must be all or refs, not \"{}\"", snapshots));
+    return Error(400, "BadRequestException",
+                 fmt::format("snapshots must be all or refs, not \"{}\"", snapshots));
   }
   return Ok(TableResult((*current)->path, TableMetadataToJson(*metadata), true));
 }
@@ -663,8 +690,8 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
     if (!named.ok()) return FromStatus(named.status());
     if (named->ns != id.ns || named->name != id.name) {
       return Error(400, "BadRequestException",
-                   fmt::format("the identifier {}.{} is not the table of the path, {}.{}", Dotted(named->ns),
-                               named->name, Dotted(id.ns), id.name));
+                   fmt::format("the identifier {}.{} is not the table of the path, {}.{}",
+                               Dotted(named->ns), named->name, Dotted(id.ns), id.name));
     }
   }
   TableFiles files(TableDir(id));
@@ -673,8 +700,9 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
 
   if (!current->has_value()) {
     // The commit of a staged create (assert-create): the table's version 1.
-    bool creates = std::any_of(request->requirements.begin(), request->requirements.end(),
-                               [](const TableRequirement& r) { return r.kind == RequirementKind::kAssertCreate; });
+    bool creates = std::any_of(
+        request->requirements.begin(), request->requirements.end(),
+        [](const TableRequirement& r) { return r.kind == RequirementKind::kAssertCreate; });
     if (!creates) {
       if (!IsNamespaceDir(NamespaceDir(id.ns))) return NoSuchNamespace(id.ns);
       return NoSuchTable(id);
@@ -685,17 +713,20 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
       if (taken->status == 404 || !IsTableDir(TableDir(id))) return *taken;
     }
     // Without a set-location the table lives where the catalog puts it.
-    bool located = std::any_of(request->updates.begin(), request->updates.end(), [](const TableUpdate& u) {
-      return std::holds_alternative<SetLocationUpdate>(u);
-    });
-    if (!located) request->updates.insert(request->updates.begin(), SetLocationUpdate{DefaultLocation(id)});
+    bool located = std::any_of(
+        request->updates.begin(), request->updates.end(),
+        [](const TableUpdate& u) { return std::holds_alternative<SetLocationUpdate>(u); });
+    if (!located)
+      request->updates.insert(request->updates.begin(), SetLocationUpdate{DefaultLocation(id)});
     Result<TableMetadata> next = lake::CommitTable(nullptr, "", *request, Now());
     if (!next.ok()) return FromStatus(next.status());
-    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok()) return FromStatus(st);
+    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok())
+      return FromStatus(st);
     if (Status st = files.CommitVersion(1, TableMetadataToString(*next)); !st.ok()) {
       if (st.code() == StatusCode::kAlreadyExists) {
-        return Error(409, "CommitFailedException",
-                     fmt::format("table {}.{} was created by another writer", Dotted(id.ns), id.name));
+        return Error(
+            409, "CommitFailedException",
+            fmt::format("table {}.{} was created by another writer", Dotted(id.ns), id.name));
       }
       return FromStatus(st);
     }
@@ -708,26 +739,29 @@ HttpResponse Session::CommitTable(const TableIdentifier& id, const HttpRequest& 
     return Error(500, "ServiceFailureException",
                  fmt::format("{}: {}", base_version.path, base.status().message()));
   }
-  Result<TableMetadata> next = lake::CommitTable(&*base, FileUri(base_version.path), *request, Now());
+  Result<TableMetadata> next =
+      lake::CommitTable(&*base, FileUri(base_version.path), *request, Now());
   if (!next.ok()) {
     if (IsCommitConflict(next.status())) {
       return Error(409, "CommitFailedException",
-                   fmt::format("table {}.{} at version {}: {}", Dotted(id.ns), id.name, base_version.version,
-                               next.status().message()));
+                   fmt::format("table {}.{} at version {}: {}", Dotted(id.ns), id.name,
+                               base_version.version, next.status().message()));
     }
     return FromStatus(next.status());
   }
   if (*next == *base) return Ok(TableResult(base_version.path, TableMetadataToJson(*base), false));
   if (next->location != base->location) {
-    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok()) return FromStatus(st);
+    if (Status st = CheckInsideWarehouse("location", next->location); !st.ok())
+      return FromStatus(st);
   }
   int64_t version = base_version.version + 1;
   if (options_.before_commit) options_.before_commit();
   if (Status st = files.CommitVersion(version, TableMetadataToString(*next)); !st.ok()) {
     if (st.code() == StatusCode::kAlreadyExists) {
-      return Error(409, "CommitFailedException",
-                   fmt::format("table {}.{}: another commit made version {} first; refresh and retry",
-                               Dotted(id.ns), id.name, version));
+      return Error(
+          409, "CommitFailedException",
+          fmt::format("table {}.{}: another commit made version {} first; refresh and retry",
+                      Dotted(id.ns), id.name, version));
     }
     return FromStatus(st);
   }
@@ -743,7 +777,8 @@ HttpResponse Session::DropTable(const TableIdentifier& id, const HttpRequest& re
     return NoSuchTable(id);
   }
   bool purge = false;
-  if (auto it = req.query.find("purgeRequested"); it != req.query.end()) purge = it->second == "true";
+  if (auto it = req.query.find("purgeRequested"); it != req.query.end())
+    purge = it->second == "true";
   // The rename is the drop (atomic: the table is there or not); removing the files after
   // it may take a while.
   std::string retired = fmt::format("{}/.metadata.dropped-{}", dir, Now());
@@ -758,7 +793,8 @@ HttpResponse Session::DropTable(const TableIdentifier& id, const HttpRequest& re
     // The data under the table's directory, when that is the table's location (a renamed
     // or registered table's files live elsewhere and are left alone).
     Result<TableMetadata> metadata = TableMetadataFromJson((*current)->json);
-    Result<std::string> location = metadata.ok() ? LocalPath(metadata->location) : Result<std::string>(metadata.status());
+    Result<std::string> location =
+        metadata.ok() ? LocalPath(metadata->location) : Result<std::string>(metadata.status());
     if (location.ok() && *location == dir) fs::remove_all(dir + "/data", ec);
   }
   (void)::rmdir(dir.c_str());  // only when nothing is left
@@ -809,21 +845,25 @@ HttpResponse Session::RenameTable(const HttpRequest& req) {
 
 HttpResponse Session::Route(const HttpRequest& req) {
   std::string_view path = req.path;
-  if (!path.starts_with("/v1/")) return Error(404, "NotFoundException", fmt::format("no route for {}", path));
+  if (!path.starts_with("/v1/"))
+    return Error(404, "NotFoundException", fmt::format("no route for {}", path));
   path.remove_prefix(4);
   while (!path.empty() && path.back() == '/') path.remove_suffix(1);
   Result<std::vector<std::string>> segs = SplitPath(path);
   if (!segs.ok()) return FromStatus(segs.status());
   const std::vector<std::string>& s = *segs;
   const std::string& m = req.method;
-  auto no_route = [&] { return Error(404, "NotFoundException", fmt::format("no route for {}", req.path)); };
+  auto no_route = [&] {
+    return Error(404, "NotFoundException", fmt::format("no route for {}", req.path));
+  };
   // A known path asked with a method it does not take.
   auto bad_method = [&] {
     return Error(405, "MethodNotAllowedException", fmt::format("{} does not take {}", req.path, m));
   };
 
   if (s.size() == 1 && s[0] == "config") return m == "GET" ? Config(req) : bad_method();
-  if (s.size() == 2 && s[0] == "tables" && s[1] == "rename") return m == "POST" ? RenameTable(req) : bad_method();
+  if (s.size() == 2 && s[0] == "tables" && s[1] == "rename")
+    return m == "POST" ? RenameTable(req) : bad_method();
   if (s.empty() || s[0] != "namespaces") return no_route();
   if (s.size() == 1) {
     if (m == "GET") return ListNamespaces(req);
@@ -838,8 +878,10 @@ HttpResponse Session::Route(const HttpRequest& req) {
     if (m == "DELETE") return DropNamespace(*ns);
     return bad_method();
   }
-  if (s.size() == 3 && s[2] == "properties") return m == "POST" ? UpdateNamespaceProperties(*ns, req) : bad_method();
-  if (s.size() == 3 && s[2] == "register") return m == "POST" ? RegisterTable(*ns, req) : bad_method();
+  if (s.size() == 3 && s[2] == "properties")
+    return m == "POST" ? UpdateNamespaceProperties(*ns, req) : bad_method();
+  if (s.size() == 3 && s[2] == "register")
+    return m == "POST" ? RegisterTable(*ns, req) : bad_method();
   if (s.size() == 3 && s[2] == "tables") {
     if (m == "GET") return ListTables(*ns, req);
     if (m == "POST") return CreateTable(*ns, req);
@@ -897,7 +939,8 @@ Result<std::vector<std::string>> DecodeNamespace(std::string_view encoded) {
   size_t start = 0;
   while (true) {
     size_t sep = decoded.find('\x1f', start);
-    out.push_back(decoded.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+    out.push_back(
+        decoded.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
     if (sep == std::string::npos) break;
     start = sep + 1;
   }

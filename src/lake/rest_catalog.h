@@ -31,8 +31,8 @@ namespace sluice::lake {
 class RestCatalog {
  public:
   struct Options {
-    std::string warehouse;               // a local directory (or file:// URI); created if missing
-    std::function<int64_t()> now_ms;     // default: the system clock
+    std::string warehouse;            // a local directory (or file:// URI); created if missing
+    std::function<int64_t()> now_ms;  // default: the system clock
     // Tests: runs in a commit between reading the base version and linking the next one
     // (where a concurrent writer can win the race).
     std::function<void()> before_commit;

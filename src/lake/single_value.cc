@@ -10,7 +10,8 @@ namespace {
 std::string Int128ToString(__int128 v) {
   if (v == 0) return "0";
   bool negative = v < 0;
-  unsigned __int128 u = negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
+  unsigned __int128 u =
+      negative ? -static_cast<unsigned __int128>(v) : static_cast<unsigned __int128>(v);
   std::string digits;
   while (u > 0) {
     digits.push_back(static_cast<char>('0' + static_cast<int>(u % 10)));
@@ -42,16 +43,26 @@ T GetLittleEndian(const uint8_t* data) {
 
 std::string_view RepresentationName(const Value& v) {
   switch (v.data.index()) {
-    case 0: return "null";
-    case 1: return "boolean";
-    case 2: return "int";
-    case 3: return "long";
-    case 4: return "float";
-    case 5: return "double";
-    case 6: return "string";
-    case 7: return "bytes";
-    case 8: return "uuid";
-    default: return "decimal";
+    case 0:
+      return "null";
+    case 1:
+      return "boolean";
+    case 2:
+      return "int";
+    case 3:
+      return "long";
+    case 4:
+      return "float";
+    case 5:
+      return "double";
+    case 6:
+      return "string";
+    case 7:
+      return "bytes";
+    case 8:
+      return "uuid";
+    default:
+      return "decimal";
   }
 }
 
@@ -82,7 +93,9 @@ std::string Value::ToString() const {
       return out;
     }
     std::string operator()(const Uuid& v) const { return UuidToString(v); }
-    std::string operator()(const DecimalValue& v) const { return Int128ToString(v.unscaled) + " (unscaled)"; }
+    std::string operator()(const DecimalValue& v) const {
+      return Int128ToString(v.unscaled) + " (unscaled)";
+    }
   };
   return std::visit(Visitor{}, data);
 }
@@ -138,10 +151,14 @@ Result<Uuid> ParseUuid(std::string_view text) {
       continue;
     }
     int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
-    else return InvalidArgumentError("\"{}\" is not a UUID", text);
+    if (c >= '0' && c <= '9')
+      v = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      v = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      v = c - 'A' + 10;
+    else
+      return InvalidArgumentError("\"{}\" is not a UUID", text);
     out[n / 2] = static_cast<uint8_t>(out[n / 2] | (n % 2 == 0 ? v << 4 : v));
     ++n;
   }
@@ -165,9 +182,11 @@ Status CheckValueType(const Type& type, const Value& value) {
   };
   const auto& d = value.data;
   switch (type.id) {
-    case TypeId::kBoolean: return std::holds_alternative<bool>(d) ? Status::OK() : mismatch();
+    case TypeId::kBoolean:
+      return std::holds_alternative<bool>(d) ? Status::OK() : mismatch();
     case TypeId::kInt:
-    case TypeId::kDate: return std::holds_alternative<int32_t>(d) ? Status::OK() : mismatch();
+    case TypeId::kDate:
+      return std::holds_alternative<int32_t>(d) ? Status::OK() : mismatch();
     case TypeId::kLong:
     case TypeId::kTime:
     case TypeId::kTimestamp:
@@ -175,11 +194,16 @@ Status CheckValueType(const Type& type, const Value& value) {
     case TypeId::kTimestampNs:
     case TypeId::kTimestampTzNs:
       return std::holds_alternative<int64_t>(d) ? Status::OK() : mismatch();
-    case TypeId::kFloat: return std::holds_alternative<float>(d) ? Status::OK() : mismatch();
-    case TypeId::kDouble: return std::holds_alternative<double>(d) ? Status::OK() : mismatch();
-    case TypeId::kString: return std::holds_alternative<std::string>(d) ? Status::OK() : mismatch();
-    case TypeId::kUuid: return std::holds_alternative<Uuid>(d) ? Status::OK() : mismatch();
-    case TypeId::kBinary: return std::holds_alternative<Bytes>(d) ? Status::OK() : mismatch();
+    case TypeId::kFloat:
+      return std::holds_alternative<float>(d) ? Status::OK() : mismatch();
+    case TypeId::kDouble:
+      return std::holds_alternative<double>(d) ? Status::OK() : mismatch();
+    case TypeId::kString:
+      return std::holds_alternative<std::string>(d) ? Status::OK() : mismatch();
+    case TypeId::kUuid:
+      return std::holds_alternative<Uuid>(d) ? Status::OK() : mismatch();
+    case TypeId::kBinary:
+      return std::holds_alternative<Bytes>(d) ? Status::OK() : mismatch();
     case TypeId::kFixed:
       if (!std::holds_alternative<Bytes>(d)) return mismatch();
       if (value.as_bytes().size() != static_cast<size_t>(type.length)) {
@@ -210,23 +234,42 @@ Result<Bytes> ToSingleValueBinary(const Type& type, const Value& value) {
   RETURN_IF_ERROR(CheckValueType(type, value));
   Bytes out;
   switch (type.id) {
-    case TypeId::kBoolean: out.push_back(value.as_bool() ? 1 : 0); break;
+    case TypeId::kBoolean:
+      out.push_back(value.as_bool() ? 1 : 0);
+      break;
     case TypeId::kInt:
-    case TypeId::kDate: PutLittleEndian(value.as_int(), &out); break;
+    case TypeId::kDate:
+      PutLittleEndian(value.as_int(), &out);
+      break;
     case TypeId::kLong:
     case TypeId::kTime:
     case TypeId::kTimestamp:
     case TypeId::kTimestampTz:
     case TypeId::kTimestampNs:
-    case TypeId::kTimestampTzNs: PutLittleEndian(value.as_long(), &out); break;
-    case TypeId::kFloat: PutLittleEndian(value.as_float(), &out); break;
-    case TypeId::kDouble: PutLittleEndian(value.as_double(), &out); break;
-    case TypeId::kString: out.assign(value.as_string().begin(), value.as_string().end()); break;
-    case TypeId::kUuid: out.assign(value.as_uuid().begin(), value.as_uuid().end()); break;
+    case TypeId::kTimestampTzNs:
+      PutLittleEndian(value.as_long(), &out);
+      break;
+    case TypeId::kFloat:
+      PutLittleEndian(value.as_float(), &out);
+      break;
+    case TypeId::kDouble:
+      PutLittleEndian(value.as_double(), &out);
+      break;
+    case TypeId::kString:
+      out.assign(value.as_string().begin(), value.as_string().end());
+      break;
+    case TypeId::kUuid:
+      out.assign(value.as_uuid().begin(), value.as_uuid().end());
+      break;
     case TypeId::kFixed:
-    case TypeId::kBinary: out = value.as_bytes(); break;
-    case TypeId::kDecimal: out = MinimalBigEndian(value.as_unscaled()); break;
-    default: return InvalidArgumentError("{} has no single-value serialization", type.ToString());
+    case TypeId::kBinary:
+      out = value.as_bytes();
+      break;
+    case TypeId::kDecimal:
+      out = MinimalBigEndian(value.as_unscaled());
+      break;
+    default:
+      return InvalidArgumentError("{} has no single-value serialization", type.ToString());
   }
   return out;
 }
@@ -275,7 +318,8 @@ Result<Value> FromSingleValueBinary(const Type& type, const uint8_t* data, size_
         return wrong_size(fmt::format("{} bytes", type.length));
       }
       return Value::Binary(Bytes(data, data + size));
-    case TypeId::kBinary: return Value::Binary(Bytes(data, data + size));
+    case TypeId::kBinary:
+      return Value::Binary(Bytes(data, data + size));
     case TypeId::kDecimal: {
       if (size < 1 || size > 16) return wrong_size("1 to 16 bytes");
       unsigned __int128 u = (data[0] & 0x80) ? ~static_cast<unsigned __int128>(0) : 0;
@@ -284,7 +328,8 @@ Result<Value> FromSingleValueBinary(const Type& type, const uint8_t* data, size_
       RETURN_IF_ERROR(CheckValueType(type, v));
       return v;
     }
-    default: return InvalidArgumentError("{} has no single-value serialization", type.ToString());
+    default:
+      return InvalidArgumentError("{} has no single-value serialization", type.ToString());
   }
 }
 

@@ -1,8 +1,8 @@
 // Primitive Iceberg values and their single-value binary serialization (table spec
 // Appendix D): the bytes of manifest lower/upper bounds and of partition summaries.
 //
-//   ASSIGN_OR_RETURN(Bytes b, ToSingleValueBinary(Type::Primitive(TypeId::kLong), Value::Long(34)));
-//   ASSIGN_OR_RETURN(Value v, FromSingleValueBinary(type, b));
+//   ASSIGN_OR_RETURN(Bytes b, ToSingleValueBinary(Type::Primitive(TypeId::kLong),
+//   Value::Long(34))); ASSIGN_OR_RETURN(Value v, FromSingleValueBinary(type, b));
 //
 // A Value does not carry its Iceberg type; the type travels beside it. Representations:
 //   boolean -> bool;  int, date (days from 1970-01-01) -> int32_t;

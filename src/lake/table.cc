@@ -1,9 +1,9 @@
 #include "lake/table.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <random>
-
-#include <fmt/format.h>
 
 #include "base/crash_point.h"
 #include "lake/table_update.h"
@@ -17,7 +17,8 @@ constexpr int kMaxAttempts = 32;
 constexpr size_t kMergeManifests = 16;
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
@@ -31,20 +32,32 @@ int64_t NewSnapshotId() {
 // The Avro type of a partition value of Iceberg type `t` (the spec's Avro mapping).
 Result<std::string> AvroTypeOf(const Type& t) {
   switch (t.id) {
-    case TypeId::kBoolean: return std::string(R"("boolean")");
-    case TypeId::kInt: return std::string(R"("int")");
-    case TypeId::kLong: return std::string(R"("long")");
-    case TypeId::kFloat: return std::string(R"("float")");
-    case TypeId::kDouble: return std::string(R"("double")");
-    case TypeId::kDate: return std::string(R"({"type":"int","logicalType":"date"})");
-    case TypeId::kTime: return std::string(R"({"type":"long","logicalType":"time-micros"})");
+    case TypeId::kBoolean:
+      return std::string(R"("boolean")");
+    case TypeId::kInt:
+      return std::string(R"("int")");
+    case TypeId::kLong:
+      return std::string(R"("long")");
+    case TypeId::kFloat:
+      return std::string(R"("float")");
+    case TypeId::kDouble:
+      return std::string(R"("double")");
+    case TypeId::kDate:
+      return std::string(R"({"type":"int","logicalType":"date"})");
+    case TypeId::kTime:
+      return std::string(R"({"type":"long","logicalType":"time-micros"})");
     case TypeId::kTimestamp:
-      return std::string(R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":false})");
+      return std::string(
+          R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":false})");
     case TypeId::kTimestampTz:
-      return std::string(R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":true})");
-    case TypeId::kString: return std::string(R"("string")");
-    case TypeId::kBinary: return std::string(R"("bytes")");
-    default: return UnimplementedError("partition values of type {} are not supported", t.ToString());
+      return std::string(
+          R"({"type":"long","logicalType":"timestamp-micros","adjust-to-utc":true})");
+    case TypeId::kString:
+      return std::string(R"("string")");
+    case TypeId::kBinary:
+      return std::string(R"("bytes")");
+    default:
+      return UnimplementedError("partition values of type {} are not supported", t.ToString());
   }
 }
 
@@ -59,7 +72,8 @@ int64_t SummaryLong(const Snapshot* s, const std::string& key) {
 Result<ManifestContext> ContextOf(const TableMetadata& metadata) {
   const Schema* schema = metadata.CurrentSchema();
   const PartitionSpec* spec = metadata.DefaultSpec();
-  if (schema == nullptr || spec == nullptr) return CorruptionError("table metadata without a current schema or spec");
+  if (schema == nullptr || spec == nullptr)
+    return CorruptionError("table metadata without a current schema or spec");
   ManifestContext c;
   c.schema_json = SchemaToJson(*schema).dump();
   c.schema_id = schema->schema_id;
@@ -70,8 +84,8 @@ Result<ManifestContext> ContextOf(const TableMetadata& metadata) {
   for (size_t i = 0; i < tuple.fields.size(); ++i) {
     const NestedField& f = tuple.fields[i];
     ASSIGN_OR_RETURN(std::string avro, AvroTypeOf(f.type));
-    fields += fmt::format(R"({}{{"name":{},"type":["null",{}],"default":null,"field-id":{}}})", i > 0 ? "," : "",
-                          Json(f.name).dump(), avro, f.id);
+    fields += fmt::format(R"({}{{"name":{},"type":["null",{}],"default":null,"field-id":{}}})",
+                          i > 0 ? "," : "", Json(f.name).dump(), avro, f.id);
   }
   c.partition_avro_fields = fields + "]";
   return c;
@@ -80,13 +94,15 @@ Result<ManifestContext> ContextOf(const TableMetadata& metadata) {
 Result<Table> Table::Load(const std::string& root) {
   TableFiles files(root);
   ASSIGN_OR_RETURN(std::optional<MetadataVersion> current, files.Current());
-  if (!current) return NotFoundError("{} holds no Iceberg table (no metadata/v<N>.metadata.json)", root);
+  if (!current)
+    return NotFoundError("{} holds no Iceberg table (no metadata/v<N>.metadata.json)", root);
   Result<TableMetadata> metadata = TableMetadataFromJson(current->json);
   if (!metadata.ok()) return CorruptionError("{}: {}", current->path, metadata.status().message());
   return Table(std::move(files), std::move(*metadata), current->version);
 }
 
-Result<Table> Table::Create(const std::string& root, const Schema& schema, const PartitionSpec& spec,
+Result<Table> Table::Create(const std::string& root, const Schema& schema,
+                            const PartitionSpec& spec,
                             const std::map<std::string, std::string>& properties) {
   NewTableOptions options;
   options.location = FileUri(root);
@@ -127,7 +143,8 @@ Result<std::vector<ManifestEntry>> ReadEntriesOf(const ManifestFile& m) {
   return entries;
 }
 
-Result<std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>>> Table::CurrentManifests() const {
+Result<std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>>> Table::CurrentManifests()
+    const {
   std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>> out;
   const Snapshot* current = metadata_.CurrentSnapshot();
   if (current == nullptr) return out;
@@ -148,12 +165,13 @@ std::optional<std::string> NewestSummary(const TableMetadata& metadata, const st
   return std::nullopt;
 }
 
-std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata, std::string_view prefix) {
+std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata,
+                                                   std::string_view prefix) {
   std::map<std::string, std::string> out;
   const Snapshot* s = metadata.CurrentSnapshot();
   for (size_t hops = 0; s != nullptr && hops <= metadata.snapshots.size(); ++hops) {
-    for (auto it = s->summary.lower_bound(std::string(prefix)); it != s->summary.end() && it->first.starts_with(prefix);
-         ++it) {
+    for (auto it = s->summary.lower_bound(std::string(prefix));
+         it != s->summary.end() && it->first.starts_with(prefix); ++it) {
       out.emplace(it->first, it->second);  // the newest stays
     }
     s = s->parent_snapshot_id ? metadata.FindSnapshot(*s->parent_snapshot_id) : nullptr;
@@ -173,7 +191,8 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
   std::vector<ManifestEntry> added;
   SnapshotChanges changes;
   for (const DataFile& f : data) {
-    added.push_back(ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
+    added.push_back(
+        ManifestEntry{EntryStatus::kAdded, std::nullopt, std::nullopt, std::nullopt, f});
     changes.added_records += f.record_count;
     changes.added_bytes += f.file_size_in_bytes;
   }
@@ -204,7 +223,8 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     std::vector<ManifestFile> kept;
     std::vector<ManifestFile> same;
     for (ManifestFile& m : manifests) {
-      (m.partition_spec_id == context.spec_id && m.content == 0 ? same : kept).push_back(std::move(m));
+      (m.partition_spec_id == context.spec_id && m.content == 0 ? same : kept)
+          .push_back(std::move(m));
     }
     manifests = std::move(same);
     if (manifests.size() + 1 > kMergeManifests) {
@@ -241,7 +261,8 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
     // an empty list as one summary per field and fail).
     {
       ASSIGN_OR_RETURN(Type tuple, a.base.DefaultSpec()->PartitionType(*a.base.CurrentSchema()));
-      ASSIGN_OR_RETURN(mine.partitions, SummarizePartitions(tuple, merged_entries.empty() ? added : merged_entries));
+      ASSIGN_OR_RETURN(mine.partitions,
+                       SummarizePartitions(tuple, merged_entries.empty() ? added : merged_entries));
     }
     manifests.insert(manifests.begin(), mine);
     plan.manifests = std::move(manifests);
@@ -273,10 +294,13 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
       fresh = true;
       continue;
     }
-    std::string list_path = fmt::format("{}/snap-{}-{}-{}.avro", metadata_dir, snapshot_id, attempt, NewUuid());
-    ASSIGN_OR_RETURN(std::string list_bytes,
-                     WriteManifestList(snapshot_id, parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
-                                       sequence, plan->manifests));
+    std::string list_path =
+        fmt::format("{}/snap-{}-{}-{}.avro", metadata_dir, snapshot_id, attempt, NewUuid());
+    ASSIGN_OR_RETURN(
+        std::string list_bytes,
+        WriteManifestList(snapshot_id,
+                          parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
+                          sequence, plan->manifests));
     RETURN_IF_ERROR(WriteFileAtomically(list_path, list_bytes));
     CrashPoint("iceberg-list-written");
 
@@ -314,7 +338,8 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
     main.snapshot_id = snapshot_id;
     std::vector<TableUpdate> updates = {AddSnapshotUpdate{snap},
                                         SetSnapshotRefUpdate{std::string(kMainBranch), main}};
-    ASSIGN_OR_RETURN(TableMetadata next, ApplyUpdates(metadata_, metadata_location(), updates, snap.timestamp_ms));
+    ASSIGN_OR_RETURN(TableMetadata next,
+                     ApplyUpdates(metadata_, metadata_location(), updates, snap.timestamp_ms));
     Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
     if (st.ok()) {
       CrashPoint("iceberg-committed");

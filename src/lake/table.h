@@ -5,8 +5,9 @@
 // from).
 //
 //   ASSIGN_OR_RETURN(Table t, Table::Load("/warehouse/db/events"));
-//   ASSIGN_OR_RETURN(int64_t id, t.Append(files, [&](const TableMetadata& base) { return extra; }));
-//   ASSIGN_OR_RETURN(int64_t id, t.Commit("replace", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {...}));
+//   ASSIGN_OR_RETURN(int64_t id, t.Append(files, [&](const TableMetadata& base) { return extra;
+//   })); ASSIGN_OR_RETURN(int64_t id, t.Commit("replace", [&](const CommitAttempt& a) ->
+//   Result<SnapshotPlan> {...}));
 //
 // A Table is a value owned by one thread; several Tables (in threads or processes) may
 // commit to one directory at once.
@@ -30,7 +31,8 @@ namespace sluice::lake {
 
 // Summary keys a commit adds beside Iceberg's own, computed against the metadata the
 // attempt commits on (an attempt that lost a race is computed again).
-using SummaryFn = std::function<Result<std::map<std::string, std::string>>(const TableMetadata& base)>;
+using SummaryFn =
+    std::function<Result<std::map<std::string, std::string>>(const TableMetadata& base)>;
 
 // Summary keys with this prefix (`sluice.offsets.<group>.<topic>`) are carried into every
 // new snapshot from the newest snapshot of the base's ancestry holding them, so the
@@ -79,7 +81,8 @@ class Table {
   static Result<Table> Load(const std::string& root);
   // A new table with fresh field ids (NewTable); when another writer created it first,
   // that table, loaded.
-  static Result<Table> Create(const std::string& root, const Schema& schema, const PartitionSpec& spec,
+  static Result<Table> Create(const std::string& root, const Schema& schema,
+                              const PartitionSpec& spec,
                               const std::map<std::string, std::string>& properties);
 
   const TableMetadata& metadata() const { return metadata_; }
@@ -125,7 +128,8 @@ class Table {
 // The newest value of summary `key` from the current snapshot back through its parents.
 std::optional<std::string> NewestSummary(const TableMetadata& metadata, const std::string& key);
 // The newest value of every summary key starting with `prefix`, the same way.
-std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata, std::string_view prefix);
+std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata,
+                                                   std::string_view prefix);
 
 // The manifest list of `snapshot` (errors name the file).
 Result<std::vector<ManifestFile>> ReadManifestsOf(const Snapshot& snapshot);

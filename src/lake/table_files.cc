@@ -2,14 +2,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <charconv>
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "lake/table_metadata.h"
 
@@ -53,12 +52,15 @@ Status WriteNew(const std::string& path, std::string_view bytes) {
   return Status::OK();
 }
 
-std::string Dir(const std::string& path) { return std::filesystem::path(path).parent_path().string(); }
+std::string Dir(const std::string& path) {
+  return std::filesystem::path(path).parent_path().string();
+}
 
 // "v12.metadata.json" -> 12.
 std::optional<int64_t> VersionOf(std::string_view name) {
   constexpr std::string_view kSuffix = ".metadata.json";
-  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix)) return std::nullopt;
+  if (name.size() <= 1 + kSuffix.size() || name[0] != 'v' || !name.ends_with(kSuffix))
+    return std::nullopt;
   std::string_view digits = name.substr(1, name.size() - 1 - kSuffix.size());
   int64_t v = 0;
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
@@ -161,12 +163,15 @@ Result<std::optional<MetadataVersion>> TableFiles::Current() const {
 
 Result<std::optional<MetadataVersion>> TableFiles::CurrentVersion() const {
   std::optional<int64_t> start;
-  if (Result<std::string> hint = ReadWholeFile(metadata_dir() + "/" + std::string(kHint)); hint.ok()) {
+  if (Result<std::string> hint = ReadWholeFile(metadata_dir() + "/" + std::string(kHint));
+      hint.ok()) {
     std::string_view t = *hint;
-    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r')) t.remove_suffix(1);
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r'))
+      t.remove_suffix(1);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec == std::errc() && p == t.data() + t.size() && v >= 1 && Exists(VersionPath(v))) start = v;
+    if (ec == std::errc() && p == t.data() + t.size() && v >= 1 && Exists(VersionPath(v)))
+      start = v;
   }
   if (!start) {
     ASSIGN_OR_RETURN(start, ScanVersions());
@@ -187,15 +192,17 @@ Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
     // away with its files in place) would share those files: its expiry or purge would
     // delete them. Refused.
     if (!std::filesystem::exists(metadata_dir(), ec)) {
-      for (auto it = std::filesystem::directory_iterator(root_, ec); !ec && it != std::filesystem::directory_iterator();
-           it.increment(ec)) {
+      for (auto it = std::filesystem::directory_iterator(root_, ec);
+           !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
         std::string name = it->path().filename().string();
-        bool leftover = name.rfind("metadata.renamed-", 0) == 0 || name.rfind(".metadata.dropped-", 0) == 0 ||
-                        (name == "data" && it->is_directory() && !std::filesystem::is_empty(it->path(), ec));
+        bool leftover =
+            name.rfind("metadata.renamed-", 0) == 0 || name.rfind(".metadata.dropped-", 0) == 0 ||
+            (name == "data" && it->is_directory() && !std::filesystem::is_empty(it->path(), ec));
         if (leftover) {
-          return FailedPreconditionError("{} holds another table's files ({}): a new table there would share them; "
-                                    "use another name or location, or remove them",
-                                    root_, name);
+          return FailedPreconditionError(
+              "{} holds another table's files ({}): a new table there would share them; "
+              "use another name or location, or remove them",
+              root_, name);
         }
       }
       ec.clear();

@@ -7,7 +7,9 @@
 
 namespace sluice::lake {
 
-std::string_view SortDirectionName(SortDirection d) { return d == SortDirection::kAsc ? "asc" : "desc"; }
+std::string_view SortDirectionName(SortDirection d) {
+  return d == SortDirection::kAsc ? "asc" : "desc";
+}
 std::string_view NullOrderName(NullOrder n) {
   return n == NullOrder::kNullsFirst ? "nulls-first" : "nulls-last";
 }
@@ -144,7 +146,8 @@ Result<PartitionSpec> PartitionSpecFromJson(const Json& json, std::string_view p
   PartitionSpec spec;
   ASSIGN_OR_RETURN(spec.spec_id, obj.Int("spec-id"));
   ASSIGN_OR_RETURN(const Json* fields, obj.Array("fields"));
-  ASSIGN_OR_RETURN(spec.fields, PartitionFieldsFromJson(*fields, obj.PathOf("fields"), require_field_ids));
+  ASSIGN_OR_RETURN(spec.fields,
+                   PartitionFieldsFromJson(*fields, obj.PathOf("fields"), require_field_ids));
   return spec;
 }
 
@@ -187,7 +190,8 @@ Result<SortOrder> SortOrderFromJson(const Json& json, std::string_view path) {
     } else if (direction == "desc") {
       sf.direction = SortDirection::kDesc;
     } else {
-      return InvalidArgumentError("{}: \"{}\" is not asc or desc", f.PathOf("direction"), direction);
+      return InvalidArgumentError("{}: \"{}\" is not asc or desc", f.PathOf("direction"),
+                                  direction);
     }
     ASSIGN_OR_RETURN(std::string nulls, f.String("null-order"));
     if (nulls == "nulls-first") {
@@ -253,7 +257,8 @@ Result<Snapshot> SnapshotFromJson(const Json& json, std::string_view path, int f
     }
     auto op = summary.find("operation");
     if (op == summary.end()) {
-      return InvalidArgumentError("{}: missing required field \"operation\"", obj.PathOf("summary"));
+      return InvalidArgumentError("{}: missing required field \"operation\"",
+                                  obj.PathOf("summary"));
     }
     if (!IsKnownOperation(op->second)) {
       return InvalidArgumentError("{}: \"{}\" is not append, replace, overwrite or delete",
@@ -347,7 +352,8 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   if (v2 || root.Has("schemas")) {
     ASSIGN_OR_RETURN(const Json* schemas, root.Array("schemas"));
     for (size_t i = 0; i < schemas->size(); ++i) {
-      ASSIGN_OR_RETURN(Schema s, SchemaFromJson((*schemas)[i], JsonPath(root.PathOf("schemas"), i), v2));
+      ASSIGN_OR_RETURN(Schema s,
+                       SchemaFromJson((*schemas)[i], JsonPath(root.PathOf("schemas"), i), v2));
       m.schemas.push_back(std::move(s));
     }
     ASSIGN_OR_RETURN(m.current_schema_id, root.Int("current-schema-id"));
@@ -362,7 +368,9 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   if (v2 || root.Has("partition-specs")) {
     ASSIGN_OR_RETURN(const Json* specs, root.Array("partition-specs"));
     for (size_t i = 0; i < specs->size(); ++i) {
-      ASSIGN_OR_RETURN(PartitionSpec spec, PartitionSpecFromJson((*specs)[i], JsonPath(root.PathOf("partition-specs"), i), v2));
+      ASSIGN_OR_RETURN(
+          PartitionSpec spec,
+          PartitionSpecFromJson((*specs)[i], JsonPath(root.PathOf("partition-specs"), i), v2));
       if (!v2) AssignV1PartitionFieldIds(&spec);
       m.partition_specs.push_back(std::move(spec));
     }
@@ -370,7 +378,8 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   } else {
     ASSIGN_OR_RETURN(const Json* fields, root.Require("partition-spec"));
     PartitionSpec spec;
-    ASSIGN_OR_RETURN(spec.fields, PartitionFieldsFromJson(*fields, root.PathOf("partition-spec"), false));
+    ASSIGN_OR_RETURN(spec.fields,
+                     PartitionFieldsFromJson(*fields, root.PathOf("partition-spec"), false));
     AssignV1PartitionFieldIds(&spec);
     m.partition_specs.push_back(std::move(spec));
     m.default_spec_id = 0;
@@ -380,7 +389,8 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   } else {
     ASSIGN_OR_RETURN(auto last, root.OptInt("last-partition-id"));
     int32_t highest = kPartitionDataIdStart - 1;
-    for (const PartitionSpec& s : m.partition_specs) highest = std::max(highest, s.LastAssignedFieldId());
+    for (const PartitionSpec& s : m.partition_specs)
+      highest = std::max(highest, s.LastAssignedFieldId());
     m.last_partition_id = last.value_or(highest);
   }
 
@@ -392,28 +402,34 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   if (const Json* snapshots = root.Get("snapshots")) {
     ASSIGN_OR_RETURN(snapshots, root.Array("snapshots"));
     for (size_t i = 0; i < snapshots->size(); ++i) {
-      ASSIGN_OR_RETURN(Snapshot s, SnapshotFromJson((*snapshots)[i], JsonPath(root.PathOf("snapshots"), i), m.format_version));
+      ASSIGN_OR_RETURN(Snapshot s,
+                       SnapshotFromJson((*snapshots)[i], JsonPath(root.PathOf("snapshots"), i),
+                                        m.format_version));
       m.snapshots.push_back(std::move(s));
     }
   }
 
   if (const Json* refs = root.Get("refs")) {
     if (!refs->is_object()) {
-      return InvalidArgumentError("{}: expected an object, got {}", root.PathOf("refs"), JsonKindName(*refs));
+      return InvalidArgumentError("{}: expected an object, got {}", root.PathOf("refs"),
+                                  JsonKindName(*refs));
     }
     for (auto it = refs->begin(); it != refs->end(); ++it) {
-      ASSIGN_OR_RETURN(SnapshotRef ref, SnapshotRefFromJson(it.value(), JsonPath(root.PathOf("refs"), it.key())));
+      ASSIGN_OR_RETURN(SnapshotRef ref,
+                       SnapshotRefFromJson(it.value(), JsonPath(root.PathOf("refs"), it.key())));
       m.refs.emplace(it.key(), ref);
     }
   } else if (m.current_snapshot_id) {
     // Java's rule for metadata written before refs: the current snapshot is main.
-    m.refs.emplace(std::string(kMainBranch), SnapshotRef{*m.current_snapshot_id, RefType::kBranch, {}, {}, {}});
+    m.refs.emplace(std::string(kMainBranch),
+                   SnapshotRef{*m.current_snapshot_id, RefType::kBranch, {}, {}, {}});
   }
 
   if (const Json* log = root.Get("snapshot-log")) {
     ASSIGN_OR_RETURN(log, root.Array("snapshot-log"));
     for (size_t i = 0; i < log->size(); ++i) {
-      ASSIGN_OR_RETURN(JsonObject e, JsonObject::Of((*log)[i], JsonPath(root.PathOf("snapshot-log"), i)));
+      ASSIGN_OR_RETURN(JsonObject e,
+                       JsonObject::Of((*log)[i], JsonPath(root.PathOf("snapshot-log"), i)));
       SnapshotLogEntry entry;
       ASSIGN_OR_RETURN(entry.timestamp_ms, e.Long("timestamp-ms"));
       ASSIGN_OR_RETURN(entry.snapshot_id, e.Long("snapshot-id"));
@@ -423,7 +439,8 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   if (const Json* log = root.Get("metadata-log")) {
     ASSIGN_OR_RETURN(log, root.Array("metadata-log"));
     for (size_t i = 0; i < log->size(); ++i) {
-      ASSIGN_OR_RETURN(JsonObject e, JsonObject::Of((*log)[i], JsonPath(root.PathOf("metadata-log"), i)));
+      ASSIGN_OR_RETURN(JsonObject e,
+                       JsonObject::Of((*log)[i], JsonPath(root.PathOf("metadata-log"), i)));
       MetadataLogEntry entry;
       ASSIGN_OR_RETURN(entry.timestamp_ms, e.Long("timestamp-ms"));
       ASSIGN_OR_RETURN(entry.metadata_file, e.String("metadata-file"));
@@ -434,7 +451,8 @@ Result<TableMetadata> TableMetadataFromJson(const Json& json) {
   if (v2 || root.Has("sort-orders")) {
     ASSIGN_OR_RETURN(const Json* orders, root.Array("sort-orders"));
     for (size_t i = 0; i < orders->size(); ++i) {
-      ASSIGN_OR_RETURN(SortOrder o, SortOrderFromJson((*orders)[i], JsonPath(root.PathOf("sort-orders"), i)));
+      ASSIGN_OR_RETURN(SortOrder o,
+                       SortOrderFromJson((*orders)[i], JsonPath(root.PathOf("sort-orders"), i)));
       m.sort_orders.push_back(std::move(o));
     }
     ASSIGN_OR_RETURN(m.default_sort_order_id, root.Int("default-sort-order-id"));
@@ -475,7 +493,8 @@ Json TableMetadataToJson(const TableMetadata& m) {
   Json schemas = Json::array();
   for (const Schema& s : m.schemas) schemas.push_back(SchemaToJson(s));
   j["schemas"] = std::move(schemas);
-  if (!v2 && m.DefaultSpec() != nullptr) j["partition-spec"] = PartitionSpecToJson(*m.DefaultSpec())["fields"];
+  if (!v2 && m.DefaultSpec() != nullptr)
+    j["partition-spec"] = PartitionSpecToJson(*m.DefaultSpec())["fields"];
   j["default-spec-id"] = m.default_spec_id;
   Json specs = Json::array();
   for (const PartitionSpec& s : m.partition_specs) specs.push_back(PartitionSpecToJson(s));
@@ -568,15 +587,20 @@ Status ValidateSpecAgainstSchema(const PartitionSpec& spec, const Schema& schema
   std::set<std::string_view> names;
   for (const PartitionField& f : spec.fields) {
     std::string what = fmt::format("partition spec {} field \"{}\"", spec.spec_id, f.name);
-    if (f.name.empty()) return InvalidArgumentError("partition spec {}: a field has no name", spec.spec_id);
-    if (!names.insert(f.name).second) return InvalidArgumentError("{}: the name appears twice", what);
+    if (f.name.empty())
+      return InvalidArgumentError("partition spec {}: a field has no name", spec.spec_id);
+    if (!names.insert(f.name).second)
+      return InvalidArgumentError("{}: the name appears twice", what);
     RETURN_IF_ERROR(CheckSource(f.transform, f.source_id, schema, what));
     const NestedField* column = schema.FindField(std::string_view(f.name));
     if (column != nullptr) {
-      bool same_identity = f.transform.kind() == TransformKind::kIdentity && column->id == f.source_id;
+      bool same_identity =
+          f.transform.kind() == TransformKind::kIdentity && column->id == f.source_id;
       if (!same_identity) {
-        return InvalidArgumentError("{}: the name is a column of the schema (only an identity "
-                                    "partition of that column may use it)", what);
+        return InvalidArgumentError(
+            "{}: the name is a column of the schema (only an identity "
+            "partition of that column may use it)",
+            what);
       }
     }
   }
@@ -639,7 +663,8 @@ Status TableMetadata::Validate() const {
   }
   const PartitionSpec* spec = DefaultSpec();
   if (spec == nullptr) {
-    return InvalidArgumentError("default-spec-id {} is not among the partition specs", default_spec_id);
+    return InvalidArgumentError("default-spec-id {} is not among the partition specs",
+                                default_spec_id);
   }
   RETURN_IF_ERROR(ValidateSpecAgainstSchema(*spec, *current));
 
@@ -650,8 +675,10 @@ Status TableMetadata::Validate() const {
       return InvalidArgumentError("sort order id {} appears more than once", o.order_id);
     }
     if ((o.order_id == kUnsortedOrderId) != o.is_unsorted()) {
-      return InvalidArgumentError("sort order {}: order id 0 is reserved for the unsorted order "
-                                  "(and only for it)", o.order_id);
+      return InvalidArgumentError(
+          "sort order {}: order id 0 is reserved for the unsorted order "
+          "(and only for it)",
+          o.order_id);
     }
   }
   const SortOrder* order = FindSortOrder(default_sort_order_id);
@@ -670,8 +697,9 @@ Status TableMetadata::Validate() const {
       return InvalidArgumentError("snapshot {} is its own parent", s.snapshot_id);
     }
     if (v2 && s.sequence_number > last_sequence_number) {
-      return InvalidArgumentError("snapshot {} has sequence number {}, above last-sequence-number {}",
-                                  s.snapshot_id, s.sequence_number, last_sequence_number);
+      return InvalidArgumentError(
+          "snapshot {} has sequence number {}, above last-sequence-number {}", s.snapshot_id,
+          s.sequence_number, last_sequence_number);
     }
     if (v2 && s.operation.empty()) {
       return InvalidArgumentError("snapshot {} has no summary operation", s.snapshot_id);
@@ -684,12 +712,15 @@ Status TableMetadata::Validate() const {
   for (const auto& [name, ref] : refs) {
     if (name.empty()) return InvalidArgumentError("a snapshot ref has an empty name");
     if (FindSnapshot(ref.snapshot_id) == nullptr) {
-      return InvalidArgumentError("ref \"{}\" points at snapshot {}, which is not among the snapshots",
-                                  name, ref.snapshot_id);
+      return InvalidArgumentError(
+          "ref \"{}\" points at snapshot {}, which is not among the snapshots", name,
+          ref.snapshot_id);
     }
     if (ref.type == RefType::kTag && (ref.min_snapshots_to_keep || ref.max_snapshot_age_ms)) {
-      return InvalidArgumentError("tag \"{}\": min-snapshots-to-keep and max-snapshot-age-ms are for "
-                                  "branches only", name);
+      return InvalidArgumentError(
+          "tag \"{}\": min-snapshots-to-keep and max-snapshot-age-ms are for "
+          "branches only",
+          name);
     }
     if ((ref.min_snapshots_to_keep && *ref.min_snapshots_to_keep <= 0) ||
         (ref.max_snapshot_age_ms && *ref.max_snapshot_age_ms <= 0) ||
@@ -706,8 +737,10 @@ Status TableMetadata::Validate() const {
                                 *current_snapshot_id, main->snapshot_id);
   }
   if (!current_snapshot_id && main != nullptr) {
-    return InvalidArgumentError("the main branch points at snapshot {} but current-snapshot-id is "
-                                "not set", main->snapshot_id);
+    return InvalidArgumentError(
+        "the main branch points at snapshot {} but current-snapshot-id is "
+        "not set",
+        main->snapshot_id);
   }
   return Status::OK();
 }
@@ -726,7 +759,8 @@ Result<TableMetadata> NewTable(const NewTableOptions& o) {
   std::unordered_map<int32_t, int32_t> fresh(mapping.begin(), mapping.end());
   auto remap = [&](int32_t old_id, std::string_view what) -> Result<int32_t> {
     auto it = fresh.find(old_id);
-    if (it == fresh.end()) return InvalidArgumentError("{}: source id {} is not in the schema", what, old_id);
+    if (it == fresh.end())
+      return InvalidArgumentError("{}: source id {} is not in the schema", what, old_id);
     return it->second;
   };
 
@@ -735,10 +769,12 @@ Result<TableMetadata> NewTable(const NewTableOptions& o) {
   int32_t next_partition_id = kPartitionDataIdStart;
   for (const PartitionField& f : o.spec.fields) {
     if (f.transform.kind() == TransformKind::kUnknown) {
-      return InvalidArgumentError("partition field \"{}\": unknown transform \"{}\"", f.name, f.transform.ToString());
+      return InvalidArgumentError("partition field \"{}\": unknown transform \"{}\"", f.name,
+                                  f.transform.ToString());
     }
     PartitionField nf = f;
-    ASSIGN_OR_RETURN(nf.source_id, remap(f.source_id, fmt::format("partition field \"{}\"", f.name)));
+    ASSIGN_OR_RETURN(nf.source_id,
+                     remap(f.source_id, fmt::format("partition field \"{}\"", f.name)));
     nf.field_id = next_partition_id++;
     spec.fields.push_back(std::move(nf));
   }

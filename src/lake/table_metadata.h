@@ -30,7 +30,8 @@ inline constexpr int32_t kPartitionDataIdStart = 1000;  // first partition field
 inline constexpr int32_t kUnsortedOrderId = 0;
 inline constexpr std::string_view kMainBranch = "main";
 // Table property bounding metadata-log (Java's name and default).
-inline constexpr std::string_view kMetadataPreviousVersionsMax = "write.metadata.previous-versions-max";
+inline constexpr std::string_view kMetadataPreviousVersionsMax =
+    "write.metadata.previous-versions-max";
 inline constexpr int kMetadataPreviousVersionsMaxDefault = 100;
 
 struct PartitionField {
@@ -190,8 +191,8 @@ Status ValidateSortOrderAgainstSchema(const SortOrder& order, const Schema& sche
 struct NewTableOptions {
   std::string location;
   Schema schema;
-  PartitionSpec spec;     // source ids refer to `schema`'s ids
-  SortOrder sort_order;   // likewise
+  PartitionSpec spec;    // source ids refer to `schema`'s ids
+  SortOrder sort_order;  // likewise
   std::map<std::string, std::string> properties;
   int format_version = 2;
   std::string table_uuid;  // "" = a new random UUID

@@ -1,8 +1,9 @@
 #include "lake/table_update.h"
-#include "base/strings.h"
 
 #include <algorithm>
 #include <set>
+
+#include "base/strings.h"
 
 namespace sluice::lake {
 
@@ -18,12 +19,14 @@ constexpr RequirementName kRequirements[] = {
     {RequirementKind::kAssertCreate, "assert-create", ""},
     {RequirementKind::kAssertTableUuid, "assert-table-uuid", ""},
     {RequirementKind::kAssertRefSnapshotId, "assert-ref-snapshot-id", ""},
-    {RequirementKind::kAssertLastAssignedFieldId, "assert-last-assigned-field-id", "last-assigned-field-id"},
+    {RequirementKind::kAssertLastAssignedFieldId, "assert-last-assigned-field-id",
+     "last-assigned-field-id"},
     {RequirementKind::kAssertCurrentSchemaId, "assert-current-schema-id", "current-schema-id"},
     {RequirementKind::kAssertLastAssignedPartitionId, "assert-last-assigned-partition-id",
      "last-assigned-partition-id"},
     {RequirementKind::kAssertDefaultSpecId, "assert-default-spec-id", "default-spec-id"},
-    {RequirementKind::kAssertDefaultSortOrderId, "assert-default-sort-order-id", "default-sort-order-id"},
+    {RequirementKind::kAssertDefaultSortOrderId, "assert-default-sort-order-id",
+     "default-sort-order-id"},
 };
 
 const RequirementName& NameOf(RequirementKind kind) {
@@ -35,9 +38,11 @@ const RequirementName& NameOf(RequirementKind kind) {
 
 // Updates in the OpenAPI that this code rejects as unsupported (rather than unknown).
 constexpr std::string_view kUnsupportedActions[] = {
-    "set-statistics", "remove-statistics", "set-partition-statistics",
-    "remove-partition-statistics", "remove-partition-specs", "remove-schemas",
-    "add-encryption-key", "remove-encryption-key", "add-view-version", "set-current-view-version",
+    "set-statistics",           "remove-statistics",
+    "set-partition-statistics", "remove-partition-statistics",
+    "remove-partition-specs",   "remove-schemas",
+    "add-encryption-key",       "remove-encryption-key",
+    "add-view-version",         "set-current-view-version",
 };
 
 }  // namespace
@@ -80,17 +85,25 @@ Json TableRequirementToJson(const TableRequirement& req) {
 std::string_view TableUpdateAction(const TableUpdate& update) {
   struct Visitor {
     std::string_view operator()(const AssignUuidUpdate&) const { return "assign-uuid"; }
-    std::string_view operator()(const UpgradeFormatVersionUpdate&) const { return "upgrade-format-version"; }
+    std::string_view operator()(const UpgradeFormatVersionUpdate&) const {
+      return "upgrade-format-version";
+    }
     std::string_view operator()(const AddSchemaUpdate&) const { return "add-schema"; }
-    std::string_view operator()(const SetCurrentSchemaUpdate&) const { return "set-current-schema"; }
+    std::string_view operator()(const SetCurrentSchemaUpdate&) const {
+      return "set-current-schema";
+    }
     std::string_view operator()(const AddSpecUpdate&) const { return "add-spec"; }
     std::string_view operator()(const SetDefaultSpecUpdate&) const { return "set-default-spec"; }
     std::string_view operator()(const AddSortOrderUpdate&) const { return "add-sort-order"; }
-    std::string_view operator()(const SetDefaultSortOrderUpdate&) const { return "set-default-sort-order"; }
+    std::string_view operator()(const SetDefaultSortOrderUpdate&) const {
+      return "set-default-sort-order";
+    }
     std::string_view operator()(const AddSnapshotUpdate&) const { return "add-snapshot"; }
     std::string_view operator()(const SetSnapshotRefUpdate&) const { return "set-snapshot-ref"; }
     std::string_view operator()(const RemoveSnapshotsUpdate&) const { return "remove-snapshots"; }
-    std::string_view operator()(const RemoveSnapshotRefUpdate&) const { return "remove-snapshot-ref"; }
+    std::string_view operator()(const RemoveSnapshotRefUpdate&) const {
+      return "remove-snapshot-ref";
+    }
     std::string_view operator()(const SetLocationUpdate&) const { return "set-location"; }
     std::string_view operator()(const SetPropertiesUpdate&) const { return "set-properties"; }
     std::string_view operator()(const RemovePropertiesUpdate&) const { return "remove-properties"; }
@@ -195,7 +208,8 @@ Result<TableUpdate> TableUpdateFromJson(const Json& json, std::string_view path)
     RemovePropertiesUpdate u;
     ASSIGN_OR_RETURN(const Json* removals, obj.Array("removals"));
     for (size_t i = 0; i < removals->size(); ++i) {
-      ASSIGN_OR_RETURN(std::string key, JsonToString((*removals)[i], JsonPath(obj.PathOf("removals"), i)));
+      ASSIGN_OR_RETURN(std::string key,
+                       JsonToString((*removals)[i], JsonPath(obj.PathOf("removals"), i)));
       u.removals.push_back(std::move(key));
     }
     return TableUpdate(std::move(u));
@@ -262,12 +276,15 @@ Result<CommitRequest> CommitRequestFromJson(const Json& json) {
   if (const Json* id = obj.Get("identifier")) req.identifier = *id;
   ASSIGN_OR_RETURN(const Json* requirements, obj.Array("requirements"));
   for (size_t i = 0; i < requirements->size(); ++i) {
-    ASSIGN_OR_RETURN(TableRequirement r, TableRequirementFromJson((*requirements)[i], JsonPath(obj.PathOf("requirements"), i)));
+    ASSIGN_OR_RETURN(
+        TableRequirement r,
+        TableRequirementFromJson((*requirements)[i], JsonPath(obj.PathOf("requirements"), i)));
     req.requirements.push_back(std::move(r));
   }
   ASSIGN_OR_RETURN(const Json* updates, obj.Array("updates"));
   for (size_t i = 0; i < updates->size(); ++i) {
-    ASSIGN_OR_RETURN(TableUpdate u, TableUpdateFromJson((*updates)[i], JsonPath(obj.PathOf("updates"), i)));
+    ASSIGN_OR_RETURN(TableUpdate u,
+                     TableUpdateFromJson((*updates)[i], JsonPath(obj.PathOf("updates"), i)));
     req.updates.push_back(std::move(u));
   }
   return req;
@@ -324,23 +341,29 @@ Status CheckRequirement(const TableRequirement& req, const TableMetadata* base) 
         return Status::OK();
       }
       if (ref == nullptr) {
-        return FailedPreconditionError("Requirement failed: branch or tag {} is missing, expected {}",
-                                       req.ref, *req.snapshot_id);
+        return FailedPreconditionError(
+            "Requirement failed: branch or tag {} is missing, expected {}", req.ref,
+            *req.snapshot_id);
       }
       if (ref->snapshot_id != *req.snapshot_id) {
-        return FailedPreconditionError("Requirement failed: {} {} has changed: expected id {} != {}",
-                                       RefTypeName(ref->type), req.ref, *req.snapshot_id, ref->snapshot_id);
+        return FailedPreconditionError(
+            "Requirement failed: {} {} has changed: expected id {} != {}", RefTypeName(ref->type),
+            req.ref, *req.snapshot_id, ref->snapshot_id);
       }
       return Status::OK();
     }
-    case RequirementKind::kAssertLastAssignedFieldId: return check_int("last assigned field id", base->last_column_id);
-    case RequirementKind::kAssertCurrentSchemaId: return check_int("current schema id", base->current_schema_id);
+    case RequirementKind::kAssertLastAssignedFieldId:
+      return check_int("last assigned field id", base->last_column_id);
+    case RequirementKind::kAssertCurrentSchemaId:
+      return check_int("current schema id", base->current_schema_id);
     case RequirementKind::kAssertLastAssignedPartitionId:
       return check_int("last assigned partition id", base->last_partition_id);
-    case RequirementKind::kAssertDefaultSpecId: return check_int("default partition spec id", base->default_spec_id);
+    case RequirementKind::kAssertDefaultSpecId:
+      return check_int("default partition spec id", base->default_spec_id);
     case RequirementKind::kAssertDefaultSortOrderId:
       return check_int("default sort order id", base->default_sort_order_id);
-    default: return Status::OK();
+    default:
+      return Status::OK();
   }
 }
 
@@ -380,8 +403,9 @@ class Builder {
     m_.last_updated_ms = last_updated_ms_.value_or(now_ms_);
     if (!m_.snapshot_log.empty() &&
         m_.snapshot_log.back().timestamp_ms - m_.last_updated_ms > kOneMinuteMs) {
-      return InvalidArgumentError("invalid update timestamp {}: before the last snapshot log entry at {}",
-                                  m_.last_updated_ms, m_.snapshot_log.back().timestamp_ms);
+      return InvalidArgumentError(
+          "invalid update timestamp {}: before the last snapshot log entry at {}",
+          m_.last_updated_ms, m_.snapshot_log.back().timestamp_ms);
     }
     if (!base_location.empty()) {
       m_.metadata_log.push_back(MetadataLogEntry{base.last_updated_ms, std::string(base_location)});
@@ -391,7 +415,8 @@ class Builder {
         try {
           keep = std::stoi(it->second);
         } catch (const std::exception&) {
-          return InvalidArgumentError("table property {}=\"{}\" is not an int", kMetadataPreviousVersionsMax, it->second);
+          return InvalidArgumentError("table property {}=\"{}\" is not an int",
+                                      kMetadataPreviousVersionsMax, it->second);
         }
       }
       keep = std::max(1, keep);
@@ -408,8 +433,8 @@ class Builder {
     RETURN_IF_ERROR(ParseUuid(u.uuid).status().WithContext("assign-uuid"));
     if (u.uuid == m_.table_uuid) return Status::OK();
     if (!m_.table_uuid.empty()) {
-      return InvalidArgumentError("assign-uuid: the table already has UUID {}; it cannot be reassigned",
-                                  m_.table_uuid);
+      return InvalidArgumentError(
+          "assign-uuid: the table already has UUID {}; it cannot be reassigned", m_.table_uuid);
     }
     m_.table_uuid = u.uuid;
     changed_ = true;
@@ -418,8 +443,9 @@ class Builder {
 
   Status Do(const UpgradeFormatVersionUpdate& u) {
     if (u.format_version > kMaxSupportedFormatVersion) {
-      return UnimplementedError("upgrade-format-version: format version {} is not supported (at most {})",
-                                u.format_version, kMaxSupportedFormatVersion);
+      return UnimplementedError(
+          "upgrade-format-version: format version {} is not supported (at most {})",
+          u.format_version, kMaxSupportedFormatVersion);
     }
     if (u.format_version < m_.format_version) {
       return InvalidArgumentError("upgrade-format-version: cannot downgrade v{} table to v{}",
@@ -436,8 +462,9 @@ class Builder {
     int32_t last = std::max(m_.last_column_id, u.schema.HighestFieldId());
     if (u.last_column_id) {
       if (*u.last_column_id < m_.last_column_id) {
-        return InvalidArgumentError("add-schema: invalid last column id {} < {} (previous last column id)",
-                                    *u.last_column_id, m_.last_column_id);
+        return InvalidArgumentError(
+            "add-schema: invalid last column id {} < {} (previous last column id)",
+            *u.last_column_id, m_.last_column_id);
       }
       last = std::max(last, *u.last_column_id);
     }
@@ -526,10 +553,12 @@ class Builder {
   Status Do(const SetDefaultSpecUpdate& u) {
     int32_t id = u.spec_id;
     if (id == -1) {
-      if (!last_added_spec_id_) return InvalidArgumentError("set-default-spec: -1 (last added) but no spec was added");
+      if (!last_added_spec_id_)
+        return InvalidArgumentError("set-default-spec: -1 (last added) but no spec was added");
       id = *last_added_spec_id_;
     }
-    if (m_.FindSpec(id) == nullptr) return InvalidArgumentError("set-default-spec: unknown spec id {}", id);
+    if (m_.FindSpec(id) == nullptr)
+      return InvalidArgumentError("set-default-spec: unknown spec id {}", id);
     if (id == m_.default_spec_id) return Status::OK();
     m_.default_spec_id = id;
     changed_ = true;
@@ -538,11 +567,13 @@ class Builder {
 
   Status Do(const AddSortOrderUpdate& u) {
     const Schema* schema = m_.CurrentSchema();
-    if (schema == nullptr) return InvalidArgumentError("add-sort-order: the table has no current schema");
+    if (schema == nullptr)
+      return InvalidArgumentError("add-sort-order: the table has no current schema");
     SortOrder order = u.sort_order;
     for (const SortField& f : order.fields) {
       if (f.transform.kind() == TransformKind::kUnknown) {
-        return InvalidArgumentError("add-sort-order: unknown transform \"{}\"", f.transform.ToString());
+        return InvalidArgumentError("add-sort-order: unknown transform \"{}\"",
+                                    f.transform.ToString());
       }
     }
     RETURN_IF_ERROR(ValidateSortOrderAgainstSchema(order, *schema).WithContext("add-sort-order"));
@@ -565,7 +596,8 @@ class Builder {
     int32_t id = u.sort_order_id;
     if (id == -1) {
       if (!last_added_order_id_) {
-        return InvalidArgumentError("set-default-sort-order: -1 (last added) but no sort order was added");
+        return InvalidArgumentError(
+            "set-default-sort-order: -1 (last added) but no sort order was added");
       }
       id = *last_added_order_id_;
     }
@@ -590,11 +622,13 @@ class Builder {
           s.snapshot_id, s.sequence_number, m_.last_sequence_number);
     }
     if (s.parent_snapshot_id && m_.FindSnapshot(*s.parent_snapshot_id) == nullptr) {
-      return InvalidArgumentError("add-snapshot: snapshot {} has parent {}, which is not in the table",
-                                  s.snapshot_id, *s.parent_snapshot_id);
+      return InvalidArgumentError(
+          "add-snapshot: snapshot {} has parent {}, which is not in the table", s.snapshot_id,
+          *s.parent_snapshot_id);
     }
     if (s.schema_id && m_.FindSchema(*s.schema_id) == nullptr) {
-      return InvalidArgumentError("add-snapshot: snapshot {} names unknown schema {}", s.snapshot_id, *s.schema_id);
+      return InvalidArgumentError("add-snapshot: snapshot {} names unknown schema {}",
+                                  s.snapshot_id, *s.schema_id);
     }
     if (s.manifest_list.empty()) {
       return InvalidArgumentError("add-snapshot: snapshot {} has no manifest-list", s.snapshot_id);
@@ -611,8 +645,8 @@ class Builder {
     if (u.ref_name.empty()) return InvalidArgumentError("set-snapshot-ref: empty ref name");
     const Snapshot* s = m_.FindSnapshot(u.ref.snapshot_id);
     if (s == nullptr) {
-      return InvalidArgumentError("set-snapshot-ref: cannot set {} to unknown snapshot {}", u.ref_name,
-                                  u.ref.snapshot_id);
+      return InvalidArgumentError("set-snapshot-ref: cannot set {} to unknown snapshot {}",
+                                  u.ref_name, u.ref.snapshot_id);
     }
     if (u.ref_name == kMainBranch && u.ref.type != RefType::kBranch) {
       return InvalidArgumentError("set-snapshot-ref: main must be a branch");
@@ -623,8 +657,10 @@ class Builder {
     if (added_snapshot_ids_.count(s->snapshot_id) > 0) last_updated_ms_ = s->timestamp_ms;
     if (u.ref_name == kMainBranch) {
       m_.current_snapshot_id = s->snapshot_id;
-      m_.snapshot_log.push_back(SnapshotLogEntry{last_updated_ms_.value_or(now_ms_), s->snapshot_id});
-      if (added_snapshot_ids_.count(s->snapshot_id) > 0) main_set_to_added_.push_back(s->snapshot_id);
+      m_.snapshot_log.push_back(
+          SnapshotLogEntry{last_updated_ms_.value_or(now_ms_), s->snapshot_id});
+      if (added_snapshot_ids_.count(s->snapshot_id) > 0)
+        main_set_to_added_.push_back(s->snapshot_id);
     }
     changed_ = true;
     return Status::OK();
@@ -708,17 +744,20 @@ class Builder {
 
 }  // namespace
 
-Result<TableMetadata> ApplyUpdates(const TableMetadata& base, std::string_view base_metadata_location,
+Result<TableMetadata> ApplyUpdates(const TableMetadata& base,
+                                   std::string_view base_metadata_location,
                                    const std::vector<TableUpdate>& updates, int64_t now_ms) {
   Builder builder(base, now_ms);
   for (size_t i = 0; i < updates.size(); ++i) {
     Status st = builder.Apply(updates[i]);
-    if (!st.ok()) return st.WithContext(fmt::format("update {} ({})", i, TableUpdateAction(updates[i])));
+    if (!st.ok())
+      return st.WithContext(fmt::format("update {} ({})", i, TableUpdateAction(updates[i])));
   }
   return builder.Build(base, base_metadata_location);
 }
 
-Result<TableMetadata> CommitTable(const TableMetadata* base, std::string_view base_metadata_location,
+Result<TableMetadata> CommitTable(const TableMetadata* base,
+                                  std::string_view base_metadata_location,
                                   const CommitRequest& request, int64_t now_ms) {
   for (const TableRequirement& r : request.requirements) RETURN_IF_ERROR(CheckRequirement(r, base));
   if (base != nullptr) return ApplyUpdates(*base, base_metadata_location, request.updates, now_ms);

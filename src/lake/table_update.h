@@ -49,28 +49,60 @@ struct TableRequirement {
 };
 
 // The updates (TableUpdate "action"s). Ids of -1 mean "the one added earlier in this commit".
-struct AssignUuidUpdate { std::string uuid; };
-struct UpgradeFormatVersionUpdate { int format_version = 2; };
-struct AddSchemaUpdate { Schema schema; std::optional<int32_t> last_column_id; };
-struct SetCurrentSchemaUpdate { int32_t schema_id = -1; };
-struct AddSpecUpdate { PartitionSpec spec; };  // field ids of -1 are assigned
-struct SetDefaultSpecUpdate { int32_t spec_id = -1; };
-struct AddSortOrderUpdate { SortOrder sort_order; };
-struct SetDefaultSortOrderUpdate { int32_t sort_order_id = -1; };
-struct AddSnapshotUpdate { Snapshot snapshot; };
-struct SetSnapshotRefUpdate { std::string ref_name; SnapshotRef ref; };
-struct RemoveSnapshotsUpdate { std::vector<int64_t> snapshot_ids; };
-struct RemoveSnapshotRefUpdate { std::string ref_name; };
-struct SetLocationUpdate { std::string location; };
-struct SetPropertiesUpdate { std::map<std::string, std::string> updates; };
-struct RemovePropertiesUpdate { std::vector<std::string> removals; };
+struct AssignUuidUpdate {
+  std::string uuid;
+};
+struct UpgradeFormatVersionUpdate {
+  int format_version = 2;
+};
+struct AddSchemaUpdate {
+  Schema schema;
+  std::optional<int32_t> last_column_id;
+};
+struct SetCurrentSchemaUpdate {
+  int32_t schema_id = -1;
+};
+struct AddSpecUpdate {
+  PartitionSpec spec;
+};  // field ids of -1 are assigned
+struct SetDefaultSpecUpdate {
+  int32_t spec_id = -1;
+};
+struct AddSortOrderUpdate {
+  SortOrder sort_order;
+};
+struct SetDefaultSortOrderUpdate {
+  int32_t sort_order_id = -1;
+};
+struct AddSnapshotUpdate {
+  Snapshot snapshot;
+};
+struct SetSnapshotRefUpdate {
+  std::string ref_name;
+  SnapshotRef ref;
+};
+struct RemoveSnapshotsUpdate {
+  std::vector<int64_t> snapshot_ids;
+};
+struct RemoveSnapshotRefUpdate {
+  std::string ref_name;
+};
+struct SetLocationUpdate {
+  std::string location;
+};
+struct SetPropertiesUpdate {
+  std::map<std::string, std::string> updates;
+};
+struct RemovePropertiesUpdate {
+  std::vector<std::string> removals;
+};
 
 using TableUpdate =
-    std::variant<AssignUuidUpdate, UpgradeFormatVersionUpdate, AddSchemaUpdate, SetCurrentSchemaUpdate,
-                 AddSpecUpdate, SetDefaultSpecUpdate, AddSortOrderUpdate, SetDefaultSortOrderUpdate,
-                 AddSnapshotUpdate, SetSnapshotRefUpdate, RemoveSnapshotsUpdate,
-                 RemoveSnapshotRefUpdate, SetLocationUpdate, SetPropertiesUpdate,
-                 RemovePropertiesUpdate>;
+    std::variant<AssignUuidUpdate, UpgradeFormatVersionUpdate, AddSchemaUpdate,
+                 SetCurrentSchemaUpdate, AddSpecUpdate, SetDefaultSpecUpdate, AddSortOrderUpdate,
+                 SetDefaultSortOrderUpdate, AddSnapshotUpdate, SetSnapshotRefUpdate,
+                 RemoveSnapshotsUpdate, RemoveSnapshotRefUpdate, SetLocationUpdate,
+                 SetPropertiesUpdate, RemovePropertiesUpdate>;
 
 // The body of POST .../tables/{table} (and of a create transaction's commit).
 struct CommitRequest {
@@ -109,12 +141,14 @@ TableMetadata EmptyTableMetadata();
 // from ("" for a create): it is appended to metadata-log with base's last-updated-ms, and
 // the log trimmed to write.metadata.previous-versions-max. last-updated-ms becomes the
 // added snapshot's timestamp when the commit adds one (Java's rule), else `now_ms`.
-Result<TableMetadata> ApplyUpdates(const TableMetadata& base, std::string_view base_metadata_location,
+Result<TableMetadata> ApplyUpdates(const TableMetadata& base,
+                                   std::string_view base_metadata_location,
                                    const std::vector<TableUpdate>& updates, int64_t now_ms);
 
 // CheckRequirement for every requirement, then ApplyUpdates (from EmptyTableMetadata()
 // when `base` is nullptr).
-Result<TableMetadata> CommitTable(const TableMetadata* base, std::string_view base_metadata_location,
+Result<TableMetadata> CommitTable(const TableMetadata* base,
+                                  std::string_view base_metadata_location,
                                   const CommitRequest& request, int64_t now_ms);
 
 // Whether `status` is a commit conflict (the REST layer's 409 CommitFailedException).

@@ -1,10 +1,11 @@
 #include "lake/transforms.h"
-#include "base/strings.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <limits>
+
+#include "base/strings.h"
 
 namespace sluice::lake {
 
@@ -71,15 +72,24 @@ Result<Transform> Transform::Parse(std::string_view text) {
 
 std::string Transform::ToString() const {
   switch (kind_) {
-    case TransformKind::kIdentity: return "identity";
-    case TransformKind::kBucket: return fmt::format("bucket[{}]", param_);
-    case TransformKind::kTruncate: return fmt::format("truncate[{}]", param_);
-    case TransformKind::kYear: return "year";
-    case TransformKind::kMonth: return "month";
-    case TransformKind::kDay: return "day";
-    case TransformKind::kHour: return "hour";
-    case TransformKind::kVoid: return "void";
-    case TransformKind::kUnknown: return unknown_;
+    case TransformKind::kIdentity:
+      return "identity";
+    case TransformKind::kBucket:
+      return fmt::format("bucket[{}]", param_);
+    case TransformKind::kTruncate:
+      return fmt::format("truncate[{}]", param_);
+    case TransformKind::kYear:
+      return "year";
+    case TransformKind::kMonth:
+      return "month";
+    case TransformKind::kDay:
+      return "day";
+    case TransformKind::kHour:
+      return "hour";
+    case TransformKind::kVoid:
+      return "void";
+    case TransformKind::kUnknown:
+      return unknown_;
   }
   return unknown_;
 }
@@ -89,7 +99,8 @@ bool Transform::CanTransform(const Type& source) const {
   TypeId id = source.id;
   switch (kind_) {
     case TransformKind::kIdentity:
-    case TransformKind::kVoid: return true;
+    case TransformKind::kVoid:
+      return true;
     case TransformKind::kBucket:
       return id == TypeId::kInt || id == TypeId::kLong || id == TypeId::kDecimal ||
              id == TypeId::kDate || id == TypeId::kTime || IsTimestamp(id) ||
@@ -100,9 +111,12 @@ bool Transform::CanTransform(const Type& source) const {
              id == TypeId::kString || id == TypeId::kBinary;
     case TransformKind::kYear:
     case TransformKind::kMonth:
-    case TransformKind::kDay: return id == TypeId::kDate || IsTimestamp(id);
-    case TransformKind::kHour: return IsTimestamp(id);
-    case TransformKind::kUnknown: return false;
+    case TransformKind::kDay:
+      return id == TypeId::kDate || IsTimestamp(id);
+    case TransformKind::kHour:
+      return IsTimestamp(id);
+    case TransformKind::kUnknown:
+      return false;
   }
   return false;
 }
@@ -115,8 +129,10 @@ Result<Type> Transform::ResultType(const Type& source) const {
   switch (kind_) {
     case TransformKind::kIdentity:
     case TransformKind::kTruncate:
-    case TransformKind::kVoid: return source;
-    default: return Type::Primitive(TypeId::kInt);
+    case TransformKind::kVoid:
+      return source;
+    default:
+      return Type::Primitive(TypeId::kInt);
   }
 }
 
@@ -140,8 +156,12 @@ uint32_t Murmur3X86_32(const uint8_t* data, size_t size, uint32_t seed) {
   const uint8_t* tail = data + blocks * 4;
   uint32_t k = 0;
   switch (size & 3) {
-    case 3: k ^= static_cast<uint32_t>(tail[2]) << 16; [[fallthrough]];
-    case 2: k ^= static_cast<uint32_t>(tail[1]) << 8; [[fallthrough]];
+    case 3:
+      k ^= static_cast<uint32_t>(tail[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      k ^= static_cast<uint32_t>(tail[1]) << 8;
+      [[fallthrough]];
     case 1:
       k ^= tail[0];
       k *= c1;
@@ -180,13 +200,16 @@ Result<int32_t> BucketHash(const Type& source, const Value& value) {
   RETURN_IF_ERROR(CheckValueType(source, value));
   switch (source.id) {
     case TypeId::kInt:
-    case TypeId::kDate: return HashLong(value.as_int());
+    case TypeId::kDate:
+      return HashLong(value.as_int());
     case TypeId::kLong:
-    case TypeId::kTime: return HashLong(value.as_long());
+    case TypeId::kTime:
+      return HashLong(value.as_long());
     case TypeId::kTimestamp:
     case TypeId::kTimestampTz:
     case TypeId::kTimestampNs:
-    case TypeId::kTimestampTzNs: return HashLong(TimestampMicros(source, value.as_long()));
+    case TypeId::kTimestampTzNs:
+      return HashLong(TimestampMicros(source, value.as_long()));
     case TypeId::kDecimal: {
       Bytes b = MinimalBigEndian(value.as_unscaled());
       return HashBytes(b.data(), b.size());
@@ -195,8 +218,10 @@ Result<int32_t> BucketHash(const Type& source, const Value& value) {
       const std::string& s = value.as_string();
       return HashBytes(reinterpret_cast<const uint8_t*>(s.data()), s.size());
     }
-    case TypeId::kUuid: return HashBytes(value.as_uuid().data(), 16);
-    default: return HashBytes(value.as_bytes().data(), value.as_bytes().size());
+    case TypeId::kUuid:
+      return HashBytes(value.as_uuid().data(), 16);
+    default:
+      return HashBytes(value.as_bytes().data(), value.as_bytes().size());
   }
 }
 
@@ -211,7 +236,8 @@ Result<Value> Transform::Apply(const Type& source, const Value& value) const {
   RETURN_IF_ERROR(CheckValueType(source, value));
   if (value.is_null() || kind_ == TransformKind::kVoid) return Value::Null();
   switch (kind_) {
-    case TransformKind::kIdentity: return value;
+    case TransformKind::kIdentity:
+      return value;
     case TransformKind::kBucket: {
       ASSIGN_OR_RETURN(int32_t hash, BucketHash(source, value));
       return Value::Int((hash & std::numeric_limits<int32_t>::max()) % param_);
@@ -227,7 +253,8 @@ Result<Value> Transform::Apply(const Type& source, const Value& value) const {
           // same way, so compute in unsigned arithmetic to match it without overflow.
           int64_t v = value.as_long();
           int64_t r = ((v % param_) + param_) % param_;
-          return Value::Long(static_cast<int64_t>(static_cast<uint64_t>(v) - static_cast<uint64_t>(r)));
+          return Value::Long(
+              static_cast<int64_t>(static_cast<uint64_t>(v) - static_cast<uint64_t>(r)));
         }
         case TypeId::kDecimal: {
           __int128 v = value.as_unscaled();
@@ -263,11 +290,13 @@ Result<Value> Transform::Apply(const Type& source, const Value& value) const {
       int64_t out = kind_ == TransformKind::kYear ? year - 1970 : (year - 1970) * 12 + (month - 1);
       return Value::Int(static_cast<int32_t>(out));
     }
-    case TransformKind::kDay: return Value::Int(static_cast<int32_t>(DaysOf(source, value)));
+    case TransformKind::kDay:
+      return Value::Int(static_cast<int32_t>(DaysOf(source, value)));
     case TransformKind::kHour:
       return Value::Int(
           static_cast<int32_t>(FloorDiv(TimestampMicros(source, value.as_long()), kMicrosPerHour)));
-    default: return InternalError("unhandled transform {}", ToString());
+    default:
+      return InternalError("unhandled transform {}", ToString());
   }
 }
 

@@ -62,6 +62,8 @@ class PlaintextTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> MakePlaintext(int fd) { return std::make_unique<PlaintextTransport>(fd); }
+std::unique_ptr<Transport> MakePlaintext(int fd) {
+  return std::make_unique<PlaintextTransport>(fd);
+}
 
 }  // namespace sluice::net

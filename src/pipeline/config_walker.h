@@ -436,7 +436,8 @@ class Walker {
     if (!s) return std::nullopt;
     std::string_view value = Trim(*s);
     for (const auto& e : table) {
-      if (case_insensitive ? AsciiLower(e.name) == AsciiLower(value) : e.name == value) return e.value;
+      if (case_insensitive ? AsciiLower(e.name) == AsciiLower(value) : e.name == value)
+        return e.value;
     }
     int line = EntryLine(*m.Find(key), m.line);
     std::string path = Join(m.path, key);

@@ -269,9 +269,10 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
   if (config.handler.type == HandlerType::kStructuredBatch && !config.handler.table.empty()) {
     std::string table = AsciiLower(config.handler.table);
     bool declared =
-        std::any_of(
-            config.commands.begin(), config.commands.end(),
-            [&](const SqlCommand& c) { return AsciiLower(c.sql).find(table) != std::string::npos; }) ||
+        std::any_of(config.commands.begin(), config.commands.end(),
+                    [&](const SqlCommand& c) {
+                      return AsciiLower(c.sql).find(table) != std::string::npos;
+                    }) ||
         std::any_of(config.tables.begin(), config.tables.end(), [&](const TableConfig& t) {
           return AsciiLower(t.sql).find(table) != std::string::npos;
         });

@@ -128,8 +128,8 @@ struct SqlCommandSinkConfig {
   std::vector<SqlSubstitution> substitutions;
 };
 
-// sink.postgres (sluice's keys: sqlflow has no postgres sink): a libpq DSN, the target table (`table` or
-// `schema.table`), mode, and the key columns (required for upsert, refused for append).
+// sink.postgres (sluice's keys: sqlflow has no postgres sink): a libpq DSN, the target table
+// (`table` or `schema.table`), mode, and the key columns (required for upsert, refused for append).
 struct PostgresSinkConfig {
   std::string dsn;
   std::string table;
@@ -147,7 +147,7 @@ struct IcebergSinkConfig {
   std::string warehouse;                // "" = $SLUICE_WAREHOUSE at run time
   int64_t commit_interval_seconds = 60;
   int64_t target_file_size_bytes = int64_t{128} << 20;
-  bool schema_evolution = false;        // add new nullable columns instead of refusing
+  bool schema_evolution = false;          // add new nullable columns instead of refusing
   std::vector<std::string> partition_by;  // "day(ts)", "bucket(16, id)", "city", ...
 };
 
@@ -207,17 +207,17 @@ std::string_view Name(WindowType v);  // "tumbling", "hopping", "session"
 
 struct WindowConfig {
   WindowType type = WindowType::kTumbling;
-  std::string time_column;        // a column of the batch and of the handler's result
-  int64_t size_us = 0;            // tumbling, hopping
-  int64_t slide_us = 0;           // hopping: divides size
-  int64_t gap_us = 0;             // session
-  std::vector<std::string> key;   // session: result columns that split sessions
-  int64_t grace_us = 0;           // the watermark trails the newest event time by this
+  std::string time_column;       // a column of the batch and of the handler's result
+  int64_t size_us = 0;           // tumbling, hopping
+  int64_t slide_us = 0;          // hopping: divides size
+  int64_t gap_us = 0;            // session
+  std::vector<std::string> key;  // session: result columns that split sessions
+  int64_t grace_us = 0;          // the watermark trails the newest event time by this
   int64_t allowed_lateness_us = 0;
   int64_t idle_close_us = 60'000'000;   // a partition silent this long stops holding back
   int64_t max_future_us = 600'000'000;  // event times beyond wall clock + this do not advance
-  std::string emit_sql;           // over the view `closed`; default SELECT * FROM closed
-  std::string emit_origin;        // "file.yml:20"
+  std::string emit_sql;                 // over the view `closed`; default SELECT * FROM closed
+  std::string emit_origin;              // "file.yml:20"
   SinkConfig sink;
 };
 
@@ -239,7 +239,7 @@ struct PipelineConfig {
   OnErrorConfig on_error;
   DuckDbConfig duckdb;
   std::vector<SqlCommand> commands;
-  std::vector<TableConfig> tables;  // tables.sql
+  std::vector<TableConfig> tables;     // tables.sql
   std::optional<WindowConfig> window;  // pipeline.window; then `sink` is unused
   std::optional<StateConfig> state;    // pipeline.state
   // Things that are accepted but probably not what was meant ("file.yml:9: on_error.dlq

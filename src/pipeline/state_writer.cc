@@ -1,11 +1,11 @@
 #include "pipeline/state_writer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "base/logging.h"
 #include "duck/chunk_view.h"
@@ -25,8 +25,9 @@ constexpr auto kLinger = std::chrono::milliseconds(20);
 
 }  // namespace
 
-StateWriter::StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr<StateTables> tables,
-                         WindowConfig window, std::string pipeline, size_t max_queued)
+StateWriter::StateWriter(std::unique_ptr<duck::Connection> conn,
+                         std::unique_ptr<StateTables> tables, WindowConfig window,
+                         std::string pipeline, size_t max_queued)
     : conn_(std::move(conn)),
       tables_(std::move(tables)),
       window_(std::move(window)),
@@ -34,10 +35,11 @@ StateWriter::StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr
       max_queued_(std::max<size_t>(1, max_queued)) {}
 
 std::unique_ptr<StateWriter> StateWriter::Start(std::unique_ptr<duck::Connection> conn,
-                                                std::unique_ptr<StateTables> tables, WindowConfig window,
-                                                std::string pipeline, size_t max_queued) {
-  std::unique_ptr<StateWriter> w(
-      new StateWriter(std::move(conn), std::move(tables), std::move(window), std::move(pipeline), max_queued));
+                                                std::unique_ptr<StateTables> tables,
+                                                WindowConfig window, std::string pipeline,
+                                                size_t max_queued) {
+  std::unique_ptr<StateWriter> w(new StateWriter(
+      std::move(conn), std::move(tables), std::move(window), std::move(pipeline), max_queued));
   w->thread_ = std::thread([p = w.get()] { p->Loop(); });
   return w;
 }
@@ -98,7 +100,8 @@ void StateWriter::Loop() {
     Status st = Apply(group);
     lock.lock();
     if (!st.ok()) {
-      error_ = InternalError("pipeline {}: writing the state file failed: {}", pipeline_, st.message());
+      error_ =
+          InternalError("pipeline {}: writing the state file failed: {}", pipeline_, st.message());
       SLUICE_LOG(kLog, kError, "{}", error_.message());
       queue_.clear();
       changed_.notify_all();
@@ -129,7 +132,8 @@ Status StateWriter::Apply(const std::vector<StateDelta*>& group) {
         std::vector<duck::LogicalType> types;
         for (const duck::LogicalType& t : shape->types) types.push_back(t.Copy());
         if (!view_) {
-          ASSIGN_OR_RETURN(view_, duck::ChunkView::Create(*conn_, kRowsView, shape->names, std::move(types)));
+          ASSIGN_OR_RETURN(
+              view_, duck::ChunkView::Create(*conn_, kRowsView, shape->names, std::move(types)));
         } else {
           RETURN_IF_ERROR(view_->SetColumns(shape->names, std::move(types)));
         }
@@ -138,7 +142,8 @@ Status StateWriter::Apply(const std::vector<StateDelta*>& group) {
       }
       if (!insert_) {
         ASSIGN_OR_RETURN(insert_, duck::PreparedStatement::Prepare(
-                                      *conn_, fmt::format("INSERT INTO {} SELECT * FROM {}", kRowsTable, kRowsView)));
+                                      *conn_, fmt::format("INSERT INTO {} SELECT * FROM {}",
+                                                          kRowsTable, kRowsView)));
       }
       view_->SetChunks(pending);
       Status st = insert_->Execute().status();
@@ -161,11 +166,14 @@ Status StateWriter::Apply(const std::vector<StateDelta*>& group) {
         for (const duck::DataChunk& chunk : a.chunks) pending.push_back(&chunk);
       }
       if (!d->rows.closes.empty()) RETURN_IF_ERROR(flush());
-      for (const auto& [w, lateness] : d->rows.closes) RETURN_IF_ERROR(ApplyClose(*conn_, window_, w, lateness));
+      for (const auto& [w, lateness] : d->rows.closes)
+        RETURN_IF_ERROR(ApplyClose(*conn_, window_, w, lateness));
       for (const auto& [tp, v] : d->progress.offsets) progress.offsets[tp] = v;
       for (const auto& [tp, v] : d->progress.watermarks) progress.watermarks[tp] = v;
-      progress.sources.insert(progress.sources.end(), d->progress.sources.begin(), d->progress.sources.end());
-      progress.prune_sources_below = std::max(progress.prune_sources_below, d->progress.prune_sources_below);
+      progress.sources.insert(progress.sources.end(), d->progress.sources.begin(),
+                              d->progress.sources.end());
+      progress.prune_sources_below =
+          std::max(progress.prune_sources_below, d->progress.prune_sources_below);
       checkpoint = checkpoint || d->checkpoint;
     }
     RETURN_IF_ERROR(flush());
@@ -192,7 +200,8 @@ Status StateWriter::Apply(const std::vector<StateDelta*>& group) {
     // Without it the rows closes delete stay in memory as DuckDB's uncheckpointed rows
     // until its 16 MB WAL threshold.
     if (Status cp = conn_->Execute("CHECKPOINT"); !cp.ok()) {
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: checkpoint of the state file: {}", pipeline_, cp.message());
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: checkpoint of the state file: {}", pipeline_,
+                 cp.message());
     }
   }
   return Status::OK();

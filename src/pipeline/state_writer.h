@@ -58,8 +58,9 @@ class StateWriter {
   using Offsets = std::map<std::pair<std::string, int32_t>, int64_t>;
 
   static std::unique_ptr<StateWriter> Start(std::unique_ptr<duck::Connection> conn,
-                                            std::unique_ptr<StateTables> tables, WindowConfig window,
-                                            std::string pipeline, size_t max_queued);
+                                            std::unique_ptr<StateTables> tables,
+                                            WindowConfig window, std::string pipeline,
+                                            size_t max_queued);
   ~StateWriter();
   StateWriter(const StateWriter&) = delete;
   StateWriter& operator=(const StateWriter&) = delete;
@@ -73,8 +74,8 @@ class StateWriter {
   Status Drain();
 
  private:
-  StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr<StateTables> tables, WindowConfig window,
-              std::string pipeline, size_t max_queued);
+  StateWriter(std::unique_ptr<duck::Connection> conn, std::unique_ptr<StateTables> tables,
+              WindowConfig window, std::string pipeline, size_t max_queued);
   void Loop();
   Status Apply(const std::vector<StateDelta*>& group);
 

@@ -113,10 +113,11 @@ struct SourceEntry {
 
 // What a batch (or a close) changed in the progress tables of pipeline.state.
 struct StateProgress {
-  std::map<PartitionValues::Key, int64_t> offsets;     // sluice_state: next offset
-  std::map<PartitionValues::Key, int64_t> watermarks;  // sluice_watermarks; ("", -1): the pipeline's
-  std::vector<SourceEntry> sources;                    // new sluice_window_sources rows
-  uint64_t prune_sources_below = 0;                    // delete the rows of older batches (0: none)
+  std::map<PartitionValues::Key, int64_t> offsets;  // sluice_state: next offset
+  std::map<PartitionValues::Key, int64_t>
+      watermarks;                    // sluice_watermarks; ("", -1): the pipeline's
+  std::vector<SourceEntry> sources;  // new sluice_window_sources rows
+  uint64_t prune_sources_below = 0;  // delete the rows of older batches (0: none)
 };
 
 // The progress tables of pipeline.state on one connection: sluice_state(topic, partition,
@@ -182,8 +183,10 @@ class WindowEngine {
   // Creates (or reopens) the rows table and takes the watermarks and floors `loaded` from
   // the state (nullptr without pipeline.state). With `track_changes` the engine keeps what
   // it changes in its rows table for TakeChanges.
-  static Result<std::unique_ptr<WindowEngine>> Create(duck::Connection& conn, const WindowConfig& config,
-                                                      std::string pipeline, const StateTables::Loaded* loaded,
+  static Result<std::unique_ptr<WindowEngine>> Create(duck::Connection& conn,
+                                                      const WindowConfig& config,
+                                                      std::string pipeline,
+                                                      const StateTables::Loaded* loaded,
                                                       bool track_changes);
   ~WindowEngine();
   WindowEngine(const WindowEngine&) = delete;
@@ -201,7 +204,8 @@ class WindowEngine {
   // allowed_lateness ago, and rows without an event time, are left out and returned in
   // `dropped`. `result_generation` changes whenever the result's columns may have. Returns
   // the rows kept.
-  Result<uint64_t> Add(std::string_view result, uint64_t result_generation, std::vector<DroppedRow>* dropped);
+  Result<uint64_t> Add(std::string_view result, uint64_t result_generation,
+                       std::vector<DroppedRow>* dropped);
   // Records where this batch's messages start per partition (for the commit floor); call
   // with the batch's first offsets when Add kept rows.
   void NoteSources(const std::map<std::pair<std::string, int32_t>, int64_t>& first_offsets);

@@ -5,22 +5,26 @@
 namespace sluice::query::pg {
 
 Result<uint8_t> MessageReader::Byte() {
-  if (remaining() < 1) return InvalidArgumentError("message ends at byte {}, a byte was expected", pos_);
+  if (remaining() < 1)
+    return InvalidArgumentError("message ends at byte {}, a byte was expected", pos_);
   return static_cast<uint8_t>(data_[pos_++]);
 }
 
 Result<int16_t> MessageReader::Int16() {
-  if (remaining() < 2) return InvalidArgumentError("message ends at byte {}, an Int16 was expected", pos_);
+  if (remaining() < 2)
+    return InvalidArgumentError("message ends at byte {}, an Int16 was expected", pos_);
   auto b = reinterpret_cast<const uint8_t*>(data_.data() + pos_);
   pos_ += 2;
   return static_cast<int16_t>((b[0] << 8) | b[1]);
 }
 
 Result<int32_t> MessageReader::Int32() {
-  if (remaining() < 4) return InvalidArgumentError("message ends at byte {}, an Int32 was expected", pos_);
+  if (remaining() < 4)
+    return InvalidArgumentError("message ends at byte {}, an Int32 was expected", pos_);
   auto b = reinterpret_cast<const uint8_t*>(data_.data() + pos_);
   pos_ += 4;
-  return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3]);
+  return static_cast<int32_t>((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+                              (uint32_t{b[2]} << 8) | b[3]);
 }
 
 Result<std::string_view> MessageReader::CString() {
@@ -56,7 +60,8 @@ uint32_t BigEndian32(const char* p) {
 }
 
 Status ExpectEnd(MessageReader& r, std::string_view what) {
-  if (!r.done()) return InvalidArgumentError("{} message has {} bytes after its end", what, r.remaining());
+  if (!r.done())
+    return InvalidArgumentError("{} message has {} bytes after its end", what, r.remaining());
   return Status::OK();
 }
 
@@ -69,14 +74,16 @@ Result<std::optional<Frame>> ReadFrame(std::string_view buffer, size_t max_body,
   if (len < 4) return InvalidArgumentError("message '{}' has an invalid length {}", buffer[0], len);
   size_t body = static_cast<size_t>(len) - 4;
   if (body > max_body) {
-    return InvalidArgumentError("message '{}' of {} bytes is over the limit of {} bytes", buffer[0], body, max_body);
+    return InvalidArgumentError("message '{}' of {} bytes is over the limit of {} bytes", buffer[0],
+                                body, max_body);
   }
   if (buffer.size() < 5 + body) return std::optional<Frame>();
   *consumed = 5 + body;
   return std::optional<Frame>(Frame{buffer[0], buffer.substr(5, body)});
 }
 
-Result<std::optional<std::string_view>> ReadStartupFrame(std::string_view buffer, size_t* consumed) {
+Result<std::optional<std::string_view>> ReadStartupFrame(std::string_view buffer,
+                                                         size_t* consumed) {
   *consumed = 0;
   if (buffer.size() < 4) return std::optional<std::string_view>();
   int32_t len = static_cast<int32_t>(BigEndian32(buffer.data()));
@@ -101,7 +108,8 @@ Result<StartupPacket> ParseStartupPacket(std::string_view body) {
   StartupPacket p;
   if (code == kSslRequestCode || code == kGssEncRequestCode) {
     RETURN_IF_ERROR(ExpectEnd(r, "SSLRequest"));
-    p.kind = code == kSslRequestCode ? StartupPacket::Kind::kSslRequest : StartupPacket::Kind::kGssEncRequest;
+    p.kind = code == kSslRequestCode ? StartupPacket::Kind::kSslRequest
+                                     : StartupPacket::Kind::kGssEncRequest;
     return p;
   }
   if (code == kCancelRequestCode) {
@@ -112,8 +120,8 @@ Result<StartupPacket> ParseStartupPacket(std::string_view body) {
     return p;
   }
   if ((code >> 16) != 3) {
-    return UnimplementedError("unsupported frontend protocol {}.{}: the server supports 3.0", code >> 16,
-                              code & 0xffff);
+    return UnimplementedError("unsupported frontend protocol {}.{}: the server supports 3.0",
+                              code >> 16, code & 0xffff);
   }
   p.version = code;
   while (true) {
@@ -126,7 +134,8 @@ Result<StartupPacket> ParseStartupPacket(std::string_view body) {
     p.params.emplace_back(std::string(name), std::string(value));
   }
   RETURN_IF_ERROR(ExpectEnd(r, "startup"));
-  if (p.Param("user").empty()) return InvalidArgumentError("no PostgreSQL user name specified in startup packet");
+  if (p.Param("user").empty())
+    return InvalidArgumentError("no PostgreSQL user name specified in startup packet");
   return p;
 }
 
@@ -168,16 +177,20 @@ Result<BindMessage> ParseBind(std::string_view body) {
   m.portal = portal;
   m.statement = stmt;
   ASSIGN_OR_RETURN(int16_t nformats, r.Int16());
-  if (nformats < 0) return InvalidArgumentError("Bind message has a negative format count {}", nformats);
+  if (nformats < 0)
+    return InvalidArgumentError("Bind message has a negative format count {}", nformats);
   for (int16_t i = 0; i < nformats; ++i) {
     ASSIGN_OR_RETURN(int16_t f, r.Int16());
-    if (f != 0 && f != 1) return InvalidArgumentError("Bind message has an unknown parameter format {}", f);
+    if (f != 0 && f != 1)
+      return InvalidArgumentError("Bind message has an unknown parameter format {}", f);
     m.param_formats.push_back(f);
   }
   ASSIGN_OR_RETURN(int16_t nparams, r.Int16());
-  if (nparams < 0) return InvalidArgumentError("Bind message has a negative parameter count {}", nparams);
+  if (nparams < 0)
+    return InvalidArgumentError("Bind message has a negative parameter count {}", nparams);
   if (nformats > 1 && nformats != nparams) {
-    return InvalidArgumentError("Bind message has {} parameter formats for {} parameters", nformats, nparams);
+    return InvalidArgumentError("Bind message has {} parameter formats for {} parameters", nformats,
+                                nparams);
   }
   for (int16_t i = 0; i < nparams; ++i) {
     ASSIGN_OR_RETURN(int32_t len, r.Int32());
@@ -185,15 +198,18 @@ Result<BindMessage> ParseBind(std::string_view body) {
       m.params.emplace_back(std::nullopt);
       continue;
     }
-    if (len < 0) return InvalidArgumentError("Bind message parameter {} has an invalid length {}", i + 1, len);
+    if (len < 0)
+      return InvalidArgumentError("Bind message parameter {} has an invalid length {}", i + 1, len);
     ASSIGN_OR_RETURN(std::string_view v, r.Bytes(static_cast<size_t>(len)));
     m.params.emplace_back(std::string(v));
   }
   ASSIGN_OR_RETURN(int16_t nresults, r.Int16());
-  if (nresults < 0) return InvalidArgumentError("Bind message has a negative result format count {}", nresults);
+  if (nresults < 0)
+    return InvalidArgumentError("Bind message has a negative result format count {}", nresults);
   for (int16_t i = 0; i < nresults; ++i) {
     ASSIGN_OR_RETURN(int16_t f, r.Int16());
-    if (f != 0 && f != 1) return InvalidArgumentError("Bind message has an unknown result format {}", f);
+    if (f != 0 && f != 1)
+      return InvalidArgumentError("Bind message has an unknown result format {}", f);
     m.result_formats.push_back(f);
   }
   RETURN_IF_ERROR(ExpectEnd(r, "Bind"));
@@ -201,11 +217,13 @@ Result<BindMessage> ParseBind(std::string_view body) {
 }
 
 namespace {
-Result<std::pair<char, std::string>> ParseKindAndName(std::string_view body, std::string_view what) {
+Result<std::pair<char, std::string>> ParseKindAndName(std::string_view body,
+                                                      std::string_view what) {
   MessageReader r(body);
   ASSIGN_OR_RETURN(uint8_t kind, r.Byte());
   if (kind != 'S' && kind != 'P') {
-    return InvalidArgumentError("{} message has an invalid kind '{}'", what, static_cast<char>(kind));
+    return InvalidArgumentError("{} message has an invalid kind '{}'", what,
+                                static_cast<char>(kind));
   }
   ASSIGN_OR_RETURN(std::string_view name, r.CString());
   RETURN_IF_ERROR(ExpectEnd(r, what));
@@ -328,8 +346,12 @@ void WriteAuthenticationSasl(std::string& out, const std::vector<std::string>& m
   data.push_back('\0');
   WriteAuth(out, 10, data);
 }
-void WriteAuthenticationSaslContinue(std::string& out, std::string_view data) { WriteAuth(out, 11, data); }
-void WriteAuthenticationSaslFinal(std::string& out, std::string_view data) { WriteAuth(out, 12, data); }
+void WriteAuthenticationSaslContinue(std::string& out, std::string_view data) {
+  WriteAuth(out, 11, data);
+}
+void WriteAuthenticationSaslFinal(std::string& out, std::string_view data) {
+  WriteAuth(out, 12, data);
+}
 
 void WriteParameterStatus(std::string& out, std::string_view name, std::string_view value) {
   MessageWriter w(out);

@@ -66,10 +66,10 @@ Result<std::optional<std::string_view>> ReadStartupFrame(std::string_view buffer
 struct StartupPacket {
   enum class Kind { kStartup, kSslRequest, kGssEncRequest, kCancel };
   Kind kind = Kind::kStartup;
-  int32_t version = 0;                                     // kStartup
+  int32_t version = 0;                                      // kStartup
   std::vector<std::pair<std::string, std::string>> params;  // kStartup: user, database...
-  int32_t process_id = 0;                                  // kCancel
-  int32_t secret_key = 0;                                  // kCancel
+  int32_t process_id = 0;                                   // kCancel
+  int32_t secret_key = 0;                                   // kCancel
   // The value of startup parameter `name`, or "".
   std::string Param(std::string_view name) const;
 };
@@ -85,9 +85,9 @@ struct ParseMessage {
 struct BindMessage {
   std::string portal;
   std::string statement;
-  std::vector<int16_t> param_formats;  // 0, 1 (all) or one per parameter
+  std::vector<int16_t> param_formats;              // 0, 1 (all) or one per parameter
   std::vector<std::optional<std::string>> params;  // nullopt: NULL
-  std::vector<int16_t> result_formats;  // 0, 1 (all) or one per column
+  std::vector<int16_t> result_formats;             // 0, 1 (all) or one per column
   // The format of parameter `i` (0 text, 1 binary).
   int16_t ParamFormat(size_t i) const;
 };

@@ -1,12 +1,12 @@
 #include "query/pg_types.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "query/pg_protocol.h"
 
@@ -17,12 +17,23 @@ using duck::TypeId;
 namespace oid {
 namespace {
 constexpr std::pair<uint32_t, uint32_t> kArrays[] = {
-    {kBool, kBoolArray},     {kBytea, kByteaArray},       {kInt2, kInt2Array},
-    {kInt4, kInt4Array},     {kText, kTextArray},         {kVarchar, kVarcharArray},
-    {kInt8, kInt8Array},     {kFloat4, kFloat4Array},     {kFloat8, kFloat8Array},
-    {kTimestamp, kTimestampArray}, {kDate, kDateArray},   {kTime, kTimeArray},
-    {kTimestampTz, kTimestampTzArray}, {kInterval, kIntervalArray}, {kNumeric, kNumericArray},
-    {kUuid, kUuidArray},     {kJson, kJsonArray},
+    {kBool, kBoolArray},
+    {kBytea, kByteaArray},
+    {kInt2, kInt2Array},
+    {kInt4, kInt4Array},
+    {kText, kTextArray},
+    {kVarchar, kVarcharArray},
+    {kInt8, kInt8Array},
+    {kFloat4, kFloat4Array},
+    {kFloat8, kFloat8Array},
+    {kTimestamp, kTimestampArray},
+    {kDate, kDateArray},
+    {kTime, kTimeArray},
+    {kTimestampTz, kTimestampTzArray},
+    {kInterval, kIntervalArray},
+    {kNumeric, kNumericArray},
+    {kUuid, kUuidArray},
+    {kJson, kJsonArray},
 };
 }  // namespace
 uint32_t ArrayOf(uint32_t elem) {
@@ -45,8 +56,8 @@ struct TypeInfo {
   TypeId id = TypeId::kInvalid;
   PgType pg{oid::kText, -1, -1};
   enum class Kind { kScalar, kPgArray, kDuckText } kind = Kind::kScalar;
-  int scale = 0;                        // DECIMAL
-  TypeId physical = TypeId::kInvalid;   // DECIMAL and ENUM: the values' physical type
+  int scale = 0;                         // DECIMAL
+  TypeId physical = TypeId::kInvalid;    // DECIMAL and ENUM: the values' physical type
   std::vector<std::string> enum_values;  // ENUM
   uint64_t array_size = 0;               // ARRAY
   std::vector<std::string> field_names;  // STRUCT
@@ -56,7 +67,7 @@ struct TypeInfo {
 namespace {
 
 constexpr int64_t kMicrosPerDay = 86'400'000'000;
-constexpr int32_t kPgEpochDays = 10957;                 // 2000-01-01 in days since 1970
+constexpr int32_t kPgEpochDays = 10957;                  // 2000-01-01 in days since 1970
 constexpr int64_t kPgEpochMicros = 946'684'800'000'000;  // 2000-01-01 in micros since 1970
 constexpr int32_t kDateInfinity = std::numeric_limits<int32_t>::max();
 constexpr int64_t kTimestampInfinity = std::numeric_limits<int64_t>::max();
@@ -69,42 +80,58 @@ bool ScalarPgType(const duck::LogicalType& t, TypeInfo& info) {
     return true;
   };
   switch (t.id()) {
-    case TypeId::kBoolean: return set(oid::kBool, 1);
+    case TypeId::kBoolean:
+      return set(oid::kBool, 1);
     case TypeId::kTinyInt:
     case TypeId::kSmallInt:
-    case TypeId::kUTinyInt: return set(oid::kInt2, 2);
+    case TypeId::kUTinyInt:
+      return set(oid::kInt2, 2);
     case TypeId::kInteger:
-    case TypeId::kUSmallInt: return set(oid::kInt4, 4);
+    case TypeId::kUSmallInt:
+      return set(oid::kInt4, 4);
     case TypeId::kBigInt:
-    case TypeId::kUInteger: return set(oid::kInt8, 8);
+    case TypeId::kUInteger:
+      return set(oid::kInt8, 8);
     case TypeId::kUBigInt:
     case TypeId::kHugeInt:
-    case TypeId::kUHugeInt: return set(oid::kNumeric, -1);
-    case TypeId::kFloat: return set(oid::kFloat4, 4);
-    case TypeId::kDouble: return set(oid::kFloat8, 8);
+    case TypeId::kUHugeInt:
+      return set(oid::kNumeric, -1);
+    case TypeId::kFloat:
+      return set(oid::kFloat4, 4);
+    case TypeId::kDouble:
+      return set(oid::kFloat8, 8);
     case TypeId::kDecimal:
       info.scale = t.DecimalScale();
       info.physical = t.DecimalInternalType();
       info.pg = {oid::kNumeric, -1, ((t.DecimalWidth() << 16) | t.DecimalScale()) + 4};
       return true;
-    case TypeId::kVarchar: return set(t.alias() == "JSON" ? oid::kJson : oid::kVarchar, -1);
-    case TypeId::kBlob: return set(oid::kBytea, -1);
-    case TypeId::kDate: return set(oid::kDate, 4);
-    case TypeId::kTime: return set(oid::kTime, 8);
+    case TypeId::kVarchar:
+      return set(t.alias() == "JSON" ? oid::kJson : oid::kVarchar, -1);
+    case TypeId::kBlob:
+      return set(oid::kBytea, -1);
+    case TypeId::kDate:
+      return set(oid::kDate, 4);
+    case TypeId::kTime:
+      return set(oid::kTime, 8);
     case TypeId::kTimestamp:
     case TypeId::kTimestampS:
     case TypeId::kTimestampMs:
-    case TypeId::kTimestampNs: return set(oid::kTimestamp, 8);
-    case TypeId::kTimestampTz: return set(oid::kTimestampTz, 8);
-    case TypeId::kInterval: return set(oid::kInterval, 16);
-    case TypeId::kUuid: return set(oid::kUuid, 16);
+    case TypeId::kTimestampNs:
+      return set(oid::kTimestamp, 8);
+    case TypeId::kTimestampTz:
+      return set(oid::kTimestampTz, 8);
+    case TypeId::kInterval:
+      return set(oid::kInterval, 16);
+    case TypeId::kUuid:
+      return set(oid::kUuid, 16);
     case TypeId::kEnum: {
       info.physical = t.EnumInternalType();
       uint64_t n = t.EnumSize();
       for (uint64_t i = 0; i < n; ++i) info.enum_values.push_back(t.EnumValue(i));
       return set(oid::kText, -1);
     }
-    default: return false;
+    default:
+      return false;
   }
 }
 
@@ -152,8 +179,10 @@ Result<TypeInfo> MakeInfo(const duck::LogicalType& t) {
       info.pg = {oid::kText, -1, -1};
       return info;
     default:
-      return UnimplementedError("the query server cannot send values of type {}; cast the column (to VARCHAR, for example)",
-                                duck::TypeIdName(t.id()));
+      return UnimplementedError(
+          "the query server cannot send values of type {}; cast the column (to VARCHAR, for "
+          "example)",
+          duck::TypeIdName(t.id()));
   }
 }
 
@@ -185,7 +214,8 @@ void AppendDate(std::string& out, int64_t days, bool* bc) {
 void AppendClock(std::string& out, uint64_t micros_of_day) {
   uint64_t secs = micros_of_day / 1'000'000;
   uint64_t frac = micros_of_day % 1'000'000;
-  fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60);
+  fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60,
+                 secs % 60);
   if (frac != 0) {
     std::string f = fmt::format("{:06}", frac);
     while (!f.empty() && f.back() == '0') f.pop_back();
@@ -217,24 +247,33 @@ T Load(const duck::Vector& v, uint64_t row) {
 __int128 LoadHugeInt(const duck::Vector& v, uint64_t row) {
   uint64_t lower = Load<uint64_t>(v, row * 2);
   int64_t upper = Load<int64_t>(v, row * 2 + 1);
-  return static_cast<__int128>((static_cast<unsigned __int128>(static_cast<uint64_t>(upper)) << 64) | lower);
+  return static_cast<__int128>(
+      (static_cast<unsigned __int128>(static_cast<uint64_t>(upper)) << 64) | lower);
 }
 
 __int128 LoadIntegral(const duck::Vector& v, uint64_t row, TypeId physical) {
   switch (physical) {
-    case TypeId::kSmallInt: return Load<int16_t>(v, row);
-    case TypeId::kInteger: return Load<int32_t>(v, row);
-    case TypeId::kBigInt: return Load<int64_t>(v, row);
-    default: return LoadHugeInt(v, row);
+    case TypeId::kSmallInt:
+      return Load<int16_t>(v, row);
+    case TypeId::kInteger:
+      return Load<int32_t>(v, row);
+    case TypeId::kBigInt:
+      return Load<int64_t>(v, row);
+    default:
+      return LoadHugeInt(v, row);
   }
 }
 
 int64_t TimestampMicros(TypeId id, int64_t raw) {
   switch (id) {
-    case TypeId::kTimestampS: return raw * 1'000'000;
-    case TypeId::kTimestampMs: return raw * 1000;
-    case TypeId::kTimestampNs: return FloorDiv(raw, 1000);
-    default: return raw;
+    case TypeId::kTimestampS:
+      return raw * 1'000'000;
+    case TypeId::kTimestampMs:
+      return raw * 1000;
+    case TypeId::kTimestampNs:
+      return FloorDiv(raw, 1000);
+    default:
+      return raw;
   }
 }
 
@@ -243,8 +282,8 @@ std::string UuidText(__int128 stored) {
   auto u = static_cast<unsigned __int128>(stored) ^ (static_cast<unsigned __int128>(1) << 127);
   auto hi = static_cast<uint64_t>(u >> 64);
   auto lo = static_cast<uint64_t>(u);
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff, hi & 0xffff, lo >> 48,
-                     lo & 0xffffffffffffULL);
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
+                     hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
 }
 
 void AppendHex(std::string& out, std::string_view bytes) {
@@ -259,31 +298,63 @@ void AppendHex(std::string& out, std::string_view bytes) {
 void ScalarText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out) {
   auto out_it = std::back_inserter(out);
   switch (t.id) {
-    case TypeId::kBoolean: out += Load<bool>(v, row) ? 't' : 'f'; return;
-    case TypeId::kTinyInt: fmt::format_to(out_it, "{}", Load<int8_t>(v, row)); return;
-    case TypeId::kSmallInt: fmt::format_to(out_it, "{}", Load<int16_t>(v, row)); return;
-    case TypeId::kInteger: fmt::format_to(out_it, "{}", Load<int32_t>(v, row)); return;
-    case TypeId::kBigInt: fmt::format_to(out_it, "{}", Load<int64_t>(v, row)); return;
-    case TypeId::kUTinyInt: fmt::format_to(out_it, "{}", Load<uint8_t>(v, row)); return;
-    case TypeId::kUSmallInt: fmt::format_to(out_it, "{}", Load<uint16_t>(v, row)); return;
-    case TypeId::kUInteger: fmt::format_to(out_it, "{}", Load<uint32_t>(v, row)); return;
-    case TypeId::kUBigInt: fmt::format_to(out_it, "{}", Load<uint64_t>(v, row)); return;
-    case TypeId::kHugeInt: out += FormatHugeInt(LoadHugeInt(v, row), 0); return;
+    case TypeId::kBoolean:
+      out += Load<bool>(v, row) ? 't' : 'f';
+      return;
+    case TypeId::kTinyInt:
+      fmt::format_to(out_it, "{}", Load<int8_t>(v, row));
+      return;
+    case TypeId::kSmallInt:
+      fmt::format_to(out_it, "{}", Load<int16_t>(v, row));
+      return;
+    case TypeId::kInteger:
+      fmt::format_to(out_it, "{}", Load<int32_t>(v, row));
+      return;
+    case TypeId::kBigInt:
+      fmt::format_to(out_it, "{}", Load<int64_t>(v, row));
+      return;
+    case TypeId::kUTinyInt:
+      fmt::format_to(out_it, "{}", Load<uint8_t>(v, row));
+      return;
+    case TypeId::kUSmallInt:
+      fmt::format_to(out_it, "{}", Load<uint16_t>(v, row));
+      return;
+    case TypeId::kUInteger:
+      fmt::format_to(out_it, "{}", Load<uint32_t>(v, row));
+      return;
+    case TypeId::kUBigInt:
+      fmt::format_to(out_it, "{}", Load<uint64_t>(v, row));
+      return;
+    case TypeId::kHugeInt:
+      out += FormatHugeInt(LoadHugeInt(v, row), 0);
+      return;
     case TypeId::kUHugeInt: {
       auto u = static_cast<unsigned __int128>(LoadHugeInt(v, row));
       out += HugeIntDigits(u);
       return;
     }
-    case TypeId::kFloat: out += FormatFloat(Load<float>(v, row), true); return;
-    case TypeId::kDouble: out += FormatFloat(Load<double>(v, row), false); return;
-    case TypeId::kDecimal: out += FormatHugeInt(LoadIntegral(v, row, t.physical), t.scale); return;
-    case TypeId::kVarchar: out += v.GetString(row); return;
+    case TypeId::kFloat:
+      out += FormatFloat(Load<float>(v, row), true);
+      return;
+    case TypeId::kDouble:
+      out += FormatFloat(Load<double>(v, row), false);
+      return;
+    case TypeId::kDecimal:
+      out += FormatHugeInt(LoadIntegral(v, row, t.physical), t.scale);
+      return;
+    case TypeId::kVarchar:
+      out += v.GetString(row);
+      return;
     case TypeId::kBlob:
       out += "\\x";
       AppendHex(out, v.GetString(row));
       return;
-    case TypeId::kDate: out += FormatDate(Load<int32_t>(v, row)); return;
-    case TypeId::kTime: out += FormatTime(Load<int64_t>(v, row)); return;
+    case TypeId::kDate:
+      out += FormatDate(Load<int32_t>(v, row));
+      return;
+    case TypeId::kTime:
+      out += FormatTime(Load<int64_t>(v, row));
+      return;
     case TypeId::kTimestamp:
     case TypeId::kTimestampS:
     case TypeId::kTimestampMs:
@@ -296,7 +367,9 @@ void ScalarText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::str
       out += FormatTimestamp(TimestampMicros(t.id, raw), false);
       return;
     }
-    case TypeId::kTimestampTz: out += FormatTimestamp(Load<int64_t>(v, row), true); return;
+    case TypeId::kTimestampTz:
+      out += FormatTimestamp(Load<int64_t>(v, row), true);
+      return;
     case TypeId::kInterval: {
       int32_t months = Load<int32_t>(v, row * 4);
       int32_t days = Load<int32_t>(v, row * 4 + 1);
@@ -304,7 +377,9 @@ void ScalarText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::str
       out += FormatInterval(months, days, micros);
       return;
     }
-    case TypeId::kUuid: out += UuidText(LoadHugeInt(v, row)); return;
+    case TypeId::kUuid:
+      out += UuidText(LoadHugeInt(v, row));
+      return;
     case TypeId::kEnum: {
       uint64_t idx = t.physical == TypeId::kUTinyInt    ? Load<uint8_t>(v, row)
                      : t.physical == TypeId::kUSmallInt ? Load<uint16_t>(v, row)
@@ -312,17 +387,19 @@ void ScalarText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::str
       if (idx < t.enum_values.size()) out += t.enum_values[idx];
       return;
     }
-    default: return;  // SQLNULL: every value is NULL
+    default:
+      return;  // SQLNULL: every value is NULL
   }
 }
 
 // Postgres array element quoting.
 void AppendArrayElement(std::string& out, std::string_view e) {
-  bool quote = e.empty() || (e.size() == 4 && (e[0] == 'N' || e[0] == 'n') && (e[1] == 'U' || e[1] == 'u') &&
-                              (e[2] == 'L' || e[2] == 'l') && (e[3] == 'L' || e[3] == 'l'));
+  bool quote =
+      e.empty() || (e.size() == 4 && (e[0] == 'N' || e[0] == 'n') && (e[1] == 'U' || e[1] == 'u') &&
+                    (e[2] == 'L' || e[2] == 'l') && (e[3] == 'L' || e[3] == 'l'));
   for (char c : e) {
-    if (c == '{' || c == '}' || c == ',' || c == '"' || c == '\\' || c == ' ' || c == '\t' || c == '\n' ||
-        c == '\r' || c == '\v' || c == '\f') {
+    if (c == '{' || c == '}' || c == ',' || c == '"' || c == '\\' || c == ' ' || c == '\t' ||
+        c == '\n' || c == '\r' || c == '\v' || c == '\f') {
       quote = true;
     }
   }
@@ -339,7 +416,8 @@ void AppendArrayElement(std::string& out, std::string_view e) {
 }
 
 // Child rows [offset, offset + length) of a LIST or ARRAY row.
-void ChildRange(const TypeInfo& t, const duck::Vector& v, uint64_t row, uint64_t& offset, uint64_t& length) {
+void ChildRange(const TypeInfo& t, const duck::Vector& v, uint64_t row, uint64_t& offset,
+                uint64_t& length) {
   if (t.id == TypeId::kArray) {
     offset = row * t.array_size;
     length = t.array_size;
@@ -354,7 +432,8 @@ duck::Vector ChildVector(const TypeInfo& t, const duck::Vector& v) {
   return t.id == TypeId::kArray ? v.ArrayChild() : v.ListChild();
 }
 
-void DuckText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out, bool nested);
+void DuckText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out,
+              bool nested);
 
 void DuckTextOrNull(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out) {
   if (!v.IsValid(row)) {
@@ -365,7 +444,8 @@ void DuckTextOrNull(const TypeInfo& t, const duck::Vector& v, uint64_t row, std:
 }
 
 // DuckDB's notation for nested values: [1, 2], {'a': 1}, {k=v}; strings quoted inside.
-void DuckText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out, bool nested) {
+void DuckText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out,
+              bool nested) {
   switch (t.id) {
     case TypeId::kList:
     case TypeId::kArray: {
@@ -405,8 +485,9 @@ void DuckText(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::strin
       return;
     }
     default: {
-      bool quoted = nested && (t.pg.oid == oid::kVarchar || t.pg.oid == oid::kText || t.pg.oid == oid::kJson ||
-                               t.id == TypeId::kDate || t.id == TypeId::kTimestamp || t.id == TypeId::kUuid);
+      bool quoted = nested && (t.pg.oid == oid::kVarchar || t.pg.oid == oid::kText ||
+                               t.pg.oid == oid::kJson || t.id == TypeId::kDate ||
+                               t.id == TypeId::kTimestamp || t.id == TypeId::kUuid);
       if (quoted) out += '\'';
       ScalarText(t, v, row, out);
       if (quoted) out += '\'';
@@ -422,7 +503,8 @@ void AppendInt16(std::string& out, int16_t x) {
 }
 void AppendInt32(std::string& out, int32_t x) {
   auto u = static_cast<uint32_t>(x);
-  char b[4] = {static_cast<char>(u >> 24), static_cast<char>(u >> 16), static_cast<char>(u >> 8), static_cast<char>(u)};
+  char b[4] = {static_cast<char>(u >> 24), static_cast<char>(u >> 16), static_cast<char>(u >> 8),
+               static_cast<char>(u)};
   out.append(b, 4);
 }
 void AppendInt64(std::string& out, int64_t x) {
@@ -433,14 +515,30 @@ void AppendInt64(std::string& out, int64_t x) {
 // The binary form of a scalar value (not NULL), without its length.
 void ScalarBinary(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::string& out) {
   switch (t.id) {
-    case TypeId::kBoolean: out += Load<bool>(v, row) ? '\1' : '\0'; return;
-    case TypeId::kTinyInt: AppendInt16(out, Load<int8_t>(v, row)); return;
-    case TypeId::kSmallInt: AppendInt16(out, Load<int16_t>(v, row)); return;
-    case TypeId::kUTinyInt: AppendInt16(out, Load<uint8_t>(v, row)); return;
-    case TypeId::kInteger: AppendInt32(out, Load<int32_t>(v, row)); return;
-    case TypeId::kUSmallInt: AppendInt32(out, Load<uint16_t>(v, row)); return;
-    case TypeId::kBigInt: AppendInt64(out, Load<int64_t>(v, row)); return;
-    case TypeId::kUInteger: AppendInt64(out, Load<uint32_t>(v, row)); return;
+    case TypeId::kBoolean:
+      out += Load<bool>(v, row) ? '\1' : '\0';
+      return;
+    case TypeId::kTinyInt:
+      AppendInt16(out, Load<int8_t>(v, row));
+      return;
+    case TypeId::kSmallInt:
+      AppendInt16(out, Load<int16_t>(v, row));
+      return;
+    case TypeId::kUTinyInt:
+      AppendInt16(out, Load<uint8_t>(v, row));
+      return;
+    case TypeId::kInteger:
+      AppendInt32(out, Load<int32_t>(v, row));
+      return;
+    case TypeId::kUSmallInt:
+      AppendInt32(out, Load<uint16_t>(v, row));
+      return;
+    case TypeId::kBigInt:
+      AppendInt64(out, Load<int64_t>(v, row));
+      return;
+    case TypeId::kUInteger:
+      AppendInt64(out, Load<uint32_t>(v, row));
+      return;
     case TypeId::kFloat: {
       float f = Load<float>(v, row);
       uint32_t bits;
@@ -466,17 +564,22 @@ void ScalarBinary(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::s
       return;
     }
     case TypeId::kVarchar:
-    case TypeId::kBlob: out += v.GetString(row); return;
+    case TypeId::kBlob:
+      out += v.GetString(row);
+      return;
     case TypeId::kDate: {
       int32_t d = Load<int32_t>(v, row);
       if (d == kDateInfinity || d == -kDateInfinity) {
-        AppendInt32(out, d > 0 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min());
+        AppendInt32(
+            out, d > 0 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int32_t>::min());
       } else {
         AppendInt32(out, d - kPgEpochDays);
       }
       return;
     }
-    case TypeId::kTime: AppendInt64(out, Load<int64_t>(v, row)); return;
+    case TypeId::kTime:
+      AppendInt64(out, Load<int64_t>(v, row));
+      return;
     case TypeId::kTimestamp:
     case TypeId::kTimestampS:
     case TypeId::kTimestampMs:
@@ -484,7 +587,8 @@ void ScalarBinary(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::s
     case TypeId::kTimestampTz: {
       int64_t raw = Load<int64_t>(v, row);
       if (raw == kTimestampInfinity || raw == -kTimestampInfinity) {
-        AppendInt64(out, raw > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min());
+        AppendInt64(out, raw > 0 ? std::numeric_limits<int64_t>::max()
+                                 : std::numeric_limits<int64_t>::min());
       } else {
         AppendInt64(out, TimestampMicros(t.id, raw) - kPgEpochMicros);
       }
@@ -496,16 +600,20 @@ void ScalarBinary(const TypeInfo& t, const duck::Vector& v, uint64_t row, std::s
       AppendInt32(out, Load<int32_t>(v, row * 4));
       return;
     case TypeId::kUuid: {
-      auto u = static_cast<unsigned __int128>(LoadHugeInt(v, row)) ^ (static_cast<unsigned __int128>(1) << 127);
+      auto u = static_cast<unsigned __int128>(LoadHugeInt(v, row)) ^
+               (static_cast<unsigned __int128>(1) << 127);
       AppendInt64(out, static_cast<int64_t>(static_cast<uint64_t>(u >> 64)));
       AppendInt64(out, static_cast<int64_t>(static_cast<uint64_t>(u)));
       return;
     }
-    default: ScalarText(t, v, row, out); return;  // ENUM, SQLNULL: sent as text
+    default:
+      ScalarText(t, v, row, out);
+      return;  // ENUM, SQLNULL: sent as text
   }
 }
 
-void AppendField(const TypeInfo& t, const duck::Vector& v, uint64_t row, bool binary, std::string& out) {
+void AppendField(const TypeInfo& t, const duck::Vector& v, uint64_t row, bool binary,
+                 std::string& out) {
   size_t len_pos = out.size();
   out.append(4, '\0');
   switch (t.kind) {
@@ -516,7 +624,9 @@ void AppendField(const TypeInfo& t, const duck::Vector& v, uint64_t row, bool bi
         ScalarText(t, v, row, out);
       }
       break;
-    case TypeInfo::Kind::kDuckText: DuckText(t, v, row, out, false); break;
+    case TypeInfo::Kind::kDuckText:
+      DuckText(t, v, row, out, false);
+      break;
     case TypeInfo::Kind::kPgArray: {
       uint64_t off, len;
       ChildRange(t, v, row, off, len);
@@ -575,7 +685,8 @@ Result<ColumnEncoder> ColumnEncoder::Make(const duck::LogicalType& type) {
 
 const PgType& ColumnEncoder::pg_type() const { return info_->pg; }
 
-void ColumnEncoder::Append(const duck::Vector& v, uint64_t row, bool binary, std::string& out) const {
+void ColumnEncoder::Append(const duck::Vector& v, uint64_t row, bool binary,
+                           std::string& out) const {
   if (!v.IsValid(row)) {
     out.append("\xff\xff\xff\xff", 4);
     return;
@@ -589,7 +700,8 @@ uint32_t ParamOid(const std::optional<duck::LogicalType>& type) {
   if (ScalarPgType(*type, info)) return info.id == TypeId::kEnum ? oid::kText : info.pg.oid;
   if (type->id() == TypeId::kList) {
     TypeInfo child;
-    if (ScalarPgType(type->ListChild(), child) && oid::ArrayOf(child.pg.oid) != 0) return oid::ArrayOf(child.pg.oid);
+    if (ScalarPgType(type->ListChild(), child) && oid::ArrayOf(child.pg.oid) != 0)
+      return oid::ArrayOf(child.pg.oid);
   }
   return oid::kText;
 }
@@ -630,8 +742,8 @@ std::string FormatInterval(int32_t months, int32_t days, int64_t micros) {
   bool is_zero = true, is_before = false;
   auto part = [&](int64_t value, std::string_view unit) {
     if (value == 0) return;
-    fmt::format_to(std::back_inserter(out), "{}{}{} {}{}", is_zero ? "" : " ", is_before && value > 0 ? "+" : "",
-                   value, unit, value != 1 ? "s" : "");
+    fmt::format_to(std::back_inserter(out), "{}{}{} {}{}", is_zero ? "" : " ",
+                   is_before && value > 0 ? "+" : "", value, unit, value != 1 ? "s" : "");
     is_before = value < 0;
     is_zero = false;
   };
@@ -645,7 +757,8 @@ std::string FormatInterval(int32_t months, int32_t days, int64_t micros) {
     out += minus ? "-" : (is_before ? "+" : "");
     uint64_t secs = m / 1'000'000;
     uint64_t frac = m % 1'000'000;
-    fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60, secs % 60);
+    fmt::format_to(std::back_inserter(out), "{:02}:{:02}:{:02}", secs / 3600, (secs / 60) % 60,
+                   secs % 60);
     if (frac != 0) {
       std::string f = fmt::format("{:06}", frac);
       while (f.back() == '0') f.pop_back();
@@ -663,7 +776,8 @@ std::string FormatFloat(double v, bool single) {
   // The shortest digits that read back exactly (Postgres 12+ with extra_float_digits 1),
   // fixed notation for decimal exponents from -4 below the type's digits (6 or 15).
   char buf[64];
-  auto res = single ? std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v), std::chars_format::scientific)
+  auto res = single ? std::to_chars(buf, buf + sizeof(buf), static_cast<float>(v),
+                                    std::chars_format::scientific)
                     : std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
   std::string_view s(buf, res.ptr - buf);
   bool neg = s[0] == '-';
@@ -704,7 +818,8 @@ std::string FormatFloat(double v, bool single) {
 
 std::string FormatHugeInt(__int128 v, int scale) {
   bool neg = v < 0;
-  unsigned __int128 u = neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
+  unsigned __int128 u =
+      neg ? static_cast<unsigned __int128>(-(v + 1)) + 1 : static_cast<unsigned __int128>(v);
   std::string digits = HugeIntDigits(u);
   std::string out = neg ? "-" : "";
   if (scale <= 0) return out + digits;
@@ -729,8 +844,10 @@ Result<std::string> NumericBinaryFromText(std::string_view text) {
   if (neg || (!text.empty() && text[0] == '+')) text.remove_prefix(1);
   size_t dot = text.find('.');
   std::string_view int_part = text.substr(0, dot);
-  std::string_view frac_part = dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
-  if (int_part.empty() && frac_part.empty()) return InvalidArgumentError("'{}' is not a number", text);
+  std::string_view frac_part =
+      dot == std::string_view::npos ? std::string_view() : text.substr(dot + 1);
+  if (int_part.empty() && frac_part.empty())
+    return InvalidArgumentError("'{}' is not a number", text);
   for (char c : int_part) {
     if (c < '0' || c > '9') return InvalidArgumentError("'{}' is not a number", text);
   }
@@ -745,8 +862,10 @@ Result<std::string> NumericBinaryFromText(std::string_view text) {
   std::string fp(frac_part);
   fp.append((4 - fp.size() % 4) % 4, '0');
   std::vector<int16_t> digits;
-  for (size_t i = 0; i < ip.size(); i += 4) digits.push_back(static_cast<int16_t>(std::stoi(ip.substr(i, 4))));
-  for (size_t i = 0; i < fp.size(); i += 4) digits.push_back(static_cast<int16_t>(std::stoi(fp.substr(i, 4))));
+  for (size_t i = 0; i < ip.size(); i += 4)
+    digits.push_back(static_cast<int16_t>(std::stoi(ip.substr(i, 4))));
+  for (size_t i = 0; i < fp.size(); i += 4)
+    digits.push_back(static_cast<int16_t>(std::stoi(fp.substr(i, 4))));
   int weight = static_cast<int>(ip.size() / 4) - 1;
   size_t first = 0;
   while (first < digits.size() && digits[first] == 0) {
@@ -775,11 +894,12 @@ Result<std::string> NumericTextFromBinary(std::string_view bytes) {
   ASSIGN_OR_RETURN(int16_t dscale, r.Int16());
   if (static_cast<uint16_t>(sign) == 0xC000) return std::string("NaN");
   if (ndigits < 0 || dscale < 0 || (sign != 0 && sign != 0x4000)) {
-    return InvalidArgumentError("invalid binary NUMERIC (ndigits {}, sign {:#x}, dscale {})", ndigits, sign, dscale);
+    return InvalidArgumentError("invalid binary NUMERIC (ndigits {}, sign {:#x}, dscale {})",
+                                ndigits, sign, dscale);
   }
   if (ndigits > 1000 || weight > 1000 || weight < -1000 || dscale > 1000) {
-    return InvalidArgumentError("binary NUMERIC out of range (ndigits {}, weight {}, dscale {})", ndigits, weight,
-                                dscale);
+    return InvalidArgumentError("binary NUMERIC out of range (ndigits {}, weight {}, dscale {})",
+                                ndigits, weight, dscale);
   }
   std::vector<int> d;
   for (int i = 0; i < ndigits; ++i) {
@@ -797,7 +917,8 @@ Result<std::string> NumericTextFromBinary(std::string_view bytes) {
   for (int w = weight; w >= 0; --w) int_part += fmt::format("{:04}", group(w));
   while (int_part.size() > 1 && int_part[0] == '0') int_part.erase(0, 1);
   if (int_part.empty()) int_part = "0";
-  for (int w = -1; static_cast<int>(frac_part.size()) < dscale; --w) frac_part += fmt::format("{:04}", group(w));
+  for (int w = -1; static_cast<int>(frac_part.size()) < dscale; --w)
+    frac_part += fmt::format("{:04}", group(w));
   frac_part.resize(static_cast<size_t>(dscale));
   std::string out = sign == 0x4000 ? "-" : "";
   out += int_part;
@@ -809,7 +930,8 @@ namespace {
 
 Result<int64_t> BigEndian(std::string_view bytes, size_t n, std::string_view type) {
   if (bytes.size() != n) {
-    return InvalidArgumentError("binary {} parameter has {} bytes, {} expected", type, bytes.size(), n);
+    return InvalidArgumentError("binary {} parameter has {} bytes, {} expected", type, bytes.size(),
+                                n);
   }
   uint64_t v = 0;
   for (unsigned char c : bytes) v = (v << 8) | c;
@@ -821,20 +943,34 @@ Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth)
 
 TypeId ElementTypeId(uint32_t o) {
   switch (o) {
-    case oid::kBool: return TypeId::kBoolean;
-    case oid::kInt2: return TypeId::kSmallInt;
-    case oid::kInt4: return TypeId::kInteger;
-    case oid::kInt8: return TypeId::kBigInt;
-    case oid::kFloat4: return TypeId::kFloat;
-    case oid::kFloat8: return TypeId::kDouble;
-    case oid::kBytea: return TypeId::kBlob;
-    case oid::kDate: return TypeId::kDate;
-    case oid::kTime: return TypeId::kTime;
-    case oid::kTimestamp: return TypeId::kTimestamp;
-    case oid::kTimestampTz: return TypeId::kTimestampTz;
-    case oid::kInterval: return TypeId::kInterval;
-    case oid::kUuid: return TypeId::kUuid;
-    default: return TypeId::kVarchar;  // text, varchar, json, numeric (cast by DuckDB)
+    case oid::kBool:
+      return TypeId::kBoolean;
+    case oid::kInt2:
+      return TypeId::kSmallInt;
+    case oid::kInt4:
+      return TypeId::kInteger;
+    case oid::kInt8:
+      return TypeId::kBigInt;
+    case oid::kFloat4:
+      return TypeId::kFloat;
+    case oid::kFloat8:
+      return TypeId::kDouble;
+    case oid::kBytea:
+      return TypeId::kBlob;
+    case oid::kDate:
+      return TypeId::kDate;
+    case oid::kTime:
+      return TypeId::kTime;
+    case oid::kTimestamp:
+      return TypeId::kTimestamp;
+    case oid::kTimestampTz:
+      return TypeId::kTimestampTz;
+    case oid::kInterval:
+      return TypeId::kInterval;
+    case oid::kUuid:
+      return TypeId::kUuid;
+    default:
+      return TypeId::kVarchar;  // text, varchar, json, numeric (cast by DuckDB)
   }
 }
 
@@ -847,9 +983,11 @@ Result<duck::Value> DecodeBinaryArray(uint32_t array_oid, std::string_view b, in
   (void)flags;
   uint32_t expected = oid::ElementOf(array_oid);
   if (static_cast<uint32_t>(elem) != expected) {
-    return InvalidArgumentError("binary array parameter has element type {}, {} expected", elem, expected);
+    return InvalidArgumentError("binary array parameter has element type {}, {} expected", elem,
+                                expected);
   }
-  if (ndim < 0 || ndim > 1) return UnimplementedError("array parameters of {} dimensions are not supported", ndim);
+  if (ndim < 0 || ndim > 1)
+    return UnimplementedError("array parameters of {} dimensions are not supported", ndim);
   int32_t count = 0;
   if (ndim == 1) {
     ASSIGN_OR_RETURN(count, r.Int32());
@@ -866,19 +1004,22 @@ Result<duck::Value> DecodeBinaryArray(uint32_t array_oid, std::string_view b, in
       values.push_back(duck::Value::Null());
       continue;
     }
-    if (len < 0) return InvalidArgumentError("binary array element {} has an invalid length {}", i + 1, len);
+    if (len < 0)
+      return InvalidArgumentError("binary array element {} has an invalid length {}", i + 1, len);
     ASSIGN_OR_RETURN(std::string_view e, r.Bytes(static_cast<size_t>(len)));
     ASSIGN_OR_RETURN(duck::Value v, DecodeBinaryParam(expected, e, depth + 1));
     values.push_back(std::move(v));
   }
-  if (!r.done()) return InvalidArgumentError("binary array parameter has {} extra bytes", r.remaining());
+  if (!r.done())
+    return InvalidArgumentError("binary array parameter has {} extra bytes", r.remaining());
   return duck::Value::List(duck::LogicalType::Of(ElementTypeId(expected)), std::move(values));
 }
 
 Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth) {
   switch (o) {
     case oid::kBool:
-      if (b.size() != 1) return InvalidArgumentError("binary boolean parameter has {} bytes, 1 expected", b.size());
+      if (b.size() != 1)
+        return InvalidArgumentError("binary boolean parameter has {} bytes, 1 expected", b.size());
       return duck::Value::Boolean(b[0] != 0);
     case oid::kInt2: {
       ASSIGN_OR_RETURN(int64_t v, BigEndian(b, 2, "int2"));
@@ -915,13 +1056,16 @@ Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth)
     case oid::kName:
     case oid::kJson:
     case oid::kUnknown:
-      if (!pg::IsValidUtf8(b)) return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
+      if (!pg::IsValidUtf8(b))
+        return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
       return duck::Value::Varchar(b);
     case oid::kJsonb:
       if (b.empty() || b[0] != 1) return InvalidArgumentError("unsupported jsonb version number");
-      if (!pg::IsValidUtf8(b.substr(1))) return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
+      if (!pg::IsValidUtf8(b.substr(1)))
+        return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
       return duck::Value::Varchar(b.substr(1));
-    case oid::kBytea: return duck::Value::Blob(b);
+    case oid::kBytea:
+      return duck::Value::Blob(b);
     case oid::kDate: {
       ASSIGN_OR_RETURN(int64_t v, BigEndian(b, 4, "date"));
       if (v == std::numeric_limits<int32_t>::max()) return duck::Value::Date(kDateInfinity);
@@ -930,7 +1074,8 @@ Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth)
     }
     case oid::kTime: {
       ASSIGN_OR_RETURN(int64_t v, BigEndian(b, 8, "time"));
-      if (v < 0 || v > kMicrosPerDay) return InvalidArgumentError("binary time parameter out of range: {}", v);
+      if (v < 0 || v > kMicrosPerDay)
+        return InvalidArgumentError("binary time parameter out of range: {}", v);
       return duck::Value::Time(v);
     }
     case oid::kTimestamp:
@@ -941,20 +1086,26 @@ Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth)
         micros = kTimestampInfinity;
       } else if (v == std::numeric_limits<int64_t>::min()) {
         micros = -kTimestampInfinity;
-      } else if (__builtin_add_overflow(v, kPgEpochMicros, &micros) || micros == kTimestampInfinity) {
+      } else if (__builtin_add_overflow(v, kPgEpochMicros, &micros) ||
+                 micros == kTimestampInfinity) {
         return InvalidArgumentError("binary timestamp parameter out of range");
       }
-      return o == oid::kTimestamp ? duck::Value::Timestamp(micros) : duck::Value::TimestampTz(micros);
+      return o == oid::kTimestamp ? duck::Value::Timestamp(micros)
+                                  : duck::Value::TimestampTz(micros);
     }
     case oid::kInterval: {
-      if (b.size() != 16) return InvalidArgumentError("binary interval parameter has {} bytes, 16 expected", b.size());
+      if (b.size() != 16)
+        return InvalidArgumentError("binary interval parameter has {} bytes, 16 expected",
+                                    b.size());
       ASSIGN_OR_RETURN(int64_t micros, BigEndian(b.substr(0, 8), 8, "interval"));
       ASSIGN_OR_RETURN(int64_t days, BigEndian(b.substr(8, 4), 4, "interval"));
       ASSIGN_OR_RETURN(int64_t months, BigEndian(b.substr(12, 4), 4, "interval"));
-      return duck::Value::Interval(static_cast<int32_t>(months), static_cast<int32_t>(days), micros);
+      return duck::Value::Interval(static_cast<int32_t>(months), static_cast<int32_t>(days),
+                                   micros);
     }
     case oid::kUuid: {
-      if (b.size() != 16) return InvalidArgumentError("binary uuid parameter has {} bytes, 16 expected", b.size());
+      if (b.size() != 16)
+        return InvalidArgumentError("binary uuid parameter has {} bytes, 16 expected", b.size());
       ASSIGN_OR_RETURN(int64_t hi, BigEndian(b.substr(0, 8), 8, "uuid"));
       ASSIGN_OR_RETURN(int64_t lo, BigEndian(b.substr(8, 8), 8, "uuid"));
       return duck::Value::Uuid(static_cast<uint64_t>(hi), static_cast<uint64_t>(lo));
@@ -965,7 +1116,8 @@ Result<duck::Value> DecodeBinaryParam(uint32_t o, std::string_view b, int depth)
     }
     default:
       if (oid::ElementOf(o) != 0) return DecodeBinaryArray(o, b, depth);
-      return UnimplementedError("binary parameters of type OID {} are not supported; send it as text", o);
+      return UnimplementedError(
+          "binary parameters of type OID {} are not supported; send it as text", o);
   }
 }
 
@@ -979,7 +1131,8 @@ Result<std::string> DecodeByteaText(std::string_view t) {
       return -1;
     };
     t.remove_prefix(2);
-    if (t.size() % 2 != 0) return InvalidArgumentError("invalid hexadecimal data: odd number of digits");
+    if (t.size() % 2 != 0)
+      return InvalidArgumentError("invalid hexadecimal data: odd number of digits");
     for (size_t i = 0; i < t.size(); i += 2) {
       int hi = hex(t[i]), lo = hex(t[i + 1]);
       if (hi < 0 || lo < 0) return InvalidArgumentError("invalid hexadecimal digit in bytea");
@@ -994,8 +1147,8 @@ Result<std::string> DecodeByteaText(std::string_view t) {
     } else if (i + 1 < t.size() && t[i + 1] == '\\') {
       out += '\\';
       ++i;
-    } else if (i + 3 < t.size() + 0 && t[i + 1] >= '0' && t[i + 1] <= '3' && t[i + 2] >= '0' && t[i + 2] <= '7' &&
-               t[i + 3] >= '0' && t[i + 3] <= '7') {
+    } else if (i + 3 < t.size() + 0 && t[i + 1] >= '0' && t[i + 1] <= '3' && t[i + 2] >= '0' &&
+               t[i + 2] <= '7' && t[i + 3] >= '0' && t[i + 3] <= '7') {
       out += static_cast<char>((t[i + 1] - '0') * 64 + (t[i + 2] - '0') * 8 + (t[i + 3] - '0'));
       i += 3;
     } else {
@@ -1008,7 +1161,9 @@ Result<std::string> DecodeByteaText(std::string_view t) {
 // A one-dimensional Postgres array literal ({a,"b c",NULL}) as a LIST of VARCHAR, which
 // DuckDB casts to the parameter's list type (DuckDB's own list syntax is [a, b]).
 Result<duck::Value> DecodeArrayText(std::string_view t) {
-  auto bad = [&] { return InvalidArgumentError("malformed array literal: \"{}\"", t.substr(0, 64)); };
+  auto bad = [&] {
+    return InvalidArgumentError("malformed array literal: \"{}\"", t.substr(0, 64));
+  };
   size_t i = 0;
   while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i]))) ++i;
   if (i == t.size() || t[i] != '{') return bad();
@@ -1033,12 +1188,14 @@ Result<duck::Value> DecodeArrayText(std::string_view t) {
       if (i >= t.size()) return bad();
       ++i;
     } else {
-      if (t[i] == '{') return UnimplementedError("multi-dimensional array parameters are not supported");
+      if (t[i] == '{')
+        return UnimplementedError("multi-dimensional array parameters are not supported");
       while (i < t.size() && t[i] != ',' && t[i] != '}') {
         if (t[i] == '\\' && i + 1 < t.size()) ++i;
         elem += t[i++];
       }
-      while (!elem.empty() && std::isspace(static_cast<unsigned char>(elem.back()))) elem.pop_back();
+      while (!elem.empty() && std::isspace(static_cast<unsigned char>(elem.back())))
+        elem.pop_back();
     }
     if (!quoted && (elem == "NULL" || elem == "null" || elem == "Null")) {
       values.push_back(duck::Value::Null());
@@ -1067,14 +1224,16 @@ Result<duck::Value> DecodeArrayText(std::string_view t) {
 Result<duck::Value> DecodeParam(uint32_t o, bool binary, std::string_view bytes) {
   if (binary) return DecodeBinaryParam(o, bytes, 0);
   if (oid::ElementOf(o) != 0 && o != oid::kByteaArray) {
-    if (!pg::IsValidUtf8(bytes)) return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
+    if (!pg::IsValidUtf8(bytes))
+      return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
     return DecodeArrayText(bytes);
   }
   if (o == oid::kBytea) {
     ASSIGN_OR_RETURN(std::string blob, DecodeByteaText(bytes));
     return duck::Value::Blob(blob);
   }
-  if (!pg::IsValidUtf8(bytes)) return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
+  if (!pg::IsValidUtf8(bytes))
+    return InvalidArgumentError("invalid byte sequence for encoding \"UTF8\"");
   return duck::Value::Varchar(bytes);
 }
 

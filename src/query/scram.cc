@@ -15,8 +15,8 @@ namespace {
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
@@ -50,7 +50,8 @@ std::string_view Attribute(std::string_view message, char name) {
 std::string Base64Encode(std::string_view bytes) {
   std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+                          reinterpret_cast<const unsigned char*>(bytes.data()),
+                          static_cast<int>(bytes.size()));
   out.resize(static_cast<size_t>(n));
   return out;
 }
@@ -64,7 +65,8 @@ Result<std::string> Base64Decode(std::string_view text) {
   }
   std::string out(3 * text.size() / 4 + 1, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
+                          reinterpret_cast<const unsigned char*>(text.data()),
+                          static_cast<int>(text.size()));
   if (n < 0) return InvalidArgumentError("malformed base64");
   size_t len = static_cast<size_t>(n);
   if (text.size() >= 1 && text.back() == '=') --len;
@@ -84,8 +86,9 @@ ScramVerifier ScramVerifier::FromPassword(std::string_view password, int iterati
   v.iterations = iterations;
   unsigned char salted[32];
   PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
-                    reinterpret_cast<const unsigned char*>(v.salt.data()), static_cast<int>(v.salt.size()),
-                    iterations, EVP_sha256(), sizeof(salted), salted);
+                    reinterpret_cast<const unsigned char*>(v.salt.data()),
+                    static_cast<int>(v.salt.size()), iterations, EVP_sha256(), sizeof(salted),
+                    salted);
   std::string sp(reinterpret_cast<char*>(salted), sizeof(salted));
   v.stored_key = Sha256(Hmac(sp, "Client Key"));
   v.server_key = Hmac(sp, "Server Key");
@@ -104,37 +107,45 @@ Result<std::string> ScramExchange::ClientFirst(std::string_view message) {
   // gs2-header: "n,," or "y,," (the client could bind the channel but thinks we cannot),
   // optionally with an authzid; "p=" asks for channel binding, which needs TLS.
   if (message.empty() || (message[0] != 'n' && message[0] != 'y')) {
-    return InvalidArgumentError("SCRAM: channel binding is not supported (client-first-message '{}')",
-                                message.substr(0, 1));
+    return InvalidArgumentError(
+        "SCRAM: channel binding is not supported (client-first-message '{}')",
+        message.substr(0, 1));
   }
   size_t first = message.find(',');
   size_t second = first == std::string_view::npos ? first : message.find(',', first + 1);
-  if (second == std::string_view::npos) return InvalidArgumentError("SCRAM: malformed client-first-message");
+  if (second == std::string_view::npos)
+    return InvalidArgumentError("SCRAM: malformed client-first-message");
   gs2_header_ = message.substr(0, second + 1);
   client_first_bare_ = message.substr(second + 1);
-  if (client_first_bare_.starts_with("m=")) return InvalidArgumentError("SCRAM: extensions are not supported");
+  if (client_first_bare_.starts_with("m="))
+    return InvalidArgumentError("SCRAM: extensions are not supported");
   std::string_view client_nonce = Attribute(client_first_bare_, 'r');
   if (client_nonce.empty()) return InvalidArgumentError("SCRAM: client-first-message has no nonce");
   for (char c : client_nonce) {
     if (c < 0x21 || c > 0x7e || c == ',') return InvalidArgumentError("SCRAM: invalid nonce");
   }
   nonce_ = std::string(client_nonce) + Base64Encode(RandomBytes(18));
-  server_first_ = "r=" + nonce_ + ",s=" + Base64Encode(verifier_->salt) + ",i=" + std::to_string(verifier_->iterations);
+  server_first_ = "r=" + nonce_ + ",s=" + Base64Encode(verifier_->salt) +
+                  ",i=" + std::to_string(verifier_->iterations);
   return server_first_;
 }
 
 Result<std::string> ScramExchange::ClientFinal(std::string_view message) {
-  if (server_first_.empty()) return FailedPreconditionError("SCRAM: client-final-message before client-first");
+  if (server_first_.empty())
+    return FailedPreconditionError("SCRAM: client-final-message before client-first");
   size_t p = message.rfind(",p=");
-  if (p == std::string_view::npos) return InvalidArgumentError("SCRAM: client-final-message has no proof");
+  if (p == std::string_view::npos)
+    return InvalidArgumentError("SCRAM: client-final-message has no proof");
   std::string_view without_proof = message.substr(0, p);
   if (Attribute(without_proof, 'c') != Base64Encode(gs2_header_)) {
     return InvalidArgumentError("SCRAM: channel binding attribute does not match");
   }
-  if (Attribute(without_proof, 'r') != nonce_) return InvalidArgumentError("SCRAM: nonce does not match");
+  if (Attribute(without_proof, 'r') != nonce_)
+    return InvalidArgumentError("SCRAM: nonce does not match");
   ASSIGN_OR_RETURN(std::string proof, Base64Decode(message.substr(p + 3)));
   if (proof.size() != 32) return InvalidArgumentError("SCRAM: malformed proof");
-  std::string auth_message = client_first_bare_ + "," + server_first_ + "," + std::string(without_proof);
+  std::string auth_message =
+      client_first_bare_ + "," + server_first_ + "," + std::string(without_proof);
   std::string client_signature = Hmac(verifier_->stored_key, auth_message);
   std::string client_key(32, '\0');
   for (size_t i = 0; i < 32; ++i) client_key[i] = static_cast<char>(proof[i] ^ client_signature[i]);

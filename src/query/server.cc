@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "base/logging.h"
@@ -23,7 +23,8 @@ namespace {
 const Logger kLog("query");
 
 int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -46,7 +47,8 @@ Result<std::pair<std::string, int>> ParseHostPort(std::string_view text) {
   } catch (...) {
     port = -1;
   }
-  if (port < 0 || port > 65535) return InvalidArgumentError("'{}': the port must be a number from 0 to 65535", text);
+  if (port < 0 || port > 65535)
+    return InvalidArgumentError("'{}': the port must be a number from 0 to 65535", text);
   if (host == "localhost") host = "127.0.0.1";
   in_addr addr{};
   if (inet_pton(AF_INET, host.c_str(), &addr) != 1) {
@@ -59,11 +61,20 @@ Result<std::pair<std::string, int>> ParseHostPort(std::string_view text) {
 
 const std::vector<std::string_view>& QueryConfigKeys() {
   static const std::vector<std::string_view> kKeys = {
-      "query.pg_addr",         "query.memory_limit",     "query.threads",
-      "query.allowed_directories", "query.max_connections", "query.max_message_bytes",
-      "query.timeout_seconds", "query.users",            "query.auth",
-      "query.scram_iterations", "query.temp_directory",  "query.max_running",
-      "query.queue_timeout_seconds", "query.rss_limit",
+      "query.pg_addr",
+      "query.memory_limit",
+      "query.threads",
+      "query.allowed_directories",
+      "query.max_connections",
+      "query.max_message_bytes",
+      "query.timeout_seconds",
+      "query.users",
+      "query.auth",
+      "query.scram_iterations",
+      "query.temp_directory",
+      "query.max_running",
+      "query.queue_timeout_seconds",
+      "query.rss_limit",
   };
   return kKeys;
 }
@@ -91,7 +102,8 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   ASSIGN_OR_RETURN(int64_t threads, config.GetInt("query.threads", 2, 1, 256));
   o.threads = static_cast<int>(threads);
   ASSIGN_OR_RETURN(std::string data_dir, config.GetString("data_dir", "./sluice-data"));
-  ASSIGN_OR_RETURN(o.temp_directory, config.GetString("query.temp_directory", data_dir + "/query-tmp"));
+  ASSIGN_OR_RETURN(o.temp_directory,
+                   config.GetString("query.temp_directory", data_dir + "/query-tmp"));
   ASSIGN_OR_RETURN(o.allowed_directories, config.GetList("query.allowed_directories"));
   ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
   if (!warehouse.empty()) o.allowed_directories.insert(o.allowed_directories.begin(), warehouse);
@@ -107,7 +119,8 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   o.timeout_ms = timeout * 1000;
   ASSIGN_OR_RETURN(int64_t max_running, config.GetInt("query.max_running", 4, 1, 1000));
   o.max_running = static_cast<int>(max_running);
-  ASSIGN_OR_RETURN(int64_t queue_timeout, config.GetInt("query.queue_timeout_seconds", 60, 0, 86400));
+  ASSIGN_OR_RETURN(int64_t queue_timeout,
+                   config.GetInt("query.queue_timeout_seconds", 60, 0, 86400));
   o.queue_timeout_ms = queue_timeout * 1000;
   // Default: 80% of the memory the process may use: the machine's, or its cgroup's limit
   // when lower (a container).
@@ -117,7 +130,8 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
     if (std::fscanf(f, "%lld", &cg) == 1 && cg > 0 && cg < physical) physical = cg;
     std::fclose(f);
   }
-  ASSIGN_OR_RETURN(o.rss_limit_bytes, config.GetBytes("query.rss_limit", physical > 0 ? physical / 10 * 8 : 0));
+  ASSIGN_OR_RETURN(o.rss_limit_bytes,
+                   config.GetBytes("query.rss_limit", physical > 0 ? physical / 10 * 8 : 0));
   ASSIGN_OR_RETURN(std::vector<std::string> users, config.GetList("query.users"));
   for (const std::string& u : users) {
     size_t colon = u.find(':');
@@ -136,7 +150,8 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
     return InvalidArgumentError("query.auth (set in {}): '{}' is not scram-sha-256 or password",
                                 config.Origin("query.auth"), auth);
   }
-  ASSIGN_OR_RETURN(int64_t iterations, config.GetInt("query.scram_iterations", 4096, 4096, 10'000'000));
+  ASSIGN_OR_RETURN(int64_t iterations,
+                   config.GetInt("query.scram_iterations", 4096, 4096, 10'000'000));
   o.scram_iterations = static_cast<int>(iterations);
   return out;
 }
@@ -236,7 +251,8 @@ void ServerState::AcceptLoop() {
 
 bool ServerState::Admit() {
   std::unique_lock lock(admit_mu_);
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(options.queue_timeout_ms);
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(options.queue_timeout_ms);
   while (running_ >= options.max_running) {
     if (stopping.load() || admit_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
       if (running_ < options.max_running && !stopping.load()) break;
@@ -277,7 +293,8 @@ void ServerState::WatchdogLoop() {
       if (rss <= options.rss_limit_bytes) rss_at_last_interrupt = 0;
       // After an interrupt the allocator may keep the freed pages: the next one needs RSS
       // to have grown by 64 MiB since, so one big query does not take innocent ones along.
-      const bool grew = rss_at_last_interrupt == 0 || rss > rss_at_last_interrupt + (int64_t{64} << 20);
+      const bool grew =
+          rss_at_last_interrupt == 0 || rss > rss_at_last_interrupt + (int64_t{64} << 20);
       if (rss > options.rss_limit_bytes && grew) {
         SessionSlot* oldest = nullptr;
         for (auto& [pid, s] : sessions_) {
@@ -291,8 +308,10 @@ void ServerState::WatchdogLoop() {
           oldest->connection->Interrupt();
           last_rss_interrupt = now;
           rss_at_last_interrupt = rss;
-          SLUICE_LOG(kLog, kWarn, "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running query",
-                     rss >> 20, options.rss_limit_bytes >> 20);
+          SLUICE_LOG(
+              kLog, kWarn,
+              "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running query",
+              rss >> 20, options.rss_limit_bytes >> 20);
         }
       }
     }
@@ -383,9 +402,10 @@ Result<std::unique_ptr<QueryServer>> QueryServer::Start(QueryServerOptions optio
   ServerState* s = state.get();
   state->acceptor = std::thread([s] { s->AcceptLoop(); });
   state->watchdog = std::thread([s] { s->WatchdogLoop(); });
-  SLUICE_LOG(kLog, kInfo, "Postgres wire protocol on {}:{} (memory_limit {} MiB, {} threads, {})", o.host,
-             state->port, o.memory_limit_bytes >> 20, o.threads,
-             o.users.empty() ? "trust" : (o.auth == AuthMethod::kScramSha256 ? "scram-sha-256" : "password"));
+  SLUICE_LOG(kLog, kInfo, "Postgres wire protocol on {}:{} (memory_limit {} MiB, {} threads, {})",
+             o.host, state->port, o.memory_limit_bytes >> 20, o.threads,
+             o.users.empty() ? "trust"
+                             : (o.auth == AuthMethod::kScramSha256 ? "scram-sha-256" : "password"));
   return std::unique_ptr<QueryServer>(new QueryServer(std::move(state)));
 }
 

@@ -52,7 +52,8 @@ struct SessionHooks {
   // search_path...), with the user the client authenticated as and the database it named
   // (its user's name when it named none). An error refuses the session (FATAL) with the
   // message.
-  std::function<Status(duck::Connection&, std::string_view user, std::string_view database)> on_session_start;
+  std::function<Status(duck::Connection&, std::string_view user, std::string_view database)>
+      on_session_start;
   // Applied to every SQL string a client sends (Query and Parse) before DuckDB sees it;
   // an error is sent to the client as the statement's error (SQLSTATE 42601 unless the
   // message begins with a 5-character SQLSTATE and ": ").
@@ -68,7 +69,8 @@ struct SessionHooks {
   // Errors are sent as rewrite_query's are; a Status code without a SQLSTATE prefix maps
   // as NotFound 42P01, Unimplemented 0A000, Corruption XX001, ResourceExhausted 53200,
   // Aborted 57014, anything else as DuckDB's message says.
-  std::function<Result<PlannedStatement>(duck::Connection&, std::string_view statement, bool allow_steps)>
+  std::function<Result<PlannedStatement>(duck::Connection&, std::string_view statement,
+                                         bool allow_steps)>
       plan_statement;
 };
 

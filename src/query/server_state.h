@@ -44,8 +44,8 @@ class ServerState {
   // false when none came (or the server stops). Release gives it back.
   bool Admit();
   void Release();
-  std::atomic<uint64_t> turns{0};  // Admit's successes
-  std::atomic<uint64_t> simple_steps{0};    // statements that ran planning steps
+  std::atomic<uint64_t> turns{0};         // Admit's successes
+  std::atomic<uint64_t> simple_steps{0};  // statements that ran planning steps
   std::atomic<uint64_t> extended_steps{0};
   // Tests: the RSS the watchdog reads instead of /proc/self/statm.
   std::function<int64_t()> rss_source;
@@ -64,8 +64,9 @@ class ServerState {
   int running_ = 0;  // guarded by admit_mu_
   std::mutex mu_;
   std::map<int32_t, std::shared_ptr<SessionSlot>> sessions_;  // guarded by mu_
-  std::list<Worker> workers_;                                  // guarded by mu_
+  std::list<Worker> workers_;                                 // guarded by mu_
   std::condition_variable stop_cv_;
+
  public:
   std::thread acceptor;
   std::thread watchdog;

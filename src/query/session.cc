@@ -28,7 +28,8 @@ std::string SqlStateFor(duck::ErrorType type, std::string_view msg) {
   using duck::ErrorType;
   switch (type) {
     case ErrorType::kParser:
-    case ErrorType::kSyntax: return "42601";
+    case ErrorType::kSyntax:
+      return "42601";
     case ErrorType::kCatalog:
       if (has("already exists")) return "42P07";
       if (has("Schema") || has("schema")) return "3F000";
@@ -40,36 +41,54 @@ std::string SqlStateFor(duck::ErrorType type, std::string_view msg) {
       if (has("column") || has("Column")) return "42703";
       if (has("function") || has("Function")) return "42883";
       return "42P18";
-    case ErrorType::kPermission: return "42501";
-    case ErrorType::kInterrupt: return "57014";
-    case ErrorType::kOutOfMemory: return "53200";
+    case ErrorType::kPermission:
+      return "42501";
+    case ErrorType::kInterrupt:
+      return "57014";
+    case ErrorType::kOutOfMemory:
+      return "53200";
     case ErrorType::kConstraint:
       if (has("NOT NULL")) return "23502";
       if (has("foreign key")) return "23503";
       if (has("CHECK")) return "23514";
       if (has("Duplicate key") || has("unique") || has("primary key")) return "23505";
       return "23000";
-    case ErrorType::kConversion: return "22P02";
+    case ErrorType::kConversion:
+      return "22P02";
     case ErrorType::kOutOfRange:
-    case ErrorType::kDecimal: return "22003";
-    case ErrorType::kDivideByZero: return "22012";
+    case ErrorType::kDecimal:
+      return "22003";
+    case ErrorType::kDivideByZero:
+      return "22012";
     case ErrorType::kInvalidInput:
       if (has("configuration has been locked")) return "42501";
       return "22023";
     case ErrorType::kMismatchType:
-    case ErrorType::kInvalidType: return "42804";
-    case ErrorType::kTransaction: return has("aborted") ? "25P02" : "25000";
-    case ErrorType::kNotImplemented: return "0A000";
-    case ErrorType::kIO: return "58030";
-    case ErrorType::kParameterNotResolved: return "42P18";
-    case ErrorType::kParameterNotAllowed: return "42P02";
-    case ErrorType::kDependency: return "2BP01";
-    case ErrorType::kSequence: return "2200H";
-    case ErrorType::kSerialization: return "40001";
+    case ErrorType::kInvalidType:
+      return "42804";
+    case ErrorType::kTransaction:
+      return has("aborted") ? "25P02" : "25000";
+    case ErrorType::kNotImplemented:
+      return "0A000";
+    case ErrorType::kIO:
+      return "58030";
+    case ErrorType::kParameterNotResolved:
+      return "42P18";
+    case ErrorType::kParameterNotAllowed:
+      return "42P02";
+    case ErrorType::kDependency:
+      return "2BP01";
+    case ErrorType::kSequence:
+      return "2200H";
+    case ErrorType::kSerialization:
+      return "40001";
     case ErrorType::kMissingExtension:
-    case ErrorType::kAutoload: return "0A000";
-    case ErrorType::kExpression: return "42000";
-    default: return "XX000";
+    case ErrorType::kAutoload:
+      return "0A000";
+    case ErrorType::kExpression:
+      return "42000";
+    default:
+      return "XX000";
   }
 }
 
@@ -106,11 +125,14 @@ bool StatementReturnsRows(const duck::PreparedStatement& p) {
     case duck::StatementType::kCall:
     case duck::StatementType::kExecute:
     case duck::StatementType::kRelation:
-    case duck::StatementType::kLogicalPlan: return true;
+    case duck::StatementType::kLogicalPlan:
+      return true;
     case duck::StatementType::kInsert:
     case duck::StatementType::kUpdate:
-    case duck::StatementType::kDelete: return !ReturnsChangedRows(p);
-    default: return false;
+    case duck::StatementType::kDelete:
+      return !ReturnsChangedRows(p);
+    default:
+      return false;
   }
 }
 
@@ -125,7 +147,8 @@ std::optional<std::string> ParamTypeSql(const std::optional<duck::LogicalType>& 
   using duck::TypeId;
   switch (t.id()) {
     case TypeId::kAny:
-    case TypeId::kSqlNull: return std::string();
+    case TypeId::kSqlNull:
+      return std::string();
     case TypeId::kBoolean:
     case TypeId::kTinyInt:
     case TypeId::kSmallInt:
@@ -149,14 +172,17 @@ std::optional<std::string> ParamTypeSql(const std::optional<duck::LogicalType>& 
     case TypeId::kInterval:
     case TypeId::kVarchar:
     case TypeId::kBlob:
-    case TypeId::kUuid: return std::string(duck::TypeIdName(t.id()));
-    case TypeId::kDecimal: return fmt::format("DECIMAL({}, {})", t.DecimalWidth(), t.DecimalScale());
+    case TypeId::kUuid:
+      return std::string(duck::TypeIdName(t.id()));
+    case TypeId::kDecimal:
+      return fmt::format("DECIMAL({}, {})", t.DecimalWidth(), t.DecimalScale());
     case TypeId::kList: {
       auto child = ParamTypeSql(t.ListChild());
       if (!child || child->empty()) return std::nullopt;
       return *child + "[]";
     }
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -164,13 +190,19 @@ std::optional<std::string> ParamTypeSql(const std::optional<duck::LogicalType>& 
 // for bytea and arrays (no literal form here) and types without a decoder.
 std::optional<std::string> BinaryValueTypeSql(uint32_t o) {
   switch (o) {
-    case oid::kBool: return "BOOLEAN";
-    case oid::kInt2: return "SMALLINT";
-    case oid::kInt4: return "INTEGER";
+    case oid::kBool:
+      return "BOOLEAN";
+    case oid::kInt2:
+      return "SMALLINT";
+    case oid::kInt4:
+      return "INTEGER";
     case oid::kOid:
-    case oid::kInt8: return "BIGINT";
-    case oid::kFloat4: return "FLOAT";
-    case oid::kFloat8: return "DOUBLE";
+    case oid::kInt8:
+      return "BIGINT";
+    case oid::kFloat4:
+      return "FLOAT";
+    case oid::kFloat8:
+      return "DOUBLE";
     case oid::kText:
     case oid::kVarchar:
     case oid::kBpchar:
@@ -178,14 +210,22 @@ std::optional<std::string> BinaryValueTypeSql(uint32_t o) {
     case oid::kJson:
     case oid::kJsonb:
     case oid::kUnknown:
-    case oid::kNumeric: return "VARCHAR";  // numeric is decoded to its text
-    case oid::kDate: return "DATE";
-    case oid::kTime: return "TIME";
-    case oid::kTimestamp: return "TIMESTAMP";
-    case oid::kTimestampTz: return "TIMESTAMP WITH TIME ZONE";
-    case oid::kInterval: return "INTERVAL";
-    case oid::kUuid: return "UUID";
-    default: return std::nullopt;
+    case oid::kNumeric:
+      return "VARCHAR";  // numeric is decoded to its text
+    case oid::kDate:
+      return "DATE";
+    case oid::kTime:
+      return "TIME";
+    case oid::kTimestamp:
+      return "TIMESTAMP";
+    case oid::kTimestampTz:
+      return "TIMESTAMP WITH TIME ZONE";
+    case oid::kInterval:
+      return "INTERVAL";
+    case oid::kUuid:
+      return "UUID";
+    default:
+      return std::nullopt;
   }
 }
 
@@ -248,8 +288,9 @@ void Session::AddCopyHint(std::string_view statement, SqlError& e) {
   if (e.sqlstate != "42501" || !e.hint.empty()) return;
   std::vector<std::string> w = LeadingWords(statement, 1);
   if (w.empty() || w[0] != "COPY") return;
-  e.hint = "COPY to or from a file runs on the server, inside query.allowed_directories only; "
-           "COPY ... TO STDOUT (psql's \\copy) writes on the client.";
+  e.hint =
+      "COPY to or from a file runs on the server, inside query.allowed_directories only; "
+      "COPY ... TO STDOUT (psql's \\copy) writes on the client.";
 }
 
 std::optional<std::string> Session::ReadStartupPacket() {
@@ -274,7 +315,8 @@ std::optional<std::string> Session::ReadStartupPacket() {
 std::optional<pg::Frame> Session::ReadMessage() {
   while (true) {
     size_t used = 0;
-    auto frame = pg::ReadFrame(std::string_view(in_).substr(in_pos_), server_.options.max_message_bytes, &used);
+    auto frame = pg::ReadFrame(std::string_view(in_).substr(in_pos_),
+                               server_.options.max_message_bytes, &used);
     if (!frame.ok()) {
       SLUICE_LOG(kLog, kDebug, "closing a connection: {}", frame.status().message());
       SendError({"08P01", frame.status().message(), true});
@@ -354,7 +396,8 @@ bool Session::Startup() {
   conn_ = std::move(conn).value();
   if (server_.options.hooks.on_session_start) {
     std::string database = startup.Param("database");
-    Status st = server_.options.hooks.on_session_start(*conn_, user_, database.empty() ? user_ : database);
+    Status st =
+        server_.options.hooks.on_session_start(*conn_, user_, database.empty() ? user_ : database);
     if (!st.ok()) {
       SendError({"XX000", st.message(), true});
       Flush();
@@ -389,12 +432,15 @@ bool Session::Startup() {
 bool Session::Authenticate(const std::string& user) {
   const QueryServerOptions& o = server_.options;
   if (o.users.empty()) return true;  // trust
-  SqlError failed{"28P01", fmt::format("password authentication failed for user \"{}\"", user), true};
+  SqlError failed{"28P01", fmt::format("password authentication failed for user \"{}\"", user),
+                  true};
   auto expect_password_message = [&]() -> std::optional<pg::Frame> {
     std::optional<pg::Frame> f = ReadMessage();
     if (!f) return std::nullopt;
     if (f->type != 'p') {
-      SendError({"08P01", fmt::format("expected a password response, got message type '{}'", f->type), true});
+      SendError({"08P01",
+                 fmt::format("expected a password response, got message type '{}'", f->type),
+                 true});
       Flush();
       return std::nullopt;
     }
@@ -426,8 +472,9 @@ bool Session::Authenticate(const std::string& user) {
   auto initial = pg::ParseSaslInitialResponse(f->body);
   if (!initial.ok() || initial->mechanism != "SCRAM-SHA-256") {
     SendError({"28000",
-               initial.ok() ? fmt::format("SASL mechanism \"{}\" is not supported", initial->mechanism)
-                            : initial.status().message(),
+               initial.ok()
+                   ? fmt::format("SASL mechanism \"{}\" is not supported", initial->mechanism)
+                   : initial.status().message(),
                true});
     Flush();
     return false;
@@ -446,7 +493,8 @@ bool Session::Authenticate(const std::string& user) {
   if (!f) return false;
   auto server_final = x.ClientFinal(f->body);
   if (!server_final.ok()) {
-    SLUICE_LOG(kLog, kInfo, "SCRAM authentication failed for user \"{}\": {}", user, server_final.status().message());
+    SLUICE_LOG(kLog, kInfo, "SCRAM authentication failed for user \"{}\": {}", user,
+               server_final.status().message());
     SendError(failed);
     Flush();
     return false;
@@ -457,7 +505,8 @@ bool Session::Authenticate(const std::string& user) {
 
 // ---- the message loop ------------------------------------------------------------
 
-std::optional<Session::SqlError> Session::EndOfFailedTransaction(std::string_view* statement) const {
+std::optional<Session::SqlError> Session::EndOfFailedTransaction(
+    std::string_view* statement) const {
   if (!failed_transaction_) return std::nullopt;
   std::vector<std::string> first = LeadingWords(*statement, 1);
   if (!first.empty() && (first[0] == "ROLLBACK" || first[0] == "ABORT")) return std::nullopt;
@@ -466,10 +515,13 @@ std::optional<Session::SqlError> Session::EndOfFailedTransaction(std::string_vie
     return std::nullopt;
   }
   if (first.empty()) return std::nullopt;  // an empty query
-  return SqlError{"25P02", "current transaction is aborted, commands ignored until end of transaction block"};
+  return SqlError{
+      "25P02", "current transaction is aborted, commands ignored until end of transaction block"};
 }
 
-char Session::TransactionStatus() const { return failed_transaction_ ? 'E' : in_transaction_ ? 'T' : 'I'; }
+char Session::TransactionStatus() const {
+  return failed_transaction_ ? 'E' : in_transaction_ ? 'T' : 'I';
+}
 
 void Session::TrackTransaction(std::string_view tag, bool failed) {
   if (failed) {
@@ -550,13 +602,19 @@ bool Session::Serve() {
         pg::WriteReadyForQuery(out_, TransactionStatus());
         if (!Flush()) return false;
         break;
-      case 'X': return true;
-      case 'F': err = SqlError{"0A000", "the function call protocol is not supported"}; break;
+      case 'X':
+        return true;
+      case 'F':
+        err = SqlError{"0A000", "the function call protocol is not supported"};
+        break;
       case 'd':
       case 'c':
-      case 'f': break;  // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does
+      case 'f':
+        break;  // CopyData/CopyDone/CopyFail outside COPY: ignored, as Postgres does
       default:
-        SendError({"08P01", fmt::format("invalid frontend message type {}", static_cast<int>(f->type)), true});
+        SendError({"08P01",
+                   fmt::format("invalid frontend message type {}", static_cast<int>(f->type)),
+                   true});
         Flush();
         return false;
     }
@@ -582,13 +640,18 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
   if (state == "57014") {
     int reason = slot_->interrupt_reason.load();
     if (reason == 2) {
-      return {state, fmt::format("canceling statement due to statement timeout (query.timeout_seconds is {})",
-                                 server_.options.timeout_ms / 1000)};
+      return {
+          state,
+          fmt::format("canceling statement due to statement timeout (query.timeout_seconds is {})",
+                      server_.options.timeout_ms / 1000)};
     }
     if (reason == 3) {
-      return {"53200", fmt::format("canceling statement: the server's memory (RSS {} MiB) went above query.rss_limit "
-                                   "({} MiB) and this was the longest-running statement",
-                                   slot_->rss_at_interrupt.load() >> 20, server_.options.rss_limit_bytes >> 20)};
+      return {
+          "53200",
+          fmt::format(
+              "canceling statement: the server's memory (RSS {} MiB) went above query.rss_limit "
+              "({} MiB) and this was the longest-running statement",
+              slot_->rss_at_interrupt.load() >> 20, server_.options.rss_limit_bytes >> 20)};
     }
     return {state, "canceling statement due to user request"};
   }
@@ -598,9 +661,11 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
     // DuckDB's hints (SET threads, SET memory_limit) are refused here: say what is not.
     size_t hints = message.find("\nPossible solutions:");
     if (hints != std::string::npos) message.resize(hints);
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
-    message += fmt::format(" (the query server's memory is query.memory_limit, {} MiB, in its config)",
-                           server_.options.memory_limit_bytes >> 20);
+    while (!message.empty() && (message.back() == '\n' || message.back() == ' '))
+      message.pop_back();
+    message +=
+        fmt::format(" (the query server's memory is query.memory_limit, {} MiB, in its config)",
+                    server_.options.memory_limit_bytes >> 20);
   }
   return {state, message};
 }
@@ -609,22 +674,30 @@ Session::SqlError Session::FromHook(const Status& st) {
   const std::string& m = st.message();
   if (m.size() > 7 && m[5] == ':' && m[6] == ' ') return {m.substr(0, 5), m.substr(7)};
   switch (st.code()) {
-    case StatusCode::kNotFound: return {"42P01", m};
-    case StatusCode::kUnimplemented: return {"0A000", m};
-    case StatusCode::kCorruption: return {"XX001", m};
-    case StatusCode::kResourceExhausted: return {"53200", m};
-    case StatusCode::kAborted: return FromDuck(st, duck::ErrorType::kInterrupt);
-    default: return FromDuck(st, duck::ErrorType::kInvalid);
+    case StatusCode::kNotFound:
+      return {"42P01", m};
+    case StatusCode::kUnimplemented:
+      return {"0A000", m};
+    case StatusCode::kCorruption:
+      return {"XX001", m};
+    case StatusCode::kResourceExhausted:
+      return {"53200", m};
+    case StatusCode::kAborted:
+      return FromDuck(st, duck::ErrorType::kInterrupt);
+    default:
+      return FromDuck(st, duck::ErrorType::kInvalid);
   }
 }
 
 std::optional<Session::SqlError> Session::TakeTurn(bool light) {
   if (turn_held_) return std::nullopt;
   if (!light && !server_.Admit()) {
-    if (server_.stopping.load()) return SqlError{"57P01", "terminating connection: the server is stopping", true};
-    return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
-                                         "query.queue_timeout_seconds ({}) while this one waited",
-                                         server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
+    if (server_.stopping.load())
+      return SqlError{"57P01", "terminating connection: the server is stopping", true};
+    return SqlError{
+        "53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
+                             "query.queue_timeout_seconds ({}) while this one waited",
+                             server_.options.max_running, server_.options.queue_timeout_ms / 1000)};
   }
   turn_held_ = true;
   light_turn_ = light;
@@ -648,13 +721,17 @@ std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting
     std::string v = s.value;
     for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (!v.empty() && v != "UTF8" && v != "UTF-8" && v != "UNICODE") {
-      return SqlError{"0A000", fmt::format("client_encoding {} is not supported: the server speaks UTF8", s.value)};
+      return SqlError{
+          "0A000",
+          fmt::format("client_encoding {} is not supported: the server speaks UTF8", s.value)};
     }
   } else if (s.name == "timezone") {
     std::string v = s.value;
     for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (!v.empty() && v != "UTC" && v != "GMT" && v != "ETC/UTC" && v != "Z" && v != "DEFAULT" && v != "LOCAL") {
-      return SqlError{"0A000", fmt::format("time zone {} is not supported: the server runs in UTC", s.value)};
+    if (!v.empty() && v != "UTC" && v != "GMT" && v != "ETC/UTC" && v != "Z" && v != "DEFAULT" &&
+        v != "LOCAL") {
+      return SqlError{
+          "0A000", fmt::format("time zone {} is not supported: the server runs in UTC", s.value)};
     }
   }
   // DateStyle, IntervalStyle, extra_float_digits...: accepted; the server's output
@@ -759,7 +836,8 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   auto located = [&](const Status& st) {
     SqlError e = FromDuck(st, type);
     size_t off = ErrorOffset(st.message(), piece);
-    if (off != std::string_view::npos && piece == before_plan && before_plan.data() >= statement.data() &&
+    if (off != std::string_view::npos && piece == before_plan &&
+        before_plan.data() >= statement.data() &&
         before_plan.data() + before_plan.size() <= statement.data() + statement.size()) {
       e.offset = static_cast<size_t>(before_plan.data() - statement.data()) + off;
     }
@@ -767,7 +845,8 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   };
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return located(extracted.status());
-  if (copy && extracted->size() != 1) return SqlError{"42601", "COPY's query must be one statement"};
+  if (copy && extracted->size() != 1)
+    return SqlError{"42601", "COPY's query must be one statement"};
   if (extracted->size() == 0) {
     pg::WriteEmptyQueryResponse(out_);
     return std::nullopt;
@@ -781,29 +860,32 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     stmt->prepared = std::move(prepared).value();
     stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
     if (copy) {
-      if (!stmt->returns_rows) return SqlError{"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"};
+      if (!stmt->returns_rows)
+        return SqlError{"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"};
       stmt->copy = copy;
       stmt->returns_rows = false;
     }
     Portal p;
     p.statement = stmt;
     if (stmt->prepared->param_count() > 0) {
-      return SqlError{"08P01", fmt::format("bind message supplies 0 parameters, but prepared statement requires {}",
-                                           stmt->prepared->param_count())};
+      return SqlError{
+          "08P01",
+          fmt::format("bind message supplies 0 parameters, but prepared statement requires {}",
+                      stmt->prepared->param_count())};
     }
     if (auto e = RunPortal(p, 0, /*describe_rows=*/true)) return e;
   }
   return std::nullopt;
 }
 
-Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::string_view sql_in,
-                                                                      const std::vector<uint32_t>& oids,
-                                                                      SqlError* error) {
+Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
+    std::string_view sql_in, const std::vector<uint32_t>& oids, SqlError* error) {
   auto fail = [&](SqlError e) -> Status {
     *error = std::move(e);
     return InvalidArgumentError("{}", error->message);
   };
-  if (!pg::IsValidUtf8(sql_in)) return fail({"22021", "invalid byte sequence for encoding \"UTF8\""});
+  if (!pg::IsValidUtf8(sql_in))
+    return fail({"22021", "invalid byte sequence for encoding \"UTF8\""});
   auto stmt = std::make_shared<Statement>();
   stmt->sql = std::string(sql_in);
   if (server_.options.hooks.rewrite_query) {
@@ -816,7 +898,8 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
     stmt->sql = std::move(rewritten).value();
   }
   std::vector<std::string_view> pieces = SplitStatements(stmt->sql);
-  if (pieces.size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
+  if (pieces.size() > 1)
+    return fail({"42601", "cannot insert multiple commands into a prepared statement"});
   if (pieces.empty()) {
     stmt->empty = true;
     return stmt;
@@ -852,20 +935,24 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   };
   auto extracted = duck::ExtractedStatements::Extract(*conn_, piece, &type);
   if (!extracted.ok()) return fail(located(extracted.status()));
-  if (stmt->copy && extracted->size() != 1) return fail({"42601", "COPY's query must be one statement"});
+  if (stmt->copy && extracted->size() != 1)
+    return fail({"42601", "COPY's query must be one statement"});
   if (extracted->size() == 0) {
     stmt->empty = true;
     return stmt;
   }
-  if (extracted->size() > 1) return fail({"42601", "cannot insert multiple commands into a prepared statement"});
+  if (extracted->size() > 1)
+    return fail({"42601", "cannot insert multiple commands into a prepared statement"});
   ++duck_generation_;
   auto prepared = extracted->Prepare(0, &type);
   if (!prepared.ok()) return fail(located(prepared.status()));
   stmt->prepared = std::move(prepared).value();
   size_t nparams = stmt->prepared->param_count();
   if (oids.size() > nparams) {
-    return fail({"42P18", fmt::format("Parse message gives {} parameter types, the statement has {} parameters",
-                                      oids.size(), nparams)});
+    return fail(
+        {"42P18",
+         fmt::format("Parse message gives {} parameter types, the statement has {} parameters",
+                     oids.size(), nparams)});
   }
   for (size_t i = 0; i < nparams; ++i) {
     uint32_t o = i < oids.size() ? oids[i] : 0;
@@ -876,11 +963,12 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(std::strin
   stmt->returns_rows = StatementReturnsRows(*stmt->prepared);
   if (stmt->copy) {
     if (nparams > 0) return fail({"42P02", "COPY does not take parameters"});
-    if (!stmt->returns_rows) return fail({"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"});
+    if (!stmt->returns_rows)
+      return fail({"0A000", "COPY's query must return rows (a SELECT, VALUES, or RETURNING)"});
   }
   // The rewrites that run steps are for SELECTs; nothing else is planned again.
-  stmt->steps_may_apply =
-      steps_may_apply && stmt->returns_rows && stmt->prepared->type() == duck::StatementType::kSelect;
+  stmt->steps_may_apply = steps_may_apply && stmt->returns_rows &&
+                          stmt->prepared->type() == duck::StatementType::kSelect;
   if (!stmt->steps_may_apply) {
     stmt->plan_text.clear();
     stmt->param_sql_types.clear();
@@ -923,8 +1011,11 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
   }
   const Statement& s = *it->second;
   if (m.params.size() != s.param_oids.size()) {
-    return SqlError{"08P01", fmt::format("bind message supplies {} parameters, but prepared statement \"{}\" requires {}",
-                                         m.params.size(), m.statement, s.param_oids.size())};
+    return SqlError{
+        "08P01",
+        fmt::format(
+            "bind message supplies {} parameters, but prepared statement \"{}\" requires {}",
+            m.params.size(), m.statement, s.param_oids.size())};
   }
   Portal p;
   p.statement = it->second;
@@ -936,7 +1027,7 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
     }
     auto v = DecodeParam(s.param_oids[i], m.ParamFormat(i) == 1, *m.params[i]);
     if (!v.ok()) {
-      std::string state = v.status().code() == StatusCode::kUnimplemented ? "0A000"
+      std::string state = v.status().code() == StatusCode::kUnimplemented          ? "0A000"
                           : v.status().message().find("UTF8") != std::string::npos ? "22021"
                                                                                    : "22P03";
       return SqlError{state, fmt::format("parameter ${}: {}", i + 1, v.status().message())};
@@ -960,8 +1051,11 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
         p.binary_types.clear();
         break;
       }
-      std::string value = !m.params[i] ? std::string("NULL") : text_value ? duck::QuoteLiteral(*m.params[i]) : "";
-      p.literals.push_back(type->empty() || value.empty() ? value : fmt::format("CAST({} AS {})", value, *type));
+      std::string value = !m.params[i] ? std::string("NULL")
+                          : text_value ? duck::QuoteLiteral(*m.params[i])
+                                       : "";
+      p.literals.push_back(
+          type->empty() || value.empty() ? value : fmt::format("CAST({} AS {})", value, *type));
       p.binary_types.push_back(std::move(*binary_type));
     }
   }
@@ -989,7 +1083,8 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
     pg::WriteParameterDescription(out_, s->param_oids);
   } else {
     auto it = portals_.find(m.name);
-    if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.name)};
+    if (it == portals_.end())
+      return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.name)};
     Portal& p = it->second;
     s = p.statement.get();
     formats = &p.formats;
@@ -1020,7 +1115,8 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
   std::vector<pg::FieldDescription> fields;
   for (size_t c = 0; c < s->columns.size(); ++c) {
     const PgType& t = s->columns[c].encoder.pg_type();
-    fields.push_back({s->columns[c].name, t.oid, t.size, t.modifier, formats != nullptr ? (*formats)[c] : int16_t{0}});
+    fields.push_back({s->columns[c].name, t.oid, t.size, t.modifier,
+                      formats != nullptr ? (*formats)[c] : int16_t{0}});
   }
   pg::WriteRowDescription(out_, fields);
   return std::nullopt;
@@ -1028,7 +1124,8 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
 
 std::optional<Session::SqlError> Session::HandleExecute(const pg::ExecuteMessage& m) {
   auto it = portals_.find(m.portal);
-  if (it == portals_.end()) return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.portal)};
+  if (it == portals_.end())
+    return SqlError{"34000", fmt::format("portal \"{}\" does not exist", m.portal)};
   Portal& p = it->second;
   auto err = RunPortal(p, m.max_rows, /*describe_rows=*/false);
   if (p.done) {
@@ -1066,7 +1163,8 @@ bool Session::BinaryLiterals(const Portal& p, std::vector<std::string>& literals
   for (size_t i = 0; i < p.binary_types.size(); ++i) {
     if (p.binary_types[i].empty()) continue;
     binary.push_back(i);
-    select += fmt::format("{}CAST(${} AS VARCHAR)", binary.size() == 1 ? "SELECT " : ", ", binary.size());
+    select +=
+        fmt::format("{}CAST(${} AS VARCHAR)", binary.size() == 1 ? "SELECT " : ", ", binary.size());
   }
   if (binary.empty()) return true;
   // DuckDB's text form of each decoded value (its cast to VARCHAR, the form its cast from
@@ -1085,7 +1183,8 @@ bool Session::BinaryLiterals(const Portal& p, std::vector<std::string>& literals
   for (size_t j = 0; j < binary.size(); ++j) {
     size_t i = binary[j];
     if (row.IsNull(j, 0)) return false;
-    std::string value = fmt::format("CAST({} AS {})", duck::QuoteLiteral(row.GetString(j, 0)), p.binary_types[i]);
+    std::string value =
+        fmt::format("CAST({} AS {})", duck::QuoteLiteral(row.GetString(j, 0)), p.binary_types[i]);
     const std::string& type = *s.param_sql_types[i];
     literals[i] = type.empty() ? value : fmt::format("CAST({} AS {})", value, type);
   }
@@ -1130,8 +1229,10 @@ std::optional<Session::SqlError> Session::PlanPortalSteps(Portal& p) {
   if (!final) {
     // The client may have been given the prepared statement's RowDescription: the plain
     // plan answers instead (cleanup runs now).
-    SLUICE_LOG(kLog, kWarn, "extended-protocol statement: the SQL after the planning steps is not used ({}); "
-               "running the statement as prepared", CleanMessage(why));
+    SLUICE_LOG(kLog, kWarn,
+               "extended-protocol statement: the SQL after the planning steps is not used ({}); "
+               "running the statement as prepared",
+               CleanMessage(why));
     return std::nullopt;
   }
   p.steps_final = std::move(final);
@@ -1177,8 +1278,9 @@ std::optional<Session::SqlError> Session::StartPortal(Portal& p) {
   // now that the columns are known for sure. A COPY's are its options'.
   if (!s.copy && p.result_formats.size() > 1 && p.result_formats.size() != ncols) {
     p.done = true;
-    return SqlError{"08P01", fmt::format("bind message has {} result formats but query has {} columns",
-                                         p.result_formats.size(), ncols)};
+    return SqlError{"08P01",
+                    fmt::format("bind message has {} result formats but query has {} columns",
+                                p.result_formats.size(), ncols)};
   }
   p.formats.clear();
   for (size_t c = 0; c < ncols; ++c) {
@@ -1214,7 +1316,8 @@ void Session::WriteDescription(const Portal& p) {
   pg::WriteRowDescription(out_, fields);
 }
 
-std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows, bool describe_rows) {
+std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
+                                                    bool describe_rows) {
   Statement& s = *p.statement;
   if (s.empty) {
     pg::WriteEmptyQueryResponse(out_);
@@ -1233,7 +1336,8 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   duck::ErrorType type = duck::ErrorType::kInvalid;
   if (!p.started) {
     if (auto e = StartPortal(p)) return e;
-    if (describe_rows && !s.copy && p.stream->return_type() == duck::ReturnType::kRows) WriteDescription(p);
+    if (describe_rows && !s.copy && p.stream->return_type() == duck::ReturnType::kRows)
+      WriteDescription(p);
   }
   // Held since the start unless a Sync came between (a portal resumed inside a
   // transaction block takes a new turn); the caller gives it back.
@@ -1241,7 +1345,9 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
   if (p.generation != duck_generation_) {
     p.done = true;
     p.stream.reset();
-    return SqlError{"55000", "portal cannot go on: another statement ran on this session after it was suspended"};
+    return SqlError{
+        "55000",
+        "portal cannot go on: another statement ran on this session after it was suspended"};
   }
   if (p.copy_writer) return RunCopy(p);
   duck::StreamResult& stream = *p.stream;
@@ -1254,7 +1360,8 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
         p.done = true;
         return FromDuck(chunk.status(), type);
       }
-      if (chunk->has_value() && (*chunk)->size() > 0) changed = static_cast<uint64_t>((*chunk)->column(0).data<int64_t>()[0]);
+      if (chunk->has_value() && (*chunk)->size() > 0)
+        changed = static_cast<uint64_t>((*chunk)->column(0).data<int64_t>()[0]);
     }
     p.done = true;
     std::string tag = CommandTag(s.sql, false, changed);
@@ -1287,12 +1394,14 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     columns.reserve(ncols);
     for (size_t c = 0; c < ncols; ++c) columns.push_back(p.chunk->column(c));
     uint64_t end = p.chunk->size();
-    if (max_rows > 0) end = std::min<uint64_t>(end, p.chunk_row + (static_cast<uint64_t>(max_rows) - sent));
+    if (max_rows > 0)
+      end = std::min<uint64_t>(end, p.chunk_row + (static_cast<uint64_t>(max_rows) - sent));
     for (; p.chunk_row < end; ++p.chunk_row) {
       pg::MessageWriter w(out_);
       w.Begin('D');
       w.Int16(static_cast<int16_t>(ncols));
-      for (size_t c = 0; c < ncols; ++c) p.encoders[c].Append(columns[c], p.chunk_row, p.formats[c] == 1, out_);
+      for (size_t c = 0; c < ncols; ++c)
+        p.encoders[c].Append(columns[c], p.chunk_row, p.formats[c] == 1, out_);
       w.End();
       ++sent;
       ++p.rows;
@@ -1336,7 +1445,8 @@ std::optional<Session::SqlError> Session::RunCopy(Portal& p) {
   return std::nullopt;
 }
 
-std::optional<Session::SqlError> Session::ParseCopy(std::string_view statement, std::optional<CopyOptions>* options,
+std::optional<Session::SqlError> Session::ParseCopy(std::string_view statement,
+                                                    std::optional<CopyOptions>* options,
                                                     std::string* query) {
   options->reset();
   query->clear();
@@ -1347,13 +1457,16 @@ std::optional<Session::SqlError> Session::ParseCopy(std::string_view statement, 
   using Target = CopyStatement::Target;
   const bool to = c.direction == CopyStatement::Direction::kTo;
   if (c.target == Target::kProgram) {
-    return SqlError{"42501", fmt::format("permission denied: COPY {} PROGRAM is not allowed on the query server",
-                                         to ? "TO" : "FROM")};
+    return SqlError{
+        "42501",
+        fmt::format("permission denied: COPY {} PROGRAM is not allowed on the query server",
+                    to ? "TO" : "FROM")};
   }
   if (c.target == Target::kFile) return std::nullopt;  // DuckDB's COPY, inside its sandbox
   if (!to) {
-    return SqlError{"0A000", "COPY FROM STDIN is not supported by the query server (it serves queries; "
-                             "load data through a pipeline)"};
+    return SqlError{"0A000",
+                    "COPY FROM STDIN is not supported by the query server (it serves queries; "
+                    "load data through a pipeline)"};
   }
   SandboxVerdict verdict = CheckSandbox(c.query);
   if (verdict.refused) return SqlError{"42501", verdict.message};

@@ -31,10 +31,10 @@ struct SessionSlot {
   int32_t process_id = 0;
   int32_t secret_key = 0;
   int fd = -1;
-  duck::Connection* connection = nullptr;     // set while the session has one
-  std::atomic<int64_t> running_since_ms{0};   // 0: no query running
-  std::atomic<int> interrupt_reason{0};       // 0 none, 1 cancel request, 2 timeout, 3 RSS
-  std::atomic<int64_t> rss_at_interrupt{0};   // reason 3: the RSS the watchdog saw
+  duck::Connection* connection = nullptr;    // set while the session has one
+  std::atomic<int64_t> running_since_ms{0};  // 0: no query running
+  std::atomic<int> interrupt_reason{0};      // 0 none, 1 cancel request, 2 timeout, 3 RSS
+  std::atomic<int64_t> rss_at_interrupt{0};  // reason 3: the RSS the watchdog saw
 };
 
 class Session {
@@ -51,9 +51,9 @@ class Session {
     ColumnEncoder encoder;
   };
   struct Statement {
-    std::string sql;                   // after rewrite_query
-    bool empty = false;                // no statement in it
-    ClientSetting client_setting;      // a SET the server answers itself
+    std::string sql;               // after rewrite_query
+    bool empty = false;            // no statement in it
+    ClientSetting client_setting;  // a SET the server answers itself
     std::unique_ptr<duck::PreparedStatement> prepared;
     std::vector<uint32_t> param_oids;
     std::vector<Column> columns;
@@ -87,12 +87,12 @@ class Session {
     // value: binary_types[i] is then that value's type as SQL ("" for the others).
     std::vector<std::string> literals;
     std::vector<std::string> binary_types;
-    std::vector<int16_t> result_formats;  // as Bind gave them
-    std::vector<int16_t> formats;  // one per column
-    std::unique_ptr<StepsCleanup> steps_cleanup;      // set when steps ran for this portal
+    std::vector<int16_t> result_formats;                   // as Bind gave them
+    std::vector<int16_t> formats;                          // one per column
+    std::unique_ptr<StepsCleanup> steps_cleanup;           // set when steps ran for this portal
     std::unique_ptr<duck::PreparedStatement> steps_final;  // the SQL to run after them
     std::optional<duck::StreamResult> stream;
-    std::vector<ColumnEncoder> encoders;  // of the running result
+    std::vector<ColumnEncoder> encoders;       // of the running result
     std::optional<CopyOutWriter> copy_writer;  // a COPY's, set when it starts
     std::optional<duck::DataChunk> chunk;
     uint64_t chunk_row = 0;
@@ -140,7 +140,8 @@ class Session {
   std::optional<SqlError> HandleExecute(const pg::ExecuteMessage& m);
   void HandleClose(const pg::CloseMessage& m);
 
-  Result<std::shared_ptr<Statement>> PrepareStatement(std::string_view sql, const std::vector<uint32_t>& oids,
+  Result<std::shared_ptr<Statement>> PrepareStatement(std::string_view sql,
+                                                      const std::vector<uint32_t>& oids,
                                                       SqlError* error);
   // Starts the portal's query (binding its parameters) and sends up to `max_rows` rows
   // (0: all), then CommandComplete or PortalSuspended.

@@ -1,11 +1,11 @@
 #include "query/sql_text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "base/strings.h"
 #include "base/utf8.h"
@@ -14,9 +14,15 @@ namespace sluice::query {
 
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-bool IsIdentStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (c & 0x80); }
-bool IsIdentChar(char c) { return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '$'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool IsIdentStart(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || (c & 0x80);
+}
+bool IsIdentChar(char c) {
+  return IsIdentStart(c) || std::isdigit(static_cast<unsigned char>(c)) || c == '$';
+}
 
 // The end of the quoted, commented or dollar-quoted run starting at `i`, or `i` when
 // none starts there.
@@ -53,7 +59,8 @@ size_t SkipQuoted(std::string_view s, size_t i) {
   if (c == '$' && (i == 0 || !IsIdentChar(s[i - 1]))) {
     size_t j = i + 1;
     while (j < s.size() && (IsIdentChar(s[j]) && s[j] != '$')) ++j;
-    if (j < s.size() && s[j] == '$' && (j == i + 1 || !std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
+    if (j < s.size() && s[j] == '$' &&
+        (j == i + 1 || !std::isdigit(static_cast<unsigned char>(s[i + 1])))) {
       std::string_view tag = s.substr(i, j - i + 1);
       size_t end = s.find(tag, j + 1);
       return end == std::string_view::npos ? s.size() : end + tag.size();
@@ -87,7 +94,8 @@ std::vector<Token> Tokens(std::string_view s, size_t max) {
     }
     size_t q = SkipQuoted(s, i);
     if (q != i) {
-      if (c == '\'' || c == '"' || c == '$') out.push_back({std::string(s.substr(i, q - i)), false, q, i});
+      if (c == '\'' || c == '"' || c == '$')
+        out.push_back({std::string(s.substr(i, q - i)), false, q, i});
       i = q;
       continue;
     }
@@ -135,8 +143,11 @@ SettingTarget ParseSettingTarget(std::string_view statement) {
   size_t i = 1;
   if (t[0].text == "SET" || t[0].text == "RESET") {
     out.verb = t[0].text;
-    if (i < t.size() && t[i].word && (t[i].text == "SESSION" || t[i].text == "LOCAL" || t[i].text == "GLOBAL")) ++i;
-    if (i < t.size() && t[i].word && t[i].text == "TIME" && i + 1 < t.size() && t[i + 1].text == "ZONE") {
+    if (i < t.size() && t[i].word &&
+        (t[i].text == "SESSION" || t[i].text == "LOCAL" || t[i].text == "GLOBAL"))
+      ++i;
+    if (i < t.size() && t[i].word && t[i].text == "TIME" && i + 1 < t.size() &&
+        t[i + 1].text == "ZONE") {
       out.name = "timezone";
       out.value = out.verb == "SET" ? Unquote(statement.substr(t[i + 1].end)) : "";
       return out;
@@ -159,7 +170,8 @@ SettingTarget ParseSettingTarget(std::string_view statement) {
     std::string_view rest = Trim(statement.substr(start));
     if (rest.starts_with("=")) {
       rest.remove_prefix(1);
-    } else if (rest.size() >= 2 && (rest[0] == 'T' || rest[0] == 't') && (rest[1] == 'O' || rest[1] == 'o') &&
+    } else if (rest.size() >= 2 && (rest[0] == 'T' || rest[0] == 't') &&
+               (rest[1] == 'O' || rest[1] == 'o') &&
                (rest.size() == 2 || IsSpace(rest[2]) || rest[2] == '\'')) {
       rest.remove_prefix(2);
     }
@@ -171,21 +183,50 @@ SettingTarget ParseSettingTarget(std::string_view statement) {
 // DuckDB settings that fix the server's budget or its sandbox: refused before DuckDB
 // sees them (DuckDB's lock_configuration refuses them too, as Invalid Input).
 constexpr std::string_view kProtectedSettings[] = {
-    "memory_limit", "max_memory", "threads", "worker_threads", "external_threads",
-    "enable_external_access", "allowed_directories", "allowed_paths", "lock_configuration",
-    "autoinstall_known_extensions", "autoload_known_extensions", "allow_unsigned_extensions",
-    "allow_community_extensions", "allow_extensions_metadata_mismatch", "extension_directory",
-    "custom_extension_repository", "autoinstall_extension_repository", "temp_directory",
-    "max_temp_directory_size", "allow_persistent_secrets", "enable_external_file_cache",
-    "secret_directory", "default_block_size",
+    "memory_limit",
+    "max_memory",
+    "threads",
+    "worker_threads",
+    "external_threads",
+    "enable_external_access",
+    "allowed_directories",
+    "allowed_paths",
+    "lock_configuration",
+    "autoinstall_known_extensions",
+    "autoload_known_extensions",
+    "allow_unsigned_extensions",
+    "allow_community_extensions",
+    "allow_extensions_metadata_mismatch",
+    "extension_directory",
+    "custom_extension_repository",
+    "autoinstall_extension_repository",
+    "temp_directory",
+    "max_temp_directory_size",
+    "allow_persistent_secrets",
+    "enable_external_file_cache",
+    "secret_directory",
+    "default_block_size",
 };
 
 // Settings of the client session that the server answers itself.
 constexpr std::string_view kClientSettings[] = {
-    "application_name", "client_encoding", "datestyle", "intervalstyle", "extra_float_digits",
-    "client_min_messages", "standard_conforming_strings", "timezone", "lc_messages",
-    "bytea_output", "jit", "statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout",
-    "row_security", "synchronous_commit", "geqo",
+    "application_name",
+    "client_encoding",
+    "datestyle",
+    "intervalstyle",
+    "extra_float_digits",
+    "client_min_messages",
+    "standard_conforming_strings",
+    "timezone",
+    "lc_messages",
+    "bytea_output",
+    "jit",
+    "statement_timeout",
+    "lock_timeout",
+    "idle_in_transaction_session_timeout",
+    "row_security",
+    "synchronous_commit",
+    "geqo",
 };
 
 }  // namespace
@@ -234,7 +275,8 @@ size_t EmbeddedQueryStart(std::string_view statement) {
     if (create && depth == 0 && k.word && !table) {
       if (k.text == "TABLE") {
         table = true;
-      } else if (k.text != "OR" && k.text != "REPLACE" && k.text != "TEMP" && k.text != "TEMPORARY") {
+      } else if (k.text != "OR" && k.text != "REPLACE" && k.text != "TEMP" &&
+                 k.text != "TEMPORARY") {
         return std::string_view::npos;  // a view, a macro, a sequence...
       }
       continue;
@@ -254,8 +296,10 @@ size_t EmbeddedQueryStart(std::string_view statement) {
       continue;
     }
     if (depth != 0 || !k.word) continue;
-    if (create && table && k.text == "AS") return i + 1 < t.size() ? t[i + 1].begin : std::string_view::npos;
-    if (insert && into && (k.text == "SELECT" || k.text == "WITH" || k.text == "FROM" || k.text == "VALUES")) {
+    if (create && table && k.text == "AS")
+      return i + 1 < t.size() ? t[i + 1].begin : std::string_view::npos;
+    if (insert && into &&
+        (k.text == "SELECT" || k.text == "WITH" || k.text == "FROM" || k.text == "VALUES")) {
       return k.begin;
     }
   }
@@ -269,7 +313,8 @@ size_t ErrorOffset(std::string_view message, std::string_view sql) {
   if (at == npos) return npos;
   size_t p = at + 6;
   size_t line = 0;
-  while (p < message.size() && std::isdigit(static_cast<unsigned char>(message[p]))) line = line * 10 + (message[p++] - '0');
+  while (p < message.size() && std::isdigit(static_cast<unsigned char>(message[p])))
+    line = line * 10 + (message[p++] - '0');
   if (line == 0 || message.substr(p, 2) != ": ") return npos;
   const size_t indicator = p + 2 - (at + 1);  // "LINE n: "
   p += 2;
@@ -277,7 +322,8 @@ size_t ErrorOffset(std::string_view message, std::string_view sql) {
   if (eol == npos) return npos;
   std::string_view shown = message.substr(p, eol - p);
   size_t caret_line_end = message.find('\n', eol + 1);
-  std::string_view caret = message.substr(eol + 1, caret_line_end == npos ? npos : caret_line_end - eol - 1);
+  std::string_view caret =
+      message.substr(eol + 1, caret_line_end == npos ? npos : caret_line_end - eol - 1);
   size_t width = caret.find('^');
   if (width == npos || caret.find_first_not_of(' ') != width || width < indicator) return npos;
   width -= indicator;
@@ -310,17 +356,19 @@ bool LightStatement(std::string_view statement) {
   std::vector<Token> t = Tokens(statement, kMaxTokens);
   if (t.empty()) return true;
   if (t.size() >= kMaxTokens || !t[0].word) return false;
-  static const std::set<std::string, std::less<>> kControl = {"SET",  "RESET",    "SHOW",  "BEGIN",      "START",
-                                                              "COMMIT", "END",    "ROLLBACK", "ABORT", "DEALLOCATE"};
+  static const std::set<std::string, std::less<>> kControl = {
+      "SET", "RESET", "SHOW", "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "DEALLOCATE"};
   if (kControl.count(t[0].text)) return true;
   if (t[0].text != "SELECT" && t[0].text != "WITH" && t[0].text != "VALUES") return false;
   static const std::set<std::string, std::less<>> kListEnd = {
-      "WHERE", "GROUP", "ORDER", "HAVING", "LIMIT", "OFFSET", "WINDOW", "QUALIFY", "UNION", "EXCEPT", "INTERSECT"};
+      "WHERE",  "GROUP",   "ORDER", "HAVING", "LIMIT",    "OFFSET",
+      "WINDOW", "QUALIFY", "UNION", "EXCEPT", "INTERSECT"};
   auto catalog_relation = [](std::string name) {
-    if (name.size() >= 2 && name.front() == '"' && name.back() == '"') name = name.substr(1, name.size() - 2);
+    if (name.size() >= 2 && name.front() == '"' && name.back() == '"')
+      name = name.substr(1, name.size() - 2);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return name.starts_with("pg_") || name == "information_schema" || name.starts_with("sluice_pg_") ||
-           name.starts_with("sluice_information_schema");
+    return name.starts_with("pg_") || name == "information_schema" ||
+           name.starts_with("sluice_pg_") || name.starts_with("sluice_information_schema");
   };
   int depth = 0;
   std::vector<int> from_lists;  // depths at which a FROM list is open
@@ -340,8 +388,10 @@ bool LightStatement(std::string_view statement) {
     if (expect_relation) {
       if (!k.word && k.text.front() != '"') return false;
       if (!catalog_relation(k.text)) return false;  // a table, a CTE, LATERAL, a function...
-      while (i + 2 < t.size() && !t[i + 1].word && t[i + 1].text == ".") i += 2;  // pg_catalog.pg_class
-      if (i + 1 < t.size() && !t[i + 1].word && t[i + 1].text == "(") return false;  // a table function
+      while (i + 2 < t.size() && !t[i + 1].word && t[i + 1].text == ".")
+        i += 2;  // pg_catalog.pg_class
+      if (i + 1 < t.size() && !t[i + 1].word && t[i + 1].text == "(")
+        return false;  // a table function
       expect_relation = false;
       continue;
     }
@@ -350,7 +400,8 @@ bool LightStatement(std::string_view statement) {
       if (k.text == "FROM") from_lists.push_back(depth);
     } else if (!k.word && k.text == "," && !from_lists.empty() && from_lists.back() == depth) {
       expect_relation = true;
-    } else if (k.word && kListEnd.count(k.text) && !from_lists.empty() && from_lists.back() == depth) {
+    } else if (k.word && kListEnd.count(k.text) && !from_lists.empty() &&
+               from_lists.back() == depth) {
       from_lists.pop_back();
     }
   }
@@ -364,14 +415,17 @@ SandboxVerdict CheckSandbox(std::string_view statement) {
   if (first == "ATTACH" || first == "DETACH") {
     return {true, fmt::format("permission denied: {} is not allowed on the query server", first)};
   }
-  if (first == "INSTALL" || first == "LOAD" || (first == "FORCE" && w.size() > 1 && w[1] == "INSTALL") ||
+  if (first == "INSTALL" || first == "LOAD" ||
+      (first == "FORCE" && w.size() > 1 && w[1] == "INSTALL") ||
       (first == "UPDATE" && w.size() > 1 && w[1] == "EXTENSIONS")) {
-    return {true, "permission denied: extensions cannot be installed or loaded on the query server"};
+    return {true,
+            "permission denied: extensions cannot be installed or loaded on the query server"};
   }
   if (first == "SET" || first == "RESET" || first == "PRAGMA") {
     SettingTarget t = ParseSettingTarget(statement);
     for (std::string_view p : kProtectedSettings) {
-      if (t.name == p) return {true, fmt::format("permission denied to set parameter \"{}\"", t.name)};
+      if (t.name == p)
+        return {true, fmt::format("permission denied to set parameter \"{}\"", t.name)};
     }
   }
   return {};
@@ -397,8 +451,10 @@ std::string CommandTag(std::string_view statement, bool returned_rows, uint64_t 
   if (returned_rows) return fmt::format("SELECT {}", rows);
   if (first == "CREATE" || first == "DROP" || first == "ALTER") {
     for (size_t i = 1; i < w.size(); ++i) {
-      static constexpr std::string_view kSkip[] = {"OR", "REPLACE", "TEMP", "TEMPORARY", "PERSISTENT", "UNIQUE"};
-      if (std::find(std::begin(kSkip), std::end(kSkip), w[i]) == std::end(kSkip)) return first + " " + w[i];
+      static constexpr std::string_view kSkip[] = {"OR",        "REPLACE",    "TEMP",
+                                                   "TEMPORARY", "PERSISTENT", "UNIQUE"};
+      if (std::find(std::begin(kSkip), std::end(kSkip), w[i]) == std::end(kSkip))
+        return first + " " + w[i];
     }
     return first;
   }
@@ -409,7 +465,8 @@ std::string CommandTag(std::string_view statement, bool returned_rows, uint64_t 
   return first.empty() ? "SELECT 0" : first;
 }
 
-std::optional<std::string> SubstituteParameters(std::string_view s, const std::vector<std::string>& values) {
+std::optional<std::string> SubstituteParameters(std::string_view s,
+                                                const std::vector<std::string>& values) {
   std::string out;
   size_t i = 0;
   while (i < s.size()) {
@@ -488,14 +545,25 @@ Result<std::string> DecodeEscapeString(std::string_view body) {
     }
     char e = body[++i];
     switch (e) {
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'x': {
         int v = 0, n = 0;
-        while (n < 2 && i + 1 < body.size() && hex(body[i + 1]) >= 0) v = v * 16 + hex(body[++i]), ++n;
+        while (n < 2 && i + 1 < body.size() && hex(body[i + 1]) >= 0)
+          v = v * 16 + hex(body[++i]), ++n;
         if (n == 0) {
           out += 'x';
         } else {
@@ -508,7 +576,8 @@ Result<std::string> DecodeEscapeString(std::string_view body) {
         int want = e == 'u' ? 4 : 8;
         uint32_t cp = 0;
         for (int n = 0; n < want; ++n) {
-          if (i + 1 >= body.size() || hex(body[i + 1]) < 0) return CopyError("22025", "invalid Unicode escape");
+          if (i + 1 >= body.size() || hex(body[i + 1]) < 0)
+            return CopyError("22025", "invalid Unicode escape");
           cp = cp * 16 + static_cast<uint32_t>(hex(body[++i]));
         }
         if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
@@ -536,21 +605,28 @@ Result<std::string> DecodeEscapeString(std::string_view body) {
 
 class CopyParser {
  public:
-  explicit CopyParser(std::string_view s) : s_(s), t_(Tokens(s, std::numeric_limits<size_t>::max())) {}
+  explicit CopyParser(std::string_view s)
+      : s_(s), t_(Tokens(s, std::numeric_limits<size_t>::max())) {}
 
   Result<std::optional<CopyStatement>> Parse();
 
  private:
-  bool Word(size_t k, std::string_view w) const { return k < t_.size() && t_[k].word && t_[k].text == w; }
+  bool Word(size_t k, std::string_view w) const {
+    return k < t_.size() && t_[k].word && t_[k].text == w;
+  }
   bool Punct(size_t k, char c) const {
     return k < t_.size() && !t_[k].word && t_[k].text.size() == 1 && t_[k].text[0] == c;
   }
-  bool QuotedIdent(size_t k) const { return k < t_.size() && !t_[k].word && t_[k].text.starts_with('"'); }
+  bool QuotedIdent(size_t k) const {
+    return k < t_.size() && !t_[k].word && t_[k].text.starts_with('"');
+  }
   bool Name(size_t k) const { return k < t_.size() && (t_[k].word || QuotedIdent(k)); }
   // A string constant at i_ ('...', E'...', $$...$$): decoded, i_ moved past it.
   bool StringAt(size_t k) const {
     if (k >= t_.size()) return false;
-    if (!t_[k].word && (t_[k].text.starts_with('\'') || t_[k].text.starts_with('$')) && t_[k].text.size() > 1) return true;
+    if (!t_[k].word && (t_[k].text.starts_with('\'') || t_[k].text.starts_with('$')) &&
+        t_[k].text.size() > 1)
+      return true;
     return t_[k].word && t_[k].text == "E" && k + 1 < t_.size() && t_[k + 1].begin == t_[k].end &&
            t_[k + 1].text.starts_with('\'');
   }
@@ -562,7 +638,8 @@ class CopyParser {
   }
   std::string Near(size_t k) const {
     if (k >= t_.size()) return "syntax error at end of input";
-    return fmt::format("syntax error at or near \"{}\"", s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
+    return fmt::format("syntax error at or near \"{}\"",
+                       s_.substr(t_[k].begin, t_[k].end - t_[k].begin));
   }
   Status ParseOptions(CopyOptions& o);
   Result<CopyArg> ParseArg();
@@ -641,7 +718,8 @@ Result<CopyArg> CopyParser::ParseArg() {
     ++i_;
   } else if (t_[i_].text.size() == 1 && std::isdigit(static_cast<unsigned char>(t_[i_].text[0]))) {
     a.kind = CopyArg::Kind::kNumber;
-    while (i_ < t_.size() && t_[i_].text.size() == 1 && std::isdigit(static_cast<unsigned char>(t_[i_].text[0])) &&
+    while (i_ < t_.size() && t_[i_].text.size() == 1 &&
+           std::isdigit(static_cast<unsigned char>(t_[i_].text[0])) &&
            (a.text.empty() || t_[i_].begin == t_[i_ - 1].end)) {
       a.text += t_[i_++].text;
     }
@@ -754,7 +832,8 @@ Status CopyParser::Check(CopyOptions& o) {
   auto boolean = [](const std::string& name, const CopyArg& a) -> Result<bool> {
     std::string v = AsciiLower(a.text);
     switch (a.kind) {
-      case CopyArg::Kind::kNone: return true;
+      case CopyArg::Kind::kNone:
+        return true;
       case CopyArg::Kind::kNumber:
         if (v == "0" || v == "1") return v == "1";
         break;
@@ -766,12 +845,14 @@ Status CopyParser::Check(CopyOptions& o) {
           return CopyError("42601", "cannot use \"match\" with HEADER in COPY TO");
         }
         break;
-      default: break;
+      default:
+        break;
     }
     return CopyError("42601", fmt::format("{} requires a Boolean value", name));
   };
   auto string = [](const std::string& name, const CopyArg& a) -> Result<std::string> {
-    if (a.kind == CopyArg::Kind::kWord || a.kind == CopyArg::Kind::kString || a.kind == CopyArg::Kind::kNumber) {
+    if (a.kind == CopyArg::Kind::kWord || a.kind == CopyArg::Kind::kString ||
+        a.kind == CopyArg::Kind::kNumber) {
       return a.text;
     }
     return CopyError("42601", fmt::format("{} requires a parameter", name));
@@ -808,7 +889,9 @@ Status CopyParser::Check(CopyOptions& o) {
       ASSIGN_OR_RETURN(std::string e, string(name, a));
       std::string le = AsciiLower(e);
       if (le != "utf8" && le != "utf-8" && le != "unicode") {
-        return CopyError("0A000", fmt::format("COPY encoding \"{}\" is not supported: the server speaks UTF8", e));
+        return CopyError(
+            "0A000",
+            fmt::format("COPY encoding \"{}\" is not supported: the server speaks UTF8", e));
       }
     } else if (name == "force_quote") {
       if (a.kind == CopyArg::Kind::kStar) {
@@ -816,7 +899,8 @@ Status CopyParser::Check(CopyOptions& o) {
       } else if (a.kind == CopyArg::Kind::kList) {
         o.force_quote = a.list;
       } else {
-        return CopyError("42601", "argument to option \"force_quote\" must be a list of column names");
+        return CopyError("42601",
+                         "argument to option \"force_quote\" must be a list of column names");
       }
       force_quote = true;
     } else if (name == "force_not_null") {
@@ -828,11 +912,14 @@ Status CopyParser::Check(CopyOptions& o) {
     }
   }
   const bool csv = o.format == CopyFormat::kCsv;
-  if (o.format == CopyFormat::kBinary && delimiter) return CopyError("42601", "cannot specify DELIMITER in BINARY mode");
-  if (o.format == CopyFormat::kBinary && null_string) return CopyError("42601", "cannot specify NULL in BINARY mode");
+  if (o.format == CopyFormat::kBinary && delimiter)
+    return CopyError("42601", "cannot specify DELIMITER in BINARY mode");
+  if (o.format == CopyFormat::kBinary && null_string)
+    return CopyError("42601", "cannot specify NULL in BINARY mode");
   std::string delim = delimiter.value_or(csv ? "," : "\t");
   o.null_string = null_string.value_or(csv ? "" : "\\N");
-  if (delim.size() != 1) return CopyError("0A000", "COPY delimiter must be a single one-byte character");
+  if (delim.size() != 1)
+    return CopyError("0A000", "COPY delimiter must be a single one-byte character");
   o.delimiter = delim[0];
   if (o.delimiter == '\r' || o.delimiter == '\n') {
     return CopyError("22023", "COPY delimiter cannot be newline or carriage return");
@@ -840,16 +927,19 @@ Status CopyParser::Check(CopyOptions& o) {
   if (o.null_string.find_first_of("\r\n") != std::string::npos) {
     return CopyError("22023", "COPY null representation cannot use newline or carriage return");
   }
-  if (!csv && std::string_view("\\.abcdefghijklmnopqrstuvwxyz0123456789").find(o.delimiter) != std::string_view::npos) {
+  if (!csv && std::string_view("\\.abcdefghijklmnopqrstuvwxyz0123456789").find(o.delimiter) !=
+                  std::string_view::npos) {
     return CopyError("22023", fmt::format("COPY delimiter cannot be \"{}\"", delim));
   }
-  if (o.format == CopyFormat::kBinary && o.header) return CopyError("0A000", "cannot specify HEADER in BINARY mode");
+  if (o.format == CopyFormat::kBinary && o.header)
+    return CopyError("0A000", "cannot specify HEADER in BINARY mode");
   if (!csv && quote) return CopyError("0A000", "COPY quote available only in CSV mode");
   if (csv) {
     std::string q = quote.value_or("\"");
     if (q.size() != 1) return CopyError("0A000", "COPY quote must be a single one-byte character");
     o.quote = q[0];
-    if (o.delimiter == o.quote) return CopyError("22023", "COPY delimiter and quote must be different");
+    if (o.delimiter == o.quote)
+      return CopyError("22023", "COPY delimiter and quote must be different");
   }
   if (!csv && escape) return CopyError("0A000", "COPY escape available only in CSV mode");
   if (csv) {
@@ -931,7 +1021,8 @@ Result<std::optional<CopyStatement>> CopyParser::Parse() {
   } else {
     return std::optional<CopyStatement>();
   }
-  if (c.direction == CopyStatement::Direction::kFrom) return std::optional<CopyStatement>(std::move(c));
+  if (c.direction == CopyStatement::Direction::kFrom)
+    return std::optional<CopyStatement>(std::move(c));
   if (old_binary) RETURN_IF_ERROR(Set("format", {CopyArg::Kind::kWord, "binary", {}}));
   RETURN_IF_ERROR(ParseOptions(c.options));
   if (c.query.empty()) return CopyError("42601", "syntax error at or near \")\"");

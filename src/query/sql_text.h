@@ -61,7 +61,8 @@ ClientSetting ParseClientSetting(std::string_view statement);
 // `(values[n-1])`; nullopt when it holds one it cannot replace: $n beyond `values`, $0,
 // or DuckDB's `?` and `$name` forms. For planning a prepared statement with its bound
 // values (the session's rewrites at execution).
-std::optional<std::string> SubstituteParameters(std::string_view statement, const std::vector<std::string>& values);
+std::optional<std::string> SubstituteParameters(std::string_view statement,
+                                                const std::vector<std::string>& values);
 
 // The CommandComplete tag of a statement that returned `rows` rows (or changed them).
 // `returned_rows` says whether it returned a result set.
@@ -73,11 +74,11 @@ enum class CopyFormat { kText, kCsv, kBinary };
 struct CopyOptions {
   CopyFormat format = CopyFormat::kText;
   bool header = false;
-  char delimiter = '\t';            // text '\t', csv ','
-  std::string null_string = "\\N";  // text "\N", csv ""
-  char quote = '"';                 // csv only
-  char escape = '"';                // csv only; the quote unless given
-  bool force_quote_all = false;     // csv: FORCE_QUOTE *
+  char delimiter = '\t';                 // text '\t', csv ','
+  std::string null_string = "\\N";       // text "\N", csv ""
+  char quote = '"';                      // csv only
+  char escape = '"';                     // csv only; the quote unless given
+  bool force_quote_all = false;          // csv: FORCE_QUOTE *
   std::vector<std::string> force_quote;  // csv: FORCE_QUOTE (columns), names as Postgres folds them
 };
 

@@ -1,10 +1,10 @@
 #include "sinks/iceberg_sink.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <charconv>
 #include <filesystem>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/crash_point.h"
@@ -30,7 +30,8 @@ Result<PartitionField> ParsePartition(std::string_view text, const Schema& schem
   std::string_view t = Trim(text);
   std::string transform = "identity", column(t), arg;
   if (size_t open = t.find('('); open != t.npos) {
-    if (t.back() != ')') return InvalidArgumentError("partition_by {}: expected transform(column)", text);
+    if (t.back() != ')')
+      return InvalidArgumentError("partition_by {}: expected transform(column)", text);
     transform = std::string(Trim(t.substr(0, open)));
     std::string_view inside = t.substr(open + 1, t.size() - open - 2);
     if (size_t comma = inside.find(','); comma != inside.npos) {
@@ -44,14 +45,16 @@ Result<PartitionField> ParsePartition(std::string_view text, const Schema& schem
   for (const NestedField& f : schema.fields) {
     if (f.name == column) source = &f;
   }
-  if (source == nullptr) return InvalidArgumentError("partition_by {}: the results have no column {}", text, column);
+  if (source == nullptr)
+    return InvalidArgumentError("partition_by {}: the results have no column {}", text, column);
   std::string spec_text = arg.empty() ? transform : fmt::format("{}[{}]", transform, arg);
   Result<lake::Transform> parsed = lake::Transform::Parse(spec_text);
-  if (!parsed.ok()) return InvalidArgumentError("partition_by {}: {}", text, parsed.status().message());
+  if (!parsed.ok())
+    return InvalidArgumentError("partition_by {}: {}", text, parsed.status().message());
   if (Result<Type> r = parsed->ResultType(source->type); !r.ok()) {
     return InvalidArgumentError("partition_by {}: {}", text, r.status().message());
   }
-  std::string suffix = transform == "identity" ? ""
+  std::string suffix = transform == "identity"   ? ""
                        : transform == "truncate" ? "_trunc"
                                                  : "_" + transform;
   PartitionField f;
@@ -66,10 +69,12 @@ Result<PartitionField> ParsePartition(std::string_view text, const Schema& schem
 // can compute as Iceberg defines them (UTC for time zones, floor for negatives).
 Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) {
   const NestedField* source = schema.FindField(p.source_id);
-  if (source == nullptr) return InternalError("partition source {} is not in the schema", p.source_id);
+  if (source == nullptr)
+    return InternalError("partition source {} is not in the schema", p.source_id);
   std::string c = "s." + lake::QuoteId(source->name);
   lake::TypeId t = source->type.id;
-  std::string ts = t == lake::TypeId::kTimestampTz ? fmt::format("make_timestamp(epoch_us({}))", c) : c;
+  std::string ts =
+      t == lake::TypeId::kTimestampTz ? fmt::format("make_timestamp(epoch_us({}))", c) : c;
   std::string text = p.transform.ToString();
   if (text == "identity") return c;
   if (text == "void") return std::string("NULL");
@@ -82,20 +87,25 @@ Result<std::string> PartitionSql(const PartitionField& p, const Schema& schema) 
   if (text == "hour") return fmt::format("CAST(floor(epoch_us({}) / 3600000000.0) AS INTEGER)", c);
   if (text.starts_with("truncate[")) {
     int64_t w = std::strtoll(text.c_str() + 9, nullptr, 10);
-    if (t == lake::TypeId::kInt || t == lake::TypeId::kLong) return fmt::format("({0} - ((({0} % {1}) + {1}) % {1}))", c, w);
+    if (t == lake::TypeId::kInt || t == lake::TypeId::kLong)
+      return fmt::format("({0} - ((({0} % {1}) + {1}) % {1}))", c, w);
     if (t == lake::TypeId::kString) return fmt::format("left({}, {})", c, w);
   }
-  return UnimplementedError("the iceberg sink cannot partition by {} of a {} column yet (identity, year, month, day, "
-                            "hour, bucket, and truncate of int, long and string are supported)",
-                            text, source->type.ToString());
+  return UnimplementedError(
+      "the iceberg sink cannot partition by {} of a {} column yet (identity, year, month, day, "
+      "hour, bucket, and truncate of int, long and string are supported)",
+      text, source->type.ToString());
 }
 
 lake::Value SourceValue(const Type& type, const std::string& text) {
   switch (type.id) {
     case lake::TypeId::kInt:
-    case lake::TypeId::kDate: return lake::Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10)));
-    case lake::TypeId::kString: return lake::Value::String(text);
-    default: return lake::Value::Long(std::strtoll(text.c_str(), nullptr, 10));
+    case lake::TypeId::kDate:
+      return lake::Value::Int(static_cast<int32_t>(std::strtoll(text.c_str(), nullptr, 10)));
+    case lake::TypeId::kString:
+      return lake::Value::String(text);
+    default:
+      return lake::Value::Long(std::strtoll(text.c_str(), nullptr, 10));
   }
 }
 
@@ -105,15 +115,21 @@ lake::avro::Datum PartitionDatum(const Type& type, const std::optional<std::stri
   if (!text) return Datum::Null();
   switch (type.id) {
     case lake::TypeId::kInt:
-    case lake::TypeId::kDate: return Datum::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10)));
+    case lake::TypeId::kDate:
+      return Datum::Int(static_cast<int32_t>(std::strtoll(text->c_str(), nullptr, 10)));
     case lake::TypeId::kLong:
     case lake::TypeId::kTime:
     case lake::TypeId::kTimestamp:
-    case lake::TypeId::kTimestampTz: return Datum::Long(std::strtoll(text->c_str(), nullptr, 10));
-    case lake::TypeId::kBoolean: return Datum::Boolean(*text == "true");
-    case lake::TypeId::kFloat: return Datum::Float(std::strtof(text->c_str(), nullptr));
-    case lake::TypeId::kDouble: return Datum::Double(std::strtod(text->c_str(), nullptr));
-    default: return Datum::String(*text);
+    case lake::TypeId::kTimestampTz:
+      return Datum::Long(std::strtoll(text->c_str(), nullptr, 10));
+    case lake::TypeId::kBoolean:
+      return Datum::Boolean(*text == "true");
+    case lake::TypeId::kFloat:
+      return Datum::Float(std::strtof(text->c_str(), nullptr));
+    case lake::TypeId::kDouble:
+      return Datum::Double(std::strtod(text->c_str(), nullptr));
+    default:
+      return Datum::String(*text);
   }
 }
 
@@ -121,21 +137,31 @@ lake::avro::Datum PartitionDatum(const Type& type, const std::optional<std::stri
 // microseconds, dates as days, the rest as DuckDB prints them.
 std::string ValueText(const Type& type, const std::string& expr) {
   switch (type.id) {
-    case lake::TypeId::kDate: return fmt::format("({} - DATE '1970-01-01')::VARCHAR", expr);
+    case lake::TypeId::kDate:
+      return fmt::format("({} - DATE '1970-01-01')::VARCHAR", expr);
     case lake::TypeId::kTimestamp:
-    case lake::TypeId::kTimestampTz: return fmt::format("epoch_us({})::VARCHAR", expr);
-    case lake::TypeId::kTime: return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", expr);
-    default: return fmt::format("({})::VARCHAR", expr);
+    case lake::TypeId::kTimestampTz:
+      return fmt::format("epoch_us({})::VARCHAR", expr);
+    case lake::TypeId::kTime:
+      return fmt::format("epoch_us(DATE '1970-01-01' + {})::VARCHAR", expr);
+    default:
+      return fmt::format("({})::VARCHAR", expr);
   }
 }
 
 // The text of a bucket source value (ValueText); "" for types the sink does not bucket.
 std::string SourceText(const Type& type, const std::string& c) {
   switch (type.id) {
-    case lake::TypeId::kInt: case lake::TypeId::kLong: case lake::TypeId::kDate: case lake::TypeId::kTime:
-    case lake::TypeId::kTimestamp: case lake::TypeId::kTimestampTz: case lake::TypeId::kString:
+    case lake::TypeId::kInt:
+    case lake::TypeId::kLong:
+    case lake::TypeId::kDate:
+    case lake::TypeId::kTime:
+    case lake::TypeId::kTimestamp:
+    case lake::TypeId::kTimestampTz:
+    case lake::TypeId::kString:
       return ValueText(type, c);
-    default: return "";
+    default:
+      return "";
   }
 }
 
@@ -151,7 +177,8 @@ std::string PathPart(std::string_view value) {
     }
   }
   if (out == "." || out == "..") out = "%2E" + out.substr(1);
-  if (out.size() > 64) out = fmt::format("{}-{:016x}", out.substr(0, 64), std::hash<std::string_view>{}(value));
+  if (out.size() > 64)
+    out = fmt::format("{}-{:016x}", out.substr(0, 64), std::hash<std::string_view>{}(value));
   return out;
 }
 
@@ -162,11 +189,14 @@ std::string OffsetsKey(const std::string& group, const std::string& topic) {
 }  // namespace
 
 IcebergSink::IcebergSink(IcebergSinkOptions options, std::string root)
-    : options_(std::move(options)), root_(std::move(root)), last_commit_(std::chrono::steady_clock::now()) {}
+    : options_(std::move(options)),
+      root_(std::move(root)),
+      last_commit_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions options) {
   if (options.warehouse.empty()) {
-    return InvalidArgumentError("iceberg sink: no warehouse: set sink.iceberg.warehouse or SLUICE_WAREHOUSE");
+    return InvalidArgumentError(
+        "iceberg sink: no warehouse: set sink.iceberg.warehouse or SLUICE_WAREHOUSE");
   }
   if (options.namespace_.empty() || options.table.empty()) {
     return InvalidArgumentError("iceberg sink: table_name must be namespace.table");
@@ -191,7 +221,8 @@ Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions opti
 }
 
 std::string IcebergSink::Describe() const {
-  return fmt::format("iceberg table {}.{} in {}", fmt::join(options_.namespace_, "."), options_.table, root_);
+  return fmt::format("iceberg table {}.{} in {}", fmt::join(options_.namespace_, "."),
+                     options_.table, root_);
 }
 
 std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
@@ -222,7 +253,8 @@ std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
 Status IcebergSink::ClearStage() {
   // Dropped, not emptied: DuckDB keeps a temporary table's deleted rows in memory (there
   // is no checkpoint to vacuum them), so a DELETE would grow it by every commit's rows.
-  if (staged_table_ && conn_ != nullptr) RETURN_IF_ERROR(conn_->Execute(fmt::format("DROP TABLE IF EXISTS {}", kStage)));
+  if (staged_table_ && conn_ != nullptr)
+    RETURN_IF_ERROR(conn_->Execute(fmt::format("DROP TABLE IF EXISTS {}", kStage)));
   staged_table_ = false;
   staged_rows_ = 0;
   staged_memory_bytes_ = 0;
@@ -237,7 +269,8 @@ Status IcebergSink::Discard() {
 
 Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) {
   if (table_) return Status::OK();
-  ASSIGN_OR_RETURN(duck::QueryResult r, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
+  ASSIGN_OR_RETURN(duck::QueryResult r,
+                   conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
   std::vector<std::string> names;
   for (size_t i = 0; i < r.column_count(); ++i) names.push_back(r.column_name(i));
   ASSIGN_OR_RETURN(Schema schema, lake::SchemaOfColumns(names, r.column_logical_types()));
@@ -253,23 +286,34 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
                         ? !SourceText(source->type, "x").empty()
                         : PartitionSql(f, schema).ok();
     switch (result.id) {
-      case lake::TypeId::kBoolean: case lake::TypeId::kInt: case lake::TypeId::kLong: case lake::TypeId::kFloat:
-      case lake::TypeId::kDouble: case lake::TypeId::kDate: case lake::TypeId::kTime: case lake::TypeId::kTimestamp:
-      case lake::TypeId::kTimestampTz: case lake::TypeId::kString: break;
-      default: writable = false;
+      case lake::TypeId::kBoolean:
+      case lake::TypeId::kInt:
+      case lake::TypeId::kLong:
+      case lake::TypeId::kFloat:
+      case lake::TypeId::kDouble:
+      case lake::TypeId::kDate:
+      case lake::TypeId::kTime:
+      case lake::TypeId::kTimestamp:
+      case lake::TypeId::kTimestampTz:
+      case lake::TypeId::kString:
+        break;
+      default:
+        writable = false;
     }
     if (!writable) {
-      return InvalidArgumentError("partition_by {}: the iceberg sink cannot write {} partitions of a {} column (it "
-                                  "writes identity, year, month, day, hour, bucket and truncate of boolean, int, long, "
-                                  "float, double, date, time, timestamp and string columns)",
-                                  p, f.transform.ToString(), source->type.ToString());
+      return InvalidArgumentError(
+          "partition_by {}: the iceberg sink cannot write {} partitions of a {} column (it "
+          "writes identity, year, month, day, hour, bucket and truncate of boolean, int, long, "
+          "float, double, date, time, timestamp and string columns)",
+          p, f.transform.ToString(), source->type.ToString());
     }
     spec.fields.push_back(std::move(f));
   }
   std::error_code ec;
   std::filesystem::create_directories(root_ + "/data", ec);
   if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
-  ASSIGN_OR_RETURN(lake::Table created, lake::Table::Create(root_, schema, spec, {{"write.format.default", "parquet"}}));
+  ASSIGN_OR_RETURN(lake::Table created,
+                   lake::Table::Create(root_, schema, spec, {{"write.format.default", "parquet"}}));
   table_.emplace(std::move(created));
   return Status::OK();
 }
@@ -277,7 +321,8 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
 // The batch's columns against the table's: each must exist (or, with schema_evolution, is
 // added as a new optional column) and fit its column without loss.
 Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table) {
-  ASSIGN_OR_RETURN(duck::QueryResult r, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
+  ASSIGN_OR_RETURN(duck::QueryResult r,
+                   conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
   std::vector<duck::LogicalType> types = r.column_logical_types();
   const Schema* schema = table_->metadata().CurrentSchema();
   std::vector<std::pair<std::string, Type>> added;
@@ -291,16 +336,18 @@ Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table)
     ASSIGN_OR_RETURN(Type type, lake::IcebergTypeOf(types[i], name, &next));
     if (field == nullptr) {
       if (!options_.schema_evolution) {
-        return InvalidArgumentError("column {} ({}) is not in {}; its columns are fixed (set schema_evolution: true "
-                                    "to add new ones)",
-                                    name, type.ToString(), Describe());
+        return InvalidArgumentError(
+            "column {} ({}) is not in {}; its columns are fixed (set schema_evolution: true "
+            "to add new ones)",
+            name, type.ToString(), Describe());
       }
       added.emplace_back(name, std::move(type));
       continue;
     }
     if (!lake::IsSafePromotion(type, field->type)) {
-      return InvalidArgumentError("column {}: the batch has {}, the table {}: {} cannot hold it without loss", name,
-                                  type.ToString(), field->type.ToString(), field->type.ToString());
+      return InvalidArgumentError(
+          "column {}: the batch has {}, the table {}: {} cannot hold it without loss", name,
+          type.ToString(), field->type.ToString(), field->type.ToString());
     }
   }
   if (added.empty()) return Status::OK();
@@ -309,7 +356,8 @@ Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table)
 
 // Schema evolution: the new columns, optional, with fresh ids, as a new current schema
 // committed like any other change (a lost race re-reads and re-checks).
-Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pair<std::string, Type>>& columns) {
+Status IcebergSink::AddColumns(duck::Connection& conn,
+                               const std::vector<std::pair<std::string, Type>>& columns) {
   bool done = false;
   for (int attempt = 0; attempt < 32 && !done; ++attempt) {
     if (attempt > 0) RETURN_IF_ERROR(table_->Refresh());
@@ -333,35 +381,43 @@ Status IcebergSink::AddColumns(duck::Connection& conn, const std::vector<std::pa
       break;
     }
     next.schema_id = 0;
-    for (const Schema& old : base.schemas) next.schema_id = std::max(next.schema_id, old.schema_id + 1);
-    std::vector<lake::TableUpdate> updates = {lake::AddSchemaUpdate{next, id}, lake::SetCurrentSchemaUpdate{-1}};
+    for (const Schema& old : base.schemas)
+      next.schema_id = std::max(next.schema_id, old.schema_id + 1);
+    std::vector<lake::TableUpdate> updates = {lake::AddSchemaUpdate{next, id},
+                                              lake::SetCurrentSchemaUpdate{-1}};
     auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch()).count();
-    ASSIGN_OR_RETURN(lake::TableMetadata evolved, lake::ApplyUpdates(base, table_->metadata_location(), updates, now));
-    Status st = table_->files().CommitVersion(table_->version() + 1, lake::TableMetadataToString(evolved));
+                   std::chrono::system_clock::now().time_since_epoch())
+                   .count();
+    ASSIGN_OR_RETURN(lake::TableMetadata evolved,
+                     lake::ApplyUpdates(base, table_->metadata_location(), updates, now));
+    Status st =
+        table_->files().CommitVersion(table_->version() + 1, lake::TableMetadataToString(evolved));
     if (st.code() == StatusCode::kAlreadyExists) continue;
     RETURN_IF_ERROR(st);
     RETURN_IF_ERROR(table_->Refresh());
     done = true;
   }
-  if (!done) return AbortedError("{}: adding columns lost 32 commit races to other writers", Describe());
+  if (!done)
+    return AbortedError("{}: adding columns lost 32 commit races to other writers", Describe());
   // The staged rows get the new columns too (NULL).
   if (staged_table_) {
     const Schema* schema = table_->metadata().CurrentSchema();
-    ASSIGN_OR_RETURN(duck::QueryResult stage, conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", kStage)));
+    ASSIGN_OR_RETURN(duck::QueryResult stage,
+                     conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", kStage)));
     for (const NestedField& f : schema->fields) {
       bool have = false;
-      for (size_t i = 0; i < stage.column_count(); ++i) have = have || stage.column_name(i) == f.name;
+      for (size_t i = 0; i < stage.column_count(); ++i)
+        have = have || stage.column_name(i) == f.name;
       if (have) continue;
-      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kStage, lake::QuoteId(f.name),
-                                               lake::DuckTypeOf(f.type))));
+      RETURN_IF_ERROR(conn.Execute(fmt::format("ALTER TABLE {} ADD COLUMN {} {}", kStage,
+                                               lake::QuoteId(f.name), lake::DuckTypeOf(f.type))));
     }
   }
   return Status::OK();
 }
 
-Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const SourceOffsets& offsets,
-                          std::vector<RejectedRow>* rejected) {
+Status IcebergSink::Write(duck::Connection& conn, std::string_view table,
+                          const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
   conn_ = &conn;
   RETURN_IF_ERROR(EnsureTable(conn, table));
   RETURN_IF_ERROR(CheckColumns(conn, table));
@@ -376,9 +432,10 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const 
     staged_table_ = true;
   }
   auto in_memory_tables = [&conn]() -> Result<int64_t> {
-    ASSIGN_OR_RETURN(duck::QueryResult memory,
-                     conn.Query("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
-                                "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
+    ASSIGN_OR_RETURN(
+        duck::QueryResult memory,
+        conn.Query("SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT "
+                   "FROM duckdb_memory() WHERE tag = 'IN_MEMORY_TABLE'"));
     return memory.chunk_count() > 0 ? memory.chunk(0).GetInt64(0, 0) : 0;
   };
   if (options_.staged_memory_limit_bytes > 0 && staged_rows_ == 0) {
@@ -386,7 +443,8 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table, const 
     // stage's share is what grows beyond it.
     ASSIGN_OR_RETURN(memory_baseline_, in_memory_tables());
   }
-  auto inserted = conn.Query(fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table)));
+  auto inserted = conn.Query(
+      fmt::format("INSERT INTO {} BY NAME SELECT * FROM {}", kStage, lake::QuoteId(table)));
   if (!inserted.ok()) {
     // Inside a batch transaction that now rolls back, the CREATE above may be undone too:
     // create the stage again next time.
@@ -420,7 +478,8 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   if (spec->is_unpartitioned()) {
     std::string select = fmt::format("SELECT {} FROM {} AS s", fmt::join(columns, ", "), kStage);
     std::string path = fmt::format("{}/{}.parquet", data_dir, lake::NewUuid());
-    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
+    ASSIGN_OR_RETURN(DataFile f,
+                     lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
     files.push_back(std::move(f));
     return files;
   }
@@ -432,26 +491,32 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   for (size_t i = 0; i < spec->fields.size(); ++i) {
     const PartitionField& p = spec->fields[i];
     const NestedField* source = schema->FindField(p.source_id);
-    if (source == nullptr) return InternalError("partition source {} is not in the schema", p.source_id);
+    if (source == nullptr)
+      return InternalError("partition source {} is not in the schema", p.source_id);
     if (p.transform.kind() == lake::TransformKind::kBucket) {
       std::string text = SourceText(source->type, "s." + lake::QuoteId(source->name));
       if (text.empty()) {
-        return UnimplementedError("the iceberg sink cannot bucket a {} column yet", source->type.ToString());
+        return UnimplementedError("the iceberg sink cannot bucket a {} column yet",
+                                  source->type.ToString());
       }
       std::string map = fmt::format("sluice_iceberg_bucket_{}", i);
-      RETURN_IF_ERROR(conn_->Execute(fmt::format("CREATE OR REPLACE TEMP TABLE {} (v VARCHAR, b INTEGER)", map)));
-      ASSIGN_OR_RETURN(auto values, conn_->QueryText(fmt::format("SELECT DISTINCT {0} FROM {1} AS s WHERE {0} IS NOT NULL",
-                                                                 text, kStage)));
+      RETURN_IF_ERROR(conn_->Execute(
+          fmt::format("CREATE OR REPLACE TEMP TABLE {} (v VARCHAR, b INTEGER)", map)));
+      ASSIGN_OR_RETURN(auto values, conn_->QueryText(fmt::format(
+                                        "SELECT DISTINCT {0} FROM {1} AS s WHERE {0} IS NOT NULL",
+                                        text, kStage)));
       std::vector<std::string> rows;
       auto insert = [&]() -> Status {
         if (rows.empty()) return Status::OK();
-        Status st = conn_->Execute(fmt::format("INSERT INTO {} VALUES {}", map, fmt::join(rows, ", ")));
+        Status st =
+            conn_->Execute(fmt::format("INSERT INTO {} VALUES {}", map, fmt::join(rows, ", ")));
         rows.clear();
         return st;
       };
       for (const auto& v : values) {
         if (!v[0]) continue;
-        ASSIGN_OR_RETURN(lake::Value b, p.transform.Apply(source->type, SourceValue(source->type, *v[0])));
+        ASSIGN_OR_RETURN(lake::Value b,
+                         p.transform.Apply(source->type, SourceValue(source->type, *v[0])));
         rows.push_back(fmt::format("({}, {})", duck::QuoteLiteral(*v[0]), b.as_int()));
         if (rows.size() >= 1000) RETURN_IF_ERROR(insert());
       }
@@ -461,10 +526,11 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       continue;
     }
     ASSIGN_OR_RETURN(std::string e, PartitionSql(p, *schema));
-    texts.push_back(p.transform.ToString() == "identity" ? ValueText(source->type, e) : fmt::format("({})::VARCHAR", e));
+    texts.push_back(p.transform.ToString() == "identity" ? ValueText(source->type, e)
+                                                         : fmt::format("({})::VARCHAR", e));
   }
-  ASSIGN_OR_RETURN(auto tuples, conn_->QueryText(fmt::format("SELECT DISTINCT {} FROM {}", fmt::join(texts, ", "),
-                                                             from)));
+  ASSIGN_OR_RETURN(auto tuples, conn_->QueryText(fmt::format("SELECT DISTINCT {} FROM {}",
+                                                             fmt::join(texts, ", "), from)));
   for (const auto& values : tuples) {
     std::vector<std::string> where;
     std::vector<std::pair<std::string, lake::avro::Datum>> fields;
@@ -473,7 +539,8 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
       where.push_back(values[i] ? fmt::format("{} = {}", texts[i], duck::QuoteLiteral(*values[i]))
                                 : fmt::format("{} IS NULL", texts[i]));
       fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
-      dir += fmt::format("/{}={}", PathPart(spec->fields[i].name), values[i] ? PathPart(*values[i]) : "null");
+      dir += fmt::format("/{}={}", PathPart(spec->fields[i].name),
+                         values[i] ? PathPart(*values[i]) : "null");
     }
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
@@ -481,7 +548,8 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
     std::string path = fmt::format("{}/{}.parquet", dir, lake::NewUuid());
     std::string select = fmt::format("SELECT {} FROM {} WHERE {}", fmt::join(columns, ", "), from,
                                      fmt::join(where, " AND "));
-    ASSIGN_OR_RETURN(DataFile f, lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
+    ASSIGN_OR_RETURN(DataFile f,
+                     lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
     f.partition = lake::avro::Datum::Record(std::move(fields));
     files.push_back(std::move(f));
   }
@@ -491,13 +559,17 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
 Result<SourceOffsets> IcebergSink::Commit(bool force) {
   if (pending_.empty() && staged_rows_ == 0) return SourceOffsets{};
   auto now = std::chrono::steady_clock::now();
-  const int64_t target_rows =
-      std::max<int64_t>(1, static_cast<int64_t>(static_cast<double>(options_.target_file_size_bytes) / bytes_per_row_));
-  bool due = force || now - last_commit_ >= std::chrono::seconds(options_.commit_interval_seconds) ||
+  const int64_t target_rows = std::max<int64_t>(
+      1,
+      static_cast<int64_t>(static_cast<double>(options_.target_file_size_bytes) / bytes_per_row_));
+  bool due = force ||
+             now - last_commit_ >= std::chrono::seconds(options_.commit_interval_seconds) ||
              staged_rows_ >= target_rows ||
-             (options_.staged_memory_limit_bytes > 0 && staged_memory_bytes_ >= options_.staged_memory_limit_bytes);
+             (options_.staged_memory_limit_bytes > 0 &&
+              staged_memory_bytes_ >= options_.staged_memory_limit_bytes);
   if (!due) return SourceOffsets{};
-  if (staged_rows_ > 0 && (conn_ == nullptr || !table_)) return InternalError("rows staged without a connection");
+  if (staged_rows_ > 0 && (conn_ == nullptr || !table_))
+    return InternalError("rows staged without a connection");
   if (!table_) {
     // Only skipped batches so far and no table yet: their offsets wait for the first rows.
     return SourceOffsets{};
@@ -510,14 +582,16 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
       bytes += f.file_size_in_bytes;
       rows += f.record_count;
     }
-    if (rows > 0) bytes_per_row_ = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(rows));
+    if (rows > 0)
+      bytes_per_row_ = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(rows));
     CrashPoint("iceberg-data-written");
   }
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;
   const SourceOffsets& known = known_;
-  lake::SummaryFn summary = [&pending, &group, &known](const lake::TableMetadata& base)
-      -> Result<std::map<std::string, std::string>> {
+  lake::SummaryFn summary =
+      [&pending, &group,
+       &known](const lake::TableMetadata& base) -> Result<std::map<std::string, std::string>> {
     // Per topic, the newest entry carried forward with this commit's partitions moved on.
     std::map<std::string, nlohmann::json> by_topic;
     for (const auto& [tp, next] : pending) {
@@ -534,10 +608,11 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
       auto k = known.find(tp);
       bool in_table = j.contains(p) && j[p].is_number_integer();
       if (in_table && (k == known.end() || j[p].get<int64_t>() != k->second)) {
-        return FailedPreconditionError("partition {} of {}: the table is at offset {}, written by another member of "
-                                       "group {} since this one took it at {}; not committing rows it already holds",
-                                       tp.second, tp.first, j[p].get<int64_t>(), group,
-                                       k == known.end() ? std::string("none") : std::to_string(k->second));
+        return FailedPreconditionError(
+            "partition {} of {}: the table is at offset {}, written by another member of "
+            "group {} since this one took it at {}; not committing rows it already holds",
+            tp.second, tp.first, j[p].get<int64_t>(), group,
+            k == known.end() ? std::string("none") : std::to_string(k->second));
       }
       j[p] = next;
     }

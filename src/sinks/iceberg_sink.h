@@ -22,10 +22,10 @@
 namespace sluice::sinks {
 
 struct IcebergSinkOptions {
-  std::string warehouse;                 // a local directory (or file:// URI)
-  std::vector<std::string> namespace_;   // at least one level
+  std::string warehouse;                // a local directory (or file:// URI)
+  std::vector<std::string> namespace_;  // at least one level
   std::string table;
-  std::string catalog_name;              // for Describe
+  std::string catalog_name;  // for Describe
   int64_t commit_interval_seconds = 60;
   int64_t target_file_size_bytes = int64_t{128} << 20;
   bool schema_evolution = false;
@@ -62,7 +62,8 @@ class IcebergSink : public Sink {
   explicit IcebergSink(IcebergSinkOptions options, std::string root);
   Status EnsureTable(duck::Connection& conn, std::string_view table);
   Status CheckColumns(duck::Connection& conn, std::string_view table);
-  Status AddColumns(duck::Connection& conn, const std::vector<std::pair<std::string, lake::Type>>& columns);
+  Status AddColumns(duck::Connection& conn,
+                    const std::vector<std::pair<std::string, lake::Type>>& columns);
   Result<std::vector<lake::DataFile>> WriteFiles();
 
   IcebergSinkOptions options_;
@@ -73,8 +74,8 @@ class IcebergSink : public Sink {
   int64_t staged_rows_ = 0;
   int64_t staged_memory_bytes_ = 0;  // DuckDB's in-memory tables grown since the stage began
   int64_t memory_baseline_ = 0;      // ... and what they took then
-  double bytes_per_row_ = 64;  // Parquet bytes a row took in the last file written
-  SourceOffsets pending_;      // offsets of what is staged (or skipped) since the last commit
+  double bytes_per_row_ = 64;        // Parquet bytes a row took in the last file written
+  SourceOffsets pending_;            // offsets of what is staged (or skipped) since the last commit
   // Per partition, the table's offset where our staged rows continue (from HeldOffsets at
   // assignment, then our own commits); a partition absent was not in the table. A commit
   // whose base has moved one of them was overtaken by another writer: refused.

@@ -43,8 +43,8 @@ class Sink {
   // (for sinks that store them with the data). Rows the sink refuses one by one go to
   // `rejected` (never null) while the others are written. An error means none of the batch
   // can be assumed written; the pipeline applies its on_error policy.
-  virtual Status Write(duck::Connection& conn, std::string_view table,
-                       const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) = 0;
+  virtual Status Write(duck::Connection& conn, std::string_view table, const SourceOffsets& offsets,
+                       std::vector<RejectedRow>* rejected) = 0;
 
   // Makes everything written so far durable (or delivered, for a sink with no storage)
   // and returns only then; an error means the pipeline must not commit past the last

@@ -49,8 +49,8 @@ Result<BatchHeader> ValidateBatch(std::span<const uint8_t> batch, uint32_t max_b
   }
   BatchHeader h = ParseBatchHeader(batch);
   if (h.length < 0 || h.total_size() != batch.size()) {
-    return InvalidArgumentError("batch length field {} does not match the {} bytes given",
-                                h.length, batch.size());
+    return InvalidArgumentError("batch length field {} does not match the {} bytes given", h.length,
+                                batch.size());
   }
   if (batch.size() > max_bytes) {
     return ResourceExhaustedError("batch of {} bytes exceeds the maximum {}", batch.size(),

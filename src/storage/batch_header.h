@@ -95,9 +95,7 @@ inline uint16_t LoadBE16(const uint8_t* p) { return static_cast<uint16_t>(p[0] <
 inline uint32_t LoadBE32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
 }
-inline uint64_t LoadBE64(const uint8_t* p) {
-  return uint64_t{LoadBE32(p)} << 32 | LoadBE32(p + 4);
-}
+inline uint64_t LoadBE64(const uint8_t* p) { return uint64_t{LoadBE32(p)} << 32 | LoadBE32(p + 4); }
 inline void StoreBE16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
   p[1] = static_cast<uint8_t>(v);

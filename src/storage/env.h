@@ -34,9 +34,9 @@ class File {
 };
 
 enum class OpenMode {
-  kRead,        // existing file, read only
-  kReadWrite,   // existing file
-  kCreate,      // read-write, created when missing
+  kRead,       // existing file, read only
+  kReadWrite,  // existing file
+  kCreate,     // read-write, created when missing
 };
 
 class Env {

@@ -36,8 +36,8 @@ class PosixFile final : public File {
   Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override {
     size_t done = 0;
     while (done < out.size()) {
-      ssize_t n = ::pread(fd_, out.data() + done, out.size() - done,
-                          static_cast<off_t>(pos + done));
+      ssize_t n =
+          ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(pos + done));
       if (n < 0) {
         if (errno == EINTR) continue;
         return ErrnoError("read", path_, errno);
@@ -54,7 +54,8 @@ class PosixFile final : public File {
   }
 
   Status Truncate(uint64_t size) override {
-    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0) return ErrnoError("truncate", path_, errno);
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+      return ErrnoError("truncate", path_, errno);
     return Status::OK();
   }
 
@@ -83,9 +84,15 @@ class PosixEnv final : public Env {
   Result<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
     int flags = O_CLOEXEC;
     switch (mode) {
-      case OpenMode::kRead: flags |= O_RDONLY; break;
-      case OpenMode::kReadWrite: flags |= O_RDWR; break;
-      case OpenMode::kCreate: flags |= O_RDWR | O_CREAT; break;
+      case OpenMode::kRead:
+        flags |= O_RDONLY;
+        break;
+      case OpenMode::kReadWrite:
+        flags |= O_RDWR;
+        break;
+      case OpenMode::kCreate:
+        flags |= O_RDWR | O_CREAT;
+        break;
     }
     int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) {
@@ -101,7 +108,8 @@ class PosixEnv final : public Env {
   }
 
   Status Rename(const std::string& from, const std::string& to) override {
-    if (::rename(from.c_str(), to.c_str()) != 0) return ErrnoError("rename " + from + " to", to, errno);
+    if (::rename(from.c_str(), to.c_str()) != 0)
+      return ErrnoError("rename " + from + " to", to, errno);
     return Status::OK();
   }
 

@@ -2,7 +2,8 @@
 
 namespace sluice::storage {
 
-FileCache::FileCache(Env* env, size_t capacity) : env_(env), capacity_(capacity < 1 ? 1 : capacity) {}
+FileCache::FileCache(Env* env, size_t capacity)
+    : env_(env), capacity_(capacity < 1 ? 1 : capacity) {}
 
 Result<std::shared_ptr<File>> FileCache::Get(const std::string& path, OpenMode mode) {
   bool want_write = mode != OpenMode::kRead;

@@ -39,7 +39,7 @@ class FileCache {
   const size_t capacity_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;  // guarded by mu_
-  std::list<std::string> lru_;                       // guarded by mu_; front = most recent
+  std::list<std::string> lru_;                      // guarded by mu_; front = most recent
 };
 
 }  // namespace sluice::storage

@@ -79,7 +79,8 @@ bool IoExecutor::Cancel(TaskId id) {
     return true;
   }
   // Due and handed to the workers, but perhaps not started yet.
-  auto it = std::find_if(ready_.begin(), ready_.end(), [id](const Queued& q) { return q.id == id; });
+  auto it =
+      std::find_if(ready_.begin(), ready_.end(), [id](const Queued& q) { return q.id == id; });
   if (it == ready_.end()) return false;
   doomed = std::move(it->task);
   ready_.erase(it);

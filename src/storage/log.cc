@@ -892,9 +892,8 @@ Status PartitionLog::Flush() {
   MaybeScheduleLocked();
   // Also wait for the callbacks of what is now durable: a caller of Flush() expects its
   // appends' acks to have run when it returns.
-  idle_cv_.wait(lock, [&] {
-    return (durable_end_ >= target && callbacks_running_ == 0) || !failed_.ok();
-  });
+  idle_cv_.wait(
+      lock, [&] { return (durable_end_ >= target && callbacks_running_ == 0) || !failed_.ok(); });
   return failed_;
 }
 
@@ -1414,14 +1413,18 @@ Status PartitionLog::ForEachBatchHeader(
       uint64_t pos = 0;
       while (pos < size) {
         if (size - pos < kBatchHeaderSize) {
-          return CorruptionError("{} at byte {}: {} bytes left, less than a batch header", seg.log_path, pos, size - pos);
+          return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
+                                 seg.log_path, pos, size - pos);
         }
         ASSIGN_OR_RETURN(size_t n, file->ReadAt(pos, raw));
-        if (n != kBatchHeaderSize) return CorruptionError("{} at byte {}: file is shorter than expected", seg.log_path, pos);
+        if (n != kBatchHeaderSize)
+          return CorruptionError("{} at byte {}: file is shorter than expected", seg.log_path, pos);
         BatchHeader h = ParseBatchHeader(raw);
-        Status hs = CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(size - pos, MaxStoredBatch())));
+        Status hs = CheckStoredHeader(
+            h, static_cast<uint32_t>(std::min<uint64_t>(size - pos, MaxStoredBatch())));
         if (!hs.ok()) return CorruptionError("{} at byte {}: {}", seg.log_path, pos, hs.message());
-        if (h.next_offset() > from && !fn(h, std::span<const uint8_t>(raw, kBatchHeaderSize))) return AbortedError("stopped");
+        if (h.next_offset() > from && !fn(h, std::span<const uint8_t>(raw, kBatchHeaderSize)))
+          return AbortedError("stopped");
         pos += h.total_size();
       }
       return Status::OK();

@@ -191,7 +191,9 @@ class PartitionLog {
   // the first) to the written end, reading only headers (one small read per batch).
   // For rebuilding state kept beside the log (producer sequences, epochs) at open.
   // `fn` returns false to stop early.
-  Status ForEachBatchHeader(int64_t from, const std::function<bool(const BatchHeader&, std::span<const uint8_t> raw_header)>& fn);
+  Status ForEachBatchHeader(
+      int64_t from,
+      const std::function<bool(const BatchHeader&, std::span<const uint8_t> raw_header)>& fn);
 
   // Waits for pending I/O, syncs, closes files. Further calls fail.
   Status Close();
@@ -288,10 +290,10 @@ class PartitionLog {
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;
-  Limits limits_{};                  // from options_, then Reconfigure
-  int64_t log_start_ = 0;            // DeleteRecordsBefore; StartLocked() is the real start
-  int callbacks_running_ = 0;        // tasks running acks outside the lock
-  Status failed_;  // non-OK after a write error
+  Limits limits_{};            // from options_, then Reconfigure
+  int64_t log_start_ = 0;      // DeleteRecordsBefore; StartLocked() is the real start
+  int callbacks_running_ = 0;  // tasks running acks outside the lock
+  Status failed_;              // non-OK after a write error
   bool closed_ = false;
 
   bool reserve_supported_ = true;  // false once fallocate said "not here"; write job only

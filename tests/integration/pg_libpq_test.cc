@@ -1,21 +1,20 @@
 // The query server of a real `sluice serve` through libpq (the C client psql and most
 // drivers are built on): simple queries, PQexecParams with text and binary parameters
 // and binary results checked value by value, prepared statements and their
-// descriptions, topic() bounds from WHERE in a prepared statement, PQcancel of a long query, the sandbox's refusals with SQLSTATE 42501,
-// COPY ... TO STDOUT with PQgetCopyData, and SCRAM-SHA-256 with right and wrong passwords.
+// descriptions, topic() bounds from WHERE in a prepared statement, PQcancel of a long query, the
+// sandbox's refusals with SQLSTATE 42501, COPY ... TO STDOUT with PQgetCopyData, and SCRAM-SHA-256
+// with right and wrong passwords.
 //
 // usage: pg_libpq_test path/to/sluice
-#include <libpq-fe.h>
-
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <libpq-fe.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
@@ -56,10 +55,11 @@ std::string StartServe(SluiceProcess& p) {
   return addr;
 }
 
-Conn Connect(const std::string& addr, const std::string& user = "tester", const std::string& password = "") {
+Conn Connect(const std::string& addr, const std::string& user = "tester",
+             const std::string& password = "") {
   size_t colon = addr.rfind(':');
-  std::string conninfo = "host=" + addr.substr(0, colon) + " port=" + addr.substr(colon + 1) + " user=" + user +
-                         " dbname=sluice connect_timeout=10 sslmode=disable";
+  std::string conninfo = "host=" + addr.substr(0, colon) + " port=" + addr.substr(colon + 1) +
+                         " user=" + user + " dbname=sluice connect_timeout=10 sslmode=disable";
   if (!password.empty()) conninfo += " password=" + password;
   return Conn(PQconnectdb(conninfo.c_str()));
 }
@@ -97,9 +97,10 @@ TEST_F(LibpqTest, ServerReportsPostgres15AndUtf8) {
 }
 
 TEST_F(LibpqTest, SimpleQueriesAndErrors) {
-  Res r = Exec("CREATE TABLE items (id INT, name VARCHAR, price DECIMAL(10,2)); "
-               "INSERT INTO items VALUES (1, 'apple', 1.50), (2, 'pear', NULL); "
-               "SELECT id, name, price FROM items ORDER BY id");
+  Res r = Exec(
+      "CREATE TABLE items (id INT, name VARCHAR, price DECIMAL(10,2)); "
+      "INSERT INTO items VALUES (1, 'apple', 1.50), (2, 'pear', NULL); "
+      "SELECT id, name, price FROM items ORDER BY id");
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
   ASSERT_EQ(PQntuples(r.get()), 2);
   EXPECT_STREQ(PQfname(r.get(), 1), "name");
@@ -131,14 +132,17 @@ uint64_t BE64(const char* p) { return (uint64_t{BE32(p)} << 32) | BE32(p + 4); }
 
 TEST_F(LibpqTest, BinaryResultsValueByValue) {
   const char* params[] = {"42", "hello"};
-  Res r(PQexecParams(conn_.get(),
-                     "SELECT $1::INT AS i4, 7::SMALLINT AS i2, -5000000000::BIGINT AS i8, 1.5::FLOAT AS f4, "
-                     "-0.25::DOUBLE AS f8, true AS b, $2::VARCHAR AS t, '\\x00\\xFF'::BLOB AS by, DATE '2000-01-03' AS d, "
-                     "TIMESTAMP '2000-01-01 00:00:02' AS ts, TIMESTAMPTZ '1999-12-31 23:59:59+00' AS tstz, "
-                     "INTERVAL '1 month 2 days 3 seconds' AS iv, '00112233-4455-6677-8899-aabbccddeeff'::UUID AS u, "
-                     "12345.678::DECIMAL(10,3) AS n, [1, NULL, 3]::INTEGER[] AS arr, NULL::INT AS nul, "
-                     "TIME '01:00:00' AS tm",
-                     2, nullptr, params, nullptr, nullptr, 1));
+  Res r(PQexecParams(
+      conn_.get(),
+      "SELECT $1::INT AS i4, 7::SMALLINT AS i2, -5000000000::BIGINT AS i8, 1.5::FLOAT AS f4, "
+      "-0.25::DOUBLE AS f8, true AS b, $2::VARCHAR AS t, '\\x00\\xFF'::BLOB AS by, DATE "
+      "'2000-01-03' AS d, "
+      "TIMESTAMP '2000-01-01 00:00:02' AS ts, TIMESTAMPTZ '1999-12-31 23:59:59+00' AS tstz, "
+      "INTERVAL '1 month 2 days 3 seconds' AS iv, '00112233-4455-6677-8899-aabbccddeeff'::UUID AS "
+      "u, "
+      "12345.678::DECIMAL(10,3) AS n, [1, NULL, 3]::INTEGER[] AS arr, NULL::INT AS nul, "
+      "TIME '01:00:00' AS tm",
+      2, nullptr, params, nullptr, nullptr, 1));
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
   ASSERT_EQ(PQnfields(r.get()), 17);
   for (int c = 0; c < PQnfields(r.get()); ++c) EXPECT_EQ(PQfformat(r.get(), c), 1) << c;
@@ -148,7 +152,9 @@ TEST_F(LibpqTest, BinaryResultsValueByValue) {
   EXPECT_EQ(static_cast<int32_t>(BE32(v(0))), 42);
   EXPECT_EQ(PQftype(r.get(), 1), 21u);
   EXPECT_EQ(len(1), 2);
-  EXPECT_EQ(static_cast<int16_t>((static_cast<uint8_t>(v(1)[0]) << 8) | static_cast<uint8_t>(v(1)[1])), 7);
+  EXPECT_EQ(
+      static_cast<int16_t>((static_cast<uint8_t>(v(1)[0]) << 8) | static_cast<uint8_t>(v(1)[1])),
+      7);
   EXPECT_EQ(PQftype(r.get(), 2), 20u);
   EXPECT_EQ(static_cast<int64_t>(BE64(v(2))), -5000000000LL);
   uint32_t f4 = BE32(v(3));
@@ -175,16 +181,17 @@ TEST_F(LibpqTest, BinaryResultsValueByValue) {
   EXPECT_EQ(static_cast<int32_t>(BE32(v(11) + 8)), 2);
   EXPECT_EQ(static_cast<int32_t>(BE32(v(11) + 12)), 1);
   EXPECT_EQ(PQftype(r.get(), 12), 2950u);
-  EXPECT_EQ(std::string(v(12), 16), std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16));
+  EXPECT_EQ(std::string(v(12), 16),
+            std::string("\x00\x11\x22\x33\x44\x55\x66\x77\x88\x99\xaa\xbb\xcc\xdd\xee\xff", 16));
   EXPECT_EQ(PQftype(r.get(), 13), 1700u);
   // 12345.678: base-10000 digits 1, 2345, 6780; weight 1; dscale 3.
   EXPECT_EQ(std::string(v(13), len(13)), std::string("\0\3\0\1\0\0\0\3\0\1\x09\x29\x1a\x7c", 14));
   EXPECT_EQ(PQftype(r.get(), 14), 1007u);
   std::string arr(v(14), len(14));
-  EXPECT_EQ(BE32(arr.data()), 1u);       // dimensions
-  EXPECT_EQ(BE32(arr.data() + 4), 1u);   // has NULLs
-  EXPECT_EQ(BE32(arr.data() + 8), 23u);  // int4
-  EXPECT_EQ(BE32(arr.data() + 12), 3u);  // length
+  EXPECT_EQ(BE32(arr.data()), 1u);                                 // dimensions
+  EXPECT_EQ(BE32(arr.data() + 4), 1u);                             // has NULLs
+  EXPECT_EQ(BE32(arr.data() + 8), 23u);                            // int4
+  EXPECT_EQ(BE32(arr.data() + 12), 3u);                            // length
   EXPECT_EQ(static_cast<int32_t>(BE32(arr.data() + 20 + 8)), -1);  // the NULL
   EXPECT_TRUE(PQgetisnull(r.get(), 0, 15));
   EXPECT_EQ(static_cast<int64_t>(BE64(v(16))), 3600'000'000LL);
@@ -192,23 +199,31 @@ TEST_F(LibpqTest, BinaryResultsValueByValue) {
 
 TEST_F(LibpqTest, BinaryParameters) {
   uint32_t i4 = htonl(static_cast<uint32_t>(-123));
-  uint64_t i8 = (uint64_t{htonl(0x05060708)} << 32) | htonl(0x01020304);  // 0x0102030405060708, big-endian
+  uint64_t i8 =
+      (uint64_t{htonl(0x05060708)} << 32) | htonl(0x01020304);  // 0x0102030405060708, big-endian
   double dv = 2.75;
   uint64_t dbits;
   std::memcpy(&dbits, &dv, 8);
-  uint64_t f8 = (uint64_t{htonl(static_cast<uint32_t>(dbits))} << 32) | htonl(static_cast<uint32_t>(dbits >> 32));
+  uint64_t f8 = (uint64_t{htonl(static_cast<uint32_t>(dbits))} << 32) |
+                htonl(static_cast<uint32_t>(dbits >> 32));
   char b = 1;
   int64_t micros = 86'400'000'000LL;  // 2000-01-02 00:00:00
-  uint64_t ts = (uint64_t{htonl(static_cast<uint32_t>(micros))} << 32) | htonl(static_cast<uint32_t>(micros >> 32));
+  uint64_t ts = (uint64_t{htonl(static_cast<uint32_t>(micros))} << 32) |
+                htonl(static_cast<uint32_t>(micros >> 32));
   Oid types[] = {23, 20, 701, 16, 1114, 17, 25};
-  const char* values[] = {reinterpret_cast<const char*>(&i4), reinterpret_cast<const char*>(&i8),
-                          reinterpret_cast<const char*>(&f8), &b, reinterpret_cast<const char*>(&ts), "\0\1\2",
+  const char* values[] = {reinterpret_cast<const char*>(&i4),
+                          reinterpret_cast<const char*>(&i8),
+                          reinterpret_cast<const char*>(&f8),
+                          &b,
+                          reinterpret_cast<const char*>(&ts),
+                          "\0\1\2",
                           "text value"};
   int lengths[] = {4, 8, 8, 1, 8, 3, 10};
   int formats[] = {1, 1, 1, 1, 1, 1, 1};
-  Res r(PQexecParams(conn_.get(),
-                     "SELECT $1 + 0, $2, $3 * 2, NOT $4, $5 + INTERVAL 1 DAY, octet_length($6), upper($7)", 7, types,
-                     values, lengths, formats, 0));
+  Res r(PQexecParams(
+      conn_.get(),
+      "SELECT $1 + 0, $2, $3 * 2, NOT $4, $5 + INTERVAL 1 DAY, octet_length($6), upper($7)", 7,
+      types, values, lengths, formats, 0));
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
   EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "-123");
   EXPECT_STREQ(PQgetvalue(r.get(), 0, 1), "72623859790382856");
@@ -220,7 +235,8 @@ TEST_F(LibpqTest, BinaryParameters) {
 
   // A wrong binary length is an error of that statement only.
   int bad_lengths[] = {3, 8, 8, 1, 8, 3, 10};
-  r.reset(PQexecParams(conn_.get(), "SELECT $1 + 0, $2, $3, $4, $5, $6, $7", 7, types, values, bad_lengths, formats, 0));
+  r.reset(PQexecParams(conn_.get(), "SELECT $1 + 0, $2, $3, $4, $5, $6, $7", 7, types, values,
+                       bad_lengths, formats, 0));
   EXPECT_EQ(PQresultStatus(r.get()), PGRES_FATAL_ERROR);
   EXPECT_EQ(SqlState(r.get()), "22P03");
   r = Exec("SELECT 1");
@@ -229,8 +245,9 @@ TEST_F(LibpqTest, BinaryParameters) {
 
 TEST_F(LibpqTest, PreparedStatementsAndDescriptions) {
   Res r(PQprepare(conn_.get(), "by_range",
-                  "SELECT range AS n, range * 2 AS twice FROM range(100) WHERE range < $1::BIGINT AND range >= $2", 2,
-                  nullptr));
+                  "SELECT range AS n, range * 2 AS twice FROM range(100) WHERE range < $1::BIGINT "
+                  "AND range >= $2",
+                  2, nullptr));
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(r.get());
   r.reset(PQdescribePrepared(conn_.get(), "by_range"));
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_COMMAND_OK);
@@ -250,8 +267,8 @@ TEST_F(LibpqTest, PreparedStatementsAndDescriptions) {
   // A statement DuckDB can bind only with its values (a table function's argument): its
   // portal is described from the real result.
   const char* seven[] = {"7"};
-  r.reset(PQexecParams(conn_.get(), "SELECT count(*) AS c, max(range) AS m FROM range($1::BIGINT)", 1, nullptr, seven,
-                       nullptr, nullptr, 0));
+  r.reset(PQexecParams(conn_.get(), "SELECT count(*) AS c, max(range) AS m FROM range($1::BIGINT)",
+                       1, nullptr, seven, nullptr, nullptr, 0));
   ASSERT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK) << PQresultErrorMessage(r.get());
   EXPECT_EQ(PQnfields(r.get()), 2);
   EXPECT_STREQ(PQgetvalue(r.get(), 0, 0), "7");
@@ -274,11 +291,13 @@ TEST_F(LibpqTest, PreparedTopicQueriesGetWhereBounds) {
   auto admin = kc::Admin::Create({{"bootstrap.servers", serve_->bootstrap()}});
   ASSERT_TRUE(admin.ok());
   ASSERT_TRUE((*admin)->CreateTopic("pq_events", 2, 1, {}, 10s).ok());
-  auto producer = kc::Producer::Create({{"bootstrap.servers", serve_->bootstrap()}, {"linger.ms", "5"}});
+  auto producer =
+      kc::Producer::Create({{"bootstrap.servers", serve_->bootstrap()}, {"linger.ms", "5"}});
   ASSERT_TRUE(producer.ok());
   for (int p = 0; p < 2; ++p) {
     for (int n = 0; n < 20; ++n) {
-      ASSERT_TRUE((*producer)->Produce("pq_events", p, "k", "{\"n\": " + std::to_string(n) + "}").ok());
+      ASSERT_TRUE(
+          (*producer)->Produce("pq_events", p, "k", "{\"n\": " + std::to_string(n) + "}").ok());
     }
   }
   ASSERT_TRUE((*producer)->Flush(30s).ok());
@@ -310,8 +329,10 @@ TEST_F(LibpqTest, PreparedTopicQueriesGetWhereBounds) {
 }
 
 TEST_F(LibpqTest, CancelInterruptsALongQuery) {
-  ASSERT_EQ(PQsendQuery(conn_.get(), "SELECT count(*) FROM range(1000000000) a, range(100000) b"), 1);
-  std::unique_ptr<PGcancel, decltype(&PQfreeCancel)> cancel(PQgetCancel(conn_.get()), &PQfreeCancel);
+  ASSERT_EQ(PQsendQuery(conn_.get(), "SELECT count(*) FROM range(1000000000) a, range(100000) b"),
+            1);
+  std::unique_ptr<PGcancel, decltype(&PQfreeCancel)> cancel(PQgetCancel(conn_.get()),
+                                                            &PQfreeCancel);
   std::atomic<bool> done{false};
   std::thread canceller([&] {
     // Again until it lands: a cancel before the query started is ignored, as in Postgres.
@@ -334,8 +355,9 @@ TEST_F(LibpqTest, CancelInterruptsALongQuery) {
 }
 
 TEST_F(LibpqTest, SandboxRefusals) {
-  for (const char* sql : {"SET memory_limit = '100GB'", "COPY (SELECT 1) TO '/tmp/sluice-escaped.csv'",
-                          "ATTACH ':memory:' AS other", "INSTALL httpfs"}) {
+  for (const char* sql :
+       {"SET memory_limit = '100GB'", "COPY (SELECT 1) TO '/tmp/sluice-escaped.csv'",
+        "ATTACH ':memory:' AS other", "INSTALL httpfs"}) {
     Res r = Exec(sql);
     EXPECT_EQ(PQresultStatus(r.get()), PGRES_FATAL_ERROR) << sql;
     EXPECT_EQ(SqlState(r.get()), "42501") << sql << ": " << PQresultErrorMessage(r.get());
@@ -357,8 +379,9 @@ TEST_F(LibpqTest, CopyOutWithPQgetCopyData) {
     return Res(PQgetResult(conn_.get()));
   };
   std::string data;
-  Res r = Exec("COPY (SELECT range AS n, CASE WHEN range = 1 THEN NULL ELSE 'v,' || range END AS s "
-               "FROM range(3)) TO STDOUT (FORMAT csv, HEADER)");
+  Res r = Exec(
+      "COPY (SELECT range AS n, CASE WHEN range = 1 THEN NULL ELSE 'v,' || range END AS s "
+      "FROM range(3)) TO STDOUT (FORMAT csv, HEADER)");
   EXPECT_EQ(PQnfields(r.get()), 2);
   EXPECT_EQ(PQbinaryTuples(r.get()), 0);
   Res done = copy_out(std::move(r), &data);
@@ -368,15 +391,17 @@ TEST_F(LibpqTest, CopyOutWithPQgetCopyData) {
   while (PGresult* rest = PQgetResult(conn_.get())) PQclear(rest);
 
   data.clear();
-  r.reset(PQexecParams(conn_.get(), "COPY (SELECT 'x' AS a UNION ALL SELECT 'y\ty') TO STDOUT", 0, nullptr,
-                       nullptr, nullptr, nullptr, 0));
+  r.reset(PQexecParams(conn_.get(), "COPY (SELECT 'x' AS a UNION ALL SELECT 'y\ty') TO STDOUT", 0,
+                       nullptr, nullptr, nullptr, nullptr, 0));
   done = copy_out(std::move(r), &data);
   ASSERT_EQ(PQresultStatus(done.get()), PGRES_COMMAND_OK) << PQresultErrorMessage(done.get());
   EXPECT_EQ(data, "x\ny\\ty\n");
   while (PGresult* rest = PQgetResult(conn_.get())) PQclear(rest);
 
   data.clear();
-  r = Exec("COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) TO STDOUT");
+  r = Exec(
+      "COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) "
+      "TO STDOUT");
   done = copy_out(std::move(r), &data);
   EXPECT_EQ(PQresultStatus(done.get()), PGRES_FATAL_ERROR);
   EXPECT_EQ(SqlState(done.get()), "22023") << PQresultErrorMessage(done.get());
@@ -398,7 +423,8 @@ TEST(LibpqAuthTest, ScramRightAndWrongPassword) {
   EXPECT_EQ(PQresultStatus(r.get()), PGRES_TUPLES_OK);
   Conn wrong = Connect(addr, "alice", "nope");
   EXPECT_EQ(PQstatus(wrong.get()), CONNECTION_BAD);
-  EXPECT_NE(std::string(PQerrorMessage(wrong.get())).find("password authentication failed"), std::string::npos)
+  EXPECT_NE(std::string(PQerrorMessage(wrong.get())).find("password authentication failed"),
+            std::string::npos)
       << PQerrorMessage(wrong.get());
   Conn nobody = Connect(addr, "mallory", "alice-secret");
   EXPECT_EQ(PQstatus(nobody.get()), CONNECTION_BAD);

@@ -10,11 +10,13 @@
 // its seed is printed and can be set with SLUICE_PIPELINE_CRASH_SEED.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +29,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
@@ -34,10 +37,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <gtest/gtest.h>
 
 #include "base/logging.h"
 #include "duck/database.h"
@@ -106,8 +105,10 @@ class Child {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     // Appended to, so a restarted pipeline adds to what its predecessor wrote.
-    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
     int rc = posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
@@ -204,7 +205,7 @@ struct PipelineSpec {
   int batch_size = 200;
   // librdkafka consumer properties, "key: value" lines.
   std::string properties = "fetch.wait.max.ms: 50";
-  std::string fetch;  // the YAML under `kafka.fetch:`, or ""
+  std::string fetch;   // the YAML under `kafka.fetch:`, or ""
   std::string tables;  // a top-level `tables:` section as YAML, or ""
   std::string window;  // the YAML under `window:` (then no `sink`), or ""
   std::string state;   // pipeline.state.path, or ""
@@ -212,7 +213,8 @@ struct PipelineSpec {
 
 std::string Render(const PipelineSpec& p, const std::string& bootstrap) {
   std::string out;
-  if (!p.commands.empty()) out += "commands:\n  - name: setup\n    sql: |\n" + Indent(p.commands, 6);
+  if (!p.commands.empty())
+    out += "commands:\n  - name: setup\n    sql: |\n" + Indent(p.commands, 6);
   out += p.tables;
   out += fmt::format(
       "pipeline:\n"
@@ -305,8 +307,8 @@ class PipelineTest : public ::testing::Test {
     const char* binary = std::getenv("SLUICE_BINARY");
     if (binary == nullptr) return;
     SetLogLevel(LogLevel::kWarn);
-    broker_ = new SluiceProcess(binary,
-                                "groups:\n  initial_rebalance_delay: 0s\n  min_session_timeout: 1s\n");
+    broker_ = new SluiceProcess(
+        binary, "groups:\n  initial_rebalance_delay: 0s\n  min_session_timeout: 1s\n");
     broker_error_ = broker_->Start();
   }
   static void TearDownTestSuite() {
@@ -455,7 +457,8 @@ class PipelineTest : public ::testing::Test {
 
   // The group's committed offsets of `topic`'s partitions (-1 for none), by an OffsetFetch
   // (rd_kafka_committed) from a handle that does not join the group.
-  std::vector<int64_t> Committed(const std::string& group, const std::string& topic, int partitions) {
+  std::vector<int64_t> Committed(const std::string& group, const std::string& topic,
+                                 int partitions) {
     char err[512];
     rd_kafka_conf_t* conf = rd_kafka_conf_new();
     rd_kafka_conf_set(conf, "bootstrap.servers", bootstrap().c_str(), err, sizeof err);
@@ -486,10 +489,13 @@ class PipelineTest : public ::testing::Test {
                           Child* running = nullptr, std::chrono::milliseconds timeout = 90s) {
     std::vector<int64_t> ends = Ends(topic, partitions);
     std::vector<int64_t> last;
-    bool ok = WaitFor([&] {
-      last = Committed(group, topic, partitions);
-      return last == ends || (running != nullptr && !running->Running());
-    }, timeout) && last == ends;
+    bool ok = WaitFor(
+                  [&] {
+                    last = Committed(group, topic, partitions);
+                    return last == ends || (running != nullptr && !running->Running());
+                  },
+                  timeout) &&
+              last == ends;
     EXPECT_TRUE(ok) << "group " << group << " committed " << fmt::format("{}", fmt::join(last, ","))
                     << ", ends " << fmt::format("{}", fmt::join(ends, ","));
     return ok;
@@ -576,7 +582,7 @@ constexpr const char* kReaggregate =
 
 struct AggregateCase {
   std::string handler;
-  std::string sink;  // console, kafka, sqlcommand
+  std::string sink;          // console, kafka, sqlcommand
   int read_ahead_bytes = 0;  // fetch.max_bytes with prefetch 1; 0: the default read-ahead
 };
 
@@ -606,7 +612,8 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
   spec.batch_size = 250;
   if (c.read_ahead_bytes > 0) {
     // A read-ahead smaller than a batch: it fills and drains many times.
-    spec.fetch = fmt::format("max_bytes: {}\nmax_partition_bytes: 4096\nprefetch: 1", c.read_ahead_bytes);
+    spec.fetch =
+        fmt::format("max_bytes: {}\nmax_partition_bytes: 4096\nprefetch: 1", c.read_ahead_bytes);
     spec.properties += fmt::format("\nmessage.max.bytes: {}", c.read_ahead_bytes);
   }
   std::string reference_setup;
@@ -627,7 +634,8 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
   fs::path parquet_dir = dir_ / "parquet";
   if (c.sink == "kafka") {
     CreateTopic(out_topic, 2);
-    spec.sink = fmt::format("type: kafka\nkafka:\n  brokers: ['{}']\n  topic: {}", bootstrap(), out_topic);
+    spec.sink =
+        fmt::format("type: kafka\nkafka:\n  brokers: ['{}']\n  topic: {}", bootstrap(), out_topic);
   } else if (c.sink == "sqlcommand") {
     fs::create_directories(parquet_dir);
     spec.sink = fmt::format(
@@ -638,7 +646,8 @@ TEST_P(PipelineAggregateTest, PerBatchAggregatesSumToDuckDbsOverTheSameInput) {
   Child* run = StartPipeline(spec);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
   EXPECT_EQ(run->Terminate(), 0);
-  EXPECT_NE(run->Err().find("pipeline agg stopped: 3000 messages in"), std::string::npos) << run->Err();
+  EXPECT_NE(run->Err().find("pipeline agg stopped: 3000 messages in"), std::string::npos)
+      << run->Err();
 
   std::vector<std::string> want =
       DuckRows(reference_setup, fmt::format(kReaggregate, "(" + spec.sql + ")"));
@@ -669,7 +678,6 @@ INSTANTIATE_TEST_SUITE_P(
              static_cast<char>(std::toupper(info.param.sink[0])) + info.param.sink.substr(1) +
              (info.param.read_ahead_bytes > 0 ? "SmallReadAhead" : "");
     });
-
 
 // ---------------------------------------------------------------------------------------
 // Helpers over the rows of the id/partition/offset pipelines.
@@ -704,7 +712,8 @@ Held ParseHeld(const std::string& text) {
     if (line.empty() || line[0] != '{') continue;
     ++h.rows;
     ++h.ids[JsonInt(line, "id")];
-    if (line.find("\"p\":") != std::string::npos) ++h.where[{JsonInt(line, "p"), JsonInt(line, "o")}];
+    if (line.find("\"p\":") != std::string::npos)
+      ++h.where[{JsonInt(line, "p"), JsonInt(line, "o")}];
   }
   return h;
 }
@@ -806,8 +815,8 @@ TEST_F(PipelineTest, BadMessagesFollowOnErrorRaiseIgnoreAndDlq) {
   const size_t kBig = 10 << 20;
   std::vector<std::string> input;
   for (const Event& e : MakeEvents(0, 50)) input.push_back(e.Json());
-  input.push_back(R"({"id": 50, "city": )");                               // invalid JSON
-  input.push_back(R"({"id": "fifty-one", "city": "X", "amount": 1})");     // does not fit
+  input.push_back(R"({"id": 50, "city": )");                            // invalid JSON
+  input.push_back(R"({"id": "fifty-one", "city": "X", "amount": 1})");  // does not fit
   input.push_back(R"({"id": 52, "city": "Big", "note": ")" + std::string(kBig, 'x') + "\"}");
   input.push_back(R"({"id": 53, "city": "Big", "note": ")" + std::string(kBig, 'y'));  // cut
   for (const Event& e : MakeEvents(54, 46)) input.push_back(e.Json());
@@ -869,20 +878,24 @@ TEST_F(PipelineTest, BadMessagesFollowOnErrorRaiseIgnoreAndDlq) {
   ASSERT_EQ(letters.size(), 3u);
   fs::path letters_file = WriteJsonLines("letters.jsonl", letters);
   std::vector<std::string> got = DuckRows(
-      "", fmt::format("SELECT phase, topic, \"partition\", \"offset\", length(error) > 10, "
-                      "\"timestamp\" IS NOT NULL, message = {} OR message = {} OR length(message) > {} "
-                      "FROM read_json({}, format='newline_delimited', maximum_object_size=100000000) "
-                      "ORDER BY \"offset\"",
-                      duck::QuoteLiteral(input[50]), duck::QuoteLiteral(input[51]), kBig,
-                      Lit(letters_file)));
+      "",
+      fmt::format("SELECT phase, topic, \"partition\", \"offset\", length(error) > 10, "
+                  "\"timestamp\" IS NOT NULL, message = {} OR message = {} OR length(message) > {} "
+                  "FROM read_json({}, format='newline_delimited', maximum_object_size=100000000) "
+                  "ORDER BY \"offset\"",
+                  duck::QuoteLiteral(input[50]), duck::QuoteLiteral(input[51]), kBig,
+                  Lit(letters_file)));
   std::vector<std::string> want;
   for (int o : {50, 51, 53}) want.push_back(fmt::format("decode|{}|0|{}|true|true|true", topic, o));
   EXPECT_EQ(got, want);
   // The truncated 10 MB message went through whole, as a JSON string.
-  EXPECT_EQ(std::count_if(letters.begin(), letters.end(), [&](const std::string& l) {
-              return Contains(l, R"(\"id\": 53, \"city\": \"Big\", \"note\": \"yyyy)") &&
-                     Contains(l, std::string(kBig, 'y'));
-            }), 1);
+  EXPECT_EQ(std::count_if(letters.begin(), letters.end(),
+                          [&](const std::string& l) {
+                            return Contains(l,
+                                            R"(\"id\": 53, \"city\": \"Big\", \"note\": \"yyyy)") &&
+                                   Contains(l, std::string(kBig, 'y'));
+                          }),
+            1);
 }
 
 // A dead letter the DLQ sink refuses (a 2 MB message, over the kafka producer's default
@@ -904,16 +917,19 @@ TEST_F(PipelineTest, DeadLetterTheDlqSinkRefusesStopsThePipeline) {
   spec.commands = kEventsTable;
   spec.sql = "SELECT id FROM events";
   spec.batch_size = 10;
-  spec.on_error = fmt::format("policy: DLQ\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
-                              bootstrap(), dlq_topic);
+  spec.on_error =
+      fmt::format("policy: DLQ\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
+                  bootstrap(), dlq_topic);
   Child* run = StartPipeline(spec);
   // Either the dead letter arrives, or the pipeline stops naming the dead-letter sink; it
   // never commits past a message that went nowhere.
   std::vector<int64_t> committed;
-  WaitFor([&] {
-    committed = Committed(spec.group, topic, 1);
-    return committed[0] == 41 || !run->Running();
-  }, 60s);
+  WaitFor(
+      [&] {
+        committed = Committed(spec.group, topic, 1);
+        return committed[0] == 41 || !run->Running();
+      },
+      60s);
   std::optional<int> exit = run->WaitExit(0ms);
   std::vector<int64_t> ends = Ends(dlq_topic, 1);
   if (!exit.has_value()) {
@@ -953,8 +969,9 @@ TEST_F(PipelineTest, HandlerSqlErrorFollowsOnErrorRaiseIgnoreAndDlq) {
   ignore.on_error = "policy: IGNORE";
   dlq.name = "dlq";
   dlq.group = Name("dlq");
-  dlq.on_error = fmt::format("policy: dlq\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
-                             bootstrap(), dlq_topic);
+  dlq.on_error =
+      fmt::format("policy: dlq\ndlq:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}",
+                  bootstrap(), dlq_topic);
   Child* r = StartPipeline(raise);
   Child* i = StartPipeline(ignore);
   Child* d = StartPipeline(dlq);
@@ -975,7 +992,8 @@ TEST_F(PipelineTest, HandlerSqlErrorFollowsOnErrorRaiseIgnoreAndDlq) {
   Held ignored = ParseHeld(i->Out());
   EXPECT_FALSE(ignored.ids.contains(30));
   EXPECT_LT(ignored.rows, 60u);
-  EXPECT_TRUE(Contains(i->Err(), "skipped (on_error IGNORE)") && Contains(i->Err(), "Conversion Error"))
+  EXPECT_TRUE(Contains(i->Err(), "skipped (on_error IGNORE)") &&
+              Contains(i->Err(), "Conversion Error"))
       << i->Err();
   EXPECT_TRUE(Contains(i->Err(), fmt::format("60 messages in, {} rows out, {} errors", ignored.rows,
                                              60 - ignored.rows)))
@@ -1006,7 +1024,8 @@ TEST_F(PipelineTest, ValidateNamesKeyAndLineAndInvokePrintsRows) {
   spec.group = "g";
   spec.topics = {"events"};
   spec.commands = kEventsTable;
-  spec.sql = "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY city ORDER BY city";
+  spec.sql =
+      "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY city ORDER BY city";
   std::string yaml = Render(spec, "127.0.0.1:9");
   fs::path good = dir_ / "good.yml";
   WriteFile(good, yaml);
@@ -1023,17 +1042,19 @@ TEST_F(PipelineTest, ValidateNamesKeyAndLineAndInvokePrintsRows) {
   fs::path bad = dir_ / "bad.yml";
   WriteFile(bad, bad_yaml);
   EXPECT_EQ(RunSluice({"pipeline", "validate", bad.string()}, &out, &err), 2);
-  EXPECT_TRUE(Contains(err, fmt::format("{}:{}: pipeline.source.kafka.groupid: unknown key", bad.string(), line)))
+  EXPECT_TRUE(Contains(
+      err, fmt::format("{}:{}: pipeline.source.kafka.groupid: unknown key", bad.string(), line)))
       << err;
 
   // invoke: the handler over a fixture, rows as JSON lines, equal to DuckDB's.
   std::vector<std::string> input = Jsons(MakeEvents(0, 300));
   fs::path fixture = WriteJsonLines("fixture.jsonl", input);
-  ASSERT_EQ(RunSluice({"pipeline", "invoke", good.string(), fixture.string()}, &out, &err), 0) << err;
-  std::vector<std::string> want = DuckRows(
-      fmt::format("{} INSERT INTO events SELECT * FROM {};", kEventsTable,
-                  JsonLinesReader(fixture, kEventsColumns)),
-      fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", spec.sql));
+  ASSERT_EQ(RunSluice({"pipeline", "invoke", good.string(), fixture.string()}, &out, &err), 0)
+      << err;
+  std::vector<std::string> want =
+      DuckRows(fmt::format("{} INSERT INTO events SELECT * FROM {};", kEventsTable,
+                           JsonLinesReader(fixture, kEventsColumns)),
+               fmt::format("SELECT to_json(t)::VARCHAR FROM ({}) t", spec.sql));
   std::vector<std::string> got;
   std::istringstream lines(out);
   for (std::string l; std::getline(lines, l);) got.push_back(l);
@@ -1108,7 +1129,8 @@ TEST_F(PipelineTest, MemberLeavingMidStreamLosesNothing) {
     }
   });
   // Both members hold partitions and have written rows before one leaves.
-  bool both = WaitFor([&] { return ParseHeld(a->Out()).rows > 0 && ParseHeld(b->Out()).rows > 0; }, 60s);
+  bool both =
+      WaitFor([&] { return ParseHeld(a->Out()).rows > 0 && ParseHeld(b->Out()).rows > 0; }, 60s);
   EXPECT_TRUE(both) << "a: " << ParseHeld(a->Out()).rows << ", b: " << ParseHeld(b->Out()).rows;
   int left_at = produced.load();
   EXPECT_EQ(b->Terminate(), 0);
@@ -1162,18 +1184,22 @@ TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
   WriteFile(pipelines / "b.yaml", Render(inferred, "{{ SLUICE_KAFKA_ADDR }}"));
   WriteFile(pipelines / "notes.txt", "not a pipeline file: ignored\n");
   WriteFile(dir_ / "serve.yaml", "groups:\n  initial_rebalance_delay: 0s\n");
-  std::vector<std::string> args = {binary_, "serve", "--config", (dir_ / "serve.yaml").string(),
+  std::vector<std::string> args = {binary_,        "serve",
+                                   "--config",     (dir_ / "serve.yaml").string(),
                                    "--kafka-addr", fmt::format("127.0.0.1:{}", port),
-                                   "--data-dir", (dir_ / "serve-data").string(),
-                                   "--pipelines", pipelines.string(), "--http-addr", "127.0.0.1:0",
-                                   "--pg-addr", "127.0.0.1:0"};
+                                   "--data-dir",   (dir_ / "serve-data").string(),
+                                   "--pipelines",  pipelines.string(),
+                                   "--http-addr",  "127.0.0.1:0",
+                                   "--pg-addr",    "127.0.0.1:0"};
   Child serve(args, dir_ / "serve.out", dir_ / "serve.err");
   ASSERT_EQ(serve.Start(), "");
-  ASSERT_TRUE(WaitFor([&] { return serve.Out().find("metrics on http://") != std::string::npos; }, 60s))
+  ASSERT_TRUE(
+      WaitFor([&] { return serve.Out().find("metrics on http://") != std::string::npos; }, 60s))
       << serve.Out() << serve.Err();
   EXPECT_NE(serve.Out().find("running 2 pipeline(s)"), std::string::npos) << serve.Out();
   std::string so = serve.Out();
-  size_t at = so.find("metrics on http://127.0.0.1:") + std::string("metrics on http://127.0.0.1:").size();
+  size_t at =
+      so.find("metrics on http://127.0.0.1:") + std::string("metrics on http://127.0.0.1:").size();
   const int http_port = std::atoi(so.c_str() + at);
 
   bootstrap_override_ = fmt::format("127.0.0.1:{}", port);
@@ -1185,19 +1211,22 @@ TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
   bootstrap_override_.clear();
 
   std::string metrics = HttpGet(http_port, "/metrics");
-  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"structured\"} 1000"), std::string::npos)
+  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"structured\"} 1000"),
+            std::string::npos)
       << metrics;
-  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"inferred\"} 1000"), std::string::npos);
+  EXPECT_NE(metrics.find("sluice_pipeline_messages_in_total{pipeline=\"inferred\"} 1000"),
+            std::string::npos);
   EXPECT_NE(HttpGet(http_port, "/healthz").find(" 200 "), std::string::npos);
   EXPECT_EQ(serve.Terminate(), 0) << serve.Err();
   EXPECT_NE(serve.Out().find("sluice: stopped"), std::string::npos) << serve.Out();
 
   // Each pipeline wrote every message once (no failure, no restart).
-  std::string reader = "read_json('{}/{}-*.json', format='newline_delimited', columns={{id: 'BIGINT'}})";
+  std::string reader =
+      "read_json('{}/{}-*.json', format='newline_delimited', columns={{id: 'BIGINT'}})";
   for (const char* which : {"structured", "inferred"}) {
-    std::vector<std::string> got = DuckRows(
-        "", fmt::format("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}",
-                        fmt::format(fmt::runtime(reader), out.string(), which)));
+    std::vector<std::string> got =
+        DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}",
+                                 fmt::format(fmt::runtime(reader), out.string(), which)));
     EXPECT_EQ(got, std::vector<std::string>{"1000|1000|0|999"}) << which;
   }
 }
@@ -1216,15 +1245,16 @@ TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
   WriteFile(pipelines / "b.yml", Render(spec, "127.0.0.1:9"));
   WriteFile(pipelines / "c.yml", "pipeline:\n  name: broken\n  batch_size: many\n");
   std::string out_text, err_text;
-  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
-                          "--data-dir", (dir_ / "data").string(),
+  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+                          "--pg-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
                           "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
                          &out_text, &err_text);
   EXPECT_EQ(status, 2) << out_text << err_text;
   EXPECT_EQ(out_text.find("serving Kafka"), std::string::npos) << out_text;
   EXPECT_NE(err_text.find("c.yml:3"), std::string::npos) << err_text;
   EXPECT_NE(err_text.find("batch_size"), std::string::npos) << err_text;
-  EXPECT_NE(err_text.find("add up to 512 MiB, over the budget of 300 MiB"), std::string::npos) << err_text;
+  EXPECT_NE(err_text.find("add up to 512 MiB, over the budget of 300 MiB"), std::string::npos)
+      << err_text;
   EXPECT_FALSE(fs::exists(dir_ / "data" / "meta")) << "the broker started";
 }
 
@@ -1249,7 +1279,8 @@ TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
   spec.batch_size = 400;
   spec.sql =
       "INSERT INTO agg BY NAME\n"
-      "SELECT to_timestamp((id::BIGINT // 100) * 60) AS bucket, properties.city AS city, count(*) AS n\n"
+      "SELECT to_timestamp((id::BIGINT // 100) * 60) AS bucket, properties.city AS city, count(*) "
+      "AS n\n"
       "FROM batch GROUP BY ALL\n"
       "ON CONFLICT (bucket, city) DO UPDATE SET n = n + EXCLUDED.n";
   spec.sink = "type: noop";
@@ -1263,8 +1294,10 @@ TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
       "      manager:\n"
       "        tumbling_window:\n"
       "          poll_interval_seconds: 1\n"
-      "          collect_closed_windows_sql: SELECT bucket, city, n FROM agg WHERE bucket < now() - INTERVAL '60' SECOND\n"
-      "          delete_closed_windows_sql: DELETE FROM agg WHERE bucket < now() - INTERVAL '60' SECOND\n"
+      "          collect_closed_windows_sql: SELECT bucket, city, n FROM agg WHERE bucket < now() "
+      "- INTERVAL '60' SECOND\n"
+      "          delete_closed_windows_sql: DELETE FROM agg WHERE bucket < now() - INTERVAL '60' "
+      "SECOND\n"
       "        sink:\n"
       "          type: sqlcommand\n"
       "          sqlcommand:\n"
@@ -1275,28 +1308,36 @@ TEST_F(PipelineTest, SqlflowTumblingWindowSendsClosedBucketsToItsSink) {
   Produce(topic, input, 2);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 2, run));
   std::string emitted = fmt::format(
-      "read_json('{}/w-*.json', format='newline_delimited', columns={{bucket: 'TIMESTAMPTZ', city: 'VARCHAR', n: 'BIGINT'}})",
+      "read_json('{}/w-*.json', format='newline_delimited', columns={{bucket: 'TIMESTAMPTZ', city: "
+      "'VARCHAR', n: 'BIGINT'}})",
       out.string());
   auto total = [&] {
     if (fs::is_empty(out)) return std::string("0");
-    std::vector<std::string> r = DuckRows("", fmt::format("SELECT coalesce(sum(n), 0) FROM {}", emitted));
+    std::vector<std::string> r =
+        DuckRows("", fmt::format("SELECT coalesce(sum(n), 0) FROM {}", emitted));
     return r.empty() ? std::string("?") : r[0];
   };
   // Polled every second: every bucket closed long ago, so all of them come out.
   EXPECT_TRUE(WaitFor([&] { return total() == "3000"; }, 60s)) << total();
   EXPECT_EQ(run->Terminate(), 0) << run->Err();
   std::vector<std::string> want = DuckRows(
-      fmt::format("CREATE TABLE batch AS SELECT * FROM read_json_auto({}, format='newline_delimited');", Lit(input_file)),
-      "SELECT epoch(to_timestamp((id::BIGINT // 100) * 60))::BIGINT, properties.city, count(*) FROM batch GROUP BY ALL ORDER BY ALL");
+      fmt::format(
+          "CREATE TABLE batch AS SELECT * FROM read_json_auto({}, format='newline_delimited');",
+          Lit(input_file)),
+      "SELECT epoch(to_timestamp((id::BIGINT // 100) * 60))::BIGINT, properties.city, count(*) "
+      "FROM batch GROUP BY ALL ORDER BY ALL");
   std::vector<std::string> got = DuckRows(
-      "", fmt::format("SELECT epoch(bucket)::BIGINT, city, sum(n)::BIGINT FROM {} GROUP BY ALL ORDER BY ALL", emitted));
+      "",
+      fmt::format(
+          "SELECT epoch(bucket)::BIGINT, city, sum(n)::BIGINT FROM {} GROUP BY ALL ORDER BY ALL",
+          emitted));
   EXPECT_GE(want.size(), 30u);  // 30 minutes, each with several cities
   EXPECT_EQ(got, want);
 }
 
 // ---------------------------------------------------------------------------------------
-// Declarative windows (docs/design/0007-windows-and-state.md): event time in the messages, results against DuckDB over
-// the whole input.
+// Declarative windows (docs/design/0007-windows-and-state.md): event time in the messages, results
+// against DuckDB over the whole input.
 
 // 2026-01-01T00:00:00Z plus `seconds`, as ISO 8601.
 std::string IsoUtc(int64_t seconds) {
@@ -1311,8 +1352,8 @@ std::string IsoUtc(int64_t seconds) {
 // Event i at `seconds` after the base: {"ts", "city", "amount"} (amounts in quarters).
 std::string TimedEvent(int64_t i, int64_t seconds) {
   static const char* kCities[] = {"Paris", "Lyon", "Nantes", "Lille", "Brest"};
-  return fmt::format(R"({{"ts":"{}","city":"{}","amount":{}}})", IsoUtc(seconds), kCities[(i * 3 + i / 7) % 5],
-                     static_cast<double>((i * 37) % 401) * 0.25);
+  return fmt::format(R"({{"ts":"{}","city":"{}","amount":{}}})", IsoUtc(seconds),
+                     kCities[(i * 3 + i / 7) % 5], static_cast<double>((i * 37) % 401) * 0.25);
 }
 
 constexpr const char* kTimedColumns = "{ts: 'TIMESTAMPTZ', city: 'VARCHAR', amount: 'DOUBLE'}";
@@ -1328,7 +1369,8 @@ TEST_F(PipelineTest, HoppingWindowOverSkewedPartitionsMatchesDuckDb) {
   // others, so windows wait for the slow partitions. Then one event per partition a day
   // later closes every window of the input.
   std::vector<std::string> input;
-  for (int64_t i = 0; i < kEvents; ++i) input.push_back(TimedEvent(i, i * 2 + (i % 3 == 0 ? 420 : 0)));
+  for (int64_t i = 0; i < kEvents; ++i)
+    input.push_back(TimedEvent(i, i * 2 + (i % 3 == 0 ? 420 : 0)));
   std::vector<std::string> closers;
   for (int p = 0; p < kPartitions; ++p) closers.push_back(TimedEvent(p, 86'400));
   fs::path input_file = WriteJsonLines("input.jsonl", input);
@@ -1342,25 +1384,30 @@ TEST_F(PipelineTest, HoppingWindowOverSkewedPartitionsMatchesDuckDb) {
   spec.batch_size = 150;
   spec.window = fmt::format(
       "type: hopping\ntime_column: ts\nsize: 5m\nslide: 1m\ngrace: 5s\n"
-      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n"
+      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM "
+      "closed GROUP BY ALL\n"
       "sink:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n",
       bootstrap(), out_topic);
   Child* run = StartPipeline(spec);
   Produce(topic, input, kPartitions);
   Produce(topic, closers, kPartitions);
 
-  std::vector<std::string> want = DuckRows(
-      fmt::format("CREATE TABLE e AS SELECT * FROM {};", JsonLinesReader(input_file, kTimedColumns)),
-      "SELECT ws, ws + 300, city, count(*), sum(amount) FROM ("
-      "  SELECT (epoch(ts)::BIGINT // 60) * 60 - k * 60 AS ws, city, amount FROM e, range(0, 5) r(k)) "
-      "GROUP BY ALL ORDER BY ALL");
+  std::vector<std::string> want = DuckRows(fmt::format("CREATE TABLE e AS SELECT * FROM {};",
+                                                       JsonLinesReader(input_file, kTimedColumns)),
+                                           "SELECT ws, ws + 300, city, count(*), sum(amount) FROM ("
+                                           "  SELECT (epoch(ts)::BIGINT // 60) * 60 - k * 60 AS "
+                                           "ws, city, amount FROM e, range(0, 5) r(k)) "
+                                           "GROUP BY ALL ORDER BY ALL");
   ASSERT_GE(want.size(), 400u);
   std::vector<std::string> lines = ReadTopic(out_topic, 1, want.size());
   fs::path got_file = WriteJsonLines("got.jsonl", lines);
   std::vector<std::string> got = DuckRows(
-      "", fmt::format("SELECT epoch(window_start)::BIGINT, epoch(window_end)::BIGINT, city, n, amount FROM {} ORDER BY ALL",
-                      JsonLinesReader(got_file, "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: "
-                                                "'VARCHAR', n: 'BIGINT', amount: 'DOUBLE'}")));
+      "",
+      fmt::format("SELECT epoch(window_start)::BIGINT, epoch(window_end)::BIGINT, city, n, amount "
+                  "FROM {} ORDER BY ALL",
+                  JsonLinesReader(got_file,
+                                  "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: "
+                                  "'VARCHAR', n: 'BIGINT', amount: 'DOUBLE'}")));
   EXPECT_EQ(got, want);
   EXPECT_EQ(run->Terminate(), 0) << run->Err();
   // Nothing is emitted twice, and the closing events' windows are still open.
@@ -1381,14 +1428,19 @@ class PipelineWindowCrashTest : public PipelineTest {
 // Its sink is a sqlcommand writing into the state's own database (the state written in the
 // batch's transaction; emission exactly once too), or a Kafka topic (the state written
 // behind; emission at least once, every emission of a window with the same values).
-TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterruptedRun) { KillAndCompare(false); }
-TEST_F(PipelineWindowCrashTest, WriteBehindStateKilledAtSeededPointsGivesTheSameWindows) { KillAndCompare(true); }
+TEST_F(PipelineWindowCrashTest, KilledAtSeededPointsGivesTheWindowsOfAnUninterruptedRun) {
+  KillAndCompare(false);
+}
+TEST_F(PipelineWindowCrashTest, WriteBehindStateKilledAtSeededPointsGivesTheSameWindows) {
+  KillAndCompare(true);
+}
 
 void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
   const int kPartitions = 3;
   const int kEvents = 6000;
   uint32_t seed = std::random_device{}();
-  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED")) seed = std::strtoul(s, nullptr, 10);
+  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED"))
+    seed = std::strtoul(s, nullptr, 10);
   RecordProperty("seed", std::to_string(seed));
   fmt::print("window crash test seed {} (SLUICE_PIPELINE_CRASH_SEED={} repeats it)\n", seed, seed);
   SCOPED_TRACE(fmt::format("SLUICE_PIPELINE_CRASH_SEED={}", seed));
@@ -1411,16 +1463,20 @@ void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
   spec.sql = "SELECT ts, city, amount FROM batch";  // ts is VARCHAR here: the window casts it
   spec.batch_size = 40;
   spec.commands =
-      "CREATE TABLE IF NOT EXISTS results (window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, city VARCHAR, "
+      "CREATE TABLE IF NOT EXISTS results (window_start TIMESTAMPTZ, window_end TIMESTAMPTZ, city "
+      "VARCHAR, "
       "n BIGINT, amount DOUBLE);";
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
   spec.window =
       "type: tumbling\ntime_column: ts\nsize: 1m\nidle_close: 2s\n"
-      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM closed GROUP BY ALL\n";
-  spec.window += to_kafka ? fmt::format("sink:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n",
-                                        bootstrap(), out_topic)
-                          : "sink:\n  type: sqlcommand\n  sqlcommand:\n    sql: INSERT INTO results SELECT * FROM "
-                            "sqlflow_sink_batch\n";
+      "emit_sql: SELECT window_start, window_end, city, count(*) AS n, sum(amount) AS amount FROM "
+      "closed GROUP BY ALL\n";
+  spec.window +=
+      to_kafka
+          ? fmt::format("sink:\n  type: kafka\n  kafka:\n    brokers: ['{}']\n    topic: {}\n",
+                        bootstrap(), out_topic)
+          : "sink:\n  type: sqlcommand\n  sqlcommand:\n    sql: INSERT INTO results SELECT * FROM "
+            "sqlflow_sink_batch\n";
   spec.state = state.string();
 
   // The state file as a copy (the pipeline may hold the file): results and stored offsets.
@@ -1430,41 +1486,53 @@ void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
     fs::create_directories(copy);
     std::error_code ec;
     fs::copy_file(state, copy / "s.duckdb", ec);
-    if (fs::exists(state.string() + ".wal")) fs::copy_file(state.string() + ".wal", copy / "s.duckdb.wal", ec);
+    if (fs::exists(state.string() + ".wal"))
+      fs::copy_file(state.string() + ".wal", copy / "s.duckdb.wal", ec);
     return DuckRows(fmt::format("ATTACH {} AS s;", Lit(copy / "s.duckdb")), query);
   };
   // Every emission so far, as a relation of window_start, city, n, amount.
   int reads = 0;
   auto emitted = [&]() -> std::string {
     if (!to_kafka) return "";
-    std::vector<std::string> lines = ReadTopic(out_topic, 1, static_cast<size_t>(Ends(out_topic, 1)[0]));
+    std::vector<std::string> lines =
+        ReadTopic(out_topic, 1, static_cast<size_t>(Ends(out_topic, 1)[0]));
     fs::path file = WriteJsonLines(fmt::format("got{}.jsonl", reads++), lines);
-    if (lines.empty()) return "(SELECT NULL::TIMESTAMPTZ AS window_start, ''::VARCHAR AS city, 0::BIGINT AS n, 0::DOUBLE AS amount WHERE false)";
-    return JsonLinesReader(file, "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: 'VARCHAR', n: "
-                                 "'BIGINT', amount: 'DOUBLE'}");
+    if (lines.empty())
+      return "(SELECT NULL::TIMESTAMPTZ AS window_start, ''::VARCHAR AS city, 0::BIGINT AS n, "
+             "0::DOUBLE AS amount WHERE false)";
+    return JsonLinesReader(
+        file,
+        "{window_start: 'TIMESTAMPTZ', window_end: 'TIMESTAMPTZ', city: 'VARCHAR', n: "
+        "'BIGINT', amount: 'DOUBLE'}");
   };
   auto check_commit_behind_state = [&](const std::string& when) {
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
     std::vector<std::string> stored = read_state(
-        "SELECT \"partition\", arg_max(next_offset, seq) FROM s.sluice_state GROUP BY 1 ORDER BY 1");
-    fmt::print("{}: committed {}, state {}\n", when, fmt::join(committed, ","), fmt::join(stored, " "));
+        "SELECT \"partition\", arg_max(next_offset, seq) FROM s.sluice_state GROUP BY 1 ORDER BY "
+        "1");
+    fmt::print("{}: committed {}, state {}\n", when, fmt::join(committed, ","),
+               fmt::join(stored, " "));
     std::map<int, int64_t> next;
-    for (const std::string& row : stored) next[std::stoi(row)] = std::stoll(row.substr(row.find('|') + 1));
+    for (const std::string& row : stored)
+      next[std::stoi(row)] = std::stoll(row.substr(row.find('|') + 1));
     for (int p = 0; p < kPartitions; ++p) {
       if (committed[p] < 0) continue;
-      EXPECT_LE(committed[p], next.count(p) ? next[p] : 0) << when << ": partition " << p
-                                                            << " committed past the state";
+      EXPECT_LE(committed[p], next.count(p) ? next[p] : 0)
+          << when << ": partition " << p << " committed past the state";
     }
     if (to_kafka) {
       // At least once: a window emitted again has the same values.
       std::vector<std::string> dup = DuckRows(
-          "", fmt::format("SELECT count(*) FROM (SELECT window_start, city FROM {} GROUP BY ALL HAVING "
-                          "count(DISTINCT (n, amount)) > 1)",
-                          emitted()));
-      EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted with different values";
+          "",
+          fmt::format("SELECT count(*) FROM (SELECT window_start, city FROM {} GROUP BY ALL HAVING "
+                      "count(DISTINCT (n, amount)) > 1)",
+                      emitted()));
+      EXPECT_EQ(dup, std::vector<std::string>{"0"})
+          << when << ": a window emitted with different values";
     } else {
       std::vector<std::string> dup = read_state(
-          "SELECT count(*) FROM (SELECT window_start, city FROM s.results GROUP BY ALL HAVING count(*) > 1)");
+          "SELECT count(*) FROM (SELECT window_start, city FROM s.results GROUP BY ALL HAVING "
+          "count(*) > 1)");
       EXPECT_EQ(dup, std::vector<std::string>{"0"}) << when << ": a window emitted twice";
     }
   };
@@ -1478,7 +1546,8 @@ void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
   for (int k = 0; k < kRuns; ++k) {
     int first = k * kEvents / (kRuns + 1);
     int last = (k + 1) * kEvents / (kRuns + 1);
-    Produce(topic, std::vector<std::string>(input.begin() + first, input.begin() + last), kPartitions);
+    Produce(topic, std::vector<std::string>(input.begin() + first, input.begin() + last),
+            kPartitions);
     std::string how;
     if (k % 2 == 0) {
       // A run's slice closes a dozen or so windows, in fewer closes: an emission past the
@@ -1504,15 +1573,19 @@ void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
     fmt::print("run {} ended by {}\n", k, how);
     check_commit_behind_state(fmt::format("after run {} ({})", k, how));
   }
-  Produce(topic, std::vector<std::string>(input.begin() + kRuns * kEvents / (kRuns + 1), input.end()), kPartitions);
+  Produce(topic,
+          std::vector<std::string>(input.begin() + kRuns * kEvents / (kRuns + 1), input.end()),
+          kPartitions);
   // A closer per partition a day later: every window of the input closes.
   std::vector<std::string> closers;
   for (int p = 0; p < kPartitions; ++p) closers.push_back(TimedEvent(p, 86'400));
   Produce(topic, closers, kPartitions);
 
-  std::vector<std::string> want = DuckRows(
-      fmt::format("CREATE TABLE e AS SELECT * FROM {};", JsonLinesReader(input_file, kTimedColumns)),
-      "SELECT (epoch(ts)::BIGINT // 60) * 60 AS ws, city, count(*), sum(amount) FROM e GROUP BY ALL ORDER BY ALL");
+  std::vector<std::string> want =
+      DuckRows(fmt::format("CREATE TABLE e AS SELECT * FROM {};",
+                           JsonLinesReader(input_file, kTimedColumns)),
+               "SELECT (epoch(ts)::BIGINT // 60) * 60 AS ws, city, count(*), sum(amount) FROM e "
+               "GROUP BY ALL ORDER BY ALL");
   ASSERT_EQ(want.size(), 500u);  // 100 minutes, 5 cities
   const std::string query =
       "SELECT epoch(window_start)::BIGINT, city, n, amount FROM s.results ORDER BY ALL";
@@ -1523,10 +1596,13 @@ void PipelineWindowCrashTest::KillAndCompare(bool to_kafka) {
     Child* run = StartPipeline(spec);
     std::this_thread::sleep_for(2s);
     EXPECT_EQ(run->Terminate(), 0) << run->Err();
-    got = to_kafka ? DuckRows("", fmt::format("SELECT DISTINCT epoch(window_start)::BIGINT, city, n, amount FROM {} "
-                                              "ORDER BY ALL",
-                                              emitted()))
-                   : read_state(query);
+    got = to_kafka
+              ? DuckRows("",
+                         fmt::format(
+                             "SELECT DISTINCT epoch(window_start)::BIGINT, city, n, amount FROM {} "
+                             "ORDER BY ALL",
+                             emitted()))
+              : read_state(query);
   }
   EXPECT_EQ(got, want);
   check_commit_behind_state("at the end");
@@ -1547,7 +1623,8 @@ TEST_F(PipelinePostgresTest, AppendAndUpsertMatchDuckDb) {
   CreateTopic(topic, kPartitions);
   std::vector<Event> events = MakeEvents(0, 2000);
   std::vector<std::string> keys;
-  for (const Event& e : events) keys.push_back(e.uid);  // a user's events in one partition, in order
+  for (const Event& e : events)
+    keys.push_back(e.uid);  // a user's events in one partition, in order
   Produce(topic, Jsons(events), kPartitions, keys);
   fs::path input_file = WriteJsonLines("input.jsonl", Jsons(events));
 
@@ -1559,13 +1636,16 @@ TEST_F(PipelinePostgresTest, AppendAndUpsertMatchDuckDb) {
   append.name = "append";
   append.group = Name("append");
   append.sql = "SELECT id, city, amount FROM events";
-  append.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: pg_append\n  mode: append",
-                            pg->dsn());
+  append.sink = fmt::format(
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: pg_append\n  mode: append", pg->dsn());
   upsert.name = "upsert";
   upsert.group = Name("upsert");
-  upsert.sql = "SELECT uid, max(version) AS version, arg_max(amount, version) AS amount FROM events GROUP BY uid";
+  upsert.sql =
+      "SELECT uid, max(version) AS version, arg_max(amount, version) AS amount FROM events GROUP "
+      "BY uid";
   upsert.sink = fmt::format(
-      "type: postgres\npostgres:\n  dsn: '{}'\n  table: public.pg_upsert\n  mode: upsert\n  key: [uid]",
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: public.pg_upsert\n  mode: upsert\n  key: "
+      "[uid]",
       pg->dsn());
   Child* a = StartPipeline(append);
   Child* u = StartPipeline(upsert);
@@ -1584,12 +1664,14 @@ TEST_F(PipelinePostgresTest, AppendAndUpsertMatchDuckDb) {
   };
   EXPECT_EQ(lines(pg->Psql("SELECT city, count(*), count(DISTINCT id), sum(amount)::numeric(18,2) "
                            "FROM pg_append GROUP BY city ORDER BY city COLLATE \"C\"")),
-            DuckRows(setup, "SELECT city, count(*), count(DISTINCT id), sum(amount)::DECIMAL(18,2) "
-                            "FROM events GROUP BY city ORDER BY city"));
+            DuckRows(setup,
+                     "SELECT city, count(*), count(DISTINCT id), sum(amount)::DECIMAL(18,2) "
+                     "FROM events GROUP BY city ORDER BY city"));
   EXPECT_EQ(lines(pg->Psql("SELECT uid, version, amount::numeric(18,2) FROM pg_upsert "
                            "ORDER BY uid COLLATE \"C\"")),
-            DuckRows(setup, "SELECT uid, max(version), arg_max(amount, version)::DECIMAL(18,2) "
-                            "FROM events GROUP BY uid ORDER BY uid"));
+            DuckRows(setup,
+                     "SELECT uid, max(version), arg_max(amount, version)::DECIMAL(18,2) "
+                     "FROM events GROUP BY uid ORDER BY uid"));
 }
 
 TEST_F(PipelinePostgresTest, ServerDownUnderRaiseStopsClearlyAndLosesNothing) {
@@ -1607,8 +1689,8 @@ TEST_F(PipelinePostgresTest, ServerDownUnderRaiseStopsClearlyAndLosesNothing) {
   spec.handler = "handlers.InferredMemBatch";
   spec.sql = kWhereSql;
   spec.batch_size = 100;
-  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: down_rows\n  mode: append",
-                          pg->dsn());
+  spec.sink = fmt::format(
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: down_rows\n  mode: append", pg->dsn());
   Child* run = StartPipeline(spec);
   Produce(topic, Jsons(MakeEvents(0, 500)), kPartitions);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
@@ -1645,7 +1727,8 @@ TEST_F(PipelinePostgresTest, RowsThatDoNotCastIntoTheTypedTableGoToTheDlq) {
   ASSERT_EQ(pg->Psql("CREATE TABLE typed_rows (id bigint, amount double precision)"), "");
   std::vector<std::string> input;
   for (int id = 0; id < 40; ++id) {
-    input.push_back(id == 17 ? R"({"id":17,"amount":"lots"})" : fmt::format(R"({{"id":{},"amount":{}}})", id, id));
+    input.push_back(id == 17 ? R"({"id":17,"amount":"lots"})"
+                             : fmt::format(R"({{"id":{},"amount":{}}})", id, id));
   }
   input.push_back("");  // not JSON
   Produce(topic, input, 1);
@@ -1656,8 +1739,8 @@ TEST_F(PipelinePostgresTest, RowsThatDoNotCastIntoTheTypedTableGoToTheDlq) {
   spec.handler = "handlers.InferredMemBatch";
   spec.sql = "SELECT id, amount FROM batch";
   spec.batch_size = 100;
-  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: typed_rows\n  mode: append",
-                          pg->dsn());
+  spec.sink = fmt::format(
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: typed_rows\n  mode: append", pg->dsn());
   spec.on_error = "policy: DLQ\ndlq:\n  type: console";
   Child* run = StartPipeline(spec);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
@@ -1672,7 +1755,8 @@ TEST_F(PipelinePostgresTest, RowsThatDoNotCastIntoTheTypedTableGoToTheDlq) {
   EXPECT_TRUE(Contains(letters, R"("phase":"sink")") && Contains(letters, "lots") &&
               Contains(letters, "amount"))
       << letters;
-  EXPECT_TRUE(Contains(letters, R"("phase":"decode")") && Contains(letters, R"("offset":40)")) << letters;
+  EXPECT_TRUE(Contains(letters, R"("phase":"decode")") && Contains(letters, R"("offset":40)"))
+      << letters;
   EXPECT_EQ(std::count(letters.begin(), letters.end(), '\n'), 2) << letters;
 }
 
@@ -1690,7 +1774,8 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
   const int kMessages = 6000;
   const int kKills = 5;
   uint32_t seed = std::random_device{}();
-  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED")) seed = std::strtoul(s, nullptr, 10);
+  if (const char* s = std::getenv("SLUICE_PIPELINE_CRASH_SEED"))
+    seed = std::strtoul(s, nullptr, 10);
   RecordProperty("seed", std::to_string(seed));
   fmt::print("crash test seed {} (SLUICE_PIPELINE_CRASH_SEED={} repeats it)\n", seed, seed);
   SCOPED_TRACE(fmt::format("SLUICE_PIPELINE_CRASH_SEED={}", seed));
@@ -1708,13 +1793,15 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
   spec.batch_size = 20;  // many small postgres transactions: kills land between and inside them
   // A killed member is dropped from the group after its session times out.
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
-  spec.sink = fmt::format("type: postgres\npostgres:\n  dsn: '{}'\n  table: crash_rows\n  mode: append",
-                          pg->dsn());
+  spec.sink = fmt::format(
+      "type: postgres\npostgres:\n  dsn: '{}'\n  table: crash_rows\n  mode: append", pg->dsn());
 
   // Each run gets a fresh chunk of the stream; it is killed at a random moment after it
   // wrote its first rows, while it drains the chunk.
   const int kChunk = kMessages / (kKills + 1);
-  auto distinct = [&] { return std::atoi(pg->Psql("SELECT count(DISTINCT id) FROM crash_rows").c_str()); };
+  auto distinct = [&] {
+    return std::atoi(pg->Psql("SELECT count(DISTINCT id) FROM crash_rows").c_str());
+  };
   std::uniform_int_distribution<int> delay_ms(0, 150);
   for (int k = 0; k < kKills; ++k) {
     Produce(topic, Jsons(MakeEvents(k * kChunk, kChunk)), kPartitions);
@@ -1726,9 +1813,10 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
     run->Kill();
     Held held = ParsePsqlHeld(pg->Psql("SELECT id, p, o FROM crash_rows"));
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
-    fmt::print("kill {}: {} of {} produced in the sink ({} rows), committed {}\n", k, held.ids.size(),
-               (k + 1) * kChunk, held.rows, fmt::join(committed, ","));
-    ExpectCommittedHeld(committed, held, fmt::format("after kill {} at {} rows", k, held.ids.size()));
+    fmt::print("kill {}: {} of {} produced in the sink ({} rows), committed {}\n", k,
+               held.ids.size(), (k + 1) * kChunk, held.rows, fmt::join(committed, ","));
+    ExpectCommittedHeld(committed, held,
+                        fmt::format("after kill {} at {} rows", k, held.ids.size()));
   }
   Produce(topic, Jsons(MakeEvents(kKills * kChunk, kMessages - kKills * kChunk)), kPartitions);
   Child* run = StartPipeline(spec);
@@ -1739,7 +1827,6 @@ TEST_F(PipelineCrashTest, KilledAtRandomMomentsLosesNothingAndNeverCommitsAheadO
   ExpectCommittedHeld(Committed(spec.group, topic, kPartitions), held, "at the end");
   fmt::print("crash test: {} rows for {} messages after {} kills\n", held.rows, kMessages, kKills);
 }
-
 
 // --- Iceberg tables (docs/design/0009) ---------------------------------------------------
 
@@ -1825,21 +1912,26 @@ class PipelineIcebergTest : public PipelineTest {
   // DuckDB over exactly the Parquet files the metadata lists.
   static std::string FilesReader(const nlohmann::json& table) {
     std::vector<std::string> paths;
-    for (const auto& f : table["files"]) paths.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
+    for (const auto& f : table["files"])
+      paths.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
     return fmt::format("read_parquet([{}])", fmt::join(paths, ", "));
   }
 
-  PipelineSpec IcebergSpec(const std::string& topic, const fs::path& warehouse, const std::string& extra = "") {
+  PipelineSpec IcebergSpec(const std::string& topic, const fs::path& warehouse,
+                           const std::string& extra = "") {
     PipelineSpec spec;
     spec.name = "lake";
     spec.group = Name("group");
     spec.topics = {topic};
     spec.handler = "handlers.InferredMemBatch";
-    spec.sql = "SELECT id::BIGINT AS id, city, amount::DOUBLE AS amount, kafka_partition AS p, kafka_offset AS o "
-               "FROM batch";
+    spec.sql =
+        "SELECT id::BIGINT AS id, city, amount::DOUBLE AS amount, kafka_partition AS p, "
+        "kafka_offset AS o "
+        "FROM batch";
     spec.batch_size = 100;
     spec.sink = fmt::format(
-        "type: iceberg\niceberg:\n  catalog_name: sluice\n  table_name: db.events\n  warehouse: '{}'\n"
+        "type: iceberg\niceberg:\n  catalog_name: sluice\n  table_name: db.events\n  warehouse: "
+        "'{}'\n"
         "  commit_interval_seconds: 1\n{}",
         warehouse.string(), extra);
     return spec;
@@ -1889,15 +1981,23 @@ TEST_F(PipelineIcebergTest, AppendsEveryMessageOnceAndIndependentReadersAgree) {
   // from the same input.
   fs::path input = WriteJsonLines("input.jsonl", Jsons(events));
   std::string reader = FilesReader(table);
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), count(DISTINCT (p, o)) FROM {}", reader)),
+  EXPECT_EQ(DuckRows("", fmt::format(
+                             "SELECT count(*), count(DISTINCT id), count(DISTINCT (p, o)) FROM {}",
+                             reader)),
             std::vector<std::string>{"3000|3000|3000"});
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT city, count(*), sum(amount) FROM {} GROUP BY ALL ORDER BY ALL", reader)),
-            DuckRows("", fmt::format("SELECT city, count(*), sum(amount) FROM read_json({}) GROUP BY ALL ORDER BY ALL",
-                                     Lit(input))));
+  EXPECT_EQ(
+      DuckRows("",
+               fmt::format("SELECT city, count(*), sum(amount) FROM {} GROUP BY ALL ORDER BY ALL",
+                           reader)),
+      DuckRows(
+          "", fmt::format(
+                  "SELECT city, count(*), sum(amount) FROM read_json({}) GROUP BY ALL ORDER BY ALL",
+                  Lit(input))));
   // Field ids in the Parquet files: the table schema's (id is field 1).
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT field_id FROM parquet_schema({}) WHERE name = 'id'",
-                                     duck::QuoteLiteral(table["files"][0]["path"].get<std::string>()))),
-            std::vector<std::string>{"1"});
+  EXPECT_EQ(
+      DuckRows("", fmt::format("SELECT field_id FROM parquet_schema({}) WHERE name = 'id'",
+                               duck::QuoteLiteral(table["files"][0]["path"].get<std::string>()))),
+      std::vector<std::string>{"1"});
 
   // A restart resumes from the table's offsets: 1000 more, still each once.
   Produce(topic, Jsons(MakeEvents(3000, 1000)), kPartitions);
@@ -1905,8 +2005,9 @@ TEST_F(PipelineIcebergTest, AppendsEveryMessageOnceAndIndependentReadersAgree) {
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
   EXPECT_EQ(run->Terminate(), 0);
   table = ReadTable(root);
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
-            std::vector<std::string>{"4000|4000"});
+  EXPECT_EQ(
+      DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+      std::vector<std::string>{"4000|4000"});
   EXPECT_GE(table["snapshots"].get<int>(), 2);
 }
 
@@ -1922,7 +2023,8 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
     GTEST_SKIP() << "/usr/bin/python3 cannot import avro (apt-get install python3-avro)";
   }
   uint32_t seed = std::random_device{}();
-  if (const char* e = std::getenv("SLUICE_PIPELINE_CRASH_SEED")) seed = std::strtoul(e, nullptr, 10);
+  if (const char* e = std::getenv("SLUICE_PIPELINE_CRASH_SEED"))
+    seed = std::strtoul(e, nullptr, 10);
   RecordProperty("seed", std::to_string(seed));
   fmt::print("iceberg crash test seed {} (SLUICE_PIPELINE_CRASH_SEED={} repeats it)\n", seed, seed);
   SCOPED_TRACE(fmt::format("SLUICE_PIPELINE_CRASH_SEED={}", seed));
@@ -1935,15 +2037,17 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
   PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [city]\n");
   spec.batch_size = 50;
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
-  const char* kPoints[] = {"iceberg-data-written", "iceberg-list-written", "iceberg-committed", "sink-committed"};
+  const char* kPoints[] = {"iceberg-data-written", "iceberg-list-written", "iceberg-committed",
+                           "sink-committed"};
   auto check = [&](const std::string& when) {
     if (!fs::exists(root / "metadata")) return;
     nlohmann::json table = ReadTable(root);
     if (!table.is_object() || table["files"].empty()) return;
     EXPECT_EQ(table["missing"].size(), 0u) << when << ": " << table["missing"].dump();
-    std::vector<std::string> counts =
-        DuckRows("", fmt::format("SELECT count(*) = count(DISTINCT id) FROM {}", FilesReader(table)));
-    EXPECT_EQ(counts, std::vector<std::string>{"true"}) << when << ": a message is in the table twice";
+    std::vector<std::string> counts = DuckRows(
+        "", fmt::format("SELECT count(*) = count(DISTINCT id) FROM {}", FilesReader(table)));
+    EXPECT_EQ(counts, std::vector<std::string>{"true"})
+        << when << ": a message is in the table twice";
     // Kafka's commit never passes the offsets the table holds.
     std::string key = fmt::format("sluice.offsets.{}.{}", spec.group, topic);
     nlohmann::json held = table["summary"].contains(key)
@@ -1951,7 +2055,8 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
                               : nlohmann::json::object();
     std::vector<int64_t> committed = Committed(spec.group, topic, kPartitions);
     for (int p = 0; p < kPartitions; ++p) {
-      int64_t in_table = held.contains(std::to_string(p)) ? held[std::to_string(p)].get<int64_t>() : 0;
+      int64_t in_table =
+          held.contains(std::to_string(p)) ? held[std::to_string(p)].get<int64_t>() : 0;
       EXPECT_LE(committed[p], in_table) << when << ": partition " << p;
     }
   };
@@ -1971,7 +2076,8 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
     if (k % 2 == 0) {
       // Dead at its point, or (a point it never reached) done with the chunk: then killed.
       std::vector<int64_t> ends = Ends(topic, kPartitions);
-      WaitFor([&] { return !run->Running() || Committed(spec.group, topic, kPartitions) == ends; }, 60s);
+      WaitFor([&] { return !run->Running() || Committed(spec.group, topic, kPartitions) == ends; },
+              60s);
       if (run->Running()) {
         how += " (not reached)";
         run->Kill();
@@ -1991,9 +2097,10 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
   EXPECT_EQ(run->Terminate(), 0);
   check("at the end");
   nlohmann::json table = ReadTable(root);
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}",
-                                     FilesReader(table))),
-            std::vector<std::string>{fmt::format("{}|{}|0|{}", total, total, total - 1)});
+  EXPECT_EQ(
+      DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), min(id), max(id) FROM {}",
+                               FilesReader(table))),
+      std::vector<std::string>{fmt::format("{}|{}|0|{}", total, total, total - 1)});
 }
 
 TEST_F(PipelineIcebergTest, SchemaEvolutionAddsNewColumnsOnlyWhenAllowed) {
@@ -2022,18 +2129,23 @@ TEST_F(PipelineIcebergTest, SchemaEvolutionAddsNewColumnsOnlyWhenAllowed) {
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 1, run));
   EXPECT_EQ(run->Terminate(), 0);
   nlohmann::json table = ReadTable(warehouse / "db" / "events");
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(amount), count(DISTINCT id) FROM read_parquet([{}], "
-                                     "union_by_name = true)",
-                                     [&] {
-                                       std::vector<std::string> p;
-                                       for (const auto& f : table["files"]) {
-                                         p.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
-                                       }
-                                       return fmt::format("{}", fmt::join(p, ", "));
-                                     }())),
-            std::vector<std::string>{"60|10|60"});
+  EXPECT_EQ(
+      DuckRows("", fmt::format(
+                       "SELECT count(*), count(amount), count(DISTINCT id) FROM read_parquet([{}], "
+                       "union_by_name = true)",
+                       [&] {
+                         std::vector<std::string> p;
+                         for (const auto& f : table["files"]) {
+                           p.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
+                         }
+                         return fmt::format("{}", fmt::join(p, ", "));
+                       }())),
+      std::vector<std::string>{"60|10|60"});
   std::string out, err;
-  EXPECT_EQ(RunSluice({"table", "describe", "db.events", "--warehouse", warehouse.string()}, &out, &err), 0) << err;
+  EXPECT_EQ(
+      RunSluice({"table", "describe", "db.events", "--warehouse", warehouse.string()}, &out, &err),
+      0)
+      << err;
   EXPECT_TRUE(Contains(out, "amount")) << out;
   EXPECT_TRUE(Contains(out, "(id 1)")) << out;
 }
@@ -2048,8 +2160,11 @@ TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
   CreateTopic(topic, 2);
   Produce(topic, Jsons(MakeEvents(0, 600)), 2);
   const fs::path warehouse = dir_ / "warehouse";
-  PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [bucket(4, id), day(ts), truncate(100, id)]\n");
-  spec.sql = "SELECT id::BIGINT AS id, city, make_timestamptz(CAST(id AS BIGINT) * 600000000) AS ts FROM batch";
+  PipelineSpec spec = IcebergSpec(topic, warehouse,
+                                  "  partition_by: [bucket(4, id), day(ts), truncate(100, id)]\n");
+  spec.sql =
+      "SELECT id::BIGINT AS id, city, make_timestamptz(CAST(id AS BIGINT) * 600000000) AS ts FROM "
+      "batch";
   Child* run = StartPipeline(spec);
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, 2, run));
   EXPECT_EQ(run->Terminate(), 0);
@@ -2060,13 +2175,15 @@ TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
     const auto& part = f["partition"];
     std::string file = duck::QuoteLiteral(f["path"].get<std::string>());
     // day: days since 1970 of every row's ts (UTC); truncate: id rounded down to 100.
-    EXPECT_EQ(DuckRows("SET TimeZone = 'UTC'",
-                       fmt::format("SELECT count(DISTINCT CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
-                                   "min(CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
-                                   "count(DISTINCT id - id % 100), min(id - id % 100) FROM read_parquet({})",
-                                   file)),
-              std::vector<std::string>{fmt::format("1|{}|1|{}", part["ts_day"].get<int64_t>(),
-                                                   part["id_trunc"].get<int64_t>())})
+    EXPECT_EQ(
+        DuckRows("SET TimeZone = 'UTC'",
+                 fmt::format(
+                     "SELECT count(DISTINCT CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
+                     "min(CAST(floor(epoch_us(ts) / 86400000000.0) AS INTEGER)), "
+                     "count(DISTINCT id - id % 100), min(id - id % 100) FROM read_parquet({})",
+                     file)),
+        std::vector<std::string>{fmt::format("1|{}|1|{}", part["ts_day"].get<int64_t>(),
+                                             part["id_trunc"].get<int64_t>())})
         << f.dump();
     buckets.insert(part["id_bucket"].get<int64_t>());
     if (DuckRows("", fmt::format("SELECT count(*) FROM read_parquet({}) WHERE id = 34", file)) ==
@@ -2079,13 +2196,15 @@ TEST_F(PipelineIcebergTest, PartitionTuplesMatchEveryRowOfTheirFile) {
   // The manifest list summarizes the three partition fields of every manifest.
   for (const auto& m : table["summaries"]) {
     ASSERT_EQ(m.size(), 3u) << table["summaries"].dump();
-    for (const auto& f : m) EXPECT_TRUE(f["lower"].get<bool>() && f["upper"].get<bool>()) << m.dump();
+    for (const auto& f : m)
+      EXPECT_TRUE(f["lower"].get<bool>() && f["upper"].get<bool>()) << m.dump();
   }
   EXPECT_LE(buckets.size(), 4u);
   EXPECT_GE(buckets.size(), 2u);
   // Every id in exactly one bucket.
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
-            std::vector<std::string>{"600|600"});
+  EXPECT_EQ(
+      DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+      std::vector<std::string>{"600|600"});
 }
 
 // Two members of one group appending to one table: partitions move between them (a member
@@ -2110,8 +2229,9 @@ TEST_F(PipelineIcebergTest, MembersTakingPartitionsOverResumeFromTheTable) {
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, a));
   EXPECT_EQ(a->Terminate(), 0);
   nlohmann::json table = ReadTable(warehouse / "db" / "events");
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
-            std::vector<std::string>{"6000|6000"});
+  EXPECT_EQ(
+      DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id) FROM {}", FilesReader(table))),
+      std::vector<std::string>{"6000|6000"});
 }
 
 TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
@@ -2130,7 +2250,8 @@ TEST_F(PipelineIcebergTest, ABatchThatDoesNotFitTheTableNamesTheColumn) {
   auto status = run->WaitExit(60s);
   ASSERT_TRUE(status.has_value()) << "the pipeline kept running";
   EXPECT_NE(*status, 0);
-  EXPECT_TRUE(Contains(run->Err(), "column id: the batch has double, the table long")) << run->Err();
+  EXPECT_TRUE(Contains(run->Err(), "column id: the batch has double, the table long"))
+      << run->Err();
 }
 // Maintenance beside a writing pipeline: `sluice table compact` and `expire` run while the
 // pipeline commits a snapshot a second; every message is in the table exactly once, and a
@@ -2179,8 +2300,9 @@ TEST_F(PipelineIcebergTest, CompactAndExpireBesideARunningPipelineKeepEveryMessa
   nlohmann::json table = ReadTable(root);
   ASSERT_TRUE(table.is_object());
   EXPECT_EQ(table["missing"].size(), 0u) << table["missing"].dump();
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT id), count(DISTINCT (p, o)) FROM {}",
-                                     FilesReader(table))),
+  EXPECT_EQ(DuckRows("", fmt::format(
+                             "SELECT count(*), count(DISTINCT id), count(DISTINCT (p, o)) FROM {}",
+                             FilesReader(table))),
             std::vector<std::string>{fmt::format("{0}|{0}|{0}", produced)});
 
   // A restart resumes from the offsets the (compacted, expired) table carries.
@@ -2190,7 +2312,8 @@ TEST_F(PipelineIcebergTest, CompactAndExpireBesideARunningPipelineKeepEveryMessa
   ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
   EXPECT_EQ(run->Terminate(), 0);
   table = ReadTable(root);
-  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT (p, o)) FROM {}", FilesReader(table))),
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT count(*), count(DISTINCT (p, o)) FROM {}",
+                                     FilesReader(table))),
             std::vector<std::string>{fmt::format("{0}|{0}", produced)});
 }
 }  // namespace

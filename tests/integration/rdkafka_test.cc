@@ -6,6 +6,7 @@
 // the whole binary; each test uses its own topics and groups.
 //
 // usage: rdkafka_test [gtest flags] path/to/sluice
+#include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
@@ -26,8 +27,6 @@
 #include <tuple>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "sluice_process.h"
 
@@ -55,7 +54,9 @@ struct KafkaDeleter {
 };
 using KafkaPtr = std::unique_ptr<rd_kafka_t, KafkaDeleter>;
 struct ListDeleter {
-  void operator()(rd_kafka_topic_partition_list_t* l) const { rd_kafka_topic_partition_list_destroy(l); }
+  void operator()(rd_kafka_topic_partition_list_t* l) const {
+    rd_kafka_topic_partition_list_destroy(l);
+  }
 };
 using ListPtr = std::unique_ptr<rd_kafka_topic_partition_list_t, ListDeleter>;
 struct EventDeleter {
@@ -205,11 +206,13 @@ int PartitionCount(rd_kafka_t* rk, const std::string& topic) {
   return count;
 }
 
-std::pair<int64_t, int64_t> Watermarks(rd_kafka_t* rk, const std::string& topic, int32_t partition) {
+std::pair<int64_t, int64_t> Watermarks(rd_kafka_t* rk, const std::string& topic,
+                                       int32_t partition) {
   int64_t low = -100, high = -100;
   rd_kafka_resp_err_t err =
       rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, kTimeoutMs);
-  EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << topic << " [" << partition << "]: " << rd_kafka_err2str(err);
+  EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR)
+      << topic << " [" << partition << "]: " << rd_kafka_err2str(err);
   return {low, high};
 }
 
@@ -274,8 +277,8 @@ std::vector<Record> MakeRecords(const std::string& tag, int32_t partitions, int 
       r.value = bytes(below(8) == 0 ? below(3072) : below(200));
     }
     for (uint32_t h = below(3); h > 0; --h) {
-      r.headers.emplace_back("h" + std::to_string(h), below(5) == 0 ? std::nullopt
-                                                                    : std::optional(bytes(below(40))));
+      r.headers.emplace_back("h" + std::to_string(h),
+                             below(5) == 0 ? std::nullopt : std::optional(bytes(below(40))));
     }
     out.push_back(std::move(r));
   }
@@ -294,12 +297,13 @@ Consumed FromMessage(const rd_kafka_message_t* m) {
     const char* name;
     const void* value;
     size_t size;
-    for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) ==
-                       RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (size_t i = 0;
+         rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR;
          ++i) {
-      c.headers.emplace_back(name, value == nullptr ? std::nullopt
-                                                    : std::optional<std::string>(std::in_place,
-                                                                                 static_cast<const char*>(value), size));
+      c.headers.emplace_back(name, value == nullptr
+                                       ? std::nullopt
+                                       : std::optional<std::string>(
+                                             std::in_place, static_cast<const char*>(value), size));
     }
   }
   return c;
@@ -327,11 +331,12 @@ void ExpectPartition(const std::string& what, const std::vector<const Record*>& 
                 g.timestamp_type == RD_KAFKA_TIMESTAMP_CREATE_TIME && g.headers == w.headers;
     if (!same) {
       ++reported;
-      ADD_FAILURE() << at << ": offset " << g.offset << " (want " << first_offset + static_cast<int64_t>(i)
-                    << "), key " << Describe(g.key) << (g.key == w.key ? " ok" : " DIFFERS")
-                    << ", value " << Describe(g.value) << (g.value == w.value ? " ok" : " DIFFERS")
-                    << " (want " << Describe(w.value) << "), timestamp " << g.timestamp_ms
-                    << " type " << g.timestamp_type << " (want " << w.timestamp_ms << " CreateTime)"
+      ADD_FAILURE() << at << ": offset " << g.offset << " (want "
+                    << first_offset + static_cast<int64_t>(i) << "), key " << Describe(g.key)
+                    << (g.key == w.key ? " ok" : " DIFFERS") << ", value " << Describe(g.value)
+                    << (g.value == w.value ? " ok" : " DIFFERS") << " (want " << Describe(w.value)
+                    << "), timestamp " << g.timestamp_ms << " type " << g.timestamp_type
+                    << " (want " << w.timestamp_ms << " CreateTime)"
                     << ", headers " << (g.headers == w.headers ? "ok" : "DIFFER");
     }
   }
@@ -359,8 +364,8 @@ void ExpectTopic(const std::string& topic, const std::vector<Record>& want,
     ExpectPartition(topic + " [" + std::to_string(partition) + "]", records, got_by[partition]);
   }
   for (const auto& [partition, records] : got_by) {
-    EXPECT_TRUE(want_by.count(partition)) << "consumed " << records.size() << " records of " << topic
-                                          << " [" << partition << "], which got none";
+    EXPECT_TRUE(want_by.count(partition)) << "consumed " << records.size() << " records of "
+                                          << topic << " [" << partition << "], which got none";
   }
 }
 
@@ -375,7 +380,7 @@ struct DeliveryLog {
   std::vector<rd_kafka_msg_status_t> statuses;
   size_t reports = 0;
 
-  std::mutex mu;                              // the log callback runs on librdkafka's threads
+  std::mutex mu;                                // the log callback runs on librdkafka's threads
   std::map<std::string, int> batches_by_codec;  // guarded by mu
   std::vector<std::string> not_compressed;      // guarded by mu: why a batch went uncompressed
 
@@ -430,7 +435,8 @@ bool ProduceOne(rd_kafka_t* producer, const std::string& topic, const Record& r,
     rd_kafka_headers_t* headers = rd_kafka_headers_new(r.headers.size());
     for (const auto& [name, value] : r.headers) {
       rd_kafka_header_add(headers, name.data(), static_cast<ssize_t>(name.size()),
-                          value ? value->data() : nullptr, value ? static_cast<ssize_t>(value->size()) : 0);
+                          value ? value->data() : nullptr,
+                          value ? static_cast<ssize_t>(value->size()) : 0);
     }
     // Null pointers make null keys and values; the macros below cast their arguments.
     const void* key = r.key ? r.key->data() : nullptr;
@@ -440,8 +446,8 @@ bool ProduceOne(rd_kafka_t* producer, const std::string& topic, const Record& r,
     rd_kafka_resp_err_t err = rd_kafka_producev(
         producer, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(r.partition),
         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(key, key_size),
-        RD_KAFKA_V_VALUE(value, value_size),
-        RD_KAFKA_V_TIMESTAMP(r.timestamp_ms), RD_KAFKA_V_HEADERS(headers),
+        RD_KAFKA_V_VALUE(value, value_size), RD_KAFKA_V_TIMESTAMP(r.timestamp_ms),
+        RD_KAFKA_V_HEADERS(headers),
         RD_KAFKA_V_OPAQUE(reinterpret_cast<void*>(static_cast<uintptr_t>(index))), RD_KAFKA_V_END);
     if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return true;  // the headers now belong to the message
     rd_kafka_headers_destroy(headers);
@@ -454,7 +460,8 @@ bool ProduceOne(rd_kafka_t* producer, const std::string& topic, const Record& r,
 }
 
 // Waits for every delivery report and expects each to be a success.
-void FlushAndExpectDelivered(rd_kafka_t* producer, const DeliveryLog& log, const std::string& what) {
+void FlushAndExpectDelivered(rd_kafka_t* producer, const DeliveryLog& log,
+                             const std::string& what) {
   rd_kafka_resp_err_t err = rd_kafka_flush(producer, 60000);
   ASSERT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << what << ": flush: " << rd_kafka_err2str(err);
   ASSERT_EQ(log.reports, log.errors.size()) << what << ": delivery reports";
@@ -496,7 +503,8 @@ void ExpectDeliveredInOrder(const std::vector<Record>& records, const DeliveryLo
 std::vector<Consumed> ReadPartitions(const std::string& topic,
                                      const std::vector<std::pair<int32_t, int64_t>>& starts,
                                      size_t count, const Props& extra = {}) {
-  Props props = {{"group.id", "reader-" + topic}, {"enable.auto.commit", "false"},
+  Props props = {{"group.id", "reader-" + topic},
+                 {"enable.auto.commit", "false"},
                  {"enable.partition.eof", "false"}};
   props.insert(props.end(), extra.begin(), extra.end());
   KafkaPtr consumer = NewClient(RD_KAFKA_CONSUMER, props);
@@ -543,8 +551,9 @@ class BrokerTest : public ::testing::Test {
 // ---------------------------------------------------------------------------------
 // Produce and consume with every acks and compression
 
-class ProduceConsumeTest : public BrokerTest,
-                           public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+class ProduceConsumeTest
+    : public BrokerTest,
+      public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
 
 TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
   const auto& [acks, codec] = GetParam();
@@ -552,8 +561,10 @@ TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
   ASSERT_EQ(CreateTopic(admin(), topic, 2), RD_KAFKA_RESP_ERR_NO_ERROR);
 
   auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                    std::chrono::system_clock::now().time_since_epoch()).count();
-  std::vector<Record> records = MakeRecords(topic, 2, 250, std::hash<std::string>{}(topic), now_ms - 60000);
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  std::vector<Record> records =
+      MakeRecords(topic, 2, 250, std::hash<std::string>{}(topic), now_ms - 60000);
   // One record near the 1 MB limit of a batch, of bytes no codec can shrink.
   std::mt19937 rng(11);
   std::string big(600 * 1024, '\0');
@@ -563,8 +574,11 @@ TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
   DeliveryLog log;
   // No retries: on loopback a correct broker needs none, and none can reorder records.
   // debug=msg: librdkafka logs the codec of every batch it sends.
-  KafkaPtr producer = NewProducer({{"acks", acks}, {"compression.codec", codec}, {"linger.ms", "5"},
-                                   {"message.send.max.retries", "0"}, {"debug", "msg"}},
+  KafkaPtr producer = NewProducer({{"acks", acks},
+                                   {"compression.codec", codec},
+                                   {"linger.ms", "5"},
+                                   {"message.send.max.retries", "0"},
+                                   {"debug", "msg"}},
                                   &log);
   ASSERT_TRUE(producer);
   ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, records));
@@ -576,8 +590,9 @@ TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
     // snappy and lz4 only if ApiVersions lists Produce v0, which is why Kafka 4 lists
     // Produce v0-v2 though it serves none of them (KAFKA-18659, librdkafka issue 4956).
     std::lock_guard lock(log.mu);
-    EXPECT_TRUE(log.not_compressed.empty()) << log.not_compressed.size() << " batches sent uncompressed: "
-                                            << log.not_compressed.front();
+    EXPECT_TRUE(log.not_compressed.empty())
+        << log.not_compressed.size()
+        << " batches sent uncompressed: " << log.not_compressed.front();
     EXPECT_GT(log.batches_by_codec[codec], 0) << "no batch compressed with " << codec;
   }
 
@@ -585,18 +600,19 @@ TEST_P(ProduceConsumeTest, EveryRecordComesBackByteForByte) {
   ExpectTopic(topic, records, got);
   auto by = ByPartition(records);
   for (int32_t p = 0; p < 2; ++p) {
-    EXPECT_EQ(Watermarks(admin(), topic, p), std::make_pair(int64_t{0}, static_cast<int64_t>(by[p].size())))
+    EXPECT_EQ(Watermarks(admin(), topic, p),
+              std::make_pair(int64_t{0}, static_cast<int64_t>(by[p].size())))
         << topic << " [" << p << "]";
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AcksAndCodecs, ProduceConsumeTest,
-    ::testing::Combine(::testing::Values("0", "1", "all"),
-                       ::testing::Values("none", "gzip", "snappy", "lz4", "zstd")),
-    [](const auto& info) {
-      return "acks_" + std::get<0>(info.param) + "_" + std::get<1>(info.param);
-    });
+INSTANTIATE_TEST_SUITE_P(AcksAndCodecs, ProduceConsumeTest,
+                         ::testing::Combine(::testing::Values("0", "1", "all"),
+                                            ::testing::Values("none", "gzip", "snappy", "lz4",
+                                                              "zstd")),
+                         [](const auto& info) {
+                           return "acks_" + std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
 
 // ---------------------------------------------------------------------------------
 // The idempotent producer
@@ -608,8 +624,10 @@ TEST_F(BrokerTest, IdempotentProducerWritesEachRecordOnceInOrder) {
   std::vector<Record> second = MakeRecords("idem-b", 3, 300, 22, 1'600'000'100'000);
 
   // Many small batches in flight at once (linger 0, 5 in flight), zstd.
-  Props props = {{"enable.idempotence", "true"}, {"linger.ms", "0"},
-                 {"max.in.flight.requests.per.connection", "5"}, {"compression.codec", "zstd"}};
+  Props props = {{"enable.idempotence", "true"},
+                 {"linger.ms", "0"},
+                 {"max.in.flight.requests.per.connection", "5"},
+                 {"compression.codec", "zstd"}};
   DeliveryLog log;
   {
     KafkaPtr producer = NewProducer(props, &log);
@@ -663,7 +681,8 @@ void CommitProcessed(Member* m, const std::set<int32_t>& partitions, const char*
   m->since_commit = 0;
   ListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(m->next.size())));
   for (const auto& [p, offset] : m->next) {
-    if (partitions.count(p)) rd_kafka_topic_partition_list_add(list.get(), m->topic.c_str(), p)->offset = offset;
+    if (partitions.count(p))
+      rd_kafka_topic_partition_list_add(list.get(), m->topic.c_str(), p)->offset = offset;
   }
   if (list->cnt == 0) return;
   rd_kafka_resp_err_t err = rd_kafka_commit(m->rk.get(), list.get(), 0);
@@ -726,19 +745,26 @@ void OnRebalance(rd_kafka_t* rk, rd_kafka_resp_err_t err, rd_kafka_topic_partiti
 }
 
 // `instance_id`, when not empty, makes a static member (group.instance.id, KIP-345).
-std::unique_ptr<Member> NewMember(const std::string& group, const std::string& topic, const std::string& assignor,
-                                  const std::string& name, GroupLedger* ledger, const std::string& instance_id = "") {
+std::unique_ptr<Member> NewMember(const std::string& group, const std::string& topic,
+                                  const std::string& assignor, const std::string& name,
+                                  GroupLedger* ledger, const std::string& instance_id = "") {
   auto m = std::make_unique<Member>();
   m->name = name;
   m->topic = topic;
   m->cooperative = assignor == "cooperative-sticky";
   m->ledger = ledger;
-  Props props = {{"group.id", group}, {"client.id", name}, {"enable.auto.commit", "false"},
-                 {"auto.offset.reset", "earliest"}, {"enable.partition.eof", "false"},
+  Props props = {{"group.id", group},
+                 {"client.id", name},
+                 {"enable.auto.commit", "false"},
+                 {"auto.offset.reset", "earliest"},
+                 {"enable.partition.eof", "false"},
                  {"partition.assignment.strategy", assignor},
-                 {"session.timeout.ms", "10000"}, {"heartbeat.interval.ms", "250"}};
+                 {"session.timeout.ms", "10000"},
+                 {"heartbeat.interval.ms", "250"}};
   if (!instance_id.empty()) props.emplace_back("group.instance.id", instance_id);
-  m->rk = NewClient(RD_KAFKA_CONSUMER, props, m.get(), [](rd_kafka_conf_t* conf) { rd_kafka_conf_set_rebalance_cb(conf, OnRebalance); });
+  m->rk = NewClient(RD_KAFKA_CONSUMER, props, m.get(), [](rd_kafka_conf_t* conf) {
+    rd_kafka_conf_set_rebalance_cb(conf, OnRebalance);
+  });
   if (!m->rk) return nullptr;
   ListPtr topics(rd_kafka_topic_partition_list_new(1));
   rd_kafka_topic_partition_list_add(topics.get(), topic.c_str(), RD_KAFKA_PARTITION_UA);
@@ -756,7 +782,8 @@ std::unique_ptr<Member> NewMember(const std::string& group, const std::string& t
 void StartLeaving(Member* m) {
   if (m->leaving || m->closed) return;
   rd_kafka_resp_err_t err = rd_kafka_unsubscribe(m->rk.get());
-  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) m->ledger->errors.push_back(m->name + ": unsubscribe: " + rd_kafka_err2str(err));
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR)
+    m->ledger->errors.push_back(m->name + ": unsubscribe: " + rd_kafka_err2str(err));
   m->leaving = true;
 }
 
@@ -782,8 +809,8 @@ void Process(Member* m, int max) {
       m->ledger->errors.push_back(m->name + ": " + rd_kafka_message_errstr(msg));
     } else {
       if (!m->assigned.count(msg->partition)) {
-        m->ledger->errors.push_back(m->name + " got a record of [" + std::to_string(msg->partition) +
-                                    "], which it does not own");
+        m->ledger->errors.push_back(m->name + " got a record of [" +
+                                    std::to_string(msg->partition) + "], which it does not own");
       }
       m->ledger->by_partition[msg->partition].push_back(FromMessage(msg));
       ++m->ledger->total;
@@ -794,7 +821,9 @@ void Process(Member* m, int max) {
   }
 }
 
-std::string GroupStateName(rd_kafka_consumer_group_state_t s) { return rd_kafka_consumer_group_state_name(s); }
+std::string GroupStateName(rd_kafka_consumer_group_state_t s) {
+  return rd_kafka_consumer_group_state_name(s);
+}
 
 // The partition assignment strategy: "range" (eager) or "cooperative-sticky".
 class ConsumerGroupTest : public BrokerTest, public ::testing::WithParamInterface<std::string> {};
@@ -816,7 +845,8 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
   }
   DeliveryLog log;
   log.Reset(records.size());
-  KafkaPtr producer = NewProducer({{"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "2"}}, &log);
+  KafkaPtr producer =
+      NewProducer({{"acks", "all"}, {"enable.idempotence", "true"}, {"linger.ms", "2"}}, &log);
   ASSERT_TRUE(producer);
   size_t produced = 0;
 
@@ -871,8 +901,9 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
     EventPtr ev = call.Wait(RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT);
     ASSERT_TRUE(ev);
     size_t n = 0;
-    const rd_kafka_ConsumerGroupDescription_t** descs = rd_kafka_DescribeConsumerGroups_result_groups(
-        rd_kafka_event_DescribeConsumerGroups_result(ev.get()), &n);
+    const rd_kafka_ConsumerGroupDescription_t** descs =
+        rd_kafka_DescribeConsumerGroups_result_groups(
+            rd_kafka_event_DescribeConsumerGroups_result(ev.get()), &n);
     ASSERT_EQ(n, 1u);
     ASSERT_EQ(rd_kafka_ConsumerGroupDescription_error(descs[0]), nullptr);
     EXPECT_EQ(GroupStateName(rd_kafka_ConsumerGroupDescription_state(descs[0])), "Stable");
@@ -880,9 +911,11 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
     std::multiset<int32_t> owned;
     std::set<std::string> clients;
     for (size_t i = 0; i < 4; ++i) {
-      const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(descs[0], i);
+      const rd_kafka_MemberDescription_t* member =
+          rd_kafka_ConsumerGroupDescription_member(descs[0], i);
       clients.insert(rd_kafka_MemberDescription_client_id(member));
-      EXPECT_NE(std::string(rd_kafka_MemberDescription_host(member)).find("127.0.0.1"), std::string::npos)
+      EXPECT_NE(std::string(rd_kafka_MemberDescription_host(member)).find("127.0.0.1"),
+                std::string::npos)
           << rd_kafka_MemberDescription_host(member);
       const rd_kafka_topic_partition_list_t* parts =
           rd_kafka_MemberAssignment_partitions(rd_kafka_MemberDescription_assignment(member));
@@ -894,7 +927,11 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
 
   // member-1 leaves (revoke, commit, LeaveGroup) once 300 of the last batch are out.
   ASSERT_TRUE(run_phase(
-      records.size(), [&] { if (produced >= 2700) StartLeaving(members[1].get()); }, "a member leaves"));
+      records.size(),
+      [&] {
+        if (produced >= 2700) StartLeaving(members[1].get());
+      },
+      "a member leaves"));
   ASSERT_TRUE(members[1]->closed);
 
   // Every member leaves, committing what it processed when it gives its partitions up.
@@ -919,20 +956,24 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
 
   // The committed offsets are the ends of the partitions, as the consumer and the
   // admin API see them.
-  KafkaPtr reader = NewClient(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+  KafkaPtr reader =
+      NewClient(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
   ASSERT_TRUE(reader);
   std::vector<std::pair<int32_t, int64_t>> parts;
   for (int32_t p = 0; p < kPartitions; ++p) parts.emplace_back(p, RD_KAFKA_OFFSET_INVALID);
   ListPtr committed = NewList(topic, parts);
-  ASSERT_EQ(rd_kafka_committed(reader.get(), committed.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_committed(reader.get(), committed.get(), kTimeoutMs),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   for (int i = 0; i < committed->cnt; ++i) {
     int32_t p = committed->elems[i].partition;
     EXPECT_EQ(committed->elems[i].err, RD_KAFKA_RESP_ERR_NO_ERROR);
-    EXPECT_EQ(committed->elems[i].offset, static_cast<int64_t>(want[p].size())) << "committed [" << p << "]";
+    EXPECT_EQ(committed->elems[i].offset, static_cast<int64_t>(want[p].size()))
+        << "committed [" << p << "]";
   }
   {
     AdminCall call(admin(), RD_KAFKA_ADMIN_OP_LISTCONSUMERGROUPOFFSETS);
-    rd_kafka_ListConsumerGroupOffsets_t* request = rd_kafka_ListConsumerGroupOffsets_new(group.c_str(), nullptr);
+    rd_kafka_ListConsumerGroupOffsets_t* request =
+        rd_kafka_ListConsumerGroupOffsets_new(group.c_str(), nullptr);
     rd_kafka_ListConsumerGroupOffsets(admin(), &request, 1, call.options(), call.queue());
     rd_kafka_ListConsumerGroupOffsets_destroy(request);
     EventPtr ev = call.Wait(RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT);
@@ -946,7 +987,8 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
     ASSERT_EQ(offsets->cnt, kPartitions);
     for (int i = 0; i < offsets->cnt; ++i) {
       EXPECT_EQ(offsets->elems[i].topic, topic);
-      EXPECT_EQ(offsets->elems[i].offset, static_cast<int64_t>(want[offsets->elems[i].partition].size()));
+      EXPECT_EQ(offsets->elems[i].offset,
+                static_cast<int64_t>(want[offsets->elems[i].partition].size()));
     }
   }
   {
@@ -954,9 +996,11 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
     rd_kafka_ListConsumerGroups(admin(), call.options(), call.queue());
     EventPtr ev = call.Wait(RD_KAFKA_EVENT_LISTCONSUMERGROUPS_RESULT);
     ASSERT_TRUE(ev);
-    const rd_kafka_ListConsumerGroups_result_t* result = rd_kafka_event_ListConsumerGroups_result(ev.get());
+    const rd_kafka_ListConsumerGroups_result_t* result =
+        rd_kafka_event_ListConsumerGroups_result(ev.get());
     size_t n = 0, n_errors = 0;
-    const rd_kafka_ConsumerGroupListing_t** listed = rd_kafka_ListConsumerGroups_result_valid(result, &n);
+    const rd_kafka_ConsumerGroupListing_t** listed =
+        rd_kafka_ListConsumerGroups_result_valid(result, &n);
     rd_kafka_ListConsumerGroups_result_errors(result, &n_errors);
     EXPECT_EQ(n_errors, 0u);
     bool found = false;
@@ -989,8 +1033,8 @@ TEST_P(ConsumerGroupTest, RebalancesWithoutLosingOrRepeatingRecords) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Assignors, ConsumerGroupTest, ::testing::Values("range", "cooperative-sticky"),
-                         [](const auto& info) {
+INSTANTIATE_TEST_SUITE_P(Assignors, ConsumerGroupTest,
+                         ::testing::Values("range", "cooperative-sticky"), [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
@@ -1048,20 +1092,22 @@ TEST_F(BrokerTest, StaticMemberComesBackWithoutRebalancingTheGroup) {
     EventPtr ev = call.Wait(RD_KAFKA_EVENT_DESCRIBECONSUMERGROUPS_RESULT);
     ASSERT_TRUE(ev);
     size_t n = 0;
-    const rd_kafka_ConsumerGroupDescription_t** descs = rd_kafka_DescribeConsumerGroups_result_groups(
-        rd_kafka_event_DescribeConsumerGroups_result(ev.get()), &n);
+    const rd_kafka_ConsumerGroupDescription_t** descs =
+        rd_kafka_DescribeConsumerGroups_result_groups(
+            rd_kafka_event_DescribeConsumerGroups_result(ev.get()), &n);
     ASSERT_EQ(n, 1u);
     EXPECT_EQ(GroupStateName(rd_kafka_ConsumerGroupDescription_state(descs[0])), "Stable");
     std::map<std::string, std::string> instances;  // instance id -> client id
     for (size_t i = 0; i < rd_kafka_ConsumerGroupDescription_member_count(descs[0]); ++i) {
-      const rd_kafka_MemberDescription_t* member = rd_kafka_ConsumerGroupDescription_member(descs[0], i);
+      const rd_kafka_MemberDescription_t* member =
+          rd_kafka_ConsumerGroupDescription_member(descs[0], i);
       const char* instance = rd_kafka_MemberDescription_group_instance_id(member);
       instances[instance ? instance : "(none)"] = rd_kafka_MemberDescription_client_id(member);
     }
     // Kafka replaces only the member id of a returning static member: the client id
     // stays the one it joined with first (GroupMetadata.replaceStaticMember).
     EXPECT_EQ(instances, (std::map<std::string, std::string>{{"instance-a", "static-a"},
-                                                              {"instance-b", "static-b"}}));
+                                                             {"instance-b", "static-b"}}));
   }
   for (const std::string& e : ledger.errors) ADD_FAILURE() << e;
   std::vector<Record> all = first;
@@ -1093,7 +1139,8 @@ TEST_F(BrokerTest, CommittedOffsetsAreWhereTheNextReaderStartsAndSeekMoves) {
 
   {
     // Commit (with metadata) from a consumer that is no group member: generation -1.
-    KafkaPtr c = NewClient(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
+    KafkaPtr c =
+        NewClient(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"}});
     ASSERT_TRUE(c);
     ListPtr offsets = NewList(topic, {{0, 30}, {1, 55}});
     std::string metadata = "processed by the commit test";
@@ -1102,10 +1149,12 @@ TEST_F(BrokerTest, CommittedOffsetsAreWhereTheNextReaderStartsAndSeekMoves) {
       offsets->elems[i].metadata_size = metadata.size();
     }
     rd_kafka_resp_err_t err = rd_kafka_commit(c.get(), offsets.get(), 0);
-    for (int i = 0; i < offsets->cnt; ++i) offsets->elems[i].metadata = nullptr;  // not the list's to free
+    for (int i = 0; i < offsets->cnt; ++i)
+      offsets->elems[i].metadata = nullptr;  // not the list's to free
     ASSERT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(err);
 
-    ListPtr committed = NewList(topic, {{0, RD_KAFKA_OFFSET_INVALID}, {1, RD_KAFKA_OFFSET_INVALID}});
+    ListPtr committed =
+        NewList(topic, {{0, RD_KAFKA_OFFSET_INVALID}, {1, RD_KAFKA_OFFSET_INVALID}});
     ASSERT_EQ(rd_kafka_committed(c.get(), committed.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
     EXPECT_EQ(committed->elems[0].offset, 30);
     EXPECT_EQ(committed->elems[1].offset, 55);
@@ -1117,8 +1166,9 @@ TEST_F(BrokerTest, CommittedOffsetsAreWhereTheNextReaderStartsAndSeekMoves) {
     rd_kafka_consumer_close(c.get());
   }
 
-  KafkaPtr c = NewClient(RD_KAFKA_CONSUMER, {{"group.id", group}, {"enable.auto.commit", "false"},
-                                             {"enable.partition.eof", "false"}});
+  KafkaPtr c = NewClient(
+      RD_KAFKA_CONSUMER,
+      {{"group.id", group}, {"enable.auto.commit", "false"}, {"enable.partition.eof", "false"}});
   ASSERT_TRUE(c);
   auto read = [&](size_t count) {
     std::vector<Consumed> out;
@@ -1137,7 +1187,8 @@ TEST_F(BrokerTest, CommittedOffsetsAreWhereTheNextReaderStartsAndSeekMoves) {
     return ByPartition(out);
   };
   auto tail = [&](int32_t p, size_t from) {
-    return std::vector<const Record*>(want[p].begin() + static_cast<std::ptrdiff_t>(from), want[p].end());
+    return std::vector<const Record*>(want[p].begin() + static_cast<std::ptrdiff_t>(from),
+                                      want[p].end());
   };
 
   // Started at the stored offsets: 30 and 55.
@@ -1185,34 +1236,39 @@ TEST_F(BrokerTest, OffsetsForTimesFindsTheFirstRecordAtOrAfterEachTime) {
   ASSERT_EQ(CreateTopic(admin(), topic, 1), RD_KAFKA_RESP_ERR_NO_ERROR);
   constexpr int64_t kBase = 1'690'000'000'000;
   std::vector<Record> records = MakeRecords(topic, 1, 300, 41, 0);
-  for (size_t i = 0; i < records.size(); ++i) records[i].timestamp_ms = kBase + 1000 * static_cast<int64_t>(i);
+  for (size_t i = 0; i < records.size(); ++i)
+    records[i].timestamp_ms = kBase + 1000 * static_cast<int64_t>(i);
   // lz4 batches of up to 64 records: most lookups land inside a compressed batch.
   DeliveryLog log;
-  KafkaPtr producer = NewProducer({{"compression.codec", "lz4"}, {"linger.ms", "100"},
-                                   {"batch.num.messages", "64"}},
-                                  &log);
+  KafkaPtr producer = NewProducer(
+      {{"compression.codec", "lz4"}, {"linger.ms", "100"}, {"batch.num.messages", "64"}}, &log);
   ASSERT_TRUE(producer);
   ASSERT_NO_FATAL_FAILURE(ProduceAll(producer.get(), &log, topic, records));
 
   const std::vector<std::pair<int64_t, int64_t>> cases = {
-      {kBase - 5000, 0},       {kBase, 0},          {kBase + 1, 1},         {kBase + 63'000, 63},
-      {kBase + 64'500, 65},    {kBase + 150'000, 150}, {kBase + 299'000, 299}, {kBase + 299'001, -1},
+      {kBase - 5000, 0},      {kBase, 0},
+      {kBase + 1, 1},         {kBase + 63'000, 63},
+      {kBase + 64'500, 65},   {kBase + 150'000, 150},
+      {kBase + 299'000, 299}, {kBase + 299'001, -1},
   };
   for (const auto& [timestamp, offset] : cases) {
     ListPtr query = NewList(topic, {{0, timestamp}});
     rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs);
     ASSERT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(err);
     EXPECT_EQ(query->elems[0].err, RD_KAFKA_RESP_ERR_NO_ERROR);
-    EXPECT_EQ(query->elems[0].offset, offset) << "time " << timestamp - kBase << " ms after the first record";
+    EXPECT_EQ(query->elems[0].offset, offset)
+        << "time " << timestamp - kBase << " ms after the first record";
   }
   EXPECT_EQ(Watermarks(producer.get(), topic, 0), std::make_pair(int64_t{0}, int64_t{300}));
 
   // Consuming from the offset a time gave starts exactly there.
   ListPtr query = NewList(topic, {{0, kBase + 250'000}});
-  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<Consumed> got = ReadPartitions(topic, {{0, query->elems[0].offset}}, 50);
   auto want = ByPartition(records)[0];
-  ExpectPartition(topic + " from time +250 s", std::vector<const Record*>(want.begin() + 250, want.end()), got, 250);
+  ExpectPartition(topic + " from time +250 s",
+                  std::vector<const Record*>(want.begin() + 250, want.end()), got, 250);
 }
 
 // ---------------------------------------------------------------------------------
@@ -1223,14 +1279,15 @@ std::map<std::string, std::pair<std::string, rd_kafka_ConfigSource_t>> DescribeT
     rd_kafka_t* rk, const std::string& topic) {
   std::map<std::string, std::pair<std::string, rd_kafka_ConfigSource_t>> out;
   AdminCall call(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-  rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
+  rd_kafka_ConfigResource_t* resource =
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic.c_str());
   rd_kafka_DescribeConfigs(rk, &resource, 1, call.options(), call.queue());
   rd_kafka_ConfigResource_destroy(resource);
   EventPtr ev = call.Wait(RD_KAFKA_EVENT_DESCRIBECONFIGS_RESULT);
   if (!ev) return out;
   size_t n = 0;
-  const rd_kafka_ConfigResource_t** resources =
-      rd_kafka_DescribeConfigs_result_resources(rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
+  const rd_kafka_ConfigResource_t** resources = rd_kafka_DescribeConfigs_result_resources(
+      rd_kafka_event_DescribeConfigs_result(ev.get()), &n);
   if (n != 1 || rd_kafka_ConfigResource_error(resources[0]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
     ADD_FAILURE() << "DescribeConfigs " << topic << ": "
                   << (n == 1 ? rd_kafka_ConfigResource_error_string(resources[0]) : "no resource");
@@ -1240,13 +1297,15 @@ std::map<std::string, std::pair<std::string, rd_kafka_ConfigSource_t>> DescribeT
   const rd_kafka_ConfigEntry_t** entries = rd_kafka_ConfigResource_configs(resources[0], &count);
   for (size_t i = 0; i < count; ++i) {
     const char* value = rd_kafka_ConfigEntry_value(entries[i]);
-    out[rd_kafka_ConfigEntry_name(entries[i])] = {value ? value : "(null)", rd_kafka_ConfigEntry_source(entries[i])};
+    out[rd_kafka_ConfigEntry_name(entries[i])] = {value ? value : "(null)",
+                                                  rd_kafka_ConfigEntry_source(entries[i])};
   }
   return out;
 }
 
 TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
-  EXPECT_EQ(CreateTopic(admin(), "admin-a", 2, {{"retention.ms", "3600000"}, {"segment.bytes", "1048576"}}),
+  EXPECT_EQ(CreateTopic(admin(), "admin-a", 2,
+                        {{"retention.ms", "3600000"}, {"segment.bytes", "1048576"}}),
             RD_KAFKA_RESP_ERR_NO_ERROR);
   EXPECT_EQ(CreateTopic(admin(), "admin-b", 1), RD_KAFKA_RESP_ERR_NO_ERROR);
   EXPECT_EQ(CreateTopic(admin(), "admin-a", 1), RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS);
@@ -1259,15 +1318,18 @@ TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
 
   // DescribeConfigs: the overrides as dynamic topic configs, the rest as defaults.
   auto configs = DescribeTopicConfigs(admin(), "admin-a");
-  EXPECT_EQ(configs["retention.ms"], std::make_pair(std::string("3600000"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
-  EXPECT_EQ(configs["segment.bytes"], std::make_pair(std::string("1048576"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
+  EXPECT_EQ(configs["retention.ms"],
+            std::make_pair(std::string("3600000"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
+  EXPECT_EQ(configs["segment.bytes"],
+            std::make_pair(std::string("1048576"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
   EXPECT_EQ(configs["cleanup.policy"].first, "delete");
   EXPECT_EQ(configs["cleanup.policy"].second, RD_KAFKA_CONFIG_SOURCE_DEFAULT_CONFIG);
 
   // AlterConfigs replaces the whole set of overrides: segment.bytes returns to its default.
   {
     AdminCall call(admin(), RD_KAFKA_ADMIN_OP_ALTERCONFIGS);
-    rd_kafka_ConfigResource_t* resource = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, "admin-a");
+    rd_kafka_ConfigResource_t* resource =
+        rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, "admin-a");
     rd_kafka_ConfigResource_set_config(resource, "retention.ms", "7200000");
     rd_kafka_AlterConfigs(admin(), &resource, 1, call.options(), call.queue());
     rd_kafka_ConfigResource_destroy(resource);
@@ -1281,8 +1343,10 @@ TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
         << rd_kafka_ConfigResource_error_string(resources[0]);
   }
   configs = DescribeTopicConfigs(admin(), "admin-a");
-  EXPECT_EQ(configs["retention.ms"], std::make_pair(std::string("7200000"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
-  EXPECT_EQ(configs["segment.bytes"], std::make_pair(std::string("1073741824"), RD_KAFKA_CONFIG_SOURCE_DEFAULT_CONFIG));
+  EXPECT_EQ(configs["retention.ms"],
+            std::make_pair(std::string("7200000"), RD_KAFKA_CONFIG_SOURCE_DYNAMIC_TOPIC_CONFIG));
+  EXPECT_EQ(configs["segment.bytes"],
+            std::make_pair(std::string("1073741824"), RD_KAFKA_CONFIG_SOURCE_DEFAULT_CONFIG));
 
   // CreatePartitions: 2 -> 5, and the new partitions take records.
   {
@@ -1295,8 +1359,8 @@ TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
     EventPtr ev = call.Wait(RD_KAFKA_EVENT_CREATEPARTITIONS_RESULT);
     ASSERT_TRUE(ev);
     size_t n = 0;
-    const rd_kafka_topic_result_t** results =
-        rd_kafka_CreatePartitions_result_topics(rd_kafka_event_CreatePartitions_result(ev.get()), &n);
+    const rd_kafka_topic_result_t** results = rd_kafka_CreatePartitions_result_topics(
+        rd_kafka_event_CreatePartitions_result(ev.get()), &n);
     ASSERT_EQ(n, 1u);
     EXPECT_EQ(rd_kafka_topic_result_error(results[0]), RD_KAFKA_RESP_ERR_NO_ERROR)
         << rd_kafka_topic_result_error_string(results[0]);
@@ -1323,12 +1387,14 @@ TEST_F(BrokerTest, AdminCreatesConfiguresGrowsTrimsAndDeletesTopics) {
     const rd_kafka_topic_partition_list_t* result =
         rd_kafka_DeleteRecords_result_offsets(rd_kafka_event_DeleteRecords_result(ev.get()));
     ASSERT_EQ(result->cnt, 1);
-    EXPECT_EQ(result->elems[0].err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(result->elems[0].err);
+    EXPECT_EQ(result->elems[0].err, RD_KAFKA_RESP_ERR_NO_ERROR)
+        << rd_kafka_err2str(result->elems[0].err);
     EXPECT_EQ(result->elems[0].offset, 4);  // the new low watermark
   }
   EXPECT_EQ(Watermarks(admin(), "admin-b", 0), std::make_pair(int64_t{4}, int64_t{10}));
   auto want_b = ByPartition(trimmed)[0];
-  ExpectPartition("admin-b after DeleteRecords", std::vector<const Record*>(want_b.begin() + 4, want_b.end()),
+  ExpectPartition("admin-b after DeleteRecords",
+                  std::vector<const Record*>(want_b.begin() + 4, want_b.end()),
                   ReadPartitions("admin-b", FromBeginning(1), 6), 4);
 
   // DeleteTopics: gone from Metadata; deleting again fails; a new topic of the same
@@ -1352,7 +1418,8 @@ TEST_F(BrokerTest, LogAppendTimeTopicsStampRecordsWithTheBrokerClock) {
   std::vector<Record> records = MakeRecords(topic, 1, 100, 95, 1'000'000'000'000);  // 2001
   auto wall_ms = [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
-               std::chrono::system_clock::now().time_since_epoch()).count();
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
   };
   DeliveryLog log;
   KafkaPtr producer = NewProducer({{"compression.codec", "lz4"}, {"linger.ms", "20"}}, &log);
@@ -1374,24 +1441,27 @@ TEST_F(BrokerTest, LogAppendTimeTopicsStampRecordsWithTheBrokerClock) {
   }
   // Lookups by time use the broker's times, not the producer's.
   ListPtr query = NewList(topic, {{0, before}});
-  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   EXPECT_EQ(query->elems[0].offset, 0);
   query = NewList(topic, {{0, after + 1}});
-  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(rd_kafka_offsets_for_times(producer.get(), query.get(), kTimeoutMs),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   EXPECT_EQ(query->elems[0].offset, -1);
 }
 
 TEST_F(BrokerTest, BatchesOverMaxMessageBytesAreRefusedAndSmallerOnesTaken) {
   const std::string topic = "small-messages";
-  ASSERT_EQ(CreateTopic(admin(), topic, 1, {{"max.message.bytes", "10000"}}), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(CreateTopic(admin(), topic, 1, {{"max.message.bytes", "10000"}}),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   std::mt19937 rng(97);
   std::string random(20000, '\0');
   for (char& c : random) c = static_cast<char>(rng());
   auto produce_one = [&](const std::string& value, const char* codec) {
     DeliveryLog log;
-    KafkaPtr producer = NewProducer({{"compression.codec", codec}, {"linger.ms", "0"},
-                                     {"message.send.max.retries", "0"}},
-                                    &log);
+    KafkaPtr producer = NewProducer(
+        {{"compression.codec", codec}, {"linger.ms", "0"}, {"message.send.max.retries", "0"}},
+        &log);
     log.Reset(1);
     Record r;
     r.value = value;

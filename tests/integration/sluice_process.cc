@@ -52,9 +52,9 @@ SluiceProcess::~SluiceProcess() {
 std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   if (dir_.empty()) return "mkdtemp failed";
   if (pid_ > 0) return "already started";
-  std::vector<std::string> args = {sluice_, "serve", "--kafka-addr", "127.0.0.1:0",
-                                   "--data-dir", (dir_ / "data").string(), "--shards", "2",
-                                   "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0"};
+  std::vector<std::string> args = {
+      sluice_,    "serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
+      "--shards", "2",     "--http-addr",  "127.0.0.1:0", "--pg-addr",  "127.0.0.1:0"};
   if (!config_yaml_.empty()) {
     std::ofstream(dir_ / "sluice.yaml") << config_yaml_;
     args.push_back("--config");
@@ -97,7 +97,8 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   return "sluice serve did not print its listening line in time";
 }
 
-std::string SluiceProcess::WaitForOutput(const std::string& regex, std::chrono::milliseconds timeout) const {
+std::string SluiceProcess::WaitForOutput(const std::string& regex,
+                                         std::chrono::milliseconds timeout) const {
   const std::regex re(regex);
   auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {

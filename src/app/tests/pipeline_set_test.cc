@@ -3,14 +3,13 @@
 // nothing.
 #include "app/pipeline_set.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "app/serve.h"
 #include "kafka/client/admin.h"
@@ -79,7 +78,8 @@ class PipelineSetTest : public ::testing::Test {
         name, batch_size, bootstrap_, name, memory);
   }
 
-  static const PipelineStatus* Find(const std::vector<PipelineStatus>& list, const std::string& name) {
+  static const PipelineStatus* Find(const std::vector<PipelineStatus>& list,
+                                    const std::string& name) {
     for (const auto& s : list) {
       if (s.name == name) return &s;
     }
@@ -168,7 +168,8 @@ TEST_F(PipelineSetTest, PipelinesAreAddedRestartedReloadedAndRemovedOneByOne) {
   std::ofstream(dir_ / "e.yml") << "pipeline:\n  batch_size: -1\n";
   auto refused = set.Reload();
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("e.yml"), std::string::npos) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("e.yml"), std::string::npos)
+      << refused.status().ToString();
   EXPECT_EQ(Names(set), (std::vector<std::string>{"a", "b"}));
   fs::remove(dir_ / "e.yml");
   auto reloaded = set.Reload();

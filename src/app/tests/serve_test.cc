@@ -44,7 +44,8 @@ TEST(ServeProcessTest, UnknownKeyIsRefusedNamingItAndWhereItWasSet) {
   auto p = ServeProcess::Start(c, {});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(p.status().message().find("query.memory_limt"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("query.memory_limt"), std::string::npos)
+      << p.status().message();
   EXPECT_NE(p.status().message().find("sluice.yaml:7"), std::string::npos) << p.status().message();
 }
 
@@ -56,7 +57,8 @@ TEST(ServeProcessTest, WarehouseWithoutTheHttpPortIsRefused) {
   auto p = ServeProcess::Start(c, {});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(p.status().message().find("needs the HTTP port"), std::string::npos) << p.status().message();
+  EXPECT_NE(p.status().message().find("needs the HTTP port"), std::string::npos)
+      << p.status().message();
 }
 
 TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
@@ -71,7 +73,8 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
   EXPECT_GT((*p)->pg_port(), 0);
   EXPECT_EQ((*p)->pipelines(), nullptr);
   ASSERT_EQ(banner.size(), 3u);
-  EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0), 0u)
+  EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0),
+            0u)
       << banner[0];
   EXPECT_EQ(banner[1].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[1];
   EXPECT_EQ(banner[2].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[2];

@@ -1,11 +1,11 @@
 #include "base/crc32c.h"
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <random>
 #include <string_view>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace sluice::crc32c {
 namespace {

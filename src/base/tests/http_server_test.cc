@@ -2,9 +2,8 @@
 // or a streamed body, and the authentication hook runs before every route.
 #include "base/http_server.h"
 
-#include <httplib.h>
-
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <atomic>
 #include <chrono>
@@ -17,8 +16,8 @@ using namespace std::chrono_literals;
 
 std::unique_ptr<HttpServer> Serve(std::vector<HttpRoute> routes, HttpServerOptions options = {}) {
   static MetricsRegistry registry;
-  auto s = HttpServer::Start("127.0.0.1:0", registry, [] { return std::string(); },
-                             std::move(routes), std::move(options));
+  auto s = HttpServer::Start(
+      "127.0.0.1:0", registry, [] { return std::string(); }, std::move(routes), std::move(options));
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   return s.ok() ? std::move(s).value() : nullptr;
 }
@@ -43,7 +42,7 @@ TEST(HttpServerTest, RoutesSeeHeadersLowerCasedAndSetTheirOwn) {
   ASSERT_NE(seen.Header("x-trace-id"), nullptr);
   EXPECT_EQ(*seen.Header("x-trace-id"), "abc");
   EXPECT_EQ(*seen.Header("accept"), "application/json");
-  EXPECT_EQ(seen.Header("X-Trace-Id"), nullptr);  // names are lower case
+  EXPECT_EQ(seen.Header("X-Trace-Id"), nullptr);   // names are lower case
   EXPECT_EQ(seen.Header("remote_addr"), nullptr);  // the library's own, not the client's
   EXPECT_EQ(seen.remote_addr, "127.0.0.1");
   EXPECT_EQ(seen.principal, "");

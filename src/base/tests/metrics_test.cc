@@ -1,7 +1,7 @@
 #include "base/metrics.h"
 
-#include <httplib.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include "base/http_server.h"
 
@@ -18,7 +18,9 @@ TEST(MetricsTest, RendersPrometheusText) {
   h.Observe(0.5);
   h.Observe(5);
   std::string text = r.Render();
-  EXPECT_NE(text.find("# TYPE x_total counter\nx_total{pipeline=\"a\\\"b\"} 4\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# TYPE x_total counter\nx_total{pipeline=\"a\\\"b\"} 4\n"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("g 2.5\n"), std::string::npos) << text;
   EXPECT_NE(text.find("lat_seconds_bucket{le=\"0.1\"} 1\n"), std::string::npos) << text;
   EXPECT_NE(text.find("lat_seconds_bucket{le=\"1\"} 2\n"), std::string::npos) << text;

@@ -1,10 +1,10 @@
 #include "base/status.h"
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace sluice {
 namespace {

@@ -3,9 +3,9 @@
 // epochs across a recovery that cut the log.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
-#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -61,7 +61,9 @@ class BrokerAdminTest : public testing::BrokerFixture {
     p.timestamp = -2;
     req.topics.push_back({topic, {p}, {}});
     return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 7, req)
-        .topics.at(0).partitions.at(0).offset;
+        .topics.at(0)
+        .partitions.at(0)
+        .offset;
   }
   kafka::MetadataResponse::Topic Meta(Client& c, const std::string& topic) {
     kafka::MetadataRequest req;
@@ -78,10 +80,12 @@ class BrokerAdminTest : public testing::BrokerFixture {
     p.leader_epoch = epoch;
     req.topics.push_back({topic, {p}, {}});
     return c.Call<kafka::OffsetForLeaderEpochResponse>(ApiKey::kOffsetForLeaderEpoch, 4, req)
-        .topics.at(0).partitions.at(0);
+        .topics.at(0)
+        .partitions.at(0);
   }
-  kafka::DescribeConfigsResponse::Result Describe(Client& c, int8_t type, const std::string& name,
-                                                  std::optional<std::vector<std::string>> keys = std::nullopt) {
+  kafka::DescribeConfigsResponse::Result Describe(
+      Client& c, int8_t type, const std::string& name,
+      std::optional<std::vector<std::string>> keys = std::nullopt) {
     kafka::DescribeConfigsRequest req;
     req.resources.push_back({type, name, keys, {}});
     req.include_synonyms = true;
@@ -139,8 +143,9 @@ TEST_F(BrokerAdminTest, DescribeConfigsShowsEffectiveValuesAndSources) {
   Client c(port());
   kafka::CreateTopicsRequest create;
   create.topics.push_back({"t", 1, -1, {}, {{"retention.ms", "60000", {}}}, {}});
-  ASSERT_EQ(c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
-            ErrorCode::kNone);
+  ASSERT_EQ(
+      c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
+      ErrorCode::kNone);
   auto r = Describe(c, 2, "t");
   EXPECT_EQ(r.error_code, ErrorCode::kNone);
   EXPECT_EQ(r.configs.size(), TopicConfig::Names().size());
@@ -188,11 +193,13 @@ TEST_F(BrokerAdminTest, AlterConfigsChangeWhatProduceAccepts) {
   EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 1, std::nullopt).error_code, ErrorCode::kNone);
   EXPECT_EQ(Produce(c, "t", 0, Batch(1, 2000)).error_code, ErrorCode::kNone);
   // Bad input.
-  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "lots").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "lots").error_code,
+            ErrorCode::kInvalidConfig);
   EXPECT_EQ(Incremental(c, "t", "no.such.config", 0, "1").error_code, ErrorCode::kInvalidConfig);
   EXPECT_EQ(Incremental(c, "t", "retention.ms", 2, "5").error_code, ErrorCode::kInvalidConfig);
   EXPECT_EQ(Incremental(c, "t", "retention.ms", 9, "5").error_code, ErrorCode::kInvalidConfig);
-  EXPECT_EQ(Incremental(c, "t", "retention.ms", 0, std::nullopt).error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "retention.ms", 0, std::nullopt).error_code,
+            ErrorCode::kInvalidConfig);
   EXPECT_EQ(Incremental(c, "gone", "retention.ms", 0, "5").error_code,
             ErrorCode::kUnknownTopicOrPartition);
 
@@ -203,14 +210,18 @@ TEST_F(BrokerAdminTest, AlterConfigsChangeWhatProduceAccepts) {
   EXPECT_EQ(a.error_code, ErrorCode::kNone);
   EXPECT_EQ(Incremental(c, "t", "retention.ms", 0, "77").error_code, ErrorCode::kNone);
   alter.resources[0].configs = {{"segment.ms", "7200000", {}}};
-  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 0, alter).responses.at(0).error_code,
+  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 0, alter)
+                .responses.at(0)
+                .error_code,
             ErrorCode::kNone);
   auto d = Describe(c, 2, "t");
   EXPECT_EQ(Find(d, "segment.ms")->value, "7200000");
   EXPECT_EQ(Find(d, "retention.ms")->config_source, 5);  // the override went
   // Broker configs are static.
   alter.resources[0] = {4, "1", {{"log.retention.ms", "1", {}}}, {}};
-  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 1, alter).responses.at(0).error_code,
+  EXPECT_EQ(c.Call<kafka::AlterConfigsResponse>(ApiKey::kAlterConfigs, 1, alter)
+                .responses.at(0)
+                .error_code,
             ErrorCode::kInvalidRequest);
   // Overrides survive a restart.
   Stop();
@@ -227,7 +238,9 @@ TEST_F(BrokerAdminTest, DeleteRecordsMovesTheLogStartDurably) {
     kafka::DeleteRecordsRequest req;
     req.topics.push_back({"t", {{0, offset, {}}}, {}});
     req.timeout_ms = 1000;
-    return c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, req).topics.at(0).partitions.at(0);
+    return c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, req)
+        .topics.at(0)
+        .partitions.at(0);
   };
   auto r = del(5);
   EXPECT_EQ(r.error_code, ErrorCode::kNone);
@@ -297,7 +310,6 @@ TEST_F(BrokerAdminTest, RecoveryThatCutTheLogBumpsTheLeaderEpoch) {
   EXPECT_EQ(f.high_watermark, 7);
 }
 
-
 TEST_F(BrokerAdminTest, RetentionRunsPeriodically) {
   Stop();
   options_.retention_check_interval_ms = 20;
@@ -306,9 +318,11 @@ TEST_F(BrokerAdminTest, RetentionRunsPeriodically) {
   kafka::CreateTopicsRequest create;
   create.topics.push_back(
       {"t", 1, -1, {}, {{"segment.bytes", "1024", {}}, {"retention.bytes", "2048", {}}}, {}});
-  ASSERT_EQ(c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
-            ErrorCode::kNone);
-  for (int i = 0; i < 20; ++i) ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  ASSERT_EQ(
+      c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create).topics[0].error_code,
+      ErrorCode::kNone);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
   int64_t earliest = 0;
   for (int i = 0; i < 500 && earliest == 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -339,13 +353,13 @@ TEST_F(BrokerAdminTest, MetadataAutoCreatesTopicsOnlyWhenEnabled) {
   EXPECT_EQ(Meta(c2, "bad/name").error_code, ErrorCode::kInvalidTopicException);
 }
 
-
 // A partition with much data takes at most partition_max_bytes of a response: the others
 // still get theirs (Kafka's fetch fairness without sessions).
 TEST_F(BrokerAdminTest, LargePartitionDoesNotStarveOthers) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 2).topics[0].error_code, ErrorCode::kNone);
-  for (int i = 0; i < 20; ++i) ASSERT_EQ(Produce(c, "t", 0, Batch(10, 1000)).error_code, ErrorCode::kNone);
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(Produce(c, "t", 0, Batch(10, 1000)).error_code, ErrorCode::kNone);
   ASSERT_EQ(Produce(c, "t", 1, Batch(2)).error_code, ErrorCode::kNone);
   kafka::FetchRequest req;
   req.max_bytes = 1 << 20;
@@ -370,7 +384,6 @@ TEST_F(BrokerAdminTest, LargePartitionDoesNotStarveOthers) {
   EXPECT_EQ(small.responses.at(0).partitions.at(1).records.inline_bytes->size(), 0u);
 }
 
-
 // A waiting fetch with min_bytes over two partitions (and one listed twice) must stay one
 // waiter however many appends wake it (the review found it multiplying itself).
 TEST_F(BrokerAdminTest, WaitingFetchStaysOneWaiterAcrossManyAppends) {
@@ -386,7 +399,8 @@ TEST_F(BrokerAdminTest, WaitingFetchStaysOneWaiterAcrossManyAppends) {
   p1.partition = 1;
   req.topics.push_back({"t", {}, {p0, p1, p0}, {}});
   ASSERT_TRUE(consumer.SendRequest(ApiKey::kFetch, 11, 9, req));
-  while (broker_->waiting_fetch_count() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (broker_->waiting_fetch_count() == 0)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   Bytes b = Batch(1);
   for (int i = 0; i < 60; ++i) {
     kafka::ProduceRequest produce;
@@ -418,11 +432,13 @@ TEST_F(BrokerAdminTest, AcceptedConfigsNeverStopARestart) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
   EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, "10").error_code, ErrorCode::kNone);
-  EXPECT_EQ(Incremental(c, "t", "segment.bytes", 0, "2100000000").error_code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(Incremental(c, "t", "segment.bytes", 0, "2100000000").error_code,
+            ErrorCode::kInvalidConfig);
   EXPECT_EQ(Incremental(c, "t", "segment.bytes", 0, std::to_string(kMaxSegmentBytes)).error_code,
             ErrorCode::kNone);
-  EXPECT_EQ(Incremental(c, "t", "max.message.bytes", 0, std::to_string(kMaxTopicMessageBytes)).error_code,
-            ErrorCode::kNone);
+  EXPECT_EQ(
+      Incremental(c, "t", "max.message.bytes", 0, std::to_string(kMaxTopicMessageBytes)).error_code,
+      ErrorCode::kNone);
   Stop();
   Start();
   Client c2(port());
@@ -435,7 +451,10 @@ TEST_F(BrokerAdminTest, ListOffsetsByTimestampNeverAnswersBelowTheLogStart) {
   ASSERT_EQ(Produce(c, "t", 0, Batch(10)).error_code, ErrorCode::kNone);
   kafka::DeleteRecordsRequest del;
   del.topics.push_back({"t", {{0, 5, {}}}, {}});
-  ASSERT_EQ(c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del).topics[0].partitions[0].error_code,
+  ASSERT_EQ(c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del)
+                .topics[0]
+                .partitions[0]
+                .error_code,
             ErrorCode::kNone);
   auto at = [&](int64_t ts, int16_t version = 9) {
     kafka::ListOffsetsRequest req;
@@ -443,7 +462,9 @@ TEST_F(BrokerAdminTest, ListOffsetsByTimestampNeverAnswersBelowTheLogStart) {
     kafka::ListOffsetsRequest::Partition p;
     p.timestamp = ts;
     req.topics.push_back({"t", {p}, {}});
-    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, version, req).topics.at(0).partitions.at(0);
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, version, req)
+        .topics.at(0)
+        .partitions.at(0);
   };
   EXPECT_EQ(at(0).offset, 5);
   EXPECT_EQ(at(-4).offset, 5);   // EARLIEST_LOCAL: the log start without tiered storage

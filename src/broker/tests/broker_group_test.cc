@@ -88,7 +88,8 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   hb.group_id = "g";
   hb.generation_id = joined.generation_id;
   hb.member_id = joined.member_id;
-  EXPECT_EQ(c.Call<kafka::HeartbeatResponse>(ApiKey::kHeartbeat, 4, hb).error_code, ErrorCode::kNone);
+  EXPECT_EQ(c.Call<kafka::HeartbeatResponse>(ApiKey::kHeartbeat, 4, hb).error_code,
+            ErrorCode::kNone);
 
   kafka::OffsetCommitRequest commit;
   commit.group_id = "g";
@@ -98,7 +99,8 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   commit.topics.push_back({"missing", {{0, 1, -1, -1, std::nullopt, {}}}, {}});
   auto committed = c.Call<kafka::OffsetCommitResponse>(ApiKey::kOffsetCommit, 8, commit);
   EXPECT_EQ(committed.topics.at(0).partitions.at(0).error_code, ErrorCode::kNone);
-  EXPECT_EQ(committed.topics.at(1).partitions.at(0).error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(committed.topics.at(1).partitions.at(0).error_code,
+            ErrorCode::kUnknownTopicOrPartition);
   auto got = Committed(c, "g");
   EXPECT_EQ(got.committed_offset, 42);
   EXPECT_EQ(got.metadata, "meta");
@@ -114,7 +116,8 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   kafka::LeaveGroupRequest leave;
   leave.group_id = "g";
   leave.members.push_back({joined.member_id, std::nullopt, std::nullopt, {}});
-  EXPECT_EQ(c.Call<kafka::LeaveGroupResponse>(ApiKey::kLeaveGroup, 5, leave).error_code, ErrorCode::kNone);
+  EXPECT_EQ(c.Call<kafka::LeaveGroupResponse>(ApiKey::kLeaveGroup, 5, leave).error_code,
+            ErrorCode::kNone);
 
   Stop();
   Start();
@@ -125,7 +128,8 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
 
 TEST_F(BrokerGroupTest, InternalTopicNameIsReserved) {
   Client c(port());
-  EXPECT_EQ(Create(c, "__consumer_offsets", 1).topics[0].error_code, ErrorCode::kTopicAlreadyExists);
+  EXPECT_EQ(Create(c, "__consumer_offsets", 1).topics[0].error_code,
+            ErrorCode::kTopicAlreadyExists);
 }
 
 }  // namespace

@@ -49,7 +49,8 @@ class BrokerSaslTest : public testing::BrokerFixture {
 TEST_F(BrokerSaslTest, PlainThenRequestsAreServed) {
   Client c(port());
   // ApiVersions is allowed before authenticating.
-  auto versions = c.Call<kafka::ApiVersionsResponse>(ApiKey::kApiVersions, 3, kafka::ApiVersionsRequest{});
+  auto versions =
+      c.Call<kafka::ApiVersionsResponse>(ApiKey::kApiVersions, 3, kafka::ApiVersionsRequest{});
   EXPECT_EQ(versions.error_code, ErrorCode::kNone);
   auto hs = Handshake(c, "PLAIN");
   EXPECT_EQ(hs.error_code, ErrorCode::kNone);
@@ -60,7 +61,8 @@ TEST_F(BrokerSaslTest, PlainThenRequestsAreServed) {
   // A second handshake or authenticate on an authenticated connection is out of order,
   // and the connection stays.
   EXPECT_EQ(Handshake(c, "PLAIN").error_code, ErrorCode::kIllegalSaslState);
-  EXPECT_EQ(Authenticate(c, Plain("alice", "alice-secret")).error_code, ErrorCode::kIllegalSaslState);
+  EXPECT_EQ(Authenticate(c, Plain("alice", "alice-secret")).error_code,
+            ErrorCode::kIllegalSaslState);
   EXPECT_EQ(Metadata(c).brokers.size(), 1u);
 }
 
@@ -104,7 +106,8 @@ TEST_F(BrokerSaslTest, UnknownMechanismAndAuthenticateWithoutHandshake) {
   // The client may try again with one that is.
   EXPECT_EQ(Handshake(c, "PLAIN").error_code, ErrorCode::kNone);
   Client d(port());
-  EXPECT_EQ(Authenticate(d, Plain("alice", "alice-secret")).error_code, ErrorCode::kIllegalSaslState);
+  EXPECT_EQ(Authenticate(d, Plain("alice", "alice-secret")).error_code,
+            ErrorCode::kIllegalSaslState);
   EXPECT_TRUE(d.SeesClose());
 }
 

@@ -3,6 +3,8 @@
 // and fetches, group listing, description and deletion, and what survives a reopen.
 #include "broker/group_coordinator.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <future>
 #include <memory>
@@ -11,8 +13,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "broker/offset_log.h"
 #include "kafka/protocol/records.h"
@@ -46,7 +46,9 @@ class Pending {
     }
     return future_.get();
   }
-  bool ReadyWithin(std::chrono::milliseconds d) { return future_.wait_for(d) == std::future_status::ready; }
+  bool ReadyWithin(std::chrono::milliseconds d) {
+    return future_.wait_for(d) == std::future_status::ready;
+  }
 
  private:
   std::shared_ptr<std::promise<R>> promise_ = std::make_shared<std::promise<R>>();
@@ -120,7 +122,8 @@ class GroupCoordinatorTest : public ::testing::Test {
       req.protocols.push_back(std::move(p));
     }
     auto pending = std::make_unique<Pending<kafka::JoinGroupResponse>>();
-    coord_->JoinGroup(std::move(req), s.version, GroupClient{s.client_id, "/127.0.0.1"}, pending->Callback());
+    coord_->JoinGroup(std::move(req), s.version, GroupClient{s.client_id, "/127.0.0.1"},
+                      pending->Callback());
     return pending;
   }
   kafka::JoinGroupResponse Join(const JoinSpec& s) { return JoinAsync(s)->Get(); }
@@ -156,9 +159,10 @@ class GroupCoordinatorTest : public ::testing::Test {
     coord_->SyncGroup(std::move(req), version, pending->Callback());
     return pending;
   }
-  kafka::SyncGroupResponse Sync(const std::string& group, const std::string& member, int32_t generation,
-                                const std::vector<std::pair<std::string, std::vector<uint8_t>>>& assignments = {},
-                                std::optional<std::string> instance = std::nullopt) {
+  kafka::SyncGroupResponse Sync(
+      const std::string& group, const std::string& member, int32_t generation,
+      const std::vector<std::pair<std::string, std::vector<uint8_t>>>& assignments = {},
+      std::optional<std::string> instance = std::nullopt) {
     return SyncAsync(group, member, generation, assignments, std::move(instance))->Get();
   }
 
@@ -174,9 +178,10 @@ class GroupCoordinatorTest : public ::testing::Test {
     return p.Get().error_code;
   }
 
-  kafka::LeaveGroupResponse Leave(const std::string& group,
-                                  std::vector<std::pair<std::string, std::optional<std::string>>> members,
-                                  int16_t version = 5) {
+  kafka::LeaveGroupResponse Leave(
+      const std::string& group,
+      std::vector<std::pair<std::string, std::optional<std::string>>> members,
+      int16_t version = 5) {
     kafka::LeaveGroupRequest req;
     req.group_id = group;
     if (version < 3) {
@@ -194,8 +199,9 @@ class GroupCoordinatorTest : public ::testing::Test {
     return p.Get();
   }
 
-  kafka::OffsetCommitResponse Commit(const std::string& group, const std::string& member, int32_t generation,
-                                     const std::vector<CommitSpec>& commits, int16_t version = 8,
+  kafka::OffsetCommitResponse Commit(const std::string& group, const std::string& member,
+                                     int32_t generation, const std::vector<CommitSpec>& commits,
+                                     int16_t version = 8,
                                      std::optional<std::string> instance = std::nullopt) {
     kafka::OffsetCommitRequest req;
     req.group_id = group;
@@ -218,14 +224,16 @@ class GroupCoordinatorTest : public ::testing::Test {
     coord_->OffsetCommit(std::move(req), version, p.Callback());
     return p.Get();
   }
-  kafka::OffsetCommitResponse CommitStandalone(const std::string& group, const std::vector<CommitSpec>& commits) {
+  kafka::OffsetCommitResponse CommitStandalone(const std::string& group,
+                                               const std::vector<CommitSpec>& commits) {
     return Commit(group, "", -1, commits);
   }
 
   // OffsetFetch v7 of one group; `topics` null: everything committed.
-  kafka::OffsetFetchResponse Fetch(const std::string& group,
-                                   std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>> topics,
-                                   int16_t version = 7) {
+  kafka::OffsetFetchResponse Fetch(
+      const std::string& group,
+      std::optional<std::vector<std::pair<std::string, std::vector<int32_t>>>> topics,
+      int16_t version = 7) {
     kafka::OffsetFetchRequest req;
     req.group_id = group;
     if (!topics) {
@@ -245,7 +253,8 @@ class GroupCoordinatorTest : public ::testing::Test {
   }
   // The committed offset of one partition (-1 when none), via OffsetFetch v7.
   int64_t Committed(const std::string& group, const std::string& topic, int32_t partition) {
-    auto r = Fetch(group, std::vector<std::pair<std::string, std::vector<int32_t>>>{{topic, {partition}}});
+    auto r = Fetch(group,
+                   std::vector<std::pair<std::string, std::vector<int32_t>>>{{topic, {partition}}});
     EXPECT_EQ(r.error_code, ErrorCode::kNone);
     if (r.topics.size() != 1 || r.topics[0].partitions.size() != 1) {
       ADD_FAILURE() << "unexpected OffsetFetch response shape";
@@ -269,7 +278,8 @@ class GroupCoordinatorTest : public ::testing::Test {
     return r.groups[0];
   }
 
-  kafka::ListGroupsResponse List(std::vector<std::string> states = {}, std::vector<std::string> types = {}) {
+  kafka::ListGroupsResponse List(std::vector<std::string> states = {},
+                                 std::vector<std::string> types = {}) {
     kafka::ListGroupsRequest req;
     req.states_filter = std::move(states);
     req.types_filter = std::move(types);
@@ -352,8 +362,9 @@ TEST_F(GroupCoordinatorTest, MemberIdRequiredFromV4WithAGeneratedId) {
   EXPECT_EQ(first.error_code, ErrorCode::kMemberIdRequired);
   EXPECT_EQ(first.generation_id, -1);
   EXPECT_TRUE(first.members.empty());
-  EXPECT_TRUE(std::regex_match(first.member_id,
-                               std::regex("rdkafka-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
+  EXPECT_TRUE(std::regex_match(
+      first.member_id,
+      std::regex("rdkafka-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")))
       << first.member_id;
   s.member_id = first.member_id;
   auto join = Join(s);
@@ -435,7 +446,8 @@ TEST_F(GroupCoordinatorTest, ThirdMemberMakesOthersRebalance) {
   auto ra = ja->Get();
   auto rb = jb->Get();
   auto sb = SyncAsync("g", rb.member_id, 1);
-  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code,
+            ErrorCode::kNone);
   ASSERT_EQ(sb->Get().error_code, ErrorCode::kNone);
 
   auto jc = JoinNewAsync(JoinSpec{});
@@ -444,7 +456,8 @@ TEST_F(GroupCoordinatorTest, ThirdMemberMakesOthersRebalance) {
   EXPECT_EQ(Heartbeat("g", ra.member_id, 1), ErrorCode::kRebalanceInProgress);
   EXPECT_EQ(Heartbeat("g", rb.member_id, 1), ErrorCode::kRebalanceInProgress);
   // Commits are still taken while preparing (Kafka 3); the heartbeat tells to rejoin.
-  EXPECT_EQ(Commit("g", ra.member_id, 1, {{"t", 0, 5}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  EXPECT_EQ(Commit("g", ra.member_id, 1, {{"t", 0, 5}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
 
   JoinSpec again;
   again.member_id = ra.member_id;
@@ -483,7 +496,8 @@ TEST_F(GroupCoordinatorTest, SilentMemberIsExpelledAfterItsSessionTimeout) {
   auto ra = ja->Get();
   auto rb = jb->Get();
   auto sb = SyncAsync("g", rb.member_id, 1);
-  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code,
+            ErrorCode::kNone);
   ASSERT_EQ(sb->Get().error_code, ErrorCode::kNone);
 
   // a keeps heartbeating, b goes silent.
@@ -515,7 +529,8 @@ TEST_F(GroupCoordinatorTest, MemberThatDoesNotRejoinIsDroppedAtTheRebalanceTimeo
   auto ra = ja->Get();
   auto rb = jb->Get();
   auto sb = SyncAsync("g", rb.member_id, 1);
-  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code,
+            ErrorCode::kNone);
   ASSERT_EQ(sb->Get().error_code, ErrorCode::kNone);
   // The leader rejoins (forcing a rebalance); b never does.
   JoinSpec again = s;
@@ -572,7 +587,8 @@ TEST_F(GroupCoordinatorTest, LeaveTriggersARebalance) {
   auto ra = ja->Get();
   auto rb = jb->Get();
   auto sb = SyncAsync("g", rb.member_id, 1);
-  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Sync("g", ra.member_id, 1, {{ra.member_id, {1}}, {rb.member_id, {2}}}).error_code,
+            ErrorCode::kNone);
   ASSERT_EQ(sb->Get().error_code, ErrorCode::kNone);
 
   auto leave = Leave("g", {{rb.member_id, std::nullopt}, {"nobody", std::nullopt}});
@@ -595,7 +611,8 @@ TEST_F(GroupCoordinatorTest, LeaveTriggersARebalance) {
   EXPECT_EQ(last.error_code, ErrorCode::kNone);
   EXPECT_TRUE(last.members.empty());
   EXPECT_EQ(Describe("g").group_state, "Empty");
-  EXPECT_EQ(Leave("unknown-group", {{"x", std::nullopt}}).members.at(0).error_code, ErrorCode::kUnknownMemberId);
+  EXPECT_EQ(Leave("unknown-group", {{"x", std::nullopt}}).members.at(0).error_code,
+            ErrorCode::kUnknownMemberId);
 }
 
 TEST_F(GroupCoordinatorTest, StaticMemberRejoinReplacesAndFencesTheOldId) {
@@ -608,8 +625,12 @@ TEST_F(GroupCoordinatorTest, StaticMemberRejoinReplacesAndFencesTheOldId) {
   EXPECT_EQ(first.member_id.rfind("instance-a-", 0), 0u) << first.member_id;
   ASSERT_EQ(first.members.size(), 1u);
   EXPECT_EQ(first.members[0].group_instance_id, "instance-a");
-  ASSERT_EQ(Sync("g", first.member_id, 1, {{first.member_id, {4, 2}}}, "instance-a").error_code, ErrorCode::kNone);
-  ASSERT_EQ(Commit("g", first.member_id, 1, {{"t", 0, 10}}, 8, "instance-a").topics[0].partitions[0].error_code,
+  ASSERT_EQ(Sync("g", first.member_id, 1, {{first.member_id, {4, 2}}}, "instance-a").error_code,
+            ErrorCode::kNone);
+  ASSERT_EQ(Commit("g", first.member_id, 1, {{"t", 0, 10}}, 8, "instance-a")
+                .topics[0]
+                .partitions[0]
+                .error_code,
             ErrorCode::kNone);
 
   // The instance restarts: same instance id, no member id. Stable and the same protocol:
@@ -627,8 +648,12 @@ TEST_F(GroupCoordinatorTest, StaticMemberRejoinReplacesAndFencesTheOldId) {
 
   // The old incarnation is fenced wherever it shows up with its instance id.
   EXPECT_EQ(Heartbeat("g", first.member_id, 1, "instance-a"), ErrorCode::kFencedInstanceId);
-  EXPECT_EQ(Sync("g", first.member_id, 1, {}, "instance-a").error_code, ErrorCode::kFencedInstanceId);
-  EXPECT_EQ(Commit("g", first.member_id, 1, {{"t", 0, 11}}, 8, "instance-a").topics[0].partitions[0].error_code,
+  EXPECT_EQ(Sync("g", first.member_id, 1, {}, "instance-a").error_code,
+            ErrorCode::kFencedInstanceId);
+  EXPECT_EQ(Commit("g", first.member_id, 1, {{"t", 0, 11}}, 8, "instance-a")
+                .topics[0]
+                .partitions[0]
+                .error_code,
             ErrorCode::kFencedInstanceId);
   JoinSpec old = s;
   old.member_id = first.member_id;
@@ -682,13 +707,16 @@ TEST_F(GroupCoordinatorTest, IllegalGenerationAndUnknownMemberAnswers) {
   EXPECT_EQ(Sync("g", m, 7).error_code, ErrorCode::kIllegalGeneration);
   EXPECT_EQ(Sync("g", "stranger", 1).error_code, ErrorCode::kUnknownMemberId);
   EXPECT_EQ(Sync("nope", m, 1).error_code, ErrorCode::kUnknownMemberId);
-  EXPECT_EQ(Commit("g", m, 7, {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kIllegalGeneration);
+  EXPECT_EQ(Commit("g", m, 7, {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kIllegalGeneration);
   EXPECT_EQ(Commit("g", "stranger", 1, {{"t", 0, 1}}).topics[0].partitions[0].error_code,
             ErrorCode::kUnknownMemberId);
   // A generation for a group that does not exist: an older generation's commit.
-  EXPECT_EQ(Commit("nope", m, 1, {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kIllegalGeneration);
+  EXPECT_EQ(Commit("nope", m, 1, {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kIllegalGeneration);
   // Only members commit to a group with members.
-  EXPECT_EQ(CommitStandalone("g", {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kUnknownMemberId);
+  EXPECT_EQ(CommitStandalone("g", {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kUnknownMemberId);
   JoinSpec stranger;
   stranger.member_id = "stranger";
   EXPECT_EQ(Join(stranger).error_code, ErrorCode::kUnknownMemberId);
@@ -757,14 +785,17 @@ TEST_F(GroupCoordinatorTest, GroupMaxSizeRefusesTheExtraMember) {
 TEST_F(GroupCoordinatorTest, OffsetCommitAndFetchRoundTrip) {
   Open();
   std::string m = StableSingleMember();
-  auto c = Commit("g", m, 1,
-                  {{"t", 0, 100, std::string("meta"), 5}, {"t", 1, 101}, {"u", 3, 300, std::nullopt}});
+  auto c =
+      Commit("g", m, 1,
+             {{"t", 0, 100, std::string("meta"), 5}, {"t", 1, 101}, {"u", 3, 300, std::nullopt}});
   ASSERT_EQ(c.topics.size(), 2u);
   for (const auto& t : c.topics) {
-    for (const auto& p : t.partitions) EXPECT_EQ(p.error_code, ErrorCode::kNone) << t.name << p.partition_index;
+    for (const auto& p : t.partitions)
+      EXPECT_EQ(p.error_code, ErrorCode::kNone) << t.name << p.partition_index;
   }
 
-  auto f = Fetch("g", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0, 1, 2}}, {"u", {3}}});
+  auto f = Fetch(
+      "g", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0, 1, 2}}, {"u", {3}}});
   EXPECT_EQ(f.error_code, ErrorCode::kNone);
   ASSERT_EQ(f.topics.size(), 2u);
   ASSERT_EQ(f.topics[0].partitions.size(), 3u);
@@ -788,7 +819,8 @@ TEST_F(GroupCoordinatorTest, OffsetCommitAndFetchRoundTrip) {
   EXPECT_EQ(all.topics[1].name, "u");
 
   // An unknown group: -1s, not an error.
-  auto unknown = Fetch("nobody", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0}}});
+  auto unknown =
+      Fetch("nobody", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0}}});
   EXPECT_EQ(unknown.error_code, ErrorCode::kNone);
   EXPECT_EQ(unknown.topics.at(0).partitions.at(0).committed_offset, -1);
   EXPECT_TRUE(Fetch("nobody", std::nullopt).topics.empty());
@@ -816,8 +848,9 @@ TEST_F(GroupCoordinatorTest, OffsetCommitAndFetchRoundTrip) {
 
 TEST_F(GroupCoordinatorTest, OffsetCommitBeforeV6DropsTheLeaderEpoch) {
   Open();
-  ASSERT_EQ(Commit("g", "", -1, {{"t", 0, 1, std::string(), 9}}, 5).topics[0].partitions[0].error_code,
-            ErrorCode::kNone);
+  ASSERT_EQ(
+      Commit("g", "", -1, {{"t", 0, 1, std::string(), 9}}, 5).topics[0].partitions[0].error_code,
+      ErrorCode::kNone);
   auto f = Fetch("g", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0}}});
   EXPECT_EQ(f.topics[0].partitions[0].committed_leader_epoch, -1);
 }
@@ -834,7 +867,8 @@ TEST_F(GroupCoordinatorTest, StandaloneCommitCreatesAnEmptyGroup) {
   EXPECT_EQ(list.groups[0].protocol_type, "");
   EXPECT_EQ(list.groups[0].group_type, "classic");
   // Commits are allowed for the empty group id, as Kafka allows them.
-  EXPECT_EQ(CommitStandalone("", {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  EXPECT_EQ(CommitStandalone("", {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
   EXPECT_EQ(Committed("", "t", 0), 1);
 }
 
@@ -860,9 +894,13 @@ TEST_F(GroupCoordinatorTest, UnknownPartitionAndTooLargeMetadataArePerPartition)
 TEST_F(GroupCoordinatorTest, CommitsSurviveCloseAndReopen) {
   Open();
   std::string m = StableSingleMember();
-  ASSERT_EQ(Commit("g", m, 1, {{"t", 0, 10, std::string("x"), 3}, {"t", 1, 11}}).topics[0].partitions[1].error_code,
+  ASSERT_EQ(Commit("g", m, 1, {{"t", 0, 10, std::string("x"), 3}, {"t", 1, 11}})
+                .topics[0]
+                .partitions[1]
+                .error_code,
             ErrorCode::kNone);
-  ASSERT_EQ(CommitStandalone("solo", {{"u", 0, 99}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("solo", {{"u", 0, 99}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
   Reopen();
   auto f = Fetch("g", std::vector<std::pair<std::string, std::vector<int32_t>>>{{"t", {0, 1}}});
   EXPECT_EQ(f.topics[0].partitions[0].committed_offset, 10);
@@ -892,8 +930,10 @@ TEST_F(GroupCoordinatorTest, GenerationSurvivesReopenWhileMembersDoNot) {
 
 TEST_F(GroupCoordinatorTest, DeleteGroupsTombstonesItsOffsets) {
   Open();
-  ASSERT_EQ(CommitStandalone("a", {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
-  ASSERT_EQ(CommitStandalone("b", {{"t", 0, 2}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("a", {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("b", {{"t", 0, 2}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
   StableSingleMember("busy");
   auto r = Delete({"a", "busy", "ghost", "a"});
   ASSERT_EQ(r.results.size(), 3u);
@@ -912,8 +952,10 @@ TEST_F(GroupCoordinatorTest, DeleteGroupsTombstonesItsOffsets) {
 
 TEST_F(GroupCoordinatorTest, DeletedTopicForgetsItsOffsets) {
   Open();
-  ASSERT_EQ(CommitStandalone("both", {{"a", 0, 1}, {"b", 0, 2}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
-  ASSERT_EQ(CommitStandalone("only-a", {{"a", 1, 3}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("both", {{"a", 0, 1}, {"b", 0, 2}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("only-a", {{"a", 1, 3}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
   coord_->OnTopicDeleted("a");
   EXPECT_EQ(Committed("both", "a", 0), -1);
   EXPECT_EQ(Committed("both", "b", 0), 2);
@@ -960,7 +1002,8 @@ TEST_F(GroupCoordinatorTest, MalformedLogRecordIsSkippedAtOpen) {
 TEST_F(GroupCoordinatorTest, ListGroupsFiltersByStateAndType) {
   Open();
   StableSingleMember("stable");
-  ASSERT_EQ(CommitStandalone("empty", {{"t", 0, 1}}).topics[0].partitions[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone("empty", {{"t", 0, 1}}).topics[0].partitions[0].error_code,
+            ErrorCode::kNone);
   auto all = List();
   ASSERT_EQ(all.groups.size(), 2u);
   EXPECT_EQ(all.groups[0].group_id, "empty");

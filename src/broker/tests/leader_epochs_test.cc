@@ -22,10 +22,10 @@ TEST(LeaderEpochCacheTest, ParsesKafkasFormat) {
 }
 
 TEST(LeaderEpochCacheTest, RejectsMalformedText) {
-  for (const char* bad : {"", "0\n", "1\n0\n", "0\n1\n", "0\n2\n0 0\n", "0\n1\n0 0", "0\n1\n00\n",
-                          "0\n1\nx 0\n", "0\n1\n0 -4\n", "0\n1\n-1 0\n", "0\n2\n3 10\n2 20\n",
-                          "0\n2\n1 10\n2 5\n", "0\n1\n1  5\n", "0\n-1\n", "0\n1\n1 5 6\n",
-                          "0\n1\n99999999999 5\n"}) {
+  for (const char* bad :
+       {"", "0\n", "1\n0\n", "0\n1\n", "0\n2\n0 0\n", "0\n1\n0 0", "0\n1\n00\n", "0\n1\nx 0\n",
+        "0\n1\n0 -4\n", "0\n1\n-1 0\n", "0\n2\n3 10\n2 20\n", "0\n2\n1 10\n2 5\n", "0\n1\n1  5\n",
+        "0\n-1\n", "0\n1\n1 5 6\n", "0\n1\n99999999999 5\n"}) {
     EXPECT_FALSE(LeaderEpochCache::Parse(bad).ok()) << "'" << bad << "'";
   }
 }

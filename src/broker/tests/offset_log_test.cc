@@ -2,13 +2,13 @@
 // malformed records at replay, and snapshots that keep exactly the live state.
 #include "broker/offset_log.h"
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <future>
 #include <map>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "kafka/protocol/records.h"
 #include "kafka/protocol/wire.h"
@@ -62,17 +62,17 @@ TEST(OffsetsFormatTest, OffsetKeyAndValueAreKafkasBytes) {
   auto key = offsets_format::EncodeOffsetKey("g", TopicPartition{"t", 3});
   EXPECT_EQ(key, (std::vector<uint8_t>{0, 1, 0, 1, 'g', 0, 1, 't', 0, 0, 0, 3}));
   auto value = offsets_format::EncodeOffsetValue(CommittedOffset{258, 7, "m", 1});
-  EXPECT_EQ(value, (std::vector<uint8_t>{0, 3,                       // version 3
-                                         0, 0, 0, 0, 0, 0, 1, 2,     // offset
-                                         0, 0, 0, 7,                 // leader epoch
-                                         0, 1, 'm',                  // metadata
-                                         0, 0, 0, 0, 0, 0, 0, 1}));  // commit timestamp
+  EXPECT_EQ(value, (std::vector<uint8_t>{0, 3,                         // version 3
+                                         0, 0, 0,   0, 0, 0, 1, 2,     // offset
+                                         0, 0, 0,   7,                 // leader epoch
+                                         0, 1, 'm',                    // metadata
+                                         0, 0, 0,   0, 0, 0, 0, 1}));  // commit timestamp
   auto gkey = offsets_format::EncodeGroupKey("g");
   EXPECT_EQ(gkey, (std::vector<uint8_t>{0, 2, 0, 1, 'g'}));
   auto gvalue = offsets_format::EncodeGroupValue(GroupRecord{"consumer", 5, "range", std::nullopt});
-  EXPECT_EQ(gvalue, (std::vector<uint8_t>{0, 0, 0, 8, 'c', 'o', 'n', 's', 'u', 'm', 'e', 'r',
-                                          0, 0, 0, 5, 0, 5, 'r', 'a', 'n', 'g', 'e', 0xff, 0xff,
-                                          0, 0, 0, 0}));
+  EXPECT_EQ(gvalue,
+            (std::vector<uint8_t>{0, 0, 0, 8,   'c', 'o', 'n', 's', 'u',  'm',  'e', 'r', 0, 0, 0,
+                                  5, 0, 5, 'r', 'a', 'n', 'g', 'e', 0xff, 0xff, 0,   0,   0, 0}));
 }
 
 TEST(OffsetsFormatTest, DecodesWhatItEncodes) {
@@ -142,7 +142,8 @@ TEST(OffsetsFormatTest, RejectsTruncatedAndUnknownVersions) {
   EXPECT_FALSE(offsets_format::DecodeOffsetValue(std::vector<uint8_t>{0, 7}).ok());
   // A negative string length.
   EXPECT_FALSE(offsets_format::DecodeKey(std::vector<uint8_t>{0, 1, 0xff, 0xf0}).ok());
-  auto group = offsets_format::EncodeGroupValue(GroupRecord{"consumer", 1, std::nullopt, std::nullopt});
+  auto group =
+      offsets_format::EncodeGroupValue(GroupRecord{"consumer", 1, std::nullopt, std::nullopt});
   group.pop_back();
   EXPECT_FALSE(offsets_format::DecodeGroupValue(group).ok());
 }
@@ -327,7 +328,8 @@ TEST_F(OffsetLogTest, SnapshotKeepsExactlyTheLiveState) {
     OffsetWrite w;
     w.DeleteGroup("g4");
     w.DeleteTopic("t1");
-    std::erase_if(model, [](const auto& e) { return e.first.first == "g4" || e.first.second.topic == "t1"; });
+    std::erase_if(
+        model, [](const auto& e) { return e.first.first == "g4" || e.first.second.topic == "t1"; });
     groups.erase("g4");
     ASSERT_TRUE(WriteDurable(*log, w).ok());
   }

@@ -100,7 +100,8 @@ TEST(ProducerStateTest, RebuiltFromTheLogHeaders) {
   EXPECT_EQ(dup.verdict, Verdict::kDuplicate);
   EXPECT_EQ(dup.first_offset, 33);
   EXPECT_EQ(t.CheckBatch(B(42, 1, 36, 1)).verdict, Verdict::kAppend);
-  EXPECT_EQ(t.CheckBatch(B(42, 1, 15, 3)).verdict, Verdict::kOutOfOrder);  // older than the last five
+  EXPECT_EQ(t.CheckBatch(B(42, 1, 15, 3)).verdict,
+            Verdict::kOutOfOrder);  // older than the last five
 }
 
 }  // namespace

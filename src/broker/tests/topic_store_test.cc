@@ -66,7 +66,8 @@ TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
   EXPECT_EQ(store->Create("t", 1, {}, false, nullptr).code, ErrorCode::kTopicAlreadyExists);
   EXPECT_EQ(store->Create("", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
   EXPECT_EQ(store->Create("..", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
-  EXPECT_EQ(store->Create("bad name", 1, {}, false, nullptr).code, ErrorCode::kInvalidTopicException);
+  EXPECT_EQ(store->Create("bad name", 1, {}, false, nullptr).code,
+            ErrorCode::kInvalidTopicException);
   EXPECT_EQ(store->Create(std::string(250, 'x'), 1, {}, false, nullptr).code,
             ErrorCode::kInvalidTopicException);
   EXPECT_EQ(store->Create("zero", 0, {}, false, nullptr).code, ErrorCode::kInvalidPartitions);
@@ -74,7 +75,8 @@ TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
   TopicError e = store->Create("cfg", 1, {{"retention.ms", "soon"}}, false, nullptr);
   EXPECT_EQ(e.code, ErrorCode::kInvalidConfig);
   EXPECT_NE(e.message.find("retention.ms"), std::string::npos) << e.message;
-  EXPECT_EQ(store->Create("cfg", 1, {{"no.such.config", "1"}}, false, nullptr).code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(store->Create("cfg", 1, {{"no.such.config", "1"}}, false, nullptr).code,
+            ErrorCode::kInvalidConfig);
   EXPECT_EQ(store->Create("cfg", 1, {{"cleanup.policy", "compact"}}, false, nullptr).code,
             ErrorCode::kInvalidConfig);
 }
@@ -111,10 +113,12 @@ TEST_F(TopicStoreTest, IncrementalAndFullConfigChanges) {
   EXPECT_EQ(store->Find("t")->config.segment_bytes, 1048576);
   ASSERT_TRUE(store->SetConfigs("t", {{"retention.ms", std::nullopt}}, false, false).ok());
   EXPECT_EQ(store->Find("t")->config.retention_ms, TopicConfig{}.retention_ms);
-  ASSERT_TRUE(store->SetConfigs("t", {{"message.timestamp.type", "LogAppendTime"}}, true, false).ok());
+  ASSERT_TRUE(
+      store->SetConfigs("t", {{"message.timestamp.type", "LogAppendTime"}}, true, false).ok());
   EXPECT_TRUE(store->Find("t")->config.log_append_time);
   EXPECT_EQ(store->Find("t")->config.segment_bytes, TopicConfig{}.segment_bytes);  // replaced
-  EXPECT_EQ(store->SetConfigs("t", {{"segment.bytes", "1"}}, false, false).code, ErrorCode::kInvalidConfig);
+  EXPECT_EQ(store->SetConfigs("t", {{"segment.bytes", "1"}}, false, false).code,
+            ErrorCode::kInvalidConfig);
   EXPECT_EQ(store->Find("t")->overrides.size(), 1u);  // the bad change left nothing behind
 }
 
@@ -125,11 +129,17 @@ TEST_F(TopicStoreTest, MalformedFilesAreCorruptionNamingTheFile) {
       "{\"version\": 2, \"topics\": []}",
       "{\"version\": 1}",
       "{\"version\": 1, \"topics\": [{\"name\": \"t\"}]}",
-      "{\"version\": 1, \"topics\": [{\"name\": \"bad name\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"bad name\", \"id\": "
+      "\"00000000-0000-4000-8000-000000000001\", \"partitions\": 1}]}",
       "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"nope\", \"partitions\": 1}]}",
-      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 0}]}",
-      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": {\"retention.ms\": 5}}]}",
-      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": \"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": {\"bogus\": \"5\"}}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": "
+      "\"00000000-0000-4000-8000-000000000001\", \"partitions\": 0}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": "
+      "\"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": "
+      "{\"retention.ms\": 5}}]}",
+      "{\"version\": 1, \"topics\": [{\"name\": \"t\", \"id\": "
+      "\"00000000-0000-4000-8000-000000000001\", \"partitions\": 1, \"configs\": {\"bogus\": "
+      "\"5\"}}]}",
   };
   for (const char* text : cases) {
     WriteMeta(text);

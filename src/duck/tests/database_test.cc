@@ -15,9 +15,12 @@ TEST(DatabaseTest, QueriesReturnTypedColumns) {
   auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   auto conn = Connect(**db);
-  ASSERT_TRUE(conn->Execute("CREATE TABLE t (b BOOLEAN, i INTEGER, l BIGINT, d DOUBLE, s VARCHAR)").ok());
-  ASSERT_TRUE(conn->Execute("INSERT INTO t VALUES (true, 1, 10000000000, 1.5, 'a much longer string than twelve'),"
-                            "(NULL, NULL, NULL, NULL, NULL)").ok());
+  ASSERT_TRUE(
+      conn->Execute("CREATE TABLE t (b BOOLEAN, i INTEGER, l BIGINT, d DOUBLE, s VARCHAR)").ok());
+  ASSERT_TRUE(conn->Execute("INSERT INTO t VALUES (true, 1, 10000000000, 1.5, 'a much longer "
+                            "string than twelve'),"
+                            "(NULL, NULL, NULL, NULL, NULL)")
+                  .ok());
   auto r = conn->Query("SELECT * FROM t ORDER BY i NULLS LAST");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->column_count(), 5u);
@@ -78,7 +81,8 @@ TEST(DatabaseTest, MemoryLimitIsEnforced) {
   EXPECT_NE((*limit)[0][0]->find("MiB"), std::string::npos) << *(*limit)[0][0];
   // A hash aggregate over far more than 32 MiB of distinct strings, with nowhere to spill.
   Status st = conn->Execute(
-      "SELECT count(*) FROM (SELECT DISTINCT repeat('x', 100) || range::VARCHAR FROM range(3000000))");
+      "SELECT count(*) FROM (SELECT DISTINCT repeat('x', 100) || range::VARCHAR FROM "
+      "range(3000000))");
   EXPECT_FALSE(st.ok());
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
 }
@@ -91,7 +95,8 @@ TEST(DatabaseTest, QueryTextCastsEveryType) {
   auto db = Database::Open({});
   ASSERT_TRUE(db.ok());
   auto conn = Connect(**db);
-  auto rows = conn->QueryText("SELECT 1 AS a, {'k': [1, 2]} AS s, NULL AS n, DATE '2024-01-02' AS d");
+  auto rows =
+      conn->QueryText("SELECT 1 AS a, {'k': [1, 2]} AS s, NULL AS n, DATE '2024-01-02' AS d");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   ASSERT_EQ(rows->size(), 1u);
   EXPECT_EQ((*rows)[0][0], "1");
@@ -120,7 +125,8 @@ TEST(DatabaseTest, PreparedStatementRunsManyTimesAndFollowsAReplacedTable) {
   }
   EXPECT_FALSE((*stmt)->BindInt64(2, 1).ok());  // there is no $2
   // The table it reads is replaced: DuckDB binds the statement again by itself.
-  ASSERT_TRUE(conn->Execute("CREATE OR REPLACE TABLE t AS SELECT range * 2 AS i FROM range(4)").ok());
+  ASSERT_TRUE(
+      conn->Execute("CREATE OR REPLACE TABLE t AS SELECT range * 2 AS i FROM range(4)").ok());
   ASSERT_TRUE((*stmt)->BindInt64(1, 0).ok());
   auto r = (*stmt)->Execute();
   ASSERT_TRUE(r.ok()) << r.status().ToString();
@@ -133,8 +139,9 @@ TEST(DatabaseTest, TakenChunksKeepTheirRowsAndTypes) {
   auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   auto conn = Connect(**db);
-  auto r = conn->Query("SELECT range AS i, 'row ' || range || ' with a long enough text' AS s, "
-                       "(range / 100)::DECIMAL(10,2) AS d FROM range(5000)");
+  auto r = conn->Query(
+      "SELECT range AS i, 'row ' || range || ' with a long enough text' AS s, "
+      "(range / 100)::DECIMAL(10,2) AS d FROM range(5000)");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   std::vector<LogicalType> types = r->column_logical_types();
   ASSERT_EQ(types.size(), 3u);
@@ -154,7 +161,10 @@ TEST(DatabaseTest, LogicalTypesCompareWithTheirParameters) {
   auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   auto conn = Connect(**db);
-  ASSERT_TRUE(conn->Execute("CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE TYPE mood2 AS ENUM ('sad', 'happy')").ok());
+  ASSERT_TRUE(
+      conn->Execute(
+              "CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE TYPE mood2 AS ENUM ('sad', 'happy')")
+          .ok());
   auto r = conn->Query(
       "SELECT 1.5::DECIMAL(10,2) a, 1.5::DECIMAL(10,2) b, 1.5::DECIMAL(18,3) c, "
       "{'x': 1, 'y': 'z'} d, {'x': 1, 'y': 'z'} e, {'x': 1, 'w': 'z'} f, "
@@ -205,7 +215,8 @@ TEST(DatabaseTest, ExtractedStatementsAndErrorTypes) {
   auto db = Database::Open({.memory_limit_bytes = 64 << 20, .threads = 1});
   ASSERT_TRUE(db.ok());
   auto conn = Connect(**db);
-  auto stmts = ExtractedStatements::Extract(*conn, "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT * FROM nosuch");
+  auto stmts = ExtractedStatements::Extract(
+      *conn, "CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2); SELECT * FROM nosuch");
   ASSERT_TRUE(stmts.ok()) << stmts.status().ToString();
   ASSERT_EQ(stmts->size(), 3u);
   for (size_t i = 0; i < 2; ++i) {

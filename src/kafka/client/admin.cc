@@ -18,9 +18,11 @@ Result<AdminOptionsPtr> MakeOptions(rd_kafka_t* rk, rd_kafka_admin_op_t op,
   int ms = static_cast<int>(timeout.count());
   // The operation timeout is for topic creation and deletion only (librdkafka refuses it
   // elsewhere).
-  const bool topic_op = op == RD_KAFKA_ADMIN_OP_CREATETOPICS || op == RD_KAFKA_ADMIN_OP_DELETETOPICS;
+  const bool topic_op =
+      op == RD_KAFKA_ADMIN_OP_CREATETOPICS || op == RD_KAFKA_ADMIN_OP_DELETETOPICS;
   if (rd_kafka_AdminOptions_set_request_timeout(options.get(), ms, errstr, sizeof(errstr)) ||
-      (topic_op && rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)))) {
+      (topic_op &&
+       rd_kafka_AdminOptions_set_operation_timeout(options.get(), ms, errstr, sizeof(errstr)))) {
     return InvalidArgumentError("{}: timeout {} ms: {}", what, ms, errstr);
   }
   return options;
@@ -69,8 +71,9 @@ Status Admin::CreateTopic(std::string_view name, int partitions, int replication
   // librdkafka sends anything; a broker may read 0 as its default, which is never meant.
   if (name.empty()) return InvalidArgumentError("create topic: the name is empty");
   if (partitions < 1 && partitions != -1) {
-    return InvalidArgumentError("{}: partitions must be at least 1 (or -1: the broker's default), not {}",
-                                what, partitions);
+    return InvalidArgumentError(
+        "{}: partitions must be at least 1 (or -1: the broker's default), not {}", what,
+        partitions);
   }
   if (replication_factor < 1 && replication_factor != -1) {
     return InvalidArgumentError(
@@ -79,8 +82,8 @@ Status Admin::CreateTopic(std::string_view name, int partitions, int replication
   }
   std::string topic(name);
   char errstr[512] = "";
-  detail::NewTopicPtr new_topic(rd_kafka_NewTopic_new(topic.c_str(), partitions,
-                                                      replication_factor, errstr, sizeof(errstr)));
+  detail::NewTopicPtr new_topic(
+      rd_kafka_NewTopic_new(topic.c_str(), partitions, replication_factor, errstr, sizeof(errstr)));
   if (new_topic == nullptr) return InvalidArgumentError("{}: {}", what, errstr);
   for (const auto& [key, value] : topic_config) {
     RETURN_IF_ERROR(detail::ErrorStatus(
@@ -94,7 +97,8 @@ Status Admin::CreateTopic(std::string_view name, int partitions, int replication
   rd_kafka_CreateTopics(rk_.get(), topics, 1, options.get(), queue.get());
   ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
   const rd_kafka_CreateTopics_result_t* result = rd_kafka_event_CreateTopics_result(ev.get());
-  if (result == nullptr) return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
+  if (result == nullptr)
+    return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
   size_t count = 0;
   const rd_kafka_topic_result_t** results = rd_kafka_CreateTopics_result_topics(result, &count);
   return TopicResultStatus(results, count, what);
@@ -111,7 +115,8 @@ Status Admin::DeleteTopic(std::string_view name, std::chrono::milliseconds timeo
   rd_kafka_DeleteTopics(rk_.get(), topics, 1, options.get(), queue.get());
   ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
   const rd_kafka_DeleteTopics_result_t* result = rd_kafka_event_DeleteTopics_result(ev.get());
-  if (result == nullptr) return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
+  if (result == nullptr)
+    return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
   size_t count = 0;
   const rd_kafka_topic_result_t** results = rd_kafka_DeleteTopics_result_topics(result, &count);
   return TopicResultStatus(results, count, what);
@@ -140,26 +145,33 @@ Result<std::string> Admin::TopicConfig(std::string_view topic, std::string_view 
   std::string what = fmt::format("config {} of topic '{}'", name, topic);
   std::string topic_name(topic);
   std::unique_ptr<rd_kafka_ConfigResource_t, decltype(&rd_kafka_ConfigResource_destroy)> resource(
-      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic_name.c_str()), &rd_kafka_ConfigResource_destroy);
-  ASSIGN_OR_RETURN(AdminOptionsPtr options, MakeOptions(rk_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout, what));
+      rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic_name.c_str()),
+      &rd_kafka_ConfigResource_destroy);
+  ASSIGN_OR_RETURN(AdminOptionsPtr options,
+                   MakeOptions(rk_.get(), RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS, timeout, what));
   QueuePtr queue(rd_kafka_queue_new(rk_.get()));
   rd_kafka_ConfigResource_t* resources[] = {resource.get()};
   rd_kafka_DescribeConfigs(rk_.get(), resources, 1, options.get(), queue.get());
   ASSIGN_OR_RETURN(EventPtr ev, WaitResult(queue.get(), timeout, what));
   const rd_kafka_DescribeConfigs_result_t* result = rd_kafka_event_DescribeConfigs_result(ev.get());
-  if (result == nullptr) return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
+  if (result == nullptr)
+    return InternalError("{}: unexpected event {}", what, rd_kafka_event_name(ev.get()));
   size_t count = 0;
-  const rd_kafka_ConfigResource_t** described = rd_kafka_DescribeConfigs_result_resources(result, &count);
+  const rd_kafka_ConfigResource_t** described =
+      rd_kafka_DescribeConfigs_result_resources(result, &count);
   for (size_t i = 0; i < count; ++i) {
     rd_kafka_resp_err_t err = rd_kafka_ConfigResource_error(described[i]);
-    if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) return NotFoundError("{}: no such topic", what);
+    if (err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+      return NotFoundError("{}: no such topic", what);
     RETURN_IF_ERROR(detail::ErrorStatus(err, what));
     size_t entries = 0;
-    const rd_kafka_ConfigEntry_t** configs = rd_kafka_ConfigResource_configs(described[i], &entries);
+    const rd_kafka_ConfigEntry_t** configs =
+        rd_kafka_ConfigResource_configs(described[i], &entries);
     for (size_t j = 0; j < entries; ++j) {
       const char* entry_name = rd_kafka_ConfigEntry_name(configs[j]);
       const char* value = rd_kafka_ConfigEntry_value(configs[j]);
-      if (entry_name != nullptr && name == entry_name) return std::string(value != nullptr ? value : "");
+      if (entry_name != nullptr && name == entry_name)
+        return std::string(value != nullptr ? value : "");
     }
   }
   return NotFoundError("{}: not in the broker's answer", what);
@@ -176,16 +188,18 @@ Result<Watermarks> Admin::QueryWatermarks(std::string_view topic, int32_t partit
   return w;
 }
 
-Result<int64_t> Admin::OffsetForTime(std::string_view topic, int32_t partition, int64_t timestamp_ms,
-                                     std::chrono::milliseconds timeout) {
+Result<int64_t> Admin::OffsetForTime(std::string_view topic, int32_t partition,
+                                     int64_t timestamp_ms, std::chrono::milliseconds timeout) {
   std::string name(topic);
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
   rd_kafka_topic_partition_list_add(list, name.c_str(), partition)->offset = timestamp_ms;
-  rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk_.get(), list, static_cast<int>(timeout.count()));
+  rd_kafka_resp_err_t err =
+      rd_kafka_offsets_for_times(rk_.get(), list, static_cast<int>(timeout.count()));
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
   int64_t offset = list->elems[0].offset;
   rd_kafka_topic_partition_list_destroy(list);
-  RETURN_IF_ERROR(detail::ErrorStatus(err, fmt::format("offset of {} [{}] at time {}", topic, partition, timestamp_ms)));
+  RETURN_IF_ERROR(detail::ErrorStatus(
+      err, fmt::format("offset of {} [{}] at time {}", topic, partition, timestamp_ms)));
   if (offset < 0) {
     // No record at or after the time: where the next one will go.
     ASSIGN_OR_RETURN(Watermarks w, QueryWatermarks(topic, partition, timeout));

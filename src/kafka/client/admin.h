@@ -46,7 +46,8 @@ class Admin {
   // From DescribeConfigs: the value of topic property `name` ("message.timestamp.type"),
   // the broker's default when the topic does not set it; NotFound when the broker does not
   // know the topic or does not list the property.
-  Result<std::string> TopicConfig(std::string_view topic, std::string_view name, std::chrono::milliseconds timeout);
+  Result<std::string> TopicConfig(std::string_view topic, std::string_view name,
+                                  std::chrono::milliseconds timeout);
 
   // From ListOffsets by timestamp: the first offset whose record timestamp is at least
   // `timestamp_ms`, or the high watermark when no record is that late.

@@ -11,8 +11,8 @@ struct ConsumerCallbacks {
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
     auto* self = static_cast<Consumer*>(opaque);
     std::lock_guard<std::mutex> lock(self->error_mu_);
-    self->last_error_ = detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err),
-                                            rd_kafka_name(rk), reason);
+    self->last_error_ =
+        detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err), rd_kafka_name(rk), reason);
   }
 
   // Runs inside Poll for commits made with CommitAsync (and Commit, whose errors are
@@ -38,8 +38,8 @@ struct ConsumerCallbacks {
     const bool cooperative = std::string_view(rd_kafka_rebalance_protocol(rk)) == "COOPERATIVE";
     RebalanceEvent event;
     for (int i = 0; i < partitions->cnt; ++i) {
-      event.partitions.push_back({partitions->elems[i].topic, partitions->elems[i].partition,
-                                  RD_KAFKA_OFFSET_INVALID});
+      event.partitions.push_back(
+          {partitions->elems[i].topic, partitions->elems[i].partition, RD_KAFKA_OFFSET_INVALID});
     }
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
       event.kind = RebalanceEvent::Kind::kAssigned;
@@ -73,8 +73,8 @@ struct ConsumerCallbacks {
       return;
     }
     // Read before any assign: rd_kafka_assign clears the lost flag.
-    event.kind = rd_kafka_assignment_lost(rk) ? RebalanceEvent::Kind::kLost
-                                              : RebalanceEvent::Kind::kRevoked;
+    event.kind =
+        rd_kafka_assignment_lost(rk) ? RebalanceEvent::Kind::kLost : RebalanceEvent::Kind::kRevoked;
     // librdkafka starts no rebalance while it waits for an assign call, so none should be
     // pending here; if one is, it is what this revokes.
     self->ApplyPendingAssign();
@@ -91,7 +91,9 @@ struct ConsumerCallbacks {
     }
     if (cooperative) {
       detail::ErrorPtr e(rd_kafka_incremental_unassign(rk, partitions));
-      if (e) self->RecordError(detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
+      if (e)
+        self->RecordError(
+            detail::ErrorStatus(rd_kafka_error_code(e.get()), "incremental unassign"));
     } else {
       self->RecordError(detail::ErrorStatus(rd_kafka_assign(rk, nullptr), "unassign"));
     }
@@ -100,9 +102,11 @@ struct ConsumerCallbacks {
 
 void Consumer::ApplyPendingAssign() {
   if (!pending_assign_) return;
-  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(pending_assign_->size())));
+  detail::PartitionListPtr list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(pending_assign_->size())));
   for (const TopicPartition& tp : *pending_assign_) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = tp.offset;
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
+        tp.offset;
   }
   pending_assign_.reset();
   if (pending_cooperative_) {
@@ -118,7 +122,8 @@ void Consumer::CompleteRevocation() {
   std::vector<TopicPartition> revoked = std::move(*pending_revoke_);
   pending_revoke_.reset();
   if (pending_revoke_cooperative_) {
-    detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(revoked.size())));
+    detail::PartitionListPtr list(
+        rd_kafka_topic_partition_list_new(static_cast<int>(revoked.size())));
     for (const TopicPartition& tp : revoked) {
       rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
     }
@@ -159,7 +164,8 @@ Result<std::vector<TopicPartition>> Consumer::Assignment() const {
 
 Result<std::vector<PartitionLag>> Consumer::Lag() const {
   ASSIGN_OR_RETURN(std::vector<TopicPartition> assigned, Assignment());
-  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(assigned.size())));
+  detail::PartitionListPtr list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(assigned.size())));
   for (const TopicPartition& tp : assigned) {
     rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
   }
@@ -171,7 +177,8 @@ Result<std::vector<PartitionLag>> Consumer::Lag() const {
     int64_t low = -1;
     int64_t high = -1;
     if (rd_kafka_get_watermark_offsets(rk_.get(), tp.topic, tp.partition, &low, &high) ==
-            RD_KAFKA_RESP_ERR_NO_ERROR && high >= 0) {
+            RD_KAFKA_RESP_ERR_NO_ERROR &&
+        high >= 0) {
       lag.high_watermark = high;
     }
     out.push_back(std::move(lag));
@@ -246,8 +253,9 @@ Consumer::~Consumer() {
 }
 
 Status Consumer::Assign(const std::vector<TopicPartition>& partitions) {
-  if (mode_ != Mode::kNone) return FailedPreconditionError("consumer: Assign after {}",
-                                                           mode_ == Mode::kAssigned ? "Assign" : "Subscribe");
+  if (mode_ != Mode::kNone)
+    return FailedPreconditionError("consumer: Assign after {}",
+                                   mode_ == Mode::kAssigned ? "Assign" : "Subscribe");
   mode_ = Mode::kAssigned;
   queue_.reset(rd_kafka_queue_new(rk_.get()));
   for (const TopicPartition& tp : partitions) {
@@ -263,9 +271,9 @@ Status Consumer::Assign(const std::vector<TopicPartition>& partitions) {
       topics_.emplace_back(rkt);
     }
     if (rd_kafka_consume_start_queue(rkt, tp.partition, tp.offset, queue_.get()) != 0) {
-      return detail::ErrorStatus(rd_kafka_last_error(),
-                                 fmt::format("assign {} [{}] at offset {}", tp.topic,
-                                             tp.partition, tp.offset));
+      return detail::ErrorStatus(
+          rd_kafka_last_error(),
+          fmt::format("assign {} [{}] at offset {}", tp.topic, tp.partition, tp.offset));
     }
     started_.push_back({rkt, tp.partition});
   }
@@ -273,8 +281,9 @@ Status Consumer::Assign(const std::vector<TopicPartition>& partitions) {
 }
 
 Status Consumer::Subscribe(const std::vector<std::string>& topics) {
-  if (mode_ != Mode::kNone) return FailedPreconditionError("consumer: Subscribe after {}",
-                                                           mode_ == Mode::kAssigned ? "Assign" : "Subscribe");
+  if (mode_ != Mode::kNone)
+    return FailedPreconditionError("consumer: Subscribe after {}",
+                                   mode_ == Mode::kAssigned ? "Assign" : "Subscribe");
   if (!has_group_) return FailedPreconditionError("consumer: Subscribe needs group.id");
   detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(topics.size())));
   for (const std::string& t : topics) {
@@ -289,7 +298,8 @@ Status Consumer::Subscribe(const std::vector<std::string>& topics) {
 }
 
 Result<MessageBatch> Consumer::Poll(std::chrono::milliseconds timeout, size_t max_messages) {
-  if (mode_ == Mode::kNone) return FailedPreconditionError("consumer: Poll before Assign or Subscribe");
+  if (mode_ == Mode::kNone)
+    return FailedPreconditionError("consumer: Poll before Assign or Subscribe");
   if (max_messages == 0) return InvalidArgumentError("consumer: Poll for 0 messages");
   // Assign reads its own queue; errors and logs stay on the main queue.
   if (mode_ == Mode::kAssigned) rd_kafka_poll(rk_.get(), 0);
@@ -324,9 +334,11 @@ Status Consumer::Commit(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  detail::PartitionListPtr list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
   for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = tp.offset;
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
+        tp.offset;
   }
   RETURN_IF_ERROR(detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 0), "commit"));
   for (int i = 0; i < list->cnt; ++i) {
@@ -341,9 +353,11 @@ Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  detail::PartitionListPtr list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
   for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset = tp.offset;
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
+        tp.offset;
   }
   return detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 1), "commit");
 }

@@ -64,7 +64,9 @@ struct PartitionLag {
   int64_t position = -1;        // the next offset the application will get; -1 unknown
   int64_t high_watermark = -1;  // -1 unknown
   // high_watermark - position, or -1 when either is unknown.
-  int64_t lag() const { return position < 0 || high_watermark < 0 ? -1 : high_watermark - position; }
+  int64_t lag() const {
+    return position < 0 || high_watermark < 0 ? -1 : high_watermark - position;
+  }
 };
 
 // What one Poll returned: records, partitions that reached their end (with
@@ -163,8 +165,8 @@ class Consumer {
 
  private:
   Consumer() = default;
-  void RecordError(Status st);  // becomes last_error() when not OK
-  void ApplyPendingAssign();     // the assignment a rebalance callback announced
+  void RecordError(Status st);      // becomes last_error() when not OK
+  void ApplyPendingAssign();        // the assignment a rebalance callback announced
   friend struct ConsumerCallbacks;  // librdkafka's C callbacks (consumer.cc)
 
   enum class Mode { kNone, kAssigned, kSubscribed };
@@ -180,7 +182,7 @@ class Consumer {
   Mode mode_ = Mode::kNone;
   RebalanceListener rebalance_listener_;
   bool has_group_ = false;
-  std::vector<rd_kafka_message_s*> scratch_;  // what Poll hands librdkafka to fill
+  std::vector<rd_kafka_message_s*> scratch_;                   // what Poll hands librdkafka to fill
   std::optional<std::vector<TopicPartition>> pending_assign_;  // announced, taken as Poll returns
   bool pending_cooperative_ = false;
   std::optional<std::vector<TopicPartition>> pending_revoke_;  // deferred by the listener

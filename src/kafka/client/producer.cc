@@ -46,8 +46,8 @@ struct ProducerCallbacks {
   static void OnError(rd_kafka_t* rk, int err, const char* reason, void* opaque) {
     auto* self = static_cast<Producer*>(opaque);
     std::lock_guard<std::mutex> lock(self->error_mu_);
-    self->last_error_ = detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err),
-                                            rd_kafka_name(rk), reason);
+    self->last_error_ =
+        detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err), rd_kafka_name(rk), reason);
   }
 };
 
@@ -82,7 +82,8 @@ rd_kafka_topic_t* Producer::Topic(std::string_view topic, Status* status) {
 }
 
 Status Producer::Produce(std::string_view topic, int32_t partition, std::string_view key,
-                         std::string_view value, uint64_t cookie, Value value_mode, int64_t timestamp_ms) {
+                         std::string_view value, uint64_t cookie, Value value_mode,
+                         int64_t timestamp_ms) {
   Status st;
   rd_kafka_topic_t* rkt = Topic(topic, &st);
   if (rkt == nullptr) return st;
@@ -99,8 +100,8 @@ Status Producer::Produce(std::string_view topic, int32_t partition, std::string_
       return detail::ErrorStatus(err, fmt::format("produce to {} [{}]", topic, partition));
     }
   } else {
-    int rc = rd_kafka_produce(rkt, partition, flags, const_cast<char*>(value.data()),
-                              value.size(), key.data(), key.size(),
+    int rc = rd_kafka_produce(rkt, partition, flags, const_cast<char*>(value.data()), value.size(),
+                              key.data(), key.size(),
                               reinterpret_cast<void*>(static_cast<uintptr_t>(cookie)));
     if (rc != 0) {
       rd_kafka_resp_err_t err = rd_kafka_last_error();
@@ -119,10 +120,9 @@ int Producer::Poll(std::chrono::milliseconds timeout) {
 Status Producer::Flush(std::chrono::milliseconds timeout) {
   rd_kafka_resp_err_t err = rd_kafka_flush(rk_.get(), static_cast<int>(timeout.count()));
   if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::OK();
-  return detail::ErrorStatus(
-      err, "flush",
-      fmt::format("{} records still in flight after {} ms", rd_kafka_outq_len(rk_.get()),
-                  timeout.count()));
+  return detail::ErrorStatus(err, "flush",
+                             fmt::format("{} records still in flight after {} ms",
+                                         rd_kafka_outq_len(rk_.get()), timeout.count()));
 }
 
 int64_t Producer::InFlight() const { return rd_kafka_outq_len(rk_.get()); }

@@ -25,8 +25,8 @@ struct DeliveryReport {
   int32_t partition = -1;  // the partition it went to (or was meant for)
   int64_t offset = -1;     // its offset, when the broker said (acks >= 1)
   size_t value_bytes = 0;
-  uint64_t cookie = 0;     // what Produce was given
-  Status status;           // OK when delivered
+  uint64_t cookie = 0;  // what Produce was given
+  Status status;        // OK when delivered
 };
 
 struct ProducerCounters {

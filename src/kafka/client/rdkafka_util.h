@@ -65,7 +65,6 @@ StatusCode CodeOf(rd_kafka_resp_err_t err);
 
 // "<context>: <librdkafka's text> (<error name>)" with CodeOf(err). `detail`, when not
 // empty, replaces librdkafka's generic text (brokers often send a better one).
-Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context,
-                   std::string_view detail = {});
+Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::string_view detail = {});
 
 }  // namespace sluice::kafka::client::detail

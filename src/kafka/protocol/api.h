@@ -128,7 +128,6 @@ enum class ErrorCode : int16_t {
   kFetchSessionTopicIdError = 106,
 };
 
-
 // The versions sluice advertises for one API, and the first flexible version (compact
 // strings and arrays, tagged fields); flexible_from > max means none is flexible.
 struct ApiVersionRange {

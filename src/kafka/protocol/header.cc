@@ -33,7 +33,8 @@ void EncodeResponseHeader(Writer& w, ApiKey key, int16_t version, int32_t correl
 
 Result<int32_t> DecodeResponseHeader(Reader& r, ApiKey key, int16_t version) {
   int32_t id = r.Int32("correlation id");
-  if (ResponseHeaderVersion(key, version) == 1) r.TaggedFields([](uint32_t, Reader&) { return false; });
+  if (ResponseHeaderVersion(key, version) == 1)
+    r.TaggedFields([](uint32_t, Reader&) { return false; });
   if (!r.ok()) return r.status().WithContext("response header");
   return id;
 }

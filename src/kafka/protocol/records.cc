@@ -1,16 +1,16 @@
 #include "kafka/protocol/records.h"
 
-#include <algorithm>
-#include <bit>
-#include <climits>
-#include <cstring>
-#include <memory>
-
 #include <lz4frame.h>
 #include <snappy.h>
 #include <zlib.h>
 #include <zstd.h>
 #include <zstd_errors.h>
+
+#include <algorithm>
+#include <bit>
+#include <climits>
+#include <cstring>
+#include <memory>
 
 #include "base/crc32c.h"
 #include "kafka/protocol/wire.h"
@@ -116,8 +116,8 @@ Result<std::vector<uint8_t>> GzipDecompress(std::span<const uint8_t> data, size_
       if (inflateReset(&zs) != Z_OK) return InternalError("gzip: inflateReset failed");
       continue;
     }
-    if (rc == Z_BUF_ERROR || (rc == Z_OK && avail_in_before == zs.avail_in &&
-                              avail_out_before == zs.avail_out)) {
+    if (rc == Z_BUF_ERROR ||
+        (rc == Z_OK && avail_in_before == zs.avail_in && avail_out_before == zs.avail_out)) {
       if (zs.avail_in == 0 && in_pos == data.size()) {
         return CorruptionError("gzip: the stream is truncated after {} bytes", data.size());
       }
@@ -175,8 +175,8 @@ bool HasXerialMagic(std::span<const uint8_t> data) {
 }
 
 // Appends one raw snappy block to `out`.
-Status SnappyRawAppend(std::span<const uint8_t> block, size_t max_output,
-                       std::vector<uint8_t>* out, size_t at) {
+Status SnappyRawAppend(std::span<const uint8_t> block, size_t max_output, std::vector<uint8_t>* out,
+                       size_t at) {
   const char* src = reinterpret_cast<const char*>(block.data());
   size_t n = 0;
   if (!snappy::GetUncompressedLength(src, block.size(), &n)) {
@@ -261,7 +261,8 @@ Result<std::vector<uint8_t>> Lz4Decompress(std::span<const uint8_t> data, size_t
   if (LZ4F_isError(LZ4F_createDecompressionContext(&raw, LZ4F_VERSION))) {
     return InternalError("lz4: cannot create a decompression context");
   }
-  std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> ctx(raw, LZ4F_freeDecompressionContext);
+  std::unique_ptr<LZ4F_dctx, LZ4F_errorCode_t (*)(LZ4F_dctx*)> ctx(raw,
+                                                                   LZ4F_freeDecompressionContext);
   BoundedOutput out(max_output, data.size() * 4);
   size_t pos = 0;
   bool frame_start = true;
@@ -271,8 +272,10 @@ Result<std::vector<uint8_t>> Lz4Decompress(std::span<const uint8_t> data, size_t
       // consumers could not read such a batch, so the broker does not take it.
       if (data.size() - pos >= 5 && LoadLE32(data.data() + pos) == kLz4FrameMagic &&
           (data[pos + 4] & kLz4FlagBlockIndependence) == 0) {
-        return CorruptionError("lz4: the frame at byte {} uses linked blocks; Kafka needs "
-                               "independent blocks", pos);
+        return CorruptionError(
+            "lz4: the frame at byte {} uses linked blocks; Kafka needs "
+            "independent blocks",
+            pos);
       }
       frame_start = false;
     }
@@ -280,8 +283,8 @@ Result<std::vector<uint8_t>> Lz4Decompress(std::span<const uint8_t> data, size_t
     if (free.empty()) return TooLarge(Compression::kLz4, max_output);
     size_t produced = free.size();
     size_t consumed = data.size() - pos;
-    size_t rc = LZ4F_decompress(ctx.get(), free.data(), &produced, data.data() + pos,
-                                &consumed, nullptr);
+    size_t rc =
+        LZ4F_decompress(ctx.get(), free.data(), &produced, data.data() + pos, &consumed, nullptr);
     if (LZ4F_isError(rc)) {
       return CorruptionError("lz4: {} near byte {}", LZ4F_getErrorName(rc), pos + consumed);
     }
@@ -358,7 +361,8 @@ Result<std::vector<uint8_t>> ZstdDecompress(std::span<const uint8_t> data, size_
     if (in.pos == in.size && o.pos < o.size) {
       return CorruptionError("zstd: the frame is truncated after {} bytes", data.size());
     }
-    if (in.pos == in_before && o.pos == 0) return CorruptionError("zstd: no progress at byte {}", in.pos);
+    if (in.pos == in_before && o.pos == 0)
+      return CorruptionError("zstd: no progress at byte {}", in.pos);
   }
   return std::move(out).Take();
 }
@@ -433,8 +437,8 @@ class Cursor {
       return std::nullopt;
     }
     if (static_cast<size_t>(n) > remaining()) {
-      Fail(at, field, fmt::format("length {} is longer than the {} bytes left in the record", n,
-                                  remaining()));
+      Fail(at, field,
+           fmt::format("length {} is longer than the {} bytes left in the record", n, remaining()));
       return std::nullopt;
     }
     std::span<const uint8_t> view = bytes_.subspan(pos_, static_cast<size_t>(n));
@@ -486,11 +490,16 @@ uint64_t AbsDiff(int64_t a, int64_t b) {
 
 std::string_view CompressionName(Compression codec) {
   switch (codec) {
-    case Compression::kNone: return "none";
-    case Compression::kGzip: return "gzip";
-    case Compression::kSnappy: return "snappy";
-    case Compression::kLz4: return "lz4";
-    case Compression::kZstd: return "zstd";
+    case Compression::kNone:
+      return "none";
+    case Compression::kGzip:
+      return "gzip";
+    case Compression::kSnappy:
+      return "snappy";
+    case Compression::kLz4:
+      return "lz4";
+    case Compression::kZstd:
+      return "zstd";
   }
   return "unknown";
 }
@@ -510,21 +519,30 @@ Result<std::vector<uint8_t>> Decompress(Compression codec, std::span<const uint8
     case Compression::kNone:
       if (data.size() > max_output) return TooLarge(codec, max_output);
       return std::vector<uint8_t>(data.begin(), data.end());
-    case Compression::kGzip: return GzipDecompress(data, max_output);
-    case Compression::kSnappy: return SnappyDecompress(data, max_output);
-    case Compression::kLz4: return Lz4Decompress(data, max_output);
-    case Compression::kZstd: return ZstdDecompress(data, max_output);
+    case Compression::kGzip:
+      return GzipDecompress(data, max_output);
+    case Compression::kSnappy:
+      return SnappyDecompress(data, max_output);
+    case Compression::kLz4:
+      return Lz4Decompress(data, max_output);
+    case Compression::kZstd:
+      return ZstdDecompress(data, max_output);
   }
   return UnimplementedError("compression codec {}", static_cast<int>(codec));
 }
 
 Result<std::vector<uint8_t>> Compress(Compression codec, std::span<const uint8_t> data, int level) {
   switch (codec) {
-    case Compression::kNone: return std::vector<uint8_t>(data.begin(), data.end());
-    case Compression::kGzip: return GzipCompress(data, level);
-    case Compression::kSnappy: return SnappyCompress(data);
-    case Compression::kLz4: return Lz4Compress(data, level);
-    case Compression::kZstd: return ZstdCompress(data, level);
+    case Compression::kNone:
+      return std::vector<uint8_t>(data.begin(), data.end());
+    case Compression::kGzip:
+      return GzipCompress(data, level);
+    case Compression::kSnappy:
+      return SnappyCompress(data);
+    case Compression::kLz4:
+      return Lz4Compress(data, level);
+    case Compression::kZstd:
+      return ZstdCompress(data, level);
   }
   return UnimplementedError("compression codec {}", static_cast<int>(codec));
 }
@@ -557,11 +575,12 @@ Status RecordReader::Open(std::span<const uint8_t> batch, size_t max_decompresse
     return status_ = InvalidArgumentError("batch length field {} does not match the {} bytes given",
                                           header_.length, batch.size());
   }
-  Status framing = storage::CheckStoredHeader(header_, static_cast<uint32_t>(
-                                                           std::min<size_t>(batch.size(), UINT32_MAX)));
+  Status framing = storage::CheckStoredHeader(
+      header_, static_cast<uint32_t>(std::min<size_t>(batch.size(), UINT32_MAX)));
   if (!framing.ok()) return status_ = Status(StatusCode::kInvalidArgument, framing.message());
   if (header_.records_count < 0) {
-    return status_ = InvalidArgumentError("batch record count {} is negative", header_.records_count);
+    return status_ =
+               InvalidArgumentError("batch record count {} is negative", header_.records_count);
   }
   Result<Compression> codec = CompressionFromAttributes(header_.attributes);
   if (!codec.ok()) return status_ = codec.status();
@@ -574,8 +593,8 @@ Status RecordReader::Open(std::span<const uint8_t> batch, size_t max_decompresse
     if (!plain.ok()) {
       const Status& st = plain.status();
       // Only the size limit keeps its code; bytes that do not decompress make the batch invalid.
-      StatusCode code = st.code() == StatusCode::kResourceExhausted ? st.code()
-                                                                    : StatusCode::kInvalidArgument;
+      StatusCode code =
+          st.code() == StatusCode::kResourceExhausted ? st.code() : StatusCode::kInvalidArgument;
       return status_ = Status(code, fmt::format("batch records ({} bytes at byte {}): {}",
                                                 payload.size(), kBatchHeaderSize, st.message()));
     }
@@ -587,7 +606,8 @@ Status RecordReader::Open(std::span<const uint8_t> batch, size_t max_decompresse
 }
 
 std::string RecordReader::Where(size_t pos) const {
-  if (compression_ == Compression::kNone) return fmt::format("byte {} of the batch", pos + kBatchHeaderSize);
+  if (compression_ == Compression::kNone)
+    return fmt::format("byte {} of the batch", pos + kBatchHeaderSize);
   return fmt::format("byte {} of the decompressed {} records", pos, CompressionName(compression_));
 }
 
@@ -619,7 +639,8 @@ bool RecordReader::Next(Record* record) {
            fmt::format("{} is longer than the {} bytes left", length, c.remaining()));
   }
   if (!c.ok()) {
-    return Fail(InvalidArgumentError("record {} at {}: {}", index_, Where(c.error_pos()), c.error()));
+    return Fail(
+        InvalidArgumentError("record {} at {}: {}", index_, Where(c.error_pos()), c.error()));
   }
   size_t end = c.position() + static_cast<size_t>(length);
   Status st = ParseRecord(c.position(), end, record);
@@ -678,7 +699,8 @@ Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& op
     return UnimplementedError("zstd compression needs Produce version 7 or later");
   }
   int64_t producer_id = static_cast<int64_t>(storage::LoadBE64(batch.data() + kProducerIdOffset));
-  int32_t base_sequence = static_cast<int32_t>(storage::LoadBE32(batch.data() + kBaseSequenceOffset));
+  int32_t base_sequence =
+      static_cast<int32_t>(storage::LoadBE32(batch.data() + kBaseSequenceOffset));
   if (producer_id >= 0 && base_sequence < 0) {
     return InvalidArgumentError("batch with producer id {} has a negative base sequence {}",
                                 producer_id, base_sequence);
@@ -694,8 +716,10 @@ Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& op
   while (reader.Next(&record)) {
     const int32_t i = reader.records_read() - 1;
     if (record.offset_delta != i) {
-      return InvalidArgumentError("record {} has offset delta {}: a batch's offset deltas must "
-                                  "be 0, 1, 2, ...", i, record.offset_delta);
+      return InvalidArgumentError(
+          "record {} has offset delta {}: a batch's offset deltas must "
+          "be 0, 1, 2, ...",
+          i, record.offset_delta);
     }
     if (options.compacted && !record.key) {
       return InvalidArgumentError("record {} has a null key; a compacted topic needs keys", i);
@@ -709,8 +733,10 @@ Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& op
                                *options.max_timestamp_difference_ms, options.now_ms);
       }
     } else if (batch_log_append) {
-      return OutOfRangeError("record {}: the batch has timestamp type LogAppendTime, which only "
-                             "the broker may set", i);
+      return OutOfRangeError(
+          "record {}: the batch has timestamp type LogAppendTime, which only "
+          "the broker may set",
+          i);
     }
     if (ts > max_timestamp) {
       max_timestamp = ts;
@@ -726,7 +752,8 @@ Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& op
     info->transactional = (attrs & kAttrTransactional) != 0;
     info->control = (attrs & kAttrControl) != 0;
     info->producer_id = producer_id;
-    info->producer_epoch = static_cast<int16_t>(storage::LoadBE16(batch.data() + kProducerEpochOffset));
+    info->producer_epoch =
+        static_cast<int16_t>(storage::LoadBE16(batch.data() + kProducerEpochOffset));
     info->base_sequence = base_sequence;
     info->max_timestamp = max_timestamp;
     info->offset_delta_of_max_timestamp = max_timestamp_delta;
@@ -737,13 +764,20 @@ Status ValidateRecords(std::span<const uint8_t> batch, const ValidateOptions& op
 
 ErrorCode RecordsErrorCode(const Status& status) {
   switch (status.code()) {
-    case StatusCode::kOk: return ErrorCode::kNone;
-    case StatusCode::kCorruption: return ErrorCode::kCorruptMessage;
-    case StatusCode::kInvalidArgument: return ErrorCode::kInvalidRecord;
-    case StatusCode::kUnimplemented: return ErrorCode::kUnsupportedCompressionType;
-    case StatusCode::kOutOfRange: return ErrorCode::kInvalidTimestamp;
-    case StatusCode::kResourceExhausted: return ErrorCode::kMessageTooLarge;
-    default: return ErrorCode::kUnknownServerError;
+    case StatusCode::kOk:
+      return ErrorCode::kNone;
+    case StatusCode::kCorruption:
+      return ErrorCode::kCorruptMessage;
+    case StatusCode::kInvalidArgument:
+      return ErrorCode::kInvalidRecord;
+    case StatusCode::kUnimplemented:
+      return ErrorCode::kUnsupportedCompressionType;
+    case StatusCode::kOutOfRange:
+      return ErrorCode::kInvalidTimestamp;
+    case StatusCode::kResourceExhausted:
+      return ErrorCode::kMessageTooLarge;
+    default:
+      return ErrorCode::kUnknownServerError;
   }
 }
 
@@ -788,7 +822,8 @@ std::vector<uint8_t> BuildBatch(const BatchBuilderOptions& options,
   std::vector<uint8_t> compressed;
   std::span<const uint8_t> payload = plain;
   if (options.compression != Compression::kNone) {
-    Result<std::vector<uint8_t>> c = Compress(options.compression, plain, options.compression_level);
+    Result<std::vector<uint8_t>> c =
+        Compress(options.compression, plain, options.compression_level);
     SLUICE_ASSERT(c.ok());  // the only failure is a level the caller got wrong
     compressed = std::move(c).value();
     payload = compressed;

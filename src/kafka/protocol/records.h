@@ -174,15 +174,15 @@ Status ForEachRecord(std::span<const uint8_t> batch, size_t max_decompressed, F&
 // Validation on produce
 
 struct ValidateOptions {
-  uint32_t max_batch_bytes = 1'048'588;               // message.max.bytes
-  size_t max_decompressed_bytes = size_t{64} << 20;    // decompression bomb guard
-  int64_t now_ms = 0;                                  // the broker's clock
-  bool log_append_time = false;                        // message.timestamp.type
+  uint32_t max_batch_bytes = 1'048'588;              // message.max.bytes
+  size_t max_decompressed_bytes = size_t{64} << 20;  // decompression bomb guard
+  int64_t now_ms = 0;                                // the broker's clock
+  bool log_append_time = false;                      // message.timestamp.type
   // CreateTime topics: a record timestamp (other than -1) further than this from now_ms
   // is INVALID_TIMESTAMP (message.timestamp.difference.max.ms). Unset: no limit.
   std::optional<int64_t> max_timestamp_difference_ms;
-  bool compacted = false;   // cleanup.policy=compact: every record needs a key
-  bool allow_zstd = true;   // false for Produce before v7
+  bool compacted = false;  // cleanup.policy=compact: every record needs a key
+  bool allow_zstd = true;  // false for Produce before v7
 };
 
 // What validation learned about a batch, for the log and the produce response.
@@ -231,7 +231,8 @@ struct RecordInput {
   int64_t timestamp_delta = 0;
   std::vector<RecordHeader> headers;
   int8_t attributes = 0;
-  std::optional<int32_t> offset_delta;  // default: the record's index (set only to build bad batches)
+  std::optional<int32_t>
+      offset_delta;  // default: the record's index (set only to build bad batches)
 };
 
 struct BatchBuilderOptions {

@@ -17,33 +17,60 @@ Status DecodeBody(Reader& r, int16_t version, std::optional<DecodedRequest>& out
 Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedRequest>& out,
                    const RequestHeader& h) {
   switch (key) {
-    case ApiKey::kProduce: return DecodeBody<ProduceRequest>(r, v, out, h);
-    case ApiKey::kFetch: return DecodeBody<FetchRequest>(r, v, out, h);
-    case ApiKey::kListOffsets: return DecodeBody<ListOffsetsRequest>(r, v, out, h);
-    case ApiKey::kMetadata: return DecodeBody<MetadataRequest>(r, v, out, h);
-    case ApiKey::kOffsetCommit: return DecodeBody<OffsetCommitRequest>(r, v, out, h);
-    case ApiKey::kOffsetFetch: return DecodeBody<OffsetFetchRequest>(r, v, out, h);
-    case ApiKey::kFindCoordinator: return DecodeBody<FindCoordinatorRequest>(r, v, out, h);
-    case ApiKey::kJoinGroup: return DecodeBody<JoinGroupRequest>(r, v, out, h);
-    case ApiKey::kHeartbeat: return DecodeBody<HeartbeatRequest>(r, v, out, h);
-    case ApiKey::kLeaveGroup: return DecodeBody<LeaveGroupRequest>(r, v, out, h);
-    case ApiKey::kSyncGroup: return DecodeBody<SyncGroupRequest>(r, v, out, h);
-    case ApiKey::kDescribeGroups: return DecodeBody<DescribeGroupsRequest>(r, v, out, h);
-    case ApiKey::kListGroups: return DecodeBody<ListGroupsRequest>(r, v, out, h);
-    case ApiKey::kSaslHandshake: return DecodeBody<SaslHandshakeRequest>(r, v, out, h);
-    case ApiKey::kApiVersions: return DecodeBody<ApiVersionsRequest>(r, v, out, h);
-    case ApiKey::kCreateTopics: return DecodeBody<CreateTopicsRequest>(r, v, out, h);
-    case ApiKey::kDeleteTopics: return DecodeBody<DeleteTopicsRequest>(r, v, out, h);
-    case ApiKey::kDeleteRecords: return DecodeBody<DeleteRecordsRequest>(r, v, out, h);
-    case ApiKey::kInitProducerId: return DecodeBody<InitProducerIdRequest>(r, v, out, h);
-    case ApiKey::kOffsetForLeaderEpoch: return DecodeBody<OffsetForLeaderEpochRequest>(r, v, out, h);
-    case ApiKey::kDescribeConfigs: return DecodeBody<DescribeConfigsRequest>(r, v, out, h);
-    case ApiKey::kAlterConfigs: return DecodeBody<AlterConfigsRequest>(r, v, out, h);
-    case ApiKey::kSaslAuthenticate: return DecodeBody<SaslAuthenticateRequest>(r, v, out, h);
-    case ApiKey::kCreatePartitions: return DecodeBody<CreatePartitionsRequest>(r, v, out, h);
-    case ApiKey::kDeleteGroups: return DecodeBody<DeleteGroupsRequest>(r, v, out, h);
-    case ApiKey::kIncrementalAlterConfigs: return DecodeBody<IncrementalAlterConfigsRequest>(r, v, out, h);
-    case ApiKey::kDescribeCluster: return DecodeBody<DescribeClusterRequest>(r, v, out, h);
+    case ApiKey::kProduce:
+      return DecodeBody<ProduceRequest>(r, v, out, h);
+    case ApiKey::kFetch:
+      return DecodeBody<FetchRequest>(r, v, out, h);
+    case ApiKey::kListOffsets:
+      return DecodeBody<ListOffsetsRequest>(r, v, out, h);
+    case ApiKey::kMetadata:
+      return DecodeBody<MetadataRequest>(r, v, out, h);
+    case ApiKey::kOffsetCommit:
+      return DecodeBody<OffsetCommitRequest>(r, v, out, h);
+    case ApiKey::kOffsetFetch:
+      return DecodeBody<OffsetFetchRequest>(r, v, out, h);
+    case ApiKey::kFindCoordinator:
+      return DecodeBody<FindCoordinatorRequest>(r, v, out, h);
+    case ApiKey::kJoinGroup:
+      return DecodeBody<JoinGroupRequest>(r, v, out, h);
+    case ApiKey::kHeartbeat:
+      return DecodeBody<HeartbeatRequest>(r, v, out, h);
+    case ApiKey::kLeaveGroup:
+      return DecodeBody<LeaveGroupRequest>(r, v, out, h);
+    case ApiKey::kSyncGroup:
+      return DecodeBody<SyncGroupRequest>(r, v, out, h);
+    case ApiKey::kDescribeGroups:
+      return DecodeBody<DescribeGroupsRequest>(r, v, out, h);
+    case ApiKey::kListGroups:
+      return DecodeBody<ListGroupsRequest>(r, v, out, h);
+    case ApiKey::kSaslHandshake:
+      return DecodeBody<SaslHandshakeRequest>(r, v, out, h);
+    case ApiKey::kApiVersions:
+      return DecodeBody<ApiVersionsRequest>(r, v, out, h);
+    case ApiKey::kCreateTopics:
+      return DecodeBody<CreateTopicsRequest>(r, v, out, h);
+    case ApiKey::kDeleteTopics:
+      return DecodeBody<DeleteTopicsRequest>(r, v, out, h);
+    case ApiKey::kDeleteRecords:
+      return DecodeBody<DeleteRecordsRequest>(r, v, out, h);
+    case ApiKey::kInitProducerId:
+      return DecodeBody<InitProducerIdRequest>(r, v, out, h);
+    case ApiKey::kOffsetForLeaderEpoch:
+      return DecodeBody<OffsetForLeaderEpochRequest>(r, v, out, h);
+    case ApiKey::kDescribeConfigs:
+      return DecodeBody<DescribeConfigsRequest>(r, v, out, h);
+    case ApiKey::kAlterConfigs:
+      return DecodeBody<AlterConfigsRequest>(r, v, out, h);
+    case ApiKey::kSaslAuthenticate:
+      return DecodeBody<SaslAuthenticateRequest>(r, v, out, h);
+    case ApiKey::kCreatePartitions:
+      return DecodeBody<CreatePartitionsRequest>(r, v, out, h);
+    case ApiKey::kDeleteGroups:
+      return DecodeBody<DeleteGroupsRequest>(r, v, out, h);
+    case ApiKey::kIncrementalAlterConfigs:
+      return DecodeBody<IncrementalAlterConfigsRequest>(r, v, out, h);
+    case ApiKey::kDescribeCluster:
+      return DecodeBody<DescribeClusterRequest>(r, v, out, h);
   }
   return InternalError("no decoder for API {}", static_cast<int>(key));
 }
@@ -75,7 +102,8 @@ DecodeOutcome DecodeRequest(std::span<const uint8_t> frame) {
   Status st = DecodeByKey(api->key, r, header->api_version, out.request, *header);
   if (!st.ok()) {
     out.problem = RequestProblem::kMalformed;
-    out.status = st.WithContext(fmt::format("{} v{} request", ApiName(api->key), header->api_version));
+    out.status =
+        st.WithContext(fmt::format("{} v{} request", ApiName(api->key), header->api_version));
     out.request.reset();
   }
   return out;

@@ -15,14 +15,13 @@ namespace sluice::kafka {
 
 using AnyRequest =
     std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
-                 OffsetCommitRequest, OffsetFetchRequest, FindCoordinatorRequest,
-                 JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest,
-                 DescribeGroupsRequest, ListGroupsRequest, SaslHandshakeRequest,
-                 ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-                 DeleteRecordsRequest, InitProducerIdRequest, OffsetForLeaderEpochRequest,
-                 DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
-                 CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
-                 DescribeClusterRequest>;
+                 OffsetCommitRequest, OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest,
+                 HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest,
+                 ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest,
+                 DeleteTopicsRequest, DeleteRecordsRequest, InitProducerIdRequest,
+                 OffsetForLeaderEpochRequest, DescribeConfigsRequest, AlterConfigsRequest,
+                 SaslAuthenticateRequest, CreatePartitionsRequest, DeleteGroupsRequest,
+                 IncrementalAlterConfigsRequest, DescribeClusterRequest>;
 
 struct DecodedRequest {
   RequestHeader header;
@@ -39,7 +38,7 @@ enum class RequestProblem {
 
 struct DecodeOutcome {
   RequestProblem problem = RequestProblem::kNone;
-  Status status;                        // what was wrong, for the log
+  Status status;                          // what was wrong, for the log
   std::optional<DecodedRequest> request;  // set when problem == kNone
   std::optional<RequestHeader> header;    // set whenever the header itself decoded
 };

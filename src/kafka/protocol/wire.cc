@@ -1,9 +1,9 @@
 #include "kafka/protocol/wire.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
-
-#include <fmt/format.h>
 
 namespace sluice::kafka {
 
@@ -48,11 +48,11 @@ bool Reader::Need(size_t n, const char* field) {
   return true;
 }
 
-#define SLUICE_READ_BE(type, utype, n)                             \
-  if (!Need(n, field)) return 0;                                  \
-  utype v = 0;                                                    \
+#define SLUICE_READ_BE(type, utype, n)                                \
+  if (!Need(n, field)) return 0;                                      \
+  utype v = 0;                                                        \
   for (int i = 0; i < n; ++i) v = static_cast<utype>(v << 8 | p_[i]); \
-  p_ += n;                                                        \
+  p_ += n;                                                            \
   return static_cast<type>(v)
 
 int8_t Reader::Int8(const char* field) { SLUICE_READ_BE(int8_t, uint8_t, 1); }
@@ -140,7 +140,8 @@ std::string Reader::String(bool flexible, const char* field) {
   return s.value_or(std::string());
 }
 
-std::optional<std::span<const uint8_t>> Reader::NullableBytesView(bool flexible, const char* field) {
+std::optional<std::span<const uint8_t>> Reader::NullableBytesView(bool flexible,
+                                                                  const char* field) {
   int64_t len;
   if (flexible) {
     len = static_cast<int64_t>(UnsignedVarint(field)) - 1;
@@ -183,7 +184,8 @@ int32_t Reader::ArrayLength(bool flexible, const char* field, size_t min_element
     return -1;
   }
   if (n > 0 && static_cast<uint64_t>(n) * std::max<size_t>(min_element_bytes, 1) > remaining()) {
-    Fail(field, fmt::format("array of {} elements cannot fit in the {} bytes left", n, remaining()));
+    Fail(field,
+         fmt::format("array of {} elements cannot fit in the {} bytes left", n, remaining()));
     return -1;
   }
   return static_cast<int32_t>(n);

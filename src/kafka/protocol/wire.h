@@ -36,7 +36,8 @@ struct RawTaggedField {
 
 class Reader {
  public:
-  explicit Reader(std::span<const uint8_t> bytes) : p_(bytes.data()), begin_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+  explicit Reader(std::span<const uint8_t> bytes)
+      : p_(bytes.data()), begin_(bytes.data()), end_(bytes.data() + bytes.size()) {}
 
   bool ok() const { return error_.empty(); }
   Status status() const;  // InvalidArgument naming the field and position, or OK
@@ -113,11 +114,13 @@ class Writer {
   void NullableBytesView(bool flexible, std::optional<std::span<const uint8_t>> b);
   void ArrayLength(bool flexible, int32_t n);  // -1 = null
   // Tagged fields: `count` known ones written by the caller after this call with
-  // TaggedField(), plus `unknown`, in increasing tag order. For the common "none": 
+  // TaggedField(), plus `unknown`, in increasing tag order. For the common "none":
   // EmptyTaggedFields().
   void EmptyTaggedFields() { UnsignedVarint(0); }
   void TaggedFieldHeader(uint32_t tag, uint32_t size);
-  void Raw(std::span<const uint8_t> bytes) { out_->insert(out_->end(), bytes.begin(), bytes.end()); }
+  void Raw(std::span<const uint8_t> bytes) {
+    out_->insert(out_->end(), bytes.begin(), bytes.end());
+  }
 
   // Records that come from elsewhere (a segment file sent with sendfile): marks that
   // `size` bytes identified by `token` belong at the current position, without copying
@@ -140,7 +143,6 @@ class Writer {
   std::vector<uint8_t>* out_;
   std::vector<Splice> splices_;
 };
-
 
 template <typename F>
 void Reader::TaggedFields(F&& known, std::vector<RawTaggedField>* unknown) {

@@ -1,6 +1,9 @@
 // Tests of the Avro module: schemas, the binary encoding, object container files, bad
 // bytes, and interoperability with Python's avro package (an independent implementation).
+#include "lake/avro.h"
+
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -8,9 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <sys/wait.h>
 
-#include "lake/avro.h"
 #include "lake/avro_decoder.h"
 
 namespace sluice::lake::avro {
@@ -67,13 +68,15 @@ Datum ManifestEntry(int64_t i) {
   std::vector<Datum> sizes, bounds;
   for (int32_t k = 1; k <= 3; ++k) {
     sizes.push_back(Datum::Record({{"key", Datum::Int(k)}, {"value", Datum::Long(100 * k + i)}}));
-    bounds.push_back(Datum::Record({{"key", Datum::Int(k)}, {"value", Datum::Bytes(std::string("\x00\xff", 2) + char(k))}}));
+    bounds.push_back(Datum::Record(
+        {{"key", Datum::Int(k)}, {"value", Datum::Bytes(std::string("\x00\xff", 2) + char(k))}}));
   }
   Datum data_file = Datum::Record({
       {"content", Datum::Int(0)},
       {"file_path", Datum::String(fmt::format("s3://bucket/t/data/{:05}.parquet", i))},
       {"file_format", Datum::String("PARQUET")},
-      {"partition", Datum::Record({{"day", i % 2 ? Datum::Null() : Datum::Int(19000 + static_cast<int32_t>(i))}})},
+      {"partition", Datum::Record({{"day", i % 2 ? Datum::Null()
+                                                 : Datum::Int(19000 + static_cast<int32_t>(i))}})},
       {"record_count", Datum::Long(i * 1000)},
       {"file_size_in_bytes", Datum::Long(4096 + i)},
       {"column_sizes", Datum::Array(std::move(sizes))},
@@ -115,14 +118,21 @@ Datum Every(int64_t i) {
 // The datum as the Python script prints a record: bytes as {"$b": hex}.
 Json ToJson(const Datum& d) {
   switch (d.kind()) {
-    case Datum::Kind::kNull: return nullptr;
-    case Datum::Kind::kBoolean: return d.boolean();
-    case Datum::Kind::kInt: return d.int_value();
-    case Datum::Kind::kLong: return d.long_value();
-    case Datum::Kind::kFloat: return static_cast<double>(d.float_value());
-    case Datum::Kind::kDouble: return d.double_value();
+    case Datum::Kind::kNull:
+      return nullptr;
+    case Datum::Kind::kBoolean:
+      return d.boolean();
+    case Datum::Kind::kInt:
+      return d.int_value();
+    case Datum::Kind::kLong:
+      return d.long_value();
+    case Datum::Kind::kFloat:
+      return static_cast<double>(d.float_value());
+    case Datum::Kind::kDouble:
+      return d.double_value();
     case Datum::Kind::kString:
-    case Datum::Kind::kEnum: return d.bytes();
+    case Datum::Kind::kEnum:
+      return d.bytes();
     case Datum::Kind::kBytes:
     case Datum::Kind::kFixed: {
       std::string hex;
@@ -159,7 +169,8 @@ std::string Encoded(const Schema& s, const Datum& d) {
 
 void ExpectError(const Status& st, std::string_view needle) {
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find(needle), std::string::npos) << "message: " << st.message() << "\nwanted: " << needle;
+  EXPECT_NE(st.message().find(needle), std::string::npos)
+      << "message: " << st.message() << "\nwanted: " << needle;
 }
 
 std::string WriteFile(const Schema& s, const std::vector<Datum>& objects, WriterOptions options) {
@@ -188,7 +199,8 @@ TEST(AvroSchemaTest, ParsesIcebergManifestSchemaWithFieldIds) {
   const Node& sizes = *r2.FindField("column_sizes")->type;
   ASSERT_EQ(sizes.type, Type::kUnion);
   EXPECT_EQ(StringAttribute(sizes.branches[1]->attributes, "logicalType"), "map");
-  EXPECT_EQ(IntAttribute(sizes.branches[1]->items->FindField("value")->attributes, "field-id"), 118);
+  EXPECT_EQ(IntAttribute(sizes.branches[1]->items->FindField("value")->attributes, "field-id"),
+            118);
   const Node& offsets = *r2.FindField("split_offsets")->type->branches[1];
   EXPECT_EQ(IntAttribute(offsets.attributes, "element-id"), 133);
   EXPECT_TRUE(root.FindField("snapshot_id")->default_value->is_null());
@@ -219,11 +231,13 @@ TEST(AvroSchemaTest, NamedTypesAreWrittenOnceAndReferencedByFullName) {
   EXPECT_EQ(j["fields"][1]["type"], "a.b.md5");
   EXPECT_EQ(j["fields"][3]["type"][1], "a.b.pair");
   // A recursive value round-trips.
-  Datum list = Datum::Record({{"x", Datum::Fixed(std::string(16, 'a'))}, {"y", Datum::Fixed(std::string(16, 'b'))},
-                              {"z", Datum::Fixed(std::string(16, 'c'))},
-                              {"next", Datum::Record({{"x", Datum::Fixed(std::string(16, 'd'))},
-                                                      {"y", Datum::Fixed(std::string(16, 'e'))},
-                                                      {"z", Datum::Fixed(std::string(16, 'f'))}})}});
+  Datum list =
+      Datum::Record({{"x", Datum::Fixed(std::string(16, 'a'))},
+                     {"y", Datum::Fixed(std::string(16, 'b'))},
+                     {"z", Datum::Fixed(std::string(16, 'c'))},
+                     {"next", Datum::Record({{"x", Datum::Fixed(std::string(16, 'd'))},
+                                             {"y", Datum::Fixed(std::string(16, 'e'))},
+                                             {"z", Datum::Fixed(std::string(16, 'f'))}})}});
   auto back = Decode(root, Encoded(s, list));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->Find("next")->Find("next")->kind(), Datum::Kind::kNull);
@@ -254,10 +268,12 @@ TEST(AvroSchemaTest, RejectsMalformedSchemasWithAClearError) {
        "r.a: invalid default \"x\""},
       {R"({"type": "record", "name": "r", "fields": [{"name": "a", "type": ["null", "int"], "default": 1}]})",
        "invalid default 1"},
-      {R"({"type": "record", "name": "r", "fields": [{"name": "a-b", "type": "int"}]})", "valid \"name\""},
+      {R"({"type": "record", "name": "r", "fields": [{"name": "a-b", "type": "int"}]})",
+       "valid \"name\""},
       {R"({"type": "record", "name": "int", "fields": []})", "cannot be called \"int\""},
       {R"({"type": "enum", "name": "e", "symbols": ["A", "A"]})", "duplicate enum symbol"},
-      {R"([{"type": "fixed", "name": "f", "size": 1}, {"type": "fixed", "name": "f", "size": 2}])", "defined twice"},
+      {R"([{"type": "fixed", "name": "f", "size": 1}, {"type": "fixed", "name": "f", "size": 2}])",
+       "defined twice"},
       {R"({"type": "array"})", "array without \"items\""},
       {R"({"type": "map", "values": "nope"})", "unresolved name"},
       {R"({"type": "record", "name": "r", "fields": [)", "invalid JSON"},
@@ -320,11 +336,13 @@ TEST(AvroBinaryTest, EveryTypeRoundTrips) {
   EXPECT_TRUE(back->Find("sequence_number")->is_null());
   EXPECT_EQ(back->LongAt("data_file.record_count").value(), 3000);
   EXPECT_EQ(back->StringAt("data_file.file_path").value(), "s3://bucket/t/data/00003.parquet");
-  EXPECT_EQ(back->At("data_file.lower_bounds").value()->items()[2].BytesAt("value").value(), std::string("\x00\xff\x03", 3));
+  EXPECT_EQ(back->At("data_file.lower_bounds").value()->items()[2].BytesAt("value").value(),
+            std::string("\x00\xff\x03", 3));
   EXPECT_EQ(back->At("data_file.partition.day").value()->is_null(), true);
   EXPECT_EQ(back->At("snapshot_id").value()->union_branch(), 1);
   ExpectError(back->LongAt("data_file.nope").status(), "data_file.nope: no such field");
-  ExpectError(back->LongAt("data_file.file_path").status(), "data_file.file_path: expected long, got string");
+  ExpectError(back->LongAt("data_file.file_path").status(),
+              "data_file.file_path: expected long, got string");
   ExpectError(back->LongAt("status.x").status(), "status: not a record");
 }
 
@@ -340,7 +358,8 @@ TEST(AvroBinaryTest, EncodeNamesTheFieldPathOfAMismatch) {
 
   Datum missing = e;
   missing.Find("data_file")->Set("file_size_in_bytes", Datum::Null());
-  ExpectError(Encode(m.root(), missing, &out), "data_file.file_size_in_bytes: expected long, got null");
+  ExpectError(Encode(m.root(), missing, &out),
+              "data_file.file_size_in_bytes: expected long, got null");
 
   Datum no_status = Datum::Record({{"data_file", *e.At("data_file").value()}});
   ExpectError(Encode(m.root(), no_status, &out), "status: missing, and the field has no default");
@@ -351,25 +370,30 @@ TEST(AvroBinaryTest, EncodeNamesTheFieldPathOfAMismatch) {
 
   Datum bad_union = e;
   bad_union.Set("snapshot_id", Datum::String("x"));
-  ExpectError(Encode(m.root(), bad_union, &out), "snapshot_id: expected union [null, long], got string");
+  ExpectError(Encode(m.root(), bad_union, &out),
+              "snapshot_id: expected union [null, long], got string");
 
   Datum bad_item = e;
   Datum& sizes = *bad_item.Find("data_file")->Find("column_sizes");
   sizes.mutable_items()[1].Set("value", Datum::Int(3));
-  ExpectError(Encode(m.root(), bad_item, &out), "data_file.column_sizes[1].value: expected long, got int");
+  ExpectError(Encode(m.root(), bad_item, &out),
+              "data_file.column_sizes[1].value: expected long, got int");
 
   Schema fixed = MustParse(R"({"type": "fixed", "name": "f", "size": 2})");
   ExpectError(Encode(fixed.root(), Datum::Fixed("abc"), &out), "takes 2 bytes, got 3");
   Schema en = MustParse(R"({"type": "enum", "name": "e", "symbols": ["A"]})");
   ExpectError(Encode(en.root(), Datum::Enum("B"), &out), "\"B\" is not a symbol of enum e");
-  ExpectError(Encode(MustParse(R"("string")").root(), Datum::String("\xff"), &out), "not valid UTF-8");
+  ExpectError(Encode(MustParse(R"("string")").root(), Datum::String("\xff"), &out),
+              "not valid UTF-8");
 }
 
 TEST(AvroBinaryTest, UnionBranchChosenByKindOrExplicitly) {
-  Schema s = MustParse(R"(["null", "int", "long", {"type": "record", "name": "a", "fields": [{"name": "x", "type": "int"}]},
+  Schema s = MustParse(
+      R"(["null", "int", "long", {"type": "record", "name": "a", "fields": [{"name": "x", "type": "int"}]},
                           {"type": "record", "name": "b", "fields": [{"name": "y", "type": "int"}]}])");
   EXPECT_EQ(Hex(Encoded(s, Datum::Long(1))), "0402");
-  EXPECT_EQ(Hex(Encoded(s, Datum::Record({{"y", Datum::Int(1)}}))), "0802");  // the record whose fields fit
+  EXPECT_EQ(Hex(Encoded(s, Datum::Record({{"y", Datum::Int(1)}}))),
+            "0802");  // the record whose fields fit
   EXPECT_EQ(Hex(Encoded(s, Datum::Record({{"x", Datum::Int(1)}}))), "0602");
   std::string out;
   ExpectError(Encode(s.root(), Datum::Long(1).WithBranch(1), &out), "expected int, got long");
@@ -379,14 +403,24 @@ TEST(AvroBinaryTest, UnionBranchChosenByKindOrExplicitly) {
 TEST(AvroBinaryTest, ReadsArraysAndMapsInManyBlocksWithByteSizes) {
   Schema a = MustParse(R"({"type": "array", "items": "long"})");
   // Block of 2 (positive count), block of -2 with its byte size 2, end.
-  std::string bytes("\x04\x02\x04" "\x03\x04\x06\x08" "\x00", 8);
+  std::string bytes(
+      "\x04\x02\x04"
+      "\x03\x04\x06\x08"
+      "\x00",
+      8);
   auto back = Decode(a.root(), bytes);
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->ToString(), "[1L, 2L, 3L, 4L]");
   // A byte size that does not match what the items took.
-  ExpectError(Decode(a.root(), std::string("\x03\x06\x06\x08\x00\x00\x00", 7)).status(), "block declared 3 bytes");
+  ExpectError(Decode(a.root(), std::string("\x03\x06\x06\x08\x00\x00\x00", 7)).status(),
+              "block declared 3 bytes");
   Schema m = MustParse(R"({"type": "map", "values": "int"})");
-  back = Decode(m.root(), std::string("\x02\x02" "a\x02" "\x01\x06\x02" "b\x04" "\x00", 10));
+  back = Decode(m.root(), std::string("\x02\x02"
+                                      "a\x02"
+                                      "\x01\x06\x02"
+                                      "b\x04"
+                                      "\x00",
+                                      10));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->ToString(), "{\"a\": 1, \"b\": 2}");
 }
@@ -394,22 +428,32 @@ TEST(AvroBinaryTest, ReadsArraysAndMapsInManyBlocksWithByteSizes) {
 TEST(AvroBinaryTest, DecodeRejectsBadBytesAtTheirOffset) {
   Schema l = MustParse(R"("long")");
   ExpectError(Decode(l.root(), "").status(), "at byte 0: truncated varint");
-  ExpectError(Decode(l.root(), std::string(10, '\xff') + "\x01").status(), "at byte 0: varint overflows 64 bits");
+  ExpectError(Decode(l.root(), std::string(10, '\xff') + "\x01").status(),
+              "at byte 0: varint overflows 64 bits");
   ExpectError(Decode(l.root(), "\x02\x02").status(), "at byte 1: 1 bytes after the value");
-  ExpectError(Decode(MustParse(R"("int")").root(), "\xff\xff\xff\xff\x1f").status(), "varint overflows 32 bits");
+  ExpectError(Decode(MustParse(R"("int")").root(), "\xff\xff\xff\xff\x1f").status(),
+              "varint overflows 32 bits");
   Schema s = MustParse(R"("string")");
   ExpectError(Decode(s.root(), "\x01").status(), "negative string length -1");
-  ExpectError(Decode(s.root(), "\x0a" "ab").status(), "string length 5 but only 2 bytes left");
+  ExpectError(Decode(s.root(),
+                     "\x0a"
+                     "ab")
+                  .status(),
+              "string length 5 but only 2 bytes left");
   ExpectError(Decode(s.root(), "\x02\xff").status(), "not valid UTF-8");
   ExpectError(Decode(MustParse(R"("boolean")").root(), "\x02").status(), "boolean byte 2");
-  ExpectError(Decode(MustParse(R"(["null", "int"])").root(), "\x04").status(), "union index 2 of 2");
-  ExpectError(Decode(MustParse(R"({"type": "enum", "name": "e", "symbols": ["A"]})").root(), "\x02").status(),
+  ExpectError(Decode(MustParse(R"(["null", "int"])").root(), "\x04").status(),
+              "union index 2 of 2");
+  ExpectError(Decode(MustParse(R"({"type": "enum", "name": "e", "symbols": ["A"]})").root(), "\x02")
+                  .status(),
               "enum index 1 of 1");
   // A declared count far beyond the bytes left: an error, not a huge allocation.
   Schema a = MustParse(R"({"type": "array", "items": "long"})");
-  ExpectError(Decode(a.root(), "\xfe\xff\xff\xff\x0f\x02").status(), "count 2147483647 of values of at least 1 bytes");
+  ExpectError(Decode(a.root(), "\xfe\xff\xff\xff\x0f\x02").status(),
+              "count 2147483647 of values of at least 1 bytes");
   Schema nulls = MustParse(R"({"type": "array", "items": "null"})");
-  ExpectError(Decode(nulls.root(), "\xfe\xff\xff\xff\xff\xff\xff\xff\x7f").status(), "take no bytes is over the limit");
+  ExpectError(Decode(nulls.root(), "\xfe\xff\xff\xff\xff\xff\xff\xff\x7f").status(),
+              "take no bytes is over the limit");
   EXPECT_TRUE(Decode(nulls.root(), std::string_view("\x06\x00", 2)).ok());
   // Where in the value it went wrong.
   Schema m = MustParse(kManifestSchema);
@@ -419,7 +463,8 @@ TEST(AvroBinaryTest, DecodeRejectsBadBytesAtTheirOffset) {
 }
 
 TEST(AvroBinaryTest, DeepNestingIsAnErrorNotACrash) {
-  Schema s = MustParse(R"({"type": "record", "name": "n", "fields": [{"name": "c", "type": ["null", "n"]}]})");
+  Schema s = MustParse(
+      R"({"type": "record", "name": "n", "fields": [{"name": "c", "type": ["null", "n"]}]})");
   std::string deep(1000, '\x02');  // branch 1 (another n) a thousand times
   ExpectError(Decode(s.root(), deep).status(), "nested deeper than 64 levels");
   Datum d;
@@ -436,16 +481,20 @@ TEST(AvroFileTest, RoundTripsWithNullAndDeflateInManyBlocks) {
   for (int i = 0; i < 500; ++i) entries.push_back(ManifestEntry(i));
   for (Codec codec : {Codec::kNull, Codec::kDeflate}) {
     SCOPED_TRACE(static_cast<int>(codec));
-    std::string bytes = WriteFile(m, entries, {.codec = codec, .block_bytes = 4096,
-                                               .metadata = {{"format-version", "2"}, {"content", "data"}}});
+    std::string bytes = WriteFile(m, entries,
+                                  {.codec = codec,
+                                   .block_bytes = 4096,
+                                   .metadata = {{"format-version", "2"}, {"content", "data"}}});
     EXPECT_EQ(bytes.substr(0, 4), std::string("Obj\x01", 4));
     auto f = ReadFile(bytes);
     ASSERT_TRUE(f.ok()) << f.status().ToString();
     EXPECT_EQ(f->codec, codec);
     ASSERT_EQ(f->objects.size(), entries.size());
     for (size_t i = 0; i < entries.size(); ++i) {
-      EXPECT_EQ(f->objects[i].LongAt("data_file.record_count").value(), static_cast<int64_t>(i) * 1000);
-      EXPECT_EQ(*f->objects[i].At("data_file.lower_bounds").value(), *entries[i].At("data_file.lower_bounds").value());
+      EXPECT_EQ(f->objects[i].LongAt("data_file.record_count").value(),
+                static_cast<int64_t>(i) * 1000);
+      EXPECT_EQ(*f->objects[i].At("data_file.lower_bounds").value(),
+                *entries[i].At("data_file.lower_bounds").value());
     }
     EXPECT_EQ(*f->FindMetadata("format-version"), "2");
     EXPECT_EQ(*f->FindMetadata("avro.codec"), codec == Codec::kNull ? "null" : "deflate");
@@ -453,7 +502,8 @@ TEST(AvroFileTest, RoundTripsWithNullAndDeflateInManyBlocks) {
     // Blocks of at most about 4 KiB: many sync markers.
     std::string sync = bytes.substr(bytes.size() - 16);
     size_t markers = 0;
-    for (size_t p = bytes.find(sync); p != std::string::npos; p = bytes.find(sync, p + 1)) ++markers;
+    for (size_t p = bytes.find(sync); p != std::string::npos; p = bytes.find(sync, p + 1))
+      ++markers;
     EXPECT_GT(markers, codec == Codec::kNull ? 10u : 3u);
   }
   // An empty file is a header alone.
@@ -485,8 +535,10 @@ class AvroMalformedFileTest : public ::testing::Test {
     for (int i = 0; i < 6; ++i) entries.push_back(ManifestEntry(i));
     Schema m = MustParse(kManifestSchema);
     sync_.fill(0xAB);
-    plain_ = WriteFile(m, entries, {.block_bytes = 600, .metadata = {{"schema", "{}"}}, .sync = sync_});
-    deflated_ = WriteFile(m, entries, {.codec = Codec::kDeflate, .block_bytes = 600, .sync = sync_});
+    plain_ =
+        WriteFile(m, entries, {.block_bytes = 600, .metadata = {{"schema", "{}"}}, .sync = sync_});
+    deflated_ =
+        WriteFile(m, entries, {.codec = Codec::kDeflate, .block_bytes = 600, .sync = sync_});
   }
   std::string schema_json_;
   std::array<uint8_t, 16> sync_{};
@@ -518,7 +570,8 @@ TEST_F(AvroMalformedFileTest, NamesWhatIsWrongAndWhere) {
   size_t first = bad_sync.find(std::string(16, '\xab'));
   size_t second = bad_sync.find(std::string(16, '\xab'), first + 16);
   bad_sync[second] = 'x';
-  ExpectError(ReadFile(bad_sync).status(), fmt::format("at byte {}: sync marker of the block at byte {}", second, first + 16));
+  ExpectError(ReadFile(bad_sync).status(),
+              fmt::format("at byte {}: sync marker of the block at byte {}", second, first + 16));
   // A corrupt deflate block.
   std::string bad_deflate = deflated_;
   size_t block = bad_deflate.find(std::string(16, '\xab')) + 16;
@@ -526,12 +579,14 @@ TEST_F(AvroMalformedFileTest, NamesWhatIsWrongAndWhere) {
   auto st = ReadFile(bad_deflate).status();
   ExpectError(st, fmt::format("at byte {}: deflate block: invalid deflate data", block + 3));
   // A block that inflates past the limit.
-  ExpectError(ReadFile(deflated_, {.max_block_bytes = 100}).status(), "inflates to more than 100 bytes");
+  ExpectError(ReadFile(deflated_, {.max_block_bytes = 100}).status(),
+              "inflates to more than 100 bytes");
   ExpectError(ReadFile(plain_, {.max_block_bytes = 100}).status(), "over the limit of 100");
 }
 
 // Builds a file from parts: the header's metadata entries, then raw block bytes.
-std::string RawFile(const std::vector<std::pair<std::string, std::string>>& meta, std::string_view blocks,
+std::string RawFile(const std::vector<std::pair<std::string, std::string>>& meta,
+                    std::string_view blocks,
                     std::string_view sync = std::string_view("0123456789abcdef")) {
   std::string out("Obj\x01", 4);
   auto bytes = [&](std::string_view b) {
@@ -558,22 +613,29 @@ TEST(AvroRawFileTest, RejectsBadHeadersCountsAndCodecs) {
   ExpectError(ReadFile(RawFile({}, "")).status(), "no avro.schema");
   ExpectError(ReadFile(RawFile({{"avro.schema", "{\"type\": \"wat\"}"}}, "")).status(),
               "avro.schema: schema: schema: unknown type or unresolved name \"wat\"");
-  ExpectError(ReadFile(RawFile({{"avro.schema", "\"long\""}, {"avro.codec", "snappy"}}, "")).status(),
-              "avro.codec \"snappy\" is not supported");
-  ExpectError(ReadFile(RawFile({{"avro.schema", "\"long\""}, {"avro.schema", "\"int\""}}, "")).status(),
-              "metadata key \"avro.schema\" twice");
+  ExpectError(
+      ReadFile(RawFile({{"avro.schema", "\"long\""}, {"avro.codec", "snappy"}}, "")).status(),
+      "avro.codec \"snappy\" is not supported");
+  ExpectError(
+      ReadFile(RawFile({{"avro.schema", "\"long\""}, {"avro.schema", "\"int\""}}, "")).status(),
+      "metadata key \"avro.schema\" twice");
   // Negative object count, negative and oversized block sizes, huge counts.
   ExpectError(ReadFile(RawFile(meta, "\x01\x02\x02" + sync)).status(), "negative count -1");
   ExpectError(ReadFile(RawFile(meta, "\x02\x01\x02" + sync)).status(), "negative block length -1");
-  ExpectError(ReadFile(RawFile(meta, "\x02\x7e\x02" + sync)).status(), "block length 63 but only 17 bytes left");
-  ExpectError(ReadFile(RawFile(meta, "\xfe\xff\xff\xff\x0f\x02\x02" + sync)).status(), "block of 2147483647 objects in 1 bytes");
-  ExpectError(ReadFile(RawFile(meta, "\x02\x04\x02\x04" + sync)).status(), "1 bytes after the block's 1 objects");
+  ExpectError(ReadFile(RawFile(meta, "\x02\x7e\x02" + sync)).status(),
+              "block length 63 but only 17 bytes left");
+  ExpectError(ReadFile(RawFile(meta, "\xfe\xff\xff\xff\x0f\x02\x02" + sync)).status(),
+              "block of 2147483647 objects in 1 bytes");
+  ExpectError(ReadFile(RawFile(meta, "\x02\x04\x02\x04" + sync)).status(),
+              "1 bytes after the block's 1 objects");
   // A metadata map claiming more entries than there are bytes.
   std::string huge("Obj\x01\xfe\xff\xff\xff\xff\xff\xff\xff\x7f", 13);
   ExpectError(ReadFile(huge).status(), "at byte 4: count 4611686018427387903");
   // Values that take no bytes: bounded by a budget.
   std::vector<std::pair<std::string, std::string>> null_meta = {{"avro.schema", "\"null\""}};
-  ExpectError(ReadFile(RawFile(null_meta, std::string("\xfe\xff\xff\xff\x0f\x00", 6) + sync)).status(), "take no bytes");
+  ExpectError(
+      ReadFile(RawFile(null_meta, std::string("\xfe\xff\xff\xff\x0f\x00", 6) + sync)).status(),
+      "take no bytes");
   EXPECT_EQ(ReadFile(RawFile(null_meta, std::string("\x06\x00", 2) + sync))->objects.size(), 3u);
 }
 
@@ -641,7 +703,8 @@ else:
 constexpr const char* kPython = "/usr/bin/python3";
 
 bool PythonHasAvro() {
-  std::string cmd = fmt::format("{} -c 'import avro.datafile, avro.io, avro.schema' >/dev/null 2>&1", kPython);
+  std::string cmd =
+      fmt::format("{} -c 'import avro.datafile, avro.io, avro.schema' >/dev/null 2>&1", kPython);
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -675,7 +738,8 @@ std::string TempDir() {
 }
 
 TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
-  if (!PythonHasAvro()) GTEST_SKIP() << kPython << " cannot import avro (apt-get install python3-avro)";
+  if (!PythonHasAvro())
+    GTEST_SKIP() << kPython << " cannot import avro (apt-get install python3-avro)";
   std::string dir = TempDir();
   Schema m = MustParse(kManifestSchema);
   std::vector<Datum> entries;
@@ -684,10 +748,14 @@ TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
     SCOPED_TRACE(static_cast<int>(codec));
     std::string path = dir + (codec == Codec::kNull ? "/ours_null.avro" : "/ours_deflate.avro");
     std::ofstream(path, std::ios::binary)
-        << WriteFile(m, entries, {.codec = codec, .block_bytes = 2048,
-                                  .metadata = {{"schema", R"({"type":"struct","schema-id":0})"},
-                                               {"partition-spec", "[]"}, {"partition-spec-id", "0"},
-                                               {"format-version", "2"}, {"content", "data"}}});
+        << WriteFile(m, entries,
+                     {.codec = codec,
+                      .block_bytes = 2048,
+                      .metadata = {{"schema", R"({"type":"struct","schema-id":0})"},
+                                   {"partition-spec", "[]"},
+                                   {"partition-spec-id", "0"},
+                                   {"format-version", "2"},
+                                   {"content", "data"}}});
     Json got = Json::parse(RunPython(dir, "read " + ShellQuote(path)), nullptr, false);
     ASSERT_FALSE(got.is_discarded());
     ASSERT_EQ(got["records"].size(), entries.size());
@@ -698,7 +766,8 @@ TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
       want["data_file"]["sort_order_id"] = nullptr;
       ASSERT_EQ(got["records"][i], want) << i;
     }
-    for (const char* key : {"schema", "partition-spec", "partition-spec-id", "format-version", "content"}) {
+    for (const char* key :
+         {"schema", "partition-spec", "partition-spec-id", "format-version", "content"}) {
       EXPECT_TRUE(got["meta"].contains(key)) << key;
     }
     EXPECT_EQ(got["meta"]["avro.codec"], codec == Codec::kNull ? "null" : "deflate");
@@ -717,13 +786,15 @@ TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
 }
 
 TEST(AvroInteropTest, WeReadPythonFiles) {
-  if (!PythonHasAvro()) GTEST_SKIP() << kPython << " cannot import avro (apt-get install python3-avro)";
+  if (!PythonHasAvro())
+    GTEST_SKIP() << kPython << " cannot import avro (apt-get install python3-avro)";
   std::string dir = TempDir();
   const int n = 400;
   for (const char* codec : {"null", "deflate"}) {
     SCOPED_TRACE(codec);
     std::string path = dir + "/python_" + codec + ".avro";
-    RunPython(dir, fmt::format("write {} {} {} {}", ShellQuote(path), codec, n, ShellQuote(kEverySchema)));
+    RunPython(dir, fmt::format("write {} {} {} {}", ShellQuote(path), codec, n,
+                               ShellQuote(kEverySchema)));
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     auto f = ReadFile(bytes);
@@ -733,12 +804,15 @@ TEST(AvroInteropTest, WeReadPythonFiles) {
     ASSERT_EQ(f->objects.size(), static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) {
       ASSERT_EQ(f->objects[static_cast<size_t>(i)], Every(i))
-          << i << "\n" << f->objects[static_cast<size_t>(i)].ToString() << "\n" << Every(i).ToString();
+          << i << "\n"
+          << f->objects[static_cast<size_t>(i)].ToString() << "\n"
+          << Every(i).ToString();
     }
     // Python's blocks of about 2000 bytes: the file has many.
     std::string sync = bytes.substr(bytes.size() - 16);
     size_t markers = 0;
-    for (size_t p = bytes.find(sync); p != std::string::npos; p = bytes.find(sync, p + 1)) ++markers;
+    for (size_t p = bytes.find(sync); p != std::string::npos; p = bytes.find(sync, p + 1))
+      ++markers;
     EXPECT_GT(markers, 3u);
   }
 }

@@ -92,15 +92,19 @@ Status ParseError(std::string_view text) {
 
 TEST(IcebergSchemaTest, MalformedSchemasNameThePath) {
   Status st = ParseError(R"({"type":"struct","fields":[]})");
-  EXPECT_NE(st.message().find("$.schemas[0]: missing required field \"schema-id\""), std::string::npos)
+  EXPECT_NE(st.message().find("$.schemas[0]: missing required field \"schema-id\""),
+            std::string::npos)
       << st.message();
-  st = ParseError(R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":"yes","type":"int"}]})");
+  st = ParseError(
+      R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":"yes","type":"int"}]})");
   EXPECT_NE(st.message().find("$.schemas[0].fields[0].required: expected a boolean, got a string"),
             std::string::npos)
       << st.message();
-  st = ParseError(R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":"integer"}]})");
+  st = ParseError(
+      R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":"integer"}]})");
   EXPECT_NE(st.message().find("$.schemas[0].fields[0].type"), std::string::npos) << st.message();
-  st = ParseError(R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":{"type":"list","element-id":2,"element":"int"}}]})");
+  st = ParseError(
+      R"({"type":"struct","schema-id":0,"fields":[{"id":1,"name":"a","required":true,"type":{"type":"list","element-id":2,"element":"int"}}]})");
   EXPECT_NE(st.message().find("element-required"), std::string::npos) << st.message();
 }
 
@@ -109,7 +113,8 @@ TEST(IcebergSchemaTest, DuplicateIdsAndNamesAreInvalid) {
       {"id":1,"name":"a","required":true,"type":"int"},
       {"id":2,"name":"b","required":true,"type":{"type":"list","element-id":1,"element":"int","element-required":true}}]})");
   EXPECT_FALSE(st.ok());
-  EXPECT_NE(st.message().find("id 1 is used by more than one field"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("id 1 is used by more than one field"), std::string::npos)
+      << st.message();
   st = ParseError(R"({"type":"struct","schema-id":0,"fields":[
       {"id":1,"name":"a","required":true,"type":"int"},{"id":2,"name":"a","required":true,"type":"int"}]})");
   EXPECT_NE(st.message().find("appears twice"), std::string::npos) << st.message();
@@ -160,7 +165,8 @@ TEST(IcebergSchemaTest, AssignFreshIdsVisitsStructFieldsBeforeChildren) {
 
 TEST(IcebergSchemaTest, HostileNestingIsBounded) {
   std::string deep;
-  for (int i = 0; i < 1000; ++i) deep += R"({"type":"list","element-id":1,"element-required":true,"element":)";
+  for (int i = 0; i < 1000; ++i)
+    deep += R"({"type":"list","element-id":1,"element-required":true,"element":)";
   deep += "\"int\"";
   for (int i = 0; i < 1000; ++i) deep += "}";
   auto j = ParseJson(deep, "deep");

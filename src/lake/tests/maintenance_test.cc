@@ -425,12 +425,14 @@ TEST_F(MaintenanceTest, CompactionReadsColumnsByFieldIdAcrossRenamesAndAddedColu
   ASSERT_TRUE(c.ok() && c->snapshot_id) << c.status().message();
   // The rewritten files hold the old amounts under the new name, and NULL for extra.
   std::vector<std::string> paths;
-  for (const ManifestEntry& e : LiveFiles(root)) paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
+  for (const ManifestEntry& e : LiveFiles(root))
+    paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
   EXPECT_EQ(paths.size(), 2u);
   auto rows = conn_->QueryText(fmt::format(
       "SELECT count(*), sum(price), count(extra) FROM read_parquet([{}])", fmt::join(paths, ", ")));
   ASSERT_TRUE(rows.ok()) << rows.status().message();
-  EXPECT_EQ((*rows)[0][0].value_or("NULL") + "|" + (*rows)[0][1].value_or("NULL") + "|" + (*rows)[0][2].value_or("NULL"),
+  EXPECT_EQ((*rows)[0][0].value_or("NULL") + "|" + (*rows)[0][1].value_or("NULL") + "|" +
+                (*rows)[0][2].value_or("NULL"),
             "30|652.5|0");
 }
 
@@ -440,22 +442,30 @@ TEST_F(MaintenanceTest, FilesWithoutFieldIdsAreNotCompacted) {
   for (int i = 0; i < 2; ++i) AppendRows(table, *conn_, i * 10, 10);
   // A file written without field ids (an import), added to the table.
   const std::string path = root + "/data/city=oslo/imported.parquet";
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 100::BIGINT AS id, 'oslo' AS city, 1.5::DOUBLE AS amount) "
-                                         "TO '{}' (FORMAT parquet)", path)).ok());
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT 100::BIGINT AS id, 'oslo' AS city, 1.5::DOUBLE AS amount) "
+                      "TO '{}' (FORMAT parquet)",
+                      path))
+                  .ok());
   DataFile f;
   f.file_path = FileUri(path);
   f.file_format = "PARQUET";
   f.record_count = 1;
   f.file_size_in_bytes = static_cast<int64_t>(fs::file_size(path));
   f.partition = avro::Datum::Record({{"city", avro::Datum::String("oslo")}});
-  ASSERT_TRUE(table.Append({f}, [](const TableMetadata&) -> Result<std::map<std::string, std::string>> {
-                     return std::map<std::string, std::string>{};
-                   }).ok());
+  ASSERT_TRUE(table
+                  .Append({f},
+                          [](const TableMetadata&) -> Result<std::map<std::string, std::string>> {
+                            return std::map<std::string, std::string>{};
+                          })
+                  .ok());
   const auto listing = Listing(root);
   auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(c.status().message().find("imported.parquet"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("imported.parquet"), std::string::npos)
+      << c.status().message();
   EXPECT_EQ(Listing(root), listing);
 }
 

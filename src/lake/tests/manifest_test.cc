@@ -1,14 +1,13 @@
 #include "lake/manifest.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 namespace sluice::lake {
 namespace {
@@ -24,7 +23,8 @@ ManifestContext DayPartitioned() {
   c.schema_json = std::string(kSchemaJson);
   c.spec_id = 1;
   c.spec_fields_json = R"([{"source-id":3,"field-id":1000,"name":"ts_day","transform":"day"}])";
-  c.partition_avro_fields = R"([{"name":"ts_day","type":["null",{"type":"int","logicalType":"date"}],"default":null,"field-id":1000}])";
+  c.partition_avro_fields =
+      R"([{"name":"ts_day","type":["null",{"type":"int","logicalType":"date"}],"default":null,"field-id":1000}])";
   return c;
 }
 
@@ -88,7 +88,9 @@ TEST(ManifestTest, ListRoundTrips) {
   m.existing_files_count = 1;
   m.added_rows_count = 300;
   m.existing_rows_count = 100;
-  m.partitions = {{.contains_null = true, .contains_nan = std::nullopt, .lower_bound = "\x20\x4e\0\0",
+  m.partitions = {{.contains_null = true,
+                   .contains_nan = std::nullopt,
+                   .lower_bound = "\x20\x4e\0\0",
                    .upper_bound = "\x24\x4e\0\0"}};
   Result<std::string> bytes = WriteManifestList(99, 98, 4, {m, m});
   ASSERT_TRUE(bytes.ok()) << bytes.status().message();

@@ -3,14 +3,13 @@
 // files each route leaves in the warehouse (docs/design/0009, "REST catalog").
 #include "lake/rest_catalog.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-#include <string>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "lake/table_files.h"
 
@@ -28,22 +27,25 @@ constexpr const char* kSchema = R"({"type": "struct", "schema-id": 0, "fields": 
 class RestCatalogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rest_catalog_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("rest_catalog_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     Reopen();
   }
   void TearDown() override { fs::remove_all(dir_); }
 
   void Reopen() {
-    auto opened = RestCatalog::Open({.warehouse = (dir_ / "wh").string(), .now_ms = [this] { return ++now_; }});
+    auto opened = RestCatalog::Open(
+        {.warehouse = (dir_ / "wh").string(), .now_ms = [this] { return ++now_; }});
     ASSERT_TRUE(opened.ok()) << opened.status().ToString();
     catalog_ = std::move(opened).value();
   }
 
-  HttpResponse Call(const std::string& method, const std::string& path, const std::string& body = "",
-                    std::map<std::string, std::string> query = {}) {
-    return catalog_->Handle({.method = method, .path = path, .query = std::move(query), .body = body});
+  HttpResponse Call(const std::string& method, const std::string& path,
+                    const std::string& body = "", std::map<std::string, std::string> query = {}) {
+    return catalog_->Handle(
+        {.method = method, .path = path, .query = std::move(query), .body = body});
   }
   // The response body as JSON (null when empty).
   static json Body(const HttpResponse& r) { return r.body.empty() ? json() : json::parse(r.body); }
@@ -55,10 +57,12 @@ class RestCatalogTest : public ::testing::Test {
   }
 
   void CreateNamespace(const json& ns, const json& props = json::object()) {
-    HttpResponse r = Call("POST", "/v1/namespaces", json{{"namespace", ns}, {"properties", props}}.dump());
+    HttpResponse r =
+        Call("POST", "/v1/namespaces", json{{"namespace", ns}, {"properties", props}}.dump());
     ASSERT_EQ(r.status, 200) << r.body;
   }
-  json CreateTable(const std::string& ns_path, const std::string& name, const std::string& extra = "") {
+  json CreateTable(const std::string& ns_path, const std::string& name,
+                   const std::string& extra = "") {
     std::string body = R"({"name": ")" + name + R"(", "schema": )" + kSchema + extra + "}";
     HttpResponse r = Call("POST", "/v1/namespaces/" + ns_path + "/tables", body);
     EXPECT_EQ(r.status, 200) << r.body;
@@ -81,8 +85,9 @@ TEST_F(RestCatalogTest, ConfigListsTheEndpoints) {
   json b = Body(r);
   EXPECT_TRUE(b["defaults"].is_object());
   EXPECT_TRUE(b["overrides"].is_object());
-  EXPECT_NE(std::find(b["endpoints"].begin(), b["endpoints"].end(), "POST /v1/{prefix}/tables/rename"),
-            b["endpoints"].end());
+  EXPECT_NE(
+      std::find(b["endpoints"].begin(), b["endpoints"].end(), "POST /v1/{prefix}/tables/rename"),
+      b["endpoints"].end());
 }
 
 TEST_F(RestCatalogTest, NamespacesCreateListLoadDrop) {
@@ -94,7 +99,8 @@ TEST_F(RestCatalogTest, NamespacesCreateListLoadDrop) {
   EXPECT_EQ(again.status, 409);
   EXPECT_EQ(ErrorType(again), "AlreadyExistsException");
 
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces"))["namespaces"], json::parse(R"([["ops"], ["sales"]])"));
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces"))["namespaces"],
+            json::parse(R"([["ops"], ["sales"]])"));
   HttpResponse load = Call("GET", "/v1/namespaces/sales");
   ASSERT_EQ(load.status, 200);
   EXPECT_EQ(Body(load), json::parse(R"({"namespace": ["sales"], "properties": {"owner": "ann"}})"));
@@ -116,10 +122,14 @@ TEST_F(RestCatalogTest, MultiLevelNamespacesUseTheUnitSeparator) {
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces"))["namespaces"], json::parse(R"([["a"]])"));
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "a"}}))["namespaces"],
             json::parse(R"([["a", "b"]])"));
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "a\x1f" "b"}}))["namespaces"],
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "",
+                      {{"parent",
+                        "a\x1f"
+                        "b"}}))["namespaces"],
             json::parse(R"([["a", "b", "c"]])"));
   EXPECT_EQ(Call("GET", "/v1/namespaces", "", {{"parent", "zz"}}).status, 404);
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces/a%1Fb%1fc"))["namespace"], json::parse(R"(["a", "b", "c"])"));
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces/a%1Fb%1fc"))["namespace"],
+            json::parse(R"(["a", "b", "c"])"));
   CreateTable("a%1Fb%1Fc", "t");
   EXPECT_TRUE(fs::exists(dir_ / "wh" / "a" / "b" / "c" / "t" / "metadata" / "v1.metadata.json"));
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces/a%1Fb%1Fc/tables"))["identifiers"],
@@ -132,9 +142,10 @@ TEST_F(RestCatalogTest, MultiLevelNamespacesUseTheUnitSeparator) {
 }
 
 TEST_F(RestCatalogTest, BadNamesAndBadJsonAreBadRequests) {
-  for (const char* body : {"{", "[]", R"({"namespace": "a"})", R"({"namespace": []})",
-                           R"({"namespace": ["."]})", R"({"namespace": [".hidden"]})",
-                           R"({"namespace": ["a/b"]})", R"({"namespace": ["a"], "properties": {"k": 1}})"}) {
+  for (const char* body :
+       {"{", "[]", R"({"namespace": "a"})", R"({"namespace": []})", R"({"namespace": ["."]})",
+        R"({"namespace": [".hidden"]})", R"({"namespace": ["a/b"]})",
+        R"({"namespace": ["a"], "properties": {"k": 1}})"}) {
     HttpResponse r = Call("POST", "/v1/namespaces", body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_EQ(ErrorType(r), "BadRequestException") << body;
@@ -161,9 +172,12 @@ TEST_F(RestCatalogTest, BadNamesAndBadJsonAreBadRequests) {
                                   "schema": {"type": "struct", "fields": []}})");
   EXPECT_EQ(outside.status, 400) << outside.body;
   EXPECT_NE(outside.body.find("outside the warehouse"), std::string::npos) << outside.body;
-  for (const std::string& location : {"file://" + (dir_ / "wh").string(), "file://" + (dir_ / "wh/db/%2e%2e/x").string()}) {
+  for (const std::string& location :
+       {"file://" + (dir_ / "wh").string(), "file://" + (dir_ / "wh/db/%2e%2e/x").string()}) {
     EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
-                   json{{"name", "t"}, {"location", location}, {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
+                   json{{"name", "t"},
+                        {"location", location},
+                        {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
                        .dump())
                   .status,
               400)
@@ -172,14 +186,16 @@ TEST_F(RestCatalogTest, BadNamesAndBadJsonAreBadRequests) {
   // A symbolic link inside the warehouse that leads out of it.
   fs::create_symlink(dir_, dir_ / "wh" / "db" / "out");
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
-                 json{{"name", "t"}, {"location", "file://" + (dir_ / "wh/db/out/x").string()},
+                 json{{"name", "t"},
+                      {"location", "file://" + (dir_ / "wh/db/out/x").string()},
                       {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
                      .dump())
                 .status,
             400);
   fs::remove(dir_ / "wh" / "db" / "out");
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/tables",
-                 json{{"name", "t"}, {"location", "file://" + (dir_ / "wh/../elsewhere").string()},
+                 json{{"name", "t"},
+                      {"location", "file://" + (dir_ / "wh/../elsewhere").string()},
                       {"schema", {{"type", "struct"}, {"fields", json::array()}}}}
                      .dump())
                 .status,
@@ -205,8 +221,10 @@ TEST_F(RestCatalogTest, NamespacePropertiesUpdate) {
   EXPECT_EQ(b["removed"], json::parse(R"(["a"])"));
   EXPECT_EQ(b["missing"], json::parse(R"(["zz"])"));
   Reopen();  // on disk
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces/db"))["properties"], json::parse(R"({"b": "20", "c": "3"})"));
-  HttpResponse both = Call("POST", "/v1/namespaces/db/properties", R"({"removals": ["b"], "updates": {"b": "x"}})");
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces/db"))["properties"],
+            json::parse(R"({"b": "20", "c": "3"})"));
+  HttpResponse both =
+      Call("POST", "/v1/namespaces/db/properties", R"({"removals": ["b"], "updates": {"b": "x"}})");
   EXPECT_EQ(both.status, 422);
   EXPECT_EQ(ErrorType(both), "UnprocessableEntityException");
   EXPECT_EQ(Call("POST", "/v1/namespaces/nope/properties", R"({"updates": {}})").status, 404);
@@ -214,11 +232,13 @@ TEST_F(RestCatalogTest, NamespacePropertiesUpdate) {
 
 TEST_F(RestCatalogTest, CreateLoadAndListTables) {
   CreateNamespace({"db"});
-  json created = CreateTable("db", "events",
-                             R"(, "partition-spec": {"spec-id": 0, "fields": [{"source-id": 2, "transform": "day", "name": "ts_day"}]},
+  json created = CreateTable(
+      "db", "events",
+      R"(, "partition-spec": {"spec-id": 0, "fields": [{"source-id": 2, "transform": "day", "name": "ts_day"}]},
                                  "properties": {"owner": "ann"})");
   const fs::path root = dir_ / "wh" / "db" / "events";
-  EXPECT_EQ(created["metadata-location"], "file://" + (root / "metadata" / "v1.metadata.json").string());
+  EXPECT_EQ(created["metadata-location"],
+            "file://" + (root / "metadata" / "v1.metadata.json").string());
   EXPECT_EQ(created["metadata"]["location"], "file://" + root.string());
   EXPECT_EQ(created["metadata"]["format-version"], 2);
   EXPECT_EQ(created["metadata"]["properties"]["owner"], "ann");
@@ -226,10 +246,12 @@ TEST_F(RestCatalogTest, CreateLoadAndListTables) {
   EXPECT_EQ(created["metadata"]["partition-specs"][0]["fields"][0]["transform"], "day");
   EXPECT_TRUE(created["config"].is_object());
 
-  HttpResponse dup = Call("POST", "/v1/namespaces/db/tables", std::string(R"({"name": "events", "schema": )") + kSchema + "}");
+  HttpResponse dup = Call("POST", "/v1/namespaces/db/tables",
+                          std::string(R"({"name": "events", "schema": )") + kSchema + "}");
   EXPECT_EQ(dup.status, 409);
   EXPECT_EQ(ErrorType(dup), "AlreadyExistsException");
-  HttpResponse no_ns = Call("POST", "/v1/namespaces/nope/tables", std::string(R"({"name": "t", "schema": )") + kSchema + "}");
+  HttpResponse no_ns = Call("POST", "/v1/namespaces/nope/tables",
+                            std::string(R"({"name": "t", "schema": )") + kSchema + "}");
   EXPECT_EQ(no_ns.status, 404);
   EXPECT_EQ(ErrorType(no_ns), "NoSuchNamespaceException");
 
@@ -252,11 +274,13 @@ TEST_F(RestCatalogTest, CreateLoadAndListTables) {
   json p1 = Body(Call("GET", "/v1/namespaces/db/tables", "", {{"pageSize", "2"}}));
   EXPECT_EQ(p1["identifiers"][1]["name"], "events");
   ASSERT_EQ(p1["next-page-token"], "events");
-  json p2 = Body(Call("GET", "/v1/namespaces/db/tables", "", {{"pageSize", "2"}, {"pageToken", "events"}}));
+  json p2 = Body(
+      Call("GET", "/v1/namespaces/db/tables", "", {{"pageSize", "2"}, {"pageToken", "events"}}));
   EXPECT_EQ(p2["identifiers"], json::parse(R"([{"namespace": ["db"], "name": "zeta"}])"));
   EXPECT_FALSE(p2.contains("next-page-token"));
   // A table is not a namespace.
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "db"}}))["namespaces"], json::array());
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "db"}}))["namespaces"],
+            json::array());
 }
 
 TEST_F(RestCatalogTest, CommitWritesTheNextVersionAndStaleRequirementsGet409) {
@@ -267,16 +291,17 @@ TEST_F(RestCatalogTest, CommitWritesTheNextVersionAndStaleRequirementsGet409) {
   HttpResponse first = Call("POST", "/v1/namespaces/db/tables/t", SetProps(uuid, "k1"));
   ASSERT_EQ(first.status, 200) << first.body;
   json b = Body(first);
-  EXPECT_EQ(b["metadata-location"], "file://" + (dir_ / "wh/db/t/metadata/v2.metadata.json").string());
+  EXPECT_EQ(b["metadata-location"],
+            "file://" + (dir_ / "wh/db/t/metadata/v2.metadata.json").string());
   EXPECT_EQ(b["metadata"]["properties"]["k1"], "v");
   EXPECT_EQ(b["metadata"]["metadata-log"][0]["metadata-file"], created["metadata-location"]);
 
   // A stale requirement: 409, nothing written.
-  HttpResponse stale = Call("POST", "/v1/namespaces/db/tables/t", SetProps("00000000-0000-0000-0000-000000000000", "k2"));
+  HttpResponse stale = Call("POST", "/v1/namespaces/db/tables/t",
+                            SetProps("00000000-0000-0000-0000-000000000000", "k2"));
   EXPECT_EQ(stale.status, 409);
   EXPECT_EQ(ErrorType(stale), "CommitFailedException");
   EXPECT_FALSE(fs::exists(dir_ / "wh/db/t/metadata/v3.metadata.json"));
-
 }
 
 TEST_F(RestCatalogTest, TheSecondOfTwoCommitsFromOneBaseGets409) {
@@ -284,15 +309,20 @@ TEST_F(RestCatalogTest, TheSecondOfTwoCommitsFromOneBaseGets409) {
   CreateTable("db", "t");
   // Both clients loaded the table at its current schema 0 and add a column.
   auto add_column = [](const std::string& name) {
-    return json{{"requirements", {{{"type", "assert-current-schema-id"}, {"current-schema-id", 0}},
-                                  {{"type", "assert-last-assigned-field-id"}, {"last-assigned-field-id", 3}}}},
+    return json{{"requirements",
+                 {{{"type", "assert-current-schema-id"}, {"current-schema-id", 0}},
+                  {{"type", "assert-last-assigned-field-id"}, {"last-assigned-field-id", 3}}}},
                 {"updates",
                  {{{"action", "add-schema"},
-                   {"schema", {{"type", "struct"}, {"schema-id", 1}, {"fields", json::parse(std::string(R"([
+                   {"schema",
+                    {{"type", "struct"},
+                     {"schema-id", 1},
+                     {"fields", json::parse(std::string(R"([
                      {"id": 1, "name": "id", "type": "long", "required": true},
                      {"id": 2, "name": "ts", "type": "timestamptz", "required": false},
                      {"id": 3, "name": "city", "type": "string", "required": false},
-                     {"id": 4, "name": ")") + name + R"(", "type": "int", "required": false}])")}}}},
+                     {"id": 4, "name": ")") +
+                                            name + R"(", "type": "int", "required": false}])")}}}},
                   {{"action", "set-current-schema"}, {"schema-id", -1}}}}}
         .dump();
   };
@@ -315,19 +345,21 @@ TEST_F(RestCatalogTest, ACommitRacedToItsVersionGets409) {
   bool raced = false;
   HttpResponse winner;
   auto opened = RestCatalog::Open({.warehouse = (dir_ / "wh").string(), .before_commit = [&] {
-    if (raced) return;
-    raced = true;
-    winner = Call("POST", "/v1/namespaces/db/tables/t", SetProps(uuid, "winner"));
-  }});
+                                     if (raced) return;
+                                     raced = true;
+                                     winner = Call("POST", "/v1/namespaces/db/tables/t",
+                                                   SetProps(uuid, "winner"));
+                                   }});
   ASSERT_TRUE(opened.ok());
-  HttpResponse loser = (*opened)->Handle({.method = "POST", .path = "/v1/namespaces/db/tables/t",
-                                          .body = SetProps(uuid, "loser")});
+  HttpResponse loser = (*opened)->Handle(
+      {.method = "POST", .path = "/v1/namespaces/db/tables/t", .body = SetProps(uuid, "loser")});
   ASSERT_TRUE(raced);
   EXPECT_EQ(winner.status, 200) << winner.body;
   EXPECT_EQ(loser.status, 409) << loser.body;
   EXPECT_EQ(ErrorType(loser), "CommitFailedException");
   json now = Body(Call("GET", "/v1/namespaces/db/tables/t"));
-  EXPECT_EQ(now["metadata-location"], "file://" + (dir_ / "wh/db/t/metadata/v3.metadata.json").string());
+  EXPECT_EQ(now["metadata-location"],
+            "file://" + (dir_ / "wh/db/t/metadata/v3.metadata.json").string());
   EXPECT_TRUE(now["metadata"]["properties"].contains("winner"));
   EXPECT_FALSE(now["metadata"]["properties"].contains("loser"));
 }
@@ -338,18 +370,22 @@ TEST_F(RestCatalogTest, CommitErrors) {
   HttpResponse no_table = Call("POST", "/v1/namespaces/db/tables/nope", SetProps("x", "k"));
   EXPECT_EQ(no_table.status, 404);
   EXPECT_EQ(ErrorType(no_table), "NoSuchTableException");
-  HttpResponse bad_update = Call("POST", "/v1/namespaces/db/tables/t",
-                                 R"({"requirements": [], "updates": [{"action": "set-current-schema", "schema-id": 7}]})");
+  HttpResponse bad_update = Call(
+      "POST", "/v1/namespaces/db/tables/t",
+      R"({"requirements": [], "updates": [{"action": "set-current-schema", "schema-id": 7}]})");
   EXPECT_EQ(bad_update.status, 400);
   EXPECT_EQ(ErrorType(bad_update), "BadRequestException");
-  HttpResponse unsupported = Call("POST", "/v1/namespaces/db/tables/t",
-                                  R"({"requirements": [], "updates": [{"action": "remove-schemas", "schema-ids": [0]}]})");
+  HttpResponse unsupported =
+      Call("POST", "/v1/namespaces/db/tables/t",
+           R"({"requirements": [], "updates": [{"action": "remove-schemas", "schema-ids": [0]}]})");
   EXPECT_EQ(unsupported.status, 400);
-  HttpResponse other = Call("POST", "/v1/namespaces/db/tables/t",
-                            R"({"identifier": {"namespace": ["db"], "name": "u"}, "requirements": [], "updates": []})");
+  HttpResponse other = Call(
+      "POST", "/v1/namespaces/db/tables/t",
+      R"({"identifier": {"namespace": ["db"], "name": "u"}, "requirements": [], "updates": []})");
   EXPECT_EQ(other.status, 400);
   // A commit that changes nothing writes nothing.
-  HttpResponse noop = Call("POST", "/v1/namespaces/db/tables/t", R"({"requirements": [], "updates": []})");
+  HttpResponse noop =
+      Call("POST", "/v1/namespaces/db/tables/t", R"({"requirements": [], "updates": []})");
   ASSERT_EQ(noop.status, 200);
   EXPECT_EQ(Body(noop)["metadata-location"], created["metadata-location"]);
 }
@@ -366,7 +402,8 @@ TEST_F(RestCatalogTest, StagedCreateCommitsWithAssertCreate) {
                    {{"action", "set-current-schema"}, {"schema-id", -1}},
                    {{"action", "add-spec"}, {"spec", {{"spec-id", 0}, {"fields", json::array()}}}},
                    {{"action", "set-default-spec"}, {"spec-id", -1}},
-                   {{"action", "add-sort-order"}, {"sort-order", {{"order-id", 0}, {"fields", json::array()}}}},
+                   {{"action", "add-sort-order"},
+                    {"sort-order", {{"order-id", 0}, {"fields", json::array()}}}},
                    {{"action", "set-default-sort-order"}, {"sort-order-id", -1}}}}};
   HttpResponse r = Call("POST", "/v1/namespaces/db/tables/s", commit.dump());
   ASSERT_EQ(r.status, 200) << r.body;
@@ -386,7 +423,9 @@ TEST_F(RestCatalogTest, DropTableKeepsOrPurgesData) {
   fs::create_directories(dir_ / "wh/db/purge/data");
   std::ofstream(dir_ / "wh/db/purge/data/f.parquet") << "x";
   EXPECT_EQ(Call("DELETE", "/v1/namespaces/db/tables/keep").status, 204);
-  EXPECT_EQ(Call("DELETE", "/v1/namespaces/db/tables/purge", "", {{"purgeRequested", "true"}}).status, 204);
+  EXPECT_EQ(
+      Call("DELETE", "/v1/namespaces/db/tables/purge", "", {{"purgeRequested", "true"}}).status,
+      204);
   EXPECT_TRUE(fs::exists(dir_ / "wh/db/keep/data/f.parquet"));
   EXPECT_FALSE(fs::exists(dir_ / "wh/db/keep/metadata"));
   EXPECT_FALSE(fs::exists(dir_ / "wh/db/purge"));
@@ -394,7 +433,8 @@ TEST_F(RestCatalogTest, DropTableKeepsOrPurgesData) {
   EXPECT_EQ(ErrorType(Call("DELETE", "/v1/namespaces/db/tables/keep")), "NoSuchTableException");
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces/db/tables"))["identifiers"], json::array());
   // What is left of a dropped table is neither a table nor a namespace: db is empty.
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "db"}}))["namespaces"], json::array());
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces", "", {{"parent", "db"}}))["namespaces"],
+            json::array());
   EXPECT_EQ(Call("DELETE", "/v1/namespaces/db").status, 204);
 }
 
@@ -407,17 +447,21 @@ TEST_F(RestCatalogTest, RenameMovesTheMetadataAndKeepsTheData) {
   };
   json src = {{"namespace", {"db"}}, {"name", "t"}};
   json dst = {{"namespace", {"archive"}}, {"name", "t2"}};
-  EXPECT_EQ(ErrorType(rename({{"namespace", {"db"}}, {"name", "nope"}}, dst)), "NoSuchTableException");
-  EXPECT_EQ(ErrorType(rename(src, {{"namespace", {"nope"}}, {"name", "x"}})), "NoSuchNamespaceException");
+  EXPECT_EQ(ErrorType(rename({{"namespace", {"db"}}, {"name", "nope"}}, dst)),
+            "NoSuchTableException");
+  EXPECT_EQ(ErrorType(rename(src, {{"namespace", {"nope"}}, {"name", "x"}})),
+            "NoSuchNamespaceException");
   CreateTable("db", "other");
-  EXPECT_EQ(ErrorType(rename(src, {{"namespace", {"db"}}, {"name", "other"}})), "AlreadyExistsException");
+  EXPECT_EQ(ErrorType(rename(src, {{"namespace", {"db"}}, {"name", "other"}})),
+            "AlreadyExistsException");
 
   ASSERT_EQ(rename(src, dst).status, 204);
   EXPECT_EQ(Call("HEAD", "/v1/namespaces/db/tables/t").status, 404);
   json moved = Body(Call("GET", "/v1/namespaces/archive/tables/t2"));
   EXPECT_EQ(moved["metadata"]["table-uuid"], created["metadata"]["table-uuid"]);
   EXPECT_EQ(moved["metadata"]["location"], created["metadata"]["location"]);  // data in place
-  EXPECT_EQ(moved["metadata-location"], "file://" + (dir_ / "wh/archive/t2/metadata/v1.metadata.json").string());
+  EXPECT_EQ(moved["metadata-location"],
+            "file://" + (dir_ / "wh/archive/t2/metadata/v1.metadata.json").string());
   bool retired = false;
   for (const auto& e : fs::directory_iterator(dir_ / "wh/db/t")) {
     retired |= e.path().filename().string().starts_with("metadata.renamed-");
@@ -437,19 +481,24 @@ TEST_F(RestCatalogTest, RegisterWritesTheGivenMetadataAsVersionOne) {
                         json{{"name", "copy"}, {"metadata-location", location}}.dump());
   ASSERT_EQ(r.status, 200) << r.body;
   json b = Body(r);
-  EXPECT_EQ(b["metadata-location"], "file://" + (dir_ / "wh/db/copy/metadata/v1.metadata.json").string());
+  EXPECT_EQ(b["metadata-location"],
+            "file://" + (dir_ / "wh/db/copy/metadata/v1.metadata.json").string());
   EXPECT_EQ(b["metadata"]["location"], created["metadata"]["location"]);
   EXPECT_EQ(ErrorType(Call("POST", "/v1/namespaces/db/register",
                            json{{"name", "copy"}, {"metadata-location", location}}.dump())),
             "AlreadyExistsException");
-  HttpResponse over = Call("POST", "/v1/namespaces/db/register",
-                           json{{"name", "copy"}, {"metadata-location", location}, {"overwrite", true}}.dump());
+  HttpResponse over =
+      Call("POST", "/v1/namespaces/db/register",
+           json{{"name", "copy"}, {"metadata-location", location}, {"overwrite", true}}.dump());
   ASSERT_EQ(over.status, 200) << over.body;
-  EXPECT_EQ(Body(over)["metadata-location"], "file://" + (dir_ / "wh/db/copy/metadata/v2.metadata.json").string());
-  EXPECT_EQ(Call("POST", "/v1/namespaces/db/register",
-                 json{{"name", "x"}, {"metadata-location", "file:///nonexistent/v1.metadata.json"}}.dump())
-                .status,
-            400);
+  EXPECT_EQ(Body(over)["metadata-location"],
+            "file://" + (dir_ / "wh/db/copy/metadata/v2.metadata.json").string());
+  EXPECT_EQ(
+      Call(
+          "POST", "/v1/namespaces/db/register",
+          json{{"name", "x"}, {"metadata-location", "file:///nonexistent/v1.metadata.json"}}.dump())
+          .status,
+      400);
   EXPECT_EQ(Call("POST", "/v1/namespaces/db/register",
                  json{{"name", "x"}, {"metadata-location", "s3://bucket/v1.metadata.json"}}.dump())
                 .status,
@@ -458,18 +507,25 @@ TEST_F(RestCatalogTest, RegisterWritesTheGivenMetadataAsVersionOne) {
   fs::create_directories(dir_ / "outside");
   json foreign = Body(Call("GET", "/v1/namespaces/db/tables/orig"))["metadata"];
   { std::ofstream(dir_ / "outside" / "v1.metadata.json") << foreign.dump(); }
-  HttpResponse far = Call("POST", "/v1/namespaces/db/register",
-                          json{{"name", "x"}, {"metadata-location", "file://" + (dir_ / "outside/v1.metadata.json").string()}}.dump());
+  HttpResponse far =
+      Call("POST", "/v1/namespaces/db/register",
+           json{{"name", "x"},
+                {"metadata-location", "file://" + (dir_ / "outside/v1.metadata.json").string()}}
+               .dump());
   EXPECT_EQ(far.status, 400) << far.body;
   EXPECT_NE(far.body.find("outside the warehouse"), std::string::npos) << far.body;
   foreign["location"] = "file:///etc";
   { std::ofstream(dir_ / "wh" / "db" / "foreign.metadata.json") << foreign.dump(); }
-  HttpResponse elsewhere = Call("POST", "/v1/namespaces/db/register",
-                                json{{"name", "x"}, {"metadata-location", "file://" + (dir_ / "wh/db/foreign.metadata.json").string()}}.dump());
+  HttpResponse elsewhere =
+      Call("POST", "/v1/namespaces/db/register",
+           json{{"name", "x"},
+                {"metadata-location", "file://" + (dir_ / "wh/db/foreign.metadata.json").string()}}
+               .dump());
   EXPECT_EQ(elsewhere.status, 400) << elsewhere.body;
   // A commit may not move the table out either.
-  HttpResponse moved = Call("POST", "/v1/namespaces/db/tables/orig",
-                            R"({"requirements": [], "updates": [{"action": "set-location", "location": "file:///tmp/x"}]})");
+  HttpResponse moved = Call(
+      "POST", "/v1/namespaces/db/tables/orig",
+      R"({"requirements": [], "updates": [{"action": "set-location", "location": "file:///tmp/x"}]})");
   EXPECT_EQ(moved.status, 400) << moved.body;
 }
 
@@ -484,7 +540,8 @@ TEST_F(RestCatalogTest, TablesWrittenWithoutTheCatalogAreListed) {
   auto v1 = TableFiles((dir_ / "wh/tmp/src").string()).Current();
   ASSERT_TRUE(v1.ok() && v1->has_value());
   ASSERT_TRUE(files.CommitVersion(1, (*v1)->json).ok());
-  EXPECT_EQ(Body(Call("GET", "/v1/namespaces"))["namespaces"], json::parse(R"([["lake"], ["tmp"]])"));
+  EXPECT_EQ(Body(Call("GET", "/v1/namespaces"))["namespaces"],
+            json::parse(R"([["lake"], ["tmp"]])"));
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces/lake%1Fraw/tables"))["identifiers"],
             json::parse(R"([{"namespace": ["lake", "raw"], "name": "events"}])"));
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces/lake%1Fraw"))["properties"], json::object());
@@ -494,12 +551,16 @@ TEST_F(RestCatalogTest, TablesWrittenWithoutTheCatalogAreListed) {
 TEST_F(RestCatalogTest, StateSurvivesReopening) {
   CreateNamespace({"db"}, {{"k", "v"}});
   json created = CreateTable("db", "t");
-  ASSERT_EQ(Call("POST", "/v1/namespaces/db/tables/t", SetProps(created["metadata"]["table-uuid"], "p")).status, 200);
+  ASSERT_EQ(
+      Call("POST", "/v1/namespaces/db/tables/t", SetProps(created["metadata"]["table-uuid"], "p"))
+          .status,
+      200);
   Reopen();
   EXPECT_EQ(Body(Call("GET", "/v1/namespaces/db"))["properties"]["k"], "v");
   json loaded = Body(Call("GET", "/v1/namespaces/db/tables/t"));
   EXPECT_EQ(loaded["metadata"]["properties"]["p"], "v");
-  EXPECT_EQ(loaded["metadata-location"], "file://" + (dir_ / "wh/db/t/metadata/v2.metadata.json").string());
+  EXPECT_EQ(loaded["metadata-location"],
+            "file://" + (dir_ / "wh/db/t/metadata/v2.metadata.json").string());
 }
 
 TEST(PercentDecodeTest, DecodesAndRefusesBadEscapes) {

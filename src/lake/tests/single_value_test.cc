@@ -89,7 +89,8 @@ TEST(SingleValueTest, WrongLengthsAreErrors) {
   EXPECT_FALSE(FromSingleValueBinary(Type::Decimal(9, 2), Bytes{}).ok());
   EXPECT_FALSE(FromSingleValueBinary(Type::Decimal(38, 2), Bytes(17, 0)).ok());
   // Five bytes hold more than nine digits.
-  EXPECT_FALSE(FromSingleValueBinary(Type::Decimal(9, 2), Bytes{0x7f, 0xff, 0xff, 0xff, 0xff}).ok());
+  EXPECT_FALSE(
+      FromSingleValueBinary(Type::Decimal(9, 2), Bytes{0x7f, 0xff, 0xff, 0xff, 0xff}).ok());
   auto s = FromSingleValueBinary(T(TypeId::kInt), Bytes{1, 2, 3});
   EXPECT_NE(s.status().message().find("3 bytes"), std::string::npos) << s.status().message();
 }

@@ -1,6 +1,6 @@
 #include "lake/table_files.h"
-#include "lake/table_metadata.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,13 +10,14 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include "lake/table_metadata.h"
 
 namespace sluice::lake {
 namespace {
 
 std::string FreshDir(std::string_view name) {
-  std::string dir = ::testing::TempDir() + "/sluice_table_files_" + std::to_string(getpid()) + "_" + std::string(name);
+  std::string dir = ::testing::TempDir() + "/sluice_table_files_" + std::to_string(getpid()) + "_" +
+                    std::string(name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

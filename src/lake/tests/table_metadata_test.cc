@@ -150,8 +150,9 @@ TEST(TableMetadataTest, MissingRequiredFieldsNameTheirPath) {
                 "$.snapshots[0].summary: missing required field \"operation\"");
   ExpectMessage(ErrorAfter([](Json& j) { j["partition-specs"][0]["fields"][1].erase("field-id"); }),
                 "$.partition-specs[0].fields[1]: missing required field \"field-id\"");
-  ExpectMessage(ErrorAfter([](Json& j) { j["schemas"][0]["fields"][3]["type"].erase("element-id"); }),
-                "$.schemas[0].fields[3].type: missing required field \"element-id\"");
+  ExpectMessage(
+      ErrorAfter([](Json& j) { j["schemas"][0]["fields"][3]["type"].erase("element-id"); }),
+      "$.schemas[0].fields[3].type: missing required field \"element-id\"");
 }
 
 TEST(TableMetadataTest, WrongTypesNameTheirPath) {
@@ -159,15 +160,19 @@ TEST(TableMetadataTest, WrongTypesNameTheirPath) {
                 "$.last-column-id: expected an integer, got a string");
   ExpectMessage(ErrorAfter([](Json& j) { j["last-updated-ms"] = 1.5; }),
                 "$.last-updated-ms: expected an integer, got a non-integer number");
-  ExpectMessage(ErrorAfter([](Json& j) { j["properties"]["x"] = 3; }), "$.properties.x: expected a string");
+  ExpectMessage(ErrorAfter([](Json& j) { j["properties"]["x"] = 3; }),
+                "$.properties.x: expected a string");
   ExpectMessage(ErrorAfter([](Json& j) { j["refs"]["main"]["type"] = "trunk"; }),
                 "$.refs.main.type: \"trunk\" is not branch or tag");
   ExpectMessage(ErrorAfter([](Json& j) { j["sort-orders"][1]["fields"][0]["direction"] = "up"; }),
                 "$.sort-orders[1].fields[0].direction");
-  ExpectMessage(ErrorAfter([](Json& j) { j["last-column-id"] = 4294967296LL; }), "does not fit in an int");
-  ExpectMessage(ErrorAfter([](Json& j) { j["snapshots"] = Json::object(); }), "$.snapshots: expected an array");
-  ExpectMessage(ErrorAfter([](Json& j) { j["partition-specs"][0]["fields"][0]["transform"] = "bucket[0]"; }),
-                "$.partition-specs[0].fields[0].transform");
+  ExpectMessage(ErrorAfter([](Json& j) { j["last-column-id"] = 4294967296LL; }),
+                "does not fit in an int");
+  ExpectMessage(ErrorAfter([](Json& j) { j["snapshots"] = Json::object(); }),
+                "$.snapshots: expected an array");
+  ExpectMessage(
+      ErrorAfter([](Json& j) { j["partition-specs"][0]["fields"][0]["transform"] = "bucket[0]"; }),
+      "$.partition-specs[0].fields[0].transform");
 }
 
 TEST(TableMetadataTest, FutureFormatVersionsAreRejectedClearly) {
@@ -182,31 +187,36 @@ TEST(TableMetadataTest, TableLevelRulesAreChecked) {
                 "id 1 is used by more than one field");
   ExpectMessage(ErrorAfter([](Json& j) { j["current-snapshot-id"] = 42; }),
                 "current-snapshot-id 42 is not among the snapshots");
-  ExpectMessage(ErrorAfter([](Json& j) {
-                  j["current-snapshot-id"] = 3051729675574597004LL;
-                }),
+  ExpectMessage(ErrorAfter([](Json& j) { j["current-snapshot-id"] = 3051729675574597004LL; }),
                 "does not match the main branch");
   ExpectMessage(ErrorAfter([](Json& j) { j["refs"]["v1"]["snapshot-id"] = 7; }),
                 "ref \"v1\" points at snapshot 7");
   ExpectMessage(ErrorAfter([](Json& j) { j["current-schema-id"] = 9; }), "current-schema-id 9");
   ExpectMessage(ErrorAfter([](Json& j) { j["default-spec-id"] = 9; }), "default-spec-id 9");
-  ExpectMessage(ErrorAfter([](Json& j) { j["default-sort-order-id"] = 9; }), "default-sort-order-id 9");
+  ExpectMessage(ErrorAfter([](Json& j) { j["default-sort-order-id"] = 9; }),
+                "default-sort-order-id 9");
   ExpectMessage(ErrorAfter([](Json& j) { j["last-column-id"] = 4; }), "above last-column-id 4");
-  ExpectMessage(ErrorAfter([](Json& j) { j["last-partition-id"] = 1000; }), "above last-partition-id");
-  ExpectMessage(ErrorAfter([](Json& j) { j["last-sequence-number"] = 1; }), "above last-sequence-number");
-  ExpectMessage(ErrorAfter([](Json& j) { j["snapshots"][1]["snapshot-id"] = 3051729675574597004LL; }),
-                "appears more than once");
-  ExpectMessage(ErrorAfter([](Json& j) { j["snapshots"][1]["parent-snapshot-id"] = 3055729675574597004LL; }),
-                "is its own parent");
+  ExpectMessage(ErrorAfter([](Json& j) { j["last-partition-id"] = 1000; }),
+                "above last-partition-id");
+  ExpectMessage(ErrorAfter([](Json& j) { j["last-sequence-number"] = 1; }),
+                "above last-sequence-number");
+  ExpectMessage(
+      ErrorAfter([](Json& j) { j["snapshots"][1]["snapshot-id"] = 3051729675574597004LL; }),
+      "appears more than once");
+  ExpectMessage(
+      ErrorAfter([](Json& j) { j["snapshots"][1]["parent-snapshot-id"] = 3055729675574597004LL; }),
+      "is its own parent");
   ExpectMessage(ErrorAfter([](Json& j) { j["partition-specs"][0]["fields"][0]["source-id"] = 3; }),
                 "transform day cannot be applied to \"data\" of type string");
   ExpectMessage(ErrorAfter([](Json& j) { j["partition-specs"][0]["fields"][0]["source-id"] = 99; }),
                 "source id 99 is not in schema 0");
-  ExpectMessage(ErrorAfter([](Json& j) { j["sort-orders"][0]["order-id"] = 2; }), "reserved for the unsorted");
+  ExpectMessage(ErrorAfter([](Json& j) { j["sort-orders"][0]["order-id"] = 2; }),
+                "reserved for the unsorted");
   ExpectMessage(ErrorAfter([](Json& j) { j["refs"]["v1"]["min-snapshots-to-keep"] = 2; }),
                 "for branches only");
-  ExpectMessage(ErrorAfter([](Json& j) { j["schemas"][0]["fields"][1]["type"] = "timestamptz_ns"; }),
-                "need format v3");
+  ExpectMessage(
+      ErrorAfter([](Json& j) { j["schemas"][0]["fields"][1]["type"] = "timestamptz_ns"; }),
+      "need format v3");
 }
 
 TEST(TableMetadataTest, ParentExpiredByExpireSnapshotsIsAccepted) {
@@ -289,13 +299,16 @@ TEST(TableMetadataTest, NotJsonIsAnError) {
 Schema ClientSchema() {
   Schema s;
   s.schema_id = 7;
-  s.fields = {NestedField{10, "id", true, Type::Primitive(TypeId::kLong), {}},
-              NestedField{11, "ts", false, Type::Primitive(TypeId::kTimestampTz), {}},
-              NestedField{12, "point", false,
-                          Type::Struct({NestedField{20, "x", true, Type::Primitive(TypeId::kDouble), {}},
-                                        NestedField{21, "y", true, Type::Primitive(TypeId::kDouble), {}}}),
-                          {}},
-              NestedField{13, "name", false, Type::Primitive(TypeId::kString), {}}};
+  s.fields = {
+      NestedField{10, "id", true, Type::Primitive(TypeId::kLong), {}},
+      NestedField{11, "ts", false, Type::Primitive(TypeId::kTimestampTz), {}},
+      NestedField{12,
+                  "point",
+                  false,
+                  Type::Struct({NestedField{20, "x", true, Type::Primitive(TypeId::kDouble), {}},
+                                NestedField{21, "y", true, Type::Primitive(TypeId::kDouble), {}}}),
+                  {}},
+      NestedField{13, "name", false, Type::Primitive(TypeId::kString), {}}};
   s.identifier_field_ids = {10};
   return s;
 }
@@ -306,7 +319,8 @@ TEST(NewTableTest, AssignsFreshIdsLikeTheRestCatalog) {
   o.schema = ClientSchema();
   o.spec.fields = {PartitionField{11, 0, "ts_day", Transform::Day()},
                    PartitionField{10, 0, "id_bucket", Transform::Bucket(8)}};
-  o.sort_order.fields = {SortField{Transform::Identity(), 13, SortDirection::kAsc, NullOrder::kNullsFirst}};
+  o.sort_order.fields = {
+      SortField{Transform::Identity(), 13, SortDirection::kAsc, NullOrder::kNullsFirst}};
   o.properties = {{"owner", "sluice"}};
   o.table_uuid = "d0c7e4a5-0000-4000-8000-000000000001";
   o.now_ms = 1234;

@@ -1,5 +1,7 @@
 #include "lake/table.h"
 
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -7,14 +9,12 @@
 #include <set>
 #include <thread>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 namespace sluice::lake {
 namespace {
 
 std::string FreshDir(std::string_view name) {
-  std::string dir = ::testing::TempDir() + "/sluice_table_" + std::to_string(getpid()) + "_" + std::string(name);
+  std::string dir =
+      ::testing::TempDir() + "/sluice_table_" + std::to_string(getpid()) + "_" + std::string(name);
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
@@ -72,15 +72,17 @@ TEST(TableTest, AppendsMakeSnapshotsWithTotalsAndTheNewestOffsets) {
   EXPECT_EQ(s->summary.at("total-data-files"), "3");
   EXPECT_EQ(s->operation, "append");
   EXPECT_EQ(again->NewestSummary("sluice.offsets.g.t"), R"({"0":22})");
-  EXPECT_EQ(LiveFiles(*again), (std::multiset<std::string>{"file:///nowhere/a.parquet", "file:///nowhere/b.parquet",
-                                                           "file:///nowhere/c.parquet"}));
+  EXPECT_EQ(LiveFiles(*again),
+            (std::multiset<std::string>{"file:///nowhere/a.parquet", "file:///nowhere/b.parquet",
+                                        "file:///nowhere/c.parquet"}));
 }
 
 TEST(TableTest, ManyAppendsMergeManifestsAndKeepEveryFile) {
   std::string root = FreshDir("merge");
   Result<Table> t = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
   ASSERT_TRUE(t.ok());
-  for (int i = 0; i < 40; ++i) ASSERT_TRUE(t->Append({File(fmt::format("f{}", i), 1)}, Offsets("{}")).ok());
+  for (int i = 0; i < 40; ++i)
+    ASSERT_TRUE(t->Append({File(fmt::format("f{}", i), 1)}, Offsets("{}")).ok());
   auto manifests = t->CurrentManifests();
   ASSERT_TRUE(manifests.ok());
   EXPECT_LE(manifests->size(), 16u);
@@ -105,8 +107,10 @@ TEST(TableTest, RacingAppendersFromTwoHandlesLoseNoFile) {
   ASSERT_TRUE(t.ok());
   std::multiset<std::string> live = LiveFiles(*t);
   EXPECT_EQ(live.size(), 2u * kEach);
-  EXPECT_EQ(std::set<std::string>(live.begin(), live.end()).size(), 2u * kEach) << "a file listed twice";
-  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("total-records"), std::to_string(2 * kEach));
+  EXPECT_EQ(std::set<std::string>(live.begin(), live.end()).size(), 2u * kEach)
+      << "a file listed twice";
+  EXPECT_EQ(t->metadata().CurrentSnapshot()->summary.at("total-records"),
+            std::to_string(2 * kEach));
 }
 
 TEST(TableTest, CorruptMetadataAndManifestsAreNamedNotHalfRead) {
@@ -120,7 +124,8 @@ TEST(TableTest, CorruptMetadataAndManifestsAreNamedNotHalfRead) {
   std::ofstream(list_path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() / 2);
   auto manifests = t->CurrentManifests();
   ASSERT_FALSE(manifests.ok());
-  EXPECT_NE(manifests.status().message().find(list_path), std::string::npos) << manifests.status().message();
+  EXPECT_NE(manifests.status().message().find(list_path), std::string::npos)
+      << manifests.status().message();
   // And an append on top of it fails rather than dropping the files it lists.
   EXPECT_FALSE(t->Append({File("b", 1)}, Offsets("{}")).ok());
   // Truncated metadata: the load names the version file.

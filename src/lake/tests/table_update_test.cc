@@ -84,8 +84,9 @@ TEST(TableUpdateTest, CreateFailsWhenTheTableExists) {
 TEST(TableUpdateTest, AppendsInSequenceWithRequirementFailures) {
   TableMetadata v1 = Created();
   // First append: main must not exist yet.
-  auto v2 = CommitTable(&v1, "s3://b/wh/db/events/metadata/00000.metadata.json",
-                        Request(AppendJson(101, std::nullopt, 1, kNow + 10, std::nullopt)), kNow + 20);
+  auto v2 =
+      CommitTable(&v1, "s3://b/wh/db/events/metadata/00000.metadata.json",
+                  Request(AppendJson(101, std::nullopt, 1, kNow + 10, std::nullopt)), kNow + 20);
   ASSERT_TRUE(v2.ok()) << v2.status().ToString();
   EXPECT_EQ(v2->current_snapshot_id, 101);
   EXPECT_EQ(v2->last_sequence_number, 1);
@@ -97,9 +98,11 @@ TEST(TableUpdateTest, AppendsInSequenceWithRequirementFailures) {
             (MetadataLogEntry{kNow, "s3://b/wh/db/events/metadata/00000.metadata.json"}));
 
   // A second writer that still thinks main does not exist conflicts (409).
-  auto stale = CommitTable(&*v2, "m1", Request(AppendJson(102, std::nullopt, 2, kNow + 30, std::nullopt)), kNow);
+  auto stale = CommitTable(
+      &*v2, "m1", Request(AppendJson(102, std::nullopt, 2, kNow + 30, std::nullopt)), kNow);
   EXPECT_TRUE(IsCommitConflict(stale.status())) << stale.status().ToString();
-  EXPECT_NE(stale.status().message().find("branch main was created concurrently"), std::string::npos);
+  EXPECT_NE(stale.status().message().find("branch main was created concurrently"),
+            std::string::npos);
 
   // One that expects the wrong snapshot conflicts too.
   auto wrong = CommitTable(&*v2, "m1", Request(AppendJson(102, 101, 2, kNow + 30, 99)), kNow);
@@ -120,7 +123,9 @@ TEST(TableUpdateTest, AppendsInSequenceWithRequirementFailures) {
   EXPECT_EQ(v3->FindRef("main")->snapshot_id, 102);
 
   // Tag the first snapshot, then expire it: the tag goes, and the log before it too.
-  auto v4 = ApplyUpdates(*v3, "m2", {SetSnapshotRefUpdate{"t1", SnapshotRef{101, RefType::kTag, {}, {}, {}}}}, kNow + 50);
+  auto v4 = ApplyUpdates(*v3, "m2",
+                         {SetSnapshotRefUpdate{"t1", SnapshotRef{101, RefType::kTag, {}, {}, {}}}},
+                         kNow + 50);
   ASSERT_TRUE(v4.ok()) << v4.status().ToString();
   EXPECT_EQ(v4->FindRef("t1")->snapshot_id, 101);
   EXPECT_EQ(v4->last_updated_ms, kNow + 50);
@@ -140,8 +145,9 @@ TEST(TableUpdateTest, IntermediateSnapshotsOfOneCommitAreNotLogged) {
   TableMetadata m = Created();
   Snapshot a{201, std::nullopt, 1, kNow + 1, "s3://a.avro", "append", {}, 0};
   Snapshot b{202, 201, 2, kNow + 2, "s3://b.avro", "append", {}, 0};
-  auto out = ApplyUpdates(m, "", {AddSnapshotUpdate{a}, SetSnapshotRefUpdate{"main", {201}},
-                                  AddSnapshotUpdate{b}, SetSnapshotRefUpdate{"main", {202}}},
+  auto out = ApplyUpdates(m, "",
+                          {AddSnapshotUpdate{a}, SetSnapshotRefUpdate{"main", {201}},
+                           AddSnapshotUpdate{b}, SetSnapshotRefUpdate{"main", {202}}},
                           kNow + 5);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->snapshot_log.size(), 1u);
@@ -159,14 +165,16 @@ TEST(TableUpdateTest, SchemaEvolution) {
         {"id": 2, "name": "ts", "required": false, "type": "timestamptz"},
         {"id": 3, "name": "data", "required": false, "type": "string"},
         {"id": 4, "name": "extra", "required": false, "type": "decimal(10, 2)"}]}},
-      {"action": "set-current-schema", "schema-id": -1}]})JSON"), kNow + 1);
+      {"action": "set-current-schema", "schema-id": -1}]})JSON"),
+                       kNow + 1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->current_schema_id, 1);
   EXPECT_EQ(r->last_column_id, 4);
   EXPECT_EQ(r->schemas.size(), 2u);
   // Re-sending the same requirements now fails: the schema moved on.
   auto again = CommitTable(&*r, "m1", Request(R"JSON({"requirements": [
-      {"type": "assert-current-schema-id", "current-schema-id": 0}], "updates": []})JSON"), kNow);
+      {"type": "assert-current-schema-id", "current-schema-id": 0}], "updates": []})JSON"),
+                           kNow);
   EXPECT_TRUE(IsCommitConflict(again.status()));
   // Adding a schema equal to an existing one reuses its id.
   AddSchemaUpdate same{*m.FindSchema(0), std::nullopt};
@@ -187,40 +195,50 @@ TEST(TableUpdateTest, PartitionEvolutionAssignsAndReusesFieldIds) {
     "updates": [{"action": "add-spec", "spec": {"fields": [
         {"name": "ts_day", "transform": "day", "source-id": 2},
         {"name": "id_bucket", "transform": "bucket[16]", "source-id": 1}]}},
-      {"action": "set-default-spec", "spec-id": -1}]})JSON"), kNow + 1);
+      {"action": "set-default-spec", "spec-id": -1}]})JSON"),
+                       kNow + 1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->default_spec_id, 1);
   EXPECT_EQ(r->DefaultSpec()->fields[0].field_id, 1000);  // reused: same source and transform
   EXPECT_EQ(r->DefaultSpec()->fields[1].field_id, 1001);
   EXPECT_EQ(r->last_partition_id, 1001);
-  auto bad = ApplyUpdates(m, "m0", {AddSpecUpdate{PartitionSpec{-1, {PartitionField{3, -1, "x", Transform::Hour()}}}}}, kNow);
+  auto bad = ApplyUpdates(
+      m, "m0", {AddSpecUpdate{PartitionSpec{-1, {PartitionField{3, -1, "x", Transform::Hour()}}}}},
+      kNow);
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(TableUpdateTest, SortOrderEvolution) {
   TableMetadata m = Created();
-  SortOrder by_id{-1, {SortField{Transform::Identity(), 1, SortDirection::kDesc, NullOrder::kNullsLast}}};
-  auto r = ApplyUpdates(m, "m0", {AddSortOrderUpdate{by_id}, SetDefaultSortOrderUpdate{-1}}, kNow + 1);
+  SortOrder by_id{
+      -1, {SortField{Transform::Identity(), 1, SortDirection::kDesc, NullOrder::kNullsLast}}};
+  auto r =
+      ApplyUpdates(m, "m0", {AddSortOrderUpdate{by_id}, SetDefaultSortOrderUpdate{-1}}, kNow + 1);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->default_sort_order_id, 1);
   auto again = ApplyUpdates(*r, "m1", {AddSortOrderUpdate{by_id}}, kNow + 2);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->sort_orders.size(), 2u);
-  EXPECT_EQ(CheckRequirement(TableRequirement{RequirementKind::kAssertDefaultSortOrderId, "", "", {}, 0}, &*r).code(),
+  EXPECT_EQ(CheckRequirement(
+                TableRequirement{RequirementKind::kAssertDefaultSortOrderId, "", "", {}, 0}, &*r)
+                .code(),
             StatusCode::kFailedPrecondition);
 }
 
 TEST(TableUpdateTest, PropertiesLocationAndNoOps) {
   TableMetadata m = Created();
-  auto r = ApplyUpdates(m, "m0", {SetPropertiesUpdate{{{"a", "1"}, {"b", "2"}}}, RemovePropertiesUpdate{{"a", "zz"}},
-                                  SetLocationUpdate{"s3://new/place"}}, kNow + 7);
+  auto r = ApplyUpdates(m, "m0",
+                        {SetPropertiesUpdate{{{"a", "1"}, {"b", "2"}}},
+                         RemovePropertiesUpdate{{"a", "zz"}}, SetLocationUpdate{"s3://new/place"}},
+                        kNow + 7);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->properties.count("a"), 0u);
   EXPECT_EQ(r->properties.at("b"), "2");
   EXPECT_EQ(r->location, "s3://new/place");
   EXPECT_EQ(r->last_updated_ms, kNow + 7);
   // Nothing changes: the same metadata back, no metadata-log entry.
-  auto same = ApplyUpdates(*r, "m1", {SetCurrentSchemaUpdate{0}, SetLocationUpdate{"s3://new/place"}}, kNow + 9);
+  auto same = ApplyUpdates(
+      *r, "m1", {SetCurrentSchemaUpdate{0}, SetLocationUpdate{"s3://new/place"}}, kNow + 9);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(*same, *r);
 }
@@ -229,7 +247,8 @@ TEST(TableUpdateTest, MetadataLogIsTrimmed) {
   TableMetadata m = Created();
   m.properties[std::string(kMetadataPreviousVersionsMax)] = "2";
   for (int i = 0; i < 5; ++i) {
-    auto next = ApplyUpdates(m, fmt::format("m{}", i), {SetPropertiesUpdate{{{"i", std::to_string(i)}}}}, kNow + i + 1);
+    auto next = ApplyUpdates(m, fmt::format("m{}", i),
+                             {SetPropertiesUpdate{{{"i", std::to_string(i)}}}}, kNow + i + 1);
     ASSERT_TRUE(next.ok()) << next.status().ToString();
     m = *next;
   }
@@ -265,23 +284,31 @@ TEST(TableUpdateTest, WireFormParsingErrors) {
     EXPECT_FALSE(r.ok()) << json;
     return r.status();
   };
-  EXPECT_NE(err(R"({"requirements": [], "updates": [{"action": "fly"}]})").message().find(
-                "$.updates[0].action: unknown update action \"fly\""),
+  EXPECT_NE(err(R"({"requirements": [], "updates": [{"action": "fly"}]})")
+                .message()
+                .find("$.updates[0].action: unknown update action \"fly\""),
             std::string::npos);
-  Status st = err(R"({"requirements": [], "updates": [{"action": "set-statistics", "statistics": {}}]})");
+  Status st =
+      err(R"({"requirements": [], "updates": [{"action": "set-statistics", "statistics": {}}]})");
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
-  EXPECT_NE(err(R"({"requirements": [{"type": "assert-current-schema-id"}], "updates": []})").message().find(
-                "$.requirements[0]: missing required field \"current-schema-id\""),
+  EXPECT_NE(err(R"({"requirements": [{"type": "assert-current-schema-id"}], "updates": []})")
+                .message()
+                .find("$.requirements[0]: missing required field \"current-schema-id\""),
             std::string::npos);
-  EXPECT_NE(err(R"({"requirements": [], "updates": [{"action": "add-snapshot", "snapshot": {"snapshot-id": 1,
-      "timestamp-ms": 1, "manifest-list": "x"}}]})").message().find("summary"), std::string::npos);
+  EXPECT_NE(
+      err(R"({"requirements": [], "updates": [{"action": "add-snapshot", "snapshot": {"snapshot-id": 1,
+      "timestamp-ms": 1, "manifest-list": "x"}}]})")
+          .message()
+          .find("summary"),
+      std::string::npos);
   EXPECT_FALSE(CommitRequestFromJson(std::string_view(R"({"updates": []})")).ok());
   EXPECT_FALSE(CommitRequestFromJson(std::string_view("nope")).ok());
 }
 
 TEST(TableUpdateTest, WireFormRoundTrips) {
   CommitRequest req = Request(kCreate);
-  req.requirements.push_back(TableRequirement{RequirementKind::kAssertRefSnapshotId, "", "main", 5, 0});
+  req.requirements.push_back(
+      TableRequirement{RequirementKind::kAssertRefSnapshotId, "", "main", 5, 0});
   req.updates.push_back(RemoveSnapshotsUpdate{{1, 2}});
   req.updates.push_back(RemoveSnapshotRefUpdate{"t"});
   req.updates.push_back(RemovePropertiesUpdate{{"a"}});

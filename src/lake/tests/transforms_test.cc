@@ -1,8 +1,8 @@
 #include "lake/transforms.h"
 
-#include <cstring>
-
 #include <gtest/gtest.h>
+
+#include <cstring>
 
 namespace sluice::lake {
 namespace {
@@ -15,7 +15,8 @@ int32_t Hash(const Type& t, const Value& v) {
   return r.ok() ? *r : 0;
 }
 
-constexpr int64_t kMicros_2017_11_16T22_31_08 = (17486LL * 86400 + 22 * 3600 + 31 * 60 + 8) * 1000000;
+constexpr int64_t kMicros_2017_11_16T22_31_08 =
+    (17486LL * 86400 + 22 * 3600 + 31 * 60 + 8) * 1000000;
 
 TEST(Murmur3Test, ReferenceVectors) {
   const uint8_t ff[] = {0xff, 0xff, 0xff, 0xff};
@@ -42,8 +43,10 @@ TEST(BucketHashTest, SpecVectors) {
   EXPECT_EQ(Hash(T(TypeId::kTimestamp), Value::Long(kMicros_2017_11_16T22_31_08 + 1)), -1207196810);
   // 2017-11-16T14:31:08-08:00 is the same instant.
   EXPECT_EQ(Hash(T(TypeId::kTimestampTz), Value::Long(kMicros_2017_11_16T22_31_08)), -2047944441);
-  EXPECT_EQ(Hash(T(TypeId::kTimestampTz), Value::Long(kMicros_2017_11_16T22_31_08 + 1)), -1207196810);
-  EXPECT_EQ(Hash(T(TypeId::kTimestampNs), Value::Long(kMicros_2017_11_16T22_31_08 * 1000)), -2047944441);
+  EXPECT_EQ(Hash(T(TypeId::kTimestampTz), Value::Long(kMicros_2017_11_16T22_31_08 + 1)),
+            -1207196810);
+  EXPECT_EQ(Hash(T(TypeId::kTimestampNs), Value::Long(kMicros_2017_11_16T22_31_08 * 1000)),
+            -2047944441);
   EXPECT_EQ(Hash(T(TypeId::kTimestampNs), Value::Long(kMicros_2017_11_16T22_31_08 * 1000 + 1001)),
             -1207196810);
   EXPECT_EQ(Hash(T(TypeId::kTimestampTzNs), Value::Long(kMicros_2017_11_16T22_31_08 * 1000 + 1001)),
@@ -68,8 +71,8 @@ TEST(BucketHashTest, RejectsTypesBucketDoesNotAccept) {
 }
 
 TEST(TransformTest, ParsesAndPrintsSpecStrings) {
-  for (std::string_view s : {"identity", "bucket[16]", "truncate[10]", "year", "month", "day",
-                             "hour", "void"}) {
+  for (std::string_view s :
+       {"identity", "bucket[16]", "truncate[10]", "year", "month", "day", "hour", "void"}) {
     auto t = Transform::Parse(s);
     ASSERT_TRUE(t.ok()) << s;
     EXPECT_EQ(t->ToString(), s);
@@ -122,7 +125,8 @@ Value Apply(const Transform& t, const Type& type, const Value& v) {
 
 TEST(TransformTest, BucketIsHashModN) {
   EXPECT_EQ(Apply(Transform::Bucket(16), T(TypeId::kInt), Value::Int(34)), Value::Int(3));
-  EXPECT_EQ(Apply(Transform::Bucket(10), T(TypeId::kString), Value::String("iceberg")), Value::Int(9));
+  EXPECT_EQ(Apply(Transform::Bucket(10), T(TypeId::kString), Value::String("iceberg")),
+            Value::Int(9));
   // A negative hash loses its sign bit first: -500754589 & INT_MAX = 1646729059.
   EXPECT_EQ(Apply(Transform::Bucket(7), Type::Decimal(9, 2), Value::Decimal(1420)),
             Value::Int(1646729059 % 7));
@@ -139,9 +143,11 @@ TEST(TransformTest, TruncateSpecExamples) {
   EXPECT_EQ(Apply(Transform::Truncate(3), T(TypeId::kBinary), Value::Binary({1, 2, 3, 4, 5})),
             Value::Binary({1, 2, 3}));
   // Strings are cut at code points, not bytes: "é" is two bytes.
-  EXPECT_EQ(Apply(Transform::Truncate(2), T(TypeId::kString), Value::String("\xc3\xa9\xc3\xa9\xc3\xa9")),
-            Value::String("\xc3\xa9\xc3\xa9"));
-  EXPECT_EQ(Apply(Transform::Truncate(5), T(TypeId::kString), Value::String("ab")), Value::String("ab"));
+  EXPECT_EQ(
+      Apply(Transform::Truncate(2), T(TypeId::kString), Value::String("\xc3\xa9\xc3\xa9\xc3\xa9")),
+      Value::String("\xc3\xa9\xc3\xa9"));
+  EXPECT_EQ(Apply(Transform::Truncate(5), T(TypeId::kString), Value::String("ab")),
+            Value::String("ab"));
 }
 
 TEST(TransformTest, DateAndTimeTransforms) {
@@ -163,7 +169,8 @@ TEST(TransformTest, DateAndTimeTransforms) {
   EXPECT_EQ(Apply(Transform::Day(), ts, Value::Long(-1)), Value::Int(-1));
   EXPECT_EQ(Apply(Transform::Hour(), ts, Value::Long(-1)), Value::Int(-1));
   EXPECT_EQ(Apply(Transform::Year(), date, Value::Int(DaysFromCivil(1969, 1, 1))), Value::Int(-1));
-  EXPECT_EQ(Apply(Transform::Year(), date, Value::Int(DaysFromCivil(1968, 12, 31))), Value::Int(-2));
+  EXPECT_EQ(Apply(Transform::Year(), date, Value::Int(DaysFromCivil(1968, 12, 31))),
+            Value::Int(-2));
 }
 
 TEST(TransformTest, NullInNullOutAndVoid) {

@@ -2,15 +2,14 @@
 // and each malformed case names the key and its file:line.
 #include "pipeline/pipeline_config.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace sluice::pipeline {
 namespace {
@@ -37,8 +36,7 @@ constexpr std::string_view kMinimal = R"(pipeline:
     type: console
 )";
 
-Result<PipelineConfig> Parse(std::string_view text,
-                             std::map<std::string, std::string> env = {}) {
+Result<PipelineConfig> Parse(std::string_view text, std::map<std::string, std::string> env = {}) {
   return ParsePipeline(text, "p.yml", MapEnv(std::move(env)));
 }
 
@@ -100,33 +98,42 @@ TEST(PipelineConfigTest, SqlflowTumblingWindowExample) {
   EXPECT_THAT(t.tumbling_window->collect_origin, HasSubstr("sqlflow.tumbling.window.yml:16"));
   EXPECT_EQ(t.sink.type, SinkType::kKafka);
   EXPECT_EQ(t.sink.kafka.topic, "output-tumbling-window-1");
-  EXPECT_THAT(DescribePipeline(*r), HasSubstr("table:    agg_cities_count, a tumbling window polled every 10 s"));
+  EXPECT_THAT(DescribePipeline(*r),
+              HasSubstr("table:    agg_cities_count, a tumbling window polled every 10 s"));
 }
 
 TEST(PipelineConfigTest, WindowManagerErrorsNameTheKey) {
-  auto with_tables = [](std::string_view tables) { return std::string(kMinimal) + std::string(tables); };
-  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
-                                  "      manager:\n        sink: {type: console}\n")),
-              HasSubstr("tables.sql[0].manager.tumbling_window: is required (the only manager type) but missing"));
-  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
-                                  "      manager:\n        tumbling_window:\n"
-                                  "          collect_closed_windows_sql: SELECT * FROM t\n")),
-              AllOf(HasSubstr("tumbling_window.delete_closed_windows_sql: is required but missing"),
-                    HasSubstr("tables.sql[0].manager.sink: is required but missing")));
-  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
-                                  "      manager:\n        hopping_window: {}\n        sink: {type: console}\n")),
+  auto with_tables = [](std::string_view tables) {
+    return std::string(kMinimal) + std::string(tables);
+  };
+  EXPECT_THAT(
+      ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                          "      manager:\n        sink: {type: console}\n")),
+      HasSubstr("tables.sql[0].manager.tumbling_window: is required (the only manager type) but "
+                "missing"));
+  EXPECT_THAT(
+      ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                          "      manager:\n        tumbling_window:\n"
+                          "          collect_closed_windows_sql: SELECT * FROM t\n")),
+      AllOf(HasSubstr("tumbling_window.delete_closed_windows_sql: is required but missing"),
+            HasSubstr("tables.sql[0].manager.sink: is required but missing")));
+  EXPECT_THAT(ErrorOf(with_tables(
+                  "tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                  "      manager:\n        hopping_window: {}\n        sink: {type: console}\n")),
               HasSubstr("tables.sql[0].manager.hopping_window: unknown key"));
-  EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
-                                  "      manager:\n        tumbling_window: {collect_closed_windows_sql: a, "
-                                  "delete_closed_windows_sql: b, poll_interval_seconds: 0}\n"
-                                  "        sink: {type: console}\n")),
+  EXPECT_THAT(ErrorOf(with_tables(
+                  "tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"
+                  "      manager:\n        tumbling_window: {collect_closed_windows_sql: a, "
+                  "delete_closed_windows_sql: b, poll_interval_seconds: 0}\n"
+                  "        sink: {type: console}\n")),
               HasSubstr("poll_interval_seconds: must be at least 1, got 0"));
   EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql:\n    - sql: CREATE TABLE t (a INT)\n")),
               HasSubstr("tables.sql[0].name: is required but missing"));
   EXPECT_THAT(ErrorOf(with_tables("tables:\n  sql: {name: t}\n")),
               HasSubstr("tables.sql: must be a list of {name, sql, manager}, got a map"));
   // A table with no manager is a plain table created at start.
-  auto r = Parse(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"));
+  auto r =
+      Parse(with_tables("tables:\n  sql:\n    - name: t\n      sql: CREATE TABLE t (a INT)\n"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->tables.size(), 1u);
   EXPECT_FALSE(r->tables[0].tumbling_window.has_value());
@@ -784,7 +791,8 @@ TEST(PipelineConfigTest, BadYamlNamesLineAndColumn) {
 }
 
 TEST(PipelineConfigTest, UnknownKeyNamesKeyAndLine) {
-  std::string err = ErrorOf(Replace(kMinimal, "      group_id: g", "      group_id: g\n      groupid: h"));
+  std::string err =
+      ErrorOf(Replace(kMinimal, "      group_id: g", "      group_id: g\n      groupid: h"));
   EXPECT_THAT(err, HasSubstr("p.yml:7: pipeline.source.kafka.groupid: unknown key (did you mean "
                              "`group_id`?)"));
   err = ErrorOf(std::string(kMinimal) + "extra: 1\n");
@@ -889,8 +897,9 @@ TEST(PipelineConfigTest, BadEnumValues) {
   EXPECT_THAT(ErrorOf(Replace(kMinimal, "auto_offset_reset: earliest", "auto_offset_reset: first")),
               HasSubstr("p.yml:7: pipeline.source.kafka.auto_offset_reset: must be one of "
                         "earliest, latest; got 'first'"));
-  EXPECT_THAT(ErrorOf(std::string(kMinimal) + "  on_error: {policy: retry}\n"),
-              HasSubstr("pipeline.on_error.policy: must be one of RAISE, IGNORE, DLQ; got 'retry'"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kMinimal) + "  on_error: {policy: retry}\n"),
+      HasSubstr("pipeline.on_error.policy: must be one of RAISE, IGNORE, DLQ; got 'retry'"));
   EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
                               "      topics: [in]\n      security_protocol: tls")),
               HasSubstr("pipeline.source.kafka.security_protocol: must be one of PLAINTEXT, SSL, "
@@ -916,10 +925,12 @@ TEST(PipelineConfigTest, DlqPolicyWithoutDlqSink) {
               HasSubstr("p.yml:15: pipeline.on_error.dlq: is required when policy is DLQ"));
   EXPECT_THAT(ErrorOf(std::string(kMinimal) + "  on_error:\n    policy: DLQ\n    dlq:\n"),
               HasSubstr("pipeline.on_error.dlq: is empty; a sink needs at least `type`"));
-  EXPECT_THAT(ErrorOf(std::string(kMinimal) + "  on_error:\n    policy: DLQ\n    dlq: {type: kafka}\n"),
-              HasSubstr("pipeline.on_error.dlq.kafka: is required for type kafka but missing"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kMinimal) + "  on_error:\n    policy: DLQ\n    dlq: {type: kafka}\n"),
+      HasSubstr("pipeline.on_error.dlq.kafka: is required for type kafka but missing"));
   // A dlq that the policy does not use is a warning, not an error.
-  auto r = Parse(std::string(kMinimal) + "  on_error:\n    policy: IGNORE\n    dlq: {type: noop}\n");
+  auto r =
+      Parse(std::string(kMinimal) + "  on_error:\n    policy: IGNORE\n    dlq: {type: noop}\n");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_THAT(r->warnings[0], HasSubstr("p.yml:16: pipeline.on_error.dlq: is set but policy is "
@@ -930,17 +941,21 @@ TEST(PipelineConfigTest, PostgresSinkModeAndKey) {
   auto with_sink = [](std::string_view sink) {
     return Replace(kMinimal, "    type: console\n", sink);
   };
-  EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: upsert}\n")),
-              HasSubstr("pipeline.sink.postgres.key: is required for mode upsert"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: append, "
-                                "key: [id]}\n")),
-              HasSubstr("pipeline.sink.postgres.key: is refused for mode append"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: upsert}\n")),
+      HasSubstr("pipeline.sink.postgres.key: is required for mode upsert"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: append, "
+                        "key: [id]}\n")),
+      HasSubstr("pipeline.sink.postgres.key: is refused for mode append"));
   EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t}\n")),
               HasSubstr("pipeline.sink.postgres.mode: is required but missing"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: a.b.c, mode: append}\n")),
+  EXPECT_THAT(ErrorOf(with_sink(
+                  "    type: postgres\n    postgres: {dsn: x, table: a.b.c, mode: append}\n")),
               HasSubstr("pipeline.sink.postgres.table: 'a.b.c' is not a table name"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {host: h, table: t, mode: append}\n")),
-              HasSubstr("pipeline.sink.postgres.host: unknown key"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: postgres\n    postgres: {host: h, table: t, mode: append}\n")),
+      HasSubstr("pipeline.sink.postgres.host: unknown key"));
   auto r = Parse(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: Append}\n"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->sink.postgres.mode, PostgresMode::kAppend);
@@ -950,38 +965,44 @@ TEST(PipelineConfigTest, IcebergSinkKeys) {
   auto with_sink = [](std::string_view sink) {
     return Replace(kMinimal, "    type: console\n", sink);
   };
-  auto r = Parse(with_sink("    type: iceberg\n    iceberg:\n      catalog_name: c\n      table_name: a.b.t\n"
-                           "      warehouse: /w\n      commit_interval_seconds: 5\n"
-                           "      partition_by: [day(ts), bucket(16, id), city]\n      schema_evolution: true\n"));
+  auto r = Parse(with_sink(
+      "    type: iceberg\n    iceberg:\n      catalog_name: c\n      table_name: a.b.t\n"
+      "      warehouse: /w\n      commit_interval_seconds: 5\n"
+      "      partition_by: [day(ts), bucket(16, id), city]\n      schema_evolution: true\n"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->sink.iceberg.namespace_, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(r->sink.iceberg.table, "t");
   EXPECT_EQ(r->sink.iceberg.commit_interval_seconds, 5);
   EXPECT_TRUE(r->sink.iceberg.schema_evolution);
-  EXPECT_EQ(r->sink.iceberg.partition_by, (std::vector<std::string>{"day(ts)", "bucket(16, id)", "city"}));
+  EXPECT_EQ(r->sink.iceberg.partition_by,
+            (std::vector<std::string>{"day(ts)", "bucket(16, id)", "city"}));
   EXPECT_EQ(r->sink.iceberg.target_file_size_bytes, int64_t{128} << 20);
   for (std::string_view bad : {"t", ".t", "a..t", "a.", "a/b.t", "'a\"b.t'"}) {
-    EXPECT_THAT(ErrorOf(with_sink(fmt::format("    type: iceberg\n    iceberg: {{catalog_name: c, table_name: {}}}\n",
-                                              bad))),
+    EXPECT_THAT(ErrorOf(with_sink(fmt::format(
+                    "    type: iceberg\n    iceberg: {{catalog_name: c, table_name: {}}}\n", bad))),
                 HasSubstr("is not a table name; write namespace.table"))
         << bad;
   }
   EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {table_name: a.t}\n")),
               HasSubstr("pipeline.sink.iceberg.catalog_name: is required"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
-                                "commit_interval_seconds: 0}\n")),
-              HasSubstr("pipeline.sink.iceberg.commit_interval_seconds: must be at least 1, got 0"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
-                                "schema_evolution: maybe}\n")),
-              HasSubstr("pipeline.sink.iceberg.schema_evolution: must be true or false"));
-  EXPECT_THAT(ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
-                                "partition_by: ['bucket(16']}\n")),
-              HasSubstr("has an unclosed parenthesis"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                        "commit_interval_seconds: 0}\n")),
+      HasSubstr("pipeline.sink.iceberg.commit_interval_seconds: must be at least 1, got 0"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                        "schema_evolution: maybe}\n")),
+      HasSubstr("pipeline.sink.iceberg.schema_evolution: must be true or false"));
+  EXPECT_THAT(
+      ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
+                        "partition_by: ['bucket(16']}\n")),
+      HasSubstr("has an unclosed parenthesis"));
   // Only a pipeline's own results: not a dead-letter sink.
-  EXPECT_THAT(ErrorOf(std::string(kMinimal) +
-                      "  on_error:\n    policy: DLQ\n    dlq: {type: iceberg, iceberg: {catalog_name: c, "
-                      "table_name: a.t}}\n"),
-              HasSubstr("type iceberg is not a dead-letter sink"));
+  EXPECT_THAT(
+      ErrorOf(std::string(kMinimal) +
+              "  on_error:\n    policy: DLQ\n    dlq: {type: iceberg, iceberg: {catalog_name: c, "
+              "table_name: a.t}}\n"),
+      HasSubstr("type iceberg is not a dead-letter sink"));
 }
 
 TEST(PipelineConfigTest, SqlcommandSubstitutions) {
@@ -992,8 +1013,9 @@ TEST(PipelineConfigTest, SqlcommandSubstitutions) {
                                 "      substitutions:\n        - var: f\n          type: uuid7\n")),
               HasSubstr("p.yml:18: pipeline.sink.sqlcommand.substitutions[0].type: must be one of "
                         "uuid4; got 'uuid7'"));
-  auto r = Parse(with_sink("    type: sqlcommand\n    sqlcommand:\n      sql: COPY x TO 'f'\n"
-                           "      substitutions: [{var: zz, type: uuid4}]\n"));
+  auto r =
+      Parse(with_sink("    type: sqlcommand\n    sqlcommand:\n      sql: COPY x TO 'f'\n"
+                      "      substitutions: [{var: zz, type: uuid4}]\n"));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_THAT(r->warnings[0], HasSubstr("'zz' does not appear in the sink's sql"));
@@ -1025,21 +1047,26 @@ TEST(PipelineConfigTest, FetchBounds) {
   };
   EXPECT_THAT(ErrorOf(with_fetch("{prefetch: 0}")),
               HasSubstr("pipeline.source.kafka.fetch.prefetch: must be at least 1, got 0"));
-  EXPECT_THAT(ErrorOf(with_fetch("{max_bytes: 1000, max_partition_bytes: 2000}")),
-              HasSubstr("fetch.max_partition_bytes: (2000) must not exceed fetch.max_bytes (1000)"));
+  EXPECT_THAT(
+      ErrorOf(with_fetch("{max_bytes: 1000, max_partition_bytes: 2000}")),
+      HasSubstr("fetch.max_partition_bytes: (2000) must not exceed fetch.max_bytes (1000)"));
   EXPECT_THAT(ErrorOf(with_fetch("{max_bytes: 4294967296}")),
               HasSubstr("fetch.max_bytes: must be at most 2147483647"));
-  EXPECT_THAT(ErrorOf(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}")),
-              HasSubstr("fetch.max_bytes: (65536) must be at least the consumer's message.max.bytes (1000000"));
-  std::string lowered = Replace(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}"), "      topics: [in]\n",
-                                "      topics: [in]\n      properties: {message.max.bytes: 65536}\n");
+  EXPECT_THAT(
+      ErrorOf(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}")),
+      HasSubstr(
+          "fetch.max_bytes: (65536) must be at least the consumer's message.max.bytes (1000000"));
+  std::string lowered =
+      Replace(with_fetch("{max_bytes: 65536, max_partition_bytes: 4096}"), "      topics: [in]\n",
+              "      topics: [in]\n      properties: {message.max.bytes: 65536}\n");
   auto r = Parse(lowered);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->source.fetch.max_bytes, 65536);
 }
 
 TEST(PipelineConfigTest, DuplicateKeyIsAnError) {
-  std::string err = ErrorOf(Replace(kMinimal, "      group_id: g\n", "      group_id: g\n      group_id: h\n"));
+  std::string err =
+      ErrorOf(Replace(kMinimal, "      group_id: g\n", "      group_id: g\n      group_id: h\n"));
   EXPECT_THAT(err, HasSubstr("p.yml:7: pipeline.source.kafka.group_id: is set twice (first at "
                              "line 6)"));
 }
@@ -1084,7 +1111,8 @@ TEST(PipelineConfigTest, HugeFileIsRefused) {
   // Just under the limit parses, with every command.
   std::string text(kMinimal);
   text += "commands:\n";
-  for (int i = 0; i < 3000; ++i) text += "  - {name: c" + std::to_string(i) + ", sql: " + std::string(1000, 'x') + "}\n";
+  for (int i = 0; i < 3000; ++i)
+    text += "  - {name: c" + std::to_string(i) + ", sql: " + std::string(1000, 'x') + "}\n";
   auto big = Parse(text);
   ASSERT_TRUE(big.ok()) << big.status().ToString().substr(0, 300);
   EXPECT_EQ(big->commands.size(), 3000u);
@@ -1133,9 +1161,9 @@ TEST(PipelineConfigTest, MissingFile) {
 
 TEST(PipelineConfigTest, ProcessEnvReadsTheEnvironment) {
   ::setenv("SLUICE_PIPELINE_CONFIG_TEST_VAR", "from-process", 1);
-  auto r = ParsePipeline(Replace(kMinimal, "group_id: g",
-                                 "group_id: {{ SLUICE_PIPELINE_CONFIG_TEST_VAR }}"),
-                         "p.yml", ProcessEnv());
+  auto r = ParsePipeline(
+      Replace(kMinimal, "group_id: g", "group_id: {{ SLUICE_PIPELINE_CONFIG_TEST_VAR }}"), "p.yml",
+      ProcessEnv());
   ::unsetenv("SLUICE_PIPELINE_CONFIG_TEST_VAR");
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->source.group_id, "from-process");

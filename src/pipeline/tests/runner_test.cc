@@ -5,15 +5,15 @@
 // that an SQL error is an error, every time.
 #include "pipeline/runner.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 namespace sluice::pipeline {
 namespace {
@@ -74,14 +74,17 @@ std::vector<std::string> Feed(PipelineRunner& r, const std::vector<std::string>&
 }
 
 TEST(RunnerTest, ResultFollowsTheInferredSchemaFromBatchToBatch) {
-  auto r = Make("handlers.InferredMemBatch", "SELECT * EXCLUDE (kafka_topic, kafka_partition, kafka_timestamp, kafka_key) FROM batch ORDER BY kafka_offset");
+  auto r = Make("handlers.InferredMemBatch",
+                "SELECT * EXCLUDE (kafka_topic, kafka_partition, kafka_timestamp, kafka_key) FROM "
+                "batch ORDER BY kafka_offset");
   ASSERT_NE(r, nullptr);
   EXPECT_THAT(Feed(*r, {R"({"a":1})", R"({"a":2})"}),
               ElementsAre(R"({"a":1.0,"kafka_offset":0})", R"({"a":2.0,"kafka_offset":1})"));
   // Other columns, other types: the result view follows.
   EXPECT_THAT(Feed(*r, {R"({"b":"x","c":{"d":[1,2]}})"}),
               ElementsAre(R"({"b":"x","c":{"d":[1.0,2.0]},"kafka_offset":0})"));
-  EXPECT_THAT(Feed(*r, {R"({"a":"now text"})"}), ElementsAre(R"({"a":"now text","kafka_offset":0})"));
+  EXPECT_THAT(Feed(*r, {R"({"a":"now text"})"}),
+              ElementsAre(R"({"a":"now text","kafka_offset":0})"));
   // Back to the first schema.
   EXPECT_THAT(Feed(*r, {R"({"a":3})"}), ElementsAre(R"({"a":3.0,"kafka_offset":0})"));
 }
@@ -104,11 +107,16 @@ TEST(RunnerTest, ResultTypesWithParametersAreKept) {
   rows = r->Invoke(std::vector<kafka::client::Message>{m}, &errors);
   EXPECT_FALSE(rows.ok());
 
-  auto d = Make("handlers.InferredMemBatch",
-                "SELECT a::DECIMAL(10,2) AS d, a::DECIMAL(18,4) AS e, [a, a]::DOUBLE[2] AS arr FROM batch");
+  auto d = Make(
+      "handlers.InferredMemBatch",
+      "SELECT a::DECIMAL(10,2) AS d, a::DECIMAL(18,4) AS e, [a, a]::DOUBLE[2] AS arr FROM batch");
   ASSERT_NE(d, nullptr);
-  EXPECT_THAT(Feed(*d, {R"({"a":1.25})"}), ElementsAre(R"({"d":1.25,"e":1.2500,"arr":[1.25,1.25]})"));
-  EXPECT_THAT(Feed(*d, {R"({"a":"2.5"})"}), ElementsAre(R"({"d":2.5,"e":2.5000,"arr":[2.5,2.5]})"));  // DuckDB's to_json of these DECIMALs
+  EXPECT_THAT(Feed(*d, {R"({"a":1.25})"}),
+              ElementsAre(R"({"d":1.25,"e":1.2500,"arr":[1.25,1.25]})"));
+  EXPECT_THAT(
+      Feed(*d, {R"({"a":"2.5"})"}),
+      ElementsAre(
+          R"({"d":2.5,"e":2.5000,"arr":[2.5,2.5]})"));  // DuckDB's to_json of these DECIMALs
 }
 
 TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
@@ -119,10 +127,12 @@ TEST(RunnerTest, StructuredBatchAggregatesEachBatch) {
              "SELECT city, count(*) AS n, sum(amount) AS total FROM events GROUP BY 1 ORDER BY 1");
   auto r = MakeFrom(config);
   ASSERT_NE(r, nullptr);
-  EXPECT_THAT(Feed(*r, {R"({"city":"Oslo","amount":1})", R"({"city":"Rome","amount":2})",
-                        R"({"city":"Oslo","amount":3})"}),
-              ElementsAre(R"({"city":"Oslo","n":2,"total":4.0})", R"({"city":"Rome","n":1,"total":2.0})"));
-  EXPECT_THAT(Feed(*r, {R"({"city":"Rome","amount":5})"}), ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
+  EXPECT_THAT(
+      Feed(*r, {R"({"city":"Oslo","amount":1})", R"({"city":"Rome","amount":2})",
+                R"({"city":"Oslo","amount":3})"}),
+      ElementsAre(R"({"city":"Oslo","n":2,"total":4.0})", R"({"city":"Rome","n":1,"total":2.0})"));
+  EXPECT_THAT(Feed(*r, {R"({"city":"Rome","amount":5})"}),
+              ElementsAre(R"({"city":"Rome","n":1,"total":5.0})"));
 }
 
 // sqlflow's tumbling window over its window.jsonl fixture: the handler upserts per-bucket
@@ -142,12 +152,14 @@ TEST(RunnerTest, SqlflowTumblingWindowEmitsItsClosedBucketsOnInvoke) {
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})",
       R"({"timestamp":"2015-12-12T19:11:01.249Z","event":"search","properties":{"city":"Baltimore"},"user":{"id":"123412ds1"}})"};
   std::vector<std::string> rows = Feed(*r, {lines[0], lines[1]});
-  EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":2})"));
+  EXPECT_THAT(rows,
+              ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":2})"));
   // The closed windows were deleted: the next batch's buckets start from nothing, and an
   // upsert into a bucket emitted before starts again at its own count.
   rows = Feed(*r, {lines[2], lines[3], lines[0]});
-  EXPECT_THAT(rows, ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"Baltimore","count":2})",
-                                R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":1})"));
+  EXPECT_THAT(rows,
+              ElementsAre(R"({"bucket":"2015-12-12 19:11:00+00","city":"Baltimore","count":2})",
+                          R"({"bucket":"2015-12-12 19:11:00+00","city":"New York","count":1})"));
 }
 
 // A window table with a UNIQUE index (sqlflow's upsert needs one) whose polls delete many
@@ -165,7 +177,8 @@ TEST(RunnerTest, IndexedWindowTableIsRebuiltAfterManyDeletes) {
           delete_closed_windows_sql: DELETE FROM agg WHERE bucket < 1000000
         sink: {type: noop}
 )" + Config("handlers.InferredMemBatch",
-            "INSERT INTO agg SELECT b::BIGINT, count(*) FROM batch GROUP BY ALL ON CONFLICT (bucket) DO UPDATE SET n = n + EXCLUDED.n");
+            "INSERT INTO agg SELECT b::BIGINT, count(*) FROM batch GROUP BY ALL ON CONFLICT "
+            "(bucket) DO UPDATE SET n = n + EXCLUDED.n");
   auto r = MakeFrom(config);
   ASSERT_NE(r, nullptr);
   std::vector<std::string> values;

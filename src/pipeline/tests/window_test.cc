@@ -7,7 +7,6 @@
 // steady clock are the test's own: nothing sleeps, no duration is asserted.
 //
 #include "pipeline/window.h"
-#include "pipeline/state_writer.h"
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "duck/database.h"
+#include "pipeline/state_writer.h"
 
 namespace sluice::pipeline {
 namespace {
@@ -138,8 +138,8 @@ class Harness {
       ASSIGN_OR_RETURN(tables_, StateTables::Open(*conn_));
       ASSIGN_OR_RETURN(loaded, tables_->Load());
     }
-    ASSIGN_OR_RETURN(engine_,
-                     WindowEngine::Create(*conn_, config_, "t", durable() ? &loaded : nullptr, write_behind_));
+    ASSIGN_OR_RETURN(engine_, WindowEngine::Create(*conn_, config_, "t",
+                                                   durable() ? &loaded : nullptr, write_behind_));
     if (write_behind_) {
       ASSIGN_OR_RETURN(copy_db_, duck::Database::Open(duck::DatabaseOptions{}));
       ASSIGN_OR_RETURN(auto writer_conn, duck::Connection::Open(*copy_db_));
@@ -975,7 +975,10 @@ TEST(WindowEngineTest, LateRowReemitsItsSession) {
   c.allowed_lateness_us = 5 * kMinute;
   Harness h(c);
   ASSERT_OK(h.Open(1));
-  { auto f = h.Feed({{At(0, 0), "a", 1}, {At(0, 30), "a", 2}}); ASSERT_TRUE(f.ok()) << f.status().ToString(); }
+  {
+    auto f = h.Feed({{At(0, 0), "a", 1}, {At(0, 30), "a", 2}});
+    ASSERT_TRUE(f.ok()) << f.status().ToString();
+  }
   ASSERT_TRUE(h.Feed({{At(3, 0), "a", 4}}).ok());
   EXPECT_THAT(h.Emissions(), ElementsAre("#1 [0s,90s) a n=2 s=3"));
   auto late = h.Feed({{At(0, 45), "a", 8}});

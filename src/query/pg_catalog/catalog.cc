@@ -5,10 +5,10 @@
 // DuckDB's catalog oids, and types use Postgres's own oids (pg_types.h).
 #include "query/pg_catalog/catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
-
-#include <fmt/format.h>
 
 #include "query/pg_catalog/pg_types.h"
 
@@ -24,12 +24,35 @@ std::string ServerVersionNum(std::string_view version) {
 
 // The DuckDB spellings PgTypeForDuckDB() maps, as a table, so that pg_attribute can join it.
 std::string TypeMapValues() {
-  static constexpr const char* kDuck[] = {
-      "BOOLEAN",   "TINYINT",   "SMALLINT",  "INTEGER",      "BIGINT",       "UTINYINT",
-      "USMALLINT", "UINTEGER",  "UBIGINT",   "HUGEINT",      "UHUGEINT",     "FLOAT",
-      "DOUBLE",    "DECIMAL",   "VARCHAR",   "BLOB",         "DATE",         "TIME",
-      "TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE",
-      "TIME WITH TIME ZONE", "INTERVAL", "UUID", "JSON", "BIT", "BIGNUM"};
+  static constexpr const char* kDuck[] = {"BOOLEAN",
+                                          "TINYINT",
+                                          "SMALLINT",
+                                          "INTEGER",
+                                          "BIGINT",
+                                          "UTINYINT",
+                                          "USMALLINT",
+                                          "UINTEGER",
+                                          "UBIGINT",
+                                          "HUGEINT",
+                                          "UHUGEINT",
+                                          "FLOAT",
+                                          "DOUBLE",
+                                          "DECIMAL",
+                                          "VARCHAR",
+                                          "BLOB",
+                                          "DATE",
+                                          "TIME",
+                                          "TIMESTAMP",
+                                          "TIMESTAMP_S",
+                                          "TIMESTAMP_MS",
+                                          "TIMESTAMP_NS",
+                                          "TIMESTAMP WITH TIME ZONE",
+                                          "TIME WITH TIME ZONE",
+                                          "INTERVAL",
+                                          "UUID",
+                                          "JSON",
+                                          "BIT",
+                                          "BIGNUM"};
   std::string out;
   for (const char* d : kDuck) {
     for (const char* suffix : {"", "[]"}) {
@@ -55,10 +78,11 @@ std::string PgTypeValues() {
 
 // format_type(oid, typmod): a CASE over the type table, numeric's typmod spelled out.
 std::string FormatTypeCase() {
-  std::string out = "CASE WHEN type_oid IS NULL THEN NULL "
-                    "WHEN type_oid IN (1700, 1231) AND typemod >= 4 THEN 'numeric(' || "
-                    "((typemod - 4) >> 16) || ',' || ((typemod - 4) & 65535) || ')' || "
-                    "CASE WHEN type_oid = 1231 THEN '[]' ELSE '' END ";
+  std::string out =
+      "CASE WHEN type_oid IS NULL THEN NULL "
+      "WHEN type_oid IN (1700, 1231) AND typemod >= 4 THEN 'numeric(' || "
+      "((typemod - 4) >> 16) || ',' || ((typemod - 4) & 65535) || ')' || "
+      "CASE WHEN type_oid = 1231 THEN '[]' ELSE '' END ";
   for (const PgType& t : PgTypes()) {
     out += fmt::format("WHEN type_oid = {} THEN {} ", t.oid, duck::QuoteLiteral(t.format_name));
   }
@@ -471,15 +495,14 @@ std::string CatalogSql(const CatalogOptions& options) {
   for (const std::string& name : CatalogViewNames()) {
     own += (own.empty() ? "" : ", ") + duck::QuoteLiteral(name);
   }
-  return fmt::format(
-      fmt::runtime(kSql), fmt::arg("type_map", TypeMapValues()),
-      fmt::arg("pg_types", PgTypeValues()), fmt::arg("user", user),
-      fmt::arg("database", duck::QuoteLiteral(options.database)),
-      fmt::arg("version", duck::QuoteLiteral(fmt::format("PostgreSQL {} (sluice, DuckDB {})",
-                                                         options.server_version,
-                                                         duck::LibraryVersion()))),
-      fmt::arg("format_type", FormatTypeCase()), fmt::arg("settings", settings),
-      fmt::arg("catalog_oids", catalog_oids), fmt::arg("own", own));
+  return fmt::format(fmt::runtime(kSql), fmt::arg("type_map", TypeMapValues()),
+                     fmt::arg("pg_types", PgTypeValues()), fmt::arg("user", user),
+                     fmt::arg("database", duck::QuoteLiteral(options.database)),
+                     fmt::arg("version", duck::QuoteLiteral(fmt::format(
+                                             "PostgreSQL {} (sluice, DuckDB {})",
+                                             options.server_version, duck::LibraryVersion()))),
+                     fmt::arg("format_type", FormatTypeCase()), fmt::arg("settings", settings),
+                     fmt::arg("catalog_oids", catalog_oids), fmt::arg("own", own));
 }
 
 Status InstallCatalog(duck::Connection& conn, const CatalogOptions& options) {
@@ -488,8 +511,10 @@ Status InstallCatalog(duck::Connection& conn, const CatalogOptions& options) {
   return Status::OK();
 }
 
-Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRelation>& relations) {
-  std::string sql = "BEGIN; DELETE FROM sluice_pg_ext_columns; DELETE FROM sluice_pg_ext_relations;";
+Status SetExternalRelations(duck::Connection& conn,
+                            const std::vector<ExternalRelation>& relations) {
+  std::string sql =
+      "BEGIN; DELETE FROM sluice_pg_ext_columns; DELETE FROM sluice_pg_ext_relations;";
   std::vector<std::string> schemas;
   for (size_t i = 0; i < relations.size(); ++i) {
     const ExternalRelation& r = relations[i];
@@ -497,11 +522,11 @@ Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRe
     const size_t schema_index = it - schemas.begin();
     if (it == schemas.end()) schemas.push_back(r.schema);
     const int64_t oid = kExternalRelationOidBase + static_cast<int64_t>(i);
-    sql += fmt::format(
-        "INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {});", oid,
-        kExternalNamespaceOidBase + static_cast<int64_t>(schema_index), duck::QuoteLiteral(r.schema),
-        duck::QuoteLiteral(r.name), r.is_view ? "'v'" : "'r'",
-        r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment));
+    sql += fmt::format("INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {});", oid,
+                       kExternalNamespaceOidBase + static_cast<int64_t>(schema_index),
+                       duck::QuoteLiteral(r.schema), duck::QuoteLiteral(r.name),
+                       r.is_view ? "'v'" : "'r'",
+                       r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment));
     for (size_t c = 0; c < r.columns.size(); ++c) {
       const ExternalColumn& col = r.columns[c];
       const PgTypeRef type = PgTypeForDuckDB(col.duckdb_type);
@@ -510,11 +535,11 @@ Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRe
         precision = std::to_string(((type.typmod - 4) >> 16) & 0xffff);
         scale = std::to_string((type.typmod - 4) & 0xffff);
       }
-      sql += fmt::format("INSERT INTO sluice_pg_ext_columns VALUES ({}, {}, {}, {}, {}, {}, {}, {});",
-                         oid, duck::QuoteLiteral(col.name), c + 1,
-                         duck::QuoteLiteral(col.duckdb_type), precision, scale,
-                         col.nullable ? "false" : "true",
-                         col.comment.empty() ? "NULL" : duck::QuoteLiteral(col.comment));
+      sql +=
+          fmt::format("INSERT INTO sluice_pg_ext_columns VALUES ({}, {}, {}, {}, {}, {}, {}, {});",
+                      oid, duck::QuoteLiteral(col.name), c + 1, duck::QuoteLiteral(col.duckdb_type),
+                      precision, scale, col.nullable ? "false" : "true",
+                      col.comment.empty() ? "NULL" : duck::QuoteLiteral(col.comment));
     }
   }
   sql += "COMMIT;";
@@ -527,16 +552,42 @@ Status SetExternalRelations(duck::Connection& conn, const std::vector<ExternalRe
 }
 
 const std::vector<std::string>& CatalogViewNames() {
-  static const std::vector<std::string> kNames = {
-      "sluice_pg_type_map", "sluice_pg_types", "sluice_pg_ext_relations", "sluice_pg_ext_columns",
-      "sluice_pg_relations", "sluice_pg_columns", "sluice_pg_visible",
-      "pg_namespace", "pg_class", "pg_type", "pg_attribute", "pg_attrdef", "pg_constraint",
-      "pg_index", "pg_description", "pg_am", "pg_collation", "pg_roles", "pg_user",
-      "pg_database", "pg_policy", "pg_statistic_ext", "pg_publication",
-      "pg_publication_namespace", "pg_publication_rel", "pg_inherits", "pg_rewrite",
-      "pg_trigger", "pg_foreign_table", "pg_partitioned_table", "pg_auth_members", "pg_extension",
-      "sluice_information_schema_tables", "sluice_information_schema_columns",
-      "sluice_information_schema_views", "sluice_information_schema_schemata"};
+  static const std::vector<std::string> kNames = {"sluice_pg_type_map",
+                                                  "sluice_pg_types",
+                                                  "sluice_pg_ext_relations",
+                                                  "sluice_pg_ext_columns",
+                                                  "sluice_pg_relations",
+                                                  "sluice_pg_columns",
+                                                  "sluice_pg_visible",
+                                                  "pg_namespace",
+                                                  "pg_class",
+                                                  "pg_type",
+                                                  "pg_attribute",
+                                                  "pg_attrdef",
+                                                  "pg_constraint",
+                                                  "pg_index",
+                                                  "pg_description",
+                                                  "pg_am",
+                                                  "pg_collation",
+                                                  "pg_roles",
+                                                  "pg_user",
+                                                  "pg_database",
+                                                  "pg_policy",
+                                                  "pg_statistic_ext",
+                                                  "pg_publication",
+                                                  "pg_publication_namespace",
+                                                  "pg_publication_rel",
+                                                  "pg_inherits",
+                                                  "pg_rewrite",
+                                                  "pg_trigger",
+                                                  "pg_foreign_table",
+                                                  "pg_partitioned_table",
+                                                  "pg_auth_members",
+                                                  "pg_extension",
+                                                  "sluice_information_schema_tables",
+                                                  "sluice_information_schema_columns",
+                                                  "sluice_information_schema_views",
+                                                  "sluice_information_schema_schemata"};
   return kNames;
 }
 

@@ -5,7 +5,9 @@
 namespace sluice::query::pg_catalog {
 namespace {
 
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool IsSpace(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 bool IsIdentStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
          static_cast<unsigned char>(c) >= 0x80;
@@ -14,8 +16,23 @@ bool IsIdentChar(char c) { return IsIdentStart(c) || (c >= '0' && c <= '9') || c
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsOperatorChar(char c) {
   switch (c) {
-    case '+': case '-': case '*': case '/': case '<': case '>': case '=': case '~':
-    case '!': case '@': case '#': case '%': case '^': case '&': case '|': case '`': case '?':
+    case '+':
+    case '-':
+    case '*':
+    case '/':
+    case '<':
+    case '>':
+    case '=':
+    case '~':
+    case '!':
+    case '@':
+    case '#':
+    case '%':
+    case '^':
+    case '&':
+    case '|':
+    case '`':
+    case '?':
       return true;
     default:
       return false;
@@ -58,11 +75,13 @@ class Lexer {
       ++pos_;
       return QuotedString(/*backslash_escapes=*/true);
     }
-    if ((c == 'b' || c == 'B' || c == 'x' || c == 'X' || c == 'n' || c == 'N') && At(pos_ + 1) == '\'') {
+    if ((c == 'b' || c == 'B' || c == 'x' || c == 'X' || c == 'n' || c == 'N') &&
+        At(pos_ + 1) == '\'') {
       ++pos_;
       return QuotedString(false);
     }
-    if ((c == 'u' || c == 'U') && At(pos_ + 1) == '&' && (At(pos_ + 2) == '\'' || At(pos_ + 2) == '"')) {
+    if ((c == 'u' || c == 'U') && At(pos_ + 1) == '&' &&
+        (At(pos_ + 2) == '\'' || At(pos_ + 2) == '"')) {
       pos_ += 2;
       if (s_[pos_] == '\'') return QuotedString(false);
       return QuotedIdentifier();
@@ -95,7 +114,9 @@ class Lexer {
     if (IsOperatorChar(c)) {
       while (pos_ < s_.size() && IsOperatorChar(s_[pos_])) {
         // A comment starts inside an operator run: the operator ends there (scan.l).
-        if (pos_ > start && ((s_[pos_] == '-' && At(pos_ + 1) == '-') || (s_[pos_] == '/' && At(pos_ + 1) == '*'))) break;
+        if (pos_ > start &&
+            ((s_[pos_] == '-' && At(pos_ + 1) == '-') || (s_[pos_] == '/' && At(pos_ + 1) == '*')))
+          break;
         ++pos_;
       }
       return TokenKind::kOperator;

@@ -23,10 +23,10 @@ enum class TokenKind {
   kString,      // '...', E'...', B'...', X'...', N'...', U&'...'
   kDollar,      // $tag$ ... $tag$
   kNumber,
-  kParam,       // $1
-  kOperator,    // a run of + - * / < > = ~ ! @ # % ^ & | ` ?
-  kCast,        // ::
-  kPunct,       // ( ) [ ] , ; . : and anything else, one byte each
+  kParam,     // $1
+  kOperator,  // a run of + - * / < > = ~ ! @ # % ^ & | ` ?
+  kCast,      // ::
+  kPunct,     // ( ) [ ] , ; . : and anything else, one byte each
 };
 
 struct Token {

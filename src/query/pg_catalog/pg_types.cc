@@ -1,14 +1,15 @@
 // The type table below is Postgres 15's pg_type.dat, reduced to the types DuckDB values
 // are mapped to, plus the few that catalog queries name (oid, name, char, regclass ...).
 #include "query/pg_catalog/pg_types.h"
-#include "base/strings.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
 
-#include <fmt/format.h>
+#include "base/strings.h"
 
 namespace sluice::query::pg_catalog {
 namespace {
@@ -71,18 +72,50 @@ constexpr std::array<PgType, 52> kTypes = {{
 // The oid of a scalar DuckDB type name (no parameters, upper case), or 0.
 uint32_t ScalarOid(std::string_view t) {
   static constexpr std::array<std::pair<std::string_view, uint32_t>, 44> kMap = {{
-      {"BOOLEAN", 16},      {"TINYINT", 21},       {"SMALLINT", 21},     {"INTEGER", 23},
-      {"BIGINT", 20},       {"UTINYINT", 21},      {"USMALLINT", 23},    {"UINTEGER", 20},
-      {"UBIGINT", 1700},    {"HUGEINT", 1700},     {"UHUGEINT", 1700},   {"FLOAT", 700},
-      {"DOUBLE", 701},      {"DECIMAL", 1700},     {"VARCHAR", 25},      {"BLOB", 17},
-      {"DATE", 1082},       {"TIME", 1083},        {"TIMESTAMP", 1114},  {"TIMESTAMP_S", 1114},
-      {"TIMESTAMP_MS", 1114}, {"TIMESTAMP_NS", 1114}, {"TIMESTAMP WITH TIME ZONE", 1184},
-      {"TIME WITH TIME ZONE", 1266}, {"INTERVAL", 1186}, {"UUID", 2950}, {"JSON", 114},
-      {"BIT", 1562},        {"BIGNUM", 1700},      {"VARINT", 1700},     {"TIME_NS", 1083},
+      {"BOOLEAN", 16},
+      {"TINYINT", 21},
+      {"SMALLINT", 21},
+      {"INTEGER", 23},
+      {"BIGINT", 20},
+      {"UTINYINT", 21},
+      {"USMALLINT", 23},
+      {"UINTEGER", 20},
+      {"UBIGINT", 1700},
+      {"HUGEINT", 1700},
+      {"UHUGEINT", 1700},
+      {"FLOAT", 700},
+      {"DOUBLE", 701},
+      {"DECIMAL", 1700},
+      {"VARCHAR", 25},
+      {"BLOB", 17},
+      {"DATE", 1082},
+      {"TIME", 1083},
+      {"TIMESTAMP", 1114},
+      {"TIMESTAMP_S", 1114},
+      {"TIMESTAMP_MS", 1114},
+      {"TIMESTAMP_NS", 1114},
+      {"TIMESTAMP WITH TIME ZONE", 1184},
+      {"TIME WITH TIME ZONE", 1266},
+      {"INTERVAL", 1186},
+      {"UUID", 2950},
+      {"JSON", 114},
+      {"BIT", 1562},
+      {"BIGNUM", 1700},
+      {"VARINT", 1700},
+      {"TIME_NS", 1083},
       // DuckDB's other spellings (the lake's types are written TIMESTAMPTZ, for example).
-      {"TIMESTAMPTZ", 1184}, {"TIMETZ", 1266},     {"TIMESTAMP_US", 1114}, {"INT", 23},
-      {"INT4", 23},         {"INT8", 20},          {"INT2", 21},         {"INT1", 21},
-      {"FLOAT4", 700},      {"FLOAT8", 701},       {"BOOL", 16},         {"STRING", 25},
+      {"TIMESTAMPTZ", 1184},
+      {"TIMETZ", 1266},
+      {"TIMESTAMP_US", 1114},
+      {"INT", 23},
+      {"INT4", 23},
+      {"INT8", 20},
+      {"INT2", 21},
+      {"INT1", 21},
+      {"FLOAT4", 700},
+      {"FLOAT8", 701},
+      {"BOOL", 16},
+      {"STRING", 25},
       {"TEXT", 25},
   }};
   for (const auto& [name, oid] : kMap) {
@@ -144,7 +177,8 @@ std::string FormatPgType(uint32_t oid, int32_t typmod) {
   const uint32_t base = t->element != 0 ? t->element : oid;
   if (base == 1700 && typmod >= 4) {
     const int32_t m = typmod - 4;
-    return fmt::format("numeric({},{}){}", (m >> 16) & 0xffff, m & 0xffff, t->element != 0 ? "[]" : "");
+    return fmt::format("numeric({},{}){}", (m >> 16) & 0xffff, m & 0xffff,
+                       t->element != 0 ? "[]" : "");
   }
   return std::string(t->format_name);
 }

@@ -46,13 +46,13 @@ bool IsLiteral(TokenKind k) {
 // Keywords that end or join expressions: never a function name, a column or an alias.
 bool IsReserved(std::string_view word) {
   static constexpr std::array<std::string_view, 52> kWords = {
-      "all",    "and",     "any",     "as",        "asc",      "between", "both",    "by",
-      "case",   "collate", "cross",   "desc",      "distinct", "else",    "end",     "except",
-      "exists", "fetch",   "for",     "from",      "full",     "group",   "having",  "ilike",
-      "in",     "inner",   "intersect", "into",    "is",       "join",    "lateral", "left",
-      "like",   "limit",   "natural", "not",       "offset",   "on",      "or",      "order",
-      "outer",  "over",    "qualify", "returning", "right",    "select",  "similar", "some",
-      "then",   "union",   "using",   "where"};
+      "all",    "and",     "any",       "as",        "asc",      "between", "both",    "by",
+      "case",   "collate", "cross",     "desc",      "distinct", "else",    "end",     "except",
+      "exists", "fetch",   "for",       "from",      "full",     "group",   "having",  "ilike",
+      "in",     "inner",   "intersect", "into",      "is",       "join",    "lateral", "left",
+      "like",   "limit",   "natural",   "not",       "offset",   "on",      "or",      "order",
+      "outer",  "over",    "qualify",   "returning", "right",    "select",  "similar", "some",
+      "then",   "union",   "using",     "where"};
   const std::string w = AsciiLower(word);
   return std::find(kWords.begin(), kWords.end(), w) != kWords.end() || w == "when" ||
          w == "values" || w == "with" || w == "window" || w == "tablesample" || w == "ordinality";
@@ -141,8 +141,8 @@ Clause ClauseOf(std::string_view word) {
   if (word.size() < 2 || word.size() > 9) return Clause::kNone;
   if (EqualsWord(word, "from") || EqualsWord(word, "join")) return Clause::kFrom;
   static constexpr std::array<std::string_view, 15> kClauses = {
-      "select", "where", "group",  "having", "order",  "limit",  "offset", "union",
-      "except", "intersect", "on", "using",  "window", "qualify", "values"};
+      "select", "where",     "group", "having", "order",  "limit",   "offset", "union",
+      "except", "intersect", "on",    "using",  "window", "qualify", "values"};
   for (std::string_view c : kClauses) {
     if (EqualsWord(word, c)) return Clause::kOther;
   }
@@ -222,7 +222,9 @@ class Rewriter {
       if (o.prefix != kNoPrefix) {
         const auto& p = prefixes_[o.prefix];
         for (auto it = p.rbegin(); it != p.rend(); ++it) {
-          if (!s.empty() && !it->empty() && seam && it == p.rbegin() && Merges(s.back(), it->front())) s += ' ';
+          if (!s.empty() && !it->empty() && seam && it == p.rbegin() &&
+              Merges(s.back(), it->front()))
+            s += ' ';
           s += *it;
         }
       } else if (seam && !s.empty() && !o.text.empty() && Merges(s.back(), o.text.front())) {
@@ -341,7 +343,8 @@ class Rewriter {
           break;
         }
         if (IsName(t.kind)) {
-          if (t.kind == TokenKind::kIdentifier && IsReserved(t.text) && !EqualsWord(t.text, "null")) {
+          if (t.kind == TokenKind::kIdentifier && IsReserved(t.text) &&
+              !EqualsWord(t.text, "null")) {
             return kNone;
           }
           start = ChainStart(end);
@@ -367,8 +370,9 @@ class Rewriter {
         break;
       }
       const size_t before = PrevSigOut(start);
-      if (before != kNone && (out_[before].kind == TokenKind::kCast ||
-                              (out_[before].kind == TokenKind::kIdentifier && EqualsWord(out_[before].text, "collate")))) {
+      if (before != kNone &&
+          (out_[before].kind == TokenKind::kCast || (out_[before].kind == TokenKind::kIdentifier &&
+                                                     EqualsWord(out_[before].text, "collate")))) {
         end = PrevSigOut(before);  // what we walked over was a type or collation name
         continue;
       }
@@ -437,9 +441,9 @@ class Rewriter {
       if (start == kNone) return false;
       // A string literal or a bind parameter names the object ('orders'::regclass,
       // $1::regclass); any other expression is an oid to print.
-      const bool literal = start == PrevSigOut(out_.size()) &&
-                           (out_[start].kind == TokenKind::kString ||
-                            out_[start].kind == TokenKind::kParam);
+      const bool literal =
+          start == PrevSigOut(out_.size()) &&
+          (out_[start].kind == TokenKind::kString || out_[start].kind == TokenKind::kParam);
       AddPrefix(start, literal ? reg.from_name : reg.to_name);
       Push(TokenKind::kPunct, ")", start, /*wrap=*/true);
       drop_until_ = k;
@@ -526,7 +530,8 @@ class Rewriter {
     const std::string fn = NameOf(in_[name]);
     const size_t open = NextSig(name + 1);
     const bool in_from = clause_.back() == Clause::kFrom;
-    if ((fn == "generate_series" || fn == "unnest") && in_from && InIs(open, "(") && match_[open] != kNone) {
+    if ((fn == "generate_series" || fn == "unnest") && in_from && InIs(open, "(") &&
+        match_[open] != kNone) {
       size_t alias = NextSig(match_[open] + 1);
       if (alias < in_.size() && IsWord(in_[alias], "as")) alias = NextSig(alias + 1);
       if (alias < in_.size() && IsName(in_[alias].kind) &&
@@ -563,11 +568,11 @@ class Rewriter {
   std::vector<Token> in_;
   std::vector<size_t> match_;  // input index of the matching bracket, or kNone
   std::vector<Out> out_;
-  std::vector<size_t> open_;   // output indexes of unclosed ( and [
+  std::vector<size_t> open_;    // output indexes of unclosed ( and [
   std::vector<Clause> clause_;  // the last clause keyword at each bracket depth
-  std::vector<std::vector<std::string_view>> prefixes_;  // Out::prefix indexes these
+  std::vector<std::vector<std::string_view>> prefixes_;       // Out::prefix indexes these
   std::unordered_map<size_t, std::vector<Pending>> pending_;  // text to emit after input i
-  std::deque<std::string> owned_;  // stable storage for pending texts
+  std::deque<std::string> owned_;                             // stable storage for pending texts
   size_t drop_until_ = kNone;
   bool changed_ = false;
 };

@@ -27,8 +27,8 @@
 //
 // Text inside string literals, quoted identifiers, comments and dollar quotes is never
 // changed, and SQL with none of these forms comes back byte for byte. Rewritten text always
-// lexes (a space keeps joined tokens apart; failing that, the input is returned as it was). Stateless and
-// thread-safe; linear in the input.
+// lexes (a space keeps joined tokens apart; failing that, the input is returned as it was).
+// Stateless and thread-safe; linear in the input.
 #pragma once
 
 #include <string>

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <utility>
 
-#include "base/strings.h"
 #include "base/status.h"
+#include "base/strings.h"
 #include "duck/database.h"
 #include "query/sql_tree/sql_tree.h"
 

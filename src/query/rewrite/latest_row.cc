@@ -131,9 +131,11 @@ Result<Planner::WindowMatch> Planner::MatchWindow(const Candidate& c) const {
       if (IsFirstRowFilter(*conj, [&](const Json& e) {
             if (Str(e, "class") != "COLUMN_REF") return false;
             const Json& parts = e["column_names"];
-            if (parts.empty() || !EqualsIgnoreCase(parts.back().get<std::string>(), m.alias)) return false;
+            if (parts.empty() || !EqualsIgnoreCase(parts.back().get<std::string>(), m.alias))
+              return false;
             return parts.size() == 1 ||
-                   (parts.size() == 2 && EqualsIgnoreCase(parts[0].get<std::string>(), c.ref_alias));
+                   (parts.size() == 2 &&
+                    EqualsIgnoreCase(parts[0].get<std::string>(), c.ref_alias));
           })) {
         filtered = true;
       }
@@ -264,7 +266,8 @@ Result<Plan> Planner::TryLatestRow(Candidate& c) {
       if (parts.size() == 1 || ip.size() == 1) return name;
       if (parts.size() != ip.size()) return std::nullopt;
       for (size_t i = 0; i < parts.size(); ++i) {
-        if (!EqualsIgnoreCase(parts[i].get<std::string>(), ip[i].get<std::string>())) return std::nullopt;
+        if (!EqualsIgnoreCase(parts[i].get<std::string>(), ip[i].get<std::string>()))
+          return std::nullopt;
       }
       return name;
     }

@@ -54,7 +54,8 @@ TEST(PgFrameTest, RefusesBadAndOversizedLengths) {
   auto big = ReadFrame("Q" + Int32Bytes(4 + 1025), 1024, &used);
   ASSERT_FALSE(big.ok());
   EXPECT_NE(big.status().message().find("over the limit"), std::string::npos);
-  EXPECT_TRUE(ReadFrame("Q" + Int32Bytes(4 + 1024), 1024, &used).ok());  // at the limit: wait for it
+  EXPECT_TRUE(
+      ReadFrame("Q" + Int32Bytes(4 + 1024), 1024, &used).ok());  // at the limit: wait for it
 }
 
 TEST(PgFrameTest, StartupFrameLengthsAreChecked) {
@@ -68,7 +69,8 @@ TEST(PgFrameTest, StartupFrameLengthsAreChecked) {
 }
 
 TEST(PgStartupTest, ParsesStartupSslGssAndCancel) {
-  auto p = ParseStartupPacket(StartupBody({{"user", "alice"}, {"database", "db"}, {"application_name", "psql"}}));
+  auto p = ParseStartupPacket(
+      StartupBody({{"user", "alice"}, {"database", "db"}, {"application_name", "psql"}}));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   EXPECT_EQ(p->kind, StartupPacket::Kind::kStartup);
   EXPECT_EQ(p->Param("user"), "alice");
@@ -82,7 +84,8 @@ TEST(PgStartupTest, ParsesStartupSslGssAndCancel) {
   ASSERT_TRUE(gss.ok());
   EXPECT_EQ(gss->kind, StartupPacket::Kind::kGssEncRequest);
 
-  auto cancel = ParseStartupPacket(Int32Bytes(kCancelRequestCode) + Int32Bytes(42) + Int32Bytes(-7));
+  auto cancel =
+      ParseStartupPacket(Int32Bytes(kCancelRequestCode) + Int32Bytes(42) + Int32Bytes(-7));
   ASSERT_TRUE(cancel.ok());
   EXPECT_EQ(cancel->kind, StartupPacket::Kind::kCancel);
   EXPECT_EQ(cancel->process_id, 42);
@@ -136,9 +139,9 @@ TEST(PgMessageTest, ParsesBind) {
 }
 
 TEST(PgMessageTest, RefusesMalformedBind) {
-  EXPECT_FALSE(ParseBind(BindBody({2}, {}, {})).ok());                        // unknown format
-  EXPECT_FALSE(ParseBind(BindBody({0, 1}, {std::string("x")}, {})).ok());     // 2 formats, 1 param
-  EXPECT_FALSE(ParseBind(BindBody({}, {}, {3})).ok());                        // unknown result format
+  EXPECT_FALSE(ParseBind(BindBody({2}, {}, {})).ok());                     // unknown format
+  EXPECT_FALSE(ParseBind(BindBody({0, 1}, {std::string("x")}, {})).ok());  // 2 formats, 1 param
+  EXPECT_FALSE(ParseBind(BindBody({}, {}, {3})).ok());                     // unknown result format
   std::string body = BindBody({}, {std::string("abc")}, {});
   EXPECT_FALSE(ParseBind(body.substr(0, body.size() - 4)).ok());  // truncated value
   EXPECT_FALSE(ParseBind(body + "x").ok());                       // trailing bytes
@@ -184,16 +187,17 @@ TEST(PgMessageTest, ParsesSaslInitialResponse) {
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->mechanism, "SCRAM-SHA-256");
   EXPECT_EQ(m->data, "abc");
-  EXPECT_FALSE(ParseSaslInitialResponse(std::string("SCRAM-SHA-256\0", 14) + Int32Bytes(9) + "abc").ok());
+  EXPECT_FALSE(
+      ParseSaslInitialResponse(std::string("SCRAM-SHA-256\0", 14) + Int32Bytes(9) + "abc").ok());
 }
 
 TEST(PgUtf8Test, AcceptsValidAndRefusesInvalid) {
   EXPECT_TRUE(IsValidUtf8("plain"));
   EXPECT_TRUE(IsValidUtf8("h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("\xff"));
-  EXPECT_FALSE(IsValidUtf8("\xc3"));            // truncated
-  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));        // overlong
-  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));    // surrogate
+  EXPECT_FALSE(IsValidUtf8("\xc3"));              // truncated
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));      // surrogate
   EXPECT_FALSE(IsValidUtf8("\xf4\x90\x80\x80"));  // above U+10FFFF
 }
 

@@ -22,7 +22,8 @@ TEST(PgTextTest, FormatsDatesTimesAndTimestamps) {
 
 TEST(PgTextTest, FormatsIntervalsAsPostgresDoes) {
   EXPECT_EQ(FormatInterval(0, 0, 0), "00:00:00");
-  EXPECT_EQ(FormatInterval(14, 3, 4 * 3600'000000LL + 5 * 60'000000LL + 6'700000), "1 year 2 mons 3 days 04:05:06.7");
+  EXPECT_EQ(FormatInterval(14, 3, 4 * 3600'000000LL + 5 * 60'000000LL + 6'700000),
+            "1 year 2 mons 3 days 04:05:06.7");
   EXPECT_EQ(FormatInterval(0, 1, 0), "1 day");
   EXPECT_EQ(FormatInterval(-12, 0, 0), "-1 years");
   EXPECT_EQ(FormatInterval(0, -1, 3600'000000LL), "-1 days +01:00:00");
@@ -55,8 +56,8 @@ TEST(PgTextTest, FormatsDecimals) {
 }
 
 TEST(PgNumericTest, BinaryFormRoundTrips) {
-  for (std::string text : {"0", "1", "-12.340", "10000", "0.0001", "123456789.987654321", "-0.5", "9999.9999",
-                           "0.00000001", "100000000", "NaN"}) {
+  for (std::string text : {"0", "1", "-12.340", "10000", "0.0001", "123456789.987654321", "-0.5",
+                           "9999.9999", "0.00000001", "100000000", "NaN"}) {
     auto bin = NumericBinaryFromText(text);
     ASSERT_TRUE(bin.ok()) << text;
     auto back = NumericTextFromBinary(*bin);
@@ -67,7 +68,8 @@ TEST(PgNumericTest, BinaryFormRoundTrips) {
   auto bin = NumericBinaryFromText("10000");
   EXPECT_EQ(*bin, std::string("\0\1\0\1\0\0\0\0\0\1", 10));
   EXPECT_FALSE(NumericTextFromBinary(std::string("\0\1\0\0\0\0\0\0", 8)).ok());  // a digit missing
-  EXPECT_FALSE(NumericTextFromBinary(std::string("\0\1\0\0\0\0\0\0\x27\x10", 10)).ok());  // digit 10000
+  EXPECT_FALSE(
+      NumericTextFromBinary(std::string("\0\1\0\0\0\0\0\0\x27\x10", 10)).ok());  // digit 10000
   EXPECT_FALSE(NumericBinaryFromText("1e5").ok());
 }
 
@@ -97,17 +99,35 @@ std::vector<std::string> EncodeRow(const std::string& select, bool binary) {
 
 TEST(PgEncodeTest, EncodesDuckDbValuesAsText) {
   auto row = EncodeRow(
-      "SELECT true, 7::TINYINT, 300::SMALLINT, 70000, 5000000000, 2.5::FLOAT, 0.1::DOUBLE, 12.30::DECIMAL(10,2), "
-      "'héllo', '\\x01\\xAB'::BLOB, DATE '2024-01-02', TIME '01:02:03.25', TIMESTAMP '2024-01-02 03:04:05', "
+      "SELECT true, 7::TINYINT, 300::SMALLINT, 70000, 5000000000, 2.5::FLOAT, 0.1::DOUBLE, "
+      "12.30::DECIMAL(10,2), "
+      "'héllo', '\\x01\\xAB'::BLOB, DATE '2024-01-02', TIME '01:02:03.25', TIMESTAMP '2024-01-02 "
+      "03:04:05', "
       "INTERVAL '1 year 2 months 3 days 4 hours', '12345678-1234-5678-9abc-def012345678'::UUID, "
-      "[1, NULL, 3], ['a b', 'c\"d', NULL, ''], NULL::INTEGER, {'x': 1, 'y': 'z'}, 170141183460469231731687303715884105727::HUGEINT, "
+      "[1, NULL, 3], ['a b', 'c\"d', NULL, ''], NULL::INTEGER, {'x': 1, 'y': 'z'}, "
+      "170141183460469231731687303715884105727::HUGEINT, "
       "'{\"a\":1}'::JSON",
       false);
-  std::vector<std::string> expected = {"t", "7", "300", "70000", "5000000000", "2.5", "0.1", "12.30", "héllo",
-                                       "\\x01ab", "2024-01-02", "01:02:03.25", "2024-01-02 03:04:05",
-                                       "1 year 2 mons 3 days 04:00:00", "12345678-1234-5678-9abc-def012345678",
-                                       "{1,NULL,3}", "{\"a b\",\"c\\\"d\",NULL,\"\"}", "<NULL>",
-                                       "{'x': 1, 'y': 'z'}", "170141183460469231731687303715884105727",
+  std::vector<std::string> expected = {"t",
+                                       "7",
+                                       "300",
+                                       "70000",
+                                       "5000000000",
+                                       "2.5",
+                                       "0.1",
+                                       "12.30",
+                                       "héllo",
+                                       "\\x01ab",
+                                       "2024-01-02",
+                                       "01:02:03.25",
+                                       "2024-01-02 03:04:05",
+                                       "1 year 2 mons 3 days 04:00:00",
+                                       "12345678-1234-5678-9abc-def012345678",
+                                       "{1,NULL,3}",
+                                       "{\"a b\",\"c\\\"d\",NULL,\"\"}",
+                                       "<NULL>",
+                                       "{'x': 1, 'y': 'z'}",
+                                       "170141183460469231731687303715884105727",
                                        "{\"a\":1}"};
   ASSERT_EQ(row.size(), expected.size());
   for (size_t i = 0; i < row.size(); ++i) EXPECT_EQ(row[i], expected[i]) << "column " << i;
@@ -132,7 +152,8 @@ TEST(PgEncodeTest, EncodesDuckDbValuesAsBinary) {
   EXPECT_EQ(row[9], std::string("\0\0\0\1\0\0\0\0\0\0\0\x17\0\0\0\2\0\0\0\1"
                                 "\0\0\0\4\0\0\0\1\0\0\0\4\0\0\0\2",
                                 36));
-  EXPECT_EQ(row[10], std::string("\0\2\0\0\0\0\0\2\0\1\x13\x88", 12));  // 1.50: digits 1, 5000, dscale 2
+  EXPECT_EQ(row[10],
+            std::string("\0\2\0\0\0\0\0\2\0\1\x13\x88", 12));  // 1.50: digits 1, 5000, dscale 2
 }
 
 TEST(PgEncodeTest, UnsupportedTypesNameTheType) {
@@ -149,8 +170,10 @@ TEST(PgEncodeTest, UnsupportedTypesNameTheType) {
 TEST(PgParamTest, DecodesBinaryParameters) {
   auto db = duck::Database::Open({.threads = 1});
   auto conn = duck::Connection::Open(**db);
-  auto stmt = duck::PreparedStatement::Prepare(
-      **conn, "SELECT $1::VARCHAR, $2::VARCHAR, $3::VARCHAR, $4::VARCHAR, $5::VARCHAR, $6::VARCHAR, $7::VARCHAR, $8::VARCHAR");
+  auto stmt =
+      duck::PreparedStatement::Prepare(**conn,
+                                       "SELECT $1::VARCHAR, $2::VARCHAR, $3::VARCHAR, $4::VARCHAR, "
+                                       "$5::VARCHAR, $6::VARCHAR, $7::VARCHAR, $8::VARCHAR");
   ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
   std::vector<std::pair<uint32_t, std::string>> params = {
       {oid::kInt4, std::string("\0\0\1\0", 4)},
@@ -160,7 +183,9 @@ TEST(PgParamTest, DecodesBinaryParameters) {
       {oid::kDate, std::string("\0\0\0\1", 4)},
       {oid::kTimestamp, std::string("\0\0\0\0\0\x0f\x42\x40", 8)},
       {oid::kNumeric, std::string("\0\2\0\0\0\0\0\2\0\1\x13\x88", 12)},
-      {oid::kInt4Array, std::string("\0\0\0\1\0\0\0\0\0\0\0\x17\0\0\0\2\0\0\0\1\0\0\0\4\0\0\0\1\0\0\0\4\0\0\0\2", 36)},
+      {oid::kInt4Array,
+       std::string("\0\0\0\1\0\0\0\0\0\0\0\x17\0\0\0\2\0\0\0\1\0\0\0\4\0\0\0\1\0\0\0\4\0\0\0\2",
+                   36)},
   };
   for (size_t i = 0; i < params.size(); ++i) {
     auto v = DecodeParam(params[i].first, true, params[i].second);
@@ -170,7 +195,8 @@ TEST(PgParamTest, DecodesBinaryParameters) {
   auto result = (*stmt)->Execute();
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   auto chunk = result->chunk(0);
-  std::vector<std::string> expected = {"256", "-1", "1.5", "true", "2000-01-02", "2000-01-01 00:00:01", "1.50", "[1, 2]"};
+  std::vector<std::string> expected = {
+      "256", "-1", "1.5", "true", "2000-01-02", "2000-01-01 00:00:01", "1.50", "[1, 2]"};
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(chunk.GetString(i, 0), expected[i]) << i;
 }
 
@@ -179,7 +205,9 @@ TEST(PgParamTest, RefusesMalformedBinaryParameters) {
   EXPECT_FALSE(DecodeParam(oid::kBool, true, "").ok());
   EXPECT_FALSE(DecodeParam(oid::kText, true, "\xff").ok());
   EXPECT_FALSE(DecodeParam(oid::kText, false, "\xc3").ok());
-  EXPECT_FALSE(DecodeParam(oid::kInt4Array, true, std::string("\0\0\0\1\0\0\0\0\0\0\0\x17\x7f\0\0\0\0\0\0\1", 20)).ok());
+  EXPECT_FALSE(DecodeParam(oid::kInt4Array, true,
+                           std::string("\0\0\0\1\0\0\0\0\0\0\0\x17\x7f\0\0\0\0\0\0\1", 20))
+                   .ok());
   EXPECT_EQ(DecodeParam(600 /* point */, true, "x").status().code(), StatusCode::kUnimplemented);
   auto bytea = DecodeParam(oid::kBytea, false, "\\x00ff");
   ASSERT_TRUE(bytea.ok());
@@ -195,7 +223,8 @@ namespace {
 TEST(PgParamTest, TextArraysBecomeLists) {
   auto db = duck::Database::Open({.threads = 1});
   auto conn = duck::Connection::Open(**db);
-  auto stmt = duck::PreparedStatement::Prepare(**conn, "SELECT $1::INTEGER[] AS a, $2::VARCHAR[] AS b");
+  auto stmt =
+      duck::PreparedStatement::Prepare(**conn, "SELECT $1::INTEGER[] AS a, $2::VARCHAR[] AS b");
   ASSERT_TRUE(stmt.ok()) << stmt.status().ToString();
   auto a = DecodeParam(oid::kInt4Array, false, "{1, NULL ,3}");
   ASSERT_TRUE(a.ok()) << a.status().ToString();

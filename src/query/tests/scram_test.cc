@@ -1,10 +1,9 @@
 #include "query/scram.h"
 
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
-
-#include <gtest/gtest.h>
 
 namespace sluice::query {
 namespace {
@@ -12,8 +11,8 @@ namespace {
 std::string Hmac(std::string_view key, std::string_view data) {
   unsigned char out[32];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()),
-       data.size(), out, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
@@ -34,8 +33,8 @@ struct Client {
     int iterations = std::stoi(attr('i'));
     unsigned char salted[32];
     PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
-                      reinterpret_cast<const unsigned char*>(salt.data()), static_cast<int>(salt.size()), iterations,
-                      EVP_sha256(), 32, salted);
+                      reinterpret_cast<const unsigned char*>(salt.data()),
+                      static_cast<int>(salt.size()), iterations, EVP_sha256(), 32, salted);
     std::string sp(reinterpret_cast<char*>(salted), 32);
     std::string client_key = Hmac(sp, "Client Key");
     unsigned char stored[32];
@@ -96,7 +95,8 @@ TEST(ScramTest, WrongPasswordUnknownUserAndTamperingAreRefused) {
 }
 
 TEST(ScramTest, Base64RoundTrips) {
-  for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
+  for (const std::string& s :
+       std::vector<std::string>{"", "a", "ab", "abc", "abcd", std::string("\0\xff\x10", 3)}) {
     auto back = Base64Decode(Base64Encode(s));
     ASSERT_TRUE(back.ok());
     EXPECT_EQ(*back, s);

@@ -5,6 +5,7 @@
 #include "query/server.h"
 
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -15,8 +16,6 @@
 #include <filesystem>
 #include <mutex>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "query/pg_protocol.h"
 
@@ -49,18 +48,26 @@ std::string Int16(int16_t v) {
 std::string Z(std::string_view s) { return std::string(s) + '\0'; }
 
 std::string Query(std::string_view sql) { return Frame('Q', Z(sql)); }
-std::string Parse(std::string_view name, std::string_view sql) { return Frame('P', Z(name) + Z(sql) + Int16(0)); }
-std::string Bind(std::string_view portal, std::string_view stmt, const std::vector<std::string>& text_params,
-                 int16_t result_format = 0) {
+std::string Parse(std::string_view name, std::string_view sql) {
+  return Frame('P', Z(name) + Z(sql) + Int16(0));
+}
+std::string Bind(std::string_view portal, std::string_view stmt,
+                 const std::vector<std::string>& text_params, int16_t result_format = 0) {
   std::string b = Z(portal) + Z(stmt) + Int16(0) + Int16(static_cast<int16_t>(text_params.size()));
   for (const std::string& p : text_params) b += Int32(static_cast<int32_t>(p.size())) + p;
   return Frame('B', b + Int16(1) + Int16(result_format));
 }
-std::string Execute(std::string_view portal, int32_t max_rows) { return Frame('E', Z(portal) + Int32(max_rows)); }
-std::string Describe(char kind, std::string_view name) { return Frame('D', std::string(1, kind) + Z(name)); }
+std::string Execute(std::string_view portal, int32_t max_rows) {
+  return Frame('E', Z(portal) + Int32(max_rows));
+}
+std::string Describe(char kind, std::string_view name) {
+  return Frame('D', std::string(1, kind) + Z(name));
+}
 std::string Sync() { return Frame('S', ""); }
 std::string FlushMsg() { return Frame('H', ""); }
-std::string Close(char kind, std::string_view name) { return Frame('C', std::string(1, kind) + Z(name)); }
+std::string Close(char kind, std::string_view name) {
+  return Frame('C', std::string(1, kind) + Z(name));
+}
 
 class RawClient {
  public:
@@ -76,7 +83,9 @@ class RawClient {
   }
   ~RawClient() { ::close(fd_); }
 
-  void Send(std::string_view bytes) { (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  void Send(std::string_view bytes) {
+    (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
 
   std::optional<Msg> Read() {
     while (true) {
@@ -105,7 +114,8 @@ class RawClient {
   }
 
   bool Startup(const std::string& user = "tester") {
-    std::string body = Int32(pg::kProtocolVersion3) + Z("user") + Z(user) + Z("application_name") + Z("raw") + '\0';
+    std::string body = Int32(pg::kProtocolVersion3) + Z("user") + Z(user) + Z("application_name") +
+                       Z("raw") + '\0';
     Send(Int32(static_cast<int32_t>(body.size() + 4)) + body);
     for (const Msg& m : UntilReady()) {
       if (m.first == 'K') {
@@ -186,7 +196,8 @@ std::vector<std::string> Fields(const Msg& m) {
 class QueryServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("sluice-query-test-" + std::to_string(::getpid()));
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sluice-query-test-" + std::to_string(::getpid()));
     std::filesystem::create_directories(dir_ / "allowed");
   }
   void TearDown() override {
@@ -222,8 +233,9 @@ TEST_F(QueryServerTest, SimpleQueryRunsEveryStatement) {
   StartServer();
   RawClient c(server_->port());
   ASSERT_TRUE(c.Startup());
-  c.Send(Query("CREATE TABLE t (a INT, b VARCHAR); INSERT INTO t VALUES (1, 'x'), (2, NULL); "
-               "SELECT a, b FROM t ORDER BY a; UPDATE t SET a = a + 1; -- just a comment"));
+  c.Send(
+      Query("CREATE TABLE t (a INT, b VARCHAR); INSERT INTO t VALUES (1, 'x'), (2, NULL); "
+            "SELECT a, b FROM t ORDER BY a; UPDATE t SET a = a + 1; -- just a comment"));
   auto msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "CCTDDCCIZ");
   EXPECT_EQ(msgs[0].second, Z("CREATE TABLE"));
@@ -444,9 +456,11 @@ TEST_F(QueryServerTest, AdmissionQueuesStatementsBeyondMaxRunning) {
   EXPECT_EQ(state, "53300");
   EXPECT_NE(message.find("query.max_running"), std::string::npos) << message;
   // Light statements do not queue: a pool's health check, psql's \dt, transaction control.
-  for (const char* light : {"SELECT 1", "SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n "
-                                        "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v')",
-                            "BEGIN", "ROLLBACK"}) {
+  for (const char* light :
+       {"SELECT 1",
+        "SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n "
+        "ON n.oid = c.relnamespace WHERE c.relkind IN ('r', 'v')",
+        "BEGIN", "ROLLBACK"}) {
     b.Send(Query(light));
     EXPECT_EQ(SqlState(b.UntilReady()), "") << light;
   }
@@ -554,11 +568,12 @@ TEST_F(QueryServerTest, ASuspendedPortalHoldsItsTurnUntilSync) {
 // run until it is interrupted.
 struct FakeStepsPlanner {
   std::shared_ptr<std::mutex> mu = std::make_shared<std::mutex>();
-  std::shared_ptr<std::vector<std::string>> planned_with_steps = std::make_shared<std::vector<std::string>>();
+  std::shared_ptr<std::vector<std::string>> planned_with_steps =
+      std::make_shared<std::vector<std::string>>();
 
   std::function<Result<PlannedStatement>(duck::Connection&, std::string_view, bool)> Hook() const {
     return [mu = mu, seen = planned_with_steps](duck::Connection& conn, std::string_view sql,
-                                                 bool allow_steps) -> Result<PlannedStatement> {
+                                                bool allow_steps) -> Result<PlannedStatement> {
       PlannedStatement out{std::string(sql), nullptr};
       if (sql.find("FROM big") == std::string_view::npos) {
         out.steps_may_apply = false;
@@ -569,16 +584,18 @@ struct FakeStepsPlanner {
         std::lock_guard lock(*mu);
         seen->push_back(std::string(sql));
       }
-      std::string input = sql.find("-- slow") != std::string_view::npos
-                              ? "SELECT count(*) AS k, 0::BIGINT AS v FROM range(1000000000) a, range(1000) b"
-                              : std::string(sql);
+      std::string input =
+          sql.find("-- slow") != std::string_view::npos
+              ? "SELECT count(*) AS k, 0::BIGINT AS v FROM range(1000000000) a, range(1000) b"
+              : std::string(sql);
       Status st = conn.Execute("CREATE TEMP TABLE parts AS " + input);
       if (!st.ok()) {
         (void)conn.Execute("DROP TABLE IF EXISTS parts");
         return st;
       }
-      out.sql = sql.find("-- other columns") != std::string_view::npos ? "SELECT *, 1 AS extra FROM parts ORDER BY k"
-                                                                        : "SELECT * FROM parts ORDER BY k";
+      out.sql = sql.find("-- other columns") != std::string_view::npos
+                    ? "SELECT *, 1 AS extra FROM parts ORDER BY k"
+                    : "SELECT * FROM parts ORDER BY k";
       out.cleanup = [](duck::Connection& c) { (void)c.Execute("DROP TABLE IF EXISTS parts"); };
       out.explanation = "fake: the statement into parts";
       return out;
@@ -625,7 +642,8 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   EXPECT_EQ(rows.back(), "9999,19998");
   EXPECT_EQ(msgs[msgs.size() - 2].second, Z("SELECT 10"));
   ASSERT_EQ(planner.Seen().size(), 1u);
-  EXPECT_EQ(planner.Seen()[0], "SELECT k, v FROM big WHERE k >= (CAST('9990' AS BIGINT)) ORDER BY k");
+  EXPECT_EQ(planner.Seen()[0],
+            "SELECT k, v FROM big WHERE k >= (CAST('9990' AS BIGINT)) ORDER BY k");
   EXPECT_EQ(server_->stats().extended_statements_with_steps, 1u);
   EXPECT_EQ(parts_left(), "0");  // cleaned up when the portal completed
 
@@ -688,7 +706,8 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   c.Send(Sync());
   EXPECT_EQ(Types(c.UntilReady()), "2CZ");
   ASSERT_EQ(planner.Seen().size(), seen_before + 1);
-  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(NULL AS BIGINT)) ORDER BY k");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE k >= (CAST(NULL AS BIGINT)) ORDER BY k");
   std::string int8(8, '\0');
   int8[6] = static_cast<char>(9995 >> 8);
   int8[7] = static_cast<char>(9995 & 0xff);
@@ -699,31 +718,37 @@ TEST_F(QueryServerTest, ExtendedProtocolRunsPlanningStepsWhenThePortalStarts) {
   ASSERT_EQ(Types(msgs), "2DDDDDCZ");
   EXPECT_EQ(Fields(msgs[1])[0], "9995");
   ASSERT_EQ(planner.Seen().size(), seen_before + 2);
-  EXPECT_EQ(planner.Seen().back(), "SELECT k, v FROM big WHERE k >= (CAST(CAST('9995' AS BIGINT) AS BIGINT)) ORDER BY k");
+  EXPECT_EQ(planner.Seen().back(),
+            "SELECT k, v FROM big WHERE k >= (CAST(CAST('9995' AS BIGINT) AS BIGINT)) ORDER BY k");
   double half = 19989.5;
   uint64_t bits = 0;
   std::memcpy(&bits, &half, 8);
   std::string float8(8, '\0');
   for (int i = 0; i < 8; ++i) float8[i] = static_cast<char>(bits >> (56 - 8 * i));
   c.Send(Parse("d", "SELECT k, v FROM big WHERE v::DOUBLE >= $1 ORDER BY k"));
-  c.Send(Frame('B', Z("") + Z("d") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + float8 + Int16(0)));
+  c.Send(
+      Frame('B', Z("") + Z("d") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + float8 + Int16(0)));
   c.Send(Execute("", 0));
   c.Send(Sync());
   msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "12DDDDDCZ");
   EXPECT_EQ(Fields(msgs[2])[0], "9995");
   EXPECT_EQ(planner.Seen().back(),
-            "SELECT k, v FROM big WHERE v::DOUBLE >= (CAST(CAST('19989.5' AS DOUBLE) AS DOUBLE)) ORDER BY k");
+            "SELECT k, v FROM big WHERE v::DOUBLE >= (CAST(CAST('19989.5' AS DOUBLE) AS DOUBLE)) "
+            "ORDER BY k");
   int64_t micros = 45296789012;  // 2000-01-01 12:34:56.789012 UTC, Postgres's epoch
   std::string ts(8, '\0');
-  for (int i = 0; i < 8; ++i) ts[i] = static_cast<char>(static_cast<uint64_t>(micros) >> (56 - 8 * i));
-  c.Send(Parse("t", "SELECT k, v FROM big WHERE $1 < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999"));
+  for (int i = 0; i < 8; ++i)
+    ts[i] = static_cast<char>(static_cast<uint64_t>(micros) >> (56 - 8 * i));
+  c.Send(Parse(
+      "t", "SELECT k, v FROM big WHERE $1 < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999"));
   c.Send(Frame('B', Z("") + Z("t") + Int16(1) + Int16(1) + Int16(1) + Int32(8) + ts + Int16(0)));
   c.Send(Execute("", 0));
   c.Send(Sync());
   EXPECT_EQ(Types(c.UntilReady()), "12DCZ");
   EXPECT_EQ(planner.Seen().back(),
-            "SELECT k, v FROM big WHERE (CAST(CAST('2000-01-01 12:34:56.789012+00' AS TIMESTAMP WITH TIME ZONE) AS "
+            "SELECT k, v FROM big WHERE (CAST(CAST('2000-01-01 12:34:56.789012+00' AS TIMESTAMP "
+            "WITH TIME ZONE) AS "
             "TIMESTAMP WITH TIME ZONE)) < TIMESTAMPTZ '2000-01-01 12:34:57+00' AND k >= 9999");
   EXPECT_EQ(server_->stats().extended_statements_with_steps, 7u);
 
@@ -823,11 +848,12 @@ TEST_F(QueryServerTest, SandboxRefusesSettingsFilesAttachAndExtensions) {
   ASSERT_TRUE(c.Startup());
   std::string outside = (dir_ / "outside.csv").string();
   std::string inside = (dir_ / "allowed" / "inside.csv").string();
-  for (const std::string& sql : std::vector<std::string>{std::string("SET memory_limit = '64GB'"), std::string("SET threads = 64"),
-                          "COPY (SELECT 1) TO '" + outside + "'", "SELECT * FROM read_csv('/etc/passwd')",
-                          std::string("ATTACH ':memory:' AS m"), "ATTACH '" + (dir_ / "allowed" / "x.db").string() + "'",
-                          std::string("INSTALL httpfs"), std::string("LOAD httpfs"),
-                          std::string("SET TimeZone = 'Europe/Berlin'")}) {
+  for (const std::string& sql : std::vector<std::string>{
+           std::string("SET memory_limit = '64GB'"), std::string("SET threads = 64"),
+           "COPY (SELECT 1) TO '" + outside + "'", "SELECT * FROM read_csv('/etc/passwd')",
+           std::string("ATTACH ':memory:' AS m"),
+           "ATTACH '" + (dir_ / "allowed" / "x.db").string() + "'", std::string("INSTALL httpfs"),
+           std::string("LOAD httpfs"), std::string("SET TimeZone = 'Europe/Berlin'")}) {
     c.Send(Query(sql));
     std::string state = SqlState(c.UntilReady());
     if (sql.find("TimeZone") != std::string::npos) {
@@ -919,9 +945,10 @@ TEST_F(QueryServerTest, CopyToStdoutStreamsTextAndCsv) {
   StartServer();
   RawClient c(server_->port());
   ASSERT_TRUE(c.Startup());
-  c.Send(Query("CREATE TABLE t (id INT, s VARCHAR, x DOUBLE); "
-               "INSERT INTO t VALUES (1, 'tab\there, \"quoted\"', 1.5), (2, NULL, NULL), (3, '', -0.25), "
-               "(4, E'two\\nlines\\\\', 1e100)"));
+  c.Send(Query(
+      "CREATE TABLE t (id INT, s VARCHAR, x DOUBLE); "
+      "INSERT INTO t VALUES (1, 'tab\there, \"quoted\"', 1.5), (2, NULL, NULL), (3, '', -0.25), "
+      "(4, E'two\\nlines\\\\', 1e100)"));
   ASSERT_EQ(SqlState(c.UntilReady()), "");
 
   c.Send(Query("COPY (SELECT * FROM t ORDER BY id) TO STDOUT"));
@@ -968,12 +995,13 @@ TEST_F(QueryServerTest, CopyToStdoutBinaryHasPostgresLayout) {
   ASSERT_EQ(Types(msgs), "HddcCZ");
   EXPECT_EQ(msgs[0].second, std::string("\1\0\2\0\1\0\1", 7));
   EXPECT_EQ(CopyData(msgs), std::string("PGCOPY\n\377\r\n\0", 11) + Int32(0) + Int32(0) +  // header
-                                Int16(2) + Int32(4) + Int32(7) + Int32(-1) +             // the row
-                                Int16(-1));                                                // trailer
+                                Int16(2) + Int32(4) + Int32(7) + Int32(-1) +  // the row
+                                Int16(-1));                                   // trailer
   c.Send(Query("COPY (SELECT 1 WHERE false) TO STDOUT BINARY"));
   msgs = c.UntilReady();
   ASSERT_EQ(Types(msgs), "HdcCZ");
-  EXPECT_EQ(CopyData(msgs), std::string("PGCOPY\n\377\r\n\0", 11) + Int32(0) + Int32(0) + Int16(-1));
+  EXPECT_EQ(CopyData(msgs),
+            std::string("PGCOPY\n\377\r\n\0", 11) + Int32(0) + Int32(0) + Int16(-1));
 }
 
 TEST_F(QueryServerTest, CopyErrorsAndRefusals) {
@@ -1008,11 +1036,13 @@ TEST_F(QueryServerTest, CopyErrorsAndRefusals) {
   c.Send(Query("COPY (SELECT 1) TO '" + (dir_ / "outside.csv").string() + "' (FORMAT csv)"));
   auto refused = c.UntilReady();
   ASSERT_EQ(SqlState(refused), "42501");
-  EXPECT_NE(refused[0].second.find("HCOPY to or from a file runs on the server"), std::string::npos);
+  EXPECT_NE(refused[0].second.find("HCOPY to or from a file runs on the server"),
+            std::string::npos);
 
   // An error while the rows stream: ErrorResponse after the CopyData, no CopyDone.
-  c.Send(Query("COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) "
-               "TO STDOUT"));
+  c.Send(Query(
+      "COPY (SELECT CASE WHEN range < 199000 THEN range ELSE error('boom') END FROM range(200000)) "
+      "TO STDOUT"));
   auto msgs = c.UntilReady();
   std::string types = Types(msgs);
   ASSERT_GE(types.size(), 3u);
@@ -1080,7 +1110,8 @@ TEST_F(QueryServerTest, CopyIsUnderTheStatementTimeout) {
   RawClient c(server_->port());
   ASSERT_TRUE(c.Startup());
   // Rows stream for a while (each filtered pair costs time), then the watchdog interrupts.
-  c.Send(Query("COPY (SELECT a.range FROM range(100000000) a, range(200) b WHERE b.range = 0) TO STDOUT"));
+  c.Send(Query(
+      "COPY (SELECT a.range FROM range(100000000) a, range(200) b WHERE b.range = 0) TO STDOUT"));
   std::string message;
   auto msgs = c.UntilReady();
   EXPECT_EQ(SqlState(msgs, &message), "57014");

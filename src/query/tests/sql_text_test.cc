@@ -7,7 +7,8 @@ namespace {
 
 TEST(SqlTextTest, SplitsAtSemicolonsOutsideQuotesAndComments) {
   auto pieces = SplitStatements(
-      "SELECT 'a;b'; SELECT \"x;y\" FROM t -- c;d\n; SELECT $$;$$, $tag$ ; $tag$; /* ; */ SELECT E'\\';'; ;");
+      "SELECT 'a;b'; SELECT \"x;y\" FROM t -- c;d\n; SELECT $$;$$, $tag$ ; $tag$; /* ; */ SELECT "
+      "E'\\';'; ;");
   ASSERT_EQ(pieces.size(), 4u);
   EXPECT_EQ(pieces[0], "SELECT 'a;b'");
   EXPECT_EQ(pieces[1], "SELECT \"x;y\" FROM t -- c;d");
@@ -25,10 +26,10 @@ TEST(SqlTextTest, SubstitutesParametersOutsideQuotesAndComments) {
             "SELECT (CAST('a''b' AS VARCHAR)), '$1', \"$2\", $$ $1 $$, x$1 -- $2\n"
             "FROM t WHERE b = (NULL)::INT /* $1 */");
   EXPECT_EQ(SubstituteParameters("SELECT 1", {}), "SELECT 1");
-  EXPECT_EQ(SubstituteParameters("SELECT $3", v), std::nullopt);      // beyond the values
+  EXPECT_EQ(SubstituteParameters("SELECT $3", v), std::nullopt);  // beyond the values
   EXPECT_EQ(SubstituteParameters("SELECT $0", v), std::nullopt);
-  EXPECT_EQ(SubstituteParameters("SELECT ?", v), std::nullopt);       // DuckDB's positional form
-  EXPECT_EQ(SubstituteParameters("SELECT $name", v), std::nullopt);   // DuckDB's named form
+  EXPECT_EQ(SubstituteParameters("SELECT ?", v), std::nullopt);      // DuckDB's positional form
+  EXPECT_EQ(SubstituteParameters("SELECT $name", v), std::nullopt);  // DuckDB's named form
   EXPECT_EQ(SubstituteParameters("SELECT $1a", v), std::nullopt);
   EXPECT_EQ(SubstituteParameters("SELECT $10", v), std::nullopt);
 }
@@ -47,15 +48,16 @@ TEST(SqlTextTest, FindsTheQueryOfCreateTableAsAndInsert) {
   EXPECT_EQ(query_of("CREATE TABLE t AS SELECT * FROM lake.a.b"), "SELECT * FROM lake.a.b");
   EXPECT_EQ(query_of("create or replace temp table \"a s\" as (select 1) union all (select 2)"),
             "(select 1) union all (select 2)");
-  EXPECT_EQ(query_of("CREATE TEMPORARY TABLE IF NOT EXISTS t AS WITH x AS (SELECT 1) SELECT * FROM x"),
-            "WITH x AS (SELECT 1) SELECT * FROM x");
+  EXPECT_EQ(
+      query_of("CREATE TEMPORARY TABLE IF NOT EXISTS t AS WITH x AS (SELECT 1) SELECT * FROM x"),
+      "WITH x AS (SELECT 1) SELECT * FROM x");
   EXPECT_EQ(query_of("INSERT INTO t SELECT 1"), "SELECT 1");
   EXPECT_EQ(query_of("INSERT INTO t (a, b) VALUES (1, 2)"), "VALUES (1, 2)");
   EXPECT_EQ(query_of("insert or replace into t by name from lake.a.b"), "from lake.a.b");
   EXPECT_EQ(query_of("INSERT INTO t (SELECT 1)"), "(SELECT 1)");
   EXPECT_EQ(query_of("INSERT INTO t (a) (SELECT 1)"), "(SELECT 1)");
   EXPECT_EQ(query_of("CREATE TABLE t ('AS' VARCHAR)"), "none");  // a quoted word is not AS
-  EXPECT_EQ(query_of("CREATE VIEW v AS SELECT 1"), "none");       // a view keeps its text
+  EXPECT_EQ(query_of("CREATE VIEW v AS SELECT 1"), "none");      // a view keeps its text
   EXPECT_EQ(query_of("CREATE MACRO m(a) AS a"), "none");
   EXPECT_EQ(query_of("SELECT 1"), "none");
   EXPECT_EQ(query_of("CREATE TABLE t AS"), "none");
@@ -65,22 +67,30 @@ TEST(SqlTextTest, FindsTheQueryOfCreateTableAsAndInsert) {
 TEST(SqlTextTest, FindsWhereADuckDBErrorPoints) {
   // Messages as DuckDB 1.5 writes them.
   std::string two_lines = "SELECT 1,\n  nosuch FROM range(3)";
-  EXPECT_EQ(ErrorOffset("Binder Error: Referenced column \"nosuch\" not found in FROM clause!\nCandidate bindings: "
+  EXPECT_EQ(ErrorOffset("Binder Error: Referenced column \"nosuch\" not found in FROM "
+                        "clause!\nCandidate bindings: "
                         "\"range\"\n\nLINE 2:   nosuch FROM range(3)\n          ^",
                         two_lines),
             two_lines.find("nosuch"));
   std::string long_line =
-      "SELECT 1 AS aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, 2 AS bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-      "bbbbbbb, 3 AS ccccccccccccccccccccccccccccc, nosuch FROM range(3) WHERE 1 = 1 AND 2 = 2 AND 3 = 3 AND 4 = 4 AND 5 = 5";
-  EXPECT_EQ(ErrorOffset("Binder Error: x\n\nLINE 1: ...bbbbbbbbbbbbbbbbbbbbb, 3 AS ccccccccccccccccccccccccccccc, nosuch "
+      "SELECT 1 AS aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, 2 AS "
+      "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+      "bbbbbbb, 3 AS ccccccccccccccccccccccccccccc, nosuch FROM range(3) WHERE 1 = 1 AND 2 = 2 AND "
+      "3 = 3 AND 4 = 4 AND 5 = 5";
+  EXPECT_EQ(ErrorOffset("Binder Error: x\n\nLINE 1: ...bbbbbbbbbbbbbbbbbbbbb, 3 AS "
+                        "ccccccccccccccccccccccccccccc, nosuch "
                         "FROM range(3) WHERE 1 = 1 AND 2 = 2 AND 3 = 3 AND...\n"
                         "                                                                      ^",
                         long_line),
             long_line.find("nosuch"));
-  EXPECT_EQ(ErrorOffset("Parser Error: syntax error at or near \"SELEC\"\n\nLINE 1: SELEC 1\n        ^", "SELEC 1"), 0u);
+  EXPECT_EQ(
+      ErrorOffset("Parser Error: syntax error at or near \"SELEC\"\n\nLINE 1: SELEC 1\n        ^",
+                  "SELEC 1"),
+      0u);
   std::string accented = "SELECT 'é', nosuch";
-  EXPECT_EQ(ErrorOffset("Binder Error: y\n\nLINE 1: SELECT 'é', nosuch\n                    ^", accented),
-            accented.find("nosuch"));
+  EXPECT_EQ(
+      ErrorOffset("Binder Error: y\n\nLINE 1: SELECT 'é', nosuch\n                    ^", accented),
+      accented.find("nosuch"));
   // No context, another text, a malformed caret: none.
   EXPECT_EQ(ErrorOffset("Conversion Error: could not convert", "SELECT 1"), std::string_view::npos);
   EXPECT_EQ(ErrorOffset("E\n\nLINE 1: SELECT x\n        ^", "SELECT y"), std::string_view::npos);
@@ -92,10 +102,18 @@ TEST(SqlTextTest, FindsWhereADuckDBErrorPoints) {
 
 TEST(SqlTextTest, LightStatementsReadNoRelationOrOnlyTheCatalog) {
   for (const char* light : {
-           "SELECT 1", "select version()", "SET application_name = 'x'", "BEGIN", "COMMIT", "SHOW search_path", "",
-           "SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+           "SELECT 1",
+           "select version()",
+           "SET application_name = 'x'",
+           "BEGIN",
+           "COMMIT",
+           "SHOW search_path",
+           "",
+           "SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_namespace n ON "
+           "n.oid = c.relnamespace "
            "WHERE c.relkind IN ('r','p') ORDER BY 1, 2",
-           "SELECT a.attname, (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t WHERE c.oid = "
+           "SELECT a.attname, (SELECT c.collname FROM pg_catalog.pg_collation c, "
+           "pg_catalog.pg_type t WHERE c.oid = "
            "a.attcollation) FROM pg_catalog.pg_attribute a WHERE a.attrelid = '16384'",
            "SELECT * FROM information_schema.tables WHERE table_schema = 'x'",
            "SELECT n.nspname FROM pg_namespace n, \"pg_class\" c",
@@ -104,29 +122,39 @@ TEST(SqlTextTest, LightStatementsReadNoRelationOrOnlyTheCatalog) {
     EXPECT_TRUE(LightStatement(light)) << light;
   }
   for (const char* heavy : {
-           "SELECT * FROM lake.db.events", "SELECT count(*) FROM range(1000000000)",
-           "SELECT * FROM pg_class, events", "SELECT * FROM pg_class c JOIN events e ON true",
-           "SELECT (SELECT count(*) FROM t) AS n", "WITH x AS (SELECT 1) SELECT * FROM x",
-           "SELECT * FROM read_parquet('f.parquet')", "SELECT * FROM pg_catalog.read_parquet('f')",
-           "SELECT * FROM pg_class UNION ALL SELECT * FROM t", "SELECT extract(year FROM now())",
-           "INSERT INTO t VALUES (1)", "COPY t TO STDOUT", "SELECT * FROM", "SELECT * FROM LATERAL (SELECT 1)",
+           "SELECT * FROM lake.db.events",
+           "SELECT count(*) FROM range(1000000000)",
+           "SELECT * FROM pg_class, events",
+           "SELECT * FROM pg_class c JOIN events e ON true",
+           "SELECT (SELECT count(*) FROM t) AS n",
+           "WITH x AS (SELECT 1) SELECT * FROM x",
+           "SELECT * FROM read_parquet('f.parquet')",
+           "SELECT * FROM pg_catalog.read_parquet('f')",
+           "SELECT * FROM pg_class UNION ALL SELECT * FROM t",
+           "SELECT extract(year FROM now())",
+           "INSERT INTO t VALUES (1)",
+           "COPY t TO STDOUT",
+           "SELECT * FROM",
+           "SELECT * FROM LATERAL (SELECT 1)",
        }) {
     EXPECT_FALSE(LightStatement(heavy)) << heavy;
   }
 }
 
 TEST(SqlTextTest, SandboxRefusesSettingsAttachAndExtensions) {
-  for (const char* sql : {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
-                          "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
-                          "SET \"lock_configuration\" = false", "ATTACH 'x.db' AS x", "attach ':memory:' as m",
-                          "DETACH x", "INSTALL httpfs", "FORCE INSTALL httpfs", "LOAD httpfs",
-                          "/* hidden */ SET allowed_directories = ['/']"}) {
+  for (const char* sql :
+       {"SET memory_limit = '10GB'", "set GLOBAL threads to 8", "RESET memory_limit",
+        "PRAGMA memory_limit='1GB'", "SET enable_external_access = true",
+        "SET \"lock_configuration\" = false", "ATTACH 'x.db' AS x", "attach ':memory:' as m",
+        "DETACH x", "INSTALL httpfs", "FORCE INSTALL httpfs", "LOAD httpfs",
+        "/* hidden */ SET allowed_directories = ['/']"}) {
     SandboxVerdict v = CheckSandbox(sql);
     EXPECT_TRUE(v.refused) << sql;
     EXPECT_NE(v.message.find("permission denied"), std::string::npos) << sql;
   }
-  for (const char* sql : {"SELECT 1", "SET search_path = 'main'", "SET VARIABLE x = 1", "COPY t TO 'x.csv'",
-                          "select 'attach'", "UPDATE t SET memory_limit = 1"}) {
+  for (const char* sql :
+       {"SELECT 1", "SET search_path = 'main'", "SET VARIABLE x = 1", "COPY t TO 'x.csv'",
+        "select 'attach'", "UPDATE t SET memory_limit = 1"}) {
     EXPECT_FALSE(CheckSandbox(sql).refused) << sql;
   }
 }

@@ -2,8 +2,6 @@
 // decoder.
 #include "query/topic_scan/value_schema.h"
 
-#include "base/strings.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,6 +9,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "base/strings.h"
 #include "duck/json_type.h"
 #include "json/lenient_decoder.h"
 

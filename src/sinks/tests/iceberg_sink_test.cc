@@ -53,15 +53,18 @@ class IcebergSinkTest : public ::testing::Test {
 
   // A batch of `rows` rows with 40-byte strings, as the runner hands a sink its batch table.
   void Batch(int64_t first, int64_t rows) {
-    ASSERT_TRUE(conn_->Execute(fmt::format("CREATE OR REPLACE TEMP TABLE batch AS SELECT range AS id, "
-                                           "repeat('x', 40) || range::VARCHAR AS payload FROM range({}, {})",
-                                           first, first + rows))
-                    .ok());
+    ASSERT_TRUE(
+        conn_
+            ->Execute(fmt::format("CREATE OR REPLACE TEMP TABLE batch AS SELECT range AS id, "
+                                  "repeat('x', 40) || range::VARCHAR AS payload FROM range({}, {})",
+                                  first, first + rows))
+            .ok());
   }
 
   int64_t InMemoryTableBytes() {
     auto r = conn_->Query(
-        "SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT FROM duckdb_memory() "
+        "SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT FROM "
+        "duckdb_memory() "
         "WHERE tag = 'IN_MEMORY_TABLE'");
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     return r.ok() ? r->chunk(0).GetInt64(0, 0) : -1;
@@ -96,7 +99,8 @@ TEST_F(IcebergSinkTest, AFullStageMakesACommitDue) {
   auto sink = MakeSink(int64_t{4} << 20);
   ASSERT_NE(sink, nullptr);
   // Other in-memory tables (window state, say) far above the bound do not count.
-  ASSERT_TRUE(conn_->Execute("CREATE TABLE unrelated AS SELECT range AS v FROM range(3000000)").ok());
+  ASSERT_TRUE(
+      conn_->Execute("CREATE TABLE unrelated AS SELECT range AS v FROM range(3000000)").ok());
   Batch(0, 1000);
   ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 1000}}, nullptr).ok());
   // The first commit creates nothing new: an hour's interval, far below the target size.

@@ -22,7 +22,6 @@ namespace {
 
 constexpr const char* kUser = "postgres";
 
-
 std::string ReadFile(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream ss;

@@ -9,7 +9,7 @@
 namespace sluice::storage::testing {
 
 struct TestRecord {
-  std::string key;    // empty = null key
+  std::string key;  // empty = null key
   std::string value;
   int64_t timestamp_delta = 0;
 };

@@ -150,7 +150,8 @@ class FaultEnv::FaultFile final : public File {
     }
     // Two syncs of one file can finish out of order (the log's sync task and a closing
     // sync): the later finisher must not lower what the earlier one covered.
-    if (state != nullptr && !state->removed) state->synced_size = std::max(state->synced_size, size);
+    if (state != nullptr && !state->removed)
+      state->synced_size = std::max(state->synced_size, size);
     return Status::OK();
   }
 

@@ -11,7 +11,8 @@ namespace {
 std::vector<uint8_t> Batch(int count = 5) { return testing::MakeBatch(count, 100, 1000, 7); }
 
 void Recrc(std::vector<uint8_t>& b) {
-  StoreBE32(b.data() + kCrcOffset, crc32c::Value(b.data() + kAttributesOffset, b.size() - kAttributesOffset));
+  StoreBE32(b.data() + kCrcOffset,
+            crc32c::Value(b.data() + kAttributesOffset, b.size() - kAttributesOffset));
 }
 
 TEST(BatchHeaderTest, ValidBatchPasses) {

@@ -1,7 +1,5 @@
 // Edge cases found in review: recovery durability, retention racing a sync, callbacks
 // re-entering the log, damaged indexes, segment.ms across reopens.
-#include "storage/log.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -12,9 +10,10 @@
 #include <future>
 #include <thread>
 
+#include "storage/log.h"
 #include "storage/testing/batch_builder.h"
-#include "storage/testing/files.h"
 #include "storage/testing/fault_env.h"
+#include "storage/testing/files.h"
 
 namespace sluice::storage {
 namespace {
@@ -33,10 +32,15 @@ class GateEnv final : public Env {
   class GFile final : public File {
    public:
     GFile(GateEnv* env, std::unique_ptr<File> f) : env_(env), f_(std::move(f)) {}
-    Status WriteAt(uint64_t pos, std::span<const uint8_t> d) override { return f_->WriteAt(pos, d); }
-    Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override { return f_->ReadAt(pos, out); }
+    Status WriteAt(uint64_t pos, std::span<const uint8_t> d) override {
+      return f_->WriteAt(pos, d);
+    }
+    Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override {
+      return f_->ReadAt(pos, out);
+    }
     Status Sync() override {
-      if (env_->armed && path().find(env_->gate_path) != std::string::npos && env_->armed.exchange(false)) {
+      if (env_->armed && path().find(env_->gate_path) != std::string::npos &&
+          env_->armed.exchange(false)) {
         env_->reached.set_value();
         env_->release.get_future().wait();
       }
@@ -47,6 +51,7 @@ class GateEnv final : public Env {
     Result<bool> Unlinked() override { return f_->Unlinked(); }
     int fd() const override { return f_->fd(); }
     const std::string& path() const override { return f_->path(); }
+
    private:
     GateEnv* env_;
     std::unique_ptr<File> f_;
@@ -59,8 +64,11 @@ class GateEnv final : public Env {
   Status Rename(const std::string& a, const std::string& b) override { return base_->Rename(a, b); }
   Status CreateDirs(const std::string& p) override { return base_->CreateDirs(p); }
   Status SyncDir(const std::string& p) override { return base_->SyncDir(p); }
-  Result<std::vector<std::string>> ListDir(const std::string& p) override { return base_->ListDir(p); }
+  Result<std::vector<std::string>> ListDir(const std::string& p) override {
+    return base_->ListDir(p);
+  }
   bool Exists(const std::string& p) override { return base_->Exists(p); }
+
  private:
   Env* base_;
 };
@@ -79,7 +87,8 @@ class LogEdgeTest : public ::testing::Test {
     EXPECT_TRUE(log.ok()) << log.status().ToString();
     return log.ok() ? std::move(*log) : nullptr;
   }
-  Status AppendWait(PartitionLog& log, const std::vector<uint8_t>& batch, AckLevel ack = AckLevel::kDurable) {
+  Status AppendWait(PartitionLog& log, const std::vector<uint8_t>& batch,
+                    AckLevel ack = AckLevel::kDurable) {
     auto done = std::make_shared<std::promise<Status>>();
     AppendOptions o;
     o.ack = ack;
@@ -100,7 +109,6 @@ class LogEdgeTest : public ::testing::Test {
   LogOptions opts_;
 };
 
-
 // After a process crash the unsynced tail is still in the page cache; recovery accepts it
 // and reports it durable, so it must sync it first.
 TEST_F(LogEdgeTest, RecoverySyncsTheTailItReportsDurable) {
@@ -111,7 +119,8 @@ TEST_F(LogEdgeTest, RecoverySyncsTheTailItReportsDurable) {
   opts_.flush_bytes = 1ull << 40;
   {
     auto log = OpenLog();
-    for (int i = 0; i < 5; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(3, 100, 1000, i), AckLevel::kWritten).ok());
+    for (int i = 0; i < 5; ++i)
+      ASSERT_TRUE(AppendWait(*log, MakeBatch(3, 100, 1000, i), AckLevel::kWritten).ok());
     EXPECT_EQ(log->durable_end_offset(), 0);
     env.SimulateCrash();  // the process dies; the page cache (the files) stays
   }
@@ -119,7 +128,8 @@ TEST_F(LogEdgeTest, RecoverySyncsTheTailItReportsDurable) {
   {
     auto log = OpenLog();
     EXPECT_EQ(log->durable_end_offset(), 15);
-    EXPECT_EQ(env.SyncedSize(Seg(0, ".log")), static_cast<int64_t>(ReadFileBytes(Seg(0, ".log")).size()));
+    EXPECT_EQ(env.SyncedSize(Seg(0, ".log")),
+              static_cast<int64_t>(ReadFileBytes(Seg(0, ".log")).size()));
     env.SimulateCrash();
   }
   ASSERT_TRUE(env.DropUnsyncedData(1, testing::TearMode::kDropAll).ok());
@@ -180,7 +190,8 @@ TEST_F(LogEdgeTest, CorruptMiddleIndexEntryIsReportedNotSkipped) {
   opts_.segment_bytes = 64 * 1024;
   {
     auto log = OpenLog();
-    for (int i = 0; i < 60; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
+    for (int i = 0; i < 60; ++i)
+      ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
     ASSERT_GE(log->segment_count(), 2);
   }
   auto idx = ReadFileBytes(Seg(0, ".index"));
@@ -193,7 +204,8 @@ TEST_F(LogEdgeTest, CorruptMiddleIndexEntryIsReportedNotSkipped) {
   auto r = log->Read(rel0, 1);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(r.status().message().find(Seg(0, ".index")), std::string::npos) << r.status().ToString();
+  EXPECT_NE(r.status().message().find(Seg(0, ".index")), std::string::npos)
+      << r.status().ToString();
 }
 
 // The last offset-index entry of a closed segment pointing inside a batch: the index is
@@ -202,11 +214,13 @@ TEST_F(LogEdgeTest, BadLastIndexEntryIsRebuilt) {
   opts_.segment_bytes = 64 * 1024;
   {
     auto log = OpenLog();
-    for (int i = 0; i < 60; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
+    for (int i = 0; i < 60; ++i)
+      ASSERT_TRUE(AppendWait(*log, MakeBatch(1, 1500, 1000 + i, i)).ok());
   }
   auto idx = ReadFileBytes(Seg(0, ".index"));
   size_t last = idx.size() - 8;
-  uint32_t pos = (uint32_t{idx[last + 4]} << 24) | (idx[last + 5] << 16) | (idx[last + 6] << 8) | idx[last + 7];
+  uint32_t pos = (uint32_t{idx[last + 4]} << 24) | (idx[last + 5] << 16) | (idx[last + 6] << 8) |
+                 idx[last + 7];
   pos += 7;  // inside the batch
   idx[last + 4] = pos >> 24;
   idx[last + 5] = pos >> 16;
@@ -249,11 +263,13 @@ TEST_F(LogEdgeTest, TruncateDoesNotLeaveTheIntervalPolicySyncingEveryWrite) {
   opts_.flush_ms = 3600 * 1000;
   opts_.flush_bytes = 1ull << 40;
   auto log = OpenLog();
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(2, 50, 1000, i), AckLevel::kWritten).ok());
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(AppendWait(*log, MakeBatch(2, 50, 1000, i), AckLevel::kWritten).ok());
   ASSERT_TRUE(log->Flush().ok());
   ASSERT_TRUE(log->TruncateTo(10).ok());
   uint64_t before = log->sync_count();
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(2, 50, 1000, i), AckLevel::kWritten).ok());
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(AppendWait(*log, MakeBatch(2, 50, 1000, i), AckLevel::kWritten).ok());
   EXPECT_EQ(log->sync_count(), before);
 }
 
@@ -323,7 +339,8 @@ TEST_F(LogEdgeTest, GarbageLogStartFileIsIgnored) {
     auto log = OpenLog();
     for (int i = 0; i < 3; ++i) ASSERT_TRUE(AppendWait(*log, MakeBatch(5, 100, 1000, i)).ok());
   }
-  for (const std::string& junk : std::vector<std::string>{"", "abc\n", "-5\n", "12", "7\n8\n", std::string(40, '9')}) {
+  for (const std::string& junk :
+       std::vector<std::string>{"", "abc\n", "-5\n", "12", "7\n8\n", std::string(40, '9')}) {
     WriteFileBytes(dir_ + "/log-start-offset", std::vector<uint8_t>(junk.begin(), junk.end()));
     auto log = OpenLog();
     ASSERT_NE(log, nullptr);

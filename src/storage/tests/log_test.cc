@@ -13,8 +13,8 @@
 #include <thread>
 
 #include "storage/testing/batch_builder.h"
-#include "storage/testing/files.h"
 #include "storage/testing/fault_env.h"
+#include "storage/testing/files.h"
 
 namespace sluice::storage {
 namespace {
@@ -40,7 +40,8 @@ class LogTest : public ::testing::Test {
   }
 
   // Appends and waits until durable.
-  AppendInfo AppendSync(PartitionLog& log, const std::vector<uint8_t>& batch, AppendOptions o = {}) {
+  AppendInfo AppendSync(PartitionLog& log, const std::vector<uint8_t>& batch,
+                        AppendOptions o = {}) {
     std::promise<Status> done;
     o.ack = AckLevel::kDurable;
     o.on_ack = [&](const Status& st, const AppendInfo&) { done.set_value(st); };
@@ -77,7 +78,8 @@ class LogTest : public ::testing::Test {
     std::vector<int64_t> bases;
     auto names = Env::Posix()->ListDir(dir_);
     for (auto& name : *names) {
-      if (name.size() == 24 && name.ends_with(".log")) bases.push_back(std::stoll(name.substr(0, 20)));
+      if (name.size() == 24 && name.ends_with(".log"))
+        bases.push_back(std::stoll(name.substr(0, 20)));
     }
     std::sort(bases.begin(), bases.end());
     return bases;
@@ -372,7 +374,9 @@ class GatedEnv : public Env {
       if (IsLog()) ++env_->log_writes;
       return f_->WriteAt(pos, d);
     }
-    Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override { return f_->ReadAt(pos, out); }
+    Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override {
+      return f_->ReadAt(pos, out);
+    }
     Status Sync() override {
       if (IsLog()) {
         ++env_->log_syncs;
@@ -404,7 +408,9 @@ class GatedEnv : public Env {
   Status Rename(const std::string& a, const std::string& b) override { return base->Rename(a, b); }
   Status CreateDirs(const std::string& p) override { return base->CreateDirs(p); }
   Status SyncDir(const std::string& p) override { return base->SyncDir(p); }
-  Result<std::vector<std::string>> ListDir(const std::string& p) override { return base->ListDir(p); }
+  Result<std::vector<std::string>> ListDir(const std::string& p) override {
+    return base->ListDir(p);
+  }
   bool Exists(const std::string& p) override { return base->Exists(p); }
 
   void Close() {
@@ -734,7 +740,8 @@ TEST_F(LogTest, CorruptionInAClosedSegmentIsReportedWithFileAndPosition) {
   auto log = PartitionLog::Open(dir_, opts_);
   ASSERT_FALSE(log.ok());
   EXPECT_EQ(log.status().code(), StatusCode::kCorruption);
-  EXPECT_NE(log.status().message().find(Seg(0, ".log")), std::string::npos) << log.status().message();
+  EXPECT_NE(log.status().message().find(Seg(0, ".log")), std::string::npos)
+      << log.status().message();
   EXPECT_NE(log.status().message().find("at byte"), std::string::npos);
 }
 
@@ -804,7 +811,8 @@ TEST_F(LogTest, ClosedSegmentDeletedUnderTheLogGivesAClearReadError) {
   }
   auto r = log->Read(0, 1 << 20);
   if (!r.ok()) {
-    EXPECT_NE(r.status().message().find(Seg(0, ".log")), std::string::npos) << r.status().ToString();
+    EXPECT_NE(r.status().message().find(Seg(0, ".log")), std::string::npos)
+        << r.status().ToString();
   } else {
     // Still cached: the open descriptor keeps the deleted file readable, as in Kafka.
     std::vector<uint8_t> got;
@@ -965,18 +973,20 @@ TEST_F(LogTest, ForEachBatchHeaderWalksHeadersFromAnOffset) {
   for (int i = 0; i < 20; ++i) AppendSync(*log, MakeBatch(5, 100, 1000 + i, i));
   ASSERT_GT(log->segment_count(), 3);
   std::vector<int64_t> bases;
-  ASSERT_TRUE(log->ForEachBatchHeader(37, [&](const BatchHeader& h, std::span<const uint8_t> raw) {
-                   EXPECT_EQ(raw.size(), kBatchHeaderSize);
-                   bases.push_back(h.base_offset);
-                   return true;
-                 }).ok());
+  ASSERT_TRUE(log->ForEachBatchHeader(37,
+                                      [&](const BatchHeader& h, std::span<const uint8_t> raw) {
+                                        EXPECT_EQ(raw.size(), kBatchHeaderSize);
+                                        bases.push_back(h.base_offset);
+                                        return true;
+                                      })
+                  .ok());
   ASSERT_EQ(bases.size(), 13u);  // the batch holding 37 (base 35) to the last (base 95)
   EXPECT_EQ(bases.front(), 35);
   EXPECT_EQ(bases.back(), 95);
   int seen = 0;
-  ASSERT_TRUE(log->ForEachBatchHeader(0, [&](const BatchHeader&, std::span<const uint8_t>) {
-                   return ++seen < 3;
-                 }).ok());
+  ASSERT_TRUE(log->ForEachBatchHeader(
+                     0, [&](const BatchHeader&, std::span<const uint8_t>) { return ++seen < 3; })
+                  .ok());
   EXPECT_EQ(seen, 3);
 }
 

@@ -4,6 +4,8 @@
 // Commit, and a second member that resumes from the committed offsets.
 //
 // The broker binary comes from SLUICE_BINARY (ctest sets it); without it the tests skip.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,9 +19,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "base/logging.h"
 #include "kafka/client/admin.h"
@@ -46,9 +45,10 @@ class Broker {
     dir_ = pattern;
     std::ofstream(dir_ + "/sluice.yaml") << "groups:\n  initial_rebalance_delay: 0s\n";
     std::string out = dir_ + "/out";
-    std::vector<std::string> args = {binary, "serve", "--config", dir_ + "/sluice.yaml",
-                                     "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
-                                     "--data-dir", dir_ + "/data"};
+    std::vector<std::string> args = {
+        binary,         "serve",       "--config",    dir_ + "/sluice.yaml",
+        "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+        "--pg-addr",    "127.0.0.1:0", "--data-dir",  dir_ + "/data"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -67,7 +67,8 @@ class Broker {
       size_t at = text.find(line);
       if (at != std::string::npos) {
         size_t end = text.find(' ', at + line.size());
-        if (end != std::string::npos) address_ = text.substr(at + line.size(), end - at - line.size());
+        if (end != std::string::npos)
+          address_ = text.substr(at + line.size(), end - at - line.size());
       }
       int status;
       if (address_.empty() && ::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -200,11 +201,11 @@ TEST_F(KafkaClientBrokerTest, ProducedRecordsAreReadBackByAssign) {
   config["enable.partition.eof"] = "true";
   auto consumer = Consumer::Create(config);
   ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
-  ASSERT_TRUE((*consumer)
-                  ->Assign({{"events", 0, kOffsetBeginning},
-                            {"events", 1, kOffsetBeginning},
-                            {"events", 2, 5}})
-                  .ok());
+  ASSERT_TRUE(
+      (*consumer)
+          ->Assign(
+              {{"events", 0, kOffsetBeginning}, {"events", 1, kOffsetBeginning}, {"events", 2, 5}})
+          .ok());
   std::vector<std::string> got;
   std::map<int32_t, int64_t> ends;
   auto deadline = std::chrono::steady_clock::now() + 30s;

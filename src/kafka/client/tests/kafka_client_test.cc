@@ -2,15 +2,14 @@
 // property, local limits are reported at once, and an unreachable bootstrap address ends
 // in an error after the configured timeouts instead of hanging.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <string>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "base/logging.h"
 #include "kafka/client/admin.h"
@@ -81,9 +80,8 @@ TEST_F(KafkaClientTest, CheckConfigFindsBadPropertiesWithoutAClient) {
 
 TEST_F(KafkaClientTest, BorrowedValueIsReportedLikeACopiedOne) {
   std::vector<size_t> sizes;
-  auto p = Producer::Create(
-      {{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "200"}},
-      [&](const DeliveryReport& r) { sizes.push_back(r.value_bytes); });
+  auto p = Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "200"}},
+                            [&](const DeliveryReport& r) { sizes.push_back(r.value_bytes); });
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   const std::string value(100, 'v');  // outlives the producer's use of it
   ASSERT_TRUE((*p)->Produce("events", kAnyPartition, {}, value, 1, Producer::Value::kBorrow).ok());
@@ -94,8 +92,9 @@ TEST_F(KafkaClientTest, BorrowedValueIsReportedLikeACopiedOne) {
 
 TEST_F(KafkaClientTest, StatisticsArriveThroughPoll) {
   std::string stats;
-  auto p = Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"statistics.interval.ms", "100"}},
-                            nullptr, [&](std::string_view json) { stats = json; });
+  auto p =
+      Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"statistics.interval.ms", "100"}},
+                       nullptr, [&](std::string_view json) { stats = json; });
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   for (int i = 0; i < 50 && stats.empty(); ++i) (*p)->Poll(100ms);
   EXPECT_THAT(stats, HasSubstr("\"type\": \"producer\""));
@@ -103,9 +102,8 @@ TEST_F(KafkaClientTest, StatisticsArriveThroughPoll) {
 
 TEST_F(KafkaClientTest, InconsistentConfigFailsAtCreate) {
   // Each value is valid alone; rd_kafka_new checks them together.
-  auto p = Producer::Create({{"bootstrap.servers", "127.0.0.1:1"},
-                             {"enable.idempotence", "true"},
-                             {"acks", "1"}});
+  auto p = Producer::Create(
+      {{"bootstrap.servers", "127.0.0.1:1"}, {"enable.idempotence", "true"}, {"acks", "1"}});
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(p.status().message(), HasSubstr("producer: "));
@@ -136,12 +134,12 @@ TEST_F(KafkaClientTest, FullLocalQueueIsResourceExhausted) {
 TEST_F(KafkaClientTest, UnreachableBrokerFailsDeliveryAfterMessageTimeout) {
   std::vector<DeliveryReport> reports;
   std::vector<std::string> topics;
-  auto p = Producer::Create(
-      {{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "300"}},
-      [&](const DeliveryReport& r) {
-        reports.push_back(r);
-        topics.emplace_back(r.topic);  // the view lives only during the callback
-      });
+  auto p =
+      Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "300"}},
+                       [&](const DeliveryReport& r) {
+                         reports.push_back(r);
+                         topics.emplace_back(r.topic);  // the view lives only during the callback
+                       });
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_TRUE((*p)->Produce("events", 3, "key", "value", 42).ok());
   Status flushed = (*p)->Flush(10s);
@@ -161,8 +159,8 @@ TEST_F(KafkaClientTest, UnreachableBrokerFailsDeliveryAfterMessageTimeout) {
 }
 
 TEST_F(KafkaClientTest, FlushTimesOutWhileRecordsAreInFlight) {
-  auto p = Producer::Create(
-      {{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "60000"}});
+  auto p =
+      Producer::Create({{"bootstrap.servers", ClosedAddress()}, {"message.timeout.ms", "60000"}});
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   ASSERT_TRUE((*p)->Produce("events", 0, {}, "value").ok());
   Status st = (*p)->Flush(200ms);
@@ -200,9 +198,11 @@ TEST_F(KafkaClientTest, BadTopicSpecIsRefusedLocally) {
 }
 
 TEST_F(KafkaClientTest, AssignedConsumerPollsNothingFromAnUnreachableBroker) {
-  auto c = Consumer::Create({{"bootstrap.servers", ClosedAddress()}, {"enable.partition.eof", "true"}});
+  auto c =
+      Consumer::Create({{"bootstrap.servers", ClosedAddress()}, {"enable.partition.eof", "true"}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_TRUE((*c)->Assign({{"events", 0, kOffsetBeginning}, {"events", 1, kOffsetBeginning}}).ok());
+  ASSERT_TRUE(
+      (*c)->Assign({{"events", 0, kOffsetBeginning}, {"events", 1, kOffsetBeginning}}).ok());
   Result<MessageBatch> batch = (*c)->Poll(200ms);
   ASSERT_TRUE(batch.ok()) << batch.status().ToString();
   EXPECT_EQ(batch->size(), 0u);

@@ -3,9 +3,9 @@
 // a field exists in; everything else is in every version.
 #include "kafka/protocol/messages/admin.h"
 
-#include "kafka/protocol/messages/codec_util.h"
-
 #include <fmt/format.h>
+
+#include "kafka/protocol/messages/codec_util.h"
 
 namespace sluice::kafka {
 namespace {
@@ -31,7 +31,8 @@ constexpr ApiSpec kSaslAuthenticate{"SaslAuthenticate", 2, 2};
 
 Status CheckVersion(const ApiSpec& api, const char* kind, int16_t version) {
   if (version >= 0 && version <= api.max) return Status::OK();
-  return InvalidArgumentError("{}{} v{}: unsupported version (0-{})", api.name, kind, version, api.max);
+  return InvalidArgumentError("{}{} v{}: unsupported version (0-{})", api.name, kind, version,
+                              api.max);
 }
 
 Status Finish(const Reader& r, const ApiSpec& api, const char* kind, int16_t version) {
@@ -113,14 +114,15 @@ Status CreateTopicsResponse::Decode(Reader& r, int16_t version) {
     if (version >= 5) {
       t.num_partitions = r.Int32("num partitions");
       t.replication_factor = r.Int16("replication factor");
-      ReadNullableArray(r, f, "configs", Str(f) + Str(f) + 1 + 1 + 1 + Tags(f), t.configs, [&](Config& c) {
-        c.name = r.String(f, "config name");
-        c.value = r.NullableString(f, "config value");
-        c.read_only = r.Bool("read only");
-        c.config_source = r.Int8("config source");
-        c.is_sensitive = r.Bool("is sensitive");
-        ReadTags(r, f, &c.unknown_tags);
-      });
+      ReadNullableArray(r, f, "configs", Str(f) + Str(f) + 1 + 1 + 1 + Tags(f), t.configs,
+                        [&](Config& c) {
+                          c.name = r.String(f, "config name");
+                          c.value = r.NullableString(f, "config value");
+                          c.read_only = r.Bool("read only");
+                          c.config_source = r.Int8("config source");
+                          c.is_sensitive = r.Bool("is sensitive");
+                          ReadTags(r, f, &c.unknown_tags);
+                        });
     }
     if (f) {
       r.TaggedFields(
@@ -348,7 +350,8 @@ Status DescribeConfigsResponse::Decode(Reader& r, int16_t version) {
   const bool f = version >= kDescribeConfigs.flexible_from;
   throttle_time_ms = r.Int32("throttle time ms");
   const size_t result_min = 2 + Str(f) + 1 + Str(f) + Arr(f) + Tags(f);
-  const size_t config_min = Str(f) + Str(f) + 3 + Tags(f);  // + three 1-byte fields in every version
+  const size_t config_min =
+      Str(f) + Str(f) + 3 + Tags(f);  // + three 1-byte fields in every version
   ReadArray(r, f, "results", result_min, results, [&](Result& res) {
     res.error_code = ReadError(r, "error code");
     res.error_message = r.NullableString(f, "error message");
@@ -421,16 +424,18 @@ void DescribeConfigsResponse::Encode(Writer& w, int16_t version) const {
 namespace {
 
 void ReadAlterConfigsResponses(Reader& r, bool f, std::vector<AlterConfigsResourceResponse>& out) {
-  ReadArray(r, f, "responses", 2 + Str(f) + 1 + Str(f) + Tags(f), out, [&](AlterConfigsResourceResponse& res) {
-    res.error_code = ReadError(r, "error code");
-    res.error_message = r.NullableString(f, "error message");
-    res.resource_type = r.Int8("resource type");
-    res.resource_name = r.String(f, "resource name");
-    ReadTags(r, f, &res.unknown_tags);
-  });
+  ReadArray(r, f, "responses", 2 + Str(f) + 1 + Str(f) + Tags(f), out,
+            [&](AlterConfigsResourceResponse& res) {
+              res.error_code = ReadError(r, "error code");
+              res.error_message = r.NullableString(f, "error message");
+              res.resource_type = r.Int8("resource type");
+              res.resource_name = r.String(f, "resource name");
+              ReadTags(r, f, &res.unknown_tags);
+            });
 }
 
-void WriteAlterConfigsResponses(Writer& w, bool f, const std::vector<AlterConfigsResourceResponse>& v) {
+void WriteAlterConfigsResponses(Writer& w, bool f,
+                                const std::vector<AlterConfigsResourceResponse>& v) {
   WriteArray(w, f, v, [&](const AlterConfigsResourceResponse& res) {
     WriteError(w, res.error_code);
     w.NullableString(f, res.error_message);

@@ -74,10 +74,10 @@ struct CreateTopicsResponse {
     std::string name;
     Uuid topic_id;  // v7+
     ErrorCode error_code = ErrorCode::kNone;
-    std::optional<std::string> error_message;  // v1+
-    ErrorCode topic_config_error_code = ErrorCode::kNone;  // v5+, tag 0
-    int32_t num_partitions = -1;  // v5+
-    int16_t replication_factor = -1;  // v5+
+    std::optional<std::string> error_message;                            // v1+
+    ErrorCode topic_config_error_code = ErrorCode::kNone;                // v5+, tag 0
+    int32_t num_partitions = -1;                                         // v5+
+    int16_t replication_factor = -1;                                     // v5+
     std::optional<std::vector<Config>> configs = std::vector<Config>{};  // v5+
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Topic&) const = default;
@@ -100,7 +100,7 @@ struct DeleteTopicsRequest {
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Topic&) const = default;
   };
-  std::vector<Topic> topics;  // v6+
+  std::vector<Topic> topics;             // v6+
   std::vector<std::string> topic_names;  // v0-5
   int32_t timeout_ms = 0;
   std::vector<RawTaggedField> unknown_tags;
@@ -113,7 +113,7 @@ struct DeleteTopicsRequest {
 struct DeleteTopicsResponse {
   struct Result {
     std::optional<std::string> name;  // null only in v6+; Encode writes "" for null before
-    Uuid topic_id;  // v6+
+    Uuid topic_id;                    // v6+
     ErrorCode error_code = ErrorCode::kNone;
     std::optional<std::string> error_message;  // v5+
     std::vector<RawTaggedField> unknown_tags;
@@ -180,7 +180,7 @@ struct DescribeConfigsRequest {
     bool operator==(const Resource&) const = default;
   };
   std::vector<Resource> resources;
-  bool include_synonyms = false;  // v1+
+  bool include_synonyms = false;       // v1+
   bool include_documentation = false;  // v3+
   std::vector<RawTaggedField> unknown_tags;
 
@@ -201,11 +201,11 @@ struct DescribeConfigsResponse {
     std::string name;
     std::optional<std::string> value;
     bool read_only = false;
-    bool is_default = false;  // v0 only
+    bool is_default = false;    // v0 only
     int8_t config_source = -1;  // v1+
     bool is_sensitive = false;
-    std::vector<Synonym> synonyms;  // v1+
-    int8_t config_type = 0;  // v3+
+    std::vector<Synonym> synonyms;             // v1+
+    int8_t config_type = 0;                    // v3+
     std::optional<std::string> documentation;  // v3+
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Config&) const = default;
@@ -311,7 +311,7 @@ struct IncrementalAlterConfigsResponse {
 struct InitProducerIdRequest {
   std::optional<std::string> transactional_id;
   int32_t transaction_timeout_ms = 0;
-  int64_t producer_id = -1;  // v3+
+  int64_t producer_id = -1;     // v3+
   int16_t producer_epoch = -1;  // v3+
   std::vector<RawTaggedField> unknown_tags;
 

@@ -3,12 +3,12 @@
 // arrays with a per-element callback, error codes.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/wire.h"
@@ -94,11 +94,13 @@ void WriteNullableArray(Writer& w, bool flexible, const std::optional<std::vecto
   WriteArray(w, flexible, *v, std::forward<F>(write_one));
 }
 
-inline void ReadStrings(Reader& r, bool flexible, const char* field, std::vector<std::string>& out) {
+inline void ReadStrings(Reader& r, bool flexible, const char* field,
+                        std::vector<std::string>& out) {
   ReadArray(r, flexible, field, MinString(flexible), out,
             [&](std::string& s) { s = r.String(flexible, field); });
 }
-inline void ReadStrings(Reader& r, bool flexible, const char* field, std::vector<std::string>* out) {
+inline void ReadStrings(Reader& r, bool flexible, const char* field,
+                        std::vector<std::string>* out) {
   ReadStrings(r, flexible, field, *out);
 }
 inline void WriteStrings(Writer& w, bool flexible, const std::vector<std::string>& v) {

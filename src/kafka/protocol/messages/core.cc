@@ -3,11 +3,11 @@
 // condition of each field next to it.
 #include "kafka/protocol/messages/core.h"
 
-#include "kafka/protocol/messages/codec_util.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "kafka/protocol/messages/codec_util.h"
 
 namespace sluice::kafka {
 namespace {

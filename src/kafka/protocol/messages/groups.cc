@@ -2,9 +2,9 @@
 // definitions (see groups.h for the rules every message here follows).
 #include "kafka/protocol/messages/groups.h"
 
-#include "kafka/protocol/messages/codec_util.h"
-
 #include <fmt/format.h>
+
+#include "kafka/protocol/messages/codec_util.h"
 
 namespace sluice::kafka {
 namespace {
@@ -57,15 +57,16 @@ Status FindCoordinatorResponse::Decode(Reader& r, int16_t version) {
     port = r.Int32("port");
   }
   if (version >= 4) {
-    ReadArray(r, f, "coordinators", 3 * MinString(f) + 10 + MinTags(f), &coordinators, [&](Coordinator& c) {
-      c.key = r.String(f, "coordinators.key");
-      c.node_id = r.Int32("coordinators.node_id");
-      c.host = r.String(f, "coordinators.host");
-      c.port = r.Int32("coordinators.port");
-      c.error_code = ReadErrorCode(r, "coordinators.error_code");
-      c.error_message = r.NullableString(f, "coordinators.error_message");
-      ReadTags(r, f, &c.unknown_tags);
-    });
+    ReadArray(r, f, "coordinators", 3 * MinString(f) + 10 + MinTags(f), &coordinators,
+              [&](Coordinator& c) {
+                c.key = r.String(f, "coordinators.key");
+                c.node_id = r.Int32("coordinators.node_id");
+                c.host = r.String(f, "coordinators.host");
+                c.port = r.Int32("coordinators.port");
+                c.error_code = ReadErrorCode(r, "coordinators.error_code");
+                c.error_message = r.NullableString(f, "coordinators.error_message");
+                ReadTags(r, f, &c.unknown_tags);
+              });
   }
   ReadTags(r, f, &unknown_tags);
   return Finish(r, "FindCoordinatorResponse", version);
@@ -106,11 +107,12 @@ Status JoinGroupRequest::Decode(Reader& r, int16_t version) {
   member_id = r.String(f, "member_id");
   if (version >= 5) group_instance_id = r.NullableString(f, "group_instance_id");
   protocol_type = r.String(f, "protocol_type");
-  ReadArray(r, f, "protocols", MinString(f) + MinBytes(f) + MinTags(f), &protocols, [&](Protocol& p) {
-    p.name = r.String(f, "protocols.name");
-    p.metadata = r.Bytes(f, "protocols.metadata");
-    ReadTags(r, f, &p.unknown_tags);
-  });
+  ReadArray(r, f, "protocols", MinString(f) + MinBytes(f) + MinTags(f), &protocols,
+            [&](Protocol& p) {
+              p.name = r.String(f, "protocols.name");
+              p.metadata = r.Bytes(f, "protocols.metadata");
+              ReadTags(r, f, &p.unknown_tags);
+            });
   if (version >= 8) reason = r.NullableString(f, "reason");
   ReadTags(r, f, &unknown_tags);
   return Finish(r, "JoinGroupRequest", version);
@@ -194,11 +196,12 @@ Status SyncGroupRequest::Decode(Reader& r, int16_t version) {
     protocol_type = r.NullableString(f, "protocol_type");
     protocol_name = r.NullableString(f, "protocol_name");
   }
-  ReadArray(r, f, "assignments", MinString(f) + MinBytes(f) + MinTags(f), &assignments, [&](Assignment& a) {
-    a.member_id = r.String(f, "assignments.member_id");
-    a.assignment = r.Bytes(f, "assignments.assignment");
-    ReadTags(r, f, &a.unknown_tags);
-  });
+  ReadArray(r, f, "assignments", MinString(f) + MinBytes(f) + MinTags(f), &assignments,
+            [&](Assignment& a) {
+              a.member_id = r.String(f, "assignments.member_id");
+              a.assignment = r.Bytes(f, "assignments.assignment");
+              ReadTags(r, f, &a.unknown_tags);
+            });
   ReadTags(r, f, &unknown_tags);
   return Finish(r, "SyncGroupRequest", version);
 }
@@ -457,14 +460,16 @@ size_t FetchTopicMin(bool f) { return MinString(f) + MinArray(f) + MinTags(f); }
 // Topics of OffsetFetchResponse: the same layout in v0-7 (top level) and v8+ (per group).
 void ReadFetchedTopic(Reader& r, bool f, int16_t version, OffsetFetchResponse::Topic& t) {
   t.name = r.String(f, "topics.name");
-  ReadArray(r, f, "partitions", 14 + MinString(f) + MinTags(f), &t.partitions, [&](OffsetFetchResponse::Partition& p) {
-    p.partition_index = r.Int32("partitions.partition_index");
-    p.committed_offset = r.Int64("partitions.committed_offset");
-    if (version >= 5) p.committed_leader_epoch = r.Int32("partitions.committed_leader_epoch");
-    p.metadata = r.NullableString(f, "partitions.metadata");
-    p.error_code = ReadErrorCode(r, "partitions.error_code");
-    ReadTags(r, f, &p.unknown_tags);
-  });
+  ReadArray(r, f, "partitions", 14 + MinString(f) + MinTags(f), &t.partitions,
+            [&](OffsetFetchResponse::Partition& p) {
+              p.partition_index = r.Int32("partitions.partition_index");
+              p.committed_offset = r.Int64("partitions.committed_offset");
+              if (version >= 5)
+                p.committed_leader_epoch = r.Int32("partitions.committed_leader_epoch");
+              p.metadata = r.NullableString(f, "partitions.metadata");
+              p.error_code = ReadErrorCode(r, "partitions.error_code");
+              ReadTags(r, f, &p.unknown_tags);
+            });
   ReadTags(r, f, &t.unknown_tags);
 }
 
@@ -488,7 +493,8 @@ Status OffsetFetchRequest::Decode(Reader& r, int16_t version) {
   const bool f = version >= kOffsetFetchFlexible;
   if (version <= 7) {
     group_id = r.String(f, "group_id");
-    ReadNullableArray(r, f, "topics", FetchTopicMin(f), &topics, [&](Topic& t) { ReadFetchTopic(r, f, t); });
+    ReadNullableArray(r, f, "topics", FetchTopicMin(f), &topics,
+                      [&](Topic& t) { ReadFetchTopic(r, f, t); });
     if (version < 2 && !topics && r.ok()) r.Fail("topics", "null before v2");
   }
   if (version >= 8) {
@@ -647,24 +653,27 @@ Status DescribeGroupsResponse::Decode(Reader& r, int16_t version) {
   *this = {};
   const bool f = version >= kDescribeGroupsFlexible;
   if (version >= 1) throttle_time_ms = r.Int32("throttle_time_ms");
-  ReadArray(r, f, "groups", 2 + 4 * MinString(f) + MinArray(f) + MinTags(f), &groups, [&](Group& g) {
-    g.error_code = ReadErrorCode(r, "groups.error_code");
-    g.group_id = r.String(f, "groups.group_id");
-    g.group_state = r.String(f, "groups.group_state");
-    g.protocol_type = r.String(f, "groups.protocol_type");
-    g.protocol_data = r.String(f, "groups.protocol_data");
-    ReadArray(r, f, "members", 3 * MinString(f) + 2 * MinBytes(f) + MinTags(f), &g.members, [&](Member& m) {
-      m.member_id = r.String(f, "members.member_id");
-      if (version >= 4) m.group_instance_id = r.NullableString(f, "members.group_instance_id");
-      m.client_id = r.String(f, "members.client_id");
-      m.client_host = r.String(f, "members.client_host");
-      m.member_metadata = r.Bytes(f, "members.member_metadata");
-      m.member_assignment = r.Bytes(f, "members.member_assignment");
-      ReadTags(r, f, &m.unknown_tags);
-    });
-    if (version >= 3) g.authorized_operations = r.Int32("groups.authorized_operations");
-    ReadTags(r, f, &g.unknown_tags);
-  });
+  ReadArray(r, f, "groups", 2 + 4 * MinString(f) + MinArray(f) + MinTags(f), &groups,
+            [&](Group& g) {
+              g.error_code = ReadErrorCode(r, "groups.error_code");
+              g.group_id = r.String(f, "groups.group_id");
+              g.group_state = r.String(f, "groups.group_state");
+              g.protocol_type = r.String(f, "groups.protocol_type");
+              g.protocol_data = r.String(f, "groups.protocol_data");
+              ReadArray(r, f, "members", 3 * MinString(f) + 2 * MinBytes(f) + MinTags(f),
+                        &g.members, [&](Member& m) {
+                          m.member_id = r.String(f, "members.member_id");
+                          if (version >= 4)
+                            m.group_instance_id = r.NullableString(f, "members.group_instance_id");
+                          m.client_id = r.String(f, "members.client_id");
+                          m.client_host = r.String(f, "members.client_host");
+                          m.member_metadata = r.Bytes(f, "members.member_metadata");
+                          m.member_assignment = r.Bytes(f, "members.member_assignment");
+                          ReadTags(r, f, &m.unknown_tags);
+                        });
+              if (version >= 3) g.authorized_operations = r.Int32("groups.authorized_operations");
+              ReadTags(r, f, &g.unknown_tags);
+            });
   ReadTags(r, f, &unknown_tags);
   return Finish(r, "DescribeGroupsResponse", version);
 }

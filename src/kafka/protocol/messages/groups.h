@@ -52,13 +52,13 @@ struct FindCoordinatorResponse {
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Coordinator&) const = default;
   };
-  int32_t throttle_time_ms = 0;               // v1+
-  ErrorCode error_code = ErrorCode::kNone;    // v0-3
-  std::optional<std::string> error_message;   // v1-3
-  int32_t node_id = 0;                        // v0-3
-  std::string host;                           // v0-3
-  int32_t port = 0;                           // v0-3
-  std::vector<Coordinator> coordinators;      // v4+
+  int32_t throttle_time_ms = 0;              // v1+
+  ErrorCode error_code = ErrorCode::kNone;   // v0-3
+  std::optional<std::string> error_message;  // v1-3
+  int32_t node_id = 0;                       // v0-3
+  std::string host;                          // v0-3
+  int32_t port = 0;                          // v0-3
+  std::vector<Coordinator> coordinators;     // v4+
   std::vector<RawTaggedField> unknown_tags;
 
   Status Decode(Reader& r, int16_t version);
@@ -76,12 +76,12 @@ struct JoinGroupRequest {
   };
   std::string group_id;
   int32_t session_timeout_ms = 0;
-  int32_t rebalance_timeout_ms = -1;            // v1+; v0 means "use session_timeout_ms"
+  int32_t rebalance_timeout_ms = -1;  // v1+; v0 means "use session_timeout_ms"
   std::string member_id;
   std::optional<std::string> group_instance_id;  // v5+
   std::string protocol_type;
   std::vector<Protocol> protocols;
-  std::optional<std::string> reason;             // v8+
+  std::optional<std::string> reason;  // v8+
   std::vector<RawTaggedField> unknown_tags;
 
   Status Decode(Reader& r, int16_t version);
@@ -97,15 +97,15 @@ struct JoinGroupResponse {
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Member&) const = default;
   };
-  int32_t throttle_time_ms = 0;                  // v2+
+  int32_t throttle_time_ms = 0;  // v2+
   ErrorCode error_code = ErrorCode::kNone;
   int32_t generation_id = -1;
-  std::optional<std::string> protocol_type;      // v7+
+  std::optional<std::string> protocol_type;  // v7+
   // Nullable from v7; before v7 a null is written as "" (as Kafka's JoinGroupResponse
   // does for error responses) and a null on the wire is an error.
   std::optional<std::string> protocol_name;
   std::string leader;
-  bool skip_assignment = false;                  // v9+
+  bool skip_assignment = false;  // v9+
   std::string member_id;
   std::vector<Member> members;
   std::vector<RawTaggedField> unknown_tags;
@@ -138,10 +138,10 @@ struct SyncGroupRequest {
 };
 
 struct SyncGroupResponse {
-  int32_t throttle_time_ms = 0;                  // v1+
+  int32_t throttle_time_ms = 0;  // v1+
   ErrorCode error_code = ErrorCode::kNone;
-  std::optional<std::string> protocol_type;      // v5+
-  std::optional<std::string> protocol_name;      // v5+
+  std::optional<std::string> protocol_type;  // v5+
+  std::optional<std::string> protocol_name;  // v5+
   std::vector<uint8_t> assignment;
   std::vector<RawTaggedField> unknown_tags;
 
@@ -202,7 +202,7 @@ struct LeaveGroupResponse {
   };
   int32_t throttle_time_ms = 0;  // v1+
   ErrorCode error_code = ErrorCode::kNone;
-  std::vector<Member> members;   // v3+
+  std::vector<Member> members;  // v3+
   std::vector<RawTaggedField> unknown_tags;
 
   Status Decode(Reader& r, int16_t version);
@@ -273,8 +273,8 @@ struct OffsetFetchRequest {
   };
   struct Group {
     std::string group_id;
-    std::optional<std::string> member_id;  // v9+
-    int32_t member_epoch = -1;             // v9+
+    std::optional<std::string> member_id;                             // v9+
+    int32_t member_epoch = -1;                                        // v9+
     std::optional<std::vector<Topic>> topics = std::vector<Topic>{};  // null: all topics
     std::vector<RawTaggedField> unknown_tags;
     bool operator==(const Group&) const = default;
@@ -282,7 +282,7 @@ struct OffsetFetchRequest {
   std::string group_id;  // v0-7
   // v0-7; null (all topics) from v2. A null written at v0-1 goes out as an empty array.
   std::optional<std::vector<Topic>> topics = std::vector<Topic>{};
-  std::vector<Group> groups;  // v8+
+  std::vector<Group> groups;    // v8+
   bool require_stable = false;  // v7+
   std::vector<RawTaggedField> unknown_tags;
 

@@ -4,10 +4,10 @@
 // message is fed truncated and corrupted bytes.
 #include "kafka/protocol/messages/admin.h"
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/tests/golden.h"
@@ -18,8 +18,8 @@
 namespace sluice::kafka {
 namespace {
 
-using testing::Golden;
 using std::nullopt;
+using testing::Golden;
 
 constexpr Uuid kId1{0x0102030405060708, 0x1112131415161718};
 constexpr Uuid kId2{0xa1a2a3a4a5a6a7a8, 0xb1b2b3b4b5b6b7b8};
@@ -36,8 +36,10 @@ CreateTopicsRequest MakeCreateTopicsRequest(int16_t v) {
       {.name = "orders",
        .num_partitions = 3,
        .replication_factor = 2,
-       .assignments = {{.partition_index = 0, .broker_ids = {1, 2}}, {.partition_index = 1, .broker_ids = {2, 3}}},
-       .configs = {{.name = "cleanup.policy", .value = "compact"}, {.name = "retention.ms", .value = nullopt}}},
+       .assignments = {{.partition_index = 0, .broker_ids = {1, 2}},
+                       {.partition_index = 1, .broker_ids = {2, 3}}},
+       .configs = {{.name = "cleanup.policy", .value = "compact"},
+                   {.name = "retention.ms", .value = nullopt}}},
       {.name = "events", .num_partitions = -1, .replication_factor = -1},
   };
   m.timeout_ms = 30000;
@@ -141,7 +143,8 @@ std::vector<uint8_t> GoldenDeleteTopicsRequest(int16_t v) {
 DeleteTopicsResponse MakeDeleteTopicsResponse(int16_t v) {
   DeleteTopicsResponse m;
   if (v >= 1) m.throttle_time_ms = 50;
-  DeleteTopicsResponse::Result r0{.name = "orders", .error_code = ErrorCode::kUnknownTopicOrPartition};
+  DeleteTopicsResponse::Result r0{.name = "orders",
+                                  .error_code = ErrorCode::kUnknownTopicOrPartition};
   DeleteTopicsResponse::Result r1{.name = "events", .error_code = ErrorCode::kUnknownTopicId};
   if (v >= 5) r0.error_message = "unknown";
   if (v >= 6) {
@@ -273,7 +276,10 @@ DescribeConfigsResponse MakeDescribeConfigsResponse(int16_t v) {
        .resource_type = 2,
        .resource_name = "orders",
        .configs = {c0, c1}},
-      {.error_code = ErrorCode::kInvalidConfig, .error_message = nullopt, .resource_type = 4, .resource_name = "1"},
+      {.error_code = ErrorCode::kInvalidConfig,
+       .error_message = nullopt,
+       .resource_type = 4,
+       .resource_name = "1"},
   };
   return m;
 }
@@ -315,7 +321,8 @@ AlterConfigsRequest MakeAlterConfigsRequest(int16_t v) {
   m.resources = {
       {.resource_type = 2,
        .resource_name = "orders",
-       .configs = {{.name = "retention.ms", .value = "1000"}, {.name = "cleanup.policy", .value = nullopt}}},
+       .configs = {{.name = "retention.ms", .value = "1000"},
+                   {.name = "cleanup.policy", .value = nullopt}}},
       {.resource_type = 4, .resource_name = "1"},
   };
   m.validate_only = true;
@@ -326,7 +333,16 @@ std::vector<uint8_t> GoldenAlterConfigsRequest(int16_t v) {
   const bool f = Flexible(ApiKey::kAlterConfigs, v);
   Golden g;
   g.a(f, 2);
-  g.i8(2).s(f, "orders").a(f, 2).s(f, "retention.ms").s(f, "1000").t(f).s(f, "cleanup.policy").ns(f).t(f).t(f);
+  g.i8(2)
+      .s(f, "orders")
+      .a(f, 2)
+      .s(f, "retention.ms")
+      .s(f, "1000")
+      .t(f)
+      .s(f, "cleanup.policy")
+      .ns(f)
+      .t(f)
+      .t(f);
   g.i8(4).s(f, "1").a(f, 0).t(f);
   g.boolean(true).t(f);
   return g.take();
@@ -334,8 +350,14 @@ std::vector<uint8_t> GoldenAlterConfigsRequest(int16_t v) {
 
 std::vector<AlterConfigsResourceResponse> MakeAlterConfigsResults() {
   return {
-      {.error_code = ErrorCode::kInvalidConfig, .error_message = "bad", .resource_type = 2, .resource_name = "orders"},
-      {.error_code = ErrorCode::kPolicyViolation, .error_message = nullopt, .resource_type = 4, .resource_name = "1"},
+      {.error_code = ErrorCode::kInvalidConfig,
+       .error_message = "bad",
+       .resource_type = 2,
+       .resource_name = "orders"},
+      {.error_code = ErrorCode::kPolicyViolation,
+       .error_message = nullopt,
+       .resource_type = 4,
+       .resource_name = "1"},
   };
 }
 
@@ -448,7 +470,9 @@ std::vector<uint8_t> GoldenInitProducerIdResponse(int16_t v) {
 DeleteRecordsRequest MakeDeleteRecordsRequest(int16_t v) {
   DeleteRecordsRequest m;
   m.topics = {
-      {.name = "orders", .partitions = {{.partition_index = 0, .offset = 100}, {.partition_index = 1, .offset = 200}}},
+      {.name = "orders",
+       .partitions = {{.partition_index = 0, .offset = 100},
+                      {.partition_index = 1, .offset = 200}}},
       {.name = "events", .partitions = {{.partition_index = 2, .offset = -1}}},
   };
   m.timeout_ms = 1000;
@@ -471,7 +495,9 @@ DeleteRecordsResponse MakeDeleteRecordsResponse(int16_t v) {
   m.topics = {
       {.name = "orders",
        .partitions = {{.partition_index = 0, .low_watermark = 100},
-                      {.partition_index = 1, .low_watermark = -1, .error_code = ErrorCode::kOffsetOutOfRange}}},
+                      {.partition_index = 1,
+                       .low_watermark = -1,
+                       .error_code = ErrorCode::kOffsetOutOfRange}}},
       {.name = "events"},
   };
   return m;
@@ -520,7 +546,8 @@ OffsetForLeaderEpochResponse MakeOffsetForLeaderEpochResponse(int16_t v) {
   OffsetForLeaderEpochResponse m;
   if (v >= 2) m.throttle_time_ms = 9;
   OffsetForLeaderEpochResponse::Partition p0{.partition = 0, .end_offset = 500};
-  OffsetForLeaderEpochResponse::Partition p1{.error_code = ErrorCode::kFencedLeaderEpoch, .partition = 1};
+  OffsetForLeaderEpochResponse::Partition p1{.error_code = ErrorCode::kFencedLeaderEpoch,
+                                             .partition = 1};
   if (v >= 1) p0.leader_epoch = 4;
   m.topics = {{.topic = "orders", .partitions = {p0, p1}}, {.topic = "events"}};
   return m;
@@ -603,7 +630,8 @@ std::vector<uint8_t> GoldenSaslHandshakeRequest(int16_t v) {
 }
 
 SaslHandshakeResponse MakeSaslHandshakeResponse(int16_t v) {
-  return {.error_code = ErrorCode::kUnsupportedSaslMechanism, .mechanisms = {"PLAIN", "SCRAM-SHA-256"}};
+  return {.error_code = ErrorCode::kUnsupportedSaslMechanism,
+          .mechanisms = {"PLAIN", "SCRAM-SHA-256"}};
 }
 
 std::vector<uint8_t> GoldenSaslHandshakeResponse(int16_t v) {
@@ -613,7 +641,9 @@ std::vector<uint8_t> GoldenSaslHandshakeResponse(int16_t v) {
 const std::vector<uint8_t> kClientAuth = {0, 'u', 0, 'p'};
 const std::vector<uint8_t> kServerAuth = {1, 2, 3};
 
-SaslAuthenticateRequest MakeSaslAuthenticateRequest(int16_t v) { return {.auth_bytes = kClientAuth}; }
+SaslAuthenticateRequest MakeSaslAuthenticateRequest(int16_t v) {
+  return {.auth_bytes = kClientAuth};
+}
 
 std::vector<uint8_t> GoldenSaslAuthenticateRequest(int16_t v) {
   const bool f = Flexible(ApiKey::kSaslAuthenticate, v);
@@ -682,7 +712,8 @@ struct MessageCase {
 void PrintTo(const MessageCase& c, std::ostream* os) { *os << c.name; }
 
 template <typename M>
-MessageCase Case(std::string name, ApiKey key, M (*make)(int16_t), std::vector<uint8_t> (*golden)(int16_t)) {
+MessageCase Case(std::string name, ApiKey key, M (*make)(int16_t),
+                 std::vector<uint8_t> (*golden)(int16_t)) {
   MessageCase c;
   c.name = std::move(name);
   c.key = key;
@@ -711,12 +742,12 @@ MessageCase Case(std::string name, ApiKey key, M (*make)(int16_t), std::vector<u
 
 std::vector<MessageCase> AllCases() {
   return {
-      SLUICE_ADMIN_CASES(CreateTopics),      SLUICE_ADMIN_CASES(DeleteTopics),
-      SLUICE_ADMIN_CASES(CreatePartitions),  SLUICE_ADMIN_CASES(DescribeConfigs),
-      SLUICE_ADMIN_CASES(AlterConfigs),      SLUICE_ADMIN_CASES(IncrementalAlterConfigs),
-      SLUICE_ADMIN_CASES(InitProducerId),    SLUICE_ADMIN_CASES(DeleteRecords),
+      SLUICE_ADMIN_CASES(CreateTopics),         SLUICE_ADMIN_CASES(DeleteTopics),
+      SLUICE_ADMIN_CASES(CreatePartitions),     SLUICE_ADMIN_CASES(DescribeConfigs),
+      SLUICE_ADMIN_CASES(AlterConfigs),         SLUICE_ADMIN_CASES(IncrementalAlterConfigs),
+      SLUICE_ADMIN_CASES(InitProducerId),       SLUICE_ADMIN_CASES(DeleteRecords),
       SLUICE_ADMIN_CASES(OffsetForLeaderEpoch), SLUICE_ADMIN_CASES(DescribeCluster),
-      SLUICE_ADMIN_CASES(SaslHandshake),     SLUICE_ADMIN_CASES(SaslAuthenticate),
+      SLUICE_ADMIN_CASES(SaslHandshake),        SLUICE_ADMIN_CASES(SaslAuthenticate),
   };
 }
 #undef SLUICE_ADMIN_CASES
@@ -748,8 +779,8 @@ TEST_P(AdminMessageTest, EveryStrictPrefixFailsToDecode) {
     std::vector<uint8_t> bytes = GetParam().golden(v);
     for (size_t n = 0; n < bytes.size(); ++n) {
       Status st = GetParam().decode(std::span<const uint8_t>(bytes.data(), n), v);
-      EXPECT_FALSE(st.ok()) << GetParam().name << " v" << v << " decoded from " << n << " of " << bytes.size()
-                            << " bytes";
+      EXPECT_FALSE(st.ok()) << GetParam().name << " v" << v << " decoded from " << n << " of "
+                            << bytes.size() << " bytes";
     }
   }
 }
@@ -790,7 +821,8 @@ TEST_P(AdminMessageTest, CorruptedBytesNeverCrash) {
   for (int16_t v : Versions()) {
     const std::vector<uint8_t> golden = GetParam().golden(v);
     for (size_t i = 0; i < golden.size(); ++i) {
-      for (uint8_t b : {uint8_t{0x00}, uint8_t{0x7f}, uint8_t{0x80}, uint8_t{0xfe}, uint8_t{0xff}}) {
+      for (uint8_t b :
+           {uint8_t{0x00}, uint8_t{0x7f}, uint8_t{0x80}, uint8_t{0xfe}, uint8_t{0xff}}) {
         std::vector<uint8_t> bytes = golden;
         bytes[i] = b;
         (void)GetParam().decode(bytes, v);
@@ -800,7 +832,9 @@ TEST_P(AdminMessageTest, CorruptedBytesNeverCrash) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Admin, AdminMessageTest, ::testing::ValuesIn(AllCases()),
-                         [](const ::testing::TestParamInfo<MessageCase>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<MessageCase>& info) {
+                           return info.param.name;
+                         });
 
 // ------------------------------------------------------------------ specific cases
 
@@ -811,50 +845,60 @@ Status DecodeAs(const std::vector<uint8_t>& bytes, int16_t v) {
 }
 
 TEST(AdminDecodeTest, NegativeArrayLengthFails) {
-  EXPECT_FALSE(DecodeAs<CreateTopicsRequest>(Golden().arr(-2).i32(0).boolean(false).take(), 1).ok());
+  EXPECT_FALSE(
+      DecodeAs<CreateTopicsRequest>(Golden().arr(-2).i32(0).boolean(false).take(), 1).ok());
   EXPECT_FALSE(DecodeAs<DeleteRecordsRequest>(Golden().arr(-5).i32(0).take(), 0).ok());
   EXPECT_FALSE(DecodeAs<SaslHandshakeResponse>(Golden().i16(0).arr(-3).take(), 1).ok());
   // A nested array.
-  EXPECT_FALSE(DecodeAs<DeleteRecordsRequest>(Golden().arr(1).str("t").arr(-7).i32(0).take(), 1).ok());
+  EXPECT_FALSE(
+      DecodeAs<DeleteRecordsRequest>(Golden().arr(1).str("t").arr(-7).i32(0).take(), 1).ok());
 }
 
 TEST(AdminDecodeTest, NullForNonNullableArrayFails) {
   Status st = DecodeAs<CreateTopicsRequest>(Golden().arr(-1).i32(0).boolean(false).take(), 1);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("topics"), std::string::npos) << st.message();
-  EXPECT_FALSE(DecodeAs<AlterConfigsRequest>(Golden().carr(-1).boolean(false).tags().take(), 2).ok());
+  EXPECT_FALSE(
+      DecodeAs<AlterConfigsRequest>(Golden().carr(-1).boolean(false).tags().take(), 2).ok());
 }
 
 TEST(AdminDecodeTest, NullForNullableArrayDecodesAsNull) {
   CreatePartitionsRequest m;
-  ASSERT_TRUE(DecodeBytes(Golden().arr(1).str("t").i32(3).arr(-1).i32(0).boolean(false).take(), 0, &m).ok());
+  ASSERT_TRUE(
+      DecodeBytes(Golden().arr(1).str("t").i32(3).arr(-1).i32(0).boolean(false).take(), 0, &m)
+          .ok());
   ASSERT_EQ(m.topics.size(), 1u);
   EXPECT_FALSE(m.topics[0].assignments.has_value());
 }
 
 TEST(AdminDecodeTest, NegativeStringLengthFails) {
   EXPECT_FALSE(DecodeAs<SaslHandshakeRequest>(Golden().i16(-3).take(), 1).ok());
-  EXPECT_FALSE(DecodeAs<CreateTopicsRequest>(Golden().arr(1).i16(-2).raw(std::string(20, '\0')).take(), 0).ok());
+  EXPECT_FALSE(
+      DecodeAs<CreateTopicsRequest>(Golden().arr(1).i16(-2).raw(std::string(20, '\0')).take(), 0)
+          .ok());
   EXPECT_FALSE(DecodeAs<InitProducerIdRequest>(Golden().i16(-2).i32(0).take(), 0).ok());
   EXPECT_FALSE(DecodeAs<SaslAuthenticateRequest>(Golden().i32(-2).take(), 0).ok());  // bytes
 }
 
 TEST(AdminDecodeTest, NullForNonNullableStringFails) {
   EXPECT_FALSE(DecodeAs<SaslHandshakeRequest>(Golden().nullstr().take(), 0).ok());
-  EXPECT_FALSE(DecodeAs<DescribeClusterResponse>(
-                   Golden().i32(0).i16(0).cnullstr().cnullstr().i32(0).carr(0).i32(0).tags().take(), 0)
-                   .ok());
+  EXPECT_FALSE(
+      DecodeAs<DescribeClusterResponse>(
+          Golden().i32(0).i16(0).cnullstr().cnullstr().i32(0).carr(0).i32(0).tags().take(), 0)
+          .ok());
   EXPECT_FALSE(DecodeAs<SaslAuthenticateRequest>(Golden().nullbytes().take(), 0).ok());
 }
 
 TEST(AdminDecodeTest, ArrayCountLargerThanTheBytesLeftFailsBeforeAllocating) {
-  Status st = DecodeAs<CreateTopicsRequest>(Golden().arr(0x7fffffff).i32(0).boolean(false).take(), 1);
+  Status st =
+      DecodeAs<CreateTopicsRequest>(Golden().arr(0x7fffffff).i32(0).boolean(false).take(), 1);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.message();
   // Compact count in a flexible version, at the top and nested.
   EXPECT_FALSE(DecodeAs<DescribeConfigsRequest>(Golden().uvarint(0xfffffffe).take(), 4).ok());
   EXPECT_FALSE(
-      DecodeAs<DeleteRecordsRequest>(Golden().carr(1).cstr("t").uvarint(1000000).raw(std::string(100, '\0')).take(), 2)
+      DecodeAs<DeleteRecordsRequest>(
+          Golden().carr(1).cstr("t").uvarint(1000000).raw(std::string(100, '\0')).take(), 2)
           .ok());
   // int32 elements: 3 of them cannot fit in 8 bytes.
   EXPECT_FALSE(DecodeAs<CreatePartitionsRequest>(
@@ -872,7 +916,8 @@ TEST(AdminDecodeTest, DeleteTopicsResponseNullNameIsOnlyValidFromV6) {
   auto body = [](bool f) { return Golden().i32(0).a(f, 1).ns(f).i16(0).ns(f).t(f).t(f).take(); };
   EXPECT_FALSE(DecodeAs<DeleteTopicsResponse>(body(true), 5).ok());
   DeleteTopicsResponse m;
-  std::vector<uint8_t> v6 = Golden().i32(0).carr(1).cnullstr().uuid(1, 2).i16(0).cnullstr().tags().tags().take();
+  std::vector<uint8_t> v6 =
+      Golden().i32(0).carr(1).cnullstr().uuid(1, 2).i16(0).cnullstr().tags().tags().take();
   ASSERT_TRUE(DecodeBytes(v6, 6, &m).ok());
   EXPECT_EQ(m.responses.at(0).name, nullopt);
 }
@@ -880,7 +925,8 @@ TEST(AdminDecodeTest, DeleteTopicsResponseNullNameIsOnlyValidFromV6) {
 TEST(AdminEncodeTest, DeleteTopicsResponseWritesNullNameAsEmptyBeforeV6) {
   DeleteTopicsResponse m;
   m.responses = {{.name = nullopt}};
-  EXPECT_EQ(EncodeBytes(m, 5), Golden().i32(0).carr(1).cstr("").i16(0).cnullstr().tags().tags().take());
+  EXPECT_EQ(EncodeBytes(m, 5),
+            Golden().i32(0).carr(1).cstr("").i16(0).cnullstr().tags().tags().take());
 }
 
 TEST(AdminEncodeTest, FieldsAbsentInAVersionAreSkipped) {
@@ -948,9 +994,21 @@ TEST(AdminTaggedFieldsTest, CreateTopicsResponseKeepsUnknownTagsBesideTopicConfi
 }
 
 TEST(AdminTaggedFieldsTest, TopicConfigErrorCodeTooShortFails) {
-  std::vector<uint8_t> bytes =
-      Golden().i32(0).carr(1).cstr("t").i16(0).cnullstr().i32(1).i16(1).carr(-1).uvarint(1).uvarint(0).uvarint(1).i8(
-          1).tags().take();
+  std::vector<uint8_t> bytes = Golden()
+                                   .i32(0)
+                                   .carr(1)
+                                   .cstr("t")
+                                   .i16(0)
+                                   .cnullstr()
+                                   .i32(1)
+                                   .i16(1)
+                                   .carr(-1)
+                                   .uvarint(1)
+                                   .uvarint(0)
+                                   .uvarint(1)
+                                   .i8(1)
+                                   .tags()
+                                   .take();
   EXPECT_FALSE(DecodeAs<CreateTopicsResponse>(bytes, 5).ok());
 }
 

@@ -26,8 +26,12 @@ class Golden {
     b_.push_back(static_cast<uint8_t>(v));
     return *this;
   }
-  Golden& varint(int64_t v) { return uvarint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
-  Golden& uuid(uint64_t hi, uint64_t lo) { return i64(static_cast<int64_t>(hi)).i64(static_cast<int64_t>(lo)); }
+  Golden& varint(int64_t v) {
+    return uvarint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
+  Golden& uuid(uint64_t hi, uint64_t lo) {
+    return i64(static_cast<int64_t>(hi)).i64(static_cast<int64_t>(lo));
+  }
   // STRING / NULLABLE_STRING (int16 length, -1 = null)
   Golden& str(const std::string& s) { return i16(static_cast<int>(s.size())).raw(s); }
   Golden& nullstr() { return i16(-1); }
@@ -35,7 +39,9 @@ class Golden {
   Golden& cstr(const std::string& s) { return uvarint(s.size() + 1).raw(s); }
   Golden& cnullstr() { return uvarint(0); }
   // BYTES (int32 length) / COMPACT_BYTES
-  Golden& bytes(const std::vector<uint8_t>& v) { return i32(static_cast<int64_t>(v.size())).raw(v); }
+  Golden& bytes(const std::vector<uint8_t>& v) {
+    return i32(static_cast<int64_t>(v.size())).raw(v);
+  }
   Golden& nullbytes() { return i32(-1); }
   Golden& cbytes(const std::vector<uint8_t>& v) { return uvarint(v.size() + 1).raw(v); }
   // ARRAY (int32 count, -1 = null) / COMPACT_ARRAY (uvarint count + 1, 0 = null)

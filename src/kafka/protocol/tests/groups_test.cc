@@ -3,6 +3,7 @@
 // and malformed input.
 #include "kafka/protocol/messages/groups.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -10,8 +11,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/tests/golden.h"
@@ -115,10 +114,18 @@ FindCoordinatorResponse FindCoordinatorResponseSample(int16_t v, bool nulls) {
   }
   if (v >= 4) {
     m.coordinators = {
-        {.key = "group-a", .node_id = 1, .host = "h1", .port = 9093, .error_code = ErrorCode::kNone,
+        {.key = "group-a",
+         .node_id = 1,
+         .host = "h1",
+         .port = 9093,
+         .error_code = ErrorCode::kNone,
          .error_message = Opt(nulls, "ok")},
-        {.key = "txn-b", .node_id = 2, .host = "h2", .port = 9094,
-         .error_code = ErrorCode::kCoordinatorLoadInProgress, .error_message = "loading"},
+        {.key = "txn-b",
+         .node_id = 2,
+         .host = "h2",
+         .port = 9094,
+         .error_code = ErrorCode::kCoordinatorLoadInProgress,
+         .error_message = "loading"},
     };
   }
   return m;
@@ -154,7 +161,8 @@ JoinGroupRequest JoinGroupRequestSample(int16_t v, bool nulls) {
   m.member_id = "member-1";
   if (v >= 5) m.group_instance_id = Opt(nulls, "instance-1");
   m.protocol_type = "consumer";
-  m.protocols = {{.name = "range", .metadata = {0, 1, 2}}, {.name = "roundrobin", .metadata = {3, 4}}};
+  m.protocols = {{.name = "range", .metadata = {0, 1, 2}},
+                 {.name = "roundrobin", .metadata = {3, 4}}};
   if (v >= 8) m.reason = Opt(nulls, "rejoin");
   return m;
 }
@@ -187,7 +195,8 @@ JoinGroupResponse JoinGroupResponseSample(int16_t v, bool nulls) {
   m.leader = "member-1";
   if (v >= 9) m.skip_assignment = true;
   m.member_id = "member-2";
-  m.members = {{.member_id = "member-1", .metadata = {1, 2}}, {.member_id = "member-2", .metadata = {3}}};
+  m.members = {{.member_id = "member-1", .metadata = {1, 2}},
+               {.member_id = "member-2", .metadata = {3}}};
   if (v >= 5) {
     m.members[0].group_instance_id = Opt(nulls, "instance-1");
     m.members[1].group_instance_id = "instance-2";
@@ -227,7 +236,8 @@ SyncGroupRequest SyncGroupRequestSample(int16_t v, bool nulls) {
     m.protocol_type = Opt(nulls, "consumer");
     m.protocol_name = Opt(nulls, "range");
   }
-  m.assignments = {{.member_id = "member-1", .assignment = {9, 8}}, {.member_id = "member-2", .assignment = {}}};
+  m.assignments = {{.member_id = "member-1", .assignment = {9, 8}},
+                   {.member_id = "member-2", .assignment = {}}};
   return m;
 }
 
@@ -348,9 +358,11 @@ LeaveGroupResponse LeaveGroupResponseSample(int16_t v, bool nulls) {
   if (v >= 1) m.throttle_time_ms = 13;
   m.error_code = ErrorCode::kUnknownMemberId;
   if (v >= 3) {
-    m.members = {{.member_id = "member-1", .group_instance_id = Opt(nulls, "instance-1"),
+    m.members = {{.member_id = "member-1",
+                  .group_instance_id = Opt(nulls, "instance-1"),
                   .error_code = ErrorCode::kNone},
-                 {.member_id = "member-2", .group_instance_id = "instance-2",
+                 {.member_id = "member-2",
+                  .group_instance_id = "instance-2",
                   .error_code = ErrorCode::kUnknownMemberId}};
   }
   return m;
@@ -422,12 +434,13 @@ Bytes OffsetCommitRequestGolden(int16_t v, bool nulls) {
 OffsetCommitResponse OffsetCommitResponseSample(int16_t v, bool) {
   OffsetCommitResponse m;
   if (v >= 3) m.throttle_time_ms = 14;
-  m.topics = {{.name = "orders",
-               .partitions = {{.partition_index = 0, .error_code = ErrorCode::kNone},
-                              {.partition_index = 1, .error_code = ErrorCode::kOffsetMetadataTooLarge}}},
-              {.name = "payments",
-               .partitions = {{.partition_index = 2, .error_code = ErrorCode::kIllegalGeneration},
-                              {.partition_index = 3, .error_code = ErrorCode::kUnknownTopicOrPartition}}}};
+  m.topics = {
+      {.name = "orders",
+       .partitions = {{.partition_index = 0, .error_code = ErrorCode::kNone},
+                      {.partition_index = 1, .error_code = ErrorCode::kOffsetMetadataTooLarge}}},
+      {.name = "payments",
+       .partitions = {{.partition_index = 2, .error_code = ErrorCode::kIllegalGeneration},
+                      {.partition_index = 3, .error_code = ErrorCode::kUnknownTopicOrPartition}}}};
   return m;
 }
 
@@ -445,7 +458,8 @@ Bytes OffsetCommitResponseGolden(int16_t v, bool) {
 // ------------------------------------------------------------------ OffsetFetch
 
 std::vector<OffsetFetchRequest::Topic> FetchTopics() {
-  return {{.name = "orders", .partition_indexes = {0, 1}}, {.name = "payments", .partition_indexes = {7, 8}}};
+  return {{.name = "orders", .partition_indexes = {0, 1}},
+          {.name = "payments", .partition_indexes = {7, 8}}};
 }
 
 void FetchTopicsGolden(Golden& g, bool f) {
@@ -498,11 +512,17 @@ Bytes OffsetFetchRequestGolden(int16_t v, bool nulls) {
       NStr(g, f, Opt(nulls, "member-1"));
       g.i32(4);
     }
-    if (nulls) g.a(f, -1); else FetchTopicsGolden(g, f);
+    if (nulls)
+      g.a(f, -1);
+    else
+      FetchTopicsGolden(g, f);
     g.t(f);
     g.s(f, "group-b");
     if (v >= 9) g.s(f, "member-2").i32(5);
-    if (nulls) g.a(f, -1); else FetchTopicsGolden(g, f);
+    if (nulls)
+      g.a(f, -1);
+    else
+      FetchTopicsGolden(g, f);
     g.t(f);
   }
   if (v >= 7) g.boolean(true);
@@ -548,8 +568,9 @@ OffsetFetchResponse OffsetFetchResponseSample(int16_t v, bool nulls) {
     if (v >= 2) m.error_code = ErrorCode::kCoordinatorLoadInProgress;
   }
   if (v >= 8) {
-    m.groups = {{.group_id = "group-a", .topics = FetchedTopics(v, nulls), .error_code = ErrorCode::kNone},
-                {.group_id = "group-b", .topics = {}, .error_code = ErrorCode::kGroupIdNotFound}};
+    m.groups = {
+        {.group_id = "group-a", .topics = FetchedTopics(v, nulls), .error_code = ErrorCode::kNone},
+        {.group_id = "group-b", .topics = {}, .error_code = ErrorCode::kGroupIdNotFound}};
   }
   return m;
 }
@@ -594,7 +615,8 @@ ListGroupsResponse ListGroupsResponseSample(int16_t v, bool) {
   ListGroupsResponse m;
   if (v >= 1) m.throttle_time_ms = 16;
   m.error_code = ErrorCode::kCoordinatorNotAvailable;
-  m.groups = {{.group_id = "group-a", .protocol_type = "consumer"}, {.group_id = "group-b", .protocol_type = ""}};
+  m.groups = {{.group_id = "group-a", .protocol_type = "consumer"},
+              {.group_id = "group-b", .protocol_type = ""}};
   if (v >= 4) {
     m.groups[0].group_state = "Stable";
     m.groups[1].group_state = "Empty";
@@ -649,10 +671,16 @@ DescribeGroupsResponse DescribeGroupsResponseSample(int16_t v, bool nulls) {
                                       .group_state = "Stable",
                                       .protocol_type = "consumer",
                                       .protocol_data = "range"};
-    grp.members = {{.member_id = "member-1", .client_id = "rdkafka", .client_host = "/10.0.0.1",
-                    .member_metadata = {1, 2}, .member_assignment = {3}},
-                   {.member_id = "member-2", .client_id = "java", .client_host = "/10.0.0.2",
-                    .member_metadata = {}, .member_assignment = {4, 5, 6}}};
+    grp.members = {{.member_id = "member-1",
+                    .client_id = "rdkafka",
+                    .client_host = "/10.0.0.1",
+                    .member_metadata = {1, 2},
+                    .member_assignment = {3}},
+                   {.member_id = "member-2",
+                    .client_id = "java",
+                    .client_host = "/10.0.0.2",
+                    .member_metadata = {},
+                    .member_assignment = {4, 5, 6}}};
     if (v >= 4) {
       grp.members[0].group_instance_id = Opt(nulls, "instance-1");
       grp.members[1].group_instance_id = "instance-2";
@@ -721,7 +749,7 @@ Bytes DeleteGroupsResponseGolden(int16_t v, bool) {
 // ------------------------------------------------------------------ specs
 
 #define GROUPS_SPEC(Name, Key) \
-  const Spec<Name> k##Name##Spec{#Name, ApiKey::Key, &Name##Sample, &Name##Golden}
+  const Spec<Name> k##Name##Spec { #Name, ApiKey::Key, &Name##Sample, &Name##Golden }
 
 GROUPS_SPEC(FindCoordinatorRequest, kFindCoordinator);
 GROUPS_SPEC(FindCoordinatorResponse, kFindCoordinator);
@@ -753,26 +781,48 @@ TEST(GroupsCodecTest, FindCoordinatorRequestMatchesGoldenInEveryVersion) {
 TEST(GroupsCodecTest, FindCoordinatorResponseMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kFindCoordinatorResponseSpec);
 }
-TEST(GroupsCodecTest, JoinGroupRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kJoinGroupRequestSpec); }
-TEST(GroupsCodecTest, JoinGroupResponseMatchesGoldenInEveryVersion) { CheckEveryVersion(kJoinGroupResponseSpec); }
-TEST(GroupsCodecTest, SyncGroupRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kSyncGroupRequestSpec); }
-TEST(GroupsCodecTest, SyncGroupResponseMatchesGoldenInEveryVersion) { CheckEveryVersion(kSyncGroupResponseSpec); }
-TEST(GroupsCodecTest, HeartbeatRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kHeartbeatRequestSpec); }
-TEST(GroupsCodecTest, HeartbeatResponseMatchesGoldenInEveryVersion) { CheckEveryVersion(kHeartbeatResponseSpec); }
-TEST(GroupsCodecTest, LeaveGroupRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kLeaveGroupRequestSpec); }
-TEST(GroupsCodecTest, LeaveGroupResponseMatchesGoldenInEveryVersion) { CheckEveryVersion(kLeaveGroupResponseSpec); }
+TEST(GroupsCodecTest, JoinGroupRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kJoinGroupRequestSpec);
+}
+TEST(GroupsCodecTest, JoinGroupResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kJoinGroupResponseSpec);
+}
+TEST(GroupsCodecTest, SyncGroupRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kSyncGroupRequestSpec);
+}
+TEST(GroupsCodecTest, SyncGroupResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kSyncGroupResponseSpec);
+}
+TEST(GroupsCodecTest, HeartbeatRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kHeartbeatRequestSpec);
+}
+TEST(GroupsCodecTest, HeartbeatResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kHeartbeatResponseSpec);
+}
+TEST(GroupsCodecTest, LeaveGroupRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kLeaveGroupRequestSpec);
+}
+TEST(GroupsCodecTest, LeaveGroupResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kLeaveGroupResponseSpec);
+}
 TEST(GroupsCodecTest, OffsetCommitRequestMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kOffsetCommitRequestSpec);
 }
 TEST(GroupsCodecTest, OffsetCommitResponseMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kOffsetCommitResponseSpec);
 }
-TEST(GroupsCodecTest, OffsetFetchRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kOffsetFetchRequestSpec); }
+TEST(GroupsCodecTest, OffsetFetchRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kOffsetFetchRequestSpec);
+}
 TEST(GroupsCodecTest, OffsetFetchResponseMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kOffsetFetchResponseSpec);
 }
-TEST(GroupsCodecTest, ListGroupsRequestMatchesGoldenInEveryVersion) { CheckEveryVersion(kListGroupsRequestSpec); }
-TEST(GroupsCodecTest, ListGroupsResponseMatchesGoldenInEveryVersion) { CheckEveryVersion(kListGroupsResponseSpec); }
+TEST(GroupsCodecTest, ListGroupsRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kListGroupsRequestSpec);
+}
+TEST(GroupsCodecTest, ListGroupsResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kListGroupsResponseSpec);
+}
 TEST(GroupsCodecTest, DescribeGroupsRequestMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kDescribeGroupsRequestSpec);
 }
@@ -797,9 +847,9 @@ TEST(GroupsCodecTest, GroupApisAdvertiseVersionZeroUpToTheCodecsMaximum) {
   };
   for (Want want : {Want{ApiKey::kOffsetCommit, 9, 8}, Want{ApiKey::kOffsetFetch, 9, 6},
                     Want{ApiKey::kFindCoordinator, 5, 3}, Want{ApiKey::kJoinGroup, 9, 6},
-                    Want{ApiKey::kHeartbeat, 4, 4}, Want{ApiKey::kLeaveGroup, 5, 4}, Want{ApiKey::kSyncGroup, 5, 4},
-                    Want{ApiKey::kDescribeGroups, 5, 5}, Want{ApiKey::kListGroups, 5, 3},
-                    Want{ApiKey::kDeleteGroups, 2, 2}}) {
+                    Want{ApiKey::kHeartbeat, 4, 4}, Want{ApiKey::kLeaveGroup, 5, 4},
+                    Want{ApiKey::kSyncGroup, 5, 4}, Want{ApiKey::kDescribeGroups, 5, 5},
+                    Want{ApiKey::kListGroups, 5, 3}, Want{ApiKey::kDeleteGroups, 2, 2}}) {
     auto api = FindApi(want.key);
     ASSERT_TRUE(api.has_value()) << ApiName(want.key);
     EXPECT_EQ(api->min, 0) << ApiName(want.key);
@@ -829,7 +879,8 @@ TEST(GroupsCodecTest, JoinGroupResponseNullProtocolNameIsWrittenEmptyBeforeV7) {
   m.protocol_name = std::nullopt;
   Bytes want = Golden().i32(0).i16(0).i32(-1).str("").str("").str("").arr(0).take();
   EXPECT_EQ(EncodeAt(m, 5), want);  // throttle, error, generation, name, leader, member, members
-  Bytes flexible = Golden().i32(0).i16(0).i32(-1).cnullstr().cnullstr().cstr("").cstr("").carr(0).tags().take();
+  Bytes flexible =
+      Golden().i32(0).i16(0).i32(-1).cnullstr().cnullstr().cstr("").cstr("").carr(0).tags().take();
   EXPECT_EQ(EncodeAt(m, 7), flexible);
 }
 
@@ -883,8 +934,16 @@ TEST(GroupsCodecTest, UnknownTaggedFieldsAreKeptAndWrittenBack) {
                     .carr(1)
                     .cstr("m")
                     .cbytes({7})
-                    .uvarint(1).uvarint(3).uvarint(2).i16(0x0102)  // tag 3, 2 bytes
-                    .uvarint(2).uvarint(0).uvarint(0).uvarint(200).uvarint(1).i8(9)  // tags 0 and 200
+                    .uvarint(1)
+                    .uvarint(3)
+                    .uvarint(2)
+                    .i16(0x0102)  // tag 3, 2 bytes
+                    .uvarint(2)
+                    .uvarint(0)
+                    .uvarint(0)
+                    .uvarint(200)
+                    .uvarint(1)
+                    .i8(9)  // tags 0 and 200
                     .take();
   SyncGroupRequest m;
   Status st = DecodeAt(bytes, 5, &m);
@@ -937,7 +996,8 @@ TEST(GroupsMalformedTest, ArrayCountBeyondTheBytesLeftFailsBeforeAllocating) {
   EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
   // Nested: one topic claiming a million partitions with 4 bytes left.
   OffsetCommitRequest c;
-  Bytes nested = Golden().cstr("g").i32(1).cstr("m").cnullstr().carr(1).cstr("t").carr(1000000).i32(0).take();
+  Bytes nested =
+      Golden().cstr("g").i32(1).cstr("m").cnullstr().carr(1).cstr("t").carr(1000000).i32(0).take();
   st = DecodeAt(nested, 8, &c);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
@@ -955,13 +1015,15 @@ TEST(GroupsMalformedTest, OverlongVarintInFlexibleVersionIsRejected) {
   ListGroupsRequest l;
   EXPECT_FALSE(DecodeAt(Golden().raw(overlong).take(), 3, &l).ok());  // tagged-field count
   JoinGroupRequest j;
-  Bytes in_array = Golden().cstr("g").i32(1).i32(2).cstr("m").cnullstr().cstr("consumer").raw(overlong).take();
+  Bytes in_array =
+      Golden().cstr("g").i32(1).i32(2).cstr("m").cnullstr().cstr("consumer").raw(overlong).take();
   EXPECT_FALSE(DecodeAt(in_array, 6, &j).ok());  // protocols count
 }
 
 TEST(GroupsMalformedTest, TagsOutOfOrderAreRejected) {
   HeartbeatResponse m;
-  Bytes bytes = Golden().i32(0).i16(0).uvarint(2).uvarint(5).uvarint(0).uvarint(1).uvarint(0).take();
+  Bytes bytes =
+      Golden().i32(0).i16(0).uvarint(2).uvarint(5).uvarint(0).uvarint(1).uvarint(0).take();
   EXPECT_FALSE(DecodeAt(bytes, 4, &m).ok());
 }
 
@@ -980,8 +1042,8 @@ void AddCases(std::vector<Case>* out, const Spec<M>& spec) {
   ApiVersionRange api = *FindApi(spec.key);
   for (int16_t v = api.min; v <= api.max; ++v) {
     for (bool nulls : {false, true}) {
-      out->push_back({fmt::format("{}_v{}{}", spec.name, v, nulls ? "_nulls" : ""), spec.golden(v, nulls),
-                      [v](std::span<const uint8_t> b) {
+      out->push_back({fmt::format("{}_v{}{}", spec.name, v, nulls ? "_nulls" : ""),
+                      spec.golden(v, nulls), [v](std::span<const uint8_t> b) {
                         Reader r(b);
                         M m;
                         return m.Decode(r, v);
@@ -1047,7 +1109,9 @@ TEST_P(GroupsGoldenTest, CorruptedBytesNeverCrash) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllGroupMessages, GroupsGoldenTest, ::testing::ValuesIn(AllCases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace sluice::kafka

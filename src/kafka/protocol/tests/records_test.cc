@@ -69,37 +69,37 @@ constexpr uint8_t kHandSnappyRawBatch[] = {
 
 // 210 bytes
 constexpr uint8_t kHandSnappyXerialBatch[] = {
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xff, 0xff, 0xff, 0xff,
-    0x02, 0x4d, 0xaf, 0x7e, 0x59, 0x00, 0x02, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01, 0x8b, 0xcf,
-    0xe5, 0x68, 0x00, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x14, 0xff, 0xff, 0xff, 0xff, 0xff,
-    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x05, 0x82, 0x53, 0x4e,
-    0x41, 0x50, 0x50, 0x59, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-    0x1f, 0x40, 0x5c, 0x7e, 0x00, 0x00, 0x00, 0x0a, 0x6b, 0x65, 0x79, 0x2d, 0x30, 0x68, 0x68, 0x65,
-    0x6c, 0x6c, 0x6f, 0x20, 0x73, 0x6c, 0x75, 0x69, 0x63, 0x65, 0x20, 0x9a, 0x0d, 0x00, 0x00, 0x00,
-    0x00, 0x00, 0x00, 0x43, 0x40, 0xf0, 0x3f, 0x54, 0x00, 0x0e, 0x02, 0x01, 0x26, 0x76, 0x61, 0x6c,
-    0x75, 0x65, 0x20, 0x77, 0x69, 0x74, 0x68, 0x6f, 0x75, 0x74, 0x20, 0x61, 0x20, 0x6b, 0x65, 0x79,
-    0x04, 0x0a, 0x74, 0x72, 0x61, 0x63, 0x65, 0x06, 0x61, 0x62, 0x63, 0x0a, 0x65, 0x6d, 0x70, 0x74,
-    0x79, 0x01, 0x0c, 0x00, 0x18, 0x04, 0x00, 0x00, 0x00, 0x16, 0x00, 0x28, 0x06, 0x0a, 0x6b, 0x65,
-    0x79, 0x2d, 0x33, 0x01, 0x00, 0x5c, 0x00, 0x00, 0x00, 0x00, 0x17, 0x2d, 0x30, 0x05, 0x08, 0x0a,
-    0x6b, 0x65, 0x79, 0x2d, 0x34, 0x40, 0x00, 0x01, 0x02, 0xff, 0x6e, 0x04, 0x00, 0x0c, 0x02, 0x02,
-    0x68, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xc6, 0xff, 0xff, 0xff,
+    0xff, 0x02, 0x4d, 0xaf, 0x7e, 0x59, 0x00, 0x02, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01,
+    0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x14, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00,
+    0x05, 0x82, 0x53, 0x4e, 0x41, 0x50, 0x50, 0x59, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+    0x00, 0x01, 0x00, 0x00, 0x00, 0x1f, 0x40, 0x5c, 0x7e, 0x00, 0x00, 0x00, 0x0a, 0x6b, 0x65,
+    0x79, 0x2d, 0x30, 0x68, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x73, 0x6c, 0x75, 0x69, 0x63,
+    0x65, 0x20, 0x9a, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x43, 0x40, 0xf0, 0x3f, 0x54,
+    0x00, 0x0e, 0x02, 0x01, 0x26, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x20, 0x77, 0x69, 0x74, 0x68,
+    0x6f, 0x75, 0x74, 0x20, 0x61, 0x20, 0x6b, 0x65, 0x79, 0x04, 0x0a, 0x74, 0x72, 0x61, 0x63,
+    0x65, 0x06, 0x61, 0x62, 0x63, 0x0a, 0x65, 0x6d, 0x70, 0x74, 0x79, 0x01, 0x0c, 0x00, 0x18,
+    0x04, 0x00, 0x00, 0x00, 0x16, 0x00, 0x28, 0x06, 0x0a, 0x6b, 0x65, 0x79, 0x2d, 0x33, 0x01,
+    0x00, 0x5c, 0x00, 0x00, 0x00, 0x00, 0x17, 0x2d, 0x30, 0x05, 0x08, 0x0a, 0x6b, 0x65, 0x79,
+    0x2d, 0x34, 0x40, 0x00, 0x01, 0x02, 0xff, 0x6e, 0x04, 0x00, 0x0c, 0x02, 0x02, 0x68, 0x00,
 };
 
 // 194 bytes
 constexpr uint8_t kCliLz4Batch[] = {
-    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xb6, 0xff, 0xff, 0xff, 0xff,
-    0x02, 0xa6, 0xd2, 0x85, 0xd7, 0x00, 0x03, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01, 0x8b, 0xcf,
-    0xe5, 0x68, 0x00, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x14, 0xff, 0xff, 0xff, 0xff, 0xff,
-    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x05, 0x04, 0x22, 0x4d,
-    0x18, 0x64, 0x40, 0xa7, 0x72, 0x00, 0x00, 0x00, 0xff, 0x09, 0x7e, 0x00, 0x00, 0x00, 0x0a, 0x6b,
-    0x65, 0x79, 0x2d, 0x30, 0x68, 0x68, 0x65, 0x6c, 0x6c, 0x6f, 0x20, 0x73, 0x6c, 0x75, 0x69, 0x63,
-    0x65, 0x20, 0x0d, 0x00, 0x14, 0xf1, 0x28, 0x00, 0x54, 0x00, 0x0e, 0x02, 0x01, 0x26, 0x76, 0x61,
-    0x6c, 0x75, 0x65, 0x20, 0x77, 0x69, 0x74, 0x68, 0x6f, 0x75, 0x74, 0x20, 0x61, 0x20, 0x6b, 0x65,
-    0x79, 0x04, 0x0a, 0x74, 0x72, 0x61, 0x63, 0x65, 0x06, 0x61, 0x62, 0x63, 0x0a, 0x65, 0x6d, 0x70,
-    0x74, 0x79, 0x01, 0x0c, 0x00, 0x18, 0x04, 0x00, 0x00, 0x00, 0x16, 0x00, 0x28, 0x06, 0x72, 0x00,
-    0x71, 0x33, 0x01, 0x00, 0x5c, 0x00, 0x05, 0x08, 0x0c, 0x00, 0x6f, 0x34, 0x40, 0x00, 0x01, 0x02,
-    0xff, 0x04, 0x00, 0x08, 0x50, 0xff, 0x02, 0x02, 0x68, 0x00, 0x00, 0x00, 0x00, 0x00, 0x52, 0x65,
-    0x4b, 0xc0,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xb6, 0xff, 0xff, 0xff,
+    0xff, 0x02, 0xa6, 0xd2, 0x85, 0xd7, 0x00, 0x03, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00, 0x01,
+    0x8b, 0xcf, 0xe5, 0x68, 0x00, 0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x14, 0xff, 0xff,
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00,
+    0x05, 0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 0x72, 0x00, 0x00, 0x00, 0xff, 0x09, 0x7e,
+    0x00, 0x00, 0x00, 0x0a, 0x6b, 0x65, 0x79, 0x2d, 0x30, 0x68, 0x68, 0x65, 0x6c, 0x6c, 0x6f,
+    0x20, 0x73, 0x6c, 0x75, 0x69, 0x63, 0x65, 0x20, 0x0d, 0x00, 0x14, 0xf1, 0x28, 0x00, 0x54,
+    0x00, 0x0e, 0x02, 0x01, 0x26, 0x76, 0x61, 0x6c, 0x75, 0x65, 0x20, 0x77, 0x69, 0x74, 0x68,
+    0x6f, 0x75, 0x74, 0x20, 0x61, 0x20, 0x6b, 0x65, 0x79, 0x04, 0x0a, 0x74, 0x72, 0x61, 0x63,
+    0x65, 0x06, 0x61, 0x62, 0x63, 0x0a, 0x65, 0x6d, 0x70, 0x74, 0x79, 0x01, 0x0c, 0x00, 0x18,
+    0x04, 0x00, 0x00, 0x00, 0x16, 0x00, 0x28, 0x06, 0x72, 0x00, 0x71, 0x33, 0x01, 0x00, 0x5c,
+    0x00, 0x05, 0x08, 0x0c, 0x00, 0x6f, 0x34, 0x40, 0x00, 0x01, 0x02, 0xff, 0x04, 0x00, 0x08,
+    0x50, 0xff, 0x02, 0x02, 0x68, 0x00, 0x00, 0x00, 0x00, 0x00, 0x52, 0x65, 0x4b, 0xc0,
 };
 
 // 183 bytes
@@ -123,28 +123,30 @@ constexpr uint8_t kCliZstdBatch[] = {
 //    08 09 0a = 0b 0c, timestamp delta 5) uncompressed and compressed by sarama with
 //    gzip (Go's compress/gzip), snappy (raw, golang/snappy) and lz4 (pierrec/lz4 frame).
 constexpr uint8_t kSaramaPlainBatch[] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 70, 0, 0, 0, 0, 2, 84, 121, 97, 253, 0, 0, 0, 0, 0, 0,
-    0, 0, 1, 88, 141, 205, 89, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 1, 40, 0, 10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12,
+    0,  0, 0, 0, 0, 0, 0, 0, 0, 0,  0,   70,  0,  0,  0, 0,  2, 84, 121, 97, 253,
+    0,  0, 0, 0, 0, 0, 0, 0, 1, 88, 141, 205, 89, 56, 0, 0,  0, 0,  0,   0,  0,
+    0,  0, 0, 0, 0, 0, 0, 0, 0, 0,  0,   0,   0,  0,  0, 0,  0, 0,  1,   40, 0,
+    10, 0, 8, 1, 2, 3, 4, 6, 5, 6,  7,   2,   6,  8,  9, 10, 4, 11, 12,
 };
 constexpr uint8_t kSaramaGzipBatch[] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 95, 0, 0, 0, 0, 2, 231, 74, 206, 165, 0, 1, 0, 0, 0, 0,
-    0, 0, 1, 88, 141, 205, 89, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 1, 31, 139, 8, 0, 0, 9, 110, 136, 0, 255, 0, 21, 0, 234, 255, 40, 0,
-    10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12, 3, 0, 173, 201, 88, 103,
-    21, 0, 0, 0,
+    0, 0,   0,   0, 0,   0,  0,  0,  0,   0,   0,   95,  0,   0,  0,   0,  2, 231, 74,  206, 165, 0,
+    1, 0,   0,   0, 0,   0,  0,  1,  88,  141, 205, 89,  56,  0,  0,   0,  0, 0,   0,   0,   0,   0,
+    0, 0,   0,   0, 0,   0,  0,  0,  0,   0,   0,   0,   0,   0,  0,   0,  1, 31,  139, 8,   0,   0,
+    9, 110, 136, 0, 255, 0,  21, 0,  234, 255, 40,  0,   10,  0,  8,   1,  2, 3,   4,   6,   5,   6,
+    7, 2,   6,   8, 9,   10, 4,  11, 12,  3,   0,   173, 201, 88, 103, 21, 0, 0,   0,
 };
 constexpr uint8_t kSaramaSnappyBatch[] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 72, 0, 0, 0, 0, 2, 21, 0, 159, 97, 0, 2, 0, 0, 0, 0,
-    0, 0, 1, 88, 141, 205, 89, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 1, 21, 80, 40, 0, 10, 0, 8, 1, 2, 3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4,
-    11, 12,
+    0,  0, 0,  0, 0, 0, 0, 0, 0, 0,  0,   72,  0,  0,  0, 0, 2, 21, 0, 159, 97,
+    0,  2, 0,  0, 0, 0, 0, 0, 1, 88, 141, 205, 89, 56, 0, 0, 0, 0,  0, 0,   0,
+    0,  0, 0,  0, 0, 0, 0, 0, 0, 0,  0,   0,   0,  0,  0, 0, 0, 0,  1, 21,  80,
+    40, 0, 10, 0, 8, 1, 2, 3, 4, 6,  5,   6,   7,  2,  6, 8, 9, 10, 4, 11,  12,
 };
 constexpr uint8_t kSaramaLz4Batch[] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 89, 0, 0, 0, 0, 2, 169, 74, 119, 197, 0, 3, 0, 0, 0, 0,
-    0, 0, 1, 88, 141, 205, 89, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 1, 4, 34, 77, 24, 100, 112, 185, 21, 0, 0, 128, 40, 0, 10, 0, 8, 1, 2,
-    3, 4, 6, 5, 6, 7, 2, 6, 8, 9, 10, 4, 11, 12, 0, 0, 0, 0, 12, 59, 239, 146,
+    0,  0,  0,   0,   0,   0,  0, 0,  0,   0,  0,   89,  0,  0,  0,  0,   2,   169, 74, 119, 197,
+    0,  3,  0,   0,   0,   0,  0, 0,  1,   88, 141, 205, 89, 56, 0,  0,   0,   0,   0,  0,   0,
+    0,  0,  0,   0,   0,   0,  0, 0,  0,   0,  0,   0,   0,  0,  0,  0,   0,   0,   1,  4,   34,
+    77, 24, 100, 112, 185, 21, 0, 0,  128, 40, 0,   10,  0,  8,  1,  2,   3,   4,   6,  5,   6,
+    7,  2,  6,   8,   9,   10, 4, 11, 12,  0,  0,   0,   0,  12, 59, 239, 146,
 };
 
 // A decoded record with owned bytes, for comparisons.
@@ -165,8 +167,8 @@ std::optional<std::string> Str(const std::optional<std::span<const uint8_t>>& b)
 void PrintTo(const Owned& r, std::ostream* os) {
   *os << "{ts " << r.timestamp_delta << ", off " << r.offset_delta << ", key "
       << (r.key ? "'" + *r.key + "'" : "null") << ", value "
-      << (r.value ? std::to_string(r.value->size()) + " bytes" : "null") << ", "
-      << r.headers.size() << " headers}";
+      << (r.value ? std::to_string(r.value->size()) + " bytes" : "null") << ", " << r.headers.size()
+      << " headers}";
 }
 
 Owned Own(const Record& r) {
@@ -227,7 +229,8 @@ std::vector<Owned> MixedRecords(int n, uint32_t seed) {
       r.value = v;
     }
     for (uint32_t h = 0; h < rng() % 3; ++h) {
-      r.headers.emplace_back("h" + std::to_string(h), h == 1 ? std::nullopt : std::optional<std::string>("x"));
+      r.headers.emplace_back("h" + std::to_string(h),
+                             h == 1 ? std::nullopt : std::optional<std::string>("x"));
     }
     out.push_back(std::move(r));
   }
@@ -266,7 +269,8 @@ void Reseal(std::vector<uint8_t>* batch) {
 
 // A v2 batch around an arbitrary records section (already compressed, or not), with a
 // consistent count / last offset delta and a correct CRC.
-std::vector<uint8_t> RawBatch(std::span<const uint8_t> payload, int32_t count, uint16_t attributes = 0) {
+std::vector<uint8_t> RawBatch(std::span<const uint8_t> payload, int32_t count,
+                              uint16_t attributes = 0) {
   std::vector<uint8_t> b = BuildBatch({}, {});
   b.resize(storage::kBatchHeaderSize);
   storage::StoreBE16(b.data() + storage::kAttributesOffset, attributes);
@@ -303,7 +307,14 @@ std::vector<uint8_t> Framed(const std::vector<uint8_t>& body) {
 
 // A well-formed record body: attributes, ts delta, `offset_delta`, key "k", value "v", no headers.
 std::vector<uint8_t> Body(int offset_delta) {
-  return Cat({{0}, Varint(0), Varint(offset_delta), Varint(1), Bytes("k"), Varint(1), Bytes("v"), Varint(0)});
+  return Cat({{0},
+              Varint(0),
+              Varint(offset_delta),
+              Varint(1),
+              Bytes("k"),
+              Varint(1),
+              Bytes("v"),
+              Varint(0)});
 }
 
 constexpr Compression kCodecs[] = {Compression::kNone, Compression::kGzip, Compression::kSnappy,
@@ -338,9 +349,9 @@ TEST(CompressionTest, RoundTripsEveryCodec) {
 TEST(CompressionTest, RoundTripsAtEveryAcceptedLevelBound) {
   std::vector<uint8_t> in = Texty(20'000, 3);
   const std::pair<Compression, int> levels[] = {
-      {Compression::kGzip, 0},  {Compression::kGzip, 9},  {Compression::kLz4, 0},
-      {Compression::kLz4, 12},  {Compression::kLz4, 17},  {Compression::kZstd, -5},
-      {Compression::kZstd, 1},  {Compression::kZstd, 19}, {Compression::kSnappy, 5}};
+      {Compression::kGzip, 0}, {Compression::kGzip, 9},  {Compression::kLz4, 0},
+      {Compression::kLz4, 12}, {Compression::kLz4, 17},  {Compression::kZstd, -5},
+      {Compression::kZstd, 1}, {Compression::kZstd, 19}, {Compression::kSnappy, 5}};
   for (auto [c, level] : levels) {
     SCOPED_TRACE(fmt::format("{} level {}", CompressionName(c), level));
     Result<std::vector<uint8_t>> packed = Compress(c, in, level);
@@ -372,9 +383,9 @@ TEST(CompressionTest, CompressWritesTheFramingKafkaClientsRead) {
   EXPECT_EQ(std::memcmp(sn->data(), xerial_header, sizeof xerial_header), 0);
   auto lz = Compress(Compression::kLz4, in);
   ASSERT_TRUE(lz.ok());
-  EXPECT_EQ(storage::LoadBE32(lz->data()), 0x04224D18u);       // frame magic, little-endian
-  EXPECT_NE((*lz)[4] & 0x20, 0);                             // FLG: independent blocks
-  EXPECT_EQ((*lz)[5] & 0x70, 0x40);                          // BD: 64 KiB blocks
+  EXPECT_EQ(storage::LoadBE32(lz->data()), 0x04224D18u);  // frame magic, little-endian
+  EXPECT_NE((*lz)[4] & 0x20, 0);                          // FLG: independent blocks
+  EXPECT_EQ((*lz)[5] & 0x70, 0x40);                       // BD: 64 KiB blocks
   auto zs = Compress(Compression::kZstd, in);
   ASSERT_TRUE(zs.ok());
   EXPECT_EQ(storage::LoadBE32(zs->data()), 0x28B52FFDu);
@@ -390,7 +401,8 @@ TEST(CompressionTest, OutputPastMaxOutputIsResourceExhausted) {
     auto small = Decompress(c, *packed, 512 << 10);
     EXPECT_EQ(small.status().code(), StatusCode::kResourceExhausted) << small.status().ToString();
     EXPECT_THAT(small.status().message(), HasSubstr("more than 524288 bytes"));
-    EXPECT_EQ(Decompress(c, *packed, zeros.size() - 1).status().code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(Decompress(c, *packed, zeros.size() - 1).status().code(),
+              StatusCode::kResourceExhausted);
     auto exact = Decompress(c, *packed, zeros.size());
     ASSERT_TRUE(exact.ok()) << exact.status().ToString();
     EXPECT_EQ(exact->size(), zeros.size());
@@ -401,9 +413,9 @@ TEST(CompressionTest, OutputPastMaxOutputIsResourceExhausted) {
 // Raw snappy written by hand from format_description.txt: "SNAPPY" x 50 (300 bytes) is
 // length 300 (varint ac 02), a 6-byte literal (tag (6-1)<<2), then copies with a 2-byte
 // offset of 6: four of 64 bytes (tag (63<<2)|2 = 0xfe) and one of 38 (tag (37<<2)|2).
-const std::vector<uint8_t> kHandRawSnappy = {
-    0xac, 0x02, 0x14, 'S', 'N', 'A', 'P', 'P', 'Y', 0xfe, 0x06, 0x00, 0xfe, 0x06, 0x00,
-    0xfe, 0x06, 0x00, 0xfe, 0x06, 0x00, 0x96, 0x06, 0x00};
+const std::vector<uint8_t> kHandRawSnappy = {0xac, 0x02, 0x14, 'S',  'N',  'A',  'P',  'P',
+                                             'Y',  0xfe, 0x06, 0x00, 0xfe, 0x06, 0x00, 0xfe,
+                                             0x06, 0x00, 0xfe, 0x06, 0x00, 0x96, 0x06, 0x00};
 
 TEST(CompressionTest, SnappyDeclaredLengthIsCheckedBeforeAllocating) {
   // A raw snappy block claiming 4 GiB - 1 of output from 7 bytes: a lie, whatever the limit.
@@ -456,7 +468,8 @@ TEST(CompressionTest, TruncatedStreamIsCorruption) {
     auto packed = Compress(c, in);
     ASSERT_TRUE(packed.ok());
     for (size_t keep : {packed->size() - 1, packed->size() / 2, size_t{10}}) {
-      SCOPED_TRACE(fmt::format("{} cut to {} of {} bytes", CompressionName(c), keep, packed->size()));
+      SCOPED_TRACE(
+          fmt::format("{} cut to {} of {} bytes", CompressionName(c), keep, packed->size()));
       auto r = Decompress(c, std::span(*packed).first(keep), 1 << 20);
       EXPECT_EQ(r.status().code(), StatusCode::kCorruption) << r.status().ToString();
     }
@@ -477,7 +490,8 @@ TEST(CompressionTest, BytesAfterTheStreamAreCorruption) {
 
 TEST(CompressionTest, ConcatenatedGzipMembersAndFramesDecodeAsOneStream) {
   std::vector<uint8_t> a = Bytes("first part, "), b = Bytes("second part");
-  for (Compression c : {Compression::kGzip, Compression::kLz4, Compression::kZstd, Compression::kSnappy}) {
+  for (Compression c :
+       {Compression::kGzip, Compression::kLz4, Compression::kZstd, Compression::kSnappy}) {
     SCOPED_TRACE(CompressionName(c));
     auto pa = Compress(c, a), pb = Compress(c, b);
     ASSERT_TRUE(pa.ok() && pb.ok());
@@ -525,9 +539,11 @@ TEST(CompressionTest, SnappyXerialBlockLengthPastTheEndIsCorruption) {
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
   EXPECT_THAT(r.status().message(), HasSubstr("says 256 bytes"));
   std::vector<uint8_t> negative = Cat({header, {0x80, 0, 0, 0}, kHandRawSnappy});
-  EXPECT_EQ(Decompress(Compression::kSnappy, negative, 1 << 20).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(Decompress(Compression::kSnappy, negative, 1 << 20).status().code(),
+            StatusCode::kCorruption);
   std::vector<uint8_t> short_header(header.begin(), header.begin() + 12);
-  EXPECT_EQ(Decompress(Compression::kSnappy, short_header, 1 << 20).status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(Decompress(Compression::kSnappy, short_header, 1 << 20).status().code(),
+            StatusCode::kCorruption);
 }
 
 TEST(CompressionTest, Lz4LinkedBlocksAreRejectedLikeKafka) {
@@ -713,11 +729,14 @@ TEST(RecordsTest, EmptyBatchIsInvalid) {
 
 TEST(RecordsInteropTest, BatchesCompressedOutsideSluiceValidateAndDecode) {
   const std::pair<const char*, std::span<const uint8_t>> vectors[] = {
-      {"gzip CLI", kCliGzipBatch},          {"raw snappy by hand", kHandSnappyRawBatch},
-      {"xerial snappy by hand", kHandSnappyXerialBatch}, {"lz4 CLI", kCliLz4Batch},
+      {"gzip CLI", kCliGzipBatch},
+      {"raw snappy by hand", kHandSnappyRawBatch},
+      {"xerial snappy by hand", kHandSnappyXerialBatch},
+      {"lz4 CLI", kCliLz4Batch},
       {"zstd CLI (no content size)", kCliZstdBatch}};
-  const Compression expected_codec[] = {Compression::kGzip, Compression::kSnappy, Compression::kSnappy,
-                                        Compression::kLz4, Compression::kZstd};
+  const Compression expected_codec[] = {Compression::kGzip, Compression::kSnappy,
+                                        Compression::kSnappy, Compression::kLz4,
+                                        Compression::kZstd};
   for (size_t i = 0; i < std::size(vectors); ++i) {
     auto [name, batch] = vectors[i];
     SCOPED_TRACE(name);
@@ -744,16 +763,22 @@ TEST(RecordsInteropTest, OurEncoderMatchesTheIndependentRecordsEncoding) {
   // be identical to the Python encoding the vectors carry.
   const std::vector<Owned> records = InteropRecords();
   std::vector<uint8_t> ours = BuildBatch({}, Inputs(records));
-  auto theirs = Decompress(Compression::kZstd, std::span(kCliZstdBatch).subspan(storage::kBatchHeaderSize), 1 << 20);
+  auto theirs = Decompress(Compression::kZstd,
+                           std::span(kCliZstdBatch).subspan(storage::kBatchHeaderSize), 1 << 20);
   ASSERT_TRUE(theirs.ok());
   EXPECT_EQ(Vec(std::span(ours).subspan(storage::kBatchHeaderSize)), *theirs);
 }
 
 TEST(RecordsInteropTest, SaramaBatchesValidateAndDecode) {
   const std::pair<const char*, std::span<const uint8_t>> vectors[] = {
-      {"plain", kSaramaPlainBatch}, {"gzip", kSaramaGzipBatch},
-      {"snappy", kSaramaSnappyBatch}, {"lz4", kSaramaLz4Batch}};
-  const Owned expected{5, 0, std::string("\x01\x02\x03\x04"), std::string("\x05\x06\x07"),
+      {"plain", kSaramaPlainBatch},
+      {"gzip", kSaramaGzipBatch},
+      {"snappy", kSaramaSnappyBatch},
+      {"lz4", kSaramaLz4Batch}};
+  const Owned expected{5,
+                       0,
+                       std::string("\x01\x02\x03\x04"),
+                       std::string("\x05\x06\x07"),
                        {{std::string("\x08\x09\x0a"), std::string("\x0b\x0c")}}};
   for (auto [name, batch] : vectors) {
     SCOPED_TRACE(name);
@@ -799,7 +824,8 @@ TEST(RecordsMalformedTest, TruncatedRecords) {
 }
 
 TEST(RecordsMalformedTest, RecordLengthLongerThanTheBatch) {
-  ExpectInvalid(RawBatch(Cat({Varint(1000), Body(0)}), 1), "record length: 1000 is longer than the");
+  ExpectInvalid(RawBatch(Cat({Varint(1000), Body(0)}), 1),
+                "record length: 1000 is longer than the");
 }
 
 TEST(RecordsMalformedTest, NegativeRecordLength) {
@@ -819,28 +845,48 @@ TEST(RecordsMalformedTest, RecordLengthShorterThanItsFields) {
 
 TEST(RecordsMalformedTest, NegativeFieldLengths) {
   // Key length -2 (only -1 means null).
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-2), Varint(-1), Varint(0)})), 1),
-                "key: length -2 is negative");
+  ExpectInvalid(
+      RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-2), Varint(-1), Varint(0)})), 1),
+      "key: length -2 is negative");
   // Value length -7.
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-7), Varint(0)})), 1),
-                "value: length -7 is negative");
+  ExpectInvalid(
+      RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-7), Varint(0)})), 1),
+      "value: length -7 is negative");
   // Header count -1.
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1), Varint(-1)})), 1),
-                "header count: -1 is negative");
+  ExpectInvalid(
+      RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1), Varint(-1)})), 1),
+      "header count: -1 is negative");
   // A null header key.
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1), Varint(1),
-                                     Varint(-1), Varint(-1)})), 1),
+  ExpectInvalid(RawBatch(Framed(Cat({{0},
+                                     Varint(0),
+                                     Varint(0),
+                                     Varint(-1),
+                                     Varint(-1),
+                                     Varint(1),
+                                     Varint(-1),
+                                     Varint(-1)})),
+                         1),
                 "header key: null");
   // A header value length past the record.
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1), Varint(1),
-                                     Varint(1), Bytes("h"), Varint(50)})), 1),
+  ExpectInvalid(RawBatch(Framed(Cat({{0},
+                                     Varint(0),
+                                     Varint(0),
+                                     Varint(-1),
+                                     Varint(-1),
+                                     Varint(1),
+                                     Varint(1),
+                                     Bytes("h"),
+                                     Varint(50)})),
+                         1),
                 "header value: length 50 is longer than the 0 bytes left in the record");
 }
 
 TEST(RecordsMalformedTest, HeaderCountThatCannotFit) {
-  ExpectInvalid(RawBatch(Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1),
-                                     Varint(1'000'000'000)})), 1),
-                "1000000000 headers cannot fit");
+  ExpectInvalid(
+      RawBatch(
+          Framed(Cat({{0}, Varint(0), Varint(0), Varint(-1), Varint(-1), Varint(1'000'000'000)})),
+          1),
+      "1000000000 headers cannot fit");
 }
 
 TEST(RecordsMalformedTest, OverlongAndOverflowingVarints) {
@@ -848,10 +894,11 @@ TEST(RecordsMalformedTest, OverlongAndOverflowingVarints) {
   ExpectInvalid(RawBatch(Cat({{0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, Body(0)}), 1),
                 "varint longer than 5 bytes");
   // Five bytes whose last carries bits past 32.
-  ExpectInvalid(RawBatch(Cat({{0x80, 0x80, 0x80, 0x80, 0x10}, Body(0)}), 1), "does not fit in 32 bits");
+  ExpectInvalid(RawBatch(Cat({{0x80, 0x80, 0x80, 0x80, 0x10}, Body(0)}), 1),
+                "does not fit in 32 bits");
   // An 11-byte varlong timestamp delta.
-  std::vector<uint8_t> body = Cat({{0}, std::vector<uint8_t>(10, 0xff), {0x01}, Varint(0), Varint(-1),
-                                   Varint(-1), Varint(0)});
+  std::vector<uint8_t> body = Cat(
+      {{0}, std::vector<uint8_t>(10, 0xff), {0x01}, Varint(0), Varint(-1), Varint(-1), Varint(0)});
   ExpectInvalid(RawBatch(Framed(body), 1), "timestamp delta: varint longer than 10 bytes");
 }
 
@@ -910,7 +957,8 @@ TEST(RecordsMalformedTest, UnknownCodecIsUnsupportedCompressionType) {
     EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
     EXPECT_THAT(st.message(), HasSubstr(fmt::format("codec {}", codec)));
     EXPECT_EQ(RecordsErrorCode(st), ErrorCode::kUnsupportedCompressionType);
-    EXPECT_EQ(ForEachRecord(batch, 1 << 20, [](const Record&) {}).code(), StatusCode::kUnimplemented);
+    EXPECT_EQ(ForEachRecord(batch, 1 << 20, [](const Record&) {}).code(),
+              StatusCode::kUnimplemented);
   }
 }
 
@@ -940,7 +988,8 @@ TEST(RecordsMalformedTest, DecompressionPastTheLimitIsMessageTooLarge) {
     Status st = ValidateRecords(batch, opts);
     EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
     EXPECT_EQ(RecordsErrorCode(st), ErrorCode::kMessageTooLarge);
-    EXPECT_EQ(ForEachRecord(batch, 256 << 10, [](const Record&) {}).code(), StatusCode::kResourceExhausted);
+    EXPECT_EQ(ForEachRecord(batch, 256 << 10, [](const Record&) {}).code(),
+              StatusCode::kResourceExhausted);
     opts.max_decompressed_bytes = 2 << 20;
     EXPECT_TRUE(ValidateRecords(batch, opts).ok());
   }
@@ -963,26 +1012,30 @@ TEST(RecordsMalformedTest, TrailingBytesAfterTheLastRecord) {
     SCOPED_TRACE(CompressionName(c));
     auto packed = Compress(c, records);
     ASSERT_TRUE(packed.ok());
-    ExpectInvalid(RawBatch(*packed, 2, static_cast<uint16_t>(c)), "3 bytes follow the last of the 2 records");
+    ExpectInvalid(RawBatch(*packed, 2, static_cast<uint16_t>(c)),
+                  "3 bytes follow the last of the 2 records");
   }
 }
 
 TEST(RecordsMalformedTest, ErrorsSayWhere) {
   // The second record's key length is -3: the message names the record and the byte.
   std::vector<uint8_t> first = Framed(Body(0));
-  std::vector<uint8_t> bad = Framed(Cat({{0}, Varint(0), Varint(1), Varint(-3), Varint(-1), Varint(0)}));
+  std::vector<uint8_t> bad =
+      Framed(Cat({{0}, Varint(0), Varint(1), Varint(-3), Varint(-1), Varint(0)}));
   std::vector<uint8_t> batch = RawBatch(Cat({first, bad}), 2);
   // Record 1 starts after record 0; its key length is 4 bytes into its body (length
   // varint, attributes, timestamp delta, offset delta).
   size_t key_at = storage::kBatchHeaderSize + first.size() + 1 + 3;
   Status st = ValidateRecords(batch, Opts());
-  EXPECT_EQ(st.message(), fmt::format("record 1 at byte {} of the batch: key: length -3 is negative", key_at));
+  EXPECT_EQ(st.message(),
+            fmt::format("record 1 at byte {} of the batch: key: length -3 is negative", key_at));
   auto packed = Compress(Compression::kGzip, Cat({first, bad}));
   ASSERT_TRUE(packed.ok());
   st = ValidateRecords(RawBatch(*packed, 2, 1), Opts());
   EXPECT_EQ(st.message(),
-            fmt::format("record 1 at byte {} of the decompressed gzip records: key: length -3 is negative",
-                        key_at - storage::kBatchHeaderSize));
+            fmt::format(
+                "record 1 at byte {} of the decompressed gzip records: key: length -3 is negative",
+                key_at - storage::kBatchHeaderSize));
 }
 
 // =======================================================================================
@@ -1017,7 +1070,8 @@ TEST(RecordsValidateTest, ProducerIdNeedsABaseSequence) {
   EXPECT_THAT(st.message(), HasSubstr("producer id 12 has a negative base sequence -1"));
 }
 
-std::vector<uint8_t> BatchAt(int64_t base_timestamp, std::vector<int64_t> deltas, bool log_append = false) {
+std::vector<uint8_t> BatchAt(int64_t base_timestamp, std::vector<int64_t> deltas,
+                             bool log_append = false) {
   BatchBuilderOptions o;
   o.base_timestamp = base_timestamp;
   o.log_append_time = log_append;
@@ -1063,7 +1117,8 @@ TEST(RecordsValidateTest, ProducerMayNotSetLogAppendTime) {
   o.log_append_time = true;
   o.max_timestamp = -1;
   RecordInput in;
-  EXPECT_EQ(ValidateRecords(BuildBatch(o, std::span(&in, 1)), opts).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(ValidateRecords(BuildBatch(o, std::span(&in, 1)), opts).code(),
+            StatusCode::kOutOfRange);
 }
 
 TEST(RecordsValidateTest, CompactedTopicsNeedKeys) {

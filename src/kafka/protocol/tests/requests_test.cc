@@ -10,8 +10,15 @@ namespace {
 using testing::Golden;
 
 TEST(DecodeRequestTest, ApiVersionsV3WithHeaderV2) {
-  auto frame = Golden().i16(18).i16(3).i32(7).str("client").tags()  // header v2
-                   .cstr("sluice-test").cstr("1.0").tags()             // body
+  auto frame = Golden()
+                   .i16(18)
+                   .i16(3)
+                   .i32(7)
+                   .str("client")
+                   .tags()  // header v2
+                   .cstr("sluice-test")
+                   .cstr("1.0")
+                   .tags()  // body
                    .take();
   DecodeOutcome out = DecodeRequest(frame);
   ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
@@ -57,7 +64,8 @@ TEST(DecodeRequestTest, TruncatedBodyIsMalformedAndNamesTheApi) {
   auto frame = Golden().i16(3).i16(1).i32(1).nullstr().arr(3).str("a").take();
   DecodeOutcome out = DecodeRequest(frame);
   EXPECT_EQ(out.problem, RequestProblem::kMalformed);
-  EXPECT_NE(out.status.message().find("Metadata v1 request"), std::string::npos) << out.status.ToString();
+  EXPECT_NE(out.status.message().find("Metadata v1 request"), std::string::npos)
+      << out.status.ToString();
 }
 
 TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {

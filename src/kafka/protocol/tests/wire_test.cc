@@ -35,7 +35,8 @@ TEST(WireTest, VarintsZigZagAndUnsigned) {
   w.Varint(150);
   w.UnsignedVarint(300);
   w.Varlong(INT64_MIN);
-  EXPECT_EQ(std::vector<uint8_t>(out.begin(), out.begin() + 6), B({0x01, 0xac, 0x02, 0xac, 0x02, 0xff}));
+  EXPECT_EQ(std::vector<uint8_t>(out.begin(), out.begin() + 6),
+            B({0x01, 0xac, 0x02, 0xac, 0x02, 0xff}));
   Reader r(out);
   EXPECT_EQ(r.Varint("a"), -1);
   EXPECT_EQ(r.Varint("b"), 150);

@@ -76,20 +76,24 @@ class CatalogTest : public ::testing::Test {
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(db).value();
     conn_ = Connect();
-    ASSERT_TRUE(conn_->Execute(
-        "CREATE TABLE orders(id BIGINT PRIMARY KEY, customer TEXT NOT NULL, amount NUMERIC(10,2),"
-        " qty INT DEFAULT 1, ok BOOLEAN, day DATE, ts TIMESTAMP, price DOUBLE PRECISION);"
-        "CREATE SCHEMA sales; CREATE TABLE sales.items(sku TEXT, n SMALLINT);"
-        "CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 100;"
-        "COMMENT ON TABLE orders IS 'all orders'; COMMENT ON COLUMN orders.amount IS 'in EUR';")
-                    .ok());
+    ASSERT_TRUE(
+        conn_
+            ->Execute(
+                "CREATE TABLE orders(id BIGINT PRIMARY KEY, customer TEXT NOT NULL, amount "
+                "NUMERIC(10,2),"
+                " qty INT DEFAULT 1, ok BOOLEAN, day DATE, ts TIMESTAMP, price DOUBLE PRECISION);"
+                "CREATE SCHEMA sales; CREATE TABLE sales.items(sku TEXT, n SMALLINT);"
+                "CREATE VIEW big_orders AS SELECT id, amount FROM orders WHERE amount > 100;"
+                "COMMENT ON TABLE orders IS 'all orders'; COMMENT ON COLUMN orders.amount IS 'in "
+                "EUR';")
+            .ok());
     Status installed = InstallCatalog(*conn_);
     ASSERT_TRUE(installed.ok()) << installed.ToString();
     // Postgres's oids in the fixtures (their headers) mapped to this database's.
     for (const auto& [pg_oid, name] : std::map<std::string, std::string>{
              {"16384", "orders"}, {"16393", "items"}, {"16398", "big_orders"}}) {
-      auto r = conn_->QueryText(
-          "SELECT oid FROM pg_class WHERE relname = " + duck::QuoteLiteral(name));
+      auto r =
+          conn_->QueryText("SELECT oid FROM pg_class WHERE relname = " + duck::QuoteLiteral(name));
       ASSERT_TRUE(r.ok() && r->size() == 1) << name;
       oids_[pg_oid] = *(*r)[0][0];
     }
@@ -106,12 +110,14 @@ class CatalogTest : public ::testing::Test {
   std::vector<Rows> RunFixture(const std::string& name) {
     std::vector<Rows> results;
     for (std::string stmt : Statements(ReadFixture(name))) {
-      for (const auto& [pg_oid, oid] : oids_) stmt = Replace(stmt, "'" + pg_oid + "'", "'" + oid + "'");
+      for (const auto& [pg_oid, oid] : oids_)
+        stmt = Replace(stmt, "'" + pg_oid + "'", "'" + oid + "'");
       auto sql = RewriteForDuckDB(stmt);
       EXPECT_TRUE(sql.ok()) << sql.status().ToString();
       if (!sql.ok()) break;
       auto rows = conn_->QueryText(*sql);
-      EXPECT_TRUE(rows.ok()) << name << ": " << rows.status().ToString() << "\n--- rewritten:\n" << *sql;
+      EXPECT_TRUE(rows.ok()) << name << ": " << rows.status().ToString() << "\n--- rewritten:\n"
+                             << *sql;
       results.push_back(rows.ok() ? *rows : Rows{});
     }
     return results;
@@ -278,8 +284,9 @@ TEST_F(CatalogTest, RegclassOfAParameterLooksTheNameUp) {
 }
 
 TEST_F(CatalogTest, CommentsShowAsDescriptions) {
-  auto r = Query("SELECT obj_description('orders'::regclass, 'pg_class'), "
-                 "col_description('orders'::regclass, 3), col_description('orders'::regclass, 1)");
+  auto r = Query(
+      "SELECT obj_description('orders'::regclass, 'pg_class'), "
+      "col_description('orders'::regclass, 3), col_description('orders'::regclass, 1)");
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(*r[0][0], "all orders");
   EXPECT_EQ(*r[0][1], "in EUR");
@@ -300,7 +307,8 @@ TEST_F(CatalogTest, EachSessionHasItsOwnCatalogAndDuckDbKeepsItsOwn) {
   ASSERT_TRUE(v.ok());
   EXPECT_EQ((*v)[0][0]->rfind("v", 0), 0u);
   ASSERT_TRUE(InstallCatalog(*other, {.user = "alice"}).ok());
-  auto owner = other->QueryText("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'orders'");
+  auto owner =
+      other->QueryText("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 'orders'");
   ASSERT_TRUE(owner.ok());
   EXPECT_EQ(*(*owner)[0][0], "alice");
   // Installing twice is fine (CREATE OR REPLACE).
@@ -308,9 +316,13 @@ TEST_F(CatalogTest, EachSessionHasItsOwnCatalogAndDuckDbKeepsItsOwn) {
 }
 
 TEST_F(CatalogTest, AttributeTypesMatchPgTypesForDuckDbColumns) {
-  ASSERT_TRUE(conn_->Execute(
-      "CREATE TABLE types(a TINYINT, b INTEGER[], c VARCHAR, d BLOB, e TIMESTAMPTZ, f UUID,"
-      " g INTERVAL, h STRUCT(x INT), i DECIMAL(18,3)[], j HUGEINT, k FLOAT, l TIME, m JSON)").ok());
+  ASSERT_TRUE(
+      conn_
+          ->Execute(
+              "CREATE TABLE types(a TINYINT, b INTEGER[], c VARCHAR, d BLOB, e TIMESTAMPTZ, f UUID,"
+              " g INTERVAL, h STRUCT(x INT), i DECIMAL(18,3)[], j HUGEINT, k FLOAT, l TIME, m "
+              "JSON)")
+          .ok());
   auto r = Query(
       "SELECT a.attname, a.atttypid, t.typname, pg_catalog.format_type(a.atttypid, a.atttypmod) "
       "FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
@@ -340,9 +352,11 @@ TEST_F(CatalogTest, AttributeTypesMatchPgTypesForDuckDbColumns) {
 }
 
 TEST_F(CatalogTest, InformationSchemaDoesNotShowTheEmulation) {
-  auto r = Query("SELECT table_schema, table_name, table_type FROM information_schema.tables "
-                 "ORDER BY 1, 2");
-  EXPECT_EQ(RowsText(r), "main | big_orders | VIEW\nmain | orders | BASE TABLE\nsales | items | BASE TABLE\n");
+  auto r = Query(
+      "SELECT table_schema, table_name, table_type FROM information_schema.tables "
+      "ORDER BY 1, 2");
+  EXPECT_EQ(RowsText(r),
+            "main | big_orders | VIEW\nmain | orders | BASE TABLE\nsales | items | BASE TABLE\n");
   auto c = Query("SELECT count(*) FROM information_schema.columns WHERE table_catalog = 'temp'");
   EXPECT_EQ(RowsText(c), "0\n");
 }
@@ -365,18 +379,18 @@ TEST_F(CatalogTest, DPlusTableShowsColumnComments) {
   auto r = RunFixture("dplus_table.sql");
   ASSERT_EQ(r.size(), 9u);
   ASSERT_EQ(r[2].size(), 8u);
-  EXPECT_EQ(*r[2][2].back(), "in EUR");   // amount's col_description
+  EXPECT_EQ(*r[2][2].back(), "in EUR");  // amount's col_description
   EXPECT_FALSE(r[2][0].back().has_value());
 }
 
 TEST_F(CatalogTest, ExternalRelationsShowLikeTables) {
-  ExternalRelation events{.schema = "lake.sales",
-                          .name = "events",
-                          .columns = {{.name = "id", .duckdb_type = "BIGINT", .nullable = false},
-                                      {.name = "payload", .duckdb_type = "VARCHAR"},
-                                      {.name = "amount", .duckdb_type = "DECIMAL(12,4)",
-                                       .comment = "net"}},
-                          .comment = "from the lake"};
+  ExternalRelation events{
+      .schema = "lake.sales",
+      .name = "events",
+      .columns = {{.name = "id", .duckdb_type = "BIGINT", .nullable = false},
+                  {.name = "payload", .duckdb_type = "VARCHAR"},
+                  {.name = "amount", .duckdb_type = "DECIMAL(12,4)", .comment = "net"}},
+      .comment = "from the lake"};
   ASSERT_TRUE(SetExternalRelations(*conn_, {events}).ok());
   oids_["16406"] = std::to_string(kExternalRelationOidBase);
 
@@ -395,21 +409,26 @@ TEST_F(CatalogTest, ExternalRelationsShowLikeTables) {
             "amount | numeric(12,4) | NULL | false | NULL |  | \n");
   // Not in the search path: \dt leaves it out, as Postgres does for other schemas.
   EXPECT_EQ(RowsText(RunFixture("dt.sql")[0]), "main | orders | table | sluice\n");
-  auto info = Query("SELECT table_schema, table_name, table_type FROM information_schema.tables "
-                    "WHERE table_name = 'events'");
+  auto info = Query(
+      "SELECT table_schema, table_name, table_type FROM information_schema.tables "
+      "WHERE table_name = 'events'");
   EXPECT_EQ(RowsText(info), "lake.sales | events | BASE TABLE\n");
-  auto cols = Query("SELECT column_name, data_type, is_nullable FROM information_schema.columns "
-                    "WHERE table_name = 'events' ORDER BY ordinal_position");
-  EXPECT_EQ(RowsText(cols), "id | BIGINT | NO\npayload | VARCHAR | YES\namount | DECIMAL(12,4) | YES\n");
-  auto meta = Query("SELECT 'lake.sales.events'::regclass, obj_description('lake.sales.events'::regclass), "
-                    "col_description('lake.sales.events'::regclass, 3)");
+  auto cols = Query(
+      "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+      "WHERE table_name = 'events' ORDER BY ordinal_position");
+  EXPECT_EQ(RowsText(cols),
+            "id | BIGINT | NO\npayload | VARCHAR | YES\namount | DECIMAL(12,4) | YES\n");
+  auto meta = Query(
+      "SELECT 'lake.sales.events'::regclass, obj_description('lake.sales.events'::regclass), "
+      "col_description('lake.sales.events'::regclass, 3)");
   EXPECT_EQ(RowsText(meta), oids_["16406"] + " | from the lake | net\n");
 
   // Replacing the set drops what is no longer there.
   ASSERT_TRUE(SetExternalRelations(*conn_, {}).ok());
   EXPECT_EQ(RowsText(RunFixture("dt_all.sql")[0]),
             "main | orders | table | sluice\nsales | items | table | sluice\n");
-  EXPECT_EQ(RowsText(Query("SELECT count(*) FROM pg_namespace WHERE nspname = 'lake.sales'")), "0\n");
+  EXPECT_EQ(RowsText(Query("SELECT count(*) FROM pg_namespace WHERE nspname = 'lake.sales'")),
+            "0\n");
 }
 
 TEST_F(CatalogTest, JdbcGetSchemasListsSchemas) {
@@ -433,15 +452,19 @@ TEST_F(CatalogTest, JdbcGetColumnsDescribesColumns) {
   ASSERT_EQ(r.size(), 1u);
   // nspname, relname, attname, atttypid, attnotnull, atttypmod, attlen, typtypmod, attnum,
   // attidentity, attgenerated, adsrc, description, typbasetype, typtype
-  EXPECT_EQ(RowsText(r[0]),
-            "main | orders | id | 20 | true | -1 | 8 | -1 | 1 | NULL | NULL | NULL | NULL | 0 | b\n"
-            "main | orders | customer | 25 | true | -1 | -1 | -1 | 2 | NULL | NULL | NULL | NULL | 0 | b\n"
-            "main | orders | amount | 1700 | false | 655366 | -1 | -1 | 3 | NULL | NULL | NULL | in EUR | 0 | b\n"
-            "main | orders | qty | 23 | false | -1 | 4 | -1 | 4 | NULL | NULL | 1 | NULL | 0 | b\n"
-            "main | orders | ok | 16 | false | -1 | 1 | -1 | 5 | NULL | NULL | NULL | NULL | 0 | b\n"
-            "main | orders | day | 1082 | false | -1 | 4 | -1 | 6 | NULL | NULL | NULL | NULL | 0 | b\n"
-            "main | orders | ts | 1114 | false | -1 | 8 | -1 | 7 | NULL | NULL | NULL | NULL | 0 | b\n"
-            "main | orders | price | 701 | false | -1 | 8 | -1 | 8 | NULL | NULL | NULL | NULL | 0 | b\n");
+  EXPECT_EQ(
+      RowsText(r[0]),
+      "main | orders | id | 20 | true | -1 | 8 | -1 | 1 | NULL | NULL | NULL | NULL | 0 | b\n"
+      "main | orders | customer | 25 | true | -1 | -1 | -1 | 2 | NULL | NULL | NULL | NULL | 0 | "
+      "b\n"
+      "main | orders | amount | 1700 | false | 655366 | -1 | -1 | 3 | NULL | NULL | NULL | in EUR "
+      "| 0 | b\n"
+      "main | orders | qty | 23 | false | -1 | 4 | -1 | 4 | NULL | NULL | 1 | NULL | 0 | b\n"
+      "main | orders | ok | 16 | false | -1 | 1 | -1 | 5 | NULL | NULL | NULL | NULL | 0 | b\n"
+      "main | orders | day | 1082 | false | -1 | 4 | -1 | 6 | NULL | NULL | NULL | NULL | 0 | b\n"
+      "main | orders | ts | 1114 | false | -1 | 8 | -1 | 7 | NULL | NULL | NULL | NULL | 0 | b\n"
+      "main | orders | price | 701 | false | -1 | 8 | -1 | 8 | NULL | NULL | NULL | NULL | 0 | "
+      "b\n");
 }
 
 TEST_F(CatalogTest, JdbcTypeInfoFindsTypesByOid) {

@@ -87,7 +87,8 @@ TEST(RewriteTest, OrdinaryDuckDbSqlIsUnchanged) {
 }
 
 TEST(RewriteTest, PsqlOperatorAndCollateBecomeRegexpMatches) {
-  EXPECT_EQ(Rewrite("WHERE c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE pg_catalog.default\n  AND x"),
+  EXPECT_EQ(Rewrite("WHERE c.relname OPERATOR(pg_catalog.~) '^(orders)$' COLLATE "
+                    "pg_catalog.default\n  AND x"),
             "WHERE regexp_matches(c.relname, '^(orders)$' )\n  AND x");
   EXPECT_EQ(Rewrite("SELECT a OPERATOR(~) 'x'"), "SELECT regexp_matches(a, 'x')");
   EXPECT_EQ(Rewrite("SELECT a OPERATOR(pg_catalog.!~) 'x'"), "SELECT (NOT regexp_matches(a, 'x'))");
@@ -105,7 +106,8 @@ TEST(RewriteTest, BareRegexOperatorsGetPostgresMeaning) {
   EXPECT_EQ(Rewrite("SELECT (a) ~ ('b')"), "SELECT regexp_matches((a), ('b'))");
   EXPECT_EQ(Rewrite("SELECT ~ 5"), "SELECT ~ 5");  // bitwise not: no left operand
   // A wrapped match is itself an operand.
-  EXPECT_EQ(Rewrite("SELECT a ~* 'x'::regclass"), "SELECT regexp_matches(a, sluice_regclass_oid('x'), 'i')");
+  EXPECT_EQ(Rewrite("SELECT a ~* 'x'::regclass"),
+            "SELECT regexp_matches(a, sluice_regclass_oid('x'), 'i')");
   EXPECT_EQ(Rewrite("SELECT a !~ 'x' ~ 'y'"),
             "SELECT regexp_matches((NOT regexp_matches(a, 'x')), 'y')");
 }
@@ -149,9 +151,10 @@ TEST(RewriteTest, PgCatalogQualifierIsDroppedOutsideLiterals) {
 }
 
 TEST(RewriteTest, InformationSchemaViewsGoToTheFilteredCopies) {
-  EXPECT_EQ(Rewrite("SELECT table_name FROM information_schema.tables t, INFORMATION_SCHEMA.columns"),
-            "SELECT table_name FROM sluice_information_schema_tables t, "
-            "sluice_information_schema_columns");
+  EXPECT_EQ(
+      Rewrite("SELECT table_name FROM information_schema.tables t, INFORMATION_SCHEMA.columns"),
+      "SELECT table_name FROM sluice_information_schema_tables t, "
+      "sluice_information_schema_columns");
   EXPECT_EQ(Rewrite("SELECT * FROM system.information_schema.tables"),
             "SELECT * FROM system.information_schema.tables");
 }
@@ -168,11 +171,11 @@ TEST(RewriteTest, SetReturningFunctionAliasNamesItsColumnInFrom) {
 
 TEST(RewriteTest, MalformedInputIsLeftOrRefusedNeverCrashes) {
   // Incomplete constructs: left as they are, for DuckDB to report.
-  for (const char* sql : {"SELECT a OPERATOR(", "SELECT a OPERATOR(pg_catalog.~", "OPERATOR",
-                          "SELECT x::", "::regclass", "SELECT ::pg_catalog.regclass",
-                          "COLLATE", "SELECT a COLLATE pg_catalog.", "pg_catalog.",
-                          "SELECT a ~", "~ 'x'", "SELECT ) ~ 'x'", "SELECT ((((a) ~ 'x'",
-                          "SELECT a::regclass[]", "x OPERATOR(pg_catalog.~) )"}) {
+  for (const char* sql :
+       {"SELECT a OPERATOR(", "SELECT a OPERATOR(pg_catalog.~", "OPERATOR",
+        "SELECT x::", "::regclass", "SELECT ::pg_catalog.regclass", "COLLATE",
+        "SELECT a COLLATE pg_catalog.", "pg_catalog.", "SELECT a ~", "~ 'x'", "SELECT ) ~ 'x'",
+        "SELECT ((((a) ~ 'x'", "SELECT a::regclass[]", "x OPERATOR(pg_catalog.~) )"}) {
     auto r = RewriteForDuckDB(sql);
     ASSERT_TRUE(r.ok()) << sql;
   }
@@ -188,7 +191,8 @@ TEST(RewriteTest, RewrittenTokensStayApart) {
   EXPECT_EQ(Rewrite("SELECT 1::pg_catalog.int4"), "SELECT 1::int4");
   // Found by the fuzzer: a rewrite once opened a dollar quote it did not close.
   const std::string found =
-      "SELECT a::scaergls ~ 'x' COLLATE \"C\", OPERATOR(pg_ERATOR(pinformation_schema.g_catalog.!~*) "
+      "SELECT a::scaergls ~ 'x' COLLATE \"C\", "
+      "OPERATOR(pg_ERATOR(pinformation_schema.g_catalog.!~*) "
       "$pg_catalog.g_cata$pg_catalog.g_catalo?";
   auto r = RewriteForDuckDB(found);
   ASSERT_TRUE(r.ok());
@@ -208,7 +212,8 @@ TEST(RewriteTest, HugeAndDeepInputsFinish) {
   ASSERT_TRUE(RewriteForDuckDB(chain).ok());
 
   std::string many;
-  for (int i = 0; i < 10000; ++i) many += "x OPERATOR(pg_catalog.~) 'y' COLLATE pg_catalog.default AND ";
+  for (int i = 0; i < 10000; ++i)
+    many += "x OPERATOR(pg_catalog.~) 'y' COLLATE pg_catalog.default AND ";
   auto m = RewriteForDuckDB(many);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->find("OPERATOR"), std::string::npos);

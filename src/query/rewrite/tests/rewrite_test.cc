@@ -3,12 +3,12 @@
 // through unchanged.
 #include "query/rewrite/rewrite.h"
 
-#include <algorithm>
-#include <filesystem>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
 
 namespace sluice::query::rewrite {
 namespace {
@@ -22,7 +22,8 @@ constexpr const char* kTable =
     "CASE WHEN i % 97 = 0 THEN NULL ELSE (hash(i, 1) % 1000)::INTEGER END AS k1, "
     "CASE hash(i, 2) % 4 WHEN 0 THEN NULL WHEN 1 THEN 'a' WHEN 2 THEN 'b' ELSE 'c' END AS k2, "
     "CASE WHEN i % 13 = 0 THEN NULL ELSE (hash(i, 3) % 50)::INTEGER END AS x, "
-    "CASE WHEN i % 17 = 0 THEN NULL ELSE TIMESTAMP '2024-01-01' + to_seconds((hash(i, 4) % 1000)::BIGINT) END AS y, "
+    "CASE WHEN i % 17 = 0 THEN NULL ELSE TIMESTAMP '2024-01-01' + to_seconds((hash(i, 4) % "
+    "1000)::BIGINT) END AS y, "
     "(hash(i, 5) % 1000)::DOUBLE / 2 AS v, "
     "'s' || (hash(i, 6) % 300)::VARCHAR AS s "
     "FROM range(200000) r(i)";
@@ -30,10 +31,12 @@ constexpr const char* kTable =
 class RewriteTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    spill_ = std::filesystem::temp_directory_path() / ("sluice_rewrite_test_" + std::to_string(getpid()));
+    spill_ = std::filesystem::temp_directory_path() /
+             ("sluice_rewrite_test_" + std::to_string(getpid()));
     std::filesystem::create_directories(spill_);
     // The server's settings in small: an explicit memory limit, threads, a spill directory.
-    auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 2, .temp_directory = spill_.string()});
+    auto db = duck::Database::Open(
+        {.memory_limit_bytes = 512 << 20, .threads = 2, .temp_directory = spill_.string()});
     ASSERT_TRUE(db.ok()) << db.status().ToString();
     db_ = std::move(db).value().release();
     auto conn = duck::Connection::Open(*db_);
@@ -49,7 +52,10 @@ class RewriteTest : public ::testing::Test {
   }
 
   static RewriteOptions Options(int parts) {
-    return {.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 0, .force_parts = parts};
+    return {.memory_limit_bytes = 512 << 20,
+            .threads = 2,
+            .min_rows_to_rewrite = 0,
+            .force_parts = parts};
   }
 
   static Rows Sorted(Rows r) {
@@ -58,7 +64,8 @@ class RewriteTest : public ::testing::Test {
   }
 
   // The rewritten plan's answer; fails the test when no rewrite applies.
-  static Rows Rewritten(const std::string& sql, int parts, RewriteKind kind, std::string* explanation = nullptr) {
+  static Rows Rewritten(const std::string& sql, int parts, RewriteKind kind,
+                        std::string* explanation = nullptr) {
     std::string why_not;
     auto plan = PlanRewrite(*conn_, sql, Options(parts), &why_not);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
@@ -69,8 +76,10 @@ class RewriteTest : public ::testing::Test {
     const Plan& p = **plan;
     EXPECT_EQ(p.kind, kind);
     EXPECT_EQ(p.parts, parts);
-    EXPECT_EQ(p.steps.size(), parts == 1 ? 0u : static_cast<size_t>(parts));  // one part runs inline (D15)
-    if (explanation) *explanation = p.explanation + "\n" + (p.steps.empty() ? p.final_select : p.steps[0]);
+    EXPECT_EQ(p.steps.size(),
+              parts == 1 ? 0u : static_cast<size_t>(parts));  // one part runs inline (D15)
+    if (explanation)
+      *explanation = p.explanation + "\n" + (p.steps.empty() ? p.final_select : p.steps[0]);
     auto final_select = RunSteps(*conn_, p);
     EXPECT_TRUE(final_select.ok()) << final_select.status().ToString();
     if (!final_select.ok()) return {};
@@ -87,7 +96,8 @@ class RewriteTest : public ::testing::Test {
   }
 
   // The rewritten answer equals DuckDB's (as a multiset) with 1 and several parts.
-  static void ExpectSame(const std::string& sql, RewriteKind kind, const std::string& reference = "") {
+  static void ExpectSame(const std::string& sql, RewriteKind kind,
+                         const std::string& reference = "") {
     Rows want = Sorted(Plain(reference.empty() ? sql : reference));
     ASSERT_FALSE(want.empty());
     for (int parts : {1, 3, 8}) {
@@ -122,18 +132,21 @@ duck::Connection* RewriteTest::conn_ = nullptr;
 TEST_F(RewriteTest, LatestRowTwoKeysDescAscMatchesDuckDB) {
   // id is unique, so the answer does not depend on ties; NULL k1, k2 and x included.
   ExpectSame(
-      "SELECT k1, k2, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1, k2 ORDER BY x DESC, id) AS rn "
+      "SELECT k1, k2, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1, k2 ORDER BY x "
+      "DESC, id) AS rn "
       "FROM t) WHERE rn = 1",
       RewriteKind::kLatestRow);
 }
 
 TEST_F(RewriteTest, LatestRowExplicitNullOrdersMatchDuckDB) {
   ExpectSame(
-      "SELECT id, y, x FROM (SELECT *, row_number() OVER (PARTITION BY k2 ORDER BY y ASC NULLS FIRST, "
+      "SELECT id, y, x FROM (SELECT *, row_number() OVER (PARTITION BY k2 ORDER BY y ASC NULLS "
+      "FIRST, "
       "x DESC NULLS FIRST, id DESC) AS rn FROM t WHERE k1 < 500) sub WHERE sub.rn = 1",
       RewriteKind::kLatestRow);
   ExpectSame(
-      "SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC NULLS LAST, id ASC NULLS "
+      "SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC NULLS LAST, "
+      "id ASC NULLS "
       "FIRST) AS rn FROM t) WHERE rn = 1",
       RewriteKind::kLatestRow);
 }
@@ -141,7 +154,8 @@ TEST_F(RewriteTest, LatestRowExplicitNullOrdersMatchDuckDB) {
 TEST_F(RewriteTest, LatestRowSortKeyPathForTextAndDoubleKeys) {
   std::string how;
   std::string sql =
-      "SELECT k1, s, v, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, v, id) AS rn "
+      "SELECT k1, s, v, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, v, "
+      "id) AS rn "
       "FROM t) WHERE rn = 1";
   ExpectSame(sql, RewriteKind::kLatestRow);
   Rewritten(sql, 2, RewriteKind::kLatestRow, &how);
@@ -150,31 +164,42 @@ TEST_F(RewriteTest, LatestRowSortKeyPathForTextAndDoubleKeys) {
 
 TEST_F(RewriteTest, LatestRowPacksIntegerAndTimestampKeys) {
   std::string how;
-  Rewritten("SELECT id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS rn FROM t) "
-            "WHERE rn = 1",
-            2, RewriteKind::kLatestRow, &how);
+  Rewritten(
+      "SELECT id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS "
+      "rn FROM t) "
+      "WHERE rn = 1",
+      2, RewriteKind::kLatestRow, &how);
   EXPECT_NE(how.find("packed"), std::string::npos) << how;
   EXPECT_NE(how.find("no kept column differs"), std::string::npos) << how;
 }
 
 TEST_F(RewriteTest, LatestRowCteFormsAndOtherConjuncts) {
   for (std::string filter : {"rn = 1", "rn <= 1", "rn < 2", "1 = rn", "r.rn = 1 AND x > 10"}) {
-    ExpectSame("WITH r AS (SELECT id, k1, x, y, row_number() OVER (PARTITION BY k1 ORDER BY y, id) AS rn FROM t) "
-               "SELECT count(*), sum(id), sum(x), max(rn) FROM r WHERE " + filter,
-               RewriteKind::kLatestRow);
+    ExpectSame(
+        "WITH r AS (SELECT id, k1, x, y, row_number() OVER (PARTITION BY k1 ORDER BY y, id) AS rn "
+        "FROM t) "
+        "SELECT count(*), sum(id), sum(x), max(rn) FROM r WHERE " +
+            filter,
+        RewriteKind::kLatestRow);
   }
 }
 
 TEST_F(RewriteTest, LatestRowQualifyForms) {
-  ExpectSame("SELECT id, k1, k2 FROM t QUALIFY row_number() OVER (PARTITION BY k1, k2 ORDER BY id DESC) = 1",
-             RewriteKind::kLatestRow);
-  ExpectSame("SELECT id, k2, row_number() OVER (PARTITION BY k2 ORDER BY x NULLS FIRST, id) AS rn FROM t QUALIFY rn = 1",
-             RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT id, k1, k2 FROM t QUALIFY row_number() OVER (PARTITION BY k1, k2 ORDER BY id DESC) = "
+      "1",
+      RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT id, k2, row_number() OVER (PARTITION BY k2 ORDER BY x NULLS FIRST, id) AS rn FROM t "
+      "QUALIFY rn = 1",
+      RewriteKind::kLatestRow);
 }
 
 TEST_F(RewriteTest, LatestRowSelectStarKeepsEveryColumnInOrder) {
-  ExpectSame("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id) AS rn FROM t) WHERE rn = 1",
-             RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id) AS rn FROM t) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
 }
 
 TEST_F(RewriteTest, LatestRowTiesBrokenByAHashOfTheKeptColumns) {
@@ -182,9 +207,11 @@ TEST_F(RewriteTest, LatestRowTiesBrokenByAHashOfTheKeptColumns) {
   // cannot be packed exactly, so the rewrite takes the tied row with the least hash of the
   // kept columns (63 bits), the same answer for any number of parts.
   std::string sql =
-      "SELECT k1, k2, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1";
+      "SELECT k1, k2, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM "
+      "t) WHERE rn = 1";
   std::string reference =
-      "SELECT k1, k2, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, hash(k2, s)) AS rn FROM t) "
+      "SELECT k1, k2, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, hash(k2, "
+      "s)) AS rn FROM t) "
       "WHERE rn = 1";
   ExpectSame(sql, RewriteKind::kLatestRow, reference);
   std::string how;
@@ -197,20 +224,25 @@ TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastExactlyPackedColumns) {
   // least y, then the least v wins (the window query's column order), NULLs last; s is
   // broken by hash.
   std::string sql =
-      "SELECT k1, v, y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1";
+      "SELECT k1, v, y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM "
+      "t) WHERE rn = 1";
   std::string reference =
-      "SELECT k1, v, y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, y NULLS LAST, v NULLS LAST) "
+      "SELECT k1, v, y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, y NULLS "
+      "LAST, v NULLS LAST) "
       "AS rn FROM t) WHERE rn = 1";
   ExpectSame(sql, RewriteKind::kLatestRow, reference);
   std::string how;
   Rewritten(sql, 2, RewriteKind::kLatestRow, &how);
-  EXPECT_NE(how.find("2 of 3 kept column(s) decoded from the key; ties broken by the least kept columns, packed exactly"),
+  EXPECT_NE(how.find("2 of 3 kept column(s) decoded from the key; ties broken by the least kept "
+                     "columns, packed exactly"),
             std::string::npos)
       << how;
   std::string mixed =
-      "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1";
+      "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM "
+      "t) WHERE rn = 1";
   ExpectSame(mixed, RewriteKind::kLatestRow,
-             "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, v NULLS LAST, hash(s)) "
+             "SELECT k1, v, s FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, v "
+             "NULLS LAST, hash(s)) "
              "AS rn FROM t) WHERE rn = 1");
 }
 
@@ -219,32 +251,42 @@ TEST_F(RewriteTest, LatestRowDecodesEveryPackableTypeExactly) {
   // integers of each width, BOOLEAN, DATE, TIMESTAMP (s, ms, us, tz), and DOUBLEs with one
   // or two decimals; as a tie-breaking column and as an order key. The order ends in the
   // unique id, so DuckDB's answer is the only one.
-  ASSERT_TRUE(conn_
-                  ->Execute("CREATE OR REPLACE TABLE typed AS SELECT id, id % 500 AS k1, "
-                            "(id % 7)::TINYINT AS i8, (id % 300 - 150)::SMALLINT AS i16, (id * 3 - 100000)::INTEGER AS "
-                            "i32, CASE WHEN id % 11 = 0 THEN NULL ELSE id * 1000003 - 7 END AS i64, "
-                            "(id % 5)::UTINYINT AS u8, id % 2 = 0 AS b, "
-                            "DATE '1999-12-31' + (id % 5000)::INTEGER AS d, "
-                            "TIMESTAMP '2020-02-29 12:00:00' + to_microseconds(id * 1234567) AS ts, "
-                            "(TIMESTAMP '2020-02-29 12:00:00' + to_seconds(id))::TIMESTAMP_S AS ts_s, "
-                            "(TIMESTAMP '2020-02-29 12:00:00' + to_milliseconds(id))::TIMESTAMP_MS AS ts_ms, "
-                            "(TIMESTAMPTZ '2020-02-29 12:00:00+00' + to_microseconds(id * 7)) AS tz, "
-                            "CASE WHEN id % 13 = 0 THEN NULL ELSE round((id % 100000) / 7.0 - 50, 2) END AS money, "
-                            "round((id % 1000) / 7.0, 1) AS fine FROM range(20000) r(id)")
-                  .ok());
-  const char* columns[] = {"i8", "i16", "i32", "i64", "u8", "b", "d", "ts", "ts_s", "ts_ms", "tz", "money", "fine"};
+  ASSERT_TRUE(
+      conn_
+          ->Execute(
+              "CREATE OR REPLACE TABLE typed AS SELECT id, id % 500 AS k1, "
+              "(id % 7)::TINYINT AS i8, (id % 300 - 150)::SMALLINT AS i16, (id * 3 - "
+              "100000)::INTEGER AS "
+              "i32, CASE WHEN id % 11 = 0 THEN NULL ELSE id * 1000003 - 7 END AS i64, "
+              "(id % 5)::UTINYINT AS u8, id % 2 = 0 AS b, "
+              "DATE '1999-12-31' + (id % 5000)::INTEGER AS d, "
+              "TIMESTAMP '2020-02-29 12:00:00' + to_microseconds(id * 1234567) AS ts, "
+              "(TIMESTAMP '2020-02-29 12:00:00' + to_seconds(id))::TIMESTAMP_S AS ts_s, "
+              "(TIMESTAMP '2020-02-29 12:00:00' + to_milliseconds(id))::TIMESTAMP_MS AS ts_ms, "
+              "(TIMESTAMPTZ '2020-02-29 12:00:00+00' + to_microseconds(id * 7)) AS tz, "
+              "CASE WHEN id % 13 = 0 THEN NULL ELSE round((id % 100000) / 7.0 - 50, 2) END AS "
+              "money, "
+              "round((id % 1000) / 7.0, 1) AS fine FROM range(20000) r(id)")
+          .ok());
+  const char* columns[] = {"i8", "i16",  "i32",   "i64", "u8",    "b",   "d",
+                           "ts", "ts_s", "ts_ms", "tz",  "money", "fine"};
   for (size_t i = 0; i < std::size(columns); ++i) {
     std::string col = columns[i];
     bool is_double = col == "money" || col == "fine";
-    std::string order = i % 3 == 0 ? "id DESC" : i % 3 == 1 || is_double ? "id" : col + " DESC NULLS FIRST, id";
+    std::string order = i % 3 == 0                ? "id DESC"
+                        : i % 3 == 1 || is_double ? "id"
+                                                  : col + " DESC NULLS FIRST, id";
     std::string sql = fmt::format(
-        "SELECT k1, id, {} FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY {}) AS rn FROM typed) "
+        "SELECT k1, id, {} FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY {}) AS rn "
+        "FROM typed) "
         "WHERE rn = 1",
         col, order);
     ExpectSame(sql, RewriteKind::kLatestRow);
     std::string how;
     Rewritten(sql, 1, RewriteKind::kLatestRow, &how);
-    EXPECT_NE(how.find("2 of 3 kept column(s) decoded from the key"), std::string::npos) << sql << "\n" << how;
+    EXPECT_NE(how.find("2 of 3 kept column(s) decoded from the key"), std::string::npos)
+        << sql << "\n"
+        << how;
   }
 }
 
@@ -252,10 +294,13 @@ TEST_F(RewriteTest, LatestRowDoublesThatAreNotExactFallBackToAHash) {
   // Thirds do not survive scaling to hundredths; -0.0 would come back as 0.0.
   for (const char* expr : {"id / 3.0", "CASE WHEN id = 5 THEN -(0.0::DOUBLE) ELSE 1.5 END"}) {
     ASSERT_TRUE(
-        conn_->Execute(fmt::format("CREATE OR REPLACE TABLE inexact AS SELECT id, k1, ({})::DOUBLE AS w FROM t", expr))
+        conn_
+            ->Execute(fmt::format(
+                "CREATE OR REPLACE TABLE inexact AS SELECT id, k1, ({})::DOUBLE AS w FROM t", expr))
             .ok());
     std::string sql =
-        "SELECT k1, w FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn FROM inexact) "
+        "SELECT k1, w FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn "
+        "FROM inexact) "
         "WHERE rn = 1";
     ExpectSame(sql, RewriteKind::kLatestRow);
     std::string how;
@@ -267,11 +312,13 @@ TEST_F(RewriteTest, LatestRowDoublesThatAreNotExactFallBackToAHash) {
 TEST_F(RewriteTest, LatestRowOrderKeyOfAnotherTableIsNotDecodedAsTheOutputColumn) {
   // The output x is a.x; the order key b.x is another column of the same name.
   ExpectSame(
-      "SELECT * FROM (SELECT a.id, a.x, row_number() OVER (PARTITION BY a.k1 ORDER BY b.x DESC, a.id) AS rn "
+      "SELECT * FROM (SELECT a.id, a.x, row_number() OVER (PARTITION BY a.k1 ORDER BY b.x DESC, "
+      "a.id) AS rn "
       "FROM t a JOIN t b ON a.id = b.id + 1) WHERE rn = 1",
       RewriteKind::kLatestRow);
   ExpectSame(
-      "SELECT * FROM (SELECT a.*, row_number() OVER (PARTITION BY a.k1 ORDER BY b.x DESC, a.id) AS rn "
+      "SELECT * FROM (SELECT a.*, row_number() OVER (PARTITION BY a.k1 ORDER BY b.x DESC, a.id) AS "
+      "rn "
       "FROM t a JOIN t b ON a.id = b.id + 1) WHERE rn = 1",
       RewriteKind::kLatestRow);
 }
@@ -282,13 +329,15 @@ TEST_F(RewriteTest, LatestRowInputChangedAfterTheStatisticsScanIsAnError) {
   for (int parts : {1, 2}) {
     ASSERT_TRUE(conn_->Execute("CREATE OR REPLACE TABLE moving AS SELECT id, k1, x FROM t").ok());
     std::string sql =
-        "SELECT k1, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn FROM moving) "
+        "SELECT k1, id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS "
+        "rn FROM moving) "
         "WHERE rn = 1";
     auto plan = PlanRewrite(*conn_, sql, Options(parts));
     ASSERT_TRUE(plan.ok() && plan->has_value()) << plan.status().ToString();
     ASSERT_TRUE(conn_->Execute("INSERT INTO moving VALUES (999999999, 1, 5)").ok());
     auto final_select = RunSteps(*conn_, **plan);
-    Status st = final_select.ok() ? conn_->QueryText(*final_select).status() : final_select.status();
+    Status st =
+        final_select.ok() ? conn_->QueryText(*final_select).status() : final_select.status();
     EXPECT_NE(st.ToString().find("input changed"), std::string::npos) << st.ToString();
     EXPECT_TRUE(RunCleanup(*conn_, **plan).ok());
   }
@@ -297,23 +346,29 @@ TEST_F(RewriteTest, LatestRowInputChangedAfterTheStatisticsScanIsAnError) {
 TEST_F(RewriteTest, LatestRowTiesBrokenByTheLeastKeptColumnsWithASortKey) {
   // The kept columns compare in the window query's column order (t's: x before v).
   std::string sql =
-      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC) AS rn FROM t) WHERE rn = 1";
+      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC) AS rn "
+      "FROM t) WHERE rn = 1";
   std::string reference =
-      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, x ASC NULLS LAST, v ASC "
+      "SELECT k1, v, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s DESC, x ASC "
+      "NULLS LAST, v ASC "
       "NULLS LAST) AS rn FROM t) WHERE rn = 1";
   ExpectSame(sql, RewriteKind::kLatestRow, reference);
 }
 
 TEST_F(RewriteTest, LatestRowKeepsNullValuesOfTheChosenRow) {
   // arg_min skips NULL values; the rewrite must return the chosen row's NULL.
-  ExpectSame("SELECT x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn FROM t) WHERE rn = 1",
-             RewriteKind::kLatestRow);
   ExpectSame(
-      "SELECT y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC NULLS FIRST) AS rn FROM t) "
+      "SELECT x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY id DESC) AS rn FROM t) "
       "WHERE rn = 1",
       RewriteKind::kLatestRow);
   ExpectSame(
-      "SELECT s, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s, id DESC) AS rn FROM t) WHERE rn = 1",
+      "SELECT y FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC NULLS FIRST) AS "
+      "rn FROM t) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT s, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY s, id DESC) AS rn "
+      "FROM t) WHERE rn = 1",
       RewriteKind::kLatestRow);
 }
 
@@ -321,30 +376,37 @@ TEST_F(RewriteTest, LatestRowKeepsNullValuesOfTheChosenRow) {
 // struct_pack, map); the lake planner's read_parquet([files], schema = MAP {...}) has them.
 TEST_F(RewriteTest, LatestRowOverListStructAndMapLiteralsMatchesDuckDB) {
   ExpectSame(
-      "SELECT id, k1, x, k2b, v2, one FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k1 ORDER BY x DESC, id DESC) "
-      "AS rn FROM (SELECT id, k1, x, [k2, s][1] AS k2b, {'a': v}.a AS v2, (MAP {'m': 1})['m'] AS one FROM t)) "
+      "SELECT id, k1, x, k2b, v2, one FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY k1 ORDER BY "
+      "x DESC, id DESC) "
+      "AS rn FROM (SELECT id, k1, x, [k2, s][1] AS k2b, {'a': v}.a AS v2, (MAP {'m': 1})['m'] AS "
+      "one FROM t)) "
       "WHERE rn = 1",
       RewriteKind::kLatestRow);
 }
 
 TEST_F(RewriteTest, LatestRowOnTheNullableSideOfALeftJoinPassesThrough) {
   ExpectPassThrough(
-      "SELECT count(*) FROM (SELECT DISTINCT k1 FROM t) m LEFT JOIN (SELECT *, row_number() OVER (PARTITION BY k1 "
+      "SELECT count(*) FROM (SELECT DISTINCT k1 FROM t) m LEFT JOIN (SELECT *, row_number() OVER "
+      "(PARTITION BY k1 "
       "ORDER BY id) AS rn FROM t) l ON l.k1 = m.k1 WHERE l.rn = 1");
 }
 
 TEST_F(RewriteTest, LatestRowFollowsTheSessionsDefaultNullOrder) {
   ASSERT_TRUE(conn_->Execute("SET default_null_order = 'nulls_first'").ok());
-  ExpectSame("SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC, id) AS rn FROM t) "
-             "WHERE rn = 1",
-             RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT id, x FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x DESC, id) AS rn "
+      "FROM t) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
   ASSERT_TRUE(conn_->Execute("RESET default_null_order").ok());
 }
 
 TEST_F(RewriteTest, LatestRowInsideAJoinAndAnOuterAggregate) {
   ExpectSame(
-      "SELECT count(*), sum(l.id), sum(l.x) FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) "
-      "AS rn FROM t) l JOIN (SELECT DISTINCT k1 FROM t WHERE k1 % 3 = 0) m ON l.k1 = m.k1 WHERE l.rn = 1",
+      "SELECT count(*), sum(l.id), sum(l.x) FROM (SELECT *, row_number() OVER (PARTITION BY k1 "
+      "ORDER BY y DESC, id DESC) "
+      "AS rn FROM t) l JOIN (SELECT DISTINCT k1 FROM t WHERE k1 % 3 = 0) m ON l.k1 = m.k1 WHERE "
+      "l.rn = 1",
       RewriteKind::kLatestRow);
 }
 
@@ -352,15 +414,18 @@ TEST_F(RewriteTest, LatestRowInsideAJoinAndAnOuterAggregate) {
 
 TEST_F(RewriteTest, GroupByManyAggregatesMatchesDuckDB) {
   ExpectSame(
-      "SELECT k1, k2, count(*), count(x), sum(x), min(s), max(y), avg(v), count(DISTINCT x), string_agg(DISTINCT s, ',' "
+      "SELECT k1, k2, count(*), count(x), sum(x), min(s), max(y), avg(v), count(DISTINCT x), "
+      "string_agg(DISTINCT s, ',' "
       "ORDER BY s) FROM t GROUP BY k1, k2",
       RewriteKind::kGroupBy);
 }
 
 TEST_F(RewriteTest, GroupByPositionHavingAndOuterQuery) {
-  ExpectSame("SELECT x % 7 AS m, k2, sum(v) FROM t GROUP BY 1, 2 HAVING count(*) > 10", RewriteKind::kGroupBy);
+  ExpectSame("SELECT x % 7 AS m, k2, sum(v) FROM t GROUP BY 1, 2 HAVING count(*) > 10",
+             RewriteKind::kGroupBy);
   ExpectSame(
-      "WITH g AS (SELECT k1, count(*) AS n, sum(x) AS sx, max(y) AS last_y FROM t WHERE id % 5 <> 0 GROUP BY k1) "
+      "WITH g AS (SELECT k1, count(*) AS n, sum(x) AS sx, max(y) AS last_y FROM t WHERE id % 5 <> "
+      "0 GROUP BY k1) "
       "SELECT count(*), sum(n), sum(sx), sum(n * n), max(last_y) FROM g",
       RewriteKind::kGroupBy);
 }
@@ -370,25 +435,32 @@ TEST_F(RewriteTest, GroupByPositionHavingAndOuterQuery) {
 TEST_F(RewriteTest, ShapesThatMustNotBeRewrittenPassThrough) {
   const char* window = "SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t";
   ExpectPassThrough(std::string("SELECT * FROM (") + window + ") WHERE rn = 2");
-  ExpectPassThrough(std::string("SELECT * FROM (") + window + ") WHERE rn = 1 OR x IS NULL");  // rn used otherwise
-  ExpectPassThrough(std::string("SELECT * FROM (") + window + ")");                            // no filter
+  ExpectPassThrough(std::string("SELECT * FROM (") + window +
+                    ") WHERE rn = 1 OR x IS NULL");                  // rn used otherwise
+  ExpectPassThrough(std::string("SELECT * FROM (") + window + ")");  // no filter
   ExpectPassThrough(
-      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn, rank() OVER (ORDER BY id) AS r "
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn, rank() OVER "
+      "(ORDER BY id) AS r "
       "FROM t) WHERE rn = 1");  // another window function
   ExpectPassThrough(
-      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM (SELECT * FROM t LIMIT 1000)) "
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM (SELECT "
+      "* FROM t LIMIT 1000)) "
       "WHERE rn = 1");  // LIMIT without ORDER BY inside
   ExpectPassThrough(
-      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t WHERE random() < 0.5) "
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t WHERE "
+      "random() < 0.5) "
       "WHERE rn = 1");  // volatile
   ExpectPassThrough(
-      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, random()) AS rn FROM t) WHERE rn = 1");
-  ExpectPassThrough("SELECT * FROM (SELECT *, row_number() OVER (ORDER BY x) AS rn FROM t) WHERE rn = 1");
-  ExpectPassThrough("SELECT k1, sum(x), rank() OVER (ORDER BY sum(x)) FROM t GROUP BY k1");  // window over groups
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, random()) AS rn "
+      "FROM t) WHERE rn = 1");
+  ExpectPassThrough(
+      "SELECT * FROM (SELECT *, row_number() OVER (ORDER BY x) AS rn FROM t) WHERE rn = 1");
+  ExpectPassThrough(
+      "SELECT k1, sum(x), rank() OVER (ORDER BY sum(x)) FROM t GROUP BY k1");  // window over groups
   ExpectPassThrough("SELECT k1, sum(x) FROM t GROUP BY ROLLUP (k1)");
   ExpectPassThrough("SELECT k1, sum(x) FROM t GROUP BY k1 ORDER BY 2 LIMIT 5");
   ExpectPassThrough("SELECT k1, sum(x) FROM t WHERE now() > TIMESTAMP '2000-01-01' GROUP BY k1");
-  ExpectPassThrough("SELEC k1 FROM t");         // malformed: DuckDB reports it when it runs
+  ExpectPassThrough("SELEC k1 FROM t");  // malformed: DuckDB reports it when it runs
   ExpectPassThrough("SELECT nope FROM t GROUP BY nope");  // a binder error: DuckDB reports it
   ExpectPassThrough("INSERT INTO t SELECT * FROM t LIMIT 0");
 }
@@ -402,10 +474,13 @@ TEST_F(RewriteTest, ConsumerAggregatesRunPerPartAndAreCombined) {
       "sum(sx) / count(*) AS ratio FROM g WHERE n > 1",
       "WITH g AS (SELECT k1, count(*) AS n, sum(x) AS sx FROM t GROUP BY k1) "
       "SELECT count(*), sum(n), sum(sx), max(n) FROM g WHERE n > 1000000",  // every part empty
-      "SELECT count(*) AS c, sum(id) FILTER (WHERE x > 10), min(y), max(s) FROM (SELECT *, row_number() OVER "
+      "SELECT count(*) AS c, sum(id) FILTER (WHERE x > 10), min(y), max(s) FROM (SELECT *, "
+      "row_number() OVER "
       "(PARTITION BY k1 ORDER BY id DESC) AS rn FROM t) WHERE rn = 1",
-      "WITH ranked AS (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS rn FROM t) "
-      "SELECT count(*)::BIGINT AS customers, sum(id)::BIGINT AS ids, sum(round(v * 100)::BIGINT)::BIGINT AS cents "
+      "WITH ranked AS (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY y DESC, id DESC) AS "
+      "rn FROM t) "
+      "SELECT count(*)::BIGINT AS customers, sum(id)::BIGINT AS ids, sum(round(v * "
+      "100)::BIGINT)::BIGINT AS cents "
       "FROM ranked WHERE rn = 1",  // q3's shape
   };
   for (size_t i = 0; i < std::size(queries); ++i) {
@@ -419,14 +494,16 @@ TEST_F(RewriteTest, ConsumerAggregatesRunPerPartAndAreCombined) {
   const char* others[] = {
       "WITH g AS (SELECT k1, count(*) AS n FROM t GROUP BY k1) SELECT avg(n) FROM g",
       "WITH g AS (SELECT k1, sum(v) AS sv FROM t GROUP BY k1) SELECT sum(sv) FROM g",
-      "WITH g AS (SELECT k1, count(*) AS n FROM t GROUP BY k1) SELECT n % 3, count(*) FROM g GROUP BY 1",
+      "WITH g AS (SELECT k1, count(*) AS n FROM t GROUP BY k1) SELECT n % 3, count(*) FROM g GROUP "
+      "BY 1",
       "WITH g AS (SELECT k1, count(*) AS n FROM t GROUP BY k1) SELECT count(DISTINCT n) FROM g",
   };
   for (const char* q : others) {
     ExpectSame(q, RewriteKind::kGroupBy);
     std::string how;
     Rewritten(q, 3, RewriteKind::kGroupBy, &how);
-    EXPECT_EQ(how.find("the consumer's aggregates per part"), std::string::npos) << q << "\n" << how;
+    EXPECT_EQ(how.find("the consumer's aggregates per part"), std::string::npos) << q << "\n"
+                                                                                 << how;
   }
 }
 
@@ -434,14 +511,17 @@ TEST_F(RewriteTest, UserMacrosAreReadAtEveryPlan) {
   // The built-in functions are read once per process (D16); a macro the user creates later
   // is still found. DuckDB gives macros no stability, so they are never trusted to give the
   // same rows to every part: the query passes through as not CONSISTENT (not as unknown).
-  ExpectSame("SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t) WHERE rn = 1",
-             RewriteKind::kLatestRow);
+  ExpectSame(
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t) "
+      "WHERE rn = 1",
+      RewriteKind::kLatestRow);
   ASSERT_TRUE(conn_->Execute("CREATE OR REPLACE TEMP MACRO jitter(i) AS i >= 0").ok());
   std::string why_not;
-  auto plan = PlanRewrite(*conn_,
-                          "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t "
-                          "WHERE jitter(id)) WHERE rn = 1",
-                          Options(2), &why_not);
+  auto plan = PlanRewrite(
+      *conn_,
+      "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t "
+      "WHERE jitter(id)) WHERE rn = 1",
+      Options(2), &why_not);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_FALSE(plan->has_value());
   EXPECT_NE(why_not.find("function jitter is not CONSISTENT"), std::string::npos) << why_not;
@@ -460,9 +540,13 @@ TEST_F(RewriteTest, LakeInputsProbeTheirKeysBeforeTheStatisticsScan) {
   // passes the manifests' rows (here far more than the view holds). A key that repeats in the
   // first rows (g: 4 values) is left to DuckDB without the statistics scan; a near-unique
   // one (id + 1) is scaled to the known rows and scanned (D13).
-  ASSERT_TRUE(
-      conn_->Execute("CREATE OR REPLACE VIEW lakeish AS SELECT hash(i) % 4 AS g, i AS id FROM range(200000) r(i)").ok());
-  RewriteOptions o{.memory_limit_bytes = 16 << 20, .threads = 2, .min_rows_to_rewrite = 0,
+  ASSERT_TRUE(conn_
+                  ->Execute("CREATE OR REPLACE VIEW lakeish AS SELECT hash(i) % 4 AS g, i AS id "
+                            "FROM range(200000) r(i)")
+                  .ok());
+  RewriteOptions o{.memory_limit_bytes = 16 << 20,
+                   .threads = 2,
+                   .min_rows_to_rewrite = 0,
                    .known_input_rows = 4'000'000'000};
   std::string why_not;
   // hash() has no statistics: DuckDB estimates its groups near its rows.
@@ -484,16 +568,30 @@ TEST_F(RewriteTest, ParquetKeysAreBoundedByTheirTablesRowsAndRanges) {
   std::string dir = (spill_ / "bound").string();
   std::filesystem::create_directories(dir);
   std::string fact = dir + "/fact.parquet", dim = dir + "/dim.parquet", ids = dir + "/ids.parquet";
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT i AS id, i % 500 AS k, i % 3000 AS p, i % 7 AS j FROM range(200000) "
-                                         "r(i)) TO '{}' (FORMAT parquet, FIELD_IDS {{id: 1, k: 2, p: 3, j: 4}})",
-                                         fact)).ok());
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT i AS p, 'c' || (i % 7) AS cat FROM range(3000) r(i)) TO '{}' "
-                                         "(FORMAT parquet)", dim)).ok());
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT i * 1000 AS sparse FROM range(1000) r(i)) TO '{}' "
-                                         "(FORMAT parquet)", ids)).ok());
+  ASSERT_TRUE(
+      conn_
+          ->Execute(fmt::format(
+              "COPY (SELECT i AS id, i % 500 AS k, i % 3000 AS p, i % 7 AS j FROM range(200000) "
+              "r(i)) TO '{}' (FORMAT parquet, FIELD_IDS {{id: 1, k: 2, p: 3, j: 4}})",
+              fact))
+          .ok());
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT i AS p, 'c' || (i % 7) AS cat FROM range(3000) r(i)) TO '{}' "
+                      "(FORMAT parquet)",
+                      dim))
+                  .ok());
+  ASSERT_TRUE(
+      conn_
+          ->Execute(fmt::format("COPY (SELECT i * 1000 AS sparse FROM range(1000) r(i)) TO '{}' "
+                                "(FORMAT parquet)",
+                                ids))
+          .ok());
   // 16 MB: about 80,000 groups fit; the fact's 200,000 rows do not. Blind estimates, as for
   // lake tables, so that DuckDB's own estimate does not decide.
-  RewriteOptions o{.memory_limit_bytes = 16 << 20, .threads = 2, .min_rows_to_rewrite = 0,
+  RewriteOptions o{.memory_limit_bytes = 16 << 20,
+                   .threads = 2,
+                   .min_rows_to_rewrite = 0,
                    .known_input_rows = 4'000'000'000};
   auto why = [&](const std::string& sql) {
     std::string why_not;
@@ -502,56 +600,74 @@ TEST_F(RewriteTest, ParquetKeysAreBoundedByTheirTablesRowsAndRanges) {
     if (plan.ok() && plan->has_value()) return std::string("rewritten");
     return why_not;
   };
-  const std::string f = fmt::format("read_parquet('{}')", fact), d = fmt::format("read_parquet('{}')", dim);
+  const std::string f = fmt::format("read_parquet('{}')", fact),
+                    d = fmt::format("read_parquet('{}')", dim);
   // (DuckDB's own estimate decides here; the same query as a lake table's is bounded.)
-  EXPECT_EQ(why(fmt::format("SELECT d.cat, count(*) FROM {} s JOIN {} d ON s.p = d.p GROUP BY d.cat", f, d))
+  EXPECT_EQ(why(fmt::format(
+                    "SELECT d.cat, count(*) FROM {} s JOIN {} d ON s.p = d.p GROUP BY d.cat", f, d))
                 .find("probe"),
             std::string::npos);
-  EXPECT_NE(why(fmt::format("SELECT k, count(*) FROM {} GROUP BY k", f)).find("at most 501 groups"), std::string::npos);
+  EXPECT_NE(why(fmt::format("SELECT k, count(*) FROM {} GROUP BY k", f)).find("at most 501 groups"),
+            std::string::npos);
   // Two keys of one file: the product of their ranges (at most its rows).
-  EXPECT_NE(why(fmt::format("SELECT k, j, count(*) FROM {} GROUP BY 1, 2", f)).find("at most 4008 groups"),
+  EXPECT_NE(why(fmt::format("SELECT k, j, count(*) FROM {} GROUP BY 1, 2", f))
+                .find("at most 4008 groups"),
             std::string::npos);
   // The lake's form: column k is called kk now; field 2's statistics bound it.
   std::string lake = fmt::format(
-      "(SELECT \"kk\" FROM read_parquet(['{}'], schema = MAP {{2: {{name: 'kk', type: 'BIGINT', default_value: NULL}}}}))",
+      "(SELECT \"kk\" FROM read_parquet(['{}'], schema = MAP {{2: {{name: 'kk', type: 'BIGINT', "
+      "default_value: NULL}}}}))",
       fact);
-  EXPECT_NE(why(fmt::format("SELECT s.kk, count(*) FROM {} AS s GROUP BY s.kk", lake)).find("at most 501 groups"),
+  EXPECT_NE(why(fmt::format("SELECT s.kk, count(*) FROM {} AS s GROUP BY s.kk", lake))
+                .find("at most 501 groups"),
             std::string::npos);
   std::string lake_dim = fmt::format(
-      "(SELECT \"p\", \"cat\" FROM read_parquet(['{}'], schema = MAP {{1: {{name: 'p', type: 'BIGINT', default_value: "
+      "(SELECT \"p\", \"cat\" FROM read_parquet(['{}'], schema = MAP {{1: {{name: 'p', type: "
+      "'BIGINT', default_value: "
       "NULL}}, 2: {{name: 'cat', type: 'VARCHAR', default_value: NULL}}}}))",
       dim);
-  EXPECT_NE(why(fmt::format("SELECT d.cat, count(*) FROM {} s JOIN {} AS d ON s.kk = d.p GROUP BY d.cat", lake,
-                            lake_dim))
-                .find("at most 3001 groups"),
-            std::string::npos);
+  EXPECT_NE(
+      why(fmt::format("SELECT d.cat, count(*) FROM {} s JOIN {} AS d ON s.kk = d.p GROUP BY d.cat",
+                      lake, lake_dim))
+          .find("at most 3001 groups"),
+      std::string::npos);
   // Not bounded: an expression of an integer column (its range is not the column's), a
   // column of range() and a wide range go on to the probe, which finds their groups.
-  EXPECT_NE(why(fmt::format("SELECT k + 1, count(*) FROM {} GROUP BY 1", f)).find("a probe"), std::string::npos);
-  EXPECT_NE(why("SELECT i % 10, count(*) FROM range(200000) r(i) GROUP BY 1").find("probe"), std::string::npos);
-  EXPECT_NE(why(fmt::format("SELECT sparse, count(*) FROM read_parquet('{}') GROUP BY 1", ids)).find("at most 1001 "),
+  EXPECT_NE(why(fmt::format("SELECT k + 1, count(*) FROM {} GROUP BY 1", f)).find("a probe"),
+            std::string::npos);
+  EXPECT_NE(why("SELECT i % 10, count(*) FROM range(200000) r(i) GROUP BY 1").find("probe"),
+            std::string::npos);
+  EXPECT_NE(why(fmt::format("SELECT sparse, count(*) FROM read_parquet('{}') GROUP BY 1", ids))
+                .find("at most 1001 "),
             std::string::npos);  // a range of 999,002 but 1,000 rows (and an outer join's NULL)
   // Columns renamed by position (`AS t(a, b)`) are not followed: no bound from k's range
   // for what is really id.
-  EXPECT_EQ(why(fmt::format("SELECT k, count(*) FROM read_parquet('{}') AS r(k, id) GROUP BY k", fact))
-                .find("at most"),
-            std::string::npos);
+  EXPECT_EQ(
+      why(fmt::format("SELECT k, count(*) FROM read_parquet('{}') AS r(k, id) GROUP BY k", fact))
+          .find("at most"),
+      std::string::npos);
   // A hive path's value replaces the file's column of that name: no range from the footers.
   for (int year : {1, 2, 3}) {
     std::filesystem::create_directories(fmt::format("{}/hive/year={}", dir, year));
-    ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT 0 AS year, i AS v FROM range(100) r(i)) TO "
-                                           "'{}/hive/year={}/f.parquet' (FORMAT parquet)",
-                                           dir, year)).ok());
+    ASSERT_TRUE(conn_
+                    ->Execute(fmt::format("COPY (SELECT 0 AS year, i AS v FROM range(100) r(i)) TO "
+                                          "'{}/hive/year={}/f.parquet' (FORMAT parquet)",
+                                          dir, year))
+                    .ok());
   }
-  EXPECT_EQ(why(fmt::format("SELECT year, count(*) FROM read_parquet('{}/hive/*/*.parquet') GROUP BY year", dir))
-                .find("at most 2 "),
-            std::string::npos);
+  EXPECT_EQ(
+      why(fmt::format(
+              "SELECT year, count(*) FROM read_parquet('{}/hive/*/*.parquet') GROUP BY year", dir))
+          .find("at most 2 "),
+      std::string::npos);
   EXPECT_EQ(why(fmt::format("SELECT id, count(*) FROM {} GROUP BY id", f)), "rewritten");
   // There the bound (200,001) is below the probe's estimate: it counts the groups, without
   // a statistics scan (D20), and the answer is DuckDB's.
   {
-    const std::string sql = fmt::format("SELECT count(*) AS g, sum(n)::BIGINT AS rows FROM (SELECT id, count(*) AS n FROM {} "
-                                        "GROUP BY id)", f);
+    const std::string sql = fmt::format(
+        "SELECT count(*) AS g, sum(n)::BIGINT AS rows FROM (SELECT id, count(*) AS n FROM {} "
+        "GROUP BY id)",
+        f);
     auto plan = PlanRewrite(*conn_, sql, o);
     ASSERT_TRUE(plan.ok() && plan->has_value());
     EXPECT_NE((*plan)->explanation.find("~200001 groups by the footers' bound"), std::string::npos)
@@ -563,14 +679,20 @@ TEST_F(RewriteTest, ParquetKeysAreBoundedByTheirTablesRowsAndRanges) {
   }
   // Past 256 files the footers are not read (the probe's cost is fixed; theirs is not):
   // the rows alone (3,001) would have fit.
-  ASSERT_TRUE(conn_->Execute(fmt::format("COPY (SELECT i % 300 AS part, i AS v FROM range(3000) r(i)) TO '{}/many' "
-                                         "(FORMAT parquet, PARTITION_BY (part))",
-                                         dir)).ok());
-  std::string many = why(fmt::format("SELECT v, count(*) FROM read_parquet('{}/many/*/*.parquet') GROUP BY v", dir));
+  ASSERT_TRUE(conn_
+                  ->Execute(fmt::format(
+                      "COPY (SELECT i % 300 AS part, i AS v FROM range(3000) r(i)) TO '{}/many' "
+                      "(FORMAT parquet, PARTITION_BY (part))",
+                      dir))
+                  .ok());
+  std::string many = why(
+      fmt::format("SELECT v, count(*) FROM read_parquet('{}/many/*/*.parquet') GROUP BY v", dir));
   EXPECT_EQ(many.find("at most"), std::string::npos) << many;  // the probe and the scan decided
   // Partitioned anyway, the join's answer is DuckDB's.
-  ExpectSame(fmt::format("SELECT d.cat, count(*) AS n FROM {} s JOIN {} d ON s.p = d.p GROUP BY d.cat", f, d),
-             RewriteKind::kGroupBy);
+  ExpectSame(
+      fmt::format("SELECT d.cat, count(*) AS n FROM {} s JOIN {} d ON s.p = d.p GROUP BY d.cat", f,
+                  d),
+      RewriteKind::kGroupBy);
 }
 
 TEST_F(RewriteTest, TheAnswerKeepsTheQuerysColumnNamesAndOrder) {
@@ -600,8 +722,10 @@ TEST_F(RewriteTest, TheAnswerKeepsTheQuerysColumnNamesAndOrder) {
     return names;
   };
   for (const std::string sql : {
-           std::string("SELECT count(*), sum(n), max(k1) AS top FROM (SELECT k1, count(*) AS n FROM t GROUP BY k1)"),
-           std::string("SELECT count(*), sum(id) FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) "
+           std::string("SELECT count(*), sum(n), max(k1) AS top FROM (SELECT k1, count(*) AS n "
+                       "FROM t GROUP BY k1)"),
+           std::string("SELECT count(*), sum(id) FROM (SELECT *, row_number() OVER (PARTITION BY "
+                       "k1 ORDER BY x, id) "
                        "AS rn FROM t) WHERE rn = 1"),
            std::string("SELECT k1, count(*) FROM t GROUP BY k1"),
        }) {
@@ -610,22 +734,29 @@ TEST_F(RewriteTest, TheAnswerKeepsTheQuerysColumnNamesAndOrder) {
     for (int parts : {1, 3}) EXPECT_EQ(names_of(sql, parts), want) << sql << "\nparts " << parts;
   }
   const std::string ordered =
-      "SELECT k1, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM t) WHERE rn = 1 "
+      "SELECT k1, id FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x, id) AS rn FROM "
+      "t) WHERE rn = 1 "
       "ORDER BY k1 DESC NULLS LAST, id";
-  EXPECT_EQ(Rewritten(ordered, 3, RewriteKind::kLatestRow), Plain(ordered));  // not sorted: the order itself
+  EXPECT_EQ(Rewritten(ordered, 3, RewriteKind::kLatestRow),
+            Plain(ordered));  // not sorted: the order itself
 }
 
 TEST_F(RewriteTest, SmallInputsPassThrough) {
   RewriteOptions o{.memory_limit_bytes = 512 << 20, .threads = 2, .min_rows_to_rewrite = 1'000'000};
-  auto plan = PlanRewrite(
-      *conn_, "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) AS rn FROM t) WHERE rn = 1", o);
+  auto plan = PlanRewrite(*conn_,
+                          "SELECT * FROM (SELECT *, row_number() OVER (PARTITION BY k1 ORDER BY x) "
+                          "AS rn FROM t) WHERE rn = 1",
+                          o);
   ASSERT_TRUE(plan.ok());
   EXPECT_FALSE(plan->has_value());
 }
 
 TEST_F(RewriteTest, PartsFollowTheMemoryLimit) {
   // 1,000 keys at 8 KiB of budget per part: several parts, chosen from the estimate.
-  RewriteOptions o{.memory_limit_bytes = 40 << 10, .threads = 2, .min_rows_to_rewrite = 0, .part_memory_fraction = 0.5};
+  RewriteOptions o{.memory_limit_bytes = 40 << 10,
+                   .threads = 2,
+                   .min_rows_to_rewrite = 0,
+                   .part_memory_fraction = 0.5};
   auto plan = PlanRewrite(*conn_, "SELECT k1, count(*), sum(x) FROM t GROUP BY k1", o);
   ASSERT_TRUE(plan.ok());
   ASSERT_TRUE(plan->has_value());
@@ -649,7 +780,8 @@ TEST_F(RewriteTest, CleanupRunsAfterAFailedStep) {
 }
 
 TEST_F(RewriteTest, RunPlanReturnsTheAnswerAndDropsTheTempTable) {
-  auto plan = PlanRewrite(*conn_, "SELECT count(*) FROM (SELECT k2, count(*) FROM t GROUP BY k2)", Options(2));
+  auto plan = PlanRewrite(*conn_, "SELECT count(*) FROM (SELECT k2, count(*) FROM t GROUP BY k2)",
+                          Options(2));
   ASSERT_TRUE(plan.ok() && plan->has_value());
   size_t before = TempTables();
   auto result = RunPlan(*conn_, **plan);
@@ -661,12 +793,14 @@ TEST_F(RewriteTest, RunPlanReturnsTheAnswerAndDropsTheTempTable) {
 TEST_F(RewriteTest, TempTablesSpillUnderTheMemoryLimit) {
   // The parts' results live in a TEMP table: DuckDB must move it to temp_directory when it
   // outgrows memory_limit (here ~96 MB of rows under a 32 MB limit).
-  auto db = duck::Database::Open({.memory_limit_bytes = 32 << 20, .threads = 1, .temp_directory = spill_.string()});
+  auto db = duck::Database::Open(
+      {.memory_limit_bytes = 32 << 20, .threads = 1, .temp_directory = spill_.string()});
   ASSERT_TRUE(db.ok());
   auto conn = duck::Connection::Open(**db);
   ASSERT_TRUE(conn.ok());
   ASSERT_TRUE((*conn)->Execute("SET preserve_insertion_order = false").ok());
-  Status st = (*conn)->Execute("CREATE TEMP TABLE big AS SELECT i AS a, i * 2 AS b, i * 3 AS c FROM range(4000000) r(i)");
+  Status st = (*conn)->Execute(
+      "CREATE TEMP TABLE big AS SELECT i AS a, i * 2 AS b, i * 3 AS c FROM range(4000000) r(i)");
   ASSERT_TRUE(st.ok()) << st.ToString();
   auto rows = (*conn)->QueryText("SELECT count(*), sum(c) FROM big");
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
