@@ -107,4 +107,81 @@ std::string Grouped(uint64_t v) {
   return out;
 }
 
+Result<std::unique_ptr<ListeningChild>> ListeningChild::Start(
+    std::string what, std::vector<std::string> args, const std::string& log_prefix,
+    std::string_view marker, bool marker_on_stderr, std::chrono::seconds start_timeout,
+    std::chrono::seconds stop_timeout) {
+  std::unique_ptr<ListeningChild> c(new ListeningChild());
+  c->what_ = std::move(what);
+  c->out_path_ = log_prefix + ".out";
+  c->err_path_ = log_prefix + ".err";
+  c->stop_timeout_ = stop_timeout;
+  c->args_ = std::move(args);
+  ASSIGN_OR_RETURN(c->pid_, Spawn(c->args_, c->out_path_, c->err_path_));
+  const std::string& watch = marker_on_stderr ? c->err_path_ : c->out_path_;
+  auto deadline = std::chrono::steady_clock::now() + start_timeout;
+  while (true) {
+    std::string out = ReadFile(watch);
+    size_t at = out.find(marker);
+    if (at != std::string::npos) {
+      size_t begin = at + marker.size();
+      size_t end = out.find_first_of(" /\n", begin);
+      if (end != std::string::npos) {
+        c->address_ = out.substr(begin, end - begin);
+        return c;
+      }
+    }
+    if (std::optional<int> st = WaitFor(c->pid_, std::chrono::milliseconds(0))) {
+      c->pid_ = -1;
+      return IOError("{} {} before listening; its output:\n{}{}", c->what_, DescribeWaitStatus(*st),
+                     Tail(c->out_path_, 10), Tail(c->err_path_, 20));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return IOError("{} did not report listening within {} s; its output:\n{}{}", c->what_,
+                     start_timeout.count(), Tail(c->out_path_, 10), Tail(c->err_path_, 20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+ListeningChild::~ListeningChild() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    WaitFor(pid_, std::chrono::seconds(5));
+  }
+}
+
+Status ListeningChild::Stop() {
+  if (pid_ <= 0) return FailedPreconditionError("{} is not running", what_);
+  pid_t pid = std::exchange(pid_, -1);
+  ::kill(pid, SIGTERM);
+  std::optional<int> st = WaitFor(pid, stop_timeout_);
+  if (!st) {
+    ::kill(pid, SIGKILL);
+    WaitFor(pid, std::chrono::seconds(5));
+    return IOError("{} did not stop within {} s of SIGTERM (killed); its log:\n{}", what_,
+                   stop_timeout_.count(), Tail(err_path_, 20));
+  }
+  if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+    return IOError("{} {} after SIGTERM; its output:\n{}{}", what_, DescribeWaitStatus(*st),
+                   Tail(out_path_, 5), Tail(err_path_, 20));
+  }
+  return Status::OK();
+}
+
+Status ListeningChild::CheckAlive() {
+  if (pid_ <= 0) return Status::OK();
+  if (std::optional<int> st = WaitFor(pid_, std::chrono::milliseconds(0))) {
+    pid_ = -1;
+    return IOError("{} {}; its output:\n{}{}", what_, DescribeWaitStatus(*st), Tail(out_path_, 5),
+                   Tail(err_path_, 20));
+  }
+  return Status::OK();
+}
+
+int ListeningChild::port() const {
+  size_t colon = address_.rfind(':');
+  return colon == std::string::npos ? -1 : std::atoi(address_.c_str() + colon + 1);
+}
+
 }  // namespace sluice::bench

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -39,5 +41,41 @@ double ProcessCpuSeconds(pid_t pid);
 
 // 1234567 -> "1,234,567".
 std::string Grouped(uint64_t v);
+
+// A child `sluice` process (a broker, a pipeline) that prints a line with its address once
+// it listens. Lifecycle: Start (waits for the line), Stop (SIGTERM, wait, exit status 0 =
+// OK); the destructor kills one that was not stopped. Owned by one thread.
+class ListeningChild {
+ public:
+  // `what` names it in errors ("sluice serve"); its output goes to <log_prefix>.out and
+  // .err; `marker` starts the line (on stderr with `marker_on_stderr`) and the address
+  // follows it up to a space, '/' or newline.
+  static Result<std::unique_ptr<ListeningChild>> Start(
+      std::string what, std::vector<std::string> args, const std::string& log_prefix,
+      std::string_view marker, bool marker_on_stderr, std::chrono::seconds start_timeout,
+      std::chrono::seconds stop_timeout);
+  ~ListeningChild();
+  ListeningChild(const ListeningChild&) = delete;
+  ListeningChild& operator=(const ListeningChild&) = delete;
+
+  // SIGTERM, then waits; OK only for exit status 0. Kills it after the stop timeout.
+  Status Stop();
+  // Dead already? Then an error with its output; else OK.
+  Status CheckAlive();
+
+  double CpuSeconds() const { return pid_ > 0 ? ProcessCpuSeconds(pid_) : -1; }
+  const std::string& address() const { return address_; }
+  int port() const;
+  pid_t pid() const { return pid_; }
+  const std::string& err_path() const { return err_path_; }
+  const std::vector<std::string>& args() const { return args_; }
+
+ private:
+  ListeningChild() = default;
+  pid_t pid_ = -1;
+  std::chrono::seconds stop_timeout_{60};
+  std::string what_, out_path_, err_path_, address_;
+  std::vector<std::string> args_;
+};
 
 }  // namespace sluice::bench

@@ -109,8 +109,6 @@ class BrokerProcess {
                                                       const std::string& data_dir,
                                                       const std::string& log_dir) {
     std::unique_ptr<BrokerProcess> b(new BrokerProcess());
-    b->out_path_ = log_dir + "/broker.out";
-    b->err_path_ = log_dir + "/broker.err";
     b->data_dir_ = data_dir;
     std::string exe = binary;
     if (exe == "/proc/self/exe") {
@@ -118,88 +116,33 @@ class BrokerProcess {
       fs::path self = fs::read_symlink("/proc/self/exe", ec);
       if (!ec) exe = self.string();
     }
-    b->command_ = {exe,           "serve",     "--kafka-addr", "127.0.0.1:0", "--http-addr",
-                   "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",  "--data-dir",  data_dir};
-    ASSIGN_OR_RETURN(b->pid_, Spawn(b->command_, b->out_path_, b->err_path_));
     // It prints "sluice: serving Kafka on HOST:PORT (...)" once it listens.
-    constexpr std::string_view kLine = "sluice: serving Kafka on ";
-    auto deadline = std::chrono::steady_clock::now() + kBrokerStartTimeout;
-    while (true) {
-      std::string out = ReadFile(b->out_path_);
-      size_t at = out.find(kLine);
-      if (at != std::string::npos) {
-        size_t begin = at + kLine.size();
-        size_t end = out.find_first_of(" \n", begin);
-        if (end != std::string::npos) {
-          b->address_ = out.substr(begin, end - begin);
-          return b;
-        }
-      }
-      if (std::optional<int> st = WaitFor(b->pid_, 0ms)) {
-        b->pid_ = -1;
-        return IOError("sluice serve {} before listening; its output:\n{}{}",
-                       DescribeWaitStatus(*st), Tail(b->out_path_, 10), Tail(b->err_path_, 20));
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return IOError("sluice serve did not report listening within {} s; its output:\n{}{}",
-                       kBrokerStartTimeout.count(), Tail(b->out_path_, 10), Tail(b->err_path_, 20));
-      }
-      std::this_thread::sleep_for(10ms);
-    }
+    ASSIGN_OR_RETURN(
+        b->child_,
+        ListeningChild::Start("sluice serve",
+                              {exe, "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr",
+                               "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data_dir},
+                              log_dir + "/broker", "sluice: serving Kafka on ", false,
+                              kBrokerStartTimeout, kBrokerStopTimeout));
+    return b;
   }
 
-  ~BrokerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      WaitFor(pid_, 5s);
-    }
-  }
-
-  // SIGTERM, then waits; OK only for exit status 0. Kills it after the timeout.
-  Status Stop() {
-    if (pid_ <= 0) return FailedPreconditionError("the broker is not running");
-    pid_t pid = std::exchange(pid_, -1);
-    ::kill(pid, SIGTERM);
-    std::optional<int> st = WaitFor(pid, kBrokerStopTimeout);
-    if (!st) {
-      ::kill(pid, SIGKILL);
-      WaitFor(pid, 5s);
-      return IOError("sluice serve did not stop within {} s of SIGTERM (killed); its log:\n{}",
-                     kBrokerStopTimeout.count(), Tail(err_path_, 20));
-    }
-    if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
-      return IOError("sluice serve {} after SIGTERM; its output:\n{}{}", DescribeWaitStatus(*st),
-                     Tail(out_path_, 5), Tail(err_path_, 20));
-    }
-    return Status::OK();
-  }
-
-  // Dead already? Then an error with its output; else OK.
-  Status CheckAlive() {
-    if (pid_ <= 0) return Status::OK();
-    if (std::optional<int> st = WaitFor(pid_, 0ms)) {
-      pid_ = -1;
-      return IOError("sluice serve {}; its output:\n{}{}", DescribeWaitStatus(*st),
-                     Tail(out_path_, 5), Tail(err_path_, 20));
-    }
-    return Status::OK();
-  }
-
-  double CpuSeconds() const { return pid_ > 0 ? ProcessCpuSeconds(pid_) : -1; }
-  const std::string& address() const { return address_; }
-  pid_t pid() const { return pid_; }
+  Status Stop() { return child_->Stop(); }
+  Status CheckAlive() { return child_->CheckAlive(); }
+  double CpuSeconds() const { return child_->CpuSeconds(); }
+  const std::string& address() const { return child_->address(); }
+  pid_t pid() const { return child_->pid(); }
   const std::string& data_dir() const { return data_dir_; }
   std::string command() const {
     std::string s;
-    for (const std::string& a : command_) s += (s.empty() ? "" : " ") + a;
+    for (const std::string& a : child_->args()) s += (s.empty() ? "" : " ") + a;
     return s;
   }
 
  private:
   BrokerProcess() = default;
-  pid_t pid_ = -1;
-  std::vector<std::string> command_;
-  std::string out_path_, err_path_, data_dir_, address_;
+  std::unique_ptr<ListeningChild> child_;
+  std::string data_dir_;
 };
 
 // ---------------------------------------------------------------------------------------

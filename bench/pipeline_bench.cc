@@ -294,97 +294,7 @@ std::string SelfExe(const std::string& binary) {
   return ec ? binary : self.string();
 }
 
-// A child `sluice` process that prints a line with its address once it listens.
-// Lifecycle: Start (waits for the line), Stop (SIGTERM, wait, exit status 0 = OK); the
-// destructor kills one that was not stopped. Owned by one thread.
-class Child {
- public:
-  // `marker` starts the line; the address follows it up to a space, '/' or newline.
-  static Result<std::unique_ptr<Child>> Start(std::string what, std::vector<std::string> args,
-                                              const std::string& log_prefix,
-                                              std::string_view marker, bool marker_on_stderr) {
-    std::unique_ptr<Child> c(new Child());
-    c->what_ = std::move(what);
-    c->out_path_ = log_prefix + ".out";
-    c->err_path_ = log_prefix + ".err";
-    ASSIGN_OR_RETURN(c->pid_, Spawn(args, c->out_path_, c->err_path_));
-    const std::string& watch = marker_on_stderr ? c->err_path_ : c->out_path_;
-    auto deadline = std::chrono::steady_clock::now() + kBrokerStartTimeout;
-    while (true) {
-      std::string out = ReadFile(watch);
-      size_t at = out.find(marker);
-      if (at != std::string::npos) {
-        size_t begin = at + marker.size();
-        size_t end = out.find_first_of(" /\n", begin);
-        if (end != std::string::npos) {
-          c->address_ = out.substr(begin, end - begin);
-          return c;
-        }
-      }
-      if (std::optional<int> st = WaitFor(c->pid_, 0ms)) {
-        c->pid_ = -1;
-        return IOError("{} {} before listening; its output:\n{}{}", c->what_,
-                       DescribeWaitStatus(*st), Tail(c->out_path_, 10), Tail(c->err_path_, 20));
-      }
-      if (std::chrono::steady_clock::now() >= deadline) {
-        return IOError("{} did not report listening within {} s; its output:\n{}{}", c->what_,
-                       kBrokerStartTimeout.count(), Tail(c->out_path_, 10), Tail(c->err_path_, 20));
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-  }
-
-  ~Child() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      WaitFor(pid_, 5s);
-    }
-  }
-
-  // SIGTERM, then waits; OK only for exit status 0. Kills it after the timeout.
-  Status Stop() {
-    if (pid_ <= 0) return FailedPreconditionError("{} is not running", what_);
-    pid_t pid = std::exchange(pid_, -1);
-    ::kill(pid, SIGTERM);
-    std::optional<int> st = WaitFor(pid, kChildStopTimeout);
-    if (!st) {
-      ::kill(pid, SIGKILL);
-      WaitFor(pid, 5s);
-      return IOError("{} did not stop within {} s of SIGTERM (killed); its log:\n{}", what_,
-                     kChildStopTimeout.count(), Tail(err_path_, 20));
-    }
-    if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
-      return IOError("{} {} after SIGTERM; its output:\n{}{}", what_, DescribeWaitStatus(*st),
-                     Tail(out_path_, 5), Tail(err_path_, 20));
-    }
-    return Status::OK();
-  }
-
-  // Dead already? Then an error with its output; else OK.
-  Status CheckAlive() {
-    if (pid_ <= 0) return Status::OK();
-    if (std::optional<int> st = WaitFor(pid_, 0ms)) {
-      pid_ = -1;
-      return IOError("{} {}; its output:\n{}{}", what_, DescribeWaitStatus(*st), Tail(out_path_, 5),
-                     Tail(err_path_, 20));
-    }
-    return Status::OK();
-  }
-
-  double CpuSeconds() const { return pid_ > 0 ? ProcessCpuSeconds(pid_) : -1; }
-  const std::string& address() const { return address_; }
-  int port() const {
-    size_t colon = address_.rfind(':');
-    return colon == std::string::npos ? -1 : std::atoi(address_.c_str() + colon + 1);
-  }
-  pid_t pid() const { return pid_; }
-  const std::string& err_path() const { return err_path_; }
-
- private:
-  Child() = default;
-  pid_t pid_ = -1;
-  std::string what_, out_path_, err_path_, address_;
-};
+using Child = ListeningChild;
 
 // ---------------------------------------------------------------------------------------
 // Settings and the producer.
@@ -726,7 +636,8 @@ Result<std::unique_ptr<Child>> StartPipeline(const Settings& s, const std::strin
   return Child::Start(
       "sluice pipeline run " + name,
       {s.binary, "pipeline", "run", file, "--http-addr", "127.0.0.1:0", "--no-progress"},
-      fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", true);
+      fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", true,
+      kBrokerStartTimeout, kChildStopTimeout);
 }
 
 struct Counts {
@@ -1573,7 +1484,8 @@ Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
       Child::Start("sluice serve",
                    {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr",
                     "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data},
-                   work->path() + "/broker", "sluice: serving Kafka on ", false));
+                   work->path() + "/broker", "sluice: serving Kafka on ", false,
+                   kBrokerStartTimeout, kChildStopTimeout));
   Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
   Status stopped = broker->Stop();
   if (!st.ok()) return st;
