@@ -27,14 +27,14 @@ struct PipelineSet::Loaded {
   pipeline::PipelineConfig config;
 };
 
-// One pipeline. `runner` and `thread` are set by Launch and cleared by Halt, both under
-// the set's manage_mu_; `result` and `done` are written by the pipeline's thread.
+// One pipeline. `runner` and `thread` are set by Begin under the set's manage_mu_ and mu_;
+// `result` and `done` are written by the pipeline's thread.
 struct PipelineSet::Entry {
   std::string name;
-  std::string file;
+  std::string file;  // canonical path
   std::string text;
   int64_t memory = 0;
-  std::optional<pipeline::PipelineConfig> config;  // until launched
+  pipeline::PipelineConfig config;  // as loaded: each start makes its runner from a copy
   std::unique_ptr<pipeline::PipelineRunner> runner;
   std::thread thread;
   mutable std::mutex mu;
@@ -64,7 +64,9 @@ Result<std::vector<std::string>> PipelineSet::ListFiles() const {
   for (const auto& entry : fs::directory_iterator(dir_, ec)) {
     std::string ext = entry.path().extension().string();
     if (entry.is_regular_file() && (ext == ".yml" || ext == ".yaml")) {
-      files.push_back(entry.path().string());
+      std::error_code canon_ec;
+      fs::path canonical = fs::weakly_canonical(entry.path(), canon_ec);
+      files.push_back(canon_ec ? entry.path().string() : canonical.string());
     }
   }
   if (ec) return IOError("--pipelines: cannot list {}: {}", dir_, ec.message());
@@ -79,7 +81,10 @@ Result<PipelineSet::Loaded> PipelineSet::LoadOne(const std::string& file) const 
   ASSIGN_OR_RETURN(pipeline::PipelineConfig config,
                    pipeline::LoadPipelineFile(file, pipeline::ProcessEnv()));
   if (config.name.empty()) config.name = fs::path(file).stem().string();
-  return Loaded{file, text.str(), std::move(config)};
+  // One spelling per file, so that a reload recognises a file added by another path.
+  std::error_code ec;
+  fs::path canonical = fs::weakly_canonical(file, ec);
+  return Loaded{ec ? file : canonical.string(), text.str(), std::move(config)};
 }
 
 Status PipelineSet::CheckBudget(int64_t total) const {
@@ -88,6 +93,16 @@ Status PipelineSet::CheckBudget(int64_t total) const {
       "--pipelines: the pipelines' duckdb.memory_limit add up to {} MiB, over the budget of {} "
       "MiB (--pipelines-memory-budget)",
       total >> 20, budget_ >> 20);
+}
+
+std::unique_ptr<PipelineSet::Entry> PipelineSet::MakeEntry(Loaded loaded) {
+  auto e = std::make_unique<Entry>();
+  e->name = loaded.config.name;
+  e->file = std::move(loaded.file);
+  e->text = std::move(loaded.text);
+  e->memory = loaded.config.duckdb.memory_limit_bytes;
+  e->config = std::move(loaded.config);
+  return e;
 }
 
 Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
@@ -103,12 +118,7 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
       errors.push_back(loaded.status().message());
       continue;
     }
-    auto e = std::make_unique<Entry>();
-    e->name = loaded->config.name;
-    e->file = f;
-    e->text = std::move(loaded->text);
-    e->memory = loaded->config.duckdb.memory_limit_bytes;
-    e->config = std::move(loaded->config);
+    std::unique_ptr<Entry> e = MakeEntry(std::move(loaded).value());
     total += e->memory;
     auto [it, fresh] = set->entries_.try_emplace(e->name, nullptr);
     if (!fresh) {
@@ -126,14 +136,13 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
 Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) const {
   pipeline::RunnerOptions options;
   options.metrics = metrics_;
-  auto runner = pipeline::PipelineRunner::Create(std::move(*e.config), options);
+  auto runner = pipeline::PipelineRunner::Create(e.config, options);  // a copy: restartable
   if (!runner.ok()) return runner.status().WithContext(e.file);
   return runner;
 }
 
 void PipelineSet::Begin(Entry& e, std::unique_ptr<pipeline::PipelineRunner> runner) {
   std::lock_guard lock(mu_);  // Health() and List() read runner and thread
-  e.config.reset();
   e.runner = std::move(runner);
   Entry* raw = &e;
   e.thread = std::thread([raw] {
@@ -148,7 +157,6 @@ Status PipelineSet::Launch(Entry& e) {
   auto runner = Create(e);
   if (!runner.ok()) {
     std::lock_guard lock(e.mu);
-    e.config.reset();
     e.result = runner.status();
     e.done = true;
     return e.result;
@@ -175,9 +183,9 @@ Status PipelineSet::Start() {
   std::vector<Entry*> loaded;
   {
     std::lock_guard lock(mu_);
-    started_ = true;
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
     for (auto& [name, e] : entries_) {
-      if (e->config) loaded.push_back(e.get());
+      if (!e->runner) loaded.push_back(e.get());
     }
   }
   // Every runner is created before any thread starts: a pipeline that cannot open its
@@ -186,6 +194,10 @@ Status PipelineSet::Start() {
   for (Entry* e : loaded) {
     ASSIGN_OR_RETURN(auto runner, Create(*e));
     runners.push_back(std::move(runner));
+  }
+  {
+    std::lock_guard lock(mu_);
+    started_ = true;
   }
   for (size_t i = 0; i < loaded.size(); ++i) Begin(*loaded[i], std::move(runners[i]));
   return Status::OK();
@@ -196,6 +208,7 @@ void PipelineSet::Stop() {
   std::vector<Entry*> all;
   {
     std::lock_guard lock(mu_);
+    stopping_ = true;  // no management call starts anything from now on
     for (auto& [name, e] : entries_) all.push_back(e.get());
   }
   for (Entry* e : all) {
@@ -209,27 +222,36 @@ void PipelineSet::Stop() {
 Status PipelineSet::Add(const std::string& file) {
   std::lock_guard manage(manage_mu_);
   ASSIGN_OR_RETURN(Loaded loaded, LoadOne(file));
-  auto e = std::make_unique<Entry>();
-  e->name = loaded.config.name;
-  e->file = file;
-  e->text = std::move(loaded.text);
-  e->memory = loaded.config.duckdb.memory_limit_bytes;
-  e->config = std::move(loaded.config);
+  std::unique_ptr<Entry> e = MakeEntry(std::move(loaded));
   Entry* raw = e.get();
+  const std::string name = e->name;
   bool started;
   {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(e->name); it != entries_.end()) {
-      return AlreadyExistsError("{}: pipeline name '{}' is also used by {}", file, e->name,
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
+    if (auto it = entries_.find(name); it != entries_.end()) {
+      return AlreadyExistsError("{}: pipeline name '{}' is also used by {}", file, name,
                                 it->second->file);
     }
     int64_t total = e->memory;
-    for (const auto& [name, other] : entries_) total += other->memory;
+    for (const auto& [n, other] : entries_) total += other->memory;
     RETURN_IF_ERROR(CheckBudget(total));
-    entries_.emplace(e->name, std::move(e));
+    entries_.emplace(name, std::move(e));
     started = started_;
   }
-  return started ? Launch(*raw) : Status::OK();
+  if (!started) return Status::OK();
+  Status st = Launch(*raw);
+  if (!st.ok()) {
+    // Not added after all: its name and memory are free for the next try.
+    std::vector<std::unique_ptr<Entry>> gone;
+    {
+      std::lock_guard lock(mu_);
+      gone.push_back(std::move(entries_[name]));
+      entries_.erase(name);
+    }
+    Halt(gone);
+  }
+  return st;
 }
 
 Status PipelineSet::Remove(const std::string& name) {
@@ -246,6 +268,39 @@ Status PipelineSet::Remove(const std::string& name) {
   return Status::OK();
 }
 
+// Puts `e` in the set under its name in place of what was there, stops and destroys that,
+// then starts `e` (when the set runs). When `e` cannot start and `previous` (the replaced
+// pipeline's file as it was) is given, that version goes back and starts again.
+Status PipelineSet::Replace(std::unique_ptr<Entry> e, std::optional<Loaded> previous,
+                            bool started) {
+  const std::string name = e->name;
+  Entry* raw = e.get();
+  std::vector<std::unique_ptr<Entry>> gone;
+  {
+    std::lock_guard lock(mu_);
+    auto& slot = entries_[name];
+    if (slot) gone.push_back(std::move(slot));
+    slot = std::move(e);
+  }
+  // The old runner finishes and commits its batch before the new one opens the same
+  // group and state.
+  Halt(gone);
+  if (!started) return Status::OK();
+  Status st = Launch(*raw);
+  if (st.ok() || !previous) return st;
+  std::unique_ptr<Entry> back = MakeEntry(std::move(*previous));
+  Entry* back_raw = back.get();
+  {
+    std::lock_guard lock(mu_);
+    gone.push_back(std::move(entries_[name]));
+    entries_[name] = std::move(back);
+  }
+  Halt(gone);
+  Status again = Launch(*back_raw);
+  return st.WithContext(again.ok() ? "the previous version runs again"
+                                   : "the previous version did not start either");
+}
+
 Status PipelineSet::Restart(const std::string& name) {
   std::lock_guard manage(manage_mu_);
   Entry* old;
@@ -253,6 +308,7 @@ Status PipelineSet::Restart(const std::string& name) {
   int64_t others = 0;
   {
     std::lock_guard lock(mu_);
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
     auto it = entries_.find(name);
     if (it == entries_.end()) return NotFoundError("no pipeline named '{}'", name);
     old = it->second.get();
@@ -267,23 +323,8 @@ Status PipelineSet::Restart(const std::string& name) {
                                 old->file, loaded.config.name, name);
   }
   RETURN_IF_ERROR(CheckBudget(others + loaded.config.duckdb.memory_limit_bytes));
-  auto fresh = std::make_unique<Entry>();
-  fresh->name = name;
-  fresh->file = old->file;
-  fresh->text = std::move(loaded.text);
-  fresh->memory = loaded.config.duckdb.memory_limit_bytes;
-  fresh->config = std::move(loaded.config);
-  std::vector<std::unique_ptr<Entry>> gone;
-  Entry* raw = fresh.get();
-  {
-    std::lock_guard lock(mu_);
-    gone.push_back(std::move(entries_[name]));
-    entries_[name] = std::move(fresh);
-  }
-  // The old runner finishes and commits its batch before the new one opens the same
-  // group and state.
-  Halt(gone);
-  return started ? Launch(*raw) : Status::OK();
+  Loaded previous{old->file, old->text, old->config};
+  return Replace(MakeEntry(std::move(loaded)), std::move(previous), started);
 }
 
 Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
@@ -291,8 +332,11 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
   ASSIGN_OR_RETURN(std::vector<std::string> files, ListFiles());
   std::map<std::string, const Entry*> by_file;
   std::map<std::string, int64_t> memory;  // by name, after the reload
+  bool started;
   {
     std::lock_guard lock(mu_);
+    if (stopping_) return FailedPreconditionError("the pipelines are stopping");
+    started = started_;
     for (const auto& [name, e] : entries_) {
       by_file[e->file] = e.get();
       memory[name] = e->memory;
@@ -338,7 +382,7 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
       result.restarted.push_back(name);
     }
     memory[name] = loaded->config.duckdb.memory_limit_bytes;
-    incoming.push_back(std::move(*loaded));
+    incoming.push_back(std::move(loaded).value());
   }
   int64_t total = 0;
   for (const auto& [name, bytes] : memory) total += bytes;
@@ -346,35 +390,34 @@ Result<PipelineSet::ReloadResult> PipelineSet::Reload() {
   if (!errors.empty()) return InvalidArgumentError("{}", fmt::join(errors, "\n"));
 
   std::vector<std::unique_ptr<Entry>> gone;
-  std::vector<Entry*> launch;
-  bool started;
   {
     std::lock_guard lock(mu_);
-    started = started_;
     for (const std::string& name : result.removed) {
       gone.push_back(std::move(entries_[name]));
       entries_.erase(name);
     }
-    for (Loaded& l : incoming) {
-      auto e = std::make_unique<Entry>();
-      e->name = l.config.name;
-      e->file = l.file;
-      e->text = std::move(l.text);
-      e->memory = l.config.duckdb.memory_limit_bytes;
-      e->config = std::move(l.config);
-      launch.push_back(e.get());
-      auto& slot = entries_[e->name];
-      if (slot) gone.push_back(std::move(slot));
-      slot = std::move(e);
-    }
   }
   Halt(gone);
-  if (started) {
-    std::vector<std::string> failed;
-    for (Entry* e : launch) {
-      if (Status st = Launch(*e); !st.ok()) failed.push_back(st.message());
+  // Each changed pipeline falls back to its previous version when the new one cannot
+  // start (a sink that cannot connect, a state file in use); a new one that cannot start
+  // is reported and stays in the set with its error (Health names it).
+  std::vector<std::string> failed;
+  for (Loaded& l : incoming) {
+    std::optional<Loaded> previous;
+    {
+      std::lock_guard lock(mu_);
+      auto it = entries_.find(l.config.name);
+      if (it != entries_.end())
+        previous = Loaded{it->second->file, it->second->text, it->second->config};
     }
-    if (!failed.empty()) return InternalError("{}", fmt::join(failed, "\n"));
+    if (Status st = Replace(MakeEntry(std::move(l)), std::move(previous), started); !st.ok()) {
+      failed.push_back(st.message());
+    }
+  }
+  if (!failed.empty()) {
+    return InternalError("reloaded (added {}, removed {}, restarted {}), but: {}",
+                         fmt::join(result.added, ", "), fmt::join(result.removed, ", "),
+                         fmt::join(result.restarted, ", "), fmt::join(failed, "\n"));
   }
   return result;
 }
@@ -385,7 +428,7 @@ std::vector<PipelineStatus> PipelineSet::List() const {
   for (const auto& [name, e] : entries_) {
     PipelineStatus s{name, e->file, e->memory};
     std::lock_guard entry_lock(e->mu);
-    s.running = e->thread.joinable() && !e->done;
+    s.running = e->runner != nullptr && !e->done;  // runner: under mu_, set before the thread
     if (e->done && !e->result.ok()) s.error = e->result.message();
     if (e->runner) s.messages_in = e->runner->stats().messages_in.load();
     out.push_back(std::move(s));

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,18 +53,23 @@ class PipelineSet {
   // Starts every loaded pipeline; the first that cannot be created is the error (none
   // started then).
   Status Start();
-  // Stops every pipeline and waits for them.
+  // Stops every pipeline and waits for them; management calls are refused from then on.
   void Stop();
 
   // Loads `file` and starts it (once Start has run; before, it only joins the loaded set).
+  // A pipeline that cannot start is not added.
   Status Add(const std::string& file);
   // Stops pipeline `name` and forgets it.
   Status Remove(const std::string& name);
   // Stops pipeline `name`, reads its file again and starts it. A file that no longer
-  // loads, or that would pass the budget, leaves the running pipeline as it was.
+  // loads, or that would pass the budget, leaves the running pipeline as it was; a new
+  // version that cannot start (its sink cannot connect) gives way to the previous one.
   Status Restart(const std::string& name);
-  // Reads the folder again: files that appeared are added, files that went away are
-  // removed, files whose text changed are restarted. All or nothing.
+  // Reads the folder again: files that appeared are added, files that went away (and
+  // pipelines added from files outside the folder) are removed, files whose text changed
+  // are restarted. A file that does not load, a name used twice or a budget overrun
+  // refuses the whole reload, before anything stops; a pipeline that then cannot start is
+  // reported (a changed one runs its previous version again).
   struct ReloadResult {
     std::vector<std::string> added, removed, restarted;  // pipeline names
   };
@@ -84,6 +90,9 @@ class PipelineSet {
   PipelineSet(std::string dir, int64_t budget, MetricsRegistry* metrics);
 
   Result<Loaded> LoadOne(const std::string& file) const;
+  static std::unique_ptr<Entry> MakeEntry(Loaded loaded);
+  // Swaps `e` in for the pipeline of its name and starts it; see pipeline_set.cc.
+  Status Replace(std::unique_ptr<Entry> e, std::optional<Loaded> previous, bool started);
   // The entry's runner from its config (its database and sinks opened).
   Result<std::unique_ptr<pipeline::PipelineRunner>> Create(Entry& e) const;
   // Starts the entry's thread on `runner`.
@@ -100,9 +109,10 @@ class PipelineSet {
   const int64_t budget_;
   MetricsRegistry* const metrics_;
   std::mutex manage_mu_;   // one management call at a time (held across starts and stops)
-  mutable std::mutex mu_;  // guards entries_ and started_
+  mutable std::mutex mu_;  // guards entries_, started_, stopping_, each Entry's runner
   std::map<std::string, std::unique_ptr<Entry>> entries_;  // by pipeline name
   bool started_ = false;
+  bool stopping_ = false;  // Stop() ran: management calls are refused
 };
 
 // Half the machine's memory: the default budget of all pipelines' DuckDB databases.

@@ -76,9 +76,11 @@ class ServeProcess {
  private:
   ServeProcess();
 
+  // Destroyed bottom up: the HTTP port (its health check reads the pipelines) before the
+  // pipelines, the pipelines (they commit to the broker) before the broker.
   std::unique_ptr<lake::RestCatalog> catalog_;
-  std::unique_ptr<PipelineSet> pipelines_;
   std::unique_ptr<broker::KafkaService> kafka_;
+  std::unique_ptr<PipelineSet> pipelines_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<query::QueryEngine> query_engine_;
   std::unique_ptr<query::QueryServer> query_server_;

@@ -78,6 +78,12 @@ class PipelineSetTest : public ::testing::Test {
         name, batch_size, bootstrap_, name, memory);
   }
 
+  // A pipeline file that loads, but whose start-up SQL (`commands`) fails.
+  void WriteBroken(const fs::path& file, const std::string& name) {
+    Write(file, name);
+    std::ofstream(file, std::ios::app) << "commands:\n  - name: broken\n    sql: SELEC nothing\n";
+  }
+
   static const PipelineStatus* Find(const std::vector<PipelineStatus>& list,
                                     const std::string& name) {
     for (const auto& s : list) {
@@ -160,6 +166,19 @@ TEST_F(PipelineSetTest, PipelinesAreAddedRestartedReloadedAndRemovedOneByOne) {
   ASSERT_TRUE(set.Restart("a").ok());
   EXPECT_TRUE(Find(set.List(), "a")->running);
   EXPECT_EQ(set.Health(), "");
+
+  // A version that loads but cannot start (its start-up SQL fails): Restart brings the
+  // previous one back, Add adds nothing.
+  WriteBroken(dir_ / "a.yml", "a");
+  Status broken = set.Restart("a");
+  EXPECT_FALSE(broken.ok());
+  EXPECT_NE(broken.message().find("the previous version runs again"), std::string::npos)
+      << broken.ToString();
+  ASSERT_NE(Find(set.List(), "a"), nullptr);
+  EXPECT_TRUE(Find(set.List(), "a")->running);
+  WriteBroken(elsewhere / "d.yml", "d");
+  EXPECT_FALSE(set.Add((elsewhere / "d.yml").string()).ok());
+  EXPECT_EQ(Find(set.List(), "d"), nullptr);
 
   // Reload: b's file goes, c's comes, a's changes; a broken file refuses it all.
   fs::remove(dir_ / "b.yml");

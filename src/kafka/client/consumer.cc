@@ -89,6 +89,9 @@ struct ConsumerCallbacks {
       if (self->queue_ != nullptr) rd_kafka_queue_yield(self->queue_.get());
       return;
     }
+    // A deferred revocation still outstanding (the assignment was lost meanwhile): the
+    // partitions it held are among those given up here, so it must not unassign again.
+    self->pending_revoke_.reset();
     if (cooperative) {
       detail::ErrorPtr e(rd_kafka_incremental_unassign(rk, partitions));
       if (e)
