@@ -190,8 +190,12 @@ expect "unknown snapshot" "$(sqlstate "SELECT * FROM lake.db.events AT (VERSION 
 expect "sluice sql" "$("$sluice" sql --json --warehouse "$tmp/wh" --bootstrap "$brokers" \
   "SELECT (SELECT count(*) FROM lake.db.events WHERE city = 'oslo') AS lake, (SELECT count(*) FROM topic('events')) AS topic")" \
   '{"lake":750,"topic":1500}'
+# kcat's keyless messages may all land in one partition (librdkafka's sticky
+# partitioning): bound a partition that holds at least three.
+full=$(q "SELECT partition FROM topic('events') GROUP BY 1 HAVING count(*) >= 3 ORDER BY 1 LIMIT 1")
+[ -n "$full" ] || fail "no partition of 'events' holds three messages"
 expect "sluice sql with topic bounds" "$("$sluice" sql --json --bootstrap "$brokers" \
-  "SELECT count(*) AS n FROM topic('events', columns => 'id BIGINT') WHERE partition = 1 AND \"offset\" < 3 AND id >= 0")" \
+  "SELECT count(*) AS n FROM topic('events', columns => 'id BIGINT') WHERE partition = $full AND \"offset\" < 3 AND id >= 0")" \
   '{"n":3}'
 "$sluice" sql --warehouse "$tmp/wh" "SELECT * FROM lake.db.nothing" 2>"$tmp/sql.err" && fail "sluice sql: an unknown table passed"
 grep -q "nothing" "$tmp/sql.err" || fail "sluice sql's error does not name the table: $(cat "$tmp/sql.err")"
