@@ -41,9 +41,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     if (options.on_banner) options.on_banner(line);
   };
   // The broker checks every key against its own and the other modules' lists.
-  std::vector<std::string_view> others(std::begin(kOwnKeys), std::end(kOwnKeys));
-  for (std::string_view k : query::QueryConfigKeys()) others.push_back(k);
-  ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, others));
+  ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, ServeConfigKeys()));
 
   // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
   // default; "off" turns it off.
