@@ -16,6 +16,7 @@
 #include "broker/group_coordinator.h"
 #include "broker/sasl.h"
 #include "broker/shards.h"
+#include "broker/txn_markers.h"
 #include "kafka/protocol/requests.h"
 
 namespace sluice::broker::handlers {
@@ -30,6 +31,9 @@ struct Context {
   Controller& controller;
   GroupCoordinator* groups = nullptr;  // thread-safe (posts to its own thread); null once closed
   SaslAuthenticator* sasl = nullptr;   // null when SASL is off; immutable
+  // The transaction coordinator as the produce path sees it (thread-safe); null while
+  // none runs: transactional batches are then refused.
+  TxnVerifier* txn_verifier = nullptr;
   // A graceful stop began: fetches stop waiting (Broker::Drain).
   std::atomic<bool> draining{false};
 };
