@@ -727,6 +727,55 @@ TEST(TxnRequestTest, EveryTransactionRequestVersionDecodesAsAFrame) {
   check(kListTransactionsRequestSpec);
 }
 
+// The transaction fields of APIs the broker already serves, as a transactional producer
+// and a read_committed consumer send them.
+TEST(TxnRequestTest, TransactionFieldsOfServedApisDecodeFromFrames) {
+  // InitProducerId v4 with a transactional id and the epoch of a producer that resumes.
+  DecodeOutcome init = DecodeRequest(Golden()
+                                         .i16(22)
+                                         .i16(4)
+                                         .i32(1)
+                                         .str("c")
+                                         .tags()
+                                         .cstr("txn-a")
+                                         .i32(60000)
+                                         .i64(4000)
+                                         .i16(3)
+                                         .tags()
+                                         .take());
+  ASSERT_EQ(init.problem, RequestProblem::kNone) << init.status.ToString();
+  const auto& i = std::get<InitProducerIdRequest>(init.request->body);
+  EXPECT_EQ(i.transactional_id, "txn-a");
+  EXPECT_EQ(i.producer_id, 4000);
+  EXPECT_EQ(i.producer_epoch, 3);
+  // FindCoordinator v1 (non-flexible) and v4 (batched) with key_type 1, "transaction".
+  DecodeOutcome v1 =
+      DecodeRequest(Golden().i16(10).i16(1).i32(2).str("c").str("txn-a").i8(1).take());
+  ASSERT_EQ(v1.problem, RequestProblem::kNone) << v1.status.ToString();
+  EXPECT_EQ(std::get<FindCoordinatorRequest>(v1.request->body).key_type, 1);
+  DecodeOutcome v4 = DecodeRequest(
+      Golden().i16(10).i16(4).i32(3).str("c").tags().i8(1).carr(1).cstr("txn-a").tags().take());
+  ASSERT_EQ(v4.problem, RequestProblem::kNone) << v4.status.ToString();
+  const auto& fc = std::get<FindCoordinatorRequest>(v4.request->body);
+  EXPECT_EQ(fc.key_type, 1);
+  EXPECT_EQ(fc.coordinator_keys, std::vector<std::string>{"txn-a"});
+  // OffsetFetch v7 with require_stable.
+  DecodeOutcome of = DecodeRequest(Golden()
+                                       .i16(9)
+                                       .i16(7)
+                                       .i32(4)
+                                       .str("c")
+                                       .tags()
+                                       .cstr("group-a")
+                                       .uvarint(0)  // null topics: all
+
+                                       .boolean(true)
+                                       .tags()
+                                       .take());
+  ASSERT_EQ(of.problem, RequestProblem::kNone) << of.status.ToString();
+  EXPECT_TRUE(std::get<OffsetFetchRequest>(of.request->body).require_stable);
+}
+
 // ------------------------------------------------------------------ malformed
 
 TEST(TxnMalformedTest, NegativeArrayLengthIsRejected) {
