@@ -45,7 +45,7 @@ constexpr std::array<KnownApi, 31> kKnown = {{
     {{ApiKey::kAddPartitionsToTxn, 0, 5, 3}, false},
     {{ApiKey::kAddOffsetsToTxn, 0, 4, 3}, false},
     {{ApiKey::kEndTxn, 0, 4, 3}, false},
-    {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, false},
+    {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, true},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
     {{ApiKey::kSaslAuthenticate, 0, 2, 2}, true},
