@@ -40,18 +40,7 @@ class GroupTxnTest : public GroupCoordinatorTest {
     req.generation_id = s.generation;
     req.member_id = s.member_id;
     req.group_instance_id = s.instance;
-    for (const auto& c : s.commits) {
-      if (req.topics.empty() || req.topics.back().name != c.topic) {
-        req.topics.emplace_back();
-        req.topics.back().name = c.topic;
-      }
-      kafka::TxnOffsetCommitRequest::Partition p;
-      p.partition_index = c.partition;
-      p.committed_offset = c.offset;
-      p.committed_metadata = c.metadata;
-      p.committed_leader_epoch = c.leader_epoch;
-      req.topics.back().partitions.push_back(std::move(p));
-    }
+    AddCommits(req, s.commits);
     Pending<kafka::TxnOffsetCommitResponse> p;
     coord_->TxnOffsetCommit(std::move(req), s.version, p.Callback());
     return p.Get();
