@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <utility>
@@ -326,9 +327,11 @@ void GroupCoordinator::TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_
       std::move(req), std::move(done));
   options_.txn_verifier->Verify(
       std::move(txn_id), producer_id, producer_epoch, {TopicPartition{kOffsetsTopic, 0}},
-      [this, shared, version](std::vector<ErrorCode> errors) {
+      [this, gate = gate_, shared, version](std::vector<ErrorCode> errors) {
         ErrorCode verified = errors.empty() ? ErrorCode::kUnknownServerError : errors.front();
-        loop_->Post([this, shared, version, verified] {
+        std::lock_guard lock(gate->mu);
+        if (gate->loop == nullptr) return;  // closed: dropped, as any request after Close
+        gate->loop->Post([this, shared, version, verified] {
           DoTxnOffsetCommit(shared->first, version, ConvertVerifyError(verified), shared->second);
         });
       });

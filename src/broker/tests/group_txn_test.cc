@@ -314,6 +314,34 @@ TEST_F(GroupTxnTest, TheVerifiersAnswerComesFirst) {
   EXPECT_EQ(TxnCommitOne(TxnSpec{}, "t", 0, 1), ErrorCode::kNone);
 }
 
+// A verifier that answers only when the test says so.
+class HeldVerifier : public TxnVerifier {
+ public:
+  void Verify(std::string, int64_t, int16_t, std::vector<TopicPartition>,
+              std::function<void(std::vector<ErrorCode>)> done) override {
+    held = std::move(done);
+  }
+  std::function<void(std::vector<ErrorCode>)> held;
+};
+
+TEST_F(GroupTxnTest, AVerifierAnsweringAfterCloseIsDropped) {
+  HeldVerifier v;
+  GroupCoordinatorOptions o = Options();
+  o.txn_verifier = &v;
+  Open(o);
+  kafka::TxnOffsetCommitRequest req;
+  req.transactional_id = "tx";
+  req.group_id = "g";
+  req.producer_id = 1;
+  AddCommits(req, {CommitSpec{"t", 0, 1}});
+  coord_->TxnOffsetCommit(
+      req, 3, [](kafka::TxnOffsetCommitResponse) { ADD_FAILURE() << "answered after close"; });
+  ASSERT_TRUE(coord_->Close().ok());
+  coord_.reset();
+  ASSERT_TRUE(v.held);
+  v.held({ErrorCode::kNone});  // must not reach the coordinator that is gone
+}
+
 // -----------------------------------------------------------------------------------------
 // Reopen, crash, snapshot, deletion
 
