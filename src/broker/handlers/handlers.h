@@ -11,6 +11,7 @@
 //                     InitProducerId (on the controller's thread)
 //   admin_configs.cc  DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 //   groups.cc         FindCoordinator and the hand-off to the group coordinator
+//                     (TxnOffsetCommit included)
 //   sasl_gate.cc      SaslHandshake, SaslAuthenticate, the raw-token exchange and the
 //                     gate that admits nothing else before authentication
 #pragma once
@@ -59,6 +60,8 @@ void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchR
 void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsRequest& req);
 void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeGroupsRequest& req);
 void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req);
+void HandleTxnOffsetCommit(Context& ctx, const Call& call,
+                           const kafka::TxnOffsetCommitRequest& req);
 
 void HandleSaslHandshake(Context& ctx, const Call& call, const kafka::SaslHandshakeRequest& req);
 void HandleSaslAuthenticate(Context& ctx, const Call& call,
