@@ -49,7 +49,8 @@ bool CollectAbortedTxns(std::span<const AbortedTxn> entries, int64_t from, int64
   return false;
 }
 
-std::optional<int16_t> ParseControlType(std::span<const uint8_t> records_prefix) {
+std::optional<int16_t> ParseControlType(std::span<const uint8_t> records_prefix,
+                                        int32_t* coordinator_epoch) {
   log_internal::VarintReader r(records_prefix.data(),
                                records_prefix.data() + records_prefix.size());
   int64_t length, ts_delta, offset_delta, key_length;
@@ -58,7 +59,14 @@ std::optional<int16_t> ParseControlType(std::span<const uint8_t> records_prefix)
   if (!r.ReadVarlong(&key_length) || key_length < 4 || r.remaining() < 4) return std::nullopt;
   const uint8_t* key = r.pos();
   if (static_cast<int16_t>(LoadBE16(key)) != 0) return std::nullopt;
-  return static_cast<int16_t>(LoadBE16(key + 2));
+  int16_t type = static_cast<int16_t>(LoadBE16(key + 2));
+  int64_t value_length;
+  if (coordinator_epoch != nullptr && r.Skip(static_cast<size_t>(key_length)) &&
+      r.ReadVarlong(&value_length) && value_length >= 6 && r.remaining() >= 6 &&
+      static_cast<int16_t>(LoadBE16(r.pos())) >= 0) {
+    *coordinator_epoch = static_cast<int32_t>(LoadBE32(r.pos() + 2));
+  }
+  return type;
 }
 
 }  // namespace sluice::storage

@@ -59,14 +59,17 @@ bool CollectAbortedTxns(std::span<const AbortedTxn> entries, int64_t from, int64
 // transaction marker is version (int16, 0) and the coordinator epoch (int32).
 enum class ControlType : int16_t { kAbort = 0, kCommit = 1 };
 
-// Bytes past a control batch's header that hold its first record's key (record length,
-// attributes, timestamp delta, offset delta, key length and the 4-byte key, each varint
-// at its longest).
-inline constexpr size_t kControlPeekBytes = 5 + 1 + 10 + 5 + 5 + 4;
+// Bytes past a control batch's header that hold its first record's key and a marker's
+// value (record length, attributes, timestamp delta, offset delta, key length, the 4-byte
+// key, value length and the 6-byte value, each varint at its longest).
+inline constexpr size_t kControlPeekBytes = 5 + 1 + 10 + 5 + 5 + 4 + 5 + 6;
 
 // The control type of an uncompressed control batch's first record, from the bytes that
 // follow the batch header (at least the first record's key); nullopt when they do not
-// hold a key of version 0 (a record of another kind or version, or too few bytes).
-std::optional<int16_t> ParseControlType(std::span<const uint8_t> records_prefix);
+// hold a key of version 0 (a record of another kind or version, or too few bytes). When
+// `coordinator_epoch` is given and the bytes also hold a marker value (version >= 0,
+// then the epoch), it receives the epoch; otherwise it is left alone.
+std::optional<int16_t> ParseControlType(std::span<const uint8_t> records_prefix,
+                                        int32_t* coordinator_epoch = nullptr);
 
 }  // namespace sluice::storage

@@ -100,7 +100,13 @@ TEST(TxnIndexTest, ControlTypeIsReadFromTheRecordKey) {
   for (ControlType type : {ControlType::kAbort, ControlType::kCommit}) {
     std::vector<uint8_t> batch = Marker(9, type);
     auto records = std::span<const uint8_t>(batch).subspan(kBatchHeaderSize);
-    EXPECT_EQ(ParseControlType(records), static_cast<int16_t>(type));
+    int32_t coordinator_epoch = -1;
+    EXPECT_EQ(ParseControlType(records, &coordinator_epoch), static_cast<int16_t>(type));
+    EXPECT_EQ(coordinator_epoch, 7);
+    // A value cut short: the type still, the epoch not.
+    coordinator_epoch = -1;
+    EXPECT_EQ(ParseControlType(records.first(12), &coordinator_epoch), static_cast<int16_t>(type));
+    EXPECT_EQ(coordinator_epoch, -1);
     // Every truncation of the key fails cleanly.
     for (size_t n = 0; n < records.size() && n < 9; ++n) {
       EXPECT_EQ(ParseControlType(records.first(n)), std::nullopt) << n;
