@@ -193,7 +193,7 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   open_.clear();
   decided_.clear();
   verifying_.clear();
-  return log.ForEachBatchHeader(
+  Status st = log.ForEachBatchHeader(
       0, [this](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
         ProducerBatch b = ProducerBatch::FromHeader(raw);
         if ((h.attributes & storage::kAttrControl) != 0) {
@@ -211,6 +211,9 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
         OnAppended(b, h.base_offset);
         return true;
       });
+  // Everything in the log at open is durable: its decided transactions hold nothing back.
+  LastStableOffset(log.written_end_offset());
+  return st;
 }
 
 }  // namespace sluice::broker
