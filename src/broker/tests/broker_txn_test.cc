@@ -1,7 +1,8 @@
 // Transactions on the partition side, against a real Broker over sockets: transactional
 // produce with KIP-890 verification, markers (WriteTxnMarkers), the last stable offset,
 // Fetch and ListOffsets under both isolation levels, the aborted-transaction list, the
-// errors Kafka answers, and all of it again after a restart. The transaction coordinator
+// errors Kafka answers, and all of it again after a restart; and librdkafka consumers
+// (read_committed and read_uncommitted) reading the result. The transaction coordinator
 // is not here: a TxnVerifier double answers as the test tells it.
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include "broker/handlers/context.h"
 #include "broker/tests/broker_test_util.h"
 #include "broker/txn_partition_markers.h"
+#include "kafka/client/consumer.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker {
@@ -428,6 +430,61 @@ TEST_F(BrokerTxnTest, WaitingReadCommittedFetchWakesWhenTheLsoMoves) {
   const auto& p = resp.responses[0].partitions[0];
   EXPECT_EQ(p.last_stable_offset, 3);
   EXPECT_EQ(Values(p), (Strings{"w-0", "w-1"}));
+}
+
+// librdkafka's consumer is the judge of the aborted-transaction list and the LSO: under
+// read_committed it must show exactly the plain and committed records, in order, and
+// nothing past an open transaction until it is decided.
+TEST_F(BrokerTxnTest, LibrdkafkaConsumersSeeWhatKafkaWouldShowThem) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto plain = [&](const std::string& v) {
+    ASSERT_EQ(Produce(c, Batch(v, 1, -1, -1, -1, false), std::nullopt).error_code,
+              ErrorCode::kNone);
+  };
+  plain("p0");                                                                          // 0
+  ASSERT_EQ(Produce(c, Batch("a", 2, 100, 0, 0)).error_code, ErrorCode::kNone);         // 1-2
+  ASSERT_EQ(Produce(c, Batch("b", 1, 200, 0, 0)).error_code, ErrorCode::kNone);         // 3
+  ASSERT_EQ(Produce(c, Batch("a2", 1, 100, 0, 2)).error_code, ErrorCode::kNone);        // 4
+  ASSERT_EQ(Mark(100, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 5
+  ASSERT_EQ(Mark(200, 0, /*commit=*/true), std::vector<ErrorCode>{ErrorCode::kNone});   // 6
+  plain("p1");                                                                          // 7
+  ASSERT_EQ(Produce(c, Batch("c", 1, 300, 0, 0)).error_code, ErrorCode::kNone);         // 8, open
+  plain("p2");                                                                          // 9
+
+  // Polls until `want` records came, or `polls` polls of 100 ms went by.
+  auto consume = [&](kafka::client::Consumer& consumer, size_t want, int polls = 100) {
+    Strings got;
+    for (int i = 0; i < polls && got.size() < want; ++i) {
+      auto batch = consumer.Poll(std::chrono::milliseconds(100));
+      EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!batch.ok()) break;
+      for (size_t k = 0; k < batch->size(); ++k) got.emplace_back((*batch)[k].value);
+    }
+    return got;
+  };
+  auto make = [&](const std::string& isolation) {
+    kafka::client::Config config = {
+        {"bootstrap.servers", "127.0.0.1:" + std::to_string(port())},
+        {"isolation.level", isolation},
+    };
+    auto consumer = kafka::client::Consumer::Create(config);
+    EXPECT_TRUE(consumer.ok()) << consumer.status().ToString();
+    EXPECT_TRUE((*consumer)->Assign({{"t", 0, kafka::client::kOffsetBeginning}}).ok());
+    return std::move(*consumer);
+  };
+
+  auto uncommitted = make("read_uncommitted");
+  EXPECT_EQ(consume(*uncommitted, 8),
+            (Strings{"p0-0", "a-0", "a-1", "b-0", "a2-0", "p1-0", "c-0", "p2-0"}));
+
+  auto committed = make("read_committed");
+  EXPECT_EQ(consume(*committed, 3), (Strings{"p0-0", "b-0", "p1-0"}));
+  // Producer 300's transaction holds the rest back...
+  EXPECT_TRUE(consume(*committed, 1, /*polls=*/10).empty());
+  // ... until it commits.
+  ASSERT_EQ(Mark(300, 0, /*commit=*/true), std::vector<ErrorCode>{ErrorCode::kNone});
+  EXPECT_EQ(consume(*committed, 2), (Strings{"c-0", "p2-0"}));
 }
 
 }  // namespace
