@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -430,6 +431,44 @@ TEST_F(BrokerTxnTest, WaitingReadCommittedFetchWakesWhenTheLsoMoves) {
   const auto& p = resp.responses[0].partitions[0];
   EXPECT_EQ(p.last_stable_offset, 3);
   EXPECT_EQ(Values(p), (Strings{"w-0", "w-1"}));
+}
+
+TEST_F(BrokerTxnTest, DescribeProducersShowsOpenTransactions) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, Batch("i", 3, 1000, 1, 0, false), std::nullopt).error_code,
+            ErrorCode::kNone);                                                    // 0-2
+  ASSERT_EQ(Produce(c, Batch("t", 2, 2000, 4, 0)).error_code, ErrorCode::kNone);  // 3-4
+  auto describe = [&] {
+    kafka::DescribeProducersRequest req;
+    req.topics.push_back({"t", {0, 7}, {}});
+    req.topics.push_back({"missing", {0}, {}});
+    return c.Call<kafka::DescribeProducersResponse>(ApiKey::kDescribeProducers, 0, req);
+  };
+  auto resp = describe();
+  ASSERT_EQ(resp.topics.size(), 2u);
+  ASSERT_EQ(resp.topics[0].partitions.size(), 2u);
+  const auto& p0 = resp.topics[0].partitions[0];
+  EXPECT_EQ(p0.error_code, ErrorCode::kNone);
+  std::map<int64_t, kafka::DescribeProducersResponse::Producer> by_id;
+  for (const auto& p : p0.active_producers) by_id[p.producer_id] = p;
+  ASSERT_EQ(by_id.size(), 2u);
+  EXPECT_EQ(by_id[1000].producer_epoch, 1);
+  EXPECT_EQ(by_id[1000].last_sequence, 2);
+  EXPECT_EQ(by_id[1000].current_txn_start_offset, -1);
+  EXPECT_EQ(by_id[1000].last_timestamp, kBaseTs + 2);
+  EXPECT_EQ(by_id[2000].producer_epoch, 4);
+  EXPECT_EQ(by_id[2000].last_sequence, 1);
+  EXPECT_EQ(by_id[2000].current_txn_start_offset, 3);
+  EXPECT_EQ(resp.topics[0].partitions[1].error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(resp.topics[1].partitions[0].error_code, ErrorCode::kUnknownTopicOrPartition);
+  ASSERT_EQ(Mark(2000, 4, /*commit=*/true, {{"t", 0}}, 6),
+            std::vector<ErrorCode>{ErrorCode::kNone});
+  for (const auto& p : describe().topics[0].partitions[0].active_producers) {
+    if (p.producer_id != 2000) continue;
+    EXPECT_EQ(p.current_txn_start_offset, -1);
+    EXPECT_EQ(p.coordinator_epoch, 6);
+  }
 }
 
 // librdkafka's consumer is the judge of the aborted-transaction list and the LSO: under
