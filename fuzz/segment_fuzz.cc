@@ -48,6 +48,17 @@ void OpenAndReadAll(const std::string& dir, IoExecutor* executor) {
   (void)(*log)->Verify();
 }
 
+// 20 valid batches of 3 records at offsets 0..59.
+std::vector<uint8_t> ValidLog() {
+  std::vector<uint8_t> log;
+  for (int i = 0; i < 20; ++i) {
+    auto b = testing::MakeBatch(3, 100, 1000 + i, i);
+    AssignOffsets(b, i * 3, 0);
+    log.insert(log.end(), b.begin(), b.end());
+  }
+  return log;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -81,12 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     WriteFile(seg0 + ".log", data, size);
     WriteFile(dir + "/00000000000000100000.log", nullptr, 0);
   } else if (mode == 5) {
-    std::vector<uint8_t> log;
-    for (int i = 0; i < 20; ++i) {
-      auto b = testing::MakeBatch(3, 100, 1000 + i, i);
-      AssignOffsets(b, i * 3, 0);
-      log.insert(log.end(), b.begin(), b.end());
-    }
+    std::vector<uint8_t> log = ValidLog();
     WriteFile(seg0 + ".log", log.data(), log.size());
     WriteFile(seg0 + ".txnindex", data, size);
     LogOptions opts;
@@ -98,12 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::filesystem::remove_all(dir);
     return 0;
   } else {
-    std::vector<uint8_t> log;
-    for (int i = 0; i < 20; ++i) {
-      auto b = testing::MakeBatch(3, 100, 1000 + i, i);
-      AssignOffsets(b, i * 3, 0);
-      log.insert(log.end(), b.begin(), b.end());
-    }
+    std::vector<uint8_t> log = ValidLog();
     WriteFile(seg0 + ".log", log.data(), log.size());
     WriteFile(seg0 + ".index", data, size);
     WriteFile(dir + "/00000000000000000060.log", nullptr, 0);

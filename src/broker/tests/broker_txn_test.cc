@@ -92,23 +92,13 @@ class BrokerTxnTest : public testing::BrokerFixture {
   // `n` records "<prefix>-<i>"; transactional when `txn`.
   static Bytes Batch(const std::string& prefix, int n, int64_t pid, int16_t epoch, int32_t seq,
                      bool txn = true) {
-    std::vector<std::string> values;
-    for (int i = 0; i < n; ++i) values.push_back(prefix + "-" + std::to_string(i));
-    std::vector<kafka::RecordInput> recs;
-    for (int i = 0; i < n; ++i) {
-      kafka::RecordInput r;
-      r.value = kafka::AsBytes(values[i]);
-      r.timestamp_delta = i;
-      recs.push_back(std::move(r));
-    }
     kafka::BatchBuilderOptions o;
-    // Now: a marker (stamped now) after records from long ago would roll the segment.
-    o.base_timestamp = kBaseTs;
     o.producer_id = pid;
     o.producer_epoch = epoch;
     o.base_sequence = seq;
     o.transactional = txn;
-    return kafka::BuildBatch(o, recs);
+    // Now: a marker (stamped now) after records from long ago would roll the segment.
+    return testing::ValueBatch(prefix, n, kBaseTs, o);
   }
 
   kafka::ProduceResponse::PartitionProduceResponse Produce(Client& c, const Bytes& batch,
