@@ -116,9 +116,10 @@ void ProducerStateTable::OnAppended(const ProducerBatch& b, int64_t first_offset
 
 uint64_t ProducerStateTable::StartVerification(int64_t producer_id) {
   if (OpenTxn(producer_id)) return 0;
-  uint64_t token = next_token_++;
-  verifying_[producer_id] = token;
-  return token;
+  // Requests verifying at the same time share the token, as Kafka's verification entry.
+  auto [it, added] = verifying_.try_emplace(producer_id, next_token_);
+  if (added) ++next_token_;
+  return it->second;
 }
 
 bool ProducerStateTable::Verified(int64_t producer_id, uint64_t token) const {

@@ -319,6 +319,9 @@ TEST_F(BrokerTxnTest, ProduceErrorsLeaveTheConnectionAndPartitionWorking) {
   auto no_id = Produce(c, Batch("n", 1, 500, 0, 0), std::nullopt);
   EXPECT_EQ(no_id.error_code, ErrorCode::kTransactionalIdAuthorizationFailed);
   works();
+  // A transactional batch without a producer id.
+  EXPECT_EQ(Produce(c, Batch("n", 1, -1, -1, -1)).error_code, ErrorCode::kInvalidRecord);
+  works();
   // A control batch from a client.
   auto control = Produce(c, kafka::BuildTxnMarkerBatch(500, 0, true, 0, 1000), std::string("tx"));
   EXPECT_EQ(control.error_code, ErrorCode::kInvalidRecord);

@@ -188,12 +188,14 @@ TEST(ProducerStateTest, VerificationEndsWithAMarker) {
   ProducerStateTable t;
   uint64_t token = t.StartVerification(6);
   EXPECT_NE(token, 0u);
+  EXPECT_EQ(t.StartVerification(6), token);  // a second request verifying meanwhile
   EXPECT_TRUE(t.Verified(6, token));
   EXPECT_FALSE(t.Verified(6, 0));
   EXPECT_FALSE(t.Verified(6, token + 1));
   // The coordinator ended the verified transaction before the batch came: refused.
   t.OnMarker(6, 0, 0, 0);
   EXPECT_FALSE(t.Verified(6, token));
+  EXPECT_NE(t.StartVerification(6), token);
   token = t.StartVerification(6);
   t.OnAppended(T(6, 0, 0, 1), 1);
   // Open here now: nothing to verify.
