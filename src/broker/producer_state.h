@@ -99,7 +99,8 @@ class ProducerStateTable {
   // transaction that is open, or decided by a marker at or past `hw`; `hw` when none.
   int64_t LastStableOffset(int64_t hw);
 
-  // Forgets everything and replays the log's batch headers from its start.
+  // Forgets everything and replays the log's batch headers from its start; adds to the
+  // log's aborted-transaction index any abort it lacks (a lost .txnindex). At open.
   Status Rebuild(storage::PartitionLog& log);
 
   // For DescribeProducers.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
@@ -286,6 +287,32 @@ TEST_F(BrokerTxnTest, AbortedTransactionsAreListedForReadCommitted) {
   auto replayed = Fetch(c2, 0, true);
   EXPECT_EQ(replayed.aborted_transactions->size(), 1u);
   EXPECT_EQ(replayed.last_stable_offset, 8);
+}
+
+// A lost .txnindex comes back from the markers when the partition opens.
+TEST_F(BrokerTxnTest, ALostAbortedIndexIsRebuiltAtOpen) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, Batch("x", 2, 210, 0, 0)).error_code, ErrorCode::kNone);         // 0-1
+  ASSERT_EQ(Produce(c, Batch("y", 1, 310, 0, 0), "ty").error_code, ErrorCode::kNone);   // 2
+  EXPECT_EQ(Mark(210, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 3
+  EXPECT_EQ(Mark(310, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 4
+  Stop();
+  int removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "t-0")) {
+    if (e.path().extension() == ".txnindex") removed += std::filesystem::remove(e.path());
+  }
+  ASSERT_GT(removed, 0);
+  Start();
+  broker_->context_for_testing().txn_verifier = &verifier_;
+  Client c2(port());
+  auto f = Fetch(c2, 0, true);
+  EXPECT_EQ(f.last_stable_offset, 5);
+  ASSERT_EQ(f.aborted_transactions->size(), 2u);
+  EXPECT_EQ((*f.aborted_transactions)[0].producer_id, 210);
+  EXPECT_EQ((*f.aborted_transactions)[0].first_offset, 0);
+  EXPECT_EQ((*f.aborted_transactions)[1].producer_id, 310);
+  EXPECT_EQ((*f.aborted_transactions)[1].first_offset, 2);
 }
 
 TEST_F(BrokerTxnTest, AnOpenTransactionSurvivesARestart) {
