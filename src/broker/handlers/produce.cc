@@ -321,13 +321,20 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
           asked.push_back(k);
           partitions.push_back({all_targets[k].key.first, all_targets[k].key.second});
         }
-        if (asked.empty() || ctx.txn_verifier == nullptr) {
+        TxnVerifier* verifier = ctx.txn_verifier;
+        if (asked.empty() || verifier == nullptr) {
+          for (size_t k : asked) {  // the coordinator went away meanwhile
+            const ProduceAppend& a = (*appends)[k];
+            auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
+            out.error_code = ErrorCode::kNotEnoughReplicas;
+            out.error_message = "no transaction coordinator runs";
+          }
           pending->frame.reset();  // every owner has copied its records
           PendingProduce::Release(pending);
           return;
         }
         // The frame and one count stay held until the second visit is done.
-        ctx.txn_verifier->Verify(
+        verifier->Verify(
             txn_id, txn_pid, txn_epoch, std::move(partitions),
             [&ctx, pending, appends, acks, all_targets, asked,
              loop](std::vector<ErrorCode> errors) {
