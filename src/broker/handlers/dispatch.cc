@@ -1,4 +1,5 @@
 // The dispatch table: API key -> handler. See handlers.h.
+#include <algorithm>
 #include <array>
 #include <variant>
 
@@ -55,9 +56,14 @@ constexpr Entry kEntries[] = {
     {ApiKey::kIncrementalAlterConfigs,
      Typed<kafka::IncrementalAlterConfigsRequest, HandleIncrementalAlterConfigs>},
     {ApiKey::kDescribeCluster, Typed<kafka::DescribeClusterRequest, HandleDescribeCluster>},
+    {ApiKey::kDescribeProducers, Typed<kafka::DescribeProducersRequest, HandleDescribeProducers>},
 };
 
-constexpr size_t kTableSize = static_cast<size_t>(ApiKey::kDescribeCluster) + 1;
+constexpr size_t kTableSize = [] {
+  size_t n = 0;
+  for (const Entry& e : kEntries) n = std::max(n, static_cast<size_t>(e.key) + 1);
+  return n;
+}();
 
 constexpr std::array<Handler, kTableSize> MakeTable() {
   std::array<Handler, kTableSize> table{};
