@@ -15,6 +15,13 @@ struct ConsumerCallbacks {
         detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err), rd_kafka_name(rk), reason);
   }
 
+  // Runs inside Poll; returns 0: librdkafka frees the JSON.
+  static int OnStats(rd_kafka_t* /*rk*/, char* json, size_t json_len, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    if (self->on_stats_) self->on_stats_(std::string_view(json, json_len));
+    return 0;
+  }
+
   // Runs inside Poll for commits made with CommitAsync (and Commit, whose errors are
   // returned as well).
   static void OnCommitted(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -189,6 +196,33 @@ Result<std::vector<PartitionLag>> Consumer::Lag() const {
   return out;
 }
 
+GroupMetadata GroupMetadata::Make(const std::string& group_id, int32_t generation,
+                                  const std::string& member_id, const std::string& instance_id) {
+  return GroupMetadata(rd_kafka_consumer_group_metadata_new_with_genid(
+      group_id.c_str(), generation, member_id.c_str(),
+      instance_id.empty() ? nullptr : instance_id.c_str()));
+}
+
+GroupMetadata& GroupMetadata::operator=(GroupMetadata&& other) noexcept {
+  if (this != &other) {
+    if (md_ != nullptr) rd_kafka_consumer_group_metadata_destroy(md_);
+    md_ = std::exchange(other.md_, nullptr);
+  }
+  return *this;
+}
+
+GroupMetadata::~GroupMetadata() {
+  if (md_ != nullptr) rd_kafka_consumer_group_metadata_destroy(md_);
+}
+
+Result<GroupMetadata> Consumer::CurrentGroupMetadata() const {
+  rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata(rk_.get());
+  if (md == nullptr) {
+    return FailedPreconditionError("consumer {}: no group.id, so no group metadata", name());
+  }
+  return GroupMetadata(md);
+}
+
 MessageBatch::MessageBatch(MessageBatch&& other) noexcept
     : messages_(std::exchange(other.messages_, {})),
       bytes_(std::exchange(other.bytes_, 0)),
@@ -223,14 +257,16 @@ Message MessageBatch::operator[](size_t i) const {
   return out;
 }
 
-Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config) {
+Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config, StatsCallback on_stats) {
   std::unique_ptr<Consumer> c(new Consumer());
+  c->on_stats_ = std::move(on_stats);
   Config effective = config;
   effective.emplace("enable.auto.commit", "false");  // kept when the caller set it
   auto group = config.find("group.id");
   c->has_group_ = group != config.end() && !group->second.empty();
   ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(effective, "consumer", c.get()));
   rd_kafka_conf_set_error_cb(conf.get(), ConsumerCallbacks::OnError);
+  if (c->on_stats_) rd_kafka_conf_set_stats_cb(conf.get(), ConsumerCallbacks::OnStats);
   if (c->has_group_) {
     rd_kafka_conf_set_rebalance_cb(conf.get(), ConsumerCallbacks::OnRebalance);
     rd_kafka_conf_set_offset_commit_cb(conf.get(), ConsumerCallbacks::OnCommitted);
