@@ -478,9 +478,12 @@ void Walker::ExactlyOnceRules(const PipelineConfig& config, const MapView& pipel
             "which cannot join a Kafka transaction");
     } else if (auto it = config.source.properties.find("isolation.level");
                it != config.source.properties.end() && it->second == "read_uncommitted") {
-      Warn(pipeline.line, "pipeline.source.kafka.properties.isolation.level",
-           "is read_uncommitted with exactly_once: records of aborted upstream transactions "
-           "are processed too");
+      Error(line, Join(path, "exactly_once"),
+            "needs the source to read read_committed, but "
+            "pipeline.source.kafka.properties.isolation.level is read_uncommitted: records of "
+            "aborted upstream transactions would be processed, and a restart could resume "
+            "from offsets a transaction still being committed is about to replace (librdkafka "
+            "asks for stable offsets only when read_committed)");
     }
   }
 }

@@ -187,14 +187,17 @@ TEST(ExactlyOnceConfigTest, OnTheDeadLetterSinkItBelongsOnThePipelinesSink) {
   EXPECT_TRUE(ok.ok()) << ok.status().ToString();
 }
 
-TEST(ExactlyOnceConfigTest, ReadUncommittedSourceIsAWarning) {
+TEST(ExactlyOnceConfigTest, ARead_uncommittedSourceIsRefused) {
   std::string text = WithSink("      exactly_once: true\n");
   text.replace(text.find("      topics: [in]\n"), 19,
                "      topics: [in]\n      properties: {isolation.level: read_uncommitted}\n");
-  auto r = Parse(text);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  ASSERT_EQ(r->warnings.size(), 1u);
-  EXPECT_THAT(r->warnings[0], HasSubstr("records of aborted upstream transactions"));
+  EXPECT_THAT(ErrorOf(text), AllOf(HasSubstr("needs the source to read read_committed"),
+                                   HasSubstr("records of aborted upstream transactions")));
+  std::string committed = WithSink("      exactly_once: true\n");
+  committed.replace(committed.find("      topics: [in]\n"), 19,
+                    "      topics: [in]\n      properties: {isolation.level: read_committed}\n");
+  auto r = Parse(committed);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
 }
 
 TEST(ExactlyOnceConfigTest, TransactionalIdIsStablePerMemberWhenConfigured) {
