@@ -53,7 +53,9 @@ struct KafkaSinkOptions {
 // group's current metadata and commits. An abortable error aborts and is returned (the
 // pipeline stops and resumes from the group's committed offsets); a fatal one (fenced by
 // a newer member with the same transactional.id) is returned as FailedPrecondition.
-// Discard aborts (partitions lost); destroying the sink aborts what is open.
+// Discard aborts (partitions lost); destroying the sink aborts what is open. Crash points
+// (base/crash_point.h, for the crash tests): kafka-txn-offsets-sent (the offsets are in the
+// transaction, not committed), kafka-txn-committed (committed, not yet reported).
 // Owned by the pipeline's thread.
 class KafkaSink final : public Sink {
  public:

@@ -2,9 +2,11 @@
 """Exactly-once Kafka -> SQL -> Kafka pipelines against `sluice serve`, with real clients
 (confluent-kafka, librdkafka's transactions; docs/design/0006 #12):
 
-1. SIGKILL at random points: `sluice pipeline run` over a topic of JSON records (some not
-   JSON: dead letters) into an output topic with `exactly_once: true` and a dead-letter
-   topic on the same broker, killed a few times at seeded random moments and restarted;
+1. SIGKILL at each step and at random points: `sluice pipeline run` over a topic of JSON
+   records (some not JSON: dead letters) into an output topic with `exactly_once: true`
+   and a dead-letter topic on the same broker, killed at the crash points of a batch's
+   commit (SLUICE_TEST_CRASH_AT: after the batch, after the offsets were sent to the
+   transaction, after the commit) and at seeded random moments, and restarted each time;
    the last run goes to the end. A read_committed consumer then sees every result exactly
    once, every dead letter exactly once, and nothing else; the group's committed offsets
    are the input's end.
@@ -84,13 +86,16 @@ def free_port():
 
 
 class PipelineProcess:
-    def __init__(self, sluice, path, http_port=None):
+    def __init__(self, sluice, path, http_port=None, crash_at=None):
         args = [sluice, "pipeline", "run", path, "--no-progress"]
         if http_port:
             args += ["--http-addr", f"127.0.0.1:{http_port}"]
+        env = dict(os.environ)
+        if crash_at:
+            env["SLUICE_TEST_CRASH_AT"] = crash_at  # base/crash_point.h: SIGKILL there
         self.log = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+                                     stdin=subprocess.DEVNULL, env=env)
 
     def kill(self):
         self.proc.send_signal(signal.SIGKILL)
@@ -155,6 +160,18 @@ def sigkill_at_random_points(sluice, seed):
         with tempfile.TemporaryDirectory() as d:
             path = write_pipeline(d, bootstrap=bootstrap, group="eos-crash", input="in",
                                   output="out", dlq="dlq", txn_id="eos-crash")
+            # First at each step of a batch's commit (the crash points of the runner and
+            # the kafka sink), then at random moments.
+            for point in ("batch-begun:3", "kafka-txn-offsets-sent:2", "kafka-txn-committed:4",
+                          "sink-committed:5"):
+                p = PipelineProcess(sluice, path, crash_at=point)
+                try:
+                    rc = p.proc.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    raise
+                check(rc == -signal.SIGKILL, f"{point}: exited {rc}, not at the crash "
+                      f"point:\n{p.output()}")
             for round_ in range(5):
                 p = PipelineProcess(sluice, path)
                 time.sleep(rng.uniform(0.3, 2.5))
