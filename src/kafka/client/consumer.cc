@@ -112,12 +112,7 @@ struct ConsumerCallbacks {
 
 void Consumer::ApplyPendingAssign() {
   if (!pending_assign_) return;
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(pending_assign_->size())));
-  for (const TopicPartition& tp : *pending_assign_) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(*pending_assign_);
   pending_assign_.reset();
   if (pending_cooperative_) {
     detail::ErrorPtr e(rd_kafka_incremental_assign(rk_.get(), list.get()));
@@ -373,12 +368,7 @@ Status Consumer::Commit(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
   RETURN_IF_ERROR(detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 0), "commit"));
   for (int i = 0; i < list->cnt; ++i) {
     const rd_kafka_topic_partition_t& tp = list->elems[i];
@@ -392,12 +382,7 @@ Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
   return detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 1), "commit");
 }
 

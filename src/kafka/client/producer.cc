@@ -187,12 +187,7 @@ Status Producer::SendOffsetsToTransaction(const std::vector<TopicPartition>& off
   if (group.get() == nullptr) {
     return InvalidArgumentError("send offsets to transaction: no consumer group metadata");
   }
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
   return TxnStatus(
       rd_kafka_send_offsets_to_transaction(rk_.get(), list.get(), group.get(), Millis(timeout)),
       "send offsets to transaction");
