@@ -281,6 +281,37 @@ TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
               ::testing::UnorderedElementsAre("0:5:k:b0", "1:5:k:b1", "0:6:k:b2", "1:6:k:b3"));
 }
 
+// A group member's statistics arrive through Poll (what the pipeline's last-stable-offset
+// gauge reads), with each assigned partition's ls_offset; its group metadata, for a
+// transactional producer, is there once it is a member.
+TEST_F(KafkaClientBrokerTest, GroupMemberStatisticsCarryTheLastStableOffset) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("stable", 1, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*producer)->Produce("stable", 0, "k", "v").ok());
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  Config group = Base();
+  group["group.id"] = "stats";
+  group["auto.offset.reset"] = "earliest";
+  group["statistics.interval.ms"] = "100";
+  std::string last;
+  auto consumer = Consumer::Create(group, [&](std::string_view json) { last = json; });
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  ASSERT_TRUE((*consumer)->Subscribe({"stable"}).ok());
+  EXPECT_EQ(Read(consumer->get(), 3).size(), 3u);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (last.find("\"ls_offset\":3") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE((*consumer)->Poll(100ms).ok());
+  }
+  EXPECT_THAT(last, ::testing::HasSubstr("\"ls_offset\":3"));
+  auto md = (*consumer)->CurrentGroupMetadata();
+  ASSERT_TRUE(md.ok()) << md.status().ToString();
+  EXPECT_NE(md->get(), nullptr);
+}
+
 // The listener can choose where an assigned partition starts, instead of the group's
 // committed offset: partition 0 from offset 7, partition 1 from the commit (3).
 TEST_F(KafkaClientBrokerTest, ListenerChoosesWhereAssignedPartitionsStart) {
