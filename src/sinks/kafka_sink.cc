@@ -222,7 +222,17 @@ Status KafkaSink::Write(duck::Connection& conn, std::string_view table,
                         const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
   RETURN_IF_ERROR(BeginIfNeeded());
   if (transactional()) Merge(offsets, &uncommitted_);
-  return ProduceRows(conn, table, options_.topic, rejected);
+  Status st = ProduceRows(conn, table, options_.topic, rejected);
+  return st.ok() || !in_transaction_ ? st : AbortKeepingOffsets(st);
+}
+
+Status KafkaSink::AbortKeepingOffsets(const Status& cause) {
+  // Some of the batch's rows may be in the transaction: none may commit, since on_error
+  // now dead-letters or skips the whole batch; its offsets go into the next transaction.
+  SourceOffsets keep = uncommitted_;
+  Status st = AbortAfter(cause);
+  uncommitted_ = std::move(keep);
+  return st;
 }
 
 Status KafkaSink::ProduceRows(duck::Connection& conn, std::string_view table,
@@ -266,14 +276,9 @@ Status KafkaSink::ProduceRows(duck::Connection& conn, std::string_view table,
 
 Status KafkaSink::Flush() {
   Status st = WaitForDeliveries(options_.topic);
-  if (!st.ok() && in_transaction_) {
-    // A record not delivered makes the transaction abortable: the batch's rows go, and its
-    // dead letters and offsets go into the next transaction (the runner's on_error).
-    SourceOffsets keep = uncommitted_;
-    st = AbortAfter(st);
-    uncommitted_ = std::move(keep);
-  }
-  return st;
+  // A record not delivered makes the transaction abortable: the batch's rows go, and its
+  // dead letters and offsets go into the next transaction (the runner's on_error).
+  return st.ok() || !in_transaction_ ? st : AbortKeepingOffsets(st);
 }
 
 Status KafkaSink::WaitForDeliveries(const std::string& topic) {

@@ -47,8 +47,8 @@ struct KafkaSinkOptions {
 // (librdkafka's default is 5 minutes); Flush waits that long plus 10 s at most.
 //
 // Transactional: Write begins a transaction when none is open; Flush waits for the
-// deliveries and, when one failed, aborts the transaction (the batch's rows are gone; its
-// dead letters and offsets go into the next one); Commit (the strategy's, once per batch)
+// deliveries. A Write or Flush that fails aborts the transaction (the batch's rows are
+// gone; its dead letters and offsets go into the next one); Commit (the strategy's, once per batch)
 // sends the offsets of every batch written or skipped since the last commit with the
 // group's current metadata and commits. An abortable error aborts and is returned (the
 // pipeline stops and resumes from the group's committed offsets); a fatal one (fenced by
@@ -99,6 +99,8 @@ class KafkaSink final : public Sink {
   Status BeginIfNeeded();
   // Aborts the open transaction after `cause`; returns `cause` with what happened.
   Status AbortAfter(const Status& cause);
+  // The same, keeping the offsets not yet committed (a failed Write or Flush).
+  Status AbortKeepingOffsets(const Status& cause);
 
   KafkaSinkOptions options_;
   // Transactional: a transaction is open, and the offsets of what was written or skipped

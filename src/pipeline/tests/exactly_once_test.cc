@@ -245,6 +245,22 @@ TEST(ExactlyOnceTest, AnAbortedCommitStopsThePipelineAndTheRestartRedoesTheBatch
   for (const auto& [row, n] : Visible(cluster, "out")) EXPECT_EQ(n, 1) << row;
 }
 
+TEST(ExactlyOnceTest, AFailedWriteAbortsItsRowsAndTheBatchIsDeadLetteredOnce) {
+  FakeGroup group;
+  FakeTxnCluster cluster(&group);
+  cluster.fail_writes = 1;  // the first batch's write fails after one row
+  Member m(&group, &cluster, {{0, Input(0, 6)}}, Pipeline(3, kDlq));
+  ASSERT_TRUE(m.runner->Run().ok());
+  // The first batch: its messages in the DLQ, none of its rows (nor the row the failed
+  // write produced) visible; the second batch's rows.
+  std::map<std::string, int> out = Visible(cluster, "out");
+  EXPECT_EQ(out, (std::map<std::string, int>{
+                     {R"({"id":3.0})", 1}, {R"({"id":4.0})", 1}, {R"({"id":5.0})", 1}}));
+  EXPECT_EQ(DeadLetterOffsets(cluster), (std::map<int64_t, int>{{0, 1}, {1, 1}, {2, 1}}));
+  EXPECT_EQ(group.committed.at({"in", 0}), 6);
+  EXPECT_FALSE(ConsumerCommitted(group));
+}
+
 // The strategy alone, as commit_strategy_test drives the others.
 class ExactlyOnceStrategyTest : public ::testing::Test {
  protected:

@@ -38,8 +38,11 @@ struct FakeTxnCluster {
   std::map<std::string, Open> open;
   std::map<std::string, int> epochs;  // transactional.id -> the current producer epoch
   std::vector<std::string> log;       // "init t epoch 1", "abort t", "commit t 2 records"
-  // Behaviour: the next N commits fail as abortable (a record not delivered, say).
+  // Behaviour: the next N commits fail as abortable (a record not delivered, say); the
+  // next N writes of the pipeline's sink fail after producing one row (the sink aborts
+  // the transaction and keeps the offsets, as KafkaSink does).
   int fail_commits = 0;
+  int fail_writes = 0;
   // Crash (as SIGKILL) at the Nth pass of this step: "write", "flush", "dlq-write",
   // "dlq-flush", "offsets-sent", "committed".
   std::string crash_at;
@@ -71,6 +74,17 @@ class FakeTxnSink final : public sinks::Sink {
 
   Status Write(duck::Connection& conn, std::string_view table, const sinks::SourceOffsets& offsets,
                std::vector<sinks::RejectedRow>* /*rejected*/) override {
+    if (c_->fail_writes > 0) {
+      --c_->fail_writes;
+      RETURN_IF_ERROR(Alive());
+      Begin();
+      Merge(offsets);
+      c_->open[id_].records.push_back(topic_ + ":a row of a failed write");
+      sinks::SourceOffsets keep = uncommitted_;
+      Status st = AbortWith(IOError("the producer queue stayed full"));
+      uncommitted_ = std::move(keep);
+      return st;
+    }
     return WriteTo(conn, table, offsets, topic_, "write");
   }
   Status Flush() override { return Step("flush"); }
