@@ -369,6 +369,20 @@ def pipeline_config_seeds(out):
             b"  window: {type: session, time_column: ts, gap: 30, size: 1m, key: [user_id], "
             b"sink: {type: noop}}\n"
             b"  state: {pth: s.db}\n"),
+        "exactly_once": (
+            b"pipeline:\n  name: eos\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t], properties: {group.instance.id: m1}}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  sink: {type: kafka, kafka: {brokers: [a:1], topic: o, exactly_once: true, "
+            b"transactional_id: eos-1}}\n"
+            b"  on_error: {policy: DLQ, dlq: {type: kafka, kafka: {brokers: [a:1], topic: d}}}\n"),
+        "exactly_once_refused": (
+            b"pipeline:\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t]}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  window: {type: tumbling, time_column: ts, size: 1m, sink: {type: kafka, "
+            b"kafka: {brokers: [a:1], topic: o, exactly_once: [true]}}}\n"
+            b"  state: {path: s.db}\n"),
     })
     write_all(d, seeds)
 
