@@ -211,8 +211,9 @@ def open_transaction_times_out(sluice):
         create_topics(bootstrap, {"up": 1, "down": 1, "down-dlq": 1})
         produce(bootstrap, "up", [json.dumps({"id": i}) for i in range(10)])
         # A transaction left open: its records hold read_committed readers back.
+        # (librdkafka refuses a message timeout above the transaction timeout.)
         hanging = Producer({"bootstrap.servers": bootstrap, "transactional.id": "hanging",
-                            "transaction.timeout.ms": 5000})
+                            "transaction.timeout.ms": 5000, "message.timeout.ms": 5000})
         hanging.init_transactions(30)
         hanging.begin_transaction()
         for i in range(100, 110):
