@@ -353,6 +353,7 @@ TEST_F(TxnCoordinatorTest, DescribeAndList) {
   EXPECT_EQ(by_pid.states[0].transactional_id, "a");
   // Duration: only transactions running longer than the filter.
   EXPECT_EQ(list({"Ongoing"}, {}, 3600000).states.size(), 0u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));  // strictly longer than 0 ms
   EXPECT_EQ(list({"Ongoing"}, {}, 0).states.size(), 1u);
 }
 
