@@ -57,6 +57,14 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<InitProducerIdRequest>(r, v, out, h);
     case ApiKey::kOffsetForLeaderEpoch:
       return DecodeBody<OffsetForLeaderEpochRequest>(r, v, out, h);
+    case ApiKey::kAddPartitionsToTxn:
+      return DecodeBody<AddPartitionsToTxnRequest>(r, v, out, h);
+    case ApiKey::kAddOffsetsToTxn:
+      return DecodeBody<AddOffsetsToTxnRequest>(r, v, out, h);
+    case ApiKey::kEndTxn:
+      return DecodeBody<EndTxnRequest>(r, v, out, h);
+    case ApiKey::kTxnOffsetCommit:
+      return DecodeBody<TxnOffsetCommitRequest>(r, v, out, h);
     case ApiKey::kDescribeConfigs:
       return DecodeBody<DescribeConfigsRequest>(r, v, out, h);
     case ApiKey::kAlterConfigs:
@@ -71,6 +79,11 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<IncrementalAlterConfigsRequest>(r, v, out, h);
     case ApiKey::kDescribeCluster:
       return DecodeBody<DescribeClusterRequest>(r, v, out, h);
+    case ApiKey::kWriteTxnMarkers:
+    case ApiKey::kDescribeProducers:
+    case ApiKey::kDescribeTransactions:
+    case ApiKey::kListTransactions:
+      break;  // not in KnownApis() yet
   }
   return InternalError("no decoder for API {}", static_cast<int>(key));
 }
