@@ -291,8 +291,9 @@ TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
     first = std::max(a.producer_id, b.producer_id);
     kafka::InitProducerIdRequest txn;
     txn.transactional_id = "tx";
+    // With a transactional id: the transaction coordinator's (txn_coordinator_test).
     EXPECT_EQ(c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, txn).error_code,
-              ErrorCode::kInvalidRequest);
+              ErrorCode::kCoordinatorNotAvailable);
   }
   Stop();
   Start();

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "broker/txn_log.h"
+#include "broker/txn_participants.h"
 #include "storage/io_executor.h"
 #include "storage/testing/files.h"
 
@@ -421,6 +422,47 @@ TEST_F(TxnCoordinatorTest, StateLogSnapshotsKeepItBounded) {
   EXPECT_GT((*log)->start_offset(), 0);
   EXPECT_LT((*log)->log_bytes(), 3u * 8192);
   EXPECT_EQ((*log)->records().at("t").state, TxnState::kCompleteAbort);
+}
+
+}  // namespace
+}  // namespace sluice::broker
+
+namespace sluice::broker {
+namespace {
+
+TEST(BrokerTxnParticipantsTest, GathersOneAnswerPerPartitionAndGroupInOrder) {
+  std::vector<std::thread> threads;
+  std::mutex mu;
+  std::vector<std::pair<std::string, bool>> seen;
+  BrokerTxnParticipants p(
+      [&](const TxnMarker& m, const TopicPartition& tp, std::function<void(ErrorCode)> done) {
+        std::lock_guard g(mu);
+        seen.emplace_back(tp.topic + "-" + std::to_string(tp.partition), m.commit);
+        ErrorCode e = tp.partition == 1 ? ErrorCode::kNotLeaderOrFollower : ErrorCode::kNone;
+        threads.emplace_back([done, e] { done(e); });
+      },
+      [&](const TxnMarker& m, const std::string& group, std::function<void(ErrorCode)> done) {
+        std::lock_guard g(mu);
+        seen.emplace_back(group, m.commit);
+        done(group == "bad" ? ErrorCode::kCoordinatorNotAvailable : ErrorCode::kNone);
+      });
+  std::promise<std::vector<ErrorCode>> parts;
+  p.WritePartitionMarkers({1, 0, true, 0}, {{"a", 0}, {"a", 1}, {"b", 0}},
+                          [&](std::vector<ErrorCode> e) { parts.set_value(std::move(e)); });
+  EXPECT_EQ(parts.get_future().get(),
+            (std::vector<ErrorCode>{ErrorCode::kNone, ErrorCode::kNotLeaderOrFollower,
+                                    ErrorCode::kNone}));
+  std::promise<std::vector<ErrorCode>> groups;
+  p.CompleteGroupOffsets({1, 0, false, 0}, {"g", "bad"},
+                         [&](std::vector<ErrorCode> e) { groups.set_value(std::move(e)); });
+  EXPECT_EQ(groups.get_future().get(),
+            (std::vector<ErrorCode>{ErrorCode::kNone, ErrorCode::kCoordinatorNotAvailable}));
+  std::promise<std::vector<ErrorCode>> none;
+  p.WritePartitionMarkers({1, 0, true, 0}, {},
+                          [&](std::vector<ErrorCode> e) { none.set_value(std::move(e)); });
+  EXPECT_TRUE(none.get_future().get().empty());
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(seen.size(), 5u);
 }
 
 }  // namespace
