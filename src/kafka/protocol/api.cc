@@ -18,7 +18,7 @@ struct KnownApi {
   bool served;
 };
 
-constexpr std::array<KnownApi, 31> kKnown = {{
+constexpr std::array<KnownApi, 35> kKnown = {{
     {{ApiKey::kProduce, 3, 11, 9}, true},
     {{ApiKey::kFetch, 4, 16, 12}, true},
     {{ApiKey::kListOffsets, 0, 9, 6}, true},
@@ -45,6 +45,7 @@ constexpr std::array<KnownApi, 31> kKnown = {{
     {{ApiKey::kAddPartitionsToTxn, 0, 5, 3}, false},
     {{ApiKey::kAddOffsetsToTxn, 0, 4, 3}, false},
     {{ApiKey::kEndTxn, 0, 4, 3}, false},
+    {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, false},
     {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, false},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
@@ -53,6 +54,9 @@ constexpr std::array<KnownApi, 31> kKnown = {{
     {{ApiKey::kDeleteGroups, 0, 2, 2}, true},
     {{ApiKey::kIncrementalAlterConfigs, 0, 1, 1}, true},
     {{ApiKey::kDescribeCluster, 0, 1, 0}, true},
+    {{ApiKey::kDescribeProducers, 0, 0, 0}, false},
+    {{ApiKey::kDescribeTransactions, 0, 0, 0}, false},
+    {{ApiKey::kListTransactions, 0, 1, 0}, false},
 }};
 
 template <bool kServedOnly>

@@ -21,9 +21,11 @@ using AnyRequest =
                  ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest,
                  DeleteTopicsRequest, DeleteRecordsRequest, InitProducerIdRequest,
                  OffsetForLeaderEpochRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest,
-                 EndTxnRequest, TxnOffsetCommitRequest, DescribeConfigsRequest, AlterConfigsRequest,
-                 SaslAuthenticateRequest, CreatePartitionsRequest, DeleteGroupsRequest,
-                 IncrementalAlterConfigsRequest, DescribeClusterRequest>;
+                 EndTxnRequest, WriteTxnMarkersRequest, TxnOffsetCommitRequest,
+                 DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
+                 CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
+                 DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+                 ListTransactionsRequest>;
 
 struct DecodedRequest {
   RequestHeader header;

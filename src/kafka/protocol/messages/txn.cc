@@ -13,7 +13,11 @@ using namespace codec;
 constexpr ApiSpec kAddPartitionsToTxn{"AddPartitionsToTxn", 5, 3};
 constexpr ApiSpec kAddOffsetsToTxn{"AddOffsetsToTxn", 4, 3};
 constexpr ApiSpec kEndTxn{"EndTxn", 5, 3};
+constexpr ApiSpec kWriteTxnMarkers{"WriteTxnMarkers", 1, 1};
 constexpr ApiSpec kTxnOffsetCommit{"TxnOffsetCommit", 4, 3};
+constexpr ApiSpec kDescribeProducers{"DescribeProducers", 0, 0};
+constexpr ApiSpec kDescribeTransactions{"DescribeTransactions", 0, 0};
+constexpr ApiSpec kListTransactions{"ListTransactions", 1, 0};
 
 constexpr size_t TxnTopicMin(bool f) { return MinString(f) + MinArray(f) + MinTags(f); }
 
@@ -300,6 +304,242 @@ void TxnOffsetCommitResponse::Encode(Writer& w, int16_t version) const {
   const bool f = version >= kTxnOffsetCommit.flexible_from;
   w.Int32(throttle_time_ms);
   WriteTopicErrors(w, f, topics);
+  WriteTags(w, f, unknown_tags);
+}
+
+// ---------------------------------------------------------------- WriteTxnMarkers
+
+Status WriteTxnMarkersRequest::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kWriteTxnMarkers, "Request", version));
+  *this = {};
+  const bool f = version >= kWriteTxnMarkers.flexible_from;
+  const size_t marker_min = 8 + 2 + 1 + MinArray(f) + 4 + MinTags(f);
+  ReadArray(r, f, "markers", marker_min, markers, [&](Marker& m) {
+    m.producer_id = r.Int64("producer id");
+    m.producer_epoch = r.Int16("producer epoch");
+    m.transaction_result = r.Bool("transaction result");
+    ReadTxnTopics(r, f, "topics", m.topics);
+    m.coordinator_epoch = r.Int32("coordinator epoch");
+    ReadTags(r, f, &m.unknown_tags);
+  });
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kWriteTxnMarkers, "Request", version);
+}
+
+void WriteTxnMarkersRequest::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kWriteTxnMarkers.flexible_from;
+  WriteArray(w, f, markers, [&](const Marker& m) {
+    w.Int64(m.producer_id);
+    w.Int16(m.producer_epoch);
+    w.Bool(m.transaction_result);
+    WriteTxnTopics(w, f, m.topics);
+    w.Int32(m.coordinator_epoch);
+    WriteTags(w, f, m.unknown_tags);
+  });
+  WriteTags(w, f, unknown_tags);
+}
+
+Status WriteTxnMarkersResponse::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kWriteTxnMarkers, "Response", version));
+  *this = {};
+  const bool f = version >= kWriteTxnMarkers.flexible_from;
+  ReadArray(r, f, "markers", 8 + MinArray(f) + MinTags(f), markers, [&](Marker& m) {
+    m.producer_id = r.Int64("producer id");
+    ReadTopicErrors(r, f, "topics", m.topics);
+    ReadTags(r, f, &m.unknown_tags);
+  });
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kWriteTxnMarkers, "Response", version);
+}
+
+void WriteTxnMarkersResponse::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kWriteTxnMarkers.flexible_from;
+  WriteArray(w, f, markers, [&](const Marker& m) {
+    w.Int64(m.producer_id);
+    WriteTopicErrors(w, f, m.topics);
+    WriteTags(w, f, m.unknown_tags);
+  });
+  WriteTags(w, f, unknown_tags);
+}
+
+// ---------------------------------------------------------------- DescribeProducers
+
+Status DescribeProducersRequest::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kDescribeProducers, "Request", version));
+  *this = {};
+  const bool f = version >= kDescribeProducers.flexible_from;
+  ReadTxnTopics(r, f, "topics", topics);
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kDescribeProducers, "Request", version);
+}
+
+void DescribeProducersRequest::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kDescribeProducers.flexible_from;
+  WriteTxnTopics(w, f, topics);
+  WriteTags(w, f, unknown_tags);
+}
+
+Status DescribeProducersResponse::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kDescribeProducers, "Response", version));
+  *this = {};
+  const bool f = version >= kDescribeProducers.flexible_from;
+  throttle_time_ms = r.Int32("throttle time ms");
+  const size_t partition_min = 4 + 2 + MinString(f) + MinArray(f) + MinTags(f);
+  const size_t producer_min = 8 + 4 + 4 + 8 + 4 + 8 + MinTags(f);
+  ReadArray(r, f, "topics", TxnTopicMin(f), topics, [&](Topic& t) {
+    t.name = r.String(f, "topic name");
+    ReadArray(r, f, "partitions", partition_min, t.partitions, [&](Partition& p) {
+      p.partition_index = r.Int32("partition index");
+      p.error_code = ReadErrorCode(r, "error code");
+      p.error_message = r.NullableString(f, "error message");
+      ReadArray(r, f, "active producers", producer_min, p.active_producers, [&](Producer& s) {
+        s.producer_id = r.Int64("producer id");
+        s.producer_epoch = r.Int32("producer epoch");
+        s.last_sequence = r.Int32("last sequence");
+        s.last_timestamp = r.Int64("last timestamp");
+        s.coordinator_epoch = r.Int32("coordinator epoch");
+        s.current_txn_start_offset = r.Int64("current txn start offset");
+        ReadTags(r, f, &s.unknown_tags);
+      });
+      ReadTags(r, f, &p.unknown_tags);
+    });
+    ReadTags(r, f, &t.unknown_tags);
+  });
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kDescribeProducers, "Response", version);
+}
+
+void DescribeProducersResponse::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kDescribeProducers.flexible_from;
+  w.Int32(throttle_time_ms);
+  WriteArray(w, f, topics, [&](const Topic& t) {
+    w.String(f, t.name);
+    WriteArray(w, f, t.partitions, [&](const Partition& p) {
+      w.Int32(p.partition_index);
+      WriteErrorCode(w, p.error_code);
+      w.NullableString(f, p.error_message);
+      WriteArray(w, f, p.active_producers, [&](const Producer& s) {
+        w.Int64(s.producer_id);
+        w.Int32(s.producer_epoch);
+        w.Int32(s.last_sequence);
+        w.Int64(s.last_timestamp);
+        w.Int32(s.coordinator_epoch);
+        w.Int64(s.current_txn_start_offset);
+        WriteTags(w, f, s.unknown_tags);
+      });
+      WriteTags(w, f, p.unknown_tags);
+    });
+    WriteTags(w, f, t.unknown_tags);
+  });
+  WriteTags(w, f, unknown_tags);
+}
+
+// ---------------------------------------------------------------- DescribeTransactions
+
+Status DescribeTransactionsRequest::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kDescribeTransactions, "Request", version));
+  *this = {};
+  const bool f = version >= kDescribeTransactions.flexible_from;
+  ReadStrings(r, f, "transactional ids", transactional_ids);
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kDescribeTransactions, "Request", version);
+}
+
+void DescribeTransactionsRequest::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kDescribeTransactions.flexible_from;
+  WriteStrings(w, f, transactional_ids);
+  WriteTags(w, f, unknown_tags);
+}
+
+Status DescribeTransactionsResponse::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kDescribeTransactions, "Response", version));
+  *this = {};
+  const bool f = version >= kDescribeTransactions.flexible_from;
+  throttle_time_ms = r.Int32("throttle time ms");
+  const size_t state_min = 2 + 2 * MinString(f) + 4 + 8 + 8 + 2 + MinArray(f) + MinTags(f);
+  ReadArray(r, f, "transaction states", state_min, transaction_states, [&](State& s) {
+    s.error_code = ReadErrorCode(r, "error code");
+    s.transactional_id = r.String(f, "transactional id");
+    s.transaction_state = r.String(f, "transaction state");
+    s.transaction_timeout_ms = r.Int32("transaction timeout ms");
+    s.transaction_start_time_ms = r.Int64("transaction start time ms");
+    s.producer_id = r.Int64("producer id");
+    s.producer_epoch = r.Int16("producer epoch");
+    ReadTxnTopics(r, f, "topics", s.topics);
+    ReadTags(r, f, &s.unknown_tags);
+  });
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kDescribeTransactions, "Response", version);
+}
+
+void DescribeTransactionsResponse::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kDescribeTransactions.flexible_from;
+  w.Int32(throttle_time_ms);
+  WriteArray(w, f, transaction_states, [&](const State& s) {
+    WriteErrorCode(w, s.error_code);
+    w.String(f, s.transactional_id);
+    w.String(f, s.transaction_state);
+    w.Int32(s.transaction_timeout_ms);
+    w.Int64(s.transaction_start_time_ms);
+    w.Int64(s.producer_id);
+    w.Int16(s.producer_epoch);
+    WriteTxnTopics(w, f, s.topics);
+    WriteTags(w, f, s.unknown_tags);
+  });
+  WriteTags(w, f, unknown_tags);
+}
+
+// ---------------------------------------------------------------- ListTransactions
+
+Status ListTransactionsRequest::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kListTransactions, "Request", version));
+  *this = {};
+  const bool f = version >= kListTransactions.flexible_from;
+  ReadStrings(r, f, "state filters", state_filters);
+  ReadArray(r, f, "producer id filters", 8, producer_id_filters,
+            [&](int64_t& id) { id = r.Int64("producer id filter"); });
+  if (version >= 1) duration_filter = r.Int64("duration filter");
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kListTransactions, "Request", version);
+}
+
+void ListTransactionsRequest::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kListTransactions.flexible_from;
+  WriteStrings(w, f, state_filters);
+  WriteArray(w, f, producer_id_filters, [&](int64_t id) { w.Int64(id); });
+  if (version >= 1) w.Int64(duration_filter);
+  WriteTags(w, f, unknown_tags);
+}
+
+Status ListTransactionsResponse::Decode(Reader& r, int16_t version) {
+  RETURN_IF_ERROR(CheckVersion(kListTransactions, "Response", version));
+  *this = {};
+  const bool f = version >= kListTransactions.flexible_from;
+  throttle_time_ms = r.Int32("throttle time ms");
+  error_code = ReadErrorCode(r, "error code");
+  ReadStrings(r, f, "unknown state filters", unknown_state_filters);
+  const size_t state_min = 2 * MinString(f) + 8 + MinTags(f);
+  ReadArray(r, f, "transaction states", state_min, transaction_states, [&](State& s) {
+    s.transactional_id = r.String(f, "transactional id");
+    s.producer_id = r.Int64("producer id");
+    s.transaction_state = r.String(f, "transaction state");
+    ReadTags(r, f, &s.unknown_tags);
+  });
+  ReadTags(r, f, &unknown_tags);
+  return Finish(r, kListTransactions, "Response", version);
+}
+
+void ListTransactionsResponse::Encode(Writer& w, int16_t version) const {
+  const bool f = version >= kListTransactions.flexible_from;
+  w.Int32(throttle_time_ms);
+  WriteErrorCode(w, error_code);
+  WriteStrings(w, f, unknown_state_filters);
+  WriteArray(w, f, transaction_states, [&](const State& s) {
+    w.String(f, s.transactional_id);
+    w.Int64(s.producer_id);
+    w.String(f, s.transaction_state);
+    WriteTags(w, f, s.unknown_tags);
+  });
   WriteTags(w, f, unknown_tags);
 }
 

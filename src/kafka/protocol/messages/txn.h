@@ -148,6 +148,42 @@ struct EndTxnResponse {
   bool operator==(const EndTxnResponse&) const = default;
 };
 
+// WriteTxnMarkers (key 27), v0-1, flexible from v1. Sent by a transaction coordinator to
+// the leaders of a transaction's partitions (on one node sluice calls the partitions
+// directly, broker/txn_markers.h; this is the wire form for the cluster work).
+struct WriteTxnMarkersRequest {
+  struct Marker {  // WritableTxnMarker
+    int64_t producer_id = 0;
+    int16_t producer_epoch = 0;
+    bool transaction_result = false;  // false = ABORT, true = COMMIT
+    std::vector<TxnTopic> topics;
+    int32_t coordinator_epoch = 0;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const Marker&) const = default;
+  };
+  std::vector<Marker> markers;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const WriteTxnMarkersRequest&) const = default;
+};
+
+struct WriteTxnMarkersResponse {
+  struct Marker {  // WritableTxnMarkerResult
+    int64_t producer_id = 0;
+    std::vector<TxnTopicErrors> topics;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const Marker&) const = default;
+  };
+  std::vector<Marker> markers;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const WriteTxnMarkersResponse&) const = default;
+};
+
 // TxnOffsetCommit (key 28), v0-4, flexible from v3. v3+ carries the consumer's group
 // metadata (KIP-447) so the group coordinator can fence zombie members.
 struct TxnOffsetCommitRequest {
@@ -188,6 +224,116 @@ struct TxnOffsetCommitResponse {
   Status Decode(Reader& r, int16_t version);
   void Encode(Writer& w, int16_t version) const;
   bool operator==(const TxnOffsetCommitResponse&) const = default;
+};
+
+// DescribeProducers (key 61), v0, flexible from v0 (KIP-664): the producers a partition
+// leader knows, with the first offset of each one's open transaction.
+struct DescribeProducersRequest {
+  std::vector<TxnTopic> topics;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const DescribeProducersRequest&) const = default;
+};
+
+struct DescribeProducersResponse {
+  struct Producer {  // ProducerState
+    int64_t producer_id = 0;
+    int32_t producer_epoch = 0;  // int32 in this message, int16 elsewhere
+    int32_t last_sequence = -1;
+    int64_t last_timestamp = -1;
+    int32_t coordinator_epoch = 0;
+    int64_t current_txn_start_offset = -1;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const Producer&) const = default;
+  };
+  struct Partition {
+    int32_t partition_index = 0;
+    ErrorCode error_code = ErrorCode::kNone;
+    std::optional<std::string> error_message;
+    std::vector<Producer> active_producers;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const Partition&) const = default;
+  };
+  struct Topic {
+    std::string name;
+    std::vector<Partition> partitions;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const Topic&) const = default;
+  };
+  int32_t throttle_time_ms = 0;
+  std::vector<Topic> topics;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const DescribeProducersResponse&) const = default;
+};
+
+// DescribeTransactions (key 65), v0, flexible from v0 (KIP-664): the coordinator's state
+// of each transactional id.
+struct DescribeTransactionsRequest {
+  std::vector<std::string> transactional_ids;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const DescribeTransactionsRequest&) const = default;
+};
+
+struct DescribeTransactionsResponse {
+  struct State {  // TransactionState
+    ErrorCode error_code = ErrorCode::kNone;
+    std::string transactional_id;
+    std::string transaction_state;  // Kafka's names: "Ongoing", "PrepareCommit", ...
+    int32_t transaction_timeout_ms = 0;
+    int64_t transaction_start_time_ms = 0;
+    int64_t producer_id = 0;
+    int16_t producer_epoch = 0;
+    std::vector<TxnTopic> topics;  // TopicData: the JSON calls the name "Topic"
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const State&) const = default;
+  };
+  int32_t throttle_time_ms = 0;
+  std::vector<State> transaction_states;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const DescribeTransactionsResponse&) const = default;
+};
+
+// ListTransactions (key 66), v0-1, flexible from v0 (KIP-664; v1 adds the duration
+// filter of KIP-994).
+struct ListTransactionsRequest {
+  std::vector<std::string> state_filters;
+  std::vector<int64_t> producer_id_filters;
+  int64_t duration_filter = -1;  // v1+; < 0: no filter
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const ListTransactionsRequest&) const = default;
+};
+
+struct ListTransactionsResponse {
+  struct State {  // TransactionState
+    std::string transactional_id;
+    int64_t producer_id = 0;
+    std::string transaction_state;
+    std::vector<RawTaggedField> unknown_tags;
+    bool operator==(const State&) const = default;
+  };
+  int32_t throttle_time_ms = 0;
+  ErrorCode error_code = ErrorCode::kNone;
+  std::vector<std::string> unknown_state_filters;
+  std::vector<State> transaction_states;
+  std::vector<RawTaggedField> unknown_tags;
+
+  Status Decode(Reader& r, int16_t version);
+  void Encode(Writer& w, int16_t version) const;
+  bool operator==(const ListTransactionsResponse&) const = default;
 };
 
 }  // namespace sluice::kafka

@@ -288,6 +288,184 @@ Bytes TxnOffsetCommitResponseGolden(int16_t v, bool) {
   return g.take();
 }
 
+// ------------------------------------------------------------------ WriteTxnMarkers
+
+WriteTxnMarkersRequest WriteTxnMarkersRequestSample(int16_t, bool) {
+  WriteTxnMarkersRequest m;
+  m.markers = {{.producer_id = 4000,
+                .producer_epoch = 3,
+                .transaction_result = true,
+                .topics = {Topic("orders"), Topic("__consumer_offsets")},
+                .coordinator_epoch = 17},
+               {.producer_id = 4001, .producer_epoch = 1, .coordinator_epoch = -1}};
+  return m;
+}
+
+Bytes WriteTxnMarkersRequestGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kWriteTxnMarkers, v);
+  Golden g;
+  g.a(f, 2).i64(4000).i16(3).boolean(true).a(f, 2);
+  TopicGolden(g, f, "orders");
+  TopicGolden(g, f, "__consumer_offsets");
+  g.i32(17).t(f);
+  g.i64(4001).i16(1).boolean(false).a(f, 0).i32(-1).t(f);
+  g.t(f);
+  return g.take();
+}
+
+WriteTxnMarkersResponse WriteTxnMarkersResponseSample(int16_t, bool) {
+  WriteTxnMarkersResponse m;
+  m.markers = {{.producer_id = 4000, .topics = TopicErrors()}, {.producer_id = 4001}};
+  return m;
+}
+
+Bytes WriteTxnMarkersResponseGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kWriteTxnMarkers, v);
+  Golden g;
+  g.a(f, 2).i64(4000);
+  TopicErrorsGolden(g, f);
+  g.t(f).i64(4001).a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
+// ------------------------------------------------------------------ DescribeProducers
+
+DescribeProducersRequest DescribeProducersRequestSample(int16_t, bool) {
+  return {.topics = {Topic("orders"), {.name = "none"}}};
+}
+
+Bytes DescribeProducersRequestGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kDescribeProducers, v);
+  Golden g;
+  g.a(f, 2);
+  TopicGolden(g, f, "orders");
+  g.s(f, "none").a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
+DescribeProducersResponse DescribeProducersResponseSample(int16_t, bool nulls) {
+  DescribeProducersResponse m;
+  m.throttle_time_ms = 2;
+  DescribeProducersResponse::Partition p0{
+      .partition_index = 0,
+      .active_producers = {{.producer_id = 4000,
+                            .producer_epoch = 70000,  // int32 on this wire
+                            .last_sequence = 41,
+                            .last_timestamp = 1700000000000,
+                            .coordinator_epoch = 2,
+                            .current_txn_start_offset = 120},
+                           {.producer_id = 4001, .producer_epoch = 0}}};
+  DescribeProducersResponse::Partition p1{.partition_index = 9,
+                                          .error_code = ErrorCode::kNotLeaderOrFollower,
+                                          .error_message = Opt(nulls, "not the leader")};
+  m.topics = {{.name = "orders", .partitions = {p0, p1}}};
+  return m;
+}
+
+Bytes DescribeProducersResponseGolden(int16_t v, bool nulls) {
+  const bool f = Flexible(ApiKey::kDescribeProducers, v);
+  Golden g;
+  g.i32(2).a(f, 1).s(f, "orders").a(f, 2);
+  g.i32(0).i16(0).ns(f).a(f, 2);
+  g.i64(4000).i32(70000).i32(41).i64(1700000000000).i32(2).i64(120).t(f);
+  g.i64(4001).i32(0).i32(-1).i64(-1).i32(0).i64(-1).t(f);
+  g.t(f);
+  g.i32(9).i16(6);
+  NStr(g, f, Opt(nulls, "not the leader"));
+  g.a(f, 0).t(f);
+  g.t(f);
+  g.t(f);
+  return g.take();
+}
+
+// ------------------------------------------------------------------ DescribeTransactions
+
+DescribeTransactionsRequest DescribeTransactionsRequestSample(int16_t, bool) {
+  return {.transactional_ids = {"txn-a", "txn-b"}};
+}
+
+Bytes DescribeTransactionsRequestGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kDescribeTransactions, v);
+  return Golden().a(f, 2).s(f, "txn-a").s(f, "txn-b").t(f).take();
+}
+
+DescribeTransactionsResponse DescribeTransactionsResponseSample(int16_t, bool) {
+  DescribeTransactionsResponse m;
+  m.throttle_time_ms = 4;
+  m.transaction_states = {
+      {.transactional_id = "txn-a",
+       .transaction_state = "Ongoing",
+       .transaction_timeout_ms = 60000,
+       .transaction_start_time_ms = 1700000000000,
+       .producer_id = 4000,
+       .producer_epoch = 3,
+       .topics = {Topic("orders")}},
+      {.error_code = ErrorCode::kTransactionalIdNotFound,
+       .transactional_id = "txn-b",
+       .transaction_state = "",
+       .transaction_start_time_ms = -1,
+       .producer_id = -1,
+       .producer_epoch = -1},
+  };
+  return m;
+}
+
+Bytes DescribeTransactionsResponseGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kDescribeTransactions, v);
+  Golden g;
+  g.i32(4).a(f, 2);
+  g.i16(0).s(f, "txn-a").s(f, "Ongoing").i32(60000).i64(1700000000000).i64(4000).i16(3);
+  g.a(f, 1);
+  TopicGolden(g, f, "orders");
+  g.t(f);
+  g.i16(105).s(f, "txn-b").s(f, "").i32(0).i64(-1).i64(-1).i16(-1).a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
+// ------------------------------------------------------------------ ListTransactions
+
+ListTransactionsRequest ListTransactionsRequestSample(int16_t v, bool) {
+  ListTransactionsRequest m;
+  m.state_filters = {"Ongoing", "PrepareCommit"};
+  m.producer_id_filters = {4000, 0x7fffffffffffffff};
+  if (v >= 1) m.duration_filter = 300000;
+  return m;
+}
+
+Bytes ListTransactionsRequestGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kListTransactions, v);
+  Golden g;
+  g.a(f, 2).s(f, "Ongoing").s(f, "PrepareCommit");
+  g.a(f, 2).i64(4000).i64(0x7fffffffffffffff);
+  if (v >= 1) g.i64(300000);
+  g.t(f);
+  return g.take();
+}
+
+ListTransactionsResponse ListTransactionsResponseSample(int16_t, bool) {
+  ListTransactionsResponse m;
+  m.throttle_time_ms = 5;
+  m.error_code = ErrorCode::kCoordinatorLoadInProgress;
+  m.unknown_state_filters = {"Sleeping"};
+  m.transaction_states = {
+      {.transactional_id = "txn-a", .producer_id = 4000, .transaction_state = "Ongoing"},
+      {.transactional_id = "txn-b", .producer_id = 4001, .transaction_state = "CompleteAbort"}};
+  return m;
+}
+
+Bytes ListTransactionsResponseGolden(int16_t v, bool) {
+  const bool f = Flexible(ApiKey::kListTransactions, v);
+  Golden g;
+  g.i32(5).i16(14).a(f, 1).s(f, "Sleeping").a(f, 2);
+  g.s(f, "txn-a").i64(4000).s(f, "Ongoing").t(f);
+  g.s(f, "txn-b").i64(4001).s(f, "CompleteAbort").t(f);
+  g.t(f);
+  return g.take();
+}
+
 // ------------------------------------------------------------------ specs
 
 #define TXN_SPEC(Name, Key, Max) \
@@ -301,6 +479,14 @@ TXN_SPEC(EndTxnRequest, kEndTxn, 5);
 TXN_SPEC(EndTxnResponse, kEndTxn, 5);
 TXN_SPEC(TxnOffsetCommitRequest, kTxnOffsetCommit, 4);
 TXN_SPEC(TxnOffsetCommitResponse, kTxnOffsetCommit, 4);
+TXN_SPEC(WriteTxnMarkersRequest, kWriteTxnMarkers, 1);
+TXN_SPEC(WriteTxnMarkersResponse, kWriteTxnMarkers, 1);
+TXN_SPEC(DescribeProducersRequest, kDescribeProducers, 0);
+TXN_SPEC(DescribeProducersResponse, kDescribeProducers, 0);
+TXN_SPEC(DescribeTransactionsRequest, kDescribeTransactions, 0);
+TXN_SPEC(DescribeTransactionsResponse, kDescribeTransactions, 0);
+TXN_SPEC(ListTransactionsRequest, kListTransactions, 1);
+TXN_SPEC(ListTransactionsResponse, kListTransactions, 1);
 #undef TXN_SPEC
 
 // ------------------------------------------------------------------ every version
@@ -329,6 +515,30 @@ TEST(TxnCodecTest, TxnOffsetCommitRequestMatchesGoldenInEveryVersion) {
 TEST(TxnCodecTest, TxnOffsetCommitResponseMatchesGoldenInEveryVersion) {
   CheckEveryVersion(kTxnOffsetCommitResponseSpec);
 }
+TEST(TxnCodecTest, WriteTxnMarkersRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kWriteTxnMarkersRequestSpec);
+}
+TEST(TxnCodecTest, WriteTxnMarkersResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kWriteTxnMarkersResponseSpec);
+}
+TEST(TxnCodecTest, DescribeProducersRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kDescribeProducersRequestSpec);
+}
+TEST(TxnCodecTest, DescribeProducersResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kDescribeProducersResponseSpec);
+}
+TEST(TxnCodecTest, DescribeTransactionsRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kDescribeTransactionsRequestSpec);
+}
+TEST(TxnCodecTest, DescribeTransactionsResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kDescribeTransactionsResponseSpec);
+}
+TEST(TxnCodecTest, ListTransactionsRequestMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kListTransactionsRequestSpec);
+}
+TEST(TxnCodecTest, ListTransactionsResponseMatchesGoldenInEveryVersion) {
+  CheckEveryVersion(kListTransactionsResponseSpec);
+}
 
 // ------------------------------------------------------------------ version table
 
@@ -342,7 +552,11 @@ TEST(TxnCodecTest, ApiTableHasTheTransactionApisWithKafkasFlexibleVersions) {
   for (Want want : {Want{ApiKey::kAddPartitionsToTxn, 5, 3, "AddPartitionsToTxn"},
                     Want{ApiKey::kAddOffsetsToTxn, 4, 3, "AddOffsetsToTxn"},
                     Want{ApiKey::kEndTxn, 4, 3, "EndTxn"},  // v5 is unstable in Kafka
-                    Want{ApiKey::kTxnOffsetCommit, 4, 3, "TxnOffsetCommit"}}) {
+                    Want{ApiKey::kWriteTxnMarkers, 1, 1, "WriteTxnMarkers"},
+                    Want{ApiKey::kTxnOffsetCommit, 4, 3, "TxnOffsetCommit"},
+                    Want{ApiKey::kDescribeProducers, 0, 0, "DescribeProducers"},
+                    Want{ApiKey::kDescribeTransactions, 0, 0, "DescribeTransactions"},
+                    Want{ApiKey::kListTransactions, 1, 0, "ListTransactions"}}) {
     auto api = FindApi(want.key);
     ASSERT_TRUE(api.has_value()) << want.name;
     EXPECT_EQ(api->min, 0) << want.name;
@@ -507,6 +721,10 @@ TEST(TxnRequestTest, EveryTransactionRequestVersionDecodesAsAFrame) {
   check(kAddOffsetsToTxnRequestSpec);
   check(kEndTxnRequestSpec);
   check(kTxnOffsetCommitRequestSpec);
+  check(kWriteTxnMarkersRequestSpec);
+  check(kDescribeProducersRequestSpec);
+  check(kDescribeTransactionsRequestSpec);
+  check(kListTransactionsRequestSpec);
 }
 
 // ------------------------------------------------------------------ malformed
@@ -549,6 +767,40 @@ TEST(TxnMalformedTest, ArrayCountBeyondTheBytesLeftFailsBeforeAllocating) {
   EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
 }
 
+TEST(TxnMalformedTest, NestedCountsOfStep2MessagesAreBounded) {
+  // WriteTxnMarkers v1: one marker whose topic claims 2^20 partition indexes.
+  WriteTxnMarkersRequest w;
+  Status st = DecodeAt(
+      Golden().carr(1).i64(1).i16(0).boolean(true).carr(1).cstr("t").carr(1 << 20).i32(0).take(), 1,
+      &w);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
+  // DescribeProducers: a producer takes 36 bytes; two cannot fit in 40.
+  DescribeProducersResponse d;
+  Bytes producers = Golden()
+                        .i32(0)
+                        .carr(1)
+                        .cstr("t")
+                        .carr(1)
+                        .i32(0)
+                        .i16(0)
+                        .cnullstr()
+                        .carr(2)
+                        .raw(Bytes(40, 0))
+                        .take();
+  st = DecodeAt(producers, 0, &d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
+  // ListTransactions: producer id filters are 8 bytes each.
+  ListTransactionsRequest l;
+  st = DecodeAt(Golden().carr(0).carr(3).i64(1).i64(2).tags().take(), 0, &l);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot fit"), std::string::npos) << st.ToString();
+  // A negative (non-null) compact length cannot be written; a null array is refused.
+  DescribeTransactionsRequest t;
+  EXPECT_FALSE(DecodeAt(Golden().carr(-1).tags().take(), 0, &t).ok());
+}
+
 // ------------------------------------------------------------------ every golden, malformed
 
 struct Case {
@@ -583,6 +835,14 @@ std::vector<Case> AllCases() {
   AddCases(&cases, kEndTxnResponseSpec);
   AddCases(&cases, kTxnOffsetCommitRequestSpec);
   AddCases(&cases, kTxnOffsetCommitResponseSpec);
+  AddCases(&cases, kWriteTxnMarkersRequestSpec);
+  AddCases(&cases, kWriteTxnMarkersResponseSpec);
+  AddCases(&cases, kDescribeProducersRequestSpec);
+  AddCases(&cases, kDescribeProducersResponseSpec);
+  AddCases(&cases, kDescribeTransactionsRequestSpec);
+  AddCases(&cases, kDescribeTransactionsResponseSpec);
+  AddCases(&cases, kListTransactionsRequestSpec);
+  AddCases(&cases, kListTransactionsResponseSpec);
   return cases;
 }
 
