@@ -52,6 +52,7 @@ constexpr Entry kEntries[] = {
     {ApiKey::kSaslAuthenticate, Typed<kafka::SaslAuthenticateRequest, HandleSaslAuthenticate>},
     {ApiKey::kCreatePartitions, Typed<kafka::CreatePartitionsRequest, HandleCreatePartitions>},
     {ApiKey::kDeleteGroups, Typed<kafka::DeleteGroupsRequest, HandleDeleteGroups>},
+    {ApiKey::kTxnOffsetCommit, Typed<kafka::TxnOffsetCommitRequest, HandleTxnOffsetCommit>},
     {ApiKey::kIncrementalAlterConfigs,
      Typed<kafka::IncrementalAlterConfigsRequest, HandleIncrementalAlterConfigs>},
     {ApiKey::kDescribeCluster, Typed<kafka::DescribeClusterRequest, HandleDescribeCluster>},

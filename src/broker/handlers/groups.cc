@@ -106,4 +106,14 @@ void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroup
                            AnswerOnLoop<kafka::DeleteGroupsResponse>(ctx, call));
 }
 
+// Kafka's handleTxnOffsetCommitRequest checks authorization and the partitions, then
+// hands over; here the coordinator checks the partitions (partition_exists) with the
+// rest. Whether the transaction holds the group (AddOffsetsToTxn) is the transaction
+// coordinator's to say, through the coordinator's TxnVerifier, as in Kafka.
+void HandleTxnOffsetCommit(Context& ctx, const Call& call,
+                           const kafka::TxnOffsetCommitRequest& req) {
+  ctx.groups->TxnOffsetCommit(req, call.header.api_version,
+                              AnswerOnLoop<kafka::TxnOffsetCommitResponse>(ctx, call));
+}
+
 }  // namespace sluice::broker::handlers

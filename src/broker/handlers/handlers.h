@@ -11,6 +11,7 @@
 //                     InitProducerId (on the controller's thread)
 //   admin_configs.cc  DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 //   groups.cc         FindCoordinator and the hand-off to the group coordinator
+//                     (TxnOffsetCommit included)
 //   txn.cc            InitProducerId with a transactional id, AddPartitionsToTxn,
 //                     AddOffsetsToTxn, EndTxn: the hand-off to the transaction coordinator
 //   sasl_gate.cc      SaslHandshake, SaslAuthenticate, the raw-token exchange and the
@@ -61,6 +62,8 @@ void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchR
 void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsRequest& req);
 void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeGroupsRequest& req);
 void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req);
+void HandleTxnOffsetCommit(Context& ctx, const Call& call,
+                           const kafka::TxnOffsetCommitRequest& req);
 
 // Transactions (txn.cc). InitProducerId with a transactional id comes here from
 // HandleInitProducerId.

@@ -46,7 +46,7 @@ constexpr std::array<KnownApi, 35> kKnown = {{
     {{ApiKey::kAddOffsetsToTxn, 0, 4, 3}, false},
     {{ApiKey::kEndTxn, 0, 4, 3}, false},
     {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, false},
-    {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, false},
+    {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, true},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
     {{ApiKey::kSaslAuthenticate, 0, 2, 2}, true},
