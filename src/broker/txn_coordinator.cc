@@ -193,7 +193,7 @@ void TxnCoordinator::Describe(std::vector<std::string> transactional_ids,
       } else if (id.empty()) {
         d.error = ErrorCode::kInvalidRequest;
       } else if (t == nullptr || t->state == TxnState::kDead) {
-        d.error = kErrTransactionalIdNotFound;
+        d.error = ErrorCode::kTransactionalIdNotFound;
       } else {
         d.state = std::string(TxnStateName(t->state));
         d.timeout_ms = t->timeout_ms;

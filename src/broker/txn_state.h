@@ -47,9 +47,6 @@ constexpr int64_t kNoProducerId = -1;
 // Epochs at or above this are not handed to clients: one more is kept for a fence.
 constexpr int16_t kMaxClientEpoch = INT16_MAX - 1;
 
-// Error codes the codec of this tree may not name yet (Kafka's numbers).
-constexpr kafka::ErrorCode kErrTransactionalIdNotFound = static_cast<kafka::ErrorCode>(105);
-
 // What one TransactionLogValue holds (docs/formats/transaction-state.md), plus the
 // groups of the transaction, which sluice keeps in a tagged field of its own.
 struct TxnRecord {

@@ -60,6 +60,10 @@ constexpr Entry kEntries[] = {
      Typed<kafka::AddPartitionsToTxnRequest, HandleAddPartitionsToTxn>},
     {ApiKey::kAddOffsetsToTxn, Typed<kafka::AddOffsetsToTxnRequest, HandleAddOffsetsToTxn>},
     {ApiKey::kEndTxn, Typed<kafka::EndTxnRequest, HandleEndTxn>},
+    {ApiKey::kWriteTxnMarkers, Typed<kafka::WriteTxnMarkersRequest, HandleWriteTxnMarkers>},
+    {ApiKey::kDescribeTransactions,
+     Typed<kafka::DescribeTransactionsRequest, HandleDescribeTransactions>},
+    {ApiKey::kListTransactions, Typed<kafka::ListTransactionsRequest, HandleListTransactions>},
 };
 
 // One past the largest key in the table.

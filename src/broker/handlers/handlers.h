@@ -13,7 +13,8 @@
 //   groups.cc         FindCoordinator and the hand-off to the group coordinator
 //                     (TxnOffsetCommit included)
 //   txn.cc            InitProducerId with a transactional id, AddPartitionsToTxn,
-//                     AddOffsetsToTxn, EndTxn: the hand-off to the transaction coordinator
+//                     AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions:
+//                     the hand-off to the transaction coordinator; WriteTxnMarkers refused
 //   sasl_gate.cc      SaslHandshake, SaslAuthenticate, the raw-token exchange and the
 //                     gate that admits nothing else before authentication
 #pragma once
@@ -74,6 +75,12 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
 void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
                            const kafka::AddOffsetsToTxnRequest& req);
 void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& req);
+void HandleWriteTxnMarkers(Context& ctx, const Call& call,
+                           const kafka::WriteTxnMarkersRequest& req);
+void HandleDescribeTransactions(Context& ctx, const Call& call,
+                                const kafka::DescribeTransactionsRequest& req);
+void HandleListTransactions(Context& ctx, const Call& call,
+                            const kafka::ListTransactionsRequest& req);
 
 void HandleSaslHandshake(Context& ctx, const Call& call, const kafka::SaslHandshakeRequest& req);
 void HandleSaslAuthenticate(Context& ctx, const Call& call,

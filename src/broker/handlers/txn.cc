@@ -1,6 +1,7 @@
 // Transactions, the client side of the transaction coordinator: InitProducerId with a
-// transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn (the coordinator answers
-// on its thread; the answer is posted back to the connection's loop). PRODUCER_FENCED is
+// transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+// ListTransactions (the coordinator answers on its thread; the answer is posted back to
+// the connection's loop), and WriteTxnMarkers, which only brokers may send. PRODUCER_FENCED is
 // turned into INVALID_PRODUCER_EPOCH for the versions that predate it, as Kafka's
 // KafkaApis does. docs/design/0016-transactions.md, "The coordinator".
 #include <map>
@@ -143,6 +144,90 @@ void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& re
                      out.producer_epoch = r.producer_epoch;
                      AnswerLater(ctx, conn, h, std::move(out));
                    });
+}
+
+void HandleWriteTxnMarkers(Context& ctx, const Call& call,
+                           const kafka::WriteTxnMarkersRequest& req) {
+  // Markers are written by the coordinator only (ClusterAction): Kafka answers a client
+  // with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes nothing.
+  kafka::WriteTxnMarkersResponse resp;
+  for (const auto& m : req.markers) {
+    kafka::WriteTxnMarkersResponse::Marker out;
+    out.producer_id = m.producer_id;
+    for (const auto& t : m.topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
+      for (int32_t p : t.partitions) {
+        topic.partitions.push_back({p, ErrorCode::kClusterAuthorizationFailed, {}});
+      }
+      out.topics.push_back(std::move(topic));
+    }
+    resp.markers.push_back(std::move(out));
+  }
+  Reply(call.conn, call.header, resp);
+}
+
+void HandleDescribeTransactions(Context& ctx, const Call& call,
+                                const kafka::DescribeTransactionsRequest& req) {
+  if (ctx.txns == nullptr) {
+    kafka::DescribeTransactionsResponse resp;
+    for (const auto& id : req.transactional_ids) {
+      kafka::DescribeTransactionsResponse::State s;
+      s.transactional_id = id;
+      s.error_code = ErrorCode::kCoordinatorNotAvailable;
+      resp.transaction_states.push_back(std::move(s));
+    }
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->Describe(req.transactional_ids,
+                     [&ctx, conn = call.conn, h = call.header](std::vector<TxnDescription> found) {
+                       kafka::DescribeTransactionsResponse out;
+                       for (auto& d : found) {
+                         kafka::DescribeTransactionsResponse::State s;
+                         s.error_code = d.error;
+                         s.transactional_id = std::move(d.transactional_id);
+                         if (d.error == ErrorCode::kNone) {
+                           s.transaction_state = std::move(d.state);
+                           s.transaction_timeout_ms = d.timeout_ms;
+                           s.transaction_start_time_ms = d.start_ms;
+                           s.producer_id = d.producer_id;
+                           s.producer_epoch = d.producer_epoch;
+                           for (const auto& tp : d.partitions) {  // sorted: one entry per topic
+                             if (s.topics.empty() || s.topics.back().name != tp.topic) {
+                               s.topics.push_back({tp.topic, {}, {}});
+                             }
+                             s.topics.back().partitions.push_back(tp.partition);
+                           }
+                         } else {
+                           s.producer_id = -1;
+                           s.producer_epoch = -1;
+                           s.transaction_start_time_ms = -1;
+                         }
+                         out.transaction_states.push_back(std::move(s));
+                       }
+                       AnswerLater(ctx, conn, h, std::move(out));
+                     });
+}
+
+void HandleListTransactions(Context& ctx, const Call& call,
+                            const kafka::ListTransactionsRequest& req) {
+  if (ctx.txns == nullptr) {
+    kafka::ListTransactionsResponse resp;
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    return Reply(call.conn, call.header, resp);
+  }
+  const int64_t duration = call.header.api_version >= 1 ? req.duration_filter : -1;
+  ctx.txns->List(req.state_filters, req.producer_id_filters, duration,
+                 [&ctx, conn = call.conn, h = call.header](TxnListResult r) {
+                   kafka::ListTransactionsResponse out;
+                   out.error_code = r.error;
+                   out.unknown_state_filters = std::move(r.unknown_state_filters);
+                   for (auto& s : r.states) {
+                     out.transaction_states.push_back(
+                         {std::move(s.transactional_id), s.producer_id, std::move(s.state), {}});
+                   }
+                   AnswerLater(ctx, conn, h, std::move(out));
+                 });
 }
 
 }  // namespace sluice::broker::handlers

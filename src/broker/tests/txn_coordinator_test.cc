@@ -325,7 +325,7 @@ TEST_F(TxnCoordinatorTest, IdleIdsExpire) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_FALSE(coord_->Find("t"));
-  EXPECT_EQ(Describe("t").error, kErrTransactionalIdNotFound);
+  EXPECT_EQ(Describe("t").error, ErrorCode::kTransactionalIdNotFound);
   ASSERT_TRUE(coord_->Close().ok());
   Open();
   EXPECT_FALSE(coord_->Find("t"));
@@ -333,7 +333,7 @@ TEST_F(TxnCoordinatorTest, IdleIdsExpire) {
 
 TEST_F(TxnCoordinatorTest, DescribeAndList) {
   Open();
-  EXPECT_EQ(Describe("none").error, kErrTransactionalIdNotFound);
+  EXPECT_EQ(Describe("none").error, ErrorCode::kTransactionalIdNotFound);
   EXPECT_EQ(Describe("").error, ErrorCode::kInvalidRequest);
   auto a = Init("a");
   auto b = Init("b");
