@@ -100,6 +100,9 @@ class Broker : public RequestHandler {
   void StopWaking();
   // The published topics (any thread; takes a short lock: shards use their own copy).
   std::shared_ptr<const MetadataSnapshot> Snapshot() const;
+  // The handlers' context, for tests that reach the broker's parts as the wiring does
+  // (the shards; a TxnVerifier set before the first request).
+  handlers::Context& context_for_testing() { return *context_; }
 
  private:
   Broker(BrokerOptions options, std::string cluster_id);
