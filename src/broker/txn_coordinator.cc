@@ -61,23 +61,17 @@ Result<std::unique_ptr<TxnCoordinator>> TxnCoordinator::Open(TxnCoordinatorOptio
   c->loop_ = std::move(loop);
   c->log_ = std::move(log);
   c->gate_->loop = c->loop_.get();
-  std::vector<std::string> preparing;
+  size_t preparing = 0;
   for (const auto& [id, rec] : c->log_->records()) {
     auto t = std::make_unique<Txn>();
     t->id = id;
     c->ApplyDurable(*t, rec);
     t->previous_producer_id = rec.previous_producer_id;
-    if (rec.state == TxnState::kPrepareCommit || rec.state == TxnState::kPrepareAbort) {
-      preparing.push_back(id);
-    }
+    if (rec.state == TxnState::kPrepareCommit || rec.state == TxnState::kPrepareAbort) ++preparing;
     c->txns_.emplace(id, std::move(t));
   }
   SLUICE_LOG(kTxnLog, kInfo, "transaction coordinator on {}: {} transactional ids, {} to complete",
-             c->options_.dir, c->txns_.size(), preparing.size());
-  // A transaction found in a Prepare state has its markers written again (decision 2).
-  for (const std::string& id : preparing) {
-    c->loop_->Post([p = c.get(), id] { p->WriteMarkers(id); });
-  }
+             c->options_.dir, c->txns_.size(), preparing);
   c->tick_timer_ =
       c->loop_->RunAfter(c->options_.abort_check_interval_ms, [p = c.get()] { p->OnTick(); });
   c->thread_ = std::thread([p = c.get()] { p->loop_->Run(); });
@@ -112,9 +106,20 @@ void TxnCoordinator::Shutdown() {
   loop_->Post([this] { loop_->Stop(); });
 }
 
-void TxnCoordinator::PostFromOutside(std::function<void()> fn) {
-  std::lock_guard g(gate_->mu);
-  if (gate_->loop != nullptr) gate_->loop->Post(std::move(fn));
+void TxnCoordinator::StartMarkers() {
+  loop_->Post([this] {
+    if (markers_started_ || shutting_down_) return;
+    markers_started_ = true;
+    // A transaction found in a Prepare state has its markers written again (decision 2),
+    // and so has one decided before the partitions could take markers.
+    std::vector<std::string> preparing;
+    for (const auto& [id, t] : txns_) {
+      if (t->state == TxnState::kPrepareCommit || t->state == TxnState::kPrepareAbort) {
+        preparing.push_back(id);
+      }
+    }
+    for (const std::string& id : preparing) WriteMarkers(id);
+  });
 }
 
 void TxnCoordinator::RunAndWait(const std::function<void()>& fn) {

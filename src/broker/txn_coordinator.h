@@ -13,10 +13,11 @@
 // the record is durable (EndTxn: once the Prepare record is; the markers and the
 // Complete record follow, as in Kafka).
 //
-// Lifecycle: Open replays the log, restarts the markers of every transaction found in a
-// Prepare state and starts the thread; Close (or the destructor) stops the timers, lets
-// appended records become durable (their requests are answered), closes the log and
-// stops the thread. Marker writes still under way are abandoned: the Prepare record is
+// Lifecycle: Open replays the log and starts the thread; StartMarkers (once the
+// partitions can take markers: the broker calls it when its shards run) lets markers be
+// written, first those of every transaction found in a Prepare state; Close (or the destructor)
+// stops the timers, lets appended records become durable (their requests are answered), closes the
+// log and stops the thread. Marker writes still under way are abandoned: the Prepare record is
 // durable, so the next Open writes them again. A request that reaches the coordinator
 // after its thread stopped is dropped (`done` never runs), so the broker stops accepting
 // requests first. `participants` must outlive the coordinator.
@@ -113,6 +114,9 @@ class TxnCoordinator : public TxnVerifier {
 
   // See the lifecycle above. Returns the log's close status. Idempotent.
   Status Close();
+  // Any thread: markers may be written from now on (see the lifecycle). Until then a
+  // decided transaction waits in its Prepare state. Idempotent.
+  void StartMarkers();
 
   // InitProducerId with a transactional id. `producer_id`/`producer_epoch` are the
   // request's (-1/-1 when none; the handler refuses one without the other).
@@ -182,8 +186,6 @@ class TxnCoordinator : public TxnVerifier {
   void MaybeSnapshot();
   Txn* FindTxn(const std::string& id);
   void Shutdown();
-  // Any thread: posts to the loop unless the coordinator has closed.
-  void PostFromOutside(std::function<void()> fn);
 
   const TxnCoordinatorOptions options_;
   std::unique_ptr<EventLoop> loop_;
@@ -199,6 +201,7 @@ class TxnCoordinator : public TxnVerifier {
   // The coordinator's thread only.
   std::map<std::string, std::unique_ptr<Txn>> txns_;
   bool shutting_down_ = false;
+  bool markers_started_ = false;
   uint64_t tick_timer_ = 0;
 };
 

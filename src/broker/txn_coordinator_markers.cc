@@ -18,7 +18,7 @@ using kafka::ErrorCode;
 // Starts (or restarts, after a replay) the markers of a transaction in a Prepare state.
 void TxnCoordinator::WriteMarkers(const std::string& id) {
   Txn* t = FindTxn(id);
-  if (t == nullptr || shutting_down_) return;
+  if (t == nullptr || shutting_down_ || !markers_started_) return;
   if (t->state != TxnState::kPrepareCommit && t->state != TxnState::kPrepareAbort) return;
   t->retry_timer = 0;
   if (t->calls_in_flight == 0 && t->markers_left.empty() && t->groups_left.empty()) {
@@ -32,12 +32,17 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
   const TxnMarker marker{t->producer_id, t->producer_epoch, t->state == TxnState::kPrepareCommit,
                          /*coordinator_epoch=*/0};
   const int64_t pid = t->producer_id;
+  // The answers may come after Close: they reach the loop through the gate, never `this`.
+  auto post = [gate = gate_](std::function<void()> fn) {
+    std::lock_guard g(gate->mu);
+    if (gate->loop != nullptr) gate->loop->Post(std::move(fn));
+  };
   if (!t->markers_left.empty()) {
     std::vector<TopicPartition> tps(t->markers_left.begin(), t->markers_left.end());
     ++t->calls_in_flight;
     options_.participants->WritePartitionMarkers(
-        marker, tps, [this, id, pid, tps](std::vector<ErrorCode> errors) mutable {
-          PostFromOutside([this, id, pid, tps = std::move(tps), errors = std::move(errors)] {
+        marker, tps, [this, post, id, pid, tps](std::vector<ErrorCode> errors) mutable {
+          post([this, id, pid, tps = std::move(tps), errors = std::move(errors)] {
             OnMarkersDone(id, pid, tps, {}, errors, /*for_groups=*/false);
           });
         });
@@ -46,8 +51,8 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
     std::vector<std::string> groups(t->groups_left.begin(), t->groups_left.end());
     ++t->calls_in_flight;
     options_.participants->CompleteGroupOffsets(
-        marker, groups, [this, id, pid, groups](std::vector<ErrorCode> errors) mutable {
-          PostFromOutside([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
+        marker, groups, [this, post, id, pid, groups](std::vector<ErrorCode> errors) mutable {
+          post([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
             OnMarkersDone(id, pid, {}, groups, errors, /*for_groups=*/true);
           });
         });
@@ -65,7 +70,8 @@ void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
   for (size_t i = 0; i < n; ++i) {
     const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
     if (for_groups) {
-      if (e == ErrorCode::kNone) {
+      // An older epoch than the group's last marker: nothing more can be written there.
+      if (e == ErrorCode::kNone || e == ErrorCode::kInvalidProducerEpoch) {
         t->groups_left.erase(groups[i]);
       } else {
         ++failed;
@@ -75,10 +81,14 @@ void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
       continue;
     }
     const TopicPartition& tp = tps[i];
-    // A partition deleted since is done: there is nothing left to mark (Kafka drops
-    // markers for partitions without a leader the same way).
+    // Done: durable; or the partition was deleted since (Kafka drops markers for
+    // partitions without a leader the same way); or it refuses this producer epoch or
+    // coordinator epoch for good (Kafka stops sending on those too). Anything else is
+    // written again after a backoff.
     const bool gone = options_.partition_exists && !options_.partition_exists(tp);
-    if (e == ErrorCode::kNone || gone) {
+    const bool refused =
+        e == ErrorCode::kInvalidProducerEpoch || e == ErrorCode::kTransactionCoordinatorFenced;
+    if (e == ErrorCode::kNone || gone || refused) {
       t->markers_left.erase(tp);
     } else {
       ++failed;

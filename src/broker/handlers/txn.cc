@@ -67,19 +67,21 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     return Reply(call.conn, call.header, resp);
   }
-  // Every partition gets `error`, or its own when one is set in `own`.
-  auto answer_all = [&req](ErrorCode error, const std::map<TopicPartition, ErrorCode>& own) {
-    std::vector<kafka::TxnTopicErrors> topics;
-    for (const auto& t : req.v3_and_below_topics) {
-      kafka::TxnTopicErrors out;
-      out.name = t.name;
+  // Every partition gets `error`, or its own when one is set in `own`. Kept by the
+  // coordinator's answer: it holds its own copy of the topics, not the request's.
+  auto answer_all = [topics = req.v3_and_below_topics](
+                        ErrorCode error, const std::map<TopicPartition, ErrorCode>& own) {
+    std::vector<kafka::TxnTopicErrors> out;
+    for (const auto& t : topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
       for (int32_t p : t.partitions) {
         auto it = own.find(TopicPartition{t.name, p});
-        out.partitions.push_back({p, it != own.end() ? it->second : error, {}});
+        topic.partitions.push_back({p, it != own.end() ? it->second : error, {}});
       }
-      topics.push_back(std::move(out));
+      out.push_back(std::move(topic));
     }
-    return topics;
+    return out;
   };
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   std::vector<TopicPartition> partitions;

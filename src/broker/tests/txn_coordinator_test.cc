@@ -92,10 +92,11 @@ class TxnCoordinatorTest : public ::testing::Test {
     o.marker_retry_ms = 5;
     return o;
   }
-  void Open(TxnCoordinatorOptions o) {
+  void Open(TxnCoordinatorOptions o, bool start_markers = true) {
     auto c = TxnCoordinator::Open(std::move(o));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     coord_ = std::move(c).value();
+    if (start_markers) coord_->StartMarkers();
   }
   void Open() { Open(Options()); }
 
@@ -382,7 +383,11 @@ TEST_F(TxnCoordinatorTest, PrepareFoundAtOpenIsCompleted) {
   ASSERT_TRUE(coord_->Close().ok());  // the markers never came back: as after a crash
   coord_.reset();
   participants_.Hold(false);
-  Open();
+  Open(Options(), /*start_markers=*/false);
+  // Nothing is written before the partitions can take markers.
+  EXPECT_EQ(Describe("t").state, "PrepareCommit");
+  EXPECT_EQ(participants_.calls().size(), 1u);
+  coord_->StartMarkers();
   ASSERT_TRUE(WaitForState("t", TxnState::kCompleteCommit));
   auto calls = participants_.calls();
   ASSERT_EQ(calls.size(), 2u);
