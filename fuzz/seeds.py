@@ -330,6 +330,31 @@ def offsets_seeds(out):
     write_all(d, seeds)
 
 
+def txn_state_seeds(out):
+    """__transaction_state keys and values (TransactionLogKey/Value), in Kafka's layouts."""
+    d = os.path.join(out, "txn_state")
+
+    def kstr16(b):
+        return struct.pack(">h", len(b)) + b
+
+    head = struct.pack(">hqhib", 0, 1000, 0, 60000, 1)
+    parts = struct.pack(">i", 1) + kstr16(b"t") + struct.pack(">iii", 2, 0, 1)
+    times = struct.pack(">qq", 1700000000000, 1700000000000)
+    flex_parts = bytes([2, 2]) + b"t" + bytes([3]) + struct.pack(">ii", 0, 1) + bytes([0])
+    seeds = {
+        "key_v0": struct.pack(">h", 0) + kstr16(b"tx"),
+        "value_v0_ongoing": head + parts + times,
+        "value_v0_empty": struct.pack(">hqhib", 0, 1000, 0, 60000, 0) + struct.pack(">i", -1) + times,
+        "value_v1_tags": struct.pack(">hqhib", 1, 1000, 0, 60000, 2) + flex_parts + times
+        + bytes([2, 0, 8]) + struct.pack(">q", 999) + bytes([0xA0, 0x9C, 0x01, 4, 2, 2]) + b"g",
+        "bad_status": struct.pack(">hqhib", 0, 1, 0, 1, 9) + struct.pack(">i", -1) + times,
+        "negative_count": head + struct.pack(">i", -7),
+        "unknown_version": struct.pack(">h", 5) + b"\x00" * 8,
+        "truncated": head + parts[:5],
+    }
+    write_all(d, seeds)
+
+
 def pipeline_config_seeds(out):
     """Pipeline files: the ones in tests/pipelines, and broken variants of one of them."""
     d = os.path.join(out, "pipeline_config")
@@ -629,6 +654,7 @@ def main():
     request_seeds(out)
     sasl_seeds(out)
     offsets_seeds(out)
+    txn_state_seeds(out)
     pipeline_config_seeds(out)
     json_decoder_seeds(out)
     avro_seeds(out)

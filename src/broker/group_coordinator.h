@@ -1,8 +1,9 @@
 // GroupCoordinator: Kafka's consumer-group coordinator, classic protocol (JoinGroup,
 // SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
-// DescribeGroups, DeleteGroups), behaving as Apache Kafka 3.x's GroupCoordinator does
-// on a single node. Membership lives in memory only; committed offsets and each group's
-// last generation are durable in an OffsetLog (<data-dir>/__consumer_offsets-0).
+// DescribeGroups, DeleteGroups) and the offsets of transactions (TxnOffsetCommit, and
+// CompleteTxn for the transaction coordinator's markers), behaving as Apache Kafka 3.x's
+// GroupCoordinator does on a single node. Membership lives in memory only; committed offsets and
+// each group's last generation are durable in an OffsetLog (<data-dir>/__consumer_offsets-0).
 // Decisions: docs/design/0003-group-coordinator.md.
 //
 // Threads: the coordinator owns one thread running an EventLoop; every group lives on
@@ -34,6 +35,7 @@
 
 #include "base/status.h"
 #include "kafka/protocol/messages/groups.h"
+#include "kafka/protocol/messages/txn.h"
 #include "storage/file_cache.h"
 #include "storage/io_executor.h"
 #include "storage/log.h"
@@ -42,6 +44,7 @@ namespace sluice::broker {
 
 class EventLoop;
 class OffsetLog;
+class TxnVerifier;
 
 struct GroupCoordinatorOptions {
   std::string dir;  // the internal offsets log, e.g. <data-dir>/__consumer_offsets-0
@@ -59,7 +62,15 @@ struct GroupCoordinatorOptions {
   // otherwise). Called on the coordinator's thread; must be thread-safe. Empty: every
   // partition exists.
   std::function<bool(const std::string& topic, int32_t partition)> partition_exists;
+  // When set, TxnOffsetCommit first asks it whether the offsets partition
+  // (kOffsetsTopicPartition) is in the producer's ongoing transaction, i.e. the producer
+  // sent AddOffsetsToTxn for it, as Kafka 3.6+ verifies (KIP-890); its error answers the
+  // request. Must outlive the coordinator. Null: no verification (Kafka before 3.6).
+  TxnVerifier* txn_verifier = nullptr;
 };
+
+// The partition TxnVerifier is asked about: the offsets log, as a transaction holds it.
+inline const char kOffsetsTopic[] = "__consumer_offsets";
 
 // Who asked: for DescribeGroups' client_id/client_host and member ids "<client_id>-<uuid>".
 struct GroupClient {
@@ -99,6 +110,19 @@ class GroupCoordinator {
                       Done<kafka::DescribeGroupsResponse> done);
   void DeleteGroups(kafka::DeleteGroupsRequest req, int16_t version,
                     Done<kafka::DeleteGroupsResponse> done);
+  // Offsets committed inside a transaction (KIP-98, KIP-447 checks from v3): written to
+  // the offsets log as a transactional batch of the producer, answered once durable,
+  // invisible to OffsetFetch until the transaction's commit marker (CompleteTxn).
+  void TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_t version,
+                       Done<kafka::TxnOffsetCommitResponse> done);
+  // The transaction coordinator's marker for `group` (TxnParticipants::CompleteGroupOffsets):
+  // appends the producer's commit or abort marker to the offsets log, then makes the
+  // producer's pending offsets visible (commit) or drops them (abort) — every group's, as
+  // the marker in the log does at replay. `done` gets kNone once the marker is durable
+  // (also when nothing was pending), INVALID_PRODUCER_EPOCH for an epoch older than the
+  // producer's last in the log, COORDINATOR_NOT_AVAILABLE when it could not be written.
+  void CompleteTxn(std::string group, int64_t producer_id, int16_t producer_epoch, bool commit,
+                   Done<kafka::ErrorCode> done);
   // A topic was deleted: forget its committed offsets (durably, without waiting), and
   // drop the Empty groups left without offsets, as Kafka does. Any thread.
   void OnTopicDeleted(std::string topic);
@@ -120,6 +144,10 @@ class GroupCoordinator {
   void DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t version,
                       Done<kafka::OffsetCommitResponse>& done);
   kafka::OffsetFetchResponse DoOffsetFetch(const kafka::OffsetFetchRequest& req, int16_t version);
+  void DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int16_t version,
+                         kafka::ErrorCode verified, Done<kafka::TxnOffsetCommitResponse>& done);
+  void DoCompleteTxn(const std::string& group, int64_t producer_id, int16_t producer_epoch,
+                     bool commit, Done<kafka::ErrorCode>& done);
   kafka::ListGroupsResponse DoListGroups(const kafka::ListGroupsRequest& req);
   kafka::DescribeGroupsResponse DoDescribeGroups(const kafka::DescribeGroupsRequest& req,
                                                  int16_t version);
@@ -167,7 +195,8 @@ class GroupCoordinator {
                                          const std::optional<std::string>& instance_id) const;
   kafka::ErrorCode ValidateOffsetCommit(const Group& g, int32_t generation,
                                         const std::string& member_id,
-                                        const std::optional<std::string>& instance_id) const;
+                                        const std::optional<std::string>& instance_id,
+                                        bool transactional = false) const;
   // Groups.
   Group* FindGroup(const std::string& id);
   Group& CreateGroup(const std::string& id);

@@ -1,4 +1,6 @@
-// GroupCoordinator: OffsetCommit and OffsetFetch (group_coordinator.h).
+// GroupCoordinator: OffsetCommit, OffsetFetch, and the offsets of transactions:
+// TxnOffsetCommit and CompleteTxn (group_coordinator.h;
+// docs/design/0016-transactions.md, "Group offsets").
 #include <fmt/format.h>
 
 #include <set>
@@ -7,6 +9,7 @@
 
 #include "broker/group_coordinator.h"
 #include "broker/group_state.h"
+#include "broker/txn_markers.h"
 
 namespace sluice::broker {
 
@@ -27,9 +30,12 @@ struct PendingCommit {
 
 }  // namespace
 
-ErrorCode GroupCoordinator::ValidateOffsetCommit(
-    const Group& g, int32_t generation, const std::string& member_id,
-    const std::optional<std::string>& instance_id) const {
+// Kafka's ClassicGroup.validateOffsetCommit (the group states are checked by the callers).
+ErrorCode GroupCoordinator::ValidateOffsetCommit(const Group& g, int32_t generation,
+                                                 const std::string& member_id,
+                                                 const std::optional<std::string>& instance_id,
+                                                 bool transactional) const {
+  if (g.Is(State::kDead)) return ErrorCode::kCoordinatorNotAvailable;
   // Generation -1: the admin client or a consumer without group management; allowed
   // while the group has no members.
   if (generation < 0 && g.Is(State::kEmpty)) return ErrorCode::kNone;
@@ -38,7 +44,9 @@ ErrorCode GroupCoordinator::ValidateOffsetCommit(
     if (err != ErrorCode::kNone) return err;
     return generation == g.generation ? ErrorCode::kNone : ErrorCode::kIllegalGeneration;
   }
-  // Only members commit to a group with members.
+  // Only members commit to a group with members; a transaction's commit without member
+  // fields (TxnOffsetCommit v0-2 has none) is let through, as Kafka does.
+  if (transactional) return ErrorCode::kNone;
   return g.Is(State::kEmpty) ? ErrorCode::kNone : ErrorCode::kUnknownMemberId;
 }
 
@@ -147,9 +155,16 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
   auto fetch = [&](const std::string& group,
                    const std::optional<std::vector<kafka::OffsetFetchRequest::Topic>>& topics) {
     std::vector<Resp::Topic> out;
-    auto partition = [](int32_t index, const CommittedOffset* v) {
+    // require_stable (v7+): a partition a transaction holds offsets for answers
+    // UNSTABLE_OFFSET_COMMIT (the client retries); without it, the last visible offset.
+    const bool require_stable = version >= 7 && req.require_stable;
+    auto partition = [&](const TopicPartition& tp, const CommittedOffset* v) {
       Resp::Partition p;
-      p.partition_index = index;
+      p.partition_index = tp.partition;
+      if (require_stable && offsets_->HasPendingOffset(group, tp)) {
+        v = nullptr;
+        p.error_code = ErrorCode::kUnstableOffsetCommit;
+      }
       p.committed_offset = v ? v->offset : -1;
       p.committed_leader_epoch = v ? v->leader_epoch : -1;
       p.metadata = v ? v->metadata : std::string();
@@ -162,7 +177,7 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
             out.emplace_back();
             out.back().name = tp.topic;
           }
-          out.back().partitions.push_back(partition(tp.partition, &v));
+          out.back().partitions.push_back(partition(tp, &v));
         }
       }
       return out;
@@ -171,8 +186,8 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
       Resp::Topic rt;
       rt.name = t.name;
       for (int32_t index : t.partition_indexes) {
-        rt.partitions.push_back(
-            partition(index, offsets_->Find(group, TopicPartition{t.name, index})));
+        TopicPartition tp{t.name, index};
+        rt.partitions.push_back(partition(tp, offsets_->Find(group, tp)));
       }
       out.push_back(std::move(rt));
     }
@@ -216,6 +231,197 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
   }
   resp.topics = fetch(req.group_id, req.topics);
   return resp;
+}
+
+// ---------------------------------------------------------------------------------------
+// TxnOffsetCommit, CompleteTxn
+
+namespace {
+
+// Kafka's GroupMetadataManager.maybeConvertOffsetCommitError, for the verifier's errors.
+ErrorCode ConvertVerifyError(ErrorCode error) {
+  switch (error) {
+    case ErrorCode::kNetworkException:
+      return ErrorCode::kCoordinatorLoadInProgress;
+    case ErrorCode::kUnknownTopicOrPartition:
+    case ErrorCode::kNotEnoughReplicas:
+    case ErrorCode::kNotEnoughReplicasAfterAppend:
+      return ErrorCode::kCoordinatorNotAvailable;
+    case ErrorCode::kNotLeaderOrFollower:
+    case ErrorCode::kKafkaStorageError:
+      return ErrorCode::kNotCoordinator;
+    case ErrorCode::kMessageTooLarge:
+    case ErrorCode::kRecordListTooLarge:
+    case ErrorCode::kInvalidFetchSize:
+      return ErrorCode::kInvalidCommitOffsetSize;
+    default:
+      return error;
+  }
+}
+
+struct PendingTxnCommit {
+  kafka::TxnOffsetCommitResponse resp;
+  std::vector<std::pair<size_t, size_t>> written;  // (topic, partition) indexes
+  GroupCoordinator::Done<kafka::TxnOffsetCommitResponse> done;
+
+  void Fail(ErrorCode error) {
+    for (auto [t, p] : written) resp.topics[t].partitions[p].error_code = error;
+  }
+};
+
+}  // namespace
+
+void GroupCoordinator::TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_t version,
+                                       Done<kafka::TxnOffsetCommitResponse> done) {
+  if (options_.txn_verifier == nullptr || req.group_id.empty()) {
+    loop_->Post([this, req = std::move(req), version, done = std::move(done)]() mutable {
+      DoTxnOffsetCommit(req, version, ErrorCode::kNone, done);
+    });
+    return;
+  }
+  // Kafka 3.6+ verifies with the transaction coordinator before anything else (KIP-890).
+  std::string txn_id = req.transactional_id;
+  const int64_t producer_id = req.producer_id;
+  const int16_t producer_epoch = req.producer_epoch;
+  auto shared = std::make_shared<
+      std::pair<kafka::TxnOffsetCommitRequest, Done<kafka::TxnOffsetCommitResponse>>>(
+      std::move(req), std::move(done));
+  options_.txn_verifier->Verify(
+      std::move(txn_id), producer_id, producer_epoch, {TopicPartition{kOffsetsTopic, 0}},
+      [this, shared, version](std::vector<ErrorCode> errors) {
+        ErrorCode verified = errors.empty() ? ErrorCode::kUnknownServerError : errors.front();
+        loop_->Post([this, shared, version, verified] {
+          DoTxnOffsetCommit(shared->first, version, ConvertVerifyError(verified), shared->second);
+        });
+      });
+}
+
+void GroupCoordinator::CompleteTxn(std::string group, int64_t producer_id, int16_t producer_epoch,
+                                   bool commit, Done<ErrorCode> done) {
+  loop_->Post([this, group = std::move(group), producer_id, producer_epoch, commit,
+               done = std::move(done)]() mutable {
+    DoCompleteTxn(group, producer_id, producer_epoch, commit, done);
+  });
+}
+
+// Kafka's handleTxnCommitOffsets / the new coordinator's commitTransactionalOffset. Unlike
+// OffsetCommit the group's state is not checked (a transaction may commit while the group
+// completes a rebalance) and no member's session is extended.
+void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int16_t version,
+                                         ErrorCode verified,
+                                         Done<kafka::TxnOffsetCommitResponse>& done) {
+  auto pending = std::make_shared<PendingTxnCommit>();
+  pending->done = std::move(done);
+  kafka::TxnOffsetCommitResponse& resp = pending->resp;
+  std::vector<std::pair<size_t, size_t>> valid;
+  for (size_t t = 0; t < req.topics.size(); ++t) {
+    const auto& topic = req.topics[t];
+    kafka::TxnTopicErrors rt;
+    rt.name = topic.name;
+    for (size_t p = 0; p < topic.partitions.size(); ++p) {
+      kafka::TxnTopicErrors::Partition rp;
+      rp.partition_index = topic.partitions[p].partition_index;
+      if (options_.partition_exists && !options_.partition_exists(topic.name, rp.partition_index)) {
+        rp.error_code = ErrorCode::kUnknownTopicOrPartition;
+      } else {
+        valid.emplace_back(t, p);
+      }
+      rt.partitions.push_back(std::move(rp));
+    }
+    resp.topics.push_back(std::move(rt));
+  }
+  auto fail_all = [&](ErrorCode error) {
+    for (auto [t, p] : valid) resp.topics[t].partitions[p].error_code = error;
+    pending->done(std::move(resp));
+  };
+  if (req.group_id.empty()) return fail_all(ErrorCode::kInvalidGroupId);
+  if (shutting_down_) return fail_all(ErrorCode::kCoordinatorNotAvailable);
+  if (verified != ErrorCode::kNone) {
+    // Kafka's handler: clients before 2.0 (v0-1) do not retry a loading coordinator.
+    if (version < 2 && verified == ErrorCode::kCoordinatorLoadInProgress)
+      verified = ErrorCode::kCoordinatorNotAvailable;
+    return fail_all(verified);
+  }
+  if (valid.empty()) return pending->done(std::move(resp));
+  if (req.producer_id < 0 || req.producer_epoch < 0) {
+    return fail_all(ErrorCode::kInvalidProducerIdMapping);
+  }
+
+  const int32_t generation = req.generation_id;
+  Group* g = FindGroup(req.group_id);
+  if (g == nullptr) {
+    // As OffsetCommit: without a generation the commit creates a simple group.
+    if (generation >= 0) return fail_all(ErrorCode::kIllegalGeneration);
+    g = &CreateGroup(req.group_id);
+    SLUICE_LOG(kLog, kInfo, "group {} created by a transactional commit of producer {}",
+               req.group_id, req.producer_id);
+  }
+  ErrorCode err = ValidateOffsetCommit(*g, generation, req.member_id, req.group_instance_id, true);
+  if (err != ErrorCode::kNone) return fail_all(err);
+
+  OffsetWrite write;
+  const int64_t now = WallMillis();
+  for (auto [t, p] : valid) {
+    const auto& rp = req.topics[t].partitions[p];
+    if (rp.committed_metadata && options_.max_offset_metadata_bytes >= 0 &&
+        rp.committed_metadata->size() > static_cast<size_t>(options_.max_offset_metadata_bytes)) {
+      resp.topics[t].partitions[p].error_code = ErrorCode::kOffsetMetadataTooLarge;
+      continue;
+    }
+    CommittedOffset value;
+    value.offset = rp.committed_offset;
+    value.leader_epoch = version >= 2 ? rp.committed_leader_epoch : -1;
+    value.metadata = rp.committed_metadata.value_or("");
+    value.commit_timestamp_ms = now;
+    write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index},
+                 std::move(value));
+    pending->written.emplace_back(t, p);
+  }
+  if (write.empty()) return pending->done(std::move(resp));
+  Status st = offsets_->WriteTxnOffsets(
+      req.producer_id, req.producer_epoch, write, [this, pending](const Status& s) {
+        loop_->Post([pending, s] {
+          if (!s.ok()) {
+            SLUICE_LOG(kLog, kWarn, "transactional offset commit not durable: {}", s.ToString());
+            pending->Fail(ErrorCode::kCoordinatorNotAvailable);
+          }
+          pending->done(std::move(pending->resp));
+        });
+      });
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "group {}: transactional offset commit of producer {} refused: {}",
+               req.group_id, req.producer_id, st.ToString());
+    pending->Fail(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
+                  : st.code() == StatusCode::kInvalidArgument
+                      ? ErrorCode::kInvalidCommitOffsetSize
+                      : ErrorCode::kCoordinatorNotAvailable);
+    pending->done(std::move(pending->resp));
+    return;
+  }
+  MaybeSnapshot();
+}
+
+void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_id,
+                                     int16_t producer_epoch, bool commit, Done<ErrorCode>& done) {
+  if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
+  auto shared = std::make_shared<Done<ErrorCode>>(std::move(done));
+  // The coordinator epoch is 0: one node, whose transaction coordinator never moves.
+  Status st = offsets_->CompleteTxn(
+      producer_id, producer_epoch, commit, 0, [this, shared](const Status& s) {
+        loop_->Post([shared, s] {
+          if (!s.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker not durable: {}", s.ToString());
+          (*shared)(s.ok() ? ErrorCode::kNone : ErrorCode::kCoordinatorNotAvailable);
+        });
+      });
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "group {}: {} marker of producer {} epoch {} refused: {}", group,
+               commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
+    return (*shared)(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
+                                                       : ErrorCode::kCoordinatorNotAvailable);
+  }
+  SLUICE_LOG(kLog, kDebug, "group {}: {} of producer {} epoch {} completed", group,
+             commit ? "commit" : "abort", producer_id, producer_epoch);
+  MaybeSnapshot();
 }
 
 }  // namespace sluice::broker

@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "kafka/protocol/records.h"
 #include "kafka/protocol/wire.h"
+#include "storage/batch_header.h"
 
 namespace sluice::broker {
 namespace {
@@ -19,6 +20,8 @@ constexpr int16_t kOffsetKeyVersion = 1;
 constexpr int16_t kGroupKeyVersion = 2;
 constexpr int16_t kOffsetValueVersion = 3;
 constexpr int16_t kGroupValueVersion = 0;
+constexpr int16_t kMarkerKeyVersion = 0;
+constexpr int16_t kMarkerValueVersion = 0;
 
 // Records are gathered into batches of about this size.
 constexpr size_t kTargetBatchBytes = 256 << 10;
@@ -168,6 +171,55 @@ Result<GroupRecord> DecodeGroupValue(std::span<const uint8_t> bytes) {
   return g;
 }
 
+std::vector<uint8_t> EncodeMarkerKey(bool commit) {
+  std::vector<uint8_t> out;
+  kafka::Writer w(&out);
+  w.Int16(kMarkerKeyVersion);
+  w.Int16(commit ? 1 : 0);
+  return out;
+}
+
+std::vector<uint8_t> EncodeMarkerValue(int32_t coordinator_epoch) {
+  std::vector<uint8_t> out;
+  kafka::Writer w(&out);
+  w.Int16(kMarkerValueVersion);
+  w.Int32(coordinator_epoch);
+  return out;
+}
+
+Result<bool> DecodeMarkerKey(std::span<const uint8_t> bytes) {
+  kafka::Reader r(bytes);
+  int16_t version = r.Int16("control record version");
+  int16_t type = r.Int16("control record type");
+  if (!r.ok()) return r.status().WithContext("transaction marker key");
+  if (version < 0) {
+    return InvalidArgumentError("transaction marker key: negative version {}", version);
+  }
+  if (type == 0) return false;
+  if (type == 1) return true;
+  return InvalidArgumentError(
+      "transaction marker key: control type {} is neither abort (0) nor "
+      "commit (1)",
+      type);
+}
+
+std::vector<uint8_t> BuildMarkerBatch(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                      int32_t coordinator_epoch, int64_t timestamp_ms) {
+  const std::vector<uint8_t> key = EncodeMarkerKey(commit);
+  const std::vector<uint8_t> value = EncodeMarkerValue(coordinator_epoch);
+  kafka::RecordInput in;
+  in.key = std::span<const uint8_t>(key);
+  in.value = std::span<const uint8_t>(value);
+  kafka::BatchBuilderOptions bo;
+  bo.base_timestamp = timestamp_ms;
+  bo.transactional = true;
+  bo.control = true;
+  bo.producer_id = producer_id;
+  bo.producer_epoch = producer_epoch;
+  bo.base_sequence = -1;
+  return kafka::BuildBatch(bo, std::span<const kafka::RecordInput>(&in, 1));
+}
+
 }  // namespace offsets_format
 
 // ---------------------------------------------------------------------------------------
@@ -218,9 +270,11 @@ Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
   ASSIGN_OR_RETURN(self->log_, storage::PartitionLog::Open(self->options_.dir, lo));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying offsets log " + self->options_.dir));
   SLUICE_LOG(kLog, kInfo,
-             "{}: {} groups, {} offsets, {} live bytes in a {}-byte log ({} records skipped)",
-             self->options_.dir, self->groups_.size(), self->offset_count(), self->live_bytes_,
-             self->log_->size_bytes(), self->skipped_records_);
+             "{}: {} groups, {} offsets ({} pending in {} transactions), {} live bytes in a "
+             "{}-byte log ({} records skipped)",
+             self->options_.dir, self->groups_.size(), self->offset_count(), self->pending_count(),
+             self->txns_.size(), self->live_bytes_, self->log_->size_bytes(),
+             self->skipped_records_);
   return self;
 }
 
@@ -246,6 +300,24 @@ Status OffsetLog::Replay() {
       std::span<const uint8_t> batch(buf.data() + pos, h.total_size());
       pos += h.total_size();
       if (h.next_offset() <= start) continue;
+      const auto attributes = static_cast<uint16_t>(h.attributes);
+      const auto producer_id =
+          static_cast<int64_t>(storage::LoadBE64(batch.data() + storage::kProducerIdOffset));
+      const auto producer_epoch =
+          static_cast<int16_t>(storage::LoadBE16(batch.data() + storage::kProducerEpochOffset));
+      if ((attributes & storage::kAttrControl) != 0) {
+        ReplayMarker(h, batch, producer_id, producer_epoch);
+        continue;
+      }
+      const bool transactional = (attributes & storage::kAttrTransactional) != 0;
+      if (transactional && (producer_id < 0 || producer_epoch < 0)) {
+        SLUICE_LOG(kLog, kWarn,
+                   "{}: skipping transactional batch at offset {}: producer id {} epoch {}",
+                   options_.dir, h.base_offset, producer_id, producer_epoch);
+        skipped_records_ += h.records_count;
+        continue;
+      }
+      if (transactional) NoteEpoch(producer_id, producer_epoch);
       kafka::RecordReader reader;
       Status st = reader.Open(batch, kMaxBatchBytes * 4ull);
       if (!st.ok()) {
@@ -263,7 +335,7 @@ Status OffsetLog::Replay() {
           ++skipped_records_;
           continue;
         }
-        ApplyRecord(at, *rec.key, rec.value);
+        ApplyRecord(at, *rec.key, rec.value, transactional ? producer_id : -1, producer_epoch);
       }
       if (!reader.status().ok()) {
         SLUICE_LOG(kLog, kWarn, "{}: rest of batch at offset {} skipped: {}", options_.dir,
@@ -276,8 +348,39 @@ Status OffsetLog::Replay() {
   return Status::OK();
 }
 
+// A control batch: its first record is the marker (Kafka's loader reads only that one).
+// A marker that does not decode is skipped: the producer's offsets stay pending, as if
+// the marker had not been written, and the transaction coordinator writes it again.
+void OffsetLog::ReplayMarker(const storage::BatchHeader& h, std::span<const uint8_t> batch,
+                             int64_t producer_id, int16_t producer_epoch) {
+  auto skip = [&](const std::string& why) {
+    SLUICE_LOG(kLog, kWarn, "{}: skipping transaction marker at offset {}: {}", options_.dir,
+               h.base_offset, why);
+    skipped_records_ += std::max(1, h.records_count);
+  };
+  if (producer_id < 0 || producer_epoch < 0) {
+    return skip(fmt::format("producer id {} epoch {}", producer_id, producer_epoch));
+  }
+  if (h.base_offset < log_->start_offset()) {
+    return skip("it straddles the log start offset");
+  }
+  kafka::RecordReader reader;
+  Status st = reader.Open(batch, kMaxBatchBytes * 4ull);
+  if (!st.ok()) return skip(st.ToString());
+  kafka::Record rec;
+  if (!reader.Next(&rec)) {
+    return skip(reader.status().ok() ? std::string("no record") : reader.status().ToString());
+  }
+  if (!rec.key) return skip("null key");
+  Result<bool> commit = offsets_format::DecodeMarkerKey(*rec.key);
+  if (!commit.ok()) return skip(commit.status().ToString());
+  NoteEpoch(producer_id, producer_epoch);
+  ApplyMarker(producer_id, *commit);
+}
+
 void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
-                            std::optional<std::span<const uint8_t>> value) {
+                            std::optional<std::span<const uint8_t>> value, int64_t producer_id,
+                            int16_t producer_epoch) {
   using offsets_format::Key;
   auto key = offsets_format::DecodeKey(key_bytes);
   if (!key.ok()) {
@@ -288,7 +391,14 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
   }
   if (key->kind == Key::Kind::kOffset) {
     if (!value) {
-      EraseOffset(key->group, key->tp);
+      // A tombstone in a transaction removes only that producer's pending offset (Kafka's
+      // loader); outside one it removes the offset and every pending one of the key.
+      if (producer_id >= 0) {
+        ErasePending(producer_id, key->group, key->tp);
+      } else {
+        EraseOffset(key->group, key->tp);
+        ErasePendingOfAll(key->group, key->tp);
+      }
       return;
     }
     auto v = offsets_format::DecodeOffsetValue(*value);
@@ -299,7 +409,11 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
       ++skipped_records_;
       return;
     }
-    PutOffset(key->group, key->tp, std::move(*v));
+    if (producer_id >= 0) {
+      PutPending(producer_id, producer_epoch, key->group, key->tp, std::move(*v), at);
+    } else {
+      PutOffset(key->group, key->tp, std::move(*v), at);
+    }
   } else {
     if (!value) {
       EraseGroupRecord(key->group);
@@ -316,13 +430,14 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
   }
 }
 
-void OffsetLog::PutOffset(const std::string& group, const TopicPartition& tp,
-                          CommittedOffset value) {
-  OffsetMap& offsets = groups_[group].offsets;
-  auto [it, inserted] = offsets.try_emplace(tp);
+void OffsetLog::PutOffset(const std::string& group, const TopicPartition& tp, CommittedOffset value,
+                          int64_t at) {
+  GroupState& g = groups_[group];
+  auto [it, inserted] = g.offsets.try_emplace(tp);
   if (!inserted) live_bytes_ -= OffsetRecordSize(group, tp, it->second);
   it->second = std::move(value);
   live_bytes_ += OffsetRecordSize(group, tp, it->second);
+  g.offset_at[tp] = at;
 }
 
 void OffsetLog::EraseOffset(const std::string& group, const TopicPartition& tp) {
@@ -332,7 +447,79 @@ void OffsetLog::EraseOffset(const std::string& group, const TopicPartition& tp) 
   if (it == g->second.offsets.end()) return;
   live_bytes_ -= OffsetRecordSize(group, tp, it->second);
   g->second.offsets.erase(it);
+  g->second.offset_at.erase(tp);
   DropIfEmpty(group);
+}
+
+void OffsetLog::PutPending(int64_t producer_id, int16_t producer_epoch, const std::string& group,
+                           const TopicPartition& tp, CommittedOffset value, int64_t at) {
+  ProducerTxn& txn = txns_[producer_id];
+  txn.epoch = std::max(txn.epoch, producer_epoch);
+  auto [it, inserted] = txn.offsets[group].try_emplace(tp);
+  if (!inserted) live_bytes_ -= OffsetRecordSize(group, tp, it->second.value);
+  it->second = PendingOffset{std::move(value), at};
+  live_bytes_ += OffsetRecordSize(group, tp, it->second.value);
+  groups_[group].open_producers.insert(producer_id);
+}
+
+void OffsetLog::ErasePending(int64_t producer_id, const std::string& group,
+                             const TopicPartition& tp) {
+  auto t = txns_.find(producer_id);
+  if (t == txns_.end()) return;
+  auto g = t->second.offsets.find(group);
+  if (g == t->second.offsets.end()) return;
+  auto it = g->second.find(tp);
+  if (it == g->second.end()) return;
+  live_bytes_ -= OffsetRecordSize(group, tp, it->second.value);
+  g->second.erase(it);
+  if (!g->second.empty()) return;
+  t->second.offsets.erase(g);
+  if (t->second.offsets.empty()) txns_.erase(t);
+  auto gs = groups_.find(group);
+  if (gs != groups_.end()) {
+    gs->second.open_producers.erase(producer_id);
+    DropIfEmpty(group);
+  }
+}
+
+void OffsetLog::ErasePendingOfAll(const std::string& group, const TopicPartition& tp) {
+  auto g = groups_.find(group);
+  if (g == groups_.end()) return;
+  // ErasePending may erase from open_producers (and the group): iterate over a copy.
+  const std::set<int64_t> producers = g->second.open_producers;
+  for (int64_t pid : producers) ErasePending(pid, group, tp);
+}
+
+// Kafka's completePendingTxnOffsetCommit for every group of the producer: a pending offset
+// becomes visible only over an offset whose record is older than its own.
+void OffsetLog::ApplyMarker(int64_t producer_id, bool commit) {
+  auto t = txns_.find(producer_id);
+  if (t == txns_.end()) return;
+  ProducerTxn txn = std::move(t->second);
+  txns_.erase(t);
+  for (auto& [group, offsets] : txn.offsets) {
+    for (auto& [tp, pending] : offsets) {
+      live_bytes_ -= OffsetRecordSize(group, tp, pending.value);
+      if (!commit) continue;
+      const GroupState& g = groups_[group];
+      auto at = g.offset_at.find(tp);
+      if (at == g.offset_at.end() || at->second < pending.at) {
+        PutOffset(group, tp, std::move(pending.value), pending.at);
+      }
+    }
+    groups_[group].open_producers.erase(producer_id);
+    DropIfEmpty(group);
+  }
+}
+
+void OffsetLog::NoteEpoch(int64_t producer_id, int16_t producer_epoch) {
+  auto [it, inserted] = producer_epochs_.try_emplace(producer_id, producer_epoch);
+  if (!inserted) it->second = std::max(it->second, producer_epoch);
+}
+
+bool OffsetLog::Fenced(int64_t producer_id, int16_t producer_epoch) const {
+  auto it = producer_epochs_.find(producer_id);
+  return it != producer_epochs_.end() && producer_epoch < it->second;
 }
 
 void OffsetLog::PutGroup(const std::string& group, GroupRecord record) {
@@ -352,12 +539,14 @@ void OffsetLog::EraseGroupRecord(const std::string& group) {
 
 void OffsetLog::DropIfEmpty(const std::string& group) {
   auto g = groups_.find(group);
-  if (g != groups_.end() && g->second.offsets.empty() && !g->second.record) groups_.erase(g);
+  if (g != groups_.end() && g->second.offsets.empty() && !g->second.record &&
+      g->second.open_producers.empty()) {
+    groups_.erase(g);
+  }
 }
 
-Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
-  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
-  // Sizes first, so that a record too large changes nothing.
+// Sizes first, so that a record too large changes nothing.
+Status OffsetLog::CheckSizes(const OffsetWrite& write) const {
   for (const auto& op : write.ops_) {
     uint64_t size = 0;
     if (const auto* c = std::get_if<OffsetWrite::CommitOp>(&op)) {
@@ -371,46 +560,65 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
           kMaxBatchBytes - kBatchOverhead);
     }
   }
+  return Status::OK();
+}
+
+// Each record's log offset is known before it is appended: this thread is the only
+// appender, and AppendRecords gives the records consecutive offsets from end_offset().
+Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
+  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
+  RETURN_IF_ERROR(CheckSizes(write));
+  const int64_t base = log_->end_offset();
   std::vector<RawRecord> records;
+  auto next_at = [&] { return base + static_cast<int64_t>(records.size()) - 1; };
+  // Tombstones for the key and for every pending offset of it.
+  auto erase_key = [&](const std::string& group, const TopicPartition& tp) {
+    records.push_back({offsets_format::EncodeOffsetKey(group, tp), std::nullopt});
+    EraseOffset(group, tp);
+    ErasePendingOfAll(group, tp);
+  };
   for (const auto& op : write.ops_) {
     if (const auto* c = std::get_if<OffsetWrite::CommitOp>(&op)) {
       records.push_back({offsets_format::EncodeOffsetKey(c->group, c->tp),
                          offsets_format::EncodeOffsetValue(c->value)});
-      PutOffset(c->group, c->tp, c->value);
+      PutOffset(c->group, c->tp, c->value, next_at());
     } else if (const auto* s = std::get_if<OffsetWrite::SetGroupOp>(&op)) {
       records.push_back(
           {offsets_format::EncodeGroupKey(s->group), offsets_format::EncodeGroupValue(s->record)});
       PutGroup(s->group, s->record);
     } else if (const auto* d = std::get_if<OffsetWrite::DeleteGroupOp>(&op)) {
       // Tombstones for everything written for the group, including writes not yet
-      // durable: they precede these tombstones in the log.
+      // durable (they precede these tombstones in the log) and pending offsets (as
+      // Kafka's deleteAllOffsets).
+      std::set<TopicPartition> keys;
       auto g = groups_.find(d->group);
       if (g != groups_.end()) {
-        for (const auto& [tp, v] : g->second.offsets) {
-          records.push_back({offsets_format::EncodeOffsetKey(d->group, tp), std::nullopt});
-          live_bytes_ -= OffsetRecordSize(d->group, tp, v);
+        for (const auto& [tp, v] : g->second.offsets) keys.insert(tp);
+        for (int64_t pid : g->second.open_producers) {
+          for (const auto& [tp, p] : txns_.at(pid).offsets.at(d->group)) keys.insert(tp);
         }
-        if (g->second.record) live_bytes_ -= GroupRecordSize(d->group, *g->second.record);
-        groups_.erase(g);
       }
+      for (const TopicPartition& tp : keys) erase_key(d->group, tp);
       // Always written: cheap, and it also covers a group record this process never saw
       // (a record skipped at replay).
       records.push_back({offsets_format::EncodeGroupKey(d->group), std::nullopt});
+      EraseGroupRecord(d->group);
     } else if (const auto* t = std::get_if<OffsetWrite::DeleteTopicOp>(&op)) {
-      for (auto g = groups_.begin(); g != groups_.end();) {
-        OffsetMap& offsets = g->second.offsets;
-        auto it = offsets.lower_bound(TopicPartition{t->topic, INT32_MIN});
-        while (it != offsets.end() && it->first.topic == t->topic) {
-          records.push_back({offsets_format::EncodeOffsetKey(g->first, it->first), std::nullopt});
-          live_bytes_ -= OffsetRecordSize(g->first, it->first, it->second);
-          it = offsets.erase(it);
-        }
-        if (offsets.empty() && !g->second.record) {
-          g = groups_.erase(g);
-        } else {
-          ++g;
+      std::set<std::pair<std::string, TopicPartition>> keys;
+      auto in_topic = [&](const TopicPartition& tp) { return tp.topic == t->topic; };
+      for (const auto& [group, g] : groups_) {
+        for (const auto& [tp, v] : g.offsets) {
+          if (in_topic(tp)) keys.emplace(group, tp);
         }
       }
+      for (const auto& [pid, txn] : txns_) {
+        for (const auto& [group, offsets] : txn.offsets) {
+          for (const auto& [tp, p] : offsets) {
+            if (in_topic(tp)) keys.emplace(group, tp);
+          }
+        }
+      }
+      for (const auto& [group, tp] : keys) erase_key(group, tp);
     }
   }
   if (records.empty()) {
@@ -420,8 +628,71 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
   return AppendRecords(records, std::move(on_durable));
 }
 
-// Batches of about kTargetBatchBytes; only the last append carries the callback: the
-// log acknowledges in order, so its durability covers the others.
+Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
+                                  const OffsetWrite& write, Done on_durable) {
+  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
+  if (producer_id < 0 || producer_epoch < 0) {
+    return InvalidArgumentError("transactional offsets need a producer id and epoch, not {}/{}",
+                                producer_id, producer_epoch);
+  }
+  for (const auto& op : write.ops_) {
+    if (!std::holds_alternative<OffsetWrite::CommitOp>(op)) {
+      return InvalidArgumentError("a transaction writes offsets only");
+    }
+  }
+  if (Fenced(producer_id, producer_epoch)) {
+    return AbortedError("producer {} epoch {} is older than its epoch {} in the offsets log",
+                        producer_id, producer_epoch, *ProducerEpoch(producer_id));
+  }
+  RETURN_IF_ERROR(CheckSizes(write));
+  if (write.empty()) {
+    on_durable(Status::OK());
+    return Status::OK();
+  }
+  const int64_t base = log_->end_offset();
+  std::vector<RawRecord> records;
+  for (const auto& op : write.ops_) {
+    const auto& c = std::get<OffsetWrite::CommitOp>(op);
+    records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
+                       offsets_format::EncodeOffsetValue(c.value), producer_id, producer_epoch});
+    PutPending(producer_id, producer_epoch, c.group, c.tp, c.value,
+               base + static_cast<int64_t>(records.size()) - 1);
+  }
+  NoteEpoch(producer_id, producer_epoch);
+  return AppendRecords(records, std::move(on_durable));
+}
+
+Status OffsetLog::CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool commit,
+                              int32_t coordinator_epoch, Done on_durable) {
+  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
+  if (producer_id < 0 || producer_epoch < 0) {
+    return InvalidArgumentError("a transaction marker needs a producer id and epoch, not {}/{}",
+                                producer_id, producer_epoch);
+  }
+  if (Fenced(producer_id, producer_epoch)) {
+    return AbortedError("producer {} epoch {} is older than its epoch {} in the offsets log",
+                        producer_id, producer_epoch, *ProducerEpoch(producer_id));
+  }
+  std::vector<uint8_t> batch = offsets_format::BuildMarkerBatch(producer_id, producer_epoch, commit,
+                                                                coordinator_epoch, WallMillis());
+  storage::AppendOptions ao;
+  ao.ack = storage::AckLevel::kDurable;
+  ao.on_ack = [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
+    cb(st);
+  };
+  auto appended = log_->Append(batch, std::move(ao));
+  if (!appended.ok()) {
+    return appended.status().WithContext("appending a transaction marker to " + options_.dir);
+  }
+  NoteEpoch(producer_id, producer_epoch);
+  ApplyMarker(producer_id, commit);
+  return Status::OK();
+}
+
+// Batches of about kTargetBatchBytes, a new one wherever the producer changes (records of
+// a transaction go in transactional batches of their producer); only the last append
+// carries the callback: the log acknowledges in order, so its durability covers the
+// others. The records get consecutive offsets from end_offset().
 Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_durable) {
   const int64_t now = WallMillis();
   std::vector<std::vector<uint8_t>> batches;
@@ -434,6 +705,7 @@ Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_d
       size_t size = records[j].key.size() + (records[j].value ? records[j].value->size() : 0) +
                     kRecordOverhead;
       if (j > i && bytes + size > kTargetBatchBytes) break;
+      if (j > i && records[j].producer_id != records[i].producer_id) break;
       kafka::RecordInput in;
       in.key = std::span<const uint8_t>(records[j].key);
       if (records[j].value) in.value = std::span<const uint8_t>(*records[j].value);
@@ -443,6 +715,13 @@ Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_d
     }
     kafka::BatchBuilderOptions bo;
     bo.base_timestamp = now;
+    if (records[i].producer_id >= 0) {
+      // As Kafka's coordinator writes TxnOffsetCommit: sequence 0.
+      bo.transactional = true;
+      bo.producer_id = records[i].producer_id;
+      bo.producer_epoch = records[i].producer_epoch;
+      bo.base_sequence = 0;
+    }
     batches.push_back(kafka::BuildBatch(bo, inputs));
     i = j;
   }
@@ -486,6 +765,51 @@ std::vector<std::string> OffsetLog::GroupIds() const {
   return ids;
 }
 
+bool OffsetLog::HasPendingOffset(const std::string& group, const TopicPartition& tp) const {
+  auto g = groups_.find(group);
+  if (g == groups_.end()) return false;
+  for (int64_t pid : g->second.open_producers) {
+    if (FindPending(pid, group, tp) != nullptr) return true;
+  }
+  return false;
+}
+
+bool OffsetLog::HasPendingOffsets(const std::string& group) const {
+  auto g = groups_.find(group);
+  return g != groups_.end() && !g->second.open_producers.empty();
+}
+
+const CommittedOffset* OffsetLog::FindPending(int64_t producer_id, const std::string& group,
+                                              const TopicPartition& tp) const {
+  auto t = txns_.find(producer_id);
+  if (t == txns_.end()) return nullptr;
+  auto g = t->second.offsets.find(group);
+  if (g == t->second.offsets.end()) return nullptr;
+  auto it = g->second.find(tp);
+  return it == g->second.end() ? nullptr : &it->second.value;
+}
+
+std::vector<int64_t> OffsetLog::OpenProducers() const {
+  std::vector<int64_t> ids;
+  ids.reserve(txns_.size());
+  for (const auto& [pid, txn] : txns_) ids.push_back(pid);
+  return ids;
+}
+
+std::optional<int16_t> OffsetLog::ProducerEpoch(int64_t producer_id) const {
+  auto it = producer_epochs_.find(producer_id);
+  if (it == producer_epochs_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t OffsetLog::pending_count() const {
+  size_t n = 0;
+  for (const auto& [pid, txn] : txns_) {
+    for (const auto& [group, offsets] : txn.offsets) n += offsets.size();
+  }
+  return n;
+}
+
 size_t OffsetLog::offset_count() const {
   size_t n = 0;
   for (const auto& [id, g] : groups_) n += g.offsets.size();
@@ -502,17 +826,38 @@ Status OffsetLog::StartSnapshot(Done on_durable) {
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
   if (snapshot_running_)
     return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
-  std::vector<RawRecord> records;
+  // Group records first, then every offset, visible and pending, in the order of the
+  // records they came from: a transaction committed after the snapshot then applies its
+  // offsets over exactly the visible offsets it would have before (Kafka's olderThan
+  // compares record offsets). Pending offsets go in transactional batches of their
+  // producer, so that the producer's marker, written later, completes them at replay.
+  std::vector<std::pair<int64_t, RawRecord>> ordered;
   for (const auto& [group, g] : groups_) {
     if (g.record) {
-      records.push_back(
-          {offsets_format::EncodeGroupKey(group), offsets_format::EncodeGroupValue(*g.record)});
+      ordered.push_back(
+          {-1,
+           {offsets_format::EncodeGroupKey(group), offsets_format::EncodeGroupValue(*g.record)}});
     }
     for (const auto& [tp, v] : g.offsets) {
-      records.push_back(
-          {offsets_format::EncodeOffsetKey(group, tp), offsets_format::EncodeOffsetValue(v)});
+      ordered.push_back(
+          {g.offset_at.at(tp),
+           {offsets_format::EncodeOffsetKey(group, tp), offsets_format::EncodeOffsetValue(v)}});
     }
   }
+  for (const auto& [pid, txn] : txns_) {
+    for (const auto& [group, offsets] : txn.offsets) {
+      for (const auto& [tp, p] : offsets) {
+        ordered.push_back({p.at,
+                           {offsets_format::EncodeOffsetKey(group, tp),
+                            offsets_format::EncodeOffsetValue(p.value), pid, txn.epoch}});
+      }
+    }
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<RawRecord> records;
+  records.reserve(ordered.size());
+  for (auto& [at, r] : ordered) records.push_back(std::move(r));
   const int64_t start = log_->end_offset();
   SLUICE_LOG(kLog, kInfo, "{}: snapshot of {} records ({} live bytes, log {} bytes) at offset {}",
              options_.dir, records.size(), live_bytes_, log_->size_bytes(), start);

@@ -11,6 +11,13 @@
 // drops every segment wholly before it (FinishSnapshot, PartitionLog::DeleteRecordsBefore).
 // This stands in for log compaction (docs/design/0002-broker-plan.md, decision 8).
 //
+// Transactions (docs/design/0016-transactions.md, "Group offsets"): WriteTxnOffsets
+// appends offsets as a transactional batch of a producer and holds them pending, invisible
+// to Find/Offsets, until CompleteTxn appends the producer's commit or abort marker (a
+// control batch) and makes them visible or drops them. Replay does the same from the
+// log; a transaction without a marker stays pending. A snapshot writes the pending offsets
+// again as transactional batches of their producers, in log order with the rest.
+//
 // Threads: one owner thread (the coordinator's loop) calls every method. Write applies
 // its changes to the in-memory state at once, so reads show written-but-not-yet-durable
 // changes; the `on_durable` callbacks run on an IoExecutor thread and must not call back
@@ -23,6 +30,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <variant>
@@ -131,19 +139,52 @@ class OffsetLog {
 
   // Reads of the live state (including writes not yet durable).
   const CommittedOffset* Find(const std::string& group, const TopicPartition& tp) const;
-  // The group's offsets, or null when it has none.
+  // The group's visible offsets, or null when it has none.
   const OffsetMap* Offsets(const std::string& group) const;
-  bool HasOffsets(const std::string& group) const { return Offsets(group) != nullptr; }
+  // Visible or pending offsets (Kafka's GroupMetadata.hasOffsets).
+  bool HasOffsets(const std::string& group) const {
+    return Offsets(group) != nullptr || HasPendingOffsets(group);
+  }
   const GroupRecord* Group(const std::string& group) const;
-  // Every group with offsets or a group record, sorted.
+  // Every group with offsets (visible or pending) or a group record, sorted.
   std::vector<std::string> GroupIds() const;
   size_t offset_count() const;
   // Bytes of the live state as records (keys, values, record framing).
   uint64_t live_bytes() const { return live_bytes_; }
   uint64_t log_bytes() const { return log_->size_bytes(); }
   int segment_count() const { return log_->segment_count(); }
-  // What Open skipped: records whose key or value did not decode.
+  // What Open skipped: records whose key or value did not decode, and batches or
+  // markers of transactions that did not.
   int skipped_records() const { return skipped_records_; }
+
+  // Transactions. WriteTxnOffsets appends the Commit ops of `write` (any other op is
+  // InvalidArgument, nothing written) as transactional batches of the producer and holds
+  // them pending; `on_durable` and the other errors are as for Write. Aborted when
+  // `producer_epoch` is older than the producer's last epoch in this log (Kafka's
+  // INVALID_PRODUCER_EPOCH); nothing is written then.
+  Status WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch, const OffsetWrite& write,
+                         Done on_durable);
+  // Appends the producer's commit or abort marker and completes every pending offset of
+  // the producer, in every group (a marker closes the producer's transaction in the whole
+  // log, as in a Kafka partition): a commit makes each visible unless a record of the same
+  // key written after it is already visible, an abort drops them. A marker with nothing
+  // pending is written too. Aborted when `producer_epoch` is older than the producer's
+  // last epoch here (nothing written); `on_durable` and the other errors as for Write.
+  Status CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool commit,
+                     int32_t coordinator_epoch, Done on_durable);
+  // Whether some producer holds a pending offset for the group's partition (OffsetFetch's
+  // require_stable), or for any partition of the group.
+  bool HasPendingOffset(const std::string& group, const TopicPartition& tp) const;
+  bool HasPendingOffsets(const std::string& group) const;
+  // The producer's pending offset for the group's partition, or null.
+  const CommittedOffset* FindPending(int64_t producer_id, const std::string& group,
+                                     const TopicPartition& tp) const;
+  // Producers with pending offsets, sorted.
+  std::vector<int64_t> OpenProducers() const;
+  // The last epoch of the producer seen in this log (its transactional batches and
+  // markers since the log start), if any.
+  std::optional<int16_t> ProducerEpoch(int64_t producer_id) const;
+  size_t pending_count() const;
 
   // Snapshots. SnapshotDue() says the log has grown well past the live state (see the
   // options) and no snapshot is under way. StartSnapshot appends every live record;
@@ -160,28 +201,59 @@ class OffsetLog {
  private:
   struct GroupState {
     OffsetMap offsets;
+    // The log offset of the record each visible offset came from: a transactional
+    // offset committed later is applied only over an older record (Kafka's olderThan).
+    std::map<TopicPartition, int64_t> offset_at;
     std::optional<GroupRecord> record;
+    std::set<int64_t> open_producers;  // producers with pending offsets in this group
+  };
+  struct PendingOffset {
+    CommittedOffset value;
+    int64_t at = -1;  // log offset of its record
+  };
+  // One producer's open transaction: its pending offsets by group.
+  struct ProducerTxn {
+    int16_t epoch = -1;
+    std::map<std::string, std::map<TopicPartition, PendingOffset>> offsets;
   };
   struct RawRecord {
     std::vector<uint8_t> key;
     std::optional<std::vector<uint8_t>> value;
+    int64_t producer_id = -1;  // >= 0: in a transactional batch of this producer
+    int16_t producer_epoch = -1;
   };
 
   explicit OffsetLog(OffsetLogOptions options);
   Status Replay();
+  void ReplayMarker(const storage::BatchHeader& h, std::span<const uint8_t> batch,
+                    int64_t producer_id, int16_t producer_epoch);
+  // `producer_id` >= 0: the record is in a transactional batch of that producer.
   void ApplyRecord(int64_t offset, std::span<const uint8_t> key,
-                   std::optional<std::span<const uint8_t>> value);
+                   std::optional<std::span<const uint8_t>> value, int64_t producer_id,
+                   int16_t producer_epoch);
   // In-memory changes (with live_bytes_ kept up to date).
-  void PutOffset(const std::string& group, const TopicPartition& tp, CommittedOffset value);
+  void PutOffset(const std::string& group, const TopicPartition& tp, CommittedOffset value,
+                 int64_t at);
   void EraseOffset(const std::string& group, const TopicPartition& tp);
   void PutGroup(const std::string& group, GroupRecord record);
   void EraseGroupRecord(const std::string& group);
   void DropIfEmpty(const std::string& group);
+  void PutPending(int64_t producer_id, int16_t producer_epoch, const std::string& group,
+                  const TopicPartition& tp, CommittedOffset value, int64_t at);
+  void ErasePending(int64_t producer_id, const std::string& group, const TopicPartition& tp);
+  // A tombstone outside a transaction: the key's pending offsets of every producer go.
+  void ErasePendingOfAll(const std::string& group, const TopicPartition& tp);
+  void ApplyMarker(int64_t producer_id, bool commit);
+  void NoteEpoch(int64_t producer_id, int16_t producer_epoch);
+  bool Fenced(int64_t producer_id, int16_t producer_epoch) const;
+  Status CheckSizes(const OffsetWrite& write) const;
   Status AppendRecords(const std::vector<RawRecord>& records, Done on_durable);
 
   const OffsetLogOptions options_;
   std::unique_ptr<storage::PartitionLog> log_;
   std::map<std::string, GroupState> groups_;
+  std::map<int64_t, ProducerTxn> txns_;         // producers with pending offsets
+  std::map<int64_t, int16_t> producer_epochs_;  // last epoch seen per producer
   uint64_t live_bytes_ = 0;
   int skipped_records_ = 0;
   bool snapshot_running_ = false;
@@ -215,6 +287,20 @@ Result<Key> DecodeKey(std::span<const uint8_t> bytes);
 Result<CommittedOffset> DecodeOffsetValue(std::span<const uint8_t> bytes);
 // Versions 0-3 (members are read and dropped).
 Result<GroupRecord> DecodeGroupValue(std::span<const uint8_t> bytes);
+
+// The control record of a transaction marker (Kafka's ControlRecordType and
+// EndTransactionMarker): key = version 0, type (0 abort, 1 commit); value = version 0,
+// coordinator epoch.
+std::vector<uint8_t> EncodeMarkerKey(bool commit);
+std::vector<uint8_t> EncodeMarkerValue(int32_t coordinator_epoch);
+// True for a commit, false for an abort. InvalidArgument for a key shorter than 4 bytes,
+// a negative version or an unknown type; a version above 0 is read as version 0, as
+// Kafka does.
+Result<bool> DecodeMarkerKey(std::span<const uint8_t> bytes);
+// The whole control batch of a marker: transactional and control bits, the producer's id
+// and epoch, one record.
+std::vector<uint8_t> BuildMarkerBatch(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                      int32_t coordinator_epoch, int64_t timestamp_ms);
 
 }  // namespace offsets_format
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "storage/log.h"
+#include "storage/txn_index.h"
 
 namespace sluice::broker {
 
@@ -19,8 +20,28 @@ ProducerBatch ProducerBatch::FromHeader(std::span<const uint8_t> raw) {
   b.producer_epoch = static_cast<int16_t>(LoadBE16(raw.data() + kProducerEpochOffset));
   b.base_sequence = static_cast<int32_t>(LoadBE32(raw.data() + kBaseSequenceOffset));
   b.record_count = static_cast<int32_t>(LoadBE32(raw.data() + kRecordsCountOffset));
+  b.transactional = (LoadBE16(raw.data() + kAttributesOffset) & kAttrTransactional) != 0;
+  b.max_timestamp = static_cast<int64_t>(LoadBE64(raw.data() + kMaxTimestampOffset));
   return b;
 }
+
+namespace {
+
+// A producer whose transaction is open here may write only transactional batches until
+// its marker (Kafka's ProducerAppendInfo.appendDataBatch).
+template <typename P>
+ProducerStateTable::Check CheckTxnState(const ProducerBatch& b, const P& p,
+                                        ProducerStateTable::Check c) {
+  if (!b.transactional && p.txn_first_offset >= 0) {
+    c.verdict = ProducerStateTable::Verdict::kInvalidTxnState;
+    c.message = fmt::format(
+        "producer {} has a transaction open here since offset {}: expected a transactional batch",
+        b.producer_id, p.txn_first_offset);
+  }
+  return c;
+}
+
+}  // namespace
 
 ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b) const {
   Check c;
@@ -47,8 +68,9 @@ ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b)
       c.verdict = Verdict::kOutOfOrder;
       c.message = fmt::format("producer {} new epoch {} must start at sequence 0, not {}",
                               b.producer_id, b.producer_epoch, b.base_sequence);
+      return c;
     }
-    return c;
+    return CheckTxnState(b, p, c);
   }
   for (const Entry& e : p.batches) {
     if (e.first_seq == b.base_sequence && e.last_seq == b.last_sequence()) {
@@ -65,27 +87,125 @@ ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b)
     c.verdict = Verdict::kOutOfOrder;
     c.message = fmt::format("producer {} epoch {}: expected sequence {}, got {}", b.producer_id,
                             b.producer_epoch, expected, b.base_sequence);
+    return c;
   }
-  return c;
+  return CheckTxnState(b, p, c);
+}
+
+void ProducerStateTable::TakeEpoch(Producer& p, int16_t epoch) {
+  if (epoch != p.epoch) {
+    p.epoch = epoch;
+    p.batches.clear();
+  }
 }
 
 void ProducerStateTable::OnAppended(const ProducerBatch& b, int64_t first_offset) {
   if (!b.idempotent()) return;
   Producer& p = producers_[b.producer_id];
-  if (b.producer_epoch != p.epoch) {
-    p.epoch = b.producer_epoch;
-    p.batches.clear();
-  }
+  TakeEpoch(p, b.producer_epoch);
   p.batches.push_back(
       Entry{b.base_sequence, b.last_sequence(), first_offset, first_offset + b.record_count - 1});
   if (p.batches.size() > kKeep) p.batches.pop_front();
+  p.last_timestamp = b.max_timestamp;
+  if (b.transactional && p.txn_first_offset < 0) {
+    p.txn_first_offset = first_offset;
+    open_[first_offset] = b.producer_id;
+    verifying_.erase(b.producer_id);
+  }
+}
+
+uint64_t ProducerStateTable::StartVerification(int64_t producer_id) {
+  if (OpenTxn(producer_id)) return 0;
+  uint64_t token = next_token_++;
+  verifying_[producer_id] = token;
+  return token;
+}
+
+bool ProducerStateTable::Verified(int64_t producer_id, uint64_t token) const {
+  if (OpenTxn(producer_id)) return true;
+  auto it = verifying_.find(producer_id);
+  return token != 0 && it != verifying_.end() && it->second == token;
+}
+
+ProducerStateTable::MarkerVerdict ProducerStateTable::CheckMarker(int64_t producer_id,
+                                                                  int16_t producer_epoch,
+                                                                  int32_t coordinator_epoch) const {
+  auto it = producers_.find(producer_id);
+  if (it == producers_.end()) return MarkerVerdict::kOk;
+  if (producer_epoch < it->second.epoch) return MarkerVerdict::kFenced;
+  if (coordinator_epoch < it->second.coordinator_epoch) return MarkerVerdict::kCoordinatorFenced;
+  return MarkerVerdict::kOk;
+}
+
+std::optional<int64_t> ProducerStateTable::OpenTxn(int64_t producer_id) const {
+  auto it = producers_.find(producer_id);
+  if (it == producers_.end() || it->second.txn_first_offset < 0) return std::nullopt;
+  return it->second.txn_first_offset;
+}
+
+int64_t ProducerStateTable::LastStableOffsetWithout(int64_t producer_id) const {
+  for (const auto& [first, pid] : open_) {
+    if (pid != producer_id) return first;
+  }
+  return -1;
+}
+
+void ProducerStateTable::OnMarker(int64_t producer_id, int16_t producer_epoch,
+                                  int32_t coordinator_epoch, int64_t offset) {
+  Producer& p = producers_[producer_id];
+  TakeEpoch(p, producer_epoch);
+  p.coordinator_epoch = coordinator_epoch;
+  if (p.txn_first_offset >= 0) {
+    open_.erase(p.txn_first_offset);
+    decided_[p.txn_first_offset] = offset;
+    p.txn_first_offset = -1;
+  }
+  verifying_.erase(producer_id);
+}
+
+int64_t ProducerStateTable::LastStableOffset(int64_t hw) {
+  // A decided transaction stops holding the LSO back once its marker is below the HW.
+  std::erase_if(decided_, [hw](const auto& e) { return e.second < hw; });
+  int64_t lso = hw;
+  if (!open_.empty()) lso = std::min(lso, open_.begin()->first);
+  if (!decided_.empty()) lso = std::min(lso, decided_.begin()->first);
+  return lso;
+}
+
+std::vector<ProducerStateTable::ProducerView> ProducerStateTable::Describe() const {
+  std::vector<ProducerView> out;
+  out.reserve(producers_.size());
+  for (const auto& [pid, p] : producers_) {
+    ProducerView v;
+    v.producer_id = pid;
+    v.epoch = p.epoch;
+    v.last_sequence = p.batches.empty() ? -1 : p.batches.back().last_seq;
+    v.last_timestamp = p.last_timestamp;
+    v.coordinator_epoch = p.coordinator_epoch;
+    v.txn_start_offset = p.txn_first_offset;
+    out.push_back(v);
+  }
+  return out;
 }
 
 Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   producers_.clear();
+  open_.clear();
+  decided_.clear();
+  verifying_.clear();
   return log.ForEachBatchHeader(
       0, [this](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
         ProducerBatch b = ProducerBatch::FromHeader(raw);
+        if ((h.attributes & storage::kAttrControl) != 0) {
+          // A marker: its type and coordinator epoch are in its one record.
+          int32_t coordinator_epoch = -1;
+          if (b.producer_id >= 0 &&
+              storage::ParseControlType(raw.subspan(storage::kBatchHeaderSize), &coordinator_epoch)
+                  .has_value()) {
+            OnMarker(b.producer_id, b.producer_epoch, coordinator_epoch, h.base_offset);
+          }
+          return true;
+        }
         // The offsets the batch took (the log checked count = last offset delta + 1).
         b.record_count = h.last_offset_delta + 1;
         OnAppended(b, h.base_offset);

@@ -1,16 +1,25 @@
-// ProducerState: what an idempotent producer has written to one partition, so the broker
-// can accept the next batch, acknowledge a retried duplicate with its original offsets,
-// or reject it with Kafka's error. Per producer id: the epoch and the last five batches'
-// sequence ranges and offsets (Kafka keeps five: a producer has at most five requests in
-// flight). Rebuilt at open from the partition's batch headers.
+// ProducerState: what producers have written to one partition, so the broker can accept
+// the next batch, acknowledge a retried duplicate with its original offsets, or reject it
+// with Kafka's error; and which transactions are open there, for the last stable offset
+// (docs/design/0016-transactions.md, "Partitions").
+//
+// Per producer id: the epoch, the last five batches' sequence ranges and offsets (Kafka
+// keeps five: a producer has at most five requests in flight), the coordinator epoch of
+// its last marker and the first offset of its open transaction. A transactional batch
+// (attributes bit 4) opens the producer's transaction when none is open; a marker (a
+// control batch written by the transaction coordinator) closes it. Rebuilt at open from
+// the partition's batch headers.
 //
 // Threads: owned by the shard that owns the partition; not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "base/status.h"
 #include "storage/batch_header.h"
@@ -21,12 +30,14 @@ class PartitionLog;
 
 namespace sluice::broker {
 
-// The idempotence fields of a batch header.
+// The producer fields of a batch header.
 struct ProducerBatch {
   int64_t producer_id = -1;
   int16_t producer_epoch = -1;
   int32_t base_sequence = -1;
   int32_t record_count = 0;
+  bool transactional = false;
+  int64_t max_timestamp = -1;
 
   bool idempotent() const { return producer_id >= 0; }
   int32_t last_sequence() const;  // wraps past INT32_MAX to 0, as Kafka's sequences do
@@ -42,6 +53,7 @@ class ProducerStateTable {
     kOutOfOrder,       // OUT_OF_ORDER_SEQUENCE_NUMBER
     kFenced,           // INVALID_PRODUCER_EPOCH: an older epoch than the one seen
     kUnknownProducer,  // UNKNOWN_PRODUCER_ID: no state and a sequence that is not 0
+    kInvalidTxnState,  // INVALID_TXN_STATE: a plain batch while the producer's transaction is open
   };
   struct Check {
     Verdict verdict = Verdict::kAppend;
@@ -50,14 +62,59 @@ class ProducerStateTable {
     std::string message;  // for the errors: what was expected
   };
 
-  // What to do with `batch` (always kAppend for non-idempotent batches).
+  // What to do with `batch` (always kAppend for batches without a producer id).
   Check CheckBatch(const ProducerBatch& batch) const;
-  // Records a batch written at [first_offset, first_offset + record_count).
+  // Records a batch written at [first_offset, first_offset + record_count); a
+  // transactional one opens the producer's transaction when none is open.
   void OnAppended(const ProducerBatch& batch, int64_t first_offset);
+
+  // KIP-890 part 1. A transactional batch that would open a transaction here must have
+  // been verified with the coordinator first: StartVerification returns 0 when the
+  // producer's transaction is open here already (nothing to verify), else a token the
+  // produce path keeps while it asks; Verified(token) then says whether the append may
+  // open the transaction — false when a marker for the producer came in between (the
+  // verified transaction has ended; the batch would open one the coordinator does not
+  // know).
+  uint64_t StartVerification(int64_t producer_id);
+  bool Verified(int64_t producer_id, uint64_t token) const;
+
+  // Markers. CheckMarker: kNone, INVALID_PRODUCER_EPOCH for an epoch older than the
+  // producer's, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch.
+  enum class MarkerVerdict { kOk, kFenced, kCoordinatorFenced };
+  MarkerVerdict CheckMarker(int64_t producer_id, int16_t producer_epoch,
+                            int32_t coordinator_epoch) const;
+  // The first offset of the producer's open transaction, if one is open.
+  std::optional<int64_t> OpenTxn(int64_t producer_id) const;
+  // What the last stable offset is once `producer_id`'s transaction ends: the first
+  // offset of the earliest other open transaction, or -1 when none is open (the LSO is
+  // then the offset after the marker). For the aborted-transaction index entry.
+  int64_t LastStableOffsetWithout(int64_t producer_id) const;
+  // Applies a marker written at `offset`: closes the producer's transaction (which keeps
+  // holding the LSO back until the high watermark passes the marker, as Kafka's
+  // unreplicated transactions do), takes the marker's epochs, ends any verification.
+  void OnMarker(int64_t producer_id, int16_t producer_epoch, int32_t coordinator_epoch,
+                int64_t offset);
+
+  // The last stable offset for a high watermark `hw`: the first offset of the earliest
+  // transaction that is open, or decided by a marker at or past `hw`; `hw` when none.
+  int64_t LastStableOffset(int64_t hw);
+
   // Forgets everything and replays the log's batch headers from its start.
   Status Rebuild(storage::PartitionLog& log);
 
+  // For DescribeProducers.
+  struct ProducerView {
+    int64_t producer_id = -1;
+    int16_t epoch = -1;
+    int32_t last_sequence = -1;
+    int64_t last_timestamp = -1;
+    int32_t coordinator_epoch = -1;
+    int64_t txn_start_offset = -1;
+  };
+  std::vector<ProducerView> Describe() const;
+
   size_t producer_count() const { return producers_.size(); }
+  size_t open_txn_count() const { return open_.size(); }
 
  private:
   struct Entry {
@@ -67,10 +124,19 @@ class ProducerStateTable {
   struct Producer {
     int16_t epoch = -1;
     std::deque<Entry> batches;  // oldest first, at most kKeep
+    int32_t coordinator_epoch = -1;
+    int64_t txn_first_offset = -1;  // -1: no open transaction
+    int64_t last_timestamp = -1;
   };
   static constexpr size_t kKeep = 5;
 
+  void TakeEpoch(Producer& p, int16_t epoch);
+
   std::unordered_map<int64_t, Producer> producers_;
+  std::map<int64_t, int64_t> open_;     // first offset -> producer id
+  std::map<int64_t, int64_t> decided_;  // first offset -> marker offset, until the HW passes
+  std::unordered_map<int64_t, uint64_t> verifying_;  // producer id -> token
+  uint64_t next_token_ = 1;
 };
 
 }  // namespace sluice::broker

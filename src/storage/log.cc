@@ -87,6 +87,7 @@ std::shared_ptr<PartitionLog::Segment> PartitionLog::NewSegment(int64_t base) co
   seg->log_path = dir_ + "/" + SegmentName(base, ".log");
   seg->index_path = dir_ + "/" + SegmentName(base, ".index");
   seg->time_index_path = dir_ + "/" + SegmentName(base, ".timeindex");
+  seg->txn_index_path = dir_ + "/" + SegmentName(base, ".txnindex");
   seg->next_offset = base;
   seg->created_ms = options_.clock->NowMillis();
   return seg;
@@ -185,6 +186,8 @@ Status PartitionLog::Recover() {
       indexes.push_back(*bi);
     } else if (auto bt = ParseSegmentName(name, ".timeindex")) {
       indexes.push_back(*bt);
+    } else if (auto bx = ParseSegmentName(name, ".txnindex")) {
+      indexes.push_back(*bx);
     }
     // Other names are not ours; leave them alone.
   }
@@ -193,7 +196,7 @@ Status PartitionLog::Recover() {
     if (std::binary_search(logs.begin(), logs.end(), b)) continue;
     if (logs.empty() || b < logs.front()) {
       // Left over from retention (the log file goes first): finish the removal.
-      for (std::string_view ext : {".index", ".timeindex"}) {
+      for (std::string_view ext : {".index", ".timeindex", ".txnindex"}) {
         std::string p = dir_ + "/" + SegmentName(b, ext);
         if (env->Exists(p)) RETURN_IF_ERROR(env->Remove(p));
       }
@@ -205,7 +208,8 @@ Status PartitionLog::Recover() {
 
   if (logs.empty()) {
     auto seg = NewSegment(0);
-    for (const std::string* p : {&seg->log_path, &seg->index_path, &seg->time_index_path}) {
+    for (const std::string* p :
+         {&seg->log_path, &seg->index_path, &seg->time_index_path, &seg->txn_index_path}) {
       RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
     }
     RETURN_IF_ERROR(env->SyncDir(dir_));
@@ -221,6 +225,7 @@ Status PartitionLog::Recover() {
       }
       bool is_last = i + 1 == logs.size();
       RETURN_IF_ERROR(is_last ? RecoverLastSegment(*seg) : RecoverClosedSegment(*seg));
+      RETURN_IF_ERROR(RecoverTxnIndex(*seg, is_last));
       seg->closed_durable = !is_last;
       prev_next = seg->next_offset;
       segments_.push_back(std::move(seg));
@@ -370,6 +375,14 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
     info.log_append_time_ms = now_ms;
   }
   if (seg->size == 0) seg->first_batch_ts = batch_max_ts;
+  if (opts.aborted_txn) {
+    AbortedTxn txn = *opts.aborted_txn;
+    txn.last_offset = info.last_offset;
+    if (txn.last_stable_offset < 0) txn.last_stable_offset = info.last_offset + 1;
+    c.txn_index_bytes.resize(c.txn_index_bytes.size() + kAbortedTxnSize);
+    EncodeAbortedTxn(txn, c.txn_index_bytes.data() + c.txn_index_bytes.size() - kAbortedTxnSize);
+    ++seg->txn_entries;
+  }
 
   if (seg->bytes_since_index >= options_.index_interval_bytes && seg->size > 0) {
     int32_t rel = static_cast<int32_t>(info.base_offset - seg->base_offset);
@@ -406,6 +419,7 @@ PartitionLog::Chunk& PartitionLog::PendingChunkLocked(const std::shared_ptr<Segm
     c.file_pos = seg->size;
     c.index_pos = seg->index_entries * kOffsetEntrySize;
     c.time_index_pos = seg->time_entries * kTimeEntrySize;
+    c.txn_index_pos = seg->txn_entries * kAbortedTxnSize;
     c.end_offset = seg->next_offset;
     pending_.push_back(std::move(c));
   }
@@ -568,7 +582,8 @@ void PartitionLog::RunIoJob() {
   std::vector<Segment*> closed_durable;
   for (const Chunk& c : chunks) {
     if (c.opens_segment) {
-      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
+      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path,
+                                   &c.seg->txn_index_path}) {
         auto f = files_->Get(*p, OpenMode::kCreate);
         if (!f.ok()) {
           st = f.status();
@@ -576,6 +591,13 @@ void PartitionLog::RunIoJob() {
         }
       }
       if (st.ok()) st = options_.env->SyncDir(dir_);
+      if (!st.ok()) break;
+    }
+    if (!c.txn_index_bytes.empty()) {
+      // Durable before the markers it describes: a marker on disk always has its entry.
+      auto idx = files_->Get(c.seg->txn_index_path, OpenMode::kCreate);
+      st = idx.ok() ? (*idx)->WriteAt(c.txn_index_pos, c.txn_index_bytes) : idx.status();
+      if (st.ok()) st = (*idx)->Sync();
       if (!st.ok()) break;
     }
     if (!c.bytes.empty()) {
@@ -599,7 +621,8 @@ void PartitionLog::RunIoJob() {
     if (c.closes_segment) {
       ReleaseReserved(*c.seg, c.file_pos + c.bytes.size());
       // Only the last segment can ever have a torn tail (docs/formats/storage.md).
-      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path}) {
+      for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path,
+                                   &c.seg->txn_index_path}) {
         auto f = files_->Get(*p, OpenMode::kReadWrite);
         st = f.ok() ? (*f)->Sync() : f.status();
         if (!st.ok()) break;
@@ -618,6 +641,7 @@ void PartitionLog::RunIoJob() {
       seg->written_size = c->file_pos + c->bytes.size();
       seg->written_index_entries = (c->index_pos + c->index_bytes.size()) / kOffsetEntrySize;
       seg->written_time_entries = (c->time_index_pos + c->time_index_bytes.size()) / kTimeEntrySize;
+      seg->written_txn_entries = (c->txn_index_pos + c->txn_index_bytes.size()) / kAbortedTxnSize;
       if (!c->bytes.empty()) last_written_ = c->seg;
     }
     for (Segment* seg : closed_durable) seg->closed_durable = true;
@@ -723,6 +747,7 @@ Status PartitionLog::Close() {
     files_->Evict(seg->log_path);
     files_->Evict(seg->index_path);
     files_->Evict(seg->time_index_path);
+    files_->Evict(seg->txn_index_path);
   }
   return st;
 }

@@ -42,6 +42,7 @@
 #include "storage/env.h"
 #include "storage/file_cache.h"
 #include "storage/io_executor.h"
+#include "storage/txn_index.h"
 
 namespace sluice::storage {
 
@@ -99,6 +100,11 @@ struct AppendOptions {
   bool crc_checked = false;
   AckLevel ack = AckLevel::kDurable;
   AppendCallback on_ack;  // may be empty
+  // For an abort marker: the transaction to add to the .txnindex of the segment that
+  // takes the batch, written and synced before the batch itself (storage/log_txn.cc).
+  // Append sets its last_offset to the batch's; a last_stable_offset of -1 means the
+  // offset after the batch.
+  std::optional<AbortedTxn> aborted_txn;
 };
 
 // A byte range of one segment file, for sendfile or a copy. `file` keeps the descriptor
@@ -190,10 +196,16 @@ class PartitionLog {
   // Calls `fn` with the header of every written batch from the one holding `from` (or
   // the first) to the written end, reading only headers (one small read per batch).
   // For rebuilding state kept beside the log (producer sequences, epochs) at open.
-  // `fn` returns false to stop early.
+  // For a control batch `raw_header` also holds up to kControlPeekBytes of the records
+  // that follow the header (its type: ParseControlType). `fn` returns false to stop early.
   Status ForEachBatchHeader(
       int64_t from,
       const std::function<bool(const BatchHeader&, std::span<const uint8_t> raw_header)>& fn);
+
+  // The aborted transactions overlapping [from, upper), from the .txnindex of the segment
+  // holding `from` onwards, with Kafka's early stop (storage/txn_index.h). Only entries
+  // whose markers are written are seen.
+  Result<std::vector<AbortedTxn>> CollectAbortedTxns(int64_t from, int64_t upper);
 
   // Waits for pending I/O, syncs, closes files. Further calls fail.
   Status Close();
@@ -262,6 +274,10 @@ class PartitionLog {
   // Deletes the files of segments already removed from segments_ (log file first).
   Status RemoveSegmentFiles(const std::vector<std::shared_ptr<Segment>>& doomed);
   Status LoadLogStart();
+  // The .txnindex of a recovered segment made to agree with its log (log_txn.cc).
+  Status RecoverTxnIndex(Segment& seg, bool is_last);
+  // Drops the .txnindex entries of `seg` whose markers are at or past its end.
+  Status CutTxnIndex(Segment& seg);
   int64_t StartLocked() const;
 
   const std::string dir_;

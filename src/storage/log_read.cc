@@ -280,7 +280,8 @@ Status PartitionLog::TruncateTo(int64_t offset) {
   // directory is synced after each segment, so a power loss can only bring back a
   // suffix of what was removed, never leave a gap.
   auto remove_segment = [&](const Segment& s) -> Status {
-    for (const std::string* p : {&s.index_path, &s.time_index_path, &s.log_path}) {
+    for (const std::string* p :
+         {&s.index_path, &s.time_index_path, &s.txn_index_path, &s.log_path}) {
       files_->Evict(*p);
       if (env->Exists(*p)) RETURN_IF_ERROR(env->Remove(*p));
     }
@@ -298,7 +299,8 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     RETURN_IF_ERROR(remove_segment(*seg));
     segments_.clear();
     auto fresh = NewSegment(offset);
-    for (const std::string* p : {&fresh->log_path, &fresh->index_path, &fresh->time_index_path}) {
+    for (const std::string* p :
+         {&fresh->log_path, &fresh->index_path, &fresh->time_index_path, &fresh->txn_index_path}) {
       RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
     }
     RETURN_IF_ERROR(env->SyncDir(dir_));
@@ -315,6 +317,7 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     seg->reserved_end = 0;
     RETURN_IF_ERROR(file->Sync());
     RETURN_IF_ERROR(InstallScan(*seg, r, /*closed=*/false));
+    RETURN_IF_ERROR(CutTxnIndex(*seg));
     seg->closed_durable = false;
     new_end = r.next_offset;
   }
@@ -368,7 +371,8 @@ Result<int> PartitionLog::ApplyRetention() {
 // never comes back with a gap of offsets in the middle.
 Status PartitionLog::RemoveSegmentFiles(const std::vector<std::shared_ptr<Segment>>& doomed) {
   for (const auto& s : doomed) {
-    for (const std::string* p : {&s->log_path, &s->index_path, &s->time_index_path}) {
+    for (const std::string* p :
+         {&s->log_path, &s->index_path, &s->time_index_path, &s->txn_index_path}) {
       files_->Evict(*p);
       Status st = options_.env->Remove(*p);
       if (!st.ok() && options_.env->Exists(*p)) return st;
@@ -495,7 +499,7 @@ Status PartitionLog::ForEachBatchHeader(
     }
     gen = layout_gen_;
   }
-  uint8_t raw[kBatchHeaderSize];
+  uint8_t raw[kBatchHeaderSize + kControlPeekBytes];
   for (const auto& entry : segs) {
     const Segment& seg = *entry.first;
     uint64_t size = entry.second;
@@ -507,14 +511,24 @@ Status PartitionLog::ForEachBatchHeader(
           return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
                                  seg.log_path, pos, size - pos);
         }
-        ASSIGN_OR_RETURN(size_t n, file->ReadAt(pos, raw));
+        ASSIGN_OR_RETURN(size_t n, file->ReadAt(pos, std::span<uint8_t>(raw, kBatchHeaderSize)));
         if (n != kBatchHeaderSize)
           return CorruptionError("{} at byte {}: file is shorter than expected", seg.log_path, pos);
         BatchHeader h = ParseBatchHeader(raw);
         Status hs = CheckStoredHeader(
             h, static_cast<uint32_t>(std::min<uint64_t>(size - pos, MaxStoredBatch())));
         if (!hs.ok()) return CorruptionError("{} at byte {}: {}", seg.log_path, pos, hs.message());
-        if (h.next_offset() > from && !fn(h, std::span<const uint8_t>(raw, kBatchHeaderSize)))
+        size_t raw_size = kBatchHeaderSize;
+        if ((h.attributes & kAttrControl) != 0 && h.next_offset() > from) {
+          // The control record's key, for the batch's type (txn_index.h).
+          size_t peek = static_cast<size_t>(
+              std::min<uint64_t>(kControlPeekBytes, h.total_size() - kBatchHeaderSize));
+          ASSIGN_OR_RETURN(size_t got,
+                           file->ReadAt(pos + kBatchHeaderSize,
+                                        std::span<uint8_t>(raw + kBatchHeaderSize, peek)));
+          raw_size += got;
+        }
+        if (h.next_offset() > from && !fn(h, std::span<const uint8_t>(raw, raw_size)))
           return AbortedError("stopped");
         pos += h.total_size();
       }

@@ -188,6 +188,7 @@ class SegmentScanner {
 struct PartitionLog::Segment {
   int64_t base_offset = 0;
   std::string log_path, index_path, time_index_path;
+  std::string txn_index_path;  // <base>.txnindex (storage/log_txn.cc)
 
   uint64_t size = 0;               // bytes appended, including those not yet written
   uint64_t written_size = 0;       // bytes in the file: readers stop here
@@ -201,6 +202,8 @@ struct PartitionLog::Segment {
   uint64_t time_entries = 0;
   uint64_t written_index_entries = 0;  // in the offset-index file: readers search these
   uint64_t written_time_entries = 0;
+  uint64_t txn_entries = 0;  // in the .txnindex, including pending ones
+  uint64_t written_txn_entries = 0;
   bool closed_durable = false;  // rolled, and its files were synced
   // Blocks of the .log reserved up to here (ReserveAhead). Only the write job and
   // TruncateTo (which waits for it) touch it.
@@ -216,6 +219,8 @@ struct PartitionLog::Chunk {
   std::vector<uint8_t> index_bytes;
   uint64_t time_index_pos = 0;
   std::vector<uint8_t> time_index_bytes;
+  uint64_t txn_index_pos = 0;  // written and synced before `bytes`
+  std::vector<uint8_t> txn_index_bytes;
   int64_t end_offset = 0;       // offset after the chunk's last batch
   bool opens_segment = false;   // create the files and sync the directory first
   bool closes_segment = false;  // sync the segment's files after writing

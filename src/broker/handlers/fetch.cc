@@ -2,6 +2,11 @@
 // answers assembled on the connection's shard with the response's byte budget; with too
 // little data the fetch waits (a long poll), registered on each partition's owner, until
 // an append brings min_bytes, an error appears or max_wait_ms passes.
+//
+// read_committed (isolation_level 1, docs/design/0016-transactions.md, "Partitions"):
+// reads stop at the last stable offset and list the aborted transactions overlapping
+// what was read (Kafka's collectAbortedTxns). The LSO moves only when a marker or data
+// is written, which wakes the waiting fetches as any append does.
 #include "broker/handlers/fetch.h"
 
 #include <algorithm>
@@ -131,11 +136,14 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                                            : ErrorCode::kFencedLeaderEpoch;
           return;
         }
-        // No transactions, so the last stable offset is the high watermark.
         const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
         const int64_t start = log.start_offset();
+        // Records below the log start are gone: the LSO is never below it.
+        const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(start, hw));
+        const bool read_committed = req->isolation_level == 1;
+        const int64_t visible = read_committed ? lso : hw;
         out.high_watermark = hw;
-        out.last_stable_offset = hw;
+        out.last_stable_offset = lso;
         out.log_start_offset = start;
         out.aborted_transactions.emplace();
         if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
@@ -162,15 +170,23 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
         // connection's shard, in request order.
         const uint64_t limit = std::min<uint64_t>(
             max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
-        if (fp.fetch_offset < hw) {
+        if (fp.fetch_offset < visible) {
           Result<storage::ReadResult> read =
-              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), hw);
-          if (!read.ok()) {
-            out.error_code = read.status().code() == StatusCode::kOutOfRange
+              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), visible);
+          Result<std::vector<storage::AbortedTxn>> aborted = std::vector<storage::AbortedTxn>();
+          if (read.ok() && read->slice.size > 0 && read_committed) {
+            aborted = log.CollectAbortedTxns(fp.fetch_offset, read->next_offset);
+          }
+          const Status& failed = !read.ok() ? read.status() : aborted.status();
+          if (!failed.ok()) {
+            out.error_code = failed.code() == StatusCode::kOutOfRange
                                  ? ErrorCode::kOffsetOutOfRange
                                  : ErrorCode::kKafkaStorageError;
           } else if (read->slice.size > 0) {
             st->slices[i] = std::move(read->slice);
+            for (const storage::AbortedTxn& t : *aborted) {
+              out.aborted_transactions->push_back({t.producer_id, t.first_offset, {}});
+            }
           }
         }
       },

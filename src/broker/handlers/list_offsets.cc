@@ -1,5 +1,7 @@
 // Offsets by time and by epoch, read on each partition's owner: ListOffsets (latest,
-// earliest, max timestamp, by timestamp) and OffsetForLeaderEpoch (KIP-320).
+// earliest, max timestamp, by timestamp) and OffsetForLeaderEpoch (KIP-320). Under
+// read_committed (isolation_level 1) the latest offset is the last stable offset and a
+// lookup that lands at or past it finds nothing, as Kafka answers.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -68,9 +70,10 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
   }
   for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
   const int16_t version = h.api_version;
+  const bool read_committed = req.isolation_level == 1;
   ctx.shards.VisitOwners(
       home, std::move(targets),
-      [&ctx, st, where, version](Partition* part, size_t k) {
+      [&ctx, st, where, version, read_committed](Partition* part, size_t k) {
         kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
         const auto& wp = st->req.topics[where[k].first].partitions[where[k].second];
         if (part == nullptr) {
@@ -86,8 +89,11 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
                                : ErrorCode::kFencedLeaderEpoch;
           return;
         }
+        const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
+        const int64_t lso =
+            std::max(part->producers.LastStableOffset(hw), std::min(log.start_offset(), hw));
         if (wp.timestamp == kLatest) {
-          out.offset = HighWatermark(ctx.options.flush_policy, log);
+          out.offset = read_committed ? lso : hw;
         } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
           // Without tiered storage the earliest local offset is the log start.
           out.offset = log.start_offset();
@@ -135,6 +141,11 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
             // Records below the log start (DeleteRecords) are gone: never answer with one.
             out.offset = std::max(out.offset, log.start_offset());
           }
+        }
+        const bool by_time = wp.timestamp >= 0 || wp.timestamp == kMaxTimestamp;
+        if (read_committed && by_time && out.offset >= lso) {
+          out.offset = -1;  // not yet decided: read_committed consumers cannot see it
+          out.timestamp = -1;
         }
         if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
           out.leader_epoch = epochs.EpochAt(out.offset);

@@ -2,6 +2,13 @@
 // checks are the CPU work of a produce), then checked against its producer's sequences
 // and appended on its partition's owner; the answer goes out when the last append is
 // acknowledged (acks=1: written, acks=-1: durable), or not at all for acks=0.
+//
+// Transactions (docs/design/0016-transactions.md, "Partitions"): a transactional batch
+// needs the request's transactional id and a running transaction coordinator; one that
+// would open its producer's transaction on a partition is first verified with the
+// coordinator (KIP-890 part 1: the owner hands out a token, the coordinator is asked,
+// and a second visit appends if no marker came in between). Control batches come only
+// from the coordinator (txn_partition_markers.h).
 #include <fmt/format.h>
 
 #include <atomic>
@@ -12,6 +19,7 @@
 
 #include "base/clock.h"
 #include "broker/handlers/handlers.h"
+#include "broker/offset_log.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker::handlers {
@@ -50,7 +58,121 @@ struct ProduceAppend {
   ProducerBatch batch;
   bool log_append_time = false;
   std::span<const uint8_t> records;  // in PendingProduce::frame
+  // A transactional batch that would open its producer's transaction: the owner's
+  // verification token (written by the owner in the first visit, read after it).
+  bool verify = false;
+  uint64_t token = 0;
 };
+
+// The produce error for a verifier's answer (Kafka's ReplicaManager and
+// AddPartitionsToTxnManager): fencing is INVALID_PRODUCER_EPOCH, which producers handle
+// here; a coordinator that cannot answer now is NOT_ENOUGH_REPLICAS, which every client
+// retries without a metadata refresh.
+std::pair<ErrorCode, std::string> VerificationError(ErrorCode e, int16_t version) {
+  constexpr auto kTransactionAbortable = static_cast<ErrorCode>(118);
+  switch (e) {
+    case ErrorCode::kProducerFenced:
+    case ErrorCode::kInvalidProducerEpoch:
+      return {ErrorCode::kInvalidProducerEpoch, "the producer's epoch is fenced"};
+    case ErrorCode::kInvalidTxnState:
+      return {ErrorCode::kInvalidTxnState, "Partition was not added to the transaction"};
+    case ErrorCode::kConcurrentTransactions:
+    case ErrorCode::kNetworkException:
+    case ErrorCode::kCoordinatorLoadInProgress:
+    case ErrorCode::kCoordinatorNotAvailable:
+    case ErrorCode::kNotCoordinator:
+      return {ErrorCode::kNotEnoughReplicas,
+              fmt::format("Unable to verify the partition has been added to the transaction. "
+                          "Underlying error: {}",
+                          static_cast<int>(e))};
+    default:
+      if (e == kTransactionAbortable && version <= 10) return {ErrorCode::kInvalidTxnState, ""};
+      return {e, ""};
+  }
+}
+
+// On the partition's owner: the producer checks and the append of (*appends)[k].
+// `verified` is false in the first visit: a transactional batch that would open its
+// producer's transaction then gets a token instead of an append; true in the second
+// visit, after the coordinator said yes, when the token must still hold.
+void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
+                   std::vector<ProduceAppend>& appends, size_t k, Partition* part, int16_t acks,
+                   bool verified) {
+  ProduceAppend& a = appends[k];
+  auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
+  if (part == nullptr) {
+    out.error_code = ErrorCode::kUnknownTopicOrPartition;
+    out.error_message = fmt::format("no partition {} of topic '{}'", out.index,
+                                    pending->resp.responses[a.topic].name);
+    return;
+  }
+  out.log_start_offset = part->log->start_offset();
+  ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
+  switch (check.verdict) {
+    case ProducerStateTable::Verdict::kAppend:
+      break;
+    case ProducerStateTable::Verdict::kDuplicate:
+      out.base_offset = check.first_offset;
+      return;
+    case ProducerStateTable::Verdict::kOutOfOrder:
+      out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
+      out.error_message = check.message;
+      return;
+    case ProducerStateTable::Verdict::kFenced:
+      out.error_code = ErrorCode::kInvalidProducerEpoch;
+      out.error_message = check.message;
+      return;
+    case ProducerStateTable::Verdict::kUnknownProducer:
+      out.error_code = ErrorCode::kUnknownProducerId;
+      out.error_message = check.message;
+      return;
+    case ProducerStateTable::Verdict::kInvalidTxnState:
+      out.error_code = ErrorCode::kInvalidTxnState;
+      out.error_message = check.message;
+      return;
+  }
+  if (a.batch.transactional) {
+    if (!verified) {
+      a.token = part->producers.StartVerification(a.batch.producer_id);
+      if (a.token != 0) {
+        a.verify = true;  // asked of the coordinator, then visited again
+        return;
+      }
+    } else if (!part->producers.Verified(a.batch.producer_id, a.token)) {
+      out.error_code = ErrorCode::kInvalidTxnState;
+      out.error_message = "Record was not part of an ongoing transaction";
+      return;
+    }
+  }
+  storage::AppendOptions ao;
+  ao.leader_epoch = part->epochs.latest_epoch();
+  ao.log_append_time = a.log_append_time;
+  ao.crc_checked = true;  // by ValidateRecords, on the connection's shard
+  ao.ack = acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
+  if (acks != 0) {
+    pending->outstanding.fetch_add(1, std::memory_order_relaxed);
+    ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
+      // `out` lives in pending->resp, which this callback keeps alive.
+      if (st.ok()) {
+        out.base_offset = ai.base_offset;
+        out.log_append_time_ms = ai.log_append_time_ms;
+      } else {
+        out.base_offset = -1;
+        out.error_code = ErrorCode::kKafkaStorageError;
+        out.error_message = st.ToString();
+      }
+      PendingProduce::Release(pending);
+    };
+  }
+  Result<storage::AppendInfo> appended = part->log->Append(a.records, std::move(ao));
+  if (!appended.ok()) {
+    if (acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
+    out.error_code = ErrorCode::kKafkaStorageError;
+    out.error_message = appended.status().ToString();
+    return;
+  }
+  part->producers.OnAppended(a.batch, appended->base_offset);
+}
 
 }  // namespace
 
@@ -79,6 +201,9 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   // check and the append on each partition's owner.
   auto appends = std::make_shared<std::vector<ProduceAppend>>();
   std::vector<Target> targets;
+  std::pair<ErrorCode, std::string> txn_refusal{ErrorCode::kNone, ""};
+  int64_t txn_pid = -1;
+  int16_t txn_epoch = -1;
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     const auto& topic = req.topic_data[t];
     const MetadataSnapshot::Topic* info = meta.Find(topic.name);
@@ -118,10 +243,27 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
         fail(kafka::RecordsErrorCode(st), st.message());
         continue;
       }
-      if (batch_info.control || batch_info.transactional) {
-        // No transactions yet (decision 11 of the plan).
-        fail(ErrorCode::kInvalidRecord, "transactional and control batches are not supported");
+      if (batch_info.control) {
+        fail(ErrorCode::kInvalidRecord,
+             "control batches are written by the transaction coordinator, not by clients");
         continue;
+      }
+      if (batch_info.transactional) {
+        if (!req.transactional_id.has_value()) {
+          // Kafka answers the whole request so (KafkaApis.handleProduceRequest).
+          txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed,
+                         "a transactional batch needs the request's transactional id"};
+        } else if (txn_pid >= 0 && txn_pid != batch_info.producer_id) {
+          txn_refusal = {ErrorCode::kInvalidProducerIdMapping,
+                         "transactional batches of more than one producer id in one request"};
+        }
+        txn_pid = batch_info.producer_id;
+        txn_epoch = batch_info.producer_epoch;
+        if (ctx.txn_verifier == nullptr) {
+          fail(ErrorCode::kNotEnoughReplicas,
+               "no transaction coordinator runs: transactional batches cannot be verified");
+          continue;
+        }
       }
       ProduceAppend a;
       a.topic = t;
@@ -130,11 +272,25 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
       a.batch.producer_epoch = batch_info.producer_epoch;
       a.batch.base_sequence = batch_info.base_sequence;
       a.batch.record_count = batch_info.header.records_count;
+      a.batch.transactional = batch_info.transactional;
+      a.batch.max_timestamp = batch_info.max_timestamp;
       a.log_append_time = config.log_append_time;
       a.records = *pd.records;
       appends->push_back(a);
       targets.push_back(std::move(target));
     }
+  }
+  if (txn_refusal.first != ErrorCode::kNone) {
+    // The whole request is refused: every partition gets the error, nothing is appended.
+    for (auto& t : resp.responses) {
+      for (auto& out : t.partition_responses) {
+        out.error_code = txn_refusal.first;
+        out.error_message = txn_refusal.second;
+        out.base_offset = -1;
+      }
+    }
+    appends->clear();
+    targets.clear();
   }
   // acks=0: nothing is answered, and the next request may come (the owners take this
   // one's appends first: each loop runs its posts in order).
@@ -145,71 +301,62 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   }
   pending->frame = call.frame;
   const int16_t acks = req.acks;
+  const std::vector<Target> all_targets = targets;
   ctx.shards.VisitOwners(
       home, std::move(targets),
       [pending, appends, acks](Partition* part, size_t k) {
         // On the owner's thread: the only one touching part->producers.
-        const ProduceAppend& a = (*appends)[k];
-        auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
-        if (part == nullptr) {
-          out.error_code = ErrorCode::kUnknownTopicOrPartition;
-          out.error_message = fmt::format("no partition {} of topic '{}'", out.index,
-                                          pending->resp.responses[a.topic].name);
-          return;
-        }
-        out.log_start_offset = part->log->start_offset();
-        ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
-        switch (check.verdict) {
-          case ProducerStateTable::Verdict::kAppend:
-            break;
-          case ProducerStateTable::Verdict::kDuplicate:
-            out.base_offset = check.first_offset;
-            return;
-          case ProducerStateTable::Verdict::kOutOfOrder:
-            out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
-            out.error_message = check.message;
-            return;
-          case ProducerStateTable::Verdict::kFenced:
-            out.error_code = ErrorCode::kInvalidProducerEpoch;
-            out.error_message = check.message;
-            return;
-          case ProducerStateTable::Verdict::kUnknownProducer:
-            out.error_code = ErrorCode::kUnknownProducerId;
-            out.error_message = check.message;
-            return;
-        }
-        storage::AppendOptions ao;
-        ao.leader_epoch = part->epochs.latest_epoch();
-        ao.log_append_time = a.log_append_time;
-        ao.crc_checked = true;  // by ValidateRecords, on the connection's shard
-        ao.ack = acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
-        if (acks != 0) {
-          pending->outstanding.fetch_add(1, std::memory_order_relaxed);
-          ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
-            // `out` lives in pending->resp, which this callback keeps alive.
-            if (st.ok()) {
-              out.base_offset = ai.base_offset;
-              out.log_append_time_ms = ai.log_append_time_ms;
-            } else {
-              out.base_offset = -1;
-              out.error_code = ErrorCode::kKafkaStorageError;
-              out.error_message = st.ToString();
-            }
-            PendingProduce::Release(pending);
-          };
-        }
-        Result<storage::AppendInfo> appended = part->log->Append(a.records, std::move(ao));
-        if (!appended.ok()) {
-          if (acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
-          out.error_code = ErrorCode::kKafkaStorageError;
-          out.error_message = appended.status().ToString();
-          return;
-        }
-        part->producers.OnAppended(a.batch, appended->base_offset);
+        AppendOnOwner(pending, *appends, k, part, acks, /*verified=*/false);
       },
-      [pending] {
-        pending->frame.reset();  // every owner has copied its records
-        PendingProduce::Release(pending);
+      [&ctx, pending, appends, acks, all_targets, txn_pid, txn_epoch,
+       txn_id = req.transactional_id.value_or(""), loop = conn->loop()] {
+        std::vector<size_t> asked;
+        std::vector<TopicPartition> partitions;
+        for (size_t k = 0; k < appends->size(); ++k) {
+          if (!(*appends)[k].verify) continue;
+          asked.push_back(k);
+          partitions.push_back({all_targets[k].key.first, all_targets[k].key.second});
+        }
+        if (asked.empty() || ctx.txn_verifier == nullptr) {
+          pending->frame.reset();  // every owner has copied its records
+          PendingProduce::Release(pending);
+          return;
+        }
+        // The frame and one count stay held until the second visit is done.
+        ctx.txn_verifier->Verify(
+            txn_id, txn_pid, txn_epoch, std::move(partitions),
+            [&ctx, pending, appends, acks, all_targets, asked,
+             loop](std::vector<ErrorCode> errors) {
+              ctx.shards.PostGated(loop, [&ctx, pending, appends, acks, all_targets, asked,
+                                          errors = std::move(errors), loop] {
+                const int16_t version = pending->header.api_version;
+                std::vector<Target> again;
+                std::vector<size_t> which;
+                for (size_t j = 0; j < asked.size(); ++j) {
+                  const ProduceAppend& a = (*appends)[asked[j]];
+                  auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
+                  const ErrorCode e =
+                      j < errors.size() ? errors[j] : ErrorCode::kUnknownServerError;
+                  if (e != ErrorCode::kNone) {
+                    auto [code, message] = VerificationError(e, version);
+                    out.error_code = code;
+                    out.error_message = std::move(message);
+                    continue;
+                  }
+                  again.push_back(all_targets[asked[j]]);
+                  which.push_back(asked[j]);
+                }
+                ctx.shards.VisitOwners(
+                    ctx.shards.ShardOf(loop), std::move(again),
+                    [pending, appends, acks, which](Partition* part, size_t j) {
+                      AppendOnOwner(pending, *appends, which[j], part, acks, /*verified=*/true);
+                    },
+                    [pending] {
+                      pending->frame.reset();
+                      PendingProduce::Release(pending);
+                    });
+              });
+            });
       });
 }
 

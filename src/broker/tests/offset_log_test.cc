@@ -1,5 +1,6 @@
 // OffsetLog: the __consumer_offsets record formats, replay after reopen, tombstones,
-// malformed records at replay, and snapshots that keep exactly the live state.
+// malformed records at replay, snapshots that keep exactly the live state, and the
+// offsets of transactions (pending offsets, markers, their replay and snapshots).
 #include "broker/offset_log.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,10 @@
 
 #include "kafka/protocol/records.h"
 #include "kafka/protocol/wire.h"
+#include "storage/batch_header.h"
 #include "storage/io_executor.h"
 #include "storage/log.h"
+#include "storage/testing/fault_env.h"
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
@@ -367,6 +370,365 @@ TEST_F(OffsetLogTest, SnapshotKeepsExactlyTheLiveState) {
   }
   EXPECT_EQ(reopened_groups, groups);
   EXPECT_EQ(reopened->live_bytes(), log->live_bytes());
+}
+
+// -----------------------------------------------------------------------------------------
+// Transactions
+
+TEST(OffsetsFormatTest, MarkerIsKafkasControlRecord) {
+  EXPECT_EQ(offsets_format::EncodeMarkerKey(true), (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(offsets_format::EncodeMarkerKey(false), (std::vector<uint8_t>{0, 0, 0, 0}));
+  EXPECT_EQ(offsets_format::EncodeMarkerValue(0x01020304),
+            (std::vector<uint8_t>{0, 0, 1, 2, 3, 4}));
+  auto batch = offsets_format::BuildMarkerBatch(77, 5, true, 3, 1000);
+  storage::BatchHeader h = storage::ParseBatchHeader(batch);
+  EXPECT_EQ(h.attributes, storage::kAttrTransactional | storage::kAttrControl);
+  EXPECT_EQ(h.records_count, 1);
+  EXPECT_EQ(storage::LoadBE64(batch.data() + storage::kProducerIdOffset), 77u);
+  EXPECT_EQ(storage::LoadBE16(batch.data() + storage::kProducerEpochOffset), 5u);
+  EXPECT_EQ(static_cast<int32_t>(storage::LoadBE32(batch.data() + storage::kBaseSequenceOffset)),
+            -1);
+  EXPECT_TRUE(storage::ValidateBatch(batch, 1 << 20).ok());
+  kafka::RecordReader reader;
+  ASSERT_TRUE(reader.Open(batch, 1 << 20).ok());
+  kafka::Record rec;
+  ASSERT_TRUE(reader.Next(&rec));
+  ASSERT_TRUE(rec.key && rec.value);
+  EXPECT_EQ(std::vector<uint8_t>(rec.key->begin(), rec.key->end()),
+            (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(std::vector<uint8_t>(rec.value->begin(), rec.value->end()),
+            (std::vector<uint8_t>{0, 0, 0, 0, 0, 3}));
+}
+
+TEST(OffsetsFormatTest, MarkerKeyDecoding) {
+  EXPECT_EQ(*offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 0, 0, 1}), true);
+  EXPECT_EQ(*offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 0, 0, 0}), false);
+  // A later key version is read as version 0, as Kafka does.
+  EXPECT_EQ(*offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 1, 0, 1, 9}), true);
+  EXPECT_FALSE(offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 0, 0}).ok());
+  EXPECT_FALSE(offsets_format::DecodeMarkerKey(std::vector<uint8_t>{}).ok());
+  EXPECT_FALSE(offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0xff, 0xff, 0, 1}).ok());
+  EXPECT_FALSE(offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 0, 0, 2}).ok());
+  EXPECT_FALSE(offsets_format::DecodeMarkerKey(std::vector<uint8_t>{0, 0, 0xff, 0xff}).ok());
+}
+
+class OffsetLogTxnTest : public OffsetLogTest {
+ protected:
+  static Status TxnDurable(OffsetLog& log, int64_t pid, int16_t epoch, const OffsetWrite& w) {
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    Status st = log.WriteTxnOffsets(pid, epoch, w, [p](const Status& s) { p->set_value(s); });
+    if (!st.ok()) return st;
+    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      return InternalError("no durable callback");
+    }
+    return f.get();
+  }
+  static Status MarkerDurable(OffsetLog& log, int64_t pid, int16_t epoch, bool commit) {
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    Status st = log.CompleteTxn(pid, epoch, commit, 0, [p](const Status& s) { p->set_value(s); });
+    if (!st.ok()) return st;
+    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+      return InternalError("no durable callback");
+    }
+    return f.get();
+  }
+  static OffsetWrite One(const std::string& group, TopicPartition tp, CommittedOffset v) {
+    OffsetWrite w;
+    w.Commit(group, std::move(tp), std::move(v));
+    return w;
+  }
+  // Every batch header of the log in `dir`, with its producer id.
+  std::vector<std::pair<storage::BatchHeader, int64_t>> Batches(const std::string& dir) {
+    storage::LogOptions lo;
+    lo.executor = &executor_;
+    auto plog = storage::PartitionLog::Open(dir, lo);
+    EXPECT_TRUE(plog.ok());
+    std::vector<std::pair<storage::BatchHeader, int64_t>> out;
+    if (!plog.ok()) return out;
+    int64_t offset = (*plog)->start_offset();
+    while (offset < (*plog)->written_end_offset()) {
+      auto rr = (*plog)->Read(offset, 1 << 20);
+      EXPECT_TRUE(rr.ok());
+      if (!rr.ok() || rr->slice.size == 0) break;
+      std::vector<uint8_t> buf;
+      EXPECT_TRUE(storage::PartitionLog::ReadSlice(rr->slice, &buf).ok());
+      size_t pos = 0;
+      while (pos + storage::kBatchHeaderSize <= buf.size()) {
+        storage::BatchHeader h = storage::ParseBatchHeader(std::span(buf).subspan(pos));
+        out.emplace_back(h, static_cast<int64_t>(
+                                storage::LoadBE64(buf.data() + pos + storage::kProducerIdOffset)));
+        pos += h.total_size();
+      }
+      offset = rr->next_offset;
+    }
+    EXPECT_TRUE((*plog)->Close().ok());
+    return out;
+  }
+};
+
+TEST_F(OffsetLogTxnTest, PendingUntilCommittedThenVisible) {
+  auto log = Open();
+  ASSERT_TRUE(TxnDurable(*log, 7, 1, One("g", {"t", 0}, Value(10))).ok());
+  EXPECT_EQ(log->Find("g", {"t", 0}), nullptr);
+  EXPECT_TRUE(log->HasPendingOffset("g", {"t", 0}));
+  EXPECT_FALSE(log->HasPendingOffset("g", {"t", 1}));
+  EXPECT_TRUE(log->HasOffsets("g"));
+  ASSERT_NE(log->FindPending(7, "g", {"t", 0}), nullptr);
+  EXPECT_EQ(*log->FindPending(7, "g", {"t", 0}), Value(10));
+  EXPECT_EQ(log->OpenProducers(), (std::vector<int64_t>{7}));
+  EXPECT_EQ(log->GroupIds(), (std::vector<std::string>{"g"}));
+  ASSERT_TRUE(MarkerDurable(*log, 7, 1, true).ok());
+  ASSERT_NE(log->Find("g", {"t", 0}), nullptr);
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(10));
+  EXPECT_FALSE(log->HasPendingOffset("g", {"t", 0}));
+  EXPECT_EQ(log->pending_count(), 0u);
+  const uint64_t live = log->live_bytes();
+  ASSERT_TRUE(log->Close().ok());
+
+  // On disk: a transactional batch of producer 7, then its control batch.
+  auto batches = Batches(Options().dir);
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(batches[0].first.attributes, storage::kAttrTransactional);
+  EXPECT_EQ(batches[0].second, 7);
+  EXPECT_EQ(batches[1].first.attributes, storage::kAttrTransactional | storage::kAttrControl);
+  EXPECT_EQ(batches[1].second, 7);
+
+  auto reopened = Open();
+  EXPECT_EQ(*reopened->Find("g", {"t", 0}), Value(10));
+  EXPECT_EQ(reopened->pending_count(), 0u);
+  EXPECT_EQ(reopened->live_bytes(), live);
+  EXPECT_EQ(reopened->ProducerEpoch(7), std::optional<int16_t>(1));
+}
+
+TEST_F(OffsetLogTxnTest, ReplayFollowsKafkasOrderingRules) {
+  {
+    auto log = Open();
+    OffsetWrite base;
+    base.Commit("g", {"t", 0}, Value(1));
+    base.Commit("g", {"t", 1}, Value(1));
+    ASSERT_TRUE(WriteDurable(*log, base).ok());
+    // Producer 1 commits t-0 and t-1; a plain commit of t-1 follows its records.
+    OffsetWrite t1;
+    t1.Commit("g", {"t", 0}, Value(10));
+    t1.Commit("g", {"t", 1}, Value(11));
+    t1.Commit("h", {"t", 0}, Value(12));
+    ASSERT_TRUE(TxnDurable(*log, 1, 0, t1).ok());
+    ASSERT_TRUE(WriteDurable(*log, One("g", {"t", 1}, Value(5))).ok());
+    // Producer 2 aborts; producer 3 never finishes.
+    ASSERT_TRUE(TxnDurable(*log, 2, 0, One("g", {"t", 2}, Value(20))).ok());
+    ASSERT_TRUE(TxnDurable(*log, 3, 0, One("g", {"t", 3}, Value(30))).ok());
+    ASSERT_TRUE(MarkerDurable(*log, 1, 0, true).ok());
+    ASSERT_TRUE(MarkerDurable(*log, 2, 0, false).ok());
+    EXPECT_EQ(*log->Find("g", {"t", 0}), Value(10));
+    EXPECT_EQ(*log->Find("g", {"t", 1}), Value(5));
+    EXPECT_EQ(*log->Find("h", {"t", 0}), Value(12));
+    EXPECT_EQ(log->Find("g", {"t", 2}), nullptr);
+    EXPECT_EQ(log->Find("g", {"t", 3}), nullptr);
+  }
+  auto log = Open();
+  EXPECT_EQ(log->skipped_records(), 0);
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(10));
+  EXPECT_EQ(*log->Find("g", {"t", 1}), Value(5));
+  EXPECT_EQ(*log->Find("h", {"t", 0}), Value(12));
+  EXPECT_EQ(log->Find("g", {"t", 2}), nullptr);
+  EXPECT_EQ(log->Find("g", {"t", 3}), nullptr);
+  EXPECT_TRUE(log->HasPendingOffset("g", {"t", 3}));
+  EXPECT_EQ(log->OpenProducers(), (std::vector<int64_t>{3}));
+  // Producer 3 still completes after the reopen.
+  ASSERT_TRUE(MarkerDurable(*log, 3, 0, true).ok());
+  EXPECT_EQ(*log->Find("g", {"t", 3}), Value(30));
+}
+
+TEST_F(OffsetLogTxnTest, StaleEpochsAreRefusedAndRemembered) {
+  {
+    auto log = Open();
+    ASSERT_TRUE(TxnDurable(*log, 9, 4, One("g", {"t", 0}, Value(1))).ok());
+    EXPECT_EQ(TxnDurable(*log, 9, 3, One("g", {"t", 0}, Value(2))).code(), StatusCode::kAborted);
+    EXPECT_EQ(MarkerDurable(*log, 9, 3, true).code(), StatusCode::kAborted);
+    EXPECT_EQ(*log->FindPending(9, "g", {"t", 0}), Value(1));
+    // Not a Commit: refused.
+    OffsetWrite bad;
+    bad.DeleteGroup("g");
+    EXPECT_EQ(log->WriteTxnOffsets(9, 4, bad, [](const Status&) {}).code(),
+              StatusCode::kInvalidArgument);
+    ASSERT_TRUE(MarkerDurable(*log, 9, 5, false).ok());  // a bumped epoch aborts
+  }
+  auto log = Open();
+  EXPECT_EQ(log->ProducerEpoch(9), std::optional<int16_t>(5));
+  EXPECT_EQ(TxnDurable(*log, 9, 4, One("g", {"t", 0}, Value(2))).code(), StatusCode::kAborted);
+  EXPECT_EQ(log->pending_count(), 0u);
+}
+
+TEST_F(OffsetLogTxnTest, AMarkerWithNothingPendingIsStillWritten) {
+  auto log = Open();
+  ASSERT_TRUE(MarkerDurable(*log, 4, 0, true).ok());
+  EXPECT_GT(log->log_bytes(), 0u);
+  EXPECT_TRUE(log->GroupIds().empty());
+  ASSERT_TRUE(log->Close().ok());
+  auto batches = Batches(Options().dir);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(batches[0].first.attributes, storage::kAttrTransactional | storage::kAttrControl);
+  EXPECT_EQ(Open()->skipped_records(), 0);
+}
+
+TEST_F(OffsetLogTxnTest, TombstonesDropPendingOffsets) {
+  {
+    auto log = Open();
+    ASSERT_TRUE(TxnDurable(*log, 1, 0, One("g", {"a", 0}, Value(1))).ok());
+    ASSERT_TRUE(TxnDurable(*log, 1, 0, One("g", {"b", 0}, Value(2))).ok());
+    ASSERT_TRUE(TxnDurable(*log, 2, 0, One("h", {"a", 0}, Value(3))).ok());
+    OffsetWrite d;
+    d.DeleteGroup("g");  // g's pending offsets (producer 1) go
+    d.DeleteTopic("a");  // h's pending a-0 (producer 2) goes
+    ASSERT_TRUE(WriteDurable(*log, d).ok());
+    EXPECT_EQ(log->pending_count(), 0u);
+    EXPECT_TRUE(log->GroupIds().empty());
+    EXPECT_EQ(log->live_bytes(), 0u);
+  }
+  auto log = Open();
+  EXPECT_EQ(log->pending_count(), 0u);
+  EXPECT_TRUE(log->GroupIds().empty());
+  ASSERT_TRUE(MarkerDurable(*log, 1, 0, true).ok());
+  ASSERT_TRUE(MarkerDurable(*log, 2, 0, true).ok());
+  EXPECT_EQ(log->Find("g", {"b", 0}), nullptr);
+  EXPECT_EQ(log->Find("h", {"a", 0}), nullptr);
+}
+
+TEST_F(OffsetLogTxnTest, MalformedMarkersAndTransactionalBatchesAreSkipped) {
+  OffsetLogOptions o = Options();
+  {
+    storage::LogOptions lo;
+    lo.executor = &executor_;
+    auto plog = storage::PartitionLog::Open(o.dir, lo);
+    ASSERT_TRUE(plog.ok()) << plog.status().ToString();
+    auto append = [&](const std::vector<uint8_t>& batch) {
+      ASSERT_TRUE((*plog)->Append(batch, storage::AppendOptions{}).ok());
+    };
+    auto key = offsets_format::EncodeOffsetKey("g", {"t", 0});
+    auto key1 = offsets_format::EncodeOffsetKey("g", {"t", 1});
+    auto value = offsets_format::EncodeOffsetValue(Value(100));
+    auto txn_batch = [&](int64_t pid, const std::vector<uint8_t>& k) {
+      kafka::RecordInput in;
+      in.key = std::span<const uint8_t>(k);
+      in.value = std::span<const uint8_t>(value);
+      kafka::BatchBuilderOptions bo;
+      bo.transactional = true;
+      bo.producer_id = pid;
+      bo.producer_epoch = pid < 0 ? -1 : 0;
+      bo.base_sequence = 0;
+      return kafka::BuildBatch(bo, std::span<const kafka::RecordInput>(&in, 1));
+    };
+    auto control = [&](int64_t pid, std::optional<std::vector<uint8_t>> k) {
+      auto v = offsets_format::EncodeMarkerValue(0);
+      kafka::RecordInput in;
+      if (k) in.key = std::span<const uint8_t>(*k);
+      in.value = std::span<const uint8_t>(v);
+      kafka::BatchBuilderOptions bo;
+      bo.transactional = true;
+      bo.control = true;
+      bo.producer_id = pid;
+      bo.producer_epoch = 0;
+      return kafka::BuildBatch(bo, std::span<const kafka::RecordInput>(&in, 1));
+    };
+    append(txn_batch(-1, key));                                  // no producer: skipped
+    append(txn_batch(5, key));                                   // producer 5, t-0
+    append(txn_batch(6, key1));                                  // producer 6, t-1
+    append(control(6, std::vector<uint8_t>{0, 0, 0, 7}));        // unknown type
+    append(control(6, std::vector<uint8_t>{0, 0}));              // truncated key
+    append(control(6, std::nullopt));                            // null key
+    append(control(-1, offsets_format::EncodeMarkerKey(true)));  // no producer
+    append(control(5, offsets_format::EncodeMarkerKey(true)));   // good: commits t-0
+    ASSERT_TRUE((*plog)->Close().ok());
+  }
+  auto log = Open(o);
+  ASSERT_NE(log, nullptr);
+  EXPECT_EQ(log->skipped_records(), 5);
+  ASSERT_NE(log->Find("g", {"t", 0}), nullptr);
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(100));
+  // Producer 6's markers were all bad: its offset stays pending, for the coordinator.
+  EXPECT_EQ(log->Find("g", {"t", 1}), nullptr);
+  EXPECT_TRUE(log->HasPendingOffset("g", {"t", 1}));
+  ASSERT_TRUE(MarkerDurable(*log, 6, 0, true).ok());
+  EXPECT_EQ(*log->Find("g", {"t", 1}), Value(100));
+}
+
+// A crash after the offsets and before the marker, and one after the marker: the
+// offsets are pending, then visible (a power loss drops what was not synced).
+TEST_F(OffsetLogTxnTest, CrashBetweenOffsetsAndMarker) {
+  storage::testing::FaultEnv env(storage::Env::Posix());
+  OffsetLogOptions o = Options();
+  o.env = &env;
+  auto crash = [&](std::unique_ptr<OffsetLog>& log, uint64_t seed) {
+    env.SimulateCrash();
+    (void)log->Close();
+    log.reset();
+    ASSERT_TRUE(env.DropUnsyncedData(seed, storage::testing::TearMode::kDropAll).ok());
+    env.Reset();
+    log = Open(o);
+    ASSERT_NE(log, nullptr);
+  };
+  auto log = Open(o);
+  ASSERT_TRUE(TxnDurable(*log, 3, 0, One("g", {"t", 0}, Value(50))).ok());
+  crash(log, 1);
+  EXPECT_EQ(log->Find("g", {"t", 0}), nullptr);
+  EXPECT_TRUE(log->HasPendingOffset("g", {"t", 0}));
+  ASSERT_TRUE(MarkerDurable(*log, 3, 0, true).ok());
+  crash(log, 2);
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(50));
+  EXPECT_FALSE(log->HasPendingOffset("g", {"t", 0}));
+}
+
+// The snapshot writes pending offsets again, in log order with the visible ones, so a
+// transaction completed after it (or replayed across it) ends exactly as without it.
+TEST_F(OffsetLogTxnTest, SnapshotKeepsPendingOffsetsAndTheirOrder) {
+  OffsetLogOptions o = Options();
+  o.segment_bytes = 4096;
+  o.snapshot_min_bytes = 16384;
+  auto log = Open(o);
+  ASSERT_NE(log, nullptr);
+  // t-0: visible 1, then producer 1's 10 (wins at commit). t-1: producer 2's 20, then a
+  // plain 2 (wins). t-2: producer 3, aborted after the snapshot.
+  ASSERT_TRUE(WriteDurable(*log, One("g", {"t", 0}, Value(1))).ok());
+  ASSERT_TRUE(TxnDurable(*log, 1, 0, One("g", {"t", 0}, Value(10))).ok());
+  ASSERT_TRUE(TxnDurable(*log, 2, 0, One("g", {"t", 1}, Value(20))).ok());
+  ASSERT_TRUE(WriteDurable(*log, One("g", {"t", 1}, Value(2))).ok());
+  ASSERT_TRUE(TxnDurable(*log, 3, 0, One("g", {"t", 2}, Value(30))).ok());
+  for (int round = 0; !log->SnapshotDue(); ++round) {
+    ASSERT_LT(round, 10000) << "the snapshot never became due";
+    ASSERT_TRUE(WriteDurable(*log, One("other", {"x", round % 3}, Value(round))).ok());
+  }
+  const int segments_before = log->segment_count();
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  ASSERT_TRUE(log->StartSnapshot([p](const Status& st) { p->set_value(st); }).ok());
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  Status written = f.get();
+  ASSERT_TRUE(written.ok());
+  ASSERT_TRUE(log->FinishSnapshot(written).ok());
+  EXPECT_LT(log->segment_count(), segments_before);
+  // Every first record is gone: the pending ones now live in the snapshot.
+  ASSERT_TRUE(log->Close().ok());
+  log = Open(o);
+  EXPECT_EQ(log->skipped_records(), 0);
+  EXPECT_EQ(log->OpenProducers(), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(*log->FindPending(1, "g", {"t", 0}), Value(10));
+  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(1));
+  EXPECT_EQ(*log->Find("g", {"t", 1}), Value(2));
+  EXPECT_EQ(log->ProducerEpoch(2), std::optional<int16_t>(0));
+  ASSERT_TRUE(MarkerDurable(*log, 1, 0, true).ok());
+  ASSERT_TRUE(MarkerDurable(*log, 2, 0, true).ok());
+  ASSERT_TRUE(MarkerDurable(*log, 3, 0, false).ok());
+  auto check = [](const OffsetLog& l) {
+    EXPECT_EQ(*l.Find("g", {"t", 0}), Value(10));
+    EXPECT_EQ(*l.Find("g", {"t", 1}), Value(2));
+    EXPECT_EQ(l.Find("g", {"t", 2}), nullptr);
+    EXPECT_EQ(l.pending_count(), 0u);
+  };
+  check(*log);
+  ASSERT_TRUE(log->Close().ok());
+  check(*Open(o));
 }
 
 }  // namespace

@@ -17,6 +17,13 @@ ProducerBatch B(int64_t pid, int16_t epoch, int32_t seq, int32_t count) {
   return ProducerBatch{pid, epoch, seq, count};
 }
 
+// A transactional batch.
+ProducerBatch T(int64_t pid, int16_t epoch, int32_t seq, int32_t count) {
+  ProducerBatch b{pid, epoch, seq, count};
+  b.transactional = true;
+  return b;
+}
+
 TEST(ProducerStateTest, NonIdempotentBatchesAreAlwaysAppended) {
   ProducerStateTable t;
   EXPECT_EQ(t.CheckBatch(B(-1, -1, -1, 5)).verdict, Verdict::kAppend);
@@ -102,6 +109,129 @@ TEST(ProducerStateTest, RebuiltFromTheLogHeaders) {
   EXPECT_EQ(t.CheckBatch(B(42, 1, 36, 1)).verdict, Verdict::kAppend);
   EXPECT_EQ(t.CheckBatch(B(42, 1, 15, 3)).verdict,
             Verdict::kOutOfOrder);  // older than the last five
+}
+
+TEST(ProducerStateTest, ATransactionHoldsTheLsoUntilItsMarkerIsBelowTheHighWatermark) {
+  ProducerStateTable t;
+  EXPECT_EQ(t.LastStableOffset(10), 10);
+  t.OnAppended(B(1, 0, 0, 5), 0);  // idempotent, not transactional: stable at once
+  t.OnAppended(T(2, 0, 0, 3), 5);
+  t.OnAppended(T(2, 0, 3, 3), 8);  // continues the open transaction
+  EXPECT_EQ(t.OpenTxn(2), 5);
+  EXPECT_EQ(t.LastStableOffset(11), 5);
+  t.OnAppended(T(3, 0, 0, 2), 11);
+  EXPECT_EQ(t.open_txn_count(), 2u);
+  EXPECT_EQ(t.LastStableOffsetWithout(2), 11);
+  EXPECT_EQ(t.LastStableOffsetWithout(3), 5);
+  t.OnMarker(2, 0, 0, 13);
+  EXPECT_EQ(t.OpenTxn(2), std::nullopt);
+  // The marker at 13 is not below the HW yet: the decided transaction still holds it.
+  EXPECT_EQ(t.LastStableOffset(13), 5);
+  EXPECT_EQ(t.LastStableOffset(14), 11);
+  t.OnMarker(3, 0, 0, 14);
+  EXPECT_EQ(t.LastStableOffset(15), 15);
+  EXPECT_EQ(t.open_txn_count(), 0u);
+  EXPECT_EQ(t.LastStableOffsetWithout(2), -1);
+}
+
+TEST(ProducerStateTest, APlainBatchDuringAnOpenTransactionIsInvalidTxnState) {
+  ProducerStateTable t;
+  t.OnAppended(T(4, 0, 0, 2), 0);
+  auto c = t.CheckBatch(B(4, 0, 2, 1));
+  EXPECT_EQ(c.verdict, Verdict::kInvalidTxnState);
+  EXPECT_NE(c.message.find("transaction open here since offset 0"), std::string::npos) << c.message;
+  EXPECT_EQ(t.CheckBatch(T(4, 0, 2, 1)).verdict, Verdict::kAppend);
+  // A retry of the transactional batch is still a duplicate.
+  EXPECT_EQ(t.CheckBatch(T(4, 0, 0, 2)).verdict, Verdict::kDuplicate);
+  t.OnMarker(4, 0, 0, 2);
+  EXPECT_EQ(t.CheckBatch(B(4, 0, 2, 1)).verdict, Verdict::kAppend);
+}
+
+TEST(ProducerStateTest, MarkersCheckAndTakeEpochs) {
+  ProducerStateTable t;
+  EXPECT_EQ(t.CheckMarker(5, 0, 0), ProducerStateTable::MarkerVerdict::kOk);  // unknown producer
+  t.OnAppended(T(5, 2, 0, 1), 0);
+  EXPECT_EQ(t.CheckMarker(5, 1, 0), ProducerStateTable::MarkerVerdict::kFenced);
+  EXPECT_EQ(t.CheckMarker(5, 2, 0), ProducerStateTable::MarkerVerdict::kOk);
+  // An abort by timeout bumps the epoch (KIP-360): the zombie's next batch is fenced.
+  t.OnMarker(5, 3, 4, 1);
+  EXPECT_EQ(t.CheckBatch(T(5, 2, 1, 1)).verdict, Verdict::kFenced);
+  EXPECT_EQ(t.CheckBatch(T(5, 3, 0, 1)).verdict, Verdict::kAppend);
+  EXPECT_EQ(t.CheckMarker(5, 3, 3), ProducerStateTable::MarkerVerdict::kCoordinatorFenced);
+  EXPECT_EQ(t.CheckMarker(5, 3, 4), ProducerStateTable::MarkerVerdict::kOk);
+  // A marker with no open transaction changes nothing but epochs.
+  t.OnMarker(5, 3, 4, 2);
+  EXPECT_EQ(t.LastStableOffset(3), 3);
+  auto views = t.Describe();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].epoch, 3);
+  EXPECT_EQ(views[0].coordinator_epoch, 4);
+  EXPECT_EQ(views[0].txn_start_offset, -1);
+}
+
+TEST(ProducerStateTest, VerificationEndsWithAMarker) {
+  ProducerStateTable t;
+  uint64_t token = t.StartVerification(6);
+  EXPECT_NE(token, 0u);
+  EXPECT_TRUE(t.Verified(6, token));
+  EXPECT_FALSE(t.Verified(6, 0));
+  EXPECT_FALSE(t.Verified(6, token + 1));
+  // The coordinator ended the verified transaction before the batch came: refused.
+  t.OnMarker(6, 0, 0, 0);
+  EXPECT_FALSE(t.Verified(6, token));
+  token = t.StartVerification(6);
+  t.OnAppended(T(6, 0, 0, 1), 1);
+  // Open here now: nothing to verify.
+  EXPECT_EQ(t.StartVerification(6), 0u);
+  EXPECT_TRUE(t.Verified(6, 0));
+}
+
+TEST(ProducerStateTest, TransactionsRebuiltFromTheLog) {
+  storage::testing::TempDir dir("producer-state-txn");
+  storage::IoExecutor executor(2);
+  storage::LogOptions opts;
+  opts.executor = &executor;
+  opts.flush_policy = storage::FlushPolicy::kDurable;
+  auto log = storage::PartitionLog::Open(dir.path(), opts);
+  ASSERT_TRUE(log.ok());
+  auto append = [&](const storage::testing::BatchSpec& spec) {
+    std::promise<void> done;
+    storage::AppendOptions o;
+    o.on_ack = [&](const Status&, const storage::AppendInfo&) { done.set_value(); };
+    ASSERT_TRUE((*log)->Append(storage::testing::BuildBatch(spec), std::move(o)).ok());
+    done.get_future().wait();
+  };
+  auto data = [&](int64_t pid, int32_t seq) {
+    storage::testing::BatchSpec spec;
+    spec.records = {{"k", "v", 0}, {"k", "v", 1}};
+    spec.attributes = storage::kAttrTransactional;
+    spec.producer_id = pid;
+    spec.producer_epoch = 0;
+    spec.base_sequence = seq;
+    append(spec);
+  };
+  auto marker = [&](int64_t pid, int16_t epoch, bool commit) {
+    storage::testing::BatchSpec spec;
+    spec.records = {{std::string{0, 0, 0, static_cast<char>(commit ? 1 : 0)},
+                     std::string{0, 0, 0, 0, 0, 9}, 0}};
+    spec.attributes = storage::kAttrTransactional | storage::kAttrControl;
+    spec.producer_id = pid;
+    spec.producer_epoch = epoch;
+    append(spec);
+  };
+  data(1, 0);           // 0-1
+  data(2, 0);           // 2-3
+  marker(1, 0, true);   // 4
+  data(1, 2);           // 5-6: a second transaction of producer 1
+  marker(2, 1, false);  // 7: aborted with a bumped epoch
+  ProducerStateTable t;
+  ASSERT_TRUE(t.Rebuild(**log).ok());
+  EXPECT_EQ(t.OpenTxn(1), 5);
+  EXPECT_EQ(t.OpenTxn(2), std::nullopt);
+  EXPECT_EQ(t.LastStableOffset((*log)->written_end_offset()), 5);
+  EXPECT_EQ(t.CheckMarker(2, 0, 9), ProducerStateTable::MarkerVerdict::kFenced);
+  EXPECT_EQ(t.CheckMarker(2, 1, 8), ProducerStateTable::MarkerVerdict::kCoordinatorFenced);
+  EXPECT_EQ(t.CheckBatch(B(1, 0, 4, 1)).verdict, Verdict::kInvalidTxnState);
 }
 
 }  // namespace

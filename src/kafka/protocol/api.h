@@ -30,6 +30,11 @@ enum class ApiKey : int16_t {
   kDeleteRecords = 21,
   kInitProducerId = 22,
   kOffsetForLeaderEpoch = 23,
+  kAddPartitionsToTxn = 24,
+  kAddOffsetsToTxn = 25,
+  kEndTxn = 26,
+  kWriteTxnMarkers = 27,
+  kTxnOffsetCommit = 28,
   kDescribeConfigs = 32,
   kAlterConfigs = 33,
   kSaslAuthenticate = 36,
@@ -37,6 +42,9 @@ enum class ApiKey : int16_t {
   kDeleteGroups = 42,
   kIncrementalAlterConfigs = 44,
   kDescribeCluster = 60,
+  kDescribeProducers = 61,
+  kDescribeTransactions = 65,
+  kListTransactions = 66,
 };
 
 enum class ErrorCode : int16_t {
@@ -125,7 +133,9 @@ enum class ErrorCode : int16_t {
   kDuplicateResource = 92,
   kUnknownTopicId = 100,
   kInconsistentTopicId = 103,
+  kTransactionalIdNotFound = 105,
   kFetchSessionTopicIdError = 106,
+  kTransactionAbortable = 120,
 };
 
 // The versions sluice advertises for one API, and the first flexible version (compact
@@ -137,15 +147,24 @@ struct ApiVersionRange {
   int16_t flexible_from;
 };
 
-// Every API sluice serves, in ApiKey order.
+// Every API the codec decodes (messages/), in ApiKey order: DecodeRequest accepts these,
+// FindApi and the header versions know them. An API is here before the broker serves it:
+// the codec lands first and a handler later.
+std::span<const ApiVersionRange> KnownApis();
+
+// The APIs the broker serves, in ApiKey order: the KnownApis() marked served in api.cc,
+// which is what ApiVersions lists and what the dispatch table must have a handler for
+// (broker_api_test checks that). Whoever adds a handler marks its API served there.
 std::span<const ApiVersionRange> SupportedApis();
+bool IsServed(ApiKey key);
 
 // What ApiVersions lists: SupportedApis(), except that Produce is listed from v0.
 // librdkafka before 2.8 compresses with gzip, snappy or lz4 only when the broker lists
 // Produce v0, and otherwise silently sends those batches uncompressed; Kafka 4 lists v0
 // for the same reason (KAFKA-18659) and still refuses v0-2 requests, as sluice does
-// (DecodeRequest checks SupportedApis()).
+// (DecodeRequest checks the range in KnownApis()).
 ApiVersionRange AdvertisedRange(const ApiVersionRange& supported);
+// Looks in KnownApis().
 std::optional<ApiVersionRange> FindApi(ApiKey key);
 std::optional<ApiVersionRange> FindApi(int16_t key);
 std::string_view ApiName(ApiKey key);  // "Produce"

@@ -860,4 +860,25 @@ std::vector<uint8_t> BuildBatch(const BatchBuilderOptions& options,
   return out;
 }
 
+std::vector<uint8_t> BuildTxnMarkerBatch(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                         int32_t coordinator_epoch, int64_t timestamp_ms) {
+  uint8_t key[4];
+  storage::StoreBE16(key, 0);
+  storage::StoreBE16(key + 2, commit ? 1 : 0);
+  uint8_t value[6];
+  storage::StoreBE16(value, 0);
+  storage::StoreBE32(value + 2, static_cast<uint32_t>(coordinator_epoch));
+  RecordInput record;
+  record.key = std::span<const uint8_t>(key);
+  record.value = std::span<const uint8_t>(value);
+  BatchBuilderOptions o;
+  o.base_timestamp = timestamp_ms;
+  o.transactional = true;
+  o.control = true;
+  o.producer_id = producer_id;
+  o.producer_epoch = producer_epoch;
+  o.base_sequence = -1;
+  return BuildBatch(o, std::span<const RecordInput>(&record, 1));
+}
+
 }  // namespace sluice::kafka

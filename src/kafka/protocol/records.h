@@ -254,4 +254,11 @@ struct BatchBuilderOptions {
 std::vector<uint8_t> BuildBatch(const BatchBuilderOptions& options,
                                 std::span<const RecordInput> records);
 
+// A transaction marker as the transaction coordinator writes it (Kafka's
+// EndTransactionMarker): a control and transactional batch of the producer with one
+// record, key = version 0 (int16) and type (int16: 0 abort, 1 commit), value = version 0
+// (int16) and the coordinator epoch (int32); no sequence, uncompressed.
+std::vector<uint8_t> BuildTxnMarkerBatch(int64_t producer_id, int16_t producer_epoch, bool commit,
+                                         int32_t coordinator_epoch, int64_t timestamp_ms);
+
 }  // namespace sluice::kafka

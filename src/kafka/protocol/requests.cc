@@ -57,6 +57,16 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<InitProducerIdRequest>(r, v, out, h);
     case ApiKey::kOffsetForLeaderEpoch:
       return DecodeBody<OffsetForLeaderEpochRequest>(r, v, out, h);
+    case ApiKey::kAddPartitionsToTxn:
+      return DecodeBody<AddPartitionsToTxnRequest>(r, v, out, h);
+    case ApiKey::kAddOffsetsToTxn:
+      return DecodeBody<AddOffsetsToTxnRequest>(r, v, out, h);
+    case ApiKey::kEndTxn:
+      return DecodeBody<EndTxnRequest>(r, v, out, h);
+    case ApiKey::kWriteTxnMarkers:
+      return DecodeBody<WriteTxnMarkersRequest>(r, v, out, h);
+    case ApiKey::kTxnOffsetCommit:
+      return DecodeBody<TxnOffsetCommitRequest>(r, v, out, h);
     case ApiKey::kDescribeConfigs:
       return DecodeBody<DescribeConfigsRequest>(r, v, out, h);
     case ApiKey::kAlterConfigs:
@@ -71,6 +81,12 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<IncrementalAlterConfigsRequest>(r, v, out, h);
     case ApiKey::kDescribeCluster:
       return DecodeBody<DescribeClusterRequest>(r, v, out, h);
+    case ApiKey::kDescribeProducers:
+      return DecodeBody<DescribeProducersRequest>(r, v, out, h);
+    case ApiKey::kDescribeTransactions:
+      return DecodeBody<DescribeTransactionsRequest>(r, v, out, h);
+    case ApiKey::kListTransactions:
+      return DecodeBody<ListTransactionsRequest>(r, v, out, h);
   }
   return InternalError("no decoder for API {}", static_cast<int>(key));
 }

@@ -10,6 +10,7 @@
 #include "kafka/protocol/messages/admin.h"
 #include "kafka/protocol/messages/core.h"
 #include "kafka/protocol/messages/groups.h"
+#include "kafka/protocol/messages/txn.h"
 
 namespace sluice::kafka {
 
@@ -19,9 +20,12 @@ using AnyRequest =
                  HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest,
                  ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest,
                  DeleteTopicsRequest, DeleteRecordsRequest, InitProducerIdRequest,
-                 OffsetForLeaderEpochRequest, DescribeConfigsRequest, AlterConfigsRequest,
-                 SaslAuthenticateRequest, CreatePartitionsRequest, DeleteGroupsRequest,
-                 IncrementalAlterConfigsRequest, DescribeClusterRequest>;
+                 OffsetForLeaderEpochRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest,
+                 EndTxnRequest, WriteTxnMarkersRequest, TxnOffsetCommitRequest,
+                 DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
+                 CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
+                 DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+                 ListTransactionsRequest>;
 
 struct DecodedRequest {
   RequestHeader header;
@@ -43,7 +47,9 @@ struct DecodeOutcome {
   std::optional<RequestHeader> header;    // set whenever the header itself decoded
 };
 
-// `frame` is one request without its 4-byte size prefix. Views in the result (produce
+// `frame` is one request without its 4-byte size prefix. Every API in KnownApis() is
+// decoded, also one the broker does not serve yet (the broker closes the connection when
+// its dispatch table has no handler, as for an unknown API). Views in the result (produce
 // records) point into `frame`, which must outlive them.
 DecodeOutcome DecodeRequest(std::span<const uint8_t> frame);
 

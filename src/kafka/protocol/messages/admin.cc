@@ -10,12 +10,9 @@
 namespace sluice::kafka {
 namespace {
 
-// The JSON's validVersions (all start at 0) and first flexible version per API.
-struct ApiSpec {
-  const char* name;
-  int16_t max;
-  int16_t flexible_from;  // > max: never flexible
-};
+using namespace codec;
+
+// The JSON's validVersions and first flexible version per API.
 constexpr ApiSpec kCreateTopics{"CreateTopics", 7, 5};
 constexpr ApiSpec kDeleteTopics{"DeleteTopics", 6, 4};
 constexpr ApiSpec kCreatePartitions{"CreatePartitions", 3, 2};
@@ -29,17 +26,6 @@ constexpr ApiSpec kDescribeCluster{"DescribeCluster", 1, 0};
 constexpr ApiSpec kSaslHandshake{"SaslHandshake", 1, 2};
 constexpr ApiSpec kSaslAuthenticate{"SaslAuthenticate", 2, 2};
 
-Status CheckVersion(const ApiSpec& api, const char* kind, int16_t version) {
-  if (version >= 0 && version <= api.max) return Status::OK();
-  return InvalidArgumentError("{}{} v{}: unsupported version (0-{})", api.name, kind, version,
-                              api.max);
-}
-
-Status Finish(const Reader& r, const ApiSpec& api, const char* kind, int16_t version) {
-  return codec::Finish(r, fmt::format("{}{}", api.name, kind), version);
-}
-
-using namespace codec;
 constexpr size_t Str(bool flexible) { return MinString(flexible); }
 constexpr size_t Arr(bool flexible) { return MinArray(flexible); }
 constexpr size_t Tags(bool flexible) { return MinTags(flexible); }

@@ -120,4 +120,23 @@ inline Status Finish(const Reader& r, std::string_view message, int16_t version)
   return r.status().WithContext(fmt::format("{} v{}", message, version));
 }
 
+// The JSON's validVersions (all start at 0) and first flexible version of one API, for
+// the families whose Decode rejects versions the JSON does not list (admin, txn).
+struct ApiSpec {
+  const char* name;
+  int16_t max;
+  int16_t flexible_from;  // > max: never flexible
+};
+
+// `kind` is "Request" or "Response".
+inline Status CheckVersion(const ApiSpec& api, const char* kind, int16_t version) {
+  if (version >= 0 && version <= api.max) return Status::OK();
+  return InvalidArgumentError("{}{} v{}: unsupported version (0-{})", api.name, kind, version,
+                              api.max);
+}
+
+inline Status Finish(const Reader& r, const ApiSpec& api, const char* kind, int16_t version) {
+  return Finish(r, fmt::format("{}{}", api.name, kind), version);
+}
+
 }  // namespace sluice::kafka::codec

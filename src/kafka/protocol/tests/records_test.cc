@@ -1132,5 +1132,27 @@ TEST(RecordsValidateTest, CompactedTopicsNeedKeys) {
   EXPECT_TRUE(ValidateRecords(BuildBatch({}, Inputs(records)), opts).ok());
 }
 
+TEST(TxnMarkerBatchTest, IsAValidControlBatchWithKafkasKeyAndValue) {
+  for (bool commit : {false, true}) {
+    std::vector<uint8_t> batch = BuildTxnMarkerBatch(77, 3, commit, 12, 1'700'000'000'000);
+    // Not a client's batch (no sequence): the storage checks, not ValidateRecords.
+    auto h = storage::ValidateBatch(batch, 1 << 20);
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_EQ(h->attributes, kAttrControl | kAttrTransactional);
+    EXPECT_EQ(h->records_count, 1);
+    EXPECT_EQ(storage::LoadBE64(batch.data() + storage::kProducerIdOffset), 77u);
+    EXPECT_EQ(storage::LoadBE16(batch.data() + storage::kProducerEpochOffset), 3u);
+    EXPECT_EQ(storage::LoadBE32(batch.data() + storage::kBaseSequenceOffset), 0xffffffffu);
+    std::vector<std::vector<uint8_t>> keys, values;
+    ASSERT_TRUE(ForEachRecord(batch, 1 << 20, [&](const Record& r) {
+                  keys.emplace_back(r.key->begin(), r.key->end());
+                  values.emplace_back(r.value->begin(), r.value->end());
+                }).ok());
+    ASSERT_EQ(keys.size(), 1u);
+    EXPECT_EQ(keys[0], (std::vector<uint8_t>{0, 0, 0, static_cast<uint8_t>(commit ? 1 : 0)}));
+    EXPECT_EQ(values[0], (std::vector<uint8_t>{0, 0, 0, 0, 0, 12}));
+  }
+}
+
 }  // namespace
 }  // namespace sluice::kafka
