@@ -49,11 +49,14 @@ def create_topics(bootstrap, topics):
         f.result(timeout=30)
 
 
-def produce(bootstrap, topic, values, **extra):
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **extra})
+def produce(bootstrap, topic, values, partitions):
+    failed = []
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i, v in enumerate(values):
-        p.produce(topic, value=v.encode(), partition=i % 4)
+        p.produce(topic, value=v.encode(), partition=i % partitions,
+                  on_delivery=lambda err, msg: err and failed.append(err))
     check(p.flush(30) == 0, "records not delivered")
+    check(not failed, f"records not delivered: {failed[:3]}")
 
 
 def read_committed(bootstrap, topic, expect_at_least, timeout=60):
@@ -156,7 +159,7 @@ def sigkill_at_random_points(sluice, seed):
         n = 3000
         values = [f"not json {i}" if i % 97 == 96 else json.dumps({"id": i}) for i in range(n)]
         bad = {i for i in range(n) if i % 97 == 96}
-        produce(bootstrap, "in", values)
+        produce(bootstrap, "in", values, 4)
         with tempfile.TemporaryDirectory() as d:
             path = write_pipeline(d, bootstrap=bootstrap, group="eos-crash", input="in",
                                   output="out", dlq="dlq", txn_id="eos-crash")
@@ -209,17 +212,18 @@ def open_transaction_times_out(sluice):
     def body(broker):
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {"up": 1, "down": 1, "down-dlq": 1})
-        produce(bootstrap, "up", [json.dumps({"id": i}) for i in range(10)])
+        produce(bootstrap, "up", [json.dumps({"id": i}) for i in range(10)], 1)
         # A transaction left open: its records hold read_committed readers back.
         # (librdkafka refuses a message timeout above the transaction timeout.)
+        # 20 s: long enough to see the pipeline held back before the broker aborts it.
         hanging = Producer({"bootstrap.servers": bootstrap, "transactional.id": "hanging",
-                            "transaction.timeout.ms": 5000, "message.timeout.ms": 5000})
+                            "transaction.timeout.ms": 20000, "message.timeout.ms": 20000})
         hanging.init_transactions(30)
         hanging.begin_transaction()
         for i in range(100, 110):
             hanging.produce("up", value=json.dumps({"id": i}).encode(), partition=0)
         check(hanging.flush(30) == 0, "hanging records not delivered")
-        produce(bootstrap, "up", [json.dumps({"id": i}) for i in range(200, 210)])
+        produce(bootstrap, "up", [json.dumps({"id": i}) for i in range(200, 210)], 1)
         port = free_port()
         with tempfile.TemporaryDirectory() as d:
             path = write_pipeline(d, bootstrap=bootstrap, group="eos-hang", input="up",
@@ -237,7 +241,7 @@ def open_transaction_times_out(sluice):
                     return m and int(m.group(1)) > 0
                 # Waiting behind the open transaction shows in the lag metrics.
                 wait_until(unstable, 30, "sluice_pipeline_unstable_offsets > 0", interval=0.5)
-                early = read_committed(bootstrap, "down", 10, timeout=20)
+                early = read_committed(bootstrap, "down", 10, timeout=10)
                 check(sorted(json.loads(r)["id"] for r in early) == list(range(10)),
                       f"before the timeout: {early}")
                 # The broker aborts the transaction at its timeout; the pipeline goes on.
