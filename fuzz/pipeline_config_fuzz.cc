@@ -36,6 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       c.sink.postgres.key.empty()) {
     std::abort();
   }
+  // exactly_once only where a Kafka transaction can hold everything a batch leaves.
+  if (c.window && c.window->sink.kafka.exactly_once) std::abort();
+  if (c.sink.kafka.exactly_once && (c.state || c.sink.type != SinkType::kKafka)) std::abort();
+  if (c.on_error.dlq && c.on_error.dlq->kafka.exactly_once) std::abort();
+  if (c.sink.kafka.exactly_once) (void)TransactionalId(c.sink.kafka, c.source, c.name);
   (void)DescribePipeline(c);
   (void)KafkaClientProperties(c.source);
   return 0;

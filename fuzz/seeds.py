@@ -389,6 +389,31 @@ def offsets_seeds(out):
     write_all(d, seeds)
 
 
+def txn_state_seeds(out):
+    """__transaction_state keys and values (TransactionLogKey/Value), in Kafka's layouts."""
+    d = os.path.join(out, "txn_state")
+
+    def kstr16(b):
+        return struct.pack(">h", len(b)) + b
+
+    head = struct.pack(">hqhib", 0, 1000, 0, 60000, 1)
+    parts = struct.pack(">i", 1) + kstr16(b"t") + struct.pack(">iii", 2, 0, 1)
+    times = struct.pack(">qq", 1700000000000, 1700000000000)
+    flex_parts = bytes([2, 2]) + b"t" + bytes([3]) + struct.pack(">ii", 0, 1) + bytes([0])
+    seeds = {
+        "key_v0": struct.pack(">h", 0) + kstr16(b"tx"),
+        "value_v0_ongoing": head + parts + times,
+        "value_v0_empty": struct.pack(">hqhib", 0, 1000, 0, 60000, 0) + struct.pack(">i", -1) + times,
+        "value_v1_tags": struct.pack(">hqhib", 1, 1000, 0, 60000, 2) + flex_parts + times
+        + bytes([2, 0, 8]) + struct.pack(">q", 999) + bytes([0xA0, 0x9C, 0x01, 4, 2, 2]) + b"g",
+        "bad_status": struct.pack(">hqhib", 0, 1, 0, 1, 9) + struct.pack(">i", -1) + times,
+        "negative_count": head + struct.pack(">i", -7),
+        "unknown_version": struct.pack(">h", 5) + b"\x00" * 8,
+        "truncated": head + parts[:5],
+    }
+    write_all(d, seeds)
+
+
 def pipeline_config_seeds(out):
     """Pipeline files: the ones in tests/pipelines, and broken variants of one of them."""
     d = os.path.join(out, "pipeline_config")
@@ -428,6 +453,20 @@ def pipeline_config_seeds(out):
             b"  window: {type: session, time_column: ts, gap: 30, size: 1m, key: [user_id], "
             b"sink: {type: noop}}\n"
             b"  state: {pth: s.db}\n"),
+        "exactly_once": (
+            b"pipeline:\n  name: eos\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t], properties: {group.instance.id: m1}}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  sink: {type: kafka, kafka: {brokers: [a:1], topic: o, exactly_once: true, "
+            b"transactional_id: eos-1}}\n"
+            b"  on_error: {policy: DLQ, dlq: {type: kafka, kafka: {brokers: [a:1], topic: d}}}\n"),
+        "exactly_once_refused": (
+            b"pipeline:\n  source: {type: kafka, kafka: {brokers: [a:1], group_id: g, "
+            b"auto_offset_reset: earliest, topics: [t]}}\n"
+            b"  handler: {type: handlers.InferredMemBatch, sql: SELECT * FROM batch}\n"
+            b"  window: {type: tumbling, time_column: ts, size: 1m, sink: {type: kafka, "
+            b"kafka: {brokers: [a:1], topic: o, exactly_once: [true]}}}\n"
+            b"  state: {path: s.db}\n"),
     })
     write_all(d, seeds)
 
@@ -674,6 +713,7 @@ def main():
     request_seeds(out)
     sasl_seeds(out)
     offsets_seeds(out)
+    txn_state_seeds(out)
     pipeline_config_seeds(out)
     json_decoder_seeds(out)
     avro_seeds(out)

@@ -13,6 +13,9 @@
 #include "broker/meta_files.h"
 #include "broker/metadata_controller.h"
 #include "broker/shards.h"
+#include "broker/txn_coordinator.h"
+#include "broker/txn_participants.h"
+#include "broker/txn_partition_markers.h"
 #include "kafka/protocol/requests.h"
 
 namespace sluice::broker {
@@ -99,7 +102,45 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   }
   if (unclean) SLUICE_LOG(kLog, kWarn, "the last run did not stop cleanly: leader epochs move on");
 
+  // The transaction coordinator, before the group coordinator, which verifies
+  // TxnOffsetCommit with it (KIP-890); its markers wait for the shards (OnServerStart).
+  b->txn_participants_ = std::make_unique<BrokerTxnParticipants>(
+      [b](const TxnMarker& marker, const TopicPartition& tp, std::function<void(ErrorCode)> done) {
+        WriteTxnMarkers(*b->shards_, marker, {tp}, [done](std::vector<ErrorCode> errors) {
+          done(errors.empty() ? ErrorCode::kUnknownServerError : errors.front());
+        });
+      },
+      [b](const TxnMarker& marker, const std::string& group, std::function<void(ErrorCode)> done) {
+        // Markers start after Open and stop before the group coordinator closes.
+        if (b->groups_ == nullptr) return done(ErrorCode::kCoordinatorNotAvailable);
+        b->groups_->CompleteTxn(group, marker.producer_id, marker.producer_epoch, marker.commit,
+                                std::move(done));
+      });
+  TxnCoordinatorOptions to;
+  to.dir = o.data_dir + "/__transaction_state-0";
+  to.executor = b->executor_.get();
+  to.files = b->files_.get();
+  to.env = env;
+  to.flush_policy = storage::FlushPolicy::kDurable;  // every state change is awaited
+  to.flush_ms = o.flush_ms;
+  to.max_timeout_ms = o.transactions.max_timeout_ms;
+  to.id_expiration_ms = o.transactions.id_expiration_ms;
+  to.abort_check_interval_ms = o.transactions.abort_check_interval_ms;
+  to.participants = b->txn_participants_.get();
+  to.allocate_producer_id = [b]() -> Result<int64_t> {
+    Result<int64_t> id = InternalError("the controller did not run");
+    b->controller_->RunAndWait([&] { id = b->controller_->AllocateProducerId(); });
+    return id;
+  };
+  to.partition_exists = [b](const TopicPartition& tp) {
+    std::shared_ptr<const MetadataSnapshot> meta = b->Snapshot();
+    const MetadataSnapshot::Topic* t = meta->Find(tp.topic);
+    return t != nullptr && tp.partition >= 0 && tp.partition < t->info.partitions;
+  };
+  ASSIGN_OR_RETURN(b->txns_, TxnCoordinator::Open(std::move(to)));
+
   GroupCoordinatorOptions go = o.groups;
+  go.txn_verifier = b->txns_.get();
   go.dir = o.data_dir + "/__consumer_offsets-0";
   go.executor = b->executor_.get();
   go.files = b->files_.get();
@@ -118,6 +159,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
 
   b->context_ = std::make_unique<handlers::Context>(o, b->cluster_id_, *b->shards_, *b->controller_,
                                                     b->groups_.get(), b->sasl_.get());
+  b->context_->txn_verifier = b->txns_.get();
+  b->context_->txns = b->txns_.get();
   b->serving_ = true;
   RETURN_IF_ERROR(b->controller_->OpenLogs(unclean));
   RETURN_IF_ERROR(b->controller_->Start());
@@ -147,13 +190,23 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
 std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const { return publisher_.Current(); }
 
 Status Broker::Close() {
-  // The coordinator first: its thread asks partition_exists.
+  // The coordinators first: their threads ask partition_exists. The transaction
+  // coordinator before the group coordinator (its markers complete groups' offsets).
   Status first;
+  if (txns_ != nullptr) {
+    first = txns_->Close();
+    if (context_ != nullptr) {
+      context_->txns = nullptr;
+      context_->txn_verifier = nullptr;
+    }
+  }
   if (groups_ != nullptr) {
-    first = groups_->Close();
+    Status st = groups_->Close();
+    if (!st.ok() && first.ok()) first = st;
     if (context_ != nullptr) context_->groups = nullptr;
     groups_.reset();
   }
+  txns_.reset();  // after the group coordinator, which held it as its TxnVerifier
   // Then the controller's thread: from here on this thread owns what it owned, and (the
   // server having stopped) every shard's partitions.
   if (controller_ != nullptr) controller_->Stop();
@@ -175,7 +228,10 @@ size_t Broker::open_log_count() const {
   return controller_ != nullptr ? controller_->open_log_count() : 0;
 }
 
-void Broker::OnServerStart(const std::vector<EventLoop*>& loops) { shards_->Attach(loops); }
+void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
+  shards_->Attach(loops);
+  if (txns_ != nullptr) txns_->StartMarkers();  // partitions take markers on their shards now
+}
 
 void Broker::OnServerStop() { StopWaking(); }
 

@@ -32,8 +32,10 @@
 
 namespace sluice::broker {
 
+class BrokerTxnParticipants;
 class MetadataController;
 class Shards;
+class TxnCoordinator;
 namespace handlers {
 struct Context;
 }
@@ -111,6 +113,10 @@ class Broker : public RequestHandler {
   const std::string cluster_id_;
   std::unique_ptr<SaslAuthenticator> sasl_;   // null when SASL is off; immutable
   std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
+  // The transaction coordinator and what it writes markers through (thread-safe). Closed
+  // first, destroyed after the group coordinator (which verifies with it).
+  std::unique_ptr<BrokerTxnParticipants> txn_participants_;
+  std::unique_ptr<TxnCoordinator> txns_;
   // Declared before the logs: destroyed after them.
   std::unique_ptr<storage::IoExecutor> executor_;
   std::unique_ptr<storage::FileCache> files_;

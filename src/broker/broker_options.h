@@ -14,6 +14,14 @@
 
 namespace sluice::broker {
 
+// The transaction coordinator's settings (docs/design/0016-transactions.md).
+struct TxnLimits {
+  int32_t max_timeout_ms = 900000;                    // transaction.max.timeout.ms
+  int64_t id_expiration_ms = 7LL * 24 * 3600 * 1000;  // transactional.id.expiration.ms
+  // transaction.abort.timed.out.transaction.cleanup.interval.ms
+  int64_t abort_check_interval_ms = 10000;
+};
+
 struct BrokerOptions {
   std::string data_dir;
   // Every file the broker, its logs and its offsets log read and write goes through it
@@ -44,6 +52,8 @@ struct BrokerOptions {
   // The group coordinator's timeouts and limits (its dir, executor, env and files are
   // the broker's: <data-dir>/__consumer_offsets-0).
   GroupCoordinatorOptions groups;
+  // The transaction coordinator's limits (<data-dir>/__transaction_state-0).
+  TxnLimits transactions;
 };
 
 // The node id of the one broker: every partition's leader and the controller.

@@ -51,6 +51,9 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "groups.min_session_timeout",
                                      "groups.max_session_timeout",
                                      "groups.max_size",
+                                     "transactions.max_timeout",
+                                     "transactions.id_expiration",
+                                     "transactions.abort_check_interval",
                                      "sasl.enabled",
                                      "sasl.mechanisms",
                                      "sasl.users",
@@ -165,6 +168,20 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   g.min_session_timeout_ms = static_cast<int32_t>(min_session);
   g.max_session_timeout_ms = static_cast<int32_t>(max_session);
   g.max_group_size = max_size == 0 ? INT32_MAX : static_cast<int32_t>(max_size);
+  TxnLimits& tx = out.broker.transactions;
+  ASSIGN_OR_RETURN(int64_t max_timeout, config.GetDurationMs("transactions.max_timeout", 900000));
+  ASSIGN_OR_RETURN(tx.id_expiration_ms,
+                   config.GetDurationMs("transactions.id_expiration", 7LL * 24 * 3600 * 1000));
+  ASSIGN_OR_RETURN(tx.abort_check_interval_ms,
+                   config.GetDurationMs("transactions.abort_check_interval", 10000));
+  if (max_timeout < 1 || max_timeout > INT32_MAX || tx.id_expiration_ms < 1 ||
+      tx.abort_check_interval_ms < 1) {
+    return InvalidArgumentError(
+        "transactions: max_timeout (at most {} ms), id_expiration and abort_check_interval "
+        "must be at least 1 ms",
+        INT32_MAX);
+  }
+  tx.max_timeout_ms = static_cast<int32_t>(max_timeout);
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
   if (out.broker.sasl.enabled) out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
   return out;

@@ -18,7 +18,8 @@ namespace sluice::broker {
 
 struct ServeConfig {
   ServerOptions server;  // kafka.addr, shards, kafka.max_request_bytes
-  BrokerOptions broker;  // data_dir, storage.*, topics.*, groups.*, sasl.*, kafka.advertised_addr
+  BrokerOptions broker;  // data_dir, storage.*, topics.*, groups.*, transactions.*, sasl.*,
+                         // kafka.advertised_addr
 };
 
 // Reads and checks the broker's keys (ServeConfigKeys). A key that is neither one of them
@@ -27,8 +28,8 @@ struct ServeConfig {
 Result<ServeConfig> ServeConfigFrom(const Config& config,
                                     std::span<const std::string_view> other_keys = {});
 
-// The keys ServeConfigFrom reads: kafka.*, data_dir, shards, storage.*, topics.*, groups.*
-// and sasl.*.
+// The keys ServeConfigFrom reads: kafka.*, data_dir, shards, storage.*, topics.*, groups.*,
+// transactions.* and sasl.*.
 const std::vector<std::string_view>& ServeConfigKeys();
 
 // "HOST:PORT" with an IPv4 host (or "localhost") and a port 0-65535.

@@ -224,6 +224,13 @@ class SinkCommitStrategy final : public CommitStrategy {
     if (std::optional<sinks::SourceOffsets> held = sink_->HeldOffsets()) {
       for (const auto& [tp, next] : *held) stored_[tp] = next;
     }
+    // Exactly-once into Kafka: the sink's transaction carries the offsets, with the
+    // member's group metadata as it is at each commit (KIP-447 fences a member whose
+    // generation is gone).
+    sink_->SetGroupMetadata([this]() -> Result<kafka::client::GroupMetadata> {
+      if (source_ == nullptr) return FailedPreconditionError("no source: nothing to commit");
+      return source_->GroupMetadata();
+    });
   }
   Kind kind() const override { return Kind::kSinkCommit; }
 
@@ -243,6 +250,14 @@ class SinkCommitStrategy final : public CommitStrategy {
   void Revoked(const std::vector<TopicPartition>& partitions) override {
     CommitStrategy::Revoked(partitions);
     for (const TopicPartition& tp : partitions) stored_.erase({tp.topic, tp.partition});
+    if (sink_->CommitsSourceOffsets()) {
+      // The batch in hand was committed before this; a transaction still open holds
+      // nothing that may be committed once the partitions are another member's.
+      if (Status st = sink_->Discard(); !st.ok()) {
+        counters_.errors->Inc();
+        SLUICE_LOG(kLog, kWarn, "pipeline {}: on revocation: {}", pipeline_, st.message());
+      }
+    }
   }
   Status Lost(const std::vector<TopicPartition>& partitions) override {
     Status st = CommitStrategy::Lost(partitions);
@@ -285,6 +300,12 @@ class SinkCommitStrategy final : public CommitStrategy {
     CrashPoint("sink-committed");
     for (const auto& [tp, next] : *durable) stored_[tp] = next;
     if (source_ == nullptr) return Status::OK();
+    if (sink_->CommitsSourceOffsets()) {
+      // Committed to the group by the sink's transaction: nothing to send.
+      counters_.commits->Inc();
+      ++*counters_.commits_stat;
+      return Status::OK();
+    }
     std::vector<TopicPartition> commit;
     for (const auto& [tp, next] : *durable) commit.push_back({tp.first, tp.second, next});
     CommitToSource(commit, mode);

@@ -13,7 +13,10 @@
 //                     has the batch on file
 //   kSinkCommit       to the group once the sink's own     the sink's offsets
 //                     commit made them durable (a
-//                     deferring sink: Iceberg snapshots)
+//                     deferring sink: Iceberg snapshots);
+//                     or by the sink's own commit (kafka   the group's commit
+//                     with exactly_once: the rows and the
+//                     offsets in one Kafka transaction)
 //
 // With a window the group commit never passes what an open window still needs (its
 // floor): without the state file a restart reads the open windows' messages again.
@@ -77,6 +80,10 @@ class CommitStrategy {
   // kSinkCommit: `sink` defers (it must outlive the strategy). With pipeline.state (no
   // window) `state` also takes each batch's offsets in its transaction, as
   // kStateTransaction does, though the sink's offsets are where assigned partitions start.
+  // A sink that CommitsSourceOffsets (exactly-once into Kafka) gets the source's group
+  // metadata through SetGroupMetadata, commits the offsets itself, and has whatever it
+  // holds open discarded (aborted) on revocation and loss; nothing goes to the group
+  // from here.
   static std::unique_ptr<CommitStrategy> SinkCommit(std::string pipeline, CommitCounters counters,
                                                     sinks::Sink* sink,
                                                     std::unique_ptr<StateTables> state,

@@ -237,6 +237,20 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
            fmt::format("is ignored: the sink's type is {}", NameOf(kSinks, *type)));
     }
   }
+  if (*type != SinkType::kKafka) {
+    // sluice's exactly_once under another sink's block: say why rather than "unknown key".
+    if (const Entry* b = s.Find(NameOf(kSinks, *type)); b != nullptr && b->value.IsMap()) {
+      if (YAML::Node eo = b->value["exactly_once"]; eo.IsDefined()) {
+        Error(LineOf(eo, s.line), Join(Join(path, NameOf(kSinks, *type)), "exactly_once"),
+              fmt::format("is the kafka sink's key: exactly-once delivery is a Kafka transaction "
+                          "holding the rows and the consumed offsets, which a {} sink cannot "
+                          "join; remove it (this sink is at-least-once)",
+                          NameOf(kSinks, *type)));
+        YAML::Node block = b->value;
+        block.remove("exactly_once");
+      }
+    }
+  }
   std::string why = fmt::format(" for type {}", NameOf(kSinks, *type));
   switch (*type) {
     case SinkType::kConsole:
@@ -245,11 +259,14 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
     case SinkType::kNoop:
       break;
     case SinkType::kKafka: {
-      MapView k = Section(
-          s, "kafka", {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties"}, why);
+      MapView k = Section(s, "kafka",
+                          {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties",
+                           "exactly_once", "transactional_id"},
+                          why);
       if (!k.present) break;
       Connection(k, &out->kafka, false);
       out->kafka.topic = String(k, "topic", true).value_or("");
+      KafkaExactlyOnce(k, &out->kafka);
       break;
     }
     case SinkType::kSqlCommand: {
@@ -390,6 +407,85 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
     }
   }
   return errors_.size() == errors_before;
+}
+
+void Walker::KafkaExactlyOnce(const MapView& k, KafkaSinkConfig* out) {
+  if (const Entry* e = k.Find("exactly_once"); e != nullptr && !e->value.IsNull()) {
+    const int line = EntryLine(*e, k.line);
+    const std::string path = Join(k.path, "exactly_once");
+    if (!e->value.IsScalar()) {
+      Error(line, path, fmt::format("must be true or false, got {}", KindName(e->value)));
+    } else {
+      const std::string v = AsciiLower(Trim(e->value.Scalar()));
+      if (v == "true") {
+        out->exactly_once = true;
+        exactly_once_at_.push_back({k.path, line});
+      } else if (v != "false") {
+        Error(line, path, fmt::format("must be true or false, got {}", Quote(e->value.Scalar())));
+      }
+    }
+  }
+  if (auto id = String(k, "transactional_id", false)) {
+    const int line = EntryLine(*k.Find("transactional_id"), k.line);
+    const std::string path = Join(k.path, "transactional_id");
+    if (Trim(*id).empty()) {
+      Error(line, path, "is empty; leave it out for sluice-<pipeline name>");
+    } else if (id->size() > 200) {
+      Error(line, path, fmt::format("is {} characters; at most 200", id->size()));
+    } else if (!out->exactly_once) {
+      Warn(line, path, "is set but exactly_once is not true, so no transaction uses it");
+    }
+    out->transactional_id = std::move(*id);
+  }
+  for (const auto& [name, value] : out->properties) {
+    if (name == "transactional.id") {
+      Error(k.line, Join(Join(k.path, "properties"), name),
+            "cannot be set as a property: use kafka.exactly_once and kafka.transactional_id");
+    } else if (out->exactly_once && name == "enable.idempotence" && AsciiLower(value) != "true") {
+      Error(k.line, Join(Join(k.path, "properties"), name),
+            "cannot be false with exactly_once: a transactional producer is idempotent");
+    }
+  }
+}
+
+// exactly_once holds only where the sink's Kafka transaction is the only place a batch
+// leaves state: the pipeline's results, with nothing kept in DuckDB across batches.
+void Walker::ExactlyOnceRules(const PipelineConfig& config, const MapView& pipeline) {
+  for (const auto& [path, line] : exactly_once_at_) {
+    if (path.starts_with("pipeline.window.sink")) {
+      Error(line, Join(path, "exactly_once"),
+            "is refused with pipeline.window: the open windows live in the pipeline's DuckDB, "
+            "which cannot join a Kafka transaction, so after a crash the windows and the "
+            "committed offsets would disagree; drop exactly_once (closed windows are "
+            "delivered at least once) or make the pipeline stateless");
+    } else if (path.starts_with("tables.")) {
+      Error(line, Join(path, "exactly_once"),
+            "is refused on a table manager's sink: the managed table lives in DuckDB, which "
+            "cannot join a Kafka transaction");
+    } else if (path.starts_with("pipeline.on_error.dlq")) {
+      Error(line, Join(path, "exactly_once"),
+            "belongs on pipeline.sink: with it there, dead letters to a kafka topic on the "
+            "same brokers go into the batch's transaction");
+    } else if (config.state) {
+      Error(line, Join(path, "exactly_once"),
+            "is refused with pipeline.state: the offsets are committed in the Kafka "
+            "transaction, and a second copy in the DuckDB state file cannot commit with it; "
+            "remove pipeline.state");
+    } else if (std::any_of(config.tables.begin(), config.tables.end(),
+                           [](const TableConfig& t) { return t.tumbling_window.has_value(); })) {
+      Error(line, Join(path, "exactly_once"),
+            "is refused with a managed table (tables.sql[].manager): its rows live in DuckDB, "
+            "which cannot join a Kafka transaction");
+    } else if (auto it = config.source.properties.find("isolation.level");
+               it != config.source.properties.end() && it->second == "read_uncommitted") {
+      Error(line, Join(path, "exactly_once"),
+            "needs the source to read read_committed, but "
+            "pipeline.source.kafka.properties.isolation.level is read_uncommitted: records of "
+            "aborted upstream transactions would be processed, and a restart could resume "
+            "from offsets a transaction still being committed is about to replace (librdkafka "
+            "asks for stable offsets only when read_committed)");
+    }
+  }
 }
 
 void Walker::OnError(const MapView& pipeline, OnErrorConfig* out) {

@@ -507,6 +507,9 @@ class Walker {
   void Handler(const MapView& pipeline, HandlerConfig* out);
   bool Sink(const YAML::Node& node, const std::string& path, int line, SinkConfig* out);
   void OnError(const MapView& pipeline, OnErrorConfig* out);
+  // A kafka sink's exactly_once and transactional_id; the rules that need the whole file.
+  void KafkaExactlyOnce(const MapView& k, KafkaSinkConfig* out);
+  void ExactlyOnceRules(const PipelineConfig& config, const MapView& pipeline);
   void DuckDb(const MapView& pipeline, DuckDbConfig* out);
   void Window(const MapView& pipeline, std::optional<WindowConfig>* out);
   void State(const MapView& pipeline, std::optional<StateConfig>* out);
@@ -520,6 +523,7 @@ class Walker {
   std::vector<std::string> errors_;
   size_t dropped_errors_ = 0;
   std::vector<std::string> warnings_;
+  std::vector<std::pair<std::string, int>> exactly_once_at_;  // kafka blocks' paths, lines
 };
 
 }  // namespace sluice::pipeline::config_internal

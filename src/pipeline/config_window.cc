@@ -264,6 +264,7 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
       OnError(pl, &config.on_error);
       DuckDb(pl, &config.duckdb);
       State(pl, &config.state);
+      ExactlyOnceRules(config, pl);
     }
   }
   if (config.handler.type == HandlerType::kStructuredBatch && !config.handler.table.empty()) {

@@ -2,7 +2,10 @@
 // fetcher wake-up and the deferred revocations.
 #include "pipeline/kafka_source.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <climits>
 #include <optional>
 
 #include "base/logging.h"
@@ -41,6 +44,9 @@ kafka::client::Config KafkaSourceProperties(const KafkaSourceConfig& source) {
   // for up to a second whenever either bound is reached, and a message-count bound of a
   // batch or so was reached by every fetch (one fetch a second).
   props["queued.min.messages"] = "10000000";
+  // The statistics carry each partition's last stable offset (docs/design/0006 #12): how
+  // far open transactions hold a read_committed consumer back.
+  props.emplace("statistics.interval.ms", "1000");
   return props;
 }
 
@@ -56,7 +62,10 @@ Result<std::unique_ptr<KafkaSource>> KafkaSource::Create(const KafkaSourceConfig
                                                          std::string pipeline,
                                                          SourceCounters counters) {
   std::unique_ptr<KafkaSource> s(new KafkaSource(std::move(pipeline), counters));
-  ASSIGN_OR_RETURN(s->consumer_, kafka::client::Consumer::Create(KafkaSourceProperties(config)));
+  KafkaSource* self = s.get();
+  ASSIGN_OR_RETURN(s->consumer_, kafka::client::Consumer::Create(
+                                     KafkaSourceProperties(config),
+                                     [self](std::string_view j) { self->OnStats(j); }));
   const int64_t bound = config.fetch.prefetch * config.fetch.max_bytes;
   s->read_ahead_limit_ = static_cast<uint64_t>(std::max<int64_t>(1, bound / 4));
   s->topics_ = config.topics;
@@ -244,7 +253,46 @@ Status KafkaSource::Commit(const std::vector<kafka::client::TopicPartition>& off
 }
 
 Result<std::vector<kafka::client::PartitionLag>> KafkaSource::Lag() const {
-  return consumer_->Lag();
+  ASSIGN_OR_RETURN(std::vector<kafka::client::PartitionLag> lags, consumer_->Lag());
+  for (kafka::client::PartitionLag& l : lags) {
+    if (auto it = stable_.find({l.topic, l.partition}); it != stable_.end())
+      l.last_stable_offset = it->second;
+  }
+  return lags;
+}
+
+void KafkaSource::OnStats(std::string_view json) {
+  auto stable = StableOffsetsFromStats(json);
+  if (!stable.ok()) {
+    SLUICE_LOG(kLog, kDebug, "pipeline {}: statistics: {}", pipeline_, stable.status().message());
+    return;
+  }
+  stable_ = std::move(stable).value();
+}
+
+Result<std::map<std::pair<std::string, int32_t>, int64_t>> StableOffsetsFromStats(
+    std::string_view json) {
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded(json);
+  simdjson::dom::element root;
+  if (auto error = parser.parse(padded).get(root); error) {
+    return CorruptionError("librdkafka statistics: {}", simdjson::error_message(error));
+  }
+  std::map<std::pair<std::string, int32_t>, int64_t> out;
+  simdjson::dom::object topics;
+  if (root["topics"].get(topics) != simdjson::SUCCESS) return out;  // none yet
+  for (auto [topic_name, topic] : topics) {
+    simdjson::dom::object partitions;
+    if (topic["partitions"].get(partitions) != simdjson::SUCCESS) continue;
+    for (auto [key, partition] : partitions) {
+      int64_t id = -1;
+      int64_t ls = -1;
+      if (partition["partition"].get(id) != simdjson::SUCCESS || id < 0 || id > INT32_MAX) continue;
+      if (partition["ls_offset"].get(ls) != simdjson::SUCCESS || ls < 0) continue;
+      out[{std::string(topic_name), static_cast<int32_t>(id)}] = ls;
+    }
+  }
+  return out;
 }
 
 // librdkafka 2.0 notices a resumed partition (or room below its queue bound) only when

@@ -49,6 +49,9 @@ class KafkaSource final : public Source {
   Status Commit(const std::vector<kafka::client::TopicPartition>& offsets,
                 CommitMode mode) override;
   Result<std::vector<kafka::client::PartitionLag>> Lag() const override;
+  Result<kafka::client::GroupMetadata> GroupMetadata() const override {
+    return consumer_->CurrentGroupMetadata();
+  }
   void Close() override;
 
  private:
@@ -63,6 +66,8 @@ class KafkaSource final : public Source {
   void DropAll();
   // A watermark request to each partition's leader that has more: wakes its fetcher.
   void WakeFetchers();
+  // librdkafka's statistics (inside Poll): each partition's last stable offset.
+  void OnStats(std::string_view json);
 
   const std::string pipeline_;
   SourceCounters counters_;
@@ -94,6 +99,14 @@ class KafkaSource final : public Source {
   std::map<std::pair<std::string, int32_t>, uint64_t> dropped_;
   std::vector<kafka::client::Message> pending_;
   AssignmentEvent event_;  // reported by the next NextBatch
+  // The last stable offset per partition, from the statistics (docs/design/0006 #12).
+  std::map<std::pair<std::string, int32_t>, int64_t> stable_;
 };
+
+// The last stable offset of each partition in librdkafka's statistics JSON (the
+// `ls_offset` of topics.*.partitions.*; partition -1, the unassigned one, left out).
+// Corruption when it is not the JSON librdkafka writes.
+Result<std::map<std::pair<std::string, int32_t>, int64_t>> StableOffsetsFromStats(
+    std::string_view json);
 
 }  // namespace sluice::pipeline

@@ -243,8 +243,9 @@ std::string DescribeSink(const SinkConfig& sink) {
     case SinkType::kNoop:
       return "noop";
     case SinkType::kKafka:
-      return fmt::format("kafka topic {} on {}", sink.kafka.topic,
-                         fmt::join(sink.kafka.brokers, ","));
+      return fmt::format("kafka topic {} on {}{}", sink.kafka.topic,
+                         fmt::join(sink.kafka.brokers, ","),
+                         sink.kafka.exactly_once ? ", exactly once (Kafka transactions)" : "");
     case SinkType::kSqlCommand: {
       size_t lines = std::count(sink.sqlcommand.sql.begin(), sink.sqlcommand.sql.end(), '\n');
       return fmt::format(
@@ -356,6 +357,20 @@ std::map<std::string, std::string> KafkaClientProperties(const KafkaConnectionCo
   }
   for (const auto& [k, v] : kafka.properties) p[k] = v;
   return p;
+}
+
+std::string TransactionalId(const KafkaSinkConfig& sink, const KafkaSourceConfig& source,
+                            std::string_view pipeline) {
+  std::string id = !sink.transactional_id.empty()
+                       ? sink.transactional_id
+                       : fmt::format("sluice-{}", pipeline.empty() ? "pipeline" : pipeline);
+  if (auto it = source.properties.find("group.instance.id"); it != source.properties.end()) {
+    return fmt::format("{}-{}", id, it->second);
+  }
+  if (!sink.transactional_id.empty()) return id;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "host");
+  return fmt::format("{}-{}-{}", id, host, static_cast<long>(getpid()));
 }
 
 }  // namespace sluice::pipeline

@@ -114,6 +114,12 @@ struct HandlerConfig {
 
 struct KafkaSinkConfig : KafkaConnectionConfig {
   std::string topic;
+  // sluice's addition (docs/pipelines.md "Exactly-once into Kafka"): each batch's rows and
+  // the consumed offsets in one Kafka transaction. Only on pipeline.sink, without a
+  // window, pipeline.state or managed tables.
+  bool exactly_once = false;
+  // The transactional.id's prefix; "" = sluice-<pipeline name> (docs/design/0006 #12).
+  std::string transactional_id;
 };
 
 struct SqlSubstitution {
@@ -264,6 +270,14 @@ Result<std::string> SubstituteTemplate(std::string_view text, std::string_view o
 // A few lines for `sluice pipeline validate`: name, source, handler, sink, on_error,
 // batching, DuckDB limits, commands. Passwords and DSNs are not printed.
 std::string DescribePipeline(const PipelineConfig& config);
+
+// The transactional.id of a member's exactly-once kafka sink (docs/design/0006 #12):
+// `sink.transactional_id` or "sluice-<pipeline>", then "-<group.instance.id>" when the
+// source's properties set one; without either of those configured, "-<host>-<pid>" (unique
+// but not stable: a crashed member's open transaction then waits out
+// transaction.timeout.ms).
+std::string TransactionalId(const KafkaSinkConfig& sink, const KafkaSourceConfig& source,
+                            std::string_view pipeline);
 
 // librdkafka settings for a connection: bootstrap.servers, security.protocol, sasl.*,
 // ssl.*, then `properties`.

@@ -46,6 +46,18 @@ void ProgressReporter::Report(SteadyTime now, const std::vector<kafka::client::P
                    {"topic", l.topic},
                    {"partition", std::to_string(l.partition)}})
         .Set(static_cast<double>(l.lag()));
+    if (l.unstable() >= 0) {
+      // Part of the lag a read_committed consumer cannot read yet: records of
+      // transactions still open (docs/design/0006 #12).
+      registry_
+          .GetGauge("sluice_pipeline_unstable_offsets",
+                    "Offsets between the last stable offset and the high watermark, per "
+                    "partition: open transactions a read_committed pipeline waits behind",
+                    {{"pipeline", pipeline_},
+                     {"topic", l.topic},
+                     {"partition", std::to_string(l.partition)}})
+          .Set(static_cast<double>(l.unstable()));
+    }
   }
   if (now >= next_memory_) {
     next_memory_ = now + std::chrono::seconds(10);

@@ -153,9 +153,10 @@ PipelineRunner::~PipelineRunner() {
 
 Result<std::unique_ptr<sinks::Sink>> PipelineRunner::NewSink(const SinkConfig& config,
                                                              const KafkaSourceConfig* source,
-                                                             int64_t memory_limit_bytes) const {
+                                                             int64_t memory_limit_bytes,
+                                                             sinks::Sink* transaction) const {
   if (options_.make_sink) return options_.make_sink(config);
-  return MakeSink(config, options_.console, source, memory_limit_bytes);
+  return MakeSink(config, options_.console, source, memory_limit_bytes, config_.name, transaction);
 }
 
 Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig config,
@@ -327,7 +328,7 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     ASSIGN_OR_RETURN(impl.sink, r->NewSink(c.sink, &c.source, c.duckdb.memory_limit_bytes));
   }
   if (!options.without_sinks && c.on_error.policy == ErrorPolicy::kDlq && c.on_error.dlq) {
-    ASSIGN_OR_RETURN(impl.dlq, r->NewSink(*c.on_error.dlq));
+    ASSIGN_OR_RETURN(impl.dlq, r->NewSink(*c.on_error.dlq, nullptr, 0, impl.sink.get()));
   }
 
   MetricsRegistry& m = options.metrics != nullptr ? *options.metrics : MetricsRegistry::Global();

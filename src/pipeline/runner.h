@@ -112,10 +112,12 @@ class PipelineRunner {
   Status DeadLetterRows(const std::vector<sinks::RejectedRow>& rows, ErrorPhase phase,
                         std::string_view what);
   void SetHealth(std::string problem);
-  // MakeSink, or options_.make_sink.
+  // MakeSink, or options_.make_sink. `transaction`: for the DLQ, the pipeline's sink
+  // (an exactly-once kafka sink takes dead letters into its transactions).
   Result<std::unique_ptr<sinks::Sink>> NewSink(const SinkConfig& config,
                                                const KafkaSourceConfig* source = nullptr,
-                                               int64_t memory_limit_bytes = 0) const;
+                                               int64_t memory_limit_bytes = 0,
+                                               sinks::Sink* transaction = nullptr) const;
   PipelineConfig config_;
   RunnerOptions options_;
   RunnerStats stats_;

@@ -1,7 +1,10 @@
 // MakeSink (sink_factory.h): a sink section's type and keys to a src/sinks sink.
 #include "pipeline/sink_factory.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "sinks/console_sink.h"
 #include "sinks/iceberg_sink.h"
@@ -12,9 +15,20 @@
 
 namespace sluice::pipeline {
 
+namespace {
+
+bool SameBrokers(std::vector<std::string> a, std::vector<std::string> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
                                               const KafkaSourceConfig* source,
-                                              int64_t memory_limit_bytes) {
+                                              int64_t memory_limit_bytes, std::string_view pipeline,
+                                              sinks::Sink* transaction) {
   switch (config.type) {
     case SinkType::kConsole:
       return std::unique_ptr<sinks::Sink>(
@@ -22,9 +36,20 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
     case SinkType::kNoop:
       return std::unique_ptr<sinks::Sink>(std::make_unique<sinks::NoopSink>());
     case SinkType::kKafka: {
+      if (auto* owner = dynamic_cast<sinks::KafkaSink*>(transaction);
+          owner != nullptr && owner->transactional() &&
+          SameBrokers(owner->brokers(), config.kafka.brokers)) {
+        // Dead letters inside the exactly-once sink's transactions.
+        return owner->DeadLetterTopic(config.kafka.topic);
+      }
       sinks::KafkaSinkOptions o;
       o.brokers = config.kafka.brokers;
       o.topic = config.kafka.topic;
+      if (config.kafka.exactly_once) {
+        KafkaSourceConfig none;
+        o.transactional_id =
+            TransactionalId(config.kafka, source != nullptr ? *source : none, pipeline);
+      }
       for (const auto& [k, v] : KafkaClientProperties(config.kafka)) {
         if (k != "bootstrap.servers") o.properties[k] = v;
       }

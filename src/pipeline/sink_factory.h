@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <string_view>
 
 #include "base/status.h"
 #include "pipeline/pipeline_config.h"
@@ -16,8 +17,13 @@ namespace sluice::pipeline {
 // the offsets it holds (iceberg); `memory_limit_bytes`: its DuckDB's, for a sink that
 // stages rows there (iceberg). An iceberg sink without a warehouse takes
 // $SLUICE_WAREHOUSE.
+// `pipeline`: its name (an exactly-once kafka sink's transactional.id). `transaction`: the
+// pipeline's sink, when this is its dead-letter sink: a kafka DLQ on the same brokers as
+// an exactly-once kafka sink writes into that sink's transactions.
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
                                               const KafkaSourceConfig* source = nullptr,
-                                              int64_t memory_limit_bytes = 0);
+                                              int64_t memory_limit_bytes = 0,
+                                              std::string_view pipeline = {},
+                                              sinks::Sink* transaction = nullptr);
 
 }  // namespace sluice::pipeline

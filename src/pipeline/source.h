@@ -115,6 +115,13 @@ class Source {
   // what the source last heard (no request).
   virtual Result<std::vector<kafka::client::PartitionLag>> Lag() const = 0;
 
+  // The member's current consumer group metadata (generation, member id), for a sink
+  // that commits the offsets in its own Kafka transaction (KIP-447). Unimplemented for a
+  // source that is no group member.
+  virtual Result<kafka::client::GroupMetadata> GroupMetadata() const {
+    return UnimplementedError("this source is not a consumer group member");
+  }
+
   // Drops the batch in hand and everything read ahead, then leaves the group.
   virtual void Close() = 0;
 };

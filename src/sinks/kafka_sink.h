@@ -1,6 +1,11 @@
 // KafkaSink: sqlflow's `sink.type: kafka`. Each row of a batch becomes one record on the
 // topic: its value is the row as a JSON object (DuckDB's to_json, as the console sink
 // prints it), its key null, its partition chosen by librdkafka's partitioner.
+//
+// With a transactional.id (sluice's `exactly_once: true`, docs/design/0006 #12) it is a
+// deferring sink whose commit is a Kafka transaction: a batch's rows, its dead letters
+// (DeadLetterTopic) and the consumed offsets (send_offsets_to_transaction) commit
+// together or not at all.
 #pragma once
 
 #include <chrono>
@@ -22,6 +27,12 @@ struct KafkaSinkOptions {
   // Any librdkafka producer property (sluice's addition to sqlflow's keys); they override
   // the sink's defaults. librdkafka's own default acks=all is kept unless set here.
   kafka::client::Config properties;
+  // Exactly-once: the producer's transactional.id ("" = not transactional). Unless set in
+  // `properties`, transaction.timeout.ms is 10 s (how long a transaction a crashed member
+  // left open may hold read_committed consumers back) and message.timeout.ms the same.
+  std::string transactional_id;
+  // The longest InitTransactions, a commit or an abort may take (each).
+  std::chrono::milliseconds transaction_call_timeout{60000};
 };
 
 // Write renders the batch and enqueues one record per row; Flush waits for every record's
@@ -34,11 +45,25 @@ struct KafkaSinkOptions {
 // A record librdkafka refuses on its own (larger than message.max.bytes) goes to
 // `rejected`. Delivery fails after message.timeout.ms, 60 s unless set in `properties`
 // (librdkafka's default is 5 minutes); Flush waits that long plus 10 s at most.
+//
+// Transactional: Write begins a transaction when none is open; Flush waits for the
+// deliveries. A Write or Flush that fails aborts the transaction (the batch's rows are
+// gone; its dead letters and offsets go into the next one); Commit (the strategy's, once per batch)
+// sends the offsets of every batch written or skipped since the last commit with the
+// group's current metadata and commits. An abortable error aborts and is returned (the
+// pipeline stops and resumes from the group's committed offsets); a fatal one (fenced by
+// a newer member with the same transactional.id) is returned as FailedPrecondition.
+// Discard aborts (partitions lost); destroying the sink aborts what is open. Crash points
+// (base/crash_point.h, for the crash tests): kafka-txn-offsets-sent (the offsets are in the
+// transaction, not committed), kafka-txn-committed (committed, not yet reported).
 // Owned by the pipeline's thread.
 class KafkaSink final : public Sink {
  public:
   // InvalidArgument when brokers or topic is empty, or a property is refused by
-  // librdkafka (naming it). Does not connect: librdkafka connects in the background.
+  // librdkafka (naming it). Does not connect: librdkafka connects in the background,
+  // except with a transactional_id, when it waits for InitTransactions (which fences
+  // older producers with the same id and ends what they left open), at most
+  // transaction_call_timeout.
   static Result<std::unique_ptr<KafkaSink>> Create(KafkaSinkOptions options);
   ~KafkaSink() override;
 
@@ -47,11 +72,42 @@ class KafkaSink final : public Sink {
   Status Flush() override;
   std::string Describe() const override { return "kafka topic " + options_.topic; }
 
+  bool Defers() const override { return transactional(); }
+  Result<SourceOffsets> Commit(bool force) override;
+  void Skip(const SourceOffsets& offsets) override;
+  Status Discard() override;
+  bool CommitsSourceOffsets() const override { return transactional(); }
+  void SetGroupMetadata(GroupMetadataFn group) override { group_ = std::move(group); }
+
+  // A sink for `topic` on the same cluster whose records go into this sink's transaction
+  // (the pipeline's dead letters). Its Flush waits for deliveries; committing is this
+  // sink's. This sink must outlive it. FailedPrecondition when not transactional.
+  Result<std::unique_ptr<Sink>> DeadLetterTopic(std::string topic);
+
+  bool transactional() const { return !options_.transactional_id.empty(); }
+  bool in_transaction() const { return in_transaction_; }
+  const std::vector<std::string>& brokers() const { return options_.brokers; }
+
  private:
+  friend class KafkaTopicInTransaction;
   explicit KafkaSink(KafkaSinkOptions options) : options_(std::move(options)) {}
   void OnDelivery(const kafka::client::DeliveryReport& report);
+  // The rows of `table` as records to `topic`.
+  Status ProduceRows(duck::Connection& conn, std::string_view table, const std::string& topic,
+                     std::vector<RejectedRow>* rejected);
+  Status WaitForDeliveries(const std::string& topic);
+  Status BeginIfNeeded();
+  // Aborts the open transaction after `cause`; returns `cause` with what happened.
+  Status AbortAfter(const Status& cause);
+  // The same, keeping the offsets not yet committed (a failed Write or Flush).
+  Status AbortKeepingOffsets(const Status& cause);
 
   KafkaSinkOptions options_;
+  // Transactional: a transaction is open, and the offsets of what was written or skipped
+  // since the last commit (sent with the commit).
+  bool in_transaction_ = false;
+  SourceOffsets uncommitted_;
+  GroupMetadataFn group_;
   std::chrono::milliseconds flush_timeout_{0};
   // Delivery outcomes since the last Flush; delivery reports run inside Poll and Flush,
   // on the pipeline's thread.

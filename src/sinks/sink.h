@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "kafka/client/consumer.h"
 
 namespace sluice::sinks {
 
@@ -71,6 +73,14 @@ class Sink {
   // The partitions were lost to another member without a chance to commit: drop what is
   // staged (their next owner reads it again from the sink's offsets).
   virtual Status Discard() { return Status::OK(); }
+
+  // Exactly-once into Kafka (a deferring sink whose Commit is a Kafka transaction): the
+  // sink commits the source offsets to the consumer group itself, inside the transaction
+  // that holds its rows (KIP-447), so the pipeline commits nothing to the group. Such a
+  // sink asks `group` for the member's current group metadata at each commit.
+  using GroupMetadataFn = std::function<Result<kafka::client::GroupMetadata>()>;
+  virtual bool CommitsSourceOffsets() const { return false; }
+  virtual void SetGroupMetadata(GroupMetadataFn /*group*/) {}
 
   // The sink's type and target, for logs and metrics ("postgres table events").
   virtual std::string Describe() const = 0;

@@ -218,8 +218,8 @@ kafka::InitProducerIdResponse InitProducerId(Context& ctx,
                                              const kafka::InitProducerIdRequest& req) {
   kafka::InitProducerIdResponse resp;
   if (req.transactional_id.has_value()) {
-    // No transaction coordinator yet: only idempotent producers are served.
-    resp.error_code = ErrorCode::kInvalidRequest;
+    // No transaction coordinator runs (the broker is closing).
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
     return resp;
   }
   Result<int64_t> id = ctx.controller.AllocateProducerId();
@@ -254,6 +254,11 @@ void HandleDeleteRecords(Context& ctx, const Call& call, const kafka::DeleteReco
 }
 
 void HandleInitProducerId(Context& ctx, const Call& call, const kafka::InitProducerIdRequest& req) {
+  // With a transactional id: the transaction coordinator. Without: a new id from the
+  // controller for every request (decision 17 of 0002).
+  if (req.transactional_id.has_value() && ctx.txns != nullptr) {
+    return HandleInitProducerIdTxn(ctx, call, req);
+  }
   ToController(ctx, call, [&ctx, req] { return InitProducerId(ctx, req); });
 }
 

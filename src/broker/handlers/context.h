@@ -19,6 +19,10 @@
 #include "broker/txn_markers.h"
 #include "kafka/protocol/requests.h"
 
+namespace sluice::broker {
+class TxnCoordinator;
+}  // namespace sluice::broker
+
 namespace sluice::broker::handlers {
 
 // Made by the Broker at Open and alive as long as it; shared by every thread. Each
@@ -34,6 +38,9 @@ struct Context {
   // The transaction coordinator as the produce path sees it (thread-safe); null while
   // none runs: transactional batches are then refused.
   TxnVerifier* txn_verifier = nullptr;
+  // The transaction coordinator (thread-safe: posts to its own thread); null while none
+  // runs: its requests answer COORDINATOR_NOT_AVAILABLE.
+  TxnCoordinator* txns = nullptr;
   // A graceful stop began: fetches stop waiting (Broker::Drain).
   std::atomic<bool> draining{false};
 };

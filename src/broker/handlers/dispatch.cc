@@ -56,14 +56,24 @@ constexpr Entry kEntries[] = {
     {ApiKey::kIncrementalAlterConfigs,
      Typed<kafka::IncrementalAlterConfigsRequest, HandleIncrementalAlterConfigs>},
     {ApiKey::kDescribeCluster, Typed<kafka::DescribeClusterRequest, HandleDescribeCluster>},
+    {ApiKey::kAddPartitionsToTxn,
+     Typed<kafka::AddPartitionsToTxnRequest, HandleAddPartitionsToTxn>},
+    {ApiKey::kAddOffsetsToTxn, Typed<kafka::AddOffsetsToTxnRequest, HandleAddOffsetsToTxn>},
+    {ApiKey::kEndTxn, Typed<kafka::EndTxnRequest, HandleEndTxn>},
+    {ApiKey::kWriteTxnMarkers, Typed<kafka::WriteTxnMarkersRequest, HandleWriteTxnMarkers>},
+    {ApiKey::kDescribeTransactions,
+     Typed<kafka::DescribeTransactionsRequest, HandleDescribeTransactions>},
+    {ApiKey::kListTransactions, Typed<kafka::ListTransactionsRequest, HandleListTransactions>},
     {ApiKey::kDescribeProducers, Typed<kafka::DescribeProducersRequest, HandleDescribeProducers>},
 };
 
-constexpr size_t kTableSize = [] {
+// One past the largest key in the table.
+constexpr size_t TableSize() {
   size_t n = 0;
   for (const Entry& e : kEntries) n = std::max(n, static_cast<size_t>(e.key) + 1);
   return n;
-}();
+}
+constexpr size_t kTableSize = TableSize();
 
 constexpr std::array<Handler, kTableSize> MakeTable() {
   std::array<Handler, kTableSize> table{};

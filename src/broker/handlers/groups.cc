@@ -1,6 +1,6 @@
-// Consumer groups: FindCoordinator (this node coordinates every group) and the hand-off of
-// every group request to the GroupCoordinator, whose answer is posted back to the
-// connection's loop (docs/design/0003-group-coordinator.md).
+// Consumer groups: FindCoordinator (this node coordinates every group and transactional
+// id) and the hand-off of every group request to the GroupCoordinator, whose answer is
+// posted back to the connection's loop (docs/design/0003-group-coordinator.md).
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,8 +32,9 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
   kafka::FindCoordinatorResponse resp;
   const std::string& host = meta.advertised_host;
   const int32_t port = meta.advertised_port;
-  // Transactions (key type 1) have no coordinator: there are no transactions yet.
-  const bool served = req.key_type == 0;
+  // This node coordinates every group (key type 0) and, while its transaction
+  // coordinator runs, every transactional id (key type 1).
+  const bool served = req.key_type == 0 || (req.key_type == 1 && ctx.txns != nullptr);
   const ErrorCode error = served              ? ErrorCode::kNone
                           : req.key_type == 1 ? ErrorCode::kCoordinatorNotAvailable
                                               : ErrorCode::kInvalidRequest;
@@ -45,7 +46,7 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
       c.host = served ? host : "";
       c.port = served ? port : -1;
       c.error_code = error;
-      if (!served) c.error_message = "transactions are not supported";
+      if (!served) c.error_message = "no transaction coordinator is running";
       resp.coordinators.push_back(std::move(c));
     }
     Reply(call.conn, call.header, resp);
@@ -55,7 +56,7 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
   resp.node_id = served ? kNodeId : -1;
   resp.host = served ? host : "";
   resp.port = served ? port : -1;
-  if (!served) resp.error_message = "transactions are not supported";
+  if (!served) resp.error_message = "no transaction coordinator is running";
   Reply(call.conn, call.header, resp);
 }
 

@@ -12,6 +12,9 @@
 //   admin_configs.cc  DescribeConfigs, AlterConfigs, IncrementalAlterConfigs
 //   groups.cc         FindCoordinator and the hand-off to the group coordinator
 //                     (TxnOffsetCommit included)
+//   txn.cc            InitProducerId with a transactional id, AddPartitionsToTxn,
+//                     AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions:
+//                     the hand-off to the transaction coordinator; WriteTxnMarkers refused
 //   sasl_gate.cc      SaslHandshake, SaslAuthenticate, the raw-token exchange and the
 //                     gate that admits nothing else before authentication
 //   txn_producers.cc  DescribeProducers
@@ -65,6 +68,22 @@ void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeG
 void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req);
 void HandleTxnOffsetCommit(Context& ctx, const Call& call,
                            const kafka::TxnOffsetCommitRequest& req);
+
+// Transactions (txn.cc). InitProducerId with a transactional id comes here from
+// HandleInitProducerId.
+void HandleInitProducerIdTxn(Context& ctx, const Call& call,
+                             const kafka::InitProducerIdRequest& req);
+void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
+                              const kafka::AddPartitionsToTxnRequest& req);
+void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
+                           const kafka::AddOffsetsToTxnRequest& req);
+void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& req);
+void HandleWriteTxnMarkers(Context& ctx, const Call& call,
+                           const kafka::WriteTxnMarkersRequest& req);
+void HandleDescribeTransactions(Context& ctx, const Call& call,
+                                const kafka::DescribeTransactionsRequest& req);
+void HandleListTransactions(Context& ctx, const Call& call,
+                            const kafka::ListTransactionsRequest& req);
 
 void HandleSaslHandshake(Context& ctx, const Call& call, const kafka::SaslHandshakeRequest& req);
 void HandleSaslAuthenticate(Context& ctx, const Call& call,

@@ -281,8 +281,12 @@ TEST_F(BrokerDataTest, InitProducerIdHandsOutIdsThatSurviveRestarts) {
     first = std::max(a.producer_id, b.producer_id);
     kafka::InitProducerIdRequest txn;
     txn.transactional_id = "tx";
-    EXPECT_EQ(c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, txn).error_code,
-              ErrorCode::kInvalidRequest);
+    // With a transactional id: the transaction coordinator's id, from the same sequence.
+    txn.transaction_timeout_ms = 60000;
+    auto t = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, txn);
+    EXPECT_EQ(t.error_code, ErrorCode::kNone);
+    EXPECT_GT(t.producer_id, first);
+    first = t.producer_id;
   }
   Stop();
   Start();

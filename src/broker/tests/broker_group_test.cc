@@ -60,9 +60,13 @@ TEST_F(BrokerGroupTest, FindCoordinatorNamesThisBroker) {
   ASSERT_EQ(v4.coordinators.size(), 2u);
   EXPECT_EQ(v4.coordinators[1].key, "b");
   EXPECT_EQ(v4.coordinators[1].port, port());
-  req.key_type = 1;  // a transaction coordinator: none
+  req.key_type = 1;  // the transaction coordinator: this node too
+  auto txn = c.Call<kafka::FindCoordinatorResponse>(ApiKey::kFindCoordinator, 3, req);
+  EXPECT_EQ(txn.error_code, ErrorCode::kNone);
+  EXPECT_EQ(txn.port, port());
+  req.key_type = 2;
   EXPECT_EQ(c.Call<kafka::FindCoordinatorResponse>(ApiKey::kFindCoordinator, 3, req).error_code,
-            ErrorCode::kCoordinatorNotAvailable);
+            ErrorCode::kInvalidRequest);
 }
 
 TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {

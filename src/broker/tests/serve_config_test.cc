@@ -68,6 +68,25 @@ TEST(ServeConfigTest, ReadsTheSaslSection) {
   EXPECT_FALSE(FromYaml("sasl: {enabled: true, mechanisms: [KERBEROS], users: ['a:b']}\n").ok());
 }
 
+TEST(ServeConfigTest, ReadsTheTransactionsSection) {
+  auto d = FromYaml("");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->broker.transactions.max_timeout_ms, 900000);
+  EXPECT_EQ(d->broker.transactions.id_expiration_ms, 7LL * 24 * 3600 * 1000);
+  EXPECT_EQ(d->broker.transactions.abort_check_interval_ms, 10000);
+  auto c =
+      FromYaml("transactions: {max_timeout: 1m, id_expiration: 2h, abort_check_interval: 50}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.transactions.max_timeout_ms, 60000);
+  EXPECT_EQ(c->broker.transactions.id_expiration_ms, 2 * 3600 * 1000);
+  EXPECT_EQ(c->broker.transactions.abort_check_interval_ms, 50);
+  auto bad = FromYaml("transactions: {max_timeout: 0}\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("max_timeout"), std::string::npos);
+  EXPECT_FALSE(FromYaml("transactions: {max_timeout: 30d}\n").ok());  // above int32 ms
+  EXPECT_FALSE(FromYaml("transactions: {abort_check_interval: soon}\n").ok());
+}
+
 TEST(ServeConfigTest, BadValuesNameTheKey) {
   struct Case {
     const char* yaml;

@@ -15,6 +15,13 @@ struct ConsumerCallbacks {
         detail::ErrorStatus(static_cast<rd_kafka_resp_err_t>(err), rd_kafka_name(rk), reason);
   }
 
+  // Runs inside Poll; returns 0: librdkafka frees the JSON.
+  static int OnStats(rd_kafka_t* /*rk*/, char* json, size_t json_len, void* opaque) {
+    auto* self = static_cast<Consumer*>(opaque);
+    if (self->on_stats_) self->on_stats_(std::string_view(json, json_len));
+    return 0;
+  }
+
   // Runs inside Poll for commits made with CommitAsync (and Commit, whose errors are
   // returned as well).
   static void OnCommitted(rd_kafka_t* rk, rd_kafka_resp_err_t err,
@@ -105,12 +112,7 @@ struct ConsumerCallbacks {
 
 void Consumer::ApplyPendingAssign() {
   if (!pending_assign_) return;
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(pending_assign_->size())));
-  for (const TopicPartition& tp : *pending_assign_) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(*pending_assign_);
   pending_assign_.reset();
   if (pending_cooperative_) {
     detail::ErrorPtr e(rd_kafka_incremental_assign(rk_.get(), list.get()));
@@ -189,6 +191,33 @@ Result<std::vector<PartitionLag>> Consumer::Lag() const {
   return out;
 }
 
+GroupMetadata GroupMetadata::Make(const std::string& group_id, int32_t generation,
+                                  const std::string& member_id, const std::string& instance_id) {
+  return GroupMetadata(rd_kafka_consumer_group_metadata_new_with_genid(
+      group_id.c_str(), generation, member_id.c_str(),
+      instance_id.empty() ? nullptr : instance_id.c_str()));
+}
+
+GroupMetadata& GroupMetadata::operator=(GroupMetadata&& other) noexcept {
+  if (this != &other) {
+    if (md_ != nullptr) rd_kafka_consumer_group_metadata_destroy(md_);
+    md_ = std::exchange(other.md_, nullptr);
+  }
+  return *this;
+}
+
+GroupMetadata::~GroupMetadata() {
+  if (md_ != nullptr) rd_kafka_consumer_group_metadata_destroy(md_);
+}
+
+Result<GroupMetadata> Consumer::CurrentGroupMetadata() const {
+  rd_kafka_consumer_group_metadata_t* md = rd_kafka_consumer_group_metadata(rk_.get());
+  if (md == nullptr) {
+    return FailedPreconditionError("consumer {}: no group.id, so no group metadata", name());
+  }
+  return GroupMetadata(md);
+}
+
 MessageBatch::MessageBatch(MessageBatch&& other) noexcept
     : messages_(std::exchange(other.messages_, {})),
       bytes_(std::exchange(other.bytes_, 0)),
@@ -223,14 +252,16 @@ Message MessageBatch::operator[](size_t i) const {
   return out;
 }
 
-Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config) {
+Result<std::unique_ptr<Consumer>> Consumer::Create(const Config& config, StatsCallback on_stats) {
   std::unique_ptr<Consumer> c(new Consumer());
+  c->on_stats_ = std::move(on_stats);
   Config effective = config;
   effective.emplace("enable.auto.commit", "false");  // kept when the caller set it
   auto group = config.find("group.id");
   c->has_group_ = group != config.end() && !group->second.empty();
   ASSIGN_OR_RETURN(detail::ConfPtr conf, detail::MakeConf(effective, "consumer", c.get()));
   rd_kafka_conf_set_error_cb(conf.get(), ConsumerCallbacks::OnError);
+  if (c->on_stats_) rd_kafka_conf_set_stats_cb(conf.get(), ConsumerCallbacks::OnStats);
   if (c->has_group_) {
     rd_kafka_conf_set_rebalance_cb(conf.get(), ConsumerCallbacks::OnRebalance);
     rd_kafka_conf_set_offset_commit_cb(conf.get(), ConsumerCallbacks::OnCommitted);
@@ -337,12 +368,7 @@ Status Consumer::Commit(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
   RETURN_IF_ERROR(detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 0), "commit"));
   for (int i = 0; i < list->cnt; ++i) {
     const rd_kafka_topic_partition_t& tp = list->elems[i];
@@ -356,12 +382,7 @@ Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
   if (mode_ != Mode::kSubscribed) {
     return FailedPreconditionError("consumer: Commit needs Subscribe (a group member)");
   }
-  detail::PartitionListPtr list(
-      rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
-  for (const TopicPartition& tp : offsets) {
-    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
-        tp.offset;
-  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
   return detail::ErrorStatus(rd_kafka_commit(rk_.get(), list.get(), 1), "commit");
 }
 

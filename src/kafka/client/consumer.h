@@ -12,12 +12,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "kafka/client/config.h"
 
-struct rd_kafka_message_s;  // rd_kafka_message_t
+struct rd_kafka_message_s;                  // rd_kafka_message_t
+struct rd_kafka_consumer_group_metadata_s;  // rd_kafka_consumer_group_metadata_t
 
 namespace sluice::kafka::client {
 
@@ -36,6 +38,27 @@ struct TopicPartition {
   std::string topic;
   int32_t partition = 0;
   int64_t offset = kOffsetBeginning;  // where Assign starts, or what Commit stores
+};
+
+// A group member's identity as the group coordinator knows it now (group id, generation,
+// member id, group.instance.id): what a transactional producer sends with the consumed
+// offsets (Producer::SendOffsetsToTransaction, KIP-447). A copy taken at one moment: take
+// a new one for each transaction, as a rebalance changes the generation. Move-only.
+class GroupMetadata {
+ public:
+  GroupMetadata() = default;
+  // Built by hand (tests, a source that is not a librdkafka consumer).
+  static GroupMetadata Make(const std::string& group_id, int32_t generation,
+                            const std::string& member_id, const std::string& instance_id = "");
+  GroupMetadata(GroupMetadata&& other) noexcept : md_(std::exchange(other.md_, nullptr)) {}
+  GroupMetadata& operator=(GroupMetadata&& other) noexcept;
+  ~GroupMetadata();
+  rd_kafka_consumer_group_metadata_s* get() const { return md_; }
+
+ private:
+  friend class Consumer;
+  explicit GroupMetadata(rd_kafka_consumer_group_metadata_s* md) : md_(md) {}
+  rd_kafka_consumer_group_metadata_s* md_ = nullptr;
 };
 
 // A change of a group member's assignment, as the rebalance listener sees it.
@@ -63,9 +86,19 @@ struct PartitionLag {
   int32_t partition = 0;
   int64_t position = -1;        // the next offset the application will get; -1 unknown
   int64_t high_watermark = -1;  // -1 unknown
+  // The last stable offset (below it every transaction has ended), from librdkafka's
+  // statistics when the caller gathers them (KafkaSource does); -1 unknown. A
+  // read_committed consumer reads nothing at or past it until the transactions end.
+  int64_t last_stable_offset = -1;
   // high_watermark - position, or -1 when either is unknown.
   int64_t lag() const {
     return position < 0 || high_watermark < 0 ? -1 : high_watermark - position;
+  }
+  // Offsets between the last stable offset and the high watermark (open transactions'
+  // records and markers), or -1 when either is unknown.
+  int64_t unstable() const {
+    if (last_stable_offset < 0 || high_watermark < 0) return -1;
+    return high_watermark > last_stable_offset ? high_watermark - last_stable_offset : 0;
   }
 };
 
@@ -106,9 +139,14 @@ class MessageBatch {
 // Threads: one thread at a time; last_error() from any thread.
 class Consumer {
  public:
+  // librdkafka's statistics JSON (its STATISTICS.md), every statistics.interval.ms.
+  using StatsCallback = std::function<void(std::string_view json)>;
+
   // `config` needs bootstrap.servers; group.id only for Subscribe and Commit.
   // enable.auto.commit defaults to false here (commits are explicit), unless set.
-  static Result<std::unique_ptr<Consumer>> Create(const Config& config);
+  // `on_stats` runs inside Poll (with statistics.interval.ms set).
+  static Result<std::unique_ptr<Consumer>> Create(const Config& config,
+                                                  StatsCallback on_stats = nullptr);
   ~Consumer();
   Consumer(const Consumer&) = delete;
   Consumer& operator=(const Consumer&) = delete;
@@ -158,6 +196,10 @@ class Consumer {
   Result<int64_t> QueryHighWatermark(const std::string& topic, int32_t partition,
                                      std::chrono::milliseconds timeout);
 
+  // The member's current group metadata, for a transactional producer (KIP-447).
+  // FailedPrecondition without group.id.
+  Result<GroupMetadata> CurrentGroupMetadata() const;
+
   // The last error librdkafka reported for the handle as a whole, or OK.
   Status last_error() const;
 
@@ -181,6 +223,7 @@ class Consumer {
   std::vector<Started> started_;          // partitions Assign started fetching
   Mode mode_ = Mode::kNone;
   RebalanceListener rebalance_listener_;
+  StatsCallback on_stats_;
   bool has_group_ = false;
   std::vector<rd_kafka_message_s*> scratch_;                   // what Poll hands librdkafka to fill
   std::optional<std::vector<TopicPartition>> pending_assign_;  // announced, taken as Poll returns

@@ -1,5 +1,7 @@
 #include "kafka/client/producer.h"
 
+#include <algorithm>
+
 #include "kafka/client/rdkafka_util.h"
 
 namespace sluice::kafka::client {
@@ -142,5 +144,70 @@ Status Producer::last_error() const {
 }
 
 std::string Producer::name() const { return rd_kafka_name(rk_.get()); }
+
+namespace {
+
+// librdkafka's error object (consumed) as a Status whose code is its class (producer.h).
+Status TxnStatus(rd_kafka_error_t* raw, std::string_view what) {
+  if (raw == nullptr) return Status::OK();
+  detail::ErrorPtr error(raw);
+  const rd_kafka_resp_err_t code = rd_kafka_error_code(raw);
+  std::string text =
+      fmt::format("{}: {} ({})", what, rd_kafka_error_string(raw), rd_kafka_err2name(code));
+  if (rd_kafka_error_is_fatal(raw)) {
+    return Status(StatusCode::kFailedPrecondition, "fatal: " + text);
+  }
+  if (rd_kafka_error_txn_requires_abort(raw)) return Status(StatusCode::kAborted, text);
+  if (rd_kafka_error_is_retriable(raw)) return Status(StatusCode::kResourceExhausted, text);
+  if (code == RD_KAFKA_RESP_ERR__STATE || code == RD_KAFKA_RESP_ERR__INVALID_ARG ||
+      code == RD_KAFKA_RESP_ERR__NOT_CONFIGURED) {
+    return Status(StatusCode::kInvalidArgument, text);
+  }
+  return Status(
+      detail::CodeOf(code) == StatusCode::kOk ? StatusCode::kInternal : detail::CodeOf(code), text);
+}
+
+int Millis(std::chrono::milliseconds timeout) {
+  return static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+}
+
+}  // namespace
+
+Status Producer::InitTransactions(std::chrono::milliseconds timeout) {
+  return TxnStatus(rd_kafka_init_transactions(rk_.get(), Millis(timeout)), "init transactions");
+}
+
+Status Producer::BeginTransaction() {
+  return TxnStatus(rd_kafka_begin_transaction(rk_.get()), "begin transaction");
+}
+
+Status Producer::SendOffsetsToTransaction(const std::vector<TopicPartition>& offsets,
+                                          const GroupMetadata& group,
+                                          std::chrono::milliseconds timeout) {
+  if (group.get() == nullptr) {
+    return InvalidArgumentError("send offsets to transaction: no consumer group metadata");
+  }
+  detail::PartitionListPtr list = detail::OffsetList(offsets);
+  return TxnStatus(
+      rd_kafka_send_offsets_to_transaction(rk_.get(), list.get(), group.get(), Millis(timeout)),
+      "send offsets to transaction");
+}
+
+Status Producer::CommitTransaction(std::chrono::milliseconds timeout) {
+  return TxnStatus(rd_kafka_commit_transaction(rk_.get(), Millis(timeout)), "commit transaction");
+}
+
+Status Producer::AbortTransaction(std::chrono::milliseconds timeout) {
+  return TxnStatus(rd_kafka_abort_transaction(rk_.get(), Millis(timeout)), "abort transaction");
+}
+
+Status Producer::FatalError() const {
+  char reason[512];
+  rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_.get(), reason, sizeof(reason));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) return Status::OK();
+  return Status(
+      StatusCode::kFailedPrecondition,
+      fmt::format("fatal: {}: {} ({})", rd_kafka_name(rk_.get()), reason, rd_kafka_err2name(err)));
+}
 
 }  // namespace sluice::kafka::client

@@ -1,7 +1,8 @@
 // Producer: RAII over a librdkafka producer handle. Produce enqueues a record for a
 // topic and partition; librdkafka batches and sends it from its own threads; Poll and
 // Flush serve the delivery reports, which update the counters and call the delivery
-// callback.
+// callback. With `transactional.id` set it is a transactional producer (KIP-98):
+// InitTransactions once, then Begin / SendOffsets / Commit or Abort per transaction.
 #pragma once
 
 #include <atomic>
@@ -13,9 +14,11 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "base/status.h"
 #include "kafka/client/config.h"
+#include "kafka/client/consumer.h"
 
 namespace sluice::kafka::client {
 
@@ -91,6 +94,32 @@ class Producer {
   Status last_error() const;
 
   std::string name() const;
+
+  // The transactional API (`transactional.id` set; librdkafka's rd_kafka_*_transaction*).
+  // Each call blocks at most `timeout` and returns librdkafka's error class as the code:
+  //   kResourceExhausted  retriable: the same call may be made again (a timeout, say);
+  //   kAborted            the transaction cannot commit: AbortTransaction, then Begin again
+  //                       (a record not delivered, a stale group generation, KIP-447);
+  //   kFailedPrecondition fatal: the producer is unusable and must be destroyed (fenced by
+  //                       a newer producer with the same transactional.id, or the broker
+  //                       refused transactions); the message starts with "fatal: ";
+  //   kInvalidArgument    a call out of order (Begin with a transaction open, say).
+  // The message carries librdkafka's reason and error name.
+  // InitTransactions: once, before the first Begin. It fences older producers with the
+  // same transactional.id and aborts (or completes) what they left open.
+  Status InitTransactions(std::chrono::milliseconds timeout);
+  Status BeginTransaction();
+  // The consumer's next offsets, committed for `group` when the transaction commits
+  // (KIP-447: the group coordinator checks the metadata's generation and member id, so
+  // a member that lost its partitions cannot commit them).
+  Status SendOffsetsToTransaction(const std::vector<TopicPartition>& offsets,
+                                  const GroupMetadata& group, std::chrono::milliseconds timeout);
+  // Flushes what was produced and commits; on an abortable error the transaction must be
+  // aborted.
+  Status CommitTransaction(std::chrono::milliseconds timeout);
+  Status AbortTransaction(std::chrono::milliseconds timeout);
+  // The fatal error librdkafka raised for the handle (a fenced producer), or OK.
+  Status FatalError() const;
 
  private:
   Producer(DeliveryCallback on_delivery, StatsCallback on_stats)

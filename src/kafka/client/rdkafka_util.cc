@@ -52,6 +52,15 @@ Result<KafkaPtr> NewHandle(rd_kafka_type_t type, ConfPtr conf, std::string_view 
   return KafkaPtr(rk);
 }
 
+PartitionListPtr OffsetList(const std::vector<TopicPartition>& offsets) {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size())));
+  for (const TopicPartition& tp : offsets) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition)->offset =
+        tp.offset;
+  }
+  return list;
+}
+
 StatusCode CodeOf(rd_kafka_resp_err_t err) {
   switch (err) {
     case RD_KAFKA_RESP_ERR_NO_ERROR:

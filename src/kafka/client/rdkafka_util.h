@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "kafka/client/config.h"
+#include "kafka/client/consumer.h"
 
 namespace sluice::kafka::client::detail {
 
@@ -59,6 +61,9 @@ Result<ConfPtr> MakeConf(const Config& config, std::string_view what, void* opaq
 
 // rd_kafka_new over `conf` (which it consumes, also on failure).
 Result<KafkaPtr> NewHandle(rd_kafka_type_t type, ConfPtr conf, std::string_view what);
+
+// A partition list with each partition's offset set (TopicPartition::offset).
+PartitionListPtr OffsetList(const std::vector<TopicPartition>& offsets);
 
 // The StatusCode closest to a librdkafka error code.
 StatusCode CodeOf(rd_kafka_resp_err_t err);

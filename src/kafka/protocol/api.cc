@@ -42,10 +42,10 @@ constexpr std::array<KnownApi, 35> kKnown = {{
     // Transactions (messages/txn.h). v4+ of AddPartitionsToTxn is the broker-to-broker
     // batch (KIP-890); EndTxn v5 is "latestVersionUnstable" in Kafka's JSON (epoch bump per
     // transaction, KIP-890 part 2): the codec has it, nothing advertises it.
-    {{ApiKey::kAddPartitionsToTxn, 0, 5, 3}, false},
-    {{ApiKey::kAddOffsetsToTxn, 0, 4, 3}, false},
-    {{ApiKey::kEndTxn, 0, 4, 3}, false},
-    {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, false},
+    {{ApiKey::kAddPartitionsToTxn, 0, 5, 3}, true},
+    {{ApiKey::kAddOffsetsToTxn, 0, 4, 3}, true},
+    {{ApiKey::kEndTxn, 0, 4, 3}, true},
+    {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, true},
     {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, true},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
@@ -55,8 +55,8 @@ constexpr std::array<KnownApi, 35> kKnown = {{
     {{ApiKey::kIncrementalAlterConfigs, 0, 1, 1}, true},
     {{ApiKey::kDescribeCluster, 0, 1, 0}, true},
     {{ApiKey::kDescribeProducers, 0, 0, 0}, true},
-    {{ApiKey::kDescribeTransactions, 0, 0, 0}, false},
-    {{ApiKey::kListTransactions, 0, 1, 0}, false},
+    {{ApiKey::kDescribeTransactions, 0, 0, 0}, true},
+    {{ApiKey::kListTransactions, 0, 1, 0}, true},
 }};
 
 template <bool kServedOnly>

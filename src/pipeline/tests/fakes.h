@@ -33,6 +33,10 @@ inline constexpr int64_t kUnset = -1001;
 // A group's committed offsets and every commit and acknowledgement, in order.
 struct FakeGroup {
   SourceOffsets committed;
+  // The group's generation now, and the one in the last group metadata a member handed
+  // out (how a FakeTxnSink, txn_fakes.h, sees a member whose generation is gone).
+  int32_t generation = 1;
+  int32_t metadata_generation = 0;
   // "commit sync in[0]@3", "commit async in[0]@5", "ack revoke in[0]", ...
   std::vector<std::string> log;
 };
@@ -66,6 +70,7 @@ class FakeSource final : public Source {
         idle_(std::move(idle)) {}
 
   Status Start(SourceListener* listener, bool /*arrivals*/) override {
+    generation_ = group_->generation;
     std::vector<TopicPartition> assigned;
     for (const auto& [p, values] : partitions_) assigned.push_back({kFakeTopic, p, kUnset});
     listener->Assigning(assigned);
@@ -145,6 +150,10 @@ class FakeSource final : public Source {
   Result<std::vector<kafka::client::PartitionLag>> Lag() const override {
     return std::vector<kafka::client::PartitionLag>{};
   }
+  Result<kafka::client::GroupMetadata> GroupMetadata() const override {
+    group_->metadata_generation = generation_;
+    return kafka::client::GroupMetadata::Make("g", generation_, "member");
+  }
   void Close() override { pending_.clear(); }
 
  private:
@@ -156,6 +165,7 @@ class FakeSource final : public Source {
   std::map<int32_t, int64_t> position_;  // assigned partitions: the next offset to deliver
   std::vector<Message> pending_;
   int32_t revoking_ = -1;
+  int32_t generation_ = 0;  // the group's generation when this member joined
 };
 
 // What a FakeSink saw and how it behaves.

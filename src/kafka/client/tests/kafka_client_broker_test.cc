@@ -281,6 +281,101 @@ TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
               ::testing::UnorderedElementsAre("0:5:k:b0", "1:5:k:b1", "0:6:k:b2", "1:6:k:b3"));
 }
 
+// A group member's statistics arrive through Poll (what the pipeline's last-stable-offset
+// gauge reads), with each assigned partition's ls_offset; its group metadata, for a
+// transactional producer, is there once it is a member.
+TEST_F(KafkaClientBrokerTest, GroupMemberStatisticsCarryTheLastStableOffset) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("stable", 1, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*producer)->Produce("stable", 0, "k", "v").ok());
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  Config group = Base();
+  group["group.id"] = "stats";
+  group["auto.offset.reset"] = "earliest";
+  group["statistics.interval.ms"] = "100";
+  std::string last;
+  auto consumer = Consumer::Create(group, [&](std::string_view json) { last = json; });
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  ASSERT_TRUE((*consumer)->Subscribe({"stable"}).ok());
+  EXPECT_EQ(Read(consumer->get(), 3).size(), 3u);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (last.find("\"ls_offset\":3") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE((*consumer)->Poll(100ms).ok());
+  }
+  EXPECT_THAT(last, ::testing::HasSubstr("\"ls_offset\":3"));
+  auto md = (*consumer)->CurrentGroupMetadata();
+  ASSERT_TRUE(md.ok()) << md.status().ToString();
+  EXPECT_NE(md->get(), nullptr);
+}
+
+// The transactional producer against the broker's transaction coordinator: a committed
+// transaction's records and offsets become visible to read_committed, an aborted one's
+// never; a second producer with the same transactional.id fences the first, whose next
+// commit is a fatal error (kFailedPrecondition, "fatal: ...").
+TEST_F(KafkaClientBrokerTest, TransactionsCommitAbortAndFence) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("txn-in", 1, 1, {}, 10s).ok());
+  ASSERT_TRUE((*admin)->CreateTopic("txn-out", 1, 1, {}, 10s).ok());
+  Config txn = Base();
+  txn["transactional.id"] = "client-test";
+  txn["transaction.timeout.ms"] = "10000";
+  txn["message.timeout.ms"] = "10000";
+  auto producer = Producer::Create(txn);
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  Producer& p = **producer;
+  ASSERT_TRUE(p.InitTransactions(30s).ok());
+
+  // Committed with the offsets of a group member.
+  Config member = Base();
+  member["group.id"] = "txn-readers";
+  auto consumer = Consumer::Create(member);
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  auto md = (*consumer)->CurrentGroupMetadata();
+  ASSERT_TRUE(md.ok()) << md.status().ToString();
+  ASSERT_TRUE(p.BeginTransaction().ok());
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(p.Produce("txn-out", 0, "k", fmt::format("c{}", i)).ok());
+  Status st = p.SendOffsetsToTransaction({{"txn-in", 0, 42}}, *md, 30s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  st = p.CommitTransaction(30s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+
+  // Aborted.
+  ASSERT_TRUE(p.BeginTransaction().ok());
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(p.Produce("txn-out", 0, "k", fmt::format("a{}", i)).ok());
+  st = p.AbortTransaction(30s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+
+  // Fenced by a newer producer with the same id.
+  auto newer = Producer::Create(txn);
+  ASSERT_TRUE(newer.ok()) << newer.status().ToString();
+  ASSERT_TRUE((*newer)->InitTransactions(30s).ok());
+  ASSERT_TRUE(p.BeginTransaction().ok());
+  ASSERT_TRUE(p.Produce("txn-out", 0, "k", "zombie").ok());
+  st = p.CommitTransaction(30s);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_THAT(st.message(), ::testing::StartsWith("fatal: "));
+  EXPECT_EQ(p.FatalError().code(), StatusCode::kFailedPrecondition);
+
+  Config reader = Base();
+  reader["group.id"] = "txn-check";
+  reader["auto.offset.reset"] = "earliest";
+  reader["isolation.level"] = "read_committed";
+  auto check = Consumer::Create(reader);
+  ASSERT_TRUE(check.ok());
+  ASSERT_TRUE((*check)->Subscribe({"txn-out"}).ok());
+  std::vector<std::string> got = Read(check->get(), 3);
+  std::vector<std::string> values;
+  for (const std::string& g : got) values.push_back(g.substr(g.rfind(':') + 1));
+  EXPECT_THAT(values, ::testing::ElementsAre("c0", "c1", "c2"));
+  // Nothing more comes: the aborted records and the zombie's are never visible.
+  EXPECT_TRUE(Read(check->get(), 1).empty());
+}
+
 // The listener can choose where an assigned partition starts, instead of the group's
 // committed offset: partition 0 from offset 7, partition 1 from the commit (3).
 TEST_F(KafkaClientBrokerTest, ListenerChoosesWhereAssignedPartitionsStart) {

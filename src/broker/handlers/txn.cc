@@ -1,0 +1,235 @@
+// Transactions, the client side of the transaction coordinator: InitProducerId with a
+// transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
+// ListTransactions (the coordinator answers on its thread; the answer is posted back to
+// the connection's loop), and WriteTxnMarkers, which only brokers may send. PRODUCER_FENCED is
+// turned into INVALID_PRODUCER_EPOCH for the versions that predate it, as Kafka's
+// KafkaApis does. docs/design/0016-transactions.md, "The coordinator".
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "broker/handlers/handlers.h"
+#include "broker/txn_coordinator.h"
+
+namespace sluice::broker::handlers {
+namespace {
+
+using kafka::ErrorCode;
+
+// Posts `resp` to the connection's loop and answers there.
+template <typename Resp>
+void AnswerLater(Context& ctx, const std::shared_ptr<Connection>& conn,
+                 const kafka::RequestHeader& h, Resp resp) {
+  auto shared = std::make_shared<Resp>(std::move(resp));
+  ctx.shards.PostGated(conn->loop(), [conn, h, shared] { Reply(conn, h, *shared); });
+}
+
+// KIP-588: versions before `first` know only INVALID_PRODUCER_EPOCH.
+ErrorCode FencedFor(ErrorCode e, int16_t version, int16_t first) {
+  return e == ErrorCode::kProducerFenced && version < first ? ErrorCode::kInvalidProducerEpoch : e;
+}
+
+}  // namespace
+
+void HandleInitProducerIdTxn(Context& ctx, const Call& call,
+                             const kafka::InitProducerIdRequest& req) {
+  const int16_t version = call.header.api_version;
+  kafka::InitProducerIdResponse resp;
+  resp.producer_epoch = -1;
+  if (ctx.txns == nullptr) {
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    return Reply(call.conn, call.header, resp);
+  }
+  // Kafka: an id without an epoch (or the reverse) is an invalid request.
+  if ((req.producer_id == -1) != (req.producer_epoch == -1)) {
+    resp.error_code = ErrorCode::kInvalidRequest;
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->InitProducerId(*req.transactional_id, req.transaction_timeout_ms, req.producer_id,
+                           req.producer_epoch,
+                           [&ctx, conn = call.conn, h = call.header, version](TxnProducerResult r) {
+                             kafka::InitProducerIdResponse out;
+                             out.error_code = FencedFor(r.error, version, 4);
+                             out.producer_id = r.producer_id;
+                             out.producer_epoch = r.producer_epoch;
+                             AnswerLater(ctx, conn, h, std::move(out));
+                           });
+}
+
+void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
+                              const kafka::AddPartitionsToTxnRequest& req) {
+  const int16_t version = call.header.api_version;
+  kafka::AddPartitionsToTxnResponse resp;
+  if (version >= 4) {
+    // KIP-890's batched form is for brokers (ClusterAction); a client is refused.
+    resp.error_code = ErrorCode::kClusterAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
+  }
+  // Every partition gets `error`, or its own when one is set in `own`. Kept by the
+  // coordinator's answer: it holds its own copy of the topics, not the request's.
+  auto answer_all = [topics = req.v3_and_below_topics](
+                        ErrorCode error, const std::map<TopicPartition, ErrorCode>& own) {
+    std::vector<kafka::TxnTopicErrors> out;
+    for (const auto& t : topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
+      for (int32_t p : t.partitions) {
+        auto it = own.find(TopicPartition{t.name, p});
+        topic.partitions.push_back({p, it != own.end() ? it->second : error, {}});
+      }
+      out.push_back(std::move(topic));
+    }
+    return out;
+  };
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
+  std::vector<TopicPartition> partitions;
+  std::map<TopicPartition, ErrorCode> unknown;
+  for (const auto& t : req.v3_and_below_topics) {
+    const MetadataSnapshot::Topic* topic = meta.Find(t.name);
+    for (int32_t p : t.partitions) {
+      TopicPartition tp{t.name, p};
+      if (topic == nullptr || p < 0 || p >= topic->info.partitions) {
+        unknown[tp] = ErrorCode::kUnknownTopicOrPartition;
+      } else {
+        partitions.push_back(std::move(tp));
+      }
+    }
+  }
+  if (!unknown.empty() || ctx.txns == nullptr) {
+    // Kafka: any unknown partition fails the whole request; the others were not attempted.
+    resp.results_by_topic_v3_and_below =
+        answer_all(ctx.txns == nullptr ? ErrorCode::kCoordinatorNotAvailable
+                                       : ErrorCode::kOperationNotAttempted,
+                   unknown);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->AddPartitions(
+      req.v3_and_below_transactional_id, req.v3_and_below_producer_id,
+      req.v3_and_below_producer_epoch, std::move(partitions),
+      [&ctx, conn = call.conn, h = call.header, version, answer_all](ErrorCode e) {
+        kafka::AddPartitionsToTxnResponse out;
+        out.results_by_topic_v3_and_below = answer_all(FencedFor(e, version, 2), {});
+        AnswerLater(ctx, conn, h, std::move(out));
+      });
+}
+
+void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
+                           const kafka::AddOffsetsToTxnRequest& req) {
+  const int16_t version = call.header.api_version;
+  if (ctx.txns == nullptr) {
+    kafka::AddOffsetsToTxnResponse resp;
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->AddOffsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id,
+                       [&ctx, conn = call.conn, h = call.header, version](ErrorCode e) {
+                         kafka::AddOffsetsToTxnResponse out;
+                         out.error_code = FencedFor(e, version, 2);
+                         AnswerLater(ctx, conn, h, std::move(out));
+                       });
+}
+
+void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& req) {
+  const int16_t version = call.header.api_version;
+  if (ctx.txns == nullptr) {
+    kafka::EndTxnResponse resp;
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->EndTxn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
+                   [&ctx, conn = call.conn, h = call.header, version](TxnProducerResult r) {
+                     kafka::EndTxnResponse out;
+                     out.error_code = FencedFor(r.error, version, 2);
+                     out.producer_id = r.producer_id;
+                     out.producer_epoch = r.producer_epoch;
+                     AnswerLater(ctx, conn, h, std::move(out));
+                   });
+}
+
+void HandleWriteTxnMarkers(Context& ctx, const Call& call,
+                           const kafka::WriteTxnMarkersRequest& req) {
+  // Markers are written by the coordinator only (ClusterAction): Kafka answers a client
+  // with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes nothing.
+  kafka::WriteTxnMarkersResponse resp;
+  for (const auto& m : req.markers) {
+    kafka::WriteTxnMarkersResponse::Marker out;
+    out.producer_id = m.producer_id;
+    for (const auto& t : m.topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
+      for (int32_t p : t.partitions) {
+        topic.partitions.push_back({p, ErrorCode::kClusterAuthorizationFailed, {}});
+      }
+      out.topics.push_back(std::move(topic));
+    }
+    resp.markers.push_back(std::move(out));
+  }
+  Reply(call.conn, call.header, resp);
+}
+
+void HandleDescribeTransactions(Context& ctx, const Call& call,
+                                const kafka::DescribeTransactionsRequest& req) {
+  if (ctx.txns == nullptr) {
+    kafka::DescribeTransactionsResponse resp;
+    for (const auto& id : req.transactional_ids) {
+      kafka::DescribeTransactionsResponse::State s;
+      s.transactional_id = id;
+      s.error_code = ErrorCode::kCoordinatorNotAvailable;
+      resp.transaction_states.push_back(std::move(s));
+    }
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.txns->Describe(req.transactional_ids,
+                     [&ctx, conn = call.conn, h = call.header](std::vector<TxnDescription> found) {
+                       kafka::DescribeTransactionsResponse out;
+                       for (auto& d : found) {
+                         kafka::DescribeTransactionsResponse::State s;
+                         s.error_code = d.error;
+                         s.transactional_id = std::move(d.transactional_id);
+                         if (d.error == ErrorCode::kNone) {
+                           s.transaction_state = std::move(d.state);
+                           s.transaction_timeout_ms = d.timeout_ms;
+                           s.transaction_start_time_ms = d.start_ms;
+                           s.producer_id = d.producer_id;
+                           s.producer_epoch = d.producer_epoch;
+                           for (const auto& tp : d.partitions) {  // sorted: one entry per topic
+                             if (s.topics.empty() || s.topics.back().name != tp.topic) {
+                               s.topics.push_back({tp.topic, {}, {}});
+                             }
+                             s.topics.back().partitions.push_back(tp.partition);
+                           }
+                         } else {
+                           s.producer_id = -1;
+                           s.producer_epoch = -1;
+                           s.transaction_start_time_ms = -1;
+                         }
+                         out.transaction_states.push_back(std::move(s));
+                       }
+                       AnswerLater(ctx, conn, h, std::move(out));
+                     });
+}
+
+void HandleListTransactions(Context& ctx, const Call& call,
+                            const kafka::ListTransactionsRequest& req) {
+  if (ctx.txns == nullptr) {
+    kafka::ListTransactionsResponse resp;
+    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    return Reply(call.conn, call.header, resp);
+  }
+  const int64_t duration = call.header.api_version >= 1 ? req.duration_filter : -1;
+  ctx.txns->List(req.state_filters, req.producer_id_filters, duration,
+                 [&ctx, conn = call.conn, h = call.header](TxnListResult r) {
+                   kafka::ListTransactionsResponse out;
+                   out.error_code = r.error;
+                   out.unknown_state_filters = std::move(r.unknown_state_filters);
+                   for (auto& s : r.states) {
+                     out.transaction_states.push_back(
+                         {std::move(s.transactional_id), s.producer_id, std::move(s.state), {}});
+                   }
+                   AnswerLater(ctx, conn, h, std::move(out));
+                 });
+}
+
+}  // namespace sluice::broker::handlers

@@ -1,0 +1,208 @@
+// TxnCoordinator: Kafka's transaction coordinator on one node (KIP-98, KIP-360, KIP-890
+// part 1 verification), behaving as Apache Kafka 3.x's TransactionCoordinator does with
+// transaction.version 0/1: InitProducerId with a transactional id, AddPartitionsToTxn,
+// AddOffsetsToTxn, EndTxn, DescribeTransactions, ListTransactions, the transaction
+// timeout and transactional id expiration. State is durable in a TxnLog
+// (<data-dir>/__transaction_state-0). Decisions: docs/design/0016-transactions.md
+// ("The coordinator").
+//
+// Threads: the coordinator owns one thread running an EventLoop; every transactional id
+// lives on it, without locks. The request methods may be called from any thread: they
+// post to that loop, and `done` runs exactly once, later, on the coordinator's thread
+// (never inside the call); `done` must not block. Answers that change state come once
+// the record is durable (EndTxn: once the Prepare record is; the markers and the
+// Complete record follow, as in Kafka).
+//
+// Lifecycle: Open replays the log and starts the thread; StartMarkers (once the
+// partitions can take markers: the broker calls it when its shards run) lets markers be
+// written, first those of every transaction found in a Prepare state; Close (or the destructor)
+// stops the timers, lets appended records become durable (their requests are answered), closes the
+// log and stops the thread. Marker writes still under way are abandoned: the Prepare record is
+// durable, so the next Open writes them again. A request that reaches the coordinator
+// after its thread stopped is dropped (`done` never runs), so the broker stops accepting
+// requests first. `participants` must outlive the coordinator.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/txn_markers.h"
+#include "broker/txn_state.h"
+#include "storage/file_cache.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+class EventLoop;
+class TxnLog;
+
+struct TxnCoordinatorOptions {
+  std::string dir;                          // the state log, e.g. <data-dir>/__transaction_state-0
+  storage::IoExecutor* executor = nullptr;  // required
+  storage::FileCache* files = nullptr;
+  storage::Env* env = storage::Env::Posix();
+  storage::FlushPolicy flush_policy = storage::FlushPolicy::kDurable;
+  int64_t flush_ms = 100;
+  int32_t max_timeout_ms = 900000;                    // transaction.max.timeout.ms
+  int64_t id_expiration_ms = 7LL * 24 * 3600 * 1000;  // transactional.id.expiration.ms
+  // transaction.abort.timed.out.transaction.cleanup.interval.ms: how often timed-out
+  // transactions are looked for (and idle ids expired).
+  int64_t abort_check_interval_ms = 10000;
+  // Backoff before writing again the markers a partition refused.
+  int64_t marker_retry_ms = 100;
+  // A producer id never handed out before; called on the coordinator's thread. Required.
+  std::function<Result<int64_t>()> allocate_producer_id;
+  // Whether a partition still exists: a marker for a deleted one is not retried. Called
+  // on the coordinator's thread; empty: every partition exists.
+  std::function<bool(const TopicPartition&)> partition_exists;
+  TxnParticipants* participants = nullptr;  // required
+  // State log snapshots (see TxnLogOptions); tests make them small.
+  uint64_t log_segment_bytes = 4ull << 20;
+  uint64_t snapshot_min_bytes = 8ull << 20;
+};
+
+// InitProducerId's and EndTxn's answer. PRODUCER_FENCED is returned as such: the handler
+// turns it into INVALID_PRODUCER_EPOCH for request versions that predate it.
+struct TxnProducerResult {
+  kafka::ErrorCode error = kafka::ErrorCode::kNone;
+  int64_t producer_id = kNoProducerId;
+  int16_t producer_epoch = kNoProducerEpoch;
+};
+
+// One DescribeTransactions entry.
+struct TxnDescription {
+  std::string transactional_id;
+  kafka::ErrorCode error = kafka::ErrorCode::kNone;
+  std::string state;
+  int32_t timeout_ms = 0;
+  int64_t start_ms = -1;
+  int64_t producer_id = kNoProducerId;
+  int16_t producer_epoch = kNoProducerEpoch;
+  std::vector<TopicPartition> partitions;  // sorted
+};
+
+struct TxnListing {
+  std::string transactional_id;
+  int64_t producer_id = kNoProducerId;
+  std::string state;
+};
+
+struct TxnListResult {
+  kafka::ErrorCode error = kafka::ErrorCode::kNone;
+  std::vector<std::string> unknown_state_filters;
+  std::vector<TxnListing> states;  // sorted by transactional id
+};
+
+class TxnCoordinator : public TxnVerifier {
+ public:
+  template <class R>
+  using Done = std::function<void(R)>;
+
+  static Result<std::unique_ptr<TxnCoordinator>> Open(TxnCoordinatorOptions options);
+  ~TxnCoordinator() override;  // Close()s
+  TxnCoordinator(const TxnCoordinator&) = delete;
+  TxnCoordinator& operator=(const TxnCoordinator&) = delete;
+
+  // See the lifecycle above. Returns the log's close status. Idempotent.
+  Status Close();
+  // Any thread: markers may be written from now on (see the lifecycle). Until then a
+  // decided transaction waits in its Prepare state. Idempotent.
+  void StartMarkers();
+
+  // InitProducerId with a transactional id. `producer_id`/`producer_epoch` are the
+  // request's (-1/-1 when none; the handler refuses one without the other).
+  void InitProducerId(std::string transactional_id, int32_t timeout_ms, int64_t producer_id,
+                      int16_t producer_epoch, Done<TxnProducerResult> done);
+  // AddPartitionsToTxn (one transaction; the handler has checked the partitions exist).
+  void AddPartitions(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+                     std::vector<TopicPartition> partitions, Done<kafka::ErrorCode> done);
+  // AddOffsetsToTxn: adds the group (and the offsets partition, as Kafka lists it).
+  void AddOffsets(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+                  std::string group, Done<kafka::ErrorCode> done);
+  void EndTxn(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+              bool commit, Done<TxnProducerResult> done);
+  void Describe(std::vector<std::string> transactional_ids, Done<std::vector<TxnDescription>> done);
+  // `duration_ms` < 0: no duration filter (ListTransactions v0).
+  void List(std::vector<std::string> state_filters, std::vector<int64_t> producer_id_filters,
+            int64_t duration_ms, Done<TxnListResult> done);
+
+  // TxnVerifier (the produce path, KIP-890 part 1). The errors are the ones the Produce
+  // response carries, as Kafka's AddPartitionsToTxnManager and ReplicaManager turn them:
+  // INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH (fenced), INVALID_TXN_STATE (the
+  // partition is not in the transaction), NOT_ENOUGH_REPLICAS (retriable: a commit or
+  // abort is completing, or the coordinator is closing).
+  void Verify(std::string transactional_id, int64_t producer_id, int16_t producer_epoch,
+              std::vector<TopicPartition> partitions,
+              std::function<void(std::vector<kafka::ErrorCode>)> done) override;
+
+  // Tests: runs `fn` on the coordinator's thread and waits for it.
+  void RunAndWait(const std::function<void()>& fn);
+  // Tests: the durable-or-pending record of an id, read on the coordinator's thread.
+  std::optional<TxnRecord> Find(const std::string& transactional_id);
+
+ private:
+  struct Txn;
+  // The loop as seen from participants' callbacks, which may come after Close.
+  struct LoopGate {
+    std::mutex mu;
+    EventLoop* loop = nullptr;  // guarded by mu; null once closed
+  };
+  using EndDone = std::function<void(kafka::ErrorCode, int64_t, int16_t)>;
+
+  explicit TxnCoordinator(TxnCoordinatorOptions options);
+
+  // Everything below runs on the coordinator's thread.
+  void DoInitProducerId(const std::string& id, int32_t timeout_ms, int64_t producer_id,
+                        int16_t producer_epoch, Done<TxnProducerResult>& done);
+  void DoAdd(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+             const std::vector<TopicPartition>& partitions, const std::optional<std::string>& group,
+             Done<kafka::ErrorCode>& done);
+  void EndTransaction(const std::string& id, int64_t producer_id, int16_t producer_epoch,
+                      bool commit, bool from_client, EndDone done);
+  // Bumps the epoch of an Ongoing transaction in memory and aborts it (Kafka's
+  // PrepareEpochFence); `done` gets EndTransaction's answer.
+  void FenceAndAbort(Txn& t, EndDone done);
+  void WriteMarkers(const std::string& id);
+  void OnMarkersDone(const std::string& id, int64_t producer_id, std::vector<TopicPartition> tps,
+                     std::vector<std::string> groups, std::vector<kafka::ErrorCode> errors,
+                     bool for_groups);
+  void CompleteTransaction(Txn& t);
+  // Makes `next` t's state once durable; `then` gets kNone, or the error to answer.
+  void Persist(Txn& t, TxnRecord next, std::function<void(kafka::ErrorCode)> then);
+  void ApplyDurable(Txn& t, const TxnRecord& next);
+  TxnRecord RecordOf(const Txn& t) const;
+  void OnTick();
+  void AbortTimedOut(int64_t now);
+  void ExpireIds(int64_t now);
+  void MaybeSnapshot();
+  Txn* FindTxn(const std::string& id);
+  void Shutdown();
+
+  const TxnCoordinatorOptions options_;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<TxnLog> log_;
+  std::shared_ptr<LoopGate> gate_;
+  std::thread thread_;
+
+  std::mutex close_mu_;
+  bool closed_ = false;  // guarded by close_mu_
+  Status close_status_;  // guarded by close_mu_
+  Status shutdown_status_;
+
+  // The coordinator's thread only.
+  std::map<std::string, std::unique_ptr<Txn>> txns_;
+  bool shutting_down_ = false;
+  bool markers_started_ = false;
+  uint64_t tick_timer_ = 0;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,42 @@
+// What the transaction coordinator's source files share: the in-memory state of one
+// transactional id. Private to txn_coordinator*.cc.
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+
+#include "base/logging.h"
+#include "broker/txn_coordinator.h"
+
+namespace sluice::broker {
+
+inline const Logger kTxnLog("txn");
+
+// One transactional id (Kafka's TransactionMetadata). Fields are the durable state;
+// `pending` is the state a record being written will make it (Kafka's pendingState),
+// during which other changes are refused with CONCURRENT_TRANSACTIONS.
+struct TxnCoordinator::Txn {
+  std::string id;
+  int64_t producer_id = kNoProducerId;
+  int64_t previous_producer_id = kNoProducerId;
+  int16_t producer_epoch = kNoProducerEpoch;
+  int16_t last_producer_epoch = kNoProducerEpoch;  // memory only, as in Kafka
+  int32_t timeout_ms = 0;
+  TxnState state = TxnState::kEmpty;
+  std::set<TopicPartition> partitions;
+  std::set<std::string> groups;
+  int64_t start_ms = -1;
+  int64_t last_update_ms = -1;
+  std::optional<TxnState> pending;
+  int16_t pending_last_epoch =
+      kNoProducerEpoch;  // last_producer_epoch once an Empty write is durable
+  bool failed_epoch_fence = false;
+  // Markers of a Prepare state still to be made durable, and calls under way.
+  std::set<TopicPartition> markers_left;
+  std::set<std::string> groups_left;
+  int calls_in_flight = 0;
+  uint64_t retry_timer = 0;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,202 @@
+// TxnCoordinator: the markers of a decided transaction, its Complete record, and the
+// periodic work (timed-out transactions, idle transactional ids, log snapshots).
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "base/clock.h"
+#include "base/crash_point.h"
+#include "broker/event_loop.h"
+#include "broker/txn_coordinator.h"
+#include "broker/txn_coordinator_internal.h"
+#include "broker/txn_log.h"
+
+namespace sluice::broker {
+
+using kafka::ErrorCode;
+
+// Starts (or restarts, after a replay) the markers of a transaction in a Prepare state.
+void TxnCoordinator::WriteMarkers(const std::string& id) {
+  Txn* t = FindTxn(id);
+  if (t == nullptr || shutting_down_ || !markers_started_) return;
+  if (t->state != TxnState::kPrepareCommit && t->state != TxnState::kPrepareAbort) return;
+  t->retry_timer = 0;
+  if (t->calls_in_flight == 0 && t->markers_left.empty() && t->groups_left.empty()) {
+    // A fresh round: every partition but the offsets one (the groups cover it).
+    for (const auto& tp : t->partitions) {
+      if (tp != kOffsetsPartition) t->markers_left.insert(tp);
+    }
+    t->groups_left = t->groups;
+  }
+  if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
+  const TxnMarker marker{t->producer_id, t->producer_epoch, t->state == TxnState::kPrepareCommit,
+                         /*coordinator_epoch=*/0};
+  const int64_t pid = t->producer_id;
+  // The answers may come after Close: they reach the loop through the gate, never `this`.
+  auto post = [gate = gate_](std::function<void()> fn) {
+    std::lock_guard g(gate->mu);
+    if (gate->loop != nullptr) gate->loop->Post(std::move(fn));
+  };
+  if (!t->markers_left.empty()) {
+    std::vector<TopicPartition> tps(t->markers_left.begin(), t->markers_left.end());
+    ++t->calls_in_flight;
+    options_.participants->WritePartitionMarkers(
+        marker, tps, [this, post, id, pid, tps](std::vector<ErrorCode> errors) mutable {
+          post([this, id, pid, tps = std::move(tps), errors = std::move(errors)] {
+            OnMarkersDone(id, pid, tps, {}, errors, /*for_groups=*/false);
+          });
+        });
+  }
+  if (!t->groups_left.empty()) {
+    std::vector<std::string> groups(t->groups_left.begin(), t->groups_left.end());
+    ++t->calls_in_flight;
+    options_.participants->CompleteGroupOffsets(
+        marker, groups, [this, post, id, pid, groups](std::vector<ErrorCode> errors) mutable {
+          post([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
+            OnMarkersDone(id, pid, {}, groups, errors, /*for_groups=*/true);
+          });
+        });
+  }
+}
+
+void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
+                                   std::vector<TopicPartition> tps, std::vector<std::string> groups,
+                                   std::vector<ErrorCode> errors, bool for_groups) {
+  Txn* t = FindTxn(id);
+  if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
+  --t->calls_in_flight;
+  const size_t n = for_groups ? groups.size() : tps.size();
+  int failed = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
+    if (for_groups) {
+      // An older epoch than the group's last marker: nothing more can be written there.
+      if (e == ErrorCode::kNone || e == ErrorCode::kInvalidProducerEpoch) {
+        t->groups_left.erase(groups[i]);
+      } else {
+        ++failed;
+        SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: completing offsets of group {}: error {}",
+                   id, groups[i], static_cast<int>(e));
+      }
+      continue;
+    }
+    const TopicPartition& tp = tps[i];
+    // Done: durable; or the partition was deleted since (Kafka drops markers for
+    // partitions without a leader the same way); or it refuses this producer epoch or
+    // coordinator epoch for good (Kafka stops sending on those too). Anything else is
+    // written again after a backoff.
+    const bool gone = options_.partition_exists && !options_.partition_exists(tp);
+    const bool refused =
+        e == ErrorCode::kInvalidProducerEpoch || e == ErrorCode::kTransactionCoordinatorFenced;
+    if (e == ErrorCode::kNone || gone || refused) {
+      t->markers_left.erase(tp);
+    } else {
+      ++failed;
+      SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: marker for {}-{}: error {}", id, tp.topic,
+                 tp.partition, static_cast<int>(e));
+    }
+  }
+  if (t->calls_in_flight > 0) return;
+  if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
+  if (failed > 0 && t->retry_timer == 0) {
+    t->retry_timer = loop_->RunAfter(options_.marker_retry_ms, [this, id] { WriteMarkers(id); });
+  }
+}
+
+void TxnCoordinator::CompleteTransaction(Txn& t) {
+  CrashPoint("txn-markers-written");
+  TxnRecord next = RecordOf(t);
+  next.state =
+      t.state == TxnState::kPrepareCommit ? TxnState::kCompleteCommit : TxnState::kCompleteAbort;
+  next.partitions.clear();
+  next.groups.clear();
+  next.last_update_ms = WallMillis();
+  const std::string id = t.id;
+  Persist(t, std::move(next), [id](ErrorCode e) {
+    if (e != ErrorCode::kNone) {
+      // The Prepare record stays the last durable one: the next start completes it.
+      SLUICE_LOG(kTxnLog, kError, "transactional id {}: the Complete record was not written", id);
+      return;
+    }
+    CrashPoint("txn-complete-durable");
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Periodic work
+
+void TxnCoordinator::OnTick() {
+  tick_timer_ = 0;
+  if (shutting_down_) return;
+  const int64_t now = WallMillis();
+  AbortTimedOut(now);
+  ExpireIds(now);
+  tick_timer_ = loop_->RunAfter(options_.abort_check_interval_ms, [this] { OnTick(); });
+}
+
+void TxnCoordinator::AbortTimedOut(int64_t now) {
+  std::vector<std::string> due;
+  for (const auto& [id, t] : txns_) {
+    if (!t->pending && t->state == TxnState::kOngoing && t->start_ms + t->timeout_ms < now) {
+      due.push_back(id);
+    }
+  }
+  for (const std::string& id : due) {
+    Txn* t = FindTxn(id);
+    SLUICE_LOG(kTxnLog, kInfo,
+               "transactional id {}: aborting the transaction of producer {} "
+               "epoch {}, open for more than its {} ms",
+               id, t->producer_id, t->producer_epoch, t->timeout_ms);
+    FenceAndAbort(*t, [id](ErrorCode e, int64_t, int16_t) {
+      if (e != ErrorCode::kNone) {
+        SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: the timeout abort failed: error {}", id,
+                   static_cast<int>(e));
+      }
+    });
+  }
+}
+
+void TxnCoordinator::ExpireIds(int64_t now) {
+  std::vector<std::string> due;
+  for (const auto& [id, t] : txns_) {
+    if (!t->pending && TxnExpirationAllowed(t->state) &&
+        t->last_update_ms + options_.id_expiration_ms <= now) {
+      due.push_back(id);
+    }
+  }
+  for (const std::string& id : due) {
+    Txn* t = FindTxn(id);
+    t->pending = TxnState::kDead;
+    auto on_durable = [this, id](const Status& st) {
+      loop_->Post([this, id, st] {
+        Txn* t = FindTxn(id);
+        if (t == nullptr || t->pending != TxnState::kDead) return;
+        if (!st.ok()) {
+          t->pending.reset();
+          return;
+        }
+        SLUICE_LOG(kTxnLog, kInfo, "transactional id {} expired", id);
+        txns_.erase(id);
+        MaybeSnapshot();
+      });
+    };
+    if (Status st = log_->Write(id, std::nullopt, std::move(on_durable)); !st.ok()) {
+      SLUICE_LOG(kTxnLog, kError, "expiring transactional id {}: {}", id, st.ToString());
+      t->pending.reset();
+    }
+  }
+}
+
+void TxnCoordinator::MaybeSnapshot() {
+  if (shutting_down_ || !log_->SnapshotDue()) return;
+  Status st = log_->StartSnapshot([this](const Status& written) {
+    loop_->Post([this, written] {
+      if (Status f = log_->FinishSnapshot(written); !f.ok()) {
+        SLUICE_LOG(kTxnLog, kWarn, "transaction log snapshot: {}", f.ToString());
+      }
+    });
+  });
+  if (!st.ok()) SLUICE_LOG(kTxnLog, kWarn, "transaction log snapshot: {}", st.ToString());
+}
+
+}  // namespace sluice::broker

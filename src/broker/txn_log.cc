@@ -1,0 +1,397 @@
+// TxnLog: __transaction_state records, replay and snapshots. See txn_log.h.
+#include "broker/txn_log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "base/clock.h"
+#include "base/logging.h"
+#include "kafka/protocol/records.h"
+#include "kafka/protocol/wire.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("txn");
+
+constexpr int16_t kKeyVersion = 0;
+// sluice's own tagged field of TransactionLogValue v1: the transaction's group ids.
+constexpr uint32_t kGroupsTag = 10000;
+constexpr uint32_t kMaxBatchBytes = 1 << 20;
+constexpr size_t kRecordOverhead = 24;
+constexpr uint64_t kReplayReadBytes = 4 << 20;
+
+bool NeedsFlexible(const TxnRecord& r) {
+  return r.previous_producer_id != kNoProducerId || r.next_producer_id != kNoProducerId ||
+         !r.groups.empty();
+}
+
+void WriteInt64Tag(kafka::Writer& w, uint32_t tag, int64_t v) {
+  w.TaggedFieldHeader(tag, 8);
+  w.Int64(v);
+}
+
+uint64_t RecordSize(const std::string& id, const TxnRecord& r) {
+  return txn_format::EncodeKey(id).size() + txn_format::EncodeValue(r).size() + kRecordOverhead;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// Record formats
+
+namespace txn_format {
+
+std::vector<uint8_t> EncodeKey(const std::string& transactional_id) {
+  std::vector<uint8_t> out;
+  kafka::Writer w(&out);
+  w.Int16(kKeyVersion);
+  w.String(false, transactional_id);
+  return out;
+}
+
+std::vector<uint8_t> EncodeValue(const TxnRecord& r) {
+  const bool flexible = NeedsFlexible(r);
+  std::vector<uint8_t> out;
+  kafka::Writer w(&out);
+  w.Int16(flexible ? 1 : 0);
+  w.Int64(r.producer_id);
+  w.Int16(r.producer_epoch);
+  w.Int32(r.timeout_ms);
+  w.Int8(static_cast<int8_t>(r.state));
+  if (r.state == TxnState::kEmpty) {
+    w.ArrayLength(flexible, -1);  // Kafka writes null for Empty
+  } else {
+    std::map<std::string, std::vector<int32_t>> by_topic;
+    for (const auto& tp : r.partitions) by_topic[tp.topic].push_back(tp.partition);
+    w.ArrayLength(flexible, static_cast<int32_t>(by_topic.size()));
+    for (const auto& [topic, ids] : by_topic) {
+      w.String(flexible, topic);
+      w.ArrayLength(flexible, static_cast<int32_t>(ids.size()));
+      for (int32_t p : ids) w.Int32(p);
+      if (flexible) w.EmptyTaggedFields();
+    }
+  }
+  w.Int64(r.last_update_ms);
+  w.Int64(r.start_ms);
+  if (flexible) {
+    uint32_t tags = (r.previous_producer_id != kNoProducerId ? 1 : 0) +
+                    (r.next_producer_id != kNoProducerId ? 1 : 0) + (r.groups.empty() ? 0 : 1);
+    w.UnsignedVarint(tags);
+    if (r.previous_producer_id != kNoProducerId) WriteInt64Tag(w, 0, r.previous_producer_id);
+    if (r.next_producer_id != kNoProducerId) WriteInt64Tag(w, 1, r.next_producer_id);
+    if (!r.groups.empty()) {
+      std::vector<uint8_t> groups;
+      kafka::Writer g(&groups);
+      g.ArrayLength(true, static_cast<int32_t>(r.groups.size()));
+      for (const auto& id : r.groups) g.String(true, id);
+      w.TaggedFieldHeader(kGroupsTag, static_cast<uint32_t>(groups.size()));
+      w.Raw(groups);
+    }
+  }
+  return out;
+}
+
+Result<std::string> DecodeKey(std::span<const uint8_t> bytes) {
+  kafka::Reader r(bytes);
+  int16_t version = r.Int16("key version");
+  if (r.ok() && version != kKeyVersion) {
+    return InvalidArgumentError("__transaction_state key: unknown key version {}", version);
+  }
+  std::string id = r.String(false, "transactional id");
+  if (!r.ok()) return r.status().WithContext("TransactionLogKey");
+  return id;
+}
+
+Result<TxnRecord> DecodeValue(std::span<const uint8_t> bytes) {
+  kafka::Reader r(bytes);
+  int16_t version = r.Int16("value version");
+  if (!r.ok()) return r.status().WithContext("TransactionLogValue");
+  if (version < 0 || version > 1) {
+    return InvalidArgumentError("TransactionLogValue: unknown version {}", version);
+  }
+  const bool flexible = version >= 1;
+  TxnRecord v;
+  v.producer_id = r.Int64("producer id");
+  v.producer_epoch = r.Int16("producer epoch");
+  v.timeout_ms = r.Int32("transaction timeout");
+  int8_t status = r.Int8("transaction status");
+  std::optional<TxnState> state = TxnStateFromId(status);
+  if (r.ok() && (!state || *state == TxnState::kPrepareEpochFence)) {
+    return InvalidArgumentError("TransactionLogValue: unknown transaction status {}", status);
+  }
+  if (state) v.state = *state;
+  int32_t topics = r.ArrayLength(flexible, "transaction partitions", 2 + 4);
+  for (int32_t i = 0; i < topics && r.ok(); ++i) {
+    std::string topic = r.String(flexible, "topic");
+    int32_t n = r.ArrayLength(flexible, "partition ids", 4);
+    for (int32_t j = 0; j < n && r.ok(); ++j) {
+      int32_t p = r.Int32("partition id");
+      // Kafka ignores the partitions of an Empty record.
+      if (v.state != TxnState::kEmpty) v.partitions.insert(TopicPartition{topic, p});
+    }
+    if (flexible) r.TaggedFields([](uint32_t, kafka::Reader&) { return false; });
+  }
+  v.last_update_ms = r.Int64("last update timestamp");
+  v.start_ms = r.Int64("start timestamp");
+  if (flexible) {
+    r.TaggedFields([&v](uint32_t tag, kafka::Reader& t) {
+      if (tag == 0) {
+        v.previous_producer_id = t.Int64("previous producer id");
+      } else if (tag == 1) {
+        v.next_producer_id = t.Int64("next producer id");
+      } else if (tag == kGroupsTag) {
+        int32_t n = t.ArrayLength(true, "group ids");
+        for (int32_t i = 0; i < n && t.ok(); ++i) v.groups.insert(t.String(true, "group id"));
+      } else {
+        return false;
+      }
+      return true;
+    });
+  }
+  if (!r.ok()) return r.status().WithContext(fmt::format("TransactionLogValue v{}", version));
+  return v;
+}
+
+}  // namespace txn_format
+
+// ---------------------------------------------------------------------------------------
+// TxnLog
+
+TxnLog::TxnLog(TxnLogOptions options) : options_(std::move(options)) {}
+
+TxnLog::~TxnLog() {
+  Status st = Close();
+  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "closing {}: {}", options_.dir, st.ToString());
+}
+
+Result<std::unique_ptr<TxnLog>> TxnLog::Open(TxnLogOptions options) {
+  if (options.executor == nullptr) {
+    return InvalidArgumentError("transaction log {}: no IoExecutor", options.dir);
+  }
+  if (options.snapshot_ratio < 2) {
+    return InvalidArgumentError("transaction log {}: snapshot ratio {} must be at least 2",
+                                options.dir, options.snapshot_ratio);
+  }
+  storage::LogOptions lo;
+  lo.env = options.env;
+  lo.executor = options.executor;
+  lo.files = options.files;
+  lo.flush_policy = options.flush_policy;
+  lo.flush_ms = options.flush_ms;
+  lo.segment_bytes = options.segment_bytes;
+  lo.max_batch_bytes = kMaxBatchBytes;
+  lo.retention_bytes = -1;  // only snapshots remove records
+  lo.retention_ms = -1;
+  std::unique_ptr<TxnLog> self(new TxnLog(std::move(options)));
+  RETURN_IF_ERROR(self->options_.env->CreateDirs(self->options_.dir));
+  ASSIGN_OR_RETURN(self->log_, storage::PartitionLog::Open(self->options_.dir, lo));
+  RETURN_IF_ERROR(self->Replay().WithContext("replaying transaction log " + self->options_.dir));
+  SLUICE_LOG(kLog, kInfo, "{}: {} transactional ids, {} live bytes in a {}-byte log ({} skipped)",
+             self->options_.dir, self->records_.size(), self->live_bytes_, self->log_->size_bytes(),
+             self->skipped_records_);
+  return self;
+}
+
+// Every record from the log start to the written end, in order. What does not decode is
+// skipped and counted, never fatal: the other ids' records are still good.
+Status TxnLog::Replay() {
+  const int64_t start = log_->start_offset();
+  const int64_t end = log_->written_end_offset();
+  std::vector<uint8_t> buf;
+  for (int64_t offset = start; offset < end;) {
+    ASSIGN_OR_RETURN(storage::ReadResult rr, log_->Read(offset, kReplayReadBytes));
+    if (rr.slice.size == 0) break;
+    buf.clear();
+    RETURN_IF_ERROR(storage::PartitionLog::ReadSlice(rr.slice, &buf));
+    std::span<const uint8_t> rest(buf);
+    while (rest.size() >= storage::kBatchHeaderSize) {
+      storage::BatchHeader h = storage::ParseBatchHeader(rest);
+      if (h.length < 0 || h.total_size() > rest.size()) {
+        return CorruptionError("batch at offset {} runs past the bytes read", h.base_offset);
+      }
+      std::span<const uint8_t> batch = rest.first(h.total_size());
+      rest = rest.subspan(h.total_size());
+      if (h.next_offset() <= start) continue;
+      kafka::RecordReader reader;
+      if (Status st = reader.Open(batch, kMaxBatchBytes * 4ull); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: skipping batch at offset {}: {}", options_.dir, h.base_offset,
+                   st.ToString());
+        skipped_records_ += h.records_count;
+        continue;
+      }
+      kafka::Record rec;
+      while (reader.Next(&rec)) {
+        const int64_t at = h.base_offset + rec.offset_delta;
+        if (at < start) continue;
+        if (!rec.key) {
+          ++skipped_records_;
+          continue;
+        }
+        Apply(at, *rec.key, rec.value);
+      }
+      if (!reader.status().ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: rest of batch at offset {} skipped: {}", options_.dir,
+                   h.base_offset, reader.status().ToString());
+        skipped_records_ += std::max(0, h.records_count - reader.records_read());
+      }
+    }
+    offset = rr.next_offset;
+  }
+  return Status::OK();
+}
+
+void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
+                   std::optional<std::span<const uint8_t>> value) {
+  auto id = txn_format::DecodeKey(key);
+  if (!id.ok()) {
+    SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
+               id.status().ToString());
+    ++skipped_records_;
+    return;
+  }
+  if (!value) {
+    Erase(*id);
+    return;
+  }
+  auto rec = txn_format::DecodeValue(*value);
+  if (!rec.ok()) {
+    SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (transactional id {}): {}",
+               options_.dir, at, *id, rec.status().ToString());
+    ++skipped_records_;
+    return;
+  }
+  Put(*id, std::move(*rec));
+}
+
+void TxnLog::Put(const std::string& id, TxnRecord record) {
+  auto [it, inserted] = records_.try_emplace(id);
+  if (!inserted) live_bytes_ -= RecordSize(id, it->second);
+  it->second = std::move(record);
+  live_bytes_ += RecordSize(id, it->second);
+}
+
+void TxnLog::Erase(const std::string& id) {
+  auto it = records_.find(id);
+  if (it == records_.end()) return;
+  live_bytes_ -= RecordSize(id, it->second);
+  records_.erase(it);
+}
+
+Status TxnLog::Write(const std::string& id, const std::optional<TxnRecord>& record,
+                     Done on_durable) {
+  if (closed_) return FailedPreconditionError("transaction log {} is closed", options_.dir);
+  if (record && RecordSize(id, *record) + storage::kBatchHeaderSize > kMaxBatchBytes) {
+    return InvalidArgumentError("a transaction record of {} bytes is larger than {} takes",
+                                RecordSize(id, *record), options_.dir);
+  }
+  RETURN_IF_ERROR(Append({{id, record}}, std::move(on_durable)));
+  if (record) {
+    Put(id, *record);
+  } else {
+    Erase(id);
+  }
+  return Status::OK();
+}
+
+// One batch per call of up to kMaxBatchBytes; only the last carries the callback (the log
+// acknowledges in order).
+Status TxnLog::Append(const std::vector<std::pair<std::string, std::optional<TxnRecord>>>& records,
+                      Done on_durable) {
+  std::vector<std::vector<uint8_t>> batches;
+  std::vector<std::pair<std::vector<uint8_t>, std::optional<std::vector<uint8_t>>>> encoded;
+  size_t bytes = storage::kBatchHeaderSize;
+  auto flush = [&] {
+    std::vector<kafka::RecordInput> inputs;
+    for (const auto& [k, v] : encoded) {
+      kafka::RecordInput in;
+      in.key = std::span<const uint8_t>(k);
+      if (v) in.value = std::span<const uint8_t>(*v);
+      inputs.push_back(std::move(in));
+    }
+    kafka::BatchBuilderOptions bo;
+    bo.base_timestamp = WallMillis();
+    batches.push_back(kafka::BuildBatch(bo, inputs));
+    encoded.clear();
+    bytes = storage::kBatchHeaderSize;
+  };
+  for (const auto& [id, rec] : records) {
+    auto key = txn_format::EncodeKey(id);
+    std::optional<std::vector<uint8_t>> value;
+    if (rec) value = txn_format::EncodeValue(*rec);
+    size_t size = key.size() + (value ? value->size() : 0) + kRecordOverhead;
+    if (!encoded.empty() && bytes + size > kMaxBatchBytes / 4) flush();
+    encoded.emplace_back(std::move(key), std::move(value));
+    bytes += size;
+  }
+  if (!encoded.empty()) flush();
+  for (size_t i = 0; i < batches.size(); ++i) {
+    storage::AppendOptions ao;
+    ao.ack = storage::AckLevel::kDurable;
+    if (i + 1 == batches.size()) {
+      ao.on_ack = [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
+        cb(st);
+      };
+    }
+    auto appended = log_->Append(batches[i], std::move(ao));
+    if (!appended.ok()) {
+      return appended.status().WithContext("appending to transaction log " + options_.dir);
+    }
+  }
+  return Status::OK();
+}
+
+bool TxnLog::SnapshotDue() const {
+  if (closed_ || snapshot_running_) return false;
+  uint64_t size = log_->size_bytes();
+  return size > options_.snapshot_min_bytes && size > options_.snapshot_ratio * live_bytes_;
+}
+
+Status TxnLog::StartSnapshot(Done on_durable) {
+  if (closed_) return FailedPreconditionError("transaction log {} is closed", options_.dir);
+  if (snapshot_running_) {
+    return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
+  }
+  const int64_t start = log_->end_offset();
+  SLUICE_LOG(kLog, kInfo, "{}: snapshot of {} ids ({} live bytes, log {} bytes) at offset {}",
+             options_.dir, records_.size(), live_bytes_, log_->size_bytes(), start);
+  if (records_.empty()) {
+    snapshot_running_ = true;
+    snapshot_start_ = log_->written_end_offset();
+    on_durable(Status::OK());
+    return Status::OK();
+  }
+  std::vector<std::pair<std::string, std::optional<TxnRecord>>> live(records_.begin(),
+                                                                     records_.end());
+  RETURN_IF_ERROR(Append(live, std::move(on_durable)));
+  snapshot_running_ = true;
+  snapshot_start_ = start;
+  return Status::OK();
+}
+
+Status TxnLog::FinishSnapshot(const Status& written) {
+  if (!snapshot_running_) {
+    return FailedPreconditionError("no snapshot of {} under way", options_.dir);
+  }
+  snapshot_running_ = false;
+  if (!written.ok()) return written.WithContext("writing the snapshot of " + options_.dir);
+  if (closed_) return FailedPreconditionError("transaction log {} is closed", options_.dir);
+  auto start = log_->DeleteRecordsBefore(snapshot_start_);
+  if (!start.ok()) {
+    return start.status().WithContext("dropping what the snapshot of " + options_.dir +
+                                      " replaced");
+  }
+  SLUICE_LOG(kLog, kInfo, "{}: snapshot done, log start {}, {} segments, {} bytes", options_.dir,
+             *start, log_->segment_count(), log_->size_bytes());
+  return Status::OK();
+}
+
+Status TxnLog::Close() {
+  if (closed_) return Status::OK();
+  closed_ = true;
+  return log_ ? log_->Close() : Status::OK();
+}
+
+}  // namespace sluice::broker
