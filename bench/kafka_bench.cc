@@ -52,6 +52,7 @@ constexpr auto kBrokerStartTimeout = 30s;
 constexpr auto kBrokerStopTimeout = 30s;
 constexpr auto kAdminTimeout = 20s;
 constexpr auto kFlushTimeout = 300s;
+constexpr auto kTxnTimeout = 60s;            // each transactional call
 constexpr auto kConsumeStallTimeout = 30s;   // no record for this long = stuck
 constexpr int kWarmupRecords = 1000;         // latency phase: connect before timing
 constexpr int64_t kPaceQuantumNs = 100'000;  // latency phase: shortest sleep between sends
@@ -260,7 +261,9 @@ struct PhaseResult {
   // in the client's queue before a request takes them. p50: the median window's p50;
   // p99: the worst window's p99.
   std::optional<double> rtt_p50_ms, rtt_p99_ms, queue_p50_ms, queue_p99_ms;
-  std::string check;  // what was verified
+  std::string check;                // what was verified
+  int64_t commits = -1;             // produce_txn: transactions committed
+  std::optional<double> txn_ratio;  // produce_txn: its records/s over produce_idempotent's
 
   double records_per_s() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   double mb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / kMB / seconds : 0; }
@@ -422,6 +425,127 @@ Result<PhaseResult> RunConsume(const Settings& s, const std::vector<int64_t>& st
   r.check = fmt::format("{} records read back, every one of {} partitions up to its end offset",
                         Grouped(static_cast<uint64_t>(r.records)), s.partitions);
   return r;
+}
+
+// The producer of the transaction phases: acks=all and idempotence (what a
+// transactional producer implies), and a transactional.id for produce_txn.
+kc::Config TxnProducerConfig(const Settings& s, bool transactional) {
+  kc::Config c = s.producer;
+  c["acks"] = "all";
+  c["enable.idempotence"] = "true";
+  if (transactional) {
+    c["client.id"] = "sluice-bench-txn";
+    c["transactional.id"] = fmt::format("sluice-bench-txn-{}-{}", ::getpid(), WallMillis());
+  }
+  return c;
+}
+
+// produce_idempotent (transactional false) or produce_txn: `s.records` records as fast as
+// the producer takes them; produce_txn commits every `commit_interval_ms` and at the end.
+// Timed from the first Produce to the last delivery report (idempotent) or the last
+// commit (transactional).
+Result<PhaseResult> RunProduceTxn(const Settings& s, bool transactional, int commit_interval_ms,
+                                  const BrokerProcess* broker) {
+  Status first_failure;
+  auto on_delivery = [&first_failure](const kc::DeliveryReport& r) {
+    if (!r.status.ok() && first_failure.ok()) first_failure = r.status;
+  };
+  const std::string payload = MakePayload(s.record_size);
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer,
+                   kc::Producer::Create(TxnProducerConfig(s, transactional), on_delivery));
+  PhaseResult r;
+  r.phase = transactional ? "produce_txn" : "produce_idempotent";
+  if (transactional) {
+    RETURN_IF_ERROR(producer->InitTransactions(kTxnTimeout).WithContext("InitTransactions"));
+    r.commits = 0;
+  }
+  const int64_t interval_ns = int64_t{commit_interval_ms} * 1'000'000;
+  CpuMeter cpu(broker);
+  int64_t start = MonotonicNanos();
+  int64_t next_commit = start + interval_ns;
+  if (transactional) RETURN_IF_ERROR(producer->BeginTransaction());
+  for (int64_t i = 0; i < s.records; ++i) {
+    while (true) {
+      Status st = producer->Produce(s.topic, kc::kAnyPartition, {}, payload, 0,
+                                    kc::Producer::Value::kBorrow);
+      if (st.ok()) break;
+      if (st.code() != StatusCode::kResourceExhausted) return st;
+      producer->Poll(1ms);
+    }
+    if ((i & 1023) == 0) producer->Poll(0ms);
+    if (!first_failure.ok()) return first_failure;
+    if (transactional && (i & 255) == 0 && MonotonicNanos() >= next_commit) {
+      RETURN_IF_ERROR(producer->CommitTransaction(kTxnTimeout).WithContext("CommitTransaction"));
+      ++r.commits;
+      RETURN_IF_ERROR(producer->BeginTransaction());
+      next_commit = MonotonicNanos() + interval_ns;
+    }
+  }
+  if (transactional) {
+    RETURN_IF_ERROR(producer->CommitTransaction(kTxnTimeout).WithContext("CommitTransaction"));
+    ++r.commits;
+  }
+  RETURN_IF_ERROR(producer->Flush(kFlushTimeout));
+  r.seconds = static_cast<double>(MonotonicNanos() - start) / 1e9;
+  cpu.Finish(&r);
+  RETURN_IF_ERROR(first_failure);
+  kc::ProducerCounters c = producer->counters();
+  if (c.delivered != static_cast<uint64_t>(s.records) || c.failed != 0) {
+    return InternalError("{}: {} records produced, {} delivered, {} failed", r.phase, s.records,
+                         c.delivered, c.failed);
+  }
+  r.records = static_cast<int64_t>(c.delivered);
+  r.bytes = static_cast<int64_t>(c.delivered_bytes);
+  r.check = transactional ? fmt::format("{} delivery reports, all OK; {} commits",
+                                        Grouped(c.delivered), r.commits)
+                          : fmt::format("{} delivery reports, all OK", Grouped(c.delivered));
+  return r;
+}
+
+// A read_committed consumer reads every partition from `start[p]` to `end[p]` (the
+// offsets between hold records and transaction markers, which it does not see) and must
+// find exactly `expected` records.
+Result<std::string> CheckCommitted(const Settings& s, const std::vector<int64_t>& start,
+                                   const std::vector<int64_t>& end, int64_t expected) {
+  kc::Config config = s.consumer;
+  config["isolation.level"] = "read_committed";
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Consumer> consumer, kc::Consumer::Create(config));
+  std::vector<kc::TopicPartition> assignment;
+  for (int p = 0; p < s.partitions; ++p) assignment.push_back({s.topic, p, start[p]});
+  RETURN_IF_ERROR(consumer->Assign(assignment));
+  int64_t seen = 0;
+  std::vector<int64_t> next = start;
+  int64_t last_progress = MonotonicNanos();
+  const int64_t stall_ns = std::chrono::nanoseconds(kConsumeStallTimeout).count();
+  while (seen < expected) {
+    ASSIGN_OR_RETURN(kc::MessageBatch batch, consumer->Poll(100ms, 10'000));
+    if (!batch.errors().empty()) return batch.errors().front();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      kc::Message m = batch[i];
+      int p = m.partition;
+      if (p < 0 || p >= s.partitions) return InternalError("read_committed: partition {}", p);
+      if (m.offset < next[p] || m.offset >= end[p]) {
+        return InternalError("read_committed: partition {}: offset {} outside [{}, {})", p,
+                             m.offset, next[p], end[p]);
+      }
+      next[p] = m.offset + 1;
+      ++seen;
+    }
+    int64_t now = MonotonicNanos();
+    if (batch.size() > 0) {
+      last_progress = now;
+    } else if (now - last_progress > stall_ns) {
+      return AbortedError("read_committed: no record for {} s with {} of {} read",
+                          kConsumeStallTimeout.count(), seen, expected);
+    }
+  }
+  // Anything more would be a record read twice or one nobody committed.
+  ASSIGN_OR_RETURN(kc::MessageBatch extra, consumer->Poll(500ms, 10'000));
+  if (extra.size() > 0) {
+    return InternalError("read_committed: {} records past the {} expected", extra.size(), expected);
+  }
+  return fmt::format("read_committed consumer read back {} records, no more",
+                     Grouped(static_cast<uint64_t>(seen)));
 }
 
 void SleepUntil(int64_t monotonic_ns) {
@@ -613,7 +737,7 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
       o.latency_records > 0 ? o.latency_records : o.latency_rate * (o.quick ? 1 : 5);
   s.iperf_seconds = o.iperf_seconds > 0 ? o.iperf_seconds : (o.quick ? 1 : 3);
   s.topic = o.topic.empty() ? fmt::format("sluice-bench-{}-{}", ::getpid(), WallMillis()) : o.topic;
-  for (const std::string& phase : o.phases) {
+  for (const std::string& phase : o.transactions ? std::vector<std::string>{} : o.phases) {
     if (phase == "produce") {
       s.produce = true;
     } else if (phase == "consume") {
@@ -629,7 +753,7 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
         "the consume phase reads what the produce phase wrote: "
         "run produce too");
   }
-  if (!s.produce && !s.latency) return InvalidArgumentError("no phase to run");
+  if (!s.produce && !s.latency && !o.transactions) return InvalidArgumentError("no phase to run");
 
   // Tuned as kafka-producer-perf-test is usually run: batches up to 1 MB, a few ms of
   // linger, 32 MiB of records queued in the client (the Java producer's buffer.memory);
@@ -724,6 +848,14 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
         Grouped(static_cast<uint64_t>(s.records)), s.producer.at("linger.ms"),
         s.producer.at("batch.size"));
   }
+  if (o.transactions) {
+    fmt::print(
+        "  txn       acks=all, enable.idempotence; produce_idempotent, then produce_txn with a "
+        "transactional.id and a commit every {} ms; {} records each, linger.ms {}; then a "
+        "read_committed consumer reads both back\n",
+        o.commit_interval_ms, Grouped(static_cast<uint64_t>(s.records)),
+        s.producer.at("linger.ms"));
+  }
   if (s.consume) {
     fmt::print(
         "  consume   one consumer, every partition assigned from where the produce "
@@ -746,7 +878,7 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
       "  MB = 10^6 bytes of record values; % loop = MB/s / loopback MB/s; cpu s = CPU "
       "seconds in the phase of the bench process (the client) / the broker / the rest of "
       "the machine\n\n");
-  fmt::print("{:<8} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8}\n", "phase",
+  fmt::print("{:<18} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8}\n", "phase",
              "records/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "loop MB/s", "% loop", "cpu s",
              "seconds");
   std::fflush(stdout);
@@ -760,7 +892,7 @@ void PrintRow(const PhaseResult& r, const Loopback& loopback) {
   auto secs = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
   std::string cpu =
       fmt::format("{} / {} / {}", secs(r.client_cpu), secs(r.broker_cpu), secs(r.other_cpu));
-  fmt::print("{:<8} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8.2f}\n", r.phase,
+  fmt::print("{:<18} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8.2f}\n", r.phase,
              Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(), Ms(r.p50_ms),
              Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu, r.seconds);
   std::fflush(stdout);
@@ -799,6 +931,9 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["client_cpu_seconds"] = Round(r.client_cpu, 3);
   j["broker_cpu_seconds"] = r.broker_cpu >= 0 ? Json(Round(r.broker_cpu, 3)) : Json(nullptr);
   j["other_cpu_seconds"] = r.other_cpu >= 0 ? Json(Round(r.other_cpu, 3)) : Json(nullptr);
+  j["commits"] = r.commits >= 0 ? Json(r.commits) : Json(nullptr);
+  j["txn_to_idempotent"] = opt(r.txn_ratio);
+  j["commit_interval_ms"] = r.commits >= 0 ? Json(o.commit_interval_ms) : Json(nullptr);
   j["check"] = r.check;
   j["broker"] = broker != nullptr ? "own" : "external";
   j["bootstrap"] = s.bootstrap;
@@ -885,6 +1020,36 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
 
   std::vector<std::string> checks;
   Status status;
+  if (o.transactions) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
+    std::optional<PhaseResult> idempotent;
+    for (bool transactional : {false, true}) {
+      progress.Show(fmt::format("{}: {} records ...",
+                                transactional ? "produce_txn" : "produce_idempotent",
+                                Grouped(static_cast<uint64_t>(s.records))));
+      Result<PhaseResult> produced = RunProduceTxn(s, transactional, o.commit_interval_ms, broker);
+      progress.Clear();
+      if (!produced.ok()) return with_broker(produced.status());
+      if (!transactional) {
+        idempotent = *produced;
+      } else if (idempotent->records_per_s() > 0) {
+        produced->txn_ratio = produced->records_per_s() / idempotent->records_per_s();
+      }
+      emit(*produced);
+      checks.push_back(produced->phase + ": " + produced->check);
+      if (produced->txn_ratio) {
+        checks.push_back(
+            fmt::format("produce_txn ran at {:.2f}x the records/s of produce_idempotent",
+                        *produced->txn_ratio));
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<int64_t> end, EndOffsets(admin.get(), s));
+    progress.Show("read_committed read-back ...");
+    Result<std::string> committed = CheckCommitted(s, start, end, 2 * s.records);
+    progress.Clear();
+    if (!committed.ok()) return with_broker(committed.status());
+    checks.push_back(*committed);
+  }
   if (s.produce) {
     ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
     progress.Show(

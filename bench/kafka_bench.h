@@ -32,6 +32,12 @@ struct KafkaBenchOptions {
   std::vector<std::string> phases = {"produce", "consume", "latency"};
   std::vector<std::string> producer_config;  // extra librdkafka properties, "name=value"
   std::vector<std::string> consumer_config;
+  // Transactions instead of the phases above: `produce_idempotent` (acks=all,
+  // enable.idempotence) and `produce_txn` (the same producer with a transactional.id,
+  // committing every `commit_interval_ms`, as Kafka Streams commits), then a
+  // read_committed consumer that must read back exactly the records of both.
+  bool transactions = false;
+  int commit_interval_ms = 100;
   bool quick = false;  // small sizes for demos and smoke tests
   bool json = false;   // one JSON object per phase on stdout instead of a table
 };

@@ -79,6 +79,12 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "records in the latency phase (default: 5 s worth; 1 s with --quick)");
   cmd->add_option("--iperf-seconds", o->iperf_seconds,
                   "length of the iperf3 loopback reference (default 3; 1 with --quick)");
+  cmd->add_flag("--transactions", o->transactions,
+                "produce_idempotent and produce_txn (a commit every --commit-interval-ms) "
+                "instead of --phases, then a read_committed read-back");
+  cmd->add_option("--commit-interval-ms", o->commit_interval_ms,
+                  "produce_txn: milliseconds between commits")
+      ->capture_default_str();
   cmd->add_option("--phases", o->phases, "phases to run: produce, consume, latency")
       ->delimiter(',');
   cmd->add_option("--producer-config", o->producer_config,
