@@ -270,6 +270,9 @@ void ConsumeTransformProduce(rd_kafka_t* producer, const std::string& input,
     rd_kafka_message_destroy(m);
   }
   ASSERT_EQ(got, count) << "records consumed from " << input;
+  // Delivered before the end, so that an abort has records to abort (abort_transaction
+  // purges what is still queued in the client).
+  ASSERT_EQ(rd_kafka_flush(producer, kTimeoutMs), RD_KAFKA_RESP_ERR_NO_ERROR);
 
   rd_kafka_topic_partition_list_t* positions = nullptr;
   ASSERT_EQ(rd_kafka_assignment(consumer.get(), &positions), RD_KAFKA_RESP_ERR_NO_ERROR);
