@@ -276,6 +276,41 @@ def request_seeds(out):
         "find_coordinator_v2": header(10, 2, False) + kstr(b"group") + b"\x00",
         "list_offsets_v1": header(2, 1, False) + i32(-1) + i32(1) + kstr(topic) + i32(1) + i32(0)
         + i64(-1),
+        # Transactions (src/kafka/protocol/messages/txn.h), decoded before the broker serves them.
+        "init_producer_id_v4_txn": header(22, 4, True) + cstr(b"txn") + i32(60000) + i64(-1)
+        + i16(-1) + b"\x00",
+        "find_coordinator_v3_txn": header(10, 3, True) + cstr(b"txn") + b"\x01" + b"\x00",
+        "add_partitions_to_txn_v0": header(24, 0, False) + kstr(b"txn") + i64(7) + i16(1) + i32(1)
+        + kstr(topic) + i32(2) + i32(0) + i32(1),
+        "add_partitions_to_txn_v3": header(24, 3, True) + cstr(b"txn") + i64(7) + i16(1) + uvarint(2)
+        + cstr(topic) + uvarint(2) + i32(0) + b"\x00" + b"\x00",
+        "add_partitions_to_txn_v5_batch": header(24, 5, True) + uvarint(3)
+        + (cstr(b"txn") + i64(7) + i16(1) + b"\x01" + uvarint(2) + cstr(topic) + uvarint(2) + i32(0)
+           + b"\x00" + b"\x00") * 2 + b"\x00",
+        "add_offsets_to_txn_v0": header(25, 0, False) + kstr(b"txn") + i64(7) + i16(1) + kstr(b"group"),
+        "add_offsets_to_txn_v4": header(25, 4, True) + cstr(b"txn") + i64(7) + i16(1) + cstr(b"group")
+        + b"\x00",
+        "end_txn_v1_commit": header(26, 1, False) + kstr(b"txn") + i64(7) + i16(1) + b"\x01",
+        "end_txn_v4_abort": header(26, 4, True) + cstr(b"txn") + i64(7) + i16(1) + b"\x00" + b"\x00",
+        "end_txn_v5_unadvertised": header(26, 5, True) + cstr(b"txn") + i64(7) + i16(1) + b"\x01"
+        + b"\x00",
+        "write_txn_markers_v0": header(27, 0, False) + i32(1) + i64(7) + i16(1) + b"\x01" + i32(1)
+        + kstr(topic) + i32(1) + i32(0) + i32(3),
+        "write_txn_markers_v1": header(27, 1, True) + uvarint(2) + i64(7) + i16(1) + b"\x00" + uvarint(2)
+        + cstr(topic) + uvarint(2) + i32(0) + b"\x00" + i32(3) + b"\x00" + b"\x00",
+        "txn_offset_commit_v2": header(28, 2, False) + kstr(b"txn") + kstr(b"group") + i64(7) + i16(1)
+        + i32(1) + kstr(topic) + i32(1) + i32(0) + i64(42) + i32(5) + i16(-1),
+        "txn_offset_commit_v3": header(28, 3, True) + cstr(b"txn") + cstr(b"group") + i64(7) + i16(1)
+        + i32(3) + cstr(b"member") + uvarint(0) + uvarint(2) + cstr(topic) + uvarint(2) + i32(0)
+        + i64(42) + i32(5) + cstr(b"meta") + b"\x00" + b"\x00" + b"\x00",
+        "describe_producers_v0": header(61, 0, True) + uvarint(2) + cstr(topic) + uvarint(3) + i32(0)
+        + i32(1) + b"\x00" + b"\x00",
+        "describe_transactions_v0": header(65, 0, True) + uvarint(3) + cstr(b"a") + cstr(b"b")
+        + b"\x00",
+        "list_transactions_v1": header(66, 1, True) + uvarint(2) + cstr(b"Ongoing") + uvarint(2)
+        + i64(7) + i64(-1) + b"\x00",
+        "txn_huge_nested": header(27, 1, True) + uvarint(2) + i64(7) + i16(1) + b"\x00" + uvarint(2)
+        + cstr(topic) + uvarint(0x7FFFFFF0) + i32(0),
         "unknown_api": header(999, 0, False),
         "truncated": header(3, 1, False)[:5],
         "huge_array": header(3, 1, False) + i32(0x7FFFFFFF),

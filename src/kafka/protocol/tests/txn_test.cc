@@ -15,6 +15,7 @@
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/requests.h"
 #include "kafka/protocol/tests/golden.h"
+#include "kafka/protocol/tests/message_harness.h"
 
 // The samples use designated initializers that leave unknown_tags, and fields a version
 // lacks, at their defaults on purpose.
@@ -23,8 +24,7 @@
 namespace sluice::kafka {
 namespace {
 
-using Bytes = std::vector<uint8_t>;
-using testing::Golden;
+using namespace testing;  // Golden and the harness (message_harness.h)
 
 // Flexible per Kafka's JSON "flexibleVersions", restated here rather than read from
 // api.cc so that a wrong entry there fails a test.
@@ -39,52 +39,6 @@ bool Flexible(ApiKey key, int16_t v) {
       return v >= 1;
     default:
       return true;  // DescribeProducers, DescribeTransactions, ListTransactions: 0+
-  }
-}
-
-std::optional<std::string> Opt(bool null, const std::string& s) {
-  if (null) return std::nullopt;
-  return s;
-}
-
-void NStr(Golden& g, bool f, const std::optional<std::string>& s) {
-  if (s) {
-    g.s(f, *s);
-  } else {
-    g.ns(f);
-  }
-}
-
-// Each message has a Sample(version, nulls) with every field of that version set to a
-// non-default value (nullable ones null when `nulls`), and a Golden(version, nulls) with
-// the bytes Kafka's definition gives for it, written out field by field.
-template <typename M>
-struct Spec {
-  const char* name;
-  ApiKey key;
-  int16_t max;  // the JSON's validVersions; every message here starts at v0
-  M (*sample)(int16_t, bool);
-  Bytes (*golden)(int16_t, bool);
-};
-
-template <typename M>
-void CheckEveryVersion(const Spec<M>& spec) {
-  for (int16_t v = 0; v <= spec.max; ++v) {
-    for (bool nulls : {false, true}) {
-      SCOPED_TRACE(fmt::format("{} v{}{}", spec.name, v, nulls ? " with nulls" : ""));
-      const M msg = spec.sample(v, nulls);
-      const Bytes want = spec.golden(v, nulls);
-      Bytes got;
-      Writer w(&got);
-      msg.Encode(w, v);
-      EXPECT_EQ(got, want);
-      Reader r(want);
-      M decoded;
-      Status st = decoded.Decode(r, v);
-      ASSERT_TRUE(st.ok()) << st.ToString();
-      EXPECT_TRUE(decoded == msg);
-      EXPECT_EQ(r.remaining(), 0u);
-    }
   }
 }
 
@@ -469,7 +423,7 @@ Bytes ListTransactionsResponseGolden(int16_t v, bool) {
 // ------------------------------------------------------------------ specs
 
 #define TXN_SPEC(Name, Key, Max) \
-  const Spec<Name> k##Name##Spec { #Name, ApiKey::Key, Max, &Name##Sample, &Name##Golden }
+  const Spec<Name> k##Name##Spec { #Name, ApiKey::Key, &Name##Sample, &Name##Golden, Max }
 
 TXN_SPEC(AddPartitionsToTxnRequest, kAddPartitionsToTxn, 5);
 TXN_SPEC(AddPartitionsToTxnResponse, kAddPartitionsToTxn, 5);
@@ -586,20 +540,6 @@ TEST(TxnCodecTest, SupportedApisAreTheServedSubsetOfKnownApisInKeyOrder) {
 }
 
 // ------------------------------------------------------------------ single behaviours
-
-template <typename M>
-Bytes EncodeAt(const M& m, int16_t v) {
-  Bytes out;
-  Writer w(&out);
-  m.Encode(w, v);
-  return out;
-}
-
-template <typename M>
-Status DecodeAt(const Bytes& bytes, int16_t v, M* m) {
-  Reader r(bytes);
-  return m->Decode(r, v);
-}
 
 TEST(TxnCodecTest, VersionsOutsideTheJsonAreRejected) {
   EndTxnRequest e;
@@ -727,6 +667,55 @@ TEST(TxnRequestTest, EveryTransactionRequestVersionDecodesAsAFrame) {
   check(kListTransactionsRequestSpec);
 }
 
+// The transaction fields of APIs the broker already serves, as a transactional producer
+// and a read_committed consumer send them.
+TEST(TxnRequestTest, TransactionFieldsOfServedApisDecodeFromFrames) {
+  // InitProducerId v4 with a transactional id and the epoch of a producer that resumes.
+  DecodeOutcome init = DecodeRequest(Golden()
+                                         .i16(22)
+                                         .i16(4)
+                                         .i32(1)
+                                         .str("c")
+                                         .tags()
+                                         .cstr("txn-a")
+                                         .i32(60000)
+                                         .i64(4000)
+                                         .i16(3)
+                                         .tags()
+                                         .take());
+  ASSERT_EQ(init.problem, RequestProblem::kNone) << init.status.ToString();
+  const auto& i = std::get<InitProducerIdRequest>(init.request->body);
+  EXPECT_EQ(i.transactional_id, "txn-a");
+  EXPECT_EQ(i.producer_id, 4000);
+  EXPECT_EQ(i.producer_epoch, 3);
+  // FindCoordinator v1 (non-flexible) and v4 (batched) with key_type 1, "transaction".
+  DecodeOutcome v1 =
+      DecodeRequest(Golden().i16(10).i16(1).i32(2).str("c").str("txn-a").i8(1).take());
+  ASSERT_EQ(v1.problem, RequestProblem::kNone) << v1.status.ToString();
+  EXPECT_EQ(std::get<FindCoordinatorRequest>(v1.request->body).key_type, 1);
+  DecodeOutcome v4 = DecodeRequest(
+      Golden().i16(10).i16(4).i32(3).str("c").tags().i8(1).carr(1).cstr("txn-a").tags().take());
+  ASSERT_EQ(v4.problem, RequestProblem::kNone) << v4.status.ToString();
+  const auto& fc = std::get<FindCoordinatorRequest>(v4.request->body);
+  EXPECT_EQ(fc.key_type, 1);
+  EXPECT_EQ(fc.coordinator_keys, std::vector<std::string>{"txn-a"});
+  // OffsetFetch v7 with require_stable.
+  DecodeOutcome of = DecodeRequest(Golden()
+                                       .i16(9)
+                                       .i16(7)
+                                       .i32(4)
+                                       .str("c")
+                                       .tags()
+                                       .cstr("group-a")
+                                       .uvarint(0)  // null topics: all
+
+                                       .boolean(true)
+                                       .tags()
+                                       .take());
+  ASSERT_EQ(of.problem, RequestProblem::kNone) << of.status.ToString();
+  EXPECT_TRUE(std::get<OffsetFetchRequest>(of.request->body).require_stable);
+}
+
 // ------------------------------------------------------------------ malformed
 
 TEST(TxnMalformedTest, NegativeArrayLengthIsRejected) {
@@ -803,28 +792,6 @@ TEST(TxnMalformedTest, NestedCountsOfStep2MessagesAreBounded) {
 
 // ------------------------------------------------------------------ every golden, malformed
 
-struct Case {
-  std::string name;
-  Bytes bytes;
-  std::function<Status(std::span<const uint8_t>)> decode;
-};
-
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
-
-template <typename M>
-void AddCases(std::vector<Case>* out, const Spec<M>& spec) {
-  for (int16_t v = 0; v <= spec.max; ++v) {
-    for (bool nulls : {false, true}) {
-      out->push_back({fmt::format("{}_v{}{}", spec.name, v, nulls ? "_nulls" : ""),
-                      spec.golden(v, nulls), [v](std::span<const uint8_t> b) {
-                        Reader r(b);
-                        M m;
-                        return m.Decode(r, v);
-                      }});
-    }
-  }
-}
-
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   AddCases(&cases, kAddPartitionsToTxnRequestSpec);
@@ -848,35 +815,11 @@ std::vector<Case> AllCases() {
 
 class TxnGoldenTest : public ::testing::TestWithParam<Case> {};
 
-// Truncation at every byte, so at every field of every version.
-TEST_P(TxnGoldenTest, EveryStrictPrefixFailsToDecode) {
-  const Case& c = GetParam();
-  for (size_t n = 0; n < c.bytes.size(); ++n) {
-    Status st = c.decode(std::span<const uint8_t>(c.bytes.data(), n));
-    EXPECT_FALSE(st.ok()) << "prefix of " << n << " of " << c.bytes.size() << " bytes decoded";
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  }
-}
+TEST_P(TxnGoldenTest, EveryStrictPrefixFailsToDecode) { ExpectEveryStrictPrefixFails(GetParam()); }
 
-TEST_P(TxnGoldenTest, TrailingBytesAreTolerated) {
-  Bytes bytes = GetParam().bytes;
-  bytes.push_back(0xab);
-  bytes.push_back(0xcd);
-  EXPECT_TRUE(GetParam().decode(bytes).ok());
-}
+TEST_P(TxnGoldenTest, TrailingBytesAreTolerated) { ExpectTrailingBytesTolerated(GetParam()); }
 
-// Each byte replaced by values that make lengths negative, huge, null or varints long:
-// decoding must return (either way) without crashing or over-reading.
-TEST_P(TxnGoldenTest, CorruptedBytesNeverCrash) {
-  const Case& c = GetParam();
-  for (size_t i = 0; i < c.bytes.size(); ++i) {
-    for (uint8_t b : {0x00, 0x7f, 0x80, 0xff}) {
-      Bytes mutated = c.bytes;
-      mutated[i] = b;
-      (void)c.decode(mutated);
-    }
-  }
-}
+TEST_P(TxnGoldenTest, CorruptedBytesNeverCrash) { DecodeEveryCorruption(GetParam()); }
 
 INSTANTIATE_TEST_SUITE_P(AllTxnMessages, TxnGoldenTest, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
