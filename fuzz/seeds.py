@@ -46,6 +46,17 @@ def batch(base_offset, count, ts, value=b"v" * 20, attributes=0):
     return struct.pack(">qi", base_offset, len(after_length)) + after_length
 
 
+def txn_entry(pid, first, last, lso):
+    return struct.pack(">hqqqq", 0, pid, first, last, lso)
+
+
+def control_record(kind, coordinator_epoch):
+    key = struct.pack(">hh", 0, kind)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    rec = bytes([0]) + varint(0) + varint(0) + varint(len(key)) + key + varint(len(value)) + value + varint(0)
+    return varint(len(rec)) + rec
+
+
 def segment_seeds(out):
     d = os.path.join(out, "segment")
     os.makedirs(d, exist_ok=True)
@@ -58,6 +69,15 @@ def segment_seeds(out):
         "closed_segment_ok": b"\x02" + log,
         "index_ok": b"\x03" + struct.pack(">ii", 6, 2 * len(batch(0, 3, 1000))),
         "index_past_end": b"\x03" + struct.pack(">ii", 6, 1 << 30),
+        # .txnindex entries: version, producer id, first, last, last stable offset.
+        "txnindex_ok": b"\x04" + txn_entry(7, 0, 5, 6) + txn_entry(8, 3, 20, 21),
+        "txnindex_torn": b"\x04" + txn_entry(7, 0, 5, 6)[:-3],
+        "txnindex_bad_version": b"\x04" + struct.pack(">h", 1) + txn_entry(7, 0, 5, 6)[2:],
+        # a marker's record: length, attributes, ts delta, offset delta, key, value, headers
+        "control_record": b"\x04" + control_record(0, 5),
+        "recover_txnindex_ok": b"\x05" + txn_entry(7, 0, 5, 6) + txn_entry(8, 3, 20, 21),
+        "recover_txnindex_past_end": b"\x05" + txn_entry(7, 0, 5, 6) + txn_entry(9, 10, 99, 100),
+        "recover_txnindex_out_of_order": b"\x05" + txn_entry(7, 0, 20, 21) + txn_entry(8, 0, 5, 6),
     }
     write_all(d, seeds)
 

@@ -5,6 +5,9 @@
 //   1: data is the last segment's .log file: open (recover), read everything, verify
 //   2: data is a closed segment's .log; an empty active segment follows
 //   3: a valid closed segment whose .index file is data
+//   4: data is a .txnindex's bytes and a control record's bytes (ParseTxnIndex,
+//      ParseControlType, CollectAbortedTxns)
+//   5: a valid last segment whose .txnindex file is data: open (recover), collect
 #include <unistd.h>
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include "storage/batch_header.h"
 #include "storage/log.h"
 #include "storage/testing/batch_builder.h"
+#include "storage/txn_index.h"
 
 using namespace sluice::storage;
 
@@ -44,15 +48,35 @@ void OpenAndReadAll(const std::string& dir, IoExecutor* executor) {
   (void)(*log)->Verify();
 }
 
+// 20 valid batches of 3 records at offsets 0..59.
+std::vector<uint8_t> ValidLog() {
+  std::vector<uint8_t> log;
+  for (int i = 0; i < 20; ++i) {
+    auto b = testing::MakeBatch(3, 100, 1000 + i, i);
+    AssignOffsets(b, i * 3, 0);
+    log.insert(log.end(), b.begin(), b.end());
+  }
+  return log;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  uint8_t mode = data[0] % 4;
+  uint8_t mode = data[0] % 6;
   ++data;
   --size;
   if (mode == 0) {
     (void)ValidateBatch(std::span<const uint8_t>(data, size), 1 << 20);
+    return 0;
+  }
+  if (mode == 4) {
+    std::span<const uint8_t> bytes(data, size);
+    TxnIndexContents c = ParseTxnIndex(bytes);
+    std::vector<AbortedTxn> out;
+    (void)CollectAbortedTxns(c.entries, 0, INT64_MAX, &out);
+    int32_t epoch = -1;
+    (void)ParseControlType(bytes, &epoch);
     return 0;
   }
   static IoExecutor executor(1);
@@ -67,13 +91,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (mode == 2) {
     WriteFile(seg0 + ".log", data, size);
     WriteFile(dir + "/00000000000000100000.log", nullptr, 0);
-  } else {
-    std::vector<uint8_t> log;
-    for (int i = 0; i < 20; ++i) {
-      auto b = testing::MakeBatch(3, 100, 1000 + i, i);
-      AssignOffsets(b, i * 3, 0);
-      log.insert(log.end(), b.begin(), b.end());
+  } else if (mode == 5) {
+    std::vector<uint8_t> log = ValidLog();
+    WriteFile(seg0 + ".log", log.data(), log.size());
+    WriteFile(seg0 + ".txnindex", data, size);
+    LogOptions opts;
+    opts.executor = &executor;
+    if (auto opened = PartitionLog::Open(dir, opts); opened.ok()) {
+      (void)(*opened)->CollectAbortedTxns(0, INT64_MAX);
+      (void)(*opened)->CollectAbortedTxns(30, 31);
     }
+    std::filesystem::remove_all(dir);
+    return 0;
+  } else {
+    std::vector<uint8_t> log = ValidLog();
     WriteFile(seg0 + ".log", log.data(), log.size());
     WriteFile(seg0 + ".index", data, size);
     WriteFile(dir + "/00000000000000000060.log", nullptr, 0);

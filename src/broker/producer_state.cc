@@ -116,9 +116,10 @@ void ProducerStateTable::OnAppended(const ProducerBatch& b, int64_t first_offset
 
 uint64_t ProducerStateTable::StartVerification(int64_t producer_id) {
   if (OpenTxn(producer_id)) return 0;
-  uint64_t token = next_token_++;
-  verifying_[producer_id] = token;
-  return token;
+  // Requests verifying at the same time share the token, as Kafka's verification entry.
+  auto [it, added] = verifying_.try_emplace(producer_id, next_token_);
+  if (added) ++next_token_;
+  return it->second;
 }
 
 bool ProducerStateTable::Verified(int64_t producer_id, uint64_t token) const {
@@ -193,17 +194,25 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   open_.clear();
   decided_.clear();
   verifying_.clear();
-  return log.ForEachBatchHeader(
-      0, [this](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
+  // The aborted transactions as the markers say, for the index (storage keeps it in step
+  // with the log; this also restores entries of a lost or damaged .txnindex).
+  std::vector<storage::AbortedTxn> aborted;
+  Status st = log.ForEachBatchHeader(
+      0, [this, &aborted](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
         ProducerBatch b = ProducerBatch::FromHeader(raw);
         if ((h.attributes & storage::kAttrControl) != 0) {
           // A marker: its type and coordinator epoch are in its one record.
           int32_t coordinator_epoch = -1;
-          if (b.producer_id >= 0 &&
-              storage::ParseControlType(raw.subspan(storage::kBatchHeaderSize), &coordinator_epoch)
-                  .has_value()) {
-            OnMarker(b.producer_id, b.producer_epoch, coordinator_epoch, h.base_offset);
+          std::optional<int16_t> type =
+              storage::ParseControlType(raw.subspan(storage::kBatchHeaderSize), &coordinator_epoch);
+          if (b.producer_id < 0 || !type.has_value()) return true;
+          std::optional<int64_t> first = OpenTxn(b.producer_id);
+          if (*type == static_cast<int16_t>(storage::ControlType::kAbort) && first.has_value()) {
+            int64_t lso = LastStableOffsetWithout(b.producer_id);
+            aborted.push_back(
+                {b.producer_id, *first, h.base_offset, lso >= 0 ? lso : h.base_offset + 1});
           }
+          OnMarker(b.producer_id, b.producer_epoch, coordinator_epoch, h.base_offset);
           return true;
         }
         // The offsets the batch took (the log checked count = last offset delta + 1).
@@ -211,6 +220,11 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
         OnAppended(b, h.base_offset);
         return true;
       });
+  RETURN_IF_ERROR(st);
+  // Everything in the log at open is durable: its decided transactions hold nothing back.
+  LastStableOffset(log.written_end_offset());
+  if (!aborted.empty()) RETURN_IF_ERROR(log.AddMissingAbortedTxns(aborted).status());
+  return Status::OK();
 }
 
 }  // namespace sluice::broker

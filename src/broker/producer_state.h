@@ -71,10 +71,10 @@ class ProducerStateTable {
   // KIP-890 part 1. A transactional batch that would open a transaction here must have
   // been verified with the coordinator first: StartVerification returns 0 when the
   // producer's transaction is open here already (nothing to verify), else a token the
-  // produce path keeps while it asks; Verified(token) then says whether the append may
-  // open the transaction — false when a marker for the producer came in between (the
-  // verified transaction has ended; the batch would open one the coordinator does not
-  // know).
+  // produce path keeps while it asks (one token for requests verifying meanwhile); Verified(token)
+  // then says whether the append may open the transaction — false when a marker for the producer
+  // came in between (the verified transaction has ended; the batch would open one the coordinator
+  // does not know).
   uint64_t StartVerification(int64_t producer_id);
   bool Verified(int64_t producer_id, uint64_t token) const;
 
@@ -99,7 +99,8 @@ class ProducerStateTable {
   // transaction that is open, or decided by a marker at or past `hw`; `hw` when none.
   int64_t LastStableOffset(int64_t hw);
 
-  // Forgets everything and replays the log's batch headers from its start.
+  // Forgets everything and replays the log's batch headers from its start; adds to the
+  // log's aborted-transaction index any abort it lacks (a lost .txnindex). At open.
   Status Rebuild(storage::PartitionLog& log);
 
   // For DescribeProducers.

@@ -64,7 +64,10 @@ void WriteOne(const std::shared_ptr<MarkerCall>& call, size_t i, Partition* part
     return call->Finish(i, ErrorCode::kKafkaStorageError);
   }
   // Closed at once on the owner: the producer's next batch (after the coordinator's
-  // answer) sees the transaction ended even before the marker is durable.
+  // answer) sees the transaction ended even before the marker is durable. Decided
+  // transactions whose markers are durable stop being tracked (the durable end is never
+  // past the high watermark), so the table stays small without readers.
+  part->producers.LastStableOffset(part->log->durable_end_offset());
   part->producers.OnMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch,
                            appended->base_offset);
 }

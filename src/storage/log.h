@@ -206,6 +206,12 @@ class PartitionLog {
   // holding `from` onwards, with Kafka's early stop (storage/txn_index.h). Only entries
   // whose markers are written are seen.
   Result<std::vector<AbortedTxn>> CollectAbortedTxns(int64_t from, int64_t upper);
+  // Adds to each segment's .txnindex the transactions of `txns` (aborted, by a marker in
+  // that segment) it lacks, matched by last offset, keeping marker order; a transaction
+  // whose marker is not in the log is skipped. For the owner at open, when it has read
+  // the markers back (an index file lost or damaged); FailedPrecondition while appends
+  // are pending. Returns how many entries were added.
+  Result<int> AddMissingAbortedTxns(std::span<const AbortedTxn> txns);
 
   // Waits for pending I/O, syncs, closes files. Further calls fail.
   Status Close();

@@ -120,4 +120,50 @@ Result<std::vector<AbortedTxn>> PartitionLog::CollectAbortedTxns(int64_t from, i
   return out;
 }
 
+Result<int> PartitionLog::AddMissingAbortedTxns(std::span<const AbortedTxn> txns) {
+  // Held through the rewrites: nothing else may touch the index files meanwhile (the
+  // owner calls this at open, before anything is appended).
+  std::lock_guard lock(mu_);
+  if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+  if (!pending_.empty() || job_running_) {
+    return FailedPreconditionError("log {}: appends are pending", dir_);
+  }
+  int added = 0;
+  for (const auto& seg : segments_) {
+    std::vector<AbortedTxn> wanted;
+    for (const AbortedTxn& t : txns) {
+      if (t.last_offset >= seg->base_offset && t.last_offset < seg->next_offset)
+        wanted.push_back(t);
+    }
+    if (wanted.empty()) continue;
+    ASSIGN_OR_RETURN(auto file, files_->Get(seg->txn_index_path, OpenMode::kCreate));
+    ASSIGN_OR_RETURN(TxnIndexContents c, ReadTxnIndex(*file, seg->written_txn_entries));
+    std::vector<AbortedTxn> merged = c.entries;
+    size_t before = merged.size();
+    for (const AbortedTxn& t : wanted) {
+      bool present = std::any_of(merged.begin(), merged.end(), [&](const AbortedTxn& e) {
+        return e.last_offset == t.last_offset;
+      });
+      if (!present) merged.push_back(t);
+    }
+    if (merged.size() == before) continue;
+    std::sort(merged.begin(), merged.end(), [](const AbortedTxn& a, const AbortedTxn& b) {
+      return a.last_offset < b.last_offset;
+    });
+    std::vector<uint8_t> bytes(merged.size() * kAbortedTxnSize);
+    for (size_t i = 0; i < merged.size(); ++i) {
+      EncodeAbortedTxn(merged[i], bytes.data() + i * kAbortedTxnSize);
+    }
+    RETURN_IF_ERROR(file->WriteAt(0, bytes));
+    RETURN_IF_ERROR(file->Truncate(bytes.size()));
+    RETURN_IF_ERROR(file->Sync());
+    RETURN_IF_ERROR(options_.env->SyncDir(dir_));  // in case the file was created here
+    SLUICE_LOG(kLog, kWarn, "{}: added {} aborted transactions found in the log",
+               seg->txn_index_path, merged.size() - before);
+    added += static_cast<int>(merged.size() - before);
+    seg->txn_entries = seg->written_txn_entries = merged.size();
+  }
+  return added;
+}
+
 }  // namespace sluice::storage

@@ -64,15 +64,15 @@ constexpr Entry kEntries[] = {
     {ApiKey::kDescribeTransactions,
      Typed<kafka::DescribeTransactionsRequest, HandleDescribeTransactions>},
     {ApiKey::kListTransactions, Typed<kafka::ListTransactionsRequest, HandleListTransactions>},
+    {ApiKey::kDescribeProducers, Typed<kafka::DescribeProducersRequest, HandleDescribeProducers>},
 };
 
 // One past the largest key in the table.
-constexpr size_t TableSize() {
+constexpr size_t kTableSize = [] {
   size_t n = 0;
   for (const Entry& e : kEntries) n = std::max(n, static_cast<size_t>(e.key) + 1);
   return n;
-}
-constexpr size_t kTableSize = TableSize();
+}();
 
 constexpr std::array<Handler, kTableSize> MakeTable() {
   std::array<Handler, kTableSize> table{};

@@ -17,6 +17,7 @@
 //                     the hand-off to the transaction coordinator; WriteTxnMarkers refused
 //   sasl_gate.cc      SaslHandshake, SaslAuthenticate, the raw-token exchange and the
 //                     gate that admits nothing else before authentication
+//   txn_producers.cc  DescribeProducers
 #pragma once
 
 #include <memory>
@@ -33,6 +34,8 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
 void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsRequest& req);
 void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
                                 const kafka::OffsetForLeaderEpochRequest& req);
+void HandleDescribeProducers(Context& ctx, const Call& call,
+                             const kafka::DescribeProducersRequest& req);
 
 void HandleApiVersions(Context& ctx, const Call& call, const kafka::ApiVersionsRequest& req);
 void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest& req);

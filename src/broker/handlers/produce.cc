@@ -248,6 +248,10 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
              "control batches are written by the transaction coordinator, not by clients");
         continue;
       }
+      if (batch_info.transactional && batch_info.producer_id < 0) {
+        fail(ErrorCode::kInvalidRecord, "a transactional batch needs a producer id");
+        continue;
+      }
       if (batch_info.transactional) {
         if (!req.transactional_id.has_value()) {
           // Kafka answers the whole request so (KafkaApis.handleProduceRequest).

@@ -37,17 +37,7 @@ class BrokerDataTest : public testing::BrokerFixture {
   // A batch of `n` records "<prefix>-<i>", timestamps base_ts + i.
   static Bytes Batch(const std::string& prefix, int n, int64_t base_ts = 1000,
                      kafka::BatchBuilderOptions o = {}) {
-    std::vector<std::string> values;
-    for (int i = 0; i < n; ++i) values.push_back(prefix + "-" + std::to_string(i));
-    std::vector<kafka::RecordInput> recs;
-    for (int i = 0; i < n; ++i) {
-      kafka::RecordInput r;
-      r.value = kafka::AsBytes(values[i]);
-      r.timestamp_delta = i;
-      recs.push_back(std::move(r));
-    }
-    o.base_timestamp = base_ts;
-    return kafka::BuildBatch(o, recs);
+    return testing::ValueBatch(prefix, n, base_ts, o);
   }
 
   // One record "<value>" from an idempotent producer.

@@ -20,6 +20,7 @@
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "kafka/protocol/header.h"
+#include "kafka/protocol/records.h"
 #include "kafka/protocol/requests.h"
 
 namespace sluice::broker::testing {
@@ -30,6 +31,23 @@ using Bytes = std::vector<uint8_t>;
 
 // Only there so a broken broker fails the test instead of hanging it.
 constexpr int kTimeoutMs = 20'000;
+
+// A batch of `n` records "<prefix>-<i>", timestamps base_ts + i, built with `o` (producer
+// fields, attributes).
+inline Bytes ValueBatch(const std::string& prefix, int n, int64_t base_ts,
+                        kafka::BatchBuilderOptions o = {}) {
+  std::vector<std::string> values;
+  for (int i = 0; i < n; ++i) values.push_back(prefix + "-" + std::to_string(i));
+  std::vector<kafka::RecordInput> recs;
+  for (int i = 0; i < n; ++i) {
+    kafka::RecordInput r;
+    r.value = kafka::AsBytes(values[i]);
+    r.timestamp_delta = i;
+    recs.push_back(std::move(r));
+  }
+  o.base_timestamp = base_ts;
+  return kafka::BuildBatch(o, recs);
+}
 
 // A blocking client that speaks whole frames.
 class Client {

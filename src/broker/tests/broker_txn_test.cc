@@ -1,12 +1,15 @@
 // Transactions on the partition side, against a real Broker over sockets: transactional
 // produce with KIP-890 verification, markers (WriteTxnMarkers), the last stable offset,
 // Fetch and ListOffsets under both isolation levels, the aborted-transaction list, the
-// errors Kafka answers, and all of it again after a restart. The transaction coordinator
+// errors Kafka answers, and all of it again after a restart; and librdkafka consumers
+// (read_committed and read_uncommitted) reading the result. The transaction coordinator
 // is not here: a TxnVerifier double answers as the test tells it.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -17,6 +20,7 @@
 #include "broker/handlers/context.h"
 #include "broker/tests/broker_test_util.h"
 #include "broker/txn_partition_markers.h"
+#include "kafka/client/consumer.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker {
@@ -89,23 +93,13 @@ class BrokerTxnTest : public testing::BrokerFixture {
   // `n` records "<prefix>-<i>"; transactional when `txn`.
   static Bytes Batch(const std::string& prefix, int n, int64_t pid, int16_t epoch, int32_t seq,
                      bool txn = true) {
-    std::vector<std::string> values;
-    for (int i = 0; i < n; ++i) values.push_back(prefix + "-" + std::to_string(i));
-    std::vector<kafka::RecordInput> recs;
-    for (int i = 0; i < n; ++i) {
-      kafka::RecordInput r;
-      r.value = kafka::AsBytes(values[i]);
-      r.timestamp_delta = i;
-      recs.push_back(std::move(r));
-    }
     kafka::BatchBuilderOptions o;
-    // Now: a marker (stamped now) after records from long ago would roll the segment.
-    o.base_timestamp = kBaseTs;
     o.producer_id = pid;
     o.producer_epoch = epoch;
     o.base_sequence = seq;
     o.transactional = txn;
-    return kafka::BuildBatch(o, recs);
+    // Now: a marker (stamped now) after records from long ago would roll the segment.
+    return testing::ValueBatch(prefix, n, kBaseTs, o);
   }
 
   kafka::ProduceResponse::PartitionProduceResponse Produce(Client& c, const Bytes& batch,
@@ -295,6 +289,32 @@ TEST_F(BrokerTxnTest, AbortedTransactionsAreListedForReadCommitted) {
   EXPECT_EQ(replayed.last_stable_offset, 8);
 }
 
+// A lost .txnindex comes back from the markers when the partition opens.
+TEST_F(BrokerTxnTest, ALostAbortedIndexIsRebuiltAtOpen) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, Batch("x", 2, 210, 0, 0)).error_code, ErrorCode::kNone);         // 0-1
+  ASSERT_EQ(Produce(c, Batch("y", 1, 310, 0, 0), "ty").error_code, ErrorCode::kNone);   // 2
+  EXPECT_EQ(Mark(210, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 3
+  EXPECT_EQ(Mark(310, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 4
+  Stop();
+  int removed = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_ / "t-0")) {
+    if (e.path().extension() == ".txnindex") removed += std::filesystem::remove(e.path());
+  }
+  ASSERT_GT(removed, 0);
+  Start();
+  broker_->context_for_testing().txn_verifier = &verifier_;
+  Client c2(port());
+  auto f = Fetch(c2, 0, true);
+  EXPECT_EQ(f.last_stable_offset, 5);
+  ASSERT_EQ(f.aborted_transactions->size(), 2u);
+  EXPECT_EQ((*f.aborted_transactions)[0].producer_id, 210);
+  EXPECT_EQ((*f.aborted_transactions)[0].first_offset, 0);
+  EXPECT_EQ((*f.aborted_transactions)[1].producer_id, 310);
+  EXPECT_EQ((*f.aborted_transactions)[1].first_offset, 2);
+}
+
 TEST_F(BrokerTxnTest, AnOpenTransactionSurvivesARestart) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
@@ -325,6 +345,9 @@ TEST_F(BrokerTxnTest, ProduceErrorsLeaveTheConnectionAndPartitionWorking) {
   // No transactional id: the whole request is refused, as Kafka does.
   auto no_id = Produce(c, Batch("n", 1, 500, 0, 0), std::nullopt);
   EXPECT_EQ(no_id.error_code, ErrorCode::kTransactionalIdAuthorizationFailed);
+  works();
+  // A transactional batch without a producer id.
+  EXPECT_EQ(Produce(c, Batch("n", 1, -1, -1, -1)).error_code, ErrorCode::kInvalidRecord);
   works();
   // A control batch from a client.
   auto control = Produce(c, kafka::BuildTxnMarkerBatch(500, 0, true, 0, 1000), std::string("tx"));
@@ -428,6 +451,99 @@ TEST_F(BrokerTxnTest, WaitingReadCommittedFetchWakesWhenTheLsoMoves) {
   const auto& p = resp.responses[0].partitions[0];
   EXPECT_EQ(p.last_stable_offset, 3);
   EXPECT_EQ(Values(p), (Strings{"w-0", "w-1"}));
+}
+
+TEST_F(BrokerTxnTest, DescribeProducersShowsOpenTransactions) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, Batch("i", 3, 1000, 1, 0, false), std::nullopt).error_code,
+            ErrorCode::kNone);                                                    // 0-2
+  ASSERT_EQ(Produce(c, Batch("t", 2, 2000, 4, 0)).error_code, ErrorCode::kNone);  // 3-4
+  auto describe = [&] {
+    kafka::DescribeProducersRequest req;
+    req.topics.push_back({"t", {0, 7}, {}});
+    req.topics.push_back({"missing", {0}, {}});
+    return c.Call<kafka::DescribeProducersResponse>(ApiKey::kDescribeProducers, 0, req);
+  };
+  auto resp = describe();
+  ASSERT_EQ(resp.topics.size(), 2u);
+  ASSERT_EQ(resp.topics[0].partitions.size(), 2u);
+  const auto& p0 = resp.topics[0].partitions[0];
+  EXPECT_EQ(p0.error_code, ErrorCode::kNone);
+  std::map<int64_t, kafka::DescribeProducersResponse::Producer> by_id;
+  for (const auto& p : p0.active_producers) by_id[p.producer_id] = p;
+  ASSERT_EQ(by_id.size(), 2u);
+  EXPECT_EQ(by_id[1000].producer_epoch, 1);
+  EXPECT_EQ(by_id[1000].last_sequence, 2);
+  EXPECT_EQ(by_id[1000].current_txn_start_offset, -1);
+  EXPECT_EQ(by_id[1000].last_timestamp, kBaseTs + 2);
+  EXPECT_EQ(by_id[2000].producer_epoch, 4);
+  EXPECT_EQ(by_id[2000].last_sequence, 1);
+  EXPECT_EQ(by_id[2000].current_txn_start_offset, 3);
+  EXPECT_EQ(resp.topics[0].partitions[1].error_code, ErrorCode::kUnknownTopicOrPartition);
+  EXPECT_EQ(resp.topics[1].partitions[0].error_code, ErrorCode::kUnknownTopicOrPartition);
+  ASSERT_EQ(Mark(2000, 4, /*commit=*/true, {{"t", 0}}, 6),
+            std::vector<ErrorCode>{ErrorCode::kNone});
+  for (const auto& p : describe().topics[0].partitions[0].active_producers) {
+    if (p.producer_id != 2000) continue;
+    EXPECT_EQ(p.current_txn_start_offset, -1);
+    EXPECT_EQ(p.coordinator_epoch, 6);
+  }
+}
+
+// librdkafka's consumer is the judge of the aborted-transaction list and the LSO: under
+// read_committed it must show exactly the plain and committed records, in order, and
+// nothing past an open transaction until it is decided.
+TEST_F(BrokerTxnTest, LibrdkafkaConsumersSeeWhatKafkaWouldShowThem) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  auto plain = [&](const std::string& v) {
+    ASSERT_EQ(Produce(c, Batch(v, 1, -1, -1, -1, false), std::nullopt).error_code,
+              ErrorCode::kNone);
+  };
+  plain("p0");                                                                          // 0
+  ASSERT_EQ(Produce(c, Batch("a", 2, 100, 0, 0)).error_code, ErrorCode::kNone);         // 1-2
+  ASSERT_EQ(Produce(c, Batch("b", 1, 200, 0, 0)).error_code, ErrorCode::kNone);         // 3
+  ASSERT_EQ(Produce(c, Batch("a2", 1, 100, 0, 2)).error_code, ErrorCode::kNone);        // 4
+  ASSERT_EQ(Mark(100, 0, /*commit=*/false), std::vector<ErrorCode>{ErrorCode::kNone});  // 5
+  ASSERT_EQ(Mark(200, 0, /*commit=*/true), std::vector<ErrorCode>{ErrorCode::kNone});   // 6
+  plain("p1");                                                                          // 7
+  ASSERT_EQ(Produce(c, Batch("c", 1, 300, 0, 0)).error_code, ErrorCode::kNone);         // 8, open
+  plain("p2");                                                                          // 9
+
+  // Polls until `want` records came, or `polls` polls of 100 ms went by.
+  auto consume = [&](kafka::client::Consumer& consumer, size_t want, int polls = 100) {
+    Strings got;
+    for (int i = 0; i < polls && got.size() < want; ++i) {
+      auto batch = consumer.Poll(std::chrono::milliseconds(100));
+      EXPECT_TRUE(batch.ok()) << batch.status().ToString();
+      if (!batch.ok()) break;
+      for (size_t k = 0; k < batch->size(); ++k) got.emplace_back((*batch)[k].value);
+    }
+    return got;
+  };
+  auto make = [&](const std::string& isolation) {
+    kafka::client::Config config = {
+        {"bootstrap.servers", "127.0.0.1:" + std::to_string(port())},
+        {"isolation.level", isolation},
+    };
+    auto consumer = kafka::client::Consumer::Create(config);
+    EXPECT_TRUE(consumer.ok()) << consumer.status().ToString();
+    EXPECT_TRUE((*consumer)->Assign({{"t", 0, kafka::client::kOffsetBeginning}}).ok());
+    return std::move(*consumer);
+  };
+
+  auto uncommitted = make("read_uncommitted");
+  EXPECT_EQ(consume(*uncommitted, 8),
+            (Strings{"p0-0", "a-0", "a-1", "b-0", "a2-0", "p1-0", "c-0", "p2-0"}));
+
+  auto committed = make("read_committed");
+  EXPECT_EQ(consume(*committed, 3), (Strings{"p0-0", "b-0", "p1-0"}));
+  // Producer 300's transaction holds the rest back...
+  EXPECT_TRUE(consume(*committed, 1, /*polls=*/10).empty());
+  // ... until it commits.
+  ASSERT_EQ(Mark(300, 0, /*commit=*/true), std::vector<ErrorCode>{ErrorCode::kNone});
+  EXPECT_EQ(consume(*committed, 2), (Strings{"c-0", "p2-0"}));
 }
 
 }  // namespace

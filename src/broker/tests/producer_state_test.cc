@@ -17,6 +17,31 @@ ProducerBatch B(int64_t pid, int16_t epoch, int32_t seq, int32_t count) {
   return ProducerBatch{pid, epoch, seq, count};
 }
 
+// A durable log in a temporary directory, appended to one batch at a time.
+struct TestLog {
+  explicit TestLog(uint64_t segment_bytes = 1 << 20) {
+    storage::LogOptions opts;
+    opts.executor = &executor;
+    opts.flush_policy = storage::FlushPolicy::kDurable;
+    opts.segment_bytes = segment_bytes;
+    auto opened = storage::PartitionLog::Open(dir.path(), opts);
+    EXPECT_TRUE(opened.ok()) << opened.status().ToString();
+    if (opened.ok()) log = std::move(*opened);
+  }
+  // Appends and waits for the durable ack.
+  void Append(const storage::testing::BatchSpec& spec) {
+    std::promise<void> done;
+    storage::AppendOptions o;
+    o.on_ack = [&](const Status&, const storage::AppendInfo&) { done.set_value(); };
+    ASSERT_TRUE(log->Append(storage::testing::BuildBatch(spec), std::move(o)).ok());
+    done.get_future().wait();
+  }
+
+  storage::testing::TempDir dir{"producer-state"};
+  storage::IoExecutor executor{2};
+  std::unique_ptr<storage::PartitionLog> log;
+};
+
 // A transactional batch.
 ProducerBatch T(int64_t pid, int16_t epoch, int32_t seq, int32_t count) {
   ProducerBatch b{pid, epoch, seq, count};
@@ -80,28 +105,18 @@ TEST(ProducerStateTest, SequenceWrapsPastInt32Max) {
 }
 
 TEST(ProducerStateTest, RebuiltFromTheLogHeaders) {
-  storage::testing::TempDir dir("producer-state");
-  storage::IoExecutor executor(2);
-  storage::LogOptions opts;
-  opts.executor = &executor;
-  opts.flush_policy = storage::FlushPolicy::kDurable;
-  opts.segment_bytes = 4096;
-  auto log = storage::PartitionLog::Open(dir.path(), opts);
-  ASSERT_TRUE(log.ok());
+  TestLog log(4096);
+  ASSERT_NE(log.log, nullptr);
   for (int i = 0; i < 12; ++i) {
     storage::testing::BatchSpec spec;
     for (int r = 0; r < 3; ++r) spec.records.push_back({"", std::string(200, 'v'), r});
     spec.producer_id = 42;
     spec.producer_epoch = 1;
     spec.base_sequence = i * 3;
-    std::promise<void> done;
-    storage::AppendOptions o;
-    o.on_ack = [&](const Status&, const storage::AppendInfo&) { done.set_value(); };
-    ASSERT_TRUE((*log)->Append(storage::testing::BuildBatch(spec), std::move(o)).ok());
-    done.get_future().wait();
+    log.Append(spec);
   }
   ProducerStateTable t;
-  ASSERT_TRUE(t.Rebuild(**log).ok());
+  ASSERT_TRUE(t.Rebuild(*log.log).ok());
   EXPECT_EQ(t.producer_count(), 1u);
   auto dup = t.CheckBatch(B(42, 1, 33, 3));
   EXPECT_EQ(dup.verdict, Verdict::kDuplicate);
@@ -173,12 +188,14 @@ TEST(ProducerStateTest, VerificationEndsWithAMarker) {
   ProducerStateTable t;
   uint64_t token = t.StartVerification(6);
   EXPECT_NE(token, 0u);
+  EXPECT_EQ(t.StartVerification(6), token);  // a second request verifying meanwhile
   EXPECT_TRUE(t.Verified(6, token));
   EXPECT_FALSE(t.Verified(6, 0));
   EXPECT_FALSE(t.Verified(6, token + 1));
   // The coordinator ended the verified transaction before the batch came: refused.
   t.OnMarker(6, 0, 0, 0);
   EXPECT_FALSE(t.Verified(6, token));
+  EXPECT_NE(t.StartVerification(6), token);
   token = t.StartVerification(6);
   t.OnAppended(T(6, 0, 0, 1), 1);
   // Open here now: nothing to verify.
@@ -187,20 +204,9 @@ TEST(ProducerStateTest, VerificationEndsWithAMarker) {
 }
 
 TEST(ProducerStateTest, TransactionsRebuiltFromTheLog) {
-  storage::testing::TempDir dir("producer-state-txn");
-  storage::IoExecutor executor(2);
-  storage::LogOptions opts;
-  opts.executor = &executor;
-  opts.flush_policy = storage::FlushPolicy::kDurable;
-  auto log = storage::PartitionLog::Open(dir.path(), opts);
-  ASSERT_TRUE(log.ok());
-  auto append = [&](const storage::testing::BatchSpec& spec) {
-    std::promise<void> done;
-    storage::AppendOptions o;
-    o.on_ack = [&](const Status&, const storage::AppendInfo&) { done.set_value(); };
-    ASSERT_TRUE((*log)->Append(storage::testing::BuildBatch(spec), std::move(o)).ok());
-    done.get_future().wait();
-  };
+  TestLog log;
+  ASSERT_NE(log.log, nullptr);
+  auto append = [&](const storage::testing::BatchSpec& spec) { log.Append(spec); };
   auto data = [&](int64_t pid, int32_t seq) {
     storage::testing::BatchSpec spec;
     spec.records = {{"k", "v", 0}, {"k", "v", 1}};
@@ -225,10 +231,10 @@ TEST(ProducerStateTest, TransactionsRebuiltFromTheLog) {
   data(1, 2);           // 5-6: a second transaction of producer 1
   marker(2, 1, false);  // 7: aborted with a bumped epoch
   ProducerStateTable t;
-  ASSERT_TRUE(t.Rebuild(**log).ok());
+  ASSERT_TRUE(t.Rebuild(*log.log).ok());
   EXPECT_EQ(t.OpenTxn(1), 5);
   EXPECT_EQ(t.OpenTxn(2), std::nullopt);
-  EXPECT_EQ(t.LastStableOffset((*log)->written_end_offset()), 5);
+  EXPECT_EQ(t.LastStableOffset(log.log->written_end_offset()), 5);
   EXPECT_EQ(t.CheckMarker(2, 0, 9), ProducerStateTable::MarkerVerdict::kFenced);
   EXPECT_EQ(t.CheckMarker(2, 1, 8), ProducerStateTable::MarkerVerdict::kCoordinatorFenced);
   EXPECT_EQ(t.CheckBatch(B(1, 0, 4, 1)).verdict, Verdict::kInvalidTxnState);

@@ -54,7 +54,7 @@ constexpr std::array<KnownApi, 35> kKnown = {{
     {{ApiKey::kDeleteGroups, 0, 2, 2}, true},
     {{ApiKey::kIncrementalAlterConfigs, 0, 1, 1}, true},
     {{ApiKey::kDescribeCluster, 0, 1, 0}, true},
-    {{ApiKey::kDescribeProducers, 0, 0, 0}, false},
+    {{ApiKey::kDescribeProducers, 0, 0, 0}, true},
     {{ApiKey::kDescribeTransactions, 0, 0, 0}, true},
     {{ApiKey::kListTransactions, 0, 1, 0}, true},
 }};

@@ -305,6 +305,40 @@ TEST_F(TxnLogTest, RecoveryDropsEntriesWithoutMarkersAndTornTails) {
   EXPECT_EQ(All(**log).back(), (AbortedTxn{9, first, abort, abort + 1}));
 }
 
+// What the broker does at open when an index file was lost: the entries come back from
+// the markers it read, in marker order, once.
+TEST_F(TxnLogTest, MissingEntriesAreAddedBack) {
+  std::vector<AbortedTxn> want;
+  {
+    auto log = PartitionLog::Open(dir_.path(), Options());
+    ASSERT_TRUE(log.ok());
+    want = WriteInterleaved(**log);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    if (e.path().extension() == ".txnindex") std::filesystem::remove(e.path());
+  }
+  auto log = PartitionLog::Open(dir_.path(), Options());
+  ASSERT_TRUE(log.ok());
+  EXPECT_TRUE(All(**log).empty());
+  // Given in reverse order, with one whose marker is not in the log.
+  std::vector<AbortedTxn> given = {want[1], want[0], {9, 500, 900, 901}};
+  auto added = (*log)->AddMissingAbortedTxns(given);
+  ASSERT_TRUE(added.ok()) << added.status().ToString();
+  EXPECT_EQ(*added, 2);
+  EXPECT_EQ(All(**log), want);
+  added = (*log)->AddMissingAbortedTxns(given);
+  ASSERT_TRUE(added.ok());
+  EXPECT_EQ(*added, 0);
+  // Kept across a reopen, and appends go after them.
+  log->reset();
+  auto again = PartitionLog::Open(dir_.path(), Options());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(All(**again), want);
+  int64_t first = Append(**again, TxnData(4, 1));
+  int64_t abort = Append(**again, Marker(4, ControlType::kAbort), AbortedTxn{4, first, -1, -1});
+  EXPECT_EQ(All(**again).back(), (AbortedTxn{4, first, abort, abort + 1}));
+}
+
 // A power loss at every disk call of an abort's append: after recovery every marker in
 // the log has its entry and every entry its marker.
 TEST_F(TxnLogTest, PowerLossLeavesMarkersAndEntriesInAgreement) {
