@@ -1,7 +1,7 @@
 // Fuzz target for the __consumer_offsets record decoders (what the group coordinator
-// replays from disk at every start): keys, offset values and group values. Whatever the
-// bytes, decoding must return a value or an error; a decoded value re-encoded must
-// decode to the same value.
+// replays from disk at every start): keys, offset values, group values and the control
+// record keys of transaction markers. Whatever the bytes, decoding must return a value or
+// an error; a decoded value re-encoded must decode to the same value.
 #include <cstdint>
 #include <cstdlib>
 #include <span>
@@ -24,5 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!second.ok() || second->offset != value->offset) std::abort();
   }
   (void)DecodeGroupValue(bytes);
+  if (auto commit = DecodeMarkerKey(bytes); commit.ok()) {
+    auto second = DecodeMarkerKey(EncodeMarkerKey(*commit));
+    if (!second.ok() || *second != *commit) std::abort();
+  }
   return 0;
 }

@@ -381,6 +381,10 @@ def offsets_seeds(out):
         "negative_string": struct.pack(">h", 1) + struct.pack(">h", -5),
         "unknown_version": struct.pack(">h", 99) + b"\x00" * 8,
         "truncated": struct.pack(">h", 1) + kstr16(b"group")[:3],
+        "marker_commit": struct.pack(">hh", 0, 1),
+        "marker_abort": struct.pack(">hh", 0, 0),
+        "marker_unknown_type": struct.pack(">hh", 0, 7),
+        "marker_value": struct.pack(">hi", 0, 3),
     }
     write_all(d, seeds)
 

@@ -61,6 +61,7 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
   }
   SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
              c->groups_.size());
+  c->gate_->loop = c->loop_.get();
   c->ScheduleCleanup();  // allowed: the loop does not run yet
   c->thread_ = std::thread([p = c.get()] { p->loop_->Run(); });
   return c;
@@ -70,6 +71,10 @@ Status GroupCoordinator::Close() {
   std::lock_guard lock(close_mu_);
   if (closed_) return close_status_;
   closed_ = true;
+  {
+    std::lock_guard gate_lock(gate_->mu);
+    gate_->loop = nullptr;
+  }
   if (thread_.joinable()) {
     loop_->Post([this] { Shutdown(); });
     thread_.join();

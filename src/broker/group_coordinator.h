@@ -211,6 +211,15 @@ class GroupCoordinator {
   std::unique_ptr<OffsetLog> offsets_;
   std::thread thread_;
 
+  // Lets callbacks of other components (the TxnVerifier's) post to the loop only while
+  // the coordinator is open: Close clears `loop` before it stops the thread, so a late
+  // callback is dropped instead of touching a coordinator that is gone.
+  struct PostGate {
+    std::mutex mu;
+    EventLoop* loop = nullptr;  // guarded by mu
+  };
+  std::shared_ptr<PostGate> gate_ = std::make_shared<PostGate>();
+
   std::mutex close_mu_;
   bool closed_ = false;  // guarded by close_mu_
   Status close_status_;  // guarded by close_mu_

@@ -3,8 +3,12 @@
 // docs/design/0016-transactions.md, "Group offsets").
 #include <fmt/format.h>
 
+#include <functional>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "broker/group_coordinator.h"
@@ -18,15 +22,107 @@ namespace sluice::broker {
 
 namespace {
 
-struct PendingCommit {
-  kafka::OffsetCommitResponse resp;
-  std::vector<std::pair<size_t, size_t>> written;  // (topic, partition) indexes
-  GroupCoordinator::Done<kafka::OffsetCommitResponse> done;
+using Indexes = std::vector<std::pair<size_t, size_t>>;  // (topic, partition) indexes
 
-  void Fail(ErrorCode error) {
-    for (auto [t, p] : written) resp.topics[t].partitions[p].error_code = error;
+// One commit request (OffsetCommit or TxnOffsetCommit) while it is checked and written:
+// the response shaped as the request, UNKNOWN_TOPIC_OR_PARTITION already set where a
+// partition does not exist; `valid` the others, `written` those sent to the offsets log.
+template <class Resp>
+struct PendingCommit {
+  Resp resp;
+  Indexes valid;
+  Indexes written;
+  GroupCoordinator::Done<Resp> done;
+
+  template <class Req>
+  PendingCommit(const Req& req, GroupCoordinator::Done<Resp> d,
+                const GroupCoordinatorOptions& options)
+      : done(std::move(d)) {
+    using Topic = typename decltype(Resp::topics)::value_type;
+    using Partition = typename decltype(Topic::partitions)::value_type;
+    for (size_t t = 0; t < req.topics.size(); ++t) {
+      const auto& topic = req.topics[t];
+      Topic rt;
+      rt.name = topic.name;
+      for (size_t p = 0; p < topic.partitions.size(); ++p) {
+        Partition rp;
+        rp.partition_index = topic.partitions[p].partition_index;
+        if (options.partition_exists && !options.partition_exists(topic.name, rp.partition_index)) {
+          rp.error_code = ErrorCode::kUnknownTopicOrPartition;
+        } else {
+          valid.emplace_back(t, p);
+        }
+        rt.partitions.push_back(std::move(rp));
+      }
+      resp.topics.push_back(std::move(rt));
+    }
+  }
+  void Set(const Indexes& which, ErrorCode error) {
+    for (auto [t, p] : which) resp.topics[t].partitions[p].error_code = error;
+  }
+  void Answer() { done(std::move(resp)); }
+  void FailAll(ErrorCode error) {
+    Set(valid, error);
+    Answer();
+  }
+
+  // The offsets to write: each valid partition's, by `make(partition)`, except metadata
+  // over `max_metadata` bytes (OFFSET_METADATA_TOO_LARGE).
+  template <class Req, class MakeValue>
+  OffsetWrite Collect(const Req& req, int32_t max_metadata, MakeValue make) {
+    OffsetWrite write;
+    for (auto [t, p] : valid) {
+      const auto& rp = req.topics[t].partitions[p];
+      if (rp.committed_metadata && max_metadata >= 0 &&
+          rp.committed_metadata->size() > static_cast<size_t>(max_metadata)) {
+        resp.topics[t].partitions[p].error_code = ErrorCode::kOffsetMetadataTooLarge;
+        continue;
+      }
+      write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index}, make(rp));
+      written.emplace_back(t, p);
+    }
+    return write;
   }
 };
+
+// What a request's partition commits: its offset, its metadata ("" for null), its leader
+// epoch when the request's version carries one, at `timestamp_ms`.
+template <class Partition>
+CommittedOffset ValueOf(const Partition& rp, bool has_leader_epoch, int64_t timestamp_ms) {
+  CommittedOffset value;
+  value.offset = rp.committed_offset;
+  value.leader_epoch = has_leader_epoch ? rp.committed_leader_epoch : -1;
+  value.metadata = rp.committed_metadata.value_or("");
+  value.commit_timestamp_ms = timestamp_ms;
+  return value;
+}
+
+// Hands a write to the offsets log (`append` calls it with the durability callback) and
+// answers from its verdict, on `loop`: `written` NONE once durable, else
+// COORDINATOR_NOT_AVAILABLE; a write refused at once answers at once (a record too large
+// INVALID_COMMIT_OFFSET_SIZE, a stale producer epoch INVALID_PRODUCER_EPOCH). Returns
+// whether the write was taken.
+template <class Resp>
+bool WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>& pending,
+                    const std::string& what, const std::function<Status(OffsetLog::Done)>& append) {
+  Status st = append([&loop, pending, what](const Status& s) {
+    loop.Post([pending, s, what] {
+      if (!s.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{} not durable: {}", what, s.ToString());
+        pending->Set(pending->written, ErrorCode::kCoordinatorNotAvailable);
+      }
+      pending->Answer();
+    });
+  });
+  if (st.ok()) return true;
+  SLUICE_LOG(kLog, kWarn, "{} refused: {}", what, st.ToString());
+  pending->Set(pending->written,
+               st.code() == StatusCode::kAborted           ? ErrorCode::kInvalidProducerEpoch
+               : st.code() == StatusCode::kInvalidArgument ? ErrorCode::kInvalidCommitOffsetSize
+                                                           : ErrorCode::kCoordinatorNotAvailable);
+  pending->Answer();
+  return false;
+}
 
 }  // namespace
 
@@ -52,39 +148,17 @@ ErrorCode GroupCoordinator::ValidateOffsetCommit(const Group& g, int32_t generat
 
 void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t version,
                                       Done<kafka::OffsetCommitResponse>& done) {
-  auto pending = std::make_shared<PendingCommit>();
-  pending->done = std::move(done);
-  kafka::OffsetCommitResponse& resp = pending->resp;
-  std::vector<std::pair<size_t, size_t>> valid;
-  for (size_t t = 0; t < req.topics.size(); ++t) {
-    const auto& topic = req.topics[t];
-    kafka::OffsetCommitResponse::Topic rt;
-    rt.name = topic.name;
-    for (size_t p = 0; p < topic.partitions.size(); ++p) {
-      kafka::OffsetCommitResponse::Partition rp;
-      rp.partition_index = topic.partitions[p].partition_index;
-      if (options_.partition_exists && !options_.partition_exists(topic.name, rp.partition_index)) {
-        rp.error_code = ErrorCode::kUnknownTopicOrPartition;
-      } else {
-        valid.emplace_back(t, p);
-      }
-      rt.partitions.push_back(std::move(rp));
-    }
-    resp.topics.push_back(std::move(rt));
-  }
-  auto fail_all = [&](ErrorCode error) {
-    for (auto [t, p] : valid) resp.topics[t].partitions[p].error_code = error;
-    pending->done(std::move(resp));
-  };
-  if (shutting_down_) return fail_all(ErrorCode::kCoordinatorNotAvailable);
-  if (valid.empty()) return pending->done(std::move(resp));
+  auto pending =
+      std::make_shared<PendingCommit<kafka::OffsetCommitResponse>>(req, std::move(done), options_);
+  if (shutting_down_) return pending->FailAll(ErrorCode::kCoordinatorNotAvailable);
+  if (pending->valid.empty()) return pending->Answer();
 
   const int32_t generation = req.generation_id_or_member_epoch;
   Group* g = FindGroup(req.group_id);
   if (g == nullptr) {
     // A commit with a generation for a group that does not exist comes from an older
     // generation (or a coordinator restart): refused. Without one it creates the group.
-    if (generation >= 0) return fail_all(ErrorCode::kIllegalGeneration);
+    if (generation >= 0) return pending->FailAll(ErrorCode::kIllegalGeneration);
     g = &CreateGroup(req.group_id);
     SLUICE_LOG(kLog, kInfo, "group {} created by a commit without group management", req.group_id);
   }
@@ -105,46 +179,21 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
         break;
     }
   }
-  if (err != ErrorCode::kNone) return fail_all(err);
+  if (err != ErrorCode::kNone) return pending->FailAll(err);
 
-  OffsetWrite write;
   const int64_t now = WallMillis();
-  for (auto [t, p] : valid) {
-    const auto& rp = req.topics[t].partitions[p];
-    if (rp.committed_metadata && options_.max_offset_metadata_bytes >= 0 &&
-        rp.committed_metadata->size() > static_cast<size_t>(options_.max_offset_metadata_bytes)) {
-      resp.topics[t].partitions[p].error_code = ErrorCode::kOffsetMetadataTooLarge;
-      continue;
-    }
-    CommittedOffset value;
-    value.offset = rp.committed_offset;
-    value.leader_epoch = version >= 6 ? rp.committed_leader_epoch : -1;
-    value.metadata = rp.committed_metadata.value_or("");
-    // Only v1 carries a client timestamp; -1 there means "now" too.
-    value.commit_timestamp_ms =
-        version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now;
-    write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index},
-                 std::move(value));
-    pending->written.emplace_back(t, p);
+  OffsetWrite write =
+      pending->Collect(req, options_.max_offset_metadata_bytes, [&](const auto& rp) {
+        // Only v1 carries a client timestamp; -1 there means "now" too.
+        return ValueOf(rp, version >= 6,
+                       version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now);
+      });
+  if (write.empty()) return pending->Answer();
+  if (WriteAndAnswer<kafka::OffsetCommitResponse>(
+          *loop_, pending, fmt::format("group {}: offset commit", req.group_id),
+          [&](OffsetLog::Done cb) { return offsets_->Write(write, std::move(cb)); })) {
+    MaybeSnapshot();
   }
-  if (write.empty()) return pending->done(std::move(resp));
-  Status st = offsets_->Write(write, [this, pending](const Status& s) {
-    loop_->Post([pending, s] {
-      if (!s.ok()) {
-        SLUICE_LOG(kLog, kWarn, "offset commit not durable: {}", s.ToString());
-        pending->Fail(ErrorCode::kCoordinatorNotAvailable);
-      }
-      pending->done(std::move(pending->resp));
-    });
-  });
-  if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "group {}: offset commit refused: {}", req.group_id, st.ToString());
-    pending->Fail(st.code() == StatusCode::kInvalidArgument ? ErrorCode::kInvalidCommitOffsetSize
-                                                            : ErrorCode::kCoordinatorNotAvailable);
-    pending->done(std::move(pending->resp));
-    return;
-  }
-  MaybeSnapshot();
 }
 
 kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req,
@@ -259,16 +308,6 @@ ErrorCode ConvertVerifyError(ErrorCode error) {
   }
 }
 
-struct PendingTxnCommit {
-  kafka::TxnOffsetCommitResponse resp;
-  std::vector<std::pair<size_t, size_t>> written;  // (topic, partition) indexes
-  GroupCoordinator::Done<kafka::TxnOffsetCommitResponse> done;
-
-  void Fail(ErrorCode error) {
-    for (auto [t, p] : written) resp.topics[t].partitions[p].error_code = error;
-  }
-};
-
 }  // namespace
 
 void GroupCoordinator::TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_t version,
@@ -288,9 +327,11 @@ void GroupCoordinator::TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_
       std::move(req), std::move(done));
   options_.txn_verifier->Verify(
       std::move(txn_id), producer_id, producer_epoch, {TopicPartition{kOffsetsTopic, 0}},
-      [this, shared, version](std::vector<ErrorCode> errors) {
+      [this, gate = gate_, shared, version](std::vector<ErrorCode> errors) {
         ErrorCode verified = errors.empty() ? ErrorCode::kUnknownServerError : errors.front();
-        loop_->Post([this, shared, version, verified] {
+        std::lock_guard lock(gate->mu);
+        if (gate->loop == nullptr) return;  // closed: dropped, as any request after Close
+        gate->loop->Post([this, shared, version, verified] {
           DoTxnOffsetCommit(shared->first, version, ConvertVerifyError(verified), shared->second);
         });
       });
@@ -310,95 +351,48 @@ void GroupCoordinator::CompleteTxn(std::string group, int64_t producer_id, int16
 void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int16_t version,
                                          ErrorCode verified,
                                          Done<kafka::TxnOffsetCommitResponse>& done) {
-  auto pending = std::make_shared<PendingTxnCommit>();
-  pending->done = std::move(done);
-  kafka::TxnOffsetCommitResponse& resp = pending->resp;
-  std::vector<std::pair<size_t, size_t>> valid;
-  for (size_t t = 0; t < req.topics.size(); ++t) {
-    const auto& topic = req.topics[t];
-    kafka::TxnTopicErrors rt;
-    rt.name = topic.name;
-    for (size_t p = 0; p < topic.partitions.size(); ++p) {
-      kafka::TxnTopicErrors::Partition rp;
-      rp.partition_index = topic.partitions[p].partition_index;
-      if (options_.partition_exists && !options_.partition_exists(topic.name, rp.partition_index)) {
-        rp.error_code = ErrorCode::kUnknownTopicOrPartition;
-      } else {
-        valid.emplace_back(t, p);
-      }
-      rt.partitions.push_back(std::move(rp));
-    }
-    resp.topics.push_back(std::move(rt));
-  }
-  auto fail_all = [&](ErrorCode error) {
-    for (auto [t, p] : valid) resp.topics[t].partitions[p].error_code = error;
-    pending->done(std::move(resp));
-  };
-  if (req.group_id.empty()) return fail_all(ErrorCode::kInvalidGroupId);
-  if (shutting_down_) return fail_all(ErrorCode::kCoordinatorNotAvailable);
+  auto pending = std::make_shared<PendingCommit<kafka::TxnOffsetCommitResponse>>(
+      req, std::move(done), options_);
+  if (req.group_id.empty()) return pending->FailAll(ErrorCode::kInvalidGroupId);
+  if (shutting_down_) return pending->FailAll(ErrorCode::kCoordinatorNotAvailable);
   if (verified != ErrorCode::kNone) {
     // Kafka's handler: clients before 2.0 (v0-1) do not retry a loading coordinator.
     if (version < 2 && verified == ErrorCode::kCoordinatorLoadInProgress)
       verified = ErrorCode::kCoordinatorNotAvailable;
-    return fail_all(verified);
+    return pending->FailAll(verified);
   }
-  if (valid.empty()) return pending->done(std::move(resp));
+  if (pending->valid.empty()) return pending->Answer();
   if (req.producer_id < 0 || req.producer_epoch < 0) {
-    return fail_all(ErrorCode::kInvalidProducerIdMapping);
+    return pending->FailAll(ErrorCode::kInvalidProducerIdMapping);
   }
 
   const int32_t generation = req.generation_id;
   Group* g = FindGroup(req.group_id);
   if (g == nullptr) {
     // As OffsetCommit: without a generation the commit creates a simple group.
-    if (generation >= 0) return fail_all(ErrorCode::kIllegalGeneration);
+    if (generation >= 0) return pending->FailAll(ErrorCode::kIllegalGeneration);
     g = &CreateGroup(req.group_id);
     SLUICE_LOG(kLog, kInfo, "group {} created by a transactional commit of producer {}",
                req.group_id, req.producer_id);
   }
   ErrorCode err = ValidateOffsetCommit(*g, generation, req.member_id, req.group_instance_id, true);
-  if (err != ErrorCode::kNone) return fail_all(err);
+  if (err != ErrorCode::kNone) return pending->FailAll(err);
 
-  OffsetWrite write;
   const int64_t now = WallMillis();
-  for (auto [t, p] : valid) {
-    const auto& rp = req.topics[t].partitions[p];
-    if (rp.committed_metadata && options_.max_offset_metadata_bytes >= 0 &&
-        rp.committed_metadata->size() > static_cast<size_t>(options_.max_offset_metadata_bytes)) {
-      resp.topics[t].partitions[p].error_code = ErrorCode::kOffsetMetadataTooLarge;
-      continue;
-    }
-    CommittedOffset value;
-    value.offset = rp.committed_offset;
-    value.leader_epoch = version >= 2 ? rp.committed_leader_epoch : -1;
-    value.metadata = rp.committed_metadata.value_or("");
-    value.commit_timestamp_ms = now;
-    write.Commit(req.group_id, TopicPartition{req.topics[t].name, rp.partition_index},
-                 std::move(value));
-    pending->written.emplace_back(t, p);
+  OffsetWrite write =
+      pending->Collect(req, options_.max_offset_metadata_bytes,
+                       [&](const auto& rp) { return ValueOf(rp, version >= 2, now); });
+  if (write.empty()) return pending->Answer();
+  if (WriteAndAnswer<kafka::TxnOffsetCommitResponse>(
+          *loop_, pending,
+          fmt::format("group {}: transactional offset commit of producer {}", req.group_id,
+                      req.producer_id),
+          [&](OffsetLog::Done cb) {
+            return offsets_->WriteTxnOffsets(req.producer_id, req.producer_epoch, write,
+                                             std::move(cb));
+          })) {
+    MaybeSnapshot();
   }
-  if (write.empty()) return pending->done(std::move(resp));
-  Status st = offsets_->WriteTxnOffsets(
-      req.producer_id, req.producer_epoch, write, [this, pending](const Status& s) {
-        loop_->Post([pending, s] {
-          if (!s.ok()) {
-            SLUICE_LOG(kLog, kWarn, "transactional offset commit not durable: {}", s.ToString());
-            pending->Fail(ErrorCode::kCoordinatorNotAvailable);
-          }
-          pending->done(std::move(pending->resp));
-        });
-      });
-  if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "group {}: transactional offset commit of producer {} refused: {}",
-               req.group_id, req.producer_id, st.ToString());
-    pending->Fail(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
-                  : st.code() == StatusCode::kInvalidArgument
-                      ? ErrorCode::kInvalidCommitOffsetSize
-                      : ErrorCode::kCoordinatorNotAvailable);
-    pending->done(std::move(pending->resp));
-    return;
-  }
-  MaybeSnapshot();
 }
 
 void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_id,

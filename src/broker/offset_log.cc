@@ -607,8 +607,9 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
       std::set<std::pair<std::string, TopicPartition>> keys;
       auto in_topic = [&](const TopicPartition& tp) { return tp.topic == t->topic; };
       for (const auto& [group, g] : groups_) {
-        for (const auto& [tp, v] : g.offsets) {
-          if (in_topic(tp)) keys.emplace(group, tp);
+        for (auto it = g.offsets.lower_bound(TopicPartition{t->topic, INT32_MIN});
+             it != g.offsets.end() && in_topic(it->first); ++it) {
+          keys.emplace(group, it->first);
         }
       }
       for (const auto& [pid, txn] : txns_) {

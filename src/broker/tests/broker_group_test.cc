@@ -1,6 +1,7 @@
 // The group APIs through the broker over real sockets: FindCoordinator, a member's whole
 // life (join with MEMBER_ID_REQUIRED, sync, heartbeat, commit, fetch, leave), committed
-// offsets across a restart, and the internal topic's name being reserved. The group
+// offsets across a restart, TxnOffsetCommit's pending offsets and OffsetFetch's
+// require_stable, and the internal topic's name being reserved. The group
 // semantics themselves are tested in group_coordinator_test.cc; the real consumers in
 // tests/integration.
 #include <gtest/gtest.h>
@@ -25,13 +26,23 @@ class BrokerGroupTest : public testing::BrokerFixture {
     options_.groups.min_session_timeout_ms = 100;
     BrokerFixture::SetUp();
   }
-  kafka::OffsetFetchResponse::Partition Committed(Client& c, const std::string& group) {
+  kafka::OffsetFetchResponse::Partition Committed(Client& c, const std::string& group,
+                                                  bool require_stable = false) {
     kafka::OffsetFetchRequest req;
     req.group_id = group;
+    req.require_stable = require_stable;
     req.topics.emplace();
     req.topics->push_back({"t", {0}, {}});
     auto resp = c.Call<kafka::OffsetFetchResponse>(ApiKey::kOffsetFetch, 7, req);
     return resp.topics.at(0).partitions.at(0);
+  }
+  ErrorCode CommitStandalone(Client& c, const std::string& group, int64_t offset) {
+    kafka::OffsetCommitRequest commit;
+    commit.group_id = group;
+    commit.generation_id_or_member_epoch = -1;
+    commit.topics.push_back({"t", {{0, offset, -1, -1, "", {}}}, {}});
+    auto r = c.Call<kafka::OffsetCommitResponse>(ApiKey::kOffsetCommit, 8, commit);
+    return r.topics.at(0).partitions.at(0).error_code;
   }
 };
 
@@ -128,6 +139,41 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   Client c2(port());
   EXPECT_EQ(Committed(c2, "g").committed_offset, 42);
   EXPECT_EQ(Committed(c2, "other").committed_offset, -1);
+}
+
+// TxnOffsetCommit reaches the coordinator; its offsets stay pending (no marker can come
+// over the wire: that is the transaction coordinator's), across a restart too.
+TEST_F(BrokerGroupTest, TxnOffsetCommitIsPendingAndUnstable) {
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  ASSERT_EQ(CommitStandalone(c, "g", 7), ErrorCode::kNone);
+  kafka::TxnOffsetCommitRequest req;
+  req.transactional_id = "tx";
+  req.group_id = "g";
+  req.producer_id = 4000;
+  req.producer_epoch = 0;
+  kafka::TxnOffsetCommitRequest::Topic t;
+  t.name = "t";
+  kafka::TxnOffsetCommitRequest::Partition p;
+  p.partition_index = 0;
+  p.committed_offset = 55;
+  t.partitions.push_back(p);
+  req.topics.push_back(t);
+  t.name = "missing";
+  req.topics.push_back(t);
+  auto resp = c.Call<kafka::TxnOffsetCommitResponse>(ApiKey::kTxnOffsetCommit, 3, req);
+  ASSERT_EQ(resp.topics.size(), 2u);
+  EXPECT_EQ(resp.topics[0].partitions.at(0).error_code, ErrorCode::kNone);
+  EXPECT_EQ(resp.topics[1].partitions.at(0).error_code, ErrorCode::kUnknownTopicOrPartition);
+  for (int restart = 0; restart < 2; ++restart) {
+    Client cc(port());
+    EXPECT_EQ(Committed(cc, "g").committed_offset, 7);
+    auto stable = Committed(cc, "g", true);
+    EXPECT_EQ(stable.error_code, ErrorCode::kUnstableOffsetCommit);
+    EXPECT_EQ(stable.committed_offset, -1);
+    Stop();
+    Start();
+  }
 }
 
 TEST_F(BrokerGroupTest, InternalTopicNameIsReserved) {

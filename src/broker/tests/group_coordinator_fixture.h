@@ -76,6 +76,25 @@ struct CommitSpec {
   int32_t leader_epoch = -1;
 };
 
+// The topics of an OffsetCommit or TxnOffsetCommit request, from specs.
+template <class Req>
+void AddCommits(Req& req, const std::vector<CommitSpec>& commits) {
+  using Topic = typename decltype(Req::topics)::value_type;
+  using Partition = typename decltype(Topic::partitions)::value_type;
+  for (const auto& c : commits) {
+    if (req.topics.empty() || req.topics.back().name != c.topic) {
+      req.topics.emplace_back();
+      req.topics.back().name = c.topic;
+    }
+    Partition p;
+    p.partition_index = c.partition;
+    p.committed_offset = c.offset;
+    p.committed_metadata = c.metadata;
+    p.committed_leader_epoch = c.leader_epoch;
+    req.topics.back().partitions.push_back(std::move(p));
+  }
+}
+
 class GroupCoordinatorTest : public ::testing::Test {
  protected:
   GroupCoordinatorOptions Options() {
@@ -206,18 +225,7 @@ class GroupCoordinatorTest : public ::testing::Test {
     req.member_id = member;
     req.generation_id_or_member_epoch = generation;
     req.group_instance_id = std::move(instance);
-    for (const auto& c : commits) {
-      if (req.topics.empty() || req.topics.back().name != c.topic) {
-        req.topics.emplace_back();
-        req.topics.back().name = c.topic;
-      }
-      kafka::OffsetCommitRequest::Partition p;
-      p.partition_index = c.partition;
-      p.committed_offset = c.offset;
-      p.committed_metadata = c.metadata;
-      p.committed_leader_epoch = c.leader_epoch;
-      req.topics.back().partitions.push_back(std::move(p));
-    }
+    AddCommits(req, commits);
     Pending<kafka::OffsetCommitResponse> p;
     coord_->OffsetCommit(std::move(req), version, p.Callback());
     return p.Get();

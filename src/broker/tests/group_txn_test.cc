@@ -40,18 +40,7 @@ class GroupTxnTest : public GroupCoordinatorTest {
     req.generation_id = s.generation;
     req.member_id = s.member_id;
     req.group_instance_id = s.instance;
-    for (const auto& c : s.commits) {
-      if (req.topics.empty() || req.topics.back().name != c.topic) {
-        req.topics.emplace_back();
-        req.topics.back().name = c.topic;
-      }
-      kafka::TxnOffsetCommitRequest::Partition p;
-      p.partition_index = c.partition;
-      p.committed_offset = c.offset;
-      p.committed_metadata = c.metadata;
-      p.committed_leader_epoch = c.leader_epoch;
-      req.topics.back().partitions.push_back(std::move(p));
-    }
+    AddCommits(req, s.commits);
     Pending<kafka::TxnOffsetCommitResponse> p;
     coord_->TxnOffsetCommit(std::move(req), s.version, p.Callback());
     return p.Get();
@@ -323,6 +312,34 @@ TEST_F(GroupTxnTest, TheVerifiersAnswerComesFirst) {
   o.txn_verifier = &ok;
   Reopen(o);
   EXPECT_EQ(TxnCommitOne(TxnSpec{}, "t", 0, 1), ErrorCode::kNone);
+}
+
+// A verifier that answers only when the test says so.
+class HeldVerifier : public TxnVerifier {
+ public:
+  void Verify(std::string, int64_t, int16_t, std::vector<TopicPartition>,
+              std::function<void(std::vector<ErrorCode>)> done) override {
+    held = std::move(done);
+  }
+  std::function<void(std::vector<ErrorCode>)> held;
+};
+
+TEST_F(GroupTxnTest, AVerifierAnsweringAfterCloseIsDropped) {
+  HeldVerifier v;
+  GroupCoordinatorOptions o = Options();
+  o.txn_verifier = &v;
+  Open(o);
+  kafka::TxnOffsetCommitRequest req;
+  req.transactional_id = "tx";
+  req.group_id = "g";
+  req.producer_id = 1;
+  AddCommits(req, {CommitSpec{"t", 0, 1}});
+  coord_->TxnOffsetCommit(
+      req, 3, [](kafka::TxnOffsetCommitResponse) { ADD_FAILURE() << "answered after close"; });
+  ASSERT_TRUE(coord_->Close().ok());
+  coord_.reset();
+  ASSERT_TRUE(v.held);
+  v.held({ErrorCode::kNone});  // must not reach the coordinator that is gone
 }
 
 // -----------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <string>
@@ -43,14 +44,36 @@ class OffsetLogTest : public ::testing::Test {
 
   // Writes and waits until durable.
   static Status WriteDurable(OffsetLog& log, const OffsetWrite& w) {
+    return WaitDurable([&](OffsetLog::Done cb) { return log.Write(w, std::move(cb)); });
+  }
+  // The offsets log's PartitionLog itself, to write or read batches by hand.
+  Result<std::unique_ptr<storage::PartitionLog>> OpenRaw(const std::string& dir) {
+    storage::LogOptions lo;
+    lo.executor = &executor_;
+    return storage::PartitionLog::Open(dir, lo);
+  }
+  // Runs `start` with a durability callback and waits for it.
+  static Status WaitDurable(const std::function<Status(OffsetLog::Done)>& start) {
     auto p = std::make_shared<std::promise<Status>>();
     auto f = p->get_future();
-    Status st = log.Write(w, [p](const Status& s) { p->set_value(s); });
-    if (!st.ok()) return st;
+    RETURN_IF_ERROR(start([p](const Status& s) { p->set_value(s); }));
     if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
       return InternalError("no durable callback");
     }
     return f.get();
+  }
+
+  // StartSnapshot, wait until durable, FinishSnapshot. With `check_one_at_a_time`, also
+  // fails when a second snapshot looks due while the first runs.
+  // StartSnapshot, wait until durable, FinishSnapshot. With `check_one_at_a_time`, also
+  // fails when a second snapshot looks due while the first runs.
+  static Status SnapshotDurable(OffsetLog& log, bool check_one_at_a_time = false) {
+    RETURN_IF_ERROR(WaitDurable([&](OffsetLog::Done cb) {
+      RETURN_IF_ERROR(log.StartSnapshot(std::move(cb)));
+      return check_one_at_a_time && log.SnapshotDue() ? InternalError("a second snapshot is due")
+                                                      : Status::OK();
+    }));
+    return log.FinishSnapshot(Status::OK());
   }
 
   static CommittedOffset Value(int64_t offset, std::string metadata = "", int32_t epoch = -1) {
@@ -231,9 +254,7 @@ TEST_F(OffsetLogTest, MalformedRecordsAreSkippedAtReplay) {
   OffsetLogOptions o = Options();
   {
     // Write the log by hand: good records around every kind of bad one.
-    storage::LogOptions lo;
-    lo.executor = &executor_;
-    auto plog = storage::PartitionLog::Open(o.dir, lo);
+    auto plog = OpenRaw(o.dir);
     ASSERT_TRUE(plog.ok()) << plog.status().ToString();
     auto good_key = offsets_format::EncodeOffsetKey("g", {"t", 0});
     auto good_value = offsets_format::EncodeOffsetValue(Value(100));
@@ -341,14 +362,7 @@ TEST_F(OffsetLogTest, SnapshotKeepsExactlyTheLiveState) {
   const int segments_before = log->segment_count();
   ASSERT_GT(segments_before, 3);
 
-  auto p = std::make_shared<std::promise<Status>>();
-  auto f = p->get_future();
-  ASSERT_TRUE(log->StartSnapshot([p](const Status& st) { p->set_value(st); }).ok());
-  EXPECT_FALSE(log->SnapshotDue());  // one at a time
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  Status written = f.get();
-  ASSERT_TRUE(written.ok()) << written.ToString();
-  ASSERT_TRUE(log->FinishSnapshot(written).ok());
+  ASSERT_TRUE(SnapshotDurable(*log, /*check_one_at_a_time=*/true).ok());
   EXPECT_LT(log->log_bytes(), bytes_before / 2);
   EXPECT_LT(log->segment_count(), segments_before);
   EXPECT_FALSE(log->SnapshotDue());
@@ -415,24 +429,12 @@ TEST(OffsetsFormatTest, MarkerKeyDecoding) {
 class OffsetLogTxnTest : public OffsetLogTest {
  protected:
   static Status TxnDurable(OffsetLog& log, int64_t pid, int16_t epoch, const OffsetWrite& w) {
-    auto p = std::make_shared<std::promise<Status>>();
-    auto f = p->get_future();
-    Status st = log.WriteTxnOffsets(pid, epoch, w, [p](const Status& s) { p->set_value(s); });
-    if (!st.ok()) return st;
-    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
-      return InternalError("no durable callback");
-    }
-    return f.get();
+    return WaitDurable(
+        [&](OffsetLog::Done cb) { return log.WriteTxnOffsets(pid, epoch, w, std::move(cb)); });
   }
   static Status MarkerDurable(OffsetLog& log, int64_t pid, int16_t epoch, bool commit) {
-    auto p = std::make_shared<std::promise<Status>>();
-    auto f = p->get_future();
-    Status st = log.CompleteTxn(pid, epoch, commit, 0, [p](const Status& s) { p->set_value(s); });
-    if (!st.ok()) return st;
-    if (f.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
-      return InternalError("no durable callback");
-    }
-    return f.get();
+    return WaitDurable(
+        [&](OffsetLog::Done cb) { return log.CompleteTxn(pid, epoch, commit, 0, std::move(cb)); });
   }
   static OffsetWrite One(const std::string& group, TopicPartition tp, CommittedOffset v) {
     OffsetWrite w;
@@ -441,9 +443,7 @@ class OffsetLogTxnTest : public OffsetLogTest {
   }
   // Every batch header of the log in `dir`, with its producer id.
   std::vector<std::pair<storage::BatchHeader, int64_t>> Batches(const std::string& dir) {
-    storage::LogOptions lo;
-    lo.executor = &executor_;
-    auto plog = storage::PartitionLog::Open(dir, lo);
+    auto plog = OpenRaw(dir);
     EXPECT_TRUE(plog.ok());
     std::vector<std::pair<storage::BatchHeader, int64_t>> out;
     if (!plog.ok()) return out;
@@ -599,9 +599,7 @@ TEST_F(OffsetLogTxnTest, TombstonesDropPendingOffsets) {
 TEST_F(OffsetLogTxnTest, MalformedMarkersAndTransactionalBatchesAreSkipped) {
   OffsetLogOptions o = Options();
   {
-    storage::LogOptions lo;
-    lo.executor = &executor_;
-    auto plog = storage::PartitionLog::Open(o.dir, lo);
+    auto plog = OpenRaw(o.dir);
     ASSERT_TRUE(plog.ok()) << plog.status().ToString();
     auto append = [&](const std::vector<uint8_t>& batch) {
       ASSERT_TRUE((*plog)->Append(batch, storage::AppendOptions{}).ok());
@@ -700,13 +698,7 @@ TEST_F(OffsetLogTxnTest, SnapshotKeepsPendingOffsetsAndTheirOrder) {
     ASSERT_TRUE(WriteDurable(*log, One("other", {"x", round % 3}, Value(round))).ok());
   }
   const int segments_before = log->segment_count();
-  auto p = std::make_shared<std::promise<Status>>();
-  auto f = p->get_future();
-  ASSERT_TRUE(log->StartSnapshot([p](const Status& st) { p->set_value(st); }).ok());
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(20)), std::future_status::ready);
-  Status written = f.get();
-  ASSERT_TRUE(written.ok());
-  ASSERT_TRUE(log->FinishSnapshot(written).ok());
+  ASSERT_TRUE(SnapshotDurable(*log).ok());
   EXPECT_LT(log->segment_count(), segments_before);
   // Every first record is gone: the pending ones now live in the snapshot.
   ASSERT_TRUE(log->Close().ok());
