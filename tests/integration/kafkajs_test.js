@@ -361,4 +361,6 @@ async function main () {
   process.exit(0)
 }
 
-main()
+// kafkajs_txn_test.js reuses the broker launcher.
+module.exports = { Broker, waitUntil, logCreator, FAST_GROUPS }
+if (require.main === module) main()

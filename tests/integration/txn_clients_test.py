@@ -257,6 +257,24 @@ def test_bad_input(b):
                  flexible=True)
     r.int32()
     check(r.int16() == 90, "stale epoch, EndTxn v3")
+    # ListTransactions v1 (flexible): states ["Ongoing", "Bogus"], no producer filter,
+    # duration -1. tx-bad is Ongoing; Bogus comes back as an unknown filter.
+    body = bytes([3, 8]) + b"Ongoing" + bytes([6]) + b"Bogus" + bytes([1]) + struct.pack(">q", -1)
+    r = raw.call(66, 1, body + b"\x00", flexible=True)
+    r.int32()  # throttle
+    check(r.int16() == 0, "ListTransactions error")
+    unknown = r.compact_array(r.compact_string)
+    check(unknown == ["Bogus"], f"unknown state filters {unknown}")
+
+    def listed():
+        txn_id = r.compact_string()
+        producer_id = struct.unpack(">q", r.take(8))[0]
+        state = r.compact_string()
+        r.tagged_fields()
+        return txn_id, producer_id, state
+
+    states = r.compact_array(listed)
+    check(states == [("tx-bad", pid, "Ongoing")], f"ListTransactions {states}")
     # The connection still serves: ApiVersions v0.
     r = raw.call(18, 0, b"")
     check(r.int16() == 0, "ApiVersions after the errors")

@@ -141,17 +141,23 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   EXPECT_EQ(Committed(c2, "other").committed_offset, -1);
 }
 
-// TxnOffsetCommit reaches the coordinator; its offsets stay pending (no marker can come
-// over the wire: that is the transaction coordinator's), across a restart too.
+// TxnOffsetCommit reaches the coordinator once the transaction coordinator has the group's
+// offsets partition in the producer's transaction (AddOffsetsToTxn, KIP-890 verification);
+// its offsets stay pending until EndTxn (never sent here), across a restart too.
 TEST_F(BrokerGroupTest, TxnOffsetCommitIsPendingAndUnstable) {
   Client c(port());
   ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
   ASSERT_EQ(CommitStandalone(c, "g", 7), ErrorCode::kNone);
+  kafka::InitProducerIdRequest init;
+  init.transactional_id = "tx";
+  init.transaction_timeout_ms = 600000;
+  auto producer = c.Call<kafka::InitProducerIdResponse>(ApiKey::kInitProducerId, 4, init);
+  ASSERT_EQ(producer.error_code, ErrorCode::kNone);
   kafka::TxnOffsetCommitRequest req;
   req.transactional_id = "tx";
   req.group_id = "g";
-  req.producer_id = 4000;
-  req.producer_epoch = 0;
+  req.producer_id = producer.producer_id;
+  req.producer_epoch = producer.producer_epoch;
   kafka::TxnOffsetCommitRequest::Topic t;
   t.name = "t";
   kafka::TxnOffsetCommitRequest::Partition p;
@@ -161,6 +167,17 @@ TEST_F(BrokerGroupTest, TxnOffsetCommitIsPendingAndUnstable) {
   req.topics.push_back(t);
   t.name = "missing";
   req.topics.push_back(t);
+  // Before AddOffsetsToTxn the transaction coordinator does not know the group's part in
+  // the transaction: refused (Kafka 3.6+).
+  auto refused = c.Call<kafka::TxnOffsetCommitResponse>(ApiKey::kTxnOffsetCommit, 3, req);
+  EXPECT_NE(refused.topics.at(0).partitions.at(0).error_code, ErrorCode::kNone);
+  kafka::AddOffsetsToTxnRequest add;
+  add.transactional_id = "tx";
+  add.producer_id = producer.producer_id;
+  add.producer_epoch = producer.producer_epoch;
+  add.group_id = "g";
+  ASSERT_EQ(c.Call<kafka::AddOffsetsToTxnResponse>(ApiKey::kAddOffsetsToTxn, 3, add).error_code,
+            ErrorCode::kNone);
   auto resp = c.Call<kafka::TxnOffsetCommitResponse>(ApiKey::kTxnOffsetCommit, 3, req);
   ASSERT_EQ(resp.topics.size(), 2u);
   EXPECT_EQ(resp.topics[0].partitions.at(0).error_code, ErrorCode::kNone);
