@@ -38,6 +38,7 @@ void LogCleaner::Remove(const std::string& name) {
   if (it == logs_.end()) return;
   std::shared_ptr<Entry> e = it->second;
   logs_.erase(it);
+  e->cancel = true;
   cv_.wait(lock, [&] { return !e->busy; });
 }
 
@@ -58,6 +59,7 @@ void LogCleaner::Start() {
   if (!threads_.empty()) return;
   stopping_ = false;
   stop_flag_ = false;
+  for (auto& [n, e] : logs_) e->cancel = false;
   for (int i = 0; i < std::max(1, options_.threads); ++i) {
     threads_.emplace_back([this, i] { Run(i); });
   }
@@ -68,6 +70,7 @@ void LogCleaner::Stop() {
     std::lock_guard lock(mu_);
     stopping_ = true;
     stop_flag_ = true;
+    for (auto& [n, e] : logs_) e->cancel = true;
     cv_.notify_all();
   }
   for (auto& t : threads_) t.join();
@@ -81,8 +84,8 @@ sluice::Status LogCleaner::CleanEntry(Entry& e, KeyMap& map, CleanStats* stats) 
     e.checkpoint_read = true;
   }
   int64_t first_dirty = e.status.first_dirty;
-  sluice::Status st = CleanLog(*e.log, e.config, map, &throttler_, options_.clock, &first_dirty,
-                               stats, &stop_flag_);
+  sluice::Status st =
+      CleanLog(*e.log, e.config, map, &throttler_, options_.clock, &first_dirty, stats, &e.cancel);
   e.status.first_dirty = first_dirty;
   return st;
 }

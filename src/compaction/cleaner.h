@@ -77,7 +77,8 @@ class LogCleaner {
   struct Entry {
     storage::PartitionLog* log = nullptr;
     CleanConfig config;
-    bool busy = false;  // a thread inspects or cleans it
+    bool busy = false;                // a thread inspects or cleans it
+    std::atomic<bool> cancel{false};  // set by Remove and Stop: ends a cleaning in progress
     bool checkpoint_read = false;
     LogStatus status;
   };

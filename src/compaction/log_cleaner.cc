@@ -167,7 +167,7 @@ Result<CleanableInfo> InspectWith(PartitionLog& log, const CleanConfig& config, 
 // CleanedTransactionMetadata.
 struct PassState {
   const TxnScan* txns;
-  const KeyMap* map;
+  KeyMap* map;
   int64_t pass_end;
   int64_t now;
   int64_t delete_retention_ms;
@@ -176,7 +176,34 @@ struct PassState {
   std::vector<RawRecord> records;
   std::vector<const RawRecord*> kept;
   std::vector<uint8_t> scratch, out;
+  std::vector<std::pair<uint64_t, uint64_t>> hashes;
+  std::vector<int64_t> found;
 };
+
+// Looks up (or with `put`, records) every keyed record of st.records in the map: all keys
+// hashed and their slots prefetched first, so the cache misses overlap. Lookups fill
+// st.found (-1: not in the map, or not looked up: no key or at/past `limit`).
+bool MapRecords(PassState& st, KeyMap& map, int64_t base_offset, int64_t limit, bool put) {
+  st.hashes.resize(st.records.size());
+  for (size_t i = 0; i < st.records.size(); ++i) {
+    const RawRecord& r = st.records[i];
+    if (!r.key) continue;
+    HashKey(*r.key, &st.hashes[i].first, &st.hashes[i].second);
+    map.Prefetch(st.hashes[i].first);
+  }
+  st.found.assign(st.records.size(), -1);
+  for (size_t i = 0; i < st.records.size(); ++i) {
+    const RawRecord& r = st.records[i];
+    int64_t offset = base_offset + r.offset_delta;
+    if (!r.key || offset >= limit) continue;
+    if (put) {
+      if (!map.PutHashed(st.hashes[i].first, st.hashes[i].second, offset)) return false;
+    } else {
+      st.found[i] = map.GetHashed(st.hashes[i].first, st.hashes[i].second);
+    }
+  }
+  return true;
+}
 
 // Appends what stays of `batch` to `cleaned`.
 Status FilterOne(PassState& st, std::span<const uint8_t> batch, const BatchHeader& h,
@@ -215,9 +242,11 @@ Status FilterOne(PassState& st, std::span<const uint8_t> batch, const BatchHeade
 
   RETURN_IF_ERROR(ReadRecords(batch, kMaxDecompressed, &st.scratch, &st.records));
   stats->records_read += st.records.size();
+  if (!aborted) MapRecords(st, *st.map, h.base_offset, st.pass_end, false);
   st.kept.clear();
   bool tombstones_kept = false;
-  for (const RawRecord& r : st.records) {
+  for (size_t i = 0; i < st.records.size(); ++i) {
+    const RawRecord& r = st.records[i];
     int64_t offset = h.base_offset + r.offset_delta;
     bool keep;
     if (aborted) {
@@ -228,7 +257,7 @@ Status FilterOne(PassState& st, std::span<const uint8_t> batch, const BatchHeade
     } else if (!r.key) {
       keep = false;  // a compacted topic's records need keys
     } else {
-      keep = offset >= st.map->Get(*r.key);
+      keep = offset >= st.found[i];
       if (keep && r.null_value && horizon_passed) {
         keep = false;
         ++stats->tombstones_removed;
@@ -346,8 +375,16 @@ Status CleanLog(PartitionLog& log, const CleanConfig& config, KeyMap& map, Throt
     if (info.first_dirty >= info.first_uncleanable && !first_pass) break;
     first_pass = false;
 
-    // The key map over the dirty part, until it is full.
-    map.Clear();
+    // The key map over the dirty part, until it is full: sized for the records there (it
+    // can hold no more keys), within its memory.
+    uint64_t dirty_records = 0;
+    RETURN_IF_ERROR(log.ForEachBatchHeader(
+        info.first_dirty, [&](const BatchHeader& h, std::span<const uint8_t>) {
+          if (h.base_offset >= info.first_uncleanable) return false;
+          if (!IsControl(h)) dirty_records += static_cast<uint64_t>(std::max(h.records_count, 0));
+          return true;
+        }));
+    map.Clear(static_cast<size_t>(dirty_records));
     int64_t pass_end = info.first_uncleanable;
     PassState st;
     uint64_t map_read = 0;
@@ -368,8 +405,8 @@ Status CleanLog(PartitionLog& log, const CleanConfig& config, KeyMap& map, Throt
             return AbortedError("map full");
           }
           RETURN_IF_ERROR(ReadRecords(batch, kMaxDecompressed, &st.scratch, &st.records));
-          for (const RawRecord& r : st.records) {
-            if (r.key) map.Put(*r.key, h.base_offset + r.offset_delta);
+          if (!MapRecords(st, map, h.base_offset, INT64_MAX, true)) {
+            return InternalError("log {}: the key map filled up inside a batch", log.dir());
           }
           return Status::OK();
         });

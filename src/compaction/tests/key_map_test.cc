@@ -54,6 +54,21 @@ TEST(KeyMapTest, MemoryIsFixedAndFullAtTheLoadFactor) {
   }
 }
 
+TEST(KeyMapTest, ClearSizedForFewKeysUsesFewSlots) {
+  KeyMap map(24 * 100000);
+  map.Clear(90);
+  EXPECT_GE(map.capacity(), 90u);  // room for the keys expected, about no more
+  EXPECT_LE(map.capacity(), 92u);
+  EXPECT_LE(map.peak_bytes(), 24u * 200);
+  for (int i = 0; i < 90; ++i) EXPECT_TRUE(map.Put(B(fmt::format("k{}", i)), i));
+  map.Clear(1'000'000'000);  // never past its memory
+  EXPECT_EQ(map.capacity(), 90000u);
+  EXPECT_EQ(map.Get(B("k3")), -1);
+  EXPECT_LE(map.peak_bytes(), 24u * 200);
+  EXPECT_TRUE(map.Put(B("k3"), 1));
+  EXPECT_EQ(map.peak_bytes(), 24u * 100000);
+}
+
 TEST(KeyMapTest, TinyMapsStillWork) {
   KeyMap map(0);
   EXPECT_EQ(map.slots(), 2u);
