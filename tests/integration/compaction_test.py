@@ -1,0 +1,216 @@
+#!/usr/bin/python3
+"""Log compaction with a real client (confluent-kafka / librdkafka) against `sluice serve`.
+
+A topic with cleanup.policy=compact and small segments gets keyed updates and tombstones;
+the broker's cleaner thread compacts it while a consumer reads the partition from offset
+0 over and over: every record that consumer sees is the one produced at that offset, in
+offset order (a consistent log during the swaps). After cleaning, a consumer from offset
+0 sees the latest value of each live key once, and, once delete.retention.ms has passed,
+no deleted key. The topic configs are validated (INVALID_CONFIG), described, and the
+compacted log survives a restart. A record without a key is refused (INVALID_RECORD).
+
+usage: /usr/bin/python3 compaction_test.py path/to/sluice
+"""
+
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluice_broker import FAST_GROUPS, Broker, check, wait_until  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
+from confluent_kafka import TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
+
+TOPIC = "compacted"
+KEYS = 200
+ROUNDS = 8
+DELETED = set(range(0, KEYS, 10))  # every tenth key ends with a tombstone
+CONFIG = FAST_GROUPS + "storage:\n  cleaner:\n    backoff: 50ms\n"
+
+
+def read_from_start(bootstrap, stop_at_end=True, timeout=30):
+    """Every record of partition 0 from offset 0 to the end: [(offset, key, value)]."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "enable.partition.eof": True,
+                  "fetch.wait.max.ms": 50})
+    try:
+        c.assign([TopicPartition(TOPIC, 0, 0)])
+        out = []
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    return out
+                raise KafkaException(m.error())
+            out.append((m.offset(), m.key(), m.value()))
+        raise AssertionError("reading the partition did not reach its end")
+    finally:
+        c.close()
+
+
+def produce(bootstrap, items):
+    """Produces (key, value) pairs in order; returns {offset: (key, value)}."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": True,
+                  "batch.num.messages": 20})
+    produced = {}
+    errors = []
+
+    def report(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            produced[msg.offset()] = (msg.key(), msg.value())
+
+    for k, v in items:
+        p.produce(TOPIC, key=k, value=v, partition=0, on_delivery=report)
+        p.poll(0)
+    p.flush(30)
+    check(not errors, f"produce errors: {errors[:3]}")
+    return produced
+
+
+def latest_view(records):
+    view = {}
+    for _, k, v in records:
+        view[k] = v
+    return view
+
+
+def body(broker):
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    # Bad values are INVALID_CONFIG, named.
+    for key, value in [("min.cleanable.dirty.ratio", "2"), ("cleanup.policy", "shred"),
+                       ("delete.retention.ms", "-1"), ("max.compaction.lag.ms", "0")]:
+        fut = admin.create_topics([NewTopic("bad", 1, 1, config={key: value})])["bad"]
+        try:
+            fut.result(20)
+            raise AssertionError(f"{key}={value} was accepted")
+        except KafkaException as e:
+            check(e.args[0].code() == KafkaError.INVALID_CONFIG, f"{key}={value}: {e}")
+
+    admin.create_topics([NewTopic(TOPIC, 1, 1, config={
+        "cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01",
+        "delete.retention.ms": "3000"})])[TOPIC].result(20)
+    res = ConfigResource(ConfigResource.Type.TOPIC, TOPIC)
+    configs = admin.describe_configs([res])[res].result(20)
+    check(configs["cleanup.policy"].value == "compact", f"{configs['cleanup.policy']}")
+    check(configs["delete.retention.ms"].value == "3000", "delete.retention.ms")
+    check(configs["min.cleanable.dirty.ratio"].value == "0.01", "min.cleanable.dirty.ratio")
+    check(configs["min.compaction.lag.ms"].value == "0", "min.compaction.lag.ms")
+    # AlterConfigs validates too.
+    bad = ConfigResource(ConfigResource.Type.TOPIC, TOPIC, set_config={
+        "cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "-1"})
+    try:
+        admin.alter_configs([bad])[bad].result(20)
+        raise AssertionError("min.cleanable.dirty.ratio=-1 was accepted by AlterConfigs")
+    except KafkaException as e:
+        check(e.args[0].code() == KafkaError.INVALID_CONFIG, f"alter: {e}")
+
+    # A record without a key is refused, as Kafka does.
+    p = Producer({"bootstrap.servers": broker.bootstrap, "retries": 0})
+    errs = []
+    p.produce(TOPIC, value=b"no key", partition=0, on_delivery=lambda err, msg: errs.append(err))
+    p.flush(20)
+    check(len(errs) == 1 and errs[0] is not None and errs[0].code() == KafkaError.INVALID_RECORD,
+          f"a null key on a compacted topic: {errs}")
+
+    # Updates, then tombstones, then fillers that roll the segments holding them.
+    items = []
+    for r in range(ROUNDS):
+        for k in range(KEYS):
+            items.append((f"key-{k:04d}".encode(), f"round-{r}-{k}-".encode() + b"x" * 60))
+    items += [(f"key-{k:04d}".encode(), None) for k in sorted(DELETED)]
+    produced = produce(broker.bootstrap, items)
+
+    # A reader goes over the partition again and again while the cleaner works.
+    stop = threading.Event()
+    problems = []
+    passes = [0]
+
+    def reader():
+        while not stop.is_set():
+            try:
+                seen = read_from_start(broker.bootstrap)
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"reader: {e}")
+                return
+            last = -1
+            for off, k, v in seen:
+                if off <= last:
+                    problems.append(f"offset {off} after {last}")
+                last = off
+                if off in produced and produced[off] != (k, v):
+                    problems.append(f"offset {off}: {k}={v!r}, produced {produced[off]}")
+            passes[0] += 1
+
+    t = threading.Thread(target=reader)
+    t.start()
+    produced.update(produce(broker.bootstrap, [(f"filler-{i}".encode(), b"f" * 100)
+                                               for i in range(100)]))
+    want = {}
+    for k in range(KEYS):
+        key = f"key-{k:04d}".encode()
+        want[key] = None if k in DELETED else f"round-{ROUNDS - 1}-{k}-".encode() + b"x" * 60
+    total_before = len(produced)
+
+    def compacted():
+        recs = read_from_start(broker.bootstrap)
+        keyed = [r for r in recs if r[1].startswith(b"key-")]
+        return len(keyed) == KEYS and recs
+    recs = wait_until(compacted, 60, "the cleaner compacting the topic", interval=0.2)
+    check(len(recs) < total_before, f"{len(recs)} records after cleaning, {total_before} before")
+    view = latest_view(recs)
+    for key, value in want.items():
+        check(view.get(key, "missing") == value, f"{key}: {view.get(key, 'missing')!r}")
+    wait_until(lambda: passes[0] >= 3, 60, "three passes of the reader")
+    stop.set()
+    t.join(60)
+    check(not problems, f"reader during cleaning: {problems[:5]}")
+
+    # Past delete.retention.ms the tombstones go too.
+    def tombstones_gone():
+        recs = read_from_start(broker.bootstrap)
+        keys = {k for _, k, _ in recs}
+        return all(f"key-{k:04d}".encode() not in keys for k in DELETED) and recs
+    recs = wait_until(tombstones_gone, 60, "tombstones removed after delete.retention.ms",
+                      interval=0.3)
+    view = latest_view(recs)
+    for key, value in want.items():
+        if value is not None:
+            check(view.get(key) == value, f"{key} after tombstone removal: {view.get(key)!r}")
+
+    # The compacted log is what a restart finds.
+    broker.stop()
+    broker.start()
+    again = read_from_start(broker.bootstrap)
+    check(latest_view(again) == latest_view(recs), "the compacted log changed across a restart")
+    print(f"compaction: {total_before} records produced, {len(recs)} left; reader passes "
+          f"{passes[0]}")
+
+
+def main():
+    sluice = sys.argv[1]
+    broker = Broker(sluice, CONFIG)
+    try:
+        broker.start()
+        body(broker)
+        rc = broker.stop()
+        check(rc == 0, f"sluice serve exited {rc} after SIGTERM")
+        print("PASS: compaction_test")
+        return 0
+    except Exception as e:  # noqa: BLE001
+        print(f"FAIL: compaction_test: {e}\n{broker.logs()}")
+        return 1
+    finally:
+        broker.cleanup()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
