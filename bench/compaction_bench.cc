@@ -232,6 +232,7 @@ int RunCompactionBench(const CompactionBenchOptions& o) {
       {"passes", stats.passes},
       {"clean_s", Round(clean_s, 3)},
       {"input_mb_per_s", Round(clean_mbps, 1)},
+      {"records_per_s", Round(static_cast<double>(o.records) / clean_s, 0)},
       {"reference_read_mb_per_s", Round(read_mbps, 1)},
       {"ratio_to_read", Round(clean_mbps / read_mbps, 3)},
       {"buffer_bytes", o.buffer_bytes},

@@ -9,7 +9,7 @@ offset order (a consistent log during the swaps). After cleaning, a consumer fro
 no deleted key. The topic configs are validated (INVALID_CONFIG), described, and the
 compacted log survives a restart. A record without a key is refused (INVALID_RECORD).
 
-usage: /usr/bin/python3 compaction_test.py path/to/sluice
+usage: /usr/bin/python3 compaction_clients_test.py path/to/sluice
 """
 
 import os
@@ -203,10 +203,10 @@ def main():
         body(broker)
         rc = broker.stop()
         check(rc == 0, f"sluice serve exited {rc} after SIGTERM")
-        print("PASS: compaction_test")
+        print("PASS: compaction_clients_test")
         return 0
     except Exception as e:  # noqa: BLE001
-        print(f"FAIL: compaction_test: {e}\n{broker.logs()}")
+        print(f"FAIL: compaction_clients_test: {e}\n{broker.logs()}")
         return 1
     finally:
         broker.cleanup()
