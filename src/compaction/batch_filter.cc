@@ -5,56 +5,13 @@
 
 #include "base/crc32c.h"
 #include "kafka/protocol/records.h"
+#include "kafka/protocol/wire.h"
 
 namespace sluice::compaction {
 namespace {
 
 using storage::BatchHeader;
 using storage::kBatchHeaderSize;
-
-class Cursor {
- public:
-  Cursor(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
-  bool Varlong(int64_t* out) {
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ >= end_) return false;
-      uint8_t b = *p_++;
-      v |= uint64_t{b & 0x7fu} << shift;
-      if ((b & 0x80) == 0) {
-        *out = static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
-        return true;
-      }
-    }
-    return false;
-  }
-  bool Varint(int32_t* out) {
-    int64_t v;
-    if (!Varlong(&v) || v < INT32_MIN || v > INT32_MAX) return false;
-    *out = static_cast<int32_t>(v);
-    return true;
-  }
-  bool Skip(size_t n) {
-    if (static_cast<size_t>(end_ - p_) < n) return false;
-    p_ += n;
-    return true;
-  }
-  const uint8_t* pos() const { return p_; }
-  size_t left() const { return static_cast<size_t>(end_ - p_); }
-
- private:
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
-
-void PutVarlong(std::vector<uint8_t>* out, int64_t v) {
-  uint64_t z = (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
-  while (z >= 0x80) {
-    out->push_back(static_cast<uint8_t>(z | 0x80));
-    z >>= 7;
-  }
-  out->push_back(static_cast<uint8_t>(z));
-}
 
 void Seal(std::vector<uint8_t>* out, size_t at) {
   uint8_t* b = out->data() + at;
@@ -89,41 +46,44 @@ Status ReadRecords(std::span<const uint8_t> batch, size_t max_decompressed,
     ASSIGN_OR_RETURN(*scratch, kafka::Decompress(codec, section, max_decompressed));
     section = *scratch;
   }
-  Cursor c(section.data(), section.data() + section.size());
+  size_t next = 0;  // where the next record starts in the section
   out->reserve(static_cast<size_t>(std::min<int32_t>(h.records_count, 1 << 16)));
   for (int32_t i = 0; i < h.records_count; ++i) {
     auto bad = [&](std::string_view what) {
       return InvalidArgumentError("batch at offset {}, record {}: {}", h.base_offset, i, what);
     };
-    const uint8_t* start = c.pos();
-    int64_t len;
-    if (!c.Varlong(&len) || len < 0 || static_cast<uint64_t>(len) > c.left())
+    kafka::Reader c(section.subspan(next));
+    int64_t len = c.Varlong("record length");
+    if (!c.ok() || len < 0 || static_cast<uint64_t>(len) > c.remaining())
       return bad("bad record length");
-    const uint8_t* body_end = c.pos() + len;
-    Cursor r(c.pos(), body_end);
+    std::span<const uint8_t> body = section.subspan(next + c.position(), static_cast<size_t>(len));
     RawRecord rec;
-    int32_t key_len, value_len;
-    if (!r.Skip(1)) return bad("truncated attributes");
-    rec.attributes = static_cast<int8_t>(*(r.pos() - 1));
-    if (!r.Varlong(&rec.timestamp_delta) || !r.Varint(&rec.offset_delta))
-      return bad("bad timestamp or offset delta");
-    rec.fields_after_offset = std::span<const uint8_t>(r.pos(), body_end);
-    if (!r.Varint(&key_len) || key_len < -1) return bad("bad key length");
-    if (key_len >= 0) {
-      rec.key = std::span<const uint8_t>(r.pos(), static_cast<size_t>(key_len));
-      if (!r.Skip(static_cast<size_t>(key_len))) return bad("key runs past the record");
-    }
-    if (!r.Varint(&value_len) || value_len < -1) return bad("bad value length");
+    kafka::Reader r(body);
+    rec.attributes = r.Int8("attributes");
+    rec.timestamp_delta = r.Varlong("timestamp delta");
+    rec.offset_delta = r.Varint("offset delta");
+    if (!r.ok()) return bad("bad attributes, timestamp or offset delta");
+    rec.fields_after_offset = body.subspan(r.position());
+    // Key and value: a varint length (-1 = null), then the bytes.
+    int32_t key_len = r.Varint("key length");
+    if (!r.ok() || key_len < -1 || (key_len > 0 && static_cast<size_t>(key_len) > r.remaining()))
+      return bad("bad key length");
+    const size_t key_at = r.position();
+    if (key_len >= 0) rec.key = body.subspan(key_at, static_cast<size_t>(key_len));
+    kafka::Reader v(body.subspan(key_at + static_cast<size_t>(std::max(key_len, 0))));
+    int32_t value_len = v.Varint("value length");
+    if (!v.ok() || value_len < -1 ||
+        (value_len > 0 && static_cast<size_t>(value_len) > v.remaining()))
+      return bad("bad value length");
     rec.null_value = value_len < 0;
-    if (value_len > 0 && !r.Skip(static_cast<size_t>(value_len)))
-      return bad("value runs past the record");
-    rec.bytes = std::span<const uint8_t>(start, body_end);
+    size_t record_end = next + c.position() + body.size();
+    rec.bytes = section.subspan(next, record_end - next);
     out->push_back(rec);
-    c.Skip(static_cast<size_t>(len));
+    next = record_end;
   }
-  if (c.left() != 0) {
+  if (next != section.size()) {
     return InvalidArgumentError("batch at offset {}: {} bytes after the last record", h.base_offset,
-                                c.left());
+                                section.size() - next);
   }
   return Status::OK();
 }
@@ -153,11 +113,12 @@ Status RebuildBatch(std::span<const uint8_t> original, std::span<const RawRecord
       continue;
     }
     std::vector<uint8_t> body;
-    body.push_back(static_cast<uint8_t>(r->attributes));
-    PutVarlong(&body, h.base_timestamp + r->timestamp_delta - base_ts);
-    PutVarlong(&body, r->offset_delta);
-    body.insert(body.end(), r->fields_after_offset.begin(), r->fields_after_offset.end());
-    PutVarlong(&plain, static_cast<int64_t>(body.size()));
+    kafka::Writer b(&body);
+    b.Int8(r->attributes);
+    b.Varlong(h.base_timestamp + r->timestamp_delta - base_ts);
+    b.Varint(r->offset_delta);
+    b.Raw(r->fields_after_offset);
+    kafka::Writer(&plain).Varint(static_cast<int32_t>(body.size()));
     plain.insert(plain.end(), body.begin(), body.end());
   }
   std::vector<uint8_t> compressed;

@@ -18,7 +18,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluice_broker import FAST_GROUPS, Broker, check, wait_until  # noqa: E402
+from sluice_broker import FAST_GROUPS, check, run_test, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer  # noqa: E402
 from confluent_kafka import TopicPartition  # noqa: E402
@@ -195,22 +195,5 @@ def body(broker):
           f"{passes[0]}")
 
 
-def main():
-    sluice = sys.argv[1]
-    broker = Broker(sluice, CONFIG)
-    try:
-        broker.start()
-        body(broker)
-        rc = broker.stop()
-        check(rc == 0, f"sluice serve exited {rc} after SIGTERM")
-        print("PASS: compaction_clients_test")
-        return 0
-    except Exception as e:  # noqa: BLE001
-        print(f"FAIL: compaction_clients_test: {e}\n{broker.logs()}")
-        return 1
-    finally:
-        broker.cleanup()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_test("compaction_clients_test", sys.argv[1], body, CONFIG))
