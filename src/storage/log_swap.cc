@@ -87,8 +87,7 @@ Result<Manifest> ParseManifest(const std::string& path, std::string_view text) {
   if (lines[1].substr(0, 4) != "end ") return bad("no end line");
   std::string_view num = lines[1].substr(4);
   auto [p, ec] = std::from_chars(num.data(), num.data() + num.size(), m.end);
-  if (ec != std::errc() || p != num.data() + num.size() || m.end < 0)
-    return bad("bad end offset");
+  if (ec != std::errc() || p != num.data() + num.size() || m.end < 0) return bad("bad end offset");
   if (lines[2].substr(0, 5) != "files") return bad("no files line");
   std::string_view rest = lines[2].substr(5);
   while (!rest.empty()) {
