@@ -77,7 +77,7 @@ void LogCleaner::Stop() {
   threads_.clear();
 }
 
-sluice::Status LogCleaner::CleanEntry(Entry& e, KeyMap& map, CleanStats* stats) {
+sluice::Status LogCleaner::CleanEntry(Entry& e, KeyMap& map, CleanStats* stats, bool force) {
   storage::Env* env = e.log->options().env;
   if (!e.checkpoint_read) {
     ASSIGN_OR_RETURN(e.status.first_dirty, ReadCheckpoint(env, e.log->dir()));
@@ -102,7 +102,7 @@ Result<CleanStats> LogCleaner::CleanNow(const std::string& name) {
   }
   KeyMap map(KeyMapBytes(options_.dedupe_buffer_bytes / std::max(1, options_.threads)));
   CleanStats stats;
-  sluice::Status st = CleanEntry(*e, map, &stats);
+  sluice::Status st = CleanEntry(*e, map, &stats, /*force=*/true);
   {
     std::lock_guard lock(mu_);
     e->status.last = stats;
@@ -141,7 +141,8 @@ std::shared_ptr<LogCleaner::Entry> LogCleaner::PickLocked(std::unique_lock<std::
       if (cp.ok()) e->status.first_dirty = *cp;
       e->checkpoint_read = true;
     }
-    auto info = Inspect(*e->log, e->config, e->status.first_dirty, options_.clock);
+    auto info = Inspect(*e->log, e->config, e->status.first_dirty, options_.clock,
+                        /*scan_transactions=*/false);
     if (!info.ok()) {
       SLUICE_LOG(kLog, kWarn, "inspecting {}: {}", n, info.status().ToString());
       continue;
@@ -154,6 +155,7 @@ std::shared_ptr<LogCleaner::Entry> LogCleaner::PickLocked(std::unique_lock<std::
     bool horizon = e->status.cleanings > 0 && e->status.last.next_horizon_ms <= now;
     if (!lagging && !ratio && !horizon) continue;
     double score = (lagging ? 2.0 : 0.0) + info->dirty_ratio();
+    e->horizon_due = horizon;
     if (score > best_score) {
       best_score = score;
       best = e;
@@ -186,7 +188,7 @@ void LogCleaner::Run(int index) {
     }
     lock.unlock();
     CleanStats stats;
-    sluice::Status st = CleanEntry(*e, map, &stats);
+    sluice::Status st = CleanEntry(*e, map, &stats, e->horizon_due);
     if (!st.ok()) {
       SLUICE_LOG(kLog, kWarn, "cleaning {} (thread {}): {}", name, index, st.ToString());
     } else if (stats.groups > 0) {
@@ -197,6 +199,8 @@ void LogCleaner::Run(int index) {
     }
     ++cleanings_;
     lock.lock();
+    // A cleaning that found nothing to do still waits for the horizon it knew of.
+    if (stats.passes == 0) stats.next_horizon_ms = e->status.last.next_horizon_ms;
     e->status.last = stats;
     e->status.last_error = st.ok() ? "" : st.ToString();
     ++e->status.cleanings;

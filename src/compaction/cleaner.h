@@ -80,13 +80,14 @@ class LogCleaner {
     bool busy = false;                // a thread inspects or cleans it
     std::atomic<bool> cancel{false};  // set by Remove and Stop: ends a cleaning in progress
     bool checkpoint_read = false;
+    bool horizon_due = false;  // picked because a delete horizon passed: clean even if not dirty
     LogStatus status;
   };
 
   void Run(int index);
   // Picks a due log and marks it busy; nullptr when none.
   std::shared_ptr<Entry> PickLocked(std::unique_lock<std::mutex>& lock, std::string* name);
-  sluice::Status CleanEntry(Entry& e, KeyMap& map, CleanStats* stats);
+  sluice::Status CleanEntry(Entry& e, KeyMap& map, CleanStats* stats, bool force);
   void Release(const std::shared_ptr<Entry>& e);
 
   const CleanerOptions options_;

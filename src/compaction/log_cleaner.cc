@@ -353,15 +353,19 @@ Status WriteCheckpoint(storage::Env* env, const std::string& dir, int64_t offset
 }
 
 Result<CleanableInfo> Inspect(PartitionLog& log, const CleanConfig& config, int64_t first_dirty,
-                              Clock* clock) {
-  ASSIGN_OR_RETURN(TxnScan txns, ScanTransactions(log));
+                              Clock* clock, bool scan_transactions) {
+  int64_t first_open_txn = INT64_MAX;
+  if (scan_transactions) {
+    ASSIGN_OR_RETURN(TxnScan txns, ScanTransactions(log));
+    first_open_txn = txns.first_open_txn;
+  }
   std::vector<storage::SegmentSummary> cleanable;
-  return InspectWith(log, config, first_dirty, clock, txns.first_open_txn, &cleanable);
+  return InspectWith(log, config, first_dirty, clock, first_open_txn, &cleanable);
 }
 
 Status CleanLog(PartitionLog& log, const CleanConfig& config, KeyMap& map, Throttler* throttler,
                 Clock* clock, int64_t* first_dirty, CleanStats* stats,
-                const std::atomic<bool>* stop) {
+                const std::atomic<bool>* stop, bool force) {
   storage::Env* env = log.options().env;
   std::vector<uint8_t> read_buf;
   bool first_pass = true;
@@ -372,7 +376,7 @@ Status CleanLog(PartitionLog& log, const CleanConfig& config, KeyMap& map, Throt
     ASSIGN_OR_RETURN(CleanableInfo info,
                      InspectWith(log, config, *first_dirty, clock, txns.first_open_txn, &segs));
     if (segs.empty()) break;
-    if (info.first_dirty >= info.first_uncleanable && !first_pass) break;
+    if (info.first_dirty >= info.first_uncleanable && !(first_pass && force)) break;
     first_pass = false;
 
     // The key map over the dirty part, until it is full: sized for the records there (it

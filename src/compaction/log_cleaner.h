@@ -98,16 +98,19 @@ inline constexpr const char* kCheckpointFile = "cleaner-offset-checkpoint";
 Result<int64_t> ReadCheckpoint(storage::Env* env, const std::string& dir);  // 0 when missing
 Status WriteCheckpoint(storage::Env* env, const std::string& dir, int64_t offset);
 
-// The range a cleaning of `log` would cover now (reads batch headers; no data).
+// The range a cleaning of `log` would cover now. With `scan_transactions` it walks every
+// batch header to bound the range by open transactions (as a cleaning does); without, it
+// looks at segment summaries only (the scheduler's cheap estimate, run every backoff).
 Result<CleanableInfo> Inspect(storage::PartitionLog& log, const CleanConfig& config,
-                              int64_t first_dirty, Clock* clock);
+                              int64_t first_dirty, Clock* clock, bool scan_transactions = true);
 
 // Cleans `log` from `*first_dirty` until its dirty part is done, one pass per map-full;
 // advances `*first_dirty` (and its checkpoint file) after each pass. `map` is cleared
 // first and at each pass; `throttler` may be null. `stop` (may be null) ends it between
-// groups.
+// groups. With nothing dirty it does nothing, unless `force`: then one pass rewrites the
+// cleaned part (tombstones and markers whose delete horizon passed go).
 Status CleanLog(storage::PartitionLog& log, const CleanConfig& config, KeyMap& map,
                 Throttler* throttler, Clock* clock, int64_t* first_dirty, CleanStats* stats,
-                const std::atomic<bool>* stop = nullptr);
+                const std::atomic<bool>* stop = nullptr, bool force = true);
 
 }  // namespace sluice::compaction

@@ -28,16 +28,17 @@ TOPIC = "compacted"
 KEYS = 200
 ROUNDS = 8
 DELETED = set(range(0, KEYS, 10))  # every tenth key ends with a tombstone
-CONFIG = FAST_GROUPS + "storage:\n  cleaner:\n    backoff: 50ms\n"
+CONFIG = FAST_GROUPS + ("storage:\n  retention_check_interval: 100ms\n"
+                        "  cleaner:\n    backoff: 50ms\n")
 
 
-def read_from_start(bootstrap, stop_at_end=True, timeout=30):
-    """Every record of partition 0 from offset 0 to the end: [(offset, key, value)]."""
+def read_from_start(bootstrap, topic=TOPIC, timeout=30):
+    """Every record of partition 0 from its start to the end: [(offset, key, value)]."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{time.monotonic_ns()}",
                   "enable.auto.commit": False, "enable.partition.eof": True,
                   "fetch.wait.max.ms": 50})
     try:
-        c.assign([TopicPartition(TOPIC, 0, 0)])
+        c.assign([TopicPartition(topic, 0, -2)])
         out = []
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -54,7 +55,7 @@ def read_from_start(bootstrap, stop_at_end=True, timeout=30):
         c.close()
 
 
-def produce(bootstrap, items):
+def produce(bootstrap, items, topic=TOPIC):
     """Produces (key, value) pairs in order; returns {offset: (key, value)}."""
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2, "enable.idempotence": True,
                   "batch.num.messages": 20})
@@ -68,7 +69,7 @@ def produce(bootstrap, items):
             produced[msg.offset()] = (msg.key(), msg.value())
 
     for k, v in items:
-        p.produce(TOPIC, key=k, value=v, partition=0, on_delivery=report)
+        p.produce(topic, key=k, value=v, partition=0, on_delivery=report)
         p.poll(0)
     p.flush(30)
     check(not errors, f"produce errors: {errors[:3]}")
@@ -185,6 +186,19 @@ def body(broker):
     for key, value in want.items():
         if value is not None:
             check(view.get(key) == value, f"{key} after tombstone removal: {view.get(key)!r}")
+
+    # Retention deletes old segments only when the policy includes delete.
+    for topic, policy in [("compact-only", "compact"), ("compact-delete", "compact,delete")]:
+        admin.create_topics([NewTopic(topic, 1, 1, config={
+            "cleanup.policy": policy, "segment.bytes": "4096", "retention.ms": "1",
+            "min.cleanable.dirty.ratio": "0.99"})])[topic].result(20)
+        produce(broker.bootstrap, [(f"{policy}-{i}".encode(), b"r" * 200) for i in range(60)],
+                topic)
+    time.sleep(1)  # several retention passes (every 100 ms)
+    kept = read_from_start(broker.bootstrap, "compact-only")
+    check(len(kept) == 60 and kept[0][0] == 0, f"compact-only lost records: {len(kept)} left")
+    wait_until(lambda: len(read_from_start(broker.bootstrap, "compact-delete")) < 60, 30,
+               "retention deleting segments of a compact,delete topic")
 
     # The compacted log is what a restart finds.
     broker.stop()

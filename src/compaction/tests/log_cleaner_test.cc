@@ -418,6 +418,47 @@ TEST_F(CleanerTest, BackgroundThreadsCleanDueLogs) {
   EXPECT_EQ(recs[1].value, "x");
 }
 
+TEST_F(CleanerTest, ThreadsCleanByDirtyRatioThenByMaxLag) {
+  // Clean once, then add a little dirt: a small dirty share of the cleanable bytes.
+  for (int i = 0; i < 40; ++i) Append({{fmt::format("k{}", i), std::string(200, 'a')}});
+  Roll();
+  ASSERT_TRUE(Clean().ok());
+  Append({{"k1", "update"}});
+  Roll();
+  auto info = Inspect(*log_, config_, first_dirty_, &clock_);
+  ASSERT_TRUE(info.ok());
+  ASSERT_GT(info->dirty_bytes, 0u);
+  ASSERT_LT(info->dirty_ratio(), 0.9);
+  ASSERT_TRUE(WriteCheckpoint(storage::Env::Posix(), dir_.path(), first_dirty_).ok());
+  auto k1_values = [&] {
+    int n = 0;
+    for (const auto& r : Records()) n += r.key == "k1";
+    return n;
+  };
+  ASSERT_EQ(k1_values(), 2);
+
+  CleanerOptions opts;
+  opts.backoff_ms = 5;
+  opts.clock = &clock_;
+  opts.dedupe_buffer_bytes = 16 << 20;
+  LogCleaner cleaner(opts);
+  CleanConfig high = config_;
+  high.min_cleanable_dirty_ratio = 0.9;  // not reached
+  high.max_compaction_lag_ms = 60'000;
+  cleaner.Add("t-0", log_.get(), high);
+  cleaner.Start();
+  // Inspections happen, no cleaning: the ratio is below the minimum, the lag not passed.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(cleaner.cleanings(), 0u);
+  EXPECT_EQ(k1_values(), 2);
+  // Past max.compaction.lag.ms the log is due whatever its ratio.
+  clock_.Advance(60'001);
+  while (cleaner.cleanings() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  cleaner.Remove("t-0");
+  cleaner.Stop();
+  EXPECT_EQ(k1_values(), 1);
+}
+
 TEST(ThrottlerTest, UnlimitedNeverWaitsAndLimitedAdmitsEverything) {
   Throttler none(std::numeric_limits<double>::max());
   for (int i = 0; i < 1000; ++i) none.Acquire(1 << 20);
