@@ -336,6 +336,16 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     }
     RETURN_IF_ERROR(env->SyncDir(dir_));
     segments_.push_back(std::move(fresh));
+  } else if (seg->closed_durable && seg->next_offset < offset) {
+    // A cleaned segment ending before `offset` (compaction left a gap up to the segments
+    // just dropped): nothing of it goes, and a new empty active segment at `offset`
+    // keeps the end there across a restart (offsets are never handed out twice).
+    auto fresh = NewSegment(offset);
+    for (const std::string* p : {&fresh->log_path, &fresh->index_path, &fresh->time_index_path}) {
+      RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
+    }
+    RETURN_IF_ERROR(env->SyncDir(dir_));
+    segments_.push_back(std::move(fresh));
   } else {
     ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kReadWrite));
     ASSIGN_OR_RETURN(ScanResult r,

@@ -183,6 +183,43 @@ TEST(LogSwapTest, EmptyCleanedSegmentKeepsTheLogStart) {
   EXPECT_EQ((*again)->Read(0, 1)->first_offset, closed[2].base_offset);
 }
 
+TEST(LogSwapTest, TruncateInsideAGapKeepsTheEndThere) {
+  TempDir dir;
+  IoExecutor exec(2);
+  int64_t gap_end;
+  {
+    auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+    ASSERT_TRUE(log.ok());
+    Fill(**log, 40);
+    auto closed = (*log)->ClosedSegments();
+    ASSERT_GE(closed.size(), 3u);
+    // The first two segments become one holding only the first segment's first batch.
+    auto cleaned = (*log)->BeginCleaned(0);
+    ASSERT_TRUE(cleaned.ok());
+    auto first = (*log)->Read(0, 1);
+    ASSERT_TRUE(first.ok());
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(PartitionLog::ReadSlice(first->slice, &bytes).ok());
+    ASSERT_TRUE((*cleaned)->Append(bytes).ok());
+    ASSERT_TRUE((*log)->ReplaceSegments({0, closed[1].base_offset}, std::move(*cleaned)).ok());
+    gap_end = closed[2].base_offset;
+    int64_t inside = first->next_offset + 1;
+    ASSERT_LT(inside, gap_end);
+    ASSERT_TRUE((*log)->TruncateTo(inside).ok());
+    EXPECT_EQ((*log)->end_offset(), inside);
+    auto info = (*log)->Append(BuildBatch(BatchSpec{{{"k", "after"}}}), {});
+    ASSERT_TRUE(info.ok());
+    EXPECT_EQ(info->base_offset, inside);
+    ASSERT_TRUE((*log)->Flush().ok());
+  }
+  auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+  ASSERT_TRUE(log.ok()) << log.status().ToString();
+  auto got = ReadBatches(**log);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->size(), 2u);
+  EXPECT_EQ((*log)->end_offset(), got->rbegin()->first + 1);
+}
+
 TEST(LogSwapTest, SwapRefusedWhenRetentionRemovedTheSegments) {
   TempDir dir;
   IoExecutor exec(2);
