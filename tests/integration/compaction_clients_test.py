@@ -105,6 +105,11 @@ def body(broker):
     check(configs["delete.retention.ms"].value == "3000", "delete.retention.ms")
     check(configs["min.cleanable.dirty.ratio"].value == "0.01", "min.cleanable.dirty.ratio")
     check(configs["min.compaction.lag.ms"].value == "0", "min.compaction.lag.ms")
+    broker_res = ConfigResource(ConfigResource.Type.BROKER, "1")
+    broker_configs = admin.describe_configs([broker_res])[broker_res].result(20)
+    check(broker_configs["log.cleaner.threads"].value == "1", "log.cleaner.threads")
+    check(broker_configs["log.cleaner.backoff.ms"].value == "50", "log.cleaner.backoff.ms")
+    check(broker_configs["log.cleanup.policy"].value == "delete", "log.cleanup.policy")
     # AlterConfigs validates too.
     bad = ConfigResource(ConfigResource.Type.TOPIC, TOPIC, set_config={
         "cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "-1"})

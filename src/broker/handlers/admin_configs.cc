@@ -141,6 +141,13 @@ kafka::DescribeConfigsResponse DescribeConfigs(const Context& ctx, const Metadat
             {"offsets.topic.replication.factor", "1", kTypeInt},
             {"log.dirs", ctx.options.data_dir, kTypeString},
             {"log.flush.interval.ms", std::to_string(ctx.options.flush_ms), kTypeLong},
+            {"log.cleaner.enable", "true", kTypeBoolean},
+            {"log.cleaner.threads", std::to_string(ctx.options.cleaner.threads), kTypeInt},
+            {"log.cleaner.dedupe.buffer.size",
+             std::to_string(ctx.options.cleaner.dedupe_buffer_bytes), kTypeLong},
+            {"log.cleaner.io.max.bytes.per.second",
+             fmt::format("{}", ctx.options.cleaner.io_max_bytes_per_second), kTypeDouble},
+            {"log.cleaner.backoff.ms", std::to_string(ctx.options.cleaner.backoff_ms), kTypeLong},
         };
         for (const auto& [topic_name, d] : TopicConfigDocs()) {
           configs.emplace_back(d.broker_name, defaults.at(topic_name), d.type);
