@@ -55,6 +55,14 @@ void Fill(PartitionLog& log, int n) {
   ASSERT_TRUE(log.Flush().ok());
 }
 
+// A log in `dir` holding `batches` batches of Fill.
+Result<std::unique_ptr<PartitionLog>> OpenFilled(const std::string& dir, IoExecutor* exec, Env* env,
+                                                 int batches) {
+  ASSIGN_OR_RETURN(auto log, PartitionLog::Open(dir, Options(exec, env)));
+  Fill(*log, batches);
+  return log;
+}
+
 // Every batch the log serves from its start, read `max_bytes` at a time.
 Result<Batches> ReadBatches(PartitionLog& log, uint64_t max_bytes = 700) {
   Batches out;
@@ -113,9 +121,8 @@ TEST(LogSwapTest, SwapKeepsTheCleanedBatchesAndReadsSkipGaps) {
   IoExecutor exec(2);
   Batches expected, before;
   {
-    auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
-    ASSERT_TRUE(log.ok()) << log.status().ToString();
-    Fill(**log, 60);
+    auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 60);
+    ASSERT_TRUE(log.ok());
     before = *ReadBatches(**log);
     int segments = (*log)->segment_count();
     ASSERT_GE(segments, 5);
@@ -163,9 +170,8 @@ TEST(LogSwapTest, SwapKeepsTheCleanedBatchesAndReadsSkipGaps) {
 TEST(LogSwapTest, EmptyCleanedSegmentKeepsTheLogStart) {
   TempDir dir;
   IoExecutor exec(2);
-  auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+  auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 40);
   ASSERT_TRUE(log.ok());
-  Fill(**log, 40);
   auto closed = (*log)->ClosedSegments();
   ASSERT_GE(closed.size(), 3u);
   auto cleaned = (*log)->BeginCleaned(0);
@@ -187,9 +193,8 @@ TEST(LogSwapTest, TruncateInsideAGapKeepsTheEndThere) {
   IoExecutor exec(2);
   int64_t gap_end;
   {
-    auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+    auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 40);
     ASSERT_TRUE(log.ok());
-    Fill(**log, 40);
     auto closed = (*log)->ClosedSegments();
     ASSERT_GE(closed.size(), 3u);
     // The first two segments become one holding only the first segment's first batch.
@@ -222,9 +227,8 @@ TEST(LogSwapTest, TruncateInsideAGapKeepsTheEndThere) {
 TEST(LogSwapTest, SwapRefusedWhenRetentionRemovedTheSegments) {
   TempDir dir;
   IoExecutor exec(2);
-  auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+  auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 40);
   ASSERT_TRUE(log.ok());
-  Fill(**log, 40);
   std::unique_ptr<CleanedSegment> cleaned;
   auto plan = Clean(**log, 2, &cleaned);
   ASSERT_TRUE(plan.ok());
@@ -240,9 +244,8 @@ TEST(LogSwapTest, RecoveryRemovesAnUncommittedSwap) {
   IoExecutor exec(2);
   Batches before;
   {
-    auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+    auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 40);
     ASSERT_TRUE(log.ok());
-    Fill(**log, 40);
     before = *ReadBatches(**log);
   }
   // Files a crash before the commit point leaves: cleaned and swap files, no manifest.
@@ -262,9 +265,8 @@ TEST(LogSwapTest, CorruptManifestIsReported) {
   TempDir dir;
   IoExecutor exec(2);
   {
-    auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+    auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 10);
     ASSERT_TRUE(log.ok());
-    Fill(**log, 10);
   }
   std::string m = dir.path() + "/" + fmt::format("{:020d}.replace.swap", 0);
   for (std::string text :
@@ -293,9 +295,8 @@ TEST(LogSwapTest, PowerLossAtEveryStepLeavesOldOrNew) {
       Batches before, after;
       bool done = false;
       {
-        auto log = PartitionLog::Open(dir.path(), Options(&exec, &env));
+        auto log = OpenFilled(dir.path(), &exec, &env, 40);
         ASSERT_TRUE(log.ok());
-        Fill(**log, 40);
         before = *ReadBatches(**log);
         std::unique_ptr<CleanedSegment> cleaned;
         auto plan = Clean(**log, 3, &cleaned);
@@ -340,9 +341,8 @@ TEST(LogSwapTest, DISABLED_SwapChild) {
   const char* where = std::getenv("SLUICE_SWAP_DIR");
   ASSERT_NE(where, nullptr);
   IoExecutor exec(2);
-  auto log = PartitionLog::Open(where, Options(&exec, Env::Posix()));
+  auto log = OpenFilled(where, &exec, Env::Posix(), 40);
   ASSERT_TRUE(log.ok());
-  Fill(**log, 40);
   std::unique_ptr<CleanedSegment> cleaned;
   auto plan = Clean(**log, 3, &cleaned);
   ASSERT_TRUE(plan.ok());
@@ -390,9 +390,8 @@ TEST(LogSwapTest, KilledAtEachCrashPointLeavesOldOrNew) {
 TEST(LogSwapTest, ReadersDuringSwapsSeeAConsistentLog) {
   TempDir dir;
   IoExecutor exec(2);
-  auto log = PartitionLog::Open(dir.path(), Options(&exec, Env::Posix()));
+  auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 80);
   ASSERT_TRUE(log.ok());
-  Fill(**log, 80);
   Batches original = *ReadBatches(**log);
   std::atomic<bool> stop{false};
   std::atomic<int> reads{0};
