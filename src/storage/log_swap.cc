@@ -262,15 +262,21 @@ Status PartitionLog::ReplaceSegments(const std::vector<int64_t>& old_bases,
                                   dir_, cleaned->next_offset(), end);
     }
     Manifest m{end, {".log", ".index", ".timeindex"}};
-    // The aborted-transaction entries of the old segments go with the new one: an entry
-    // whose marker the cleaner removed only names records that are gone too.
+    // The aborted-transaction entries of the old segments go with the new one, in marker
+    // order, those whose marker offset (bytes 18-25 of Kafka's entry) is inside the new
+    // segment: an entry whose marker the cleaner removed only names records that are gone
+    // too, and recovery keeps entries with a marker offset inside their segment.
     std::vector<uint8_t> txn;
     for (size_t k = 0; k < n; ++k) {
       std::string p = dir_ + "/" + SegmentName(old_bases[k], ".txnindex");
       if (!env->Exists(p)) continue;
       ASSIGN_OR_RETURN(auto bytes, ReadWhole(env, p, uint64_t{INT32_MAX}));
-      bytes.resize(bytes.size() - bytes.size() % kTxnEntrySize);
-      txn.insert(txn.end(), bytes.begin(), bytes.end());
+      for (size_t at = 0; at + kTxnEntrySize <= bytes.size(); at += kTxnEntrySize) {
+        auto marker = static_cast<int64_t>(LoadBE64(bytes.data() + at + 18));
+        if (marker < base || marker >= cleaned->next_offset()) continue;
+        txn.insert(txn.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                   bytes.begin() + static_cast<std::ptrdiff_t>(at + kTxnEntrySize));
+      }
     }
     if (!txn.empty()) {
       RETURN_IF_ERROR(WriteSynced(env, dir_ + "/" + SegmentName(base, ".txnindex.cleaned"), txn));

@@ -224,6 +224,40 @@ TEST(LogSwapTest, TruncateInsideAGapKeepsTheEndThere) {
   EXPECT_EQ((*log)->end_offset(), got->rbegin()->first + 1);
 }
 
+TEST(LogSwapTest, AbortedTxnEntriesWithTheirMarkersInsideGoAlong) {
+  TempDir dir;
+  IoExecutor exec(2);
+  auto log = OpenFilled(dir.path(), &exec, Env::Posix(), 40);
+  ASSERT_TRUE(log.ok());
+  auto closed = (*log)->ClosedSegments();
+  ASSERT_GE(closed.size(), 3u);
+  // Kafka's 34-byte entries (version, producer, first, last = the marker, LSO), one per
+  // old segment's index; the cleaned segment keeps offsets 0-2 only.
+  auto entry = [](int64_t pid, int64_t first, int64_t marker) {
+    std::vector<uint8_t> e(34, 0);
+    StoreBE64(e.data() + 2, static_cast<uint64_t>(pid));
+    StoreBE64(e.data() + 10, static_cast<uint64_t>(first));
+    StoreBE64(e.data() + 18, static_cast<uint64_t>(marker));
+    return e;
+  };
+  auto seg = [&](int64_t base, const char* ext) {
+    return dir.path() + "/" + fmt::format("{:020d}{}", base, ext);
+  };
+  std::vector<uint8_t> first = entry(7, 0, 1), second = entry(8, 2, closed[1].base_offset + 1);
+  WriteFileBytes(seg(0, ".txnindex"), first);
+  WriteFileBytes(seg(closed[1].base_offset, ".txnindex"), second);
+  auto cleaned = (*log)->BeginCleaned(0);
+  ASSERT_TRUE(cleaned.ok());
+  auto r = (*log)->Read(0, 1);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &bytes).ok());
+  ASSERT_TRUE((*cleaned)->Append(bytes).ok());
+  ASSERT_TRUE((*log)->ReplaceSegments({0, closed[1].base_offset}, std::move(*cleaned)).ok());
+  EXPECT_EQ(ReadFileBytes(seg(0, ".txnindex")), first);
+  EXPECT_FALSE(Env::Posix()->Exists(seg(closed[1].base_offset, ".txnindex")));
+}
+
 TEST(LogSwapTest, SwapRefusedWhenRetentionRemovedTheSegments) {
   TempDir dir;
   IoExecutor exec(2);
