@@ -9,6 +9,7 @@
 #include "broker/group_coordinator.h"
 #include "broker/sasl.h"
 #include "broker/topic_store.h"
+#include "compaction/cleaner.h"
 #include "storage/env.h"
 #include "storage/log.h"
 
@@ -42,6 +43,8 @@ struct BrokerOptions {
   TopicConfig topic_defaults;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;
+  // log.cleaner.*: the cleaner threads of compacted topics (storage.cleaner.* in YAML).
+  compaction::CleanerOptions cleaner;
   // auto.create.topics.enable (off, as in Kafka 4): Metadata for a missing topic creates
   // it with num.partitions partitions when the client allows it.
   bool auto_create_topics = false;

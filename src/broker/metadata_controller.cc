@@ -68,7 +68,10 @@ Result<std::unique_ptr<MetadataController>> MetadataController::Load(
 
 MetadataController::MetadataController(MetadataControllerOptions options, Shards* shards,
                                        MetadataPublisher* publisher)
-    : options_(std::move(options)), shards_(shards), publisher_(publisher) {}
+    : options_(std::move(options)),
+      shards_(shards),
+      publisher_(publisher),
+      cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {}
 
 MetadataController::~MetadataController() { Stop(); }
 
@@ -90,10 +93,12 @@ Status MetadataController::Start() {
   EventLoop* loop = loop_.get();
   thread_ = std::thread([loop] { loop->Run(); });
   loop->Post([this] { ScheduleRetention(); });
+  cleaner_->Start();
   return Status::OK();
 }
 
 void MetadataController::Stop() {
+  cleaner_->Stop();
   if (loop_ == nullptr) return;
   loop_->Stop();
   if (thread_.joinable()) thread_.join();
@@ -101,6 +106,8 @@ void MetadataController::Stop() {
 }
 
 Status MetadataController::CloseLogs() {
+  for (const auto& [key, part] : catalog_)
+    cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));
   Status first = shards_->CloseAll();
   catalog_.clear();
   open_logs_ = 0;
@@ -229,7 +236,9 @@ TopicError MetadataController::SetTopicConfigs(
                                              info->config.retention_ms, kMaxTopicMessageBytes};
   for (int32_t p = 0; p < info->partitions; ++p) {
     auto it = catalog_.find({name, p});
-    if (it != catalog_.end()) it->second->log->Reconfigure(limits);  // thread-safe
+    if (it == catalog_.end()) continue;
+    it->second->log->Reconfigure(limits);  // thread-safe
+    UpdateCleaner(it->first, it->second);
   }
   SLUICE_LOG(kLog, kInfo, "topic {}: configs changed", name);
   return {};
@@ -323,12 +332,14 @@ Status MetadataController::Install(PartitionKey key, std::unique_ptr<Partition> 
   RETURN_IF_ERROR(shards_->Place(key, std::move(part)));
   catalog_[key] = raw;
   open_logs_ = catalog_.size();
+  UpdateCleaner(key, raw);
   return Status::OK();
 }
 
 std::unique_ptr<Partition> MetadataController::Uninstall(const PartitionKey& key) {
   auto it = catalog_.find(key);
   if (it == catalog_.end()) return nullptr;
+  cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
   // Its waiting fetches look again and find it gone.
   std::unique_ptr<Partition> taken =
       shards_->Take(key, it->second->shard, [this](Partition& p) { options_.wake_fetches(p); });
@@ -386,6 +397,9 @@ void MetadataController::ScheduleRetention() {
 
 void MetadataController::RunRetention() {
   for (auto& [key, part] : catalog_) {
+    // Retention applies to cleanup.policy delete (alone or with compact) only.
+    const TopicInfo* topic = topics_->Find(key.first);
+    if (topic != nullptr && !topic->config.deletes()) continue;
     Result<int> deleted = part->log->ApplyRetention();
     if (!deleted.ok()) {
       SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
@@ -396,6 +410,26 @@ void MetadataController::RunRetention() {
     }
   }
   ScheduleRetention();
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction
+
+void MetadataController::UpdateCleaner(const PartitionKey& key, Partition* part) {
+  const std::string name = fmt::format("{}-{}", key.first, key.second);
+  const TopicInfo* topic = topics_->Find(key.first);
+  if (topic == nullptr || !topic->config.compacted()) {
+    cleaner_->Remove(name);
+    return;
+  }
+  const TopicConfig& c = topic->config;
+  compaction::CleanConfig cc;
+  cc.min_cleanable_dirty_ratio = c.min_cleanable_dirty_ratio;
+  cc.min_compaction_lag_ms = c.min_compaction_lag_ms;
+  cc.max_compaction_lag_ms = c.max_compaction_lag_ms;
+  cc.delete_retention_ms = c.delete_retention_ms;
+  cc.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
+  cleaner_->Add(name, part->log.get(), cc);
 }
 
 }  // namespace sluice::broker

@@ -20,6 +20,7 @@
 #include "broker/partition.h"
 #include "broker/shards.h"
 #include "broker/topic_store.h"
+#include "compaction/cleaner.h"
 #include "storage/env.h"
 #include "storage/file_cache.h"
 #include "storage/io_executor.h"
@@ -36,6 +37,8 @@ struct MetadataControllerOptions {
   int64_t flush_ms = 100;
   TopicConfig topic_defaults;
   int64_t retention_check_interval_ms = 300'000;
+  // The log cleaner over the partitions of compacted topics (started by Start()).
+  compaction::CleanerOptions cleaner;
   bool auto_create_topics = false;
   int32_t num_partitions = 1;
   // On a partition's owner thread, when data became readable or the partition is being
@@ -110,6 +113,9 @@ class MetadataController : public Controller {
   // Retention passes over every log, every retention_check_interval_ms.
   void ScheduleRetention();
   void RunRetention();
+  // Registers partition `key`'s log with the cleaner when its topic is compacted, and
+  // unregisters it otherwise (metadata_controller.cc, "Compaction").
+  void UpdateCleaner(const PartitionKey& key, Partition* part);
 
   const MetadataControllerOptions options_;
   Shards* const shards_;
@@ -127,7 +133,8 @@ class MetadataController : public Controller {
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   EventLoop::TimerId retention_timer_ = 0;
-  std::atomic<size_t> open_logs_{0};  // catalog_.size()
+  std::unique_ptr<compaction::LogCleaner> cleaner_;  // its threads clean compacted logs
+  std::atomic<size_t> open_logs_{0};                 // catalog_.size()
 };
 
 }  // namespace sluice::broker

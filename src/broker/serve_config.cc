@@ -45,6 +45,10 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "storage.max_open_files",
                                      "storage.io_threads",
                                      "storage.retention_check_interval",
+                                     "storage.cleaner.threads",
+                                     "storage.cleaner.dedupe_buffer_size",
+                                     "storage.cleaner.io_max_bytes_per_second",
+                                     "storage.cleaner.backoff",
                                      "topics.auto_create",
                                      "topics.num_partitions",
                                      "groups.initial_rebalance_delay",
@@ -136,6 +140,34 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
                    config.GetDurationMs("storage.retention_check_interval", 300'000));
   if (out.broker.retention_check_interval_ms < 1) {
     return InvalidArgumentError("storage.retention_check_interval must be at least 1 ms");
+  }
+  // The log cleaner (Kafka's log.cleaner.threads, .dedupe.buffer.size,
+  // .io.max.bytes.per.second, .backoff.ms).
+  compaction::CleanerOptions& cleaner = out.broker.cleaner;
+  ASSIGN_OR_RETURN(int64_t cleaner_threads, config.GetInt("storage.cleaner.threads", 1, 1, 64));
+  cleaner.threads = static_cast<int>(cleaner_threads);
+  ASSIGN_OR_RETURN(int64_t dedupe,
+                   config.GetBytes("storage.cleaner.dedupe_buffer_size", int64_t{128} << 20));
+  if (dedupe < (int64_t{1} << 20) * cleaner_threads) {
+    return InvalidArgumentError(
+        "storage.cleaner.dedupe_buffer_size (set in {}): {} bytes is less than 1 MiB per "
+        "cleaner thread",
+        config.Origin("storage.cleaner.dedupe_buffer_size"), dedupe);
+  }
+  cleaner.dedupe_buffer_bytes = static_cast<uint64_t>(dedupe);
+  if (config.Has("storage.cleaner.io_max_bytes_per_second")) {
+    ASSIGN_OR_RETURN(int64_t io, config.GetBytes("storage.cleaner.io_max_bytes_per_second", 0));
+    if (io < 1) {
+      return InvalidArgumentError(
+          "storage.cleaner.io_max_bytes_per_second (set in {}) must be "
+          "positive (leave it out for no limit)",
+          config.Origin("storage.cleaner.io_max_bytes_per_second"));
+    }
+    cleaner.io_max_bytes_per_second = static_cast<double>(io);
+  }
+  ASSIGN_OR_RETURN(cleaner.backoff_ms, config.GetDurationMs("storage.cleaner.backoff", 15'000));
+  if (cleaner.backoff_ms < 1) {
+    return InvalidArgumentError("storage.cleaner.backoff must be at least 1 ms");
   }
   ASSIGN_OR_RETURN(out.broker.auto_create_topics, config.GetBool("topics.auto_create", false));
   ASSIGN_OR_RETURN(int64_t partitions, config.GetInt("topics.num_partitions", 1, 1, 100000));

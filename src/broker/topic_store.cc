@@ -89,10 +89,17 @@ TopicError ValidateTopicName(const std::string& name) {
 }
 
 const std::vector<std::string>& TopicConfig::Names() {
-  static const std::vector<std::string> kNames = {
-      "cleanup.policy",  "max.message.bytes", "message.timestamp.type",
-      "retention.bytes", "retention.ms",      "segment.bytes",
-      "segment.ms"};
+  static const std::vector<std::string> kNames = {"cleanup.policy",
+                                                  "delete.retention.ms",
+                                                  "max.compaction.lag.ms",
+                                                  "max.message.bytes",
+                                                  "message.timestamp.type",
+                                                  "min.cleanable.dirty.ratio",
+                                                  "min.compaction.lag.ms",
+                                                  "retention.bytes",
+                                                  "retention.ms",
+                                                  "segment.bytes",
+                                                  "segment.ms"};
   return kNames;
 }
 
@@ -131,19 +138,56 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
       }
       c.log_append_time = value == "LogAppendTime";
     } else if (key == "cleanup.policy") {
-      if (value != "delete")
-        return bad(key, value, "only 'delete' is supported (compaction is not)");
-      c.cleanup_policy = value;
+      // A list of compact and delete, in any order, spaces allowed (as Kafka's parser).
+      bool compact = false, del = false;
+      size_t pos = 0;
+      while (pos <= value.size()) {
+        size_t comma = std::min(value.find(',', pos), value.size());
+        std::string item = value.substr(pos, comma - pos);
+        item.erase(0, item.find_first_not_of(' '));
+        item.erase(item.find_last_not_of(' ') + 1);
+        if (item == "compact") {
+          compact = true;
+        } else if (item == "delete") {
+          del = true;
+        } else {
+          return bad(key, value, "must be a list of 'compact' and 'delete'");
+        }
+        pos = comma + 1;
+      }
+      c.cleanup_policy = compact && del ? "compact,delete" : compact ? "compact" : "delete";
+    } else if (key == "min.cleanable.dirty.ratio") {
+      double v = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (value.empty() || ec != std::errc() || p != value.data() + value.size() || !(v >= 0) ||
+          v > 1) {
+        return bad(key, value, "must be a number from 0 to 1");
+      }
+      c.min_cleanable_dirty_ratio = v;
+    } else if (key == "min.compaction.lag.ms" || key == "delete.retention.ms") {
+      if (!n || *n < 0) return bad(key, value, "must be an integer, 0 or more");
+      (key == "delete.retention.ms" ? c.delete_retention_ms : c.min_compaction_lag_ms) = *n;
+    } else if (key == "max.compaction.lag.ms") {
+      if (!n || *n < 1) return bad(key, value, "must be a positive integer");
+      c.max_compaction_lag_ms = *n;
     } else {
       *error = Err(ErrorCode::kInvalidConfig, fmt::format("unknown topic config '{}'", key));
       return InvalidArgumentError("{}", error->message);
     }
+  }
+  if (c.min_compaction_lag_ms > c.max_compaction_lag_ms) {
+    return bad("min.compaction.lag.ms", std::to_string(c.min_compaction_lag_ms),
+               fmt::format("must not exceed max.compaction.lag.ms ({})", c.max_compaction_lag_ms));
   }
   return c;
 }
 
 std::map<std::string, std::string> TopicConfig::ToMap() const {
   return {{"cleanup.policy", cleanup_policy},
+          {"delete.retention.ms", std::to_string(delete_retention_ms)},
+          {"max.compaction.lag.ms", std::to_string(max_compaction_lag_ms)},
+          {"min.cleanable.dirty.ratio", fmt::format("{}", min_cleanable_dirty_ratio)},
+          {"min.compaction.lag.ms", std::to_string(min_compaction_lag_ms)},
           {"max.message.bytes", std::to_string(max_message_bytes)},
           {"message.timestamp.type", log_append_time ? "LogAppendTime" : "CreateTime"},
           {"retention.bytes", std::to_string(retention_bytes)},

@@ -9,6 +9,7 @@
 // thread-safe.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -45,7 +46,17 @@ struct TopicConfig {
   int64_t segment_ms = 7LL * 24 * 3600 * 1000;    // segment.ms
   int32_t max_message_bytes = 1048588;            // max.message.bytes
   bool log_append_time = false;                   // message.timestamp.type=LogAppendTime
-  std::string cleanup_policy = "delete";          // cleanup.policy (only delete today)
+  std::string cleanup_policy = "delete";          // cleanup.policy: delete, compact or both
+  // Compaction (docs/design/0017-log-compaction.md), Kafka's names and defaults.
+  double min_cleanable_dirty_ratio = 0.5;            // min.cleanable.dirty.ratio
+  int64_t min_compaction_lag_ms = 0;                 // min.compaction.lag.ms
+  int64_t max_compaction_lag_ms = INT64_MAX;         // max.compaction.lag.ms
+  int64_t delete_retention_ms = 24LL * 3600 * 1000;  // delete.retention.ms (tombstones)
+
+  // cleanup.policy includes compact: the cleaner runs, produce needs keys.
+  bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }
+  // cleanup.policy includes delete: retention deletes old segments.
+  bool deletes() const { return cleanup_policy.find("delete") != std::string::npos; }
 
   // Applies `overrides` (Kafka config names to values) on top of `defaults`. An unknown
   // name or a bad value is INVALID_CONFIG naming the key and the value.

@@ -20,6 +20,7 @@
 #include "base/http_server.h"
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "bench/compaction_bench.h"
 #include "bench/disk_bench.h"
 #include "bench/kafka_bench.h"
 #include "bench/pipeline_bench.h"
@@ -55,6 +56,24 @@ void AddDiskBenchOptions(CLI::App* cmd, sluice::bench::DiskBenchOptions* o) {
   cmd->add_option("--flush", o->flush, "flush modes to run: interval, durable, tmpfs")
       ->delimiter(',');
   cmd->add_flag("--json", o->json, "one JSON object per row instead of a table");
+}
+
+void AddCompactionBenchOptions(CLI::App* cmd, sluice::bench::CompactionBenchOptions* o) {
+  cmd->add_option("--records", o->records, "records written")->capture_default_str();
+  cmd->add_option("--keys", o->keys, "distinct keys")->capture_default_str();
+  cmd->add_option("--value-bytes", o->value_bytes, "value bytes per record")->capture_default_str();
+  cmd->add_option("--records-per-batch", o->records_per_batch, "records per batch")
+      ->capture_default_str();
+  cmd->add_option("--tombstones", o->tombstone_share, "share of records that are deletes")
+      ->capture_default_str();
+  cmd->add_option("--buffer-bytes", o->buffer_bytes, "the cleaner's buffer (dedupe buffer size)")
+      ->capture_default_str();
+  cmd->add_option("--segment-bytes", o->segment_bytes, "the log's segment.bytes")
+      ->capture_default_str();
+  cmd->add_option("--compression", o->compression, "none, gzip, snappy, lz4 or zstd")
+      ->capture_default_str();
+  cmd->add_option("--dir", o->dir, "the log goes in DIR/run-<pid> (default: $TMPDIR)");
+  cmd->add_flag("--json", o->json, "one JSON line instead of the table");
 }
 
 void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
@@ -394,6 +413,12 @@ int main(int argc, char** argv) {
   auto* disk =
       bench->add_subcommand("disk", "storage engine append rate beside the raw disk write rate");
   AddDiskBenchOptions(disk, &disk_opts);
+  sluice::bench::CompactionBenchOptions compaction_opts;
+  auto* compaction = bench->add_subcommand(
+      "compaction",
+      "the log cleaner: input MB/s cleaned beside reading the same segments, and its peak "
+      "memory beside its buffer");
+  AddCompactionBenchOptions(compaction, &compaction_opts);
   sluice::bench::KafkaBenchOptions kafka_opts;
   auto* kafka = bench->add_subcommand(
       "kafka",
@@ -511,6 +536,7 @@ int main(int argc, char** argv) {
   if (pipeline_validate->parsed()) return sluice::cli::RunPipelineValidate(validate_file);
   if (pipeline_invoke->parsed()) return sluice::cli::RunPipelineInvoke(invoke_file, invoke_fixture);
   if (disk->parsed()) return sluice::bench::RunDiskBench(disk_opts);
+  if (compaction->parsed()) return sluice::bench::RunCompactionBench(compaction_opts);
   if (kafka->parsed()) return sluice::bench::RunKafkaBench(kafka_opts);
   if (pipeline_bench->parsed()) return sluice::bench::RunPipelineBench(pipeline_bench_opts);
   if (query_bench->parsed()) return sluice::bench::RunQueryBench(query_bench_opts);

@@ -7,8 +7,10 @@ FileCache::FileCache(Env* env, size_t capacity)
 
 Result<std::shared_ptr<File>> FileCache::Get(const std::string& path, OpenMode mode) {
   bool want_write = mode != OpenMode::kRead;
+  uint64_t evictions;
   {
     std::lock_guard lock(mu_);
+    evictions = evictions_;
     auto it = entries_.find(path);
     if (it != entries_.end() && (it->second.writable || !want_write)) {
       lru_.splice(lru_.begin(), lru_, it->second.lru_pos);
@@ -19,6 +21,9 @@ Result<std::shared_ptr<File>> FileCache::Get(const std::string& path, OpenMode m
   ASSIGN_OR_RETURN(std::unique_ptr<File> opened, env_->Open(path, mode));
   std::shared_ptr<File> file(std::move(opened));
   std::lock_guard lock(mu_);
+  // An Evict meanwhile may mean the path now names another file (a swap renamed one
+  // into place): what we opened is not cached, the caller alone uses it.
+  if (evictions_ != evictions) return file;
   auto it = entries_.find(path);
   if (it != entries_.end()) {
     if (it->second.writable || !want_write) {
@@ -39,6 +44,7 @@ Result<std::shared_ptr<File>> FileCache::Get(const std::string& path, OpenMode m
 
 void FileCache::Evict(const std::string& path) {
   std::lock_guard lock(mu_);
+  ++evictions_;
   auto it = entries_.find(path);
   if (it == entries_.end()) return;
   lru_.erase(it->second.lru_pos);

@@ -40,6 +40,7 @@ class FileCache {
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;  // guarded by mu_
   std::list<std::string> lru_;                      // guarded by mu_; front = most recent
+  uint64_t evictions_ = 0;                          // guarded by mu_; Evict calls so far
 };
 
 }  // namespace sluice::storage

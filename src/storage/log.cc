@@ -177,6 +177,7 @@ Status PartitionLog::Recover() {
   if (size_t slash = dir_.find_last_of('/'); slash != std::string::npos && slash > 0) {
     RETURN_IF_ERROR(env->SyncDir(dir_.substr(0, slash)));
   }
+  RETURN_IF_ERROR(RecoverSwaps());
   ASSIGN_OR_RETURN(std::vector<std::string> names, env->ListDir(dir_));
   std::vector<int64_t> logs, indexes;
   for (const std::string& name : names) {

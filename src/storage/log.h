@@ -46,6 +46,9 @@
 
 namespace sluice::storage {
 
+class CleanedSegment;   // log_swap.h
+struct SegmentSummary;  // log_swap.h
+
 enum class FlushPolicy {
   kDurable,   // every write group is fdatasync'd before its appends are acknowledged
   kInterval,  // fdatasync every flush_ms or flush_bytes, whichever comes first
@@ -232,6 +235,18 @@ class PartitionLog {
   // Copies `slice` into `out` (for callers that do not sendfile).
   static Status ReadSlice(const FileSlice& slice, std::vector<uint8_t>* out);
 
+  // Compaction (log_swap.h/.cc; the cleaner is src/compaction). The closed segments
+  // (every one before the active segment whose closing sync is done), oldest first.
+  std::vector<SegmentSummary> ClosedSegments() const;
+  // A new cleaned segment based at `base_offset`, to fill and hand to ReplaceSegments.
+  Result<std::unique_ptr<CleanedSegment>> BeginCleaned(int64_t base_offset);
+  // Replaces the consecutive closed segments `old_bases` (the first is cleaned's base) by
+  // `cleaned`, crash-safely: a crash leaves the old segments or the new one, whole.
+  // Readers see one or the other. FailedPrecondition, changing nothing, when those are
+  // no longer the log's segments (retention or truncation ran meanwhile).
+  Status ReplaceSegments(const std::vector<int64_t>& old_bases,
+                         std::unique_ptr<CleanedSegment> cleaned);
+
  private:
   struct Segment;
   struct Chunk;
@@ -253,6 +268,8 @@ class PartitionLog {
   };
 
   Status Recover();
+  Status RecoverSwaps();  // log_swap.cc
+  Status FinishSwap(int64_t base, int64_t end, const std::vector<std::string>& exts);
   Status RecoverLastSegment(Segment& seg);
   Status RecoverClosedSegment(Segment& seg);
   std::shared_ptr<Segment> NewSegment(int64_t base) const;
@@ -316,6 +333,7 @@ class PartitionLog {
   int64_t log_start_ = 0;      // DeleteRecordsBefore; StartLocked() is the real start
   int callbacks_running_ = 0;  // tasks running acks outside the lock
   Status failed_;              // non-OK after a write error
+  uint64_t swap_gen_ = 0;      // bumped by ReplaceSegments: a Read that raced it retries
   bool closed_ = false;
 
   bool reserve_supported_ = true;  // false once fallocate said "not here"; write job only

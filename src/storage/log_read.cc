@@ -60,10 +60,12 @@ uint64_t PartitionLog::sync_count() const {
 }
 
 // Largest offset-index entry with relative offset <= rel, searched in the file; returns
-// its position, or 0 when there is none.
-static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t rel) {
+// its position, or 0 when there is none; *entry_rel gets its relative offset (-1: none).
+static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t rel,
+                                          int64_t* entry_rel) {
   uint64_t lo = 0, hi = entries;  // search [lo, hi)
   uint64_t pos = 0;
+  *entry_rel = -1;
   uint8_t e[kOffsetEntrySize];
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
@@ -73,6 +75,7 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
     }
     if (static_cast<int32_t>(LoadBE32(e)) <= rel) {
       pos = LoadBE32(e + 4);
+      *entry_rel = static_cast<int32_t>(LoadBE32(e));
       lo = mid + 1;
     } else {
       hi = mid;
@@ -82,31 +85,53 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
 }
 
 Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit) {
-  std::shared_ptr<Segment> seg;
-  uint64_t written_size, index_entries, gen;
-  {
-    std::lock_guard lock(mu_);
-    if (closed_) return FailedPreconditionError("log {} is closed", dir_);
-    int64_t start = StartLocked();
-    int64_t end = std::min(written_end_, limit);
-    if (offset < start || offset > end) {
-      return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start, end);
+  for (;;) {
+    std::shared_ptr<Segment> seg;
+    uint64_t written_size, index_entries, gen, swap_gen;
+    int64_t asked = offset;
+    {
+      std::lock_guard lock(mu_);
+      if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+      int64_t start = StartLocked();
+      int64_t end = std::min(written_end_, limit);
+      if (offset < start || offset > end) {
+        return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start, end);
+      }
+      if (offset == end) {
+        ReadResult r;
+        r.first_offset = r.next_offset = offset;
+        return r;
+      }
+      auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
+                                 [](int64_t o, const auto& s) { return o < s->base_offset; });
+      --it;
+      // A cleaned segment may end before the next one starts: an offset in that gap is
+      // read from the next batch on, as Kafka does.
+      while (std::next(it) != segments_.end() && (*it)->next_offset <= asked) {
+        ++it;
+        asked = (*it)->base_offset;
+      }
+      if (asked >= end) {
+        ReadResult r;
+        r.first_offset = r.next_offset = end;
+        return r;
+      }
+      seg = *it;
+      written_size = seg->written_size;
+      index_entries = seg->written_index_entries;
+      gen = layout_gen_;
+      swap_gen = swap_gen_;
     }
-    if (offset == end) {
-      ReadResult r;
-      r.first_offset = r.next_offset = offset;
-      return r;
+    auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit);
+    {
+      // A swap of cleaned segments renamed files under the paths this read opened:
+      // read again from the new segments (the swap is finished: it holds mu_).
+      std::lock_guard lock(mu_);
+      if (swap_gen_ != swap_gen) continue;
     }
-    auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
-                               [](int64_t o, const auto& s) { return o < s->base_offset; });
-    seg = *std::prev(it);
-    written_size = seg->written_size;
-    index_entries = seg->written_index_entries;
-    gen = layout_gen_;
+    if (!r.ok()) return LayoutChangedOr(gen, r.status());
+    return r;
   }
-  auto r = ReadSegment(*seg, written_size, index_entries, offset, max_bytes, limit);
-  if (!r.ok()) return LayoutChangedOr(gen, r.status());
-  return r;
 }
 
 Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
@@ -115,9 +140,11 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
   const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
+  int64_t entry_rel = -1;
   if (index_entries > 0) {
     ASSIGN_OR_RETURN(auto index, files_->Get(seg->index_path, OpenMode::kRead));
-    ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, index_entries, offset - seg->base_offset));
+    ASSIGN_OR_RETURN(
+        pos, LookupOffsetIndex(*index, index_entries, offset - seg->base_offset, &entry_rel));
     if (pos >= written_size) {
       return CorruptionError("{}: index entry for offset {} points at byte {}, past the end ({})",
                              seg->index_path, offset, pos, written_size);
@@ -149,6 +176,14 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
     return h;
   };
   BatchHeader first{};
+  if (entry_rel >= 0) {
+    // An index entry points at the batch with its offset (compaction keeps that too).
+    ASSIGN_OR_RETURN(first, header_at(pos));
+    if (first.base_offset != seg->base_offset + entry_rel) {
+      return CorruptionError("{}: the entry for offset {} leads to batch {} at byte {}",
+                             seg->index_path, seg->base_offset + entry_rel, first.base_offset, pos);
+    }
+  }
   for (;;) {
     if (pos >= written_size) {
       return CorruptionError("{}: offset {} not found before byte {}", seg->log_path, offset, pos);
@@ -157,11 +192,8 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
     if (first.next_offset() > offset) break;
     pos += first.total_size();
   }
-  if (first.base_offset > offset) {
-    // Offsets have no gaps in a segment: only a wrong index entry lands past `offset`.
-    return CorruptionError("{}: the entry for offset {} leads to batch {} at byte {}",
-                           seg->index_path, offset, first.base_offset, pos);
-  }
+  // first.base_offset > offset only in a gap left by compaction: the read starts at the
+  // next batch.
   ReadResult r;
   r.first_offset = first.base_offset;
   r.next_offset = first.next_offset();
@@ -233,7 +265,8 @@ Result<std::optional<TimestampLookup>> PartitionLog::FindOffsetByTimestamp(int64
       uint64_t pos = 0;
       if (c.index_entries > 0 && start_rel > 0) {
         ASSIGN_OR_RETURN(auto index, files_->Get(seg.index_path, OpenMode::kRead));
-        ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, c.index_entries, start_rel));
+        int64_t entry_rel;
+        ASSIGN_OR_RETURN(pos, LookupOffsetIndex(*index, c.index_entries, start_rel, &entry_rel));
       }
       ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
       SegmentScanner scan(*file, std::min(pos, c.written_size), c.written_size);
@@ -301,6 +334,16 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     auto fresh = NewSegment(offset);
     for (const std::string* p :
          {&fresh->log_path, &fresh->index_path, &fresh->time_index_path, &fresh->txn_index_path}) {
+      RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
+    }
+    RETURN_IF_ERROR(env->SyncDir(dir_));
+    segments_.push_back(std::move(fresh));
+  } else if (seg->closed_durable && seg->next_offset < offset) {
+    // A cleaned segment ending before `offset` (compaction left a gap up to the segments
+    // just dropped): nothing of it goes, and a new empty active segment at `offset`
+    // keeps the end there across a restart (offsets are never handed out twice).
+    auto fresh = NewSegment(offset);
+    for (const std::string* p : {&fresh->log_path, &fresh->index_path, &fresh->time_index_path}) {
       RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
     }
     RETURN_IF_ERROR(env->SyncDir(dir_));

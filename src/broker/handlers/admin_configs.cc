@@ -24,7 +24,8 @@ constexpr int8_t kResourceBrokerLogger = 8;
 constexpr int8_t kSourceTopic = 1;         // DYNAMIC_TOPIC_CONFIG
 constexpr int8_t kSourceStaticBroker = 4;  // STATIC_BROKER_CONFIG
 constexpr int8_t kSourceDefault = 5;       // DEFAULT_CONFIG
-constexpr int8_t kTypeBoolean = 1, kTypeString = 2, kTypeInt = 3, kTypeLong = 5, kTypeList = 7;
+constexpr int8_t kTypeBoolean = 1, kTypeString = 2, kTypeInt = 3, kTypeLong = 5, kTypeDouble = 6,
+                 kTypeList = 7;
 
 // What DescribeConfigs says about each topic config: its type, the broker config that
 // sets its default (a synonym), and one line of documentation.
@@ -36,7 +37,21 @@ struct ConfigDoc {
 const std::map<std::string, ConfigDoc>& TopicConfigDocs() {
   static const std::map<std::string, ConfigDoc> kDocs = {
       {"cleanup.policy",
-       {kTypeList, "log.cleanup.policy", "delete: old segments are deleted by retention"}},
+       {kTypeList, "log.cleanup.policy",
+        "delete: old segments are deleted by retention; compact: the cleaner keeps the latest "
+        "record of each key; or both."}},
+      {"delete.retention.ms",
+       {kTypeLong, "log.cleaner.delete.retention.ms",
+        "How long a compacted topic keeps tombstones after the cleaner first kept them."}},
+      {"max.compaction.lag.ms",
+       {kTypeLong, "log.cleaner.max.compaction.lag.ms",
+        "Longest a record stays uncompacted in a compacted topic."}},
+      {"min.cleanable.dirty.ratio",
+       {kTypeDouble, "log.cleaner.min.cleanable.ratio",
+        "Share of a compacted log not yet cleaned at which the cleaner cleans it."}},
+      {"min.compaction.lag.ms",
+       {kTypeLong, "log.cleaner.min.compaction.lag.ms",
+        "Shortest time a record stays uncompacted in a compacted topic."}},
       {"max.message.bytes",
        {kTypeInt, "message.max.bytes", "The largest record batch the topic accepts."}},
       {"message.timestamp.type",
@@ -126,6 +141,13 @@ kafka::DescribeConfigsResponse DescribeConfigs(const Context& ctx, const Metadat
             {"offsets.topic.replication.factor", "1", kTypeInt},
             {"log.dirs", ctx.options.data_dir, kTypeString},
             {"log.flush.interval.ms", std::to_string(ctx.options.flush_ms), kTypeLong},
+            {"log.cleaner.enable", "true", kTypeBoolean},
+            {"log.cleaner.threads", std::to_string(ctx.options.cleaner.threads), kTypeInt},
+            {"log.cleaner.dedupe.buffer.size",
+             std::to_string(ctx.options.cleaner.dedupe_buffer_bytes), kTypeLong},
+            {"log.cleaner.io.max.bytes.per.second",
+             fmt::format("{}", ctx.options.cleaner.io_max_bytes_per_second), kTypeDouble},
+            {"log.cleaner.backoff.ms", std::to_string(ctx.options.cleaner.backoff_ms), kTypeLong},
         };
         for (const auto& [topic_name, d] : TopicConfigDocs()) {
           configs.emplace_back(d.broker_name, defaults.at(topic_name), d.type);

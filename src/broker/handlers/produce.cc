@@ -236,7 +236,7 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
       vo.max_batch_bytes = static_cast<uint32_t>(config.max_message_bytes);
       vo.now_ms = now_ms;
       vo.log_append_time = config.log_append_time;
-      vo.compacted = config.cleanup_policy == "compact";
+      vo.compacted = config.compacted();
       vo.allow_zstd = h.api_version >= 7;
       kafka::BatchInfo batch_info;
       if (Status st = kafka::ValidateRecords(*pd.records, vo, &batch_info); !st.ok()) {

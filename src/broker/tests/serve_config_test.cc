@@ -59,6 +59,36 @@ topics:
   EXPECT_FALSE(c->broker.sasl.enabled);
 }
 
+TEST(ServeConfigTest, ReadsTheCleanerAndCompactionDefaults) {
+  auto c = FromYaml(R"(
+storage:
+  cleaner:
+    threads: 2
+    dedupe_buffer_size: 64MiB
+    io_max_bytes_per_second: 10MiB
+    backoff: 2s
+topics:
+  defaults:
+    cleanup.policy: compact
+    delete.retention.ms: 1000
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.cleaner.threads, 2);
+  EXPECT_EQ(c->broker.cleaner.dedupe_buffer_bytes, 64u << 20);
+  EXPECT_DOUBLE_EQ(c->broker.cleaner.io_max_bytes_per_second, 10 << 20);
+  EXPECT_EQ(c->broker.cleaner.backoff_ms, 2000);
+  EXPECT_TRUE(c->broker.topic_defaults.compacted());
+  EXPECT_EQ(c->broker.topic_defaults.delete_retention_ms, 1000);
+  auto d = FromYaml("{}\n");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->broker.cleaner.threads, 1);
+  EXPECT_EQ(d->broker.cleaner.dedupe_buffer_bytes, 128u << 20);
+  EXPECT_FALSE(FromYaml("storage: {cleaner: {threads: 0}}\n").ok());
+  EXPECT_FALSE(FromYaml("storage: {cleaner: {dedupe_buffer_size: 1000}}\n").ok());
+  EXPECT_FALSE(FromYaml("storage: {cleaner: {io_max_bytes_per_second: 0}}\n").ok());
+  EXPECT_FALSE(FromYaml("topics: {defaults: {cleanup.policy: shred}}\n").ok());
+}
+
 TEST(ServeConfigTest, ReadsTheSaslSection) {
   auto c = FromYaml("sasl: {enabled: true, users: ['alice:secret']}\n");
   ASSERT_TRUE(c.ok()) << c.status().ToString();

@@ -77,8 +77,59 @@ TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
   EXPECT_NE(e.message.find("retention.ms"), std::string::npos) << e.message;
   EXPECT_EQ(store->Create("cfg", 1, {{"no.such.config", "1"}}, false, nullptr).code,
             ErrorCode::kInvalidConfig);
-  EXPECT_EQ(store->Create("cfg", 1, {{"cleanup.policy", "compact"}}, false, nullptr).code,
-            ErrorCode::kInvalidConfig);
+  for (auto [key, value] :
+       std::vector<std::pair<std::string, std::string>>{{"cleanup.policy", "shred"},
+                                                        {"cleanup.policy", ""},
+                                                        {"cleanup.policy", "compact,,delete"},
+                                                        {"min.cleanable.dirty.ratio", "1.5"},
+                                                        {"min.cleanable.dirty.ratio", "-0.1"},
+                                                        {"min.cleanable.dirty.ratio", "half"},
+                                                        {"min.compaction.lag.ms", "-1"},
+                                                        {"max.compaction.lag.ms", "0"},
+                                                        {"delete.retention.ms", "-5"}}) {
+    TopicError bad = store->Create("cfg", 1, {{key, value}}, false, nullptr);
+    EXPECT_EQ(bad.code, ErrorCode::kInvalidConfig) << key << "=" << value;
+    EXPECT_NE(bad.message.find(key), std::string::npos) << bad.message;
+  }
+  // The lags must be in order.
+  EXPECT_EQ(
+      store
+          ->Create("cfg", 1, {{"min.compaction.lag.ms", "10"}, {"max.compaction.lag.ms", "5"}},
+                   false, nullptr)
+          .code,
+      ErrorCode::kInvalidConfig);
+}
+
+TEST_F(TopicStoreTest, CompactionConfigs) {
+  auto store = Open();
+  TopicInfo info;
+  ASSERT_TRUE(store
+                  ->Create("c", 1,
+                           {{"cleanup.policy", "delete, compact"},
+                            {"min.cleanable.dirty.ratio", "0.25"},
+                            {"min.compaction.lag.ms", "100"},
+                            {"max.compaction.lag.ms", "5000"},
+                            {"delete.retention.ms", "0"}},
+                           false, &info)
+                  .ok());
+  EXPECT_EQ(info.config.cleanup_policy, "compact,delete");
+  EXPECT_TRUE(info.config.compacted());
+  EXPECT_TRUE(info.config.deletes());
+  EXPECT_DOUBLE_EQ(info.config.min_cleanable_dirty_ratio, 0.25);
+  EXPECT_EQ(info.config.min_compaction_lag_ms, 100);
+  EXPECT_EQ(info.config.max_compaction_lag_ms, 5000);
+  EXPECT_EQ(info.config.delete_retention_ms, 0);
+  auto map = info.config.ToMap();
+  EXPECT_EQ(map["min.cleanable.dirty.ratio"], "0.25");
+  EXPECT_EQ(map["delete.retention.ms"], "0");
+  ASSERT_TRUE(store->Create("k", 1, {{"cleanup.policy", "compact"}}, false, &info).ok());
+  EXPECT_TRUE(info.config.compacted());
+  EXPECT_FALSE(info.config.deletes());
+  TopicConfig defaults;
+  EXPECT_FALSE(defaults.compacted());
+  EXPECT_TRUE(defaults.deletes());
+  EXPECT_EQ(defaults.ToMap()["max.compaction.lag.ms"], "9223372036854775807");
+  EXPECT_EQ(defaults.ToMap()["delete.retention.ms"], "86400000");
 }
 
 TEST_F(TopicStoreTest, DotAndUnderscoreNamesCollide) {
