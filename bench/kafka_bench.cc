@@ -264,6 +264,7 @@ struct PhaseResult {
   std::string check;                // what was verified
   int64_t commits = -1;             // produce_txn: transactions committed
   std::optional<double> txn_ratio;  // produce_txn: its records/s over produce_idempotent's
+  std::optional<double> commit_p50_ms, commit_max_ms;  // produce_txn: CommitTransaction
 
   double records_per_s() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
   double mb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / kMB / seconds : 0; }
@@ -460,6 +461,7 @@ Result<PhaseResult> RunProduceTxn(const Settings& s, bool transactional, int com
     r.commits = 0;
   }
   const int64_t interval_ns = int64_t{commit_interval_ms} * 1'000'000;
+  std::vector<double> commit_ms;  // how long each CommitTransaction blocked
   CpuMeter cpu(broker);
   int64_t start = MonotonicNanos();
   int64_t next_commit = start + interval_ns;
@@ -475,7 +477,9 @@ Result<PhaseResult> RunProduceTxn(const Settings& s, bool transactional, int com
     if ((i & 1023) == 0) producer->Poll(0ms);
     if (!first_failure.ok()) return first_failure;
     if (transactional && (i & 255) == 0 && MonotonicNanos() >= next_commit) {
+      int64_t commit_start = MonotonicNanos();
       RETURN_IF_ERROR(producer->CommitTransaction(kTxnTimeout).WithContext("CommitTransaction"));
+      commit_ms.push_back(static_cast<double>(MonotonicNanos() - commit_start) / 1e6);
       ++r.commits;
       RETURN_IF_ERROR(producer->BeginTransaction());
       next_commit = MonotonicNanos() + interval_ns;
@@ -496,6 +500,11 @@ Result<PhaseResult> RunProduceTxn(const Settings& s, bool transactional, int com
   }
   r.records = static_cast<int64_t>(c.delivered);
   r.bytes = static_cast<int64_t>(c.delivered_bytes);
+  if (!commit_ms.empty()) {
+    std::sort(commit_ms.begin(), commit_ms.end());
+    r.commit_p50_ms = commit_ms[commit_ms.size() / 2];
+    r.commit_max_ms = commit_ms.back();
+  }
   r.check = transactional ? fmt::format("{} delivery reports, all OK; {} commits",
                                         Grouped(c.delivered), r.commits)
                           : fmt::format("{} delivery reports, all OK", Grouped(c.delivered));
@@ -731,7 +740,11 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
   Settings s;
   s.bootstrap = bootstrap;
   s.partitions = o.partitions;
-  s.records = o.records > 0 ? o.records : (o.quick ? 100'000 : 1'000'000);
+  // The transaction phases run 5 M so that produce_txn spans tens of commits.
+  s.records = o.records > 0    ? o.records
+              : o.quick        ? 100'000
+              : o.transactions ? 5'000'000
+                               : 1'000'000;
   s.record_size = o.record_size;
   s.latency_records =
       o.latency_records > 0 ? o.latency_records : o.latency_rate * (o.quick ? 1 : 5);
@@ -840,7 +853,7 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
   }
   fmt::print("  client    librdkafka {} through kafka/client\n", kc::LibraryVersion());
   fmt::print("  topic     {}, {} partitions; {} B values, null keys; acks={}, compression {}\n",
-             s.topic, s.partitions, s.record_size, o.acks, o.compression);
+             s.topic, s.partitions, s.record_size, o.transactions ? "all" : o.acks, o.compression);
   if (s.produce) {
     fmt::print(
         "  produce   {} records as fast as the producer takes them; linger.ms {}, "
@@ -933,6 +946,8 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["other_cpu_seconds"] = r.other_cpu >= 0 ? Json(Round(r.other_cpu, 3)) : Json(nullptr);
   j["commits"] = r.commits >= 0 ? Json(r.commits) : Json(nullptr);
   j["txn_to_idempotent"] = opt(r.txn_ratio);
+  j["commit_p50_ms"] = opt(r.commit_p50_ms);
+  j["commit_max_ms"] = opt(r.commit_max_ms);
   j["commit_interval_ms"] = r.commits >= 0 ? Json(o.commit_interval_ms) : Json(nullptr);
   j["check"] = r.check;
   j["broker"] = broker != nullptr ? "own" : "external";
@@ -940,7 +955,7 @@ void PrintJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["topic"] = s.topic;
   j["partitions"] = s.partitions;
   j["record_size"] = s.record_size;
-  j["acks"] = o.acks;
+  j["acks"] = o.transactions ? "all" : o.acks;
   j["compression"] = o.compression;
   j["linger_ms"] =
       r.phase == "latency" ? s.latency_producer.at("linger.ms") : s.producer.at("linger.ms");
@@ -1038,9 +1053,10 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
       emit(*produced);
       checks.push_back(produced->phase + ": " + produced->check);
       if (produced->txn_ratio) {
-        checks.push_back(
-            fmt::format("produce_txn ran at {:.2f}x the records/s of produce_idempotent",
-                        *produced->txn_ratio));
+        checks.push_back(fmt::format(
+            "produce_txn ran at {:.2f}x the records/s of produce_idempotent; a commit blocked "
+            "{} ms (median), {} ms at most",
+            *produced->txn_ratio, Ms(produced->commit_p50_ms), Ms(produced->commit_max_ms)));
       }
     }
     ASSIGN_OR_RETURN(std::vector<int64_t> end, EndOffsets(admin.get(), s));

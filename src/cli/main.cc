@@ -87,7 +87,8 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
   cmd->add_option("--partitions", o->partitions, "partitions of a topic the bench creates")
       ->capture_default_str();
   cmd->add_option("--records", o->records,
-                  "records in the produce phase (default 1000000; 100000 with --quick)");
+                  "records in the produce phase (default 1000000, 5000000 with --transactions; "
+                  "100000 with --quick)");
   cmd->add_option("--record-size", o->record_size, "value bytes per record")->capture_default_str();
   cmd->add_option("--acks", o->acks, "producer acks: 0, 1, all")->capture_default_str();
   cmd->add_option("--compression", o->compression, "none, gzip, snappy, lz4, zstd")
