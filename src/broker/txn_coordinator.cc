@@ -101,6 +101,7 @@ void TxnCoordinator::Shutdown() {
   if (tick_timer_ != 0) loop_->Cancel(tick_timer_);
   for (auto& [id, t] : txns_) {
     if (t->retry_timer != 0) loop_->Cancel(t->retry_timer);
+    ReleaseWaiting(*t);  // answered COORDINATOR_NOT_AVAILABLE
   }
   shutdown_status_ = log_->Close();
   loop_->Post([this] { loop_->Stop(); });
@@ -377,7 +378,8 @@ void TxnCoordinator::DoInitProducerId(const std::string& id, int32_t timeout_ms,
 
 void TxnCoordinator::DoAdd(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                            const std::vector<TopicPartition>& partitions,
-                           const std::optional<std::string>& group, Done<ErrorCode>& done) {
+                           const std::optional<std::string>& group, Done<ErrorCode>& done,
+                           bool may_wait) {
   if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
   if (id.empty()) return done(ErrorCode::kInvalidRequest);
   Txn* t = FindTxn(id);
@@ -386,7 +388,23 @@ void TxnCoordinator::DoAdd(const std::string& id, int64_t producer_id, int16_t p
   }
   if (t->producer_epoch != producer_epoch) return done(ErrorCode::kProducerFenced);
   if (t->pending || t->state == TxnState::kPrepareCommit || t->state == TxnState::kPrepareAbort) {
-    return done(ErrorCode::kConcurrentTransactions);
+    if (!may_wait) return done(ErrorCode::kConcurrentTransactions);
+    // The previous transaction is completing (its markers take a few fdatasyncs): the
+    // next one's first AddPartitionsToTxn waits for it rather than sending the client
+    // into its retry back-off (librdkafka's is longer than the wait), up to add_wait_ms.
+    t->waiting.push_back([this, id, producer_id, producer_epoch, partitions, group,
+                          done = std::move(done)]() mutable {
+      DoAdd(id, producer_id, producer_epoch, partitions, group, done, /*may_wait=*/false);
+    });
+    if (t->waiting_timer == 0) {
+      t->waiting_timer = loop_->RunAfter(options_.add_wait_ms, [this, id] {
+        Txn* t = FindTxn(id);
+        if (t == nullptr) return;
+        t->waiting_timer = 0;
+        ReleaseWaiting(*t);
+      });
+    }
+    return;
   }
   if (t->state == TxnState::kDead || t->state == TxnState::kPrepareEpochFence) {
     return done(ErrorCode::kConcurrentTransactions);
@@ -531,6 +549,16 @@ void TxnCoordinator::ApplyDurable(Txn& t, const TxnRecord& next) {
   t.last_update_ms = next.last_update_ms;
 }
 
+void TxnCoordinator::ReleaseWaiting(Txn& t) {
+  if (t.waiting_timer != 0) {
+    loop_->Cancel(t.waiting_timer);
+    t.waiting_timer = 0;
+  }
+  std::vector<std::function<void()>> waiting = std::move(t.waiting);
+  t.waiting.clear();
+  for (auto& run : waiting) run();  // may free `t` (not today: nothing here erases)
+}
+
 void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCode)> then) {
   SLUICE_ASSERT(!t.pending);
   SLUICE_ASSERT(IsValidTxnTransition(t.state, next.state));
@@ -550,6 +578,12 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
       ApplyDurable(*t, next);
       MaybeSnapshot();
       then(ErrorCode::kNone);
+      // A transaction completed: the next one's requests that waited for it go on.
+      if (Txn* done = FindTxn(id);
+          done != nullptr && !done->pending &&
+          (done->state == TxnState::kCompleteCommit || done->state == TxnState::kCompleteAbort)) {
+        ReleaseWaiting(*done);
+      }
     });
   };
   Status st = log_->Write(id, next, std::move(on_durable));

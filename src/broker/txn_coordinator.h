@@ -59,6 +59,9 @@ struct TxnCoordinatorOptions {
   int64_t abort_check_interval_ms = 10000;
   // Backoff before writing again the markers a partition refused.
   int64_t marker_retry_ms = 100;
+  // How long an AddPartitionsToTxn/AddOffsetsToTxn arriving while the id's previous
+  // transaction completes waits for it before CONCURRENT_TRANSACTIONS is answered.
+  int64_t add_wait_ms = 100;
   // A producer id never handed out before; called on the coordinator's thread. Required.
   std::function<Result<int64_t>()> allocate_producer_id;
   // Whether a partition still exists: a marker for a deleted one is not retried. Called
@@ -165,7 +168,9 @@ class TxnCoordinator : public TxnVerifier {
                         int16_t producer_epoch, Done<TxnProducerResult>& done);
   void DoAdd(const std::string& id, int64_t producer_id, int16_t producer_epoch,
              const std::vector<TopicPartition>& partitions, const std::optional<std::string>& group,
-             Done<kafka::ErrorCode>& done);
+             Done<kafka::ErrorCode>& done, bool may_wait = true);
+  // Answers the requests waiting in DoAdd for `t`'s transaction to complete.
+  void ReleaseWaiting(Txn& t);
   void EndTransaction(const std::string& id, int64_t producer_id, int16_t producer_epoch,
                       bool commit, bool from_client, EndDone done);
   // Bumps the epoch of an Ongoing transaction in memory and aborts it (Kafka's

@@ -2,9 +2,11 @@
 // transactional id. Private to txn_coordinator*.cc.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "base/logging.h"
 #include "broker/txn_coordinator.h"
@@ -37,6 +39,11 @@ struct TxnCoordinator::Txn {
   std::set<std::string> groups_left;
   int calls_in_flight = 0;
   uint64_t retry_timer = 0;
+  // AddPartitionsToTxn/AddOffsetsToTxn that arrived while the previous transaction was
+  // completing (markers or a record being written): run again when it completes, or
+  // after add_wait_ms, instead of answering CONCURRENT_TRANSACTIONS at once.
+  std::vector<std::function<void()>> waiting;
+  uint64_t waiting_timer = 0;
 };
 
 }  // namespace sluice::broker

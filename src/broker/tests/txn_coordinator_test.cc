@@ -56,6 +56,15 @@ class FakeParticipants : public TxnParticipants {
     std::lock_guard g(mu_);
     hold_ = hold;
   }
+  // Stops holding and answers the markers held so far (they were written after all).
+  void Release() {
+    std::lock_guard g(mu_);
+    hold_ = false;
+    for (auto& done : held_) {
+      threads_.emplace_back([done = std::move(done)] { done({ErrorCode::kNone}); });
+    }
+    held_.clear();
+  }
   void FailNext(int n) {
     std::lock_guard g(mu_);
     fail_next_ = n;
@@ -232,6 +241,27 @@ TEST_F(TxnCoordinatorTest, CommitInProgressAnswersConcurrentTransactions) {
   EXPECT_EQ(Add("t", p, {{"a", 1}}), ErrorCode::kConcurrentTransactions);
   EXPECT_EQ(Init("t").error, ErrorCode::kConcurrentTransactions);
   EXPECT_EQ(Describe("t").state, "PrepareCommit");
+}
+
+TEST_F(TxnCoordinatorTest, AddWhileTheLastTransactionCompletesWaitsForIt) {
+  TxnCoordinatorOptions o = Options();
+  o.add_wait_ms = 60'000;  // the release below decides, not the clock
+  Open(std::move(o));
+  participants_.Hold(true);
+  auto p = Init("t");
+  ASSERT_EQ(Add("t", p, {{"a", 0}}), ErrorCode::kNone);
+  ASSERT_EQ(End("t", p.producer_id, p.producer_epoch, true).error, ErrorCode::kNone);
+  // The next transaction's first AddPartitionsToTxn arrives while the markers are held.
+  std::promise<ErrorCode> added;
+  coord_->AddPartitions("t", p.producer_id, p.producer_epoch, {{"a", 1}},
+                        [&added](ErrorCode e) { added.set_value(e); });
+  auto answer = added.get_future();
+  EXPECT_EQ(Describe("t").state, "PrepareCommit");
+  EXPECT_EQ(answer.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout)
+      << "answered before the previous transaction completed";
+  participants_.Release();
+  EXPECT_EQ(answer.get(), ErrorCode::kNone);
+  EXPECT_EQ(Describe("t").state, "Ongoing");
 }
 
 TEST_F(TxnCoordinatorTest, SecondProducerFencesTheFirst) {
