@@ -321,6 +321,18 @@ std::string MakePayload(int size) {
   return s;
 }
 
+// Enqueues one record of `payload` (borrowed) for any partition of `topic`, serving
+// delivery reports while the client's queue is full.
+Status ProduceRecord(kc::Producer& producer, const std::string& topic, const std::string& payload) {
+  while (true) {
+    Status st =
+        producer.Produce(topic, kc::kAnyPartition, {}, payload, 0, kc::Producer::Value::kBorrow);
+    if (st.ok()) return st;
+    if (st.code() != StatusCode::kResourceExhausted) return st;
+    producer.Poll(1ms);  // the local queue is full: let deliveries drain it
+  }
+}
+
 // Produces `n` records as fast as the producer takes them, then waits for every
 // delivery report. Timed from the first Produce to the last report.
 Result<PhaseResult> RunProduce(const Settings& s, const BrokerProcess* broker) {
@@ -337,13 +349,7 @@ Result<PhaseResult> RunProduce(const Settings& s, const BrokerProcess* broker) {
   CpuMeter cpu(broker);
   int64_t start = MonotonicNanos();
   for (int64_t i = 0; i < s.records; ++i) {
-    while (true) {
-      Status st = producer->Produce(s.topic, kc::kAnyPartition, {}, payload, 0,
-                                    kc::Producer::Value::kBorrow);
-      if (st.ok()) break;
-      if (st.code() != StatusCode::kResourceExhausted) return st;
-      producer->Poll(1ms);  // the local queue is full: let deliveries drain it
-    }
+    RETURN_IF_ERROR(ProduceRecord(*producer, s.topic, payload));
     if ((i & 1023) == 0) producer->Poll(0ms);
     if (!first_failure.ok()) return first_failure;
   }
@@ -467,13 +473,7 @@ Result<PhaseResult> RunProduceTxn(const Settings& s, bool transactional, int com
   int64_t next_commit = start + interval_ns;
   if (transactional) RETURN_IF_ERROR(producer->BeginTransaction());
   for (int64_t i = 0; i < s.records; ++i) {
-    while (true) {
-      Status st = producer->Produce(s.topic, kc::kAnyPartition, {}, payload, 0,
-                                    kc::Producer::Value::kBorrow);
-      if (st.ok()) break;
-      if (st.code() != StatusCode::kResourceExhausted) return st;
-      producer->Poll(1ms);
-    }
+    RETURN_IF_ERROR(ProduceRecord(*producer, s.topic, payload));
     if ((i & 1023) == 0) producer->Poll(0ms);
     if (!first_failure.ok()) return first_failure;
     if (transactional && (i & 255) == 0 && MonotonicNanos() >= next_commit) {
