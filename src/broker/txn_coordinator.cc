@@ -389,9 +389,9 @@ void TxnCoordinator::DoAdd(const std::string& id, int64_t producer_id, int16_t p
   if (t->producer_epoch != producer_epoch) return done(ErrorCode::kProducerFenced);
   if (t->pending || t->state == TxnState::kPrepareCommit || t->state == TxnState::kPrepareAbort) {
     if (!may_wait) return done(ErrorCode::kConcurrentTransactions);
-    // The previous transaction is completing (its markers take a few fdatasyncs): the
-    // next one's first AddPartitionsToTxn waits for it rather than sending the client
-    // into its retry back-off (librdkafka's is longer than the wait), up to add_wait_ms.
+    // The previous transaction is completing (its markers take a few fdatasyncs), or
+    // another change of this id is being written: the request waits for it rather than
+    // sending the client into its retry back-off, up to add_wait_ms.
     t->waiting.push_back([this, id, producer_id, producer_epoch, partitions, group,
                           done = std::move(done)]() mutable {
       DoAdd(id, producer_id, producer_epoch, partitions, group, done, /*may_wait=*/false);
@@ -578,10 +578,11 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
       ApplyDurable(*t, next);
       MaybeSnapshot();
       then(ErrorCode::kNone);
-      // A transaction completed: the next one's requests that waited for it go on.
-      if (Txn* done = FindTxn(id);
-          done != nullptr && !done->pending &&
-          (done->state == TxnState::kCompleteCommit || done->state == TxnState::kCompleteAbort)) {
+      // A change was written (a transaction completed, or another request's addition):
+      // the requests that waited for it go on.
+      if (Txn* done = FindTxn(id); done != nullptr && !done->pending &&
+                                   done->state != TxnState::kPrepareCommit &&
+                                   done->state != TxnState::kPrepareAbort) {
         ReleaseWaiting(*done);
       }
     });

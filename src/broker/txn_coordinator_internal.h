@@ -40,8 +40,8 @@ struct TxnCoordinator::Txn {
   int calls_in_flight = 0;
   uint64_t retry_timer = 0;
   // AddPartitionsToTxn/AddOffsetsToTxn that arrived while the previous transaction was
-  // completing (markers or a record being written): run again when it completes, or
-  // after add_wait_ms, instead of answering CONCURRENT_TRANSACTIONS at once.
+  // completing or another change of the id was being written: run again once that is
+  // done, or after add_wait_ms, instead of answering CONCURRENT_TRANSACTIONS at once.
   std::vector<std::function<void()>> waiting;
   uint64_t waiting_timer = 0;
 };

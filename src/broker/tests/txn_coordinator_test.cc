@@ -264,6 +264,23 @@ TEST_F(TxnCoordinatorTest, AddWhileTheLastTransactionCompletesWaitsForIt) {
   EXPECT_EQ(Describe("t").state, "Ongoing");
 }
 
+TEST_F(TxnCoordinatorTest, AddsArrivingTogetherAreBothTaken) {
+  TxnCoordinatorOptions o = Options();
+  o.add_wait_ms = 600'000;  // a request left waiting would hang the test
+  Open(std::move(o));
+  auto p = Init("t");
+  // librdkafka adds partitions as it discovers them: the second request arrives while
+  // the first one's record is being written, and goes on once it is.
+  std::promise<ErrorCode> first, second;
+  coord_->AddPartitions("t", p.producer_id, p.producer_epoch, {{"a", 0}},
+                        [&first](ErrorCode e) { first.set_value(e); });
+  coord_->AddPartitions("t", p.producer_id, p.producer_epoch, {{"a", 1}},
+                        [&second](ErrorCode e) { second.set_value(e); });
+  EXPECT_EQ(first.get_future().get(), ErrorCode::kNone);
+  EXPECT_EQ(second.get_future().get(), ErrorCode::kNone);
+  EXPECT_EQ(Describe("t").state, "Ongoing");
+}
+
 TEST_F(TxnCoordinatorTest, SecondProducerFencesTheFirst) {
   Open();
   auto first = Init("t");
