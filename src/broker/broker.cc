@@ -295,8 +295,9 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
       if (!handlers::SaslAdmits(ctx, conn, static_cast<ApiKey>(h.api_key))) return;
       handlers::Handler handler = handlers::HandlerFor(h.api_key);
       if (handler == nullptr) {
-        // The decoder decodes only the APIs the table serves: a key it decoded without a
-        // handler is a bug, answered as Kafka answers an unknown API.
+        // The decoder knows every API of the codec (kafka::KnownApis), the broker serves
+        // those with a handler (SupportedApis, what ApiVersions lists): a known API it
+        // does not serve is answered as Kafka answers an unknown one.
         SLUICE_LOG(kLog, kWarn, "closing connection: no handler for {} v{}",
                    kafka::ApiName(static_cast<ApiKey>(h.api_key)), h.api_version);
         conn->Close();
