@@ -173,9 +173,13 @@ void TxnCoordinator::ExpireIds(int64_t now) {
         if (t == nullptr || t->pending != TxnState::kDead) return;
         if (!st.ok()) {
           t->pending.reset();
+          ReleaseWaiting(*t);
           return;
         }
         SLUICE_LOG(kTxnLog, kInfo, "transactional id {} expired", id);
+        // Requests that waited behind the expiry are answered before the id goes (they
+        // find it Dead: CONCURRENT_TRANSACTIONS), not dropped with it.
+        ReleaseWaiting(*t);
         txns_.erase(id);
         MaybeSnapshot();
       });
