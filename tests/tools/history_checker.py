@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""The checker over a cluster fault run's whole history (issue 21, docs/design/0018).
+
+A fault test writes what its clients saw as JSON lines, one event per line, in the order
+they happened, and a final read of every partition from its start:
+
+  {"type": "ack", "topic": T, "partition": P, "offset": O, "value": V}
+      a write the broker acknowledged (acks=all). V is unique per record the test sent
+      and, for ordered checks, "<producer>:<sequence>" with sequences increasing in the
+      order the producer sent them (one producer's records to one partition are acked in
+      send order when idempotence is on).
+  {"type": "read", "topic": T, "partition": P, "offset": O, "value": V}
+      a record of the final read (every partition from its log start to its end).
+  {"type": "commit", "group": G, "topic": T, "partition": P, "offset": O}
+      a committed offset the test observed (OffsetFetch), in observation order.
+  {"type": "end", "topic": T, "partition": P, "offset": O}
+      the end the final read reached for a partition (so an acknowledged offset past it
+      is known lost, not unread).
+
+Violations it finds:
+  lost       an acknowledged record is not at its offset in the final read;
+  overwrite  the final read holds another value at an acknowledged offset, or two acks
+             name one offset with different values (two leaders accepted writes at the
+             same offset: split brain);
+  duplicate  a value appears more than once in the final read (idempotence failed);
+  order      one producer's records in one partition are not in sequence order;
+  backwards  a group's committed offset for a partition went down;
+  malformed  a line that is not one of the events above.
+
+Prints a summary; exits 1 with each violation listed (and the run's seed, given with
+--seed) when there is any, 0 otherwise. Usable as a module: check(events) -> Report.
+Standard library only.
+"""
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+
+class Report:
+    def __init__(self):
+        self.violations = []  # (kind, message)
+        self.acked = 0
+        self.read = 0
+        self.commits = 0
+
+    def add(self, kind, message):
+        self.violations.append((kind, message))
+
+    def kinds(self):
+        return sorted({k for k, _ in self.violations})
+
+    def ok(self):
+        return not self.violations
+
+
+_FIELDS = {
+    "ack": (("topic", str), ("partition", int), ("offset", int), ("value", str)),
+    "read": (("topic", str), ("partition", int), ("offset", int), ("value", str)),
+    "commit": (("group", str), ("topic", str), ("partition", int), ("offset", int)),
+    "end": (("topic", str), ("partition", int), ("offset", int)),
+}
+
+
+def parse_event(line):
+    """One JSON line to a dict with checked fields; raises ValueError saying what is wrong."""
+    try:
+        ev = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"not JSON: {e.msg} at column {e.colno}") from None
+    if not isinstance(ev, dict):
+        raise ValueError("not a JSON object")
+    kind = ev.get("type")
+    if kind not in _FIELDS:
+        raise ValueError(f"unknown event type {kind!r}")
+    for name, typ in _FIELDS[kind]:
+        v = ev.get(name)
+        # bool is an int in Python: refuse it explicitly.
+        if not isinstance(v, typ) or isinstance(v, bool):
+            raise ValueError(f"{kind}: field {name!r} must be a {typ.__name__}, got {v!r}")
+        if typ is int and v < 0 and name in ("partition", "offset"):
+            raise ValueError(f"{kind}: field {name!r} is negative ({v})")
+    return ev
+
+
+def _sequence(value):
+    """(producer, sequence) from "<producer>:<sequence>", or None."""
+    producer, sep, seq = value.rpartition(":")
+    if not sep or not producer or not seq.isdigit():
+        return None
+    return producer, int(seq)
+
+
+def check(events):
+    """Checks a list of parsed events (parse_event's dicts) in history order."""
+    r = Report()
+    acks = {}  # (topic, partition, offset) -> value
+    acks_order = defaultdict(list)  # (topic, partition, producer) -> [(offset, seq)]
+    final = {}  # (topic, partition, offset) -> value
+    seen_values = defaultdict(list)  # value -> [(topic, partition, offset)]
+    ends = {}
+    last_commit = {}  # (group, topic, partition) -> offset
+
+    for ev in events:
+        kind = ev["type"]
+        if kind == "ack":
+            r.acked += 1
+            key = (ev["topic"], ev["partition"], ev["offset"])
+            prev = acks.get(key)
+            if prev is not None and prev != ev["value"]:
+                r.add("overwrite", f"{_tp(key)} offset {key[2]} acknowledged twice: "
+                      f"{prev!r} and {ev['value']!r} (two leaders in one epoch?)")
+            acks[key] = ev["value"]
+            seq = _sequence(ev["value"])
+            if seq is not None:
+                acks_order[(ev["topic"], ev["partition"], seq[0])].append((ev["offset"], seq[1]))
+        elif kind == "read":
+            r.read += 1
+            key = (ev["topic"], ev["partition"], ev["offset"])
+            if key in final:
+                r.add("duplicate", f"{_tp(key)} offset {key[2]} read twice in the final read")
+            final[key] = ev["value"]
+            seen_values[ev["value"]].append(key)
+        elif kind == "commit":
+            r.commits += 1
+            key = (ev["group"], ev["topic"], ev["partition"])
+            prev = last_commit.get(key)
+            if prev is not None and ev["offset"] < prev:
+                r.add("backwards", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
+                      f"went from {prev} to {ev['offset']}")
+            last_commit[key] = ev["offset"] if prev is None else max(prev, ev["offset"])
+        elif kind == "end":
+            ends[(ev["topic"], ev["partition"])] = ev["offset"]
+
+    for key, value in sorted(acks.items()):
+        got = final.get(key)
+        if got is None:
+            end = ends.get(key[:2])
+            where = f" (the final read ended at {end})" if end is not None else ""
+            r.add("lost", f"{_tp(key)} offset {key[2]}: acknowledged {value!r} is gone{where}")
+        elif got != value:
+            r.add("overwrite", f"{_tp(key)} offset {key[2]}: acknowledged {value!r}, "
+                  f"the log holds {got!r}")
+
+    for value, places in sorted(seen_values.items()):
+        if len(places) > 1:
+            where = ", ".join(f"{_tp(p)}@{p[2]}" for p in places)
+            r.add("duplicate", f"value {value!r} is in the log {len(places)} times: {where}")
+
+    for (topic, partition, producer), entries in sorted(acks_order.items()):
+        entries.sort()
+        for (o1, s1), (o2, s2) in zip(entries, entries[1:]):
+            if s2 <= s1:
+                r.add("order", f"{topic}-{partition} producer {producer}: sequence {s2} at "
+                      f"offset {o2} after sequence {s1} at offset {o1}")
+    return r
+
+
+def _tp(key):
+    return f"{key[0]}-{key[1]}"
+
+
+def check_lines(lines):
+    """Parses and checks JSON lines; malformed lines are violations of their own."""
+    events, bad = [], []
+    for n, line in enumerate(lines, 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            events.append(parse_event(line))
+        except ValueError as e:
+            bad.append(f"line {n}: {e}")
+    r = check(events)
+    for b in bad:
+        r.add("malformed", b)
+    return r
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("history", help="JSON lines file, - for standard input")
+    ap.add_argument("--seed", help="the run's seed, printed with any violation")
+    args = ap.parse_args(argv)
+    f = sys.stdin if args.history == "-" else open(args.history, encoding="utf-8")
+    with f:
+        r = check_lines(f)
+    print(f"history: {r.acked} acknowledged, {r.read} read back, {r.commits} commits observed, "
+          f"{len(r.violations)} violations")
+    for kind, msg in r.violations[:200]:
+        print(f"  {kind}: {msg}")
+    if len(r.violations) > 200:
+        print(f"  ... and {len(r.violations) - 200} more")
+    if not r.ok():
+        if args.seed is not None:
+            print(f"seed: {args.seed}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Tests of history_checker.py: clean histories pass, each kind of violation is found,
+malformed lines are reported and do not stop the check."""
+
+import io
+import json
+import os
+import sys
+import unittest
+from contextlib import redirect_stdout
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import history_checker as hc  # noqa: E402
+
+
+def ack(p, o, v, t="t"):
+    return {"type": "ack", "topic": t, "partition": p, "offset": o, "value": v}
+
+
+def read(p, o, v, t="t"):
+    return {"type": "read", "topic": t, "partition": p, "offset": o, "value": v}
+
+
+def commit(p, o, g="g", t="t"):
+    return {"type": "commit", "group": g, "topic": t, "partition": p, "offset": o}
+
+
+def lines(events):
+    return [json.dumps(e) for e in events]
+
+
+class CheckerTest(unittest.TestCase):
+    def test_clean_history_passes(self):
+        ev = [ack(0, 0, "a:0"), ack(0, 1, "a:1"), ack(1, 0, "b:0"), commit(0, 1), commit(0, 2),
+              read(0, 0, "a:0"), read(0, 1, "a:1"), read(0, 2, "a:2"), read(1, 0, "b:0")]
+        r = hc.check_lines(lines(ev))
+        self.assertTrue(r.ok(), r.violations)
+        self.assertEqual((r.acked, r.read, r.commits), (3, 4, 2))
+
+    def test_unacknowledged_records_may_be_lost_or_kept(self):
+        # Only acknowledged writes must survive; an unacked one at a gap is fine.
+        r = hc.check_lines(lines([ack(0, 0, "a:0"), read(0, 0, "a:0"), read(0, 5, "a:3")]))
+        self.assertTrue(r.ok(), r.violations)
+
+    def test_lost_acknowledged_record(self):
+        ev = [ack(0, 0, "a:0"), ack(0, 1, "a:1"), read(0, 0, "a:0"),
+              {"type": "end", "topic": "t", "partition": 0, "offset": 1}]
+        r = hc.check_lines(lines(ev))
+        self.assertEqual(r.kinds(), ["lost"])
+        self.assertIn("final read ended at 1", r.violations[0][1])
+
+    def test_overwritten_offset(self):
+        r = hc.check_lines(lines([ack(0, 0, "a:0"), read(0, 0, "b:0")]))
+        self.assertEqual(r.kinds(), ["overwrite"])
+
+    def test_two_acks_for_one_offset_is_split_brain(self):
+        r = hc.check_lines(lines([ack(0, 3, "a:0"), ack(0, 3, "b:0"), read(0, 3, "a:0")]))
+        self.assertIn("overwrite", r.kinds())
+        self.assertTrue(any("two leaders" in m for _, m in r.violations))
+
+    def test_duplicate_value(self):
+        ev = [ack(0, 0, "a:0"), read(0, 0, "a:0"), read(0, 1, "a:0")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["duplicate"])
+
+    def test_duplicate_across_partitions(self):
+        ev = [read(0, 0, "x"), read(1, 0, "x")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["duplicate"])
+
+    def test_order_within_a_producer(self):
+        ev = [ack(0, 0, "a:1"), ack(0, 1, "a:0"), read(0, 0, "a:1"), read(0, 1, "a:0")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["order"])
+
+    def test_order_is_per_partition_and_producer(self):
+        ev = [ack(0, 0, "a:5"), ack(1, 0, "a:1"), ack(0, 1, "b:0"), ack(0, 2, "a:6"),
+              read(0, 0, "a:5"), read(1, 0, "a:1"), read(0, 1, "b:0"), read(0, 2, "a:6")]
+        self.assertTrue(hc.check_lines(lines(ev)).ok())
+
+    def test_committed_offset_backwards(self):
+        r = hc.check_lines(lines([commit(0, 10), commit(0, 12), commit(0, 11)]))
+        self.assertEqual(r.kinds(), ["backwards"])
+        self.assertIn("from 12 to 11", r.violations[0][1])
+
+    def test_commits_are_per_group_and_partition(self):
+        ev = [commit(0, 10), commit(1, 2), commit(0, 3, g="other"), commit(0, 10)]
+        self.assertTrue(hc.check_lines(lines(ev)).ok())
+
+    def test_malformed_lines(self):
+        bad = [
+            "{not json",
+            "[]",
+            json.dumps({"type": "nope"}),
+            json.dumps({"type": "ack", "topic": "t", "partition": "0", "offset": 0, "value": "v"}),
+            json.dumps({"type": "ack", "topic": "t", "partition": 0, "offset": -1, "value": "v"}),
+            json.dumps({"type": "read", "topic": "t", "partition": True, "offset": 0,
+                        "value": "v"}),
+            json.dumps({"type": "commit", "group": "g", "topic": "t", "partition": 0}),
+        ]
+        r = hc.check_lines(bad + lines([ack(0, 0, "a:0"), read(0, 0, "a:0")]))
+        self.assertEqual(r.kinds(), ["malformed"])
+        self.assertEqual(len(r.violations), len(bad))
+        self.assertEqual(r.acked, 1)  # the good lines were still checked
+
+    def test_main_exit_code_and_seed(self):
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"hc-{os.getpid()}.jsonl")
+        try:
+            with open(path, "w") as f:
+                f.write("\n".join(lines([ack(0, 0, "a:0")])))
+            out = io.StringIO()
+            with redirect_stdout(out):
+                rc = hc.main([path, "--seed", "1234"])
+            self.assertEqual(rc, 1)
+            self.assertIn("lost", out.getvalue())
+            self.assertIn("seed: 1234", out.getvalue())
+            with open(path, "w") as f:
+                f.write("\n".join(lines([ack(0, 0, "a:0"), read(0, 0, "a:0")])))
+            with redirect_stdout(io.StringIO()):
+                self.assertEqual(hc.main([path]), 0)
+        finally:
+            os.unlink(path)
+
+
+if __name__ == "__main__":
+    unittest.main()
