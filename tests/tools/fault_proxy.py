@@ -9,8 +9,9 @@ Modes (set for one direction or both; "up" is client -> target, "down" target ->
   blackhole  connections stay open, bytes are read and dropped (a partition: the peers
              wait until their own timeouts fire)
   delay      bytes flow, each chunk held back delay_ms (order kept)
-  cut        (both directions) every open connection is reset and new ones are reset at
-             accept (a dead machine); "pass" afterwards accepts again
+  cut        (both directions) every open connection is reset and the listening socket
+             closed, so new connections are refused (a dead machine); any other mode
+             afterwards listens again on the same port
 
 As a library:
     proxy = FaultProxy("127.0.0.1", etcd_port).start()
@@ -175,15 +176,22 @@ class FaultProxy:
         self._cut = False  # guarded by _lock
         self._conns = set()  # guarded by _lock
         self._stats = collections.Counter()  # guarded by _lock
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", listen_port))
-        self._listener.listen(128)
-        self.port = self._listener.getsockname()[1]
-        self._closing = False
+        self._closing = False  # guarded by _lock
+        self._listener = None  # guarded by _lock
+        self.port = listen_port
+        self._listen()
+
+    def _listen(self):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(128)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
 
     def start(self):
-        threading.Thread(target=self._accept_loop, daemon=True, name="proxy-accept").start()
+        threading.Thread(target=self._accept_loop, args=(self._listener,), daemon=True,
+                         name="proxy-accept").start()
         return self
 
     def __enter__(self):
@@ -207,13 +215,20 @@ class FaultProxy:
             with self._lock:
                 self._cut = True
                 conns = list(self._conns)
+                listener, self._listener = self._listener, None
+            if listener is not None:
+                _reset(listener)
             for c in conns:
                 c.close()
             return
         with self._lock:
-            self._cut = False
+            was_cut, self._cut = self._cut, False
             for d in ("up", "down") if direction == "both" else (direction,):
                 self._modes[d] = (mode, int(delay_ms))
+            if was_cut and not self._closing:
+                self._listen()  # the same port again
+                threading.Thread(target=self._accept_loop, args=(self._listener,),
+                                 daemon=True, name="proxy-accept").start()
 
     def heal(self):
         self.set_mode("pass")
@@ -236,8 +251,11 @@ class FaultProxy:
         return s
 
     def close(self):
-        self._closing = True
-        _reset(self._listener)
+        with self._lock:
+            self._closing = True
+            listener, self._listener = self._listener, None
+        if listener is not None:
+            _reset(listener)
         with self._lock:
             conns = list(self._conns)
         for c in conns:
@@ -257,17 +275,16 @@ class FaultProxy:
         with self._lock:
             self._conns.discard(conn)
 
-    def _accept_loop(self):
-        while not self._closing:
+    def _accept_loop(self, listener):
+        while True:
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return
             with self._lock:
-                cut = self._cut
+                stop = self._cut or self._closing
                 self._stats["accepted"] += 1
-            if cut:
-                self._count("refused", 1)
+            if stop:  # accepted just before a cut
                 _reset(client)
                 continue
             threading.Thread(target=self._open, args=(client,), daemon=True).start()
