@@ -46,6 +46,7 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
   lo.flush_policy = options.flush_policy;
   lo.flush_ms = options.flush_ms;
   lo.cleaner = options.cleaner;
+  lo.segment_bytes = options.log_segment_bytes;
   ASSIGN_OR_RETURN(std::unique_ptr<OffsetLog> offsets, OffsetLog::Open(lo));
 
   std::unique_ptr<GroupCoordinator> c(new GroupCoordinator(std::move(options)));

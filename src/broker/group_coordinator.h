@@ -72,8 +72,10 @@ struct GroupCoordinatorOptions {
   // request. Must outlive the coordinator. Null: no verification (Kafka before 3.6).
   TxnVerifier* txn_verifier = nullptr;
   // The process's log cleaner, which compacts the offsets log (internal_log.h); must
-  // outlive the coordinator. Null: the log is not cleaned.
+  // outlive the coordinator. Null: the log is not cleaned. The log's segment.bytes
+  // (OffsetLogOptions): tests make it small.
   compaction::LogCleaner* cleaner = nullptr;
+  uint64_t log_segment_bytes = 8ull << 20;
 };
 
 // The partition TxnVerifier is asked about: the offsets log, as a transaction holds it.
