@@ -128,6 +128,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   to.id_expiration_ms = o.transactions.id_expiration_ms;
   to.abort_check_interval_ms = o.transactions.abort_check_interval_ms;
   to.participants = b->txn_participants_.get();
+  // The internal logs are compacted topics: the cleaner (started with the controller,
+  // whether or not a user topic is compacted) cleans them; each log unregisters itself
+  // when its coordinator closes, before the log closes.
+  to.cleaner = b->controller_->cleaner();
   to.allocate_producer_id = [b]() -> Result<int64_t> {
     Result<int64_t> id = InternalError("the controller did not run");
     b->controller_->RunAndWait([&] { id = b->controller_->AllocateProducerId(); });
@@ -151,6 +155,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   // would wait up to flush_ms (a pipeline committing per batch did ~10 batches/s).
   go.flush_policy = storage::FlushPolicy::kDurable;
   go.flush_ms = o.flush_ms;
+  go.cleaner = b->controller_->cleaner();
   go.partition_exists = [b](const std::string& topic, int32_t partition) {
     std::shared_ptr<const MetadataSnapshot> meta = b->Snapshot();
     const MetadataSnapshot::Topic* t = meta->Find(topic);

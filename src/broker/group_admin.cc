@@ -116,7 +116,6 @@ void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
     loop_->Post([shared_answer, s] { (*shared_answer)(s); });
   });
   if (!st.ok()) (*shared_answer)(st);
-  MaybeSnapshot();
 }
 
 void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
@@ -127,7 +126,6 @@ void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
   if (!st.ok())
     SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
   CleanupEmptyGroups("a topic was deleted");
-  MaybeSnapshot();
 }
 
 // Kafka's cleanupGroupMetadata: an Empty group left without offsets is forgotten, with
@@ -154,7 +152,6 @@ void GroupCoordinator::ScheduleCleanup() {
   loop_->RunAfter(kCleanupIntervalMs, [this] {
     if (shutting_down_) return;
     CleanupEmptyGroups("periodic cleanup");
-    MaybeSnapshot();
     ScheduleCleanup();
   });
 }

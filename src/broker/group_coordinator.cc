@@ -45,6 +45,8 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
   lo.env = options.env;
   lo.flush_policy = options.flush_policy;
   lo.flush_ms = options.flush_ms;
+  lo.cleaner = options.cleaner;
+  lo.segment_bytes = options.log_segment_bytes;
   ASSIGN_OR_RETURN(std::unique_ptr<OffsetLog> offsets, OffsetLog::Open(lo));
 
   std::unique_ptr<GroupCoordinator> c(new GroupCoordinator(std::move(options)));
@@ -943,18 +945,6 @@ void GroupCoordinator::PersistGeneration(Group& g) {
   if (!st.ok())
     SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
                st.ToString());
-  MaybeSnapshot();
-}
-
-void GroupCoordinator::MaybeSnapshot() {
-  if (shutting_down_ || !offsets_->SnapshotDue()) return;
-  Status st = offsets_->StartSnapshot([this](const Status& s) {
-    loop_->Post([this, s] {
-      Status f = offsets_->FinishSnapshot(s);
-      if (!f.ok()) SLUICE_LOG(kLog, kWarn, "offsets log snapshot: {}", f.ToString());
-    });
-  });
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "offsets log snapshot: {}", st.ToString());
 }
 
 }  // namespace sluice::broker

@@ -40,6 +40,10 @@
 #include "storage/io_executor.h"
 #include "storage/log.h"
 
+namespace sluice::compaction {
+class LogCleaner;
+}  // namespace sluice::compaction
+
 namespace sluice::broker {
 
 class EventLoop;
@@ -67,6 +71,11 @@ struct GroupCoordinatorOptions {
   // sent AddOffsetsToTxn for it, as Kafka 3.6+ verifies (KIP-890); its error answers the
   // request. Must outlive the coordinator. Null: no verification (Kafka before 3.6).
   TxnVerifier* txn_verifier = nullptr;
+  // The process's log cleaner, which compacts the offsets log (internal_log.h); must
+  // outlive the coordinator. Null: the log is not cleaned. The log's segment.bytes
+  // (OffsetLogOptions): tests make it small.
+  compaction::LogCleaner* cleaner = nullptr;
+  uint64_t log_segment_bytes = 8ull << 20;
 };
 
 // The partition TxnVerifier is asked about: the offsets log, as a transaction holds it.
@@ -204,7 +213,6 @@ class GroupCoordinator {
   void PersistGeneration(Group& g);
   void CleanupEmptyGroups(const char* why);
   void ScheduleCleanup();
-  void MaybeSnapshot();
 
   const GroupCoordinatorOptions options_;
   std::unique_ptr<EventLoop> loop_;

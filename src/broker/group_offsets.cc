@@ -100,10 +100,9 @@ CommittedOffset ValueOf(const Partition& rp, bool has_leader_epoch, int64_t time
 // Hands a write to the offsets log (`append` calls it with the durability callback) and
 // answers from its verdict, on `loop`: `written` NONE once durable, else
 // COORDINATOR_NOT_AVAILABLE; a write refused at once answers at once (a record too large
-// INVALID_COMMIT_OFFSET_SIZE, a stale producer epoch INVALID_PRODUCER_EPOCH). Returns
-// whether the write was taken.
+// INVALID_COMMIT_OFFSET_SIZE, a stale producer epoch INVALID_PRODUCER_EPOCH).
 template <class Resp>
-bool WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>& pending,
+void WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>& pending,
                     const std::string& what, const std::function<Status(OffsetLog::Done)>& append) {
   Status st = append([&loop, pending, what](const Status& s) {
     loop.Post([pending, s, what] {
@@ -114,14 +113,13 @@ bool WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>&
       pending->Answer();
     });
   });
-  if (st.ok()) return true;
+  if (st.ok()) return;
   SLUICE_LOG(kLog, kWarn, "{} refused: {}", what, st.ToString());
   pending->Set(pending->written,
                st.code() == StatusCode::kAborted           ? ErrorCode::kInvalidProducerEpoch
                : st.code() == StatusCode::kInvalidArgument ? ErrorCode::kInvalidCommitOffsetSize
                                                            : ErrorCode::kCoordinatorNotAvailable);
   pending->Answer();
-  return false;
 }
 
 }  // namespace
@@ -189,11 +187,9 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
                        version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now);
       });
   if (write.empty()) return pending->Answer();
-  if (WriteAndAnswer<kafka::OffsetCommitResponse>(
-          *loop_, pending, fmt::format("group {}: offset commit", req.group_id),
-          [&](OffsetLog::Done cb) { return offsets_->Write(write, std::move(cb)); })) {
-    MaybeSnapshot();
-  }
+  WriteAndAnswer<kafka::OffsetCommitResponse>(
+      *loop_, pending, fmt::format("group {}: offset commit", req.group_id),
+      [&](OffsetLog::Done cb) { return offsets_->Write(write, std::move(cb)); });
 }
 
 kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req,
@@ -383,16 +379,13 @@ void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int
       pending->Collect(req, options_.max_offset_metadata_bytes,
                        [&](const auto& rp) { return ValueOf(rp, version >= 2, now); });
   if (write.empty()) return pending->Answer();
-  if (WriteAndAnswer<kafka::TxnOffsetCommitResponse>(
-          *loop_, pending,
-          fmt::format("group {}: transactional offset commit of producer {}", req.group_id,
-                      req.producer_id),
-          [&](OffsetLog::Done cb) {
-            return offsets_->WriteTxnOffsets(req.producer_id, req.producer_epoch, write,
-                                             std::move(cb));
-          })) {
-    MaybeSnapshot();
-  }
+  WriteAndAnswer<kafka::TxnOffsetCommitResponse>(
+      *loop_, pending,
+      fmt::format("group {}: transactional offset commit of producer {}", req.group_id,
+                  req.producer_id),
+      [&](OffsetLog::Done cb) {
+        return offsets_->WriteTxnOffsets(req.producer_id, req.producer_epoch, write, std::move(cb));
+      });
 }
 
 void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_id,
@@ -415,7 +408,6 @@ void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_
   }
   SLUICE_LOG(kLog, kDebug, "group {}: {} of producer {} epoch {} completed", group,
              commit ? "commit" : "abort", producer_id, producer_epoch);
-  MaybeSnapshot();
 }
 
 }  // namespace sluice::broker

@@ -75,6 +75,9 @@ class MetadataController : public Controller {
   void FlushLogs();
   // Open partition logs (any thread).
   size_t open_log_count() const { return open_logs_.load(); }
+  // The process's log cleaner (compacted topics and the coordinators' internal logs, which
+  // register themselves). Add/Remove from any thread; it lives as long as the controller.
+  compaction::LogCleaner* cleaner() const { return cleaner_.get(); }
 
   // Controller
   void Post(std::function<void()> task) override;

@@ -31,8 +31,6 @@ constexpr uint32_t kMaxBatchBytes = 8 << 20;
 // Batch header plus a generous bound on one record's varint framing.
 constexpr size_t kBatchOverhead = 61;
 constexpr size_t kRecordOverhead = 24;
-// Bytes read from the log per Read at replay.
-constexpr uint64_t kReplayReadBytes = 4 << 20;
 
 size_t StringSize(const std::string& s) { return 2 + s.size(); }
 size_t NullableStringSize(const std::optional<std::string>& s) { return 2 + (s ? s->size() : 0); }
@@ -249,123 +247,67 @@ OffsetLog::~OffsetLog() {
 }
 
 Result<std::unique_ptr<OffsetLog>> OffsetLog::Open(OffsetLogOptions options) {
-  if (options.executor == nullptr)
-    return InvalidArgumentError("offsets log {}: no IoExecutor", options.dir);
-  if (options.snapshot_ratio < 2) {
-    return InvalidArgumentError("offsets log {}: snapshot ratio {} must be at least 2", options.dir,
-                                options.snapshot_ratio);
-  }
-  storage::LogOptions lo;
-  lo.env = options.env;
-  lo.executor = options.executor;
-  lo.files = options.files;
-  lo.flush_policy = options.flush_policy;
-  lo.flush_ms = options.flush_ms;
-  lo.segment_bytes = options.segment_bytes;
-  lo.max_batch_bytes = kMaxBatchBytes;
-  lo.retention_bytes = -1;  // never expired: only snapshots remove records
-  lo.retention_ms = -1;
+  options.name = kOffsetsLogName;
+  options.max_batch_bytes = kMaxBatchBytes;
+  InternalLogOptions lo = options;
   std::unique_ptr<OffsetLog> self(new OffsetLog(std::move(options)));
-  RETURN_IF_ERROR(self->options_.env->CreateDirs(self->options_.dir));
-  ASSIGN_OR_RETURN(self->log_, storage::PartitionLog::Open(self->options_.dir, lo));
+  ASSIGN_OR_RETURN(self->log_, InternalLog::Open(std::move(lo)));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying offsets log " + self->options_.dir));
+  self->log_->StartCleaning();
   SLUICE_LOG(kLog, kInfo,
              "{}: {} groups, {} offsets ({} pending in {} transactions), {} live bytes in a "
              "{}-byte log ({} records skipped)",
              self->options_.dir, self->groups_.size(), self->offset_count(), self->pending_count(),
-             self->txns_.size(), self->live_bytes_, self->log_->size_bytes(),
-             self->skipped_records_);
+             self->txns_.size(), self->live_bytes_, self->log_bytes(), self->skipped_records());
   return self;
 }
 
-// Reads every batch from the log start to the written end. A batch whose records do not
-// decode is skipped whole; a record whose key or value does not decode is skipped alone.
-// Both are reported, never fatal: the rest of the log still holds good commits.
+// Every batch from the log start to the written end (InternalLog::Replay: gaps, emptied
+// batches and a start inside the first segment are what a cleaned or snapshotted log
+// holds). What does not decode is skipped and counted, never fatal: the rest of the log
+// still holds good commits.
 Status OffsetLog::Replay() {
-  const int64_t start = log_->start_offset();
-  const int64_t end = log_->written_end_offset();
-  int64_t offset = start;
-  std::vector<uint8_t> buf;
-  while (offset < end) {
-    ASSIGN_OR_RETURN(storage::ReadResult rr, log_->Read(offset, kReplayReadBytes));
-    if (rr.slice.size == 0) break;
-    buf.clear();
-    RETURN_IF_ERROR(storage::PartitionLog::ReadSlice(rr.slice, &buf));
-    size_t pos = 0;
-    while (pos + storage::kBatchHeaderSize <= buf.size()) {
-      storage::BatchHeader h = storage::ParseBatchHeader(std::span(buf).subspan(pos));
-      if (h.length < 0 || pos + h.total_size() > buf.size()) {
-        return CorruptionError("batch at offset {} runs past the bytes read", h.base_offset);
-      }
-      std::span<const uint8_t> batch(buf.data() + pos, h.total_size());
-      pos += h.total_size();
-      if (h.next_offset() <= start) continue;
-      const auto attributes = static_cast<uint16_t>(h.attributes);
-      const auto producer_id =
-          static_cast<int64_t>(storage::LoadBE64(batch.data() + storage::kProducerIdOffset));
-      const auto producer_epoch =
-          static_cast<int16_t>(storage::LoadBE16(batch.data() + storage::kProducerEpochOffset));
-      if ((attributes & storage::kAttrControl) != 0) {
-        ReplayMarker(h, batch, producer_id, producer_epoch);
-        continue;
-      }
-      const bool transactional = (attributes & storage::kAttrTransactional) != 0;
-      if (transactional && (producer_id < 0 || producer_epoch < 0)) {
-        SLUICE_LOG(kLog, kWarn,
-                   "{}: skipping transactional batch at offset {}: producer id {} epoch {}",
-                   options_.dir, h.base_offset, producer_id, producer_epoch);
-        skipped_records_ += h.records_count;
-        continue;
-      }
-      if (transactional) NoteEpoch(producer_id, producer_epoch);
-      kafka::RecordReader reader;
-      Status st = reader.Open(batch, kMaxBatchBytes * 4ull);
-      if (!st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: skipping batch at offset {}: {}", options_.dir, h.base_offset,
-                   st.ToString());
-        skipped_records_ += h.records_count;
-        continue;
-      }
-      kafka::Record rec;
-      while (reader.Next(&rec)) {
-        int64_t at = h.base_offset + rec.offset_delta;
-        if (at < start) continue;
-        if (!rec.key) {
-          SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: null key", options_.dir, at);
-          ++skipped_records_;
-          continue;
+  return log_->Replay(
+      [this](const InternalBatch& b) {
+        if (b.control()) {
+          ReplayMarker(b);
+          return false;
         }
-        ApplyRecord(at, *rec.key, rec.value, transactional ? producer_id : -1, producer_epoch);
-      }
-      if (!reader.status().ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: rest of batch at offset {} skipped: {}", options_.dir,
-                   h.base_offset, reader.status().ToString());
-        skipped_records_ += std::max(0, h.records_count - reader.records_read());
-      }
-    }
-    offset = rr.next_offset;
-  }
-  return Status::OK();
+        if (b.transactional() && (b.producer_id < 0 || b.producer_epoch < 0)) {
+          SLUICE_LOG(kLog, kWarn,
+                     "{}: skipping transactional batch at offset {}: producer id {} epoch {}",
+                     options_.dir, b.header.base_offset, b.producer_id, b.producer_epoch);
+          log_->Skip(std::max(0, b.header.records_count));
+          return false;
+        }
+        // A producer's last batch the cleaner emptied still carries its epoch.
+        if (b.transactional()) NoteEpoch(b.producer_id, b.producer_epoch);
+        return true;
+      },
+      [this](const InternalBatch& b, int64_t at, std::span<const uint8_t> key,
+             std::optional<std::span<const uint8_t>> value) {
+        ApplyRecord(at, key, value, b.transactional() ? b.producer_id : -1, b.producer_epoch);
+      });
 }
 
 // A control batch: its first record is the marker (Kafka's loader reads only that one).
 // A marker that does not decode is skipped: the producer's offsets stay pending, as if
 // the marker had not been written, and the transaction coordinator writes it again.
-void OffsetLog::ReplayMarker(const storage::BatchHeader& h, std::span<const uint8_t> batch,
-                             int64_t producer_id, int16_t producer_epoch) {
+void OffsetLog::ReplayMarker(const InternalBatch& b) {
+  const storage::BatchHeader& h = b.header;
   auto skip = [&](const std::string& why) {
     SLUICE_LOG(kLog, kWarn, "{}: skipping transaction marker at offset {}: {}", options_.dir,
                h.base_offset, why);
-    skipped_records_ += std::max(1, h.records_count);
+    log_->Skip(std::max(1, h.records_count));
   };
-  if (producer_id < 0 || producer_epoch < 0) {
-    return skip(fmt::format("producer id {} epoch {}", producer_id, producer_epoch));
+  if (b.producer_id < 0 || b.producer_epoch < 0) {
+    return skip(fmt::format("producer id {} epoch {}", b.producer_id, b.producer_epoch));
   }
-  if (h.base_offset < log_->start_offset()) {
+  if (h.base_offset < log_->log().start_offset()) {
     return skip("it straddles the log start offset");
   }
   kafka::RecordReader reader;
-  Status st = reader.Open(batch, kMaxBatchBytes * 4ull);
+  Status st = reader.Open(b.bytes, kMaxBatchBytes * 4ull);
   if (!st.ok()) return skip(st.ToString());
   kafka::Record rec;
   if (!reader.Next(&rec)) {
@@ -374,8 +316,8 @@ void OffsetLog::ReplayMarker(const storage::BatchHeader& h, std::span<const uint
   if (!rec.key) return skip("null key");
   Result<bool> commit = offsets_format::DecodeMarkerKey(*rec.key);
   if (!commit.ok()) return skip(commit.status().ToString());
-  NoteEpoch(producer_id, producer_epoch);
-  ApplyMarker(producer_id, *commit);
+  NoteEpoch(b.producer_id, b.producer_epoch);
+  ApplyMarker(b.producer_id, *commit);
 }
 
 void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
@@ -386,7 +328,7 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
   if (!key.ok()) {
     SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
                key.status().ToString());
-    ++skipped_records_;
+    log_->Skip(1);
     return;
   }
   if (key->kind == Key::Kind::kOffset) {
@@ -406,7 +348,7 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
       SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}, {}-{}): {}",
                  options_.dir, at, key->group, key->tp.topic, key->tp.partition,
                  v.status().ToString());
-      ++skipped_records_;
+      log_->Skip(1);
       return;
     }
     if (producer_id >= 0) {
@@ -423,7 +365,7 @@ void OffsetLog::ApplyRecord(int64_t at, std::span<const uint8_t> key_bytes,
     if (!g.ok()) {
       SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (group {}): {}", options_.dir, at,
                  key->group, g.status().ToString());
-      ++skipped_records_;
+      log_->Skip(1);
       return;
     }
     PutGroup(key->group, std::move(*g));
@@ -568,8 +510,8 @@ Status OffsetLog::CheckSizes(const OffsetWrite& write) const {
 Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
   RETURN_IF_ERROR(CheckSizes(write));
-  const int64_t base = log_->end_offset();
-  std::vector<RawRecord> records;
+  const int64_t base = log_->log().end_offset();
+  std::vector<InternalRecord> records;
   auto next_at = [&] { return base + static_cast<int64_t>(records.size()) - 1; };
   // Tombstones for the key and for every pending offset of it.
   auto erase_key = [&](const std::string& group, const TopicPartition& tp) {
@@ -650,8 +592,8 @@ Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
     on_durable(Status::OK());
     return Status::OK();
   }
-  const int64_t base = log_->end_offset();
-  std::vector<RawRecord> records;
+  const int64_t base = log_->log().end_offset();
+  std::vector<InternalRecord> records;
   for (const auto& op : write.ops_) {
     const auto& c = std::get<OffsetWrite::CommitOp>(op);
     records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
@@ -676,68 +618,18 @@ Status OffsetLog::CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool 
   }
   std::vector<uint8_t> batch = offsets_format::BuildMarkerBatch(producer_id, producer_epoch, commit,
                                                                 coordinator_epoch, WallMillis());
-  storage::AppendOptions ao;
-  ao.ack = storage::AckLevel::kDurable;
-  ao.on_ack = [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
-    cb(st);
-  };
-  auto appended = log_->Append(batch, std::move(ao));
-  if (!appended.ok()) {
-    return appended.status().WithContext("appending a transaction marker to " + options_.dir);
-  }
+  RETURN_IF_ERROR(log_->AppendBatch(batch, std::move(on_durable))
+                      .WithContext("appending a transaction marker"));
   NoteEpoch(producer_id, producer_epoch);
   ApplyMarker(producer_id, commit);
   return Status::OK();
 }
 
 // Batches of about kTargetBatchBytes, a new one wherever the producer changes (records of
-// a transaction go in transactional batches of their producer); only the last append
-// carries the callback: the log acknowledges in order, so its durability covers the
-// others. The records get consecutive offsets from end_offset().
-Status OffsetLog::AppendRecords(const std::vector<RawRecord>& records, Done on_durable) {
-  const int64_t now = WallMillis();
-  std::vector<std::vector<uint8_t>> batches;
-  size_t i = 0;
-  while (i < records.size()) {
-    std::vector<kafka::RecordInput> inputs;
-    size_t bytes = kBatchOverhead;
-    size_t j = i;
-    while (j < records.size()) {
-      size_t size = records[j].key.size() + (records[j].value ? records[j].value->size() : 0) +
-                    kRecordOverhead;
-      if (j > i && bytes + size > kTargetBatchBytes) break;
-      if (j > i && records[j].producer_id != records[i].producer_id) break;
-      kafka::RecordInput in;
-      in.key = std::span<const uint8_t>(records[j].key);
-      if (records[j].value) in.value = std::span<const uint8_t>(*records[j].value);
-      inputs.push_back(std::move(in));
-      bytes += size;
-      ++j;
-    }
-    kafka::BatchBuilderOptions bo;
-    bo.base_timestamp = now;
-    if (records[i].producer_id >= 0) {
-      // As Kafka's coordinator writes TxnOffsetCommit: sequence 0.
-      bo.transactional = true;
-      bo.producer_id = records[i].producer_id;
-      bo.producer_epoch = records[i].producer_epoch;
-      bo.base_sequence = 0;
-    }
-    batches.push_back(kafka::BuildBatch(bo, inputs));
-    i = j;
-  }
-  auto append = [&](const std::vector<uint8_t>& batch, storage::AppendCallback on_ack) -> Status {
-    storage::AppendOptions ao;
-    ao.ack = storage::AckLevel::kDurable;
-    ao.on_ack = std::move(on_ack);
-    auto appended = log_->Append(batch, std::move(ao));
-    return appended.ok()
-               ? Status::OK()
-               : appended.status().WithContext("appending to offsets log " + options_.dir);
-  };
-  for (size_t b = 0; b + 1 < batches.size(); ++b) RETURN_IF_ERROR(append(batches[b], nullptr));
-  return append(batches.back(), [cb = std::move(on_durable)](
-                                    const Status& st, const storage::AppendInfo&) { cb(st); });
+// a transaction go in transactional batches of their producer), with consecutive offsets
+// from end_offset().
+Status OffsetLog::AppendRecords(const std::vector<InternalRecord>& records, Done on_durable) {
+  return log_->Append(records, kTargetBatchBytes, std::move(on_durable));
 }
 
 const CommittedOffset* OffsetLog::Find(const std::string& group, const TopicPartition& tp) const {
@@ -815,83 +707,6 @@ size_t OffsetLog::offset_count() const {
   size_t n = 0;
   for (const auto& [id, g] : groups_) n += g.offsets.size();
   return n;
-}
-
-bool OffsetLog::SnapshotDue() const {
-  if (closed_ || snapshot_running_) return false;
-  uint64_t size = log_->size_bytes();
-  return size > options_.snapshot_min_bytes && size > options_.snapshot_ratio * live_bytes_;
-}
-
-Status OffsetLog::StartSnapshot(Done on_durable) {
-  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
-  if (snapshot_running_)
-    return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
-  // Group records first, then every offset, visible and pending, in the order of the
-  // records they came from: a transaction committed after the snapshot then applies its
-  // offsets over exactly the visible offsets it would have before (Kafka's olderThan
-  // compares record offsets). Pending offsets go in transactional batches of their
-  // producer, so that the producer's marker, written later, completes them at replay.
-  std::vector<std::pair<int64_t, RawRecord>> ordered;
-  for (const auto& [group, g] : groups_) {
-    if (g.record) {
-      ordered.push_back(
-          {-1,
-           {offsets_format::EncodeGroupKey(group), offsets_format::EncodeGroupValue(*g.record)}});
-    }
-    for (const auto& [tp, v] : g.offsets) {
-      ordered.push_back(
-          {g.offset_at.at(tp),
-           {offsets_format::EncodeOffsetKey(group, tp), offsets_format::EncodeOffsetValue(v)}});
-    }
-  }
-  for (const auto& [pid, txn] : txns_) {
-    for (const auto& [group, offsets] : txn.offsets) {
-      for (const auto& [tp, p] : offsets) {
-        ordered.push_back({p.at,
-                           {offsets_format::EncodeOffsetKey(group, tp),
-                            offsets_format::EncodeOffsetValue(p.value), pid, txn.epoch}});
-      }
-    }
-  }
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<RawRecord> records;
-  records.reserve(ordered.size());
-  for (auto& [at, r] : ordered) records.push_back(std::move(r));
-  const int64_t start = log_->end_offset();
-  SLUICE_LOG(kLog, kInfo, "{}: snapshot of {} records ({} live bytes, log {} bytes) at offset {}",
-             options_.dir, records.size(), live_bytes_, log_->size_bytes(), start);
-  if (records.empty()) {
-    // Nothing live: everything written so far is dead. (Appends not yet written are
-    // tombstones, since nothing is live; they stay.)
-    snapshot_running_ = true;
-    snapshot_start_ = log_->written_end_offset();
-    on_durable(Status::OK());
-    return Status::OK();
-  }
-  RETURN_IF_ERROR(AppendRecords(records, std::move(on_durable)));
-  snapshot_running_ = true;
-  snapshot_start_ = start;
-  return Status::OK();
-}
-
-Status OffsetLog::FinishSnapshot(const Status& written) {
-  if (!snapshot_running_)
-    return FailedPreconditionError("no snapshot of {} under way", options_.dir);
-  snapshot_running_ = false;
-  if (!written.ok()) return written.WithContext("writing the snapshot of " + options_.dir);
-  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
-  const uint64_t before = log_->size_bytes();
-  const int segments_before = log_->segment_count();
-  auto start = log_->DeleteRecordsBefore(snapshot_start_);
-  if (!start.ok())
-    return start.status().WithContext("dropping what the snapshot of " + options_.dir +
-                                      " replaced");
-  SLUICE_LOG(kLog, kInfo, "{}: snapshot done, log start {}, {} -> {} segments, {} -> {} bytes",
-             options_.dir, *start, segments_before, log_->segment_count(), before,
-             log_->size_bytes());
-  return Status::OK();
 }
 
 Status OffsetLog::Close() {

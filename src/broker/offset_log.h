@@ -5,18 +5,19 @@
 // (last record per key wins, a null value deletes the key); records that do not decode
 // are skipped with a warning.
 //
-// The log grows with every commit while the live state stays the same size, so when it
-// has grown well past the live state (OffsetLogOptions::snapshot_*) the owner writes the
-// live state again at the end of the log (StartSnapshot) and, once that is durable,
-// drops every segment wholly before it (FinishSnapshot, PartitionLog::DeleteRecordsBefore).
-// This stands in for log compaction (docs/design/0002-broker-plan.md, decision 8).
+// The log is an internal compacted topic (InternalLog, internal_log.h): the process's
+// log cleaner keeps the latest record of each key, drops tombstones after
+// delete.retention.ms and the records of aborted transactions, and keeps a commit or abort
+// marker as long as a batch of its transaction is left, so replay after any cleaning
+// gives the state replay before it gave. Every deletion writes a tombstone (null value):
+// deleted groups' offsets and group records, the offsets of deleted topics.
 //
 // Transactions (docs/design/0016-transactions.md, "Group offsets"): WriteTxnOffsets
 // appends offsets as a transactional batch of a producer and holds them pending, invisible
 // to Find/Offsets, until CompleteTxn appends the producer's commit or abort marker (a
 // control batch) and makes them visible or drops them. Replay does the same from the
-// log; a transaction without a marker stays pending. A snapshot writes the pending offsets
-// again as transactional batches of their producers, in log order with the rest.
+// log; a transaction without a marker stays pending (the cleaner never cleans past the
+// first record of a transaction still open).
 //
 // Threads: one owner thread (the coordinator's loop) calls every method. Write applies
 // its changes to the in-memory state at once, so reads show written-but-not-yet-durable
@@ -37,6 +38,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/internal_log.h"
+#include "compaction/cleaner.h"
 #include "storage/file_cache.h"
 #include "storage/io_executor.h"
 #include "storage/log.h"
@@ -99,22 +102,20 @@ class OffsetWrite {
   std::vector<std::variant<CommitOp, SetGroupOp, DeleteGroupOp, DeleteTopicOp>> ops_;
 };
 
-struct OffsetLogOptions {
-  std::string dir;
-  storage::IoExecutor* executor = nullptr;  // required; must outlive the OffsetLog
-  storage::FileCache* files = nullptr;      // shared; null: the log owns a small one
-  storage::Env* env = storage::Env::Posix();
-  storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
-  int64_t flush_ms = 100;
-  // Segments of the internal log. Small enough that a snapshot frees whole segments.
-  uint64_t segment_bytes = 8ull << 20;
-  // A snapshot is due when the log is larger than both snapshot_min_bytes and
-  // snapshot_ratio times the encoded live state. snapshot_min_bytes should be at least
-  // twice segment_bytes, so that the log after a snapshot (the live state plus at most
-  // one segment) is never already due again.
-  uint64_t snapshot_min_bytes = 16ull << 20;
-  uint64_t snapshot_ratio = 4;
+// The internal log's options (internal_log.h: dir, executor, files, env, flush policy,
+// segment.bytes, the cleaner and its settings); Open sets `name` and `max_batch_bytes`.
+// segment.bytes is 8 MiB: Kafka's offsets.topic.segment.bytes is 100 MiB, smaller here
+// so that the active segment, never cleaned, bounds what a restart replays beyond the
+// live state.
+struct OffsetLogOptions : InternalLogOptions {
+  OffsetLogOptions() {
+    flush_policy = storage::FlushPolicy::kInterval;
+    segment_bytes = 8ull << 20;
+  }
 };
+
+// The offsets log's name in the cleaner (and its directory's name in the data dir).
+inline constexpr const char kOffsetsLogName[] = "__consumer_offsets-0";
 
 class OffsetLog {
  public:
@@ -151,11 +152,11 @@ class OffsetLog {
   size_t offset_count() const;
   // Bytes of the live state as records (keys, values, record framing).
   uint64_t live_bytes() const { return live_bytes_; }
-  uint64_t log_bytes() const { return log_->size_bytes(); }
-  int segment_count() const { return log_->segment_count(); }
+  uint64_t log_bytes() const { return log_->log().size_bytes(); }
+  int segment_count() const { return log_->log().segment_count(); }
   // What Open skipped: records whose key or value did not decode, and batches or
   // markers of transactions that did not.
-  int skipped_records() const { return skipped_records_; }
+  int skipped_records() const { return log_->skipped_records(); }
 
   // Transactions. WriteTxnOffsets appends the Commit ops of `write` (any other op is
   // InvalidArgument, nothing written) as transactional batches of the producer and holds
@@ -186,16 +187,8 @@ class OffsetLog {
   std::optional<int16_t> ProducerEpoch(int64_t producer_id) const;
   size_t pending_count() const;
 
-  // Snapshots. SnapshotDue() says the log has grown well past the live state (see the
-  // options) and no snapshot is under way. StartSnapshot appends every live record;
-  // `on_durable` is as for Write. The owner then calls FinishSnapshot(status) on its own
-  // thread, which (when the status is OK) deletes every segment wholly before the
-  // snapshot. Until FinishSnapshot, no other snapshot starts.
-  bool SnapshotDue() const;
-  Status StartSnapshot(Done on_durable);
-  Status FinishSnapshot(const Status& written);
-
-  // Waits for pending writes (their callbacks run), syncs and closes the log. Idempotent.
+  // Unregisters the log from the cleaner, waits for pending writes (their callbacks run),
+  // syncs and closes the log. Idempotent.
   Status Close();
 
  private:
@@ -216,17 +209,9 @@ class OffsetLog {
     int16_t epoch = -1;
     std::map<std::string, std::map<TopicPartition, PendingOffset>> offsets;
   };
-  struct RawRecord {
-    std::vector<uint8_t> key;
-    std::optional<std::vector<uint8_t>> value;
-    int64_t producer_id = -1;  // >= 0: in a transactional batch of this producer
-    int16_t producer_epoch = -1;
-  };
-
   explicit OffsetLog(OffsetLogOptions options);
   Status Replay();
-  void ReplayMarker(const storage::BatchHeader& h, std::span<const uint8_t> batch,
-                    int64_t producer_id, int16_t producer_epoch);
+  void ReplayMarker(const InternalBatch& b);
   // `producer_id` >= 0: the record is in a transactional batch of that producer.
   void ApplyRecord(int64_t offset, std::span<const uint8_t> key,
                    std::optional<std::span<const uint8_t>> value, int64_t producer_id,
@@ -247,17 +232,14 @@ class OffsetLog {
   void NoteEpoch(int64_t producer_id, int16_t producer_epoch);
   bool Fenced(int64_t producer_id, int16_t producer_epoch) const;
   Status CheckSizes(const OffsetWrite& write) const;
-  Status AppendRecords(const std::vector<RawRecord>& records, Done on_durable);
+  Status AppendRecords(const std::vector<InternalRecord>& records, Done on_durable);
 
   const OffsetLogOptions options_;
-  std::unique_ptr<storage::PartitionLog> log_;
+  std::unique_ptr<InternalLog> log_;
   std::map<std::string, GroupState> groups_;
   std::map<int64_t, ProducerTxn> txns_;         // producers with pending offsets
   std::map<int64_t, int16_t> producer_epochs_;  // last epoch seen per producer
   uint64_t live_bytes_ = 0;
-  int skipped_records_ = 0;
-  bool snapshot_running_ = false;
-  int64_t snapshot_start_ = -1;
   bool closed_ = false;
 };
 

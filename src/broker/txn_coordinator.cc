@@ -54,7 +54,7 @@ Result<std::unique_ptr<TxnCoordinator>> TxnCoordinator::Open(TxnCoordinatorOptio
   lo.flush_policy = options.flush_policy;
   lo.flush_ms = options.flush_ms;
   lo.segment_bytes = options.log_segment_bytes;
-  lo.snapshot_min_bytes = options.snapshot_min_bytes;
+  lo.cleaner = options.cleaner;
   ASSIGN_OR_RETURN(std::unique_ptr<TxnLog> log, TxnLog::Open(lo));
 
   std::unique_ptr<TxnCoordinator> c(new TxnCoordinator(std::move(options)));
@@ -576,7 +576,6 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
         return then(ErrorCode::kCoordinatorNotAvailable);
       }
       ApplyDurable(*t, next);
-      MaybeSnapshot();
       then(ErrorCode::kNone);
       // A change was written (a transaction completed, or another request's addition):
       // the requests that waited for it go on.

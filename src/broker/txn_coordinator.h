@@ -40,6 +40,10 @@
 #include "storage/io_executor.h"
 #include "storage/log.h"
 
+namespace sluice::compaction {
+class LogCleaner;
+}  // namespace sluice::compaction
+
 namespace sluice::broker {
 
 class EventLoop;
@@ -68,9 +72,10 @@ struct TxnCoordinatorOptions {
   // on the coordinator's thread; empty: every partition exists.
   std::function<bool(const TopicPartition&)> partition_exists;
   TxnParticipants* participants = nullptr;  // required
-  // State log snapshots (see TxnLogOptions); tests make them small.
+  // The state log's segment.bytes (TxnLogOptions) and the process's log cleaner, which
+  // compacts it (must outlive the coordinator; null: the log is not cleaned).
   uint64_t log_segment_bytes = 4ull << 20;
-  uint64_t snapshot_min_bytes = 8ull << 20;
+  compaction::LogCleaner* cleaner = nullptr;
 };
 
 // InitProducerId's and EndTxn's answer. PRODUCER_FENCED is returned as such: the handler
@@ -188,7 +193,6 @@ class TxnCoordinator : public TxnVerifier {
   void OnTick();
   void AbortTimedOut(int64_t now);
   void ExpireIds(int64_t now);
-  void MaybeSnapshot();
   Txn* FindTxn(const std::string& id);
   void Shutdown();
 

@@ -1,5 +1,5 @@
 // TxnCoordinator: the markers of a decided transaction, its Complete record, and the
-// periodic work (timed-out transactions, idle transactional ids, log snapshots).
+// periodic work (timed-out transactions, idle transactional ids).
 #include <algorithm>
 #include <utility>
 #include <vector>
@@ -181,7 +181,6 @@ void TxnCoordinator::ExpireIds(int64_t now) {
         // find it Dead: CONCURRENT_TRANSACTIONS), not dropped with it.
         ReleaseWaiting(*t);
         txns_.erase(id);
-        MaybeSnapshot();
       });
     };
     if (Status st = log_->Write(id, std::nullopt, std::move(on_durable)); !st.ok()) {
@@ -189,18 +188,6 @@ void TxnCoordinator::ExpireIds(int64_t now) {
       t->pending.reset();
     }
   }
-}
-
-void TxnCoordinator::MaybeSnapshot() {
-  if (shutting_down_ || !log_->SnapshotDue()) return;
-  Status st = log_->StartSnapshot([this](const Status& written) {
-    loop_->Post([this, written] {
-      if (Status f = log_->FinishSnapshot(written); !f.ok()) {
-        SLUICE_LOG(kTxnLog, kWarn, "transaction log snapshot: {}", f.ToString());
-      }
-    });
-  });
-  if (!st.ok()) SLUICE_LOG(kTxnLog, kWarn, "transaction log snapshot: {}", st.ToString());
 }
 
 }  // namespace sluice::broker

@@ -1,4 +1,4 @@
-// TxnLog: __transaction_state records, replay and snapshots. See txn_log.h.
+// TxnLog: __transaction_state records and their replay. See txn_log.h.
 #include "broker/txn_log.h"
 
 #include <fmt/format.h>
@@ -21,7 +21,6 @@ constexpr int16_t kKeyVersion = 0;
 constexpr uint32_t kGroupsTag = 10000;
 constexpr uint32_t kMaxBatchBytes = 1 << 20;
 constexpr size_t kRecordOverhead = 24;
-constexpr uint64_t kReplayReadBytes = 4 << 20;
 
 bool NeedsFlexible(const TxnRecord& r) {
   return r.previous_producer_id != kNoProducerId || r.next_producer_id != kNoProducerId ||
@@ -168,79 +167,33 @@ TxnLog::~TxnLog() {
 }
 
 Result<std::unique_ptr<TxnLog>> TxnLog::Open(TxnLogOptions options) {
-  if (options.executor == nullptr) {
-    return InvalidArgumentError("transaction log {}: no IoExecutor", options.dir);
-  }
-  if (options.snapshot_ratio < 2) {
-    return InvalidArgumentError("transaction log {}: snapshot ratio {} must be at least 2",
-                                options.dir, options.snapshot_ratio);
-  }
-  storage::LogOptions lo;
-  lo.env = options.env;
-  lo.executor = options.executor;
-  lo.files = options.files;
-  lo.flush_policy = options.flush_policy;
-  lo.flush_ms = options.flush_ms;
-  lo.segment_bytes = options.segment_bytes;
-  lo.max_batch_bytes = kMaxBatchBytes;
-  lo.retention_bytes = -1;  // only snapshots remove records
-  lo.retention_ms = -1;
+  options.name = kTxnLogName;
+  options.max_batch_bytes = kMaxBatchBytes;
+  InternalLogOptions lo = options;
   std::unique_ptr<TxnLog> self(new TxnLog(std::move(options)));
-  RETURN_IF_ERROR(self->options_.env->CreateDirs(self->options_.dir));
-  ASSIGN_OR_RETURN(self->log_, storage::PartitionLog::Open(self->options_.dir, lo));
+  ASSIGN_OR_RETURN(self->log_, InternalLog::Open(std::move(lo)));
   RETURN_IF_ERROR(self->Replay().WithContext("replaying transaction log " + self->options_.dir));
+  self->log_->StartCleaning();
   SLUICE_LOG(kLog, kInfo, "{}: {} transactional ids, {} live bytes in a {}-byte log ({} skipped)",
-             self->options_.dir, self->records_.size(), self->live_bytes_, self->log_->size_bytes(),
-             self->skipped_records_);
+             self->options_.dir, self->records_.size(), self->live_bytes_, self->log_bytes(),
+             self->skipped_records());
   return self;
 }
 
-// Every record from the log start to the written end, in order. What does not decode is
-// skipped and counted, never fatal: the other ids' records are still good.
+// Every record from the log start to the written end, in order (InternalLog::Replay).
+// What does not decode is skipped and counted, never fatal: the other ids' records are
+// still good. The coordinator writes no control batch here: one is skipped.
 Status TxnLog::Replay() {
-  const int64_t start = log_->start_offset();
-  const int64_t end = log_->written_end_offset();
-  std::vector<uint8_t> buf;
-  for (int64_t offset = start; offset < end;) {
-    ASSIGN_OR_RETURN(storage::ReadResult rr, log_->Read(offset, kReplayReadBytes));
-    if (rr.slice.size == 0) break;
-    buf.clear();
-    RETURN_IF_ERROR(storage::PartitionLog::ReadSlice(rr.slice, &buf));
-    std::span<const uint8_t> rest(buf);
-    while (rest.size() >= storage::kBatchHeaderSize) {
-      storage::BatchHeader h = storage::ParseBatchHeader(rest);
-      if (h.length < 0 || h.total_size() > rest.size()) {
-        return CorruptionError("batch at offset {} runs past the bytes read", h.base_offset);
-      }
-      std::span<const uint8_t> batch = rest.first(h.total_size());
-      rest = rest.subspan(h.total_size());
-      if (h.next_offset() <= start) continue;
-      kafka::RecordReader reader;
-      if (Status st = reader.Open(batch, kMaxBatchBytes * 4ull); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: skipping batch at offset {}: {}", options_.dir, h.base_offset,
-                   st.ToString());
-        skipped_records_ += h.records_count;
-        continue;
-      }
-      kafka::Record rec;
-      while (reader.Next(&rec)) {
-        const int64_t at = h.base_offset + rec.offset_delta;
-        if (at < start) continue;
-        if (!rec.key) {
-          ++skipped_records_;
-          continue;
-        }
-        Apply(at, *rec.key, rec.value);
-      }
-      if (!reader.status().ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: rest of batch at offset {} skipped: {}", options_.dir,
-                   h.base_offset, reader.status().ToString());
-        skipped_records_ += std::max(0, h.records_count - reader.records_read());
-      }
-    }
-    offset = rr.next_offset;
-  }
-  return Status::OK();
+  return log_->Replay(
+      [this](const InternalBatch& b) {
+        if (!b.control()) return true;
+        SLUICE_LOG(kLog, kWarn, "{}: skipping control batch at offset {}", options_.dir,
+                   b.header.base_offset);
+        log_->Skip(std::max(1, b.header.records_count));
+        return false;
+      },
+      [this](const InternalBatch&, int64_t at, std::span<const uint8_t> key,
+             std::optional<std::span<const uint8_t>> value) { Apply(at, key, value); });
 }
 
 void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
@@ -249,7 +202,7 @@ void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
   if (!id.ok()) {
     SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {}: {}", options_.dir, at,
                id.status().ToString());
-    ++skipped_records_;
+    log_->Skip(1);
     return;
   }
   if (!value) {
@@ -260,7 +213,7 @@ void TxnLog::Apply(int64_t at, std::span<const uint8_t> key,
   if (!rec.ok()) {
     SLUICE_LOG(kLog, kWarn, "{}: skipping record at offset {} (transactional id {}): {}",
                options_.dir, at, *id, rec.status().ToString());
-    ++skipped_records_;
+    log_->Skip(1);
     return;
   }
   Put(*id, std::move(*rec));
@@ -287,104 +240,17 @@ Status TxnLog::Write(const std::string& id, const std::optional<TxnRecord>& reco
     return InvalidArgumentError("a transaction record of {} bytes is larger than {} takes",
                                 RecordSize(id, *record), options_.dir);
   }
-  RETURN_IF_ERROR(Append({{id, record}}, std::move(on_durable)));
+  InternalRecord r;
+  r.key = txn_format::EncodeKey(id);
+  if (record) r.value = txn_format::EncodeValue(*record);
+  RETURN_IF_ERROR(
+      log_->Append(std::span<const InternalRecord>(&r, 1), kMaxBatchBytes, std::move(on_durable))
+          .WithContext("appending to transaction log " + options_.dir));
   if (record) {
     Put(id, *record);
   } else {
     Erase(id);
   }
-  return Status::OK();
-}
-
-// One batch per call of up to kMaxBatchBytes; only the last carries the callback (the log
-// acknowledges in order).
-Status TxnLog::Append(const std::vector<std::pair<std::string, std::optional<TxnRecord>>>& records,
-                      Done on_durable) {
-  std::vector<std::vector<uint8_t>> batches;
-  std::vector<std::pair<std::vector<uint8_t>, std::optional<std::vector<uint8_t>>>> encoded;
-  size_t bytes = storage::kBatchHeaderSize;
-  auto flush = [&] {
-    std::vector<kafka::RecordInput> inputs;
-    for (const auto& [k, v] : encoded) {
-      kafka::RecordInput in;
-      in.key = std::span<const uint8_t>(k);
-      if (v) in.value = std::span<const uint8_t>(*v);
-      inputs.push_back(std::move(in));
-    }
-    kafka::BatchBuilderOptions bo;
-    bo.base_timestamp = WallMillis();
-    batches.push_back(kafka::BuildBatch(bo, inputs));
-    encoded.clear();
-    bytes = storage::kBatchHeaderSize;
-  };
-  for (const auto& [id, rec] : records) {
-    auto key = txn_format::EncodeKey(id);
-    std::optional<std::vector<uint8_t>> value;
-    if (rec) value = txn_format::EncodeValue(*rec);
-    size_t size = key.size() + (value ? value->size() : 0) + kRecordOverhead;
-    if (!encoded.empty() && bytes + size > kMaxBatchBytes / 4) flush();
-    encoded.emplace_back(std::move(key), std::move(value));
-    bytes += size;
-  }
-  if (!encoded.empty()) flush();
-  for (size_t i = 0; i < batches.size(); ++i) {
-    storage::AppendOptions ao;
-    ao.ack = storage::AckLevel::kDurable;
-    if (i + 1 == batches.size()) {
-      ao.on_ack = [cb = std::move(on_durable)](const Status& st, const storage::AppendInfo&) {
-        cb(st);
-      };
-    }
-    auto appended = log_->Append(batches[i], std::move(ao));
-    if (!appended.ok()) {
-      return appended.status().WithContext("appending to transaction log " + options_.dir);
-    }
-  }
-  return Status::OK();
-}
-
-bool TxnLog::SnapshotDue() const {
-  if (closed_ || snapshot_running_) return false;
-  uint64_t size = log_->size_bytes();
-  return size > options_.snapshot_min_bytes && size > options_.snapshot_ratio * live_bytes_;
-}
-
-Status TxnLog::StartSnapshot(Done on_durable) {
-  if (closed_) return FailedPreconditionError("transaction log {} is closed", options_.dir);
-  if (snapshot_running_) {
-    return FailedPreconditionError("a snapshot of {} is under way", options_.dir);
-  }
-  const int64_t start = log_->end_offset();
-  SLUICE_LOG(kLog, kInfo, "{}: snapshot of {} ids ({} live bytes, log {} bytes) at offset {}",
-             options_.dir, records_.size(), live_bytes_, log_->size_bytes(), start);
-  if (records_.empty()) {
-    snapshot_running_ = true;
-    snapshot_start_ = log_->written_end_offset();
-    on_durable(Status::OK());
-    return Status::OK();
-  }
-  std::vector<std::pair<std::string, std::optional<TxnRecord>>> live(records_.begin(),
-                                                                     records_.end());
-  RETURN_IF_ERROR(Append(live, std::move(on_durable)));
-  snapshot_running_ = true;
-  snapshot_start_ = start;
-  return Status::OK();
-}
-
-Status TxnLog::FinishSnapshot(const Status& written) {
-  if (!snapshot_running_) {
-    return FailedPreconditionError("no snapshot of {} under way", options_.dir);
-  }
-  snapshot_running_ = false;
-  if (!written.ok()) return written.WithContext("writing the snapshot of " + options_.dir);
-  if (closed_) return FailedPreconditionError("transaction log {} is closed", options_.dir);
-  auto start = log_->DeleteRecordsBefore(snapshot_start_);
-  if (!start.ok()) {
-    return start.status().WithContext("dropping what the snapshot of " + options_.dir +
-                                      " replaced");
-  }
-  SLUICE_LOG(kLog, kInfo, "{}: snapshot done, log start {}, {} segments, {} bytes", options_.dir,
-             *start, log_->segment_count(), log_->size_bytes());
   return Status::OK();
 }
 

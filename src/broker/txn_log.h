@@ -4,12 +4,10 @@
 // (docs/formats/transaction-state.md). Open replays the log (last record per id wins, a
 // null value deletes the id); records that do not decode are skipped with a warning.
 //
-// Every state change appends one record while the live state stays one record per id,
-// so when the log has grown well past the live state (TxnLogOptions::snapshot_*) the
-// owner writes the live state again at the end of the log (StartSnapshot) and, once
-// that is durable, drops every segment wholly before it (FinishSnapshot), as the offsets
-// log does (docs/design/0003-group-coordinator.md, decision 6) until compaction runs on
-// internal logs.
+// The log is an internal compacted topic (InternalLog, internal_log.h): the process's
+// log cleaner keeps each id's last record and drops the tombstones of expired ids after
+// delete.retention.ms, so the log stays bounded by the live state
+// (docs/design/0016-transactions.md).
 //
 // Threads: one owner thread (the transaction coordinator's loop) calls every method.
 // Write applies its change to the in-memory state at once; `on_durable` runs on an
@@ -27,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/internal_log.h"
 #include "broker/txn_state.h"
 #include "storage/file_cache.h"
 #include "storage/io_executor.h"
@@ -34,19 +33,19 @@
 
 namespace sluice::broker {
 
-struct TxnLogOptions {
-  std::string dir;
-  storage::IoExecutor* executor = nullptr;  // required; must outlive the TxnLog
-  storage::FileCache* files = nullptr;      // shared; null: the log owns a small one
-  storage::Env* env = storage::Env::Posix();
-  storage::FlushPolicy flush_policy = storage::FlushPolicy::kDurable;
-  int64_t flush_ms = 100;
-  uint64_t segment_bytes = 4ull << 20;
-  // A snapshot is due when the log is larger than both snapshot_min_bytes and
-  // snapshot_ratio times the encoded live state (snapshot_min_bytes >= 2 segments).
-  uint64_t snapshot_min_bytes = 8ull << 20;
-  uint64_t snapshot_ratio = 4;
+// The internal log's options (internal_log.h); Open sets `name` and `max_batch_bytes`.
+// Durable flushes (every state change is awaited) and segment.bytes 4 MiB (Kafka's
+// transaction.state.log.segment.bytes is 100 MiB; smaller here so that the active
+// segment, never cleaned, bounds what a restart replays).
+struct TxnLogOptions : InternalLogOptions {
+  TxnLogOptions() {
+    flush_policy = storage::FlushPolicy::kDurable;
+    segment_bytes = 4ull << 20;
+  }
 };
+
+// The state log's name in the cleaner (and its directory's name in the data dir).
+inline constexpr const char kTxnLogName[] = "__transaction_state-0";
 
 class TxnLog {
  public:
@@ -66,17 +65,13 @@ class TxnLog {
   // The live state: every id's last record (including writes not yet durable).
   const std::map<std::string, TxnRecord>& records() const { return records_; }
   uint64_t live_bytes() const { return live_bytes_; }
-  uint64_t log_bytes() const { return log_->size_bytes(); }
-  int segment_count() const { return log_->segment_count(); }
-  int64_t start_offset() const { return log_->start_offset(); }
-  int skipped_records() const { return skipped_records_; }
+  uint64_t log_bytes() const { return log_->log().size_bytes(); }
+  int segment_count() const { return log_->log().segment_count(); }
+  int64_t start_offset() const { return log_->log().start_offset(); }
+  int skipped_records() const { return log_->skipped_records(); }
 
-  // As OffsetLog's: see the file comment.
-  bool SnapshotDue() const;
-  Status StartSnapshot(Done on_durable);
-  Status FinishSnapshot(const Status& written);
-
-  // Waits for pending writes (their callbacks run), syncs and closes the log. Idempotent.
+  // Unregisters the log from the cleaner, waits for pending writes (their callbacks run),
+  // syncs and closes the log. Idempotent.
   Status Close();
 
  private:
@@ -86,16 +81,11 @@ class TxnLog {
              std::optional<std::span<const uint8_t>> value);
   void Put(const std::string& id, TxnRecord record);
   void Erase(const std::string& id);
-  Status Append(const std::vector<std::pair<std::string, std::optional<TxnRecord>>>& records,
-                Done on_durable);
 
   const TxnLogOptions options_;
-  std::unique_ptr<storage::PartitionLog> log_;
+  std::unique_ptr<InternalLog> log_;
   std::map<std::string, TxnRecord> records_;
   uint64_t live_bytes_ = 0;
-  int skipped_records_ = 0;
-  bool snapshot_running_ = false;
-  int64_t snapshot_start_ = -1;
   bool closed_ = false;
 };
 

@@ -38,11 +38,14 @@ bool IsTransactional(const BatchHeader& h) {
   return (static_cast<uint16_t>(h.attributes) & storage::kAttrTransactional) != 0;
 }
 
-// Calls fn(batch) for every batch whose base offset is in [from, to), through Read.
+// Calls fn(batch) for every batch whose base offset is in [from, to), through Read. A log
+// start inside the first segment (DeleteRecords, or the snapshots of the internal logs
+// before they were compacted) is where reading begins: the records below it are deleted,
+// and a cleaned segment leaves them out.
 template <typename F>
 Status ForEachBatch(PartitionLog& log, int64_t from, int64_t to, std::vector<uint8_t>& buf,
                     Throttler* throttler, uint64_t* bytes, F&& fn) {
-  int64_t offset = from;
+  int64_t offset = std::max(from, log.start_offset());
   while (offset < to) {
     ASSIGN_OR_RETURN(storage::ReadResult r, log.Read(offset, kReadBytes));
     if (r.slice.size == 0) break;

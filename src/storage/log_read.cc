@@ -546,6 +546,9 @@ Status PartitionLog::ForEachBatchHeader(
   for (const auto& entry : segs) {
     const Segment& seg = *entry.first;
     uint64_t size = entry.second;
+    // A segment just rolled has no file until the I/O thread's first write creates it
+    // (a cleaner walking headers while the owner appends met NotFound here).
+    if (size == 0) continue;
     Status st = [&]() -> Status {
       ASSIGN_OR_RETURN(auto file, LogFile(seg, OpenMode::kRead));
       uint64_t pos = 0;

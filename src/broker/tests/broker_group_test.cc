@@ -1,11 +1,14 @@
 // The group APIs through the broker over real sockets: FindCoordinator, a member's whole
 // life (join with MEMBER_ID_REQUIRED, sync, heartbeat, commit, fetch, leave), committed
 // offsets across a restart, TxnOffsetCommit's pending offsets and OffsetFetch's
-// require_stable, and the internal topic's name being reserved. The group
+// require_stable, the internal topic's name being reserved and the offsets log cleaned by
+// the broker's cleaner. The group
 // semantics themselves are tested in group_coordinator_test.cc; the real consumers in
 // tests/integration.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <string>
 
 #include "broker/broker.h"
@@ -139,6 +142,46 @@ TEST_F(BrokerGroupTest, MemberLifecycleAndOffsetsSurviveRestart) {
   Client c2(port());
   EXPECT_EQ(Committed(c2, "g").committed_offset, 42);
   EXPECT_EQ(Committed(c2, "other").committed_offset, -1);
+}
+
+// The broker's cleaner runs with no compacted user topic and cleans the offsets log: a
+// long run of commits over one key leaves a log of a few segments, which replays to the
+// last commit after a restart.
+TEST_F(BrokerGroupTest, TheOffsetsLogIsCleanedByTheBrokersCleaner) {
+  Stop();
+  options_.groups.log_segment_bytes = 4096;
+  options_.cleaner.backoff_ms = 10;
+  Start();
+  Client c(port());
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  const std::filesystem::path log_dir = dir_ / "__consumer_offsets-0";
+  auto log_bytes = [&] {
+    uint64_t total = 0;
+    for (const auto& e : std::filesystem::directory_iterator(log_dir)) {
+      if (e.path().extension() == ".log") total += e.file_size();
+    }
+    return total;
+  };
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int64_t offset = 0;
+  uint64_t written = 0;
+  // Until a cleaning wrote its checkpoint and enough was written to need one.
+  while (written < 100 * 1024 || !std::filesystem::exists(log_dir / "cleaner-offset-checkpoint")) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the offsets log was never cleaned";
+    const uint64_t before = log_bytes();
+    ASSERT_EQ(CommitStandalone(c, "g", ++offset), ErrorCode::kNone);
+    written += log_bytes() > before ? log_bytes() - before : 0;
+  }
+  // Cleaned: the live record and at most the active and a closing segment, not the
+  // 100 KiB written.
+  while (log_bytes() > 4 * 4096) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << log_bytes() << " bytes left";
+    ASSERT_EQ(CommitStandalone(c, "g", ++offset), ErrorCode::kNone);
+  }
+  Stop();
+  Start();
+  Client c2(port());
+  EXPECT_EQ(Committed(c2, "g").committed_offset, offset);
 }
 
 // TxnOffsetCommit reaches the coordinator once the transaction coordinator has the group's

@@ -1,6 +1,6 @@
 // OffsetLog: the __consumer_offsets record formats, replay after reopen, tombstones,
-// malformed records at replay, snapshots that keep exactly the live state, and the
-// offsets of transactions (pending offsets, markers, their replay and snapshots).
+// malformed records at replay, and the offsets of transactions (pending offsets, markers,
+// their replay). Cleaning of the log: internal_log_test.cc.
 #include "broker/offset_log.h"
 
 #include <gtest/gtest.h>
@@ -61,19 +61,6 @@ class OffsetLogTest : public ::testing::Test {
       return InternalError("no durable callback");
     }
     return f.get();
-  }
-
-  // StartSnapshot, wait until durable, FinishSnapshot. With `check_one_at_a_time`, also
-  // fails when a second snapshot looks due while the first runs.
-  // StartSnapshot, wait until durable, FinishSnapshot. With `check_one_at_a_time`, also
-  // fails when a second snapshot looks due while the first runs.
-  static Status SnapshotDurable(OffsetLog& log, bool check_one_at_a_time = false) {
-    RETURN_IF_ERROR(WaitDurable([&](OffsetLog::Done cb) {
-      RETURN_IF_ERROR(log.StartSnapshot(std::move(cb)));
-      return check_one_at_a_time && log.SnapshotDue() ? InternalError("a second snapshot is due")
-                                                      : Status::OK();
-    }));
-    return log.FinishSnapshot(Status::OK());
   }
 
   static CommittedOffset Value(int64_t offset, std::string metadata = "", int32_t epoch = -1) {
@@ -296,94 +283,6 @@ TEST_F(OffsetLogTest, MalformedRecordsAreSkippedAtReplay) {
   OffsetWrite w;
   w.Commit("g", {"t", 2}, Value(300));
   ASSERT_TRUE(WriteDurable(*log, w).ok());
-}
-
-// A model of what the store should hold, to compare after snapshots and reopens.
-using Model = std::map<std::pair<std::string, TopicPartition>, CommittedOffset>;
-
-Model Snapshot(const OffsetLog& log) {
-  Model m;
-  for (const std::string& g : log.GroupIds()) {
-    if (const auto* offsets = log.Offsets(g)) {
-      for (const auto& [tp, v] : *offsets) m[{g, tp}] = v;
-    }
-  }
-  return m;
-}
-
-TEST_F(OffsetLogTest, SnapshotKeepsExactlyTheLiveState) {
-  OffsetLogOptions o = Options();
-  o.segment_bytes = 4096;
-  o.snapshot_min_bytes = 16384;
-  Model model;
-  std::map<std::string, GroupRecord> groups;
-  auto log = Open(o);
-  ASSERT_NE(log, nullptr);
-  // Groups g0..g4 commit partitions 0..3 of topics t0, t1 over and over; g4 is deleted
-  // and topic t1 deleted midway, so tombstones must hold across the snapshot.
-  int round = 0;
-  while (round < 25 || !log->SnapshotDue()) {
-    ASSERT_LT(round, 10000) << "the snapshot never became due";
-    OffsetWrite w;
-    for (int g = 0; g < 5; ++g) {
-      std::string group = "g" + std::to_string(g);
-      for (int t = 0; t < 2; ++t) {
-        TopicPartition tp{"t" + std::to_string(t), round % 4};
-        CommittedOffset v = Value(round * 10 + g, "r" + std::to_string(round));
-        w.Commit(group, tp, v);
-        model[{group, tp}] = v;
-      }
-      GroupRecord rec{"consumer", round + 1, "range", std::nullopt};
-      w.SetGroup(group, rec);
-      groups[group] = rec;
-    }
-    if (round == 20) {
-      w.DeleteGroup("g4");
-      std::erase_if(model, [](const auto& e) { return e.first.first == "g4"; });
-      groups.erase("g4");
-      w.DeleteTopic("t1");
-      std::erase_if(model, [](const auto& e) { return e.first.second.topic == "t1"; });
-    }
-    ASSERT_TRUE(WriteDurable(*log, w).ok());
-    ++round;
-  }
-  // Deleted again after the last round: g4 and t1 were re-created by later rounds.
-  {
-    OffsetWrite w;
-    w.DeleteGroup("g4");
-    w.DeleteTopic("t1");
-    std::erase_if(
-        model, [](const auto& e) { return e.first.first == "g4" || e.first.second.topic == "t1"; });
-    groups.erase("g4");
-    ASSERT_TRUE(WriteDurable(*log, w).ok());
-  }
-  EXPECT_EQ(Snapshot(*log), model);
-  const uint64_t bytes_before = log->log_bytes();
-  const int segments_before = log->segment_count();
-  ASSERT_GT(segments_before, 3);
-
-  ASSERT_TRUE(SnapshotDurable(*log, /*check_one_at_a_time=*/true).ok());
-  EXPECT_LT(log->log_bytes(), bytes_before / 2);
-  EXPECT_LT(log->segment_count(), segments_before);
-  EXPECT_FALSE(log->SnapshotDue());
-
-  // Writes after the snapshot land after it.
-  OffsetWrite w;
-  w.Commit("g0", {"t0", 0}, Value(999999));
-  model[{"g0", TopicPartition{"t0", 0}}] = Value(999999);
-  ASSERT_TRUE(WriteDurable(*log, w).ok());
-  ASSERT_TRUE(log->Close().ok());
-
-  auto reopened = Open(o);
-  ASSERT_NE(reopened, nullptr);
-  EXPECT_EQ(reopened->skipped_records(), 0);
-  EXPECT_EQ(Snapshot(*reopened), model);
-  std::map<std::string, GroupRecord> reopened_groups;
-  for (const std::string& g : reopened->GroupIds()) {
-    if (const auto* rec = reopened->Group(g)) reopened_groups[g] = *rec;
-  }
-  EXPECT_EQ(reopened_groups, groups);
-  EXPECT_EQ(reopened->live_bytes(), log->live_bytes());
 }
 
 // -----------------------------------------------------------------------------------------
@@ -676,51 +575,6 @@ TEST_F(OffsetLogTxnTest, CrashBetweenOffsetsAndMarker) {
   crash(log, 2);
   EXPECT_EQ(*log->Find("g", {"t", 0}), Value(50));
   EXPECT_FALSE(log->HasPendingOffset("g", {"t", 0}));
-}
-
-// The snapshot writes pending offsets again, in log order with the visible ones, so a
-// transaction completed after it (or replayed across it) ends exactly as without it.
-TEST_F(OffsetLogTxnTest, SnapshotKeepsPendingOffsetsAndTheirOrder) {
-  OffsetLogOptions o = Options();
-  o.segment_bytes = 4096;
-  o.snapshot_min_bytes = 16384;
-  auto log = Open(o);
-  ASSERT_NE(log, nullptr);
-  // t-0: visible 1, then producer 1's 10 (wins at commit). t-1: producer 2's 20, then a
-  // plain 2 (wins). t-2: producer 3, aborted after the snapshot.
-  ASSERT_TRUE(WriteDurable(*log, One("g", {"t", 0}, Value(1))).ok());
-  ASSERT_TRUE(TxnDurable(*log, 1, 0, One("g", {"t", 0}, Value(10))).ok());
-  ASSERT_TRUE(TxnDurable(*log, 2, 0, One("g", {"t", 1}, Value(20))).ok());
-  ASSERT_TRUE(WriteDurable(*log, One("g", {"t", 1}, Value(2))).ok());
-  ASSERT_TRUE(TxnDurable(*log, 3, 0, One("g", {"t", 2}, Value(30))).ok());
-  for (int round = 0; !log->SnapshotDue(); ++round) {
-    ASSERT_LT(round, 10000) << "the snapshot never became due";
-    ASSERT_TRUE(WriteDurable(*log, One("other", {"x", round % 3}, Value(round))).ok());
-  }
-  const int segments_before = log->segment_count();
-  ASSERT_TRUE(SnapshotDurable(*log).ok());
-  EXPECT_LT(log->segment_count(), segments_before);
-  // Every first record is gone: the pending ones now live in the snapshot.
-  ASSERT_TRUE(log->Close().ok());
-  log = Open(o);
-  EXPECT_EQ(log->skipped_records(), 0);
-  EXPECT_EQ(log->OpenProducers(), (std::vector<int64_t>{1, 2, 3}));
-  EXPECT_EQ(*log->FindPending(1, "g", {"t", 0}), Value(10));
-  EXPECT_EQ(*log->Find("g", {"t", 0}), Value(1));
-  EXPECT_EQ(*log->Find("g", {"t", 1}), Value(2));
-  EXPECT_EQ(log->ProducerEpoch(2), std::optional<int16_t>(0));
-  ASSERT_TRUE(MarkerDurable(*log, 1, 0, true).ok());
-  ASSERT_TRUE(MarkerDurable(*log, 2, 0, true).ok());
-  ASSERT_TRUE(MarkerDurable(*log, 3, 0, false).ok());
-  auto check = [](const OffsetLog& l) {
-    EXPECT_EQ(*l.Find("g", {"t", 0}), Value(10));
-    EXPECT_EQ(*l.Find("g", {"t", 1}), Value(2));
-    EXPECT_EQ(l.Find("g", {"t", 2}), nullptr);
-    EXPECT_EQ(l.pending_count(), 0u);
-  };
-  check(*log);
-  ASSERT_TRUE(log->Close().ok());
-  check(*Open(o));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "broker/txn_log.h"
 #include "broker/txn_participants.h"
+#include "compaction/cleaner.h"
 #include "storage/io_executor.h"
 #include "storage/testing/files.h"
 
@@ -452,11 +453,15 @@ TEST_F(TxnCoordinatorTest, OngoingFoundAtOpenTimesOut) {
   ASSERT_TRUE(WaitForState("t", TxnState::kCompleteAbort));
 }
 
-TEST_F(TxnCoordinatorTest, StateLogSnapshotsKeepItBounded) {
+// The coordinator registers its state log with the cleaner it is given; cleaned, the log
+// holds the one live id and what the active segment (never cleaned) holds.
+TEST_F(TxnCoordinatorTest, StateLogIsCompactedByTheCleaner) {
+  compaction::LogCleaner cleaner(compaction::CleanerOptions{});
   TxnCoordinatorOptions o = Options();
   o.log_segment_bytes = 4096;
-  o.snapshot_min_bytes = 8192;
+  o.cleaner = &cleaner;
   Open(o);
+  ASSERT_TRUE(cleaner.Contains(kTxnLogName));
   auto p = Init("t");
   for (int i = 0; i < 150; ++i) {
     ASSERT_EQ(Add("t", p, {{"a", 0}}), ErrorCode::kNone);
@@ -464,16 +469,22 @@ TEST_F(TxnCoordinatorTest, StateLogSnapshotsKeepItBounded) {
     ASSERT_TRUE(
         WaitForState("t", i % 2 == 0 ? TxnState::kCompleteCommit : TxnState::kCompleteAbort));
   }
+  auto stats = cleaner.CleanNow(kTxnLogName);
+  ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+  EXPECT_GT(stats->records_read, stats->records_kept);
   ASSERT_TRUE(coord_->Close().ok());
+  EXPECT_FALSE(cleaner.Contains(kTxnLogName));  // unregistered before the log closed
   coord_.reset();
   TxnLogOptions lo;
   lo.dir = o.dir;
   lo.executor = &executor_;
   auto log = TxnLog::Open(lo);
   ASSERT_TRUE(log.ok());
-  EXPECT_GT((*log)->start_offset(), 0);
-  EXPECT_LT((*log)->log_bytes(), 3u * 8192);
+  // The cleaned segments hold one record of "t"; the active one less than a segment and
+  // a batch.
+  EXPECT_LT((*log)->log_bytes(), 2u * 4096);
   EXPECT_EQ((*log)->records().at("t").state, TxnState::kCompleteAbort);
+  EXPECT_EQ((*log)->skipped_records(), 0);
 }
 
 }  // namespace

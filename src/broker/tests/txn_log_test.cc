@@ -1,5 +1,5 @@
 // TxnLog: the __transaction_state record formats (Kafka's bytes), malformed records,
-// replay after reopen, tombstones and snapshots that keep exactly the live state.
+// replay after reopen and tombstones. Cleaning of the log: internal_log_test.cc.
 #include "broker/txn_log.h"
 
 #include <gtest/gtest.h>
@@ -148,32 +148,6 @@ TEST_F(TxnLogTest, ReplaysLastRecordPerIdAndTombstones) {
   ASSERT_EQ(log->records().size(), 1u);
   EXPECT_EQ(log->records().at("a").state, TxnState::kPrepareCommit);
   EXPECT_EQ(log->skipped_records(), 0);
-}
-
-TEST_F(TxnLogTest, SnapshotKeepsExactlyTheLiveState) {
-  TxnLogOptions o = Options();
-  o.segment_bytes = 4096;
-  o.snapshot_min_bytes = 8192;
-  {
-    auto log = Open(o);
-    for (int i = 0; i < 400; ++i) {
-      TxnRecord r = Ongoing(i % 5, static_cast<int16_t>(i));
-      ASSERT_TRUE(WriteDurable(*log, "id" + std::to_string(i % 5), r).ok());
-    }
-    ASSERT_TRUE(WriteDurable(*log, "id4", std::nullopt).ok());
-    ASSERT_TRUE(log->SnapshotDue());
-    const uint64_t before = log->log_bytes();
-    auto p = std::make_shared<std::promise<Status>>();
-    ASSERT_TRUE(log->StartSnapshot([p](const Status& s) { p->set_value(s); }).ok());
-    ASSERT_TRUE(log->FinishSnapshot(p->get_future().get()).ok());
-    EXPECT_LT(log->log_bytes(), before);
-    EXPECT_GT(log->start_offset(), 0);
-    ASSERT_TRUE(log->Close().ok());
-  }
-  auto log = Open(o);
-  ASSERT_EQ(log->records().size(), 4u);
-  EXPECT_EQ(log->records().at("id3").producer_epoch, 398);
-  EXPECT_EQ(log->records().count("id4"), 0u);
 }
 
 }  // namespace

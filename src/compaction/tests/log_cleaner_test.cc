@@ -16,6 +16,7 @@
 #include "compaction/cleaner.h"
 #include "kafka/protocol/records.h"
 #include "storage/io_executor.h"
+#include "storage/log_swap.h"
 #include "storage/testing/fault_env.h"
 #include "storage/testing/files.h"
 
@@ -208,6 +209,30 @@ TEST_F(CleanerTest, KeepsTheLatestValueOfEachKeyInOffsetOrder) {
   log_.reset();
   Open();
   EXPECT_EQ(Records(), after);
+}
+
+// DeleteRecords (or the snapshots the internal logs wrote before they were compacted) can
+// leave the log start inside the first segment: cleaning reads from the start, and the
+// cleaned segment leaves out the records below it.
+TEST_F(CleanerTest, ALogStartInsideTheFirstSegmentIsWhereCleaningReads) {
+  for (int b = 0; b < 30; ++b) Append({{fmt::format("k{}", b % 6), fmt::format("v{}", b)}});
+  Roll();
+  const int64_t start = 10;
+  ASSERT_EQ(*log_->DeleteRecordsBefore(start), start);
+  ASSERT_LT(log_->ClosedSegments().front().base_offset, start);
+  std::vector<Rec> before = Records();
+  ASSERT_FALSE(before.empty());
+  ASSERT_GE(before.front().offset, start);
+  auto want = Latest(before);
+  ASSERT_TRUE(Clean().ok());
+  auto after = Records();
+  EXPECT_EQ(after.size(), want.size());
+  for (const auto& r : after) {
+    EXPECT_GE(r.offset, start);
+    EXPECT_EQ(want[*r.key], r) << *r.key;
+  }
+  EXPECT_EQ(log_->start_offset(), start);
+  ASSERT_TRUE(log_->Verify().ok());
 }
 
 TEST_F(CleanerTest, ASmallMapCleansInSeveralPassesToTheSameResult) {
