@@ -1,0 +1,215 @@
+// Fetch over a compacted log holding record-less batches (a producer's last batch that
+// the cleaner kept empty): a consumer's fetch passes over them to the first batch with
+// records, so a client that moves only by the records it gets (kafkajs 2.x) reads the
+// whole log; a replica's fetch still gets the log as stored, empty batches included.
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "broker/tests/broker_test_util.h"
+#include "kafka/protocol/records.h"
+#include "storage/batch_header.h"
+
+namespace sluice::broker {
+namespace {
+
+using testing::Bytes;
+using testing::Client;
+
+constexpr char kTopic[] = "compacted";
+
+struct Batch {
+  storage::BatchHeader header;
+  std::vector<std::pair<std::string, std::string>> records;  // (key, value), offset order
+  std::vector<int64_t> offsets;
+};
+
+// Every batch of a fetch response's records.
+std::vector<Batch> Batches(const kafka::FetchResponse::PartitionData& p) {
+  std::vector<Batch> out;
+  if (!p.records.inline_bytes) return out;
+  std::span<const uint8_t> bytes = *p.records.inline_bytes;
+  while (bytes.size() >= storage::kBatchHeaderSize) {
+    storage::BatchHeader h = storage::ParseBatchHeader(bytes);
+    if (h.total_size() > bytes.size()) break;  // a partial batch at the end
+    Batch b;
+    b.header = h;
+    Status st =
+        kafka::ForEachRecord(bytes.first(h.total_size()), 1 << 20, [&](const kafka::Record& r) {
+          auto str = [](const auto& v) { return v ? std::string(v->begin(), v->end()) : ""; };
+          b.records.emplace_back(str(r.key), str(r.value));
+          b.offsets.push_back(h.base_offset + r.offset_delta);
+        });
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    out.push_back(std::move(b));
+    bytes = bytes.subspan(h.total_size());
+  }
+  return out;
+}
+
+class BrokerFetchTest : public testing::BrokerFixture {
+ protected:
+  void SetUp() override {
+    options_.cleaner.backoff_ms = 20;
+    BrokerFixture::SetUp();
+  }
+
+  kafka::FetchResponse::PartitionData Fetch(Client& c, int64_t offset, int32_t partition_max_bytes,
+                                            int32_t replica_id = -1, int32_t max_wait_ms = 0) {
+    kafka::FetchRequest req;
+    req.replica_id = replica_id;
+    req.max_wait_ms = max_wait_ms;
+    req.min_bytes = 1;
+    req.max_bytes = 1 << 20;
+    kafka::FetchRequest::FetchTopic t;
+    t.topic = kTopic;
+    kafka::FetchRequest::FetchPartition p;
+    p.partition = 0;
+    p.fetch_offset = offset;
+    p.partition_max_bytes = partition_max_bytes;
+    t.partitions.push_back(p);
+    req.topics.push_back(t);
+    last_fetch_ = c.Call<kafka::FetchResponse>(kafka::ApiKey::kFetch, 11, req);
+    if (last_fetch_.responses.size() != 1 || last_fetch_.responses[0].partitions.size() != 1) {
+      ADD_FAILURE() << "bad fetch response shape";
+      return {};
+    }
+    return last_fetch_.responses[0].partitions[0];
+  }
+
+  int64_t InitProducerId(Client& c) {
+    kafka::InitProducerIdRequest req;
+    auto resp = c.Call<kafka::InitProducerIdResponse>(kafka::ApiKey::kInitProducerId, 4, req);
+    EXPECT_EQ(resp.error_code, kafka::ErrorCode::kNone);
+    return resp.producer_id;
+  }
+
+  // One batch of keyed records from idempotent producer `pid` at `sequence`.
+  void Produce(Client& c, int64_t pid, int32_t sequence,
+               const std::vector<std::pair<std::string, std::string>>& records) {
+    std::vector<kafka::RecordInput> in;
+    for (const auto& [k, v] : records) {
+      kafka::RecordInput r;
+      r.key = kafka::AsBytes(k);
+      r.value = kafka::AsBytes(v);
+      in.push_back(std::move(r));
+    }
+    kafka::BatchBuilderOptions o;
+    o.producer_id = pid;
+    o.producer_epoch = 0;
+    o.base_sequence = sequence;
+    o.base_timestamp = 1000;
+    Bytes batch = kafka::BuildBatch(o, in);
+    kafka::ProduceRequest req;
+    req.acks = -1;
+    req.timeout_ms = 5000;
+    req.topic_data.push_back({kTopic, {{0, std::span<const uint8_t>(batch), {}}}, {}});
+    auto resp = c.Call<kafka::ProduceResponse>(kafka::ApiKey::kProduce, 9, req);
+    ASSERT_EQ(resp.responses.size(), 1u);
+    ASSERT_EQ(resp.responses[0].partition_responses.size(), 1u);
+    EXPECT_EQ(resp.responses[0].partition_responses[0].error_code, kafka::ErrorCode::kNone);
+  }
+
+  kafka::FetchResponse last_fetch_;
+};
+
+// Producers A1..A3 each write one batch larger than segment.bytes (a segment of its own);
+// producer B then overwrites every key of theirs. Cleaned, A1..A3's batches stay as
+// record-less batches, each alone in its segment: a fetch at offset 0 used to answer with
+// A1's empty batch only.
+TEST_F(BrokerFetchTest, ConsumerFetchPassesOverRecordlessBatches) {
+  Client c(port());
+  kafka::CreateTopicsRequest create;
+  create.topics.push_back({kTopic, 1, -1, {}, {}, {}});
+  for (auto [k, v] :
+       std::vector<std::pair<const char*, const char*>>{{"cleanup.policy", "compact"},
+                                                        {"segment.bytes", "1024"},
+                                                        {"min.cleanable.dirty.ratio", "0.01"}}) {
+    create.topics[0].configs.push_back({k, v, {}});
+  }
+  auto created = c.Call<kafka::CreateTopicsResponse>(kafka::ApiKey::kCreateTopics, 7, create);
+  ASSERT_EQ(created.topics.size(), 1u);
+  ASSERT_EQ(created.topics[0].error_code, kafka::ErrorCode::kNone);
+
+  const std::string pad(120, 'p');
+  std::map<std::string, std::string> latest;
+  for (int a = 0; a < 3; ++a) {
+    std::vector<std::pair<std::string, std::string>> recs;
+    for (int k = 0; k < 10; ++k) {
+      recs.emplace_back("a" + std::to_string(a) + "-" + std::to_string(k), "old-" + pad);
+    }
+    Produce(c, InitProducerId(c), 0, recs);
+  }
+  const int64_t b = InitProducerId(c);
+  int32_t seq = 0;
+  for (int a = 0; a < 3; ++a) {
+    for (int k = 0; k < 10; ++k) {
+      std::string key = "a" + std::to_string(a) + "-" + std::to_string(k);
+      latest[key] = "new-" + std::to_string(a * 10 + k);
+      Produce(c, b, seq++, {{key, latest[key]}});
+    }
+  }
+  // More of B's records so the segments above are closed (the active one is never cleaned).
+  for (int i = 0; i < 40; ++i) {
+    std::string key = "b-" + std::to_string(i);
+    latest[key] = "b-value-" + std::to_string(i) + pad;
+    Produce(c, b, seq++, {{key, latest[key]}});
+  }
+
+  // The cleaner empties A1..A3's batches: a replica's fetch shows them as stored.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::vector<Batch> stored;
+  for (;;) {
+    stored = Batches(Fetch(c, 0, 1 << 20, /*replica_id=*/1));
+    if (!stored.empty() && stored[0].header.records_count == 0) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the cleaner did not run";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(stored[0].header.base_offset, 0);
+  EXPECT_EQ(stored[0].header.last_offset(), 9);  // the producer's offsets and sequence kept
+  // A replica reading segment by segment gets A1..A3's empty batches.
+  int empty_seen = 0;
+  for (int64_t offset = 0; offset < 30;) {
+    auto got = Batches(Fetch(c, offset, 1 << 20, /*replica_id=*/1));
+    ASSERT_FALSE(got.empty());
+    for (const Batch& batch : got) empty_seen += batch.header.records_count == 0 ? 1 : 0;
+    offset = got.back().header.next_offset();
+  }
+  EXPECT_EQ(empty_seen, 3);
+
+  // A consumer's fetch at 0 starts at B's first batch, the first with records.
+  for (int32_t max_bytes : {1, 200, 1 << 20}) {
+    auto p = Fetch(c, 0, max_bytes);
+    EXPECT_EQ(p.error_code, kafka::ErrorCode::kNone);
+    auto got = Batches(p);
+    ASSERT_FALSE(got.empty()) << max_bytes;
+    EXPECT_EQ(got[0].header.base_offset, 30) << max_bytes;
+    for (const Batch& batch : got) EXPECT_GT(batch.header.records_count, 0);
+  }
+
+  // A client that moves only by the records it gets (kafkajs: the last record's offset +
+  // 1) reads every key's latest value, with small and large fetches.
+  for (int32_t max_bytes : {1, 300, 1 << 20}) {
+    std::map<std::string, std::string> seen;
+    int64_t offset = 0;
+    auto hw = Fetch(c, 0, 1).high_watermark;
+    for (int fetches = 0; offset < hw; ++fetches) {
+      ASSERT_LT(fetches, 1000) << "no progress at offset " << offset;
+      auto got = Batches(Fetch(c, offset, max_bytes));
+      int64_t last = -1;
+      for (const Batch& batch : got) {
+        for (size_t i = 0; i < batch.records.size(); ++i) {
+          if (batch.offsets[i] < offset) continue;
+          seen[batch.records[i].first] = batch.records[i].second;
+          last = batch.offsets[i];
+        }
+      }
+      ASSERT_GE(last, offset) << "a fetch at " << offset << " brought no record";
+      offset = last + 1;
+    }
+    EXPECT_EQ(seen, latest) << "max_bytes " << max_bytes;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::broker
