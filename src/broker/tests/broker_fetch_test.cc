@@ -61,14 +61,10 @@ class BrokerFetchTest : public testing::BrokerFixture {
     req.max_wait_ms = max_wait_ms;
     req.min_bytes = 1;
     req.max_bytes = 1 << 20;
-    kafka::FetchRequest::FetchTopic t;
-    t.topic = kTopic;
-    kafka::FetchRequest::FetchPartition p;
-    p.partition = 0;
-    p.fetch_offset = offset;
-    p.partition_max_bytes = partition_max_bytes;
-    t.partitions.push_back(p);
-    req.topics.push_back(t);
+    req.topics.push_back({.topic = kTopic,
+                          .partitions = {{.partition = 0,
+                                          .fetch_offset = offset,
+                                          .partition_max_bytes = partition_max_bytes}}});
     last_fetch_ = c.Call<kafka::FetchResponse>(kafka::ApiKey::kFetch, 11, req);
     if (last_fetch_.responses.size() != 1 || last_fetch_.responses[0].partitions.size() != 1) {
       ADD_FAILURE() << "bad fetch response shape";
