@@ -111,14 +111,12 @@ def hold_offsets(bs, txn_id, group, topic, offset, out_topic, **extra):
 def first_delivered(c, timeout):
     """The first record a subscribed consumer delivers, or None within `timeout` s."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    m = None
+    while m is None and time.monotonic() < deadline:
         m = c.poll(0.2)
-        if m is None:
-            continue
-        if m.error():
-            raise KafkaException(m.error())
-        return m
-    return None
+    if m is not None and m.error():
+        raise KafkaException(m.error())
+    return m
 
 
 def join_behind_open_transaction(b, end):
