@@ -9,6 +9,10 @@
 #include "broker/tests/broker_test_util.h"
 #include "kafka/protocol/records.h"
 #include "storage/batch_header.h"
+#include "storage/io_executor.h"
+#include "storage/log.h"
+#include "storage/log_swap.h"
+#include "storage/testing/batch_builder.h"
 
 namespace sluice::broker {
 namespace {
@@ -54,8 +58,8 @@ class BrokerFetchTest : public testing::BrokerFixture {
     BrokerFixture::SetUp();
   }
 
-  kafka::FetchResponse::PartitionData Fetch(Client& c, int64_t offset, int32_t partition_max_bytes,
-                                            int32_t replica_id = -1, int32_t max_wait_ms = 0) {
+  static kafka::FetchRequest FetchRequest(int64_t offset, int32_t partition_max_bytes,
+                                          int32_t replica_id, int32_t max_wait_ms) {
     kafka::FetchRequest req;
     req.replica_id = replica_id;
     req.max_wait_ms = max_wait_ms;
@@ -65,7 +69,13 @@ class BrokerFetchTest : public testing::BrokerFixture {
                           .partitions = {{.partition = 0,
                                           .fetch_offset = offset,
                                           .partition_max_bytes = partition_max_bytes}}});
-    last_fetch_ = c.Call<kafka::FetchResponse>(kafka::ApiKey::kFetch, 11, req);
+    return req;
+  }
+
+  kafka::FetchResponse::PartitionData Fetch(Client& c, int64_t offset, int32_t partition_max_bytes,
+                                            int32_t replica_id = -1) {
+    last_fetch_ = c.Call<kafka::FetchResponse>(
+        kafka::ApiKey::kFetch, 11, FetchRequest(offset, partition_max_bytes, replica_id, 0));
     if (last_fetch_.responses.size() != 1 || last_fetch_.responses[0].partitions.size() != 1) {
       ADD_FAILURE() << "bad fetch response shape";
       return {};
@@ -92,8 +102,8 @@ class BrokerFetchTest : public testing::BrokerFixture {
     }
     kafka::BatchBuilderOptions o;
     o.producer_id = pid;
-    o.producer_epoch = 0;
-    o.base_sequence = sequence;
+    o.producer_epoch = pid >= 0 ? 0 : -1;
+    o.base_sequence = pid >= 0 ? sequence : -1;
     o.base_timestamp = 1000;
     Bytes batch = kafka::BuildBatch(o, in);
     kafka::ProduceRequest req;
@@ -205,6 +215,101 @@ TEST_F(BrokerFetchTest, ConsumerFetchPassesOverRecordlessBatches) {
     }
     EXPECT_EQ(seen, latest) << "max_bytes " << max_bytes;
   }
+}
+
+// A log whose visible end is record-less batches (built with the storage API while the
+// broker is stopped: a segment cleaned down to its first batch and emptied ones, the
+// segments after it cut). Not waiting, a consumer's fetch there gets the empty batches
+// (librdkafka and Java move past them); waiting, they are no data for min_bytes, so the
+// fetch waits like one at the end of the log, and an append answers it with the new
+// record, the empty batches passed over.
+TEST_F(BrokerFetchTest, RecordlessTailIsNoDataForMinBytes) {
+  {
+    Client c(port());
+    kafka::CreateTopicsRequest create;
+    create.topics.push_back({kTopic, 1, -1, {}, {{"segment.bytes", "1024", {}}}, {}});
+    auto created = c.Call<kafka::CreateTopicsResponse>(kafka::ApiKey::kCreateTopics, 7, create);
+    ASSERT_EQ(created.topics.size(), 1u);
+    ASSERT_EQ(created.topics[0].error_code, kafka::ErrorCode::kNone);
+  }
+  Stop();
+  int64_t tail = -1, end = -1;
+  {
+    storage::IoExecutor exec(1);
+    storage::LogOptions o;
+    o.executor = &exec;
+    o.segment_bytes = 1024;
+    o.flush_policy = storage::FlushPolicy::kDurable;
+    auto log = storage::PartitionLog::Open((dir_ / (std::string(kTopic) + "-0")).string(), o);
+    ASSERT_TRUE(log.ok()) << log.status().ToString();
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    for (int i = 0; i < 12; ++i) {
+      storage::testing::BatchSpec spec;
+      spec.base_timestamp = now;
+      spec.records.push_back({"k" + std::to_string(i), std::string(200, 'v')});
+      ASSERT_TRUE((*log)->Append(storage::testing::BuildBatch(spec), {}).ok());
+    }
+    ASSERT_TRUE((*log)->Flush().ok());
+    auto closed = (*log)->ClosedSegments();
+    ASSERT_FALSE(closed.empty());
+    const storage::SegmentSummary seg = closed[0];
+    auto read = (*log)->Read(seg.base_offset, 1 << 20);  // the whole first segment
+    ASSERT_TRUE(read.ok()) << read.status().ToString();
+    std::vector<uint8_t> bytes;
+    ASSERT_TRUE(storage::PartitionLog::ReadSlice(read->slice, &bytes).ok());
+    auto cleaned = (*log)->BeginCleaned(seg.base_offset);
+    ASSERT_TRUE(cleaned.ok()) << cleaned.status().ToString();
+    for (size_t pos = 0; pos < bytes.size();) {
+      storage::BatchHeader h = storage::ParseBatchHeader(std::span(bytes).subspan(pos));
+      std::vector<uint8_t> batch(bytes.begin() + static_cast<ptrdiff_t>(pos),
+                                 bytes.begin() + static_cast<ptrdiff_t>(pos + h.total_size()));
+      if (pos > 0 && tail < 0) tail = h.base_offset;
+      ASSERT_TRUE(
+          (*cleaned)->Append(pos == 0 ? batch : storage::testing::EmptiedBatch(batch)).ok());
+      pos += h.total_size();
+    }
+    ASSERT_GE(tail, 0) << "the first segment holds one batch only";
+    ASSERT_TRUE((*log)->ReplaceSegments({seg.base_offset}, std::move(*cleaned)).ok());
+    ASSERT_TRUE((*log)->TruncateTo(seg.next_offset).ok());
+    end = seg.next_offset;
+    ASSERT_EQ((*log)->end_offset(), end);
+  }
+  Start();
+
+  Client c(port());
+  auto p = Fetch(c, tail, 1 << 20);
+  ASSERT_EQ(p.error_code, kafka::ErrorCode::kNone);
+  ASSERT_EQ(p.high_watermark, end);
+  auto got = Batches(p);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(got[0].header.base_offset, tail);
+  EXPECT_EQ(got.back().header.next_offset(), end);
+  for (const Batch& b : got) EXPECT_EQ(b.header.records_count, 0);
+
+  // A waiting fetch at the empty batches, then a record from another connection.
+  ASSERT_TRUE(c.SendRequest(kafka::ApiKey::kFetch, 11, 1000,
+                            FetchRequest(tail, 1 << 20, -1, testing::kTimeoutMs / 2)));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // it waits on the partition
+  {
+    Client producer(port());
+    Produce(producer, -1, -1, {{"after", "the empty batches"}});
+  }
+  auto frame = c.ReadFrame();
+  ASSERT_TRUE(frame.has_value());
+  kafka::Reader r(*frame);
+  auto id = kafka::DecodeResponseHeader(r, kafka::ApiKey::kFetch, 11);
+  ASSERT_TRUE(id.ok() && *id == 1000);
+  kafka::FetchResponse resp;
+  ASSERT_TRUE(resp.Decode(r, 11).ok());
+  ASSERT_EQ(resp.responses.size(), 1u);
+  ASSERT_EQ(resp.responses[0].partitions.size(), 1u);
+  got = Batches(resp.responses[0].partitions[0]);
+  ASSERT_FALSE(got.empty()) << "the waiting fetch was answered without the new record";
+  EXPECT_EQ(got[0].header.base_offset, end) << "answered with the empty batches, not waiting";
+  ASSERT_EQ(got[0].records.size(), 1u);
+  EXPECT_EQ(got[0].records[0].first, "after");
 }
 
 }  // namespace

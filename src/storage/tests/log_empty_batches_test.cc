@@ -8,7 +8,6 @@
 #include <map>
 #include <set>
 
-#include "base/crc32c.h"
 #include "storage/batch_header.h"
 #include "storage/io_executor.h"
 #include "storage/log.h"
@@ -52,19 +51,6 @@ Batches AllBatches(PartitionLog& log) {
   return out;
 }
 
-// `batch` with its records removed, as the cleaner keeps a producer's emptied last batch:
-// the header only, count 0, offsets and producer fields kept, the CRC recomputed.
-std::vector<uint8_t> Emptied(const std::vector<uint8_t>& batch) {
-  std::vector<uint8_t> out(batch.begin(), batch.begin() + kBatchHeaderSize);
-  auto store32 = [&](size_t at, uint32_t v) {
-    for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-  };
-  store32(kBatchLengthOffset, static_cast<uint32_t>(kBatchHeaderSize - kBatchLogOverhead));
-  store32(kRecordsCountOffset, 0);
-  store32(kCrcOffset, crc32c::Value(std::span<const uint8_t>(out).subspan(kAttributesOffset)));
-  return out;
-}
-
 // Replaces closed segment `seg` by a cleaned one holding its batches, those in `empty`
 // emptied.
 void CleanSegment(PartitionLog& log, const SegmentSummary& seg, const Batches& all,
@@ -73,7 +59,7 @@ void CleanSegment(PartitionLog& log, const SegmentSummary& seg, const Batches& a
   ASSERT_TRUE(cleaned.ok()) << cleaned.status().ToString();
   for (const auto& [base, bytes] : all) {
     if (base < seg.base_offset || base >= seg.next_offset) continue;
-    Status st = (*cleaned)->Append(empty.count(base) ? Emptied(bytes) : bytes);
+    Status st = (*cleaned)->Append(empty.count(base) ? EmptiedBatch(bytes) : bytes);
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
   Status st = log.ReplaceSegments({seg.base_offset}, std::move(*cleaned));
