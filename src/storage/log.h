@@ -119,9 +119,22 @@ struct FileSlice {
 };
 
 struct ReadResult {
-  FileSlice slice;            // whole batches; empty at the end of the log
-  int64_t first_offset = -1;  // base offset of the first batch (may be below the asked offset)
-  int64_t next_offset = -1;   // offset after the last batch returned
+  FileSlice slice;             // whole batches; empty at the end of the log
+  int64_t first_offset = -1;   // base offset of the first batch (may be below the asked offset)
+  int64_t next_offset = -1;    // offset after the last batch returned
+  bool holds_records = false;  // some batch of the slice has a record (count > 0)
+};
+
+// What a read does with batches that hold no record: a producer's last batch the cleaner
+// kept empty (docs/design/0017-log-compaction.md, decision 6).
+enum class EmptyBatches {
+  kKeep,  // served as any other batch (replication, tools: the log as it is)
+  // A consumer's read: record-less batches before the first batch with records are passed
+  // over, in the following segments too; they are not in the slice and do not count
+  // toward max_bytes. When no batch with records comes before the limit, the slice holds
+  // the last segment's record-less batches from where reading it started, so a reader
+  // still moves past them.
+  kSkip,
 };
 
 struct TimestampLookup {
@@ -151,12 +164,15 @@ class PartitionLog {
   Result<AppendInfo> Append(std::span<const uint8_t> batch, AppendOptions opts);
 
   // The batches from the one containing `offset`, whole, up to `max_bytes` (the first
-  // batch is returned whole even when larger), within one segment. An empty slice at
+  // batch is returned whole even when larger), within one segment (kSkip may read on into
+  // the next ones to find records). An empty slice at
   // written_end_offset(); OutOfRange outside [start_offset, written_end_offset].
   // `limit` caps what is visible below written_end_offset() (a broker under the durable
   // policy passes durable_end_offset(): consumers never see past it); it must be a batch
   // boundary, as every end offset of the log is.
-  Result<ReadResult> Read(int64_t offset, uint64_t max_bytes, int64_t limit = INT64_MAX);
+  // `empty` says what becomes of batches without records (EmptyBatches).
+  Result<ReadResult> Read(int64_t offset, uint64_t max_bytes, int64_t limit = INT64_MAX,
+                          EmptyBatches empty = EmptyBatches::kKeep);
 
   // The first offset at or after `timestamp_ms`, or nullopt when every record is older.
   Result<std::optional<TimestampLookup>> FindOffsetByTimestamp(int64_t timestamp_ms);
@@ -280,7 +296,8 @@ class PartitionLog {
   Status LayoutChangedOr(uint64_t gen, Status st) const;
   bool InCallback() const;
   Result<ReadResult> ReadSegment(const Segment& seg, uint64_t written_size, uint64_t index_entries,
-                                 int64_t offset, uint64_t max_bytes, int64_t limit);
+                                 int64_t offset, uint64_t max_bytes, int64_t limit,
+                                 EmptyBatches empty);
   void RollLocked(int64_t base_offset);
   Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);
   void MaybeScheduleLocked();

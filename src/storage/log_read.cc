@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <optional>
 
 #include "base/logging.h"
 #include "storage/log.h"
@@ -84,59 +85,78 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
   return pos;
 }
 
-Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit) {
-  for (;;) {
-    std::shared_ptr<Segment> seg;
-    uint64_t written_size, index_entries, gen, swap_gen;
-    int64_t asked = offset;
-    {
-      std::lock_guard lock(mu_);
-      if (closed_) return FailedPreconditionError("log {} is closed", dir_);
-      int64_t start = StartLocked();
-      int64_t end = std::min(written_end_, limit);
-      if (offset < start || offset > end) {
-        return OutOfRangeError("offset {} is outside the log's range [{}, {}]", offset, start, end);
+Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit,
+                                      EmptyBatches empty) {
+  for (;;) {  // once more from `offset` after a swap of cleaned segments raced the read
+    // kSkip: the record-less batches of the last segment read, served when nothing with
+    // records follows them.
+    std::optional<ReadResult> tail;
+    int64_t from = offset;
+    bool raced = false;
+    while (!raced) {
+      std::shared_ptr<Segment> seg;
+      uint64_t written_size, index_entries, gen, swap_gen;
+      int64_t asked = from;
+      int64_t next_base = -1;  // the following segment's base, when it starts before the end
+      {
+        std::lock_guard lock(mu_);
+        if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+        int64_t start = StartLocked();
+        int64_t end = std::min(written_end_, limit);
+        if (tail.has_value() && (from >= end || from < start)) return *std::move(tail);
+        if (from < start || from > end) {
+          return OutOfRangeError("offset {} is outside the log's range [{}, {}]", from, start, end);
+        }
+        if (from == end) {
+          ReadResult r;
+          r.first_offset = r.next_offset = from;
+          return r;
+        }
+        auto it = std::upper_bound(segments_.begin(), segments_.end(), from,
+                                   [](int64_t o, const auto& s) { return o < s->base_offset; });
+        --it;
+        // A cleaned segment may end before the next one starts: an offset in that gap is
+        // read from the next batch on, as Kafka does.
+        while (std::next(it) != segments_.end() && (*it)->next_offset <= asked) {
+          ++it;
+          asked = (*it)->base_offset;
+        }
+        if (asked >= end) {
+          if (tail.has_value()) return *std::move(tail);
+          ReadResult r;
+          r.first_offset = r.next_offset = end;
+          return r;
+        }
+        seg = *it;
+        if (std::next(it) != segments_.end() && (*std::next(it))->base_offset < end) {
+          next_base = (*std::next(it))->base_offset;
+        }
+        written_size = seg->written_size;
+        index_entries = seg->written_index_entries;
+        gen = layout_gen_;
+        swap_gen = swap_gen_;
       }
-      if (offset == end) {
-        ReadResult r;
-        r.first_offset = r.next_offset = offset;
-        return r;
+      auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit, empty);
+      {
+        // A swap of cleaned segments renamed files under the paths this read opened:
+        // read again from the new segments (the swap is finished: it holds mu_).
+        std::lock_guard lock(mu_);
+        if (swap_gen_ != swap_gen) raced = true;
       }
-      auto it = std::upper_bound(segments_.begin(), segments_.end(), offset,
-                                 [](int64_t o, const auto& s) { return o < s->base_offset; });
-      --it;
-      // A cleaned segment may end before the next one starts: an offset in that gap is
-      // read from the next batch on, as Kafka does.
-      while (std::next(it) != segments_.end() && (*it)->next_offset <= asked) {
-        ++it;
-        asked = (*it)->base_offset;
-      }
-      if (asked >= end) {
-        ReadResult r;
-        r.first_offset = r.next_offset = end;
-        return r;
-      }
-      seg = *it;
-      written_size = seg->written_size;
-      index_entries = seg->written_index_entries;
-      gen = layout_gen_;
-      swap_gen = swap_gen_;
+      if (raced) break;
+      if (!r.ok()) return LayoutChangedOr(gen, r.status());
+      if (empty == EmptyBatches::kKeep || r->holds_records || next_base < 0) return r;
+      // Only record-less batches up to this segment's end: read on from the next one.
+      tail = *std::move(r);
+      from = next_base;
     }
-    auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit);
-    {
-      // A swap of cleaned segments renamed files under the paths this read opened:
-      // read again from the new segments (the swap is finished: it holds mu_).
-      std::lock_guard lock(mu_);
-      if (swap_gen_ != swap_gen) continue;
-    }
-    if (!r.ok()) return LayoutChangedOr(gen, r.status());
-    return r;
   }
 }
 
 Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
                                              uint64_t index_entries, int64_t offset,
-                                             uint64_t max_bytes, int64_t limit) {
+                                             uint64_t max_bytes, int64_t limit,
+                                             EmptyBatches empty) {
   const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
@@ -194,15 +214,37 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
   }
   // first.base_offset > offset only in a gap left by compaction: the read starts at the
   // next batch.
+  if (empty == EmptyBatches::kSkip && first.records_count == 0) {
+    // Past the record-less batches to the first one with records in this segment; with
+    // none, the slice is the record-less run itself.
+    uint64_t p = pos;
+    BatchHeader h = first;
+    bool found = false;
+    while (!found) {
+      const uint64_t next = p + h.total_size();
+      if (next >= written_size) break;
+      ASSIGN_OR_RETURN(BatchHeader n, header_at(next));
+      if (n.base_offset >= limit) break;
+      p = next;
+      h = n;
+      found = h.records_count > 0;
+    }
+    if (found) {
+      pos = p;
+      first = h;
+    }
+  }
   ReadResult r;
   r.first_offset = first.base_offset;
   r.next_offset = first.next_offset();
+  r.holds_records = first.records_count > 0;
   uint64_t end = pos + first.total_size();
   while (end < written_size) {
     ASSIGN_OR_RETURN(BatchHeader h, header_at(end));
     if (h.base_offset >= limit || end + h.total_size() - pos > max_bytes) break;
     end += h.total_size();
     r.next_offset = h.next_offset();
+    r.holds_records = r.holds_records || h.records_count > 0;
   }
   r.slice = FileSlice{std::move(file), pos, end - pos};
   return r;

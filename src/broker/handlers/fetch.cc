@@ -7,6 +7,15 @@
 // reads stop at the last stable offset and list the aborted transactions overlapping
 // what was read (Kafka's collectAbortedTxns). The LSO moves only when a marker or data
 // is written, which wakes the waiting fetches as any append does.
+//
+// Record-less batches (a producer's last batch the cleaner kept empty, 0017 decision 6):
+// a consumer's read passes over them to the first batch with records (storage's
+// EmptyBatches::kSkip), because kafkajs 2.x cannot move past a response whose batches hold
+// no record (it re-fetches the same offset forever). Only when nothing with records comes
+// before the visible end are they served, so librdkafka and the Java client move their
+// position past them; such a response counts no bytes toward min_bytes (it waits like a
+// fetch at the end of the log, instead of answering kafkajs at once, again and again).
+// A replica's fetch gets the log as it is.
 #include "broker/handlers/fetch.h"
 
 #include <algorithm>
@@ -64,6 +73,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
     std::vector<kafka::FetchResponse::PartitionData*> outs;  // per target
     std::vector<const kafka::FetchRequest::FetchPartition*> wants;
     std::vector<std::optional<storage::FileSlice>> slices;
+    std::vector<char> holds_records;  // per target: its slice has a batch with records
   };
   auto st = std::make_shared<State>();
   st->resp.session_id = 0;
@@ -105,10 +115,14 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   }
   SLUICE_ASSERT(k == targets.size());
   st->slices.resize(targets.size());
+  st->holds_records.resize(targets.size(), 0);
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
+  const bool from_replica = (version >= 15 ? req->replica_state.replica_id : req->replica_id) >= 0;
+  const storage::EmptyBatches empty =
+      from_replica ? storage::EmptyBatches::kKeep : storage::EmptyBatches::kSkip;
   ctx.shards.VisitOwners(
       home, std::move(targets),
-      [&ctx, st, req, wait, max_bytes](Partition* part, size_t i) {
+      [&ctx, st, req, wait, max_bytes, empty](Partition* part, size_t i) {
         kafka::FetchResponse::PartitionData& out = *st->outs[i];
         const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
         if (part == nullptr) {
@@ -172,7 +186,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
             max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
         if (fp.fetch_offset < visible) {
           Result<storage::ReadResult> read =
-              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), visible);
+              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), visible, empty);
           Result<std::vector<storage::AbortedTxn>> aborted = std::vector<storage::AbortedTxn>();
           if (read.ok() && read->slice.size > 0 && read_committed) {
             aborted = log.CollectAbortedTxns(fp.fetch_offset, read->next_offset);
@@ -184,6 +198,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                  : ErrorCode::kKafkaStorageError;
           } else if (read->slice.size > 0) {
             st->slices[i] = std::move(read->slice);
+            st->holds_records[i] = read->holds_records || empty == storage::EmptyBatches::kKeep;
             for (const storage::AbortedTxn& t : *aborted) {
               out.aborted_transactions->push_back({t.producer_id, t.first_offset, {}});
             }
@@ -193,6 +208,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
       [st, max_bytes, done = std::move(done)] {
         std::vector<storage::FileSlice> files;
         uint64_t total = 0;
+        uint64_t record_bytes = 0;  // of slices with records: what min_bytes waits for
         for (size_t i = 0; i < st->outs.size(); ++i) {
           if (!st->slices[i].has_value()) continue;
           const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
@@ -200,15 +216,16 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
           const uint64_t limit = std::min<uint64_t>(
               left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
           storage::FileSlice& slice = *st->slices[i];
-          // Past the limits only for the first data of the response, as in Kafka.
-          if (total == 0 || slice.size <= limit) {
+          // Past the limits only for the first records of the response, as in Kafka.
+          if (record_bytes == 0 || slice.size <= limit) {
             st->outs[i]->records =
                 kafka::RecordsRef::Splice(slice.size, static_cast<uint32_t>(files.size()));
             total += slice.size;
+            if (st->holds_records[i]) record_bytes += slice.size;
             files.push_back(std::move(slice));
           }
         }
-        done(st->resp, files, total);
+        done(st->resp, files, record_bytes);
       });
 }
 

@@ -82,4 +82,15 @@ std::vector<uint8_t> MakeBatch(int count, size_t value_bytes, int64_t base_times
   return BuildBatch(spec);
 }
 
+std::vector<uint8_t> EmptiedBatch(const std::vector<uint8_t>& batch) {
+  std::vector<uint8_t> out(batch.begin(), batch.begin() + kBatchHeaderSize);
+  auto store32 = [&](size_t at, uint32_t v) {
+    for (int i = 0; i < 4; ++i) out[at + i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+  };
+  store32(kBatchLengthOffset, static_cast<uint32_t>(kBatchHeaderSize - kBatchLogOverhead));
+  store32(kRecordsCountOffset, 0);
+  store32(kCrcOffset, crc32c::Value(std::span<const uint8_t>(out).subspan(kAttributesOffset)));
+  return out;
+}
+
 }  // namespace sluice::storage::testing

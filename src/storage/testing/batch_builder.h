@@ -31,4 +31,10 @@ std::vector<uint8_t> BuildBatch(const BatchSpec& spec);
 std::vector<uint8_t> MakeBatch(int count, size_t value_bytes, int64_t base_timestamp,
                                uint64_t seed);
 
+// `batch` with its records removed, as the cleaner keeps a producer's emptied last batch
+// (docs/design/0017, decision 6): the header only, count 0, offsets and producer fields
+// kept, the CRC recomputed. The log refuses such a batch on Append; a CleanedSegment
+// takes it.
+std::vector<uint8_t> EmptiedBatch(const std::vector<uint8_t>& batch);
+
 }  // namespace sluice::storage::testing
