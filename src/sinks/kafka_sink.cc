@@ -54,10 +54,15 @@ class KafkaTopicInTransaction final : public Sink {
 
  private:
   // A failure of the dead letters stops the pipeline (nowhere left to put them), unless
-  // the producer was fenced: then the owner's transaction is lost or fatal.
+  // the producer was fenced or the transaction failed with no record to blame: then the
+  // owner's transaction is lost (or, fenced by a live producer, fatal).
   Status Ended(Status st) {
-    if (st.ok() || !owner_->in_transaction_ || !owner_->producer_->Fenced()) return st;
-    return owner_->End(st, "");
+    if (st.ok() || !owner_->in_transaction_) return st;
+    if (owner_->producer_->Fenced()) return owner_->End(st, "");
+    if (owner_->NotTheRecords(st)) {
+      return owner_->End(Status(StatusCode::kAborted, st.message()), "abortable");
+    }
+    return st;
   }
 
   KafkaSink* owner_;
@@ -207,6 +212,11 @@ Status KafkaSink::End(const Status& cause, std::string_view lose_as) {
     return Status(aborted.code(), fmt::format("{}; then the abort failed too: {}", cause.message(),
                                               aborted.message()));
   }
+  // The aborted transaction's records still due reports (purged): served now, so that
+  // they do not count against the next transaction's Flush.
+  (void)producer_->Flush(flush_timeout_);
+  produced_since_flush_ = failed_since_flush_ = 0;
+  first_failure_ = Status::OK();
   if (!lose_as.empty()) {
     lost_ = std::string(lose_as);
     return Status(StatusCode::kAborted, cause.message() + "; the transaction was aborted");
@@ -309,10 +319,19 @@ Status KafkaSink::Write(duck::Connection& conn, std::string_view table,
   return st.ok() || !in_transaction_ ? st : AbortKeepingOffsets(st);
 }
 
+bool KafkaSink::NotTheRecords(const Status& cause) const {
+  const Status& why = first_failure_.ok() ? cause : first_failure_;
+  return why.code() == StatusCode::kAborted ||
+         (why.code() == StatusCode::kFailedPrecondition && producer_->FatalError().ok());
+}
+
 Status KafkaSink::AbortKeepingOffsets(const Status& cause) {
   // Fenced: the records failed because the producer did, not by themselves (lost at the
   // broker's timeout, or fatal).
   if (producer_->Fenced()) return End(cause, "");
+  // Timed out, or in error with no record to blame (NotTheRecords): the transaction is
+  // lost and the batch read again, rather than dead-lettered.
+  if (NotTheRecords(cause)) return End(Status(StatusCode::kAborted, cause.message()), "abortable");
   // Some of the batch's rows may be in the transaction: none may commit, since on_error
   // now dead-letters or skips the whole batch; its offsets go into the next transaction.
   SourceOffsets keep = uncommitted_;

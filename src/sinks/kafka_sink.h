@@ -48,7 +48,9 @@ struct KafkaSinkOptions {
 //
 // Transactional: Write begins a transaction when none is open; Flush waits for the
 // deliveries. A Write or Flush that fails aborts the transaction (the batch's rows are
-// gone; its dead letters and offsets go into the next one); Commit (the strategy's, once
+// gone; its dead letters and offsets go into the next one) — unless the records timed out
+// (message.timeout.ms, which follows transaction.timeout.ms) or the producer was fenced,
+// which lose the transaction as below; Commit (the strategy's, once
 // per batch) sends the offsets of every batch written or skipped since the last commit
 // with the group's current metadata and commits. What a failure does (docs/design/0006
 // #12, "Failures"):
@@ -121,6 +123,10 @@ class KafkaSink final : public Sink {
   // A failed Write or Flush: ends the transaction keeping the offsets not yet committed
   // (on_error deals with the batch's messages in the next transaction), unless fenced.
   Status AbortKeepingOffsets(const Status& cause);
+  // A failed Write or Flush that is not the records' fault: a delivery (or the flush)
+  // timed out, or the transaction is in an abortable error with no record's report to
+  // blame (a produce refused with _STATE).
+  bool NotTheRecords(const Status& cause) const;
   // The cause of a loss, when `st` (a failed SendOffsetsToTransaction or
   // CommitTransaction) is abortable.
   std::string_view LossOf(const Status& st) const;
