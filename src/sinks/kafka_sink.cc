@@ -225,10 +225,16 @@ Status KafkaSink::End(const Status& cause, std::string_view lose_as) {
 }
 
 std::string_view KafkaSink::LossOf(const Status& st) const {
+  using TxnError = kafka::client::Producer::TxnError;
   if (st.code() != StatusCode::kAborted) return {};
-  return producer_->last_txn_error() == kafka::client::Producer::TxnError::kMembership
-             ? "rebalance"
-             : "abortable";
+  switch (producer_->last_txn_error()) {
+    case TxnError::kMembership:
+      return "rebalance";
+    case TxnError::kFencedInstance:
+      return {};  // another live member has our group.instance.id: not ours to retry
+    default:
+      return "abortable";
+  }
 }
 
 void KafkaSink::Skip(const SourceOffsets& offsets) { Merge(offsets, &uncommitted_); }
@@ -264,7 +270,16 @@ Result<SourceOffsets> KafkaSink::Commit(bool /*force*/) {
     st = producer_->SendOffsetsToTransaction(offsets, *group, left());
   } while (st.code() == StatusCode::kResourceExhausted &&
            std::chrono::steady_clock::now() < deadline);
-  if (!st.ok()) return End(st.WithContext(what), LossOf(st));
+  if (!st.ok()) {
+    if (producer_->last_txn_error() == kafka::client::Producer::TxnError::kFencedInstance) {
+      // A static member's zombie: stop, as the consumer (fatal for librdkafka) does.
+      Status ended = End(st.WithContext(what), "");
+      return FailedPreconditionError(
+          "{}; another live member of the group has this member's group.instance.id",
+          ended.message());
+    }
+    return End(st.WithContext(what), LossOf(st));
+  }
   CrashPoint("kafka-txn-offsets-sent");
   do {
     st = producer_->CommitTransaction(left());

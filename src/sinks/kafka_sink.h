@@ -55,9 +55,10 @@ struct KafkaSinkOptions {
 // with the group's current metadata and commits. What a failure does (docs/design/0006
 // #12, "Failures"):
 // - an abortable error at commit (a member no longer in its generation: ILLEGAL_GENERATION,
-//   UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID; or a member with no member id at all, whose
-//   offsets the sink does not send) aborts; the transaction is lost (TransactionLost:
-//   "rebalance" or "abortable"), the pipeline re-reads from the group's commit;
+//   UNKNOWN_MEMBER_ID; or a member with no member id at all, whose offsets the sink does
+//   not send) aborts; the transaction is lost (TransactionLost: "rebalance" or
+//   "abortable"), the pipeline re-reads from the group's commit; FENCED_INSTANCE_ID
+//   (another live member took this one's group.instance.id) aborts and is fatal;
 // - fenced (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH, from any call) while the open
 //   transaction is older than transaction.timeout.ms: the broker aborted it at its timeout
 //   and bumped the epoch; the sink makes a new producer (InitTransactions) and the

@@ -326,7 +326,7 @@ def paused_until_aborted(sluice, title, cause, pause, session_ms, sink_props, br
                     p.proc.send_signal(signal.SIGSTOP)
                     time.sleep(pause)
                     p.proc.send_signal(signal.SIGCONT)
-                    deadline = time.monotonic() + 20
+                    deadline = time.monotonic() + 10
                     while time.monotonic() < deadline and not aborted:
                         aborted = metric(port, "sluice_pipeline_txn_aborts_total", cause=cause)
                         time.sleep(0.2)

@@ -153,11 +153,17 @@ Status Producer::TxnStatus(rd_kafka_error_t* raw, std::string_view what) {
   }
   detail::ErrorPtr error(raw);
   const rd_kafka_resp_err_t code = rd_kafka_error_code(raw);
-  last_txn_error_ = code == RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION ||
-                            code == RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID ||
-                            code == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID
-                        ? TxnError::kMembership
-                        : TxnError::kOther;
+  switch (code) {
+    case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+      last_txn_error_ = TxnError::kMembership;
+      break;
+    case RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID:
+      last_txn_error_ = TxnError::kFencedInstance;
+      break;
+    default:
+      last_txn_error_ = TxnError::kOther;
+  }
   std::string text =
       fmt::format("{}: {} ({})", what, rd_kafka_error_string(raw), rd_kafka_err2name(code));
   if (rd_kafka_error_is_fatal(raw)) {

@@ -131,9 +131,11 @@ class Producer {
   bool Fenced() const;
   // Why the last transactional call failed, beyond its class (the Status code):
   // kMembership when the group coordinator refused the offsets because the member is no
-  // longer the one it was (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID:
-  // a rebalance the member missed, KIP-447; abortable); kNone after a call that succeeded.
-  enum class TxnError { kNone, kMembership, kOther };
+  // longer the one it was (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a rebalance or a session
+  // the member missed, KIP-447; abortable); kFencedInstance when another live member has
+  // taken its group.instance.id (FENCED_INSTANCE_ID: a static member's zombie; abortable
+  // for the producer, fatal for the consumer); kNone after a call that succeeded.
+  enum class TxnError { kNone, kMembership, kFencedInstance, kOther };
   TxnError last_txn_error() const { return last_txn_error_; }
 
  private:
