@@ -68,6 +68,15 @@ def produce(bootstrap, topic, values, partitions):
     check(not failed, f"records not delivered: {failed[:3]}")
 
 
+def produce_input(bootstrap, n, bad_every, partitions):
+    """{"id": i} for i < n into topic "in", every `bad_every`th one not JSON (a dead
+    letter); returns the ids of those."""
+    bad = {i for i in range(n) if i % bad_every == bad_every - 1}
+    produce(bootstrap, "in", [f"not json {i}" if i in bad else json.dumps({"id": i})
+                              for i in range(n)], partitions)
+    return bad
+
+
 def read_committed(bootstrap, topic, expect_at_least, timeout=60):
     """Everything a read_committed consumer sees of `topic` from the start, once at
     least `expect_at_least` records came and nothing more came for 2 s."""
@@ -208,9 +217,7 @@ def sigkill_at_random_points(sluice, seed, kills):
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {"in": 4, "out": 3, "dlq": 1})
         n = 3000
-        values = [f"not json {i}" if i % 97 == 96 else json.dumps({"id": i}) for i in range(n)]
-        bad = {i for i in range(n) if i % 97 == 96}
-        produce(bootstrap, "in", values, 4)
+        bad = produce_input(bootstrap, n, 97, 4)
         with tempfile.TemporaryDirectory() as d:
             path = write_pipeline(d, bootstrap=bootstrap, group="eos-crash", input="in",
                                   output="out", dlq="dlq", txn_id="eos-crash")
@@ -307,9 +314,7 @@ def paused_until_aborted(sluice, title, cause, pause, session_ms, sink_props, br
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {"in": 2, "out": 2, "dlq": 1})
         n = 600
-        values = [f"not json {i}" if i % 53 == 52 else json.dumps({"id": i}) for i in range(n)]
-        bad = {i for i in range(n) if i % 53 == 52}
-        produce(bootstrap, "in", values, 2)
+        bad = produce_input(bootstrap, n, 53, 2)
         port = free_port()
         group = f"eos-{cause}"
         with tempfile.TemporaryDirectory() as d:
