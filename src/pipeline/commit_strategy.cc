@@ -1,6 +1,8 @@
 // The four commit strategies (commit_strategy.h).
 #include "pipeline/commit_strategy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 
@@ -289,8 +291,10 @@ class SinkCommitStrategy final : public CommitStrategy {
     auto started = Clock::now();
     Result<sinks::SourceOffsets> durable = sink_->Commit(mode == CommitMode::kSync);
     if (!durable.ok()) {
-      return InternalError("pipeline {}: sink {} could not commit: {}", pipeline_,
-                           sink_->Describe(), durable.status().message());
+      // The sink's code kept: FailedPrecondition is a fenced producer's (exactly-once).
+      return Status(durable.status().code(),
+                    fmt::format("pipeline {}: sink {} could not commit: {}", pipeline_,
+                                sink_->Describe(), durable.status().message()));
     }
     if (durable->empty()) return Status::OK();
     double took = std::chrono::duration<double>(Clock::now() - started).count();

@@ -2,6 +2,7 @@
 // fetcher wake-up and the deferred revocations.
 #include "pipeline/kafka_source.h"
 
+#include <fmt/format.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -83,6 +84,8 @@ Status KafkaSource::Start(SourceListener* listener, bool arrivals) {
 // when NextBatch reports the event.
 void KafkaSource::OnRebalance(kafka::client::RebalanceEvent& e) {
   using Kind = kafka::client::RebalanceEvent::Kind;
+  for (const kafka::client::TopicPartition& tp : e.partitions)
+    first_read_.erase({tp.topic, tp.partition});
   if (e.kind == Kind::kAssigned) {
     listener_->Assigning(e.partitions);
     return;
@@ -157,6 +160,7 @@ SourceStep KafkaSource::NextBatch(size_t max_messages, SteadyTime deadline) {
       }
     }
     if (!polled->empty()) {
+      NoteFirstRead(*polled);
       last_arrival_ = Clock::now();
       ahead_bytes_ += polled->bytes();
       ahead_records_ += polled->size();
@@ -245,7 +249,63 @@ void KafkaSource::DropAll() {
   dropped_.clear();
 }
 
+void KafkaSource::NoteFirstRead(const kafka::client::MessageBatch& polled) {
+  // Runs of one partition are the rule: the map is looked at when the partition changes.
+  std::string_view topic;
+  int32_t partition = -1;
+  for (size_t i = 0; i < polled.size(); ++i) {
+    Message m = polled[i];
+    if (m.partition == partition && m.topic == topic) continue;
+    topic = m.topic;
+    partition = m.partition;
+    first_read_.try_emplace({std::string(topic), partition}, m.offset);
+  }
+}
+
 void KafkaSource::AcknowledgeRevocation() { consumer_->CompleteRevocation(); }
+
+Result<kafka::client::GroupMetadata> KafkaSource::GroupMetadata() const {
+  ASSIGN_OR_RETURN(kafka::client::GroupMetadata md, consumer_->CurrentGroupMetadata());
+  // After the metadata: a membership lost before it was taken shows here too (librdkafka
+  // rejoins only once Poll, on this thread, has reported the loss).
+  if (consumer_->MemberId().empty()) {
+    return Status(StatusCode::kAborted,
+                  fmt::format("pipeline {}: the consumer is no member of its group now (its "
+                              "session was lost; it rejoins): no offsets are committed without "
+                              "a generation",
+                              pipeline_));
+  }
+  return md;
+}
+
+Status KafkaSource::Rewind(std::chrono::milliseconds timeout) {
+  DropAll();
+  ASSIGN_OR_RETURN(std::vector<kafka::client::TopicPartition> assigned, consumer_->Assignment());
+  if (assigned.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(std::vector<kafka::client::TopicPartition> committed,
+                   consumer_->Committed(assigned, timeout));
+  std::vector<kafka::client::TopicPartition> seek;
+  for (const kafka::client::TopicPartition& tp : committed) {
+    int64_t at = tp.offset;
+    if (at < 0) {
+      // Nothing committed yet: where this member began reading it. (Nothing read: its
+      // position has not moved.)
+      auto it = first_read_.find({tp.topic, tp.partition});
+      if (it == first_read_.end()) continue;
+      at = it->second;
+    }
+    seek.push_back({tp.topic, tp.partition, at});
+  }
+  RETURN_IF_ERROR(consumer_->Seek(seek, timeout));
+  std::string where;
+  for (const kafka::client::TopicPartition& tp : seek) {
+    where += fmt::format("{}{} [{}] at {}", where.empty() ? "" : ", ", tp.topic, tp.partition,
+                         tp.offset);
+  }
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: source rewound to the group's committed offsets: {}",
+             pipeline_, where.empty() ? "(nothing read yet)" : where);
+  return Status::OK();
+}
 
 Status KafkaSource::Commit(const std::vector<kafka::client::TopicPartition>& offsets,
                            CommitMode mode) {

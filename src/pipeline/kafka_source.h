@@ -13,7 +13,9 @@
 //   waited 5 ms short of a batch while the broker has more;
 // - rebalances: a revocation is deferred (Consumer::CompleteRevocation) until the runner
 //   acknowledges it; records of revoked or lost partitions polled before the event are
-//   dropped (each polled batch carries the revocation count from before its Poll).
+//   dropped (each polled batch carries the revocation count from before its Poll);
+// - the rewind of an exactly-once pipeline whose transaction was lost: everything polled
+//   dropped, each assigned partition sought to the group's committed offset.
 //
 // Lifecycle and thread: as Source; made in PipelineRunner::Run.
 #pragma once
@@ -49,9 +51,14 @@ class KafkaSource final : public Source {
   Status Commit(const std::vector<kafka::client::TopicPartition>& offsets,
                 CommitMode mode) override;
   Result<std::vector<kafka::client::PartitionLag>> Lag() const override;
-  Result<kafka::client::GroupMetadata> GroupMetadata() const override {
-    return consumer_->CurrentGroupMetadata();
-  }
+  // Aborted while the consumer is no member of the group (kafka::client::Consumer::MemberId
+  // is empty: its session was lost and it has not rejoined yet): an exactly-once sink
+  // must not commit offsets with that metadata, whose generation the group coordinator
+  // does not check.
+  Result<kafka::client::GroupMetadata> GroupMetadata() const override;
+  // The group's committed offsets (stable ones: OffsetFetch require_stable, as the
+  // consumer reads read_committed), then a seek of each assigned partition there.
+  Status Rewind(std::chrono::milliseconds timeout) override;
   void Close() override;
 
  private:
@@ -62,8 +69,10 @@ class KafkaSource final : public Source {
   void Take();
   // After the batch in hand is done (or dropped): releases the polled batches it used up.
   void ReleaseTaken();
-  // Drops everything polled (a lost assignment, Close).
+  // Drops everything polled (a lost assignment, Close, Rewind).
   void DropAll();
+  // Notes the first offset of each partition in `polled` not yet in `first_read_`.
+  void NoteFirstRead(const kafka::client::MessageBatch& polled);
   // A watermark request to each partition's leader that has more: wakes its fetcher.
   void WakeFetchers();
   // librdkafka's statistics (inside Poll): each partition's last stable offset.
@@ -101,6 +110,9 @@ class KafkaSource final : public Source {
   AssignmentEvent event_;  // reported by the next NextBatch
   // The last stable offset per partition, from the statistics (docs/design/0006 #12).
   std::map<std::pair<std::string, int32_t>, int64_t> stable_;
+  // The offset of the first record polled of each partition since it was assigned:
+  // where Rewind starts a partition the group has no committed offset for.
+  std::map<std::pair<std::string, int32_t>, int64_t> first_read_;
 };
 
 // The last stable offset of each partition in librdkafka's statistics JSON (the

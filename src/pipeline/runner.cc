@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "base/crash_point.h"
 #include "base/logging.h"
@@ -101,8 +102,20 @@ struct PipelineRunner::Impl final : SourceListener {
                            Clock::now());
   }
 
+  // Exactly-once: why the sink's transaction was lost by the call that just failed
+  // (sinks::Sink::TransactionLost), or empty.
+  std::string_view Lost() const { return sink ? sink->TransactionLost() : std::string_view(); }
+  // Exactly-once: a fatal error of the transactional producer (fenced by a live producer
+  // with the same transactional.id): the batch's records are not at fault, on_error does
+  // not apply; the pipeline stops.
+  bool Fatal(const Status& st) const {
+    return sink && sink->CommitsSourceOffsets() && st.code() == StatusCode::kFailedPrecondition;
+  }
+
   // The source (made by Run) and what the runner keeps of it.
   std::unique_ptr<Source> source;
+  // After a lost transaction (made by Run).
+  std::unique_ptr<LostTransactions> lost;
   // The next offset per partition after the last batch processed (for the lag).
   std::map<std::pair<std::string, int32_t>, int64_t> processed;
 
@@ -663,6 +676,9 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
                                     st.message()));
     if (!st.ok()) {
       rollback();
+      // Exactly-once: a lost transaction is re-read (Run), a fenced producer stops; neither
+      // is the records' fault.
+      if (!impl.Lost().empty() || impl.Fatal(st)) return st;
       RETURN_IF_ERROR(fail(ErrorPhase::kSink, st.message(), pending));
     } else {
       uint64_t n = result_rows - std::min<uint64_t>(result_rows, rejected.size());
@@ -684,6 +700,8 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
                                  dlq_rejected.front().reason);
     }
     if (!dst.ok()) {
+      // Exactly-once: the sink's transaction (the dead letters are in it) was lost.
+      if (!impl.Lost().empty()) return dst;
       // Nowhere left to put them: stop rather than lose them.
       return InternalError("pipeline {}: dead-letter sink {} failed: {}", c.name,
                            impl.dlq->Describe(), dst.message());
@@ -726,7 +744,8 @@ Status PipelineRunner::OnAssignmentEvent(const AssignmentEvent& event) {
   if (event.kind == AssignmentEvent::Kind::kRevoked) {
     // Finish the batch in hand and commit it while the partitions are still ours (the
     // source keeps them until acknowledged; what it read ahead of them is dropped).
-    RETURN_IF_ERROR(ProcessBatch(CommitMode::kSync));
+    // Exactly-once: a transaction lost meanwhile is re-read from the group's commit.
+    RETURN_IF_ERROR(RecoverIfLost(ProcessBatch(CommitMode::kSync)));
     impl.source->BatchDone();
     for (const kafka::client::TopicPartition& tp : event.partitions)
       impl.processed.erase({tp.topic, tp.partition});
@@ -737,6 +756,23 @@ Status PipelineRunner::OnAssignmentEvent(const AssignmentEvent& event) {
   // Lost: already someone else's, and the source dropped what it held of them.
   impl.processed.clear();
   return impl.strategy->Lost(event.partitions);
+}
+
+Status PipelineRunner::RecoverIfLost(const Status& error) {
+  Impl& impl = *impl_;
+  if (error.ok() || impl.lost == nullptr) return error;
+  const std::string_view cause = impl.Lost();
+  if (cause.empty()) return error;
+  ASSIGN_OR_RETURN(std::chrono::milliseconds wait, impl.lost->Recover(error, cause, *impl.source));
+  impl.processed.clear();
+  // The back-off; librdkafka keeps the member's session (its heartbeats are its own
+  // thread's) and a Stop is heard within 50 ms.
+  const auto until = Clock::now() + wait;
+  for (auto now = Clock::now(); now < until && !impl.stop.load(); now = Clock::now()) {
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(std::chrono::milliseconds(50), until - now));
+  }
+  return Status::OK();
 }
 
 Status PipelineRunner::Run() {
@@ -753,6 +789,7 @@ Status PipelineRunner::Run() {
     ASSIGN_OR_RETURN(impl.source, KafkaSource::Create(c.source, c.name, counters));
   }
   impl.strategy->set_source(impl.source.get());
+  impl.lost = std::make_unique<LostTransactions>(c.name, &impl.metrics, options_.lost_transactions);
   RETURN_IF_ERROR(impl.source->Start(&impl, impl.window != nullptr));
   SLUICE_LOG(kLog, kInfo, "pipeline {}: consuming {} as group {} (batch {}, flush every {} s)",
              c.name, fmt::join(c.source.topics, ","), c.source.group_id, c.batch_size,
@@ -773,11 +810,17 @@ Status PipelineRunner::Run() {
       continue;
     }
     if (step.ready) {
+      const bool records = !impl.source->InHand().empty();
       Status st = ProcessBatch(CommitMode::kAsync);
       if (!st.ok()) {
-        result = st;
-        break;
+        // Exactly-once: a lost transaction is re-read from the group's commit (the source
+        // dropped the batch in hand); anything else stops.
+        result = RecoverIfLost(st);
+        if (!result.ok()) break;
+        deadline = Clock::now() + interval;
+        continue;
       }
+      if (records) impl.lost->Committed();
       deadline = Clock::now() + interval;
       impl.source->BatchDone();
     }
@@ -796,7 +839,7 @@ Status PipelineRunner::Run() {
       }
     }
     // What became durable since: the state writer's file, a deferring sink's commit when due.
-    if (Status st = impl.strategy->Flush(CommitMode::kAsync); !st.ok()) {
+    if (Status st = RecoverIfLost(impl.strategy->Flush(CommitMode::kAsync)); !st.ok()) {
       result = st;
       break;
     }
@@ -817,6 +860,7 @@ Status PipelineRunner::Run() {
       next_progress = now + std::chrono::seconds(1);
     }
   }
+  const bool stopped = result.ok();  // by Stop, not by an error
   if (result.ok()) result = ProcessBatch(CommitMode::kSync);
   // One last poll, so that a window that closed while stopping is not left behind.
   if (result.ok() && !impl.managers->empty()) result = impl.managers->Poll(true);
@@ -824,6 +868,16 @@ Status PipelineRunner::Run() {
   // from the committed offsets).
   if (result.ok() && impl.window) result = CloseWindows(false);
   if (result.ok()) result = impl.strategy->Flush(CommitMode::kSync);
+  if (stopped && !result.ok() && !impl.Lost().empty()) {
+    // Exactly-once, stopping: the last transaction was lost (aborted); nothing of it is
+    // visible and the group's commit is where the next run starts. Not an error.
+    SLUICE_LOG(kLog, kWarn,
+               "pipeline {}: stopping: the last transaction was aborted ({}); the next run "
+               "reads it again: {}",
+               c.name, impl.Lost(), result.message());
+    impl.metrics.txn_aborts(impl.Lost()).Inc();
+    result = Status::OK();
+  }
   progress.Finish();
   // RAISE: what is in hand was not committed; leave it for the next run.
   if (!result.ok()) SLUICE_LOG(kLog, kError, "{}", result.message());

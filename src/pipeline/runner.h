@@ -10,6 +10,7 @@
 //   window.h, state_writer.h   pipeline.window and pipeline.state
 //   table_managers.h           sqlflow's window managers (tables.sql[].manager)
 //   sink_factory.h             the sinks a pipeline file names
+//   lost_transactions.h        exactly-once: an aborted transaction, re-read from the commit
 //   runner_metrics.h, progress.h, error_phase.h, dead_letters.h
 //
 // Lifecycle: Create (opens the pipeline's own DuckDB database with its memory and thread
@@ -21,7 +22,9 @@
 // flush_interval_seconds, whichever comes first (an idle topic still flushes a partial
 // batch). When the group takes partitions away, the source reports it and the runner
 // finishes and commits the batch in hand before it lets them go; when they were lost,
-// the batch in hand is dropped uncommitted.
+// the batch in hand is dropped uncommitted. When an exactly-once sink's transaction is
+// lost (aborted by a rebalance the member missed or the broker's timeout), everything
+// after the group's committed offsets is read again.
 #pragma once
 
 #include <atomic>
@@ -36,6 +39,7 @@
 #include "base/status.h"
 #include "kafka/client/consumer.h"
 #include "pipeline/error_phase.h"
+#include "pipeline/lost_transactions.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/source.h"
 #include "sinks/sink.h"
@@ -55,6 +59,8 @@ struct RunnerOptions {
   std::function<Result<std::unique_ptr<Source>>(const SourceCounters&)> make_source;
   // Tests: makes every sink (pipeline, window, table managers', DLQ) instead of MakeSink.
   std::function<Result<std::unique_ptr<sinks::Sink>>(const SinkConfig&)> make_sink;
+  // Exactly-once: the retries and back-off after a lost transaction.
+  LostTransactionPolicy lost_transactions;
 };
 
 // Counts since Create (any thread).
@@ -102,6 +108,10 @@ class PipelineRunner {
   Status ProcessBatch(CommitMode mode);
   // A revocation (the batch in hand finished and committed first) or a lost assignment.
   Status OnAssignmentEvent(const AssignmentEvent& event);
+  // After `error` failed a batch or a commit: when the exactly-once sink's transaction was
+  // lost (sinks::Sink::TransactionLost), rewinds the source and waits the back-off
+  // (LostTransactions), and returns OK: the pipeline goes on. Otherwise `error`.
+  Status RecoverIfLost(const Status& error);
   // pipeline.window: emits the windows the watermark closed (every window with `all`), in
   // a transaction of its own; with `emitted` (Invoke) the rows are returned as JSON
   // objects instead of going to the sink. A failure leaves the windows for a retry a

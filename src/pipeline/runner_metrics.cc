@@ -3,6 +3,19 @@
 #include "pipeline/runner_metrics.h"
 
 namespace sluice::pipeline {
+namespace {
+
+// The causes of sinks::Sink::TransactionLost, in txn_aborts_by_cause's order.
+constexpr std::string_view kLossCauses[] = {"rebalance", "timeout", "abortable"};
+
+}  // namespace
+
+Counter& RunnerMetrics::txn_aborts(std::string_view cause) const {
+  for (size_t i = 0; i < std::size(kLossCauses); ++i) {
+    if (kLossCauses[i] == cause) return *txn_aborts_by_cause[i];
+  }
+  return *txn_aborts_by_cause.back();
+}
 
 RunnerMetrics RunnerMetrics::Register(MetricsRegistry& m, const std::string& name) {
   RunnerMetrics r;
@@ -36,6 +49,19 @@ RunnerMetrics RunnerMetrics::Register(MetricsRegistry& m, const std::string& nam
   r.commit_max_seconds =
       &m.GetGauge("sluice_pipeline_sink_commit_max_seconds",
                   "The longest commit of a sink durable at its own commit", labels);
+  for (size_t i = 0; i < std::size(kLossCauses); ++i) {
+    r.txn_aborts_by_cause[i] = &m.GetCounter(
+        "sluice_pipeline_txn_aborts_total",
+        "Exactly-once transactions lost and aborted, by cause (rebalance: the group refused a "
+        "member no longer in its generation; timeout: the broker aborted it at "
+        "transaction.timeout.ms; abortable: another abortable error); each one re-read from "
+        "the group's committed offsets",
+        {{"pipeline", name}, {"cause", std::string(kLossCauses[i])}});
+  }
+  r.rewinds = &m.GetCounter("sluice_pipeline_source_rewinds_total",
+                            "Times the source was rewound to the group's committed offsets "
+                            "after a lost transaction",
+                            labels);
   return r;
 }
 

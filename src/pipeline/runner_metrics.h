@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 
 #include "base/metrics.h"
 #include "pipeline/error_phase.h"
@@ -17,6 +18,10 @@ struct RunnerMetrics {
 
   // sluice_pipeline_errors_total{phase}.
   Counter& errors(ErrorPhase phase) const { return *errors_by_phase[static_cast<size_t>(phase)]; }
+  // sluice_pipeline_txn_aborts_total{cause}: exactly-once transactions lost (a cause of
+  // sinks::Sink::TransactionLost: rebalance, timeout, abortable; anything else counts as
+  // abortable).
+  Counter& txn_aborts(std::string_view cause) const;
 
   MetricsRegistry* registry = nullptr;
   Counter* messages_in = nullptr;
@@ -30,6 +35,8 @@ struct RunnerMetrics {
   Histogram* flush_seconds = nullptr;
   Histogram* commit_seconds = nullptr;  // a deferring sink's commits
   Gauge* commit_max_seconds = nullptr;
+  std::array<Counter*, 3> txn_aborts_by_cause{};  // rebalance, timeout, abortable
+  Counter* rewinds = nullptr;                     // the source rewound after a lost transaction
 };
 
 }  // namespace sluice::pipeline

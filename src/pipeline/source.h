@@ -11,7 +11,7 @@
 // produced them), so a source reading the broker's own log in-process fits here too.
 //
 // Lifecycle: made by the runner, Start once, then NextBatch / BatchDone /
-// AcknowledgeRevocation / Commit on the runner's thread until Close.
+// AcknowledgeRevocation / Commit / Rewind on the runner's thread until Close.
 #pragma once
 
 #include <atomic>
@@ -120,6 +120,17 @@ class Source {
   // source that is no group member.
   virtual Result<kafka::client::GroupMetadata> GroupMetadata() const {
     return UnimplementedError("this source is not a consumer group member");
+  }
+
+  // Exactly-once, after the sink's transaction was lost (sinks::Sink::TransactionLost):
+  // drops the batch in hand and everything read ahead, and makes each assigned partition
+  // read again from the group's committed offset — where the group has none, from the
+  // first record the source read of it since it was assigned. Whatever else the member's
+  // group does (a rejoin after its membership was lost) comes as NextBatch's assignment
+  // events, as ever. At most `timeout`. Unimplemented for a source that cannot rewind (the
+  // pipeline then stops, as before).
+  virtual Status Rewind(std::chrono::milliseconds /*timeout*/) {
+    return UnimplementedError("this source cannot rewind to the group's committed offsets");
   }
 
   // Drops the batch in hand and everything read ahead, then leaves the group.

@@ -39,16 +39,32 @@ class KafkaTopicInTransaction final : public Sink {
       : owner_(owner), topic_(std::move(topic)) {}
   Status Write(duck::Connection& conn, std::string_view table, const SourceOffsets& offsets,
                std::vector<RejectedRow>* rejected) override {
+    owner_->lost_.clear();
     RETURN_IF_ERROR(owner_->BeginIfNeeded());
     Merge(offsets, &owner_->uncommitted_);
-    return owner_->ProduceRows(conn, table, topic_, rejected);
+    return Ended(owner_->ProduceRows(conn, table, topic_, rejected));
   }
-  Status Flush() override { return owner_->WaitForDeliveries(topic_); }
+  Status Flush() override {
+    owner_->lost_.clear();
+    return Ended(owner_->WaitForDeliveries(topic_));
+  }
   std::string Describe() const override {
     return fmt::format("kafka topic {} (in the transactions of {})", topic_, owner_->Describe());
   }
 
  private:
+  // A failure of the dead letters stops the pipeline (nowhere left to put them), unless
+  // the producer was fenced or the transaction failed with no record to blame: then the
+  // owner's transaction is lost (or, fenced by a live producer, fatal).
+  Status Ended(Status st) {
+    if (st.ok() || !owner_->in_transaction_) return st;
+    if (owner_->producer_->Fenced()) return owner_->End(st, "");
+    if (owner_->NotTheRecords(st)) {
+      return owner_->End(Status(StatusCode::kAborted, st.message()), "abortable");
+    }
+    return st;
+  }
+
   KafkaSink* owner_;
   std::string topic_;
 };
@@ -94,23 +110,38 @@ Result<std::unique_ptr<KafkaSink>> KafkaSink::Create(KafkaSinkOptions options) {
     }
   }
 
+  int64_t txn_timeout_ms = 0;
+  if (!options.transactional_id.empty()) {
+    const std::string& v = config["transaction.timeout.ms"];
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), txn_timeout_ms);
+    if (ec != std::errc() || end != v.data() + v.size() || txn_timeout_ms <= 0) {
+      return InvalidArgumentError(
+          "kafka sink: transaction.timeout.ms is not a number of milliseconds: '{}'", v);
+    }
+  }
+
   auto sink = std::unique_ptr<KafkaSink>(new KafkaSink(std::move(options)));
   // 0 means no timeout for librdkafka; the flush then waits an hour at most.
   sink->flush_timeout_ =
       timeout_ms == 0 ? std::chrono::milliseconds(1h) : std::chrono::milliseconds(timeout_ms) + 10s;
-  KafkaSink* self = sink.get();
-  auto producer = kafka::client::Producer::Create(
-      config, [self](const kafka::client::DeliveryReport& r) { self->OnDelivery(r); });
-  if (!producer.ok()) return producer.status().WithContext("kafka sink");
-  sink->producer_ = std::move(producer).value();
-  if (sink->transactional()) {
-    Status st = sink->producer_->InitTransactions(sink->options_.transaction_call_timeout);
-    if (!st.ok()) {
-      return st.WithContext(fmt::format("kafka sink (topic {}, transactional.id {})",
-                                        sink->options_.topic, sink->options_.transactional_id));
-    }
-  }
+  sink->txn_timeout_ = std::chrono::milliseconds(txn_timeout_ms);
+  sink->config_ = std::move(config);
+  RETURN_IF_ERROR(sink->NewProducer());
   return sink;
+}
+
+Status KafkaSink::NewProducer() {
+  producer_.reset();  // a fenced one first: its records are dropped, not reported
+  produced_since_flush_ = failed_since_flush_ = 0;
+  first_failure_ = Status::OK();
+  auto producer = kafka::client::Producer::Create(
+      config_, [this](const kafka::client::DeliveryReport& r) { OnDelivery(r); });
+  if (!producer.ok()) return producer.status().WithContext("kafka sink");
+  producer_ = std::move(producer).value();
+  if (!transactional()) return Status::OK();
+  Status st = producer_->InitTransactions(options_.transaction_call_timeout);
+  return st.WithContext(fmt::format("kafka sink (topic {}, transactional.id {})", options_.topic,
+                                    options_.transactional_id));
 }
 
 KafkaSink::~KafkaSink() {
@@ -132,24 +163,78 @@ Status KafkaSink::BeginIfNeeded() {
                                       options_.transactional_id));
   }
   in_transaction_ = true;
+  txn_begun_ = std::chrono::steady_clock::now();
   return Status::OK();
 }
 
-Status KafkaSink::AbortAfter(const Status& cause) {
+bool KafkaSink::PastTimeout() const {
+  return in_transaction_ && std::chrono::steady_clock::now() - txn_begun_ >= txn_timeout_;
+}
+
+Status KafkaSink::End(const Status& cause, std::string_view lose_as) {
+  // Before the abort: whether the transaction was open longer than the broker lets it.
+  const bool past_timeout = PastTimeout();
   uncommitted_.clear();
-  if (cause.code() == StatusCode::kFailedPrecondition) {
-    // Fatal (fenced): the producer can do nothing more; the transaction is the new
-    // producer's to end.
-    in_transaction_ = false;
-    return cause;
+  Status aborted;
+  if (!producer_->Fenced() && cause.code() != StatusCode::kFailedPrecondition) {
+    aborted = producer_->AbortTransaction(options_.transaction_call_timeout);
   }
-  Status aborted = producer_->AbortTransaction(options_.transaction_call_timeout);
   in_transaction_ = false;
+  if (producer_->Fenced()) {
+    const std::string fenced = producer_->FatalError().message();
+    if (!past_timeout) {
+      // Fenced inside its timeout: another live producer has this transactional.id.
+      return FailedPreconditionError(
+          "{}; fenced: another producer with transactional.id {} started meanwhile (a zombie: "
+          "two members configured with the same transactional_id and no group.instance.id?) "
+          "— {}",
+          cause.message(), options_.transactional_id, fenced);
+    }
+    // Open past transaction.timeout.ms: the broker aborted it and bumped the epoch, which
+    // librdkafka cannot take up (a fatal error): a new producer takes over the id.
+    SLUICE_LOG(kLog, kWarn,
+               "kafka sink (topic {}, transactional.id {}): the transaction was open longer "
+               "than transaction.timeout.ms ({} ms), so the broker aborted it and fenced the "
+               "producer ({}); starting a new producer",
+               options_.topic, options_.transactional_id, txn_timeout_.count(), fenced);
+    if (Status made = NewProducer(); !made.ok()) {
+      return Status(made.code(), fmt::format("{}; the broker aborted the transaction at its "
+                                             "timeout, and a new producer failed: {}",
+                                             cause.message(), made.message()));
+    }
+    lost_ = "timeout";
+    return Status(StatusCode::kAborted,
+                  fmt::format("{}; the broker had aborted the transaction at its timeout ({} ms)",
+                              cause.message(), txn_timeout_.count()));
+  }
+  if (cause.code() == StatusCode::kFailedPrecondition) return cause;  // another fatal error
   if (!aborted.ok()) {
     return Status(aborted.code(), fmt::format("{}; then the abort failed too: {}", cause.message(),
                                               aborted.message()));
   }
+  // The aborted transaction's records still due reports (purged): served now, so that
+  // they do not count against the next transaction's Flush.
+  (void)producer_->Flush(flush_timeout_);
+  produced_since_flush_ = failed_since_flush_ = 0;
+  first_failure_ = Status::OK();
+  if (!lose_as.empty()) {
+    lost_ = std::string(lose_as);
+    return Status(StatusCode::kAborted, cause.message() + "; the transaction was aborted");
+  }
   return Status(cause.code(), cause.message() + "; the transaction was aborted");
+}
+
+std::string_view KafkaSink::LossOf(const Status& st) const {
+  using TxnError = kafka::client::Producer::TxnError;
+  if (st.code() != StatusCode::kAborted) return {};
+  switch (producer_->last_txn_error()) {
+    case TxnError::kMembership:
+      return "rebalance";
+    case TxnError::kFencedInstance:
+      return {};  // another live member has our group.instance.id: not ours to retry
+    default:
+      return "abortable";
+  }
 }
 
 void KafkaSink::Skip(const SourceOffsets& offsets) { Merge(offsets, &uncommitted_); }
@@ -157,13 +242,20 @@ void KafkaSink::Skip(const SourceOffsets& offsets) { Merge(offsets, &uncommitted
 Result<SourceOffsets> KafkaSink::Commit(bool /*force*/) {
   // Every batch commits (the strategy calls this once per batch): a transaction never
   // spans batches, so an abort loses one batch's work at most.
+  lost_.clear();
   if (!transactional() || (uncommitted_.empty() && !in_transaction_)) return SourceOffsets{};
   const std::string what = fmt::format("kafka sink (topic {}, transactional.id {})", options_.topic,
                                        options_.transactional_id);
   if (!group_) return FailedPreconditionError("{}: no consumer group to commit offsets to", what);
   RETURN_IF_ERROR(BeginIfNeeded());
   Result<kafka::client::GroupMetadata> group = group_();
-  if (!group.ok()) return AbortAfter(group.status().WithContext(what));
+  if (!group.ok()) {
+    // Aborted: the consumer is no member now (its session was lost; it rejoins). Its
+    // metadata would carry no generation, which the group coordinator does not check:
+    // the offsets of partitions that may be another member's by now would commit.
+    return End(group.status().WithContext(what),
+               group.status().code() == StatusCode::kAborted ? "rebalance" : "");
+  }
   std::vector<kafka::client::TopicPartition> offsets;
   for (const auto& [tp, next] : uncommitted_) offsets.push_back({tp.first, tp.second, next});
   const auto deadline = std::chrono::steady_clock::now() + options_.transaction_call_timeout;
@@ -178,13 +270,22 @@ Result<SourceOffsets> KafkaSink::Commit(bool /*force*/) {
     st = producer_->SendOffsetsToTransaction(offsets, *group, left());
   } while (st.code() == StatusCode::kResourceExhausted &&
            std::chrono::steady_clock::now() < deadline);
-  if (!st.ok()) return AbortAfter(st.WithContext(what));
+  if (!st.ok()) {
+    if (producer_->last_txn_error() == kafka::client::Producer::TxnError::kFencedInstance) {
+      // A static member's zombie: stop, as the consumer (fatal for librdkafka) does.
+      Status ended = End(st.WithContext(what), "");
+      return FailedPreconditionError(
+          "{}; another live member of the group has this member's group.instance.id",
+          ended.message());
+    }
+    return End(st.WithContext(what), LossOf(st));
+  }
   CrashPoint("kafka-txn-offsets-sent");
   do {
     st = producer_->CommitTransaction(left());
   } while (st.code() == StatusCode::kResourceExhausted &&
            std::chrono::steady_clock::now() < deadline);
-  if (!st.ok()) return AbortAfter(st.WithContext(what));
+  if (!st.ok()) return End(st.WithContext(what), LossOf(st));
   in_transaction_ = false;
   CrashPoint("kafka-txn-committed");
   // What Flush counted belongs to the committed transaction.
@@ -195,10 +296,16 @@ Result<SourceOffsets> KafkaSink::Commit(bool /*force*/) {
 
 Status KafkaSink::Discard() {
   if (!transactional()) return Status::OK();
+  lost_.clear();
   uncommitted_.clear();
   if (!in_transaction_) return Status::OK();
-  in_transaction_ = false;
-  Status st = producer_->AbortTransaction(options_.transaction_call_timeout);
+  Status st = End(Status(StatusCode::kAborted, "the partitions were lost"), "lost");
+  if (!lost_.empty()) {
+    // Aborted (by us, or by the broker at its timeout: a new producer was made), as a
+    // discard wants; nothing to re-read, the partitions are gone.
+    lost_.clear();
+    return Status::OK();
+  }
   return st.WithContext(fmt::format("kafka sink (topic {}): discarding", options_.topic));
 }
 
@@ -220,17 +327,30 @@ void KafkaSink::OnDelivery(const kafka::client::DeliveryReport& report) {
 
 Status KafkaSink::Write(duck::Connection& conn, std::string_view table,
                         const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
+  lost_.clear();
   RETURN_IF_ERROR(BeginIfNeeded());
   if (transactional()) Merge(offsets, &uncommitted_);
   Status st = ProduceRows(conn, table, options_.topic, rejected);
   return st.ok() || !in_transaction_ ? st : AbortKeepingOffsets(st);
 }
 
+bool KafkaSink::NotTheRecords(const Status& cause) const {
+  const Status& why = first_failure_.ok() ? cause : first_failure_;
+  return why.code() == StatusCode::kAborted ||
+         (why.code() == StatusCode::kFailedPrecondition && producer_->FatalError().ok());
+}
+
 Status KafkaSink::AbortKeepingOffsets(const Status& cause) {
+  // Fenced: the records failed because the producer did, not by themselves (lost at the
+  // broker's timeout, or fatal).
+  if (producer_->Fenced()) return End(cause, "");
+  // Timed out, or in error with no record to blame (NotTheRecords): the transaction is
+  // lost and the batch read again, rather than dead-lettered.
+  if (NotTheRecords(cause)) return End(Status(StatusCode::kAborted, cause.message()), "abortable");
   // Some of the batch's rows may be in the transaction: none may commit, since on_error
   // now dead-letters or skips the whole batch; its offsets go into the next transaction.
   SourceOffsets keep = uncommitted_;
-  Status st = AbortAfter(cause);
+  Status st = End(cause, "");
   uncommitted_ = std::move(keep);
   return st;
 }
@@ -275,6 +395,7 @@ Status KafkaSink::ProduceRows(duck::Connection& conn, std::string_view table,
 }
 
 Status KafkaSink::Flush() {
+  lost_.clear();
   Status st = WaitForDeliveries(options_.topic);
   // A record not delivered makes the transaction abortable: the batch's rows go, and its
   // dead letters and offsets go into the next transaction (the runner's on_error).

@@ -48,12 +48,26 @@ struct KafkaSinkOptions {
 //
 // Transactional: Write begins a transaction when none is open; Flush waits for the
 // deliveries. A Write or Flush that fails aborts the transaction (the batch's rows are
-// gone; its dead letters and offsets go into the next one); Commit (the strategy's, once per batch)
-// sends the offsets of every batch written or skipped since the last commit with the
-// group's current metadata and commits. An abortable error aborts and is returned (the
-// pipeline stops and resumes from the group's committed offsets); a fatal one (fenced by
-// a newer member with the same transactional.id) is returned as FailedPrecondition.
-// Discard aborts (partitions lost); destroying the sink aborts what is open. Crash points
+// gone; its dead letters and offsets go into the next one) — unless the records timed out
+// (message.timeout.ms, which follows transaction.timeout.ms) or the producer was fenced,
+// which lose the transaction as below; Commit (the strategy's, once
+// per batch) sends the offsets of every batch written or skipped since the last commit
+// with the group's current metadata and commits. What a failure does (docs/design/0006
+// #12, "Failures"):
+// - an abortable error at commit (a member no longer in its generation: ILLEGAL_GENERATION,
+//   UNKNOWN_MEMBER_ID; or a member with no member id at all, whose offsets the sink does
+//   not send) aborts; the transaction is lost (TransactionLost: "rebalance" or
+//   "abortable"), the pipeline re-reads from the group's commit; FENCED_INSTANCE_ID
+//   (another live member took this one's group.instance.id) aborts and is fatal;
+// - fenced (PRODUCER_FENCED / INVALID_PRODUCER_EPOCH, from any call) while the open
+//   transaction is older than transaction.timeout.ms: the broker aborted it at its timeout
+//   and bumped the epoch; the sink makes a new producer (InitTransactions) and the
+//   transaction is lost ("timeout");
+// - fenced otherwise (a younger transaction, or none open): another live producer has
+//   this transactional.id (a zombie, or two members configured with one id): returned as
+//   FailedPrecondition, the pipeline stops; so does any other fatal error.
+// Discard aborts (partitions lost; a transaction the broker already aborted at its
+// timeout just gets a new producer); destroying the sink aborts what is open. Crash points
 // (base/crash_point.h, for the crash tests): kafka-txn-offsets-sent (the offsets are in the
 // transaction, not committed), kafka-txn-committed (committed, not yet reported).
 // Owned by the pipeline's thread.
@@ -78,6 +92,7 @@ class KafkaSink final : public Sink {
   Status Discard() override;
   bool CommitsSourceOffsets() const override { return transactional(); }
   void SetGroupMetadata(GroupMetadataFn group) override { group_ = std::move(group); }
+  std::string_view TransactionLost() const override { return lost_; }
 
   // A sink for `topic` on the same cluster whose records go into this sink's transaction
   // (the pipeline's dead letters). Its Flush waits for deliveries; committing is this
@@ -97,16 +112,35 @@ class KafkaSink final : public Sink {
                      std::vector<RejectedRow>* rejected);
   Status WaitForDeliveries(const std::string& topic);
   Status BeginIfNeeded();
-  // Aborts the open transaction after `cause`; returns `cause` with what happened.
-  Status AbortAfter(const Status& cause);
-  // The same, keeping the offsets not yet committed (a failed Write or Flush).
+  // Makes producer_ from config_ (and, transactional, InitTransactions).
+  Status NewProducer();
+  // The open transaction is older than transaction.timeout.ms.
+  bool PastTimeout() const;
+  // Ends the open transaction after `cause` failed a call and returns `cause` with what
+  // happened. Fenced: see the class comment (a new producer and lost "timeout", or
+  // fatal). Otherwise it aborts; then, when `lose_as` is set, the transaction is lost with
+  // that cause (TransactionLost) and the result is Aborted.
+  Status End(const Status& cause, std::string_view lose_as);
+  // A failed Write or Flush: ends the transaction keeping the offsets not yet committed
+  // (on_error deals with the batch's messages in the next transaction), unless fenced.
   Status AbortKeepingOffsets(const Status& cause);
+  // A failed Write or Flush that is not the records' fault: a delivery (or the flush)
+  // timed out, or the transaction is in an abortable error with no record's report to
+  // blame (a produce refused with _STATE).
+  bool NotTheRecords(const Status& cause) const;
+  // The cause of a loss, when `st` (a failed SendOffsetsToTransaction or
+  // CommitTransaction) is abortable.
+  std::string_view LossOf(const Status& st) const;
 
   KafkaSinkOptions options_;
-  // Transactional: a transaction is open, and the offsets of what was written or skipped
-  // since the last commit (sent with the commit).
+  kafka::client::Config config_;  // the producer's properties
+  // Transactional: a transaction is open (since txn_begun_), and the offsets of what was
+  // written or skipped since the last commit (sent with the commit).
   bool in_transaction_ = false;
+  std::chrono::steady_clock::time_point txn_begun_;
+  std::chrono::milliseconds txn_timeout_{0};  // transaction.timeout.ms
   SourceOffsets uncommitted_;
+  std::string lost_;  // TransactionLost
   GroupMetadataFn group_;
   std::chrono::milliseconds flush_timeout_{0};
   // Delivery outcomes since the last Flush; delivery reports run inside Poll and Flush,

@@ -81,6 +81,19 @@ class Sink {
   using GroupMetadataFn = std::function<Result<kafka::client::GroupMetadata>()>;
   virtual bool CommitsSourceOffsets() const { return false; }
   virtual void SetGroupMetadata(GroupMetadataFn /*group*/) {}
+  // Such a sink, after a Write, Flush or Commit (its own or its dead-letter sink's) that
+  // failed: why its transaction was lost rather than failed by the batch's records, or
+  // empty. Lost: aborted (by the sink, or by the broker at transaction.timeout.ms), so
+  // nothing written since the last successful Commit will be visible, and the sink is
+  // ready for a new transaction. The pipeline then re-reads everything after the group's
+  // committed offsets (Source::Rewind) instead of applying on_error to the batch, as Kafka
+  // Streams does on a TaskMigratedException. Causes: "rebalance" (the group coordinator
+  // refused the offsets of a member that is no longer the one it was, KIP-447: a
+  // rebalance or a session the member missed), "timeout" (the broker aborted the
+  // transaction at its timeout and fenced the producer's epoch; the sink made a new
+  // producer), "abortable" (another error after which the transaction could only be
+  // aborted). Each call of the sink (or its dead-letter sink) clears it first.
+  virtual std::string_view TransactionLost() const { return {}; }
 
   // The sink's type and target, for logs and metrics ("postgres table events").
   virtual std::string Describe() const = 0;

@@ -15,9 +15,18 @@
    stable offset), and the gauge sluice_pipeline_unstable_offsets shows it. Once the
    broker aborts the transaction at its timeout, the pipeline goes on: the later records
    arrive exactly once and none of the aborted ones.
-
-Registered DISABLED in tests/integration/CMakeLists.txt until the broker serves
-transactions (issue 20).
+3. The pipeline's own transaction timed out on the broker mid-batch: the pipeline process
+   is stopped (SIGSTOP) longer than its transaction.timeout.ms (3 s) and shorter than its
+   session, then continued; the broker aborted the transaction and fenced the producer's
+   epoch, the sink starts a new producer, the source is rewound to the group's commit.
+4. A member that lost its group membership mid-batch: stopped longer than its session
+   (6 s), then continued; its commit is refused (or not sent without a member id), it
+   aborts, rewinds and rejoins.
+   In 3 and 4 the sink's own librdkafka properties keep each batch's transaction open
+   about half a second, so that a pause finds one open (a pause that does not is
+   repeated); the pipeline goes on by itself (sluice_pipeline_txn_aborts_total{cause} and
+   the logs show the abort and the rewind) and a read_committed consumer sees every
+   result and dead letter exactly once.
 
 usage: /usr/bin/python3 exactly_once_pipeline_test.py path/to/sluice [seed [kills]]
 """
@@ -35,7 +44,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sluice_broker import check, run_test, wait_until  # noqa: E402
+from sluice_broker import FAST_GROUPS, check, run_test, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -57,6 +66,15 @@ def produce(bootstrap, topic, values, partitions):
                   on_delivery=lambda err, msg: err and failed.append(err))
     check(p.flush(30) == 0, "records not delivered")
     check(not failed, f"records not delivered: {failed[:3]}")
+
+
+def produce_input(bootstrap, n, bad_every, partitions):
+    """{"id": i} for i < n into topic "in", every `bad_every`th one not JSON (a dead
+    letter); returns the ids of those."""
+    bad = {i for i in range(n) if i % bad_every == bad_every - 1}
+    produce(bootstrap, "in", [f"not json {i}" if i in bad else json.dumps({"id": i})
+                              for i in range(n)], partitions)
+    return bad
 
 
 def read_committed(bootstrap, topic, expect_at_least, timeout=60):
@@ -115,7 +133,7 @@ class PipelineProcess:
 
 PIPELINE = """pipeline:
   name: eos
-  batch_size: 50
+  batch_size: {batch_size}
   flush_interval_seconds: 1
   source:
     type: kafka
@@ -126,7 +144,7 @@ PIPELINE = """pipeline:
       topics: [{input}]
       # A static member: a restarted run takes its place at once instead of waiting for
       # the killed one's session to time out.
-      properties: {{group.instance.id: {group}-member, session.timeout.ms: 6000}}
+      properties: {{group.instance.id: {group}-member, session.timeout.ms: {session_ms}}}
   handler:
     type: handlers.InferredMemBatch
     sql: SELECT id, id * 2 AS doubled FROM batch
@@ -137,6 +155,7 @@ PIPELINE = """pipeline:
       topic: {output}
       exactly_once: true
       transactional_id: {txn_id}
+      properties: {{{sink_props}}}
   on_error:
     policy: DLQ
     dlq:
@@ -148,10 +167,48 @@ PIPELINE = """pipeline:
 
 
 def write_pipeline(directory, **keys):
+    keys = {"batch_size": 50, "session_ms": 6000, "sink_props": "", **keys}
     path = os.path.join(directory, f"{keys['group']}.yml")
     with open(path, "w") as f:
         f.write(PIPELINE.format(**keys))
     return path
+
+
+def check_exactly_once(bootstrap, n, bad, partitions, group, timeout=180):
+    """A read_committed consumer sees the result of every good input record once and
+    nothing else, every dead letter once, and the group's commit is the input's end."""
+    results = read_committed(bootstrap, "out", n - len(bad), timeout=timeout)
+    ids = [json.loads(r)["id"] for r in results]
+    doubled = {json.loads(r)["id"]: json.loads(r)["doubled"] for r in results}
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    check(not dupes, f"visible twice to read_committed: {dupes[:20]}")
+    missing = sorted(set(range(n)) - bad - set(ids))
+    check(not missing, f"missing: {missing[:20]}")
+    check(set(ids) == set(range(n)) - bad, "unexpected results")
+    check(all(doubled[i] == 2 * i for i in doubled), "wrong results")
+    letters = read_committed(bootstrap, "dlq", len(bad), timeout=60)
+    sources = [(json.loads(r)["partition"], json.loads(r)["offset"]) for r in letters]
+    check(len(sources) == len(set(sources)), f"a dead letter twice: {sorted(sources)[:20]}")
+    check(len(sources) == len(bad), f"{len(sources)} dead letters, {len(bad)} expected")
+    from confluent_kafka import TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    committed = c.committed([TopicPartition("in", p) for p in range(partitions)], timeout=20)
+    c.close()
+    check(sum(tp.offset for tp in committed) == n, f"committed {committed}")
+
+
+def metric(port, name, **labels):
+    """The value of a pipeline metric whose labels include `labels`, or None."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    for m in re.finditer(r"^" + name + r"\{([^}]*)\} (\S+)$", text, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(2))
+    return None
 
 
 def sigkill_at_random_points(sluice, seed, kills):
@@ -160,9 +217,7 @@ def sigkill_at_random_points(sluice, seed, kills):
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {"in": 4, "out": 3, "dlq": 1})
         n = 3000
-        values = [f"not json {i}" if i % 97 == 96 else json.dumps({"id": i}) for i in range(n)]
-        bad = {i for i in range(n) if i % 97 == 96}
-        produce(bootstrap, "in", values, 4)
+        bad = produce_input(bootstrap, n, 97, 4)
         with tempfile.TemporaryDirectory() as d:
             path = write_pipeline(d, bootstrap=bootstrap, group="eos-crash", input="in",
                                   output="out", dlq="dlq", txn_id="eos-crash")
@@ -186,28 +241,11 @@ def sigkill_at_random_points(sluice, seed, kills):
                 p.kill()
             last = PipelineProcess(sluice, path)
             try:
-                results = read_committed(bootstrap, "out", n - len(bad), timeout=180)
+                read_committed(bootstrap, "out", n - len(bad), timeout=180)
             finally:
                 rc = last.stop()
             check(rc == 0, f"the last run exited {rc}:\n{last.output()}")
-        ids = [json.loads(r)["id"] for r in results]
-        doubled = {json.loads(r)["id"]: json.loads(r)["doubled"] for r in results}
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        check(not dupes, f"visible twice to read_committed: {dupes[:20]}")
-        missing = sorted(set(range(n)) - bad - set(ids))
-        check(not missing, f"missing: {missing[:20]}")
-        check(set(ids) == set(range(n)) - bad, "unexpected results")
-        check(all(doubled[i] == 2 * i for i in doubled), "wrong results")
-        letters = read_committed(bootstrap, "dlq", len(bad), timeout=60)
-        sources = [(json.loads(r)["partition"], json.loads(r)["offset"]) for r in letters]
-        check(len(sources) == len(set(sources)), f"a dead letter twice: {sorted(sources)[:20]}")
-        check(len(sources) == len(bad), f"{len(sources)} dead letters, {len(bad)} expected")
-        # The group's commit is the input's end: a restart reads nothing again.
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "eos-crash"})
-        from confluent_kafka import TopicPartition
-        committed = c.committed([TopicPartition("in", p) for p in range(4)], timeout=20)
-        c.close()
-        check(sum(tp.offset for tp in committed) == n, f"committed {committed}")
+        check_exactly_once(bootstrap, n, bad, 4, "eos-crash")
     return run_test(f"exactly-once pipeline killed at {kills} random points (seed {seed})",
                     sluice, body)
 
@@ -259,6 +297,88 @@ def open_transaction_times_out(sluice):
                     body)
 
 
+# Slow transactions on purpose, with the sink's own librdkafka properties: one record in
+# the producer's queue at a time, each waiting linger.ms, so a batch of 10 rows keeps its
+# transaction open about half a second and a pause of the process most likely finds one
+# open.
+SLOW_SINK = "linger.ms: 50, queue.buffering.max.messages: 1"
+
+
+def paused_until_aborted(sluice, title, cause, pause, session_ms, sink_props, broker_config):
+    """The pipeline process is stopped (SIGSTOP) for `pause` seconds, then continued
+    (SIGCONT), until sluice_pipeline_txn_aborts_total{cause} shows that the pause lost a
+    transaction (a pause between two transactions loses none: paused again, at most 5
+    times); the pipeline goes on by itself and a read_committed consumer sees every result
+    exactly once."""
+    def body(broker):
+        bootstrap = broker.bootstrap
+        create_topics(bootstrap, {"in": 2, "out": 2, "dlq": 1})
+        n = 600
+        bad = produce_input(bootstrap, n, 53, 2)
+        port = free_port()
+        group = f"eos-{cause}"
+        with tempfile.TemporaryDirectory() as d:
+            path = write_pipeline(d, bootstrap=bootstrap, group=group, input="in", output="out",
+                                  dlq="dlq", txn_id=group, batch_size=10, session_ms=session_ms,
+                                  sink_props=f"{SLOW_SINK}, {sink_props}")
+            p = PipelineProcess(sluice, path, http_port=port)
+            try:
+                wait_until(lambda: (metric(port, "sluice_pipeline_commits_total") or 0) >= 2,
+                           60, "the pipeline's first commits", interval=0.2)
+                aborted = 0
+                for attempt in range(5):
+                    check(p.proc.poll() is None, "the pipeline exited:\n" + p.output())
+                    p.proc.send_signal(signal.SIGSTOP)
+                    time.sleep(pause)
+                    p.proc.send_signal(signal.SIGCONT)
+                    deadline = time.monotonic() + 10
+                    while time.monotonic() < deadline and not aborted:
+                        aborted = metric(port, "sluice_pipeline_txn_aborts_total", cause=cause)
+                        time.sleep(0.2)
+                    if aborted:
+                        break
+                check(aborted, f"no transaction aborted ({cause}) after 5 pauses:\n"
+                      + p.output())
+                check((metric(port, "sluice_pipeline_source_rewinds_total") or 0) >= 1,
+                      "the source was not rewound")
+                check(p.proc.poll() is None, "the pipeline stopped:\n" + p.output())
+                # It goes on by itself: every result arrives.
+                read_committed(bootstrap, "out", n - len(bad), timeout=180)
+                check(p.proc.poll() is None, "the pipeline stopped:\n" + p.output())
+                out = p.output()
+                check("the transaction was aborted (" + cause + ")" in out,
+                      f"no log line of the abort:\n{out}")
+                check("source rewound to the group's committed offsets" in out,
+                      f"no log line of the rewind:\n{out}")
+            finally:
+                if p.proc.poll() is None:
+                    p.proc.send_signal(signal.SIGCONT)
+                rc = p.stop()
+            check(rc == 0, f"the pipeline exited {rc}:\n{p.output()}")
+        check_exactly_once(bootstrap, n, bad, 2, group)
+    return run_test(title, sluice, body, config=broker_config)
+
+
+def transaction_times_out(sluice):
+    # transaction.timeout.ms 3 s, the member's session 30 s, paused 7 s: the broker aborts
+    # the open transaction (checked every 100 ms) and fences the producer's epoch while the
+    # member keeps its partitions.
+    return paused_until_aborted(
+        sluice, "a transaction the broker timed out mid-batch is read again", "timeout",
+        pause=7, session_ms=30000, sink_props="transaction.timeout.ms: 3000",
+        broker_config=FAST_GROUPS + "transactions:\n  abort_check_interval: 100\n")
+
+
+def member_loses_its_membership(sluice):
+    # The session (6 s) expires during a 10 s pause, the transaction (60 s) does not: the
+    # group forgets the member, whose commit the group coordinator then refuses (or which
+    # the sink does not send without a member id); it rejoins.
+    return paused_until_aborted(
+        sluice, "a member that lost its membership mid-batch rejoins and goes on", "rebalance",
+        pause=10, session_ms=6000, sink_props="transaction.timeout.ms: 60000",
+        broker_config=FAST_GROUPS)
+
+
 def main():
     sluice = sys.argv[1]
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else int(os.environ.get("SLUICE_SEED", "20"))
@@ -266,6 +386,8 @@ def main():
     failed = sigkill_at_random_points(sluice, seed, kills)
     if kills <= 5:  # the long run (make test-slow) is the kills alone
         failed += open_transaction_times_out(sluice)
+        failed += transaction_times_out(sluice)
+        failed += member_loses_its_membership(sluice)
     return 1 if failed else 0
 
 

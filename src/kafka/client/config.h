@@ -27,6 +27,8 @@ using Config = std::map<std::string, std::string, std::less<>>;
 // Start offsets for Consumer::Assign, as librdkafka defines them.
 inline constexpr int64_t kOffsetBeginning = -2;
 inline constexpr int64_t kOffsetEnd = -1;
+// No offset: a partition the group has not committed (Consumer::Committed).
+inline constexpr int64_t kOffsetInvalid = -1001;
 // Produce to this partition to let the client's partitioner choose.
 inline constexpr int32_t kAnyPartition = -1;
 

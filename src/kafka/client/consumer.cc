@@ -1,5 +1,6 @@
 #include "kafka/client/consumer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "kafka/client/rdkafka_util.h"
@@ -216,6 +217,50 @@ Result<GroupMetadata> Consumer::CurrentGroupMetadata() const {
     return FailedPreconditionError("consumer {}: no group.id, so no group metadata", name());
   }
   return GroupMetadata(md);
+}
+
+std::string Consumer::MemberId() const {
+  char* member = rd_kafka_memberid(rk_.get());
+  if (member == nullptr) return "";
+  std::string out(member);
+  rd_kafka_mem_free(rk_.get(), member);
+  return out;
+}
+
+Result<std::vector<TopicPartition>> Consumer::Committed(
+    const std::vector<TopicPartition>& partitions, std::chrono::milliseconds timeout) const {
+  if (!has_group_) return FailedPreconditionError("consumer {}: no group.id", name());
+  detail::PartitionListPtr list(
+      rd_kafka_topic_partition_list_new(static_cast<int>(partitions.size())));
+  for (const TopicPartition& tp : partitions) {
+    rd_kafka_topic_partition_list_add(list.get(), tp.topic.c_str(), tp.partition);
+  }
+  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  RETURN_IF_ERROR(
+      detail::ErrorStatus(rd_kafka_committed(rk_.get(), list.get(), ms), "committed offsets"));
+  std::vector<TopicPartition> out;
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& tp = list->elems[i];
+    RETURN_IF_ERROR(detail::ErrorStatus(
+        tp.err, fmt::format("committed offset of {} [{}]", tp.topic, tp.partition)));
+    out.push_back({tp.topic, tp.partition, tp.offset < 0 ? kOffsetInvalid : tp.offset});
+  }
+  return out;
+}
+
+Status Consumer::Seek(const std::vector<TopicPartition>& partitions,
+                      std::chrono::milliseconds timeout) {
+  if (partitions.empty()) return Status::OK();
+  detail::PartitionListPtr list = detail::OffsetList(partitions);
+  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  detail::ErrorPtr e(rd_kafka_seek_partitions(rk_.get(), list.get(), ms));
+  if (e) return detail::ErrorStatus(rd_kafka_error_code(e.get()), "seek");
+  for (int i = 0; i < list->cnt; ++i) {
+    const rd_kafka_topic_partition_t& tp = list->elems[i];
+    RETURN_IF_ERROR(detail::ErrorStatus(
+        tp.err, fmt::format("seek {} [{}] to {}", tp.topic, tp.partition, tp.offset)));
+  }
+  return Status::OK();
 }
 
 MessageBatch::MessageBatch(MessageBatch&& other) noexcept

@@ -199,6 +199,25 @@ class Consumer {
   // The member's current group metadata, for a transactional producer (KIP-447).
   // FailedPrecondition without group.id.
   Result<GroupMetadata> CurrentGroupMetadata() const;
+  // The member id the group coordinator gave this consumer, or "" while it is no member:
+  // before its first join, and once the coordinator forgot it (a session that expired)
+  // until it has rejoined, which librdkafka does only after Poll reported the loss. Its
+  // group metadata then carries generation -1 and no member id, which a group
+  // coordinator lets a transaction commit (as it lets an admin's commit) unless
+  // group.instance.id is set.
+  std::string MemberId() const;
+
+  // The group's committed offset of each partition (OffsetFetch; with
+  // isolation.level=read_committed, librdkafka's default, only stable offsets: it waits
+  // while a transaction holding offsets of the group is open), at most `timeout`.
+  // TopicPartition::offset is kOffsetInvalid where the group has none. Needs group.id.
+  Result<std::vector<TopicPartition>> Committed(const std::vector<TopicPartition>& partitions,
+                                                std::chrono::milliseconds timeout) const;
+
+  // Moves each assigned partition's fetch position to its offset (an offset,
+  // kOffsetBeginning or kOffsetEnd); records fetched before and not yet returned by Poll
+  // are dropped by librdkafka. At most `timeout`.
+  Status Seek(const std::vector<TopicPartition>& partitions, std::chrono::milliseconds timeout);
 
   // The last error librdkafka reported for the handle as a whole, or OK.
   Status last_error() const;

@@ -145,13 +145,25 @@ Status Producer::last_error() const {
 
 std::string Producer::name() const { return rd_kafka_name(rk_.get()); }
 
-namespace {
-
 // librdkafka's error object (consumed) as a Status whose code is its class (producer.h).
-Status TxnStatus(rd_kafka_error_t* raw, std::string_view what) {
-  if (raw == nullptr) return Status::OK();
+Status Producer::TxnStatus(rd_kafka_error_t* raw, std::string_view what) {
+  if (raw == nullptr) {
+    last_txn_error_ = TxnError::kNone;
+    return Status::OK();
+  }
   detail::ErrorPtr error(raw);
   const rd_kafka_resp_err_t code = rd_kafka_error_code(raw);
+  switch (code) {
+    case RD_KAFKA_RESP_ERR_ILLEGAL_GENERATION:
+    case RD_KAFKA_RESP_ERR_UNKNOWN_MEMBER_ID:
+      last_txn_error_ = TxnError::kMembership;
+      break;
+    case RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID:
+      last_txn_error_ = TxnError::kFencedInstance;
+      break;
+    default:
+      last_txn_error_ = TxnError::kOther;
+  }
   std::string text =
       fmt::format("{}: {} ({})", what, rd_kafka_error_string(raw), rd_kafka_err2name(code));
   if (rd_kafka_error_is_fatal(raw)) {
@@ -166,6 +178,8 @@ Status TxnStatus(rd_kafka_error_t* raw, std::string_view what) {
   return Status(
       detail::CodeOf(code) == StatusCode::kOk ? StatusCode::kInternal : detail::CodeOf(code), text);
 }
+
+namespace {
 
 int Millis(std::chrono::milliseconds timeout) {
   return static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
@@ -199,6 +213,12 @@ Status Producer::CommitTransaction(std::chrono::milliseconds timeout) {
 
 Status Producer::AbortTransaction(std::chrono::milliseconds timeout) {
   return TxnStatus(rd_kafka_abort_transaction(rk_.get(), Millis(timeout)), "abort transaction");
+}
+
+bool Producer::Fenced() const {
+  const rd_kafka_resp_err_t err = rd_kafka_fatal_error(rk_.get(), nullptr, 0);
+  return err == RD_KAFKA_RESP_ERR__FENCED || err == RD_KAFKA_RESP_ERR_PRODUCER_FENCED ||
+         err == RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH;
 }
 
 Status Producer::FatalError() const {

@@ -20,6 +20,8 @@
 #include "kafka/client/config.h"
 #include "kafka/client/consumer.h"
 
+struct rd_kafka_error_s;  // rd_kafka_error_t
+
 namespace sluice::kafka::client {
 
 // The outcome of one produced record. The views live only during the callback.
@@ -120,11 +122,29 @@ class Producer {
   Status AbortTransaction(std::chrono::milliseconds timeout);
   // The fatal error librdkafka raised for the handle (a fenced producer), or OK.
   Status FatalError() const;
+  // True when that fatal error is a fence: the transaction coordinator knows a newer
+  // epoch of this transactional.id. Either another producer with the same id called
+  // InitTransactions (a zombie's case), or the coordinator aborted a transaction open past
+  // transaction.timeout.ms and bumped the epoch as it did: the client sees the same
+  // PRODUCER_FENCED / INVALID_PRODUCER_EPOCH for both (librdkafka 2.0 then refuses every
+  // call; only a new producer can go on).
+  bool Fenced() const;
+  // Why the last transactional call failed, beyond its class (the Status code):
+  // kMembership when the group coordinator refused the offsets because the member is no
+  // longer the one it was (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID: a rebalance or a session
+  // the member missed, KIP-447; abortable); kFencedInstance when another live member has
+  // taken its group.instance.id (FENCED_INSTANCE_ID: a static member's zombie; abortable
+  // for the producer, fatal for the consumer); kNone after a call that succeeded.
+  enum class TxnError { kNone, kMembership, kFencedInstance, kOther };
+  TxnError last_txn_error() const { return last_txn_error_; }
 
  private:
   Producer(DeliveryCallback on_delivery, StatsCallback on_stats)
       : on_delivery_(std::move(on_delivery)), on_stats_(std::move(on_stats)) {}
   rd_kafka_topic_s* Topic(std::string_view topic, Status* status);
+  // librdkafka's error object (consumed) as a Status whose code is its class; sets
+  // last_txn_error_.
+  Status TxnStatus(rd_kafka_error_s* error, std::string_view what);
 
   friend struct ProducerCallbacks;  // librdkafka's C callbacks (producer.cc)
 
@@ -143,7 +163,8 @@ class Producer {
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> delivered_bytes_{0};
   mutable std::mutex error_mu_;
-  Status last_error_;  // guarded by error_mu_
+  Status last_error_;                          // guarded by error_mu_
+  TxnError last_txn_error_ = TxnError::kNone;  // the transactional API's thread
 };
 
 }  // namespace sluice::kafka::client

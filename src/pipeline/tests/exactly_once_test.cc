@@ -79,6 +79,7 @@ std::vector<std::string> Input(int from, int to, int bad_every = 0) {
 
 // One member: a runner over a FakeSource of `group` and a FakeTxnSink on `cluster`.
 struct Member {
+  MetricsRegistry metrics;  // outlives the runner
   std::unique_ptr<PipelineRunner> runner;
   FakeTxnSink* sink = nullptr;
 
@@ -88,6 +89,10 @@ struct Member {
     auto config = ParsePipeline(yaml, "t.yml", MapEnv({}));
     EXPECT_TRUE(config.ok()) << config.status().ToString();
     RunnerOptions options;
+    options.metrics = &metrics;
+    // Short waits between retries: the policy's bound is what is tested.
+    options.lost_transactions.first_backoff = std::chrono::milliseconds(1);
+    options.lost_transactions.max_backoff = std::chrono::milliseconds(4);
     options.make_sink = [this,
                          cluster](const SinkConfig& c) -> Result<std::unique_ptr<sinks::Sink>> {
       EXPECT_EQ(c.type, SinkType::kKafka);
@@ -109,6 +114,17 @@ struct Member {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (r.ok()) runner = std::move(r).value();
   }
+
+  // sluice_pipeline_txn_aborts_total{cause}.
+  uint64_t Aborts(const std::string& cause) {
+    return metrics
+        .GetCounter("sluice_pipeline_txn_aborts_total", "", {{"pipeline", "t"}, {"cause", cause}})
+        .value();
+  }
+  uint64_t Rewinds() {
+    return metrics.GetCounter("sluice_pipeline_source_rewinds_total", "", {{"pipeline", "t"}})
+        .value();
+  }
 };
 
 // How often each record of `topic` is visible to a read_committed consumer.
@@ -129,6 +145,22 @@ std::map<int64_t, int> DeadLetterOffsets(const FakeTxnCluster& cluster) {
     if (at != std::string::npos) seen[std::stoll(row.substr(at + 9))] += n;
   }
   return seen;
+}
+
+// Every id in `input` (partition -> values, ids from Input) visible exactly once in "out".
+void ExpectEachOnce(const FakeTxnCluster& cluster,
+                    const std::map<int32_t, std::vector<std::string>>& input) {
+  std::map<std::string, int> out = Visible(cluster, "out");
+  size_t expected = 0;
+  for (const auto& [p, values] : input) {
+    for (const std::string& v : values) {
+      if (v.starts_with("bad")) continue;
+      ++expected;
+      const std::string id = v.substr(6, v.size() - 7);  // {"id":N}
+      EXPECT_EQ(out[fmt::format(R"({{"id":{}.0}})", id)], 1) << "id " << id;
+    }
+  }
+  EXPECT_EQ(out.size(), expected);
 }
 
 bool ConsumerCommitted(const FakeGroup& group) {
@@ -226,23 +258,99 @@ TEST(ExactlyOnceTest, RevocationCommitsTheBatchInHandBeforeThePartitionsGo) {
   EXPECT_FALSE(ConsumerCommitted(group));
 }
 
-TEST(ExactlyOnceTest, AnAbortedCommitStopsThePipelineAndTheRestartRedoesTheBatch) {
+// Kafka Streams' TaskMigrated: an abortable commit error aborts the transaction, the source
+// is rewound to the group's commit and the run goes on by itself.
+TEST(ExactlyOnceTest, AnAbortedCommitIsReadAgainFromTheGroupsCommitAndTheRunGoesOn) {
   FakeGroup group;
   FakeTxnCluster cluster(&group);
   cluster.fail_commits = 1;
   const std::map<int32_t, std::vector<std::string>> input = {{0, Input(0, 6)}};
-  {
-    Member m(&group, &cluster, input, Pipeline(3, kRaise));
-    Status st = m.runner->Run();
-    EXPECT_FALSE(st.ok());
-    EXPECT_THAT(st.message(), HasSubstr("could not commit"));
+  Member m(&group, &cluster, input, Pipeline(3, kRaise));
+  ASSERT_TRUE(m.runner->Run().ok());
+  ExpectEachOnce(cluster, input);
+  EXPECT_EQ(group.committed.at({"in", 0}), 6);
+  EXPECT_EQ(m.Aborts("abortable"), 1u);
+  EXPECT_EQ(m.Rewinds(), 1u);
+  EXPECT_THAT(group.log, ::testing::Contains("rewind in[0]@0"));
+  EXPECT_FALSE(ConsumerCommitted(group));
+}
+
+TEST(ExactlyOnceTest, AMemberThatMissedARebalanceAbortsRewindsRejoinsAndGoesOn) {
+  FakeGroup group;
+  FakeTxnCluster cluster(&group);
+  cluster.rebalance_at_commit = 2;  // the second batch's commit: ILLEGAL_GENERATION
+  const std::map<int32_t, std::vector<std::string>> input = {{0, Input(0, 7, 4)},
+                                                             {1, Input(100, 105)}};
+  Member m(&group, &cluster, input, Pipeline(3, kDlq));
+  ASSERT_TRUE(m.runner->Run().ok());
+  ExpectEachOnce(cluster, input);
+  EXPECT_EQ(DeadLetterOffsets(cluster), (std::map<int64_t, int>{{3, 1}}));
+  EXPECT_EQ(m.Aborts("rebalance"), 1u);
+  EXPECT_EQ(m.Rewinds(), 1u);
+  // Rewound to the first batch's commit, then the loss the member learnt of, the rejoin.
+  EXPECT_THAT(group.log,
+              ::testing::IsSupersetOf(
+                  {"rewind in[0]@3", "lost all, rejoining generation 2", "assigned in[0]@3"}));
+  EXPECT_EQ(group.committed.at({"in", 0}), 7);
+  EXPECT_EQ(group.committed.at({"in", 1}), 5);
+  EXPECT_THAT(cluster.open, IsEmpty());
+}
+
+TEST(ExactlyOnceTest, ATransactionTheBrokerTimedOutIsReadAgainWithANewProducer) {
+  for (bool at_write : {false, true}) {
+    SCOPED_TRACE(at_write ? "found at the write" : "found at the commit");
+    FakeGroup group;
+    FakeTxnCluster cluster(&group);
+    (at_write ? cluster.time_out_at_write : cluster.time_out_at_commit) = 2;
+    const std::map<int32_t, std::vector<std::string>> input = {{0, Input(0, 9, 4)}};
+    Member m(&group, &cluster, input, Pipeline(3, kDlq));
+    ASSERT_TRUE(m.runner->Run().ok());
+    ExpectEachOnce(cluster, input);
+    // The lost batch's records are not the records' fault: no dead letters for them.
+    EXPECT_EQ(DeadLetterOffsets(cluster), (std::map<int64_t, int>{{3, 1}, {7, 1}}));
+    EXPECT_EQ(m.Aborts("timeout"), 1u);
+    EXPECT_EQ(m.Rewinds(), 1u);
+    EXPECT_THAT(cluster.log, ::testing::Contains("init t epoch 3 (after a timeout)"));
+    EXPECT_EQ(group.committed.at({"in", 0}), 9);
+    EXPECT_THAT(cluster.open, IsEmpty());
   }
+}
+
+TEST(ExactlyOnceTest, AProducerFencedByAnotherLiveOneStopsThePipeline) {
+  FakeGroup group;
+  FakeTxnCluster cluster(&group);
+  cluster.fence_at_commit = 2;
+  Member m(&group, &cluster, {{0, Input(0, 9)}}, Pipeline(3, kDlq));
+  Status st = m.runner->Run();
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_THAT(st.message(), HasSubstr("fenced"));
+  EXPECT_EQ(Visible(cluster, "out").size(), 3u);  // the first batch only
+  EXPECT_THAT(Visible(cluster, "dlq"), IsEmpty());
+  EXPECT_EQ(group.committed.at({"in", 0}), 3);
+  EXPECT_EQ(m.Rewinds(), 0u);
+}
+
+TEST(ExactlyOnceTest, LostTransactionsInARowAreBoundedThenThePipelineStops) {
+  FakeGroup group;
+  FakeTxnCluster cluster(&group);
+  cluster.fail_commits = 100;  // every commit
+  Member m(&group, &cluster, {{0, Input(0, 6)}}, Pipeline(3, kRaise));
+  Status st = m.runner->Run();
+  EXPECT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("7 transactions in a row were aborted"));
+  EXPECT_EQ(m.Aborts("abortable"), 7u);
+  EXPECT_EQ(m.Rewinds(), 6u);
   EXPECT_THAT(cluster.committed, IsEmpty());
   EXPECT_TRUE(group.committed.empty());
-  Member restarted(&group, &cluster, input, Pipeline(3, kRaise));
-  ASSERT_TRUE(restarted.runner->Run().ok());
-  EXPECT_EQ(Visible(cluster, "out").size(), 6u);
-  for (const auto& [row, n] : Visible(cluster, "out")) EXPECT_EQ(n, 1) << row;
+}
+
+TEST(LostTransactionsTest, TheFirstRetryIsAtOnceThenTheWaitDoublesUpToItsBound) {
+  LostTransactionPolicy policy;
+  policy.first_backoff = std::chrono::milliseconds(500);
+  policy.max_backoff = std::chrono::milliseconds(3000);
+  std::vector<int64_t> waits;
+  for (int n = 1; n <= 6; ++n) waits.push_back(LostTransactions::Backoff(n, policy).count());
+  EXPECT_THAT(waits, ::testing::ElementsAre(0, 500, 1000, 2000, 3000, 3000));
 }
 
 TEST(ExactlyOnceTest, AFailedWriteAbortsItsRowsAndTheBatchIsDeadLetteredOnce) {

@@ -51,6 +51,11 @@ struct FakeScript {
   std::optional<size_t> revoke_when_in_hand;
   std::optional<size_t> lose_when_in_hand;
   int32_t partition = 0;
+  // When the group's generation moved on (a rebalance this member missed), the member
+  // learns it at its next NextBatch, as librdkafka does from a heartbeat's answer: its
+  // partitions are lost, then assigned again (at the group's commit) in the new
+  // generation.
+  bool rejoin = true;
 };
 
 // One topic ("in") of in-memory partitions. NextBatch delivers from each assigned
@@ -70,6 +75,7 @@ class FakeSource final : public Source {
         idle_(std::move(idle)) {}
 
   Status Start(SourceListener* listener, bool /*arrivals*/) override {
+    listener_ = listener;
     generation_ = group_->generation;
     std::vector<TopicPartition> assigned;
     for (const auto& [p, values] : partitions_) assigned.push_back({kFakeTopic, p, kUnset});
@@ -83,6 +89,7 @@ class FakeSource final : public Source {
         at = it->second;
       }
       position_[tp.partition] = at;
+      started_at_[tp.partition] = at;
       group_->log.push_back(fmt::format("assigned in[{}]@{}", tp.partition, at));
     }
     return Status::OK();
@@ -90,6 +97,21 @@ class FakeSource final : public Source {
 
   SourceStep NextBatch(size_t max_messages, SteadyTime deadline) override {
     SourceStep step;
+    if (rejoining_) {
+      rejoining_ = false;
+      (void)Start(listener_, false);  // assigned again, in the group's generation
+      return step;
+    }
+    if (script_.rejoin && generation_ != group_->generation && !position_.empty()) {
+      pending_.clear();
+      group_->log.push_back(fmt::format("lost all, rejoining generation {}", group_->generation));
+      step.event.kind = AssignmentEvent::Kind::kLost;
+      for (const auto& [p, at] : position_)
+        step.event.partitions.push_back({kFakeTopic, p, kUnset});
+      position_.clear();
+      rejoining_ = true;
+      return step;
+    }
     bool more = false;
     for (auto& [p, at] : position_) {
       const std::vector<std::string>& values = partitions_[p];
@@ -154,6 +176,16 @@ class FakeSource final : public Source {
     group_->metadata_generation = generation_;
     return kafka::client::GroupMetadata::Make("g", generation_, "member");
   }
+  // Each assigned partition from the group's commit, or from where it started.
+  Status Rewind(std::chrono::milliseconds /*timeout*/) override {
+    pending_.clear();
+    for (auto& [p, at] : position_) {
+      auto it = group_->committed.find({kFakeTopic, p});
+      at = it != group_->committed.end() ? it->second : started_at_[p];
+      group_->log.push_back(fmt::format("rewind in[{}]@{}", p, at));
+    }
+    return Status::OK();
+  }
   void Close() override { pending_.clear(); }
 
  private:
@@ -162,10 +194,13 @@ class FakeSource final : public Source {
   SourceCounters counters_;
   Script script_;
   std::function<void()> idle_;
-  std::map<int32_t, int64_t> position_;  // assigned partitions: the next offset to deliver
+  std::map<int32_t, int64_t> position_;    // assigned partitions: the next offset to deliver
+  std::map<int32_t, int64_t> started_at_;  // where each began at its assignment
   std::vector<Message> pending_;
   int32_t revoking_ = -1;
   int32_t generation_ = 0;  // the group's generation when this member joined
+  SourceListener* listener_ = nullptr;
+  bool rejoining_ = false;  // lost all: assigned again at the next NextBatch
 };
 
 // What a FakeSink saw and how it behaves.

@@ -3,9 +3,11 @@
 // committed records, open transactions per transactional.id, producer epochs, the group's
 // committed offsets) and FakeTxnSink (a Sink that behaves as the exactly-once kafka sink:
 // deferring, the offsets committed in its transaction, dead letters in the same one).
-// A "crash" (SIGKILL) is scripted: at the chosen step the sink stops touching the cluster
-// for good and fails, so what happened before stays and nothing after does; its open
-// transaction stays open until the next producer with the same id fences it.
+// Scripted troubles: abortable commits and writes, a rebalance the member missed, the
+// broker's timeout abort, a fence by a newer producer. A "crash" (SIGKILL) is scripted: at the
+// chosen step the sink stops touching the cluster for good and fails, so what happened before stays
+// and nothing after does; its open transaction stays open until the next producer with the same id
+// fences it.
 #pragma once
 
 #include <fmt/format.h>
@@ -43,6 +45,17 @@ struct FakeTxnCluster {
   // the transaction and keeps the offsets, as KafkaSink does).
   int fail_commits = 0;
   int fail_writes = 0;
+  // The Nth commit from now (1: the next) first finds that the group moved to a new
+  // generation (a rebalance the member missed: KIP-447 refuses its offsets).
+  int rebalance_at_commit = 0;
+  // The Nth commit (or write) from now finds its transaction aborted by the broker at its
+  // timeout, the epoch bumped: the sink sees itself fenced past its timeout and makes a
+  // new producer (KafkaSink); the transaction is lost.
+  int time_out_at_commit = 0;
+  int time_out_at_write = 0;
+  // The Nth commit from now finds a newer producer with the same id (a live zombie's
+  // successor): fenced inside its timeout, fatal.
+  int fence_at_commit = 0;
   // Crash (as SIGKILL) at the Nth pass of this step: "write", "flush", "dlq-write",
   // "dlq-flush", "offsets-sent", "committed".
   std::string crash_at;
@@ -56,6 +69,14 @@ struct FakeTxnCluster {
   }
   // True when this pass of `step` is the crash.
   bool Crashes(std::string_view step) { return step == crash_at && --crash_count == 0; }
+  // Counts down a "the Nth from now" trigger: true at the Nth.
+  static bool Due(int& n) { return n > 0 && --n == 0; }
+  // The coordinator aborts `id`'s transaction and bumps its epoch (a timeout, or another
+  // producer's InitTransactions).
+  void Fence(const std::string& id, std::string_view why) {
+    Abort(id, why);
+    ++epochs[id];
+  }
 };
 
 class FakeTxnSink final : public sinks::Sink {
@@ -74,6 +95,13 @@ class FakeTxnSink final : public sinks::Sink {
 
   Status Write(duck::Connection& conn, std::string_view table, const sinks::SourceOffsets& offsets,
                std::vector<sinks::RejectedRow>* /*rejected*/) override {
+    lost_.clear();
+    if (FakeTxnCluster::Due(c_->time_out_at_write)) {
+      Begin();
+      Merge(offsets);
+      c_->Fence(id_, "timed out");
+      return TimedOut();
+    }
     if (c_->fail_writes > 0) {
       --c_->fail_writes;
       RETURN_IF_ERROR(Alive());
@@ -87,8 +115,12 @@ class FakeTxnSink final : public sinks::Sink {
     }
     return WriteTo(conn, table, offsets, topic_, "write");
   }
-  Status Flush() override { return Step("flush"); }
+  Status Flush() override {
+    lost_.clear();
+    return Step("flush");
+  }
   std::string Describe() const override { return "fake kafka topic " + topic_; }
+  std::string_view TransactionLost() const override { return lost_; }
 
   bool Defers() const override { return true; }
   bool CommitsSourceOffsets() const override { return true; }
@@ -102,21 +134,38 @@ class FakeTxnSink final : public sinks::Sink {
     return Status::OK();
   }
   Result<sinks::SourceOffsets> Commit(bool /*force*/) override {
+    lost_.clear();
     if (uncommitted_.empty() && !open_) return sinks::SourceOffsets{};
     RETURN_IF_ERROR(Alive());
     if (!group_) return FailedPreconditionError("no group metadata");
     ASSIGN_OR_RETURN(kafka::client::GroupMetadata md, group_());
     (void)md;
     Begin();
+    if (FakeTxnCluster::Due(c_->time_out_at_commit)) {
+      c_->Fence(id_, "timed out");
+      return TimedOut();
+    }
+    if (FakeTxnCluster::Due(c_->fence_at_commit)) {
+      c_->Fence(id_, "fenced by a newer producer");
+      c_->log.push_back(fmt::format("init {} epoch {} (another producer)", id_, c_->epochs[id_]));
+    }
+    RETURN_IF_ERROR(Alive());
+    if (FakeTxnCluster::Due(c_->rebalance_at_commit)) ++c_->group->generation;
     c_->open[id_].offsets = uncommitted_;
     // KIP-447: the group coordinator refuses offsets from a generation that is gone.
     if (c_->group->metadata_generation != c_->group->generation) {
-      return AbortWith(Status(StatusCode::kAborted, "ILLEGAL_GENERATION: the member is stale"));
+      Status st =
+          AbortWith(Status(StatusCode::kAborted, "ILLEGAL_GENERATION: the member is stale"));
+      lost_ = "rebalance";
+      return st;
     }
     if (c_->Crashes("offsets-sent")) return Crash("offsets-sent");
     if (c_->fail_commits > 0) {
       --c_->fail_commits;
-      return AbortWith(Status(StatusCode::kAborted, "commit failed: a record was not delivered"));
+      Status st =
+          AbortWith(Status(StatusCode::kAborted, "commit failed: a record was not delivered"));
+      lost_ = "abortable";
+      return st;
     }
     FakeTxnCluster::Open& t = c_->open[id_];
     c_->committed.insert(c_->committed.end(), t.records.begin(), t.records.end());
@@ -143,9 +192,13 @@ class FakeTxnSink final : public sinks::Sink {
     Status Write(duck::Connection& conn, std::string_view table,
                  const sinks::SourceOffsets& offsets,
                  std::vector<sinks::RejectedRow>* /*rejected*/) override {
+      owner_->lost_.clear();
       return owner_->WriteTo(conn, table, offsets, topic_, "dlq-write");
     }
-    Status Flush() override { return owner_->Step("dlq-flush"); }
+    Status Flush() override {
+      owner_->lost_.clear();
+      return owner_->Step("dlq-flush");
+    }
     std::string Describe() const override { return "fake kafka topic " + topic_; }
 
    private:
@@ -154,6 +207,17 @@ class FakeTxnSink final : public sinks::Sink {
   };
 
   bool Fenced() const { return c_->epochs[id_] != epoch_; }
+  // Fenced past the transaction's timeout (KafkaSink::End): a new producer, the
+  // transaction lost.
+  Status TimedOut() {
+    open_ = false;
+    uncommitted_.clear();
+    epoch_ = ++c_->epochs[id_];
+    c_->log.push_back(fmt::format("init {} epoch {} (after a timeout)", id_, epoch_));
+    lost_ = "timeout";
+    return Status(StatusCode::kAborted,
+                  "fenced: the broker aborted the transaction at its timeout");
+  }
   Status Alive() {
     if (crashed_) return InternalError("crashed at {}", crashed_at_);
     if (Fenced()) {
@@ -209,6 +273,7 @@ class FakeTxnSink final : public sinks::Sink {
   std::string crashed_at_;
   sinks::SourceOffsets uncommitted_;
   GroupMetadataFn group_;
+  std::string lost_;  // TransactionLost
 };
 
 }  // namespace sluice::pipeline::testing

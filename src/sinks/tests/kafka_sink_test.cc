@@ -1,6 +1,8 @@
 // KafkaSink against `sluice serve` (started by the test on a free port): every row arrives
-// as one JSON object, read back with kafka::client::Consumer. The broker binary comes from
-// SLUICE_BINARY (ctest sets it); without it the test skips.
+// as one JSON object, read back with kafka::client::Consumer; exactly-once, a transaction
+// the broker aborted at its timeout is lost and the next one commits, a producer fenced by
+// another live one is fatal. The broker binary comes from SLUICE_BINARY (ctest sets it);
+// without it the test skips.
 #include "sinks/kafka_sink.h"
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/logging.h"
@@ -32,7 +35,10 @@ class KafkaSinkTest : public ::testing::Test {
     const char* binary = std::getenv("SLUICE_BINARY");
     if (binary == nullptr) GTEST_SKIP() << "SLUICE_BINARY is not set (ctest sets it)";
     SetLogLevel(LogLevel::kWarn);
-    broker_ = std::make_unique<integration::SluiceProcess>(binary, "");
+    // Transactions past their timeout are aborted within 100 ms of it (the exactly-once
+    // tests below).
+    broker_ = std::make_unique<integration::SluiceProcess>(
+        binary, "transactions:\n  abort_check_interval: 100\n");
     std::string error = broker_->Start();
     ASSERT_EQ(error, "");
     auto db = duck::Database::Open({.threads = 1});
@@ -142,6 +148,79 @@ TEST_F(KafkaSinkTest, ARecordLargerThanTheProducerAllowsIsRejectedAndTheOthersDe
   EXPECT_THAT(rejected[0].row_json, ::testing::StartsWith(R"({"id":2,"body":"xxx)"));
   EXPECT_THAT(rejected[0].reason, ::testing::HasSubstr("MSG_SIZE_TOO_LARGE"));
   EXPECT_EQ(ReadBack("sized", 1, 1), (std::vector<std::string>{R"(null:{"id":1,"body":"small"})"}));
+}
+
+// Exactly-once: a transaction left open past transaction.timeout.ms is aborted by the
+// broker, which bumps the producer's epoch (librdkafka: a fatal "fenced" error). The sink
+// tells it from a zombie by the transaction's age, makes a new producer, and reports the
+// transaction lost ("timeout"); the next transaction commits, and only its rows and offsets
+// are visible to read_committed.
+TEST_F(KafkaSinkTest, ATransactionTheBrokerTimedOutIsLostAndTheNextOneCommits) {
+  CreateTopic("eos-in", 1);
+  CreateTopic("eos-out", 1);
+  auto sink = KafkaSink::Create({.brokers = {broker_->bootstrap()},
+                                 .topic = "eos-out",
+                                 .properties = {{"transaction.timeout.ms", "1000"}},
+                                 .transactional_id = "eos-timeout",
+                                 .transaction_call_timeout = 30s});
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  KafkaSink& s = **sink;
+  // A consumer of a group with no members commits with generation -1 (an admin's commit).
+  s.SetGroupMetadata([] { return kc::GroupMetadata::Make("eos-g", -1, ""); });
+  std::vector<RejectedRow> rejected;
+  ASSERT_TRUE(conn_->Execute("CREATE TABLE batch AS SELECT 'late' AS v").ok());
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"eos-in", 0}, 5}}, &rejected).ok());
+  ASSERT_TRUE(s.Flush().ok());
+  // The transaction outlives its timeout (1 s) and the broker's next check (100 ms).
+  std::this_thread::sleep_for(2500ms);
+  Result<SourceOffsets> committed = s.Commit(false);
+  ASSERT_FALSE(committed.ok());
+  EXPECT_EQ(committed.status().code(), StatusCode::kAborted) << committed.status().ToString();
+  EXPECT_EQ(s.TransactionLost(), "timeout");
+  EXPECT_FALSE(s.in_transaction());
+
+  ASSERT_TRUE(conn_->Execute("CREATE OR REPLACE TABLE batch AS SELECT 'again' AS v").ok());
+  Status st = s.Write(*conn_, "batch", {{{"eos-in", 0}, 5}}, &rejected);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(s.TransactionLost(), "");
+  ASSERT_TRUE(s.Flush().ok());
+  committed = s.Commit(false);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(*committed, (SourceOffsets{{{"eos-in", 0}, 5}}));
+  // The lost transaction's record has the lower offset: read_committed skips it.
+  EXPECT_EQ(ReadBack("eos-out", 1, 1), std::vector<std::string>{R"(null:{"v":"again"})"});
+
+  auto group =
+      kc::Consumer::Create({{"bootstrap.servers", broker_->bootstrap()}, {"group.id", "eos-g"}});
+  ASSERT_TRUE(group.ok()) << group.status().ToString();
+  auto offsets = (*group)->Committed({{"eos-in", 0}}, 10s);
+  ASSERT_TRUE(offsets.ok()) << offsets.status().ToString();
+  EXPECT_EQ(offsets->at(0).offset, 5);
+}
+
+// A second live producer with the same transactional.id fences the first inside its
+// transaction's timeout: fatal (the pipeline stops), not a lost transaction.
+TEST_F(KafkaSinkTest, AProducerFencedByAnotherLiveOneIsFatal) {
+  CreateTopic("zombie-out", 1);
+  KafkaSinkOptions options{.brokers = {broker_->bootstrap()},
+                           .topic = "zombie-out",
+                           .transactional_id = "eos-zombie",
+                           .transaction_call_timeout = 30s};
+  auto zombie = KafkaSink::Create(options);
+  ASSERT_TRUE(zombie.ok()) << zombie.status().ToString();
+  (*zombie)->SetGroupMetadata([] { return kc::GroupMetadata::Make("zombie-g", -1, ""); });
+  std::vector<RejectedRow> rejected;
+  ASSERT_TRUE(conn_->Execute("CREATE TABLE batch AS SELECT 'zombie' AS v").ok());
+  ASSERT_TRUE((*zombie)->Write(*conn_, "batch", {{{"zombie-out", 0}, 1}}, &rejected).ok());
+  ASSERT_TRUE((*zombie)->Flush().ok());
+  auto successor = KafkaSink::Create(options);  // InitTransactions: fences the first
+  ASSERT_TRUE(successor.ok()) << successor.status().ToString();
+  Result<SourceOffsets> committed = (*zombie)->Commit(false);
+  ASSERT_FALSE(committed.ok());
+  EXPECT_EQ(committed.status().code(), StatusCode::kFailedPrecondition)
+      << committed.status().ToString();
+  EXPECT_THAT(committed.status().message(), ::testing::HasSubstr("another producer"));
+  EXPECT_EQ((*zombie)->TransactionLost(), "");
 }
 
 }  // namespace

@@ -312,6 +312,49 @@ TEST_F(KafkaClientBrokerTest, GroupMemberStatisticsCarryTheLastStableOffset) {
   EXPECT_NE(md->get(), nullptr);
 }
 
+// What an exactly-once pipeline's rewind uses: a member's id once it joined, the group's
+// committed offsets (none: kOffsetInvalid), and a seek back to them, after which Poll
+// returns the records from there again.
+TEST_F(KafkaClientBrokerTest, AMemberSeeksBackToItsGroupsCommittedOffsets) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("rewind", 1, 1, {}, 10s).ok());
+  ASSERT_TRUE((*admin)->CreateTopic("rewind-other", 1, 1, {}, 10s).ok());
+  auto producer = Producer::Create(Base());
+  ASSERT_TRUE(producer.ok()) << producer.status().ToString();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*producer)->Produce("rewind", 0, "k", fmt::format("v{}", i)).ok());
+  }
+  ASSERT_TRUE((*producer)->Flush(10s).ok());
+  Config group = Base();
+  group["group.id"] = "rewinders";
+  group["auto.offset.reset"] = "earliest";
+  auto consumer = Consumer::Create(group);
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  Consumer& c = **consumer;
+  EXPECT_EQ(c.MemberId(), "");  // not joined yet
+  ASSERT_TRUE(c.Subscribe({"rewind"}).ok());
+  ASSERT_EQ(Read(&c, 10).size(), 10u);
+  EXPECT_NE(c.MemberId(), "");
+  ASSERT_TRUE(c.Commit({{"rewind", 0, 4}}).ok());
+
+  auto committed = c.Committed({{"rewind", 0}, {"rewind-other", 0}}, 10s);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  ASSERT_EQ(committed->size(), 2u);
+  EXPECT_EQ((*committed)[0].offset, 4);
+  EXPECT_EQ((*committed)[1].offset, kOffsetInvalid);
+  Status st = c.Seek({{"rewind", 0, 4}}, 10s);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_THAT(Read(&c, 6), ::testing::ElementsAre("0:4:k:v4", "0:5:k:v5", "0:6:k:v6", "0:7:k:v7",
+                                                  "0:8:k:v8", "0:9:k:v9"));
+  // A partition not assigned cannot be sought.
+  EXPECT_FALSE(c.Seek({{"rewind-other", 0, 0}}, 2s).ok());
+  auto plain = Consumer::Create(Base());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->Committed({{"rewind", 0}}, 1s).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 // The transactional producer against the broker's transaction coordinator: a committed
 // transaction's records and offsets become visible to read_committed, an aborted one's
 // never; a second producer with the same transactional.id fences the first, whose next
