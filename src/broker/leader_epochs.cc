@@ -75,6 +75,8 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
   storage::Env* env = log.options().env;  // the log's files and its checkpoint alike
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
   LeaderEpochCache cache;
+  cache.env_ = env;
+  cache.dir_ = log.dir();
   bool loaded = false;
   bool changed = false;
   Result<std::string> text = ReadSmallFile(env, path, kMaxCheckpointBytes);
@@ -120,8 +122,7 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
     cache.entries_.push_back({0, log.start_offset()});
     changed = true;
   }
-  if (changed)
-    RETURN_IF_ERROR(WriteFileDurably(env, log.dir(), kLeaderEpochFile, Format(cache.entries_)));
+  if (changed) RETURN_IF_ERROR(cache.Save());
   return cache;
 }
 
@@ -143,6 +144,43 @@ std::pair<int32_t, int64_t> LeaderEpochCache::EndOffsetFor(int32_t epoch, int64_
                                  [](int32_t e, const Entry& x) { return e < x.epoch; });
   if (higher == entries_.begin()) return {epoch, higher->start_offset};
   return {std::prev(higher)->epoch, higher->start_offset};
+}
+
+Status LeaderEpochCache::Save() {
+  if (env_ == nullptr) return Status::OK();
+  return WriteFileDurably(env_, dir_, kLeaderEpochFile, Format(entries_));
+}
+
+Status LeaderEpochCache::Assign(int32_t epoch, int64_t start_offset) {
+  if (epoch < 0 || start_offset < 0) {
+    return InvalidArgumentError("leader epoch {} at offset {}", epoch, start_offset);
+  }
+  if (!entries_.empty() && entries_.back().epoch == epoch &&
+      entries_.back().start_offset <= start_offset) {
+    return Status::OK();
+  }
+  std::erase_if(entries_,
+                [&](const Entry& e) { return e.epoch >= epoch || e.start_offset >= start_offset; });
+  entries_.push_back({epoch, start_offset});
+  return Save();
+}
+
+Status LeaderEpochCache::TruncateFromEnd(int64_t end_offset) {
+  if (entries_.empty() || entries_.back().start_offset < end_offset) return Status::OK();
+  std::erase_if(entries_, [&](const Entry& e) { return e.start_offset >= end_offset; });
+  return Save();
+}
+
+Status LeaderEpochCache::TruncateFromStart(int64_t start_offset) {
+  // The last entry starting at or below `start_offset` holds it; those before it go.
+  auto holder = std::upper_bound(entries_.begin(), entries_.end(), start_offset,
+                                 [](int64_t off, const Entry& e) { return off < e.start_offset; });
+  if (holder == entries_.begin()) return Status::OK();
+  --holder;
+  if (holder == entries_.begin() && holder->start_offset == start_offset) return Status::OK();
+  holder->start_offset = start_offset;
+  entries_.erase(entries_.begin(), holder);
+  return Save();
 }
 
 }  // namespace sluice::broker
