@@ -106,9 +106,12 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   SLUICE_ASSERT(k == targets.size());
   st->slices.resize(targets.size());
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
+  // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch.
+  const int32_t replica_id = replica::FetchReplicaId(*req, version);
+  const int64_t replica_epoch = version >= 15 ? req->replica_state.replica_epoch : -1;
   ctx.shards.VisitOwners(
       home, std::move(targets),
-      [&ctx, st, req, wait, max_bytes](Partition* part, size_t i) {
+      [&ctx, st, req, wait, max_bytes, replica_id, replica_epoch](Partition* part, size_t i) {
         kafka::FetchResponse::PartitionData& out = *st->outs[i];
         const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
         if (part == nullptr) {
@@ -127,6 +130,17 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
           if (!present) part->waits.push_back(wait);
           part->waiting.store(static_cast<int>(part->waits.size()));
         }
+        if (replica_id >= 0 || part->replica != nullptr) [[unlikely]] {
+          if (replica_id >= 0) {
+            replica::ServeFetch(*part, replica_id, replica_epoch, fp, max_bytes, &out,
+                                &st->slices[i]);
+            return;
+          }
+          if (!part->replica->leader()) {  // consumers read leaders only (no KIP-392)
+            out.error_code = ErrorCode::kNotLeaderOrFollower;
+            return;
+          }
+        }
         storage::PartitionLog& log = *part->log;
         const int32_t epoch = part->epochs.latest_epoch();
         if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
@@ -136,7 +150,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                                            : ErrorCode::kFencedLeaderEpoch;
           return;
         }
-        const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
+        const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
         const int64_t start = log.start_offset();
         // Records below the log start are gone: the LSO is never below it.
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(start, hw));
