@@ -75,6 +75,13 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
     std::span<const uint8_t> batch = batches[i];
     const storage::BatchHeader h = storage::ParseBatchHeader(batch);
     if (h.next_offset() <= log.end_offset()) continue;  // already here
+    // Whole and intact before anything (its epoch) is recorded.
+    if (Result<storage::BatchHeader> valid =
+            storage::ValidateBatch(batch, log.options().max_batch_bytes);
+        !valid.ok()) {
+      r->status = valid.status();
+      return;
+    }
     if (h.leader_epoch > part.epochs.latest_epoch() ||
         (part.epochs.entries().empty() && h.leader_epoch >= 0)) {
       if (Status st = part.epochs.Assign(h.leader_epoch, h.base_offset); !st.ok()) {
@@ -87,6 +94,7 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
     std::optional<int16_t> type;
     int32_t coordinator_epoch = -1;
     storage::AppendOptions ao;
+    ao.crc_checked = true;
     if (control) {
       type =
           storage::ParseControlType(batch.subspan(storage::kBatchHeaderSize), &coordinator_epoch);

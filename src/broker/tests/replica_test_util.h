@@ -112,6 +112,7 @@ class ReplicaClusterFixture : public ::testing::Test {
       n->replica_options.isr_check_interval_ms = 50;
       n->replica_options.fetch_max_wait_ms = 200;
       n->replica_options.fetch_backoff_ms = 50;
+      n->replica_options.socket_timeout_ms = 3000;
       nodes_.push_back(std::move(n));
     }
     std::filesystem::create_directories(root_ / "n1");
