@@ -58,18 +58,10 @@ bool IsCurrentFollower(const Partition* part, uint64_t generation) {
 void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::AckLevel ack,
                    OwnerResult* r) {
   storage::PartitionLog& log = *part.log;
-  size_t pos = 0;
   std::vector<std::span<const uint8_t>> batches;
-  while (records.size() - pos >= storage::kBatchHeaderSize) {
-    const int32_t length = static_cast<int32_t>(storage::LoadBE32(records.data() + pos + 8));
-    if (length < static_cast<int32_t>(storage::kBatchHeaderSize - storage::kBatchLogOverhead)) {
-      r->status = CorruptionError("a fetched batch at byte {} has length {}", pos, length);
-      return;
-    }
-    const size_t size = storage::kBatchLogOverhead + static_cast<size_t>(length);
-    if (size > records.size() - pos) break;  // partial: fetched again next time
-    batches.push_back(records.subspan(pos, size));
-    pos += size;
+  if (Status st = replica::SplitFetchedBatches(records, &batches); !st.ok()) {
+    r->status = st;
+    return;
   }
   for (size_t i = 0; i < batches.size(); ++i) {
     std::span<const uint8_t> batch = batches[i];
@@ -162,6 +154,22 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
 }
 
 }  // namespace
+
+Status replica::SplitFetchedBatches(std::span<const uint8_t> records,
+                                    std::vector<std::span<const uint8_t>>* batches) {
+  size_t pos = 0;
+  while (records.size() - pos >= storage::kBatchHeaderSize) {
+    const int32_t length = static_cast<int32_t>(storage::LoadBE32(records.data() + pos + 8));
+    if (length < static_cast<int32_t>(storage::kBatchHeaderSize - storage::kBatchLogOverhead)) {
+      return CorruptionError("a fetched batch at byte {} has length {}", pos, length);
+    }
+    const size_t size = storage::kBatchLogOverhead + static_cast<size_t>(length);
+    if (size > records.size() - pos) break;  // partial: fetched again next time
+    batches->push_back(records.subspan(pos, size));
+    pos += size;
+  }
+  return Status::OK();
+}
 
 ReplicaFetcher::ReplicaFetcher(ReplicaManager* manager, int32_t leader, std::string host,
                                int32_t port)

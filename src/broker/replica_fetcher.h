@@ -12,16 +12,26 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/status.h"
 #include "broker/partition.h"
 #include "kafka/protocol/requests.h"
 
 namespace sluice::broker {
 
 class ReplicaManager;
+
+namespace replica {
+// Splits the records of a fetch answer into whole batches (by their length fields; the
+// CRC and the rest are checked by the append). A partial last batch is left out, as Kafka
+// leaves it for the next fetch; a length shorter than a batch header is Corruption.
+Status SplitFetchedBatches(std::span<const uint8_t> records,
+                           std::vector<std::span<const uint8_t>>* batches);
+}  // namespace replica
 
 // Lifecycle: made by the ReplicaManager for a leader; its thread runs from the
 // constructor to Stop() (or destruction). Add/Remove from any thread.

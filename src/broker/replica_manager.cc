@@ -156,6 +156,7 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
       old->isr = l.isr;
       old->isr_version = l.isr_version;
       old->min_insync_replicas = l.min_insync_replicas;
+      replica::MaybeAdvanceHighWatermark(*part);
       result = Status::OK();
       return;
     }

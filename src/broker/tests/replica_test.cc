@@ -176,6 +176,21 @@ TEST_F(ReplicaTest, AcksAllIsAnsweredOnlyOnceEveryIsrFollowerHasTheBatch) {
   EXPECT_EQ(node(2).View("t").epochs, v.epochs);
 }
 
+TEST_F(ReplicaTest, AcksAllUnderTheIntervalPolicyWaitsForTheFollowersWrites) {
+  MakeNodes(2, "t");
+  for (auto& n : nodes_) n->options.flush_policy = storage::FlushPolicy::kInterval;
+  node(1).Start();
+  node(2).Start();
+  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  Client c(node(1).port());
+  for (int round = 0; round < 3; ++round) {
+    auto r = Produce(c, "t", testing::ValueBatch("v", 5, 1000), -1);
+    ASSERT_EQ(r.error_code, ErrorCode::kNone);
+    EXPECT_GE(node(2).View("t").log_end, r.base_offset + 5);
+  }
+  EXPECT_EQ(node(1).View("t").high_watermark, 15);
+}
+
 TEST_F(ReplicaTest, ConsumersSeeNothingPastTheHighWatermark) {
   MakeNodes(2, "t");
   node(1).Start();
