@@ -21,6 +21,7 @@ using kafka::ErrorCode;
 ReplicaManager::ReplicaManager(ReplicaManagerOptions options, handlers::Context& ctx)
     : options_(std::move(options)), ctx_(ctx) {
   SLUICE_ASSERT(options_.isr_store != nullptr);
+  checkpointed_ = LoadHighWatermarks(ctx_.options.env, ctx_.options.data_dir);
 }
 
 ReplicaManager::~ReplicaManager() { Stop(); }
@@ -33,6 +34,64 @@ void ReplicaManager::Start() {
   for (int i = 0; i < ctx_.shards.size(); ++i) {
     ctx_.shards.PostGated(ctx_.shards.at(i).loop, [this, i] { ScheduleIsrCheck(i); });
   }
+  if (options_.hw_checkpoint_interval_ms > 0) {
+    checkpoint_thread_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      while (!stopped_.load()) {
+        checkpoint_cv_.wait_for(lock,
+                                std::chrono::milliseconds(options_.hw_checkpoint_interval_ms));
+        if (stopped_.load()) break;
+        lock.unlock();
+        WriteCheckpoint();
+        lock.lock();
+      }
+    });
+  }
+}
+
+std::optional<int64_t> ReplicaManager::Checkpointed(const PartitionKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = checkpointed_.find(key);
+  if (it == checkpointed_.end()) return std::nullopt;
+  return it->second;
+}
+
+int64_t ReplicaManager::StartingHighWatermark(const Partition& part,
+                                              std::optional<int64_t> checkpointed) {
+  const int64_t local = replica::LocalEnd(flush_policy(), *part.log);
+  if (!checkpointed.has_value()) return local;
+  return std::max(part.log->start_offset(), std::min(*checkpointed, local));
+}
+
+void ReplicaManager::WriteCheckpoint() {
+  if (!ctx_.shards.attached()) return;
+  HighWatermarks now;
+  for (int i = 0; i < ctx_.shards.size(); ++i) {
+    HighWatermarks part_marks;
+    if (!ctx_.shards.RunOnShard(i, [&] {
+          for (const auto& [key, part] : ctx_.shards.at(i).partitions) {
+            if (part->replica != nullptr) part_marks[key] = part->replica->high_watermark;
+          }
+        })) {
+      return;  // stopping: the last complete checkpoint stays
+    }
+    now.merge(part_marks);
+  }
+  std::shared_ptr<const MetadataSnapshot> meta = ctx_.shards.Published();
+  std::lock_guard lock(mu_);
+  // Replicas not told their role since the start keep their checkpointed value; deleted
+  // topics' entries go.
+  HighWatermarks merged = now;
+  for (const auto& [key, hw] : checkpointed_) {
+    const MetadataSnapshot::Topic* t = meta->Find(key.first);
+    if (t != nullptr && key.second < t->info.partitions) merged.emplace(key, hw);
+  }
+  if (merged == checkpointed_) return;
+  if (Status st = SaveHighWatermarks(ctx_.options.env, ctx_.options.data_dir, merged); !st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "writing the high-watermark checkpoint: {}", st.ToString());
+    return;
+  }
+  checkpointed_ = std::move(merged);
 }
 
 void ReplicaManager::ScheduleIsrCheck(int shard_index) {
@@ -62,8 +121,12 @@ void ReplicaManager::Stop() {
     std::lock_guard lock(mu_);
     fetchers.swap(fetchers_);
     fetching_from_.clear();
+    checkpoint_cv_.notify_all();
   }
+  if (checkpoint_thread_.joinable()) checkpoint_thread_.join();
   for (auto& [leader, f] : fetchers) f->Stop();
+  // The last high watermarks, while the shards still answer.
+  if (started_.load() && options_.hw_checkpoint_interval_ms > 0) WriteCheckpoint();
   if (started_.load()) {
     for (int i = 0; i < ctx_.shards.size(); ++i) {
       ctx_.shards.RunOnShard(
@@ -140,6 +203,7 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
                                     const Leadership& l) {
   const PartitionKey key{topic, partition};
   Status result = NotFoundError("no partition {} of topic '{}' here", partition, topic);
+  const std::optional<int64_t> checkpointed = Checkpointed(key);
   bool ran = RunOnPartition(key, [&](Partition* part) {
     if (part == nullptr) return;
     ReplicaState* old = part->replica.get();
@@ -176,7 +240,7 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     // The high watermark carries over (a follower's, or all a single node had) and
     // only grows from here.
     rs->high_watermark =
-        std::min(old != nullptr ? old->high_watermark : replica::LocalEnd(policy, *part->log),
+        std::min(old != nullptr ? old->high_watermark : StartingHighWatermark(*part, checkpointed),
                  replica::LocalEnd(policy, *part->log));
     // Before any write of this epoch: (epoch, log end), durably (0018 decision 3).
     if (Status st = part->epochs.Assign(l.leader_epoch, end); !st.ok()) {
@@ -215,6 +279,7 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
                                 leader);
   }
   Status result = NotFoundError("no partition {} of topic '{}' here", partition, topic);
+  const std::optional<int64_t> checkpointed = Checkpointed(key);
   ReplicaFetcher::Start start;
   bool ran = RunOnPartition(key, [&](Partition* part) {
     if (part == nullptr) return;
@@ -239,7 +304,7 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     rs->leader_id = leader;
     const storage::FlushPolicy policy = flush_policy();
     rs->high_watermark =
-        std::min(old != nullptr ? old->high_watermark : replica::LocalEnd(policy, *part->log),
+        std::min(old != nullptr ? old->high_watermark : StartingHighWatermark(*part, checkpointed),
                  part->log->end_offset());
     if (old != nullptr) replica::FailAcksWaits(*old, ErrorCode::kNotLeaderOrFollower);
     start.topic_id = part->topic_id;

@@ -8,17 +8,21 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
 #include "broker/partition.h"
+#include "broker/replica_checkpoint.h"
 #include "broker/replica_isr_store.h"
 
 namespace sluice::broker {
@@ -40,13 +44,18 @@ struct ReplicaManagerOptions {
   int32_t fetch_partition_max_bytes = 1 << 20;  // replica.fetch.max.bytes
   int64_t fetch_backoff_ms = 1'000;             // replica.fetch.backoff.ms
   int32_t socket_timeout_ms = 30'000;           // replica.socket.timeout.ms
-  IsrStore* isr_store = nullptr;                // required; outlives the manager
+  // replica.high.watermark.checkpoint.interval.ms: how often the high watermarks are
+  // written to <data-dir>/replication-offset-checkpoint (also at Stop); 0: never.
+  int64_t hw_checkpoint_interval_ms = 5'000;
+  IsrStore* isr_store = nullptr;  // required; outlives the manager
   Clock* clock = Clock::Real();
 };
 
 // Lifecycle: made once the broker is open (it reaches the partitions through the
-// handlers' Context and its shards), Start() once the server runs, Stop() before the
-// server stops (it joins the fetchers, which post to the shards). BecomeLeader and
+// handlers' Context and its shards; it reads the high-watermark checkpoint of the data
+// directory), Start() once the server runs, Stop() before the server stops (it joins
+// the fetchers, which post to the shards, and writes the checkpoint a last time);
+// destroyed after the broker closed (the logs' last acks reach it). BecomeLeader and
 // BecomeFollower from any thread but a shard's (they run on the owner and wait);
 // PostToPartition and SubmitIsrChange are for the owner threads.
 class ReplicaManager {
@@ -68,7 +77,8 @@ class ReplicaManager {
   };
   // This node leads `topic`-`partition` in `leadership.leader_epoch` (which must not be
   // older than the one it knows): it stops fetching it, appends (epoch, log end) to the
-  // leader epochs before any write, keeps its high watermark and takes writes.
+  // leader epochs before any write, keeps its high watermark (a replica new since the
+  // start takes the checkpointed one) and takes writes.
   // FailedPrecondition for an older epoch, NotFound for an unknown partition.
   Status BecomeLeader(const std::string& topic, int32_t partition, const Leadership& leadership);
   // This node follows `leader` (at host:port, its inter-broker address) in
@@ -112,6 +122,13 @@ class ReplicaManager {
   // Takes `key` off the fetcher that has it, if any.
   void StopFetching(const PartitionKey& key);
   void ScheduleIsrCheck(int shard);
+  // Where a replica without a ReplicaState starts its high watermark: the checkpoint's,
+  // within the log, else all the log has (a single node's history is committed). Owner.
+  int64_t StartingHighWatermark(const Partition& part, std::optional<int64_t> checkpointed);
+  std::optional<int64_t> Checkpointed(const PartitionKey& key);
+  // Gathers every replica's high watermark (from the shards) and writes the checkpoint
+  // when it changed. Not from a shard thread.
+  void WriteCheckpoint();
 
   const ReplicaManagerOptions options_;
   handlers::Context& ctx_;
@@ -123,6 +140,9 @@ class ReplicaManager {
   std::map<int32_t, std::unique_ptr<ReplicaFetcher>> fetchers_;  // by leader; guarded by mu_
   std::map<PartitionKey, int32_t> fetching_from_;                // guarded by mu_
   std::vector<EventLoop::TimerId> isr_timers_;  // per shard, each its shard's thread's
+  HighWatermarks checkpointed_;                 // as last read or written; guarded by mu_
+  std::condition_variable checkpoint_cv_;       // with mu_: Stop wakes the thread
+  std::thread checkpoint_thread_;
 };
 
 }  // namespace sluice::broker

@@ -176,7 +176,11 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
             return;
           }
         }
-        if (fp.fetch_offset < start || fp.fetch_offset > hw) {
+        // Replicated, an offset between the high watermark and the log end is not out of
+        // range (a new leader learns the high watermark after its consumers did): it
+        // reads nothing yet, as in Kafka.
+        const int64_t last_valid = part->replica != nullptr ? log.written_end_offset() : hw;
+        if (fp.fetch_offset < start || fp.fetch_offset > last_valid) {
           out.error_code = ErrorCode::kOffsetOutOfRange;
           return;
         }

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 
+#include "broker/replica_checkpoint.h"
 #include "broker/replica_isr_store.h"
 #include "broker/tests/broker_test_util.h"
 #include "broker/tests/replica_test_util.h"
 #include "kafka/protocol/records.h"
+#include "storage/testing/files.h"
 
 namespace sluice::broker {
 namespace {
@@ -151,6 +153,42 @@ TEST(InProcessIsrStoreTest, ChecksLeaderEpochVersionAndIsr) {
   EXPECT_EQ(store.changes(), 1);
 }
 
+TEST(HighWatermarkCheckpointTest, ParsesKafkasFormatAndRejectsMalformedText) {
+  auto marks = ParseHighWatermarks("0\n2\nt 0 15\nother.topic 3 0\n");
+  ASSERT_TRUE(marks.ok()) << marks.status().ToString();
+  EXPECT_EQ(*marks, (HighWatermarks{{{"t", 0}, 15}, {{"other.topic", 3}, 0}}));
+  EXPECT_EQ(FormatHighWatermarks(*marks), "0\n2\nother.topic 3 0\nt 0 15\n");
+  EXPECT_TRUE(ParseHighWatermarks("0\n0\n").ok());
+  for (const char* bad : {"", "0\n", "1\n0\n", "0\n1\n", "0\n1\nt 0 1", "0\n1\nt 0\n",
+                          "0\n1\nt -1 5\n", "0\n1\nt 0 -5\n", "0\n1\nt 0 5 6\n", "0\n1\nt x 5\n",
+                          "0\n1\nt/x 0 5\n", "0\n2\nt 0 5\nt 0 6\n", "0\n-1\n", "0\n1\n 0 5\n",
+                          "0\n1\nt  0 5\n", "0\n1\nt 0 99999999999999999999\n"}) {
+    EXPECT_FALSE(ParseHighWatermarks(bad).ok()) << "'" << bad << "'";
+  }
+}
+
+TEST_F(ReplicaTest, ARestartedLeaderStartsAtItsCheckpointedHighWatermark) {
+  MakeNodes(2, "t");
+  node(1).Start();
+  node(2).Start();
+  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
+  node(2).Stop();
+  // Written on the leader, never committed: past the high watermark.
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("b", 2, 1000), 1).error_code, ErrorCode::kNone);
+  EXPECT_EQ(node(1).View("t").high_watermark, 3);
+  node(1).Stop();  // writes the checkpoint a last time
+  auto text = storage::testing::ReadFileBytes((root_ / "n1" / kHighWatermarkFile).string());
+  EXPECT_EQ(std::string(text.begin(), text.end()), "0\n1\nt 0 3\n");
+  // Restarted and elected again, it does not show consumers the uncommitted tail.
+  node(1).Start();
+  Elect("t", 0, 1, {1, 2}, std::nullopt);
+  auto v = node(1).View("t");
+  EXPECT_EQ(v.log_end, 5);
+  EXPECT_EQ(v.high_watermark, 3);
+}
+
 TEST_F(ReplicaTest, AcksAllIsAnsweredOnlyOnceEveryIsrFollowerHasTheBatch) {
   MakeNodes(3, "t");
   for (int i = 1; i <= 3; ++i) node(i).Start();
@@ -212,6 +250,12 @@ TEST_F(ReplicaTest, ConsumersSeeNothingPastTheHighWatermark) {
   EXPECT_EQ(
       consumer.Fetch("t", id, 3).records.inline_bytes.value_or(std::span<const uint8_t>()).size(),
       0u);
+  // Between the high watermark and the log end is not out of range (a consumer of an
+  // earlier leader may be there): nothing yet. Past the log end is.
+  auto between = consumer.Fetch("t", id, 4);
+  EXPECT_EQ(between.error_code, ErrorCode::kNone);
+  EXPECT_EQ(Fetcher::Records(between), 0);
+  EXPECT_EQ(consumer.Fetch("t", id, 6).error_code, ErrorCode::kOffsetOutOfRange);
   // The follower comes back and catches up: the high watermark moves, "b" is readable.
   node(2).Start();
   Elect("t", 0, 1, {1, 2}, std::nullopt);
@@ -270,6 +314,56 @@ TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
   }));
   EXPECT_EQ(node(2).View("t").log_end, node(1).View("t").log_end);
   EXPECT_GE(store_.changes(), 2);
+}
+
+TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
+  MakeNodes(3, "t");
+  for (int i = 1; i <= 3; ++i) node(i).Start();
+  Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  std::vector<std::string> acked;
+  {
+    Client c(node(1).port());
+    for (int i = 0; i < 20; ++i) {
+      const std::string prefix = "k" + std::to_string(i);
+      auto r = Produce(c, "t", testing::ValueBatch(prefix, 3, 1000), -1);
+      ASSERT_EQ(r.error_code, ErrorCode::kNone);
+      acked.push_back(prefix + "-2");
+    }
+  }
+  node(1).Stop();  // the leader dies; the controller elects from the rest of the ISR
+  LeaderAndIsr l = Elect("t", 0, 2, {1, 2, 3}, std::vector<int32_t>{2, 3});
+  {
+    Client c(node(2).port());
+    for (int i = 20; i < 30; ++i) {
+      const std::string prefix = "k" + std::to_string(i);
+      auto r = Produce(c, "t", testing::ValueBatch(prefix, 3, 1000), -1);
+      ASSERT_EQ(r.error_code, ErrorCode::kNone) << r.error_message.value_or("");
+      EXPECT_EQ(r.base_offset, i * 3);
+      acked.push_back(prefix + "-2");
+    }
+  }
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").high_watermark == 90; }));
+  Fetcher consumer(node(2).port());
+  std::string all;
+  for (int64_t offset = 0; offset < 90;) {
+    auto f = consumer.Fetch("t", TopicId(2, "t"), offset);
+    ASSERT_EQ(f.error_code, ErrorCode::kNone);
+    const int64_t n = Fetcher::Records(f);
+    ASSERT_GT(n, 0);
+    std::span<const uint8_t> b = f.records.inline_bytes.value_or(std::span<const uint8_t>());
+    all.append(b.begin(), b.end());
+    offset += n;
+  }
+  for (const std::string& v : acked) EXPECT_NE(all.find(v), std::string::npos) << v;
+  // The old leader comes back as a follower, catches up and rejoins the ISR.
+  node(1).Start();
+  ASSERT_TRUE(node(1)
+                  .replicas->BecomeFollower("t", 0, l.leader_epoch, 2, "127.0.0.1", node(2).port())
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2, 3}; }));
+  EXPECT_EQ(node(1).View("t").log_end, 90);
+  EXPECT_EQ(node(1).View("t").epochs, node(2).View("t").epochs);
+  EXPECT_EQ(node(3).View("t").epochs, node(2).View("t").epochs);
 }
 
 TEST_F(ReplicaTest, NewLeaderTruncatesTheOldLeadersDivergedTail) {
