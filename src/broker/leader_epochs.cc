@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "base/logging.h"
 #include "broker/meta_files.h"
@@ -14,16 +13,9 @@ namespace {
 const Logger kLog("broker");
 constexpr size_t kMaxCheckpointBytes = 1 << 20;
 
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
 }  // namespace
 
-Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string_view text) {
+Result<std::vector<std::string_view>> CheckpointEntryLines(std::string_view text) {
   std::vector<std::string_view> lines;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -36,27 +28,34 @@ Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string
   }
   if (lines.size() < 2) return InvalidArgumentError("{} lines, want at least 2", lines.size());
   int version = -1;
-  if (!ParseNumber(lines[0], &version) || version != 0) {
+  if (!ParseCheckpointNumber(lines[0], &version) || version != 0) {
     return InvalidArgumentError("line 1: version '{}', want 0", lines[0]);
   }
   int64_t count = -1;
-  if (!ParseNumber(lines[1], &count) || count < 0 ||
+  if (!ParseCheckpointNumber(lines[1], &count) || count < 0 ||
       count != static_cast<int64_t>(lines.size()) - 2) {
     return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1],
                                 lines.size() - 2);
   }
+  lines.erase(lines.begin(), lines.begin() + 2);
+  return lines;
+}
+
+Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string_view> lines, CheckpointEntryLines(text));
   std::vector<Entry> entries;
-  for (size_t i = 2; i < lines.size(); ++i) {
+  for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view l = lines[i];
     size_t space = l.find(' ');
     Entry e{};
-    if (space == std::string_view::npos || !ParseNumber(l.substr(0, space), &e.epoch) ||
-        !ParseNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 || e.start_offset < 0) {
-      return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 1, l);
+    if (space == std::string_view::npos || !ParseCheckpointNumber(l.substr(0, space), &e.epoch) ||
+        !ParseCheckpointNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 ||
+        e.start_offset < 0) {
+      return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 3, l);
     }
     if (!entries.empty() &&
         (e.epoch <= entries.back().epoch || e.start_offset < entries.back().start_offset)) {
-      return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 1,
+      return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 3,
                                   e.epoch, e.start_offset, entries.back().epoch,
                                   entries.back().start_offset);
     }

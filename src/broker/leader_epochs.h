@@ -19,8 +19,10 @@
 // Threads: owned by its partition (the owner shard); not thread-safe.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -28,6 +30,18 @@
 #include "storage/log.h"
 
 namespace sluice::broker {
+
+// Kafka's checkpoint files (this one, replication-offset-checkpoint) share a frame:
+// "0\n<n>\n", then n entry lines, each ending with a newline. Returns the entry lines
+// (the first is line 3), or InvalidArgument naming the line and what is wrong.
+Result<std::vector<std::string_view>> CheckpointEntryLines(std::string_view text);
+// A whole decimal number, nothing before or after it.
+template <typename T>
+bool ParseCheckpointNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
 
 class LeaderEpochCache {
  public:

@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <vector>
 
 #include "base/logging.h"
@@ -16,38 +15,12 @@ namespace {
 const Logger kLog("replica");
 constexpr size_t kMaxCheckpointBytes = 64 << 20;
 
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
 }  // namespace
 
 Result<HighWatermarks> ParseHighWatermarks(std::string_view text) {
-  std::vector<std::string_view> lines;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t nl = text.find('\n', pos);
-    if (nl == std::string_view::npos) {
-      return InvalidArgumentError("line {} does not end with a newline", lines.size() + 1);
-    }
-    lines.push_back(text.substr(pos, nl - pos));
-    pos = nl + 1;
-  }
-  if (lines.size() < 2) return InvalidArgumentError("{} lines, want at least 2", lines.size());
-  int version = -1;
-  if (!ParseNumber(lines[0], &version) || version != 0) {
-    return InvalidArgumentError("line 1: version '{}', want 0", lines[0]);
-  }
-  int64_t count = -1;
-  if (!ParseNumber(lines[1], &count) || count != static_cast<int64_t>(lines.size()) - 2) {
-    return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1],
-                                lines.size() - 2);
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string_view> lines, CheckpointEntryLines(text));
   HighWatermarks marks;
-  for (size_t i = 2; i < lines.size(); ++i) {
+  for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view l = lines[i];
     const size_t a = l.find(' ');
     const size_t b = a == std::string_view::npos ? a : l.find(' ', a + 1);
@@ -55,12 +28,12 @@ Result<HighWatermarks> ParseHighWatermarks(std::string_view text) {
     int64_t offset = -1;
     if (b == std::string_view::npos || l.find(' ', b + 1) != std::string_view::npos ||
         !ValidateTopicName(std::string(l.substr(0, a))).ok() ||
-        !ParseNumber(l.substr(a + 1, b - a - 1), &partition) || partition < 0 ||
-        !ParseNumber(l.substr(b + 1), &offset) || offset < 0) {
-      return InvalidArgumentError("line {}: '{}' is not '<topic> <partition> <offset>'", i + 1, l);
+        !ParseCheckpointNumber(l.substr(a + 1, b - a - 1), &partition) || partition < 0 ||
+        !ParseCheckpointNumber(l.substr(b + 1), &offset) || offset < 0) {
+      return InvalidArgumentError("line {}: '{}' is not '<topic> <partition> <offset>'", i + 3, l);
     }
     if (!marks.emplace(PartitionKey{std::string(l.substr(0, a)), partition}, offset).second) {
-      return InvalidArgumentError("line {}: partition {} of '{}' again", i + 1, partition,
+      return InvalidArgumentError("line {}: partition {} of '{}' again", i + 3, partition,
                                   l.substr(0, a));
     }
   }

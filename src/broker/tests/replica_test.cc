@@ -168,10 +168,7 @@ TEST(HighWatermarkCheckpointTest, ParsesKafkasFormatAndRejectsMalformedText) {
 }
 
 TEST_F(ReplicaTest, ARestartedLeaderStartsAtItsCheckpointedHighWatermark) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  StartCluster(2);
   Client c(node(1).port());
   ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
   node(2).Stop();
@@ -190,9 +187,7 @@ TEST_F(ReplicaTest, ARestartedLeaderStartsAtItsCheckpointedHighWatermark) {
 }
 
 TEST_F(ReplicaTest, AcksAllIsAnsweredOnlyOnceEveryIsrFollowerHasTheBatch) {
-  MakeNodes(3, "t");
-  for (int i = 1; i <= 3; ++i) node(i).Start();
-  Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  StartCluster(3);
   Client c(node(1).port());
   for (int round = 0; round < 5; ++round) {
     auto r = Produce(c, "t", testing::ValueBatch("v" + std::to_string(round), 4, 1000), -1);
@@ -230,10 +225,7 @@ TEST_F(ReplicaTest, AcksAllUnderTheIntervalPolicyWaitsForTheFollowersWrites) {
 }
 
 TEST_F(ReplicaTest, ConsumersSeeNothingPastTheHighWatermark) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  StartCluster(2);
   const kafka::Uuid id = TopicId(1, "t");
   Client c(node(1).port());
   ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
@@ -266,10 +258,7 @@ TEST_F(ReplicaTest, ConsumersSeeNothingPastTheHighWatermark) {
 }
 
 TEST_F(ReplicaTest, AcksAllTimesOutWhileAnIsrFollowerIsAway) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  StartCluster(2);
   node(2).Stop();
   Client c(node(1).port());
   auto r = Produce(c, "t", testing::ValueBatch("a", 1, 1000), -1, /*timeout_ms=*/200);
@@ -317,9 +306,7 @@ TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
 }
 
 TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
-  MakeNodes(3, "t");
-  for (int i = 1; i <= 3; ++i) node(i).Start();
-  Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  StartCluster(3);
   std::vector<std::string> acked;
   {
     Client c(node(1).port());
@@ -367,10 +354,7 @@ TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
 }
 
 TEST_F(ReplicaTest, NewLeaderTruncatesTheOldLeadersDivergedTail) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  StartCluster(2);
   {
     Client c(node(1).port());
     ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
@@ -423,10 +407,7 @@ TEST_F(ReplicaTest, NewLeaderTruncatesTheOldLeadersDivergedTail) {
 }
 
 TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  StartCluster(2);
   const int64_t pid = 4242;
   {
     Client c(node(1).port());
@@ -455,10 +436,7 @@ TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {
 }
 
 TEST_F(ReplicaTest, MalformedReplicaFetchesGetKafkasErrors) {
-  MakeNodes(2, "t");
-  node(1).Start();
-  node(2).Start();
-  LeaderAndIsr l = Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1, 2});
+  LeaderAndIsr l = StartCluster(2);
   const kafka::Uuid id = TopicId(1, "t");
   {
     Client c(node(1).port());

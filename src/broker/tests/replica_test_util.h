@@ -130,6 +130,17 @@ class ReplicaClusterFixture : public ::testing::Test {
     }
   }
   ReplicaNode& node(int32_t id) { return *nodes_[static_cast<size_t>(id - 1)]; }
+  // `count` nodes with topic "t" (one partition), all started, node 1 elected leader with
+  // every node in the ISR.
+  LeaderAndIsr StartCluster(int count, int32_t min_isr = 1) {
+    MakeNodes(count, "t");
+    std::vector<int32_t> all;
+    for (int i = 1; i <= count; ++i) {
+      node(i).Start();
+      all.push_back(i);
+    }
+    return Elect("t", 0, 1, all, all, min_isr);
+  }
 
   // The controller's part: elects `leader` in a new epoch in the store and tells every
   // running replica its role.
