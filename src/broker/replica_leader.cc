@@ -94,6 +94,8 @@ void AwaitHighWatermark(Partition& part, int64_t required_offset, int32_t timeou
     w->timer = 0;
     Answer(w, ErrorCode::kRequestTimedOut);
   });
+  // Waits answered by their timers leave here (or when the high watermark moves).
+  std::erase_if(rs.acks_waits, [](const std::shared_ptr<AcksWait>& x) { return x->answered; });
   rs.acks_waits.push_back(std::move(w));
 }
 

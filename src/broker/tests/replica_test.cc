@@ -406,6 +406,29 @@ TEST_F(ReplicaTest, NewLeaderTruncatesTheOldLeadersDivergedTail) {
   EXPECT_NE(text.find("new-3"), std::string::npos);
 }
 
+TEST_F(ReplicaTest, ALiveLeaderDemotedWithADivergedTailTruncatesIt) {
+  StartCluster(2);
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
+  node(2).Stop();
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("lost", 2, 1000), 1).error_code, ErrorCode::kNone);
+  node(2).Start();
+  // Node 1 is still running when the controller moves the leadership: it becomes a
+  // follower of node 2 at once, with two records node 2 never had.
+  LeaderAndIsr l = Elect("t", 0, 2, {1, 2}, std::vector<int32_t>{2});
+  EXPECT_EQ(node(1).View("t").role, ReplicaRole::kFollower);
+  Client c2(node(2).port());
+  auto r = Produce(c2, "t", testing::ValueBatch("new", 4, 1000), -1);
+  ASSERT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_EQ(r.base_offset, 3);
+  ASSERT_TRUE(WaitUntil([&] {
+    auto v = node(1).View("t");
+    return v.log_end == 7 && v.epochs == node(2).View("t").epochs;
+  }));
+  ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2}; }));
+  EXPECT_EQ(node(2).View("t").epochs.back(), (LeaderEpochCache::Entry{l.leader_epoch, 3}));
+}
+
 TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {
   StartCluster(2);
   const int64_t pid = 4242;
