@@ -387,6 +387,11 @@ bool ReplicaFetcher::FetchOnce() {
 void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
                                      const kafka::FetchResponse::PartitionData& data) {
   const uint64_t generation = fetched.state.generation;
+  if (data.error_code == ErrorCode::kOffsetOutOfRange &&
+      data.log_start_offset > fetched.state.fetch_offset) {
+    ResetToLeaderStart(key, generation, data.log_start_offset);
+    return;
+  }
   if (data.error_code != ErrorCode::kNone) {
     // A leader that moved on or not there yet: the controller tells this broker what
     // changed; until then, ask again after the backoff.
@@ -433,6 +438,38 @@ void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
     p.replica->high_watermark = std::max<int64_t>(0, std::min(leader_hw, end));
   });
   Update(key, generation, r.end, r.last_epoch);
+}
+
+void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
+                                        int64_t leader_start) {
+  // Behind the leader's log start (retention or DeleteRecords there): Kafka's
+  // truncateFullyAndStartAt. Everything here goes, and fetching starts at the leader's
+  // start; the first batch is appended past the (now empty) log's end, which
+  // AppendReplica allows.
+  Status st;
+  bool stale = false;
+  bool ran = manager_->RunOnPartition(key, [&](Partition* part) {
+    if (!IsCurrentFollower(part, generation)) {
+      stale = true;
+      return;
+    }
+    storage::PartitionLog& log = *part->log;
+    SLUICE_LOG(kLog, kInfo,
+               "{}: the leader's log starts at {}, past this log's end {}: emptying it", log.dir(),
+               leader_start, log.end_offset());
+    st = log.TruncateTo(log.start_offset());
+    if (st.ok()) st = part->epochs.TruncateFromEnd(log.end_offset());
+    if (st.ok()) st = part->producers.Rebuild(log);
+    part->replica->high_watermark = std::min(part->replica->high_watermark, log.end_offset());
+  });
+  if (!ran || stale) return;
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "{}-{}: emptying for leader {}: {}", key.first, key.second, leader_,
+               st.ToString());
+    Delay(key, generation);
+    return;
+  }
+  Update(key, generation, leader_start, -1);
 }
 
 void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation) {

@@ -74,6 +74,9 @@ class ReplicaFetcher {
   // Handles one partition's answer (on its owner, waiting for the appends' acks).
   void HandlePartition(const PartitionKey& key, Fetched fetched,
                        const kafka::FetchResponse::PartitionData& data);
+  // Empties the local log of a follower behind the leader's log start and fetches from
+  // there on.
+  void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
   void Delay(const PartitionKey& key, uint64_t generation);
   void Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,
               int32_t last_fetched_epoch);

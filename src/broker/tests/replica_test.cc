@@ -429,6 +429,29 @@ TEST_F(ReplicaTest, ALiveLeaderDemotedWithADivergedTailTruncatesIt) {
   EXPECT_EQ(node(2).View("t").epochs.back(), (LeaderEpochCache::Entry{l.leader_epoch, 3}));
 }
 
+TEST_F(ReplicaTest, AFollowerBehindTheLeadersLogStartStartsThere) {
+  MakeNodes(2, "t");
+  node(1).Start();
+  LeaderAndIsr l = Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1});
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 3, 1000), -1).error_code, ErrorCode::kNone);
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("b", 2, 1000), -1).error_code, ErrorCode::kNone);
+  kafka::DeleteRecordsRequest del;
+  del.topics.push_back({"t", {{0, 3, {}}}, {}});
+  del.timeout_ms = 5000;
+  auto deleted = c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del);
+  ASSERT_EQ(deleted.topics.size(), 1u);
+  ASSERT_EQ(deleted.topics[0].partitions[0].error_code, ErrorCode::kNone);
+  // A new follower with an empty log: offset 0 is below the leader's start, so it starts
+  // at 3 and takes "b".
+  node(2).Start();
+  ASSERT_TRUE(node(2)
+                  .replicas->BecomeFollower("t", 0, l.leader_epoch, 1, "127.0.0.1", node(1).port())
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_end == 5; }));
+  ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2}; }));
+}
+
 TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {
   StartCluster(2);
   const int64_t pid = 4242;
