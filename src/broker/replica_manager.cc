@@ -302,7 +302,6 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     rs->generation = next_generation_.fetch_add(1);
     rs->manager = this;
     rs->leader_id = leader;
-    const storage::FlushPolicy policy = flush_policy();
     rs->high_watermark =
         std::min(old != nullptr ? old->high_watermark : StartingHighWatermark(*part, checkpointed),
                  part->log->end_offset());

@@ -92,6 +92,21 @@ std::pair<ErrorCode, std::string> VerificationError(ErrorCode e, int16_t version
   }
 }
 
+// A replicated acks=all batch at [base, required_offset): answered once the high
+// watermark reaches it (docs/design/0018-cluster.md, decision 6).
+void AwaitCommit(const std::shared_ptr<PendingProduce>& pending,
+                 kafka::ProduceResponse::PartitionProduceResponse& out, Partition& part,
+                 int64_t base, int64_t required_offset) {
+  pending->outstanding.fetch_add(1, std::memory_order_relaxed);
+  replica::AwaitHighWatermark(part, required_offset, pending->timeout_ms,
+                              [pending, &out, base](ErrorCode e) {
+                                // `out` lives in pending->resp, kept alive here.
+                                out.base_offset = e == ErrorCode::kNone ? base : -1;
+                                out.error_code = e;
+                                PendingProduce::Release(pending);
+                              });
+}
+
 // On the partition's owner: the producer checks and the append of (*appends)[k].
 // `verified` is false in the first visit: a transactional batch that would open its
 // producer's transaction then gets a token instead of an append; true in the second
@@ -124,6 +139,10 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
       break;
     case ProducerStateTable::Verdict::kDuplicate:
       out.base_offset = check.first_offset;
+      // A retry is answered as its original would be: replicated, once committed.
+      if (part->replica != nullptr && acks == -1) {
+        AwaitCommit(pending, out, *part, check.first_offset, check.last_offset + 1);
+      }
       return;
     case ProducerStateTable::Verdict::kOutOfOrder:
       out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
@@ -186,15 +205,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     return;
   }
   part->producers.OnAppended(a.batch, appended->base_offset);
-  if (await_hw) {
-    pending->outstanding.fetch_add(1, std::memory_order_relaxed);
-    replica::AwaitHighWatermark(*part, appended->last_offset + 1, pending->timeout_ms,
-                                [pending, &out, base = appended->base_offset](ErrorCode e) {
-                                  out.base_offset = e == ErrorCode::kNone ? base : -1;
-                                  out.error_code = e;
-                                  PendingProduce::Release(pending);
-                                });
-  }
+  if (await_hw) AwaitCommit(pending, out, *part, appended->base_offset, appended->last_offset + 1);
 }
 
 }  // namespace

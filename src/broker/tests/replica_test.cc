@@ -263,6 +263,16 @@ TEST_F(ReplicaTest, AcksAllTimesOutWhileAnIsrFollowerIsAway) {
   Client c(node(1).port());
   auto r = Produce(c, "t", testing::ValueBatch("a", 1, 1000), -1, /*timeout_ms=*/200);
   EXPECT_EQ(r.error_code, ErrorCode::kRequestTimedOut);
+  // An idempotent batch written with acks=1, then retried with acks=all: the duplicate
+  // is answered as the original would be, only once committed.
+  ASSERT_EQ(Produce(c, "t", Idempotent("x", 77, 0, 0), 1).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Produce(c, "t", Idempotent("x", 77, 0, 0), -1, 200).error_code,
+            ErrorCode::kRequestTimedOut);
+  node(2).Start();
+  Elect("t", 0, 1, {1, 2}, std::nullopt);
+  auto dup = Produce(c, "t", Idempotent("x", 77, 0, 0), -1);
+  EXPECT_EQ(dup.error_code, ErrorCode::kNone);
+  EXPECT_EQ(dup.base_offset, 1);
 }
 
 TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
