@@ -25,11 +25,11 @@ using testing::WaitUntil;
 using PartitionResponse = kafka::ProduceResponse::PartitionProduceResponse;
 
 PartitionResponse Produce(Client& c, const std::string& topic, const Bytes& batch, int16_t acks,
-                          int32_t timeout_ms = 10'000) {
+                          int32_t timeout_ms = 10'000, int32_t partition = 0) {
   kafka::ProduceRequest req;
   req.acks = acks;
   req.timeout_ms = timeout_ms;
-  req.topic_data.push_back({topic, {{0, std::span<const uint8_t>(batch), {}}}, {}});
+  req.topic_data.push_back({topic, {{partition, std::span<const uint8_t>(batch), {}}}, {}});
   auto resp = c.Call<kafka::ProduceResponse>(ApiKey::kProduce, 9, req);
   if (resp.responses.size() != 1 || resp.responses[0].partition_responses.size() != 1) {
     ADD_FAILURE() << "bad produce response shape";
@@ -222,6 +222,38 @@ TEST_F(ReplicaTest, AcksAllUnderTheIntervalPolicyWaitsForTheFollowersWrites) {
     EXPECT_GE(node(2).View("t").log_end, r.base_offset + 5);
   }
   EXPECT_EQ(node(1).View("t").high_watermark, 15);
+}
+
+TEST_F(ReplicaTest, PartitionsLedByDifferentBrokersReplicateTogether) {
+  // Four partitions over both shards of each broker; brokers 1 and 2 lead two each, so
+  // every broker runs fetchers to two leaders, each fetch naming several partitions.
+  MakeNodes(3, "m", 4);
+  for (int i = 1; i <= 3; ++i) node(i).Start();
+  for (int32_t p = 0; p < 4; ++p) {
+    Elect("m", p, p < 2 ? 1 : 2, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  }
+  Client c1(node(1).port());
+  Client c2(node(2).port());
+  for (int round = 0; round < 3; ++round) {
+    for (int32_t p = 0; p < 4; ++p) {
+      auto r = Produce(p < 2 ? c1 : c2, "m", testing::ValueBatch("p" + std::to_string(p), 2, 1000),
+                       -1, 10'000, p);
+      ASSERT_EQ(r.error_code, ErrorCode::kNone) << "partition " << p;
+      EXPECT_EQ(r.base_offset, round * 2);
+    }
+  }
+  for (int32_t p = 0; p < 4; ++p) {
+    const int32_t leader = p < 2 ? 1 : 2;
+    EXPECT_EQ(node(leader).View("m", p).high_watermark, 6) << "partition " << p;
+    for (int n = 1; n <= 3; ++n) {
+      EXPECT_EQ(node(n).View("m", p).log_end, 6) << "partition " << p << " node " << n;
+      EXPECT_EQ(node(n).View("m", p).role,
+                n == leader ? ReplicaRole::kLeader : ReplicaRole::kFollower);
+    }
+  }
+  // Producing to a follower of a partition is refused.
+  EXPECT_EQ(Produce(c1, "m", testing::ValueBatch("x", 1, 1000), -1, 10'000, 3).error_code,
+            ErrorCode::kNotLeaderOrFollower);
 }
 
 TEST_F(ReplicaTest, ConsumersSeeNothingPastTheHighWatermark) {
