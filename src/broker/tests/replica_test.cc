@@ -395,6 +395,42 @@ TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
   EXPECT_EQ(node(3).View("t").epochs, node(2).View("t").epochs);
 }
 
+TEST_F(ReplicaTest, AStaleLeaderCannotAcknowledgeAcksAll) {
+  // Decision 4: a leader cut off from the controller goes on believing it leads epoch 1.
+  MakeNodes(3, "t");
+  for (auto& n : nodes_) n->replica_options.replica_lag_time_max_ms = 200;
+  for (int i = 1; i <= 3; ++i) node(i).Start();
+  Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  Client c1(node(1).port());
+  ASSERT_EQ(Produce(c1, "t", testing::ValueBatch("a", 2, 1000), -1).error_code, ErrorCode::kNone);
+  // The controller elects node 2 in epoch 2; node 1 is not told.
+  LeaderAndIsr l2 = store_.Elect("t", 0, 2, {1, 2, 3}, std::vector<int32_t>{2, 3});
+  ASSERT_TRUE(node(2).replicas->BecomeLeader("t", 0, LeaderFor(l2, 2)).ok());
+  ASSERT_TRUE(node(3)
+                  .replicas->BecomeFollower("t", 0, l2.leader_epoch, 2, "127.0.0.1", node(2).port())
+                  .ok());
+  // Node 1 still appends, but no follower fetches from it any more: its high watermark
+  // stays, and its attempt to drop them from the ISR is refused by the store (fenced).
+  auto stale = Produce(c1, "t", testing::ValueBatch("stale", 1, 1000), -1, /*timeout_ms=*/600);
+  EXPECT_EQ(stale.error_code, ErrorCode::kRequestTimedOut);
+  EXPECT_EQ(node(1).View("t").high_watermark, 2);
+  EXPECT_EQ(Sorted(node(1).View("t").isr), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(StoredIsr("t"), (std::vector<int32_t>{2, 3}));
+  // The new leader takes acks=all writes in epoch 2.
+  Client c2(node(2).port());
+  auto r = Produce(c2, "t", testing::ValueBatch("b", 1, 1000), -1);
+  ASSERT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_EQ(r.base_offset, 2);
+  // Told at last, node 1 follows and loses its unacknowledged record.
+  ASSERT_TRUE(node(1)
+                  .replicas->BecomeFollower("t", 0, l2.leader_epoch, 2, "127.0.0.1", node(2).port())
+                  .ok());
+  ASSERT_TRUE(WaitUntil([&] {
+    auto v = node(1).View("t");
+    return v.log_end == 3 && v.epochs == node(2).View("t").epochs;
+  }));
+}
+
 TEST_F(ReplicaTest, NewLeaderTruncatesTheOldLeadersDivergedTail) {
   StartCluster(2);
   {
