@@ -172,7 +172,7 @@ void ReplicaManager::PostToPartition(const PartitionKey& key, uint64_t generatio
 
 void ReplicaManager::SubmitIsrChange(Partition& part, std::vector<int32_t> new_isr) {
   ReplicaState& rs = *part.replica;
-  if (rs.isr_change_pending) return;
+  if (rs.isr_change_pending || options_.clock->NowMillis() < rs.isr_retry_after_ms) return;
   rs.isr_change_pending = true;
   const PartitionKey key{rs.topic, rs.partition};
   const uint64_t generation = rs.generation;
@@ -180,10 +180,12 @@ void ReplicaManager::SubmitIsrChange(Partition& part, std::vector<int32_t> new_i
   options_.isr_store->AlterIsr(
       rs.topic, rs.partition, options_.node_id, rs.leader_epoch, std::move(new_isr), rs.isr_version,
       [this, key, generation, asked](IsrError error, int32_t version) {
-        PostToPartition(key, generation, [key, asked, error, version](Partition& p) {
+        PostToPartition(key, generation, [this, key, asked, error, version](Partition& p) {
           ReplicaState& s = *p.replica;
           s.isr_change_pending = false;
           if (error != IsrError::kNone) {
+            s.isr_retry_after_ms = options_.clock->NowMillis() +
+                                   std::max<int64_t>(options_.replica_lag_time_max_ms, 1);
             // The controller moved the leadership or the ISR (phase C re-reads it and
             // tells this broker); until then the committed ISR stays as it was.
             SLUICE_LOG(kLog, kWarn, "{}-{}: ISR change to [{}] refused: {}", key.first, key.second,

@@ -67,6 +67,9 @@ struct ReplicaState {
   std::vector<int32_t> isr;       // as committed in the IsrStore, this node included
   int32_t isr_version = 0;        // the IsrStore's version of it
   bool isr_change_pending = false;
+  // After the store refused a change (the controller moved on), none is asked again
+  // before this time: the controller tells this broker its new role meanwhile.
+  int64_t isr_retry_after_ms = 0;
   int32_t min_insync_replicas = 1;
   int64_t epoch_start_offset = 0;  // the log end when this node took leader_epoch
   std::vector<FollowerProgress> followers;
