@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 
 #include "base/logging.h"
 #include "broker/meta_files.h"
@@ -14,16 +13,9 @@ namespace {
 const Logger kLog("broker");
 constexpr size_t kMaxCheckpointBytes = 1 << 20;
 
-template <typename T>
-bool ParseNumber(std::string_view s, T* out) {
-  if (s.empty()) return false;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-  return ec == std::errc() && end == s.data() + s.size();
-}
-
 }  // namespace
 
-Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string_view text) {
+Result<std::vector<std::string_view>> CheckpointEntryLines(std::string_view text) {
   std::vector<std::string_view> lines;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -36,27 +28,34 @@ Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string
   }
   if (lines.size() < 2) return InvalidArgumentError("{} lines, want at least 2", lines.size());
   int version = -1;
-  if (!ParseNumber(lines[0], &version) || version != 0) {
+  if (!ParseCheckpointNumber(lines[0], &version) || version != 0) {
     return InvalidArgumentError("line 1: version '{}', want 0", lines[0]);
   }
   int64_t count = -1;
-  if (!ParseNumber(lines[1], &count) || count < 0 ||
+  if (!ParseCheckpointNumber(lines[1], &count) || count < 0 ||
       count != static_cast<int64_t>(lines.size()) - 2) {
     return InvalidArgumentError("line 2: count '{}' for {} entry lines", lines[1],
                                 lines.size() - 2);
   }
+  lines.erase(lines.begin(), lines.begin() + 2);
+  return lines;
+}
+
+Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::Parse(std::string_view text) {
+  ASSIGN_OR_RETURN(std::vector<std::string_view> lines, CheckpointEntryLines(text));
   std::vector<Entry> entries;
-  for (size_t i = 2; i < lines.size(); ++i) {
+  for (size_t i = 0; i < lines.size(); ++i) {
     std::string_view l = lines[i];
     size_t space = l.find(' ');
     Entry e{};
-    if (space == std::string_view::npos || !ParseNumber(l.substr(0, space), &e.epoch) ||
-        !ParseNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 || e.start_offset < 0) {
-      return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 1, l);
+    if (space == std::string_view::npos || !ParseCheckpointNumber(l.substr(0, space), &e.epoch) ||
+        !ParseCheckpointNumber(l.substr(space + 1), &e.start_offset) || e.epoch < 0 ||
+        e.start_offset < 0) {
+      return InvalidArgumentError("line {}: '{}' is not '<epoch> <offset>'", i + 3, l);
     }
     if (!entries.empty() &&
         (e.epoch <= entries.back().epoch || e.start_offset < entries.back().start_offset)) {
-      return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 1,
+      return InvalidArgumentError("line {}: epoch {} at {} does not follow epoch {} at {}", i + 3,
                                   e.epoch, e.start_offset, entries.back().epoch,
                                   entries.back().start_offset);
     }
@@ -75,6 +74,8 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
   storage::Env* env = log.options().env;  // the log's files and its checkpoint alike
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
   LeaderEpochCache cache;
+  cache.env_ = env;
+  cache.dir_ = log.dir();
   bool loaded = false;
   bool changed = false;
   Result<std::string> text = ReadSmallFile(env, path, kMaxCheckpointBytes);
@@ -120,8 +121,7 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
     cache.entries_.push_back({0, log.start_offset()});
     changed = true;
   }
-  if (changed)
-    RETURN_IF_ERROR(WriteFileDurably(env, log.dir(), kLeaderEpochFile, Format(cache.entries_)));
+  if (changed) RETURN_IF_ERROR(cache.Save());
   return cache;
 }
 
@@ -143,6 +143,43 @@ std::pair<int32_t, int64_t> LeaderEpochCache::EndOffsetFor(int32_t epoch, int64_
                                  [](int32_t e, const Entry& x) { return e < x.epoch; });
   if (higher == entries_.begin()) return {epoch, higher->start_offset};
   return {std::prev(higher)->epoch, higher->start_offset};
+}
+
+Status LeaderEpochCache::Save() {
+  if (env_ == nullptr) return Status::OK();
+  return WriteFileDurably(env_, dir_, kLeaderEpochFile, Format(entries_));
+}
+
+Status LeaderEpochCache::Assign(int32_t epoch, int64_t start_offset) {
+  if (epoch < 0 || start_offset < 0) {
+    return InvalidArgumentError("leader epoch {} at offset {}", epoch, start_offset);
+  }
+  if (!entries_.empty() && entries_.back().epoch == epoch &&
+      entries_.back().start_offset <= start_offset) {
+    return Status::OK();
+  }
+  std::erase_if(entries_,
+                [&](const Entry& e) { return e.epoch >= epoch || e.start_offset >= start_offset; });
+  entries_.push_back({epoch, start_offset});
+  return Save();
+}
+
+Status LeaderEpochCache::TruncateFromEnd(int64_t end_offset) {
+  if (entries_.empty() || entries_.back().start_offset < end_offset) return Status::OK();
+  std::erase_if(entries_, [&](const Entry& e) { return e.start_offset >= end_offset; });
+  return Save();
+}
+
+Status LeaderEpochCache::TruncateFromStart(int64_t start_offset) {
+  // The last entry starting at or below `start_offset` holds it; those before it go.
+  auto holder = std::upper_bound(entries_.begin(), entries_.end(), start_offset,
+                                 [](int64_t off, const Entry& e) { return off < e.start_offset; });
+  if (holder == entries_.begin()) return Status::OK();
+  --holder;
+  if (holder == entries_.begin() && holder->start_offset == start_offset) return Status::OK();
+  holder->start_offset = start_offset;
+  entries_.erase(entries_.begin(), holder);
+  return Save();
 }
 
 }  // namespace sluice::broker

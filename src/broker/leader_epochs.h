@@ -5,16 +5,24 @@
 //   <n>            number of entries
 //   <epoch> <start offset>      n lines, epochs and offsets strictly increasing
 //
-// sluice is its partitions' only leader, so the epoch changes only when recovery cut the
-// log's tail (records acknowledged under an epoch may be gone): the next epoch then starts
-// at the new end, and clients that fetched the lost records learn it through
+// A single node is its partitions' only leader, so the epoch changes only when recovery
+// cut the log's tail (records acknowledged under an epoch may be gone): the next epoch
+// then starts at the new end, and clients that fetched the lost records learn it through
 // OffsetForLeaderEpoch, as after a leader change in Kafka.
 //
-// Threads: owned by its partition; not thread-safe.
+// Replicated (docs/design/0018-cluster.md, decision 3), the cache grows after open:
+// a new leader Assigns (its epoch, its log end) before it takes writes, a follower
+// Assigns each new epoch it sees in fetched batches, and truncations of the log cut the
+// entries (Kafka's LeaderEpochFileCache assign / truncateFromEnd / truncateFromStart).
+// Every change is written durably before the call returns.
+//
+// Threads: owned by its partition (the owner shard); not thread-safe.
 #pragma once
 
+#include <charconv>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,6 +30,18 @@
 #include "storage/log.h"
 
 namespace sluice::broker {
+
+// Kafka's checkpoint files (this one, replication-offset-checkpoint) share a frame:
+// "0\n<n>\n", then n entry lines, each ending with a newline. Returns the entry lines
+// (the first is line 3), or InvalidArgument naming the line and what is wrong.
+Result<std::vector<std::string_view>> CheckpointEntryLines(std::string_view text);
+// A whole decimal number, nothing before or after it.
+template <typename T>
+bool ParseCheckpointNumber(std::string_view s, T* out) {
+  if (s.empty()) return false;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
 
 class LeaderEpochCache {
  public:
@@ -53,8 +73,23 @@ class LeaderEpochCache {
   std::pair<int32_t, int64_t> EndOffsetFor(int32_t epoch, int64_t log_end) const;
   const std::vector<Entry>& entries() const { return entries_; }
 
+  // Kafka's assign: `epoch` starts at `start_offset`. Nothing changes when the latest
+  // entry is this epoch starting at or before `start_offset`; otherwise the entries it
+  // contradicts (an epoch >= `epoch`, or a start >= `start_offset`) are dropped and it is
+  // appended. InvalidArgument for negative values.
+  Status Assign(int32_t epoch, int64_t start_offset);
+  // The log was cut to `end_offset`: entries starting at or past it go.
+  Status TruncateFromEnd(int64_t end_offset);
+  // The log now starts at `start_offset`: entries wholly below it go, and the one
+  // holding it starts there.
+  Status TruncateFromStart(int64_t start_offset);
+
  private:
+  Status Save();
+
   std::vector<Entry> entries_;
+  storage::Env* env_ = nullptr;  // the log's, set by Open; null: nothing is written
+  std::string dir_;
 };
 
 // The checkpoint file's name in a partition directory.

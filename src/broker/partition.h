@@ -1,6 +1,7 @@
 // Partition: one open partition as its owner shard holds it — the log, the idempotent
-// producers' state, the leader epochs and the fetches waiting for data
-// (docs/design/0002-broker-plan.md, decision 2).
+// producers' state, the leader epochs, the fetches waiting for data
+// (docs/design/0002-broker-plan.md, decision 2) and, when it is replicated, its replica
+// state (docs/design/0018-cluster.md).
 #pragma once
 
 #include <atomic>
@@ -12,6 +13,7 @@
 
 #include "broker/leader_epochs.h"
 #include "broker/producer_state.h"
+#include "broker/replica_state.h"
 #include "kafka/protocol/wire.h"
 #include "storage/log.h"
 
@@ -23,16 +25,20 @@ struct FetchWait;  // handlers/fetch.h
 
 // Made and destroyed on the metadata controller's thread (or at Open/Close); between its
 // installation and removal its owner shard's thread alone uses the producer state and
-// the waits. The log is thread-safe; the epochs never change after open.
+// the waits. The log is thread-safe; the epochs change after open only when replicated
+// (on the owner's thread).
 struct Partition {
   kafka::Uuid topic_id;
   int shard = 0;                                // its owner; set before it is installed
   std::unique_ptr<storage::PartitionLog> log;   // thread-safe
   ProducerStateTable producers;                 // owner's thread
-  LeaderEpochCache epochs;                      // written at open only
+  LeaderEpochCache epochs;                      // owner's thread (open, replication)
   std::vector<std::weak_ptr<FetchWait>> waits;  // owner's thread: fetches waiting on it
   // waits.size(), read by the log's I/O thread to skip posting a wake-up nobody needs.
   std::atomic<int> waiting{0};
+  // Owner's thread: the role, ISR and high watermark of a replicated partition; null on
+  // a single node (its high watermark is then the log's, below).
+  std::unique_ptr<ReplicaState> replica;
 };
 
 // What consumers may read up to (decision 5 of the plan): the durable end under the
@@ -40,6 +46,14 @@ struct Partition {
 inline int64_t HighWatermark(storage::FlushPolicy policy, const storage::PartitionLog& log) {
   return policy == storage::FlushPolicy::kDurable ? log.durable_end_offset()
                                                   : log.written_end_offset();
+}
+
+// What consumers of `part` may read up to, on its owner's thread: the replicated
+// high watermark (0018 decision 6) or, on a single node, the log's as above.
+inline int64_t HighWatermark(storage::FlushPolicy policy, const Partition& part) {
+  if (part.replica != nullptr) [[unlikely]]
+    return part.replica->high_watermark;
+  return HighWatermark(policy, *part.log);
 }
 
 }  // namespace sluice::broker

@@ -346,6 +346,15 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   if (closed_) return FailedPreconditionError("log {} is closed", dir_);
   if (!failed_.ok()) return failed_.WithContext(fmt::format("log {} failed earlier", dir_));
 
+  if (opts.keep_offsets) {
+    if (h.base_offset < next_offset_) {
+      return OutOfRangeError("log {}: a replicated batch at offset {} is below the end {}", dir_,
+                             h.base_offset, next_offset_);
+    }
+    opts.log_append_time = false;  // the leader set the timestamps
+  }
+  // Where the batch starts: the next offset, or a replicated batch's own base.
+  const int64_t base = opts.keep_offsets ? h.base_offset : next_offset_;
   int64_t now_ms = options_.clock->NowMillis();
   int64_t batch_max_ts = opts.log_append_time ? now_ms : h.max_timestamp;
   Segment* seg = segments_.back().get();
@@ -356,8 +365,8 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
                        : now_ms - seg->created_ms;
   if (seg->size > 0 &&
       (seg->size + batch.size() > limits_.segment_bytes || waited >= limits_.segment_ms ||
-       next_offset_ + h.last_offset_delta - seg->base_offset > INT32_MAX)) {
-    RollLocked(next_offset_);
+       base + h.last_offset_delta - seg->base_offset > INT32_MAX)) {
+    RollLocked(base);
     seg = segments_.back().get();
   }
 
@@ -368,9 +377,9 @@ Result<AppendInfo> PartitionLog::Append(std::span<const uint8_t> batch, AppendOp
   std::span<uint8_t> stored(c.bytes.data() + at, batch.size());
 
   AppendInfo info;
-  info.base_offset = next_offset_;
-  info.last_offset = next_offset_ + h.last_offset_delta;
-  AssignOffsets(stored, info.base_offset, opts.leader_epoch);
+  info.base_offset = base;
+  info.last_offset = base + h.last_offset_delta;
+  if (!opts.keep_offsets) AssignOffsets(stored, info.base_offset, opts.leader_epoch);
   if (opts.log_append_time) {
     SetLogAppendTime(stored, now_ms);
     info.log_append_time_ms = now_ms;

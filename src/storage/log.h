@@ -108,6 +108,9 @@ struct AppendOptions {
   // Append sets its last_offset to the batch's; a last_stable_offset of -1 means the
   // offset after the batch.
   std::optional<AbortedTxn> aborted_txn;
+  // A follower's append (AppendReplica): the batch keeps the base offset and partition
+  // leader epoch the leader gave it; `leader_epoch` and `log_append_time` are ignored.
+  bool keep_offsets = false;
 };
 
 // A byte range of one segment file, for sendfile or a copy. `file` keeps the descriptor
@@ -162,6 +165,16 @@ class PartitionLog {
   // Validates `batch` (one whole v2 batch), assigns its offsets and queues it. Returns the
   // assigned offsets at once; `opts.on_ack` tells when it is written or durable.
   Result<AppendInfo> Append(std::span<const uint8_t> batch, AppendOptions opts);
+
+  // A follower's append of a batch fetched from its leader (docs/design/0018, decision 5):
+  // its offsets and partition leader epoch are kept, its CRC is checked (unless
+  // opts.crc_checked). Its base offset must be at or past end_offset() — a gap is what
+  // compaction leaves on the leader, as Kafka's follower appends require increasing
+  // offsets, not contiguous ones; OutOfRange otherwise.
+  Result<AppendInfo> AppendReplica(std::span<const uint8_t> batch, AppendOptions opts) {
+    opts.keep_offsets = true;
+    return Append(batch, std::move(opts));
+  }
 
   // The batches from the one containing `offset`, whole, up to `max_bytes` (the first
   // batch is returned whole even when larger), within one segment (kSkip may read on into

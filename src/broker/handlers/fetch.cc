@@ -117,12 +117,13 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   st->slices.resize(targets.size());
   st->holds_records.resize(targets.size(), 0);
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
-  const bool from_replica = (version >= 15 ? req->replica_state.replica_id : req->replica_id) >= 0;
-  const storage::EmptyBatches empty =
-      from_replica ? storage::EmptyBatches::kKeep : storage::EmptyBatches::kSkip;
+  // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch,
+  // the log as stored; a consumer's read passes over record-less batches (0017 #13).
+  const int32_t replica_id = replica::FetchReplicaId(*req, version);
+  const int64_t replica_epoch = version >= 15 ? req->replica_state.replica_epoch : -1;
   ctx.shards.VisitOwners(
       home, std::move(targets),
-      [&ctx, st, req, wait, max_bytes, empty](Partition* part, size_t i) {
+      [&ctx, st, req, wait, max_bytes, replica_id, replica_epoch](Partition* part, size_t i) {
         kafka::FetchResponse::PartitionData& out = *st->outs[i];
         const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
         if (part == nullptr) {
@@ -141,6 +142,19 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
           if (!present) part->waits.push_back(wait);
           part->waiting.store(static_cast<int>(part->waits.size()));
         }
+        if (replica_id >= 0 || part->replica != nullptr) [[unlikely]] {
+          if (replica_id >= 0) {
+            replica::ServeFetch(*part, replica_id, replica_epoch, fp, max_bytes, &out,
+                                &st->slices[i]);
+            // Empty batches count for a follower: it needs them (producer state).
+            st->holds_records[i] = st->slices[i].has_value() ? 1 : 0;
+            return;
+          }
+          if (!part->replica->leader()) {  // consumers read leaders only (no KIP-392)
+            out.error_code = ErrorCode::kNotLeaderOrFollower;
+            return;
+          }
+        }
         storage::PartitionLog& log = *part->log;
         const int32_t epoch = part->epochs.latest_epoch();
         if (fp.current_leader_epoch >= 0 && fp.current_leader_epoch != epoch) {
@@ -150,7 +164,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                                            : ErrorCode::kFencedLeaderEpoch;
           return;
         }
-        const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
+        const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
         const int64_t start = log.start_offset();
         // Records below the log start are gone: the LSO is never below it.
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(start, hw));
@@ -176,7 +190,11 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
             return;
           }
         }
-        if (fp.fetch_offset < start || fp.fetch_offset > hw) {
+        // Replicated, an offset between the high watermark and the log end is not out of
+        // range (a new leader learns the high watermark after its consumers did): it
+        // reads nothing yet, as in Kafka.
+        const int64_t last_valid = part->replica != nullptr ? log.written_end_offset() : hw;
+        if (fp.fetch_offset < start || fp.fetch_offset > last_valid) {
           out.error_code = ErrorCode::kOffsetOutOfRange;
           return;
         }
@@ -185,8 +203,8 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
         const uint64_t limit = std::min<uint64_t>(
             max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
         if (fp.fetch_offset < visible) {
-          Result<storage::ReadResult> read =
-              log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1), visible, empty);
+          Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1),
+                                                      visible, storage::EmptyBatches::kSkip);
           Result<std::vector<storage::AbortedTxn>> aborted = std::vector<storage::AbortedTxn>();
           if (read.ok() && read->slice.size > 0 && read_committed) {
             aborted = log.CollectAbortedTxns(fp.fetch_offset, read->next_offset);
@@ -198,7 +216,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                  : ErrorCode::kKafkaStorageError;
           } else if (read->slice.size > 0) {
             st->slices[i] = std::move(read->slice);
-            st->holds_records[i] = read->holds_records || empty == storage::EmptyBatches::kKeep;
+            st->holds_records[i] = read->holds_records;
             for (const storage::AbortedTxn& t : *aborted) {
               out.aborted_transactions->push_back({t.producer_id, t.first_offset, {}});
             }

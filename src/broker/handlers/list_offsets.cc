@@ -80,6 +80,10 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
           out.error_code = ErrorCode::kUnknownTopicOrPartition;
           return;
         }
+        if (part->replica != nullptr && !part->replica->leader()) {
+          out.error_code = ErrorCode::kNotLeaderOrFollower;  // followers are not read
+          return;
+        }
         storage::PartitionLog& log = *part->log;
         const LeaderEpochCache& epochs = part->epochs;
         out.leader_epoch = epochs.latest_epoch();
@@ -89,7 +93,7 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
                                : ErrorCode::kFencedLeaderEpoch;
           return;
         }
-        const int64_t hw = HighWatermark(ctx.options.flush_policy, log);
+        const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
         const int64_t lso =
             std::max(part->producers.LastStableOffset(hw), std::min(log.start_offset(), hw));
         if (wp.timestamp == kLatest) {
@@ -169,8 +173,10 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
     kafka::OffsetForLeaderEpochResponse resp;
     std::vector<kafka::OffsetForLeaderEpochResponse::Partition*> outs;  // per target
     std::vector<std::pair<int32_t, int32_t>> asked;  // (current epoch, leader epoch)
+    int32_t replica_id = -1;
   };
   auto st = std::make_shared<State>();
+  st->replica_id = req.replica_id;
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
   for (size_t t = 0; t < req.topics.size(); ++t) {
@@ -199,16 +205,21 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
           out.error_code = ErrorCode::kUnknownTopicOrPartition;
           return;
         }
+        if (part->replica != nullptr && !part->replica->leader()) {
+          out.error_code = ErrorCode::kNotLeaderOrFollower;
+          return;
+        }
         const LeaderEpochCache& epochs = part->epochs;
         if (current_epoch >= 0 && current_epoch != epochs.latest_epoch()) {
           out.error_code = current_epoch > epochs.latest_epoch() ? ErrorCode::kUnknownLeaderEpoch
                                                                  : ErrorCode::kFencedLeaderEpoch;
           return;
         }
-        // Consumers are answered up to the high watermark, as Kafka answers them (a
-        // follower, replica id >= 0, would get the log end; there are none).
-        auto [epoch, end] =
-            epochs.EndOffsetFor(leader_epoch, HighWatermark(ctx.options.flush_policy, *part->log));
+        // Consumers are answered up to the high watermark, followers (replica id >= 0)
+        // up to the log end, as Kafka answers them.
+        const int64_t upto = st->replica_id >= 0 ? part->log->written_end_offset()
+                                                 : HighWatermark(ctx.options.flush_policy, *part);
+        auto [epoch, end] = epochs.EndOffsetFor(leader_epoch, upto);
         out.leader_epoch = epoch;
         out.end_offset = end;
       },

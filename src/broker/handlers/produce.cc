@@ -40,6 +40,7 @@ struct PendingProduce {
   std::shared_ptr<const std::vector<uint8_t>> frame;  // the records, until appended
   std::atomic<int> outstanding{1};
   bool acks0 = false;
+  int32_t timeout_ms = 0;  // how long acks=all waits for a replicated high watermark
 
   // Called once per count; the last one answers on the connection's loop.
   static void Release(const std::shared_ptr<PendingProduce>& p) {
@@ -91,6 +92,21 @@ std::pair<ErrorCode, std::string> VerificationError(ErrorCode e, int16_t version
   }
 }
 
+// A replicated acks=all batch at [base, required_offset): answered once the high
+// watermark reaches it (docs/design/0018-cluster.md, decision 6).
+void AwaitCommit(const std::shared_ptr<PendingProduce>& pending,
+                 kafka::ProduceResponse::PartitionProduceResponse& out, Partition& part,
+                 int64_t base, int64_t required_offset) {
+  pending->outstanding.fetch_add(1, std::memory_order_relaxed);
+  replica::AwaitHighWatermark(part, required_offset, pending->timeout_ms,
+                              [pending, &out, base](ErrorCode e) {
+                                // `out` lives in pending->resp, kept alive here.
+                                out.base_offset = e == ErrorCode::kNone ? base : -1;
+                                out.error_code = e;
+                                PendingProduce::Release(pending);
+                              });
+}
+
 // On the partition's owner: the producer checks and the append of (*appends)[k].
 // `verified` is false in the first visit: a transactional batch that would open its
 // producer's transaction then gets a token instead of an append; true in the second
@@ -107,12 +123,26 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     return;
   }
   out.log_start_offset = part->log->start_offset();
+  if (part->replica != nullptr) {
+    // Replicated (docs/design/0018-cluster.md): only the leader appends, and acks=all
+    // needs min.insync.replicas in the committed ISR.
+    std::string message;
+    out.error_code = replica::CheckAppend(*part, acks, &message);
+    if (out.error_code != ErrorCode::kNone) {
+      out.error_message = std::move(message);
+      return;
+    }
+  }
   ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
   switch (check.verdict) {
     case ProducerStateTable::Verdict::kAppend:
       break;
     case ProducerStateTable::Verdict::kDuplicate:
       out.base_offset = check.first_offset;
+      // A retry is answered as its original would be: replicated, once committed.
+      if (part->replica != nullptr && acks == -1) {
+        AwaitCommit(pending, out, *part, check.first_offset, check.last_offset + 1);
+      }
       return;
     case ProducerStateTable::Verdict::kOutOfOrder:
       out.error_code = ErrorCode::kOutOfOrderSequenceNumber;
@@ -149,7 +179,9 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
   ao.log_append_time = a.log_append_time;
   ao.crc_checked = true;  // by ValidateRecords, on the connection's shard
   ao.ack = acks == -1 ? storage::AckLevel::kDurable : storage::AckLevel::kWritten;
-  if (acks != 0) {
+  // A replicated acks=all is answered by the high watermark, not by the local ack.
+  const bool await_hw = part->replica != nullptr && acks == -1;
+  if (acks != 0 && !await_hw) {
     pending->outstanding.fetch_add(1, std::memory_order_relaxed);
     ao.on_ack = [pending, &out](const Status& st, const storage::AppendInfo& ai) {
       // `out` lives in pending->resp, which this callback keeps alive.
@@ -164,14 +196,16 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
       PendingProduce::Release(pending);
     };
   }
+  if (part->replica != nullptr) replica::PrepareAppend(*part, &ao);
   Result<storage::AppendInfo> appended = part->log->Append(a.records, std::move(ao));
   if (!appended.ok()) {
-    if (acks != 0) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
+    if (acks != 0 && !await_hw) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
     out.error_code = ErrorCode::kKafkaStorageError;
     out.error_message = appended.status().ToString();
     return;
   }
   part->producers.OnAppended(a.batch, appended->base_offset);
+  if (await_hw) AwaitCommit(pending, out, *part, appended->base_offset, appended->last_offset + 1);
 }
 
 }  // namespace
@@ -186,6 +220,7 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   pending->conn = conn;
   pending->header = h;
   pending->acks0 = req.acks == 0;
+  pending->timeout_ms = req.timeout_ms;
   kafka::ProduceResponse& resp = pending->resp;
   // Sized before any append is queued: owners and callbacks write into these vectors.
   resp.responses.resize(req.topic_data.size());

@@ -139,5 +139,54 @@ TEST_F(LeaderEpochLogTest, EntriesPastTheEndAreDropped) {
   EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}}));
 }
 
+TEST_F(LeaderEpochLogTest, AssignFollowsKafkaAndIsDurable) {
+  auto log = OpenLog();
+  Append(*log, 0, 5);
+  auto cache = LeaderEpochCache::Open(*log);
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}}));
+  // A new leader: (epoch, log end).
+  ASSERT_TRUE(cache->Assign(3, 5).ok());
+  // The same epoch again, later: nothing changes.
+  ASSERT_TRUE(cache->Assign(3, 9).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}, {3, 5}}));
+  ASSERT_TRUE(cache->Assign(5, 12).ok());
+  // On disk at once.
+  auto bytes = storage::testing::ReadFileBytes(Path());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "0\n3\n0 0\n3 5\n5 12\n");
+  // An entry that contradicts later ones replaces them (a follower taking the leader's
+  // history after a truncation).
+  ASSERT_TRUE(cache->Assign(4, 8).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}, {3, 5}, {4, 8}}));
+  EXPECT_FALSE(cache->Assign(-1, 3).ok());
+  EXPECT_FALSE(cache->Assign(2, -3).ok());
+  EXPECT_EQ(cache->EndOffsetFor(3, 20), std::make_pair(3, int64_t{8}));
+  EXPECT_EQ(cache->EndOffsetFor(4, 20), std::make_pair(4, int64_t{20}));
+}
+
+TEST_F(LeaderEpochLogTest, TruncateFromEndAndStart) {
+  auto log = OpenLog();
+  auto cache = LeaderEpochCache::Open(*log);
+  ASSERT_TRUE(cache.ok());
+  ASSERT_TRUE(cache->Assign(1, 0).ok());
+  ASSERT_TRUE(cache->Assign(2, 10).ok());
+  ASSERT_TRUE(cache->Assign(4, 20).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{1, 0}, {2, 10}, {4, 20}}));
+  ASSERT_TRUE(cache->TruncateFromEnd(25).ok());  // nothing starts at or past 25
+  EXPECT_EQ(cache->entries().size(), 3u);
+  ASSERT_TRUE(cache->TruncateFromEnd(20).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{1, 0}, {2, 10}}));
+  ASSERT_TRUE(cache->Assign(4, 20).ok());
+  ASSERT_TRUE(cache->TruncateFromStart(12).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{2, 12}, {4, 20}}));
+  ASSERT_TRUE(cache->TruncateFromStart(5).ok());  // below the first: nothing
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{2, 12}, {4, 20}}));
+  ASSERT_TRUE(cache->TruncateFromStart(20).ok());
+  EXPECT_EQ(cache->entries(), (std::vector<Entry>{{4, 20}}));
+  // On disk as Kafka writes it.
+  auto bytes = storage::testing::ReadFileBytes(Path());
+  EXPECT_EQ(std::string(bytes.begin(), bytes.end()), "0\n1\n4 20\n");
+}
+
 }  // namespace
 }  // namespace sluice::broker

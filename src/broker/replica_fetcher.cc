@@ -1,0 +1,492 @@
+// ReplicaFetcher: the follower's fetch loop. See replica_fetcher.h.
+#include "broker/replica_fetcher.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <future>
+
+#include "base/logging.h"
+#include "broker/replica_manager.h"
+#include "kafka/protocol/header.h"
+#include "storage/batch_header.h"
+#include "storage/txn_index.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("replica");
+using kafka::ErrorCode;
+
+// Fetch v15: replica_state (KIP-903's broker epoch), topic ids, diverging epochs.
+constexpr int16_t kFetchVersion = 15;
+// A response larger than this is a broken peer, not data.
+constexpr uint32_t kMaxResponseBytes = 256u << 20;
+
+// What the owner did with one partition's answer.
+struct OwnerResult {
+  bool stale = false;  // the partition is no longer a follower of this fetcher's epoch
+  Status status;
+  std::shared_ptr<std::promise<Status>> ack;  // the last append's, when one was made
+  int64_t end = -1;
+  int32_t last_epoch = -1;
+};
+
+// The end and last epoch a follower fetches from next.
+void ReadPosition(const Partition& part, OwnerResult* r) {
+  r->end = part.log->end_offset();
+  r->last_epoch = r->end > part.log->start_offset() ? part.epochs.latest_epoch() : -1;
+}
+
+bool IsCurrentFollower(const Partition* part, uint64_t generation) {
+  return part != nullptr && part->replica != nullptr && !part->replica->leader() &&
+         part->replica->generation == generation;
+}
+
+// Appends the fetched `records` (whole batches; a partial last one is left for the next
+// fetch) to the follower's log on its owner: epochs first, then the batch, then the
+// producer state, as Kafka's follower append does.
+void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::AckLevel ack,
+                   OwnerResult* r) {
+  storage::PartitionLog& log = *part.log;
+  std::vector<std::span<const uint8_t>> batches;
+  if (Status st = replica::SplitFetchedBatches(records, &batches); !st.ok()) {
+    r->status = st;
+    return;
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    std::span<const uint8_t> batch = batches[i];
+    const storage::BatchHeader h = storage::ParseBatchHeader(batch);
+    if (h.next_offset() <= log.end_offset()) continue;  // already here
+    // Whole and intact before anything (its epoch) is recorded.
+    if (Result<storage::BatchHeader> valid =
+            storage::ValidateBatch(batch, log.options().max_batch_bytes);
+        !valid.ok()) {
+      r->status = valid.status();
+      return;
+    }
+    if (h.leader_epoch > part.epochs.latest_epoch() ||
+        (part.epochs.entries().empty() && h.leader_epoch >= 0)) {
+      if (Status st = part.epochs.Assign(h.leader_epoch, h.base_offset); !st.ok()) {
+        r->status = st;
+        return;
+      }
+    }
+    ProducerBatch pb = ProducerBatch::FromHeader(batch);
+    const bool control = (h.attributes & storage::kAttrControl) != 0;
+    std::optional<int16_t> type;
+    int32_t coordinator_epoch = -1;
+    storage::AppendOptions ao;
+    ao.crc_checked = true;
+    if (control) {
+      type =
+          storage::ParseControlType(batch.subspan(storage::kBatchHeaderSize), &coordinator_epoch);
+      std::optional<int64_t> first =
+          pb.producer_id >= 0 ? part.producers.OpenTxn(pb.producer_id) : std::nullopt;
+      if (type == static_cast<int16_t>(storage::ControlType::kAbort) && first.has_value()) {
+        storage::AbortedTxn txn;
+        txn.producer_id = pb.producer_id;
+        txn.first_offset = *first;
+        txn.last_stable_offset = part.producers.LastStableOffsetWithout(pb.producer_id);
+        ao.aborted_txn = txn;
+      }
+    }
+    if (i + 1 == batches.size()) {
+      r->ack = std::make_shared<std::promise<Status>>();
+      ao.ack = ack;
+      ao.on_ack = [p = r->ack](const Status& st, const storage::AppendInfo&) { p->set_value(st); };
+    }
+    Result<storage::AppendInfo> appended = log.AppendReplica(batch, std::move(ao));
+    if (!appended.ok()) {
+      r->ack.reset();
+      r->status = appended.status();
+      return;
+    }
+    if (control) {
+      if (pb.producer_id >= 0 && type.has_value()) {
+        part.producers.OnMarker(pb.producer_id, pb.producer_epoch, coordinator_epoch,
+                                h.base_offset);
+      }
+    } else {
+      pb.record_count = h.last_offset_delta + 1;
+      part.producers.OnAppended(pb, h.base_offset);
+    }
+  }
+}
+
+// Kafka's follower truncation for a diverging epoch (AbstractFetcherThread
+// getOffsetTruncationState): to the end of the leader's epoch, or of the largest local
+// epoch at or below it, whichever is first.
+Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffset& div) {
+  storage::PartitionLog& log = *part.log;
+  const int64_t end = log.end_offset();
+  int64_t to = end;
+  if (div.end_offset < 0) {
+    to = std::min(part.replica->high_watermark, end);
+  } else if (div.epoch < 0) {
+    to = std::min(div.end_offset, end);
+  } else {
+    auto [local_epoch, local_end] = part.epochs.EndOffsetFor(div.epoch, end);
+    if (local_epoch < 0 || local_end < 0) {
+      to = std::min(div.end_offset, end);
+    } else if (local_epoch != div.epoch) {
+      to = std::min(local_end, end);  // and ask again with the earlier epoch
+    } else {
+      to = std::min({local_end, div.end_offset, end});
+    }
+  }
+  SLUICE_LOG(kLog, kInfo, "{}: diverging epoch {} ending at {}: truncating from {} to {}",
+             log.dir(), div.epoch, div.end_offset, end, to);
+  if (to < end) RETURN_IF_ERROR(log.TruncateTo(to));
+  RETURN_IF_ERROR(part.epochs.TruncateFromEnd(log.end_offset()));
+  RETURN_IF_ERROR(part.producers.Rebuild(log));
+  part.replica->high_watermark = std::min(part.replica->high_watermark, log.end_offset());
+  return Status::OK();
+}
+
+}  // namespace
+
+Status replica::SplitFetchedBatches(std::span<const uint8_t> records,
+                                    std::vector<std::span<const uint8_t>>* batches) {
+  size_t pos = 0;
+  while (records.size() - pos >= storage::kBatchHeaderSize) {
+    const int32_t length = static_cast<int32_t>(storage::LoadBE32(records.data() + pos + 8));
+    if (length < static_cast<int32_t>(storage::kBatchHeaderSize - storage::kBatchLogOverhead)) {
+      return CorruptionError("a fetched batch at byte {} has length {}", pos, length);
+    }
+    const size_t size = storage::kBatchLogOverhead + static_cast<size_t>(length);
+    if (size > records.size() - pos) break;  // partial: fetched again next time
+    batches->push_back(records.subspan(pos, size));
+    pos += size;
+  }
+  return Status::OK();
+}
+
+ReplicaFetcher::ReplicaFetcher(ReplicaManager* manager, int32_t leader, std::string host,
+                               int32_t port)
+    : manager_(manager), leader_(leader), host_(std::move(host)), port_(port) {
+  thread_ = std::thread([this] { Run(); });
+}
+
+ReplicaFetcher::~ReplicaFetcher() { Stop(); }
+
+void ReplicaFetcher::Add(const PartitionKey& key, const Start& start) {
+  std::lock_guard lock(mu_);
+  partitions_[key] = Fetched{start, 0};
+  cv_.notify_all();
+}
+
+void ReplicaFetcher::Remove(const PartitionKey& key) {
+  std::lock_guard lock(mu_);
+  partitions_.erase(key);
+}
+
+bool ReplicaFetcher::empty() {
+  std::lock_guard lock(mu_);
+  return partitions_.empty();
+}
+
+void ReplicaFetcher::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);  // wakes a blocked read
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+  Disconnect();
+}
+
+void ReplicaFetcher::Run() {
+  const int64_t backoff = std::max<int64_t>(manager_->options().fetch_backoff_ms, 1);
+  for (;;) {
+    {
+      std::unique_lock lock(mu_);
+      if (stopping_) return;
+      if (partitions_.empty()) {
+        cv_.wait_for(lock, std::chrono::milliseconds(backoff));
+        continue;
+      }
+    }
+    if (fd_ < 0 && !Connect()) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff), [&] { return stopping_; });
+      continue;
+    }
+    if (!FetchOnce()) {
+      Disconnect();
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(backoff), [&] { return stopping_; });
+    }
+  }
+}
+
+bool ReplicaFetcher::Connect() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res) != 0 ||
+      res == nullptr) {
+    SLUICE_LOG(kLog, kWarn, "leader {}: cannot resolve {}", leader_, host_);
+    return false;
+  }
+  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  bool ok = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0;
+  ::freeaddrinfo(res);
+  if (!ok) {
+    SLUICE_LOG(kLog, kDebug, "leader {} at {}:{}: connect: {}", leader_, host_, port_,
+               std::strerror(errno));
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  std::lock_guard lock(mu_);
+  if (stopping_) {
+    ::close(fd);
+    return false;
+  }
+  fd_ = fd;
+  return true;
+}
+
+void ReplicaFetcher::Disconnect() {
+  std::lock_guard lock(mu_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+bool ReplicaFetcher::SendAll(const std::vector<uint8_t>& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReplicaFetcher::ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms) {
+  out->resize(n);
+  size_t got = 0;
+  while (got < n) {
+    pollfd p{fd_, POLLIN, 0};
+    int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;  // timeout or error
+    ssize_t r = ::recv(fd_, out->data() + got, n - got, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool ReplicaFetcher::FetchOnce() {
+  const ReplicaManagerOptions& o = manager_->options();
+  const int64_t now = o.clock->NowMillis();
+  std::vector<std::pair<PartitionKey, Fetched>> asked;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, f] : partitions_) {
+      if (f.delayed_until_ms <= now) asked.emplace_back(key, f);
+    }
+  }
+  if (asked.empty()) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(o.fetch_backoff_ms, 1) / 4 + 1));
+    return true;
+  }
+  kafka::FetchRequest req;
+  req.replica_state.replica_id = o.node_id;
+  req.replica_state.replica_epoch = o.broker_epoch;
+  req.max_wait_ms = o.fetch_max_wait_ms;
+  req.min_bytes = 1;
+  req.max_bytes = o.fetch_max_bytes;
+  req.isolation_level = 0;
+  req.session_id = 0;
+  req.session_epoch = -1;  // no fetch session
+  for (const auto& [key, f] : asked) {
+    if (req.topics.empty() || req.topics.back().topic_id != f.state.topic_id) {
+      kafka::FetchRequest::FetchTopic t;
+      t.topic = key.first;
+      t.topic_id = f.state.topic_id;
+      req.topics.push_back(std::move(t));
+    }
+    kafka::FetchRequest::FetchPartition fp;
+    fp.partition = key.second;
+    fp.current_leader_epoch = f.state.leader_epoch;
+    fp.fetch_offset = f.state.fetch_offset;
+    fp.last_fetched_epoch = f.state.last_fetched_epoch;
+    fp.log_start_offset = -1;
+    fp.partition_max_bytes = o.fetch_partition_max_bytes;
+    req.topics.back().partitions.push_back(fp);
+  }
+  std::vector<uint8_t> frame(4);
+  kafka::Writer w(&frame);
+  kafka::RequestHeader h;
+  h.api_key = static_cast<int16_t>(kafka::ApiKey::kFetch);
+  h.api_version = kFetchVersion;
+  h.correlation_id = ++correlation_id_;
+  h.client_id = fmt::format("sluice-replica-{}", o.node_id);
+  h.header_version = kafka::RequestHeaderVersion(kafka::ApiKey::kFetch, kFetchVersion);
+  kafka::EncodeRequestHeader(w, h);
+  req.Encode(w, kFetchVersion);
+  storage::StoreBE32(frame.data(), static_cast<uint32_t>(frame.size() - 4));
+  if (!SendAll(frame)) return false;
+
+  const int timeout = o.socket_timeout_ms + o.fetch_max_wait_ms;
+  std::vector<uint8_t> size;
+  if (!ReadExactly(4, &size, timeout)) return false;
+  const uint32_t n = storage::LoadBE32(size.data());
+  if (n > kMaxResponseBytes) {
+    SLUICE_LOG(kLog, kWarn, "leader {}: a {}-byte response: closing", leader_, n);
+    return false;
+  }
+  std::vector<uint8_t> body;
+  if (!ReadExactly(n, &body, timeout)) return false;
+  kafka::Reader r(body);
+  Result<int32_t> id = kafka::DecodeResponseHeader(r, kafka::ApiKey::kFetch, kFetchVersion);
+  kafka::FetchResponse resp;
+  Status st = id.ok() ? resp.Decode(r, kFetchVersion) : id.status();
+  if (!st.ok() || *id != h.correlation_id) {
+    SLUICE_LOG(kLog, kWarn, "leader {}: bad fetch response: {}", leader_,
+               st.ok() ? "wrong correlation id" : st.ToString());
+    return false;
+  }
+  if (resp.error_code != ErrorCode::kNone) {
+    SLUICE_LOG(kLog, kWarn, "leader {}: fetch error {}", leader_,
+               static_cast<int>(resp.error_code));
+    for (const auto& [key, f] : asked) Delay(key, f.state.generation);
+    return true;
+  }
+  for (const auto& t : resp.responses) {
+    for (const auto& p : t.partitions) {
+      for (const auto& [key, f] : asked) {
+        if (f.state.topic_id == t.topic_id && key.second == p.partition_index) {
+          HandlePartition(key, f, p);
+          break;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
+                                     const kafka::FetchResponse::PartitionData& data) {
+  const uint64_t generation = fetched.state.generation;
+  if (data.error_code == ErrorCode::kOffsetOutOfRange &&
+      data.log_start_offset > fetched.state.fetch_offset) {
+    ResetToLeaderStart(key, generation, data.log_start_offset);
+    return;
+  }
+  if (data.error_code != ErrorCode::kNone) {
+    // A leader that moved on or not there yet: the controller tells this broker what
+    // changed; until then, ask again after the backoff.
+    SLUICE_LOG(kLog, kDebug, "{}-{}: leader {} answered error {}", key.first, key.second, leader_,
+               static_cast<int>(data.error_code));
+    Delay(key, generation);
+    return;
+  }
+  OwnerResult r;
+  const bool diverged = data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0;
+  const std::span<const uint8_t> records =
+      data.records.inline_bytes.value_or(std::span<const uint8_t>());
+  const storage::AckLevel ack = manager_->flush_policy() == storage::FlushPolicy::kDurable
+                                    ? storage::AckLevel::kDurable
+                                    : storage::AckLevel::kWritten;
+  bool ran = manager_->RunOnPartition(key, [&](Partition* part) {
+    if (!IsCurrentFollower(part, generation)) {
+      r.stale = true;
+      return;
+    }
+    if (diverged) {
+      r.status = TruncateOnOwner(*part, data.diverging_epoch);
+    } else if (!records.empty()) {
+      AppendOnOwner(*part, records, ack, &r);
+    }
+    ReadPosition(*part, &r);
+  });
+  if (!ran || r.stale) return;
+  if (r.ack != nullptr) {
+    // Reported to the leader only once it is written (synced under durable).
+    Status acked = r.ack->get_future().get();
+    if (!acked.ok() && r.status.ok()) r.status = acked;
+  }
+  if (!r.status.ok()) {
+    SLUICE_LOG(kLog, kWarn, "{}-{}: from leader {}: {}", key.first, key.second, leader_,
+               r.status.ToString());
+    Delay(key, generation);
+    return;
+  }
+  // The follower's high watermark: the leader's, within what this log has.
+  const int64_t leader_hw = data.high_watermark;
+  const int64_t end = r.end;
+  manager_->PostToPartition(key, generation, [leader_hw, end](Partition& p) {
+    p.replica->high_watermark = std::max<int64_t>(0, std::min(leader_hw, end));
+  });
+  Update(key, generation, r.end, r.last_epoch);
+}
+
+void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
+                                        int64_t leader_start) {
+  // Behind the leader's log start (retention or DeleteRecords there): Kafka's
+  // truncateFullyAndStartAt. Everything here goes, and fetching starts at the leader's
+  // start; the first batch is appended past the (now empty) log's end, which
+  // AppendReplica allows.
+  Status st;
+  bool stale = false;
+  bool ran = manager_->RunOnPartition(key, [&](Partition* part) {
+    if (!IsCurrentFollower(part, generation)) {
+      stale = true;
+      return;
+    }
+    storage::PartitionLog& log = *part->log;
+    SLUICE_LOG(kLog, kInfo,
+               "{}: the leader's log starts at {}, past this log's end {}: emptying it", log.dir(),
+               leader_start, log.end_offset());
+    st = log.TruncateTo(log.start_offset());
+    if (st.ok()) st = part->epochs.TruncateFromEnd(log.end_offset());
+    if (st.ok()) st = part->producers.Rebuild(log);
+    part->replica->high_watermark = std::min(part->replica->high_watermark, log.end_offset());
+  });
+  if (!ran || stale) return;
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kWarn, "{}-{}: emptying for leader {}: {}", key.first, key.second, leader_,
+               st.ToString());
+    Delay(key, generation);
+    return;
+  }
+  Update(key, generation, leader_start, -1);
+}
+
+void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation) {
+  std::lock_guard lock(mu_);
+  auto it = partitions_.find(key);
+  if (it == partitions_.end() || it->second.state.generation != generation) return;
+  it->second.delayed_until_ms =
+      manager_->options().clock->NowMillis() + manager_->options().fetch_backoff_ms;
+}
+
+void ReplicaFetcher::Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,
+                            int32_t last_fetched_epoch) {
+  std::lock_guard lock(mu_);
+  auto it = partitions_.find(key);
+  if (it == partitions_.end() || it->second.state.generation != generation) return;
+  it->second.state.fetch_offset = fetch_offset;
+  it->second.state.last_fetched_epoch = last_fetched_epoch;
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,98 @@
+// ReplicaFetcher: a follower broker's fetcher from one leader broker (Kafka's
+// ReplicaFetcherThread; docs/design/0018-cluster.md, decision 5). Its own thread sends
+// Fetch v15 with the replica state over a plain TCP connection to the leader's
+// inter-broker address (sluice's own codec), appends what comes back on each
+// partition's owner shard with the leader's offsets and epochs (AppendReplica), and
+// fetches on only from what is synced under the durable flush policy: the leader takes
+// fetch_offset as the follower's log end. A diverging epoch in the answer truncates the
+// local log on its owner; the next fetch asks again.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/partition.h"
+#include "kafka/protocol/requests.h"
+
+namespace sluice::broker {
+
+class ReplicaManager;
+
+namespace replica {
+// Splits the records of a fetch answer into whole batches (by their length fields; the
+// CRC and the rest are checked by the append). A partial last batch is left out, as Kafka
+// leaves it for the next fetch; a length shorter than a batch header is Corruption.
+Status SplitFetchedBatches(std::span<const uint8_t> records,
+                           std::vector<std::span<const uint8_t>>* batches);
+}  // namespace replica
+
+// Lifecycle: made by the ReplicaManager for a leader; its thread runs from the
+// constructor to Stop() (or destruction). Add/Remove from any thread.
+class ReplicaFetcher {
+ public:
+  // Where fetching a partition starts (read on its owner when it became a follower).
+  struct Start {
+    kafka::Uuid topic_id;
+    int32_t leader_epoch = 0;
+    uint64_t generation = 0;  // of the follower's ReplicaState
+    int64_t fetch_offset = 0;
+    int32_t last_fetched_epoch = -1;  // -1 for an empty log
+  };
+
+  ReplicaFetcher(ReplicaManager* manager, int32_t leader, std::string host, int32_t port);
+  ~ReplicaFetcher();
+  ReplicaFetcher(const ReplicaFetcher&) = delete;
+  ReplicaFetcher& operator=(const ReplicaFetcher&) = delete;
+
+  void Add(const PartitionKey& key, const Start& start);
+  void Remove(const PartitionKey& key);
+  bool empty();
+  int32_t leader() const { return leader_; }
+  // Stops the thread (closing its connection) and joins it. Idempotent.
+  void Stop();
+
+ private:
+  struct Fetched {
+    Start state;
+    int64_t delayed_until_ms = 0;  // after an error, not fetched until then
+  };
+
+  void Run();
+  bool Connect();
+  void Disconnect();
+  bool SendAll(const std::vector<uint8_t>& bytes);
+  bool ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms);
+  // One Fetch round trip and its handling; false on a connection failure.
+  bool FetchOnce();
+  // Handles one partition's answer (on its owner, waiting for the appends' acks).
+  void HandlePartition(const PartitionKey& key, Fetched fetched,
+                       const kafka::FetchResponse::PartitionData& data);
+  // Empties the local log of a follower behind the leader's log start and fetches from
+  // there on.
+  void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
+  void Delay(const PartitionKey& key, uint64_t generation);
+  void Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,
+              int32_t last_fetched_epoch);
+
+  ReplicaManager* const manager_;
+  const int32_t leader_;
+  const std::string host_;
+  const int32_t port_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<PartitionKey, Fetched> partitions_;  // guarded by mu_
+  bool stopping_ = false;                       // guarded by mu_
+  int fd_ = -1;                                 // written by the thread under mu_
+  int32_t correlation_id_ = 0;                  // the thread's
+  std::thread thread_;
+};
+
+}  // namespace sluice::broker

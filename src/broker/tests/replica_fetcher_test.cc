@@ -1,0 +1,243 @@
+// ReplicaFetcher against a fake leader on 127.0.0.1 that answers with crafted bytes:
+// what a follower does with malformed answers (bad CRC, a negative or oversized batch
+// length, a truncated frame, a wrong correlation id, garbage) — nothing is appended and
+// the fetcher carries on — and that a good answer after them is appended with the
+// leader's offsets and epoch.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "broker/tests/replica_test_util.h"
+#include "kafka/protocol/header.h"
+#include "kafka/protocol/records.h"
+#include "storage/batch_header.h"
+
+namespace sluice::broker {
+namespace {
+
+using kafka::ApiKey;
+using testing::Bytes;
+using testing::WaitUntil;
+
+// A leader that reads each request frame and answers with what `answer` makes of it.
+// Every fetch request it decodes is kept.
+class FakeLeader {
+ public:
+  // The bytes to send (none: close at once) and whether to close after them.
+  struct Reply {
+    Bytes bytes;
+    bool close_after = false;
+  };
+  using Answer = std::function<Reply(const kafka::RequestHeader&, const kafka::FetchRequest&)>;
+  explicit FakeLeader(Answer answer) : answer_(std::move(answer)) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~FakeLeader() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    {
+      std::lock_guard lock(mu_);
+      if (conn_ >= 0) ::shutdown(conn_, SHUT_RDWR);
+    }
+    thread_.join();
+  }
+  uint16_t port() const { return port_; }
+  int requests() const { return requests_.load(); }
+  int connections() const { return connections_.load(); }
+  kafka::FetchRequest last() {
+    std::lock_guard lock(mu_);
+    return last_;
+  }
+
+ private:
+  void Run() {
+    while (!stop_) {
+      int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) return;
+      ++connections_;
+      {
+        std::lock_guard lock(mu_);
+        conn_ = c;
+      }
+      Serve(c);
+      {
+        std::lock_guard lock(mu_);
+        conn_ = -1;
+      }
+      ::close(c);
+    }
+  }
+  bool ReadN(int c, size_t n, Bytes* out) {
+    out->resize(n);
+    size_t got = 0;
+    while (got < n) {
+      ssize_t r = ::recv(c, out->data() + got, n - got, 0);
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  void Serve(int c) {
+    for (;;) {
+      Bytes size, frame;
+      if (!ReadN(c, 4, &size)) return;
+      if (!ReadN(c, storage::LoadBE32(size.data()), &frame)) return;
+      kafka::Reader r(frame);
+      auto h = kafka::DecodeRequestHeader(r);
+      kafka::FetchRequest req;
+      if (!h.ok() || !req.Decode(r, h->api_version).ok()) return;
+      {
+        std::lock_guard lock(mu_);
+        last_ = req;
+      }
+      ++requests_;
+      Reply out = answer_(*h, req);
+      if (out.bytes.empty()) return;  // close the connection
+      if (::send(c, out.bytes.data(), out.bytes.size(), MSG_NOSIGNAL) !=
+              static_cast<ssize_t>(out.bytes.size()) ||
+          out.close_after)
+        return;
+    }
+  }
+
+  Answer answer_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> requests_{0}, connections_{0};
+  std::mutex mu_;
+  int conn_ = -1;             // guarded by mu_
+  kafka::FetchRequest last_;  // guarded by mu_
+  std::thread thread_;
+};
+
+// A Fetch v15 response frame (size included) for one partition with `records`.
+Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Bytes& records,
+                  int64_t hw) {
+  kafka::FetchResponse resp;
+  kafka::FetchResponse::FetchableTopicResponse t;
+  t.topic_id = topic_id;
+  kafka::FetchResponse::PartitionData p;
+  p.partition_index = 0;
+  p.high_watermark = hw;
+  p.last_stable_offset = hw;
+  p.log_start_offset = 0;
+  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>(records));
+  t.partitions.push_back(p);
+  resp.responses.push_back(t);
+  Bytes out(4);
+  kafka::Writer w(&out);
+  kafka::EncodeResponseHeader(w, ApiKey::kFetch, 15, correlation_id);
+  resp.Encode(w, 15);
+  storage::StoreBE32(out.data(), static_cast<uint32_t>(out.size() - 4));
+  return out;
+}
+
+// A batch of `n` records as a leader stored it: at `base`, in `epoch`.
+Bytes LeaderBatch(int n, int64_t base, int32_t epoch) {
+  Bytes b = testing::ValueBatch("r", n, 1000);
+  storage::AssignOffsets(b, base, epoch);
+  return b;
+}
+
+class ReplicaFetcherTest : public testing::ReplicaClusterFixture {};
+
+TEST_F(ReplicaFetcherTest, MalformedLeaderAnswersAppendNothingThenAGoodOneIsAppended) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  std::atomic<int> step{0};
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest& req) -> FakeLeader::Reply {
+        const int s = step.fetch_add(1);
+        Bytes good = LeaderBatch(3, 0, 4);
+        switch (s) {
+          case 0: {  // a flipped record byte: the CRC does not match
+            Bytes bad = good;
+            bad.back() ^= 0x01;
+            return {FetchAnswer(h.correlation_id, id, bad, 3)};
+          }
+          case 1: {  // a negative batch length
+            Bytes bad = good;
+            storage::StoreBE32(bad.data() + 8, 0xfffffff0u);
+            return {FetchAnswer(h.correlation_id, id, bad, 3)};
+          }
+          case 2: {  // a batch longer than the records: a partial batch, left for later
+            Bytes bad = good;
+            storage::StoreBE32(bad.data() + 8, static_cast<uint32_t>(bad.size() * 4));
+            return {FetchAnswer(h.correlation_id, id, bad, 3)};
+          }
+          case 3: {  // the wrong correlation id
+            return {FetchAnswer(h.correlation_id + 1, id, good, 3)};
+          }
+          case 4: {  // a frame cut short, then the connection closes
+            Bytes cut = FetchAnswer(h.correlation_id, id, good, 3);
+            cut.resize(cut.size() / 2);
+            return {cut, /*close_after=*/true};
+          }
+          case 5: {  // garbage with a huge size
+            return {Bytes{0x7f, 0xff, 0xff, 0xff, 1, 2, 3}};
+          }
+          case 6:
+            return {};  // just close
+          default:
+            return {FetchAnswer(h.correlation_id, id, good, 3)};
+        }
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 3; }));
+  EXPECT_GE(step.load(), 8);
+  EXPECT_GE(leader.connections(), 3);  // the fetcher reconnected after each broken frame
+  auto v = node(1).View("t");
+  EXPECT_EQ(v.epochs.back(), (LeaderEpochCache::Entry{4, 0}));
+  // The fetcher asks on from the end, as replica 1 of epoch 4 with its last epoch.
+  ASSERT_TRUE(WaitUntil([&] {
+    return leader.last().topics.size() == 1 &&
+           leader.last().topics[0].partitions[0].fetch_offset == 3;
+  }));
+  kafka::FetchRequest last = leader.last();
+  EXPECT_EQ(last.replica_state.replica_id, 1);
+  EXPECT_EQ(last.replica_state.replica_epoch, 101);
+  EXPECT_EQ(last.topics[0].topic_id, id);
+  EXPECT_EQ(last.topics[0].partitions[0].current_leader_epoch, 4);
+  EXPECT_EQ(last.topics[0].partitions[0].last_fetched_epoch, 4);
+  // The follower's high watermark is the leader's.
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").high_watermark == 3; }));
+}
+
+TEST_F(ReplicaFetcherTest, ABatchBelowTheLogEndIsSkippedNotAppendedTwice) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest& req) -> FakeLeader::Reply {
+        // Always the whole log, whatever was asked: the follower keeps only what is new.
+        Bytes all = LeaderBatch(2, 0, 1);
+        Bytes second = LeaderBatch(3, 2, 1);
+        all.insert(all.end(), second.begin(), second.end());
+        return {FetchAnswer(h.correlation_id, id, all, 5)};
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 1, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return leader.requests() >= 5; }));
+  EXPECT_EQ(node(1).View("t").log_end, 5);
+}
+
+}  // namespace
+}  // namespace sluice::broker
