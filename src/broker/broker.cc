@@ -66,6 +66,11 @@ Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   storage::Env* env = options.env;
+  if (options.cluster.enabled()) {
+    // TODO(cluster): ClusterController (docs/design/0018-cluster.md, phase C).
+    return UnimplementedError("a cluster (etcd {}) is not served yet: run without --etcd",
+                              options.cluster.etcd.front());
+  }
   RETURN_IF_ERROR(env->CreateDirs(options.data_dir));
   ASSIGN_OR_RETURN(std::string cluster_id, LoadOrCreateClusterId(options.data_dir, env));
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
