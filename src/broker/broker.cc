@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/cluster_identity.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
 #include "broker/handlers/handlers.h"
@@ -26,41 +27,17 @@ const Logger kLog("broker");
 using kafka::ApiKey;
 using kafka::ErrorCode;
 
-constexpr size_t kClusterIdSize = 22;
-
 // Written after a clean stop, removed at start (decision 14 of the plan).
 constexpr const char* kCleanShutdownFile = "clean_shutdown";
-
-bool IsClusterId(const std::string& s) {
-  return s.size() == kClusterIdSize && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_';
-         });
-}
 
 }  // namespace
 
 Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::Env* env) {
-  std::string meta = data_dir + "/meta";
-  std::string path = meta + "/cluster_id";
-  RETURN_IF_ERROR(env->CreateDirs(meta));
-  if (env->Exists(path)) {
-    ASSIGN_OR_RETURN(auto file, env->Open(path, storage::OpenMode::kRead));
-    std::string text(kClusterIdSize + 2, '\0');
-    ASSIGN_OR_RETURN(
-        size_t n,
-        file->ReadAt(0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(text.data()), text.size())));
-    text.resize(n);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (!IsClusterId(text)) {
-      return CorruptionError("{}: not a cluster id (22 characters of URL-safe base64)", path);
-    }
-    return text;
-  }
+  ASSIGN_OR_RETURN(std::optional<std::string> existing, ReadClusterId(data_dir, env));
+  if (existing.has_value()) return std::move(*existing);
   std::string id = RandomUuid().ToString();
-  SLUICE_ASSERT(IsClusterId(id));
-  RETURN_IF_ERROR(WriteFileDurably(env, meta, "cluster_id", id + "\n"));
-  SLUICE_LOG(kLog, kInfo, "created cluster id {} in {}", id, path);
+  RETURN_IF_ERROR(WriteClusterId(data_dir, id, env));
+  SLUICE_LOG(kLog, kInfo, "created cluster id {} in {}/meta/cluster_id", id, data_dir);
   return id;
 }
 
