@@ -1,24 +1,22 @@
 // A data directory's cluster id and incarnation files. See cluster_identity.h.
 #include "broker/cluster_identity.h"
 
-#include <algorithm>
-
 #include "base/logging.h"
 #include "broker/meta_files.h"
 #include "broker/topic_store.h"
+#include "cluster/cluster_values.h"
 
 namespace sluice::broker {
 namespace {
 
 const Logger kLog("broker");
-constexpr size_t kIdSize = 22;
 
 // The id in a one-line file; nullopt when missing.
 Result<std::optional<std::string>> ReadIdFile(const std::string& path, storage::Env* env) {
   if (!env->Exists(path)) return std::optional<std::string>();
   ASSIGN_OR_RETURN(std::string text, ReadSmallFile(env, path, 256));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  if (!IsIdText(text)) {
+  if (!cluster::IsIdText(text)) {
     return CorruptionError("{}: not an id (22 characters of URL-safe base64)", path);
   }
   return std::optional<std::string>(std::move(text));
@@ -26,19 +24,12 @@ Result<std::optional<std::string>> ReadIdFile(const std::string& path, storage::
 
 }  // namespace
 
-bool IsIdText(const std::string& s) {
-  return s.size() == kIdSize && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_';
-         });
-}
-
 Result<std::optional<std::string>> ReadClusterId(const std::string& data_dir, storage::Env* env) {
   return ReadIdFile(data_dir + "/meta/cluster_id", env);
 }
 
 Status WriteClusterId(const std::string& data_dir, const std::string& id, storage::Env* env) {
-  SLUICE_ASSERT(IsIdText(id));
+  SLUICE_ASSERT(cluster::IsIdText(id));
   RETURN_IF_ERROR(env->CreateDirs(data_dir + "/meta"));
   return WriteFileDurably(env, data_dir + "/meta", "cluster_id", id + "\n");
 }

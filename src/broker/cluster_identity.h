@@ -15,11 +15,8 @@
 
 namespace sluice::broker {
 
-// A cluster id or an incarnation: 22 characters of URL-safe base64 (a UUID, Kafka's form).
-bool IsIdText(const std::string& s);
-
 // <data-dir>/meta/cluster_id: nullopt when the file is missing; Corruption when it is not an
-// id.
+// id (cluster::IsIdText: 22 characters of URL-safe base64, a UUID as Kafka writes it).
 Result<std::optional<std::string>> ReadClusterId(const std::string& data_dir, storage::Env* env);
 // Writes <data-dir>/meta/cluster_id durably (creating meta/).
 Status WriteClusterId(const std::string& data_dir, const std::string& id, storage::Env* env);

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cluster/cluster_values.h"
 #include "storage/env.h"
 #include "storage/testing/files.h"
 
@@ -24,7 +25,7 @@ TEST(ClusterIdentityTest, AnEmptyDirectoryIsANewIncarnationThatStays) {
   auto first = LoadOrCreateIncarnation(dir.path(), Posix());
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_TRUE(first->created);
-  EXPECT_TRUE(IsIdText(first->id));
+  EXPECT_TRUE(cluster::IsIdText(first->id));
   auto again = LoadOrCreateIncarnation(dir.path(), Posix());
   ASSERT_TRUE(again.ok());
   EXPECT_FALSE(again->created);
