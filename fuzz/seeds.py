@@ -705,6 +705,36 @@ def pg_seeds(out):
     write_all(os.path.join(out, "pg"), seeds)
 
 
+def etcd_json_seeds(out):
+    # Bodies captured from etcd 3.4's JSON gateway; the first byte picks the parser
+    # (fuzz/etcd_json_fuzz.cc), the second where the watch stream is cut in two.
+    h = b'"header":{"cluster_id":"15118495548433857066","member_id":"13668033151171901709","revision":"5","raft_term":"2"}'
+    kv = b'{"key":"Zm9v","create_revision":"2","mod_revision":"3","version":"2","value":"eA==","lease":"7"}'
+    seeds = {
+        "range": b"\x00\x00{" + h + b',"kvs":[' + kv + b'],"count":"1","more":true}',
+        "range_empty": b"\x00\x00{" + h + b"}",
+        "range_error": b'\x00\x00{"error":"etcdserver: mvcc: required revision has been compacted","message":"x","code":11}',
+        "put": b"\x01\x00{" + h + b',"prev_kv":' + kv + b"}",
+        "delete": b"\x02\x00{" + h + b',"deleted":"1","prev_kvs":[' + kv + b"]}",
+        "txn": b"\x03\x00{" + h + b',"succeeded":true,"responses":[{"response_put":{"header":{"revision":"3"}}},'
+               b'{"response_range":{"kvs":[' + kv + b']}},{"response_delete_range":{"deleted":"1"}}]}',
+        "txn_failed": b"\x03\x00{" + h + b',"responses":[{"response_range":{"header":{"revision":"2"}}}]}',
+        "grant": b"\x04\x00{" + h + b',"ID":"4111120390776528394","TTL":"2"}',
+        "keepalive": b'\x05\x00{"result":{' + h + b',"ID":"4111120390776528394","TTL":"2"}}',
+        "keepalive_gone": b'\x05\x00{"result":{' + h + b',"ID":"1"}}',
+        "revoke_notfound": b'\x06\x00{"error":"etcdserver: requested lease not found","code":5}',
+        "status": b"\x07\x00{" + h + b',"version":"3.4.23","dbSize":"36864","leader":"13668033151171901709",'
+                  b'"raftIndex":"8","raftTerm":"2","raftAppliedIndex":"8","errors":["x"]}',
+        "huge": b'\x08\x00{"header":{"revision":"99999999999999999999","cluster_id":1e400}}',
+        "watch": b"\x09\x17" + b'{"result":{' + h + b',"created":true}}\n{"result":{' + h +
+                 b',"events":[{"kv":' + kv + b'},{"type":"DELETE","kv":{"key":"Zm9v","mod_revision":"6"},"prev_kv":' +
+                 kv + b'}]}}\n{"result":{"canceled":true,"compact_revision":"4"}}\n',
+        "watch_error": b'\x09\x03{"error":{"grpc_code":3,"http_code":400,"message":"bad","http_status":"Bad Request"}}',
+        "watch_strings": b'\x09\x09{"s":"}{\\"[]","a":[{}]} {}',
+    }
+    write_all(os.path.join(out, "etcd_json"), seeds)
+
+
 def main():
     out = sys.argv[1]
     pg_seeds(out)
@@ -718,6 +748,7 @@ def main():
     json_decoder_seeds(out)
     avro_seeds(out)
     iceberg_metadata_seeds(out)
+    etcd_json_seeds(out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,114 @@
+// LeaseKeeper against a real etcd: a lease outlives its TTL while kept, goes with Stop, and
+// its loss is reported when etcd revokes it or cannot be reached for a whole TTL.
+#include "cluster/lease_keeper.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "cluster/tests/etcd_fixture.h"
+#include "cluster/tests/etcd_test_util.h"
+
+namespace sluice::cluster {
+namespace {
+
+using testing::EtcdCluster;
+using testing::WaitFor;
+
+class LeaseKeeperTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!EtcdCluster::Unavailable().empty()) GTEST_SKIP() << EtcdCluster::Unavailable();
+    auto c = EtcdCluster::Start();
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    etcd_ = std::move(c).value();
+    auto client = EtcdClient::Create({.endpoints = etcd_->endpoints()});
+    ASSERT_TRUE(client.ok());
+    client_ = std::move(client).value();
+  }
+
+  // What on_lost reported.
+  struct Loss {
+    std::mutex mu;
+    int calls = 0;  // guarded by mu
+    Status why;     // guarded by mu
+    LeaseKeeper::LostFn Fn() {
+      return [this](int64_t, const Status& s) {
+        std::lock_guard lock(mu);
+        ++calls;
+        why = s;
+      };
+    }
+    int count() {
+      std::lock_guard lock(mu);
+      return calls;
+    }
+  };
+
+  bool KeyExists(const std::string& key) {
+    auto g = client_->Get(key);
+    return g.ok() && g->kv.has_value();
+  }
+
+  std::unique_ptr<EtcdCluster> etcd_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+TEST_F(LeaseKeeperTest, KeepsTheLeaseAlivePastItsTtlAndRevokesOnStop) {
+  Loss loss;
+  auto k = LeaseKeeper::Start(*client_, 2, loss.Fn());
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_GE((*k)->granted_ttl_s(), 2);
+  ASSERT_TRUE(client_->Put("/broker/1", "alive", (*k)->lease_id()).ok());
+  // Six renewals at TTL/3 span two TTLs: without them the key would be gone.
+  ASSERT_TRUE(WaitFor([&] { return (*k)->renewals() >= 6; }));
+  EXPECT_TRUE(KeyExists("/broker/1"));
+  EXPECT_FALSE((*k)->lost());
+  EXPECT_EQ(loss.count(), 0);
+  ASSERT_TRUE((*k)->Stop().ok());
+  EXPECT_FALSE(KeyExists("/broker/1"));  // revoked, not left to expire
+  EXPECT_TRUE((*k)->Stop().ok());        // twice is fine
+  EXPECT_EQ(loss.count(), 0);
+}
+
+TEST_F(LeaseKeeperTest, ReportsLossWhenTheLeaseIsRevokedElsewhere) {
+  Loss loss;
+  auto k = LeaseKeeper::Start(*client_, 2, loss.Fn());
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(client_->Revoke((*k)->lease_id()).ok());
+  ASSERT_TRUE(WaitFor([&] { return loss.count() > 0; }));
+  EXPECT_TRUE((*k)->lost());
+  {
+    std::lock_guard lock(loss.mu);
+    EXPECT_EQ(loss.why.code(), StatusCode::kNotFound) << loss.why.ToString();
+  }
+  EXPECT_TRUE((*k)->Stop().ok());
+  EXPECT_EQ(loss.count(), 1);
+}
+
+TEST_F(LeaseKeeperTest, ReportsLossWhenEtcdIsUnreachableForATtl) {
+  Loss loss;
+  auto k = LeaseKeeper::Start(*client_, 2, loss.Fn());
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(etcd_->Kill(0).ok());
+  ASSERT_TRUE(WaitFor([&] { return loss.count() > 0; }));
+  EXPECT_TRUE((*k)->lost());
+  {
+    std::lock_guard lock(loss.mu);
+    EXPECT_EQ(loss.why.code(), StatusCode::kIOError) << loss.why.ToString();
+    EXPECT_NE(loss.why.message().find("not renewed"), std::string::npos) << loss.why.ToString();
+  }
+  (*k)->Abandon();
+}
+
+TEST_F(LeaseKeeperTest, AnAbandonedLeaseExpiresByItself) {
+  auto k = LeaseKeeper::Start(*client_, 2, nullptr);
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(client_->Put("/broker/2", "alive", (*k)->lease_id()).ok());
+  (*k)->Abandon();
+  ASSERT_TRUE(WaitFor([&] { return !KeyExists("/broker/2"); }));
+  EXPECT_FALSE(LeaseKeeper::Start(*client_, 0, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace sluice::cluster
