@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/cluster_controller.h"
 #include "broker/cluster_identity.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
@@ -43,13 +44,22 @@ Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   storage::Env* env = options.env;
-  if (options.cluster.enabled()) {
-    // TODO(cluster): ClusterController (docs/design/0018-cluster.md, phase C).
-    return UnimplementedError("a cluster (etcd {}) is not served yet: run without --etcd",
-                              options.cluster.etcd.front());
-  }
   RETURN_IF_ERROR(env->CreateDirs(options.data_dir));
-  ASSIGN_OR_RETURN(std::string cluster_id, LoadOrCreateClusterId(options.data_dir, env));
+  // Whether this directory held a broker before (a cluster's has no topics.json).
+  const bool had_incarnation = env->Exists(options.data_dir + "/meta/incarnation");
+  // A cluster's id is etcd's (the directory must agree); a single node makes its own.
+  ClusterControllerOptions co;
+  std::string cluster_id;
+  if (options.cluster.enabled()) {
+    co.cluster = options.cluster;
+    co.advertised_host = options.advertised_host;
+    co.advertised_port = options.advertised_port;
+    co.local.data_dir = options.data_dir;
+    co.local.env = env;
+    ASSIGN_OR_RETURN(cluster_id, JoinClusterId(co));
+  } else {
+    ASSIGN_OR_RETURN(cluster_id, LoadOrCreateClusterId(options.data_dir, env));
+  }
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
   Broker* b = broker.get();
   const BrokerOptions& o = b->options_;
@@ -67,8 +77,14 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.auto_create_topics = o.auto_create_topics;
   mo.num_partitions = o.num_partitions;
   mo.wake_fetches = [b](Partition& part) { handlers::WakeFetches(*b->context_, part); };
-  ASSIGN_OR_RETURN(b->controller_,
-                   MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
+  if (o.cluster.enabled()) {
+    co.local = std::move(mo);
+    ASSIGN_OR_RETURN(b->controller_,
+                     ClusterController::Create(std::move(co), b->shards_.get(), &b->publisher_));
+  } else {
+    ASSIGN_OR_RETURN(b->controller_,
+                     MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
+  }
 
   if (o.sasl.enabled) {
     ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl));
@@ -78,7 +94,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   // marker goes before serving, so a crash of this run is seen as one by the next.
   const std::string marker = o.data_dir + "/meta/" + kCleanShutdownFile;
   const bool had_topics = env->Exists(o.data_dir + "/meta/topics.json");
-  const bool unclean = had_topics && !env->Exists(marker);
+  const bool unclean = (had_topics || had_incarnation) && !env->Exists(marker);
   if (env->Exists(marker)) {
     RETURN_IF_ERROR(env->Remove(marker));
     RETURN_IF_ERROR(env->SyncDir(o.data_dir + "/meta"));

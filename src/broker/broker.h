@@ -33,7 +33,7 @@
 namespace sluice::broker {
 
 class BrokerTxnParticipants;
-class MetadataController;
+class Controller;
 class Shards;
 class TxnCoordinator;
 namespace handlers {
@@ -122,7 +122,8 @@ class Broker : public RequestHandler {
   std::unique_ptr<storage::FileCache> files_;
   MetadataPublisher publisher_;
   std::unique_ptr<Shards> shards_;  // the partitions' logs live in its shards
-  std::unique_ptr<MetadataController> controller_;
+  // MetadataController for a single node, ClusterController with etcd.
+  std::unique_ptr<Controller> controller_;
   std::unique_ptr<handlers::Context> context_;
 
   bool serving_ = false;       // the logs were opened (set at Open)

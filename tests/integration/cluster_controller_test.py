@@ -1,0 +1,398 @@
+#!/usr/bin/python3
+"""Three `sluice serve --etcd` brokers and a real etcd (Debian's /usr/bin/etcd, data on
+/dev/shm), on loopback: the cluster as confluent-kafka (librdkafka) sees it
+(docs/design/0018-cluster.md, phase C).
+
+- Metadata from every broker lists the three brokers and one controller.
+- CreateTopics spreads replication factor 3 evenly (each broker holds every partition
+  and leads a third); a replication factor above the brokers is INVALID_REPLICATION_FACTOR.
+- Replication factor 1 topics across the three: an idempotent producer and consumers
+  (assigned, and in a group) through any one bootstrap broker read back every record.
+- A second broker with a node id in use, and a broker whose data directory belongs to
+  another cluster, refuse to start with a clear message; so does a broker whose etcd does
+  not answer.
+- SIGKILL of the controller: another broker becomes controller; the killed broker's
+  replication factor 1 partitions go offline (leader -1) and its replication factor 3
+  partitions get another leader; restarted, it leads its own partitions again.
+
+usage: /usr/bin/python3 cluster_controller_test.py path/to/sluice
+"""
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sluice_broker import FAST_GROUPS, TestFailure, check, wait_until  # noqa: E402
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+ETCD = "/usr/bin/etcd"
+
+
+def free_ports(n):
+    socks = []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+class Etcd:
+    """One etcd member on loopback, its data directory on tmpfs."""
+
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="sluice-etcd-", dir="/dev/shm")
+        self.client_port, self.peer_port = free_ports(2)
+        self.url = f"http://127.0.0.1:{self.client_port}"
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        self.log = open(os.path.join(self.dir, "etcd.log"), "wb")
+        self.proc = subprocess.Popen(
+            [ETCD, "--name", "m0", "--data-dir", os.path.join(self.dir, "data"),
+             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", f"m0={peer}", "--initial-cluster-state", "new"],
+            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+        def healthy():
+            try:
+                import urllib.request
+                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
+                    return b'"true"' in r.read()
+            except Exception:
+                return False
+        wait_until(healthy, 30, "etcd healthy", interval=0.1)
+
+    def cleanup(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ClusterBroker:
+    """`sluice serve --node-id N --etcd URL` on a fixed free port."""
+
+    def __init__(self, sluice, node, etcd_url, data_dir=None):
+        self.sluice = sluice
+        self.node = node
+        self.etcd_url = etcd_url
+        self.tmp = tempfile.mkdtemp(prefix=f"sluice-cl{node}-")
+        self.data_dir = data_dir or os.path.join(self.tmp, "data")
+        self.port = free_ports(1)[0]
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        self.proc = None
+        self.runs = 0
+
+    def args(self, etcd=True):
+        config = os.path.join(self.tmp, "sluice.yaml")
+        with open(config, "w") as f:
+            f.write(FAST_GROUPS)
+            if etcd:
+                f.write("cluster:\n  session_timeout: 2s\n")
+        a = [self.sluice, "serve", "--kafka-addr", self.bootstrap, "--data-dir", self.data_dir,
+             "--shards", "2", "--http-addr", "off", "--pg-addr", "off", "--config", config]
+        if etcd:
+            a += ["--node-id", str(self.node), "--etcd", self.etcd_url]
+        return a
+
+    def spawn(self, etcd=True):
+        self.runs += 1
+        self.out_path = os.path.join(self.tmp, f"out.{self.runs}")
+        self.err_path = os.path.join(self.tmp, f"err.{self.runs}")
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            self.proc = subprocess.Popen(self.args(etcd), stdout=out, stderr=err,
+                                         stdin=subprocess.DEVNULL)
+
+    def start(self, etcd=True, timeout=60):
+        self.spawn(etcd)
+        self.wait_listening(timeout)
+
+    def wait_listening(self, timeout=60):
+        pattern = re.compile(r"^sluice: serving Kafka on ", re.M)
+
+        def listening():
+            with open(self.out_path) as f:
+                if pattern.search(f.read()):
+                    return True
+            if self.proc.poll() is not None:
+                self.proc = None
+                raise TestFailure(f"broker {self.node} exited before listening:\n" + self.logs())
+            return False
+        wait_until(listening, timeout, f"broker {self.node} listening", interval=0.05)
+
+    def expect_refusal(self, timeout=60):
+        """Starts it expecting a failed start: its stderr."""
+        self.spawn()
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise TestFailure(f"broker {self.node} did not exit")
+        self.proc = None
+        check(rc != 0, f"broker {self.node} exited {rc}")
+        with open(self.err_path) as f:
+            return f.read()
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        rc = self.proc.wait(60)
+        self.proc = None
+        return rc
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
+
+    def logs(self, lines=40):
+        text = []
+        for path in sorted(p for p in os.listdir(self.tmp) if p.startswith(("out.", "err."))):
+            with open(os.path.join(self.tmp, path), errors="replace") as f:
+                tail = f.read().splitlines()[-lines:]
+            text.append(f"--- broker {self.node} {path}:\n" + "\n".join(tail))
+        return "\n".join(text)
+
+    def cleanup(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def metadata(bootstrap, topic=None):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.list_topics(topic=topic, timeout=10)
+
+
+def wait_metadata(bootstrap, predicate, what, timeout=30):
+    def ok():
+        try:
+            md = metadata(bootstrap)
+        except Exception:
+            return None
+        return md if predicate(md) else None
+    return wait_until(ok, timeout, what, interval=0.2)
+
+
+def create(bootstrap, topic, partitions, rf):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    fs = admin.create_topics([NewTopic(topic, partitions, rf)], operation_timeout=10)
+    try:
+        fs[topic].result(30)
+        return None
+    except Exception as e:
+        return e.args[0]
+
+
+def test_cluster(sluice, etcd, brokers):
+    # Every broker sees the same three brokers and one controller.
+    controller = None
+    for b in brokers:
+        md = wait_metadata(b.bootstrap, lambda m: len(m.brokers) == 3 and m.controller_id >= 0,
+                           f"three brokers and a controller through broker {b.node}")
+        check(sorted(md.brokers) == [1, 2, 3], f"brokers {sorted(md.brokers)}")
+        for node, info in md.brokers.items():
+            check(info.port == brokers[node - 1].port, f"broker {node} at {info}")
+        controller = controller if controller is not None else md.controller_id
+        check(md.controller_id == controller,
+              f"broker {b.node} names controller {md.controller_id}, not {controller}")
+    print(f"controller: broker {controller}")
+
+    # Replication factor 3 across three brokers: every broker holds every partition, and
+    # leads a third of them.
+    err = create(brokers[0].bootstrap, "spread", 6, 3)
+    check(err is None, f"create spread: {err}")
+    md = wait_metadata(brokers[1].bootstrap,
+                       lambda m: "spread" in m.topics and len(m.topics["spread"].partitions) == 6
+                       and all(p.leader >= 0 for p in m.topics["spread"].partitions.values()),
+                       "spread's leaders")
+    leaders = {}
+    for p in md.topics["spread"].partitions.values():
+        check(sorted(p.replicas) == [1, 2, 3], f"spread-{p.id} replicas {p.replicas}")
+        check(p.leader == p.replicas[0], f"spread-{p.id} leader {p.leader} of {p.replicas}")
+        leaders[p.leader] = leaders.get(p.leader, 0) + 1
+    check(leaders == {1: 2, 2: 2, 3: 2}, f"leaders per broker {leaders}")
+    err = create(brokers[2].bootstrap, "too-wide", 1, 4)
+    check(err is not None and err.code() == KafkaError.INVALID_REPLICATION_FACTOR,
+          f"replication factor 4 of 3 brokers: {err}")
+
+    # Replication factor 1 over three brokers, through one bootstrap broker each way.
+    err = create(brokers[1].bootstrap, "orders", 6, 1)
+    check(err is None, f"create orders: {err}")
+    md = wait_metadata(brokers[2].bootstrap,
+                       lambda m: "orders" in m.topics
+                       and all(p.leader >= 0 for p in m.topics["orders"].partitions.values()),
+                       "orders' leaders")
+    owners = sorted({p.leader for p in md.topics["orders"].partitions.values()})
+    check(owners == [1, 2, 3], f"orders' leaders {owners}")
+    producer = Producer({"bootstrap.servers": brokers[1].bootstrap, "enable.idempotence": True,
+                         "acks": "all", "linger.ms": 5})
+    sent = {}
+    failures = []
+
+    def delivered(err, msg):
+        if err is not None:
+            failures.append(err)
+        else:
+            sent.setdefault(msg.partition(), []).append(msg.value())
+    for i in range(600):
+        producer.produce("orders", key=str(i).encode(), value=f"order-{i}".encode(),
+                         on_delivery=delivered)
+    check(producer.flush(60) == 0, "producer did not flush")
+    check(not failures, f"delivery failures {failures[:3]}")
+    check(sum(len(v) for v in sent.values()) == 600, "not every record was acknowledged")
+
+    def read_assigned(bootstrap):
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
+                      "enable.auto.commit": False})
+        c.assign([TopicPartition("orders", p, 0) for p in range(6)])
+        got = {}
+        deadline = time.monotonic() + 60
+        while sum(len(v) for v in got.values()) < 600 and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is None or m.error():
+                continue
+            got.setdefault(m.partition(), []).append(m.value())
+        c.close()
+        return got
+    got = read_assigned(brokers[2].bootstrap)
+    check(got == sent, "the records read back differ from those acknowledged")
+
+    group = Consumer({"bootstrap.servers": brokers[0].bootstrap, "group.id": "g1",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    group.subscribe(["orders"])
+    n = 0
+    deadline = time.monotonic() + 60
+    while n < 600 and time.monotonic() < deadline:
+        m = group.poll(0.5)
+        if m is not None and not m.error():
+            n += 1
+    group.commit(asynchronous=False)
+    group.close()
+    check(n == 600, f"the group read {n} of 600")
+    print("replication factor 1 across three brokers: 600 records produced and read back")
+
+    # A second broker with a node id in use.
+    dup = ClusterBroker(sluice, 2, etcd.url)
+    try:
+        err = dup.expect_refusal()
+        check("node id 2 is in use by 127.0.0.1:" + str(brokers[1].port) in err,
+              f"duplicate node id: {err}")
+    finally:
+        dup.cleanup()
+
+    # A data directory of another cluster (a single node's, with its own cluster id).
+    other = ClusterBroker(sluice, 7, etcd.url)
+    try:
+        other.start(etcd=False)
+        check(other.stop() == 0, "single node did not stop cleanly")
+        err = other.expect_refusal()
+        check("belongs to cluster" in err and "etcd" in err, f"foreign data directory: {err}")
+    finally:
+        other.cleanup()
+
+    # The controller dies: another takes over; its partitions move or go offline.
+    victim = brokers[controller - 1]
+    before = metadata(brokers[controller % 3].bootstrap)
+    victim.kill()
+    alive = [b for b in brokers if b is not victim]
+    md = wait_metadata(alive[0].bootstrap,
+                       lambda m: m.controller_id not in (-1, victim.node)
+                       and victim.node not in m.brokers, "a new controller", timeout=30)
+    print(f"controller after the kill: broker {md.controller_id}")
+    for b in alive:
+        wait_metadata(b.bootstrap, lambda m, c=md.controller_id: m.controller_id == c,
+                      f"broker {b.node} names the new controller")
+
+    def moved(m):
+        if "orders" not in m.topics or "spread" not in m.topics:
+            return False
+        for p in m.topics["orders"].partitions.values():
+            if p.replicas == [victim.node] and p.leader != -1:
+                return False
+        for p in m.topics["spread"].partitions.values():
+            if p.leader in (-1, victim.node):
+                return False
+        return True
+    md = wait_metadata(alive[0].bootstrap, moved, "leaders after the kill", timeout=30)
+    for p in md.topics["spread"].partitions.values():
+        old = before.topics["spread"].partitions[p.id]
+        if old.leader == victim.node:
+            check(victim.node not in p.isrs, f"spread-{p.id} isr {p.isrs} keeps the dead leader")
+
+    # Restarted with its data: its replication factor 1 partitions come back, read whole.
+    victim.start()
+    md = wait_metadata(alive[0].bootstrap,
+                       lambda m: all(p.leader >= 0 for p in m.topics["orders"].partitions.values())
+                       and len(m.brokers) == 3, "orders back online", timeout=30)
+    got = read_assigned(alive[1].bootstrap)
+    check(got == sent, "after the restart the records read back differ")
+    print("failover: new controller, partitions moved or offline, back after the restart")
+
+
+def test_unreachable_etcd(sluice):
+    port = free_ports(1)[0]
+    b = ClusterBroker(sluice, 1, f"http://127.0.0.1:{port}")
+    try:
+        err = b.expect_refusal(timeout=60)
+        check("etcd is not reachable at http://127.0.0.1:" + str(port) in err,
+              f"unreachable etcd: {err}")
+    finally:
+        b.cleanup()
+
+
+def main():
+    sluice = sys.argv[1]
+    if not os.path.exists(ETCD):
+        print(f"SKIP: {ETCD} is not installed")
+        return 0
+    etcd = Etcd()
+    brokers = [ClusterBroker(sluice, n, etcd.url) for n in (1, 2, 3)]
+    failed = 0
+    try:
+        # Started together, as an operator would: each then waited for.
+        for b in brokers:
+            b.spawn()
+        for b in brokers:
+            b.wait_listening()
+        test_cluster(sluice, etcd, brokers)
+        for b in brokers:
+            if b.proc is not None:
+                check(b.stop() == 0, f"broker {b.node} did not stop cleanly")
+        print("PASS: cluster_controller_test (three brokers)")
+    except Exception as e:  # the verdict: any exception fails it
+        import traceback
+        traceback.print_exc()
+        print(f"FAIL: cluster_controller_test: {e}")
+        for b in brokers:
+            print(b.logs())
+        failed += 1
+    finally:
+        for b in brokers:
+            b.cleanup()
+        etcd.cleanup()
+    try:
+        test_unreachable_etcd(sluice)
+        print("PASS: cluster_controller_test (unreachable etcd)")
+    except Exception as e:
+        print(f"FAIL: unreachable etcd: {e}")
+        failed += 1
+    print(f"{2 - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
