@@ -16,6 +16,7 @@
 #include "broker/meta_files.h"
 #include "cluster/cluster_values.h"
 #include "cluster/controller_decisions.h"
+#include "cluster/metadata_txn.h"
 
 namespace sluice::broker {
 namespace {
@@ -51,22 +52,6 @@ Result<std::unique_ptr<EtcdClient>> Connect(const ClusterControllerOptions& o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-}
-
-TxnRequest ToTxn(const MetadataWrite& w) {
-  TxnRequest t;
-  for (const auto& c : w.compares) {
-    t.compares.push_back(Compare::ModRevision(c.key, CompareResult::kEqual, c.mod_revision));
-  }
-  for (const auto& p : w.puts) t.success.push_back(TxnOp::Put(p.key, p.value, p.lease));
-  for (const auto& k : w.deletes) t.success.push_back(TxnOp::Delete(k));
-  for (const auto& prefix : w.delete_prefixes) {
-    DeleteRequest d;
-    d.key = prefix;
-    d.range_end = PrefixRangeEnd(prefix);
-    t.success.push_back(TxnOp::Delete(std::move(d)));
-  }
-  return t;
 }
 
 Status RemoveTree(const std::string& path) {
