@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sluice_broker import FAST_GROUPS, TestFailure, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
 
@@ -285,6 +285,26 @@ def test_cluster(sluice, etcd, brokers):
     check(n == 600, f"the group read {n} of 600")
     print("replication factor 1 across three brokers: 600 records produced and read back")
 
+    # CreatePartitions and DeleteTopics through the controller.
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    fs = admin.create_partitions([NewPartitions("spread", 9)], operation_timeout=10)
+    fs["spread"].result(30)
+    md = wait_metadata(brokers[2].bootstrap,
+                       lambda m: len(m.topics["spread"].partitions) == 9
+                       and all(p.leader >= 0 for p in m.topics["spread"].partitions.values()),
+                       "spread grown to 9 partitions")
+    for p in md.topics["spread"].partitions.values():
+        check(sorted(p.replicas) == [1, 2, 3], f"spread-{p.id} replicas {p.replicas}")
+    check(create(brokers[0].bootstrap, "doomed", 3, 2) is None, "create doomed")
+    wait_metadata(brokers[1].bootstrap, lambda m: "doomed" in m.topics, "doomed created")
+    admin.delete_topics(["doomed"], operation_timeout=10)["doomed"].result(30)
+    for b in brokers:
+        wait_metadata(b.bootstrap, lambda m: "doomed" not in m.topics,
+                      f"doomed gone from broker {b.node}")
+    # The name is free again once the deletion is done.
+    wait_until(lambda: create(brokers[0].bootstrap, "doomed", 1, 1) is None, 30,
+               "doomed created again")
+
     # A second broker with a node id in use.
     dup = ClusterBroker(sluice, 2, etcd.url)
     try:
@@ -341,6 +361,29 @@ def test_cluster(sluice, etcd, brokers):
     got = read_assigned(alive[1].bootstrap)
     check(got == sent, "after the restart the records read back differ")
     print("failover: new controller, partitions moved or offline, back after the restart")
+
+    # Paused past its session (SIGSTOP): the others see it gone; resumed, it learns its
+    # lease is lost, registers again and leads its partitions again.
+    md = metadata(alive[0].bootstrap)
+    paused = next(b for b in brokers if b.node != md.controller_id)
+    watcher = next(b for b in brokers if b is not paused)
+    paused.proc.send_signal(signal.SIGSTOP)
+    try:
+        wait_metadata(watcher.bootstrap, lambda m: paused.node not in m.brokers,
+                      f"broker {paused.node} gone while paused", timeout=30)
+    finally:
+        paused.proc.send_signal(signal.SIGCONT)
+
+    def back(m):
+        if paused.node not in m.brokers:
+            return False
+        mine = [p for p in m.topics["orders"].partitions.values() if p.replicas == [paused.node]]
+        return mine and all(p.leader == paused.node for p in mine)
+    wait_metadata(watcher.bootstrap, back, f"broker {paused.node} back after its pause",
+                  timeout=30)
+    got = read_assigned(paused.bootstrap)
+    check(got == sent, "after the pause the records read back differ")
+    print(f"pause: broker {paused.node} re-registered and leads its partitions again")
 
 
 def test_unreachable_etcd(sluice):
