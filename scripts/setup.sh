@@ -14,6 +14,7 @@ APT_PACKAGES=(
   libssl-dev librdkafka-dev iperf3
   kcat python3-confluent-kafka python3-kafka python3-avro
   libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
+  etcd-server etcd-client
   clang-format-14
 )
 

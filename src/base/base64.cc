@@ -10,16 +10,18 @@ namespace {
 constexpr std::string_view kAlphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-// 0..63 for an alphabet character, -1 for anything else (including '=').
-constexpr std::array<int8_t, 256> MakeDecodeTable() {
-  std::array<int8_t, 256> table{};
-  for (auto& v : table) v = -1;
+constexpr uint8_t kNotBase64 = 0xff;
+
+// 0..63 for an alphabet character, kNotBase64 for anything else (including '=').
+constexpr std::array<uint8_t, 256> MakeDecodeTable() {
+  std::array<uint8_t, 256> table{};
+  for (auto& v : table) v = kNotBase64;
   for (size_t i = 0; i < kAlphabet.size(); ++i) {
-    table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int8_t>(i);
+    table[static_cast<unsigned char>(kAlphabet[i])] = static_cast<uint8_t>(i);
   }
   return table;
 }
-constexpr std::array<int8_t, 256> kDecode = MakeDecodeTable();
+constexpr std::array<uint8_t, 256> kDecode = MakeDecodeTable();
 
 }  // namespace
 
@@ -54,9 +56,9 @@ Result<std::string> Base64Decode(std::string_view text) {
   uint32_t group = 0;
   int bits = 0;
   for (size_t i = 0; i < data_chars; ++i) {
-    int v = kDecode[static_cast<unsigned char>(text[i])];
-    if (v < 0) return InvalidArgumentError("base64: bad character at offset {}", i);
-    group = (group << 6) | static_cast<uint32_t>(v);
+    uint8_t v = kDecode[static_cast<unsigned char>(text[i])];
+    if (v == kNotBase64) return InvalidArgumentError("base64: bad character at offset {}", i);
+    group = (group << 6) | v;
     bits += 6;
     if (bits >= 8) {
       bits -= 8;

@@ -63,7 +63,7 @@ Result<GetResponse> EtcdClient::Get(std::string_view key) {
 Result<RangeResponse> EtcdClient::Range(const RangeRequest& request) {
   ASSIGN_OR_RETURN(std::string body,
                    http_.Post("/v3/kv/range", EncodeRangeRequest(request), Retry::kAlways));
-  return ParseRangeResponse(body);
+  return Checked(ParseRangeResponse(body));
 }
 
 Result<RangeResponse> EtcdClient::RangePrefix(std::string_view prefix, int64_t limit,
@@ -77,7 +77,7 @@ Result<RangeResponse> EtcdClient::RangePrefix(std::string_view prefix, int64_t l
 Result<PutResponse> EtcdClient::Put(const PutRequest& request) {
   ASSIGN_OR_RETURN(std::string body,
                    http_.Post("/v3/kv/put", EncodePutRequest(request), Retry::kIfNotSent));
-  return ParsePutResponse(body);
+  return Checked(ParsePutResponse(body));
 }
 
 Result<PutResponse> EtcdClient::Put(std::string_view key, std::string_view value, int64_t lease) {
@@ -87,7 +87,7 @@ Result<PutResponse> EtcdClient::Put(std::string_view key, std::string_view value
 Result<DeleteResponse> EtcdClient::Delete(const DeleteRequest& request) {
   ASSIGN_OR_RETURN(std::string body, http_.Post("/v3/kv/deleterange", EncodeDeleteRequest(request),
                                                 Retry::kIfNotSent));
-  return ParseDeleteResponse(body);
+  return Checked(ParseDeleteResponse(body));
 }
 
 Result<DeleteResponse> EtcdClient::Delete(std::string_view key) {
@@ -101,7 +101,7 @@ Result<DeleteResponse> EtcdClient::DeletePrefix(std::string_view prefix) {
 Result<TxnResponse> EtcdClient::Txn(const TxnRequest& request) {
   ASSIGN_OR_RETURN(std::string body,
                    http_.Post("/v3/kv/txn", EncodeTxnRequest(request), Retry::kIfNotSent));
-  ASSIGN_OR_RETURN(TxnResponse r, ParseTxnResponse(body));
+  ASSIGN_OR_RETURN(TxnResponse r, Checked(ParseTxnResponse(body)));
   RETURN_IF_ERROR(CheckTxnResponses(r.succeeded ? request.success : request.failure, r));
   return r;
 }
@@ -111,13 +111,13 @@ Result<LeaseGrantResponse> EtcdClient::Grant(int64_t ttl_s) {
   // A grant repeated after a lost answer leaves a lease nobody renews: it expires.
   ASSIGN_OR_RETURN(std::string body,
                    http_.Post("/v3/lease/grant", EncodeLeaseGrantRequest(ttl_s), Retry::kAlways));
-  return ParseLeaseGrantResponse(body);
+  return Checked(ParseLeaseGrantResponse(body));
 }
 
 Result<LeaseKeepAliveResponse> EtcdClient::KeepAliveOnce(int64_t lease_id) {
   ASSIGN_OR_RETURN(std::string body, http_.Post("/v3/lease/keepalive",
                                                 EncodeLeaseIdRequest(lease_id), Retry::kAlways));
-  ASSIGN_OR_RETURN(LeaseKeepAliveResponse r, ParseLeaseKeepAliveResponse(body));
+  ASSIGN_OR_RETURN(LeaseKeepAliveResponse r, Checked(ParseLeaseKeepAliveResponse(body)));
   if (r.id != 0 && r.id != lease_id) {
     return InvalidArgumentError("etcd lease keepalive response: lease {} for {}", r.id, lease_id);
   }
@@ -127,26 +127,40 @@ Result<LeaseKeepAliveResponse> EtcdClient::KeepAliveOnce(int64_t lease_id) {
 Result<LeaseRevokeResponse> EtcdClient::Revoke(int64_t lease_id) {
   ASSIGN_OR_RETURN(std::string body,
                    http_.Post("/v3/lease/revoke", EncodeLeaseIdRequest(lease_id), Retry::kAlways));
-  auto r = ParseLeaseRevokeResponse(body);
+  auto r = Checked(ParseLeaseRevokeResponse(body));
   if (!r.ok() && r.status().code() == StatusCode::kNotFound) return LeaseRevokeResponse{};
   return r;
 }
 
 Result<StatusResponse> EtcdClient::Status() {
   ASSIGN_OR_RETURN(std::string body, http_.Post("/v3/maintenance/status", "{}", Retry::kAlways));
-  return ParseStatusResponse(body);
+  return Checked(ParseStatusResponse(body));
 }
 
 Result<StatusResponse> EtcdClient::StatusOf(size_t endpoint) {
   ASSIGN_OR_RETURN(std::string body, http_.PostTo(endpoint, "/v3/maintenance/status", "{}"));
-  return ParseStatusResponse(body);
+  return Checked(ParseStatusResponse(body));
 }
 
 Result<ResponseHeader> EtcdClient::Compact(int64_t revision, bool physical) {
   ASSIGN_OR_RETURN(
       std::string body,
       http_.Post("/v3/kv/compaction", EncodeCompactionRequest(revision, physical), Retry::kAlways));
-  return ParseHeaderResponse(body);
+  ASSIGN_OR_RETURN(ResponseHeader h, ParseHeaderResponse(body));
+  RETURN_IF_ERROR(CheckCluster(h));
+  return h;
+}
+
+::sluice::Status EtcdClient::CheckCluster(const ResponseHeader& h) {
+  if (h.cluster_id == 0) return ::sluice::Status::OK();
+  uint64_t expected = 0;
+  if (cluster_id_.compare_exchange_strong(expected, h.cluster_id) || expected == h.cluster_id) {
+    return ::sluice::Status::OK();
+  }
+  return FailedPreconditionError(
+      "etcd member {:x} answered for cluster {:x}, but this client's members are of cluster {:x}: "
+      "the endpoints name members of two clusters",
+      h.member_id, h.cluster_id, expected);
 }
 
 }  // namespace sluice::cluster

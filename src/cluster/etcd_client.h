@@ -9,6 +9,7 @@
 //       .success = {TxnOp::Put("/sluice/controller", "1", lease)}}));
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -83,15 +84,26 @@ class EtcdClient {
   Result<ResponseHeader> Compact(int64_t revision, bool physical = false);
 
   const EtcdOptions& options() const { return options_; }
+  // The etcd cluster id of the first answer (0 before any): every later answer must carry
+  // the same, or the call fails with FailedPrecondition (endpoints of two clusters).
+  uint64_t cluster_id() const { return cluster_id_.load(std::memory_order_relaxed); }
+
   const std::vector<EtcdEndpoint>& endpoints() const { return http_.endpoints(); }
   // The member the next call starts with (the one that answered last).
   size_t preferred_endpoint() const { return http_.preferred(); }
 
  private:
   EtcdClient(EtcdOptions options, std::vector<EtcdEndpoint> endpoints);
+  ::sluice::Status CheckCluster(const ResponseHeader& h);
+  template <typename T>
+  Result<T> Checked(Result<T> r) {
+    if (r.ok()) RETURN_IF_ERROR(CheckCluster(r->header));
+    return r;
+  }
 
   const EtcdOptions options_;
   EtcdHttp http_;
+  std::atomic<uint64_t> cluster_id_{0};
 };
 
 // The HTTP timeouts of `options` (also what Watcher uses per connection).

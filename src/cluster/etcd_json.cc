@@ -374,29 +374,29 @@ Result<DeleteResponse> ParseDeleteResponse(std::string_view body) {
 }
 
 Result<TxnResponse> ParseTxnResponse(std::string_view body) {
-  constexpr std::string_view what = "txn";
-  ASSIGN_OR_RETURN(Json j, Top(body, what));
+  constexpr std::string_view kWhat = "txn";
+  ASSIGN_OR_RETURN(Json j, Top(body, kWhat));
   TxnResponse r;
-  ASSIGN_OR_RETURN(r.header, Header(j, what));
-  ASSIGN_OR_RETURN(r.succeeded, Bool(j, "succeeded", what));
-  ASSIGN_OR_RETURN(const Json* ops, Array(j, "responses", what));
+  ASSIGN_OR_RETURN(r.header, Header(j, kWhat));
+  ASSIGN_OR_RETURN(r.succeeded, Bool(j, "succeeded", kWhat));
+  ASSIGN_OR_RETURN(const Json* ops, Array(j, "responses", kWhat));
   if (ops == nullptr) return r;
   for (const Json& op : *ops) {
-    if (!op.is_object()) return Bad(what, "an operation's response is a {}", op.type_name());
-    ASSIGN_OR_RETURN(const Json* range, Object(op, "response_range", what));
-    ASSIGN_OR_RETURN(const Json* put, Object(op, "response_put", what));
-    ASSIGN_OR_RETURN(const Json* del, Object(op, "response_delete_range", what));
+    if (!op.is_object()) return Bad(kWhat, "an operation's response is a {}", op.type_name());
+    ASSIGN_OR_RETURN(const Json* range, Object(op, "response_range", kWhat));
+    ASSIGN_OR_RETURN(const Json* put, Object(op, "response_put", kWhat));
+    ASSIGN_OR_RETURN(const Json* del, Object(op, "response_delete_range", kWhat));
     if ((range != nullptr) + (put != nullptr) + (del != nullptr) != 1) {
-      return Bad(what, "an operation's response is not exactly one of range, put, delete");
+      return Bad(kWhat, "an operation's response is not exactly one of range, put, delete");
     }
     if (range != nullptr) {
-      ASSIGN_OR_RETURN(RangeResponse rr, RangeOf(*range, what));
+      ASSIGN_OR_RETURN(RangeResponse rr, RangeOf(*range, kWhat));
       r.responses.emplace_back(std::move(rr));
     } else if (put != nullptr) {
-      ASSIGN_OR_RETURN(PutResponse pr, PutOf(*put, what));
+      ASSIGN_OR_RETURN(PutResponse pr, PutOf(*put, kWhat));
       r.responses.emplace_back(std::move(pr));
     } else {
-      ASSIGN_OR_RETURN(DeleteResponse dr, DeleteOf(*del, what));
+      ASSIGN_OR_RETURN(DeleteResponse dr, DeleteOf(*del, kWhat));
       r.responses.emplace_back(std::move(dr));
     }
   }
@@ -404,23 +404,23 @@ Result<TxnResponse> ParseTxnResponse(std::string_view body) {
 }
 
 Result<LeaseGrantResponse> ParseLeaseGrantResponse(std::string_view body) {
-  constexpr std::string_view what = "lease grant";
-  ASSIGN_OR_RETURN(Json j, Top(body, what));
+  constexpr std::string_view kWhat = "lease grant";
+  ASSIGN_OR_RETURN(Json j, Top(body, kWhat));
   LeaseGrantResponse r;
-  ASSIGN_OR_RETURN(r.header, Header(j, what));
-  ASSIGN_OR_RETURN(r.id, Integer<int64_t>(j, "ID", what));
-  ASSIGN_OR_RETURN(r.ttl, Integer<int64_t>(j, "TTL", what));
-  if (r.id == 0) return Bad(what, "no lease ID");
+  ASSIGN_OR_RETURN(r.header, Header(j, kWhat));
+  ASSIGN_OR_RETURN(r.id, Integer<int64_t>(j, "ID", kWhat));
+  ASSIGN_OR_RETURN(r.ttl, Integer<int64_t>(j, "TTL", kWhat));
+  if (r.id == 0) return Bad(kWhat, "no lease ID");
   return r;
 }
 
 Result<LeaseKeepAliveResponse> ParseLeaseKeepAliveResponse(std::string_view body) {
-  constexpr std::string_view what = "lease keepalive";
-  ASSIGN_OR_RETURN(Json j, Top(body, what));
+  constexpr std::string_view kWhat = "lease keepalive";
+  ASSIGN_OR_RETURN(Json j, Top(body, kWhat));
   LeaseKeepAliveResponse r;
-  ASSIGN_OR_RETURN(r.header, Header(j, what));
-  ASSIGN_OR_RETURN(r.id, Integer<int64_t>(j, "ID", what));
-  ASSIGN_OR_RETURN(r.ttl, Integer<int64_t>(j, "TTL", what));
+  ASSIGN_OR_RETURN(r.header, Header(j, kWhat));
+  ASSIGN_OR_RETURN(r.id, Integer<int64_t>(j, "ID", kWhat));
+  ASSIGN_OR_RETURN(r.ttl, Integer<int64_t>(j, "TTL", kWhat));
   return r;
 }
 
@@ -435,20 +435,20 @@ Result<ResponseHeader> ParseHeaderResponse(std::string_view body) {
 }
 
 Result<StatusResponse> ParseStatusResponse(std::string_view body) {
-  constexpr std::string_view what = "maintenance status";
-  ASSIGN_OR_RETURN(Json j, Top(body, what));
+  constexpr std::string_view kWhat = "maintenance status";
+  ASSIGN_OR_RETURN(Json j, Top(body, kWhat));
   StatusResponse r;
-  ASSIGN_OR_RETURN(r.header, Header(j, what));
-  ASSIGN_OR_RETURN(r.version, Text(j, "version", what));
-  ASSIGN_OR_RETURN(r.db_size, Integer<int64_t>(j, "dbSize", what));
-  ASSIGN_OR_RETURN(r.leader, Integer<uint64_t>(j, "leader", what));
-  ASSIGN_OR_RETURN(r.raft_index, Integer<int64_t>(j, "raftIndex", what));
-  ASSIGN_OR_RETURN(r.raft_term, Integer<uint64_t>(j, "raftTerm", what));
-  ASSIGN_OR_RETURN(r.raft_applied_index, Integer<int64_t>(j, "raftAppliedIndex", what));
-  ASSIGN_OR_RETURN(const Json* errors, Array(j, "errors", what));
+  ASSIGN_OR_RETURN(r.header, Header(j, kWhat));
+  ASSIGN_OR_RETURN(r.version, Text(j, "version", kWhat));
+  ASSIGN_OR_RETURN(r.db_size, Integer<int64_t>(j, "dbSize", kWhat));
+  ASSIGN_OR_RETURN(r.leader, Integer<uint64_t>(j, "leader", kWhat));
+  ASSIGN_OR_RETURN(r.raft_index, Integer<int64_t>(j, "raftIndex", kWhat));
+  ASSIGN_OR_RETURN(r.raft_term, Integer<uint64_t>(j, "raftTerm", kWhat));
+  ASSIGN_OR_RETURN(r.raft_applied_index, Integer<int64_t>(j, "raftAppliedIndex", kWhat));
+  ASSIGN_OR_RETURN(const Json* errors, Array(j, "errors", kWhat));
   if (errors != nullptr) {
     for (const Json& e : *errors) {
-      if (!e.is_string()) return Bad(what, "an entry of 'errors' is a {}", e.type_name());
+      if (!e.is_string()) return Bad(kWhat, "an entry of 'errors' is a {}", e.type_name());
       r.errors.push_back(e.get<std::string>());
     }
   }
@@ -456,21 +456,21 @@ Result<StatusResponse> ParseStatusResponse(std::string_view body) {
 }
 
 Result<WatchResponse> ParseWatchResponse(std::string_view body) {
-  constexpr std::string_view what = "watch";
-  ASSIGN_OR_RETURN(Json j, Top(body, what));
+  constexpr std::string_view kWhat = "watch";
+  ASSIGN_OR_RETURN(Json j, Top(body, kWhat));
   WatchResponse r;
-  ASSIGN_OR_RETURN(r.header, Header(j, what));
-  ASSIGN_OR_RETURN(r.watch_id, Integer<int64_t>(j, "watch_id", what));
-  ASSIGN_OR_RETURN(r.created, Bool(j, "created", what));
-  ASSIGN_OR_RETURN(r.canceled, Bool(j, "canceled", what));
-  ASSIGN_OR_RETURN(r.compact_revision, Integer<int64_t>(j, "compact_revision", what));
-  ASSIGN_OR_RETURN(r.cancel_reason, Text(j, "cancel_reason", what));
-  ASSIGN_OR_RETURN(r.fragment, Bool(j, "fragment", what));
-  ASSIGN_OR_RETURN(const Json* events, Array(j, "events", what));
+  ASSIGN_OR_RETURN(r.header, Header(j, kWhat));
+  ASSIGN_OR_RETURN(r.watch_id, Integer<int64_t>(j, "watch_id", kWhat));
+  ASSIGN_OR_RETURN(r.created, Bool(j, "created", kWhat));
+  ASSIGN_OR_RETURN(r.canceled, Bool(j, "canceled", kWhat));
+  ASSIGN_OR_RETURN(r.compact_revision, Integer<int64_t>(j, "compact_revision", kWhat));
+  ASSIGN_OR_RETURN(r.cancel_reason, Text(j, "cancel_reason", kWhat));
+  ASSIGN_OR_RETURN(r.fragment, Bool(j, "fragment", kWhat));
+  ASSIGN_OR_RETURN(const Json* events, Array(j, "events", kWhat));
   if (events != nullptr) {
     r.events.reserve(events->size());
     for (const Json& e : *events) {
-      ASSIGN_OR_RETURN(WatchEvent event, EventOf(e, what));
+      ASSIGN_OR_RETURN(WatchEvent event, EventOf(e, kWhat));
       r.events.push_back(std::move(event));
     }
   }

@@ -132,6 +132,10 @@ Status Watcher::Stream(size_t endpoint, int64_t* compacted_at) {
   req.path = "/v3/watch";
   req.body = EncodeWatchCreateRequest(create);
   req.set_header("Content-Type", "application/json");
+  // gRPC metadata "hasleader" (etcd's require-leader, passed on by the gateway from a
+  // Grpc-Metadata- header): a member that loses its leader ends the stream with "no leader"
+  // instead of keeping it open, silent and stale, while the majority goes on without it.
+  req.set_header("Grpc-Metadata-Hasleader", "true");
   JsonObjectSplitter splitter(options_.max_message_bytes);
   std::vector<std::string> messages;
   Status ended = IOError("etcd {}: watch stream closed", e.url);

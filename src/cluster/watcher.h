@@ -62,7 +62,7 @@ struct WatchHandlers {
 
 // Lifecycle: Start runs the thread; Cancel (or the destructor) stops and joins it promptly,
 // shutting down a connection blocked in a read; no handler runs after Cancel returns.
-// `client` only lends the endpoint list and timeouts and must outlive the Watcher.
+// `client` only lends its endpoint list and timeouts at Start.
 //
 // Delivery: at least once and in order across reconnections: after a lost connection the
 // watch resumes, on the next member, from the revision after the last one delivered (or
@@ -80,7 +80,7 @@ class Watcher {
 
   // The revision a reconnection would resume from (0 before etcd answered the first time).
   int64_t next_revision() const { return next_revision_.load(std::memory_order_acquire); }
-  // Streams opened so far (the first one included): a test's view of reconnections.
+  // Streams attempted so far (the first one included): a test's view of reconnections.
   int64_t connections() const { return connections_.load(std::memory_order_acquire); }
   // Whether the watch ended by itself (on_compacted said stop).
   bool stopped() const { return stopped_.load(std::memory_order_acquire); }

@@ -288,6 +288,24 @@ TEST(EtcdClientUnreachableTest, NoMemberListeningIsAnIOErrorWithinTheCallTimeout
   EXPECT_EQ(w.status().message().find("may have been applied"), std::string::npos);
 }
 
+// Endpoints naming members of two different clusters: the first answer fixes the cluster,
+// an answer from the other one is an error, not data.
+TEST(EtcdClusterIdTest, AMemberOfAnotherClusterIsRefused) {
+  if (!EtcdCluster::Unavailable().empty()) GTEST_SKIP() << EtcdCluster::Unavailable();
+  auto a = EtcdCluster::Start();
+  auto b = EtcdCluster::Start();
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto c = EtcdClient::Create({.endpoints = {(*a)->endpoint(0), (*b)->endpoint(0)}});
+  ASSERT_TRUE(c.ok());
+  auto put = (*c)->Put("/k", "a");
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  EXPECT_EQ((*c)->cluster_id(), put->header.cluster_id);
+  ASSERT_TRUE((*a)->Kill(0).ok());
+  auto got = (*c)->Get("/k");
+  ASSERT_FALSE(got.ok());
+  EXPECT_EQ(got.status().code(), StatusCode::kFailedPrecondition) << got.status().ToString();
+}
+
 // Three members; the one the client talks to is killed, the client carries on with the
 // others, and the member rejoins after a restart.
 TEST(EtcdFailoverTest, CallsMoveToTheNextMemberWhenOneIsKilled) {

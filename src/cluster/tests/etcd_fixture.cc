@@ -175,11 +175,24 @@ Status EtcdCluster::Stop(int i) {
   Member& m = members_[i];
   if (m.pid <= 0) return Status::OK();
   ::kill(m.pid, SIGTERM);
+  ::kill(m.pid, SIGCONT);  // a paused member handles it too
   if (!Exited(m.pid, milliseconds(10000))) {
     ::kill(m.pid, SIGKILL);
     Exited(m.pid, milliseconds(10000));
   }
   m.pid = 0;
+  return Status::OK();
+}
+
+Status EtcdCluster::Pause(int i) {
+  if (members_[i].pid <= 0) return FailedPreconditionError("etcd member {} is not running", i);
+  if (::kill(members_[i].pid, SIGSTOP) != 0) return ErrnoError("kill", "SIGSTOP", errno);
+  return Status::OK();
+}
+
+Status EtcdCluster::Resume(int i) {
+  if (members_[i].pid <= 0) return FailedPreconditionError("etcd member {} is not running", i);
+  if (::kill(members_[i].pid, SIGCONT) != 0) return ErrnoError("kill", "SIGCONT", errno);
   return Status::OK();
 }
 

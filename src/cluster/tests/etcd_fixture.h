@@ -46,6 +46,8 @@ class EtcdCluster {
   Status Kill(int i);         // SIGKILL, reaped
   Status Stop(int i);         // SIGTERM, waits for the exit
   Status Restart(int i);      // starts a stopped or killed member on its data directory
+  Status Pause(int i);        // SIGSTOP: it keeps its sockets and answers nothing
+  Status Resume(int i);       // SIGCONT
   Status WaitHealthy(int i);  // its /health says true (it has a leader)
   Status WaitAllRunningHealthy();
   // The tail of member i's log (for failure messages).

@@ -101,6 +101,19 @@ TEST_F(LeaseKeeperTest, ReportsLossWhenEtcdIsUnreachableForATtl) {
   (*k)->Abandon();
 }
 
+// A hung member (SIGSTOP: connections open, nothing answered) cannot hold a renewal past
+// the lease: the keeper's own calls give up within TTL/3.
+TEST_F(LeaseKeeperTest, ReportsLossWhenEtcdHangs) {
+  Loss loss;
+  auto k = LeaseKeeper::Start(*client_, 2, loss.Fn());
+  ASSERT_TRUE(k.ok());
+  ASSERT_TRUE(etcd_->Pause(0).ok());
+  ASSERT_TRUE(WaitFor([&] { return loss.count() > 0; }));
+  ASSERT_TRUE(etcd_->Resume(0).ok());
+  EXPECT_TRUE((*k)->lost());
+  EXPECT_TRUE((*k)->Stop().ok());  // lost: nothing to revoke
+}
+
 TEST_F(LeaseKeeperTest, AnAbandonedLeaseExpiresByItself) {
   auto k = LeaseKeeper::Start(*client_, 2, nullptr);
   ASSERT_TRUE(k.ok());

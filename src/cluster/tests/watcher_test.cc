@@ -215,6 +215,31 @@ TEST_F(WatcherTest, ASilentMemberIsLeftAfterTheIdleTimeout) {
   EXPECT_GE((*w)->connections(), 2);
 }
 
+// A member cut off from the majority keeps its client port: without etcd's require-leader
+// the watch there would stay open and silent. It ends instead, and the watcher comes back
+// once a majority is.
+TEST(WatcherLeaderTest, AWatchOnAMemberThatLostItsLeaderMovesOn) {
+  if (!EtcdCluster::Unavailable().empty()) GTEST_SKIP() << EtcdCluster::Unavailable();
+  auto c = EtcdCluster::Start({.members = 3});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EtcdCluster& etcd = **c;
+  auto client = EtcdClient::Create({.endpoints = etcd.endpoints()});
+  ASSERT_TRUE(client.ok());
+  ASSERT_EQ((*client)->preferred_endpoint(), 0u);
+  Collected got;
+  auto w = Watcher::Start(**client, {.key = "/l"}, got.Handlers());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));
+  ASSERT_TRUE(etcd.Kill(1).ok());
+  ASSERT_TRUE(etcd.Kill(2).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*w)->connections() >= 2; }));  // the stream was ended
+  ASSERT_TRUE(etcd.Restart(1).ok());
+  ASSERT_TRUE(etcd.Restart(2).ok());
+  ASSERT_TRUE((*client)->Put("/l", "back").ok());
+  ASSERT_TRUE(WaitFor([&] { return got.size() >= 1; }));
+  EXPECT_EQ(got.Copy()[0].kv.value, "back");
+}
+
 TEST_F(WatcherTest, CancelReturnsWhileAStreamIsBlocked) {
   testing::SilentListener silent;
   auto c = EtcdClient::Create({.endpoints = {silent.url()}});
