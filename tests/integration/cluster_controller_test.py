@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Three `sluice serve --etcd` brokers and a real etcd (Debian's /usr/bin/etcd, data on
-/dev/shm), on loopback: the cluster as confluent-kafka (librdkafka) sees it
+/dev/shm, through etcd_util.py), on loopback: the cluster as confluent-kafka (librdkafka) sees it
 (docs/design/0018-cluster.md, phase C).
 
 - Metadata from every broker lists the three brokers and one controller.
@@ -22,64 +22,17 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from etcd_util import EtcdCluster, free_ports, unavailable  # noqa: E402
 from sluice_broker import FAST_GROUPS, TestFailure, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
-
-ETCD = "/usr/bin/etcd"
-
-
-def free_ports(n):
-    socks = []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-class Etcd:
-    """One etcd member on loopback, its data directory on tmpfs."""
-
-    def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="sluice-etcd-", dir="/dev/shm")
-        self.client_port, self.peer_port = free_ports(2)
-        self.url = f"http://127.0.0.1:{self.client_port}"
-        peer = f"http://127.0.0.1:{self.peer_port}"
-        self.log = open(os.path.join(self.dir, "etcd.log"), "wb")
-        self.proc = subprocess.Popen(
-            [ETCD, "--name", "m0", "--data-dir", os.path.join(self.dir, "data"),
-             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
-             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-             "--initial-cluster", f"m0={peer}", "--initial-cluster-state", "new"],
-            stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-
-        def healthy():
-            try:
-                import urllib.request
-                with urllib.request.urlopen(self.url + "/health", timeout=1) as r:
-                    return b'"true"' in r.read()
-            except Exception:
-                return False
-        wait_until(healthy, 30, "etcd healthy", interval=0.1)
-
-    def cleanup(self):
-        self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
 
 class ClusterBroker:
     """`sluice serve --node-id N --etcd URL` on a fixed free port."""
@@ -306,7 +259,7 @@ def test_cluster(sluice, etcd, brokers):
                "doomed created again")
 
     # A second broker with a node id in use.
-    dup = ClusterBroker(sluice, 2, etcd.url)
+    dup = ClusterBroker(sluice, 2, etcd.endpoints_arg())
     try:
         err = dup.expect_refusal()
         check("node id 2 is in use by 127.0.0.1:" + str(brokers[1].port) in err,
@@ -315,7 +268,7 @@ def test_cluster(sluice, etcd, brokers):
         dup.cleanup()
 
     # A data directory of another cluster (a single node's, with its own cluster id).
-    other = ClusterBroker(sluice, 7, etcd.url)
+    other = ClusterBroker(sluice, 7, etcd.endpoints_arg())
     try:
         other.start(etcd=False)
         check(other.stop() == 0, "single node did not stop cleanly")
@@ -399,11 +352,12 @@ def test_unreachable_etcd(sluice):
 
 def main():
     sluice = sys.argv[1]
-    if not os.path.exists(ETCD):
-        print(f"SKIP: {ETCD} is not installed")
+    why = unavailable()
+    if why:
+        print(f"SKIP: {why}")
         return 0
-    etcd = Etcd()
-    brokers = [ClusterBroker(sluice, n, etcd.url) for n in (1, 2, 3)]
+    etcd = EtcdCluster().start()
+    brokers = [ClusterBroker(sluice, n, etcd.endpoints_arg()) for n in (1, 2, 3)]
     failed = 0
     try:
         # Started together, as an operator would: each then waited for.
@@ -426,7 +380,7 @@ def main():
     finally:
         for b in brokers:
             b.cleanup()
-        etcd.cleanup()
+        etcd.close()
     try:
         test_unreachable_etcd(sluice)
         print("PASS: cluster_controller_test (unreachable etcd)")
