@@ -141,7 +141,8 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
     : options_(std::move(options)),
       shards_(shards),
       publisher_(publisher),
-      view_(options_.cluster.name) {}
+      view_(options_.cluster.name),
+      cleaner_(std::make_unique<compaction::LogCleaner>(options_.local.cleaner)) {}
 
 ClusterController::~ClusterController() { Stop(); }
 
@@ -257,12 +258,17 @@ Status ClusterController::Start() {
     return next.get_future().get();
   };
   ASSIGN_OR_RETURN(watcher_, Watcher::Start(*etcd_, wo, std::move(handlers)));
-  loop->Post([this] { AfterChange(); });
+  loop->Post([this] {
+    AfterChange();
+    ScheduleRetention();
+  });
+  cleaner_->Start();
   return Status::OK();
 }
 
 void ClusterController::Stop() {
   stopping_ = true;
+  cleaner_->Stop();
   if (watcher_ != nullptr) watcher_->Cancel();
   if (loop_ != nullptr) {
     loop_->Stop();
@@ -281,6 +287,9 @@ void ClusterController::Stop() {
 }
 
 Status ClusterController::CloseLogs() {
+  for (const auto& [key, part] : catalog_) {
+    cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));
+  }
   Status first = shards_->CloseAll();
   catalog_.clear();
   catalog_epochs_.clear();
@@ -372,7 +381,7 @@ void ClusterController::AfterChange() {
   }
   if (!fence_.has_value() && !held.has_value() && !lease_lost_) TryBecomeController();
   if (fence_.has_value()) ControllerDuties();
-  ReconcileLogs();
+  std::map<std::string, TopicInfo> before = std::move(topic_infos_);
   topic_infos_.clear();
   for (const auto& [name, topic] : view_.topics()) {
     auto info = view_.TopicInfoOf(name, options_.local.topic_defaults);
@@ -382,6 +391,20 @@ void ClusterController::AfterChange() {
       SLUICE_LOG(kLog, kWarn, "ignoring topic: {}", info.status().message());
     }
   }
+  // Configs changed by any broker reach the logs this one leads.
+  for (auto& [key, part] : catalog_) {
+    auto now = topic_infos_.find(key.first);
+    auto was = before.find(key.first);
+    if (now == topic_infos_.end() ||
+        (was != before.end() && was->second.overrides == now->second.overrides)) {
+      continue;
+    }
+    const TopicConfig& c = now->second.config;
+    part->log->Reconfigure({static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.retention_bytes,
+                            c.retention_ms, kMaxTopicMessageBytes});
+    UpdateCleaner(key, part);
+  }
+  ReconcileLogs();
   Publish();
 }
 
@@ -414,7 +437,7 @@ void ClusterController::ControllerDuties() {
     handling[node] = reg.create_revision;
     auto inc = view_.incarnations().find(node);
     const bool same =
-        inc != view_.incarnations().end() && inc->second.incarnation == reg.value.incarnation;
+        inc != view_.incarnations().end() && inc->second.value.incarnation == reg.value.incarnation;
     if (!same || !reg.value.clean) remove.push_back(node);
   }
   // Elections and ISR removals, decided from the view, then written one by one.
@@ -453,7 +476,7 @@ void ClusterController::ControllerDuties() {
     for (const auto& [node, create_revision] : handling) {
       const std::string& inc = view_.brokers().at(node).value.incarnation;
       auto known = view_.incarnations().find(node);
-      if (known == view_.incarnations().end() || known->second.incarnation != inc) {
+      if (known == view_.incarnations().end() || known->second.value.incarnation != inc) {
         MetadataWrite w;
         w.compares.push_back({keys.ControllerEpoch(), fence().controller_epoch_revision});
         w.puts.push_back({keys.Incarnation(node), ToJson(IncarnationValue{inc}), 0});
@@ -522,6 +545,7 @@ void ClusterController::ReconcileLogs() {
     catalog_[key] = raw;
     catalog_epochs_[key] = epoch;
     open_logs_ = catalog_.size();
+    UpdateCleaner(key, raw);
     SLUICE_LOG(kLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
     if (options_.roles != nullptr) {
       std::vector<int32_t> isr;
@@ -585,6 +609,7 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
 void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir) {
   auto it = catalog_.find(key);
   if (it == catalog_.end()) return;
+  cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
   std::unique_ptr<Partition> part = shards_->Take(
       key, it->second->shard, [this](Partition& p) { options_.local.wake_fetches(p); });
   catalog_.erase(it);
@@ -602,6 +627,39 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
       SLUICE_LOG(kLog, kWarn, "removing {}", st.ToString());
     }
   }
+}
+
+void ClusterController::ScheduleRetention() {
+  if (options_.local.retention_check_interval_ms <= 0) return;
+  loop_->RunAfter(options_.local.retention_check_interval_ms, [this] {
+    for (auto& [key, part] : catalog_) {
+      auto topic = topic_infos_.find(key.first);
+      if (topic != topic_infos_.end() && !topic->second.config.deletes()) continue;
+      Result<int> deleted = part->log->ApplyRetention();
+      if (!deleted.ok()) {
+        SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
+                   deleted.status().ToString());
+      }
+    }
+    ScheduleRetention();
+  });
+}
+
+void ClusterController::UpdateCleaner(const PartitionKey& key, Partition* part) {
+  const std::string name = fmt::format("{}-{}", key.first, key.second);
+  auto topic = topic_infos_.find(key.first);
+  if (topic == topic_infos_.end() || !topic->second.config.compacted()) {
+    cleaner_->Remove(name);
+    return;
+  }
+  const TopicConfig& c = topic->second.config;
+  compaction::CleanConfig cc;
+  cc.min_cleanable_dirty_ratio = c.min_cleanable_dirty_ratio;
+  cc.min_compaction_lag_ms = c.min_compaction_lag_ms;
+  cc.max_compaction_lag_ms = c.max_compaction_lag_ms;
+  cc.delete_retention_ms = c.delete_retention_ms;
+  cc.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
+  cleaner_->Add(name, part->log.get(), cc);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -805,13 +863,7 @@ TopicError ClusterController::SetTopicConfigs(
     return {ErrorCode::kUnknownServerError,
             fmt::format("the topic '{}' changed meanwhile; try again", name)};
   }
-  const storage::PartitionLog::Limits limits{static_cast<uint64_t>(config->segment_bytes),
-                                             config->segment_ms, config->retention_bytes,
-                                             config->retention_ms, kMaxTopicMessageBytes};
-  for (auto& [key, part] : catalog_) {
-    if (key.first == name) part->log->Reconfigure(limits);
-  }
-  AfterChange();
+  AfterChange();  // the logs this broker leads take the new configs
   return {};
 }
 

@@ -30,6 +30,7 @@
 #include "cluster/etcd_client.h"
 #include "cluster/lease_keeper.h"
 #include "cluster/watcher.h"
+#include "compaction/cleaner.h"
 
 namespace sluice::broker {
 
@@ -120,6 +121,10 @@ class ClusterController : public Controller {
   Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p,
                                                    int32_t leader_epoch);
   void ClosePartition(const PartitionKey& key, bool remove_dir);
+  // Retention passes over the led logs, every retention_check_interval_ms; the cleaner
+  // over those of compacted topics (as MetadataController does for a single node).
+  void ScheduleRetention();
+  void UpdateCleaner(const PartitionKey& key, Partition* part);
   std::string PartitionDir(const std::string& topic, int32_t partition) const;
 
   const ClusterControllerOptions options_;
@@ -143,6 +148,7 @@ class ClusterController : public Controller {
   std::map<int32_t, int64_t> handled_registrations_;  // node -> broker epoch handled
   std::map<PartitionKey, Partition*> catalog_;        // the open (led) partitions
   std::map<PartitionKey, int32_t> catalog_epochs_;    // the epoch each was opened in
+  std::unique_ptr<compaction::LogCleaner> cleaner_;   // its threads clean compacted logs
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   std::atomic<size_t> open_logs_{0};

@@ -56,25 +56,14 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
     return keep_in(ParseBrokerRegistration(value), brokers_, *node);
   }
   if (auto node = keys_.NodeOfIncarnation(key)) {
-    auto parsed = ParseIncarnationValue(value);
-    if (!parsed.ok()) {
-      incarnations_.erase(*node);
-      return InvalidArgumentError("{}: {}", key, parsed.status().message());
-    }
-    incarnations_[*node] = std::move(*parsed);
-    return Status::OK();
+    return keep_in(ParseIncarnationValue(value), incarnations_, *node);
   }
   if (auto topic = keys_.TopicOf(key)) return keep_in(ParseTopicAssignment(value), topics_, *topic);
   if (auto part = keys_.PartitionOf(key)) {
     return keep_in(ParsePartitionState(value), partitions_, *part);
   }
   if (auto topic = keys_.DeletingOf(key)) {
-    auto parsed = ParseDeletingValue(value);
-    if (!parsed.ok()) {
-      deleting_.erase(*topic);
-      return InvalidArgumentError("{}: {}", key, parsed.status().message());
-    }
-    deleting_[*topic] = std::move(*parsed);
+    return keep_in(ParseDeletingValue(value), deleting_, *topic);
   }
   return Status::OK();
 }

@@ -44,7 +44,9 @@ class ClusterView {
   const std::map<int32_t, Versioned<cluster::BrokerRegistration>>& brokers() const {
     return brokers_;
   }
-  const std::map<int32_t, cluster::IncarnationValue>& incarnations() const { return incarnations_; }
+  const std::map<int32_t, Versioned<cluster::IncarnationValue>>& incarnations() const {
+    return incarnations_;
+  }
   const std::optional<Versioned<cluster::ClusterIdValue>>& cluster_id() const {
     return cluster_id_;
   }
@@ -61,7 +63,9 @@ class ClusterView {
       const {
     return partitions_;
   }
-  const std::map<std::string, cluster::DeletingValue>& deleting() const { return deleting_; }
+  const std::map<std::string, Versioned<cluster::DeletingValue>>& deleting() const {
+    return deleting_;
+  }
   const std::optional<Versioned<cluster::ProducerIdBlock>>& producer_ids() const {
     return producer_ids_;
   }
@@ -81,12 +85,12 @@ class ClusterView {
   cluster::KeyLayout keys_;
   std::optional<Versioned<cluster::ClusterIdValue>> cluster_id_;
   std::map<int32_t, Versioned<cluster::BrokerRegistration>> brokers_;
-  std::map<int32_t, cluster::IncarnationValue> incarnations_;
+  std::map<int32_t, Versioned<cluster::IncarnationValue>> incarnations_;
   std::optional<Versioned<cluster::ControllerValue>> controller_;
   std::optional<Versioned<cluster::ControllerEpochValue>> controller_epoch_;
   std::map<std::string, Versioned<cluster::TopicAssignment>> topics_;
   std::map<std::pair<std::string, int32_t>, Versioned<cluster::PartitionState>> partitions_;
-  std::map<std::string, cluster::DeletingValue> deleting_;
+  std::map<std::string, Versioned<cluster::DeletingValue>> deleting_;
   std::optional<Versioned<cluster::ProducerIdBlock>> producer_ids_;
 };
 

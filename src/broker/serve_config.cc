@@ -128,6 +128,12 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
                                 config.Origin("node_id"), INT32_MAX);
   }
   out->node_id = static_cast<int32_t>(*node);
+  if (broker.advertised_port == 0) {
+    return InvalidArgumentError(
+        "kafka.addr (set in {}) has port 0: a broker of a cluster needs a fixed port (the "
+        "others register and reach it there), or set kafka.advertised_addr",
+        config.Origin("kafka.addr"));
+  }
   out->inter_broker_host = broker.advertised_host;
   out->inter_broker_port = broker.advertised_port;
   if (config.Has("inter_broker_addr")) {

@@ -216,6 +216,8 @@ TEST(ServeConfigTest, BadClusterKeysSayWhatIsWrong) {
        "inter_broker_addr"},
       {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ninter_broker_addr: '0.0.0.0:9000'",
        "inter_broker_addr"},
+      {"kafka: {addr: '127.0.0.1:0'}\netcd: 'http://127.0.0.1:2379'\nnode_id: 1",
+       "needs a fixed port"},
       {"node_id: 1", "is a cluster setting: set etcd"},
       {"inter_broker_addr: '127.0.0.1:9000'", "set etcd"},
       {"cluster: {session_timeout: 2s}", "set etcd"},
