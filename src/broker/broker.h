@@ -7,8 +7,9 @@
 //                       its own thread; publishes MetadataSnapshots (MetadataPublisher)
 //   GroupCoordinator    consumer groups and committed offsets, on its own thread
 //
-// A single-node cluster: node id 1 is every partition's leader and the controller,
-// advertised at the listen address.
+// A single node (no etcd): node id 1 is every partition's leader and the controller,
+// advertised at the listen address. With etcd (BrokerOptions::cluster) the controller is a
+// ClusterController: the broker is one of a cluster (docs/design/0018-cluster.md).
 //
 // Data directory:
 //   <data-dir>/meta/topics.json   the topics (TopicStore)

@@ -486,6 +486,24 @@ void ClusterController::ControllerDuties() {
       handled_registrations_[node] = create_revision;
     }
   }
+  // Partition states a creation left unwritten (its controller died between the writes):
+  // the states are written in partition order, so the missing ones are a suffix.
+  for (const auto& [name, topic] : view_.topics()) {
+    const auto n = static_cast<int32_t>(topic.value.partitions.size());
+    int32_t first = n;
+    while (first > 0 && view_.partitions().count({name, first - 1}) == 0) --first;
+    if (first == n) continue;
+    const std::string topic_name = name;  // the view changes under the writes
+    const std::vector<std::vector<int32_t>> replicas = topic.value.partitions;
+    for (const MetadataWrite& w :
+         InitialStateWrites(keys, fence(), topic_name, replicas, first, live)) {
+      auto r = Apply(w);
+      if (!r.ok() || !r->succeeded) break;
+    }
+    SLUICE_LOG(kLog, kInfo, "{}: wrote the states of partitions {} to {} a creation left out",
+               topic_name, first, n - 1);
+    break;  // the view changed: the next change does the rest
+  }
   // Deletions: every broker removes its directories when it sees the topic go (and checks
   // partition.metadata before it opens one), so the mark comes off at once.
   for (const auto& [name, deleting] : view_.deleting()) {

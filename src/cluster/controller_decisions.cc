@@ -220,6 +220,15 @@ std::vector<MetadataWrite> AddPartitionsWrites(const KeyLayout& keys, const Cont
   return out;
 }
 
+std::vector<MetadataWrite> InitialStateWrites(const KeyLayout& keys, const ControllerFence& fence,
+                                              const std::string& name,
+                                              const std::vector<std::vector<int32_t>>& replicas,
+                                              int32_t first, const LiveBrokers& live) {
+  std::vector<MetadataWrite> out;
+  AppendInitialStates(&out, keys, fence, name, replicas, first, live);
+  return out;
+}
+
 MetadataWrite DeleteTopicWrite(const KeyLayout& keys, const ControllerFence& fence,
                                const std::string& name, int64_t topic_revision,
                                const std::string& topic_id) {

@@ -129,6 +129,14 @@ std::vector<MetadataWrite> AddPartitionsWrites(const KeyLayout& keys, const Cont
                                                const TopicAssignment& grown, int32_t first_new,
                                                const LiveBrokers& live);
 
+// The initial states of partitions [first, replicas.size()) of a topic whose later writes
+// never happened (its controller died between them): as CreateTopicWrites writes them,
+// each key created only if it does not exist.
+std::vector<MetadataWrite> InitialStateWrites(const KeyLayout& keys, const ControllerFence& fence,
+                                              const std::string& name,
+                                              const std::vector<std::vector<int32_t>>& replicas,
+                                              int32_t first, const LiveBrokers& live);
+
 // A deletion: the topic and its partition states go, deleting/<name> marks it until every
 // replica removed its directories.
 MetadataWrite DeleteTopicWrite(const KeyLayout& keys, const ControllerFence& fence,

@@ -265,6 +265,24 @@ TEST_F(ControllerWritesTest, CreatingATopicWritesItsAssignmentAndInitialStates) 
   EXPECT_EQ(kv_.size(), before);
 }
 
+TEST_F(ControllerWritesTest, StatesACreationLeftUnwrittenAreWrittenLater) {
+  ControllerFence fence = Elect(1);
+  TopicAssignment topic{kIncA, AssignReplicas({1, 2}, 150, 2, 0, 0).replicas, {}};
+  std::vector<MetadataWrite> writes = CreateTopicWrites(keys_, fence, "t", topic, Live({1, 2}));
+  ASSERT_EQ(writes.size(), 3u);
+  ASSERT_TRUE(kv_.Apply(writes[0]));
+  ASSERT_TRUE(kv_.Apply(writes[1]));  // the controller died before the last one
+  EXPECT_FALSE(kv_.Has(keys_.Partition("t", 100)));
+  // The next controller writes partitions 100-149; 0-99 exist and are left alone.
+  ControllerFence next = fence;
+  auto rest = InitialStateWrites(keys_, next, "t", topic.partitions, 100, Live({1, 2}));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_TRUE(kv_.Apply(rest[0]));
+  EXPECT_EQ(Read("t", 149).leader, topic.partitions[149][0]);
+  // Written from an earlier partition, the write would overwrite nothing: it fails.
+  EXPECT_FALSE(kv_.Apply(InitialStateWrites(keys_, next, "t", topic.partitions, 99, Live({1}))[0]));
+}
+
 TEST_F(ControllerWritesTest, AnElectionFromAStaleReadFails) {
   ControllerFence fence = Elect(1);
   TopicAssignment topic{kIncA, {{1, 2, 3}}, {}};
