@@ -586,6 +586,19 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
       SLUICE_LOG(kLog, kWarn, "{} belongs to another topic id: removing it", dir);
       RETURN_IF_ERROR(RemoveTree(dir));
     }
+  } else if (env->Exists(dir)) {
+    // No topic id: not written by a cluster broker (a single node's directory joining a
+    // cluster). Not this topic's for sure, and not ours to delete: set aside, as Kafka sets
+    // aside stray logs.
+    const std::string stray = fmt::format("{}-{}-stray", dir, RandomUuid().ToString());
+    SLUICE_LOG(kLog, kWarn, "{} has no partition.metadata: moved to {}", dir, stray);
+    RETURN_IF_ERROR(env->Rename(dir, stray));
+    RETURN_IF_ERROR(env->SyncDir(options_.local.data_dir));
+  }
+  if (!env->Exists(marker)) {
+    // The topic id first: a directory without one is never this broker's own.
+    RETURN_IF_ERROR(env->CreateDirs(dir));
+    RETURN_IF_ERROR(WriteFileDurably(env, dir, "partition.metadata", PartitionMetadata(topic.id)));
   }
   auto part = std::make_unique<Partition>();
   part->topic_id = topic.id;
@@ -618,9 +631,6 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
   ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, false));
   RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
   RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
-  if (!env->Exists(marker)) {
-    RETURN_IF_ERROR(WriteFileDurably(env, dir, "partition.metadata", PartitionMetadata(topic.id)));
-  }
   return part;
 }
 

@@ -37,8 +37,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: 
 class ClusterBroker:
     """`sluice serve --node-id N --etcd URL` on a fixed free port."""
 
-    def __init__(self, sluice, node, etcd_url, data_dir=None):
+    def __init__(self, sluice, node, etcd_url, data_dir=None, cluster_name=None):
         self.sluice = sluice
+        self.cluster_name = cluster_name
         self.node = node
         self.etcd_url = etcd_url
         self.tmp = tempfile.mkdtemp(prefix=f"sluice-cl{node}-")
@@ -54,6 +55,8 @@ class ClusterBroker:
             f.write(FAST_GROUPS)
             if etcd:
                 f.write("cluster:\n  session_timeout: 2s\n")
+                if self.cluster_name:
+                    f.write(f"  name: {self.cluster_name}\n")
         a = [self.sluice, "serve", "--kafka-addr", self.bootstrap, "--data-dir", self.data_dir,
              "--shards", "2", "--http-addr", "off", "--pg-addr", "off", "--config", config]
         if etcd:
@@ -339,6 +342,35 @@ def test_cluster(sluice, etcd, brokers):
     print(f"pause: broker {paused.node} re-registered and leads its partitions again")
 
 
+def test_single_node_joins(sluice, etcd):
+    """A single node's data directory joining a new cluster: the cluster takes its id, and
+    the single node's partition directories (no topic id) are set aside, not served as a
+    cluster topic of the same name."""
+    b = ClusterBroker(sluice, 1, etcd.endpoints_arg(), cluster_name="solo")
+    try:
+        b.start(etcd=False)
+        check(create(b.bootstrap, "orders", 1, 1) is None, "single node: create orders")
+        p = Producer({"bootstrap.servers": b.bootstrap})
+        for i in range(5):
+            p.produce("orders", value=b"old")
+        check(p.flush(30) == 0, "single node: flush")
+        check(b.stop() == 0, "single node did not stop cleanly")
+        b.start()
+        wait_metadata(b.bootstrap, lambda m: m.controller_id == 1, "solo's controller")
+        check(create(b.bootstrap, "orders", 1, 1) is None, "cluster: create orders")
+        wait_metadata(b.bootstrap, lambda m: "orders" in m.topics
+                      and m.topics["orders"].partitions[0].leader == 1, "orders led")
+        c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "x"})
+        lo, hi = c.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
+        c.close()
+        check(hi == 0, f"the cluster's new topic serves the single node's records (end {hi})")
+        strays = [d for d in os.listdir(b.data_dir) if d.endswith("-stray")]
+        check(len(strays) == 1 and strays[0].startswith("orders-0-"), f"set aside: {strays}")
+        check(b.stop() == 0, "solo did not stop cleanly")
+    finally:
+        b.cleanup()
+
+
 def test_unreachable_etcd(sluice):
     port = free_ports(1)[0]
     b = ClusterBroker(sluice, 1, f"http://127.0.0.1:{port}")
@@ -370,6 +402,8 @@ def main():
             if b.proc is not None:
                 check(b.stop() == 0, f"broker {b.node} did not stop cleanly")
         print("PASS: cluster_controller_test (three brokers)")
+        test_single_node_joins(sluice, etcd)
+        print("PASS: cluster_controller_test (a single node joins)")
     except Exception as e:  # the verdict: any exception fails it
         import traceback
         traceback.print_exc()
@@ -387,7 +421,7 @@ def main():
     except Exception as e:
         print(f"FAIL: unreachable etcd: {e}")
         failed += 1
-    print(f"{2 - failed} passed, {failed} failed")
+    print(f"{2 - failed} passed, {failed} failed")  # the three-broker run, and etcd unreachable
     return 1 if failed else 0
 
 
