@@ -326,7 +326,7 @@ void ClusterController::RunAndWait(const std::function<void()>& fn) {
 void ClusterController::OnWatchEvents(const WatchBatch& batch) {
   for (const WatchEvent& e : batch.events) {
     if (e.type == EventType::kDelete) {
-      view_.Delete(e.kv.key);
+      view_.Delete(e.kv.key, e.kv.mod_revision);
       continue;
     }
     if (Status st = view_.Put(e.kv.key, e.kv.value, e.kv.mod_revision, e.kv.create_revision);
@@ -714,6 +714,24 @@ TopicError ClusterController::CheckWrite(const Result<TxnResponse>& r, const std
           fmt::format("{}: the metadata changed meanwhile; try again", what)};
 }
 
+std::vector<int32_t> ClusterController::RegisteredBrokers() {
+  // Read from etcd, not the view: brokers that registered a moment ago (all of them, when
+  // a cluster starts) may not have reached this broker's watch yet, and an assignment
+  // made without them would never spread to them.
+  auto listed = etcd_->RangePrefix(view_.keys().Brokers());
+  if (listed.ok()) {
+    for (const KeyValue& kv : listed->kvs) {
+      (void)view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision);
+    }
+  } else {
+    SLUICE_LOG(kLog, kWarn, "listing the brokers: {}; assigning from the watched ones",
+               listed.status().ToString());
+  }
+  std::vector<int32_t> nodes;
+  for (const auto& [node, reg] : view_.brokers()) nodes.push_back(node);
+  return nodes;
+}
+
 const TopicInfo* ClusterController::FindTopic(const std::string& name) const {
   auto it = topic_infos_.find(name);
   return it == topic_infos_.end() ? nullptr : &it->second;
@@ -750,8 +768,7 @@ TopicError ClusterController::CreateReplicatedTopic(
   TopicError err;
   auto config = TopicConfig::Resolve(overrides, options_.local.topic_defaults, &err);
   if (!config.ok()) return err;
-  std::vector<int32_t> brokers;
-  for (const auto& [node, reg] : view_.brokers()) brokers.push_back(node);
+  const std::vector<int32_t> brokers = RegisteredBrokers();
   static thread_local std::mt19937 random{std::random_device{}()};
   const int32_t n = std::max<int32_t>(1, static_cast<int32_t>(brokers.size()));
   const int32_t rf = replication_factor == -1 ? 1 : replication_factor;
@@ -831,8 +848,7 @@ TopicError ClusterController::AddPartitions(const std::string& name, int32_t cou
     return {ErrorCode::kInvalidPartitions,
             fmt::format("{} partitions: a topic has at most {}", count, kMaxPartitions)};
   }
-  std::vector<int32_t> brokers;
-  for (const auto& [node, reg] : view_.brokers()) brokers.push_back(node);
+  const std::vector<int32_t> brokers = RegisteredBrokers();
   static thread_local std::mt19937 random{std::random_device{}()};
   Assignment a = AssignNewPartitions(topic.partitions, brokers, count - before,
                                      static_cast<int32_t>(random() % 1024));

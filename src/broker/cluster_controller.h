@@ -113,6 +113,8 @@ class ClusterController : public Controller {
   void TryBecomeController();
   void ControllerDuties();
   TopicError NotController() const;
+  // The registered brokers' node ids, as etcd holds them now.
+  std::vector<int32_t> RegisteredBrokers();
   TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
   const cluster::ControllerFence& fence() const { return *fence_; }
 

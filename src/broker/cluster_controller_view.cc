@@ -25,6 +25,7 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
                         int64_t create_revision) {
   // Each kind: decode, or forget the key and say why.
   auto keep = [&](auto parsed, auto& slot) -> Status {
+    if (slot.has_value() && slot->mod_revision > mod_revision) return Status::OK();
     if (!parsed.ok()) {
       slot.reset();
       return InvalidArgumentError("{}: {}", key, parsed.status().message());
@@ -36,6 +37,8 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
     return Status::OK();
   };
   auto keep_in = [&](auto parsed, auto& map, const auto& map_key) -> Status {
+    auto held = map.find(map_key);
+    if (held != map.end() && held->second.mod_revision > mod_revision) return Status::OK();
     if (!parsed.ok()) {
       map.erase(map_key);
       return InvalidArgumentError("{}: {}", key, parsed.status().message());
@@ -68,21 +71,29 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
   return Status::OK();
 }
 
-void ClusterView::Delete(const std::string& key) {
-  if (key == keys_.ClusterId()) return cluster_id_.reset();
-  if (key == keys_.Controller()) return controller_.reset();
-  if (key == keys_.ControllerEpoch()) return controller_epoch_.reset();
-  if (key == keys_.ProducerIds()) return producer_ids_.reset();
+void ClusterView::Delete(const std::string& key, int64_t revision) {
+  // A held value newer than the deletion stays.
+  auto drop = [revision](auto& slot) {
+    if (slot.has_value() && (revision == 0 || slot->mod_revision <= revision)) slot.reset();
+  };
+  auto drop_in = [revision](auto& map, const auto& map_key) {
+    auto it = map.find(map_key);
+    if (it != map.end() && (revision == 0 || it->second.mod_revision <= revision)) map.erase(it);
+  };
+  if (key == keys_.ClusterId()) return drop(cluster_id_);
+  if (key == keys_.Controller()) return drop(controller_);
+  if (key == keys_.ControllerEpoch()) return drop(controller_epoch_);
+  if (key == keys_.ProducerIds()) return drop(producer_ids_);
   if (auto node = keys_.NodeOfBroker(key)) {
-    brokers_.erase(*node);
+    drop_in(brokers_, *node);
   } else if (auto inc = keys_.NodeOfIncarnation(key)) {
-    incarnations_.erase(*inc);
+    drop_in(incarnations_, *inc);
   } else if (auto topic = keys_.TopicOf(key)) {
-    topics_.erase(*topic);
+    drop_in(topics_, *topic);
   } else if (auto part = keys_.PartitionOf(key)) {
-    partitions_.erase(*part);
+    drop_in(partitions_, *part);
   } else if (auto del = keys_.DeletingOf(key)) {
-    deleting_.erase(*del);
+    drop_in(deleting_, *del);
   }
 }
 

@@ -33,10 +33,14 @@ class ClusterView {
   explicit ClusterView(std::string cluster_name);
 
   // A key's new value at `mod_revision`. A value that does not decode leaves the key out
-  // (as if deleted) and returns the reason; keys of no known kind are ignored.
+  // (as if deleted) and returns the reason; keys of no known kind are ignored. A value
+  // older than the one held is ignored: the broker's own writes enter the view before the
+  // watch brings the changes that preceded them.
   Status Put(const std::string& key, const std::string& value, int64_t mod_revision,
              int64_t create_revision);
-  void Delete(const std::string& key);
+  // The key's deletion at `revision` (0: whatever is held), ignored when the value held is
+  // newer.
+  void Delete(const std::string& key, int64_t revision = 0);
   // Forgets everything (before a new listing).
   void Clear();
 

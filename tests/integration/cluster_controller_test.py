@@ -14,6 +14,10 @@
 - SIGKILL of the controller: another broker becomes controller; the killed broker's
   replication factor 1 partitions go offline (leader -1) and its replication factor 3
   partitions get another leader; restarted, it leads its own partitions again.
+- A broker paused (SIGSTOP) past its session, and etcd killed past the session and
+  restarted: the brokers register again and the partitions return to their leaders.
+- A single node's data directory joining a new cluster: its partition directories are set
+  aside (-stray), not served as the cluster's topic of the same name.
 
 usage: /usr/bin/python3 cluster_controller_test.py path/to/sluice
 """
@@ -340,6 +344,22 @@ def test_cluster(sluice, etcd, brokers):
     got = read_assigned(paused.bootstrap)
     check(got == sent, "after the pause the records read back differ")
     print(f"pause: broker {paused.node} re-registered and leads its partitions again")
+
+    # etcd killed for longer than the session, then restarted on its data: every broker
+    # loses its lease, registers again, and the partitions come back to their leaders.
+    etcd.kill(0)
+    time.sleep(3)
+    etcd.restart(0)
+
+    def recovered(m):
+        if sorted(m.brokers) != [1, 2, 3] or m.controller_id < 0:
+            return False
+        return all(p.leader == p.replicas[0] for p in m.topics["orders"].partitions.values())
+    for b in brokers:
+        wait_metadata(b.bootstrap, recovered, f"broker {b.node} after etcd's restart", timeout=60)
+    got = read_assigned(brokers[0].bootstrap)
+    check(got == sent, "after etcd's restart the records read back differ")
+    print("etcd restarted: every broker registered again, partitions back with their leaders")
 
 
 def test_single_node_joins(sluice, etcd):

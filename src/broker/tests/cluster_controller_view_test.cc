@@ -99,6 +99,19 @@ TEST_F(ClusterViewTest, AMalformedValueIsRefusedAndForgotten) {
   EXPECT_TRUE(view_.Put("/sluice/test/future/thing", "?", 102, 102).ok());
 }
 
+TEST_F(ClusterViewTest, AnOlderValueOrDeletionDoesNotUndoANewerOne) {
+  const std::string key = view_.keys().Partition("t", 0);
+  // This broker's own write at revision 50 entered the view first...
+  ASSERT_TRUE(view_.Put(key, ToJson(PartitionState{2, 5, {{2, kIncB}}, 6}), 50, 5).ok());
+  // ...then the watch brings what came before it: ignored.
+  ASSERT_TRUE(view_.Put(key, ToJson(PartitionState{1, 4, {{1, kIncA}}, 5}), 40, 5).ok());
+  EXPECT_EQ(view_.partitions().at({"t", 0}).value.leader, 2);
+  view_.Delete(key, 45);
+  EXPECT_EQ(view_.partitions().count({"t", 0}), 1u);
+  view_.Delete(key, 51);
+  EXPECT_EQ(view_.partitions().count({"t", 0}), 0u);
+}
+
 TEST_F(ClusterViewTest, DeletesForgetKeys) {
   view_.Delete(view_.keys().Broker(1));
   view_.Delete(view_.keys().Controller());
