@@ -36,7 +36,8 @@ from etcd_util import EtcdCluster, free_ports, unavailable  # noqa: E402
 from sluice_broker import FAST_GROUPS, TestFailure, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: E402
+from confluent_kafka.admin import (AdminClient, ConfigResource, NewPartitions,  # noqa: E402
+                                  NewTopic)
 
 class ClusterBroker:
     """`sluice serve --node-id N --etcd URL` on a fixed free port."""
@@ -170,6 +171,12 @@ def test_cluster(sluice, etcd, brokers):
         check(md.controller_id == controller,
               f"broker {b.node} names controller {md.controller_id}, not {controller}")
     print(f"controller: broker {controller}")
+    # Each broker describes itself (librdkafka sends a broker's configs to that broker).
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    for node in (1, 2, 3):
+        res = ConfigResource(ConfigResource.Type.BROKER, str(node))
+        configs = admin.describe_configs([res])[res].result(30)
+        check(configs["node.id"].value == str(node), f"broker {node}: node.id {configs['node.id']}")
 
     # Replication factor 3 across three brokers: every broker holds every partition, and
     # leads a third of them.
