@@ -269,21 +269,22 @@ Status ClusterController::Start() {
 void ClusterController::Stop() {
   stopping_ = true;
   cleaner_->Stop();
-  if (watcher_ != nullptr) watcher_->Cancel();
+  if (watcher_ != nullptr) watcher_->Cancel();  // no handler posts after this
   if (loop_ != nullptr) {
     loop_->Stop();
     if (thread_.joinable()) thread_.join();
-    loop_.reset();
   }
   watcher_.reset();
   // Deregisters: the registration and a held controller key go with the lease, so the
-  // others move this broker's leaderships now rather than after the session timeout.
+  // others move this broker's leaderships now rather than after the session timeout. The
+  // stopped loop stays until then: a loss reported meanwhile posts to it, and never runs.
   if (lease_ != nullptr) {
     if (Status st = lease_->Stop(); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "revoking the broker's lease: {}", st.ToString());
     }
     lease_.reset();
   }
+  loop_.reset();
 }
 
 Status ClusterController::CloseLogs() {
@@ -344,6 +345,7 @@ void ClusterController::OnLeaseLost(const Status& why) {
              node_id(), why.message());
   if (stopping_.load() || loop_ == nullptr) return;
   loop_->Post([this] {
+    if (stopping_.load()) return;
     fence_.reset();
     lease_lost_ = true;
     ReconcileLogs();
