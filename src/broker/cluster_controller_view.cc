@@ -2,12 +2,13 @@
 #include "broker/cluster_controller_view.h"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace sluice::broker {
 
 using namespace cluster;  // NOLINT: the etcd value types, throughout
 
-ClusterView::ClusterView(std::string cluster_name) : keys_(std::move(cluster_name)) {}
+ClusterView::ClusterView(const std::string& cluster_name) : keys_(cluster_name) {}
 
 void ClusterView::Clear() {
   cluster_id_.reset();
@@ -30,10 +31,8 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
       slot.reset();
       return InvalidArgumentError("{}: {}", key, parsed.status().message());
     }
-    slot.emplace();
-    slot->value = std::move(*parsed);
-    slot->mod_revision = mod_revision;
-    slot->create_revision = create_revision;
+    using Held = typename std::remove_reference_t<decltype(slot)>::value_type;
+    slot = Held{std::move(*parsed), mod_revision, create_revision};
     return Status::OK();
   };
   auto keep_in = [&](auto parsed, auto& map, const auto& map_key) -> Status {

@@ -30,7 +30,7 @@ class ClusterView {
     int64_t create_revision = 0;
   };
 
-  explicit ClusterView(std::string cluster_name);
+  explicit ClusterView(const std::string& cluster_name);
 
   // A key's new value at `mod_revision`. A value that does not decode leaves the key out
   // (as if deleted) and returns the reason; keys of no known kind are ignored. A value

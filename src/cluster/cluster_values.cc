@@ -378,7 +378,7 @@ Result<DeletingValue> ParseDeletingValue(std::string_view json) {
 // ---------------------------------------------------------------------------------------
 // Keys
 
-KeyLayout::KeyLayout(std::string cluster_name) : prefix_("/sluice/" + cluster_name + "/") {}
+KeyLayout::KeyLayout(const std::string& cluster_name) : prefix_("/sluice/" + cluster_name + "/") {}
 
 std::string KeyLayout::Broker(int32_t node) const { return Brokers() + std::to_string(node); }
 

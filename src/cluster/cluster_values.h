@@ -130,7 +130,7 @@ Result<DeletingValue> ParseDeletingValue(std::string_view json);
 // The keys of one cluster: every one under /sluice/<cluster-name>/.
 class KeyLayout {
  public:
-  explicit KeyLayout(std::string cluster_name);
+  explicit KeyLayout(const std::string& cluster_name);
 
   const std::string& prefix() const { return prefix_; }  // "/sluice/<name>/"
   std::string ClusterId() const { return prefix_ + "cluster_id"; }
