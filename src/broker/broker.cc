@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "broker/cluster_controller.h"
+#include "broker/cluster_identity.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
 #include "broker/handlers/handlers.h"
@@ -26,48 +28,38 @@ const Logger kLog("broker");
 using kafka::ApiKey;
 using kafka::ErrorCode;
 
-constexpr size_t kClusterIdSize = 22;
-
 // Written after a clean stop, removed at start (decision 14 of the plan).
 constexpr const char* kCleanShutdownFile = "clean_shutdown";
-
-bool IsClusterId(const std::string& s) {
-  return s.size() == kClusterIdSize && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                  c == '-' || c == '_';
-         });
-}
 
 }  // namespace
 
 Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::Env* env) {
-  std::string meta = data_dir + "/meta";
-  std::string path = meta + "/cluster_id";
-  RETURN_IF_ERROR(env->CreateDirs(meta));
-  if (env->Exists(path)) {
-    ASSIGN_OR_RETURN(auto file, env->Open(path, storage::OpenMode::kRead));
-    std::string text(kClusterIdSize + 2, '\0');
-    ASSIGN_OR_RETURN(
-        size_t n,
-        file->ReadAt(0, std::span<uint8_t>(reinterpret_cast<uint8_t*>(text.data()), text.size())));
-    text.resize(n);
-    while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-    if (!IsClusterId(text)) {
-      return CorruptionError("{}: not a cluster id (22 characters of URL-safe base64)", path);
-    }
-    return text;
-  }
+  ASSIGN_OR_RETURN(std::optional<std::string> existing, ReadClusterId(data_dir, env));
+  if (existing.has_value()) return std::move(*existing);
   std::string id = RandomUuid().ToString();
-  SLUICE_ASSERT(IsClusterId(id));
-  RETURN_IF_ERROR(WriteFileDurably(env, meta, "cluster_id", id + "\n"));
-  SLUICE_LOG(kLog, kInfo, "created cluster id {} in {}", id, path);
+  RETURN_IF_ERROR(WriteClusterId(data_dir, id, env));
+  SLUICE_LOG(kLog, kInfo, "created cluster id {} in {}/meta/cluster_id", id, data_dir);
   return id;
 }
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   storage::Env* env = options.env;
   RETURN_IF_ERROR(env->CreateDirs(options.data_dir));
-  ASSIGN_OR_RETURN(std::string cluster_id, LoadOrCreateClusterId(options.data_dir, env));
+  // Whether this directory held a broker before (a cluster's has no topics.json).
+  const bool had_incarnation = env->Exists(options.data_dir + "/meta/incarnation");
+  // A cluster's id is etcd's (the directory must agree); a single node makes its own.
+  ClusterControllerOptions co;
+  std::string cluster_id;
+  if (options.cluster.enabled()) {
+    co.cluster = options.cluster;
+    co.advertised_host = options.advertised_host;
+    co.advertised_port = options.advertised_port;
+    co.local.data_dir = options.data_dir;
+    co.local.env = env;
+    ASSIGN_OR_RETURN(cluster_id, JoinClusterId(co));
+  } else {
+    ASSIGN_OR_RETURN(cluster_id, LoadOrCreateClusterId(options.data_dir, env));
+  }
   std::unique_ptr<Broker> broker(new Broker(std::move(options), std::move(cluster_id)));
   Broker* b = broker.get();
   const BrokerOptions& o = b->options_;
@@ -85,8 +77,14 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.auto_create_topics = o.auto_create_topics;
   mo.num_partitions = o.num_partitions;
   mo.wake_fetches = [b](Partition& part) { handlers::WakeFetches(*b->context_, part); };
-  ASSIGN_OR_RETURN(b->controller_,
-                   MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
+  if (o.cluster.enabled()) {
+    co.local = std::move(mo);
+    ASSIGN_OR_RETURN(b->controller_,
+                     ClusterController::Create(std::move(co), b->shards_.get(), &b->publisher_));
+  } else {
+    ASSIGN_OR_RETURN(b->controller_,
+                     MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
+  }
 
   if (o.sasl.enabled) {
     ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl));
@@ -96,7 +94,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   // marker goes before serving, so a crash of this run is seen as one by the next.
   const std::string marker = o.data_dir + "/meta/" + kCleanShutdownFile;
   const bool had_topics = env->Exists(o.data_dir + "/meta/topics.json");
-  const bool unclean = had_topics && !env->Exists(marker);
+  const bool unclean = (had_topics || had_incarnation) && !env->Exists(marker);
   if (env->Exists(marker)) {
     RETURN_IF_ERROR(env->Remove(marker));
     RETURN_IF_ERROR(env->SyncDir(o.data_dir + "/meta"));

@@ -7,8 +7,9 @@
 //                       its own thread; publishes MetadataSnapshots (MetadataPublisher)
 //   GroupCoordinator    consumer groups and committed offsets, on its own thread
 //
-// A single-node cluster: node id 1 is every partition's leader and the controller,
-// advertised at the listen address.
+// A single node (no etcd): node id 1 is every partition's leader and the controller,
+// advertised at the listen address. With etcd (BrokerOptions::cluster) the controller is a
+// ClusterController: the broker is one of a cluster (docs/design/0018-cluster.md).
 //
 // Data directory:
 //   <data-dir>/meta/topics.json   the topics (TopicStore)
@@ -33,7 +34,7 @@
 namespace sluice::broker {
 
 class BrokerTxnParticipants;
-class MetadataController;
+class Controller;
 class Shards;
 class TxnCoordinator;
 namespace handlers {
@@ -122,7 +123,8 @@ class Broker : public RequestHandler {
   std::unique_ptr<storage::FileCache> files_;
   MetadataPublisher publisher_;
   std::unique_ptr<Shards> shards_;  // the partitions' logs live in its shards
-  std::unique_ptr<MetadataController> controller_;
+  // MetadataController for a single node, ClusterController with etcd.
+  std::unique_ptr<Controller> controller_;
   std::unique_ptr<handlers::Context> context_;
 
   bool serving_ = false;       // the logs were opened (set at Open)

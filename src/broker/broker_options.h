@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "broker/group_coordinator.h"
 #include "broker/sasl.h"
@@ -21,6 +22,24 @@ struct TxnLimits {
   int64_t id_expiration_ms = 7LL * 24 * 3600 * 1000;  // transactional.id.expiration.ms
   // transaction.abort.timed.out.transaction.cleanup.interval.ms
   int64_t abort_check_interval_ms = 10000;
+};
+
+// Cluster mode (docs/design/0018-cluster.md): several brokers keep their metadata in etcd.
+// With no etcd endpoint the broker is the single node it always was.
+struct ClusterOptions {
+  // The etcd endpoints, each http://HOST:PORT (the v3 JSON gateway); empty: no cluster.
+  std::vector<std::string> etcd;
+  int32_t node_id = -1;  // this broker's id in the cluster (0 or more)
+  // Where the other brokers reach this one (replica fetches, the controller): defaults to
+  // the advertised address. The Kafka listener serves them; nothing else listens there.
+  std::string inter_broker_host;
+  int32_t inter_broker_port = 0;  // 0: the advertised port, once known
+  // How long etcd keeps a dead broker's lease (failover follows from it); etcd's shortest
+  // lease is 2 s.
+  int64_t session_timeout_ms = 6000;
+  std::string name = "sluice";  // every key is under /sluice/<name>/
+
+  bool enabled() const { return !etcd.empty(); }
 };
 
 struct BrokerOptions {
@@ -57,6 +76,8 @@ struct BrokerOptions {
   GroupCoordinatorOptions groups;
   // The transaction coordinator's limits (<data-dir>/__transaction_state-0).
   TxnLimits transactions;
+  // Cluster membership (off unless etcd endpoints are set).
+  ClusterOptions cluster;
 };
 
 // The node id of the one broker: every partition's leader and the controller.

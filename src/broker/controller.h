@@ -16,6 +16,10 @@
 #include "kafka/protocol/wire.h"
 #include "storage/log.h"
 
+namespace sluice::compaction {
+class LogCleaner;
+}  // namespace sluice::compaction
+
 namespace sluice::broker {
 
 // Internal topic names: their directories belong to the broker (the offsets log lives in
@@ -31,6 +35,20 @@ class Controller {
  public:
   virtual ~Controller() = default;
 
+  // Lifecycle (the Broker's, on its controlling thread): opens the logs this broker serves
+  // (`unclean_start`: the last run did not stop cleanly), starts the controller's thread,
+  // stops it, closes every log once the server stopped; FlushLogs from any thread but the
+  // controller's; open_log_count from any.
+  virtual Status OpenLogs(bool unclean_start) = 0;
+  virtual Status Start() = 0;
+  virtual void Stop() = 0;
+  virtual Status CloseLogs() = 0;
+  virtual void FlushLogs() = 0;
+  virtual size_t open_log_count() const = 0;
+  // The process's log cleaner (compacted topics and the coordinators' internal logs, which
+  // register themselves). Add/Remove from any thread; it lives as long as the controller.
+  virtual compaction::LogCleaner* cleaner() const = 0;
+
   // Runs `task` on the controller's thread (any thread).
   virtual void Post(std::function<void()> task) = 0;
   // Runs `fn` on the controller's thread and waits for it (any thread but that one).
@@ -45,6 +63,19 @@ class Controller {
   virtual TopicError CreateTopic(const std::string& name, int32_t partitions,
                                  const std::map<std::string, std::string>& overrides,
                                  bool validate_only, TopicInfo* info) = 0;
+  // CreateTopic with `replication_factor` replicas per partition (-1: the default, 1). A
+  // single node has one broker: anything above 1 is INVALID_REPLICATION_FACTOR.
+  virtual TopicError CreateReplicatedTopic(const std::string& name, int32_t partitions,
+                                           int32_t replication_factor,
+                                           const std::map<std::string, std::string>& overrides,
+                                           bool validate_only, TopicInfo* info) {
+    if (replication_factor != -1 && replication_factor != 1) {
+      return {kafka::ErrorCode::kInvalidReplicationFactor,
+              "replication factor " + std::to_string(replication_factor) +
+                  " is larger than the 1 available broker"};
+    }
+    return CreateTopic(name, partitions, overrides, validate_only, info);
+  }
   // Creates `name` with the default partition count when auto.create.topics.enable is
   // on and the name is a valid user topic's; false otherwise.
   virtual bool AutoCreateTopic(const std::string& name) = 0;

@@ -64,20 +64,18 @@ class MetadataController : public Controller {
   // Opens every partition's log (hands each to its owner among `shards`) and publishes
   // the first snapshot. `unclean_start`: the last run did not stop cleanly, so every
   // leader epoch moves on.
-  Status OpenLogs(bool unclean_start);
+  Status OpenLogs(bool unclean_start) override;
   // Starts the controller's thread and the retention timer.
-  Status Start();
+  Status Start() override;
   // Stops and joins the thread. Idempotent.
-  void Stop();
+  void Stop() override;
   // Closes every partition's log, on every shard (after Stop and the server's stop).
-  Status CloseLogs();
+  Status CloseLogs() override;
   // Flushes every open log (on the controller's thread).
-  void FlushLogs();
+  void FlushLogs() override;
   // Open partition logs (any thread).
-  size_t open_log_count() const { return open_logs_.load(); }
-  // The process's log cleaner (compacted topics and the coordinators' internal logs, which
-  // register themselves). Add/Remove from any thread; it lives as long as the controller.
-  compaction::LogCleaner* cleaner() const { return cleaner_.get(); }
+  size_t open_log_count() const override { return open_logs_.load(); }
+  compaction::LogCleaner* cleaner() const override { return cleaner_.get(); }
 
   // Controller
   void Post(std::function<void()> task) override;

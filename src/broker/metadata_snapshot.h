@@ -20,14 +20,40 @@ namespace sluice::broker {
 // deleted, grown, reconfigured; the advertised address set) and published to all shards
 // at once. Requests read it without a lock; a shard keeps its own reference and takes
 // the new one on its next request.
+//
+// A single node (`cluster` false) leads every partition itself, at the advertised address.
+// In a cluster (docs/design/0018-cluster.md) the snapshot also carries the live brokers, the
+// controller and, per partition, its leader, replicas and ISR as etcd holds them.
 struct MetadataSnapshot {
+  // A partition as the cluster sees it (cluster mode only).
+  struct Leadership {
+    int32_t leader = -1;  // -1: none (offline)
+    int32_t leader_epoch = 0;
+    std::vector<int32_t> replicas;  // assignment order
+    std::vector<int32_t> isr;
+    std::vector<int32_t> offline;  // replicas on brokers that are not live
+    bool operator==(const Leadership&) const = default;
+  };
   struct Topic {
     TopicInfo info;
     std::vector<int32_t> leader_epochs;  // per partition, as its log was opened (0: none)
+    std::vector<Leadership> partitions;  // per partition, cluster mode only
+  };
+  struct Broker {
+    int32_t node_id = -1;
+    std::string host;
+    int32_t port = 0;
+    bool operator==(const Broker&) const = default;
   };
   std::map<std::string, Topic> topics;  // by name
   std::string advertised_host;
   int32_t advertised_port = 0;
+  // Cluster mode: this broker's node id, the live brokers (by node id) and the controller
+  // (-1: none elected now).
+  bool cluster = false;
+  int32_t node_id = 1;  // a single node is kNodeId (broker_options.h)
+  std::vector<Broker> brokers;
+  int32_t controller_id = -1;
 
   const Topic* Find(const std::string& name) const {
     auto it = topics.find(name);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <map>
 #include <thread>
@@ -33,6 +34,156 @@ Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port) {
   return Status::OK();
 }
 
+Status ParseEtcdEndpoint(std::string_view url) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.starts_with("https://")) {
+    return InvalidArgumentError("'{}': etcd over TLS (https) is not supported yet; use http://",
+                                url);
+  }
+  if (!url.starts_with(kScheme)) {
+    return InvalidArgumentError("'{}' is not an etcd URL http://HOST:PORT", url);
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  if (rest.find('/') != std::string_view::npos) {
+    return InvalidArgumentError("'{}': an etcd URL has no path (http://HOST:PORT)", url);
+  }
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) {
+    return InvalidArgumentError("'{}' is not an etcd URL http://HOST:PORT (the port is needed)",
+                                url);
+  }
+  std::string_view host = rest.substr(0, colon);
+  std::string_view port = rest.substr(colon + 1);
+  const bool host_ok = std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+  });
+  int value = -1;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (!host_ok || port.empty() || ec != std::errc() || end != port.data() + port.size() ||
+      value < 1 || value > 65535) {
+    return InvalidArgumentError(
+        "'{}' is not an etcd URL http://HOST:PORT (a host name or IPv4 address, a port from 1 "
+        "to 65535)",
+        url);
+  }
+  return Status::OK();
+}
+
+namespace {
+
+// The cluster keys (docs/design/0018-cluster.md): etcd, node_id, inter_broker_addr,
+// cluster.*. Set without etcd, any of them is a mistake worth naming.
+Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, ClusterOptions* out) {
+  std::vector<std::string> endpoints;
+  if (config.Has("etcd")) {
+    auto list = config.GetList("etcd");
+    if (list.ok()) {
+      endpoints = *list;
+    } else {
+      // A scalar: one URL, or several separated by commas (as --etcd takes them).
+      ASSIGN_OR_RETURN(std::string text, config.GetString("etcd", ""));
+      size_t start = 0;
+      while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        if (comma == std::string::npos) comma = text.size();
+        std::string one = text.substr(start, comma - start);
+        while (!one.empty() && one.front() == ' ') one.erase(one.begin());
+        while (!one.empty() && one.back() == ' ') one.pop_back();
+        endpoints.push_back(std::move(one));
+        start = comma + 1;
+      }
+    }
+    if (endpoints.empty() || (endpoints.size() == 1 && endpoints[0].empty())) {
+      return InvalidArgumentError("etcd (set in {}): no endpoint; give http://HOST:PORT[,...]",
+                                  config.Origin("etcd"));
+    }
+    for (const std::string& url : endpoints) {
+      if (Status st = ParseEtcdEndpoint(url); !st.ok()) {
+        return InvalidArgumentError("etcd (set in {}): {}", config.Origin("etcd"), st.message());
+      }
+    }
+  }
+  if (endpoints.empty()) {
+    for (std::string_view key :
+         {"node_id", "inter_broker_addr", "cluster.session_timeout", "cluster.name"}) {
+      if (config.Has(key)) {
+        return InvalidArgumentError(
+            "{} (set in {}) is a cluster setting: set etcd (--etcd http://HOST:PORT) too, or "
+            "leave it out for a single broker",
+            key, config.Origin(key));
+      }
+    }
+    return Status::OK();
+  }
+  out->etcd = std::move(endpoints);
+  if (!config.Has("node_id")) {
+    return InvalidArgumentError(
+        "etcd (set in {}) makes this broker part of a cluster: set node_id (--node-id N) too",
+        config.Origin("etcd"));
+  }
+  auto node = config.GetInt("node_id", -1, 0, INT32_MAX);
+  if (!node.ok()) {
+    return InvalidArgumentError("node_id (set in {}): a broker's id is a number from 0 to {}",
+                                config.Origin("node_id"), INT32_MAX);
+  }
+  out->node_id = static_cast<int32_t>(*node);
+  if (broker.advertised_port == 0) {
+    return InvalidArgumentError(
+        "kafka.addr (set in {}) has port 0: a broker of a cluster needs a fixed port (the "
+        "others register and reach it there), or set kafka.advertised_addr",
+        config.Origin("kafka.addr"));
+  }
+  out->inter_broker_host = broker.advertised_host;
+  out->inter_broker_port = broker.advertised_port;
+  if (config.Has("inter_broker_addr")) {
+    ASSIGN_OR_RETURN(std::string addr, config.GetString("inter_broker_addr", ""));
+    // Like kafka.advertised_addr, the host may be a name; the port must be a real one.
+    const size_t colon = addr.rfind(':');
+    int value = -1;
+    if (colon != std::string::npos && colon > 0) {
+      auto [end, ec] = std::from_chars(addr.data() + colon + 1, addr.data() + addr.size(), value);
+      if (ec != std::errc() || end != addr.data() + addr.size()) value = -1;
+    }
+    if (value <= 0 || value > 65535 || addr.substr(0, colon) == "0.0.0.0") {
+      return InvalidArgumentError(
+          "inter_broker_addr (set in {}): '{}' is not HOST:PORT with a host other brokers can "
+          "reach and a port from 1 to 65535",
+          config.Origin("inter_broker_addr"), addr);
+    }
+    out->inter_broker_host = addr.substr(0, colon);
+    out->inter_broker_port = value;
+  }
+  auto session = config.GetDurationMs("cluster.session_timeout", 6000);
+  if (!session.ok()) {
+    return InvalidArgumentError("cluster.session_timeout (set in {}): {}",
+                                config.Origin("cluster.session_timeout"),
+                                session.status().message());
+  }
+  if (*session < 2000 || *session > 300'000) {
+    return InvalidArgumentError(
+        "cluster.session_timeout (set in {}): {} ms is outside 2 s (etcd's shortest lease) to "
+        "300 s",
+        config.Origin("cluster.session_timeout"), *session);
+  }
+  out->session_timeout_ms = *session;
+  ASSIGN_OR_RETURN(out->name, config.GetString("cluster.name", "sluice"));
+  const bool name_ok =
+      !out->name.empty() && out->name.size() <= 64 &&
+      std::all_of(out->name.begin(), out->name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+      });
+  if (!name_ok || out->name == "." || out->name == "..") {
+    return InvalidArgumentError(
+        "cluster.name (set in {}): '{}' must be 1 to 64 letters, digits, '.', '_' or '-' (it "
+        "becomes the etcd prefix /sluice/<name>/)",
+        config.Origin("cluster.name"), out->name);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 const std::vector<std::string_view>& ServeConfigKeys() {
   static const std::vector<std::string> kOwned = [] {
     std::vector<std::string> keys = {"kafka.addr",
@@ -61,7 +212,12 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "sasl.enabled",
                                      "sasl.mechanisms",
                                      "sasl.users",
-                                     "sasl.scram_iterations"};
+                                     "sasl.scram_iterations",
+                                     "etcd",
+                                     "node_id",
+                                     "inter_broker_addr",
+                                     "cluster.session_timeout",
+                                     "cluster.name"};
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
     return keys;
   }();
@@ -215,6 +371,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   }
   tx.max_timeout_ms = static_cast<int32_t>(max_timeout);
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
+  RETURN_IF_ERROR(ReadClusterKeys(config, out.broker, &out.broker.cluster));
   if (out.broker.sasl.enabled) out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
   return out;
 }

@@ -19,7 +19,7 @@ namespace sluice::broker {
 struct ServeConfig {
   ServerOptions server;  // kafka.addr, shards, kafka.max_request_bytes
   BrokerOptions broker;  // data_dir, storage.*, topics.*, groups.*, transactions.*, sasl.*,
-                         // kafka.advertised_addr
+                         // kafka.advertised_addr, and the cluster (broker.cluster)
 };
 
 // Reads and checks the broker's keys (ServeConfigKeys). A key that is neither one of them
@@ -29,10 +29,14 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
                                     std::span<const std::string_view> other_keys = {});
 
 // The keys ServeConfigFrom reads: kafka.*, data_dir, shards, storage.*, topics.*, groups.*,
-// transactions.* and sasl.*.
+// transactions.*, sasl.*, and the cluster's etcd, node_id, inter_broker_addr and cluster.*.
 const std::vector<std::string_view>& ServeConfigKeys();
 
 // "HOST:PORT" with an IPv4 host (or "localhost") and a port 0-65535.
 Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port);
+
+// "http://HOST:PORT" (an optional trailing '/'), the form of an etcd endpoint: a host name
+// or IPv4 address and a port 1-65535; https is refused (not supported yet).
+Status ParseEtcdEndpoint(std::string_view url);
 
 }  // namespace sluice::broker

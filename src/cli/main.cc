@@ -231,6 +231,8 @@ struct ServeFlags {
   std::string http_addr;
   std::string warehouse;
   std::string pg_addr;
+  std::string node_id;  // kept as text: the config checks it (and says where it came from)
+  std::string etcd, inter_broker_addr;
 };
 
 // Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT. The signals are blocked
@@ -256,6 +258,10 @@ int RunServe(const ServeFlags& f) {
   if (!f.http_addr.empty()) config.Set("http.addr", f.http_addr, "--http-addr");
   if (!f.warehouse.empty()) config.Set("warehouse", f.warehouse, "--warehouse");
   if (!f.pg_addr.empty()) config.Set("query.pg_addr", f.pg_addr, "--pg-addr");
+  if (!f.node_id.empty()) config.Set("node_id", f.node_id, "--node-id");
+  if (!f.etcd.empty()) config.Set("etcd", f.etcd, "--etcd");
+  if (!f.inter_broker_addr.empty())
+    config.Set("inter_broker_addr", f.inter_broker_addr, "--inter-broker-addr");
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -369,6 +375,15 @@ int main(int argc, char** argv) {
       "--pg-addr", serve_flags.pg_addr,
       "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
       "port 0: any free port; off: none; docs/design/0010-query-server.md)");
+
+  serve->add_option("--node-id", serve_flags.node_id,
+                    "this broker's id in a cluster (0 or more; with --etcd)");
+  serve->add_option("--etcd", serve_flags.etcd,
+                    "etcd endpoints http://HOST:PORT[,...]: run as one broker of a cluster whose "
+                    "metadata lives there (docs/design/0018-cluster.md; default: a single broker)");
+  serve->add_option("--inter-broker-addr", serve_flags.inter_broker_addr,
+                    "HOST:PORT other brokers reach this one at (replica fetches; default: the "
+                    "advertised address)");
 
   auto* pipeline_cmd =
       app.add_subcommand("pipeline", "SQL pipelines: sqlflow-format files (docs/pipelines.md)");

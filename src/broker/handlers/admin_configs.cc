@@ -125,15 +125,21 @@ kafka::DescribeConfigsResponse DescribeConfigs(const Context& ctx, const Metadat
         }
       }
     } else if (r.resource_type == kResourceBroker) {
-      if (!r.resource_name.empty() && r.resource_name != std::to_string(kNodeId)) {
+      // A broker of a cluster describes itself (clients send a broker's configs to it).
+      const bool cluster = ctx.options.cluster.enabled();
+      const int32_t self = cluster ? ctx.options.cluster.node_id : kNodeId;
+      if (!r.resource_name.empty() && r.resource_name != std::to_string(self)) {
         out.error_code = ErrorCode::kInvalidRequest;
-        out.error_message = fmt::format("no broker '{}': this cluster's only broker is {}",
-                                        r.resource_name, kNodeId);
+        out.error_message =
+            cluster
+                ? fmt::format("broker {} describes itself only, not '{}'", self, r.resource_name)
+                : fmt::format("no broker '{}': this cluster's only broker is {}", r.resource_name,
+                              kNodeId);
       } else {
         // The broker's settings, read-only: they come from the command line or config file.
         std::vector<std::tuple<std::string, std::string, int8_t>> configs = {
-            {"node.id", std::to_string(kNodeId), kTypeInt},
-            {"broker.id", std::to_string(kNodeId), kTypeInt},
+            {"node.id", std::to_string(self), kTypeInt},
+            {"broker.id", std::to_string(self), kTypeInt},
             {"auto.create.topics.enable", ctx.options.auto_create_topics ? "true" : "false",
              kTypeBoolean},
             {"num.partitions", std::to_string(ctx.options.num_partitions), kTypeInt},

@@ -45,12 +45,6 @@ kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopics
            "replica assignments are not supported: sluice has one broker; give num_partitions");
       continue;
     }
-    if (t.replication_factor != -1 && t.replication_factor != 1) {
-      fail(ErrorCode::kInvalidReplicationFactor,
-           fmt::format("replication factor {} is larger than the 1 available broker",
-                       t.replication_factor));
-      continue;
-    }
     std::map<std::string, std::string> overrides;
     bool null_config = false;
     for (const auto& c : t.configs) {
@@ -65,15 +59,16 @@ kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopics
 
     const int32_t partitions = t.num_partitions == -1 ? 1 : t.num_partitions;
     TopicInfo info;
-    TopicError err =
-        ctx.controller.CreateTopic(t.name, partitions, overrides, req.validate_only, &info);
+    // The controller checks the replication factor against the brokers it has.
+    TopicError err = ctx.controller.CreateReplicatedTopic(t.name, partitions, t.replication_factor,
+                                                          overrides, req.validate_only, &info);
     if (!err.ok()) {
       fail(err.code, err.message);
       continue;
     }
     out.topic_id = info.id;  // zero for validate_only, as in Kafka
     out.num_partitions = partitions;
-    out.replication_factor = 1;
+    out.replication_factor = static_cast<int16_t>(std::max<int32_t>(t.replication_factor, 1));
     resp.topics.push_back(std::move(out));
   }
   if (!req.validate_only) ctx.controller.Publish();

@@ -11,31 +11,59 @@ namespace {
 
 using kafka::ErrorCode;
 
+// A partition of a cluster as etcd holds it (the snapshot's Leadership); a partition without
+// a leader, or whose state is not written yet, is LEADER_NOT_AVAILABLE, as Kafka answers it.
+void ClusterPartition(const MetadataSnapshot::Topic& t, int32_t p,
+                      kafka::MetadataResponse::Partition* part) {
+  if (static_cast<size_t>(p) >= t.partitions.size()) {
+    part->error_code = ErrorCode::kLeaderNotAvailable;
+    part->leader_id = -1;
+    return;
+  }
+  const MetadataSnapshot::Leadership& l = t.partitions[static_cast<size_t>(p)];
+  part->leader_id = l.leader;
+  part->leader_epoch = l.leader_epoch;
+  part->replica_nodes = l.replicas;
+  part->isr_nodes = l.isr;
+  part->offline_replicas = l.offline;
+  if (l.leader < 0) part->error_code = ErrorCode::kLeaderNotAvailable;
+}
+
 // The response from `meta`; `missing` gets the names that do not exist.
 kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot& meta,
                                      const kafka::MetadataRequest& req, int16_t version,
                                      std::vector<std::string>* missing) {
   kafka::MetadataResponse resp;
   resp.cluster_id = ctx.cluster_id;
-  resp.controller_id = kNodeId;
+  resp.controller_id = meta.cluster ? meta.controller_id : kNodeId;
 
-  auto describe = [](const MetadataSnapshot::Topic& t) {
+  auto describe = [&meta](const MetadataSnapshot::Topic& t) {
     kafka::MetadataResponse::Topic out;
     out.name = t.info.name;
     out.topic_id = t.info.id;
     for (int32_t p = 0; p < t.info.partitions; ++p) {
       kafka::MetadataResponse::Partition part;
       part.partition_index = p;
-      part.leader_id = kNodeId;
-      part.leader_epoch = t.leader_epochs[static_cast<size_t>(p)];
-      part.replica_nodes = {kNodeId};
-      part.isr_nodes = {kNodeId};
+      if (meta.cluster) {
+        ClusterPartition(t, p, &part);
+      } else {
+        part.leader_id = kNodeId;
+        part.leader_epoch = t.leader_epochs[static_cast<size_t>(p)];
+        part.replica_nodes = {kNodeId};
+        part.isr_nodes = {kNodeId};
+      }
       out.partitions.push_back(std::move(part));
     }
     return out;
   };
 
-  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  if (meta.cluster) {
+    for (const MetadataSnapshot::Broker& b : meta.brokers) {
+      resp.brokers.push_back({b.node_id, b.host, b.port, std::nullopt, {}});
+    }
+  } else {
+    resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  }
   // Null asks for every topic, and so does an empty array in v0.
   const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
   if (all) {
@@ -100,8 +128,15 @@ void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::Describe
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   kafka::DescribeClusterResponse resp;
   resp.cluster_id = ctx.cluster_id;
-  resp.controller_id = kNodeId;
-  resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  if (meta.cluster) {
+    resp.controller_id = meta.controller_id;
+    for (const MetadataSnapshot::Broker& b : meta.brokers) {
+      resp.brokers.push_back({b.node_id, b.host, b.port, std::nullopt, {}});
+    }
+  } else {
+    resp.controller_id = kNodeId;
+    resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+  }
   Reply(call.conn, call.header, resp);
 }
 

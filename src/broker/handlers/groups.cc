@@ -1,6 +1,7 @@
 // Consumer groups: FindCoordinator (this node coordinates every group and transactional
 // id) and the hand-off of every group request to the GroupCoordinator, whose answer is
 // posted back to the connection's loop (docs/design/0003-group-coordinator.md).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,33 +31,50 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   const int16_t version = call.header.api_version;
   kafka::FindCoordinatorResponse resp;
-  const std::string& host = meta.advertised_host;
-  const int32_t port = meta.advertised_port;
+  std::string host = meta.advertised_host;
+  int32_t port = meta.advertised_port;
+  int32_t node = kNodeId;
   // This node coordinates every group (key type 0) and, while its transaction
-  // coordinator runs, every transactional id (key type 1).
-  const bool served = req.key_type == 0 || (req.key_type == 1 && ctx.txns != nullptr);
-  const ErrorCode error = served              ? ErrorCode::kNone
-                          : req.key_type == 1 ? ErrorCode::kCoordinatorNotAvailable
-                                              : ErrorCode::kInvalidRequest;
+  // coordinator runs, every transactional id (key type 1). In a cluster, until the
+  // coordinators' logs are replicated partitions (0018, phase D), the controller
+  // coordinates them all, so every broker names the same one.
+  bool served = req.key_type == 0 || (req.key_type == 1 && ctx.txns != nullptr);
+  if (meta.cluster) {
+    node = meta.controller_id;
+    auto b = std::find_if(meta.brokers.begin(), meta.brokers.end(),
+                          [node](const MetadataSnapshot::Broker& x) { return x.node_id == node; });
+    served = served && b != meta.brokers.end();
+    if (served) {
+      host = b->host;
+      port = b->port;
+    }
+  }
+  const ErrorCode error = served ? ErrorCode::kNone
+                          : (req.key_type == 1 || (meta.cluster && req.key_type == 0))
+                              ? ErrorCode::kCoordinatorNotAvailable
+                              : ErrorCode::kInvalidRequest;
+  const char* why = meta.cluster && (req.key_type != 1 || ctx.txns != nullptr)
+                        ? "no controller is elected now"
+                        : "no transaction coordinator is running";
   if (version >= 4) {
     for (const std::string& key : req.coordinator_keys) {
       kafka::FindCoordinatorResponse::Coordinator c;
       c.key = key;
-      c.node_id = served ? kNodeId : -1;
+      c.node_id = served ? node : -1;
       c.host = served ? host : "";
       c.port = served ? port : -1;
       c.error_code = error;
-      if (!served) c.error_message = "no transaction coordinator is running";
+      if (!served) c.error_message = why;
       resp.coordinators.push_back(std::move(c));
     }
     Reply(call.conn, call.header, resp);
     return;
   }
   resp.error_code = error;
-  resp.node_id = served ? kNodeId : -1;
+  resp.node_id = served ? node : -1;
   resp.host = served ? host : "";
   resp.port = served ? port : -1;
-  if (!served) resp.error_message = "no transaction coordinator is running";
+  if (!served) resp.error_message = why;
   Reply(call.conn, call.header, resp);
 }
 

@@ -146,6 +146,105 @@ TEST(ServeConfigTest, BadValuesNameTheKey) {
   }
 }
 
+TEST(ServeConfigTest, WithoutEtcdThereIsNoCluster) {
+  auto c = FromYaml("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->broker.cluster.enabled());
+  EXPECT_EQ(c->broker.cluster.node_id, -1);
+}
+
+TEST(ServeConfigTest, ReadsTheClusterKeys) {
+  auto c = FromYaml(R"(
+kafka: {addr: '127.0.0.1:9093'}
+etcd: 'http://127.0.0.1:2379, http://localhost:22379/'
+node_id: 3
+inter_broker_addr: 'broker-3.internal:19093'
+cluster: {session_timeout: 2s, name: prod-1}
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const ClusterOptions& k = c->broker.cluster;
+  EXPECT_TRUE(k.enabled());
+  EXPECT_EQ(k.etcd, (std::vector<std::string>{"http://127.0.0.1:2379", "http://localhost:22379/"}));
+  EXPECT_EQ(k.node_id, 3);
+  EXPECT_EQ(k.inter_broker_host, "broker-3.internal");
+  EXPECT_EQ(k.inter_broker_port, 19093);
+  EXPECT_EQ(k.session_timeout_ms, 2000);
+  EXPECT_EQ(k.name, "prod-1");
+
+  // A YAML list works too; the defaults are 6 s, "sluice" and the advertised address.
+  auto d = FromYaml(R"(
+kafka: {addr: '127.0.0.1:9094', advertised_addr: 'kafka-0:9094'}
+etcd: ['http://127.0.0.1:2379', 'http://127.0.0.1:2380']
+node_id: 0
+)");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->broker.cluster.etcd.size(), 2u);
+  EXPECT_EQ(d->broker.cluster.node_id, 0);
+  EXPECT_EQ(d->broker.cluster.session_timeout_ms, 6000);
+  EXPECT_EQ(d->broker.cluster.name, "sluice");
+  EXPECT_EQ(d->broker.cluster.inter_broker_host, "kafka-0");
+  EXPECT_EQ(d->broker.cluster.inter_broker_port, 9094);
+}
+
+TEST(ServeConfigTest, BadClusterKeysSayWhatIsWrong) {
+  struct Case {
+    const char* yaml;
+    const char* expect;
+  } cases[] = {
+      {"etcd: 'http://127.0.0.1:2379'", "set node_id"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: -1", "a broker's id is a number"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: many", "node_id"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 3000000000", "node_id"},
+      {"etcd: '127.0.0.1:2379'\nnode_id: 1", "not an etcd URL"},
+      {"etcd: 'https://127.0.0.1:2379'\nnode_id: 1", "https"},
+      {"etcd: 'http://127.0.0.1'\nnode_id: 1", "port is needed"},
+      {"etcd: 'http://127.0.0.1:0'\nnode_id: 1", "port from 1 to 65535"},
+      {"etcd: 'http://127.0.0.1:99999'\nnode_id: 1", "etcd (set in sluice.yaml"},
+      {"etcd: 'http://127.0.0.1:2379/v3'\nnode_id: 1", "no path"},
+      {"etcd: 'http://127.0.0.1:2379,'\nnode_id: 1", "not an etcd URL"},
+      {"etcd: ''\nnode_id: 1", "no endpoint"},
+      {"etcd: 'http://h_st:2379'\nnode_id: 1", "not an etcd URL"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {session_timeout: 1s}",
+       "1000 ms is outside 2 s"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {session_timeout: 1h}",
+       "cluster.session_timeout"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {session_timeout: later}",
+       "cluster.session_timeout"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {name: 'a/b'}", "cluster.name"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {name: ''}", "cluster.name"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ninter_broker_addr: nowhere",
+       "inter_broker_addr"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ninter_broker_addr: '0.0.0.0:9000'",
+       "inter_broker_addr"},
+      {"kafka: {addr: '127.0.0.1:0'}\netcd: 'http://127.0.0.1:2379'\nnode_id: 1",
+       "needs a fixed port"},
+      {"node_id: 1", "is a cluster setting: set etcd"},
+      {"inter_broker_addr: '127.0.0.1:9000'", "set etcd"},
+      {"cluster: {session_timeout: 2s}", "set etcd"},
+  };
+  for (const Case& c : cases) {
+    auto r = FromYaml(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << c.yaml << " -> " << r.status().message();
+  }
+}
+
+TEST(ServeConfigTest, ClusterFlagsOverrideTheFile) {
+  auto config = Config::Parse("etcd: 'http://127.0.0.1:1'\nnode_id: 1\n", "f.yaml");
+  ASSERT_TRUE(config.ok());
+  config->Set("etcd", "http://127.0.0.1:2,http://127.0.0.1:3", "--etcd");
+  config->Set("node_id", "7", "--node-id");
+  auto c = ServeConfigFrom(*config);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.cluster.etcd.size(), 2u);
+  EXPECT_EQ(c->broker.cluster.node_id, 7);
+  config->Set("node_id", "-2", "--node-id");
+  auto bad = ServeConfigFrom(*config);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--node-id"), std::string::npos) << bad.status().message();
+}
+
 TEST(ServeConfigTest, FlagsOverrideTheFile) {
   auto config = Config::Parse("kafka: {addr: '127.0.0.1:1'}\ndata_dir: a\n", "f.yaml");
   ASSERT_TRUE(config.ok());

@@ -1,0 +1,951 @@
+// ClusterController: a broker's membership, its copy of the cluster's metadata and, while
+// it holds the controller key, the controller's decisions, all through etcd. See
+// cluster_controller.h and docs/design/0018-cluster.md.
+#include "broker/cluster_controller.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <future>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "base/logging.h"
+#include "broker/cluster_identity.h"
+#include "broker/meta_files.h"
+#include "cluster/cluster_values.h"
+#include "cluster/controller_decisions.h"
+#include "cluster/metadata_txn.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("cluster");
+using kafka::ErrorCode;
+using namespace cluster;  // NOLINT: the etcd values and decisions, throughout
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string Endpoints(const std::vector<std::string>& urls) {
+  std::string out;
+  for (const std::string& u : urls) out += (out.empty() ? "" : ",") + u;
+  return out;
+}
+
+Result<std::unique_ptr<EtcdClient>> Connect(const ClusterControllerOptions& o) {
+  EtcdOptions eo;
+  eo.endpoints = o.cluster.etcd;
+  ASSIGN_OR_RETURN(auto etcd, EtcdClient::Create(eo));
+  // etcd may be starting too: wait a bounded time for any member to answer.
+  const int64_t deadline = NowMs() + std::max<int64_t>(o.connect_timeout_ms, 0);
+  for (;;) {
+    auto st = etcd->Status();
+    if (st.ok()) return etcd;
+    if (NowMs() >= deadline) {
+      return IOError("etcd is not reachable at {} (waited {} ms): {}", Endpoints(eo.endpoints),
+                     o.connect_timeout_ms, st.status().message());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return IOError("remove {}: {}", path, ec.message());
+  return Status::OK();
+}
+
+// Kafka's partition.metadata: the topic id a partition directory belongs to (KIP-516), so a
+// directory left by a deleted topic of the same name is never taken for the new one.
+std::string PartitionMetadata(const kafka::Uuid& id) {
+  return "version: 0\ntopic_id: " + id.ToString() + "\n";
+}
+
+// The leader-epoch checkpoint made to end with etcd's epoch `epoch` (decision 3): entries
+// that cover no record (starting at or past the log end) go, and `epoch` starts at the log
+// end. Corruption when the log holds records of a later epoch than etcd's.
+Status AlignEpochs(storage::Env* env, const std::string& dir, storage::PartitionLog& log,
+                   LeaderEpochCache* epochs, int32_t epoch) {
+  if (epochs->latest_epoch() == epoch && !epochs->entries().empty()) return Status::OK();
+  if (epochs->entries().empty() && epoch == 0) return Status::OK();
+  const int64_t end = log.written_end_offset();
+  std::vector<LeaderEpochCache::Entry> entries = epochs->entries();
+  std::erase_if(entries, [end](const LeaderEpochCache::Entry& e) { return e.start_offset >= end; });
+  if (!entries.empty() && entries.back().epoch > epoch) {
+    return CorruptionError("{}: the log holds records of leader epoch {}, past etcd's {}", dir,
+                           entries.back().epoch, epoch);
+  }
+  if (entries.empty() || entries.back().epoch < epoch) entries.push_back({epoch, end});
+  RETURN_IF_ERROR(WriteFileDurably(env, dir, kLeaderEpochFile, LeaderEpochCache::Format(entries)));
+  ASSIGN_OR_RETURN(*epochs, LeaderEpochCache::Open(log, false));
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> JoinClusterId(const ClusterControllerOptions& options) {
+  ASSIGN_OR_RETURN(auto etcd, Connect(options));
+  const KeyLayout keys(options.cluster.name);
+  storage::Env* env = options.local.env;
+  ASSIGN_OR_RETURN(std::optional<std::string> local, ReadClusterId(options.local.data_dir, env));
+  ASSIGN_OR_RETURN(GetResponse got, etcd->Get(keys.ClusterId()));
+  if (!got.kv.has_value()) {
+    // The first broker: its directory's id (a single node joining) or a new one.
+    const std::string id = local.value_or(RandomUuid().ToString());
+    MetadataWrite w;
+    w.compares.push_back({keys.ClusterId(), 0});
+    w.puts.push_back({keys.ClusterId(), ToJson(ClusterIdValue{id}), 0});
+    ASSIGN_OR_RETURN(TxnResponse r, etcd->Txn(ToTxn(w)));
+    if (r.succeeded) SLUICE_LOG(kLog, kInfo, "created cluster id {} in etcd", id);
+    ASSIGN_OR_RETURN(got, etcd->Get(keys.ClusterId()));
+    if (!got.kv.has_value())
+      return IOError("etcd: {} vanished after it was written", keys.ClusterId());
+  }
+  auto held = ParseClusterIdValue(got.kv->value);
+  if (!held.ok()) return CorruptionError("etcd {}: {}", keys.ClusterId(), held.status().message());
+  if (local.has_value() && *local != held->id) {
+    return FailedPreconditionError(
+        "the data directory {} belongs to cluster {}, but etcd ({}, cluster name '{}') holds "
+        "cluster {}: start this broker with an empty data directory, or against its own cluster",
+        options.local.data_dir, *local, Endpoints(options.cluster.etcd), options.cluster.name,
+        held->id);
+  }
+  if (!local.has_value()) RETURN_IF_ERROR(WriteClusterId(options.local.data_dir, held->id, env));
+  return held->id;
+}
+
+Result<std::unique_ptr<ClusterController>> ClusterController::Create(
+    ClusterControllerOptions options, Shards* shards, MetadataPublisher* publisher) {
+  if (options.advertised_port <= 0) {
+    return InvalidArgumentError(
+        "a broker of a cluster needs a fixed port (kafka.addr or kafka.advertised_addr): the "
+        "others register and reach it there");
+  }
+  std::unique_ptr<ClusterController> c(
+      new ClusterController(std::move(options), shards, publisher));
+  ASSIGN_OR_RETURN(c->etcd_, Connect(c->options_));
+  ASSIGN_OR_RETURN(Incarnation inc,
+                   LoadOrCreateIncarnation(c->options_.local.data_dir, c->options_.local.env));
+  c->incarnation_ = inc.id;
+  return c;
+}
+
+ClusterController::ClusterController(ClusterControllerOptions options, Shards* shards,
+                                     MetadataPublisher* publisher)
+    : options_(std::move(options)),
+      shards_(shards),
+      publisher_(publisher),
+      view_(options_.cluster.name),
+      cleaner_(std::make_unique<compaction::LogCleaner>(options_.local.cleaner)) {}
+
+ClusterController::~ClusterController() { Stop(); }
+
+Result<TxnResponse> ClusterController::Apply(const MetadataWrite& write) {
+  ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(ToTxn(write)));
+  if (r.succeeded) {
+    // What this broker wrote is in its view at once (the watch brings it again later).
+    for (const auto& p : write.puts) {
+      (void)view_.Put(p.key, p.value, r.header.revision, r.header.revision);
+    }
+    for (const auto& k : write.deletes) view_.Delete(k);
+    for (const auto& prefix : write.delete_prefixes) {
+      std::vector<std::pair<std::string, int32_t>> gone;
+      for (const auto& [key, state] : view_.partitions()) {
+        if (view_.keys().Partition(key.first, key.second).starts_with(prefix)) gone.push_back(key);
+      }
+      for (const auto& key : gone) view_.Delete(view_.keys().Partition(key.first, key.second));
+    }
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------
+// Membership
+
+Status ClusterController::Register() {
+  BrokerRegistration reg;
+  reg.host = options_.advertised_host;
+  reg.port = options_.advertised_port;
+  reg.inter_broker_host = options_.cluster.inter_broker_host.empty()
+                              ? options_.advertised_host
+                              : options_.cluster.inter_broker_host;
+  reg.inter_broker_port = options_.cluster.inter_broker_port > 0
+                              ? options_.cluster.inter_broker_port
+                              : options_.advertised_port;
+  reg.incarnation = incarnation_;
+  reg.clean = clean_;
+  const int32_t node = node_id();
+  const KeyLayout& keys = view_.keys();
+  // A restart of this very broker finds its previous registration until that lease expires.
+  const int64_t deadline = NowMs() + options_.cluster.session_timeout_ms + 1000;
+  for (;;) {
+    ASSIGN_OR_RETURN(TxnResponse r,
+                     etcd_->Txn(ToTxn(RegistrationWrite(keys, node, lease_->lease_id(), reg))));
+    if (r.succeeded) {
+      SLUICE_LOG(kLog, kInfo, "registered as broker {} of cluster '{}' ({}:{}, incarnation {}{})",
+                 node, options_.cluster.name, reg.host, reg.port, incarnation_,
+                 clean_ ? "" : ", unclean");
+      return Status::OK();
+    }
+    ASSIGN_OR_RETURN(GetResponse held, etcd_->Get(keys.Broker(node)));
+    if (!held.kv.has_value()) continue;  // its lease just expired
+    auto other = ParseBrokerRegistration(held.kv->value);
+    if (other.ok() && other->incarnation == incarnation_ && NowMs() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      continue;
+    }
+    return FailedPreconditionError(
+        "node id {} is in use by {}: another broker of cluster '{}' is registered with it; give "
+        "this broker another --node-id",
+        node, other.ok() ? fmt::format("{}:{}", other->host, other->port) : "a broker",
+        options_.cluster.name);
+  }
+}
+
+Status ClusterController::ListAll() {
+  ASSIGN_OR_RETURN(RangeResponse all, etcd_->RangePrefix(view_.keys().prefix()));
+  view_.Clear();
+  for (const KeyValue& kv : all.kvs) {
+    if (Status st = view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
+    }
+  }
+  listed_revision_ = all.header.revision;
+  return Status::OK();
+}
+
+Status ClusterController::OpenLogs(bool unclean_start) {
+  unclean_start_ = unclean_start;
+  clean_ = CleanForRegistration(true, !unclean_start, options_.local.flush_policy);
+  const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
+  ASSIGN_OR_RETURN(lease_, LeaseKeeper::Start(*etcd_, ttl_s, [this](int64_t, const Status& why) {
+                     OnLeaseLost(why);
+                   }));
+  RETURN_IF_ERROR(Register());
+  RETURN_IF_ERROR(ListAll());
+  AfterChange();  // the led partitions' logs, perhaps the controller key, the first snapshot
+  return Status::OK();
+}
+
+Status ClusterController::Start() {
+  ASSIGN_OR_RETURN(loop_, EventLoop::Create());
+  EventLoop* loop = loop_.get();
+  thread_ = std::thread([loop] { loop->Run(); });
+  WatchOptions wo;
+  wo.key = view_.keys().prefix();
+  wo.range_end = PrefixRangeEnd(wo.key);
+  wo.start_revision = listed_revision_ + 1;
+  WatchHandlers handlers;
+  handlers.on_events = [this](const WatchBatch& batch) {
+    if (stopping_.load()) return;
+    loop_->Post([this, batch] { OnWatchEvents(batch); });
+  };
+  handlers.on_compacted = [this](int64_t) -> int64_t {
+    // Events were lost: list again on the controller's thread, resume after the listing.
+    if (stopping_.load()) return 0;
+    std::promise<int64_t> next;
+    loop_->Post([this, &next] {
+      Status st = ListAll();
+      if (st.ok()) AfterChange();
+      next.set_value(st.ok() ? listed_revision_ + 1 : 0);
+    });
+    return next.get_future().get();
+  };
+  ASSIGN_OR_RETURN(watcher_, Watcher::Start(*etcd_, wo, std::move(handlers)));
+  loop->Post([this] {
+    AfterChange();
+    ScheduleRetention();
+  });
+  cleaner_->Start();
+  return Status::OK();
+}
+
+void ClusterController::Stop() {
+  stopping_ = true;
+  cleaner_->Stop();
+  if (watcher_ != nullptr) watcher_->Cancel();  // no handler posts after this
+  if (loop_ != nullptr) {
+    loop_->Stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  watcher_.reset();
+  // Deregisters: the registration and a held controller key go with the lease, so the
+  // others move this broker's leaderships now rather than after the session timeout. The
+  // stopped loop stays until then: a loss reported meanwhile posts to it, and never runs.
+  if (lease_ != nullptr) {
+    if (Status st = lease_->Stop(); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "revoking the broker's lease: {}", st.ToString());
+    }
+    lease_.reset();
+  }
+  loop_.reset();
+}
+
+Status ClusterController::CloseLogs() {
+  for (const auto& [key, part] : catalog_) {
+    cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));
+  }
+  Status first = shards_->CloseAll();
+  catalog_.clear();
+  catalog_epochs_.clear();
+  open_logs_ = 0;
+  return first;
+}
+
+void ClusterController::FlushLogs() {
+  RunAndWait([this] {
+    for (auto& [key, part] : catalog_) {
+      if (Status st = part->log->Flush(); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
+      }
+    }
+  });
+}
+
+void ClusterController::Post(std::function<void()> task) { loop_->Post(std::move(task)); }
+
+void ClusterController::RunAndWait(const std::function<void()>& fn) {
+  if (loop_ == nullptr) {
+    fn();
+    return;
+  }
+  SLUICE_ASSERT(!loop_->InLoopThread());
+  std::promise<void> finished;
+  loop_->Post([&] {
+    fn();
+    finished.set_value();
+  });
+  finished.get_future().wait();
+}
+
+void ClusterController::OnWatchEvents(const WatchBatch& batch) {
+  for (const WatchEvent& e : batch.events) {
+    if (e.type == EventType::kDelete) {
+      view_.Delete(e.kv.key, e.kv.mod_revision);
+      continue;
+    }
+    if (Status st = view_.Put(e.kv.key, e.kv.value, e.kv.mod_revision, e.kv.create_revision);
+        !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
+    }
+  }
+  AfterChange();
+}
+
+void ClusterController::OnLeaseLost(const Status& why) {
+  // On the lease keeper's thread. The registration is gone: this broker leads nothing
+  // from now on (decision 9), and registers again with a new lease.
+  SLUICE_LOG(kLog, kError, "broker {} lost its etcd lease ({}): stepping down, registering again",
+             node_id(), why.message());
+  if (stopping_.load() || loop_ == nullptr) return;
+  loop_->Post([this] {
+    if (stopping_.load()) return;
+    fence_.reset();
+    lease_lost_ = true;
+    ReconcileLogs();
+    Publish();
+    lease_.reset();  // its thread has ended: it reported the loss last
+    const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
+    auto fresh =
+        LeaseKeeper::Start(*etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); });
+    Status st = fresh.ok() ? Status::OK() : fresh.status();
+    if (st.ok()) {
+      lease_ = std::move(*fresh);
+      st = Register();
+    }
+    if (!st.ok()) {
+      SLUICE_LOG(kLog, kError, "registering again: {}; retrying", st.ToString());
+      loop_->RunAfter(1000, [this] { OnLeaseLost(InternalError("registration failed")); });
+      return;
+    }
+    lease_lost_ = false;
+    AfterChange();
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// Reacting to the view
+
+void ClusterController::AfterChange() {
+  if (stopping_.load()) return;
+  const auto& held = view_.controller();
+  if (fence_.has_value() &&
+      (!held.has_value() || held->value.node != node_id() || held->value.epoch != fence_->epoch)) {
+    SLUICE_LOG(kLog, kInfo, "broker {} is no longer the controller", node_id());
+    fence_.reset();
+    handled_registrations_.clear();
+  }
+  if (!fence_.has_value() && !held.has_value() && !lease_lost_) TryBecomeController();
+  if (fence_.has_value()) ControllerDuties();
+  std::map<std::string, TopicInfo> before = std::move(topic_infos_);
+  topic_infos_.clear();
+  for (const auto& [name, topic] : view_.topics()) {
+    auto info = view_.TopicInfoOf(name, options_.local.topic_defaults);
+    if (info.ok()) {
+      topic_infos_[name] = std::move(*info);
+    } else {
+      SLUICE_LOG(kLog, kWarn, "ignoring topic: {}", info.status().message());
+    }
+  }
+  // Configs changed by any broker reach the logs this one leads.
+  for (auto& [key, part] : catalog_) {
+    auto now = topic_infos_.find(key.first);
+    auto was = before.find(key.first);
+    if (now == topic_infos_.end() ||
+        (was != before.end() && was->second.overrides == now->second.overrides)) {
+      continue;
+    }
+    const TopicConfig& c = now->second.config;
+    part->log->Reconfigure({static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.retention_bytes,
+                            c.retention_ms, kMaxTopicMessageBytes});
+    UpdateCleaner(key, part);
+  }
+  ReconcileLogs();
+  Publish();
+}
+
+void ClusterController::TryBecomeController() {
+  const auto& epoch = view_.controller_epoch();
+  const int64_t previous = epoch.has_value() ? epoch->value.epoch : 0;
+  const int64_t revision = epoch.has_value() ? epoch->mod_revision : 0;
+  auto r = Apply(
+      ControllerElectionWrite(view_.keys(), node_id(), lease_->lease_id(), previous, revision));
+  if (!r.ok()) {
+    SLUICE_LOG(kLog, kWarn, "controller election: {}", r.status().ToString());
+    return;
+  }
+  if (!r->succeeded) return;  // another broker was faster: the watch says which
+  fence_ = ControllerFence{previous + 1, r->header.revision};
+  handled_registrations_.clear();
+  SLUICE_LOG(kLog, kInfo, "broker {} is the controller (epoch {})", node_id(), fence_->epoch);
+}
+
+void ClusterController::ControllerDuties() {
+  const KeyLayout& keys = view_.keys();
+  const LiveBrokers live = view_.Live();
+  // Registrations not handled in this term: a new incarnation or an unclean start leaves
+  // every ISR before anything else (0018, "etcd layout").
+  std::vector<int32_t> remove;
+  std::map<int32_t, int64_t> handling;
+  for (const auto& [node, reg] : view_.brokers()) {
+    auto done = handled_registrations_.find(node);
+    if (done != handled_registrations_.end() && done->second == reg.create_revision) continue;
+    handling[node] = reg.create_revision;
+    auto inc = view_.incarnations().find(node);
+    const bool same =
+        inc != view_.incarnations().end() && inc->second.value.incarnation == reg.value.incarnation;
+    if (!same || !reg.value.clean) remove.push_back(node);
+  }
+  // Elections and ISR removals, decided from the view, then written one by one.
+  struct Change {
+    std::string topic;
+    int32_t partition;
+    int64_t revision;
+    PartitionState next;
+  };
+  std::vector<Change> changes;
+  for (const auto& [key, state] : view_.partitions()) {
+    auto topic = view_.topics().find(key.first);
+    if (topic == view_.topics().end() ||
+        static_cast<size_t>(key.second) >= topic->second.value.partitions.size()) {
+      continue;
+    }
+    auto next = Reelect(topic->second.value.partitions[static_cast<size_t>(key.second)],
+                        state.value, live, remove, fence_->epoch);
+    if (next.has_value()) changes.push_back({key.first, key.second, state.mod_revision, *next});
+  }
+  bool all_written = true;
+  for (const Change& c : changes) {
+    auto r = Apply(PartitionStateWrite(keys, fence(), c.topic, c.partition, c.revision, c.next));
+    if (!r.ok() || !r->succeeded) {
+      // A newer value (the leader's ISR change, or another controller): the watch brings
+      // it, and this runs again.
+      all_written = false;
+      if (!r.ok())
+        SLUICE_LOG(kLog, kWarn, "electing {}-{}: {}", c.topic, c.partition, r.status().ToString());
+      continue;
+    }
+    SLUICE_LOG(kLog, kInfo, "{}-{}: leader {} (epoch {}), isr of {}", c.topic, c.partition,
+               c.next.leader, c.next.leader_epoch, c.next.isr.size());
+  }
+  if (all_written) {
+    for (const auto& [node, create_revision] : handling) {
+      const std::string& inc = view_.brokers().at(node).value.incarnation;
+      auto known = view_.incarnations().find(node);
+      if (known == view_.incarnations().end() || known->second.value.incarnation != inc) {
+        MetadataWrite w;
+        w.compares.push_back({keys.ControllerEpoch(), fence().controller_epoch_revision});
+        w.puts.push_back({keys.Incarnation(node), ToJson(IncarnationValue{inc}), 0});
+        auto r = Apply(w);
+        if (!r.ok() || !r->succeeded) continue;
+      }
+      handled_registrations_[node] = create_revision;
+    }
+  }
+  // Partition states a creation left unwritten (its controller died between the writes):
+  // the states are written in partition order, so the missing ones are a suffix.
+  for (const auto& [name, topic] : view_.topics()) {
+    const auto n = static_cast<int32_t>(topic.value.partitions.size());
+    int32_t first = n;
+    while (first > 0 && view_.partitions().count({name, first - 1}) == 0) --first;
+    if (first == n) continue;
+    const std::string topic_name = name;  // the view changes under the writes
+    const std::vector<std::vector<int32_t>> replicas = topic.value.partitions;
+    for (const MetadataWrite& w :
+         InitialStateWrites(keys, fence(), topic_name, replicas, first, live)) {
+      auto r = Apply(w);
+      if (!r.ok() || !r->succeeded) break;
+    }
+    SLUICE_LOG(kLog, kInfo, "{}: wrote the states of partitions {} to {} a creation left out",
+               topic_name, first, n - 1);
+    break;  // the view changed: the next change does the rest
+  }
+  // Deletions: every broker removes its directories when it sees the topic go (and checks
+  // partition.metadata before it opens one), so the mark comes off at once.
+  for (const auto& [name, deleting] : view_.deleting()) {
+    if (view_.topics().count(name) != 0) continue;
+    MetadataWrite w;
+    w.compares.push_back({keys.ControllerEpoch(), fence().controller_epoch_revision});
+    w.deletes.push_back(keys.Deleting(name));
+    (void)Apply(w);
+    break;  // the view changed under the loop: the next change does the rest
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Local logs
+
+std::string ClusterController::PartitionDir(const std::string& topic, int32_t partition) const {
+  return fmt::format("{}/{}-{}", options_.local.data_dir, topic, partition);
+}
+
+void ClusterController::ReconcileLogs() {
+  std::map<PartitionKey, int32_t> led;
+  if (!lease_lost_) led = view_.LedBy(node_id());
+  std::vector<PartitionKey> close;
+  for (const auto& [key, part] : catalog_) {
+    auto it = led.find(key);
+    if (it == led.end() || it->second != catalog_epochs_[key]) close.push_back(key);
+  }
+  for (const PartitionKey& key : close) {
+    const bool deleted = view_.topics().count(key.first) == 0;
+    ClosePartition(key, deleted);
+    if (options_.roles != nullptr) {
+      if (deleted) {
+        options_.roles->StopReplica(key, true);
+      } else {
+        auto state = view_.partitions().find(key);
+        options_.roles->BecomeFollower(
+            key, state != view_.partitions().end() ? state->second.value.leader : -1,
+            state != view_.partitions().end() ? state->second.value.leader_epoch : 0);
+      }
+    }
+  }
+  for (const auto& [key, epoch] : led) {
+    if (catalog_.count(key) != 0) continue;
+    auto info = view_.TopicInfoOf(key.first, options_.local.topic_defaults);
+    if (!info.ok()) continue;
+    auto part = OpenPartition(*info, key.second, epoch);
+    if (!part.ok()) {
+      SLUICE_LOG(kLog, kError, "opening {}-{} to lead it: {}", key.first, key.second,
+                 part.status().ToString());
+      continue;
+    }
+    Partition* raw = part->get();
+    if (Status st = shards_->Place(key, std::move(*part)); !st.ok()) {
+      SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
+      continue;
+    }
+    catalog_[key] = raw;
+    catalog_epochs_[key] = epoch;
+    open_logs_ = catalog_.size();
+    UpdateCleaner(key, raw);
+    SLUICE_LOG(kLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
+    if (options_.roles != nullptr) {
+      std::vector<int32_t> isr;
+      for (const IsrMember& m : view_.partitions().at(key).value.isr) isr.push_back(m.node);
+      options_.roles->BecomeLeader(key, epoch, isr);
+    }
+  }
+}
+
+Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicInfo& topic,
+                                                                    int32_t p,
+                                                                    int32_t leader_epoch) {
+  storage::Env* env = options_.local.env;
+  const std::string dir = PartitionDir(topic.name, p);
+  const std::string marker = dir + "/partition.metadata";
+  if (env->Exists(marker)) {
+    ASSIGN_OR_RETURN(std::string text, ReadSmallFile(env, marker, 4096));
+    if (text != PartitionMetadata(topic.id)) {
+      // A deleted topic's directory under the same name: its data is not this topic's.
+      SLUICE_LOG(kLog, kWarn, "{} belongs to another topic id: removing it", dir);
+      RETURN_IF_ERROR(RemoveTree(dir));
+    }
+  } else if (env->Exists(dir)) {
+    // No topic id: not written by a cluster broker (a single node's directory joining a
+    // cluster). Not this topic's for sure, and not ours to delete: set aside, as Kafka sets
+    // aside stray logs.
+    const std::string stray = fmt::format("{}-{}-stray", dir, RandomUuid().ToString());
+    SLUICE_LOG(kLog, kWarn, "{} has no partition.metadata: moved to {}", dir, stray);
+    RETURN_IF_ERROR(env->Rename(dir, stray));
+    RETURN_IF_ERROR(env->SyncDir(options_.local.data_dir));
+  }
+  if (!env->Exists(marker)) {
+    // The topic id first: a directory without one is never this broker's own.
+    RETURN_IF_ERROR(env->CreateDirs(dir));
+    RETURN_IF_ERROR(WriteFileDurably(env, dir, "partition.metadata", PartitionMetadata(topic.id)));
+  }
+  auto part = std::make_unique<Partition>();
+  part->topic_id = topic.id;
+  storage::LogOptions o;
+  o.env = env;
+  o.flush_policy = options_.local.flush_policy;
+  o.flush_ms = options_.local.flush_ms;
+  o.executor = options_.local.executor;
+  o.files = options_.local.files;
+  o.segment_bytes = static_cast<uint64_t>(topic.config.segment_bytes);
+  o.segment_ms = topic.config.segment_ms;
+  o.retention_bytes = topic.config.retention_bytes;
+  o.retention_ms = topic.config.retention_ms;
+  o.max_batch_bytes = kMaxTopicMessageBytes;  // as MetadataController::LogOptionsFor
+  o.on_readable = [this, raw = part.get(), key = PartitionKey{topic.name, p}] {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (raw->waiting.load() == 0) return;
+    const int owner = raw->shard;
+    shards_->PostGated(shards_->at(owner).loop, [this, raw, owner, key] {
+      Shard& shard = shards_->at(owner);
+      auto it = shard.partitions.find(key);
+      if (it != shard.partitions.end() && it->second.get() == raw) {
+        options_.local.wake_fetches(*raw);
+      }
+    });
+  };
+  ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(dir, o));
+  // Epochs come from etcd in a cluster: no local bump for an unclean stop (the controller
+  // decides), and the checkpoint ends with the epoch this broker leads in.
+  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, false));
+  RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
+  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+  return part;
+}
+
+void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir) {
+  auto it = catalog_.find(key);
+  if (it == catalog_.end()) return;
+  cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
+  std::unique_ptr<Partition> part = shards_->Take(
+      key, it->second->shard, [this](Partition& p) { options_.local.wake_fetches(p); });
+  catalog_.erase(it);
+  catalog_epochs_.erase(key);
+  open_logs_ = catalog_.size();
+  if (part != nullptr) {
+    if (Status st = part->log->Close(); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "closing {}-{}: {}", key.first, key.second, st.ToString());
+    }
+  }
+  SLUICE_LOG(kLog, kInfo, "no longer leading {}-{}{}", key.first, key.second,
+             remove_dir ? " (deleted)" : "");
+  if (remove_dir) {
+    if (Status st = RemoveTree(PartitionDir(key.first, key.second)); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "removing {}", st.ToString());
+    }
+  }
+}
+
+void ClusterController::ScheduleRetention() {
+  if (options_.local.retention_check_interval_ms <= 0) return;
+  loop_->RunAfter(options_.local.retention_check_interval_ms, [this] {
+    for (auto& [key, part] : catalog_) {
+      auto topic = topic_infos_.find(key.first);
+      if (topic != topic_infos_.end() && !topic->second.config.deletes()) continue;
+      Result<int> deleted = part->log->ApplyRetention();
+      if (!deleted.ok()) {
+        SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
+                   deleted.status().ToString());
+      }
+    }
+    ScheduleRetention();
+  });
+}
+
+void ClusterController::UpdateCleaner(const PartitionKey& key, Partition* part) {
+  const std::string name = fmt::format("{}-{}", key.first, key.second);
+  auto topic = topic_infos_.find(key.first);
+  if (topic == topic_infos_.end() || !topic->second.config.compacted()) {
+    cleaner_->Remove(name);
+    return;
+  }
+  const TopicConfig& c = topic->second.config;
+  compaction::CleanConfig cc;
+  cc.min_cleanable_dirty_ratio = c.min_cleanable_dirty_ratio;
+  cc.min_compaction_lag_ms = c.min_compaction_lag_ms;
+  cc.max_compaction_lag_ms = c.max_compaction_lag_ms;
+  cc.delete_retention_ms = c.delete_retention_ms;
+  cc.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
+  cleaner_->Add(name, part->log.get(), cc);
+}
+
+// ---------------------------------------------------------------------------------------
+// Topics
+
+TopicError ClusterController::NotController() const {
+  const auto& held = view_.controller();
+  return {ErrorCode::kNotController,
+          held.has_value()
+              ? fmt::format("broker {} is not the controller; broker {} is", node_id(),
+                            held->value.node)
+              : fmt::format("broker {} is not the controller; none is elected now", node_id())};
+}
+
+TopicError ClusterController::CheckWrite(const Result<TxnResponse>& r, const std::string& what) {
+  if (!r.ok()) {
+    return {ErrorCode::kRequestTimedOut, fmt::format("{}: {}", what, r.status().message())};
+  }
+  if (r->succeeded) return {};
+  // Either the fence (another controller) or the topic changed meanwhile.
+  const auto& held = view_.controller();
+  if (!held.has_value() || held->value.node != node_id()) return NotController();
+  return {ErrorCode::kUnknownServerError,
+          fmt::format("{}: the metadata changed meanwhile; try again", what)};
+}
+
+std::vector<int32_t> ClusterController::RegisteredBrokers() {
+  // Read from etcd, not the view: brokers that registered a moment ago (all of them, when
+  // a cluster starts) may not have reached this broker's watch yet, and an assignment
+  // made without them would never spread to them.
+  auto listed = etcd_->RangePrefix(view_.keys().Brokers());
+  if (listed.ok()) {
+    for (const KeyValue& kv : listed->kvs) {
+      (void)view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision);
+    }
+  } else {
+    SLUICE_LOG(kLog, kWarn, "listing the brokers: {}; assigning from the watched ones",
+               listed.status().ToString());
+  }
+  std::vector<int32_t> nodes;
+  for (const auto& [node, reg] : view_.brokers()) nodes.push_back(node);
+  return nodes;
+}
+
+const TopicInfo* ClusterController::FindTopic(const std::string& name) const {
+  auto it = topic_infos_.find(name);
+  return it == topic_infos_.end() ? nullptr : &it->second;
+}
+
+const TopicInfo* ClusterController::FindTopicById(const kafka::Uuid& id) const {
+  for (const auto& [name, info] : topic_infos_) {
+    if (info.id == id) return &info;
+  }
+  return nullptr;
+}
+
+TopicError ClusterController::CreateTopic(const std::string& name, int32_t partitions,
+                                          const std::map<std::string, std::string>& overrides,
+                                          bool validate_only, TopicInfo* info) {
+  return CreateReplicatedTopic(name, partitions, -1, overrides, validate_only, info);
+}
+
+TopicError ClusterController::CreateReplicatedTopic(
+    const std::string& name, int32_t partitions, int32_t replication_factor,
+    const std::map<std::string, std::string>& overrides, bool validate_only, TopicInfo* info) {
+  if (TopicError e = ValidateTopicName(name); !e.ok()) return e;
+  if (!fence_.has_value()) return NotController();
+  if (view_.topics().count(name) != 0) {
+    return {ErrorCode::kTopicAlreadyExists, fmt::format("topic '{}' already exists", name)};
+  }
+  if (view_.deleting().count(name) != 0) {
+    return {ErrorCode::kTopicAlreadyExists, fmt::format("topic '{}' is being deleted", name)};
+  }
+  if (partitions < 1 || static_cast<size_t>(partitions) > kMaxPartitions) {
+    return {ErrorCode::kInvalidPartitions,
+            fmt::format("{} partitions: a topic has 1 to {}", partitions, kMaxPartitions)};
+  }
+  TopicError err;
+  auto config = TopicConfig::Resolve(overrides, options_.local.topic_defaults, &err);
+  if (!config.ok()) return err;
+  const std::vector<int32_t> brokers = RegisteredBrokers();
+  static thread_local std::mt19937 random{std::random_device{}()};
+  const int32_t n = std::max<int32_t>(1, static_cast<int32_t>(brokers.size()));
+  const int32_t rf = replication_factor == -1 ? 1 : replication_factor;
+  Assignment a = AssignReplicas(brokers, partitions, rf, static_cast<int32_t>(random() % n),
+                                static_cast<int32_t>(random() % n));
+  if (a.error != AssignmentError::kNone) {
+    return {a.error == AssignmentError::kInvalidPartitions ? ErrorCode::kInvalidPartitions
+                                                           : ErrorCode::kInvalidReplicationFactor,
+            a.message};
+  }
+  info->name = name;
+  info->partitions = partitions;
+  info->overrides = overrides;
+  info->config = *config;
+  info->id = {};
+  if (validate_only) return {};
+  const kafka::Uuid id = RandomUuid();
+  TopicAssignment topic{IdText(id.hi, id.lo), std::move(a.replicas), overrides};
+  std::vector<MetadataWrite> writes =
+      CreateTopicWrites(view_.keys(), fence(), name, topic, view_.Live());
+  for (size_t i = 0; i < writes.size(); ++i) {
+    TopicError e = CheckWrite(Apply(writes[i]), fmt::format("creating topic '{}'", name));
+    if (!e.ok()) {
+      if (i == 0 && e.code != ErrorCode::kNotController && view_.topics().count(name) != 0) {
+        return {ErrorCode::kTopicAlreadyExists, fmt::format("topic '{}' already exists", name)};
+      }
+      // Past the first write the topic exists: a later controller writes the missing states.
+      if (i == 0) return e;
+      SLUICE_LOG(kLog, kWarn, "{}", e.message);
+      break;
+    }
+  }
+  info->id = id;
+  SLUICE_LOG(kLog, kInfo, "created topic {} ({} partitions, replication factor {}, id {})", name,
+             partitions, rf, id.ToString());
+  AfterChange();
+  return {};
+}
+
+bool ClusterController::AutoCreateTopic(const std::string& name) {
+  if (!options_.local.auto_create_topics || IsReservedTopic(name)) return false;
+  TopicInfo info;
+  return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
+}
+
+TopicError ClusterController::DeleteTopic(const std::string& name) {
+  if (!fence_.has_value()) return NotController();
+  auto it = view_.topics().find(name);
+  if (it == view_.topics().end()) {
+    return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
+  }
+  const std::string id = it->second.value.id;
+  TopicError e =
+      CheckWrite(Apply(DeleteTopicWrite(view_.keys(), fence(), name, it->second.mod_revision, id)),
+                 fmt::format("deleting topic '{}'", name));
+  if (!e.ok()) return e;
+  SLUICE_LOG(kLog, kInfo, "deleted topic {}", name);
+  AfterChange();
+  return {};
+}
+
+TopicError ClusterController::AddPartitions(const std::string& name, int32_t count,
+                                            bool validate_only) {
+  if (!fence_.has_value()) return NotController();
+  auto it = view_.topics().find(name);
+  if (it == view_.topics().end()) {
+    return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
+  }
+  const TopicAssignment& topic = it->second.value;
+  const auto before = static_cast<int32_t>(topic.partitions.size());
+  if (count <= before) {
+    return {ErrorCode::kInvalidPartitions,
+            fmt::format("Topic currently has {} partitions, which is higher than the requested {}.",
+                        before, count)};
+  }
+  if (static_cast<size_t>(count) > kMaxPartitions) {
+    return {ErrorCode::kInvalidPartitions,
+            fmt::format("{} partitions: a topic has at most {}", count, kMaxPartitions)};
+  }
+  const std::vector<int32_t> brokers = RegisteredBrokers();
+  static thread_local std::mt19937 random{std::random_device{}()};
+  Assignment a = AssignNewPartitions(topic.partitions, brokers, count - before,
+                                     static_cast<int32_t>(random() % 1024));
+  if (a.error != AssignmentError::kNone) {
+    return {ErrorCode::kInvalidReplicationFactor, a.message};
+  }
+  if (validate_only) return {};
+  TopicAssignment grown = topic;
+  for (auto& r : a.replicas) grown.partitions.push_back(std::move(r));
+  std::vector<MetadataWrite> writes = AddPartitionsWrites(
+      view_.keys(), fence(), name, it->second.mod_revision, grown, before, view_.Live());
+  for (size_t i = 0; i < writes.size(); ++i) {
+    TopicError e = CheckWrite(Apply(writes[i]), fmt::format("adding partitions to '{}'", name));
+    if (!e.ok()) {
+      if (i == 0) return e;
+      SLUICE_LOG(kLog, kWarn, "{}", e.message);
+      break;
+    }
+  }
+  SLUICE_LOG(kLog, kInfo, "topic {}: {} partitions, was {}", name, count, before);
+  AfterChange();
+  return {};
+}
+
+TopicError ClusterController::SetTopicConfigs(
+    const std::string& name, const std::map<std::string, std::optional<std::string>>& changes,
+    bool replace_all, bool validate_only) {
+  // Any broker may change a topic's configs (a CAS on the topic's value): AlterConfigs
+  // goes to any broker, as in Kafka's ZooKeeper era.
+  auto it = view_.topics().find(name);
+  if (it == view_.topics().end()) {
+    return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
+  }
+  TopicAssignment next = it->second.value;
+  if (replace_all) next.configs.clear();
+  for (const auto& [key, value] : changes) {
+    if (value.has_value()) {
+      next.configs[key] = *value;
+    } else {
+      next.configs.erase(key);
+    }
+  }
+  TopicError err;
+  auto config = TopicConfig::Resolve(next.configs, options_.local.topic_defaults, &err);
+  if (!config.ok()) return err;
+  if (validate_only) return {};
+  MetadataWrite w;
+  w.compares.push_back({view_.keys().Topic(name), it->second.mod_revision});
+  w.puts.push_back({view_.keys().Topic(name), ToJson(next), 0});
+  auto r = Apply(w);
+  if (!r.ok()) {
+    return {ErrorCode::kRequestTimedOut,
+            fmt::format("changing the configs of '{}': {}", name, r.status().message())};
+  }
+  if (!r->succeeded) {
+    return {ErrorCode::kUnknownServerError,
+            fmt::format("the topic '{}' changed meanwhile; try again", name)};
+  }
+  AfterChange();  // the logs this broker leads take the new configs
+  return {};
+}
+
+storage::PartitionLog* ClusterController::LogOf(const std::string& topic, int32_t partition) {
+  auto it = catalog_.find({topic, partition});
+  return it == catalog_.end() ? nullptr : it->second->log.get();
+}
+
+Result<int64_t> ClusterController::AllocateProducerId() {
+  // Blocks of kProducerIdBlockSize from etcd by CAS (decision 12): unique for the cluster.
+  for (int attempt = 0; next_producer_id_ >= producer_id_block_end_; ++attempt) {
+    if (attempt == 20) return AbortedError("producer id blocks: too many concurrent takers");
+    ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(view_.keys().ProducerIds()));
+    std::optional<ProducerIdBlock> current;
+    int64_t revision = 0;
+    if (got.kv.has_value()) {
+      auto parsed = ParseProducerIdBlock(got.kv->value);
+      if (!parsed.ok()) {
+        return CorruptionError("etcd {}: {}", view_.keys().ProducerIds(),
+                               parsed.status().message());
+      }
+      current = *parsed;
+      revision = got.kv->mod_revision;
+    }
+    auto [first, write] = TakeProducerIdBlock(view_.keys(), current, revision);
+    ASSIGN_OR_RETURN(TxnResponse r, Apply(write));
+    if (r.succeeded) {
+      next_producer_id_ = first;
+      producer_id_block_end_ = first + kProducerIdBlockSize;
+    }
+  }
+  return next_producer_id_++;
+}
+
+void ClusterController::Publish() {
+  publisher_->Publish(view_.Snapshot(node_id(), options_.local.topic_defaults));
+}
+
+}  // namespace sluice::broker

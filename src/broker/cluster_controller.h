@@ -1,0 +1,161 @@
+// ClusterController: the broker::Controller of a broker in a cluster whose metadata lives
+// in etcd (docs/design/0018-cluster.md, decisions 2, 3, 9, 10, 12). It registers the broker
+// under its lease, keeps a ClusterView current from a listing and a watch, competes for the
+// `controller` key, and — while it holds it — assigns replicas, creates, grows and deletes
+// topics and elects leaders (controller_decisions.h), every change a fenced CAS. Every
+// broker publishes the MetadataSnapshot of its view and opens the logs of the partitions it
+// leads (single copy until the replication core follows: ReplicaRoles).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "broker/broker_options.h"
+#include "broker/cluster_controller_roles.h"
+#include "broker/cluster_controller_view.h"
+#include "broker/controller.h"
+#include "broker/event_loop.h"
+#include "broker/metadata_controller.h"
+#include "broker/metadata_snapshot.h"
+#include "broker/partition.h"
+#include "broker/shards.h"
+#include "cluster/etcd_client.h"
+#include "cluster/lease_keeper.h"
+#include "cluster/watcher.h"
+#include "compaction/cleaner.h"
+
+namespace sluice::broker {
+
+struct ClusterControllerOptions {
+  // The local logs' settings (data_dir, env, executor, files, flush, topic defaults,
+  // wake_fetches): the same as a single node's.
+  MetadataControllerOptions local;
+  ClusterOptions cluster;
+  std::string advertised_host;  // what clients are told (a fixed port: others register it)
+  int32_t advertised_port = 0;
+  ReplicaRoles* roles = nullptr;  // optional: the replication core
+  // How long the start waits for etcd before it gives up (at least one try).
+  int64_t connect_timeout_ms = 10'000;
+};
+
+// Connects to etcd and settles the cluster id with the data directory: etcd's, written to
+// <data-dir>/meta/cluster_id when the directory has none; the directory's (or a new one)
+// when etcd has none yet. FailedPrecondition when they differ, Unavailable-style IOError
+// naming the endpoints when etcd does not answer within connect_timeout_ms.
+Result<std::string> JoinClusterId(const ClusterControllerOptions& options);
+
+// Lifecycle, as MetadataController's: Create on the controlling thread; OpenLogs (the
+// lease, the registration, the first listing, the led partitions' logs) and Start (the
+// controller's thread, the watch, the controller election); Stop (deregisters: the lease
+// is revoked, so the others take over at once), then CloseLogs. The Controller methods run
+// on the controller's thread.
+class ClusterController : public Controller {
+ public:
+  static Result<std::unique_ptr<ClusterController>> Create(ClusterControllerOptions options,
+                                                           Shards* shards,
+                                                           MetadataPublisher* publisher);
+  ~ClusterController() override;
+  ClusterController(const ClusterController&) = delete;
+  ClusterController& operator=(const ClusterController&) = delete;
+
+  // Controller
+  Status OpenLogs(bool unclean_start) override;
+  Status Start() override;
+  void Stop() override;
+  Status CloseLogs() override;
+  void FlushLogs() override;
+  size_t open_log_count() const override { return open_logs_.load(); }
+  compaction::LogCleaner* cleaner() const override { return cleaner_.get(); }
+  void Post(std::function<void()> task) override;
+  void RunAndWait(const std::function<void()>& fn) override;
+  const TopicInfo* FindTopic(const std::string& name) const override;
+  const TopicInfo* FindTopicById(const kafka::Uuid& id) const override;
+  TopicError CreateTopic(const std::string& name, int32_t partitions,
+                         const std::map<std::string, std::string>& overrides, bool validate_only,
+                         TopicInfo* info) override;
+  TopicError CreateReplicatedTopic(const std::string& name, int32_t partitions,
+                                   int32_t replication_factor,
+                                   const std::map<std::string, std::string>& overrides,
+                                   bool validate_only, TopicInfo* info) override;
+  bool AutoCreateTopic(const std::string& name) override;
+  TopicError DeleteTopic(const std::string& name) override;
+  TopicError AddPartitions(const std::string& name, int32_t count, bool validate_only) override;
+  TopicError SetTopicConfigs(const std::string& name,
+                             const std::map<std::string, std::optional<std::string>>& changes,
+                             bool replace_all, bool validate_only) override;
+  storage::PartitionLog* LogOf(const std::string& topic, int32_t partition) override;
+  Result<int64_t> AllocateProducerId() override;
+  void Publish() override;
+
+  int32_t node_id() const { return options_.cluster.node_id; }
+  // Whether this broker holds the controller key now (controller's thread).
+  bool is_controller() const { return fence_.has_value(); }
+
+ private:
+  ClusterController(ClusterControllerOptions options, Shards* shards, MetadataPublisher* publisher);
+
+  // etcd
+  Result<cluster::TxnResponse> Apply(const cluster::MetadataWrite& write);
+  Status Register();
+  Status ListAll();
+  void OnWatchEvents(const cluster::WatchBatch& batch);
+  void OnLeaseLost(const Status& why);
+
+  // After every change of the view: local logs, the controller's duties, a new snapshot.
+  void AfterChange();
+  void TryBecomeController();
+  void ControllerDuties();
+  TopicError NotController() const;
+  // The registered brokers' node ids, as etcd holds them now.
+  std::vector<int32_t> RegisteredBrokers();
+  TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
+  const cluster::ControllerFence& fence() const { return *fence_; }
+
+  // Local logs: open what this broker leads, close what it no longer does.
+  void ReconcileLogs();
+  Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p,
+                                                   int32_t leader_epoch);
+  void ClosePartition(const PartitionKey& key, bool remove_dir);
+  // Retention passes over the led logs, every retention_check_interval_ms; the cleaner
+  // over those of compacted topics (as MetadataController does for a single node).
+  void ScheduleRetention();
+  void UpdateCleaner(const PartitionKey& key, Partition* part);
+  std::string PartitionDir(const std::string& topic, int32_t partition) const;
+
+  const ClusterControllerOptions options_;
+  Shards* const shards_;
+  MetadataPublisher* const publisher_;
+  std::unique_ptr<cluster::EtcdClient> etcd_;
+  std::unique_ptr<cluster::LeaseKeeper> lease_;
+  std::unique_ptr<cluster::Watcher> watcher_;
+  std::string incarnation_;
+  bool clean_ = true;
+  bool unclean_start_ = false;
+  bool lease_lost_ = false;  // controller's thread: no registration until a new one is made
+
+  std::unique_ptr<EventLoop> loop_;
+  std::thread thread_;
+  // The controller's thread's (the controlling thread's before Start and after Stop).
+  ClusterView view_;
+  int64_t listed_revision_ = 0;
+  std::map<std::string, TopicInfo> topic_infos_;      // FindTopic's answers, from view_
+  std::optional<cluster::ControllerFence> fence_;     // set while this is the controller
+  std::map<int32_t, int64_t> handled_registrations_;  // node -> broker epoch handled
+  std::map<PartitionKey, Partition*> catalog_;        // the open (led) partitions
+  std::map<PartitionKey, int32_t> catalog_epochs_;    // the epoch each was opened in
+  std::unique_ptr<compaction::LogCleaner> cleaner_;   // its threads clean compacted logs
+  int64_t next_producer_id_ = 0;
+  int64_t producer_id_block_end_ = 0;
+  std::atomic<size_t> open_logs_{0};
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace sluice::broker
