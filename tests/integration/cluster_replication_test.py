@@ -13,12 +13,16 @@ ISR changes by CAS in etcd).
   CAS in etcd), seen in Metadata.
 - Two of the three brokers killed: acks=all is refused (NOT_ENOUGH_REPLICAS, delivery
   errors) and nothing acknowledged before is lost.
+- ListOffsets and Fetch to a broker without the partition (replication factor 1, led
+  elsewhere): NOT_LEADER_OR_FOLLOWER (6), Kafka's answer, not UNKNOWN_TOPIC_OR_PARTITION.
 
 usage: /usr/bin/python3 cluster_replication_test.py path/to/sluice
 """
 
 import json
 import os
+import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -27,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import ClusterBroker, metadata, wait_metadata  # noqa: E402
 from etcd_util import EtcdCluster, unavailable  # noqa: E402
-from sluice_broker import TestFailure, check, wait_until  # noqa: E402
+from sluice_broker import _frame, _recv_exact, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -129,6 +133,68 @@ def follower_holds(broker, partition, at_least):
     return size >= at_least
 
 
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+def _ask(bootstrap, api_key, version, body):
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=20) as sock:
+        sock.sendall(_frame(api_key, version, 11, body, flexible=False))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        data = _recv_exact(sock, size)
+    check(struct.unpack(">i", data[:4])[0] == 11, "correlation id")
+    return data[4:]
+
+
+def _name(topic):
+    return struct.pack(">h", len(topic)) + topic.encode()
+
+
+def list_offsets_error(bootstrap, topic, partition):
+    # ListOffsets v1: replica_id, [topic, [partition, timestamp]] -> the partition's error.
+    body = struct.pack(">ii", -1, 1) + _name(topic) + struct.pack(">iiq", 1, partition, -1)
+    r = _ask(bootstrap, 2, 1, body)
+    n = struct.unpack(">h", r[4:6])[0]  # topics: 1; its name
+    at = 6 + n + 4  # the partitions' count
+    return struct.unpack(">h", r[at + 4:at + 6])[0]
+
+
+def fetch_error(bootstrap, topic, partition):
+    # Fetch v4: replica_id, max_wait, min_bytes, max_bytes, isolation, [topic, [partition,
+    # fetch_offset, partition_max_bytes]] -> the partition's error.
+    body = (struct.pack(">iiiib", -1, 0, 0, 1 << 20, 0) + struct.pack(">i", 1) + _name(topic)
+            + struct.pack(">iiqi", 1, partition, 0, 1 << 20))
+    r = _ask(bootstrap, 1, 4, body)
+    n = struct.unpack(">h", r[8:10])[0]  # throttle, topics: 1; its name
+    at = 10 + n + 4
+    return struct.unpack(">h", r[at + 4:at + 6])[0]
+
+
+def test_not_leader(brokers):
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    admin.create_topics([NewTopic("single", 3, 1)], operation_timeout=10)["single"].result(30)
+    md = wait_metadata(brokers[0].bootstrap,
+                       lambda m: "single" in m.topics
+                       and all(p.leader >= 0 for p in m.topics["single"].partitions.values()),
+                       "single's leaders")
+    asked = 0
+    for p, leader in leaders_of(md, "single").items():
+        for b in brokers:
+            if b.node == leader:
+                check(list_offsets_error(b.bootstrap, "single", p) == 0,
+                      f"ListOffsets single-{p} on its leader")
+                continue
+            asked += 1
+            e = list_offsets_error(b.bootstrap, "single", p)
+            check(e == NOT_LEADER_OR_FOLLOWER, f"ListOffsets single-{p} on broker {b.node}: {e}")
+            e = fetch_error(b.bootstrap, "single", p)
+            check(e == NOT_LEADER_OR_FOLLOWER, f"Fetch single-{p} on broker {b.node}: {e}")
+    check(asked == 6, f"{asked} non-leaders asked")
+    # A partition that does not exist stays unknown.
+    check(list_offsets_error(brokers[0].bootstrap, "single", 7) == 3, "single-7 unknown")
+    print("brokers without the partition answer NOT_LEADER_OR_FOLLOWER")
+
+
 def test_replication(brokers, tmp):
     by_node = {b.node: b for b in brokers}
     wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers")
@@ -228,6 +294,7 @@ def main():
             b.spawn()
         for b in brokers:
             b.wait_listening()
+        test_not_leader(brokers)
         test_replication(brokers, tmp)
         print("PASS: cluster_replication_test")
     except Exception as e:  # the verdict: any exception fails it
