@@ -251,6 +251,9 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     // The replication core runs on the shards: from now on (0018, phase C's wiring).
     ReplicaManagerOptions ro;
     ro.node_id = options_.cluster.node_id;
+    // Sent in replica fetches; a re-registration later keeps this one (never older than
+    // what a leader saw from this process).
+    ro.broker_epoch = cluster_->BrokerEpoch();
     ro.isr_store = isr_store_.get();
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();
@@ -259,7 +262,12 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
   }
 }
 
-void Broker::OnServerStop() { StopWaking(); }
+void Broker::OnServerStop() {
+  // The loops have stopped: the gate first, so a ReplicaManager not stopped yet (no
+  // StopWaking before the server stopped) does not wait on them.
+  shards_->StopWaking();
+  StopWaking();
+}
 
 void Broker::StopWaking() {
   // The fetchers post to the shards: they stop while the shards still run.

@@ -190,6 +190,7 @@ Status ClusterController::Register() {
     ASSIGN_OR_RETURN(TxnResponse r,
                      etcd_->Txn(ToTxn(RegistrationWrite(keys, node, lease_->lease_id(), reg))));
     if (r.succeeded) {
+      broker_epoch_ = r.header.revision;  // the key's create_revision
       SLUICE_LOG(kLog, kInfo, "registered as broker {} of cluster '{}' ({}:{}, incarnation {}{})",
                  node, options_.cluster.name, reg.host, reg.port, incarnation_,
                  clean_ ? "" : ", unclean");

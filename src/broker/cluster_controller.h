@@ -106,6 +106,9 @@ class ClusterController : public Controller {
   // runs there with the new revision, or kUnavailable once the controller stopped.
   void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
                 std::vector<int32_t> new_isr, int32_t expected_version, IsrStore::Done done);
+  // This broker's last registration's etcd create_revision (its broker epoch), -1 before
+  // the first. Any thread.
+  int64_t BrokerEpoch() const { return broker_epoch_.load(); }
   // Tells the replication core every role again that it has not taken yet (it refuses
   // them until the server runs). Any thread.
   void ReissueRoles();
@@ -183,6 +186,7 @@ class ClusterController : public Controller {
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   std::atomic<size_t> open_logs_{0};
+  std::atomic<int64_t> broker_epoch_{-1};
   std::atomic<bool> stopping_{false};
 };
 
