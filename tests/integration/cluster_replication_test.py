@@ -20,7 +20,9 @@ usage: /usr/bin/python3 cluster_replication_test.py path/to/sluice
 """
 
 import json
+import logging
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -29,8 +31,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster_controller_test import ClusterBroker, metadata, wait_metadata  # noqa: E402
-from etcd_util import EtcdCluster, unavailable  # noqa: E402
+from cluster_controller_test import start_together, three_brokers, wait_metadata  # noqa: E402
 from sluice_broker import _frame, _recv_exact, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
@@ -266,10 +267,24 @@ def test_replication(brokers, tmp):
                        f"broker {last.node} alone leading, alone in the ISR", timeout=60)
     lonely = History()
     lonely.sequence = history.sequence
+    # librdkafka retries NOT_ENOUGH_REPLICAS until the message times out: its debug log
+    # shows the broker's answer.
+    said = []
+
+    class Said(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+    log = logging.getLogger("refused-producer")
+    log.propagate = False
+    log.setLevel(logging.DEBUG)
+    log.addHandler(Said())
     refused = Producer({"bootstrap.servers": last.bootstrap, "enable.idempotence": True,
-                        "acks": "all", "message.timeout.ms": 8000})
+                        "acks": "all", "message.timeout.ms": 8000, "debug": "msg"},
+                       logger=log)
     lonely.produce(refused, 20, tag="x")
     refused.flush(30)
+    check(any("NOT_ENOUGH_REPLICAS" in m or "Not enough in-sync replicas" in m for m in said),
+          "the broker never answered NOT_ENOUGH_REPLICAS: " + " | ".join(said[-5:]))
     check(not lonely.acks, f"acks=all acknowledged below min.insync.replicas: {lonely.acks[:3]}")
     check(len(lonely.failures) == 20, f"{len(lonely.failures)} of 20 delivery errors")
     codes = {e.code() for e in lonely.failures}
@@ -280,20 +295,14 @@ def test_replication(brokers, tmp):
 
 
 def main():
-    sluice = sys.argv[1]
-    why = unavailable()
-    if why:
-        print(f"SKIP: {why}")
+    made = three_brokers(sys.argv[1])
+    if made is None:
         return 0
-    etcd = EtcdCluster().start()
-    brokers = [ClusterBroker(sluice, n, etcd.endpoints_arg()) for n in (1, 2, 3)]
+    etcd, brokers = made
     tmp = tempfile.mkdtemp(prefix="sluice-repl-")
     failed = 0
     try:
-        for b in brokers:
-            b.spawn()
-        for b in brokers:
-            b.wait_listening()
+        start_together(brokers)
         test_not_leader(brokers)
         test_replication(brokers, tmp)
         print("PASS: cluster_replication_test")
@@ -308,6 +317,7 @@ def main():
         for b in brokers:
             b.cleanup()
         etcd.close()
+        shutil.rmtree(tmp, ignore_errors=True)
     return failed
 
 
