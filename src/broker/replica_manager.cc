@@ -220,7 +220,9 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     const storage::FlushPolicy policy = flush_policy();
     const int64_t now = options_.clock->NowMillis();
     if (old != nullptr && old->leader() && old->leader_epoch == l.leader_epoch) {
-      // The same leadership with a newer assignment or ISR.
+      // The same leadership with a newer assignment or ISR. A new version is what a
+      // refused change waited for: the next may be asked at once.
+      if (old->isr_version != l.isr_version) old->isr_retry_after_ms = 0;
       old->replicas = l.replicas;
       old->isr = l.isr;
       old->isr_version = l.isr_version;
