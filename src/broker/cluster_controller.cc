@@ -446,7 +446,11 @@ void ClusterController::ControllerDuties() {
     auto inc = view_.incarnations().find(node);
     const bool same =
         inc != view_.incarnations().end() && inc->second.value.incarnation == reg.value.incarnation;
-    if (!same || !reg.value.clean) remove.push_back(node);
+    // An unclean registration leaves the ISRs once: a controller that handled it wrote
+    // the incarnation after it registered, and the leaders may have added it back since
+    // (caught up); a later controller must not take it out again.
+    const bool handled_before = same && inc->second.mod_revision > reg.create_revision;
+    if (!same || (!reg.value.clean && !handled_before)) remove.push_back(node);
   }
   // Elections and ISR removals, decided from the view, then written one by one.
   struct Change {
@@ -482,9 +486,11 @@ void ClusterController::ControllerDuties() {
   }
   if (all_written) {
     for (const auto& [node, create_revision] : handling) {
-      const std::string& inc = view_.brokers().at(node).value.incarnation;
+      const auto& reg = view_.brokers().at(node).value;
+      const std::string& inc = reg.incarnation;
       auto known = view_.incarnations().find(node);
-      if (known == view_.incarnations().end() || known->second.value.incarnation != inc) {
+      if (known == view_.incarnations().end() || known->second.value.incarnation != inc ||
+          (!reg.clean && known->second.mod_revision < create_revision)) {
         MetadataWrite w;
         w.compares.push_back({keys.ControllerEpoch(), fence().controller_epoch_revision});
         w.puts.push_back({keys.Incarnation(node), ToJson(IncarnationValue{inc}), 0});
