@@ -8,12 +8,15 @@
 
 #include "base/logging.h"
 #include "broker/cluster_controller.h"
+#include "broker/cluster_controller_roles.h"
 #include "broker/cluster_identity.h"
+#include "broker/etcd_isr_store.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
 #include "broker/handlers/handlers.h"
 #include "broker/meta_files.h"
 #include "broker/metadata_controller.h"
+#include "broker/replica_manager.h"
 #include "broker/shards.h"
 #include "broker/txn_coordinator.h"
 #include "broker/txn_participants.h"
@@ -79,8 +82,15 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.wake_fetches = [b](Partition& part) { handlers::WakeFetches(*b->context_, part); };
   if (o.cluster.enabled()) {
     co.local = std::move(mo);
-    ASSIGN_OR_RETURN(b->controller_,
-                     ClusterController::Create(std::move(co), b->shards_.get(), &b->publisher_));
+    // Every replica on this broker is opened and told its role; the ReplicaManager comes
+    // when the server runs (OnServerStart), the roles wait for it.
+    b->roles_ = std::make_unique<ReplicaManagerRoles>();
+    co.roles = b->roles_.get();
+    auto cluster = ClusterController::Create(std::move(co), b->shards_.get(), &b->publisher_);
+    if (!cluster.ok()) return cluster.status();
+    b->cluster_ = cluster->get();
+    b->isr_store_ = std::make_unique<EtcdIsrStore>(b->cluster_);
+    b->controller_ = std::move(*cluster);
   } else {
     ASSIGN_OR_RETURN(b->controller_,
                      MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
@@ -185,6 +195,8 @@ Broker::~Broker() {
   }
   // Joins the I/O threads while the logs' owners still exist.
   executor_.reset();
+  // After the logs closed: their last acks reached it.
+  replicas_.reset();
 }
 
 void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
@@ -235,11 +247,34 @@ size_t Broker::open_log_count() const {
 void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
   shards_->Attach(loops);
   if (txns_ != nullptr) txns_->StartMarkers();  // partitions take markers on their shards now
+  if (cluster_ != nullptr && replicas_ == nullptr) {
+    // The replication core runs on the shards: from now on (0018, phase C's wiring).
+    ReplicaManagerOptions ro;
+    ro.node_id = options_.cluster.node_id;
+    // Sent in replica fetches; a re-registration later keeps this one (never older than
+    // what a leader saw from this process).
+    ro.broker_epoch = cluster_->BrokerEpoch();
+    ro.isr_store = isr_store_.get();
+    replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
+    replicas_->Start();
+    roles_->SetManager(replicas_.get());
+    cluster_->ReissueRoles();  // those refused while the server was not running
+  }
 }
 
-void Broker::OnServerStop() { StopWaking(); }
+void Broker::OnServerStop() {
+  // The loops have stopped: the gate first, so a ReplicaManager not stopped yet (no
+  // StopWaking before the server stopped) does not wait on them.
+  shards_->StopWaking();
+  StopWaking();
+}
 
-void Broker::StopWaking() { shards_->StopWaking(); }
+void Broker::StopWaking() {
+  // The fetchers post to the shards: they stop while the shards still run.
+  if (roles_ != nullptr) roles_->SetManager(nullptr);
+  if (replicas_ != nullptr) replicas_->Stop();
+  shards_->StopWaking();
+}
 
 size_t Broker::waiting_fetch_count() {
   if (!shards_->attached()) return 0;

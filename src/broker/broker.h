@@ -34,7 +34,11 @@
 namespace sluice::broker {
 
 class BrokerTxnParticipants;
+class ClusterController;
 class Controller;
+class EtcdIsrStore;
+class ReplicaManager;
+class ReplicaManagerRoles;
 class Shards;
 class TxnCoordinator;
 namespace handlers {
@@ -125,6 +129,13 @@ class Broker : public RequestHandler {
   std::unique_ptr<Shards> shards_;  // the partitions' logs live in its shards
   // MetadataController for a single node, ClusterController with etcd.
   std::unique_ptr<Controller> controller_;
+  // With etcd: the controller as a ClusterController, the roles it tells, the ISR store
+  // it serves and the replication core (made at OnServerStart, stopped by StopWaking
+  // before the server stops, destroyed after the logs closed). Null for a single node.
+  ClusterController* cluster_ = nullptr;
+  std::unique_ptr<ReplicaManagerRoles> roles_;
+  std::unique_ptr<EtcdIsrStore> isr_store_;
+  std::unique_ptr<ReplicaManager> replicas_;
   std::unique_ptr<handlers::Context> context_;
 
   bool serving_ = false;       // the logs were opened (set at Open)

@@ -13,7 +13,9 @@
 
 #include "base/logging.h"
 #include "broker/cluster_identity.h"
+#include "broker/etcd_isr_store.h"
 #include "broker/meta_files.h"
+#include "broker/replica_state.h"
 #include "cluster/cluster_values.h"
 #include "cluster/controller_decisions.h"
 #include "cluster/metadata_txn.h"
@@ -188,6 +190,7 @@ Status ClusterController::Register() {
     ASSIGN_OR_RETURN(TxnResponse r,
                      etcd_->Txn(ToTxn(RegistrationWrite(keys, node, lease_->lease_id(), reg))));
     if (r.succeeded) {
+      broker_epoch_ = r.header.revision;  // the key's create_revision
       SLUICE_LOG(kLog, kInfo, "registered as broker {} of cluster '{}' ({}:{}, incarnation {}{})",
                  node, options_.cluster.name, reg.host, reg.port, incarnation_,
                  clean_ ? "" : ", unclean");
@@ -294,6 +297,7 @@ Status ClusterController::CloseLogs() {
   Status first = shards_->CloseAll();
   catalog_.clear();
   catalog_epochs_.clear();
+  issued_.clear();
   open_logs_ = 0;
   return first;
 }
@@ -406,6 +410,8 @@ void ClusterController::AfterChange() {
                             c.retention_ms, kMaxTopicMessageBytes});
     UpdateCleaner(key, part);
   }
+  // The ReplicaManager finds a partition's owner shard in the published snapshot.
+  if (options_.roles != nullptr) Publish();
   ReconcileLogs();
   Publish();
 }
@@ -440,7 +446,11 @@ void ClusterController::ControllerDuties() {
     auto inc = view_.incarnations().find(node);
     const bool same =
         inc != view_.incarnations().end() && inc->second.value.incarnation == reg.value.incarnation;
-    if (!same || !reg.value.clean) remove.push_back(node);
+    // An unclean registration leaves the ISRs once: a controller that handled it wrote
+    // the incarnation after it registered, and the leaders may have added it back since
+    // (caught up); a later controller must not take it out again.
+    const bool handled_before = same && inc->second.mod_revision > reg.create_revision;
+    if (!same || (!reg.value.clean && !handled_before)) remove.push_back(node);
   }
   // Elections and ISR removals, decided from the view, then written one by one.
   struct Change {
@@ -476,9 +486,11 @@ void ClusterController::ControllerDuties() {
   }
   if (all_written) {
     for (const auto& [node, create_revision] : handling) {
-      const std::string& inc = view_.brokers().at(node).value.incarnation;
+      const auto& reg = view_.brokers().at(node).value;
+      const std::string& inc = reg.incarnation;
       auto known = view_.incarnations().find(node);
-      if (known == view_.incarnations().end() || known->second.value.incarnation != inc) {
+      if (known == view_.incarnations().end() || known->second.value.incarnation != inc ||
+          (!reg.clean && known->second.mod_revision < create_revision)) {
         MetadataWrite w;
         w.compares.push_back({keys.ControllerEpoch(), fence().controller_epoch_revision});
         w.puts.push_back({keys.Incarnation(node), ToJson(IncarnationValue{inc}), 0});
@@ -526,6 +538,7 @@ std::string ClusterController::PartitionDir(const std::string& topic, int32_t pa
 }
 
 void ClusterController::ReconcileLogs() {
+  if (options_.roles != nullptr) return ReconcileReplicas();
   std::map<PartitionKey, int32_t> led;
   if (!lease_lost_) led = view_.LedBy(node_id());
   std::vector<PartitionKey> close;
@@ -534,18 +547,7 @@ void ClusterController::ReconcileLogs() {
     if (it == led.end() || it->second != catalog_epochs_[key]) close.push_back(key);
   }
   for (const PartitionKey& key : close) {
-    const bool deleted = view_.topics().count(key.first) == 0;
-    ClosePartition(key, deleted);
-    if (options_.roles != nullptr) {
-      if (deleted) {
-        options_.roles->StopReplica(key, true);
-      } else {
-        auto state = view_.partitions().find(key);
-        options_.roles->BecomeFollower(
-            key, state != view_.partitions().end() ? state->second.value.leader : -1,
-            state != view_.partitions().end() ? state->second.value.leader_epoch : 0);
-      }
-    }
+    ClosePartition(key, view_.topics().count(key.first) == 0);
   }
   for (const auto& [key, epoch] : led) {
     if (catalog_.count(key) != 0) continue;
@@ -567,12 +569,132 @@ void ClusterController::ReconcileLogs() {
     open_logs_ = catalog_.size();
     UpdateCleaner(key, raw);
     SLUICE_LOG(kLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
-    if (options_.roles != nullptr) {
-      std::vector<int32_t> isr;
-      for (const IsrMember& m : view_.partitions().at(key).value.isr) isr.push_back(m.node);
-      options_.roles->BecomeLeader(key, epoch, isr);
+  }
+}
+
+void ClusterController::ReconcileReplicas() {
+  // Every partition whose assignment names this broker, while it is registered.
+  std::map<PartitionKey, const ClusterView::Versioned<PartitionState>*> held;
+  if (!lease_lost_) {
+    for (const auto& [key, state] : view_.partitions()) {
+      auto topic = view_.topics().find(key.first);
+      if (topic == view_.topics().end() || key.second < 0 ||
+          static_cast<size_t>(key.second) >= topic->second.value.partitions.size()) {
+        continue;
+      }
+      const auto& replicas = topic->second.value.partitions[static_cast<size_t>(key.second)];
+      if (std::find(replicas.begin(), replicas.end(), node_id()) == replicas.end()) continue;
+      // Nothing to lead or follow while no registered broker leads it: the log closes
+      // (it takes no writes) and opens again with the next leader.
+      const int32_t leader = state.value.leader;
+      if (leader < 0 || view_.brokers().count(leader) == 0) continue;
+      held[key] = &state;
     }
   }
+  std::vector<PartitionKey> close;
+  for (const auto& [key, part] : catalog_) {
+    if (held.count(key) == 0) close.push_back(key);
+  }
+  for (const PartitionKey& key : close) {
+    const bool deleted = view_.topics().count(key.first) == 0;
+    options_.roles->StopReplica(key, deleted);
+    issued_.erase(key);
+    ClosePartition(key, deleted);
+  }
+  for (const auto& [key, state] : held) {
+    const PartitionState& s = state->value;
+    const bool leads = s.leader == node_id();
+    auto info = topic_infos_.find(key.first);
+    if (info == topic_infos_.end()) continue;
+    if (catalog_.count(key) == 0) {
+      // A leader's epochs end with etcd's; a follower's come from the leader's batches.
+      auto part = OpenPartition(info->second, key.second, leads ? s.leader_epoch : -1);
+      if (!part.ok()) {
+        SLUICE_LOG(kLog, kError, "opening {}-{}: {}", key.first, key.second,
+                   part.status().ToString());
+        continue;
+      }
+      // No writes until the ReplicaManager is told its role (a high watermark of -1:
+      // the first role starts it from the checkpoint).
+      auto placeholder = std::make_unique<ReplicaState>();
+      placeholder->topic = key.first;
+      placeholder->partition = key.second;
+      placeholder->leader_epoch = -1;
+      placeholder->high_watermark = -1;
+      (*part)->replica = std::move(placeholder);
+      Partition* raw = part->get();
+      if (Status st = shards_->Place(key, std::move(*part)); !st.ok()) {
+        SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
+        continue;
+      }
+      catalog_[key] = raw;
+      catalog_epochs_[key] = s.leader_epoch;
+      open_logs_ = catalog_.size();
+      UpdateCleaner(key, raw);
+    }
+    IssuedRole want;
+    want.leader = s.leader;
+    want.leader_epoch = s.leader_epoch;
+    if (leads) {
+      want.revision = state->mod_revision;
+      want.min_insync_replicas = info->second.config.min_insync_replicas;
+      want.replicas =
+          view_.topics().at(key.first).value.partitions[static_cast<size_t>(key.second)];
+    }
+    auto was = issued_.find(key);
+    if (was != issued_.end() && was->second == want) continue;
+    bool taken = false;
+    if (leads) {
+      LeaderRole role;
+      role.leader_epoch = s.leader_epoch;
+      role.replicas = want.replicas;
+      for (const IsrMember& m : s.isr) role.isr.push_back(m.node);
+      role.version = state->mod_revision;
+      role.min_insync_replicas = want.min_insync_replicas;
+      taken = options_.roles->BecomeLeader(key, role);
+    } else {
+      const BrokerRegistration& reg = view_.brokers().at(s.leader).value;
+      taken = options_.roles->BecomeFollower(key, s.leader, s.leader_epoch, reg.inter_broker_host,
+                                             reg.inter_broker_port);
+    }
+    if (taken) {
+      issued_[key] = want;
+    } else {
+      issued_.erase(key);
+    }
+  }
+}
+
+void ClusterController::ReissueRoles() {
+  if (stopping_.load() || loop_ == nullptr) return;
+  loop_->Post([this] {
+    if (stopping_.load()) return;
+    ReconcileLogs();
+    Publish();
+  });
+}
+
+void ClusterController::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
+                                 int32_t leader_epoch, std::vector<int32_t> new_isr,
+                                 int32_t expected_version, IsrStore::Done done) {
+  if (stopping_.load() || loop_ == nullptr) return done(IsrError::kUnavailable, 0);
+  loop_->Post([this, topic, partition, leader, leader_epoch, new_isr = std::move(new_isr),
+               expected_version, done = std::move(done)] {
+    MetadataWrite w;
+    IsrError e = IsrChangeWrite(view_, topic, partition, leader, leader_epoch, new_isr,
+                                expected_version, &w);
+    if (e != IsrError::kNone) return done(e, 0);
+    auto r = Apply(w);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "ISR change of {}-{}: {}", topic, partition, r.status().ToString());
+      return done(IsrError::kUnavailable, 0);
+    }
+    // A refusal: the state moved in etcd before this broker saw it; the watch brings it
+    // and the roles are told again.
+    if (!r->succeeded) return done(IsrError::kInvalidVersion, 0);
+    done(IsrError::kNone, static_cast<int32_t>(r->header.revision));
+    AfterChange();  // the leadership again, with the ISR at its new revision
+  });
 }
 
 Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicInfo& topic,
@@ -631,7 +753,9 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
   // Epochs come from etcd in a cluster: no local bump for an unclean stop (the controller
   // decides), and the checkpoint ends with the epoch this broker leads in.
   ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, false));
-  RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
+  if (leader_epoch >= 0) {
+    RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
+  }
   RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
   return part;
 }
@@ -650,8 +774,7 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
       SLUICE_LOG(kLog, kWarn, "closing {}-{}: {}", key.first, key.second, st.ToString());
     }
   }
-  SLUICE_LOG(kLog, kInfo, "no longer leading {}-{}{}", key.first, key.second,
-             remove_dir ? " (deleted)" : "");
+  SLUICE_LOG(kLog, kInfo, "closed {}-{}{}", key.first, key.second, remove_dir ? " (deleted)" : "");
   if (remove_dir) {
     if (Status st = RemoveTree(PartitionDir(key.first, key.second)); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "removing {}", st.ToString());

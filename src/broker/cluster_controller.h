@@ -4,7 +4,8 @@
 // `controller` key, and — while it holds it — assigns replicas, creates, grows and deletes
 // topics and elects leaders (controller_decisions.h), every change a fenced CAS. Every
 // broker publishes the MetadataSnapshot of its view and opens the logs of the partitions it
-// leads (single copy until the replication core follows: ReplicaRoles).
+// leads; with ReplicaRoles (the replication core) also those it follows, and tells the
+// ReplicaManager each role. It commits the leaders' ISR changes (EtcdIsrStore).
 #pragma once
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/status.h"
 #include "broker/broker_options.h"
@@ -26,6 +28,7 @@
 #include "broker/metadata_controller.h"
 #include "broker/metadata_snapshot.h"
 #include "broker/partition.h"
+#include "broker/replica_isr_store.h"
 #include "broker/shards.h"
 #include "cluster/etcd_client.h"
 #include "cluster/lease_keeper.h"
@@ -41,7 +44,10 @@ struct ClusterControllerOptions {
   ClusterOptions cluster;
   std::string advertised_host;  // what clients are told (a fixed port: others register it)
   int32_t advertised_port = 0;
-  ReplicaRoles* roles = nullptr;  // optional: the replication core
+  // The replication core (optional; outlives the controller): with it, every replica on
+  // this broker is opened and told its role; without it a broker opens only what it
+  // leads, and a replication factor above 1 is a single copy.
+  ReplicaRoles* roles = nullptr;
   // How long the start waits for etcd before it gives up (at least one try).
   int64_t connect_timeout_ms = 10'000;
 };
@@ -95,6 +101,18 @@ class ClusterController : public Controller {
   Result<int64_t> AllocateProducerId() override;
   void Publish() override;
 
+  // A leader's ISR change (IsrStore::AlterIsr, through EtcdIsrStore), from any thread: on
+  // the controller's thread, a CAS on partitions/<topic>/<p> (etcd_isr_store.h); `done`
+  // runs there with the new revision, or kUnavailable once the controller stopped.
+  void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
+                std::vector<int32_t> new_isr, int32_t expected_version, IsrStore::Done done);
+  // This broker's last registration's etcd create_revision (its broker epoch), -1 before
+  // the first. Any thread.
+  int64_t BrokerEpoch() const { return broker_epoch_.load(); }
+  // Tells the replication core every role again that it has not taken yet (it refuses
+  // them until the server runs). Any thread.
+  void ReissueRoles();
+
   int32_t node_id() const { return options_.cluster.node_id; }
   // Whether this broker holds the controller key now (controller's thread).
   bool is_controller() const { return fence_.has_value(); }
@@ -119,8 +137,10 @@ class ClusterController : public Controller {
   TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
   const cluster::ControllerFence& fence() const { return *fence_; }
 
-  // Local logs: open what this broker leads, close what it no longer does.
+  // Local logs: open what this broker leads, close what it no longer does; with roles
+  // (ReconcileReplicas), every replica it holds, and its role.
   void ReconcileLogs();
+  void ReconcileReplicas();
   Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p,
                                                    int32_t leader_epoch);
   void ClosePartition(const PartitionKey& key, bool remove_dir);
@@ -151,10 +171,22 @@ class ClusterController : public Controller {
   std::map<int32_t, int64_t> handled_registrations_;  // node -> broker epoch handled
   std::map<PartitionKey, Partition*> catalog_;        // the open (led) partitions
   std::map<PartitionKey, int32_t> catalog_epochs_;    // the epoch each was opened in
-  std::unique_ptr<compaction::LogCleaner> cleaner_;   // its threads clean compacted logs
+  // The role each open replica was last told, as (leader, leader epoch, revision, min ISR,
+  // replicas); a follower's revision is 0 (an ISR change does not concern it).
+  struct IssuedRole {
+    int32_t leader = -1;
+    int32_t leader_epoch = -1;
+    int64_t revision = 0;
+    int32_t min_insync_replicas = 1;
+    std::vector<int32_t> replicas;
+    bool operator==(const IssuedRole&) const = default;
+  };
+  std::map<PartitionKey, IssuedRole> issued_;
+  std::unique_ptr<compaction::LogCleaner> cleaner_;  // its threads clean compacted logs
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   std::atomic<size_t> open_logs_{0};
+  std::atomic<int64_t> broker_epoch_{-1};
   std::atomic<bool> stopping_{false};
 };
 

@@ -70,7 +70,10 @@ void ReplicaManager::WriteCheckpoint() {
     HighWatermarks part_marks;
     if (!ctx_.shards.RunOnShard(i, [&] {
           for (const auto& [key, part] : ctx_.shards.at(i).partitions) {
-            if (part->replica != nullptr) part_marks[key] = part->replica->high_watermark;
+            // A replica not told its role yet (high watermark -1) keeps its checkpointed one.
+            if (part->replica != nullptr && part->replica->high_watermark >= 0) {
+              part_marks[key] = part->replica->high_watermark;
+            }
           }
         })) {
       return;  // stopping: the last complete checkpoint stays
@@ -217,7 +220,9 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     const storage::FlushPolicy policy = flush_policy();
     const int64_t now = options_.clock->NowMillis();
     if (old != nullptr && old->leader() && old->leader_epoch == l.leader_epoch) {
-      // The same leadership with a newer assignment or ISR.
+      // The same leadership with a newer assignment or ISR. A new version is what a
+      // refused change waited for: the next may be asked at once.
+      if (old->isr_version != l.isr_version) old->isr_retry_after_ms = 0;
       old->replicas = l.replicas;
       old->isr = l.isr;
       old->isr_version = l.isr_version;
@@ -241,9 +246,10 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     const int64_t end = part->log->end_offset();
     // The high watermark carries over (a follower's, or all a single node had) and
     // only grows from here.
-    rs->high_watermark =
-        std::min(old != nullptr ? old->high_watermark : StartingHighWatermark(*part, checkpointed),
-                 replica::LocalEnd(policy, *part->log));
+    rs->high_watermark = std::min(old != nullptr && old->high_watermark >= 0
+                                      ? old->high_watermark
+                                      : StartingHighWatermark(*part, checkpointed),
+                                  replica::LocalEnd(policy, *part->log));
     // Before any write of this epoch: (epoch, log end), durably (0018 decision 3).
     if (Status st = part->epochs.Assign(l.leader_epoch, end); !st.ok()) {
       result = st;
@@ -304,9 +310,10 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     rs->generation = next_generation_.fetch_add(1);
     rs->manager = this;
     rs->leader_id = leader;
-    rs->high_watermark =
-        std::min(old != nullptr ? old->high_watermark : StartingHighWatermark(*part, checkpointed),
-                 part->log->end_offset());
+    rs->high_watermark = std::min(old != nullptr && old->high_watermark >= 0
+                                      ? old->high_watermark
+                                      : StartingHighWatermark(*part, checkpointed),
+                                  part->log->end_offset());
     if (old != nullptr) replica::FailAcksWaits(*old, ErrorCode::kNotLeaderOrFollower);
     start.topic_id = part->topic_id;
     start.leader_epoch = leader_epoch;

@@ -88,6 +88,12 @@ class ReplicaManager {
   Status BecomeFollower(const std::string& topic, int32_t partition, int32_t leader_epoch,
                         int32_t leader, const std::string& host, int32_t port);
 
+  // This node stops fetching `topic`-`partition` (its replica goes, or its log is about to
+  // close). Any thread.
+  void StopReplica(const std::string& topic, int32_t partition) {
+    StopFetching({topic, partition});
+  }
+
   // What a replica looks like now (tests and, later, metrics).
   struct View {
     bool replicated = false;

@@ -60,6 +60,8 @@ struct ReplicaState {
   ReplicaManager* manager = nullptr;
   // Consumers read below it (leader); a follower keeps min(leader's, its log end), the
   // start of its high watermark if it becomes leader. Never moves back while a leader.
+  // -1: a cluster broker opened the log but the ReplicaManager was not told its role yet
+  // (a follower of no one: it takes no writes; the first role starts from the checkpoint).
   int64_t high_watermark = 0;
 
   // Leader.

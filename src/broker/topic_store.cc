@@ -89,17 +89,11 @@ TopicError ValidateTopicName(const std::string& name) {
 }
 
 const std::vector<std::string>& TopicConfig::Names() {
-  static const std::vector<std::string> kNames = {"cleanup.policy",
-                                                  "delete.retention.ms",
-                                                  "max.compaction.lag.ms",
-                                                  "max.message.bytes",
-                                                  "message.timestamp.type",
-                                                  "min.cleanable.dirty.ratio",
-                                                  "min.compaction.lag.ms",
-                                                  "retention.bytes",
-                                                  "retention.ms",
-                                                  "segment.bytes",
-                                                  "segment.ms"};
+  static const std::vector<std::string> kNames = {
+      "cleanup.policy",        "delete.retention.ms",    "max.compaction.lag.ms",
+      "max.message.bytes",     "message.timestamp.type", "min.cleanable.dirty.ratio",
+      "min.compaction.lag.ms", "min.insync.replicas",    "retention.bytes",
+      "retention.ms",          "segment.bytes",          "segment.ms"};
   return kNames;
 }
 
@@ -167,6 +161,11 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
     } else if (key == "min.compaction.lag.ms" || key == "delete.retention.ms") {
       if (!n || *n < 0) return bad(key, value, "must be an integer, 0 or more");
       (key == "delete.retention.ms" ? c.delete_retention_ms : c.min_compaction_lag_ms) = *n;
+    } else if (key == "min.insync.replicas") {
+      // Kafka's range: at least 1 (above the replication factor acks=all always fails,
+      // which Kafka also allows).
+      if (!n || *n < 1 || *n > INT32_MAX) return bad(key, value, "must be a positive integer");
+      c.min_insync_replicas = static_cast<int32_t>(*n);
     } else if (key == "max.compaction.lag.ms") {
       if (!n || *n < 1) return bad(key, value, "must be a positive integer");
       c.max_compaction_lag_ms = *n;
@@ -188,6 +187,7 @@ std::map<std::string, std::string> TopicConfig::ToMap() const {
           {"max.compaction.lag.ms", std::to_string(max_compaction_lag_ms)},
           {"min.cleanable.dirty.ratio", fmt::format("{}", min_cleanable_dirty_ratio)},
           {"min.compaction.lag.ms", std::to_string(min_compaction_lag_ms)},
+          {"min.insync.replicas", std::to_string(min_insync_replicas)},
           {"max.message.bytes", std::to_string(max_message_bytes)},
           {"message.timestamp.type", log_append_time ? "LogAppendTime" : "CreateTime"},
           {"retention.bytes", std::to_string(retention_bytes)},

@@ -52,6 +52,9 @@ struct TopicConfig {
   int64_t min_compaction_lag_ms = 0;                 // min.compaction.lag.ms
   int64_t max_compaction_lag_ms = INT64_MAX;         // max.compaction.lag.ms
   int64_t delete_retention_ms = 24LL * 3600 * 1000;  // delete.retention.ms (tombstones)
+  // Replication (docs/design/0018-cluster.md): acks=all is refused NOT_ENOUGH_REPLICAS
+  // while the committed ISR is smaller. A single node's partitions ignore it.
+  int32_t min_insync_replicas = 1;  // min.insync.replicas
 
   // cleanup.policy includes compact: the cleaner runs, produce needs keys.
   bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }

@@ -409,21 +409,33 @@ def test_unreachable_etcd(sluice):
         b.cleanup()
 
 
-def main():
-    sluice = sys.argv[1]
+def three_brokers(sluice):
+    """etcd and brokers 1-3 made (not started); None (after printing SKIP) without etcd."""
     why = unavailable()
     if why:
         print(f"SKIP: {why}")
-        return 0
+        return None
     etcd = EtcdCluster().start()
-    brokers = [ClusterBroker(sluice, n, etcd.endpoints_arg()) for n in (1, 2, 3)]
+    return etcd, [ClusterBroker(sluice, n, etcd.endpoints_arg()) for n in (1, 2, 3)]
+
+
+def start_together(brokers):
+    """Started together, as an operator would: each then waited for."""
+    for b in brokers:
+        b.spawn()
+    for b in brokers:
+        b.wait_listening()
+
+
+def main():
+    sluice = sys.argv[1]
+    made = three_brokers(sluice)
+    if made is None:
+        return 0
+    etcd, brokers = made
     passed = failed = 0
     try:
-        # Started together, as an operator would: each then waited for.
-        for b in brokers:
-            b.spawn()
-        for b in brokers:
-            b.wait_listening()
+        start_together(brokers)
         test_cluster(sluice, etcd, brokers)
         for b in brokers:
             if b.proc is not None:

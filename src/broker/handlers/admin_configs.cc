@@ -52,6 +52,10 @@ const std::map<std::string, ConfigDoc>& TopicConfigDocs() {
       {"min.compaction.lag.ms",
        {kTypeLong, "log.cleaner.min.compaction.lag.ms",
         "Shortest time a record stays uncompacted in a compacted topic."}},
+      {"min.insync.replicas",
+       {kTypeInt, "min.insync.replicas",
+        "Fewest in-sync replicas with which an acks=all produce is accepted (a cluster's "
+        "replicated partitions)."}},
       {"max.message.bytes",
        {kTypeInt, "message.max.bytes", "The largest record batch the topic accepts."}},
       {"message.timestamp.type",

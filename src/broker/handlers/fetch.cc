@@ -74,6 +74,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
     std::vector<const kafka::FetchRequest::FetchPartition*> wants;
     std::vector<std::optional<storage::FileSlice>> slices;
     std::vector<char> holds_records;  // per target: its slice has a batch with records
+    std::vector<char> elsewhere;      // per target: a cluster's partition, maybe not open here
   };
   auto st = std::make_shared<State>();
   st->resp.session_id = 0;
@@ -116,6 +117,9 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   SLUICE_ASSERT(k == targets.size());
   st->slices.resize(targets.size());
   st->holds_records.resize(targets.size(), 0);
+  for (const Target& target : targets) {
+    st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
+  }
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
   // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch,
   // the log as stored; a consumer's read passes over record-less batches (0017 #13).
@@ -127,7 +131,9 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
         kafka::FetchResponse::PartitionData& out = *st->outs[i];
         const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
         if (part == nullptr) {
-          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          // A cluster's partition not open here is another broker's (0018).
+          out.error_code = st->elsewhere[i] != 0 ? ErrorCode::kNotLeaderOrFollower
+                                                 : ErrorCode::kUnknownTopicOrPartition;
           return;
         }
         if (wait != nullptr && !wait->done.load()) {

@@ -48,6 +48,7 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
   struct State {
     kafka::ListOffsetsResponse resp;
     std::vector<kafka::ListOffsetsResponse::Partition*> outs;  // per target
+    std::vector<char> elsewhere;  // per target: a cluster's partition, maybe not open here
     kafka::ListOffsetsRequest req;
   };
   auto st = std::make_shared<State>();
@@ -69,6 +70,9 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
     st->resp.topics.push_back(std::move(tout));
   }
   for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  for (const Target& target : targets) {
+    st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
+  }
   const int16_t version = h.api_version;
   const bool read_committed = req.isolation_level == 1;
   ctx.shards.VisitOwners(
@@ -77,7 +81,9 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
         kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
         const auto& wp = st->req.topics[where[k].first].partitions[where[k].second];
         if (part == nullptr) {
-          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          // A cluster's partition not open here is another broker's (0018).
+          out.error_code = st->elsewhere[k] != 0 ? ErrorCode::kNotLeaderOrFollower
+                                                 : ErrorCode::kUnknownTopicOrPartition;
           return;
         }
         if (part->replica != nullptr && !part->replica->leader()) {
@@ -172,6 +178,7 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
   struct State {
     kafka::OffsetForLeaderEpochResponse resp;
     std::vector<kafka::OffsetForLeaderEpochResponse::Partition*> outs;  // per target
+    std::vector<char> elsewhere;  // per target: a cluster's partition, maybe not open here
     std::vector<std::pair<int32_t, int32_t>> asked;  // (current epoch, leader epoch)
     int32_t replica_id = -1;
   };
@@ -196,13 +203,18 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
     st->resp.topics.push_back(std::move(tout));
   }
   for (auto [t, i] : where) st->outs.push_back(&st->resp.topics[t].partitions[i]);
+  for (const Target& target : targets) {
+    st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
+  }
   ctx.shards.VisitOwners(
       home, std::move(targets),
       [&ctx, st](Partition* part, size_t k) {
         kafka::OffsetForLeaderEpochResponse::Partition& out = *st->outs[k];
         const auto [current_epoch, leader_epoch] = st->asked[k];
         if (part == nullptr) {
-          out.error_code = ErrorCode::kUnknownTopicOrPartition;
+          // A cluster's partition not open here is another broker's (0018).
+          out.error_code = st->elsewhere[k] != 0 ? ErrorCode::kNotLeaderOrFollower
+                                                 : ErrorCode::kUnknownTopicOrPartition;
           return;
         }
         if (part->replica != nullptr && !part->replica->leader()) {

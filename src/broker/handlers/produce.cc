@@ -34,6 +34,8 @@ using kafka::ErrorCode;
 // complete. The counter's acquire/release orders the entries' writes before the answer.
 struct PendingProduce {
   Shards* shards;
+  // A cluster broker: a partition that exists but is not open here is led elsewhere.
+  bool cluster = false;
   std::shared_ptr<Connection> conn;
   kafka::RequestHeader header;
   kafka::ProduceResponse resp;
@@ -117,9 +119,15 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
   ProduceAppend& a = appends[k];
   auto& out = pending->resp.responses[a.topic].partition_responses[a.partition];
   if (part == nullptr) {
-    out.error_code = ErrorCode::kUnknownTopicOrPartition;
-    out.error_message = fmt::format("no partition {} of topic '{}'", out.index,
-                                    pending->resp.responses[a.topic].name);
+    // In a cluster the partition exists (the metadata has it) and another broker leads
+    // it: Kafka's NOT_LEADER_OR_FOLLOWER sends the client to refresh its metadata.
+    out.error_code =
+        pending->cluster ? ErrorCode::kNotLeaderOrFollower : ErrorCode::kUnknownTopicOrPartition;
+    const std::string& name = pending->resp.responses[a.topic].name;
+    out.error_message =
+        pending->cluster
+            ? fmt::format("this broker does not lead partition {} of topic '{}'", out.index, name)
+            : fmt::format("no partition {} of topic '{}'", out.index, name);
     return;
   }
   out.log_start_offset = part->log->start_offset();
@@ -217,6 +225,7 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
   auto pending = std::make_shared<PendingProduce>();
   pending->shards = &ctx.shards;
+  pending->cluster = ctx.options.cluster.enabled();
   pending->conn = conn;
   pending->header = h;
   pending->acks0 = req.acks == 0;

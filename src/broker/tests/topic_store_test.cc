@@ -86,7 +86,11 @@ TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
                                                         {"min.cleanable.dirty.ratio", "half"},
                                                         {"min.compaction.lag.ms", "-1"},
                                                         {"max.compaction.lag.ms", "0"},
-                                                        {"delete.retention.ms", "-5"}}) {
+                                                        {"delete.retention.ms", "-5"},
+                                                        {"min.insync.replicas", "0"},
+                                                        {"min.insync.replicas", "-1"},
+                                                        {"min.insync.replicas", "two"},
+                                                        {"min.insync.replicas", "4294967297"}}) {
     TopicError bad = store->Create("cfg", 1, {{key, value}}, false, nullptr);
     EXPECT_EQ(bad.code, ErrorCode::kInvalidConfig) << key << "=" << value;
     EXPECT_NE(bad.message.find(key), std::string::npos) << bad.message;
@@ -98,6 +102,17 @@ TEST_F(TopicStoreTest, KafkaErrorsForBadCreates) {
                    false, nullptr)
           .code,
       ErrorCode::kInvalidConfig);
+}
+
+TEST_F(TopicStoreTest, MinInsyncReplicas) {
+  auto store = Open();
+  TopicInfo info;
+  ASSERT_TRUE(store->Create("d", 1, {}, false, &info).ok());
+  EXPECT_EQ(info.config.min_insync_replicas, 1);  // Kafka's default
+  EXPECT_EQ(info.config.ToMap()["min.insync.replicas"], "1");
+  ASSERT_TRUE(store->Create("m", 1, {{"min.insync.replicas", "2"}}, false, &info).ok());
+  EXPECT_EQ(info.config.min_insync_replicas, 2);
+  EXPECT_EQ(info.config.ToMap()["min.insync.replicas"], "2");
 }
 
 TEST_F(TopicStoreTest, CompactionConfigs) {

@@ -1,0 +1,40 @@
+// EtcdIsrStore: the IsrStore of a cluster broker (docs/design/0018-cluster.md, decision 7):
+// a leader's ISR change is a compare-and-swap on partitions/<topic>/<p> (its mod_revision,
+// the version the leader holds, so the leader and its epoch are unchanged too), run on the
+// cluster controller's thread, never on a shard. IsrChangeWrite is the decision, without
+// etcd; ClusterController::AlterIsr applies it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "broker/cluster_controller_view.h"
+#include "broker/replica_isr_store.h"
+#include "cluster/controller_decisions.h"
+
+namespace sluice::broker {
+
+class ClusterController;
+
+// The write that replaces the ISR of `topic`-`partition` with `new_isr`, if `view` holds
+// the partition led by `leader` in `leader_epoch` at revision `expected_version`, and
+// `new_isr` is non-empty, has the leader, no duplicates and only assigned replicas. Members
+// kept keep the incarnation they joined with; a new member takes its live registration's
+// (an unregistered one is kInvalidIsr). kNone and *out set, or the refusal.
+IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32_t partition,
+                        int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
+                        int32_t expected_version, cluster::MetadataWrite* out);
+
+// Thread-safe; the controller outlives it, and it is not used after the controller stops.
+class EtcdIsrStore final : public IsrStore {
+ public:
+  explicit EtcdIsrStore(ClusterController* controller) : controller_(controller) {}
+  void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
+                std::vector<int32_t> new_isr, int32_t expected_version, Done done) override;
+
+ private:
+  ClusterController* const controller_;
+};
+
+}  // namespace sluice::broker
