@@ -764,8 +764,11 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
   auto it = catalog_.find(key);
   if (it == catalog_.end()) return;
   cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
-  std::unique_ptr<Partition> part = shards_->Take(
-      key, it->second->shard, [this](Partition& p) { options_.local.wake_fetches(p); });
+  std::unique_ptr<Partition> part = shards_->Take(key, it->second->shard, [this](Partition& p) {
+    // acks=all produces waiting here are answered now, as at a change of leader.
+    if (p.replica != nullptr) replica::FailAcksWaits(*p.replica, ErrorCode::kNotLeaderOrFollower);
+    options_.local.wake_fetches(p);
+  });
   catalog_.erase(it);
   catalog_epochs_.erase(key);
   open_logs_ = catalog_.size();

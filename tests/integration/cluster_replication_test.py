@@ -176,16 +176,19 @@ def fetch_error(bootstrap, topic, partition):
 def test_not_leader(brokers):
     admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
     admin.create_topics([NewTopic("single", 3, 1)], operation_timeout=10)["single"].result(30)
-    md = wait_metadata(brokers[0].bootstrap,
-                       lambda m: "single" in m.topics
-                       and all(p.leader >= 0 for p in m.topics["single"].partitions.values()),
-                       "single's leaders")
+    # Every broker's own view has the topic and its leaders (each follows etcd's watch).
+    for b in brokers:
+        md = wait_metadata(b.bootstrap,
+                           lambda m: "single" in m.topics
+                           and all(p.leader >= 0 for p in m.topics["single"].partitions.values()),
+                           f"single's leaders through broker {b.node}")
     asked = 0
     for p, leader in leaders_of(md, "single").items():
         for b in brokers:
             if b.node == leader:
-                check(list_offsets_error(b.bootstrap, "single", p) == 0,
-                      f"ListOffsets single-{p} on its leader")
+                # Serving once it took the leadership (clients retry until then).
+                wait_until(lambda: list_offsets_error(b.bootstrap, "single", p) == 0, 30,
+                           f"ListOffsets single-{p} on its leader", interval=0.1)
                 continue
             asked += 1
             e = list_offsets_error(b.bootstrap, "single", p)
