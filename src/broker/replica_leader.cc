@@ -81,10 +81,21 @@ void PrepareAppend(Partition& part, storage::AppendOptions* opts) {
   };
 }
 
+// What a committed acks=all batch is answered (Kafka's checkEnoughReplicasReachOffset):
+// the high watermark passed it, but if the ISR shrank below min.insync.replicas meanwhile
+// it is held by fewer replicas than the producer asked for: NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+namespace {
+ErrorCode CommittedVerdict(const ReplicaState& rs) {
+  return static_cast<int32_t>(rs.isr.size()) < rs.min_insync_replicas
+             ? ErrorCode::kNotEnoughReplicasAfterAppend
+             : ErrorCode::kNone;
+}
+}  // namespace
+
 void AwaitHighWatermark(Partition& part, int64_t required_offset, int32_t timeout_ms,
                         std::function<void(ErrorCode)> done) {
   ReplicaState& rs = *part.replica;
-  if (rs.high_watermark >= required_offset) return done(ErrorCode::kNone);
+  if (rs.high_watermark >= required_offset) return done(CommittedVerdict(rs));
   auto w = std::make_shared<AcksWait>();
   w->required_offset = required_offset;
   w->done = std::move(done);
@@ -130,7 +141,8 @@ bool MaybeAdvanceHighWatermark(Partition& part) {
     ready.push_back(w);
     return true;
   });
-  for (auto& w : ready) Answer(w, ErrorCode::kNone);
+  const ErrorCode verdict = CommittedVerdict(rs);
+  for (auto& w : ready) Answer(w, verdict);
   handlers::WakeFetches(mgr.context(), part);  // consumers may read further
   return true;
 }

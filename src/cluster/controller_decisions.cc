@@ -167,10 +167,11 @@ std::optional<PartitionState> Reelect(const std::vector<int32_t>& replicas,
       state.leader >= 0 && std::find(remove.begin(), remove.end(), state.leader) != remove.end();
   if (leader_removed) next.leader = -1;
   next.leader = ChooseLeader(replicas, next, live);
-  if (state.leader >= 0 && next.leader != state.leader) {
+  // The old leader leaves the ISR only for a chosen successor. With nobody electable it
+  // stays (leader -1, as Kafka keeps the last ISR): removing it could leave one unclean
+  // member, which the last-member rule would then elect over records it may have lost.
+  if (state.leader >= 0 && next.leader >= 0 && next.leader != state.leader) {
     next = WithoutIsrMember(next, state.leader);
-    // Removing the old leader may have left a different set: choose again from it.
-    next.leader = ChooseLeader(replicas, next, live);
   }
   if (next.leader != state.leader) next.leader_epoch = state.leader_epoch + 1;
   if (next.leader == state.leader && next.isr == state.isr) return std::nullopt;

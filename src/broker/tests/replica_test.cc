@@ -319,7 +319,11 @@ TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
   // A follower with everything is in sync however long it is silent (Kafka's
   // isCaughtUp); once the leader has more, the silent one falls behind, and the leader
   // takes it out of the ISR after replica.lag.time.max.ms, through the store.
-  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a2", 1, 1000), 1).error_code, ErrorCode::kNone);
+  // An acks=all batch appended while the ISR was {1, 2} and committed after it shrank to
+  // {1}: below min.insync.replicas, NOT_ENOUGH_REPLICAS_AFTER_APPEND (Kafka's
+  // checkEnoughReplicasReachOffset), never a success held by one replica.
+  auto after = Produce(c, "t", testing::ValueBatch("a2", 1, 1000), -1, /*timeout_ms=*/20000);
+  EXPECT_EQ(after.error_code, ErrorCode::kNotEnoughReplicasAfterAppend);
   ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1}; }));
   ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").isr == std::vector<int32_t>{1}; }));
   // min.insync.replicas=2: refused before anything is appended.

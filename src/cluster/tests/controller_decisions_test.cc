@@ -216,6 +216,23 @@ TEST(ElectionTest, AnUncleanBrokerLeadsOnlyAsTheLastIsrMember) {
   EXPECT_EQ(alone->leader, 1);
 }
 
+TEST(ElectionTest, ADeadLeaderStaysInTheIsrWhenOnlyAnUncleanFollowerIsLeft) {
+  // Leader 1 dies; follower 2 restarted uncleanly (same incarnation) and may have lost
+  // records it had reported. Removing 1 would leave {2}, which the last-member rule would
+  // elect: an unclean election. The partition goes offline with 1 kept in the ISR.
+  LiveBrokers live = Live({2});
+  live[2].clean = false;
+  auto next = Reelect({1, 2}, State(1, 5, {1, 2}), live, {}, 1);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->leader, -1);
+  EXPECT_EQ(next->leader_epoch, 6);
+  EXPECT_EQ(IsrNodes(*next), (std::vector<int32_t>{1, 2}));
+  // When 1 returns it leads again, with everything it acknowledged.
+  auto back = Reelect({1, 2}, *next, Live({1, 2}), {}, 1);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->leader, 1);
+}
+
 // ---------------------------------------------------------------------------------------
 // Writes and fencing
 
