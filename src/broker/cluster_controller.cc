@@ -676,23 +676,39 @@ void ClusterController::ReissueRoles() {
 
 void ClusterController::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                                  int32_t leader_epoch, std::vector<int32_t> new_isr,
-                                 int32_t expected_version, IsrStore::Done done) {
+                                 int64_t expected_version, IsrStore::BrokerEpochs broker_epochs,
+                                 IsrStore::Done done) {
   if (stopping_.load() || loop_ == nullptr) return done(IsrError::kUnavailable, 0);
   loop_->Post([this, topic, partition, leader, leader_epoch, new_isr = std::move(new_isr),
-               expected_version, done = std::move(done)] {
+               expected_version, broker_epochs = std::move(broker_epochs), done = std::move(done)] {
     MetadataWrite w;
     IsrError e = IsrChangeWrite(view_, topic, partition, leader, leader_epoch, new_isr,
-                                expected_version, &w);
+                                expected_version, broker_epochs, &w);
     if (e != IsrError::kNone) return done(e, 0);
     auto r = Apply(w);
     if (!r.ok()) {
-      SLUICE_LOG(kLog, kWarn, "ISR change of {}-{}: {}", topic, partition, r.status().ToString());
-      return done(IsrError::kUnavailable, 0);
+      // The answer was lost, not necessarily the write: what etcd holds decides. The key
+      // holding exactly what was written, at a revision after the one compared, is this
+      // change applied (a leader's CAS is the only writer of its ISR in its epoch).
+      SLUICE_LOG(kLog, kWarn, "ISR change of {}-{}: {}; re-reading it", topic, partition,
+                 r.status().ToString());
+      auto held = etcd_->Get(w.puts.at(0).key);
+      if (!held.ok()) return done(IsrError::kUnavailable, 0);
+      if (held->kv.has_value() && held->kv->value == w.puts[0].value &&
+          held->kv->mod_revision > expected_version) {
+        (void)view_.Put(held->kv->key, held->kv->value, held->kv->mod_revision,
+                        held->kv->create_revision);
+        done(IsrError::kNone, held->kv->mod_revision);
+        AfterChange();
+        return;
+      }
+      return done(IsrError::kInvalidVersion, 0);  // it did not go through; the watch brings
+                                                  // what did
     }
     // A refusal: the state moved in etcd before this broker saw it; the watch brings it
     // and the roles are told again.
     if (!r->succeeded) return done(IsrError::kInvalidVersion, 0);
-    done(IsrError::kNone, static_cast<int32_t>(r->header.revision));
+    done(IsrError::kNone, r->header.revision);
     AfterChange();  // the leadership again, with the ISR at its new revision
   });
 }

@@ -103,9 +103,11 @@ class ClusterController : public Controller {
 
   // A leader's ISR change (IsrStore::AlterIsr, through EtcdIsrStore), from any thread: on
   // the controller's thread, a CAS on partitions/<topic>/<p> (etcd_isr_store.h); `done`
-  // runs there with the new revision, or kUnavailable once the controller stopped.
+  // runs there with the new revision, or kUnavailable once the controller stopped. After
+  // an ambiguous etcd failure it re-reads the key and answers with what etcd holds.
   void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
-                std::vector<int32_t> new_isr, int32_t expected_version, IsrStore::Done done);
+                std::vector<int32_t> new_isr, int64_t expected_version,
+                IsrStore::BrokerEpochs broker_epochs, IsrStore::Done done);
   // This broker's last registration's etcd create_revision (its broker epoch), -1 before
   // the first. Any thread.
   int64_t BrokerEpoch() const { return broker_epoch_.load(); }

@@ -17,9 +17,7 @@ bool ReplicaManagerRoles::BecomeLeader(const PartitionKey& key, const LeaderRole
   l.leader_epoch = role.leader_epoch;
   l.replicas = role.replicas;
   l.isr = role.isr;
-  // etcd revisions are the versions; they stay far below 2^31 in any cluster's life here
-  // (ReplicaState keeps an int32, phase B's choice).
-  l.isr_version = static_cast<int32_t>(role.version);
+  l.isr_version = role.version;  // the partition state's etcd mod_revision
   l.min_insync_replicas = role.min_insync_replicas;
   Status st = m->BecomeLeader(key.first, key.second, l);
   if (!st.ok()) {

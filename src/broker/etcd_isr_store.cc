@@ -11,7 +11,8 @@ namespace sluice::broker {
 
 IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32_t partition,
                         int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
-                        int32_t expected_version, cluster::MetadataWrite* out) {
+                        int64_t expected_version, const IsrStore::BrokerEpochs& broker_epochs,
+                        cluster::MetadataWrite* out) {
   auto state = view.partitions().find({topic, partition});
   auto assigned = view.topics().find(topic);
   if (state == view.partitions().end() || assigned == view.topics().end() || partition < 0 ||
@@ -20,7 +21,7 @@ IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32
   }
   const cluster::PartitionState& now = state->second.value;
   if (now.leader != leader || now.leader_epoch != leader_epoch) return IsrError::kFencedLeaderEpoch;
-  if (static_cast<int32_t>(state->second.mod_revision) != expected_version) {
+  if (state->second.mod_revision != expected_version) {
     return IsrError::kInvalidVersion;
   }
   const std::vector<int32_t>& replicas =
@@ -44,9 +45,14 @@ IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32
       next.isr.push_back(*kept);
       continue;
     }
-    // A member added back: caught up now, with the incarnation it runs as (KIP-903).
+    // A member added back: caught up in a fetch made as the registration it runs as now
+    // (KIP-903), not an earlier one that restarted (perhaps empty) since.
     auto reg = view.brokers().find(node);
     if (reg == view.brokers().end()) return IsrError::kInvalidIsr;
+    auto fetched_as = broker_epochs.find(node);
+    if (fetched_as == broker_epochs.end() || fetched_as->second != reg->second.create_revision) {
+      return IsrError::kInvalidIsr;
+    }
     next.isr.push_back({node, reg->second.value.incarnation});
   }
   const std::string key = view.keys().Partition(topic, partition);
@@ -57,9 +63,9 @@ IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32
 
 void EtcdIsrStore::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                             int32_t leader_epoch, std::vector<int32_t> new_isr,
-                            int32_t expected_version, Done done) {
+                            int64_t expected_version, BrokerEpochs broker_epochs, Done done) {
   controller_->AlterIsr(topic, partition, leader, leader_epoch, std::move(new_isr),
-                        expected_version, std::move(done));
+                        expected_version, std::move(broker_epochs), std::move(done));
 }
 
 }  // namespace sluice::broker

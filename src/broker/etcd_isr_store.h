@@ -20,18 +20,22 @@ class ClusterController;
 // The write that replaces the ISR of `topic`-`partition` with `new_isr`, if `view` holds
 // the partition led by `leader` in `leader_epoch` at revision `expected_version`, and
 // `new_isr` is non-empty, has the leader, no duplicates and only assigned replicas. Members
-// kept keep the incarnation they joined with; a new member takes its live registration's
-// (an unregistered one is kInvalidIsr). kNone and *out set, or the refusal.
+// kept keep the incarnation they joined with; a new member takes its live registration's,
+// only if the broker epoch it fetched with (`broker_epochs`) is that registration's
+// create_revision (KIP-903: an unregistered one, or one restarted since, is kInvalidIsr).
+// kNone and *out set, or the refusal.
 IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32_t partition,
                         int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
-                        int32_t expected_version, cluster::MetadataWrite* out);
+                        int64_t expected_version, const IsrStore::BrokerEpochs& broker_epochs,
+                        cluster::MetadataWrite* out);
 
 // Thread-safe; the controller outlives it, and it is not used after the controller stops.
 class EtcdIsrStore final : public IsrStore {
  public:
   explicit EtcdIsrStore(ClusterController* controller) : controller_(controller) {}
   void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
-                std::vector<int32_t> new_isr, int32_t expected_version, Done done) override;
+                std::vector<int32_t> new_isr, int64_t expected_version, BrokerEpochs broker_epochs,
+                Done done) override;
 
  private:
   ClusterController* const controller_;

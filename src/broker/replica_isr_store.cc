@@ -58,9 +58,10 @@ int InProcessIsrStore::changes() const {
 
 void InProcessIsrStore::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                                  int32_t leader_epoch, std::vector<int32_t> new_isr,
-                                 int32_t expected_version, Done done) {
+                                 int64_t expected_version, BrokerEpochs /*broker_epochs*/,
+                                 Done done) {
   IsrError error = IsrError::kNone;
-  int32_t version = -1;
+  int64_t version = -1;
   {
     std::lock_guard lock(mu_);
     auto it = partitions_.find({topic, partition});

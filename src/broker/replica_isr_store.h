@@ -32,7 +32,7 @@ struct LeaderAndIsr {
   int32_t leader_epoch = 0;
   std::vector<int32_t> replicas;
   std::vector<int32_t> isr;
-  int32_t version = 0;  // bumped by every change
+  int64_t version = 0;  // bumped by every change (etcd: the key's mod_revision)
 };
 
 // Thread-safe. `done` runs once, on any thread (the etcd one answers from the cluster
@@ -40,12 +40,17 @@ struct LeaderAndIsr {
 class IsrStore {
  public:
   virtual ~IsrStore() = default;
-  using Done = std::function<void(IsrError error, int32_t new_version)>;
+  using BrokerEpochs = std::map<int32_t, int64_t>;
+  using Done = std::function<void(IsrError error, int64_t new_version)>;
+  // Broker epochs: node -> the registration create_revision it fetched with (KIP-903).
   // Replaces the ISR of `topic`-`partition` with `new_isr` if `leader` leads it in
-  // `leader_epoch` and its version is `expected_version`.
+  // `leader_epoch` and its version is `expected_version`. A member added must be in
+  // `broker_epochs` with its current registration's create_revision: an incarnation that
+  // restarted since the fetch that caught it up is refused (kInvalidIsr). The in-process
+  // store has no registrations and does not check them.
   virtual void AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                         int32_t leader_epoch, std::vector<int32_t> new_isr,
-                        int32_t expected_version, Done done) = 0;
+                        int64_t expected_version, BrokerEpochs broker_epochs, Done done) = 0;
 };
 
 class InProcessIsrStore final : public IsrStore {
@@ -60,7 +65,8 @@ class InProcessIsrStore final : public IsrStore {
   int changes() const;
 
   void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
-                std::vector<int32_t> new_isr, int32_t expected_version, Done done) override;
+                std::vector<int32_t> new_isr, int64_t expected_version, BrokerEpochs broker_epochs,
+                Done done) override;
 
  private:
   mutable std::mutex mu_;

@@ -180,9 +180,12 @@ void ReplicaManager::SubmitIsrChange(Partition& part, std::vector<int32_t> new_i
   const PartitionKey key{rs.topic, rs.partition};
   const uint64_t generation = rs.generation;
   const std::vector<int32_t> asked = new_isr;
+  // The registration each follower fetched as: a member added must still run as it (KIP-903).
+  IsrStore::BrokerEpochs broker_epochs;
+  for (const FollowerProgress& f : rs.followers) broker_epochs[f.node] = f.broker_epoch;
   options_.isr_store->AlterIsr(
       rs.topic, rs.partition, options_.node_id, rs.leader_epoch, std::move(new_isr), rs.isr_version,
-      [this, key, generation, asked](IsrError error, int32_t version) {
+      std::move(broker_epochs), [this, key, generation, asked](IsrError error, int64_t version) {
         PostToPartition(key, generation, [this, key, asked, error, version](Partition& p) {
           ReplicaState& s = *p.replica;
           s.isr_change_pending = false;
@@ -220,13 +223,20 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     const storage::FlushPolicy policy = flush_policy();
     const int64_t now = options_.clock->NowMillis();
     if (old != nullptr && old->leader() && old->leader_epoch == l.leader_epoch) {
-      // The same leadership with a newer assignment or ISR. A new version is what a
-      // refused change waited for: the next may be asked at once.
-      if (old->isr_version != l.isr_version) old->isr_retry_after_ms = 0;
+      // The same leadership with a newer assignment or ISR. A role from an older view
+      // (made before this leader's own committed change reached it) is ignored: the ISR
+      // never goes back to an older version; the same version changes nothing.
+      old->min_insync_replicas = l.min_insync_replicas;  // the topic's config: the newest
+      if (l.isr_version <= old->isr_version) {
+        replica::MaybeAdvanceHighWatermark(*part);
+        result = Status::OK();
+        return;
+      }
+      // A new version is what a refused change waited for: the next may be asked at once.
+      old->isr_retry_after_ms = 0;
       old->replicas = l.replicas;
       old->isr = l.isr;
       old->isr_version = l.isr_version;
-      old->min_insync_replicas = l.min_insync_replicas;
       replica::MaybeAdvanceHighWatermark(*part);
       result = Status::OK();
       return;

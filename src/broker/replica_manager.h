@@ -72,7 +72,7 @@ class ReplicaManager {
     int32_t leader_epoch = 0;
     std::vector<int32_t> replicas;  // this node included
     std::vector<int32_t> isr;       // as committed in the IsrStore
-    int32_t isr_version = 0;
+    int64_t isr_version = 0;
     int32_t min_insync_replicas = 1;  // the topic's min.insync.replicas
   };
   // This node leads `topic`-`partition` in `leadership.leader_epoch` (which must not be
@@ -102,7 +102,7 @@ class ReplicaManager {
     int64_t high_watermark = -1;
     int64_t log_end = -1;
     std::vector<int32_t> isr;
-    int32_t isr_version = -1;
+    int64_t isr_version = -1;
     std::vector<LeaderEpochCache::Entry> epochs;
   };
   Result<View> Describe(const std::string& topic, int32_t partition);

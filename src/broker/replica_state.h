@@ -67,7 +67,7 @@ struct ReplicaState {
   // Leader.
   std::vector<int32_t> replicas;  // the assignment, this node included
   std::vector<int32_t> isr;       // as committed in the IsrStore, this node included
-  int32_t isr_version = 0;        // the IsrStore's version of it
+  int64_t isr_version = 0;        // the IsrStore's version of it (an etcd revision)
   bool isr_change_pending = false;
   // After the store refused a change (the controller moved on), none is asked again
   // before this time: the controller tells this broker its new role meanwhile.

@@ -118,37 +118,37 @@ class ReplicaTest : public testing::ReplicaClusterFixture {
 TEST(InProcessIsrStoreTest, ChecksLeaderEpochVersionAndIsr) {
   InProcessIsrStore store;
   IsrError got = IsrError::kNone;
-  int32_t version = -1;
-  auto done = [&](IsrError e, int32_t v) {
+  int64_t version = -1;
+  auto done = [&](IsrError e, int64_t v) {
     got = e;
     version = v;
   };
-  store.AlterIsr("t", 0, 1, 1, {1}, 1, done);
+  store.AlterIsr("t", 0, 1, 1, {1}, 1, {}, done);
   EXPECT_EQ(got, IsrError::kUnknownPartition);
   LeaderAndIsr l = store.Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
   EXPECT_EQ(l.leader_epoch, 1);
-  store.AlterIsr("t", 0, 2, l.leader_epoch, {1, 2}, l.version, done);
+  store.AlterIsr("t", 0, 2, l.leader_epoch, {1, 2}, l.version, {}, done);
   EXPECT_EQ(got, IsrError::kFencedLeaderEpoch);  // not the leader
-  store.AlterIsr("t", 0, 1, l.leader_epoch + 1, {1, 2}, l.version, done);
+  store.AlterIsr("t", 0, 1, l.leader_epoch + 1, {1, 2}, l.version, {}, done);
   EXPECT_EQ(got, IsrError::kFencedLeaderEpoch);  // a future epoch
-  store.AlterIsr("t", 0, 1, l.leader_epoch, {1, 2}, l.version + 1, done);
+  store.AlterIsr("t", 0, 1, l.leader_epoch, {1, 2}, l.version + 1, {}, done);
   EXPECT_EQ(got, IsrError::kInvalidVersion);
   for (std::vector<int32_t> bad : {std::vector<int32_t>{}, {2, 3}, {1, 4}, {1, 1}}) {
-    store.AlterIsr("t", 0, 1, l.leader_epoch, bad, l.version, done);
+    store.AlterIsr("t", 0, 1, l.leader_epoch, bad, l.version, {}, done);
     EXPECT_EQ(got, IsrError::kInvalidIsr);
   }
   EXPECT_EQ(store.changes(), 0);
-  store.AlterIsr("t", 0, 1, l.leader_epoch, {1, 3}, l.version, done);
+  store.AlterIsr("t", 0, 1, l.leader_epoch, {1, 3}, l.version, {}, done);
   EXPECT_EQ(got, IsrError::kNone);
   EXPECT_EQ(version, l.version + 1);
   EXPECT_EQ(store.Get("t", 0)->isr, (std::vector<int32_t>{1, 3}));
   // The old version is stale now.
-  store.AlterIsr("t", 0, 1, l.leader_epoch, {1}, l.version, done);
+  store.AlterIsr("t", 0, 1, l.leader_epoch, {1}, l.version, {}, done);
   EXPECT_EQ(got, IsrError::kInvalidVersion);
   // A new election fences the old leader's epoch.
   LeaderAndIsr l2 = store.Elect("t", 0, 3, {1, 2, 3}, std::nullopt);
   EXPECT_EQ(l2.isr, (std::vector<int32_t>{1, 3}));
-  store.AlterIsr("t", 0, 1, l.leader_epoch, {1}, l2.version, done);
+  store.AlterIsr("t", 0, 1, l.leader_epoch, {1}, l2.version, {}, done);
   EXPECT_EQ(got, IsrError::kFencedLeaderEpoch);
   EXPECT_EQ(store.changes(), 1);
 }
@@ -349,6 +349,35 @@ TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
   }));
   EXPECT_EQ(node(2).View("t").log_end, node(1).View("t").log_end);
   EXPECT_GE(store_.changes(), 2);
+}
+
+TEST_F(ReplicaTest, ARoleFromAnOlderIsrVersionDoesNotUndoACommittedChange) {
+  // The controller may tell the leader its role again from a view made before the
+  // leader's own ISR expansion reached it: that older version must not shrink the ISR
+  // back (0018 decision 4); the same version changes nothing; a newer one is taken.
+  MakeNodes(2, "t");
+  node(1).Start();
+  node(2).Start();
+  LeaderAndIsr l = Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1});
+  ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2}; }));
+  ASSERT_TRUE(WaitUntil([&] {
+    return Sorted(node(1).View("t").isr) == std::vector<int32_t>{1, 2};
+  }));
+  const int64_t committed = node(1).View("t").isr_version;
+  EXPECT_GT(committed, l.version);
+  ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, LeaderFor(l, 1)).ok());  // older
+  EXPECT_EQ(Sorted(node(1).View("t").isr), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(node(1).View("t").isr_version, committed);
+  ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, LeaderFor(*store_.Get("t", 0), 1)).ok());
+  EXPECT_EQ(Sorted(node(1).View("t").isr), (std::vector<int32_t>{1, 2}));
+  EXPECT_EQ(node(1).View("t").isr_version, committed);
+  // A newer version (another writer's, as the controller's) is the leader's ISR now.
+  ReplicaManager::Leadership newer = LeaderFor(*store_.Get("t", 0), 1);
+  newer.isr = {1};
+  newer.isr_version = committed + 10;
+  ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, newer).ok());
+  EXPECT_EQ(node(1).View("t").isr, (std::vector<int32_t>{1}));
+  EXPECT_EQ(node(1).View("t").isr_version, committed + 10);
 }
 
 TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
