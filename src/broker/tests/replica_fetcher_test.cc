@@ -3,14 +3,18 @@
 // length, a truncated frame, a wrong correlation id, garbage) — nothing is appended and
 // the fetcher carries on — and that a good answer after them is appended with the
 // leader's offsets and epoch.
+#include "broker/replica_fetcher.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <functional>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -237,6 +241,48 @@ TEST_F(ReplicaFetcherTest, ABatchBelowTheLogEndIsSkippedNotAppendedTwice) {
   ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 1, 7, "127.0.0.1", leader.port()).ok());
   ASSERT_TRUE(WaitUntil([&] { return leader.requests() >= 5; }));
   EXPECT_EQ(node(1).View("t").log_end, 5);
+}
+
+// A leader whose listener never completes a handshake (its accept queue is full, so the
+// kernel drops the SYNs): Stop ends the fetcher's connect in progress instead of waiting
+// for the kernel's SYN timeout (minutes) or replica.socket.timeout.ms.
+TEST_F(ReplicaFetcherTest, StopEndsAConnectThatNeverCompletes) {
+  MakeNodes(1, "t");
+  node(1).replica_options.socket_timeout_ms = 600'000;
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  // One connection fills the queue, never accepted.
+  int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  // The premise: a further connect stays in progress.
+  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_NE(::connect(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(errno, EINPROGRESS);
+  pollfd pf{probe, POLLOUT, 0};
+  ASSERT_EQ(::poll(&pf, 1, 300), 0) << "the kernel completed a connect to a full queue";
+  ::close(probe);
+
+  auto fetcher =
+      std::make_unique<ReplicaFetcher>(node(1).replicas.get(), 2, "127.0.0.1", ntohs(a.sin_port));
+  ReplicaFetcher::Start start;
+  start.topic_id = id;
+  start.leader_epoch = 1;
+  fetcher->Add({"t", 0}, start);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into its connect
+  auto stopped = std::async(std::launch::async, [&] { fetcher->Stop(); });
+  // Well below the kernel's SYN timeout and the 600 s socket timeout.
+  EXPECT_EQ(stopped.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  stopped.wait();
+  ::close(filler);
+  ::close(listener);
 }
 
 }  // namespace
