@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <limits>
 
 #include "base/logging.h"
 #include "broker/replica_manager.h"
@@ -65,15 +66,20 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
   }
   for (size_t i = 0; i < batches.size(); ++i) {
     std::span<const uint8_t> batch = batches[i];
-    const storage::BatchHeader h = storage::ParseBatchHeader(batch);
-    if (h.next_offset() <= log.end_offset()) continue;  // already here
-    // Whole and intact before anything (its epoch) is recorded.
-    if (Result<storage::BatchHeader> valid =
-            storage::ValidateBatch(batch, log.options().max_batch_bytes);
-        !valid.ok()) {
+    // Whole, intact and in place before anything (its epoch) is recorded: a leader epoch
+    // entry must never start where no batch of that epoch is appended.
+    Result<storage::BatchHeader> valid =
+        storage::ValidateBatch(batch, log.options().max_batch_bytes);
+    if (!valid.ok()) {
       r->status = valid.status();
       return;
     }
+    const storage::BatchHeader h = *valid;
+    if (Status st = replica::CheckFetchedBatch(h, log.end_offset()); !st.ok()) {
+      r->status = st;
+      return;
+    }
+    if (h.next_offset() <= log.end_offset()) continue;  // already here
     if (h.leader_epoch > part.epochs.latest_epoch() ||
         (part.epochs.entries().empty() && h.leader_epoch >= 0)) {
       if (Status st = part.epochs.Assign(h.leader_epoch, h.base_offset); !st.ok()) {
@@ -109,6 +115,10 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
     if (!appended.ok()) {
       r->ack.reset();
       r->status = appended.status();
+      // The epoch assigned for this batch goes with it.
+      if (Status st = part.epochs.TruncateFromEnd(log.end_offset()); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: {}", log.dir(), st.ToString());
+      }
       return;
     }
     if (control) {
@@ -154,6 +164,19 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
 }
 
 }  // namespace
+
+Status replica::CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end) {
+  if (h.base_offset < 0 || h.last_offset_delta < 0 ||
+      h.base_offset > std::numeric_limits<int64_t>::max() - 1 - h.last_offset_delta) {
+    return CorruptionError("a fetched batch at offset {} with last offset delta {}", h.base_offset,
+                           h.last_offset_delta);
+  }
+  if (h.base_offset < log_end && h.next_offset() > log_end) {
+    return CorruptionError("a fetched batch {}..{} straddles the log end {}", h.base_offset,
+                           h.last_offset(), log_end);
+  }
+  return Status::OK();
+}
 
 Status replica::SplitFetchedBatches(std::span<const uint8_t> records,
                                     std::vector<std::span<const uint8_t>>* batches) {

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -283,6 +284,57 @@ TEST_F(ReplicaFetcherTest, StopEndsAConnectThatNeverCompletes) {
   stopped.wait();
   ::close(filler);
   ::close(listener);
+}
+
+// Batches whose offsets cannot be appended (straddling the log end, a last offset past
+// INT64_MAX) record no leader epoch: the epochs stay those of the appended batches.
+TEST_F(ReplicaFetcherTest, ABatchThatCannotBeAppendedRecordsNoEpoch) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  std::atomic<int> step{0};
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest& req) -> FakeLeader::Reply {
+        const int s = step.fetch_add(1);
+        switch (s) {
+          case 0:
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 0, 4), 3)};
+          case 1:  // 1..3 in a new epoch, over the end 3: not appendable
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 1, 5), 4)};
+          case 2:  // its last offset overflows
+            return {FetchAnswer(h.correlation_id, id,
+                                LeaderBatch(3, std::numeric_limits<int64_t>::max() - 1, 6), 4)};
+          case 3:  // a negative base offset
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, -2, 7), 4)};
+          default:
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(2, 3, 4), 5)};
+        }
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 5; }));
+  EXPECT_GE(step.load(), 5);
+  auto v = node(1).View("t");
+  ASSERT_EQ(v.epochs.size(), 1u);
+  EXPECT_EQ(v.epochs.back(), (LeaderEpochCache::Entry{4, 0}));
+}
+
+TEST(CheckFetchedBatchTest, RefusesOffsetsThatCannotBeAppended) {
+  storage::BatchHeader h{};
+  h.base_offset = 10;
+  h.last_offset_delta = 4;
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 0).ok());    // past the end: a gap is allowed
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 10).ok());   // at the end
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 15).ok());   // wholly below: already here
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 12).ok());  // straddles
+  h.base_offset = std::numeric_limits<int64_t>::max() - 4;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());  // the next offset overflows
+  h.base_offset = std::numeric_limits<int64_t>::max() - 5;
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 0).ok());
+  h.base_offset = -1;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());
+  h.base_offset = 0;
+  h.last_offset_delta = -1;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());
 }
 
 }  // namespace
