@@ -218,6 +218,14 @@ bool ReplicaFetcher::empty() {
   return partitions_.empty();
 }
 
+std::map<PartitionKey, ReplicaFetcher::Start> ReplicaFetcher::TakeAll() {
+  std::lock_guard lock(mu_);
+  std::map<PartitionKey, Start> out;
+  for (const auto& [key, f] : partitions_) out.emplace(key, f.state);
+  partitions_.clear();
+  return out;
+}
+
 void ReplicaFetcher::Stop() {
   {
     std::lock_guard lock(mu_);

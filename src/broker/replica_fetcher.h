@@ -60,7 +60,12 @@ class ReplicaFetcher {
   void Add(const PartitionKey& key, const Start& start);
   void Remove(const PartitionKey& key);
   bool empty();
+  // Takes every partition off this fetcher with where it fetches from next (for a
+  // fetcher re-pointed at the leader's new address).
+  std::map<PartitionKey, Start> TakeAll();
   int32_t leader() const { return leader_; }
+  const std::string& host() const { return host_; }
+  int32_t port() const { return port_; }
   // Stops the thread (closing its connection) and joins it. Idempotent.
   void Stop();
 

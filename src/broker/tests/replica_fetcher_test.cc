@@ -337,5 +337,38 @@ TEST(CheckFetchedBatchTest, RefusesOffsetsThatCannotBeAppended) {
   EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());
 }
 
+// A leader that comes back at a new inter-broker address is fetched from there; a
+// fetcher whose partitions all moved to another leader is stopped and removed.
+TEST_F(ReplicaFetcherTest, ALeadersNewAddressIsFetchedFromAndAnUnusedFetcherGoes) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  FakeLeader first(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest&) -> FakeLeader::Reply {
+        return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 0, 4), 3)};
+      });
+  FakeLeader moved(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest&) -> FakeLeader::Reply {
+        Bytes all = LeaderBatch(3, 0, 4);
+        Bytes next = LeaderBatch(2, 3, 5);
+        all.insert(all.end(), next.begin(), next.end());
+        return {FetchAnswer(h.correlation_id, id, all, 5)};
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", first.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 3; }));
+  // Broker 7 again, in a new epoch, at another port.
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 5, 7, "127.0.0.1", moved.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 5; }));
+  EXPECT_GE(moved.requests(), 1);
+  EXPECT_EQ(node(1).View("t").epochs.back(), (LeaderEpochCache::Entry{5, 3}));
+  EXPECT_TRUE(node(1).replicas->HasFetcherFor(7));
+  // The partition follows broker 8 now: broker 7's fetcher has nothing left and goes.
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 6, 8, "127.0.0.1", moved.port()).ok());
+  EXPECT_FALSE(node(1).replicas->HasFetcherFor(7));
+  EXPECT_TRUE(node(1).replicas->HasFetcherFor(8));
+  const int moved_requests = moved.requests();
+  ASSERT_TRUE(WaitUntil([&] { return moved.requests() > moved_requests; }));
+}
+
 }  // namespace
 }  // namespace sluice::broker
