@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <future>
+#include <limits>
 
 #include "base/logging.h"
 #include "broker/replica_manager.h"
@@ -65,15 +66,20 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
   }
   for (size_t i = 0; i < batches.size(); ++i) {
     std::span<const uint8_t> batch = batches[i];
-    const storage::BatchHeader h = storage::ParseBatchHeader(batch);
-    if (h.next_offset() <= log.end_offset()) continue;  // already here
-    // Whole and intact before anything (its epoch) is recorded.
-    if (Result<storage::BatchHeader> valid =
-            storage::ValidateBatch(batch, log.options().max_batch_bytes);
-        !valid.ok()) {
+    // Whole, intact and in place before anything (its epoch) is recorded: a leader epoch
+    // entry must never start where no batch of that epoch is appended.
+    Result<storage::BatchHeader> valid =
+        storage::ValidateBatch(batch, log.options().max_batch_bytes);
+    if (!valid.ok()) {
       r->status = valid.status();
       return;
     }
+    const storage::BatchHeader h = *valid;
+    if (Status st = replica::CheckFetchedBatch(h, log.end_offset()); !st.ok()) {
+      r->status = st;
+      return;
+    }
+    if (h.next_offset() <= log.end_offset()) continue;  // already here
     if (h.leader_epoch > part.epochs.latest_epoch() ||
         (part.epochs.entries().empty() && h.leader_epoch >= 0)) {
       if (Status st = part.epochs.Assign(h.leader_epoch, h.base_offset); !st.ok()) {
@@ -109,6 +115,10 @@ void AppendOnOwner(Partition& part, std::span<const uint8_t> records, storage::A
     if (!appended.ok()) {
       r->ack.reset();
       r->status = appended.status();
+      // The epoch assigned for this batch goes with it.
+      if (Status st = part.epochs.TruncateFromEnd(log.end_offset()); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: {}", log.dir(), st.ToString());
+      }
       return;
     }
     if (control) {
@@ -155,6 +165,19 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
 
 }  // namespace
 
+Status replica::CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end) {
+  if (h.base_offset < 0 || h.last_offset_delta < 0 ||
+      h.base_offset > std::numeric_limits<int64_t>::max() - 1 - h.last_offset_delta) {
+    return CorruptionError("a fetched batch at offset {} with last offset delta {}", h.base_offset,
+                           h.last_offset_delta);
+  }
+  if (h.base_offset < log_end && h.next_offset() > log_end) {
+    return CorruptionError("a fetched batch {}..{} straddles the log end {}", h.base_offset,
+                           h.last_offset(), log_end);
+  }
+  return Status::OK();
+}
+
 Status replica::SplitFetchedBatches(std::span<const uint8_t> records,
                                     std::vector<std::span<const uint8_t>>* batches) {
   size_t pos = 0;
@@ -195,6 +218,14 @@ bool ReplicaFetcher::empty() {
   return partitions_.empty();
 }
 
+std::map<PartitionKey, ReplicaFetcher::Start> ReplicaFetcher::TakeAll() {
+  std::lock_guard lock(mu_);
+  std::map<PartitionKey, Start> out;
+  for (const auto& [key, f] : partitions_) out.emplace(key, f.state);
+  partitions_.clear();
+  return out;
+}
+
 void ReplicaFetcher::Stop() {
   {
     std::lock_guard lock(mu_);
@@ -231,32 +262,86 @@ void ReplicaFetcher::Run() {
 }
 
 bool ReplicaFetcher::Connect() {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res) != 0 ||
-      res == nullptr) {
-    SLUICE_LOG(kLog, kWarn, "leader {}: cannot resolve {}", leader_, host_);
-    return false;
+  // A numeric address needs no resolver; a name is resolved (getaddrinfo, which Stop
+  // cannot interrupt: a broker's inter-broker address is normally numeric).
+  sockaddr_storage addr{};
+  socklen_t addr_len = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
+  if (::inet_pton(AF_INET, host_.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(static_cast<uint16_t>(port_));
+    addr_len = sizeof(sockaddr_in);
+  } else if (::inet_pton(AF_INET6, host_.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(static_cast<uint16_t>(port_));
+    addr_len = sizeof(sockaddr_in6);
+  } else {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res) != 0 ||
+        res == nullptr || res->ai_addrlen > sizeof(addr)) {
+      SLUICE_LOG(kLog, kWarn, "leader {}: cannot resolve {}", leader_, host_);
+      if (res != nullptr) ::freeaddrinfo(res);
+      return false;
+    }
+    std::memcpy(&addr, res->ai_addr, res->ai_addrlen);
+    addr_len = res->ai_addrlen;
+    ::freeaddrinfo(res);
   }
-  int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  bool ok = fd >= 0 && ::connect(fd, res->ai_addr, res->ai_addrlen) == 0;
-  ::freeaddrinfo(res);
-  if (!ok) {
-    SLUICE_LOG(kLog, kDebug, "leader {} at {}:{}: connect: {}", leader_, host_, port_,
-               std::strerror(errno));
-    if (fd >= 0) ::close(fd);
-    return false;
+  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  {
+    // Published before connecting, so Stop's shutdown() ends a connect in progress.
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      ::close(fd);
+      return false;
+    }
+    fd_ = fd;
   }
+  const auto fail = [&](const char* what, int err) {
+    SLUICE_LOG(kLog, kDebug, "leader {} at {}:{}: {}: {}", leader_, host_, port_, what,
+               std::strerror(err));
+    Disconnect();
+    return false;
+  };
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0) {
+    if (errno != EINPROGRESS) return fail("connect", errno);
+    // Bounded by replica.socket.timeout.ms, as Kafka's NetworkClient bounds a connection
+    // setup; Stop's shutdown() wakes the poll at once.
+    const int64_t deadline =
+        manager_->options().clock->NowMillis() + manager_->options().socket_timeout_ms;
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (stopping_) return fail("connect", ECANCELED);
+      }
+      const int64_t left = deadline - manager_->options().clock->NowMillis();
+      if (left <= 0) return fail("connect", ETIMEDOUT);
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+      if (ready < 0 && errno != EINTR) return fail("poll", errno);
+      if (ready > 0) break;
+    }
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) return fail("connect", err);
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      ::close(fd_);
+      fd_ = -1;
+      return false;
+    }
+  }
+  // Blocking from here on: reads poll with their own timeouts, and Stop's shutdown()
+  // wakes a blocked send.
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  std::lock_guard lock(mu_);
-  if (stopping_) {
-    ::close(fd);
-    return false;
-  }
-  fd_ = fd;
   return true;
 }
 

@@ -20,6 +20,7 @@
 #include "base/status.h"
 #include "broker/partition.h"
 #include "kafka/protocol/requests.h"
+#include "storage/batch_header.h"
 
 namespace sluice::broker {
 
@@ -31,6 +32,11 @@ namespace replica {
 // leaves it for the next fetch; a length shorter than a batch header is Corruption.
 Status SplitFetchedBatches(std::span<const uint8_t> records,
                            std::vector<std::span<const uint8_t>>* batches);
+// Checks a validated fetched batch's offsets against the follower's log end: a
+// non-negative base, a last offset that does not overflow, and not straddling the end
+// (a batch wholly below it is already here; one at or past it is appended). Corruption
+// otherwise.
+Status CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end);
 }  // namespace replica
 
 // Lifecycle: made by the ReplicaManager for a leader; its thread runs from the
@@ -54,7 +60,12 @@ class ReplicaFetcher {
   void Add(const PartitionKey& key, const Start& start);
   void Remove(const PartitionKey& key);
   bool empty();
+  // Takes every partition off this fetcher with where it fetches from next (for a
+  // fetcher re-pointed at the leader's new address).
+  std::map<PartitionKey, Start> TakeAll();
   int32_t leader() const { return leader_; }
+  const std::string& host() const { return host_; }
+  int32_t port() const { return port_; }
   // Stops the thread (closing its connection) and joins it. Idempotent.
   void Stop();
 

@@ -340,27 +340,62 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
   });
   if (!ran) return AbortedError("the broker is stopping");
   if (!result.ok()) return result;
-  std::lock_guard lock(mu_);
-  if (stopped_.load()) return AbortedError("the replica manager stopped");
-  auto from = fetching_from_.find(key);
-  if (from != fetching_from_.end() && from->second != leader) {
-    auto f = fetchers_.find(from->second);
-    if (f != fetchers_.end()) f->second->Remove(key);
+  // Fetchers left without partitions, or pointed at an address the leader left: stopped
+  // (joined) once mu_ is released.
+  std::vector<std::unique_ptr<ReplicaFetcher>> retired;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_.load()) return AbortedError("the replica manager stopped");
+    auto from = fetching_from_.find(key);
+    if (from != fetching_from_.end() && from->second != leader) {
+      RemoveFromFetcherLocked(from->second, key, &retired);
+    }
+    auto& fetcher = fetchers_[leader];
+    if (fetcher != nullptr && (fetcher->host() != host || fetcher->port() != port)) {
+      // The leader's inter-broker address changed (it restarted elsewhere): every
+      // partition fetched from it moves, with its position, to a fetcher at the new one.
+      SLUICE_LOG(kLog, kInfo, "leader {} moved from {}:{} to {}:{}", leader, fetcher->host(),
+                 fetcher->port(), host, port);
+      std::map<PartitionKey, ReplicaFetcher::Start> moved = fetcher->TakeAll();
+      retired.push_back(std::move(fetcher));
+      fetcher = std::make_unique<ReplicaFetcher>(this, leader, host, port);
+      for (const auto& [k, s] : moved) fetcher->Add(k, s);
+    }
+    if (fetcher == nullptr) fetcher = std::make_unique<ReplicaFetcher>(this, leader, host, port);
+    fetcher->Add(key, start);
+    fetching_from_[key] = leader;
   }
-  auto& fetcher = fetchers_[leader];
-  if (fetcher == nullptr) fetcher = std::make_unique<ReplicaFetcher>(this, leader, host, port);
-  fetcher->Add(key, start);
-  fetching_from_[key] = leader;
+  for (auto& f : retired) f->Stop();
   return Status::OK();
 }
 
+void ReplicaManager::RemoveFromFetcherLocked(
+    int32_t leader, const PartitionKey& key,
+    std::vector<std::unique_ptr<ReplicaFetcher>>* retired) {
+  auto f = fetchers_.find(leader);
+  if (f == fetchers_.end()) return;
+  f->second->Remove(key);
+  if (f->second->empty()) {
+    retired->push_back(std::move(f->second));
+    fetchers_.erase(f);
+  }
+}
+
 void ReplicaManager::StopFetching(const PartitionKey& key) {
+  std::vector<std::unique_ptr<ReplicaFetcher>> retired;
+  {
+    std::lock_guard lock(mu_);
+    auto from = fetching_from_.find(key);
+    if (from == fetching_from_.end()) return;
+    RemoveFromFetcherLocked(from->second, key, &retired);
+    fetching_from_.erase(from);
+  }
+  for (auto& f : retired) f->Stop();
+}
+
+bool ReplicaManager::HasFetcherFor(int32_t leader) {
   std::lock_guard lock(mu_);
-  auto from = fetching_from_.find(key);
-  if (from == fetching_from_.end()) return;
-  auto f = fetchers_.find(from->second);
-  if (f != fetchers_.end()) f->second->Remove(key);
-  fetching_from_.erase(from);
+  return fetchers_.count(leader) != 0;
 }
 
 Result<ReplicaManager::View> ReplicaManager::Describe(const std::string& topic, int32_t partition) {

@@ -106,6 +106,8 @@ class ReplicaManager {
     std::vector<LeaderEpochCache::Entry> epochs;
   };
   Result<View> Describe(const std::string& topic, int32_t partition);
+  // Whether a fetcher from `leader` runs (tests: an unused one is stopped and removed).
+  bool HasFetcherFor(int32_t leader);
 
   // For the replica code (replica_leader.cc, replica_fetcher.cc).
   const ReplicaManagerOptions& options() const { return options_; }
@@ -124,9 +126,12 @@ class ReplicaManager {
 
  private:
   int OwnerOf(const PartitionKey& key) const;
-  ReplicaFetcher* FetcherFor(int32_t leader, const std::string& host, int32_t port);
-  // Takes `key` off the fetcher that has it, if any.
+  // Takes `key` off the fetcher that has it, if any; a fetcher left empty is stopped.
   void StopFetching(const PartitionKey& key);
+  // Takes `key` off `leader`'s fetcher; one left empty leaves fetchers_ for `retired`
+  // (stopped by the caller once mu_ is released). With mu_ held.
+  void RemoveFromFetcherLocked(int32_t leader, const PartitionKey& key,
+                               std::vector<std::unique_ptr<ReplicaFetcher>>* retired);
   void ScheduleIsrCheck(int shard);
   // Where a replica without a ReplicaState starts its high watermark: the checkpoint's,
   // within the log, else all the log has (a single node's history is committed). Owner.

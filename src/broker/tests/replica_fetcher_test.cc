@@ -3,14 +3,19 @@
 // length, a truncated frame, a wrong correlation id, garbage) — nothing is appended and
 // the fetcher carries on — and that a good answer after them is appended with the
 // leader's offsets and epoch.
+#include "broker/replica_fetcher.h"
+
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <functional>
+#include <future>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -237,6 +242,132 @@ TEST_F(ReplicaFetcherTest, ABatchBelowTheLogEndIsSkippedNotAppendedTwice) {
   ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 1, 7, "127.0.0.1", leader.port()).ok());
   ASSERT_TRUE(WaitUntil([&] { return leader.requests() >= 5; }));
   EXPECT_EQ(node(1).View("t").log_end, 5);
+}
+
+// A leader whose listener never completes a handshake (its accept queue is full, so the
+// kernel drops the SYNs): Stop ends the fetcher's connect in progress instead of waiting
+// for the kernel's SYN timeout (minutes) or replica.socket.timeout.ms.
+TEST_F(ReplicaFetcherTest, StopEndsAConnectThatNeverCompletes) {
+  MakeNodes(1, "t");
+  node(1).replica_options.socket_timeout_ms = 600'000;
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len);
+  // One connection fills the queue, never accepted.
+  int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(::connect(filler, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  // The premise: a further connect stays in progress.
+  int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  ASSERT_NE(::connect(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(errno, EINPROGRESS);
+  pollfd pf{probe, POLLOUT, 0};
+  ASSERT_EQ(::poll(&pf, 1, 300), 0) << "the kernel completed a connect to a full queue";
+  ::close(probe);
+
+  auto fetcher =
+      std::make_unique<ReplicaFetcher>(node(1).replicas.get(), 2, "127.0.0.1", ntohs(a.sin_port));
+  ReplicaFetcher::Start start;
+  start.topic_id = id;
+  start.leader_epoch = 1;
+  fetcher->Add({"t", 0}, start);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into its connect
+  auto stopped = std::async(std::launch::async, [&] { fetcher->Stop(); });
+  // Well below the kernel's SYN timeout and the 600 s socket timeout.
+  EXPECT_EQ(stopped.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  stopped.wait();
+  ::close(filler);
+  ::close(listener);
+}
+
+// Batches whose offsets cannot be appended (straddling the log end, a last offset past
+// INT64_MAX) record no leader epoch: the epochs stay those of the appended batches.
+TEST_F(ReplicaFetcherTest, ABatchThatCannotBeAppendedRecordsNoEpoch) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  std::atomic<int> step{0};
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest& req) -> FakeLeader::Reply {
+        const int s = step.fetch_add(1);
+        switch (s) {
+          case 0:
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 0, 4), 3)};
+          case 1:  // 1..3 in a new epoch, over the end 3: not appendable
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 1, 5), 4)};
+          case 2:  // its last offset overflows
+            return {FetchAnswer(h.correlation_id, id,
+                                LeaderBatch(3, std::numeric_limits<int64_t>::max() - 1, 6), 4)};
+          case 3:  // a negative base offset
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, -2, 7), 4)};
+          default:
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(2, 3, 4), 5)};
+        }
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 5; }));
+  EXPECT_GE(step.load(), 5);
+  auto v = node(1).View("t");
+  ASSERT_EQ(v.epochs.size(), 1u);
+  EXPECT_EQ(v.epochs.back(), (LeaderEpochCache::Entry{4, 0}));
+}
+
+TEST(CheckFetchedBatchTest, RefusesOffsetsThatCannotBeAppended) {
+  storage::BatchHeader h{};
+  h.base_offset = 10;
+  h.last_offset_delta = 4;
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 0).ok());    // past the end: a gap is allowed
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 10).ok());   // at the end
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 15).ok());   // wholly below: already here
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 12).ok());  // straddles
+  h.base_offset = std::numeric_limits<int64_t>::max() - 4;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());  // the next offset overflows
+  h.base_offset = std::numeric_limits<int64_t>::max() - 5;
+  EXPECT_TRUE(replica::CheckFetchedBatch(h, 0).ok());
+  h.base_offset = -1;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());
+  h.base_offset = 0;
+  h.last_offset_delta = -1;
+  EXPECT_FALSE(replica::CheckFetchedBatch(h, 0).ok());
+}
+
+// A leader that comes back at a new inter-broker address is fetched from there; a
+// fetcher whose partitions all moved to another leader is stopped and removed.
+TEST_F(ReplicaFetcherTest, ALeadersNewAddressIsFetchedFromAndAnUnusedFetcherGoes) {
+  MakeNodes(1, "t");
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  FakeLeader first(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest&) -> FakeLeader::Reply {
+        return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 0, 4), 3)};
+      });
+  FakeLeader moved(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest&) -> FakeLeader::Reply {
+        Bytes all = LeaderBatch(3, 0, 4);
+        Bytes next = LeaderBatch(2, 3, 5);
+        all.insert(all.end(), next.begin(), next.end());
+        return {FetchAnswer(h.correlation_id, id, all, 5)};
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", first.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 3; }));
+  // Broker 7 again, in a new epoch, at another port.
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 5, 7, "127.0.0.1", moved.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 5; }));
+  EXPECT_GE(moved.requests(), 1);
+  EXPECT_EQ(node(1).View("t").epochs.back(), (LeaderEpochCache::Entry{5, 3}));
+  EXPECT_TRUE(node(1).replicas->HasFetcherFor(7));
+  // The partition follows broker 8 now: broker 7's fetcher has nothing left and goes.
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 6, 8, "127.0.0.1", moved.port()).ok());
+  EXPECT_FALSE(node(1).replicas->HasFetcherFor(7));
+  EXPECT_TRUE(node(1).replicas->HasFetcherFor(8));
+  const int moved_requests = moved.requests();
+  ASSERT_TRUE(WaitUntil([&] { return moved.requests() > moved_requests; }));
 }
 
 }  // namespace
