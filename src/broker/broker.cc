@@ -251,9 +251,10 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     // The replication core runs on the shards: from now on (0018, phase C's wiring).
     ReplicaManagerOptions ro;
     ro.node_id = options_.cluster.node_id;
-    // Sent in replica fetches; a re-registration later keeps this one (never older than
-    // what a leader saw from this process).
+    // Sent in replica fetches, read at each fetch: a re-registration after a lost lease
+    // has a newer one, which leaders need to add this broker to an ISR again (KIP-903).
     ro.broker_epoch = cluster_->BrokerEpoch();
+    ro.broker_epoch_source = cluster_->BrokerEpochSource();
     ro.isr_store = isr_store_.get();
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();

@@ -111,6 +111,8 @@ class ClusterController : public Controller {
   // This broker's last registration's etcd create_revision (its broker epoch), -1 before
   // the first. Any thread.
   int64_t BrokerEpoch() const { return broker_epoch_.load(); }
+  // The same, for a reader that keeps it (it changes when the broker registers again).
+  const std::atomic<int64_t>* BrokerEpochSource() const { return &broker_epoch_; }
   // Tells the replication core every role again that it has not taken yet (it refuses
   // them until the server runs). Any thread.
   void ReissueRoles();

@@ -315,10 +315,13 @@ bool ReplicaFetcher::Connect() {
     const int64_t deadline =
         manager_->options().clock->NowMillis() + manager_->options().socket_timeout_ms;
     for (;;) {
+      bool stopping = false;
       {
         std::lock_guard lock(mu_);
-        if (stopping_) return fail("connect", ECANCELED);
+        stopping = stopping_;
       }
+      // fail() takes mu_ itself (Disconnect): never call it holding the lock.
+      if (stopping) return fail("connect", ECANCELED);
       const int64_t left = deadline - manager_->options().clock->NowMillis();
       if (left <= 0) return fail("connect", ETIMEDOUT);
       pollfd p{fd, POLLOUT, 0};
@@ -395,7 +398,8 @@ bool ReplicaFetcher::FetchOnce() {
   }
   kafka::FetchRequest req;
   req.replica_state.replica_id = o.node_id;
-  req.replica_state.replica_epoch = o.broker_epoch;
+  req.replica_state.replica_epoch =
+      o.broker_epoch_source != nullptr ? o.broker_epoch_source->load() : o.broker_epoch;
   req.max_wait_ms = o.fetch_max_wait_ms;
   req.min_bytes = 1;
   req.max_bytes = o.fetch_max_bytes;

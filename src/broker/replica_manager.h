@@ -37,6 +37,11 @@ struct ReplicaManagerOptions {
   // This broker's registration (the etcd create_revision in phase C), sent in fetches'
   // replica_state; a leader refuses fetches with an older one.
   int64_t broker_epoch = -1;
+  // Where the current registration's epoch is read at each fetch, when it can change (a
+  // broker that lost its lease registers again with a newer one; leaders add a follower
+  // to the ISR only with its current epoch, KIP-903). Null: broker_epoch. Outlives the
+  // manager.
+  const std::atomic<int64_t>* broker_epoch_source = nullptr;
   int64_t replica_lag_time_max_ms = 30'000;     // replica.lag.time.max.ms
   int64_t isr_check_interval_ms = -1;           // -1: replica_lag_time_max_ms / 2, as Kafka
   int32_t fetch_max_wait_ms = 500;              // replica.fetch.wait.max.ms
