@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "base/base64.h"
 #include "base/config.h"
 #include "base/utf8.h"
 
@@ -58,70 +59,15 @@ bool ValidName(std::string_view s) {
   return !s.empty() && s.find('\0') == std::string_view::npos && IsValidUtf8(s);
 }
 
-// ------------------------------------------------------------------ base64 (RFC 4648)
+// ------------------------------------------------------------------ base64 (base/base64.h)
 
-constexpr char kBase64Chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+std::string Base64Encode(std::span<const uint8_t> in) { return ::sluice::Base64Encode(AsText(in)); }
 
-std::string Base64Encode(std::span<const uint8_t> in) {
-  std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    uint32_t n = (uint32_t{in[i]} << 16) | (uint32_t{in[i + 1]} << 8) | in[i + 2];
-    out += kBase64Chars[(n >> 18) & 63];
-    out += kBase64Chars[(n >> 12) & 63];
-    out += kBase64Chars[(n >> 6) & 63];
-    out += kBase64Chars[n & 63];
-  }
-  if (size_t rest = in.size() - i; rest > 0) {
-    uint32_t n = uint32_t{in[i]} << 16;
-    if (rest == 2) n |= uint32_t{in[i + 1]} << 8;
-    out += kBase64Chars[(n >> 18) & 63];
-    out += kBase64Chars[(n >> 12) & 63];
-    out += rest == 2 ? kBase64Chars[(n >> 6) & 63] : '=';
-    out += '=';
-  }
-  return out;
-}
-
-int Base64Value(char c) {
-  if (c >= 'A' && c <= 'Z') return c - 'A';
-  if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-  if (c >= '0' && c <= '9') return c - '0' + 52;
-  if (c == '+') return 62;
-  if (c == '/') return 63;
-  return -1;
-}
-
-// Strict: padded to a multiple of 4, no whitespace, '=' only at the end, canonical.
+// Strict (base/base64.h): padded, no whitespace, canonical, so a proof cannot be re-spelt.
 std::optional<std::vector<uint8_t>> Base64Decode(std::string_view s) {
-  if (s.size() % 4 != 0) return std::nullopt;
-  std::vector<uint8_t> out;
-  out.reserve(s.size() / 4 * 3);
-  for (size_t i = 0; i < s.size(); i += 4) {
-    uint32_t n = 0;
-    int pad = 0;
-    for (size_t k = 0; k < 4; ++k) {
-      char c = s[i + k];
-      int v = 0;
-      if (c == '=') {
-        if (i + 4 != s.size() || k < 2) return std::nullopt;
-        ++pad;
-      } else {
-        if (pad > 0) return std::nullopt;  // data after padding
-        v = Base64Value(c);
-        if (v < 0) return std::nullopt;
-      }
-      n = (n << 6) | static_cast<uint32_t>(v);
-    }
-    // Canonical only: the bits padding discards must be zero, so that one byte string
-    // has one encoding (a proof cannot be re-spelt).
-    if ((pad == 1 && (n & 0xFF) != 0) || (pad == 2 && (n & 0xFFFF) != 0)) return std::nullopt;
-    out.push_back(static_cast<uint8_t>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<uint8_t>(n >> 8));
-    if (pad < 1) out.push_back(static_cast<uint8_t>(n));
-  }
-  return out;
+  Result<std::string> bytes = ::sluice::Base64Decode(s);
+  if (!bytes.ok()) return std::nullopt;
+  return std::vector<uint8_t>(bytes->begin(), bytes->end());
 }
 
 // ------------------------------------------------------------------ OpenSSL

@@ -47,34 +47,6 @@ std::string_view Attribute(std::string_view message, char name) {
 
 }  // namespace
 
-std::string Base64Encode(std::string_view bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(bytes.data()),
-                          static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-Result<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return InvalidArgumentError("malformed base64");
-  for (char c : text) {
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '/' || c == '=')) {
-      return InvalidArgumentError("malformed base64");
-    }
-  }
-  std::string out(3 * text.size() / 4 + 1, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()),
-                          static_cast<int>(text.size()));
-  if (n < 0) return InvalidArgumentError("malformed base64");
-  size_t len = static_cast<size_t>(n);
-  if (text.size() >= 1 && text.back() == '=') --len;
-  if (text.size() >= 2 && text[text.size() - 2] == '=') --len;
-  out.resize(len);
-  return out;
-}
-
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;

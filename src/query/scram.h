@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/base64.h"  // Base64Encode/Decode, used with SCRAM's messages
 #include "base/status.h"
 
 namespace sluice::query {
@@ -44,8 +45,6 @@ class ScramExchange {
   std::string nonce_;
 };
 
-std::string Base64Encode(std::string_view bytes);
-Result<std::string> Base64Decode(std::string_view text);
 // Compares in time independent of where the inputs differ.
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
