@@ -234,6 +234,14 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
       }
       // A new version is what a refused change waited for: the next may be asked at once.
       old->isr_retry_after_ms = 0;
+      // A follower the controller took out (its broker died) stops holding the high
+      // watermark back at once, not replica.lag.time.max.ms after its last fetch: as
+      // Kafka's resetReplicaState for a replica outside the new ISR.
+      for (FollowerProgress& f : old->followers) {
+        if (old->InIsr(f.node) && std::find(l.isr.begin(), l.isr.end(), f.node) == l.isr.end()) {
+          f.last_caught_up_ms = 0;
+        }
+      }
       old->replicas = l.replicas;
       old->isr = l.isr;
       old->isr_version = l.isr_version;

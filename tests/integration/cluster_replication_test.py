@@ -174,6 +174,10 @@ def fetch_error(bootstrap, topic, partition):
 
 
 def test_not_leader(brokers):
+    # A broker that has not seen the controller yet answers Metadata with -1, and
+    # librdkafka's admin then waits for the controller until its timeout.
+    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3 and m.controller_id >= 0,
+                  "three brokers and a controller")
     admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
     admin.create_topics([NewTopic("single", 3, 1)], operation_timeout=10)["single"].result(30)
     # Every broker's own view has the topic and its leaders (each follows etcd's watch).

@@ -40,6 +40,13 @@ SluiceProcess::SluiceProcess(std::string sluice, std::string config_yaml)
   if (::mkdtemp(buf.data()) != nullptr) dir_ = buf.data();
 }
 
+SluiceProcess::SluiceProcess(std::string sluice, std::string config_yaml, std::string kafka_addr,
+                             std::vector<std::string> extra_args)
+    : SluiceProcess(std::move(sluice), std::move(config_yaml)) {
+  kafka_addr_ = std::move(kafka_addr);
+  extra_args_ = std::move(extra_args);
+}
+
 SluiceProcess::~SluiceProcess() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);
@@ -53,13 +60,14 @@ std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   if (dir_.empty()) return "mkdtemp failed";
   if (pid_ > 0) return "already started";
   std::vector<std::string> args = {
-      sluice_,    "serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
+      sluice_,    "serve", "--kafka-addr", kafka_addr_,   "--data-dir", (dir_ / "data").string(),
       "--shards", "2",     "--http-addr",  "127.0.0.1:0", "--pg-addr",  "127.0.0.1:0"};
   if (!config_yaml_.empty()) {
     std::ofstream(dir_ / "sluice.yaml") << config_yaml_;
     args.push_back("--config");
     args.push_back((dir_ / "sluice.yaml").string());
   }
+  args.insert(args.end(), extra_args_.begin(), extra_args_.end());
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -135,6 +143,13 @@ int SluiceProcess::Stop(std::chrono::milliseconds timeout) {
   }
   pid_ = -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void SluiceProcess::Kill() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  ::waitpid(pid_, nullptr, 0);
+  pid_ = -1;
 }
 
 void SluiceProcess::DumpLogs(int lines) const {

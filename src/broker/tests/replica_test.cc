@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "broker/replica_checkpoint.h"
 #include "broker/replica_isr_store.h"
@@ -378,6 +380,28 @@ TEST_F(ReplicaTest, ARoleFromAnOlderIsrVersionDoesNotUndoACommittedChange) {
   ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, newer).ok());
   EXPECT_EQ(node(1).View("t").isr, (std::vector<int32_t>{1}));
   EXPECT_EQ(node(1).View("t").isr_version, committed + 10);
+}
+
+TEST_F(ReplicaTest, AFollowerTheControllerTookOutNoLongerHoldsTheHighWatermark) {
+  // The controller takes a dead broker out of the ISR in the same leader epoch (its lease
+  // went, the leader stayed). Caught up when it died, it must not hold the high watermark
+  // for replica.lag.time.max.ms (60 s here) after its last fetch: Kafka resets its
+  // caught-up time (resetReplicaState). Seen as kafkajs's acks=all sends stalling about
+  // 30 s after a SIGKILL in cluster_clients_test.
+  StartCluster(3);
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 2, 1000), -1).error_code, ErrorCode::kNone);
+  node(3).Stop();
+  // A fetch node 3 sent before it stopped reaches the leader first (a dead broker's last
+  // fetch comes before the controller's change, session_timeout later).
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ReplicaManager::Leadership without = LeaderFor(*store_.Get("t", 0), 1);
+  without.isr = {1, 2};
+  without.isr_version += 10;  // the controller's write
+  ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, without).ok());
+  auto r = Produce(c, "t", testing::ValueBatch("b", 1, 1000), -1, /*timeout_ms=*/20000);
+  EXPECT_EQ(r.error_code, ErrorCode::kNone);
+  EXPECT_GE(node(1).View("t").high_watermark, 3);
 }
 
 TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
