@@ -99,7 +99,17 @@ void ClusterView::Delete(const std::string& key, int64_t revision) {
 LiveBrokers ClusterView::Live() const {
   LiveBrokers live;
   for (const auto& [node, reg] : brokers_) {
-    live[node] = {reg.value.incarnation, reg.value.clean};
+    // An unclean registration the controller has handled (incarnations/<node> written
+    // after it registered) counts as clean: it left every ISR then, so each ISR entry it
+    // has now was added back by a leader once it caught up (KIP-903). Otherwise a broker
+    // restarted after a SIGKILL under the interval policy could never lead again, and a
+    // partition whose clean leader died stayed offline with such members (found by
+    // cluster_faults.py).
+    auto inc = incarnations_.find(node);
+    const bool handled = inc != incarnations_.end() &&
+                         inc->second.value.incarnation == reg.value.incarnation &&
+                         inc->second.mod_revision > reg.create_revision;
+    live[node] = {reg.value.incarnation, reg.value.clean || handled};
   }
   return live;
 }

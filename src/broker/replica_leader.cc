@@ -239,8 +239,10 @@ void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
   if (replica_epoch >= 0) f->broker_epoch = replica_epoch;
   // Expansion (Kafka's maybeExpandIsr): caught up to the high watermark and into this
   // epoch.
-  if (!rs->isr_change_pending && !rs->InIsr(replica_id) && f->log_end >= rs->high_watermark &&
-      f->log_end >= rs->epoch_start_offset) {
+  // (Not while an earlier change waits to be retried: SubmitIsrChange would drop it, and
+  // the line below was logged at every fetch.)
+  if (!rs->isr_change_pending && now >= rs->isr_retry_after_ms && !rs->InIsr(replica_id) &&
+      f->log_end >= rs->high_watermark && f->log_end >= rs->epoch_start_offset) {
     std::vector<int32_t> grown = rs->isr;
     grown.push_back(replica_id);
     SLUICE_LOG(kLog, kInfo, "{}-{}: follower {} caught up at {}: joining the ISR", rs->topic,

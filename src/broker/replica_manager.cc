@@ -190,8 +190,15 @@ void ReplicaManager::SubmitIsrChange(Partition& part, std::vector<int32_t> new_i
           ReplicaState& s = *p.replica;
           s.isr_change_pending = false;
           if (error != IsrError::kNone) {
-            s.isr_retry_after_ms = options_.clock->NowMillis() +
-                                   std::max<int64_t>(options_.replica_lag_time_max_ms, 1);
+            // A refused expansion is asked again after replica.fetch.backoff.ms: the
+            // follower may have fetched as a registration it has just replaced (a broker
+            // back from a lost lease, KIP-903), and its next fetches carry the new one.
+            // Waiting replica.lag.time.max.ms kept a caught-up follower out for 30 s.
+            const bool grows = asked.size() > s.isr.size();
+            s.isr_retry_after_ms =
+                options_.clock->NowMillis() +
+                std::max<int64_t>(
+                    grows ? options_.fetch_backoff_ms : options_.replica_lag_time_max_ms, 1);
             // The controller moved the leadership or the ISR (phase C re-reads it and
             // tells this broker); until then the committed ISR stays as it was.
             SLUICE_LOG(kLog, kWarn, "{}-{}: ISR change to [{}] refused: {}", key.first, key.second,

@@ -156,17 +156,29 @@ std::optional<PartitionState> Reelect(const std::vector<int32_t>& replicas,
                                       const std::vector<int32_t>& remove,
                                       int64_t controller_epoch) {
   PartitionState next = state;
-  // Dead members leave the ISR too (Kafka's controller on a broker failure), the last one
+  // Removed members (a new incarnation, an unclean start) leave the ISR, the last one
   // excepted; the leader itself only once another is chosen.
   for (const IsrMember& m : state.isr) {
-    const bool dead = live.find(m.node) == live.end();
     const bool removed = std::find(remove.begin(), remove.end(), m.node) != remove.end();
-    if ((dead || removed) && m.node != state.leader) next = WithoutIsrMember(next, m.node);
+    if (removed && m.node != state.leader) next = WithoutIsrMember(next, m.node);
   }
   const bool leader_removed =
       state.leader >= 0 && std::find(remove.begin(), remove.end(), state.leader) != remove.end();
   if (leader_removed) next.leader = -1;
+  // Chosen with the dead still in the ISR: an unclean member leads only when it is the
+  // last member of the ISR as it was, not one made last by dropping the dead.
   next.leader = ChooseLeader(replicas, next, live);
+  // Dead members leave the ISR too (Kafka's controller on a broker failure), the last one
+  // excepted, but only once someone leads: with nobody electable they stay, so the
+  // partition comes back with the first of them to return (a pass after the leader went
+  // -1 used to drop them, leaving an unclean member to be elected alone, or members none
+  // of which could lead, for ever).
+  if (next.leader >= 0) {
+    for (const IsrMember& m : state.isr) {
+      const bool dead = live.find(m.node) == live.end();
+      if (dead && m.node != state.leader) next = WithoutIsrMember(next, m.node);
+    }
+  }
   // The old leader leaves the ISR only for a chosen successor. With nobody electable it
   // stays (leader -1, as Kafka keeps the last ISR): removing it could leave one unclean
   // member, which the last-member rule would then elect over records it may have lost.

@@ -94,9 +94,10 @@ int32_t ChooseLeader(const std::vector<int32_t>& replicas, const PartitionState&
 PartitionState WithoutIsrMember(PartitionState state, int32_t node);
 
 // The new state after the live set changed (a broker died, or re-registered with another
-// incarnation or unclean: pass `remove` for those): the removed nodes leave the ISR, and the
-// leader is chosen again; leader_epoch goes up by one whenever the leader changes (to -1
-// too), and controller_epoch becomes the caller's. nullopt when nothing changes.
+// incarnation or unclean: pass `remove` for those): the removed nodes leave the ISR, the
+// leader is chosen again, and dead members leave once someone leads (not while offline);
+// leader_epoch goes up by one whenever the leader changes (to -1 too), and
+// controller_epoch becomes the caller's. nullopt when nothing changes.
 std::optional<PartitionState> Reelect(const std::vector<int32_t>& replicas,
                                       const PartitionState& state, const LiveBrokers& live,
                                       const std::vector<int32_t>& remove, int64_t controller_epoch);

@@ -20,6 +20,12 @@ As a library:
     proxy.heal()
     proxy.close()
 
+A cut between two processes only (a broker pair, while others still pass): every
+connection through a proxy comes from 127.0.0.1, so the proxy tells clients apart by the
+process holding the client end (/proc/net/tcp's inode, found among /proc/<pid>/fd):
+    proxy.isolate([pid_a], mode="cut")        # or "blackhole"; others pass
+    proxy.isolate([])                         # heal that
+
 As a program (for C++ tests): fault_proxy.py --target 127.0.0.1:2379 [--listen PORT]
 prints one JSON line {"port": P, "control_port": C} and then takes commands over HTTP on
 127.0.0.1:C:
@@ -34,6 +40,7 @@ import argparse
 import collections
 import http.server
 import json
+import os
 import socket
 import struct
 import sys
@@ -43,6 +50,44 @@ import urllib.parse
 
 MODES = ("pass", "blackhole", "delay", "cut")
 DIRECTIONS = ("up", "down", "both")
+
+
+def _socket_owner(peer_port, listen_port, pids):
+    """The pid among `pids` holding the TCP socket 127.0.0.1:peer_port connected to our
+    listen_port (the client end of a proxied connection), or None."""
+    inode = None
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                lines = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) < 10:
+                continue
+            local, remote = fields[1], fields[2]
+            if (int(local.rsplit(":", 1)[1], 16) == peer_port
+                    and int(remote.rsplit(":", 1)[1], 16) == listen_port):
+                inode = fields[9]
+                break
+        if inode is not None:
+            break
+    if inode is None or inode == "0":
+        return None
+    want = "socket:[%s]" % inode
+    for pid in pids:
+        try:
+            fds = os.listdir("/proc/%d/fd" % pid)
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == want:
+                    return pid
+            except OSError:
+                pass
+    return None
 
 
 def _reset(sock):
@@ -81,7 +126,8 @@ class _Pipe:
                 data = self.src.recv(65536)
             except OSError:
                 data = None
-            if data is not None and not data and self.proxy._mode_of(self.name)[0] == "blackhole":
+            if data is not None and not data and (self.conn.isolated or
+                                                  self.proxy._mode_of(self.name)[0] == "blackhole"):
                 return  # a partition loses the FIN too
             if not data:
                 with self.cv:
@@ -91,6 +137,8 @@ class _Pipe:
                     self.conn.close()
                 return
             mode, delay_ms = self.proxy._mode_of(self.name)
+            if self.conn.isolated:
+                mode = "blackhole"
             if mode == "blackhole":
                 self.proxy._count("dropped_" + self.name, len(data))
                 continue
@@ -140,6 +188,8 @@ class _Connection:
         self.lock = threading.Lock()
         self.done = False
         self.ended = 0  # guarded by lock: directions that saw their end of stream
+        self.client_port = client.getpeername()[1]
+        self.isolated = False  # set by FaultProxy.isolate(mode="blackhole"): drop its bytes
 
     def start(self):
         self.up.start()
@@ -178,6 +228,7 @@ class FaultProxy:
         self._stats = collections.Counter()  # guarded by _lock
         self._closing = False  # guarded by _lock
         self._listener = None  # guarded by _lock
+        self._isolated = (frozenset(), "cut")  # guarded by _lock: (pids, mode)
         self.port = listen_port
         self._listen()
 
@@ -232,6 +283,26 @@ class FaultProxy:
 
     def heal(self):
         self.set_mode("pass")
+
+    def isolate(self, pids, mode="cut"):
+        """Connections from the processes `pids` only: "cut" resets them and refuses new
+        ones, "blackhole" keeps them and drops their bytes both ways. Others pass as the
+        proxy's mode says. isolate([]) ends it; a connection blackholed before is reset
+        then (bytes were lost mid-stream: its peers could only misread it)."""
+        if mode not in ("cut", "blackhole"):
+            raise ValueError("isolate mode %r: cut or blackhole" % mode)
+        pids = frozenset(int(p) for p in pids)
+        with self._lock:
+            self._isolated = (pids, mode)
+            conns = list(self._conns)
+        for c in conns:
+            hit = bool(pids) and _socket_owner(c.client_port, self.port, pids) is not None
+            if c.isolated or (hit and mode == "cut"):
+                c.close()
+            else:
+                c.isolated = hit
+        if pids:
+            self._count("isolations", 1)
 
     def cut(self):
         self.set_mode("cut")
@@ -299,7 +370,21 @@ class FaultProxy:
             return
         for s in (client, upstream):
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = _Connection(self, client, upstream)
+        try:
+            conn = _Connection(self, client, upstream)
+        except OSError:  # the client left already
+            _reset(client)
+            _reset(upstream)
+            return
+        with self._lock:
+            pids, mode = self._isolated
+        if pids and _socket_owner(conn.client_port, self.port, pids) is not None:
+            if mode == "cut":
+                self._count("isolated_refused", 1)
+                _reset(client)
+                _reset(upstream)
+                return
+            conn.isolated = True
         with self._lock:
             if self._cut:  # cut while connecting
                 conn.done = True

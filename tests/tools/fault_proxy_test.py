@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""Tests of fault_proxy.py with a plain echo server: every mode, each direction alone, and
-the HTTP control of the program form. Absence of bytes is checked by waiting a while (a
+"""Tests of fault_proxy.py with a plain echo server: every mode, each direction alone, one
+client process isolated while another passes, and the HTTP control of the program form. Absence of bytes is checked by waiting a while (a
 lower bound the proxy enforces), never by asserting how fast anything is."""
 
 import json
@@ -88,6 +88,60 @@ def wait_until(cond, limit=30.0):
             return False
         time.sleep(0.01)
     return True
+
+
+_CHILD = r"""
+import socket, sys
+port = int(sys.argv[1])
+s = socket.create_connection(("127.0.0.1", port), timeout=10)
+for line in sys.stdin:
+    cmd, _, arg = line.strip().partition(" ")
+    if cmd == "reconnect":
+        s.close()
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        except OSError:
+            pass
+    try:
+        s.settimeout(1.0)
+        s.sendall(arg.encode())
+        got = b""
+        while len(got) < len(arg):
+            b = s.recv(len(arg) - len(got))
+            if not b:
+                break
+            got += b
+        print(got.decode() if got else "CLOSED", flush=True)
+    except socket.timeout:
+        print("TIMEOUT", flush=True)
+    except OSError:
+        print("CLOSED", flush=True)
+"""
+
+
+class Child:
+    """A client in another process (isolate() tells processes apart): echo() sends a word
+    over its connection and answers what came back, "TIMEOUT" or "CLOSED"."""
+
+    def __init__(self, port):
+        self.proc = subprocess.Popen([sys.executable, "-c", _CHILD, str(port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def echo(self, word):
+        return self._ask("send " + word)
+
+    def reconnect_and_echo(self, word):
+        return self._ask("reconnect " + word)
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()
 
 
 class FaultProxyTest(unittest.TestCase):
@@ -180,6 +234,42 @@ class FaultProxyTest(unittest.TestCase):
             self.proxy.set_mode("cut", "up")
         with self.assertRaises(ValueError):
             self.proxy.set_mode("blackhole", "sideways")
+
+    def test_isolate_cuts_one_process_only(self):
+        child = Child(self.proxy.port)
+        try:
+            mine = self.connect()
+            self.assertEqual(child.echo("a"), "a")
+            self.proxy.isolate([child.proc.pid], mode="cut")
+            self.assertEqual(child.echo("b"), "CLOSED")  # its open connection was reset
+            self.assertEqual(child.reconnect_and_echo("c"), "CLOSED")  # new ones refused
+            mine.sendall(b"mine")
+            self.assertEqual(recv_exactly(mine, 4), b"mine")  # this process still passes
+            self.proxy.isolate([])
+            self.assertEqual(child.reconnect_and_echo("d"), "d")
+            mine.close()
+        finally:
+            child.close()
+
+    def test_isolate_blackholes_one_process_then_resets_it_at_heal(self):
+        child = Child(self.proxy.port)
+        try:
+            mine = self.connect()
+            self.assertEqual(child.echo("a"), "a")
+            self.proxy.isolate([child.proc.pid], mode="blackhole")
+            self.assertEqual(child.echo("b"), "TIMEOUT")  # kept open, bytes dropped
+            mine.sendall(b"mine")
+            self.assertEqual(recv_exactly(mine, 4), b"mine")
+            self.proxy.isolate([])
+            self.assertEqual(child.echo("c"), "CLOSED")  # lost bytes: reset at heal
+            self.assertEqual(child.reconnect_and_echo("e"), "e")
+            mine.close()
+        finally:
+            child.close()
+
+    def test_isolate_refuses_bad_modes(self):
+        with self.assertRaises(ValueError):
+            self.proxy.isolate([1], mode="delay")
 
 
 class FaultProxyProgramTest(unittest.TestCase):

@@ -4,15 +4,20 @@
 A fault test writes what its clients saw as JSON lines, one event per line, in the order
 they happened, and a final read of every partition from its start:
 
-  {"type": "ack", "topic": T, "partition": P, "offset": O, "value": V}
+  {"type": "ack", "topic": T, "partition": P, "offset": O, "value": V[, "epoch": E]}
       a write the broker acknowledged (acks=all). V is unique per record the test sent
       and, for ordered checks, "<producer>:<sequence>" with sequences increasing in the
       order the producer sent them (one producer's records to one partition are acked in
-      send order when idempotence is on).
+      send order when idempotence is on). E, when known, is the leader epoch its batch
+      was appended in (the batch's partition_leader_epoch as read back).
+  {"type": "leader", "topic": T, "partition": P, "epoch": E, "node": N}
+      broker N acted as the partition's leader in epoch E (from the brokers' own logs, or
+      etcd's history); one event per claim, repeats allowed.
   {"type": "read", "topic": T, "partition": P, "offset": O, "value": V}
       a record of the final read (every partition from its log start to its end).
   {"type": "commit", "group": G, "topic": T, "partition": P, "offset": O}
-      a committed offset the test observed (OffsetFetch), in observation order.
+      a committed offset the test observed (OffsetFetch), in observation order; O = -1
+      says the group had no committed offset there any more.
   {"type": "end", "topic": T, "partition": P, "offset": O}
       the end the final read reached for a partition (so an acknowledged offset past it
       is known lost, not unread).
@@ -24,7 +29,10 @@ Violations it finds:
              same offset: split brain);
   duplicate  a value appears more than once in the final read (idempotence failed);
   order      one producer's records in one partition are not in sequence order;
-  backwards  a group's committed offset for a partition went down;
+  backwards  a group's committed offset for a partition went down, or vanished;
+  split      two brokers acted as leader of one partition in one leader epoch;
+  epoch      an acknowledged write's epoch was led by nobody the history names (only
+             checked when the history has leader events for that partition);
   malformed  a line that is not one of the events above.
 
 Prints a summary; exits 1 with each violation listed (and the run's seed, given with
@@ -60,7 +68,9 @@ _FIELDS = {
     "read": (("topic", str), ("partition", int), ("offset", int), ("value", str)),
     "commit": (("group", str), ("topic", str), ("partition", int), ("offset", int)),
     "end": (("topic", str), ("partition", int), ("offset", int)),
+    "leader": (("topic", str), ("partition", int), ("epoch", int), ("node", int)),
 }
+_OPTIONAL = {"ack": (("epoch", int),)}
 
 
 def parse_event(line):
@@ -79,8 +89,15 @@ def parse_event(line):
         # bool is an int in Python: refuse it explicitly.
         if not isinstance(v, typ) or isinstance(v, bool):
             raise ValueError(f"{kind}: field {name!r} must be a {typ.__name__}, got {v!r}")
-        if typ is int and v < 0 and name in ("partition", "offset"):
-            raise ValueError(f"{kind}: field {name!r} is negative ({v})")
+        if typ is int and v < 0 and name in ("partition", "offset", "epoch", "node"):
+            if not (kind == "commit" and name == "offset" and v == -1):
+                raise ValueError(f"{kind}: field {name!r} is negative ({v})")
+    for name, typ in _OPTIONAL.get(kind, ()):
+        if name not in ev:
+            continue
+        v = ev[name]
+        if not isinstance(v, typ) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{kind}: field {name!r} must be a non-negative int, got {v!r}")
     return ev
 
 
@@ -101,6 +118,9 @@ def check(events):
     seen_values = defaultdict(list)  # value -> [(topic, partition, offset)]
     ends = {}
     last_commit = {}  # (group, topic, partition) -> offset
+    leaders = defaultdict(set)  # (topic, partition, epoch) -> {node}
+    led = set()  # (topic, partition) with leader events
+    acked_epochs = defaultdict(list)  # (topic, partition, epoch) -> [offset]
 
     for ev in events:
         kind = ev["type"]
@@ -112,6 +132,8 @@ def check(events):
                 r.add("overwrite", f"{_tp(key)} offset {key[2]} acknowledged twice: "
                       f"{prev!r} and {ev['value']!r} (two leaders in one epoch?)")
             acks[key] = ev["value"]
+            if "epoch" in ev:
+                acked_epochs[(ev["topic"], ev["partition"], ev["epoch"])].append(ev["offset"])
             seq = _sequence(ev["value"])
             if seq is not None:
                 acks_order[(ev["topic"], ev["partition"], seq[0])].append((ev["offset"], seq[1]))
@@ -127,11 +149,26 @@ def check(events):
             key = (ev["group"], ev["topic"], ev["partition"])
             prev = last_commit.get(key)
             if prev is not None and ev["offset"] < prev:
+                now = "nothing" if ev["offset"] == -1 else ev["offset"]
                 r.add("backwards", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
-                      f"went from {prev} to {ev['offset']}")
-            last_commit[key] = ev["offset"] if prev is None else max(prev, ev["offset"])
+                      f"went from {prev} to {now}")
+            if ev["offset"] >= 0:
+                last_commit[key] = ev["offset"] if prev is None else max(prev, ev["offset"])
         elif kind == "end":
             ends[(ev["topic"], ev["partition"])] = ev["offset"]
+        elif kind == "leader":
+            leaders[(ev["topic"], ev["partition"], ev["epoch"])].add(ev["node"])
+            led.add((ev["topic"], ev["partition"]))
+
+    for key, nodes in sorted(leaders.items()):
+        if len(nodes) > 1:
+            acked = acked_epochs.get(key, [])
+            r.add("split", f"{_tp(key)} epoch {key[2]} was led by brokers {sorted(nodes)}"
+                  f" ({len(acked)} acknowledged writes in it)")
+    for key, offsets in sorted(acked_epochs.items()):
+        if key[:2] in led and key not in leaders:
+            r.add("epoch", f"{_tp(key)}: {len(offsets)} acknowledged writes (first at offset "
+                  f"{min(offsets)}) in epoch {key[2]}, which no broker led")
 
     for key, value in sorted(acks.items()):
         got = final.get(key)

@@ -25,6 +25,10 @@ def commit(p, o, g="g", t="t"):
     return {"type": "commit", "group": g, "topic": t, "partition": p, "offset": o}
 
 
+def leader(p, e, n, t="t"):
+    return {"type": "leader", "topic": t, "partition": p, "epoch": e, "node": n}
+
+
 def lines(events):
     return [json.dumps(e) for e in events]
 
@@ -83,6 +87,39 @@ class CheckerTest(unittest.TestCase):
     def test_commits_are_per_group_and_partition(self):
         ev = [commit(0, 10), commit(1, 2), commit(0, 3, g="other"), commit(0, 10)]
         self.assertTrue(hc.check_lines(lines(ev)).ok())
+
+    def test_a_vanished_commit_goes_backwards(self):
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 6)]))
+        self.assertEqual(r.kinds(), ["backwards"])
+        self.assertIn("from 5 to nothing", r.violations[0][1])
+        r = hc.check_lines(lines([commit(0, -1), commit(0, 3)]))
+        self.assertTrue(r.ok(), r.violations)
+
+    def test_one_leader_per_epoch(self):
+        a = dict(ack(0, 0, "a:0"), epoch=3)
+        ev = [leader(0, 3, 1), leader(0, 3, 1), leader(0, 4, 2), a, read(0, 0, "a:0")]
+        r = hc.check_lines(lines(ev))
+        self.assertTrue(r.ok(), r.violations)
+        r = hc.check_lines(lines(ev + [leader(0, 3, 2)]))
+        self.assertEqual(r.kinds(), ["split"])
+        self.assertIn("epoch 3 was led by brokers [1, 2] (1 acknowledged", r.violations[0][1])
+        # Epochs are per partition.
+        r = hc.check_lines(lines(ev + [leader(1, 3, 2)]))
+        self.assertTrue(r.ok(), r.violations)
+
+    def test_an_acknowledged_epoch_nobody_led(self):
+        ev = [leader(0, 3, 1), dict(ack(0, 0, "a:0"), epoch=5), read(0, 0, "a:0")]
+        r = hc.check_lines(lines(ev))
+        self.assertEqual(r.kinds(), ["epoch"])
+        # Without leader events for the partition there is nothing to hold it against.
+        r = hc.check_lines(lines([dict(ack(1, 0, "a:0"), epoch=5), read(1, 0, "a:0")]))
+        self.assertTrue(r.ok(), r.violations)
+
+    def test_malformed_leader_and_epoch_fields(self):
+        bad = [leader(0, -2, 1), leader(0, 1, "x"), dict(ack(0, 0, "a:0"), epoch=-1),
+               dict(ack(0, 0, "a:0"), epoch="3"), commit(0, -2)]
+        r = hc.check_lines(lines(bad))
+        self.assertEqual([k for k, _ in r.violations], ["malformed"] * 5)
 
     def test_malformed_lines(self):
         bad = [

@@ -81,6 +81,21 @@ TEST_F(ClusterViewTest, LiveCarriesIncarnationsAndCleanFlags) {
   EXPECT_FALSE(live[2].clean);
 }
 
+TEST_F(ClusterViewTest, AnUncleanRegistrationTheControllerHandledCountsAsClean) {
+  const KeyLayout& k = view_.keys();
+  // An incarnation record from before the registration (a previous run's): still unclean.
+  ASSERT_TRUE(Put(k.Broker(2), ToJson(BrokerRegistration{"h2", 9002, "i2", 19002, kIncB, false})));
+  ASSERT_TRUE(view_.Put(k.Incarnation(2), ToJson(IncarnationValue{kIncB}), 1, 1).ok());
+  EXPECT_FALSE(view_.Live()[2].clean);
+  // Written after it (the controller took 2 out of every ISR, then recorded it): clean for
+  // elections, since any ISR entry of 2 was added back caught up since.
+  ASSERT_TRUE(Put(k.Incarnation(2), ToJson(IncarnationValue{kIncB})));
+  EXPECT_TRUE(view_.Live()[2].clean);
+  // Another incarnation's record does not count.
+  ASSERT_TRUE(Put(k.Broker(2), ToJson(BrokerRegistration{"h2", 9002, "i2", 19002, kIncA, false})));
+  EXPECT_FALSE(view_.Live()[2].clean);
+}
+
 TEST_F(ClusterViewTest, AMalformedValueIsRefusedAndForgotten) {
   Status st = view_.Put(view_.keys().Partition("t", 0), "{\"leader\": \"one\"}", 99, 1);
   ASSERT_FALSE(st.ok());

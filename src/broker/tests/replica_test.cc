@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -351,6 +352,48 @@ TEST_F(ReplicaTest, FollowerLossShrinksTheIsrAndMinInsyncReplicasDecides) {
   }));
   EXPECT_EQ(node(2).View("t").log_end, node(1).View("t").log_end);
   EXPECT_GE(store_.changes(), 2);
+}
+
+// Refuses the first `refusals` ISR expansions with kInvalidIsr (what the etcd store
+// answers a follower that fetched as a registration it has since replaced), then passes
+// every call to `inner`.
+class RefusingIsrStore final : public IsrStore {
+ public:
+  RefusingIsrStore(IsrStore& inner, int refusals) : inner_(inner), refusals_(refusals) {}
+  void AlterIsr(const std::string& topic, int32_t partition, int32_t leader, int32_t leader_epoch,
+                std::vector<int32_t> new_isr, int64_t expected_version, BrokerEpochs broker_epochs,
+                Done done) override {
+    if (refusals_.fetch_sub(1) > 0) {
+      refused_.fetch_add(1);
+      done(IsrError::kInvalidIsr, 0);
+      return;
+    }
+    inner_.AlterIsr(topic, partition, leader, leader_epoch, std::move(new_isr), expected_version,
+                    std::move(broker_epochs), std::move(done));
+  }
+  int refused() const { return refused_.load(); }
+
+ private:
+  IsrStore& inner_;
+  std::atomic<int> refusals_;
+  std::atomic<int> refused_{0};
+};
+
+TEST_F(ReplicaTest, ARefusedExpansionIsAskedAgainAfterTheFetchBackoff) {
+  // Seen in the fault runs (cluster_faults.py, a paused leader back): the first expansion
+  // was refused and the caught-up follower stayed out for replica.lag.time.max.ms.
+  MakeNodes(2, "t");
+  RefusingIsrStore refusing(store_, 2);
+  node(1).replica_options.isr_store = &refusing;
+  node(1).Start();
+  node(2).Start();
+  Elect("t", 0, 1, {1, 2}, std::vector<int32_t>{1});
+  // replica.lag.time.max.ms is 60 s here, past WaitUntil's limit.
+  ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2}; }));
+  EXPECT_EQ(refusing.refused(), 2);
+  ASSERT_TRUE(WaitUntil([&] {
+    return Sorted(node(1).View("t").isr) == std::vector<int32_t>{1, 2};
+  }));
 }
 
 TEST_F(ReplicaTest, ARoleFromAnOlderIsrVersionDoesNotUndoACommittedChange) {

@@ -227,10 +227,33 @@ TEST(ElectionTest, ADeadLeaderStaysInTheIsrWhenOnlyAnUncleanFollowerIsLeft) {
   EXPECT_EQ(next->leader, -1);
   EXPECT_EQ(next->leader_epoch, 6);
   EXPECT_EQ(IsrNodes(*next), (std::vector<int32_t>{1, 2}));
+  // Another pass before 1 returns (any change of the view) keeps it: dropping the dead
+  // member now would make 2 the last member, elected alone (seen in cluster_faults.py).
+  EXPECT_FALSE(Reelect({1, 2}, *next, live, {}, 2).has_value());
   // When 1 returns it leads again, with everything it acknowledged.
   auto back = Reelect({1, 2}, *next, Live({1, 2}), {}, 1);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->leader, 1);
+}
+
+TEST(ElectionTest, DeadMembersOfAnOfflinePartitionStayUntilOneCanLead) {
+  // Leader 1 dies while 2 and 3 are alive but not electable (unclean starts the controller
+  // has not handled): offline, every member kept. A later pass with the same brokers
+  // changes nothing; once 3 is electable it leads and the dead 1 leaves.
+  LiveBrokers live = Live({2, 3});
+  live[2].clean = false;
+  live[3].clean = false;
+  auto offline = Reelect({1, 2, 3}, State(1, 6, {1, 2, 3}), live, {}, 1);
+  ASSERT_TRUE(offline.has_value());
+  EXPECT_EQ(offline->leader, -1);
+  EXPECT_EQ(IsrNodes(*offline), (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(Reelect({1, 2, 3}, *offline, live, {}, 1).has_value());
+  live[3].clean = true;
+  auto back = Reelect({1, 2, 3}, *offline, live, {}, 1);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->leader, 3);
+  EXPECT_EQ(back->leader_epoch, 8);
+  EXPECT_EQ(IsrNodes(*back), (std::vector<int32_t>{2, 3}));
 }
 
 // ---------------------------------------------------------------------------------------
