@@ -13,6 +13,7 @@
 
 #include "base/logging.h"
 #include "broker/cluster_identity.h"
+#include "broker/controlled_shutdown.h"
 #include "broker/etcd_isr_store.h"
 #include "broker/meta_files.h"
 #include "broker/replica_state.h"
@@ -385,7 +386,7 @@ void ClusterController::AfterChange() {
     fence_.reset();
     handled_registrations_.clear();
   }
-  if (!fence_.has_value() && !held.has_value() && !lease_lost_) TryBecomeController();
+  if (!fence_.has_value() && !held.has_value() && !lease_lost_ && !leaving_) TryBecomeController();
   if (fence_.has_value()) ControllerDuties();
   std::map<std::string, TopicInfo> before = std::move(topic_infos_);
   topic_infos_.clear();
@@ -435,6 +436,7 @@ void ClusterController::TryBecomeController() {
 void ClusterController::ControllerDuties() {
   const KeyLayout& keys = view_.keys();
   const LiveBrokers live = view_.Live();
+  const std::set<int32_t> leaving = view_.Leaving();
   // Registrations not handled in this term: a new incarnation or an unclean start leaves
   // every ISR before anything else (0018, "etcd layout").
   std::vector<int32_t> remove;
@@ -466,8 +468,18 @@ void ClusterController::ControllerDuties() {
         static_cast<size_t>(key.second) >= topic->second.value.partitions.size()) {
       continue;
     }
-    auto next = Reelect(topic->second.value.partitions[static_cast<size_t>(key.second)],
-                        state.value, live, remove, fence_->epoch);
+    const auto& replicas = topic->second.value.partitions[static_cast<size_t>(key.second)];
+    auto next = Reelect(replicas, state.value, live, remove, fence_->epoch);
+    if (!leaving.empty()) {
+      // Brokers shutting down: out of the leadership and the ISR (controlled_shutdown.h),
+      // one write with the election, one epoch past the stored one.
+      auto moved =
+          MoveAway(replicas, next.has_value() ? *next : state.value, live, leaving, fence_->epoch);
+      if (moved.has_value()) {
+        moved->leader_epoch = state.value.leader_epoch + 1;
+        next = std::move(moved);
+      }
+    }
     if (next.has_value()) changes.push_back({key.first, key.second, state.mod_revision, *next});
   }
   bool all_written = true;
@@ -588,6 +600,9 @@ void ClusterController::ReconcileReplicas() {
       // (it takes no writes) and opens again with the next leader.
       const int32_t leader = state.value.leader;
       if (leader < 0 || view_.brokers().count(leader) == 0) continue;
+      // Shutting down, a replica out of the ISR stops fetching: its leader must not count
+      // its progress, nor add it back (controlled_shutdown.h).
+      if (leaving_ && leader != node_id() && !state.value.InIsr(node_id())) continue;
       held[key] = &state;
     }
   }
@@ -674,6 +689,69 @@ void ClusterController::ReissueRoles() {
   });
 }
 
+bool ClusterController::ControlledShutdown(int64_t timeout_ms) {
+  if (loop_ == nullptr || stopping_.load() || timeout_ms <= 0) return false;
+  SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown, moving its leaderships away", node_id());
+  const int64_t deadline = NowMs() + timeout_ms;
+  size_t left = 0;
+  for (;;) {
+    RunAndWait([&] { left = ShutdownStep(); });
+    if (left == 0 || NowMs() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  RunAndWait([this] { Resign(); });
+  if (left == 0) {
+    SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown done, its leaderships moved",
+               node_id());
+  } else {
+    SLUICE_LOG(kLog, kWarn,
+               "broker {}: controlled shutdown gave up after {} ms with {} partitions not "
+               "moved; they move when its registration goes",
+               node_id(), timeout_ms, left);
+  }
+  return left == 0;
+}
+
+size_t ClusterController::ShutdownStep() {
+  if (stopping_.load()) return 0;
+  leaving_ = true;
+  if (lease_lost_) return 0;  // no registration: it leads nothing and counts in no ISR
+  const int64_t epoch = broker_epoch_.load();
+  auto held = view_.shutdowns().find(node_id());
+  if (held == view_.shutdowns().end() || held->second.value.broker_epoch != epoch) {
+    // Under the broker's lease: it goes with the registration, whatever happens next.
+    MetadataWrite w;
+    w.puts.push_back(
+        {ShutdownKey(view_.keys(), node_id()), ToJson(ShutdownRequest{epoch}), lease_->lease_id()});
+    auto r = Apply(w);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "asking for a controlled shutdown: {}", r.status().ToString());
+    }
+    AfterChange();  // the controller's moves, if this broker is the controller
+  }
+  return view_.PartitionsToMoveAway(node_id());
+}
+
+void ClusterController::Resign() {
+  if (!fence_.has_value()) return;
+  const auto& held = view_.controller();
+  if (held.has_value() && held->value.node == node_id()) {
+    MetadataWrite w;
+    w.compares.push_back({view_.keys().Controller(), held->mod_revision});
+    w.deletes.push_back(view_.keys().Controller());
+    auto r = Apply(w);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "resigning as controller: {}", r.status().ToString());
+    } else {
+      SLUICE_LOG(kLog, kInfo, "broker {} resigned as controller (epoch {})", node_id(),
+                 fence_->epoch);
+    }
+  }
+  fence_.reset();
+  handled_registrations_.clear();
+  AfterChange();
+}
+
 void ClusterController::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                                  int32_t leader_epoch, std::vector<int32_t> new_isr,
                                  int64_t expected_version, IsrStore::BrokerEpochs broker_epochs,
@@ -681,6 +759,16 @@ void ClusterController::AlterIsr(const std::string& topic, int32_t partition, in
   if (stopping_.load() || loop_ == nullptr) return done(IsrError::kUnavailable, 0);
   loop_->Post([this, topic, partition, leader, leader_epoch, new_isr = std::move(new_isr),
                expected_version, broker_epochs = std::move(broker_epochs), done = std::move(done)] {
+    // A broker shutting down never joins an ISR again (as KIP-841's controller refuses a
+    // shutting-down replica): it is leaving, its progress soon stale.
+    const std::set<int32_t> leaving = view_.Leaving();
+    auto held = view_.partitions().find({topic, partition});
+    for (int32_t node : new_isr) {
+      if (leaving.count(node) != 0 &&
+          (held == view_.partitions().end() || !held->second.value.InIsr(node))) {
+        return done(IsrError::kInvalidIsr, 0);
+      }
+    }
     MetadataWrite w;
     IsrError e = IsrChangeWrite(view_, topic, partition, leader, leader_epoch, new_isr,
                                 expected_version, broker_epochs, &w);
@@ -955,7 +1043,39 @@ TopicError ClusterController::CreateReplicatedTopic(
 bool ClusterController::AutoCreateTopic(const std::string& name) {
   if (!options_.local.auto_create_topics || IsReservedTopic(name)) return false;
   TopicInfo info;
-  return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
+  if (fence_.has_value()) {
+    return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
+  }
+  // Not the controller: the topic's assignment goes to etcd from here (as any ZooKeeper-era
+  // broker wrote /brokers/topics/<name> for an auto-creation), and the controller, which
+  // sees a topic without partition states, writes them (ControllerDuties) and elects.
+  if (!ValidateTopicName(name).ok() || lease_lost_ || view_.topics().count(name) != 0 ||
+      view_.deleting().count(name) != 0) {
+    return false;
+  }
+  const std::vector<int32_t> brokers = RegisteredBrokers();
+  static thread_local std::mt19937 random{std::random_device{}()};
+  const int32_t n = std::max<int32_t>(1, static_cast<int32_t>(brokers.size()));
+  Assignment a =
+      AssignReplicas(brokers, options_.local.num_partitions, 1, static_cast<int32_t>(random() % n),
+                     static_cast<int32_t>(random() % n));
+  if (a.error != AssignmentError::kNone) return false;
+  const kafka::Uuid id = RandomUuid();
+  MetadataWrite w;
+  w.compares.push_back({view_.keys().Topic(name), 0});
+  w.compares.push_back({view_.keys().Deleting(name), 0});
+  w.puts.push_back(
+      {view_.keys().Topic(name), ToJson(TopicAssignment{IdText(id.hi, id.lo), a.replicas, {}}), 0});
+  auto r = Apply(w);
+  if (!r.ok() || !r->succeeded) {
+    // Another broker created it meanwhile (the watch brings it), or etcd did not answer.
+    if (!r.ok()) SLUICE_LOG(kLog, kWarn, "auto-creating {}: {}", name, r.status().ToString());
+    return false;
+  }
+  SLUICE_LOG(kLog, kInfo, "auto-created topic {} ({} partitions, id {}); the controller elects",
+             name, options_.local.num_partitions, id.ToString());
+  AfterChange();
+  return true;
 }
 
 TopicError ClusterController::DeleteTopic(const std::string& name) {

@@ -116,6 +116,13 @@ class ClusterController : public Controller {
   // Tells the replication core every role again that it has not taken yet (it refuses
   // them until the server runs). Any thread.
   void ReissueRoles();
+  // The controlled shutdown (decision 9; "shutdown (session 13)" in 0018), from the
+  // stopping thread, before the server stops: writes shutdown/<node> under the broker's
+  // lease, waits until the controller moved every leadership and ISR membership it can
+  // out of this broker (at most `timeout_ms`), then, if this broker is the controller,
+  // resigns. From then on this broker never becomes controller, follows only where it is
+  // in the ISR, and its leaders refuse to add it back. True when nothing was left to move.
+  bool ControlledShutdown(int64_t timeout_ms);
 
   int32_t node_id() const { return options_.cluster.node_id; }
   // Whether this broker holds the controller key now (controller's thread).
@@ -136,6 +143,11 @@ class ClusterController : public Controller {
   void TryBecomeController();
   void ControllerDuties();
   TopicError NotController() const;
+  // One step of ControlledShutdown (controller's thread): the request written if the view
+  // lacks it, the partitions still to move counted.
+  size_t ShutdownStep();
+  // Gives the controller key up (controller's thread), if this broker holds it.
+  void Resign();
   // The registered brokers' node ids, as etcd holds them now.
   std::vector<int32_t> RegisteredBrokers();
   TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
@@ -164,6 +176,7 @@ class ClusterController : public Controller {
   bool clean_ = true;
   bool unclean_start_ = false;
   bool lease_lost_ = false;  // controller's thread: no registration until a new one is made
+  bool leaving_ = false;     // controller's thread: a controlled shutdown began
 
   std::unique_ptr<EventLoop> loop_;
   std::thread thread_;
