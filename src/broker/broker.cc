@@ -304,6 +304,11 @@ size_t Broker::waiting_fetch_count() {
   return total;
 }
 
+void Broker::ControlledShutdown() {
+  if (cluster_ == nullptr || options_.cluster.controlled_shutdown_timeout_ms <= 0) return;
+  cluster_->ControlledShutdown(options_.cluster.controlled_shutdown_timeout_ms);
+}
+
 void Broker::Drain() {
   context_->draining = true;
   // Every waiting fetch looks again, sees `draining` and answers.

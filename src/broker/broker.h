@@ -97,6 +97,11 @@ class Broker : public RequestHandler {
   // Fetches waiting for data, counted once per partition they wait on (tests; asks every
   // shard and waits for the answers).
   size_t waiting_fetch_count();
+  // The first step of a graceful stop in a cluster, while the server still runs and
+  // accepts connections: the controller moves this broker's leaderships to other in-sync
+  // replicas (a controlled shutdown, cluster.controlled_shutdown_timeout at most). Nothing
+  // on a single node. Any thread but a shard's or the controller's.
+  void ControlledShutdown();
   // For a graceful stop, while the server still runs: fetches stop waiting (the waiting
   // ones are answered now, new ones at once) and every log is flushed, so in-flight
   // produces get their acks. Any thread but a shard's.

@@ -38,6 +38,9 @@ struct ClusterOptions {
   // lease is 2 s.
   int64_t session_timeout_ms = 6000;
   std::string name = "sluice";  // every key is under /sluice/<name>/
+  // How long a stopping broker waits for the controller to move its leaderships away
+  // (a controlled shutdown) before it stops anyway; 0: no controlled shutdown.
+  int64_t controlled_shutdown_timeout_ms = 10'000;
 
   bool enabled() const { return !etcd.empty(); }
 };

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <future>
 #include <random>
 #include <thread>
@@ -13,6 +12,7 @@
 
 #include "base/logging.h"
 #include "broker/cluster_identity.h"
+#include "broker/controlled_shutdown.h"
 #include "broker/etcd_isr_store.h"
 #include "broker/meta_files.h"
 #include "broker/replica_state.h"
@@ -54,13 +54,6 @@ Result<std::unique_ptr<EtcdClient>> Connect(const ClusterControllerOptions& o) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-}
-
-Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return IOError("remove {}: {}", path, ec.message());
-  return Status::OK();
 }
 
 // Kafka's partition.metadata: the topic id a partition directory belongs to (KIP-516), so a
@@ -144,7 +137,7 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
       shards_(shards),
       publisher_(publisher),
       view_(options_.cluster.name),
-      cleaner_(std::make_unique<compaction::LogCleaner>(options_.local.cleaner)) {}
+      logs_(LocalLogsOptionsOf(options_.local), shards) {}
 
 ClusterController::~ClusterController() { Stop(); }
 
@@ -265,13 +258,13 @@ Status ClusterController::Start() {
     AfterChange();
     ScheduleRetention();
   });
-  cleaner_->Start();
+  logs_.StartCleaner();
   return Status::OK();
 }
 
 void ClusterController::Stop() {
   stopping_ = true;
-  cleaner_->Stop();
+  logs_.StopCleaner();
   if (watcher_ != nullptr) watcher_->Cancel();  // no handler posts after this
   if (loop_ != nullptr) {
     loop_->Stop();
@@ -291,25 +284,13 @@ void ClusterController::Stop() {
 }
 
 Status ClusterController::CloseLogs() {
-  for (const auto& [key, part] : catalog_) {
-    cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));
-  }
-  Status first = shards_->CloseAll();
-  catalog_.clear();
   catalog_epochs_.clear();
   issued_.clear();
-  open_logs_ = 0;
-  return first;
+  return logs_.CloseAll();
 }
 
 void ClusterController::FlushLogs() {
-  RunAndWait([this] {
-    for (auto& [key, part] : catalog_) {
-      if (Status st = part->log->Flush(); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
-      }
-    }
-  });
+  RunAndWait([this] { logs_.FlushAll(); });
 }
 
 void ClusterController::Post(std::function<void()> task) { loop_->Post(std::move(task)); }
@@ -385,7 +366,7 @@ void ClusterController::AfterChange() {
     fence_.reset();
     handled_registrations_.clear();
   }
-  if (!fence_.has_value() && !held.has_value() && !lease_lost_) TryBecomeController();
+  if (!fence_.has_value() && !held.has_value() && !lease_lost_ && !leaving_) TryBecomeController();
   if (fence_.has_value()) ControllerDuties();
   std::map<std::string, TopicInfo> before = std::move(topic_infos_);
   topic_infos_.clear();
@@ -398,17 +379,14 @@ void ClusterController::AfterChange() {
     }
   }
   // Configs changed by any broker reach the logs this one leads.
-  for (auto& [key, part] : catalog_) {
+  for (const auto& [key, part] : logs_.all()) {
     auto now = topic_infos_.find(key.first);
     auto was = before.find(key.first);
     if (now == topic_infos_.end() ||
         (was != before.end() && was->second.overrides == now->second.overrides)) {
       continue;
     }
-    const TopicConfig& c = now->second.config;
-    part->log->Reconfigure({static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.retention_bytes,
-                            c.retention_ms, kMaxTopicMessageBytes});
-    UpdateCleaner(key, part);
+    logs_.Reconfigure(key, now->second.config);
   }
   // The ReplicaManager finds a partition's owner shard in the published snapshot.
   if (options_.roles != nullptr) Publish();
@@ -435,6 +413,7 @@ void ClusterController::TryBecomeController() {
 void ClusterController::ControllerDuties() {
   const KeyLayout& keys = view_.keys();
   const LiveBrokers live = view_.Live();
+  const std::set<int32_t> leaving = view_.Leaving();
   // Registrations not handled in this term: a new incarnation or an unclean start leaves
   // every ISR before anything else (0018, "etcd layout").
   std::vector<int32_t> remove;
@@ -466,8 +445,18 @@ void ClusterController::ControllerDuties() {
         static_cast<size_t>(key.second) >= topic->second.value.partitions.size()) {
       continue;
     }
-    auto next = Reelect(topic->second.value.partitions[static_cast<size_t>(key.second)],
-                        state.value, live, remove, fence_->epoch);
+    const auto& replicas = topic->second.value.partitions[static_cast<size_t>(key.second)];
+    auto next = Reelect(replicas, state.value, live, remove, fence_->epoch);
+    if (!leaving.empty()) {
+      // Brokers shutting down: out of the leadership and the ISR (controlled_shutdown.h),
+      // one write with the election, one epoch past the stored one.
+      auto moved =
+          MoveAway(replicas, next.has_value() ? *next : state.value, live, leaving, fence_->epoch);
+      if (moved.has_value()) {
+        moved->leader_epoch = state.value.leader_epoch + 1;
+        next = std::move(moved);
+      }
+    }
     if (next.has_value()) changes.push_back({key.first, key.second, state.mod_revision, *next});
   }
   bool all_written = true;
@@ -533,8 +522,9 @@ void ClusterController::ControllerDuties() {
 // ---------------------------------------------------------------------------------------
 // Local logs
 
-std::string ClusterController::PartitionDir(const std::string& topic, int32_t partition) const {
-  return fmt::format("{}/{}-{}", options_.local.data_dir, topic, partition);
+const TopicConfig* ClusterController::ConfigOf(const std::string& topic) const {
+  auto it = topic_infos_.find(topic);
+  return it == topic_infos_.end() ? nullptr : &it->second.config;
 }
 
 void ClusterController::ReconcileLogs() {
@@ -542,7 +532,7 @@ void ClusterController::ReconcileLogs() {
   std::map<PartitionKey, int32_t> led;
   if (!lease_lost_) led = view_.LedBy(node_id());
   std::vector<PartitionKey> close;
-  for (const auto& [key, part] : catalog_) {
+  for (const auto& [key, part] : logs_.all()) {
     auto it = led.find(key);
     if (it == led.end() || it->second != catalog_epochs_[key]) close.push_back(key);
   }
@@ -550,7 +540,7 @@ void ClusterController::ReconcileLogs() {
     ClosePartition(key, view_.topics().count(key.first) == 0);
   }
   for (const auto& [key, epoch] : led) {
-    if (catalog_.count(key) != 0) continue;
+    if (logs_.Find(key) != nullptr) continue;
     auto info = view_.TopicInfoOf(key.first, options_.local.topic_defaults);
     if (!info.ok()) continue;
     auto part = OpenPartition(*info, key.second, epoch);
@@ -559,15 +549,11 @@ void ClusterController::ReconcileLogs() {
                  part.status().ToString());
       continue;
     }
-    Partition* raw = part->get();
-    if (Status st = shards_->Place(key, std::move(*part)); !st.ok()) {
+    if (Status st = logs_.Install(key, std::move(*part), ConfigOf(key.first)); !st.ok()) {
       SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
       continue;
     }
-    catalog_[key] = raw;
     catalog_epochs_[key] = epoch;
-    open_logs_ = catalog_.size();
-    UpdateCleaner(key, raw);
     SLUICE_LOG(kLog, kInfo, "leading {}-{} in epoch {}", key.first, key.second, epoch);
   }
 }
@@ -588,11 +574,14 @@ void ClusterController::ReconcileReplicas() {
       // (it takes no writes) and opens again with the next leader.
       const int32_t leader = state.value.leader;
       if (leader < 0 || view_.brokers().count(leader) == 0) continue;
+      // Shutting down, a replica out of the ISR stops fetching: its leader must not count
+      // its progress, nor add it back (controlled_shutdown.h).
+      if (leaving_ && leader != node_id() && !state.value.InIsr(node_id())) continue;
       held[key] = &state;
     }
   }
   std::vector<PartitionKey> close;
-  for (const auto& [key, part] : catalog_) {
+  for (const auto& [key, part] : logs_.all()) {
     if (held.count(key) == 0) close.push_back(key);
   }
   for (const PartitionKey& key : close) {
@@ -606,7 +595,7 @@ void ClusterController::ReconcileReplicas() {
     const bool leads = s.leader == node_id();
     auto info = topic_infos_.find(key.first);
     if (info == topic_infos_.end()) continue;
-    if (catalog_.count(key) == 0) {
+    if (logs_.Find(key) == nullptr) {
       // A leader's epochs end with etcd's; a follower's come from the leader's batches.
       auto part = OpenPartition(info->second, key.second, leads ? s.leader_epoch : -1);
       if (!part.ok()) {
@@ -622,15 +611,11 @@ void ClusterController::ReconcileReplicas() {
       placeholder->leader_epoch = -1;
       placeholder->high_watermark = -1;
       (*part)->replica = std::move(placeholder);
-      Partition* raw = part->get();
-      if (Status st = shards_->Place(key, std::move(*part)); !st.ok()) {
+      if (Status st = logs_.Install(key, std::move(*part), &info->second.config); !st.ok()) {
         SLUICE_LOG(kLog, kError, "placing {}-{}: {}", key.first, key.second, st.ToString());
         continue;
       }
-      catalog_[key] = raw;
       catalog_epochs_[key] = s.leader_epoch;
-      open_logs_ = catalog_.size();
-      UpdateCleaner(key, raw);
     }
     IssuedRole want;
     want.leader = s.leader;
@@ -674,6 +659,69 @@ void ClusterController::ReissueRoles() {
   });
 }
 
+bool ClusterController::ControlledShutdown(int64_t timeout_ms) {
+  if (loop_ == nullptr || stopping_.load() || timeout_ms <= 0) return false;
+  SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown, moving its leaderships away", node_id());
+  const int64_t deadline = NowMs() + timeout_ms;
+  size_t left = 0;
+  for (;;) {
+    RunAndWait([&] { left = ShutdownStep(); });
+    if (left == 0 || NowMs() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  RunAndWait([this] { Resign(); });
+  if (left == 0) {
+    SLUICE_LOG(kLog, kInfo, "broker {}: controlled shutdown done, its leaderships moved",
+               node_id());
+  } else {
+    SLUICE_LOG(kLog, kWarn,
+               "broker {}: controlled shutdown gave up after {} ms with {} partitions not "
+               "moved; they move when its registration goes",
+               node_id(), timeout_ms, left);
+  }
+  return left == 0;
+}
+
+size_t ClusterController::ShutdownStep() {
+  if (stopping_.load()) return 0;
+  leaving_ = true;
+  if (lease_lost_) return 0;  // no registration: it leads nothing and counts in no ISR
+  const int64_t epoch = broker_epoch_.load();
+  auto held = view_.shutdowns().find(node_id());
+  if (held == view_.shutdowns().end() || held->second.value.broker_epoch != epoch) {
+    // Under the broker's lease: it goes with the registration, whatever happens next.
+    MetadataWrite w;
+    w.puts.push_back(
+        {ShutdownKey(view_.keys(), node_id()), ToJson(ShutdownRequest{epoch}), lease_->lease_id()});
+    auto r = Apply(w);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "asking for a controlled shutdown: {}", r.status().ToString());
+    }
+    AfterChange();  // the controller's moves, if this broker is the controller
+  }
+  return view_.PartitionsToMoveAway(node_id());
+}
+
+void ClusterController::Resign() {
+  if (!fence_.has_value()) return;
+  const auto& held = view_.controller();
+  if (held.has_value() && held->value.node == node_id()) {
+    MetadataWrite w;
+    w.compares.push_back({view_.keys().Controller(), held->mod_revision});
+    w.deletes.push_back(view_.keys().Controller());
+    auto r = Apply(w);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "resigning as controller: {}", r.status().ToString());
+    } else {
+      SLUICE_LOG(kLog, kInfo, "broker {} resigned as controller (epoch {})", node_id(),
+                 fence_->epoch);
+    }
+  }
+  fence_.reset();
+  handled_registrations_.clear();
+  AfterChange();
+}
+
 void ClusterController::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,
                                  int32_t leader_epoch, std::vector<int32_t> new_isr,
                                  int64_t expected_version, IsrStore::BrokerEpochs broker_epochs,
@@ -681,6 +729,16 @@ void ClusterController::AlterIsr(const std::string& topic, int32_t partition, in
   if (stopping_.load() || loop_ == nullptr) return done(IsrError::kUnavailable, 0);
   loop_->Post([this, topic, partition, leader, leader_epoch, new_isr = std::move(new_isr),
                expected_version, broker_epochs = std::move(broker_epochs), done = std::move(done)] {
+    // A broker shutting down never joins an ISR again (as KIP-841's controller refuses a
+    // shutting-down replica): it is leaving, its progress soon stale.
+    const std::set<int32_t> leaving = view_.Leaving();
+    auto held = view_.partitions().find({topic, partition});
+    for (int32_t node : new_isr) {
+      if (leaving.count(node) != 0 &&
+          (held == view_.partitions().end() || !held->second.value.InIsr(node))) {
+        return done(IsrError::kInvalidIsr, 0);
+      }
+    }
     MetadataWrite w;
     IsrError e = IsrChangeWrite(view_, topic, partition, leader, leader_epoch, new_isr,
                                 expected_version, broker_epochs, &w);
@@ -717,7 +775,7 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
                                                                     int32_t p,
                                                                     int32_t leader_epoch) {
   storage::Env* env = options_.local.env;
-  const std::string dir = PartitionDir(topic.name, p);
+  const std::string dir = logs_.Dir(topic.name, p);
   const std::string marker = dir + "/partition.metadata";
   if (env->Exists(marker)) {
     ASSIGN_OR_RETURN(std::string text, ReadSmallFile(env, marker, 4096));
@@ -740,54 +798,19 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
     RETURN_IF_ERROR(env->CreateDirs(dir));
     RETURN_IF_ERROR(WriteFileDurably(env, dir, "partition.metadata", PartitionMetadata(topic.id)));
   }
-  auto part = std::make_unique<Partition>();
-  part->topic_id = topic.id;
-  storage::LogOptions o;
-  o.env = env;
-  o.flush_policy = options_.local.flush_policy;
-  o.flush_ms = options_.local.flush_ms;
-  o.executor = options_.local.executor;
-  o.files = options_.local.files;
-  o.segment_bytes = static_cast<uint64_t>(topic.config.segment_bytes);
-  o.segment_ms = topic.config.segment_ms;
-  o.retention_bytes = topic.config.retention_bytes;
-  o.retention_ms = topic.config.retention_ms;
-  o.max_batch_bytes = kMaxTopicMessageBytes;  // as MetadataController::LogOptionsFor
-  o.on_readable = [this, raw = part.get(), key = PartitionKey{topic.name, p}] {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (raw->waiting.load() == 0) return;
-    const int owner = raw->shard;
-    shards_->PostGated(shards_->at(owner).loop, [this, raw, owner, key] {
-      Shard& shard = shards_->at(owner);
-      auto it = shard.partitions.find(key);
-      if (it != shard.partitions.end() && it->second.get() == raw) {
-        options_.local.wake_fetches(*raw);
-      }
-    });
-  };
-  ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(dir, o));
   // Epochs come from etcd in a cluster: no local bump for an unclean stop (the controller
   // decides), and the checkpoint ends with the epoch this broker leads in.
-  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, false));
+  ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, logs_.Open(topic, p, false));
   if (leader_epoch >= 0) {
     RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
   }
-  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
   return part;
 }
 
 void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir) {
-  auto it = catalog_.find(key);
-  if (it == catalog_.end()) return;
-  cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
-  std::unique_ptr<Partition> part = shards_->Take(key, it->second->shard, [this](Partition& p) {
-    // acks=all produces waiting here are answered now, as at a change of leader.
-    if (p.replica != nullptr) replica::FailAcksWaits(*p.replica, ErrorCode::kNotLeaderOrFollower);
-    options_.local.wake_fetches(p);
-  });
-  catalog_.erase(it);
+  if (logs_.Find(key) == nullptr) return;
+  std::unique_ptr<Partition> part = logs_.Take(key);
   catalog_epochs_.erase(key);
-  open_logs_ = catalog_.size();
   if (part != nullptr) {
     if (Status st = part->log->Close(); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "closing {}-{}: {}", key.first, key.second, st.ToString());
@@ -795,7 +818,7 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
   }
   SLUICE_LOG(kLog, kInfo, "closed {}-{}{}", key.first, key.second, remove_dir ? " (deleted)" : "");
   if (remove_dir) {
-    if (Status st = RemoveTree(PartitionDir(key.first, key.second)); !st.ok()) {
+    if (Status st = RemoveTree(logs_.Dir(key.first, key.second)); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "removing {}", st.ToString());
     }
   }
@@ -804,34 +827,9 @@ void ClusterController::ClosePartition(const PartitionKey& key, bool remove_dir)
 void ClusterController::ScheduleRetention() {
   if (options_.local.retention_check_interval_ms <= 0) return;
   loop_->RunAfter(options_.local.retention_check_interval_ms, [this] {
-    for (auto& [key, part] : catalog_) {
-      auto topic = topic_infos_.find(key.first);
-      if (topic != topic_infos_.end() && !topic->second.config.deletes()) continue;
-      Result<int> deleted = part->log->ApplyRetention();
-      if (!deleted.ok()) {
-        SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
-                   deleted.status().ToString());
-      }
-    }
+    logs_.RunRetention([this](const std::string& topic) { return ConfigOf(topic); });
     ScheduleRetention();
   });
-}
-
-void ClusterController::UpdateCleaner(const PartitionKey& key, Partition* part) {
-  const std::string name = fmt::format("{}-{}", key.first, key.second);
-  auto topic = topic_infos_.find(key.first);
-  if (topic == topic_infos_.end() || !topic->second.config.compacted()) {
-    cleaner_->Remove(name);
-    return;
-  }
-  const TopicConfig& c = topic->second.config;
-  compaction::CleanConfig cc;
-  cc.min_cleanable_dirty_ratio = c.min_cleanable_dirty_ratio;
-  cc.min_compaction_lag_ms = c.min_compaction_lag_ms;
-  cc.max_compaction_lag_ms = c.max_compaction_lag_ms;
-  cc.delete_retention_ms = c.delete_retention_ms;
-  cc.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
-  cleaner_->Add(name, part->log.get(), cc);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -955,7 +953,39 @@ TopicError ClusterController::CreateReplicatedTopic(
 bool ClusterController::AutoCreateTopic(const std::string& name) {
   if (!options_.local.auto_create_topics || IsReservedTopic(name)) return false;
   TopicInfo info;
-  return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
+  if (fence_.has_value()) {
+    return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
+  }
+  // Not the controller: the topic's assignment goes to etcd from here (as any ZooKeeper-era
+  // broker wrote /brokers/topics/<name> for an auto-creation), and the controller, which
+  // sees a topic without partition states, writes them (ControllerDuties) and elects.
+  if (!ValidateTopicName(name).ok() || lease_lost_ || view_.topics().count(name) != 0 ||
+      view_.deleting().count(name) != 0) {
+    return false;
+  }
+  const std::vector<int32_t> brokers = RegisteredBrokers();
+  static thread_local std::mt19937 random{std::random_device{}()};
+  const int32_t n = std::max<int32_t>(1, static_cast<int32_t>(brokers.size()));
+  Assignment a =
+      AssignReplicas(brokers, options_.local.num_partitions, 1, static_cast<int32_t>(random() % n),
+                     static_cast<int32_t>(random() % n));
+  if (a.error != AssignmentError::kNone) return false;
+  const kafka::Uuid id = RandomUuid();
+  MetadataWrite w;
+  w.compares.push_back({view_.keys().Topic(name), 0});
+  w.compares.push_back({view_.keys().Deleting(name), 0});
+  w.puts.push_back(
+      {view_.keys().Topic(name), ToJson(TopicAssignment{IdText(id.hi, id.lo), a.replicas, {}}), 0});
+  auto r = Apply(w);
+  if (!r.ok() || !r->succeeded) {
+    // Another broker created it meanwhile (the watch brings it), or etcd did not answer.
+    if (!r.ok()) SLUICE_LOG(kLog, kWarn, "auto-creating {}: {}", name, r.status().ToString());
+    return false;
+  }
+  SLUICE_LOG(kLog, kInfo, "auto-created topic {} ({} partitions, id {}); the controller elects",
+             name, options_.local.num_partitions, id.ToString());
+  AfterChange();
+  return true;
 }
 
 TopicError ClusterController::DeleteTopic(const std::string& name) {
@@ -1056,8 +1086,7 @@ TopicError ClusterController::SetTopicConfigs(
 }
 
 storage::PartitionLog* ClusterController::LogOf(const std::string& topic, int32_t partition) {
-  auto it = catalog_.find({topic, partition});
-  return it == catalog_.end() ? nullptr : it->second->log.get();
+  return logs_.LogOf({topic, partition});
 }
 
 Result<int64_t> ClusterController::AllocateProducerId() {

@@ -25,6 +25,7 @@
 #include "broker/cluster_controller_view.h"
 #include "broker/controller.h"
 #include "broker/event_loop.h"
+#include "broker/local_logs.h"
 #include "broker/metadata_controller.h"
 #include "broker/metadata_snapshot.h"
 #include "broker/partition.h"
@@ -78,8 +79,8 @@ class ClusterController : public Controller {
   void Stop() override;
   Status CloseLogs() override;
   void FlushLogs() override;
-  size_t open_log_count() const override { return open_logs_.load(); }
-  compaction::LogCleaner* cleaner() const override { return cleaner_.get(); }
+  size_t open_log_count() const override { return logs_.count(); }
+  compaction::LogCleaner* cleaner() const override { return logs_.cleaner(); }
   void Post(std::function<void()> task) override;
   void RunAndWait(const std::function<void()>& fn) override;
   const TopicInfo* FindTopic(const std::string& name) const override;
@@ -116,6 +117,13 @@ class ClusterController : public Controller {
   // Tells the replication core every role again that it has not taken yet (it refuses
   // them until the server runs). Any thread.
   void ReissueRoles();
+  // The controlled shutdown (decision 9; "shutdown (session 13)" in 0018), from the
+  // stopping thread, before the server stops: writes shutdown/<node> under the broker's
+  // lease, waits until the controller moved every leadership and ISR membership it can
+  // out of this broker (at most `timeout_ms`), then, if this broker is the controller,
+  // resigns. From then on this broker never becomes controller, follows only where it is
+  // in the ISR, and its leaders refuse to add it back. True when nothing was left to move.
+  bool ControlledShutdown(int64_t timeout_ms);
 
   int32_t node_id() const { return options_.cluster.node_id; }
   // Whether this broker holds the controller key now (controller's thread).
@@ -136,6 +144,11 @@ class ClusterController : public Controller {
   void TryBecomeController();
   void ControllerDuties();
   TopicError NotController() const;
+  // One step of ControlledShutdown (controller's thread): the request written if the view
+  // lacks it, the partitions still to move counted.
+  size_t ShutdownStep();
+  // Gives the controller key up (controller's thread), if this broker holds it.
+  void Resign();
   // The registered brokers' node ids, as etcd holds them now.
   std::vector<int32_t> RegisteredBrokers();
   TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
@@ -148,11 +161,11 @@ class ClusterController : public Controller {
   Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p,
                                                    int32_t leader_epoch);
   void ClosePartition(const PartitionKey& key, bool remove_dir);
-  // Retention passes over the led logs, every retention_check_interval_ms; the cleaner
-  // over those of compacted topics (as MetadataController does for a single node).
+  // Retention passes over the open logs, every retention_check_interval_ms (the cleaner
+  // takes those of compacted topics: LocalLogs).
   void ScheduleRetention();
-  void UpdateCleaner(const PartitionKey& key, Partition* part);
-  std::string PartitionDir(const std::string& topic, int32_t partition) const;
+  // The config of a topic in the view (null when it has none), for the catalog.
+  const TopicConfig* ConfigOf(const std::string& topic) const;
 
   const ClusterControllerOptions options_;
   Shards* const shards_;
@@ -164,6 +177,7 @@ class ClusterController : public Controller {
   bool clean_ = true;
   bool unclean_start_ = false;
   bool lease_lost_ = false;  // controller's thread: no registration until a new one is made
+  bool leaving_ = false;     // controller's thread: a controlled shutdown began
 
   std::unique_ptr<EventLoop> loop_;
   std::thread thread_;
@@ -173,7 +187,7 @@ class ClusterController : public Controller {
   std::map<std::string, TopicInfo> topic_infos_;      // FindTopic's answers, from view_
   std::optional<cluster::ControllerFence> fence_;     // set while this is the controller
   std::map<int32_t, int64_t> handled_registrations_;  // node -> broker epoch handled
-  std::map<PartitionKey, Partition*> catalog_;        // the open (led) partitions
+  LocalLogs logs_;                                    // the open partitions
   std::map<PartitionKey, int32_t> catalog_epochs_;    // the epoch each was opened in
   // The role each open replica was last told, as (leader, leader epoch, revision, min ISR,
   // replicas); a follower's revision is 0 (an ISR change does not concern it).
@@ -186,10 +200,8 @@ class ClusterController : public Controller {
     bool operator==(const IssuedRole&) const = default;
   };
   std::map<PartitionKey, IssuedRole> issued_;
-  std::unique_ptr<compaction::LogCleaner> cleaner_;  // its threads clean compacted logs
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
-  std::atomic<size_t> open_logs_{0};
   std::atomic<int64_t> broker_epoch_{-1};
   std::atomic<bool> stopping_{false};
 };

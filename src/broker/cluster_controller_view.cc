@@ -20,6 +20,7 @@ void ClusterView::Clear() {
   partitions_.clear();
   deleting_.clear();
   producer_ids_.reset();
+  shutdowns_.clear();
 }
 
 Status ClusterView::Put(const std::string& key, const std::string& value, int64_t mod_revision,
@@ -67,6 +68,9 @@ Status ClusterView::Put(const std::string& key, const std::string& value, int64_
   if (auto topic = keys_.DeletingOf(key)) {
     return keep_in(ParseDeletingValue(value), deleting_, *topic);
   }
+  if (auto node = NodeOfShutdownKey(keys_, key)) {
+    return keep_in(ParseShutdownRequest(value), shutdowns_, *node);
+  }
   return Status::OK();
 }
 
@@ -93,6 +97,8 @@ void ClusterView::Delete(const std::string& key, int64_t revision) {
     drop_in(partitions_, *part);
   } else if (auto del = keys_.DeletingOf(key)) {
     drop_in(deleting_, *del);
+  } else if (auto leaving = NodeOfShutdownKey(keys_, key)) {
+    drop_in(shutdowns_, *leaving);
   }
 }
 
@@ -112,6 +118,32 @@ LiveBrokers ClusterView::Live() const {
     live[node] = {reg.value.incarnation, reg.value.clean || handled};
   }
   return live;
+}
+
+std::set<int32_t> ClusterView::Leaving() const {
+  std::set<int32_t> leaving;
+  for (const auto& [node, request] : shutdowns_) {
+    auto reg = brokers_.find(node);
+    if (reg != brokers_.end() && reg->second.create_revision == request.value.broker_epoch) {
+      leaving.insert(node);
+    }
+  }
+  return leaving;
+}
+
+size_t ClusterView::PartitionsToMoveAway(int32_t node) const {
+  const LiveBrokers live = Live();
+  size_t left = 0;
+  for (const auto& [key, state] : partitions_) {
+    auto topic = topics_.find(key.first);
+    if (topic == topics_.end() || key.second < 0 ||
+        static_cast<size_t>(key.second) >= topic->second.value.partitions.size()) {
+      continue;
+    }
+    const auto& replicas = topic->second.value.partitions[static_cast<size_t>(key.second)];
+    if (MoveAway(replicas, state.value, live, {node}, 0).has_value()) ++left;
+  }
+  return left;
 }
 
 Result<TopicInfo> ClusterView::TopicInfoOf(const std::string& name,

@@ -9,10 +9,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
 #include "base/status.h"
+#include "broker/controlled_shutdown.h"
 #include "broker/metadata_snapshot.h"
 #include "broker/topic_store.h"
 #include "cluster/cluster_values.h"
@@ -73,9 +75,16 @@ class ClusterView {
   const std::optional<Versioned<cluster::ProducerIdBlock>>& producer_ids() const {
     return producer_ids_;
   }
+  const std::map<int32_t, Versioned<ShutdownRequest>>& shutdowns() const { return shutdowns_; }
 
   // The live brokers with their incarnations and clean flags (for elections).
   cluster::LiveBrokers Live() const;
+  // The live brokers shutting down: a shutdown/<node> key whose broker epoch is the
+  // node's registration's create_revision (controlled_shutdown.h).
+  std::set<int32_t> Leaving() const;
+  // How many partitions still have `node` as their leader or in their ISR that the
+  // controller can move it out of (MoveAway): what a broker shutting down waits for.
+  size_t PartitionsToMoveAway(int32_t node) const;
   // A topic as the broker's handlers see it: its id, partitions and effective configs
   // over `defaults` (a config etcd holds that this broker cannot read falls back to the
   // default, logged by the caller).
@@ -96,6 +105,7 @@ class ClusterView {
   std::map<std::pair<std::string, int32_t>, Versioned<cluster::PartitionState>> partitions_;
   std::map<std::string, Versioned<cluster::DeletingValue>> deleting_;
   std::optional<Versioned<cluster::ProducerIdBlock>> producer_ids_;
+  std::map<int32_t, Versioned<ShutdownRequest>> shutdowns_;
 };
 
 }  // namespace sluice::broker

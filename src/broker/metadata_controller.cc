@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <future>
-#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -19,15 +17,20 @@ namespace {
 const Logger kLog("broker");
 using kafka::ErrorCode;
 
-// The env has no recursive removal: a partition directory goes with std::filesystem.
-Status RemoveTree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) return IOError("remove {}: {}", path, ec.message());
-  return Status::OK();
-}
-
 }  // namespace
+
+LocalLogsOptions LocalLogsOptionsOf(const MetadataControllerOptions& o) {
+  LocalLogsOptions l;
+  l.data_dir = o.data_dir;
+  l.env = o.env;
+  l.executor = o.executor;
+  l.files = o.files;
+  l.flush_policy = o.flush_policy;
+  l.flush_ms = o.flush_ms;
+  l.cleaner = o.cleaner;
+  l.wake_fetches = o.wake_fetches;
+  return l;
+}
 
 Result<std::unique_ptr<MetadataController>> MetadataController::Load(
     MetadataControllerOptions options, Shards* shards, MetadataPublisher* publisher) {
@@ -71,7 +74,7 @@ MetadataController::MetadataController(MetadataControllerOptions options, Shards
     : options_(std::move(options)),
       shards_(shards),
       publisher_(publisher),
-      cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {}
+      logs_(LocalLogsOptionsOf(options_), shards) {}
 
 MetadataController::~MetadataController() { Stop(); }
 
@@ -83,7 +86,7 @@ Status MetadataController::OpenLogs(bool unclean_start) {
     RETURN_IF_ERROR(OpenTopicLogs(*t));
   }
   SLUICE_LOG(kLog, kInfo, "opened {} topics, {} partitions in {}", topics_->List().size(),
-             catalog_.size(), options_.data_dir);
+             logs_.count(), options_.data_dir);
   Publish();
   return Status::OK();
 }
@@ -93,35 +96,22 @@ Status MetadataController::Start() {
   EventLoop* loop = loop_.get();
   thread_ = std::thread([loop] { loop->Run(); });
   loop->Post([this] { ScheduleRetention(); });
-  cleaner_->Start();
+  logs_.StartCleaner();
   return Status::OK();
 }
 
 void MetadataController::Stop() {
-  cleaner_->Stop();
+  logs_.StopCleaner();
   if (loop_ == nullptr) return;
   loop_->Stop();
   if (thread_.joinable()) thread_.join();
   loop_.reset();
 }
 
-Status MetadataController::CloseLogs() {
-  for (const auto& [key, part] : catalog_)
-    cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));
-  Status first = shards_->CloseAll();
-  catalog_.clear();
-  open_logs_ = 0;
-  return first;
-}
+Status MetadataController::CloseLogs() { return logs_.CloseAll(); }
 
 void MetadataController::FlushLogs() {
-  RunAndWait([this] {
-    for (auto& [key, part] : catalog_) {
-      if (Status st = part->log->Flush(); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "flushing {}-{}: {}", key.first, key.second, st.ToString());
-      }
-    }
-  });
+  RunAndWait([this] { logs_.FlushAll(); });
 }
 
 void MetadataController::Post(std::function<void()> task) { loop_->Post(std::move(task)); }
@@ -231,22 +221,13 @@ TopicError MetadataController::SetTopicConfigs(
   TopicError err = topics_->SetConfigs(name, changes, replace_all, validate_only);
   if (!err.ok() || validate_only) return err;
   const TopicInfo* info = topics_->Find(name);
-  const storage::PartitionLog::Limits limits{static_cast<uint64_t>(info->config.segment_bytes),
-                                             info->config.segment_ms, info->config.retention_bytes,
-                                             info->config.retention_ms, kMaxTopicMessageBytes};
-  for (int32_t p = 0; p < info->partitions; ++p) {
-    auto it = catalog_.find({name, p});
-    if (it == catalog_.end()) continue;
-    it->second->log->Reconfigure(limits);  // thread-safe
-    UpdateCleaner(it->first, it->second);
-  }
+  for (int32_t p = 0; p < info->partitions; ++p) logs_.Reconfigure({name, p}, info->config);
   SLUICE_LOG(kLog, kInfo, "topic {}: configs changed", name);
   return {};
 }
 
 storage::PartitionLog* MetadataController::LogOf(const std::string& topic, int32_t partition) {
-  auto it = catalog_.find({topic, partition});
-  return it == catalog_.end() ? nullptr : it->second->log.get();
+  return logs_.LogOf({topic, partition});
 }
 
 Result<int64_t> MetadataController::AllocateProducerId() {
@@ -268,9 +249,8 @@ void MetadataController::Publish() {
     out.leader_epochs.assign(static_cast<size_t>(std::max(t->partitions, 0)), 0);
     for (int32_t p = 0; p < t->partitions; ++p) {
       // Epochs never change after open: reading them here is safe.
-      auto it = catalog_.find({t->name, p});
-      if (it != catalog_.end()) {
-        out.leader_epochs[static_cast<size_t>(p)] = it->second->epochs.latest_epoch();
+      if (const Partition* part = logs_.Find({t->name, p}); part != nullptr) {
+        out.leader_epochs[static_cast<size_t>(p)] = part->epochs.latest_epoch();
       }
     }
   }
@@ -280,81 +260,17 @@ void MetadataController::Publish() {
 // ---------------------------------------------------------------------------------------
 // Partition logs
 
-std::string MetadataController::PartitionDir(const std::string& topic, int32_t partition) const {
-  return fmt::format("{}/{}-{}", options_.data_dir, topic, partition);
-}
-
-storage::LogOptions MetadataController::LogOptionsFor(const TopicConfig& config) {
-  storage::LogOptions o;
-  o.env = options_.env;
-  o.flush_policy = options_.flush_policy;
-  o.flush_ms = options_.flush_ms;
-  o.executor = options_.executor;
-  o.files = options_.files;
-  o.segment_bytes = static_cast<uint64_t>(config.segment_bytes);
-  o.segment_ms = config.segment_ms;
-  o.retention_bytes = config.retention_bytes;
-  o.retention_ms = config.retention_ms;
-  // The topic's max.message.bytes is enforced by Produce (ValidateRecords); the log
-  // takes any batch up to the largest that setting allows, so lowering it never makes
-  // stored batches unreadable and no topic config can make a log fail to open.
-  o.max_batch_bytes = kMaxTopicMessageBytes;
-  return o;
-}
-
-Result<std::unique_ptr<Partition>> MetadataController::OpenPartition(const TopicInfo& topic,
-                                                                     int32_t p) {
-  auto part = std::make_unique<Partition>();
-  part->topic_id = topic.id;
-  storage::LogOptions opts = LogOptionsFor(topic.config);
-  // On an I/O thread after every write: a wake-up for the owner, only when fetches wait
-  // there. The fence pairs with the owner's registration (waiting, then a read of the
-  // log): either the owner's read saw the new data or this sees the waiter.
-  opts.on_readable = [this, raw = part.get(), key = PartitionKey{topic.name, p}] {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (raw->waiting.load() == 0) return;
-    const int owner = raw->shard;
-    shards_->PostGated(shards_->at(owner).loop, [this, raw, owner, key] {
-      Shard& shard = shards_->at(owner);
-      auto it = shard.partitions.find(key);
-      if (it != shard.partitions.end() && it->second.get() == raw) options_.wake_fetches(*raw);
-    });
-  };
-  ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(PartitionDir(topic.name, p), opts));
-  // Epochs first: a bump for a cut log is on disk before anything else reads it.
-  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, unclean_start_));
-  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
-  return part;
-}
-
-Status MetadataController::Install(PartitionKey key, std::unique_ptr<Partition> part) {
-  Partition* raw = part.get();
-  RETURN_IF_ERROR(shards_->Place(key, std::move(part)));
-  catalog_[key] = raw;
-  open_logs_ = catalog_.size();
-  UpdateCleaner(key, raw);
-  return Status::OK();
-}
-
-std::unique_ptr<Partition> MetadataController::Uninstall(const PartitionKey& key) {
-  auto it = catalog_.find(key);
-  if (it == catalog_.end()) return nullptr;
-  cleaner_->Remove(fmt::format("{}-{}", key.first, key.second));  // waits for a cleaning
-  // Its waiting fetches look again and find it gone.
-  std::unique_ptr<Partition> taken =
-      shards_->Take(key, it->second->shard, [this](Partition& p) { options_.wake_fetches(p); });
-  if (taken == nullptr) return nullptr;
-  catalog_.erase(it);
-  open_logs_ = catalog_.size();
-  return taken;
+const TopicConfig* MetadataController::ConfigOf(const std::string& topic) const {
+  const TopicInfo* info = topics_->Find(topic);
+  return info == nullptr ? nullptr : &info->config;
 }
 
 Status MetadataController::OpenTopicLogs(const TopicInfo& topic) {
   for (int32_t p = 0; p < topic.partitions; ++p) {
     PartitionKey key{topic.name, p};
-    if (catalog_.count(key) != 0) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, OpenPartition(topic, p));
-    RETURN_IF_ERROR(Install(std::move(key), std::move(part)));
+    if (logs_.Find(key) != nullptr) continue;
+    ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, logs_.Open(topic, p, unclean_start_));
+    RETURN_IF_ERROR(logs_.Install(key, std::move(part), &topic.config));
   }
   return Status::OK();
 }
@@ -362,10 +278,8 @@ Status MetadataController::OpenTopicLogs(const TopicInfo& topic) {
 Status MetadataController::CloseTopicLogs(const std::string& topic, int32_t partitions) {
   Status first;
   for (int32_t p = 0; p < partitions; ++p) {
-    std::unique_ptr<Partition> part = Uninstall({topic, p});
-    if (part == nullptr) continue;
     // Its syncs run here, on the controller's thread, not on the owner.
-    Status st = part->log->Close();
+    Status st = logs_.Close({topic, p});
     if (!st.ok() && first.ok()) first = st;
   }
   return first;
@@ -376,7 +290,7 @@ Status MetadataController::RemoveTopicDirs(const std::string& topic, int32_t par
   // Rename all first, so a crash never leaves a topic half there under its own name.
   std::vector<std::string> doomed;
   for (int32_t p = 0; p < partitions; ++p) {
-    std::string dir = PartitionDir(topic, p);
+    std::string dir = logs_.Dir(topic, p);
     if (!env->Exists(dir)) continue;
     std::string gone = dir + "-delete";
     RETURN_IF_ERROR(RemoveTree(gone));
@@ -396,40 +310,8 @@ void MetadataController::ScheduleRetention() {
 }
 
 void MetadataController::RunRetention() {
-  for (auto& [key, part] : catalog_) {
-    // Retention applies to cleanup.policy delete (alone or with compact) only.
-    const TopicInfo* topic = topics_->Find(key.first);
-    if (topic != nullptr && !topic->config.deletes()) continue;
-    Result<int> deleted = part->log->ApplyRetention();
-    if (!deleted.ok()) {
-      SLUICE_LOG(kLog, kWarn, "retention of {}-{}: {}", key.first, key.second,
-                 deleted.status().ToString());
-    } else if (*deleted > 0) {
-      SLUICE_LOG(kLog, kInfo, "retention deleted {} segments of {}-{}", *deleted, key.first,
-                 key.second);
-    }
-  }
+  logs_.RunRetention([this](const std::string& topic) { return ConfigOf(topic); });
   ScheduleRetention();
-}
-
-// ---------------------------------------------------------------------------------------
-// Compaction
-
-void MetadataController::UpdateCleaner(const PartitionKey& key, Partition* part) {
-  const std::string name = fmt::format("{}-{}", key.first, key.second);
-  const TopicInfo* topic = topics_->Find(key.first);
-  if (topic == nullptr || !topic->config.compacted()) {
-    cleaner_->Remove(name);
-    return;
-  }
-  const TopicConfig& c = topic->config;
-  compaction::CleanConfig cc;
-  cc.min_cleanable_dirty_ratio = c.min_cleanable_dirty_ratio;
-  cc.min_compaction_lag_ms = c.min_compaction_lag_ms;
-  cc.max_compaction_lag_ms = c.max_compaction_lag_ms;
-  cc.delete_retention_ms = c.delete_retention_ms;
-  cc.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
-  cleaner_->Add(name, part->log.get(), cc);
 }
 
 }  // namespace sluice::broker

@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "broker/controller.h"
 #include "broker/event_loop.h"
+#include "broker/local_logs.h"
 #include "broker/metadata_snapshot.h"
 #include "broker/partition.h"
 #include "broker/shards.h"
@@ -46,6 +47,9 @@ struct MetadataControllerOptions {
   std::function<void(Partition&)> wake_fetches;
 };
 
+// The settings of the local logs' catalog among these.
+LocalLogsOptions LocalLogsOptionsOf(const MetadataControllerOptions& options);
+
 // Lifecycle: Load() and OpenLogs() on the controlling thread, which stands in for the
 // controller's own until Start(); Stop() joins that thread (the controlling thread owns
 // everything again), and CloseLogs(), once the server stopped, closes every log. The
@@ -74,8 +78,8 @@ class MetadataController : public Controller {
   // Flushes every open log (on the controller's thread).
   void FlushLogs() override;
   // Open partition logs (any thread).
-  size_t open_log_count() const override { return open_logs_.load(); }
-  compaction::LogCleaner* cleaner() const override { return cleaner_.get(); }
+  size_t open_log_count() const override { return logs_.count(); }
+  compaction::LogCleaner* cleaner() const override { return logs_.cleaner(); }
 
   // Controller
   void Post(std::function<void()> task) override;
@@ -99,24 +103,14 @@ class MetadataController : public Controller {
   MetadataController(MetadataControllerOptions options, Shards* shards,
                      MetadataPublisher* publisher);
 
-  std::string PartitionDir(const std::string& topic, int32_t partition) const;
-  storage::LogOptions LogOptionsFor(const TopicConfig& config);
-  // Opens partition `p` of `topic` (its log, epochs and producer state).
-  Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p);
-  // Hands an open partition to its owner and records it in the catalog.
-  Status Install(PartitionKey key, std::unique_ptr<Partition> part);
-  // Takes a partition back from its owner (its waiting fetches look again and find it
-  // gone); null when it is not open or the owner is stopping.
-  std::unique_ptr<Partition> Uninstall(const PartitionKey& key);
   Status OpenTopicLogs(const TopicInfo& topic);
   Status CloseTopicLogs(const std::string& topic, int32_t partitions);
   Status RemoveTopicDirs(const std::string& topic, int32_t partitions);
   // Retention passes over every log, every retention_check_interval_ms.
   void ScheduleRetention();
   void RunRetention();
-  // Registers partition `key`'s log with the cleaner when its topic is compacted, and
-  // unregisters it otherwise (metadata_controller.cc, "Compaction").
-  void UpdateCleaner(const PartitionKey& key, Partition* part);
+  // The config of an open log's topic (null when it has none), for the catalog.
+  const TopicConfig* ConfigOf(const std::string& topic) const;
 
   const MetadataControllerOptions options_;
   Shards* const shards_;
@@ -128,14 +122,12 @@ class MetadataController : public Controller {
   // What the controller's thread owns (the controlling thread's before Start and after
   // Stop).
   std::unique_ptr<TopicStore> topics_;
-  std::map<PartitionKey, Partition*> catalog_;  // every open log
+  LocalLogs logs_;  // every open log
   // Producer ids are handed out from blocks reserved on disk (meta/producer_id_block
   // holds the end of the current block), so a restart never repeats one.
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   EventLoop::TimerId retention_timer_ = 0;
-  std::unique_ptr<compaction::LogCleaner> cleaner_;  // its threads clean compacted logs
-  std::atomic<size_t> open_logs_{0};                 // catalog_.size()
 };
 
 }  // namespace sluice::broker

@@ -105,8 +105,8 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
     }
   }
   if (endpoints.empty()) {
-    for (std::string_view key :
-         {"node_id", "inter_broker_addr", "cluster.session_timeout", "cluster.name"}) {
+    for (std::string_view key : {"node_id", "inter_broker_addr", "cluster.session_timeout",
+                                 "cluster.name", "cluster.controlled_shutdown_timeout"}) {
       if (config.Has(key)) {
         return InvalidArgumentError(
             "{} (set in {}) is a cluster setting: set etcd (--etcd http://HOST:PORT) too, or "
@@ -167,6 +167,15 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
         config.Origin("cluster.session_timeout"), *session);
   }
   out->session_timeout_ms = *session;
+  auto controlled = config.GetDurationMs("cluster.controlled_shutdown_timeout", 10'000);
+  if (!controlled.ok() || *controlled < 0 || *controlled > 300'000) {
+    return InvalidArgumentError("cluster.controlled_shutdown_timeout (set in {}): {}",
+                                config.Origin("cluster.controlled_shutdown_timeout"),
+                                controlled.ok()
+                                    ? fmt::format("{} ms is outside 0 (off) to 300 s", *controlled)
+                                    : controlled.status().message());
+  }
+  out->controlled_shutdown_timeout_ms = *controlled;
   ASSIGN_OR_RETURN(out->name, config.GetString("cluster.name", "sluice"));
   const bool name_ok =
       !out->name.empty() && out->name.size() <= 64 &&
@@ -217,7 +226,8 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "node_id",
                                      "inter_broker_addr",
                                      "cluster.session_timeout",
-                                     "cluster.name"};
+                                     "cluster.name",
+                                     "cluster.controlled_shutdown_timeout"};
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
     return keys;
   }();

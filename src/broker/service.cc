@@ -39,6 +39,7 @@ KafkaService::~KafkaService() {
 Status KafkaService::Stop(int64_t drain_ms) {
   if (stopped_ || server_ == nullptr) return Status::OK();
   stopped_ = true;
+  broker_->ControlledShutdown();  // a cluster's leaderships move first, while serving
   server_->StopAccepting();
   broker_->Drain();
   // Acks and fetch answers are posted to the loops; let them be written.

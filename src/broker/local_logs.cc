@@ -1,0 +1,173 @@
+// The catalog of open partition logs both controllers use. See local_logs.h.
+#include "broker/local_logs.h"
+
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "base/logging.h"
+#include "broker/replica_state.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("broker");
+
+std::string Name(const PartitionKey& key) { return fmt::format("{}-{}", key.first, key.second); }
+
+storage::PartitionLog::Limits LimitsOf(const TopicConfig& c) {
+  return {static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.retention_bytes, c.retention_ms,
+          kMaxTopicMessageBytes};
+}
+
+}  // namespace
+
+Status RemoveTree(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) return IOError("remove {}: {}", path, ec.message());
+  return Status::OK();
+}
+
+LocalLogs::LocalLogs(LocalLogsOptions options, Shards* shards)
+    : options_(std::move(options)),
+      shards_(shards),
+      cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {}
+
+std::string LocalLogs::Dir(const std::string& topic, int32_t partition) const {
+  return fmt::format("{}/{}-{}", options_.data_dir, topic, partition);
+}
+
+Result<std::unique_ptr<Partition>> LocalLogs::Open(const TopicInfo& topic, int32_t p,
+                                                   bool bump_epochs) {
+  auto part = std::make_unique<Partition>();
+  part->topic_id = topic.id;
+  const TopicConfig& c = topic.config;
+  storage::LogOptions o;
+  o.env = options_.env;
+  o.flush_policy = options_.flush_policy;
+  o.flush_ms = options_.flush_ms;
+  o.executor = options_.executor;
+  o.files = options_.files;
+  o.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
+  o.segment_ms = c.segment_ms;
+  o.retention_bytes = c.retention_bytes;
+  o.retention_ms = c.retention_ms;
+  // The topic's max.message.bytes is enforced by Produce (ValidateRecords); the log
+  // takes any batch up to the largest that setting allows, so lowering it never makes
+  // stored batches unreadable and no topic config can make a log fail to open.
+  o.max_batch_bytes = kMaxTopicMessageBytes;
+  // On an I/O thread after every write: a wake-up for the owner, only when fetches wait
+  // there. The fence pairs with the owner's registration (waiting, then a read of the
+  // log): either the owner's read saw the new data or this sees the waiter.
+  o.on_readable = [this, raw = part.get(), key = PartitionKey{topic.name, p}] {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (raw->waiting.load() == 0) return;
+    const int owner = raw->shard;
+    shards_->PostGated(shards_->at(owner).loop, [this, raw, owner, key] {
+      Shard& shard = shards_->at(owner);
+      auto it = shard.partitions.find(key);
+      if (it != shard.partitions.end() && it->second.get() == raw) options_.wake_fetches(*raw);
+    });
+  };
+  ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(Dir(topic.name, p), o));
+  // Epochs first: a bump for a cut log is on disk before anything else reads it.
+  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, bump_epochs));
+  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+  return part;
+}
+
+Status LocalLogs::Install(const PartitionKey& key, std::unique_ptr<Partition> part,
+                          const TopicConfig* config) {
+  Partition* raw = part.get();
+  RETURN_IF_ERROR(shards_->Place(key, std::move(part)));
+  catalog_[key] = raw;
+  count_ = catalog_.size();
+  UpdateCleaner(key, config);
+  return Status::OK();
+}
+
+std::unique_ptr<Partition> LocalLogs::Take(const PartitionKey& key) {
+  auto it = catalog_.find(key);
+  if (it == catalog_.end()) return nullptr;
+  cleaner_->Remove(Name(key));  // waits for a cleaning
+  std::unique_ptr<Partition> taken = shards_->Take(key, it->second->shard, [this](Partition& p) {
+    // acks=all produces waiting here are answered now, as at a change of leader.
+    if (p.replica != nullptr)
+      replica::FailAcksWaits(*p.replica, kafka::ErrorCode::kNotLeaderOrFollower);
+    options_.wake_fetches(p);
+  });
+  catalog_.erase(it);
+  count_ = catalog_.size();
+  return taken;
+}
+
+Status LocalLogs::Close(const PartitionKey& key) {
+  std::unique_ptr<Partition> part = Take(key);
+  if (part == nullptr) return Status::OK();
+  return part->log->Close();
+}
+
+void LocalLogs::Reconfigure(const PartitionKey& key, const TopicConfig& config) {
+  Partition* part = Find(key);
+  if (part == nullptr) return;
+  part->log->Reconfigure(LimitsOf(config));  // thread-safe
+  UpdateCleaner(key, &config);
+}
+
+void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config) {
+  Partition* part = Find(key);
+  if (part == nullptr || config == nullptr || !config->compacted()) {
+    cleaner_->Remove(Name(key));
+    return;
+  }
+  compaction::CleanConfig cc;
+  cc.min_cleanable_dirty_ratio = config->min_cleanable_dirty_ratio;
+  cc.min_compaction_lag_ms = config->min_compaction_lag_ms;
+  cc.max_compaction_lag_ms = config->max_compaction_lag_ms;
+  cc.delete_retention_ms = config->delete_retention_ms;
+  cc.segment_bytes = static_cast<uint64_t>(config->segment_bytes);
+  cleaner_->Add(Name(key), part->log.get(), cc);
+}
+
+void LocalLogs::RunRetention(const TopicConfigOf& config_of) {
+  for (auto& [key, part] : catalog_) {
+    // Retention applies to cleanup.policy delete (alone or with compact) only.
+    const TopicConfig* config = config_of(key.first);
+    if (config != nullptr && !config->deletes()) continue;
+    Result<int> deleted = part->log->ApplyRetention();
+    if (!deleted.ok()) {
+      SLUICE_LOG(kLog, kWarn, "retention of {}: {}", Name(key), deleted.status().ToString());
+    } else if (*deleted > 0) {
+      SLUICE_LOG(kLog, kInfo, "retention deleted {} segments of {}", *deleted, Name(key));
+    }
+  }
+}
+
+void LocalLogs::FlushAll() {
+  for (auto& [key, part] : catalog_) {
+    if (Status st = part->log->Flush(); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "flushing {}: {}", Name(key), st.ToString());
+    }
+  }
+}
+
+Status LocalLogs::CloseAll() {
+  for (const auto& [key, part] : catalog_) cleaner_->Remove(Name(key));
+  Status first = shards_->CloseAll();
+  catalog_.clear();
+  count_ = 0;
+  return first;
+}
+
+Partition* LocalLogs::Find(const PartitionKey& key) const {
+  auto it = catalog_.find(key);
+  return it == catalog_.end() ? nullptr : it->second;
+}
+
+storage::PartitionLog* LocalLogs::LogOf(const PartitionKey& key) const {
+  Partition* part = Find(key);
+  return part == nullptr ? nullptr : part->log.get();
+}
+
+}  // namespace sluice::broker
