@@ -9,7 +9,11 @@ they happened, and a final read of every partition from its start:
       and, for ordered checks, "<producer>:<sequence>" with sequences increasing in the
       order the producer sent them (one producer's records to one partition are acked in
       send order when idempotence is on). E, when known, is the leader epoch its batch
-      was appended in (the batch's partition_leader_epoch as read back).
+      was appended in (the batch's partition_leader_epoch as read back). O may be null:
+      librdkafka acknowledges a batch that failed with a retriable error "implicitly",
+      without its offset, when a later batch of the same idempotent producer to the
+      partition succeeded (its sequences prove the earlier one was written); such a
+      record must be in the final read of its partition, once.
   {"type": "leader", "topic": T, "partition": P, "epoch": E, "node": N}
       broker N acted as the partition's leader in epoch E (from the brokers' own logs, or
       etcd's history); one event per claim, repeats allowed.
@@ -87,6 +91,8 @@ def parse_event(line):
     for name, typ in _FIELDS[kind]:
         v = ev.get(name)
         # bool is an int in Python: refuse it explicitly.
+        if kind == "ack" and name == "offset" and v is None:
+            continue  # an implicit acknowledgement: the offset is not known
         if not isinstance(v, typ) or isinstance(v, bool):
             raise ValueError(f"{kind}: field {name!r} must be a {typ.__name__}, got {v!r}")
         if typ is int and v < 0 and name in ("partition", "offset", "epoch", "node"):
@@ -121,10 +127,14 @@ def check(events):
     leaders = defaultdict(set)  # (topic, partition, epoch) -> {node}
     led = set()  # (topic, partition) with leader events
     acked_epochs = defaultdict(list)  # (topic, partition, epoch) -> [offset]
+    implicit = []  # (topic, partition, value): acknowledged without an offset
 
     for ev in events:
         kind = ev["type"]
-        if kind == "ack":
+        if kind == "ack" and ev["offset"] is None:
+            r.acked += 1
+            implicit.append((ev["topic"], ev["partition"], ev["value"]))
+        elif kind == "ack":
             r.acked += 1
             key = (ev["topic"], ev["partition"], ev["offset"])
             prev = acks.get(key)
@@ -179,6 +189,15 @@ def check(events):
         elif got != value:
             r.add("overwrite", f"{_tp(key)} offset {key[2]}: acknowledged {value!r}, "
                   f"the log holds {got!r}")
+
+    for topic, partition, value in implicit:
+        places = seen_values.get(value, [])
+        if not any(p[:2] == (topic, partition) for p in places):
+            r.add("lost", f"{topic}-{partition}: {value!r} (acknowledged without an offset) "
+                  "is not in the final read")
+        seq = _sequence(value)
+        if seq is not None and len(places) == 1:
+            acks_order[(topic, partition, seq[0])].append((places[0][2], seq[1]))
 
     for value, places in sorted(seen_values.items()):
         if len(places) > 1:

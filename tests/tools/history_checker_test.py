@@ -53,6 +53,20 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r.kinds(), ["lost"])
         self.assertIn("final read ended at 1", r.violations[0][1])
 
+    def test_implicit_ack_without_offset(self):
+        # librdkafka acks a failed batch implicitly once a later one succeeded: no offset.
+        ok = [ack(0, 0, "a:0"), ack(0, None, "a:1"), ack(0, 2, "a:2"),
+              read(0, 0, "a:0"), read(0, 1, "a:1"), read(0, 2, "a:2")]
+        r = hc.check_lines(lines(ok))
+        self.assertTrue(r.ok(), r.violations)
+        self.assertEqual(r.acked, 3)
+        gone = [ack(0, None, "a:1"), read(0, 0, "a:0"), read(1, 0, "a:1")]
+        self.assertEqual(hc.check_lines(lines(gone)).kinds(), ["lost"])
+        twice = [ack(0, None, "a:1"), read(0, 0, "a:1"), read(0, 1, "a:1")]
+        self.assertEqual(hc.check_lines(lines(twice)).kinds(), ["duplicate"])
+        late = [ack(0, 0, "a:2"), ack(0, None, "a:1"), read(0, 0, "a:2"), read(0, 1, "a:1")]
+        self.assertEqual(hc.check_lines(lines(late)).kinds(), ["order"])
+
     def test_overwritten_offset(self):
         r = hc.check_lines(lines([ack(0, 0, "a:0"), read(0, 0, "b:0")]))
         self.assertEqual(r.kinds(), ["overwrite"])
