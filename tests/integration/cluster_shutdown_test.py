@@ -9,6 +9,8 @@
   deletion of brokers/<node>); the broker logs the controlled shutdown as done and exits
   0; the producer sees no delivery error and never NOT_ENOUGH_REPLICAS; every
   acknowledged record is read back exactly once, in order (history_checker.py).
+- With etcd paused, a SIGTERMed broker still stops (exit 0) once the controlled shutdown
+  gives up.
 - The broker restarted rejoins every ISR; then SIGTERM of the controller: its
   leaderships move the same way, it resigns (the controller key held by another broker,
   or none, before its registration goes), another broker becomes controller, and a
@@ -274,6 +276,22 @@ def test_controlled_shutdown(etcd, brokers, tmp):
         print(f"lonely {lonely_led}: offline (leader -1)")
     controller.start()
     wait_metadata(others[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers again")
+
+    # 3. etcd away (paused): a SIGTERM still stops the broker, after the timeout.
+    md = metadata(brokers[0].bootstrap)
+    leaving = next(b for b in brokers if b.node != md.controller_id)
+    etcd.pause(0)
+    try:
+        leaving.proc.send_signal(15)
+        rc = leaving.proc.wait(120)
+        leaving.proc = None
+    finally:
+        etcd.resume(0)
+    check(rc == 0, f"broker {leaving.node} exited {rc} with etcd away")
+    print(f"etcd paused: broker {leaving.node} stopped anyway (exit 0)")
+    leaving.start()
+    wait_metadata(brokers[0].bootstrap if leaving is not brokers[0] else brokers[1].bootstrap,
+                  lambda m: len(m.brokers) == 3, "three brokers after etcd came back", timeout=60)
 
 
 # ---- topics through a broker that is not the controller
