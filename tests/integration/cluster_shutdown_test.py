@@ -14,7 +14,10 @@
 - The broker restarted rejoins every ISR; then SIGTERM of the controller: its
   leaderships move the same way, it resigns (the controller key held by another broker,
   or none, before its registration goes), another broker becomes controller, and a
-  replication factor 1 partition it led goes offline (leader -1) once it is gone.
+  replication factor 1 partition it led goes offline (leader -1) once it is gone; a
+  kafka-python admin client that learnt the old controller sends CreateTopics there once
+  it is back as an ordinary broker, is answered NOT_CONTROLLER, and retries at the new
+  controller.
 - Metadata with auto-creation through a broker that is not the controller creates the
   topic (the controller elects its leaders) and a producer writes to it.
 - CreateTopics, CreatePartitions and DeleteTopics sent to a broker that is not the
@@ -246,6 +249,11 @@ def test_controlled_shutdown(etcd, brokers, tmp):
     controller = by_node[md.controller_id]
     others = [b for b in brokers if b is not controller]
     lonely_led = [p for p, n in leaders_of(md, "lonely").items() if n == controller.node]
+    # An admin client that learnt this controller keeps it until told NOT_CONTROLLER.
+    from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic
+    stale = KafkaAdminClient(bootstrap_servers=controller.bootstrap, request_timeout_ms=30000)
+    check(stale._controller_id == controller.node, f"kafka-python's controller "
+          f"{stale._controller_id}, not {controller.node}")
     with Background(others, history) as bg:
         time.sleep(1)
         since = etcd.revision()
@@ -275,7 +283,27 @@ def test_controlled_shutdown(etcd, brokers, tmp):
                            "replication factor 1 partitions offline")
         print(f"lonely {lonely_led}: offline (leader -1)")
     controller.start()
-    wait_metadata(others[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers again")
+    md = wait_metadata(others[0].bootstrap, lambda m: len(m.brokers) == 3,
+                       "three brokers again")
+    # The old controller, back as a broker that is not: the client's request goes there,
+    # is answered NOT_CONTROLLER, and kafka-python asks Metadata again and retries at the
+    # controller it names.
+    try:
+        check(md.controller_id != controller.node, "the old controller is controller again")
+        from kafka.errors import KafkaConnectionError
+        for attempt in range(5):
+            try:  # its connection to the stopped broker is gone: the first send finds out
+                stale.create_topics([KNewTopic("after-resign", 1, 3)])
+                break
+            except KafkaConnectionError:
+                time.sleep(0.5)
+        check(stale._controller_id == md.controller_id,
+              f"kafka-python went to {stale._controller_id}, not {md.controller_id}")
+    finally:
+        stale.close()
+    wait_metadata(others[0].bootstrap, lambda m: "after-resign" in m.topics, "after-resign")
+    print(f"kafka-python: NOT_CONTROLLER from broker {controller.node}, created through "
+          f"broker {md.controller_id}")
 
     # 3. etcd away (paused): a SIGTERM still stops the broker, after the timeout.
     md = metadata(brokers[0].bootstrap)
