@@ -874,6 +874,26 @@ std::vector<int32_t> ClusterController::RegisteredBrokers() {
   return nodes;
 }
 
+TopicError ClusterController::ForwardTopicWrite(MetadataWrite write, ErrorCode on_conflict,
+                                                const std::string& what) {
+  // Without the fence: a broker's topic write compares the topic's keys only (a controller
+  // replaced meanwhile changes nothing a topic's value says).
+  const std::string fence_key = view_.keys().ControllerEpoch();
+  std::erase_if(write.compares,
+                [&](const MetadataWrite::Compare& c) { return c.key == fence_key; });
+  auto r = Apply(write);
+  if (!r.ok()) {
+    return {ErrorCode::kRequestTimedOut, fmt::format("{}: {}", what, r.status().message())};
+  }
+  if (!r->succeeded) {
+    return {on_conflict, fmt::format("{}: the topic changed meanwhile (it exists, is being "
+                                     "deleted, or grew); look again",
+                                     what)};
+  }
+  AfterChange();
+  return {};
+}
+
 const TopicInfo* ClusterController::FindTopic(const std::string& name) const {
   auto it = topic_infos_.find(name);
   return it == topic_infos_.end() ? nullptr : &it->second;
@@ -896,7 +916,6 @@ TopicError ClusterController::CreateReplicatedTopic(
     const std::string& name, int32_t partitions, int32_t replication_factor,
     const std::map<std::string, std::string>& overrides, bool validate_only, TopicInfo* info) {
   if (TopicError e = ValidateTopicName(name); !e.ok()) return e;
-  if (!fence_.has_value()) return NotController();
   if (view_.topics().count(name) != 0) {
     return {ErrorCode::kTopicAlreadyExists, fmt::format("topic '{}' already exists", name)};
   }
@@ -929,6 +948,18 @@ TopicError ClusterController::CreateReplicatedTopic(
   if (validate_only) return {};
   const kafka::Uuid id = RandomUuid();
   TopicAssignment topic{IdText(id.hi, id.lo), std::move(a.replicas), overrides};
+  if (!fence_.has_value()) {
+    TopicError e =
+        ForwardTopicWrite(CreateTopicWrites(view_.keys(), {}, name, topic, view_.Live()).at(0),
+                          ErrorCode::kTopicAlreadyExists, fmt::format("creating topic '{}'", name));
+    if (!e.ok()) return e;
+    info->id = id;
+    SLUICE_LOG(kLog, kInfo,
+               "created topic {} ({} partitions, replication factor {}, id {}); the controller "
+               "elects its leaders",
+               name, partitions, rf, id.ToString());
+    return {};
+  }
   std::vector<MetadataWrite> writes =
       CreateTopicWrites(view_.keys(), fence(), name, topic, view_.Live());
   for (size_t i = 0; i < writes.size(); ++i) {
@@ -953,51 +984,23 @@ TopicError ClusterController::CreateReplicatedTopic(
 bool ClusterController::AutoCreateTopic(const std::string& name) {
   if (!options_.local.auto_create_topics || IsReservedTopic(name)) return false;
   TopicInfo info;
-  if (fence_.has_value()) {
-    return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
-  }
-  // Not the controller: the topic's assignment goes to etcd from here (as any ZooKeeper-era
-  // broker wrote /brokers/topics/<name> for an auto-creation), and the controller, which
-  // sees a topic without partition states, writes them (ControllerDuties) and elects.
-  if (!ValidateTopicName(name).ok() || lease_lost_ || view_.topics().count(name) != 0 ||
-      view_.deleting().count(name) != 0) {
-    return false;
-  }
-  const std::vector<int32_t> brokers = RegisteredBrokers();
-  static thread_local std::mt19937 random{std::random_device{}()};
-  const int32_t n = std::max<int32_t>(1, static_cast<int32_t>(brokers.size()));
-  Assignment a =
-      AssignReplicas(brokers, options_.local.num_partitions, 1, static_cast<int32_t>(random() % n),
-                     static_cast<int32_t>(random() % n));
-  if (a.error != AssignmentError::kNone) return false;
-  const kafka::Uuid id = RandomUuid();
-  MetadataWrite w;
-  w.compares.push_back({view_.keys().Topic(name), 0});
-  w.compares.push_back({view_.keys().Deleting(name), 0});
-  w.puts.push_back(
-      {view_.keys().Topic(name), ToJson(TopicAssignment{IdText(id.hi, id.lo), a.replicas, {}}), 0});
-  auto r = Apply(w);
-  if (!r.ok() || !r->succeeded) {
-    // Another broker created it meanwhile (the watch brings it), or etcd did not answer.
-    if (!r.ok()) SLUICE_LOG(kLog, kWarn, "auto-creating {}: {}", name, r.status().ToString());
-    return false;
-  }
-  SLUICE_LOG(kLog, kInfo, "auto-created topic {} ({} partitions, id {}); the controller elects",
-             name, options_.local.num_partitions, id.ToString());
-  AfterChange();
-  return true;
+  return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
 }
 
 TopicError ClusterController::DeleteTopic(const std::string& name) {
-  if (!fence_.has_value()) return NotController();
   auto it = view_.topics().find(name);
   if (it == view_.topics().end()) {
     return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
   }
   const std::string id = it->second.value.id;
+  const std::string what = fmt::format("deleting topic '{}'", name);
   TopicError e =
-      CheckWrite(Apply(DeleteTopicWrite(view_.keys(), fence(), name, it->second.mod_revision, id)),
-                 fmt::format("deleting topic '{}'", name));
+      fence_.has_value()
+          ? CheckWrite(
+                Apply(DeleteTopicWrite(view_.keys(), fence(), name, it->second.mod_revision, id)),
+                what)
+          : ForwardTopicWrite(DeleteTopicWrite(view_.keys(), {}, name, it->second.mod_revision, id),
+                              ErrorCode::kUnknownServerError, what);
   if (!e.ok()) return e;
   SLUICE_LOG(kLog, kInfo, "deleted topic {}", name);
   AfterChange();
@@ -1006,7 +1009,6 @@ TopicError ClusterController::DeleteTopic(const std::string& name) {
 
 TopicError ClusterController::AddPartitions(const std::string& name, int32_t count,
                                             bool validate_only) {
-  if (!fence_.has_value()) return NotController();
   auto it = view_.topics().find(name);
   if (it == view_.topics().end()) {
     return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
@@ -1032,6 +1034,17 @@ TopicError ClusterController::AddPartitions(const std::string& name, int32_t cou
   if (validate_only) return {};
   TopicAssignment grown = topic;
   for (auto& r : a.replicas) grown.partitions.push_back(std::move(r));
+  if (!fence_.has_value()) {
+    TopicError e = ForwardTopicWrite(
+        AddPartitionsWrites(view_.keys(), {}, name, it->second.mod_revision, grown, before,
+                            view_.Live())
+            .at(0),
+        ErrorCode::kUnknownServerError, fmt::format("adding partitions to '{}'", name));
+    if (!e.ok()) return e;
+    SLUICE_LOG(kLog, kInfo, "topic {}: {} partitions, was {}; the controller elects", name, count,
+               before);
+    return {};
+  }
   std::vector<MetadataWrite> writes = AddPartitionsWrites(
       view_.keys(), fence(), name, it->second.mod_revision, grown, before, view_.Live());
   for (size_t i = 0; i < writes.size(); ++i) {

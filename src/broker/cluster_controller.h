@@ -152,6 +152,13 @@ class ClusterController : public Controller {
   // The registered brokers' node ids, as etcd holds them now.
   std::vector<int32_t> RegisteredBrokers();
   TopicError CheckWrite(const Result<cluster::TxnResponse>& r, const std::string& what);
+  // A topic change made by a broker that is not the controller (CreateTopics,
+  // CreatePartitions, DeleteTopics and auto-creation forwarded through etcd): `write`, the
+  // topic's value as the controller would write it, without the controller_epoch compare;
+  // the controller sees the topic and writes its partition states (ControllerDuties).
+  // `on_conflict` when the topic's keys changed meanwhile.
+  TopicError ForwardTopicWrite(cluster::MetadataWrite write, kafka::ErrorCode on_conflict,
+                               const std::string& what);
   const cluster::ControllerFence& fence() const { return *fence_; }
 
   // Local logs: open what this broker leads, close what it no longer does; with roles

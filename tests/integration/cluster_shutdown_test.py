@@ -12,13 +12,19 @@
 - The broker restarted rejoins every ISR; then SIGTERM of the controller: its
   leaderships move the same way, it resigns (the controller key held by another broker,
   or none, before its registration goes), another broker becomes controller, and a
-  replication factor 1 partition it led goes offline (leader -1) once it is gone.
+  replication factor 1 partition it led goes offline (leader -1) once it is gone; admin
+  clients (kafka-python, confluent-kafka) that learnt the old controller create topics
+  through it once it is back as an ordinary broker (forwarded).
+- With etcd paused, a SIGTERMed broker still stops (exit 0) once the controlled shutdown
+  gives up.
 - Metadata with auto-creation through a broker that is not the controller creates the
   topic (the controller elects its leaders) and a producer writes to it.
 - CreateTopics, CreatePartitions and DeleteTopics sent to a broker that is not the
-  controller answer NOT_CONTROLLER (41); kafka-python's KafkaAdminClient and
-  confluent-kafka's AdminClient bootstrapped with that broker alone create, grow and
-  delete topics (they send them to the controller named in Metadata).
+  controller are forwarded (through etcd): the topic is created with leaders, grown,
+  deleted; an existing topic is TOPIC_ALREADY_EXISTS, a replication factor above the
+  brokers INVALID_REPLICATION_FACTOR, a deleted one UNKNOWN_TOPIC_OR_PARTITION;
+  kafka-python's KafkaAdminClient and confluent-kafka's AdminClient bootstrapped with
+  that broker alone create, grow and delete topics.
 
 usage: /usr/bin/python3 cluster_shutdown_test.py path/to/sluice
 """
@@ -45,7 +51,9 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic  # noqa: 
 
 TOPIC = "handover"
 PARTITIONS = 6
-NOT_CONTROLLER = 41
+TOPIC_ALREADY_EXISTS = 36
+INVALID_REPLICATION_FACTOR = 38
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 class Broker(ClusterBroker):
@@ -154,6 +162,20 @@ class Background:
                 "Not enough in-sync replicas" in m]
 
 
+def check_history(history, final_read, tmp):
+    """The history checker over the acks with an offset and the final read; an ack without
+    one (librdkafka's implicit ack: an idempotent batch whose own answer was an error,
+    acknowledged by a later batch's success, since the broker takes sequences only in
+    order) must be in the final read too, once (the checker finds duplicates)."""
+    implicit = [a for a in history.acks if a["offset"] is None]
+    crt.run_checker([a for a in history.acks if a["offset"] is not None] + final_read, tmp)
+    read = {(e["partition"], e["value"]) for e in final_read if e["type"] == "read"}
+    missing = [a for a in implicit if (a["partition"], a["value"]) not in read]
+    check(not missing, f"implicitly acknowledged records lost: {missing[:3]}")
+    if implicit:
+        print(f"{len(implicit)} records acknowledged without an offset, all read back")
+
+
 def sigterm_and_watch(victim, watcher, predicate):
     """SIGTERMs `victim` and polls Metadata through `watcher` while it runs: whether the
     new state was seen before the process ended."""
@@ -217,7 +239,10 @@ def test_controlled_shutdown(etcd, brokers, tmp):
     check(not history.failures, f"delivery failures {history.failures[:3]}")
     check(not bg.refusals(), f"NOT_ENOUGH_REPLICAS: {bg.refusals()[:2]}")
     check(len(history.acks) > 0, "nothing acknowledged")
-    crt.run_checker(history.acks + crt.read_all(watcher.bootstrap), tmp)
+    implicit = [m for m in bg.said if "mplicit" in m]
+    if implicit:
+        print(f"librdkafka: {len(implicit)} implicit acks, e.g. {implicit[0]}")
+    check_history(history, crt.read_all(watcher.bootstrap), tmp)
 
     # 2. Back, caught up, in every ISR; then the controller itself.
     victim.start()
@@ -227,6 +252,14 @@ def test_controlled_shutdown(etcd, brokers, tmp):
     controller = by_node[md.controller_id]
     others = [b for b in brokers if b is not controller]
     lonely_led = [p for p, n in leaders_of(md, "lonely").items() if n == controller.node]
+    # Admin clients that learnt this controller keep sending there.
+    from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic
+    stale = KafkaAdminClient(bootstrap_servers=controller.bootstrap, request_timeout_ms=30000)
+    rd_stale = AdminClient({"bootstrap.servers": controller.bootstrap,
+                            "topic.metadata.refresh.interval.ms": 600000})
+    rd_stale.list_topics(timeout=10)
+    check(stale._controller_id == controller.node, f"kafka-python's controller "
+          f"{stale._controller_id}, not {controller.node}")
     with Background(others, history) as bg:
         time.sleep(1)
         since = etcd.revision()
@@ -248,7 +281,7 @@ def test_controlled_shutdown(etcd, brokers, tmp):
           f"registration went; broker {md.controller_id} is the controller")
     check(not history.failures, f"delivery failures {history.failures[:3]}")
     check(not bg.refusals(), f"NOT_ENOUGH_REPLICAS: {bg.refusals()[:2]}")
-    crt.run_checker(history.acks + crt.read_all(others[0].bootstrap), tmp)
+    check_history(history, crt.read_all(others[0].bootstrap), tmp)
     # Replication factor 1: offline once its only broker is gone, as Kafka.
     if lonely_led:
         md = wait_metadata(others[0].bootstrap,
@@ -256,7 +289,44 @@ def test_controlled_shutdown(etcd, brokers, tmp):
                            "replication factor 1 partitions offline")
         print(f"lonely {lonely_led}: offline (leader -1)")
     controller.start()
-    wait_metadata(others[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers again")
+    md = wait_metadata(others[0].bootstrap, lambda m: len(m.brokers) == 3,
+                       "three brokers again")
+    # The old controller, back as a broker that is not: the clients' requests go there
+    # and are forwarded.
+    try:
+        check(md.controller_id != controller.node, "the old controller is controller again")
+        from kafka.errors import KafkaConnectionError
+        for attempt in range(5):
+            try:  # its connection to the stopped broker is gone: the first send finds out
+                stale.create_topics([KNewTopic("after-resign", 1, 3)])
+                break
+            except KafkaConnectionError:
+                time.sleep(0.5)
+    finally:
+        stale.close()
+    wait_metadata(others[0].bootstrap, lambda m: "after-resign" in m.topics, "after-resign")
+    # librdkafka likewise.
+    rd_stale.create_topics([NewTopic("rd-after-resign", 1, 3)],
+                           operation_timeout=10)["rd-after-resign"].result(60)
+    wait_metadata(others[0].bootstrap, lambda m: "rd-after-resign" in m.topics, "rd-after-resign")
+    print(f"kafka-python: created through broker {stale._controller_id}, the controller "
+          f"it knew (now {md.controller_id})")
+
+    # 3. etcd away (paused): a SIGTERM still stops the broker, after the timeout.
+    md = metadata(brokers[0].bootstrap)
+    leaving = next(b for b in brokers if b.node != md.controller_id)
+    etcd.pause(0)
+    try:
+        leaving.proc.send_signal(15)
+        rc = leaving.proc.wait(120)
+        leaving.proc = None
+    finally:
+        etcd.resume(0)
+    check(rc == 0, f"broker {leaving.node} exited {rc} with etcd away")
+    print(f"etcd paused: broker {leaving.node} stopped anyway (exit 0)")
+    leaving.start()
+    wait_metadata(brokers[0].bootstrap if leaving is not brokers[0] else brokers[1].bootstrap,
+                  lambda m: len(m.brokers) == 3, "three brokers after etcd came back", timeout=60)
 
 
 # ---- topics through a broker that is not the controller
@@ -269,11 +339,11 @@ def _string(s):
     return struct.pack(">h", len(s)) + s.encode()
 
 
-def create_topics_error(bootstrap, topic):
+def create_topics_error(bootstrap, topic, replication_factor=1):
     # CreateTopics v0: [name, partitions, replication factor, [assignments], [configs]],
     # timeout -> [name, error].
-    body = (struct.pack(">i", 1) + _string(topic) + struct.pack(">ihii", 1, 1, 0, 0) +
-            struct.pack(">i", 10000))
+    body = (struct.pack(">i", 1) + _string(topic) +
+            struct.pack(">ihii", 1, replication_factor, 0, 0) + struct.pack(">i", 10000))
     r = _ask(bootstrap, 19, 0, body)
     n = struct.unpack(">h", r[4:6])[0]
     return struct.unpack(">h", r[6 + n:8 + n])[0]
@@ -317,13 +387,24 @@ def test_topics_through_any_broker(brokers):
     print(f"auto-created through broker {other.node} (controller {md.controller_id}): "
           f"leaders {leaders_of(md, 'made-on-the-way')}")
 
-    # Sent to it directly: NOT_CONTROLLER, as Kafka's ZooKeeper-era brokers answer.
-    check(create_topics_error(other.bootstrap, "raw") == NOT_CONTROLLER, "CreateTopics")
-    check(create_partitions_error(other.bootstrap, "made-on-the-way") == NOT_CONTROLLER,
-          "CreatePartitions")
-    check(delete_topics_error(other.bootstrap, "made-on-the-way") == NOT_CONTROLLER,
-          "DeleteTopics")
-    print(f"CreateTopics, CreatePartitions, DeleteTopics to broker {other.node}: NOT_CONTROLLER")
+    # Sent to it directly: forwarded (through etcd), as Kafka 2.8+ brokers forward them.
+    def led(topic, partitions):
+        return lambda m: (topic in m.topics and len(m.topics[topic].partitions) == partitions
+                          and all(x.leader >= 0 for x in m.topics[topic].partitions.values()))
+    check(create_topics_error(other.bootstrap, "raw", 3) == 0, "CreateTopics")
+    wait_metadata(other.bootstrap, led("raw", 1), "raw's leader")
+    check(create_topics_error(other.bootstrap, "raw") == TOPIC_ALREADY_EXISTS,
+          "CreateTopics of an existing topic")
+    check(create_topics_error(other.bootstrap, "too-wide", 4) == INVALID_REPLICATION_FACTOR,
+          "CreateTopics with a replication factor above the brokers")
+    check(create_partitions_error(other.bootstrap, "raw") == 0, "CreatePartitions")
+    wait_metadata(other.bootstrap, led("raw", 4), "raw's four leaders")
+    check(delete_topics_error(other.bootstrap, "raw") == 0, "DeleteTopics")
+    wait_metadata(brokers[0].bootstrap, lambda m: "raw" not in m.topics, "raw deleted")
+    check(delete_topics_error(other.bootstrap, "raw") == UNKNOWN_TOPIC_OR_PARTITION,
+          "DeleteTopics of a deleted topic")
+    print(f"CreateTopics, CreatePartitions, DeleteTopics to broker {other.node} (not the "
+          f"controller): done")
 
     # kafka-python: it asks Metadata for the controller and sends there.
     from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic

@@ -159,7 +159,7 @@ kafka: {addr: '127.0.0.1:9093'}
 etcd: 'http://127.0.0.1:2379, http://localhost:22379/'
 node_id: 3
 inter_broker_addr: 'broker-3.internal:19093'
-cluster: {session_timeout: 2s, name: prod-1}
+cluster: {session_timeout: 2s, name: prod-1, controlled_shutdown_timeout: 3s}
 )");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const ClusterOptions& k = c->broker.cluster;
@@ -170,6 +170,7 @@ cluster: {session_timeout: 2s, name: prod-1}
   EXPECT_EQ(k.inter_broker_port, 19093);
   EXPECT_EQ(k.session_timeout_ms, 2000);
   EXPECT_EQ(k.name, "prod-1");
+  EXPECT_EQ(k.controlled_shutdown_timeout_ms, 3000);
 
   // A YAML list works too; the defaults are 6 s, "sluice" and the advertised address.
   auto d = FromYaml(R"(
@@ -182,6 +183,7 @@ node_id: 0
   EXPECT_EQ(d->broker.cluster.node_id, 0);
   EXPECT_EQ(d->broker.cluster.session_timeout_ms, 6000);
   EXPECT_EQ(d->broker.cluster.name, "sluice");
+  EXPECT_EQ(d->broker.cluster.controlled_shutdown_timeout_ms, 10'000);
   EXPECT_EQ(d->broker.cluster.inter_broker_host, "kafka-0");
   EXPECT_EQ(d->broker.cluster.inter_broker_port, 9094);
 }
@@ -221,6 +223,11 @@ TEST(ServeConfigTest, BadClusterKeysSayWhatIsWrong) {
       {"node_id: 1", "is a cluster setting: set etcd"},
       {"inter_broker_addr: '127.0.0.1:9000'", "set etcd"},
       {"cluster: {session_timeout: 2s}", "set etcd"},
+      {"cluster: {controlled_shutdown_timeout: 2s}", "set etcd"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {controlled_shutdown_timeout: 6m}",
+       "outside 0 (off) to 300 s"},
+      {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\ncluster: {controlled_shutdown_timeout: soon}",
+       "cluster.controlled_shutdown_timeout"},
   };
   for (const Case& c : cases) {
     auto r = FromYaml(c.yaml);
