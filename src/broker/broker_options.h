@@ -38,6 +38,12 @@ struct ClusterOptions {
   // lease is 2 s.
   int64_t session_timeout_ms = 6000;
   std::string name = "sluice";  // every key is under /sluice/<name>/
+  // Replication (Kafka's keys and defaults; ReplicaManagerOptions).
+  int64_t replica_lag_time_max_ms = 30'000;    // replica.lag.time.max.ms
+  int32_t replica_fetch_max_bytes = 1 << 20;   // replica.fetch.max.bytes (per partition)
+  int32_t replica_fetch_wait_max_ms = 500;     // replica.fetch.wait.max.ms
+  int64_t replica_fetch_backoff_ms = 1'000;    // replica.fetch.backoff.ms
+  int32_t replica_socket_timeout_ms = 30'000;  // replica.socket.timeout.ms
 
   bool enabled() const { return !etcd.empty(); }
 };
