@@ -255,6 +255,12 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     // has a newer one, which leaders need to add this broker to an ISR again (KIP-903).
     ro.broker_epoch = cluster_->BrokerEpoch();
     ro.broker_epoch_source = cluster_->BrokerEpochSource();
+    ro.lease_deadline_ns = cluster_->LeaseDeadlineSource();  // 0018 review item 5
+    ro.replica_lag_time_max_ms = options_.cluster.replica_lag_time_max_ms;
+    ro.fetch_partition_max_bytes = options_.cluster.replica_fetch_max_bytes;
+    ro.fetch_max_wait_ms = options_.cluster.replica_fetch_wait_max_ms;
+    ro.fetch_backoff_ms = options_.cluster.replica_fetch_backoff_ms;
+    ro.socket_timeout_ms = options_.cluster.replica_socket_timeout_ms;
     ro.isr_store = isr_store_.get();
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();

@@ -41,6 +41,12 @@ struct ClusterOptions {
   // How long a stopping broker waits for the controller to move its leaderships away
   // (a controlled shutdown) before it stops anyway; 0: no controlled shutdown.
   int64_t controlled_shutdown_timeout_ms = 10'000;
+  // Replication (Kafka's keys and defaults; ReplicaManagerOptions).
+  int64_t replica_lag_time_max_ms = 30'000;    // replica.lag.time.max.ms
+  int32_t replica_fetch_max_bytes = 1 << 20;   // replica.fetch.max.bytes (per partition)
+  int32_t replica_fetch_wait_max_ms = 500;     // replica.fetch.wait.max.ms
+  int64_t replica_fetch_backoff_ms = 1'000;    // replica.fetch.backoff.ms
+  int32_t replica_socket_timeout_ms = 30'000;  // replica.socket.timeout.ms
 
   bool enabled() const { return !etcd.empty(); }
 };

@@ -220,9 +220,10 @@ Status ClusterController::OpenLogs(bool unclean_start) {
   unclean_start_ = unclean_start;
   clean_ = CleanForRegistration(true, !unclean_start, options_.local.flush_policy);
   const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
-  ASSIGN_OR_RETURN(lease_, LeaseKeeper::Start(*etcd_, ttl_s, [this](int64_t, const Status& why) {
-                     OnLeaseLost(why);
-                   }));
+  ASSIGN_OR_RETURN(lease_,
+                   LeaseKeeper::Start(
+                       *etcd_, ttl_s, [this](int64_t, const Status& why) { OnLeaseLost(why); },
+                       &lease_deadline_ns_));
   RETURN_IF_ERROR(Register());
   RETURN_IF_ERROR(ListAll());
   AfterChange();  // the led partitions' logs, perhaps the controller key, the first snapshot
@@ -337,8 +338,8 @@ void ClusterController::OnLeaseLost(const Status& why) {
     Publish();
     lease_.reset();  // its thread has ended: it reported the loss last
     const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
-    auto fresh =
-        LeaseKeeper::Start(*etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); });
+    auto fresh = LeaseKeeper::Start(
+        *etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); }, &lease_deadline_ns_);
     Status st = fresh.ok() ? Status::OK() : fresh.status();
     if (st.ok()) {
       lease_ = std::move(*fresh);
@@ -561,6 +562,10 @@ void ClusterController::ReconcileLogs() {
 void ClusterController::ReconcileReplicas() {
   // Every partition whose assignment names this broker, while it is registered.
   std::map<PartitionKey, const ClusterView::Versioned<PartitionState>*> held;
+  // Those open here whose leader is gone (-1 or unregistered): kept open, fetching
+  // nothing, so the next leadership keeps the open log and its current high watermark
+  // (0018 review item 6).
+  std::set<PartitionKey> leaderless;
   if (!lease_lost_) {
     for (const auto& [key, state] : view_.partitions()) {
       auto topic = view_.topics().find(key.first);
@@ -570,10 +575,13 @@ void ClusterController::ReconcileReplicas() {
       }
       const auto& replicas = topic->second.value.partitions[static_cast<size_t>(key.second)];
       if (std::find(replicas.begin(), replicas.end(), node_id()) == replicas.end()) continue;
-      // Nothing to lead or follow while no registered broker leads it: the log closes
-      // (it takes no writes) and opens again with the next leader.
+      // Nothing to lead or follow while no registered broker leads it: an open log stays
+      // open as a follower of no one; one not open waits for the next leader.
       const int32_t leader = state.value.leader;
-      if (leader < 0 || view_.brokers().count(leader) == 0) continue;
+      if (leader < 0 || view_.brokers().count(leader) == 0) {
+        if (logs_.Find(key) != nullptr) leaderless.insert(key);
+        continue;
+      }
       // Shutting down, a replica out of the ISR stops fetching: its leader must not count
       // its progress, nor add it back (controlled_shutdown.h).
       if (leaving_ && leader != node_id() && !state.value.InIsr(node_id())) continue;
@@ -582,7 +590,18 @@ void ClusterController::ReconcileReplicas() {
   }
   std::vector<PartitionKey> close;
   for (const auto& [key, part] : logs_.all()) {
-    if (held.count(key) == 0) close.push_back(key);
+    if (held.count(key) == 0 && leaderless.count(key) == 0) close.push_back(key);
+  }
+  for (const PartitionKey& key : leaderless) {
+    const IssuedRole want{.leader = -1,
+                          .leader_epoch = view_.partitions().at(key).value.leader_epoch};
+    auto was = issued_.find(key);
+    if (was != issued_.end() && was->second == want) continue;
+    if (options_.roles->BecomeFollower(key, -1, want.leader_epoch, "", 0)) {
+      issued_[key] = want;
+    } else {
+      issued_.erase(key);
+    }
   }
   for (const PartitionKey& key : close) {
     const bool deleted = view_.topics().count(key.first) == 0;
@@ -743,30 +762,13 @@ void ClusterController::AlterIsr(const std::string& topic, int32_t partition, in
     IsrError e = IsrChangeWrite(view_, topic, partition, leader, leader_epoch, new_isr,
                                 expected_version, broker_epochs, &w);
     if (e != IsrError::kNone) return done(e, 0);
-    auto r = Apply(w);
-    if (!r.ok()) {
-      // The answer was lost, not necessarily the write: what etcd holds decides. The key
-      // holding exactly what was written, at a revision after the one compared, is this
-      // change applied (a leader's CAS is the only writer of its ISR in its epoch).
-      SLUICE_LOG(kLog, kWarn, "ISR change of {}-{}: {}; re-reading it", topic, partition,
-                 r.status().ToString());
-      auto held = etcd_->Get(w.puts.at(0).key);
-      if (!held.ok()) return done(IsrError::kUnavailable, 0);
-      if (held->kv.has_value() && held->kv->value == w.puts[0].value &&
-          held->kv->mod_revision > expected_version) {
-        (void)view_.Put(held->kv->key, held->kv->value, held->kv->mod_revision,
-                        held->kv->create_revision);
-        done(IsrError::kNone, held->kv->mod_revision);
-        AfterChange();
-        return;
-      }
-      return done(IsrError::kInvalidVersion, 0);  // it did not go through; the watch brings
-                                                  // what did
-    }
     // A refusal: the state moved in etcd before this broker saw it; the watch brings it
-    // and the roles are told again.
-    if (!r->succeeded) return done(IsrError::kInvalidVersion, 0);
-    done(IsrError::kNone, r->header.revision);
+    // and the roles are told again. A lost answer is resolved by a re-read.
+    const IsrApplied applied = ApplyIsrChange(*etcd_, w, expected_version);
+    if (applied.error != IsrError::kNone) return done(applied.error, 0);
+    // What this broker wrote is in its view at once (the watch brings it again later).
+    (void)view_.Put(w.puts[0].key, w.puts[0].value, applied.revision, applied.revision);
+    done(IsrError::kNone, applied.revision);
     AfterChange();  // the leadership again, with the ISR at its new revision
   });
 }

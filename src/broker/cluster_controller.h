@@ -114,6 +114,9 @@ class ClusterController : public Controller {
   int64_t BrokerEpoch() const { return broker_epoch_.load(); }
   // The same, for a reader that keeps it (it changes when the broker registers again).
   const std::atomic<int64_t>* BrokerEpochSource() const { return &broker_epoch_; }
+  // The local deadline of this broker's etcd lease (LeaseKeeper::valid_until_ns), kept
+  // here across re-registrations, for the shards to read (ReplicaManagerOptions).
+  const std::atomic<int64_t>* LeaseDeadlineSource() const { return &lease_deadline_ns_; }
   // Tells the replication core every role again that it has not taken yet (it refuses
   // them until the server runs). Any thread.
   void ReissueRoles();
@@ -210,6 +213,7 @@ class ClusterController : public Controller {
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   std::atomic<int64_t> broker_epoch_{-1};
+  std::atomic<int64_t> lease_deadline_ns_{0};  // written by the lease keeper
   std::atomic<bool> stopping_{false};
 };
 

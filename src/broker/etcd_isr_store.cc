@@ -4,10 +4,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/logging.h"
 #include "broker/cluster_controller.h"
 #include "cluster/cluster_values.h"
+#include "cluster/metadata_txn.h"
 
 namespace sluice::broker {
+namespace {
+const Logger kLog("cluster");
+}  // namespace
 
 IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32_t partition,
                         int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
@@ -59,6 +64,25 @@ IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32
   out->compares.push_back({key, state->second.mod_revision});
   out->puts.push_back({key, cluster::ToJson(next), 0});
   return IsrError::kNone;
+}
+
+IsrApplied ApplyIsrChange(cluster::EtcdClient& etcd, const cluster::MetadataWrite& write,
+                          int64_t expected_version) {
+  auto r = etcd.Txn(cluster::ToTxn(write));
+  if (r.ok()) {
+    if (!r->succeeded) return {IsrError::kInvalidVersion, 0};
+    return {IsrError::kNone, r->header.revision};
+  }
+  // The answer was lost, not necessarily the write: what etcd holds decides.
+  SLUICE_LOG(kLog, kWarn, "ISR change of {}: {}; re-reading it", write.puts.at(0).key,
+             r.status().ToString());
+  auto held = etcd.Get(write.puts[0].key);
+  if (!held.ok()) return {IsrError::kUnavailable, 0};
+  if (held->kv.has_value() && held->kv->value == write.puts[0].value &&
+      held->kv->mod_revision > expected_version) {
+    return {IsrError::kNone, held->kv->mod_revision};
+  }
+  return {IsrError::kInvalidVersion, 0};  // it did not go through; the watch brings what did
 }
 
 void EtcdIsrStore::AlterIsr(const std::string& topic, int32_t partition, int32_t leader,

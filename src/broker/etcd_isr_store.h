@@ -12,6 +12,7 @@
 #include "broker/cluster_controller_view.h"
 #include "broker/replica_isr_store.h"
 #include "cluster/controller_decisions.h"
+#include "cluster/etcd_client.h"
 
 namespace sluice::broker {
 
@@ -28,6 +29,20 @@ IsrError IsrChangeWrite(const ClusterView& view, const std::string& topic, int32
                         int32_t leader, int32_t leader_epoch, const std::vector<int32_t>& new_isr,
                         int64_t expected_version, const IsrStore::BrokerEpochs& broker_epochs,
                         cluster::MetadataWrite* out);
+
+// Applies an IsrChangeWrite made at `expected_version` to etcd (a CAS on the partition
+// key's mod_revision). kNone with the new revision; kInvalidVersion when etcd refused it.
+// A call whose answer was lost may have applied the write: the key is read again, and if
+// it holds exactly what was written at a revision after `expected_version` the change went
+// through (kNone with that revision; a leader's CAS is the only writer of its ISR in its
+// epoch, and a controller's identical value means the same ISR); otherwise
+// kInvalidVersion, or kUnavailable when the re-read fails too.
+struct IsrApplied {
+  IsrError error = IsrError::kNone;
+  int64_t revision = 0;
+};
+IsrApplied ApplyIsrChange(cluster::EtcdClient& etcd, const cluster::MetadataWrite& write,
+                          int64_t expected_version);
 
 // Thread-safe; the controller outlives it, and it is not used after the controller stops.
 class EtcdIsrStore final : public IsrStore {

@@ -163,6 +163,18 @@ Status TruncateOnOwner(Partition& part, const kafka::FetchResponse::EpochEndOffs
   return Status::OK();
 }
 
+// A follower applies its leader's log start (DeleteRecords or retention there; Kafka's
+// follower maybeIncrementLogStartOffset): up to what it has written.
+Status ApplyLeaderStartOnOwner(Partition& part, int64_t leader_start) {
+  storage::PartitionLog& log = *part.log;
+  const int64_t to = std::min(leader_start, log.written_end_offset());
+  if (to <= log.start_offset()) return Status::OK();
+  ASSIGN_OR_RETURN(int64_t start, log.DeleteRecordsBefore(to));
+  RETURN_IF_ERROR(part.epochs.TruncateFromStart(start));
+  part.replica->high_watermark = std::max(part.replica->high_watermark, start);
+  return Status::OK();
+}
+
 }  // namespace
 
 Status replica::CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end) {
@@ -506,7 +518,21 @@ void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
     } else if (!records.empty()) {
       AppendOnOwner(*part, records, ack, &r);
     }
+    if (r.status.ok() && !diverged && data.log_start_offset > part->log->start_offset()) {
+      if (Status st = ApplyLeaderStartOnOwner(*part, data.log_start_offset); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: moving the log start to the leader's {}: {}", part->log->dir(),
+                   data.log_start_offset, st.ToString());
+      }
+    }
     ReadPosition(*part, &r);
+    if (r.status.ok() && r.ack == nullptr && ack == storage::AckLevel::kDurable) {
+      // Nothing appended by this answer, yet the end reported next must be synced: an
+      // earlier answer may have appended batches and then failed before its ack was
+      // asked for (0018 review item 7).
+      r.ack = std::make_shared<std::promise<Status>>();
+      part->log->WhenDurable(
+          r.end, [p = r.ack](const Status& st, const storage::AppendInfo&) { p->set_value(st); });
+    }
   });
   if (!ran || r.stale) return;
   if (r.ack != nullptr) {
@@ -532,9 +558,8 @@ void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
 void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
                                         int64_t leader_start) {
   // Behind the leader's log start (retention or DeleteRecords there): Kafka's
-  // truncateFullyAndStartAt. Everything here goes, and fetching starts at the leader's
-  // start; the first batch is appended past the (now empty) log's end, which
-  // AppendReplica allows.
+  // truncateFullyAndStartAt. Everything here goes, and the log restarts empty at the
+  // leader's start, which becomes its own start.
   Status st;
   bool stale = false;
   bool ran = manager_->RunOnPartition(key, [&](Partition* part) {
@@ -544,12 +569,14 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
     }
     storage::PartitionLog& log = *part->log;
     SLUICE_LOG(kLog, kInfo,
-               "{}: the leader's log starts at {}, past this log's end {}: emptying it", log.dir(),
-               leader_start, log.end_offset());
-    st = log.TruncateTo(log.start_offset());
-    if (st.ok()) st = part->epochs.TruncateFromEnd(log.end_offset());
+               "{}: the leader's log starts at {}, past this log's end {}: restarting it there",
+               log.dir(), leader_start, log.end_offset());
+    st = log.TruncateFullyAndStartAt(leader_start);
+    // No epoch, producer or transaction of the old log holds any more (Kafka clears them).
+    if (st.ok()) st = part->epochs.TruncateFromEnd(0);
     if (st.ok()) st = part->producers.Rebuild(log);
-    part->replica->high_watermark = std::min(part->replica->high_watermark, log.end_offset());
+    // Nothing below the leader's start exists: its high watermark is at least there.
+    part->replica->high_watermark = leader_start;
   });
   if (!ran || stale) return;
   if (!st.ok()) {

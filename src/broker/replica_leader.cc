@@ -55,6 +55,10 @@ ErrorCode CheckAppend(const Partition& part, int16_t acks, std::string* message)
     *message = fmt::format("this broker follows broker {} for this partition", rs.leader_id);
     return ErrorCode::kNotLeaderOrFollower;
   }
+  if (!rs.manager->LeaseValid()) [[unlikely]] {
+    *message = "this broker's etcd lease may have expired: it leads nothing until it renews";
+    return ErrorCode::kNotLeaderOrFollower;
+  }
   if (acks == -1 && static_cast<int32_t>(rs.isr.size()) < rs.min_insync_replicas) {
     *message = fmt::format("the in-sync replicas ({}) are fewer than min.insync.replicas ({})",
                            rs.isr.size(), rs.min_insync_replicas);
@@ -120,6 +124,9 @@ bool MaybeAdvanceHighWatermark(Partition& part) {
   ReplicaState& rs = *part.replica;
   if (!rs.leader()) return false;
   ReplicaManager& mgr = *rs.manager;
+  // A leader whose lease may be gone commits nothing more: another may lead already.
+  if (!mgr.LeaseValid()) [[unlikely]]
+    return false;
   int64_t hw = LocalEnd(mgr.flush_policy(), *part.log);
   const int64_t leader_end = part.log->written_end_offset();
   const int64_t now = mgr.options().clock->NowMillis();
@@ -145,6 +152,27 @@ bool MaybeAdvanceHighWatermark(Partition& part) {
   for (auto& w : ready) Answer(w, verdict);
   handlers::WakeFetches(mgr.context(), part);  // consumers may read further
   return true;
+}
+
+ErrorCode DeleteRecordsBound(handlers::Context& ctx, const std::string& topic, int32_t partition,
+                             int64_t* hw) {
+  if (!ctx.shards.attached()) return ErrorCode::kNone;
+  std::shared_ptr<const MetadataSnapshot> meta = ctx.shards.Published();
+  const int owner = ctx.shards.TargetOf(meta->Find(topic), topic, partition).shard;
+  if (owner < 0) return ErrorCode::kNone;
+  ErrorCode error = ErrorCode::kNone;
+  const bool ran = ctx.shards.RunOnShard(owner, [&] {
+    const auto& parts = ctx.shards.at(owner).partitions;
+    auto it = parts.find(PartitionKey{topic, partition});
+    if (it == parts.end() || it->second->replica == nullptr) return;
+    const ReplicaState& rs = *it->second->replica;
+    if (!rs.leader()) {
+      error = ErrorCode::kNotLeaderOrFollower;
+      return;
+    }
+    *hw = rs.high_watermark;
+  });
+  return ran ? error : ErrorCode::kNotLeaderOrFollower;
 }
 
 void MaybeShrinkIsr(Partition& part, int64_t now_ms) {

@@ -311,6 +311,7 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     return InvalidArgumentError("{}-{}: this node ({}) cannot follow itself", topic, partition,
                                 leader);
   }
+  const bool no_leader = leader < 0;
   Status result = NotFoundError("no partition {} of topic '{}' here", partition, topic);
   const std::optional<int64_t> checkpointed = Checkpointed(key);
   ReplicaFetcher::Start start;
@@ -349,12 +350,21 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
     part->replica = std::move(rs);
     // Consumers waiting here learn it is no longer the leader.
     handlers::WakeFetches(ctx_, *part);
-    SLUICE_LOG(kLog, kInfo, "{}-{}: follower of broker {} in epoch {} from offset {}", topic,
-               partition, leader, leader_epoch, start.fetch_offset);
+    if (no_leader) {
+      SLUICE_LOG(kLog, kInfo, "{}-{}: no leader in epoch {}: fetching nothing, log end {}, HW {}",
+                 topic, partition, leader_epoch, start.fetch_offset, part->replica->high_watermark);
+    } else {
+      SLUICE_LOG(kLog, kInfo, "{}-{}: follower of broker {} in epoch {} from offset {}", topic,
+                 partition, leader, leader_epoch, start.fetch_offset);
+    }
     result = Status::OK();
   });
   if (!ran) return AbortedError("the broker is stopping");
   if (!result.ok()) return result;
+  if (no_leader) {
+    StopFetching(key);  // the log, its high watermark and its epochs stay for the next role
+    return Status::OK();
+  }
   // Fetchers left without partitions, or pointed at an address the leader left: stopped
   // (joined) once mu_ is released.
   std::vector<std::unique_ptr<ReplicaFetcher>> retired;
@@ -419,6 +429,8 @@ Result<ReplicaManager::View> ReplicaManager::Describe(const std::string& topic, 
     if (part == nullptr) return;
     View v;
     v.log_end = part->log->end_offset();
+    v.log_start = part->log->start_offset();
+    v.durable_end = part->log->durable_end_offset();
     v.epochs = part->epochs.entries();
     if (part->replica != nullptr) {
       const ReplicaState& rs = *part->replica;
@@ -428,6 +440,7 @@ Result<ReplicaManager::View> ReplicaManager::Describe(const std::string& topic, 
       v.high_watermark = rs.high_watermark;
       v.isr = rs.isr;
       v.isr_version = rs.isr_version;
+      for (const FollowerProgress& f : rs.followers) v.follower_log_ends[f.node] = f.log_end;
     } else {
       v.high_watermark = HighWatermark(flush_policy(), *part->log);
     }

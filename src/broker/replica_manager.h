@@ -42,6 +42,11 @@ struct ReplicaManagerOptions {
   // to the ISR only with its current epoch, KIP-903). Null: broker_epoch. Outlives the
   // manager.
   const std::atomic<int64_t>* broker_epoch_source = nullptr;
+  // The local deadline of this broker's etcd lease (LeaseKeeper::valid_until_ns, in
+  // MonotonicNanos), read by the shards: once it passed, leaders here refuse produce
+  // (NOT_LEADER_OR_FOLLOWER) and their high watermarks stand still, before the controller
+  // steps them down (0018 review item 5). Null: no lease (tests). Outlives the manager.
+  const std::atomic<int64_t>* lease_deadline_ns = nullptr;
   int64_t replica_lag_time_max_ms = 30'000;     // replica.lag.time.max.ms
   int64_t isr_check_interval_ms = -1;           // -1: replica_lag_time_max_ms / 2, as Kafka
   int32_t fetch_max_wait_ms = 500;              // replica.fetch.wait.max.ms
@@ -89,7 +94,10 @@ class ReplicaManager {
   // This node follows `leader` (at host:port, its inter-broker address) in
   // `leader_epoch`: acks=all waits are answered NOT_LEADER_OR_FOLLOWER, the log is
   // synced, and the leader's fetcher takes the partition from its log end; a diverged
-  // tail is truncated by the diverging-epoch answer.
+  // tail is truncated by the diverging-epoch answer. A `leader` of -1 (none registered,
+  // none elected yet) makes it a follower of no one: it fetches nothing and keeps its log
+  // and high watermark for the next role, so a failover onto it needs no reopening and
+  // starts from its current high watermark (0018 review item 6).
   Status BecomeFollower(const std::string& topic, int32_t partition, int32_t leader_epoch,
                         int32_t leader, const std::string& host, int32_t port);
 
@@ -106,9 +114,12 @@ class ReplicaManager {
     int32_t leader_epoch = -1;
     int64_t high_watermark = -1;
     int64_t log_end = -1;
+    int64_t log_start = -1;
+    int64_t durable_end = -1;
     std::vector<int32_t> isr;
     int64_t isr_version = -1;
     std::vector<LeaderEpochCache::Entry> epochs;
+    std::map<int32_t, int64_t> follower_log_ends;  // a leader's: each follower's last report
   };
   Result<View> Describe(const std::string& topic, int32_t partition);
   // Whether a fetcher from `leader` runs (tests: an unused one is stopped and removed).
@@ -116,6 +127,12 @@ class ReplicaManager {
 
   // For the replica code (replica_leader.cc, replica_fetcher.cc).
   const ReplicaManagerOptions& options() const { return options_; }
+  // False once this broker's lease deadline passed (it may no longer be registered; the
+  // controller may be electing other leaders). Any thread.
+  bool LeaseValid() const {
+    return options_.lease_deadline_ns == nullptr ||
+           MonotonicNanos() < options_.lease_deadline_ns->load(std::memory_order_acquire);
+  }
   handlers::Context& context() { return ctx_; }
   storage::FlushPolicy flush_policy() const;
   // Runs fn(partition) on its owner's thread if its replica state is still of

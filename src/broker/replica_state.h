@@ -25,6 +25,9 @@ namespace sluice::broker {
 
 class ReplicaManager;
 struct Partition;
+namespace handlers {
+struct Context;
+}
 
 enum class ReplicaRole { kLeader, kFollower };
 
@@ -119,6 +122,12 @@ void MaybeShrinkIsr(Partition& part, int64_t now_ms);
 void ServeFetch(Partition& part, int32_t replica_id, int64_t replica_epoch,
                 const kafka::FetchRequest::FetchPartition& fp, uint64_t max_bytes,
                 kafka::FetchResponse::PartitionData* out, std::optional<storage::FileSlice>* slice);
+
+// DeleteRecords on a replicated partition, from any thread but a shard's: the bound is
+// its replicated high watermark, read on its owner (*hw set); NOT_LEADER_OR_FOLLOWER on a
+// follower. kNone with *hw untouched for a single node's partition.
+kafka::ErrorCode DeleteRecordsBound(handlers::Context& ctx, const std::string& topic,
+                                    int32_t partition, int64_t* hw);
 
 // The follower id of a Fetch (v0-14 replica_id, v15+ replica_state), -1 for consumers.
 inline int32_t FetchReplicaId(const kafka::FetchRequest& req, int16_t version) {

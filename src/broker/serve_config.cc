@@ -72,8 +72,50 @@ Status ParseEtcdEndpoint(std::string_view url) {
 
 namespace {
 
+// The replication keys, Kafka's names and defaults (docs/design/0018-cluster.md).
+constexpr std::string_view kReplicaKeys[] = {
+    "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
+    "replica.fetch.backoff.ms", "replica.socket.timeout.ms"};
+
+Status ReadReplicaKeys(const Config& config, ClusterOptions* out) {
+  constexpr int64_t kDayMs = 86'400'000;
+  auto read = [&](std::string_view key, int64_t def, int64_t min, int64_t max) -> Result<int64_t> {
+    auto v = config.GetInt(key, def, min, max);
+    if (!v.ok()) {
+      return InvalidArgumentError("{} (set in {}): a number from {} to {}", key, config.Origin(key),
+                                  min, max);
+    }
+    return *v;
+  };
+  ASSIGN_OR_RETURN(out->replica_lag_time_max_ms,
+                   read("replica.lag.time.max.ms", 30'000, 1, kDayMs));
+  ASSIGN_OR_RETURN(int64_t fetch_max_bytes, read("replica.fetch.max.bytes", 1 << 20, 0, INT32_MAX));
+  ASSIGN_OR_RETURN(int64_t wait, read("replica.fetch.wait.max.ms", 500, 0, kDayMs));
+  ASSIGN_OR_RETURN(out->replica_fetch_backoff_ms,
+                   read("replica.fetch.backoff.ms", 1'000, 0, kDayMs));
+  ASSIGN_OR_RETURN(int64_t socket, read("replica.socket.timeout.ms", 30'000, 1, kDayMs));
+  // Kafka's own checks (KafkaConfig): a fetch that waits longer than the socket timeout
+  // times out for nothing, and one that waits longer than the lag time shrinks the ISR.
+  if (wait > socket) {
+    return InvalidArgumentError(
+        "replica.fetch.wait.max.ms ({} ms, set in {}) is longer than replica.socket.timeout.ms "
+        "({} ms): every idle replica fetch would time out",
+        wait, config.Origin("replica.fetch.wait.max.ms"), socket);
+  }
+  if (wait > out->replica_lag_time_max_ms) {
+    return InvalidArgumentError(
+        "replica.fetch.wait.max.ms ({} ms, set in {}) is longer than replica.lag.time.max.ms "
+        "({} ms): followers would leave the ISR while they wait",
+        wait, config.Origin("replica.fetch.wait.max.ms"), out->replica_lag_time_max_ms);
+  }
+  out->replica_fetch_max_bytes = static_cast<int32_t>(fetch_max_bytes);
+  out->replica_fetch_wait_max_ms = static_cast<int32_t>(wait);
+  out->replica_socket_timeout_ms = static_cast<int32_t>(socket);
+  return Status::OK();
+}
+
 // The cluster keys (docs/design/0018-cluster.md): etcd, node_id, inter_broker_addr,
-// cluster.*. Set without etcd, any of them is a mistake worth naming.
+// cluster.*, replica.*. Set without etcd, any of them is a mistake worth naming.
 Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, ClusterOptions* out) {
   std::vector<std::string> endpoints;
   if (config.Has("etcd")) {
@@ -105,8 +147,11 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
     }
   }
   if (endpoints.empty()) {
-    for (std::string_view key : {"node_id", "inter_broker_addr", "cluster.session_timeout",
-                                 "cluster.name", "cluster.controlled_shutdown_timeout"}) {
+    std::vector<std::string_view> cluster_keys = {"node_id", "inter_broker_addr",
+                                                  "cluster.session_timeout", "cluster.name",
+                                                  "cluster.controlled_shutdown_timeout"};
+    cluster_keys.insert(cluster_keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
+    for (std::string_view key : cluster_keys) {
       if (config.Has(key)) {
         return InvalidArgumentError(
             "{} (set in {}) is a cluster setting: set etcd (--etcd http://HOST:PORT) too, or "
@@ -188,7 +233,7 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
         "becomes the etcd prefix /sluice/<name>/)",
         config.Origin("cluster.name"), out->name);
   }
-  return Status::OK();
+  return ReadReplicaKeys(config, out);
 }
 
 }  // namespace
@@ -228,6 +273,7 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "cluster.session_timeout",
                                      "cluster.name",
                                      "cluster.controlled_shutdown_timeout"};
+    keys.insert(keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
     return keys;
   }();

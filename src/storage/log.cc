@@ -716,6 +716,31 @@ void PartitionLog::RunSync() {
   FinishTask(ready, &sync_running_);
 }
 
+void PartitionLog::WhenDurable(int64_t offset, AppendCallback cb) {
+  Status now;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) {
+      now = FailedPreconditionError("log {} is closed", dir_);
+    } else if (!failed_.ok()) {
+      now = failed_;
+    } else if (offset > next_offset_) {
+      now = OutOfRangeError("log {}: offset {} is past the end {}", dir_, offset, next_offset_);
+    } else if (durable_end_ < offset) {
+      // Kept in order of offset, as the appends' durable waiters are.
+      Waiter w{offset - 1, AppendInfo{}, std::move(cb)};
+      auto at =
+          std::upper_bound(durable_waiters_.begin(), durable_waiters_.end(), w.last_offset,
+                           [](int64_t last, const Waiter& x) { return last < x.last_offset; });
+      durable_waiters_.insert(at, std::move(w));
+      flush_target_ = std::max(flush_target_, offset);
+      MaybeScheduleLocked();
+      return;
+    }
+  }
+  cb(now, AppendInfo{});
+}
+
 Status PartitionLog::Flush() {
   if (InCallback())
     return FailedPreconditionError("Flush called from an append callback of log {}", dir_);

@@ -194,6 +194,18 @@ class PartitionLog {
   // those appends have run.
   Status Flush();
 
+  // Runs `cb` once everything below `offset` is durable (at once, on this thread, when it
+  // already is; otherwise from the log's I/O thread, like an append's durable ack), with
+  // the log's error if it failed or is closed (OutOfRange past the end). A sync is started
+  // if one is needed. For
+  // a follower that reports an offset as synced (docs/design/0018, decision 5).
+  void WhenDurable(int64_t offset, AppendCallback cb);
+
+  // Kafka's truncateFullyAndStartAt, for a follower behind its leader's log start: every
+  // segment goes and the log restarts empty at `offset`, which becomes its start and end
+  // (a fresh segment with that base, so a restart finds the same). Waits for pending I/O.
+  Status TruncateFullyAndStartAt(int64_t offset);
+
   // Removes every batch that holds an offset >= `offset` (a batch straddling it goes
   // too); end_offset() becomes the base of the first removed batch, or `offset` when
   // nothing was removed. Waits for pending I/O first.

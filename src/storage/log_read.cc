@@ -414,6 +414,50 @@ Status PartitionLog::TruncateTo(int64_t offset) {
   return Status::OK();
 }
 
+Status PartitionLog::TruncateFullyAndStartAt(int64_t offset) {
+  if (InCallback()) {
+    return FailedPreconditionError(
+        "TruncateFullyAndStartAt called from an append callback of log {}", dir_);
+  }
+  if (offset < 0) return InvalidArgumentError("cannot start a log at negative offset {}", offset);
+  std::lock_guard file_lock(start_file_mu_);  // before mu_, as DeleteRecordsBefore
+  std::unique_lock lock(mu_);
+  if (closed_) return FailedPreconditionError("log {} is closed", dir_);
+  RETURN_IF_ERROR(WaitIdleLocked(lock));
+  ++layout_gen_;
+  Status st = [&]() -> Status {
+    // Oldest first, each followed by a directory sync (RemoveSegmentFiles): a power loss
+    // leaves a suffix of the old segments (with their start), which the follower resets
+    // again, or an empty log.
+    const std::vector<std::shared_ptr<Segment>> doomed(segments_.begin(), segments_.end());
+    RETURN_IF_ERROR(RemoveSegmentFiles(doomed));
+    // A start recorded by DeleteRecords is the old log's: the fresh segment's base is the
+    // start from now on.
+    const std::string start_path = dir_ + "/" + kLogStartFile;
+    if (options_.env->Exists(start_path)) RETURN_IF_ERROR(options_.env->Remove(start_path));
+    auto fresh = NewSegment(offset);
+    for (const std::string* p :
+         {&fresh->log_path, &fresh->index_path, &fresh->time_index_path, &fresh->txn_index_path}) {
+      RETURN_IF_ERROR(files_->Get(*p, OpenMode::kCreate).status());
+    }
+    RETURN_IF_ERROR(options_.env->SyncDir(dir_));
+    segments_.assign(1, std::move(fresh));
+    return Status::OK();
+  }();
+  if (!st.ok()) {
+    // Half done: the segments listed may be gone. Nothing is served from this log again
+    // until it is reopened (recovery finds what is left).
+    failed_ = st;
+    return st;
+  }
+  last_written_ = segments_.back();
+  next_offset_ = written_end_ = durable_end_ = offset;
+  log_start_ = offset;  // the segment's base says the same after a restart
+  flush_target_ = offset;
+  unsynced_bytes_ = 0;
+  return Status::OK();
+}
+
 Result<int> PartitionLog::ApplyRetention() {
   std::vector<std::shared_ptr<Segment>> doomed;
   {

@@ -179,7 +179,14 @@ kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteReco
         tout.partitions.push_back(out);
         continue;
       }
-      const int64_t hw = HighWatermark(ctx.options.flush_policy, *log);
+      int64_t hw = HighWatermark(ctx.options.flush_policy, *log);
+      // A replicated partition: its leader's replicated high watermark (0018).
+      if (ErrorCode e = replica::DeleteRecordsBound(ctx, t.name, p.partition_index, &hw);
+          e != ErrorCode::kNone) {
+        out.error_code = e;
+        tout.partitions.push_back(out);
+        continue;
+      }
       // -1 means the high watermark, as in Kafka.
       const int64_t target = p.offset == -1 ? hw : p.offset;
       if (target < 0 || target > hw) {

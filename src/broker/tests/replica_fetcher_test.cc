@@ -2,7 +2,8 @@
 // what a follower does with malformed answers (bad CRC, a negative or oversized batch
 // length, a truncated frame, a wrong correlation id, garbage) — nothing is appended and
 // the fetcher carries on — and that a good answer after them is appended with the
-// leader's offsets and epoch.
+// leader's offsets and epoch; and that under the durable policy a follower reports as its
+// end only what it has synced, also after an answer that failed half-way.
 #include "broker/replica_fetcher.h"
 
 #include <arpa/inet.h>
@@ -23,6 +24,7 @@
 #include "kafka/protocol/header.h"
 #include "kafka/protocol/records.h"
 #include "storage/batch_header.h"
+#include "storage/testing/fault_env.h"
 
 namespace sluice::broker {
 namespace {
@@ -316,6 +318,49 @@ TEST_F(ReplicaFetcherTest, ABatchThatCannotBeAppendedRecordsNoEpoch) {
   auto v = node(1).View("t");
   ASSERT_EQ(v.epochs.size(), 1u);
   EXPECT_EQ(v.epochs.back(), (LeaderEpochCache::Entry{4, 0}));
+}
+
+// 0018 review item 7: an answer whose first batch is appended and whose second is
+// refused asks for no ack; the next answer brings only what is already here. The end
+// the follower then reports must be synced (the leader counts it for acks=all): with
+// every fdatasync slowed down, each fetch_offset the leader sees is at most the
+// follower's durable end at that moment.
+// The nodes' files go through env_, which outlives them (TearDown stops them first).
+class ReplicaFetcherSyncTest : public ReplicaFetcherTest {
+ protected:
+  storage::testing::FaultEnv env_{storage::Env::Posix()};
+};
+
+TEST_F(ReplicaFetcherSyncTest, AFollowerReportsOnlySyncedOffsetsAfterAnAnswerFailedHalfWay) {
+  storage::testing::FaultEnv& env = env_;
+  MakeNodes(1, "t");
+  node(1).options.env = &env;
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  const Bytes a = LeaderBatch(3, 0, 4);
+  Bytes b_bad = LeaderBatch(2, 3, 4);
+  b_bad.back() ^= 0x01;  // its CRC does not match
+  Bytes first = a;
+  first.insert(first.end(), b_bad.begin(), b_bad.end());
+  std::atomic<int> step{0};
+  std::atomic<int> reported_end{0};
+  std::atomic<int> unsynced_reports{0};
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest& req) -> FakeLeader::Reply {
+        const int64_t offset = req.topics.at(0).partitions.at(0).fetch_offset;
+        const int64_t durable = node(1).View("t").durable_end;
+        if (offset > durable) unsynced_reports.fetch_add(1);
+        if (offset >= 3) reported_end.store(1);
+        if (offset >= 3) return {FetchAnswer(h.correlation_id, id, {}, 3)};
+        return {FetchAnswer(h.correlation_id, id, step.fetch_add(1) == 0 ? first : a, 3)};
+      });
+  env.DelaySyncs(300);
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return reported_end.load() == 1; }));
+  env.DelaySyncs(0);
+  EXPECT_GE(step.load(), 2);  // the half-failed answer, then one with nothing new
+  EXPECT_EQ(unsynced_reports.load(), 0);
+  EXPECT_EQ(node(1).View("t").log_end, 3);
 }
 
 TEST(CheckFetchedBatchTest, RefusesOffsetsThatCannotBeAppended) {

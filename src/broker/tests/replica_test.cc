@@ -495,6 +495,42 @@ TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
   EXPECT_EQ(node(3).View("t").epochs, node(2).View("t").epochs);
 }
 
+// 0018 review item 6: while a partition has no leader, a replica here stays open as a
+// follower of no one, and the next leadership keeps its log and in-memory high watermark
+// (with no checkpoint written, a reopened log would have taken its whole end as committed).
+TEST_F(ReplicaTest, AFollowerOfNoOneKeepsItsHighWatermarkForTheNextLeadership) {
+  MakeNodes(3, "t");
+  for (auto& n : nodes_) n->replica_options.hw_checkpoint_interval_ms = 0;
+  for (int i = 1; i <= 3; ++i) node(i).Start();
+  LeaderAndIsr l = Elect("t", 0, 1, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 2, 1000), -1).error_code, ErrorCode::kNone);
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").high_watermark == 2; }));
+  // Follower 3 goes: an acks=1 batch reaches follower 2 but is not committed.
+  node(3).Stop();
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("b", 3, 1000), 1).error_code, ErrorCode::kNone);
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_end == 5; }));
+  EXPECT_EQ(node(1).View("t").high_watermark, 2);
+  node(1).Stop();  // the leader dies; no leader is elected yet
+  ASSERT_TRUE(node(2).replicas->BecomeFollower("t", 0, l.leader_epoch, -1, "", 0).ok());
+  EXPECT_FALSE(node(2).replicas->HasFetcherFor(1));
+  auto v = node(2).View("t");
+  EXPECT_EQ(v.role, ReplicaRole::kFollower);
+  EXPECT_EQ(v.log_end, 5);
+  EXPECT_EQ(v.high_watermark, 2);
+  {
+    Client c2(node(2).port());
+    EXPECT_EQ(Produce(c2, "t", testing::ValueBatch("x", 1, 1000), 1).error_code,
+              ErrorCode::kNotLeaderOrFollower);
+  }
+  // Elected with follower 3 still in the ISR: the high watermark is the one it had.
+  Elect("t", 0, 2, {1, 2, 3}, std::vector<int32_t>{2, 3});
+  v = node(2).View("t");
+  EXPECT_EQ(v.role, ReplicaRole::kLeader);
+  EXPECT_EQ(v.high_watermark, 2);
+  EXPECT_EQ(v.log_end, 5);
+}
+
 TEST_F(ReplicaTest, AStaleLeaderCannotAcknowledgeAcksAll) {
   // Decision 4: a leader cut off from the controller goes on believing it leads epoch 1.
   MakeNodes(3, "t");
@@ -628,6 +664,47 @@ TEST_F(ReplicaTest, AFollowerBehindTheLeadersLogStartStartsThere) {
                   .ok());
   ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_end == 5; }));
   ASSERT_TRUE(WaitUntil([&] { return StoredIsr("t") == std::vector<int32_t>{1, 2}; }));
+  // Its own log starts there too (Kafka's truncateFullyAndStartAt), across a restart.
+  EXPECT_EQ(node(2).View("t").log_start, 3);
+  node(2).Stop();
+  node(2).Start();
+  EXPECT_EQ(node(2).View("t").log_start, 3);
+  EXPECT_EQ(node(2).View("t").log_end, 5);
+}
+
+// DeleteRecords on a replicated leader is bounded by the replicated high watermark, is
+// refused by a follower, and reaches the followers through the log start in Fetch answers.
+TEST_F(ReplicaTest, DeleteRecordsUsesTheReplicatedHighWatermarkAndReachesFollowers) {
+  StartCluster(2);
+  Client c(node(1).port());
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 5, 1000), -1).error_code, ErrorCode::kNone);
+  auto delete_before = [](Client& client, int64_t offset) {
+    kafka::DeleteRecordsRequest del;
+    del.topics.push_back({"t", {{0, offset, {}}}, {}});
+    del.timeout_ms = 5000;
+    auto resp = client.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del);
+    EXPECT_EQ(resp.topics.size(), 1u);
+    return resp.topics.empty() ? kafka::DeleteRecordsResponse::Partition{}
+                               : resp.topics[0].partitions.at(0);
+  };
+  auto d = delete_before(c, 3);
+  ASSERT_EQ(d.error_code, ErrorCode::kNone);
+  EXPECT_EQ(d.low_watermark, 3);
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_start == 3; }));
+  EXPECT_EQ(node(2).View("t").log_end, 5);
+  {
+    Client f(node(2).port());
+    EXPECT_EQ(delete_before(f, 4).error_code, ErrorCode::kNotLeaderOrFollower);
+  }
+  // The follower goes: two records are written (acks=1) but not committed. The log's own
+  // durable end is 7; the replicated high watermark is 5, and bounds DeleteRecords.
+  node(2).Stop();
+  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("b", 2, 1000), 1).error_code, ErrorCode::kNone);
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").durable_end == 7; }));
+  EXPECT_EQ(delete_before(c, 6).error_code, ErrorCode::kOffsetOutOfRange);
+  d = delete_before(c, -1);  // the high watermark
+  EXPECT_EQ(d.error_code, ErrorCode::kNone);
+  EXPECT_EQ(d.low_watermark, 5);
 }
 
 TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {

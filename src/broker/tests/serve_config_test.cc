@@ -237,6 +237,70 @@ TEST(ServeConfigTest, BadClusterKeysSayWhatIsWrong) {
   }
 }
 
+TEST(ServeConfigTest, ReadsTheReplicationKeysWithKafkasDefaults) {
+  auto d = FromYaml("etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const ClusterOptions& k = d->broker.cluster;
+  EXPECT_EQ(k.replica_lag_time_max_ms, 30'000);
+  EXPECT_EQ(k.replica_fetch_max_bytes, 1 << 20);
+  EXPECT_EQ(k.replica_fetch_wait_max_ms, 500);
+  EXPECT_EQ(k.replica_fetch_backoff_ms, 1'000);
+  EXPECT_EQ(k.replica_socket_timeout_ms, 30'000);
+  // Kafka's dotted names, nested or flat.
+  auto c = FromYaml(R"(
+etcd: 'http://127.0.0.1:2379'
+node_id: 1
+replica.lag.time.max.ms: 10000
+replica:
+  fetch.max.bytes: 2097152
+  fetch: {wait.max.ms: 250, backoff.ms: 0}
+  socket.timeout.ms: 5000
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const ClusterOptions& o = c->broker.cluster;
+  EXPECT_EQ(o.replica_lag_time_max_ms, 10'000);
+  EXPECT_EQ(o.replica_fetch_max_bytes, 2 << 20);
+  EXPECT_EQ(o.replica_fetch_wait_max_ms, 250);
+  EXPECT_EQ(o.replica_fetch_backoff_ms, 0);
+  EXPECT_EQ(o.replica_socket_timeout_ms, 5000);
+}
+
+TEST(ServeConfigTest, MalformedReplicationKeysSayWhatIsWrong) {
+  const std::string cluster = "etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n";
+  struct Case {
+    std::string yaml;
+    const char* expect;
+  } cases[] = {
+      {cluster + "replica.lag.time.max.ms: 0", "replica.lag.time.max.ms (set in sluice.yaml"},
+      {cluster + "replica.lag.time.max.ms: -5", "replica.lag.time.max.ms"},
+      {cluster + "replica.lag.time.max.ms: 30s", "replica.lag.time.max.ms"},
+      {cluster + "replica.lag.time.max.ms: 99999999999999999999", "replica.lag.time.max.ms"},
+      {cluster + "replica.lag.time.max.ms: ''", "replica.lag.time.max.ms"},
+      {cluster + "replica.lag.time.max.ms: [1, 2]", "replica.lag.time.max.ms"},
+      {cluster + "replica.fetch.max.bytes: -1", "replica.fetch.max.bytes"},
+      {cluster + "replica.fetch.max.bytes: 3000000000", "from 0 to 2147483647"},
+      {cluster + "replica.fetch.max.bytes: 1MiB", "replica.fetch.max.bytes"},
+      {cluster + "replica.fetch.wait.max.ms: lots", "replica.fetch.wait.max.ms"},
+      {cluster + "replica.fetch.backoff.ms: -1", "replica.fetch.backoff.ms"},
+      {cluster + "replica.socket.timeout.ms: 0", "replica.socket.timeout.ms"},
+      {cluster + "replica.socket.timeout.ms: 1e3", "replica.socket.timeout.ms"},
+      {cluster + "replica: {fetch.wait.max.ms: 2000, socket.timeout.ms: 1000}",
+       "longer than replica.socket.timeout.ms"},
+      {cluster + "replica: {fetch.wait.max.ms: 2000, lag.time.max.ms: 1000}",
+       "longer than replica.lag.time.max.ms"},
+      {cluster + "replica.lag.time.max.ms: 1\nreplica: {lag.time.max.ms: 2}", "replica"},
+      {"replica.lag.time.max.ms: 10000", "is a cluster setting: set etcd"},
+      {"replica: {socket.timeout.ms: 10000}", "set etcd"},
+      {cluster + "replica.fetch.min.bytes: 1", "replica.fetch.min.bytes"},
+  };
+  for (const Case& c : cases) {
+    auto r = FromYaml(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << c.yaml << " -> " << r.status().message();
+  }
+}
+
 TEST(ServeConfigTest, ClusterFlagsOverrideTheFile) {
   auto config = Config::Parse("etcd: 'http://127.0.0.1:1'\nnode_id: 1\n", "f.yaml");
   ASSERT_TRUE(config.ok());

@@ -1,18 +1,24 @@
 // LeaseKeeper against a real etcd: a lease outlives its TTL while kept, goes with Stop, and
-// its loss is reported when etcd revokes it or cannot be reached for a whole TTL.
+// its loss is reported when etcd revokes it or cannot be reached for a whole TTL; its local
+// deadline is measured from the renewal's request and passes before etcd drops the lease.
 #include "cluster/lease_keeper.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <mutex>
 
+#include "base/clock.h"
 #include "cluster/tests/etcd_fixture.h"
 #include "cluster/tests/etcd_test_util.h"
+#include "cluster/tests/fault_proxy_process.h"
 
 namespace sluice::cluster {
 namespace {
 
 using testing::EtcdCluster;
+using testing::FaultProxyProcess;
 using testing::WaitFor;
 
 class LeaseKeeperTest : public ::testing::Test {
@@ -121,6 +127,64 @@ TEST_F(LeaseKeeperTest, AnAbandonedLeaseExpiresByItself) {
   (*k)->Abandon();
   ASSERT_TRUE(WaitFor([&] { return !KeyExists("/broker/2"); }));
   EXPECT_FALSE(LeaseKeeper::Start(*client_, 0, nullptr).ok());
+}
+
+// Review item 5 of 0018: etcd restarts the TTL when it handles a renewal, before its answer
+// comes back; with the answers held back D ms on the way back, a deadline counted from
+// the answer would run D past the lease. Counted from the request, it is at most
+// now - D + TTL whenever it is read (the answer that set it arrived at least D after the
+// request left).
+TEST_F(LeaseKeeperTest, TheDeadlineIsCountedFromTheRenewalsRequest) {
+  auto proxy = FaultProxyProcess::Start("127.0.0.1", etcd_->client_port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+  auto via = EtcdClient::Create({.endpoints = {(*proxy)->url()}});
+  ASSERT_TRUE(via.ok());
+  constexpr int64_t kTtlS = 6;
+  constexpr int64_t kDelayMs = 800;
+  ASSERT_TRUE((*proxy)->Delay(kDelayMs, "down").ok());
+  std::atomic<int64_t> published{0};
+  auto k = LeaseKeeper::Start(**via, kTtlS, nullptr, &published);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  const int64_t bound = (kTtlS * 1000 - kDelayMs) * 1'000'000 - LeaseKeeper::MarginNanos(kTtlS);
+  EXPECT_LE((*k)->valid_until_ns(), MonotonicNanos() + bound);  // the grant's
+  EXPECT_TRUE((*k)->valid());
+  for (int64_t seen = 0; seen < 3; ++seen) {
+    ASSERT_TRUE(WaitFor([&] { return (*k)->renewals() > seen; }));
+    const int64_t until = (*k)->valid_until_ns();
+    EXPECT_LE(until, MonotonicNanos() + bound) << "renewal " << seen;
+    EXPECT_EQ(published.load(), until);  // the owner's copy is the same
+  }
+  EXPECT_FALSE((*k)->lost());
+  ASSERT_TRUE((*k)->Stop().ok());
+}
+
+// Cut off from etcd, the keeper's deadline passes (the owner stops leading) while etcd
+// still holds the lease: every deadline it published is below the time etcd dropped the
+// key, and the loss is reported with the deadline at 0.
+TEST_F(LeaseKeeperTest, CutOffTheDeadlinePassesBeforeEtcdDropsTheLease) {
+  auto proxy = FaultProxyProcess::Start("127.0.0.1", etcd_->client_port(0));
+  ASSERT_TRUE(proxy.ok()) << proxy.status().ToString();
+  auto via = EtcdClient::Create({.endpoints = {(*proxy)->url()}});
+  ASSERT_TRUE(via.ok());
+  Loss loss;
+  std::atomic<int64_t> published{0};
+  auto k = LeaseKeeper::Start(**via, 2, loss.Fn(), &published);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  ASSERT_TRUE(client_->Put("/broker/3", "alive", (*k)->lease_id()).ok());
+  ASSERT_TRUE(WaitFor([&] { return (*k)->renewals() >= 1; }));
+  ASSERT_TRUE((*proxy)->Blackhole().ok());
+  int64_t latest = published.load();
+  // etcd, asked directly, drops the key only once the lease expired in etcd.
+  ASSERT_TRUE(WaitFor([&] {
+    latest = std::max(latest, published.load());
+    return !KeyExists("/broker/3");
+  }));
+  const int64_t gone_ns = MonotonicNanos();
+  EXPECT_LT(latest, gone_ns);
+  ASSERT_TRUE(WaitFor([&] { return loss.count() > 0; }));
+  EXPECT_FALSE((*k)->valid());
+  EXPECT_EQ(published.load(), 0);
+  (*k)->Abandon();
 }
 
 }  // namespace

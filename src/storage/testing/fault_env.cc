@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <utility>
 
 namespace sluice::storage::testing {
@@ -137,6 +139,9 @@ class FaultEnv::FaultFile final : public File {
     ASSIGN_OR_RETURN(OpGuard guard,
                      env_->BeginOp(generation_, OpKind::kMutate, "fdatasync", path()));
     if (int err = env_->TakeSyncFault(); err != 0) return InjectedError("fdatasync", path(), err);
+    if (int ms = env_->sync_delay_ms_.load(); ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
     // The size before the sync: a write racing with it is not known to be covered.
     ASSIGN_OR_RETURN(uint64_t size, base_->Size());
     RETURN_IF_ERROR(base_->Sync());

@@ -24,6 +24,7 @@
 // Threads: every method is thread-safe. The env must outlive every File it handed out.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
@@ -108,6 +109,8 @@ class FaultEnv final : public Env {
   // After `after` more Sync() calls succeed, the next `n` fail with `error` without
   // syncing anything (the data stays unsynced).
   void FailNextSyncs(uint64_t n = 1, int error = EIO, uint64_t after = 0);
+  // Every Sync() from now on waits `ms` before syncing (a slow disk); 0 stops it.
+  void DelaySyncs(int ms) { sync_delay_ms_.store(ms); }
   void ClearFaults();
 
   // Introspection for tests. SyncedSize is -1 for an untracked path.
@@ -136,6 +139,7 @@ class FaultEnv final : public Env {
 
   Env* const base_;
 
+  std::atomic<int> sync_delay_ms_{0};
   mutable std::mutex mu_;
   std::condition_variable idle_cv_;
   // All below guarded by mu_.

@@ -871,6 +871,86 @@ TEST(CrashTest, RecoveryAfterCrashDuringTruncateTo) {
   SetLogLevel(old_level);
 }
 
+// TruncateFullyAndStartAt (a follower's reset to its leader's start) is crashed at its
+// k-th disk-changing call, for every k until it gets through, with power loss after each.
+// The log must reopen holding either a suffix of its batches up to its old end (what the
+// follower resets again) or nothing, starting at 0 or at the new start; once the call
+// returned OK, nothing, starting and ending at the new start.
+TEST(CrashTest, RecoveryAfterCrashDuringTruncateFullyAndStartAt) {
+  const uint64_t seed = Seed();
+  TempDir template_dir;
+  TemplateLog t;
+  BuildTemplateLog(template_dir.path(), Derive(seed, 700), &t);
+  if (::testing::Test::HasFailure()) return;
+  {
+    // A DeleteRecords start of the old log, which the reset must not carry over.
+    IoExecutor executor(1);
+    auto log = PartitionLog::Open(template_dir.path(), TruncateLogOptions(Env::Posix(), &executor));
+    ASSERT_TRUE(log.ok());
+    ASSERT_TRUE((*log)->DeleteRecordsBefore(t.batches[3].offset).ok());
+  }
+  const int64_t end = t.batches.back().last_offset + 1;
+  const int64_t target = end + 1000;
+  std::vector<int64_t> bases;
+  for (const Expected& e : t.batches) bases.push_back(e.offset);
+  LogLevel old_level = GetLogLevel();
+  SetLogLevel(LogLevel::kOff);
+  Rng rng(Derive(seed, 701));
+  bool finished = false;
+  for (int k = 0; !finished && k < 200 && !::testing::Test::HasFailure(); ++k) {
+    const TearMode tear = static_cast<TearMode>(rng.Range(0, 2));
+    SCOPED_TRACE(
+        fmt::format("TruncateFullyAndStartAt({}) crashed at disk call {}, tear={} "
+                    "(replay: SLUICE_CRASH_SEED={:#x})",
+                    target, k, TearModeName(tear), seed));
+    TempDir dir("crash_test");
+    CopyDir(template_dir.path(), dir.path());
+    FaultEnv env(Env::Posix());
+    IoExecutor executor(1);
+    Status reset;
+    {
+      auto log = PartitionLog::Open(dir.path(), TruncateLogOptions(&env, &executor));
+      ASSERT_TRUE(log.ok()) << log.status().ToString();
+      env.CrashAfter(static_cast<uint64_t>(k));
+      reset = (*log)->TruncateFullyAndStartAt(target);
+    }
+    finished = reset.ok() && !env.crashed();
+    env.SimulateCrash();
+    std::string report;
+    ASSERT_TRUE(env.DropUnsyncedData(rng.Next(), tear, &report).ok());
+    env.Reset();
+    auto log = PartitionLog::Open(dir.path(), TruncateLogOptions(&env, &executor));
+    const std::string detail = fmt::format("TruncateFullyAndStartAt returned {}\npower loss:\n{}",
+                                           reset.ToString(), report);
+    ASSERT_TRUE(log.ok()) << log.status().ToString() << "\n" << detail;
+    std::vector<int64_t> got;
+    ASSERT_TRUE((*log)
+                    ->ForEachBatchHeader(0,
+                                         [&](const BatchHeader& h, std::span<const uint8_t>) {
+                                           got.push_back(h.base_offset);
+                                           return true;
+                                         })
+                    .ok())
+        << detail;
+    if (got.empty()) {
+      EXPECT_EQ((*log)->start_offset(), (*log)->end_offset()) << detail;
+      EXPECT_TRUE((*log)->end_offset() == 0 || (*log)->end_offset() == target) << detail;
+    } else {
+      // A suffix of the old batches, through the old end.
+      ASSERT_LE(got.size(), bases.size()) << detail;
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), bases.end() - got.size())) << detail;
+      EXPECT_EQ((*log)->end_offset(), end) << detail;
+    }
+    if (reset.ok()) {
+      EXPECT_TRUE(got.empty()) << detail;
+      EXPECT_EQ((*log)->start_offset(), target) << detail;
+      EXPECT_EQ((*log)->end_offset(), target) << detail;
+    }
+  }
+  EXPECT_TRUE(finished) << "TruncateFullyAndStartAt never got through 200 disk calls";
+  SetLogLevel(old_level);
+}
+
 // ApplyRetention is crashed at its k-th disk-changing call, for every k until it gets
 // through. The log must reopen and hold a suffix of what it held, whole segments gone from
 // the front only; after a retention that returned OK, exactly the segments it kept.

@@ -1,6 +1,8 @@
 // PartitionLog::AppendReplica: a follower's appends keep the leader's offsets and leader
 // epochs (docs/design/0018-cluster.md, decision 5), refuse going backwards, allow the
-// gaps compaction leaves, check the CRC, and survive a reopen.
+// gaps compaction leaves, check the CRC, and survive a reopen; a follower behind its
+// leader's start restarts its log there (TruncateFullyAndStartAt); WhenDurable tells a
+// follower when what it reports is synced.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -152,6 +154,66 @@ TEST_F(LogReplicaTest, TruncateThenAppendReplicaAgain) {
   auto hs = Headers(*log);
   ASSERT_EQ(hs.size(), 2u);
   EXPECT_EQ(hs[1].leader_epoch, 2);
+}
+
+TEST_F(LogReplicaTest, TruncateFullyAndStartAtRestartsTheLogAtTheNewStart) {
+  opts_.segment_bytes = 200;  // several segments
+  auto log = OpenLog();
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(ReplicaSync(*log, Fetched(2, i * 2, 1, i)).ok());
+  ASSERT_GT(log->segment_count(), 1);
+  ASSERT_TRUE(log->DeleteRecordsBefore(3).ok());  // a start file of the old log
+  ASSERT_TRUE(log->TruncateFullyAndStartAt(40).ok());
+  EXPECT_EQ(log->start_offset(), 40);
+  EXPECT_EQ(log->end_offset(), 40);
+  EXPECT_EQ(log->durable_end_offset(), 40);
+  EXPECT_EQ(log->segment_count(), 1);
+  EXPECT_EQ(log->Read(5, 1 << 20).status().code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(Headers(*log).empty());
+  auto next = ReplicaSync(*log, Fetched(3, 40, 2, 9));
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  ASSERT_TRUE(log->Close().ok());
+  log.reset();
+  // A restart finds the same: the fresh segment's base is the start.
+  log = OpenLog();
+  EXPECT_EQ(log->start_offset(), 40);
+  EXPECT_EQ(log->end_offset(), 43);
+  auto hs = Headers(*log);
+  ASSERT_EQ(hs.size(), 1u);
+  EXPECT_EQ(hs[0].base_offset, 40);
+  // Lower than before is a fresh start too (nothing of the old start file is left).
+  ASSERT_TRUE(log->TruncateFullyAndStartAt(7).ok());
+  ASSERT_TRUE(log->Close().ok());
+  log = OpenLog();
+  EXPECT_EQ(log->start_offset(), 7);
+  EXPECT_EQ(log->end_offset(), 7);
+  EXPECT_FALSE(log->TruncateFullyAndStartAt(-1).ok());
+}
+
+TEST_F(LogReplicaTest, WhenDurableRunsOnceTheOffsetIsSynced) {
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 3'600'000;  // no sync by time: only asked ones
+  auto log = OpenLog();
+  std::promise<Status> written;
+  AppendOptions o;
+  o.ack = AckLevel::kWritten;
+  o.on_ack = [&](const Status& st, const AppendInfo&) { written.set_value(st); };
+  ASSERT_TRUE(log->AppendReplica(Fetched(4, 0, 1, 1), std::move(o)).ok());
+  ASSERT_TRUE(written.get_future().get().ok());
+  ASSERT_LT(log->durable_end_offset(), 4);
+  std::promise<int64_t> durable_then;
+  log->WhenDurable(4, [&](const Status& st, const AppendInfo&) {
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    durable_then.set_value(log->durable_end_offset());
+  });
+  EXPECT_GE(durable_then.get_future().get(), 4);
+  // Already durable: at once, on this thread.
+  bool ran = false;
+  log->WhenDurable(2, [&](const Status& st, const AppendInfo&) { ran = st.ok(); });
+  EXPECT_TRUE(ran);
+  // Past the end: refused.
+  Status past;
+  log->WhenDurable(5, [&](const Status& st, const AppendInfo&) { past = st; });
+  EXPECT_EQ(past.code(), StatusCode::kOutOfRange);
 }
 
 }  // namespace
