@@ -140,6 +140,23 @@ void WriteTxnMarkers(Shards& shards, const TxnMarker& marker,
   }
 }
 
+kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequest& req,
+                                                ErrorCode error) {
+  kafka::WriteTxnMarkersResponse resp;
+  for (const auto& m : req.markers) {
+    kafka::WriteTxnMarkersResponse::Marker out;
+    out.producer_id = m.producer_id;
+    for (const auto& t : m.topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
+      for (int32_t p : t.partitions) topic.partitions.push_back({p, error, {}});
+      out.topics.push_back(std::move(topic));
+    }
+    resp.markers.push_back(std::move(out));
+  }
+  return resp;
+}
+
 void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& req,
                           std::function<void(kafka::WriteTxnMarkersResponse)> done) {
   struct Served {
@@ -158,23 +175,12 @@ void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& r
     }
     served->done(std::move(served->resp));
   };
-  served->resp.markers.resize(req.markers.size());
+  served->resp = MarkersAnswerFor(req, ErrorCode::kNone);  // the errors are set below
   for (size_t k = 0; k < req.markers.size(); ++k) {
     const auto& m = req.markers[k];
     std::vector<TopicPartition> tps;
-    {
-      std::lock_guard g(served->mu);
-      auto& out = served->resp.markers[k];
-      out.producer_id = m.producer_id;
-      for (const auto& t : m.topics) {
-        kafka::TxnTopicErrors topic;
-        topic.name = t.name;
-        for (int32_t p : t.partitions) {
-          topic.partitions.push_back({p, ErrorCode::kNone, {}});
-          tps.push_back(TopicPartition{t.name, p});
-        }
-        out.topics.push_back(std::move(topic));
-      }
+    for (const auto& t : m.topics) {
+      for (int32_t p : t.partitions) tps.push_back(TopicPartition{t.name, p});
     }
     // A test hook for the cluster tests: a leader killed as a marker for the named topic
     // reaches it, before anything is written.

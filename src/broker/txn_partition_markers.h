@@ -43,6 +43,10 @@ void WriteTxnMarkers(Shards& shards, const TxnMarker& marker,
                      std::vector<TopicPartition> partitions,
                      std::function<void(std::vector<kafka::ErrorCode>)> done);
 
+// An answer to `req` with `error` for every partition, in the request's order.
+kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequest& req,
+                                                kafka::ErrorCode error);
+
 // A WriteTxnMarkers request from a cluster's transaction coordinator (Kafka's API 27,
 // handleWriteTxnMarkersRequest): every marker written as above, all at once; `done` runs
 // once, on any thread, with one error per partition in the request's order.

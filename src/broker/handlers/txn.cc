@@ -236,21 +236,7 @@ void HandleWriteTxnMarkers(Context& ctx, const Call& call,
   // On one node markers are written by its coordinator only (ClusterAction): Kafka
   // answers a client with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes
   // nothing.
-  kafka::WriteTxnMarkersResponse resp;
-  for (const auto& m : req.markers) {
-    kafka::WriteTxnMarkersResponse::Marker out;
-    out.producer_id = m.producer_id;
-    for (const auto& t : m.topics) {
-      kafka::TxnTopicErrors topic;
-      topic.name = t.name;
-      for (int32_t p : t.partitions) {
-        topic.partitions.push_back({p, ErrorCode::kClusterAuthorizationFailed, {}});
-      }
-      out.topics.push_back(std::move(topic));
-    }
-    resp.markers.push_back(std::move(out));
-  }
-  Reply(call.conn, call.header, resp);
+  Reply(call.conn, call.header, MarkersAnswerFor(req, ErrorCode::kClusterAuthorizationFailed));
 }
 
 void HandleDescribeTransactions(Context& ctx, const Call& call,

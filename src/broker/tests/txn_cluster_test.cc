@@ -20,6 +20,7 @@
 
 #include "broker/txn_coordinator.h"
 #include "broker/txn_participants.h"
+#include "broker/txn_partition_markers.h"
 #include "kafka/protocol/header.h"
 #include "storage/batch_header.h"
 #include "storage/io_executor.h"
@@ -136,19 +137,7 @@ class FakeBroker {
 kafka::WriteTxnMarkersResponse MarkersAnswer(kafka::Reader& r, int16_t version, ErrorCode error) {
   kafka::WriteTxnMarkersRequest req;
   EXPECT_TRUE(req.Decode(r, version).ok());
-  kafka::WriteTxnMarkersResponse resp;
-  for (const auto& m : req.markers) {
-    kafka::WriteTxnMarkersResponse::Marker out;
-    out.producer_id = m.producer_id;
-    for (const auto& t : m.topics) {
-      kafka::TxnTopicErrors te;
-      te.name = t.name;
-      for (int32_t p : t.partitions) te.partitions.push_back({p, error, {}});
-      out.topics.push_back(std::move(te));
-    }
-    resp.markers.push_back(std::move(out));
-  }
-  return resp;
+  return MarkersAnswerFor(req, error);
 }
 
 kafka::WriteTxnMarkersRequest OneMarker() {
@@ -349,19 +338,7 @@ TEST(ClusterTxnParticipantsTest, AMarkerRefusedByAnOldLeaderIsWrittenAtTheNewOne
       std::lock_guard g(mu);
       written.push_back(req);
     }
-    kafka::Reader again(std::span<const uint8_t>{});
-    kafka::WriteTxnMarkersResponse resp;
-    for (const auto& m : req.markers) {
-      kafka::WriteTxnMarkersResponse::Marker out;
-      out.producer_id = m.producer_id;
-      for (const auto& t : m.topics) {
-        kafka::TxnTopicErrors te{t.name, {}, {}};
-        for (int32_t p : t.partitions) te.partitions.push_back({p, ErrorCode::kNone, {}});
-        out.topics.push_back(te);
-      }
-      resp.markers.push_back(out);
-    }
-    return FakeBroker::Reply{FakeBroker::Answer(h, resp)};
+    return FakeBroker::Reply{FakeBroker::Answer(h, MarkersAnswerFor(req, ErrorCode::kNone))};
   });
   FakeBroker old_leader([&](const kafka::RequestHeader& h, kafka::Reader& r, int) {
     // Not the leader any more: the metadata names the new one from now on.
