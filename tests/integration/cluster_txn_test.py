@@ -5,6 +5,8 @@ controller) sends WriteTxnMarkers to each partition's current leader, the leader
 transactional produces with the coordinator (AddPartitionsToTxn v4), and markers are
 answered once replicated.
 
+- WriteTxnMarkers (what brokers send each other) to a partition's followers:
+  NOT_LEADER_OR_FOLLOWER; to its leader: written.
 - A topic with replication factor 3 whose three partitions are led by three different
   brokers: a confluent-kafka transactional producer commits and aborts transactions
   spanning all of them; a read_committed consumer reads exactly the committed records,
@@ -18,14 +20,15 @@ usage: /usr/bin/python3 cluster_txn_test.py path/to/sluice
 """
 
 import os
-import shutil
+import socket
+import struct
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import three_brokers, wait_metadata  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
-from sluice_broker import check, wait_until  # noqa: E402
+from sluice_broker import _frame, _recv_exact, check, wait_until  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -72,6 +75,68 @@ def read_values(bootstrap, isolation, topics, until, timeout=120):
     raise AssertionError(f"{isolation}: not read within {timeout} s: {sorted(got.items())}")
 
 
+def _uvarint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _read_uvarint(data, at):
+    n = shift = 0
+    while True:
+        b = data[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, at
+        shift += 7
+
+
+def write_txn_marker(bootstrap, topic, partition, producer_id=999999):
+    """WriteTxnMarkers v1, as a coordinator sends it (a commit of a producer with nothing
+    open there: harmless): the partition's error code."""
+    name = topic.encode()
+    body = (_uvarint(2) + struct.pack(">qh?", producer_id, 0, True)
+            + _uvarint(2) + _uvarint(len(name) + 1) + name
+            + _uvarint(2) + struct.pack(">i", partition) + b"\x00"
+            + struct.pack(">i", 0) + b"\x00" + b"\x00")
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=60) as sock:
+        sock.sendall(_frame(27, 1, 5, body, flexible=True))
+        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+        data = _recv_exact(sock, size)
+    check(struct.unpack(">i", data[:4])[0] == 5, "correlation id")
+    at = 5  # correlation id, header tags
+    n, at = _read_uvarint(data, at)  # markers
+    check(n == 2, f"{n - 1} markers answered")
+    check(struct.unpack(">q", data[at:at + 8])[0] == producer_id, "the marker's producer id")
+    at += 8
+    n, at = _read_uvarint(data, at)  # topics
+    length, at = _read_uvarint(data, at)
+    check(data[at:at + length - 1] == name, "the topic answered")
+    at += length - 1
+    n, at = _read_uvarint(data, at)  # partitions
+    index, error = struct.unpack(">ih", data[at:at + 6])
+    check(index == partition, "the partition answered")
+    return error
+
+
+def test_write_txn_markers_on_followers(brokers, md):
+    """The handler brokers send each other: a follower refuses, the leader writes."""
+    by_node = {b.node: b for b in brokers}
+    leader = leaders_of(md, TOPIC)[0]
+    for b in brokers:
+        e = write_txn_marker(b.bootstrap, TOPIC, 0)
+        want = 0 if b.node == leader else 6  # NONE, NOT_LEADER_OR_FOLLOWER
+        check(e == want, f"WriteTxnMarkers for {TOPIC}-0 on broker {b.node}: {e}, not {want}")
+    e = write_txn_marker(by_node[leader].bootstrap, "no-such-topic", 0)
+    check(e == 3, f"WriteTxnMarkers for an unknown topic: {e}")
+    print("WriteTxnMarkers: followers answer NOT_LEADER_OR_FOLLOWER, the leader writes")
+
+
 def flat(got):
     return sorted(v for values in got.values() for v in values)
 
@@ -105,6 +170,7 @@ def test_commit_and_abort(brokers):
     check(len(set(leaders.values())) == PARTITIONS,
           f"the partitions are not led by three brokers: {leaders}")
     print(f"{TOPIC}: leaders {leaders}, controller (the coordinator) {md.controller_id}")
+    test_write_txn_markers_on_followers(brokers, md)
 
     producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "cluster-txn",
                          "linger.ms": 5, "transaction.timeout.ms": 60000})
