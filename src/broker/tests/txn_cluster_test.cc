@@ -399,6 +399,74 @@ TEST(ClusterTxnParticipantsTest, AMarkerRefusedByAnOldLeaderIsWrittenAtTheNewOne
   EXPECT_TRUE((*coord)->Close().ok());
 }
 
+// Partitions refused (their leader moved) while the groups' offsets complete later: the
+// partitions are written again and the transaction completes (it once stayed in
+// PrepareCommit when the call that answered last had no failure of its own).
+class LateGroups : public TxnParticipants {
+ public:
+  ~LateGroups() override {
+    for (auto& t : threads_) t.join();
+  }
+  void WritePartitionMarkers(const TxnMarker&, std::vector<TopicPartition> partitions,
+                             std::function<void(std::vector<ErrorCode>)> done) override {
+    const bool first = partition_calls_.fetch_add(1) == 0;
+    done(std::vector<ErrorCode>(partitions.size(),
+                                first ? ErrorCode::kNotLeaderOrFollower : ErrorCode::kNone));
+  }
+  void CompleteGroupOffsets(const TxnMarker&, std::vector<std::string> groups,
+                            std::function<void(std::vector<ErrorCode>)> done) override {
+    std::lock_guard g(mu_);
+    threads_.emplace_back([done = std::move(done), n = groups.size()] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      done(std::vector<ErrorCode>(n, ErrorCode::kNone));
+    });
+  }
+  int partition_calls() const { return partition_calls_.load(); }
+
+ private:
+  std::atomic<int> partition_calls_{0};
+  std::mutex mu_;
+  std::vector<std::thread> threads_;  // guarded by mu_
+};
+
+TEST(TxnCoordinatorRetryTest, RefusedPartitionsAreWrittenAgainWhenTheGroupsAnswerLast) {
+  LateGroups participants;
+  storage::testing::TempDir dir("txn-cluster-test");
+  storage::IoExecutor executor(2);
+  TxnCoordinatorOptions o;
+  o.dir = dir.path() + "/__transaction_state-0";
+  o.executor = &executor;
+  o.participants = &participants;
+  o.allocate_producer_id = []() -> Result<int64_t> { return 77; };
+  o.marker_retry_ms = 5;
+  auto coord = TxnCoordinator::Open(std::move(o));
+  ASSERT_TRUE(coord.ok()) << coord.status().ToString();
+  (*coord)->StartMarkers();
+  std::promise<TxnProducerResult> init;
+  (*coord)->InitProducerId("x", 60000, -1, -1, [&](TxnProducerResult r) { init.set_value(r); });
+  const TxnProducerResult p = init.get_future().get();
+  std::promise<ErrorCode> added, offsets;
+  (*coord)->AddPartitions("x", p.producer_id, p.producer_epoch, {{"t", 0}},
+                          [&](ErrorCode e) { added.set_value(e); });
+  ASSERT_EQ(added.get_future().get(), ErrorCode::kNone);
+  (*coord)->AddOffsets("x", p.producer_id, p.producer_epoch, "g",
+                       [&](ErrorCode e) { offsets.set_value(e); });
+  ASSERT_EQ(offsets.get_future().get(), ErrorCode::kNone);
+  std::promise<TxnProducerResult> ended;
+  (*coord)->EndTxn("x", p.producer_id, p.producer_epoch, true,
+                   [&](TxnProducerResult r) { ended.set_value(r); });
+  ASSERT_EQ(ended.get_future().get().error, ErrorCode::kNone);
+  bool complete = false;
+  for (int i = 0; i < 2000 && !complete; ++i) {
+    auto r = (*coord)->Find("x");
+    complete = r && r->state == TxnState::kCompleteCommit;
+    if (!complete) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(participants.partition_calls(), 2);
+  EXPECT_TRUE((*coord)->Close().ok());
+}
+
 TEST(ClusterTxnParticipantsTest, NoLeaderAndUnknownPartitionsAreAnsweredHere) {
   MetadataPublisher publisher("127.0.0.1", 1);
   Shards shards(&publisher);
