@@ -42,6 +42,18 @@ void InterBrokerSender::Enqueue(InterBrokerRequest request) {
       AbortedError("the {} sender to broker {} is stopped", options_.name, destination_), nullptr);
 }
 
+std::deque<InterBrokerRequest> InterBrokerSender::Retire() {
+  std::deque<InterBrokerRequest> left;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    left.swap(queue_);
+    cv_.notify_all();
+  }
+  conn_->Shutdown();  // the request under way fails on the sender's thread
+  return left;
+}
+
 void InterBrokerSender::Stop() {
   std::deque<InterBrokerRequest> left;
   {
@@ -116,14 +128,15 @@ InterBrokerChannel::~InterBrokerChannel() { Stop(); }
 
 void InterBrokerChannel::Send(int32_t node, const std::string& host, int32_t port,
                               InterBrokerRequest request) {
-  std::unique_ptr<InterBrokerSender> replaced;
+  std::deque<InterBrokerRequest> orphaned;
   InterBrokerSender* sender = nullptr;
   {
     std::lock_guard lock(mu_);
     if (!stopped_) {
       auto& slot = senders_[node];
       if (slot != nullptr && (slot->host() != host || slot->port() != port)) {
-        replaced = std::move(slot);
+        orphaned = slot->Retire();
+        retired_.push_back(std::move(slot));  // joined by Stop, destroyed after it
       }
       if (slot == nullptr) slot = std::make_unique<InterBrokerSender>(options_, node, host, port);
       sender = slot.get();
@@ -131,7 +144,11 @@ void InterBrokerChannel::Send(int32_t node, const std::string& host, int32_t por
       sender->Enqueue(std::move(request));
     }
   }
-  if (replaced != nullptr) replaced->Stop();  // outside the lock: it runs callbacks
+  // Outside the lock: their callbacks may send again.
+  InterBrokerSender::FailAll(std::move(orphaned),
+                             AbortedError("the {} sender to broker {} was replaced at a new "
+                                          "address",
+                                          options_.name, node));
   if (sender == nullptr) {
     (void)request.handle(AbortedError("the {} channel is stopped", options_.name), nullptr);
   }
@@ -139,12 +156,15 @@ void InterBrokerChannel::Send(int32_t node, const std::string& host, int32_t por
 
 void InterBrokerChannel::Stop() {
   std::map<int32_t, std::unique_ptr<InterBrokerSender>> senders;
+  std::vector<std::unique_ptr<InterBrokerSender>> retired;
   {
     std::lock_guard lock(mu_);
     stopped_ = true;
     senders.swap(senders_);
+    retired.swap(retired_);
   }
   for (auto& [node, sender] : senders) sender->Stop();
+  for (auto& sender : retired) sender->Stop();
 }
 
 }  // namespace sluice::broker

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/status.h"
@@ -58,15 +59,20 @@ class InterBrokerSender {
   InterBrokerSender(const InterBrokerSender&) = delete;
   InterBrokerSender& operator=(const InterBrokerSender&) = delete;
 
-  // Any thread. After Stop the request fails at once (on the caller's thread).
+  // Any thread. After Stop or Retire the request fails at once (on the caller's thread).
   void Enqueue(InterBrokerRequest request);
+  // Stops taking requests and returns what is queued (for the caller to fail), without
+  // waiting for the thread (which may be the caller: a callback sending again); Stop
+  // joins it later. The request under way fails on the sender's thread.
+  std::deque<InterBrokerRequest> Retire();
+  // Answers each of `items` with `why`.
+  static void FailAll(std::deque<InterBrokerRequest> items, const Status& why);
   void Stop();
   const std::string& host() const { return host_; }
   int32_t port() const { return port_; }
 
  private:
   void Run();
-  void FailAll(std::deque<InterBrokerRequest> items, const Status& why);
 
   const InterBrokerChannelOptions& options_;
   const int32_t destination_;
@@ -90,7 +96,8 @@ class InterBrokerChannel {
   ~InterBrokerChannel();
 
   // Sends `request` to broker `node` at host:port (a new address replaces the sender:
-  // what it had queued fails and is retried by its callers).
+  // what it had queued fails and is retried by its callers). Never waits for a sender's
+  // thread, so a callback may send again.
   void Send(int32_t node, const std::string& host, int32_t port, InterBrokerRequest request);
 
   // The typed form: `done` gets the decoded answer or the failure, on the sender's thread
@@ -126,7 +133,9 @@ class InterBrokerChannel {
   const InterBrokerChannelOptions options_;
   std::mutex mu_;
   std::map<int32_t, std::unique_ptr<InterBrokerSender>> senders_;  // guarded by mu_
-  bool stopped_ = false;                                           // guarded by mu_
+  // Senders replaced by a new address: retired at once, joined by Stop.
+  std::vector<std::unique_ptr<InterBrokerSender>> retired_;  // guarded by mu_
+  bool stopped_ = false;                                     // guarded by mu_
 };
 
 }  // namespace sluice::broker

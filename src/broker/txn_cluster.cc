@@ -139,30 +139,79 @@ void ClusterTxnParticipants::WritePartitionMarkers(
       for (size_t i : which) set(i, ErrorCode::kNotLeaderOrFollower);
       continue;
     }
-    kafka::WriteTxnMarkersRequest req;
+    Queued q;
+    q.marker = marker;
+    q.partitions = std::move(tps);
+    q.done = [set, which](std::vector<ErrorCode> errors) {
+      for (size_t j = 0; j < which.size(); ++j) set(which[j], errors[j]);
+    };
+    SendToLeader(leader, host, port, std::move(q));
+  }
+}
+
+void ClusterTxnParticipants::SendToLeader(int32_t leader, const std::string& host, int32_t port,
+                                          Queued q) {
+  std::vector<Queued> batch;
+  {
+    std::lock_guard g(mu_);
+    Destination& d = destinations_[leader];
+    d.host = host;
+    d.port = port;
+    d.queued.push_back(std::move(q));
+    if (d.in_flight) return;  // drained with the others when the request under way ends
+    d.in_flight = true;
+    batch.swap(d.queued);
+  }
+  SendBatch(leader, host, port, std::move(batch));
+}
+
+void ClusterTxnParticipants::SendBatch(int32_t leader, const std::string& host, int32_t port,
+                                       std::vector<Queued> batch) {
+  kafka::WriteTxnMarkersRequest req;
+  for (const Queued& q : batch) {
     kafka::WriteTxnMarkersRequest::Marker m;
-    m.producer_id = marker.producer_id;
-    m.producer_epoch = marker.producer_epoch;
-    m.transaction_result = marker.commit;
-    m.coordinator_epoch = marker.coordinator_epoch;
-    m.topics = GroupByTopic(tps);
+    m.producer_id = q.marker.producer_id;
+    m.producer_epoch = q.marker.producer_epoch;
+    m.transaction_result = q.marker.commit;
+    m.coordinator_epoch = q.marker.coordinator_epoch;
+    m.topics = GroupByTopic(q.partitions);
     req.markers.push_back(std::move(m));
-    const int64_t pid = marker.producer_id;
-    channel_->Call<kafka::WriteTxnMarkersRequest, kafka::WriteTxnMarkersResponse>(
-        leader, host, port, kafka::ApiKey::kWriteTxnMarkers, kWriteTxnMarkersVersion,
-        std::move(req),
-        [set, which, tps = std::move(tps), pid](Result<kafka::WriteTxnMarkersResponse> r) {
-          std::vector<ErrorCode> errors(tps.size(), ErrorCode::kNetworkException);
+  }
+  channel_->Call<kafka::WriteTxnMarkersRequest, kafka::WriteTxnMarkersResponse>(
+      leader, host, port, kafka::ApiKey::kWriteTxnMarkers, kWriteTxnMarkersVersion, std::move(req),
+      [this, leader, host, port,
+       batch = std::move(batch)](Result<kafka::WriteTxnMarkersResponse> r) mutable {
+        for (Queued& q : batch) {
+          // One transaction per producer at a time: its marker's answer is found by id.
+          std::vector<ErrorCode> errors(q.partitions.size(), ErrorCode::kNetworkException);
           if (r.ok()) {
+            const int64_t pid = q.marker.producer_id;
             auto m = std::find_if(r->markers.begin(), r->markers.end(),
                                   [pid](const auto& x) { return x.producer_id == pid; });
-            errors = m != r->markers.end()
-                         ? ErrorsFor(tps, m->topics, ErrorCode::kUnknownServerError)
-                         : std::vector<ErrorCode>(tps.size(), ErrorCode::kUnknownServerError);
+            errors =
+                m != r->markers.end()
+                    ? ErrorsFor(q.partitions, m->topics, ErrorCode::kUnknownServerError)
+                    : std::vector<ErrorCode>(q.partitions.size(), ErrorCode::kUnknownServerError);
           }
-          for (size_t j = 0; j < which.size(); ++j) set(which[j], errors[j]);
-        });
-  }
+          q.done(std::move(errors));
+        }
+        // What was queued meanwhile goes in one request, to the address given last.
+        std::vector<Queued> next;
+        std::string next_host = host;
+        int32_t next_port = port;
+        {
+          std::lock_guard g(mu_);
+          Destination& d = destinations_[leader];
+          if (d.queued.empty()) {
+            d.in_flight = false;
+            return;
+          }
+          next.swap(d.queued);
+          next_host = d.host;
+          next_port = d.port;
+        }
+        SendBatch(leader, next_host, next_port, std::move(next));
+      });
 }
 
 void ClusterTxnParticipants::CompleteGroupOffsets(

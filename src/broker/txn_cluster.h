@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,7 +42,8 @@ int32_t TxnCoordinatorNode(const MetadataSnapshot& meta, const std::string& tran
 bool InterBrokerAddress(const MetadataSnapshot& meta, int32_t node, std::string* host,
                         int32_t* port);
 
-// Thread-safe; `shards`, `channel` and `groups` must outlive it.
+// Thread-safe; `shards`, `channel` and `groups` must outlive it, and `channel` must be
+// stopped before it goes (its callbacks come back here).
 class ClusterTxnParticipants : public TxnParticipants {
  public:
   // `groups` completes the groups' offsets (the broker's own group coordinator).
@@ -57,9 +60,28 @@ class ClusterTxnParticipants : public TxnParticipants {
                             std::function<void(std::vector<kafka::ErrorCode>)> done) override;
 
  private:
+  // One transaction's partitions led by one broker, waiting for their answer.
+  struct Queued {
+    TxnMarker marker;
+    std::vector<TopicPartition> partitions;
+    std::function<void(std::vector<kafka::ErrorCode>)> done;  // one error per partition
+  };
+  // Kafka's drain: one WriteTxnMarkers under way per leader broker; the markers that
+  // come meanwhile (other transactions) go together in the next one.
+  struct Destination {
+    bool in_flight = false;
+    std::string host;  // the address given last
+    int32_t port = 0;
+    std::vector<Queued> queued;
+  };
+  void SendToLeader(int32_t leader, const std::string& host, int32_t port, Queued q);
+  void SendBatch(int32_t leader, const std::string& host, int32_t port, std::vector<Queued> batch);
+
   Shards* const shards_;
   InterBrokerChannel* const channel_;
   TxnParticipants* const groups_;
+  std::mutex mu_;
+  std::map<int32_t, Destination> destinations_;  // guarded by mu_
 };
 
 // Thread-safe; `shards`, `channel` and `local` must outlive it.

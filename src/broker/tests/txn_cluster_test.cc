@@ -288,6 +288,26 @@ TEST_F(InterBrokerChannelTest, StopFailsARequestWaitingForItsAnswer) {
   EXPECT_FALSE(p.get_future().get().ok());
 }
 
+TEST_F(InterBrokerChannelTest, ANewAddressReplacesTheSenderAndFailsWhatItHeld) {
+  std::promise<void> asked;
+  FakeBroker silent([&asked](const kafka::RequestHeader&, kafka::Reader&, int) {
+    asked.set_value();
+    return FakeBroker::Reply{};  // never answers
+  });
+  FakeBroker moved([](const kafka::RequestHeader& h, kafka::Reader& r, int) {
+    return FakeBroker::Reply{
+        FakeBroker::Answer(h, MarkersAnswer(r, h.api_version, ErrorCode::kNone))};
+  });
+  std::promise<Result<kafka::WriteTxnMarkersResponse>> held;
+  channel_.Call<kafka::WriteTxnMarkersRequest, kafka::WriteTxnMarkersResponse>(
+      2, "127.0.0.1", silent.port(), kafka::ApiKey::kWriteTxnMarkers, 1, OneMarker(),
+      [&held](Result<kafka::WriteTxnMarkersResponse> r) { held.set_value(std::move(r)); });
+  asked.get_future().wait();
+  auto r = Send(moved.port());  // broker 2 at its new address
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(held.get_future().get().ok());
+}
+
 // ---------------------------------------------------------------------------------------
 // The coordinator's markers through ClusterTxnParticipants
 
@@ -465,6 +485,49 @@ TEST(TxnCoordinatorRetryTest, RefusedPartitionsAreWrittenAgainWhenTheGroupsAnswe
   EXPECT_TRUE(complete);
   EXPECT_EQ(participants.partition_calls(), 2);
   EXPECT_TRUE((*coord)->Close().ok());
+}
+
+TEST(ClusterTxnParticipantsTest, MarkersQueuedBehindARequestGoTogether) {
+  MetadataPublisher publisher("127.0.0.1", 1);
+  Shards shards(&publisher);
+  std::promise<void> first_asked;
+  std::promise<void> releaser;
+  std::shared_future<void> release = releaser.get_future().share();
+  std::mutex mu;
+  std::vector<size_t> markers_per_request;
+  FakeBroker leader([&](const kafka::RequestHeader& h, kafka::Reader& r, int) {
+    kafka::WriteTxnMarkersRequest req;
+    EXPECT_TRUE(req.Decode(r, h.api_version).ok());
+    bool first = false;
+    {
+      std::lock_guard g(mu);
+      first = markers_per_request.empty();
+      markers_per_request.push_back(req.markers.size());
+    }
+    if (first) {
+      first_asked.set_value();
+      release.wait();  // held while two more transactions end
+    }
+    return FakeBroker::Reply{FakeBroker::Answer(h, MarkersAnswerFor(req, ErrorCode::kNone))};
+  });
+  publisher.Publish(Snapshot(2, leader.port()));
+  InterBrokerChannel channel(InterBrokerChannelOptions{});
+  NoGroups groups;
+  ClusterTxnParticipants participants(&shards, &channel, &groups);
+  std::vector<std::promise<std::vector<ErrorCode>>> answers(3);
+  for (int64_t pid = 0; pid < 3; ++pid) {
+    participants.WritePartitionMarkers(
+        TxnMarker{100 + pid, 0, pid != 1, 0}, {{"t", 0}, {"t", 1}},
+        [&answers, pid](std::vector<ErrorCode> e) { answers[pid].set_value(e); });
+    if (pid == 0) first_asked.get_future().wait();
+  }
+  releaser.set_value();
+  for (auto& a : answers) {
+    EXPECT_EQ(a.get_future().get(), std::vector<ErrorCode>(2, ErrorCode::kNone));
+  }
+  channel.Stop();
+  std::lock_guard g(mu);
+  EXPECT_EQ(markers_per_request, (std::vector<size_t>{1, 2}));
 }
 
 TEST(ClusterTxnParticipantsTest, NoLeaderAndUnknownPartitionsAreAnsweredHere) {
