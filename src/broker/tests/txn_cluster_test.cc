@@ -332,6 +332,73 @@ std::shared_ptr<MetadataSnapshot> Snapshot(int32_t leader, int32_t leader_port,
   return meta;
 }
 
+// A TxnCoordinator on a temporary directory writing its markers through `participants`
+// (retried every 5 ms), and one committed transaction of id "x" driven through it.
+class CommitDriver {
+ public:
+  CommitDriver(TxnParticipants* participants, int64_t producer_id) {
+    TxnCoordinatorOptions o;
+    o.dir = dir_.path() + "/__transaction_state-0";
+    o.executor = &executor_;
+    o.participants = participants;
+    o.allocate_producer_id = [producer_id]() -> Result<int64_t> { return producer_id; };
+    o.marker_retry_ms = 5;
+    auto c = TxnCoordinator::Open(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    if (c.ok()) coord_ = std::move(*c);
+    if (coord_ != nullptr) coord_->StartMarkers();
+  }
+  ~CommitDriver() {
+    if (coord_ != nullptr) {
+      EXPECT_TRUE(coord_->Close().ok());
+    }
+  }
+  // Init, the partitions (and `group`'s offsets, when given), EndTxn(commit): the
+  // producer, once every answer was kNone.
+  std::optional<TxnProducerResult> Commit(std::vector<TopicPartition> partitions,
+                                          const std::string& group = "") {
+    if (coord_ == nullptr) return std::nullopt;
+    auto init = Wait<TxnProducerResult>(
+        [&](auto done) { coord_->InitProducerId("x", 60000, -1, -1, done); });
+    if (init.error != ErrorCode::kNone) return std::nullopt;
+    auto added = Wait<ErrorCode>([&](auto done) {
+      coord_->AddPartitions("x", init.producer_id, init.producer_epoch, partitions, done);
+    });
+    if (added != ErrorCode::kNone) return std::nullopt;
+    if (!group.empty() && Wait<ErrorCode>([&](auto done) {
+                            coord_->AddOffsets("x", init.producer_id, init.producer_epoch, group,
+                                               done);
+                          }) != ErrorCode::kNone) {
+      return std::nullopt;
+    }
+    auto ended = Wait<TxnProducerResult>(
+        [&](auto done) { coord_->EndTxn("x", init.producer_id, init.producer_epoch, true, done); });
+    if (ended.error != ErrorCode::kNone) return std::nullopt;
+    return init;
+  }
+  // Polls until "x" is CompleteCommit (its markers and record complete asynchronously).
+  bool Completed() {
+    for (int i = 0; i < 2000; ++i) {
+      auto r = coord_->Find("x");
+      if (r && r->state == TxnState::kCompleteCommit) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return false;
+  }
+
+ private:
+  template <class R, class F>
+  static R Wait(F start) {
+    std::promise<R> p;
+    start([&p](R r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  }
+
+  storage::testing::TempDir dir_{"txn-cluster-test"};
+  storage::IoExecutor executor_{2};
+  std::unique_ptr<TxnCoordinator> coord_;
+};
+
 // Groups are not part of these tests: answered at once.
 class NoGroups : public TxnParticipants {
  public:
@@ -374,49 +441,21 @@ TEST(ClusterTxnParticipantsTest, AMarkerRefusedByAnOldLeaderIsWrittenAtTheNewOne
   InterBrokerChannel channel(co);
   NoGroups groups;
   ClusterTxnParticipants participants(&shards, &channel, &groups);
-  storage::testing::TempDir dir("txn-cluster-test");
-  storage::IoExecutor executor(2);
-  TxnCoordinatorOptions o;
-  o.dir = dir.path() + "/__transaction_state-0";
-  o.executor = &executor;
-  o.participants = &participants;
-  o.allocate_producer_id = []() -> Result<int64_t> { return 5000; };
-  o.marker_retry_ms = 5;
-  auto coord = TxnCoordinator::Open(std::move(o));
-  ASSERT_TRUE(coord.ok()) << coord.status().ToString();
-  (*coord)->StartMarkers();
-
-  std::promise<TxnProducerResult> init;
-  (*coord)->InitProducerId("x", 60000, -1, -1, [&](TxnProducerResult r) { init.set_value(r); });
-  const TxnProducerResult p = init.get_future().get();
-  ASSERT_EQ(p.error, ErrorCode::kNone);
-  std::promise<ErrorCode> added;
-  (*coord)->AddPartitions("x", p.producer_id, p.producer_epoch, {{"t", 0}, {"t", 1}},
-                          [&](ErrorCode e) { added.set_value(e); });
-  ASSERT_EQ(added.get_future().get(), ErrorCode::kNone);
-  std::promise<TxnProducerResult> ended;
-  (*coord)->EndTxn("x", p.producer_id, p.producer_epoch, true,
-                   [&](TxnProducerResult r) { ended.set_value(r); });
-  ASSERT_EQ(ended.get_future().get().error, ErrorCode::kNone);
-
-  bool complete = false;
-  for (int i = 0; i < 2000 && !complete; ++i) {
-    auto r = (*coord)->Find("x");
-    complete = r && r->state == TxnState::kCompleteCommit;
-    if (!complete) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_TRUE(complete);
+  CommitDriver driver(&participants, 5000);
+  auto p = driver.Commit({{"t", 0}, {"t", 1}});
+  const bool completed = p.has_value() && driver.Completed();
+  channel.Stop();  // before the participants go: its callbacks come back to them
+  ASSERT_TRUE(p.has_value());
+  EXPECT_TRUE(completed);
   EXPECT_GE(old_asked.load(), 1);
   std::lock_guard g(mu);
   ASSERT_FALSE(written.empty());
   const auto& m = written.front().markers.at(0);
   EXPECT_EQ(m.producer_id, 5000);
-  EXPECT_EQ(m.producer_epoch, p.producer_epoch);
+  EXPECT_EQ(m.producer_epoch, p->producer_epoch);
   EXPECT_TRUE(m.transaction_result);
   ASSERT_EQ(m.topics.size(), 1u);
   EXPECT_EQ(m.topics[0].partitions, (std::vector<int32_t>{0, 1}));
-  channel.Stop();
-  EXPECT_TRUE((*coord)->Close().ok());
 }
 
 // Partitions refused (their leader moved) while the groups' offsets complete later: the
@@ -451,40 +490,10 @@ class LateGroups : public TxnParticipants {
 
 TEST(TxnCoordinatorRetryTest, RefusedPartitionsAreWrittenAgainWhenTheGroupsAnswerLast) {
   LateGroups participants;
-  storage::testing::TempDir dir("txn-cluster-test");
-  storage::IoExecutor executor(2);
-  TxnCoordinatorOptions o;
-  o.dir = dir.path() + "/__transaction_state-0";
-  o.executor = &executor;
-  o.participants = &participants;
-  o.allocate_producer_id = []() -> Result<int64_t> { return 77; };
-  o.marker_retry_ms = 5;
-  auto coord = TxnCoordinator::Open(std::move(o));
-  ASSERT_TRUE(coord.ok()) << coord.status().ToString();
-  (*coord)->StartMarkers();
-  std::promise<TxnProducerResult> init;
-  (*coord)->InitProducerId("x", 60000, -1, -1, [&](TxnProducerResult r) { init.set_value(r); });
-  const TxnProducerResult p = init.get_future().get();
-  std::promise<ErrorCode> added, offsets;
-  (*coord)->AddPartitions("x", p.producer_id, p.producer_epoch, {{"t", 0}},
-                          [&](ErrorCode e) { added.set_value(e); });
-  ASSERT_EQ(added.get_future().get(), ErrorCode::kNone);
-  (*coord)->AddOffsets("x", p.producer_id, p.producer_epoch, "g",
-                       [&](ErrorCode e) { offsets.set_value(e); });
-  ASSERT_EQ(offsets.get_future().get(), ErrorCode::kNone);
-  std::promise<TxnProducerResult> ended;
-  (*coord)->EndTxn("x", p.producer_id, p.producer_epoch, true,
-                   [&](TxnProducerResult r) { ended.set_value(r); });
-  ASSERT_EQ(ended.get_future().get().error, ErrorCode::kNone);
-  bool complete = false;
-  for (int i = 0; i < 2000 && !complete; ++i) {
-    auto r = (*coord)->Find("x");
-    complete = r && r->state == TxnState::kCompleteCommit;
-    if (!complete) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_TRUE(complete);
+  CommitDriver driver(&participants, 77);
+  ASSERT_TRUE(driver.Commit({{"t", 0}}, "g").has_value());
+  EXPECT_TRUE(driver.Completed());
   EXPECT_EQ(participants.partition_calls(), 2);
-  EXPECT_TRUE((*coord)->Close().ok());
 }
 
 TEST(ClusterTxnParticipantsTest, MarkersQueuedBehindARequestGoTogether) {
