@@ -735,6 +735,39 @@ def etcd_json_seeds(out):
     write_all(os.path.join(out, "etcd_json"), seeds)
 
 
+def txn_answer_seeds(out):
+    """Answers about transactions between brokers (txn_answer_fuzz): mode byte, response
+    header, body."""
+    def carr(items):
+        return uvarint(len(items) + 1) + b"".join(items)
+
+    def cs(b):
+        return uvarint(len(b) + 1) + b
+
+    def topic(name, errors):
+        parts = [struct.pack(">ih", p, e) + b"\x00" for p, e in errors]
+        return cs(name) + carr(parts) + b"\x00"
+
+    topics = [topic(b"t", [(0, 0), (1, 6)]), topic(b"u", [(0, 19)])]
+    markers_v1 = carr([struct.pack(">q", 7) + carr(topics) + b"\x00"]) + b"\x00"
+    markers_v0 = struct.pack(">i", 1) + struct.pack(">q", 7) + struct.pack(">i", 1) + \
+        struct.pack(">h", 1) + b"t" + struct.pack(">i", 2) + struct.pack(">ih", 0, 0) + \
+        struct.pack(">ih", 1, 6)
+    verify_v4 = struct.pack(">ih", 0, 0) + carr([cs(b"x") + carr(topics) + b"\x00"]) + b"\x00"
+    corr_flex = struct.pack(">i", 1) + b"\x00"
+    corr = struct.pack(">i", 1)
+    seeds = {
+        "markers_v1": b"\x00" + corr_flex + markers_v1,
+        "markers_v0": b"\x01" + corr + markers_v0,
+        "verify_v4": b"\x02" + corr_flex + verify_v4,
+        "verify_v5": b"\x03" + corr_flex + verify_v4,
+        "markers_cut": b"\x00" + corr_flex + markers_v1[:-5],
+        "markers_many": b"\x00" + corr_flex + uvarint(1 << 30) + b"\x00",
+        "verify_error": b"\x02" + corr_flex + struct.pack(">ih", 0, 51) + b"\x01\x00",
+    }
+    write_all(os.path.join(out, "txn_answer"), seeds)
+
+
 def main():
     out = sys.argv[1]
     pg_seeds(out)
@@ -749,6 +782,7 @@ def main():
     avro_seeds(out)
     iceberg_metadata_seeds(out)
     etcd_json_seeds(out)
+    txn_answer_seeds(out)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@
 #include "broker/metadata_controller.h"
 #include "broker/replica_manager.h"
 #include "broker/shards.h"
+#include "broker/txn_cluster.h"
 #include "broker/txn_coordinator.h"
 #include "broker/txn_participants.h"
 #include "broker/txn_partition_markers.h"
@@ -136,6 +137,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   to.id_expiration_ms = o.transactions.id_expiration_ms;
   to.abort_check_interval_ms = o.transactions.abort_check_interval_ms;
   to.participants = b->txn_participants_.get();
+  if (o.cluster.enabled()) {
+    // Markers go to each partition's leader, verifications to the id's coordinator.
+    b->txn_cluster_ = std::make_unique<ClusterTxnLinks>(o.cluster.node_id, b->shards_.get(),
+                                                        b->txn_participants_.get());
+    to.participants = &b->txn_cluster_->participants;
+  }
   // The internal logs are compacted topics: the cleaner (started with the controller,
   // whether or not a user topic is compacted) cleans them; each log unregisters itself
   // when its coordinator closes, before the log closes.
@@ -174,6 +181,10 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   b->context_ = std::make_unique<handlers::Context>(o, b->cluster_id_, *b->shards_, *b->controller_,
                                                     b->groups_.get(), b->sasl_.get());
   b->context_->txn_verifier = b->txns_.get();
+  if (b->txn_cluster_ != nullptr) {
+    b->txn_cluster_->SetLocalCoordinator(b->txns_.get());
+    b->context_->txn_verifier = b->txn_cluster_->verifier.get();
+  }
   b->context_->txns = b->txns_.get();
   b->serving_ = true;
   RETURN_IF_ERROR(b->controller_->OpenLogs(unclean));
@@ -222,6 +233,8 @@ Status Broker::Close() {
     if (context_ != nullptr) context_->groups = nullptr;
     groups_.reset();
   }
+  // The coordinator no longer writes markers: what the channels still send fails.
+  if (txn_cluster_ != nullptr) txn_cluster_->Stop();
   txns_.reset();  // after the group coordinator, which held it as its TxnVerifier
   // Then the controller's thread: from here on this thread owns what it owned, and (the
   // server having stopped) every shard's partitions.

@@ -39,6 +39,7 @@ class Controller;
 class EtcdIsrStore;
 class ReplicaManager;
 class ReplicaManagerRoles;
+struct ClusterTxnLinks;
 class Shards;
 class TxnCoordinator;
 namespace handlers {
@@ -126,6 +127,9 @@ class Broker : public RequestHandler {
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).
   std::unique_ptr<BrokerTxnParticipants> txn_participants_;
+  // With etcd: markers to other brokers' partitions and verifications with another
+  // broker's coordinator (txn_cluster.h); stopped by Close after the coordinator.
+  std::unique_ptr<ClusterTxnLinks> txn_cluster_;
   std::unique_ptr<TxnCoordinator> txns_;
   // Declared before the logs: destroyed after them.
   std::unique_ptr<storage::IoExecutor> executor_;

@@ -174,7 +174,8 @@ std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self,
   meta->node_id = self;
   meta->controller_id = controller_.has_value() ? controller_->value.node : -1;
   for (const auto& [node, reg] : brokers_) {
-    meta->brokers.push_back({node, reg.value.host, reg.value.port});
+    meta->brokers.push_back({node, reg.value.host, reg.value.port, reg.value.inter_broker_host,
+                             reg.value.inter_broker_port});
   }
   for (const auto& [name, topic] : topics_) {
     Result<TopicInfo> info = TopicInfoOf(name, defaults);

@@ -43,6 +43,9 @@ struct MetadataSnapshot {
     int32_t node_id = -1;
     std::string host;
     int32_t port = 0;
+    // Where other brokers reach it (followers' fetches, transaction markers).
+    std::string inter_broker_host;
+    int32_t inter_broker_port = 0;
     bool operator==(const Broker&) const = default;
   };
   std::map<std::string, Topic> topics;  // by name

@@ -1,18 +1,8 @@
 // ReplicaFetcher: the follower's fetch loop. See replica_fetcher.h.
 #include "broker/replica_fetcher.h"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <future>
 #include <limits>
 
@@ -208,7 +198,11 @@ Status replica::SplitFetchedBatches(std::span<const uint8_t> records,
 
 ReplicaFetcher::ReplicaFetcher(ReplicaManager* manager, int32_t leader, std::string host,
                                int32_t port)
-    : manager_(manager), leader_(leader), host_(std::move(host)), port_(port) {
+    : manager_(manager),
+      leader_(leader),
+      host_(std::move(host)),
+      port_(port),
+      conn_(std::make_unique<InterBrokerConnection>(host_, port_, manager->options().clock)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -242,9 +236,9 @@ void ReplicaFetcher::Stop() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
-    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);  // wakes a blocked read
     cv_.notify_all();
   }
+  conn_->Shutdown();  // wakes a blocked connect, send or read
   if (thread_.joinable()) thread_.join();
   Disconnect();
 }
@@ -260,7 +254,7 @@ void ReplicaFetcher::Run() {
         continue;
       }
     }
-    if (fd_ < 0 && !Connect()) {
+    if (!conn_->connected() && !Connect()) {
       std::unique_lock lock(mu_);
       cv_.wait_for(lock, std::chrono::milliseconds(backoff), [&] { return stopping_; });
       continue;
@@ -274,124 +268,12 @@ void ReplicaFetcher::Run() {
 }
 
 bool ReplicaFetcher::Connect() {
-  // A numeric address needs no resolver; a name is resolved (getaddrinfo, which Stop
-  // cannot interrupt: a broker's inter-broker address is normally numeric).
-  sockaddr_storage addr{};
-  socklen_t addr_len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (::inet_pton(AF_INET, host_.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<uint16_t>(port_));
-    addr_len = sizeof(sockaddr_in);
-  } else if (::inet_pton(AF_INET6, host_.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<uint16_t>(port_));
-    addr_len = sizeof(sockaddr_in6);
-  } else {
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (::getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &res) != 0 ||
-        res == nullptr || res->ai_addrlen > sizeof(addr)) {
-      SLUICE_LOG(kLog, kWarn, "leader {}: cannot resolve {}", leader_, host_);
-      if (res != nullptr) ::freeaddrinfo(res);
-      return false;
-    }
-    std::memcpy(&addr, res->ai_addr, res->ai_addrlen);
-    addr_len = res->ai_addrlen;
-    ::freeaddrinfo(res);
-  }
-  const int fd = ::socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0) return false;
-  {
-    // Published before connecting, so Stop's shutdown() ends a connect in progress.
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      ::close(fd);
-      return false;
-    }
-    fd_ = fd;
-  }
-  const auto fail = [&](const char* what, int err) {
-    SLUICE_LOG(kLog, kDebug, "leader {} at {}:{}: {}: {}", leader_, host_, port_, what,
-               std::strerror(err));
-    Disconnect();
-    return false;
-  };
-  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), addr_len) != 0) {
-    if (errno != EINPROGRESS) return fail("connect", errno);
-    // Bounded by replica.socket.timeout.ms, as Kafka's NetworkClient bounds a connection
-    // setup; Stop's shutdown() wakes the poll at once.
-    const int64_t deadline =
-        manager_->options().clock->NowMillis() + manager_->options().socket_timeout_ms;
-    for (;;) {
-      bool stopping = false;
-      {
-        std::lock_guard lock(mu_);
-        stopping = stopping_;
-      }
-      // fail() takes mu_ itself (Disconnect): never call it holding the lock.
-      if (stopping) return fail("connect", ECANCELED);
-      const int64_t left = deadline - manager_->options().clock->NowMillis();
-      if (left <= 0) return fail("connect", ETIMEDOUT);
-      pollfd p{fd, POLLOUT, 0};
-      const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-      if (ready < 0 && errno != EINTR) return fail("poll", errno);
-      if (ready > 0) break;
-    }
-    int err = 0;
-    socklen_t len = sizeof(err);
-    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-    if (err != 0) return fail("connect", err);
-    std::lock_guard lock(mu_);
-    if (stopping_) {
-      ::close(fd_);
-      fd_ = -1;
-      return false;
-    }
-  }
-  // Blocking from here on: reads poll with their own timeouts, and Stop's shutdown()
-  // wakes a blocked send.
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-  return true;
+  Status st = conn_->Connect(manager_->options().socket_timeout_ms);
+  if (!st.ok()) SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+  return st.ok();
 }
 
-void ReplicaFetcher::Disconnect() {
-  std::lock_guard lock(mu_);
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
-}
-
-bool ReplicaFetcher::SendAll(const std::vector<uint8_t>& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-bool ReplicaFetcher::ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms) {
-  out->resize(n);
-  size_t got = 0;
-  while (got < n) {
-    pollfd p{fd_, POLLIN, 0};
-    int ready = ::poll(&p, 1, timeout_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;  // timeout or error
-    ssize_t r = ::recv(fd_, out->data() + got, n - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) return false;
-    got += static_cast<size_t>(r);
-  }
-  return true;
-}
+void ReplicaFetcher::Disconnect() { conn_->Close(); }
 
 bool ReplicaFetcher::FetchOnce() {
   const ReplicaManagerOptions& o = manager_->options();
@@ -434,36 +316,24 @@ bool ReplicaFetcher::FetchOnce() {
     fp.partition_max_bytes = o.fetch_partition_max_bytes;
     req.topics.back().partitions.push_back(fp);
   }
-  std::vector<uint8_t> frame(4);
-  kafka::Writer w(&frame);
-  kafka::RequestHeader h;
-  h.api_key = static_cast<int16_t>(kafka::ApiKey::kFetch);
-  h.api_version = kFetchVersion;
-  h.correlation_id = ++correlation_id_;
-  h.client_id = fmt::format("sluice-replica-{}", o.node_id);
-  h.header_version = kafka::RequestHeaderVersion(kafka::ApiKey::kFetch, kFetchVersion);
-  kafka::EncodeRequestHeader(w, h);
-  req.Encode(w, kFetchVersion);
-  storage::StoreBE32(frame.data(), static_cast<uint32_t>(frame.size() - 4));
-  if (!SendAll(frame)) return false;
-
   const int timeout = o.socket_timeout_ms + o.fetch_max_wait_ms;
-  std::vector<uint8_t> size;
-  if (!ReadExactly(4, &size, timeout)) return false;
-  const uint32_t n = storage::LoadBE32(size.data());
-  if (n > kMaxResponseBytes) {
-    SLUICE_LOG(kLog, kWarn, "leader {}: a {}-byte response: closing", leader_, n);
-    return false;
-  }
-  std::vector<uint8_t> body;
-  if (!ReadExactly(n, &body, timeout)) return false;
-  kafka::Reader r(body);
-  Result<int32_t> id = kafka::DecodeResponseHeader(r, kafka::ApiKey::kFetch, kFetchVersion);
+  size_t body_at = 0;
+  Result<std::vector<uint8_t>> body = conn_->RoundTrip(
+      kafka::ApiKey::kFetch, kFetchVersion, fmt::format("sluice-replica-{}", o.node_id),
+      [&](kafka::Writer& w) { req.Encode(w, kFetchVersion); }, timeout, kMaxResponseBytes,
+      &body_at);
   kafka::FetchResponse resp;
-  Status st = id.ok() ? resp.Decode(r, kFetchVersion) : id.status();
-  if (!st.ok() || *id != h.correlation_id) {
-    SLUICE_LOG(kLog, kWarn, "leader {}: bad fetch response: {}", leader_,
-               st.ok() ? "wrong correlation id" : st.ToString());
+  Status st = body.status();
+  if (st.ok()) {
+    kafka::Reader r(std::span<const uint8_t>(*body).subspan(body_at));
+    st = resp.Decode(r, kFetchVersion);
+  }
+  if (!st.ok()) {
+    if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kAborted) {
+      SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+    } else {
+      SLUICE_LOG(kLog, kWarn, "leader {}: bad fetch response: {}", leader_, st.ToString());
+    }
     return false;
   }
   if (resp.error_code != ErrorCode::kNone) {

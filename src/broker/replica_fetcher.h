@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/inter_broker_connection.h"
 #include "broker/partition.h"
 #include "kafka/protocol/requests.h"
 #include "storage/batch_header.h"
@@ -78,8 +80,6 @@ class ReplicaFetcher {
   void Run();
   bool Connect();
   void Disconnect();
-  bool SendAll(const std::vector<uint8_t>& bytes);
-  bool ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms);
   // One Fetch round trip and its handling; false on a connection failure.
   bool FetchOnce();
   // Handles one partition's answer (on its owner, waiting for the appends' acks).
@@ -101,8 +101,8 @@ class ReplicaFetcher {
   std::condition_variable cv_;
   std::map<PartitionKey, Fetched> partitions_;  // guarded by mu_
   bool stopping_ = false;                       // guarded by mu_
-  int fd_ = -1;                                 // written by the thread under mu_
-  int32_t correlation_id_ = 0;                  // the thread's
+  // The thread's; Stop() shuts it down from another thread.
+  const std::unique_ptr<InterBrokerConnection> conn_;
   std::thread thread_;
 };
 

@@ -39,6 +39,7 @@ struct TxnCoordinator::Txn {
   std::set<std::string> groups_left;
   int calls_in_flight = 0;
   uint64_t retry_timer = 0;
+  int failed_rounds = 0;  // marker rounds of this decision that left some unwritten
   // AddPartitionsToTxn/AddOffsetsToTxn that arrived while the previous transaction was
   // completing or another change of the id was being written: run again once that is
   // done, or after add_wait_ms, instead of answering CONCURRENT_TRANSACTIONS at once.

@@ -23,6 +23,7 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
   t->retry_timer = 0;
   if (t->calls_in_flight == 0 && t->markers_left.empty() && t->groups_left.empty()) {
     // A fresh round: every partition but the offsets one (the groups cover it).
+    t->failed_rounds = 0;
     for (const auto& tp : t->partitions) {
       if (tp != kOffsetsPartition) t->markers_left.insert(tp);
     }
@@ -66,7 +67,9 @@ void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
   if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
   --t->calls_in_flight;
   const size_t n = for_groups ? groups.size() : tps.size();
-  int failed = 0;
+  // A partition whose leader is gone is retried every marker_retry_ms until another
+  // leads it (seconds in a cluster): its first failure and then one in 50 are logged.
+  const bool log_failures = t->failed_rounds % 50 == 0;
   for (size_t i = 0; i < n; ++i) {
     const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
     if (for_groups) {
@@ -74,9 +77,11 @@ void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
       if (e == ErrorCode::kNone || e == ErrorCode::kInvalidProducerEpoch) {
         t->groups_left.erase(groups[i]);
       } else {
-        ++failed;
-        SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: completing offsets of group {}: error {}",
-                   id, groups[i], static_cast<int>(e));
+        if (log_failures) {
+          SLUICE_LOG(kTxnLog, kWarn,
+                     "transactional id {}: completing offsets of group {}: error {} (attempt {})",
+                     id, groups[i], static_cast<int>(e), t->failed_rounds + 1);
+        }
       }
       continue;
     }
@@ -91,14 +96,18 @@ void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
     if (e == ErrorCode::kNone || gone || refused) {
       t->markers_left.erase(tp);
     } else {
-      ++failed;
-      SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: marker for {}-{}: error {}", id, tp.topic,
-                 tp.partition, static_cast<int>(e));
+      if (log_failures) {
+        SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: marker for {}-{}: error {} (attempt {})",
+                   id, tp.topic, tp.partition, static_cast<int>(e), t->failed_rounds + 1);
+      }
     }
   }
   if (t->calls_in_flight > 0) return;
   if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
-  if (failed > 0 && t->retry_timer == 0) {
+  // Something is left (this call's failures, or the other call's when it answered
+  // first): written again after the backoff.
+  ++t->failed_rounds;
+  if (t->retry_timer == 0) {
     t->retry_timer = loop_->RunAfter(options_.marker_retry_ms, [this, id] { WriteMarkers(id); });
   }
 }

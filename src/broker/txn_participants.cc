@@ -1,43 +1,26 @@
 // BrokerTxnParticipants: see txn_participants.h.
 #include "broker/txn_participants.h"
 
-#include <atomic>
 #include <memory>
-#include <mutex>
 
 #include "base/crash_point.h"
 
 namespace sluice::broker {
-namespace {
 
-// Gathers one answer per element, from any thread, and calls `done` after the last.
-class Gather {
- public:
-  Gather(size_t n, std::function<void(std::vector<kafka::ErrorCode>)> done)
-      : errors_(n, kafka::ErrorCode::kNone), left_(n), done_(std::move(done)) {}
-  void Set(size_t i, kafka::ErrorCode e) {
-    {
-      std::lock_guard g(mu_);
-      errors_[i] = e;
-      if (--left_ > 0) return;
-    }
-    done_(std::move(errors_));
+void TxnAnswerGather::Set(size_t i, kafka::ErrorCode e) {
+  {
+    std::lock_guard g(mu_);
+    errors_[i] = e;
+    if (--left_ > 0) return;
   }
-
- private:
-  std::mutex mu_;
-  std::vector<kafka::ErrorCode> errors_;  // guarded by mu_ until the last answer
-  size_t left_;                           // guarded by mu_
-  std::function<void(std::vector<kafka::ErrorCode>)> done_;
-};
-
-}  // namespace
+  done_(std::move(errors_));
+}
 
 void BrokerTxnParticipants::WritePartitionMarkers(
     const TxnMarker& marker, std::vector<TopicPartition> partitions,
     std::function<void(std::vector<kafka::ErrorCode>)> done) {
   if (partitions.empty()) return done({});
-  auto gather = std::make_shared<Gather>(partitions.size(), std::move(done));
+  auto gather = std::make_shared<TxnAnswerGather>(partitions.size(), std::move(done));
   for (size_t i = 0; i < partitions.size(); ++i) {
     write_partition_(marker, partitions[i], [gather, i](kafka::ErrorCode e) {
       if (e == kafka::ErrorCode::kNone) CrashPoint("txn-partition-marker");
@@ -50,7 +33,7 @@ void BrokerTxnParticipants::CompleteGroupOffsets(
     const TxnMarker& marker, std::vector<std::string> groups,
     std::function<void(std::vector<kafka::ErrorCode>)> done) {
   if (groups.empty()) return done({});
-  auto gather = std::make_shared<Gather>(groups.size(), std::move(done));
+  auto gather = std::make_shared<TxnAnswerGather>(groups.size(), std::move(done));
   for (size_t i = 0; i < groups.size(); ++i) {
     write_group_(marker, groups[i], [gather, i](kafka::ErrorCode e) { gather->Set(i, e); });
   }

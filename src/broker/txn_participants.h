@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,21 @@ using PartitionMarkerWriter = std::function<void(const TxnMarker& marker, const 
 // in the offsets log); `done` once, on any thread, with kNone once durable.
 using GroupMarkerWriter = std::function<void(const TxnMarker& marker, const std::string& group,
                                              std::function<void(kafka::ErrorCode)> done)>;
+
+// Gathers one answer per element, from any thread, and calls `done` once, after the last
+// (on the thread that gave it). Shared by the participants of one node and of a cluster.
+class TxnAnswerGather {
+ public:
+  TxnAnswerGather(size_t n, std::function<void(std::vector<kafka::ErrorCode>)> done)
+      : errors_(n, kafka::ErrorCode::kNone), left_(n), done_(std::move(done)) {}
+  void Set(size_t i, kafka::ErrorCode e);
+
+ private:
+  std::mutex mu_;
+  std::vector<kafka::ErrorCode> errors_;  // guarded by mu_ until the last answer
+  size_t left_;                           // guarded by mu_
+  std::function<void(std::vector<kafka::ErrorCode>)> done_;
+};
 
 // Thread-safe: holds only the two writers, which must be thread-safe themselves.
 class BrokerTxnParticipants : public TxnParticipants {

@@ -1,12 +1,17 @@
 // Transaction markers on the partitions' owner shards. See txn_partition_markers.h.
 #include "broker/txn_partition_markers.h"
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <utility>
 
 #include "base/clock.h"
+#include "base/crash_point.h"
 #include "base/logging.h"
+#include "broker/replica_state.h"
 #include "kafka/protocol/records.h"
 #include "storage/txn_index.h"
 
@@ -21,6 +26,7 @@ const Logger kLog("broker");
 // to finish (the counter's acquire/release orders the writes) calls `done`.
 struct MarkerCall {
   TxnMarker marker;
+  int32_t replication_timeout_ms = kMarkerReplicationTimeoutMs;
   std::vector<ErrorCode> errors;
   std::function<void(std::vector<ErrorCode>)> done;
   std::atomic<size_t> outstanding{0};
@@ -31,10 +37,18 @@ struct MarkerCall {
   }
 };
 
-// On the partition's owner thread: the check, the append and the producer state.
+// On the partition's owner thread: the check, the append and the producer state. A
+// replicated partition (a cluster's) takes the marker only as its leader, and answers
+// once the high watermark passed it (acks=all; docs/design/0018-cluster.md, "txncluster").
 void WriteOne(const std::shared_ptr<MarkerCall>& call, size_t i, Partition* part) {
   const TxnMarker& m = call->marker;
   if (part == nullptr) return call->Finish(i, ErrorCode::kNotLeaderOrFollower);
+  const bool replicated = part->replica != nullptr;
+  if (replicated) {
+    std::string message;
+    const ErrorCode e = replica::CheckAppend(*part, /*acks=*/-1, &message);
+    if (e != ErrorCode::kNone) return call->Finish(i, e);
+  }
   switch (part->producers.CheckMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch)) {
     case ProducerStateTable::MarkerVerdict::kOk:
       break;
@@ -54,10 +68,19 @@ void WriteOne(const std::shared_ptr<MarkerCall>& call, size_t i, Partition* part
     ao.aborted_txn = storage::AbortedTxn{m.producer_id, *first, -1,
                                          part->producers.LastStableOffsetWithout(m.producer_id)};
   }
-  ao.on_ack = [call, i](const Status& st, const storage::AppendInfo&) {
-    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker: {}", st.ToString());
-    call->Finish(i, st.ok() ? ErrorCode::kNone : ErrorCode::kKafkaStorageError);
-  };
+  if (replicated) {
+    // Answered by the high watermark; a failed append never lets it pass (the wait times
+    // out and the coordinator writes the marker again).
+    ao.on_ack = [](const Status& st, const storage::AppendInfo&) {
+      if (!st.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker: {}", st.ToString());
+    };
+    replica::PrepareAppend(*part, &ao);
+  } else {
+    ao.on_ack = [call, i](const Status& st, const storage::AppendInfo&) {
+      if (!st.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker: {}", st.ToString());
+      call->Finish(i, st.ok() ? ErrorCode::kNone : ErrorCode::kKafkaStorageError);
+    };
+  }
   Result<storage::AppendInfo> appended = part->log->Append(batch, std::move(ao));
   if (!appended.ok()) {
     SLUICE_LOG(kLog, kWarn, "transaction marker: {}", appended.status().ToString());
@@ -65,11 +88,17 @@ void WriteOne(const std::shared_ptr<MarkerCall>& call, size_t i, Partition* part
   }
   // Closed at once on the owner: the producer's next batch (after the coordinator's
   // answer) sees the transaction ended even before the marker is durable. Decided
-  // transactions whose markers are durable stop being tracked (the durable end is never
-  // past the high watermark), so the table stays small without readers.
-  part->producers.LastStableOffset(part->log->durable_end_offset());
+  // transactions whose markers are durable (and, replicated, under the high watermark)
+  // stop being tracked, so the table stays small without readers.
+  int64_t settled = part->log->durable_end_offset();
+  if (replicated) settled = std::min(settled, part->replica->high_watermark);
+  part->producers.LastStableOffset(settled);
   part->producers.OnMarker(m.producer_id, m.producer_epoch, m.coordinator_epoch,
                            appended->base_offset);
+  if (replicated) {
+    replica::AwaitHighWatermark(*part, appended->last_offset + 1, call->replication_timeout_ms,
+                                [call, i](ErrorCode e) { call->Finish(i, e); });
+  }
 }
 
 }  // namespace
@@ -109,6 +138,70 @@ void WriteTxnMarkers(Shards& shards, const TxnMarker& marker,
       call->Finish(i, ErrorCode::kNotLeaderOrFollower);  // stopping
     }
   }
+}
+
+kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequest& req,
+                                                ErrorCode error) {
+  kafka::WriteTxnMarkersResponse resp;
+  for (const auto& m : req.markers) {
+    kafka::WriteTxnMarkersResponse::Marker out;
+    out.producer_id = m.producer_id;
+    for (const auto& t : m.topics) {
+      kafka::TxnTopicErrors topic;
+      topic.name = t.name;
+      for (int32_t p : t.partitions) topic.partitions.push_back({p, error, {}});
+      out.topics.push_back(std::move(topic));
+    }
+    resp.markers.push_back(std::move(out));
+  }
+  return resp;
+}
+
+void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& req,
+                          std::function<void(kafka::WriteTxnMarkersResponse)> done) {
+  struct Served {
+    std::mutex mu;
+    kafka::WriteTxnMarkersResponse resp;  // guarded by mu until the last marker answered
+    size_t left = 0;                      // guarded by mu
+    std::function<void(kafka::WriteTxnMarkersResponse)> done;
+  };
+  auto served = std::make_shared<Served>();
+  served->done = std::move(done);
+  served->left = req.markers.size() + 1;  // one more, released below once all are asked
+  auto release = [served] {
+    {
+      std::lock_guard g(served->mu);
+      if (--served->left > 0) return;
+    }
+    served->done(std::move(served->resp));
+  };
+  served->resp = MarkersAnswerFor(req, ErrorCode::kNone);  // the errors are set below
+  for (size_t k = 0; k < req.markers.size(); ++k) {
+    const auto& m = req.markers[k];
+    std::vector<TopicPartition> tps;
+    for (const auto& t : m.topics) {
+      for (int32_t p : t.partitions) tps.push_back(TopicPartition{t.name, p});
+    }
+    // A test hook for the cluster tests: a leader killed as a marker for the named topic
+    // reaches it, before anything is written.
+    for (const auto& t : m.topics) CrashPoint("txn-marker-received-" + t.name);
+    const TxnMarker marker{m.producer_id, m.producer_epoch, m.transaction_result,
+                           m.coordinator_epoch};
+    WriteTxnMarkers(shards, marker, tps, [served, k, release](std::vector<ErrorCode> errors) {
+      {
+        std::lock_guard g(served->mu);
+        size_t i = 0;
+        for (auto& topic : served->resp.markers[k].topics) {
+          for (auto& p : topic.partitions) {
+            p.error_code = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
+            ++i;
+          }
+        }
+      }
+      release();
+    });
+  }
+  release();
 }
 
 }  // namespace sluice::broker

@@ -1,17 +1,21 @@
 // Transactions, the client side of the transaction coordinator: InitProducerId with a
 // transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, DescribeTransactions,
 // ListTransactions (the coordinator answers on its thread; the answer is posted back to
-// the connection's loop), and WriteTxnMarkers, which only brokers may send. PRODUCER_FENCED is
+// the connection's loop); WriteTxnMarkers and AddPartitionsToTxn v4+, which brokers send
+// each other in a cluster (refused on one node). PRODUCER_FENCED is
 // turned into INVALID_PRODUCER_EPOCH for the versions that predate it, as Kafka's
 // KafkaApis does. docs/design/0016-transactions.md, "The coordinator".
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "broker/handlers/handlers.h"
+#include "broker/txn_cluster.h"
 #include "broker/txn_coordinator.h"
+#include "broker/txn_partition_markers.h"
 
 namespace sluice::broker::handlers {
 namespace {
@@ -29,6 +33,71 @@ void AnswerLater(Context& ctx, const std::shared_ptr<Connection>& conn,
 // KIP-588: versions before `first` know only INVALID_PRODUCER_EPOCH.
 ErrorCode FencedFor(ErrorCode e, int16_t version, int16_t first) {
   return e == ErrorCode::kProducerFenced && version < first ? ErrorCode::kInvalidProducerEpoch : e;
+}
+
+// AddPartitionsToTxn v4+ from a partition leader of the cluster (Kafka's
+// handleVerifyPartitionsInTransaction, and the batched add): each transaction answered
+// by this broker's coordinator; NOT_COORDINATOR for an id this broker does not
+// coordinate now (the leader asks again, after the producer's retry).
+void ServeBrokerAddPartitions(Context& ctx, const Call& call,
+                              const kafka::AddPartitionsToTxnRequest& req) {
+  struct Served {
+    std::mutex mu;
+    kafka::AddPartitionsToTxnResponse resp;  // guarded by mu until the last answer
+    size_t left = 0;                         // guarded by mu
+  };
+  auto served = std::make_shared<Served>();
+  served->left = req.transactions.size() + 1;
+  auto release = [&ctx, served, conn = call.conn, h = call.header] {
+    {
+      std::lock_guard g(served->mu);
+      if (--served->left > 0) return;
+    }
+    AnswerLater(ctx, conn, h, std::move(served->resp));
+  };
+  const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
+  served->resp.results_by_transaction.resize(req.transactions.size());
+  for (size_t k = 0; k < req.transactions.size(); ++k) {
+    const auto& t = req.transactions[k];
+    std::vector<TopicPartition> tps;
+    for (const auto& topic : t.topics) {
+      for (int32_t p : topic.partitions) tps.push_back(TopicPartition{topic.name, p});
+    }
+    // Every partition's error, in the request's order.
+    auto answer = [served, k, release, id = t.transactional_id,
+                   topics = t.topics](std::vector<ErrorCode> errors) {
+      {
+        std::lock_guard g(served->mu);
+        auto& out = served->resp.results_by_transaction[k];
+        out.transactional_id = id;
+        size_t i = 0;
+        for (const auto& topic : topics) {
+          kafka::TxnTopicErrors te;
+          te.name = topic.name;
+          for (int32_t p : topic.partitions) {
+            te.partitions.push_back(
+                {p, i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError, {}});
+            ++i;
+          }
+          out.topic_results.push_back(std::move(te));
+        }
+      }
+      release();
+    };
+    if (ctx.txns == nullptr) {
+      answer(std::vector<ErrorCode>(tps.size(), ErrorCode::kCoordinatorNotAvailable));
+    } else if (TxnCoordinatorNode(meta, t.transactional_id) != meta.node_id) {
+      answer(std::vector<ErrorCode>(tps.size(), ErrorCode::kNotCoordinator));
+    } else if (t.verify_only) {
+      ctx.txns->Verify(t.transactional_id, t.producer_id, t.producer_epoch, tps, std::move(answer));
+    } else {
+      const size_t n = tps.size();
+      ctx.txns->AddPartitions(
+          t.transactional_id, t.producer_id, t.producer_epoch, std::move(tps),
+          [answer = std::move(answer), n](ErrorCode e) { answer(std::vector<ErrorCode>(n, e)); });
+    }
+  }
+  release();
 }
 
 }  // namespace
@@ -63,7 +132,9 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
   const int16_t version = call.header.api_version;
   kafka::AddPartitionsToTxnResponse resp;
   if (version >= 4) {
-    // KIP-890's batched form is for brokers (ClusterAction); a client is refused.
+    // KIP-890's batched form is for brokers (ClusterAction): a cluster's partition
+    // leaders verify with it; on one node a client is refused.
+    if (ctx.options.cluster.enabled()) return ServeBrokerAddPartitions(ctx, call, req);
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     return Reply(call.conn, call.header, resp);
   }
@@ -150,23 +221,22 @@ void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& re
 
 void HandleWriteTxnMarkers(Context& ctx, const Call& call,
                            const kafka::WriteTxnMarkersRequest& req) {
-  // Markers are written by the coordinator only (ClusterAction): Kafka answers a client
-  // with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes nothing.
-  kafka::WriteTxnMarkersResponse resp;
-  for (const auto& m : req.markers) {
-    kafka::WriteTxnMarkersResponse::Marker out;
-    out.producer_id = m.producer_id;
-    for (const auto& t : m.topics) {
-      kafka::TxnTopicErrors topic;
-      topic.name = t.name;
-      for (int32_t p : t.partitions) {
-        topic.partitions.push_back({p, ErrorCode::kClusterAuthorizationFailed, {}});
-      }
-      out.topics.push_back(std::move(topic));
-    }
-    resp.markers.push_back(std::move(out));
+  if (ctx.options.cluster.enabled()) {
+    // A cluster's transaction coordinator writing markers to the partitions this broker
+    // leads: each answered once replicated (txn_partition_markers.h), or
+    // NOT_LEADER_OR_FOLLOWER where this broker does not lead (the coordinator asks the
+    // leader it finds next). Kafka without an authorizer takes it from anyone, as here.
+    ServeWriteTxnMarkers(
+        ctx.shards, req,
+        [&ctx, conn = call.conn, h = call.header](kafka::WriteTxnMarkersResponse out) {
+          AnswerLater(ctx, conn, h, std::move(out));
+        });
+    return;
   }
-  Reply(call.conn, call.header, resp);
+  // On one node markers are written by its coordinator only (ClusterAction): Kafka
+  // answers a client with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes
+  // nothing.
+  Reply(call.conn, call.header, MarkersAnswerFor(req, ErrorCode::kClusterAuthorizationFailed));
 }
 
 void HandleDescribeTransactions(Context& ctx, const Call& call,

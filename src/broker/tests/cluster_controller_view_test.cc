@@ -43,7 +43,7 @@ TEST_F(ClusterViewTest, TheSnapshotCarriesBrokersControllerAndPartitions) {
   EXPECT_EQ(meta->node_id, 1);
   EXPECT_EQ(meta->controller_id, 2);
   ASSERT_EQ(meta->brokers.size(), 2u);
-  EXPECT_EQ(meta->brokers[0], (MetadataSnapshot::Broker{1, "h1", 9001}));
+  EXPECT_EQ(meta->brokers[0], (MetadataSnapshot::Broker{1, "h1", 9001, "i1", 19001}));
   const MetadataSnapshot::Topic* t = meta->Find("t");
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->info.partitions, 3);
