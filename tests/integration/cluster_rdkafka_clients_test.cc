@@ -14,6 +14,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -153,6 +154,9 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   g_broker = &cluster.broker(1);  // rdkafka_util's default bootstrap; overridden below
   const std::string bootstrap = cluster.Bootstraps();
   KafkaPtr admin = NewClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstrap}});
+  // A broker that has not seen the controller yet answers Metadata with -1, and the admin
+  // API then waits for a controller until its timeout.
+  ASSERT_TRUE(WaitFor([&] { return rd_kafka_controllerid(admin.get(), 1000) >= 0; }, 30s));
   ASSERT_EQ(CreateReplicatedTopic(admin.get()), RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<std::pair<int32_t, int>> view;
   ASSERT_TRUE(WaitFor(
@@ -177,6 +181,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   // The producer: a record every few milliseconds until told to stop, then a flush.
   Deliveries deliveries;
   std::atomic<bool> stop_producing{false};
+  std::atomic<int> sent{0};  // records handed to librdkafka so far
   std::thread producer_thread([&] {
     KafkaPtr p = NewClient(
         RD_KAFKA_PRODUCER,
@@ -197,6 +202,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
         rd_kafka_poll(p.get(), 100);
       }
       EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(err);
+      sent = seq + 1;
       rd_kafka_poll(p.get(), 3);
     }
     EXPECT_EQ(rd_kafka_flush(p.get(), 120000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -234,6 +240,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
     return deliveries.Acked();
   };
   size_t n = acked_past(200, "the first acknowledgements");
+  const int sent_before_kill = sent;
   cluster.broker(victim).Kill();
   std::fprintf(stderr, "%zu acknowledged; killed broker %d, the leader of %s-%d (controller %d)\n",
                n, victim, kTopic, partition, controller);
@@ -293,6 +300,13 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
     EXPECT_EQ(read_at[std::pair(a.partition, a.offset)], a.value)
         << kTopic << "-" << a.partition << " offset " << a.offset;
   }
+  // The killed leader's partition took records sent after the kill (its new leader's).
+  EXPECT_TRUE(std::any_of(acks.begin(), acks.end(),
+                          [&](const Ack& a) {
+                            return a.partition == partition &&
+                                   std::stoi(a.value.substr(3)) >= sent_before_kill;
+                          }))
+      << "no record sent after the kill was acknowledged on " << kTopic << "-" << partition;
   std::fprintf(stderr, "%zu acknowledged, the group read %zu (%zu offsets)\n", acks.size(),
                reads.size(), read_at.size());
 
