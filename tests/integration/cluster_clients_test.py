@@ -266,6 +266,25 @@ def check_history(client, acks, final_read):
     check(not bad, "history checker: " + "; ".join(f"{k}: {m}" for k, m in bad[:10]))
 
 
+def create_replicated_topic(brokers, topic, partitions):
+    """Creates `topic` with replication factor 3 and min.insync.replicas=2 through broker 1
+    once Metadata names a controller, and waits until every partition has a leader and an
+    ISR of three. Returns the AdminClient and that Metadata."""
+    # A broker that has not seen the controller yet answers Metadata with -1, and
+    # librdkafka's admin then waits for the controller until its timeout.
+    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3
+                  and m.controller_id >= 0, "three brokers and a controller")
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})],
+                        operation_timeout=10)[topic].result(30)
+    md = wait_metadata(brokers[1].bootstrap,
+                       lambda m: topic in m.topics
+                       and all(p.leader >= 0 for p in m.topics[topic].partitions.values())
+                       and all(len(i) == 3 for i in isr_of(m, topic).values()),
+                       f"{topic}'s leaders and ISRs of three")
+    return admin, md
+
+
 def run(sluice, which, tmp):
     made = three_brokers(sluice)
     if made is None:
@@ -275,18 +294,7 @@ def run(sluice, which, tmp):
     try:
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
-        # A broker that has not seen the controller yet answers Metadata with -1, and
-        # librdkafka's admin then waits for the controller until its timeout.
-        wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3
-                      and m.controller_id >= 0, "three brokers and a controller")
-        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})],
-                            operation_timeout=10)[TOPIC].result(30)
-        md = wait_metadata(brokers[1].bootstrap,
-                           lambda m: TOPIC in m.topics
-                           and all(p.leader >= 0 for p in m.topics[TOPIC].partitions.values())
-                           and all(len(i) == 3 for i in isr_of(m).values()),
-                           "the topic's leaders and ISRs of three")
+        _, md = create_replicated_topic(brokers, TOPIC, PARTITIONS)
         controller = md.controller_id
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md).items())
                                  if n != controller)

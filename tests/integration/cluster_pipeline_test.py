@@ -32,12 +32,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import (ClusterBroker, start_together,  # noqa: E402
                                      wait_metadata)
+from cluster_clients_test import create_replicated_topic  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
 from etcd_util import EtcdCluster, free_ports, unavailable  # noqa: E402
 from sluice_broker import check, wait_until  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import NewTopic  # noqa: E402
 
 TOPIC = "events"
 SOLO = "solo"
@@ -166,19 +167,7 @@ def run(sluice, etcd, tmp):
     try:
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
-        # A broker that has not seen the controller yet answers Metadata with -1, and
-        # librdkafka's admin then waits for the controller until its timeout.
-        wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3
-                      and m.controller_id >= 0, "three brokers and a controller")
-        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
-        fs = admin.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})],
-                                 operation_timeout=10)
-        fs[TOPIC].result(30)
-        md = wait_metadata(brokers[1].bootstrap,
-                           lambda m: TOPIC in m.topics
-                           and all(p.leader >= 0 for p in m.topics[TOPIC].partitions.values())
-                           and all(len(i) == 3 for i in isr_of(m, TOPIC).values()),
-                           "the topics' leaders and ISRs of three")
+        admin, md = create_replicated_topic(brokers, TOPIC, 3)
         controller = md.controller_id
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md, TOPIC).items())
                                  if n not in (controller, 1))

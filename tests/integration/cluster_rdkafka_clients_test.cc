@@ -97,22 +97,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds timeout) {
   return done();
 }
 
-rd_kafka_resp_err_t CreateReplicatedTopic(rd_kafka_t* rk) {
-  char err[256];
-  rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(kTopic, kPartitions, 3, err, sizeof err);
-  if (topic == nullptr) return RD_KAFKA_RESP_ERR__INVALID_ARG;
-  rd_kafka_NewTopic_set_config(topic, "min.insync.replicas", "2");
-  AdminCall call(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  rd_kafka_CreateTopics(rk, &topic, 1, call.options(), call.queue());
-  rd_kafka_NewTopic_destroy(topic);
-  EventPtr ev = call.Wait(RD_KAFKA_EVENT_CREATETOPICS_RESULT);
-  if (!ev) return RD_KAFKA_RESP_ERR__FAIL;
-  size_t n = 0;
-  const rd_kafka_topic_result_t** results =
-      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
-  return n == 1 ? rd_kafka_topic_result_error(results[0]) : RD_KAFKA_RESP_ERR__FAIL;
-}
-
 // Every partition from its start to its high watermark, as history_checker.py's "read"
 // and "end" events.
 std::vector<std::string> FinalRead(const std::string& bootstrap) {
@@ -157,7 +141,8 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   // A broker that has not seen the controller yet answers Metadata with -1, and the admin
   // API then waits for a controller until its timeout.
   ASSERT_TRUE(WaitFor([&] { return rd_kafka_controllerid(admin.get(), 1000) >= 0; }, 30s));
-  ASSERT_EQ(CreateReplicatedTopic(admin.get()), RD_KAFKA_RESP_ERR_NO_ERROR);
+  ASSERT_EQ(CreateTopic(admin.get(), kTopic, kPartitions, {{"min.insync.replicas", "2"}}, 3),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<std::pair<int32_t, int>> view;
   ASSERT_TRUE(WaitFor(
       [&] {
