@@ -13,9 +13,12 @@ SIGKILLed and, later, restarted:
 (confluent-kafka: cluster_replication_test.py; librdkafka from C++:
 cluster_rdkafka_clients_test.cc.)
 
-The client carries on by itself: the producer keeps sending at a steady pace before, during
-and after the kill and the restart, and the test only waits for its acknowledgements to
-grow. At the end the group has read every acknowledged record (at its acknowledged offset,
+Then the leader of a partition is paused (SIGSTOP) past its session timeout and continued:
+its lease goes, another broker leads, and continued it steps down, registers again and
+rejoins the ISRs. The client carries on by itself: the producer keeps sending at a steady
+pace before, during and after each fault, and the test only waits for its
+acknowledgements to grow (and for records sent after each fault to be acknowledged on the
+partition that lost its leader). At the end the group has read every acknowledged record (at its acknowledged offset,
 with its value), and a final read of every partition through a surviving broker, checked by
 tests/tools/history_checker.py with the acks, has every acknowledged record at its offset,
 each producer's records in order, and (idempotent clients) none twice.
@@ -30,6 +33,7 @@ usage: /usr/bin/python3 cluster_clients_test.py path/to/sluice kafka-python|kafk
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -322,6 +326,30 @@ def run(sluice, which, tmp):
         n = wait_acks_past(client, client.acked() + 200, f"{which} producing after the restart")
         print(f"{which}: broker {victim.node} back in the ISRs, {n} acknowledged")
 
+        # A leader paused past its session (SIGSTOP, then SIGCONT): its lease goes, another
+        # broker leads; continued, it stops leading, registers again and catches up.
+        controller = md.controller_id
+        paused_partition, paused_node = next((p, n) for p, n in sorted(leaders_of(md).items())
+                                             if n != controller)
+        paused = by_node[paused_node]
+        other = next(b for b in brokers if b is not paused)
+        sent_before_pause = client.sent_so_far()
+        os.kill(paused.proc.pid, signal.SIGSTOP)
+        try:
+            wait_metadata(other.bootstrap,
+                          lambda m: leaders_of(m)[paused_partition] not in (-1, paused_node),
+                          f"a new leader of {TOPIC}-{paused_partition}")
+            n = wait_acks_past(client, client.acked() + 300, f"{which} producing while paused")
+        finally:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        print(f"{which}: paused broker {paused.node}, the leader of {TOPIC}-{paused_partition}: "
+              f"carried on, {n} acknowledged")
+        md = wait_metadata(other.bootstrap,
+                           lambda m: all(len(i) == 3 for i in isr_of(m).values()),
+                           f"broker {paused.node} back in every ISR", timeout=90)
+        n = wait_acks_past(client, client.acked() + 200, f"{which} producing after the pause")
+        print(f"{which}: broker {paused.node} continued and back in the ISRs, {n} acknowledged")
+
         acks, reads, failures, errors = client.finish()
         check(not errors, f"{which}: {errors[:5]}")
         check(not failures, f"{which}: {len(failures)} delivery failures: {failures[:5]}")
@@ -332,6 +360,10 @@ def run(sluice, which, tmp):
                  and int(a["value"].split(":")[1]) > sent_before_kill]
         check(later, f"{which}: no record sent after the kill was acknowledged on "
               f"{TOPIC}-{partition}")
+        later = [a for a in acks if a["partition"] == paused_partition
+                 and int(a["value"].split(":")[1]) > sent_before_pause]
+        check(later, f"{which}: no record sent after the pause was acknowledged on "
+              f"{TOPIC}-{paused_partition}")
         check_history(client, acks, read_all(survivor.bootstrap))
         print(f"PASS: cluster_clients_test ({which})")
     except BaseException:
