@@ -20,8 +20,9 @@ pace before, during and after each fault, and the test only waits for its
 acknowledgements to grow (and for records sent after each fault to be acknowledged on the
 partition that lost its leader). At the end the group has read every acknowledged record (at its acknowledged offset,
 with its value), and a final read of every partition through a surviving broker, checked by
-tests/tools/history_checker.py with the acks, has every acknowledged record at its offset,
-each producer's records in order, and (idempotent clients) none twice.
+tests/tools/history_checker.py with the acks and the group's committed offsets (read every
+half second), has every acknowledged record at its offset, each producer's records in
+order, (idempotent clients) none twice, and no committed offset going backwards.
 
 The victim is a partition leader that is not the controller: the group coordinator lives on
 the controller until the coordinators' logs are replicated partitions (0018 phase D), which
@@ -48,6 +49,7 @@ from cluster_replication_test import PARTITIONS, TOPIC, isr_of, leaders_of, read
 from sluice_broker import check, wait_until  # noqa: E402
 import history_checker  # noqa: E402
 
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 GROUP = "cluster-clients"
@@ -259,14 +261,44 @@ def check_group_reads(name, acks, reads):
               f"{a['partition']} offset {a['offset']}, the group read {got!r}")
 
 
-def check_history(client, acks, final_read):
-    report = history_checker.check(acks + final_read)
+class CommitWatcher(threading.Thread):
+    """The group's committed offsets, read every half second (OffsetFetch from a consumer
+    that never joins the group), as history_checker.py's "commit" events: committed
+    offsets must never go backwards."""
+
+    def __init__(self, bootstrap):
+        super().__init__(daemon=True)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                                  "enable.auto.commit": False})
+        self.events, self.stop = [], threading.Event()
+
+    def run(self):
+        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        while not self.stop.wait(0.5):
+            try:
+                got = self.consumer.committed(tps, timeout=5)
+            except Exception:
+                continue  # the coordinator moving or unreachable: the next round
+            for tp in got:
+                if tp.error is None and tp.offset >= 0:
+                    self.events.append({"type": "commit", "group": GROUP, "topic": TOPIC,
+                                        "partition": tp.partition, "offset": tp.offset})
+
+    def finish(self):
+        self.stop.set()
+        self.join(30)
+        self.consumer.close()
+        return self.events
+
+
+def check_history(client, acks, final_read, commits):
+    report = history_checker.check(acks + commits + final_read)
     allowed = set() if client.idempotent else {"duplicate"}
     bad = [(k, m) for k, m in report.violations if k not in allowed]
     dups = len(report.violations) - len(bad)
+    extra = f" ({dups} duplicates of a non-idempotent producer)" if dups else ""
     print(f"history: {report.acked} acknowledged, {report.read} read back, "
-          f"{len(bad)} violations" + (f" ({dups} duplicates of a non-idempotent producer)"
-                                      if dups else ""))
+          f"{report.commits} commits observed, {len(bad)} violations{extra}")
     check(not bad, "history checker: " + "; ".join(f"{k}: {m}" for k, m in bad[:10]))
 
 
@@ -306,6 +338,8 @@ def run(sluice, which, tmp):
         survivor = next(b for b in brokers if b is not victim)
 
         client = CLIENTS[which](",".join(b.bootstrap for b in brokers), tmp)
+        commits = CommitWatcher(",".join(b.bootstrap for b in brokers))
+        commits.start()
         client.start()
         n = wait_acks_past(client, 200, f"{which}: the first acknowledgements")
         sent_before_kill = client.sent_so_far()
@@ -364,7 +398,9 @@ def run(sluice, which, tmp):
                  and int(a["value"].split(":")[1]) > sent_before_pause]
         check(later, f"{which}: no record sent after the pause was acknowledged on "
               f"{TOPIC}-{paused_partition}")
-        check_history(client, acks, read_all(survivor.bootstrap))
+        observed = commits.finish()
+        check(observed, f"{which}: no committed offset observed")
+        check_history(client, acks, read_all(survivor.bootstrap), observed)
         print(f"PASS: cluster_clients_test ({which})")
     except BaseException:
         for b in brokers:
