@@ -15,7 +15,7 @@ cluster_rdkafka_clients_test.cc.)
 
 Then the leader of a partition is paused (SIGSTOP) past its session timeout and continued:
 its lease goes, another broker leads, and continued it steps down, registers again and
-rejoins the ISRs. The client carries on by itself: the producer keeps sending at a steady
+rejoins the ISRs. Then etcd is killed for longer than the session and started again. The client carries on by itself: the producer keeps sending at a steady
 pace before, during and after each fault, and the test only waits for its
 acknowledgements to grow (and for records sent after each fault to be acknowledged on the
 partition that lost its leader). At the end the group has read every acknowledged record (at its acknowledged offset,
@@ -383,6 +383,18 @@ def run(sluice, which, tmp):
                            f"broker {paused.node} back in every ISR", timeout=90)
         n = wait_acks_past(client, client.acked() + 200, f"{which} producing after the pause")
         print(f"{which}: broker {paused.node} continued and back in the ISRs, {n} acknowledged")
+
+        # etcd killed for longer than the session and started again: every broker loses
+        # its lease and stops leading, then registers again and the controller elects.
+        etcd.kill(0)
+        time.sleep(6)
+        etcd.restart(0)
+        md = wait_metadata(survivor.bootstrap,
+                           lambda m: all(p >= 0 for p in leaders_of(m).values())
+                           and all(len(i) == 3 for i in isr_of(m).values()),
+                           "leaders and ISRs of three after etcd's restart", timeout=90)
+        n = wait_acks_past(client, client.acked() + 300, f"{which} producing after etcd's restart")
+        print(f"{which}: etcd killed and restarted, {n} acknowledged; leaders {leaders_of(md)}")
 
         acks, reads, failures, errors = client.finish()
         check(not errors, f"{which}: {errors[:5]}")
