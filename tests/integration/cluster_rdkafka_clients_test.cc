@@ -3,10 +3,11 @@
 // partitions with replication factor 3 and min.insync.replicas=2. An idempotent acks=all
 // producer sends a record every few milliseconds and a consumer group member reads the
 // topic, while the leader of a partition (not the controller, where the group coordinator
-// lives until 0018 phase D) is SIGKILLed and later restarted. Both carry on by themselves:
-// the test only waits for the acknowledgements to grow. At the end the group has read
-// every acknowledged record at its offset, and a final read of every partition, with the
-// acks, passes tests/tools/history_checker.py (nothing lost, nothing twice, in order).
+// lives until 0018 phase D) is SIGKILLed and later restarted with an empty data directory
+// (a new incarnation, back in every ISR once caught up). Both carry on by themselves: the
+// test only waits for the acknowledgements to grow. At the end the group has read every
+// acknowledged record at its offset, and a final read of every partition, with the acks,
+// passes tests/tools/history_checker.py (nothing lost, nothing twice, in order).
 //
 // usage: cluster_rdkafka_clients_test [gtest flags] path/to/sluice
 #include <fmt/format.h>
@@ -238,6 +239,9 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
       << "a new leader";
   n = acked_past(deliveries.Acked() + 300, "producing after the kill");
   std::fprintf(stderr, "carried on: %zu acknowledged\n", n);
+  // Restarted without its data directory (a replaced disk): a new incarnation, never
+  // elected with its empty log, back in the ISRs once caught up.
+  std::filesystem::remove_all(cluster.broker(victim).data_dir());
   error = cluster.broker(victim).Start();
   EXPECT_EQ(error, "");
   EXPECT_TRUE(WaitFor(
