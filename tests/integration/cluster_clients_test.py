@@ -13,12 +13,16 @@ SIGKILLed and, later, restarted:
 (confluent-kafka: cluster_replication_test.py; librdkafka from C++:
 cluster_rdkafka_clients_test.cc.)
 
-The client carries on by itself: the producer keeps sending at a steady pace before, during
-and after the kill and the restart, and the test only waits for its acknowledgements to
-grow. At the end the group has read every acknowledged record (at its acknowledged offset,
+Then the leader of a partition is paused (SIGSTOP) past its session timeout and continued:
+its lease goes, another broker leads, and continued it steps down, registers again and
+rejoins the ISRs. Then etcd is killed for longer than the session and started again. The client carries on by itself: the producer keeps sending at a steady
+pace before, during and after each fault, and the test only waits for its
+acknowledgements to grow (and for records sent after each fault to be acknowledged on the
+partition that lost its leader). At the end the group has read every acknowledged record (at its acknowledged offset,
 with its value), and a final read of every partition through a surviving broker, checked by
-tests/tools/history_checker.py with the acks, has every acknowledged record at its offset,
-each producer's records in order, and (idempotent clients) none twice.
+tests/tools/history_checker.py with the acks and the group's committed offsets (read every
+half second), has every acknowledged record at its offset, each producer's records in
+order, (idempotent clients) none twice, and no committed offset going backwards.
 
 The victim is a partition leader that is not the controller: the group coordinator lives on
 the controller until the coordinators' logs are replicated partitions (0018 phase D), which
@@ -30,6 +34,7 @@ usage: /usr/bin/python3 cluster_clients_test.py path/to/sluice kafka-python|kafk
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -44,6 +49,7 @@ from cluster_replication_test import PARTITIONS, TOPIC, isr_of, leaders_of, read
 from sluice_broker import check, wait_until  # noqa: E402
 import history_checker  # noqa: E402
 
+from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 GROUP = "cluster-clients"
@@ -64,6 +70,7 @@ class KafkaPythonClient:
         self.acks, self.reads, self.failures, self.errors = [], [], [], []
         self.stop_producing = threading.Event()
         self.stop_consuming = threading.Event()
+        self.sent = 0  # records handed to the producer so far
         self.producer_thread = threading.Thread(target=self._produce, daemon=True)
         self.consumer_thread = threading.Thread(target=self._consume, daemon=True)
 
@@ -74,6 +81,9 @@ class KafkaPythonClient:
     def acked(self):
         with self.lock:
             return len(self.acks)
+
+    def sent_so_far(self):
+        return self.sent
 
     def read(self):
         with self.lock:
@@ -99,6 +109,7 @@ class KafkaPythonClient:
                 value = f"kp:{seq}"
                 seq += 1
                 f = p.send(TOPIC, key=value.encode(), value=value.encode())
+                self.sent = seq
                 f.add_callback(lambda md, v=value: ok(v, md))
                 f.add_errback(lambda e, v=value: failed(v, e))
                 time.sleep(0.005)
@@ -185,6 +196,10 @@ class KafkaJsClient:
     def start(self):
         self._tell("start")
 
+    def sent_so_far(self):
+        # One record in flight at a time: sent at most one past the acks it printed.
+        return self.counts[0] + 1
+
     def acked(self):
         check(self.proc.poll() is None, f"kafkajs exited ({self.proc.returncode}): {self.tail()}")
         return self.counts[0]
@@ -246,15 +261,64 @@ def check_group_reads(name, acks, reads):
               f"{a['partition']} offset {a['offset']}, the group read {got!r}")
 
 
-def check_history(client, acks, final_read):
-    report = history_checker.check(acks + final_read)
+class CommitWatcher(threading.Thread):
+    """The group's committed offsets, read every half second (OffsetFetch from a consumer
+    that never joins the group), as history_checker.py's "commit" events: committed
+    offsets must never go backwards."""
+
+    def __init__(self, bootstrap):
+        super().__init__(daemon=True)
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
+                                  "enable.auto.commit": False})
+        self.events, self.stop = [], threading.Event()
+
+    def run(self):
+        tps = [TopicPartition(TOPIC, p) for p in range(PARTITIONS)]
+        while not self.stop.wait(0.5):
+            try:
+                got = self.consumer.committed(tps, timeout=5)
+            except Exception:
+                continue  # the coordinator moving or unreachable: the next round
+            for tp in got:
+                if tp.error is None and tp.offset >= 0:
+                    self.events.append({"type": "commit", "group": GROUP, "topic": TOPIC,
+                                        "partition": tp.partition, "offset": tp.offset})
+
+    def finish(self):
+        self.stop.set()
+        self.join(30)
+        self.consumer.close()
+        return self.events
+
+
+def check_history(client, acks, final_read, commits):
+    report = history_checker.check(acks + commits + final_read)
     allowed = set() if client.idempotent else {"duplicate"}
     bad = [(k, m) for k, m in report.violations if k not in allowed]
     dups = len(report.violations) - len(bad)
+    extra = f" ({dups} duplicates of a non-idempotent producer)" if dups else ""
     print(f"history: {report.acked} acknowledged, {report.read} read back, "
-          f"{len(bad)} violations" + (f" ({dups} duplicates of a non-idempotent producer)"
-                                      if dups else ""))
+          f"{report.commits} commits observed, {len(bad)} violations{extra}")
     check(not bad, "history checker: " + "; ".join(f"{k}: {m}" for k, m in bad[:10]))
+
+
+def create_replicated_topic(brokers, topic, partitions):
+    """Creates `topic` with replication factor 3 and min.insync.replicas=2 through broker 1
+    once Metadata names a controller, and waits until every partition has a leader and an
+    ISR of three. Returns the AdminClient and that Metadata."""
+    # A broker that has not seen the controller yet answers Metadata with -1, and
+    # librdkafka's admin then waits for the controller until its timeout.
+    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3
+                  and m.controller_id >= 0, "three brokers and a controller")
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})],
+                        operation_timeout=10)[topic].result(30)
+    md = wait_metadata(brokers[1].bootstrap,
+                       lambda m: topic in m.topics
+                       and all(p.leader >= 0 for p in m.topics[topic].partitions.values())
+                       and all(len(i) == 3 for i in isr_of(m, topic).values()),
+                       f"{topic}'s leaders and ISRs of three")
+    return admin, md
 
 
 def run(sluice, which, tmp):
@@ -266,14 +330,7 @@ def run(sluice, which, tmp):
     try:
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
-        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
-        admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})],
-                            operation_timeout=10)[TOPIC].result(30)
-        md = wait_metadata(brokers[1].bootstrap,
-                           lambda m: TOPIC in m.topics
-                           and all(p.leader >= 0 for p in m.topics[TOPIC].partitions.values())
-                           and all(len(i) == 3 for i in isr_of(m).values()),
-                           "the topic's leaders and ISRs of three")
+        _, md = create_replicated_topic(brokers, TOPIC, PARTITIONS)
         controller = md.controller_id
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md).items())
                                  if n != controller)
@@ -281,8 +338,11 @@ def run(sluice, which, tmp):
         survivor = next(b for b in brokers if b is not victim)
 
         client = CLIENTS[which](",".join(b.bootstrap for b in brokers), tmp)
+        commits = CommitWatcher(",".join(b.bootstrap for b in brokers))
+        commits.start()
         client.start()
         n = wait_acks_past(client, 200, f"{which}: the first acknowledgements")
+        sent_before_kill = client.sent_so_far()
         victim.kill()
         print(f"{which}: {n} acknowledged; killed broker {victim.node}, the leader of "
               f"{TOPIC}-{partition} (controller: broker {controller})")
@@ -300,13 +360,59 @@ def run(sluice, which, tmp):
         n = wait_acks_past(client, client.acked() + 200, f"{which} producing after the restart")
         print(f"{which}: broker {victim.node} back in the ISRs, {n} acknowledged")
 
+        # A leader paused past its session (SIGSTOP, then SIGCONT): its lease goes, another
+        # broker leads; continued, it stops leading, registers again and catches up.
+        controller = md.controller_id
+        paused_partition, paused_node = next((p, n) for p, n in sorted(leaders_of(md).items())
+                                             if n != controller)
+        paused = by_node[paused_node]
+        other = next(b for b in brokers if b is not paused)
+        sent_before_pause = client.sent_so_far()
+        os.kill(paused.proc.pid, signal.SIGSTOP)
+        try:
+            wait_metadata(other.bootstrap,
+                          lambda m: leaders_of(m)[paused_partition] not in (-1, paused_node),
+                          f"a new leader of {TOPIC}-{paused_partition}")
+            n = wait_acks_past(client, client.acked() + 300, f"{which} producing while paused")
+        finally:
+            os.kill(paused.proc.pid, signal.SIGCONT)
+        print(f"{which}: paused broker {paused.node}, the leader of {TOPIC}-{paused_partition}: "
+              f"carried on, {n} acknowledged")
+        md = wait_metadata(other.bootstrap,
+                           lambda m: all(len(i) == 3 for i in isr_of(m).values()),
+                           f"broker {paused.node} back in every ISR", timeout=90)
+        n = wait_acks_past(client, client.acked() + 200, f"{which} producing after the pause")
+        print(f"{which}: broker {paused.node} continued and back in the ISRs, {n} acknowledged")
+
+        # etcd killed for longer than the session and started again: every broker loses
+        # its lease and stops leading, then registers again and the controller elects.
+        etcd.kill(0)
+        time.sleep(6)
+        etcd.restart(0)
+        md = wait_metadata(survivor.bootstrap,
+                           lambda m: all(p >= 0 for p in leaders_of(m).values())
+                           and all(len(i) == 3 for i in isr_of(m).values()),
+                           "leaders and ISRs of three after etcd's restart", timeout=90)
+        n = wait_acks_past(client, client.acked() + 300, f"{which} producing after etcd's restart")
+        print(f"{which}: etcd killed and restarted, {n} acknowledged; leaders {leaders_of(md)}")
+
         acks, reads, failures, errors = client.finish()
         check(not errors, f"{which}: {errors[:5]}")
         check(not failures, f"{which}: {len(failures)} delivery failures: {failures[:5]}")
         print(f"{which}: {len(acks)} acknowledged, the group read {len(reads)} "
               f"({len({(p, o) for p, o, _ in reads})} distinct offsets)")
         check_group_reads(which, acks, reads)
-        check_history(client, acks, read_all(survivor.bootstrap))
+        later = [a for a in acks if a["partition"] == partition
+                 and int(a["value"].split(":")[1]) > sent_before_kill]
+        check(later, f"{which}: no record sent after the kill was acknowledged on "
+              f"{TOPIC}-{partition}")
+        later = [a for a in acks if a["partition"] == paused_partition
+                 and int(a["value"].split(":")[1]) > sent_before_pause]
+        check(later, f"{which}: no record sent after the pause was acknowledged on "
+              f"{TOPIC}-{paused_partition}")
+        observed = commits.finish()
+        check(observed, f"{which}: no committed offset observed")
+        check_history(client, acks, read_all(survivor.bootstrap), observed)
         print(f"PASS: cluster_clients_test ({which})")
     except BaseException:
         for b in brokers:

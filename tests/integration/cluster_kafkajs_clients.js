@@ -48,9 +48,12 @@ const acked = []
 const consumed = new Set() // values the group read
 let readCount = 0
 
-const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+// A paused leader (SIGSTOP) keeps its connections open and answers nothing: KafkaJS's
+// requests to it time out, and it learns of the new leader only from a Metadata refresh,
+// which comes every metadataMaxAge (5 minutes by default).
+const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1, metadataMaxAge: 5000 })
 const consumer = kafka.consumer({
-  groupId, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 500,
+  groupId, sessionTimeout: 10000, heartbeatInterval: 500, maxWaitTimeInMs: 500, metadataMaxAge: 5000,
   retry: { initialRetryTime: 200, maxRetryTime: 2000, retries: 30 },
 })
 consumer.on(consumer.events.CRASH, e => {

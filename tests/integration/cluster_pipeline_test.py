@@ -6,11 +6,14 @@ docs/cluster.md). Three `sluice serve --etcd` brokers and a real etcd:
 - `sluice pipeline run` beside broker 1 (the chosen broker whose machine holds the
   warehouse: tables are local until they live on shared storage) reads a topic of three
   partitions with replication factor 3 through broker 1 and appends to an Iceberg table,
-  exactly once (docs/sinks.md). An idempotent acks=all producer writes JSON records before
-  and after the leader of one of the source partitions is SIGKILLed mid-run (a broker
-  that is neither the pipeline's bootstrap nor the controller, where the group
-  coordinator lives until phase D); the pipeline carries on by itself, and the table ends
-  with every acknowledged record exactly once (checked with `sluice sql --warehouse`).
+  exactly once (docs/sinks.md); broker 1 also runs a pipeline of its own (`sluice serve
+  --pipelines`, through {{ SLUICE_KAFKA_ADDR }}, started before the topic exists) into
+  another table of the same warehouse. An idempotent acks=all producer writes JSON
+  records before and after the leader of one of the source partitions is SIGKILLed
+  mid-run (a broker that is neither the pipeline's bootstrap nor the controller, where
+  the group coordinator lives until phase D); the pipelines carry on by themselves, and
+  each table ends with every acknowledged record exactly once (checked with `sluice sql
+  --warehouse`).
 - The query server's topic() on each surviving broker (its own listener as bootstrap)
   reads every record of that topic once, and of a replication-factor-1 topic led by
   another broker; `sluice sql --bootstrap` through a broker that leads none of a topic's
@@ -29,12 +32,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import (ClusterBroker, start_together,  # noqa: E402
                                      wait_metadata)
+from cluster_clients_test import create_replicated_topic  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
 from etcd_util import EtcdCluster, free_ports, unavailable  # noqa: E402
 from sluice_broker import check, wait_until  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import NewTopic  # noqa: E402
 
 TOPIC = "events"
 SOLO = "solo"
@@ -46,10 +50,11 @@ class QueryBroker(ClusterBroker):
     """A cluster broker with the query server on a free port and, for broker 1, the
     warehouse the pipeline writes."""
 
-    def __init__(self, sluice, node, etcd_url, warehouse=None):
+    def __init__(self, sluice, node, etcd_url, warehouse=None, pipelines=None):
         super().__init__(sluice, node, etcd_url)
         self.pg_port = free_ports(1)[0]
         self.warehouse = warehouse
+        self.pipelines = pipelines
 
     def args(self, etcd=True):
         a = super().args(etcd)
@@ -57,6 +62,8 @@ class QueryBroker(ClusterBroker):
         if self.warehouse:  # served as an Iceberg REST catalog on the HTTP port
             a[a.index("--http-addr") + 1] = "127.0.0.1:0"
             a += ["--warehouse", self.warehouse]
+        if self.pipelines:
+            a += ["--pipelines", self.pipelines]
         return a
 
 
@@ -81,14 +88,14 @@ commands:
   - name: events table
     sql: CREATE TABLE events (id BIGINT, city VARCHAR);
 pipeline:
-  name: to-lake
+  name: {group}
   batch_size: 200
   flush_interval_seconds: 1
   source:
     type: kafka
     kafka:
       brokers: ["{bootstrap}"]
-      group_id: to-lake
+      group_id: {group}
       auto_offset_reset: earliest
       topics: [{topic}]
   handler:
@@ -99,7 +106,7 @@ pipeline:
     type: iceberg
     iceberg:
       catalog_name: sluice
-      table_name: db.events
+      table_name: db.{table}
       warehouse: "{warehouse}"
       commit_interval_seconds: 1
 """
@@ -129,16 +136,16 @@ class Acks:
             producer.poll(0)
 
 
-def lake_ids(sluice, warehouse):
+def lake_ids(sluice, warehouse, table="events"):
     rows = sluice_sql(sluice, ["--warehouse", warehouse],
-                      "SELECT id FROM lake.db.events ORDER BY id")
+                      f"SELECT id FROM lake.db.{table} ORDER BY id")
     return [r["id"] for r in rows]
 
 
-def lake_count(sluice, warehouse):
+def lake_count(sluice, warehouse, table="events"):
     try:
         rows = sluice_sql(sluice, ["--warehouse", warehouse],
-                          "SELECT count(*) AS n FROM lake.db.events")
+                          f"SELECT count(*) AS n FROM lake.db.{table}")
     except Exception:
         return 0  # no table yet
     return rows[0]["n"]
@@ -146,21 +153,21 @@ def lake_count(sluice, warehouse):
 
 def run(sluice, etcd, tmp):
     warehouse = os.path.join(tmp, "wh")
-    brokers = [QueryBroker(sluice, n, etcd.endpoints_arg(), warehouse if n == 1 else None)
+    # Broker 1 also runs a pipeline of its own (serve --pipelines): the same topic into
+    # another table, through its own listener ({{ SLUICE_KAFKA_ADDR }}).
+    served = os.path.join(tmp, "pipelines")
+    os.makedirs(served)
+    with open(os.path.join(served, "served.yml"), "w") as f:
+        f.write(PIPELINE.format(bootstrap="{{ SLUICE_KAFKA_ADDR }}", topic=TOPIC,
+                                warehouse=warehouse, group="served", table="served"))
+    brokers = [QueryBroker(sluice, n, etcd.endpoints_arg(), warehouse if n == 1 else None,
+                           served if n == 1 else None)
                for n in (1, 2, 3)]
     pipeline = None
     try:
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
-        admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
-        fs = admin.create_topics([NewTopic(TOPIC, 3, 3, config={"min.insync.replicas": "2"})],
-                                 operation_timeout=10)
-        fs[TOPIC].result(30)
-        md = wait_metadata(brokers[1].bootstrap,
-                           lambda m: TOPIC in m.topics
-                           and all(p.leader >= 0 for p in m.topics[TOPIC].partitions.values())
-                           and all(len(i) == 3 for i in isr_of(m, TOPIC).values()),
-                           "the topics' leaders and ISRs of three")
+        admin, md = create_replicated_topic(brokers, TOPIC, 3)
         controller = md.controller_id
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md, TOPIC).items())
                                  if n not in (controller, 1))
@@ -169,7 +176,7 @@ def run(sluice, etcd, tmp):
         pipe_file = os.path.join(tmp, "pipeline.yml")
         with open(pipe_file, "w") as f:
             f.write(PIPELINE.format(bootstrap=brokers[0].bootstrap, topic=TOPIC,
-                                    warehouse=warehouse))
+                                    warehouse=warehouse, group="to-lake", table="events"))
         pipe_log = open(os.path.join(tmp, "pipeline.log"), "w")
         pipeline = subprocess.Popen([sluice, "pipeline", "run", pipe_file, "--no-progress"],
                                     stdout=pipe_log, stderr=subprocess.STDOUT,
@@ -205,6 +212,12 @@ def run(sluice, etcd, tmp):
               f"want each of the {len(want)} acknowledged ids once")
         print(f"pipeline: {len(got)} rows, every acknowledged record exactly once; "
               f"leaders {leaders_of(md, TOPIC)}")
+        wait_until(lambda: lake_count(sluice, warehouse, "served") >= len(want), 120,
+                   "broker 1's own pipeline writing every record", interval=0.5)
+        got = lake_ids(sluice, warehouse, "served")
+        check(got == want, f"broker 1's pipeline: {len(got)} rows, {len(set(got))} distinct; "
+              f"want each of the {len(want)} acknowledged ids once")
+        print("broker 1's own pipeline (serve --pipelines): every record exactly once")
 
         # topic() of each surviving broker's query server (librdkafka to the leaders).
         for b in survivors:

@@ -3,10 +3,11 @@
 // partitions with replication factor 3 and min.insync.replicas=2. An idempotent acks=all
 // producer sends a record every few milliseconds and a consumer group member reads the
 // topic, while the leader of a partition (not the controller, where the group coordinator
-// lives until 0018 phase D) is SIGKILLed and later restarted. Both carry on by themselves:
-// the test only waits for the acknowledgements to grow. At the end the group has read
-// every acknowledged record at its offset, and a final read of every partition, with the
-// acks, passes tests/tools/history_checker.py (nothing lost, nothing twice, in order).
+// lives until 0018 phase D) is SIGKILLed and later restarted with an empty data directory
+// (a new incarnation, back in every ISR once caught up). Both carry on by themselves: the
+// test only waits for the acknowledgements to grow. At the end the group has read every
+// acknowledged record at its offset, and a final read of every partition, with the acks,
+// passes tests/tools/history_checker.py (nothing lost, nothing twice, in order).
 //
 // usage: cluster_rdkafka_clients_test [gtest flags] path/to/sluice
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -96,22 +98,6 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::seconds timeout) {
   return done();
 }
 
-rd_kafka_resp_err_t CreateReplicatedTopic(rd_kafka_t* rk) {
-  char err[256];
-  rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(kTopic, kPartitions, 3, err, sizeof err);
-  if (topic == nullptr) return RD_KAFKA_RESP_ERR__INVALID_ARG;
-  rd_kafka_NewTopic_set_config(topic, "min.insync.replicas", "2");
-  AdminCall call(rk, RD_KAFKA_ADMIN_OP_CREATETOPICS);
-  rd_kafka_CreateTopics(rk, &topic, 1, call.options(), call.queue());
-  rd_kafka_NewTopic_destroy(topic);
-  EventPtr ev = call.Wait(RD_KAFKA_EVENT_CREATETOPICS_RESULT);
-  if (!ev) return RD_KAFKA_RESP_ERR__FAIL;
-  size_t n = 0;
-  const rd_kafka_topic_result_t** results =
-      rd_kafka_CreateTopics_result_topics(rd_kafka_event_CreateTopics_result(ev.get()), &n);
-  return n == 1 ? rd_kafka_topic_result_error(results[0]) : RD_KAFKA_RESP_ERR__FAIL;
-}
-
 // Every partition from its start to its high watermark, as history_checker.py's "read"
 // and "end" events.
 std::vector<std::string> FinalRead(const std::string& bootstrap) {
@@ -153,7 +139,11 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   g_broker = &cluster.broker(1);  // rdkafka_util's default bootstrap; overridden below
   const std::string bootstrap = cluster.Bootstraps();
   KafkaPtr admin = NewClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstrap}});
-  ASSERT_EQ(CreateReplicatedTopic(admin.get()), RD_KAFKA_RESP_ERR_NO_ERROR);
+  // A broker that has not seen the controller yet answers Metadata with -1, and the admin
+  // API then waits for a controller until its timeout.
+  ASSERT_TRUE(WaitFor([&] { return rd_kafka_controllerid(admin.get(), 1000) >= 0; }, 30s));
+  ASSERT_EQ(CreateTopic(admin.get(), kTopic, kPartitions, {{"min.insync.replicas", "2"}}, 3),
+            RD_KAFKA_RESP_ERR_NO_ERROR);
   std::vector<std::pair<int32_t, int>> view;
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -177,6 +167,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   // The producer: a record every few milliseconds until told to stop, then a flush.
   Deliveries deliveries;
   std::atomic<bool> stop_producing{false};
+  std::atomic<int> sent{0};  // records handed to librdkafka so far
   std::thread producer_thread([&] {
     KafkaPtr p = NewClient(
         RD_KAFKA_PRODUCER,
@@ -197,6 +188,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
         rd_kafka_poll(p.get(), 100);
       }
       EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR) << rd_kafka_err2str(err);
+      sent = seq + 1;
       rd_kafka_poll(p.get(), 3);
     }
     EXPECT_EQ(rd_kafka_flush(p.get(), 120000), RD_KAFKA_RESP_ERR_NO_ERROR);
@@ -234,6 +226,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
     return deliveries.Acked();
   };
   size_t n = acked_past(200, "the first acknowledgements");
+  const int sent_before_kill = sent;
   cluster.broker(victim).Kill();
   std::fprintf(stderr, "%zu acknowledged; killed broker %d, the leader of %s-%d (controller %d)\n",
                n, victim, kTopic, partition, controller);
@@ -246,6 +239,9 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
       << "a new leader";
   n = acked_past(deliveries.Acked() + 300, "producing after the kill");
   std::fprintf(stderr, "carried on: %zu acknowledged\n", n);
+  // Restarted without its data directory (a replaced disk): a new incarnation, never
+  // elected with its empty log, back in the ISRs once caught up.
+  std::filesystem::remove_all(cluster.broker(victim).data_dir());
   error = cluster.broker(victim).Start();
   EXPECT_EQ(error, "");
   EXPECT_TRUE(WaitFor(
@@ -293,6 +289,13 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
     EXPECT_EQ(read_at[std::pair(a.partition, a.offset)], a.value)
         << kTopic << "-" << a.partition << " offset " << a.offset;
   }
+  // The killed leader's partition took records sent after the kill (its new leader's).
+  EXPECT_TRUE(std::any_of(acks.begin(), acks.end(),
+                          [&](const Ack& a) {
+                            return a.partition == partition &&
+                                   std::stoi(a.value.substr(3)) >= sent_before_kill;
+                          }))
+      << "no record sent after the kill was acknowledged on " << kTopic << "-" << partition;
   std::fprintf(stderr, "%zu acknowledged, the group read %zu (%zu offsets)\n", acks.size(),
                reads.size(), read_at.size());
 

@@ -127,9 +127,10 @@ class AdminCall {
 
 // CreateTopics for one topic: the topic's error code (NO_ERROR when created).
 inline rd_kafka_resp_err_t CreateTopic(rd_kafka_t* rk, const std::string& name, int partitions,
-                                       const Props& configs = {}) {
+                                       const Props& configs = {}, int replication_factor = 1) {
   char err[256];
-  rd_kafka_NewTopic_t* topic = rd_kafka_NewTopic_new(name.c_str(), partitions, 1, err, sizeof err);
+  rd_kafka_NewTopic_t* topic =
+      rd_kafka_NewTopic_new(name.c_str(), partitions, replication_factor, err, sizeof err);
   if (topic == nullptr) {
     ADD_FAILURE() << "NewTopic " << name << ": " << err;
     return RD_KAFKA_RESP_ERR__INVALID_ARG;

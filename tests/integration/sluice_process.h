@@ -42,6 +42,8 @@ class SluiceProcess {
 
   // "127.0.0.1:PORT", valid after Start.
   const std::string& bootstrap() const { return bootstrap_; }
+  // The broker's --data-dir (kept across Stop, Kill and Start).
+  std::filesystem::path data_dir() const { return dir_ / "data"; }
 
   // Waits (up to `timeout`) for a line of sluice's stdout matching `regex` and returns
   // its first group, or "" when none came (e.g. the query server's
