@@ -1131,7 +1131,7 @@ Result<int64_t> ClusterController::AllocateProducerId() {
 }
 
 void ClusterController::Publish() {
-  publisher_->Publish(view_.Snapshot(node_id(), options_.local.topic_defaults));
+  publisher_->Publish(view_.Snapshot(node_id(), options_.local.topic_defaults, !lease_lost_));
 }
 
 }  // namespace sluice::broker

@@ -167,13 +167,17 @@ Result<TopicInfo> ClusterView::TopicInfoOf(const std::string& name,
   return info;
 }
 
-std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self,
-                                                        const TopicConfig& defaults) const {
+std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self, const TopicConfig& defaults,
+                                                        bool self_live) const {
+  auto live = [&](int32_t node) {
+    return brokers_.count(node) != 0 && (self_live || node != self);
+  };
   auto meta = std::make_shared<MetadataSnapshot>();
   meta->cluster = true;
   meta->node_id = self;
   meta->controller_id = controller_.has_value() ? controller_->value.node : -1;
   for (const auto& [node, reg] : brokers_) {
+    if (!live(node)) continue;
     meta->brokers.push_back({node, reg.value.host, reg.value.port, reg.value.inter_broker_host,
                              reg.value.inter_broker_port});
   }
@@ -189,13 +193,13 @@ std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self,
       MetadataSnapshot::Leadership& l = out.partitions[p];
       l.replicas = topic.value.partitions[p];
       for (int32_t r : l.replicas) {
-        if (brokers_.count(r) == 0) l.offline.push_back(r);
+        if (!live(r)) l.offline.push_back(r);
       }
       auto state = partitions_.find({name, static_cast<int32_t>(p)});
       if (state == partitions_.end()) continue;  // not written yet: no leader
       const PartitionState& s = state->second.value;
       // A leader whose registration is gone is no leader until the controller says so.
-      l.leader = brokers_.count(s.leader) != 0 ? s.leader : -1;
+      l.leader = live(s.leader) ? s.leader : -1;
       l.leader_epoch = s.leader_epoch;
       out.leader_epochs[p] = s.leader_epoch;
       for (const IsrMember& m : s.isr) l.isr.push_back(m.node);

@@ -89,8 +89,12 @@ class ClusterView {
   // over `defaults` (a config etcd holds that this broker cannot read falls back to the
   // default, logged by the caller).
   Result<TopicInfo> TopicInfoOf(const std::string& name, const TopicConfig& defaults) const;
-  // The snapshot for the shards (its advertised address is the publisher's).
-  std::shared_ptr<MetadataSnapshot> Snapshot(int32_t self, const TopicConfig& defaults) const;
+  // The snapshot for the shards (its advertised address is the publisher's). With
+  // `self_live` false (this broker lost its lease, and etcd may not have deleted its
+  // registration yet) it names this broker as no partition's leader and as offline, so
+  // clients asking it look for the leader elsewhere instead of being sent back here.
+  std::shared_ptr<MetadataSnapshot> Snapshot(int32_t self, const TopicConfig& defaults,
+                                             bool self_live = true) const;
   // The partitions `node` leads now, with their leader epochs.
   std::map<std::pair<std::string, int32_t>, int32_t> LedBy(int32_t node) const;
 

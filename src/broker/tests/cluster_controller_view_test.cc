@@ -62,6 +62,21 @@ TEST_F(ClusterViewTest, TheSnapshotCarriesBrokersControllerAndPartitions) {
   EXPECT_EQ(t->partitions[2].replicas, (std::vector<int32_t>{3}));
 }
 
+TEST_F(ClusterViewTest, ABrokerThatLostItsLeaseNamesItselfLeaderOfNothing) {
+  // Broker 1's lease is gone but etcd has not deleted its key yet (the view still has it):
+  // its own snapshot must not send clients back to it.
+  auto meta = view_.Snapshot(1, TopicConfig{}, /*self_live=*/false);
+  ASSERT_EQ(meta->brokers.size(), 1u);
+  EXPECT_EQ(meta->brokers[0].node_id, 2);
+  const MetadataSnapshot::Topic* t = meta->Find("t");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->partitions[0].leader, -1);
+  EXPECT_EQ(t->partitions[0].offline, (std::vector<int32_t>{1}));
+  EXPECT_EQ(t->partitions[0].isr, (std::vector<int32_t>{1, 2}));  // etcd's, unchanged
+  // Another broker's view of the same state still names broker 1.
+  EXPECT_EQ(view_.Snapshot(2, TopicConfig{})->Find("t")->partitions[0].leader, 1);
+}
+
 TEST_F(ClusterViewTest, LedByNamesEachPartitionWithItsEpoch) {
   auto led = view_.LedBy(1);
   ASSERT_EQ(led.size(), 1u);
