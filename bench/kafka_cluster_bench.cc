@@ -86,10 +86,6 @@ class EtcdProcess {
  public:
   static Result<std::unique_ptr<EtcdProcess>> Start(const std::string& binary,
                                                     const std::string& log_path) {
-    if (::access(binary.c_str(), X_OK) != 0) {
-      return NotFoundError("{} is not installed (apt-get install etcd-server): --cluster needs it",
-                           binary);
-    }
     std::unique_ptr<EtcdProcess> e(new EtcdProcess());
     std::string tmpl = "/dev/shm/sluice-bench-etcd-XXXXXX";
     if (::mkdtemp(tmpl.data()) == nullptr) {
@@ -328,6 +324,16 @@ class Cluster {
     }
   }
 
+  // The last lines of each running broker's log, for an error.
+  std::string LogTails(int lines) const {
+    std::string out;
+    for (const Node& n : nodes_) {
+      if (n.process == nullptr) continue;
+      out += fmt::format("  broker {}:\n{}", n.id, Tail(n.process->err_path(), lines));
+    }
+    return out;
+  }
+
   int size() const { return static_cast<int>(nodes_.size()); }
   int32_t node_id(size_t i) const { return nodes_[i].id; }
   pid_t pid(size_t i) const { return nodes_[i].process ? nodes_[i].process->pid() : -1; }
@@ -508,9 +514,12 @@ Result<FailoverResult> RunFailover(Cluster& c, const Settings& s, const std::str
     }
     armed_after.store(INT64_MAX);
     if (first_ack.load() == 0) {
+      Result<cluster::PartitionState> now = c.Partition(topic, sample.partition);
       status = AbortedError(
-          "failover {}: no write of {}-{} acknowledged within {} s of killing broker {}", k + 1,
-          topic, sample.partition, kFailoverTimeout.count(), sample.killed);
+          "failover {}: no write of {}-{} acknowledged within {} s of killing broker {}; etcd "
+          "holds leader {}, ISR of {}; the brokers' logs:\n{}",
+          k + 1, topic, sample.partition, kFailoverTimeout.count(), sample.killed,
+          now.ok() ? now->leader : -1, now.ok() ? now->isr.size() : 0, c.LogTails(15));
       break;
     }
     sample.acked_s = static_cast<double>(first_ack.load() - killed_at) / 1e9;
@@ -697,6 +706,10 @@ Status Validate(const KafkaBenchOptions& o) {
   }
   if (o.transactions) return InvalidArgumentError("--cluster does not run --transactions");
   if (!o.topic.empty()) return InvalidArgumentError("--cluster makes its own topics: no --topic");
+  if (::access(o.etcd_binary.c_str(), X_OK) != 0) {
+    return NotFoundError("{} is not installed (apt-get install etcd-server): --cluster needs it",
+                         o.etcd_binary);
+  }
   if (o.session_timeout_ms < 2000 || o.session_timeout_ms > 300'000) {
     return InvalidArgumentError("--session-timeout-ms must be 2000 to 300000, not {}",
                                 o.session_timeout_ms);
