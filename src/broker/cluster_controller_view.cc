@@ -99,16 +99,7 @@ void ClusterView::Delete(const std::string& key, int64_t revision) {
 LiveBrokers ClusterView::Live() const {
   LiveBrokers live;
   for (const auto& [node, reg] : brokers_) {
-    // An unclean registration stops counting as unclean once a controller handled it (it
-    // wrote incarnations/<node> after the registration, having taken the node out of every
-    // ISR): an ISR membership it has since was earned by catching up from a leader, as any
-    // follower's. Otherwise a broker once SIGKILLed under the interval policy could never
-    // lead again until a clean restart, and a third kill left partitions offline.
-    auto inc = incarnations_.find(node);
-    const bool handled = inc != incarnations_.end() &&
-                         inc->second.value.incarnation == reg.value.incarnation &&
-                         inc->second.mod_revision > reg.create_revision;
-    live[node] = {reg.value.incarnation, reg.value.clean || handled};
+    live[node] = {reg.value.incarnation, reg.value.clean};
   }
   return live;
 }

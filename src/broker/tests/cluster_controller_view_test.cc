@@ -81,25 +81,6 @@ TEST_F(ClusterViewTest, LiveCarriesIncarnationsAndCleanFlags) {
   EXPECT_FALSE(live[2].clean);
 }
 
-TEST_F(ClusterViewTest, AnUncleanRegistrationAControllerHandledCountsAsClean) {
-  // Broker 2 registered unclean (revision 2). A controller took it out of every ISR and
-  // then wrote its incarnation: from then on it may lead (its ISR memberships are new).
-  const KeyLayout& k = view_.keys();
-  ASSERT_TRUE(Put(k.Incarnation(2), ToJson(IncarnationValue{kIncB})));
-  EXPECT_TRUE(view_.Live()[2].clean);
-  // Another incarnation's record, or one older than the registration, does not count.
-  ASSERT_TRUE(Put(k.Incarnation(2), ToJson(IncarnationValue{kIncA})));
-  EXPECT_FALSE(view_.Live()[2].clean);
-  ASSERT_TRUE(Put(k.Incarnation(2), ToJson(IncarnationValue{kIncB})));
-  ASSERT_TRUE(view_
-                  .Put(k.Broker(2),
-                       ToJson(BrokerRegistration{"h2", 9002, "i2", 19002, kIncB, false}),
-                       revision_ + 1, revision_ + 1)
-                  .ok());
-  ++revision_;
-  EXPECT_FALSE(view_.Live()[2].clean);
-}
-
 TEST_F(ClusterViewTest, AMalformedValueIsRefusedAndForgotten) {
   Status st = view_.Put(view_.keys().Partition("t", 0), "{\"leader\": \"one\"}", 99, 1);
   ASSERT_FALSE(st.ok());
