@@ -234,17 +234,6 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
       }
       // A new version is what a refused change waited for: the next may be asked at once.
       old->isr_retry_after_ms = 0;
-      // A follower this version leaves out (the controller removed a dead or re-registered
-      // broker) stops holding the high watermark back at once, until it fetches again: as
-      // Kafka's isReplicaIsrEligible, a caught-up follower counts only while it is live.
-      // Otherwise its last fetch kept it "caught up" for replica.lag.time.max.ms and every
-      // acks=all write waited that long (bench/README.md, the failover phase).
-      for (FollowerProgress& f : old->followers) {
-        if (old->InIsr(f.node) && std::find(l.isr.begin(), l.isr.end(), f.node) == l.isr.end()) {
-          f.log_end = -1;
-          f.last_caught_up_ms = 0;
-        }
-      }
       old->replicas = l.replicas;
       old->isr = l.isr;
       old->isr_version = l.isr_version;

@@ -380,26 +380,6 @@ TEST_F(ReplicaTest, ARoleFromAnOlderIsrVersionDoesNotUndoACommittedChange) {
   EXPECT_EQ(node(1).View("t").isr_version, committed + 10);
 }
 
-TEST_F(ReplicaTest, AFollowerTheControllerRemovedNoLongerHoldsTheHighWatermark) {
-  // A follower that dies caught up counts as "about to join" for replica.lag.time.max.ms
-  // (60 s here); once the controller removes it from the ISR (a newer version in the same
-  // epoch), acks=all waits only for the ISR left, as Kafka's isReplicaIsrEligible.
-  StartCluster(3);
-  Client c(node(1).port());
-  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("a", 2, 1000), -1).error_code, ErrorCode::kNone);
-  node(3).Stop();
-  // Written once node 3 is gone: whatever fetch of its was still waiting is answered.
-  ASSERT_EQ(Produce(c, "t", testing::ValueBatch("b", 1, 1000), 1).error_code, ErrorCode::kNone);
-  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_end == 3; }));
-  ReplicaManager::Leadership removed = LeaderFor(*store_.Get("t", 0), 1);
-  removed.isr = {1, 2};
-  removed.isr_version = node(1).View("t").isr_version + 1;
-  ASSERT_TRUE(node(1).replicas->BecomeLeader("t", 0, removed).ok());
-  auto r = Produce(c, "t", testing::ValueBatch("c", 1, 1000), -1, /*timeout_ms=*/20'000);
-  EXPECT_EQ(r.error_code, ErrorCode::kNone);
-  EXPECT_GE(node(1).View("t").high_watermark, 4);
-}
-
 TEST_F(ReplicaTest, NoAcknowledgedRecordIsLostWhenTheLeaderDies) {
   StartCluster(3);
   std::vector<std::string> acked;
