@@ -9,10 +9,12 @@ Skips (exit 0, SKIP) when etcd is not installed.
 
 usage: kafka_cluster_bench_smoke_test.py path/to/sluice
 """
-import json
 import os
 import subprocess
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kafka_bench_smoke_test import json_rows  # noqa: E402
 
 ETCD = "/usr/bin/etcd"
 COMMON = ["phase", "records", "records_per_s", "mb_per_s", "p50_ms", "p99_ms", "brokers",
@@ -58,14 +60,7 @@ def main():
     proc = run(cmd)
     if proc.returncode != 0:
         fail(f"sluice bench kafka --cluster 3 exited with {proc.returncode}", proc)
-    rows = []
-    for line in proc.stdout.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            fail(f"not JSON: {line!r}: {e}", proc)
+    rows = json_rows(proc, fail)
     got = [(r.get("brokers"), r.get("phase")) for r in rows]
     if got != EXPECTED:
         fail(f"rows {got}, expected {EXPECTED}", proc)
