@@ -3,7 +3,11 @@
 // kafka-consumer-perf-test do with the Java client), beside the loopback TCP rate that
 // iperf3 measures in the same run (docs/benchmarks.md: every figure beside its same-run reference).
 // By default the bench starts its own `sluice serve` as a child process; --bootstrap points it at a
-// running broker. See bench/README.md.
+// running broker. With --cluster N it runs a single broker's acks=1 produce and consume as
+// the reference, then starts etcd and N `sluice serve --etcd` brokers and measures
+// replication factor N with acks=all, a failover phase (leaders SIGKILLed under load) and
+// the memory and file descriptors of idle replicas (kafka_cluster_bench.h). See
+// bench/README.md.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +30,11 @@ struct KafkaBenchOptions {
   int record_size = 256;  // value bytes; keys are null
   std::string acks = "1";
   std::string compression = "none";
-  int64_t latency_rate = 100'000;  // records/s the latency phase holds
-  int64_t latency_records = 0;     // 0: 5 s worth at latency_rate (1 s with quick)
-  int iperf_seconds = 0;           // loopback reference length; 0: 3 (1 with quick)
+  // Records/s the latency phase holds; 0: 100,000 (20,000 with --cluster, where three
+  // brokers and the client share the cores and every record is written three times).
+  int64_t latency_rate = 0;
+  int64_t latency_records = 0;  // 0: 5 s worth at latency_rate (1 s with quick)
+  int iperf_seconds = 0;        // loopback reference length; 0: 3 (1 with quick)
   std::vector<std::string> phases = {"produce", "consume", "latency"};
   std::vector<std::string> producer_config;  // extra librdkafka properties, "name=value"
   std::vector<std::string> consumer_config;
@@ -38,8 +44,16 @@ struct KafkaBenchOptions {
   // read_committed consumer that must read back exactly the records of both.
   bool transactions = false;
   int commit_interval_ms = 100;
-  bool quick = false;  // small sizes for demos and smoke tests
-  bool json = false;   // one JSON object per phase on stdout instead of a table
+  // --cluster N (kafka_cluster_bench.h): 0 = a single broker, as above; else N brokers
+  // (at least 3: replication factor 3 with min.insync.replicas 2) and etcd.
+  int cluster = 0;
+  std::string etcd_binary = "/usr/bin/etcd";
+  int session_timeout_ms = 2000;  // the brokers' cluster.session_timeout
+  int failover_kills = 0;         // 0: 10 (2 with quick)
+  int64_t failover_rate = 0;      // records/s the failover load holds; 0: 10,000
+  int idle_partitions = -1;       // idle replicas phase; -1: 1000 (60 with quick); 0: skip
+  bool quick = false;             // small sizes for demos and smoke tests
+  bool json = false;              // one JSON object per phase on stdout instead of a table
 };
 
 // Runs the phases and prints the table (or JSON lines) on stdout; progress and errors go

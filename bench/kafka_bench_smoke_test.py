@@ -22,6 +22,20 @@ def fail(msg, proc=None):
     sys.exit(1)
 
 
+def json_rows(proc, fail):
+    """The JSON object of each non-blank line of the bench's stdout; fail(msg, proc) on
+    a line that is not JSON. Shared with kafka_cluster_bench_smoke_test.py."""
+    rows = []
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            fail(f"not JSON: {line!r}: {e}", proc)
+    return rows
+
+
 def main():
     sluice = sys.argv[1]
     # Small even for --quick: the test only needs every phase to run.
@@ -33,14 +47,7 @@ def main():
         fail("sluice bench kafka did not finish within 100 s")
     if proc.returncode != 0:
         fail(f"sluice bench kafka exited with {proc.returncode}", proc)
-    rows = []
-    for line in proc.stdout.splitlines():
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError as e:
-            fail(f"not JSON: {line!r}: {e}", proc)
+    rows = json_rows(proc, fail)
     phases = [r.get("phase") for r in rows]
     if phases != ["produce", "consume", "latency"]:
         fail(f"phases {phases}, expected produce, consume, latency", proc)

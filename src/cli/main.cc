@@ -93,8 +93,8 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
   cmd->add_option("--acks", o->acks, "producer acks: 0, 1, all")->capture_default_str();
   cmd->add_option("--compression", o->compression, "none, gzip, snappy, lz4, zstd")
       ->capture_default_str();
-  cmd->add_option("--latency-rate", o->latency_rate, "records/s the latency phase holds")
-      ->capture_default_str();
+  cmd->add_option("--latency-rate", o->latency_rate,
+                  "records/s the latency phase holds (default 100000; 20000 with --cluster)");
   cmd->add_option("--latency-records", o->latency_records,
                   "records in the latency phase (default: 5 s worth; 1 s with --quick)");
   cmd->add_option("--iperf-seconds", o->iperf_seconds,
@@ -111,6 +111,23 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "extra librdkafka producer property NAME=VALUE (repeatable)");
   cmd->add_option("--consumer-config", o->consumer_config,
                   "extra librdkafka consumer property NAME=VALUE (repeatable)");
+  cmd->add_option("--cluster", o->cluster,
+                  "N >= 3: a single broker's acks=1 produce and consume as the reference, then "
+                  "etcd and N brokers: replication factor 3 acks=all produce, consume, latency, "
+                  "failover, idle replicas");
+  cmd->add_option("--etcd-binary", o->etcd_binary, "--cluster: the etcd to start")
+      ->capture_default_str();
+  cmd->add_option("--session-timeout-ms", o->session_timeout_ms,
+                  "--cluster: the brokers' cluster.session_timeout")
+      ->capture_default_str();
+  cmd->add_option(
+      "--failover-kills", o->failover_kills,
+      "--cluster: leaders SIGKILLed in the failover phase (default 10; 2 with --quick)");
+  cmd->add_option("--failover-rate", o->failover_rate,
+                  "--cluster: records/s of the acks=all load during the kills (default 10000)");
+  cmd->add_option("--idle-partitions", o->idle_partitions,
+                  "--cluster: idle partitions whose memory and descriptors are measured, on the "
+                  "single broker and on the cluster (default 1000; 60 with --quick; 0: none)");
   cmd->add_flag("--quick", o->quick, "small sizes, for demos and smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per phase instead of a table");
 }
