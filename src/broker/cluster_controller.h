@@ -135,6 +135,11 @@ class ClusterController : public Controller {
   void AfterChange();
   void TryBecomeController();
   void ControllerDuties();
+  // The internal topics (cluster_internal_topics.cc, 0018 "coordmove"): created with
+  // min(3, registered brokers) replicas when asked (`AutoCreateTopic` of their names, on
+  // a FindCoordinator), and by the controller itself once three brokers are registered.
+  bool CreateInternalTopic(const std::string& name);
+  void MaybeCreateInternalTopics();
   TopicError NotController() const;
   // The registered brokers' node ids, as etcd holds them now.
   std::vector<int32_t> RegisteredBrokers();
