@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <future>
 #include <random>
 #include <set>
 #include <utility>
@@ -13,7 +12,6 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
-#include "broker/coordinator_partitions.h"
 #include "broker/event_loop.h"
 #include "broker/group_state.h"
 #include "broker/offset_log.h"
@@ -76,13 +74,7 @@ Status GroupCoordinator::Close() {
     std::lock_guard gate_lock(gate_->mu);
     gate_->loop = nullptr;
   }
-  {
-    std::lock_guard loaders_lock(loaders_mu_);
-    for (auto& [p, load] : loads_) {
-      if (load.thread.joinable()) load.thread.join();  // their results are dropped
-    }
-    loads_.clear();
-  }
+  loads_.Close();  // loading threads end; their results are dropped (the gate is shut)
   if (thread_.joinable()) {
     loop_->Post([this] { Shutdown(); });
     thread_.join();
@@ -117,140 +109,6 @@ void GroupCoordinator::AbandonGroup(Group& g, ErrorCode error) {
     if (m->sync_done) std::exchange(m->sync_done, nullptr)(SyncError(error));
   }
   g.num_awaiting_join = 0;
-}
-
-// ---------------------------------------------------------------------------------------
-// Partitions of the offsets log (docs/design/0018-cluster.md, "coordmove")
-
-int32_t GroupCoordinator::PartitionOf(const std::string& group) const {
-  return options_.replicated ? CoordinatorPartitionFor(group, partition_count_) : 0;
-}
-
-ErrorCode GroupCoordinator::ServingError(const std::string& group) const {
-  if (shutting_down_) return ErrorCode::kCoordinatorNotAvailable;
-  auto it = partitions_.find(PartitionOf(group));
-  if (it == partitions_.end()) return ErrorCode::kNotCoordinator;
-  if (it->second.log == nullptr) return ErrorCode::kCoordinatorLoadInProgress;
-  return ErrorCode::kNone;
-}
-
-OffsetLog* GroupCoordinator::OffsetsOf(const std::string& group) {
-  auto it = partitions_.find(PartitionOf(group));
-  return it == partitions_.end() ? nullptr : it->second.log.get();
-}
-
-void GroupCoordinator::LoadPartition(int32_t p, int32_t count, int32_t epoch,
-                                     OffsetLogOptions log) {
-  // Never waits for the coordinator's thread: the caller (the cluster controller's
-  // thread) may be what that thread waits for.
-  std::lock_guard lock(loaders_mu_);
-  Load& load = loads_[p];
-  if (load.id != 0 && load.epoch == epoch) return;  // loaded (or loading) in this epoch
-  if (load.thread.joinable()) load.thread.join();
-  load.epoch = epoch;
-  load.id = next_load_id_++;
-  const uint64_t id = load.id;
-  {
-    std::lock_guard gate_lock(gate_->mu);
-    if (gate_->loop == nullptr) return;  // closed
-    gate_->loop->Post([this, p, count, epoch, id] {
-      if (shutting_down_) return;
-      DropPartition(p);  // an older epoch's, if any
-      partition_count_ = count;
-      OffsetsPartition& part = partitions_[p];
-      part.epoch = epoch;
-      part.load_id = id;
-    });
-  }
-  load.thread = std::thread([this, p, id, log = std::move(log)]() mutable {
-    if (options_.before_load) options_.before_load(p);
-    auto shared =
-        std::make_shared<Result<std::unique_ptr<OffsetLog>>>(OffsetLog::Open(std::move(log)));
-    std::lock_guard gate_lock(gate_->mu);
-    if (gate_->loop != nullptr) {
-      gate_->loop->Post([this, p, id, shared] { InstallPartition(p, id, std::move(*shared)); });
-    }
-  });
-}
-
-void GroupCoordinator::InstallPartition(int32_t p, uint64_t load_id,
-                                        Result<std::unique_ptr<OffsetLog>> loaded) {
-  auto it = partitions_.find(p);
-  if (options_.replicated && (it == partitions_.end() || it->second.load_id != load_id)) {
-    return;  // unloaded (or loaded again) meanwhile: the log closes unused
-  }
-  if (!loaded.ok()) {
-    SLUICE_LOG(kLog, kError, "loading partition {} of the offsets log: {}", p,
-               loaded.status().ToString());
-    partitions_.erase(p);  // NOT_COORDINATOR until the next leadership
-    return;
-  }
-  OffsetsPartition& part = partitions_[p];
-  part.log = std::move(*loaded);
-  part.load_id = load_id;
-  // Every group the log knows comes back Empty: members are not persisted (they rejoin),
-  // the generation is, so it never goes backwards.
-  size_t count = 0;
-  for (const std::string& gid : part.log->GroupIds()) {
-    if (PartitionOf(gid) != p) continue;  // not this partition's (written by a single node)
-    Group& g = FindGroup(gid) != nullptr ? *FindGroup(gid) : CreateGroup(gid);
-    if (const GroupRecord* rec = part.log->Group(gid)) {
-      g.generation = rec->generation;
-      if (!rec->protocol_type.empty()) g.protocol_type = rec->protocol_type;
-    }
-    ++count;
-  }
-  if (options_.replicated) {
-    SLUICE_LOG(kLog, kInfo, "coordinating partition {} of the offsets log (epoch {}): {} groups", p,
-               part.epoch, count);
-  }
-}
-
-void GroupCoordinator::DropPartition(int32_t p) {
-  auto it = partitions_.find(p);
-  if (it == partitions_.end()) return;
-  std::vector<std::string> gone;
-  for (auto& [gid, g] : groups_) {
-    if (PartitionOf(gid) == p) gone.push_back(gid);
-  }
-  for (const std::string& gid : gone) {
-    Group* g = FindGroup(gid);
-    AbandonGroup(*g, ErrorCode::kNotCoordinator);
-    groups_.erase(gid);
-  }
-  if (it->second.log != nullptr) {
-    // An attached log: nothing is closed; writes under way answer from the owner.
-    Status st = it->second.log->Close();
-    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "offsets partition {}: {}", p, st.ToString());
-  }
-  partitions_.erase(it);
-  SLUICE_LOG(kLog, kInfo, "no longer coordinating partition {} of the offsets log ({} groups)", p,
-             gone.size());
-}
-
-void GroupCoordinator::UnloadPartition(int32_t p) {
-  std::lock_guard lock(loaders_mu_);
-  auto load = loads_.find(p);
-  if (load == loads_.end()) return;
-  // The loading thread is the only one reading the log: once it ended, the log may close.
-  // The coordinator's thread drops the partition's state when it gets to it (its writes
-  // go to the partition's owner, which answers NOT_COORDINATOR once the log is gone).
-  if (load->second.thread.joinable()) load->second.thread.join();
-  loads_.erase(load);
-  std::lock_guard gate_lock(gate_->mu);
-  if (gate_->loop == nullptr) return;  // closed
-  gate_->loop->Post([this, p] { DropPartition(p); });
-}
-
-std::map<int32_t, bool> GroupCoordinator::PartitionsForTesting() {
-  std::promise<std::map<int32_t, bool>> out;
-  auto f = out.get_future();
-  loop_->Post([this, &out] {
-    std::map<int32_t, bool> m;
-    for (const auto& [p, part] : partitions_) m[p] = part.log != nullptr;
-    out.set_value(std::move(m));
-  });
-  return f.get();
 }
 
 // ---------------------------------------------------------------------------------------

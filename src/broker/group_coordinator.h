@@ -34,6 +34,7 @@
 #include <thread>
 
 #include "base/status.h"
+#include "broker/coordinator_loads.h"
 #include "broker/offset_log.h"
 #include "kafka/protocol/messages/groups.h"
 #include "kafka/protocol/messages/txn.h"
@@ -258,16 +259,8 @@ class GroupCoordinator {
   const GroupCoordinatorOptions options_;
   std::unique_ptr<EventLoop> loop_;
   std::thread thread_;
-  // The callers' side of the partitions (replicated only): the epoch asked and the
-  // thread loading it. LoadPartition / UnloadPartition / Close.
-  struct Load {
-    int32_t epoch = -1;
-    uint64_t id = 0;
-    std::thread thread;
-  };
-  std::mutex loaders_mu_;
-  std::map<int32_t, Load> loads_;  // guarded by loaders_mu_
-  uint64_t next_load_id_ = 1;      // guarded by loaders_mu_
+  // The callers' side of the partitions (replicated only): LoadPartition / UnloadPartition.
+  CoordinatorLoads loads_;
 
   // Lets callbacks of other components (the TxnVerifier's) post to the loop only while
   // the coordinator is open: Close clears `loop` before it stops the thread, so a late

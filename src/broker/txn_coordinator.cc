@@ -96,14 +96,7 @@ Status TxnCoordinator::Close() {
     std::lock_guard g(gate_->mu);
     closed_for_loads_.store(true);
   }
-  {
-    // Loads under way finish; their results are dropped by Shutdown's flag.
-    std::lock_guard loaders_lock(loaders_mu_);
-    for (auto& [p, load] : loads_) {
-      if (load.thread.joinable()) load.thread.join();
-    }
-    loads_.clear();
-  }
+  loads_.Close();  // loading threads end; Shutdown drops what they posted
   if (thread_.joinable()) {
     loop_->Post([this] { Shutdown(); });
     thread_.join();

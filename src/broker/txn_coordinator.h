@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/coordinator_loads.h"
 #include "broker/txn_log_partitions.h"
 #include "broker/txn_markers.h"
 #include "broker/txn_state.h"
@@ -228,16 +229,8 @@ class TxnCoordinator : public TxnVerifier {
   std::unique_ptr<TxnLogs> log_;  // the partitions served here; coordinator's thread
   std::shared_ptr<LoopGate> gate_;
   std::thread thread_;
-  // The callers' side of the partitions (replicated only): the epoch asked and the
-  // thread loading it. LoadPartition / UnloadPartition / Close.
-  struct Load {
-    int32_t epoch = -1;
-    uint64_t id = 0;
-    std::thread thread;
-  };
-  std::mutex loaders_mu_;
-  std::map<int32_t, Load> loads_;  // guarded by loaders_mu_
-  uint64_t next_load_id_ = 1;      // guarded by loaders_mu_
+  // The callers' side of the partitions (replicated only): LoadPartition / UnloadPartition.
+  CoordinatorLoads loads_;
   // Set by Close (under gate_->mu) before Shutdown is posted: no load or unload is posted
   // after it, so each one posted runs.
   std::atomic<bool> closed_for_loads_{false};

@@ -21,13 +21,8 @@ ErrorCode TxnCoordinator::ServingError(const std::string& id) const {
 void TxnCoordinator::LoadPartition(int32_t p, int32_t count, int32_t epoch, TxnLogOptions log) {
   // Never waits for the coordinator's thread: it may be waiting for the caller (the
   // cluster controller's thread hands out producer ids).
-  std::lock_guard lock(loaders_mu_);
-  Load& load = loads_[p];
-  if (load.id != 0 && load.epoch == epoch) return;  // loaded (or loading) in this epoch
-  if (load.thread.joinable()) load.thread.join();
-  load.epoch = epoch;
-  load.id = next_load_id_++;
-  const uint64_t id = load.id;
+  const uint64_t id = loads_.Begin(p, epoch);
+  if (id == 0) return;  // loaded (or loading) in this epoch, or closed
   {
     std::lock_guard gate_lock(gate_->mu);
     if (gate_->loop == nullptr || closed_for_loads_.load()) return;
@@ -40,7 +35,7 @@ void TxnCoordinator::LoadPartition(int32_t p, int32_t count, int32_t epoch, TxnL
       part.load_id = id;
     });
   }
-  load.thread = std::thread([this, p, id, log = std::move(log)]() mutable {
+  loads_.Start(p, [this, p, id, log = std::move(log)]() mutable {
     if (options_.before_load) options_.before_load(p);
     auto shared = std::make_shared<Result<std::unique_ptr<TxnLog>>>(TxnLog::Open(std::move(log)));
     std::lock_guard gate_lock(gate_->mu);
@@ -113,14 +108,10 @@ void TxnCoordinator::DropPartition(int32_t p) {
 }
 
 void TxnCoordinator::UnloadPartition(int32_t p) {
-  std::lock_guard lock(loaders_mu_);
-  auto load = loads_.find(p);
-  if (load == loads_.end()) return;
   // Once the loading thread ended nothing reads the log here: it may close. The drop
   // runs when the coordinator's thread gets to it (writes meanwhile go to the owner,
   // which answers NOT_COORDINATOR once the partition is gone).
-  if (load->second.thread.joinable()) load->second.thread.join();
-  loads_.erase(load);
+  if (!loads_.End(p)) return;
   std::lock_guard gate_lock(gate_->mu);
   if (gate_->loop == nullptr || closed_for_loads_.load()) return;
   gate_->loop->Post([this, p] { DropPartition(p); });

@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import start_together, three_brokers, wait_metadata  # noqa: E402
-from cluster_replication_test import _ask, isr_of, leaders_of  # noqa: E402
+from cluster_replication_test import _ask, _watermarks, isr_of  # noqa: E402
 from sluice_broker import TestFailure, check, wait_until  # noqa: E402
 
 from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer,  # noqa: E402
@@ -147,13 +147,6 @@ def read_committed(bootstrap, topic):
     finally:
         c.close()
     return values
-
-
-def _watermarks(consumer, tp):
-    try:
-        return consumer.get_watermark_offsets(tp, timeout=5)
-    except Exception:
-        return None
 
 
 def test_transactions(brokers, md):
