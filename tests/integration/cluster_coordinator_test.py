@@ -247,8 +247,10 @@ def commit(consumer, commits):
 def test_groups(brokers):
     by_node = {b.node: b for b in brokers}
     bootstrap = ",".join(b.bootstrap for b in brokers)
+    # One record a batch, and small fetches: the member reads every partition a little at a
+    # time, so each has a commit in its middle when the coordinator dies.
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                         "acks": "all"})
+                         "acks": "all", "batch.num.messages": 1})
     total = 400
     for i in range(total):
         producer.produce(EVENTS, key=str(i).encode(), value=f"e{i}".encode(), partition=i % 4)
@@ -257,7 +259,8 @@ def test_groups(brokers):
     before = coordinator(brokers, group, 0)
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                   "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                  "max.partition.fetch.bytes": 512})
     c.subscribe([EVENTS])
     seen = {}     # partition -> offsets consumed, in order
     commits = {}  # partition -> last committed offset
@@ -280,6 +283,8 @@ def test_groups(brokers):
         poll()
     check(consumed >= 200, f"consumed {consumed} of 200")
     check(sum(commits.values()) >= 200, f"commits {commits}")
+    check(len(commits) == 4 and all(0 < o < 100 for o in commits.values()),
+          f"a commit inside every partition before the kill: {commits}")
     at_kill = dict(commits)
     victim = by_node[before]
     victim.kill()
