@@ -5,7 +5,8 @@
 - __consumer_offsets and __transaction_state are replicated topics in etcd (16 partitions,
   replication factor 3, compacted, min.insync.replicas 2), made by the controller.
 - FindCoordinator answers the leader of the key's partition, Kafka's
-  Utils.abs(key.hashCode) % partitions, on every broker.
+  Utils.abs(key.hashCode) % partitions, on every broker; the other brokers answer the
+  group's requests NOT_COORDINATOR.
 - A transactional producer commits, its coordinator's broker is SIGKILLed between two
   transactions: FindCoordinator names the new leader, the producer's next transaction
   commits, read_committed reads exactly the committed records (the aborted one not).
@@ -64,6 +65,18 @@ def find_coordinator(bootstrap, key, key_type):
     return error, struct.unpack(">i", r[at:at + 4])[0]
 
 
+def heartbeat_error(bootstrap, group):
+    """Heartbeat v0 of an unknown member -> its error."""
+    raw = group.encode()
+    body = (struct.pack(">h", len(raw)) + raw + struct.pack(">i", 1)
+            + struct.pack(">h", 1) + b"m")
+    return struct.unpack(">h", _ask(bootstrap, 12, 0, body)[:2])[0]
+
+
+NOT_COORDINATOR = 16
+UNKNOWN_MEMBER_ID = 25
+
+
 def internal_topics_ready(md):
     for t in (OFFSETS, TXN_STATE):
         if t not in md.topics or len(md.topics[t].partitions) == 0:
@@ -120,7 +133,13 @@ def test_layout(brokers):
             error, node = find_coordinator(b.bootstrap, group, 0)
             check(error == 0 and node == want,
                   f"FindCoordinator({group!r}) on {b.node}: {error}, {node}; leader of {p} {want}")
-    print("internal topics: 16 partitions, RF 3, compacted; FindCoordinator names their leaders")
+            # Only that broker coordinates the group; the others (followers of its
+            # partition, or without a replica) answer NOT_COORDINATOR.
+            e = heartbeat_error(b.bootstrap, group)
+            check(e == (UNKNOWN_MEMBER_ID if b.node == want else NOT_COORDINATOR),
+                  f"Heartbeat of {group!r} on broker {b.node} (coordinator {want}): {e}")
+    print("internal topics: 16 partitions, RF 3, compacted; FindCoordinator names their "
+          "leaders; the other brokers answer NOT_COORDINATOR")
     return md
 
 
