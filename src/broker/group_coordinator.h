@@ -20,7 +20,9 @@
 // by their durability), closes the log and stops the thread. A request that reaches the
 // coordinator after its thread stopped is dropped: `done` never runs (it is destroyed
 // with the loop). So the broker stops accepting requests before it closes the
-// coordinator. Close must not be called from a `done` callback.
+// coordinator. Close must not be called from a `done` callback. Replicated (a cluster):
+// a write under way is answered by the partition's owner shard, so the coordinator is
+// destroyed only once the shards stopped (the Broker closes it after the server).
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,9 @@
 // log and stops the thread. Marker writes still under way are abandoned: the Prepare record is
 // durable, so the next Open writes them again. A request that reaches the coordinator
 // after its thread stopped is dropped (`done` never runs), so the broker stops accepting
-// requests first. `participants` must outlive the coordinator.
+// requests first. `participants` must outlive the coordinator. Replicated (a cluster): a
+// state write under way is answered by the partition's owner shard, so the coordinator is
+// destroyed only once the shards stopped (the Broker closes it after the server).
 #pragma once
 
 #include <atomic>
