@@ -6,7 +6,8 @@
   replication factor 3, compacted, min.insync.replicas 2), made by the controller.
 - FindCoordinator answers the leader of the key's partition, Kafka's
   Utils.abs(key.hashCode) % partitions, on every broker; the other brokers answer the
-  group's requests NOT_COORDINATOR.
+  group's requests NOT_COORDINATOR; a client's produce to an internal topic is refused
+  (INVALID_TOPIC_EXCEPTION, as Kafka).
 - A transactional producer commits, its coordinator's broker is SIGKILLed between two
   transactions: FindCoordinator names the new leader, the producer's next transaction
   commits, read_committed reads exactly the committed records (the aborted one not).
@@ -138,8 +139,17 @@ def test_layout(brokers):
             e = heartbeat_error(b.bootstrap, group)
             check(e == (UNKNOWN_MEMBER_ID if b.node == want else NOT_COORDINATOR),
                   f"Heartbeat of {group!r} on broker {b.node} (coordinator {want}): {e}")
+    # Only the coordinators write the internal topics: a client's produce is refused.
+    refused = []
+    p = Producer({"bootstrap.servers": brokers[0].bootstrap, "message.timeout.ms": 20000})
+    p.produce(OFFSETS, value=b"not an offset", partition=0,
+              on_delivery=lambda err, msg: refused.append(err))
+    p.flush(30)
+    check(len(refused) == 1 and refused[0] is not None
+          and refused[0].code() == KafkaError.TOPIC_EXCEPTION,
+          f"a client's produce to {OFFSETS}: {refused}")
     print("internal topics: 16 partitions, RF 3, compacted; FindCoordinator names their "
-          "leaders; the other brokers answer NOT_COORDINATOR")
+          "leaders; the other brokers answer NOT_COORDINATOR; clients cannot produce to them")
     return md
 
 
