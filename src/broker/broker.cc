@@ -10,6 +10,7 @@
 #include "broker/cluster_controller.h"
 #include "broker/cluster_controller_roles.h"
 #include "broker/cluster_identity.h"
+#include "broker/coordinator_partitions.h"
 #include "broker/etcd_isr_store.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
@@ -86,7 +87,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     // Every replica on this broker is opened and told its role; the ReplicaManager comes
     // when the server runs (OnServerStart), the roles wait for it.
     b->roles_ = std::make_unique<ReplicaManagerRoles>();
-    co.roles = b->roles_.get();
+    b->coord_roles_ = std::make_unique<CoordinatorRoles>(b->roles_.get());
+    co.roles = b->coord_roles_.get();
     auto cluster = ClusterController::Create(std::move(co), b->shards_.get(), &b->publisher_);
     if (!cluster.ok()) return cluster.status();
     b->cluster_ = cluster->get();
@@ -143,6 +145,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                                                         b->txn_participants_.get());
     to.participants = &b->txn_cluster_->participants;
   }
+  to.replicated = o.cluster.enabled();  // its partitions follow leadership (0018, coordmove)
   // The internal logs are compacted topics: the cleaner (started with the controller,
   // whether or not a user topic is compacted) cleans them; each log unregisters itself
   // when its coordinator closes, before the log closes.
@@ -171,6 +174,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   go.flush_policy = storage::FlushPolicy::kDurable;
   go.flush_ms = o.flush_ms;
   go.cleaner = b->controller_->cleaner();
+  go.replicated = o.cluster.enabled();
   go.partition_exists = [b](const std::string& topic, int32_t partition) {
     std::shared_ptr<const MetadataSnapshot> meta = b->Snapshot();
     const MetadataSnapshot::Topic* t = meta->Find(topic);
@@ -186,6 +190,15 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     b->context_->txn_verifier = b->txn_cluster_->verifier.get();
   }
   b->context_->txns = b->txns_.get();
+  if (b->coord_roles_ != nullptr) {
+    InternalLogOptions internal;
+    internal.dir = o.data_dir;
+    internal.executor = b->executor_.get();
+    internal.files = b->files_.get();
+    internal.env = env;
+    b->coord_roles_->Attach(CoordinatorsFollowLeadership(
+        *b->controller_, *b->shards_, b->groups_.get(), b->txns_.get(), std::move(internal)));
+  }
   b->serving_ = true;
   RETURN_IF_ERROR(b->controller_->OpenLogs(unclean));
   RETURN_IF_ERROR(b->controller_->Start());
@@ -218,7 +231,9 @@ std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const { return publis
 
 Status Broker::Close() {
   // The coordinators first: their threads ask partition_exists. The transaction
-  // coordinator before the group coordinator (its markers complete groups' offsets).
+  // coordinator before the group coordinator (its markers complete groups' offsets). No
+  // leadership reaches them from here on.
+  if (coord_roles_ != nullptr) coord_roles_->Detach();
   Status first;
   if (txns_ != nullptr) {
     first = txns_->Close();

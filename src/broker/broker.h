@@ -36,6 +36,7 @@ namespace sluice::broker {
 class BrokerTxnParticipants;
 class ClusterController;
 class Controller;
+class CoordinatorRoles;
 class EtcdIsrStore;
 class ReplicaManager;
 class ReplicaManagerRoles;
@@ -143,6 +144,9 @@ class Broker : public RequestHandler {
   // before the server stops, destroyed after the logs closed). Null for a single node.
   ClusterController* cluster_ = nullptr;
   std::unique_ptr<ReplicaManagerRoles> roles_;
+  // In front of roles_: moves the coordinators' partitions with their leadership (0018,
+  // "coordmove"); detached in Close before the coordinators close.
+  std::unique_ptr<CoordinatorRoles> coord_roles_;
   std::unique_ptr<EtcdIsrStore> isr_store_;
   std::unique_ptr<ReplicaManager> replicas_;
   std::unique_ptr<handlers::Context> context_;

@@ -393,6 +393,7 @@ void ClusterController::AfterChange() {
   if (options_.roles != nullptr) Publish();
   ReconcileLogs();
   Publish();
+  if (fence_.has_value()) MaybeCreateInternalTopics();
 }
 
 void ClusterController::TryBecomeController() {
@@ -984,7 +985,8 @@ TopicError ClusterController::CreateReplicatedTopic(
 }
 
 bool ClusterController::AutoCreateTopic(const std::string& name) {
-  if (!options_.local.auto_create_topics || IsReservedTopic(name)) return false;
+  if (IsReservedTopic(name)) return CreateInternalTopic(name);
+  if (!options_.local.auto_create_topics) return false;
   TopicInfo info;
   return CreateReplicatedTopic(name, options_.local.num_partitions, -1, {}, false, &info).ok();
 }

@@ -146,6 +146,11 @@ class ClusterController : public Controller {
   void AfterChange();
   void TryBecomeController();
   void ControllerDuties();
+  // The internal topics (cluster_internal_topics.cc, 0018 "coordmove"): created with
+  // min(3, registered brokers) replicas when asked (`AutoCreateTopic` of their names, on
+  // a FindCoordinator), and by the controller itself once three brokers are registered.
+  bool CreateInternalTopic(const std::string& name);
+  void MaybeCreateInternalTopics();
   TopicError NotController() const;
   // One step of ControlledShutdown (controller's thread): the request written if the view
   // lacks it, the partitions still to move counted.

@@ -2,10 +2,14 @@
 // of empty groups (group_coordinator.h).
 #include <fmt/format.h>
 
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "broker/coordinator_partitions.h"
 #include "broker/group_coordinator.h"
 #include "broker/group_state.h"
 
@@ -19,6 +23,13 @@ kafka::ListGroupsResponse GroupCoordinator::DoListGroups(const kafka::ListGroups
   if (shutting_down_) {
     resp.error_code = ErrorCode::kCoordinatorNotAvailable;
     return resp;
+  }
+  // A partition still loading: its groups are not known yet (Kafka's answer).
+  for (const auto& [p, part] : partitions_) {
+    if (part.log == nullptr) {
+      resp.error_code = ErrorCode::kCoordinatorLoadInProgress;
+      return resp;
+    }
   }
   // Both filters compare without case, as Kafka does; every group here is "classic".
   std::set<std::string> states, types;
@@ -44,8 +55,8 @@ kafka::DescribeGroupsResponse GroupCoordinator::DoDescribeGroups(
   for (const std::string& id : req.groups) {
     kafka::DescribeGroupsResponse::Group out;
     out.group_id = id;
-    if (shutting_down_) {
-      out.error_code = ErrorCode::kCoordinatorNotAvailable;
+    if (ErrorCode e = ServingError(id); e != ErrorCode::kNone) {
+      out.error_code = e;
       resp.groups.push_back(std::move(out));
       continue;
     }
@@ -82,49 +93,62 @@ void GroupCoordinator::DoDeleteGroups(const kafka::DeleteGroupsRequest& req,
                                       Done<kafka::DeleteGroupsResponse>& done) {
   auto resp = std::make_shared<kafka::DeleteGroupsResponse>();
   std::set<std::string> seen;
-  std::vector<size_t> deleted;
-  OffsetWrite write;
+  // One write per partition of the offsets log (one on a single node), and the results
+  // it decides.
+  std::map<OffsetLog*, std::pair<OffsetWrite, std::vector<size_t>>> writes;
   for (const std::string& id : req.groups_names) {
     if (!seen.insert(id).second) continue;
     kafka::DeleteGroupsResponse::GroupResult r;
     r.group_id = id;
-    Group* g = shutting_down_ ? nullptr : FindGroup(id);
-    if (shutting_down_) {
-      r.error_code = ErrorCode::kCoordinatorNotAvailable;
+    const ErrorCode serving = ServingError(id);
+    Group* g = serving != ErrorCode::kNone ? nullptr : FindGroup(id);
+    if (serving != ErrorCode::kNone) {
+      r.error_code = serving;
     } else if (g == nullptr) {
       r.error_code = ErrorCode::kGroupIdNotFound;
     } else if (!g->Is(State::kEmpty)) {
       r.error_code = ErrorCode::kNonEmptyGroup;
     } else {
       DropGroup(*g);
+      auto& [write, results] = writes[OffsetsOf(id)];
       write.DeleteGroup(id);
-      deleted.push_back(resp->results.size());
+      results.push_back(resp->results.size());
     }
     resp->results.push_back(std::move(r));
   }
-  if (write.empty()) return done(std::move(*resp));
-  SLUICE_LOG(kLog, kInfo, "deleting {} groups", deleted.size());
-  auto answer = [resp, deleted, done = std::move(done)](const Status& st) mutable {
-    if (!st.ok()) {
-      SLUICE_LOG(kLog, kWarn, "group deletion not durable: {}", st.ToString());
-      for (size_t i : deleted) resp->results[i].error_code = ErrorCode::kCoordinatorNotAvailable;
-    }
-    done(std::move(*resp));
+  if (writes.empty()) return done(std::move(*resp));
+  SLUICE_LOG(kLog, kInfo, "deleting {} groups", resp->results.size());
+  // Answered once every write is durable; a result whose write failed says so.
+  struct Answer {
+    std::shared_ptr<kafka::DeleteGroupsResponse> resp;
+    Done<kafka::DeleteGroupsResponse> done;
+    size_t left = 0;
   };
-  auto shared_answer = std::make_shared<decltype(answer)>(std::move(answer));
-  Status st = offsets_->Write(write, [this, shared_answer](const Status& s) {
-    loop_->Post([shared_answer, s] { (*shared_answer)(s); });
-  });
-  if (!st.ok()) (*shared_answer)(st);
+  auto answer = std::make_shared<Answer>(Answer{resp, std::move(done), writes.size()});
+  for (auto& [log, w] : writes) {
+    auto finish = [answer, results = w.second](const Status& st) {
+      if (!st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "group deletion not durable: {}", st.ToString());
+        for (size_t i : results) answer->resp->results[i].error_code = CoordinatorWriteError(st);
+      }
+      if (--answer->left == 0) answer->done(std::move(*answer->resp));
+    };
+    Status st = log->Write(
+        w.first, [this, finish](const Status& s) { loop_->Post([finish, s] { finish(s); }); });
+    if (!st.ok()) finish(st);
+  }
 }
 
 void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
   if (shutting_down_) return;
   OffsetWrite write;
   write.DeleteTopic(topic);
-  Status st = offsets_->Write(write, LogIfFailed("deleting the offsets of topic " + topic));
-  if (!st.ok())
-    SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
+  for (auto& [p, part] : partitions_) {
+    if (part.log == nullptr) continue;
+    Status st = part.log->Write(write, LogIfFailed("deleting the offsets of topic " + topic));
+    if (!st.ok())
+      SLUICE_LOG(kLog, kWarn, "deleting the offsets of topic {}: {}", topic, st.ToString());
+  }
   CleanupEmptyGroups("a topic was deleted");
 }
 
@@ -133,19 +157,23 @@ void GroupCoordinator::DoTopicDeleted(const std::string& topic) {
 void GroupCoordinator::CleanupEmptyGroups(const char* why) {
   std::vector<std::string> dropped;
   for (const auto& [id, g] : groups_) {
-    if (g->Is(State::kEmpty) && g->pending_members.empty() && !offsets_->HasOffsets(id))
+    OffsetLog* log = OffsetsOf(id);
+    if (log != nullptr && g->Is(State::kEmpty) && g->pending_members.empty() &&
+        !log->HasOffsets(id))
       dropped.push_back(id);
   }
   if (dropped.empty()) return;
-  OffsetWrite write;
+  std::map<OffsetLog*, OffsetWrite> writes;
   for (const std::string& id : dropped) {
     DropGroup(*FindGroup(id));
-    if (offsets_->Group(id) != nullptr) write.DeleteGroup(id);
+    OffsetLog* log = OffsetsOf(id);
+    if (log->Group(id) != nullptr) writes[log].DeleteGroup(id);
   }
   SLUICE_LOG(kLog, kInfo, "{}: forgetting {} empty groups without offsets", why, dropped.size());
-  if (write.empty()) return;
-  Status st = offsets_->Write(write, LogIfFailed("forgetting empty groups"));
-  if (!st.ok()) SLUICE_LOG(kLog, kWarn, "forgetting empty groups: {}", st.ToString());
+  for (auto& [log, write] : writes) {
+    Status st = log->Write(write, LogIfFailed("forgetting empty groups"));
+    if (!st.ok()) SLUICE_LOG(kLog, kWarn, "forgetting empty groups: {}", st.ToString());
+  }
 }
 
 void GroupCoordinator::ScheduleCleanup() {

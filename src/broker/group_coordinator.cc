@@ -38,31 +38,28 @@ Result<std::unique_ptr<GroupCoordinator>> GroupCoordinator::Open(GroupCoordinato
         options.min_session_timeout_ms, options.max_session_timeout_ms);
   }
   ASSIGN_OR_RETURN(std::unique_ptr<EventLoop> loop, EventLoop::Create());
-  OffsetLogOptions lo;
-  lo.dir = options.dir;
-  lo.executor = options.executor;
-  lo.files = options.files;
-  lo.env = options.env;
-  lo.flush_policy = options.flush_policy;
-  lo.flush_ms = options.flush_ms;
-  lo.cleaner = options.cleaner;
-  lo.segment_bytes = options.log_segment_bytes;
-  ASSIGN_OR_RETURN(std::unique_ptr<OffsetLog> offsets, OffsetLog::Open(lo));
+  std::unique_ptr<OffsetLog> offsets;
+  if (!options.replicated) {
+    OffsetLogOptions lo;
+    lo.dir = options.dir;
+    lo.executor = options.executor;
+    lo.files = options.files;
+    lo.env = options.env;
+    lo.flush_policy = options.flush_policy;
+    lo.flush_ms = options.flush_ms;
+    lo.cleaner = options.cleaner;
+    lo.segment_bytes = options.log_segment_bytes;
+    ASSIGN_OR_RETURN(offsets, OffsetLog::Open(lo));
+  }
 
   std::unique_ptr<GroupCoordinator> c(new GroupCoordinator(std::move(options)));
   c->loop_ = std::move(loop);
-  c->offsets_ = std::move(offsets);
-  // Every group the log knows comes back Empty: members are not persisted (they rejoin),
-  // the generation is, so it never goes backwards.
-  for (const std::string& id : c->offsets_->GroupIds()) {
-    Group& g = c->CreateGroup(id);
-    if (const GroupRecord* rec = c->offsets_->Group(id)) {
-      g.generation = rec->generation;
-      if (!rec->protocol_type.empty()) g.protocol_type = rec->protocol_type;
-    }
+  if (offsets != nullptr) {
+    // A single node: one partition, always served.
+    c->InstallPartition(0, 0, std::move(offsets));
+    SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
+               c->groups_.size());
   }
-  SLUICE_LOG(kLog, kInfo, "group coordinator on {}: {} groups loaded", c->options_.dir,
-             c->groups_.size());
   c->gate_->loop = c->loop_.get();
   c->ScheduleCleanup();  // allowed: the loop does not run yet
   c->thread_ = std::thread([p = c.get()] { p->loop_->Run(); });
@@ -77,6 +74,7 @@ Status GroupCoordinator::Close() {
     std::lock_guard gate_lock(gate_->mu);
     gate_->loop = nullptr;
   }
+  loads_.Close();  // loading threads end; their results are dropped (the gate is shut)
   if (thread_.joinable()) {
     loop_->Post([this] { Shutdown(); });
     thread_.join();
@@ -89,21 +87,28 @@ Status GroupCoordinator::Close() {
 // acks, which are posted here and run before the Stop posted after them), then stops.
 void GroupCoordinator::Shutdown() {
   shutting_down_ = true;
-  for (auto& [id, g] : groups_) {
-    if (g->join_timer != 0) loop_->Cancel(g->join_timer);
-    if (g->sync_timer != 0) loop_->Cancel(g->sync_timer);
-    for (auto& [pid, timer] : g->pending_members) loop_->Cancel(timer);
-    for (auto& [mid, m] : g->members) {
-      if (m->heartbeat_timer != 0) loop_->Cancel(m->heartbeat_timer);
-      if (m->join_done)
-        std::exchange(m->join_done, nullptr)(JoinError(m->id, ErrorCode::kCoordinatorNotAvailable));
-      if (m->sync_done)
-        std::exchange(m->sync_done, nullptr)(SyncError(ErrorCode::kCoordinatorNotAvailable));
-    }
-    g->num_awaiting_join = 0;
+  for (auto& [id, g] : groups_) AbandonGroup(*g, ErrorCode::kCoordinatorNotAvailable);
+  for (auto& [p, part] : partitions_) {
+    if (part.log == nullptr) continue;
+    Status st = part.log->Close();
+    if (!st.ok() && shutdown_status_.ok()) shutdown_status_ = st;
   }
-  shutdown_status_ = offsets_->Close();
   loop_->Post([this] { loop_->Stop(); });
+}
+
+void GroupCoordinator::AbandonGroup(Group& g, ErrorCode error) {
+  if (g.join_timer != 0) loop_->Cancel(g.join_timer);
+  if (g.sync_timer != 0) loop_->Cancel(g.sync_timer);
+  g.join_timer = 0;
+  g.sync_timer = 0;
+  for (auto& [pid, timer] : g.pending_members) loop_->Cancel(timer);
+  for (auto& [mid, m] : g.members) {
+    if (m->heartbeat_timer != 0) loop_->Cancel(m->heartbeat_timer);
+    m->heartbeat_timer = 0;
+    if (m->join_done) std::exchange(m->join_done, nullptr)(JoinError(m->id, error));
+    if (m->sync_done) std::exchange(m->sync_done, nullptr)(SyncError(error));
+  }
+  g.num_awaiting_join = 0;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -181,7 +186,9 @@ void GroupCoordinator::OnTopicDeleted(std::string topic) {
 void GroupCoordinator::DoJoinGroup(kafka::JoinGroupRequest& req, int16_t version,
                                    const GroupClient& client,
                                    Done<kafka::JoinGroupResponse>& done) {
-  if (shutting_down_) return done(JoinError(req.member_id, ErrorCode::kCoordinatorNotAvailable));
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) {
+    return done(JoinError(req.member_id, e));
+  }
   if (req.group_id.empty()) return done(JoinError(req.member_id, ErrorCode::kInvalidGroupId));
   if (req.session_timeout_ms < options_.min_session_timeout_ms ||
       req.session_timeout_ms > options_.max_session_timeout_ms) {
@@ -570,7 +577,7 @@ kafka::JoinGroupResponse GroupCoordinator::JoinSuccess(
 
 void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version,
                                    Done<kafka::SyncGroupResponse>& done) {
-  if (shutting_down_) return done(SyncError(ErrorCode::kCoordinatorNotAvailable));
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) return done(SyncError(e));
   if (req.group_id.empty()) return done(SyncError(ErrorCode::kInvalidGroupId));
   // v5+ must name the protocol type and name (KafkaApis checks this).
   if (version >= 5 && (!req.protocol_type || !req.protocol_name)) {
@@ -689,7 +696,7 @@ void GroupCoordinator::PropagateAssignment(Group& g, ErrorCode error) {
 // Heartbeat, LeaveGroup
 
 ErrorCode GroupCoordinator::DoHeartbeat(const kafka::HeartbeatRequest& req) {
-  if (shutting_down_) return ErrorCode::kCoordinatorNotAvailable;
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) return e;
   if (req.group_id.empty()) return ErrorCode::kInvalidGroupId;
   Group* g = FindGroup(req.group_id);
   if (g == nullptr) return ErrorCode::kUnknownMemberId;
@@ -723,8 +730,8 @@ kafka::LeaveGroupResponse GroupCoordinator::DoLeaveGroup(const kafka::LeaveGroup
   } else {
     leaving = req.members;
   }
-  if (shutting_down_) {
-    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) {
+    resp.error_code = e;
     return resp;
   }
   if (req.group_id.empty()) {
@@ -940,7 +947,9 @@ void GroupCoordinator::PersistGeneration(Group& g) {
   OffsetWrite write;
   write.SetGroup(
       g.id, GroupRecord{g.protocol_type.value_or(""), g.generation, g.protocol_name, g.leader});
-  Status st = offsets_->Write(
+  OffsetLog* log = OffsetsOf(g.id);
+  if (log == nullptr) return;  // its partition is no longer served here
+  Status st = log->Write(
       write, LogIfFailed(fmt::format("writing generation {} of group {}", g.generation, g.id)));
   if (!st.ok())
     SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,

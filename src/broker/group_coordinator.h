@@ -20,7 +20,9 @@
 // by their durability), closes the log and stops the thread. A request that reaches the
 // coordinator after its thread stopped is dropped: `done` never runs (it is destroyed
 // with the loop). So the broker stops accepting requests before it closes the
-// coordinator. Close must not be called from a `done` callback.
+// coordinator. Close must not be called from a `done` callback. Replicated (a cluster):
+// a write under way is answered by the partition's owner shard, so the coordinator is
+// destroyed only once the shards stopped (the Broker closes it after the server).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,8 @@
 #include <thread>
 
 #include "base/status.h"
+#include "broker/coordinator_loads.h"
+#include "broker/offset_log.h"
 #include "kafka/protocol/messages/groups.h"
 #include "kafka/protocol/messages/txn.h"
 #include "storage/file_cache.h"
@@ -76,6 +80,13 @@ struct GroupCoordinatorOptions {
   // (OffsetLogOptions): tests make it small.
   compaction::LogCleaner* cleaner = nullptr;
   uint64_t log_segment_bytes = 8ull << 20;
+  // In a cluster (docs/design/0018-cluster.md, "coordmove"): Open opens no log; the
+  // partitions of __consumer_offsets this broker leads are loaded and unloaded with
+  // LoadPartition / UnloadPartition, and a group is served only by the coordinator whose
+  // loaded partition holds it (CoordinatorPartitionFor).
+  bool replicated = false;
+  // Tests: runs on the loading thread before a partition's log is replayed.
+  std::function<void(int32_t partition)> before_load;
 };
 
 // The partition TxnVerifier is asked about: the offsets log, as a transaction holds it.
@@ -132,6 +143,28 @@ class GroupCoordinator {
   // producer's last in the log, COORDINATOR_NOT_AVAILABLE when it could not be written.
   void CompleteTxn(std::string group, int64_t producer_id, int16_t producer_epoch, bool commit,
                    Done<kafka::ErrorCode> done);
+  // The same marker for partition `p` of the offsets log (every group there): what another
+  // broker's transaction coordinator sends as WriteTxnMarkers for __consumer_offsets-p
+  // when this broker leads it (txn_partition_markers.h). NOT_COORDINATOR when `p` is not
+  // led here, COORDINATOR_LOAD_IN_PROGRESS while it loads.
+  void CompletePartitionTxn(int32_t p, int64_t producer_id, int16_t producer_epoch, bool commit,
+                            Done<kafka::ErrorCode> done);
+  // Cluster: this broker leads partition `p` of the `count` partitions of
+  // __consumer_offsets in `epoch`. Its groups are loaded from `log` (InternalLogOptions:
+  // attach, append) on a loading thread; until they are, their requests answer
+  // COORDINATOR_LOAD_IN_PROGRESS. A partition already loaded in this epoch stays as it is.
+  // Returns without waiting for the coordinator's thread. One caller thread at a time
+  // (the cluster controller's), never the coordinator's.
+  void LoadPartition(int32_t p, int32_t count, int32_t epoch, OffsetLogOptions log);
+  // It stopped leading `p` (Kafka's onResignation): the partition's groups are dropped,
+  // requests waiting in them (JoinGroup, SyncGroup) answered NOT_COORDINATOR, and its
+  // log is no longer touched once this returns. Requests for its groups answer
+  // NOT_COORDINATOR. It returns once the log is no longer read here (the loading
+  // thread, if any, ended), without waiting for the drop itself. As LoadPartition.
+  void UnloadPartition(int32_t p);
+  // The partitions loaded (or loading) now, for tests; waits for the coordinator's thread.
+  std::map<int32_t, bool> PartitionsForTesting();
+
   // A topic was deleted: forget its committed offsets (durably, without waiting), and
   // drop the Empty groups left without offsets, as Kafka does. Any thread.
   void OnTopicDeleted(std::string topic);
@@ -155,6 +188,9 @@ class GroupCoordinator {
   kafka::OffsetFetchResponse DoOffsetFetch(const kafka::OffsetFetchRequest& req, int16_t version);
   void DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int16_t version,
                          kafka::ErrorCode verified, Done<kafka::TxnOffsetCommitResponse>& done);
+  // Writes the marker to `log` (of partition `p`, for the log lines) and answers `done`.
+  void CompleteTxnIn(OffsetLog* log, int32_t p, int64_t producer_id, int16_t producer_epoch,
+                     bool commit, Done<kafka::ErrorCode>& done);
   void DoCompleteTxn(const std::string& group, int64_t producer_id, int16_t producer_epoch,
                      bool commit, Done<kafka::ErrorCode>& done);
   kafka::ListGroupsResponse DoListGroups(const kafka::ListGroupsRequest& req);
@@ -210,14 +246,32 @@ class GroupCoordinator {
   Group* FindGroup(const std::string& id);
   Group& CreateGroup(const std::string& id);
   void DropGroup(Group& g);  // stops its timers and forgets it (writes nothing)
+  // Stops the group's timers and answers its waiting JoinGroup/SyncGroup with `error`.
+  void AbandonGroup(Group& g, kafka::ErrorCode error);
+  // A partition of the offsets log served here (replicated: led here).
+  struct OffsetsPartition {
+    std::unique_ptr<OffsetLog> log;  // null while it loads
+    int32_t epoch = -1;              // its leader epoch
+    uint64_t load_id = 0;            // tells a load's result from a later load's
+  };
+  int32_t PartitionOf(const std::string& group) const;
+  // Why this coordinator does not serve `group` now: COORDINATOR_NOT_AVAILABLE (closing),
+  // NOT_COORDINATOR (its partition is not led here), COORDINATOR_LOAD_IN_PROGRESS; kNone
+  // when it does.
+  kafka::ErrorCode ServingError(const std::string& group) const;
+  // The log holding `group`: non-null when ServingError(group) is kNone.
+  OffsetLog* OffsetsOf(const std::string& group);
+  void InstallPartition(int32_t p, uint64_t load_id, Result<std::unique_ptr<OffsetLog>> loaded);
+  void DropPartition(int32_t p);
   void PersistGeneration(Group& g);
   void CleanupEmptyGroups(const char* why);
   void ScheduleCleanup();
 
   const GroupCoordinatorOptions options_;
   std::unique_ptr<EventLoop> loop_;
-  std::unique_ptr<OffsetLog> offsets_;
   std::thread thread_;
+  // The callers' side of the partitions (replicated only): LoadPartition / UnloadPartition.
+  CoordinatorLoads loads_;
 
   // Lets callbacks of other components (the TxnVerifier's) post to the loop only while
   // the coordinator is open: Close clears `loop` before it stops the thread, so a late
@@ -235,6 +289,9 @@ class GroupCoordinator {
   Status shutdown_status_;
 
   // The coordinator's thread only.
+  // The offsets log's partitions served here: partition 0 always on a single node.
+  std::map<int32_t, OffsetsPartition> partitions_;
+  int32_t partition_count_ = 1;
   std::map<std::string, std::unique_ptr<Group>> groups_;
   bool shutting_down_ = false;
   uint64_t next_incarnation_ = 1;

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/coordinator_partitions.h"
 #include "broker/group_coordinator.h"
 #include "broker/group_state.h"
 #include "broker/txn_markers.h"
@@ -108,7 +109,7 @@ void WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>&
     loop.Post([pending, s, what] {
       if (!s.ok()) {
         SLUICE_LOG(kLog, kWarn, "{} not durable: {}", what, s.ToString());
-        pending->Set(pending->written, ErrorCode::kCoordinatorNotAvailable);
+        pending->Set(pending->written, CoordinatorWriteError(s));
       }
       pending->Answer();
     });
@@ -148,7 +149,7 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
                                       Done<kafka::OffsetCommitResponse>& done) {
   auto pending =
       std::make_shared<PendingCommit<kafka::OffsetCommitResponse>>(req, std::move(done), options_);
-  if (shutting_down_) return pending->FailAll(ErrorCode::kCoordinatorNotAvailable);
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) return pending->FailAll(e);
   if (pending->valid.empty()) return pending->Answer();
 
   const int32_t generation = req.generation_id_or_member_epoch;
@@ -189,7 +190,7 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
   if (write.empty()) return pending->Answer();
   WriteAndAnswer<kafka::OffsetCommitResponse>(
       *loop_, pending, fmt::format("group {}: offset commit", req.group_id),
-      [&](OffsetLog::Done cb) { return offsets_->Write(write, std::move(cb)); });
+      [&](OffsetLog::Done cb) { return OffsetsOf(req.group_id)->Write(write, std::move(cb)); });
 }
 
 kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req,
@@ -200,13 +201,14 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
   auto fetch = [&](const std::string& group,
                    const std::optional<std::vector<kafka::OffsetFetchRequest::Topic>>& topics) {
     std::vector<Resp::Topic> out;
+    OffsetLog* offsets = OffsetsOf(group);  // served: checked by the caller
     // require_stable (v7+): a partition a transaction holds offsets for answers
     // UNSTABLE_OFFSET_COMMIT (the client retries); without it, the last visible offset.
     const bool require_stable = version >= 7 && req.require_stable;
     auto partition = [&](const TopicPartition& tp, const CommittedOffset* v) {
       Resp::Partition p;
       p.partition_index = tp.partition;
-      if (require_stable && offsets_->HasPendingOffset(group, tp)) {
+      if (require_stable && offsets->HasPendingOffset(group, tp)) {
         v = nullptr;
         p.error_code = ErrorCode::kUnstableOffsetCommit;
       }
@@ -216,8 +218,8 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
       return p;
     };
     if (!topics) {
-      if (const OffsetLog::OffsetMap* offsets = offsets_->Offsets(group)) {
-        for (const auto& [tp, v] : *offsets) {
+      if (const OffsetLog::OffsetMap* committed = offsets->Offsets(group)) {
+        for (const auto& [tp, v] : *committed) {
           if (out.empty() || out.back().name != tp.topic) {
             out.emplace_back();
             out.back().name = tp.topic;
@@ -232,7 +234,7 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
       rt.name = t.name;
       for (int32_t index : t.partition_indexes) {
         TopicPartition tp{t.name, index};
-        rt.partitions.push_back(partition(tp, offsets_->Find(group, tp)));
+        rt.partitions.push_back(partition(tp, offsets->Find(group, tp)));
       }
       out.push_back(std::move(rt));
     }
@@ -244,8 +246,8 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
     for (const auto& rg : req.groups) {
       Resp::Group out;
       out.group_id = rg.group_id;
-      if (shutting_down_) {
-        out.error_code = ErrorCode::kCoordinatorNotAvailable;
+      if (ErrorCode e = ServingError(rg.group_id); e != ErrorCode::kNone) {
+        out.error_code = e;
       } else {
         out.topics = fetch(rg.group_id, rg.topics);
       }
@@ -253,9 +255,9 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
     }
     return resp;
   }
-  if (shutting_down_) {
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) {
     if (version >= 2) {
-      resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+      resp.error_code = e;
     } else if (req.topics) {
       // v0-1 have no top-level error: every asked partition carries it.
       for (const auto& t : *req.topics) {
@@ -266,7 +268,7 @@ kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFe
           p.partition_index = index;
           p.committed_offset = -1;
           p.metadata = std::string();
-          p.error_code = ErrorCode::kCoordinatorNotAvailable;
+          p.error_code = e;
           rt.partitions.push_back(std::move(p));
         }
         resp.topics.push_back(std::move(rt));
@@ -350,7 +352,7 @@ void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int
   auto pending = std::make_shared<PendingCommit<kafka::TxnOffsetCommitResponse>>(
       req, std::move(done), options_);
   if (req.group_id.empty()) return pending->FailAll(ErrorCode::kInvalidGroupId);
-  if (shutting_down_) return pending->FailAll(ErrorCode::kCoordinatorNotAvailable);
+  if (ErrorCode e = ServingError(req.group_id); e != ErrorCode::kNone) return pending->FailAll(e);
   if (verified != ErrorCode::kNone) {
     // Kafka's handler: clients before 2.0 (v0-1) do not retry a loading coordinator.
     if (version < 2 && verified == ErrorCode::kCoordinatorLoadInProgress)
@@ -384,29 +386,46 @@ void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int
       fmt::format("group {}: transactional offset commit of producer {}", req.group_id,
                   req.producer_id),
       [&](OffsetLog::Done cb) {
-        return offsets_->WriteTxnOffsets(req.producer_id, req.producer_epoch, write, std::move(cb));
+        return OffsetsOf(req.group_id)
+            ->WriteTxnOffsets(req.producer_id, req.producer_epoch, write, std::move(cb));
       });
 }
 
 void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_id,
                                      int16_t producer_epoch, bool commit, Done<ErrorCode>& done) {
-  if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
+  if (ErrorCode e = ServingError(group); e != ErrorCode::kNone) return done(e);
+  CompleteTxnIn(OffsetsOf(group), PartitionOf(group), producer_id, producer_epoch, commit, done);
+}
+
+void GroupCoordinator::CompletePartitionTxn(int32_t p, int64_t producer_id, int16_t producer_epoch,
+                                            bool commit, Done<ErrorCode> done) {
+  loop_->Post([this, p, producer_id, producer_epoch, commit, done = std::move(done)]() mutable {
+    if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
+    auto it = partitions_.find(p);
+    if (it == partitions_.end()) return done(ErrorCode::kNotCoordinator);
+    if (it->second.log == nullptr) return done(ErrorCode::kCoordinatorLoadInProgress);
+    CompleteTxnIn(it->second.log.get(), p, producer_id, producer_epoch, commit, done);
+  });
+}
+
+void GroupCoordinator::CompleteTxnIn(OffsetLog* log, int32_t p, int64_t producer_id,
+                                     int16_t producer_epoch, bool commit, Done<ErrorCode>& done) {
   auto shared = std::make_shared<Done<ErrorCode>>(std::move(done));
-  // The coordinator epoch is 0: one node, whose transaction coordinator never moves.
-  Status st = offsets_->CompleteTxn(
-      producer_id, producer_epoch, commit, 0, [this, shared](const Status& s) {
+  // The coordinator epoch is 0 (0018: the state partition's leader epoch is not yet used).
+  Status st =
+      log->CompleteTxn(producer_id, producer_epoch, commit, 0, [this, shared](const Status& s) {
         loop_->Post([shared, s] {
           if (!s.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker not durable: {}", s.ToString());
           (*shared)(s.ok() ? ErrorCode::kNone : ErrorCode::kCoordinatorNotAvailable);
         });
       });
   if (!st.ok()) {
-    SLUICE_LOG(kLog, kWarn, "group {}: {} marker of producer {} epoch {} refused: {}", group,
-               commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
+    SLUICE_LOG(kLog, kWarn, "offsets partition {}: {} marker of producer {} epoch {} refused: {}",
+               p, commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
     return (*shared)(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
                                                        : ErrorCode::kCoordinatorNotAvailable);
   }
-  SLUICE_LOG(kLog, kDebug, "group {}: {} of producer {} epoch {} completed", group,
+  SLUICE_LOG(kLog, kDebug, "offsets partition {}: {} of producer {} epoch {} completed", p,
              commit ? "commit" : "abort", producer_id, producer_epoch);
 }
 

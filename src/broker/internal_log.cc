@@ -34,7 +34,13 @@ compaction::CleanConfig InternalLog::CleanConfigFor(const InternalLogOptions& op
 
 InternalLog::InternalLog(storage::PartitionLog* log, std::unique_ptr<storage::PartitionLog> owned,
                          InternalLogOptions options)
-    : options_(std::move(options)), owned_(std::move(owned)), log_(log) {}
+    : options_(std::move(options)), owned_(std::move(owned)), log_(log) {
+  if (options_.append) next_offset_ = log_->end_offset();
+}
+
+int64_t InternalLog::end_offset() const {
+  return options_.append ? next_offset_ : log_->end_offset();
+}
 
 InternalLog::~InternalLog() {
   Status st = Close();
@@ -44,6 +50,10 @@ InternalLog::~InternalLog() {
 Result<std::unique_ptr<InternalLog>> InternalLog::Open(InternalLogOptions options) {
   if (options.executor == nullptr) {
     return InvalidArgumentError("internal log {}: no IoExecutor", options.dir);
+  }
+  if (options.attach != nullptr) {
+    storage::PartitionLog* log = options.attach;
+    return Attach(log, std::move(options));
   }
   storage::LogOptions lo;
   lo.env = options.env;
@@ -180,6 +190,17 @@ Status InternalLog::Append(std::span<const InternalRecord> records, size_t targe
 
 Status InternalLog::AppendBatch(std::span<const uint8_t> batch, Done on_durable) {
   if (closed_) return FailedPreconditionError("internal log {} is closed", options_.dir);
+  if (options_.append) {
+    // Replicated: the partition's owner appends it with its leader epoch; the offsets
+    // are the ones counted here, as this coordinator is the partition's only writer.
+    if (batch.size() < storage::kBatchHeaderSize) {
+      return InvalidArgumentError("{}: a batch of {} bytes", options_.dir, batch.size());
+    }
+    const storage::BatchHeader h = storage::ParseBatchHeader(batch);
+    next_offset_ += static_cast<int64_t>(h.last_offset_delta) + 1;
+    options_.append(std::vector<uint8_t>(batch.begin(), batch.end()), std::move(on_durable));
+    return Status::OK();
+  }
   storage::AppendOptions ao;
   ao.ack = storage::AckLevel::kDurable;
   if (on_durable) {

@@ -46,6 +46,13 @@ inline constexpr double kInternalMinCleanableDirtyRatio = 0.5;
 inline constexpr int64_t kInternalDeleteRetentionMs = 86'400'000;
 
 struct InternalLogOptions {
+  // Where a replicated log's batches go (docs/design/0018-cluster.md, "coordmove"): a
+  // batch is handed over with its callback (null for all but a write's last batch), which
+  // runs once, on any thread, when the high watermark passed it or with the error. The
+  // log is then Attach'ed and only read here; offsets are counted from its end at attach.
+  using AppendFn =
+      std::function<void(std::vector<uint8_t> batch, std::function<void(const Status&)> done)>;
+
   std::string dir;
   // The log's name in the cleaner ("__consumer_offsets-0").
   std::string name;
@@ -60,6 +67,11 @@ struct InternalLogOptions {
   compaction::LogCleaner* cleaner = nullptr;
   double min_cleanable_dirty_ratio = kInternalMinCleanableDirtyRatio;
   int64_t delete_retention_ms = kInternalDeleteRetentionMs;
+  // Empty: appends go to the log itself (a single node's own log).
+  AppendFn append;
+  // Set: Open attaches to this log (a replicated partition's, owned by its shard; it must
+  // outlive the InternalLog) instead of opening `dir`.
+  storage::PartitionLog* attach = nullptr;
 };
 
 // One record to append.
@@ -99,7 +111,8 @@ class InternalLog {
   // The cleaner's settings for an internal log with these options.
   static compaction::CleanConfig CleanConfigFor(const InternalLogOptions& options);
 
-  // Opens (creating when missing) the log in options.dir, owned by this object.
+  // Opens (creating when missing) the log in options.dir, owned by this object; or
+  // Attach(options.attach) when that is set.
   static Result<std::unique_ptr<InternalLog>> Open(InternalLogOptions options);
   // Over `log`, owned elsewhere (it must outlive this object, or its Close).
   static std::unique_ptr<InternalLog> Attach(storage::PartitionLog* log,
@@ -127,6 +140,10 @@ class InternalLog {
   // Appends one whole batch (a control batch: a transaction marker), as Append.
   Status AppendBatch(std::span<const uint8_t> batch, Done on_durable);
 
+  // The offset the next appended record gets: the log's end, or, when appends are handed
+  // to `options.append`, the end at attach plus every record handed over since.
+  int64_t end_offset() const;
+
   // Counts records the owner refused at replay (reported by skipped_records()).
   void Skip(int records) { skipped_records_ += records; }
   int skipped_records() const { return skipped_records_; }
@@ -149,6 +166,7 @@ class InternalLog {
   storage::PartitionLog* log_;
   bool registered_ = false;
   bool closed_ = false;
+  int64_t next_offset_ = -1;  // with options_.append: the next record's offset
   int skipped_records_ = 0;
 };
 

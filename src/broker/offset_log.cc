@@ -510,7 +510,7 @@ Status OffsetLog::CheckSizes(const OffsetWrite& write) const {
 Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
   RETURN_IF_ERROR(CheckSizes(write));
-  const int64_t base = log_->log().end_offset();
+  const int64_t base = log_->end_offset();
   std::vector<InternalRecord> records;
   auto next_at = [&] { return base + static_cast<int64_t>(records.size()) - 1; };
   // Tombstones for the key and for every pending offset of it.
@@ -592,7 +592,7 @@ Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
     on_durable(Status::OK());
     return Status::OK();
   }
-  const int64_t base = log_->log().end_offset();
+  const int64_t base = log_->end_offset();
   std::vector<InternalRecord> records;
   for (const auto& op : write.ops_) {
     const auto& c = std::get<OffsetWrite::CommitOp>(op);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "base/crash_point.h"
+#include "broker/coordinator_partitions.h"
 #include "broker/txn_participants.h"
 #include "broker/txn_partition_markers.h"
 
@@ -46,8 +47,15 @@ void ClusterTxnLinks::Stop() {
   verifications.Stop();
 }
 
-int32_t TxnCoordinatorNode(const MetadataSnapshot& meta, const std::string& /*transactional_id*/) {
-  return meta.cluster ? meta.controller_id : meta.node_id;
+int32_t TxnCoordinatorNode(const MetadataSnapshot& meta, const std::string& transactional_id) {
+  if (!meta.cluster) return meta.node_id;
+  // The leader of the id's partition of __transaction_state (as FindCoordinator answers,
+  // handlers/groups.cc; 0018 "coordmove"); -1 while it has none or the topic is missing.
+  const MetadataSnapshot::Topic* t = meta.Find("__transaction_state");
+  if (t == nullptr || t->partitions.empty()) return -1;
+  const int32_t p =
+      CoordinatorPartitionFor(transactional_id, static_cast<int32_t>(t->partitions.size()));
+  return t->partitions[static_cast<size_t>(p)].leader;
 }
 
 bool InterBrokerAddress(const MetadataSnapshot& meta, int32_t node, std::string* host,
@@ -217,7 +225,67 @@ void ClusterTxnParticipants::SendBatch(int32_t leader, const std::string& host, 
 void ClusterTxnParticipants::CompleteGroupOffsets(
     const TxnMarker& marker, std::vector<std::string> groups,
     std::function<void(std::vector<ErrorCode>)> done) {
-  groups_->CompleteGroupOffsets(marker, std::move(groups), std::move(done));
+  // A group's offsets are where its coordinator is: the leader of its partition of
+  // __consumer_offsets (0018 "coordmove"). Groups coordinated here complete on this
+  // broker's group coordinator; the others get the marker as WriteTxnMarkers for that
+  // partition, which their leader hands to its group coordinator (txn_partition_markers.h).
+  std::shared_ptr<const MetadataSnapshot> meta = shards_->Published();
+  const MetadataSnapshot::Topic* offsets =
+      meta != nullptr && meta->cluster ? meta->Find("__consumer_offsets") : nullptr;
+  if (groups.empty() || offsets == nullptr || offsets->partitions.empty()) {
+    return groups_->CompleteGroupOffsets(marker, std::move(groups), std::move(done));
+  }
+  auto gather = std::make_shared<TxnAnswerGather>(groups.size(), std::move(done));
+  std::vector<std::string> here;
+  std::vector<size_t> here_at;
+  std::map<int32_t, std::map<int32_t, std::vector<size_t>>> elsewhere;  // leader -> p -> groups
+  const auto count = static_cast<int32_t>(offsets->partitions.size());
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const int32_t p = CoordinatorPartitionFor(groups[i], count);
+    const int32_t leader = offsets->partitions[static_cast<size_t>(p)].leader;
+    if (leader == meta->node_id) {
+      here.push_back(groups[i]);
+      here_at.push_back(i);
+    } else if (leader < 0) {
+      gather->Set(i, ErrorCode::kNotCoordinator);  // none elected now: asked again later
+    } else {
+      elsewhere[leader][p].push_back(i);
+    }
+  }
+  if (!here.empty()) {
+    groups_->CompleteGroupOffsets(
+        marker, std::move(here), [gather, here_at](std::vector<ErrorCode> errors) {
+          for (size_t j = 0; j < here_at.size(); ++j) {
+            gather->Set(here_at[j], j < errors.size() ? errors[j] : ErrorCode::kUnknownServerError);
+          }
+        });
+  }
+  for (auto& [leader, partitions] : elsewhere) {
+    std::string host;
+    int32_t port = 0;
+    if (!InterBrokerAddress(*meta, leader, &host, &port)) {
+      for (const auto& [p, which] : partitions) {
+        for (size_t i : which) gather->Set(i, ErrorCode::kNotCoordinator);
+      }
+      continue;
+    }
+    // One marker per partition, answered for each of its groups.
+    Queued q;
+    q.marker = marker;
+    std::vector<std::vector<size_t>> groups_of;
+    for (const auto& [p, which] : partitions) {
+      q.partitions.push_back(TopicPartition{"__consumer_offsets", p});
+      groups_of.push_back(which);
+    }
+    q.done = [gather, groups_of](std::vector<ErrorCode> errors) {
+      for (size_t j = 0; j < groups_of.size(); ++j) {
+        for (size_t i : groups_of[j]) {
+          gather->Set(i, j < errors.size() ? errors[j] : ErrorCode::kUnknownServerError);
+        }
+      }
+    };
+    SendToLeader(leader, host, port, std::move(q));
+  }
 }
 
 void ClusterTxnVerifier::Verify(std::string transactional_id, int64_t producer_id,

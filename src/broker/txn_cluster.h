@@ -32,9 +32,9 @@
 
 namespace sluice::broker {
 
-// The broker that coordinates `transactional_id` in a cluster: the controller, as
-// FindCoordinator answers (handlers/groups.cc) until the coordinators follow their
-// internal topics' leaders (0018 decision 11). -1: none now.
+// The broker that coordinates `transactional_id` in a cluster: the leader of its
+// partition of __transaction_state, as FindCoordinator answers (handlers/groups.cc;
+// 0018 decision 11, "coordmove"). -1: none now.
 int32_t TxnCoordinatorNode(const MetadataSnapshot& meta, const std::string& transactional_id);
 
 // Where another broker of `meta` takes inter-broker requests (its registered inter-broker

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/crash_point.h"
 #include "base/logging.h"
+#include "broker/coordinator_partitions.h"
 #include "broker/event_loop.h"
 #include "broker/txn_coordinator_internal.h"
 #include "broker/txn_log.h"
@@ -46,32 +47,41 @@ Result<std::unique_ptr<TxnCoordinator>> TxnCoordinator::Open(TxnCoordinatorOptio
         "transaction.abort.timed.out.transaction.cleanup.interval.ms must be positive");
   }
   ASSIGN_OR_RETURN(std::unique_ptr<EventLoop> loop, EventLoop::Create());
-  TxnLogOptions lo;
-  lo.dir = options.dir;
-  lo.executor = options.executor;
-  lo.files = options.files;
-  lo.env = options.env;
-  lo.flush_policy = options.flush_policy;
-  lo.flush_ms = options.flush_ms;
-  lo.segment_bytes = options.log_segment_bytes;
-  lo.cleaner = options.cleaner;
-  ASSIGN_OR_RETURN(std::unique_ptr<TxnLog> log, TxnLog::Open(lo));
+  auto logs = std::make_unique<TxnLogs>(options.replicated);
+  if (!options.replicated) {
+    TxnLogOptions lo;
+    lo.dir = options.dir;
+    lo.executor = options.executor;
+    lo.files = options.files;
+    lo.env = options.env;
+    lo.flush_policy = options.flush_policy;
+    lo.flush_ms = options.flush_ms;
+    lo.segment_bytes = options.log_segment_bytes;
+    lo.cleaner = options.cleaner;
+    ASSIGN_OR_RETURN(std::unique_ptr<TxnLog> log, TxnLog::Open(lo));
+    logs->parts[0].log = std::move(log);  // a single node: one partition, always served
+  }
 
   std::unique_ptr<TxnCoordinator> c(new TxnCoordinator(std::move(options)));
   c->loop_ = std::move(loop);
-  c->log_ = std::move(log);
+  c->log_ = std::move(logs);
   c->gate_->loop = c->loop_.get();
-  size_t preparing = 0;
-  for (const auto& [id, rec] : c->log_->records()) {
-    auto t = std::make_unique<Txn>();
-    t->id = id;
-    c->ApplyDurable(*t, rec);
-    t->previous_producer_id = rec.previous_producer_id;
-    if (rec.state == TxnState::kPrepareCommit || rec.state == TxnState::kPrepareAbort) ++preparing;
-    c->txns_.emplace(id, std::move(t));
+  if (!c->options_.replicated) {
+    size_t preparing = 0;
+    for (const auto& [id, rec] : c->log_->parts[0].log->records()) {
+      auto t = std::make_unique<Txn>();
+      t->id = id;
+      c->ApplyDurable(*t, rec);
+      t->previous_producer_id = rec.previous_producer_id;
+      if (rec.state == TxnState::kPrepareCommit || rec.state == TxnState::kPrepareAbort) {
+        ++preparing;
+      }
+      c->txns_.emplace(id, std::move(t));
+    }
+    SLUICE_LOG(kTxnLog, kInfo,
+               "transaction coordinator on {}: {} transactional ids, {} to complete",
+               c->options_.dir, c->txns_.size(), preparing);
   }
-  SLUICE_LOG(kTxnLog, kInfo, "transaction coordinator on {}: {} transactional ids, {} to complete",
-             c->options_.dir, c->txns_.size(), preparing);
   c->tick_timer_ =
       c->loop_->RunAfter(c->options_.abort_check_interval_ms, [p = c.get()] { p->OnTick(); });
   c->thread_ = std::thread([p = c.get()] { p->loop_->Run(); });
@@ -82,6 +92,11 @@ Status TxnCoordinator::Close() {
   std::lock_guard lock(close_mu_);
   if (closed_) return close_status_;
   closed_ = true;
+  {
+    std::lock_guard g(gate_->mu);
+    closed_for_loads_.store(true);
+  }
+  loads_.Close();  // loading threads end; Shutdown drops what they posted
   if (thread_.joinable()) {
     loop_->Post([this] { Shutdown(); });
     thread_.join();
@@ -178,7 +193,7 @@ void TxnCoordinator::EndTxn(std::string transactional_id, int64_t producer_id,
                             int16_t producer_epoch, bool commit, Done<TxnProducerResult> done) {
   loop_->Post([this, id = std::move(transactional_id), producer_id, producer_epoch, commit,
                done = std::move(done)]() mutable {
-    if (shutting_down_) return done({ErrorCode::kCoordinatorNotAvailable});
+    if (ErrorCode e = ServingError(id); e != ErrorCode::kNone) return done({e});
     EndTransaction(id, producer_id, producer_epoch, commit, /*from_client=*/true,
                    [done = std::move(done)](ErrorCode e, int64_t pid, int16_t epoch) {
                      done({e, pid, epoch});
@@ -194,8 +209,9 @@ void TxnCoordinator::Describe(std::vector<std::string> transactional_ids,
       TxnDescription d;
       d.transactional_id = id;
       Txn* t = FindTxn(id);
-      if (shutting_down_) {
-        d.error = ErrorCode::kCoordinatorNotAvailable;
+      if (ErrorCode e = ServingError(id);
+          e != ErrorCode::kNone && (shutting_down_ || !id.empty())) {
+        d.error = e;
       } else if (id.empty()) {
         d.error = ErrorCode::kInvalidRequest;
       } else if (t == nullptr || t->state == TxnState::kDead) {
@@ -223,6 +239,12 @@ void TxnCoordinator::List(std::vector<std::string> state_filters,
     if (shutting_down_) {
       r.error = ErrorCode::kCoordinatorNotAvailable;
       return done(std::move(r));
+    }
+    for (const auto& [p, part] : log_->parts) {
+      if (part.log == nullptr) {
+        r.error = ErrorCode::kCoordinatorLoadInProgress;  // its ids are not known yet
+        return done(std::move(r));
+      }
     }
     std::set<TxnState> wanted;
     for (const std::string& name : states) {
@@ -252,8 +274,9 @@ void TxnCoordinator::Verify(std::string transactional_id, int64_t producer_id,
                partitions = std::move(partitions), done = std::move(done)] {
     ErrorCode all = ErrorCode::kNone;
     Txn* t = FindTxn(id);
-    if (shutting_down_) {
-      all = ErrorCode::kNotEnoughReplicas;
+    if (ErrorCode e = ServingError(id); e != ErrorCode::kNone && (shutting_down_ || !id.empty())) {
+      // The produce path turns these into the retriable NOT_ENOUGH_REPLICAS (KIP-890).
+      all = shutting_down_ ? ErrorCode::kNotEnoughReplicas : e;
     } else if (id.empty()) {
       all = ErrorCode::kInvalidRequest;
     } else if (t == nullptr || t->producer_id != producer_id) {
@@ -283,8 +306,11 @@ void TxnCoordinator::Verify(std::string transactional_id, int64_t producer_id,
 void TxnCoordinator::DoInitProducerId(const std::string& id, int32_t timeout_ms,
                                       int64_t producer_id, int16_t producer_epoch,
                                       Done<TxnProducerResult>& done) {
-  if (shutting_down_) return done({ErrorCode::kCoordinatorNotAvailable});
-  if (id.empty()) return done({ErrorCode::kInvalidRequest});
+  if (id.empty()) {
+    return done(
+        {shutting_down_ ? ErrorCode::kCoordinatorNotAvailable : ErrorCode::kInvalidRequest});
+  }
+  if (ErrorCode e = ServingError(id); e != ErrorCode::kNone) return done({e});
   if (timeout_ms <= 0 || timeout_ms > options_.max_timeout_ms) {
     return done({ErrorCode::kInvalidTransactionTimeout});
   }
@@ -380,8 +406,10 @@ void TxnCoordinator::DoAdd(const std::string& id, int64_t producer_id, int16_t p
                            const std::vector<TopicPartition>& partitions,
                            const std::optional<std::string>& group, Done<ErrorCode>& done,
                            bool may_wait) {
-  if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
-  if (id.empty()) return done(ErrorCode::kInvalidRequest);
+  if (id.empty()) {
+    return done(shutting_down_ ? ErrorCode::kCoordinatorNotAvailable : ErrorCode::kInvalidRequest);
+  }
+  if (ErrorCode e = ServingError(id); e != ErrorCode::kNone) return done(e);
   Txn* t = FindTxn(id);
   if (t == nullptr || t->producer_id != producer_id) {
     return done(ErrorCode::kInvalidProducerIdMapping);
@@ -568,12 +596,12 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
     // An IoExecutor thread: back to the loop (Close waits for these before stopping).
     loop_->Post([this, id, next = std::move(next), then = std::move(then), st] {
       Txn* t = FindTxn(id);
-      if (t == nullptr) return then(ErrorCode::kCoordinatorNotAvailable);
+      if (t == nullptr) return then(ErrorCode::kNotCoordinator);  // unloaded meanwhile
       t->pending.reset();
       if (!st.ok()) {
         SLUICE_LOG(kTxnLog, kError, "writing the state of transactional id {}: {}", id,
                    st.ToString());
-        return then(ErrorCode::kCoordinatorNotAvailable);
+        return then(CoordinatorWriteError(st));
       }
       ApplyDurable(*t, next);
       then(ErrorCode::kNone);
@@ -590,7 +618,7 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
   if (!st.ok()) {
     SLUICE_LOG(kTxnLog, kError, "writing the state of transactional id {}: {}", id, st.ToString());
     t.pending.reset();
-    then(ErrorCode::kCoordinatorNotAvailable);
+    then(CoordinatorWriteError(st));
   }
 }
 

@@ -20,9 +20,12 @@
 // log and stops the thread. Marker writes still under way are abandoned: the Prepare record is
 // durable, so the next Open writes them again. A request that reaches the coordinator
 // after its thread stopped is dropped (`done` never runs), so the broker stops accepting
-// requests first. `participants` must outlive the coordinator.
+// requests first. `participants` must outlive the coordinator. Replicated (a cluster): a
+// state write under way is answered by the partition's owner shard, so the coordinator is
+// destroyed only once the shards stopped (the Broker closes it after the server).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,6 +37,8 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/coordinator_loads.h"
+#include "broker/txn_log_partitions.h"
 #include "broker/txn_markers.h"
 #include "broker/txn_state.h"
 #include "storage/file_cache.h"
@@ -47,7 +52,6 @@ class LogCleaner;
 namespace sluice::broker {
 
 class EventLoop;
-class TxnLog;
 
 struct TxnCoordinatorOptions {
   std::string dir;                          // the state log, e.g. <data-dir>/__transaction_state-0
@@ -76,6 +80,12 @@ struct TxnCoordinatorOptions {
   // compacts it (must outlive the coordinator; null: the log is not cleaned).
   uint64_t log_segment_bytes = 4ull << 20;
   compaction::LogCleaner* cleaner = nullptr;
+  // In a cluster (docs/design/0018-cluster.md, "coordmove"): Open opens no log; the
+  // partitions of __transaction_state this broker leads are loaded and unloaded with
+  // LoadPartition / UnloadPartition, and an id is served only while its partition is.
+  bool replicated = false;
+  // Tests: runs on the loading thread before a partition's log is replayed.
+  std::function<void(int32_t partition)> before_load;
 };
 
 // InitProducerId's and EndTxn's answer. PRODUCER_FENCED is returned as such: the handler
@@ -152,6 +162,21 @@ class TxnCoordinator : public TxnVerifier {
               std::vector<TopicPartition> partitions,
               std::function<void(std::vector<kafka::ErrorCode>)> done) override;
 
+  // Cluster: this broker leads partition `p` of the `count` partitions of
+  // __transaction_state in `epoch`: its ids are loaded from `log` (TxnLogOptions: attach,
+  // append) on a loading thread, and meanwhile answer COORDINATOR_LOAD_IN_PROGRESS; the
+  // markers of the transactions found in a Prepare state are written again. A partition
+  // loaded in this epoch stays. Returns without waiting for the coordinator's thread
+  // (which may wait for the caller's: producer ids). One caller thread at a time.
+  void LoadPartition(int32_t p, int32_t count, int32_t epoch, TxnLogOptions log);
+  // It stopped leading `p`: its ids are dropped (waiting requests answered, markers
+  // under way abandoned: the new coordinator writes them again); their requests answer
+  // NOT_COORDINATOR. Returns once the log is no longer read here (the loading thread
+  // ended), without waiting for the drop. As LoadPartition.
+  void UnloadPartition(int32_t p);
+  // The partitions loaded (true) or loading (false), for tests.
+  std::map<int32_t, bool> PartitionsForTesting();
+
   // Tests: runs `fn` on the coordinator's thread and waits for it.
   void RunAndWait(const std::function<void()>& fn);
   // Tests: the durable-or-pending record of an id, read on the coordinator's thread.
@@ -195,12 +220,22 @@ class TxnCoordinator : public TxnVerifier {
   void ExpireIds(int64_t now);
   Txn* FindTxn(const std::string& id);
   void Shutdown();
+  // Why `id` is not served now (COORDINATOR_NOT_AVAILABLE closing, NOT_COORDINATOR,
+  // COORDINATOR_LOAD_IN_PROGRESS), kNone when it is.
+  kafka::ErrorCode ServingError(const std::string& id) const;
+  void InstallPartition(int32_t p, uint64_t load_id, Result<std::unique_ptr<TxnLog>> loaded);
+  void DropPartition(int32_t p);
 
   const TxnCoordinatorOptions options_;
   std::unique_ptr<EventLoop> loop_;
-  std::unique_ptr<TxnLog> log_;
+  std::unique_ptr<TxnLogs> log_;  // the partitions served here; coordinator's thread
   std::shared_ptr<LoopGate> gate_;
   std::thread thread_;
+  // The callers' side of the partitions (replicated only): LoadPartition / UnloadPartition.
+  CoordinatorLoads loads_;
+  // Set by Close (under gate_->mu) before Shutdown is posted: no load or unload is posted
+  // after it, so each one posted runs.
+  std::atomic<bool> closed_for_loads_{false};
 
   std::mutex close_mu_;
   bool closed_ = false;  // guarded by close_mu_

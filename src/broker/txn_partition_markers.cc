@@ -11,7 +11,9 @@
 #include "base/clock.h"
 #include "base/crash_point.h"
 #include "base/logging.h"
+#include "broker/group_coordinator.h"
 #include "broker/replica_state.h"
+#include "broker/txn_participants.h"
 #include "kafka/protocol/records.h"
 #include "storage/txn_index.h"
 
@@ -158,7 +160,8 @@ kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequ
 }
 
 void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& req,
-                          std::function<void(kafka::WriteTxnMarkersResponse)> done) {
+                          std::function<void(kafka::WriteTxnMarkersResponse)> done,
+                          GroupCoordinator* groups) {
   struct Served {
     std::mutex mu;
     kafka::WriteTxnMarkersResponse resp;  // guarded by mu until the last marker answered
@@ -187,19 +190,47 @@ void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& r
     for (const auto& t : m.topics) CrashPoint("txn-marker-received-" + t.name);
     const TxnMarker marker{m.producer_id, m.producer_epoch, m.transaction_result,
                            m.coordinator_epoch};
-    WriteTxnMarkers(shards, marker, tps, [served, k, release](std::vector<ErrorCode> errors) {
-      {
-        std::lock_guard g(served->mu);
-        size_t i = 0;
-        for (auto& topic : served->resp.markers[k].topics) {
-          for (auto& p : topic.partitions) {
-            p.error_code = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
-            ++i;
-          }
-        }
-      }
+    // The partitions of the offsets log go to the group coordinator, the others to their
+    // logs; the errors come back in the request's order.
+    if (tps.empty()) {  // nothing to write: answered with the others
       release();
-    });
+      continue;
+    }
+    std::vector<size_t> to_logs;
+    std::vector<TopicPartition> log_tps;
+    std::vector<size_t> to_groups;
+    for (size_t i = 0; i < tps.size(); ++i) {
+      const bool offsets = groups != nullptr && tps[i].topic == "__consumer_offsets";
+      (offsets ? to_groups : to_logs).push_back(i);
+      if (!offsets) log_tps.push_back(tps[i]);
+    }
+    auto gather = std::make_shared<TxnAnswerGather>(
+        tps.size(), [served, k, release](std::vector<ErrorCode> errors) {
+          {
+            std::lock_guard g(served->mu);
+            size_t i = 0;
+            for (auto& topic : served->resp.markers[k].topics) {
+              for (auto& p : topic.partitions) {
+                p.error_code = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
+                ++i;
+              }
+            }
+          }
+          release();
+        });
+    for (size_t i : to_groups) {
+      groups->CompletePartitionTxn(tps[i].partition, marker.producer_id, marker.producer_epoch,
+                                   marker.commit, [gather, i](ErrorCode e) { gather->Set(i, e); });
+    }
+    if (!log_tps.empty()) {
+      WriteTxnMarkers(
+          shards, marker, std::move(log_tps), [gather, to_logs](std::vector<ErrorCode> errors) {
+            for (size_t j = 0; j < to_logs.size(); ++j) {
+              gather->Set(to_logs[j],
+                          j < errors.size() ? errors[j] : ErrorCode::kUnknownServerError);
+            }
+          });
+    }
   }
   release();
 }

@@ -17,6 +17,8 @@
 
 namespace sluice::broker {
 
+class GroupCoordinator;
+
 // How long a replicated partition's marker waits for the high watermark to pass it
 // (Kafka's request.timeout.ms for WriteTxnMarkers' acks=-1 append).
 constexpr int32_t kMarkerReplicationTimeoutMs = 30000;
@@ -49,8 +51,12 @@ kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequ
 
 // A WriteTxnMarkers request from a cluster's transaction coordinator (Kafka's API 27,
 // handleWriteTxnMarkersRequest): every marker written as above, all at once; `done` runs
-// once, on any thread, with one error per partition in the request's order.
+// once, on any thread, with one error per partition in the request's order. A marker for
+// a partition of __consumer_offsets goes to `groups` (CompletePartitionTxn: the group
+// coordinator writes it and makes the producer's pending offsets visible or drops them)
+// when `groups` is given; otherwise it is written as any partition's.
 void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& req,
-                          std::function<void(kafka::WriteTxnMarkersResponse)> done);
+                          std::function<void(kafka::WriteTxnMarkersResponse)> done,
+                          GroupCoordinator* groups = nullptr);
 
 }  // namespace sluice::broker

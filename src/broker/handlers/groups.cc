@@ -1,11 +1,15 @@
-// Consumer groups: FindCoordinator (this node coordinates every group and transactional
-// id) and the hand-off of every group request to the GroupCoordinator, whose answer is
+// Consumer groups: FindCoordinator (a single node coordinates every group and
+// transactional id; in a cluster the leader of the key's partition of the internal topic)
+// and the hand-off of every group request to the GroupCoordinator, whose answer is
 // posted back to the connection's loop (docs/design/0003-group-coordinator.md).
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "broker/coordinator_partitions.h"
 #include "broker/handlers/handlers.h"
 
 namespace sluice::broker::handlers {
@@ -26,56 +30,109 @@ GroupCoordinator::Done<Resp> AnswerOnLoop(Context& ctx, const Call& call) {
 
 }  // namespace
 
+namespace {
+
+// One key's coordinator, as FindCoordinator answers it.
+struct CoordinatorAnswer {
+  ErrorCode error = ErrorCode::kNone;
+  int32_t node = -1;
+  std::string host;
+  int32_t port = -1;
+  std::string why;  // the error message
+};
+
+// In a cluster (docs/design/0018-cluster.md, "coordmove"): the leader of the key's
+// partition of the internal topic, Kafka's Utils.abs(key.hashCode) % partitions;
+// COORDINATOR_NOT_AVAILABLE while the topic does not exist (`*missing` set: it is to be
+// created) or the partition has no live leader.
+CoordinatorAnswer ClusterCoordinator(const MetadataSnapshot& meta, const std::string& topic,
+                                     const std::string& key, bool* missing) {
+  CoordinatorAnswer a;
+  a.error = ErrorCode::kCoordinatorNotAvailable;
+  const MetadataSnapshot::Topic* t = meta.Find(topic);
+  if (t == nullptr || t->partitions.empty()) {
+    *missing = t == nullptr;
+    a.why = topic + " is being created";
+    return a;
+  }
+  const int32_t p = CoordinatorPartitionFor(key, static_cast<int32_t>(t->partitions.size()));
+  const int32_t leader = t->partitions[static_cast<size_t>(p)].leader;
+  auto b =
+      std::find_if(meta.brokers.begin(), meta.brokers.end(),
+                   [leader](const MetadataSnapshot::Broker& x) { return x.node_id == leader; });
+  if (leader < 0 || b == meta.brokers.end()) {
+    a.why = fmt::format("partition {} of {} has no leader now", p, topic);
+    return a;
+  }
+  a.error = ErrorCode::kNone;
+  a.node = leader;
+  a.host = b->host;
+  a.port = b->port;
+  return a;
+}
+
+}  // namespace
+
 void HandleFindCoordinator(Context& ctx, const Call& call,
                            const kafka::FindCoordinatorRequest& req) {
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   const int16_t version = call.header.api_version;
   kafka::FindCoordinatorResponse resp;
-  std::string host = meta.advertised_host;
-  int32_t port = meta.advertised_port;
-  int32_t node = kNodeId;
-  // This node coordinates every group (key type 0) and, while its transaction
-  // coordinator runs, every transactional id (key type 1). In a cluster, until the
-  // coordinators' logs are replicated partitions (0018, phase D), the controller
-  // coordinates them all, so every broker names the same one.
-  bool served = req.key_type == 0 || (req.key_type == 1 && ctx.txns != nullptr);
-  if (meta.cluster) {
-    node = meta.controller_id;
-    auto b = std::find_if(meta.brokers.begin(), meta.brokers.end(),
-                          [node](const MetadataSnapshot::Broker& x) { return x.node_id == node; });
-    served = served && b != meta.brokers.end();
-    if (served) {
-      host = b->host;
-      port = b->port;
+  // Groups (key type 0) always; transactional ids (key type 1) while the transaction
+  // coordinator runs.
+  const bool known = req.key_type == 0 || req.key_type == 1;
+  const bool running = req.key_type == 0 || ctx.txns != nullptr;
+  const std::string topic = req.key_type == 1 ? "__transaction_state" : "__consumer_offsets";
+  bool missing = false;
+  auto answer = [&](const std::string& key) {
+    CoordinatorAnswer a;
+    if (!known) {
+      a.error = ErrorCode::kInvalidRequest;
+      a.why = "no transaction coordinator is running";
+    } else if (!running) {
+      a.error = ErrorCode::kCoordinatorNotAvailable;
+      a.why = "no transaction coordinator is running";
+    } else if (meta.cluster) {
+      a = ClusterCoordinator(meta, topic, key, &missing);
+    } else {
+      // A single node coordinates every key.
+      a.node = kNodeId;
+      a.host = meta.advertised_host;
+      a.port = meta.advertised_port;
     }
-  }
-  const ErrorCode error = served ? ErrorCode::kNone
-                          : (req.key_type == 1 || (meta.cluster && req.key_type == 0))
-                              ? ErrorCode::kCoordinatorNotAvailable
-                              : ErrorCode::kInvalidRequest;
-  const char* why = meta.cluster && (req.key_type != 1 || ctx.txns != nullptr)
-                        ? "no controller is elected now"
-                        : "no transaction coordinator is running";
+    return a;
+  };
   if (version >= 4) {
     for (const std::string& key : req.coordinator_keys) {
+      CoordinatorAnswer a = answer(key);
       kafka::FindCoordinatorResponse::Coordinator c;
       c.key = key;
-      c.node_id = served ? node : -1;
-      c.host = served ? host : "";
-      c.port = served ? port : -1;
-      c.error_code = error;
-      if (!served) c.error_message = why;
+      c.node_id = a.node;
+      c.host = a.host;
+      c.port = a.port;
+      c.error_code = a.error;
+      if (a.error != ErrorCode::kNone) c.error_message = a.why;
       resp.coordinators.push_back(std::move(c));
     }
-    Reply(call.conn, call.header, resp);
-    return;
+  } else {
+    CoordinatorAnswer a = answer(req.key);
+    resp.error_code = a.error;
+    resp.node_id = a.node;
+    resp.host = a.host;
+    resp.port = a.port;
+    if (a.error != ErrorCode::kNone) resp.error_message = a.why;
   }
-  resp.error_code = error;
-  resp.node_id = served ? node : -1;
-  resp.host = served ? host : "";
-  resp.port = served ? port : -1;
-  if (!served) resp.error_message = why;
   Reply(call.conn, call.header, resp);
+  if (missing) {
+    // As Kafka creates the internal topic on the first FindCoordinator: the controller
+    // does (another broker's controller thread refuses; the controller creates them by
+    // itself once enough brokers are registered). The client asks again.
+    ctx.controller.Post([&ctx, topic] {
+      if (ctx.controller.FindTopic(topic) == nullptr && ctx.controller.AutoCreateTopic(topic)) {
+        ctx.controller.Publish();
+      }
+    });
+  }
 }
 
 void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req) {

@@ -271,6 +271,12 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
              fmt::format("no partition {} of topic '{}'", pd.index, topic.name));
         continue;
       }
+      if (pending->cluster && IsReservedTopic(topic.name)) {
+        // Their coordinators alone write them (0018, coordmove), as Kafka refuses.
+        fail(ErrorCode::kInvalidTopicException,
+             fmt::format("Cannot append to internal topic {}", topic.name));
+        continue;
+      }
       if (!pd.records.has_value() || pd.records->empty()) {
         fail(ErrorCode::kInvalidRecord, "no records");
         continue;

@@ -226,11 +226,14 @@ void HandleWriteTxnMarkers(Context& ctx, const Call& call,
     // leads: each answered once replicated (txn_partition_markers.h), or
     // NOT_LEADER_OR_FOLLOWER where this broker does not lead (the coordinator asks the
     // leader it finds next). Kafka without an authorizer takes it from anyone, as here.
+    // A marker for a partition of __consumer_offsets led here completes the group
+    // coordinator's pending transactional offsets there.
     ServeWriteTxnMarkers(
         ctx.shards, req,
         [&ctx, conn = call.conn, h = call.header](kafka::WriteTxnMarkersResponse out) {
           AnswerLater(ctx, conn, h, std::move(out));
-        });
+        },
+        ctx.groups);
     return;
   }
   // On one node markers are written by its coordinator only (ClusterAction): Kafka
