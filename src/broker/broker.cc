@@ -161,9 +161,14 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     return t != nullptr && tp.partition >= 0 && tp.partition < t->info.partitions;
   };
   ASSIGN_OR_RETURN(b->txns_, TxnCoordinator::Open(std::move(to)));
+  // In a cluster a transactional id's coordinator may be another broker: verifications
+  // (produce's and TxnOffsetCommit's, KIP-890) go to it.
+  if (b->txn_cluster_ != nullptr) b->txn_cluster_->SetLocalCoordinator(b->txns_.get());
+  TxnVerifier* verifier = b->txns_.get();
+  if (b->txn_cluster_ != nullptr) verifier = b->txn_cluster_->verifier.get();
 
   GroupCoordinatorOptions go = o.groups;
-  go.txn_verifier = b->txns_.get();
+  go.txn_verifier = verifier;
   go.dir = o.data_dir + "/__consumer_offsets-0";
   go.executor = b->executor_.get();
   go.files = b->files_.get();
@@ -184,11 +189,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
 
   b->context_ = std::make_unique<handlers::Context>(o, b->cluster_id_, *b->shards_, *b->controller_,
                                                     b->groups_.get(), b->sasl_.get());
-  b->context_->txn_verifier = b->txns_.get();
-  if (b->txn_cluster_ != nullptr) {
-    b->txn_cluster_->SetLocalCoordinator(b->txns_.get());
-    b->context_->txn_verifier = b->txn_cluster_->verifier.get();
-  }
+  b->context_->txn_verifier = verifier;
   b->context_->txns = b->txns_.get();
   if (b->coord_roles_ != nullptr) {
     InternalLogOptions internal;

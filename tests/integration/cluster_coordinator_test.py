@@ -11,8 +11,12 @@
 - A transactional producer commits, its coordinator's broker is SIGKILLed between two
   transactions: FindCoordinator names the new leader, the producer's next transaction
   commits, read_committed reads exactly the committed records (the aborted one not).
-  The transactional id is chosen so that its output partition moves with its coordinator:
-  markers to partitions led by other brokers are not written yet (branch `txncluster`).
+  The transactional id is chosen so that its output partition moves with its coordinator.
+- A transaction whose group (send_offsets_to_transaction) is coordinated by another broker
+  than the transaction and whose output partition is led by a third: its commit marker
+  reaches the group's coordinator as WriteTxnMarkers for the group's __consumer_offsets
+  partition; the committed offsets are the committed transaction's (not the aborted
+  one's), read_committed sees its records only.
 - A consumer group commits offsets, its coordinator's broker is SIGKILLed: FindCoordinator
   names another broker, the consumer rejoins by itself and resumes at its committed
   offsets (none lost, none backwards), and a new member of the group sees the commits.
@@ -38,6 +42,7 @@ OFFSETS = "__consumer_offsets"
 TXN_STATE = "__transaction_state"
 EVENTS = "events"
 TXN_OUT = "txout"
+TXN_OUT2 = "txout2"
 
 
 def java_hash(text):
@@ -255,6 +260,62 @@ def test_transactions(brokers, md):
                   f"broker {victim.node} back in the ISRs", timeout=90)
 
 
+def test_offsets_across_brokers(brokers):
+    admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
+    admin.create_topics([NewTopic(TXN_OUT2, 1, 3, config={"min.insync.replicas": "2"})],
+                        operation_timeout=10)[TXN_OUT2].result(30)
+    md = wait_metadata(brokers[0].bootstrap,
+                       lambda m: TXN_OUT2 in m.topics
+                       and all(len(i) == 3 for i in isr_of(m, TXN_OUT2).values())
+                       and internal_topics_ready(m), "txout2 with an ISR of three")
+    out_leader = md.topics[TXN_OUT2].partitions[0].leader
+    group = txn_id = None
+    for i in range(10000):
+        g = f"eos-g-{i}"
+        if md.topics[OFFSETS].partitions[partition_for(g, 16)].leader != out_leader:
+            group = g
+            break
+    group_leader = md.topics[OFFSETS].partitions[partition_for(group, 16)].leader
+    for i in range(10000):
+        t = f"eos-tx-{i}"
+        if md.topics[TXN_STATE].partitions[partition_for(t, 16)].leader not in (
+                out_leader, group_leader):
+            txn_id = t
+            break
+    check(group is not None and txn_id is not None, "no group / transactional id on other brokers")
+    txn_node = coordinator(brokers, txn_id, 1)
+    group_node = coordinator(brokers, group, 0)
+    check(len({txn_node, group_node, out_leader}) == 3,
+          f"coordinators {txn_node} (txn), {group_node} (group), leader {out_leader}")
+    bootstrap = ",".join(b.bootstrap for b in brokers)
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                       "enable.auto.commit": False})
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id,
+                  "transaction.timeout.ms": 60000, "message.timeout.ms": 60000})
+    p.init_transactions(30)
+    committed = []
+    for tag, offset, commit in (("o1", 5, True), ("o2", 9, False), ("o3", 7, True)):
+        p.begin_transaction()
+        values = [f"{tag}-{k}" for k in range(4)]
+        for v in values:
+            p.produce(TXN_OUT2, value=v.encode(), partition=0)
+        p.send_offsets_to_transaction([TopicPartition(EVENTS, 0, offset)],
+                                      member.consumer_group_metadata(), 30)
+        if commit:
+            p.commit_transaction(60)
+            committed.extend(values)
+        else:
+            p.abort_transaction(60)
+    got = member.committed([TopicPartition(EVENTS, 0)], 30)[0].offset
+    member.close()
+    check(got == 7, f"group {group}: committed offset {got}, expected 7 (the aborted 9 not)")
+    values = read_committed(brokers[0].bootstrap, TXN_OUT2)
+    check(values == committed, f"read_committed {values} != {committed}")
+    print(f"offsets in transactions: transaction coordinator {txn_node}, group coordinator "
+          f"{group_node}, output leader {out_leader}: committed offset {got}, "
+          f"{len(values)} committed records")
+
+
 def commit(consumer, commits):
     """A synchronous commit of the consumer's position; False when it failed (a
     coordinator change, a rebalance: the caller polls, which rejoins, and tries again).
@@ -364,10 +425,14 @@ def main():
     failed = 0
     try:
         start_together(brokers)
+        # librdkafka's admin waits out its timeout when Metadata names no controller yet.
+        wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3 and m.controller_id >= 0,
+                      "three brokers and a controller")
         admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
         admin.create_topics([NewTopic(EVENTS, 4, 3, config={"min.insync.replicas": "2"})],
                             operation_timeout=10)[EVENTS].result(30)
         md = test_layout(brokers)
+        test_offsets_across_brokers(brokers)
         test_transactions(brokers, md)
         test_groups(brokers)
         print("PASS: cluster_coordinator_test")
