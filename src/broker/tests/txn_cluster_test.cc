@@ -312,11 +312,11 @@ TEST_F(InterBrokerChannelTest, ANewAddressReplacesTheSenderAndFailsWhatItHeld) {
 // The coordinator's markers through ClusterTxnParticipants
 
 std::shared_ptr<MetadataSnapshot> Snapshot(int32_t leader, int32_t leader_port,
-                                           int32_t controller = 1) {
+                                           int32_t coordinator = 1) {
   auto meta = std::make_shared<MetadataSnapshot>();
   meta->cluster = true;
   meta->node_id = 1;
-  meta->controller_id = controller;
+  meta->controller_id = 1;
   meta->brokers.push_back({1, "127.0.0.1", 1, "127.0.0.1", 1});
   meta->brokers.push_back({leader, "127.0.0.1", 9, "127.0.0.1", leader_port});
   MetadataSnapshot::Topic t;
@@ -329,6 +329,18 @@ std::shared_ptr<MetadataSnapshot> Snapshot(int32_t leader, int32_t leader_port,
   l.isr = l.replicas;
   t.partitions.assign(2, l);
   meta->topics["t"] = t;
+  // The transaction coordinator of every id: the leader of __transaction_state's one
+  // partition (TxnCoordinatorNode), here `coordinator`; none when it is -1.
+  MetadataSnapshot::Topic state;
+  state.info.name = "__transaction_state";
+  state.info.partitions = 1;
+  state.leader_epochs.assign(1, 0);
+  MetadataSnapshot::Leadership sl;
+  sl.leader = coordinator;
+  sl.replicas = {1, leader};
+  sl.isr = sl.replicas;
+  state.partitions.assign(1, sl);
+  meta->topics["__transaction_state"] = state;
   return meta;
 }
 
@@ -590,7 +602,7 @@ TEST(ClusterTxnVerifierTest, AsksTheCoordinatorsBrokerWithVerifyOnly) {
     }
     return FakeBroker::Reply{FakeBroker::Answer(h, resp)};
   });
-  publisher.Publish(Snapshot(2, coordinator.port(), /*controller=*/2));
+  publisher.Publish(Snapshot(2, coordinator.port(), /*coordinator=*/2));
   InterBrokerChannel channel(InterBrokerChannelOptions{});
   NeverLocal local;
   ClusterTxnVerifier verifier(&shards, &channel, &local);
@@ -603,7 +615,7 @@ TEST(ClusterTxnVerifierTest, AsksTheCoordinatorsBrokerWithVerifyOnly) {
   EXPECT_EQ(verify(), (std::vector<ErrorCode>{ErrorCode::kInvalidTxnState, ErrorCode::kNone}));
 
   // No coordinator now: retriable; and a coordinator that is not there: a network error.
-  auto none = Snapshot(2, coordinator.port(), /*controller=*/-1);
+  auto none = Snapshot(2, coordinator.port(), /*coordinator=*/-1);
   publisher.Publish(none);
   EXPECT_EQ(verify(), (std::vector<ErrorCode>(2, ErrorCode::kCoordinatorNotAvailable)));
   int32_t gone_port = 0;
@@ -612,7 +624,7 @@ TEST(ClusterTxnVerifierTest, AsksTheCoordinatorsBrokerWithVerifyOnly) {
         [](const kafka::RequestHeader&, kafka::Reader&, int) { return FakeBroker::Reply{}; });
     gone_port = gone.port();
   }
-  publisher.Publish(Snapshot(2, gone_port, /*controller=*/2));
+  publisher.Publish(Snapshot(2, gone_port, /*coordinator=*/2));
   EXPECT_EQ(verify(), (std::vector<ErrorCode>(2, ErrorCode::kNetworkException)));
 }
 
