@@ -29,7 +29,9 @@ Violations it finds:
              same offset: split brain);
   duplicate  a value appears more than once in the final read (idempotence failed);
   order      one producer's records in one partition are not in sequence order;
-  backwards  a group's committed offset for a partition went down, or vanished;
+  backwards  a group's committed offset for a partition went down;
+  vanished   a group's committed offset for a partition was gone (OffsetFetch answered
+             none after one had been seen);
   split      two brokers acted as leader of one partition in one leader epoch;
   epoch      an acknowledged write's epoch was led by nobody the history names (only
              checked when the history has leader events for that partition);
@@ -148,10 +150,12 @@ def check(events):
             r.commits += 1
             key = (ev["group"], ev["topic"], ev["partition"])
             prev = last_commit.get(key)
-            if prev is not None and ev["offset"] < prev:
-                now = "nothing" if ev["offset"] == -1 else ev["offset"]
+            if prev is not None and ev["offset"] == -1:
+                r.add("vanished", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
+                      f"went from {prev} to nothing")
+            elif prev is not None and ev["offset"] < prev:
                 r.add("backwards", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
-                      f"went from {prev} to {now}")
+                      f"went from {prev} to {ev['offset']}")
             if ev["offset"] >= 0:
                 last_commit[key] = ev["offset"] if prev is None else max(prev, ev["offset"])
         elif kind == "end":

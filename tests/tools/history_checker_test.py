@@ -88,12 +88,15 @@ class CheckerTest(unittest.TestCase):
         ev = [commit(0, 10), commit(1, 2), commit(0, 3, g="other"), commit(0, 10)]
         self.assertTrue(hc.check_lines(lines(ev)).ok())
 
-    def test_a_vanished_commit_goes_backwards(self):
+    def test_a_vanished_commit(self):
         r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 6)]))
-        self.assertEqual(r.kinds(), ["backwards"])
+        self.assertEqual(r.kinds(), ["vanished"])
         self.assertIn("from 5 to nothing", r.violations[0][1])
         r = hc.check_lines(lines([commit(0, -1), commit(0, 3)]))
         self.assertTrue(r.ok(), r.violations)
+        # Gone, then back lower than before: both.
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 2)]))
+        self.assertEqual(r.kinds(), ["backwards", "vanished"])
 
     def test_one_leader_per_epoch(self):
         a = dict(ack(0, 0, "a:0"), epoch=3)
