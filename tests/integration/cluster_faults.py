@@ -21,7 +21,10 @@ broker at a time (the issue's fault model), each healed before the next:
 After each heal the run waits until every broker is back and every ISR is whole. At the
 end everything is healed, the clients stop, every partition is read from its start (a
 consumer for the records, raw Fetch for each batch's leader epoch), each broker's log is
-searched for the leaderships it took ("<t>-<p>: leader in epoch E"), and
+searched for the leaderships it took ("<t>-<p>: leader in epoch E"), etcd's whole history
+of the partitions' states gives the leader it elected for each epoch, every broker's copy
+of each partition (its segment files) is compared batch by batch below the high
+watermark, and
 tests/tools/history_checker.py checks the whole history: every acknowledged record read
 back exactly once at its offset, in order per producer and partition, committed offsets
 never going back, one leader per partition and epoch, every acknowledged epoch led.
@@ -47,13 +50,14 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cluster_controller_test import ClusterBroker, metadata  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
-from etcd_util import EtcdCluster, unavailable  # noqa: E402
+from etcd_util import EtcdCluster, b64, prefix_end, unavailable, unb64  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 import history_checker  # noqa: E402
 from sluice_broker import TestFailure, _frame, _recv_exact, check, wait_until  # noqa: E402
@@ -88,6 +92,19 @@ class FaultBroker(ClusterBroker):
     @property
     def pid(self):
         return self.proc.pid if self.proc is not None else None
+
+    def restart(self, attempts=10):
+        """Starts it again as a supervisor would: a broker whose data directory was wiped is
+        a new incarnation, refused while its previous registration's lease lives ("node id
+        N is in use", up to the session timeout after the kill); it is started again."""
+        for attempt in range(attempts):
+            try:
+                self.start()
+                return
+            except TestFailure as e:
+                if "is in use by" not in str(e) or attempt == attempts - 1:
+                    raise
+                time.sleep(1.0)
 
     def heal(self):
         self.etcd_proxy.heal()
@@ -325,7 +342,7 @@ class Run:
             if kind == "kill_wipe":
                 shutil.rmtree(leader.data_dir, ignore_errors=True)
             time.sleep(down)
-            leader.start()
+            leader.restart()
         elif kind == "pause":
             held = SESSION_S + rng.uniform(0.5, 4.0)
             what = f"SIGSTOP broker {leader.node} (leader of {TOPIC}-{partition}) for {held:.1f}s"
@@ -377,7 +394,7 @@ class Run:
             b.heal()
         for b in self.brokers:
             if b.proc is None:
-                b.start()
+                b.restart()
 
     # ---- the final read
 
@@ -457,6 +474,34 @@ class Run:
                         f"{TOPIC}-{p}: broker {node}'s copy differs from broker {first}'s at "
                         f"batch {diff} ({batches[diff:diff + 1]} vs {copies[first][diff:diff + 1]})")
         return problems
+
+    def etcd_leaders(self):
+        """Every (partition, epoch, leader) etcd ever held for the topic: its whole history of
+        partitions/<topic>/<p> read by a watch from revision 1 (sluice never compacts)."""
+        prefix = f"/sluice/sluice/partitions/{TOPIC}/".encode()
+        now = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
+        last = max((int(kv["mod_revision"]) for kv in now.get("kvs", [])), default=0)
+        body = {"create_request": {"key": b64(prefix), "range_end": b64(prefix_end(prefix)),
+                                   "start_revision": "1"}}
+        req = urllib.request.Request(self.etcd.endpoint(0) + "/v3/watch",
+                                     data=json.dumps(body).encode())
+        out, seen = set(), 0
+        with urllib.request.urlopen(req, timeout=30) as r:
+            for line in r:
+                msg = json.loads(line).get("result", {})
+                for ev in msg.get("events", []):
+                    kv = ev["kv"]
+                    seen = max(seen, int(kv.get("mod_revision", 0)))
+                    if ev.get("type") == "DELETE" or not kv.get("value"):
+                        continue
+                    p = int(unb64(kv["key"]).decode().rsplit("/", 1)[1])
+                    v = json.loads(unb64(kv["value"]))
+                    if v.get("leader", -1) >= 0:
+                        out.add((p, int(v.get("leader_epoch", 0)), int(v["leader"])))
+                if seen >= last:
+                    break
+        return [{"type": "leader", "topic": TOPIC, "partition": p, "epoch": e, "node": n}
+                for p, e, n in sorted(out)]
 
     def close(self, keep):
         for b in self.brokers:
@@ -612,7 +657,10 @@ def main():
                     ev["epoch"] = e
                 else:
                     unknown += 1
-        history += reads + run.leader_claims()
+        claims, elected = run.leader_claims(), run.etcd_leaders()
+        # Both kinds of leader event: what each broker says it led, what etcd elected; one
+        # leader per partition and epoch across them.
+        history += reads + claims + elected
         path = os.path.join(work, "history.jsonl")
         with open(path, "w") as f:
             for ev in history:
@@ -621,7 +669,8 @@ def main():
         commits = sum(1 for e in history if e["type"] == "commit")
         log(f"history: {report.acked} acknowledged ({unknown} without a batch read back), "
             f"{report.read} read back, {commits} commits observed, "
-            f"{len(run.leader_claims())} leaderships claimed, {len(report.violations)} violations")
+            f"{len(claims)} leaderships claimed by brokers, {len(elected)} elected in etcd, "
+            f"{len(report.violations)} violations")
         known = [v for v in report.violations
                  if args.offsets_not_replicated and v[0] == "vanished"]
         for kind, msg in known[:20]:

@@ -31,7 +31,7 @@ Violations it finds:
   order      one producer's records in one partition are not in sequence order;
   backwards  a group's committed offset for a partition went down;
   vanished   a group's committed offset for a partition was gone (OffsetFetch answered
-             none after one had been seen);
+             none after one had been seen); the commits after it are checked from there;
   split      two brokers acted as leader of one partition in one leader epoch;
   epoch      an acknowledged write's epoch was led by nobody the history names (only
              checked when the history has leader events for that partition);
@@ -153,6 +153,10 @@ def check(events):
             if prev is not None and ev["offset"] == -1:
                 r.add("vanished", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
                       f"went from {prev} to nothing")
+                # One violation, not one per later commit: the group starts again from
+                # wherever its consumers reset to.
+                del last_commit[key]
+                continue
             elif prev is not None and ev["offset"] < prev:
                 r.add("backwards", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
                       f"went from {prev} to {ev['offset']}")

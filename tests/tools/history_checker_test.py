@@ -94,8 +94,11 @@ class CheckerTest(unittest.TestCase):
         self.assertIn("from 5 to nothing", r.violations[0][1])
         r = hc.check_lines(lines([commit(0, -1), commit(0, 3)]))
         self.assertTrue(r.ok(), r.violations)
-        # Gone, then back lower than before: both.
-        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 2)]))
+        # Gone, then committed again from the start: one violation, and the history goes on
+        # from there.
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 2), commit(0, 3)]))
+        self.assertEqual([k for k, _ in r.violations], ["vanished"])
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 3), commit(0, 2)]))
         self.assertEqual(r.kinds(), ["backwards", "vanished"])
 
     def test_one_leader_per_epoch(self):
