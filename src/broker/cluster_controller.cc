@@ -363,6 +363,11 @@ void ClusterController::OnLeaseLost(const Status& why) {
       lease_ = std::move(*fresh);
       st = Register();
     }
+    // The view may be far behind etcd: the watch broke with the path that lost the lease
+    // and resumes where it stopped. Acting on it led again, for a second, epochs etcd had
+    // moved past (an idempotent producer sent there got OUT_OF_ORDER_SEQUENCE_NUMBER, fatal;
+    // cluster_faults.py). List it again first, as at start.
+    if (st.ok()) st = ListAll();
     if (!st.ok()) {
       SLUICE_LOG(kLog, kError, "registering again: {}; retrying", st.ToString());
       loop_->RunAfter(1000, [this] { OnLeaseLost(InternalError("registration failed")); });
