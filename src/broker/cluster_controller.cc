@@ -355,6 +355,16 @@ void ClusterController::OnLeaseLost(const Status& why) {
     ReconcileLogs();
     Publish();
     lease_.reset();  // its thread has ended: it reported the loss last
+    // An unclean start the controller has handled (incarnations/<node> written after this
+    // registration: it took this broker out of every ISR, and leaders added it back caught
+    // up) is behind this process, which lost no record since: it registers again clean.
+    // Otherwise every broker once restarted after a SIGKILL left every ISR again when an
+    // etcd outage took all the leases (cluster_faults.py).
+    if (!clean_) {
+      auto inc = view_.incarnations().find(node_id());
+      clean_ = inc != view_.incarnations().end() && inc->second.value.incarnation == incarnation_ &&
+               inc->second.mod_revision > broker_epoch_.load();
+    }
     const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
     auto fresh =
         LeaseKeeper::Start(*etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); });
