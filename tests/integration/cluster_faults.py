@@ -275,9 +275,33 @@ class Run:
                 continue
         return None
 
+    def etcd_leaders_now(self):
+        """{partition: leader} when etcd holds every broker registered and every partition
+        led with an ISR of three of the current registrations' incarnations; else None."""
+        try:
+            regs = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
+                    self.etcd.get_prefix(b"/sluice/sluice/brokers/").items()}
+            states = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
+                      self.etcd.get_prefix(f"/sluice/sluice/partitions/{TOPIC}/".encode()).items()}
+        except Exception:  # etcd down or answering errors
+            return None
+        if set(regs) != set(self.by_node) or len(states) != PARTITIONS:
+            return None
+        for st in states.values():
+            isr = {node: inc for node, inc in st.get("isr", [])}
+            if st.get("leader", -1) not in regs or len(isr) != 3:
+                return None
+            if any(regs[node].get("incarnation") != inc for node, inc in isr.items()):
+                return None
+        return {p: st["leader"] for p, st in states.items()}
+
     def recovered(self):
-        """Every broker registered and every partition led with an ISR of three, as each
-        broker itself says."""
+        """Every broker registered and every partition led with an ISR of three in etcd, and
+        each broker's own Metadata saying the same leaders (a broker whose lease was lost
+        still answers from its old view)."""
+        leaders = self.etcd_leaders_now()
+        if leaders is None:
+            return False
         for b in self.brokers:
             try:
                 m = metadata(b.bootstrap)
@@ -289,6 +313,8 @@ class Run:
             if len(parts) != PARTITIONS or any(p.leader < 0 for p in parts.values()):
                 return False
             if any(len(i) != 3 for i in isr_of(m, TOPIC).values()):
+                return False
+            if leaders_of(m, TOPIC) != leaders:
                 return False
         return True
 
