@@ -555,7 +555,8 @@ class Run:
             if keep:
                 dest = os.path.join(keep, f"broker{b.node}")
                 os.makedirs(dest, exist_ok=True)
-                for name in os.listdir(b.tmp):
+                names = os.listdir(b.tmp) if os.path.isdir(b.tmp) else []
+                for name in names:
                     if name.startswith(("out.", "err.")):
                         shutil.copy(os.path.join(b.tmp, name), dest)
             b.close()
@@ -666,7 +667,11 @@ def main():
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     replay = f"cluster_faults.py {args.sluice} --faults {args.faults} --seed {seed}"
     print(f"seed: {seed} (replay: {replay})", flush=True)
-    work = args.keep or tempfile.mkdtemp(prefix="sluice-faults-")
+    # The brokers' directories under a root of this run's own, named so that nothing
+    # clearing /tmp/sluice-* behind another test removes them mid-run (it happened).
+    root = tempfile.mkdtemp(prefix="faultrun-")
+    tempfile.tempdir = root
+    work = args.keep or tempfile.mkdtemp(prefix="history-")
     os.makedirs(work, exist_ok=True)
     run = Run(args.sluice, seed, args.faults, work)
     failures = []
@@ -741,8 +746,10 @@ def main():
             workload.stopping.set()
         keep = work if failures or args.keep else None
         run.close(keep)
-        if not failures and not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+        if failures and not args.keep:
+            root = None  # the history and logs were kept in it
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
     if failures:
         print(f"FAIL: cluster_faults seed {seed}, {len(run.done)} faults:")
         for f in failures:
