@@ -56,7 +56,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cluster_controller_test import ClusterBroker, metadata  # noqa: E402
-from cluster_replication_test import isr_of, leaders_of  # noqa: E402
+from cluster_replication_test import isr_of, leaders_of, read_all  # noqa: E402
 from etcd_util import EtcdCluster, b64, prefix_end, unavailable, unb64  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 import history_checker  # noqa: E402
@@ -446,35 +446,15 @@ class Run:
     # ---- the final read
 
     def final_read(self):
-        """Every partition from its start to its high watermark through a consumer, and
-        each batch's leader epoch through raw Fetch: read events, {partition: [(base, last,
-        epoch)]} and {partition: high watermark}."""
-        events, batches, highs = [], {}, {}
-        c = Consumer({"bootstrap.servers": ",".join(b.bootstrap for b in self.brokers),
-                      "group.id": "faults-reader", "enable.auto.commit": False,
-                      "auto.offset.reset": "earliest"})
-        try:
-            for p in range(PARTITIONS):
-                tp = TopicPartition(TOPIC, p)
-                low, high = wait_until(lambda: _watermarks(c, tp), 60,
-                                       f"watermarks of {TOPIC}-{p}", interval=0.5)
-                c.assign([TopicPartition(TOPIC, p, low)])
-                offset, deadline = low, time.monotonic() + 120
-                while offset < high and time.monotonic() < deadline:
-                    m = c.poll(0.5)
-                    if m is None or m.error():
-                        continue
-                    events.append({"type": "read", "topic": TOPIC, "partition": p,
-                                   "offset": m.offset(), "value": m.value().decode()})
-                    offset = m.offset() + 1
-                check(offset >= high, f"{TOPIC}-{p}: read to {offset} of {high}")
-                events.append({"type": "end", "topic": TOPIC, "partition": p, "offset": offset})
-                c.unassign()
-                leader = self.by_node[self.leader_of(p)]
-                batches[p] = fetch_batch_epochs(leader.bootstrap, TOPIC, p, low, high)
-                highs[p] = high
-        finally:
-            c.close()
+        """Every partition from its start to its high watermark through a consumer
+        (cluster_replication_test.read_all), and each batch's leader epoch through raw
+        Fetch: read events, {partition: [(base, last, epoch)]} and {partition: end}."""
+        events = read_all(",".join(b.bootstrap for b in self.brokers), TOPIC, PARTITIONS)
+        highs = {e["partition"]: e["offset"] for e in events if e["type"] == "end"}
+        batches = {}
+        for p in range(PARTITIONS):
+            leader = self.by_node[self.leader_of(p)]
+            batches[p] = fetch_batch_epochs(leader.bootstrap, TOPIC, p, 0, highs[p])
         return events, batches, highs
 
     def leader_claims(self):
@@ -566,13 +546,6 @@ class Run:
             except OSError:
                 pass
         self.etcd.close()
-
-
-def _watermarks(consumer, tp):
-    try:
-        return consumer.get_watermark_offsets(tp, timeout=5)
-    except Exception:
-        return None
 
 
 def fetch_batch_epochs(bootstrap, topic, partition, start, end):
