@@ -198,7 +198,7 @@ class Workload:
                 self._error(f"produce left unflushed x{left}")
             if fatal:
                 log(f"producer {name}: fatal error {fatal[0]}, a new producer takes over")
-                self._error(f"producer fatal {_short(fatal[0])}")
+                self._error(f"producer fatal: {str(fatal[0])[:160]}")
                 fatal.clear()
 
     def _consume(self):
@@ -707,6 +707,11 @@ def main():
             log(f"known gap (--offsets-not-replicated): {kind}: {msg}")
         for kind, msg in [v for v in report.violations if v not in known][:100]:
             failures.append(f"{kind}: {msg}")
+        # The clients carry on by themselves: a producer's fatal error (librdkafka
+        # gives up on its idempotent state) is a failure of the cluster too.
+        for name, n in sorted(workload.errors.items()):
+            if name.startswith("producer fatal"):
+                failures.append(f"client: {name} (x{n})")
         check(report.acked > 0, "nothing was acknowledged")
         check(workload.consumed > 0, "the group consumed nothing")
         check(commits > 0, "no committed offset was observed")
