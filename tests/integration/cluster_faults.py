@@ -168,8 +168,12 @@ class Workload:
                     fatal.append(err)
                 return
             self.acked += 1
+            offset = msg.offset()
+            if offset is None or offset < 0:  # acked with no offset (history_checker: -1)
+                self._error("ack without an offset")
+                offset = -1
             self._event({"type": "ack", "topic": msg.topic(), "partition": msg.partition(),
-                         "offset": msg.offset(), "value": msg.value().decode()})
+                         "offset": offset, "value": msg.value().decode()})
 
         while not self.stopping.is_set():
             self.producers += 1
@@ -278,15 +282,29 @@ class Run:
     def etcd_leaders_now(self):
         """{partition: leader} when etcd holds every broker registered and every partition
         led with an ISR of three of the current registrations' incarnations; else None."""
+        def ranged(prefix):  # {node: (value, create_revision, mod_revision)}
+            r = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
+            return {int(unb64(kv["key"]).decode().rsplit("/", 1)[1]):
+                    (json.loads(unb64(kv["value"])), int(kv["create_revision"]),
+                     int(kv["mod_revision"])) for kv in r.get("kvs", [])}
         try:
-            regs = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
-                    self.etcd.get_prefix(b"/sluice/sluice/brokers/").items()}
+            held = ranged(b"/sluice/sluice/brokers/")
+            handled = ranged(b"/sluice/sluice/incarnations/")
+            regs = {node: v for node, (v, _, _) in held.items()}
             states = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
                       self.etcd.get_prefix(f"/sluice/sluice/partitions/{TOPIC}/".encode()).items()}
         except Exception:  # etcd down or answering errors
             return None
         if set(regs) != set(self.by_node) or len(states) != PARTITIONS:
             return None
+        # Every registration handled by the controller (an unclean or new one has left the
+        # ISRs and been recorded), so no ISR change is still to come from it.
+        for node, (v, created, _) in held.items():
+            inc = handled.get(node)
+            if inc is None or inc[0].get("incarnation") != v.get("incarnation"):
+                return None
+            if not v.get("clean", True) and inc[2] < created:
+                return None
         for st in states.values():
             isr = {node: inc for node, inc in st.get("isr", [])}
             if st.get("leader", -1) not in regs or len(isr) != 3:
@@ -681,7 +699,7 @@ def main():
         history = list(workload.events)
         unknown = 0
         for ev in history:
-            if ev["type"] == "ack":
+            if ev["type"] == "ack" and ev["offset"] >= 0:
                 e = epoch_at(batches.get(ev["partition"], []), ev["offset"])
                 if e is not None:
                     ev["epoch"] = e

@@ -9,7 +9,9 @@ they happened, and a final read of every partition from its start:
       and, for ordered checks, "<producer>:<sequence>" with sequences increasing in the
       order the producer sent them (one producer's records to one partition are acked in
       send order when idempotence is on). E, when known, is the leader epoch its batch
-      was appended in (the batch's partition_leader_epoch as read back).
+      was appended in (the batch's partition_leader_epoch as read back). O = -1: acked
+      without an offset (librdkafka reports some retried idempotent batches so); the
+      value must then be in the partition's final read, once.
   {"type": "leader", "topic": T, "partition": P, "epoch": E, "node": N}
       broker N acted as the partition's leader in epoch E (from the brokers' own logs, or
       etcd's history); one event per claim, repeats allowed.
@@ -92,7 +94,7 @@ def parse_event(line):
         if not isinstance(v, typ) or isinstance(v, bool):
             raise ValueError(f"{kind}: field {name!r} must be a {typ.__name__}, got {v!r}")
         if typ is int and v < 0 and name in ("partition", "offset", "epoch", "node"):
-            if not (kind == "commit" and name == "offset" and v == -1):
+            if not (kind in ("commit", "ack") and name == "offset" and v == -1):
                 raise ValueError(f"{kind}: field {name!r} is negative ({v})")
     for name, typ in _OPTIONAL.get(kind, ()):
         if name not in ev:
@@ -124,8 +126,13 @@ def check(events):
     led = set()  # (topic, partition) with leader events
     acked_epochs = defaultdict(list)  # (topic, partition, epoch) -> [offset]
 
+    unplaced = []  # (topic, partition, value): acked without an offset
     for ev in events:
         kind = ev["type"]
+        if kind == "ack" and ev["offset"] == -1:
+            r.acked += 1
+            unplaced.append((ev["topic"], ev["partition"], ev["value"]))
+            continue
         if kind == "ack":
             r.acked += 1
             key = (ev["topic"], ev["partition"], ev["offset"])
@@ -187,6 +194,11 @@ def check(events):
         elif got != value:
             r.add("overwrite", f"{_tp(key)} offset {key[2]}: acknowledged {value!r}, "
                   f"the log holds {got!r}")
+
+    for topic, partition, value in unplaced:
+        if not any(p[:2] == (topic, partition) for p in seen_values.get(value, [])):
+            r.add("lost", f"{topic}-{partition}: acknowledged {value!r} (no offset given) is "
+                  f"not in the final read")
 
     for value, places in sorted(seen_values.items()):
         if len(places) > 1:

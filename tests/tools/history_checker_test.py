@@ -127,13 +127,21 @@ class CheckerTest(unittest.TestCase):
         r = hc.check_lines(lines(bad))
         self.assertEqual([k for k, _ in r.violations], ["malformed"] * 5)
 
+    def test_an_ack_without_offset_must_be_read_back_in_its_partition(self):
+        ev = [ack(0, -1, "a:0"), read(0, 4, "a:0")]
+        self.assertTrue(hc.check_lines(lines(ev)).ok())
+        r = hc.check_lines(lines([ack(0, -1, "a:0"), read(1, 4, "a:0")]))
+        self.assertEqual(r.kinds(), ["lost"])
+        r = hc.check_lines(lines([ack(0, -1, "a:0"), read(0, 4, "a:0"), read(0, 5, "a:0")]))
+        self.assertEqual(r.kinds(), ["duplicate"])
+
     def test_malformed_lines(self):
         bad = [
             "{not json",
             "[]",
             json.dumps({"type": "nope"}),
             json.dumps({"type": "ack", "topic": "t", "partition": "0", "offset": 0, "value": "v"}),
-            json.dumps({"type": "ack", "topic": "t", "partition": 0, "offset": -1, "value": "v"}),
+            json.dumps({"type": "ack", "topic": "t", "partition": 0, "offset": -2, "value": "v"}),
             json.dumps({"type": "read", "topic": "t", "partition": True, "offset": 0,
                         "value": "v"}),
             json.dumps({"type": "commit", "group": "g", "topic": "t", "partition": 0}),
