@@ -257,6 +257,10 @@ def _short(e):
 
 
 class Run:
+    """The cluster under test (etcd, three FaultBrokers and their proxies) and the seeded
+    faults. Made by main(), then start() once, inject() per fault, heal_all(), the final
+    reads, and close() always; used from main's thread only (the clients have their own)."""
+
     def __init__(self, sluice, seed, faults, work):
         self.sluice, self.seed, self.faults, self.work = sluice, seed, faults, work
         self.rng = random.Random(seed)
