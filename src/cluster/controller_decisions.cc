@@ -173,9 +173,12 @@ std::optional<PartitionState> Reelect(const std::vector<int32_t>& replicas,
   // partition comes back with the first of them to return (a pass after the leader went
   // -1 used to drop them, leaving an unclean member to be elected alone, or members none
   // of which could lead, for ever).
+  // A member whose broker came back as another incarnation (a wiped directory) is dead
+  // too: that copy is gone, whatever the node id says.
   if (next.leader >= 0) {
     for (const IsrMember& m : state.isr) {
-      const bool dead = live.find(m.node) == live.end();
+      auto it = live.find(m.node);
+      const bool dead = it == live.end() || it->second.incarnation != m.incarnation;
       if (dead && m.node != state.leader) next = WithoutIsrMember(next, m.node);
     }
   }

@@ -82,28 +82,28 @@ class History:
             producer.poll(0)
 
 
-def read_all(bootstrap):
+def read_all(bootstrap, topic=TOPIC, partitions=PARTITIONS):
     """Every partition from its start to its high watermark: the final read's events."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     events = []
     try:
-        for p in range(PARTITIONS):
-            tp = TopicPartition(TOPIC, p)
-            low, high = wait_until(lambda: _watermarks(c, tp), 60, f"watermarks of {TOPIC}-{p}",
+        for p in range(partitions):
+            tp = TopicPartition(topic, p)
+            low, high = wait_until(lambda: _watermarks(c, tp), 60, f"watermarks of {topic}-{p}",
                                    interval=0.5)
-            c.assign([TopicPartition(TOPIC, p, low)])
+            c.assign([TopicPartition(topic, p, low)])
             offset = low
             deadline = time.monotonic() + 60
             while offset < high and time.monotonic() < deadline:
                 m = c.poll(0.5)
                 if m is None or m.error():
                     continue
-                events.append({"type": "read", "topic": TOPIC, "partition": p,
+                events.append({"type": "read", "topic": topic, "partition": p,
                                "offset": m.offset(), "value": m.value().decode()})
                 offset = m.offset() + 1
-            check(offset >= high, f"{TOPIC}-{p}: read to {offset} of {high}")
-            events.append({"type": "end", "topic": TOPIC, "partition": p, "offset": offset})
+            check(offset >= high, f"{topic}-{p}: read to {offset} of {high}")
+            events.append({"type": "end", "topic": topic, "partition": p, "offset": offset})
             c.unassign()
     finally:
         c.close()

@@ -8,6 +8,9 @@ Modes (set for one direction or both; "up" is client -> target, "down" target ->
   pass       bytes flow
   blackhole  connections stay open, bytes are read and dropped (a partition: the peers
              wait until their own timeouts fire)
+  hold       connections stay open, bytes are kept back until the mode changes, then
+             sent in order (a partition healed before TCP gave up: late, never lost;
+             blackhole loses bytes mid-stream, which TCP never does to its peers)
   delay      bytes flow, each chunk held back delay_ms (order kept)
   cut        (both directions) every open connection is reset and the listening socket
              closed, so new connections are refused (a dead machine); any other mode
@@ -48,7 +51,7 @@ import threading
 import time
 import urllib.parse
 
-MODES = ("pass", "blackhole", "delay", "cut")
+MODES = ("pass", "blackhole", "hold", "delay", "cut")
 DIRECTIONS = ("up", "down", "both")
 
 
@@ -154,6 +157,9 @@ class _Pipe:
                     self.cv.wait()
                 if self.closed:
                     return
+                if self.proxy._mode_of(self.name)[0] == "hold":
+                    self.cv.wait(0.05)  # set_mode does not wake pipes: look again soon
+                    continue
                 due, data = self.queue[0]
                 now = time.monotonic()
                 if due > now:

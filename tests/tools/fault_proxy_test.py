@@ -191,6 +191,27 @@ class FaultProxyTest(unittest.TestCase):
             self.assertIs(nothing_arrives(s), True)
             self.assertEqual(self.echo.count(), 3)
 
+    def test_hold_keeps_bytes_until_healed_then_sends_them_in_order(self):
+        with self.connect() as s:
+            s.sendall(b"a")
+            self.assertEqual(recv_exactly(s, 1), b"a")
+            self.proxy.set_mode("hold")
+            s.sendall(b"late")
+            s.sendall(b"r")
+            self.assertIs(nothing_arrives(s), True)
+            self.assertEqual(self.echo.count(), 1)  # nothing reached the target either
+            self.proxy.heal()
+            self.assertEqual(recv_exactly(s, 5), b"later")
+
+    def test_hold_of_one_direction_only(self):
+        with self.connect() as s:
+            self.proxy.set_mode("hold", direction="down")
+            s.sendall(b"xy")
+            self.assertTrue(wait_until(lambda: self.echo.count() == 2))  # up still flows
+            self.assertIs(nothing_arrives(s), True)
+            self.proxy.heal()
+            self.assertEqual(recv_exactly(s, 2), b"xy")
+
     def test_delay_holds_bytes_back_in_order(self):
         with self.connect() as s:
             self.proxy.delay(1500, "up")

@@ -13,7 +13,7 @@ they happened, and a final read of every partition from its start:
       librdkafka acknowledges a batch that failed with a retriable error "implicitly",
       without its offset, when a later batch of the same idempotent producer to the
       partition succeeded (its sequences prove the earlier one was written); such a
-      record must be in the final read of its partition, once.
+      record must be in the final read of its partition, once. O = -1 says the same.
   {"type": "leader", "topic": T, "partition": P, "epoch": E, "node": N}
       broker N acted as the partition's leader in epoch E (from the brokers' own logs, or
       etcd's history); one event per claim, repeats allowed.
@@ -33,7 +33,9 @@ Violations it finds:
              same offset: split brain);
   duplicate  a value appears more than once in the final read (idempotence failed);
   order      one producer's records in one partition are not in sequence order;
-  backwards  a group's committed offset for a partition went down, or vanished;
+  backwards  a group's committed offset for a partition went down;
+  vanished   a group's committed offset for a partition was gone (OffsetFetch answered
+             none after one had been seen); the commits after it are checked from there;
   split      two brokers acted as leader of one partition in one leader epoch;
   epoch      an acknowledged write's epoch was led by nobody the history names (only
              checked when the history has leader events for that partition);
@@ -96,7 +98,7 @@ def parse_event(line):
         if not isinstance(v, typ) or isinstance(v, bool):
             raise ValueError(f"{kind}: field {name!r} must be a {typ.__name__}, got {v!r}")
         if typ is int and v < 0 and name in ("partition", "offset", "epoch", "node"):
-            if not (kind == "commit" and name == "offset" and v == -1):
+            if not (kind in ("commit", "ack") and name == "offset" and v == -1):
                 raise ValueError(f"{kind}: field {name!r} is negative ({v})")
     for name, typ in _OPTIONAL.get(kind, ()):
         if name not in ev:
@@ -131,7 +133,7 @@ def check(events):
 
     for ev in events:
         kind = ev["type"]
-        if kind == "ack" and ev["offset"] is None:
+        if kind == "ack" and (ev["offset"] is None or ev["offset"] == -1):
             r.acked += 1
             implicit.append((ev["topic"], ev["partition"], ev["value"]))
         elif kind == "ack":
@@ -158,10 +160,16 @@ def check(events):
             r.commits += 1
             key = (ev["group"], ev["topic"], ev["partition"])
             prev = last_commit.get(key)
-            if prev is not None and ev["offset"] < prev:
-                now = "nothing" if ev["offset"] == -1 else ev["offset"]
+            if prev is not None and ev["offset"] == -1:
+                r.add("vanished", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
+                      f"went from {prev} to nothing")
+                # One violation, not one per later commit: the group starts again from
+                # wherever its consumers reset to.
+                del last_commit[key]
+                continue
+            elif prev is not None and ev["offset"] < prev:
                 r.add("backwards", f"group {key[0]} {key[1]}-{key[2]}: committed offset "
-                      f"went from {prev} to {now}")
+                      f"went from {prev} to {ev['offset']}")
             if ev["offset"] >= 0:
                 last_commit[key] = ev["offset"] if prev is None else max(prev, ev["offset"])
         elif kind == "end":

@@ -102,12 +102,18 @@ class CheckerTest(unittest.TestCase):
         ev = [commit(0, 10), commit(1, 2), commit(0, 3, g="other"), commit(0, 10)]
         self.assertTrue(hc.check_lines(lines(ev)).ok())
 
-    def test_a_vanished_commit_goes_backwards(self):
+    def test_a_vanished_commit(self):
         r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 6)]))
-        self.assertEqual(r.kinds(), ["backwards"])
+        self.assertEqual(r.kinds(), ["vanished"])
         self.assertIn("from 5 to nothing", r.violations[0][1])
         r = hc.check_lines(lines([commit(0, -1), commit(0, 3)]))
         self.assertTrue(r.ok(), r.violations)
+        # Gone, then committed again from the start: one violation, and the history goes on
+        # from there.
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 2), commit(0, 3)]))
+        self.assertEqual([k for k, _ in r.violations], ["vanished"])
+        r = hc.check_lines(lines([commit(0, 5), commit(0, -1), commit(0, 3), commit(0, 2)]))
+        self.assertEqual(r.kinds(), ["backwards", "vanished"])
 
     def test_one_leader_per_epoch(self):
         a = dict(ack(0, 0, "a:0"), epoch=3)
@@ -135,13 +141,21 @@ class CheckerTest(unittest.TestCase):
         r = hc.check_lines(lines(bad))
         self.assertEqual([k for k, _ in r.violations], ["malformed"] * 5)
 
+    def test_an_ack_without_offset_must_be_read_back_in_its_partition(self):
+        ev = [ack(0, -1, "a:0"), read(0, 4, "a:0")]
+        self.assertTrue(hc.check_lines(lines(ev)).ok())
+        r = hc.check_lines(lines([ack(0, -1, "a:0"), read(1, 4, "a:0")]))
+        self.assertEqual(r.kinds(), ["lost"])
+        r = hc.check_lines(lines([ack(0, -1, "a:0"), read(0, 4, "a:0"), read(0, 5, "a:0")]))
+        self.assertEqual(r.kinds(), ["duplicate"])
+
     def test_malformed_lines(self):
         bad = [
             "{not json",
             "[]",
             json.dumps({"type": "nope"}),
             json.dumps({"type": "ack", "topic": "t", "partition": "0", "offset": 0, "value": "v"}),
-            json.dumps({"type": "ack", "topic": "t", "partition": 0, "offset": -1, "value": "v"}),
+            json.dumps({"type": "ack", "topic": "t", "partition": 0, "offset": -2, "value": "v"}),
             json.dumps({"type": "read", "topic": "t", "partition": True, "offset": 0,
                         "value": "v"}),
             json.dumps({"type": "commit", "group": "g", "topic": "t", "partition": 0}),

@@ -256,6 +256,26 @@ TEST(ElectionTest, DeadMembersOfAnOfflinePartitionStayUntilOneCanLead) {
   EXPECT_EQ(IsrNodes(*back), (std::vector<int32_t>{2, 3}));
 }
 
+TEST(ElectionTest, AMemberOfAnIncarnationThatIsGoneLeavesOnceSomeoneLeads) {
+  // Broker 3 led, was killed and came back wiped while no one else was registered: its old
+  // entry stayed (the leader is kept while nobody can lead), and its new registration was
+  // handled then. Once 1 can lead, the old entry must go: no pass removes 3 as "removed"
+  // again, and it is live by node id (cluster_faults.py --seed 22: an ISR holding a copy
+  // that no longer exists, never whole again).
+  LiveBrokers live = Live({1, 2, 3});
+  live[3].incarnation = kIncNew;
+  auto next = Reelect({3, 1, 2}, State(-1, 2, {3, 1, 2}), live, {}, 5);
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next->leader, 1);
+  EXPECT_EQ(IsrNodes(*next), (std::vector<int32_t>{1, 2}));
+  // A leader that stays: the stale member still leaves.
+  auto kept = Reelect({1, 2, 3}, State(1, 4, {1, 2, 3}), live, {}, 5);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->leader, 1);
+  EXPECT_EQ(kept->leader_epoch, 4);
+  EXPECT_EQ(IsrNodes(*kept), (std::vector<int32_t>{1, 2}));
+}
+
 // ---------------------------------------------------------------------------------------
 // Writes and fencing
 

@@ -1,0 +1,768 @@
+#!/usr/bin/python3
+"""A seeded fault run over three `sluice serve --etcd` brokers and a real etcd (issue 21's
+"Tests", docs/design/0018-cluster.md "faults (session 13)").
+
+Clients run throughout: an idempotent confluent-kafka producer with acks=all writing
+"<producer>:<sequence>" values round the partitions of a topic with replication factor 3
+and min.insync.replicas=2, and a consumer in a group committing its offsets (and reading
+them back with OffsetFetch) as it goes. Meanwhile faults drawn by a seeded RNG hit one
+broker at a time (the issue's fault model), each healed before the next:
+
+  kill        SIGKILL a partition's leader, restart it after a while
+  kill_wipe   the same, its data directory removed before the restart (a new incarnation)
+  pause       SIGSTOP a leader for longer than the session timeout, then SIGCONT
+  cut_brokers the inter-broker path between a leader and a follower cut (or blackholed)
+              both ways; every broker's --inter-broker-addr is a fault proxy in front of
+              it, which tells the connecting brokers apart (FaultProxy.isolate)
+  cut_etcd    a broker's path to etcd cut, or held (bytes kept back until healed, as
+              TCP would deliver them late), its --etcd being a proxy
+  etcd_kill   etcd SIGKILLed and restarted on the same data directory (tmpfs)
+
+After each heal the run waits until every broker is back and every ISR is whole. At the
+end everything is healed, the clients stop, every partition is read from its start (a
+consumer for the records, raw Fetch for each batch's leader epoch), each broker's log is
+searched for the leaderships it took ("<t>-<p>: leader in epoch E"), etcd's whole history
+of the partitions' states gives the leader it elected for each epoch, every broker's copy
+of each partition (its segment files) is compared batch by batch below the high
+watermark, and
+tests/tools/history_checker.py checks the whole history: every acknowledged record read
+back exactly once at its offset, in order per producer and partition, committed offsets
+never going back, one leader per partition and epoch, every acknowledged epoch led.
+
+The seed is printed at the start and with any failure; --seed replays a run (the faults'
+kinds, targets and durations; the cluster's timing is not replayable).
+
+usage: /usr/bin/python3 cluster_faults.py path/to/sluice [--faults N] [--seed S]
+                                          [--keep DIR] [--offsets-not-replicated]
+Exit 0 when every check holds, 1 otherwise (with the seed and the violations).
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import struct
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
+from cluster_controller_test import ClusterBroker, metadata  # noqa: E402
+from cluster_replication_test import isr_of, leaders_of, read_all  # noqa: E402
+from etcd_util import EtcdCluster, b64, prefix_end, unavailable, unb64  # noqa: E402
+from fault_proxy import FaultProxy  # noqa: E402
+import history_checker  # noqa: E402
+from sluice_broker import TestFailure, _frame, _recv_exact, check, wait_until  # noqa: E402
+
+from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer,  # noqa: E402
+                             TopicPartition)
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+TOPIC = "faults"
+PARTITIONS = 3
+GROUP = "faults-group"
+SESSION_S = 2.0  # cluster.session_timeout of ClusterBroker's config
+KINDS = ("kill", "kill_wipe", "pause", "cut_brokers", "cut_etcd", "etcd_kill")
+RECOVERY_S = 120
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class FaultBroker(ClusterBroker):
+    """A ClusterBroker whose etcd path and inter-broker address go through proxies."""
+
+    def __init__(self, sluice, node, etcd_port):
+        self.etcd_proxy = FaultProxy("127.0.0.1", etcd_port).start()
+        super().__init__(sluice, node, f"http://127.0.0.1:{self.etcd_proxy.port}")
+        self.ib_proxy = FaultProxy("127.0.0.1", self.port).start()
+        self.paused = False
+
+    def args(self, etcd=True):
+        return super().args(etcd) + ["--inter-broker-addr", f"127.0.0.1:{self.ib_proxy.port}"]
+
+    @property
+    def pid(self):
+        return self.proc.pid if self.proc is not None else None
+
+    def restart(self, attempts=10):
+        """Starts it again as a supervisor would: a broker whose data directory was wiped is
+        a new incarnation, refused while its previous registration's lease lives ("node id
+        N is in use", up to the session timeout after the kill); it is started again."""
+        for attempt in range(attempts):
+            try:
+                self.start()
+                return
+            except TestFailure as e:
+                if "is in use by" not in str(e) or attempt == attempts - 1:
+                    raise
+                time.sleep(1.0)
+
+    def heal(self):
+        self.etcd_proxy.heal()
+        self.ib_proxy.heal()
+        self.ib_proxy.isolate([])
+        if self.paused and self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.paused = False
+
+    def close(self):
+        if self.paused and self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+        self.cleanup()
+        self.etcd_proxy.close()
+        self.ib_proxy.close()
+
+
+class Workload:
+    """The clients: a producer thread and a group consumer thread, each appending the
+    history_checker events it saw to one list (under one lock, in the order they happened).
+    """
+
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+        self.lock = threading.Lock()
+        self.events = []  # guarded by lock
+        self.errors = {}  # guarded by lock: delivery or commit error name -> count
+        self.stopping = threading.Event()
+        self.acked = 0
+        self.consumed = 0
+        self.producers = 0
+        self.threads = [threading.Thread(target=self._produce, name="producer", daemon=True),
+                        threading.Thread(target=self._consume, name="consumer", daemon=True)]
+
+    def start(self):
+        for t in self.threads:
+            t.start()
+
+    def stop(self, timeout=180):
+        self.stopping.set()
+        for t in self.threads:
+            t.join(timeout)
+        check(not any(t.is_alive() for t in self.threads), "the clients did not stop")
+
+    def _event(self, ev):
+        with self.lock:
+            self.events.append(ev)
+
+    def _error(self, name):
+        with self.lock:
+            self.errors[name] = self.errors.get(name, 0) + 1
+
+    def _produce(self):
+        fatal = []
+
+        def delivered(err, msg):
+            if err is not None:
+                self._error(f"produce {err.name()}")
+                if err.fatal():
+                    fatal.append(err)
+                return
+            self.acked += 1
+            offset = msg.offset()
+            if offset is None or offset < 0:  # acked with no offset (history_checker: -1)
+                self._error("ack without an offset")
+                offset = -1
+            self._event({"type": "ack", "topic": msg.topic(), "partition": msg.partition(),
+                         "offset": offset, "value": msg.value().decode()})
+
+        while not self.stopping.is_set():
+            self.producers += 1
+            name = f"p{self.producers}"
+            producer = Producer({"bootstrap.servers": self.bootstrap,
+                                 "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                                 "message.timeout.ms": 60000, "log_level": 2,
+                                 "error_cb": lambda e: e.fatal() and fatal.append(e)})
+            seq = 0
+            while not self.stopping.is_set() and not fatal:
+                for _ in range(5):
+                    value = f"{name}:{seq}"
+                    try:
+                        producer.produce(TOPIC, value=value.encode(), partition=seq % PARTITIONS,
+                                         on_delivery=delivered)
+                        seq += 1
+                    except BufferError:
+                        break
+                    except KafkaException as e:  # a fatal error: error_cb says which
+                        fatal.append(e.args[0] if e.args else e)
+                        break
+                producer.poll(0)
+                self.stopping.wait(0.02)  # about 250 records a second
+            left = producer.flush(90)
+            if left:
+                self._error(f"produce left unflushed x{left}")
+            if fatal:
+                log(f"producer {name}: fatal error {fatal[0]}, a new producer takes over")
+                self._error(f"producer fatal: {str(fatal[0])[:160]}")
+                fatal.clear()
+
+    def _consume(self):
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": GROUP,
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                      "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000,
+                      "log_level": 2})
+        c.subscribe([TOPIC])
+        last_commit = time.monotonic()
+        try:
+            while not self.stopping.is_set():
+                m = c.poll(0.2)
+                if m is not None and not m.error():
+                    self.consumed += 1
+                if time.monotonic() - last_commit >= 1.0:
+                    last_commit = time.monotonic()
+                    self._commit(c)
+            self._commit(c)
+        finally:
+            c.close()
+
+    def _commit(self, c):
+        """Commits the position synchronously, then reads the committed offsets back."""
+        try:
+            assigned = c.assignment()
+            if not assigned:
+                return
+            done = c.commit(asynchronous=False)
+        except Exception as e:  # KafkaException: the coordinator moved, a rebalance
+            if "NO_OFFSET" not in str(e):
+                self._error(f"commit {_short(e)}")
+            done = None
+        for tp in done or ():
+            if tp.error is None and tp.offset >= 0:
+                self._event({"type": "commit", "group": GROUP, "topic": tp.topic,
+                             "partition": tp.partition, "offset": tp.offset})
+        try:
+            seen = c.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=5)
+        except Exception as e:
+            self._error(f"offsetfetch {_short(e)}")
+            return
+        for tp in seen:
+            if tp.error is None:
+                self._event({"type": "commit", "group": GROUP, "topic": tp.topic,
+                             "partition": tp.partition, "offset": max(tp.offset, -1)})
+
+
+def _short(e):
+    text = str(e)
+    m = re.search(r'name="([A-Z_]+)"', text) or re.search(r"\b(_?[A-Z][A-Z_]{5,})\b", text)
+    return m.group(1) if m else text[:60]
+
+
+class Run:
+    """The cluster under test (etcd, three FaultBrokers and their proxies) and the seeded
+    faults. Made by main(), then start() once, inject() per fault, heal_all(), the final
+    reads, and close() always; used from main's thread only (the clients have their own)."""
+
+    def __init__(self, sluice, seed, faults, work):
+        self.sluice, self.seed, self.faults, self.work = sluice, seed, faults, work
+        self.rng = random.Random(seed)
+        self.etcd = EtcdCluster().start()
+        self.brokers = [FaultBroker(sluice, n, self.etcd.client_ports[0]) for n in (1, 2, 3)]
+        self.by_node = {b.node: b for b in self.brokers}
+        self.done = []  # (index, kind, description)
+        self.recoveries = []  # (seconds from the heal to the cluster whole, index, kind)
+
+    # ---- the cluster
+
+    def live(self):
+        return [b for b in self.brokers if b.proc is not None and not b.paused]
+
+    def md(self):
+        for b in self.live():
+            try:
+                return metadata(b.bootstrap)
+            except Exception:
+                continue
+        return None
+
+    def etcd_leaders_now(self):
+        """{partition: leader} when etcd holds every broker registered and every partition
+        led with an ISR of three of the current registrations' incarnations; else None."""
+        def ranged(prefix):  # {node: (value, create_revision, mod_revision)}
+            r = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
+            return {int(unb64(kv["key"]).decode().rsplit("/", 1)[1]):
+                    (json.loads(unb64(kv["value"])), int(kv["create_revision"]),
+                     int(kv["mod_revision"])) for kv in r.get("kvs", [])}
+        try:
+            held = ranged(b"/sluice/sluice/brokers/")
+            handled = ranged(b"/sluice/sluice/incarnations/")
+            regs = {node: v for node, (v, _, _) in held.items()}
+            states = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
+                      self.etcd.get_prefix(f"/sluice/sluice/partitions/{TOPIC}/".encode()).items()}
+        except Exception:  # etcd down or answering errors
+            return None
+        if set(regs) != set(self.by_node) or len(states) != PARTITIONS:
+            return None
+        # Every registration handled by the controller (an unclean or new one has left the
+        # ISRs and been recorded), so no ISR change is still to come from it.
+        for node, (v, created, _) in held.items():
+            inc = handled.get(node)
+            if inc is None or inc[0].get("incarnation") != v.get("incarnation"):
+                return None
+            if not v.get("clean", True) and inc[2] < created:
+                return None
+        for st in states.values():
+            isr = {node: inc for node, inc in st.get("isr", [])}
+            if st.get("leader", -1) not in regs or len(isr) != 3:
+                return None
+            if any(regs[node].get("incarnation") != inc for node, inc in isr.items()):
+                return None
+        return {p: st["leader"] for p, st in states.items()}
+
+    def recovered(self):
+        """Every broker registered and every partition led with an ISR of three in etcd, and
+        each broker's own Metadata saying the same leaders (a broker whose lease was lost
+        still answers from its old view)."""
+        leaders = self.etcd_leaders_now()
+        if leaders is None:
+            return False
+        for b in self.brokers:
+            try:
+                m = metadata(b.bootstrap)
+            except Exception:
+                return False
+            if len(m.brokers) != 3 or TOPIC not in m.topics:
+                return False
+            parts = m.topics[TOPIC].partitions
+            if len(parts) != PARTITIONS or any(p.leader < 0 for p in parts.values()):
+                return False
+            if any(len(i) != 3 for i in isr_of(m, TOPIC).values()):
+                return False
+            if leaders_of(m, TOPIC) != leaders:
+                return False
+        return True
+
+    def wait_recovered(self, what):
+        wait_until(self.recovered, RECOVERY_S, f"the cluster whole again after {what}",
+                   interval=0.5)
+
+    def leader_of(self, partition):
+        def ask():
+            m = self.md()
+            if m is None or TOPIC not in m.topics:
+                return None
+            node = leaders_of(m, TOPIC).get(partition, -1)
+            return node if node in self.by_node else None
+        return wait_until(ask, 60, f"a leader of {TOPIC}-{partition}", interval=0.2)
+
+    def start(self):
+        for b in self.brokers:
+            b.spawn()
+        for b in self.brokers:
+            b.wait_listening()
+        wait_until(lambda: (m := self.md()) is not None and len(m.brokers) == 3, 60,
+                   "three brokers registered", interval=0.2)
+        admin = AdminClient({"bootstrap.servers": self.brokers[0].bootstrap})
+        for attempt in range(1, 4):
+            fs = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3,
+                                               config={"min.insync.replicas": "2"})],
+                                     operation_timeout=10)
+            try:
+                fs[TOPIC].result(30)
+                break
+            except KafkaException as e:
+                if e.args and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    break
+                why = str(e)
+            except Exception as e:  # concurrent.futures.TimeoutError
+                why = f"no answer in 30 s ({type(e).__name__})"
+            controllers = []
+            for b in self.brokers:
+                try:
+                    controllers.append(metadata(b.bootstrap).controller_id)
+                except Exception as e:
+                    controllers.append(str(e)[:40])
+            log(f"CreateTopics attempt {attempt}: {why}; controller per broker {controllers}")
+            check(attempt < 3, f"CreateTopics {TOPIC}: {why}")
+        self.wait_recovered("the topic's creation")
+
+    # ---- faults
+
+    def plan(self):
+        """Each kind once per round of six, in a seeded order: a short run covers every
+        kind, a long one stays balanced."""
+        kinds = []
+        while len(kinds) < self.faults:
+            rnd = list(KINDS)
+            self.rng.shuffle(rnd)
+            kinds += rnd
+        return kinds[:self.faults]
+
+    def inject(self, index, kind):
+        rng = self.rng
+        partition = rng.randrange(PARTITIONS)
+        leader = self.by_node[self.leader_of(partition)]
+        if kind in ("kill", "kill_wipe"):
+            down = rng.uniform(0.5, 5.0)
+            what = f"SIGKILL broker {leader.node} (leader of {TOPIC}-{partition}), " \
+                   f"{'data wiped, ' if kind == 'kill_wipe' else ''}restart after {down:.1f}s"
+            log(f"fault {index}: {what}")
+            leader.kill()
+            if kind == "kill_wipe":
+                shutil.rmtree(leader.data_dir, ignore_errors=True)
+            time.sleep(down)
+            leader.restart()
+        elif kind == "pause":
+            held = SESSION_S + rng.uniform(0.5, 4.0)
+            what = f"SIGSTOP broker {leader.node} (leader of {TOPIC}-{partition}) for {held:.1f}s"
+            log(f"fault {index}: {what}")
+            os.kill(leader.pid, signal.SIGSTOP)
+            leader.paused = True
+            time.sleep(held)
+            os.kill(leader.pid, signal.SIGCONT)
+            leader.paused = False
+        elif kind == "cut_brokers":
+            other = rng.choice([b for b in self.brokers if b is not leader])
+            mode = rng.choice(("cut", "blackhole"))
+            # Now and then past replica.lag.time.max.ms (30 s), so the ISR shrinks.
+            held = rng.uniform(32.0, 36.0) if rng.random() < 0.15 else rng.uniform(1.0, 8.0)
+            what = (f"{mode} between brokers {leader.node} (leader of {TOPIC}-{partition}) "
+                    f"and {other.node} for {held:.1f}s")
+            log(f"fault {index}: {what}")
+            leader.ib_proxy.isolate([other.pid], mode)
+            other.ib_proxy.isolate([leader.pid], mode)
+            time.sleep(held)
+            leader.ib_proxy.isolate([])
+            other.ib_proxy.isolate([])
+        elif kind == "cut_etcd":
+            mode = rng.choice(("cut", "hold"))
+            held = rng.uniform(1.0, 6.0)
+            what = f"{mode} broker {leader.node}'s path to etcd for {held:.1f}s"
+            log(f"fault {index}: {what}")
+            leader.etcd_proxy.set_mode(mode)
+            time.sleep(held)
+            leader.etcd_proxy.heal()
+        elif kind == "etcd_kill":
+            down = rng.uniform(0.5, 5.0)
+            what = f"SIGKILL etcd, restart after {down:.1f}s"
+            log(f"fault {index}: {what}")
+            self.etcd.kill(0)
+            time.sleep(down)
+            self.etcd.restart(0)
+        else:
+            raise ValueError(kind)
+        self.done.append((index, kind, what))
+        gap = rng.uniform(0.5, 2.0)
+        healed = time.monotonic()
+        self.wait_recovered(f"fault {index} ({what})")
+        self.recoveries.append((time.monotonic() - healed, index, kind))
+        time.sleep(gap)
+
+    def heal_all(self):
+        if not self.etcd.running(0):
+            self.etcd.restart(0)
+        for b in self.brokers:
+            b.heal()
+        for b in self.brokers:
+            if b.proc is None:
+                b.restart()
+
+    # ---- the final read
+
+    def final_read(self):
+        """Every partition from its start to its high watermark through a consumer
+        (cluster_replication_test.read_all), and each batch's leader epoch through raw
+        Fetch: read events, {partition: [(base, last, epoch)]} and {partition: end}."""
+        events = read_all(",".join(b.bootstrap for b in self.brokers), TOPIC, PARTITIONS)
+        highs = {e["partition"]: e["offset"] for e in events if e["type"] == "end"}
+        batches = {}
+        for p in range(PARTITIONS):
+            leader = self.by_node[self.leader_of(p)]
+            batches[p] = fetch_batch_epochs(leader.bootstrap, TOPIC, p, 0, highs[p])
+        return events, batches, highs
+
+    def leader_claims(self):
+        """Each broker's own word of the leaderships it took, from its logs."""
+        pattern = re.compile(r"(\S+)-(\d+): leader in epoch (\d+) from offset")
+        claims = set()
+        for b in self.brokers:
+            for name in os.listdir(b.tmp):
+                if not name.startswith(("out.", "err.")):
+                    continue
+                with open(os.path.join(b.tmp, name), errors="replace") as f:
+                    for m in pattern.finditer(f.read()):
+                        if m.group(1) == TOPIC:
+                            claims.add((int(m.group(2)), int(m.group(3)), b.node))
+        return [{"type": "leader", "topic": TOPIC, "partition": p, "epoch": e, "node": n}
+                for p, e, n in sorted(claims)]
+
+    def compare_replicas(self, high_watermarks):
+        """Once the clients stopped and every follower caught up: each broker's copy of each
+        partition (its segment files, batch by batch) the same as every other's below the
+        high watermark. Returns the differences found."""
+        def caught_up():
+            ends = {}
+            for p in range(PARTITIONS):
+                for b in self.brokers:
+                    got = local_batches(b.data_dir, TOPIC, p)
+                    ends.setdefault(p, set()).add(got[-1][1] + 1 if got else 0)
+            return all(len(e) == 1 for e in ends.values())
+        try:
+            wait_until(caught_up, 60, "every replica at the same log end", interval=0.5)
+        except TestFailure as e:
+            return [str(e)]
+        problems = []
+        for p in range(PARTITIONS):
+            hw = high_watermarks[p]
+            copies = {b.node: [x for x in local_batches(b.data_dir, TOPIC, p) if x[0] < hw]
+                      for b in self.brokers}
+            first = self.brokers[0].node
+            for node, batches in copies.items():
+                if batches != copies[first]:
+                    diff = next((i for i, (x, y) in enumerate(zip(batches, copies[first]))
+                                 if x != y), min(len(batches), len(copies[first])))
+                    problems.append(
+                        f"{TOPIC}-{p}: broker {node}'s copy differs from broker {first}'s at "
+                        f"batch {diff} ({batches[diff:diff + 1]} vs {copies[first][diff:diff + 1]})")
+        return problems
+
+    def etcd_leaders(self):
+        """Every (partition, epoch, leader) etcd ever held for the topic: its whole history of
+        partitions/<topic>/<p> read by a watch from revision 1 (sluice never compacts)."""
+        prefix = f"/sluice/sluice/partitions/{TOPIC}/".encode()
+        now = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
+        last = max((int(kv["mod_revision"]) for kv in now.get("kvs", [])), default=0)
+        body = {"create_request": {"key": b64(prefix), "range_end": b64(prefix_end(prefix)),
+                                   "start_revision": "1"}}
+        req = urllib.request.Request(self.etcd.endpoint(0) + "/v3/watch",
+                                     data=json.dumps(body).encode())
+        out, seen = set(), 0
+        with urllib.request.urlopen(req, timeout=30) as r:
+            for line in r:
+                msg = json.loads(line).get("result", {})
+                for ev in msg.get("events", []):
+                    kv = ev["kv"]
+                    seen = max(seen, int(kv.get("mod_revision", 0)))
+                    if ev.get("type") == "DELETE" or not kv.get("value"):
+                        continue
+                    p = int(unb64(kv["key"]).decode().rsplit("/", 1)[1])
+                    v = json.loads(unb64(kv["value"]))
+                    if v.get("leader", -1) >= 0:
+                        out.add((p, int(v.get("leader_epoch", 0)), int(v["leader"])))
+                if seen >= last:
+                    break
+        return [{"type": "leader", "topic": TOPIC, "partition": p, "epoch": e, "node": n}
+                for p, e, n in sorted(out)]
+
+    def close(self, keep):
+        for b in self.brokers:
+            if keep:
+                dest = os.path.join(keep, f"broker{b.node}")
+                os.makedirs(dest, exist_ok=True)
+                names = os.listdir(b.tmp) if os.path.isdir(b.tmp) else []
+                for name in names:
+                    if name.startswith(("out.", "err.")):
+                        shutil.copy(os.path.join(b.tmp, name), dest)
+            b.close()
+        if keep:
+            try:
+                shutil.copy(os.path.join(self.etcd.base_dir, "m0.log"), keep)
+            except OSError:
+                pass
+        self.etcd.close()
+
+
+def fetch_batch_epochs(bootstrap, topic, partition, start, end):
+    """[(base offset, last offset, partition leader epoch)] of the batches in [start, end),
+    read with Fetch v4 (read_uncommitted), the batch headers parsed here."""
+    out, offset = [], start
+    host, port = bootstrap.rsplit(":", 1)
+    name = struct.pack(">h", len(topic)) + topic.encode()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        corr = 0
+        while offset < end:
+            corr += 1
+            body = (struct.pack(">iiiib", -1, 500, 1, 4 << 20, 0) + struct.pack(">i", 1) + name
+                    + struct.pack(">iiqi", 1, partition, offset, 4 << 20))
+            sock.sendall(_frame(1, 4, corr, body, flexible=False))
+            size = struct.unpack(">i", _recv_exact(sock, 4))[0]
+            data = _recv_exact(sock, size)
+            check(struct.unpack(">i", data[:4])[0] == corr, "Fetch correlation id")
+            at = 4 + 4 + 4  # correlation id, throttle, topics count
+            n = struct.unpack(">h", data[at:at + 2])[0]
+            at += 2 + n + 4  # name, partitions count
+            _, err, _hw, _lso = struct.unpack(">ihqq", data[at:at + 22])
+            at += 22
+            check(err == 0, f"Fetch {topic}-{partition} at {offset}: error {err}")
+            aborted = struct.unpack(">i", data[at:at + 4])[0]
+            at += 4 + max(aborted, 0) * 16
+            rlen = struct.unpack(">i", data[at:at + 4])[0]
+            got = parse_batches(data[at + 4:at + 4 + max(rlen, 0)], offset)
+            check(got, f"Fetch {topic}-{partition} at {offset}: no whole batch")
+            out += [(base, last, epoch) for base, last, epoch, _ in got]
+            offset = got[-1][1] + 1
+    return out
+
+
+def parse_batches(records, start=0):
+    """[(base offset, last offset, partition leader epoch, crc)] of the whole v2 batches in
+    `records` ending past `start`."""
+    out, pos = [], 0
+    while pos + 61 <= len(records):
+        base, blen, epoch = struct.unpack(">qii", records[pos:pos + 16])
+        if blen < 49 or pos + 12 + blen > len(records):
+            break  # a partial batch at the end (of an answer, or a file being written)
+        crc, _attrs, delta = struct.unpack(">Ihi", records[pos + 17:pos + 27])
+        if base + delta >= start:
+            out.append((base, base + delta, epoch, crc))
+        pos += 12 + blen
+    return out
+
+
+def local_batches(data_dir, topic, partition):
+    """The batches of a replica's segment files (Kafka's <base offset>.log), in order."""
+    d = os.path.join(data_dir, f"{topic}-{partition}")
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    except OSError:
+        return []
+    out = []
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                out += parse_batches(f.read())
+        except OSError:
+            pass
+    return out
+
+
+def epoch_at(batches, offset):
+    for base, last, epoch in batches:
+        if base <= offset <= last:
+            return epoch
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sluice")
+    ap.add_argument("--faults", type=int, default=6)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--offsets-not-replicated", action="store_true",
+                    help="committed offsets gone, or older, when the group coordinator moves "
+                    "are printed as a known gap, not failed: FindCoordinator names the "
+                    "controller, whose own __consumer_offsets is not replicated, until "
+                    "0018's phase D (a controller that returns answers its old commits)")
+    ap.add_argument("--keep", help="a directory for the history and the brokers' logs "
+                    "(kept on failure in a temporary one anyway)")
+    args = ap.parse_args()
+    why = unavailable()
+    if why:
+        print(f"SKIP: {why}")
+        return 0
+    # SIGTERM (a timeout, an operator) ends the run through its cleanup: no orphan brokers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
+    replay = f"cluster_faults.py {args.sluice} --faults {args.faults} --seed {seed}"
+    print(f"seed: {seed} (replay: {replay})", flush=True)
+    # The brokers' directories under a root of this run's own, named so that nothing
+    # clearing /tmp/sluice-* behind another test removes them mid-run (it happened).
+    root = tempfile.mkdtemp(prefix="faultrun-")
+    tempfile.tempdir = root
+    work = args.keep or tempfile.mkdtemp(prefix="history-")
+    os.makedirs(work, exist_ok=True)
+    run = Run(args.sluice, seed, args.faults, work)
+    failures = []
+    workload = None
+    report = None
+    try:
+        run.start()
+        workload = Workload(",".join(b.bootstrap for b in run.brokers))
+        workload.start()
+        time.sleep(2)
+        for i, kind in enumerate(run.plan(), 1):
+            try:
+                run.inject(i, kind)
+            except TestFailure as e:
+                failures.append(f"fault {i} ({kind}): {e}")
+                break
+        log(f"{len(run.done)} faults done; healing everything")
+        if run.recoveries:
+            times = sorted(t for t, _, _ in run.recoveries)
+            slowest = max(run.recoveries)
+            log(f"whole again after each heal: median {times[len(times) // 2]:.1f}s, slowest "
+                f"{slowest[0]:.1f}s (fault {slowest[1]}, {slowest[2]})")
+        run.heal_all()
+        try:
+            run.wait_recovered("the final heal")
+        except TestFailure as e:
+            failures.append(str(e))
+        time.sleep(2)
+        workload.stop()
+        log(f"clients stopped: {workload.acked} acknowledged, {workload.consumed} consumed, "
+            f"{workload.producers} producer(s); errors {workload.errors}")
+        reads, batches, highs = run.final_read()
+        failures += [f"diverged: {d}" for d in run.compare_replicas(highs)]
+        history = list(workload.events)
+        unknown = 0
+        for ev in history:
+            if ev["type"] == "ack" and ev["offset"] >= 0:
+                e = epoch_at(batches.get(ev["partition"], []), ev["offset"])
+                if e is not None:
+                    ev["epoch"] = e
+                else:
+                    unknown += 1
+        claims, elected = run.leader_claims(), run.etcd_leaders()
+        # Both kinds of leader event: what each broker says it led, what etcd elected; one
+        # leader per partition and epoch across them.
+        history += reads + claims + elected
+        path = os.path.join(work, "history.jsonl")
+        with open(path, "w") as f:
+            for ev in history:
+                f.write(json.dumps(ev) + "\n")
+        report = history_checker.check(history)
+        commits = sum(1 for e in history if e["type"] == "commit")
+        log(f"history: {report.acked} acknowledged ({unknown} without a batch read back), "
+            f"{report.read} read back, {commits} commits observed, "
+            f"{len(claims)} leaderships claimed by brokers, {len(elected)} elected in etcd, "
+            f"{len(report.violations)} violations")
+        known = [v for v in report.violations
+                 if args.offsets_not_replicated and v[0] in ("vanished", "backwards")]
+        for kind, msg in known[:20]:
+            log(f"known gap (--offsets-not-replicated): {kind}: {msg}")
+        for kind, msg in [v for v in report.violations if v not in known][:100]:
+            failures.append(f"{kind}: {msg}")
+        # The issue's clients carry on by themselves: a producer's fatal error (librdkafka
+        # gives up on its idempotent state) is a failure of the cluster too.
+        for name, n in sorted(workload.errors.items()):
+            if name.startswith("producer fatal"):
+                failures.append(f"client: {name} (x{n})")
+        check(report.acked > 0, "nothing was acknowledged")
+        check(workload.consumed > 0, "the group consumed nothing")
+        check(commits > 0, "no committed offset was observed")
+    except Exception as e:  # the verdict: any exception fails the run
+        import traceback
+        traceback.print_exc()
+        failures.append(f"{type(e).__name__}: {e}")
+    finally:
+        if workload is not None and not workload.stopping.is_set():
+            workload.stopping.set()
+        keep = work if failures or args.keep else None
+        run.close(keep)
+        if failures and not args.keep:
+            root = None  # the history and logs were kept in it
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+    if failures:
+        print(f"FAIL: cluster_faults seed {seed}, {len(run.done)} faults:")
+        for f in failures:
+            print(f"  {f}")
+        print(f"history and logs kept in {work}; replay: {replay}")
+        return 1
+    print(f"PASS: cluster_faults seed {seed}: {len(run.done)} faults "
+          f"({', '.join(sorted({k for _, k, _ in run.done}))}), 0 violations"
+          + (f" ({len(report.violations)} of the known gap printed above)"
+             if report is not None and report.violations else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
