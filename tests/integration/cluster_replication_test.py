@@ -82,8 +82,12 @@ class History:
             producer.poll(0)
 
 
-def read_all(bootstrap, topic=TOPIC, partitions=PARTITIONS):
-    """Every partition from its start to its high watermark: the final read's events."""
+def read_all(bootstrap, topic=None, partitions=None):
+    """Every partition from its start to its high watermark: the final read's events.
+    The topic and its partition count default to the module's TOPIC and PARTITIONS as they
+    are when called (other tests set them)."""
+    topic = TOPIC if topic is None else topic
+    partitions = PARTITIONS if partitions is None else partitions
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
                   "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     events = []

@@ -27,6 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import three_brokers, wait_metadata  # noqa: E402
+from cluster_coordinator_test import coordinator  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
 from sluice_broker import _frame, _recv_exact, check, wait_until  # noqa: E402
 
@@ -199,9 +200,10 @@ def test_commit_and_abort(brokers):
 
 def test_leader_killed_during_commit(brokers, producer, committed):
     by_node = {b.node: b for b in brokers}
-    md = wait_metadata(brokers[0].bootstrap,
-                       lambda m: m.controller_id in by_node, "a controller")
-    controller = md.controller_id
+    # The transaction's coordinator (the leader of its __transaction_state partition)
+    # writes its own partitions' markers itself: the victim is another broker, reached by
+    # WriteTxnMarkers.
+    controller = coordinator(brokers, "cluster-txn", 1)
     victim = next(b for b in brokers if b.node != controller)
     victim_node = victim.node
     victim_topic = f"{VICTIM}{victim_node}"
