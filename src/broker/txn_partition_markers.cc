@@ -200,7 +200,7 @@ void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& r
     std::vector<TopicPartition> log_tps;
     std::vector<size_t> to_groups;
     for (size_t i = 0; i < tps.size(); ++i) {
-      const bool offsets = groups != nullptr && tps[i].topic == "__consumer_offsets";
+      const bool offsets = tps[i].topic == "__consumer_offsets";
       (offsets ? to_groups : to_logs).push_back(i);
       if (!offsets) log_tps.push_back(tps[i]);
     }
@@ -219,6 +219,11 @@ void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& r
           release();
         });
     for (size_t i : to_groups) {
+      // Never written past the group coordinator: without one (closing) it is refused.
+      if (groups == nullptr) {
+        gather->Set(i, ErrorCode::kNotCoordinator);
+        continue;
+      }
       groups->CompletePartitionTxn(tps[i].partition, marker.producer_id, marker.producer_epoch,
                                    marker.commit, [gather, i](ErrorCode e) { gather->Set(i, e); });
     }

@@ -53,8 +53,8 @@ kafka::WriteTxnMarkersResponse MarkersAnswerFor(const kafka::WriteTxnMarkersRequ
 // handleWriteTxnMarkersRequest): every marker written as above, all at once; `done` runs
 // once, on any thread, with one error per partition in the request's order. A marker for
 // a partition of __consumer_offsets goes to `groups` (CompletePartitionTxn: the group
-// coordinator writes it and makes the producer's pending offsets visible or drops them)
-// when `groups` is given; otherwise it is written as any partition's.
+// coordinator writes it and makes the producer's pending offsets visible or drops them);
+// without `groups` (closing) it is refused with NOT_COORDINATOR, never written raw.
 void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& req,
                           std::function<void(kafka::WriteTxnMarkersResponse)> done,
                           GroupCoordinator* groups = nullptr);
