@@ -126,7 +126,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
         // Markers start after Open and stop before the group coordinator closes.
         if (b->groups_ == nullptr) return done(ErrorCode::kCoordinatorNotAvailable);
         b->groups_->CompleteTxn(group, marker.producer_id, marker.producer_epoch, marker.commit,
-                                std::move(done));
+                                marker.coordinator_epoch, std::move(done));
       });
   TxnCoordinatorOptions to;
   to.dir = o.data_dir + "/__transaction_state-0";

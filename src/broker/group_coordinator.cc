@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/coordinator_partitions.h"
 #include "broker/event_loop.h"
 #include "broker/group_state.h"
 #include "broker/offset_log.h"
@@ -420,6 +421,7 @@ void GroupCoordinator::MaybePrepareRebalance(Group& g, const std::string& reason
 }
 
 void GroupCoordinator::PrepareRebalance(Group& g, const std::string& reason) {
+  g.held.reset();  // a leader's assignment waiting for the generation's record is void
   if (g.Is(State::kCompletingRebalance)) {
     // Members waiting in SyncGroup must rejoin.
     for (auto& [id, m] : g.members) m->assignment.clear();
@@ -611,25 +613,10 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
       if (!g->IsLeader(m.id)) return;  // followers wait for the leader's assignment
       std::map<std::string, std::vector<uint8_t>> assignment;
       for (auto& a : req.assignments) assignment[a.member_id] = std::move(a.assignment);
-      std::vector<std::string> missing;
-      for (const auto& [id, member] : g->members) {
-        auto it = assignment.find(id);
-        if (it == assignment.end()) {
-          missing.push_back(id);
-          member->assignment.clear();
-        } else {
-          member->assignment = std::move(it->second);
-        }
-      }
-      if (!missing.empty()) {
-        SLUICE_LOG(kLog, kWarn,
-                   "group {} generation {}: no assignment for {}; they get an empty one", g->id,
-                   g->generation, fmt::join(missing, ", "));
-      }
       SLUICE_LOG(kLog, kInfo, "group {}: assignment for generation {} received from leader {}",
                  g->id, g->generation, m.id);
-      PropagateAssignment(*g, ErrorCode::kNone);
-      g->state = State::kStable;
+      g->held = std::move(assignment);
+      MaybeCompleteSync(*g);
       return;
     }
     case State::kStable: {
@@ -643,6 +630,42 @@ void GroupCoordinator::DoSyncGroup(kafka::SyncGroupRequest& req, int16_t version
       return;
     }
   }
+}
+
+// Kafka's storeGroup callback: the leader's assignment goes out once the generation's
+// record is acknowledged; if its write failed, every waiting member gets the error and
+// the group rebalances (resetAndPropagateAssignmentError).
+void GroupCoordinator::MaybeCompleteSync(Group& g) {
+  if (!g.held || !g.Is(State::kCompletingRebalance)) return;
+  if (g.store_error != ErrorCode::kNone) {
+    const ErrorCode error = g.store_error;
+    g.held.reset();
+    SLUICE_LOG(kLog, kWarn, "group {}: generation {} was not stored (error {}): rebalancing", g.id,
+               g.generation, static_cast<int>(error));
+    for (auto& [id, m] : g.members) m->assignment.clear();
+    PropagateAssignment(g, error);
+    MaybePrepareRebalance(g, "the group's record was not stored");
+    return;
+  }
+  if (g.stored != g.generation) return;  // its write is under way
+  std::map<std::string, std::vector<uint8_t>> assignment = std::move(*g.held);
+  g.held.reset();
+  std::vector<std::string> missing;
+  for (const auto& [id, member] : g.members) {
+    auto it = assignment.find(id);
+    if (it == assignment.end()) {
+      missing.push_back(id);
+      member->assignment.clear();
+    } else {
+      member->assignment = std::move(it->second);
+    }
+  }
+  if (!missing.empty()) {
+    SLUICE_LOG(kLog, kWarn, "group {} generation {}: no assignment for {}; they get an empty one",
+               g.id, g.generation, fmt::join(missing, ", "));
+  }
+  PropagateAssignment(g, ErrorCode::kNone);
+  g.state = State::kStable;
 }
 
 void GroupCoordinator::SchedulePendingSync(Group& g) {
@@ -941,19 +964,43 @@ void GroupCoordinator::DropGroup(Group& g) {
 }
 
 // The generation (with protocol type, protocol and leader) goes to the log at every
-// change, without waiting: a commit acknowledged later is behind it in the log, so no
-// acknowledged state can refer to a generation a restart would not know.
+// change: a commit acknowledged later is behind it in the log, so no acknowledged state
+// can refer to a generation a restart would not know. The leader's SyncGroup waits for
+// its acknowledgement (MaybeCompleteSync), as Kafka's storeGroup; an Empty generation's
+// failure is only logged (Kafka's onCompleteJoin: no member depends on it).
 void GroupCoordinator::PersistGeneration(Group& g) {
+  g.store_error = ErrorCode::kNone;
+  g.held.reset();
   OffsetWrite write;
   write.SetGroup(
       g.id, GroupRecord{g.protocol_type.value_or(""), g.generation, g.protocol_name, g.leader});
   OffsetLog* log = OffsetsOf(g.id);
-  if (log == nullptr) return;  // its partition is no longer served here
-  Status st = log->Write(
-      write, LogIfFailed(fmt::format("writing generation {} of group {}", g.generation, g.id)));
-  if (!st.ok())
+  if (log == nullptr) {  // its partition is no longer served here
+    g.store_error = ErrorCode::kNotCoordinator;
+    return;
+  }
+  auto stored = [this, id = g.id, inc = g.incarnation, gen = g.generation](const Status& st) {
+    loop_->Post([this, id, inc, gen, st] {
+      if (!st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", id, gen, st.ToString());
+      }
+      Group* g = FindGroup(id);
+      if (g == nullptr || g->incarnation != inc || g->generation != gen) return;
+      if (st.ok()) {
+        g->stored = gen;
+      } else {
+        g->store_error = CoordinatorWriteError(st);
+      }
+      MaybeCompleteSync(*g);
+    });
+  };
+  Status st = log->Write(write, std::move(stored));
+  if (!st.ok()) {
     SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
                st.ToString());
+    g.store_error = st.code() == StatusCode::kInvalidArgument ? ErrorCode::kUnknownServerError
+                                                              : CoordinatorWriteError(st);
+  }
 }
 
 }  // namespace sluice::broker

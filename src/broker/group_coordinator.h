@@ -140,15 +140,17 @@ class GroupCoordinator {
   // producer's pending offsets visible (commit) or drops them (abort) — every group's, as
   // the marker in the log does at replay. `done` gets kNone once the marker is durable
   // (also when nothing was pending), INVALID_PRODUCER_EPOCH for an epoch older than the
-  // producer's last in the log, COORDINATOR_NOT_AVAILABLE when it could not be written.
+  // producer's last in the log, TRANSACTION_COORDINATOR_FENCED for a `coordinator_epoch`
+  // older than its last marker's there, COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR when
+  // it could not be written.
   void CompleteTxn(std::string group, int64_t producer_id, int16_t producer_epoch, bool commit,
-                   Done<kafka::ErrorCode> done);
+                   int32_t coordinator_epoch, Done<kafka::ErrorCode> done);
   // The same marker for partition `p` of the offsets log (every group there): what another
   // broker's transaction coordinator sends as WriteTxnMarkers for __consumer_offsets-p
   // when this broker leads it (txn_partition_markers.h). NOT_COORDINATOR when `p` is not
   // led here, COORDINATOR_LOAD_IN_PROGRESS while it loads.
   void CompletePartitionTxn(int32_t p, int64_t producer_id, int16_t producer_epoch, bool commit,
-                            Done<kafka::ErrorCode> done);
+                            int32_t coordinator_epoch, Done<kafka::ErrorCode> done);
   // Cluster: this broker leads partition `p` of the `count` partitions of
   // __consumer_offsets in `epoch`. Its groups are loaded from `log` (InternalLogOptions:
   // attach, append) on a loading thread; until they are, their requests answer
@@ -190,9 +192,7 @@ class GroupCoordinator {
                          kafka::ErrorCode verified, Done<kafka::TxnOffsetCommitResponse>& done);
   // Writes the marker to `log` (of partition `p`, for the log lines) and answers `done`.
   void CompleteTxnIn(OffsetLog* log, int32_t p, int64_t producer_id, int16_t producer_epoch,
-                     bool commit, Done<kafka::ErrorCode>& done);
-  void DoCompleteTxn(const std::string& group, int64_t producer_id, int16_t producer_epoch,
-                     bool commit, Done<kafka::ErrorCode>& done);
+                     bool commit, int32_t coordinator_epoch, Done<kafka::ErrorCode>& done);
   kafka::ListGroupsResponse DoListGroups(const kafka::ListGroupsRequest& req);
   kafka::DescribeGroupsResponse DoDescribeGroups(const kafka::DescribeGroupsRequest& req,
                                                  int16_t version);
@@ -224,6 +224,7 @@ class GroupCoordinator {
   void OnSyncExpired(const std::string& group_id, uint64_t incarnation, int32_t generation);
   void RemovePendingSyncMember(Group& g, const std::string& member_id);
   void PropagateAssignment(Group& g, kafka::ErrorCode error);
+  void MaybeCompleteSync(Group& g);
   // Members.
   Member& AddMember(Group& g, std::unique_ptr<Member> m, Done<kafka::JoinGroupResponse> done);
   void RemoveMember(Group& g, const std::string& member_id);
@@ -261,6 +262,9 @@ class GroupCoordinator {
   kafka::ErrorCode ServingError(const std::string& group) const;
   // The log holding `group`: non-null when ServingError(group) is kNone.
   OffsetLog* OffsetsOf(const std::string& group);
+  // What a write's acknowledgement runs on partition `p`'s log (on this thread), if the
+  // partition is still the load the write went to.
+  std::function<void(bool ok)> FinishIn(int32_t p, std::function<void(OffsetLog&, bool)> finish);
   void InstallPartition(int32_t p, uint64_t load_id, Result<std::unique_ptr<OffsetLog>> loaded);
   void DropPartition(int32_t p);
   void PersistGeneration(Group& g);

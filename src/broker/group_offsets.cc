@@ -99,16 +99,20 @@ CommittedOffset ValueOf(const Partition& rp, bool has_leader_epoch, int64_t time
 }
 
 // Hands a write to the offsets log (`append` calls it with the durability callback) and
-// answers from its verdict, on `loop`: `written` NONE once durable, else
-// COORDINATOR_NOT_AVAILABLE; a write refused at once answers at once (a record too large
-// INVALID_COMMIT_OFFSET_SIZE, a stale producer epoch INVALID_PRODUCER_EPOCH).
+// answers from its verdict, on `loop`: `finish(ok)` first (the appended offsets become
+// visible, or are dropped), then `written` NONE once acknowledged, else the write's error
+// (CoordinatorWriteError); a write refused at once answers at once (a record too large
+// INVALID_COMMIT_OFFSET_SIZE, a stale producer epoch INVALID_PRODUCER_EPOCH) and is not
+// finished (nothing was appended).
 template <class Resp>
 void WriteAndAnswer(EventLoop& loop, const std::shared_ptr<PendingCommit<Resp>>& pending,
-                    const std::string& what, const std::function<Status(OffsetLog::Done)>& append) {
-  Status st = append([&loop, pending, what](const Status& s) {
-    loop.Post([pending, s, what] {
+                    const std::string& what, const std::function<Status(OffsetLog::Done)>& append,
+                    std::function<void(bool ok)> finish) {
+  Status st = append([&loop, pending, what, finish](const Status& s) {
+    loop.Post([pending, s, what, finish] {
+      finish(s.ok());
       if (!s.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{} not durable: {}", what, s.ToString());
+        SLUICE_LOG(kLog, kWarn, "{} not acknowledged: {}", what, s.ToString());
         pending->Set(pending->written, CoordinatorWriteError(s));
       }
       pending->Answer();
@@ -188,9 +192,30 @@ void GroupCoordinator::DoOffsetCommit(kafka::OffsetCommitRequest& req, int16_t v
                        version == 1 && rp.commit_timestamp != -1 ? rp.commit_timestamp : now);
       });
   if (write.empty()) return pending->Answer();
+  // Kafka's pendingOffsetCommits: visible only once the write is acknowledged.
+  auto appended = std::make_shared<AppendedOffsets>();
   WriteAndAnswer<kafka::OffsetCommitResponse>(
       *loop_, pending, fmt::format("group {}: offset commit", req.group_id),
-      [&](OffsetLog::Done cb) { return OffsetsOf(req.group_id)->Write(write, std::move(cb)); });
+      [&](OffsetLog::Done cb) {
+        return OffsetsOf(req.group_id)->AppendOffsets(write, std::move(cb), appended.get());
+      },
+      FinishIn(PartitionOf(req.group_id),
+               [appended](OffsetLog& log, bool ok) { log.FinishOffsets(*appended, ok); }));
+}
+
+std::function<void(bool)> GroupCoordinator::FinishIn(int32_t p,
+                                                     std::function<void(OffsetLog&, bool)> finish) {
+  auto it = partitions_.find(p);
+  const uint64_t load_id = it == partitions_.end() ? 0 : it->second.load_id;
+  return [this, p, load_id, finish = std::move(finish)](bool ok) {
+    // The partition may have been unloaded (or loaded again) since: its log is gone, and
+    // a new load read the record from the log if it was written.
+    auto it = partitions_.find(p);
+    if (it == partitions_.end() || it->second.load_id != load_id || it->second.log == nullptr) {
+      return;
+    }
+    finish(*it->second.log, ok);
+  };
 }
 
 kafka::OffsetFetchResponse GroupCoordinator::DoOffsetFetch(const kafka::OffsetFetchRequest& req,
@@ -336,10 +361,12 @@ void GroupCoordinator::TxnOffsetCommit(kafka::TxnOffsetCommitRequest req, int16_
 }
 
 void GroupCoordinator::CompleteTxn(std::string group, int64_t producer_id, int16_t producer_epoch,
-                                   bool commit, Done<ErrorCode> done) {
+                                   bool commit, int32_t coordinator_epoch, Done<ErrorCode> done) {
   loop_->Post([this, group = std::move(group), producer_id, producer_epoch, commit,
-               done = std::move(done)]() mutable {
-    DoCompleteTxn(group, producer_id, producer_epoch, commit, done);
+               coordinator_epoch, done = std::move(done)]() mutable {
+    if (ErrorCode e = ServingError(group); e != ErrorCode::kNone) return done(e);
+    CompleteTxnIn(OffsetsOf(group), PartitionOf(group), producer_id, producer_epoch, commit,
+                  coordinator_epoch, done);
   });
 }
 
@@ -381,49 +408,57 @@ void GroupCoordinator::DoTxnOffsetCommit(kafka::TxnOffsetCommitRequest& req, int
       pending->Collect(req, options_.max_offset_metadata_bytes,
                        [&](const auto& rp) { return ValueOf(rp, version >= 2, now); });
   if (write.empty()) return pending->Answer();
+  // Pending until the transaction's marker anyway; taken back if the write fails
+  // (Kafka's failPendingTxnOffsetCommit).
+  auto appended = std::make_shared<AppendedOffsets>();
   WriteAndAnswer<kafka::TxnOffsetCommitResponse>(
       *loop_, pending,
       fmt::format("group {}: transactional offset commit of producer {}", req.group_id,
                   req.producer_id),
       [&](OffsetLog::Done cb) {
         return OffsetsOf(req.group_id)
-            ->WriteTxnOffsets(req.producer_id, req.producer_epoch, write, std::move(cb));
-      });
-}
-
-void GroupCoordinator::DoCompleteTxn(const std::string& group, int64_t producer_id,
-                                     int16_t producer_epoch, bool commit, Done<ErrorCode>& done) {
-  if (ErrorCode e = ServingError(group); e != ErrorCode::kNone) return done(e);
-  CompleteTxnIn(OffsetsOf(group), PartitionOf(group), producer_id, producer_epoch, commit, done);
+            ->WriteTxnOffsets(req.producer_id, req.producer_epoch, write, std::move(cb),
+                              appended.get());
+      },
+      FinishIn(PartitionOf(req.group_id), [appended](OffsetLog& log, bool ok) {
+        if (!ok) log.FailTxnOffsets(*appended);
+      }));
 }
 
 void GroupCoordinator::CompletePartitionTxn(int32_t p, int64_t producer_id, int16_t producer_epoch,
-                                            bool commit, Done<ErrorCode> done) {
-  loop_->Post([this, p, producer_id, producer_epoch, commit, done = std::move(done)]() mutable {
+                                            bool commit, int32_t coordinator_epoch,
+                                            Done<ErrorCode> done) {
+  loop_->Post([this, p, producer_id, producer_epoch, commit, coordinator_epoch,
+               done = std::move(done)]() mutable {
     if (shutting_down_) return done(ErrorCode::kCoordinatorNotAvailable);
     auto it = partitions_.find(p);
     if (it == partitions_.end()) return done(ErrorCode::kNotCoordinator);
     if (it->second.log == nullptr) return done(ErrorCode::kCoordinatorLoadInProgress);
-    CompleteTxnIn(it->second.log.get(), p, producer_id, producer_epoch, commit, done);
+    CompleteTxnIn(it->second.log.get(), p, producer_id, producer_epoch, commit, coordinator_epoch,
+                  done);
   });
 }
 
+// The marker is written with the transaction coordinator's epoch (its state partition's
+// leader epoch) and fenced as a partition's ProducerStateManager fences it.
 void GroupCoordinator::CompleteTxnIn(OffsetLog* log, int32_t p, int64_t producer_id,
-                                     int16_t producer_epoch, bool commit, Done<ErrorCode>& done) {
+                                     int16_t producer_epoch, bool commit, int32_t coordinator_epoch,
+                                     Done<ErrorCode>& done) {
   auto shared = std::make_shared<Done<ErrorCode>>(std::move(done));
-  // The coordinator epoch is 0 (0018: the state partition's leader epoch is not yet used).
-  Status st =
-      log->CompleteTxn(producer_id, producer_epoch, commit, 0, [this, shared](const Status& s) {
+  Status st = log->CompleteTxn(
+      producer_id, producer_epoch, commit, coordinator_epoch, [this, shared](const Status& s) {
         loop_->Post([shared, s] {
           if (!s.ok()) SLUICE_LOG(kLog, kWarn, "transaction marker not durable: {}", s.ToString());
-          (*shared)(s.ok() ? ErrorCode::kNone : ErrorCode::kCoordinatorNotAvailable);
+          (*shared)(s.ok() ? ErrorCode::kNone : CoordinatorWriteError(s));
         });
       });
   if (!st.ok()) {
     SLUICE_LOG(kLog, kWarn, "offsets partition {}: {} marker of producer {} epoch {} refused: {}",
                p, commit ? "commit" : "abort", producer_id, producer_epoch, st.ToString());
     return (*shared)(st.code() == StatusCode::kAborted ? ErrorCode::kInvalidProducerEpoch
-                                                       : ErrorCode::kCoordinatorNotAvailable);
+                     : st.code() == StatusCode::kOutOfRange
+                         ? ErrorCode::kTransactionCoordinatorFenced
+                         : ErrorCode::kCoordinatorNotAvailable);
   }
   SLUICE_LOG(kLog, kDebug, "offsets partition {}: {} of producer {} epoch {} completed", p,
              commit ? "commit" : "abort", producer_id, producer_epoch);

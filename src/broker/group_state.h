@@ -147,6 +147,14 @@ struct GroupCoordinator::Group {
   int64_t join_delay_ms = 0;
   int64_t join_remaining_ms = 0;
   EventLoop::TimerId sync_timer = 0;
+  // The group record of each generation is written at CompleteJoin; the leader's
+  // assignment is handed out only once that write is acknowledged (Kafka's storeGroup at
+  // SyncGroup): `stored` is the last generation acknowledged, `store_error` the error of
+  // the current generation's write when it failed, and `held` the leader's assignment
+  // waiting for it.
+  int32_t stored = -1;
+  kafka::ErrorCode store_error = kafka::ErrorCode::kNone;
+  std::optional<std::map<std::string, std::vector<uint8_t>>> held;
 
   bool Is(State s) const { return state == s; }
   Member* Get(const std::string& member_id) const {

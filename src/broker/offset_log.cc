@@ -185,6 +185,17 @@ std::vector<uint8_t> EncodeMarkerValue(int32_t coordinator_epoch) {
   return out;
 }
 
+Result<int32_t> DecodeMarkerValue(std::span<const uint8_t> bytes) {
+  kafka::Reader r(bytes);
+  int16_t version = r.Int16("marker value version");
+  int32_t coordinator_epoch = r.Int32("coordinator epoch");
+  if (!r.ok()) return r.status().WithContext("transaction marker value");
+  if (version < 0) {
+    return InvalidArgumentError("transaction marker value: negative version {}", version);
+  }
+  return coordinator_epoch;
+}
+
 Result<bool> DecodeMarkerKey(std::span<const uint8_t> bytes) {
   kafka::Reader r(bytes);
   int16_t version = r.Int16("control record version");
@@ -316,6 +327,17 @@ void OffsetLog::ReplayMarker(const InternalBatch& b) {
   if (!rec.key) return skip("null key");
   Result<bool> commit = offsets_format::DecodeMarkerKey(*rec.key);
   if (!commit.ok()) return skip(commit.status().ToString());
+  // The coordinator epoch only fences later markers: one that does not decode still
+  // completes its transaction (skipping it would leave the offsets pending for good).
+  Result<int32_t> coordinator_epoch =
+      rec.value ? offsets_format::DecodeMarkerValue(*rec.value)
+                : Result<int32_t>(InvalidArgumentError("transaction marker value: null"));
+  if (coordinator_epoch.ok()) {
+    NoteCoordinatorEpoch(b.producer_id, *coordinator_epoch);
+  } else {
+    SLUICE_LOG(kLog, kWarn, "{}: transaction marker at offset {}: {}", options_.dir, h.base_offset,
+               coordinator_epoch.status().ToString());
+  }
   NoteEpoch(b.producer_id, b.producer_epoch);
   ApplyMarker(b.producer_id, *commit);
 }
@@ -459,6 +481,23 @@ void OffsetLog::NoteEpoch(int64_t producer_id, int16_t producer_epoch) {
   if (!inserted) it->second = std::max(it->second, producer_epoch);
 }
 
+void OffsetLog::NoteCoordinatorEpoch(int64_t producer_id, int32_t coordinator_epoch) {
+  auto [it, inserted] = coordinator_epochs_.try_emplace(producer_id, coordinator_epoch);
+  if (!inserted) it->second = std::max(it->second, coordinator_epoch);
+}
+
+void OffsetLog::NoteInFlight(const std::string& group, const TopicPartition& tp, int delta) {
+  auto key = std::make_pair(group, tp);
+  InFlight& f = in_flight_[key];
+  f.count += delta;
+  if (f.count <= 0) in_flight_.erase(key);
+}
+
+void OffsetLog::SupersedeInFlight(const std::string& group, const TopicPartition& tp, int64_t at) {
+  auto it = in_flight_.find(std::make_pair(group, tp));
+  if (it != in_flight_.end()) it->second.superseded_at = std::max(it->second.superseded_at, at);
+}
+
 bool OffsetLog::Fenced(int64_t producer_id, int16_t producer_epoch) const {
   auto it = producer_epochs_.find(producer_id);
   return it != producer_epochs_.end() && producer_epoch < it->second;
@@ -516,6 +555,7 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
   // Tombstones for the key and for every pending offset of it.
   auto erase_key = [&](const std::string& group, const TopicPartition& tp) {
     records.push_back({offsets_format::EncodeOffsetKey(group, tp), std::nullopt});
+    SupersedeInFlight(group, tp, next_at());
     EraseOffset(group, tp);
     ErasePendingOfAll(group, tp);
   };
@@ -540,6 +580,11 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
           for (const auto& [tp, p] : txns_.at(pid).offsets.at(d->group)) keys.insert(tp);
         }
       }
+      // Commits in flight too: a tombstone follows them in the log.
+      for (auto it = in_flight_.lower_bound({d->group, TopicPartition{"", INT32_MIN}});
+           it != in_flight_.end() && it->first.first == d->group; ++it) {
+        keys.insert(it->first.second);
+      }
       for (const TopicPartition& tp : keys) erase_key(d->group, tp);
       // Always written: cheap, and it also covers a group record this process never saw
       // (a record skipped at replay).
@@ -561,6 +606,9 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
           }
         }
       }
+      for (const auto& [key, f] : in_flight_) {
+        if (in_topic(key.second)) keys.insert(key);
+      }
       for (const auto& [group, tp] : keys) erase_key(group, tp);
     }
   }
@@ -571,8 +619,72 @@ Status OffsetLog::Write(const OffsetWrite& write, Done on_durable) {
   return AppendRecords(records, std::move(on_durable));
 }
 
+Status OffsetLog::AppendOffsets(const OffsetWrite& write, Done on_durable,
+                                AppendedOffsets* appended) {
+  if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
+  for (const auto& op : write.ops_) {
+    if (!std::holds_alternative<OffsetWrite::CommitOp>(op)) {
+      return InvalidArgumentError("AppendOffsets takes offsets only");
+    }
+  }
+  RETURN_IF_ERROR(CheckSizes(write));
+  appended->producer_id = -1;
+  appended->entries.clear();
+  if (write.empty()) {
+    on_durable(Status::OK());
+    return Status::OK();
+  }
+  const int64_t base = log_->end_offset();
+  std::vector<InternalRecord> records;
+  for (const auto& op : write.ops_) {
+    const auto& c = std::get<OffsetWrite::CommitOp>(op);
+    records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
+                       offsets_format::EncodeOffsetValue(c.value)});
+    appended->entries.push_back(
+        {c.group, c.tp, c.value, base + static_cast<int64_t>(records.size()) - 1});
+  }
+  Status st = AppendRecords(records, std::move(on_durable));
+  if (!st.ok()) {
+    appended->entries.clear();
+    return st;
+  }
+  for (const auto& e : appended->entries) NoteInFlight(e.group, e.tp, +1);
+  return Status::OK();
+}
+
+void OffsetLog::FinishOffsets(const AppendedOffsets& appended, bool ok) {
+  for (const auto& e : appended.entries) {
+    auto key = std::make_pair(e.group, e.tp);
+    auto f = in_flight_.find(key);
+    const int64_t superseded = f != in_flight_.end() ? f->second.superseded_at : -1;
+    NoteInFlight(e.group, e.tp, -1);
+    if (!ok || superseded > e.at) continue;
+    // A newer record of the key already visible (a commit acknowledged first, or a
+    // transaction's offset committed after) wins, as replay would have it.
+    auto g = groups_.find(e.group);
+    if (g != groups_.end()) {
+      auto at = g->second.offset_at.find(e.tp);
+      if (at != g->second.offset_at.end() && at->second > e.at) continue;
+    }
+    PutOffset(e.group, e.tp, e.value, e.at);
+  }
+}
+
+void OffsetLog::FailTxnOffsets(const AppendedOffsets& appended) {
+  for (const auto& e : appended.entries) {
+    auto t = txns_.find(appended.producer_id);
+    if (t == txns_.end()) return;  // completed meanwhile (a marker)
+    auto g = t->second.offsets.find(e.group);
+    if (g == t->second.offsets.end()) continue;
+    auto it = g->second.find(e.tp);
+    if (it == g->second.end() || it->second.at != e.at) continue;  // a later write's
+    ErasePending(appended.producer_id, e.group, e.tp);
+  }
+}
+
 Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
-                                  const OffsetWrite& write, Done on_durable) {
+                                  const OffsetWrite& write, Done on_durable,
+                                  AppendedOffsets* appended) {
   if (closed_) return FailedPreconditionError("offsets log {} is closed", options_.dir);
   if (producer_id < 0 || producer_epoch < 0) {
     return InvalidArgumentError("transactional offsets need a producer id and epoch, not {}/{}",
@@ -598,11 +710,22 @@ Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
     const auto& c = std::get<OffsetWrite::CommitOp>(op);
     records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
                        offsets_format::EncodeOffsetValue(c.value), producer_id, producer_epoch});
-    PutPending(producer_id, producer_epoch, c.group, c.tp, c.value,
-               base + static_cast<int64_t>(records.size()) - 1);
+  }
+  RETURN_IF_ERROR(AppendRecords(records, std::move(on_durable)));
+  // Pending (invisible) once appended; FailTxnOffsets takes them back if the write fails.
+  if (appended != nullptr) {
+    appended->producer_id = producer_id;
+    appended->entries.clear();
+  }
+  int64_t at = base;
+  for (const auto& op : write.ops_) {
+    const auto& c = std::get<OffsetWrite::CommitOp>(op);
+    PutPending(producer_id, producer_epoch, c.group, c.tp, c.value, at);
+    if (appended != nullptr) appended->entries.push_back({c.group, c.tp, c.value, at});
+    ++at;
   }
   NoteEpoch(producer_id, producer_epoch);
-  return AppendRecords(records, std::move(on_durable));
+  return Status::OK();
 }
 
 Status OffsetLog::CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool commit,
@@ -616,11 +739,20 @@ Status OffsetLog::CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool 
     return AbortedError("producer {} epoch {} is older than its epoch {} in the offsets log",
                         producer_id, producer_epoch, *ProducerEpoch(producer_id));
   }
+  if (auto last = CoordinatorEpoch(producer_id); last && coordinator_epoch < *last) {
+    return Status(
+        StatusCode::kOutOfRange,
+        fmt::format(
+            "producer {}: coordinator epoch {} is older than {}, its last marker's in the offsets "
+            "log",
+            producer_id, coordinator_epoch, *last));
+  }
   std::vector<uint8_t> batch = offsets_format::BuildMarkerBatch(producer_id, producer_epoch, commit,
                                                                 coordinator_epoch, WallMillis());
   RETURN_IF_ERROR(log_->AppendBatch(batch, std::move(on_durable))
                       .WithContext("appending a transaction marker"));
   NoteEpoch(producer_id, producer_epoch);
+  NoteCoordinatorEpoch(producer_id, coordinator_epoch);
   ApplyMarker(producer_id, commit);
   return Status::OK();
 }
@@ -659,6 +791,7 @@ std::vector<std::string> OffsetLog::GroupIds() const {
 }
 
 bool OffsetLog::HasPendingOffset(const std::string& group, const TopicPartition& tp) const {
+  if (in_flight_.count(std::make_pair(group, tp)) != 0) return true;  // a commit in flight
   auto g = groups_.find(group);
   if (g == groups_.end()) return false;
   for (int64_t pid : g->second.open_producers) {
@@ -668,6 +801,8 @@ bool OffsetLog::HasPendingOffset(const std::string& group, const TopicPartition&
 }
 
 bool OffsetLog::HasPendingOffsets(const std::string& group) const {
+  auto f = in_flight_.lower_bound({group, TopicPartition{"", INT32_MIN}});
+  if (f != in_flight_.end() && f->first.first == group) return true;
   auto g = groups_.find(group);
   return g != groups_.end() && !g->second.open_producers.empty();
 }
@@ -692,6 +827,12 @@ std::vector<int64_t> OffsetLog::OpenProducers() const {
 std::optional<int16_t> OffsetLog::ProducerEpoch(int64_t producer_id) const {
   auto it = producer_epochs_.find(producer_id);
   if (it == producer_epochs_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int32_t> OffsetLog::CoordinatorEpoch(int64_t producer_id) const {
+  auto it = coordinator_epochs_.find(producer_id);
+  if (it == coordinator_epochs_.end()) return std::nullopt;
   return it->second;
 }
 

@@ -19,10 +19,17 @@
 // log; a transaction without a marker stays pending (the cleaner never cleans past the
 // first record of a transaction still open).
 //
-// Threads: one owner thread (the coordinator's loop) calls every method. Write applies
-// its changes to the in-memory state at once, so reads show written-but-not-yet-durable
-// changes; the `on_durable` callbacks run on an IoExecutor thread and must not call back
-// into the OffsetLog (the coordinator posts them to its own loop).
+// Offset commits (docs/design/0018-cluster.md, "coordfix"): AppendOffsets appends a
+// commit without showing it; the owner makes it visible with FinishOffsets once the write
+// is acknowledged (durable, or under the replicated log's high watermark), or drops it
+// when the write failed — Kafka's pendingOffsetCommits. A failed commit is never seen by
+// OffsetFetch. Transactional offsets are pending until their marker anyway; a failed
+// WriteTxnOffsets is taken back with FailTxnOffsets.
+//
+// Threads: one owner thread (the coordinator's loop) calls every method. Write (group
+// records, deletions) applies its changes to the in-memory state at once, so reads show
+// them before they are durable; the `on_durable` callbacks run on an IoExecutor thread
+// and must not call back into the OffsetLog (the coordinator posts them to its own loop).
 #pragma once
 
 #include <compare>
@@ -102,6 +109,19 @@ class OffsetWrite {
   std::vector<std::variant<CommitOp, SetGroupOp, DeleteGroupOp, DeleteTopicOp>> ops_;
 };
 
+// Offsets appended by AppendOffsets (or WriteTxnOffsets) and not yet finished: each
+// with the log offset of its record.
+struct AppendedOffsets {
+  struct Entry {
+    std::string group;
+    TopicPartition tp;
+    CommittedOffset value;
+    int64_t at = -1;
+  };
+  int64_t producer_id = -1;  // >= 0: transactional offsets of that producer
+  std::vector<Entry> entries;
+};
+
 // The internal log's options (internal_log.h: dir, executor, files, env, flush policy,
 // segment.bytes, the cleaner and its settings); Open sets `name` and `max_batch_bytes`.
 // segment.bytes is 8 MiB: Kafka's offsets.topic.segment.bytes is 100 MiB, smaller here
@@ -138,7 +158,22 @@ class OffsetLog {
   // write until the process restarts and replays what reached the disk).
   Status Write(const OffsetWrite& write, Done on_durable);
 
-  // Reads of the live state (including writes not yet durable).
+  // Appends the Commit ops of `write` (any other op is InvalidArgument, nothing
+  // written) without applying them: `appended` gets each offset with its record's log
+  // offset, for FinishOffsets, which the owner calls once `on_durable` ran (on its own
+  // thread). Until then OffsetFetch does not see them (require_stable answers
+  // UNSTABLE_OFFSET_COMMIT for their partitions). Errors as for Write; on an error
+  // nothing is pending.
+  Status AppendOffsets(const OffsetWrite& write, Done on_durable, AppendedOffsets* appended);
+  // The write of `appended` was acknowledged (`ok`): each offset becomes visible unless a
+  // newer record of its key is visible or a deletion written after it removed the key
+  // (Kafka's onOffsetCommitAppend); or it failed: they are dropped.
+  void FinishOffsets(const AppendedOffsets& appended, bool ok);
+  // A WriteTxnOffsets whose write failed: its pending offsets are dropped (those a later
+  // write of the producer replaced stay). Kafka's failPendingTxnOffsetCommit.
+  void FailTxnOffsets(const AppendedOffsets& appended);
+
+  // Reads of the visible state (Write's changes at once, commits once finished).
   const CommittedOffset* Find(const std::string& group, const TopicPartition& tp) const;
   // The group's visible offsets, or null when it has none.
   const OffsetMap* Offsets(const std::string& group) const;
@@ -163,14 +198,18 @@ class OffsetLog {
   // them pending; `on_durable` and the other errors are as for Write. Aborted when
   // `producer_epoch` is older than the producer's last epoch in this log (Kafka's
   // INVALID_PRODUCER_EPOCH); nothing is written then.
+  // `appended` (optional) gets the offsets written, for FailTxnOffsets.
   Status WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch, const OffsetWrite& write,
-                         Done on_durable);
+                         Done on_durable, AppendedOffsets* appended = nullptr);
   // Appends the producer's commit or abort marker and completes every pending offset of
   // the producer, in every group (a marker closes the producer's transaction in the whole
   // log, as in a Kafka partition): a commit makes each visible unless a record of the same
   // key written after it is already visible, an abort drops them. A marker with nothing
   // pending is written too. Aborted when `producer_epoch` is older than the producer's
-  // last epoch here (nothing written); `on_durable` and the other errors as for Write.
+  // last epoch here; OutOfRange when `coordinator_epoch` is older than the one of
+  // the producer's last marker here (Kafka's TRANSACTION_COORDINATOR_FENCED: a deposed
+  // transaction coordinator's late marker); nothing written then. `on_durable` and the
+  // other errors as for Write.
   Status CompleteTxn(int64_t producer_id, int16_t producer_epoch, bool commit,
                      int32_t coordinator_epoch, Done on_durable);
   // Whether some producer holds a pending offset for the group's partition (OffsetFetch's
@@ -185,6 +224,8 @@ class OffsetLog {
   // The last epoch of the producer seen in this log (its transactional batches and
   // markers since the log start), if any.
   std::optional<int16_t> ProducerEpoch(int64_t producer_id) const;
+  // The coordinator epoch of the producer's last marker in this log, if any.
+  std::optional<int32_t> CoordinatorEpoch(int64_t producer_id) const;
   size_t pending_count() const;
 
   // Unregisters the log from the cleaner, waits for pending writes (their callbacks run),
@@ -230,6 +271,11 @@ class OffsetLog {
   void ErasePendingOfAll(const std::string& group, const TopicPartition& tp);
   void ApplyMarker(int64_t producer_id, bool commit);
   void NoteEpoch(int64_t producer_id, int16_t producer_epoch);
+  void NoteCoordinatorEpoch(int64_t producer_id, int32_t coordinator_epoch);
+  // A commit of (group, tp) was appended (in flight); a deletion of the key written at
+  // `at` supersedes the commits in flight before it.
+  void NoteInFlight(const std::string& group, const TopicPartition& tp, int delta);
+  void SupersedeInFlight(const std::string& group, const TopicPartition& tp, int64_t at);
   bool Fenced(int64_t producer_id, int16_t producer_epoch) const;
   Status CheckSizes(const OffsetWrite& write) const;
   Status AppendRecords(const std::vector<InternalRecord>& records, Done on_durable);
@@ -237,8 +283,16 @@ class OffsetLog {
   const OffsetLogOptions options_;
   std::unique_ptr<InternalLog> log_;
   std::map<std::string, GroupState> groups_;
-  std::map<int64_t, ProducerTxn> txns_;         // producers with pending offsets
-  std::map<int64_t, int16_t> producer_epochs_;  // last epoch seen per producer
+  std::map<int64_t, ProducerTxn> txns_;            // producers with pending offsets
+  std::map<int64_t, int16_t> producer_epochs_;     // last epoch seen per producer
+  std::map<int64_t, int32_t> coordinator_epochs_;  // of each producer's last marker
+  // Commits appended and not yet finished, per key: how many, and the log offset of the
+  // last deletion of the key written since (a commit before it is not applied).
+  struct InFlight {
+    int count = 0;
+    int64_t superseded_at = -1;
+  };
+  std::map<std::pair<std::string, TopicPartition>, InFlight> in_flight_;
   uint64_t live_bytes_ = 0;
   bool closed_ = false;
 };
@@ -275,6 +329,9 @@ Result<GroupRecord> DecodeGroupValue(std::span<const uint8_t> bytes);
 // coordinator epoch.
 std::vector<uint8_t> EncodeMarkerKey(bool commit);
 std::vector<uint8_t> EncodeMarkerValue(int32_t coordinator_epoch);
+// The coordinator epoch of a marker's value. InvalidArgument for a value shorter than 6
+// bytes or a negative version; a version above 0 is read as version 0, as Kafka does.
+Result<int32_t> DecodeMarkerValue(std::span<const uint8_t> bytes);
 // True for a commit, false for an abort. InvalidArgument for a key shorter than 4 bytes,
 // a negative version or an unknown type; a version above 0 is read as version 0, as
 // Kafka does.

@@ -390,8 +390,15 @@ void TxnCoordinator::DoInitProducerId(const std::string& id, int32_t timeout_ms,
     return done({ErrorCode::kProducerFenced});
   }
   t->pending_last_epoch = last_epoch;
-  Persist(*t, next, [this, id, done](ErrorCode e) {
+  const bool fresh = t->producer_epoch == kNoProducerEpoch && t->state == TxnState::kEmpty;
+  Persist(*t, next, [this, id, fresh, done](ErrorCode e) {
     Txn* t = FindTxn(id);
+    if (e != ErrorCode::kNone && t != nullptr && fresh && t->producer_epoch == kNoProducerEpoch &&
+        !t->pending && t->waiting.empty()) {
+      // The id's first record was not written: it is not known here (Kafka keeps the
+      // entry it made; nothing durable refers to it, so forgetting it is the same).
+      txns_.erase(id);
+    }
     if (e != ErrorCode::kNone || t == nullptr) return done({e});
     SLUICE_LOG(kTxnLog, kInfo, "initialized transactional id {} with producer id {} epoch {}", id,
                t->producer_id, t->producer_epoch);
@@ -592,11 +599,14 @@ void TxnCoordinator::Persist(Txn& t, TxnRecord next, std::function<void(ErrorCod
   SLUICE_ASSERT(IsValidTxnTransition(t.state, next.state));
   t.pending = next.state;
   const std::string id = t.id;
-  auto on_durable = [this, id, next, then](const Status& st) mutable {
+  const uint64_t load = log_->LoadOf(id);
+  auto on_durable = [this, id, load, next, then](const Status& st) mutable {
     // An IoExecutor thread: back to the loop (Close waits for these before stopping).
-    loop_->Post([this, id, next = std::move(next), then = std::move(then), st] {
+    loop_->Post([this, id, load, next = std::move(next), then = std::move(then), st] {
       Txn* t = FindTxn(id);
-      if (t == nullptr) return then(ErrorCode::kNotCoordinator);  // unloaded meanwhile
+      // Unloaded meanwhile, or loaded again (Kafka's coordinator epoch check): `t` is not
+      // the state this write started from; the new load read the log itself.
+      if (t == nullptr || log_->LoadOf(id) != load) return then(ErrorCode::kNotCoordinator);
       t->pending.reset();
       if (!st.ok()) {
         SLUICE_LOG(kTxnLog, kError, "writing the state of transactional id {}: {}", id,

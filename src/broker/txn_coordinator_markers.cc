@@ -30,8 +30,11 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
     t->groups_left = t->groups;
   }
   if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
+  // The coordinator epoch is the leader epoch of the id's partition of
+  // __transaction_state (Kafka's coordinatorEpoch): a partition that took a marker of a
+  // newer coordinator refuses this one's late ones (TRANSACTION_COORDINATOR_FENCED).
   const TxnMarker marker{t->producer_id, t->producer_epoch, t->state == TxnState::kPrepareCommit,
-                         /*coordinator_epoch=*/0};
+                         log_->CoordinatorEpochOf(id)};
   const int64_t pid = t->producer_id;
   // The answers may come after Close: they reach the loop through the gate, never `this`.
   auto post = [gate = gate_](std::function<void()> fn) {
@@ -121,13 +124,36 @@ void TxnCoordinator::CompleteTransaction(Txn& t) {
   next.groups.clear();
   next.last_update_ms = WallMillis();
   const std::string id = t.id;
-  Persist(t, std::move(next), [id](ErrorCode e) {
-    if (e != ErrorCode::kNone) {
-      // The Prepare record stays the last durable one: the next start completes it.
-      SLUICE_LOG(kTxnLog, kError, "transactional id {}: the Complete record was not written", id);
+  Persist(t, std::move(next), [this, id](ErrorCode e) {
+    if (e == ErrorCode::kNone) return CrashPoint("txn-complete-durable");
+    // The Prepare record stays the last durable one. Not leading the partition any more
+    // (NOT_COORDINATOR): the next coordinator completes it. Otherwise (too few replicas,
+    // not replicated in time, a failed log) the write is tried again after the backoff,
+    // as Kafka's marker channel retries its log append on COORDINATOR_NOT_AVAILABLE;
+    // meanwhile the id stays in its Prepare state (its producer's next transaction waits).
+    Txn* t = FindTxn(id);
+    if (e == ErrorCode::kNotCoordinator || t == nullptr || shutting_down_) {
+      SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: the Complete record was not written", id);
       return;
     }
-    CrashPoint("txn-complete-durable");
+    if (t->failed_rounds++ % 50 == 0) {
+      SLUICE_LOG(kTxnLog, kWarn,
+                 "transactional id {}: the Complete record was not written (error {}); trying "
+                 "again",
+                 id, static_cast<int>(e));
+    }
+    if (t->retry_timer == 0) {
+      t->retry_timer = loop_->RunAfter(options_.marker_retry_ms, [this, id] {
+        Txn* t = FindTxn(id);
+        if (t == nullptr) return;
+        t->retry_timer = 0;
+        if (shutting_down_ || t->pending || !t->markers_left.empty() || !t->groups_left.empty() ||
+            (t->state != TxnState::kPrepareCommit && t->state != TxnState::kPrepareAbort)) {
+          return;
+        }
+        CompleteTransaction(*t);
+      });
+    }
   });
 }
 
@@ -176,10 +202,11 @@ void TxnCoordinator::ExpireIds(int64_t now) {
   for (const std::string& id : due) {
     Txn* t = FindTxn(id);
     t->pending = TxnState::kDead;
-    auto on_durable = [this, id](const Status& st) {
-      loop_->Post([this, id, st] {
+    const uint64_t load = log_->LoadOf(id);
+    auto on_durable = [this, id, load](const Status& st) {
+      loop_->Post([this, id, load, st] {
         Txn* t = FindTxn(id);
-        if (t == nullptr || t->pending != TxnState::kDead) return;
+        if (t == nullptr || t->pending != TxnState::kDead || log_->LoadOf(id) != load) return;
         if (!st.ok()) {
           t->pending.reset();
           ReleaseWaiting(*t);

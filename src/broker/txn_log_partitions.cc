@@ -1,6 +1,8 @@
 // TxnLogs: the transaction state log's partitions served here. See txn_log_partitions.h.
 #include "broker/txn_log_partitions.h"
 
+#include <algorithm>
+
 #include "broker/coordinator_partitions.h"
 
 namespace sluice::broker {
@@ -14,6 +16,17 @@ kafka::ErrorCode TxnLogs::ServingError(const std::string& id) const {
   if (it == parts.end()) return kafka::ErrorCode::kNotCoordinator;
   if (it->second.log == nullptr) return kafka::ErrorCode::kCoordinatorLoadInProgress;
   return kafka::ErrorCode::kNone;
+}
+
+uint64_t TxnLogs::LoadOf(const std::string& id) const {
+  auto it = parts.find(PartitionOf(id));
+  return it == parts.end() || it->second.log == nullptr ? 0 : it->second.load_id;
+}
+
+int32_t TxnLogs::CoordinatorEpochOf(const std::string& id) const {
+  if (!replicated_) return 0;
+  auto it = parts.find(PartitionOf(id));
+  return it == parts.end() ? 0 : std::max(it->second.epoch, 0);
 }
 
 Status TxnLogs::Write(const std::string& id, const std::optional<TxnRecord>& record,

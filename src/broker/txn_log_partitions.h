@@ -34,6 +34,11 @@ class TxnLogs {
   // kNone when `id`'s partition is loaded here, COORDINATOR_LOAD_IN_PROGRESS while it
   // loads, NOT_COORDINATOR when it is not led here.
   kafka::ErrorCode ServingError(const std::string& id) const;
+  // Which load of `id`'s partition is served now (0 for none, or a single node's): a
+  // write's answer applies only to the load it was made in.
+  uint64_t LoadOf(const std::string& id) const;
+  // The coordinator epoch of `id`'s partition: its leader epoch (0 on a single node).
+  int32_t CoordinatorEpochOf(const std::string& id) const;
   // As TxnLog::Write, on `id`'s partition; NotLeadingError when it is not loaded here.
   Status Write(const std::string& id, const std::optional<TxnRecord>& record, TxnLog::Done done);
   // Closes every loaded log; the first error.

@@ -225,7 +225,8 @@ void ServeWriteTxnMarkers(Shards& shards, const kafka::WriteTxnMarkersRequest& r
         continue;
       }
       groups->CompletePartitionTxn(tps[i].partition, marker.producer_id, marker.producer_epoch,
-                                   marker.commit, [gather, i](ErrorCode e) { gather->Set(i, e); });
+                                   marker.commit, marker.coordinator_epoch,
+                                   [gather, i](ErrorCode e) { gather->Set(i, e); });
     }
     if (!log_tps.empty()) {
       WriteTxnMarkers(

@@ -58,7 +58,7 @@ class GroupTxnTest : public GroupCoordinatorTest {
 
   ErrorCode Complete(const std::string& group, int64_t producer_id, int16_t epoch, bool commit) {
     Pending<ErrorCode> p;
-    coord_->CompleteTxn(group, producer_id, epoch, commit, p.Callback());
+    coord_->CompleteTxn(group, producer_id, epoch, commit, 0, p.Callback());
     return p.Get();
   }
 

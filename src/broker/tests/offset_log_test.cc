@@ -577,5 +577,106 @@ TEST_F(OffsetLogTxnTest, CrashBetweenOffsetsAndMarker) {
   EXPECT_FALSE(log->HasPendingOffset("g", {"t", 0}));
 }
 
+// -----------------------------------------------------------------------------------------
+// Commits applied once acknowledged; markers fenced by the coordinator epoch (0018
+// "coordfix").
+
+TEST(OffsetsFormatTest, MarkerValueDecoding) {
+  EXPECT_EQ(*offsets_format::DecodeMarkerValue(offsets_format::EncodeMarkerValue(7)), 7);
+  EXPECT_EQ(*offsets_format::DecodeMarkerValue(std::vector<uint8_t>{0, 3, 0, 0, 1, 0}), 256);
+  EXPECT_FALSE(offsets_format::DecodeMarkerValue(std::vector<uint8_t>{}).ok());
+  EXPECT_FALSE(offsets_format::DecodeMarkerValue(std::vector<uint8_t>{0, 0, 0, 0, 7}).ok());
+  EXPECT_FALSE(
+      offsets_format::DecodeMarkerValue(std::vector<uint8_t>{0xff, 0xfe, 0, 0, 0, 1}).ok());
+}
+
+TEST_F(OffsetLogTxnTest, AppendedOffsetsAreVisibleOnlyOnceFinished) {
+  auto log = Open();
+  const TopicPartition tp{"t", 0};
+  ASSERT_TRUE(WriteDurable(*log, One("g", tp, Value(5))).ok());
+  AppendedOffsets failed;
+  ASSERT_TRUE(WaitDurable([&](OffsetLog::Done cb) {
+                return log->AppendOffsets(One("g", tp, Value(9)), std::move(cb), &failed);
+              }).ok());
+  EXPECT_EQ(log->Find("g", tp)->offset, 5);  // appended, not finished
+  EXPECT_TRUE(log->HasPendingOffset("g", tp));
+  log->FinishOffsets(failed, /*ok=*/false);
+  EXPECT_EQ(log->Find("g", tp)->offset, 5);
+  EXPECT_FALSE(log->HasPendingOffset("g", tp));
+
+  // Two in flight, acknowledged out of order: the later record wins, as replay has it.
+  AppendedOffsets first, second;
+  ASSERT_TRUE(WaitDurable([&](OffsetLog::Done cb) {
+                return log->AppendOffsets(One("g", tp, Value(11)), std::move(cb), &first);
+              }).ok());
+  ASSERT_TRUE(WaitDurable([&](OffsetLog::Done cb) {
+                return log->AppendOffsets(One("g", tp, Value(12)), std::move(cb), &second);
+              }).ok());
+  log->FinishOffsets(second, true);
+  log->FinishOffsets(first, true);
+  EXPECT_EQ(log->Find("g", tp)->offset, 12);
+
+  // A group deleted while a commit is in flight: the commit never reappears.
+  AppendedOffsets late;
+  ASSERT_TRUE(
+      WaitDurable([&](OffsetLog::Done cb) {
+        return log->AppendOffsets(One("g", TopicPartition{"u", 1}, Value(3)), std::move(cb), &late);
+      }).ok());
+  OffsetWrite del;
+  del.DeleteGroup("g");
+  ASSERT_TRUE(WriteDurable(*log, del).ok());
+  log->FinishOffsets(late, true);
+  EXPECT_EQ(log->Find("g", TopicPartition{"u", 1}), nullptr);
+  EXPECT_EQ(log->Find("g", tp), nullptr);
+
+  // Replay: the failed commit (9) was in the log too, but what follows it decides; the
+  // deletion removed both keys.
+  log.reset();
+  log = Open();
+  EXPECT_EQ(log->Find("g", tp), nullptr);
+  EXPECT_EQ(log->Find("g", TopicPartition{"u", 1}), nullptr);
+}
+
+TEST_F(OffsetLogTxnTest, AFailedTransactionalWriteIsTakenBack) {
+  auto log = Open();
+  const TopicPartition tp{"t", 0};
+  AppendedOffsets appended;
+  ASSERT_TRUE(WaitDurable([&](OffsetLog::Done cb) {
+                return log->WriteTxnOffsets(7, 0, One("g", tp, Value(4)), std::move(cb), &appended);
+              }).ok());
+  EXPECT_TRUE(log->HasPendingOffset("g", tp));
+  log->FailTxnOffsets(appended);
+  EXPECT_FALSE(log->HasPendingOffset("g", tp));
+  EXPECT_EQ(log->FindPending(7, "g", tp), nullptr);
+  // A later write of the producer's is not taken back by an earlier one's failure.
+  AppendedOffsets older = appended;
+  ASSERT_TRUE(TxnDurable(*log, 7, 0, One("g", tp, Value(6))).ok());
+  log->FailTxnOffsets(older);
+  ASSERT_NE(log->FindPending(7, "g", tp), nullptr);
+  EXPECT_EQ(log->FindPending(7, "g", tp)->offset, 6);
+}
+
+TEST_F(OffsetLogTxnTest, AnOlderCoordinatorEpochIsFencedAlsoAfterReplay) {
+  auto log = Open();
+  const TopicPartition tp{"t", 0};
+  auto marker = [&](OffsetLog& l, int32_t coordinator_epoch) {
+    return WaitDurable([&](OffsetLog::Done cb) {
+      return l.CompleteTxn(7, 0, true, coordinator_epoch, std::move(cb));
+    });
+  };
+  ASSERT_TRUE(TxnDurable(*log, 7, 0, One("g", tp, Value(4))).ok());
+  ASSERT_TRUE(marker(*log, 5).ok());
+  EXPECT_EQ(log->CoordinatorEpoch(7), 5);
+  Status fenced = marker(*log, 4);
+  EXPECT_EQ(fenced.code(), StatusCode::kOutOfRange) << fenced.ToString();
+  EXPECT_TRUE(marker(*log, 5).ok());  // the same coordinator again: harmless
+  log.reset();
+  log = Open();
+  EXPECT_EQ(log->CoordinatorEpoch(7), 5);
+  EXPECT_EQ(marker(*log, 4).code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(marker(*log, 6).ok());
+  EXPECT_EQ(log->Find("g", tp)->offset, 4);
+}
+
 }  // namespace
 }  // namespace sluice::broker
