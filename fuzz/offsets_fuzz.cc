@@ -28,5 +28,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     auto second = DecodeMarkerKey(EncodeMarkerKey(*commit));
     if (!second.ok() || *second != *commit) std::abort();
   }
+  if (auto epoch = DecodeMarkerValue(bytes); epoch.ok()) {
+    auto second = DecodeMarkerValue(EncodeMarkerValue(*epoch));
+    if (!second.ok() || *second != *epoch) std::abort();
+  }
   return 0;
 }

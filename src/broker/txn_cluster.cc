@@ -104,18 +104,40 @@ void ClusterTxnParticipants::WritePartitionMarkers(
     std::function<void(std::vector<ErrorCode>)> done) {
   if (partitions.empty()) return done({});
   auto gather = std::make_shared<TxnAnswerGather>(partitions.size(), std::move(done));
-  auto set = [gather](size_t i, ErrorCode e) {
-    if (e == ErrorCode::kNone) CrashPoint("txn-partition-marker");
-    gather->Set(i, e);
+  WritePartitionMarkersInParts(marker, std::move(partitions),
+                               [gather](std::vector<size_t> which, std::vector<ErrorCode> errors) {
+                                 for (size_t j = 0; j < which.size(); ++j) {
+                                   gather->Set(which[j], errors[j]);
+                                 }
+                               });
+}
+
+void ClusterTxnParticipants::WritePartitionMarkersInParts(const TxnMarker& marker,
+                                                          std::vector<TopicPartition> partitions,
+                                                          MarkerPart part) {
+  if (partitions.empty()) return;
+  // Each part's answer: the crash point as each partition is done, as on one node.
+  auto answer = [part](std::vector<size_t> which, std::vector<ErrorCode> errors) {
+    errors.resize(which.size(), ErrorCode::kUnknownServerError);
+    for (ErrorCode e : errors) {
+      if (e == ErrorCode::kNone) CrashPoint("txn-partition-marker");
+    }
+    part(std::move(which), std::move(errors));
   };
   // Each partition to its leader now (the snapshot's): this broker, another, or none.
   std::shared_ptr<const MetadataSnapshot> meta = shards_->Published();
   std::map<int32_t, std::vector<size_t>> by_leader;
+  std::vector<size_t> here_which;  // answered here at once
+  std::vector<ErrorCode> here_errors;
+  auto here = [&](size_t i, ErrorCode e) {
+    here_which.push_back(i);
+    here_errors.push_back(e);
+  };
   for (size_t i = 0; i < partitions.size(); ++i) {
     const TopicPartition& tp = partitions[i];
     const MetadataSnapshot::Topic* topic = meta != nullptr ? meta->Find(tp.topic) : nullptr;
     if (topic == nullptr || tp.partition < 0 || tp.partition >= topic->info.partitions) {
-      set(i, ErrorCode::kUnknownTopicOrPartition);
+      here(i, ErrorCode::kUnknownTopicOrPartition);
       continue;
     }
     int32_t leader = meta->node_id;
@@ -123,36 +145,31 @@ void ClusterTxnParticipants::WritePartitionMarkers(
       const auto p = static_cast<size_t>(tp.partition);
       leader = p < topic->partitions.size() ? topic->partitions[p].leader : -1;
     }
-    if (leader < 0) {
-      set(i, ErrorCode::kNotLeaderOrFollower);  // none elected now: asked again later
+    std::string host;
+    int32_t port = 0;
+    if (leader < 0 ||
+        (leader != meta->node_id && !InterBrokerAddress(*meta, leader, &host, &port))) {
+      here(i, ErrorCode::kNotLeaderOrFollower);  // none elected (or live) now: asked again later
       continue;
     }
     by_leader[leader].push_back(i);
   }
+  if (!here_which.empty()) answer(std::move(here_which), std::move(here_errors));
   for (auto& [leader, which] : by_leader) {
     std::vector<TopicPartition> tps;
     for (size_t i : which) tps.push_back(partitions[i]);
     if (leader == meta->node_id) {
-      WriteTxnMarkers(
-          *shards_, marker, std::move(tps), [set, which](std::vector<ErrorCode> errors) {
-            for (size_t j = 0; j < which.size(); ++j) {
-              set(which[j], j < errors.size() ? errors[j] : ErrorCode::kUnknownServerError);
-            }
-          });
+      WriteTxnMarkers(*shards_, marker, std::move(tps),
+                      [answer, which](std::vector<ErrorCode> errors) { answer(which, errors); });
       continue;
     }
     std::string host;
     int32_t port = 0;
-    if (!InterBrokerAddress(*meta, leader, &host, &port)) {
-      for (size_t i : which) set(i, ErrorCode::kNotLeaderOrFollower);
-      continue;
-    }
+    InterBrokerAddress(*meta, leader, &host, &port);
     Queued q;
     q.marker = marker;
     q.partitions = std::move(tps);
-    q.done = [set, which](std::vector<ErrorCode> errors) {
-      for (size_t j = 0; j < which.size(); ++j) set(which[j], errors[j]);
-    };
+    q.done = [answer, which](std::vector<ErrorCode> errors) { answer(which, std::move(errors)); };
     SendToLeader(leader, host, port, std::move(q));
   }
 }

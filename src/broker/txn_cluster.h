@@ -56,6 +56,10 @@ class ClusterTxnParticipants : public TxnParticipants {
   // `txn-partition-marker` is passed as each partition is done, as on one node.
   void WritePartitionMarkers(const TxnMarker& marker, std::vector<TopicPartition> partitions,
                              std::function<void(std::vector<kafka::ErrorCode>)> done) override;
+  // One part per leader (this broker's partitions, each other broker's), and one for the
+  // partitions answered here (unknown, no leader now).
+  void WritePartitionMarkersInParts(const TxnMarker& marker, std::vector<TopicPartition> partitions,
+                                    MarkerPart part) override;
   void CompleteGroupOffsets(const TxnMarker& marker, std::vector<std::string> groups,
                             std::function<void(std::vector<kafka::ErrorCode>)> done) override;
 

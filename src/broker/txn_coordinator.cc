@@ -115,7 +115,8 @@ void TxnCoordinator::Shutdown() {
   shutting_down_ = true;
   if (tick_timer_ != 0) loop_->Cancel(tick_timer_);
   for (auto& [id, t] : txns_) {
-    if (t->retry_timer != 0) loop_->Cancel(t->retry_timer);
+    for (uint64_t timer : t->retry_timers) loop_->Cancel(timer);
+    t->retry_timers.clear();
     ReleaseWaiting(*t);  // answered COORDINATOR_NOT_AVAILABLE
   }
   shutdown_status_ = log_->Close();

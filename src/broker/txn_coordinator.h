@@ -207,9 +207,20 @@ class TxnCoordinator : public TxnVerifier {
   // PrepareEpochFence); `done` gets EndTransaction's answer.
   void FenceAndAbort(Txn& t, EndDone done);
   void WriteMarkers(const std::string& id);
-  void OnMarkersDone(const std::string& id, int64_t producer_id, std::vector<TopicPartition> tps,
-                     std::vector<std::string> groups, std::vector<kafka::ErrorCode> errors,
-                     bool for_groups);
+  // The markers (item 3 of 0018 "coordfix"): each leader's partitions answer on their
+  // own and are retried on their own backoff (Kafka's TransactionMarkerChannelManager).
+  void SendMarkers(Txn& t, std::vector<TopicPartition> tps);
+  void SendGroups(Txn& t);
+  void OnMarkersPart(const std::string& id, int64_t producer_id, std::vector<TopicPartition> tps,
+                     std::vector<kafka::ErrorCode> errors);
+  void OnGroupsDone(const std::string& id, int64_t producer_id, std::vector<std::string> groups,
+                    std::vector<kafka::ErrorCode> errors);
+  // A partition or group answered TRANSACTION_COORDINATOR_FENCED: a newer coordinator
+  // completes the transaction; this one stops sending its markers.
+  void StopMarkers(Txn& t);
+  void MaybeComplete(Txn& t);
+  // Runs `fn` on t after `ms` unless t changed producer meanwhile; cancelled with t.
+  void RetryAfter(Txn& t, int64_t ms, std::function<void(Txn&)> fn);
   void CompleteTransaction(Txn& t);
   // Makes `next` t's state once durable; `then` gets kNone, or the error to answer.
   void Persist(Txn& t, TxnRecord next, std::function<void(kafka::ErrorCode)> then);

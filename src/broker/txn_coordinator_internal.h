@@ -34,12 +34,16 @@ struct TxnCoordinator::Txn {
   int16_t pending_last_epoch =
       kNoProducerEpoch;  // last_producer_epoch once an Empty write is durable
   bool failed_epoch_fence = false;
-  // Markers of a Prepare state still to be made durable, and calls under way.
+  // Markers of a Prepare state still to be made durable, those sent and not answered
+  // yet, and whether the groups' call is under way.
   std::set<TopicPartition> markers_left;
+  std::set<TopicPartition> markers_sent;
   std::set<std::string> groups_left;
-  int calls_in_flight = 0;
-  uint64_t retry_timer = 0;
-  int failed_rounds = 0;  // marker rounds of this decision that left some unwritten
+  bool groups_sent = false;
+  bool markers_fenced = false;  // TRANSACTION_COORDINATOR_FENCED: a newer coordinator's
+  // Backoffs running: a leader's failed partitions, the groups, the Complete record.
+  std::vector<uint64_t> retry_timers;
+  int failed_rounds = 0;  // failed answers of this decision (one in 50 is logged)
   // AddPartitionsToTxn/AddOffsetsToTxn that arrived while the previous transaction was
   // completing or another change of the id was being written: run again once that is
   // done, or after add_wait_ms, instead of answering CONCURRENT_TRANSACTIONS at once.

@@ -1,6 +1,8 @@
 // TxnCoordinator: the markers of a decided transaction, its Complete record, and the
 // periodic work (timed-out transactions, idle transactional ids).
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -18,10 +20,10 @@ using kafka::ErrorCode;
 // Starts (or restarts, after a replay) the markers of a transaction in a Prepare state.
 void TxnCoordinator::WriteMarkers(const std::string& id) {
   Txn* t = FindTxn(id);
-  if (t == nullptr || shutting_down_ || !markers_started_) return;
+  if (t == nullptr || shutting_down_ || !markers_started_ || t->markers_fenced) return;
   if (t->state != TxnState::kPrepareCommit && t->state != TxnState::kPrepareAbort) return;
-  t->retry_timer = 0;
-  if (t->calls_in_flight == 0 && t->markers_left.empty() && t->groups_left.empty()) {
+  if (t->markers_left.empty() && t->groups_left.empty() && t->markers_sent.empty() &&
+      !t->groups_sent) {
     // A fresh round: every partition but the offsets one (the groups cover it).
     t->failed_rounds = 0;
     for (const auto& tp : t->partitions) {
@@ -29,90 +31,170 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
     }
     t->groups_left = t->groups;
   }
-  if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
-  // The coordinator epoch is the leader epoch of the id's partition of
-  // __transaction_state (Kafka's coordinatorEpoch): a partition that took a marker of a
-  // newer coordinator refuses this one's late ones (TRANSACTION_COORDINATOR_FENCED).
-  const TxnMarker marker{t->producer_id, t->producer_epoch, t->state == TxnState::kPrepareCommit,
-                         log_->CoordinatorEpochOf(id)};
-  const int64_t pid = t->producer_id;
-  // The answers may come after Close: they reach the loop through the gate, never `this`.
-  auto post = [gate = gate_](std::function<void()> fn) {
+  std::vector<TopicPartition> tps;
+  for (const auto& tp : t->markers_left) {
+    if (t->markers_sent.count(tp) == 0) tps.push_back(tp);
+  }
+  SendMarkers(*t, std::move(tps));
+  if (!t->groups_left.empty() && !t->groups_sent) SendGroups(*t);
+  MaybeComplete(*t);
+}
+
+namespace {
+
+// The answers may come after Close: they reach the loop through the gate, never `this`.
+template <class Gate>
+std::function<void(std::function<void()>)> PostThrough(const std::shared_ptr<Gate>& gate) {
+  return [gate](std::function<void()> fn) {
     std::lock_guard g(gate->mu);
     if (gate->loop != nullptr) gate->loop->Post(std::move(fn));
   };
-  if (!t->markers_left.empty()) {
-    std::vector<TopicPartition> tps(t->markers_left.begin(), t->markers_left.end());
-    ++t->calls_in_flight;
-    options_.participants->WritePartitionMarkers(
-        marker, tps, [this, post, id, pid, tps](std::vector<ErrorCode> errors) mutable {
-          post([this, id, pid, tps = std::move(tps), errors = std::move(errors)] {
-            OnMarkersDone(id, pid, tps, {}, errors, /*for_groups=*/false);
-          });
-        });
-  }
-  if (!t->groups_left.empty()) {
-    std::vector<std::string> groups(t->groups_left.begin(), t->groups_left.end());
-    ++t->calls_in_flight;
-    options_.participants->CompleteGroupOffsets(
-        marker, groups, [this, post, id, pid, groups](std::vector<ErrorCode> errors) mutable {
-          post([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
-            OnMarkersDone(id, pid, {}, groups, errors, /*for_groups=*/true);
-          });
-        });
-  }
 }
 
-void TxnCoordinator::OnMarkersDone(const std::string& id, int64_t producer_id,
-                                   std::vector<TopicPartition> tps, std::vector<std::string> groups,
-                                   std::vector<ErrorCode> errors, bool for_groups) {
+}  // namespace
+
+void TxnCoordinator::SendMarkers(Txn& t, std::vector<TopicPartition> tps) {
+  if (tps.empty()) return;
+  // The coordinator epoch is the leader epoch of the id's partition of
+  // __transaction_state (Kafka's coordinatorEpoch): a partition that took a marker of a
+  // newer coordinator refuses this one's late ones (TRANSACTION_COORDINATOR_FENCED).
+  const TxnMarker marker{t.producer_id, t.producer_epoch, t.state == TxnState::kPrepareCommit,
+                         log_->CoordinatorEpochOf(t.id)};
+  for (const auto& tp : tps) t.markers_sent.insert(tp);
+  auto post = PostThrough(gate_);
+  options_.participants->WritePartitionMarkersInParts(
+      marker, tps,
+      [this, post, id = t.id, pid = t.producer_id, tps](std::vector<size_t> which,
+                                                        std::vector<ErrorCode> errors) {
+        std::vector<TopicPartition> part;
+        part.reserve(which.size());
+        for (size_t i : which) part.push_back(tps.at(i));
+        post([this, id, pid, part = std::move(part), errors = std::move(errors)] {
+          OnMarkersPart(id, pid, part, errors);
+        });
+      });
+}
+
+void TxnCoordinator::SendGroups(Txn& t) {
+  const TxnMarker marker{t.producer_id, t.producer_epoch, t.state == TxnState::kPrepareCommit,
+                         log_->CoordinatorEpochOf(t.id)};
+  std::vector<std::string> groups(t.groups_left.begin(), t.groups_left.end());
+  t.groups_sent = true;
+  auto post = PostThrough(gate_);
+  options_.participants->CompleteGroupOffsets(
+      marker, groups,
+      [this, post, id = t.id, pid = t.producer_id, groups](std::vector<ErrorCode> errors) mutable {
+        post([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
+          OnGroupsDone(id, pid, groups, errors);
+        });
+      });
+}
+
+void TxnCoordinator::OnMarkersPart(const std::string& id, int64_t producer_id,
+                                   std::vector<TopicPartition> tps, std::vector<ErrorCode> errors) {
   Txn* t = FindTxn(id);
   if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
-  --t->calls_in_flight;
-  const size_t n = for_groups ? groups.size() : tps.size();
   // A partition whose leader is gone is retried every marker_retry_ms until another
   // leads it (seconds in a cluster): its first failure and then one in 50 are logged.
-  const bool log_failures = t->failed_rounds % 50 == 0;
-  for (size_t i = 0; i < n; ++i) {
-    const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
-    if (for_groups) {
-      // An older epoch than the group's last marker: nothing more can be written there.
-      if (e == ErrorCode::kNone || e == ErrorCode::kInvalidProducerEpoch) {
-        t->groups_left.erase(groups[i]);
-      } else {
-        if (log_failures) {
-          SLUICE_LOG(kTxnLog, kWarn,
-                     "transactional id {}: completing offsets of group {}: error {} (attempt {})",
-                     id, groups[i], static_cast<int>(e), t->failed_rounds + 1);
-        }
-      }
-      continue;
-    }
+  std::vector<TopicPartition> failed;
+  for (size_t i = 0; i < tps.size(); ++i) {
     const TopicPartition& tp = tps[i];
+    const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
+    t->markers_sent.erase(tp);
     // Done: durable; or the partition was deleted since (Kafka drops markers for
-    // partitions without a leader the same way); or it refuses this producer epoch or
-    // coordinator epoch for good (Kafka stops sending on those too). Anything else is
-    // written again after a backoff.
+    // partitions of deleted topics the same way); or it refuses this producer epoch for
+    // good (a newer epoch's marker is there). A newer coordinator's marker there: this
+    // coordinator stops (Kafka's removeMarkersForTxn). Anything else is written again
+    // after a backoff, this part's own.
     const bool gone = options_.partition_exists && !options_.partition_exists(tp);
-    const bool refused =
-        e == ErrorCode::kInvalidProducerEpoch || e == ErrorCode::kTransactionCoordinatorFenced;
-    if (e == ErrorCode::kNone || gone || refused) {
+    if (e == ErrorCode::kTransactionCoordinatorFenced) {
+      t->markers_fenced = true;
+    } else if (e == ErrorCode::kNone || gone || e == ErrorCode::kInvalidProducerEpoch) {
       t->markers_left.erase(tp);
     } else {
-      if (log_failures) {
+      failed.push_back(tp);
+      if (t->failed_rounds % 50 == 0) {
         SLUICE_LOG(kTxnLog, kWarn, "transactional id {}: marker for {}-{}: error {} (attempt {})",
                    id, tp.topic, tp.partition, static_cast<int>(e), t->failed_rounds + 1);
       }
     }
   }
-  if (t->calls_in_flight > 0) return;
-  if (t->markers_left.empty() && t->groups_left.empty()) return CompleteTransaction(*t);
-  // Something is left (this call's failures, or the other call's when it answered
-  // first): written again after the backoff.
-  ++t->failed_rounds;
-  if (t->retry_timer == 0) {
-    t->retry_timer = loop_->RunAfter(options_.marker_retry_ms, [this, id] { WriteMarkers(id); });
+  if (t->markers_fenced) return StopMarkers(*t);
+  if (!failed.empty()) {
+    ++t->failed_rounds;
+    RetryAfter(*t, options_.marker_retry_ms, [this, failed](Txn& t) {
+      std::vector<TopicPartition> again;
+      for (const auto& tp : failed) {
+        if (t.markers_left.count(tp) != 0 && t.markers_sent.count(tp) == 0) again.push_back(tp);
+      }
+      SendMarkers(t, std::move(again));
+    });
   }
+  MaybeComplete(*t);
+}
+
+void TxnCoordinator::OnGroupsDone(const std::string& id, int64_t producer_id,
+                                  std::vector<std::string> groups, std::vector<ErrorCode> errors) {
+  Txn* t = FindTxn(id);
+  if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
+  t->groups_sent = false;
+  bool failed = false;
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const ErrorCode e = i < errors.size() ? errors[i] : ErrorCode::kUnknownServerError;
+    // An older epoch than the group's last marker: nothing more can be written there.
+    if (e == ErrorCode::kTransactionCoordinatorFenced) {
+      t->markers_fenced = true;
+    } else if (e == ErrorCode::kNone || e == ErrorCode::kInvalidProducerEpoch) {
+      t->groups_left.erase(groups[i]);
+    } else {
+      failed = true;
+      if (t->failed_rounds % 50 == 0) {
+        SLUICE_LOG(kTxnLog, kWarn,
+                   "transactional id {}: completing offsets of group {}: error {} (attempt {})", id,
+                   groups[i], static_cast<int>(e), t->failed_rounds + 1);
+      }
+    }
+  }
+  if (t->markers_fenced) return StopMarkers(*t);
+  if (failed) {
+    ++t->failed_rounds;
+    RetryAfter(*t, options_.marker_retry_ms, [this](Txn& t) {
+      if (!t.groups_left.empty() && !t.groups_sent) SendGroups(t);
+    });
+  }
+  MaybeComplete(*t);
+}
+
+void TxnCoordinator::StopMarkers(Txn& t) {
+  SLUICE_LOG(kTxnLog, kWarn,
+             "transactional id {}: a newer transaction coordinator wrote markers for producer {} "
+             "(this one's epoch {} is older): its markers are left to it",
+             t.id, t.producer_id, log_->CoordinatorEpochOf(t.id));
+  t.markers_left.clear();
+  t.groups_left.clear();
+  for (uint64_t timer : t.retry_timers) loop_->Cancel(timer);
+  t.retry_timers.clear();
+}
+
+void TxnCoordinator::MaybeComplete(Txn& t) {
+  if (t.markers_fenced || t.pending || !t.markers_left.empty() || !t.groups_left.empty() ||
+      !t.markers_sent.empty() || t.groups_sent) {
+    return;
+  }
+  if (t.state != TxnState::kPrepareCommit && t.state != TxnState::kPrepareAbort) return;
+  CompleteTransaction(t);
+}
+
+void TxnCoordinator::RetryAfter(Txn& t, int64_t ms, std::function<void(Txn&)> fn) {
+  auto timer = std::make_shared<uint64_t>(0);
+  *timer = loop_->RunAfter(ms, [this, id = t.id, pid = t.producer_id, timer, fn = std::move(fn)] {
+    Txn* t = FindTxn(id);
+    if (t == nullptr) return;
+    std::erase(t->retry_timers, *timer);
+    if (t->producer_id != pid || shutting_down_) return;
+    fn(*t);
+  });
+  t.retry_timers.push_back(*timer);
 }
 
 void TxnCoordinator::CompleteTransaction(Txn& t) {
@@ -142,18 +224,7 @@ void TxnCoordinator::CompleteTransaction(Txn& t) {
                  "again",
                  id, static_cast<int>(e));
     }
-    if (t->retry_timer == 0) {
-      t->retry_timer = loop_->RunAfter(options_.marker_retry_ms, [this, id] {
-        Txn* t = FindTxn(id);
-        if (t == nullptr) return;
-        t->retry_timer = 0;
-        if (shutting_down_ || t->pending || !t->markers_left.empty() || !t->groups_left.empty() ||
-            (t->state != TxnState::kPrepareCommit && t->state != TxnState::kPrepareAbort)) {
-          return;
-        }
-        CompleteTransaction(*t);
-      });
-    }
+    RetryAfter(*t, options_.marker_retry_ms, [this](Txn& t) { MaybeComplete(t); });
   });
 }
 

@@ -97,8 +97,8 @@ void TxnCoordinator::DropPartition(int32_t p) {
   log_->parts.erase(it);  // first: the requests released below answer NOT_COORDINATOR
   for (const std::string& id : gone) {
     Txn* t = FindTxn(id);
-    if (t->retry_timer != 0) loop_->Cancel(t->retry_timer);
-    t->retry_timer = 0;
+    for (uint64_t timer : t->retry_timers) loop_->Cancel(timer);
+    t->retry_timers.clear();
     ReleaseWaiting(*t);
     txns_.erase(id);
   }

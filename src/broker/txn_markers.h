@@ -34,6 +34,26 @@ class TxnParticipants {
   virtual void WritePartitionMarkers(const TxnMarker& marker,
                                      std::vector<TopicPartition> partitions,
                                      std::function<void(std::vector<kafka::ErrorCode>)> done) = 0;
+  // The same, answered in parts as Kafka's TransactionMarkerChannelManager answers per
+  // broker: `part` runs once for each group of partitions answered together (a cluster:
+  // one leader's), on any thread, with their indexes into `partitions` and their errors;
+  // every partition is in exactly one part. So one slow leader never holds back the
+  // others' answers (and the coordinator's retries of them). The default answers every
+  // partition in one part, through WritePartitionMarkers.
+  using MarkerPart =
+      std::function<void(std::vector<size_t> which, std::vector<kafka::ErrorCode> errors)>;
+  virtual void WritePartitionMarkersInParts(const TxnMarker& marker,
+                                            std::vector<TopicPartition> partitions,
+                                            MarkerPart part) {
+    const size_t n = partitions.size();
+    WritePartitionMarkers(marker, std::move(partitions),
+                          [n, part = std::move(part)](std::vector<kafka::ErrorCode> errors) {
+                            std::vector<size_t> which(n);
+                            for (size_t i = 0; i < n; ++i) which[i] = i;
+                            errors.resize(n, kafka::ErrorCode::kUnknownServerError);
+                            part(std::move(which), std::move(errors));
+                          });
+  }
   // Completes the producer's transactional offsets in each group: a commit makes them
   // visible to OffsetFetch, an abort drops them.
   virtual void CompleteGroupOffsets(const TxnMarker& marker, std::vector<std::string> groups,

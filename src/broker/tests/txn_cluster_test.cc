@@ -397,6 +397,7 @@ class CommitDriver {
     }
     return false;
   }
+  std::optional<TxnRecord> Find() { return coord_->Find("x"); }
 
  private:
   template <class R, class F>
@@ -506,6 +507,86 @@ TEST(TxnCoordinatorRetryTest, RefusedPartitionsAreWrittenAgainWhenTheGroupsAnswe
   ASSERT_TRUE(driver.Commit({{"t", 0}}, "g").has_value());
   EXPECT_TRUE(driver.Completed());
   EXPECT_EQ(participants.partition_calls(), 2);
+}
+
+// Two leaders answering in parts: "slow" holds its answer until released, "flaky"
+// refuses its first marker. Per-leader retries (0018 "coordfix"): flaky is written
+// again while slow's answer is still awaited, and nothing is sent twice to slow.
+class TwoLeaders : public TxnParticipants {
+ public:
+  void WritePartitionMarkers(const TxnMarker&, std::vector<TopicPartition> partitions,
+                             std::function<void(std::vector<ErrorCode>)> done) override {
+    done(std::vector<ErrorCode>(partitions.size(), ErrorCode::kUnknownServerError));
+  }
+  void WritePartitionMarkersInParts(const TxnMarker&, std::vector<TopicPartition> partitions,
+                                    MarkerPart part) override {
+    for (size_t i = 0; i < partitions.size(); ++i) {
+      std::lock_guard g(mu_);
+      if (partitions[i].topic == "slow") {
+        ++slow_calls_;
+        slow_ = [part, i] { part({i}, {ErrorCode::kNone}); };
+      } else if (partitions[i].topic == "fenced") {
+        part({i}, {ErrorCode::kTransactionCoordinatorFenced});
+      } else {
+        const bool first = flaky_calls_++ == 0;
+        part({i}, {first ? ErrorCode::kNotLeaderOrFollower : ErrorCode::kNone});
+      }
+    }
+  }
+  void CompleteGroupOffsets(const TxnMarker&, std::vector<std::string> groups,
+                            std::function<void(std::vector<ErrorCode>)> done) override {
+    done(std::vector<ErrorCode>(groups.size(), ErrorCode::kNone));
+  }
+  void ReleaseSlow() {
+    std::function<void()> slow;
+    {
+      std::lock_guard g(mu_);
+      slow.swap(slow_);
+    }
+    if (slow) slow();
+  }
+  int flaky_calls() {
+    std::lock_guard g(mu_);
+    return flaky_calls_;
+  }
+  int slow_calls() {
+    std::lock_guard g(mu_);
+    return slow_calls_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::function<void()> slow_;  // guarded by mu_
+  int flaky_calls_ = 0;         // guarded by mu_
+  int slow_calls_ = 0;          // guarded by mu_
+};
+
+TEST(TxnCoordinatorRetryTest, EachLeaderIsRetriedOnItsOwnWhileAnotherHasNotAnswered) {
+  TwoLeaders participants;
+  CommitDriver driver(&participants, 78);
+  ASSERT_TRUE(driver.Commit({{"slow", 0}, {"flaky", 0}}).has_value());
+  // flaky's refused marker is written again although slow has not answered yet.
+  for (int i = 0; i < 2000 && participants.flaky_calls() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(participants.flaky_calls(), 2);
+  EXPECT_EQ(participants.slow_calls(), 1);  // asked once, still waiting: not sent again
+  participants.ReleaseSlow();
+  EXPECT_TRUE(driver.Completed());
+  EXPECT_EQ(participants.flaky_calls(), 2);
+  EXPECT_EQ(participants.slow_calls(), 1);
+}
+
+TEST(TxnCoordinatorRetryTest, ANewerCoordinatorsMarkerStopsThisOnesMarkers) {
+  TwoLeaders participants;
+  CommitDriver driver(&participants, 79);
+  ASSERT_TRUE(driver.Commit({{"fenced", 0}}).has_value());
+  // Kafka's TRANSACTION_COORDINATOR_FENCED: the newer coordinator completes it; this one
+  // neither retries nor writes its Complete record.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto r = driver.Find();
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->state, TxnState::kPrepareCommit);
 }
 
 TEST(ClusterTxnParticipantsTest, MarkersQueuedBehindARequestGoTogether) {
