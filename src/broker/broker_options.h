@@ -47,6 +47,15 @@ struct ClusterOptions {
   int32_t replica_fetch_wait_max_ms = 500;     // replica.fetch.wait.max.ms
   int64_t replica_fetch_backoff_ms = 1'000;    // replica.fetch.backoff.ms
   int32_t replica_socket_timeout_ms = 30'000;  // replica.socket.timeout.ms
+  // The coordinators' internal topics as the controller creates them (Kafka's keys;
+  // docs/design/0018-cluster.md, "coordfix"). Once a topic exists its partition count is
+  // what the coordinators hash with, whatever these say. The replication factor is capped
+  // at the brokers registered at creation.
+  int32_t offsets_topic_num_partitions = 16;     // offsets.topic.num.partitions
+  int32_t offsets_topic_replication_factor = 3;  // offsets.topic.replication.factor
+  int32_t txn_state_log_num_partitions = 16;     // transaction.state.log.num.partitions
+  int32_t txn_state_log_replication_factor = 3;  // transaction.state.log.replication.factor
+  int32_t txn_state_log_min_isr = 2;             // transaction.state.log.min.isr
 
   bool enabled() const { return !etcd.empty(); }
 };

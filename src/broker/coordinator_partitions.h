@@ -31,14 +31,10 @@ class TxnCoordinator;
 // the group coordinator's).
 inline const char kTxnStateTopic[] = "__transaction_state";
 
-// The internal topics' partition counts in a cluster (Kafka's offsets.topic.num.partitions
-// and transaction.state.log.num.partitions default to 50; sluice's are smaller, see 0018
-// "coordmove"). A topic that exists already keeps its count: the hash uses the topic's.
-inline constexpr int32_t kOffsetsTopicPartitions = 16;
-inline constexpr int32_t kTxnStateTopicPartitions = 16;
-// offsets.topic.replication.factor / transaction.state.log.replication.factor: at most
-// this many replicas, fewer when fewer brokers are live.
-inline constexpr int32_t kInternalTopicReplicationFactor = 3;
+// The internal topics' partition counts and replication factors in a cluster are serve
+// keys (ClusterOptions: offsets.topic.*, transaction.state.log.*; 16 partitions where
+// Kafka has 50, see 0018 "coordmove" and "coordfix"). A topic that exists already keeps
+// its count: the hash uses the topic's.
 // offsets.commit.timeout.ms: how long a coordinator's write waits for the high watermark.
 inline constexpr int32_t kCoordinatorWriteTimeoutMs = 5000;
 

@@ -72,10 +72,51 @@ Status ParseEtcdEndpoint(std::string_view url) {
 
 namespace {
 
-// The replication keys, Kafka's names and defaults (docs/design/0018-cluster.md).
-constexpr std::string_view kReplicaKeys[] = {
-    "replica.lag.time.max.ms", "replica.fetch.max.bytes", "replica.fetch.wait.max.ms",
-    "replica.fetch.backoff.ms", "replica.socket.timeout.ms"};
+// The replication keys and the internal topics' keys, Kafka's names and defaults
+// (docs/design/0018-cluster.md).
+constexpr std::string_view kReplicaKeys[] = {"replica.lag.time.max.ms",
+                                             "replica.fetch.max.bytes",
+                                             "replica.fetch.wait.max.ms",
+                                             "replica.fetch.backoff.ms",
+                                             "replica.socket.timeout.ms",
+                                             "offsets.topic.num.partitions",
+                                             "offsets.topic.replication.factor",
+                                             "transaction.state.log.num.partitions",
+                                             "transaction.state.log.replication.factor",
+                                             "transaction.state.log.min.isr"};
+
+// offsets.topic.* and transaction.state.log.*: plain integers, as Kafka takes them.
+Status ReadInternalTopicKeys(const Config& config, ClusterOptions* out) {
+  auto read = [&](std::string_view key, int64_t def, int64_t max, int32_t* to) -> Status {
+    auto v = config.GetInt(key, def, 1, max);
+    if (!v.ok()) {
+      return InvalidArgumentError("{} (set in {}): a number from 1 to {}", key, config.Origin(key),
+                                  max);
+    }
+    *to = static_cast<int32_t>(*v);
+    return Status::OK();
+  };
+  // Partition counts as CreateTopics takes them; replication factors and the ISR minimum
+  // as Kafka's (int16).
+  RETURN_IF_ERROR(
+      read("offsets.topic.num.partitions", 16, 10'000, &out->offsets_topic_num_partitions));
+  RETURN_IF_ERROR(read("offsets.topic.replication.factor", 3, INT16_MAX,
+                       &out->offsets_topic_replication_factor));
+  RETURN_IF_ERROR(
+      read("transaction.state.log.num.partitions", 16, 10'000, &out->txn_state_log_num_partitions));
+  RETURN_IF_ERROR(read("transaction.state.log.replication.factor", 3, INT16_MAX,
+                       &out->txn_state_log_replication_factor));
+  RETURN_IF_ERROR(read("transaction.state.log.min.isr", 2, INT16_MAX, &out->txn_state_log_min_isr));
+  if (out->txn_state_log_min_isr > out->txn_state_log_replication_factor) {
+    return InvalidArgumentError(
+        "transaction.state.log.min.isr ({}, set in {}) is above "
+        "transaction.state.log.replication.factor ({}): no transaction state could ever be "
+        "written",
+        out->txn_state_log_min_isr, config.Origin("transaction.state.log.min.isr"),
+        out->txn_state_log_replication_factor);
+  }
+  return Status::OK();
+}
 
 Status ReadReplicaKeys(const Config& config, ClusterOptions* out) {
   constexpr int64_t kDayMs = 86'400'000;
@@ -111,7 +152,7 @@ Status ReadReplicaKeys(const Config& config, ClusterOptions* out) {
   out->replica_fetch_max_bytes = static_cast<int32_t>(fetch_max_bytes);
   out->replica_fetch_wait_max_ms = static_cast<int32_t>(wait);
   out->replica_socket_timeout_ms = static_cast<int32_t>(socket);
-  return Status::OK();
+  return ReadInternalTopicKeys(config, out);
 }
 
 // The cluster keys (docs/design/0018-cluster.md): etcd, node_id, inter_broker_addr,

@@ -301,6 +301,67 @@ TEST(ServeConfigTest, MalformedReplicationKeysSayWhatIsWrong) {
   }
 }
 
+TEST(ServeConfigTest, ReadsTheInternalTopicKeysWithTheirDefaults) {
+  auto d = FromYaml("etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  const ClusterOptions& k = d->broker.cluster;
+  EXPECT_EQ(k.offsets_topic_num_partitions, 16);
+  EXPECT_EQ(k.offsets_topic_replication_factor, 3);
+  EXPECT_EQ(k.txn_state_log_num_partitions, 16);
+  EXPECT_EQ(k.txn_state_log_replication_factor, 3);
+  EXPECT_EQ(k.txn_state_log_min_isr, 2);
+  auto c = FromYaml(R"(
+etcd: 'http://127.0.0.1:2379'
+node_id: 1
+offsets.topic.num.partitions: 50
+offsets.topic: {replication.factor: 1}
+transaction.state.log:
+  num.partitions: 4
+  replication.factor: 5
+  min.isr: 3
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const ClusterOptions& o = c->broker.cluster;
+  EXPECT_EQ(o.offsets_topic_num_partitions, 50);
+  EXPECT_EQ(o.offsets_topic_replication_factor, 1);
+  EXPECT_EQ(o.txn_state_log_num_partitions, 4);
+  EXPECT_EQ(o.txn_state_log_replication_factor, 5);
+  EXPECT_EQ(o.txn_state_log_min_isr, 3);
+}
+
+TEST(ServeConfigTest, MalformedInternalTopicKeysSayWhatIsWrong) {
+  const std::string cluster = "etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n";
+  struct Case {
+    std::string yaml;
+    const char* expect;
+  } cases[] = {
+      {cluster + "offsets.topic.num.partitions: 0",
+       "offsets.topic.num.partitions (set in sluice.yaml"},
+      {cluster + "offsets.topic.num.partitions: -1", "from 1 to 10000"},
+      {cluster + "offsets.topic.num.partitions: 10001", "offsets.topic.num.partitions"},
+      {cluster + "offsets.topic.num.partitions: many", "offsets.topic.num.partitions"},
+      {cluster + "offsets.topic.replication.factor: 0", "offsets.topic.replication.factor"},
+      {cluster + "offsets.topic.replication.factor: 40000", "from 1 to 32767"},
+      {cluster + "transaction.state.log.num.partitions: 2.5",
+       "transaction.state.log.num.partitions"},
+      {cluster + "transaction.state.log.replication.factor: [3]",
+       "transaction.state.log.replication.factor"},
+      {cluster + "transaction.state.log.min.isr: 0", "transaction.state.log.min.isr"},
+      {cluster + "transaction.state.log: {min.isr: 4, replication.factor: 3}",
+       "is above transaction.state.log.replication.factor"},
+      {cluster + "transaction.state.log.min.isr: 4", "no transaction state could ever be written"},
+      {"offsets.topic.num.partitions: 8", "is a cluster setting: set etcd"},
+      {"transaction.state.log: {min.isr: 1}", "set etcd"},
+      {cluster + "offsets.topic.segment.bytes: 1", "offsets.topic.segment.bytes"},
+  };
+  for (const Case& c : cases) {
+    auto r = FromYaml(c.yaml);
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_NE(r.status().message().find(c.expect), std::string::npos)
+        << c.yaml << " -> " << r.status().message();
+  }
+}
+
 TEST(ServeConfigTest, ClusterFlagsOverrideTheFile) {
   auto config = Config::Parse("etcd: 'http://127.0.0.1:1'\nnode_id: 1\n", "f.yaml");
   ASSERT_TRUE(config.ok());
