@@ -628,7 +628,15 @@ Status OffsetLog::AppendOffsets(const OffsetWrite& write, Done on_durable,
     }
   }
   RETURN_IF_ERROR(CheckSizes(write));
-  appended->producer_id = -1;
+  RETURN_IF_ERROR(AppendCommits(write, -1, -1, std::move(on_durable), appended));
+  for (const auto& e : appended->entries) NoteInFlight(e.group, e.tp, +1);
+  return Status::OK();
+}
+
+Status OffsetLog::AppendCommits(const OffsetWrite& write, int64_t producer_id,
+                                int16_t producer_epoch, Done on_durable,
+                                AppendedOffsets* appended) {
+  appended->producer_id = producer_id;
   appended->entries.clear();
   if (write.empty()) {
     on_durable(Status::OK());
@@ -639,17 +647,13 @@ Status OffsetLog::AppendOffsets(const OffsetWrite& write, Done on_durable,
   for (const auto& op : write.ops_) {
     const auto& c = std::get<OffsetWrite::CommitOp>(op);
     records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
-                       offsets_format::EncodeOffsetValue(c.value)});
+                       offsets_format::EncodeOffsetValue(c.value), producer_id, producer_epoch});
     appended->entries.push_back(
         {c.group, c.tp, c.value, base + static_cast<int64_t>(records.size()) - 1});
   }
   Status st = AppendRecords(records, std::move(on_durable));
-  if (!st.ok()) {
-    appended->entries.clear();
-    return st;
-  }
-  for (const auto& e : appended->entries) NoteInFlight(e.group, e.tp, +1);
-  return Status::OK();
+  if (!st.ok()) appended->entries.clear();
+  return st;
 }
 
 void OffsetLog::FinishOffsets(const AppendedOffsets& appended, bool ok) {
@@ -704,25 +708,12 @@ Status OffsetLog::WriteTxnOffsets(int64_t producer_id, int16_t producer_epoch,
     on_durable(Status::OK());
     return Status::OK();
   }
-  const int64_t base = log_->end_offset();
-  std::vector<InternalRecord> records;
-  for (const auto& op : write.ops_) {
-    const auto& c = std::get<OffsetWrite::CommitOp>(op);
-    records.push_back({offsets_format::EncodeOffsetKey(c.group, c.tp),
-                       offsets_format::EncodeOffsetValue(c.value), producer_id, producer_epoch});
-  }
-  RETURN_IF_ERROR(AppendRecords(records, std::move(on_durable)));
+  AppendedOffsets local;
+  AppendedOffsets* out = appended != nullptr ? appended : &local;
+  RETURN_IF_ERROR(AppendCommits(write, producer_id, producer_epoch, std::move(on_durable), out));
   // Pending (invisible) once appended; FailTxnOffsets takes them back if the write fails.
-  if (appended != nullptr) {
-    appended->producer_id = producer_id;
-    appended->entries.clear();
-  }
-  int64_t at = base;
-  for (const auto& op : write.ops_) {
-    const auto& c = std::get<OffsetWrite::CommitOp>(op);
-    PutPending(producer_id, producer_epoch, c.group, c.tp, c.value, at);
-    if (appended != nullptr) appended->entries.push_back({c.group, c.tp, c.value, at});
-    ++at;
+  for (const auto& e : out->entries) {
+    PutPending(producer_id, producer_epoch, e.group, e.tp, e.value, e.at);
   }
   NoteEpoch(producer_id, producer_epoch);
   return Status::OK();

@@ -279,6 +279,10 @@ class OffsetLog {
   bool Fenced(int64_t producer_id, int16_t producer_epoch) const;
   Status CheckSizes(const OffsetWrite& write) const;
   Status AppendRecords(const std::vector<InternalRecord>& records, Done on_durable);
+  // The Commit ops of `write` as records (of `producer_id`'s transaction when >= 0),
+  // appended; `appended` gets each with its record's log offset.
+  Status AppendCommits(const OffsetWrite& write, int64_t producer_id, int16_t producer_epoch,
+                       Done on_durable, AppendedOffsets* appended);
 
   const OffsetLogOptions options_;
   std::unique_ptr<InternalLog> log_;
