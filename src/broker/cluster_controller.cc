@@ -238,6 +238,10 @@ Status ClusterController::Start() {
   wo.key = view_.keys().prefix();
   wo.range_end = PrefixRangeEnd(wo.key);
   wo.start_revision = listed_revision_ + 1;
+  // A member that holds the stream silent (cut off without a reset, hung) is left within
+  // about a session timeout, as the lease keeper leaves it (0018, "controller (session 14)").
+  wo.probe_interval_ms =
+      static_cast<int>(std::clamp<int64_t>(options_.cluster.session_timeout_ms / 2, 500, 5000));
   WatchHandlers handlers;
   handlers.on_events = [this](const WatchBatch& batch) {
     if (stopping_.load()) return;

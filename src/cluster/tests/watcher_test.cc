@@ -215,6 +215,38 @@ TEST_F(WatcherTest, ASilentMemberIsLeftAfterTheIdleTimeout) {
   EXPECT_GE((*w)->connections(), 2);
 }
 
+// A member that takes the stream and never answers, with no idle timeout and no progress
+// notifications: the probe (a Status on a connection of its own) goes unanswered too, and
+// the watch moves to the next member.
+TEST_F(WatcherTest, ASilentMemberIsLeftWhenItDoesNotAnswerAProbe) {
+  testing::SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
+  auto c = EtcdClient::Create({.endpoints = {silent.url(), etcd_->endpoint(0)}});
+  ASSERT_TRUE(c.ok());
+  ASSERT_EQ((*c)->preferred_endpoint(), 0u);  // the silent one first
+  Collected got;
+  auto w = Watcher::Start(**c, {.key = "/q", .probe_interval_ms = 300}, got.Handlers());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));  // created on the real one
+  ASSERT_TRUE(client_->Put("/q", "v").ok());
+  ASSERT_TRUE(WaitFor([&] { return got.size() >= 1; }));
+  EXPECT_GE((*w)->connections(), 2);
+  EXPECT_FALSE(Watcher::Start(**c, {.key = "/q", .probe_interval_ms = -1}, {}).ok());
+}
+
+// A quiet stream on a member that answers its probes is kept: no reconnection while
+// nothing changes, and the next change arrives on it.
+TEST_F(WatcherTest, AQuietStreamOnAMemberThatAnswersIsKept) {
+  Collected got;
+  auto w = Watcher::Start(*client_, {.key = "/k", .probe_interval_ms = 100}, got.Handlers());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // ten probe intervals
+  ASSERT_TRUE(client_->Put("/k", "v").ok());
+  ASSERT_TRUE(WaitFor([&] { return got.size() >= 1; }));
+  EXPECT_EQ((*w)->connections(), 1);
+}
+
 // A member cut off from the majority keeps its client port: without etcd's require-leader
 // the watch there would stay open and silent. It ends instead, and the watcher comes back
 // once a majority is.
