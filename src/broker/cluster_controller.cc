@@ -275,6 +275,7 @@ void ClusterController::Stop() {
     loop_->Stop();
     if (thread_.joinable()) thread_.join();
   }
+  metadata_waits_.clear();  // their answers are never sent: the connections close with us
   watcher_.reset();
   // Deregisters: the registration and a held controller key go with the lease, so the
   // others move this broker's leaderships now rather than after the session timeout. The
@@ -413,6 +414,7 @@ void ClusterController::AfterChange() {
   ReconcileLogs();
   Publish();
   if (fence_.has_value()) MaybeCreateInternalTopics();
+  CompleteMetadataWaits();
 }
 
 void ClusterController::TryBecomeController() {
@@ -1153,6 +1155,49 @@ Result<int64_t> ClusterController::AllocateProducerId() {
 
 void ClusterController::Publish() {
   publisher_->Publish(view_.Snapshot(node_id(), options_.local.topic_defaults, !lease_lost_));
+}
+
+bool ClusterController::TopicLed(const std::string& name, const kafka::Uuid& id,
+                                 int32_t partitions) const {
+  const std::string id_text = id == kafka::Uuid{} ? std::string() : IdText(id.hi, id.lo);
+  return view_.PartitionsLed(name, id_text, partitions, node_id(), !lease_lost_);
+}
+
+void ClusterController::AwaitMetadata(std::function<bool()> ready, int64_t timeout_ms,
+                                      std::function<void(bool)> done) {
+  if (ready()) {
+    done(true);
+    return;
+  }
+  if (timeout_ms <= 0 || loop_ == nullptr || stopping_.load()) {
+    done(false);
+    return;
+  }
+  const uint64_t id = next_metadata_wait_++;
+  MetadataWait& w = metadata_waits_[id];
+  w.ready = std::move(ready);
+  w.done = std::move(done);
+  w.timer = loop_->RunAfter(timeout_ms, [this, id] {
+    auto it = metadata_waits_.find(id);
+    if (it == metadata_waits_.end()) return;
+    auto done = std::move(it->second.done);
+    const bool ready = it->second.ready();
+    metadata_waits_.erase(it);
+    done(ready);
+  });
+}
+
+void ClusterController::CompleteMetadataWaits() {
+  for (auto it = metadata_waits_.begin(); it != metadata_waits_.end();) {
+    if (!it->second.ready()) {
+      ++it;
+      continue;
+    }
+    loop_->Cancel(it->second.timer);
+    auto done = std::move(it->second.done);
+    it = metadata_waits_.erase(it);
+    done(true);
+  }
 }
 
 }  // namespace sluice::broker
