@@ -142,11 +142,13 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
 ClusterController::~ClusterController() { Stop(); }
 
 Result<TxnResponse> ClusterController::Apply(const MetadataWrite& write) {
-  ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(ToTxn(write)));
+  ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(ToTxn(write, /*prev_kv=*/true)));
   if (r.succeeded) {
-    // What this broker wrote is in its view at once (the watch brings it again later).
-    for (const auto& p : write.puts) {
-      (void)view_.Put(p.key, p.value, r.header.revision, r.header.revision);
+    // What this broker wrote is in its view at once (the watch brings it again later),
+    // with the revisions etcd gave it: a key that existed keeps its create_revision (a
+    // registration's is its broker epoch).
+    for (const AppliedPut& p : AppliedPuts(write, r)) {
+      (void)view_.Put(p.key, p.value, p.mod_revision, p.create_revision);
     }
     for (const auto& k : write.deletes) view_.Delete(k);
     for (const auto& prefix : write.delete_prefixes) {
