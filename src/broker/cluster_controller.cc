@@ -142,11 +142,13 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
 ClusterController::~ClusterController() { Stop(); }
 
 Result<TxnResponse> ClusterController::Apply(const MetadataWrite& write) {
-  ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(ToTxn(write)));
+  ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(ToTxn(write, /*prev_kv=*/true)));
   if (r.succeeded) {
-    // What this broker wrote is in its view at once (the watch brings it again later).
-    for (const auto& p : write.puts) {
-      (void)view_.Put(p.key, p.value, r.header.revision, r.header.revision);
+    // What this broker wrote is in its view at once (the watch brings it again later),
+    // with the revisions etcd gave it: a key that existed keeps its create_revision (a
+    // registration's is its broker epoch).
+    for (const AppliedPut& p : AppliedPuts(write, r)) {
+      (void)view_.Put(p.key, p.value, p.mod_revision, p.create_revision);
     }
     for (const auto& k : write.deletes) view_.Delete(k);
     for (const auto& prefix : write.delete_prefixes) {
@@ -238,6 +240,10 @@ Status ClusterController::Start() {
   wo.key = view_.keys().prefix();
   wo.range_end = PrefixRangeEnd(wo.key);
   wo.start_revision = listed_revision_ + 1;
+  // A member that holds the stream silent (cut off without a reset, hung) is left within
+  // about a session timeout, as the lease keeper leaves it (0018, "controller (session 14)").
+  wo.probe_interval_ms =
+      static_cast<int>(std::clamp<int64_t>(options_.cluster.session_timeout_ms / 2, 500, 5000));
   WatchHandlers handlers;
   handlers.on_events = [this](const WatchBatch& batch) {
     if (stopping_.load()) return;
@@ -271,6 +277,7 @@ void ClusterController::Stop() {
     loop_->Stop();
     if (thread_.joinable()) thread_.join();
   }
+  metadata_waits_.clear();  // their answers are never sent: the connections close with us
   watcher_.reset();
   // Deregisters: the registration and a held controller key go with the lease, so the
   // others move this broker's leaderships now rather than after the session timeout. The
@@ -409,6 +416,7 @@ void ClusterController::AfterChange() {
   ReconcileLogs();
   Publish();
   if (fence_.has_value()) MaybeCreateInternalTopics();
+  CompleteMetadataWaits();
 }
 
 void ClusterController::TryBecomeController() {
@@ -1149,6 +1157,49 @@ Result<int64_t> ClusterController::AllocateProducerId() {
 
 void ClusterController::Publish() {
   publisher_->Publish(view_.Snapshot(node_id(), options_.local.topic_defaults, !lease_lost_));
+}
+
+bool ClusterController::TopicLed(const std::string& name, const kafka::Uuid& id,
+                                 int32_t partitions) const {
+  const std::string id_text = id == kafka::Uuid{} ? std::string() : IdText(id.hi, id.lo);
+  return view_.PartitionsLed(name, id_text, partitions, node_id(), !lease_lost_);
+}
+
+void ClusterController::AwaitMetadata(std::function<bool()> ready, int64_t timeout_ms,
+                                      std::function<void(bool)> done) {
+  if (ready()) {
+    done(true);
+    return;
+  }
+  if (timeout_ms <= 0 || loop_ == nullptr || stopping_.load()) {
+    done(false);
+    return;
+  }
+  const uint64_t id = next_metadata_wait_++;
+  MetadataWait& w = metadata_waits_[id];
+  w.ready = std::move(ready);
+  w.done = std::move(done);
+  w.timer = loop_->RunAfter(timeout_ms, [this, id] {
+    auto it = metadata_waits_.find(id);
+    if (it == metadata_waits_.end()) return;
+    auto done = std::move(it->second.done);
+    const bool ready = it->second.ready();
+    metadata_waits_.erase(it);
+    done(ready);
+  });
+}
+
+void ClusterController::CompleteMetadataWaits() {
+  for (auto it = metadata_waits_.begin(); it != metadata_waits_.end();) {
+    if (!it->second.ready()) {
+      ++it;
+      continue;
+    }
+    loop_->Cancel(it->second.timer);
+    auto done = std::move(it->second.done);
+    it = metadata_waits_.erase(it);
+    done(true);
+  }
 }
 
 }  // namespace sluice::broker

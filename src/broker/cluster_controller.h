@@ -101,6 +101,10 @@ class ClusterController : public Controller {
   storage::PartitionLog* LogOf(const std::string& topic, int32_t partition) override;
   Result<int64_t> AllocateProducerId() override;
   void Publish() override;
+  bool TopicLed(const std::string& name, const kafka::Uuid& id, int32_t partitions) const override;
+  // Parked until AfterChange finds `ready` true, or a timer on the controller's loop fires.
+  void AwaitMetadata(std::function<bool()> ready, int64_t timeout_ms,
+                     std::function<void(bool)> done) override;
 
   // A leader's ISR change (IsrStore::AlterIsr, through EtcdIsrStore), from any thread: on
   // the controller's thread, a CAS on partitions/<topic>/<p> (etcd_isr_store.h); `done`
@@ -169,6 +173,9 @@ class ClusterController : public Controller {
                                const std::string& what);
   const cluster::ControllerFence& fence() const { return *fence_; }
 
+  // The parked AwaitMetadata calls whose `ready` now holds: answered (end of AfterChange).
+  void CompleteMetadataWaits();
+
   // Local logs: open what this broker leads, close what it no longer does; with roles
   // (ReconcileReplicas), every replica it holds, and its role.
   void ReconcileLogs();
@@ -215,6 +222,14 @@ class ClusterController : public Controller {
     bool operator==(const IssuedRole&) const = default;
   };
   std::map<PartitionKey, IssuedRole> issued_;
+  // AwaitMetadata's parked calls, by id (controller's thread).
+  struct MetadataWait {
+    std::function<bool()> ready;
+    std::function<void(bool)> done;
+    EventLoop::TimerId timer = 0;
+  };
+  std::map<uint64_t, MetadataWait> metadata_waits_;
+  uint64_t next_metadata_wait_ = 1;
   int64_t next_producer_id_ = 0;
   int64_t producer_id_block_end_ = 0;
   std::atomic<int64_t> broker_epoch_{-1};

@@ -208,6 +208,23 @@ std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self, const Topi
   return meta;
 }
 
+bool ClusterView::PartitionsLed(const std::string& name, const std::string& id_text,
+                                int32_t partitions, int32_t self, bool self_live) const {
+  auto topic = topics_.find(name);
+  if (topic == topics_.end() || (!id_text.empty() && topic->second.value.id != id_text) ||
+      topic->second.value.partitions.size() < static_cast<size_t>(std::max(partitions, 0))) {
+    return false;
+  }
+  for (int32_t p = 0; p < partitions; ++p) {
+    auto state = partitions_.find({name, p});
+    if (state == partitions_.end()) return false;
+    const int32_t leader = state->second.value.leader;
+    // As Snapshot: a leader counts while registered (and this broker while its lease holds).
+    if (brokers_.count(leader) == 0 || (!self_live && leader == self)) return false;
+  }
+  return true;
+}
+
 std::map<std::pair<std::string, int32_t>, int32_t> ClusterView::LedBy(int32_t node) const {
   std::map<std::pair<std::string, int32_t>, int32_t> led;
   for (const auto& [key, state] : partitions_) {

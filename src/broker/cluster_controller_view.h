@@ -95,6 +95,10 @@ class ClusterView {
   // clients asking it look for the leader elsewhere instead of being sent back here.
   std::shared_ptr<MetadataSnapshot> Snapshot(int32_t self, const TopicConfig& defaults,
                                              bool self_live = true) const;
+  // Whether Snapshot(self, ..., self_live) would give topic `name` (of id `id_text`, unless
+  // empty) at least `partitions` partitions, each with a leader.
+  bool PartitionsLed(const std::string& name, const std::string& id_text, int32_t partitions,
+                     int32_t self, bool self_live) const;
   // The partitions `node` leads now, with their leader epochs.
   std::map<std::pair<std::string, int32_t>, int32_t> LedBy(int32_t node) const;
 

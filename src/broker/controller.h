@@ -94,6 +94,25 @@ class Controller {
   virtual Result<int64_t> AllocateProducerId() = 0;
   // Publishes the topics to every shard (a new MetadataSnapshot).
   virtual void Publish() = 0;
+
+  // Whether the metadata this broker publishes holds `name` (with id `id`, unless zero)
+  // with at least `partitions` partitions, each with a leader: what a client that asks
+  // this broker next finds. A single node's topics are led once created.
+  virtual bool TopicLed(const std::string& name, const kafka::Uuid& id, int32_t partitions) const {
+    const TopicInfo* info = FindTopic(name);
+    return info != nullptr && (id == kafka::Uuid{} || info->id == id) &&
+           info->partitions >= partitions;
+  }
+  // Calls `done(true)` once `ready()` holds — now, or after a later change of the published
+  // metadata — or `done(false)` once `timeout_ms` passed without it (Kafka's
+  // DelayedCreatePartitions / DelayedDeleteTopics): an answer parked without blocking the
+  // controller's thread. `ready` and `done` run on the controller's thread. A single node's
+  // metadata is whole when its call returns: `done(ready())` at once.
+  virtual void AwaitMetadata(std::function<bool()> ready, int64_t timeout_ms,
+                             std::function<void(bool)> done) {
+    (void)timeout_ms;
+    done(ready());
+  }
 };
 
 }  // namespace sluice::broker

@@ -179,6 +179,10 @@ Result<std::string> EtcdHttp::Post(std::string_view path, const std::string& bod
         return std::move(a.body);
       }
       last = a.body.status();
+      // The next call (of any thread) starts past a member that failed, rather than
+      // spending its own timeout on it again (a member held silent costs one timeout).
+      size_t failed = idx;
+      preferred_.compare_exchange_strong(failed, (idx + 1) % n, std::memory_order_relaxed);
       if (a.outcome == Outcome::kMaybeApplied && retry == Retry::kIfNotSent) {
         return IOError("{} (the request may have been applied)", last.message());
       }

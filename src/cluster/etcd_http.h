@@ -59,11 +59,11 @@ class EtcdHttp {
   ~EtcdHttp();
 
   // POSTs `body` to `path` (e.g. "/v3/kv/range"), starting with the endpoint that answered
-  // last. Returns the body of the first answer that is not a failure of the endpoint: a
-  // 2xx, or an etcd error that any member would give (a 4xx: the parser makes it a
-  // Status). Connection failures and 5xx answers move on to the next endpoint (for
-  // kIfNotSent, only those where etcd surely did not apply the request; otherwise IOError
-  // saying the outcome is unknown).
+  // last (or the one after the endpoint that failed last). Returns the body of the first answer
+  // that is not a failure of the endpoint: a 2xx, or an etcd error that any member would give (a
+  // 4xx: the parser makes it a Status). Connection failures and 5xx answers move on to the next
+  // endpoint (for kIfNotSent, only those where etcd surely did not apply the request; otherwise
+  // IOError saying the outcome is unknown).
   Result<std::string> Post(std::string_view path, const std::string& body, Retry retry);
   // The same against one endpoint only, once (Status of a given member).
   Result<std::string> PostTo(size_t endpoint, std::string_view path, const std::string& body);

@@ -28,7 +28,12 @@ Result<std::unique_ptr<LeaseKeeper>> LeaseKeeper::Start(EtcdClient& client, int6
   EtcdOptions options = client.options();
   const int third_ms = static_cast<int>(std::min<int64_t>(ttl_s * 1000 / 3, 1 << 30));
   options.call_timeout_ms = std::max(1, std::min(options.call_timeout_ms, third_ms));
-  options.request_timeout_ms = std::min(options.request_timeout_ms, options.call_timeout_ms);
+  // Half the call per member: a member that holds the keepalive without answering (cut off
+  // silently, or hung) leaves the other half for the next one, within the same renewal.
+  const int half_ms = std::max(1, options.call_timeout_ms / 2);
+  options.request_timeout_ms =
+      std::min(options.request_timeout_ms,
+               client.endpoints().size() > 1 ? half_ms : options.call_timeout_ms);
   options.connect_timeout_ms = std::min(options.connect_timeout_ms, options.request_timeout_ms);
   ASSIGN_OR_RETURN(std::unique_ptr<EtcdClient> own, EtcdClient::Create(std::move(options)));
   // The grant itself may take the caller's whole call timeout; the lease lives at least

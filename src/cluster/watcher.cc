@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/clock.h"
 #include "base/logging.h"
 #include "cluster/etcd_json.h"
 
@@ -27,7 +28,8 @@ Result<std::unique_ptr<Watcher>> Watcher::Start(const EtcdClient& client, WatchO
     return InvalidArgumentError("etcd watch: start revision {} is negative",
                                 options.start_revision);
   }
-  if (options.idle_timeout_ms < 0 || options.reconnect_backoff_ms <= 0 ||
+  if (options.idle_timeout_ms < 0 || options.probe_interval_ms < 0 ||
+      options.reconnect_backoff_ms <= 0 ||
       options.max_reconnect_backoff_ms < options.reconnect_backoff_ms) {
     return InvalidArgumentError("etcd watch: bad timeouts");
   }
@@ -35,6 +37,7 @@ Result<std::unique_ptr<Watcher>> Watcher::Start(const EtcdClient& client, WatchO
                                          client.preferred_endpoint(), std::move(options),
                                          std::move(handlers)));
   w->thread_ = std::thread([p = w.get()] { p->Run(); });
+  if (w->options_.probe_interval_ms > 0) w->prober_ = std::thread([p = w.get()] { p->Probe(); });
   return w;
 }
 
@@ -53,8 +56,14 @@ void Watcher::Cancel() {
   std::unique_lock lock(mu_);
   stopping_ = true;
   cv_.notify_all();
-  if (!thread_.joinable()) return;
   if (std::this_thread::get_id() == thread_.get_id()) return;  // from a handler: it will stop
+  if (prober_.joinable()) {
+    if (probe_ != nullptr) probe_->stop();
+    lock.unlock();
+    prober_.join();
+    lock.lock();
+  }
+  if (!thread_.joinable()) return;
   // Shut the stream's socket down until the thread has left it: a stream can be between
   // registering its connection and opening the socket when the first stop() comes.
   while (!exited_) {
@@ -111,6 +120,42 @@ void Watcher::Run() {
   cv_.notify_all();
 }
 
+void Watcher::Probe() {
+  const milliseconds interval(options_.probe_interval_ms);
+  const int64_t interval_ns = int64_t{options_.probe_interval_ms} * 1'000'000;
+  std::unique_lock lock(mu_);
+  while (!cv_.wait_for(lock, interval, [&] { return stopping_; })) {
+    if (stream_endpoint_ < 0 || connection_ == nullptr) continue;
+    if (MonotonicNanos() - last_byte_ns_.load(std::memory_order_acquire) < interval_ns) continue;
+    const auto endpoint = static_cast<size_t>(stream_endpoint_);
+    httplib::Client* stream = connection_;
+    lock.unlock();
+    const bool answered = ProbeAnswered(endpoint);
+    lock.lock();
+    if (answered || stopping_ || connection_ != stream) continue;
+    // The member holds the stream without answering anything: stop it (Stream returns,
+    // Run resumes on the next member from the revision after the last delivered).
+    probe_failed_ = true;
+    connection_->stop();
+  }
+}
+
+bool Watcher::ProbeAnswered(size_t endpoint) {
+  const milliseconds timeout(options_.probe_interval_ms);
+  auto client =
+      MakeHttpClient(endpoints_[endpoint], std::min(http_.connect_timeout, timeout), timeout);
+  client->set_keep_alive(false);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return true;
+    probe_ = client.get();
+  }
+  auto res = client->Post("/v3/maintenance/status", "{}", "application/json");
+  std::lock_guard lock(mu_);
+  probe_ = nullptr;
+  return res && res->status == 200;
+}
+
 Status Watcher::Stream(size_t endpoint, int64_t* compacted_at) {
   const EtcdEndpoint& e = endpoints_[endpoint];
   milliseconds idle =
@@ -121,7 +166,10 @@ Status Watcher::Stream(size_t endpoint, int64_t* compacted_at) {
     std::lock_guard lock(mu_);
     if (stopping_) return AbortedError("cancelled");
     connection_ = client.get();
+    stream_endpoint_ = static_cast<int64_t>(endpoint);
+    probe_failed_ = false;
   }
+  last_byte_ns_.store(MonotonicNanos(), std::memory_order_release);
   WatchCreate create{.key = options_.key,
                      .range_end = options_.range_end,
                      .start_revision = next_revision(),
@@ -141,6 +189,7 @@ Status Watcher::Stream(size_t endpoint, int64_t* compacted_at) {
   Status ended = IOError("etcd {}: watch stream closed", e.url);
   bool stream_error = false;
   req.content_receiver = [&](const char* data, size_t len, uint64_t, uint64_t) {
+    last_byte_ns_.store(MonotonicNanos(), std::memory_order_release);
     Status s = splitter.Feed(std::string_view(data, len), &messages);
     for (const std::string& m : messages) {
       if (!s.ok()) break;
@@ -161,9 +210,18 @@ Status Watcher::Stream(size_t endpoint, int64_t* compacted_at) {
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
   bool ok = client->send(req, res, err);
+  bool probe_failed = false;
   {
     std::lock_guard lock(mu_);
     connection_ = nullptr;
+    stream_endpoint_ = -1;
+    probe_failed = probe_failed_;
+  }
+  if (probe_failed) {
+    return IOError(
+        "etcd {}: watch stream silent for {} ms and the member did not answer a "
+        "status probe",
+        e.url, options_.probe_interval_ms);
   }
   if (stream_error) return ended;
   if (!ok) return IOError("etcd {}: watch stream: {}", e.url, httplib::to_string(err));

@@ -36,6 +36,12 @@ struct WatchOptions {
   // cut off without a reset): the watch resumes on the next member. 0: never. Set it above
   // etcd's progress interval when progress_notify is on.
   int idle_timeout_ms = 0;
+  // A stream silent for this long has its member probed (a unary Status on a connection of
+  // its own, given as long again to answer); a member that does not answer is taken for
+  // cut off or hung and the watch resumes on the next member. Catches a member that holds
+  // the stream open and silent while etcd's progress notifications are minutes apart.
+  // 0: never.
+  int probe_interval_ms = 0;
   // Pause before reconnecting after a failure; doubles up to the max while failures repeat.
   int reconnect_backoff_ms = 100;
   int max_reconnect_backoff_ms = 2000;
@@ -60,9 +66,9 @@ struct WatchHandlers {
   std::function<void(int64_t revision)> on_progress;
 };
 
-// Lifecycle: Start runs the thread; Cancel (or the destructor) stops and joins it promptly,
-// shutting down a connection blocked in a read; no handler runs after Cancel returns.
-// `client` only lends its endpoint list and timeouts at Start.
+// Lifecycle: Start runs the thread (and, with probe_interval_ms, a probing thread); Cancel (or the
+// destructor) stops and joins it promptly, shutting down a connection blocked in a read; no handler
+// runs after Cancel returns. `client` only lends its endpoint list and timeouts at Start.
 //
 // Delivery: at least once and in order across reconnections: after a lost connection the
 // watch resumes, on the next member, from the revision after the last one delivered (or
@@ -89,6 +95,10 @@ class Watcher {
   Watcher(std::vector<EtcdEndpoint> endpoints, EtcdHttpOptions http, size_t first_endpoint,
           WatchOptions options, WatchHandlers handlers);
   void Run();
+  // The probing thread (probe_interval_ms): probes the member of a silent stream and stops
+  // that stream when the member does not answer.
+  void Probe();
+  bool ProbeAnswered(size_t endpoint);
   // One stream against one member until it ends; the reason it ended.
   Status Stream(size_t endpoint, int64_t* compacted_at);
   Status Handle(WatchResponse r, int64_t* compacted_at);
@@ -109,7 +119,12 @@ class Watcher {
   bool stopping_ = false;                  // guarded by mu_
   bool exited_ = false;                    // guarded by mu_
   httplib::Client* connection_ = nullptr;  // guarded by mu_: the stream in flight, to stop
+  httplib::Client* probe_ = nullptr;       // guarded by mu_: the probe in flight, to stop
+  int64_t stream_endpoint_ = -1;           // guarded by mu_: the stream's member, -1: none
+  bool probe_failed_ = false;              // guarded by mu_: the stream was stopped by Probe
+  std::atomic<int64_t> last_byte_ns_{0};   // when the stream last received a byte (or began)
   std::thread thread_;
+  std::thread prober_;
 };
 
 }  // namespace sluice::cluster

@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/logging.h"
@@ -16,6 +18,16 @@ namespace {
 
 const Logger kLog("broker");
 using kafka::ErrorCode;
+
+// Kafka refuses appends to and DeleteRecords of its internal topics with
+// INVALID_TOPIC_EXCEPTION ("Cannot ... internal topic"); sluice refuses deleting them and
+// growing them the same way (0018, "controller (session 14)"): the coordinators are their
+// only writers, and a group's or transactional id's partition is its hash modulo their
+// partition count.
+std::string InternalTopicRefusal(std::string_view what, const std::string& name) {
+  return fmt::format(
+      "Cannot {} internal topic {}: the broker's coordinators keep their state in it", what, name);
+}
 
 kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopicsRequest& req) {
   kafka::CreateTopicsResponse resp;
@@ -88,6 +100,15 @@ kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopics
     out.topic_id = want.topic_id;
     const TopicInfo* info = want.name ? ctx.controller.FindTopic(*want.name)
                                       : ctx.controller.FindTopicById(want.topic_id);
+    const std::string* named = want.name ? &*want.name : info != nullptr ? &info->name : nullptr;
+    if (named != nullptr && IsReservedTopic(*named)) {
+      out.name = *named;
+      out.topic_id = info != nullptr ? info->id : want.topic_id;
+      out.error_code = ErrorCode::kInvalidTopicException;
+      out.error_message = InternalTopicRefusal("delete", *named);
+      resp.responses.push_back(std::move(out));
+      continue;
+    }
     if (info == nullptr) {
       out.error_code = want.name ? ErrorCode::kUnknownTopicOrPartition : ErrorCode::kUnknownTopicId;
       out.error_message = want.name ? fmt::format("topic '{}' does not exist", *want.name)
@@ -127,6 +148,10 @@ kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
     };
     if (seen[t.name] > 1) {
       fail(ErrorCode::kInvalidRequest, fmt::format("topic '{}' appears more than once", t.name));
+      continue;
+    }
+    if (IsReservedTopic(t.name)) {
+      fail(ErrorCode::kInvalidTopicException, InternalTopicRefusal("add partitions to", t.name));
       continue;
     }
     const TopicInfo* info = ctx.controller.FindTopic(t.name);
@@ -173,6 +198,11 @@ kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteReco
       kafka::DeleteRecordsResponse::Partition out;
       out.partition_index = p.partition_index;
       out.low_watermark = -1;
+      if (IsReservedTopic(t.name)) {  // Kafka: "Cannot delete records of internal topic"
+        out.error_code = ErrorCode::kInvalidTopicException;
+        tout.partitions.push_back(out);
+        continue;
+      }
       storage::PartitionLog* log = ctx.controller.LogOf(t.name, p.partition_index);
       if (log == nullptr) {
         out.error_code = ErrorCode::kUnknownTopicOrPartition;
@@ -235,20 +265,116 @@ kafka::InitProducerIdResponse InitProducerId(Context& ctx,
   return resp;
 }
 
+// A topic a successful request changed, and what this broker's metadata must show before
+// the answer goes (Kafka's DelayedCreatePartitions / DelayedDeleteTopics): `partitions`
+// partitions of topic `id` with leaders, or (`gone`) no topic `id` under the name.
+struct Settling {
+  size_t index;  // the topic's entry in the response
+  std::string name;
+  kafka::Uuid id;
+  int32_t partitions = 0;
+  bool gone = false;
+};
+
+bool Settled(const Controller& controller, const Settling& s) {
+  if (!s.gone) return controller.TopicLed(s.name, s.id, s.partitions);
+  const TopicInfo* info = controller.FindTopic(s.name);
+  return info == nullptr || info->id != s.id;
+}
+
+// Answers `body` once every `settling` topic is settled in this broker's metadata, or at
+// `timeout_ms` with `time_out(body, index)` for each one that is not (REQUEST_TIMED_OUT,
+// the change still under way); at once when nothing is to wait for or timeout_ms <= 0
+// (Kafka answers those without waiting). Runs on the controller's thread, never blocking it.
+template <typename Body, typename TimeOut>
+void AnswerOnceSettled(Context& ctx, const std::shared_ptr<Connection>& conn,
+                       const kafka::RequestHeader& h, std::shared_ptr<Body> body,
+                       std::vector<Settling> settling, int32_t timeout_ms, TimeOut time_out) {
+  auto reply = [&ctx, conn, h, body] {
+    ctx.shards.PostGated(conn->loop(), [conn, h, body] { Reply(conn, h, *body); });
+  };
+  if (settling.empty() || timeout_ms <= 0) {
+    reply();
+    return;
+  }
+  auto all = [&ctx, settling] {
+    for (const Settling& s : settling) {
+      if (!Settled(ctx.controller, s)) return false;
+    }
+    return true;
+  };
+  ctx.controller.AwaitMetadata(all, timeout_ms,
+                               [&ctx, settling, body, time_out, reply](bool settled) {
+                                 if (!settled) {
+                                   for (const Settling& s : settling) {
+                                     if (!Settled(ctx.controller, s)) time_out(*body, s.index);
+                                   }
+                                 }
+                                 reply();
+                               });
+}
+
+constexpr std::string_view kStillUnderWay =
+    "the request timed out before this broker's metadata showed the change; it goes on";
+
 }  // namespace
 
 void HandleCreateTopics(Context& ctx, const Call& call, const kafka::CreateTopicsRequest& req) {
-  ToController(ctx, call, [&ctx, req] { return CreateTopics(ctx, req); });
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
+    auto body = std::make_shared<kafka::CreateTopicsResponse>(CreateTopics(ctx, req));
+    std::vector<Settling> settling;
+    for (size_t i = 0; i < body->topics.size() && !req.validate_only; ++i) {
+      const auto& t = body->topics[i];
+      if (t.error_code == ErrorCode::kNone) {
+        settling.push_back({i, t.name, t.topic_id, t.num_partitions, false});
+      }
+    }
+    AnswerOnceSettled(ctx, conn, h, body, std::move(settling), req.timeout_ms,
+                      [](kafka::CreateTopicsResponse& r, size_t i) {
+                        r.topics[i].error_code = ErrorCode::kRequestTimedOut;
+                        r.topics[i].error_message = std::string(kStillUnderWay);
+                      });
+  });
 }
 
 void HandleDeleteTopics(Context& ctx, const Call& call, const kafka::DeleteTopicsRequest& req) {
-  ToController(ctx, call,
-               [&ctx, req, v = call.header.api_version] { return DeleteTopics(ctx, req, v); });
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
+    auto body =
+        std::make_shared<kafka::DeleteTopicsResponse>(DeleteTopics(ctx, req, h.api_version));
+    std::vector<Settling> settling;
+    for (size_t i = 0; i < body->responses.size(); ++i) {
+      const auto& t = body->responses[i];
+      if (t.error_code == ErrorCode::kNone && t.name.has_value()) {
+        settling.push_back({i, *t.name, t.topic_id, 0, true});
+      }
+    }
+    AnswerOnceSettled(ctx, conn, h, body, std::move(settling), req.timeout_ms,
+                      [](kafka::DeleteTopicsResponse& r, size_t i) {
+                        r.responses[i].error_code = ErrorCode::kRequestTimedOut;
+                        r.responses[i].error_message = std::string(kStillUnderWay);
+                      });
+  });
 }
 
 void HandleCreatePartitions(Context& ctx, const Call& call,
                             const kafka::CreatePartitionsRequest& req) {
-  ToController(ctx, call, [&ctx, req] { return CreatePartitions(ctx, req); });
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
+    auto body = std::make_shared<kafka::CreatePartitionsResponse>(CreatePartitions(ctx, req));
+    std::vector<Settling> settling;
+    for (size_t i = 0; i < body->results.size() && !req.validate_only; ++i) {
+      const auto& r = body->results[i];
+      const TopicInfo* info = ctx.controller.FindTopic(r.name);
+      if (r.error_code != ErrorCode::kNone || info == nullptr) continue;
+      for (const auto& t : req.topics) {
+        if (t.name == r.name) settling.push_back({i, r.name, info->id, t.count, false});
+      }
+    }
+    AnswerOnceSettled(ctx, conn, h, body, std::move(settling), req.timeout_ms,
+                      [](kafka::CreatePartitionsResponse& r, size_t i) {
+                        r.results[i].error_code = ErrorCode::kRequestTimedOut;
+                        r.results[i].error_message = std::string(kStillUnderWay);
+                      });
+  });
 }
 
 void HandleDeleteRecords(Context& ctx, const Call& call, const kafka::DeleteRecordsRequest& req) {

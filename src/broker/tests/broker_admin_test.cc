@@ -139,6 +139,42 @@ TEST_F(BrokerAdminTest, CreatePartitionsGrowsATopic) {
   EXPECT_EQ(Meta(c2, "t").partitions.size(), 4u);
 }
 
+// The coordinators' internal topics cannot be deleted, grown or cut (0018, "controller
+// (session 14)"): INVALID_TOPIC_EXCEPTION, as Kafka refuses appends to them.
+TEST_F(BrokerAdminTest, InternalTopicsCannotBeDeletedGrownOrCut) {
+  Client c(port());
+  for (const std::string name : {"__consumer_offsets", "__transaction_state"}) {
+    kafka::DeleteTopicsRequest del;
+    del.topic_names = {name};
+    del.timeout_ms = 1000;
+    auto d = c.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 5, del);
+    ASSERT_EQ(d.responses.size(), 1u);
+    EXPECT_EQ(d.responses[0].error_code, ErrorCode::kInvalidTopicException) << name;
+    ASSERT_TRUE(d.responses[0].error_message.has_value());
+    EXPECT_NE(d.responses[0].error_message->find("internal topic " + name), std::string::npos);
+
+    kafka::CreatePartitionsRequest grow;
+    grow.topics.push_back({name, 8, {}, {}});
+    grow.timeout_ms = 1000;
+    auto g = c.Call<kafka::CreatePartitionsResponse>(ApiKey::kCreatePartitions, 3, grow);
+    EXPECT_EQ(g.results.at(0).error_code, ErrorCode::kInvalidTopicException) << name;
+
+    kafka::DeleteRecordsRequest cut;
+    cut.topics.push_back({name, {{0, 0, {}}}, {}});
+    cut.timeout_ms = 1000;
+    auto r = c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, cut);
+    EXPECT_EQ(r.topics.at(0).partitions.at(0).error_code, ErrorCode::kInvalidTopicException);
+  }
+  // A user topic is unaffected, and answered at once with timeout_ms 0 too.
+  ASSERT_EQ(Create(c, "t", 1).topics[0].error_code, ErrorCode::kNone);
+  kafka::DeleteTopicsRequest del;
+  del.topic_names = {"t"};
+  del.timeout_ms = 0;
+  EXPECT_EQ(
+      c.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 5, del).responses.at(0).error_code,
+      ErrorCode::kNone);
+}
+
 TEST_F(BrokerAdminTest, DescribeConfigsShowsEffectiveValuesAndSources) {
   Client c(port());
   kafka::CreateTopicsRequest create;

@@ -89,6 +89,26 @@ TEST_F(ClusterViewTest, LedByNamesEachPartitionWithItsEpoch) {
   EXPECT_TRUE(view_.LedBy(2).empty());
 }
 
+// What a CreateTopics / CreatePartitions answer waits for (AwaitMetadata): the snapshot's
+// rule for every partition asked, the topic by id.
+TEST_F(ClusterViewTest, PartitionsLedFollowsTheSnapshotsLeaders) {
+  EXPECT_TRUE(view_.PartitionsLed("t", kTopicId, 1, 1, true));
+  EXPECT_TRUE(view_.PartitionsLed("t", "", 1, 1, true));  // any id
+  EXPECT_FALSE(view_.PartitionsLed("t", "AnotherTopicIdAAAAAAAAA", 1, 1, true));
+  EXPECT_FALSE(view_.PartitionsLed("t", kTopicId, 2, 1, true));  // broker 3 unregistered
+  EXPECT_FALSE(view_.PartitionsLed("t", kTopicId, 4, 1, true));  // past the assignment
+  EXPECT_FALSE(view_.PartitionsLed("nope", "", 1, 1, true));
+  // Broker 1 without its lease leads nothing in its own snapshot; the others' still do.
+  EXPECT_FALSE(view_.PartitionsLed("t", kTopicId, 1, 1, false));
+  EXPECT_TRUE(view_.PartitionsLed("t", kTopicId, 1, 2, false));
+  // Once broker 3 registers and partition 2 has its state, the whole topic is led.
+  const KeyLayout& k = view_.keys();
+  ASSERT_TRUE(Put(k.Broker(3), ToJson(BrokerRegistration{"h3", 9003, "i3", 19003, kIncA, true})));
+  EXPECT_FALSE(view_.PartitionsLed("t", kTopicId, 3, 1, true));
+  ASSERT_TRUE(Put(k.Partition("t", 2), ToJson(PartitionState{3, 0, {{3, kIncA}}, 5})));
+  EXPECT_TRUE(view_.PartitionsLed("t", kTopicId, 3, 1, true));
+}
+
 TEST_F(ClusterViewTest, LiveCarriesIncarnationsAndCleanFlags) {
   LiveBrokers live = view_.Live();
   ASSERT_EQ(live.size(), 2u);

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "cluster/metadata_txn.h"
+
 namespace sluice::cluster {
 namespace {
 
@@ -452,6 +454,38 @@ TEST_F(ControllerWritesTest, ProducerIdBlocksNeverOverlap) {
   EXPECT_TRUE(kv_.Apply(b2_write));
   EXPECT_EQ(a_first, 0);
   EXPECT_EQ(b2_first, kProducerIdBlockSize);
+}
+
+// Session 13's finding: the controller put what it wrote into its view with the write's
+// revision as create_revision, so an update of an existing key took a new "creation"
+// (a registration's create_revision is its broker epoch).
+TEST(AppliedPutsTest, AnUpdatedKeyKeepsItsCreateRevisionANewOneTakesTheWrites) {
+  MetadataWrite w;
+  w.puts.push_back({"/sluice/x/brokers/1", "old-key", 0});
+  w.puts.push_back({"/sluice/x/topics/t", "new-key", 0});
+  w.deletes.push_back("/sluice/x/gone");
+  const TxnRequest t = ToTxn(w, true);
+  ASSERT_EQ(t.success.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) EXPECT_TRUE(std::get<PutRequest>(t.success[i].request).prev_kv);
+  EXPECT_FALSE(std::get<PutRequest>(ToTxn(w).success[0].request).prev_kv);
+
+  TxnResponse r;
+  r.succeeded = true;
+  r.header.revision = 42;
+  PutResponse existed;
+  existed.prev_kv = KeyValue{.key = "/sluice/x/brokers/1", .create_revision = 7, .mod_revision = 9};
+  r.responses = {existed, PutResponse{}, DeleteResponse{}};
+  const std::vector<AppliedPut> applied = AppliedPuts(w, r);
+  ASSERT_EQ(applied.size(), 2u);
+  EXPECT_EQ(applied[0].key, "/sluice/x/brokers/1");
+  EXPECT_EQ(applied[0].value, "old-key");
+  EXPECT_EQ(applied[0].mod_revision, 42);
+  EXPECT_EQ(applied[0].create_revision, 7);
+  EXPECT_EQ(applied[1].mod_revision, 42);
+  EXPECT_EQ(applied[1].create_revision, 42);
+  // An answer without the puts' responses (not this write's): every key counts as new.
+  r.responses.clear();
+  EXPECT_EQ(AppliedPuts(w, r)[0].create_revision, 42);
 }
 
 }  // namespace

@@ -155,5 +155,29 @@ TEST_F(ControllerWritesEtcdTest, NodeIdsAndProducerIdBlocksAreTakenOnce) {
   EXPECT_EQ(c_first, a_first + kProducerIdBlockSize);
 }
 
+// AppliedPuts against etcd's own answer: an updated key's create_revision is the one etcd
+// keeps; a new key's is the write's revision.
+TEST_F(ControllerWritesEtcdTest, AppliedPutsGiveTheRevisionsEtcdKeeps) {
+  MetadataWrite first;
+  first.puts.push_back({keys_.Broker(1), "a", 0});
+  auto r1 = client_->Txn(ToTxn(first, true));
+  ASSERT_TRUE(r1.ok() && r1->succeeded);
+  MetadataWrite second;
+  second.puts.push_back({keys_.Broker(1), "b", 0});
+  second.puts.push_back({keys_.Broker(2), "c", 0});
+  auto r2 = client_->Txn(ToTxn(second, true));
+  ASSERT_TRUE(r2.ok() && r2->succeeded);
+  const std::vector<AppliedPut> applied = AppliedPuts(second, *r2);
+  ASSERT_EQ(applied.size(), 2u);
+  for (const AppliedPut& a : applied) {
+    auto g = client_->Get(a.key);
+    ASSERT_TRUE(g.ok() && g->kv.has_value());
+    EXPECT_EQ(a.create_revision, g->kv->create_revision) << a.key;
+    EXPECT_EQ(a.mod_revision, g->kv->mod_revision) << a.key;
+  }
+  EXPECT_EQ(applied[0].create_revision, r1->header.revision);
+  EXPECT_EQ(applied[1].create_revision, r2->header.revision);
+}
+
 }  // namespace
 }  // namespace sluice::cluster

@@ -120,6 +120,24 @@ TEST_F(LeaseKeeperTest, ReportsLossWhenEtcdHangs) {
   EXPECT_TRUE((*k)->Stop().ok());  // lost: nothing to revoke
 }
 
+// With several members, a silent one (it takes the connection and never answers) costs a
+// renewal half its budget, not all of it: the keepalive goes on to the next member, and
+// later renewals start there. The lease is never lost.
+TEST_F(LeaseKeeperTest, RenewsThroughAnotherMemberWhenTheFirstIsSilent) {
+  testing::SilentListener silent;
+  ASSERT_GT(silent.port(), 0);
+  auto via = EtcdClient::Create({.endpoints = {silent.url(), etcd_->endpoint(0)}});
+  ASSERT_TRUE(via.ok());
+  Loss loss;
+  auto k = LeaseKeeper::Start(**via, 2, loss.Fn());  // the grant waits the silent one out
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  // Past three TTLs of renewals.
+  ASSERT_TRUE(WaitFor([&] { return (*k)->renewals() >= 9 || loss.count() > 0; }));
+  EXPECT_EQ(loss.count(), 0);
+  EXPECT_FALSE((*k)->lost());
+  EXPECT_TRUE((*k)->Stop().ok());
+}
+
 TEST_F(LeaseKeeperTest, AnAbandonedLeaseExpiresByItself) {
   auto k = LeaseKeeper::Start(*client_, 2, nullptr);
   ASSERT_TRUE(k.ok());

@@ -132,5 +132,20 @@ TEST_F(ProxiedMemberTest, APartitionedMemberTimesOutReadsMoveOnWritesReportAnUnk
   EXPECT_GT(renewed->ttl, 0);
 }
 
+// A failed call leaves the member it failed on behind: the next call (a write above all,
+// which could not move on by itself) starts with the next member instead of waiting out
+// the silent one again.
+TEST_F(ProxiedMemberTest, TheNextCallStartsPastAMemberThatFailed) {
+  ASSERT_TRUE(proxy_->Blackhole().ok());
+  auto put = client_->Put("/m", "1");
+  ASSERT_FALSE(put.ok());  // sent to the silent member: its outcome is unknown
+  EXPECT_NE(put.status().message().find("may have been applied"), std::string::npos)
+      << put.status().ToString();
+  EXPECT_EQ(client_->preferred_endpoint(), 1u);
+  auto again = client_->Put("/m", "2");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(client_->preferred_endpoint(), 1u);
+}
+
 }  // namespace
 }  // namespace sluice::cluster

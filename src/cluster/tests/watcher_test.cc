@@ -61,6 +61,23 @@ class WatcherTest : public ::testing::Test {
     client_ = ClientOf(*etcd_);
     ASSERT_NE(client_, nullptr);
   }
+  // A watch with `options` through a client whose first member takes connections and never
+  // answers: it must be created on the real member and deliver a change made there.
+  void ExpectTheSilentMemberLeft(WatchOptions options) {
+    testing::SilentListener silent;
+    ASSERT_GT(silent.port(), 0);
+    auto c = EtcdClient::Create({.endpoints = {silent.url(), etcd_->endpoint(0)}});
+    ASSERT_TRUE(c.ok());
+    ASSERT_EQ((*c)->preferred_endpoint(), 0u);  // the silent one first
+    const std::string key = options.key;
+    Collected got;
+    auto w = Watcher::Start(**c, std::move(options), got.Handlers());
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));  // created on the real one
+    ASSERT_TRUE(client_->Put(key, "v").ok());
+    ASSERT_TRUE(WaitFor([&] { return got.size() >= 1; }));
+    EXPECT_GE((*w)->connections(), 2);
+  }
   std::unique_ptr<EtcdCluster> etcd_;
   std::unique_ptr<EtcdClient> client_;
 };
@@ -200,19 +217,28 @@ TEST_F(WatcherTest, CompactionWithoutAHandlerStopsTheWatch) {
 }
 
 TEST_F(WatcherTest, ASilentMemberIsLeftAfterTheIdleTimeout) {
-  testing::SilentListener silent;
-  ASSERT_GT(silent.port(), 0);
-  auto c = EtcdClient::Create({.endpoints = {silent.url(), etcd_->endpoint(0)}});
-  ASSERT_TRUE(c.ok());
-  ASSERT_EQ((*c)->preferred_endpoint(), 0u);  // the silent one first
+  ExpectTheSilentMemberLeft({.key = "/i", .progress_notify = true, .idle_timeout_ms = 1000});
+}
+
+// A member that takes the stream and never answers, with no idle timeout and no progress
+// notifications: the probe (a Status on a connection of its own) goes unanswered too, and
+// the watch moves to the next member.
+TEST_F(WatcherTest, ASilentMemberIsLeftWhenItDoesNotAnswerAProbe) {
+  ExpectTheSilentMemberLeft({.key = "/q", .probe_interval_ms = 300});
+  EXPECT_FALSE(Watcher::Start(*client_, {.key = "/q", .probe_interval_ms = -1}, {}).ok());
+}
+
+// A quiet stream on a member that answers its probes is kept: no reconnection while
+// nothing changes, and the next change arrives on it.
+TEST_F(WatcherTest, AQuietStreamOnAMemberThatAnswersIsKept) {
   Collected got;
-  auto w = Watcher::Start(**c, {.key = "/i", .progress_notify = true, .idle_timeout_ms = 1000},
-                          got.Handlers());
+  auto w = Watcher::Start(*client_, {.key = "/k", .probe_interval_ms = 100}, got.Handlers());
   ASSERT_TRUE(w.ok());
-  ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));  // created on the real one
-  ASSERT_TRUE(client_->Put("/i", "v").ok());
+  ASSERT_TRUE(WaitFor([&] { return (*w)->next_revision() > 0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));  // ten probe intervals
+  ASSERT_TRUE(client_->Put("/k", "v").ok());
   ASSERT_TRUE(WaitFor([&] { return got.size() >= 1; }));
-  EXPECT_GE((*w)->connections(), 2);
+  EXPECT_EQ((*w)->connections(), 1);
 }
 
 // A member cut off from the majority keeps its client port: without etcd's require-leader
