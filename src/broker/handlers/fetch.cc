@@ -321,25 +321,30 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
               wait->header = h;
               wait->req = shared;
               wait->min_bytes = min_bytes;
+              wait->replica = replica::FetchReplicaId(r, h.api_version) >= 0;
               wait->timer =
                   conn->loop()->RunAfter(r.max_wait_ms, [&ctx, wait] { CompleteFetch(ctx, wait); });
               ArmFetch(ctx, wait);
             });
 }
 
-void WakeFetches(Context& ctx, Partition& part) {
+void WakeFetches(Context& ctx, Partition& part, Wake which) {
   if (part.waits.empty()) return;
   std::vector<std::weak_ptr<FetchWait>> woken;
   woken.swap(part.waits);
-  part.waiting.store(0);
   for (const auto& weak : woken) {
     std::shared_ptr<FetchWait> wait = weak.lock();
     if (wait == nullptr || wait->done.load()) continue;
+    if (which == Wake::kConsumers && wait->replica) {
+      part.waits.push_back(weak);  // stays registered
+      continue;
+    }
     if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
     ctx.shards.PostGated(wait->conn->loop(), [&ctx, wait] {
       if (!wait->done.load()) ArmFetch(ctx, wait);
     });
   }
+  part.waiting.store(static_cast<int>(part.waits.size()));
 }
 
 }  // namespace sluice::broker::handlers
