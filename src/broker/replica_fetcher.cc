@@ -20,6 +20,12 @@ using kafka::ErrorCode;
 
 // Fetch v15: replica_state (KIP-903's broker epoch), topic ids, diverging epochs.
 constexpr int16_t kFetchVersion = 15;
+// After a change of leader the follower may learn its new role before the leader does
+// (each follows etcd's watch on its own): the leader answers NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_LEADER_EPOCH for a few milliseconds. Within replica.fetch.backoff.ms of the
+// role's start such an answer is asked again after this, not after the whole backoff:
+// every acks=all write of the new leader waits for this fetch (0018, "replperf").
+constexpr int64_t kShortBackoffMs = 20;
 // A response larger than this is a broken peer, not data.
 constexpr uint32_t kMaxResponseBytes = 256u << 20;
 
@@ -242,7 +248,7 @@ ReplicaFetcher::~ReplicaFetcher() { Stop(); }
 
 void ReplicaFetcher::Add(const PartitionKey& key, const Start& start) {
   std::lock_guard lock(mu_);
-  partitions_[key] = Fetched{start, 0};
+  partitions_[key] = Fetched{start, 0, manager_->options().clock->NowMillis()};
   cv_.notify_all();
 }
 
@@ -318,8 +324,13 @@ bool ReplicaFetcher::FetchOnce() {
     }
   }
   if (asked.empty()) {
+    // Until the first partition's delay ends (or a partition is added).
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(o.fetch_backoff_ms, 1) / 4 + 1));
+    int64_t wait_ms = std::max<int64_t>(o.fetch_backoff_ms, 1) / 4 + 1;
+    for (const auto& [key, f] : partitions_) {
+      wait_ms = std::min(wait_ms, std::max<int64_t>(f.delayed_until_ms - now, 1));
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
     return true;
   }
   kafka::FetchRequest req;
@@ -391,7 +402,7 @@ bool ReplicaFetcher::FetchOnce() {
           // what changed; until then, ask again after the backoff.
           SLUICE_LOG(kLog, kDebug, "{}-{}: leader {} answered error {}", key.first, key.second,
                      leader_, static_cast<int>(p.error_code));
-          Delay(key, f.state.generation);
+          Delay(key, f.state.generation, p.error_code);
         } else {
           work.push_back(Answered{key, f.state, &p, {}});
         }
@@ -466,12 +477,17 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
   Update(key, generation, leader_start, -1);
 }
 
-void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation) {
+void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation, ErrorCode error) {
   std::lock_guard lock(mu_);
   auto it = partitions_.find(key);
   if (it == partitions_.end() || it->second.state.generation != generation) return;
-  it->second.delayed_until_ms =
-      manager_->options().clock->NowMillis() + manager_->options().fetch_backoff_ms;
+  const int64_t now = manager_->options().clock->NowMillis();
+  const int64_t backoff = manager_->options().fetch_backoff_ms;
+  const bool leader_behind =
+      error == ErrorCode::kNotLeaderOrFollower || error == ErrorCode::kUnknownLeaderEpoch;
+  it->second.delayed_until_ms = now + (leader_behind && now - it->second.added_ms < backoff
+                                           ? std::min(kShortBackoffMs, backoff)
+                                           : backoff);
 }
 
 void ReplicaFetcher::Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,

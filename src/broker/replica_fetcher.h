@@ -85,6 +85,7 @@ class ReplicaFetcher {
   struct Fetched {
     Start state;
     int64_t delayed_until_ms = 0;  // after an error, not fetched until then
+    int64_t added_ms = 0;          // when this role was given (Add)
   };
 
   void Run();
@@ -105,7 +106,10 @@ class ReplicaFetcher {
   // Empties the local log of a follower behind the leader's log start and fetches from
   // there on.
   void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
-  void Delay(const PartitionKey& key, uint64_t generation);
+  // Not fetched again for replica.fetch.backoff.ms; for kShortBackoffMs when the leader
+  // answered that it does not lead this epoch yet within that time of the role's start.
+  void Delay(const PartitionKey& key, uint64_t generation,
+             kafka::ErrorCode error = kafka::ErrorCode::kNone);
   void Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,
               int32_t last_fetched_epoch);
 
