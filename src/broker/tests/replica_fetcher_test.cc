@@ -136,18 +136,12 @@ class FakeLeader {
   std::thread thread_;
 };
 
-// A Fetch v15 response frame (size included) for one partition with `records`.
-Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Bytes& records,
-                  int64_t hw) {
+// A Fetch v15 response frame (size included) with one partition's answer `p`.
+Bytes EncodeFetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id,
+                        const kafka::FetchResponse::PartitionData& p) {
   kafka::FetchResponse resp;
   kafka::FetchResponse::FetchableTopicResponse t;
   t.topic_id = topic_id;
-  kafka::FetchResponse::PartitionData p;
-  p.partition_index = 0;
-  p.high_watermark = hw;
-  p.last_stable_offset = hw;
-  p.log_start_offset = 0;
-  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>(records));
   t.partitions.push_back(p);
   resp.responses.push_back(t);
   Bytes out(4);
@@ -158,12 +152,21 @@ Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Byt
   return out;
 }
 
+// A Fetch v15 response frame (size included) for one partition with `records`.
+Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Bytes& records,
+                  int64_t hw) {
+  kafka::FetchResponse::PartitionData p;
+  p.partition_index = 0;
+  p.high_watermark = hw;
+  p.last_stable_offset = hw;
+  p.log_start_offset = 0;
+  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>(records));
+  return EncodeFetchAnswer(correlation_id, topic_id, p);
+}
+
 // A Fetch v15 response frame for one partition answered with `error`.
 Bytes FetchErrorAnswer(int32_t correlation_id, const kafka::Uuid& topic_id,
                        kafka::ErrorCode error) {
-  kafka::FetchResponse resp;
-  kafka::FetchResponse::FetchableTopicResponse t;
-  t.topic_id = topic_id;
   kafka::FetchResponse::PartitionData p;
   p.partition_index = 0;
   p.error_code = error;
@@ -171,14 +174,7 @@ Bytes FetchErrorAnswer(int32_t correlation_id, const kafka::Uuid& topic_id,
   p.last_stable_offset = -1;
   p.log_start_offset = -1;
   p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
-  t.partitions.push_back(p);
-  resp.responses.push_back(t);
-  Bytes out(4);
-  kafka::Writer w(&out);
-  kafka::EncodeResponseHeader(w, ApiKey::kFetch, 15, correlation_id);
-  resp.Encode(w, 15);
-  storage::StoreBE32(out.data(), static_cast<uint32_t>(out.size() - 4));
-  return out;
+  return EncodeFetchAnswer(correlation_id, topic_id, p);
 }
 
 // A batch of `n` records as a leader stored it: at `base`, in `epoch`.
