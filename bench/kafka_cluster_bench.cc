@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -229,6 +231,13 @@ class Cluster {
     return Status::OK();
   }
 
+  // The log (stderr) of node `id`'s current run, or "" while it is down.
+  std::string LogPathOf(int32_t id) const {
+    std::optional<size_t> i = IndexOf(id);
+    if (!i || nodes_[*i].process == nullptr) return "";
+    return nodes_[*i].process->err_path();
+  }
+
   // SIGKILL, reaped before it returns.
   void KillNode(size_t i) { nodes_[i].process.reset(); }
 
@@ -390,6 +399,8 @@ struct FailoverSample {
   bool was_controller = false;
   int32_t new_leader = -1;
   double elected_s = -1;      // kill to etcd naming another leader
+  int32_t leader_epoch = -1;  // the new leader's epoch, as etcd named it
+  double serving_s = -1;      // kill to the new leader taking the partition (its log)
   double acked_s = -1;        // kill to the first write of the partition acknowledged after it
   double back_in_isr_s = -1;  // restart to every ISR full again
 };
@@ -400,6 +411,31 @@ struct FailoverResult {
   int64_t failed = 0;  // delivery reports with an error
   std::string first_error;
 };
+
+// When a broker's log says it took `topic`-`partition` as leader in `epoch`
+// (replica_manager.cc's "<topic>-<p>: leader in epoch <E> from offset"), as wall-clock
+// milliseconds from the line's timestamp; -1 when no such line is there.
+int64_t LeaderSinceWallMs(const std::string& log_path, const std::string& topic, int32_t partition,
+                          int32_t epoch) {
+  if (log_path.empty() || epoch < 0) return -1;
+  const std::string needle =
+      fmt::format(" replica: {}-{}: leader in epoch {} from offset", topic, partition, epoch);
+  std::istringstream in(ReadFile(log_path));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find(needle) == std::string::npos) continue;
+    // 2026-12-02T19:48:05.744Z ...
+    struct tm tm = {};
+    int ms = 0;
+    if (std::sscanf(line.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ", &tm.tm_year, &tm.tm_mon,
+                    &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7) {
+      return -1;
+    }
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    return static_cast<int64_t>(::timegm(&tm)) * 1000 + ms;
+  }
+  return -1;
+}
 
 // An idempotent acks=all producer holds `rate` records/s over every partition of
 // `topic` (round robin) on a thread of its own, while the main thread, `kills` times,
@@ -440,6 +476,11 @@ Result<FailoverResult> RunFailover(Cluster& c, const Settings& s, const std::str
   config["acks"] = "all";
   config["enable.idempotence"] = "true";
   config.erase("statistics.interval.ms");
+  // The Java client's default (librdkafka's is 10 s; a --producer-config value wins): a
+  // broker killed earlier and restarted leads nothing until a failover makes it the new
+  // leader, and librdkafka's reconnect backoff to it grew while it was down, so with 10 s
+  // the first write to it waited up to that long after it led (0018, "replperf").
+  config.emplace("reconnect.backoff.max.ms", "1000");
   const std::string payload = MakePayload(s.record_size);
   ASSIGN_OR_RETURN(std::unique_ptr<kc::Producer> producer,
                    kc::Producer::Create(config, on_delivery));
@@ -499,6 +540,7 @@ Result<FailoverResult> RunFailover(Cluster& c, const Settings& s, const std::str
     watched.store(sample.partition);
     first_ack.store(0);
     int64_t killed_at = MonotonicNanos();
+    const int64_t killed_wall_ms = WallMillis();
     c.KillNode(*victim);
     armed_after.store(MonotonicNanos());
     auto deadline = killed_at + std::chrono::nanoseconds(kFailoverTimeout).count();
@@ -508,6 +550,7 @@ Result<FailoverResult> RunFailover(Cluster& c, const Settings& s, const std::str
         if (now.ok() && now->leader != sample.killed && now->leader >= 0) {
           sample.elected_s = SecondsSince(killed_at);
           sample.new_leader = now->leader;
+          sample.leader_epoch = now->leader_epoch;
         }
       }
       std::this_thread::sleep_for(kPollInterval);
@@ -526,8 +569,16 @@ Result<FailoverResult> RunFailover(Cluster& c, const Settings& s, const std::str
     if (sample.elected_s < 0) {  // acknowledged before the poll saw the election
       sample.elected_s = sample.acked_s;
       Result<cluster::PartitionState> now = c.Partition(topic, sample.partition);
-      if (now.ok()) sample.new_leader = now->leader;
+      if (now.ok()) {
+        sample.new_leader = now->leader;
+        sample.leader_epoch = now->leader_epoch;
+      }
     }
+    // Where the time after the election goes: the new leader's own log says when it took
+    // the partition; the rest, to the first acknowledgement, is the client's finding it.
+    const int64_t serving_ms = LeaderSinceWallMs(c.LogPathOf(sample.new_leader), topic,
+                                                 sample.partition, sample.leader_epoch);
+    if (serving_ms >= 0) sample.serving_s = static_cast<double>(serving_ms - killed_wall_ms) / 1e3;
     int64_t restarted_at = MonotonicNanos();
     status = c.StartNode(*victim);
     if (status.ok()) status = c.WaitReady(ready, kReadyTimeout);
@@ -968,6 +1019,7 @@ Status RunCluster(const KafkaBenchOptions& options) {
                          {"was_controller", f.was_controller},
                          {"new_leader", f.new_leader},
                          {"elected_s", Round(f.elected_s, 3)},
+                         {"serving_s", Round(f.serving_s, 3)},
                          {"acked_s", Round(f.acked_s, 3)},
                          {"back_in_isr_s", Round(f.back_in_isr_s, 3)}});
     }
@@ -1024,10 +1076,11 @@ Status RunCluster(const KafkaBenchOptions& options) {
         acked.size(), p50, mx, Median(elected), *std::max_element(elected.begin(), elected.end()));
     for (const FailoverSample& f : failover->samples) {
       fmt::print(
-          "  partition {:>2}: broker {} killed{}, broker {} elected at {:.2f} s, first write "
-          "acknowledged at {:.2f} s; restarted and back in every ISR after {:.2f} s\n",
+          "  partition {:>2}: broker {} killed{}, broker {} elected at {:.2f} s, leading at {:.2f} "
+          "s, first write acknowledged at {:.2f} s; restarted and back in every ISR after {:.2f} "
+          "s\n",
           f.partition, f.killed, f.was_controller ? " (the controller)" : "", f.new_leader,
-          f.elected_s, f.acked_s, f.back_in_isr_s);
+          f.elected_s, f.serving_s, f.acked_s, f.back_in_isr_s);
     }
     fmt::print("\nagainst issue 21's targets (load average now {})\n", LoadAverages());
     fmt::print(

@@ -20,17 +20,16 @@ using kafka::ErrorCode;
 
 // Fetch v15: replica_state (KIP-903's broker epoch), topic ids, diverging epochs.
 constexpr int16_t kFetchVersion = 15;
+// After a change of leader the follower may learn its new role before the leader does
+// (each follows etcd's watch on its own): the leader answers NOT_LEADER_OR_FOLLOWER or
+// UNKNOWN_LEADER_EPOCH for a few milliseconds. Within replica.fetch.backoff.ms of the
+// role's start such an answer is asked again after this, not after the whole backoff:
+// every acks=all write of the new leader waits for this fetch (0018, "replperf").
+constexpr int64_t kShortBackoffMs = 20;
 // A response larger than this is a broken peer, not data.
 constexpr uint32_t kMaxResponseBytes = 256u << 20;
 
-// What the owner did with one partition's answer.
-struct OwnerResult {
-  bool stale = false;  // the partition is no longer a follower of this fetcher's epoch
-  Status status;
-  std::shared_ptr<std::promise<Status>> ack;  // the last append's, when one was made
-  int64_t end = -1;
-  int32_t last_epoch = -1;
-};
+using replica::OwnerResult;
 
 // The end and last epoch a follower fetches from next.
 void ReadPosition(const Partition& part, OwnerResult* r) {
@@ -165,6 +164,45 @@ Status ApplyLeaderStartOnOwner(Partition& part, int64_t leader_start) {
   return Status::OK();
 }
 
+// One partition's answer on its owner: truncation for a diverging epoch, or the
+// fetched batches appended and the leader's log start applied; then where to fetch from
+// next, the ack to wait for before reporting it, and the follower's high watermark (the
+// leader's, within what this log has: it only seeds a later leadership, which takes its
+// own durable end as the bound, so it need not wait for the ack).
+void ApplyOnOwner(Partition* part, uint64_t generation,
+                  const kafka::FetchResponse::PartitionData& data, storage::AckLevel ack,
+                  OwnerResult* r) {
+  if (!IsCurrentFollower(part, generation)) {
+    r->stale = true;
+    return;
+  }
+  const bool diverged = data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0;
+  const std::span<const uint8_t> records =
+      data.records.inline_bytes.value_or(std::span<const uint8_t>());
+  if (diverged) {
+    r->status = TruncateOnOwner(*part, data.diverging_epoch);
+  } else if (!records.empty()) {
+    AppendOnOwner(*part, records, ack, r);
+  }
+  if (r->status.ok() && !diverged && data.log_start_offset > part->log->start_offset()) {
+    if (Status st = ApplyLeaderStartOnOwner(*part, data.log_start_offset); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "{}: moving the log start to the leader's {}: {}", part->log->dir(),
+                 data.log_start_offset, st.ToString());
+    }
+  }
+  ReadPosition(*part, r);
+  if (!r->status.ok()) return;
+  if (r->ack == nullptr && ack == storage::AckLevel::kDurable) {
+    // Nothing appended by this answer, yet the end reported next must be synced: an
+    // earlier answer may have appended batches and then failed before its ack was asked
+    // for (0018 review item 7).
+    r->ack = std::make_shared<std::promise<Status>>();
+    part->log->WhenDurable(
+        r->end, [p = r->ack](const Status& st, const storage::AppendInfo&) { p->set_value(st); });
+  }
+  part->replica->high_watermark = std::max<int64_t>(0, std::min(data.high_watermark, r->end));
+}
+
 }  // namespace
 
 Status replica::CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end) {
@@ -210,7 +248,7 @@ ReplicaFetcher::~ReplicaFetcher() { Stop(); }
 
 void ReplicaFetcher::Add(const PartitionKey& key, const Start& start) {
   std::lock_guard lock(mu_);
-  partitions_[key] = Fetched{start, 0};
+  partitions_[key] = Fetched{start, 0, manager_->options().clock->NowMillis()};
   cv_.notify_all();
 }
 
@@ -286,8 +324,13 @@ bool ReplicaFetcher::FetchOnce() {
     }
   }
   if (asked.empty()) {
+    // Until the first partition's delay ends (or a partition is added).
     std::unique_lock lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(std::max<int64_t>(o.fetch_backoff_ms, 1) / 4 + 1));
+    int64_t wait_ms = std::max<int64_t>(o.fetch_backoff_ms, 1) / 4 + 1;
+    for (const auto& [key, f] : partitions_) {
+      wait_ms = std::min(wait_ms, std::max<int64_t>(f.delayed_until_ms - now, 1));
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
     return true;
   }
   kafka::FetchRequest req;
@@ -342,87 +385,63 @@ bool ReplicaFetcher::FetchOnce() {
     for (const auto& [key, f] : asked) Delay(key, f.state.generation);
     return true;
   }
+  // Errors first, one partition at a time (rare); the data of every other partition is
+  // appended on the owners together: one post per owner shard for the whole answer, and
+  // the appends' acks awaited once all were queued (one post-and-wait per partition,
+  // and a second post for its high watermark, made small fetches dear: 0018, "replperf").
+  std::vector<Answered> work;
   for (const auto& t : resp.responses) {
     for (const auto& p : t.partitions) {
       for (const auto& [key, f] : asked) {
-        if (f.state.topic_id == t.topic_id && key.second == p.partition_index) {
-          HandlePartition(key, f, p);
-          break;
+        if (f.state.topic_id != t.topic_id || key.second != p.partition_index) continue;
+        if (p.error_code == ErrorCode::kOffsetOutOfRange &&
+            p.log_start_offset > f.state.fetch_offset) {
+          ResetToLeaderStart(key, f.state.generation, p.log_start_offset);
+        } else if (p.error_code != ErrorCode::kNone) {
+          // A leader that moved on or not there yet: the controller tells this broker
+          // what changed; until then, ask again after the backoff.
+          SLUICE_LOG(kLog, kDebug, "{}-{}: leader {} answered error {}", key.first, key.second,
+                     leader_, static_cast<int>(p.error_code));
+          Delay(key, f.state.generation, p.error_code);
+        } else {
+          work.push_back(Answered{key, f.state, &p, {}});
         }
+        break;
       }
     }
   }
+  HandlePartitions(work);
   return true;
 }
 
-void ReplicaFetcher::HandlePartition(const PartitionKey& key, Fetched fetched,
-                                     const kafka::FetchResponse::PartitionData& data) {
-  const uint64_t generation = fetched.state.generation;
-  if (data.error_code == ErrorCode::kOffsetOutOfRange &&
-      data.log_start_offset > fetched.state.fetch_offset) {
-    ResetToLeaderStart(key, generation, data.log_start_offset);
-    return;
-  }
-  if (data.error_code != ErrorCode::kNone) {
-    // A leader that moved on or not there yet: the controller tells this broker what
-    // changed; until then, ask again after the backoff.
-    SLUICE_LOG(kLog, kDebug, "{}-{}: leader {} answered error {}", key.first, key.second, leader_,
-               static_cast<int>(data.error_code));
-    Delay(key, generation);
-    return;
-  }
-  OwnerResult r;
-  const bool diverged = data.diverging_epoch.epoch >= 0 || data.diverging_epoch.end_offset >= 0;
-  const std::span<const uint8_t> records =
-      data.records.inline_bytes.value_or(std::span<const uint8_t>());
+void ReplicaFetcher::HandlePartitions(std::vector<Answered>& work) {
+  if (work.empty()) return;
   const storage::AckLevel ack = manager_->flush_policy() == storage::FlushPolicy::kDurable
                                     ? storage::AckLevel::kDurable
                                     : storage::AckLevel::kWritten;
-  bool ran = manager_->RunOnPartition(key, [&](Partition* part) {
-    if (!IsCurrentFollower(part, generation)) {
-      r.stale = true;
-      return;
-    }
-    if (diverged) {
-      r.status = TruncateOnOwner(*part, data.diverging_epoch);
-    } else if (!records.empty()) {
-      AppendOnOwner(*part, records, ack, &r);
-    }
-    if (r.status.ok() && !diverged && data.log_start_offset > part->log->start_offset()) {
-      if (Status st = ApplyLeaderStartOnOwner(*part, data.log_start_offset); !st.ok()) {
-        SLUICE_LOG(kLog, kWarn, "{}: moving the log start to the leader's {}: {}", part->log->dir(),
-                   data.log_start_offset, st.ToString());
-      }
-    }
-    ReadPosition(*part, &r);
-    if (r.status.ok() && r.ack == nullptr && ack == storage::AckLevel::kDurable) {
-      // Nothing appended by this answer, yet the end reported next must be synced: an
-      // earlier answer may have appended batches and then failed before its ack was
-      // asked for (0018 review item 7).
-      r.ack = std::make_shared<std::promise<Status>>();
-      part->log->WhenDurable(
-          r.end, [p = r.ack](const Status& st, const storage::AppendInfo&) { p->set_value(st); });
-    }
+  std::vector<ReplicaManager::Located> where;
+  where.reserve(work.size());
+  for (const Answered& w : work) where.push_back({w.key, w.state.topic_id});
+  const bool ran = manager_->RunOnPartitions(where, [&](Partition* part, size_t i) {
+    ApplyOnOwner(part, work[i].state.generation, *work[i].data, ack, &work[i].result);
   });
-  if (!ran || r.stale) return;
-  if (r.ack != nullptr) {
-    // Reported to the leader only once it is written (synced under durable).
-    Status acked = r.ack->get_future().get();
-    if (!acked.ok() && r.status.ok()) r.status = acked;
+  if (!ran) return;  // stopping
+  for (Answered& w : work) {
+    OwnerResult& r = w.result;
+    if (r.stale) continue;
+    if (r.ack != nullptr) {
+      // Reported to the leader only once it is written (synced under durable).
+      Status acked = r.ack->get_future().get();
+      if (!acked.ok() && r.status.ok()) r.status = acked;
+    }
+    if (!r.status.ok()) {
+      SLUICE_LOG(kLog, kWarn, "{}-{}: from leader {}: {}", w.key.first, w.key.second, leader_,
+                 r.status.ToString());
+      Delay(w.key, w.state.generation);
+      continue;
+    }
+    Update(w.key, w.state.generation, r.end, r.last_epoch);
   }
-  if (!r.status.ok()) {
-    SLUICE_LOG(kLog, kWarn, "{}-{}: from leader {}: {}", key.first, key.second, leader_,
-               r.status.ToString());
-    Delay(key, generation);
-    return;
-  }
-  // The follower's high watermark: the leader's, within what this log has.
-  const int64_t leader_hw = data.high_watermark;
-  const int64_t end = r.end;
-  manager_->PostToPartition(key, generation, [leader_hw, end](Partition& p) {
-    p.replica->high_watermark = std::max<int64_t>(0, std::min(leader_hw, end));
-  });
-  Update(key, generation, r.end, r.last_epoch);
 }
 
 void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t generation,
@@ -458,12 +477,17 @@ void ReplicaFetcher::ResetToLeaderStart(const PartitionKey& key, uint64_t genera
   Update(key, generation, leader_start, -1);
 }
 
-void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation) {
+void ReplicaFetcher::Delay(const PartitionKey& key, uint64_t generation, ErrorCode error) {
   std::lock_guard lock(mu_);
   auto it = partitions_.find(key);
   if (it == partitions_.end() || it->second.state.generation != generation) return;
-  it->second.delayed_until_ms =
-      manager_->options().clock->NowMillis() + manager_->options().fetch_backoff_ms;
+  const int64_t now = manager_->options().clock->NowMillis();
+  const int64_t backoff = manager_->options().fetch_backoff_ms;
+  const bool leader_behind =
+      error == ErrorCode::kNotLeaderOrFollower || error == ErrorCode::kUnknownLeaderEpoch;
+  it->second.delayed_until_ms = now + (leader_behind && now - it->second.added_ms < backoff
+                                           ? std::min(kShortBackoffMs, backoff)
+                                           : backoff);
 }
 
 void ReplicaFetcher::Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,

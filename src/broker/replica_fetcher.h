@@ -10,6 +10,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,6 +40,15 @@ Status SplitFetchedBatches(std::span<const uint8_t> records,
 // (a batch wholly below it is already here; one at or past it is appended). Corruption
 // otherwise.
 Status CheckFetchedBatch(const storage::BatchHeader& h, int64_t log_end);
+
+// What a follower's owner shard did with one partition's fetch answer.
+struct OwnerResult {
+  bool stale = false;  // the partition is no longer a follower of the fetcher's epoch
+  Status status;
+  std::shared_ptr<std::promise<Status>> ack;  // to wait for before reporting `end`
+  int64_t end = -1;
+  int32_t last_epoch = -1;
+};
 }  // namespace replica
 
 // Lifecycle: made by the ReplicaManager for a leader; its thread runs from the
@@ -75,6 +85,7 @@ class ReplicaFetcher {
   struct Fetched {
     Start state;
     int64_t delayed_until_ms = 0;  // after an error, not fetched until then
+    int64_t added_ms = 0;          // when this role was given (Add)
   };
 
   void Run();
@@ -82,13 +93,23 @@ class ReplicaFetcher {
   void Disconnect();
   // One Fetch round trip and its handling; false on a connection failure.
   bool FetchOnce();
-  // Handles one partition's answer (on its owner, waiting for the appends' acks).
-  void HandlePartition(const PartitionKey& key, Fetched fetched,
-                       const kafka::FetchResponse::PartitionData& data);
+  // A partition answered without an error, and what its owner made of it.
+  struct Answered {
+    PartitionKey key;
+    Start state;
+    const kafka::FetchResponse::PartitionData* data = nullptr;
+    replica::OwnerResult result;
+  };
+  // Applies the partitions' answers on their owners (one post per owner shard), waits
+  // for their appends' acks and moves each fetch position.
+  void HandlePartitions(std::vector<Answered>& work);
   // Empties the local log of a follower behind the leader's log start and fetches from
   // there on.
   void ResetToLeaderStart(const PartitionKey& key, uint64_t generation, int64_t leader_start);
-  void Delay(const PartitionKey& key, uint64_t generation);
+  // Not fetched again for replica.fetch.backoff.ms; for kShortBackoffMs when the leader
+  // answered that it does not lead this epoch yet within that time of the role's start.
+  void Delay(const PartitionKey& key, uint64_t generation,
+             kafka::ErrorCode error = kafka::ErrorCode::kNone);
   void Update(const PartitionKey& key, uint64_t generation, int64_t fetch_offset,
               int32_t last_fetched_epoch);
 

@@ -150,7 +150,8 @@ bool MaybeAdvanceHighWatermark(Partition& part) {
   });
   const ErrorCode verdict = CommittedVerdict(rs);
   for (auto& w : ready) Answer(w, verdict);
-  handlers::WakeFetches(mgr.context(), part);  // consumers may read further
+  // Consumers may read further; followers' fetches wait for data, not for this.
+  handlers::WakeFetches(mgr.context(), part, handlers::Wake::kConsumers);
   return true;
 }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <future>
 
 #include "base/logging.h"
 #include "broker/handlers/context.h"
@@ -155,6 +156,50 @@ bool ReplicaManager::RunOnPartition(const PartitionKey& key,
     auto it = shard.partitions.find(key);
     fn(it == shard.partitions.end() ? nullptr : it->second.get());
   });
+}
+
+bool ReplicaManager::RunOnPartitions(const std::vector<Located>& parts,
+                                     const std::function<void(Partition*, size_t)>& fn) {
+  const int shards = ctx_.shards.size();
+  std::vector<std::vector<size_t>> by_owner(static_cast<size_t>(shards));
+  for (size_t i = 0; i < parts.size(); ++i) {
+    by_owner[static_cast<size_t>(Shards::OwnerOf(parts[i].topic_id, parts[i].key.second, shards))]
+        .push_back(i);
+  }
+  auto visit = [&](int owner, const std::vector<size_t>& indexes) {
+    Shard& shard = ctx_.shards.at(owner);
+    for (size_t i : indexes) {
+      auto it = shard.partitions.find(parts[i].key);
+      fn(it == shard.partitions.end() ? nullptr : it->second.get(), i);
+    }
+  };
+  if (!ctx_.shards.attached()) {  // before the server: this thread owns the shard
+    for (int s = 0; s < shards; ++s) visit(s, by_owner[static_cast<size_t>(s)]);
+    return true;
+  }
+  // One promise per owner, held only by its task: a task destroyed unrun (its loop went
+  // away) breaks it, which ends the wait too.
+  std::vector<std::future<void>> finished;
+  auto ran = std::make_shared<std::atomic<int>>(0);
+  for (int s = 0; s < shards; ++s) {
+    if (by_owner[static_cast<size_t>(s)].empty()) continue;
+    auto promise = std::make_shared<std::promise<void>>();
+    finished.push_back(promise->get_future());
+    const std::vector<size_t>* indexes = &by_owner[static_cast<size_t>(s)];
+    if (!ctx_.shards.PostGated(ctx_.shards.at(s).loop,
+                               [&visit, s, indexes, promise = std::move(promise), ran] {
+                                 visit(s, *indexes);
+                                 ran->fetch_add(1);
+                                 promise->set_value();
+                               })) {
+      finished.pop_back();
+      break;
+    }
+  }
+  for (auto& f : finished) f.wait();
+  int wanted = 0;
+  for (const auto& indexes : by_owner) wanted += indexes.empty() ? 0 : 1;
+  return ran->load() == wanted;
 }
 
 void ReplicaManager::PostToPartition(const PartitionKey& key, uint64_t generation,

@@ -142,6 +142,16 @@ class ReplicaManager {
   // Runs fn(partition or null) on the owner's thread and waits. Not from a shard thread.
   // False when the shards are stopping.
   bool RunOnPartition(const PartitionKey& key, const std::function<void(Partition*)>& fn);
+  // Runs fn(partition or null, i) for every parts[i] (a key and its topic id, which
+  // names the owner) on its owner's thread: one post per owner shard, the owners in
+  // parallel, and waits for all. Not from a shard thread. False when the shards are
+  // stopping (some may not have run).
+  struct Located {
+    PartitionKey key;
+    kafka::Uuid topic_id;
+  };
+  bool RunOnPartitions(const std::vector<Located>& parts,
+                       const std::function<void(Partition*, size_t)>& fn);
   // A leader's ISR change (owner's thread): sent to the IsrStore, committed on the owner
   // when it answers; one at a time per partition.
   void SubmitIsrChange(Partition& part, std::vector<int32_t> new_isr);

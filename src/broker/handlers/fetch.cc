@@ -19,6 +19,7 @@
 #include "broker/handlers/fetch.h"
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -136,7 +137,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
                                                  : ErrorCode::kUnknownTopicOrPartition;
           return;
         }
-        if (wait != nullptr && !wait->done.load()) {
+        auto register_wait = [&] {
           // Registered at most once per partition: a wake-up takes it off the woken
           // partition's list only, and it stays on the others'.
           bool present = false;
@@ -147,11 +148,26 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
           });
           if (!present) part->waits.push_back(wait);
           part->waiting.store(static_cast<int>(part->waits.size()));
-        }
+        };
+        const bool may_wait = wait != nullptr && !wait->done.load();
+        if (may_wait && replica_id < 0) register_wait();
         if (replica_id >= 0 || part->replica != nullptr) [[unlikely]] {
           if (replica_id >= 0) {
             replica::ServeFetch(*part, replica_id, replica_epoch, fp, max_bytes, &out,
                                 &st->slices[i]);
+            if (may_wait && !st->slices[i].has_value() && out.error_code == ErrorCode::kNone &&
+                out.diverging_epoch.epoch < 0 && out.diverging_epoch.end_offset < 0) {
+              // A follower's fetch registers only where it read nothing (it usually reads
+              // something, and a registration left behind costs the next append a wake-up),
+              // then looks again at the end: the I/O thread's wake-up after a write and
+              // this registration are ordered by the fences (LocalLogs' on_readable).
+              register_wait();
+              std::atomic_thread_fence(std::memory_order_seq_cst);
+              if (part->log->written_end_offset() > fp.fetch_offset) {
+                replica::ServeFetch(*part, replica_id, replica_epoch, fp, max_bytes, &out,
+                                    &st->slices[i]);
+              }
+            }
             // Empty batches count for a follower: it needs them (producer state).
             st->holds_records[i] = st->slices[i].has_value() ? 1 : 0;
             return;
@@ -289,6 +305,23 @@ void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchRespo
   ReplyFetch(wait->conn, wait->header, resp, std::move(files));
 }
 
+// Not enough data yet: a long poll. Registered on every partition asked for (a
+// follower's: where it read nothing) and looked at once more (an append between the
+// first look and the registration must not be missed); every append to one of them
+// looks again, and min_bytes or max_wait_ms answers. On the connection's loop.
+void LongPoll(Context& ctx, const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+              const std::shared_ptr<const kafka::FetchRequest>& req) {
+  auto wait = std::make_shared<FetchWait>();
+  wait->conn = conn;
+  wait->header = h;
+  wait->req = req;
+  wait->min_bytes = static_cast<uint64_t>(std::max(req->min_bytes, 1));
+  wait->replica = replica::FetchReplicaId(*req, h.api_version) >= 0;
+  wait->timer =
+      conn->loop()->RunAfter(req->max_wait_ms, [&ctx, wait] { CompleteFetch(ctx, wait); });
+  ArmFetch(ctx, wait);
+}
+
 }  // namespace
 
 void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req) {
@@ -302,6 +335,14 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
     return;
   }
   auto shared = std::make_shared<const kafka::FetchRequest>(req);
+  if (replica::FetchReplicaId(req, h.api_version) >= 0 && req.max_wait_ms > 0 &&
+      req.min_bytes > 0 && !ctx.draining.load()) {
+    // A follower's fetch usually waits (it asks for what comes after what it has): it is
+    // a long poll from the first look, which registers it where it read nothing, instead
+    // of a first look and a second to register (0018, "replperf").
+    LongPoll(ctx, conn, h, shared);
+    return;
+  }
   FetchOnce(ctx, ctx.shards.ShardOf(conn->loop()), shared, h.api_version, nullptr,
             [&ctx, conn, h, shared](kafka::FetchResponse& resp,
                                     std::vector<storage::FileSlice>& files, uint64_t bytes) {
@@ -312,34 +353,27 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
                 ReplyFetch(conn, h, resp, std::move(files));
                 return;
               }
-              // Not enough data: a long poll. Register on every partition asked for and
-              // look once more (an append between the first look and the registration
-              // must not be missed); every append to one of them looks again, and
-              // min_bytes or max_wait_ms answers.
-              auto wait = std::make_shared<FetchWait>();
-              wait->conn = conn;
-              wait->header = h;
-              wait->req = shared;
-              wait->min_bytes = min_bytes;
-              wait->timer =
-                  conn->loop()->RunAfter(r.max_wait_ms, [&ctx, wait] { CompleteFetch(ctx, wait); });
-              ArmFetch(ctx, wait);
+              LongPoll(ctx, conn, h, shared);  // not enough data
             });
 }
 
-void WakeFetches(Context& ctx, Partition& part) {
+void WakeFetches(Context& ctx, Partition& part, Wake which) {
   if (part.waits.empty()) return;
   std::vector<std::weak_ptr<FetchWait>> woken;
   woken.swap(part.waits);
-  part.waiting.store(0);
   for (const auto& weak : woken) {
     std::shared_ptr<FetchWait> wait = weak.lock();
     if (wait == nullptr || wait->done.load()) continue;
+    if (which == Wake::kConsumers && wait->replica) {
+      part.waits.push_back(weak);  // stays registered
+      continue;
+    }
     if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
     ctx.shards.PostGated(wait->conn->loop(), [&ctx, wait] {
       if (!wait->done.load()) ArmFetch(ctx, wait);
     });
   }
+  part.waiting.store(static_cast<int>(part.waits.size()));
 }
 
 }  // namespace sluice::broker::handlers

@@ -21,6 +21,7 @@ struct FetchWait {
   kafka::RequestHeader header;
   std::shared_ptr<const kafka::FetchRequest> req;
   uint64_t min_bytes = 1;
+  bool replica = false;          // a follower's fetch (replica id >= 0)
   EventLoop::TimerId timer = 0;  // max_wait_ms; cancelled once answered
   // A re-arm is posted and has not run yet: appends meanwhile post no other.
   std::atomic<bool> arm_pending{false};
@@ -31,8 +32,17 @@ struct FetchWait {
 
 namespace sluice::broker::handlers {
 
-// On `part`'s owner thread: every fetch waiting on it looks again (on its connection's
-// loop), and is taken off the partition's list.
-void WakeFetches(Context& ctx, Partition& part);
+// Which waiting fetches a wake-up is for.
+enum class Wake {
+  kAll,
+  // A replicated leader's high watermark moved, nothing was appended: consumers may read
+  // further, a follower's fetch has nothing new (Kafka's DelayedFetch for a follower
+  // waits for bytes past its fetch offset, not for the high watermark), so it stays.
+  kConsumers,
+};
+
+// On `part`'s owner thread: the fetches waiting on it (those `which` names) look again
+// (on their connections' loops), and are taken off the partition's list.
+void WakeFetches(Context& ctx, Partition& part, Wake which = Wake::kAll);
 
 }  // namespace sluice::broker::handlers

@@ -30,6 +30,7 @@ namespace sluice::broker {
 namespace {
 
 using kafka::ApiKey;
+using kafka::ErrorCode;
 using testing::Bytes;
 using testing::WaitUntil;
 
@@ -135,18 +136,12 @@ class FakeLeader {
   std::thread thread_;
 };
 
-// A Fetch v15 response frame (size included) for one partition with `records`.
-Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Bytes& records,
-                  int64_t hw) {
+// A Fetch v15 response frame (size included) with one partition's answer `p`.
+Bytes EncodeFetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id,
+                        const kafka::FetchResponse::PartitionData& p) {
   kafka::FetchResponse resp;
   kafka::FetchResponse::FetchableTopicResponse t;
   t.topic_id = topic_id;
-  kafka::FetchResponse::PartitionData p;
-  p.partition_index = 0;
-  p.high_watermark = hw;
-  p.last_stable_offset = hw;
-  p.log_start_offset = 0;
-  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>(records));
   t.partitions.push_back(p);
   resp.responses.push_back(t);
   Bytes out(4);
@@ -155,6 +150,31 @@ Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Byt
   resp.Encode(w, 15);
   storage::StoreBE32(out.data(), static_cast<uint32_t>(out.size() - 4));
   return out;
+}
+
+// A Fetch v15 response frame (size included) for one partition with `records`.
+Bytes FetchAnswer(int32_t correlation_id, const kafka::Uuid& topic_id, const Bytes& records,
+                  int64_t hw) {
+  kafka::FetchResponse::PartitionData p;
+  p.partition_index = 0;
+  p.high_watermark = hw;
+  p.last_stable_offset = hw;
+  p.log_start_offset = 0;
+  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>(records));
+  return EncodeFetchAnswer(correlation_id, topic_id, p);
+}
+
+// A Fetch v15 response frame for one partition answered with `error`.
+Bytes FetchErrorAnswer(int32_t correlation_id, const kafka::Uuid& topic_id,
+                       kafka::ErrorCode error) {
+  kafka::FetchResponse::PartitionData p;
+  p.partition_index = 0;
+  p.error_code = error;
+  p.high_watermark = -1;
+  p.last_stable_offset = -1;
+  p.log_start_offset = -1;
+  p.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
+  return EncodeFetchAnswer(correlation_id, topic_id, p);
 }
 
 // A batch of `n` records as a leader stored it: at `base`, in `epoch`.
@@ -413,6 +433,32 @@ TEST_F(ReplicaFetcherTest, ALeadersNewAddressIsFetchedFromAndAnUnusedFetcherGoes
   EXPECT_TRUE(node(1).replicas->HasFetcherFor(8));
   const int moved_requests = moved.requests();
   ASSERT_TRUE(WaitUntil([&] { return moved.requests() > moved_requests; }));
+}
+
+// A follower may learn of a new leadership before the leader does (each reads etcd's
+// watch on its own): the leader's first answers are NOT_LEADER_OR_FOLLOWER and
+// UNKNOWN_LEADER_EPOCH. Right after the role was given they are asked again at once, not
+// after replica.fetch.backoff.ms (here ten minutes: the old wait would time the test out).
+TEST_F(ReplicaFetcherTest, ALeaderNotYetAwareOfItsRoleIsAskedAgainSoon) {
+  MakeNodes(1, "t");
+  node(1).replica_options.fetch_backoff_ms = 600'000;
+  node(1).Start();
+  const kafka::Uuid id = node(1).broker->Snapshot()->Find("t")->info.id;
+  std::atomic<int> answered{0};
+  FakeLeader leader(
+      [&](const kafka::RequestHeader& h, const kafka::FetchRequest&) -> FakeLeader::Reply {
+        switch (answered++) {
+          case 0:
+            return {FetchErrorAnswer(h.correlation_id, id, ErrorCode::kNotLeaderOrFollower)};
+          case 1:
+            return {FetchErrorAnswer(h.correlation_id, id, ErrorCode::kUnknownLeaderEpoch)};
+          default:
+            return {FetchAnswer(h.correlation_id, id, LeaderBatch(3, 0, 4), 3)};
+        }
+      });
+  ASSERT_TRUE(node(1).replicas->BecomeFollower("t", 0, 4, 7, "127.0.0.1", leader.port()).ok());
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 3; }));
+  EXPECT_GE(answered.load(), 3);
 }
 
 }  // namespace
