@@ -247,7 +247,7 @@ class Workload:
                 records = [(TXN_TOPIC, rng.randrange(PARTITIONS), f"{tid}:{i}")
                            for i in range(rng.randint(1, 4))]
                 commit = rng.random() < 0.7
-                outcome, records, usable = self._transaction(producer, records, commit)
+                outcome, records, usable = self._transaction(producer, tid, records, commit)
                 if outcome is not None:
                     self._event({"type": "txn", "id": tid, "outcome": outcome,
                                  "records": [list(r) for r in records]})
@@ -255,6 +255,11 @@ class Workload:
                 if not usable:
                     break
                 self.stopping.wait(0.1)
+
+    def _txn_delivered(self, err, msg):
+        if err is not None and err.code() != KafkaError._PURGE_QUEUE:  # purged by an abort
+            log(f"transactional producer: delivery of {msg.value().decode()}: {err}")
+            self._error(f"txn delivery {err.name()}")
 
     def _txn_call(self, call, what, attempts=5):
         """Calls a transactional API, again while its error is retriable: "ok" when it
@@ -267,39 +272,46 @@ class Workload:
             except KafkaException as e:
                 err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
                 name = err.name() if err is not None else _short(e)
+                kind = what.split(" ")[0]
                 if err is not None and err.fatal():
-                    log(f"transactional producer: fatal error in {what}: {err}")
-                    self._error(f"txn producer fatal: {what} {name}")
+                    log(f"transactional producer: {what}: fatal error {err}")
+                    self._error(f"txn producer fatal: {kind} {name}")
                     return "fatal"
-                self._error(f"txn {what} {name}")
+                log(f"transactional producer: {what}: {err if err is not None else e}")
+                self._error(f"txn {kind} {name}")
                 if err is None or not err.retriable():
                     return "failed"
         return "failed"
 
-    def _transaction(self, producer, records, commit):
+    def _transaction(self, producer, tid, records, commit):
         """One transaction: (outcome or None when none began, the records produced in it,
         whether the producer can go on)."""
-        if self._txn_call(producer.begin_transaction, "begin", attempts=1) != "ok":
+        if self._txn_call(producer.begin_transaction, f"begin {tid}", attempts=1) != "ok":
             return None, [], False
         sent = []
         for topic, partition, value in records:
             try:
-                producer.produce(topic, value=value.encode(), partition=partition)
+                producer.produce(topic, value=value.encode(), partition=partition,
+                                 on_delivery=self._txn_delivered)
                 sent.append((topic, partition, value))
             except (BufferError, KafkaException) as e:
+                log(f"transactional producer: produce in {tid}: {e}")
                 self._error(f"txn produce {_short(e)}")
                 commit = False
                 break
             producer.poll(0)
         if commit:
-            done = self._txn_call(lambda: producer.commit_transaction(30), "commit")
+            done = self._txn_call(lambda: producer.commit_transaction(30), f"commit {tid}")
             if done == "ok":
                 return "committed", sent, True
             if done == "fatal":
                 return "unknown", sent, False
+        else:
+            producer.flush(30)  # the records written, so the abort has something to undo
         # Never asked to commit: the coordinator can only abort it, whatever happens next.
         # A commit that raised is settled by an acknowledged abort, or unknown without one.
-        if self._txn_call(lambda: producer.abort_transaction(30), "abort") == "ok":
+        if self._txn_call(lambda: producer.abort_transaction(30),
+                          f"abort {tid}{' after a failed commit' if commit else ''}") == "ok":
             return "aborted", sent, True
         return ("unknown" if commit else "aborted"), sent, False
 
