@@ -942,15 +942,16 @@ def main():
             workload.stopping.set()
         keep = work if failures or args.keep else None
         run.close(keep)
-        if failures and not args.keep:
-            root = None  # the history and logs were kept in it
+        if failures:
+            root = None  # the brokers' data directories (and the history, without --keep)
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
     if failures:
         print(f"FAIL: cluster_faults seed {seed}, {len(run.done)} faults:")
         for f in failures:
             print(f"  {f}")
-        print(f"history and logs kept in {work}; replay: {replay}")
+        print(f"history and logs kept in {work}, the brokers' data directories in "
+              f"{tempfile.tempdir}; replay: {replay}")
         return 1
     print(f"PASS: cluster_faults seed {seed}: {len(run.done)} faults "
           f"({', '.join(sorted({k for _, k, _ in run.done}))}), 0 violations"
