@@ -65,7 +65,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cluster_controller_test import ClusterBroker, metadata  # noqa: E402
 from cluster_coordinator_test import find_coordinator  # noqa: E402
-from cluster_replication_test import isr_of, leaders_of, read_all  # noqa: E402
+from cluster_replication_test import _watermarks, isr_of, leaders_of, read_all  # noqa: E402
 from etcd_util import EtcdCluster, b64, prefix_end, unavailable, unb64  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 import history_checker  # noqa: E402
@@ -754,13 +754,6 @@ def read_committed_all(bootstrap, topic, partitions, timeout=150):
         c.close()
         hw.close()
     return events
-
-
-def _watermarks(consumer, tp):
-    try:
-        return consumer.get_watermark_offsets(tp, timeout=5)
-    except Exception:
-        return None
 
 
 def fetch_batch_epochs(bootstrap, topic, partition, start, end):
