@@ -820,6 +820,34 @@ def local_batches(data_dir, topic, partition):
     return out
 
 
+def batch_producer_at(data_dir, topic, partition, offset):
+    """(leader epoch, producer id, producer epoch, base sequence, base offset) of the batch
+    holding `offset` in a replica's segment files, or None: what tells a duplicate the
+    broker let through from one a client sent again under a new producer epoch."""
+    d = os.path.join(data_dir, f"{topic}-{partition}")
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    except OSError:
+        return None
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        pos = 0
+        while pos + 61 <= len(data):
+            base, blen, epoch = struct.unpack(">qii", data[pos:pos + 16])
+            if blen < 49 or pos + 12 + blen > len(data):
+                break
+            delta = struct.unpack(">i", data[pos + 23:pos + 27])[0]
+            if base <= offset <= base + delta:
+                pid, pepoch, seq = struct.unpack(">qhi", data[pos + 43:pos + 57])
+                return epoch, pid, pepoch, seq, base
+            pos += 12 + blen
+    return None
+
+
 def epoch_at(batches, offset):
     for base, last, epoch in batches:
         if base <= offset <= last:
@@ -917,6 +945,12 @@ def main():
             log(f"known gap (--offsets-not-replicated): {kind}: {msg}")
         for kind, msg in [v for v in report.violations if v not in known][:100]:
             failures.append(f"{kind}: {msg}")
+            if kind == "duplicate":  # whose batches: same producer epoch, or a new one?
+                for t, p, o in re.findall(r"(\S+)-(\d+)@(\d+)", msg):
+                    found = next((x for b in run.brokers if (x := batch_producer_at(
+                        b.data_dir, t, int(p), int(o))) is not None), None)
+                    failures.append(f"  {t}-{p}@{o}: batch (leader epoch, producer id, "
+                                    f"producer epoch, base sequence, base offset) {found}")
         # The issue's clients carry on by themselves: a producer's fatal error (librdkafka
         # gives up on its idempotent state) is a failure of the cluster too.
         for name, n in sorted(workload.errors.items()):
