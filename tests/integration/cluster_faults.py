@@ -712,6 +712,12 @@ class Run:
                 for name in names:
                     if name.startswith(("out.", "err.")):
                         shutil.copy(os.path.join(b.tmp, name), dest)
+                # The data directory too (segments, leader-epoch-checkpoint): what a
+                # duplicate or a replica that never catches up is read from.
+                try:
+                    shutil.copytree(b.data_dir, os.path.join(dest, "data"), dirs_exist_ok=True)
+                except (OSError, shutil.Error) as e:  # wiped, or a file gone mid-copy
+                    log(f"copying broker {b.node}'s data directory: {e}"[:200])
             b.close()
         if keep:
             try:
@@ -969,16 +975,15 @@ def main():
             workload.stopping.set()
         keep = work if failures or args.keep else None
         run.close(keep)
-        if failures:
-            root = None  # the brokers' data directories (and the history, without --keep)
+        if failures and not args.keep:
+            root = None  # the history and logs were kept in it
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
     if failures:
         print(f"FAIL: cluster_faults seed {seed}, {len(run.done)} faults:")
         for f in failures:
             print(f"  {f}")
-        print(f"history and logs kept in {work}, the brokers' data directories in "
-              f"{tempfile.tempdir}; replay: {replay}")
+        print(f"history, logs and data directories kept in {work}; replay: {replay}")
         return 1
     print(f"PASS: cluster_faults seed {seed}: {len(run.done)} faults "
           f"({', '.join(sorted({k for _, k, _ in run.done}))}), 0 violations"
