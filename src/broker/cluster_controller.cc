@@ -265,6 +265,7 @@ Status ClusterController::Start() {
     AfterChange();
     ScheduleRetention();
   });
+  if (lease_loss_pending_.load()) loop->Post([this] { HandleLeaseLoss(); });
   logs_.StartCleaner();
   return Status::OK();
 }
@@ -336,45 +337,53 @@ void ClusterController::OnLeaseLost(const Status& why) {
   // from now on (decision 9), and registers again with a new lease.
   SLUICE_LOG(kLog, kError, "broker {} lost its etcd lease ({}): stepping down, registering again",
              node_id(), why.message());
-  if (stopping_.load() || loop_ == nullptr) return;
-  loop_->Post([this] {
-    if (stopping_.load()) return;
-    fence_.reset();
-    lease_lost_ = true;
-    ReconcileLogs();
-    Publish();
-    lease_.reset();  // its thread has ended: it reported the loss last
-    // An unclean start the controller has handled (incarnations/<node> written after this
-    // registration: it took this broker out of every ISR, and leaders added it back caught
-    // up) is behind this process, which lost no record since: it registers again clean.
-    // Otherwise every broker once restarted after a SIGKILL left every ISR again when an
-    // etcd outage took all the leases (cluster_faults.py).
-    if (!clean_) {
-      auto inc = view_.incarnations().find(node_id());
-      clean_ = inc != view_.incarnations().end() && inc->second.value.incarnation == incarnation_ &&
-               inc->second.mod_revision > broker_epoch_.load();
-    }
-    const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
-    auto fresh = LeaseKeeper::Start(
-        *etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); }, &lease_deadline_ns_);
-    Status st = fresh.ok() ? Status::OK() : fresh.status();
-    if (st.ok()) {
-      lease_ = std::move(*fresh);
-      st = Register();
-    }
-    // The view may be far behind etcd: the watch broke with the path that lost the lease
-    // and resumes where it stopped. Acting on it led again, for a second, epochs etcd had
-    // moved past (an idempotent producer sent there got OUT_OF_ORDER_SEQUENCE_NUMBER, fatal;
-    // cluster_faults.py). List it again first, as at start.
-    if (st.ok()) st = ListAll();
-    if (!st.ok()) {
-      SLUICE_LOG(kLog, kError, "registering again: {}; retrying", st.ToString());
-      loop_->RunAfter(1000, [this] { OnLeaseLost(InternalError("registration failed")); });
-      return;
-    }
-    lease_lost_ = false;
-    AfterChange();
-  });
+  if (stopping_.load()) return;
+  // Set before loop_ is read: a loss while the broker starts (its logs opening, no loop
+  // yet) is handled by Start(), which reads the flag after it made the loop. Before, it
+  // was dropped, and the broker served for good with no registration (cluster_faults.py
+  // seed 2121, fault 241: a lease lost to a slow etcd while a wiped broker started).
+  lease_loss_pending_ = true;
+  if (loop_ == nullptr) return;
+  loop_->Post([this] { HandleLeaseLoss(); });
+}
+
+void ClusterController::HandleLeaseLoss() {
+  if (stopping_.load() || !lease_loss_pending_.exchange(false)) return;
+  fence_.reset();
+  lease_lost_ = true;
+  ReconcileLogs();
+  Publish();
+  lease_.reset();  // its thread has ended: it reported the loss last
+  // An unclean start the controller has handled (incarnations/<node> written after this
+  // registration: it took this broker out of every ISR, and leaders added it back caught
+  // up) is behind this process, which lost no record since: it registers again clean.
+  // Otherwise every broker once restarted after a SIGKILL left every ISR again when an
+  // etcd outage took all the leases (cluster_faults.py).
+  if (!clean_) {
+    auto inc = view_.incarnations().find(node_id());
+    clean_ = inc != view_.incarnations().end() && inc->second.value.incarnation == incarnation_ &&
+             inc->second.mod_revision > broker_epoch_.load();
+  }
+  const int64_t ttl_s = (options_.cluster.session_timeout_ms + 999) / 1000;
+  auto fresh = LeaseKeeper::Start(
+      *etcd_, ttl_s, [this](int64_t, const Status& w) { OnLeaseLost(w); }, &lease_deadline_ns_);
+  Status st = fresh.ok() ? Status::OK() : fresh.status();
+  if (st.ok()) {
+    lease_ = std::move(*fresh);
+    st = Register();
+  }
+  // The view may be far behind etcd: the watch broke with the path that lost the lease
+  // and resumes where it stopped. Acting on it led again, for a second, epochs etcd had
+  // moved past (an idempotent producer sent there got OUT_OF_ORDER_SEQUENCE_NUMBER, fatal;
+  // cluster_faults.py). List it again first, as at start.
+  if (st.ok()) st = ListAll();
+  if (!st.ok()) {
+    SLUICE_LOG(kLog, kError, "registering again: {}; retrying", st.ToString());
+    loop_->RunAfter(1000, [this] { OnLeaseLost(InternalError("registration failed")); });
+    return;
+  }
+  lease_lost_ = false;
+  AfterChange();
 }
 
 // ---------------------------------------------------------------------------------------

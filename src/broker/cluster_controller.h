@@ -145,6 +145,8 @@ class ClusterController : public Controller {
   Status ListAll();
   void OnWatchEvents(const cluster::WatchBatch& batch);
   void OnLeaseLost(const Status& why);
+  // The lost lease's handling, on the controller's thread: steps down, registers again.
+  void HandleLeaseLoss();
 
   // After every change of the view: local logs, the controller's duties, a new snapshot.
   void AfterChange();
@@ -235,6 +237,9 @@ class ClusterController : public Controller {
   std::atomic<int64_t> broker_epoch_{-1};
   std::atomic<int64_t> lease_deadline_ns_{0};  // written by the lease keeper
   std::atomic<bool> stopping_{false};
+  // A lost lease not yet handled: set by the lease keeper's thread, taken by
+  // HandleLeaseLoss on the controller's thread (Start() posts it for a loss while starting).
+  std::atomic<bool> lease_loss_pending_{false};
 };
 
 }  // namespace sluice::broker

@@ -4,30 +4,38 @@
 
 Clients run throughout: an idempotent confluent-kafka producer with acks=all writing
 "<producer>:<sequence>" values round the partitions of a topic with replication factor 3
-and min.insync.replicas=2, and a consumer in a group committing its offsets (and reading
-them back with OffsetFetch) as it goes. Meanwhile faults drawn by a seeded RNG hit one
-broker at a time (the issue's fault model), each healed before the next:
+and min.insync.replicas=2, a transactional producer writing a second topic in
+transactions of one to four records, committed or aborted by a seeded choice, and a
+consumer in a group committing its offsets (and reading them back with OffsetFetch) as it
+goes. Meanwhile faults drawn by a seeded RNG hit one broker at a time (the issue's fault
+model) — the leader of a partition, or the broker FindCoordinator names for the group or
+for the transactional id — each healed before the next:
 
   kill        SIGKILL a partition's leader, restart it after a while
   kill_wipe   the same, its data directory removed before the restart (a new incarnation)
   pause       SIGSTOP a leader for longer than the session timeout, then SIGCONT
   cut_brokers the inter-broker path between a leader and a follower cut (or blackholed)
               both ways; every broker's --inter-broker-addr is a fault proxy in front of
-              it, which tells the connecting brokers apart (FaultProxy.isolate)
+              it, which tells the connecting brokers apart (FaultProxy.isolate); the
+              brokers' replica.lag.time.max.ms is 5 s and some cuts are longer, so ISRs
+              shrink and grow back
   cut_etcd    a broker's path to etcd cut, or held (bytes kept back until healed, as
               TCP would deliver them late), its --etcd being a proxy
   etcd_kill   etcd SIGKILLed and restarted on the same data directory (tmpfs)
 
-After each heal the run waits until every broker is back and every ISR is whole. At the
-end everything is healed, the clients stop, every partition is read from its start (a
-consumer for the records, raw Fetch for each batch's leader epoch), each broker's log is
+After each heal the run waits until every broker is back and every ISR is whole (the
+internal topics' too). At the end everything is healed, the clients stop, every partition
+is read from its start (a consumer for the records, raw Fetch for each batch's leader
+epoch; the transactional topic read_committed, to its high watermark), each broker's log is
 searched for the leaderships it took ("<t>-<p>: leader in epoch E"), etcd's whole history
 of the partitions' states gives the leader it elected for each epoch, every broker's copy
 of each partition (its segment files) is compared batch by batch below the high
 watermark, and
 tests/tools/history_checker.py checks the whole history: every acknowledged record read
 back exactly once at its offset, in order per producer and partition, committed offsets
-never going back, one leader per partition and epoch, every acknowledged epoch led.
+never going back, one leader per partition and epoch, every acknowledged epoch led, every
+committed transaction read back whole and once, no aborted one, an unknown one all or
+nothing.
 
 The seed is printed at the start and with any failure; --seed replays a run (the faults'
 kinds, targets and durations; the cluster's timing is not replayable).
@@ -56,7 +64,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 from cluster_controller_test import ClusterBroker, metadata  # noqa: E402
-from cluster_replication_test import isr_of, leaders_of, read_all  # noqa: E402
+from cluster_coordinator_test import find_coordinator  # noqa: E402
+from cluster_replication_test import _watermarks, isr_of, leaders_of, read_all  # noqa: E402
 from etcd_util import EtcdCluster, b64, prefix_end, unavailable, unb64  # noqa: E402
 from fault_proxy import FaultProxy  # noqa: E402
 import history_checker  # noqa: E402
@@ -69,7 +78,12 @@ from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 TOPIC = "faults"
 PARTITIONS = 3
 GROUP = "faults-group"
+TXN_TOPIC = "faults-txn"  # written only in transactions
+TXN_ID = "faults-txn"  # one transactional id: a replacing producer fences the one before
 SESSION_S = 2.0  # cluster.session_timeout of ClusterBroker's config
+# replica.lag.time.max.ms of the brokers: a follower cut off this long leaves the ISR, so
+# cut_brokers shrinks ISRs with cuts of seconds (Kafka's default is 30 s).
+LAG_S = 5.0
 KINDS = ("kill", "kill_wipe", "pause", "cut_brokers", "cut_etcd", "etcd_kill")
 RECOVERY_S = 120
 
@@ -88,7 +102,10 @@ class FaultBroker(ClusterBroker):
         self.paused = False
 
     def args(self, etcd=True):
-        return super().args(etcd) + ["--inter-broker-addr", f"127.0.0.1:{self.ib_proxy.port}"]
+        a = super().args(etcd) + ["--inter-broker-addr", f"127.0.0.1:{self.ib_proxy.port}"]
+        with open(os.path.join(self.tmp, "sluice.yaml"), "a") as f:  # written by super()
+            f.write(f"replica.lag.time.max.ms: {int(LAG_S * 1000)}\n")
+        return a
 
     @property
     def pid(self):
@@ -124,12 +141,14 @@ class FaultBroker(ClusterBroker):
 
 
 class Workload:
-    """The clients: a producer thread and a group consumer thread, each appending the
-    history_checker events it saw to one list (under one lock, in the order they happened).
+    """The clients: an idempotent producer thread, a transactional producer thread and a
+    group consumer thread, each appending the history_checker events it saw to one list
+    (under one lock, in the order they happened).
     """
 
-    def __init__(self, bootstrap):
+    def __init__(self, bootstrap, seed):
         self.bootstrap = bootstrap
+        self.seed = seed
         self.lock = threading.Lock()
         self.events = []  # guarded by lock
         self.errors = {}  # guarded by lock: delivery or commit error name -> count
@@ -137,7 +156,9 @@ class Workload:
         self.acked = 0
         self.consumed = 0
         self.producers = 0
+        self.txns = {"committed": 0, "aborted": 0, "unknown": 0}
         self.threads = [threading.Thread(target=self._produce, name="producer", daemon=True),
+                        threading.Thread(target=self._transact, name="txn", daemon=True),
                         threading.Thread(target=self._consume, name="consumer", daemon=True)]
 
     def start(self):
@@ -204,6 +225,95 @@ class Workload:
                 log(f"producer {name}: fatal error {fatal[0]}, a new producer takes over")
                 self._error(f"producer fatal: {str(fatal[0])[:160]}")
                 fatal.clear()
+
+    def _transact(self):
+        """A transactional producer writing TXN_TOPIC in transactions of one to four records
+        over the partitions, each committed or aborted by a seeded choice (seven in ten
+        commit), one "txn" event per transaction with its outcome. A producer whose error is
+        fatal is replaced by a new one with the same transactional id (its
+        InitProducerId fences the old one and completes its open transaction)."""
+        rng = random.Random(self.seed)
+        generation, n = 0, 0
+        while not self.stopping.is_set():
+            generation += 1
+            producer = Producer({"bootstrap.servers": self.bootstrap,
+                                 "transactional.id": TXN_ID, "linger.ms": 5,
+                                 "transaction.timeout.ms": 60000, "log_level": 2})
+            if self._txn_call(lambda: producer.init_transactions(30), "init") != "ok":
+                continue
+            while not self.stopping.is_set():
+                n += 1
+                tid = f"t{generation}:{n}"
+                records = [(TXN_TOPIC, rng.randrange(PARTITIONS), f"{tid}:{i}")
+                           for i in range(rng.randint(1, 4))]
+                commit = rng.random() < 0.7
+                outcome, records, usable = self._transaction(producer, tid, records, commit)
+                if outcome is not None:
+                    self._event({"type": "txn", "id": tid, "outcome": outcome,
+                                 "records": [list(r) for r in records]})
+                    self.txns[outcome] += 1
+                if not usable:
+                    break
+                self.stopping.wait(0.1)
+
+    def _txn_delivered(self, err, msg):
+        if err is not None and err.code() != KafkaError._PURGE_QUEUE:  # purged by an abort
+            log(f"transactional producer: delivery of {msg.value().decode()}: {err}")
+            self._error(f"txn delivery {err.name()}")
+
+    def _txn_call(self, call, what, attempts=5):
+        """Calls a transactional API, again while its error is retriable: "ok" when it
+        returned, "fatal" when the producer is unusable, "failed" otherwise (each error
+        counted)."""
+        for _ in range(attempts):
+            try:
+                call()
+                return "ok"
+            except KafkaException as e:
+                err = e.args[0] if e.args and isinstance(e.args[0], KafkaError) else None
+                name = err.name() if err is not None else _short(e)
+                kind = what.split(" ")[0]
+                if err is not None and err.fatal():
+                    log(f"transactional producer: {what}: fatal error {err}")
+                    self._error(f"txn producer fatal: {kind} {name}")
+                    return "fatal"
+                log(f"transactional producer: {what}: {err if err is not None else e}")
+                self._error(f"txn {kind} {name}")
+                if err is None or not err.retriable():
+                    return "failed"
+        return "failed"
+
+    def _transaction(self, producer, tid, records, commit):
+        """One transaction: (outcome or None when none began, the records produced in it,
+        whether the producer can go on)."""
+        if self._txn_call(producer.begin_transaction, f"begin {tid}", attempts=1) != "ok":
+            return None, [], False
+        sent = []
+        for topic, partition, value in records:
+            try:
+                producer.produce(topic, value=value.encode(), partition=partition,
+                                 on_delivery=self._txn_delivered)
+                sent.append((topic, partition, value))
+            except (BufferError, KafkaException) as e:
+                log(f"transactional producer: produce in {tid}: {e}")
+                self._error(f"txn produce {_short(e)}")
+                commit = False
+                break
+            producer.poll(0)
+        if commit:
+            done = self._txn_call(lambda: producer.commit_transaction(30), f"commit {tid}")
+            if done == "ok":
+                return "committed", sent, True
+            if done == "fatal":
+                return "unknown", sent, False
+        else:
+            producer.flush(30)  # the records written, so the abort has something to undo
+        # Never asked to commit: the coordinator can only abort it, whatever happens next.
+        # A commit that raised is settled by an acknowledged abort, or unknown without one.
+        if self._txn_call(lambda: producer.abort_transaction(30),
+                          f"abort {tid}{' after a failed commit' if commit else ''}") == "ok":
+            return "aborted", sent, True
+        return ("unknown" if commit else "aborted"), sent, False
 
     def _consume(self):
         c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": GROUP,
@@ -284,8 +394,9 @@ class Run:
         return None
 
     def etcd_leaders_now(self):
-        """{partition: leader} when etcd holds every broker registered and every partition
-        led with an ISR of three of the current registrations' incarnations; else None."""
+        """{(topic, partition): leader} when etcd holds every broker registered and every
+        partition of every topic (the coordinators' internal ones too) led with an ISR of
+        three of the current registrations' incarnations; else None."""
         def ranged(prefix):  # {node: (value, create_revision, mod_revision)}
             r = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
             return {int(unb64(kv["key"]).decode().rsplit("/", 1)[1]):
@@ -295,12 +406,17 @@ class Run:
             held = ranged(b"/sluice/sluice/brokers/")
             handled = ranged(b"/sluice/sluice/incarnations/")
             regs = {node: v for node, (v, _, _) in held.items()}
-            states = {int(k.decode().rsplit("/", 1)[1]): json.loads(v) for k, v in
-                      self.etcd.get_prefix(f"/sluice/sluice/partitions/{TOPIC}/".encode()).items()}
+            states = {}
+            for k, v in self.etcd.get_prefix(b"/sluice/sluice/partitions/").items():
+                topic, p = k.decode().rsplit("/", 2)[1:]
+                states[(topic, int(p))] = json.loads(v)
         except Exception:  # etcd down or answering errors
             return None
-        if set(regs) != set(self.by_node) or len(states) != PARTITIONS:
+        if set(regs) != set(self.by_node):
             return None
+        for topic in (TOPIC, TXN_TOPIC):
+            if sum(1 for t, _ in states if t == topic) != PARTITIONS:
+                return None
         # Every registration handled by the controller (an unclean or new one has left the
         # ISRs and been recorded), so no ISR change is still to come from it.
         for node, (v, created, _) in held.items():
@@ -315,7 +431,7 @@ class Run:
                 return None
             if any(regs[node].get("incarnation") != inc for node, inc in isr.items()):
                 return None
-        return {p: st["leader"] for p, st in states.items()}
+        return {tp: st["leader"] for tp, st in states.items()}
 
     def recovered(self):
         """Every broker registered and every partition led with an ISR of three in etcd, and
@@ -329,15 +445,18 @@ class Run:
                 m = metadata(b.bootstrap)
             except Exception:
                 return False
-            if len(m.brokers) != 3 or TOPIC not in m.topics:
+            if len(m.brokers) != 3:
                 return False
-            parts = m.topics[TOPIC].partitions
-            if len(parts) != PARTITIONS or any(p.leader < 0 for p in parts.values()):
-                return False
-            if any(len(i) != 3 for i in isr_of(m, TOPIC).values()):
-                return False
-            if leaders_of(m, TOPIC) != leaders:
-                return False
+            for topic in (TOPIC, TXN_TOPIC):
+                if topic not in m.topics:
+                    return False
+                parts = m.topics[topic].partitions
+                if len(parts) != PARTITIONS or any(p.leader < 0 for p in parts.values()):
+                    return False
+                if any(len(i) != 3 for i in isr_of(m, topic).values()):
+                    return False
+                if leaders_of(m, topic) != {p: leaders[(topic, p)] for p in range(PARTITIONS)}:
+                    return False
         return True
 
     def wait_recovered(self, what):
@@ -361,19 +480,25 @@ class Run:
         wait_until(lambda: (m := self.md()) is not None and len(m.brokers) == 3, 60,
                    "three brokers registered", interval=0.2)
         admin = AdminClient({"bootstrap.servers": self.brokers[0].bootstrap})
+        todo = [TOPIC, TXN_TOPIC]
         for attempt in range(1, 4):
-            fs = admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3,
-                                               config={"min.insync.replicas": "2"})],
-                                     operation_timeout=10)
-            try:
-                fs[TOPIC].result(30)
+            fs = admin.create_topics([NewTopic(t, PARTITIONS, 3,
+                                               config={"min.insync.replicas": "2"})
+                                      for t in todo], operation_timeout=10)
+            why = None
+            for t in list(todo):
+                try:
+                    fs[t].result(30)
+                    todo.remove(t)
+                except KafkaException as e:
+                    if e.args and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                        todo.remove(t)
+                    else:
+                        why = f"{t}: {e}"
+                except Exception as e:  # concurrent.futures.TimeoutError
+                    why = f"{t}: no answer in 30 s ({type(e).__name__})"
+            if not todo:
                 break
-            except KafkaException as e:
-                if e.args and e.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                    break
-                why = str(e)
-            except Exception as e:  # concurrent.futures.TimeoutError
-                why = f"no answer in 30 s ({type(e).__name__})"
             controllers = []
             for b in self.brokers:
                 try:
@@ -381,7 +506,7 @@ class Run:
                 except Exception as e:
                     controllers.append(str(e)[:40])
             log(f"CreateTopics attempt {attempt}: {why}; controller per broker {controllers}")
-            check(attempt < 3, f"CreateTopics {TOPIC}: {why}")
+            check(attempt < 3, f"CreateTopics: {why}")
         self.wait_recovered("the topic's creation")
 
     # ---- faults
@@ -396,13 +521,34 @@ class Run:
             kinds += rnd
         return kinds[:self.faults]
 
+    def target(self):
+        """The broker a fault hits and what it is: the leader of a random partition of
+        TOPIC six times in ten, else the broker FindCoordinator names for the group or for
+        the transactional id (the coordinators' partitions' leaders)."""
+        partition = self.rng.randrange(PARTITIONS)
+        pick = self.rng.random()
+        if pick < 0.6:
+            return self.by_node[self.leader_of(partition)], f"leader of {TOPIC}-{partition}"
+        key, key_type, role = ((GROUP, 0, "group coordinator") if pick < 0.8 else
+                               (TXN_ID, 1, "transaction coordinator"))
+
+        def ask():
+            for b in self.live():
+                try:
+                    error, node = find_coordinator(b.bootstrap, key, key_type)
+                except OSError:
+                    continue
+                if error == 0 and node in self.by_node:
+                    return node
+            return None
+        return self.by_node[wait_until(ask, 60, f"the {role}", interval=0.2)], role
+
     def inject(self, index, kind):
         rng = self.rng
-        partition = rng.randrange(PARTITIONS)
-        leader = self.by_node[self.leader_of(partition)]
+        leader, role = self.target()
         if kind in ("kill", "kill_wipe"):
             down = rng.uniform(0.5, 5.0)
-            what = f"SIGKILL broker {leader.node} (leader of {TOPIC}-{partition}), " \
+            what = f"SIGKILL broker {leader.node} ({role}), " \
                    f"{'data wiped, ' if kind == 'kill_wipe' else ''}restart after {down:.1f}s"
             log(f"fault {index}: {what}")
             leader.kill()
@@ -412,7 +558,7 @@ class Run:
             leader.restart()
         elif kind == "pause":
             held = SESSION_S + rng.uniform(0.5, 4.0)
-            what = f"SIGSTOP broker {leader.node} (leader of {TOPIC}-{partition}) for {held:.1f}s"
+            what = f"SIGSTOP broker {leader.node} ({role}) for {held:.1f}s"
             log(f"fault {index}: {what}")
             os.kill(leader.pid, signal.SIGSTOP)
             leader.paused = True
@@ -422,9 +568,11 @@ class Run:
         elif kind == "cut_brokers":
             other = rng.choice([b for b in self.brokers if b is not leader])
             mode = rng.choice(("cut", "blackhole"))
-            # Now and then past replica.lag.time.max.ms (30 s), so the ISR shrinks.
-            held = rng.uniform(32.0, 36.0) if rng.random() < 0.15 else rng.uniform(1.0, 8.0)
-            what = (f"{mode} between brokers {leader.node} (leader of {TOPIC}-{partition}) "
+            # Four times in ten past replica.lag.time.max.ms, so the ISR shrinks (and grows
+            # back after the heal); else shorter than it.
+            held = (rng.uniform(LAG_S + 1.0, LAG_S + 8.0) if rng.random() < 0.4
+                    else rng.uniform(1.0, LAG_S - 1.0))
+            what = (f"{mode} between brokers {leader.node} ({role}) "
                     f"and {other.node} for {held:.1f}s")
             log(f"fault {index}: {what}")
             leader.ib_proxy.isolate([other.pid], mode)
@@ -435,7 +583,7 @@ class Run:
         elif kind == "cut_etcd":
             mode = rng.choice(("cut", "hold"))
             held = rng.uniform(1.0, 6.0)
-            what = f"{mode} broker {leader.node}'s path to etcd for {held:.1f}s"
+            what = f"{mode} broker {leader.node}'s ({role}) path to etcd for {held:.1f}s"
             log(f"fault {index}: {what}")
             leader.etcd_proxy.set_mode(mode)
             time.sleep(held)
@@ -468,16 +616,21 @@ class Run:
     # ---- the final read
 
     def final_read(self):
-        """Every partition from its start to its high watermark through a consumer
-        (cluster_replication_test.read_all), and each batch's leader epoch through raw
-        Fetch: read events, {partition: [(base, last, epoch)]} and {partition: end}."""
-        events = read_all(",".join(b.bootstrap for b in self.brokers), TOPIC, PARTITIONS)
-        highs = {e["partition"]: e["offset"] for e in events if e["type"] == "end"}
+        """Every partition of TOPIC from its start to its high watermark through a consumer
+        (cluster_replication_test.read_all), each batch's leader epoch through raw Fetch,
+        and TXN_TOPIC read_committed: read events, {partition: [(base, last, epoch)]} and
+        {(topic, partition): end}."""
+        bootstrap = ",".join(b.bootstrap for b in self.brokers)
+        events = read_all(bootstrap, TOPIC, PARTITIONS)
+        highs = {(TOPIC, e["partition"]): e["offset"] for e in events if e["type"] == "end"}
         batches = {}
         for p in range(PARTITIONS):
             leader = self.by_node[self.leader_of(p)]
-            batches[p] = fetch_batch_epochs(leader.bootstrap, TOPIC, p, 0, highs[p])
-        return events, batches, highs
+            batches[p] = fetch_batch_epochs(leader.bootstrap, TOPIC, p, 0, highs[(TOPIC, p)])
+        committed = read_committed_all(bootstrap, TXN_TOPIC, PARTITIONS)
+        highs.update({(TXN_TOPIC, e["partition"]): e["offset"]
+                      for e in committed if e["type"] == "end"})
+        return events + committed, batches, highs
 
     def leader_claims(self):
         """Each broker's own word of the leaderships it took, from its logs."""
@@ -489,10 +642,9 @@ class Run:
                     continue
                 with open(os.path.join(b.tmp, name), errors="replace") as f:
                     for m in pattern.finditer(f.read()):
-                        if m.group(1) == TOPIC:
-                            claims.add((int(m.group(2)), int(m.group(3)), b.node))
-        return [{"type": "leader", "topic": TOPIC, "partition": p, "epoch": e, "node": n}
-                for p, e, n in sorted(claims)]
+                        claims.add((m.group(1), int(m.group(2)), int(m.group(3)), b.node))
+        return [{"type": "leader", "topic": t, "partition": p, "epoch": e, "node": n}
+                for t, p, e, n in sorted(claims)]
 
     def compare_replicas(self, high_watermarks):
         """Once the clients stopped and every follower caught up: each broker's copy of each
@@ -500,19 +652,18 @@ class Run:
         high watermark. Returns the differences found."""
         def caught_up():
             ends = {}
-            for p in range(PARTITIONS):
+            for tp in high_watermarks:
                 for b in self.brokers:
-                    got = local_batches(b.data_dir, TOPIC, p)
-                    ends.setdefault(p, set()).add(got[-1][1] + 1 if got else 0)
+                    got = local_batches(b.data_dir, *tp)
+                    ends.setdefault(tp, set()).add(got[-1][1] + 1 if got else 0)
             return all(len(e) == 1 for e in ends.values())
         try:
             wait_until(caught_up, 60, "every replica at the same log end", interval=0.5)
         except TestFailure as e:
             return [str(e)]
         problems = []
-        for p in range(PARTITIONS):
-            hw = high_watermarks[p]
-            copies = {b.node: [x for x in local_batches(b.data_dir, TOPIC, p) if x[0] < hw]
+        for (topic, p), hw in sorted(high_watermarks.items()):
+            copies = {b.node: [x for x in local_batches(b.data_dir, topic, p) if x[0] < hw]
                       for b in self.brokers}
             first = self.brokers[0].node
             for node, batches in copies.items():
@@ -520,14 +671,14 @@ class Run:
                     diff = next((i for i, (x, y) in enumerate(zip(batches, copies[first]))
                                  if x != y), min(len(batches), len(copies[first])))
                     problems.append(
-                        f"{TOPIC}-{p}: broker {node}'s copy differs from broker {first}'s at "
+                        f"{topic}-{p}: broker {node}'s copy differs from broker {first}'s at "
                         f"batch {diff} ({batches[diff:diff + 1]} vs {copies[first][diff:diff + 1]})")
         return problems
 
     def etcd_leaders(self):
-        """Every (partition, epoch, leader) etcd ever held for the topic: its whole history of
+        """Every (topic, partition, epoch, leader) etcd ever held: its whole history of
         partitions/<topic>/<p> read by a watch from revision 1 (sluice never compacts)."""
-        prefix = f"/sluice/sluice/partitions/{TOPIC}/".encode()
+        prefix = b"/sluice/sluice/partitions/"
         now = self.etcd.call("kv/range", {"key": b64(prefix), "range_end": b64(prefix_end(prefix))})
         last = max((int(kv["mod_revision"]) for kv in now.get("kvs", [])), default=0)
         body = {"create_request": {"key": b64(prefix), "range_end": b64(prefix_end(prefix)),
@@ -543,14 +694,14 @@ class Run:
                     seen = max(seen, int(kv.get("mod_revision", 0)))
                     if ev.get("type") == "DELETE" or not kv.get("value"):
                         continue
-                    p = int(unb64(kv["key"]).decode().rsplit("/", 1)[1])
+                    t, p = unb64(kv["key"]).decode().rsplit("/", 2)[1:]
                     v = json.loads(unb64(kv["value"]))
                     if v.get("leader", -1) >= 0:
-                        out.add((p, int(v.get("leader_epoch", 0)), int(v["leader"])))
+                        out.add((t, int(p), int(v.get("leader_epoch", 0)), int(v["leader"])))
                 if seen >= last:
                     break
-        return [{"type": "leader", "topic": TOPIC, "partition": p, "epoch": e, "node": n}
-                for p, e, n in sorted(out)]
+        return [{"type": "leader", "topic": t, "partition": p, "epoch": e, "node": n}
+                for t, p, e, n in sorted(out)]
 
     def close(self, keep):
         for b in self.brokers:
@@ -561,6 +712,12 @@ class Run:
                 for name in names:
                     if name.startswith(("out.", "err.")):
                         shutil.copy(os.path.join(b.tmp, name), dest)
+                # The data directory too (segments, leader-epoch-checkpoint): what a
+                # duplicate or a replica that never catches up is read from.
+                try:
+                    shutil.copytree(b.data_dir, os.path.join(dest, "data"), dirs_exist_ok=True)
+                except (OSError, shutil.Error) as e:  # wiped, or a file gone mid-copy
+                    log(f"copying broker {b.node}'s data directory: {e}"[:200])
             b.close()
         if keep:
             try:
@@ -568,6 +725,41 @@ class Run:
             except OSError:
                 pass
         self.etcd.close()
+
+
+def read_committed_all(bootstrap, topic, partitions, timeout=150):
+    """Every partition of `topic` read_committed from its start until the consumer's
+    position reaches the high watermark (so every transaction in it was decided: the last
+    stable offset caught up), as read and end events."""
+    hw = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-hw",
+                   "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-rc",
+                  "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                  "isolation.level": "read_committed"})
+    events = []
+    try:
+        for p in range(partitions):
+            tp = TopicPartition(topic, p)
+            low, high = wait_until(lambda: _watermarks(hw, tp), 60,
+                                   f"watermarks of {topic}-{p}", interval=0.5)
+            c.assign([TopicPartition(topic, p, low)])
+            position = low
+            deadline = time.monotonic() + timeout
+            while position < high and time.monotonic() < deadline:
+                m = c.poll(0.5)
+                if m is not None and not m.error():
+                    events.append({"type": "read", "topic": topic, "partition": p,
+                                   "offset": m.offset(), "value": m.value().decode()})
+                at = c.position([tp])[0].offset
+                position = max(position, at if at is not None else -1)
+            check(position >= high, f"{topic}-{p}: read_committed reached {position} of the "
+                  f"high watermark {high} in {timeout}s (a transaction left undecided?)")
+            events.append({"type": "end", "topic": topic, "partition": p, "offset": position})
+            c.unassign()
+    finally:
+        c.close()
+        hw.close()
+    return events
 
 
 def fetch_batch_epochs(bootstrap, topic, partition, start, end):
@@ -634,6 +826,34 @@ def local_batches(data_dir, topic, partition):
     return out
 
 
+def batch_producer_at(data_dir, topic, partition, offset):
+    """(leader epoch, producer id, producer epoch, base sequence, base offset) of the batch
+    holding `offset` in a replica's segment files, or None: what tells a duplicate the
+    broker let through from one a client sent again under a new producer epoch."""
+    d = os.path.join(data_dir, f"{topic}-{partition}")
+    try:
+        names = sorted(n for n in os.listdir(d) if n.endswith(".log"))
+    except OSError:
+        return None
+    for n in names:
+        try:
+            with open(os.path.join(d, n), "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        pos = 0
+        while pos + 61 <= len(data):
+            base, blen, epoch = struct.unpack(">qii", data[pos:pos + 16])
+            if blen < 49 or pos + 12 + blen > len(data):
+                break
+            delta = struct.unpack(">i", data[pos + 23:pos + 27])[0]
+            if base <= offset <= base + delta:
+                pid, pepoch, seq = struct.unpack(">qhi", data[pos + 43:pos + 57])
+                return epoch, pid, pepoch, seq, base
+            pos += 12 + blen
+    return None
+
+
 def epoch_at(batches, offset):
     for base, last, epoch in batches:
         if base <= offset <= last:
@@ -675,7 +895,7 @@ def main():
     report = None
     try:
         run.start()
-        workload = Workload(",".join(b.bootstrap for b in run.brokers))
+        workload = Workload(",".join(b.bootstrap for b in run.brokers), seed)
         workload.start()
         time.sleep(2)
         for i, kind in enumerate(run.plan(), 1):
@@ -698,7 +918,8 @@ def main():
         time.sleep(2)
         workload.stop()
         log(f"clients stopped: {workload.acked} acknowledged, {workload.consumed} consumed, "
-            f"{workload.producers} producer(s); errors {workload.errors}")
+            f"{workload.producers} producer(s); transactions {workload.txns}; "
+            f"errors {workload.errors}")
         reads, batches, highs = run.final_read()
         failures += [f"diverged: {d}" for d in run.compare_replicas(highs)]
         history = list(workload.events)
@@ -730,12 +951,19 @@ def main():
             log(f"known gap (--offsets-not-replicated): {kind}: {msg}")
         for kind, msg in [v for v in report.violations if v not in known][:100]:
             failures.append(f"{kind}: {msg}")
+            if kind == "duplicate":  # whose batches: same producer epoch, or a new one?
+                for t, p, o in re.findall(r"(\S+)-(\d+)@(\d+)", msg):
+                    found = next((x for b in run.brokers if (x := batch_producer_at(
+                        b.data_dir, t, int(p), int(o))) is not None), None)
+                    failures.append(f"  {t}-{p}@{o}: batch (leader epoch, producer id, "
+                                    f"producer epoch, base sequence, base offset) {found}")
         # The issue's clients carry on by themselves: a producer's fatal error (librdkafka
         # gives up on its idempotent state) is a failure of the cluster too.
         for name, n in sorted(workload.errors.items()):
-            if name.startswith("producer fatal"):
+            if name.startswith(("producer fatal", "txn producer fatal")):
                 failures.append(f"client: {name} (x{n})")
         check(report.acked > 0, "nothing was acknowledged")
+        check(workload.txns["committed"] > 0, "no transaction was committed")
         check(workload.consumed > 0, "the group consumed nothing")
         check(commits > 0, "no committed offset was observed")
     except Exception as e:  # the verdict: any exception fails the run
@@ -755,7 +983,7 @@ def main():
         print(f"FAIL: cluster_faults seed {seed}, {len(run.done)} faults:")
         for f in failures:
             print(f"  {f}")
-        print(f"history and logs kept in {work}; replay: {replay}")
+        print(f"history, logs and data directories kept in {work}; replay: {replay}")
         return 1
     print(f"PASS: cluster_faults seed {seed}: {len(run.done)} faults "
           f"({', '.join(sorted({k for _, k, _ in run.done}))}), 0 violations"

@@ -25,6 +25,13 @@ they happened, and a final read of every partition from its start:
   {"type": "end", "topic": T, "partition": P, "offset": O}
       the end the final read reached for a partition (so an acknowledged offset past it
       is known lost, not unread).
+  {"type": "txn", "id": I, "records": [[T, P, V], ...], "outcome": R}
+      a transaction of a transactional producer: the records it produced in it (in send
+      order; values unique) and how it ended: "committed" (commit_transaction returned),
+      "aborted" (its commit was never asked for, or abort_transaction returned after a
+      failed commit: the coordinator completed an abort) or "unknown" (a commit raised and
+      no abort was acknowledged after it: it may have happened or not). The final read of
+      a topic such records name must be read_committed.
 
 Violations it finds:
   lost       an acknowledged record is not at its offset in the final read;
@@ -39,6 +46,13 @@ Violations it finds:
   split      two brokers acted as leader of one partition in one leader epoch;
   epoch      an acknowledged write's epoch was led by nobody the history names (only
              checked when the history has leader events for that partition);
+  txn-lost   a record of a committed transaction is not in the final read of its
+             partition;
+  txn-aborted  a record of an aborted transaction is in the final read;
+  txn-partial  a transaction whose outcome is unknown is in the final read in part only
+             (all or nothing);
+  txn-order  a transaction's records in one partition are not in send order;
+  txn-stray  the final read of a transactional topic holds a value no transaction sent;
   malformed  a line that is not one of the events above.
 
 Prints a summary; exits 1 with each violation listed (and the run's seed, given with
@@ -77,6 +91,24 @@ _FIELDS = {
     "leader": (("topic", str), ("partition", int), ("epoch", int), ("node", int)),
 }
 _OPTIONAL = {"ack": (("epoch", int),)}
+TXN_OUTCOMES = ("committed", "aborted", "unknown")
+
+
+def _parse_txn(ev):
+    if not isinstance(ev.get("id"), str):
+        raise ValueError(f"txn: field 'id' must be a str, got {ev.get('id')!r}")
+    if ev.get("outcome") not in TXN_OUTCOMES:
+        raise ValueError(f"txn: field 'outcome' must be one of {', '.join(TXN_OUTCOMES)}, "
+                         f"got {ev.get('outcome')!r}")
+    recs = ev.get("records")
+    if not isinstance(recs, list):
+        raise ValueError(f"txn: field 'records' must be a list, got {recs!r}")
+    for rec in recs:
+        if (not isinstance(rec, list) or len(rec) != 3 or not isinstance(rec[0], str)
+                or not isinstance(rec[1], int) or isinstance(rec[1], bool) or rec[1] < 0
+                or not isinstance(rec[2], str)):
+            raise ValueError(f"txn: a record must be [topic, partition >= 0, value], got {rec!r}")
+    return ev
 
 
 def parse_event(line):
@@ -88,6 +120,8 @@ def parse_event(line):
     if not isinstance(ev, dict):
         raise ValueError("not a JSON object")
     kind = ev.get("type")
+    if kind == "txn":
+        return _parse_txn(ev)
     if kind not in _FIELDS:
         raise ValueError(f"unknown event type {kind!r}")
     for name, typ in _FIELDS[kind]:
@@ -130,6 +164,7 @@ def check(events):
     led = set()  # (topic, partition) with leader events
     acked_epochs = defaultdict(list)  # (topic, partition, epoch) -> [offset]
     implicit = []  # (topic, partition, value): acknowledged without an offset
+    txns = []  # txn events, in history order
 
     for ev in events:
         kind = ev["type"]
@@ -177,6 +212,8 @@ def check(events):
         elif kind == "leader":
             leaders[(ev["topic"], ev["partition"], ev["epoch"])].add(ev["node"])
             led.add((ev["topic"], ev["partition"]))
+        elif kind == "txn":
+            txns.append(ev)
 
     for key, nodes in sorted(leaders.items()):
         if len(nodes) > 1:
@@ -212,6 +249,8 @@ def check(events):
             where = ", ".join(f"{_tp(p)}@{p[2]}" for p in places)
             r.add("duplicate", f"value {value!r} is in the log {len(places)} times: {where}")
 
+    _check_txns(r, txns, final, seen_values)
+
     for (topic, partition, producer), entries in sorted(acks_order.items()):
         entries.sort()
         for (o1, s1), (o2, s2) in zip(entries, entries[1:]):
@@ -219,6 +258,43 @@ def check(events):
                 r.add("order", f"{topic}-{partition} producer {producer}: sequence {s2} at "
                       f"offset {o2} after sequence {s1} at offset {o1}")
     return r
+
+
+def _check_txns(r, txns, final, seen_values):
+    """All or nothing per transaction in the (read_committed) final read: a committed one
+    whole, once, in send order per partition; an aborted one not at all; an unknown one
+    whole or not at all; and nothing in a transactional topic that no transaction sent."""
+    sent = set()  # values the transactions sent
+    topics = set()
+    for t in txns:
+        found, missing = [], []
+        for topic, partition, value in t["records"]:
+            sent.add(value)
+            topics.add(topic)
+            at = [o for tp, p, o in seen_values.get(value, ()) if (tp, p) == (topic, partition)]
+            (found if at else missing).append((topic, partition, value, at[0] if at else None))
+        name = f"transaction {t['id']} ({t['outcome']}, {len(t['records'])} records)"
+        if t["outcome"] == "committed" and missing:
+            r.add("txn-lost", f"{name}: {len(missing)} not read back, first "
+                  f"{missing[0][2]!r} in {missing[0][0]}-{missing[0][1]}")
+        elif t["outcome"] == "aborted" and found:
+            r.add("txn-aborted", f"{name}: {len(found)} read back, first {found[0][2]!r} at "
+                  f"{found[0][0]}-{found[0][1]}@{found[0][3]}")
+        elif t["outcome"] == "unknown" and found and missing:
+            r.add("txn-partial", f"{name}: {len(found)} read back, {len(missing)} not (first "
+                  f"missing {missing[0][2]!r} in {missing[0][0]}-{missing[0][1]})")
+        last = {}  # (topic, partition) -> offset of the previous record found
+        for topic, partition, value, offset in found:
+            prev = last.get((topic, partition))
+            if prev is not None and offset < prev:
+                r.add("txn-order", f"{name}: {value!r} at {topic}-{partition}@{offset}, "
+                      f"sent after the record at offset {prev}")
+            last[(topic, partition)] = offset
+    strays = sorted(k for k, v in final.items() if k[0] in topics and v not in sent)
+    if strays:
+        k = strays[0]
+        r.add("txn-stray", f"{len(strays)} records of transactional topics no transaction "
+              f"sent, first {final[k]!r} at {_tp(k)}@{k[2]}")
 
 
 def _tp(key):

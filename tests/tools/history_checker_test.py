@@ -29,6 +29,10 @@ def leader(p, e, n, t="t"):
     return {"type": "leader", "topic": t, "partition": p, "epoch": e, "node": n}
 
 
+def txn(i, outcome, *records):
+    return {"type": "txn", "id": i, "outcome": outcome, "records": [list(x) for x in records]}
+
+
 def lines(events):
     return [json.dumps(e) for e in events]
 
@@ -148,6 +152,60 @@ class CheckerTest(unittest.TestCase):
         self.assertEqual(r.kinds(), ["lost"])
         r = hc.check_lines(lines([ack(0, -1, "a:0"), read(0, 4, "a:0"), read(0, 5, "a:0")]))
         self.assertEqual(r.kinds(), ["duplicate"])
+
+    def test_transactions_clean(self):
+        ev = [txn("x:1", "committed", ("x", 0, "x1a"), ("x", 1, "x1b"), ("x", 0, "x1c")),
+              txn("x:2", "aborted", ("x", 0, "x2a")),
+              txn("x:3", "unknown", ("x", 1, "x3a"), ("x", 2, "x3b")),
+              txn("x:4", "unknown", ("x", 1, "x4a")),
+              read(0, 0, "x1a", t="x"), read(0, 2, "x1c", t="x"), read(1, 0, "x1b", t="x"),
+              read(1, 3, "x3a", t="x"), read(2, 0, "x3b", t="x")]
+        r = hc.check_lines(lines(ev))
+        self.assertTrue(r.ok(), r.violations)
+
+    def test_a_committed_transaction_lost_in_part(self):
+        ev = [txn("x:1", "committed", ("x", 0, "x1a"), ("x", 1, "x1b")), read(0, 0, "x1a", t="x")]
+        r = hc.check_lines(lines(ev))
+        self.assertEqual(r.kinds(), ["txn-lost"])
+        self.assertIn("'x1b' in x-1", r.violations[0][1])
+        # In another partition than it was sent to is not read back either.
+        ev = [txn("x:1", "committed", ("x", 0, "x1a")), read(1, 0, "x1a", t="x")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["txn-lost"])
+
+    def test_a_committed_transaction_read_twice(self):
+        ev = [txn("x:1", "committed", ("x", 0, "x1a")), read(0, 0, "x1a", t="x"),
+              read(0, 1, "x1a", t="x")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["duplicate"])
+
+    def test_an_aborted_transaction_read(self):
+        ev = [txn("x:2", "aborted", ("x", 0, "x2a"), ("x", 0, "x2b")), read(0, 5, "x2b", t="x")]
+        r = hc.check_lines(lines(ev))
+        self.assertEqual(r.kinds(), ["txn-aborted"])
+        self.assertIn("x-0@5", r.violations[0][1])
+
+    def test_an_unknown_transaction_is_all_or_nothing(self):
+        ev = [txn("x:3", "unknown", ("x", 0, "x3a"), ("x", 1, "x3b")), read(0, 0, "x3a", t="x")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["txn-partial"])
+
+    def test_a_transaction_out_of_order(self):
+        ev = [txn("x:1", "committed", ("x", 0, "x1a"), ("x", 0, "x1b")),
+              read(0, 0, "x1b", t="x"), read(0, 1, "x1a", t="x")]
+        self.assertEqual(hc.check_lines(lines(ev)).kinds(), ["txn-order"])
+
+    def test_a_stray_record_in_a_transactional_topic(self):
+        ev = [txn("x:1", "committed", ("x", 0, "x1a")), read(0, 0, "x1a", t="x"),
+              read(0, 1, "zz", t="x"), read(0, 0, "other", t="t")]
+        r = hc.check_lines(lines(ev))
+        self.assertEqual(r.kinds(), ["txn-stray"])
+        self.assertIn("'zz' at x-0@1", r.violations[0][1])
+
+    def test_malformed_transactions(self):
+        ok = txn("x:1", "committed", ("x", 0, "v"))
+        bad = [dict(ok, outcome="maybe"), dict(ok, id=3), dict(ok, records="v"),
+               dict(ok, records=[["x", -1, "v"]]), dict(ok, records=[["x", 0]]),
+               dict(ok, records=[["x", True, "v"]]), dict(ok, records=[[1, 0, "v"]])]
+        r = hc.check_lines(lines(bad))
+        self.assertEqual([k for k, _ in r.violations], ["malformed"] * len(bad))
 
     def test_malformed_lines(self):
         bad = [
