@@ -220,7 +220,7 @@ def main():
     try:
         cl = Cluster(sluice)
         cl.start()
-        work = cluster_faults.Workload(",".join(b.bootstrap for b in cl.brokers))
+        work = cluster_faults.Workload(",".join(b.bootstrap for b in cl.brokers), 2121)
         work.start()
         time.sleep(2)
         faults(cl)
