@@ -491,6 +491,21 @@ void ClusterController::ControllerDuties() {
         next = std::move(moved);
       }
     }
+    // A leader registered after its leadership was written (restarted, or its lease lost
+    // and taken again) does not lead that epoch (MayLead): the same leader, one epoch on,
+    // written after its registration. Kafka's controller does the same for a broker whose
+    // epoch changed (a failure, then a startup).
+    const PartitionState& now = next.has_value() ? *next : state.value;
+    if (now.leader >= 0 && now.leader == state.value.leader &&
+        now.leader_epoch == state.value.leader_epoch) {
+      auto reg = view_.brokers().find(now.leader);
+      if (reg != view_.brokers().end() && state.mod_revision < reg->second.create_revision) {
+        PartitionState bumped = now;
+        bumped.leader_epoch = state.value.leader_epoch + 1;
+        bumped.controller_epoch = fence_->epoch;
+        next = std::move(bumped);
+      }
+    }
     if (next.has_value()) changes.push_back({key.first, key.second, state.mod_revision, *next});
   }
   bool all_written = true;
@@ -564,7 +579,7 @@ const TopicConfig* ClusterController::ConfigOf(const std::string& topic) const {
 void ClusterController::ReconcileLogs() {
   if (options_.roles != nullptr) return ReconcileReplicas();
   std::map<PartitionKey, int32_t> led;
-  if (!lease_lost_) led = view_.LedBy(node_id());
+  if (!lease_lost_) led = view_.LedBy(node_id(), broker_epoch_.load());
   std::vector<PartitionKey> close;
   for (const auto& [key, part] : logs_.all()) {
     auto it = led.find(key);
@@ -611,7 +626,8 @@ void ClusterController::ReconcileReplicas() {
       // Nothing to lead or follow while no registered broker leads it: an open log stays
       // open as a follower of no one; one not open waits for the next leader.
       const int32_t leader = state.value.leader;
-      if (leader < 0 || view_.brokers().count(leader) == 0) {
+      if (leader < 0 || view_.brokers().count(leader) == 0 ||
+          (leader == node_id() && !MayLead(state))) {
         if (logs_.Find(key) != nullptr) leaderless.insert(key);
         continue;
       }
@@ -700,6 +716,20 @@ void ClusterController::ReconcileReplicas() {
       issued_.erase(key);
     }
   }
+}
+
+bool ClusterController::MayLead(const ClusterView::Versioned<PartitionState>& state) const {
+  // A state written before this registration names an earlier life of this broker (a
+  // restart, a lease lost and taken again): the controller gives the partition a new epoch
+  // when it handles the registration (ControllerDuties), and this broker leads that one.
+  // Leading the old epoch for the moment in between served stale transaction state,
+  // wrote a wiped broker's empty log into an old epoch and left an epoch checkpoint a
+  // later follower could never match (0018, "stalelead").
+  if (state.mod_revision < broker_epoch_.load()) return false;
+  for (const IsrMember& m : state.value.isr) {
+    if (m.node == node_id()) return m.incarnation == incarnation_;
+  }
+  return true;
 }
 
 void ClusterController::ReissueRoles() {

@@ -182,6 +182,9 @@ class ClusterController : public Controller {
   // (ReconcileReplicas), every replica it holds, and its role.
   void ReconcileLogs();
   void ReconcileReplicas();
+  // Whether this broker may lead a partition whose state names it leader: the state was
+  // written since this registration, and its ISR entry (if any) is this incarnation's.
+  bool MayLead(const ClusterView::Versioned<cluster::PartitionState>& state) const;
   Result<std::unique_ptr<Partition>> OpenPartition(const TopicInfo& topic, int32_t p,
                                                    int32_t leader_epoch);
   void ClosePartition(const PartitionKey& key, bool remove_dir);

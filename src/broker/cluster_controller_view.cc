@@ -225,10 +225,11 @@ bool ClusterView::PartitionsLed(const std::string& name, const std::string& id_t
   return true;
 }
 
-std::map<std::pair<std::string, int32_t>, int32_t> ClusterView::LedBy(int32_t node) const {
+std::map<std::pair<std::string, int32_t>, int32_t> ClusterView::LedBy(int32_t node,
+                                                                      int64_t written_since) const {
   std::map<std::pair<std::string, int32_t>, int32_t> led;
   for (const auto& [key, state] : partitions_) {
-    if (state.value.leader != node) continue;
+    if (state.value.leader != node || state.mod_revision < written_since) continue;
     auto topic = topics_.find(key.first);
     // Only partitions of a topic this broker knows, within its assignment.
     if (topic == topics_.end() || key.second < 0 ||

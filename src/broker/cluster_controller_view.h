@@ -99,8 +99,10 @@ class ClusterView {
   // empty) at least `partitions` partitions, each with a leader.
   bool PartitionsLed(const std::string& name, const std::string& id_text, int32_t partitions,
                      int32_t self, bool self_live) const;
-  // The partitions `node` leads now, with their leader epochs.
-  std::map<std::pair<std::string, int32_t>, int32_t> LedBy(int32_t node) const;
+  // The partitions `node` leads now, with their leader epochs: those whose state was
+  // written at or after `written_since` (the node's broker epoch; 0: all).
+  std::map<std::pair<std::string, int32_t>, int32_t> LedBy(int32_t node,
+                                                           int64_t written_since = 0) const;
 
  private:
   cluster::KeyLayout keys_;

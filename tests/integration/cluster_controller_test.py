@@ -133,6 +133,35 @@ class ClusterBroker:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def led_epochs(broker, topic, run=None):
+    """[(partition, leader epoch)] of every leadership the broker's log (of one run, by
+    default the last) shows for `topic`, in order."""
+    path = os.path.join(broker.tmp, f"err.{run or broker.runs}")
+    with open(path, errors="replace") as f:
+        text = f.read()
+    return [(int(m.group(1)), int(m.group(2))) for m in
+            re.finditer(rf"replica: {re.escape(topic)}-(\d+): leader in epoch (\d+) ", text)]
+
+
+def check_new_epochs(broker, topic, before, after_line=None):
+    """A broker back (restarted, or registered again after its lease was lost) leads its
+    partitions only in epochs written after its registration: above every epoch it led
+    before (`before`: partition -> epoch). Leading an old epoch for the moment before the
+    controller handled the registration served stale state (0018, "stalelead")."""
+    path = os.path.join(broker.tmp, f"err.{broker.runs}")
+    with open(path, errors="replace") as f:
+        text = f.read()
+    if after_line is not None:
+        text = text[text.rfind(after_line):]
+    seen = [(int(m.group(1)), int(m.group(2))) for m in
+            re.finditer(rf"replica: {re.escape(topic)}-(\d+): leader in epoch (\d+) ", text)]
+    check(seen, f"broker {broker.node} led no partition of {topic} after it came back")
+    for p, epoch in seen:
+        if p in before:
+            check(epoch > before[p], f"broker {broker.node} led {topic}-{p} in epoch {epoch} "
+                                     f"after it came back, not above its earlier {before[p]}")
+
+
 def metadata(bootstrap, topic=None):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     return admin.list_topics(topic=topic, timeout=10)
@@ -320,13 +349,17 @@ def test_cluster(sluice, etcd, brokers):
         if old.leader == victim.node:
             check(victim.node not in p.isrs, f"spread-{p.id} isr {p.isrs} keeps the dead leader")
 
-    # Restarted with its data: its replication factor 1 partitions come back, read whole.
+    # Restarted with its data: its replication factor 1 partitions come back, read whole,
+    # each in a new epoch.
+    led_before = dict(led_epochs(victim, "orders"))
+    check(led_before, f"broker {victim.node} led no partition of orders")
     victim.start()
     md = wait_metadata(alive[0].bootstrap,
                        lambda m: all(p.leader >= 0 for p in m.topics["orders"].partitions.values())
                        and len(m.brokers) == 3, "orders back online", timeout=30)
     got = read_assigned(alive[1].bootstrap)
     check(got == sent, "after the restart the records read back differ")
+    check_new_epochs(victim, "orders", led_before)
     print("failover: new controller, partitions moved or offline, back after the restart")
 
     # Paused past its session (SIGSTOP): the others see it gone; resumed, it learns its
@@ -334,6 +367,7 @@ def test_cluster(sluice, etcd, brokers):
     md = metadata(alive[0].bootstrap)
     paused = next(b for b in brokers if b.node != md.controller_id)
     watcher = next(b for b in brokers if b is not paused)
+    led_before = dict(led_epochs(paused, "orders"))
     paused.proc.send_signal(signal.SIGSTOP)
     try:
         wait_metadata(watcher.bootstrap, lambda m: paused.node not in m.brokers,
@@ -350,10 +384,14 @@ def test_cluster(sluice, etcd, brokers):
                   timeout=30)
     got = read_assigned(paused.bootstrap)
     check(got == sent, "after the pause the records read back differ")
+    check_new_epochs(paused, "orders", led_before, after_line="lost its etcd lease")
     print(f"pause: broker {paused.node} re-registered and leads its partitions again")
 
     # etcd killed for longer than the session, then restarted on its data: every broker
     # loses its lease, registers again, and the partitions come back to their leaders.
+    # Each leads its partitions again in new epochs, not the ones it held before.
+    led_before = {(b.node, t): dict(led_epochs(b, t))
+                  for b in brokers for t in ("orders", "spread")}
     etcd.kill(0)
     time.sleep(3)
     etcd.restart(0)
@@ -366,6 +404,9 @@ def test_cluster(sluice, etcd, brokers):
         wait_metadata(b.bootstrap, recovered, f"broker {b.node} after etcd's restart", timeout=60)
     got = read_assigned(brokers[0].bootstrap)
     check(got == sent, "after etcd's restart the records read back differ")
+    for b in brokers:
+        check_new_epochs(b, "orders", led_before[(b.node, "orders")],
+                         after_line="lost its etcd lease")
     print("etcd restarted: every broker registered again, partitions back with their leaders")
 
 
