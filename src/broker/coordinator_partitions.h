@@ -65,8 +65,10 @@ InternalLogOptions::AppendFn ReplicatedAppend(Shards& shards, std::string topic,
 struct CoordinatorListener {
   // This broker now leads `key` of an internal topic in `leader_epoch`.
   std::function<void(const PartitionKey& key, int32_t leader_epoch)> on_lead;
-  // It stopped leading `key` (a follower now, or the replica goes). Returns once the
-  // coordinator dropped the partition's state and no longer touches its log.
+  // It stopped leading `key` (a follower now, or the replica goes). Returns once no load
+  // of the partition reads its log (a load under way is joined); the coordinator drops
+  // the partition's state on its own thread after that; a write it still has under way
+  // is refused by the log's owner (ReplicatedAppend: not this leader epoch any more).
   std::function<void(const PartitionKey& key)> on_resign;
 };
 

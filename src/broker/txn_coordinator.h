@@ -211,9 +211,12 @@ class TxnCoordinator : public TxnVerifier {
   // own and are retried on their own backoff (Kafka's TransactionMarkerChannelManager).
   void SendMarkers(Txn& t, std::vector<TopicPartition> tps);
   void SendGroups(Txn& t);
-  void OnMarkersPart(const std::string& id, int64_t producer_id, std::vector<TopicPartition> tps,
+  // An answer counts only for the round it was sent in (`round`: Txn::marker_round), not
+  // for a later one of the same id and producer (after an unload and a reload, or the
+  // next transaction's).
+  void OnMarkersPart(const std::string& id, uint64_t round, std::vector<TopicPartition> tps,
                      std::vector<kafka::ErrorCode> errors);
-  void OnGroupsDone(const std::string& id, int64_t producer_id, std::vector<std::string> groups,
+  void OnGroupsDone(const std::string& id, uint64_t round, std::vector<std::string> groups,
                     std::vector<kafka::ErrorCode> errors);
   // A partition or group answered TRANSACTION_COORDINATOR_FENCED: a newer coordinator
   // completes the transaction; this one stops sending its markers.
@@ -258,6 +261,7 @@ class TxnCoordinator : public TxnVerifier {
   bool shutting_down_ = false;
   bool markers_started_ = false;
   uint64_t tick_timer_ = 0;
+  uint64_t last_marker_round_ = 0;  // Txn::marker_round's last value, over every load
 };
 
 }  // namespace sluice::broker

@@ -41,6 +41,9 @@ struct TxnCoordinator::Txn {
   std::set<std::string> groups_left;
   bool groups_sent = false;
   bool markers_fenced = false;  // TRANSACTION_COORDINATOR_FENCED: a newer coordinator's
+  // The round of markers under way, unique in the coordinator's life (a reloaded id's
+  // round is not its previous load's): answers of another round are dropped.
+  uint64_t marker_round = 0;
   // Backoffs running: a leader's failed partitions, the groups, the Complete record.
   std::vector<uint64_t> retry_timers;
   int failed_rounds = 0;  // failed answers of this decision (one in 50 is logged)

@@ -26,6 +26,7 @@ void TxnCoordinator::WriteMarkers(const std::string& id) {
       !t->groups_sent) {
     // A fresh round: every partition but the offsets one (the groups cover it).
     t->failed_rounds = 0;
+    t->marker_round = ++last_marker_round_;
     for (const auto& tp : t->partitions) {
       if (tp != kOffsetsPartition) t->markers_left.insert(tp);
     }
@@ -64,13 +65,13 @@ void TxnCoordinator::SendMarkers(Txn& t, std::vector<TopicPartition> tps) {
   auto post = PostThrough(gate_);
   options_.participants->WritePartitionMarkersInParts(
       marker, tps,
-      [this, post, id = t.id, pid = t.producer_id, tps](std::vector<size_t> which,
-                                                        std::vector<ErrorCode> errors) {
+      [this, post, id = t.id, round = t.marker_round, tps](std::vector<size_t> which,
+                                                           std::vector<ErrorCode> errors) {
         std::vector<TopicPartition> part;
         part.reserve(which.size());
         for (size_t i : which) part.push_back(tps.at(i));
-        post([this, id, pid, part = std::move(part), errors = std::move(errors)] {
-          OnMarkersPart(id, pid, part, errors);
+        post([this, id, round, part = std::move(part), errors = std::move(errors)] {
+          OnMarkersPart(id, round, part, errors);
         });
       });
 }
@@ -83,17 +84,18 @@ void TxnCoordinator::SendGroups(Txn& t) {
   auto post = PostThrough(gate_);
   options_.participants->CompleteGroupOffsets(
       marker, groups,
-      [this, post, id = t.id, pid = t.producer_id, groups](std::vector<ErrorCode> errors) mutable {
-        post([this, id, pid, groups = std::move(groups), errors = std::move(errors)] {
-          OnGroupsDone(id, pid, groups, errors);
+      [this, post, id = t.id, round = t.marker_round,
+       groups](std::vector<ErrorCode> errors) mutable {
+        post([this, id, round, groups = std::move(groups), errors = std::move(errors)] {
+          OnGroupsDone(id, round, groups, errors);
         });
       });
 }
 
-void TxnCoordinator::OnMarkersPart(const std::string& id, int64_t producer_id,
+void TxnCoordinator::OnMarkersPart(const std::string& id, uint64_t round,
                                    std::vector<TopicPartition> tps, std::vector<ErrorCode> errors) {
   Txn* t = FindTxn(id);
-  if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
+  if (t == nullptr || t->marker_round != round || shutting_down_) return;
   // A partition whose leader is gone is retried every marker_retry_ms until another
   // leads it (seconds in a cluster): its first failure and then one in 50 are logged.
   std::vector<TopicPartition> failed;
@@ -133,10 +135,10 @@ void TxnCoordinator::OnMarkersPart(const std::string& id, int64_t producer_id,
   MaybeComplete(*t);
 }
 
-void TxnCoordinator::OnGroupsDone(const std::string& id, int64_t producer_id,
+void TxnCoordinator::OnGroupsDone(const std::string& id, uint64_t round,
                                   std::vector<std::string> groups, std::vector<ErrorCode> errors) {
   Txn* t = FindTxn(id);
-  if (t == nullptr || t->producer_id != producer_id || shutting_down_) return;
+  if (t == nullptr || t->marker_round != round || shutting_down_) return;
   t->groups_sent = false;
   bool failed = false;
   for (size_t i = 0; i < groups.size(); ++i) {
