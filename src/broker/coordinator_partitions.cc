@@ -89,6 +89,11 @@ ErrorCode CoordinatorWriteError(const Status& st) {
                                             : ErrorCode::kCoordinatorNotAvailable;
 }
 
+ErrorCode GroupStoreError(const Status& st) {
+  return st.code() == StatusCode::kAborted ? ErrorCode::kRebalanceInProgress
+                                           : CoordinatorWriteError(st);
+}
+
 InternalLogOptions::AppendFn ReplicatedAppend(Shards& shards, std::string topic, int32_t partition,
                                               int shard, int32_t leader_epoch, int32_t timeout_ms) {
   return [&shards, key = PartitionKey(std::move(topic), partition), shard, leader_epoch,
@@ -131,9 +136,12 @@ InternalLogOptions::AppendFn ReplicatedAppend(Shards& shards, std::string topic,
       }
       if (!done) return;
       replica::AwaitHighWatermark(
-          *part, appended->last_offset + 1, timeout_ms, [what, done](ErrorCode e) {
+          *part, appended->last_offset + 1, timeout_ms, [what, done, timeout_ms](ErrorCode e) {
             if (e == ErrorCode::kNone) return done(Status::OK());
             if (e == ErrorCode::kNotLeaderOrFollower) return done(NotLeadingError(what));
+            if (e == ErrorCode::kRequestTimedOut) {
+              return done(AbortedError("{}: not replicated in {} ms", what, timeout_ms));
+            }
             done(
                 ResourceExhaustedError("{}: not replicated (error {})", what, static_cast<int>(e)));
           });

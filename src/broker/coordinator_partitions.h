@@ -50,6 +50,10 @@ int32_t CoordinatorPartitionFor(std::string_view key, int32_t partitions);
 // longer led here, COORDINATOR_NOT_AVAILABLE otherwise (too few in-sync replicas, the
 // high watermark did not pass it in time, the log failed).
 kafka::ErrorCode CoordinatorWriteError(const Status& st);
+// The same for a group's generation record (Kafka's storeGroup): a write whose high
+// watermark did not pass it in time (kAborted, ReplicatedAppend's timeout) is
+// REBALANCE_IN_PROGRESS, so the members join again rather than look for a coordinator.
+kafka::ErrorCode GroupStoreError(const Status& st);
 // The Status a replicated append reports when this broker no longer leads the partition.
 Status NotLeadingError(const std::string& what);
 

@@ -989,7 +989,7 @@ void GroupCoordinator::PersistGeneration(Group& g) {
       if (st.ok()) {
         g->stored = gen;
       } else {
-        g->store_error = CoordinatorWriteError(st);
+        g->store_error = GroupStoreError(st);
       }
       MaybeCompleteSync(*g);
     });
@@ -999,7 +999,7 @@ void GroupCoordinator::PersistGeneration(Group& g) {
     SLUICE_LOG(kLog, kWarn, "group {}: writing generation {}: {}", g.id, g.generation,
                st.ToString());
     g.store_error = st.code() == StatusCode::kInvalidArgument ? ErrorCode::kUnknownServerError
-                                                              : CoordinatorWriteError(st);
+                                                              : GroupStoreError(st);
   }
 }
 

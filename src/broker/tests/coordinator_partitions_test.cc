@@ -118,6 +118,11 @@ class ReplicatedGroupsTest : public GroupCoordinatorTest {
   // Ends the held writes: appended and acknowledged (`ok`), or failed as a write the high
   // watermark never passed (nothing appended: a leader refusing below min.insync.replicas).
   void Release(bool ok) {
+    Release(ok, ResourceExhaustedError("__consumer_offsets-1: not replicated (test)"));
+  }
+  // The same, failing the held writes with `failure` (ReplicatedAppend's timeout is
+  // kAborted).
+  void Release(bool ok, const Status& failure) {
     std::vector<std::pair<std::vector<uint8_t>, InternalLog::Done>> held;
     {
       std::lock_guard lock(held_mu_);
@@ -127,7 +132,7 @@ class ReplicatedGroupsTest : public GroupCoordinatorTest {
       if (ok) {
         AppendNow(batch, std::move(done));
       } else if (done) {
-        done(ResourceExhaustedError("__consumer_offsets-1: not replicated (test)"));
+        done(failure);
       }
     }
   }
@@ -335,6 +340,27 @@ TEST_F(ReplicatedGroupsTest, TheAssignmentWaitsForTheGenerationsRecordAndItsFail
   ASSERT_EQ(third.error_code, ErrorCode::kNone);
   auto sync3 = Sync(g, third.member_id, third.generation_id, {{third.member_id, {9}}});
   EXPECT_EQ(sync3.error_code, ErrorCode::kNotCoordinator);
+}
+
+// A generation's record the high watermark did not pass in time: REBALANCE_IN_PROGRESS
+// (Kafka's storeGroup maps REQUEST_TIMED_OUT so), and the member joins again.
+TEST_F(ReplicatedGroupsTest, AGenerationRecordNotReplicatedInTimeAnswersRebalanceInProgress) {
+  released_.set_value();
+  LoadAndWait(1);
+  const std::string g = GroupOf(1);
+  hold_ = true;
+  JoinSpec s;
+  s.group = g;
+  auto join = JoinNewAsync(s)->Get();
+  ASSERT_EQ(join.error_code, ErrorCode::kNone);
+  WaitHeld(1);
+  auto sync = SyncAsync(g, join.member_id, join.generation_id, {{join.member_id, {7}}});
+  Release(false, AbortedError("__consumer_offsets-1: not replicated in 5000 ms"));
+  EXPECT_EQ(sync->Get().error_code, ErrorCode::kRebalanceInProgress);
+  EXPECT_EQ(Describe(g).group_state, "PreparingRebalance");
+  EXPECT_EQ(GroupStoreError(AbortedError("x")), ErrorCode::kRebalanceInProgress);
+  EXPECT_EQ(CoordinatorWriteError(AbortedError("x")), ErrorCode::kCoordinatorNotAvailable);
+  EXPECT_EQ(GroupStoreError(NotLeadingError("x")), ErrorCode::kNotCoordinator);
 }
 
 TEST_F(ReplicatedGroupsTest, TheSameEpochIsNotLoadedTwice) {
