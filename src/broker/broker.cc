@@ -210,7 +210,8 @@ Broker::Broker(BrokerOptions options, std::string cluster_id)
     : options_(std::move(options)),
       cluster_id_(std::move(cluster_id)),
       executor_(std::make_unique<storage::IoExecutor>(std::max(1, options_.io_threads))),
-      files_(std::make_unique<storage::FileCache>(options_.env, options_.max_open_files)),
+      files_(std::make_unique<storage::FileCache>(options_.env, options_.max_open_files,
+                                                  options_.file_idle_timeout_ms)),
       publisher_(options_.advertised_host, options_.advertised_port),
       shards_(std::make_unique<Shards>(&publisher_)) {}
 

@@ -77,6 +77,9 @@ struct BrokerOptions {
   storage::FlushPolicy flush_policy = storage::FlushPolicy::kInterval;
   int64_t flush_ms = 100;
   size_t max_open_files = 1024;  // log.max.open.files
+  // storage.file_idle_timeout: the file cache closes a descriptor nobody asked for in this
+  // long (an idle partition holds none); 0: only max_open_files closes them.
+  int64_t file_idle_timeout_ms = 5000;
   TopicConfig topic_defaults;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;

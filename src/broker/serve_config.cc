@@ -289,6 +289,7 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "storage.flush.policy",
                                      "storage.flush.ms",
                                      "storage.max_open_files",
+                                     "storage.file_idle_timeout",
                                      "storage.io_threads",
                                      "storage.retention_check_interval",
                                      "storage.cleaner.threads",
@@ -386,6 +387,11 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
     return InvalidArgumentError("storage.flush.ms must be at least 1 ms");
   ASSIGN_OR_RETURN(int64_t files, config.GetInt("storage.max_open_files", 1024, 16, 1 << 20));
   out.broker.max_open_files = static_cast<size_t>(files);
+  ASSIGN_OR_RETURN(out.broker.file_idle_timeout_ms,
+                   config.GetDurationMs("storage.file_idle_timeout", 5000));
+  if (out.broker.file_idle_timeout_ms < 0) {
+    return InvalidArgumentError("storage.file_idle_timeout must not be negative (0: never)");
+  }
   ASSIGN_OR_RETURN(int64_t io_threads,
                    config.GetInt("storage.io_threads", std::max(16, 4 * cores), 2, 1024));
   out.broker.io_threads = static_cast<int>(io_threads);

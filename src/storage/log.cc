@@ -590,6 +590,7 @@ void PartitionLog::RunIoJob() {
   uint64_t written_bytes = 0;
   std::vector<const Chunk*> done;
   std::vector<Segment*> closed_durable;
+  std::shared_ptr<File> last_file;  // the file of the last chunk written with bytes
   for (const Chunk& c : chunks) {
     if (c.opens_segment) {
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path,
@@ -614,6 +615,7 @@ void PartitionLog::RunIoJob() {
       auto f = LogFile(*c.seg, OpenMode::kReadWrite);
       if (f.ok()) ReserveAhead(**f, *c.seg, c.file_pos, c.file_pos + c.bytes.size(), segment_bytes);
       st = f.ok() ? (*f)->WriteAt(c.file_pos, c.bytes) : f.status();
+      if (st.ok()) last_file = *f;
     }
     if (st.ok() && !c.index_bytes.empty()) {
       auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);
@@ -654,6 +656,7 @@ void PartitionLog::RunIoJob() {
       seg->written_txn_entries = (c->txn_index_pos + c->txn_index_bytes.size()) / kAbortedTxnSize;
       if (!c->bytes.empty()) last_written_ = c->seg;
     }
+    if (last_file != nullptr) written_file_ = std::move(last_file);
     for (Segment* seg : closed_durable) seg->closed_durable = true;
     if (written_to >= 0) written_end_ = std::max(written_end_, written_to);
     if (durable_to >= 0) durable_end_ = std::max(durable_end_, durable_to);
@@ -677,15 +680,20 @@ void PartitionLog::RunSync() {
   int64_t target;
   uint64_t covered;
   std::shared_ptr<Segment> seg;
+  std::shared_ptr<File> written;
   int64_t started = MonotonicNanos();
   {
     std::lock_guard lock(mu_);
     target = written_end_;
     covered = unsynced_bytes_;
     seg = last_written_;
+    written = written_file_;
   }
   Status st;
-  auto f = LogFile(*seg, OpenMode::kReadWrite);
+  // Through the descriptor the bytes were written with (written_file_); the cache's only
+  // when nothing was written since the last sync.
+  Result<std::shared_ptr<File>> f = written != nullptr ? Result<std::shared_ptr<File>>(written)
+                                                       : LogFile(*seg, OpenMode::kReadWrite);
   st = f.ok() ? (*f)->Sync() : f.status();
   if (st.ok()) {
     auto gone = (*f)->Unlinked();
@@ -705,6 +713,8 @@ void PartitionLog::RunSync() {
       FailLocked(st, &ready);
     } else {
       durable_end_ = std::max(durable_end_, target);
+      // Nothing written since: the descriptor may go idle.
+      if (written_file_ == written && written_end_ <= target) written_file_.reset();
       unsynced_bytes_ -= std::min(covered, unsynced_bytes_);
       last_sync_ns_ = started;
       ++sync_count_;

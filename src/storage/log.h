@@ -367,7 +367,11 @@ class PartitionLog {
   bool sync_due_ = false;                  // the flush.ms timer fired
   int64_t flush_target_ = 0;               // Flush()/Close() want durable_end_ to reach this
   std::shared_ptr<Segment> last_written_;  // the segment a sync must cover
-  uint64_t unsynced_bytes_ = 0;            // written, not yet covered by an fdatasync
+  // The descriptor last_written_ was written through, held until a sync covered it: the
+  // file cache may close idle descriptors, and a write-back error is reported only to
+  // descriptors open when it happened, so the sync goes through this one.
+  std::shared_ptr<File> written_file_;
+  uint64_t unsynced_bytes_ = 0;  // written, not yet covered by an fdatasync
   int64_t last_sync_ns_ = 0;
   IoExecutor::TaskId timer_id_ = 0;  // 0 = no flush timer scheduled
   uint64_t sync_count_ = 0;

@@ -117,6 +117,18 @@ TEST(ServeConfigTest, ReadsTheTransactionsSection) {
   EXPECT_FALSE(FromYaml("transactions: {abort_check_interval: soon}\n").ok());
 }
 
+TEST(ServeConfigTest, ReadsTheFileIdleTimeout) {
+  auto d = FromYaml("");
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->broker.file_idle_timeout_ms, 5000);
+  auto c = FromYaml("storage: {file_idle_timeout: 250ms}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.file_idle_timeout_ms, 250);
+  auto never = FromYaml("storage: {file_idle_timeout: 0}\n");
+  ASSERT_TRUE(never.ok()) << never.status().ToString();
+  EXPECT_EQ(never->broker.file_idle_timeout_ms, 0);
+}
+
 TEST(ServeConfigTest, BadValuesNameTheKey) {
   struct Case {
     const char* yaml;
@@ -137,6 +149,9 @@ TEST(ServeConfigTest, BadValuesNameTheKey) {
       {"data_dir: ''", "data_dir"},
       {"kafka: {addr: '0.0.0.0:9092'}", "kafka.advertised_addr"},
       {"storage: {io_threads: 1}", "storage.io_threads"},
+      {"storage: {file_idle_timeout: soon}", "storage.file_idle_timeout"},
+      {"storage: {file_idle_timeout: -5s}", "storage.file_idle_timeout"},
+      {"storage: {file_idle_timeout: [1]}", "storage.file_idle_timeout"},
   };
   for (const Case& c : cases) {
     auto r = FromYaml(c.yaml);

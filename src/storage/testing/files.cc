@@ -32,4 +32,16 @@ void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes) 
             static_cast<std::streamsize>(bytes.size()));
 }
 
+int OpenDescriptorsUnder(const std::string& dir) {
+  const std::string prefix = dir.ends_with('/') ? dir : dir + "/";
+  int n = 0;
+  std::error_code ec;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code link_ec;
+    const std::string target = std::filesystem::read_symlink(fd.path(), link_ec).string();
+    if (!link_ec && target.starts_with(prefix)) ++n;
+  }
+  return n;
+}
+
 }  // namespace sluice::storage::testing

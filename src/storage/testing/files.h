@@ -24,4 +24,7 @@ class TempDir {
 std::vector<uint8_t> ReadFileBytes(const std::string& path);
 void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 
+// How many of this process's descriptors (/proc/self/fd) name a file under `dir`.
+int OpenDescriptorsUnder(const std::string& dir);
+
 }  // namespace sluice::storage::testing

@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
+#include <thread>
+
+#include "base/clock.h"
 #include "base/status.h"
+#include "storage/testing/files.h"
 
 namespace sluice::storage {
 namespace {
@@ -59,6 +64,60 @@ TEST_F(FileCacheTest, MissingFileIsNotFoundWithPath) {
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kNotFound);
   EXPECT_NE(f.status().message().find(dir_ + "/nope"), std::string::npos);
+}
+
+constexpr int64_t kSecond = 1'000'000'000;
+
+// storage.file_idle_timeout: an entry nobody holds, not asked for in the timeout, is closed;
+// one a caller holds, or asked for since, stays; the next Get opens it again.
+TEST_F(FileCacheTest, ClosesIdleDescriptorsNobodyHolds) {
+  FileCache cache(Env::Posix(), 16, /*idle_timeout_ms=*/60'000);  // the test calls CloseIdle
+  auto a = cache.Get(dir_ + "/a", OpenMode::kCreate);
+  ASSERT_TRUE(a.ok());
+  uint8_t byte = 7;
+  ASSERT_TRUE((*a)->WriteAt(0, std::span<const uint8_t>(&byte, 1)).ok());
+  a = Status(StatusCode::kInternal, "dropped");  // the cache's reference only
+  auto b = cache.Get(dir_ + "/b", OpenMode::kCreate);
+  ASSERT_TRUE(b.ok());
+  std::shared_ptr<File> held = std::move(*b);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 2);
+  EXPECT_EQ(cache.CloseIdle(MonotonicNanos()), 0u);                 // not idle yet
+  EXPECT_EQ(cache.CloseIdle(MonotonicNanos() + 61 * kSecond), 1u);  // a; b is held
+  EXPECT_EQ(cache.open_count(), 1u);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 1);
+  auto again = cache.Get(dir_ + "/a", OpenMode::kRead);
+  ASSERT_TRUE(again.ok());
+  uint8_t read = 0;
+  auto n = (*again)->ReadAt(0, std::span<uint8_t>(&read, 1));
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(read, 7);
+  held.reset();
+  again = Status(StatusCode::kInternal, "dropped");
+  EXPECT_EQ(cache.CloseIdle(MonotonicNanos() + 61 * kSecond), 2u);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 0);
+}
+
+TEST_F(FileCacheTest, WithoutAnIdleTimeoutOnlyTheCapacityCloses) {
+  FileCache cache(Env::Posix(), 16);
+  ASSERT_TRUE(cache.Get(dir_ + "/a", OpenMode::kCreate).ok());
+  EXPECT_EQ(cache.CloseIdle(MonotonicNanos() + 3600 * kSecond), 0u);
+  EXPECT_EQ(cache.open_count(), 1u);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 1);
+}
+
+// The cache's own thread does it, and stops with the cache.
+TEST_F(FileCacheTest, TheIdleThreadClosesThem) {
+  auto cache = std::make_unique<FileCache>(Env::Posix(), 16, /*idle_timeout_ms=*/50);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(cache->Get(dir_ + "/f" + std::to_string(i), OpenMode::kCreate).ok());
+  }
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 5);
+  for (int i = 0; i < 400 && testing::OpenDescriptorsUnder(dir_) > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 0);
+  EXPECT_EQ(cache->open_count(), 0u);
+  cache.reset();  // joins the thread
 }
 
 }  // namespace

@@ -916,6 +916,60 @@ TEST_F(LogTest, ManyPartitionsShareABoundedDescriptorCache) {
   EXPECT_LE(files.open_count(), 24u);
 }
 
+// storage.file_idle_timeout: idle logs hold no descriptor, and read and append as before
+// once asked again; under the interval policy the written segment's descriptor is held
+// until the sync that covers it (a write-back error reaches only descriptors open when it
+// happened).
+TEST_F(LogTest, IdleLogsHoldNoDescriptorAndWorkAgain) {
+  for (FlushPolicy policy : {FlushPolicy::kDurable, FlushPolicy::kInterval}) {
+    SCOPED_TRACE(policy == FlushPolicy::kDurable ? "durable" : "interval");
+    testing::TempDir tmp;
+    FileCache files(Env::Posix(), 1024, /*idle_timeout_ms=*/30);
+    opts_.files = &files;
+    opts_.flush_policy = policy;
+    opts_.flush_ms = 50;
+    auto wait_closed = [&] {
+      for (int i = 0; i < 500 && testing::OpenDescriptorsUnder(tmp.path()) > 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_EQ(testing::OpenDescriptorsUnder(tmp.path()), 0);
+    };
+    std::vector<std::unique_ptr<PartitionLog>> logs;
+    std::vector<std::vector<uint8_t>> expect(10);
+    for (int p = 0; p < 10; ++p) {
+      auto log = PartitionLog::Open(tmp.path() + "/p" + std::to_string(p), opts_);
+      ASSERT_TRUE(log.ok()) << log.status().ToString();
+      auto b = MakeBatch(3, 100, 1000, p);
+      AppendSync(**log, b);
+      auto stored = Stored(b, 0);
+      expect[p].insert(expect[p].end(), stored.begin(), stored.end());
+      logs.push_back(std::move(*log));
+    }
+    wait_closed();
+    for (int p = 0; p < 10; ++p) {
+      EXPECT_EQ(ReadAll(*logs[p], 0), expect[p]);
+      auto b = MakeBatch(2, 100, 2000, p);
+      std::promise<Status> written;
+      AppendOptions o;
+      o.ack = AckLevel::kWritten;
+      o.on_ack = [&](const Status& st, const AppendInfo&) { written.set_value(st); };
+      ASSERT_TRUE(logs[p]->Append(b, std::move(o)).ok());
+      ASSERT_TRUE(written.get_future().get().ok());
+      auto stored = Stored(b, 3);
+      expect[p].insert(expect[p].end(), stored.begin(), stored.end());
+    }
+    wait_closed();  // under the interval policy: after the flusher's sync
+    for (int p = 0; p < 10; ++p) {
+      EXPECT_EQ(logs[p]->durable_end_offset(), 5);
+      EXPECT_EQ(ReadAll(*logs[p], 0), expect[p]);
+    }
+    for (auto& log : logs) ASSERT_TRUE(log->Close().ok());
+    logs.clear();
+    wait_closed();
+    opts_.files = nullptr;
+  }
+}
+
 TEST_F(LogTest, FullDiskFailsPendingAppendsAndKeepsWhatWasDurable) {
   testing::FaultEnv env(Env::Posix());
   opts_.env = &env;
