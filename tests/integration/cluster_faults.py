@@ -47,6 +47,7 @@ Exit 0 when every check holds, 1 otherwise (with the seed and the violations).
 
 import argparse
 import json
+import logging
 import os
 import random
 import re
@@ -146,9 +147,13 @@ class Workload:
     (under one lock, in the order they happened).
     """
 
-    def __init__(self, bootstrap, seed):
+    def __init__(self, bootstrap, seed, log_dir=None):
         self.bootstrap = bootstrap
         self.seed = seed
+        # With a directory: the idempotent producers' librdkafka `eos` debug log goes to
+        # producer-<name>.log there (its epoch bumps and the broker errors behind them:
+        # 0018 "stalelead", the duplicates of seed 2121).
+        self.log_dir = log_dir
         self.lock = threading.Lock()
         self.events = []  # guarded by lock
         self.errors = {}  # guarded by lock: delivery or commit error name -> count
@@ -199,10 +204,19 @@ class Workload:
         while not self.stopping.is_set():
             self.producers += 1
             name = f"p{self.producers}"
-            producer = Producer({"bootstrap.servers": self.bootstrap,
-                                 "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                                 "message.timeout.ms": 60000, "log_level": 2,
-                                 "error_cb": lambda e: e.fatal() and fatal.append(e)})
+            config = {"bootstrap.servers": self.bootstrap,
+                      "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                      "message.timeout.ms": 60000, "log_level": 2,
+                      "error_cb": lambda e: e.fatal() and fatal.append(e)}
+            if self.log_dir is not None:
+                logger = logging.getLogger(f"producer-{name}")
+                logger.propagate = False
+                handler = logging.FileHandler(os.path.join(self.log_dir, f"producer-{name}.log"))
+                handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+                logger.addHandler(handler)
+                logger.setLevel(logging.DEBUG)
+                config.update({"debug": "eos", "log_level": 7, "logger": logger})
+            producer = Producer(config)
             seq = 0
             while not self.stopping.is_set() and not fatal:
                 for _ in range(5):
@@ -895,7 +909,7 @@ def main():
     report = None
     try:
         run.start()
-        workload = Workload(",".join(b.bootstrap for b in run.brokers), seed)
+        workload = Workload(",".join(b.bootstrap for b in run.brokers), seed, log_dir=work)
         workload.start()
         time.sleep(2)
         for i, kind in enumerate(run.plan(), 1):
