@@ -692,15 +692,17 @@ void PartitionLog::RunSync() {
   Status st;
   // Through the descriptor the bytes were written with (written_file_); the cache's only
   // when nothing was written since the last sync.
-  Result<std::shared_ptr<File>> f = written != nullptr ? Result<std::shared_ptr<File>>(written)
-                                                       : LogFile(*seg, OpenMode::kReadWrite);
-  st = f.ok() ? (*f)->Sync() : f.status();
-  if (st.ok()) {
-    auto gone = (*f)->Unlinked();
-    if (!gone.ok()) {
-      st = gone.status();
-    } else if (*gone) {
-      st = IOError("segment {} was deleted while the log was writing it", seg->log_path);
+  {
+    Result<std::shared_ptr<File>> f = written != nullptr ? Result<std::shared_ptr<File>>(written)
+                                                         : LogFile(*seg, OpenMode::kReadWrite);
+    st = f.ok() ? (*f)->Sync() : f.status();
+    if (st.ok()) {
+      auto gone = (*f)->Unlinked();
+      if (!gone.ok()) {
+        st = gone.status();
+      } else if (*gone) {
+        st = IOError("segment {} was deleted while the log was writing it", seg->log_path);
+      }
     }
   }
   std::vector<std::pair<Waiter, Status>> ready;
@@ -722,6 +724,7 @@ void PartitionLog::RunSync() {
     }
     if (!ready.empty()) ++callbacks_running_;
   }
+  written.reset();  // before the task ends: a Close after it finds the descriptor gone
   if (st.ok() && options_.on_readable) options_.on_readable();
   FinishTask(ready, &sync_running_);
 }
@@ -788,6 +791,7 @@ Status PartitionLog::Close() {
   if (timer_id_ != 0 && options_.executor->Cancel(timer_id_)) timer_id_ = 0;
   // A timer that is already running clears timer_id_ under the lock.
   idle_cv_.wait(lock, [&] { return timer_id_ == 0 && !job_running_ && !sync_running_; });
+  written_file_.reset();
   for (const auto& seg : segments_) {
     files_->Evict(seg->log_path);
     files_->Evict(seg->index_path);

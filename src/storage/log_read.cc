@@ -407,6 +407,7 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     new_end = r.next_offset;
   }
   last_written_ = segments_.back();
+  written_file_.reset();  // everything is durable; the file may be gone
   next_offset_ = written_end_ = durable_end_ = new_end;  // the cut is synced, the rest was
   log_start_ = std::min(log_start_, new_end);
   flush_target_ = std::min(flush_target_, new_end);
@@ -451,6 +452,7 @@ Status PartitionLog::TruncateFullyAndStartAt(int64_t offset) {
     return st;
   }
   last_written_ = segments_.back();
+  written_file_.reset();  // everything is durable; the file may be gone
   next_offset_ = written_end_ = durable_end_ = offset;
   log_start_ = offset;  // the segment's base says the same after a restart
   flush_target_ = offset;

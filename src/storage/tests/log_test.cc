@@ -12,6 +12,7 @@
 #include <future>
 #include <thread>
 
+#include "base/clock.h"
 #include "storage/testing/batch_builder.h"
 #include "storage/testing/fault_env.h"
 #include "storage/testing/files.h"
@@ -968,6 +969,45 @@ TEST_F(LogTest, IdleLogsHoldNoDescriptorAndWorkAgain) {
     wait_closed();
     opts_.files = nullptr;
   }
+}
+
+// The descriptor a segment was written through is held (not closed as idle) until the sync
+// that covers it; a truncation or a close lets it go.
+TEST_F(LogTest, WrittenSegmentKeepsItsDescriptorUntilSynced) {
+  FileCache files(Env::Posix(), 64, /*idle_timeout_ms=*/3'600'000);  // swept by hand below
+  opts_.files = &files;
+  opts_.flush_policy = FlushPolicy::kInterval;
+  opts_.flush_ms = 3'600'000;  // no sync but the ones asked for
+  constexpr int64_t kHour = int64_t{3'600'000} * 1'000'000;
+  auto log = OpenLog();
+  ASSERT_TRUE(log->Flush().ok());
+  auto append_written = [&](int seed) {
+    std::promise<Status> written;
+    AppendOptions w;
+    w.ack = AckLevel::kWritten;
+    w.on_ack = [&](const Status& st, const AppendInfo&) { written.set_value(st); };
+    ASSERT_TRUE(log->Append(MakeBatch(3, 100, 1000, seed), std::move(w)).ok());
+    ASSERT_TRUE(written.get_future().get().ok());
+  };
+  append_written(1);
+  EXPECT_EQ(log->durable_end_offset(), 0);
+  files.CloseIdle(MonotonicNanos() + 2 * kHour);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 1);  // the segment, held for its sync
+  ASSERT_TRUE(log->Flush().ok());
+  EXPECT_EQ(log->durable_end_offset(), 3);
+  EXPECT_EQ(files.CloseIdle(MonotonicNanos() + 4 * kHour), 1u);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 0);
+  EXPECT_EQ(ReadAll(*log, 0), Stored(MakeBatch(3, 100, 1000, 1), 0));
+
+  append_written(2);  // held again, then cut away: the truncation lets it go
+  ASSERT_TRUE(log->TruncateTo(3).ok());
+  files.CloseIdle(MonotonicNanos() + 6 * kHour);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 0);
+  append_written(3);
+  ASSERT_TRUE(log->Close().ok());
+  files.CloseIdle(MonotonicNanos() + 8 * kHour);
+  EXPECT_EQ(testing::OpenDescriptorsUnder(dir_), 0);
+  opts_.files = nullptr;
 }
 
 TEST_F(LogTest, FullDiskFailsPendingAppendsAndKeepsWhatWasDurable) {
