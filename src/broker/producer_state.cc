@@ -44,6 +44,37 @@ ProducerStateTable::Check CheckTxnState(const ProducerBatch& b, const P& p,
 }  // namespace
 
 ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b) const {
+  Check c = CheckSequence(b);
+  if (c.verdict != Verdict::kOutOfOrder && c.verdict != Verdict::kUnknownProducer) return c;
+  // A gap right after a batch refused here: the client is to resend that one first.
+  auto r = refused_.find(b.producer_id);
+  if (r == refused_.end() || r->second.epoch != b.producer_epoch ||
+      r->second.base_sequence == b.base_sequence) {
+    return c;
+  }
+  auto it = producers_.find(b.producer_id);
+  int32_t expected = 0;
+  if (it != producers_.end() && it->second.epoch == b.producer_epoch &&
+      !it->second.batches.empty() && it->second.batches.back().last_seq != INT32_MAX) {
+    expected = it->second.batches.back().last_seq + 1;
+  }
+  if (r->second.base_sequence != expected) return c;
+  c.verdict = Verdict::kEarlierRefused;
+  c.refused_error = r->second.error_code;
+  c.message = fmt::format(
+      "producer {} epoch {}: its batch at sequence {} was refused here and must come before "
+      "sequence {}",
+      b.producer_id, b.producer_epoch, expected, b.base_sequence);
+  return c;
+}
+
+void ProducerStateTable::OnRefused(const ProducerBatch& b, int16_t error_code) {
+  if (!b.idempotent() || CheckSequence(b).verdict != Verdict::kAppend) return;
+  if (refused_.size() >= kMaxRefused && refused_.count(b.producer_id) == 0) refused_.clear();
+  refused_[b.producer_id] = Refused{b.producer_epoch, b.base_sequence, error_code};
+}
+
+ProducerStateTable::Check ProducerStateTable::CheckSequence(const ProducerBatch& b) const {
   Check c;
   if (!b.idempotent()) return c;
   auto it = producers_.find(b.producer_id);
@@ -101,6 +132,7 @@ void ProducerStateTable::TakeEpoch(Producer& p, int16_t epoch) {
 
 void ProducerStateTable::OnAppended(const ProducerBatch& b, int64_t first_offset) {
   if (!b.idempotent()) return;
+  refused_.erase(b.producer_id);
   Producer& p = producers_[b.producer_id];
   TakeEpoch(p, b.producer_epoch);
   p.batches.push_back(
@@ -194,6 +226,7 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   open_.clear();
   decided_.clear();
   verifying_.clear();
+  refused_.clear();
   // The aborted transactions as the markers say, for the index (storage keeps it in step
   // with the log; this also restores entries of a lost or damaged .txnindex).
   std::vector<storage::AbortedTxn> aborted;

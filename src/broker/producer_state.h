@@ -54,16 +54,28 @@ class ProducerStateTable {
     kFenced,           // INVALID_PRODUCER_EPOCH: an older epoch than the one seen
     kUnknownProducer,  // UNKNOWN_PRODUCER_ID: no state and a sequence that is not 0
     kInvalidTxnState,  // INVALID_TXN_STATE: a plain batch while the producer's transaction is open
+    kEarlierRefused,   // a gap after a batch refused here: answer `refused_error` (see OnRefused)
   };
   struct Check {
     Verdict verdict = Verdict::kAppend;
     int64_t first_offset = -1;  // for kDuplicate: the original offsets
     int64_t last_offset = -1;
-    std::string message;  // for the errors: what was expected
+    int16_t refused_error = 0;  // for kEarlierRefused: the error the earlier batch got
+    std::string message;        // for the errors: what was expected
   };
 
   // What to do with `batch` (always kAppend for batches without a producer id).
   Check CheckBatch(const ProducerBatch& batch) const;
+  // A batch this table would have taken next (CheckBatch said kAppend) was refused with a
+  // retriable `error_code` before it was written (NOT_LEADER_OR_FOLLOWER while this broker
+  // was taking its leadership, NOT_ENOUGH_REPLICAS, ...). Until the producer writes here
+  // again, a batch of its that skips the refused one is answered `error_code` too
+  // (kEarlierRefused), not OUT_OF_ORDER_SEQUENCE_NUMBER: the client resends the refused
+  // batch first and the rest after it. librdkafka answers an out-of-order sequence behind
+  // a failed request by bumping its epoch, which renumbers every batch it holds for a
+  // retry — also those a former leader wrote but could not commit, which are then
+  // written twice (docs/design/0018-cluster.md, "dupfix").
+  void OnRefused(const ProducerBatch& batch, int16_t error_code);
   // Records a batch written at [first_offset, first_offset + record_count); a
   // transactional one opens the producer's transaction when none is open.
   void OnAppended(const ProducerBatch& batch, int64_t first_offset);
@@ -132,11 +144,20 @@ class ProducerStateTable {
   static constexpr size_t kKeep = 5;
 
   void TakeEpoch(Producer& p, int16_t epoch);
+  // CheckBatch without the refusals.
+  Check CheckSequence(const ProducerBatch& batch) const;
 
   std::unordered_map<int64_t, Producer> producers_;
   std::map<int64_t, int64_t> open_;     // first offset -> producer id
   std::map<int64_t, int64_t> decided_;  // first offset -> marker offset, until the HW passes
   std::unordered_map<int64_t, uint64_t> verifying_;  // producer id -> token
+  struct Refused {
+    int16_t epoch;
+    int32_t base_sequence;
+    int16_t error_code;
+  };
+  static constexpr size_t kMaxRefused = 4096;
+  std::unordered_map<int64_t, Refused> refused_;  // producer id -> its refused next batch
   uint64_t next_token_ = 1;
 };
 

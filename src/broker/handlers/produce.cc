@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/logging.h"
 #include "broker/handlers/handlers.h"
 #include "broker/offset_log.h"
 #include "kafka/protocol/records.h"
@@ -26,6 +27,8 @@ namespace sluice::broker::handlers {
 namespace {
 
 using kafka::ErrorCode;
+
+const Logger kLog("broker");
 
 // A produce request whose appends are in flight: the response, filled in by the owner
 // shards and the append callbacks (each writes only its own partition entry), and how
@@ -109,6 +112,19 @@ void AwaitCommit(const std::shared_ptr<PendingProduce>& pending,
                               });
 }
 
+// A producer's batch refused for its sequence or epoch: said in the log (at most once a
+// second in all), since such a refusal makes clients bump their epoch or stop, and the
+// cause is otherwise lost with the answer.
+void LogSequenceRefusal(const Partition& part, const ProducerBatch& b,
+                        const ProducerStateTable::Check& check) {
+  static std::atomic<int64_t> last_ms{0};
+  const int64_t now = Clock::Real()->NowMillis();
+  int64_t before = last_ms.load(std::memory_order_relaxed);
+  if (now - before < 1000 || !last_ms.compare_exchange_strong(before, now)) return;
+  SLUICE_LOG(kLog, kInfo, "{}: producer {} epoch {} batch at sequence {} refused: {}",
+             part.log->dir(), b.producer_id, b.producer_epoch, b.base_sequence, check.message);
+}
+
 // On the partition's owner: the producer checks and the append of (*appends)[k].
 // `verified` is false in the first visit: a transactional batch that would open its
 // producer's transaction then gets a token instead of an append; true in the second
@@ -138,10 +154,15 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     out.error_code = replica::CheckAppend(*part, acks, &message);
     if (out.error_code != ErrorCode::kNone) {
       out.error_message = std::move(message);
+      part->producers.OnRefused(a.batch, static_cast<int16_t>(out.error_code));
       return;
     }
   }
   ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
+  if (check.verdict != ProducerStateTable::Verdict::kAppend &&
+      check.verdict != ProducerStateTable::Verdict::kDuplicate) {
+    LogSequenceRefusal(*part, a.batch, check);
+  }
   switch (check.verdict) {
     case ProducerStateTable::Verdict::kAppend:
       break;
@@ -166,6 +187,10 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
       return;
     case ProducerStateTable::Verdict::kInvalidTxnState:
       out.error_code = ErrorCode::kInvalidTxnState;
+      out.error_message = check.message;
+      return;
+    case ProducerStateTable::Verdict::kEarlierRefused:
+      out.error_code = static_cast<ErrorCode>(check.refused_error);
       out.error_message = check.message;
       return;
   }
@@ -210,6 +235,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     if (acks != 0 && !await_hw) pending->outstanding.fetch_sub(1, std::memory_order_relaxed);
     out.error_code = ErrorCode::kKafkaStorageError;
     out.error_message = appended.status().ToString();
+    part->producers.OnRefused(a.batch, static_cast<int16_t>(out.error_code));
     return;
   }
   part->producers.OnAppended(a.batch, appended->base_offset);

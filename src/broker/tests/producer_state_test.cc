@@ -92,6 +92,46 @@ TEST(ProducerStateTest, UnknownProducerMustStartAtZero) {
   EXPECT_EQ(t.CheckBatch(B(9, 0, 0, 1)).verdict, Verdict::kAppend);
 }
 
+// A batch refused before it was written (the broker was still taking its leadership):
+// the batches the client had sent behind it get the same retriable error, not
+// OUT_OF_ORDER_SEQUENCE_NUMBER, until the refused one is written.
+TEST(ProducerStateTest, AGapBehindARefusedBatchGetsTheRefusal) {
+  constexpr int16_t kNotLeader = 6;
+  ProducerStateTable t;
+  t.OnAppended(B(7, 0, 0, 3), 100);
+  t.OnRefused(B(7, 0, 3, 2), kNotLeader);  // the next batch: remembered
+  t.OnRefused(B(7, 0, 5, 2), kNotLeader);  // behind it (not next): ignored
+  auto gap = t.CheckBatch(B(7, 0, 5, 2));
+  EXPECT_EQ(gap.verdict, Verdict::kEarlierRefused);
+  EXPECT_EQ(gap.refused_error, kNotLeader);
+  EXPECT_NE(gap.message.find("sequence 3 was refused"), std::string::npos) << gap.message;
+  // Other gaps and the refused batch itself are what they were.
+  EXPECT_EQ(t.CheckBatch(B(7, 0, 3, 2)).verdict, Verdict::kAppend);
+  EXPECT_EQ(t.CheckBatch(B(7, 1, 4, 1)).verdict, Verdict::kOutOfOrder);  // another epoch
+  EXPECT_EQ(t.CheckBatch(B(8, 0, 4, 1)).verdict, Verdict::kUnknownProducer);
+  // Written at last: the next gap is out of order again.
+  t.OnAppended(B(7, 0, 3, 2), 103);
+  EXPECT_EQ(t.CheckBatch(B(7, 0, 5, 2)).verdict, Verdict::kAppend);
+  EXPECT_EQ(t.CheckBatch(B(7, 0, 9, 2)).verdict, Verdict::kOutOfOrder);
+}
+
+TEST(ProducerStateTest, ARefusedFirstBatchCoversAnUnknownProducersGap) {
+  constexpr int16_t kNotEnoughReplicas = 19;
+  ProducerStateTable t;
+  t.OnRefused(B(9, 0, 0, 4), kNotEnoughReplicas);
+  auto gap = t.CheckBatch(B(9, 0, 4, 1));
+  EXPECT_EQ(gap.verdict, Verdict::kEarlierRefused);
+  EXPECT_EQ(gap.refused_error, kNotEnoughReplicas);
+  // A new epoch's first batch refused: a gap in that epoch too.
+  t.OnAppended(B(9, 0, 0, 4), 0);
+  t.OnRefused(B(9, 1, 0, 2), kNotEnoughReplicas);
+  EXPECT_EQ(t.CheckBatch(B(9, 1, 2, 2)).verdict, Verdict::kEarlierRefused);
+  // A rebuild forgets refusals (they were this process's answers).
+  TestLog log;
+  ASSERT_TRUE(t.Rebuild(*log.log).ok());
+  EXPECT_EQ(t.CheckBatch(B(9, 1, 2, 2)).verdict, Verdict::kUnknownProducer);
+}
+
 TEST(ProducerStateTest, SequenceWrapsPastInt32Max) {
   ProducerStateTable t;
   t.OnAppended(B(1, 0, 0, 1), 0);

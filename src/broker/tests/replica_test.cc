@@ -736,6 +736,40 @@ TEST_F(ReplicaTest, IdempotentSequencesHoldOnTheNewLeader) {
   EXPECT_EQ(consumer.Fetch("t", TopicId(1, "t"), 0).error_code, ErrorCode::kNotLeaderOrFollower);
 }
 
+// Clients learn of a new leader from any broker's metadata, which may name it before it
+// has taken the role: its first batch is refused there (NOT_LEADER_OR_FOLLOWER), and the
+// ones pipelined behind it arrive once it leads. They get the same refusal, not
+// OUT_OF_ORDER_SEQUENCE_NUMBER (which librdkafka answers by bumping its epoch and
+// renumbering every batch it holds, duplicating those an old leader wrote), and the
+// client's resend in order is written in order.
+TEST_F(ReplicaTest, BatchesBehindOneRefusedBeforeTheLeadershipGetTheSameRefusal) {
+  StartCluster(2);
+  const int64_t pid = 4343;
+  {
+    Client c(node(1).port());
+    ASSERT_EQ(Produce(c, "t", Idempotent("x", pid, 0, 0), -1).error_code, ErrorCode::kNone);
+  }
+  ASSERT_TRUE(WaitUntil([&] { return node(2).View("t").log_end == 1; }));
+  Client c(node(2).port());
+  // Still a follower: sequence 1 is refused.
+  EXPECT_EQ(Produce(c, "t", Idempotent("y", pid, 0, 1), -1).error_code,
+            ErrorCode::kNotLeaderOrFollower);
+  Elect("t", 0, 2, {1, 2}, std::nullopt);
+  // Leading now: sequence 2, sent behind 1, gets 1's answer.
+  EXPECT_EQ(Produce(c, "t", Idempotent("z", pid, 0, 2), -1).error_code,
+            ErrorCode::kNotLeaderOrFollower);
+  // The resend in order.
+  auto one = Produce(c, "t", Idempotent("y", pid, 0, 1), -1);
+  EXPECT_EQ(one.error_code, ErrorCode::kNone);
+  EXPECT_EQ(one.base_offset, 1);
+  auto two = Produce(c, "t", Idempotent("z", pid, 0, 2), -1);
+  EXPECT_EQ(two.error_code, ErrorCode::kNone);
+  EXPECT_EQ(two.base_offset, 2);
+  // A gap with nothing refused before it is out of order, as ever.
+  EXPECT_EQ(Produce(c, "t", Idempotent("w", pid, 0, 5), -1).error_code,
+            ErrorCode::kOutOfOrderSequenceNumber);
+}
+
 TEST_F(ReplicaTest, MalformedReplicaFetchesGetKafkasErrors) {
   LeaderAndIsr l = StartCluster(2);
   const kafka::Uuid id = TopicId(1, "t");
