@@ -2,6 +2,8 @@
 #include "broker/local_logs.h"
 
 #include <filesystem>
+#include <limits>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -131,11 +133,26 @@ void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config
 }
 
 void LocalLogs::RunRetention(const TopicConfigOf& config_of) {
+  // A replicated partition's retention stops at its high watermark (read on the owners,
+  // one visit per shard): a segment the ISR does not all hold yet is kept.
+  std::map<PartitionKey, int64_t> bounds;
+  std::map<int, std::vector<std::pair<PartitionKey, Partition*>>> by_shard;
+  for (auto& [key, part] : catalog_) by_shard[part->shard].emplace_back(key, part);
+  for (auto& [shard, parts] : by_shard) {
+    const bool ran = shards_->RunOnShard(shard, [&bounds, &parts] {
+      for (auto& [key, part] : parts) {
+        if (part->replica != nullptr) bounds[key] = part->replica->high_watermark;
+      }
+    });
+    if (!ran) return;  // stopping
+  }
   for (auto& [key, part] : catalog_) {
     // Retention applies to cleanup.policy delete (alone or with compact) only.
     const TopicConfig* config = config_of(key.first);
     if (config != nullptr && !config->deletes()) continue;
-    Result<int> deleted = part->log->ApplyRetention();
+    auto bound = bounds.find(key);
+    Result<int> deleted = part->log->ApplyRetention(
+        bound != bounds.end() ? bound->second : std::numeric_limits<int64_t>::max());
     if (!deleted.ok()) {
       SLUICE_LOG(kLog, kWarn, "retention of {}: {}", Name(key), deleted.status().ToString());
     } else if (*deleted > 0) {

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -211,8 +212,11 @@ class PartitionLog {
   // nothing was removed. Waits for pending I/O first.
   Status TruncateTo(int64_t offset);
 
-  // Deletes whole closed segments past retention_bytes / retention_ms. Returns how many.
-  Result<int> ApplyRetention();
+  // Deletes whole closed segments past retention_bytes / retention_ms, only those whose
+  // every offset is below `upper_bound` (a replicated log's high watermark: as Kafka's
+  // deleteOldSegments, retention never deletes what the ISR does not all hold yet).
+  // Returns how many.
+  Result<int> ApplyRetention(int64_t upper_bound = std::numeric_limits<int64_t>::max());
 
   // Moves the log start offset up to `offset` (Kafka's DeleteRecords): reads below it
   // are OutOfRange from now on, and whole segments below it are deleted. The new start is

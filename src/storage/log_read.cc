@@ -460,7 +460,7 @@ Status PartitionLog::TruncateFullyAndStartAt(int64_t offset) {
   return Status::OK();
 }
 
-Result<int> PartitionLog::ApplyRetention() {
+Result<int> PartitionLog::ApplyRetention(int64_t upper_bound) {
   std::vector<std::shared_ptr<Segment>> doomed;
   {
     std::lock_guard lock(mu_);
@@ -475,6 +475,7 @@ Result<int> PartitionLog::ApplyRetention() {
     while (segments_.size() > 1) {
       const Segment& s = *segments_.front();
       if (!s.closed_durable) break;  // still being written or synced by a job
+      if (segments_[1]->base_offset > upper_bound) break;  // not all below the bound
       bool by_size = limits_.retention_bytes >= 0 &&
                      total - s.size >= static_cast<uint64_t>(limits_.retention_bytes);
       if (!by_size && !expired(s)) break;

@@ -847,6 +847,28 @@ TEST_F(LogTest, RetentionBySizeDeletesOldestClosedSegments) {
   EXPECT_EQ(log->end_offset(), 400);
 }
 
+// A replicated log's retention stops at its high watermark: a segment holding an offset
+// at or past the bound stays, however old or large the log.
+TEST_F(LogTest, RetentionKeepsSegmentsNotWhollyBelowTheBound) {
+  opts_.segment_bytes = 4096;
+  opts_.retention_bytes = 0;  // everything may go
+  opts_.retention_ms = -1;
+  auto log = OpenLog();
+  auto b = MakeBatch(10, 100, 1000, 1);
+  for (int i = 0; i < 40; ++i) AppendSync(*log, b);
+  ASSERT_TRUE(log->ApplyRetention(0).ok());
+  EXPECT_EQ(log->start_offset(), 0);  // nothing is below offset 0
+  ASSERT_TRUE(log->ApplyRetention(150).ok());
+  const int64_t start = log->start_offset();
+  EXPECT_GT(start, 0);
+  EXPECT_LE(start, 150);  // the segment holding offset 150 is kept
+  auto r = log->Read(150, 100);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(log->ApplyRetention().ok());  // unbounded: down to the active segment
+  EXPECT_GT(log->start_offset(), 150);
+  EXPECT_EQ(log->end_offset(), 400);
+}
+
 TEST_F(LogTest, RetentionByTimeDeletesOldSegmentsAndRollsAnExpiredActiveOne) {
   opts_.segment_bytes = 4096;
   opts_.retention_ms = 1000;
