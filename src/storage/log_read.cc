@@ -474,7 +474,7 @@ Result<int> PartitionLog::ApplyRetention(int64_t upper_bound) {
     };
     while (segments_.size() > 1) {
       const Segment& s = *segments_.front();
-      if (!s.closed_durable) break;  // still being written or synced by a job
+      if (!s.closed_durable) break;                        // still being written or synced by a job
       if (segments_[1]->base_offset > upper_bound) break;  // not all below the bound
       bool by_size = limits_.retention_bytes >= 0 &&
                      total - s.size >= static_cast<uint64_t>(limits_.retention_bytes);
