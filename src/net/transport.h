@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 namespace sluice::net {
@@ -53,6 +54,13 @@ class Transport {
   virtual IoResult SendFile(int file_fd, int64_t offset, size_t len) = 0;
   // "plaintext", "tls", "ktls": for logs and metrics.
   virtual std::string_view name() const = 0;
+  // Whether bytes already taken from the socket wait inside the transport (a TLS record
+  // decrypted past what Read returned): the socket will not become readable for them, so
+  // a reader that stopped early must call Read again without waiting for it.
+  virtual bool HasBufferedInput() const { return false; }
+  // What went wrong in the last kError beyond errno (a TLS alert, a certificate the peer
+  // refused); empty when errno says it all.
+  virtual std::string last_error() const { return {}; }
 };
 
 // Bytes as they are, with recv/sendmsg/sendfile on `fd` (not owned).
