@@ -30,7 +30,7 @@ Connection::Connection(EventLoop* loop, int fd, ConnectionOptions options, Reque
                        CloseCallback on_close)
     : loop_(loop),
       fd_(fd),
-      transport_(net::MakePlaintext(fd)),
+      transport_(options.tls != nullptr ? options.tls->MakeServer(fd) : net::MakePlaintext(fd)),
       options_(options),
       handler_(handler),
       on_close_(std::move(on_close)) {}
@@ -41,6 +41,7 @@ Connection::~Connection() {
 }
 
 Status Connection::Start() {
+  if (transport_ == nullptr) return InternalError("connection fd {}: no TLS session", fd_);
   sockaddr_in addr{};
   socklen_t len = sizeof(addr);
   if (::getpeername(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0 &&
@@ -60,16 +61,44 @@ void Connection::HandleEvents(uint32_t events) {
     return;
   }
   if ((events & EPOLLOUT) && want_write_) FlushOutput();
+  if ((events & EPOLLOUT) && read_wants_write_ && !closed()) {
+    read_wants_write_ = false;
+    UpdateInterest();
+    ReadFrames();
+  }
   if (!closed() && (events & EPOLLIN)) ReadFrames();
+}
+
+void Connection::MaybeReadBuffered() {
+  if (closed() || in_request_ || read_posted_ || !transport_->HasBufferedInput()) return;
+  read_posted_ = true;
+  loop_->Post([weak = weak_from_this()] {
+    auto self = weak.lock();
+    if (self == nullptr) return;
+    self->read_posted_ = false;
+    if (!self->closed() && !self->in_request_) self->ReadFrames();
+  });
 }
 
 bool Connection::ReadOk(const net::IoResult& r) {
   using State = net::IoResult::State;
   if (r.state == State::kDone) return true;
-  if (r.state == State::kWantRead || r.state == State::kWantWrite) return false;
+  if (r.state == State::kWantRead) return false;
+  if (r.state == State::kWantWrite) {  // a TLS handshake's reply waits for room
+    read_wants_write_ = true;
+    UpdateInterest();
+    return false;
+  }
   if (r.state == State::kError) {
-    SLUICE_LOG(kLog, kDebug, "connection fd {}: {} read: {}", fd_, transport_->name(),
-               ErrnoError("recv", "", r.err).message());
+    const std::string detail = transport_->last_error();
+    if (!detail.empty()) {
+      // A TLS failure: the client's fault or its configuration's, worth a line.
+      SLUICE_LOG(kLog, kInfo, "connection from {}: {}: {}",
+                 peer_host_.empty() ? "?" : peer_host_, transport_->name(), detail);
+    } else {
+      SLUICE_LOG(kLog, kDebug, "connection fd {}: {} read: {}", fd_, transport_->name(),
+                 ErrnoError("recv", "", r.err).message());
+    }
   }
   Close();  // end of stream or error
   return false;
@@ -120,6 +149,9 @@ void Connection::ReadFrames() {
     if (closed()) return;
     handler_->OnRequest(shared_from_this(), std::move(frame));
   }
+  // The budget spent with decrypted bytes left in the transport: the socket will not
+  // say so, so come back for them.
+  MaybeReadBuffered();
 }
 
 void Connection::Send(Response response) {
@@ -177,6 +209,7 @@ void Connection::FinishRequest() {
   SLUICE_ASSERT(in_request_ && out_.empty());
   in_request_ = false;
   UpdateInterest();
+  MaybeReadBuffered();
 }
 
 void Connection::FlushOutput() {
@@ -238,11 +271,13 @@ void Connection::FlushOutput() {
   want_write_ = false;
   in_request_ = false;
   UpdateInterest();
+  MaybeReadBuffered();
 }
 
 void Connection::UpdateInterest() {
   if (closed()) return;
-  uint32_t want = (in_request_ ? 0u : uint32_t{EPOLLIN}) | (want_write_ ? uint32_t{EPOLLOUT} : 0u);
+  uint32_t want = (in_request_ ? 0u : uint32_t{EPOLLIN}) |
+                  (want_write_ || read_wants_write_ ? uint32_t{EPOLLOUT} : 0u);
   if (want == interest_) return;
   Status st = loop_->Modify(fd_, want);
   if (!st.ok()) {

@@ -14,6 +14,7 @@
 #include "base/status.h"
 #include "broker/event_loop.h"
 #include "kafka/protocol/wire.h"
+#include "net/tls.h"
 #include "net/transport.h"
 #include "storage/log.h"
 
@@ -44,6 +45,9 @@ struct ConnectionOptions {
   // When > 0 (SASL on), the limit until SetAuthenticated(): SASL messages are small, and
   // an unauthenticated client must not make the broker buffer 100 MiB (Kafka: 512 KiB).
   int32_t max_unauthenticated_request_bytes = 0;
+  // The listener's TLS (docs/design/0019-security.md): every connection is a TLS server
+  // transport from it; null: plaintext.
+  std::shared_ptr<const net::TlsContext> tls;
 };
 
 // One response frame: `buffer` is the frame without its 4-byte size (Send adds it);
@@ -126,6 +130,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void HandleEvents(uint32_t events);
   void ReadFrames();
+  // Reads again from a posted task when the transport holds input the socket will not
+  // announce (0019 decision 5).
+  void MaybeReadBuffered();
   // True when bytes were read; closes on the end of the stream or an error.
   bool ReadOk(const net::IoResult& r);
   void FlushOutput();
@@ -133,8 +140,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   EventLoop* const loop_;
   int fd_;
-  // The connection's bytes, over fd_ (plaintext; TLS later). File slices of a response go
-  // out with sendfile when it can, else as copies.
+  // The connection's bytes, over fd_ (plaintext or TLS). File slices of a response go
+  // out with sendfile when it can (plaintext, kernel TLS), else as copies.
   std::unique_ptr<net::Transport> transport_;
   const ConnectionOptions options_;
   RequestHandler* const handler_;
@@ -156,6 +163,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<Piece> out_;
   size_t out_next_ = 0;  // first piece not fully written
   bool want_write_ = false;
+  bool read_wants_write_ = false;  // a read (a TLS handshake) waits for the socket's room
+  bool read_posted_ = false;       // a MaybeReadBuffered task is queued
   bool close_after_send_ = false;
   bool authenticated_ = false;
   std::string peer_host_;

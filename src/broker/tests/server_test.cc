@@ -23,7 +23,10 @@
 #include <thread>
 #include <vector>
 
+#include "net/testing/test_certs.h"
+#include "net/tls.h"
 #include "storage/env.h"
+#include "storage/testing/files.h"
 
 namespace sluice::broker {
 namespace {
@@ -80,7 +83,31 @@ class Client {
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
 
+  // From now on the bytes go through a TLS client session (blocking; reads time out after
+  // kTimeoutMs). False when the session cannot be made.
+  bool UseTls(const net::TlsClientOptions& options) {
+    timeval tv{kTimeoutMs / 1000, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    auto t = net::MakeTlsClient(fd_, options);
+    if (!t.ok()) {
+      ADD_FAILURE() << t.status().ToString();
+      return false;
+    }
+    tls_ = std::move(*t);
+    return true;
+  }
+  net::Transport* tls() { return tls_.get(); }
+
   bool Send(const Bytes& b) {
+    if (tls_ != nullptr) {
+      size_t done = 0;
+      while (done < b.size()) {
+        net::IoResult r = tls_->Write(b.data() + done, b.size() - done);
+        if (!r.done()) return false;
+        done += r.bytes;
+      }
+      return true;
+    }
     size_t done = 0;
     while (done < b.size()) {
       ssize_t n = ::send(fd_, b.data() + done, b.size() - done, MSG_NOSIGNAL);
@@ -95,6 +122,15 @@ class Client {
   Bytes Read(size_t n) {
     Bytes out(n);
     size_t got = 0;
+    while (tls_ != nullptr && got < n) {
+      net::IoResult r = tls_->Read(out.data() + got, n - got);
+      if (!r.done()) {
+        ADD_FAILURE() << "TLS read ended after " << got << " of " << n << " bytes: "
+                      << tls_->last_error();
+        break;
+      }
+      got += r.bytes;
+    }
     while (got < n) {
       if (!WaitReadable()) {
         ADD_FAILURE() << "timed out after " << got << " of " << n << " bytes";
@@ -147,6 +183,7 @@ class Client {
   }
 
   int fd_ = -1;
+  std::unique_ptr<net::Transport> tls_;
 };
 
 // A handler made of a function, so each test says what its server does.
@@ -168,10 +205,12 @@ void Echo(const std::shared_ptr<Connection>& conn, Bytes frame) {
 
 // Starts a server with `handler`, failing the test when it cannot.
 std::unique_ptr<Server> StartServer(RequestHandler* handler, int shards = 2,
-                                    int32_t max_request_bytes = 100 << 20) {
+                                    int32_t max_request_bytes = 100 << 20,
+                                    std::shared_ptr<const net::TlsContext> tls = nullptr) {
   ServerOptions options;
   options.shards = shards;
   options.connection.max_request_bytes = max_request_bytes;
+  options.connection.tls = std::move(tls);
   auto server = std::make_unique<Server>(options, handler);
   Status st = server->Start();
   EXPECT_TRUE(st.ok()) << st.ToString();
@@ -459,6 +498,114 @@ TEST(ServerTest, SplicesAreSentFromTheFileBetweenBufferPieces) {
     ASSERT_EQ(got.size(), want.size());
     EXPECT_TRUE(got == want) << "spliced response differs (round " << round << ")";
   }
+  server->Stop();
+}
+
+// TLS connections (docs/design/0019-security.md): a CA and a server certificate made here.
+class TlsServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    net::TlsOptions o;
+    o.cert_file = server_cert_.cert_file();
+    o.key_file = server_cert_.key_file();
+    auto ctx = net::TlsContext::Create(o);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    tls_ = std::move(*ctx);
+  }
+  net::TlsClientOptions ClientOptions() const {
+    net::TlsClientOptions o;
+    o.ca_file = ca_.cert_file();
+    o.server_name = "localhost";
+    return o;
+  }
+
+  storage::testing::TempDir dir_{"server-tls"};
+  net::testing::TestIdentity ca_{"test CA", nullptr, true, dir_.path(), "ca"};
+  net::testing::TestIdentity server_cert_{"localhost", &ca_, false, dir_.path(), "server"};
+  std::shared_ptr<const net::TlsContext> tls_;
+};
+
+// Frames pipelined in one write arrive in one or a few TLS records: the frames decrypted
+// past the first wait inside the transport while the connection is muted, and must be
+// read when it unmutes (the socket has nothing more to say).
+TEST_F(TlsServerTest, PipelinedFramesInOneRecordAreAllAnswered) {
+  FnHandler handler([&](const std::shared_ptr<Connection>& conn, Bytes frame) {
+    conn->loop()->RunAfter(1, [conn, frame = std::move(frame)]() mutable {
+      conn->Send(Response{std::move(frame), {}, {}});
+    });
+  });
+  auto server = StartServer(&handler, 1, 100 << 20, tls_);
+  Client client(server->port());
+  ASSERT_TRUE(client.UseTls(ClientOptions()));
+  constexpr int kFrames = 100;
+  Bytes all;
+  for (int i = 0; i < kFrames; ++i) {
+    Bytes f = Frame(ToBytes("request " + std::to_string(i)));
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE(client.Send(all));
+  for (int i = 0; i < kFrames; ++i) {
+    ASSERT_EQ(client.ReadFrame(), ToBytes("request " + std::to_string(i))) << "response " << i;
+  }
+  auto session = net::SessionOf(*client.tls());
+  ASSERT_TRUE(session.has_value());
+  EXPECT_EQ(session->peer_subject, "CN=localhost");
+  server->Stop();
+}
+
+// Large frames both ways, and a response with file slices: with a user-space TLS
+// transport the slices are copied in (no sendfile), byte for byte the same.
+TEST_F(TlsServerTest, LargeFramesAndFileSlicesGoThroughTls) {
+  TempFile file(3 << 20);
+  auto opened = storage::Env::Posix()->Open(file.path(), storage::OpenMode::kRead);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<storage::File> shared = std::move(opened).value();
+  storage::FileSlice slice{shared, 7, 2 << 20};
+  FnHandler handler([&](const std::shared_ptr<Connection>& conn, Bytes frame) {
+    if (frame == ToBytes("fetch")) {
+      Response r;
+      kafka::Writer w(&r.buffer);
+      w.Raw(ToBytes("HDR"));
+      w.AddSplice(slice.size, 0);
+      w.Raw(ToBytes("TRL"));
+      r.splices = w.splices();
+      r.files = {slice};
+      conn->Send(std::move(r));
+      return;
+    }
+    Echo(conn, std::move(frame));
+  });
+  auto server = StartServer(&handler, 1, 100 << 20, tls_);
+  Client client(server->port(), 32 << 10);
+  ASSERT_TRUE(client.UseTls(ClientOptions()));
+  Bytes payload(6 << 20);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 13 + i / 977);
+  std::thread writer([&] { EXPECT_TRUE(client.Send(Frame(payload))); });
+  Bytes got = client.ReadFrame();
+  writer.join();
+  EXPECT_TRUE(got == payload) << "echoed bytes differ (" << got.size() << " bytes)";
+  ASSERT_TRUE(client.Send(Frame(ToBytes("fetch"))));
+  Bytes want = ToBytes("HDR");
+  want.insert(want.end(), file.content().begin() + 7, file.content().begin() + 7 + (2 << 20));
+  Bytes trl = ToBytes("TRL");
+  want.insert(want.end(), trl.begin(), trl.end());
+  EXPECT_TRUE(client.ReadFrame() == want) << "spliced response differs";
+  server->Stop();
+}
+
+// A plaintext Kafka client on the TLS port: its connection is closed (its bytes are no
+// ClientHello); a TLS client beside it is served.
+TEST_F(TlsServerTest, APlaintextClientIsClosedAndOthersAreServed) {
+  FnHandler handler(Echo);
+  auto server = StartServer(&handler, 1, 100 << 20, tls_);
+  Client plain(server->port());
+  Client good(server->port());
+  ASSERT_TRUE(good.UseTls(ClientOptions()));
+  ASSERT_TRUE(plain.Send(Frame(ToBytes("ApiVersions, in the clear"))));
+  EXPECT_TRUE(plain.SeesClose());
+  ASSERT_TRUE(good.Send(Frame(ToBytes("hello"))));
+  EXPECT_EQ(good.ReadFrame(), ToBytes("hello"));
+  EXPECT_TRUE(WaitUntil([&] { return server->connection_count() == 1; }));
   server->Stop();
 }
 

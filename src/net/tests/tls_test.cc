@@ -3,10 +3,6 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,86 +11,17 @@
 #include <fstream>
 #include <string>
 
+#include "net/testing/test_certs.h"
 #include "storage/testing/files.h"
 
 namespace sluice::net {
 namespace {
 
-// A key and a certificate, in memory, with the files they were written to.
-struct Identity {
-  EVP_PKEY* key = nullptr;
-  X509* cert = nullptr;
-  std::string cert_file, key_file;
-};
-
-// Writes PEM files; the key with mode 0600.
-void WriteFiles(Identity& id, const std::string& dir, const std::string& name) {
-  id.cert_file = dir + "/" + name + ".crt";
-  id.key_file = dir + "/" + name + ".key";
-  FILE* f = std::fopen(id.cert_file.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  PEM_write_X509(f, id.cert);
-  std::fclose(f);
-  f = std::fopen(id.key_file.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  PEM_write_PrivateKey(f, id.key, nullptr, nullptr, 0, nullptr, nullptr);
-  std::fclose(f);
-  ::chmod(id.key_file.c_str(), 0600);
-}
-
-// An EC P-256 key and a certificate for `cn` signed by `issuer` (itself when null), valid
-// from `from_days` to `to_days` around now.
-Identity MakeIdentity(const std::string& cn, const Identity* issuer, bool ca,
-                      long from_days = -1, long to_days = 30) {
-  Identity id;
-  id.key = EVP_EC_gen("P-256");
-  id.cert = X509_new();
-  X509_set_version(id.cert, 2);
-  static long serial = 1;
-  ASN1_INTEGER_set(X509_get_serialNumber(id.cert), serial++);
-  X509_gmtime_adj(X509_getm_notBefore(id.cert), from_days * 86400);
-  X509_gmtime_adj(X509_getm_notAfter(id.cert), to_days * 86400);
-  X509_set_pubkey(id.cert, id.key);
-  X509_NAME* name = X509_get_subject_name(id.cert);
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
-  X509_set_issuer_name(id.cert, issuer != nullptr ? X509_get_subject_name(issuer->cert) : name);
-  X509V3_CTX v3;
-  X509V3_set_ctx(&v3, issuer != nullptr ? issuer->cert : id.cert, id.cert, nullptr, nullptr, 0);
-  auto add = [&](int nid, const char* value) {
-    X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &v3, nid, value);
-    X509_add_ext(id.cert, ext, -1);
-    X509_EXTENSION_free(ext);
-  };
-  if (ca) {
-    add(NID_basic_constraints, "critical,CA:TRUE");
-    add(NID_key_usage, "critical,keyCertSign,cRLSign");
-  } else {
-    add(NID_basic_constraints, "CA:FALSE");
-    add(NID_subject_alt_name, ("DNS:" + cn + ",IP:127.0.0.1").c_str());
-  }
-  X509_sign(id.cert, issuer != nullptr ? issuer->key : id.key, EVP_sha256());
-  return id;
-}
-
-void Free(Identity& id) {
-  X509_free(id.cert);
-  EVP_PKEY_free(id.key);
-}
+using testing::TestIdentity;
 
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ca_ = MakeIdentity("sluice test CA", nullptr, true);
-    WriteFiles(ca_, dir_.path(), "ca");
-    server_ = MakeIdentity("localhost", &ca_, false);
-    WriteFiles(server_, dir_.path(), "server");
-    alice_ = MakeIdentity("alice", &ca_, false);
-    WriteFiles(alice_, dir_.path(), "alice");
-    other_ca_ = MakeIdentity("another CA", nullptr, true);
-    WriteFiles(other_ca_, dir_.path(), "other-ca");
-    mallory_ = MakeIdentity("mallory", &other_ca_, false);
-    WriteFiles(mallory_, dir_.path(), "mallory");
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds_), 0);
   }
   void TearDown() override {
@@ -103,19 +30,18 @@ class TlsTest : public ::testing::Test {
     for (int fd : fds_) {
       if (fd >= 0) ::close(fd);
     }
-    for (Identity* id : {&ca_, &server_, &alice_, &other_ca_, &mallory_}) Free(*id);
   }
 
   TlsOptions ServerOptions() const {
     TlsOptions o;
-    o.cert_file = server_.cert_file;
-    o.key_file = server_.key_file;
-    o.ca_file = ca_.cert_file;
+    o.cert_file = server_.cert_file();
+    o.key_file = server_.key_file();
+    o.ca_file = ca_.cert_file();
     return o;
   }
   TlsClientOptions ClientOptions() const {
     TlsClientOptions o;
-    o.ca_file = ca_.cert_file;
+    o.ca_file = ca_.cert_file();
     o.server_name = "localhost";
     return o;
   }
@@ -162,7 +88,11 @@ class TlsTest : public ::testing::Test {
   }
 
   storage::testing::TempDir dir_{"tls-test"};
-  Identity ca_, server_, alice_, other_ca_, mallory_;
+  TestIdentity ca_{"sluice test CA", nullptr, true, dir_.path(), "ca"};
+  TestIdentity server_{"localhost", &ca_, false, dir_.path(), "server"};
+  TestIdentity alice_{"alice", &ca_, false, dir_.path(), "alice"};
+  TestIdentity other_ca_{"another CA", nullptr, true, dir_.path(), "other-ca"};
+  TestIdentity mallory_{"mallory", &other_ca_, false, dir_.path(), "mallory"};
   int fds_[2] = {-1, -1};
   std::unique_ptr<Transport> server_t_, client_t_;
 };
@@ -231,8 +161,8 @@ TEST_F(TlsTest, AClientCertificateNamesThePeer) {
   auto ctx = TlsContext::Create(o);
   ASSERT_TRUE(ctx.ok());
   TlsClientOptions co = ClientOptions();
-  co.cert_file = alice_.cert_file;
-  co.key_file = alice_.key_file;
+  co.cert_file = alice_.cert_file();
+  co.key_file = alice_.key_file();
   Connect(**ctx, co);
   auto [s, c] = Handshake();
   ASSERT_TRUE(s.done()) << server_t_->last_error();
@@ -247,8 +177,8 @@ TEST_F(TlsTest, ACertificateFromAnotherCaIsRefused) {
   auto ctx = TlsContext::Create(o);
   ASSERT_TRUE(ctx.ok());
   TlsClientOptions co = ClientOptions();
-  co.cert_file = mallory_.cert_file;
-  co.key_file = mallory_.key_file;
+  co.cert_file = mallory_.cert_file();
+  co.key_file = mallory_.key_file();
   Connect(**ctx, co);
   auto [s, c] = Handshake();
   EXPECT_EQ(s.state, IoResult::State::kError);
@@ -258,8 +188,8 @@ TEST_F(TlsTest, ACertificateFromAnotherCaIsRefused) {
 
 TEST_F(TlsTest, TheClientRefusesAServerItCannotVerify) {
   TlsOptions o = ServerOptions();
-  o.cert_file = mallory_.cert_file;  // signed by the other CA
-  o.key_file = mallory_.key_file;
+  o.cert_file = mallory_.cert_file();  // signed by the other CA
+  o.key_file = mallory_.key_file();
   auto ctx = TlsContext::Create(o);
   ASSERT_TRUE(ctx.ok());
   Connect(**ctx, ClientOptions());
@@ -270,11 +200,10 @@ TEST_F(TlsTest, TheClientRefusesAServerItCannotVerify) {
 }
 
 TEST_F(TlsTest, AnExpiredCertificateIsRefusedByTheClient) {
-  Identity old = MakeIdentity("localhost", &ca_, false, -30, -1);
-  WriteFiles(old, dir_.path(), "expired");
+  TestIdentity old("localhost", &ca_, false, dir_.path(), "expired", -30, -1);
   TlsOptions o = ServerOptions();
-  o.cert_file = old.cert_file;
-  o.key_file = old.key_file;
+  o.cert_file = old.cert_file();
+  o.key_file = old.key_file();
   auto ctx = TlsContext::Create(o);
   ASSERT_TRUE(ctx.ok());
   Connect(**ctx, ClientOptions());
@@ -282,7 +211,6 @@ TEST_F(TlsTest, AnExpiredCertificateIsRefusedByTheClient) {
   EXPECT_EQ(c.state, IoResult::State::kError);
   EXPECT_NE(client_t_->last_error().find("certificate"), std::string::npos)
       << client_t_->last_error();
-  Free(old);
 }
 
 TEST_F(TlsTest, PlaintextBytesOnATlsServerAreAnError) {
@@ -310,7 +238,7 @@ TEST_F(TlsTest, BadConfigurationsAreRefusedWithTheFileAndTheReason) {
   EXPECT_NE(fails(o).find("may be read by group or others (mode 0644)"), std::string::npos);
   ::chmod(o.key_file.c_str(), 0600);
   o = ServerOptions();
-  o.key_file = alice_.key_file;  // another certificate's key
+  o.key_file = alice_.key_file();  // another certificate's key
   EXPECT_NE(fails(o).find("key values mismatch (it must be the PEM private key of"),
             std::string::npos);
   o = ServerOptions();
@@ -346,18 +274,17 @@ TEST_F(TlsTest, ReloadTakesANewCertificateAndKeepsTheOldOneOnABrokenFile) {
     std::ofstream out(to, std::ios::trunc);
     out << in.rdbuf();
   };
-  copy(server_.cert_file, o.cert_file);
-  copy(server_.key_file, o.key_file);
+  copy(server_.cert_file(), o.cert_file);
+  copy(server_.key_file(), o.key_file);
   ::chmod(o.key_file.c_str(), 0600);
   auto ctx = TlsContext::Create(o);
   ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
   // An open connection keeps working across reloads.
   Connect(**ctx, ClientOptions());
   ASSERT_TRUE(Handshake().first.done());
-  Identity renewed = MakeIdentity("renewed.localhost", &ca_, false);
-  WriteFiles(renewed, dir_.path(), "renewed");
-  copy(renewed.cert_file, o.cert_file);
-  copy(renewed.key_file, o.key_file);
+  TestIdentity renewed("renewed.localhost", &ca_, false, dir_.path(), "renewed");
+  copy(renewed.cert_file(), o.cert_file);
+  copy(renewed.key_file(), o.key_file);
   ASSERT_TRUE((*ctx)->Reload().ok());
   // A broken key: refused, the renewed pair stays in use.
   {
@@ -381,7 +308,6 @@ TEST_F(TlsTest, ReloadTakesANewCertificateAndKeepsTheOldOneOnABrokenFile) {
   EXPECT_EQ(SessionOf(*client_t_)->peer_subject, "CN=renewed.localhost");
   EXPECT_EQ((*ctx)->subject(), "CN=renewed.localhost");
   EXPECT_EQ(Transfer(*client_t_, *server_t_, "renewed"), "renewed");
-  Free(renewed);
 }
 
 }  // namespace
