@@ -93,8 +93,8 @@ bool Connection::ReadOk(const net::IoResult& r) {
     const std::string detail = transport_->last_error();
     if (!detail.empty()) {
       // A TLS failure: the client's fault or its configuration's, worth a line.
-      SLUICE_LOG(kLog, kInfo, "connection from {}: {}: {}",
-                 peer_host_.empty() ? "?" : peer_host_, transport_->name(), detail);
+      SLUICE_LOG(kLog, kInfo, "connection from {}: {}: {}", peer_host_.empty() ? "?" : peer_host_,
+                 transport_->name(), detail);
     } else {
       SLUICE_LOG(kLog, kDebug, "connection fd {}: {} read: {}", fd_, transport_->name(),
                  ErrnoError("recv", "", r.err).message());

@@ -79,9 +79,10 @@ Result<std::shared_ptr<SSL_CTX>> BuildServerCtx(const TlsOptions& o, std::string
   if (o.cert_file.empty()) return InvalidArgumentError("tls: cert_file is not set");
   if (o.key_file.empty()) return InvalidArgumentError("tls: key_file is not set");
   if (o.client_auth != ClientAuth::kNone && o.ca_file.empty()) {
-    return InvalidArgumentError("tls: client_auth {} needs ca_file (the CAs client certificates "
-                                "must chain to)",
-                                ClientAuthName(o.client_auth));
+    return InvalidArgumentError(
+        "tls: client_auth {} needs ca_file (the CAs client certificates "
+        "must chain to)",
+        ClientAuthName(o.client_auth));
   }
   ASSIGN_OR_RETURN(int min_version, ParseMinVersion(o.min_version));
   RETURN_IF_ERROR(CheckKeyFile(o.key_file));
@@ -349,8 +350,8 @@ Result<std::unique_ptr<Transport>> MakeTlsClient(int fd, const TlsClientOptions&
   if (!o.cert_file.empty()) {
     if (SSL_CTX_use_certificate_chain_file(c, o.cert_file.c_str()) != 1 ||
         SSL_CTX_use_PrivateKey_file(c, o.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
-      return InvalidArgumentError("tls client certificate {} / key {}: {}", o.cert_file,
-                                  o.key_file, SslErrors());
+      return InvalidArgumentError("tls client certificate {} / key {}: {}", o.cert_file, o.key_file,
+                                  SslErrors());
     }
   }
   SSL* ssl = SSL_new(c);

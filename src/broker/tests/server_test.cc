@@ -125,8 +125,8 @@ class Client {
     while (tls_ != nullptr && got < n) {
       net::IoResult r = tls_->Read(out.data() + got, n - got);
       if (!r.done()) {
-        ADD_FAILURE() << "TLS read ended after " << got << " of " << n << " bytes: "
-                      << tls_->last_error();
+        ADD_FAILURE() << "TLS read ended after " << got << " of " << n
+                      << " bytes: " << tls_->last_error();
         break;
       }
       got += r.bytes;

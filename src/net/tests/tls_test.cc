@@ -287,9 +287,7 @@ TEST_F(TlsTest, ReloadTakesANewCertificateAndKeepsTheOldOneOnABrokenFile) {
   copy(renewed.key_file(), o.key_file);
   ASSERT_TRUE((*ctx)->Reload().ok());
   // A broken key: refused, the renewed pair stays in use.
-  {
-    std::ofstream(o.key_file, std::ios::trunc) << "garbage\n";
-  }
+  { std::ofstream(o.key_file, std::ios::trunc) << "garbage\n"; }
   EXPECT_FALSE((*ctx)->Reload().ok());
   EXPECT_EQ(Transfer(*client_t_, *server_t_, "still here"), "still here");
   EXPECT_EQ(SessionOf(*client_t_)->peer_subject, "CN=localhost");
