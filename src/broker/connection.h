@@ -48,6 +48,8 @@ struct ConnectionOptions {
   // The listener's TLS (docs/design/0019-security.md): every connection is a TLS server
   // transport from it; null: plaintext.
   std::shared_ptr<const net::TlsContext> tls;
+  std::string listener = "PLAINTEXT";  // the listener's name, for Metadata's addresses
+  bool sasl = false;                   // the listener wants SASL before other requests
 };
 
 // One response frame: `buffer` is the frame without its 4-byte size (Send adds it);
@@ -115,6 +117,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool closed() const { return fd_ < 0; }
   // The client's IPv4 address ("" when unknown), for DescribeGroups.
   const std::string& peer_host() const { return peer_host_; }
+  // The listener it came in on, and whether that listener wants SASL first.
+  const std::string& listener() const { return options_.listener; }
+  bool sasl_listener() const { return options_.sasl; }
+  const net::Transport& transport() const { return *transport_; }
   // A request is with the handler or its response is being written.
   bool busy() const { return in_request_ && !closed(); }
   EventLoop* loop() const { return loop_; }

@@ -60,39 +60,29 @@ Status Server::Start() {
   }
   shards_ = std::move(shards);
 
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(options_.port);
-  if (::inet_pton(AF_INET, options_.host.c_str(), &addr.sin_addr) != 1) {
-    shards_.clear();
-    return InvalidArgumentError("listen host '{}' is not an IPv4 address", options_.host);
+  std::vector<ListenerOptions> wanted = options_.listeners;
+  if (wanted.empty()) {
+    ListenerOptions one;
+    one.name = options_.connection.listener;
+    one.host = options_.host;
+    one.port = options_.port;
+    one.tls = options_.connection.tls;
+    one.sasl = options_.connection.sasl;
+    wanted.push_back(std::move(one));
   }
-  std::string where = fmt::format("{}:{}", options_.host, options_.port);
-  listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  Status st;
-  int one = 1;
-  if (listen_fd_ < 0) {
-    st = ErrnoError("socket", where, errno);
-  } else if (::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
-    st = ErrnoError("setsockopt(SO_REUSEADDR)", where, errno);
-  } else if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    st = ErrnoError("bind", where, errno);
-  } else if (::listen(listen_fd_, options_.backlog) != 0) {
-    st = ErrnoError("listen", where, errno);
-  } else {
-    socklen_t len = sizeof(addr);
-    if (::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      st = ErrnoError("getsockname", where, errno);
-    } else {
-      port_ = ntohs(addr.sin_port);
-      st = shards_[0]->loop->Add(listen_fd_, EPOLLIN, [this](uint32_t) { OnAcceptable(); });
+  listeners_.resize(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    Listening& l = listeners_[i];
+    l.options = wanted[i];
+    l.connection = options_.connection;
+    l.connection.listener = l.options.name;
+    l.connection.tls = l.options.tls;
+    l.connection.sasl = l.options.sasl;
+    if (Status st = Listen(l); !st.ok()) {
+      CloseListeners();
+      shards_.clear();
+      return st;
     }
-  }
-  if (!st.ok()) {
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    listen_fd_ = -1;
-    shards_.clear();
-    return st;
   }
 
   started_ = true;
@@ -103,9 +93,54 @@ Status Server::Start() {
     EventLoop* loop = shard->loop.get();
     shard->thread = std::thread([loop] { loop->Run(); });
   }
-  SLUICE_LOG(kLog, kInfo, "listening on {}:{} with {} shard(s)", options_.host, port_,
-             shards_.size());
+  for (const Listening& l : listeners_) {
+    SLUICE_LOG(kLog, kInfo, "listening on {}:{} ({}{}{}) with {} shard(s)", l.options.host, l.port,
+               l.options.name, l.options.tls != nullptr ? ", TLS" : "",
+               l.options.sasl ? ", SASL" : "", shards_.size());
+  }
   return Status::OK();
+}
+
+Status Server::Listen(Listening& l) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(l.options.port);
+  if (::inet_pton(AF_INET, l.options.host.c_str(), &addr.sin_addr) != 1) {
+    return InvalidArgumentError("listen host '{}' is not an IPv4 address", l.options.host);
+  }
+  std::string where = fmt::format("{}:{}", l.options.host, l.options.port);
+  l.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int one = 1;
+  if (l.fd < 0) return ErrnoError("socket", where, errno);
+  if (::setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0) {
+    return ErrnoError("setsockopt(SO_REUSEADDR)", where, errno);
+  }
+  if (::bind(l.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return ErrnoError("bind", where, errno);
+  }
+  if (::listen(l.fd, options_.backlog) != 0) return ErrnoError("listen", where, errno);
+  socklen_t len = sizeof(addr);
+  if (::getsockname(l.fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return ErrnoError("getsockname", where, errno);
+  }
+  l.port = ntohs(addr.sin_port);
+  return shards_[0]->loop->Add(l.fd, EPOLLIN, [this, &l](uint32_t) { OnAcceptable(l); });
+}
+
+void Server::CloseListeners() {
+  for (Listening& l : listeners_) {
+    if (l.fd < 0) continue;
+    if (!shards_.empty()) shards_[0]->loop->Remove(l.fd);
+    ::close(l.fd);
+    l.fd = -1;
+  }
+}
+
+uint16_t Server::port(std::string_view name) const {
+  for (const Listening& l : listeners_) {
+    if (l.options.name == name) return l.port;
+  }
+  return 0;
 }
 
 void Server::Stop() {
@@ -115,11 +150,7 @@ void Server::Stop() {
   for (auto& shard : shards_) shard->thread.join();
   handler_->OnServerStop();
   // The loops are stopped: this thread now owns everything they owned.
-  if (listen_fd_ >= 0) {
-    shards_[0]->loop->Remove(listen_fd_);
-    ::close(listen_fd_);
-    listen_fd_ = -1;
-  }
+  CloseListeners();
   for (auto& shard : shards_) {
     auto connections = std::move(shard->connections);
     for (auto& [ptr, conn] : connections) conn->Close();
@@ -130,18 +161,18 @@ void Server::Stop() {
   SLUICE_LOG(kLog, kInfo, "stopped");
 }
 
-void Server::OnAcceptable() {
+void Server::OnAcceptable(Listening& l) {
   for (int i = 0; i < kAcceptsPerEvent; ++i) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    int fd = ::accept4(l.fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return;
       if (err == EINTR || err == ECONNABORTED || err == EPROTO) continue;
       SLUICE_LOG(kLog, kWarn, "{}",
-                 ErrnoError("accept", fmt::format("port {}", port_), err).message());
+                 ErrnoError("accept", fmt::format("port {}", l.port), err).message());
       // Out of descriptors or memory: the pending connection stays readable, so a
       // level-triggered loop would spin. Stop listening for a while instead.
-      PauseAccepting();
+      PauseAccepting(l);
       return;
     }
     int one = 1;
@@ -149,7 +180,7 @@ void Server::OnAcceptable() {
     Shard& shard = *shards_[next_shard_];
     next_shard_ = (next_shard_ + 1) % shards_.size();
     auto owned = std::make_shared<ScopedFd>(fd);
-    shard.loop->Post([this, &shard, owned] { AddConnection(shard, owned->Release()); });
+    shard.loop->Post([this, &shard, &l, owned] { AddConnection(shard, l, owned->Release()); });
   }
 }
 
@@ -158,11 +189,7 @@ void Server::StopAccepting() {
   std::promise<void> done;
   shards_[0]->loop->Post([this, &done] {
     accepting_ = false;
-    if (listen_fd_ >= 0) {
-      shards_[0]->loop->Remove(listen_fd_);
-      ::close(listen_fd_);
-      listen_fd_ = -1;
-    }
+    CloseListeners();
     done.set_value();
   });
   done.get_future().wait();
@@ -185,18 +212,18 @@ int Server::BusyConnectionCount() {
   return total;
 }
 
-void Server::PauseAccepting() {
+void Server::PauseAccepting(Listening& l) {
   EventLoop& loop = *shards_[0]->loop;
-  if (!loop.Modify(listen_fd_, 0).ok()) return;
-  loop.RunAfter(kAcceptRetryMs, [this] {
-    if (!accepting_) return;
-    Status st = shards_[0]->loop->Modify(listen_fd_, EPOLLIN);
+  if (!loop.Modify(l.fd, 0).ok()) return;
+  loop.RunAfter(kAcceptRetryMs, [this, &l] {
+    if (!accepting_ || l.fd < 0) return;
+    Status st = shards_[0]->loop->Modify(l.fd, EPOLLIN);
     if (!st.ok()) SLUICE_LOG(kLog, kError, "cannot resume accepting: {}", st.ToString());
   });
 }
 
-void Server::AddConnection(Shard& shard, int fd) {
-  auto conn = std::make_shared<Connection>(shard.loop.get(), fd, options_.connection, handler_,
+void Server::AddConnection(Shard& shard, const Listening& l, int fd) {
+  auto conn = std::make_shared<Connection>(shard.loop.get(), fd, l.connection, handler_,
                                            [this, &shard](Connection* c) {
                                              if (shard.connections.erase(c) != 0)
                                                --connection_count_;

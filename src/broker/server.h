@@ -17,12 +17,24 @@
 
 namespace sluice::broker {
 
+// One listening socket (Kafka's named listeners, docs/design/0019-security.md).
+struct ListenerOptions {
+  std::string name = "PLAINTEXT";  // what Metadata answers by (the connection's listener)
+  std::string host = "127.0.0.1";  // an IPv4 address
+  uint16_t port = 0;               // 0: the kernel picks a free port
+  std::shared_ptr<const net::TlsContext> tls;  // SSL and SASL_SSL; null: plaintext
+  bool sasl = false;                           // SASL_PLAINTEXT and SASL_SSL
+};
+
 struct ServerOptions {
   std::string host = "127.0.0.1";  // an IPv4 address
   uint16_t port = 0;               // 0: the kernel picks a free port; see Server::port()
-  int shards = 1;                  // event loop threads
+  // Each its own socket, served by the same shards; empty: one PLAINTEXT listener on
+  // host:port (with `connection`'s TLS and SASL settings).
+  std::vector<ListenerOptions> listeners;
+  int shards = 1;  // event loop threads
   int backlog = 1024;
-  ConnectionOptions connection;
+  ConnectionOptions connection;  // a listener's name, TLS and SASL replace these fields'
 };
 
 // Lifecycle: construct, Start() once, Stop() once (the destructor stops too), all from
@@ -50,7 +62,9 @@ class Server {
   // shards (asks each shard's loop and waits for the answers).
   int BusyConnectionCount();
 
-  uint16_t port() const { return port_; }
+  // The first listener's port, and the port of listener `name` (0 when there is none).
+  uint16_t port() const { return listeners_.empty() ? 0 : listeners_[0].port; }
+  uint16_t port(std::string_view name) const;
   int shard_count() const { return static_cast<int>(shards_.size()); }
   // Valid between Start() and Stop(): for handlers and tests that post work to a shard.
   EventLoop& loop(int shard) { return *shards_[static_cast<size_t>(shard)]->loop; }
@@ -65,16 +79,24 @@ class Server {
     std::unordered_map<Connection*, std::shared_ptr<Connection>> connections;
   };
 
-  void OnAcceptable();
-  void PauseAccepting();
-  void AddConnection(Shard& shard, int fd);
+  struct Listening {
+    ListenerOptions options;
+    ConnectionOptions connection;  // what its connections get
+    int fd = -1;
+    uint16_t port = 0;
+  };
+
+  Status Listen(Listening& l);
+  void OnAcceptable(Listening& l);
+  void PauseAccepting(Listening& l);
+  void AddConnection(Shard& shard, const Listening& l, int fd);
+  void CloseListeners();
 
   const ServerOptions options_;
   RequestHandler* const handler_;
   std::vector<std::unique_ptr<Shard>> shards_;
-  int listen_fd_ = -1;
-  uint16_t port_ = 0;
-  size_t next_shard_ = 0;  // shard 0's thread
+  std::vector<Listening> listeners_;  // sized in Start, before the shards run
+  size_t next_shard_ = 0;             // shard 0's thread
   std::atomic<int> connection_count_{0};
   bool started_ = false;
   bool accepting_ = true;  // shard 0's thread

@@ -609,6 +609,52 @@ TEST_F(TlsServerTest, APlaintextClientIsClosedAndOthersAreServed) {
   server->Stop();
 }
 
+// Two listeners on one server: a PLAINTEXT and an SSL socket, the same shards; each
+// connection knows the listener it came in on.
+TEST_F(TlsServerTest, EachListenerHasItsSocketAndItsConnectionsKnowIt) {
+  FnHandler handler([](const std::shared_ptr<Connection>& conn, Bytes frame) {
+    std::string text(frame.begin(), frame.end());
+    text += " via " + conn->listener() + (conn->sasl_listener() ? "+sasl" : "");
+    conn->Send(Response{ToBytes(text), {}, {}});
+  });
+  ServerOptions options;
+  options.shards = 2;
+  ListenerOptions plain;
+  plain.name = "PLAINTEXT";
+  ListenerOptions ssl;
+  ssl.name = "SASL_SSL";
+  ssl.tls = tls_;
+  ssl.sasl = true;
+  options.listeners = {plain, ssl};
+  Server server(options, &handler);
+  ASSERT_TRUE(server.Start().ok());
+  ASSERT_NE(server.port("PLAINTEXT"), 0);
+  ASSERT_NE(server.port("SASL_SSL"), 0);
+  EXPECT_NE(server.port("PLAINTEXT"), server.port("SASL_SSL"));
+  EXPECT_EQ(server.port(), server.port("PLAINTEXT"));
+  EXPECT_EQ(server.port("SSL"), 0);
+  Client a(server.port("PLAINTEXT"));
+  Client b(server.port("SASL_SSL"));
+  ASSERT_TRUE(b.UseTls(ClientOptions()));
+  ASSERT_TRUE(a.Send(Frame(ToBytes("a"))));
+  ASSERT_TRUE(b.Send(Frame(ToBytes("b"))));
+  EXPECT_EQ(a.ReadFrame(), ToBytes("a via PLAINTEXT"));
+  EXPECT_EQ(b.ReadFrame(), ToBytes("b via SASL_SSL+sasl"));
+  // A taken port fails Start with the address, and closes the listeners it opened.
+  ServerOptions clash;
+  ListenerOptions first;
+  first.name = "PLAINTEXT";
+  ListenerOptions taken;
+  taken.name = "SSL";
+  taken.port = server.port("SASL_SSL");
+  clash.listeners = {first, taken};
+  Server second(clash, &handler);
+  Status st = second.Start();
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(std::to_string(taken.port)), std::string::npos) << st.ToString();
+  server.Stop();
+}
+
 int CountOpenFds() {
   int n = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
