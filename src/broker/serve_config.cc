@@ -475,7 +475,11 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   tx.max_timeout_ms = static_cast<int32_t>(max_timeout);
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
   RETURN_IF_ERROR(ReadClusterKeys(config, out.broker, &out.broker.cluster));
-  if (out.broker.sasl.enabled) out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
+  if (out.broker.sasl.enabled) {
+    out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
+    out.server.connection.sasl = true;  // kafka.addr's listener is SASL_PLAINTEXT
+    out.server.connection.listener = "SASL_PLAINTEXT";
+  }
   return out;
 }
 

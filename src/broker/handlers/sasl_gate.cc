@@ -34,7 +34,7 @@ SaslState& SaslStateOf(Connection& conn) {
 
 bool SaslTakesRawToken(Context& ctx, const std::shared_ptr<Connection>& conn,
                        std::span<const uint8_t> frame) {
-  if (ctx.sasl == nullptr) return false;
+  if (ctx.sasl == nullptr || !conn->sasl_listener()) return false;
   SaslState& st = SaslStateOf(*conn);
   if (st.phase != SaslState::Phase::kRawToken) return false;
   SaslSession::Step step = st.session->Next(frame);
@@ -57,7 +57,8 @@ bool SaslTakesRawToken(Context& ctx, const std::shared_ptr<Connection>& conn,
 }
 
 bool SaslAdmits(Context& ctx, const std::shared_ptr<Connection>& conn, ApiKey key) {
-  if (ctx.sasl == nullptr) return true;
+  // Only a SASL listener's connections authenticate (docs/design/0019-security.md).
+  if (ctx.sasl == nullptr || !conn->sasl_listener()) return true;
   if (SaslStateOf(*conn).phase == SaslState::Phase::kDone || key == ApiKey::kApiVersions ||
       key == ApiKey::kSaslHandshake || key == ApiKey::kSaslAuthenticate) {
     return true;
@@ -72,7 +73,7 @@ void HandleSaslHandshake(Context& ctx, const Call& call, const kafka::SaslHandsh
   const std::shared_ptr<Connection>& conn = call.conn;
   const kafka::RequestHeader& h = call.header;
   kafka::SaslHandshakeResponse resp;
-  if (ctx.sasl == nullptr) {
+  if (ctx.sasl == nullptr || !conn->sasl_listener()) {
     // A plaintext listener, as Kafka answers it: no SASL exchange is expected here.
     resp.error_code = ErrorCode::kIllegalSaslState;
     Reply(conn, h, resp);
@@ -100,7 +101,7 @@ void HandleSaslAuthenticate(Context& ctx, const Call& call,
   const std::shared_ptr<Connection>& conn = call.conn;
   const kafka::RequestHeader& h = call.header;
   kafka::SaslAuthenticateResponse resp;
-  SaslState* st = ctx.sasl != nullptr ? &SaslStateOf(*conn) : nullptr;
+  SaslState* st = ctx.sasl != nullptr && conn->sasl_listener() ? &SaslStateOf(*conn) : nullptr;
   if (st != nullptr && st->phase == SaslState::Phase::kDone) {
     // Kafka: answered, and the authenticated connection stays open.
     resp.error_code = ErrorCode::kIllegalSaslState;

@@ -66,6 +66,36 @@ TEST_F(BrokerSaslTest, PlainThenRequestsAreServed) {
   EXPECT_EQ(Metadata(c).brokers.size(), 1u);
 }
 
+// Two listeners (docs/design/0019-security.md): SASL is asked only on the SASL one; a
+// PLAINTEXT connection is served as it is, and a SaslHandshake there is out of place.
+class BrokerTwoListenersTest : public BrokerSaslTest {
+ protected:
+  void SetUp() override {
+    ListenerOptions plain;
+    plain.name = "PLAINTEXT";
+    ListenerOptions sasl;
+    sasl.name = "SASL_PLAINTEXT";
+    sasl.sasl = true;
+    server_options_.listeners = {plain, sasl};
+    BrokerSaslTest::SetUp();
+  }
+};
+
+TEST_F(BrokerTwoListenersTest, OnlyTheSaslListenerAsksForAuthentication) {
+  Client plain(server_->port("PLAINTEXT"));
+  EXPECT_EQ(Metadata(plain).brokers.size(), 1u);
+  EXPECT_EQ(Handshake(plain, "PLAIN").error_code, ErrorCode::kIllegalSaslState);
+  EXPECT_EQ(Metadata(plain).brokers.size(), 1u);
+  Client sasl(server_->port("SASL_PLAINTEXT"));
+  ASSERT_EQ(Handshake(sasl, "PLAIN").error_code, ErrorCode::kNone);
+  ASSERT_EQ(Authenticate(sasl, Plain("alice", "alice-secret")).error_code, ErrorCode::kNone);
+  EXPECT_EQ(Metadata(sasl).brokers.size(), 1u);
+  // Unauthenticated, a Metadata on the SASL listener ends the connection.
+  Client early(server_->port("SASL_PLAINTEXT"));
+  ASSERT_TRUE(early.SendRequest(ApiKey::kMetadata, 9, 5, kafka::MetadataRequest{}));
+  EXPECT_TRUE(early.SeesClose());
+}
+
 TEST_F(BrokerSaslTest, WrongPasswordIsToldThenClosed) {
   Client c(port());
   ASSERT_EQ(Handshake(c, "PLAIN").error_code, ErrorCode::kNone);

@@ -196,6 +196,7 @@ class BrokerFixture : public ::testing::Test {
     ASSERT_TRUE(broker.ok()) << broker.status().ToString();
     broker_ = std::move(*broker);
     ServerOptions so = server_options_;
+    if (o.sasl.enabled) so.connection.sasl = true;  // as serve_config sets kafka.addr's
     server_ = std::make_unique<Server>(so, broker_.get());
     Status st = server_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
