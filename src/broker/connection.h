@@ -110,6 +110,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     virtual ~HandlerState() = default;
   };
   std::unique_ptr<HandlerState>& handler_state() { return handler_state_; }
+  // The produce handler's (ProduceRefusals), beside the SASL one.
+  std::unique_ptr<HandlerState>& produce_state() { return produce_state_; }
   // Lifts max_unauthenticated_request_bytes.
   void SetAuthenticated() { authenticated_ = true; }
   void Close();
@@ -176,6 +178,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string peer_host_;
 
   std::unique_ptr<HandlerState> handler_state_;
+  std::unique_ptr<HandlerState> produce_state_;
 };
 
 }  // namespace sluice::broker

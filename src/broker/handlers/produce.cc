@@ -21,6 +21,7 @@
 #include "base/logging.h"
 #include "broker/handlers/handlers.h"
 #include "broker/offset_log.h"
+#include "broker/produce_refusals.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker::handlers {
@@ -46,15 +47,19 @@ struct PendingProduce {
   std::atomic<int> outstanding{1};
   bool acks0 = false;
   int32_t timeout_ms = 0;  // how long acks=all waits for a replicated high watermark
+  // The idempotent batches' outcomes go to the connection's ProduceRefusals at the reply.
+  std::shared_ptr<const std::vector<struct ProduceAppend>> appends;
 
   // Called once per count; the last one answers on the connection's loop.
   static void Release(const std::shared_ptr<PendingProduce>& p) {
     if (p->outstanding.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
     p->shards->PostGated(p->conn->loop(), [p] {
+      NoteRefusals(*p);
       if (p->acks0) return;  // already finished
       Reply(p->conn, p->header, p->resp);
     });
   }
+  static void NoteRefusals(const PendingProduce& p);
 };
 
 // One validated batch for its partition's owner.
@@ -68,7 +73,32 @@ struct ProduceAppend {
   // verification token (written by the owner in the first visit, read after it).
   bool verify = false;
   uint64_t token = 0;
+  // Refused before it was written with a retriable error (ProduceRefusals).
+  bool refused_before_write = false;
 };
+
+ProduceRefusals& RefusalsOf(Connection& conn) {
+  auto& slot = conn.produce_state();
+  if (slot == nullptr) slot = std::make_unique<ProduceRefusals>();
+  return static_cast<ProduceRefusals&>(*slot);
+}
+
+void PendingProduce::NoteRefusals(const PendingProduce& p) {
+  if (p.appends == nullptr || p.conn->closed()) return;
+  const int64_t now = Clock::Real()->NowMillis();
+  for (const ProduceAppend& a : *p.appends) {
+    if (!a.batch.idempotent()) continue;
+    const auto& topic = p.resp.responses[a.topic];
+    const auto& out = topic.partition_responses[a.partition];
+    if (out.error_code == ErrorCode::kNone) {
+      RefusalsOf(*p.conn).Written(topic.name, out.index, a.batch.producer_id);
+    } else if (a.refused_before_write) {
+      RefusalsOf(*p.conn).Refused(topic.name, out.index, a.batch.producer_id,
+                                  a.batch.producer_epoch, a.batch.base_sequence, out.error_code,
+                                  now);
+    }
+  }
+}
 
 // The produce error for a verifier's answer (Kafka's ReplicaManager and
 // AddPartitionsToTxnManager): fencing is INVALID_PRODUCER_EPOCH, which producers handle
@@ -139,6 +169,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     // it: Kafka's NOT_LEADER_OR_FOLLOWER sends the client to refresh its metadata.
     out.error_code =
         pending->cluster ? ErrorCode::kNotLeaderOrFollower : ErrorCode::kUnknownTopicOrPartition;
+    a.refused_before_write = pending->cluster;
     const std::string& name = pending->resp.responses[a.topic].name;
     out.error_message =
         pending->cluster
@@ -155,6 +186,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     if (out.error_code != ErrorCode::kNone) {
       out.error_message = std::move(message);
       part->producers.OnRefused(a.batch, static_cast<int16_t>(out.error_code));
+      a.refused_before_write = true;
       return;
     }
   }
@@ -192,6 +224,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     case ProducerStateTable::Verdict::kEarlierRefused:
       out.error_code = static_cast<ErrorCode>(check.refused_error);
       out.error_message = check.message;
+      a.refused_before_write = true;
       return;
   }
   if (a.batch.transactional) {
@@ -236,6 +269,7 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     out.error_code = ErrorCode::kKafkaStorageError;
     out.error_message = appended.status().ToString();
     part->producers.OnRefused(a.batch, static_cast<int16_t>(out.error_code));
+    a.refused_before_write = true;
     return;
   }
   part->producers.OnAppended(a.batch, appended->base_offset);
@@ -345,6 +379,20 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
           continue;
         }
       }
+      if (batch_info.producer_id >= 0 && pending->cluster) {
+        // Behind a batch of this producer refused here before it was written: the same
+        // answer, so the client resends both in order (ProduceRefusals).
+        int32_t refused_seq = -1;
+        const ErrorCode earlier = RefusalsOf(*conn).Check(
+            topic.name, pd.index, batch_info.producer_id, batch_info.producer_epoch,
+            batch_info.base_sequence, now_ms, &refused_seq);
+        if (earlier != ErrorCode::kNone) {
+          fail(earlier, fmt::format("producer {}'s batch at sequence {} was refused here and "
+                                    "must come before sequence {}",
+                                    batch_info.producer_id, refused_seq, batch_info.base_sequence));
+          continue;
+        }
+      }
       ProduceAppend a;
       a.topic = t;
       a.partition = i;
@@ -380,6 +428,7 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
     return;
   }
   pending->frame = call.frame;
+  pending->appends = appends;
   const int16_t acks = req.acks;
   const std::vector<Target> all_targets = targets;
   ctx.shards.VisitOwners(
