@@ -51,6 +51,11 @@ constexpr auto kFailoverTimeout = 60s;     // a kill to the first write acknowle
 constexpr auto kIdleCreateTimeout = 300s;  // CreateTopics of the idle partitions
 constexpr auto kPollInterval = 10ms;       // etcd read while waiting for an election
 
+// The consume phases (single broker and cluster alike) read the produced records pass
+// after pass for this long: one pass of a million records takes 0.5-1 s, mostly the
+// consumer's start, and its ratio moved from 0.47 to 1.95 between runs (0018, dupfix).
+double ConsumeMinSeconds(const KafkaBenchOptions& o) { return o.quick ? 1.0 : 5.0; }
+
 double SecondsSince(int64_t start_ns) {
   return static_cast<double>(MonotonicNanos() - start_ns) / 1e9;
 }
@@ -875,6 +880,7 @@ Status RunCluster(const KafkaBenchOptions& options) {
         BrokerProcess::Start(o.sluice_binary, work->path() + "/single", work->path() + "/single"));
     ASSIGN_OR_RETURN(single, MakeSettings(so, broker->address()));
     single.topic = base;
+    single.consume_min_seconds = ConsumeMinSeconds(o);
     if (!o.json) {
       fmt::print("  single    {} (pid {}); acks=1, replication factor 1\n", broker->command(),
                  broker->pid());
@@ -913,6 +919,7 @@ Status RunCluster(const KafkaBenchOptions& options) {
   KafkaBenchOptions co = o;
   co.acks = "all";
   ASSIGN_OR_RETURN(Settings s, MakeSettings(co, cluster->Bootstrap()));
+  s.consume_min_seconds = ConsumeMinSeconds(o);
   s.topic = base;
   if (!o.json) {
     fmt::print("  etcd      {} {} (pid {}), data on tmpfs\n", cluster->etcd().version(),

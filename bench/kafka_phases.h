@@ -89,6 +89,9 @@ struct Settings {
   int64_t latency_rate = 0;
   int iperf_seconds = 0;
   bool produce = false, consume = false, latency = false;
+  // The consume phase reads the produced records again, pass after pass, until it has run
+  // this long (0: one pass): a pass of a second or less measures mostly its start.
+  double consume_min_seconds = 0;
   kafka::client::Config producer;          // throughput phase
   kafka::client::Config latency_producer;  // latency phase
   kafka::client::Config consumer;
@@ -113,6 +116,7 @@ struct PhaseResult {
   // p99: the worst window's p99.
   std::optional<double> rtt_p50_ms, rtt_p99_ms, queue_p50_ms, queue_p99_ms;
   std::string check;                // what was verified
+  int passes = 0;                   // consume: passes over the produced records (0: n/a)
   int64_t commits = -1;             // produce_txn: transactions committed
   std::optional<double> txn_ratio;  // produce_txn: its records/s over produce_idempotent's
   std::optional<double> commit_p50_ms, commit_max_ms;  // produce_txn: CommitTransaction
