@@ -80,10 +80,12 @@ def main():
             fail(f"{r['phase']}: no etcd_cpu_seconds", proc)
     by = {(r["brokers"], r["phase"]): r for r in rows}
     for key in ((1, "produce"), (1, "consume"), (3, "produce"), (3, "consume")):
-        # consume reads the records pass after pass for its minimum time (--quick: 1 s)
+        # consume reads each partition again and again for its minimum time (--quick: 1 s)
         passes = by[key].get("passes") or 1
-        if by[key]["records"] != 20000 * passes or by[key]["records_per_s"] <= 0:
-            fail(f"{key}: records {by[key]['records']} in {passes} passes", proc)
+        if by[key]["records"] < 20000 * passes or by[key]["records_per_s"] <= 0:
+            fail(f"{key}: records {by[key]['records']} with {passes} passes at least", proc)
+        if key[1] == "produce" and by[key]["records"] != 20000:
+            fail(f"{key}: records {by[key]['records']}", proc)
     for key in ((1, "consume"), (3, "consume")):
         if not by[key].get("passes") or by[key]["seconds"] < 1.0:
             fail(f"{key}: {by[key].get('passes')} passes in {by[key]['seconds']} s", proc)
