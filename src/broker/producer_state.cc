@@ -43,22 +43,44 @@ ProducerStateTable::Check CheckTxnState(const ProducerBatch& b, const P& p,
 
 }  // namespace
 
+bool ProducerStateTable::TakeEarlyGap(int64_t producer_id, int32_t leader_epoch,
+                                      int64_t epoch_start_offset) {
+  auto it = producers_.find(producer_id);
+  if (it != producers_.end() && !it->second.batches.empty() &&
+      it->second.batches.back().last_offset >= epoch_start_offset) {
+    return false;
+  }
+  if (early_gaps_.size() >= kMaxRefused && early_gaps_.count(producer_id) == 0) {
+    early_gaps_.clear();
+  }
+  auto& [epoch, count] = early_gaps_[producer_id];
+  if (epoch != leader_epoch) {
+    epoch = leader_epoch;
+    count = 0;
+  }
+  if (count >= kMaxEarlyGaps) return false;
+  ++count;
+  return true;
+}
+
 ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b) const {
   Check c = CheckSequence(b);
   if (c.verdict != Verdict::kOutOfOrder && c.verdict != Verdict::kUnknownProducer) return c;
-  // A gap right after a batch refused here: the client is to resend that one first.
-  auto r = refused_.find(b.producer_id);
-  if (r == refused_.end() || r->second.epoch != b.producer_epoch ||
-      r->second.base_sequence == b.base_sequence) {
-    return c;
-  }
   auto it = producers_.find(b.producer_id);
   int32_t expected = 0;
   if (it != producers_.end() && it->second.epoch == b.producer_epoch &&
       !it->second.batches.empty() && it->second.batches.back().last_seq != INT32_MAX) {
     expected = it->second.batches.back().last_seq + 1;
   }
+  c.expected_sequence = expected;
+  // A gap right after a batch refused here: the client is to resend that one first.
+  auto r = refused_.find(b.producer_id);
+  if (r == refused_.end() || r->second.epoch != b.producer_epoch ||
+      r->second.base_sequence == b.base_sequence) {
+    return c;
+  }
   if (r->second.base_sequence != expected) return c;
+  c.expected_sequence = expected;
   c.verdict = Verdict::kEarlierRefused;
   c.refused_error = r->second.error_code;
   c.message = fmt::format(
@@ -227,6 +249,7 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   decided_.clear();
   verifying_.clear();
   refused_.clear();
+  early_gaps_.clear();
   // The aborted transactions as the markers say, for the index (storage keeps it in step
   // with the log; this also restores entries of a lost or damaged .txnindex).
   std::vector<storage::AbortedTxn> aborted;

@@ -60,8 +60,9 @@ class ProducerStateTable {
     Verdict verdict = Verdict::kAppend;
     int64_t first_offset = -1;  // for kDuplicate: the original offsets
     int64_t last_offset = -1;
-    int16_t refused_error = 0;  // for kEarlierRefused: the error the earlier batch got
-    std::string message;        // for the errors: what was expected
+    int16_t refused_error = 0;       // for kEarlierRefused: the error the earlier batch got
+    int32_t expected_sequence = -1;  // for kOutOfOrder and kUnknownProducer: the one due
+    std::string message;             // for the errors: what was expected
   };
 
   // What to do with `batch` (always kAppend for batches without a producer id).
@@ -76,6 +77,14 @@ class ProducerStateTable {
   // retry — also those a former leader wrote but could not commit, which are then
   // written twice (docs/design/0018-cluster.md, "dupfix").
   void OnRefused(const ProducerBatch& batch, int16_t error_code);
+  // A leader's gap (a batch past the sequence due) from a producer that has written
+  // nothing here since this leadership began at `epoch_start_offset`: its earlier batches
+  // may still be on their way to the previous leader (a client sends to the new one
+  // before the old one answered), so true — answer NOT_LEADER_OR_FOLLOWER and the client
+  // resends in order — at most kMaxEarlyGaps times per producer and leader epoch; false
+  // after, or once the producer wrote in this leadership (a gap is then its own).
+  bool TakeEarlyGap(int64_t producer_id, int32_t leader_epoch, int64_t epoch_start_offset);
+  static constexpr int kMaxEarlyGaps = 5;
   // Records a batch written at [first_offset, first_offset + record_count); a
   // transactional one opens the producer's transaction when none is open.
   void OnAppended(const ProducerBatch& batch, int64_t first_offset);
@@ -158,6 +167,7 @@ class ProducerStateTable {
   };
   static constexpr size_t kMaxRefused = 4096;
   std::unordered_map<int64_t, Refused> refused_;  // producer id -> its refused next batch
+  std::unordered_map<int64_t, std::pair<int32_t, int>> early_gaps_;  // -> (leader epoch, count)
   uint64_t next_token_ = 1;
 };
 

@@ -191,6 +191,24 @@ void AppendOnOwner(const std::shared_ptr<PendingProduce>& pending,
     }
   }
   ProducerStateTable::Check check = part->producers.CheckBatch(a.batch);
+  if ((check.verdict == ProducerStateTable::Verdict::kOutOfOrder ||
+       check.verdict == ProducerStateTable::Verdict::kUnknownProducer) &&
+      part->replica != nullptr && part->replica->leader() && a.batch.producer_epoch >= 0 &&
+      a.batch.base_sequence > check.expected_sequence &&
+      part->producers.TakeEarlyGap(a.batch.producer_id, part->replica->leader_epoch,
+                                   part->replica->epoch_start_offset)) {
+    // Early in a leadership, a gap may be batches still on their way to the previous
+    // leader: the client resends them in order (ProducerStateTable::TakeEarlyGap).
+    out.error_code = ErrorCode::kNotLeaderOrFollower;
+    out.error_message = fmt::format(
+        "producer {} epoch {}: sequence {} is due here, got {}; the earlier ones may still be "
+        "at the previous leader",
+        a.batch.producer_id, a.batch.producer_epoch, check.expected_sequence,
+        a.batch.base_sequence);
+    a.refused_before_write = true;
+    LogSequenceRefusal(*part, a.batch, check);
+    return;
+  }
   if (check.verdict != ProducerStateTable::Verdict::kAppend &&
       check.verdict != ProducerStateTable::Verdict::kDuplicate) {
     LogSequenceRefusal(*part, a.batch, check);

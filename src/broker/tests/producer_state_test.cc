@@ -132,6 +132,22 @@ TEST(ProducerStateTest, ARefusedFirstBatchCoversAnUnknownProducersGap) {
   EXPECT_EQ(t.CheckBatch(B(9, 1, 2, 2)).verdict, Verdict::kUnknownProducer);
 }
 
+TEST(ProducerStateTest, EarlyGapsInALeadershipAreBoundedAndEndWithAWrite) {
+  ProducerStateTable t;
+  t.OnAppended(B(7, 0, 0, 3), 100);  // written before the leadership began at 200
+  auto gap = t.CheckBatch(B(7, 0, 5, 1));
+  EXPECT_EQ(gap.verdict, Verdict::kOutOfOrder);
+  EXPECT_EQ(gap.expected_sequence, 3);
+  for (int i = 0; i < ProducerStateTable::kMaxEarlyGaps; ++i) {
+    EXPECT_TRUE(t.TakeEarlyGap(7, 4, 200)) << i;
+  }
+  EXPECT_FALSE(t.TakeEarlyGap(7, 4, 200));  // bounded
+  EXPECT_TRUE(t.TakeEarlyGap(7, 5, 250));   // a new leadership counts again
+  t.OnAppended(B(7, 0, 3, 2), 300);         // written in it: a gap is the producer's own
+  EXPECT_FALSE(t.TakeEarlyGap(7, 5, 250));
+  EXPECT_EQ(t.CheckBatch(B(9, 0, 4, 1)).expected_sequence, 0);  // unknown producer: 0 is due
+}
+
 TEST(ProducerStateTest, SequenceWrapsPastInt32Max) {
   ProducerStateTable t;
   t.OnAppended(B(1, 0, 0, 1), 0);
