@@ -17,6 +17,7 @@ void ProduceRefusals::Refused(const std::string& topic, int32_t partition, int64
 }
 
 void ProduceRefusals::Written(const std::string& topic, int32_t partition, int64_t producer_id) {
+  if (refused_.empty()) return;  // the usual case: no key (and no string copy) to build
   refused_.erase(Key{{topic, partition}, producer_id});
 }
 

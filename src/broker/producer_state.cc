@@ -80,7 +80,6 @@ ProducerStateTable::Check ProducerStateTable::CheckBatch(const ProducerBatch& b)
     return c;
   }
   if (r->second.base_sequence != expected) return c;
-  c.expected_sequence = expected;
   c.verdict = Verdict::kEarlierRefused;
   c.refused_error = r->second.error_code;
   c.message = fmt::format(

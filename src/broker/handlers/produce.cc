@@ -31,6 +31,8 @@ using kafka::ErrorCode;
 
 const Logger kLog("broker");
 
+struct ProduceAppend;
+
 // A produce request whose appends are in flight: the response, filled in by the owner
 // shards and the append callbacks (each writes only its own partition entry), and how
 // many are still out. The connection's shard holds one count itself until every owner
@@ -48,7 +50,7 @@ struct PendingProduce {
   bool acks0 = false;
   int32_t timeout_ms = 0;  // how long acks=all waits for a replicated high watermark
   // The idempotent batches' outcomes go to the connection's ProduceRefusals at the reply.
-  std::shared_ptr<const std::vector<struct ProduceAppend>> appends;
+  std::shared_ptr<const std::vector<ProduceAppend>> appends;
 
   // Called once per count; the last one answers on the connection's loop.
   static void Release(const std::shared_ptr<PendingProduce>& p) {
