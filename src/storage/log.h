@@ -24,6 +24,7 @@
 // and the log refuses further appends; reopening it recovers what reached the disk.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -324,9 +325,12 @@ class PartitionLog {
   uint64_t MaxStoredBatch() const;
   Status LayoutChangedOr(uint64_t gen, Status st) const;
   bool InCallback() const;
+  // hint: a byte position where a batch starting at `offset` was found before (a read
+  // hint), tried before the offset index.
   Result<ReadResult> ReadSegment(const Segment& seg, uint64_t written_size, uint64_t index_entries,
                                  int64_t offset, uint64_t max_bytes, int64_t limit,
-                                 EmptyBatches empty);
+                                 EmptyBatches empty, std::optional<uint64_t> hint);
+  void NoteReadHintLocked(const Segment* seg, int64_t offset, uint64_t pos);
   void RollLocked(int64_t base_offset);
   Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);
   void MaybeScheduleLocked();
@@ -384,6 +388,18 @@ class PartitionLog {
   int callbacks_running_ = 0;  // tasks running acks outside the lock
   Status failed_;              // non-OK after a write error
   uint64_t swap_gen_ = 0;      // bumped by ReplaceSegments: a Read that raced it retries
+  // Where recent reads ended. A reader at the tail (a follower, a live consumer) asks next
+  // for the offset its last read ended at: found here, without a binary search of the
+  // offset index (a pread per step) and a walk of headers. Valid for one layout.
+  struct ReadHint {
+    const Segment* seg = nullptr;
+    uint64_t layout_gen = 0, swap_gen = 0;
+    int64_t offset = -1;  // a batch starting here
+    uint64_t pos = 0;     // at this byte of seg's .log
+  };
+  static constexpr size_t kReadHints = 8;
+  std::array<ReadHint, kReadHints> read_hints_{};
+  size_t next_read_hint_ = 0;
   bool closed_ = false;
 
   bool reserve_supported_ = true;  // false once fallocate said "not here"; write job only

@@ -98,6 +98,7 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
       uint64_t written_size, index_entries, gen, swap_gen;
       int64_t asked = from;
       int64_t next_base = -1;  // the following segment's base, when it starts before the end
+      std::optional<uint64_t> hint;
       {
         std::lock_guard lock(mu_);
         if (closed_) return FailedPreconditionError("log {} is closed", dir_);
@@ -135,13 +136,24 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
         index_entries = seg->written_index_entries;
         gen = layout_gen_;
         swap_gen = swap_gen_;
+        for (const ReadHint& h : read_hints_) {
+          if (h.seg == seg.get() && h.offset == asked && h.layout_gen == gen &&
+              h.swap_gen == swap_gen && h.pos < written_size) {
+            hint = h.pos;
+            break;
+          }
+        }
       }
-      auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit, empty);
+      auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit, empty, hint);
       {
         // A swap of cleaned segments renamed files under the paths this read opened:
         // read again from the new segments (the swap is finished: it holds mu_).
         std::lock_guard lock(mu_);
         if (swap_gen_ != swap_gen) raced = true;
+        if (!raced && r.ok() && layout_gen_ == gen && r->slice.file != nullptr) {
+          // The next read from where this one ended starts at the byte after its slice.
+          NoteReadHintLocked(seg.get(), r->next_offset, r->slice.position + r->slice.size);
+        }
       }
       if (raced) break;
       if (!r.ok()) return LayoutChangedOr(gen, r.status());
@@ -153,15 +165,67 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
   }
 }
 
+void PartitionLog::NoteReadHintLocked(const Segment* seg, int64_t offset, uint64_t pos) {
+  // A hint for the same place is refreshed; otherwise the oldest slot goes.
+  ReadHint* slot = nullptr;
+  for (ReadHint& h : read_hints_) {
+    if (h.seg == seg && h.offset == offset) slot = &h;
+  }
+  if (slot == nullptr) {
+    slot = &read_hints_[next_read_hint_];
+    next_read_hint_ = (next_read_hint_ + 1) % kReadHints;
+  }
+  *slot = ReadHint{seg, layout_gen_, swap_gen_, offset, pos};
+}
+
 Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
                                              uint64_t index_entries, int64_t offset,
-                                             uint64_t max_bytes, int64_t limit,
-                                             EmptyBatches empty) {
+                                             uint64_t max_bytes, int64_t limit, EmptyBatches empty,
+                                             std::optional<uint64_t> hint) {
   const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
   int64_t entry_rel = -1;
-  if (index_entries > 0) {
+  // Reused per thread: a fetch should not pay for a fresh 64 KiB buffer.
+  static thread_local std::vector<uint8_t> block_buf(kHeaderBlock);
+  uint64_t block_pos = 0, block_len = 0;
+  uint64_t last_batch = 0;  // size of the batch whose header was read last
+  auto header_at = [&](uint64_t p) -> Result<BatchHeader> {
+    if (written_size - p < kBatchHeaderSize) {
+      return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
+                             seg->log_path, p, written_size - p);
+    }
+    if (p < block_pos || p + kBatchHeaderSize > block_pos + block_len) {
+      // Small batches: a block holds many headers. Large ones: a block would copy mostly
+      // records that the slice is about to send anyway, so only the header is read.
+      const uint64_t block = last_batch >= kHeaderBlock / 4 ? kBatchHeaderSize : kHeaderBlock;
+      size_t want = static_cast<size_t>(std::min<uint64_t>(block, written_size - p));
+      ASSIGN_OR_RETURN(size_t n, file->ReadAt(p, std::span<uint8_t>(block_buf.data(), want)));
+      block_pos = p;
+      block_len = n;
+      if (n < kBatchHeaderSize) {
+        return CorruptionError("{} at byte {}: file is shorter than expected", seg->log_path, p);
+      }
+    }
+    BatchHeader h = ParseBatchHeader(
+        std::span<const uint8_t>(block_buf.data() + (p - block_pos), kBatchHeaderSize));
+    Status st = CheckStoredHeader(
+        h, static_cast<uint32_t>(std::min<uint64_t>(written_size - p, MaxStoredBatch())));
+    if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg->log_path, p, st.message());
+    last_batch = h.total_size();
+    return h;
+  };
+  bool hinted = false;
+  if (hint.has_value()) {
+    // A read that ended here before: trusted only when a batch starting at `offset` is
+    // there; otherwise the index finds it.
+    auto h = header_at(*hint);
+    if (h.ok() && h->base_offset == offset) {
+      pos = *hint;
+      hinted = true;
+    }
+  }
+  if (!hinted && index_entries > 0) {
     ASSIGN_OR_RETURN(auto index, files_->Get(seg->index_path, OpenMode::kRead));
     ASSIGN_OR_RETURN(
         pos, LookupOffsetIndex(*index, index_entries, offset - seg->base_offset, &entry_rel));
@@ -171,30 +235,6 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
     }
   }
   // Walk headers to the batch holding `offset`, then take whole batches up to max_bytes.
-  // Reused per thread: a fetch should not pay for a fresh 64 KiB buffer.
-  static thread_local std::vector<uint8_t> block(kHeaderBlock);
-  uint64_t block_pos = 0, block_len = 0;
-  auto header_at = [&](uint64_t p) -> Result<BatchHeader> {
-    if (written_size - p < kBatchHeaderSize) {
-      return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
-                             seg->log_path, p, written_size - p);
-    }
-    if (p < block_pos || p + kBatchHeaderSize > block_pos + block_len) {
-      size_t want = static_cast<size_t>(std::min<uint64_t>(kHeaderBlock, written_size - p));
-      ASSIGN_OR_RETURN(size_t n, file->ReadAt(p, std::span<uint8_t>(block.data(), want)));
-      block_pos = p;
-      block_len = n;
-      if (n < kBatchHeaderSize) {
-        return CorruptionError("{} at byte {}: file is shorter than expected", seg->log_path, p);
-      }
-    }
-    BatchHeader h = ParseBatchHeader(
-        std::span<const uint8_t>(block.data() + (p - block_pos), kBatchHeaderSize));
-    Status st = CheckStoredHeader(
-        h, static_cast<uint32_t>(std::min<uint64_t>(written_size - p, MaxStoredBatch())));
-    if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg->log_path, p, st.message());
-    return h;
-  };
   BatchHeader first{};
   if (entry_rel >= 0) {
     // An index entry points at the batch with its offset (compaction keeps that too).

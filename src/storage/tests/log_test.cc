@@ -376,6 +376,8 @@ class GatedEnv : public Env {
       return f_->WriteAt(pos, d);
     }
     Result<size_t> ReadAt(uint64_t pos, std::span<uint8_t> out) override {
+      if (path().ends_with(".index")) ++env_->index_reads;
+      if (IsLog()) ++env_->log_reads;
       return f_->ReadAt(pos, out);
     }
     Status Sync() override {
@@ -429,7 +431,7 @@ class GatedEnv : public Env {
   }
 
   Env* base = Env::Posix();
-  std::atomic<int> log_writes{0}, log_syncs{0};
+  std::atomic<int> log_writes{0}, log_syncs{0}, log_reads{0}, index_reads{0};
   std::mutex mu;
   std::condition_variable cv;
   bool open = true, in_sync = false;
@@ -920,6 +922,81 @@ TEST_F(LogTest, TruncateToRemovesLaterBatchesAcrossSegments) {
   ASSERT_TRUE(log->TruncateTo(0).ok());
   EXPECT_EQ(log->end_offset(), 0);
   EXPECT_EQ(log->segment_count(), 1);
+}
+
+TEST_F(LogTest, ATailReaderGoesOnFromItsLastReadWithoutTheIndex) {
+  GatedEnv env;
+  opts_.env = &env;
+  auto log = OpenLog();
+  std::vector<uint8_t> expect;
+  auto append = [&](int n, int value_size) {
+    auto b = MakeBatch(n, value_size, 1000, 1);
+    auto info = AppendSync(*log, b);
+    auto s = Stored(b, info.base_offset);
+    expect.insert(expect.end(), s.begin(), s.end());
+  };
+  for (int i = 0; i < 40; ++i) append(10, 100);  // many index entries
+  // A follower catching up: the first read searches the index.
+  auto r = log->Read(0, 5000);
+  ASSERT_TRUE(r.ok());
+  std::vector<uint8_t> got, part;
+  ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &got).ok());
+  int64_t next = r->next_offset;
+  const int index_reads = env.index_reads;
+  // Reading on from where each read ended: no index search, the bytes follow on.
+  for (int rounds = 0; next < log->written_end_offset(); ++rounds) {
+    ASSERT_LT(rounds, 1000) << "the reader at " << next << " does not catch up with "
+                            << log->written_end_offset();
+    r = log->Read(next, 5000);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &part).ok());
+    got.insert(got.end(), part.begin(), part.end());
+    next = r->next_offset;
+    if (rounds < 60) append(3, 50);  // the tail grows while the reader follows
+  }
+  EXPECT_EQ(env.index_reads, index_reads);
+  got.resize(std::min(got.size(), expect.size()));
+  EXPECT_EQ(got, std::vector<uint8_t>(expect.begin(), expect.begin() + got.size()));
+
+  // Truncated below the reader and written again with other batches: the old position no
+  // longer holds a batch at `next`, and the read finds the new one.
+  ASSERT_TRUE(log->TruncateTo(next - 20).ok());
+  expect = ReadAll(*log, 0);
+  while (log->written_end_offset() <= next) append(7, 300);
+  expect = ReadAll(*log, 0);
+  r = log->Read(next, 1 << 20);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_LE(r->first_offset, next);
+  EXPECT_GT(r->next_offset, next);
+  ASSERT_TRUE(PartitionLog::ReadSlice(r->slice, &part).ok());
+  auto tail = ReadAll(*log, r->first_offset);
+  EXPECT_EQ(part, std::vector<uint8_t>(tail.begin(), tail.begin() + part.size()));
+}
+
+TEST_F(LogTest, LargeBatchesAreWalkedByTheirHeadersOnly) {
+  GatedEnv env;
+  opts_.env = &env;
+  auto log = OpenLog();
+  std::vector<uint8_t> expect;
+  for (int i = 0; i < 12; ++i) {
+    auto b = MakeBatch(4, 20000, 1000, i);  // ~80 KB each
+    auto info = AppendSync(*log, b);
+    auto s = Stored(b, info.base_offset);
+    expect.insert(expect.end(), s.begin(), s.end());
+  }
+  const int before = env.log_reads;
+  auto r = log->Read(0, 1 << 20);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->next_offset, 48);
+  EXPECT_EQ(r->slice.size, expect.size());
+  // One read per header at most; the records themselves go out by the slice.
+  EXPECT_LE(env.log_reads - before, 12);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+  // From the middle of a batch, through the index.
+  r = log->Read(21, 1);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first_offset, 20);
+  EXPECT_EQ(r->next_offset, 24);
 }
 
 TEST_F(LogTest, ManyPartitionsShareABoundedDescriptorCache) {
