@@ -78,7 +78,7 @@ Status AlignEpochs(storage::Env* env, const std::string& dir, storage::Partition
   }
   if (entries.empty() || entries.back().epoch < epoch) entries.push_back({epoch, end});
   RETURN_IF_ERROR(WriteFileDurably(env, dir, kLeaderEpochFile, LeaderEpochCache::Format(entries)));
-  ASSIGN_OR_RETURN(*epochs, LeaderEpochCache::Open(log, false));
+  ASSIGN_OR_RETURN(*epochs, LeaderEpochCache::Open(log, LeaderEpochCache::Owner::kCluster));
   return Status::OK();
 }
 
@@ -874,9 +874,11 @@ Result<std::unique_ptr<Partition>> ClusterController::OpenPartition(const TopicI
     RETURN_IF_ERROR(env->CreateDirs(dir));
     RETURN_IF_ERROR(WriteFileDurably(env, dir, "partition.metadata", PartitionMetadata(topic.id)));
   }
-  // Epochs come from etcd in a cluster: no local bump for an unclean stop (the controller
-  // decides), and the checkpoint ends with the epoch this broker leads in.
-  ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, logs_.Open(topic, p, false));
+  // Epochs come from etcd in a cluster: no local bump for an unclean stop or a recovery
+  // cut (the controller decides), and the checkpoint ends with the epoch this broker
+  // leads in.
+  ASSIGN_OR_RETURN(std::unique_ptr<Partition> part,
+                   logs_.Open(topic, p, LeaderEpochCache::Owner::kCluster));
   if (leader_epoch >= 0) {
     RETURN_IF_ERROR(AlignEpochs(env, dir, *part->log, &part->epochs, leader_epoch));
   }

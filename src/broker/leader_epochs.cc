@@ -70,7 +70,7 @@ std::string LeaderEpochCache::Format(const std::vector<Entry>& entries) {
   return out;
 }
 
-Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool unclean_start) {
+Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, Owner owner) {
   storage::Env* env = log.options().env;  // the log's files and its checkpoint alike
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
   LeaderEpochCache cache;
@@ -109,11 +109,12 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, bool
     cache.entries_.pop_back();
     changed = true;
   }
-  if (log.recovery().truncated_bytes > 0 || (unclean_start && end > log.start_offset())) {
+  const bool cut = log.recovery().truncated_bytes > 0;
+  const bool unclean_start = owner == Owner::kLocalUncleanStart;
+  if (owner != Owner::kCluster && (cut || (unclean_start && end > log.start_offset()))) {
     int32_t next = cache.entries_.empty() ? 1 : cache.entries_.back().epoch + 1;
     SLUICE_LOG(kLog, kInfo, "{}: {}: leader epoch {} starts at offset {}", log.dir(),
-               log.recovery().truncated_bytes > 0 ? "recovery cut the log" : "an unclean stop",
-               next, end);
+               cut ? "recovery cut the log" : "an unclean stop", next, end);
     cache.entries_.push_back({next, end});
     changed = true;
   }

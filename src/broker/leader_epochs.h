@@ -51,14 +51,25 @@ class LeaderEpochCache {
     bool operator==(const Entry&) const = default;
   };
 
+  // Who starts this partition's epochs, and when Open may start one.
+  enum class Owner {
+    // A single node: when recovery truncated the log, a new epoch starts at its end.
+    kLocal,
+    // A single node whose last run died: an unsynced tail may be gone even when the
+    // files end at a batch boundary, so a new epoch starts at the end of a non-empty log
+    // (as after a cut).
+    kLocalUncleanStart,
+    // A cluster: etcd and the leaders decide the epochs (0018 decision 3); Open never
+    // starts one, whatever recovery cut (a follower with an epoch its leader never had
+    // could not fetch again).
+    kCluster,
+  };
+
   // Loads the checkpoint of `log`'s directory. A missing or malformed file (reported) is
   // rebuilt from the epochs stamped in the log's batch headers. Entries past the log's
-  // end are dropped; when recovery truncated the log, or after an unclean stop, a new
-  // epoch starts at its end. The
-  // file is rewritten durably whenever this changed it.
-  // `unclean_start`: the last run died, so an unsynced tail may be gone even when the
-  // files end at a batch boundary: a new epoch starts at the end of a non-empty log.
-  static Result<LeaderEpochCache> Open(storage::PartitionLog& log, bool unclean_start = false);
+  // end are dropped; then a new epoch may start at its end (`owner`). The file is
+  // rewritten durably whenever this changed it.
+  static Result<LeaderEpochCache> Open(storage::PartitionLog& log, Owner owner = Owner::kLocal);
 
   // Parses the checkpoint text; InvalidArgument names the line and what is wrong.
   static Result<std::vector<Entry>> Parse(std::string_view text);

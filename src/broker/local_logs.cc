@@ -41,7 +41,7 @@ std::string LocalLogs::Dir(const std::string& topic, int32_t partition) const {
 }
 
 Result<std::unique_ptr<Partition>> LocalLogs::Open(const TopicInfo& topic, int32_t p,
-                                                   bool bump_epochs) {
+                                                   LeaderEpochCache::Owner epochs) {
   auto part = std::make_unique<Partition>();
   part->topic_id = topic.id;
   const TopicConfig& c = topic.config;
@@ -74,7 +74,7 @@ Result<std::unique_ptr<Partition>> LocalLogs::Open(const TopicInfo& topic, int32
   };
   ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(Dir(topic.name, p), o));
   // Epochs first: a bump for a cut log is on disk before anything else reads it.
-  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, bump_epochs));
+  ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, epochs));
   RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
   return part;
 }

@@ -59,9 +59,10 @@ class LocalLogs {
   // <data-dir>/<topic>-<partition>
   std::string Dir(const std::string& topic, int32_t partition) const;
   // Opens partition `p` of `topic`: its log with the topic's settings (waking the owner's
-  // waiting fetches when data becomes readable), its leader epochs (`bump_epochs`: the
-  // last run did not stop cleanly) and its producer state. Not placed yet.
-  Result<std::unique_ptr<Partition>> Open(const TopicInfo& topic, int32_t p, bool bump_epochs);
+  // waiting fetches when data becomes readable), its leader epochs (`epochs`: who starts
+  // them, LeaderEpochCache::Open) and its producer state. Not placed yet.
+  Result<std::unique_ptr<Partition>> Open(const TopicInfo& topic, int32_t p,
+                                          LeaderEpochCache::Owner epochs);
   // Hands an open partition to its owner, records it, and registers it with the cleaner
   // when `config` (its topic's, or null) is compacted.
   Status Install(const PartitionKey& key, std::unique_ptr<Partition> part,

@@ -269,7 +269,10 @@ Status MetadataController::OpenTopicLogs(const TopicInfo& topic) {
   for (int32_t p = 0; p < topic.partitions; ++p) {
     PartitionKey key{topic.name, p};
     if (logs_.Find(key) != nullptr) continue;
-    ASSIGN_OR_RETURN(std::unique_ptr<Partition> part, logs_.Open(topic, p, unclean_start_));
+    ASSIGN_OR_RETURN(std::unique_ptr<Partition> part,
+                     logs_.Open(topic, p,
+                                unclean_start_ ? LeaderEpochCache::Owner::kLocalUncleanStart
+                                               : LeaderEpochCache::Owner::kLocal));
     RETURN_IF_ERROR(logs_.Install(key, std::move(part), &topic.config));
   }
   return Status::OK();

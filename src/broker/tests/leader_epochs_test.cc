@@ -126,6 +126,29 @@ TEST_F(LeaderEpochLogTest, RecoveryThatCutTheLogStartsANewEpoch) {
   EXPECT_EQ(cache->latest_epoch(), 1);
 }
 
+// In a cluster the epochs are etcd's and the leaders': a follower whose tail recovery cut
+// (a torn write, the zero padding of direct writes) must not start an epoch its leader
+// never had, or its fetches would diverge forever.
+TEST_F(LeaderEpochLogTest, RecoveryThatCutTheLogStartsNoEpochInACluster) {
+  {
+    auto log = OpenLog();
+    Append(*log, 0, 5);
+    Append(*log, 0, 5);
+    ASSERT_TRUE(LeaderEpochCache::Open(*log, LeaderEpochCache::Owner::kCluster).ok());
+  }
+  std::string seg = dir_.path() + "/00000000000000000000.log";
+  auto bytes = storage::testing::ReadFileBytes(seg);
+  bytes.resize(bytes.size() - 20);
+  storage::testing::WriteFileBytes(seg, bytes);
+  auto log = OpenLog();
+  ASSERT_GT(log->recovery().truncated_bytes, 0u);
+  for (auto owner : {LeaderEpochCache::Owner::kCluster, LeaderEpochCache::Owner::kCluster}) {
+    auto cache = LeaderEpochCache::Open(*log, owner);  // twice: nothing builds up
+    ASSERT_TRUE(cache.ok());
+    EXPECT_EQ(cache->entries(), (std::vector<Entry>{{0, 0}}));
+  }
+}
+
 TEST_F(LeaderEpochLogTest, EntriesPastTheEndAreDropped) {
   {
     auto log = OpenLog();

@@ -35,7 +35,7 @@ class LocalLogsTest : public ::testing::Test {
     return t;
   }
   Status OpenAndInstall(LocalLogs& logs, const TopicInfo& t, int32_t p) {
-    auto part = logs.Open(t, p, false);
+    auto part = logs.Open(t, p, LeaderEpochCache::Owner::kLocal);
     if (!part.ok()) return part.status();
     return logs.Install({t.name, p}, std::move(*part), &t.config);
   }
@@ -58,7 +58,7 @@ TEST_F(LocalLogsTest, OpensPlacesTakesBackAndCloses) {
   EXPECT_EQ(logs.Dir("events", 1), dir_.path() + "/events-1");
   ASSERT_NE(logs.LogOf({"events", 0}), nullptr);
   // The same partition twice is refused by its owner.
-  auto again = logs.Open(t, 1, false);
+  auto again = logs.Open(t, 1, LeaderEpochCache::Owner::kLocal);
   EXPECT_FALSE(again.ok() && logs.Install({"events", 1}, std::move(*again), &t.config).ok());
 
   // Taken back: its waiting fetches look again, the catalog forgets it.
