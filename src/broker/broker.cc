@@ -291,6 +291,7 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     ro.fetch_max_wait_ms = options_.cluster.replica_fetch_wait_max_ms;
     ro.fetch_backoff_ms = options_.cluster.replica_fetch_backoff_ms;
     ro.socket_timeout_ms = options_.cluster.replica_socket_timeout_ms;
+    ro.follower_direct_writes = options_.cluster.replica_follower_direct_writes;
     ro.isr_store = isr_store_.get();
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();

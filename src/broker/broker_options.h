@@ -47,6 +47,7 @@ struct ClusterOptions {
   int32_t replica_fetch_wait_max_ms = 500;     // replica.fetch.wait.max.ms
   int64_t replica_fetch_backoff_ms = 1'000;    // replica.fetch.backoff.ms
   int32_t replica_socket_timeout_ms = 30'000;  // replica.socket.timeout.ms
+  bool replica_follower_direct_writes = true;  // replica.follower.direct.writes
   // The coordinators' internal topics as the controller creates them (Kafka's keys;
   // docs/design/0018-cluster.md, "coordfix"). Once a topic exists its partition count is
   // what the coordinators hash with, whatever these say. The replication factor is capped

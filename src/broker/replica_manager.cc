@@ -337,6 +337,7 @@ Status ReplicaManager::BecomeLeader(const std::string& topic, int32_t partition,
     }
     if (old != nullptr) replica::FailAcksWaits(*old, ErrorCode::kNotLeaderOrFollower);
     part->replica = std::move(rs);
+    part->log->SetDirectWrites(false);  // its consumers read what it writes, from the cache
     replica::MaybeAdvanceHighWatermark(*part);
     SLUICE_LOG(kLog, kInfo, "{}-{}: leader in epoch {} from offset {}, ISR [{}], HW {}", topic,
                partition, l.leader_epoch, end, fmt::join(l.isr, ","),
@@ -386,6 +387,7 @@ Status ReplicaManager::BecomeFollower(const std::string& topic, int32_t partitio
                                       : StartingHighWatermark(*part, checkpointed),
                                   part->log->end_offset());
     if (old != nullptr) replica::FailAcksWaits(*old, ErrorCode::kNotLeaderOrFollower);
+    part->log->SetDirectWrites(options_.follower_direct_writes);
     start.topic_id = part->topic_id;
     start.leader_epoch = leader_epoch;
     start.generation = rs->generation;

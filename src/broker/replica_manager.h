@@ -54,6 +54,9 @@ struct ReplicaManagerOptions {
   int32_t fetch_partition_max_bytes = 1 << 20;  // replica.fetch.max.bytes
   int64_t fetch_backoff_ms = 1'000;             // replica.fetch.backoff.ms
   int32_t socket_timeout_ms = 30'000;           // replica.socket.timeout.ms
+  // replica.follower.direct.writes: a follower's log is written around the page cache
+  // (storage::PartitionLog::SetDirectWrites; 0018, "pagecache"). A leader's is not.
+  bool follower_direct_writes = true;
   // replica.high.watermark.checkpoint.interval.ms: how often the high watermarks are
   // written to <data-dir>/replication-offset-checkpoint (also at Stop); 0: never.
   int64_t hw_checkpoint_interval_ms = 5'000;

@@ -79,6 +79,7 @@ constexpr std::string_view kReplicaKeys[] = {"replica.lag.time.max.ms",
                                              "replica.fetch.wait.max.ms",
                                              "replica.fetch.backoff.ms",
                                              "replica.socket.timeout.ms",
+                                             "replica.follower.direct.writes",
                                              "offsets.topic.num.partitions",
                                              "offsets.topic.replication.factor",
                                              "transaction.state.log.num.partitions",
@@ -152,6 +153,12 @@ Status ReadReplicaKeys(const Config& config, ClusterOptions* out) {
   out->replica_fetch_max_bytes = static_cast<int32_t>(fetch_max_bytes);
   out->replica_fetch_wait_max_ms = static_cast<int32_t>(wait);
   out->replica_socket_timeout_ms = static_cast<int32_t>(socket);
+  auto direct = config.GetBool("replica.follower.direct.writes", true);
+  if (!direct.ok()) {
+    return InvalidArgumentError("replica.follower.direct.writes (set in {}): true or false",
+                                config.Origin("replica.follower.direct.writes"));
+  }
+  out->replica_follower_direct_writes = *direct;
   return ReadInternalTopicKeys(config, out);
 }
 

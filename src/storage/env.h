@@ -37,7 +37,13 @@ enum class OpenMode {
   kRead,       // existing file, read only
   kReadWrite,  // existing file
   kCreate,     // read-write, created when missing
+  // Existing file, read-write, bypassing the page cache (O_DIRECT): every WriteAt and
+  // ReadAt position, length and buffer address is a multiple of kDirectIoAlign. Fails
+  // (InvalidArgument) where the file system cannot do it (tmpfs). Not for FileCache.
+  kDirect,
 };
+
+inline constexpr size_t kDirectIoAlign = 4096;
 
 class Env {
  public:

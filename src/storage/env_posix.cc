@@ -93,10 +93,16 @@ class PosixEnv final : public Env {
       case OpenMode::kCreate:
         flags |= O_RDWR | O_CREAT;
         break;
+      case OpenMode::kDirect:
+        flags |= O_RDWR | O_DIRECT;
+        break;
     }
     int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) {
       if (errno == ENOENT) return NotFoundError("open {}: no such file", path);
+      if (errno == EINVAL && mode == OpenMode::kDirect) {
+        return InvalidArgumentError("open {}: the file system does not take O_DIRECT", path);
+      }
       return ErrnoError("open", path, errno);
     }
     return std::unique_ptr<File>(std::make_unique<PosixFile>(path, fd));

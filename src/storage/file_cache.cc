@@ -36,6 +36,9 @@ FileCache::~FileCache() {
 }
 
 Result<std::shared_ptr<File>> FileCache::Get(const std::string& path, OpenMode mode) {
+  if (mode == OpenMode::kDirect) {
+    return InvalidArgumentError("{}: direct descriptors are not cached", path);
+  }
   bool want_write = mode != OpenMode::kRead;
   uint64_t evictions;
   {

@@ -574,6 +574,81 @@ void PartitionLog::ReleaseReserved(Segment& seg, uint64_t size) {
   }
 }
 
+void PartitionLog::SetDirectWrites(bool on) { direct_writes_.store(on, std::memory_order_relaxed); }
+
+Status PartitionLog::WriteDirect(const std::shared_ptr<Segment>& seg, uint64_t pos,
+                                 std::span<const uint8_t> bytes, std::shared_ptr<File>* used) {
+  constexpr uint64_t kAlign = kDirectIoAlign;
+  if (direct_ == nullptr) direct_ = std::make_unique<DirectWriter>();
+  DirectWriter& d = *direct_;
+  if (d.seg != seg) {
+    d.seg = seg;
+    d.file.reset();
+    d.tail_valid = false;
+  }
+  std::shared_ptr<File> file = d.file.lock();
+  if (file == nullptr) {
+    auto opened = options_.env->Open(seg->log_path, OpenMode::kDirect);
+    if (!opened.ok()) {
+      if (opened.status().code() != StatusCode::kInvalidArgument) return opened.status();
+      // This file system cannot (tmpfs): buffered writes from now on.
+      direct_supported_ = false;
+      SLUICE_LOG(kLog, kWarn, "log {}: writes stay buffered: {}", dir_, opened.status().ToString());
+      ASSIGN_OR_RETURN(file, LogFile(*seg, OpenMode::kReadWrite));
+      RETURN_IF_ERROR(file->WriteAt(pos, bytes));
+      *used = std::move(file);
+      return Status::OK();
+    }
+    file = std::move(*opened);
+    d.file = file;
+  }
+  const uint64_t start = pos & ~(kAlign - 1);
+  const size_t head = pos - start;
+  const size_t total = head + bytes.size();
+  const size_t padded = (total + kAlign - 1) & ~(kAlign - 1);
+  if (d.cap < padded) {
+    void* p = std::aligned_alloc(kAlign, padded);
+    if (p == nullptr) return ResourceExhaustedError("log {}: no {} bytes to write", dir_, padded);
+    d.buf.reset(static_cast<uint8_t*>(p));
+    d.cap = padded;
+  }
+  uint8_t* buf = d.buf.get();
+  if (head > 0) {
+    if (d.tail_valid && d.tail_pos == start && d.tail.size() == head) {
+      std::memcpy(buf, d.tail.data(), head);
+    } else {
+      // The block's first bytes, from the file (after a restart, a truncation, a switch).
+      ASSIGN_OR_RETURN(auto reader, LogFile(*seg, OpenMode::kReadWrite));
+      ASSIGN_OR_RETURN(size_t n, reader->ReadAt(start, std::span<uint8_t>(buf, head)));
+      if (n != head) {
+        return CorruptionError("{}: {} bytes before byte {}, {} expected", seg->log_path, n, pos,
+                               head);
+      }
+    }
+  }
+  std::memcpy(buf + head, bytes.data(), bytes.size());
+  std::memset(buf + total, 0, padded - total);
+  d.tail_valid = false;
+  RETURN_IF_ERROR(file->WriteAt(start, std::span<const uint8_t>(buf, padded)));
+  seg->padded_end = std::max(seg->padded_end, start + padded);
+  const uint64_t end = pos + bytes.size();
+  d.tail_pos = end & ~(kAlign - 1);
+  d.tail.assign(buf + (d.tail_pos - start), buf + total);
+  d.tail_valid = true;
+  *used = std::move(file);
+  return Status::OK();
+}
+
+Status PartitionLog::CutPadding(Segment& seg, uint64_t size) {
+  if (seg.padded_end <= size) return Status::OK();
+  seg.padded_end = 0;
+  ASSIGN_OR_RETURN(auto f, LogFile(seg, OpenMode::kReadWrite));
+  ASSIGN_OR_RETURN(uint64_t on_disk, f->Size());
+  if (on_disk <= size) return Status::OK();
+  RETURN_IF_ERROR(f->Truncate(size));
+  return f->Sync();
+}
+
 // The write job: writes everything pending, one pwrite per segment. A segment being
 // closed is synced here, before any byte of the next segment is written.
 void PartitionLog::RunIoJob() {
@@ -614,8 +689,17 @@ void PartitionLog::RunIoJob() {
     if (!c.bytes.empty()) {
       auto f = LogFile(*c.seg, OpenMode::kReadWrite);
       if (f.ok()) ReserveAhead(**f, *c.seg, c.file_pos, c.file_pos + c.bytes.size(), segment_bytes);
-      st = f.ok() ? (*f)->WriteAt(c.file_pos, c.bytes) : f.status();
-      if (st.ok()) last_file = *f;
+      if (!f.ok()) {
+        st = f.status();
+      } else if (direct_writes_.load(std::memory_order_relaxed) && direct_supported_) {
+        st = WriteDirect(c.seg, c.file_pos, c.bytes, &last_file);
+      } else {
+        st = (*f)->WriteAt(c.file_pos, c.bytes);
+        if (st.ok()) last_file = *f;
+      }
+      // A buffered write after direct ones (the log came to lead) may end inside the
+      // padding: what was kept of the tail block is stale from here on.
+      if (last_file == *f && direct_ != nullptr) direct_->tail_valid = false;
     }
     if (st.ok() && !c.index_bytes.empty()) {
       auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);
@@ -632,6 +716,9 @@ void PartitionLog::RunIoJob() {
     done.push_back(&c);
     if (c.closes_segment) {
       ReleaseReserved(*c.seg, c.file_pos + c.bytes.size());
+      st = CutPadding(*c.seg, c.file_pos + c.bytes.size());
+      if (!st.ok()) break;
+      if (direct_ != nullptr && direct_->seg == c.seg) direct_.reset();
       // Only the last segment can ever have a torn tail (docs/formats/storage.md).
       for (const std::string* p : {&c.seg->log_path, &c.seg->index_path, &c.seg->time_index_path,
                                    &c.seg->txn_index_path}) {
@@ -792,6 +879,11 @@ Status PartitionLog::Close() {
   // A timer that is already running clears timer_id_ under the lock.
   idle_cv_.wait(lock, [&] { return timer_id_ == 0 && !job_running_ && !sync_running_; });
   written_file_.reset();
+  direct_.reset();
+  if (!segments_.empty() && st.ok()) {
+    const Segment& last = *segments_.back();
+    st = CutPadding(*segments_.back(), last.written_size);
+  }
   for (const auto& seg : segments_) {
     files_->Evict(seg->log_path);
     files_->Evict(seg->index_path);

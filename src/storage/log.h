@@ -238,6 +238,17 @@ class PartitionLog {
   };
   void Reconfigure(const Limits& limits);
 
+  // When on, batches go to the .log with O_DIRECT, around the page cache: for a
+  // follower's log, whose copy is read again only if it comes to lead. The page cache
+  // then holds what leaders' consumers read, and the writer does not pay for growing it
+  // (where a hypervisor lends the memory, several CPU seconds per GB: 0018, "pagecache").
+  // Each write covers whole blocks (kDirectIoAlign): the partial block at the end is kept
+  // in memory and written again with the next batch, and the file is zero-padded to the
+  // block's end until the segment or the log is closed (recovery cuts such a padding as
+  // a torn tail). Where the file system refuses O_DIRECT, writes stay buffered. Off when
+  // opened; takes effect from the next write.
+  void SetDirectWrites(bool on);
+
   // Reads every segment in full and checks every batch (header and CRC). Corruption
   // names the file and byte position.
   Status Verify();
@@ -297,6 +308,14 @@ class PartitionLog {
   struct Segment;
   struct Chunk;
   struct Waiter;
+
+  // Writes `bytes` at `pos` of seg's .log with O_DIRECT (SetDirectWrites); *used is the
+  // descriptor written through. Write job only.
+  Status WriteDirect(const std::shared_ptr<Segment>& seg, uint64_t pos,
+                     std::span<const uint8_t> bytes, std::shared_ptr<File>* used);
+  // Cuts the zero padding of direct writes off seg's .log, whose bytes end at `size`
+  // (a segment's closing, Close).
+  Status CutPadding(Segment& seg, uint64_t size);
 
   PartitionLog(std::string dir, LogOptions options);
 
@@ -407,6 +426,12 @@ class PartitionLog {
   std::mutex start_file_mu_;  // serializes writers of <dir>/log-start-offset
   // The largest max_batch_bytes ever set: bounds scans of stored batches (read without mu_).
   std::atomic<uint32_t> max_stored_batch_{0};
+  std::atomic<bool> direct_writes_{false};  // SetDirectWrites
+  // The write job's state for direct writes; TruncateTo and Close (which wait for the job)
+  // reset it.
+  struct DirectWriter;
+  std::unique_ptr<DirectWriter> direct_;
+  bool direct_supported_ = true;  // false once the file system refused O_DIRECT
 };
 
 }  // namespace sluice::storage

@@ -440,6 +440,8 @@ Status PartitionLog::TruncateTo(int64_t offset) {
     }
     RETURN_IF_ERROR(file->Truncate(r.end));  // also frees the blocks reserved past it
     seg->reserved_end = 0;
+    seg->padded_end = 0;
+    direct_.reset();  // its tail block is gone
     RETURN_IF_ERROR(file->Sync());
     RETURN_IF_ERROR(InstallScan(*seg, r, /*closed=*/false));
     RETURN_IF_ERROR(CutTxnIndex(*seg));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <span>
@@ -208,6 +209,29 @@ struct PartitionLog::Segment {
   // Blocks of the .log reserved up to here (ReserveAhead). Only the write job and
   // TruncateTo (which waits for it) touch it.
   uint64_t reserved_end = 0;
+  // Direct writes (SetDirectWrites) pad the .log with zeros to a whole block: its size
+  // on disk reaches here, past written_size, until the segment is closed or the log is.
+  // Only the write job, TruncateTo and Close (which wait for it) touch it.
+  uint64_t padded_end = 0;
+};
+
+// The write job's state for direct writes (SetDirectWrites).
+struct PartitionLog::DirectWriter {
+  std::shared_ptr<Segment> seg;  // the segment the tail belongs to
+  // The O_DIRECT descriptor, alive while the log's written_file_ holds it (until a sync
+  // covered it): an idle log keeps no descriptor open.
+  std::weak_ptr<File> file;
+  // seg's .log bytes [tail_pos, tail_pos + tail.size()): the partial block at its end,
+  // written again, whole, with the next batch. tail_pos is a block boundary.
+  uint64_t tail_pos = 0;
+  std::vector<uint8_t> tail;
+  bool tail_valid = false;
+  // The block-aligned buffer each write is assembled in.
+  struct Free {
+    void operator()(uint8_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint8_t, Free> buf;
+  size_t cap = 0;
 };
 
 // Bytes for one segment, appended together and written by one job.

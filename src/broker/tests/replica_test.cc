@@ -212,6 +212,56 @@ TEST_F(ReplicaTest, AcksAllIsAnsweredOnlyOnceEveryIsrFollowerHasTheBatch) {
   EXPECT_EQ(node(2).View("t").epochs, v.epochs);
 }
 
+// 0018 "pagecache": a follower writes its copy around the page cache; the leader's stays
+// there for its consumers, and a follower that comes to lead caches what it writes next.
+TEST_F(ReplicaTest, FollowersWriteAroundThePageCacheLeadersThroughIt) {
+  StartCluster(3);
+  node(3).replica_options.follower_direct_writes = false;  // buffered, as before 0018 "pagecache"
+  node(3).Stop();
+  node(3).Start();
+  ASSERT_TRUE(
+      node(3)
+          .replicas
+          ->BecomeFollower("t", 0, node(1).View("t").leader_epoch, 1, "127.0.0.1", node(1).port())
+          .ok());
+  Client c(node(1).port());
+  const std::string value(2000, 'x');
+  for (int round = 0; round < 40; ++round) {  // ~400 KB
+    auto r = Produce(c, "t", testing::ValueBatch(value + std::to_string(round), 5, 1000), -1);
+    ASSERT_EQ(r.error_code, ErrorCode::kNone) << r.error_message.value_or("");
+  }
+  auto segment = [&](int32_t n) {
+    return (node(n).dir / "t-0" / "00000000000000000000.log").string();
+  };
+  ASSERT_TRUE(WaitUntil([&] { return node(3).View("t").log_end == 200; }));
+  EXPECT_GE(storage::testing::ResidentPages(segment(1)), 90u);  // the leader's
+  EXPECT_LE(storage::testing::ResidentPages(segment(2)), 1u);   // a follower's
+  EXPECT_GE(storage::testing::ResidentPages(segment(3)), 90u);  // one told to write buffered
+  // The leader's bytes came whole to the follower that wrote around the cache (its file
+  // zero-padded to a block while open).
+  Bytes leader = storage::testing::ReadFileBytes(segment(1));
+  Bytes follower = storage::testing::ReadFileBytes(segment(2));
+  ASSERT_GE(follower.size(), leader.size());
+  EXPECT_LT(follower.size() - leader.size(), storage::kDirectIoAlign);
+  EXPECT_TRUE(std::all_of(follower.begin() + static_cast<ptrdiff_t>(leader.size()), follower.end(),
+                          [](uint8_t b) { return b == 0; }));
+  follower.resize(leader.size());
+  EXPECT_EQ(follower, leader);
+
+  // Node 2 comes to lead: what it writes from now on is cached; node 1 follows and keeps
+  // only what it wrote as the leader.
+  const size_t led = storage::testing::ResidentPages(segment(1));
+  Elect("t", 0, 2, {1, 2, 3}, std::vector<int32_t>{1, 2, 3});
+  Client c2(node(2).port());
+  for (int round = 0; round < 40; ++round) {
+    auto r = Produce(c2, "t", testing::ValueBatch(value + std::to_string(round), 5, 1000), -1);
+    ASSERT_EQ(r.error_code, ErrorCode::kNone) << r.error_message.value_or("");
+  }
+  ASSERT_TRUE(WaitUntil([&] { return node(1).View("t").log_end == 400; }));
+  EXPECT_GE(storage::testing::ResidentPages(segment(2)), 90u);
+  EXPECT_LE(storage::testing::ResidentPages(segment(1)), led + 1);
+}
+
 TEST_F(ReplicaTest, AcksAllUnderTheIntervalPolicyWaitsForTheFollowersWrites) {
   MakeNodes(2, "t");
   for (auto& n : nodes_) n->options.flush_policy = storage::FlushPolicy::kInterval;

@@ -261,6 +261,7 @@ TEST(ServeConfigTest, ReadsTheReplicationKeysWithKafkasDefaults) {
   EXPECT_EQ(k.replica_fetch_wait_max_ms, 500);
   EXPECT_EQ(k.replica_fetch_backoff_ms, 1'000);
   EXPECT_EQ(k.replica_socket_timeout_ms, 30'000);
+  EXPECT_TRUE(k.replica_follower_direct_writes);
   // Kafka's dotted names, nested or flat.
   auto c = FromYaml(R"(
 etcd: 'http://127.0.0.1:2379'
@@ -270,6 +271,7 @@ replica:
   fetch.max.bytes: 2097152
   fetch: {wait.max.ms: 250, backoff.ms: 0}
   socket.timeout.ms: 5000
+  follower.direct.writes: false
 )");
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   const ClusterOptions& o = c->broker.cluster;
@@ -278,6 +280,7 @@ replica:
   EXPECT_EQ(o.replica_fetch_wait_max_ms, 250);
   EXPECT_EQ(o.replica_fetch_backoff_ms, 0);
   EXPECT_EQ(o.replica_socket_timeout_ms, 5000);
+  EXPECT_FALSE(o.replica_follower_direct_writes);
 }
 
 TEST(ServeConfigTest, MalformedReplicationKeysSayWhatIsWrong) {
@@ -299,6 +302,9 @@ TEST(ServeConfigTest, MalformedReplicationKeysSayWhatIsWrong) {
       {cluster + "replica.fetch.backoff.ms: -1", "replica.fetch.backoff.ms"},
       {cluster + "replica.socket.timeout.ms: 0", "replica.socket.timeout.ms"},
       {cluster + "replica.socket.timeout.ms: 1e3", "replica.socket.timeout.ms"},
+      {cluster + "replica.follower.direct.writes: maybe", "replica.follower.direct.writes (set in"},
+      {cluster + "replica.follower.direct.writes: [true]", "true or false"},
+      {"replica.follower.direct.writes: false", "set etcd"},
       {cluster + "replica: {fetch.wait.max.ms: 2000, socket.timeout.ms: 1000}",
        "longer than replica.socket.timeout.ms"},
       {cluster + "replica: {fetch.wait.max.ms: 2000, lag.time.max.ms: 1000}",

@@ -1,11 +1,16 @@
 #include "storage/testing/files.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
 
 namespace sluice::storage::testing {
 
@@ -42,6 +47,27 @@ int OpenDescriptorsUnder(const std::string& dir) {
     if (!link_ec && target.starts_with(prefix)) ++n;
   }
   return n;
+}
+
+size_t ResidentPages(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat st;
+  size_t resident = 0;
+  if (::fstat(fd, &st) == 0 && st.st_size > 0) {
+    const auto len = static_cast<size_t>(st.st_size);
+    void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (m != MAP_FAILED) {
+      const auto page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      std::vector<unsigned char> in((len + page - 1) / page);
+      if (::mincore(m, len, in.data()) == 0) {
+        for (unsigned char c : in) resident += c & 1;
+      }
+      ::munmap(m, len);
+    }
+  }
+  ::close(fd);
+  return resident;
 }
 
 }  // namespace sluice::storage::testing

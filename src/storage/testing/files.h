@@ -27,4 +27,8 @@ void WriteFileBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 // How many of this process's descriptors (/proc/self/fd) name a file under `dir`.
 int OpenDescriptorsUnder(const std::string& dir);
 
+// How many pages of the file at `path` are in the page cache (mincore); 0 when it cannot
+// be read.
+size_t ResidentPages(const std::string& path);
+
 }  // namespace sluice::storage::testing

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <thread>
@@ -22,6 +23,7 @@ namespace {
 
 using testing::MakeBatch;
 using testing::ReadFileBytes;
+using testing::ResidentPages;
 using testing::WriteFileBytes;
 
 class LogTest : public ::testing::Test {
@@ -997,6 +999,72 @@ TEST_F(LogTest, LargeBatchesAreWalkedByTheirHeadersOnly) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->first_offset, 20);
   EXPECT_EQ(r->next_offset, 24);
+}
+
+TEST_F(LogTest, DirectWritesGoAroundThePageCacheAndKeepEveryByte) {
+  if (!Env::Posix()->Open(dir_ + "/probe", OpenMode::kCreate).ok() ||
+      !Env::Posix()->Open(dir_ + "/probe", OpenMode::kDirect).ok()) {
+    GTEST_SKIP() << dir_ << " is on a file system without O_DIRECT";
+  }
+  ASSERT_TRUE(Env::Posix()->Remove(dir_ + "/probe").ok());
+  opts_.segment_bytes = 256 << 10;
+  auto log = OpenLog();
+  std::vector<uint8_t> expect;
+  int n = 0;
+  auto append = [&](int count) {
+    for (int i = 0; i < count; ++i, ++n) {
+      auto b = MakeBatch(1 + n % 7, 300 + 97 * (n % 13), 1000, n);  // sizes off the blocks
+      auto info = AppendSync(*log, b);
+      auto s = Stored(b, info.base_offset);
+      expect.insert(expect.end(), s.begin(), s.end());
+    }
+  };
+  // Off when opened (a leader's log): what was written stays in the page cache.
+  append(30);
+  EXPECT_GE(ResidentPages(Seg(0, ".log")), 20u);
+
+  // On (a follower's): nothing written from here is cached; the bytes are all there.
+  log->SetDirectWrites(true);
+  append(150);  // rolls past 256 KB several times
+  std::vector<int64_t> bases = SegmentBases();
+  ASSERT_GE(bases.size(), 3u);
+  for (size_t i = 1; i < bases.size(); ++i) {
+    EXPECT_EQ(ResidentPages(Seg(bases[i], ".log")), 0u) << bases[i];
+  }
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+
+  // A crash now: the closed segments were cut to their bytes, the active one is padded
+  // with zeros to a block, which recovery cuts as a torn tail.
+  const std::string copy = dir_ + "-crashed";
+  std::filesystem::copy(dir_, copy, std::filesystem::copy_options::recursive);
+  EXPECT_EQ(std::filesystem::file_size(Seg(bases.back(), ".log")) % kDirectIoAlign, 0u);
+  {
+    auto crashed = PartitionLog::Open(copy, opts_);
+    ASSERT_TRUE(crashed.ok()) << crashed.status().ToString();
+    EXPECT_LT((*crashed)->recovery().truncated_bytes, kDirectIoAlign);
+    EXPECT_EQ(ReadAll(**crashed, 0), expect);
+  }
+  std::filesystem::remove_all(copy);
+
+  // Truncated into the active segment (a follower's divergent tail) and written on.
+  ASSERT_TRUE(log->TruncateTo(log->written_end_offset() - 5).ok());
+  expect = ReadAll(*log, 0);
+  append(20);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+
+  // Off (it came to lead), and on again: each write starts where the other ended.
+  log->SetDirectWrites(false);
+  append(7);
+  log->SetDirectWrites(true);
+  append(7);
+  EXPECT_EQ(ReadAll(*log, 0), expect);
+
+  // A clean close leaves no padding: the reopened log cuts nothing.
+  ASSERT_TRUE(log->Close().ok());
+  log.reset();
+  log = OpenLog();
+  EXPECT_EQ(log->recovery().truncated_bytes, 0u) << log->recovery().truncation_reason;
+  EXPECT_EQ(ReadAll(*log, 0), expect);
 }
 
 TEST_F(LogTest, ManyPartitionsShareABoundedDescriptorCache) {
