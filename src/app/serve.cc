@@ -82,6 +82,18 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   say(fmt::format("serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})", sc.server.host,
                   p->kafka_->port(), p->kafka_->broker().cluster_id(), sc.broker.data_dir,
                   p->kafka_->shard_count(), sc.broker.sasl.enabled ? ", SASL" : ""));
+  if (!sc.broker.listeners.empty()) {
+    // kafka.listeners: each socket, and what Metadata answers on it.
+    std::string line = "Kafka listeners:";
+    const std::shared_ptr<const broker::MetadataSnapshot> meta = p->kafka_->broker().Snapshot();
+    for (const broker::KafkaListener& l : sc.broker.listeners) {
+      const auto [host, port] = meta->AdvertisedFor(l.name);
+      line += fmt::format(" {} {}:{} (advertised {}:{}){}", l.name, l.host,
+                          p->kafka_->server().port(l.name), host, port,
+                          &l == &sc.broker.listeners.back() ? "" : ",");
+    }
+    say(line);
+  }
   if (p->pipelines_) {
     RETURN_IF_ERROR(p->pipelines_->Start());
     say(fmt::format("running {} pipeline(s) from {}", p->pipelines_->size(),

@@ -229,6 +229,10 @@ void Broker::SetAdvertisedAddress(std::string host, int32_t port) {
   publisher_.SetAdvertisedAddress(std::move(host), port);
 }
 
+void Broker::SetAdvertisedEndpoints(std::vector<MetadataSnapshot::Endpoint> endpoints) {
+  publisher_.SetAdvertisedEndpoints(std::move(endpoints));
+}
+
 std::shared_ptr<const MetadataSnapshot> Broker::Snapshot() const { return publisher_.Current(); }
 
 Status Broker::Close() {

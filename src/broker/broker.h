@@ -81,6 +81,8 @@ class Broker : public RequestHandler {
   // Sets the address clients are told to connect to, once the server knows its port
   // (any thread).
   void SetAdvertisedAddress(std::string host, int32_t port);
+  // One advertised address per listener (kafka.listeners), once the ports are known.
+  void SetAdvertisedEndpoints(std::vector<MetadataSnapshot::Endpoint> endpoints);
 
   // The shards: called by the Server with its loops before their threads start (once),
   // and after they stopped (the broker stops posting to them).

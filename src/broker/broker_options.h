@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "broker/group_coordinator.h"
+#include "broker/listeners_config.h"
 #include "broker/sasl.h"
 #include "broker/topic_store.h"
 #include "compaction/cleaner.h"
@@ -69,6 +70,9 @@ struct BrokerOptions {
   // Where clients are told to connect (Metadata, DescribeCluster): the listen address.
   std::string advertised_host = "127.0.0.1";
   int32_t advertised_port = 9092;
+  // kafka.listeners (empty: kafka.addr's one listener): each listener's advertised address
+  // answers the requests that came in on it.
+  std::vector<KafkaListener> listeners;
   // IoExecutor threads. They spend their time blocked in pwrite and fdatasync, not on a
   // CPU: with fewer threads than partitions, appends queue behind other logs' syncs (with
   // 2 threads and 16 partitions, p99 produce latency was 219 ms; with 16, 34 ms).

@@ -26,6 +26,7 @@ void MetadataPublisher::Publish(std::shared_ptr<MetadataSnapshot> topics) {
   std::lock_guard lock(mu_);
   topics->advertised_host = advertised_host_;
   topics->advertised_port = advertised_port_;
+  topics->endpoints = endpoints_;
   published_ = std::move(topics);
   version_.fetch_add(1, std::memory_order_release);
 }
@@ -37,6 +38,15 @@ void MetadataPublisher::SetAdvertisedAddress(std::string host, int32_t port) {
   auto meta = std::make_shared<MetadataSnapshot>(*published_);
   meta->advertised_host = advertised_host_;
   meta->advertised_port = advertised_port_;
+  published_ = std::move(meta);
+  version_.fetch_add(1, std::memory_order_release);
+}
+
+void MetadataPublisher::SetAdvertisedEndpoints(std::vector<MetadataSnapshot::Endpoint> endpoints) {
+  std::lock_guard lock(mu_);
+  endpoints_ = std::move(endpoints);
+  auto meta = std::make_shared<MetadataSnapshot>(*published_);
+  meta->endpoints = endpoints_;
   published_ = std::move(meta);
   version_.fetch_add(1, std::memory_order_release);
 }

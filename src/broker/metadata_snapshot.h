@@ -51,6 +51,23 @@ struct MetadataSnapshot {
   std::map<std::string, Topic> topics;  // by name
   std::string advertised_host;
   int32_t advertised_port = 0;
+  // kafka.listeners (docs/design/0019-security.md): the address a request that came in
+  // on each listener is told, as Kafka answers; empty: advertised_host:advertised_port on
+  // every listener.
+  struct Endpoint {
+    std::string listener, host;
+    int32_t port = 0;
+    bool operator==(const Endpoint&) const = default;
+  };
+  std::vector<Endpoint> endpoints;
+  // This node's address for a request that came in on `listener` (views into this
+  // snapshot).
+  std::pair<std::string_view, int32_t> AdvertisedFor(std::string_view listener) const {
+    for (const Endpoint& e : endpoints) {
+      if (e.listener == listener) return {e.host, e.port};
+    }
+    return {advertised_host, advertised_port};
+  }
   // Cluster mode: this broker's node id, the live brokers (by node id) and the controller
   // (-1: none elected now).
   bool cluster = false;
@@ -76,6 +93,8 @@ class MetadataPublisher {
   void Publish(std::shared_ptr<MetadataSnapshot> topics);
   // Republishes the current topics with a new advertised address.
   void SetAdvertisedAddress(std::string host, int32_t port);
+  // Republishes the current topics with one advertised address per listener.
+  void SetAdvertisedEndpoints(std::vector<MetadataSnapshot::Endpoint> endpoints);
   std::shared_ptr<const MetadataSnapshot> Current() const;
 
   // Brings a reader's copy (`*copy`, of `*version`) up to date and returns it.
@@ -95,6 +114,7 @@ class MetadataPublisher {
   std::shared_ptr<const MetadataSnapshot> published_;  // guarded by mu_
   std::string advertised_host_;                        // guarded by mu_
   int32_t advertised_port_ = 0;                        // guarded by mu_
+  std::vector<MetadataSnapshot::Endpoint> endpoints_;  // guarded by mu_
   std::atomic<uint64_t> version_{1};                   // written under mu_
 };
 

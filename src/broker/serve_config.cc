@@ -10,6 +10,9 @@
 #include <thread>
 #include <vector>
 
+#include "broker/listeners_config.h"
+#include "net/tls_config.h"
+
 namespace sluice::broker {
 
 Status ParseHostPort(std::string_view text, std::string* host, uint16_t* port) {
@@ -284,12 +287,53 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
   return ReadReplicaKeys(config, out);
 }
 
+// The tls: section and kafka.listeners (docs/design/0019-security.md): one socket per
+// listener, each with its TLS and SASL, and its advertised address.
+Status ReadListeners(const Config& config, ServeConfig* out) {
+  ASSIGN_OR_RETURN(std::optional<net::TlsOptions> tls_options, net::TlsOptionsFromConfig(config));
+  std::shared_ptr<const net::TlsContext> tls;
+  if (tls_options.has_value()) {
+    // The files are read now: a key others may read or a broken chain stops the start.
+    ASSIGN_OR_RETURN(tls, net::TlsContext::Create(*tls_options));
+  }
+  ListenerContext context;
+  context.tls_configured = tls != nullptr;
+  context.sasl_enabled = out->broker.sasl.enabled;
+  ASSIGN_OR_RETURN(std::optional<std::vector<KafkaListener>> listeners,
+                   KafkaListenersFromConfig(config, context));
+  if (!listeners.has_value()) return Status::OK();
+  if (config.Has("etcd")) {
+    return InvalidArgumentError(
+        "kafka.listeners (set in {}) is not supported in a cluster yet (brokers register one "
+        "address): use kafka.addr",
+        config.Origin("kafka.listeners"));
+  }
+  for (const KafkaListener& l : *listeners) {
+    ListenerOptions lo;
+    lo.name = l.name;
+    lo.host = l.host;
+    lo.port = l.port;
+    if (l.tls()) lo.tls = tls;
+    lo.sasl = l.sasl();
+    out->server.listeners.push_back(std::move(lo));
+  }
+  const KafkaListener& first = listeners->front();
+  out->server.host = first.host;
+  out->server.port = first.port;
+  out->broker.advertised_host = first.advertised_host;
+  out->broker.advertised_port = first.advertised_port;
+  out->broker.listeners = std::move(*listeners);
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& ServeConfigKeys() {
   static const std::vector<std::string> kOwned = [] {
     std::vector<std::string> keys = {"kafka.addr",
                                      "kafka.advertised_addr",
+                                     "kafka.listeners",
+                                     "kafka.advertised_listeners",
                                      "kafka.max_request_bytes",
                                      "data_dir",
                                      "shards",
@@ -323,6 +367,7 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "cluster.name",
                                      "cluster.controlled_shutdown_timeout"};
     keys.insert(keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
+    for (std::string_view k : net::TlsConfigKeys()) keys.emplace_back(k);
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
     return keys;
   }();
@@ -481,11 +526,14 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   }
   tx.max_timeout_ms = static_cast<int32_t>(max_timeout);
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
+  RETURN_IF_ERROR(ReadListeners(config, &out));
   RETURN_IF_ERROR(ReadClusterKeys(config, out.broker, &out.broker.cluster));
   if (out.broker.sasl.enabled) {
     out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
-    out.server.connection.sasl = true;  // kafka.addr's listener is SASL_PLAINTEXT
-    out.server.connection.listener = "SASL_PLAINTEXT";
+    if (out.server.listeners.empty()) {
+      out.server.connection.sasl = true;  // kafka.addr's listener is SASL_PLAINTEXT
+      out.server.connection.listener = "SASL_PLAINTEXT";
+    }
   }
   return out;
 }

@@ -22,9 +22,20 @@ Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& con
     }
     return st;
   }
-  // With port 0 the kernel chose one; clients must be told the real one, unless an
-  // advertised address was configured.
-  if (config.broker.advertised_port == 0 || config.broker.advertised_port == config.server.port) {
+  if (!config.broker.listeners.empty()) {
+    // kafka.listeners: each its advertised address, a port of 0 the one the kernel chose.
+    std::vector<MetadataSnapshot::Endpoint> endpoints;
+    for (const KafkaListener& l : config.broker.listeners) {
+      const int32_t port =
+          l.advertised_port != 0 ? l.advertised_port : service->server_->port(l.name);
+      endpoints.push_back({l.name, l.advertised_host, port});
+    }
+    service->broker_->SetAdvertisedAddress(endpoints[0].host, endpoints[0].port);
+    service->broker_->SetAdvertisedEndpoints(std::move(endpoints));
+  } else if (config.broker.advertised_port == 0 ||
+             config.broker.advertised_port == config.server.port) {
+    // With port 0 the kernel chose one; clients must be told the real one, unless an
+    // advertised address was configured.
     const std::string host =
         config.broker.advertised_host.empty() ? config.server.host : config.broker.advertised_host;
     service->broker_->SetAdvertisedAddress(host, service->server_->port());

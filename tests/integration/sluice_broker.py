@@ -55,8 +55,10 @@ class Broker:
     """One `sluice serve` process at a time over one data directory (a temporary one
     unless given; removed by cleanup() only when it made it)."""
 
-    def __init__(self, sluice, config=FAST_GROUPS, data_dir=None, extra_args=()):
+    def __init__(self, sluice, config=FAST_GROUPS, data_dir=None, extra_args=(),
+                 kafka_addr="127.0.0.1:0"):
         self.sluice = sluice
+        self.kafka_addr = kafka_addr  # None: the config's kafka.listeners say where
         self.config = config
         self.extra_args = list(extra_args)
         self.tmp = tempfile.mkdtemp(prefix="sluice-it-")
@@ -71,8 +73,10 @@ class Broker:
         self.runs += 1
         self.out_path = os.path.join(self.tmp, f"out.{self.runs}")
         self.err_path = os.path.join(self.tmp, f"err.{self.runs}")
-        args = [self.sluice, "serve", "--kafka-addr", "127.0.0.1:0", "--data-dir", self.data_dir,
+        args = [self.sluice, "serve", "--data-dir", self.data_dir,
                 "--shards", "2", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0"]
+        if self.kafka_addr is not None:
+            args += ["--kafka-addr", self.kafka_addr]
         if self.config:
             config_path = os.path.join(self.tmp, "sluice.yaml")
             with open(config_path, "w") as f:
@@ -143,10 +147,10 @@ class Broker:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def run_test(name, sluice, body, config=FAST_GROUPS):
+def run_test(name, sluice, body, config=FAST_GROUPS, kafka_addr="127.0.0.1:0"):
     """Runs body(broker) against a fresh broker, then expects SIGTERM to stop it with
     exit 0. Prints PASS or FAIL (with the broker's logs) and returns the exit status."""
-    broker = Broker(sluice, config)
+    broker = Broker(sluice, config, kafka_addr=kafka_addr)
     try:
         broker.start()
         body(broker)

@@ -32,7 +32,7 @@ void ClusterPartition(const MetadataSnapshot::Topic& t, int32_t p,
 // The response from `meta`; `missing` gets the names that do not exist.
 kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot& meta,
                                      const kafka::MetadataRequest& req, int16_t version,
-                                     std::vector<std::string>* missing) {
+                                     std::string_view listener, std::vector<std::string>* missing) {
   kafka::MetadataResponse resp;
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = meta.cluster ? meta.controller_id : kNodeId;
@@ -62,7 +62,8 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
       resp.brokers.push_back({b.node_id, b.host, b.port, std::nullopt, {}});
     }
   } else {
-    resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+    const auto [host, port] = meta.AdvertisedFor(listener);
+    resp.brokers.push_back({kNodeId, std::string(host), port, std::nullopt, {}});
   }
   // Null asks for every topic, and so does an empty array in v0.
   const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
@@ -106,22 +107,23 @@ void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest
   std::vector<std::string> missing;
   kafka::MetadataResponse resp =
       MetadataFrom(ctx, ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop())), req,
-                   call.header.api_version, &missing);
+                   call.header.api_version, call.conn->listener(), &missing);
   if (missing.empty() || !ctx.options.auto_create_topics) {
     Reply(call.conn, call.header, resp);
     return;
   }
   // Topics to create: the controller creates them and answers from its snapshot.
-  ToController(ctx, call, [&ctx, req, missing, v = call.header.api_version] {
-    bool created = false;
-    for (const std::string& name : missing) {
-      if (ctx.controller.FindTopic(name) == nullptr)
-        created |= ctx.controller.AutoCreateTopic(name);
-    }
-    if (created) ctx.controller.Publish();
-    std::vector<std::string> still;
-    return MetadataFrom(ctx, *ctx.shards.Published(), req, v, &still);
-  });
+  ToController(ctx, call,
+               [&ctx, req, missing, v = call.header.api_version, listener = call.conn->listener()] {
+                 bool created = false;
+                 for (const std::string& name : missing) {
+                   if (ctx.controller.FindTopic(name) == nullptr)
+                     created |= ctx.controller.AutoCreateTopic(name);
+                 }
+                 if (created) ctx.controller.Publish();
+                 std::vector<std::string> still;
+                 return MetadataFrom(ctx, *ctx.shards.Published(), req, v, listener, &still);
+               });
 }
 
 void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::DescribeClusterRequest&) {
@@ -135,7 +137,8 @@ void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::Describe
     }
   } else {
     resp.controller_id = kNodeId;
-    resp.brokers.push_back({kNodeId, meta.advertised_host, meta.advertised_port, std::nullopt, {}});
+    const auto [host, port] = meta.AdvertisedFor(call.conn->listener());
+    resp.brokers.push_back({kNodeId, std::string(host), port, std::nullopt, {}});
   }
   Reply(call.conn, call.header, resp);
 }

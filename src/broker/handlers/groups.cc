@@ -97,8 +97,9 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
     } else {
       // A single node coordinates every key.
       a.node = kNodeId;
-      a.host = meta.advertised_host;
-      a.port = meta.advertised_port;
+      const auto [host, port] = meta.AdvertisedFor(call.conn->listener());
+      a.host = std::string(host);
+      a.port = port;
     }
     return a;
   };
