@@ -3,6 +3,7 @@
 #include "broker/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -97,6 +98,59 @@ class Client {
     return true;
   }
   net::Transport* tls() { return tls_.get(); }
+
+  // Over TLS: sends `frame` and reads the one frame that answers it, from one thread (an
+  // SSL session must not be used by two threads at once), the socket non-blocking so a
+  // peer that answers while it reads never waits on us. Fails the test on an error or
+  // after kTimeoutMs.
+  Bytes SendAndReadFrameOverTls(const Bytes& frame) {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    ::fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
+    Bytes in;
+    size_t sent = 0, want = 4;
+    bool sized = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kTimeoutMs);
+    uint8_t buf[64 << 10];
+    while (in.size() < want) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "timed out with " << sent << " bytes sent, " << in.size() << " read";
+        break;
+      }
+      bool progress = false, failed = false;
+      if (sent < frame.size()) {
+        net::IoResult r = tls_->Write(frame.data() + sent, frame.size() - sent);
+        if (r.done()) {
+          sent += r.bytes;
+          progress = true;
+        } else if (r.state != net::IoResult::State::kWantRead &&
+                   r.state != net::IoResult::State::kWantWrite) {
+          ADD_FAILURE() << "TLS write failed after " << sent << " bytes: " << tls_->last_error();
+          failed = true;
+        }
+      }
+      net::IoResult r = tls_->Read(buf, sizeof(buf));
+      if (r.done()) {
+        in.insert(in.end(), buf, buf + r.bytes);
+        progress = true;
+      } else if (r.state != net::IoResult::State::kWantRead &&
+                 r.state != net::IoResult::State::kWantWrite) {
+        ADD_FAILURE() << "TLS read failed after " << in.size() << " bytes: " << tls_->last_error();
+        failed = true;
+      }
+      if (failed) break;
+      if (!sized && in.size() >= 4) {
+        want = 4 + ((size_t{in[0]} << 24) | (size_t{in[1]} << 16) | (size_t{in[2]} << 8) | in[3]);
+        sized = true;
+      }
+      if (!progress) {
+        pollfd p{fd_, static_cast<short>(POLLIN | (sent < frame.size() ? POLLOUT : 0)), 0};
+        ::poll(&p, 1, 10);
+      }
+    }
+    ::fcntl(fd_, F_SETFL, flags);
+    if (in.size() < 4) return {};
+    return Bytes(in.begin() + 4, in.end());
+  }
 
   bool Send(const Bytes& b) {
     if (tls_ != nullptr) {
@@ -580,9 +634,7 @@ TEST_F(TlsServerTest, LargeFramesAndFileSlicesGoThroughTls) {
   ASSERT_TRUE(client.UseTls(ClientOptions()));
   Bytes payload(6 << 20);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<uint8_t>(i * 13 + i / 977);
-  std::thread writer([&] { EXPECT_TRUE(client.Send(Frame(payload))); });
-  Bytes got = client.ReadFrame();
-  writer.join();
+  Bytes got = client.SendAndReadFrameOverTls(Frame(payload));
   EXPECT_TRUE(got == payload) << "echoed bytes differ (" << got.size() << " bytes)";
   ASSERT_TRUE(client.Send(Frame(ToBytes("fetch"))));
   Bytes want = ToBytes("HDR");
