@@ -252,8 +252,22 @@ Status PartitionLog::RecoverLastSegment(Segment& seg) {
   if (r.end < file_size) {
     recovery_.truncated_bytes = file_size - r.end;
     recovery_.truncation_reason = fmt::format("{} at byte {}: {}", seg.log_path, r.end, r.problem);
-    SLUICE_LOG(kLog, kWarn, "recovery: truncating {} bytes of {} at byte {}: {}", file_size - r.end,
-               seg.log_path, r.end, r.problem);
+    // Zeros to the end of the last block: the padding of direct writes (SetDirectWrites),
+    // expected after a crash, not damage.
+    bool padding = file_size % kDirectIoAlign == 0 && file_size - r.end < kDirectIoAlign;
+    if (padding) {
+      std::vector<uint8_t> tail(file_size - r.end);
+      auto n = file->ReadAt(r.end, tail);
+      padding = n.ok() && *n == tail.size() &&
+                std::all_of(tail.begin(), tail.end(), [](uint8_t b) { return b == 0; });
+    }
+    if (padding) {
+      SLUICE_LOG(kLog, kInfo, "recovery: cutting the {}-byte zero padding of direct writes off {}",
+                 file_size - r.end, seg.log_path);
+    } else {
+      SLUICE_LOG(kLog, kWarn, "recovery: truncating {} bytes of {} at byte {}: {}",
+                 file_size - r.end, seg.log_path, r.end, r.problem);
+    }
     RETURN_IF_ERROR(file->Truncate(r.end));
   }
   RETURN_IF_ERROR(file->Sync());
