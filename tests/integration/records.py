@@ -137,3 +137,17 @@ def ck_read_all(config, topic, partitions, count, start=-2):
     c.close()
     check(n == count, f"reading {topic}: {n} records, want {count}")
     return got
+
+
+def kp_consume(consumer, count, timeout=30):
+    """Polls a kafka-python consumer until `count` records came or `timeout` s passed:
+    {partition: [(offset, key, value, headers, timestamp), ...]}, for expect_topic."""
+    got, n = {}, 0
+    deadline = time.monotonic() + timeout
+    while n < count and time.monotonic() < deadline:
+        for _, msgs in consumer.poll(timeout_ms=100, max_records=1000).items():
+            for m in msgs:
+                got.setdefault(m.partition, []).append(
+                    (m.offset, m.key, m.value, [tuple(h) for h in m.headers], m.timestamp))
+                n += 1
+    return got

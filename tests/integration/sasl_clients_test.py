@@ -22,7 +22,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from records import ck_produce, expect_offsets_in_order, expect_topic, make_records  # noqa: E402
+from records import ck_produce, expect_offsets_in_order, expect_topic, kp_consume, make_records  # noqa: E402
 from sluice_broker import FAST_GROUPS, RawConnection, TestFailure, check, run_test  # noqa: E402
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
@@ -173,14 +173,7 @@ def kafka_python_sasl(bootstrap, ck_records):
         group = f"secure-kp-group-{mechanism.lower()}"
         consumer = kafka.KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
                                        enable_auto_commit=False, auto_offset_reset="earliest", **auth)
-        got, n = {}, 0
-        deadline = time.monotonic() + 30
-        while n < len(records) and time.monotonic() < deadline:
-            for tp, msgs in consumer.poll(timeout_ms=100).items():
-                for m in msgs:
-                    got.setdefault(m.partition, []).append(
-                        (m.offset, m.key, m.value, [tuple(h) for h in m.headers], m.timestamp))
-                    n += 1
+        got = kp_consume(consumer, len(records))
         consumer.commit()
         consumer.close(autocommit=False)
         expect_topic(f"{topic} by a kafka-python group member ({mechanism})", records, got)
@@ -195,14 +188,7 @@ def kafka_python_sasl(bootstrap, ck_records):
                                    sasl_plain_username="alice", sasl_plain_password="alice-secret")
     consumer.assign([kafka.TopicPartition("secure-ck", p) for p in range(3)])
     consumer.seek_to_beginning()
-    got, n = {}, 0
-    deadline = time.monotonic() + 30
-    while n < len(ck_records) and time.monotonic() < deadline:
-        for tp, msgs in consumer.poll(timeout_ms=100, max_records=1000).items():
-            for m in msgs:
-                got.setdefault(m.partition, []).append(
-                    (m.offset, m.key, m.value, [tuple(h) for h in m.headers], m.timestamp))
-                n += 1
+    got = kp_consume(consumer, len(ck_records))
     consumer.close()
     expect_topic("secure-ck read by kafka-python", ck_records, got)
 

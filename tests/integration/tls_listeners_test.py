@@ -25,7 +25,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from records import ck_produce, expect_offsets_in_order, expect_topic, make_records  # noqa: E402
+from records import ck_produce, expect_offsets_in_order, expect_topic, kp_consume, make_records  # noqa: E402
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, run_test  # noqa: E402
 
 from confluent_kafka import Consumer  # noqa: E402
@@ -160,14 +160,7 @@ def body(d):
         consumer = kafka.KafkaConsumer(enable_auto_commit=False, **kp)
         consumer.assign([kafka.TopicPartition("tls-ck", p) for p in range(2)])
         consumer.seek_to_beginning()
-        got, n = {}, 0
-        deadline = time.monotonic() + 30
-        while n < len(records) and time.monotonic() < deadline:
-            for tp, msgs in consumer.poll(timeout_ms=100).items():
-                for m in msgs:
-                    got.setdefault(m.partition, []).append(
-                        (m.offset, m.key, m.value, [tuple(h) for h in m.headers], m.timestamp))
-                    n += 1
+        got = kp_consume(consumer, len(records))
         consumer.close()
         expect_topic("tls-ck read by kafka-python over SSL", records, got)
 
