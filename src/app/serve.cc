@@ -10,6 +10,7 @@
 #include "broker/serve_config.h"
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
+#include "net/tls.h"
 #include "query/engine.h"
 #include "query/server.h"
 
@@ -79,6 +80,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   auto service = broker::KafkaService::Start(sc);
   if (!service.ok()) return Status(service.status().code(), service.status().ToString());
   p->kafka_ = std::move(service).value();
+  p->tls_ = sc.tls;
   say(fmt::format("serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})", sc.server.host,
                   p->kafka_->port(), p->kafka_->broker().cluster_id(), sc.broker.data_dir,
                   p->kafka_->shard_count(), sc.broker.sasl.enabled ? ", SASL" : ""));
@@ -149,6 +151,11 @@ Status ServeProcess::Stop() {
 }
 
 uint16_t ServeProcess::kafka_port() const { return kafka_ ? kafka_->port() : 0; }
+
+Status ServeProcess::ReloadTls() {
+  if (tls_ == nullptr) return Status::OK();
+  return tls_->Reload();
+}
 int ServeProcess::http_port() const { return http_ ? http_->port() : 0; }
 int ServeProcess::pg_port() const { return query_server_ ? query_server_->port() : 0; }
 

@@ -28,6 +28,9 @@ class HttpServer;
 namespace broker {
 class KafkaService;
 }
+namespace net {
+class TlsContext;
+}
 namespace lake {
 class RestCatalog;
 }
@@ -68,6 +71,10 @@ class ServeProcess {
   Status Stop();
 
   uint16_t kafka_port() const;
+  // SIGHUP: the tls: section's certificate and key read again; open connections keep
+  // theirs, new ones take the new ones; a file that does not load keeps the old in use
+  // (the error says why). OK and nothing done without a tls: section.
+  Status ReloadTls();
   int http_port() const;  // 0: off
   int pg_port() const;    // 0: off
   PipelineSet* pipelines() { return pipelines_.get(); }
@@ -80,6 +87,7 @@ class ServeProcess {
   // pipelines, the pipelines (they commit to the broker) before the broker.
   std::unique_ptr<lake::RestCatalog> catalog_;
   std::unique_ptr<broker::KafkaService> kafka_;
+  std::shared_ptr<net::TlsContext> tls_;  // the tls: section's, or null
   std::unique_ptr<PipelineSet> pipelines_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<query::QueryEngine> query_engine_;

@@ -291,10 +291,11 @@ Status ReadClusterKeys(const Config& config, const BrokerOptions& broker, Cluste
 // listener, each with its TLS and SASL, and its advertised address.
 Status ReadListeners(const Config& config, ServeConfig* out) {
   ASSIGN_OR_RETURN(std::optional<net::TlsOptions> tls_options, net::TlsOptionsFromConfig(config));
-  std::shared_ptr<const net::TlsContext> tls;
+  std::shared_ptr<net::TlsContext> tls;
   if (tls_options.has_value()) {
     // The files are read now: a key others may read or a broken chain stops the start.
     ASSIGN_OR_RETURN(tls, net::TlsContext::Create(*tls_options));
+    out->tls = tls;
   }
   ListenerContext context;
   context.tls_configured = tls != nullptr;

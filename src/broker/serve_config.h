@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -17,7 +18,10 @@
 namespace sluice::broker {
 
 struct ServeConfig {
-  ServerOptions server;  // kafka.addr, shards, kafka.max_request_bytes
+  ServerOptions server;  // kafka.addr or kafka.listeners, shards, kafka.max_request_bytes
+  // The tls: section's context, shared by the listeners that use it (SIGHUP reloads it);
+  // null without the section.
+  std::shared_ptr<net::TlsContext> tls;
   BrokerOptions broker;  // data_dir, storage.*, topics.*, groups.*, transactions.*, sasl.*,
                          // kafka.advertised_addr, and the cluster (broker.cluster)
 };

@@ -252,9 +252,10 @@ struct ServeFlags {
   std::string etcd, inter_broker_addr;
 };
 
-// Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT. The signals are blocked
-// in every thread (the threads started later inherit the mask) and read from a signalfd
-// here, so no work happens in a signal handler.
+// Runs `sluice serve` (app::ServeProcess) until SIGTERM or SIGINT; SIGHUP reloads the
+// tls: section's certificate and key. The signals are blocked in every thread (the threads
+// started later inherit the mask) and read from a signalfd here, so no work happens in a
+// signal handler.
 int RunServe(const ServeFlags& f) {
   sluice::Config config;
   if (!f.config_file.empty()) {
@@ -284,6 +285,7 @@ int RunServe(const ServeFlags& f) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   if (pthread_sigmask(SIG_BLOCK, &signals, nullptr) != 0) {
     std::fprintf(stderr, "sluice serve: cannot block signals\n");
     return 1;
@@ -312,9 +314,21 @@ int RunServe(const ServeFlags& f) {
 
   signalfd_siginfo info{};
   ssize_t n;
-  do {
-    n = ::read(sfd, &info, sizeof(info));
-  } while (n < 0 && errno == EINTR);
+  while (true) {
+    do {
+      n = ::read(sfd, &info, sizeof(info));
+    } while (n < 0 && errno == EINTR);
+    if (n != sizeof(info) || info.ssi_signo != SIGHUP) break;
+    // The old certificate stays in use when the new files do not load (the error says why).
+    sluice::Status st = (*process)->ReloadTls();
+    if (st.ok()) {
+      fmt::print("sluice: SIGHUP: TLS certificate and key reloaded\n");
+    } else {
+      fmt::print("sluice: SIGHUP: TLS reload failed, the certificate in use stays: {}\n",
+                 st.ToString());
+    }
+    std::fflush(stdout);
+  }
   ::close(sfd);
   fmt::print("sluice: {}, stopping\n",
              n == sizeof(info) ? strsignal(static_cast<int>(info.ssi_signo)) : "signalfd failed");

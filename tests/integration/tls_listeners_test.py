@@ -11,6 +11,8 @@ client of another authority.
 - kafka-python over SSL: a producer and a consumer;
 - refused: a client that trusts another CA, a plaintext client on the SSL port, a
   client certificate of another CA when client_auth is required;
+- SIGHUP reloads a renewed certificate for new connections, and a broken key file keeps
+  the renewed one in use (openssl s_client shows which is served);
 - bad configuration stops the start with the reason: a key file others may read,
   kafka.addr beside kafka.listeners, an SSL listener without the tls: section.
 
@@ -19,6 +21,7 @@ usage: /usr/bin/python3 tls_listeners_test.py path/to/sluice
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -178,7 +181,52 @@ def body(d):
         for what, proc in procs:
             out, err = proc.communicate(timeout=60)
             check(proc.returncode != 0, f"kcat -L with {what} succeeded: {out.decode(errors='replace')}")
+
+        # SIGHUP: a renewed certificate for new connections; a broken key keeps it in use.
+        check(served_subject(ssl_addr, d) == "CN = 127.0.0.1", "the first certificate")
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1/O=renewed",
+                "-keyout", "renewed.key", "-out", "renewed.csr", cwd=d)
+        openssl("x509", "-req", "-in", "renewed.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                "-CAcreateserial", "-days", "2", "-out", "renewed.pem", "-extfile", "san.ext", cwd=d)
+        os.chmod(os.path.join(d, "renewed.key"), 0o600)
+        os.replace(os.path.join(d, "renewed.pem"), os.path.join(d, "server.pem"))
+        os.replace(os.path.join(d, "renewed.key"), os.path.join(d, "server.key"))
+        broker.proc.send_signal(signal.SIGHUP)
+        wait_for_line(broker, "TLS certificate and key reloaded")
+        check(served_subject(ssl_addr, d) == "CN = 127.0.0.1, O = renewed", "the renewed certificate")
+        with open(os.path.join(d, "server.key"), "rb") as f:
+            good_key = f.read()
+        with open(os.path.join(d, "server.key"), "wb") as f:
+            f.write(b"-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+        broker.proc.send_signal(signal.SIGHUP)
+        wait_for_line(broker, "TLS reload failed, the certificate in use stays")
+        check(served_subject(ssl_addr, d) == "CN = 127.0.0.1, O = renewed", "after a broken key")
+        with open(os.path.join(d, "server.key"), "wb") as f:
+            f.write(good_key)
+        p = kcat(ssl_addr, ssl_conf, ["-L", "-m", "10"])
+        check(p.returncode == 0, f"kcat -L after the reloads: {p.stderr.decode(errors='replace')}")
     return run
+
+
+def served_subject(addr, d):
+    """The subject of the certificate the broker serves now (openssl s_client)."""
+    p = subprocess.run(["openssl", "s_client", "-connect", addr, "-CAfile", f"{d}/ca.pem",
+                        "-verify_return_error"], stdin=subprocess.DEVNULL, capture_output=True,
+                       timeout=30)
+    m = re.search(r"^subject=(.*)$", p.stdout.decode(errors="replace"), re.M)
+    check(m is not None, f"openssl s_client {addr}: {p.stdout.decode(errors='replace')} "
+                         f"{p.stderr.decode(errors='replace')}")
+    return m.group(1).strip()
+
+
+def wait_for_line(broker, text, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(broker.out_path) as f:
+            if text in f.read():
+                return
+        time.sleep(0.05)
+    raise TestFailure(f"no '{text}' in the broker's output")
 
 
 def required_client_auth(d):
