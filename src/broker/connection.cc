@@ -50,7 +50,20 @@ Status Connection::Start() {
     if (::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) != nullptr) peer_host_ = text;
   }
   interest_ = EPOLLIN;
-  return loop_->Add(fd_, interest_, [this](uint32_t events) { HandleEvents(events); });
+  RETURN_IF_ERROR(loop_->Add(fd_, interest_, [this](uint32_t events) { HandleEvents(events); }));
+  if (options_.tls != nullptr && options_.tls_handshake_timeout_ms > 0) {
+    loop_->RunAfter(options_.tls_handshake_timeout_ms, [weak = weak_from_this()] {
+      std::shared_ptr<Connection> self = weak.lock();
+      if (self == nullptr || self->closed() || net::SessionOf(*self->transport_).has_value()) {
+        return;
+      }
+      SLUICE_LOG(kLog, kInfo, "connection from {}: no TLS handshake within {} ms; closing",
+                 self->peer_host_.empty() ? "?" : self->peer_host_,
+                 self->options_.tls_handshake_timeout_ms);
+      self->Close();
+    });
+  }
+  return Status::OK();
 }
 
 void Connection::HandleEvents(uint32_t events) {

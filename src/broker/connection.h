@@ -48,6 +48,9 @@ struct ConnectionOptions {
   // The listener's TLS (docs/design/0019-security.md): every connection is a TLS server
   // transport from it; null: plaintext.
   std::shared_ptr<const net::TlsContext> tls;
+  // A TLS connection whose handshake has not finished by then is closed: a client that
+  // connects and sends nothing (or stalls mid-handshake) holds no socket for long.
+  int64_t tls_handshake_timeout_ms = 10'000;
   std::string listener = "PLAINTEXT";  // the listener's name, for Metadata's addresses
   bool sasl = false;                   // the listener wants SASL before other requests
 };

@@ -661,6 +661,29 @@ TEST_F(TlsServerTest, APlaintextClientIsClosedAndOthersAreServed) {
   server->Stop();
 }
 
+// A client that connects to a TLS listener and never starts (or finishes) a handshake is
+// closed after tls_handshake_timeout_ms; one that finished its handshake stays.
+TEST_F(TlsServerTest, AConnectionWithoutAHandshakeIsClosedInTime) {
+  FnHandler handler(Echo);
+  ServerOptions options;
+  options.shards = 1;
+  options.connection.tls = tls_;
+  options.connection.tls_handshake_timeout_ms = 300;
+  Server server(options, &handler);
+  ASSERT_TRUE(server.Start().ok());
+  Client silent(server.port());
+  Client good(server.port());
+  ASSERT_TRUE(good.UseTls(ClientOptions()));
+  ASSERT_TRUE(good.Send(Frame(ToBytes("hello"))));
+  EXPECT_EQ(good.ReadFrame(), ToBytes("hello"));
+  EXPECT_TRUE(silent.SeesClose());
+  EXPECT_TRUE(WaitUntil([&] { return server.connection_count() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // past the timeout
+  ASSERT_TRUE(good.Send(Frame(ToBytes("still here"))));
+  EXPECT_EQ(good.ReadFrame(), ToBytes("still here"));
+  server.Stop();
+}
+
 // Two listeners on one server: a PLAINTEXT and an SSL socket, the same shards; each
 // connection knows the listener it came in on.
 TEST_F(TlsServerTest, EachListenerHasItsSocketAndItsConnectionsKnowIt) {
