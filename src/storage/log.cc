@@ -710,10 +710,10 @@ void PartitionLog::RunIoJob() {
       } else {
         st = (*f)->WriteAt(c.file_pos, c.bytes);
         if (st.ok()) last_file = *f;
+        // A buffered write after direct ones (the log came to lead) may end inside the
+        // padding: what was kept of the tail block is stale from here on.
+        if (direct_ != nullptr) direct_->tail_valid = false;
       }
-      // A buffered write after direct ones (the log came to lead) may end inside the
-      // padding: what was kept of the tail block is stale from here on.
-      if (last_file == *f && direct_ != nullptr) direct_->tail_valid = false;
     }
     if (st.ok() && !c.index_bytes.empty()) {
       auto idx = files_->Get(c.seg->index_path, OpenMode::kReadWrite);

@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from records import ck_produce, expect_offsets_in_order, expect_topic, kp_consume, make_records  # noqa: E402
-from sluice_broker import FAST_GROUPS, RawConnection, TestFailure, check, run_test  # noqa: E402
+from sluice_broker import FAST_GROUPS, RawConnection, TestFailure, check, kcat, run_test  # noqa: E402
 
 from confluent_kafka import Consumer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -43,13 +43,6 @@ CONFIG = FAST_GROUPS + """sasl:
 def sasl(mechanism, user, password):
     return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism,
             "sasl.username": user, "sasl.password": password}
-
-
-def kcat(bootstrap, config, args, stdin=None, timeout=60):
-    cmd = ["kcat", "-b", bootstrap]
-    for k, v in config.items():
-        cmd += ["-X", f"{k}={v}"]
-    return subprocess.run(cmd + args, stdin=stdin, capture_output=True, timeout=timeout)
 
 
 def kcat_clients(bootstrap):

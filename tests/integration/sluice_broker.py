@@ -147,6 +147,15 @@ class Broker:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def kcat(bootstrap, config, args, stdin=None, timeout=60):
+    """Runs kcat against `bootstrap` with librdkafka properties `config` (-X) and `args`:
+    the CompletedProcess, output captured."""
+    cmd = ["kcat", "-b", bootstrap]
+    for k, v in config.items():
+        cmd += ["-X", f"{k}={v}"]
+    return subprocess.run(cmd + args, stdin=stdin, capture_output=True, timeout=timeout)
+
+
 def run_test(name, sluice, body, config=FAST_GROUPS, kafka_addr="127.0.0.1:0"):
     """Runs body(broker) against a fresh broker, then expects SIGTERM to stop it with
     exit 0. Prints PASS or FAIL (with the broker's logs) and returns the exit status."""

@@ -29,7 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from records import ck_produce, expect_offsets_in_order, expect_topic, kp_consume, make_records  # noqa: E402
-from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, run_test  # noqa: E402
+from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, kcat, run_test  # noqa: E402
 
 from confluent_kafka import Consumer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -85,13 +85,6 @@ def listener_ports(broker):
     ports = {name: int(port) for name, port in re.findall(r"(\w+) 127\.0\.0\.1:(\d+) ", m.group(1))}
     check(set(ports) == {"PLAINTEXT", "SSL", "SASL_SSL"}, f"listeners: {m.group(1)}")
     return ports
-
-
-def kcat(bootstrap, conf, args, stdin=None, timeout=60):
-    cmd = ["kcat", "-b", bootstrap]
-    for k, v in conf.items():
-        cmd += ["-X", f"{k}={v}"]
-    return subprocess.run(cmd + args, stdin=stdin, capture_output=True, timeout=timeout)
 
 
 def body(d):
