@@ -178,8 +178,15 @@ std::shared_ptr<MetadataSnapshot> ClusterView::Snapshot(int32_t self, const Topi
   meta->controller_id = controller_.has_value() ? controller_->value.node : -1;
   for (const auto& [node, reg] : brokers_) {
     if (!live(node)) continue;
-    meta->brokers.push_back({node, reg.value.host, reg.value.port, reg.value.inter_broker_host,
-                             reg.value.inter_broker_port});
+    MetadataSnapshot::Broker& b = meta->brokers.emplace_back();
+    b.node_id = node;
+    b.host = reg.value.host;
+    b.port = reg.value.port;
+    b.inter_broker_host = reg.value.inter_broker_host;
+    b.inter_broker_port = reg.value.inter_broker_port;
+    for (const cluster::ListenerAddress& l : reg.value.listeners) {
+      b.endpoints.push_back({l.name, l.host, l.port});
+    }
   }
   for (const auto& [name, topic] : topics_) {
     Result<TopicInfo> info = TopicInfoOf(name, defaults);

@@ -8,7 +8,10 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "broker/topic_store.h"
@@ -39,6 +42,13 @@ struct MetadataSnapshot {
     std::vector<int32_t> leader_epochs;  // per partition, as its log was opened (0: none)
     std::vector<Leadership> partitions;  // per partition, cluster mode only
   };
+  // kafka.listeners (docs/design/0019-security.md): the address a request that came in
+  // on each listener is told, as Kafka answers.
+  struct Endpoint {
+    std::string listener, host;
+    int32_t port = 0;
+    bool operator==(const Endpoint&) const = default;
+  };
   struct Broker {
     int32_t node_id = -1;
     std::string host;
@@ -46,19 +56,24 @@ struct MetadataSnapshot {
     // Where other brokers reach it (followers' fetches, transaction markers).
     std::string inter_broker_host;
     int32_t inter_broker_port = 0;
+    // Its listeners as it registered them; empty: host:port on every listener.
+    std::vector<Endpoint> endpoints;
     bool operator==(const Broker&) const = default;
+    // Its address for a client on `listener`; nullopt when it has no such listener
+    // (Kafka leaves such a broker out of the answer).
+    std::optional<std::pair<std::string_view, int32_t>> AddressFor(
+        std::string_view listener) const {
+      if (endpoints.empty()) return std::pair<std::string_view, int32_t>{host, port};
+      for (const Endpoint& e : endpoints) {
+        if (e.listener == listener) return std::pair<std::string_view, int32_t>{e.host, e.port};
+      }
+      return std::nullopt;
+    }
   };
   std::map<std::string, Topic> topics;  // by name
   std::string advertised_host;
   int32_t advertised_port = 0;
-  // kafka.listeners (docs/design/0019-security.md): the address a request that came in
-  // on each listener is told, as Kafka answers; empty: advertised_host:advertised_port on
-  // every listener.
-  struct Endpoint {
-    std::string listener, host;
-    int32_t port = 0;
-    bool operator==(const Endpoint&) const = default;
-  };
+  // This node's listeners; empty: advertised_host:advertised_port on every listener.
   std::vector<Endpoint> endpoints;
   // This node's address for a request that came in on `listener` (views into this
   // snapshot).
@@ -80,6 +95,13 @@ struct MetadataSnapshot {
     return it == topics.end() ? nullptr : &it->second;
   }
   const Topic* FindById(const kafka::Uuid& id) const;
+  // A live broker of the cluster; nullptr when `node` is not one.
+  const Broker* FindBroker(int32_t node) const {
+    for (const Broker& b : brokers) {
+      if (b.node_id == node) return &b;
+    }
+    return nullptr;
+  }
 };
 
 // Holds the published snapshot and the advertised address. Publishing swaps a shared_ptr

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <map>
 #include <optional>
 #include <set>
@@ -558,6 +559,180 @@ std::unique_ptr<SaslSession> SaslAuthenticator::Start(std::string_view mechanism
   if (mechanism == kSaslPlain) return std::make_unique<PlainSession>(*store_);
   if (mechanism == kSaslScramSha256) return std::make_unique<ScramSession>(*store_);
   return nullptr;
+}
+
+// ------------------------------------------------------------------ client
+
+namespace {
+
+class PlainClient final : public SaslClient {
+ public:
+  PlainClient(std::string user, std::string password)
+      : user_(std::move(user)), password_(std::move(password)) {}
+  ~PlainClient() override { OPENSSL_cleanse(password_.data(), password_.size()); }
+  std::vector<uint8_t> First() override {
+    std::string m;
+    m.push_back('\0');
+    m += user_;
+    m.push_back('\0');
+    m += password_;
+    std::vector<uint8_t> out = ToVector(m);
+    OPENSSL_cleanse(m.data(), m.size());
+    return out;
+  }
+  Result<std::optional<std::vector<uint8_t>>> Next(std::span<const uint8_t>) override {
+    return std::optional<std::vector<uint8_t>>();  // the server's (empty) answer ends it
+  }
+
+ private:
+  std::string user_, password_;
+};
+
+// RFC 5802 with SHA-256, no channel binding ("n,,"), as Kafka's clients run it.
+class ScramClient final : public SaslClient {
+ public:
+  ScramClient(std::string user, std::string password)
+      : user_(std::move(user)), password_(std::move(password)) {
+    std::array<uint8_t, kServerNonceBytes> raw;
+    if (RandomBytes(raw)) nonce_ = Base64Encode(raw);
+  }
+  ~ScramClient() override {
+    OPENSSL_cleanse(password_.data(), password_.size());
+    OPENSSL_cleanse(salted_.data(), salted_.size());
+  }
+  void SetNonceForTesting(std::string nonce) override { nonce_ = std::move(nonce); }
+
+  std::vector<uint8_t> First() override {
+    std::string name;
+    for (char c : user_) {
+      if (c == ',') {
+        name += "=2C";
+      } else if (c == '=') {
+        name += "=3D";
+      } else {
+        name.push_back(c);
+      }
+    }
+    first_bare_ = "n=" + name + ",r=" + nonce_;
+    step_ = 1;
+    return ToVector("n,," + first_bare_);
+  }
+
+  Result<std::optional<std::vector<uint8_t>>> Next(std::span<const uint8_t> server) override {
+    const std::string_view text = AsText(server);
+    if (text.size() > 4096)
+      return InvalidArgumentError("SCRAM: a {}-byte server message", text.size());
+    if (step_ == 1) return ServerFirst(text);
+    if (step_ == 2) return ServerFinal(text);
+    return FailedPreconditionError("SCRAM: a server message after the exchange ended");
+  }
+
+ private:
+  Result<std::optional<std::vector<uint8_t>>> ServerFirst(std::string_view text) {
+    step_ = 3;  // any error ends the exchange
+    // r=<nonce>,s=<salt>,i=<iterations>[,extensions]
+    std::string_view nonce, salt_text, iter_text;
+    size_t start = 0;
+    for (int field = 0; field < 3; ++field) {
+      const size_t comma = text.find(',', start);
+      const std::string_view attr = text.substr(
+          start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+      static constexpr std::string_view kNames[] = {"r=", "s=", "i="};
+      if (!attr.starts_with(kNames[field])) {
+        if (attr.starts_with("e=")) {
+          return InvalidArgumentError("SCRAM: the server refused: {}", attr.substr(2, 200));
+        }
+        return InvalidArgumentError("SCRAM: the server's first message has no {}", kNames[field]);
+      }
+      (field == 0 ? nonce : field == 1 ? salt_text : iter_text) = attr.substr(2);
+      if (comma == std::string_view::npos) {
+        if (field < 2) return InvalidArgumentError("SCRAM: the server's first message is short");
+        break;
+      }
+      start = comma + 1;
+    }
+    if (nonce.size() <= nonce_.size() || !nonce.starts_with(nonce_) ||
+        nonce.find_first_of(",") != std::string_view::npos) {
+      return InvalidArgumentError("SCRAM: the server's nonce does not extend this client's");
+    }
+    std::optional<std::vector<uint8_t>> salt = Base64Decode(salt_text);
+    if (!salt.has_value() || salt->empty()) {
+      return InvalidArgumentError("SCRAM: the server's salt is not base64");
+    }
+    int iterations = 0;
+    auto [end, ec] =
+        std::from_chars(iter_text.data(), iter_text.data() + iter_text.size(), iterations);
+    if (ec != std::errc() || end != iter_text.data() + iter_text.size() ||
+        iterations < kMinScramIterations || iterations > kMaxScramIterations) {
+      return InvalidArgumentError("SCRAM: the server's iteration count '{}' is outside {} to {}",
+                                  iter_text.substr(0, 16), kMinScramIterations,
+                                  kMaxScramIterations);
+    }
+    const std::string without_proof = "c=biws,r=" + std::string(nonce);  // biws: "n,,"
+    auth_message_ = first_bare_ + "," + std::string(text) + "," + without_proof;
+    Digest client_key, stored_key, signature, proof;
+    const bool ok =
+        PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
+                          static_cast<int>(salt->size()), iterations, EVP_sha256(),
+                          static_cast<int>(salted_.size()), salted_.data()) == 1 &&
+        HmacSha256(salted_, AsBytes("Client Key"), &client_key) &&
+        Sha256(client_key, &stored_key) &&
+        HmacSha256(stored_key, AsBytes(auth_message_), &signature);
+    if (!ok) return InternalError("SASL: PBKDF2 / HMAC-SHA-256 failed");
+    for (size_t i = 0; i < proof.size(); ++i) proof[i] = client_key[i] ^ signature[i];
+    OPENSSL_cleanse(client_key.data(), client_key.size());
+    step_ = 2;
+    return std::optional<std::vector<uint8_t>>(
+        ToVector(without_proof + ",p=" + Base64Encode(proof)));
+  }
+
+  Result<std::optional<std::vector<uint8_t>>> ServerFinal(std::string_view text) {
+    step_ = 3;
+    if (text.starts_with("e=")) {
+      return InvalidArgumentError("SCRAM: the server refused: {}", text.substr(2, 200));
+    }
+    const size_t comma = text.find(',');
+    std::optional<std::vector<uint8_t>> got =
+        text.starts_with("v=")
+            ? Base64Decode(text.substr(
+                  2, comma == std::string_view::npos ? std::string_view::npos : comma - 2))
+            : std::nullopt;
+    Digest server_key, expected;
+    if (!HmacSha256(salted_, AsBytes("Server Key"), &server_key) ||
+        !HmacSha256(server_key, AsBytes(auth_message_), &expected)) {
+      return InternalError("SASL: HMAC-SHA-256 failed");
+    }
+    if (!got.has_value() || got->size() != expected.size() ||
+        CRYPTO_memcmp(got->data(), expected.data(), expected.size()) != 0) {
+      return InvalidArgumentError(
+          "SCRAM: the server's signature is wrong (it does not know this user's password)");
+    }
+    return std::optional<std::vector<uint8_t>>();
+  }
+
+  std::string user_, password_, nonce_;
+  std::string first_bare_, auth_message_;
+  Digest salted_{};
+  int step_ = 0;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<SaslClient>> SaslClient::Start(std::string_view mechanism, std::string user,
+                                                      std::string password) {
+  if (!ValidName(user)) {
+    return InvalidArgumentError("SASL: a user name must be UTF-8 without NUL, and not empty");
+  }
+  if (mechanism == kSaslPlain) {
+    return std::unique_ptr<SaslClient>(
+        std::make_unique<PlainClient>(std::move(user), std::move(password)));
+  }
+  if (mechanism == kSaslScramSha256) {
+    return std::unique_ptr<SaslClient>(
+        std::make_unique<ScramClient>(std::move(user), std::move(password)));
+  }
+  return InvalidArgumentError("SASL: no client for mechanism '{}' (PLAIN or SCRAM-SHA-256)",
+                              mechanism.substr(0, 64));
 }
 
 // ------------------------------------------------------------------ config

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -120,6 +121,25 @@ class SaslAuthenticator {
 
   std::vector<std::string> mechanisms_;
   std::unique_ptr<const SaslCredentialStore> store_;
+};
+
+// The client side, for this broker's own connections to the others (an inter-broker
+// listener with SASL; docs/design/0019-security.md): PLAIN or SCRAM-SHA-256. First() is the
+// first message to send; Next() takes each server message and gives the next one to send,
+// or nullopt once the exchange is over on this side (SCRAM checks the server's signature:
+// a server that does not know the password is refused). Errors say what was wrong with
+// the server's message, never the password. One connection's thread.
+class SaslClient {
+ public:
+  // InvalidArgument for a mechanism other than PLAIN and SCRAM-SHA-256, or a user name
+  // that is not UTF-8 without NUL.
+  static Result<std::unique_ptr<SaslClient>> Start(std::string_view mechanism, std::string user,
+                                                   std::string password);
+  virtual ~SaslClient() = default;
+  virtual std::vector<uint8_t> First() = 0;
+  virtual Result<std::optional<std::vector<uint8_t>>> Next(std::span<const uint8_t> server) = 0;
+  // A SCRAM client's nonce (tests: RFC 7677's vector).
+  virtual void SetNonceForTesting(std::string) {}
 };
 
 }  // namespace sluice::broker

@@ -199,13 +199,20 @@ bool PartitionState::InIsr(int32_t node) const {
 std::string ToJson(const ClusterIdValue& v) { return Json{{"id", v.id}}.dump(); }
 
 std::string ToJson(const BrokerRegistration& v) {
-  return Json{{"host", v.host},
-              {"port", v.port},
-              {"inter_broker_host", v.inter_broker_host},
-              {"inter_broker_port", v.inter_broker_port},
-              {"incarnation", v.incarnation},
-              {"clean", v.clean}}
-      .dump();
+  Json j{{"host", v.host},
+         {"port", v.port},
+         {"inter_broker_host", v.inter_broker_host},
+         {"inter_broker_port", v.inter_broker_port},
+         {"incarnation", v.incarnation},
+         {"clean", v.clean}};
+  if (!v.listeners.empty()) {
+    Json listeners = Json::array();
+    for (const ListenerAddress& l : v.listeners) {
+      listeners.push_back(Json{{"name", l.name}, {"host", l.host}, {"port", l.port}});
+    }
+    j["listeners"] = std::move(listeners);
+  }
+  return j.dump();
 }
 
 std::string ToJson(const IncarnationValue& v) {
@@ -264,6 +271,32 @@ Result<BrokerRegistration> ParseBrokerRegistration(std::string_view json) {
   }
   ASSIGN_OR_RETURN(v.incarnation, f.Id("incarnation"));
   ASSIGN_OR_RETURN(v.clean, f.Bool("clean"));
+  if (j.contains("listeners")) {
+    ASSIGN_OR_RETURN(const Json* listeners, f.Array("listeners", 4));
+    for (const Json& e : *listeners) {
+      if (!e.is_object())
+        return InvalidArgumentError("broker registration: a listener is not an object");
+      Fields lf(e, "broker registration listener");
+      ListenerAddress l;
+      ASSIGN_OR_RETURN(l.name, lf.String("name"));
+      ASSIGN_OR_RETURN(l.host, lf.String("host"));
+      ASSIGN_OR_RETURN(l.port, Port(lf, "port"));
+      if (l.name != "PLAINTEXT" && l.name != "SSL" && l.name != "SASL_PLAINTEXT" &&
+          l.name != "SASL_SSL") {
+        return InvalidArgumentError(
+            "broker registration: listener \"{}\" is not a Kafka security protocol",
+            l.name.substr(0, 32));
+      }
+      if (l.host.empty())
+        return InvalidArgumentError("broker registration: listener {} has an empty host", l.name);
+      for (const ListenerAddress& seen : v.listeners) {
+        if (seen.name == l.name) {
+          return InvalidArgumentError("broker registration: listener {} twice", l.name);
+        }
+      }
+      v.listeners.push_back(std::move(l));
+    }
+  }
   return v;
 }
 

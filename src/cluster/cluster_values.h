@@ -37,14 +37,26 @@ struct ClusterIdValue {
   bool operator==(const ClusterIdValue&) const = default;
 };
 
+// A named Kafka listener's advertised address (kafka.listeners; docs/design/0019-security.md).
+struct ListenerAddress {
+  std::string name;  // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+  std::string host;
+  int32_t port = 0;
+  bool operator==(const ListenerAddress&) const = default;
+};
+
 // brokers/<node>: a live broker (under its lease). Its epoch is the key's create_revision.
 struct BrokerRegistration {
-  std::string host;  // the advertised address clients connect to
+  std::string host;  // the advertised address clients connect to (the first listener's)
   int32_t port = 0;
   std::string inter_broker_host;  // where other brokers reach it
   int32_t inter_broker_port = 0;
   std::string incarnation;  // <data-dir>/meta/incarnation
   bool clean = true;        // cluster_identity.h, CleanForRegistration
+  // Each listener's advertised address (at most 4, names distinct); empty (a broker
+  // with kafka.addr, or a registration written before listeners): host:port answers on
+  // every listener.
+  std::vector<ListenerAddress> listeners;
   bool operator==(const BrokerRegistration&) const = default;
 };
 

@@ -13,7 +13,10 @@ using kafka::ErrorCode;
 
 // A partition of a cluster as etcd holds it (the snapshot's Leadership); a partition without
 // a leader, or whose state is not written yet, is LEADER_NOT_AVAILABLE, as Kafka answers it.
-void ClusterPartition(const MetadataSnapshot::Topic& t, int32_t p,
+// A leader without the request's listener is LISTENER_NOT_FOUND from Metadata v6 on
+// (LEADER_NOT_AVAILABLE before), Kafka's answer: the client cannot reach it from here.
+void ClusterPartition(const MetadataSnapshot& meta, const MetadataSnapshot::Topic& t, int32_t p,
+                      int16_t version, std::string_view listener,
                       kafka::MetadataResponse::Partition* part) {
   if (static_cast<size_t>(p) >= t.partitions.size()) {
     part->error_code = ErrorCode::kLeaderNotAvailable;
@@ -26,7 +29,25 @@ void ClusterPartition(const MetadataSnapshot::Topic& t, int32_t p,
   part->replica_nodes = l.replicas;
   part->isr_nodes = l.isr;
   part->offline_replicas = l.offline;
-  if (l.leader < 0) part->error_code = ErrorCode::kLeaderNotAvailable;
+  if (l.leader < 0) {
+    part->error_code = ErrorCode::kLeaderNotAvailable;
+    return;
+  }
+  const MetadataSnapshot::Broker* leader = meta.FindBroker(l.leader);
+  if (leader != nullptr && !leader->AddressFor(listener).has_value()) {
+    part->error_code = version >= 6 ? ErrorCode::kListenerNotFound : ErrorCode::kLeaderNotAvailable;
+    part->leader_id = -1;
+  }
+}
+
+// The live brokers a client on `listener` can reach, at that listener's address.
+template <typename Out>
+void ClusterBrokers(const MetadataSnapshot& meta, std::string_view listener, Out* out) {
+  for (const MetadataSnapshot::Broker& b : meta.brokers) {
+    if (auto address = b.AddressFor(listener)) {
+      out->push_back({b.node_id, std::string(address->first), address->second, std::nullopt, {}});
+    }
+  }
 }
 
 // The response from `meta`; `missing` gets the names that do not exist.
@@ -37,7 +58,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = meta.cluster ? meta.controller_id : kNodeId;
 
-  auto describe = [&meta](const MetadataSnapshot::Topic& t) {
+  auto describe = [&meta, version, listener](const MetadataSnapshot::Topic& t) {
     kafka::MetadataResponse::Topic out;
     out.name = t.info.name;
     out.topic_id = t.info.id;
@@ -45,7 +66,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
       kafka::MetadataResponse::Partition part;
       part.partition_index = p;
       if (meta.cluster) {
-        ClusterPartition(t, p, &part);
+        ClusterPartition(meta, t, p, version, listener, &part);
       } else {
         part.leader_id = kNodeId;
         part.leader_epoch = t.leader_epochs[static_cast<size_t>(p)];
@@ -58,9 +79,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
   };
 
   if (meta.cluster) {
-    for (const MetadataSnapshot::Broker& b : meta.brokers) {
-      resp.brokers.push_back({b.node_id, b.host, b.port, std::nullopt, {}});
-    }
+    ClusterBrokers(meta, listener, &resp.brokers);
   } else {
     const auto [host, port] = meta.AdvertisedFor(listener);
     resp.brokers.push_back({kNodeId, std::string(host), port, std::nullopt, {}});
@@ -132,9 +151,7 @@ void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::Describe
   resp.cluster_id = ctx.cluster_id;
   if (meta.cluster) {
     resp.controller_id = meta.controller_id;
-    for (const MetadataSnapshot::Broker& b : meta.brokers) {
-      resp.brokers.push_back({b.node_id, b.host, b.port, std::nullopt, {}});
-    }
+    ClusterBrokers(meta, call.conn->listener(), &resp.brokers);
   } else {
     resp.controller_id = kNodeId;
     const auto [host, port] = meta.AdvertisedFor(call.conn->listener());

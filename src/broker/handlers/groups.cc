@@ -46,7 +46,8 @@ struct CoordinatorAnswer {
 // COORDINATOR_NOT_AVAILABLE while the topic does not exist (`*missing` set: it is to be
 // created) or the partition has no live leader.
 CoordinatorAnswer ClusterCoordinator(const MetadataSnapshot& meta, const std::string& topic,
-                                     const std::string& key, bool* missing) {
+                                     const std::string& key, std::string_view listener,
+                                     bool* missing) {
   CoordinatorAnswer a;
   a.error = ErrorCode::kCoordinatorNotAvailable;
   const MetadataSnapshot::Topic* t = meta.Find(topic);
@@ -57,17 +58,21 @@ CoordinatorAnswer ClusterCoordinator(const MetadataSnapshot& meta, const std::st
   }
   const int32_t p = CoordinatorPartitionFor(key, static_cast<int32_t>(t->partitions.size()));
   const int32_t leader = t->partitions[static_cast<size_t>(p)].leader;
-  auto b =
-      std::find_if(meta.brokers.begin(), meta.brokers.end(),
-                   [leader](const MetadataSnapshot::Broker& x) { return x.node_id == leader; });
-  if (leader < 0 || b == meta.brokers.end()) {
+  const MetadataSnapshot::Broker* b = meta.FindBroker(leader);
+  if (leader < 0 || b == nullptr) {
     a.why = fmt::format("partition {} of {} has no leader now", p, topic);
+    return a;
+  }
+  const auto address = b->AddressFor(listener);
+  if (!address.has_value()) {
+    // Kafka's answer too: the coordinator is not reachable on this listener.
+    a.why = fmt::format("the coordinator, broker {}, has no {} listener", leader, listener);
     return a;
   }
   a.error = ErrorCode::kNone;
   a.node = leader;
-  a.host = b->host;
-  a.port = b->port;
+  a.host = std::string(address->first);
+  a.port = address->second;
   return a;
 }
 
@@ -93,7 +98,7 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
       a.error = ErrorCode::kCoordinatorNotAvailable;
       a.why = "no transaction coordinator is running";
     } else if (meta.cluster) {
-      a = ClusterCoordinator(meta, topic, key, &missing);
+      a = ClusterCoordinator(meta, topic, key, call.conn->listener(), &missing);
     } else {
       // A single node coordinates every key.
       a.node = kNodeId;

@@ -879,3 +879,115 @@ TEST(SaslConfigTest, OtherBadValues) {
 
 }  // namespace
 }  // namespace sluice::broker
+
+// ------------------------------------------------------------------ the broker's client
+
+namespace sluice::broker {
+namespace {
+
+// A full exchange of the product's client against the authenticator.
+Step ClientExchange(const SaslAuthenticator& auth, std::string_view mechanism,
+                    const std::string& user, const std::string& password,
+                    Status* client_status = nullptr) {
+  auto client = SaslClient::Start(mechanism, user, password);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  auto session = auth.Start(mechanism);
+  EXPECT_NE(session, nullptr);
+  std::vector<uint8_t> out = (*client)->First();
+  for (;;) {
+    Step step = session->Next(out);
+    if (step.state == State::kFailed) return step;
+    auto next = (*client)->Next(step.response);
+    if (client_status != nullptr) *client_status = next.status();
+    if (!next.ok()) return Step{State::kFailed, {}, next.status().message()};
+    if (!next->has_value()) return step;
+    out = std::move(**next);
+  }
+}
+
+TEST(SaslClientTest, ScramReproducesTheRfcVector) {
+  auto client = SaslClient::Start("SCRAM-SHA-256", "user", "pencil");
+  ASSERT_TRUE(client.ok());
+  (*client)->SetNonceForTesting("rOprNGfwEbeRWgbNEkqO");
+  EXPECT_EQ(Text((*client)->First()), kRfcClientFirst);
+  auto final = (*client)->Next(Bytes(kRfcServerFirst));
+  ASSERT_TRUE(final.ok()) << final.status().ToString();
+  ASSERT_TRUE(final->has_value());
+  EXPECT_EQ(Text(**final), kRfcClientFinal);
+  auto done = (*client)->Next(Bytes(kRfcServerFinal));
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_FALSE(done->has_value());
+  // Anything after the end is refused.
+  EXPECT_FALSE((*client)->Next(Bytes(kRfcServerFinal)).ok());
+}
+
+TEST(SaslClientTest, AuthenticatesAgainstTheBrokersOwnServer) {
+  SaslConfig config = TestConfig();
+  config.mechanisms = {"PLAIN", "SCRAM-SHA-256"};
+  auto auth = MakeAuthenticator(config);
+  ASSERT_NE(auth, nullptr);
+  for (const char* mechanism : {"PLAIN", "SCRAM-SHA-256"}) {
+    Step ok = ClientExchange(*auth, mechanism, "alice", "alice-secret");
+    EXPECT_EQ(ok.state, State::kSucceeded) << mechanism << ": " << ok.error;
+    Step escaped = ClientExchange(*auth, mechanism, "a,b=c", "escaped");
+    EXPECT_EQ(escaped.state, State::kSucceeded) << mechanism << ": " << escaped.error;
+    Step wrong = ClientExchange(*auth, mechanism, "alice", "b0b");
+    EXPECT_EQ(wrong.state, State::kFailed) << mechanism;
+  }
+}
+
+// A server that does not know the password cannot fake the final message: the client
+// refuses its signature.
+TEST(SaslClientTest, ScramRefusesAServerThatDoesNotKnowThePassword) {
+  auto client = SaslClient::Start("SCRAM-SHA-256", "user", "pencil");
+  ASSERT_TRUE(client.ok());
+  (*client)->SetNonceForTesting("rOprNGfwEbeRWgbNEkqO");
+  (*client)->First();
+  ASSERT_TRUE((*client)->Next(Bytes(kRfcServerFirst)).ok());
+  std::string forged(kRfcServerFinal);
+  forged[5] = forged[5] == 'A' ? 'B' : 'A';
+  auto r = (*client)->Next(Bytes(forged));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("signature is wrong"), std::string::npos);
+}
+
+TEST(SaslClientTest, ScramRefusesMalformedServerMessages) {
+  const std::string nonce = "fixednonce";
+  const std::string salt = "W22ZaJ0SNY7soEsUEjb6gQ==";
+  for (auto [server_first, why] : {
+           std::pair<std::string, std::string>{"", "has no r="},
+           {"r=fixednonceX", "short"},
+           {"r=fixednonceX,s=" + salt, "short"},
+           {"r=othernonce,s=" + salt + ",i=4096", "does not extend"},
+           {"r=fixednonce,s=" + salt + ",i=4096", "does not extend"},  // not extended
+           {"r=fixednonceX,s=!!!,i=4096", "salt is not base64"},
+           {"r=fixednonceX,s=,i=4096", "salt is not base64"},
+           {"r=fixednonceX,s=" + salt + ",i=1", "outside 4096 to 16384"},
+           {"r=fixednonceX,s=" + salt + ",i=99999999999", "outside"},
+           {"r=fixednonceX,s=" + salt + ",i=4096x", "outside"},
+           {"s=" + salt + ",r=fixednonceX,i=4096", "has no r="},
+           {"e=unknown-user", "the server refused: unknown-user"},
+           {std::string(5000, 'r'), "5000-byte"},
+       }) {
+    auto client = SaslClient::Start("SCRAM-SHA-256", "user", "pencil");
+    ASSERT_TRUE(client.ok());
+    (*client)->SetNonceForTesting(nonce);
+    (*client)->First();
+    auto r = (*client)->Next(Bytes(server_first));
+    ASSERT_FALSE(r.ok()) << server_first;
+    EXPECT_NE(r.status().message().find(why), std::string::npos)
+        << server_first << " -> " << r.status().message();
+    EXPECT_EQ(r.status().message().find("pencil"), std::string::npos);
+  }
+}
+
+TEST(SaslClientTest, RefusesUnknownMechanismsAndBadNames) {
+  EXPECT_FALSE(SaslClient::Start("GSSAPI", "u", "p").ok());
+  EXPECT_FALSE(SaslClient::Start("SCRAM-SHA-512", "u", "p").ok());
+  EXPECT_FALSE(SaslClient::Start("PLAIN", "", "p").ok());
+  EXPECT_FALSE(SaslClient::Start("PLAIN", std::string("a\0b", 3), "p").ok());
+  EXPECT_FALSE(SaslClient::Start("PLAIN", "\xff", "p").ok());
+}
+
+}  // namespace
+}  // namespace sluice::broker

@@ -33,6 +33,15 @@ TEST(ClusterValuesTest, EveryValueRoundTrips) {
   ExpectRoundTrip(ClusterIdValue{kInc2}, ParseClusterIdValue);
   ExpectRoundTrip(BrokerRegistration{"127.0.0.1", 9092, "10.0.0.1", 19092, kInc, false},
                   ParseBrokerRegistration);
+  ExpectRoundTrip(
+      BrokerRegistration{"127.0.0.1",
+                         9093,
+                         "127.0.0.1",
+                         9094,
+                         kInc,
+                         true,
+                         {{"SASL_SSL", "b1.example", 9093}, {"SSL", "127.0.0.1", 9094}}},
+      ParseBrokerRegistration);
   ExpectRoundTrip(IncarnationValue{kInc}, ParseIncarnationValue);
   ExpectRoundTrip(ControllerValue{3, 17}, ParseControllerValue);
   ExpectRoundTrip(ControllerEpochValue{1LL << 40}, ParseControllerEpochValue);
@@ -53,6 +62,38 @@ TEST(ClusterValuesTest, TheJsonIsTheDocumentedOne) {
   auto c = ParseControllerValue(R"({"node": 1, "epoch": 2, "since": "later"})");
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->node, 1);
+}
+
+// A registration names each listener's address: a known protocol name at most once, a
+// host, a real port; a registration without the field (kafka.addr) has none.
+TEST(ClusterValuesTest, ARegistrationsListenersAreChecked) {
+  const std::string head = std::string(R"({"host":"h","port":9092,"inter_broker_host":"h",)") +
+                           R"("inter_broker_port":9093,"incarnation":")" + kInc +
+                           R"(","clean":true)";
+  auto plain = ParseBrokerRegistration(head + "}");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE(plain->listeners.empty());
+  EXPECT_EQ(ToJson(*plain).find("listeners"), std::string::npos);
+  ExpectRefused(ParseBrokerRegistration, head + R"(,"listeners":{}})", "is not an array");
+  ExpectRefused(ParseBrokerRegistration, head + R"(,"listeners":[1]})", "is not an object");
+  ExpectRefused(ParseBrokerRegistration,
+                head + R"(,"listeners":[{"name":"INTERNAL","host":"h","port":1}]})",
+                "not a Kafka security protocol");
+  ExpectRefused(ParseBrokerRegistration,
+                head + R"(,"listeners":[{"name":"SSL","host":"","port":1}]})", "empty host");
+  ExpectRefused(ParseBrokerRegistration,
+                head + R"(,"listeners":[{"name":"SSL","host":"h","port":70000}]})",
+                "\"port\" is 70000");
+  ExpectRefused(ParseBrokerRegistration, head + R"(,"listeners":[{"name":"SSL","port":1}]})",
+                "no \"host\"");
+  ExpectRefused(ParseBrokerRegistration,
+                head + R"(,"listeners":[{"name":"SSL","host":"h","port":1},)" +
+                    R"({"name":"SSL","host":"h","port":2}]})",
+                "listener SSL twice");
+  std::string five = head + R"(,"listeners":[)";
+  for (int i = 0; i < 5; ++i)
+    five += std::string(i ? "," : "") + R"({"name":"SSL","host":"h","port":1})";
+  ExpectRefused(ParseBrokerRegistration, five + "]}", "more than 4");
 }
 
 TEST(ClusterValuesTest, NotJsonOrNotAnObjectIsRefused) {
