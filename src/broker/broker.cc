@@ -59,6 +59,9 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     co.cluster = options.cluster;
     co.advertised_host = options.advertised_host;
     co.advertised_port = options.advertised_port;
+    for (const KafkaListener& l : options.listeners) {
+      co.listeners.push_back({l.name, l.advertised_host, l.advertised_port});
+    }
     co.local.data_dir = options.data_dir;
     co.local.env = env;
     ASSIGN_OR_RETURN(cluster_id, JoinClusterId(co));
@@ -142,7 +145,8 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   if (o.cluster.enabled()) {
     // Markers go to each partition's leader, verifications to the id's coordinator.
     b->txn_cluster_ = std::make_unique<ClusterTxnLinks>(o.cluster.node_id, b->shards_.get(),
-                                                        b->txn_participants_.get());
+                                                        b->txn_participants_.get(),
+                                                        o.cluster.inter_broker_security);
     to.participants = &b->txn_cluster_->participants;
   }
   to.replicated = o.cluster.enabled();  // its partitions follow leadership (0018, coordmove)
@@ -297,6 +301,7 @@ void Broker::OnServerStart(const std::vector<EventLoop*>& loops) {
     ro.socket_timeout_ms = options_.cluster.replica_socket_timeout_ms;
     ro.follower_direct_writes = options_.cluster.replica_follower_direct_writes;
     ro.isr_store = isr_store_.get();
+    ro.inter_broker_security = options_.cluster.inter_broker_security;
     replicas_ = std::make_unique<ReplicaManager>(std::move(ro), *context_);
     replicas_->Start();
     roles_->SetManager(replicas_.get());

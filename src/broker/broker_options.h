@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "storage/log.h"
 
 namespace sluice::broker {
+
+struct InterBrokerSecurity;  // inter_broker_connection.h
 
 // The transaction coordinator's settings (docs/design/0016-transactions.md).
 struct TxnLimits {
@@ -35,6 +38,9 @@ struct ClusterOptions {
   // the advertised address. The Kafka listener serves them; nothing else listens there.
   std::string inter_broker_host;
   int32_t inter_broker_port = 0;  // 0: the advertised port, once known
+  // How this broker speaks to that listener on the others (kafka.inter_broker_listener);
+  // null: plaintext.
+  std::shared_ptr<const InterBrokerSecurity> inter_broker_security;
   // How long etcd keeps a dead broker's lease (failover follows from it); etcd's shortest
   // lease is 2 s.
   int64_t session_timeout_ms = 6000;

@@ -177,6 +177,7 @@ Status ClusterController::Register() {
                               : options_.advertised_port;
   reg.incarnation = incarnation_;
   reg.clean = clean_;
+  reg.listeners = options_.listeners;
   const int32_t node = node_id();
   const KeyLayout& keys = view_.keys();
   // A restart of this very broker finds its previous registration until that lease expires.

@@ -45,6 +45,9 @@ struct ClusterControllerOptions {
   ClusterOptions cluster;
   std::string advertised_host;  // what clients are told (a fixed port: others register it)
   int32_t advertised_port = 0;
+  // kafka.listeners' advertised addresses, registered for the others' Metadata answers
+  // (empty: advertised_host:advertised_port on every listener).
+  std::vector<cluster::ListenerAddress> listeners;
   // The replication core (optional; outlives the controller): with it, every replica on
   // this broker is opened and told its role; without it a broker opens only what it
   // leads, and a replication factor above 1 is a single copy.

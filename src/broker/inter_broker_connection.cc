@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,13 +15,28 @@
 #include <cerrno>
 #include <cstring>
 
+#include "broker/sasl.h"
 #include "kafka/protocol/header.h"
+#include "kafka/protocol/messages/admin.h"
 #include "storage/batch_header.h"
 
 namespace sluice::broker {
 
-InterBrokerConnection::InterBrokerConnection(std::string host, int32_t port, Clock* clock)
-    : host_(std::move(host)), port_(port), clock_(clock) {}
+namespace {
+
+// How long a peer may take no bytes before a send gives up (requests are small; a peer
+// that reads nothing for this long is gone).
+constexpr int kSendTimeoutMs = 30'000;
+// The SASL messages' versions (SaslAuthenticate 1 carries session_lifetime_ms).
+constexpr int16_t kSaslHandshakeVersion = 1;
+constexpr int16_t kSaslAuthenticateVersion = 1;
+constexpr uint32_t kMaxSaslAnswerBytes = 64 << 10;
+
+}  // namespace
+
+InterBrokerConnection::InterBrokerConnection(std::string host, int32_t port, Clock* clock,
+                                             std::shared_ptr<const InterBrokerSecurity> security)
+    : host_(std::move(host)), port_(port), clock_(clock), security_(std::move(security)) {}
 
 InterBrokerConnection::~InterBrokerConnection() { Close(); }
 
@@ -32,8 +48,36 @@ void InterBrokerConnection::Shutdown() {
 
 void InterBrokerConnection::Close() {
   std::lock_guard lock(mu_);
+  transport_.reset();  // before its socket
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
+}
+
+bool InterBrokerConnection::WarnAbout(const Status& st) {
+  if (st.ok() || st.code() == StatusCode::kIOError || st.code() == StatusCode::kAborted) {
+    return false;
+  }
+  const int64_t now = clock_->NowMillis();
+  if (st.message() == last_warning_ && now - last_warning_ms_ < 60'000) return false;
+  last_warning_ = st.message();
+  last_warning_ms_ = now;
+  return true;
+}
+
+std::string_view InterBrokerConnection::transport_name() const {
+  return transport_ != nullptr ? transport_->name() : std::string_view("none");
+}
+
+Status InterBrokerConnection::Wait(net::IoResult::State want, int timeout_ms, const char* what) {
+  for (;;) {
+    pollfd p{fd_, static_cast<int16_t>(want == net::IoResult::State::kWantWrite ? POLLOUT : POLLIN),
+             0};
+    const int ready = ::poll(&p, 1, timeout_ms);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) return IOError("{}:{}: no {} within {} ms", host_, port_, what, timeout_ms);
+    if (ready < 0) return ErrnoError("poll", host_, errno);
+    return Status::OK();
+  }
 }
 
 Status InterBrokerConnection::Connect(int64_t timeout_ms) {
@@ -109,40 +153,135 @@ Status InterBrokerConnection::Connect(int64_t timeout_ms) {
     }
     if (stopping) return fail("connect", ECANCELED);
   }
-  // Blocking from here on: reads poll with their own timeouts, and Shutdown wakes a
-  // blocked send.
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  // Non-blocking from here on: every wait polls with its own timeout, and Shutdown's
+  // shutdown() wakes it.
   int one = 1;
   ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (security_ != nullptr && security_->tls) {
+    net::TlsClientOptions o = security_->tls_client;
+    o.server_name = host_;  // the certificate must name the address the broker registered
+    Result<std::unique_ptr<net::Transport>> tls = net::MakeTlsClient(fd, o);
+    if (!tls.ok()) {
+      Close();
+      return tls.status();
+    }
+    transport_ = std::move(*tls);
+  } else {
+    transport_ = net::MakePlaintext(fd);
+  }
+  if (security_ != nullptr && !security_->sasl_mechanism.empty()) {
+    // The TLS handshake happens inside the first request's write and read.
+    if (Status st = Authenticate(static_cast<int>(timeout_ms)); !st.ok()) {
+      Close();
+      return st;
+    }
+  }
   return Status::OK();
 }
 
+Status InterBrokerConnection::Authenticate(int timeout_ms) {
+  const std::string client_id = "sluice-inter-broker";
+  size_t at = 0;
+  kafka::SaslHandshakeRequest hello;
+  hello.mechanism = security_->sasl_mechanism;
+  ASSIGN_OR_RETURN(std::vector<uint8_t> answer,
+                   RoundTrip(
+                       kafka::ApiKey::kSaslHandshake, kSaslHandshakeVersion, client_id,
+                       [&](kafka::Writer& w) { hello.Encode(w, kSaslHandshakeVersion); },
+                       timeout_ms, kMaxSaslAnswerBytes, &at));
+  kafka::SaslHandshakeResponse hs;
+  {
+    kafka::Reader r(std::span<const uint8_t>(answer).subspan(at));
+    RETURN_IF_ERROR(hs.Decode(r, kSaslHandshakeVersion));
+  }
+  if (hs.error_code != kafka::ErrorCode::kNone) {
+    return FailedPreconditionError(
+        "{}:{}: the inter-broker listener does not take SASL mechanism {} (error {}; it takes "
+        "{})",
+        host_, port_, hello.mechanism, static_cast<int>(hs.error_code),
+        fmt::join(hs.mechanisms, ", "));
+  }
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<SaslClient> client,
+      SaslClient::Start(security_->sasl_mechanism, security_->sasl_user, security_->sasl_password));
+  std::vector<uint8_t> out = client->First();
+  for (int round = 0; round < 4; ++round) {
+    kafka::SaslAuthenticateRequest req;
+    req.auth_bytes = std::move(out);
+    ASSIGN_OR_RETURN(
+        answer, RoundTrip(
+                    kafka::ApiKey::kSaslAuthenticate, kSaslAuthenticateVersion, client_id,
+                    [&](kafka::Writer& w) { req.Encode(w, kSaslAuthenticateVersion); }, timeout_ms,
+                    kMaxSaslAnswerBytes, &at));
+    kafka::SaslAuthenticateResponse resp;
+    kafka::Reader r(std::span<const uint8_t>(answer).subspan(at));
+    RETURN_IF_ERROR(resp.Decode(r, kSaslAuthenticateVersion));
+    if (resp.error_code != kafka::ErrorCode::kNone) {
+      return FailedPreconditionError("{}:{}: SASL {} as '{}' refused: {}", host_, port_,
+                                     security_->sasl_mechanism, security_->sasl_user,
+                                     resp.error_message.value_or("no reason given"));
+    }
+    Result<std::optional<std::vector<uint8_t>>> next = client->Next(resp.auth_bytes);
+    if (!next.ok()) {
+      return FailedPreconditionError("{}:{}: {}", host_, port_, next.status().message());
+    }
+    if (!next->has_value()) return Status::OK();
+    out = std::move(**next);
+  }
+  return FailedPreconditionError("{}:{}: the SASL exchange did not end", host_, port_);
+}
+
+// A TLS failure says what went wrong beyond errno (an unknown CA, a name mismatch).
+Status TransportError(const net::Transport& t, const std::string& host, int32_t port,
+                      const char* what, int err) {
+  const std::string detail = t.last_error();
+  if (!detail.empty()) {
+    // TLS refused (a certificate, a protocol version): a configuration to fix.
+    return FailedPreconditionError("{}:{}: {} ({}): {}", host, port, what, t.name(), detail);
+  }
+  return IOError("{}:{}: {}: {}", host, port, what, std::strerror(err != 0 ? err : EPIPE));
+}
+
 Status InterBrokerConnection::SendAll(std::span<const uint8_t> bytes) {
+  if (transport_ == nullptr) return FailedPreconditionError("{}:{}: not connected", host_, port_);
   size_t done = 0;
   while (done < bytes.size()) {
-    ssize_t n = ::send(fd_, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return ErrnoError("send", host_, n < 0 ? errno : EPIPE);
-    done += static_cast<size_t>(n);
+    net::IoResult r = transport_->Write(bytes.data() + done, bytes.size() - done);
+    switch (r.state) {
+      case net::IoResult::State::kDone:
+        done += r.bytes;
+        break;
+      case net::IoResult::State::kWantRead:
+      case net::IoResult::State::kWantWrite:
+        RETURN_IF_ERROR(Wait(r.state, kSendTimeoutMs, "room to send"));
+        break;
+      case net::IoResult::State::kClosed:
+      case net::IoResult::State::kError:
+        return TransportError(*transport_, host_, port_, "send", r.err);
+    }
   }
   return Status::OK();
 }
 
 Status InterBrokerConnection::ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms) {
+  if (transport_ == nullptr) return FailedPreconditionError("{}:{}: not connected", host_, port_);
   out->resize(n);
   size_t got = 0;
   while (got < n) {
-    pollfd p{fd_, POLLIN, 0};
-    int ready = ::poll(&p, 1, timeout_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) return IOError("{}:{}: no answer within {} ms", host_, port_, timeout_ms);
-    if (ready < 0) return ErrnoError("poll", host_, errno);
-    ssize_t r = ::recv(fd_, out->data() + got, n - got, 0);
-    if (r < 0 && errno == EINTR) continue;
-    if (r == 0)
-      return IOError("{}:{}: connection closed after {} of {} bytes", host_, port_, got, n);
-    if (r < 0) return ErrnoError("recv", host_, errno);
-    got += static_cast<size_t>(r);
+    net::IoResult r = transport_->Read(out->data() + got, n - got);
+    switch (r.state) {
+      case net::IoResult::State::kDone:
+        got += r.bytes;
+        break;
+      case net::IoResult::State::kWantRead:
+      case net::IoResult::State::kWantWrite:
+        RETURN_IF_ERROR(Wait(r.state, timeout_ms, "answer"));
+        break;
+      case net::IoResult::State::kClosed:
+        return IOError("{}:{}: connection closed after {} of {} bytes", host_, port_, got, n);
+      case net::IoResult::State::kError:
+        return TransportError(*transport_, host_, port_, "recv", r.err);
+    }
   }
   return Status::OK();
 }

@@ -23,7 +23,8 @@ InterBrokerSender::InterBrokerSender(const InterBrokerChannelOptions& options, i
       host_(std::move(host)),
       port_(port),
       client_id_(fmt::format("sluice-{}-{}", options.name, options.node_id)),
-      conn_(std::make_unique<InterBrokerConnection>(host_, port_, options.clock)) {
+      conn_(
+          std::make_unique<InterBrokerConnection>(host_, port_, options.clock, options.security)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -88,7 +89,11 @@ void InterBrokerSender::Run() {
     }
     if (!conn_->connected()) {
       if (Status st = conn_->Connect(options_.connect_timeout_ms); !st.ok()) {
-        SLUICE_LOG(kLog, kDebug, "{}: broker {}: {}", options_.name, destination_, st.ToString());
+        if (conn_->WarnAbout(st)) {
+          SLUICE_LOG(kLog, kWarn, "{}: broker {}: {}", options_.name, destination_, st.ToString());
+        } else {
+          SLUICE_LOG(kLog, kDebug, "{}: broker {}: {}", options_.name, destination_, st.ToString());
+        }
         // The destination is unreachable now: everything queued for it fails, and its
         // callers ask again (with a newer leader, when it moved).
         std::deque<InterBrokerRequest> failed;

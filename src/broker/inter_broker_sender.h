@@ -36,6 +36,7 @@ struct InterBrokerChannelOptions {
   int request_timeout_ms = 40000;
   uint32_t max_response_bytes = 16u << 20;
   Clock* clock = Clock::Real();
+  std::shared_ptr<const InterBrokerSecurity> security;  // null: plaintext
 };
 
 // One request: its body, and what to do with the answer's body (or the failure).

@@ -240,7 +240,8 @@ ReplicaFetcher::ReplicaFetcher(ReplicaManager* manager, int32_t leader, std::str
       leader_(leader),
       host_(std::move(host)),
       port_(port),
-      conn_(std::make_unique<InterBrokerConnection>(host_, port_, manager->options().clock)) {
+      conn_(std::make_unique<InterBrokerConnection>(host_, port_, manager->options().clock,
+                                                    manager->options().inter_broker_security)) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -307,7 +308,11 @@ void ReplicaFetcher::Run() {
 
 bool ReplicaFetcher::Connect() {
   Status st = conn_->Connect(manager_->options().socket_timeout_ms);
-  if (!st.ok()) SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+  if (conn_->WarnAbout(st)) {
+    SLUICE_LOG(kLog, kWarn, "leader {}: {}", leader_, st.ToString());
+  } else if (!st.ok()) {
+    SLUICE_LOG(kLog, kDebug, "leader {}: {}", leader_, st.ToString());
+  }
   return st.ok();
 }
 

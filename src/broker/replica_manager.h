@@ -31,6 +31,7 @@ namespace handlers {
 struct Context;
 }
 class ReplicaFetcher;
+struct InterBrokerSecurity;  // inter_broker_connection.h
 
 struct ReplicaManagerOptions {
   int32_t node_id = 1;
@@ -62,6 +63,8 @@ struct ReplicaManagerOptions {
   int64_t hw_checkpoint_interval_ms = 5'000;
   IsrStore* isr_store = nullptr;  // required; outlives the manager
   Clock* clock = Clock::Real();
+  // How followers reach their leaders' inter-broker listener (null: plaintext).
+  std::shared_ptr<const InterBrokerSecurity> inter_broker_security;
 };
 
 // Lifecycle: made once the broker is open (it reaches the partitions through the

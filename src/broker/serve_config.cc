@@ -1,6 +1,7 @@
 #include "broker/serve_config.h"
 
 #include <arpa/inet.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
@@ -10,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker/inter_broker_connection.h"
 #include "broker/listeners_config.h"
 #include "net/tls_config.h"
 
@@ -304,10 +306,14 @@ Status ReadListeners(const Config& config, ServeConfig* out) {
                    KafkaListenersFromConfig(config, context));
   if (!listeners.has_value()) return Status::OK();
   if (config.Has("etcd")) {
-    return InvalidArgumentError(
-        "kafka.listeners (set in {}) is not supported in a cluster yet (brokers register one "
-        "address): use kafka.addr",
-        config.Origin("kafka.listeners"));
+    for (const KafkaListener& l : *listeners) {
+      if (l.advertised_port == 0) {
+        return InvalidArgumentError(
+            "kafka.listeners (set in {}): {} has port 0: a broker of a cluster needs fixed ports "
+            "(the others register and reach it there), or set kafka.advertised_listeners",
+            config.Origin("kafka.listeners"), l.name);
+      }
+    }
   }
   for (const KafkaListener& l : *listeners) {
     ListenerOptions lo;
@@ -327,6 +333,108 @@ Status ReadListeners(const Config& config, ServeConfig* out) {
   return Status::OK();
 }
 
+// kafka.inter_broker_listener and sasl.inter_broker_* (docs/design/0019-security.md): which
+// listener the other brokers are reached on, and how this broker speaks to it.
+Status ReadInterBrokerSecurity(const Config& config, ServeConfig* out) {
+  constexpr std::string_view kKeys[] = {"kafka.inter_broker_listener", "sasl.inter_broker_user",
+                                        "sasl.inter_broker_mechanism"};
+  ClusterOptions& cluster = out->broker.cluster;
+  if (!cluster.enabled()) {
+    for (std::string_view key : kKeys) {
+      if (config.Has(key)) {
+        return InvalidArgumentError(
+            "{} (set in {}) is a cluster setting: set etcd (--etcd http://HOST:PORT) too, or "
+            "leave it out for a single broker",
+            key, config.Origin(key));
+      }
+    }
+    return Status::OK();
+  }
+  // The listeners: kafka.listeners, or kafka.addr's one (SASL_PLAINTEXT with sasl.enabled).
+  std::vector<KafkaListener> listeners = out->broker.listeners;
+  if (listeners.empty()) {
+    KafkaListener one;
+    one.name = out->broker.sasl.enabled ? "SASL_PLAINTEXT" : "PLAINTEXT";
+    one.advertised_host = out->broker.advertised_host;
+    one.advertised_port = static_cast<uint16_t>(out->broker.advertised_port);
+    listeners.push_back(std::move(one));
+  }
+  // Kafka's default is PLAINTEXT (security.inter.broker.protocol); with kafka.addr, its one.
+  const std::string fallback = out->broker.listeners.empty() ? listeners[0].name : "PLAINTEXT";
+  ASSIGN_OR_RETURN(std::string name, config.GetString("kafka.inter_broker_listener", fallback));
+  const auto found = std::find_if(listeners.begin(), listeners.end(),
+                                  [&](const KafkaListener& l) { return l.name == name; });
+  if (found == listeners.end()) {
+    std::vector<std::string> names;
+    for (const KafkaListener& l : listeners) names.push_back(l.name);
+    return InvalidArgumentError(
+        "kafka.inter_broker_listener ({}): '{}' is not one of this broker's listeners ({}); the "
+        "other brokers reach this one on it",
+        config.Has("kafka.inter_broker_listener")
+            ? fmt::format("set in {}", config.Origin("kafka.inter_broker_listener"))
+            : "PLAINTEXT by default",
+        name, fmt::join(names, ", "));
+  }
+  const KafkaListener& l = *found;
+  if (!config.Has("inter_broker_addr")) {
+    cluster.inter_broker_host = l.advertised_host;
+    cluster.inter_broker_port = l.advertised_port;
+  }
+  auto security = std::make_shared<InterBrokerSecurity>();
+  security->listener = l.name;
+  if (l.tls()) {
+    const net::TlsOptions& tls = out->tls->options();
+    if (tls.ca_file.empty()) {
+      return InvalidArgumentError(
+          "kafka.inter_broker_listener is {}: this broker checks the others' certificates "
+          "against tls.ca_file, which is not set",
+          l.name);
+    }
+    security->tls = true;
+    security->tls_client.ca_file = tls.ca_file;
+    security->tls_client.cert_file = tls.cert_file;  // offered when the others ask for one
+    security->tls_client.key_file = tls.key_file;
+  }
+  const SaslConfig& sasl = out->broker.sasl;
+  if (!l.sasl()) {
+    for (std::string_view key : {kKeys[1], kKeys[2]}) {
+      if (config.Has(key)) {
+        return InvalidArgumentError(
+            "{} (set in {}): the inter-broker listener {} has no SASL; leave it out or make the "
+            "inter-broker listener SASL_PLAINTEXT or SASL_SSL",
+            key, config.Origin(key), l.name);
+      }
+    }
+  } else {
+    ASSIGN_OR_RETURN(std::string user, config.GetString("sasl.inter_broker_user", ""));
+    const auto u = std::find_if(sasl.users.begin(), sasl.users.end(),
+                                [&](const SaslUser& x) { return x.name == user; });
+    if (user.empty() || u == sasl.users.end()) {
+      return InvalidArgumentError(
+          "sasl.inter_broker_user{}: the inter-broker listener {} authenticates this broker to "
+          "the others: name one of sasl.users{}",
+          config.Has("sasl.inter_broker_user")
+              ? fmt::format(" (set in {})", config.Origin("sasl.inter_broker_user"))
+              : "",
+          l.name, user.empty() ? "" : fmt::format(" ('{}' is not one)", user));
+    }
+    ASSIGN_OR_RETURN(std::string mechanism,
+                     config.GetString("sasl.inter_broker_mechanism", sasl.mechanisms.front()));
+    if (std::find(sasl.mechanisms.begin(), sasl.mechanisms.end(), mechanism) ==
+        sasl.mechanisms.end()) {
+      return InvalidArgumentError(
+          "sasl.inter_broker_mechanism (set in {}): '{}' is not one of sasl.mechanisms ({})",
+          config.Origin("sasl.inter_broker_mechanism"), mechanism,
+          fmt::join(sasl.mechanisms, ", "));
+    }
+    security->sasl_mechanism = mechanism;
+    security->sasl_user = u->name;
+    security->sasl_password = u->password;
+  }
+  cluster.inter_broker_security = std::move(security);
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& ServeConfigKeys() {
@@ -335,6 +443,7 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "kafka.advertised_addr",
                                      "kafka.listeners",
                                      "kafka.advertised_listeners",
+                                     "kafka.inter_broker_listener",
                                      "kafka.max_request_bytes",
                                      "data_dir",
                                      "shards",
@@ -361,6 +470,8 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "sasl.mechanisms",
                                      "sasl.users",
                                      "sasl.scram_iterations",
+                                     "sasl.inter_broker_user",
+                                     "sasl.inter_broker_mechanism",
                                      "etcd",
                                      "node_id",
                                      "inter_broker_addr",
@@ -529,6 +640,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   ASSIGN_OR_RETURN(out.broker.sasl, SaslConfigFromYaml(config));
   RETURN_IF_ERROR(ReadListeners(config, &out));
   RETURN_IF_ERROR(ReadClusterKeys(config, out.broker, &out.broker.cluster));
+  RETURN_IF_ERROR(ReadInterBrokerSecurity(config, &out));
   if (out.broker.sasl.enabled) {
     out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
     if (out.server.listeners.empty()) {

@@ -20,21 +20,25 @@ namespace {
 constexpr int16_t kWriteTxnMarkersVersion = 1;
 constexpr int16_t kVerifyVersion = 4;  // AddPartitionsToTxn's broker form (KIP-890)
 
-InterBrokerChannelOptions ChannelOptions(const char* name, int32_t node_id, int timeout_ms) {
+InterBrokerChannelOptions ChannelOptions(const char* name, int32_t node_id, int timeout_ms,
+                                         std::shared_ptr<const InterBrokerSecurity> security) {
   InterBrokerChannelOptions o;
   o.name = name;
   o.node_id = node_id;
   o.request_timeout_ms = timeout_ms;
+  o.security = std::move(security);
   return o;
 }
 
 }  // namespace
 
-ClusterTxnLinks::ClusterTxnLinks(int32_t node_id, Shards* shards, TxnParticipants* groups)
+ClusterTxnLinks::ClusterTxnLinks(int32_t node_id, Shards* shards, TxnParticipants* groups,
+                                 std::shared_ptr<const InterBrokerSecurity> security)
     // A marker's answer waits for replication (kMarkerReplicationTimeoutMs) on top of
     // the connection's own delays.
-    : markers(ChannelOptions("txn-markers", node_id, kMarkerReplicationTimeoutMs + 10000)),
-      verifications(ChannelOptions("txn-verify", node_id, 30000)),
+    : markers(
+          ChannelOptions("txn-markers", node_id, kMarkerReplicationTimeoutMs + 10000, security)),
+      verifications(ChannelOptions("txn-verify", node_id, 30000, security)),
       participants(shards, &markers, groups),
       shards_(shards) {}
 

@@ -113,7 +113,9 @@ class ClusterTxnVerifier : public TxnVerifier {
 // in the destructor) ends both channels; what is in flight fails and is asked again.
 struct ClusterTxnLinks {
   // `groups` completes group offsets; `local` is this broker's coordinator.
-  ClusterTxnLinks(int32_t node_id, Shards* shards, TxnParticipants* groups);
+  // `security`: how the other brokers' inter-broker listener is spoken to (null: plaintext).
+  ClusterTxnLinks(int32_t node_id, Shards* shards, TxnParticipants* groups,
+                  std::shared_ptr<const InterBrokerSecurity> security = nullptr);
   ~ClusterTxnLinks() { Stop(); }
   void SetLocalCoordinator(TxnVerifier* local);
   void Stop();

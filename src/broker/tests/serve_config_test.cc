@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "broker/inter_broker_connection.h"
+
 namespace sluice::broker {
 namespace {
 
@@ -406,6 +408,102 @@ TEST(ServeConfigTest, FlagsOverrideTheFile) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->server.port, 2);
   EXPECT_EQ(c->broker.data_dir, "a");
+}
+
+}  // namespace
+}  // namespace sluice::broker
+
+namespace sluice::broker {
+namespace {
+
+constexpr std::string_view kTwoListeners = R"(
+etcd: 'http://127.0.0.1:2379'
+node_id: 2
+kafka:
+  listeners: ["PLAINTEXT://127.0.0.1:9092", "SASL_PLAINTEXT://127.0.0.1:9094"]
+  advertised_listeners: ["PLAINTEXT://b2.internal:9092", "SASL_PLAINTEXT://b2.example:19094"]
+sasl:
+  enabled: true
+  mechanisms: [SCRAM-SHA-256, PLAIN]
+  users: ["admin:admin-secret", "alice:alice-secret"]
+)";
+
+// The inter-broker listener (Kafka's inter.broker.listener.name): PLAINTEXT by default; the
+// others reach this broker at its advertised address unless inter_broker_addr says otherwise.
+TEST(ServeConfigTest, TheInterBrokerListenerAndItsAddress) {
+  auto c = FromYaml(kTwoListeners);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const ClusterOptions& k = c->broker.cluster;
+  ASSERT_NE(k.inter_broker_security, nullptr);
+  EXPECT_EQ(k.inter_broker_security->listener, "PLAINTEXT");
+  EXPECT_FALSE(k.inter_broker_security->tls);
+  EXPECT_EQ(k.inter_broker_security->sasl_mechanism, "");
+  EXPECT_EQ(k.inter_broker_host, "b2.internal");
+  EXPECT_EQ(k.inter_broker_port, 9092);
+
+  c = FromYaml(std::string(kTwoListeners) +
+               "  inter_broker_user: admin\nkafka.inter_broker_listener: SASL_PLAINTEXT\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  const InterBrokerSecurity& s = *c->broker.cluster.inter_broker_security;
+  EXPECT_EQ(s.listener, "SASL_PLAINTEXT");
+  EXPECT_EQ(s.sasl_mechanism, "SCRAM-SHA-256");  // the first of sasl.mechanisms
+  EXPECT_EQ(s.sasl_user, "admin");
+  EXPECT_EQ(s.sasl_password, "admin-secret");
+  EXPECT_EQ(c->broker.cluster.inter_broker_host, "b2.example");
+  EXPECT_EQ(c->broker.cluster.inter_broker_port, 19094);
+
+  c = FromYaml(std::string(kTwoListeners) +
+               "  inter_broker_user: alice\n  inter_broker_mechanism: PLAIN\n"
+               "kafka.inter_broker_listener: SASL_PLAINTEXT\ninter_broker_addr: 10.0.0.2:9094\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.cluster.inter_broker_security->sasl_mechanism, "PLAIN");
+  EXPECT_EQ(c->broker.cluster.inter_broker_host, "10.0.0.2");
+
+  // kafka.addr with sasl.enabled: its one listener is SASL_PLAINTEXT, so the broker needs a
+  // user to reach the others.
+  c = FromYaml(R"(
+etcd: 'http://127.0.0.1:2379'
+node_id: 1
+sasl: {enabled: true, users: ["admin:pw"], inter_broker_user: admin}
+)");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.cluster.inter_broker_security->listener, "SASL_PLAINTEXT");
+  EXPECT_EQ(c->broker.cluster.inter_broker_security->sasl_mechanism, "PLAIN");
+}
+
+TEST(ServeConfigTest, BadInterBrokerSettingsSayWhatIsWrong) {
+  const std::string two(kTwoListeners);
+  for (auto [yaml, why] : std::vector<std::pair<std::string, std::string>>{
+           {two + "kafka.inter_broker_listener: SSL\n",
+            "'SSL' is not one of this broker's listeners (PLAINTEXT, SASL_PLAINTEXT)"},
+           {two + "kafka.inter_broker_listener: SASL_PLAINTEXT\n",
+            "sasl.inter_broker_user: the inter-broker listener SASL_PLAINTEXT authenticates"},
+           {two + "  inter_broker_user: carol\nkafka.inter_broker_listener: SASL_PLAINTEXT\n",
+            "('carol' is not one)"},
+           {two + "  inter_broker_user: admin\n  inter_broker_mechanism: SCRAM-SHA-512\n"
+                  "kafka.inter_broker_listener: SASL_PLAINTEXT\n",
+            "'SCRAM-SHA-512' is not one of sasl.mechanisms (SCRAM-SHA-256, PLAIN)"},
+           {two + "  inter_broker_user: admin\n",
+            "the inter-broker listener PLAINTEXT has no SASL"},
+           {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n"
+            "kafka.listeners: ['SASL_PLAINTEXT://127.0.0.1:9094']\n"
+            "sasl: {enabled: true, users: ['admin:pw']}\n",
+            "'PLAINTEXT' is not one of this broker's listeners (SASL_PLAINTEXT)"},
+           {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\n"
+            "kafka.listeners: ['PLAINTEXT://127.0.0.1:0']\n",
+            "PLAINTEXT has port 0: a broker of a cluster needs fixed ports"},
+           {"etcd: 'http://127.0.0.1:2379'\nnode_id: 1\nsasl: {enabled: true, users: ['a:b']}\n",
+            "name one of sasl.users"},
+           {"kafka.inter_broker_listener: PLAINTEXT\n", "is a cluster setting"},
+           {"sasl: {enabled: true, users: ['a:b'], inter_broker_user: a}\n",
+            "sasl.inter_broker_user (set in sluice.yaml:1) is a cluster setting"},
+       }) {
+    auto c = FromYaml(yaml);
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.status().message().find(why), std::string::npos)
+        << yaml << "\n -> " << c.status().message();
+    EXPECT_EQ(c.status().message().find("admin-secret"), std::string::npos);
+  }
 }
 
 }  // namespace
