@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
 // The keys this root reads itself.
-constexpr std::string_view kOwnKeys[] = {"http.addr", "warehouse"};
+constexpr std::string_view kOwnKeys[] = {"http.addr", "http.tls", "warehouse"};
 
 }  // namespace
 
@@ -52,6 +52,19 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     return InvalidArgumentError("warehouse (set in {}) needs the HTTP port, but http.addr is off",
                                 config.Origin("warehouse"));
   }
+  // TLS on the HTTP port and the query server (docs/design/0019-security.md, phase C): the
+  // tls: section's certificate, reloaded on SIGHUP like the Kafka listeners'.
+  ASSIGN_OR_RETURN(bool http_tls, config.GetBool("http.tls", false));
+  if (http_tls && sc.tls == nullptr) {
+    return InvalidArgumentError(
+        "http.tls (set in {}) serves HTTPS with the tls: section's certificate, but there is no "
+        "tls: section",
+        config.Origin("http.tls"));
+  }
+  if (http_tls && http_addr == "off") {
+    return InvalidArgumentError("http.tls (set in {}): the HTTP port is off (http.addr)",
+                                config.Origin("http.tls"));
+  }
   std::unique_ptr<ServeProcess> p(new ServeProcess());
   if (!warehouse.empty()) {
     auto opened = lake::RestCatalog::Open({.warehouse = warehouse});
@@ -62,6 +75,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     p->catalog_ = std::move(opened).value();
   }
   ASSIGN_OR_RETURN(query::QueryServerConfig query_config, query::QueryServerConfigFrom(config));
+  if (query_config.tls) {
+    if (sc.tls == nullptr) {
+      return InvalidArgumentError(
+          "query.tls (set in {}) answers SSLRequest with the tls: section's certificate, but "
+          "there is no tls: section",
+          config.Origin("query.tls"));
+    }
+    query_config.options.tls = sc.tls;
+  }
 
   // The pipeline files are read and checked before the broker listens. They may name this
   // broker as {{ SLUICE_KAFKA_ADDR }} (unless the environment already sets it; not with
@@ -109,14 +131,22 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
       routes.push_back(
           {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
     }
+    HttpServerOptions http_options;
+    if (http_tls) {
+      http_options.tls_owner = sc.tls;
+      http_options.tls_setup = [tls = sc.tls.get()](ssl_ctx_st* ctx) {
+        return tls->ConfigureForeignServer(ctx);
+      };
+    }
     ASSIGN_OR_RETURN(p->http_, HttpServer::Start(
                                    http_addr, MetricsRegistry::Global(),
                                    [s = p->pipelines_.get()] { return s ? s->Health() : ""; },
-                                   std::move(routes)));
-    say(fmt::format("metrics on http://{}:{}/metrics", p->http_->host(), p->http_->port()));
+                                   std::move(routes), std::move(http_options)));
+    say(fmt::format("metrics on {}://{}:{}/metrics", p->http_->scheme(), p->http_->host(),
+                    p->http_->port()));
     if (p->catalog_) {
-      say(fmt::format("Iceberg REST catalog on http://{}:{}/v1 (warehouse {})", p->http_->host(),
-                      p->http_->port(), p->catalog_->warehouse()));
+      say(fmt::format("Iceberg REST catalog on {}://{}:{}/v1 (warehouse {})", p->http_->scheme(),
+                      p->http_->host(), p->http_->port(), p->catalog_->warehouse()));
     }
   }
 
@@ -131,9 +161,13 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
         .memory_limit_bytes = query_config.options.memory_limit_bytes,
         .threads = query_config.options.threads});
     p->query_engine_->Install(&query_config.options);
+    const bool pg_tls_required = query_config.options.require_tls;
     ASSIGN_OR_RETURN(p->query_server_, query::QueryServer::Start(std::move(query_config.options)));
-    say(fmt::format("Postgres wire protocol on {}:{}", p->query_server_->host(),
-                    p->query_server_->port()));
+    say(fmt::format("Postgres wire protocol on {}:{}{}", p->query_server_->host(),
+                    p->query_server_->port(),
+                    pg_tls_required    ? " (TLS required)"
+                    : query_config.tls ? " (TLS offered)"
+                                       : ""));
   }
   return p;
 }

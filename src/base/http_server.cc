@@ -101,7 +101,16 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                       HttpServerOptions options) {
   ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));
   std::unique_ptr<HttpServer> s(new HttpServer());
-  s->server_ = std::make_unique<httplib::Server>();
+  if (options.tls_setup) {
+    s->tls_owner_ = options.tls_owner;
+    s->tls_ = true;
+    auto https = std::make_unique<httplib::SSLServer>(
+        [setup = options.tls_setup](SSL_CTX& ctx) { return setup(&ctx); });
+    if (!https->is_valid()) return InvalidArgumentError("http.tls: the TLS setup failed");
+    s->server_ = std::move(https);
+  } else {
+    s->server_ = std::make_unique<httplib::Server>();
+  }
   s->host_ = host_port.first;
   // httplib sets SO_REUSEPORT too, which lets a second process bind a port in use.
   s->server_->set_socket_options([](int sock) {

@@ -22,6 +22,7 @@
 namespace httplib {
 class Server;
 }
+struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace sluice {
 
@@ -85,6 +86,10 @@ struct HttpServerOptions {
   // /metrics and /healthz too (off: they stay open to whatever can reach the port, as
   // Prometheus and load balancers expect).
   bool authenticate_metrics = false;
+  // HTTPS (http.tls): sets up the server's SSL_CTX (net::TlsContext::ConfigureForeignServer);
+  // false fails the start. Null: plain HTTP. `tls_owner` is kept alive while serving.
+  std::function<bool(ssl_ctx_st*)> tls_setup;
+  std::shared_ptr<const void> tls_owner;
 };
 
 class HttpServer {
@@ -106,10 +111,15 @@ class HttpServer {
 
   const std::string& host() const { return host_; }
   int port() const { return port_; }
+  bool tls() const { return tls_owner_ != nullptr || tls_; }
+  // "http" or "https", for the addresses the banner prints.
+  std::string_view scheme() const { return tls() ? "https" : "http"; }
   void Stop();
 
  private:
   HttpServer() = default;
+  std::shared_ptr<const void> tls_owner_;  // declared first: outlives server_
+  bool tls_ = false;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string host_;

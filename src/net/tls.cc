@@ -74,8 +74,8 @@ struct CtxFree {
   void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
 };
 
-// A server SSL_CTX from `o`, and its certificate's subject.
-Result<std::shared_ptr<SSL_CTX>> BuildServerCtx(const TlsOptions& o, std::string* subject) {
+// Sets up `c` as a server context from `o`; its certificate's subject in `*subject`.
+Status ConfigureServerCtx(SSL_CTX* c, const TlsOptions& o, std::string* subject) {
   if (o.cert_file.empty()) return InvalidArgumentError("tls: cert_file is not set");
   if (o.key_file.empty()) return InvalidArgumentError("tls: key_file is not set");
   if (o.client_auth != ClientAuth::kNone && o.ca_file.empty()) {
@@ -87,9 +87,6 @@ Result<std::shared_ptr<SSL_CTX>> BuildServerCtx(const TlsOptions& o, std::string
   ASSIGN_OR_RETURN(int min_version, ParseMinVersion(o.min_version));
   RETURN_IF_ERROR(CheckKeyFile(o.key_file));
   ERR_clear_error();
-  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), CtxFree());
-  if (ctx == nullptr) return InternalError("tls: SSL_CTX_new: {}", SslErrors());
-  SSL_CTX* c = ctx.get();
   if (SSL_CTX_set_min_proto_version(c, min_version) != 1) {
     return InternalError("tls: min_version {}: {}", o.min_version, SslErrors());
   }
@@ -130,6 +127,15 @@ Result<std::shared_ptr<SSL_CTX>> BuildServerCtx(const TlsOptions& o, std::string
   SSL_CTX_set_mode(c, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
                           SSL_MODE_RELEASE_BUFFERS);
   *subject = NameText(X509_get_subject_name(SSL_CTX_get0_certificate(c)));
+  return Status::OK();
+}
+
+// A server SSL_CTX from `o`, and its certificate's subject.
+Result<std::shared_ptr<SSL_CTX>> BuildServerCtx(const TlsOptions& o, std::string* subject) {
+  ERR_clear_error();
+  std::shared_ptr<SSL_CTX> ctx(SSL_CTX_new(TLS_server_method()), CtxFree());
+  if (ctx == nullptr) return InternalError("tls: SSL_CTX_new: {}", SslErrors());
+  RETURN_IF_ERROR(ConfigureServerCtx(ctx.get(), o, subject));
   return ctx;
 }
 
@@ -326,6 +332,30 @@ std::unique_ptr<Transport> TlsContext::MakeServer(int fd) const {
     ctx = ctx_;
   }
   return NewServerTransport(fd, std::move(ctx));
+}
+
+bool TlsContext::ConfigureForeignServer(SSL_CTX* ctx) const {
+  std::string subject;
+  if (Status st = ConfigureServerCtx(ctx, options_, &subject); !st.ok()) {
+    SLUICE_LOG(kLog, kError, "setting up a TLS server: {}", st.message());
+    return false;
+  }
+  // Each handshake moves to the context in use now, so a reload reaches this server too
+  // (SSL_set_SSL_CTX takes its certificate and key, and holds a reference to it).
+  SSL_CTX_set_client_hello_cb(
+      ctx,
+      [](SSL* ssl, int*, void* arg) {
+        const auto* self = static_cast<const TlsContext*>(arg);
+        std::shared_ptr<SSL_CTX> current;
+        {
+          std::lock_guard lock(self->mu_);
+          current = self->ctx_;
+        }
+        if (current != nullptr) SSL_set_SSL_CTX(ssl, current.get());
+        return static_cast<int>(SSL_CLIENT_HELLO_SUCCESS);
+      },
+      const_cast<TlsContext*>(this));
+  return true;
 }
 
 std::string TlsContext::subject() const {

@@ -75,6 +75,8 @@ const std::vector<std::string_view>& QueryConfigKeys() {
       "query.max_running",
       "query.queue_timeout_seconds",
       "query.rss_limit",
+      "query.tls",
+      "query.require_tls",
   };
   return kKeys;
 }
@@ -153,6 +155,14 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
   ASSIGN_OR_RETURN(int64_t iterations,
                    config.GetInt("query.scram_iterations", 4096, 4096, 10'000'000));
   o.scram_iterations = static_cast<int>(iterations);
+  ASSIGN_OR_RETURN(out.tls, config.GetBool("query.tls", false));
+  ASSIGN_OR_RETURN(o.require_tls, config.GetBool("query.require_tls", false));
+  if (o.require_tls && !out.tls) {
+    return InvalidArgumentError(
+        "query.require_tls (set in {}) refuses sessions without TLS, but query.tls is off: set "
+        "query.tls: true (and the tls: section)",
+        config.Origin("query.require_tls"));
+  }
   return out;
 }
 

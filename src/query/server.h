@@ -27,6 +27,7 @@
 #include "base/config.h"
 #include "base/status.h"
 #include "duck/database.h"
+#include "net/tls.h"
 
 namespace sluice::query {
 
@@ -108,6 +109,12 @@ struct QueryServerOptions {
   AuthMethod auth = AuthMethod::kScramSha256;
   int scram_iterations = 4096;
   std::string server_version = "15.0";
+  // query.tls: SSLRequest is answered 'S' and the session continues over TLS with this
+  // context (the tls: section's; docs/design/0019-security.md); null: 'N'.
+  std::shared_ptr<net::TlsContext> tls;
+  // query.require_tls: a session that did not start TLS is refused after its startup
+  // packet, with Postgres's message for a hostssl-only pg_hba.conf (SQLSTATE 28000).
+  bool require_tls = false;
   // Runs once on a set-up connection before the configuration is locked.
   std::function<Status(duck::Connection&)> on_database_open;
   SessionHooks hooks;
@@ -119,6 +126,8 @@ struct QueryServerOptions {
 struct QueryServerConfig {
   bool enabled = true;
   QueryServerOptions options;
+  // query.tls: the caller sets options.tls from the tls: section (refused without one).
+  bool tls = false;
 };
 Result<QueryServerConfig> QueryServerConfigFrom(const Config& config);
 // The query.* keys QueryServerConfigFrom reads, for Config::CheckKnown.

@@ -1,5 +1,7 @@
 #include "query/session.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -21,6 +23,19 @@ namespace {
 const Logger kLog("query");
 
 constexpr size_t kFlushBytes = 256 << 10;
+
+// The peer's address, for messages ("127.0.0.1"); "" when the socket does not say.
+std::string PeerHost(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof(addr);
+  char text[INET_ADDRSTRLEN] = {};
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0 ||
+      addr.sin_family != AF_INET ||
+      ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof(text)) == nullptr) {
+    return "";
+  }
+  return text;
+}
 
 // SQLSTATE of a DuckDB error (docs/design/0010-query-server.md, decision 7).
 std::string SqlStateFor(duck::ErrorType type, std::string_view msg) {
@@ -255,7 +270,14 @@ bool Session::Fill() {
   }
   char buf[64 << 10];
   net::IoResult r = transport_->Read(buf, sizeof(buf));
-  if (!r.done()) return false;  // closed, reset or timed out (SO_RCVTIMEO: kWantRead)
+  if (!r.done()) {
+    // Closed, reset or timed out (SO_RCVTIMEO: kWantRead); a TLS failure says why.
+    if (r.state == net::IoResult::State::kError && !transport_->last_error().empty()) {
+      SLUICE_LOG(kLog, kInfo, "{}: {} session ended: {}", PeerHost(fd_), transport_->name(),
+                 transport_->last_error());
+    }
+    return false;
+  }
   in_.append(buf, r.bytes);
   return true;
 }
@@ -366,13 +388,45 @@ bool Session::Startup() {
       return false;
     }
     startup = std::move(parsed).value();
+    if (startup.kind == pg::StartupPacket::Kind::kSslRequest && server_.options.tls != nullptr &&
+        !tls_) {
+      // Bytes sent after the SSLRequest, before the handshake, would be taken as if they
+      // came encrypted (CVE-2021-23214): Postgres refuses them, and so does this.
+      if (in_pos_ != in_.size()) {
+        SendError({"08P01", "received unencrypted data after SSL request", true});
+        Flush();
+        return false;
+      }
+      out_ += 'S';
+      if (!Flush()) return false;
+      transport_ = server_.options.tls->MakeServer(fd_);
+      tls_ = true;
+      continue;
+    }
     if (startup.kind == pg::StartupPacket::Kind::kSslRequest ||
         startup.kind == pg::StartupPacket::Kind::kGssEncRequest) {
+      if (tls_) {
+        SendError({"08P01", "an encryption request inside an encrypted session", true});
+        Flush();
+        return false;
+      }
       out_ += 'N';  // no TLS or GSSAPI encryption: the client goes on in the clear or gives up
       if (!Flush()) return false;
       continue;
     }
     break;
+  }
+  if (server_.options.require_tls && !tls_ && startup.kind != pg::StartupPacket::Kind::kCancel) {
+    // Postgres's words for a hostssl-only pg_hba.conf.
+    std::string database = startup.Param("database");
+    SendError({"28000",
+               fmt::format("no pg_hba.conf entry for host \"{}\", user \"{}\", database \"{}\", no "
+                           "encryption",
+                           PeerHost(fd_), startup.Param("user"),
+                           database.empty() ? startup.Param("user") : database),
+               true});
+    Flush();
+    return false;
   }
   if (startup.kind == pg::StartupPacket::Kind::kCancel) {
     server_.Cancel(startup.process_id, startup.secret_key);

@@ -193,6 +193,7 @@ class Session {
   ServerState& server_;
   int fd_;
   std::unique_ptr<net::Transport> transport_;  // the session's bytes, over fd_
+  bool tls_ = false;                           // transport_ is TLS (after an SSLRequest)
   std::string in_;
   size_t in_pos_ = 0;
   std::string out_;

@@ -361,6 +361,6 @@ async function main () {
   process.exit(0)
 }
 
-// kafkajs_txn_test.js reuses the broker launcher.
-module.exports = { Broker, waitUntil, logCreator, FAST_GROUPS }
+// kafkajs_txn_test.js reuses the broker launcher; tls_kafkajs_clients.js the records and members.
+module.exports = { Broker, waitUntil, logCreator, FAST_GROUPS, makeRecords, produce, member, newLedger, expectTopic }
 if (require.main === module) main()

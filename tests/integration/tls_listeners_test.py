@@ -9,6 +9,7 @@ client of another authority.
 - kcat over SSL and over mutual TLS produces and consumes byte for byte;
 - confluent-kafka over SASL_SSL (SCRAM-SHA-256): admin, an idempotent producer, a group;
 - kafka-python over SSL: a producer and a consumer;
+- kafkajs over mutual TLS and SASL_SSL (tls_kafkajs_clients.js), and trusting another CA refused;
 - refused: a client that trusts another CA, a plaintext client on the SSL port, a
   client certificate of another CA when client_auth is required;
 - SIGHUP reloads a renewed certificate for new connections, and a broken key file keeps
@@ -21,13 +22,15 @@ usage: /usr/bin/python3 tls_listeners_test.py path/to/sluice
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from records import ck_produce, expect_offsets_in_order, expect_topic, kp_consume, make_records  # noqa: E402
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, kcat, run_test  # noqa: E402
 
@@ -159,6 +162,14 @@ def body(d):
         got = kp_consume(consumer, len(records))
         consumer.close()
         expect_topic("tls-ck read by kafka-python over SSL", records, got)
+
+        # kafkajs over mutual TLS and SASL_SSL (its own TLS: Node's).
+        node = shutil.which("node") or shutil.which("nodejs")
+        check(node is not None, "node is missing (scripts/setup.sh installs nodejs)")
+        p = subprocess.run([node, os.path.join(HERE, "tls_kafkajs_clients.js"), ssl_addr, sasl_ssl, d],
+                           capture_output=True, timeout=180)
+        check(p.returncode == 0, "kafkajs over TLS:\n" + p.stdout.decode(errors="replace")
+              + p.stderr.decode(errors="replace"))
 
         # Refused: another CA's server trust, plaintext on the SSL port, SSL on plaintext.
         refused = [("a client trusting another CA", ssl_addr,
