@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "base/http_server.h"
+#include "base/logging.h"
 #include "base/metrics.h"
 #include "broker/serve_config.h"
 #include "broker/service.h"
@@ -16,6 +17,8 @@
 
 namespace sluice::app {
 namespace {
+
+const Logger kLog("serve");
 
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
@@ -75,6 +78,17 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     p->catalog_ = std::move(opened).value();
   }
   ASSIGN_OR_RETURN(query::QueryServerConfig query_config, query::QueryServerConfigFrom(config));
+  // sasl.users and query.users seed one store: a name in both must have one password.
+  for (const auto& [name, password] : query_config.options.users) {
+    for (const broker::SaslUser& u : sc.broker.sasl.users) {
+      if (u.name == name && u.password != password) {
+        return InvalidArgumentError(
+            "user '{}' is in sasl.users (set in {}) and query.users (set in {}) with two "
+            "passwords: one user store serves both, give it one",
+            name, config.Origin("sasl.users"), config.Origin("query.users"));
+      }
+    }
+  }
   if (query_config.tls) {
     if (sc.tls == nullptr) {
       return InvalidArgumentError(
@@ -152,6 +166,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
 
   // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
   if (query_config.enabled) {
+    // One user store for every port (0019, phase D): query.users seed the broker's.
+    const std::shared_ptr<auth::UserStore>& users = p->kafka_->broker().users();
+    for (const auto& [name, password] : query_config.options.users) {
+      ASSIGN_OR_RETURN(bool added,
+                       users->Seed(name, password, query_config.options.scram_iterations));
+      if (added) SLUICE_LOG(kLog, kInfo, "user '{}' added from query.users", name);
+    }
+    query_config.options.users.clear();
+    query_config.options.user_store = users;
     // topic() reads from this broker (not under SASL: it has no credentials of its own).
     p->query_engine_ = std::make_unique<query::QueryEngine>(query::QueryEngineOptions{
         .warehouse = warehouse,

@@ -29,6 +29,7 @@ namespace sluice::broker {
 namespace {
 
 const Logger kLog("broker");
+constexpr const char* kUsersFile = "users.json";
 
 using kafka::ApiKey;
 using kafka::ErrorCode;
@@ -45,6 +46,35 @@ Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::
   RETURN_IF_ERROR(WriteClusterId(data_dir, id, env));
   SLUICE_LOG(kLog, kInfo, "created cluster id {} in {}/meta/cluster_id", id, data_dir);
   return id;
+}
+
+// The user store (docs/design/0019-security.md, phase D): <data-dir>/meta/users.json, mode
+// 0600, rewritten durably on every change; sasl.users seed it (a user already there keeps
+// its credentials).
+static Result<std::shared_ptr<auth::UserStore>> OpenUserStore(const BrokerOptions& o) {
+  const std::string dir = o.data_dir + "/meta";
+  RETURN_IF_ERROR(o.env->CreateDirs(dir));
+  std::string json;
+  Result<std::string> read = ReadSmallFile(o.env, dir + "/" + kUsersFile, 64 << 20);
+  if (read.ok()) {
+    json = std::move(*read);
+  } else if (read.status().code() != StatusCode::kNotFound) {
+    return read.status();
+  }
+  storage::Env* env = o.env;
+  auto store = auth::UserStore::Load(json, [env, dir](const std::string& j) {
+    return WriteFileDurably(env, dir, kUsersFile, j, 0600);
+  });
+  if (!store.ok()) {
+    return Status(store.status().code(),
+                  fmt::format("{}/{}: {}", dir, kUsersFile, store.status().message()));
+  }
+  std::shared_ptr<auth::UserStore> users = std::move(*store);
+  for (const SaslUser& u : o.sasl.users) {
+    ASSIGN_OR_RETURN(bool added, users->Seed(u.name, u.password, o.sasl.scram_iterations));
+    if (added) SLUICE_LOG(kLog, kInfo, "user '{}' added from sasl.users", u.name);
+  }
+  return users;
 }
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
@@ -102,8 +132,9 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                      MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
   }
 
+  ASSIGN_OR_RETURN(b->users_, OpenUserStore(o));
   if (o.sasl.enabled) {
-    ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl));
+    ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl, b->users_));
   }
   // A clean stop leaves meta/clean_shutdown. Without it the last run died: any partition
   // may have lost unsynced records, so every leader epoch moves on (decision 14). The

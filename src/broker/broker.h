@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "auth/user_store.h"
 #include "base/status.h"
 #include "broker/broker_options.h"
 #include "broker/connection.h"
@@ -96,6 +97,9 @@ class Broker : public RequestHandler {
   Status Close();
 
   const std::string& cluster_id() const { return cluster_id_; }
+  // The user store every port authenticates against (phase D of 0019); shared with the
+  // query server.
+  const std::shared_ptr<auth::UserStore>& users() const { return users_; }
   // Open partition logs (tests; any thread).
   size_t open_log_count() const;
   // Fetches waiting for data, counted once per partition they wait on (tests; asks every
@@ -126,6 +130,7 @@ class Broker : public RequestHandler {
   const BrokerOptions options_;
   const std::string cluster_id_;
   std::unique_ptr<SaslAuthenticator> sasl_;   // null when SASL is off; immutable
+  std::shared_ptr<auth::UserStore> users_;    // <data-dir>/meta/users.json
   std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).

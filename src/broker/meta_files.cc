@@ -1,17 +1,23 @@
 #include "broker/meta_files.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <span>
 #include <vector>
 
 namespace sluice::broker {
 
 Status WriteFileDurably(storage::Env* env, const std::string& dir, const std::string& name,
-                        const std::string& data) {
+                        const std::string& data, int mode) {
   std::string tmp = dir + "/" + name + ".tmp";
   std::string path = dir + "/" + name;
   {
     ASSIGN_OR_RETURN(auto file, env->Open(tmp, storage::OpenMode::kCreate));
     RETURN_IF_ERROR(file->Truncate(0));
+    if (mode != 0 && ::chmod(tmp.c_str(), static_cast<mode_t>(mode)) != 0) {
+      return ErrnoError("chmod", tmp, errno);
+    }
     RETURN_IF_ERROR(file->WriteAt(
         0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data.data()), data.size())));
     RETURN_IF_ERROR(file->Sync());

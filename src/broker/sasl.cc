@@ -10,9 +10,12 @@
 #include <array>
 #include <charconv>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
+#include "auth/scram.h"
+#include "auth/user_store.h"
 #include "base/base64.h"
 #include "base/config.h"
 #include "base/utf8.h"
@@ -27,13 +30,10 @@ constexpr int kMaxScramIterations = 16384;  // Kafka's maximum (KIP-554)
 constexpr size_t kSaltBytes = 16;
 constexpr size_t kServerNonceBytes = 24;  // 32 base64 characters, 192 bits
 
-constexpr std::string_view kKnownMechanisms[] = {kSaslPlain, kSaslScramSha256};
+constexpr std::string_view kKnownMechanisms[] = {kSaslPlain, kSaslScramSha256, kSaslScramSha512};
 
 // Kafka's texts for a failed authentication, so clients and their users see the same.
 constexpr std::string_view kPlainFailed = "Authentication failed: Invalid username or password";
-constexpr std::string_view kScramFailed =
-    "Authentication failed during authentication due to invalid credentials with SASL "
-    "mechanism SCRAM-SHA-256";
 constexpr std::string_view kAuthzidDiffers =
     "Authentication failed: Client requested an authorization id that is different from "
     "username";
@@ -102,8 +102,8 @@ Status Validate(const SaslConfig& config) {
   for (const std::string& m : config.mechanisms) {
     if (!KnownMechanism(m)) {
       return InvalidArgumentError(
-          "unknown SASL mechanism '{}' (sluice supports PLAIN and "
-          "SCRAM-SHA-256)",
+          "unknown SASL mechanism '{}' (sluice supports PLAIN, SCRAM-SHA-256 and "
+          "SCRAM-SHA-512)",
           m);
     }
     if (!mechanisms.insert(m).second) {
@@ -138,78 +138,54 @@ Status Validate(const SaslConfig& config) {
 
 // ------------------------------------------------------------------ credentials
 
-// What the authenticator knows of its users: never the passwords. Immutable after Build;
-// read by every connection's thread.
+// The authenticator's view of the user store (auth::UserStore): credentials by user and
+// mechanism, stand-ins for users that do not exist, and server nonces. Read by every
+// connection's thread.
 class SaslCredentialStore {
  public:
-  struct ScramCredential {
-    std::vector<uint8_t> salt;
-    int iterations = 0;
-    Digest stored_key{};  // H(HMAC(SaltedPassword, "Client Key"))
-    Digest server_key{};  // HMAC(SaltedPassword, "Server Key")
-  };
-  struct User {
-    Digest plain_digest{};  // HMAC(plain_key_, password)
-    ScramCredential scram;
-  };
-
-  static Result<std::unique_ptr<const SaslCredentialStore>> Build(
-      const SaslConfig& config, SaslAuthenticator::TestHooks hooks) {
-    std::unique_ptr<SaslCredentialStore> store(new SaslCredentialStore);
-    if (!RandomBytes(store->plain_key_) || !RandomBytes(store->fake_key_) ||
-        !RandomBytes(store->unknown_plain_digest_)) {
-      return InternalError("SASL: the random number generator failed");
-    }
-    store->iterations_ = config.scram_iterations;
-    store->nonce_hook_ = std::move(hooks.server_nonce);
-    const bool scram =
-        std::ranges::find(config.mechanisms, kSaslScramSha256) != config.mechanisms.end();
-    for (const SaslUser& u : config.users) {
-      User user;
-      if (!store->PlainDigest(u.password, &user.plain_digest)) {
-        return InternalError("SASL: HMAC-SHA-256 failed");
-      }
-      if (scram) {
-        std::vector<uint8_t> salt(kSaltBytes);
-        if (hooks.salt) {
-          salt = hooks.salt(u.name);
-        } else if (!RandomBytes(salt)) {
-          return InternalError("SASL: the random number generator failed");
-        }
-        RETURN_IF_ERROR(
-            DeriveScram(u.password, std::move(salt), config.scram_iterations, &user.scram));
-      }
-      store->users_.emplace(u.name, std::move(user));
-    }
-    return std::unique_ptr<const SaslCredentialStore>(std::move(store));
+  SaslCredentialStore(std::shared_ptr<const auth::UserStore> users, int iterations,
+                      std::function<std::string()> nonce_hook)
+      : users_(std::move(users)), iterations_(iterations), nonce_hook_(std::move(nonce_hook)) {
+    if (!RandomBytes(fake_key_) || !RandomBytes(plain_key_)) std::abort();  // no randomness
   }
 
-  const User* Find(std::string_view name) const {
-    auto it = users_.find(name);
-    return it == users_.end() ? nullptr : &it->second;
+  std::optional<auth::ScramCredential> Find(std::string_view name, auth::ScramMechanism m) const {
+    return users_->Find(name, m);
   }
-
-  bool PlainDigest(std::string_view password, Digest* out) const {
-    return HmacSha256(plain_key_, AsBytes(password), out);
+  // PLAIN: PBKDF2 against the stored credential (a millisecond or two, on the connection's
+  // event loop), remembered per user as a keyed digest of the password once it passed, so
+  // a client that logs in again and again costs an HMAC. A change to the store forgets.
+  bool VerifyPassword(std::string_view name, std::string_view password) const {
+    const std::string_view key(reinterpret_cast<const char*>(plain_key_.data()), plain_key_.size());
+    const std::string digest = auth::Hmac(auth::ScramMechanism::kSha256, key, password);
+    const uint64_t version = users_->version();
+    {
+      std::lock_guard lock(mu_);
+      auto it = verified_.find(name);
+      if (it != verified_.end() && it->second.first == version &&
+          auth::ConstantTimeEquals(it->second.second, digest)) {
+        return true;
+      }
+    }
+    if (!users_->VerifyPassword(name, password)) return false;
+    std::lock_guard lock(mu_);
+    if (verified_.size() >= 10'000) verified_.clear();
+    verified_[std::string(name)] = {version, digest};
+    return true;
   }
 
   // A stand-in for a user that does not exist, so that SCRAM's first step answers as it
   // would for a real one: the same salt for the same name (asking twice tells nothing)
   // and the configured iterations. Its keys never verify: sessions also check known.
-  bool FakeScram(std::string_view name, ScramCredential* out) const {
-    std::string input = fmt::format("salt\n{}", name);
-    Digest d;
-    if (!HmacSha256(fake_key_, AsBytes(input), &d)) return false;
-    out->salt.assign(d.begin(), d.begin() + kSaltBytes);
-    out->iterations = iterations_;
-    input = fmt::format("key\n{}", name);
-    if (!HmacSha256(fake_key_, AsBytes(input), &out->stored_key)) return false;
-    out->server_key = out->stored_key;
-    return true;
+  auth::ScramCredential FakeScram(std::string_view name, auth::ScramMechanism m) const {
+    const std::string_view key(reinterpret_cast<const char*>(fake_key_.data()), fake_key_.size());
+    auth::ScramCredential c;
+    c.salt = auth::Hmac(m, key, fmt::format("salt\n{}", name)).substr(0, kSaltBytes);
+    c.iterations = iterations_;
+    c.stored_key = auth::Hmac(m, key, fmt::format("key\n{}", name));
+    c.server_key = c.stored_key;
+    return c;
   }
-
-  // What an unknown user's PLAIN digest is compared with: random, matched by nothing.
-  const Digest& fake_plain_digest() const { return unknown_plain_digest_; }
 
   // A fresh server nonce: printable, without ','.
   std::optional<std::string> ServerNonce() const {
@@ -220,31 +196,14 @@ class SaslCredentialStore {
   }
 
  private:
-  SaslCredentialStore() = default;
-
-  static Status DeriveScram(std::string_view password, std::vector<uint8_t> salt, int iterations,
-                            ScramCredential* out) {
-    Digest salted, client_key;
-    bool ok = PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()), salt.data(),
-                                static_cast<int>(salt.size()), iterations, EVP_sha256(),
-                                static_cast<int>(salted.size()), salted.data()) == 1 &&
-              HmacSha256(salted, AsBytes("Client Key"), &client_key) &&
-              Sha256(client_key, &out->stored_key) &&
-              HmacSha256(salted, AsBytes("Server Key"), &out->server_key);
-    OPENSSL_cleanse(salted.data(), salted.size());
-    OPENSSL_cleanse(client_key.data(), client_key.size());
-    if (!ok) return InternalError("SASL: PBKDF2 / HMAC-SHA-256 failed");
-    out->salt = std::move(salt);
-    out->iterations = iterations;
-    return Status::OK();
-  }
-
-  std::map<std::string, User, std::less<>> users_;
-  Digest plain_key_{};  // random per process: keys the PLAIN digests
-  Digest fake_key_{};   // random per process: unknown users' salts
-  Digest unknown_plain_digest_{};
-  int iterations_ = kMinScramIterations;
-  std::function<std::string()> nonce_hook_;  // tests only
+  const std::shared_ptr<const auth::UserStore> users_;
+  const int iterations_;
+  const std::function<std::string()> nonce_hook_;  // tests only
+  Digest fake_key_{};                              // random per process: unknown users' salts
+  Digest plain_key_{};                             // random per process: keys verified_
+  mutable std::mutex mu_;
+  // user -> (store version, HMAC(plain_key_, password)) of its last PLAIN login that passed.
+  mutable std::map<std::string, std::pair<uint64_t, std::string>, std::less<>> verified_;
 };
 
 // ------------------------------------------------------------------ sessions
@@ -310,15 +269,10 @@ class PlainSession final : public SaslSession {
     if (password.empty()) return Fail("Authentication failed: password not specified");
     if (!authzid.empty() && authzid != user) return Fail(std::string(kAuthzidDiffers));
 
-    // The same work for a known and an unknown user; digests of one size compared in
-    // constant time, so neither the password's length nor its content leaks by timing.
-    const SaslCredentialStore::User* known = store_.Find(user);
-    Digest digest;
-    if (!store_.PlainDigest(password, &digest)) return Fail(std::string(kPlainFailed));
-    const Digest& expected = known != nullptr ? known->plain_digest : store_.fake_plain_digest();
-    const bool match = DigestsEqual(digest, expected);
-    OPENSSL_cleanse(digest.data(), digest.size());
-    if (!match || known == nullptr) return Fail(std::string(kPlainFailed));
+    // The same work for a known and an unknown user (UserStore::VerifyPassword derives a
+    // credential either way), so neither which users exist nor the password leaks by
+    // timing.
+    if (!store_.VerifyPassword(user, password)) return Fail(std::string(kPlainFailed));
     principal_ = std::string(user);
     return Step{State::kSucceeded, {}, ""};
   }
@@ -328,10 +282,12 @@ class PlainSession final : public SaslSession {
   std::string principal_;
 };
 
-// SCRAM-SHA-256 (RFC 5802): client-first -> server-first, client-final -> server-final.
+// SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802): client-first -> server-first, client-final ->
+// server-final.
 class ScramSession final : public SaslSession {
  public:
-  explicit ScramSession(const SaslCredentialStore& store) : store_(store) {}
+  ScramSession(const SaslCredentialStore& store, auth::ScramMechanism mechanism)
+      : store_(store), mechanism_(mechanism) {}
 
   Step Next(std::span<const uint8_t> client_bytes) override {
     Phase phase = phase_;
@@ -351,7 +307,8 @@ class ScramSession final : public SaslSession {
       case Phase::kEnded:
         break;
     }
-    return Fail("Authentication failed: the SASL/SCRAM-SHA-256 exchange has already ended");
+    return Fail(fmt::format("Authentication failed: the SASL/{} exchange has already ended",
+                            auth::MechanismName(mechanism_)));
   }
 
   const std::string& principal() const override { return principal_; }
@@ -404,7 +361,8 @@ class ScramSession final : public SaslSession {
     if (c1 == std::string_view::npos) return BadFirst("no gs2 header");
     std::string_view flag = msg.substr(0, c1);
     if (flag.starts_with("p=")) {
-      return BadFirst("channel binding ('p=') is not supported; use SCRAM-SHA-256, not -PLUS");
+      return BadFirst(
+          "channel binding ('p=') is not supported; use SCRAM-SHA-256 or -512, not -PLUS");
     }
     if (flag != "n" && flag != "y") return BadFirst("the gs2 header must start with 'n' or 'y'");
     size_t c2 = msg.find(',', c1 + 1);
@@ -437,9 +395,9 @@ class ScramSession final : public SaslSession {
     // An unknown user gets a stand-in salt and fails only at the final step, with the
     // same message as a wrong password. The stand-in is derived for every user, so that
     // a known one takes no less work.
-    if (!store_.FakeScram(*user, &credential_)) return Fail(std::string(kScramFailed));
-    if (const SaslCredentialStore::User* u = store_.Find(*user)) {
-      credential_ = u->scram;
+    credential_ = store_.FakeScram(*user, mechanism_);
+    if (std::optional<auth::ScramCredential> c = store_.Find(*user, mechanism_)) {
+      credential_ = std::move(*c);
       known_ = true;
     }
     std::optional<std::string> server_nonce = store_.ServerNonce();
@@ -450,7 +408,7 @@ class ScramSession final : public SaslSession {
     client_first_bare_ = std::string(bare);
     client_nonce_ = std::string(client_nonce);
     nonce_ = fmt::format("{}{}", client_nonce, *server_nonce);
-    server_first_ = fmt::format("r={},s={},i={}", nonce_, Base64Encode(credential_.salt),
+    server_first_ = fmt::format("r={},s={},i={}", nonce_, ::sluice::Base64Encode(credential_.salt),
                                 credential_.iterations);
     return Step{State::kInProgress, ToVector(server_first_), ""};
   }
@@ -484,8 +442,9 @@ class ScramSession final : public SaslSession {
       return BadFinal("the nonce is not the one of the server-first message");
     }
     std::optional<std::vector<uint8_t>> proof = Base64Decode(attrs.back().substr(2));
-    if (!proof || proof->size() != Digest().size()) {
-      return BadFinal("the proof is not a base64 SHA-256 digest");
+    const size_t digest = auth::DigestSize(mechanism_);
+    if (!proof || proof->size() != digest) {
+      return BadFinal(fmt::format("the proof is not a base64 {}-byte digest", digest));
     }
 
     // AuthMessage = client-first-message-bare "," server-first-message ","
@@ -495,28 +454,33 @@ class ScramSession final : public SaslSession {
         fmt::format("{},{},{}", client_first_bare_, server_first_, without_proof);
     // ClientKey = ClientProof XOR HMAC(StoredKey, AuthMessage); it is right when
     // H(ClientKey) = StoredKey.
-    Digest client_key, computed_stored_key;
-    if (!HmacSha256(credential_.stored_key, AsBytes(auth_message), &client_key)) {
-      return Fail(std::string(kScramFailed));
+    std::string client_key = auth::Hmac(mechanism_, credential_.stored_key, auth_message);
+    for (size_t i = 0; i < client_key.size(); ++i) {
+      client_key[i] = static_cast<char>(client_key[i] ^ (*proof)[i]);
     }
-    for (size_t i = 0; i < client_key.size(); ++i) client_key[i] ^= (*proof)[i];
-    const bool hashed = Sha256(client_key, &computed_stored_key);
+    const bool match =
+        auth::ConstantTimeEquals(auth::Hash(mechanism_, client_key), credential_.stored_key);
     OPENSSL_cleanse(client_key.data(), client_key.size());
-    if (!hashed || !DigestsEqual(computed_stored_key, credential_.stored_key) || !known_) {
-      return Fail(std::string(kScramFailed));
-    }
-    Digest server_signature;
-    if (!HmacSha256(credential_.server_key, AsBytes(auth_message), &server_signature)) {
-      return Fail(std::string(kScramFailed));
-    }
+    if (!match || !known_) return Fail(ScramFailed());
+    const std::string server_signature =
+        auth::Hmac(mechanism_, credential_.server_key, auth_message);
     principal_ = user_;
-    return Step{State::kSucceeded, ToVector("v=" + Base64Encode(server_signature)), ""};
+    return Step{State::kSucceeded, ToVector("v=" + ::sluice::Base64Encode(server_signature)), ""};
+  }
+
+  // Kafka's text for a failed SCRAM login, with this exchange's mechanism.
+  std::string ScramFailed() const {
+    return fmt::format(
+        "Authentication failed during authentication due to invalid credentials with SASL "
+        "mechanism {}",
+        auth::MechanismName(mechanism_));
   }
 
   const SaslCredentialStore& store_;
+  const auth::ScramMechanism mechanism_;
   Phase phase_ = Phase::kClientFirst;
   // From the first step, for the final one.
-  SaslCredentialStore::ScramCredential credential_;
+  auth::ScramCredential credential_;
   bool known_ = false;
   std::string user_;
   std::string gs2_header_;         // e.g. "n,,": what c= must encode
@@ -537,6 +501,15 @@ SaslAuthenticator::SaslAuthenticator(std::vector<std::string> mechanisms,
 
 SaslAuthenticator::~SaslAuthenticator() = default;
 
+Result<std::unique_ptr<SaslAuthenticator>> SaslAuthenticator::Create(
+    const SaslConfig& config, std::shared_ptr<const auth::UserStore> users) {
+  RETURN_IF_ERROR(Validate(config));
+  auto store = std::make_unique<const SaslCredentialStore>(std::move(users),
+                                                           config.scram_iterations, nullptr);
+  return std::unique_ptr<SaslAuthenticator>(
+      new SaslAuthenticator(config.mechanisms, std::move(store)));
+}
+
 Result<std::unique_ptr<SaslAuthenticator>> SaslAuthenticator::Create(const SaslConfig& config) {
   return CreateForTesting(config, TestHooks{});
 }
@@ -544,8 +517,24 @@ Result<std::unique_ptr<SaslAuthenticator>> SaslAuthenticator::Create(const SaslC
 Result<std::unique_ptr<SaslAuthenticator>> SaslAuthenticator::CreateForTesting(
     const SaslConfig& config, TestHooks hooks) {
   RETURN_IF_ERROR(Validate(config));
-  ASSIGN_OR_RETURN(std::unique_ptr<const SaslCredentialStore> store,
-                   SaslCredentialStore::Build(config, std::move(hooks)));
+  // The config's users in a store of their own (kept in memory).
+  ASSIGN_OR_RETURN(std::unique_ptr<auth::UserStore> users, auth::UserStore::Load("", nullptr));
+  for (const SaslUser& u : config.users) {
+    std::vector<auth::UserChange> changes;
+    for (auth::ScramMechanism m : auth::kScramMechanisms) {
+      std::string salt;
+      if (hooks.salt) {
+        std::vector<uint8_t> bytes = hooks.salt(u.name);
+        salt.assign(bytes.begin(), bytes.end());
+      }
+      changes.push_back(
+          {u.name, m,
+           auth::CredentialFromPassword(m, u.password, config.scram_iterations, std::move(salt))});
+    }
+    RETURN_IF_ERROR(users->Apply(changes));
+  }
+  auto store = std::make_unique<const SaslCredentialStore>(
+      std::move(users), config.scram_iterations, std::move(hooks.server_nonce));
   return std::unique_ptr<SaslAuthenticator>(
       new SaslAuthenticator(config.mechanisms, std::move(store)));
 }
@@ -557,7 +546,12 @@ bool SaslAuthenticator::Supports(std::string_view mechanism) const {
 std::unique_ptr<SaslSession> SaslAuthenticator::Start(std::string_view mechanism) const {
   if (!Supports(mechanism)) return nullptr;
   if (mechanism == kSaslPlain) return std::make_unique<PlainSession>(*store_);
-  if (mechanism == kSaslScramSha256) return std::make_unique<ScramSession>(*store_);
+  if (mechanism == kSaslScramSha256) {
+    return std::make_unique<ScramSession>(*store_, auth::ScramMechanism::kSha256);
+  }
+  if (mechanism == kSaslScramSha512) {
+    return std::make_unique<ScramSession>(*store_, auth::ScramMechanism::kSha512);
+  }
   return nullptr;
 }
 
@@ -588,11 +582,11 @@ class PlainClient final : public SaslClient {
   std::string user_, password_;
 };
 
-// RFC 5802 with SHA-256, no channel binding ("n,,"), as Kafka's clients run it.
+// RFC 5802 with SHA-256 or SHA-512, no channel binding ("n,,"), as Kafka's clients run it.
 class ScramClient final : public SaslClient {
  public:
-  ScramClient(std::string user, std::string password)
-      : user_(std::move(user)), password_(std::move(password)) {
+  ScramClient(auth::ScramMechanism m, std::string user, std::string password)
+      : m_(m), user_(std::move(user)), password_(std::move(password)) {
     std::array<uint8_t, kServerNonceBytes> raw;
     if (RandomBytes(raw)) nonce_ = Base64Encode(raw);
   }
@@ -670,20 +664,15 @@ class ScramClient final : public SaslClient {
     }
     const std::string without_proof = "c=biws,r=" + std::string(nonce);  // biws: "n,,"
     auth_message_ = first_bare_ + "," + std::string(text) + "," + without_proof;
-    Digest client_key, stored_key, signature, proof;
-    const bool ok =
-        PKCS5_PBKDF2_HMAC(password_.data(), static_cast<int>(password_.size()), salt->data(),
-                          static_cast<int>(salt->size()), iterations, EVP_sha256(),
-                          static_cast<int>(salted_.size()), salted_.data()) == 1 &&
-        HmacSha256(salted_, AsBytes("Client Key"), &client_key) &&
-        Sha256(client_key, &stored_key) &&
-        HmacSha256(stored_key, AsBytes(auth_message_), &signature);
-    if (!ok) return InternalError("SASL: PBKDF2 / HMAC-SHA-256 failed");
-    for (size_t i = 0; i < proof.size(); ++i) proof[i] = client_key[i] ^ signature[i];
+    salted_ = auth::SaltedPassword(m_, password_, AsText(*salt), iterations);
+    std::string client_key = auth::Hmac(m_, salted_, "Client Key");
+    const std::string signature = auth::Hmac(m_, auth::Hash(m_, client_key), auth_message_);
+    std::string proof = client_key;
+    for (size_t i = 0; i < proof.size(); ++i) proof[i] = static_cast<char>(proof[i] ^ signature[i]);
     OPENSSL_cleanse(client_key.data(), client_key.size());
     step_ = 2;
     return std::optional<std::vector<uint8_t>>(
-        ToVector(without_proof + ",p=" + Base64Encode(proof)));
+        ToVector(without_proof + ",p=" + ::sluice::Base64Encode(proof)));
   }
 
   Result<std::optional<std::vector<uint8_t>>> ServerFinal(std::string_view text) {
@@ -697,22 +686,19 @@ class ScramClient final : public SaslClient {
             ? Base64Decode(text.substr(
                   2, comma == std::string_view::npos ? std::string_view::npos : comma - 2))
             : std::nullopt;
-    Digest server_key, expected;
-    if (!HmacSha256(salted_, AsBytes("Server Key"), &server_key) ||
-        !HmacSha256(server_key, AsBytes(auth_message_), &expected)) {
-      return InternalError("SASL: HMAC-SHA-256 failed");
-    }
-    if (!got.has_value() || got->size() != expected.size() ||
-        CRYPTO_memcmp(got->data(), expected.data(), expected.size()) != 0) {
+    const std::string expected =
+        auth::Hmac(m_, auth::Hmac(m_, salted_, "Server Key"), auth_message_);
+    if (!got.has_value() || !auth::ConstantTimeEquals(AsText(*got), expected)) {
       return InvalidArgumentError(
           "SCRAM: the server's signature is wrong (it does not know this user's password)");
     }
     return std::optional<std::vector<uint8_t>>();
   }
 
+  const auth::ScramMechanism m_;
   std::string user_, password_, nonce_;
   std::string first_bare_, auth_message_;
-  Digest salted_{};
+  std::string salted_;
   int step_ = 0;
 };
 
@@ -727,12 +713,13 @@ Result<std::unique_ptr<SaslClient>> SaslClient::Start(std::string_view mechanism
     return std::unique_ptr<SaslClient>(
         std::make_unique<PlainClient>(std::move(user), std::move(password)));
   }
-  if (mechanism == kSaslScramSha256) {
+  if (std::optional<auth::ScramMechanism> m = auth::MechanismFromName(mechanism)) {
     return std::unique_ptr<SaslClient>(
-        std::make_unique<ScramClient>(std::move(user), std::move(password)));
+        std::make_unique<ScramClient>(*m, std::move(user), std::move(password)));
   }
-  return InvalidArgumentError("SASL: no client for mechanism '{}' (PLAIN or SCRAM-SHA-256)",
-                              mechanism.substr(0, 64));
+  return InvalidArgumentError(
+      "SASL: no client for mechanism '{}' (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)",
+      mechanism.substr(0, 64));
 }
 
 // ------------------------------------------------------------------ config

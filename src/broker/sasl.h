@@ -1,12 +1,13 @@
 // SASL authentication for the broker: the server side of PLAIN (RFC 4616) and
-// SCRAM-SHA-256 (RFC 5802, RFC 7677, as Kafka implements it in KIP-84), independent of
-// the wire. The broker feeds each SaslAuthenticate request's auth_bytes to a SaslSession
-// and sends back the Step's response bytes, or SASL_AUTHENTICATION_FAILED with its error.
+// SCRAM-SHA-256 / SCRAM-SHA-512 (RFC 5802, RFC 7677, as Kafka implements them in KIP-84),
+// independent of the wire. The broker feeds each SaslAuthenticate request's auth_bytes to
+// a SaslSession and sends back the Step's response bytes, or SASL_AUTHENTICATION_FAILED
+// with its error.
 //
-// Credentials are derived once, at Create: per user a SCRAM salt (16 random bytes),
-// StoredKey and ServerKey, and for PLAIN a keyed digest of the password. The plain
-// passwords are not kept, and no authentication step runs PBKDF2, so a step is cheap
-// enough for the connection's event loop thread. Decisions: docs/design/0004-sasl.md.
+// Credentials come from the user store (auth/user_store.h; docs/design/0019-security.md,
+// phase D): SCRAM's salt, StoredKey and ServerKey per mechanism, never a password. A SCRAM
+// step runs no PBKDF2; a PLAIN login runs it once per user and password (then a keyed
+// digest of the password is remembered). Decisions: docs/design/0004-sasl.md.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +24,16 @@
 namespace sluice {
 class Config;
 }
+namespace sluice::auth {
+class UserStore;
+}
 
 namespace sluice::broker {
 
 // The mechanism names, as sent in SaslHandshake.
 inline constexpr std::string_view kSaslPlain = "PLAIN";
 inline constexpr std::string_view kSaslScramSha256 = "SCRAM-SHA-256";
+inline constexpr std::string_view kSaslScramSha512 = "SCRAM-SHA-512";
 
 // A client message longer than this fails the exchange (the real ones are < 1 KiB).
 inline constexpr size_t kMaxSaslMessageBytes = 64 * 1024;
@@ -92,8 +97,12 @@ class SaslCredentialStore;  // the derived credentials; sasl.cc
 // sessions it starts.
 class SaslAuthenticator {
  public:
-  // Derives every user's credentials (PBKDF2 with config.scram_iterations each, when
-  // SCRAM is enabled). InvalidArgument for a config SaslConfigFromYaml would refuse.
+  // The mechanisms of `config`, the users of `users` (which the config's users seeded;
+  // it must outlive nothing: shared). InvalidArgument for a config SaslConfigFromYaml
+  // would refuse.
+  static Result<std::unique_ptr<SaslAuthenticator>> Create(
+      const SaslConfig& config, std::shared_ptr<const auth::UserStore> users);
+  // The config's users alone, in a store of their own (tests, tools).
   static Result<std::unique_ptr<SaslAuthenticator>> Create(const SaslConfig& config);
 
   // Deterministic randomness, for known-answer tests only (RFC 7677's vector). A set

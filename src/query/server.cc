@@ -388,8 +388,12 @@ Result<std::unique_ptr<QueryServer>> QueryServer::Start(QueryServerOptions optio
     if (o.on_database_open) RETURN_IF_ERROR(o.on_database_open(*setup));
     RETURN_IF_ERROR(setup->Execute("SET lock_configuration = true"));
   }
-  for (const auto& [name, password] : o.users) {
-    state->verifiers[name] = ScramVerifier::FromPassword(password, o.scram_iterations);
+  if (state->options.user_store == nullptr) {
+    ASSIGN_OR_RETURN(std::unique_ptr<auth::UserStore> own, auth::UserStore::Load("", nullptr));
+    for (const auto& [name, password] : o.users) {
+      RETURN_IF_ERROR(own->Seed(name, password, o.scram_iterations).status());
+    }
+    state->options.user_store = std::move(own);
   }
 
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -414,8 +418,9 @@ Result<std::unique_ptr<QueryServer>> QueryServer::Start(QueryServerOptions optio
   state->watchdog = std::thread([s] { s->WatchdogLoop(); });
   SLUICE_LOG(kLog, kInfo, "Postgres wire protocol on {}:{} (memory_limit {} MiB, {} threads, {})",
              o.host, state->port, o.memory_limit_bytes >> 20, o.threads,
-             o.users.empty() ? "trust"
-                             : (o.auth == AuthMethod::kScramSha256 ? "scram-sha-256" : "password"));
+             o.user_store->empty()
+                 ? "trust"
+                 : (o.auth == AuthMethod::kScramSha256 ? "scram-sha-256" : "password"));
   return std::unique_ptr<QueryServer>(new QueryServer(std::move(state)));
 }
 

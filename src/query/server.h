@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include "auth/user_store.h"
 #include "base/config.h"
 #include "base/status.h"
 #include "duck/database.h"
@@ -106,6 +107,10 @@ struct QueryServerOptions {
   int64_t rss_limit_bytes = 0;
   // name -> password. Empty: every client is let in (trust).
   std::vector<std::pair<std::string, std::string>> users;
+  // The user store to authenticate against (the broker's: one store for every port;
+  // docs/design/0019-security.md, phase D). Null: one of the server's own, seeded with
+  // `users`. Empty: every client is let in (trust). SCRAM needs a SCRAM-SHA-256 credential.
+  std::shared_ptr<const auth::UserStore> user_store;
   AuthMethod auth = AuthMethod::kScramSha256;
   int scram_iterations = 4096;
   std::string server_version = "15.0";

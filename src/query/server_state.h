@@ -22,7 +22,6 @@ class ServerState {
  public:
   QueryServerOptions options;
   std::unique_ptr<duck::Database> db;
-  std::map<std::string, ScramVerifier> verifiers;  // user -> verifier (SCRAM)
   ScramVerifier impossible = ScramVerifier::Impossible();
   int listen_fd = -1;
   int port = 0;

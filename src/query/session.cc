@@ -485,7 +485,8 @@ bool Session::Startup() {
 
 bool Session::Authenticate(const std::string& user) {
   const QueryServerOptions& o = server_.options;
-  if (o.users.empty()) return true;  // trust
+  const auth::UserStore& users = *o.user_store;
+  if (users.empty()) return true;  // trust
   SqlError failed{"28P01", fmt::format("password authentication failed for user \"{}\"", user),
                   true};
   auto expect_password_message = [&]() -> std::optional<pg::Frame> {
@@ -506,12 +507,7 @@ bool Session::Authenticate(const std::string& user) {
     std::optional<pg::Frame> f = expect_password_message();
     if (!f) return false;
     auto password = pg::ParsePasswordMessage(f->body);
-    bool ok = false;
-    if (password.ok()) {
-      for (const auto& [name, pw] : o.users) {
-        if (name == user) ok = ConstantTimeEquals(*password, pw);
-      }
-    }
+    const bool ok = password.ok() && users.VerifyPassword(user, *password);
     if (!ok) {
       SLUICE_LOG(kLog, kInfo, "password authentication failed for user \"{}\"", user);
       SendError(failed);
@@ -533,8 +529,13 @@ bool Session::Authenticate(const std::string& user) {
     Flush();
     return false;
   }
-  auto v = server_.verifiers.find(user);
-  ScramExchange x(v != server_.verifiers.end() ? &v->second : &server_.impossible);
+  std::optional<auth::ScramCredential> c = users.Find(user, auth::ScramMechanism::kSha256);
+  ScramVerifier verifier = server_.impossible;
+  if (c.has_value()) {
+    verifier = ScramVerifier{std::move(c->salt), c->iterations, std::move(c->stored_key),
+                             std::move(c->server_key)};
+  }
+  ScramExchange x(&verifier);
   auto server_first = x.ClientFirst(initial->data);
   if (!server_first.ok()) {
     SendError({"08P01", server_first.status().message(), true});

@@ -185,7 +185,7 @@ TEST(SaslAuthenticatorTest, StartsOnlyEnabledMechanisms) {
 
 TEST(SaslAuthenticatorTest, CreateRefusesABadConfig) {
   SaslConfig config = TestConfig();
-  config.mechanisms = {"PLAIN", "SCRAM-SHA-512"};
+  config.mechanisms = {"PLAIN", "SCRAM-SHA-1"};
   EXPECT_FALSE(SaslAuthenticator::Create(config).ok());
 
   config = TestConfig();
@@ -814,12 +814,12 @@ TEST(SaslConfigTest, DefaultsWithoutASection) {
 
 TEST(SaslConfigTest, UnknownMechanismNamesTheKey) {
   auto config = FromYaml(
-      "sasl:\n  enabled: true\n  mechanisms: [PLAIN, SCRAM-SHA-512]\n"
+      "sasl:\n  enabled: true\n  mechanisms: [PLAIN, SCRAM-SHA-1]\n"
       "  users: [a:b]\n");
   ASSERT_FALSE(config.ok());
   const std::string& m = config.status().message();
   EXPECT_TRUE(Contains(m, "sasl.mechanisms (from sluice.yaml:3)")) << m;
-  EXPECT_TRUE(Contains(m, "unknown SASL mechanism 'SCRAM-SHA-512'")) << m;
+  EXPECT_TRUE(Contains(m, "unknown SASL mechanism 'SCRAM-SHA-1'")) << m;
 
   config = FromYaml("sasl:\n  mechanisms: [PLAIN, PLAIN]\n");
   ASSERT_FALSE(config.ok());
@@ -923,10 +923,10 @@ TEST(SaslClientTest, ScramReproducesTheRfcVector) {
 
 TEST(SaslClientTest, AuthenticatesAgainstTheBrokersOwnServer) {
   SaslConfig config = TestConfig();
-  config.mechanisms = {"PLAIN", "SCRAM-SHA-256"};
+  config.mechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
   auto auth = MakeAuthenticator(config);
   ASSERT_NE(auth, nullptr);
-  for (const char* mechanism : {"PLAIN", "SCRAM-SHA-256"}) {
+  for (const char* mechanism : {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}) {
     Step ok = ClientExchange(*auth, mechanism, "alice", "alice-secret");
     EXPECT_EQ(ok.state, State::kSucceeded) << mechanism << ": " << ok.error;
     Step escaped = ClientExchange(*auth, mechanism, "a,b=c", "escaped");
@@ -983,7 +983,7 @@ TEST(SaslClientTest, ScramRefusesMalformedServerMessages) {
 
 TEST(SaslClientTest, RefusesUnknownMechanismsAndBadNames) {
   EXPECT_FALSE(SaslClient::Start("GSSAPI", "u", "p").ok());
-  EXPECT_FALSE(SaslClient::Start("SCRAM-SHA-512", "u", "p").ok());
+  EXPECT_FALSE(SaslClient::Start("SCRAM-SHA-1", "u", "p").ok());
   EXPECT_FALSE(SaslClient::Start("PLAIN", "", "p").ok());
   EXPECT_FALSE(SaslClient::Start("PLAIN", std::string("a\0b", 3), "p").ok());
   EXPECT_FALSE(SaslClient::Start("PLAIN", "\xff", "p").ok());
