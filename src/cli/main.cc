@@ -31,6 +31,7 @@
 #include "cli/pipeline_cmd.h"
 #include "cli/sql_cmd.h"
 #include "cli/table_cmd.h"
+#include "cli/user_cmd.h"
 #include "duck/database.h"
 #include "kafka/client/config.h"
 #include "lake/rest_catalog.h"
@@ -498,6 +499,41 @@ int main(int argc, char** argv) {
   query_child->add_option("--memory-limit-bytes", query_child_opts.memory_limit_bytes);
   query_child->add_option("--temp-dir", query_child_opts.temp_dir);
 
+  sluice::cli::UserFlags user_flags;
+  auto* user_cmd = app.add_subcommand(
+      "user",
+      "the users of a running broker (Kafka SASL, the query server): add, passwd, remove, list");
+  user_cmd->require_subcommand(0, 1);
+  auto add_user = [&](const char* name, const char* what, bool needs_name, bool sets_password) {
+    auto* c = user_cmd->add_subcommand(name, what);
+    if (needs_name) c->add_option("name", user_flags.name, "the user")->required();
+    c->add_option("--bootstrap", user_flags.bootstrap,
+                  "the broker HOST:PORT (default $SLUICE_KAFKA_ADDR, else 127.0.0.1:9092)");
+    c->add_option("--security-protocol", user_flags.security_protocol,
+                  "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default PLAINTEXT)");
+    c->add_option("--ca-file", user_flags.ca_file,
+                  "SSL: the CA the broker's certificate chains to");
+    c->add_option("--cert-file", user_flags.cert_file, "SSL: this client's certificate");
+    c->add_option("--key-file", user_flags.key_file, "SSL: this client's key");
+    c->add_option("--sasl-mechanism", user_flags.sasl_mechanism,
+                  "SASL: PLAIN, SCRAM-SHA-256 (default) or SCRAM-SHA-512");
+    c->add_option("--sasl-user", user_flags.sasl_user,
+                  "SASL: log in as this user, with the password in $SLUICE_SASL_PASSWORD");
+    if (sets_password) {
+      c->add_option("--mechanism", user_flags.mechanism,
+                    "SCRAM-SHA-256, SCRAM-SHA-512 or all (default all)");
+      c->add_option("--iterations", user_flags.iterations, "SCRAM iterations (4096 to 16384)");
+      c->add_flag("--password-stdin", user_flags.password_stdin,
+                  "read the password from stdin instead of asking on the terminal");
+    }
+    return c;
+  };
+  auto* user_add =
+      add_user("add", "add a user (its password asked, or --password-stdin)", true, true);
+  auto* user_passwd = add_user("passwd", "change a user's password", true, true);
+  auto* user_remove = add_user("remove", "remove a user and every credential it has", true, false);
+  auto* user_list = add_user("list", "the users and their SCRAM credentials", false, false);
+
   sluice::cli::TableFlags table_flags;
   auto* table_cmd = app.add_subcommand(
       "table",
@@ -547,6 +583,10 @@ int main(int argc, char** argv) {
     std::fputs(table_cmd->help().c_str(), stderr);
     return 2;
   }
+  if (user_cmd->parsed() && user_cmd->get_subcommands().empty()) {
+    std::fputs(user_cmd->help().c_str(), stderr);
+    return 2;
+  }
   if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty()) ||
       (pipeline_cmd->parsed() && pipeline_cmd->get_subcommands().empty())) {
     std::fputs((bench->parsed()          ? bench->help()
@@ -573,6 +613,10 @@ int main(int argc, char** argv) {
   if (demo->parsed()) return sluice::bench::RunKafkaDemo(demo_opts);
   if (serve->parsed()) return RunServe(serve_flags);
   if (sql->parsed()) return sluice::cli::RunSql(sql_flags);
+  if (user_add->parsed()) return sluice::cli::RunUserAdd(user_flags);
+  if (user_passwd->parsed()) return sluice::cli::RunUserPasswd(user_flags);
+  if (user_remove->parsed()) return sluice::cli::RunUserRemove(user_flags);
+  if (user_list->parsed()) return sluice::cli::RunUserList(user_flags);
   if (table_list->parsed()) return sluice::cli::RunTableList(table_flags);
   if (table_describe->parsed()) return sluice::cli::RunTableDescribe(table_flags);
   if (table_history->parsed()) return sluice::cli::RunTableHistory(table_flags);

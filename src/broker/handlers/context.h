@@ -19,6 +19,9 @@
 #include "broker/txn_markers.h"
 #include "kafka/protocol/requests.h"
 
+namespace sluice::auth {
+class UserStore;
+}  // namespace sluice::auth
 namespace sluice::broker {
 class TxnCoordinator;
 }  // namespace sluice::broker
@@ -35,6 +38,7 @@ struct Context {
   Controller& controller;
   GroupCoordinator* groups = nullptr;  // thread-safe (posts to its own thread); null once closed
   SaslAuthenticator* sasl = nullptr;   // null when SASL is off; immutable
+  auth::UserStore* users = nullptr;    // the user store (thread-safe); never null once open
   // The transaction coordinator as the produce path sees it (thread-safe); null while
   // none runs: transactional batches are then refused.
   TxnVerifier* txn_verifier = nullptr;

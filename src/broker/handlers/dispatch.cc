@@ -65,6 +65,10 @@ constexpr Entry kEntries[] = {
      Typed<kafka::DescribeTransactionsRequest, HandleDescribeTransactions>},
     {ApiKey::kListTransactions, Typed<kafka::ListTransactionsRequest, HandleListTransactions>},
     {ApiKey::kDescribeProducers, Typed<kafka::DescribeProducersRequest, HandleDescribeProducers>},
+    {ApiKey::kDescribeUserScramCredentials,
+     Typed<kafka::DescribeUserScramCredentialsRequest, HandleDescribeUserScramCredentials>},
+    {ApiKey::kAlterUserScramCredentials,
+     Typed<kafka::AlterUserScramCredentialsRequest, HandleAlterUserScramCredentials>},
 };
 
 // One past the largest key in the table.

@@ -39,6 +39,10 @@ void HandleDescribeProducers(Context& ctx, const Call& call,
 
 void HandleApiVersions(Context& ctx, const Call& call, const kafka::ApiVersionsRequest& req);
 void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest& req);
+void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
+                                        const kafka::DescribeUserScramCredentialsRequest& req);
+void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
+                                     const kafka::AlterUserScramCredentialsRequest& req);
 void HandleDescribeCluster(Context& ctx, const Call& call,
                            const kafka::DescribeClusterRequest& req);
 

@@ -87,6 +87,10 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<DescribeTransactionsRequest>(r, v, out, h);
     case ApiKey::kListTransactions:
       return DecodeBody<ListTransactionsRequest>(r, v, out, h);
+    case ApiKey::kDescribeUserScramCredentials:
+      return DecodeBody<DescribeUserScramCredentialsRequest>(r, v, out, h);
+    case ApiKey::kAlterUserScramCredentials:
+      return DecodeBody<AlterUserScramCredentialsRequest>(r, v, out, h);
   }
   return InternalError("no decoder for API {}", static_cast<int>(key));
 }

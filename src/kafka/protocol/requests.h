@@ -11,21 +11,21 @@
 #include "kafka/protocol/messages/core.h"
 #include "kafka/protocol/messages/groups.h"
 #include "kafka/protocol/messages/txn.h"
+#include "kafka/protocol/messages/users.h"
 
 namespace sluice::kafka {
 
-using AnyRequest =
-    std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
-                 OffsetCommitRequest, OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest,
-                 HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest,
-                 ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest,
-                 DeleteTopicsRequest, DeleteRecordsRequest, InitProducerIdRequest,
-                 OffsetForLeaderEpochRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest,
-                 EndTxnRequest, WriteTxnMarkersRequest, TxnOffsetCommitRequest,
-                 DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
-                 CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
-                 DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-                 ListTransactionsRequest>;
+using AnyRequest = std::variant<
+    ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
+    OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest,
+    LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest, ListGroupsRequest,
+    SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
+    DeleteRecordsRequest, InitProducerIdRequest, OffsetForLeaderEpochRequest,
+    AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest, WriteTxnMarkersRequest,
+    TxnOffsetCommitRequest, DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
+    CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
+    DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+    ListTransactionsRequest, DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest>;
 
 struct DecodedRequest {
   RequestHeader header;

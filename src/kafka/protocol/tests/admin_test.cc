@@ -3,6 +3,7 @@
 // definitions are compared with Encode, and decoded back to the same struct; then every
 // message is fed truncated and corrupted bytes.
 #include "kafka/protocol/messages/admin.h"
+#include "kafka/protocol/messages/users.h"
 
 #include <gtest/gtest.h>
 
@@ -736,18 +737,87 @@ MessageCase Case(std::string name, ApiKey key, M (*make)(int16_t),
   return c;
 }
 
+// ------------------------------------------------------------------ SCRAM credentials
+
+DescribeUserScramCredentialsRequest MakeDescribeUserScramCredentialsRequest(int16_t) {
+  DescribeUserScramCredentialsRequest m;
+  m.users = std::vector<DescribeUserScramCredentialsRequest::User>{{"alice", {}}, {"bob", {}}};
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeUserScramCredentialsRequest(int16_t) {
+  Golden g;
+  g.carr(2).cstr("alice").tags().cstr("bob").tags().tags();
+  return g.take();
+}
+
+DescribeUserScramCredentialsResponse MakeDescribeUserScramCredentialsResponse(int16_t) {
+  DescribeUserScramCredentialsResponse m;
+  m.throttle_time_ms = 7;
+  m.results.push_back({"alice", ErrorCode::kNone, nullopt, {{1, 4096, {}}, {2, 8192, {}}}, {}});
+  m.results.push_back({"carol", ErrorCode::kResourceNotFound, "no such user", {}, {}});
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeUserScramCredentialsResponse(int16_t) {
+  Golden g;
+  g.i32(7).i16(0).cnullstr().carr(2);
+  g.cstr("alice").i16(0).cnullstr().carr(2).i8(1).i32(4096).tags().i8(2).i32(8192).tags().tags();
+  g.cstr("carol").i16(91).cstr("no such user").carr(0).tags();
+  g.tags();
+  return g.take();
+}
+
+AlterUserScramCredentialsRequest MakeAlterUserScramCredentialsRequest(int16_t) {
+  AlterUserScramCredentialsRequest m;
+  m.deletions.push_back({"bob", 2, {}});
+  m.upsertions.push_back({"alice", 1, 4096, {1, 2, 3}, {9, 8}, {}});
+  return m;
+}
+
+std::vector<uint8_t> GoldenAlterUserScramCredentialsRequest(int16_t) {
+  Golden g;
+  g.carr(1).cstr("bob").i8(2).tags();
+  g.carr(1).cstr("alice").i8(1).i32(4096).cbytes({1, 2, 3}).cbytes({9, 8}).tags();
+  g.tags();
+  return g.take();
+}
+
+AlterUserScramCredentialsResponse MakeAlterUserScramCredentialsResponse(int16_t) {
+  AlterUserScramCredentialsResponse m;
+  m.throttle_time_ms = 3;
+  m.results.push_back({"alice", ErrorCode::kNone, nullopt, {}});
+  m.results.push_back({"bob", ErrorCode::kUnacceptableCredential, "Too few iterations", {}});
+  return m;
+}
+
+std::vector<uint8_t> GoldenAlterUserScramCredentialsResponse(int16_t) {
+  Golden g;
+  g.i32(3).carr(2).cstr("alice").i16(0).cnullstr().tags();
+  g.cstr("bob").i16(93).cstr("Too few iterations").tags().tags();
+  return g.take();
+}
+
 #define SLUICE_ADMIN_CASES(Api)                                                     \
   Case(#Api "Request", ApiKey::k##Api, &Make##Api##Request, &Golden##Api##Request), \
       Case(#Api "Response", ApiKey::k##Api, &Make##Api##Response, &Golden##Api##Response)
 
 std::vector<MessageCase> AllCases() {
   return {
-      SLUICE_ADMIN_CASES(CreateTopics),         SLUICE_ADMIN_CASES(DeleteTopics),
-      SLUICE_ADMIN_CASES(CreatePartitions),     SLUICE_ADMIN_CASES(DescribeConfigs),
-      SLUICE_ADMIN_CASES(AlterConfigs),         SLUICE_ADMIN_CASES(IncrementalAlterConfigs),
-      SLUICE_ADMIN_CASES(InitProducerId),       SLUICE_ADMIN_CASES(DeleteRecords),
-      SLUICE_ADMIN_CASES(OffsetForLeaderEpoch), SLUICE_ADMIN_CASES(DescribeCluster),
-      SLUICE_ADMIN_CASES(SaslHandshake),        SLUICE_ADMIN_CASES(SaslAuthenticate),
+      SLUICE_ADMIN_CASES(CreateTopics),
+      SLUICE_ADMIN_CASES(DeleteTopics),
+      SLUICE_ADMIN_CASES(CreatePartitions),
+      SLUICE_ADMIN_CASES(DescribeConfigs),
+      SLUICE_ADMIN_CASES(AlterConfigs),
+      SLUICE_ADMIN_CASES(IncrementalAlterConfigs),
+      SLUICE_ADMIN_CASES(InitProducerId),
+      SLUICE_ADMIN_CASES(DeleteRecords),
+      SLUICE_ADMIN_CASES(OffsetForLeaderEpoch),
+      SLUICE_ADMIN_CASES(DescribeCluster),
+      SLUICE_ADMIN_CASES(SaslHandshake),
+      SLUICE_ADMIN_CASES(SaslAuthenticate),
+      SLUICE_ADMIN_CASES(DescribeUserScramCredentials),
+      SLUICE_ADMIN_CASES(AlterUserScramCredentials),
   };
 }
 #undef SLUICE_ADMIN_CASES
@@ -1047,12 +1117,14 @@ TEST(AdminApiTest, AdvertisedRangesFitTheDefinitions) {
     int16_t max;
     int16_t flexible_from;
   };
-  for (Def d : {Def{ApiKey::kCreateTopics, 7, 5}, Def{ApiKey::kDeleteTopics, 6, 4},
-                Def{ApiKey::kCreatePartitions, 3, 2}, Def{ApiKey::kDescribeConfigs, 4, 4},
-                Def{ApiKey::kAlterConfigs, 2, 2}, Def{ApiKey::kIncrementalAlterConfigs, 1, 1},
-                Def{ApiKey::kInitProducerId, 5, 2}, Def{ApiKey::kDeleteRecords, 2, 2},
-                Def{ApiKey::kOffsetForLeaderEpoch, 4, 4}, Def{ApiKey::kDescribeCluster, 1, 0},
-                Def{ApiKey::kSaslAuthenticate, 2, 2}}) {
+  for (Def d :
+       {Def{ApiKey::kCreateTopics, 7, 5}, Def{ApiKey::kDeleteTopics, 6, 4},
+        Def{ApiKey::kCreatePartitions, 3, 2}, Def{ApiKey::kDescribeConfigs, 4, 4},
+        Def{ApiKey::kAlterConfigs, 2, 2}, Def{ApiKey::kIncrementalAlterConfigs, 1, 1},
+        Def{ApiKey::kInitProducerId, 5, 2}, Def{ApiKey::kDeleteRecords, 2, 2},
+        Def{ApiKey::kOffsetForLeaderEpoch, 4, 4}, Def{ApiKey::kDescribeCluster, 1, 0},
+        Def{ApiKey::kSaslAuthenticate, 2, 2}, Def{ApiKey::kDescribeUserScramCredentials, 0, 0},
+        Def{ApiKey::kAlterUserScramCredentials, 0, 0}}) {
     auto api = FindApi(d.key);
     ASSERT_TRUE(api.has_value()) << ApiName(d.key);
     EXPECT_GE(api->min, 0) << ApiName(d.key);
@@ -1063,6 +1135,31 @@ TEST(AdminApiTest, AdvertisedRangesFitTheDefinitions) {
   ASSERT_TRUE(sasl.has_value());
   EXPECT_LE(sasl->max, 1);
   EXPECT_FALSE(IsFlexible(*sasl, sasl->max));
+}
+
+// Null users (every user) round trips; malformed bodies fail, never crash.
+TEST(UserScramCredentialsTest, NullUsersAndMalformedBodies) {
+  DescribeUserScramCredentialsRequest all;
+  std::vector<uint8_t> bytes;
+  Writer w(&bytes);
+  all.Encode(w, 0);
+  EXPECT_EQ(bytes, (std::vector<uint8_t>{0, 0}));  // null compact array, no tags
+  DescribeUserScramCredentialsRequest back;
+  back.users.emplace();
+  ASSERT_TRUE(DecodeBytes(bytes, 0, &back).ok());
+  EXPECT_FALSE(back.users.has_value());
+  const std::vector<uint8_t> good = GoldenAlterUserScramCredentialsRequest(0);
+  for (size_t n = 0; n < good.size(); ++n) {
+    std::vector<uint8_t> cut(good.begin(), good.begin() + static_cast<ptrdiff_t>(n));
+    EXPECT_FALSE(DecodeAs<AlterUserScramCredentialsRequest>(cut, 0).ok()) << n;
+  }
+  // A salt longer than what is left; an absurd array count.
+  std::vector<uint8_t> long_salt =
+      Golden().carr(0).carr(1).cstr("a").i8(1).i32(4096).uvarint(1000).take();
+  EXPECT_FALSE(DecodeAs<AlterUserScramCredentialsRequest>(long_salt, 0).ok());
+  std::vector<uint8_t> huge = Golden().uvarint(1u << 30).take();
+  EXPECT_FALSE(DecodeAs<DescribeUserScramCredentialsRequest>(huge, 0).ok());
+  EXPECT_FALSE(DecodeAs<AlterUserScramCredentialsRequest>(good, 1).ok());  // v1 does not exist
 }
 
 }  // namespace

@@ -1,0 +1,266 @@
+#include "cli/user_cmd.h"
+
+#include <fmt/format.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "auth/scram.h"
+#include "broker/inter_broker_connection.h"
+#include "kafka/protocol/messages/admin.h"
+#include "kafka/protocol/messages/users.h"
+
+namespace sluice::cli {
+namespace {
+
+using kafka::ErrorCode;
+
+constexpr int kTimeoutMs = 30'000;
+constexpr uint32_t kMaxAnswerBytes = 64 << 20;
+const std::string kClientId = "sluice-user";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "sluice user: %s\n", message.c_str());
+  return 1;
+}
+
+Result<std::unique_ptr<broker::InterBrokerConnection>> Connect(const UserFlags& f) {
+  std::string bootstrap = f.bootstrap;
+  if (bootstrap.empty()) {
+    const char* env = std::getenv("SLUICE_KAFKA_ADDR");
+    bootstrap = env != nullptr && *env != '\0' ? env : "127.0.0.1:9092";
+  }
+  const size_t colon = bootstrap.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0) port = -1;
+  try {
+    if (port == 0) port = std::stoi(bootstrap.substr(colon + 1));
+  } catch (...) {
+    port = -1;
+  }
+  if (port <= 0 || port > 65535) {
+    return InvalidArgumentError("--bootstrap '{}' is not HOST:PORT", bootstrap);
+  }
+  const std::string& p = f.security_protocol;
+  if (p != "PLAINTEXT" && p != "SSL" && p != "SASL_PLAINTEXT" && p != "SASL_SSL") {
+    return InvalidArgumentError(
+        "--security-protocol '{}' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", p);
+  }
+  auto security = std::make_shared<broker::InterBrokerSecurity>();
+  security->listener = p;
+  if (p == "SSL" || p == "SASL_SSL") {
+    if (f.ca_file.empty()) return InvalidArgumentError("{} needs --ca-file (the broker's CA)", p);
+    security->tls = true;
+    security->tls_client.ca_file = f.ca_file;
+    security->tls_client.cert_file = f.cert_file;
+    security->tls_client.key_file = f.key_file;
+  }
+  if (p == "SASL_PLAINTEXT" || p == "SASL_SSL") {
+    const char* password = std::getenv("SLUICE_SASL_PASSWORD");
+    if (f.sasl_user.empty() || password == nullptr) {
+      return InvalidArgumentError(
+          "{} logs in as --sasl-user with the password in $SLUICE_SASL_PASSWORD", p);
+    }
+    security->sasl_mechanism = f.sasl_mechanism;
+    security->sasl_user = f.sasl_user;
+    security->sasl_password = password;
+  }
+  auto conn = std::make_unique<broker::InterBrokerConnection>(bootstrap.substr(0, colon), port,
+                                                              Clock::Real(), security);
+  RETURN_IF_ERROR(conn->Connect(kTimeoutMs));
+  return conn;
+}
+
+template <typename Response, typename Request>
+Result<Response> Ask(broker::InterBrokerConnection& conn, kafka::ApiKey api, const Request& req) {
+  size_t at = 0;
+  ASSIGN_OR_RETURN(std::vector<uint8_t> answer,
+                   conn.RoundTrip(
+                       api, 0, kClientId, [&](kafka::Writer& w) { req.Encode(w, 0); }, kTimeoutMs,
+                       kMaxAnswerBytes, &at));
+  kafka::Reader r(std::span<const uint8_t>(answer).subspan(at));
+  Response resp;
+  RETURN_IF_ERROR(resp.Decode(r, 0));
+  return resp;
+}
+
+// The user's credentials (mechanism codes), nullopt when it does not exist.
+Result<std::optional<std::vector<int8_t>>> Describe(broker::InterBrokerConnection& conn,
+                                                    const std::string& name) {
+  kafka::DescribeUserScramCredentialsRequest req;
+  req.users = std::vector<kafka::DescribeUserScramCredentialsRequest::User>{{name}};
+  ASSIGN_OR_RETURN(auto resp, (Ask<kafka::DescribeUserScramCredentialsResponse>(
+                                  conn, kafka::ApiKey::kDescribeUserScramCredentials, req)));
+  if (resp.error_code != ErrorCode::kNone) {
+    return FailedPreconditionError(
+        "DescribeUserScramCredentials: {}",
+        resp.error_message.value_or(fmt::format("error {}", static_cast<int>(resp.error_code))));
+  }
+  for (const auto& r : resp.results) {
+    if (r.user != name) continue;
+    if (r.error_code == ErrorCode::kResourceNotFound) return std::optional<std::vector<int8_t>>();
+    if (r.error_code != ErrorCode::kNone) {
+      return FailedPreconditionError("{}", r.error_message.value_or("error"));
+    }
+    std::vector<int8_t> out;
+    for (const auto& c : r.credential_infos) out.push_back(c.mechanism);
+    return std::optional<std::vector<int8_t>>(std::move(out));
+  }
+  return std::optional<std::vector<int8_t>>();
+}
+
+Status Alter(broker::InterBrokerConnection& conn,
+             const kafka::AlterUserScramCredentialsRequest& req) {
+  ASSIGN_OR_RETURN(auto resp, (Ask<kafka::AlterUserScramCredentialsResponse>(
+                                  conn, kafka::ApiKey::kAlterUserScramCredentials, req)));
+  for (const auto& r : resp.results) {
+    if (r.error_code != ErrorCode::kNone) {
+      return FailedPreconditionError("'{}': {} (error {})", r.user,
+                                     r.error_message.value_or("refused"),
+                                     static_cast<int>(r.error_code));
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::string> ReadPassword(const UserFlags& f) {
+  std::string password;
+  if (f.password_stdin) {
+    if (!std::getline(std::cin, password)) return InvalidArgumentError("no password on stdin");
+    if (!password.empty() && password.back() == '\r') password.pop_back();
+  } else if (::isatty(STDIN_FILENO)) {
+    auto ask = [](const char* prompt) {
+      std::fprintf(stderr, "%s", prompt);
+      termios old{};
+      ::tcgetattr(STDIN_FILENO, &old);
+      termios quiet = old;
+      quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+      ::tcsetattr(STDIN_FILENO, TCSANOW, &quiet);
+      std::string line;
+      std::getline(std::cin, line);
+      ::tcsetattr(STDIN_FILENO, TCSANOW, &old);
+      std::fprintf(stderr, "\n");
+      return line;
+    };
+    password = ask(fmt::format("Password for {}: ", f.name).c_str());
+    if (ask("Again: ") != password) return InvalidArgumentError("the passwords differ");
+  } else {
+    return InvalidArgumentError("no terminal to ask the password on: give --password-stdin");
+  }
+  if (password.empty()) return InvalidArgumentError("an empty password");
+  return password;
+}
+
+Result<std::vector<auth::ScramMechanism>> Mechanisms(const UserFlags& f) {
+  if (f.mechanism == "all") {
+    return std::vector<auth::ScramMechanism>(std::begin(auth::kScramMechanisms),
+                                             std::end(auth::kScramMechanisms));
+  }
+  std::optional<auth::ScramMechanism> m = auth::MechanismFromName(f.mechanism);
+  if (!m.has_value()) {
+    return InvalidArgumentError("--mechanism '{}' is not SCRAM-SHA-256, SCRAM-SHA-512 or all",
+                                f.mechanism);
+  }
+  return std::vector<auth::ScramMechanism>{*m};
+}
+
+// add and passwd: the new password's credentials, salted here.
+int SetPassword(const UserFlags& f, bool must_exist) {
+  if (f.name.empty()) return Fail("a user name is needed");
+  if (f.iterations < auth::kMinIterations || f.iterations > auth::kMaxIterations) {
+    return Fail(fmt::format("--iterations {} is outside {} to {}", f.iterations,
+                            auth::kMinIterations, auth::kMaxIterations));
+  }
+  auto mechanisms = Mechanisms(f);
+  if (!mechanisms.ok()) return Fail(mechanisms.status().message());
+  auto conn = Connect(f);
+  if (!conn.ok()) return Fail(conn.status().message());
+  auto existing = Describe(**conn, f.name);
+  if (!existing.ok()) return Fail(existing.status().message());
+  if (must_exist && !existing->has_value()) {
+    return Fail(fmt::format("no user '{}' (sluice user add makes one)", f.name));
+  }
+  if (!must_exist && existing->has_value()) {
+    return Fail(
+        fmt::format("user '{}' exists already (sluice user passwd changes its password)", f.name));
+  }
+  auto password = ReadPassword(f);
+  if (!password.ok()) return Fail(password.status().message());
+  kafka::AlterUserScramCredentialsRequest req;
+  for (auth::ScramMechanism m : *mechanisms) {
+    const std::string salt = auth::RandomBytes(auth::kSaltBytes);
+    const std::string salted = auth::SaltedPassword(m, *password, salt, f.iterations);
+    kafka::AlterUserScramCredentialsRequest::Upsertion u;
+    u.name = f.name;
+    u.mechanism = static_cast<int8_t>(m);
+    u.iterations = f.iterations;
+    u.salt.assign(salt.begin(), salt.end());
+    u.salted_password.assign(salted.begin(), salted.end());
+    req.upsertions.push_back(std::move(u));
+  }
+  // passwd with one mechanism leaves no stale credential of the other.
+  if (existing->has_value()) {
+    for (int8_t code : **existing) {
+      bool kept = false;
+      for (auth::ScramMechanism m : *mechanisms) kept |= static_cast<int8_t>(m) == code;
+      if (!kept) req.deletions.push_back({f.name, code});
+    }
+  }
+  if (Status st = Alter(**conn, req); !st.ok()) return Fail(st.message());
+  std::printf("%s user %s\n", must_exist ? "changed the password of" : "added", f.name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int RunUserAdd(const UserFlags& flags) { return SetPassword(flags, false); }
+int RunUserPasswd(const UserFlags& flags) { return SetPassword(flags, true); }
+
+int RunUserRemove(const UserFlags& f) {
+  if (f.name.empty()) return Fail("a user name is needed");
+  auto conn = Connect(f);
+  if (!conn.ok()) return Fail(conn.status().message());
+  auto existing = Describe(**conn, f.name);
+  if (!existing.ok()) return Fail(existing.status().message());
+  if (!existing->has_value()) return Fail(fmt::format("no user '{}'", f.name));
+  kafka::AlterUserScramCredentialsRequest req;
+  for (int8_t code : **existing) req.deletions.push_back({f.name, code});
+  if (Status st = Alter(**conn, req); !st.ok()) return Fail(st.message());
+  std::printf("removed user %s\n", f.name.c_str());
+  return 0;
+}
+
+int RunUserList(const UserFlags& f) {
+  auto conn = Connect(f);
+  if (!conn.ok()) return Fail(conn.status().message());
+  kafka::DescribeUserScramCredentialsRequest req;  // users null: all of them
+  auto resp = Ask<kafka::DescribeUserScramCredentialsResponse>(
+      **conn, kafka::ApiKey::kDescribeUserScramCredentials, req);
+  if (!resp.ok()) return Fail(resp.status().message());
+  if (resp->error_code != ErrorCode::kNone) {
+    return Fail(
+        resp->error_message.value_or(fmt::format("error {}", static_cast<int>(resp->error_code))));
+  }
+  size_t width = 4;
+  for (const auto& r : resp->results) width = std::max(width, r.user.size());
+  std::printf("%-*s  %s\n", static_cast<int>(width), "USER", "CREDENTIALS");
+  for (const auto& r : resp->results) {
+    std::string creds;
+    for (const auto& c : r.credential_infos) {
+      std::optional<auth::ScramMechanism> m = auth::MechanismFromKafka(c.mechanism);
+      creds += fmt::format("{}{} ({} iterations)", creds.empty() ? "" : ", ",
+                           m ? auth::MechanismName(*m) : "unknown", c.iterations);
+    }
+    std::printf("%-*s  %s\n", static_cast<int>(width), r.user.c_str(), creds.c_str());
+  }
+  return 0;
+}
+
+}  // namespace sluice::cli
