@@ -3,7 +3,6 @@
 // definitions are compared with Encode, and decoded back to the same struct; then every
 // message is fed truncated and corrupted bytes.
 #include "kafka/protocol/messages/admin.h"
-#include "kafka/protocol/messages/users.h"
 
 #include <gtest/gtest.h>
 
@@ -11,6 +10,7 @@
 #include <string>
 
 #include "kafka/protocol/api.h"
+#include "kafka/protocol/messages/users.h"
 #include "kafka/protocol/tests/golden.h"
 
 // Designated initializers leave the fields they do not name at their defaults on purpose.
