@@ -6,7 +6,6 @@
 #include <cstdlib>
 
 #include "base/http_server.h"
-#include "base/logging.h"
 #include "base/metrics.h"
 #include "broker/serve_config.h"
 #include "broker/service.h"
@@ -17,8 +16,6 @@
 
 namespace sluice::app {
 namespace {
-
-const Logger kLog("serve");
 
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
@@ -167,14 +164,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
   if (query_config.enabled) {
     // One user store for every port (0019, phase D): query.users seed the broker's.
-    const std::shared_ptr<auth::UserStore>& users = p->kafka_->broker().users();
-    for (const auto& [name, password] : query_config.options.users) {
-      ASSIGN_OR_RETURN(bool added,
-                       users->Seed(name, password, query_config.options.scram_iterations));
-      if (added) SLUICE_LOG(kLog, kInfo, "user '{}' added from query.users", name);
-    }
+    RETURN_IF_ERROR(p->kafka_->broker().SeedUsers(
+        query_config.options.users, query_config.options.scram_iterations, "query.users"));
     query_config.options.users.clear();
-    query_config.options.user_store = users;
+    query_config.options.user_store = p->kafka_->broker().users();
     // topic() reads from this broker (not under SASL: it has no credentials of its own).
     p->query_engine_ = std::make_unique<query::QueryEngine>(query::QueryEngineOptions{
         .warehouse = warehouse,

@@ -51,6 +51,35 @@ Result<std::string> LoadOrCreateClusterId(const std::string& data_dir, storage::
 // The user store (docs/design/0019-security.md, phase D): <data-dir>/meta/users.json, mode
 // 0600, rewritten durably on every change; sasl.users seed it (a user already there keeps
 // its credentials).
+// Adds each of `users` missing from `store` (`from` names the config key, for the log).
+// `refresh` (a cluster's) reads the store again when a seed lost a race with another
+// broker's change: brokers started together seed the same users.
+static Status SeedUsers(auth::UserStore& store,
+                        const std::vector<std::pair<std::string, std::string>>& users,
+                        int iterations, std::string_view from,
+                        const std::function<Status()>& refresh) {
+  for (const auto& [name, password] : users) {
+    for (int attempt = 0;; ++attempt) {
+      Result<bool> added = store.Seed(name, password, iterations);
+      if (added.ok()) {
+        if (*added) SLUICE_LOG(kLog, kInfo, "user '{}' added from {}", name, from);
+        break;
+      }
+      if (!refresh || added.status().code() != StatusCode::kFailedPrecondition || attempt >= 20) {
+        return added.status();
+      }
+      RETURN_IF_ERROR(refresh());
+    }
+  }
+  return Status::OK();
+}
+
+static std::vector<std::pair<std::string, std::string>> SaslSeeds(const BrokerOptions& o) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const SaslUser& u : o.sasl.users) out.emplace_back(u.name, u.password);
+  return out;
+}
+
 static Result<std::shared_ptr<auth::UserStore>> OpenUserStore(const BrokerOptions& o) {
   const std::string dir = o.data_dir + "/meta";
   RETURN_IF_ERROR(o.env->CreateDirs(dir));
@@ -70,11 +99,15 @@ static Result<std::shared_ptr<auth::UserStore>> OpenUserStore(const BrokerOption
                   fmt::format("{}/{}: {}", dir, kUsersFile, store.status().message()));
   }
   std::shared_ptr<auth::UserStore> users = std::move(*store);
-  for (const SaslUser& u : o.sasl.users) {
-    ASSIGN_OR_RETURN(bool added, users->Seed(u.name, u.password, o.sasl.scram_iterations));
-    if (added) SLUICE_LOG(kLog, kInfo, "user '{}' added from sasl.users", u.name);
-  }
+  RETURN_IF_ERROR(SeedUsers(*users, SaslSeeds(o), o.sasl.scram_iterations, "sasl.users", nullptr));
   return users;
+}
+
+Status Broker::SeedUsers(const std::vector<std::pair<std::string, std::string>>& users,
+                         int iterations, std::string_view from) {
+  std::function<Status()> refresh;
+  if (cluster_ != nullptr) refresh = [this] { return cluster_->RefreshUsers(); };
+  return ::sluice::broker::SeedUsers(*users_, users, iterations, from, refresh);
 }
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
@@ -132,7 +165,13 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                      MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
   }
 
-  ASSIGN_OR_RETURN(b->users_, OpenUserStore(o));
+  if (b->cluster_ != nullptr) {
+    // In a cluster the store is etcd's, one for every broker.
+    ASSIGN_OR_RETURN(b->users_, b->cluster_->OpenUserStore());
+    RETURN_IF_ERROR(b->SeedUsers(SaslSeeds(o), o.sasl.scram_iterations, "sasl.users"));
+  } else {
+    ASSIGN_OR_RETURN(b->users_, OpenUserStore(o));
+  }
   if (o.sasl.enabled) {
     ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl, b->users_));
   }

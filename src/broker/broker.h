@@ -100,6 +100,9 @@ class Broker : public RequestHandler {
   // The user store every port authenticates against (phase D of 0019); shared with the
   // query server.
   const std::shared_ptr<auth::UserStore>& users() const { return users_; }
+  // Adds each of `users` (name, password) the store lacks; `from` names the config key.
+  Status SeedUsers(const std::vector<std::pair<std::string, std::string>>& users, int iterations,
+                   std::string_view from);
   // Open partition logs (tests; any thread).
   size_t open_log_count() const;
   // Fetches waiting for data, counted once per partition they wait on (tests; asks every

@@ -207,10 +207,54 @@ Status ClusterController::Register() {
   }
 }
 
+Result<std::shared_ptr<auth::UserStore>> ClusterController::OpenUserStore() {
+  const std::string key = view_.keys().Users();
+  ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(key));
+  std::string json;
+  if (got.kv.has_value()) {
+    json = got.kv->value;
+    users_revision_ = got.kv->mod_revision;
+  }
+  auto store = auth::UserStore::Load(json, [this, key](const std::string& j) -> Status {
+    TxnRequest t;
+    t.compares.push_back(Compare::ModRevision(key, CompareResult::kEqual, users_revision_.load()));
+    t.success.push_back(TxnOp::Put(key, j));
+    ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(t));
+    if (!r.succeeded) {
+      return FailedPreconditionError(
+          "the user store was changed by another broker at the same time: try again");
+    }
+    users_revision_ = r.header.revision;
+    return Status::OK();
+  });
+  if (!store.ok()) {
+    return Status(store.status().code(), fmt::format("etcd {}: {}", key, store.status().message()));
+  }
+  users_ = std::move(*store);
+  return users_;
+}
+
+Status ClusterController::RefreshUsers() {
+  ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(view_.keys().Users()));
+  if (got.kv.has_value()) SyncUsers(got.kv->value, got.kv->mod_revision);
+  return Status::OK();
+}
+
+void ClusterController::SyncUsers(const std::string& value, int64_t mod_revision) {
+  if (users_ == nullptr || mod_revision <= users_revision_.load()) return;
+  if (Status st = users_->Replace(value); !st.ok()) {
+    SLUICE_LOG(kLog, kError, "the user store in etcd is unreadable, keeping the one in use: {}",
+               st.message());
+    return;
+  }
+  users_revision_ = mod_revision;
+}
+
 Status ClusterController::ListAll() {
   ASSIGN_OR_RETURN(RangeResponse all, etcd_->RangePrefix(view_.keys().prefix()));
   view_.Clear();
   for (const KeyValue& kv : all.kvs) {
+    if (kv.key == view_.keys().Users()) SyncUsers(kv.value, kv.mod_revision);
     if (Status st = view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
     }
@@ -323,6 +367,10 @@ void ClusterController::OnWatchEvents(const WatchBatch& batch) {
   for (const WatchEvent& e : batch.events) {
     if (e.type == EventType::kDelete) {
       view_.Delete(e.kv.key, e.kv.mod_revision);
+      continue;
+    }
+    if (e.kv.key == view_.keys().Users()) {
+      SyncUsers(e.kv.value, e.kv.mod_revision);
       continue;
     }
     if (Status st = view_.Put(e.kv.key, e.kv.value, e.kv.mod_revision, e.kv.create_revision);

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/user_store.h"
 #include "base/status.h"
 #include "broker/broker_options.h"
 #include "broker/cluster_controller_roles.h"
@@ -75,6 +76,14 @@ class ClusterController : public Controller {
   ~ClusterController() override;
   ClusterController(const ClusterController&) = delete;
   ClusterController& operator=(const ClusterController&) = delete;
+
+  // The user store, cluster-wide (docs/design/0019-security.md, phase D): the whole store's
+  // JSON in etcd's `users` key. A change is written with compare-and-swap on the key's
+  // mod_revision (a change made meanwhile by another broker fails it: FailedPrecondition,
+  // try again); the watch brings the others' changes in. Call once, before Start.
+  Result<std::shared_ptr<auth::UserStore>> OpenUserStore();
+  // Reads the `users` key again (after a change failed on a concurrent one).
+  Status RefreshUsers();
 
   // Controller
   Status OpenLogs(bool unclean_start) override;
@@ -203,6 +212,10 @@ class ClusterController : public Controller {
   std::unique_ptr<cluster::EtcdClient> etcd_;
   std::unique_ptr<cluster::LeaseKeeper> lease_;
   std::unique_ptr<cluster::Watcher> watcher_;
+  // Brings a newer `users` value (from a listing or the watch) into users_.
+  void SyncUsers(const std::string& value, int64_t mod_revision);
+  std::shared_ptr<auth::UserStore> users_;
+  std::atomic<int64_t> users_revision_{0};  // the mod_revision users_ holds
   std::string incarnation_;
   bool clean_ = true;
   bool unclean_start_ = false;

@@ -68,6 +68,55 @@ TEST(DecodeRequestTest, TruncatedBodyIsMalformedAndNamesTheApi) {
       << out.status.ToString();
 }
 
+// Flexible from v0: header v2 (a tagged-field section after the client id), then the body.
+TEST(DecodeRequestTest, ScramCredentialRequestsDecodeToTheirTypes) {
+  auto describe = Golden()
+                      .i16(50)
+                      .i16(0)
+                      .i32(9)
+                      .str("admin")
+                      .tags()  // header v2
+                      .carr(1)
+                      .cstr("alice")
+                      .tags()
+                      .tags()  // body
+                      .take();
+  DecodeOutcome out = DecodeRequest(describe);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  EXPECT_EQ(out.request->header.correlation_id, 9);
+  const auto& users = std::get<DescribeUserScramCredentialsRequest>(out.request->body).users;
+  ASSERT_TRUE(users.has_value());
+  ASSERT_EQ(users->size(), 1u);
+  EXPECT_EQ((*users)[0].name, "alice");
+
+  auto alter = Golden()
+                   .i16(51)
+                   .i16(0)
+                   .i32(10)
+                   .str("admin")
+                   .tags()
+                   .carr(1)
+                   .cstr("bob")
+                   .i8(2)
+                   .tags()
+                   .carr(0)
+                   .tags()
+                   .take();
+  out = DecodeRequest(alter);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  const auto& body = std::get<AlterUserScramCredentialsRequest>(out.request->body);
+  ASSERT_EQ(body.deletions.size(), 1u);
+  EXPECT_EQ(body.deletions[0].name, "bob");
+  EXPECT_EQ(body.deletions[0].mechanism, 2);
+  EXPECT_TRUE(body.upsertions.empty());
+
+  // v0 is the only version in the definitions.
+  EXPECT_EQ(DecodeRequest(Golden().i16(50).i16(1).i32(1).nullstr().tags().take()).problem,
+            RequestProblem::kUnsupportedVersion);
+  EXPECT_EQ(DecodeRequest(Golden().i16(51).i16(1).i32(1).nullstr().tags().take()).problem,
+            RequestProblem::kUnsupportedVersion);
+}
+
 TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {
   for (const ApiVersionRange& api : KnownApis()) {
     for (int16_t v = api.min; v <= api.max; ++v) {
