@@ -329,6 +329,13 @@ def request_seeds(out):
         + b"\x00",
         "list_transactions_v1": header(66, 1, True) + uvarint(2) + cstr(b"Ongoing") + uvarint(2)
         + i64(7) + i64(-1) + b"\x00",
+        # SCRAM credentials (src/kafka/protocol/messages/users.h), flexible from v0.
+        "describe_user_scram_credentials_v0": header(50, 0, True) + uvarint(3) + cstr(b"alice")
+        + b"\x00" + cstr(b"bob") + b"\x00" + b"\x00",
+        "describe_user_scram_credentials_v0_all": header(50, 0, True) + uvarint(0) + b"\x00",
+        "alter_user_scram_credentials_v0": header(51, 0, True) + uvarint(2) + cstr(b"bob") + b"\x02"
+        + b"\x00" + uvarint(2) + cstr(b"alice") + b"\x01" + i32(4096) + uvarint(33) + bytes(range(32))
+        + uvarint(33) + bytes(range(32, 64)) + b"\x00" + b"\x00",
         "txn_huge_nested": header(27, 1, True) + uvarint(2) + i64(7) + i16(1) + b"\x00" + uvarint(2)
         + cstr(topic) + uvarint(0x7FFFFFF0) + i32(0),
         "unknown_api": header(999, 0, False),

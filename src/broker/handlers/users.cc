@@ -74,7 +74,6 @@ void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
     };
     std::map<std::string, Outcome> outcomes;
     std::vector<std::string> order;
-    std::set<std::pair<std::string, int8_t>> touched;
     auto fail = [](Outcome& o, ErrorCode e, std::string message) {
       if (o.error != ErrorCode::kNone) return;
       o.error = e;
@@ -85,13 +84,18 @@ void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
       if (added) order.push_back(name);
       return it->second;
     };
+    // A credential named twice in one request, as deletion or upsertion, is refused for its
+    // user before anything else (Kafka checks the whole request first).
+    std::map<std::pair<std::string, int8_t>, int> mentions;
+    for (const auto& d : req.deletions) ++mentions[{d.name, d.mechanism}];
+    for (const auto& u : req.upsertions) ++mentions[{u.name, u.mechanism}];
     auto check_common = [&](Outcome& o, const std::string& name,
                             int8_t code) -> std::optional<auth::ScramMechanism> {
-      if (name.empty()) fail(o, ErrorCode::kUnacceptableCredential, "Username must not be empty");
-      if (!touched.insert({name, code}).second) {
+      if (mentions[{name, code}] > 1) {
         fail(o, ErrorCode::kDuplicateResource,
              "A user credential cannot be altered twice in the same request");
       }
+      if (name.empty()) fail(o, ErrorCode::kUnacceptableCredential, "Username must not be empty");
       std::optional<auth::ScramMechanism> m = auth::MechanismFromKafka(code);
       if (!m.has_value()) fail(o, ErrorCode::kUnsupportedSaslMechanism, "Unknown SCRAM mechanism");
       return m;

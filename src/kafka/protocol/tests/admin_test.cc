@@ -1165,125 +1165,78 @@ TEST(UserScramCredentialsTest, NullUsersAndMalformedBodies) {
 // A compact count is an unsigned varint of length + 1, so the only negative length is the
 // null marker (0); a count of 2^32 - 2 (-2 as an int32) must be refused as too large, not
 // taken for null. Then nulls where the JSON does not allow them, and string and bytes
-// lengths past the end: each fails with an error naming the message.
+// lengths past the end: each fails with an error naming the message and the field.
 TEST(UserScramCredentialsTest, MalformedLengthsFailWithAnError) {
   using Decoder = Status (*)(const std::vector<uint8_t>&, int16_t);
   const Decoder describe_req = &DecodeAs<DescribeUserScramCredentialsRequest>;
   const Decoder describe_resp = &DecodeAs<DescribeUserScramCredentialsResponse>;
   const Decoder alter_req = &DecodeAs<AlterUserScramCredentialsRequest>;
   const Decoder alter_resp = &DecodeAs<AlterUserScramCredentialsResponse>;
+  constexpr uint64_t kMinusTwo = 0xffffffffu;  // length + 1 = 2^32 - 1
+  // The bytes before the first upsertion's salt; before the first result's credential infos.
+  auto upsertion = [] { return Golden().carr(0).carr(1).cstr("a").i8(1).i32(4096); };
+  auto described = [] { return Golden().i32(0).i16(0).cnullstr().carr(1).cstr("a").i16(0); };
   struct Bad {
-    const char* what;
     Decoder decode;
-    const char* message;
+    const char* api;
+    const char* reason;  // the field and what is wrong with it, as the error says
     std::vector<uint8_t> bytes;
   };
-  constexpr uint64_t kMinusTwo = 0xffffffffu;  // length + 1 = 2^32 - 1
   const std::vector<Bad> cases = {
-      {"users count 2^32-2", describe_req, "DescribeUserScramCredentialsRequest v0",
+      {describe_req, "DescribeUserScramCredentialsRequest v0",
+       "users: array of 4294967294 elements cannot fit",
        Golden().uvarint(kMinusTwo).cstr("alice").tags().tags().take()},
-      {"deletions count 2^32-2", alter_req, "AlterUserScramCredentialsRequest v0",
+      {alter_req, "AlterUserScramCredentialsRequest v0",
+       "deletions: array of 4294967294 elements cannot fit",
        Golden().uvarint(kMinusTwo).cstr("bob").i8(1).tags().carr(0).tags().take()},
-      {"upsertions count 2^32-2", alter_req, "AlterUserScramCredentialsRequest v0",
+      {alter_req, "AlterUserScramCredentialsRequest v0",
+       "upsertions: array of 4294967294 elements cannot fit",
        Golden().carr(0).uvarint(kMinusTwo).cstr("a").i8(1).i32(4096).tags().take()},
-      {"results count 2^32-2", describe_resp, "DescribeUserScramCredentialsResponse v0",
-       Golden().i32(0).i16(0).cnullstr().uvarint(kMinusTwo).tags().take()},
-      {"credential infos count 2^32-2", describe_resp, "DescribeUserScramCredentialsResponse v0",
-       Golden()
-           .i32(0)
-           .i16(0)
-           .cnullstr()
-           .carr(1)
-           .cstr("a")
-           .i16(0)
-           .cnullstr()
-           .uvarint(kMinusTwo)
-           .i8(1)
-           .i32(4096)
-           .tags()
-           .tags()
-           .tags()
-           .take()},
-      {"alter results count 2^32-2", alter_resp, "AlterUserScramCredentialsResponse v0",
+      {describe_resp, "DescribeUserScramCredentialsResponse v0",
+       "results: array of 4294967294 elements cannot fit",
+       Golden().i32(0).i16(0).cnullstr().uvarint(kMinusTwo).cstr("a").i16(0).tags().take()},
+      {describe_resp, "DescribeUserScramCredentialsResponse v0",
+       "credential infos: array of 4294967294 elements cannot fit",
+       described().cnullstr().uvarint(kMinusTwo).i8(1).i32(4096).tags().tags().tags().take()},
+      {alter_resp, "AlterUserScramCredentialsResponse v0",
+       "results: array of 4294967294 elements cannot fit",
        Golden().i32(0).uvarint(kMinusTwo).cstr("a").i16(0).cnullstr().tags().tags().take()},
-      {"null deletions", alter_req, "deletions", Golden().carr(-1).carr(0).tags().take()},
-      {"null upsertions", alter_req, "upsertions", Golden().carr(0).carr(-1).tags().take()},
-      {"null results", describe_resp, "results",
+      {alter_req, "AlterUserScramCredentialsRequest v0", "deletions: null where an array",
+       Golden().carr(-1).carr(0).tags().take()},
+      {alter_req, "AlterUserScramCredentialsRequest v0", "upsertions: null where an array",
+       Golden().carr(0).carr(-1).tags().take()},
+      {describe_resp, "DescribeUserScramCredentialsResponse v0", "results: null where an array",
        Golden().i32(0).i16(0).cnullstr().carr(-1).tags().take()},
-      {"null credential infos", describe_resp, "credential infos",
-       Golden()
-           .i32(0)
-           .i16(0)
-           .cnullstr()
-           .carr(1)
-           .cstr("a")
-           .i16(0)
-           .cnullstr()
-           .carr(-1)
-           .tags()
-           .tags()
-           .take()},
-      {"null alter results", alter_resp, "results", Golden().i32(0).carr(-1).tags().take()},
-      {"null user name", describe_req, "user name",
+      {describe_resp, "DescribeUserScramCredentialsResponse v0",
+       "credential infos: null where an array",
+       described().cnullstr().carr(-1).tags().tags().take()},
+      {alter_resp, "AlterUserScramCredentialsResponse v0", "results: null where an array",
+       Golden().i32(0).carr(-1).tags().take()},
+      {describe_req, "DescribeUserScramCredentialsRequest v0", "user name: null where a string",
        Golden().carr(1).cnullstr().tags().tags().take()},
-      {"null salt", alter_req, "salt",
-       Golden()
-           .carr(0)
-           .carr(1)
-           .cstr("a")
-           .i8(1)
-           .i32(4096)
-           .uvarint(0)
-           .cbytes({1})
-           .tags()
-           .tags()
-           .take()},
-      {"null salted password", alter_req, "salted password",
-       Golden()
-           .carr(0)
-           .carr(1)
-           .cstr("a")
-           .i8(1)
-           .i32(4096)
-           .cbytes({1})
-           .uvarint(0)
-           .tags()
-           .tags()
-           .take()},
-      {"user name past the end", describe_req, "user name",
+      {alter_req, "AlterUserScramCredentialsRequest v0", "salt: null where bytes",
+       upsertion().uvarint(0).cbytes({1}).tags().tags().take()},
+      {alter_req, "AlterUserScramCredentialsRequest v0", "salted password: null where bytes",
+       upsertion().cbytes({1}).uvarint(0).tags().tags().take()},
+      {describe_req, "DescribeUserScramCredentialsRequest v0", "user name: needs 50 bytes",
        Golden().carr(1).uvarint(51).raw(std::string("abc")).take()},
-      {"deletion name past the end", alter_req, "deletion name",
+      {alter_req, "AlterUserScramCredentialsRequest v0", "deletion name: needs 199 bytes",
        Golden().carr(1).uvarint(200).raw(std::string("bob")).i8(1).tags().take()},
-      {"result user past the end", describe_resp, "user",
-       Golden()
-           .i32(0)
-           .i16(0)
-           .cnullstr()
-           .carr(1)
-           .uvarint(100)
-           .raw(std::string("alice-and-more"))
-           .take()},
-      {"error message past the end", describe_resp, "error message",
+      {describe_resp, "DescribeUserScramCredentialsResponse v0", "user: needs 99 bytes",
+       Golden().i32(0).i16(0).cnullstr().carr(1).uvarint(100).raw(std::string(14, 'a')).take()},
+      {describe_resp, "DescribeUserScramCredentialsResponse v0", "error message: needs 39 bytes",
        Golden().i32(0).i16(0).uvarint(40).raw(std::string("oops")).carr(0).tags().take()},
-      {"alter result message past the end", alter_resp, "error message",
+      {alter_resp, "AlterUserScramCredentialsResponse v0", "error message: needs 29 bytes",
        Golden().i32(0).carr(1).cstr("a").i16(93).uvarint(30).raw(std::string("few")).take()},
-      {"salted password past the end", alter_req, "salted password",
-       Golden()
-           .carr(0)
-           .carr(1)
-           .cstr("a")
-           .i8(1)
-           .i32(4096)
-           .cbytes({1})
-           .uvarint(65)
-           .raw(std::vector<uint8_t>(8, 7))
-           .take()},
+      {alter_req, "AlterUserScramCredentialsRequest v0", "salted password: needs 64 bytes",
+       upsertion().cbytes({1}).uvarint(65).raw(std::vector<uint8_t>(8, 7)).take()},
   };
   for (const Bad& c : cases) {
     Status st = c.decode(c.bytes, 0);
-    ASSERT_FALSE(st.ok()) << c.what;
-    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.what;
-    EXPECT_NE(st.message().find(c.message), std::string::npos) << c.what << ": " << st.message();
+    ASSERT_FALSE(st.ok()) << c.reason;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.reason;
+    EXPECT_NE(st.message().find(c.api), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(c.reason), std::string::npos) << st.message();
   }
 }
 
