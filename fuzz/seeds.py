@@ -336,6 +336,31 @@ def request_seeds(out):
         "alter_user_scram_credentials_v0": header(51, 0, True) + uvarint(2) + cstr(b"bob") + b"\x02"
         + b"\x00" + uvarint(2) + cstr(b"alice") + b"\x01" + i32(4096) + uvarint(33) + bytes(range(32))
         + uvarint(33) + bytes(range(32, 64)) + b"\x00" + b"\x00",
+        # ACLs (src/kafka/protocol/messages/acls.h): v0-3, pattern types from v1, flexible from
+        # v2; decoded before the broker serves them. Codes: resource type 1 ANY, 2 TOPIC,
+        # 3 GROUP, 7 USER (v3); pattern type 1 ANY, 3 LITERAL, 4 PREFIXED; operation 1 ANY,
+        # 3 READ, 4 WRITE; permission 1 ANY, 2 DENY, 3 ALLOW.
+        "describe_acls_v0": header(29, 0, False) + b"\x02" + kstr(b"orders") + i16(-1) + i16(-1)
+        + b"\x03\x03",
+        "describe_acls_v1_prefixed": header(29, 1, False) + b"\x02" + kstr(b"orders-") + b"\x04"
+        + kstr(b"User:alice") + kstr(b"*") + b"\x03\x03",
+        "describe_acls_v3_any": header(29, 3, True) + b"\x01" + uvarint(0) + b"\x01" + uvarint(0)
+        + uvarint(0) + b"\x01\x01" + b"\x00",
+        "create_acls_v0": header(30, 0, False) + i32(1) + b"\x02" + kstr(topic) + kstr(b"User:alice")
+        + kstr(b"*") + b"\x04\x03",
+        "create_acls_v1": header(30, 1, False) + i32(2) + b"\x02" + kstr(b"orders-") + b"\x04"
+        + kstr(b"User:alice") + kstr(b"*") + b"\x03\x03" + b"\x03" + kstr(b"app") + b"\x03"
+        + kstr(b"User:bob") + kstr(b"10.0.0.1") + b"\x03\x02",
+        "create_acls_v3_user": header(30, 3, True) + uvarint(2) + b"\x07" + cstr(b"alice") + b"\x03"
+        + cstr(b"User:admin") + cstr(b"*") + b"\x02\x03" + b"\x00" + b"\x00",
+        "delete_acls_v0": header(31, 0, False) + i32(1) + b"\x02" + kstr(topic) + i16(-1) + i16(-1)
+        + b"\x01\x01",
+        "delete_acls_v2": header(31, 2, True) + uvarint(3)
+        + (b"\x02" + cstr(topic) + b"\x03" + cstr(b"User:alice") + cstr(b"*") + b"\x03\x03" + b"\x00")
+        + (b"\x01" + uvarint(0) + b"\x01" + uvarint(0) + uvarint(0) + b"\x01\x01" + b"\x00")
+        + b"\x00",
+        "delete_acls_v3_huge_filters": header(31, 3, True) + uvarint(0xFFFFFFFF) + b"\x01" + uvarint(0)
+        + b"\x01" + uvarint(0) + uvarint(0) + b"\x01\x01" + b"\x00" + b"\x00",
         "txn_huge_nested": header(27, 1, True) + uvarint(2) + i64(7) + i16(1) + b"\x00" + uvarint(2)
         + cstr(topic) + uvarint(0x7FFFFFF0) + i32(0),
         "unknown_api": header(999, 0, False),

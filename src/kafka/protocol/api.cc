@@ -18,7 +18,7 @@ struct KnownApi {
   bool served;
 };
 
-constexpr std::array<KnownApi, 37> kKnown = {{
+constexpr std::array<KnownApi, 40> kKnown = {{
     {{ApiKey::kProduce, 3, 11, 9}, true},
     {{ApiKey::kFetch, 4, 16, 12}, true},
     {{ApiKey::kListOffsets, 0, 9, 6}, true},
@@ -47,6 +47,10 @@ constexpr std::array<KnownApi, 37> kKnown = {{
     {{ApiKey::kEndTxn, 0, 4, 3}, true},
     {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, true},
     {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, true},
+    // ACLs (messages/acls.h): decoded, not served until the broker has their handlers.
+    {{ApiKey::kDescribeAcls, 0, 3, 2}, false},
+    {{ApiKey::kCreateAcls, 0, 3, 2}, false},
+    {{ApiKey::kDeleteAcls, 0, 3, 2}, false},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
     {{ApiKey::kSaslAuthenticate, 0, 2, 2}, true},
@@ -167,6 +171,12 @@ std::string_view ApiName(ApiKey key) {
       return "WriteTxnMarkers";
     case ApiKey::kTxnOffsetCommit:
       return "TxnOffsetCommit";
+    case ApiKey::kDescribeAcls:
+      return "DescribeAcls";
+    case ApiKey::kCreateAcls:
+      return "CreateAcls";
+    case ApiKey::kDeleteAcls:
+      return "DeleteAcls";
     case ApiKey::kDescribeConfigs:
       return "DescribeConfigs";
     case ApiKey::kAlterConfigs:

@@ -67,6 +67,12 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<WriteTxnMarkersRequest>(r, v, out, h);
     case ApiKey::kTxnOffsetCommit:
       return DecodeBody<TxnOffsetCommitRequest>(r, v, out, h);
+    case ApiKey::kDescribeAcls:
+      return DecodeBody<DescribeAclsRequest>(r, v, out, h);
+    case ApiKey::kCreateAcls:
+      return DecodeBody<CreateAclsRequest>(r, v, out, h);
+    case ApiKey::kDeleteAcls:
+      return DecodeBody<DeleteAclsRequest>(r, v, out, h);
     case ApiKey::kDescribeConfigs:
       return DecodeBody<DescribeConfigsRequest>(r, v, out, h);
     case ApiKey::kAlterConfigs:

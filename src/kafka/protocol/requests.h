@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "kafka/protocol/header.h"
+#include "kafka/protocol/messages/acls.h"
 #include "kafka/protocol/messages/admin.h"
 #include "kafka/protocol/messages/core.h"
 #include "kafka/protocol/messages/groups.h"
@@ -25,7 +26,8 @@ using AnyRequest = std::variant<
     TxnOffsetCommitRequest, DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
     CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
     DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-    ListTransactionsRequest, DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest>;
+    ListTransactionsRequest, DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
+    DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest>;
 
 struct DecodedRequest {
   RequestHeader header;

@@ -1,7 +1,8 @@
-// Tests of the admin and miscellaneous messages (messages/admin.h, and the SCRAM credential
-// APIs of messages/users.h): for every advertised version of every request and response,
-// golden bytes transcribed from Kafka's JSON definitions are compared with Encode, and
-// decoded back to the same struct; then every message is fed truncated and corrupted bytes.
+// Tests of the admin and miscellaneous messages (messages/admin.h, the SCRAM credential
+// APIs of messages/users.h and the ACL APIs of messages/acls.h): for every version the codec
+// knows of every request and response, golden bytes transcribed from Kafka's JSON
+// definitions are compared with Encode, and decoded back to the same struct; then every
+// message is fed truncated and corrupted bytes.
 #include "kafka/protocol/messages/admin.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "kafka/protocol/api.h"
+#include "kafka/protocol/messages/acls.h"
 #include "kafka/protocol/messages/users.h"
 #include "kafka/protocol/tests/golden.h"
 
@@ -798,6 +800,226 @@ std::vector<uint8_t> GoldenAlterUserScramCredentialsResponse(int16_t) {
   return g.take();
 }
 
+// ------------------------------------------------------------------ ACLs
+
+// Kafka's codes (auth/acl.h): resource types, pattern types, operations, permissions.
+constexpr int kAny = 1, kTopic = 2, kGroup = 3, kCluster = 4, kUser = 7;  // kUser: v3+
+constexpr int kMatch = 2, kLiteral = 3, kPrefixed = 4;
+constexpr int kAll = 2, kRead = 3, kWrite = 4, kDescribe = 8;
+constexpr int kDeny = 2, kAllow = 3;
+
+// "flexibleVersions": "2+" and pattern types "versions": "1+" in all six definitions.
+bool AclFlexible(int16_t v) { return v >= 2; }
+bool HasPatternType(int16_t v) { return v >= 1; }
+
+// Even versions null the principal filter, odd ones the name and host filters, so each
+// nullable string is null and set in a non-flexible and a flexible version.
+DescribeAclsRequest MakeDescribeAclsRequest(int16_t v) {
+  const bool even = v % 2 == 0;
+  DescribeAclsRequest m;
+  m.resource_type_filter = v >= 3 ? kUser : kTopic;
+  m.resource_name_filter = even ? std::optional<std::string>("orders") : nullopt;
+  if (HasPatternType(v)) m.pattern_type_filter = kMatch;
+  m.principal_filter = even ? nullopt : std::optional<std::string>("User:alice");
+  m.host_filter = even ? std::optional<std::string>("*") : nullopt;
+  m.operation = kRead;
+  m.permission_type = kAllow;
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeAclsRequest(int16_t v) {
+  const bool f = AclFlexible(v);
+  const bool even = v % 2 == 0;
+  Golden g;
+  g.i8(v >= 3 ? kUser : kTopic);
+  if (even) {
+    g.s(f, "orders");
+  } else {
+    g.ns(f);
+  }
+  if (HasPatternType(v)) g.i8(kMatch);
+  if (even) {
+    g.ns(f).s(f, "*");
+  } else {
+    g.s(f, "User:alice").ns(f);
+  }
+  g.i8(kRead).i8(kAllow).t(f);
+  return g.take();
+}
+
+DescribeAclsResponse MakeDescribeAclsResponse(int16_t v) {
+  DescribeAclsResponse m;
+  m.throttle_time_ms = 11;
+  if (v % 2 == 1) {
+    m.error_code = ErrorCode::kSecurityDisabled;
+    m.error_message = "No authorizer";
+  }
+  m.resources = {
+      {.resource_type = kTopic,
+       .resource_name = "orders",
+       .pattern_type = static_cast<int8_t>(HasPatternType(v) ? kPrefixed : kLiteral),
+       .acls =
+           {{.principal = "User:alice", .host = "*", .operation = kRead, .permission_type = kAllow},
+            {.principal = "User:bob",
+             .host = "10.0.0.1",
+             .operation = kWrite,
+             .permission_type = kDeny}}},
+      {.resource_type = static_cast<int8_t>(v >= 3 ? kUser : kCluster),
+       .resource_name = v >= 3 ? "alice" : "kafka-cluster"},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeAclsResponse(int16_t v) {
+  const bool f = AclFlexible(v);
+  Golden g;
+  g.i32(11);
+  if (v % 2 == 1) {
+    g.i16(54).s(f, "No authorizer");
+  } else {
+    g.i16(0).ns(f);
+  }
+  g.a(f, 2);
+  g.i8(kTopic).s(f, "orders");
+  if (HasPatternType(v)) g.i8(kPrefixed);
+  g.a(f, 2);
+  g.s(f, "User:alice").s(f, "*").i8(kRead).i8(kAllow).t(f);
+  g.s(f, "User:bob").s(f, "10.0.0.1").i8(kWrite).i8(kDeny).t(f);
+  g.t(f);
+  g.i8(v >= 3 ? kUser : kCluster).s(f, v >= 3 ? "alice" : "kafka-cluster");
+  if (HasPatternType(v)) g.i8(kLiteral);  // the default, still on the wire
+  g.a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
+CreateAclsRequest MakeCreateAclsRequest(int16_t v) {
+  CreateAclsRequest m;
+  m.creations = {
+      {.resource_type = kTopic,
+       .resource_name = "orders-",
+       .resource_pattern_type = static_cast<int8_t>(HasPatternType(v) ? kPrefixed : kLiteral),
+       .principal = "User:alice",
+       .host = "*",
+       .operation = kAll,
+       .permission_type = kAllow},
+      {.resource_type = kGroup,
+       .resource_name = "app",
+       .principal = "User:bob",
+       .host = "10.0.0.1",
+       .operation = kDescribe,
+       .permission_type = kDeny},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenCreateAclsRequest(int16_t v) {
+  const bool f = AclFlexible(v);
+  Golden g;
+  g.a(f, 2);
+  g.i8(kTopic).s(f, "orders-");
+  if (HasPatternType(v)) g.i8(kPrefixed);
+  g.s(f, "User:alice").s(f, "*").i8(kAll).i8(kAllow).t(f);
+  g.i8(kGroup).s(f, "app");
+  if (HasPatternType(v)) g.i8(kLiteral);
+  g.s(f, "User:bob").s(f, "10.0.0.1").i8(kDescribe).i8(kDeny).t(f);
+  g.t(f);
+  return g.take();
+}
+
+CreateAclsResponse MakeCreateAclsResponse(int16_t) {
+  CreateAclsResponse m;
+  m.throttle_time_ms = 5;
+  m.results = {{.error_code = ErrorCode::kNone},
+               {.error_code = ErrorCode::kInvalidRequest, .error_message = "bad host"}};
+  return m;
+}
+
+std::vector<uint8_t> GoldenCreateAclsResponse(int16_t v) {
+  const bool f = AclFlexible(v);
+  Golden g;
+  g.i32(5).a(f, 2);
+  g.i16(0).ns(f).t(f);
+  g.i16(42).s(f, "bad host").t(f);
+  g.t(f);
+  return g.take();
+}
+
+// The second filter matches every binding: ANY everywhere, null strings.
+DeleteAclsRequest MakeDeleteAclsRequest(int16_t v) {
+  DeleteAclsRequest m;
+  m.filters = {
+      {.resource_type_filter = kTopic,
+       .resource_name_filter = "orders",
+       .pattern_type_filter = static_cast<int8_t>(HasPatternType(v) ? kPrefixed : kLiteral),
+       .principal_filter = "User:alice",
+       .host_filter = "*",
+       .operation = kRead,
+       .permission_type = kAllow},
+      {.resource_type_filter = kAny,
+       .pattern_type_filter = static_cast<int8_t>(HasPatternType(v) ? kAny : kLiteral),
+       .operation = kAny,
+       .permission_type = kAny},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenDeleteAclsRequest(int16_t v) {
+  const bool f = AclFlexible(v);
+  Golden g;
+  g.a(f, 2);
+  g.i8(kTopic).s(f, "orders");
+  if (HasPatternType(v)) g.i8(kPrefixed);
+  g.s(f, "User:alice").s(f, "*").i8(kRead).i8(kAllow).t(f);
+  g.i8(kAny).ns(f);
+  if (HasPatternType(v)) g.i8(kAny);
+  g.ns(f).ns(f).i8(kAny).i8(kAny).t(f);
+  g.t(f);
+  return g.take();
+}
+
+DeleteAclsResponse MakeDeleteAclsResponse(int16_t v) {
+  DeleteAclsResponse m;
+  m.throttle_time_ms = 9;
+  m.filter_results = {
+      {.matching_acls = {{.resource_type = kTopic,
+                          .resource_name = "orders",
+                          .pattern_type =
+                              static_cast<int8_t>(HasPatternType(v) ? kPrefixed : kLiteral),
+                          .principal = "User:alice",
+                          .host = "*",
+                          .operation = kRead,
+                          .permission_type = kAllow},
+                         {.error_code = ErrorCode::kUnknownServerError,
+                          .error_message = "store unavailable",
+                          .resource_type = kGroup,
+                          .resource_name = "app",
+                          .principal = "User:bob",
+                          .host = "10.0.0.1",
+                          .operation = kDescribe,
+                          .permission_type = kDeny}}},
+      {.error_code = ErrorCode::kSecurityDisabled, .error_message = "No authorizer"},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenDeleteAclsResponse(int16_t v) {
+  const bool f = AclFlexible(v);
+  Golden g;
+  g.i32(9).a(f, 2);
+  g.i16(0).ns(f).a(f, 2);
+  g.i16(0).ns(f).i8(kTopic).s(f, "orders");
+  if (HasPatternType(v)) g.i8(kPrefixed);
+  g.s(f, "User:alice").s(f, "*").i8(kRead).i8(kAllow).t(f);
+  g.i16(-1).s(f, "store unavailable").i8(kGroup).s(f, "app");
+  if (HasPatternType(v)) g.i8(kLiteral);
+  g.s(f, "User:bob").s(f, "10.0.0.1").i8(kDescribe).i8(kDeny).t(f);
+  g.t(f);
+  g.i16(54).s(f, "No authorizer").a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
 #define SLUICE_ADMIN_CASES(Api)                                                     \
   Case(#Api "Request", ApiKey::k##Api, &Make##Api##Request, &Golden##Api##Request), \
       Case(#Api "Response", ApiKey::k##Api, &Make##Api##Response, &Golden##Api##Response)
@@ -818,13 +1040,16 @@ std::vector<MessageCase> AllCases() {
       SLUICE_ADMIN_CASES(SaslAuthenticate),
       SLUICE_ADMIN_CASES(DescribeUserScramCredentials),
       SLUICE_ADMIN_CASES(AlterUserScramCredentials),
+      SLUICE_ADMIN_CASES(DescribeAcls),
+      SLUICE_ADMIN_CASES(CreateAcls),
+      SLUICE_ADMIN_CASES(DeleteAcls),
   };
 }
 #undef SLUICE_ADMIN_CASES
 
 class AdminMessageTest : public ::testing::TestWithParam<MessageCase> {
  protected:
-  // Every version sluice advertises for this API (SupportedApis()).
+  // Every version the codec knows for this API (FindApi), advertised or not yet served.
   std::vector<int16_t> Versions() const {
     auto api = FindApi(GetParam().key);
     EXPECT_TRUE(api.has_value());
@@ -1124,7 +1349,8 @@ TEST(AdminApiTest, AdvertisedRangesFitTheDefinitions) {
         Def{ApiKey::kInitProducerId, 5, 2}, Def{ApiKey::kDeleteRecords, 2, 2},
         Def{ApiKey::kOffsetForLeaderEpoch, 4, 4}, Def{ApiKey::kDescribeCluster, 1, 0},
         Def{ApiKey::kSaslAuthenticate, 2, 2}, Def{ApiKey::kDescribeUserScramCredentials, 0, 0},
-        Def{ApiKey::kAlterUserScramCredentials, 0, 0}}) {
+        Def{ApiKey::kAlterUserScramCredentials, 0, 0}, Def{ApiKey::kDescribeAcls, 3, 2},
+        Def{ApiKey::kCreateAcls, 3, 2}, Def{ApiKey::kDeleteAcls, 3, 2}}) {
     auto api = FindApi(d.key);
     ASSERT_TRUE(api.has_value()) << ApiName(d.key);
     EXPECT_GE(api->min, 0) << ApiName(d.key);
@@ -1234,6 +1460,285 @@ TEST(UserScramCredentialsTest, MalformedLengthsFailWithAnError) {
   for (const Bad& c : cases) {
     Status st = c.decode(c.bytes, 0);
     ASSERT_FALSE(st.ok()) << c.reason;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.reason;
+    EXPECT_NE(st.message().find(c.api), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(c.reason), std::string::npos) << st.message();
+  }
+}
+
+// The JSON's default of every pattern type field is 3 (LITERAL); v0 has none on the wire,
+// so decoding v0 gives LITERAL, and encoding at v0 leaves a non-LITERAL one out (Kafka
+// would refuse to write it: the fields are not ignorable).
+TEST(AclsTest, V0HasNoPatternTypeAndReadsAsLiteral) {
+  EXPECT_EQ(DescribeAclsRequest{}.pattern_type_filter, 3);
+  EXPECT_EQ(DescribeAclsResponse::DescribeAclsResource{}.pattern_type, 3);
+  EXPECT_EQ(CreateAclsRequest::AclCreation{}.resource_pattern_type, 3);
+  EXPECT_EQ(DeleteAclsRequest::DeleteAclsFilter{}.pattern_type_filter, 3);
+  EXPECT_EQ(DeleteAclsResponse::DeleteAclsMatchingAcl{}.pattern_type, 3);
+
+  DescribeAclsRequest describe;
+  describe.pattern_type_filter = kPrefixed;  // Decode starts from the defaults
+  ASSERT_TRUE(
+      DecodeBytes(Golden().i8(kTopic).str("t").nullstr().nullstr().i8(kRead).i8(kAllow).take(), 0,
+                  &describe)
+          .ok());
+  EXPECT_EQ(describe.pattern_type_filter, kLiteral);
+  CreateAclsRequest create;
+  ASSERT_TRUE(DecodeBytes(GoldenCreateAclsRequest(0), 0, &create).ok());
+  EXPECT_EQ(create.creations.at(0).resource_pattern_type, kLiteral);
+  DeleteAclsRequest del;
+  ASSERT_TRUE(DecodeBytes(GoldenDeleteAclsRequest(0), 0, &del).ok());
+  EXPECT_EQ(del.filters.at(0).pattern_type_filter, kLiteral);
+  DescribeAclsResponse described;
+  ASSERT_TRUE(DecodeBytes(GoldenDescribeAclsResponse(0), 0, &described).ok());
+  EXPECT_EQ(described.resources.at(0).pattern_type, kLiteral);
+  DeleteAclsResponse deleted;
+  ASSERT_TRUE(DecodeBytes(GoldenDeleteAclsResponse(0), 0, &deleted).ok());
+  EXPECT_EQ(deleted.filter_results.at(0).matching_acls.at(0).pattern_type, kLiteral);
+
+  EXPECT_EQ(EncodeBytes(MakeCreateAclsRequest(1), 0), GoldenCreateAclsRequest(0));
+  EXPECT_EQ(EncodeBytes(MakeDeleteAclsRequest(1), 0), GoldenDeleteAclsRequest(0));
+  EXPECT_EQ(EncodeBytes(MakeDescribeAclsResponse(1), 0).size() + 2,
+            GoldenDescribeAclsResponse(1).size());  // one pattern type byte per resource
+}
+
+// A filter that matches every binding: ANY codes and null strings, in both string forms.
+TEST(AclsTest, NullFiltersRoundTrip) {
+  const DescribeAclsRequest any{.resource_type_filter = kAny,
+                                .pattern_type_filter = kAny,
+                                .operation = kAny,
+                                .permission_type = kAny};
+  const std::vector<uint8_t> v1 =
+      Golden().i8(kAny).nullstr().i8(kAny).nullstr().nullstr().i8(kAny).i8(kAny).take();
+  const std::vector<uint8_t> v2 =
+      Golden().i8(kAny).cnullstr().i8(kAny).cnullstr().cnullstr().i8(kAny).i8(kAny).tags().take();
+  EXPECT_EQ(EncodeBytes(any, 1), v1);
+  EXPECT_EQ(EncodeBytes(any, 2), v2);
+  for (int16_t v : {int16_t{1}, int16_t{2}}) {
+    DescribeAclsRequest back;
+    back.resource_name_filter = "x";
+    ASSERT_TRUE(DecodeBytes(v == 1 ? v1 : v2, v, &back).ok());
+    EXPECT_TRUE(back == any) << "v" << v;
+  }
+}
+
+TEST(AclsTest, UnknownTagsInNestedStructsRoundTrip) {
+  // DeleteAclsResponse v2: tag 7 on a matching ACL, tag 2 on its filter result, tag 0 on
+  // the response.
+  const std::vector<uint8_t> bytes = Golden()
+                                         .i32(0)
+                                         .carr(1)
+                                         .i16(0)
+                                         .cnullstr()
+                                         .carr(1)
+                                         .i16(0)
+                                         .cnullstr()
+                                         .i8(kTopic)
+                                         .cstr("t")
+                                         .i8(kLiteral)
+                                         .cstr("User:a")
+                                         .cstr("*")
+                                         .i8(kRead)
+                                         .i8(kAllow)
+                                         .uvarint(1)
+                                         .uvarint(7)
+                                         .uvarint(2)
+                                         .i16(5)
+                                         .uvarint(1)
+                                         .uvarint(2)
+                                         .uvarint(1)
+                                         .i8(1)
+                                         .uvarint(1)
+                                         .uvarint(0)
+                                         .uvarint(0)
+                                         .take();
+  DeleteAclsResponse m;
+  Status st = DecodeBytes(bytes, 2, &m);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const auto& result = m.filter_results.at(0);
+  ASSERT_EQ(result.matching_acls.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(result.matching_acls[0].unknown_tags[0].tag, 7u);
+  EXPECT_EQ(result.matching_acls[0].unknown_tags[0].data, (std::vector<uint8_t>{0, 5}));
+  ASSERT_EQ(result.unknown_tags.size(), 1u);
+  EXPECT_EQ(result.unknown_tags[0].tag, 2u);
+  ASSERT_EQ(m.unknown_tags.size(), 1u);
+  EXPECT_EQ(m.unknown_tags[0].tag, 0u);
+  EXPECT_EQ(EncodeBytes(m, 2), bytes);
+
+  // CreateAclsRequest v3: a tag on the creation.
+  const std::vector<uint8_t> create = Golden()
+                                          .carr(1)
+                                          .i8(kTopic)
+                                          .cstr("t")
+                                          .i8(kLiteral)
+                                          .cstr("User:a")
+                                          .cstr("*")
+                                          .i8(kRead)
+                                          .i8(kAllow)
+                                          .uvarint(1)
+                                          .uvarint(3)
+                                          .uvarint(1)
+                                          .i8(9)
+                                          .tags()
+                                          .take();
+  CreateAclsRequest c;
+  ASSERT_TRUE(DecodeBytes(create, 3, &c).ok());
+  ASSERT_EQ(c.creations.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(c.creations[0].unknown_tags[0].tag, 3u);
+  EXPECT_EQ(EncodeBytes(c, 3), create);
+}
+
+// Nulls where the JSON does not allow them, negative and oversized lengths, fields cut
+// short, a version the JSON does not list: each fails with an error naming the message,
+// its version and the field.
+TEST(AclsTest, MalformedInputFailsWithAnError) {
+  using Decoder = Status (*)(const std::vector<uint8_t>&, int16_t);
+  const Decoder describe_req = &DecodeAs<DescribeAclsRequest>;
+  const Decoder describe_resp = &DecodeAs<DescribeAclsResponse>;
+  const Decoder create_req = &DecodeAs<CreateAclsRequest>;
+  const Decoder create_resp = &DecodeAs<CreateAclsResponse>;
+  const Decoder delete_req = &DecodeAs<DeleteAclsRequest>;
+  const Decoder delete_resp = &DecodeAs<DeleteAclsResponse>;
+  constexpr uint64_t kMinusTwo = 0xffffffffu;  // compact length + 1 = 2^32 - 1
+  // One flexible creation, one match-everything filter: what follows a count that lies.
+  auto creation = [](Golden g) {
+    return g.i8(kTopic).cstr("t").i8(kLiteral).cstr("User:a").cstr("*").i8(kRead).i8(kAllow).tags();
+  };
+  auto any_filter = [](Golden g) {
+    return g.i8(kAny).cnullstr().i8(kAny).cnullstr().cnullstr().i8(kAny).i8(kAny).tags();
+  };
+  // The bytes of a flexible DescribeAclsResponse up to its one resource's acls.
+  auto resource = [] {
+    return Golden().i32(0).i16(0).cnullstr().carr(1).i8(kTopic).cstr("t").i8(kLiteral);
+  };
+  // The bytes of a flexible DeleteAclsResponse up to its one filter result's matching acls.
+  auto filter_result = [] { return Golden().i32(0).carr(1).i16(0).cnullstr(); };
+  struct Bad {
+    Decoder decode;
+    int16_t version;
+    const char* api;
+    const char* reason;  // the field and what is wrong with it, as the error says
+    std::vector<uint8_t> bytes;
+  };
+  const std::vector<Bad> cases = {
+      {create_req, 0, "CreateAclsRequest v0", "creations: null where an array",
+       Golden().arr(-1).take()},
+      {create_req, 1, "CreateAclsRequest v1", "creations: negative array length -2",
+       Golden().arr(-2).take()},
+      {create_req, 1, "CreateAclsRequest v1", "creations: array of 1000 elements cannot fit",
+       Golden().arr(1000).i8(kTopic).str("t").i8(kLiteral).str("U").str("*").i8(3).i8(3).take()},
+      {create_req, 2, "CreateAclsRequest v2", "creations: array of 4294967294 elements cannot fit",
+       creation(Golden().uvarint(kMinusTwo)).tags().take()},
+      {create_req, 0, "CreateAclsRequest v0", "resource name: null where a string",
+       Golden().arr(1).i8(kTopic).nullstr().str("User:a").str("*").i8(3).i8(3).take()},
+      {create_req, 2, "CreateAclsRequest v2", "principal: null where a string",
+       Golden()
+           .carr(1)
+           .i8(kTopic)
+           .cstr("t")
+           .i8(3)
+           .cnullstr()
+           .cstr("*")
+           .i8(3)
+           .i8(3)
+           .tags()
+           .tags()
+           .take()},
+      {create_req, 3, "CreateAclsRequest v3", "host: null where a string",
+       Golden()
+           .carr(1)
+           .i8(kTopic)
+           .cstr("t")
+           .i8(3)
+           .cstr("User:a")
+           .cnullstr()
+           .i8(3)
+           .i8(3)
+           .tags()
+           .tags()
+           .take()},
+      {create_req, 4, "CreateAclsRequest v4", "unsupported version (0-3)",
+       GoldenCreateAclsRequest(3)},
+      {create_resp, 0, "CreateAclsResponse v0", "results: null where an array",
+       Golden().i32(0).arr(-1).take()},
+      {create_resp, 2, "CreateAclsResponse v2", "error message: needs 29 bytes",
+       Golden().i32(0).carr(1).i16(42).uvarint(30).raw(std::string("bad")).take()},
+      {describe_req, 0, "DescribeAclsRequest v0", "resource name filter: negative string length -2",
+       Golden().i8(kTopic).i16(-2).nullstr().nullstr().i8(3).i8(3).take()},
+      {describe_req, 1, "DescribeAclsRequest v1", "pattern type filter: needs 1 bytes",
+       Golden().i8(kTopic).nullstr().take()},
+      {describe_req, 2, "DescribeAclsRequest v2", "principal filter: needs 20 bytes",
+       Golden().i8(kTopic).cnullstr().i8(3).uvarint(21).raw(std::string("User:a")).take()},
+      {describe_req, -1, "DescribeAclsRequest v-1", "unsupported version (0-3)",
+       GoldenDescribeAclsRequest(0)},
+      {describe_resp, 1, "DescribeAclsResponse v1", "resources: null where an array",
+       Golden().i32(0).i16(0).nullstr().arr(-1).take()},
+      {describe_resp, 0, "DescribeAclsResponse v0", "resource name: null where a string",
+       Golden().i32(0).i16(0).nullstr().arr(1).i8(kTopic).nullstr().arr(0).take()},
+      {describe_resp, 3, "DescribeAclsResponse v3", "acls: null where an array",
+       resource().carr(-1).tags().tags().take()},
+      {describe_resp, 2, "DescribeAclsResponse v2", "acls: array of 4294967294 elements cannot fit",
+       resource()
+           .uvarint(kMinusTwo)
+           .cstr("User:a")
+           .cstr("*")
+           .i8(3)
+           .i8(3)
+           .tags()
+           .tags()
+           .tags()
+           .take()},
+      {describe_resp, 2, "DescribeAclsResponse v2", "host: null where a string",
+       resource().carr(1).cstr("User:a").cnullstr().i8(3).i8(3).tags().tags().tags().take()},
+      {delete_req, 1, "DeleteAclsRequest v1", "filters: null where an array",
+       Golden().arr(-1).take()},
+      {delete_req, 3, "DeleteAclsRequest v3", "filters: array of 4294967294 elements cannot fit",
+       any_filter(Golden().uvarint(kMinusTwo)).tags().take()},
+      {delete_req, 0, "DeleteAclsRequest v0", "host filter: negative string length -5",
+       Golden().arr(1).i8(kAny).nullstr().nullstr().i16(-5).i8(1).i8(1).take()},
+      {delete_resp, 1, "DeleteAclsResponse v1", "filter results: null where an array",
+       Golden().i32(0).arr(-1).take()},
+      {delete_resp, 2, "DeleteAclsResponse v2", "matching acls: null where an array",
+       filter_result().carr(-1).tags().tags().take()},
+      {delete_resp, 2, "DeleteAclsResponse v2",
+       "matching acls: array of 4294967294 elements cannot fit",
+       filter_result().uvarint(kMinusTwo).i16(0).cnullstr().i8(kTopic).cstr("t").i8(3).take()},
+      {delete_resp, 0, "DeleteAclsResponse v0", "resource name: null where a string",
+       Golden()
+           .i32(0)
+           .arr(1)
+           .i16(0)
+           .nullstr()
+           .arr(1)
+           .i16(0)
+           .nullstr()
+           .i8(kTopic)
+           .nullstr()
+           .str("User:a")
+           .str("*")
+           .i8(3)
+           .i8(3)
+           .take()},
+      {delete_resp, 3, "DeleteAclsResponse v3", "principal: null where a string",
+       filter_result()
+           .carr(1)
+           .i16(0)
+           .cnullstr()
+           .i8(kTopic)
+           .cstr("t")
+           .i8(3)
+           .cnullstr()
+           .cstr("*")
+           .i8(3)
+           .i8(3)
+           .tags()
+           .tags()
+           .tags()
+           .take()},
+  };
+  for (const Bad& c : cases) {
+    Status st = c.decode(c.bytes, c.version);
+    ASSERT_FALSE(st.ok()) << c.api << ": " << c.reason;
     EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.reason;
     EXPECT_NE(st.message().find(c.api), std::string::npos) << st.message();
     EXPECT_NE(st.message().find(c.reason), std::string::npos) << st.message();

@@ -117,6 +117,88 @@ TEST(DecodeRequestTest, ScramCredentialRequestsDecodeToTheirTypes) {
             RequestProblem::kUnsupportedVersion);
 }
 
+// Header v1 and int16 strings before v2, header v2 and compact strings from v2. The ACL
+// APIs are decoded before the broker serves them: known, not in ApiVersions.
+TEST(DecodeRequestTest, AclRequestsDecodeToTheirTypes) {
+  auto describe = Golden()
+                      .i16(29)
+                      .i16(1)
+                      .i32(3)
+                      .str("admin")  // header v1
+                      .i8(2)
+                      .str("orders")
+                      .i8(4)
+                      .nullstr()
+                      .nullstr()
+                      .i8(3)
+                      .i8(3)
+                      .take();
+  DecodeOutcome out = DecodeRequest(describe);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  EXPECT_EQ(out.request->header.correlation_id, 3);
+  const auto& filter = std::get<DescribeAclsRequest>(out.request->body);
+  EXPECT_EQ(filter.resource_name_filter, "orders");
+  EXPECT_EQ(filter.pattern_type_filter, 4);
+  EXPECT_FALSE(filter.principal_filter.has_value());
+
+  auto create = Golden()
+                    .i16(30)
+                    .i16(2)
+                    .i32(4)
+                    .str("admin")
+                    .tags()  // header v2
+                    .carr(1)
+                    .i8(2)
+                    .cstr("orders")
+                    .i8(3)
+                    .cstr("User:alice")
+                    .cstr("*")
+                    .i8(4)
+                    .i8(3)
+                    .tags()
+                    .tags()
+                    .take();
+  out = DecodeRequest(create);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  const auto& creations = std::get<CreateAclsRequest>(out.request->body).creations;
+  ASSERT_EQ(creations.size(), 1u);
+  EXPECT_EQ(creations[0].principal, "User:alice");
+
+  auto del = Golden()
+                 .i16(31)
+                 .i16(3)
+                 .i32(5)
+                 .str("admin")
+                 .tags()
+                 .carr(1)
+                 .i8(1)
+                 .cnullstr()
+                 .i8(1)
+                 .cnullstr()
+                 .cnullstr()
+                 .i8(1)
+                 .i8(1)
+                 .tags()
+                 .tags()
+                 .take();
+  out = DecodeRequest(del);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  const auto& filters = std::get<DeleteAclsRequest>(out.request->body).filters;
+  ASSERT_EQ(filters.size(), 1u);
+  EXPECT_FALSE(filters[0].resource_name_filter.has_value());
+
+  for (ApiKey key : {ApiKey::kDescribeAcls, ApiKey::kCreateAcls, ApiKey::kDeleteAcls}) {
+    EXPECT_EQ(
+        DecodeRequest(Golden().i16(static_cast<int>(key)).i16(4).i32(1).nullstr().take()).problem,
+        RequestProblem::kUnsupportedVersion)
+        << ApiName(key);
+    EXPECT_FALSE(IsServed(key)) << ApiName(key);
+  }
+  EXPECT_EQ(ApiName(ApiKey::kDescribeAcls), "DescribeAcls");
+  EXPECT_EQ(ApiName(ApiKey::kCreateAcls), "CreateAcls");
+  EXPECT_EQ(ApiName(ApiKey::kDeleteAcls), "DeleteAcls");
+}
+
 TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {
   for (const ApiVersionRange& api : KnownApis()) {
     for (int16_t v = api.min; v <= api.max; ++v) {
