@@ -93,6 +93,9 @@ Status ConfigureServerCtx(SSL_CTX* c, const TlsOptions& o, std::string* subject)
   if (SSL_CTX_set_cipher_list(c, o.ciphers.c_str()) != 1) {
     return InvalidArgumentError("tls ciphers '{}': {}", o.ciphers, SslErrors());
   }
+  if (!o.ciphersuites.empty() && SSL_CTX_set_ciphersuites(c, o.ciphersuites.c_str()) != 1) {
+    return InvalidArgumentError("tls ciphersuites '{}': {}", o.ciphersuites, SslErrors());
+  }
   if (SSL_CTX_use_certificate_chain_file(c, o.cert_file.c_str()) != 1) {
     return InvalidArgumentError("tls cert_file {}: {}", o.cert_file, SslErrors());
   }

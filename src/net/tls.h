@@ -43,6 +43,8 @@ struct TlsOptions {
   std::string min_version = "1.2";  // "1.2" or "1.3"
   // OpenSSL cipher list for TLS 1.2 (TLS 1.3's suites are OpenSSL's defaults).
   std::string ciphers = kDefaultCiphers;
+  // OpenSSL's TLS 1.3 suites ("TLS_AES_128_GCM_SHA256:..."); empty: OpenSSL's defaults.
+  std::string ciphersuites;
   bool ktls = true;
 
   // Forward-secret AEAD suites only (Mozilla's "intermediate" list for TLS 1.2).

@@ -4,8 +4,8 @@ namespace sluice::net {
 
 const std::vector<std::string_view>& TlsConfigKeys() {
   static const std::vector<std::string_view> keys = {
-      "tls.cert_file",   "tls.key_file", "tls.ca_file", "tls.client_auth",
-      "tls.min_version", "tls.ciphers",  "tls.ktls"};
+      "tls.cert_file",   "tls.key_file", "tls.ca_file",      "tls.client_auth",
+      "tls.min_version", "tls.ciphers",  "tls.ciphersuites", "tls.ktls"};
   return keys;
 }
 
@@ -41,6 +41,7 @@ Result<std::optional<TlsOptions>> TlsOptionsFromConfig(const Config& config) {
                                 config.Origin("tls.min_version"), o.min_version);
   }
   ASSIGN_OR_RETURN(o.ciphers, config.GetString("tls.ciphers", TlsOptions::kDefaultCiphers));
+  ASSIGN_OR_RETURN(o.ciphersuites, config.GetString("tls.ciphersuites", ""));
   ASSIGN_OR_RETURN(o.ktls, config.GetBool("tls.ktls", true));
   for (const char* key : {"tls.cert_file", "tls.key_file"}) {
     ASSIGN_OR_RETURN(std::string v, config.GetString(key, ""));

@@ -19,7 +19,7 @@ namespace sluice::net {
 Result<std::optional<TlsOptions>> TlsOptionsFromConfig(const Config& config);
 
 // tls.cert_file, tls.key_file, tls.ca_file, tls.client_auth, tls.min_version, tls.ciphers,
-// tls.ktls.
+// tls.ciphersuites, tls.ktls.
 const std::vector<std::string_view>& TlsConfigKeys();
 
 }  // namespace sluice::net

@@ -261,6 +261,11 @@ TEST_F(TlsTest, BadConfigurationsAreRefusedWithTheFileAndTheReason) {
   o = ServerOptions();
   o.ciphers = "NO-SUCH-CIPHER";
   EXPECT_NE(fails(o).find("NO-SUCH-CIPHER"), std::string::npos);
+  o = ServerOptions();
+  o.ciphersuites = "TLS_NO_SUCH_SUITE";
+  EXPECT_NE(fails(o).find("tls ciphersuites 'TLS_NO_SUCH_SUITE'"), std::string::npos);
+  o.ciphersuites = "TLS_AES_128_GCM_SHA256";
+  EXPECT_TRUE(TlsContext::Create(o).ok());
   EXPECT_FALSE(ParseClientAuth("maybe").ok());
   EXPECT_EQ(*ParseClientAuth("requested"), ClientAuth::kRequested);
 }
