@@ -129,9 +129,12 @@ void Connection::ReadFrames() {
       int32_t size =
           static_cast<int32_t>(uint32_t{size_bytes_[0]} << 24 | uint32_t{size_bytes_[1]} << 16 |
                                uint32_t{size_bytes_[2]} << 8 | uint32_t{size_bytes_[3]});
-      const int32_t limit = authenticated_ || options_.max_unauthenticated_request_bytes <= 0
-                                ? options_.max_request_bytes
-                                : options_.max_unauthenticated_request_bytes;
+      // Only a SASL listener's connections authenticate: elsewhere every request may be
+      // as large as any (a PLAINTEXT listener beside a SASL one is not capped at 512 KiB).
+      const int32_t limit =
+          authenticated_ || !options_.sasl || options_.max_unauthenticated_request_bytes <= 0
+              ? options_.max_request_bytes
+              : options_.max_unauthenticated_request_bytes;
       if (size < 0 || size > limit) {
         SLUICE_LOG(kLog, kWarn, "connection fd {}: request size {} is {}; closing", fd_, size,
                    size < 0 ? "negative"

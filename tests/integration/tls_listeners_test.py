@@ -101,6 +101,22 @@ def body(d):
         mtls_conf = {**ssl_conf, "ssl.certificate.location": f"{d}/client.pem",
                      "ssl.key.location": f"{d}/client.key"}
 
+        # A PLAINTEXT listener beside SASL ones takes large requests (a SASL listener caps
+        # unauthenticated ones at 512 KiB; this one never authenticates).
+        big = b"x" * (900 << 10) + b"\n"
+        admin = AdminClient({"bootstrap.servers": plain})
+        admin.create_topics([NewTopic("tls-big", 1, 1, config={"max.message.bytes": "2000000"})])[
+            "tls-big"].result(30)
+        with tempfile.TemporaryFile() as f:
+            f.write(big)
+            f.seek(0)
+            p = kcat(plain, {"message.max.bytes": "2000000"}, ["-P", "-t", "tls-big", "-p", "0"],
+                     stdin=f)
+        check(p.returncode == 0, f"a 900 KiB record on PLAINTEXT: {p.stderr.decode(errors='replace')}")
+        p = kcat(plain, {"fetch.message.max.bytes": "2000000"},
+                 ["-C", "-t", "tls-big", "-e", "-q", "-o", "beginning"])
+        check(p.stdout == big, f"the 900 KiB record read back: {len(p.stdout)} bytes")
+
         # Metadata answers each listener's own address.
         for what, addr, conf in (("PLAINTEXT", plain, {}), ("SSL", ssl_addr, ssl_conf)):
             p = kcat(addr, conf, ["-L", "-m", "10"])
@@ -281,7 +297,7 @@ def main():
         make_certs(d)
         with open(os.path.join(d, "server.key"), "rb") as f, open(os.path.join(d, "loose.key"), "wb") as g:
             g.write(f.read())
-        rc = run_test("Kafka listeners: PLAINTEXT, SSL, SASL_SSL with kcat, confluent-kafka, kafka-python",
+        rc = run_test("Kafka listeners: PLAINTEXT, SSL, SASL_SSL with kcat, confluent-kafka, kafka-python, kafkajs",
                       sluice, body(d), config=config(d), kafka_addr=None)
         if rc == 0:
             rc = run_test("Kafka listeners: client_auth required", sluice, required_client_auth(d),
