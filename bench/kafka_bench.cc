@@ -6,12 +6,17 @@
 #include <fmt/format.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <exception>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "base/status.h"
@@ -20,6 +25,7 @@
 #include "bench/kafka_phases.h"
 #include "bench/machine_info.h"
 #include "kafka/client/admin.h"
+#include "net/testing/test_certs.h"
 
 namespace sluice::bench {
 namespace {
@@ -38,6 +44,11 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
                broker->command(), broker->pid(), broker->address());
   } else {
     fmt::print("  broker    {} (--bootstrap)\n", s.bootstrap);
+  }
+  if (!s.security.empty()) {
+    fmt::print("  listener  {} on {}\n", s.tls_label, s.bootstrap);
+  } else if (o.tls) {
+    fmt::print("  listener  PLAINTEXT on {} (the reference for the TLS run)\n", s.bootstrap);
   }
   fmt::print("  client    librdkafka {} through kafka/client\n", kc::LibraryVersion());
   fmt::print("  topic     {}, {} partitions; {} B values, null keys; acks={}, compression {}\n",
@@ -82,10 +93,15 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
   PrintColumns();
 }
 
-// The phases against `bootstrap`; `broker` is the own broker or null.
+// The phases against `bootstrap`; `broker` is the own broker or null. `security`: the
+// listener's client properties (--tls), `label` what they set up; `results` (optional)
+// gets each phase's result.
 Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
-                 const std::string& work_dir, BrokerProcess* broker) {
-  ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap));
+                 const std::string& work_dir, BrokerProcess* broker,
+                 const kc::Config& security = {}, const std::string& label = "",
+                 std::vector<PhaseResult>* results = nullptr) {
+  ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, security));
+  s.tls_label = label;
   MachineInfo machine = GetMachineInfo();
   double load = LoadAverage1m();
   Progress progress;
@@ -94,9 +110,9 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
   Loopback loopback = MeasureLoopback(work_dir, s.iperf_seconds);
   progress.Clear();
 
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<kc::Admin> admin,
-      kc::Admin::Create({{"bootstrap.servers", bootstrap}, {"client.id", "sluice-bench-admin"}}));
+  kc::Config admin_config = {{"bootstrap.servers", bootstrap}, {"client.id", "sluice-bench-admin"}};
+  for (const auto& [k, v] : security) admin_config[k] = v;
+  ASSIGN_OR_RETURN(std::unique_ptr<kc::Admin> admin, kc::Admin::Create(admin_config));
   bool created = false;
   int requested = s.partitions;
   Result<int> partitions = EnsureTopic(admin.get(), s, &created);
@@ -110,6 +126,7 @@ Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
 
   const ServerPids servers = broker != nullptr ? ServerPids{{broker->pid()}, -1} : ServerPids{};
   auto emit = [&](const PhaseResult& r) {
+    if (results != nullptr) results->push_back(r);
     if (o.json) {
       // An external broker: how many brokers and replicas stand behind it is not known here.
       Json j = PhaseJson(r, s, o, machine, load, broker != nullptr ? "own" : "external",
@@ -220,9 +237,113 @@ void TuneAllocator() {
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 }
 
+Status MakeDirs(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return IOError("{}: {}", path, ec.message());
+  return Status::OK();
+}
+
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) return IOError("{}: cannot write", path);
+  return Status::OK();
+}
+
+Result<std::string> ReadTextFile(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) return NotFoundError("{}: cannot read", path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// --tls: one broker with a PLAINTEXT and a SASL_SSL listener; the phases on each in turn,
+// then TLS's share of plaintext's records/s per phase.
+Status RunTls(const KafkaBenchOptions& o) {
+  ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka-tls"));
+  const std::string tls_dir = work->path() + "/tls";
+  RETURN_IF_ERROR(MakeDirs(tls_dir));
+  // A CA and the broker's certificate (EC P-256, 127.0.0.1) made for this run.
+  net::testing::TestIdentity ca("sluice bench CA", nullptr, true, tls_dir, "ca");
+  net::testing::TestIdentity server("127.0.0.1", &ca, false, tls_dir, "broker");
+  const std::string config_path = work->path() + "/sluice.yaml";
+  RETURN_IF_ERROR(WriteTextFile(
+      config_path,
+      fmt::format("tls:\n  cert_file: {}\n  key_file: {}\n"
+                  "  ciphers: ECDHE-ECDSA-AES128-GCM-SHA256\n"
+                  "  ciphersuites: TLS_AES_128_GCM_SHA256\n"
+                  "kafka:\n  listeners: [\"PLAINTEXT://127.0.0.1:0\", \"SASL_SSL://127.0.0.1:0\"]\n"
+                  "sasl:\n  enabled: true\n  mechanisms: [SCRAM-SHA-256]\n"
+                  "  users: [\"bench:bench-secret\"]\n",
+                  server.cert_file(), server.key_file())));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<BrokerProcess> broker,
+      BrokerProcess::Start(
+          o.sluice_binary, work->path() + "/data", work->path() + "/broker",
+          {"--http-addr", "127.0.0.1:0", "--pg-addr", "off", "--config", config_path}));
+  // The SASL_SSL listener's port, from the banner's "Kafka listeners:" line.
+  std::string sasl_ssl;
+  for (int i = 0; i < 100 && sasl_ssl.empty(); ++i) {
+    Result<std::string> out = ReadTextFile(work->path() + "/broker.out");
+    const size_t at = out.ok() ? out->find("SASL_SSL 127.0.0.1:") : std::string::npos;
+    if (at != std::string::npos) {
+      const size_t start = at + 9;
+      sasl_ssl = out->substr(start, out->find(' ', start) - start);
+    } else {
+      std::this_thread::sleep_for(50ms);
+    }
+  }
+  if (sasl_ssl.empty()) return InternalError("the broker printed no SASL_SSL listener");
+  const bool ktls = ::access("/sys/module/tls", F_OK) == 0;
+  const std::string label = fmt::format(
+      "SASL_SSL (SCRAM-SHA-256), TLS_AES_128_GCM_SHA256 / ECDHE-ECDSA-AES128-GCM-SHA256, {}",
+      ktls ? "kernel TLS module loaded (the broker's log says whether it ran)"
+           : "user-space encryption (no kernel tls module)");
+  const kc::Config security = {{"security.protocol", "SASL_SSL"},
+                               {"ssl.ca.location", ca.cert_file()},
+                               {"sasl.mechanisms", "SCRAM-SHA-256"},
+                               {"sasl.username", "bench"},
+                               {"sasl.password", "bench-secret"}};
+  std::vector<PhaseResult> plain, tls;
+  Status st = RunPhases(o, broker->address(), work->path(), broker.get(), {}, "", &plain);
+  if (st.ok()) {
+    if (!o.json) fmt::print("\n");
+    st = RunPhases(o, "127.0.0.1:" + sasl_ssl.substr(sasl_ssl.find(':') + 1), work->path(),
+                   broker.get(), security, label, &tls);
+  }
+  Status stopped = broker->Stop();
+  if (!st.ok()) return st;
+  if (!stopped.ok()) return stopped;
+  if (!o.json) {
+    fmt::print("\n  TLS beside plaintext, same broker, same run:\n");
+    for (const PhaseResult& t : tls) {
+      for (const PhaseResult& p : plain) {
+        if (p.phase != t.phase || p.records_per_s() <= 0) continue;
+        fmt::print(
+            "    {:<10} {:.2f}x the records/s{}\n", t.phase, t.records_per_s() / p.records_per_s(),
+            t.p50_ms && p.p50_ms ? fmt::format(", p50 {:.2f} ms vs {:.2f} ms", *t.p50_ms, *p.p50_ms)
+                                 : "");
+      }
+    }
+    fmt::print("  broker: stopped by SIGTERM, exit status 0\n");
+  }
+  return Status::OK();
+}
+
 Status Run(const KafkaBenchOptions& o) {
   RETURN_IF_ERROR(Validate(o));
   if (std::getenv("SLUICE_BENCH_NO_MALLOPT") == nullptr) TuneAllocator();
+  if (o.tls) {
+    if (!o.bootstrap.empty() || o.cluster > 0 || o.transactions) {
+      return InvalidArgumentError(
+          "--tls runs its own single broker with a TLS listener: not with --bootstrap, "
+          "--cluster or --transactions");
+    }
+    return RunTls(o);
+  }
   if (o.cluster > 0) return RunClusterBench(o);
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   if (!o.bootstrap.empty()) return RunPhases(o, o.bootstrap, work->path(), nullptr);

@@ -43,6 +43,10 @@ struct KafkaBenchOptions {
   // committing every `commit_interval_ms`, as Kafka Streams commits), then a
   // read_committed consumer that must read back exactly the records of both.
   bool transactions = false;
+  // --tls: the own broker gets a PLAINTEXT and a SASL_SSL listener (a certificate made for
+  // the run; SCRAM-SHA-256; the cipher fixed to AES-128-GCM), and the phases run on each in
+  // turn, every JSON line saying which ("tls": true|false; docs/design/0019-security.md).
+  bool tls = false;
   int commit_interval_ms = 100;
   // --cluster N (kafka_cluster_bench.h): 0 = a single broker, as above; else N brokers
   // (at least 3: replication factor 3 with min.insync.replicas 2) and etcd.

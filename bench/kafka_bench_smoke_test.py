@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Smoke test of `sluice bench kafka --quick --json`: it starts its own broker, runs the
-produce, consume and latency phases, and prints one JSON object per phase. Checks that
+produce, consume and latency phases, and prints one JSON object per phase; then with
+--tls, the phases on a PLAINTEXT and a SASL_SSL listener, each row's "tls" saying which. Checks that
 the run succeeds and the JSON has the three phases with their fields; never checks a rate
 or a duration (benchmarks are not tests).
 
@@ -67,9 +68,27 @@ def main():
         fail(f"latency: percentiles missing: {latency}", proc)
     if not latency["p50_ms"] <= latency["p99_ms"] <= latency["p999_ms"]:
         fail(f"latency: percentiles out of order: {latency}", proc)
+    if any(r.get("tls") is not False for r in rows):
+        fail("a plaintext run's rows must say \"tls\": false", proc)
     loop = [r["loopback_mb_per_s"] for r in rows]
     summary = ", ".join("{} {} records".format(r["phase"], r["records"]) for r in rows)
     print(f"PASS: {summary}; loopback reference {loop[0]} MB/s")
+
+    # --tls: the same phases on PLAINTEXT, then on SASL_SSL, each row saying which.
+    proc = subprocess.run(cmd + ["--tls", "--phases", "produce,consume"], capture_output=True,
+                          text=True, timeout=100)
+    if proc.returncode != 0:
+        fail(f"sluice bench kafka --tls exited with {proc.returncode}", proc)
+    rows = json_rows(proc, fail)
+    got = [(r.get("phase"), r.get("tls")) for r in rows]
+    want = [("produce", False), ("consume", False), ("produce", True), ("consume", True)]
+    if got != want:
+        fail(f"--tls rows {got}, expected {want}", proc)
+    if "AES_128_GCM" not in rows[2].get("tls_setup", ""):
+        fail(f"--tls: the cipher is not named: {rows[2]}", proc)
+    if rows[3]["records"] != rows[2]["records"]:
+        fail("--tls: consumed a different number of records than produced", proc)
+    print("PASS: --tls ran the phases on PLAINTEXT and SASL_SSL")
 
 
 if __name__ == "__main__":

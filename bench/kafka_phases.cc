@@ -732,9 +732,11 @@ Status ParseConfigList(const std::vector<std::string>& items, std::string_view f
   return Status::OK();
 }
 
-Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& bootstrap) {
+Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& bootstrap,
+                              const kc::Config& security) {
   Settings s;
   s.bootstrap = bootstrap;
+  s.security = security;
   s.partitions = o.partitions;
   // The transaction phases run 5 M so that produce_txn spans tens of commits; --cluster
   // too, so that its produce phases (and the single broker's beside them) last seconds,
@@ -774,6 +776,7 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
       {"bootstrap.servers", bootstrap},
       {"socket.nagle.disable", "true"},
   };
+  for (const auto& [k, v] : security) common[k] = v;
   s.producer = common;
   s.producer["client.id"] = "sluice-bench-producer";
   s.producer["acks"] = o.acks;
@@ -869,6 +872,8 @@ Json PhaseJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   Json j;
   j["bench"] = "kafka";
   j["phase"] = r.phase;
+  j["tls"] = !s.security.empty();
+  if (!s.tls_label.empty()) j["tls_setup"] = s.tls_label;
   j["records"] = r.records;
   j["bytes"] = r.bytes;
   j["seconds"] = Round(r.seconds, 6);

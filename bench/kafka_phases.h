@@ -92,6 +92,9 @@ struct Settings {
   // The consume phase reads the produced records again, pass after pass, until it has run
   // this long (0: one pass): a pass of a second or less measures mostly its start.
   double consume_min_seconds = 0;
+  // The listener's security for every client (SASL_SSL with --tls); empty: plaintext.
+  kafka::client::Config security;
+  std::string tls_label;                   // what runs under --tls, for the header and JSON
   kafka::client::Config producer;          // throughput phase
   kafka::client::Config latency_producer;  // latency phase
   kafka::client::Config consumer;
@@ -171,7 +174,9 @@ void SleepUntil(int64_t monotonic_ns);
 
 Status ParseConfigList(const std::vector<std::string>& items, std::string_view flag,
                        kafka::client::Config* config);
-Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& bootstrap);
+// `security`: the listener's client properties (SASL_SSL with --tls), for every client.
+Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& bootstrap,
+                              const kafka::client::Config& security = {});
 Status Validate(const KafkaBenchOptions& o);
 
 // "1.23", or "-" without a value.

@@ -100,6 +100,9 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "records in the latency phase (default: 5 s worth; 1 s with --quick)");
   cmd->add_option("--iperf-seconds", o->iperf_seconds,
                   "length of the iperf3 loopback reference (default 3; 1 with --quick)");
+  cmd->add_flag("--tls", o->tls,
+                "the own broker gets a SASL_SSL listener too; the phases run on PLAINTEXT, "
+                "then SASL_SSL (AES-128-GCM), each JSON line saying which");
   cmd->add_flag("--transactions", o->transactions,
                 "produce_idempotent and produce_txn (a commit every --commit-interval-ms) "
                 "instead of --phases, then a read_committed read-back");
