@@ -14,6 +14,8 @@ client of another authority.
   client certificate of another CA when client_auth is required;
 - SIGHUP reloads a renewed certificate for new connections, and a broken key file keeps
   the renewed one in use (openssl s_client shows which is served);
+- 1,000 connections that never finish a handshake: a real client is served meanwhile and
+  the broker closes each of them after its handshake timeout;
 - bad configuration stops the start with the reason: a key file others may read,
   kafka.addr beside kafka.listeners, an SSL listener without the tls: section.
 
@@ -22,8 +24,10 @@ usage: /usr/bin/python3 tls_listeners_test.py path/to/sluice
 
 import os
 import re
+import resource
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -265,6 +269,49 @@ def required_client_auth(d):
     return run
 
 
+def half_open(d):
+    """1,000 connections to the SSL listener that never finish a handshake (half of them
+    silent, half sending the first bytes of a ClientHello and stopping): a real client is
+    served meanwhile, and the broker closes every one of them after its 10 s handshake
+    timeout."""
+    def run(broker):
+        ssl_addr = f"127.0.0.1:{listener_ports(broker)['SSL']}"
+        port = int(ssl_addr.rsplit(":", 1)[1])
+        socks = []
+        for i in range(1000):
+            s = socket.create_connection(("127.0.0.1", port), timeout=10)
+            if i % 2:
+                s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's start
+            socks.append(s)
+        started = time.monotonic()
+        conf = {"security.protocol": "ssl", "ssl.ca.location": f"{d}/ca.pem"}
+        with tempfile.TemporaryFile() as f:
+            f.write(b"".join(b"half-open-%d\n" % i for i in range(100)))
+            f.seek(0)
+            p = kcat(ssl_addr, conf, ["-P", "-t", "tls-half", "-p", "0"], stdin=f)
+        check(p.returncode == 0, f"kcat -P beside 1,000 half-open connections: {p.stderr!r}")
+        p = kcat(ssl_addr, conf, ["-C", "-t", "tls-half", "-e", "-q", "-o", "beginning"])
+        check(p.returncode == 0 and len(p.stdout.splitlines()) == 100,
+              f"kcat -C beside 1,000 half-open connections: {len(p.stdout.splitlines())} records")
+        check(time.monotonic() - started < 10, "the real client took the whole handshake timeout")
+        closed = 0
+        deadline = time.monotonic() + 30
+        for s in socks:
+            try:
+                while True:
+                    s.settimeout(max(0.1, deadline - time.monotonic()))
+                    if s.recv(4096) == b"":  # the broker closed it (after an alert, maybe)
+                        closed += 1
+                        break
+            except ConnectionResetError:
+                closed += 1
+            except socket.timeout:
+                pass
+            s.close()
+        check(closed == 1000, f"{closed} of 1,000 half-open connections closed by the broker")
+    return run
+
+
 def refused_configs(sluice, d):
     """Each stops `sluice serve` before it listens, with a message naming the reason."""
     os.chmod(os.path.join(d, "loose.key"), 0o644)
@@ -293,6 +340,10 @@ def refused_configs(sluice, d):
 
 def main():
     sluice = sys.argv[1]
+    # 1,000 half-open connections here and in the broker (which inherits the limit).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < 4096:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
     with tempfile.TemporaryDirectory(prefix="sluice-tls-") as d:
         make_certs(d)
         with open(os.path.join(d, "server.key"), "rb") as f, open(os.path.join(d, "loose.key"), "wb") as g:
@@ -302,6 +353,10 @@ def main():
         if rc == 0:
             rc = run_test("Kafka listeners: client_auth required", sluice, required_client_auth(d),
                           config=config(d, "required"), kafka_addr=None)
+        if rc == 0:
+            cfg = config(d).replace("kafka:\n", "topics:\n  auto_create: true\nkafka:\n", 1)
+            rc = run_test("Kafka listeners: 1,000 half-open TLS connections", sluice, half_open(d),
+                          config=cfg, kafka_addr=None)
         if rc == 0:
             refused_configs(sluice, d)
             print("PASS: bad TLS and listener configurations are refused with their reasons")
