@@ -24,7 +24,10 @@ try {
   console.log('FAIL: kafkajs is missing from node_modules (scripts/setup.sh runs npm ci)')
   process.exit(1)
 }
-const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = kafkajs
+const {
+  Kafka, CompressionTypes, ConfigResourceTypes, logLevel, AclResourceTypes, ResourcePatternTypes,
+  AclOperationTypes, AclPermissionTypes,
+} = kafkajs
 
 const FAST_GROUPS = 'groups:\n  initial_rebalance_delay: 0\n'
 const SASL = FAST_GROUPS + 'sasl:\n  enabled: true\n  users: ["alice:alice-secret"]\n'
@@ -287,6 +290,22 @@ async function plainClients (bootstrap) {
 
   await admin.deleteGroups(['kjs-replay', 'kjs-group'])
   assert.ok(!(await admin.listGroups()).groups.some(g => g.groupId.startsWith('kjs-')))
+  // No authorizer runs yet (docs/design/0019-security.md, phase E): the ACL APIs answer
+  // SECURITY_DISABLED, as Kafka without one, rather than closing the connection.
+  const acl = {
+    resourceType: AclResourceTypes.TOPIC,
+    resourceName: topic,
+    resourcePatternType: ResourcePatternTypes.LITERAL,
+    principal: 'User:alice',
+    host: '*',
+    operation: AclOperationTypes.READ,
+    permissionType: AclPermissionTypes.ALLOW,
+  }
+  const disabled = e => e.type === 'SECURITY_DISABLED'
+  await assert.rejects(admin.createAcls({ acl: [acl] }), disabled, 'createAcls')
+  await assert.rejects(admin.describeAcls({ ...acl, resourceType: AclResourceTypes.ANY }), disabled,
+    'describeAcls')
+  await assert.rejects(admin.deleteAcls({ filters: [acl] }), disabled, 'deleteAcls')
   await admin.deleteTopics({ topics: [topic] })
   assert.ok(!(await admin.listTopics()).includes(topic))
   await admin.disconnect()

@@ -47,10 +47,10 @@ constexpr std::array<KnownApi, 40> kKnown = {{
     {{ApiKey::kEndTxn, 0, 4, 3}, true},
     {{ApiKey::kWriteTxnMarkers, 0, 1, 1}, true},
     {{ApiKey::kTxnOffsetCommit, 0, 4, 3}, true},
-    // ACLs (messages/acls.h): decoded, not served until the broker has their handlers.
-    {{ApiKey::kDescribeAcls, 0, 3, 2}, false},
-    {{ApiKey::kCreateAcls, 0, 3, 2}, false},
-    {{ApiKey::kDeleteAcls, 0, 3, 2}, false},
+    // ACLs (messages/acls.h): served; without an authorizer they answer SECURITY_DISABLED.
+    {{ApiKey::kDescribeAcls, 0, 3, 2}, true},
+    {{ApiKey::kCreateAcls, 0, 3, 2}, true},
+    {{ApiKey::kDeleteAcls, 0, 3, 2}, true},
     {{ApiKey::kDescribeConfigs, 0, 4, 4}, true},
     {{ApiKey::kAlterConfigs, 0, 2, 2}, true},
     {{ApiKey::kSaslAuthenticate, 0, 2, 2}, true},
