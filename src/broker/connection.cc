@@ -170,6 +170,26 @@ void Connection::ReadFrames() {
   MaybeReadBuffered();
 }
 
+Result<std::string> Connection::Principal() {
+  if (!principal_.empty()) return principal_;
+  if (options_.tls == nullptr || options_.sasl || transport_ == nullptr) {
+    return std::string(auth::kAnonymous);  // not remembered: SASL may still set one
+  }
+  // An SSL listener: the certificate decides, once (a request arrived: the handshake is
+  // done).
+  std::optional<net::TlsSession> session = net::SessionOf(*transport_);
+  if (!session.has_value()) return std::string(auth::kAnonymous);
+  if (session->peer_subject.empty()) {
+    principal_ = std::string(auth::kAnonymous);
+  } else if (options_.ssl_principal_mapper == nullptr) {
+    principal_ = "User:" + session->peer_subject;
+  } else {
+    ASSIGN_OR_RETURN(std::string user, options_.ssl_principal_mapper->Apply(session->peer_subject));
+    principal_ = "User:" + user;
+  }
+  return principal_;
+}
+
 void Connection::Send(Response response) {
   if (closed()) return;
   SLUICE_ASSERT(loop_->InLoopThread());

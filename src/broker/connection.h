@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "auth/principal.h"
 #include "base/status.h"
 #include "broker/event_loop.h"
 #include "kafka/protocol/wire.h"
@@ -53,6 +55,9 @@ struct ConnectionOptions {
   int64_t tls_handshake_timeout_ms = 10'000;
   std::string listener = "PLAINTEXT";  // the listener's name, for Metadata's addresses
   bool sasl = false;                   // the listener wants SASL before other requests
+  // ssl.principal.mapping.rules (auth/principal.h): a client certificate's subject to a
+  // user name; null: DEFAULT (the subject as it is).
+  std::shared_ptr<const auth::SslPrincipalMapper> ssl_principal_mapper;
 };
 
 // One response frame: `buffer` is the frame without its 4-byte size (Send adds it);
@@ -117,6 +122,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::unique_ptr<HandlerState>& produce_state() { return produce_state_; }
   // Lifts max_unauthenticated_request_bytes.
   void SetAuthenticated() { authenticated_ = true; }
+  // Who sends this connection's requests, as Kafka names principals: "User:<name>" once
+  // SASL authenticated it; on an SSL listener the client certificate's subject mapped by
+  // ssl.principal.mapping.rules ("User:ANONYMOUS" without a certificate); otherwise
+  // "User:ANONYMOUS". NotFound when no mapping rule applies to the subject (Kafka fails
+  // such a connection). The loop's thread.
+  Result<std::string> Principal();
+  void SetPrincipal(std::string principal) { principal_ = std::move(principal); }
   void Close();
 
   bool closed() const { return fd_ < 0; }
@@ -178,6 +190,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool read_posted_ = false;       // a MaybeReadBuffered task is queued
   bool close_after_send_ = false;
   bool authenticated_ = false;
+  std::string principal_;  // "" until known
   std::string peer_host_;
 
   std::unique_ptr<HandlerState> handler_state_;

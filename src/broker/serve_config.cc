@@ -299,6 +299,18 @@ Status ReadListeners(const Config& config, ServeConfig* out) {
     ASSIGN_OR_RETURN(tls, net::TlsContext::Create(*tls_options));
     out->tls = tls;
   }
+  if (config.Has("ssl.principal.mapping.rules")) {
+    // Kafka's key and syntax: a client certificate's subject to a user (auth/principal.h).
+    ASSIGN_OR_RETURN(std::string rules, config.GetString("ssl.principal.mapping.rules", ""));
+    auto mapper = auth::SslPrincipalMapper::Parse(rules);
+    if (!mapper.ok()) {
+      return InvalidArgumentError("ssl.principal.mapping.rules (set in {}): {}",
+                                  config.Origin("ssl.principal.mapping.rules"),
+                                  mapper.status().message());
+    }
+    out->server.connection.ssl_principal_mapper =
+        std::make_shared<const auth::SslPrincipalMapper>(std::move(*mapper));
+  }
   ListenerContext context;
   context.tls_configured = tls != nullptr;
   context.sasl_enabled = out->broker.sasl.enabled;
@@ -444,6 +456,7 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "kafka.listeners",
                                      "kafka.advertised_listeners",
                                      "kafka.inter_broker_listener",
+                                     "ssl.principal.mapping.rules",
                                      "kafka.max_request_bytes",
                                      "data_dir",
                                      "shards",

@@ -48,6 +48,7 @@ bool SaslTakesRawToken(Context& ctx, const std::shared_ptr<Connection>& conn,
     st.phase = SaslState::Phase::kDone;
     conn->SetAuthenticated();
     st.principal = st.session->principal();
+    conn->SetPrincipal("User:" + st.principal);
     st.session.reset();
   }
   Response out;
@@ -133,6 +134,7 @@ void HandleSaslAuthenticate(Context& ctx, const Call& call,
       st->phase = SaslState::Phase::kDone;
       conn->SetAuthenticated();
       st->principal = st->session->principal();
+      conn->SetPrincipal("User:" + st->principal);
       st->session.reset();
       SLUICE_LOG(kLog, kDebug, "SASL: authenticated {}", st->principal);
       resp.Encode(w, h.api_version);

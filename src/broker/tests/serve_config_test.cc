@@ -506,5 +506,18 @@ TEST(ServeConfigTest, BadInterBrokerSettingsSayWhatIsWrong) {
   }
 }
 
+TEST(ServeConfigTest, TheSslPrincipalMappingRules) {
+  auto c = FromYaml("ssl.principal.mapping.rules: 'RULE:^CN=(.*)$/$1/L, DEFAULT'\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_NE(c->server.connection.ssl_principal_mapper, nullptr);
+  EXPECT_EQ(*c->server.connection.ssl_principal_mapper->Apply("CN=Bob"), "bob");
+  c = FromYaml("ssl.principal.mapping.rules: 'RULE:^CN=(.*)$'\n");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(
+      c.status().message().find("ssl.principal.mapping.rules (set in sluice.yaml:1): Invalid rule"),
+      std::string::npos)
+      << c.status().message();
+}
+
 }  // namespace
 }  // namespace sluice::broker

@@ -773,3 +773,51 @@ TEST(ServerTest, StopClosesOpenConnections) {
 
 }  // namespace
 }  // namespace sluice::broker
+
+namespace sluice::broker {
+namespace {
+
+// A connection's principal (docs/design/0019-security.md, phase E): on an SSL listener the
+// client certificate's subject mapped by ssl.principal.mapping.rules, User:ANONYMOUS without
+// a certificate; a subject no rule maps fails (the request gets no principal).
+TEST_F(TlsServerTest, PrincipalsComeFromClientCertificatesThroughTheMappingRules) {
+  net::TlsOptions o;
+  o.cert_file = server_cert_.cert_file();
+  o.key_file = server_cert_.key_file();
+  o.ca_file = ca_.cert_file();
+  o.client_auth = net::ClientAuth::kRequested;
+  auto ctx = net::TlsContext::Create(o);
+  ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+  net::testing::TestIdentity alice("alice", &ca_, false, dir_.path(), "alice");
+  net::testing::TestIdentity robot("robot-7", &ca_, false, dir_.path(), "robot");
+  FnHandler handler([](const std::shared_ptr<Connection>& conn, Bytes) {
+    Result<std::string> p = conn->Principal();
+    conn->Send(Response{ToBytes(p.ok() ? *p : "error: " + p.status().message()), {}, {}});
+  });
+  ServerOptions options;
+  options.connection.tls = *ctx;
+  auto mapper = auth::SslPrincipalMapper::Parse("RULE:^CN=([a-z]+)$/$1/U");
+  ASSERT_TRUE(mapper.ok());
+  options.connection.ssl_principal_mapper =
+      std::make_shared<const auth::SslPrincipalMapper>(std::move(*mapper));
+  Server server(options, &handler);
+  ASSERT_TRUE(server.Start().ok());
+  auto ask = [&](const net::testing::TestIdentity* who) {
+    Client client(server.port());
+    net::TlsClientOptions c = ClientOptions();
+    if (who != nullptr) {
+      c.cert_file = who->cert_file();
+      c.key_file = who->key_file();
+    }
+    if (!client.UseTls(c) || !client.Send(Frame(ToBytes("who")))) return std::string("no answer");
+    Bytes b = client.ReadFrame();
+    return std::string(b.begin(), b.end());
+  };
+  EXPECT_EQ(ask(&alice), "User:ALICE");
+  EXPECT_EQ(ask(nullptr), "User:ANONYMOUS");
+  EXPECT_EQ(ask(&robot), "error: No rules apply to CN=robot-7");
+  server.Stop();
+}
+
+}  // namespace
+}  // namespace sluice::broker
