@@ -593,6 +593,8 @@ void PartitionLog::SetDirectWrites(bool on) { direct_writes_.store(on, std::memo
 Status PartitionLog::WriteDirect(const std::shared_ptr<Segment>& seg, uint64_t pos,
                                  std::span<const uint8_t> bytes, std::shared_ptr<File>* used) {
   constexpr uint64_t kAlign = kDirectIoAlign;
+  // The most one direct pwrite takes (a multiple of the block).
+  constexpr size_t kDirectWindowBytes = 1 << 20;
   if (direct_ == nullptr) direct_ = std::make_unique<DirectWriter>();
   DirectWriter& d = *direct_;
   if (d.seg != seg) {
@@ -616,17 +618,26 @@ Status PartitionLog::WriteDirect(const std::shared_ptr<Segment>& seg, uint64_t p
     file = std::move(*opened);
     d.file = file;
   }
+  // One block-aligned buffer per write thread, not per partition (a follower partition
+  // would otherwise keep its largest chunk's size until its segment rolls: gigabytes with
+  // thousands of them); chunks larger than it go out window by window.
+  struct AlignedBuffer {
+    struct Free {
+      void operator()(uint8_t* p) const { std::free(p); }
+    };
+    std::unique_ptr<uint8_t, Free> data;
+  };
+  thread_local AlignedBuffer window;
+  if (window.data == nullptr) {
+    void* p = std::aligned_alloc(kAlign, kDirectWindowBytes);
+    if (p == nullptr) {
+      return ResourceExhaustedError("log {}: no {} bytes to write", dir_, kDirectWindowBytes);
+    }
+    window.data.reset(static_cast<uint8_t*>(p));
+  }
+  uint8_t* buf = window.data.get();
   const uint64_t start = pos & ~(kAlign - 1);
   const size_t head = pos - start;
-  const size_t total = head + bytes.size();
-  const size_t padded = (total + kAlign - 1) & ~(kAlign - 1);
-  if (d.cap < padded) {
-    void* p = std::aligned_alloc(kAlign, padded);
-    if (p == nullptr) return ResourceExhaustedError("log {}: no {} bytes to write", dir_, padded);
-    d.buf.reset(static_cast<uint8_t*>(p));
-    d.cap = padded;
-  }
-  uint8_t* buf = d.buf.get();
   if (head > 0) {
     if (d.tail_valid && d.tail_pos == start && d.tail.size() == head) {
       std::memcpy(buf, d.tail.data(), head);
@@ -640,15 +651,31 @@ Status PartitionLog::WriteDirect(const std::shared_ptr<Segment>& seg, uint64_t p
       }
     }
   }
-  std::memcpy(buf + head, bytes.data(), bytes.size());
-  std::memset(buf + total, 0, padded - total);
   d.tail_valid = false;
-  RETURN_IF_ERROR(file->WriteAt(start, std::span<const uint8_t>(buf, padded)));
-  seg->padded_end = std::max(seg->padded_end, start + padded);
-  const uint64_t end = pos + bytes.size();
-  d.tail_pos = end & ~(kAlign - 1);
-  d.tail.assign(buf + (d.tail_pos - start), buf + total);
-  d.tail_valid = true;
+  // Every window but the last is full (a multiple of the block); the last is padded.
+  uint64_t at = start;
+  size_t fill = head;
+  size_t consumed = 0;
+  for (;;) {
+    const size_t take = std::min(bytes.size() - consumed, kDirectWindowBytes - fill);
+    std::memcpy(buf + fill, bytes.data() + consumed, take);
+    fill += take;
+    consumed += take;
+    const bool last = consumed == bytes.size();
+    const size_t padded = (fill + kAlign - 1) & ~(kAlign - 1);
+    std::memset(buf + fill, 0, padded - fill);
+    RETURN_IF_ERROR(file->WriteAt(at, std::span<const uint8_t>(buf, padded)));
+    if (last) {
+      seg->padded_end = std::max(seg->padded_end, at + padded);
+      const uint64_t end = pos + bytes.size();
+      d.tail_pos = end & ~(kAlign - 1);
+      d.tail.assign(buf + (d.tail_pos - at), buf + fill);
+      d.tail_valid = true;
+      break;
+    }
+    at += padded;
+    fill = 0;
+  }
   *used = std::move(file);
   return Status::OK();
 }

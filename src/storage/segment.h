@@ -226,12 +226,6 @@ struct PartitionLog::DirectWriter {
   uint64_t tail_pos = 0;
   std::vector<uint8_t> tail;
   bool tail_valid = false;
-  // The block-aligned buffer each write is assembled in.
-  struct Free {
-    void operator()(uint8_t* p) const { std::free(p); }
-  };
-  std::unique_ptr<uint8_t, Free> buf;
-  size_t cap = 0;
 };
 
 // Bytes for one segment, appended together and written by one job.
