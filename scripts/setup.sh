@@ -15,6 +15,7 @@ APT_PACKAGES=(
   kcat python3-confluent-kafka python3-kafka python3-avro
   libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
   etcd-server etcd-client
+  openssl curl
   clang-format-14
 )
 

@@ -111,7 +111,7 @@ class HttpServer {
 
   const std::string& host() const { return host_; }
   int port() const { return port_; }
-  bool tls() const { return tls_owner_ != nullptr || tls_; }
+  bool tls() const { return tls_; }
   // "http" or "https", for the addresses the banner prints.
   std::string_view scheme() const { return tls() ? "https" : "http"; }
   void Stop();

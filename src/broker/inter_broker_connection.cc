@@ -64,10 +64,6 @@ bool InterBrokerConnection::WarnAbout(const Status& st) {
   return true;
 }
 
-std::string_view InterBrokerConnection::transport_name() const {
-  return transport_ != nullptr ? transport_->name() : std::string_view("none");
-}
-
 Status InterBrokerConnection::Wait(net::IoResult::State want, int timeout_ms, const char* what) {
   for (;;) {
     pollfd p{fd_, static_cast<int16_t>(want == net::IoResult::State::kWantWrite ? POLLOUT : POLLIN),
@@ -231,6 +227,8 @@ Status InterBrokerConnection::Authenticate(int timeout_ms) {
   return FailedPreconditionError("{}:{}: the SASL exchange did not end", host_, port_);
 }
 
+namespace {
+
 // A TLS failure says what went wrong beyond errno (an unknown CA, a name mismatch).
 Status TransportError(const net::Transport& t, const std::string& host, int32_t port,
                       const char* what, int err) {
@@ -241,6 +239,8 @@ Status TransportError(const net::Transport& t, const std::string& host, int32_t 
   }
   return IOError("{}:{}: {}: {}", host, port, what, std::strerror(err != 0 ? err : EPIPE));
 }
+
+}  // namespace
 
 Status InterBrokerConnection::SendAll(std::span<const uint8_t> bytes) {
   if (transport_ == nullptr) return FailedPreconditionError("{}:{}: not connected", host_, port_);

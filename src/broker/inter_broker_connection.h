@@ -62,8 +62,6 @@ class InterBrokerConnection {
   Status SendAll(std::span<const uint8_t> bytes);
   // Reads exactly `n` bytes, each wait bounded by `timeout_ms`.
   Status ReadExactly(size_t n, std::vector<uint8_t>* out, int timeout_ms);
-  // "plaintext", "tls" (once connected), for logs.
-  std::string_view transport_name() const;
   // Whether a failed Connect is worth a warning: the other broker's security refused this
   // one (a certificate, a SASL login: a configuration to fix), not a peer that is down or
   // stopping (IOError, Aborted: debug). The same refusal warns at most once a minute.

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
@@ -25,9 +23,9 @@ namespace {
 
 using Digest = std::array<uint8_t, 32>;  // SHA-256
 
-constexpr int kMinScramIterations = 4096;   // Kafka's minimum for SCRAM-SHA-256
-constexpr int kMaxScramIterations = 16384;  // Kafka's maximum (KIP-554)
-constexpr size_t kSaltBytes = 16;
+constexpr int kMinScramIterations = auth::kMinIterations;  // Kafka's bounds (KIP-554)
+constexpr int kMaxScramIterations = auth::kMaxIterations;
+constexpr size_t kSaltBytes = auth::kSaltBytes;
 constexpr size_t kServerNonceBytes = 24;  // 32 base64 characters, 192 bits
 
 constexpr std::string_view kKnownMechanisms[] = {kSaslPlain, kSaslScramSha256, kSaslScramSha512};
@@ -73,27 +71,8 @@ std::optional<std::vector<uint8_t>> Base64Decode(std::string_view s) {
 
 // ------------------------------------------------------------------ OpenSSL
 
-// Each returns false only if OpenSSL fails (out of memory); callers fail the operation.
-bool Sha256(std::span<const uint8_t> data, Digest* out) {
-  unsigned int len = 0;
-  return EVP_Digest(data.data(), data.size(), out->data(), &len, EVP_sha256(), nullptr) == 1 &&
-         len == out->size();
-}
-
-bool HmacSha256(std::span<const uint8_t> key, std::span<const uint8_t> data, Digest* out) {
-  unsigned int len = 0;
-  // `out` is never null: HMAC() with a null output uses a static buffer (not thread-safe).
-  return HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), data.data(), data.size(),
-              out->data(), &len) != nullptr &&
-         len == out->size();
-}
-
 bool RandomBytes(std::span<uint8_t> out) {
   return RAND_bytes(out.data(), static_cast<int>(out.size())) == 1;
-}
-
-bool DigestsEqual(const Digest& a, const Digest& b) {
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 // The config checks Create makes (SaslConfigFromYaml makes them with the key's origin).

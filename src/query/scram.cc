@@ -1,35 +1,22 @@
 #include "query/scram.h"
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-#include <openssl/sha.h>
-
 #include <vector>
+
+#include "auth/scram.h"
 
 namespace sluice::query {
 
 namespace {
 
+using auth::ConstantTimeEquals;
+using auth::RandomBytes;
+
 std::string Hmac(std::string_view key, std::string_view data) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
-  return std::string(reinterpret_cast<char*>(out), len);
+  return auth::Hmac(auth::ScramMechanism::kSha256, key, data);
 }
 
 std::string Sha256(std::string_view data) {
-  unsigned char out[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), out);
-  return std::string(reinterpret_cast<char*>(out), sizeof(out));
-}
-
-std::string RandomBytes(size_t n) {
-  std::string out(n, '\0');
-  RAND_bytes(reinterpret_cast<unsigned char*>(out.data()), static_cast<int>(n));
-  return out;
+  return auth::Hash(auth::ScramMechanism::kSha256, data);
 }
 
 // The value of attribute `name` ("r" in "r=abc") among comma-separated attributes.
@@ -47,24 +34,11 @@ std::string_view Attribute(std::string_view message, char name) {
 
 }  // namespace
 
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
 ScramVerifier ScramVerifier::FromPassword(std::string_view password, int iterations) {
-  ScramVerifier v;
-  v.salt = RandomBytes(16);
-  v.iterations = iterations;
-  unsigned char salted[32];
-  PKCS5_PBKDF2_HMAC(password.data(), static_cast<int>(password.size()),
-                    reinterpret_cast<const unsigned char*>(v.salt.data()),
-                    static_cast<int>(v.salt.size()), iterations, EVP_sha256(), sizeof(salted),
-                    salted);
-  std::string sp(reinterpret_cast<char*>(salted), sizeof(salted));
-  v.stored_key = Sha256(Hmac(sp, "Client Key"));
-  v.server_key = Hmac(sp, "Server Key");
-  return v;
+  auth::ScramCredential c =
+      auth::CredentialFromPassword(auth::ScramMechanism::kSha256, password, iterations);
+  return ScramVerifier{std::move(c.salt), c.iterations, std::move(c.stored_key),
+                       std::move(c.server_key)};
 }
 
 ScramVerifier ScramVerifier::Impossible() {

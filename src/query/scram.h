@@ -45,7 +45,4 @@ class ScramExchange {
   std::string nonce_;
 };
 
-// Compares in time independent of where the inputs differ.
-bool ConstantTimeEquals(std::string_view a, std::string_view b);
-
 }  // namespace sluice::query
