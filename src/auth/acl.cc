@@ -45,8 +45,9 @@ std::optional<E> FromName(const std::array<std::string_view, N>& names, std::str
   return std::nullopt;
 }
 
-// The operations each resource type takes (Kafka's AclEntry.supportedOperations), ALL too.
-std::vector<AclOperation> Supported(ResourceType t) {
+}  // namespace
+
+std::vector<AclOperation> SupportedOperations(ResourceType t) {
   using O = AclOperation;
   switch (t) {
     case ResourceType::kTopic:
@@ -67,6 +68,8 @@ std::vector<AclOperation> Supported(ResourceType t) {
       return {};
   }
 }
+
+namespace {
 
 bool PrincipalMatches(const std::string& acl, const std::string& principal) {
   return acl == principal || acl == "User:*";
@@ -128,7 +131,7 @@ Status ValidateBinding(const AclBinding& b) {
   }
   if (b.host.empty()) return InvalidArgumentError("Host should not be empty (* for every host)");
   if (b.operation != AclOperation::kAll) {
-    const std::vector<AclOperation> ops = Supported(b.resource_type);
+    const std::vector<AclOperation> ops = SupportedOperations(b.resource_type);
     if (std::find(ops.begin(), ops.end(), b.operation) == ops.end()) {
       std::string names;
       for (AclOperation o : ops) names += fmt::format("{}{}", names.empty() ? "" : ", ", Name(o));

@@ -64,6 +64,9 @@ std::string_view Name(PatternType t);
 std::string_view Name(AclOperation o);
 std::string_view Name(AclPermission p);
 
+// The operations a resource type takes besides ALL (Kafka's AclEntry.supportedOperations).
+std::vector<AclOperation> SupportedOperations(ResourceType t);
+
 struct AclBinding {
   ResourceType resource_type = ResourceType::kTopic;
   std::string resource_name;

@@ -2,6 +2,8 @@
 // dispatch table. See broker.h.
 #include "broker/broker.h"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <future>
 #include <utility>
@@ -30,6 +32,7 @@ namespace {
 
 const Logger kLog("broker");
 constexpr const char* kUsersFile = "users.json";
+constexpr const char* kAclsFile = "acls.json";
 
 using kafka::ApiKey;
 using kafka::ErrorCode;
@@ -80,27 +83,34 @@ static std::vector<std::pair<std::string, std::string>> SaslSeeds(const BrokerOp
   return out;
 }
 
-static Result<std::shared_ptr<auth::UserStore>> OpenUserStore(const BrokerOptions& o) {
+// A store kept whole in one file of <data-dir>/meta (users.json, acls.json), mode 0600,
+// rewritten durably on every change: its JSON ("" when there is none yet) and the store's
+// persist callback.
+static Result<std::string> ReadMetaDocument(const BrokerOptions& o, const char* file) {
   const std::string dir = o.data_dir + "/meta";
   RETURN_IF_ERROR(o.env->CreateDirs(dir));
-  std::string json;
-  Result<std::string> read = ReadSmallFile(o.env, dir + "/" + kUsersFile, 64 << 20);
-  if (read.ok()) {
-    json = std::move(*read);
-  } else if (read.status().code() != StatusCode::kNotFound) {
-    return read.status();
-  }
-  storage::Env* env = o.env;
-  auto store = auth::UserStore::Load(json, [env, dir](const std::string& j) {
-    return WriteFileDurably(env, dir, kUsersFile, j, 0600);
-  });
+  Result<std::string> read = ReadSmallFile(o.env, dir + "/" + file, 64 << 20);
+  if (read.ok()) return std::move(*read);
+  if (read.status().code() != StatusCode::kNotFound) return read.status();
+  return std::string();
+}
+
+static std::function<Status(const std::string&)> PersistMetaDocument(const BrokerOptions& o,
+                                                                     const char* file) {
+  return [env = o.env, dir = o.data_dir + "/meta", file](const std::string& j) {
+    return WriteFileDurably(env, dir, file, j, 0600);
+  };
+}
+
+template <typename Store>
+static Result<std::shared_ptr<Store>> OpenMetaStore(const BrokerOptions& o, const char* file) {
+  ASSIGN_OR_RETURN(std::string json, ReadMetaDocument(o, file));
+  auto store = Store::Load(json, PersistMetaDocument(o, file));
   if (!store.ok()) {
     return Status(store.status().code(),
-                  fmt::format("{}/{}: {}", dir, kUsersFile, store.status().message()));
+                  fmt::format("{}/meta/{}: {}", o.data_dir, file, store.status().message()));
   }
-  std::shared_ptr<auth::UserStore> users = std::move(*store);
-  RETURN_IF_ERROR(SeedUsers(*users, SaslSeeds(o), o.sasl.scram_iterations, "sasl.users", nullptr));
-  return users;
+  return std::shared_ptr<Store>(std::move(*store));
 }
 
 Status Broker::SeedUsers(const std::vector<std::pair<std::string, std::string>>& users,
@@ -165,12 +175,26 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                      MetadataController::Load(std::move(mo), b->shards_.get(), &b->publisher_));
   }
 
+  std::shared_ptr<auth::AclStore> acls;
   if (b->cluster_ != nullptr) {
-    // In a cluster the store is etcd's, one for every broker.
+    // In a cluster the stores are etcd's, one for every broker.
     ASSIGN_OR_RETURN(b->users_, b->cluster_->OpenUserStore());
     RETURN_IF_ERROR(b->SeedUsers(SaslSeeds(o), o.sasl.scram_iterations, "sasl.users"));
+    ASSIGN_OR_RETURN(acls, b->cluster_->OpenAclStore());
   } else {
-    ASSIGN_OR_RETURN(b->users_, OpenUserStore(o));
+    ASSIGN_OR_RETURN(b->users_, OpenMetaStore<auth::UserStore>(o, kUsersFile));
+    RETURN_IF_ERROR(::sluice::broker::SeedUsers(*b->users_, SaslSeeds(o), o.sasl.scram_iterations,
+                                                "sasl.users", nullptr));
+    ASSIGN_OR_RETURN(acls, OpenMetaStore<auth::AclStore>(o, kAclsFile));
+  }
+  b->authorizer_ = std::make_unique<Authorizer>(o.authorization, std::move(acls));
+  if (o.authorization.enabled) {
+    SLUICE_LOG(kLog, kInfo, "authorization on: {} ACL bindings, super users [{}]{}",
+               b->authorizer_->acls().Current()->bindings().size(),
+               fmt::join(o.authorization.super_users, ", "),
+               o.authorization.allow_everyone_if_no_acl_found
+                   ? "; a resource without ACLs is open to everyone"
+                   : "");
   }
   if (o.sasl.enabled) {
     ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl, b->users_));
@@ -265,6 +289,9 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                                                     b->groups_.get(), b->sasl_.get());
   b->context_->txn_verifier = verifier;
   b->context_->users = b->users_.get();
+  b->context_->authorizer = b->authorizer_.get();
+  if (b->cluster_ != nullptr)
+    b->context_->refresh_acls = [b] { return b->cluster_->RefreshAcls(); };
   b->context_->txns = b->txns_.get();
   if (b->coord_roles_ != nullptr) {
     InternalLogOptions internal;

@@ -134,6 +134,7 @@ class Broker : public RequestHandler {
   const std::string cluster_id_;
   std::unique_ptr<SaslAuthenticator> sasl_;   // null when SASL is off; immutable
   std::shared_ptr<auth::UserStore> users_;    // <data-dir>/meta/users.json
+  std::unique_ptr<Authorizer> authorizer_;    // its ACLs: <data-dir>/meta/acls.json
   std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).

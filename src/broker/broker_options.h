@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "broker/authorizer.h"
 #include "broker/group_coordinator.h"
 #include "broker/listeners_config.h"
 #include "broker/sasl.h"
@@ -103,6 +104,8 @@ struct BrokerOptions {
   // SASL/PLAIN and SCRAM-SHA-256 (off by default): when enabled, a connection may send
   // only ApiVersions, SaslHandshake and SaslAuthenticate until it has authenticated.
   SaslConfig sasl;
+  // Kafka's ACLs (authorization.*; off by default, as Kafka without an authorizer).
+  AuthorizationOptions authorization;
   // The group coordinator's timeouts and limits (its dir, executor, env and files are
   // the broker's: <data-dir>/__consumer_offsets-0).
   GroupCoordinatorOptions groups;

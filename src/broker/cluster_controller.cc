@@ -136,6 +136,8 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
     : options_(std::move(options)),
       shards_(shards),
       publisher_(publisher),
+      users_doc_(cluster::KeyLayout(options_.cluster.name).Users()),
+      acls_doc_(cluster::KeyLayout(options_.cluster.name).Acls()),
       view_(options_.cluster.name),
       logs_(LocalLogsOptionsOf(options_.local), shards) {}
 
@@ -207,54 +209,91 @@ Status ClusterController::Register() {
   }
 }
 
-Result<std::shared_ptr<auth::UserStore>> ClusterController::OpenUserStore() {
-  const std::string key = view_.keys().Users();
-  ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(key));
-  std::string json;
-  if (got.kv.has_value()) {
-    json = got.kv->value;
-    users_revision_ = got.kv->mod_revision;
+auth::AclStore::Persist ClusterController::LoadDocument(EtcdDocument& doc, std::string_view what,
+                                                        std::string* json) {
+  Result<GetResponse> got = etcd_->Get(doc.key);
+  if (!got.ok()) {
+    doc.load_error = got.status();
+    return nullptr;
   }
-  auto store = auth::UserStore::Load(json, [this, key](const std::string& j) -> Status {
+  if (got->kv.has_value()) {
+    *json = got->kv->value;
+    doc.revision = got->kv->mod_revision;
+  }
+  return [this, &doc, what = std::string(what)](const std::string& j) -> Status {
     TxnRequest t;
-    t.compares.push_back(Compare::ModRevision(key, CompareResult::kEqual, users_revision_.load()));
-    t.success.push_back(TxnOp::Put(key, j));
+    t.compares.push_back(Compare::ModRevision(doc.key, CompareResult::kEqual, doc.revision.load()));
+    t.success.push_back(TxnOp::Put(doc.key, j));
     ASSIGN_OR_RETURN(TxnResponse r, etcd_->Txn(t));
     if (!r.succeeded) {
       return FailedPreconditionError(
-          "the user store was changed by another broker at the same time: try again");
+          "the {} was changed by another broker at the same time: try again", what);
     }
-    users_revision_ = r.header.revision;
+    doc.revision = r.header.revision;
     return Status::OK();
-  });
-  if (!store.ok()) {
-    return Status(store.status().code(), fmt::format("etcd {}: {}", key, store.status().message()));
-  }
-  users_ = std::move(*store);
-  return users_;
+  };
 }
 
-Status ClusterController::RefreshUsers() {
-  ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(view_.keys().Users()));
-  if (got.kv.has_value()) SyncUsers(got.kv->value, got.kv->mod_revision);
+Result<std::shared_ptr<auth::UserStore>> ClusterController::OpenUserStore() {
+  std::string json;
+  auto persist = LoadDocument(users_doc_, "user store", &json);
+  if (persist == nullptr) return users_doc_.load_error;
+  auto store = auth::UserStore::Load(json, std::move(persist));
+  if (!store.ok()) {
+    return Status(store.status().code(),
+                  fmt::format("etcd {}: {}", users_doc_.key, store.status().message()));
+  }
+  std::shared_ptr<auth::UserStore> users = std::move(*store);
+  users_doc_.replace = [users](std::string_view v) { return users->Replace(v); };
+  return users;
+}
+
+Result<std::shared_ptr<auth::AclStore>> ClusterController::OpenAclStore() {
+  std::string json;
+  auto persist = LoadDocument(acls_doc_, "ACL set", &json);
+  if (persist == nullptr) return acls_doc_.load_error;
+  auto store = auth::AclStore::Load(json, std::move(persist));
+  if (!store.ok()) {
+    return Status(store.status().code(),
+                  fmt::format("etcd {}: {}", acls_doc_.key, store.status().message()));
+  }
+  std::shared_ptr<auth::AclStore> acls = std::move(*store);
+  acls_doc_.replace = [acls](std::string_view v) { return acls->Replace(v); };
+  return acls;
+}
+
+Status ClusterController::RefreshDocument(EtcdDocument& doc) {
+  ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(doc.key));
+  if (got.kv.has_value()) SyncDocument(doc, got.kv->value, got.kv->mod_revision);
   return Status::OK();
 }
 
-void ClusterController::SyncUsers(const std::string& value, int64_t mod_revision) {
-  if (users_ == nullptr || mod_revision <= users_revision_.load()) return;
-  if (Status st = users_->Replace(value); !st.ok()) {
-    SLUICE_LOG(kLog, kError, "the user store in etcd is unreadable, keeping the one in use: {}",
+bool ClusterController::SyncDocuments(const std::string& key, const std::string& value,
+                                      int64_t mod_revision) {
+  for (EtcdDocument* doc : {&users_doc_, &acls_doc_}) {
+    if (key != doc->key) continue;
+    SyncDocument(*doc, value, mod_revision);
+    return true;
+  }
+  return false;
+}
+
+void ClusterController::SyncDocument(EtcdDocument& doc, const std::string& value,
+                                     int64_t mod_revision) {
+  if (!doc.replace || mod_revision <= doc.revision.load()) return;
+  if (Status st = doc.replace(value); !st.ok()) {
+    SLUICE_LOG(kLog, kError, "etcd {} is unreadable, keeping the one in use: {}", doc.key,
                st.message());
     return;
   }
-  users_revision_ = mod_revision;
+  doc.revision = mod_revision;
 }
 
 Status ClusterController::ListAll() {
   ASSIGN_OR_RETURN(RangeResponse all, etcd_->RangePrefix(view_.keys().prefix()));
   view_.Clear();
   for (const KeyValue& kv : all.kvs) {
-    if (kv.key == view_.keys().Users()) SyncUsers(kv.value, kv.mod_revision);
+    if (SyncDocuments(kv.key, kv.value, kv.mod_revision)) continue;
     if (Status st = view_.Put(kv.key, kv.value, kv.mod_revision, kv.create_revision); !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());
     }
@@ -369,10 +408,7 @@ void ClusterController::OnWatchEvents(const WatchBatch& batch) {
       view_.Delete(e.kv.key, e.kv.mod_revision);
       continue;
     }
-    if (e.kv.key == view_.keys().Users()) {
-      SyncUsers(e.kv.value, e.kv.mod_revision);
-      continue;
-    }
+    if (SyncDocuments(e.kv.key, e.kv.value, e.kv.mod_revision)) continue;
     if (Status st = view_.Put(e.kv.key, e.kv.value, e.kv.mod_revision, e.kv.create_revision);
         !st.ok()) {
       SLUICE_LOG(kLog, kWarn, "ignoring etcd {}", st.message());

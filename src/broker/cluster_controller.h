@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "auth/acl_store.h"
 #include "auth/user_store.h"
 #include "base/status.h"
 #include "broker/broker_options.h"
@@ -83,7 +84,10 @@ class ClusterController : public Controller {
   // try again); the watch brings the others' changes in. Call once, before Start.
   Result<std::shared_ptr<auth::UserStore>> OpenUserStore();
   // Reads the `users` key again (after a change failed on a concurrent one).
-  Status RefreshUsers();
+  Status RefreshUsers() { return RefreshDocument(users_doc_); }
+  // The ACL bindings, cluster-wide (phase E): etcd's `acls` key, kept as the users are.
+  Result<std::shared_ptr<auth::AclStore>> OpenAclStore();
+  Status RefreshAcls() { return RefreshDocument(acls_doc_); }
 
   // Controller
   Status OpenLogs(bool unclean_start) override;
@@ -212,10 +216,24 @@ class ClusterController : public Controller {
   std::unique_ptr<cluster::EtcdClient> etcd_;
   std::unique_ptr<cluster::LeaseKeeper> lease_;
   std::unique_ptr<cluster::Watcher> watcher_;
-  // Brings a newer `users` value (from a listing or the watch) into users_.
-  void SyncUsers(const std::string& value, int64_t mod_revision);
-  std::shared_ptr<auth::UserStore> users_;
-  std::atomic<int64_t> users_revision_{0};  // the mod_revision users_ holds
+  // A store kept whole in one etcd key (users, acls): changed with compare-and-swap on the
+  // key's mod_revision, a newer value from a listing or the watch replaces the store's.
+  struct EtcdDocument {
+    explicit EtcdDocument(std::string k) : key(std::move(k)) {}
+    const std::string key;
+    std::atomic<int64_t> revision{0};                 // the mod_revision the store holds
+    std::function<Status(std::string_view)> replace;  // set once the store is open
+    Status load_error;
+  };
+  // Reads `doc` into *json and returns the store's persist callback (null on an etcd
+  // error, kept in doc.load_error).
+  auth::AclStore::Persist LoadDocument(EtcdDocument& doc, std::string_view what, std::string* json);
+  // True when `key` is a document's (its store then has the value if newer).
+  bool SyncDocuments(const std::string& key, const std::string& value, int64_t mod_revision);
+  void SyncDocument(EtcdDocument& doc, const std::string& value, int64_t mod_revision);
+  Status RefreshDocument(EtcdDocument& doc);
+  EtcdDocument users_doc_;
+  EtcdDocument acls_doc_;
   std::string incarnation_;
   bool clean_ = true;
   bool unclean_start_ = false;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/strings.h"
 #include "broker/inter_broker_connection.h"
 #include "broker/listeners_config.h"
 #include "net/tls_config.h"
@@ -447,6 +448,70 @@ Status ReadInterBrokerSecurity(const Config& config, ServeConfig* out) {
   return Status::OK();
 }
 
+// authorization.* (docs/design/0019-security.md, phase E): Kafka's authorizer, super users
+// and allow.everyone.if.no.acl.found. super_users is a YAML list or Kafka's
+// "User:a;User:b".
+Status ReadAuthorization(const Config& config, ServeConfig* out) {
+  AuthorizationOptions& a = out->broker.authorization;
+  ASSIGN_OR_RETURN(a.enabled, config.GetBool("authorization.enabled", false));
+  ASSIGN_OR_RETURN(a.allow_everyone_if_no_acl_found,
+                   config.GetBool("authorization.allow_everyone_if_no_acl_found", false));
+  std::vector<std::string> supers;
+  if (config.Has("authorization.super_users")) {
+    auto list = config.GetList("authorization.super_users");
+    if (list.ok()) {
+      supers = std::move(*list);
+    } else {
+      ASSIGN_OR_RETURN(std::string text, config.GetString("authorization.super_users", ""));
+      std::string_view rest = text;
+      while (!rest.empty()) {
+        const size_t semi = std::min(rest.find(';'), rest.size());
+        std::string_view one = Trim(rest.substr(0, semi));
+        if (!one.empty()) supers.emplace_back(one);
+        rest.remove_prefix(std::min(semi + 1, rest.size()));
+      }
+    }
+  }
+  for (const std::string& p : supers) {
+    const size_t colon = p.find(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == p.size()) {
+      return InvalidArgumentError(
+          "authorization.super_users (set in {}): '{}' is not a principal TYPE:NAME such as "
+          "User:admin",
+          config.Origin("authorization.super_users"), p);
+    }
+  }
+  a.super_users = std::move(supers);
+  if (!a.enabled) {
+    for (std::string_view key :
+         {"authorization.super_users", "authorization.allow_everyone_if_no_acl_found"}) {
+      if (config.Has(key)) {
+        return InvalidArgumentError(
+            "{} (set in {}) has no effect without authorization.enabled: true", key,
+            config.Origin(key));
+      }
+    }
+    return Status::OK();
+  }
+  // The other brokers fetch as the inter-broker principal: without ClusterAction they
+  // could not replicate, and an ACL for it can only be made once the cluster runs.
+  const ClusterOptions& cluster = out->broker.cluster;
+  if (cluster.enabled() && cluster.inter_broker_security != nullptr &&
+      !cluster.inter_broker_security->sasl_user.empty()) {
+    const std::string principal = "User:" + cluster.inter_broker_security->sasl_user;
+    if (std::find(a.super_users.begin(), a.super_users.end(), principal) == a.super_users.end()) {
+      return InvalidArgumentError(
+          "authorization.super_users{}: the brokers replicate as {} (sasl.inter_broker_user), "
+          "which must be a super user",
+          config.Has("authorization.super_users")
+              ? fmt::format(" (set in {})", config.Origin("authorization.super_users"))
+              : "",
+          principal);
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const std::vector<std::string_view>& ServeConfigKeys() {
@@ -485,6 +550,9 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "sasl.scram_iterations",
                                      "sasl.inter_broker_user",
                                      "sasl.inter_broker_mechanism",
+                                     "authorization.enabled",
+                                     "authorization.super_users",
+                                     "authorization.allow_everyone_if_no_acl_found",
                                      "etcd",
                                      "node_id",
                                      "inter_broker_addr",
@@ -654,6 +722,7 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
   RETURN_IF_ERROR(ReadListeners(config, &out));
   RETURN_IF_ERROR(ReadClusterKeys(config, out.broker, &out.broker.cluster));
   RETURN_IF_ERROR(ReadInterBrokerSecurity(config, &out));
+  RETURN_IF_ERROR(ReadAuthorization(config, &out));
   if (out.broker.sasl.enabled) {
     out.server.connection.max_unauthenticated_request_bytes = 512 * 1024;
     if (out.server.listeners.empty()) {

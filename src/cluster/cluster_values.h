@@ -151,6 +151,8 @@ class KeyLayout {
   std::string ProducerIds() const { return prefix_ + "producer_ids"; }
   // users: the user store's JSON (auth::UserStore; docs/design/0019-security.md, phase D).
   std::string Users() const { return prefix_ + "users"; }
+  // acls: the ACL bindings' JSON (auth::AclStore; phase E).
+  std::string Acls() const { return prefix_ + "acls"; }
   std::string Brokers() const { return prefix_ + "brokers/"; }  // a prefix
   std::string Broker(int32_t node) const;
   std::string Incarnations() const { return prefix_ + "incarnations/"; }

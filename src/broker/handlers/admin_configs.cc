@@ -95,9 +95,36 @@ kafka::DescribeConfigsResponse::Config DescribeOne(const std::string& name,
   return c;
 }
 
+// Kafka's checks: `op` (DESCRIBE_CONFIGS, ALTER_CONFIGS) on the topic, or on the cluster
+// for a broker's configs; the error for a refused resource, else NONE.
+ErrorCode ConfigsDenied(const Access& access, int8_t type, const std::string& name,
+                        auth::AclOperation op) {
+  if (type == kResourceTopic) {
+    return access.Allows(auth::ResourceType::kTopic, name, op)
+               ? ErrorCode::kNone
+               : ErrorCode::kTopicAuthorizationFailed;
+  }
+  if (type == kResourceBroker || type == kResourceBrokerLogger) {
+    return access.AllowsCluster(op) ? ErrorCode::kNone : ErrorCode::kClusterAuthorizationFailed;
+  }
+  return ErrorCode::kNone;  // refused later as unknown
+}
+
+template <typename Out>
+bool Denied(const Access& access, int8_t type, const std::string& name, auth::AclOperation op,
+            Out* out) {
+  const ErrorCode e = ConfigsDenied(access, type, name, op);
+  if (e == ErrorCode::kNone) return false;
+  out->resource_type = type;
+  out->resource_name = name;
+  out->error_code = e;
+  out->error_message = e == ErrorCode::kTopicAuthorizationFailed ? kTopicDenied : kClusterDenied;
+  return true;
+}
+
 kafka::DescribeConfigsResponse DescribeConfigs(const Context& ctx, const MetadataSnapshot& meta,
                                                const kafka::DescribeConfigsRequest& req,
-                                               int16_t version) {
+                                               int16_t version, const Access& access) {
   kafka::DescribeConfigsResponse resp;
   const bool synonyms = version >= 1 && req.include_synonyms;
   const bool docs = version >= 3 && req.include_documentation;
@@ -106,6 +133,11 @@ kafka::DescribeConfigsResponse DescribeConfigs(const Context& ctx, const Metadat
     kafka::DescribeConfigsResponse::Result out;
     out.resource_type = r.resource_type;
     out.resource_name = r.resource_name;
+    if (Denied(access, r.resource_type, r.resource_name, auth::AclOperation::kDescribeConfigs,
+               &out)) {
+      resp.results.push_back(std::move(out));
+      continue;
+    }
     std::optional<std::set<std::string>> keys;
     if (r.configuration_keys.has_value() && !r.configuration_keys->empty()) {
       keys.emplace(r.configuration_keys->begin(), r.configuration_keys->end());
@@ -211,11 +243,16 @@ kafka::AlterConfigsResourceResponse ChangeTopicConfigs(
   return out;
 }
 
-kafka::AlterConfigsResponse AlterConfigs(Context& ctx, const kafka::AlterConfigsRequest& req) {
+kafka::AlterConfigsResponse AlterConfigs(Context& ctx, const kafka::AlterConfigsRequest& req,
+                                         const Access& access) {
   kafka::AlterConfigsResponse resp;
   for (const auto& r : req.resources) {
     std::map<std::string, std::optional<std::string>> changes;
     kafka::AlterConfigsResourceResponse bad;
+    if (Denied(access, r.resource_type, r.resource_name, auth::AclOperation::kAlterConfigs, &bad)) {
+      resp.responses.push_back(std::move(bad));
+      continue;
+    }
     for (const auto& c : r.configs) {
       if (!c.value.has_value()) {
         bad.error_code = ErrorCode::kInvalidConfig;
@@ -237,10 +274,15 @@ kafka::AlterConfigsResponse AlterConfigs(Context& ctx, const kafka::AlterConfigs
 }
 
 kafka::IncrementalAlterConfigsResponse IncrementalAlterConfigs(
-    Context& ctx, const kafka::IncrementalAlterConfigsRequest& req) {
+    Context& ctx, const kafka::IncrementalAlterConfigsRequest& req, const Access& access) {
   constexpr int8_t kSet = 0, kDelete = 1, kAppend = 2, kSubtract = 3;
   kafka::IncrementalAlterConfigsResponse resp;
   for (const auto& r : req.resources) {
+    if (kafka::AlterConfigsResourceResponse denied; Denied(
+            access, r.resource_type, r.resource_name, auth::AclOperation::kAlterConfigs, &denied)) {
+      resp.responses.push_back(std::move(denied));
+      continue;
+    }
     std::map<std::string, std::optional<std::string>> changes;
     std::string problem;
     std::set<std::string> names;
@@ -313,16 +355,21 @@ kafka::IncrementalAlterConfigsResponse IncrementalAlterConfigs(
 void HandleDescribeConfigs(Context& ctx, const Call& call,
                            const kafka::DescribeConfigsRequest& req) {
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
-  Reply(call.conn, call.header, DescribeConfigs(ctx, meta, req, call.header.api_version));
+  Reply(call.conn, call.header,
+        DescribeConfigs(ctx, meta, req, call.header.api_version, AccessOf(ctx, call)));
 }
 
 void HandleAlterConfigs(Context& ctx, const Call& call, const kafka::AlterConfigsRequest& req) {
-  ToController(ctx, call, [&ctx, req] { return AlterConfigs(ctx, req); });
+  ToController(ctx, call, [&ctx, req, access = AccessOf(ctx, call)] {
+    return AlterConfigs(ctx, req, access);
+  });
 }
 
 void HandleIncrementalAlterConfigs(Context& ctx, const Call& call,
                                    const kafka::IncrementalAlterConfigsRequest& req) {
-  ToController(ctx, call, [&ctx, req] { return IncrementalAlterConfigs(ctx, req); });
+  ToController(ctx, call, [&ctx, req, access = AccessOf(ctx, call)] {
+    return IncrementalAlterConfigs(ctx, req, access);
+  });
 }
 
 }  // namespace sluice::broker::handlers

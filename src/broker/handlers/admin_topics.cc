@@ -29,8 +29,13 @@ std::string InternalTopicRefusal(std::string_view what, const std::string& name)
       "Cannot {} internal topic {}: the broker's coordinators keep their state in it", what, name);
 }
 
-kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopicsRequest& req) {
+// Authorization (each admin call below, as Kafka's): CREATE on the cluster or the topic;
+// DELETE on a topic to delete it or its records; ALTER to add partitions. A refused topic
+// is TOPIC_AUTHORIZATION_FAILED.
+kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopicsRequest& req,
+                                         const Access& access) {
   kafka::CreateTopicsResponse resp;
+  const bool may_create_any = access.AllowsCluster(auth::AclOperation::kCreate);
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
 
@@ -45,6 +50,11 @@ kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopics
     if (seen[t.name] > 1) {
       fail(ErrorCode::kInvalidRequest,
            fmt::format("topic '{}' appears more than once in the request", t.name));
+      continue;
+    }
+    if (!may_create_any &&
+        !access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kCreate)) {
+      fail(ErrorCode::kTopicAuthorizationFailed, kTopicDenied);
       continue;
     }
     if (IsReservedTopic(t.name)) {
@@ -88,7 +98,7 @@ kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopics
 }
 
 kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopicsRequest& req,
-                                         int16_t version) {
+                                         int16_t version, const Access& access) {
   kafka::DeleteTopicsResponse resp;
   std::vector<kafka::DeleteTopicsRequest::Topic> wanted = req.topics;
   if (version < 6) {
@@ -101,6 +111,18 @@ kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopics
     const TopicInfo* info = want.name ? ctx.controller.FindTopic(*want.name)
                                       : ctx.controller.FindTopicById(want.topic_id);
     const std::string* named = want.name ? &*want.name : info != nullptr ? &info->name : nullptr;
+    if (named != nullptr &&
+        !access.Allows(auth::ResourceType::kTopic, *named, auth::AclOperation::kDelete)) {
+      // A topic named by id keeps its name to itself unless it may be described (Kafka).
+      if (!want.name &&
+          !access.Allows(auth::ResourceType::kTopic, *named, auth::AclOperation::kDescribe)) {
+        out.name = std::nullopt;
+      }
+      out.error_code = ErrorCode::kTopicAuthorizationFailed;
+      out.error_message = kTopicDenied;
+      resp.responses.push_back(std::move(out));
+      continue;
+    }
     if (named != nullptr && IsReservedTopic(*named)) {
       out.name = *named;
       out.topic_id = info != nullptr ? info->id : want.topic_id;
@@ -134,7 +156,8 @@ kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopics
 }
 
 kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
-                                                 const kafka::CreatePartitionsRequest& req) {
+                                                 const kafka::CreatePartitionsRequest& req,
+                                                 const Access& access) {
   kafka::CreatePartitionsResponse resp;
   std::map<std::string, int> seen;
   for (const auto& t : req.topics) ++seen[t.name];
@@ -148,6 +171,10 @@ kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
     };
     if (seen[t.name] > 1) {
       fail(ErrorCode::kInvalidRequest, fmt::format("topic '{}' appears more than once", t.name));
+      continue;
+    }
+    if (!access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kAlter)) {
+      fail(ErrorCode::kTopicAuthorizationFailed, kTopicDenied);
       continue;
     }
     if (IsReservedTopic(t.name)) {
@@ -189,15 +216,23 @@ kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
 
 // DeleteRecords moves log starts durably (an fsync): on the controller's thread, on the
 // thread-safe log, not on the owners.
-kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteRecordsRequest& req) {
+kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteRecordsRequest& req,
+                                           const Access& access) {
   kafka::DeleteRecordsResponse resp;
   for (const auto& t : req.topics) {
     kafka::DeleteRecordsResponse::Topic tout;
     tout.name = t.name;
+    const bool may_delete =
+        access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kDelete);
     for (const auto& p : t.partitions) {
       kafka::DeleteRecordsResponse::Partition out;
       out.partition_index = p.partition_index;
       out.low_watermark = -1;
+      if (!may_delete) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        tout.partitions.push_back(out);
+        continue;
+      }
       if (IsReservedTopic(t.name)) {  // Kafka: "Cannot delete records of internal topic"
         out.error_code = ErrorCode::kInvalidTopicException;
         tout.partitions.push_back(out);
@@ -320,8 +355,8 @@ constexpr std::string_view kStillUnderWay =
 }  // namespace
 
 void HandleCreateTopics(Context& ctx, const Call& call, const kafka::CreateTopicsRequest& req) {
-  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
-    auto body = std::make_shared<kafka::CreateTopicsResponse>(CreateTopics(ctx, req));
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req, access = AccessOf(ctx, call)] {
+    auto body = std::make_shared<kafka::CreateTopicsResponse>(CreateTopics(ctx, req, access));
     std::vector<Settling> settling;
     for (size_t i = 0; i < body->topics.size() && !req.validate_only; ++i) {
       const auto& t = body->topics[i];
@@ -338,9 +373,9 @@ void HandleCreateTopics(Context& ctx, const Call& call, const kafka::CreateTopic
 }
 
 void HandleDeleteTopics(Context& ctx, const Call& call, const kafka::DeleteTopicsRequest& req) {
-  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
-    auto body =
-        std::make_shared<kafka::DeleteTopicsResponse>(DeleteTopics(ctx, req, h.api_version));
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req, access = AccessOf(ctx, call)] {
+    auto body = std::make_shared<kafka::DeleteTopicsResponse>(
+        DeleteTopics(ctx, req, h.api_version, access));
     std::vector<Settling> settling;
     for (size_t i = 0; i < body->responses.size(); ++i) {
       const auto& t = body->responses[i];
@@ -358,8 +393,9 @@ void HandleDeleteTopics(Context& ctx, const Call& call, const kafka::DeleteTopic
 
 void HandleCreatePartitions(Context& ctx, const Call& call,
                             const kafka::CreatePartitionsRequest& req) {
-  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req] {
-    auto body = std::make_shared<kafka::CreatePartitionsResponse>(CreatePartitions(ctx, req));
+  ctx.controller.Post([&ctx, conn = call.conn, h = call.header, req, access = AccessOf(ctx, call)] {
+    auto body =
+        std::make_shared<kafka::CreatePartitionsResponse>(CreatePartitions(ctx, req, access));
     std::vector<Settling> settling;
     for (size_t i = 0; i < body->results.size() && !req.validate_only; ++i) {
       const auto& r = body->results[i];
@@ -378,14 +414,33 @@ void HandleCreatePartitions(Context& ctx, const Call& call,
 }
 
 void HandleDeleteRecords(Context& ctx, const Call& call, const kafka::DeleteRecordsRequest& req) {
-  ToController(ctx, call, [&ctx, req] { return DeleteRecords(ctx, req); });
+  ToController(ctx, call, [&ctx, req, access = AccessOf(ctx, call)] {
+    return DeleteRecords(ctx, req, access);
+  });
 }
 
 void HandleInitProducerId(Context& ctx, const Call& call, const kafka::InitProducerIdRequest& req) {
   // With a transactional id: the transaction coordinator. Without: a new id from the
   // controller for every request (decision 17 of 0002).
-  if (req.transactional_id.has_value() && ctx.txns != nullptr) {
-    return HandleInitProducerIdTxn(ctx, call, req);
+  const Access access = AccessOf(ctx, call);
+  if (req.transactional_id.has_value()) {
+    // Kafka: WRITE on the transactional id.
+    if (!access.Allows(auth::ResourceType::kTransactionalId, *req.transactional_id,
+                       auth::AclOperation::kWrite)) {
+      kafka::InitProducerIdResponse resp;
+      resp.producer_epoch = -1;
+      resp.error_code = ErrorCode::kTransactionalIdAuthorizationFailed;
+      return Reply(call.conn, call.header, resp);
+    }
+    if (ctx.txns != nullptr) return HandleInitProducerIdTxn(ctx, call, req);
+  } else if (!access.AllowsCluster(auth::AclOperation::kIdempotentWrite) &&
+             !access.AllowsAny(auth::ResourceType::kTopic, auth::AclOperation::kWrite)) {
+    // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
+    // (KIP-679).
+    kafka::InitProducerIdResponse resp;
+    resp.producer_epoch = -1;
+    resp.error_code = ErrorCode::kClusterAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
   }
   ToController(ctx, call, [&ctx, req] { return InitProducerId(ctx, req); });
 }

@@ -50,18 +50,36 @@ void ClusterBrokers(const MetadataSnapshot& meta, std::string_view listener, Out
   }
 }
 
-// The response from `meta`; `missing` gets the names that do not exist.
+// The response from `meta`; `missing` gets the names that do not exist and may be
+// auto-created. What `access` may not DESCRIBE is left out of a listing of every topic,
+// and TOPIC_AUTHORIZATION_FAILED when named (whether or not it exists, as Kafka); a
+// missing topic is auto-created only with CREATE on the cluster or on it.
 kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot& meta,
                                      const kafka::MetadataRequest& req, int16_t version,
-                                     std::string_view listener, std::vector<std::string>* missing) {
+                                     std::string_view listener, const Access& access,
+                                     std::vector<std::string>* missing) {
+  using auth::AclOperation;
+  using auth::ResourceType;
   kafka::MetadataResponse resp;
   resp.cluster_id = ctx.cluster_id;
   resp.controller_id = meta.cluster ? meta.controller_id : kNodeId;
+  if (req.include_cluster_authorized_operations && version <= 10) {
+    resp.cluster_authorized_operations =
+        access.AllowsCluster(AclOperation::kDescribe)
+            ? access.Operations(ResourceType::kCluster, auth::kClusterName)
+            : 0;
+  }
+  auto may_describe = [&access](std::string_view name) {
+    return access.Allows(ResourceType::kTopic, name, AclOperation::kDescribe);
+  };
 
-  auto describe = [&meta, version, listener](const MetadataSnapshot::Topic& t) {
+  auto describe = [&meta, &req, &access, version, listener](const MetadataSnapshot::Topic& t) {
     kafka::MetadataResponse::Topic out;
     out.name = t.info.name;
     out.topic_id = t.info.id;
+    if (req.include_topic_authorized_operations) {
+      out.topic_authorized_operations = access.Operations(ResourceType::kTopic, t.info.name);
+    }
     for (int32_t p = 0; p < t.info.partitions; ++p) {
       kafka::MetadataResponse::Partition part;
       part.partition_index = p;
@@ -87,9 +105,12 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
   // Null asks for every topic, and so does an empty array in v0.
   const bool all = !req.topics.has_value() || (version == 0 && req.topics->empty());
   if (all) {
-    for (const auto& [name, t] : meta.topics) resp.topics.push_back(describe(t));
+    for (const auto& [name, t] : meta.topics) {
+      if (may_describe(name)) resp.topics.push_back(describe(t));
+    }
     return resp;
   }
+  const bool may_create_any = access.AllowsCluster(AclOperation::kCreate);
   for (const kafka::MetadataRequest::Topic& want : *req.topics) {
     const MetadataSnapshot::Topic* found = nullptr;
     kafka::MetadataResponse::Topic out;
@@ -97,14 +118,28 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
     out.topic_id = want.topic_id;
     if (want.name.has_value()) {
       found = meta.Find(*want.name);
-      if (found == nullptr) {
-        if (version < 4 || req.allow_auto_topic_creation) missing->push_back(*want.name);
+      if (!may_describe(*want.name)) {
+        found = nullptr;
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+      } else if (found == nullptr) {
+        const bool auto_create = version < 4 || req.allow_auto_topic_creation;
         out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                             : ErrorCode::kInvalidTopicException;
+        if (auto_create && !may_create_any &&
+            !access.Allows(ResourceType::kTopic, *want.name, AclOperation::kCreate)) {
+          out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        } else if (auto_create) {
+          missing->push_back(*want.name);
+        }
       }
     } else {
       found = meta.FindById(want.topic_id);
-      if (found == nullptr) out.error_code = ErrorCode::kUnknownTopicId;
+      if (found == nullptr) {
+        out.error_code = ErrorCode::kUnknownTopicId;
+      } else if (!may_describe(found->info.name)) {
+        found = nullptr;
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+      }
     }
     resp.topics.push_back(found != nullptr ? describe(*found) : std::move(out));
   }
@@ -124,16 +159,18 @@ void HandleApiVersions(Context&, const Call& call, const kafka::ApiVersionsReque
 
 void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest& req) {
   std::vector<std::string> missing;
+  Access access = AccessOf(ctx, call);
   kafka::MetadataResponse resp =
       MetadataFrom(ctx, ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop())), req,
-                   call.header.api_version, call.conn->listener(), &missing);
+                   call.header.api_version, call.conn->listener(), access, &missing);
   if (missing.empty() || !ctx.options.auto_create_topics) {
     Reply(call.conn, call.header, resp);
     return;
   }
   // Topics to create: the controller creates them and answers from its snapshot.
   ToController(ctx, call,
-               [&ctx, req, missing, v = call.header.api_version, listener = call.conn->listener()] {
+               [&ctx, req, missing, v = call.header.api_version, listener = call.conn->listener(),
+                access = std::move(access)] {
                  bool created = false;
                  for (const std::string& name : missing) {
                    if (ctx.controller.FindTopic(name) == nullptr)
@@ -141,14 +178,24 @@ void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest
                  }
                  if (created) ctx.controller.Publish();
                  std::vector<std::string> still;
-                 return MetadataFrom(ctx, *ctx.shards.Published(), req, v, listener, &still);
+                 return MetadataFrom(ctx, *ctx.shards.Published(), req, v, listener, access,
+                                     &still);
                });
 }
 
-void HandleDescribeCluster(Context& ctx, const Call& call, const kafka::DescribeClusterRequest&) {
+void HandleDescribeCluster(Context& ctx, const Call& call,
+                           const kafka::DescribeClusterRequest& req) {
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   kafka::DescribeClusterResponse resp;
   resp.cluster_id = ctx.cluster_id;
+  if (req.include_cluster_authorized_operations) {
+    // Kafka: the operations only for a principal that may DESCRIBE the cluster, else none.
+    const Access access = AccessOf(ctx, call);
+    resp.cluster_authorized_operations =
+        access.AllowsCluster(auth::AclOperation::kDescribe)
+            ? access.Operations(auth::ResourceType::kCluster, auth::kClusterName)
+            : 0;
+  }
   if (meta.cluster) {
     resp.controller_id = meta.controller_id;
     ClusterBrokers(meta, call.conn->listener(), &resp.brokers);

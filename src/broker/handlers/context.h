@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/authorizer.h"
 #include "broker/broker_options.h"
 #include "broker/connection.h"
 #include "broker/controller.h"
@@ -39,6 +40,12 @@ struct Context {
   GroupCoordinator* groups = nullptr;  // thread-safe (posts to its own thread); null once closed
   SaslAuthenticator* sasl = nullptr;   // null when SASL is off; immutable
   auth::UserStore* users = nullptr;    // the user store (thread-safe); never null once open
+  // Kafka's ACLs (immutable but for its thread-safe store); never null once open. Disabled
+  // (authorization.enabled false), it allows everything.
+  const Authorizer* authorizer = nullptr;
+  // Reads a cluster's ACLs again after a change lost to another broker's; null on a
+  // single node.
+  std::function<Status()> refresh_acls;
   // The transaction coordinator as the produce path sees it (thread-safe); null while
   // none runs: transactional batches are then refused.
   TxnVerifier* txn_verifier = nullptr;
@@ -57,6 +64,15 @@ struct Call {
   const std::shared_ptr<const std::vector<uint8_t>>& frame;
   const kafka::RequestHeader& header;
 };
+
+// Kafka's messages for the authorization errors (Errors.java's defaults).
+inline constexpr const char* kTopicDenied = "Topic authorization failed.";
+inline constexpr const char* kGroupDenied = "Group authorization failed.";
+inline constexpr const char* kClusterDenied = "Cluster authorization failed.";
+inline constexpr const char* kTxnIdDenied = "Transactional Id authorization failed.";
+
+// What the call's principal may do (docs/design/0019-security.md, phase E).
+inline Access AccessOf(Context& ctx, const Call& call) { return ctx.authorizer->For(*call.conn); }
 
 // Answers `h` on `conn` with `body` (the connection's loop).
 template <typename Body>

@@ -63,9 +63,10 @@ void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchRespo
                  std::vector<storage::FileSlice> files);
 
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
-// then calls done(response, files, record bytes) on `home`'s thread.
-void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequest> req,
+// then calls done(response, files, record bytes) on the connection's loop.
+void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::FetchRequest> req,
                int16_t version, const std::shared_ptr<FetchWait>& wait, FetchDone done) {
+  Shard& home = ctx.shards.ShardOf(conn.loop());
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
   // The response's shape first; the owners fill in their partitions' entries (each its
   // own) and slices, and the budget across partitions is applied here once all answered.
@@ -80,12 +81,29 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   auto st = std::make_shared<State>();
   st->resp.session_id = 0;
   std::vector<Target> targets;
+  // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch,
+  // the log as stored; a consumer's read passes over record-less batches (0017 #13).
+  const int32_t replica_id = replica::FetchReplicaId(*req, version);
+  const int64_t replica_epoch = version >= 15 ? req->replica_state.replica_epoch : -1;
+  // Kafka's checks, made at every look (an ACL removed meanwhile counts): a follower needs
+  // CLUSTER_ACTION on the cluster, a consumer READ on each topic.
+  const Access access = ctx.authorizer->For(conn);
+  const bool replica_allowed =
+      replica_id < 0 || access.AllowsCluster(auth::AclOperation::kClusterAction);
+  std::vector<char> read;  // per topic of the request: its partitions are read
   for (const auto& want : req->topics) {
     kafka::FetchResponse::FetchableTopicResponse tout;
     tout.topic = want.topic;
     tout.topic_id = want.topic_id;
     const MetadataSnapshot::Topic* info =
         version >= 13 ? meta.FindById(want.topic_id) : meta.Find(want.topic);
+    const bool allowed = replica_id >= 0
+                             ? replica_allowed
+                             : access.Allows(auth::ResourceType::kTopic,
+                                             info != nullptr ? std::string_view(info->info.name)
+                                                             : std::string_view(want.topic),
+                                             auth::AclOperation::kRead);
+    read.push_back(info != nullptr && allowed);
     for (const auto& fp : want.partitions) {
       kafka::FetchResponse::PartitionData out;
       out.partition_index = fp.partition;
@@ -93,7 +111,9 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
       out.last_stable_offset = -1;
       out.log_start_offset = -1;
       out.records = kafka::RecordsRef::Inline(std::span<const uint8_t>());
-      if (info == nullptr) {
+      if (!allowed) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+      } else if (info == nullptr) {
         out.error_code =
             version >= 13 ? ErrorCode::kUnknownTopicId : ErrorCode::kUnknownTopicOrPartition;
       } else {
@@ -107,9 +127,7 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
   // Pointers once the vectors stopped growing, in request order.
   size_t k = 0;
   for (size_t t = 0; t < req->topics.size(); ++t) {
-    const bool known = (version >= 13 ? meta.FindById(req->topics[t].topic_id)
-                                      : meta.Find(req->topics[t].topic)) != nullptr;
-    if (!known) continue;
+    if (read[t] == 0) continue;
     for (auto& out : st->resp.responses[t].partitions) {
       st->outs.push_back(&out);
       ++k;
@@ -122,10 +140,6 @@ void FetchOnce(Context& ctx, Shard& home, std::shared_ptr<const kafka::FetchRequ
     st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
   }
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
-  // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch,
-  // the log as stored; a consumer's read passes over record-less batches (0017 #13).
-  const int32_t replica_id = replica::FetchReplicaId(*req, version);
-  const int64_t replica_epoch = version >= 15 ? req->replica_state.replica_epoch : -1;
   ctx.shards.VisitOwners(
       home, std::move(targets),
       [&ctx, st, req, wait, max_bytes, replica_id, replica_epoch](Partition* part, size_t i) {
@@ -275,7 +289,7 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
   wait->arm_pending = false;
   if (wait->done.load() || ctx.shards.waking_stopped())
     return;  // a stop: the timer or the close ends it
-  FetchOnce(ctx, ctx.shards.ShardOf(wait->conn->loop()), wait->req, wait->header.api_version, wait,
+  FetchOnce(ctx, *wait->conn, wait->req, wait->header.api_version, wait,
             [&ctx, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
                          uint64_t bytes) {
               // Enough data, a new error (a deleted topic, an offset now out of range) or
@@ -289,8 +303,7 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
 // Answers a waiting fetch with what there is (its max_wait_ms passed, or a stop).
 void CompleteFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
   if (wait->done.load()) return;
-  FetchOnce(ctx, ctx.shards.ShardOf(wait->conn->loop()), wait->req, wait->header.api_version,
-            nullptr,
+  FetchOnce(ctx, *wait->conn, wait->req, wait->header.api_version, nullptr,
             [wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files, uint64_t) {
               AnswerFetch(wait, resp, std::move(files));
             });
@@ -343,7 +356,7 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
     LongPoll(ctx, conn, h, shared);
     return;
   }
-  FetchOnce(ctx, ctx.shards.ShardOf(conn->loop()), shared, h.api_version, nullptr,
+  FetchOnce(ctx, *conn, shared, h.api_version, nullptr,
             [&ctx, conn, h, shared](kafka::FetchResponse& resp,
                                     std::vector<storage::FileSlice>& files, uint64_t bytes) {
               const kafka::FetchRequest& r = *shared;

@@ -5,9 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "broker/coordinator_partitions.h"
 #include "broker/handlers/handlers.h"
@@ -20,12 +24,55 @@ using kafka::ErrorCode;
 // The coordinator's callback for a request: its answer is posted back to the
 // connection's loop. The coordinator's thread gets a copy of the request (it reads it
 // after the frame is gone).
+// `finish` (if given) completes the coordinator's answer first: the parts the authorizer
+// refused, which never reached the coordinator.
 template <typename Resp>
-GroupCoordinator::Done<Resp> AnswerOnLoop(Context& ctx, const Call& call) {
-  return [&ctx, conn = call.conn, h = call.header](Resp resp) {
+GroupCoordinator::Done<Resp> AnswerOnLoop(Context& ctx, const Call& call,
+                                          std::function<void(Resp&)> finish = nullptr) {
+  return [&ctx, conn = call.conn, h = call.header, finish = std::move(finish)](Resp resp) {
+    if (finish) finish(resp);
     auto shared = std::make_shared<Resp>(std::move(resp));
     ctx.shards.PostGated(conn->loop(), [conn, h, shared] { Reply(conn, h, *shared); });
   };
+}
+
+using auth::AclOperation;
+using auth::ResourceType;
+
+bool GroupAllowed(const Access& access, const std::string& group, AclOperation op) {
+  return access.Allows(ResourceType::kGroup, group, op);
+}
+
+// Splits a request's topics into those `access` may do `op` on (kept in `topics`) and
+// the others (returned), as Kafka's filterByAuthorized.
+template <typename Topic>
+std::vector<Topic> TakeDenied(const Access& access, std::vector<Topic>& topics, AclOperation op) {
+  std::vector<Topic> denied;
+  std::vector<Topic> kept;
+  for (Topic& t : topics) {
+    (access.Allows(ResourceType::kTopic, t.name, op) ? kept : denied).push_back(std::move(t));
+  }
+  topics = std::move(kept);
+  return denied;
+}
+
+// The response topics for request topics answered with one error per partition.
+template <typename OutTopic, typename InTopic, typename PartitionIndex>
+std::vector<OutTopic> ErrorTopics(const std::vector<InTopic>& in, ErrorCode error,
+                                  PartitionIndex index) {
+  std::vector<OutTopic> out;
+  for (const InTopic& t : in) {
+    OutTopic o;
+    o.name = t.name;
+    for (const auto& p : t.partitions) {
+      typename decltype(o.partitions)::value_type part;
+      part.partition_index = index(p);
+      part.error_code = error;
+      o.partitions.push_back(std::move(part));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
 }
 
 }  // namespace
@@ -89,9 +136,17 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
   const bool running = req.key_type == 0 || ctx.txns != nullptr;
   const std::string topic = req.key_type == 1 ? "__transaction_state" : "__consumer_offsets";
   bool missing = false;
+  const Access access = AccessOf(ctx, call);
   auto answer = [&](const std::string& key) {
     CoordinatorAnswer a;
-    if (!known) {
+    if (known &&
+        !access.Allows(req.key_type == 1 ? ResourceType::kTransactionalId : ResourceType::kGroup,
+                       key, AclOperation::kDescribe)) {
+      // Kafka's check: DESCRIBE on the group or the transactional id.
+      a.error = req.key_type == 1 ? ErrorCode::kTransactionalIdAuthorizationFailed
+                                  : ErrorCode::kGroupAuthorizationFailed;
+      a.why = req.key_type == 1 ? kTxnIdDenied : kGroupDenied;
+    } else if (!known) {
       a.error = ErrorCode::kInvalidRequest;
       a.why = "no transaction coordinator is running";
     } else if (!running) {
@@ -142,59 +197,305 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
 }
 
 void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req) {
+  if (!GroupAllowed(AccessOf(ctx, call), req.group_id, AclOperation::kRead)) {
+    kafka::JoinGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
+  }
   GroupClient client{call.header.client_id.value_or(""), "/" + call.conn->peer_host()};
   ctx.groups->JoinGroup(req, call.header.api_version, std::move(client),
                         AnswerOnLoop<kafka::JoinGroupResponse>(ctx, call));
 }
 
 void HandleSyncGroup(Context& ctx, const Call& call, const kafka::SyncGroupRequest& req) {
+  if (!GroupAllowed(AccessOf(ctx, call), req.group_id, AclOperation::kRead)) {
+    kafka::SyncGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
+  }
   ctx.groups->SyncGroup(req, call.header.api_version,
                         AnswerOnLoop<kafka::SyncGroupResponse>(ctx, call));
 }
 
 void HandleHeartbeat(Context& ctx, const Call& call, const kafka::HeartbeatRequest& req) {
+  if (!GroupAllowed(AccessOf(ctx, call), req.group_id, AclOperation::kRead)) {
+    kafka::HeartbeatResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
+  }
   ctx.groups->Heartbeat(req, call.header.api_version,
                         AnswerOnLoop<kafka::HeartbeatResponse>(ctx, call));
 }
 
 void HandleLeaveGroup(Context& ctx, const Call& call, const kafka::LeaveGroupRequest& req) {
+  if (!GroupAllowed(AccessOf(ctx, call), req.group_id, AclOperation::kRead)) {
+    kafka::LeaveGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return Reply(call.conn, call.header, resp);
+  }
   ctx.groups->LeaveGroup(req, call.header.api_version,
                          AnswerOnLoop<kafka::LeaveGroupResponse>(ctx, call));
 }
 
+// OffsetCommit: READ on the group (every partition GROUP_AUTHORIZATION_FAILED without it),
+// READ on each topic (TOPIC_AUTHORIZATION_FAILED), as Kafka.
 void HandleOffsetCommit(Context& ctx, const Call& call, const kafka::OffsetCommitRequest& req) {
-  ctx.groups->OffsetCommit(req, call.header.api_version,
-                           AnswerOnLoop<kafka::OffsetCommitResponse>(ctx, call));
+  using Resp = kafka::OffsetCommitResponse;
+  const Access access = AccessOf(ctx, call);
+  auto index = [](const kafka::OffsetCommitRequest::Partition& p) { return p.partition_index; };
+  if (!GroupAllowed(access, req.group_id, AclOperation::kRead)) {
+    Resp resp;
+    resp.topics = ErrorTopics<Resp::Topic>(req.topics, ErrorCode::kGroupAuthorizationFailed, index);
+    return Reply(call.conn, call.header, resp);
+  }
+  if (access.everything()) {
+    return ctx.groups->OffsetCommit(req, call.header.api_version, AnswerOnLoop<Resp>(ctx, call));
+  }
+  kafka::OffsetCommitRequest allowed = req;
+  auto denied = ErrorTopics<Resp::Topic>(TakeDenied(access, allowed.topics, AclOperation::kRead),
+                                         ErrorCode::kTopicAuthorizationFailed, index);
+  auto finish = [denied](Resp& resp) {
+    resp.topics.insert(resp.topics.end(), denied.begin(), denied.end());
+  };
+  if (allowed.topics.empty() && !denied.empty()) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.groups->OffsetCommit(allowed, call.header.api_version, AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
+namespace {
+
+// One group of an OffsetFetch as the authorizer leaves it: nullopt when the group may not
+// be described (GROUP_AUTHORIZATION_FAILED), else the topics it may not describe, taken out
+// of `topics` (each partition TOPIC_AUTHORIZATION_FAILED); with every topic asked for (null)
+// the coordinator's answer is filtered instead (FilterFetched).
+using FetchTopics = std::optional<std::vector<kafka::OffsetFetchRequest::Topic>>;
+std::optional<std::vector<kafka::OffsetFetchResponse::Topic>> AuthorizeFetch(
+    const Access& access, const std::string& group, FetchTopics& topics) {
+  if (!GroupAllowed(access, group, AclOperation::kDescribe)) return std::nullopt;
+  std::vector<kafka::OffsetFetchResponse::Topic> out;
+  if (!topics.has_value()) return out;
+  for (const auto& t : TakeDenied(access, *topics, AclOperation::kDescribe)) {
+    kafka::OffsetFetchResponse::Topic o;
+    o.name = t.name;
+    for (int32_t p : t.partition_indexes) {
+      kafka::OffsetFetchResponse::Partition part;
+      part.partition_index = p;
+      part.committed_offset = -1;
+      part.metadata = "";
+      part.error_code = ErrorCode::kTopicAuthorizationFailed;
+      o.partitions.push_back(std::move(part));
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void FilterFetched(const Access& access, std::vector<kafka::OffsetFetchResponse::Topic>& topics) {
+  std::erase_if(topics, [&](const kafka::OffsetFetchResponse::Topic& t) {
+    return !access.Allows(ResourceType::kTopic, t.name, AclOperation::kDescribe);
+  });
+}
+
+}  // namespace
+
+// OffsetFetch: DESCRIBE on each group, DESCRIBE on each topic (a listing of every topic
+// leaves out the others), as Kafka.
 void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchRequest& req) {
-  ctx.groups->OffsetFetch(req, call.header.api_version,
-                          AnswerOnLoop<kafka::OffsetFetchResponse>(ctx, call));
+  using Resp = kafka::OffsetFetchResponse;
+  const Access access = AccessOf(ctx, call);
+  const int16_t version = call.header.api_version;
+  if (access.everything()) {
+    return ctx.groups->OffsetFetch(req, version, AnswerOnLoop<Resp>(ctx, call));
+  }
+  kafka::OffsetFetchRequest allowed = req;
+  if (version < 8) {
+    auto denied = AuthorizeFetch(access, req.group_id, allowed.topics);
+    if (!denied.has_value()) {
+      Resp resp;
+      resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+      if (version < 2 && req.topics.has_value()) {
+        // v0-1 have no group error: every partition carries it.
+        for (const auto& t : *req.topics) {
+          Resp::Topic o;
+          o.name = t.name;
+          for (int32_t p : t.partition_indexes) {
+            Resp::Partition part;
+            part.partition_index = p;
+            part.committed_offset = -1;
+            part.metadata = "";
+            part.error_code = ErrorCode::kGroupAuthorizationFailed;
+            o.partitions.push_back(std::move(part));
+          }
+          resp.topics.push_back(std::move(o));
+        }
+      }
+      return Reply(call.conn, call.header, resp);
+    }
+    const bool every_topic = !req.topics.has_value();
+    return ctx.groups->OffsetFetch(
+        allowed, version,
+        AnswerOnLoop<Resp>(ctx, call, [access, denied = std::move(*denied), every_topic](Resp& r) {
+          if (every_topic) FilterFetched(access, r.topics);
+          r.topics.insert(r.topics.end(), denied.begin(), denied.end());
+        }));
+  }
+  // v8+: per group.
+  std::vector<Resp::Group> refused;
+  std::map<std::string, std::vector<Resp::Topic>> denied_topics;
+  std::set<std::string> every_topic;
+  allowed.groups.clear();
+  for (kafka::OffsetFetchRequest::Group g : req.groups) {
+    auto denied = AuthorizeFetch(access, g.group_id, g.topics);
+    if (!denied.has_value()) {
+      Resp::Group r;
+      r.group_id = g.group_id;
+      r.error_code = ErrorCode::kGroupAuthorizationFailed;
+      refused.push_back(std::move(r));
+      continue;
+    }
+    if (!g.topics.has_value()) every_topic.insert(g.group_id);
+    denied_topics[g.group_id] = std::move(*denied);
+    allowed.groups.push_back(std::move(g));
+  }
+  auto finish = [access, refused, denied_topics, every_topic](Resp& r) {
+    for (Resp::Group& g : r.groups) {
+      if (every_topic.count(g.group_id) != 0) FilterFetched(access, g.topics);
+      auto d = denied_topics.find(g.group_id);
+      if (d != denied_topics.end())
+        g.topics.insert(g.topics.end(), d->second.begin(), d->second.end());
+    }
+    r.groups.insert(r.groups.end(), refused.begin(), refused.end());
+  };
+  if (allowed.groups.empty()) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.groups->OffsetFetch(allowed, version, AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
+// ListGroups: every group with DESCRIBE on the cluster, else those it may DESCRIBE.
 void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsRequest& req) {
-  ctx.groups->ListGroups(req, call.header.api_version,
-                         AnswerOnLoop<kafka::ListGroupsResponse>(ctx, call));
+  using Resp = kafka::ListGroupsResponse;
+  const Access access = AccessOf(ctx, call);
+  std::function<void(Resp&)> finish;
+  if (!access.AllowsCluster(AclOperation::kDescribe)) {
+    finish = [access](Resp& r) {
+      std::erase_if(r.groups, [&](const Resp::Group& g) {
+        return !GroupAllowed(access, g.group_id, AclOperation::kDescribe);
+      });
+    };
+  }
+  ctx.groups->ListGroups(req, call.header.api_version, AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
+// DescribeGroups: DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED for the others), and
+// the operations the principal may do on it when asked.
 void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeGroupsRequest& req) {
-  ctx.groups->DescribeGroups(req, call.header.api_version,
-                             AnswerOnLoop<kafka::DescribeGroupsResponse>(ctx, call));
+  using Resp = kafka::DescribeGroupsResponse;
+  const Access access = AccessOf(ctx, call);
+  kafka::DescribeGroupsRequest allowed = req;
+  std::vector<Resp::Group> refused;
+  allowed.groups.clear();
+  for (const std::string& g : req.groups) {
+    if (GroupAllowed(access, g, AclOperation::kDescribe)) {
+      allowed.groups.push_back(g);
+      continue;
+    }
+    Resp::Group r;
+    r.group_id = g;
+    r.error_code = ErrorCode::kGroupAuthorizationFailed;
+    refused.push_back(std::move(r));
+  }
+  const bool ops = req.include_authorized_operations;
+  auto finish = [access, refused, ops](Resp& r) {
+    if (ops && !access.everything()) {
+      for (Resp::Group& g : r.groups) {
+        g.authorized_operations = access.Operations(ResourceType::kGroup, g.group_id);
+      }
+    }
+    r.groups.insert(r.groups.end(), refused.begin(), refused.end());
+  };
+  if (allowed.groups.empty() && !refused.empty()) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.groups->DescribeGroups(allowed, call.header.api_version,
+                             AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
+// DeleteGroups: DELETE on each group.
 void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroupsRequest& req) {
-  ctx.groups->DeleteGroups(req, call.header.api_version,
-                           AnswerOnLoop<kafka::DeleteGroupsResponse>(ctx, call));
+  using Resp = kafka::DeleteGroupsResponse;
+  const Access access = AccessOf(ctx, call);
+  kafka::DeleteGroupsRequest allowed = req;
+  std::vector<Resp::GroupResult> refused;
+  allowed.groups_names.clear();
+  for (const std::string& g : req.groups_names) {
+    if (GroupAllowed(access, g, AclOperation::kDelete)) {
+      allowed.groups_names.push_back(g);
+      continue;
+    }
+    Resp::GroupResult r;
+    r.group_id = g;
+    r.error_code = ErrorCode::kGroupAuthorizationFailed;
+    refused.push_back(std::move(r));
+  }
+  auto finish = [refused](Resp& r) {
+    r.results.insert(r.results.end(), refused.begin(), refused.end());
+  };
+  if (allowed.groups_names.empty() && !refused.empty()) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.groups->DeleteGroups(allowed, call.header.api_version, AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
 // Kafka's handleTxnOffsetCommitRequest checks authorization and the partitions, then
 // hands over; here the coordinator checks the partitions (partition_exists) with the
 // rest. Whether the transaction holds the group (AddOffsetsToTxn) is the transaction
 // coordinator's to say, through the coordinator's TxnVerifier, as in Kafka.
+//
+// Authorization as Kafka's: WRITE on the transactional id, READ on the group (every
+// partition refused with the error), READ on each topic.
 void HandleTxnOffsetCommit(Context& ctx, const Call& call,
                            const kafka::TxnOffsetCommitRequest& req) {
-  ctx.groups->TxnOffsetCommit(req, call.header.api_version,
-                              AnswerOnLoop<kafka::TxnOffsetCommitResponse>(ctx, call));
+  using Resp = kafka::TxnOffsetCommitResponse;
+  const Access access = AccessOf(ctx, call);
+  auto index = [](const kafka::TxnOffsetCommitRequest::Partition& p) { return p.partition_index; };
+  ErrorCode refused = ErrorCode::kNone;
+  if (!access.Allows(ResourceType::kTransactionalId, req.transactional_id, AclOperation::kWrite)) {
+    refused = ErrorCode::kTransactionalIdAuthorizationFailed;
+  } else if (!GroupAllowed(access, req.group_id, AclOperation::kRead)) {
+    refused = ErrorCode::kGroupAuthorizationFailed;
+  }
+  if (refused != ErrorCode::kNone) {
+    Resp resp;
+    resp.topics = ErrorTopics<kafka::TxnTopicErrors>(req.topics, refused, index);
+    return Reply(call.conn, call.header, resp);
+  }
+  if (access.everything()) {
+    return ctx.groups->TxnOffsetCommit(req, call.header.api_version, AnswerOnLoop<Resp>(ctx, call));
+  }
+  kafka::TxnOffsetCommitRequest allowed = req;
+  auto denied =
+      ErrorTopics<kafka::TxnTopicErrors>(TakeDenied(access, allowed.topics, AclOperation::kRead),
+                                         ErrorCode::kTopicAuthorizationFailed, index);
+  auto finish = [denied](Resp& resp) {
+    resp.topics.insert(resp.topics.end(), denied.begin(), denied.end());
+  };
+  if (allowed.topics.empty() && !denied.empty()) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ctx.groups->TxnOffsetCommit(allowed, call.header.api_version,
+                              AnswerOnLoop<Resp>(ctx, call, finish));
 }
 
 }  // namespace sluice::broker::handlers

@@ -55,14 +55,22 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
   st->req = req;
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
+  const Access access = AccessOf(ctx, call);
   for (size_t t = 0; t < req.topics.size(); ++t) {
     const auto& want = req.topics[t];
     kafka::ListOffsetsResponse::Topic tout;
     tout.name = want.name;
     const MetadataSnapshot::Topic* info = meta.Find(want.name);
+    const bool allowed =
+        access.Allows(auth::ResourceType::kTopic, want.name, auth::AclOperation::kDescribe);
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       kafka::ListOffsetsResponse::Partition out;
       out.partition_index = want.partitions[i].partition_index;
+      if (!allowed) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
       targets.push_back(ctx.shards.TargetOf(info, want.name, out.partition_index));
       where.emplace_back(t, i);
       tout.partitions.push_back(std::move(out));
@@ -186,15 +194,29 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
   st->replica_id = req.replica_id;
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
+  // A follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on each topic.
+  const Access access = AccessOf(ctx, call);
+  const bool replica_denied =
+      req.replica_id >= 0 && !access.AllowsCluster(auth::AclOperation::kClusterAction);
   for (size_t t = 0; t < req.topics.size(); ++t) {
     const auto& want = req.topics[t];
     kafka::OffsetForLeaderEpochResponse::Topic tout;
     tout.topic = want.topic;
     const MetadataSnapshot::Topic* info = meta.Find(want.topic);
+    const ErrorCode denied =
+        replica_denied ? ErrorCode::kClusterAuthorizationFailed
+        : access.Allows(auth::ResourceType::kTopic, want.topic, auth::AclOperation::kDescribe)
+            ? ErrorCode::kNone
+            : ErrorCode::kTopicAuthorizationFailed;
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       const auto& p = want.partitions[i];
       kafka::OffsetForLeaderEpochResponse::Partition out;
       out.partition = p.partition;
+      if (denied != ErrorCode::kNone) {
+        out.error_code = denied;
+        tout.partitions.push_back(out);
+        continue;
+      }
       targets.push_back(ctx.shards.TargetOf(info, want.topic, p.partition));
       st->asked.emplace_back(p.current_leader_epoch, p.leader_epoch);
       where.emplace_back(t, i);

@@ -328,9 +328,15 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   std::pair<ErrorCode, std::string> txn_refusal{ErrorCode::kNone, ""};
   int64_t txn_pid = -1;
   int16_t txn_epoch = -1;
+  // Kafka's checks: WRITE on each topic; WRITE on the transactional id when a batch is
+  // transactional (the whole request refused without it).
+  const Access access = AccessOf(ctx, call);
+  std::optional<bool> txn_id_allowed;
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     const auto& topic = req.topic_data[t];
     const MetadataSnapshot::Topic* info = meta.Find(topic.name);
+    const bool may_write =
+        access.Allows(auth::ResourceType::kTopic, topic.name, auth::AclOperation::kWrite);
     for (size_t i = 0; i < topic.partition_data.size(); ++i) {
       const auto& pd = topic.partition_data[i];
       auto& out = resp.responses[t].partition_responses[i];
@@ -343,6 +349,10 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
       if (!acks_ok) {
         fail(ErrorCode::kInvalidRequiredAcks,
              fmt::format("acks={} (must be -1, 0 or 1)", req.acks));
+        continue;
+      }
+      if (!may_write) {
+        fail(ErrorCode::kTopicAuthorizationFailed, kTopicDenied);
         continue;
       }
       Target target = ctx.shards.TargetOf(info, topic.name, pd.index);
@@ -383,10 +393,16 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
         continue;
       }
       if (batch_info.transactional) {
+        if (req.transactional_id.has_value() && !txn_id_allowed.has_value()) {
+          txn_id_allowed = access.Allows(auth::ResourceType::kTransactionalId,
+                                         *req.transactional_id, auth::AclOperation::kWrite);
+        }
         if (!req.transactional_id.has_value()) {
           // Kafka answers the whole request so (KafkaApis.handleProduceRequest).
           txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed,
                          "a transactional batch needs the request's transactional id"};
+        } else if (!*txn_id_allowed) {
+          txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed, kTxnIdDenied};
         } else if (txn_pid >= 0 && txn_pid != batch_info.producer_id) {
           txn_refusal = {ErrorCode::kInvalidProducerIdMapping,
                          "transactional batches of more than one producer id in one request"};

@@ -131,10 +131,13 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
                               const kafka::AddPartitionsToTxnRequest& req) {
   const int16_t version = call.header.api_version;
   kafka::AddPartitionsToTxnResponse resp;
+  const Access access = AccessOf(ctx, call);
   if (version >= 4) {
     // KIP-890's batched form is for brokers (ClusterAction): a cluster's partition
     // leaders verify with it; on one node a client is refused.
-    if (ctx.options.cluster.enabled()) return ServeBrokerAddPartitions(ctx, call, req);
+    if (ctx.options.cluster.enabled() && access.AllowsCluster(auth::AclOperation::kClusterAction)) {
+      return ServeBrokerAddPartitions(ctx, call, req);
+    }
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     return Reply(call.conn, call.header, resp);
   }
@@ -154,14 +157,26 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
     }
     return out;
   };
+  // Kafka: WRITE on the transactional id (every partition refused without it), WRITE on
+  // each topic (the others not attempted).
+  if (!access.Allows(auth::ResourceType::kTransactionalId, req.v3_and_below_transactional_id,
+                     auth::AclOperation::kWrite)) {
+    resp.results_by_topic_v3_and_below =
+        answer_all(ErrorCode::kTransactionalIdAuthorizationFailed, {});
+    return Reply(call.conn, call.header, resp);
+  }
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(ctx.shards.ShardOf(call.conn->loop()));
   std::vector<TopicPartition> partitions;
   std::map<TopicPartition, ErrorCode> unknown;
   for (const auto& t : req.v3_and_below_topics) {
     const MetadataSnapshot::Topic* topic = meta.Find(t.name);
+    const bool may_write =
+        access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kWrite);
     for (int32_t p : t.partitions) {
       TopicPartition tp{t.name, p};
-      if (topic == nullptr || p < 0 || p >= topic->info.partitions) {
+      if (!may_write) {
+        unknown[tp] = ErrorCode::kTopicAuthorizationFailed;
+      } else if (topic == nullptr || p < 0 || p >= topic->info.partitions) {
         unknown[tp] = ErrorCode::kUnknownTopicOrPartition;
       } else {
         partitions.push_back(std::move(tp));
@@ -169,7 +184,8 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
     }
   }
   if (!unknown.empty() || ctx.txns == nullptr) {
-    // Kafka: any unknown partition fails the whole request; the others were not attempted.
+    // Kafka: any unknown or refused partition fails the whole request; the others were not
+    // attempted.
     resp.results_by_topic_v3_and_below =
         answer_all(ctx.txns == nullptr ? ErrorCode::kCoordinatorNotAvailable
                                        : ErrorCode::kOperationNotAttempted,
@@ -189,9 +205,19 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
 void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
                            const kafka::AddOffsetsToTxnRequest& req) {
   const int16_t version = call.header.api_version;
-  if (ctx.txns == nullptr) {
+  const Access access = AccessOf(ctx, call);
+  ErrorCode refused = ErrorCode::kNone;
+  if (!access.Allows(auth::ResourceType::kTransactionalId, req.transactional_id,
+                     auth::AclOperation::kWrite)) {
+    refused = ErrorCode::kTransactionalIdAuthorizationFailed;
+  } else if (!access.Allows(auth::ResourceType::kGroup, req.group_id, auth::AclOperation::kRead)) {
+    refused = ErrorCode::kGroupAuthorizationFailed;
+  } else if (ctx.txns == nullptr) {
+    refused = ErrorCode::kCoordinatorNotAvailable;
+  }
+  if (refused != ErrorCode::kNone) {
     kafka::AddOffsetsToTxnResponse resp;
-    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    resp.error_code = refused;
     return Reply(call.conn, call.header, resp);
   }
   ctx.txns->AddOffsets(req.transactional_id, req.producer_id, req.producer_epoch, req.group_id,
@@ -204,9 +230,14 @@ void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
 
 void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& req) {
   const int16_t version = call.header.api_version;
-  if (ctx.txns == nullptr) {
+  const bool allowed = AccessOf(ctx, call).Allows(auth::ResourceType::kTransactionalId,
+                                                  req.transactional_id, auth::AclOperation::kWrite);
+  if (!allowed || ctx.txns == nullptr) {
     kafka::EndTxnResponse resp;
-    resp.error_code = ErrorCode::kCoordinatorNotAvailable;
+    resp.error_code = allowed ? ErrorCode::kCoordinatorNotAvailable
+                              : ErrorCode::kTransactionalIdAuthorizationFailed;
+    resp.producer_id = -1;
+    resp.producer_epoch = -1;
     return Reply(call.conn, call.header, resp);
   }
   ctx.txns->EndTxn(req.transactional_id, req.producer_id, req.producer_epoch, req.committed,
@@ -221,11 +252,13 @@ void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& re
 
 void HandleWriteTxnMarkers(Context& ctx, const Call& call,
                            const kafka::WriteTxnMarkersRequest& req) {
-  if (ctx.options.cluster.enabled()) {
+  if (ctx.options.cluster.enabled() &&
+      AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kClusterAction)) {
     // A cluster's transaction coordinator writing markers to the partitions this broker
     // leads: each answered once replicated (txn_partition_markers.h), or
     // NOT_LEADER_OR_FOLLOWER where this broker does not lead (the coordinator asks the
-    // leader it finds next). Kafka without an authorizer takes it from anyone, as here.
+    // leader it finds next). Kafka without an authorizer takes it from anyone, as here;
+    // with one, from a principal with CLUSTER_ACTION (the brokers').
     // A marker for a partition of __consumer_offsets led here completes the group
     // coordinator's pending transactional offsets there.
     ServeWriteTxnMarkers(
@@ -238,50 +271,70 @@ void HandleWriteTxnMarkers(Context& ctx, const Call& call,
   }
   // On one node markers are written by its coordinator only (ClusterAction): Kafka
   // answers a client with CLUSTER_AUTHORIZATION_FAILED for every partition, and writes
-  // nothing.
+  // nothing; so does a cluster's broker to a principal without CLUSTER_ACTION.
   Reply(call.conn, call.header, MarkersAnswerFor(req, ErrorCode::kClusterAuthorizationFailed));
 }
 
+// Kafka's checks: DESCRIBE on each transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+// for the others); the partitions of topics the principal may not describe are left out.
 void HandleDescribeTransactions(Context& ctx, const Call& call,
                                 const kafka::DescribeTransactionsRequest& req) {
-  if (ctx.txns == nullptr) {
-    kafka::DescribeTransactionsResponse resp;
-    for (const auto& id : req.transactional_ids) {
-      kafka::DescribeTransactionsResponse::State s;
-      s.transactional_id = id;
-      s.error_code = ErrorCode::kCoordinatorNotAvailable;
-      resp.transaction_states.push_back(std::move(s));
+  const Access access = AccessOf(ctx, call);
+  std::vector<kafka::DescribeTransactionsResponse::State> refused;
+  std::vector<std::string> ids;
+  for (const auto& id : req.transactional_ids) {
+    const bool allowed =
+        access.Allows(auth::ResourceType::kTransactionalId, id, auth::AclOperation::kDescribe);
+    if (allowed && ctx.txns != nullptr) {
+      ids.push_back(id);
+      continue;
     }
+    kafka::DescribeTransactionsResponse::State s;
+    s.transactional_id = id;
+    s.error_code = allowed ? ErrorCode::kCoordinatorNotAvailable
+                           : ErrorCode::kTransactionalIdAuthorizationFailed;
+    s.producer_id = -1;
+    s.producer_epoch = -1;
+    s.transaction_start_time_ms = -1;
+    refused.push_back(std::move(s));
+  }
+  if (ids.empty()) {
+    kafka::DescribeTransactionsResponse resp;
+    resp.transaction_states = std::move(refused);
     return Reply(call.conn, call.header, resp);
   }
-  ctx.txns->Describe(req.transactional_ids,
-                     [&ctx, conn = call.conn, h = call.header](std::vector<TxnDescription> found) {
-                       kafka::DescribeTransactionsResponse out;
-                       for (auto& d : found) {
-                         kafka::DescribeTransactionsResponse::State s;
-                         s.error_code = d.error;
-                         s.transactional_id = std::move(d.transactional_id);
-                         if (d.error == ErrorCode::kNone) {
-                           s.transaction_state = std::move(d.state);
-                           s.transaction_timeout_ms = d.timeout_ms;
-                           s.transaction_start_time_ms = d.start_ms;
-                           s.producer_id = d.producer_id;
-                           s.producer_epoch = d.producer_epoch;
-                           for (const auto& tp : d.partitions) {  // sorted: one entry per topic
-                             if (s.topics.empty() || s.topics.back().name != tp.topic) {
-                               s.topics.push_back({tp.topic, {}, {}});
-                             }
-                             s.topics.back().partitions.push_back(tp.partition);
-                           }
-                         } else {
-                           s.producer_id = -1;
-                           s.producer_epoch = -1;
-                           s.transaction_start_time_ms = -1;
-                         }
-                         out.transaction_states.push_back(std::move(s));
-                       }
-                       AnswerLater(ctx, conn, h, std::move(out));
-                     });
+  ctx.txns->Describe(ids, [&ctx, conn = call.conn, h = call.header, access,
+                           refused = std::move(refused)](std::vector<TxnDescription> found) {
+    kafka::DescribeTransactionsResponse out;
+    out.transaction_states = refused;
+    for (auto& d : found) {
+      kafka::DescribeTransactionsResponse::State s;
+      s.error_code = d.error;
+      s.transactional_id = std::move(d.transactional_id);
+      if (d.error == ErrorCode::kNone) {
+        s.transaction_state = std::move(d.state);
+        s.transaction_timeout_ms = d.timeout_ms;
+        s.transaction_start_time_ms = d.start_ms;
+        s.producer_id = d.producer_id;
+        s.producer_epoch = d.producer_epoch;
+        for (const auto& tp : d.partitions) {  // sorted: one entry per topic
+          if (!access.Allows(auth::ResourceType::kTopic, tp.topic, auth::AclOperation::kDescribe)) {
+            continue;
+          }
+          if (s.topics.empty() || s.topics.back().name != tp.topic) {
+            s.topics.push_back({tp.topic, {}, {}});
+          }
+          s.topics.back().partitions.push_back(tp.partition);
+        }
+      } else {
+        s.producer_id = -1;
+        s.producer_epoch = -1;
+        s.transaction_start_time_ms = -1;
+      }
+      out.transaction_states.push_back(std::move(s));
+    }
+    AnswerLater(ctx, conn, h, std::move(out));
+  });
 }
 
 void HandleListTransactions(Context& ctx, const Call& call,
@@ -292,17 +345,23 @@ void HandleListTransactions(Context& ctx, const Call& call,
     return Reply(call.conn, call.header, resp);
   }
   const int64_t duration = call.header.api_version >= 1 ? req.duration_filter : -1;
-  ctx.txns->List(req.state_filters, req.producer_id_filters, duration,
-                 [&ctx, conn = call.conn, h = call.header](TxnListResult r) {
-                   kafka::ListTransactionsResponse out;
-                   out.error_code = r.error;
-                   out.unknown_state_filters = std::move(r.unknown_state_filters);
-                   for (auto& s : r.states) {
-                     out.transaction_states.push_back(
-                         {std::move(s.transactional_id), s.producer_id, std::move(s.state), {}});
-                   }
-                   AnswerLater(ctx, conn, h, std::move(out));
-                 });
+  // Only the transactional ids the principal may DESCRIBE, as Kafka lists them.
+  ctx.txns->List(
+      req.state_filters, req.producer_id_filters, duration,
+      [&ctx, conn = call.conn, h = call.header, access = AccessOf(ctx, call)](TxnListResult r) {
+        kafka::ListTransactionsResponse out;
+        out.error_code = r.error;
+        out.unknown_state_filters = std::move(r.unknown_state_filters);
+        for (auto& s : r.states) {
+          if (!access.Allows(auth::ResourceType::kTransactionalId, s.transactional_id,
+                             auth::AclOperation::kDescribe)) {
+            continue;
+          }
+          out.transaction_states.push_back(
+              {std::move(s.transactional_id), s.producer_id, std::move(s.state), {}});
+        }
+        AnswerLater(ctx, conn, h, std::move(out));
+      });
 }
 
 }  // namespace sluice::broker::handlers

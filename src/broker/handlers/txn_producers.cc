@@ -23,14 +23,23 @@ void HandleDescribeProducers(Context& ctx, const Call& call,
   auto st = std::make_shared<State>();
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
+  const Access access = AccessOf(ctx, call);  // READ on each topic, as Kafka
   for (size_t t = 0; t < req.topics.size(); ++t) {
     const kafka::TxnTopic& want = req.topics[t];
     kafka::DescribeProducersResponse::Topic tout;
     tout.name = want.name;
     const MetadataSnapshot::Topic* info = meta.Find(want.name);
+    const bool allowed =
+        access.Allows(auth::ResourceType::kTopic, want.name, auth::AclOperation::kRead);
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       kafka::DescribeProducersResponse::Partition out;
       out.partition_index = want.partitions[i];
+      if (!allowed) {
+        out.error_code = ErrorCode::kTopicAuthorizationFailed;
+        out.error_message = kTopicDenied;
+        tout.partitions.push_back(std::move(out));
+        continue;
+      }
       targets.push_back(ctx.shards.TargetOf(info, want.name, out.partition_index));
       where.emplace_back(t, i);
       tout.partitions.push_back(std::move(out));

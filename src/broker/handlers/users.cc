@@ -24,6 +24,11 @@ void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
                                         const kafka::DescribeUserScramCredentialsRequest& req) {
   const auth::UserStore& store = *ctx.users;
   kafka::DescribeUserScramCredentialsResponse resp;
+  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kDescribe)) {
+    resp.error_code = ErrorCode::kClusterAuthorizationFailed;
+    resp.error_message = kClusterDenied;
+    return Reply(call.conn, call.header, resp);
+  }
   auto describe = [&](const std::string& name) {
     kafka::DescribeUserScramCredentialsResponse::Result r;
     r.user = name;
@@ -64,6 +69,17 @@ void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
 
 void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
                                      const kafka::AlterUserScramCredentialsRequest& req) {
+  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kAlter)) {
+    // Kafka: every user named, once, refused.
+    kafka::AlterUserScramCredentialsResponse resp;
+    std::set<std::string> named;
+    for (const auto& d : req.deletions) named.insert(d.name);
+    for (const auto& u : req.upsertions) named.insert(u.name);
+    for (const std::string& n : named) {
+      resp.results.push_back({n, ErrorCode::kClusterAuthorizationFailed, kClusterDenied, {}});
+    }
+    return Reply(call.conn, call.header, resp);
+  }
   ToController(ctx, call, [&ctx, req] {
     auth::UserStore& store = *ctx.users;
     // Per user: its first error, else its changes.

@@ -519,5 +519,56 @@ TEST(ServeConfigTest, TheSslPrincipalMappingRules) {
       << c.status().message();
 }
 
+TEST(ServeConfigTest, ReadsTheAuthorizationKeys) {
+  auto c = FromYaml("");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->broker.authorization.enabled);  // Kafka without an authorizer
+
+  c = FromYaml(
+      "authorization:\n  enabled: true\n  super_users: ['User:admin', 'User:CN=broker']\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->broker.authorization.enabled);
+  EXPECT_EQ(c->broker.authorization.super_users,
+            (std::vector<std::string>{"User:admin", "User:CN=broker"}));
+  EXPECT_FALSE(c->broker.authorization.allow_everyone_if_no_acl_found);
+
+  // Kafka's super.users syntax.
+  c = FromYaml(
+      "authorization: {enabled: true, super_users: 'User:a; User:b;',"
+      " allow_everyone_if_no_acl_found: true}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->broker.authorization.super_users, (std::vector<std::string>{"User:a", "User:b"}));
+  EXPECT_TRUE(c->broker.authorization.allow_everyone_if_no_acl_found);
+
+  // The brokers' SASL user is a super user: they may replicate.
+  c = FromYaml(std::string(kTwoListeners) +
+               "  inter_broker_user: admin\nkafka.inter_broker_listener: SASL_PLAINTEXT\n"
+               "authorization: {enabled: true, super_users: ['User:admin']}\n");
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+}
+
+TEST(ServeConfigTest, BadAuthorizationKeysSayWhatIsWrong) {
+  for (auto [yaml, why] : std::vector<std::pair<std::string, std::string>>{
+           {"authorization: {enabled: maybe}\n", "authorization.enabled"},
+           {"authorization: {enabled: true, super_users: [admin]}\n",
+            "'admin' is not a principal TYPE:NAME"},
+           {"authorization: {enabled: true, super_users: 'User:a;:b'}\n",
+            "':b' is not a principal"},
+           {"authorization: {super_users: ['User:admin']}\n",
+            "authorization.super_users (set in sluice.yaml:1) has no effect without "
+            "authorization.enabled: true"},
+           {"authorization: {allow_everyone_if_no_acl_found: true}\n", "has no effect"},
+           {std::string(kTwoListeners) +
+                "  inter_broker_user: admin\nkafka.inter_broker_listener: SASL_PLAINTEXT\n"
+                "authorization: {enabled: true, super_users: ['User:alice']}\n",
+            "the brokers replicate as User:admin (sasl.inter_broker_user), which must be a super "
+            "user"},
+       }) {
+    auto c = FromYaml(yaml);
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(c.status().message().find(why), std::string::npos) << c.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace sluice::broker

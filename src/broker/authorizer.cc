@@ -1,0 +1,81 @@
+#include "broker/authorizer.h"
+
+#include <algorithm>
+
+#include "base/logging.h"
+#include "broker/connection.h"
+
+namespace sluice::broker {
+
+using auth::AclOperation;
+using auth::ResourceType;
+
+Access::Access(std::string principal, std::string host, std::shared_ptr<const auth::AclSet> acls,
+               bool allow_if_no_acl)
+    : principal_(std::move(principal)),
+      host_(std::move(host)),
+      acls_(std::move(acls)),
+      allow_if_no_acl_(allow_if_no_acl) {}
+
+Access Access::None() {
+  Access a;
+  a.none_ = true;
+  return a;
+}
+
+bool Access::Allows(ResourceType type, std::string_view name, AclOperation op) const {
+  if (none_) return false;
+  if (acls_ == nullptr) return true;
+  auth::AclRequest r;
+  r.principal = principal_;
+  r.host = host_;
+  r.resource_type = type;
+  r.resource_name = std::string(name);
+  r.operation = op;
+  return acls_->Authorize(r, allow_if_no_acl_);
+}
+
+bool Access::AllowsAny(ResourceType type, AclOperation op) const {
+  if (none_) return false;
+  if (acls_ == nullptr) return true;
+  // With allow.everyone.if.no.acl.found a type no ACL names is open (Kafka's
+  // authorizeByResourceType does the same).
+  if (allow_if_no_acl_) {
+    const bool named =
+        std::any_of(acls_->bindings().begin(), acls_->bindings().end(),
+                    [&](const auth::AclBinding& b) { return b.resource_type == type; });
+    if (!named) return true;
+  }
+  return acls_->AuthorizeAny(principal_, host_, type, op);
+}
+
+int32_t Access::Operations(ResourceType type, std::string_view name) const {
+  int32_t bits = 0;
+  for (AclOperation op : auth::SupportedOperations(type)) {
+    if (Allows(type, name, op)) bits |= int32_t{1} << static_cast<int>(op);
+  }
+  return bits;
+}
+
+Authorizer::Authorizer(AuthorizationOptions options, std::shared_ptr<auth::AclStore> acls)
+    : options_(std::move(options)), acls_(std::move(acls)) {}
+
+bool Authorizer::IsSuperUser(std::string_view principal) const {
+  return std::find(options_.super_users.begin(), options_.super_users.end(), principal) !=
+         options_.super_users.end();
+}
+
+Access Authorizer::For(std::string principal, std::string host) const {
+  if (!options_.enabled || IsSuperUser(principal)) return Access();
+  return Access(std::move(principal), std::move(host), acls_->Current(),
+                options_.allow_everyone_if_no_acl_found);
+}
+
+Access Authorizer::For(Connection& conn) const {
+  if (!options_.enabled) return Access();
+  Result<std::string> principal = conn.Principal();
+  if (!principal.ok()) return Access::None();
+  return For(std::move(*principal), conn.peer_host());
+}
+
+}  // namespace sluice::broker
