@@ -260,6 +260,10 @@ def i64(v):
     return struct.pack(">q", v)
 
 
+def f64(v):
+    return struct.pack(">d", v)
+
+
 def kstr(s):
     return i16(len(s)) + s
 
@@ -361,6 +365,24 @@ def request_seeds(out):
         + b"\x00",
         "delete_acls_v3_huge_filters": header(31, 3, True) + uvarint(0xFFFFFFFF) + b"\x01" + uvarint(0)
         + b"\x01" + uvarint(0) + uvarint(0) + b"\x01\x01" + b"\x00" + b"\x00",
+        # Client quotas (src/kafka/protocol/messages/quotas.h): v0-1, flexible from v1. Match
+        # types 0 exact name, 1 default, 2 any; values are big-endian IEEE 754 doubles.
+        "describe_client_quotas_v0": header(48, 0, False) + i32(2) + kstr(b"user") + b"\x00"
+        + kstr(b"alice") + kstr(b"client-id") + b"\x01" + i16(-1) + b"\x01",
+        "describe_client_quotas_v1_any": header(48, 1, True) + uvarint(2) + cstr(b"ip") + b"\x02"
+        + uvarint(0) + b"\x00" + b"\x00" + b"\x00",
+        "alter_client_quotas_v0": header(49, 0, False) + i32(1) + i32(2) + kstr(b"user")
+        + kstr(b"alice") + kstr(b"client-id") + i16(-1) + i32(2) + kstr(b"producer_byte_rate")
+        + f64(1048576.0) + b"\x00" + kstr(b"request_percentage") + f64(0.0) + b"\x01" + b"\x00",
+        "alter_client_quotas_v1": header(49, 1, True) + uvarint(2) + uvarint(2) + cstr(b"ip")
+        + uvarint(0) + b"\x00" + uvarint(2) + cstr(b"connection_creation_rate") + f64(250.0)
+        + b"\x00" + b"\x00" + b"\x00" + b"\x01" + b"\x00",
+        "alter_client_quotas_v1_nan": header(49, 1, True) + uvarint(2) + uvarint(2) + cstr(b"user")
+        + uvarint(0) + b"\x00" + uvarint(2) + cstr(b"k") + struct.pack(">Q", 0x7FF8000000000123)
+        + b"\x00" + b"\x00" + b"\x00" + b"\x00" + b"\x00",
+        "alter_client_quotas_v1_huge_ops": header(49, 1, True) + uvarint(2) + uvarint(2)
+        + cstr(b"user") + uvarint(0) + b"\x00" + uvarint(0xFFFFFFFF) + cstr(b"k") + f64(1.0)
+        + b"\x00" + b"\x00" + b"\x00" + b"\x00" + b"\x00",
         "txn_huge_nested": header(27, 1, True) + uvarint(2) + i64(7) + i16(1) + b"\x00" + uvarint(2)
         + cstr(topic) + uvarint(0x7FFFFFF0) + i32(0),
         "unknown_api": header(999, 0, False),

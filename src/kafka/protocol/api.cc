@@ -18,7 +18,7 @@ struct KnownApi {
   bool served;
 };
 
-constexpr std::array<KnownApi, 40> kKnown = {{
+constexpr std::array<KnownApi, 42> kKnown = {{
     {{ApiKey::kProduce, 3, 11, 9}, true},
     {{ApiKey::kFetch, 4, 16, 12}, true},
     {{ApiKey::kListOffsets, 0, 9, 6}, true},
@@ -57,6 +57,8 @@ constexpr std::array<KnownApi, 40> kKnown = {{
     {{ApiKey::kCreatePartitions, 0, 3, 2}, true},
     {{ApiKey::kDeleteGroups, 0, 2, 2}, true},
     {{ApiKey::kIncrementalAlterConfigs, 0, 1, 1}, true},
+    {{ApiKey::kDescribeClientQuotas, 0, 1, 1}, true},  // messages/quotas.h
+    {{ApiKey::kAlterClientQuotas, 0, 1, 1}, true},
     {{ApiKey::kDescribeUserScramCredentials, 0, 0, 0}, true},  // messages/users.h
     {{ApiKey::kAlterUserScramCredentials, 0, 0, 0}, true},
     {{ApiKey::kDescribeCluster, 0, 1, 0}, true},
@@ -189,6 +191,10 @@ std::string_view ApiName(ApiKey key) {
       return "DeleteGroups";
     case ApiKey::kIncrementalAlterConfigs:
       return "IncrementalAlterConfigs";
+    case ApiKey::kDescribeClientQuotas:
+      return "DescribeClientQuotas";
+    case ApiKey::kAlterClientQuotas:
+      return "AlterClientQuotas";
     case ApiKey::kDescribeUserScramCredentials:
       return "DescribeUserScramCredentials";
     case ApiKey::kAlterUserScramCredentials:

@@ -44,6 +44,8 @@ enum class ApiKey : int16_t {
   kCreatePartitions = 37,
   kDeleteGroups = 42,
   kIncrementalAlterConfigs = 44,
+  kDescribeClientQuotas = 48,
+  kAlterClientQuotas = 49,
   kDescribeUserScramCredentials = 50,
   kAlterUserScramCredentials = 51,
   kDescribeCluster = 60,

@@ -85,6 +85,10 @@ Status DecodeByKey(ApiKey key, Reader& r, int16_t v, std::optional<DecodedReques
       return DecodeBody<DeleteGroupsRequest>(r, v, out, h);
     case ApiKey::kIncrementalAlterConfigs:
       return DecodeBody<IncrementalAlterConfigsRequest>(r, v, out, h);
+    case ApiKey::kDescribeClientQuotas:
+      return DecodeBody<DescribeClientQuotasRequest>(r, v, out, h);
+    case ApiKey::kAlterClientQuotas:
+      return DecodeBody<AlterClientQuotasRequest>(r, v, out, h);
     case ApiKey::kDescribeCluster:
       return DecodeBody<DescribeClusterRequest>(r, v, out, h);
     case ApiKey::kDescribeProducers:

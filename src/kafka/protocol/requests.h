@@ -11,23 +11,26 @@
 #include "kafka/protocol/messages/admin.h"
 #include "kafka/protocol/messages/core.h"
 #include "kafka/protocol/messages/groups.h"
+#include "kafka/protocol/messages/quotas.h"
 #include "kafka/protocol/messages/txn.h"
 #include "kafka/protocol/messages/users.h"
 
 namespace sluice::kafka {
 
-using AnyRequest = std::variant<
-    ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest, OffsetCommitRequest,
-    OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest, HeartbeatRequest,
-    LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest, ListGroupsRequest,
-    SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest,
-    DeleteRecordsRequest, InitProducerIdRequest, OffsetForLeaderEpochRequest,
-    AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest, WriteTxnMarkersRequest,
-    TxnOffsetCommitRequest, DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
-    CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
-    DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
-    ListTransactionsRequest, DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
-    DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest>;
+using AnyRequest =
+    std::variant<ProduceRequest, FetchRequest, ListOffsetsRequest, MetadataRequest,
+                 OffsetCommitRequest, OffsetFetchRequest, FindCoordinatorRequest, JoinGroupRequest,
+                 HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest, DescribeGroupsRequest,
+                 ListGroupsRequest, SaslHandshakeRequest, ApiVersionsRequest, CreateTopicsRequest,
+                 DeleteTopicsRequest, DeleteRecordsRequest, InitProducerIdRequest,
+                 OffsetForLeaderEpochRequest, AddPartitionsToTxnRequest, AddOffsetsToTxnRequest,
+                 EndTxnRequest, WriteTxnMarkersRequest, TxnOffsetCommitRequest,
+                 DescribeConfigsRequest, AlterConfigsRequest, SaslAuthenticateRequest,
+                 CreatePartitionsRequest, DeleteGroupsRequest, IncrementalAlterConfigsRequest,
+                 DescribeClusterRequest, DescribeProducersRequest, DescribeTransactionsRequest,
+                 ListTransactionsRequest, DescribeUserScramCredentialsRequest,
+                 AlterUserScramCredentialsRequest, DescribeAclsRequest, CreateAclsRequest,
+                 DeleteAclsRequest, DescribeClientQuotasRequest, AlterClientQuotasRequest>;
 
 struct DecodedRequest {
   RequestHeader header;

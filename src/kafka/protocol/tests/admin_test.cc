@@ -1,17 +1,20 @@
 // Tests of the admin and miscellaneous messages (messages/admin.h, the SCRAM credential
-// APIs of messages/users.h and the ACL APIs of messages/acls.h): for every version the codec
-// knows of every request and response, golden bytes transcribed from Kafka's JSON
-// definitions are compared with Encode, and decoded back to the same struct; then every
-// message is fed truncated and corrupted bytes.
+// APIs of messages/users.h, the ACL APIs of messages/acls.h and the client quota APIs of
+// messages/quotas.h): for every version the codec knows of every request and response,
+// golden bytes transcribed from Kafka's JSON definitions are compared with Encode, and
+// decoded back to the same struct; then every message is fed truncated and corrupted bytes.
 #include "kafka/protocol/messages/admin.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "kafka/protocol/api.h"
 #include "kafka/protocol/messages/acls.h"
+#include "kafka/protocol/messages/quotas.h"
 #include "kafka/protocol/messages/users.h"
 #include "kafka/protocol/tests/golden.h"
 
@@ -1020,6 +1023,114 @@ std::vector<uint8_t> GoldenDeleteAclsResponse(int16_t v) {
   return g.take();
 }
 
+// ------------------------------------------------------------------ client quotas
+
+// "flexibleVersions": "1+" in all four definitions; no field depends on the version.
+bool QuotasFlexible(int16_t v) { return v >= 1; }
+
+// FLOAT64 values as Kafka writes them (ByteBuffer.putDouble: IEEE 754, big-endian),
+// transcribed by hand so the goldens do not depend on Writer::Float64.
+constexpr int64_t kBits1048576 = 0x4130000000000000;  // 1048576.0
+constexpr int64_t kBitsHalf = 0x3fe0000000000000;     // 0.5
+constexpr int64_t kBits250 = 0x406f400000000000;      // 250.0
+
+// Each sample has a named and a default (null name) entity, so both string forms are
+// checked in both versions.
+DescribeClientQuotasRequest MakeDescribeClientQuotasRequest(int16_t) {
+  DescribeClientQuotasRequest m;
+  m.components = {{.entity_type = "user", .match_type = 0, .match = "alice"},
+                  {.entity_type = "client-id", .match_type = 1},
+                  {.entity_type = "ip", .match_type = 2}};
+  m.strict = true;
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeClientQuotasRequest(int16_t v) {
+  const bool f = QuotasFlexible(v);
+  Golden g;
+  g.a(f, 3);
+  g.s(f, "user").i8(0).s(f, "alice").t(f);
+  g.s(f, "client-id").i8(1).ns(f).t(f);
+  g.s(f, "ip").i8(2).ns(f).t(f);
+  g.boolean(true).t(f);
+  return g.take();
+}
+
+DescribeClientQuotasResponse MakeDescribeClientQuotasResponse(int16_t) {
+  DescribeClientQuotasResponse m;
+  m.throttle_time_ms = 7;
+  m.entries = std::vector<DescribeClientQuotasResponse::Entry>{
+      {.entity = {{.entity_type = "user", .entity_name = "alice"}, {.entity_type = "client-id"}},
+       .values = {{.key = "producer_byte_rate", .value = 1048576.0},
+                  {.key = "controller_mutation_rate", .value = 0.5}}},
+      {.entity = {{.entity_type = "user"}}},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenDescribeClientQuotasResponse(int16_t v) {
+  const bool f = QuotasFlexible(v);
+  Golden g;
+  g.i32(7).i16(0).ns(f).a(f, 2);
+  g.a(f, 2).s(f, "user").s(f, "alice").t(f).s(f, "client-id").ns(f).t(f);
+  g.a(f, 2).s(f, "producer_byte_rate").i64(kBits1048576).t(f);
+  g.s(f, "controller_mutation_rate").i64(kBitsHalf).t(f);
+  g.t(f);
+  g.a(f, 1).s(f, "user").ns(f).t(f).a(f, 0).t(f);
+  g.t(f);
+  return g.take();
+}
+
+AlterClientQuotasRequest MakeAlterClientQuotasRequest(int16_t) {
+  AlterClientQuotasRequest m;
+  m.entries = {
+      {.entity = {{.entity_type = "user", .entity_name = "alice"}, {.entity_type = "client-id"}},
+       .ops = {{.key = "producer_byte_rate", .value = 1048576.0},
+               {.key = "request_percentage", .value = 0.5, .remove = true}}},
+      {.entity = {{.entity_type = "ip"}},
+       .ops = {{.key = "connection_creation_rate", .value = 250.0}}},
+  };
+  m.validate_only = true;
+  return m;
+}
+
+std::vector<uint8_t> GoldenAlterClientQuotasRequest(int16_t v) {
+  const bool f = QuotasFlexible(v);
+  Golden g;
+  g.a(f, 2);
+  g.a(f, 2).s(f, "user").s(f, "alice").t(f).s(f, "client-id").ns(f).t(f);
+  g.a(f, 2).s(f, "producer_byte_rate").i64(kBits1048576).boolean(false).t(f);
+  g.s(f, "request_percentage").i64(kBitsHalf).boolean(true).t(f);
+  g.t(f);
+  g.a(f, 1).s(f, "ip").ns(f).t(f);
+  g.a(f, 1).s(f, "connection_creation_rate").i64(kBits250).boolean(false).t(f);
+  g.t(f);
+  g.boolean(true).t(f);
+  return g.take();
+}
+
+AlterClientQuotasResponse MakeAlterClientQuotasResponse(int16_t) {
+  AlterClientQuotasResponse m;
+  m.throttle_time_ms = 3;
+  m.entries = {
+      {.entity = {{.entity_type = "user", .entity_name = "alice"}, {.entity_type = "client-id"}}},
+      {.error_code = ErrorCode::kInvalidRequest,
+       .error_message = "unknown quota key",
+       .entity = {{.entity_type = "ip"}}},
+  };
+  return m;
+}
+
+std::vector<uint8_t> GoldenAlterClientQuotasResponse(int16_t v) {
+  const bool f = QuotasFlexible(v);
+  Golden g;
+  g.i32(3).a(f, 2);
+  g.i16(0).ns(f).a(f, 2).s(f, "user").s(f, "alice").t(f).s(f, "client-id").ns(f).t(f).t(f);
+  g.i16(42).s(f, "unknown quota key").a(f, 1).s(f, "ip").ns(f).t(f).t(f);
+  g.t(f);
+  return g.take();
+}
+
 #define SLUICE_ADMIN_CASES(Api)                                                     \
   Case(#Api "Request", ApiKey::k##Api, &Make##Api##Request, &Golden##Api##Request), \
       Case(#Api "Response", ApiKey::k##Api, &Make##Api##Response, &Golden##Api##Response)
@@ -1043,6 +1154,8 @@ std::vector<MessageCase> AllCases() {
       SLUICE_ADMIN_CASES(DescribeAcls),
       SLUICE_ADMIN_CASES(CreateAcls),
       SLUICE_ADMIN_CASES(DeleteAcls),
+      SLUICE_ADMIN_CASES(DescribeClientQuotas),
+      SLUICE_ADMIN_CASES(AlterClientQuotas),
   };
 }
 #undef SLUICE_ADMIN_CASES
@@ -1350,7 +1463,8 @@ TEST(AdminApiTest, AdvertisedRangesFitTheDefinitions) {
         Def{ApiKey::kOffsetForLeaderEpoch, 4, 4}, Def{ApiKey::kDescribeCluster, 1, 0},
         Def{ApiKey::kSaslAuthenticate, 2, 2}, Def{ApiKey::kDescribeUserScramCredentials, 0, 0},
         Def{ApiKey::kAlterUserScramCredentials, 0, 0}, Def{ApiKey::kDescribeAcls, 3, 2},
-        Def{ApiKey::kCreateAcls, 3, 2}, Def{ApiKey::kDeleteAcls, 3, 2}}) {
+        Def{ApiKey::kCreateAcls, 3, 2}, Def{ApiKey::kDeleteAcls, 3, 2},
+        Def{ApiKey::kDescribeClientQuotas, 1, 1}, Def{ApiKey::kAlterClientQuotas, 1, 1}}) {
     auto api = FindApi(d.key);
     ASSERT_TRUE(api.has_value()) << ApiName(d.key);
     EXPECT_GE(api->min, 0) << ApiName(d.key);
@@ -1735,6 +1849,288 @@ TEST(AclsTest, MalformedInputFailsWithAnError) {
            .tags()
            .tags()
            .take()},
+  };
+  for (const Bad& c : cases) {
+    Status st = c.decode(c.bytes, c.version);
+    ASSERT_FALSE(st.ok()) << c.api << ": " << c.reason;
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << c.reason;
+    EXPECT_NE(st.message().find(c.api), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(c.reason), std::string::npos) << st.message();
+  }
+}
+
+// Kafka answers a failed describe with an error and null entries; a response built
+// without entries has an empty array, Kafka's default.
+TEST(ClientQuotasTest, NullEntriesRoundTripWithTheError) {
+  DescribeClientQuotasResponse failed;
+  failed.error_code = ErrorCode::kClusterAuthorizationFailed;
+  failed.error_message = "denied";
+  failed.entries = nullopt;
+  const std::vector<uint8_t> v0 = Golden().i32(0).i16(31).str("denied").arr(-1).take();
+  const std::vector<uint8_t> v1 = Golden().i32(0).i16(31).cstr("denied").carr(-1).tags().take();
+  EXPECT_EQ(EncodeBytes(failed, 0), v0);
+  EXPECT_EQ(EncodeBytes(failed, 1), v1);
+  for (int16_t v : {int16_t{0}, int16_t{1}}) {
+    DescribeClientQuotasResponse back;
+    ASSERT_TRUE(back.entries.has_value());  // Decode must reset it, not keep it
+    ASSERT_TRUE(DecodeBytes(v == 0 ? v0 : v1, v, &back).ok());
+    EXPECT_TRUE(back == failed) << "v" << v;
+  }
+  EXPECT_EQ(EncodeBytes(DescribeClientQuotasResponse{}, 1),
+            Golden().i32(0).i16(0).cnullstr().carr(0).tags().take());
+}
+
+// Values are doubles read and written bit for bit: -0.0 keeps its sign, a NaN its payload,
+// infinities and the smallest subnormal pass, so a decoded request re-encodes unchanged.
+TEST(ClientQuotasTest, ValuesRoundTripBitForBit) {
+  const std::vector<int64_t> bits = {
+      static_cast<int64_t>(0x8000000000000000),  // -0.0
+      0x7ff8000000000123,                        // a quiet NaN with a payload
+      0x7ff0000000000000,                        // +inf
+      static_cast<int64_t>(0xfff0000000000000),  // -inf
+      0x0000000000000001,                        // the smallest subnormal
+      0x7fefffffffffffff,                        // the largest finite double
+  };
+  Golden g;
+  g.carr(1).carr(1).cstr("user").cnullstr().tags().carr(static_cast<int64_t>(bits.size()));
+  for (int64_t b : bits) g.cstr("k").i64(b).boolean(false).tags();
+  g.tags().boolean(false).tags();
+  const std::vector<uint8_t> bytes = g.take();
+  AlterClientQuotasRequest m;
+  Status st = DecodeBytes(bytes, 1, &m);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const auto& ops = m.entries.at(0).ops;
+  ASSERT_EQ(ops.size(), bits.size());
+  EXPECT_EQ(ops[0].value, 0.0);
+  EXPECT_TRUE(std::signbit(ops[0].value));
+  EXPECT_TRUE(std::isnan(ops[1].value));
+  EXPECT_EQ(ops[2].value, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ops[3].value, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(ops[4].value, std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(ops[5].value, std::numeric_limits<double>::max());
+  EXPECT_EQ(EncodeBytes(m, 1), bytes);
+}
+
+TEST(ClientQuotasTest, UnknownTagsInNestedStructsRoundTrip) {
+  // DescribeClientQuotasResponse v1: tag 4 on an entity, tag 6 on a value, tag 1 on the
+  // entry, tag 0 on the response.
+  const std::vector<uint8_t> bytes = Golden()
+                                         .i32(0)
+                                         .i16(0)
+                                         .cnullstr()
+                                         .carr(1)
+                                         .carr(1)
+                                         .cstr("user")
+                                         .cstr("alice")
+                                         .uvarint(1)
+                                         .uvarint(4)
+                                         .uvarint(1)
+                                         .i8(9)
+                                         .carr(1)
+                                         .cstr("producer_byte_rate")
+                                         .i64(kBits1048576)
+                                         .uvarint(1)
+                                         .uvarint(6)
+                                         .uvarint(2)
+                                         .i16(5)
+                                         .uvarint(1)
+                                         .uvarint(1)
+                                         .uvarint(0)
+                                         .uvarint(1)
+                                         .uvarint(0)
+                                         .uvarint(1)
+                                         .i8(3)
+                                         .take();
+  DescribeClientQuotasResponse m;
+  Status st = DecodeBytes(bytes, 1, &m);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(m.entries.has_value());
+  const auto& entry = m.entries->at(0);
+  ASSERT_EQ(entry.entity.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(entry.entity[0].unknown_tags[0].tag, 4u);
+  EXPECT_EQ(entry.entity[0].unknown_tags[0].data, (std::vector<uint8_t>{9}));
+  ASSERT_EQ(entry.values.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(entry.values[0].unknown_tags[0].tag, 6u);
+  EXPECT_EQ(entry.values[0].unknown_tags[0].data, (std::vector<uint8_t>{0, 5}));
+  EXPECT_EQ(entry.values[0].value, 1048576.0);
+  ASSERT_EQ(entry.unknown_tags.size(), 1u);
+  EXPECT_EQ(entry.unknown_tags[0].tag, 1u);
+  EXPECT_TRUE(entry.unknown_tags[0].data.empty());
+  ASSERT_EQ(m.unknown_tags.size(), 1u);
+  EXPECT_EQ(m.unknown_tags[0].tag, 0u);
+  EXPECT_EQ(EncodeBytes(m, 1), bytes);
+
+  // AlterClientQuotasRequest v1: a tag on the op; DescribeClientQuotasRequest v1: on the
+  // component.
+  const std::vector<uint8_t> alter = Golden()
+                                         .carr(1)
+                                         .carr(1)
+                                         .cstr("user")
+                                         .cnullstr()
+                                         .tags()
+                                         .carr(1)
+                                         .cstr("request_percentage")
+                                         .i64(kBits250)
+                                         .boolean(false)
+                                         .uvarint(1)
+                                         .uvarint(2)
+                                         .uvarint(1)
+                                         .i8(7)
+                                         .tags()
+                                         .boolean(false)
+                                         .tags()
+                                         .take();
+  AlterClientQuotasRequest a;
+  ASSERT_TRUE(DecodeBytes(alter, 1, &a).ok());
+  ASSERT_EQ(a.entries.at(0).ops.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(a.entries[0].ops[0].unknown_tags[0].tag, 2u);
+  EXPECT_EQ(EncodeBytes(a, 1), alter);
+  const std::vector<uint8_t> describe = Golden()
+                                            .carr(1)
+                                            .cstr("ip")
+                                            .i8(2)
+                                            .cnullstr()
+                                            .uvarint(1)
+                                            .uvarint(5)
+                                            .uvarint(0)
+                                            .boolean(true)
+                                            .tags()
+                                            .take();
+  DescribeClientQuotasRequest d;
+  ASSERT_TRUE(DecodeBytes(describe, 1, &d).ok());
+  ASSERT_EQ(d.components.at(0).unknown_tags.size(), 1u);
+  EXPECT_EQ(d.components[0].unknown_tags[0].tag, 5u);
+  EXPECT_EQ(EncodeBytes(d, 1), describe);
+}
+
+// Nulls where the JSON does not allow them, negative and oversized lengths, fields cut
+// short, a version the JSON does not list: each fails with an error naming the message,
+// its version and the field.
+TEST(ClientQuotasTest, MalformedInputFailsWithAnError) {
+  using Decoder = Status (*)(const std::vector<uint8_t>&, int16_t);
+  const Decoder describe_req = &DecodeAs<DescribeClientQuotasRequest>;
+  const Decoder describe_resp = &DecodeAs<DescribeClientQuotasResponse>;
+  const Decoder alter_req = &DecodeAs<AlterClientQuotasRequest>;
+  const Decoder alter_resp = &DecodeAs<AlterClientQuotasResponse>;
+  constexpr uint64_t kMinusTwo = 0xffffffffu;  // compact length + 1 = 2^32 - 1
+  // The bytes of a DescribeClientQuotasResponse up to its one entry's entity array.
+  auto entry = [](bool f) { return Golden().i32(0).i16(0).ns(f).a(f, 1); };
+  // The bytes of an AlterClientQuotasRequest up to its one entry's ops array.
+  auto alteration = [](bool f) { return Golden().a(f, 1).a(f, 1).s(f, "user").ns(f).t(f); };
+  struct Bad {
+    Decoder decode;
+    int16_t version;
+    const char* api;
+    const char* reason;  // the field and what is wrong with it, as the error says
+    std::vector<uint8_t> bytes;
+  };
+  const std::vector<Bad> cases = {
+      {describe_req, 0, "DescribeClientQuotasRequest v0", "components: null where an array",
+       Golden().arr(-1).boolean(false).take()},
+      {describe_req, 0, "DescribeClientQuotasRequest v0", "components: negative array length -2",
+       Golden().arr(-2).boolean(false).take()},
+      {describe_req, 1, "DescribeClientQuotasRequest v1",
+       "components: array of 4294967294 elements cannot fit",
+       Golden()
+           .uvarint(kMinusTwo)
+           .cstr("user")
+           .i8(0)
+           .cstr("a")
+           .tags()
+           .boolean(false)
+           .tags()
+           .take()},
+      {describe_req, 0, "DescribeClientQuotasRequest v0", "entity type: null where a string",
+       Golden().arr(1).nullstr().i8(1).nullstr().boolean(false).take()},
+      {describe_req, 1, "DescribeClientQuotasRequest v1", "match: needs 39 bytes",
+       Golden().carr(1).cstr("user").i8(0).uvarint(40).raw(std::string("alice")).take()},
+      {describe_req, 0, "DescribeClientQuotasRequest v0", "match: negative string length -3",
+       Golden().arr(1).str("user").i8(0).i16(-3).boolean(false).take()},
+      {describe_req, 0, "DescribeClientQuotasRequest v0", "strict: needs 1 bytes",
+       Golden().arr(0).take()},
+      {describe_req, 2, "DescribeClientQuotasRequest v2", "unsupported version (0-1)",
+       GoldenDescribeClientQuotasRequest(1)},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "error message: negative string",
+       Golden().i32(0).i16(0).i16(-2).arr(0).take()},
+      {describe_resp, 1, "DescribeClientQuotasResponse v1",
+       "entries: array of 4294967294 elements cannot fit",
+       Golden().i32(0).i16(0).cnullstr().uvarint(kMinusTwo).carr(0).carr(0).tags().tags().take()},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "entries: negative array length -5",
+       Golden().i32(0).i16(0).nullstr().arr(-5).take()},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "entity: null where an array",
+       entry(false).arr(-1).arr(0).take()},
+      {describe_resp, 1, "DescribeClientQuotasResponse v1",
+       "entity: array of 4294967294 elements cannot fit",
+       entry(true).uvarint(kMinusTwo).cstr("user").cnullstr().tags().carr(0).tags().tags().take()},
+      {describe_resp, 1, "DescribeClientQuotasResponse v1", "entity type: null where a string",
+       entry(true).carr(1).cnullstr().cnullstr().tags().carr(0).tags().tags().take()},
+      {describe_resp, 1, "DescribeClientQuotasResponse v1", "entity name: needs 19 bytes",
+       entry(true).carr(1).cstr("user").uvarint(20).raw(std::string("al")).take()},
+      {describe_resp, 1, "DescribeClientQuotasResponse v1", "values: null where an array",
+       entry(true).carr(0).carr(-1).tags().tags().take()},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "values: array of 2 elements cannot",
+       entry(false).arr(0).arr(2).str("k").i64(kBitsHalf).take()},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "key: null where a string",
+       entry(false).arr(0).arr(1).nullstr().i64(kBitsHalf).take()},
+      {describe_resp, 0, "DescribeClientQuotasResponse v0", "value: needs 8 bytes, 5 left",
+       entry(false).arr(0).arr(1).str("abc").i32(0).i8(0).take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "entries: null where an array",
+       Golden().arr(-1).boolean(false).take()},
+      {alter_req, 1, "AlterClientQuotasRequest v1",
+       "entries: array of 4294967294 elements cannot fit",
+       Golden().uvarint(kMinusTwo).carr(0).carr(0).tags().boolean(false).tags().take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "entity: negative array length -2",
+       Golden().arr(1).arr(-2).arr(0).boolean(false).take()},
+      {alter_req, 1, "AlterClientQuotasRequest v1", "entity type: null where a string",
+       Golden()
+           .carr(1)
+           .carr(1)
+           .cnullstr()
+           .cstr("a")
+           .tags()
+           .carr(0)
+           .tags()
+           .boolean(false)
+           .tags()
+           .take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "ops: null where an array",
+       alteration(false).arr(-1).boolean(false).take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "ops: negative array length -3",
+       alteration(false).arr(-3).boolean(false).take()},
+      {alter_req, 1, "AlterClientQuotasRequest v1", "ops: array of 4294967294 elements cannot fit",
+       alteration(true)
+           .uvarint(kMinusTwo)
+           .cstr("k")
+           .i64(kBitsHalf)
+           .boolean(false)
+           .tags()
+           .tags()
+           .boolean(false)
+           .tags()
+           .take()},
+      {alter_req, 1, "AlterClientQuotasRequest v1", "key: null where a string",
+       alteration(true).carr(1).cnullstr().i64(kBitsHalf).boolean(false).tags().take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "value: needs 8 bytes, 3 left",
+       alteration(false).arr(1).str("abcdefgh").raw(std::string("abc")).take()},
+      {alter_req, 0, "AlterClientQuotasRequest v0", "remove: needs 1 bytes",
+       alteration(false).arr(1).str("k").i64(kBitsHalf).take()},
+      {alter_req, 1, "AlterClientQuotasRequest v1", "validate only: needs 1 bytes",
+       Golden().carr(0).take()},
+      {alter_req, -1, "AlterClientQuotasRequest v-1", "unsupported version (0-1)",
+       GoldenAlterClientQuotasRequest(0)},
+      {alter_resp, 0, "AlterClientQuotasResponse v0", "entries: null where an array",
+       Golden().i32(0).arr(-1).take()},
+      {alter_resp, 1, "AlterClientQuotasResponse v1", "error message: needs 29 bytes",
+       Golden().i32(0).carr(1).i16(42).uvarint(30).raw(std::string("bad")).take()},
+      {alter_resp, 0, "AlterClientQuotasResponse v0", "entity: null where an array",
+       Golden().i32(0).arr(1).i16(0).nullstr().arr(-1).take()},
+      {alter_resp, 1, "AlterClientQuotasResponse v1",
+       "entity: array of 4294967294 elements cannot fit",
+       Golden().i32(0).carr(1).i16(0).cnullstr().uvarint(kMinusTwo).cstr("ip").cnullstr().take()},
+      {alter_resp, 0, "AlterClientQuotasResponse v0", "entity name: negative string length -4",
+       Golden().i32(0).arr(1).i16(0).nullstr().arr(1).str("user").i16(-4).take()},
+      {alter_resp, 2, "AlterClientQuotasResponse v2", "unsupported version (0-1)",
+       GoldenAlterClientQuotasResponse(1)},
   };
   for (const Bad& c : cases) {
     Status st = c.decode(c.bytes, c.version);

@@ -199,6 +199,82 @@ TEST(DecodeRequestTest, AclRequestsDecodeToTheirTypes) {
   EXPECT_EQ(ApiName(ApiKey::kDeleteAcls), "DeleteAcls");
 }
 
+// Header v1 and int16 strings at v0, header v2 and compact strings at v1. The client quota
+// APIs are in ApiVersions (served): the broker's handlers answer them.
+TEST(DecodeRequestTest, ClientQuotaRequestsDecodeToTheirTypes) {
+  auto describe = Golden()
+                      .i16(48)
+                      .i16(0)
+                      .i32(6)
+                      .str("admin")  // header v1
+                      .arr(2)
+                      .str("user")
+                      .i8(0)
+                      .str("alice")
+                      .str("client-id")
+                      .i8(1)
+                      .nullstr()
+                      .boolean(true)
+                      .take();
+  DecodeOutcome out = DecodeRequest(describe);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  EXPECT_EQ(out.request->header.correlation_id, 6);
+  const auto& filter = std::get<DescribeClientQuotasRequest>(out.request->body);
+  ASSERT_EQ(filter.components.size(), 2u);
+  EXPECT_EQ(filter.components[0].match, "alice");
+  EXPECT_EQ(filter.components[1].match_type, 1);
+  EXPECT_FALSE(filter.components[1].match.has_value());
+  EXPECT_TRUE(filter.strict);
+
+  auto alter = Golden()
+                   .i16(49)
+                   .i16(1)
+                   .i32(7)
+                   .str("admin")
+                   .tags()  // header v2
+                   .carr(1)
+                   .carr(1)
+                   .cstr("user")
+                   .cnullstr()
+                   .tags()
+                   .carr(1)
+                   .cstr("producer_byte_rate")
+                   .i64(0x4130000000000000)  // 1048576.0
+                   .boolean(false)
+                   .tags()
+                   .tags()
+                   .boolean(true)
+                   .tags()
+                   .take();
+  out = DecodeRequest(alter);
+  ASSERT_EQ(out.problem, RequestProblem::kNone) << out.status.ToString();
+  const auto& body = std::get<AlterClientQuotasRequest>(out.request->body);
+  ASSERT_EQ(body.entries.size(), 1u);
+  EXPECT_FALSE(body.entries[0].entity.at(0).entity_name.has_value());
+  ASSERT_EQ(body.entries[0].ops.size(), 1u);
+  EXPECT_EQ(body.entries[0].ops[0].key, "producer_byte_rate");
+  EXPECT_EQ(body.entries[0].ops[0].value, 1048576.0);
+  EXPECT_TRUE(body.validate_only);
+
+  for (ApiKey key : {ApiKey::kDescribeClientQuotas, ApiKey::kAlterClientQuotas}) {
+    EXPECT_EQ(
+        DecodeRequest(Golden().i16(static_cast<int>(key)).i16(2).i32(1).nullstr().tags().take())
+            .problem,
+        RequestProblem::kUnsupportedVersion)
+        << ApiName(key);
+    EXPECT_TRUE(IsServed(key)) << ApiName(key);
+    auto api = FindApi(key);
+    ASSERT_TRUE(api.has_value()) << ApiName(key);
+    EXPECT_EQ(api->min, 0);
+    EXPECT_EQ(api->max, 1);
+    EXPECT_EQ(RequestHeaderVersion(key, 0), 1);
+    EXPECT_EQ(RequestHeaderVersion(key, 1), 2);
+    EXPECT_EQ(ResponseHeaderVersion(key, 1), 1);
+  }
+  EXPECT_EQ(ApiName(ApiKey::kDescribeClientQuotas), "DescribeClientQuotas");
+  EXPECT_EQ(ApiName(ApiKey::kAlterClientQuotas), "AlterClientQuotas");
+}
+
 TEST(DecodeRequestTest, EveryApiDecodesAnEmptyBodyWithoutCrashing) {
   for (const ApiVersionRange& api : KnownApis()) {
     for (int16_t v = api.min; v <= api.max; ++v) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "kafka/protocol/header.h"
 
 namespace sluice::kafka {
@@ -26,6 +29,47 @@ TEST(WireTest, FixedWidthIntegersAreBigEndian) {
   EXPECT_EQ(r.Int64("c"), 0x0102030405060708);
   EXPECT_TRUE(r.ok());
   EXPECT_EQ(r.remaining(), 0u);
+}
+
+// Kafka's FLOAT64 (quota values): ByteBuffer.putDouble, an IEEE 754 double big-endian,
+// bit for bit: -0.0 keeps its sign and a NaN its payload.
+TEST(WireTest, Float64IsABigEndianIeeeDouble) {
+  std::vector<uint8_t> out;
+  Writer w(&out);
+  w.Float64(1.5);
+  w.Float64(-0.0);
+  w.Float64(1048576.0);
+  w.Float64(std::numeric_limits<double>::infinity());
+  EXPECT_EQ(out, B({0x3f, 0xf8, 0, 0, 0, 0, 0, 0,     // 1.5
+                    0x80, 0,    0, 0, 0, 0, 0, 0,     // -0.0
+                    0x41, 0x30, 0, 0, 0, 0, 0, 0,     // 2^20
+                    0x7f, 0xf0, 0, 0, 0, 0, 0, 0}));  // +inf
+  Reader r(out);
+  EXPECT_EQ(r.Float64("a"), 1.5);
+  const double negative_zero = r.Float64("b");
+  EXPECT_EQ(negative_zero, 0.0);
+  EXPECT_TRUE(std::signbit(negative_zero));
+  EXPECT_EQ(r.Float64("c"), 1048576.0);
+  EXPECT_EQ(r.Float64("d"), std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.remaining(), 0u);
+
+  const std::vector<uint8_t> nan = B({0x7f, 0xf8, 0, 0, 0, 0, 0, 0x2a});
+  Reader rn(nan);
+  const double d = rn.Float64("nan");
+  EXPECT_TRUE(std::isnan(d));
+  std::vector<uint8_t> again;
+  Writer wn(&again);
+  wn.Float64(d);
+  EXPECT_EQ(again, nan);
+}
+
+TEST(WireTest, TruncatedFloat64IsAnError) {
+  auto bytes = B({0x3f, 0xf8, 0, 0, 0, 0, 0});
+  Reader r(bytes);
+  EXPECT_EQ(r.Float64("quota value"), 0.0);
+  EXPECT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("quota value"), std::string::npos) << r.status().message();
 }
 
 TEST(WireTest, VarintsZigZagAndUnsigned) {
