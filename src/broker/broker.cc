@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <utility>
 
@@ -33,6 +34,7 @@ namespace {
 const Logger kLog("broker");
 constexpr const char* kUsersFile = "users.json";
 constexpr const char* kAclsFile = "acls.json";
+constexpr const char* kQuotasFile = "quotas.json";
 
 using kafka::ApiKey;
 using kafka::ErrorCode;
@@ -176,18 +178,22 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   }
 
   std::shared_ptr<auth::AclStore> acls;
+  std::shared_ptr<QuotaStore> quota_store;
   if (b->cluster_ != nullptr) {
     // In a cluster the stores are etcd's, one for every broker.
     ASSIGN_OR_RETURN(b->users_, b->cluster_->OpenUserStore());
     RETURN_IF_ERROR(b->SeedUsers(SaslSeeds(o), o.sasl.scram_iterations, "sasl.users"));
     ASSIGN_OR_RETURN(acls, b->cluster_->OpenAclStore());
+    ASSIGN_OR_RETURN(quota_store, b->cluster_->OpenQuotaStore());
   } else {
     ASSIGN_OR_RETURN(b->users_, OpenMetaStore<auth::UserStore>(o, kUsersFile));
     RETURN_IF_ERROR(::sluice::broker::SeedUsers(*b->users_, SaslSeeds(o), o.sasl.scram_iterations,
                                                 "sasl.users", nullptr));
     ASSIGN_OR_RETURN(acls, OpenMetaStore<auth::AclStore>(o, kAclsFile));
+    ASSIGN_OR_RETURN(quota_store, OpenMetaStore<QuotaStore>(o, kQuotasFile));
   }
   b->authorizer_ = std::make_unique<Authorizer>(o.authorization, std::move(acls));
+  b->quotas_ = std::make_unique<ClientQuotas>(std::move(quota_store));
   if (o.authorization.enabled) {
     SLUICE_LOG(kLog, kInfo, "authorization on: {} ACL bindings, super users [{}]{}",
                b->authorizer_->acls().Current()->bindings().size(),
@@ -290,8 +296,13 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   b->context_->txn_verifier = verifier;
   b->context_->users = b->users_.get();
   b->context_->authorizer = b->authorizer_.get();
-  if (b->cluster_ != nullptr)
-    b->context_->refresh_acls = [b] { return b->cluster_->RefreshAcls(); };
+  b->context_->quotas = b->quotas_.get();
+  if (b->cluster_ != nullptr) {
+    b->context_->refresh_stores = [b] {
+      RETURN_IF_ERROR(b->cluster_->RefreshAcls());
+      return b->cluster_->RefreshQuotas();
+    };
+  }
   b->context_->txns = b->txns_.get();
   if (b->coord_roles_ != nullptr) {
     InternalLogOptions internal;
@@ -491,7 +502,26 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
         conn->Close();
         return;
       }
+      if (!ctx.quotas->active()) {
+        handler(ctx, handlers::Call{conn, owned, h}, out.request->body);
+        return;
+      }
+      // Client quotas (docs/design/0019-security.md, phase F): a produce's bytes count
+      // when it arrives; the request time a handler took here counts for the next request
+      // (this one carries the debt there is now).
+      const std::string user = handlers::QuotaUser(*conn);
+      const std::string client_id = h.client_id.value_or("");
+      ClientQuotas& quotas = *ctx.quotas;
+      if (h.api_key == static_cast<int16_t>(ApiKey::kProduce)) {
+        conn->ThrottleAfterResponse(quotas.Record(ClientQuotas::Kind::kProduce, user, client_id,
+                                                  static_cast<double>(owned->size())));
+      }
+      conn->ThrottleAfterResponse(quotas.Record(ClientQuotas::Kind::kRequest, user, client_id, 0));
+      const auto start = std::chrono::steady_clock::now();
       handler(ctx, handlers::Call{conn, owned, h}, out.request->body);
+      const std::chrono::duration<double, std::milli> took =
+          std::chrono::steady_clock::now() - start;
+      quotas.Record(ClientQuotas::Kind::kRequest, user, client_id, took.count());
       return;
     }
     case kafka::RequestProblem::kUnsupportedVersion:

@@ -27,6 +27,7 @@
 #include "auth/user_store.h"
 #include "base/status.h"
 #include "broker/broker_options.h"
+#include "broker/client_quotas.h"
 #include "broker/connection.h"
 #include "broker/event_loop.h"
 #include "broker/metadata_snapshot.h"
@@ -135,6 +136,7 @@ class Broker : public RequestHandler {
   std::unique_ptr<SaslAuthenticator> sasl_;   // null when SASL is off; immutable
   std::shared_ptr<auth::UserStore> users_;    // <data-dir>/meta/users.json
   std::unique_ptr<Authorizer> authorizer_;    // its ACLs: <data-dir>/meta/acls.json
+  std::unique_ptr<ClientQuotas> quotas_;      // <data-dir>/meta/quotas.json
   std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).

@@ -138,6 +138,7 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
       publisher_(publisher),
       users_doc_(cluster::KeyLayout(options_.cluster.name).Users()),
       acls_doc_(cluster::KeyLayout(options_.cluster.name).Acls()),
+      quotas_doc_(cluster::KeyLayout(options_.cluster.name).Quotas()),
       view_(options_.cluster.name),
       logs_(LocalLogsOptionsOf(options_.local), shards) {}
 
@@ -262,6 +263,20 @@ Result<std::shared_ptr<auth::AclStore>> ClusterController::OpenAclStore() {
   return acls;
 }
 
+Result<std::shared_ptr<QuotaStore>> ClusterController::OpenQuotaStore() {
+  std::string json;
+  auto persist = LoadDocument(quotas_doc_, "quota set", &json);
+  if (persist == nullptr) return quotas_doc_.load_error;
+  auto store = QuotaStore::Load(json, std::move(persist));
+  if (!store.ok()) {
+    return Status(store.status().code(),
+                  fmt::format("etcd {}: {}", quotas_doc_.key, store.status().message()));
+  }
+  std::shared_ptr<QuotaStore> quotas = std::move(*store);
+  quotas_doc_.replace = [quotas](std::string_view v) { return quotas->Replace(v); };
+  return quotas;
+}
+
 Status ClusterController::RefreshDocument(EtcdDocument& doc) {
   ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(doc.key));
   if (got.kv.has_value()) SyncDocument(doc, got.kv->value, got.kv->mod_revision);
@@ -270,7 +285,7 @@ Status ClusterController::RefreshDocument(EtcdDocument& doc) {
 
 bool ClusterController::SyncDocuments(const std::string& key, const std::string& value,
                                       int64_t mod_revision) {
-  for (EtcdDocument* doc : {&users_doc_, &acls_doc_}) {
+  for (EtcdDocument* doc : {&users_doc_, &acls_doc_, &quotas_doc_}) {
     if (key != doc->key) continue;
     SyncDocument(*doc, value, mod_revision);
     return true;

@@ -23,6 +23,7 @@
 #include "auth/user_store.h"
 #include "base/status.h"
 #include "broker/broker_options.h"
+#include "broker/client_quotas.h"
 #include "broker/cluster_controller_roles.h"
 #include "broker/cluster_controller_view.h"
 #include "broker/controller.h"
@@ -88,6 +89,9 @@ class ClusterController : public Controller {
   // The ACL bindings, cluster-wide (phase E): etcd's `acls` key, kept as the users are.
   Result<std::shared_ptr<auth::AclStore>> OpenAclStore();
   Status RefreshAcls() { return RefreshDocument(acls_doc_); }
+  // The client quotas, cluster-wide (phase F): etcd's `quotas` key, kept as the users are.
+  Result<std::shared_ptr<QuotaStore>> OpenQuotaStore();
+  Status RefreshQuotas() { return RefreshDocument(quotas_doc_); }
 
   // Controller
   Status OpenLogs(bool unclean_start) override;
@@ -234,6 +238,7 @@ class ClusterController : public Controller {
   Status RefreshDocument(EtcdDocument& doc);
   EtcdDocument users_doc_;
   EtcdDocument acls_doc_;
+  EtcdDocument quotas_doc_;
   std::string incarnation_;
   bool clean_ = true;
   bool unclean_start_ = false;

@@ -83,13 +83,13 @@ void Connection::HandleEvents(uint32_t events) {
 }
 
 void Connection::MaybeReadBuffered() {
-  if (closed() || in_request_ || read_posted_ || !transport_->HasBufferedInput()) return;
+  if (closed() || paused() || read_posted_ || !transport_->HasBufferedInput()) return;
   read_posted_ = true;
   loop_->Post([weak = weak_from_this()] {
     auto self = weak.lock();
     if (self == nullptr) return;
     self->read_posted_ = false;
-    if (!self->closed() && !self->in_request_) self->ReadFrames();
+    if (!self->closed() && !self->paused()) self->ReadFrames();
   });
 }
 
@@ -120,7 +120,7 @@ bool Connection::ReadOk(const net::IoResult& r) {
 void Connection::ReadFrames() {
   // Kafka reads the same way: the 4 size bytes, then exactly the frame, so nothing past
   // the current request is ever taken from the socket while the connection is muted.
-  for (int reads = 0; reads < kReadsPerEvent && !closed() && !in_request_; ++reads) {
+  for (int reads = 0; reads < kReadsPerEvent && !closed() && !paused(); ++reads) {
     if (size_got_ < sizeof(size_bytes_)) {
       net::IoResult r = transport_->Read(size_bytes_ + size_got_, sizeof(size_bytes_) - size_got_);
       if (!ReadOk(r)) return;
@@ -243,7 +243,23 @@ void Connection::FinishRequest() {
   if (closed()) return;
   SLUICE_ASSERT(loop_->InLoopThread());
   SLUICE_ASSERT(in_request_ && out_.empty());
+  EndRequest();
+}
+
+void Connection::EndRequest() {
   in_request_ = false;
+  if (throttle_ms_ > 0) {
+    // Over a quota: nothing more is read for that long (Kafka's muted channel, KIP-219).
+    throttled_ = true;
+    loop_->RunAfter(throttle_ms_, [weak = weak_from_this()] {
+      auto self = weak.lock();
+      if (self == nullptr || self->closed()) return;
+      self->throttled_ = false;
+      self->UpdateInterest();
+      self->MaybeReadBuffered();
+    });
+    throttle_ms_ = 0;
+  }
   UpdateInterest();
   MaybeReadBuffered();
 }
@@ -305,14 +321,12 @@ void Connection::FlushOutput() {
   response_ = {};
   copies_.clear();
   want_write_ = false;
-  in_request_ = false;
-  UpdateInterest();
-  MaybeReadBuffered();
+  EndRequest();
 }
 
 void Connection::UpdateInterest() {
   if (closed()) return;
-  uint32_t want = (in_request_ ? 0u : uint32_t{EPOLLIN}) |
+  uint32_t want = (paused() ? 0u : uint32_t{EPOLLIN}) |
                   (want_write_ || read_wants_write_ ? uint32_t{EPOLLOUT} : 0u);
   if (want == interest_) return;
   Status st = loop_->Modify(fd_, want);

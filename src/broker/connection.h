@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -129,6 +130,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // such a connection). The loop's thread.
   Result<std::string> Principal();
   void SetPrincipal(std::string principal) { principal_ = std::move(principal); }
+  // Client quotas (docs/design/0019-security.md, phase F): once this request's response
+  // is written (or the request finished without one), nothing more is read for `ms`; the
+  // largest asked for counts. The loop's thread.
+  void ThrottleAfterResponse(int64_t ms) { throttle_ms_ = std::max(throttle_ms_, ms); }
+  int64_t pending_throttle_ms() const { return throttle_ms_; }
   void Close();
 
   bool closed() const { return fd_ < 0; }
@@ -160,6 +166,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ReadOk(const net::IoResult& r);
   void FlushOutput();
   void UpdateInterest();
+  // The request is done (its response written): reading resumes, after a throttle if one
+  // was asked for.
+  void EndRequest();
+  bool paused() const { return in_request_ || throttled_; }
 
   EventLoop* const loop_;
   int fd_;
@@ -178,6 +188,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t frame_got_ = 0;
   std::vector<uint8_t> frame_;
   bool in_request_ = false;  // a frame is with the handler or its response is being written
+  bool throttled_ = false;   // over a quota: not reading until its timer
+  int64_t throttle_ms_ = 0;  // the throttle after the current request
 
   // Output: one response.
   uint8_t out_size_[4] = {};

@@ -29,6 +29,7 @@
 #include "broker/server.h"
 #include "broker/service.h"
 #include "cli/pipeline_cmd.h"
+#include "cli/quota_cmd.h"
 #include "cli/sql_cmd.h"
 #include "cli/table_cmd.h"
 #include "cli/user_cmd.h"
@@ -502,6 +503,20 @@ int main(int argc, char** argv) {
   query_child->add_option("--memory-limit-bytes", query_child_opts.memory_limit_bytes);
   query_child->add_option("--temp-dir", query_child_opts.temp_dir);
 
+  // How `sluice user` and `sluice quota` reach a running broker.
+  auto add_connection_options = [](CLI::App* c, sluice::cli::AdminConnectionFlags* f) {
+    c->add_option("--bootstrap", f->bootstrap,
+                  "the broker HOST:PORT (default $SLUICE_KAFKA_ADDR, else 127.0.0.1:9092)");
+    c->add_option("--security-protocol", f->security_protocol,
+                  "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default PLAINTEXT)");
+    c->add_option("--ca-file", f->ca_file, "SSL: the CA the broker's certificate chains to");
+    c->add_option("--cert-file", f->cert_file, "SSL: this client's certificate");
+    c->add_option("--key-file", f->key_file, "SSL: this client's key");
+    c->add_option("--sasl-mechanism", f->sasl_mechanism,
+                  "SASL: PLAIN, SCRAM-SHA-256 (default) or SCRAM-SHA-512");
+    c->add_option("--sasl-user", f->sasl_user,
+                  "SASL: log in as this user, with the password in $SLUICE_SASL_PASSWORD");
+  };
   sluice::cli::UserFlags user_flags;
   auto* user_cmd = app.add_subcommand(
       "user",
@@ -510,18 +525,7 @@ int main(int argc, char** argv) {
   auto add_user = [&](const char* name, const char* what, bool needs_name, bool sets_password) {
     auto* c = user_cmd->add_subcommand(name, what);
     if (needs_name) c->add_option("name", user_flags.name, "the user")->required();
-    c->add_option("--bootstrap", user_flags.bootstrap,
-                  "the broker HOST:PORT (default $SLUICE_KAFKA_ADDR, else 127.0.0.1:9092)");
-    c->add_option("--security-protocol", user_flags.security_protocol,
-                  "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default PLAINTEXT)");
-    c->add_option("--ca-file", user_flags.ca_file,
-                  "SSL: the CA the broker's certificate chains to");
-    c->add_option("--cert-file", user_flags.cert_file, "SSL: this client's certificate");
-    c->add_option("--key-file", user_flags.key_file, "SSL: this client's key");
-    c->add_option("--sasl-mechanism", user_flags.sasl_mechanism,
-                  "SASL: PLAIN, SCRAM-SHA-256 (default) or SCRAM-SHA-512");
-    c->add_option("--sasl-user", user_flags.sasl_user,
-                  "SASL: log in as this user, with the password in $SLUICE_SASL_PASSWORD");
+    add_connection_options(c, &user_flags.connection);
     if (sets_password) {
       c->add_option("--mechanism", user_flags.mechanism,
                     "SCRAM-SHA-256, SCRAM-SHA-512 or all (default all)");
@@ -536,6 +540,28 @@ int main(int argc, char** argv) {
   auto* user_passwd = add_user("passwd", "change a user's password", true, true);
   auto* user_remove = add_user("remove", "remove a user and every credential it has", true, false);
   auto* user_list = add_user("list", "the users and their SCRAM credentials", false, false);
+
+  sluice::cli::QuotaFlags quota_flags;
+  auto* quota_cmd = app.add_subcommand(
+      "quota", "the client quotas of a running broker (per user and client id): set, remove, list");
+  quota_cmd->require_subcommand(0, 1);
+  auto add_quota = [&](const char* name, const char* what, const char* settings) {
+    auto* c = quota_cmd->add_subcommand(name, what);
+    add_connection_options(c, &quota_flags.connection);
+    c->add_option("--user", quota_flags.user,
+                  "the user (its SASL name; ANONYMOUS unauthenticated)");
+    c->add_flag("--default-user", quota_flags.default_user, "every user without its own quota");
+    c->add_option("--client-id", quota_flags.client_id, "the client id");
+    c->add_flag("--default-client-id", quota_flags.default_client_id,
+                "every client id without its own quota");
+    if (settings != nullptr) c->add_option("settings", quota_flags.settings, settings)->required();
+    return c;
+  };
+  auto* quota_set =
+      add_quota("set", "set quotas of an entity",
+                "KEY=VALUE: producer_byte_rate, consumer_byte_rate (bytes/s), request_percentage");
+  auto* quota_remove = add_quota("remove", "remove quotas of an entity", "the keys to remove");
+  auto* quota_list = add_quota("list", "the quotas set (of the entity given, else all)", nullptr);
 
   sluice::cli::TableFlags table_flags;
   auto* table_cmd = app.add_subcommand(
@@ -590,6 +616,10 @@ int main(int argc, char** argv) {
     std::fputs(user_cmd->help().c_str(), stderr);
     return 2;
   }
+  if (quota_cmd->parsed() && quota_cmd->get_subcommands().empty()) {
+    std::fputs(quota_cmd->help().c_str(), stderr);
+    return 2;
+  }
   if (app.get_subcommands().empty() || (bench->parsed() && bench->get_subcommands().empty()) ||
       (pipeline_cmd->parsed() && pipeline_cmd->get_subcommands().empty())) {
     std::fputs((bench->parsed()          ? bench->help()
@@ -620,6 +650,9 @@ int main(int argc, char** argv) {
   if (user_passwd->parsed()) return sluice::cli::RunUserPasswd(user_flags);
   if (user_remove->parsed()) return sluice::cli::RunUserRemove(user_flags);
   if (user_list->parsed()) return sluice::cli::RunUserList(user_flags);
+  if (quota_set->parsed()) return sluice::cli::RunQuotaSet(quota_flags);
+  if (quota_remove->parsed()) return sluice::cli::RunQuotaRemove(quota_flags);
+  if (quota_list->parsed()) return sluice::cli::RunQuotaList(quota_flags);
   if (table_list->parsed()) return sluice::cli::RunTableList(table_flags);
   if (table_describe->parsed()) return sluice::cli::RunTableDescribe(table_flags);
   if (table_history->parsed()) return sluice::cli::RunTableHistory(table_flags);

@@ -14,6 +14,7 @@
 
 #include "auth/scram.h"
 #include "broker/inter_broker_connection.h"
+#include "cli/admin_connection.h"
 #include "kafka/protocol/messages/admin.h"
 #include "kafka/protocol/messages/users.h"
 
@@ -22,8 +23,6 @@ namespace {
 
 using kafka::ErrorCode;
 
-constexpr int kTimeoutMs = 30'000;
-constexpr uint32_t kMaxAnswerBytes = 64 << 20;
 const std::string kClientId = "sluice-user";
 
 int Fail(const std::string& message) {
@@ -31,64 +30,9 @@ int Fail(const std::string& message) {
   return 1;
 }
 
-Result<std::unique_ptr<broker::InterBrokerConnection>> Connect(const UserFlags& f) {
-  std::string bootstrap = f.bootstrap;
-  if (bootstrap.empty()) {
-    const char* env = std::getenv("SLUICE_KAFKA_ADDR");
-    bootstrap = env != nullptr && *env != '\0' ? env : "127.0.0.1:9092";
-  }
-  const size_t colon = bootstrap.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || colon == 0) port = -1;
-  try {
-    if (port == 0) port = std::stoi(bootstrap.substr(colon + 1));
-  } catch (...) {
-    port = -1;
-  }
-  if (port <= 0 || port > 65535) {
-    return InvalidArgumentError("--bootstrap '{}' is not HOST:PORT", bootstrap);
-  }
-  const std::string& p = f.security_protocol;
-  if (p != "PLAINTEXT" && p != "SSL" && p != "SASL_PLAINTEXT" && p != "SASL_SSL") {
-    return InvalidArgumentError(
-        "--security-protocol '{}' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", p);
-  }
-  auto security = std::make_shared<broker::InterBrokerSecurity>();
-  security->listener = p;
-  if (p == "SSL" || p == "SASL_SSL") {
-    if (f.ca_file.empty()) return InvalidArgumentError("{} needs --ca-file (the broker's CA)", p);
-    security->tls = true;
-    security->tls_client.ca_file = f.ca_file;
-    security->tls_client.cert_file = f.cert_file;
-    security->tls_client.key_file = f.key_file;
-  }
-  if (p == "SASL_PLAINTEXT" || p == "SASL_SSL") {
-    const char* password = std::getenv("SLUICE_SASL_PASSWORD");
-    if (f.sasl_user.empty() || password == nullptr) {
-      return InvalidArgumentError(
-          "{} logs in as --sasl-user with the password in $SLUICE_SASL_PASSWORD", p);
-    }
-    security->sasl_mechanism = f.sasl_mechanism;
-    security->sasl_user = f.sasl_user;
-    security->sasl_password = password;
-  }
-  auto conn = std::make_unique<broker::InterBrokerConnection>(bootstrap.substr(0, colon), port,
-                                                              Clock::Real(), security);
-  RETURN_IF_ERROR(conn->Connect(kTimeoutMs));
-  return conn;
-}
-
 template <typename Response, typename Request>
 Result<Response> Ask(broker::InterBrokerConnection& conn, kafka::ApiKey api, const Request& req) {
-  size_t at = 0;
-  ASSIGN_OR_RETURN(std::vector<uint8_t> answer,
-                   conn.RoundTrip(
-                       api, 0, kClientId, [&](kafka::Writer& w) { req.Encode(w, 0); }, kTimeoutMs,
-                       kMaxAnswerBytes, &at));
-  kafka::Reader r(std::span<const uint8_t>(answer).subspan(at));
-  Response resp;
-  RETURN_IF_ERROR(resp.Decode(r, 0));
-  return resp;
+  return cli::Ask<Response>(conn, api, req, kClientId);
 }
 
 // The user's credentials (mechanism codes), nullopt when it does not exist.
@@ -180,7 +124,7 @@ int SetPassword(const UserFlags& f, bool must_exist) {
   }
   auto mechanisms = Mechanisms(f);
   if (!mechanisms.ok()) return Fail(mechanisms.status().message());
-  auto conn = Connect(f);
+  auto conn = ConnectAdmin(f.connection);
   if (!conn.ok()) return Fail(conn.status().message());
   auto existing = Describe(**conn, f.name);
   if (!existing.ok()) return Fail(existing.status().message());
@@ -225,7 +169,7 @@ int RunUserPasswd(const UserFlags& flags) { return SetPassword(flags, true); }
 
 int RunUserRemove(const UserFlags& f) {
   if (f.name.empty()) return Fail("a user name is needed");
-  auto conn = Connect(f);
+  auto conn = ConnectAdmin(f.connection);
   if (!conn.ok()) return Fail(conn.status().message());
   auto existing = Describe(**conn, f.name);
   if (!existing.ok()) return Fail(existing.status().message());
@@ -238,7 +182,7 @@ int RunUserRemove(const UserFlags& f) {
 }
 
 int RunUserList(const UserFlags& f) {
-  auto conn = Connect(f);
+  auto conn = ConnectAdmin(f.connection);
   if (!conn.ok()) return Fail(conn.status().message());
   kafka::DescribeUserScramCredentialsRequest req;  // users null: all of them
   auto resp = Ask<kafka::DescribeUserScramCredentialsResponse>(

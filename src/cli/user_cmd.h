@@ -7,19 +7,16 @@
 
 #include <string>
 
+#include "cli/admin_connection.h"
+
 namespace sluice::cli {
 
 struct UserFlags {
   std::string name;
-  std::string bootstrap;          // HOST:PORT; default $SLUICE_KAFKA_ADDR or 127.0.0.1:9092
+  AdminConnectionFlags connection;
   std::string mechanism = "all";  // SCRAM-SHA-256, SCRAM-SHA-512 or all
   int iterations = 4096;
   bool password_stdin = false;  // read the new password from stdin (one line)
-  // The connection: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
-  std::string security_protocol = "PLAINTEXT";
-  std::string ca_file, cert_file, key_file;  // SSL
-  std::string sasl_mechanism = "SCRAM-SHA-256";
-  std::string sasl_user;  // its password from $SLUICE_SASL_PASSWORD
 };
 
 int RunUserList(const UserFlags& flags);

@@ -153,6 +153,8 @@ class KeyLayout {
   std::string Users() const { return prefix_ + "users"; }
   // acls: the ACL bindings' JSON (auth::AclStore; phase E).
   std::string Acls() const { return prefix_ + "acls"; }
+  // quotas: the client quotas' JSON (broker::QuotaStore; phase F).
+  std::string Quotas() const { return prefix_ + "quotas"; }
   std::string Brokers() const { return prefix_ + "brokers/"; }  // a prefix
   std::string Broker(int32_t node) const;
   std::string Incarnations() const { return prefix_ + "incarnations/"; }

@@ -21,8 +21,6 @@ using auth::AclOperation;
 using kafka::ErrorCode;
 
 constexpr const char* kNoAuthorizer = "No Authorizer is configured.";
-// How often a change lost to another broker's is tried again on the newer set.
-constexpr int kAttempts = 20;
 
 // An int8 code as the enum, UNKNOWN when outside Kafka's values (a filter or binding with
 // it is refused).
@@ -46,23 +44,21 @@ auth::AclFilter FilterOf(int8_t type, const std::optional<std::string>& name, in
   return f;
 }
 
-// Runs a change until it is not lost to a concurrent one (a cluster's etcd CAS).
-template <typename Fn>
-auto Retried(Context& ctx, Fn fn) {
-  auto lost = [](const Status& st) { return st.code() == StatusCode::kFailedPrecondition; };
-  for (int attempt = 1;; ++attempt) {
-    auto out = fn();
-    bool any_lost = false;
-    for (const auto& r : out) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Status>) {
-        any_lost |= lost(r);
-      } else {
-        any_lost |= lost(r.status);
-      }
-    }
-    if (!any_lost || attempt >= kAttempts || !ctx.refresh_acls) return out;
-    if (Status st = ctx.refresh_acls(); !st.ok()) return out;
+// CreateAcls and DeleteAcls without an authorizer (SECURITY_DISABLED) or without ALTER on
+// the cluster: answers each of the `n` items with the error and returns true.
+template <typename Resp, typename Items>
+bool RefusedChange(Context& ctx, const Call& call, size_t n, Items Resp::*items) {
+  const bool enabled = ctx.authorizer->enabled();
+  if (enabled && AccessOf(ctx, call).AllowsCluster(AclOperation::kAlter)) return false;
+  Resp resp;
+  for (size_t i = 0; i < n; ++i) {
+    typename Items::value_type r;
+    r.error_code = enabled ? ErrorCode::kClusterAuthorizationFailed : ErrorCode::kSecurityDisabled;
+    r.error_message = enabled ? kClusterDenied : kNoAuthorizer;
+    (resp.*items).push_back(std::move(r));
   }
+  Reply(call.conn, call.header, resp);
+  return true;
 }
 
 }  // namespace
@@ -114,17 +110,9 @@ void HandleDescribeAcls(Context& ctx, const Call& call, const kafka::DescribeAcl
 }
 
 void HandleCreateAcls(Context& ctx, const Call& call, const kafka::CreateAclsRequest& req) {
-  const bool enabled = ctx.authorizer->enabled();
-  if (!enabled || !AccessOf(ctx, call).AllowsCluster(AclOperation::kAlter)) {
-    kafka::CreateAclsResponse resp;
-    for (size_t i = 0; i < req.creations.size(); ++i) {
-      kafka::CreateAclsResponse::AclCreationResult r;
-      r.error_code =
-          enabled ? ErrorCode::kClusterAuthorizationFailed : ErrorCode::kSecurityDisabled;
-      r.error_message = enabled ? kClusterDenied : kNoAuthorizer;
-      resp.results.push_back(std::move(r));
-    }
-    return Reply(call.conn, call.header, resp);
+  if (RefusedChange<kafka::CreateAclsResponse>(ctx, call, req.creations.size(),
+                                               &kafka::CreateAclsResponse::results)) {
+    return;
   }
   std::vector<auth::AclBinding> bindings;
   for (const auto& c : req.creations) {
@@ -156,17 +144,9 @@ void HandleCreateAcls(Context& ctx, const Call& call, const kafka::CreateAclsReq
 }
 
 void HandleDeleteAcls(Context& ctx, const Call& call, const kafka::DeleteAclsRequest& req) {
-  const bool enabled = ctx.authorizer->enabled();
-  if (!enabled || !AccessOf(ctx, call).AllowsCluster(AclOperation::kAlter)) {
-    kafka::DeleteAclsResponse resp;
-    for (size_t i = 0; i < req.filters.size(); ++i) {
-      kafka::DeleteAclsResponse::DeleteAclsFilterResult r;
-      r.error_code =
-          enabled ? ErrorCode::kClusterAuthorizationFailed : ErrorCode::kSecurityDisabled;
-      r.error_message = enabled ? kClusterDenied : kNoAuthorizer;
-      resp.filter_results.push_back(std::move(r));
-    }
-    return Reply(call.conn, call.header, resp);
+  if (RefusedChange<kafka::DeleteAclsResponse>(ctx, call, req.filters.size(),
+                                               &kafka::DeleteAclsResponse::filter_results)) {
+    return;
   }
   std::vector<auth::AclFilter> filters;
   for (const auto& f : req.filters) {

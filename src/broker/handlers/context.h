@@ -7,11 +7,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "broker/authorizer.h"
 #include "broker/broker_options.h"
+#include "broker/client_quotas.h"
 #include "broker/connection.h"
 #include "broker/controller.h"
 #include "broker/group_coordinator.h"
@@ -43,9 +45,11 @@ struct Context {
   // Kafka's ACLs (immutable but for its thread-safe store); never null once open. Disabled
   // (authorization.enabled false), it allows everything.
   const Authorizer* authorizer = nullptr;
-  // Reads a cluster's ACLs again after a change lost to another broker's; null on a
-  // single node.
-  std::function<Status()> refresh_acls;
+  // Client quotas (thread-safe); never null once open.
+  ClientQuotas* quotas = nullptr;
+  // Reads a cluster's ACLs and quotas again after a change lost to another broker's; null
+  // on a single node.
+  std::function<Status()> refresh_stores;
   // The transaction coordinator as the produce path sees it (thread-safe); null while
   // none runs: transactional batches are then refused.
   TxnVerifier* txn_verifier = nullptr;
@@ -74,16 +78,62 @@ inline constexpr const char* kTxnIdDenied = "Transactional Id authorization fail
 // What the call's principal may do (docs/design/0019-security.md, phase E).
 inline Access AccessOf(Context& ctx, const Call& call) { return ctx.authorizer->For(*call.conn); }
 
-// Answers `h` on `conn` with `body` (the connection's loop).
+// The user a connection's requests count against in client quotas: its principal's name
+// ("alice" for User:alice; "ANONYMOUS" unauthenticated), as Kafka's quota entities.
+inline std::string QuotaUser(Connection& conn) {
+  Result<std::string> p = conn.Principal();
+  if (!p.ok()) return std::string();
+  const size_t colon = p->find(':');
+  return colon == std::string::npos ? *p : p->substr(colon + 1);
+}
+
 template <typename Body>
-void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
-           const Body& body) {
+void SendBody(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+              const Body& body) {
   Response resp;
   kafka::Writer w(&resp.buffer);
   kafka::EncodeResponseHeader(w, static_cast<kafka::ApiKey>(h.api_key), h.api_version,
                               h.correlation_id);
   body.Encode(w, h.api_version);
   conn->Send(std::move(resp));
+}
+
+// Answers `h` on `conn` with `body` (the connection's loop). A connection over a quota
+// (Connection::ThrottleAfterResponse) tells the client how long in throttle_time_ms.
+template <typename Body>
+void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+           const Body& body) {
+  if constexpr (requires { body.throttle_time_ms; }) {
+    const int64_t throttle = conn->pending_throttle_ms();
+    if (throttle > 0 && body.throttle_time_ms < throttle) {
+      Body throttled = body;
+      throttled.throttle_time_ms = static_cast<int32_t>(throttle);
+      return SendBody(conn, h, throttled);
+    }
+  }
+  SendBody(conn, h, body);
+}
+
+// Runs a change to a cluster-wide store (`fn`, returning one Status, or one result with a
+// `status`, per item) again while it was lost to another broker's concurrent change
+// (FailedPrecondition from etcd's compare-and-swap), on the newer state.
+template <typename Fn>
+auto Retried(Context& ctx, Fn fn) {
+  constexpr int kAttempts = 20;
+  auto lost = [](const Status& st) { return st.code() == StatusCode::kFailedPrecondition; };
+  for (int attempt = 1;; ++attempt) {
+    auto out = fn();
+    bool any_lost = false;
+    for (const auto& r : out) {
+      if constexpr (std::is_same_v<std::decay_t<decltype(r)>, Status>) {
+        any_lost |= lost(r);
+      } else {
+        any_lost |= lost(r.status);
+      }
+    }
+    if (!any_lost || attempt >= kAttempts || !ctx.refresh_stores) return out;
+    if (Status st = ctx.refresh_stores(); !st.ok()) return out;
+  }
 }
 
 // Runs `fn` (returning a response body) on the controller's thread and answers the call

@@ -33,9 +33,8 @@ namespace {
 using kafka::ApiKey;
 using kafka::ErrorCode;
 
-// Sends a fetch response whose records are splices of `files`.
-void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
-                const kafka::FetchResponse& body, std::vector<storage::FileSlice> files) {
+void SendFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
+               const kafka::FetchResponse& body, std::vector<storage::FileSlice> files) {
   Response resp;
   kafka::Writer w(&resp.buffer);
   kafka::EncodeResponseHeader(w, ApiKey::kFetch, h.api_version, h.correlation_id);
@@ -43,6 +42,26 @@ void ReplyFetch(const std::shared_ptr<Connection>& conn, const kafka::RequestHea
   resp.splices = w.splices();
   resp.files = std::move(files);
   conn->Send(std::move(resp));
+}
+
+// Sends a fetch response whose records are splices of `files`. A consumer's record bytes
+// count against its consumer_byte_rate quota (a follower's do not, as in Kafka).
+void ReplyFetch(Context& ctx, bool replica, const std::shared_ptr<Connection>& conn,
+                const kafka::RequestHeader& h, const kafka::FetchResponse& body,
+                std::vector<storage::FileSlice> files) {
+  if (!replica && ctx.quotas->active()) {
+    uint64_t bytes = 0;
+    for (const storage::FileSlice& f : files) bytes += f.size;
+    conn->ThrottleAfterResponse(ctx.quotas->Record(ClientQuotas::Kind::kFetch, QuotaUser(*conn),
+                                                   h.client_id.value_or(""),
+                                                   static_cast<double>(bytes)));
+  }
+  if (const int64_t throttle = conn->pending_throttle_ms(); throttle > body.throttle_time_ms) {
+    kafka::FetchResponse throttled = body;
+    throttled.throttle_time_ms = static_cast<int32_t>(throttle);
+    return SendFetch(conn, h, throttled, std::move(files));
+  }
+  SendFetch(conn, h, body, std::move(files));
 }
 
 bool HasErrors(const kafka::FetchResponse& resp) {
@@ -59,8 +78,8 @@ bool HasErrors(const kafka::FetchResponse& resp) {
 
 using FetchDone =
     std::function<void(kafka::FetchResponse&, std::vector<storage::FileSlice>&, uint64_t)>;
-void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
-                 std::vector<storage::FileSlice> files);
+void AnswerFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait,
+                 const kafka::FetchResponse& resp, std::vector<storage::FileSlice> files);
 
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
 // then calls done(response, files, record bytes) on the connection's loop.
@@ -295,7 +314,7 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
               // Enough data, a new error (a deleted topic, an offset now out of range) or
               // a stop answers at once, as Kafka's DelayedFetch completes.
               if (bytes >= wait->min_bytes || HasErrors(resp) || ctx.draining.load()) {
-                AnswerFetch(wait, resp, std::move(files));
+                AnswerFetch(ctx, wait, resp, std::move(files));
               }
             });
 }
@@ -304,18 +323,17 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
 void CompleteFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
   if (wait->done.load()) return;
   FetchOnce(ctx, *wait->conn, wait->req, wait->header.api_version, nullptr,
-            [wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files, uint64_t) {
-              AnswerFetch(wait, resp, std::move(files));
-            });
+            [&ctx, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
+                         uint64_t) { AnswerFetch(ctx, wait, resp, std::move(files)); });
 }
 
 // Sends the answer once; later calls do nothing.
-void AnswerFetch(const std::shared_ptr<FetchWait>& wait, const kafka::FetchResponse& resp,
-                 std::vector<storage::FileSlice> files) {
+void AnswerFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait,
+                 const kafka::FetchResponse& resp, std::vector<storage::FileSlice> files) {
   if (wait->done.exchange(true)) return;
   if (wait->conn->closed()) return;
   wait->conn->loop()->Cancel(wait->timer);  // false when the timer is what answers
-  ReplyFetch(wait->conn, wait->header, resp, std::move(files));
+  ReplyFetch(ctx, wait->replica, wait->conn, wait->header, resp, std::move(files));
 }
 
 // Not enough data yet: a long poll. Registered on every partition asked for (a
@@ -344,7 +362,7 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
     // Sessions are declined (session_id 0 in every answer), so no id is known.
     kafka::FetchResponse resp;
     resp.error_code = ErrorCode::kFetchSessionIdNotFound;
-    ReplyFetch(conn, h, resp, {});
+    ReplyFetch(ctx, false, conn, h, resp, {});
     return;
   }
   auto shared = std::make_shared<const kafka::FetchRequest>(req);
@@ -363,7 +381,8 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
               const uint64_t min_bytes = static_cast<uint64_t>(std::max(r.min_bytes, 1));
               if (bytes >= min_bytes || HasErrors(resp) || r.max_wait_ms <= 0 || r.min_bytes <= 0 ||
                   ctx.draining.load()) {
-                ReplyFetch(conn, h, resp, std::move(files));
+                ReplyFetch(ctx, replica::FetchReplicaId(r, h.api_version) >= 0, conn, h, resp,
+                           std::move(files));
                 return;
               }
               LongPoll(ctx, conn, h, shared);  // not enough data

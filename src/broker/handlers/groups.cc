@@ -56,6 +56,40 @@ std::vector<Topic> TakeDenied(const Access& access, std::vector<Topic>& topics, 
   return denied;
 }
 
+// The refused entries of a per-group request (GROUP_AUTHORIZATION_FAILED each, `Out` with
+// a group_id and an error_code); the groups `access` may do `op` on go to *allowed.
+template <typename Out>
+std::vector<Out> RefuseGroups(const Access& access, const std::vector<std::string>& groups,
+                              AclOperation op, std::vector<std::string>* allowed) {
+  std::vector<Out> refused;
+  allowed->clear();
+  for (const std::string& g : groups) {
+    if (GroupAllowed(access, g, op)) {
+      allowed->push_back(g);
+      continue;
+    }
+    Out r;
+    r.group_id = g;
+    r.error_code = ErrorCode::kGroupAuthorizationFailed;
+    refused.push_back(std::move(r));
+  }
+  return refused;
+}
+
+// Hands what the authorizer left of a request to the coordinator (`ask` takes the answer's
+// callback) and completes its answer with `finish`; with nothing left, `finish` alone
+// answers.
+template <typename Resp, typename Ask>
+void AskCoordinator(Context& ctx, const Call& call, bool nothing_left,
+                    std::function<void(Resp&)> finish, Ask ask) {
+  if (nothing_left) {
+    Resp resp;
+    finish(resp);
+    return Reply(call.conn, call.header, resp);
+  }
+  ask(AnswerOnLoop<Resp>(ctx, call, std::move(finish)));
+}
+
 // The response topics for request topics answered with one error per partition.
 template <typename OutTopic, typename InTopic, typename PartitionIndex>
 std::vector<OutTopic> ErrorTopics(const std::vector<InTopic>& in, ErrorCode error,
@@ -257,12 +291,11 @@ void HandleOffsetCommit(Context& ctx, const Call& call, const kafka::OffsetCommi
   auto finish = [denied](Resp& resp) {
     resp.topics.insert(resp.topics.end(), denied.begin(), denied.end());
   };
-  if (allowed.topics.empty() && !denied.empty()) {
-    Resp resp;
-    finish(resp);
-    return Reply(call.conn, call.header, resp);
-  }
-  ctx.groups->OffsetCommit(allowed, call.header.api_version, AnswerOnLoop<Resp>(ctx, call, finish));
+  AskCoordinator<Resp>(ctx, call, allowed.topics.empty() && !denied.empty(), finish,
+                       [&](GroupCoordinator::Done<Resp> done) {
+                         ctx.groups->OffsetCommit(allowed, call.header.api_version,
+                                                  std::move(done));
+                       });
 }
 
 namespace {
@@ -272,23 +305,30 @@ namespace {
 // of `topics` (each partition TOPIC_AUTHORIZATION_FAILED); with every topic asked for (null)
 // the coordinator's answer is filtered instead (FilterFetched).
 using FetchTopics = std::optional<std::vector<kafka::OffsetFetchRequest::Topic>>;
+
+// A topic of an OffsetFetch answered with `error` on each partition asked for.
+kafka::OffsetFetchResponse::Topic FetchError(const kafka::OffsetFetchRequest::Topic& t,
+                                             ErrorCode error) {
+  kafka::OffsetFetchResponse::Topic o;
+  o.name = t.name;
+  for (int32_t p : t.partition_indexes) {
+    kafka::OffsetFetchResponse::Partition part;
+    part.partition_index = p;
+    part.committed_offset = -1;
+    part.metadata = "";
+    part.error_code = error;
+    o.partitions.push_back(std::move(part));
+  }
+  return o;
+}
+
 std::optional<std::vector<kafka::OffsetFetchResponse::Topic>> AuthorizeFetch(
     const Access& access, const std::string& group, FetchTopics& topics) {
   if (!GroupAllowed(access, group, AclOperation::kDescribe)) return std::nullopt;
   std::vector<kafka::OffsetFetchResponse::Topic> out;
   if (!topics.has_value()) return out;
   for (const auto& t : TakeDenied(access, *topics, AclOperation::kDescribe)) {
-    kafka::OffsetFetchResponse::Topic o;
-    o.name = t.name;
-    for (int32_t p : t.partition_indexes) {
-      kafka::OffsetFetchResponse::Partition part;
-      part.partition_index = p;
-      part.committed_offset = -1;
-      part.metadata = "";
-      part.error_code = ErrorCode::kTopicAuthorizationFailed;
-      o.partitions.push_back(std::move(part));
-    }
-    out.push_back(std::move(o));
+    out.push_back(FetchError(t, ErrorCode::kTopicAuthorizationFailed));
   }
   return out;
 }
@@ -319,17 +359,7 @@ void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchR
       if (version < 2 && req.topics.has_value()) {
         // v0-1 have no group error: every partition carries it.
         for (const auto& t : *req.topics) {
-          Resp::Topic o;
-          o.name = t.name;
-          for (int32_t p : t.partition_indexes) {
-            Resp::Partition part;
-            part.partition_index = p;
-            part.committed_offset = -1;
-            part.metadata = "";
-            part.error_code = ErrorCode::kGroupAuthorizationFailed;
-            o.partitions.push_back(std::move(part));
-          }
-          resp.topics.push_back(std::move(o));
+          resp.topics.push_back(FetchError(t, ErrorCode::kGroupAuthorizationFailed));
         }
       }
       return Reply(call.conn, call.header, resp);
@@ -369,12 +399,10 @@ void HandleOffsetFetch(Context& ctx, const Call& call, const kafka::OffsetFetchR
     }
     r.groups.insert(r.groups.end(), refused.begin(), refused.end());
   };
-  if (allowed.groups.empty()) {
-    Resp resp;
-    finish(resp);
-    return Reply(call.conn, call.header, resp);
-  }
-  ctx.groups->OffsetFetch(allowed, version, AnswerOnLoop<Resp>(ctx, call, finish));
+  AskCoordinator<Resp>(ctx, call, allowed.groups.empty(), finish,
+                       [&](GroupCoordinator::Done<Resp> done) {
+                         ctx.groups->OffsetFetch(allowed, version, std::move(done));
+                       });
 }
 
 // ListGroups: every group with DESCRIBE on the cluster, else those it may DESCRIBE.
@@ -398,18 +426,8 @@ void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeG
   using Resp = kafka::DescribeGroupsResponse;
   const Access access = AccessOf(ctx, call);
   kafka::DescribeGroupsRequest allowed = req;
-  std::vector<Resp::Group> refused;
-  allowed.groups.clear();
-  for (const std::string& g : req.groups) {
-    if (GroupAllowed(access, g, AclOperation::kDescribe)) {
-      allowed.groups.push_back(g);
-      continue;
-    }
-    Resp::Group r;
-    r.group_id = g;
-    r.error_code = ErrorCode::kGroupAuthorizationFailed;
-    refused.push_back(std::move(r));
-  }
+  std::vector<Resp::Group> refused =
+      RefuseGroups<Resp::Group>(access, req.groups, AclOperation::kDescribe, &allowed.groups);
   const bool ops = req.include_authorized_operations;
   auto finish = [access, refused, ops](Resp& r) {
     if (ops && !access.everything()) {
@@ -419,13 +437,11 @@ void HandleDescribeGroups(Context& ctx, const Call& call, const kafka::DescribeG
     }
     r.groups.insert(r.groups.end(), refused.begin(), refused.end());
   };
-  if (allowed.groups.empty() && !refused.empty()) {
-    Resp resp;
-    finish(resp);
-    return Reply(call.conn, call.header, resp);
-  }
-  ctx.groups->DescribeGroups(allowed, call.header.api_version,
-                             AnswerOnLoop<Resp>(ctx, call, finish));
+  AskCoordinator<Resp>(ctx, call, allowed.groups.empty() && !refused.empty(), finish,
+                       [&](GroupCoordinator::Done<Resp> done) {
+                         ctx.groups->DescribeGroups(allowed, call.header.api_version,
+                                                    std::move(done));
+                       });
 }
 
 // DeleteGroups: DELETE on each group.
@@ -433,27 +449,16 @@ void HandleDeleteGroups(Context& ctx, const Call& call, const kafka::DeleteGroup
   using Resp = kafka::DeleteGroupsResponse;
   const Access access = AccessOf(ctx, call);
   kafka::DeleteGroupsRequest allowed = req;
-  std::vector<Resp::GroupResult> refused;
-  allowed.groups_names.clear();
-  for (const std::string& g : req.groups_names) {
-    if (GroupAllowed(access, g, AclOperation::kDelete)) {
-      allowed.groups_names.push_back(g);
-      continue;
-    }
-    Resp::GroupResult r;
-    r.group_id = g;
-    r.error_code = ErrorCode::kGroupAuthorizationFailed;
-    refused.push_back(std::move(r));
-  }
+  std::vector<Resp::GroupResult> refused = RefuseGroups<Resp::GroupResult>(
+      access, req.groups_names, AclOperation::kDelete, &allowed.groups_names);
   auto finish = [refused](Resp& r) {
     r.results.insert(r.results.end(), refused.begin(), refused.end());
   };
-  if (allowed.groups_names.empty() && !refused.empty()) {
-    Resp resp;
-    finish(resp);
-    return Reply(call.conn, call.header, resp);
-  }
-  ctx.groups->DeleteGroups(allowed, call.header.api_version, AnswerOnLoop<Resp>(ctx, call, finish));
+  AskCoordinator<Resp>(ctx, call, allowed.groups_names.empty() && !refused.empty(), finish,
+                       [&](GroupCoordinator::Done<Resp> done) {
+                         ctx.groups->DeleteGroups(allowed, call.header.api_version,
+                                                  std::move(done));
+                       });
 }
 
 // Kafka's handleTxnOffsetCommitRequest checks authorization and the partitions, then
@@ -489,13 +494,11 @@ void HandleTxnOffsetCommit(Context& ctx, const Call& call,
   auto finish = [denied](Resp& resp) {
     resp.topics.insert(resp.topics.end(), denied.begin(), denied.end());
   };
-  if (allowed.topics.empty() && !denied.empty()) {
-    Resp resp;
-    finish(resp);
-    return Reply(call.conn, call.header, resp);
-  }
-  ctx.groups->TxnOffsetCommit(allowed, call.header.api_version,
-                              AnswerOnLoop<Resp>(ctx, call, finish));
+  AskCoordinator<Resp>(ctx, call, allowed.topics.empty() && !denied.empty(), finish,
+                       [&](GroupCoordinator::Done<Resp> done) {
+                         ctx.groups->TxnOffsetCommit(allowed, call.header.api_version,
+                                                     std::move(done));
+                       });
 }
 
 }  // namespace sluice::broker::handlers

@@ -40,6 +40,10 @@ void HandleDescribeProducers(Context& ctx, const Call& call,
 void HandleApiVersions(Context& ctx, const Call& call, const kafka::ApiVersionsRequest& req);
 void HandleMetadata(Context& ctx, const Call& call, const kafka::MetadataRequest& req);
 void HandleDescribeAcls(Context& ctx, const Call& call, const kafka::DescribeAclsRequest& req);
+void HandleDescribeClientQuotas(Context& ctx, const Call& call,
+                                const kafka::DescribeClientQuotasRequest& req);
+void HandleAlterClientQuotas(Context& ctx, const Call& call,
+                             const kafka::AlterClientQuotasRequest& req);
 void HandleCreateAcls(Context& ctx, const Call& call, const kafka::CreateAclsRequest& req);
 void HandleDeleteAcls(Context& ctx, const Call& call, const kafka::DeleteAclsRequest& req);
 void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
