@@ -11,9 +11,13 @@ inter-broker listener.
    listener answers that listener's addresses; on PLAINTEXT, broker 3 (no such listener)
    is left out and a partition it leads is LISTENER_NOT_FOUND, as Kafka answers; broker 3
    is SIGKILLed and producing carries on, every acknowledged record read back in order.
-2. SASL_SSL between brokers (SCRAM-SHA-256 as `sasl.inter_broker_user`): the same produce
-   and full ISRs; then a broker whose own password for that user is wrong cannot follow
-   (its log says the leader refused it) and stays out of every ISR.
+2. SASL_SSL between brokers (SCRAM-SHA-256 as `sasl.inter_broker_user`) with Kafka's ACLs
+   on (`authorization.enabled`, the brokers' user and an admin super users): alice sees no
+   topic until the admin creates her ACLs through broker 1 (kafka-python); broker 3 then
+   shows them (DescribeAcls) and lets her see the topic (etcd's `acls` key, its watch);
+   the same produce (her records reach leaders on every broker) and full ISRs (followers
+   fetch as the super user); then a broker whose own password for that user is wrong
+   cannot follow (its log says the leader refused it) and stays out of every ISR.
 3. Refused at start: an SSL inter-broker listener without tls.ca_file; an inter-broker
    listener the broker does not have.
 
@@ -111,6 +115,42 @@ def create_topic(conf):
     fs[TOPIC].result(30)
 
 
+def kp_admin(d, addr):
+    from kafka.admin import KafkaAdminClient
+    return KafkaAdminClient(bootstrap_servers=addr, security_protocol="SASL_SSL",
+                            ssl_cafile=f"{d}/ca.pem", ssl_check_hostname=False,
+                            sasl_mechanism="SCRAM-SHA-256", sasl_plain_username="admin",
+                            sasl_plain_password="admin-secret")
+
+
+def grant_alice(d, addr):
+    """ALL on the topic and READ on every group, created through the broker at `addr`."""
+    from kafka.admin import (ACL, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePattern, ResourceType)
+    admin = kp_admin(d, addr)
+    acls = [ACL("User:alice", "*", ACLOperation.ALL, ACLPermissionType.ALLOW,
+                ResourcePattern(ResourceType.TOPIC, TOPIC, ACLResourcePatternType.LITERAL)),
+            ACL("User:alice", "*", ACLOperation.READ, ACLPermissionType.ALLOW,
+                ResourcePattern(ResourceType.GROUP, "*", ACLResourcePatternType.LITERAL))]
+    result = admin.create_acls(acls)
+    admin.close()
+    check(not result["failed"] and len(result["succeeded"]) == 2, f"create_acls: {result}")
+
+
+def describe_acls(d, addr):
+    from kafka.admin import (ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+                             ResourcePatternFilter, ResourceType)
+    admin = kp_admin(d, addr)
+    acls, error = admin.describe_acls(ACLFilter(
+        principal=None, host=None, operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                               ACLResourcePatternType.ANY)))
+    admin.close()
+    check(error.errno == 0, f"describe_acls: {error}")
+    return acls
+
+
 def cluster(sluice, etcd, d, extra, listeners_of):
     brokers = [ListenerBroker(sluice, n, etcd.endpoints_arg(), d, listeners_of(n), extra)
                for n in (1, 2, 3)]
@@ -194,16 +234,27 @@ def test_sasl_ssl(sluice, d):
         return tls_section(d, "none") + f"""sasl:
   enabled: true
   mechanisms: [SCRAM-SHA-256]
-  users: ["alice:alice-secret", "broker:{password}"]
+  users: ["alice:alice-secret", "admin:admin-secret", "broker:{password}"]
   inter_broker_user: broker
 kafka.inter_broker_listener: SASL_SSL
+authorization:
+  enabled: true
+  super_users: ["User:broker", "User:admin"]
 """
     with EtcdCluster() as etcd:
         brokers = cluster(sluice, etcd, d, extra("broker-secret"), lambda n: ["SASL_SSL"])
         try:
             start_together(brokers)
             conf = sasl_ssl_client(d, brokers[0].addr("SASL_SSL"), mtls=False)
-            create_topic(conf)
+            admin_conf = {**conf, "sasl.username": "admin", "sasl.password": "admin-secret"}
+            create_topic(admin_conf)
+            check(TOPIC not in metadata(conf).topics, "alice sees the topic without an ACL")
+            grant_alice(d, brokers[0].addr("SASL_SSL"))
+            conf3 = {**conf, "bootstrap.servers": brokers[2].addr("SASL_SSL")}
+            wait_until(lambda: TOPIC in metadata(conf3).topics, 30,
+                       "broker 3 letting alice see the topic (the ACL through etcd)")
+            check(len(describe_acls(d, brokers[2].addr("SASL_SSL"))) == 2,
+                  "broker 3's DescribeAcls")
             records, delivered = produce_and_check(conf, "sasl", 7, 1_732_000_000_000)
             expect_offsets_in_order(records, delivered)
             wait_full_isrs(conf, [1, 2, 3], "every ISR [1, 2, 3] (followers fetch over SASL_SSL)")
@@ -230,7 +281,8 @@ kafka.inter_broker_listener: SASL_SSL
                   f"broker 3 joined an ISR with a wrong password: {isrs}")
             got = ck_read_all(conf, TOPIC, PARTITIONS, len(records) + len(more))
             expect_topic("SASL_SSL cluster", records + more, got)
-            print("PASS: SASL_SSL (SCRAM) between brokers; a wrong inter-broker password is refused")
+            print("PASS: SASL_SSL (SCRAM) between brokers with ACLs kept in etcd; a wrong "
+                  "inter-broker password is refused")
         except BaseException:
             for b in brokers:
                 print(b.logs(), file=sys.stderr)
