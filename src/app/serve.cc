@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "auth/http_basic.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
 #include "broker/serve_config.h"
@@ -21,7 +22,8 @@ namespace {
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
 // The keys this root reads itself.
-constexpr std::string_view kOwnKeys[] = {"http.addr", "http.tls", "warehouse"};
+constexpr std::string_view kOwnKeys[] = {"http.addr", "http.tls", "http.auth", "http.auth_metrics",
+                                         "warehouse"};
 
 }  // namespace
 
@@ -64,6 +66,20 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   if (http_tls && http_addr == "off") {
     return InvalidArgumentError("http.tls (set in {}): the HTTP port is off (http.addr)",
                                 config.Origin("http.tls"));
+  }
+  // Who may use the HTTP port (phase D of 0019): nobody is asked (none), or HTTP Basic
+  // against the user store (basic); /metrics and /healthz too with http.auth_metrics.
+  ASSIGN_OR_RETURN(std::string http_auth, config.GetString("http.auth", "none"));
+  if (http_auth != "none" && http_auth != "basic") {
+    return InvalidArgumentError("http.auth (set in {}): '{}' is not none or basic",
+                                config.Origin("http.auth"), http_auth);
+  }
+  ASSIGN_OR_RETURN(bool http_auth_metrics, config.GetBool("http.auth_metrics", false));
+  if (http_auth_metrics && http_auth != "basic") {
+    return InvalidArgumentError(
+        "http.auth_metrics (set in {}) authenticates /metrics and /healthz with http.auth: "
+        "basic, which is not set",
+        config.Origin("http.auth_metrics"));
   }
   std::unique_ptr<ServeProcess> p(new ServeProcess());
   if (!warehouse.empty()) {
@@ -143,6 +159,14 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
           {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
     }
     HttpServerOptions http_options;
+    if (http_auth == "basic") {
+      http_options.authenticate = auth::BasicAuthenticator(p->kafka_->broker().users());
+      http_options.authenticate_metrics = http_auth_metrics;
+      if (p->kafka_->broker().users()->empty()) {
+        say("warning: http.auth is basic but the user store is empty: nobody can use the HTTP "
+            "port until a user is added (sluice user add)");
+      }
+    }
     if (http_tls) {
       http_options.tls_owner = sc.tls;
       http_options.tls_setup = [tls = sc.tls.get()](ssl_ctx_st* ctx) {

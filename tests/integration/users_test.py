@@ -165,6 +165,18 @@ def psql_as(broker, user, password):
                           capture_output=True, env=env, timeout=60)
 
 
+def http_status(broker, path, creds):
+    """The status of GET `path` on the broker's HTTP port with curl (Basic `creds`)."""
+    def line():
+        with open(broker.out_path) as f:
+            return re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", f.read())
+    port = int(wait_until(line, 30, "the HTTP port line").group(1))
+    cmd = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", f"http://127.0.0.1:{port}{path}"]
+    if creds is not None:
+        cmd += ["-u", creds]
+    return int(subprocess.run(cmd, capture_output=True, timeout=30, text=True).stdout)
+
+
 def single(sluice):
     cfg = FAST_GROUPS + f"""sasl:
   enabled: true
@@ -172,6 +184,9 @@ def single(sluice):
   users: ["admin:admin-secret"]
 query:
   users: ["analyst:analyst-secret"]
+http:
+  auth: basic
+  auth_metrics: true
 """
     broker = Broker(sluice, cfg)
     try:
@@ -199,6 +214,11 @@ query:
         p = psql_as(broker, "analyst", "analyst-secret")
         check(p.returncode == 0, f"psql as analyst: {p.stderr!r}")
         check(can_login(broker, "SCRAM-SHA-256", "analyst", "analyst-secret"), "analyst on Kafka")
+        # The HTTP port too (http.auth: basic, auth_metrics: /metrics and /healthz ask).
+        check(http_status(broker, "/metrics", "bob:bob-1") == 200, "bob on the HTTP port")
+        for creds in (None, "bob:wrong", "nobody:bob-1", "bob:"):
+            check(http_status(broker, "/metrics", creds) == 401, f"HTTP as {creds}")
+        check(http_status(broker, "/healthz", None) == 401, "/healthz without credentials")
         # passwd: the old password fails, the new one works, SHA-256 only now.
         p = user_cmd(sluice, broker, "passwd", "bob", "--mechanism", "SCRAM-SHA-256",
                      password="bob-2")
@@ -251,8 +271,8 @@ query:
             check("with two passwords" in str(e), f"two passwords: {e}")
     finally:
         broker.cleanup()
-    print("PASS: sluice user add/passwd/remove/list; SCRAM-SHA-512, PLAIN, psql on one store; "
-          "durable and private")
+    print("PASS: sluice user add/passwd/remove/list; SCRAM-SHA-512, PLAIN, psql, HTTP Basic on "
+          "one store; durable and private")
 
 
 def cluster(sluice):
