@@ -38,14 +38,9 @@ bool Access::Allows(ResourceType type, std::string_view name, AclOperation op) c
 bool Access::AllowsAny(ResourceType type, AclOperation op) const {
   if (none_) return false;
   if (acls_ == nullptr) return true;
-  // With allow.everyone.if.no.acl.found a type no ACL names is open (Kafka's
-  // authorizeByResourceType does the same).
-  if (allow_if_no_acl_) {
-    const bool named =
-        std::any_of(acls_->bindings().begin(), acls_->bindings().end(),
-                    [&](const auth::AclBinding& b) { return b.resource_type == type; });
-    if (!named) return true;
-  }
+  // Kafka's authorizeByResourceType first asks for a name nobody names ("hardcode"): a
+  // wildcard ALLOW, or allow.everyone.if.no.acl.found with no ACL applying to it, allows.
+  if (Allows(type, "hardcode", op)) return true;
   return acls_->AuthorizeAny(principal_, host_, type, op);
 }
 

@@ -21,6 +21,7 @@
 #include "broker/meta_files.h"
 #include "broker/metadata_controller.h"
 #include "broker/replica_manager.h"
+#include "broker/replica_state.h"
 #include "broker/shards.h"
 #include "broker/txn_cluster.h"
 #include "broker/txn_coordinator.h"
@@ -482,6 +483,37 @@ void Broker::Drain() {
 // ---------------------------------------------------------------------------------------
 // Requests
 
+namespace {
+
+enum class QuotaExemption { kNone, kRequestTime, kAll };
+
+// What client quotas leave alone, as Kafka does: the brokers' own requests (a follower's
+// Fetch and OffsetForLeaderEpoch, WriteTxnMarkers, AddPartitionsToTxn v4+) entirely, and
+// an acks=0 produce's request time (its bytes count).
+QuotaExemption ExemptionOf(const kafka::RequestHeader& h, const kafka::AnyRequest& body) {
+  switch (static_cast<ApiKey>(h.api_key)) {
+    case ApiKey::kFetch:
+      return replica::FetchReplicaId(std::get<kafka::FetchRequest>(body), h.api_version) >= 0
+                 ? QuotaExemption::kAll
+                 : QuotaExemption::kNone;
+    case ApiKey::kOffsetForLeaderEpoch:
+      return std::get<kafka::OffsetForLeaderEpochRequest>(body).replica_id >= 0
+                 ? QuotaExemption::kAll
+                 : QuotaExemption::kNone;
+    case ApiKey::kWriteTxnMarkers:
+      return QuotaExemption::kAll;
+    case ApiKey::kAddPartitionsToTxn:
+      return h.api_version >= 4 ? QuotaExemption::kAll : QuotaExemption::kNone;
+    case ApiKey::kProduce:
+      return std::get<kafka::ProduceRequest>(body).acks == 0 ? QuotaExemption::kRequestTime
+                                                             : QuotaExemption::kNone;
+    default:
+      return QuotaExemption::kNone;
+  }
+}
+
+}  // namespace
+
 void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint8_t> frame) {
   handlers::Context& ctx = *context_;
   if (handlers::SaslTakesRawToken(ctx, conn, frame)) return;
@@ -502,7 +534,8 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
         conn->Close();
         return;
       }
-      if (!ctx.quotas->active()) {
+      const QuotaExemption exempt = ExemptionOf(h, out.request->body);
+      if (!ctx.quotas->active() || exempt == QuotaExemption::kAll) {
         handler(ctx, handlers::Call{conn, owned, h}, out.request->body);
         return;
       }
@@ -515,6 +548,10 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
       if (h.api_key == static_cast<int16_t>(ApiKey::kProduce)) {
         conn->ThrottleAfterResponse(quotas.Record(ClientQuotas::Kind::kProduce, user, client_id,
                                                   static_cast<double>(owned->size())));
+      }
+      if (exempt == QuotaExemption::kRequestTime) {
+        handler(ctx, handlers::Call{conn, owned, h}, out.request->body);
+        return;
       }
       conn->ThrottleAfterResponse(quotas.Record(ClientQuotas::Kind::kRequest, user, client_id, 0));
       const auto start = std::chrono::steady_clock::now();

@@ -105,6 +105,15 @@ Result<std::vector<std::pair<QuotaEntity, QuotaValues>>> QuotaSet::Describe(
     if (c.match_type == 0 && !c.match.has_value()) {
       return InvalidArgumentError("An exact match for {} needs a name", c.entity_type);
     }
+    if (c.match_type != 0 && c.match.has_value()) {
+      return InvalidArgumentError(
+          "Request specified MATCH_TYPE_{}, but also specified a match string",
+          c.match_type == 1 ? "DEFAULT" : "SPECIFIED");
+    }
+  }
+  if (types.count("ip") != 0 && types.size() > 1) {
+    return InvalidArgumentError("Invalid entity filter component combination: ip and {}",
+                                types.count(std::string(kUser)) != 0 ? kUser : kClientId);
   }
   std::vector<std::pair<QuotaEntity, QuotaValues>> out;
   for (const auto& [entity, values] : entries_) {
@@ -308,20 +317,33 @@ ClientQuotas::ClientQuotas(std::shared_ptr<QuotaStore> store, Clock* clock)
 
 int64_t ClientQuotas::Record(Kind kind, const std::string& user, const std::string& client_id,
                              double amount) {
-  if (!store_->any()) return 0;
+  return Take(kind, user, client_id, amount).throttle_ms;
+}
+
+ClientQuotas::Quote ClientQuotas::Check(Kind kind, const std::string& user,
+                                        const std::string& client_id) {
+  return Take(kind, user, client_id, 0);
+}
+
+ClientQuotas::Quote ClientQuotas::Take(Kind kind, const std::string& user,
+                                       const std::string& client_id, double amount) {
+  if (!store_->any()) return {};
   const std::string_view key = kind == Kind::kProduce ? kProducerByteRate
                                : kind == Kind::kFetch ? kConsumerByteRate
                                                       : kRequestPercentage;
   QuotaEntity entity;
   const std::optional<double> quota = store_->Current()->Resolve(key, user, client_id, &entity);
-  if (!quota.has_value()) return 0;
+  if (!quota.has_value()) return {};
   // A request percentage is of one thread: 100 is one thread's whole second, in ms.
   const double rate = kind == Kind::kRequest ? *quota * 10.0 : *quota;
   const int64_t now = clock_->NowMillis();
   std::lock_guard lock(mu_);
   if (now - last_sweep_ms_ > 60'000) {
-    // Buckets idle for a minute are full again: forget them.
-    std::erase_if(buckets_, [&](const auto& b) { return now - b.second.last_ms > 60'000; });
+    // Buckets full again (whatever debt they had is paid) are as good as new: forget them.
+    std::erase_if(buckets_, [&](const auto& b) {
+      const Bucket& x = b.second;
+      return x.tokens + static_cast<double>(now - x.last_ms) / 1000.0 * x.rate >= x.rate;
+    });
     last_sweep_ms_ = now;
   }
   auto [it, fresh] = buckets_.try_emplace({kind, entity});
@@ -335,9 +357,13 @@ int64_t ClientQuotas::Record(Kind kind, const std::string& user, const std::stri
   b.tokens = std::min(rate, b.tokens + elapsed_s * rate);
   b.last_ms = now;
   b.tokens -= amount;
-  if (b.tokens >= 0) return 0;
-  const double wait_ms = -b.tokens / rate * 1000.0;
-  return std::min<int64_t>(kMaxThrottleMs, static_cast<int64_t>(std::ceil(wait_ms)));
+  Quote q;
+  q.rate = *quota;
+  if (b.tokens >= 0) return q;
+  // Clamped before the cast: a tiny rate makes the wait overflow any integer.
+  const double wait_ms = std::min(-b.tokens / rate * 1000.0, static_cast<double>(kMaxThrottleMs));
+  q.throttle_ms = static_cast<int64_t>(std::ceil(wait_ms));
+  return q;
 }
 
 }  // namespace sluice::broker

@@ -141,8 +141,10 @@ class QuotaStore {
 class ClientQuotas {
  public:
   enum class Kind { kProduce, kFetch, kRequest };
-  // The longest one throttle lasts (a deeper debt throttles the next requests too).
-  static constexpr int64_t kMaxThrottleMs = 10'000;
+  // The longest one mute lasts (a deeper debt throttles the next requests too). Kafka
+  // does not bound it; five minutes keeps a mistaken quota from holding a connection for
+  // hours.
+  static constexpr int64_t kMaxThrottleMs = 300'000;
 
   ClientQuotas(std::shared_ptr<QuotaStore> store, Clock* clock = Clock::Real());
 
@@ -150,6 +152,13 @@ class ClientQuotas {
   // (user, client id) and returns how long its connection waits before its next request
   // (0: within its quota, or no quota applies).
   int64_t Record(Kind kind, const std::string& user, const std::string& client_id, double amount);
+  // The throttle the debt of (user, client id) calls for now, without recording, and the
+  // quota's rate per second (0: no quota applies).
+  struct Quote {
+    int64_t throttle_ms = 0;
+    double rate = 0;
+  };
+  Quote Check(Kind kind, const std::string& user, const std::string& client_id);
   bool active() const { return store_->any(); }
   QuotaStore& store() const { return *store_; }
 
@@ -159,6 +168,8 @@ class ClientQuotas {
     double rate = 0;  // per second
     int64_t last_ms = 0;
   };
+  // Takes `amount` from the bucket of (kind, user, client id); the quote after.
+  Quote Take(Kind kind, const std::string& user, const std::string& client_id, double amount);
   const std::shared_ptr<QuotaStore> store_;
   Clock* const clock_;
   std::mutex mu_;

@@ -122,7 +122,9 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
         found = nullptr;
         out.error_code = ErrorCode::kTopicAuthorizationFailed;
       } else if (found == nullptr) {
-        const bool auto_create = version < 4 || req.allow_auto_topic_creation;
+        // Kafka asks for CREATE only where it would create (auto.create.topics.enable).
+        const bool auto_create =
+            ctx.options.auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
         out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                             : ErrorCode::kInvalidTopicException;
         if (auto_create && !may_create_any &&

@@ -116,12 +116,15 @@ void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::Fetc
     tout.topic_id = want.topic_id;
     const MetadataSnapshot::Topic* info =
         version >= 13 ? meta.FindById(want.topic_id) : meta.Find(want.topic);
-    const bool allowed = replica_id >= 0
-                             ? replica_allowed
-                             : access.Allows(auth::ResourceType::kTopic,
-                                             info != nullptr ? std::string_view(info->info.name)
-                                                             : std::string_view(want.topic),
-                                             auth::AclOperation::kRead);
+    // An unknown topic id is UNKNOWN_TOPIC_ID before any check (ids are not secret: a
+    // consumer whose topic was recreated must learn to refresh its metadata).
+    bool allowed = replica_allowed;
+    if (replica_id < 0 && !(version >= 13 && info == nullptr)) {
+      allowed = access.Allows(
+          auth::ResourceType::kTopic,
+          info != nullptr ? std::string_view(info->info.name) : std::string_view(want.topic),
+          auth::AclOperation::kRead);
+    }
     read.push_back(info != nullptr && allowed);
     for (const auto& fp : want.partitions) {
       kafka::FetchResponse::PartitionData out;
@@ -365,9 +368,28 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
     ReplyFetch(ctx, false, conn, h, resp, {});
     return;
   }
-  auto shared = std::make_shared<const kafka::FetchRequest>(req);
-  if (replica::FetchReplicaId(req, h.api_version) >= 0 && req.max_wait_ms > 0 &&
-      req.min_bytes > 0 && !ctx.draining.load()) {
+  const bool replica = replica::FetchReplicaId(req, h.api_version) >= 0;
+  auto mutable_req = std::make_shared<kafka::FetchRequest>(req);
+  if (!replica && ctx.quotas->active()) {
+    // A consumer over its consumer_byte_rate gets nothing until its debt is paid (Kafka's
+    // throttled response: no data, the throttle time); within it, a response holds at most
+    // a second of its quota (Kafka caps it at its quota window), past the first batch.
+    const ClientQuotas::Quote q =
+        ctx.quotas->Check(ClientQuotas::Kind::kFetch, QuotaUser(*conn), h.client_id.value_or(""));
+    if (q.throttle_ms > 0) {
+      conn->ThrottleAfterResponse(q.throttle_ms);
+      kafka::FetchResponse resp;
+      resp.session_id = 0;
+      ReplyFetch(ctx, false, conn, h, resp, {});
+      return;
+    }
+    if (q.rate > 0) {
+      const int32_t budget = static_cast<int32_t>(std::min<double>(q.rate, INT32_MAX));
+      mutable_req->max_bytes = req.max_bytes > 0 ? std::min(req.max_bytes, budget) : budget;
+    }
+  }
+  std::shared_ptr<const kafka::FetchRequest> shared = std::move(mutable_req);
+  if (replica && req.max_wait_ms > 0 && req.min_bytes > 0 && !ctx.draining.load()) {
     // A follower's fetch usually waits (it asks for what comes after what it has): it is
     // a long poll from the first look, which registers it where it read nothing, instead
     // of a first look and a second to register (0018, "replperf").

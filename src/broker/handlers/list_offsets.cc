@@ -194,20 +194,19 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
   st->replica_id = req.replica_id;
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
-  // A follower (replica id >= 0) needs CLUSTER_ACTION, a consumer DESCRIBE on each topic.
+  // Kafka: CLUSTER_ACTION (a follower's), or DESCRIBE on each topic; else
+  // TOPIC_AUTHORIZATION_FAILED.
   const Access access = AccessOf(ctx, call);
-  const bool replica_denied =
-      req.replica_id >= 0 && !access.AllowsCluster(auth::AclOperation::kClusterAction);
+  const bool cluster_action = access.AllowsCluster(auth::AclOperation::kClusterAction);
   for (size_t t = 0; t < req.topics.size(); ++t) {
     const auto& want = req.topics[t];
     kafka::OffsetForLeaderEpochResponse::Topic tout;
     tout.topic = want.topic;
     const MetadataSnapshot::Topic* info = meta.Find(want.topic);
-    const ErrorCode denied =
-        replica_denied ? ErrorCode::kClusterAuthorizationFailed
-        : access.Allows(auth::ResourceType::kTopic, want.topic, auth::AclOperation::kDescribe)
-            ? ErrorCode::kNone
-            : ErrorCode::kTopicAuthorizationFailed;
+    const ErrorCode denied = cluster_action || access.Allows(auth::ResourceType::kTopic, want.topic,
+                                                             auth::AclOperation::kDescribe)
+                                 ? ErrorCode::kNone
+                                 : ErrorCode::kTopicAuthorizationFailed;
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       const auto& p = want.partitions[i];
       kafka::OffsetForLeaderEpochResponse::Partition out;

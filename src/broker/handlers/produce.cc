@@ -331,7 +331,12 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   // Kafka's checks: WRITE on each topic; WRITE on the transactional id when a batch is
   // transactional (the whole request refused without it).
   const Access access = AccessOf(ctx, call);
-  std::optional<bool> txn_id_allowed;
+  // A request naming a transactional id it may not WRITE is refused whole, before any
+  // topic is looked at (Kafka's order).
+  const bool txn_id_allowed = !req.transactional_id.has_value() ||
+                              access.Allows(auth::ResourceType::kTransactionalId,
+                                            *req.transactional_id, auth::AclOperation::kWrite);
+  if (!txn_id_allowed) txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed, kTxnIdDenied};
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     const auto& topic = req.topic_data[t];
     const MetadataSnapshot::Topic* info = meta.Find(topic.name);
@@ -393,15 +398,11 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
         continue;
       }
       if (batch_info.transactional) {
-        if (req.transactional_id.has_value() && !txn_id_allowed.has_value()) {
-          txn_id_allowed = access.Allows(auth::ResourceType::kTransactionalId,
-                                         *req.transactional_id, auth::AclOperation::kWrite);
-        }
         if (!req.transactional_id.has_value()) {
           // Kafka answers the whole request so (KafkaApis.handleProduceRequest).
           txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed,
                          "a transactional batch needs the request's transactional id"};
-        } else if (!*txn_id_allowed) {
+        } else if (!txn_id_allowed) {
           txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed, kTxnIdDenied};
         } else if (txn_pid >= 0 && txn_pid != batch_info.producer_id) {
           txn_refusal = {ErrorCode::kInvalidProducerIdMapping,
@@ -457,8 +458,19 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
     targets.clear();
   }
   // acks=0: nothing is answered, and the next request may come (the owners take this
-  // one's appends first: each loop runs its posts in order).
-  if (pending->acks0) conn->FinishRequest();
+  // one's appends first: each loop runs its posts in order). A refusal known now closes
+  // the connection instead, as Kafka does, so that the client notices.
+  if (pending->acks0) {
+    bool refused = false;
+    for (const auto& t : resp.responses) {
+      for (const auto& p : t.partition_responses) refused |= p.error_code != ErrorCode::kNone;
+    }
+    if (refused) {
+      conn->Close();
+    } else {
+      conn->FinishRequest();
+    }
+  }
   if (targets.empty()) {
     PendingProduce::Release(pending);
     return;

@@ -66,7 +66,14 @@ TEST(AuthorizerTest, AllowEveryoneIfNoAclFoundOpensOnlyUnnamedResources) {
   EXPECT_TRUE(bob.Allows(ResourceType::kTopic, "public", AclOperation::kWrite));
   EXPECT_FALSE(bob.Allows(ResourceType::kTopic, "secret", AclOperation::kRead));
   EXPECT_TRUE(bob.AllowsAny(ResourceType::kGroup, AclOperation::kRead));  // no group ACL at all
-  EXPECT_FALSE(bob.AllowsAny(ResourceType::kTopic, AclOperation::kWrite));
+  // Kafka's authorizeByResourceType: some topic is open to bob (those no ACL names), so an
+  // idempotent producer may start.
+  EXPECT_TRUE(bob.AllowsAny(ResourceType::kTopic, AclOperation::kWrite));
+  o.allow_everyone_if_no_acl_found = false;
+  Authorizer closed(
+      o, StoreWith({Allow(ResourceType::kTopic, "secret", "User:alice", AclOperation::kRead)}));
+  EXPECT_FALSE(
+      closed.For("User:bob", "10.0.0.1").AllowsAny(ResourceType::kTopic, AclOperation::kWrite));
 }
 
 TEST(AuthorizerTest, AnAclChangeCountsForTheNextRequestNotTheOneInFlight) {

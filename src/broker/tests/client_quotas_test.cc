@@ -196,6 +196,10 @@ TEST(ClientQuotasTest, DescribeFiltersAsKafka) {
            {{{"user", 7, std::nullopt}}, "Unknown match type 7"},
            {{{"topic", 2, std::nullopt}}, "Custom entity type 'topic' not supported"},
            {{{"user", 0, std::nullopt}}, "An exact match for user needs a name"},
+           {{{"user", 2, "alice"}}, "MATCH_TYPE_SPECIFIED, but also specified a match string"},
+           {{{"user", 1, "alice"}}, "MATCH_TYPE_DEFAULT, but also specified a match string"},
+           {{{"ip", 2, std::nullopt}, {"user", 2, std::nullopt}},
+            "Invalid entity filter component combination"},
        }) {
     auto r = set.Describe(c, false);
     ASSERT_FALSE(r.ok()) << why;
@@ -216,12 +220,23 @@ TEST(ClientQuotasTest, ABucketGivesOneSecondAndThrottlesTheDebt) {
   EXPECT_EQ(q.Record(K::kProduce, "alice", "c", 100), 100);
   clock.Advance(60'000);
   EXPECT_EQ(q.Record(K::kProduce, "alice", "other-client", 1000), 0);  // one user, one bucket
-  EXPECT_EQ(q.Record(K::kProduce, "alice", "c", 30'000), ClientQuotas::kMaxThrottleMs);
+  EXPECT_EQ(q.Record(K::kProduce, "alice", "c", 30'000), 30'000);      // 30 s of debt: 30 s
+  EXPECT_EQ(q.Check(K::kProduce, "alice", "c").throttle_ms, 30'000);
+  EXPECT_EQ(q.Check(K::kProduce, "alice", "c").rate, 1000);
+  clock.Advance(61'000);
+  EXPECT_EQ(q.Record(K::kProduce, "alice", "c", 0), 0);  // paid, not forgotten in debt
+  EXPECT_EQ(q.Record(K::kProduce, "alice", "c", 1e12), ClientQuotas::kMaxThrottleMs);
   EXPECT_EQ(q.Record(K::kProduce, "bob", "c", 1e9), 0);  // no quota for bob's bytes
   EXPECT_EQ(q.Record(K::kFetch, "alice", "c", 1e9), 0);
   // request_percentage 50: half a thread, 500 ms of handler time per second, per user.
   EXPECT_EQ(q.Record(K::kRequest, "bob", "c", 700), 200 * 1000 / 500);
   EXPECT_EQ(q.Record(K::kRequest, "carol", "c", 400), 0);
+}
+
+TEST(ClientQuotasTest, ATinyQuotaThrottlesTheLongestNotNever) {
+  ManualClock clock;
+  ClientQuotas q(StoreWith({Set(User("tiny"), "request_percentage", 1e-300)}), &clock);
+  EXPECT_EQ(q.Record(ClientQuotas::Kind::kRequest, "tiny", "c", 5), ClientQuotas::kMaxThrottleMs);
 }
 
 }  // namespace
