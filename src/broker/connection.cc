@@ -17,8 +17,12 @@ namespace {
 
 const Logger kLog("broker");
 
-// Reads per readiness event before yielding to the other fds of the loop.
-constexpr int kReadsPerEvent = 64;
+// What one readiness event may read before yielding to the other fds of the loop: a byte
+// budget, and a cap on reads. A TLS read returns one record's bytes, and a client may send
+// one small record per Kafka record (librdkafka: a 256-byte value is a TLS record): a
+// budget of 64 reads then yielded every ~9 KB, a trip through the loop each time.
+constexpr size_t kBytesPerEvent = 1 << 20;
+constexpr int kReadsPerEvent = 4096;
 // iovecs per sendmsg (well under IOV_MAX).
 constexpr size_t kMaxIov = 64;
 // Bytes per sendfile call (Linux sends at most about 2 GiB anyway).
@@ -120,7 +124,9 @@ bool Connection::ReadOk(const net::IoResult& r) {
 void Connection::ReadFrames() {
   // Kafka reads the same way: the 4 size bytes, then exactly the frame, so nothing past
   // the current request is ever taken from the socket while the connection is muted.
-  for (int reads = 0; reads < kReadsPerEvent && !closed() && !paused(); ++reads) {
+  size_t bytes = 0;
+  for (int reads = 0; reads < kReadsPerEvent && bytes < kBytesPerEvent && !closed() && !paused();
+       ++reads) {
     if (size_got_ < sizeof(size_bytes_)) {
       net::IoResult r = transport_->Read(size_bytes_ + size_got_, sizeof(size_bytes_) - size_got_);
       if (!ReadOk(r)) return;
@@ -151,6 +157,7 @@ void Connection::ReadFrames() {
       net::IoResult r = transport_->Read(frame_.data() + frame_got_, want);
       if (!ReadOk(r)) return;
       frame_got_ += r.bytes;
+      bytes += r.bytes;
     }
     if (frame_got_ < frame_size_) continue;
 
