@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 
 #include "base/logging.h"
@@ -253,19 +254,39 @@ void Connection::FinishRequest() {
   EndRequest();
 }
 
+namespace {
+
+int64_t SteadyMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Connection::ThrottleAfterResponse(int64_t ms) {
+  if (ms <= 0) return;
+  throttle_until_ms_ = std::max(throttle_until_ms_, SteadyMs() + ms);
+}
+
+int64_t Connection::pending_throttle_ms() const {
+  return throttle_until_ms_ == 0 ? 0 : std::max<int64_t>(0, throttle_until_ms_ - SteadyMs());
+}
+
 void Connection::EndRequest() {
   in_request_ = false;
-  if (throttle_ms_ > 0) {
+  const int64_t throttle_ms = pending_throttle_ms();
+  throttle_until_ms_ = 0;
+  if (throttle_ms > 0) {
     // Over a quota: nothing more is read for that long (Kafka's muted channel, KIP-219).
     throttled_ = true;
-    loop_->RunAfter(throttle_ms_, [weak = weak_from_this()] {
+    loop_->RunAfter(throttle_ms, [weak = weak_from_this()] {
       auto self = weak.lock();
       if (self == nullptr || self->closed()) return;
       self->throttled_ = false;
       self->UpdateInterest();
       self->MaybeReadBuffered();
     });
-    throttle_ms_ = 0;
   }
   UpdateInterest();
   MaybeReadBuffered();

@@ -130,11 +130,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // such a connection). The loop's thread.
   Result<std::string> Principal();
   void SetPrincipal(std::string principal) { principal_ = std::move(principal); }
-  // Client quotas (docs/design/0019-security.md, phase F): once this request's response
-  // is written (or the request finished without one), nothing more is read for `ms`; the
-  // largest asked for counts. The loop's thread.
-  void ThrottleAfterResponse(int64_t ms) { throttle_ms_ = std::max(throttle_ms_, ms); }
-  int64_t pending_throttle_ms() const { return throttle_ms_; }
+  // Client quotas (docs/design/0019-security.md, phase F): nothing more is read until `ms`
+  // from now (the latest asked for counts), and not before this request's response is
+  // written (or the request finished without one): the time a request spends in flight
+  // (a long poll, acks=all) is credited against its throttle. The loop's thread.
+  void ThrottleAfterResponse(int64_t ms);
+  // What is left of the throttle now (0: none), for the response's throttle_time_ms.
+  int64_t pending_throttle_ms() const;
   void Close();
 
   bool closed() const { return fd_ < 0; }
@@ -189,7 +191,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::vector<uint8_t> frame_;
   bool in_request_ = false;  // a frame is with the handler or its response is being written
   bool throttled_ = false;   // over a quota: not reading until its timer
-  int64_t throttle_ms_ = 0;  // the throttle after the current request
+  // Steady-clock ms until which nothing is read after the current request (0: none).
+  int64_t throttle_until_ms_ = 0;
 
   // Output: one response.
   uint8_t out_size_[4] = {};
