@@ -196,6 +196,15 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   b->authorizer_ = std::make_unique<Authorizer>(o.authorization, std::move(acls));
   b->quotas_ = std::make_unique<ClientQuotas>(std::move(quota_store));
   if (o.authorization.enabled) {
+    // Without SASL or client certificates every client is User:ANONYMOUS: a super user
+    // other than that can never connect.
+    bool authenticates = o.sasl.enabled;
+    for (const KafkaListener& l : o.listeners) authenticates |= l.tls();
+    if (!authenticates) {
+      SLUICE_LOG(kLog, kWarn,
+                 "authorization is on but no listener authenticates clients (no SASL, no SSL): "
+                 "every client is User:ANONYMOUS and only ACLs for it apply");
+    }
     SLUICE_LOG(kLog, kInfo, "authorization on: {} ACL bindings, super users [{}]{}",
                b->authorizer_->acls().Current()->bindings().size(),
                fmt::join(o.authorization.super_users, ", "),

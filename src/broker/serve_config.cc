@@ -480,6 +480,13 @@ Status ReadAuthorization(const Config& config, ServeConfig* out) {
           "User:admin",
           config.Origin("authorization.super_users"), p);
     }
+    // A comma may be part of a certificate's name, but not before a second principal.
+    if (p.find(",User:") != std::string::npos || p.find(", User:") != std::string::npos) {
+      return InvalidArgumentError(
+          "authorization.super_users (set in {}): '{}' looks like several principals: separate "
+          "them with ';' (Kafka's super.users) or write a YAML list",
+          config.Origin("authorization.super_users"), p);
+    }
   }
   a.super_users = std::move(supers);
   if (!a.enabled) {

@@ -1,7 +1,11 @@
 #include "cli/admin_connection.h"
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <string>
+
+#include "base/strings.h"
 
 namespace sluice::cli {
 namespace {
@@ -28,7 +32,8 @@ Result<std::unique_ptr<broker::InterBrokerConnection>> ConnectAdmin(const AdminC
   if (port <= 0 || port > 65535) {
     return InvalidArgumentError("--bootstrap '{}' is not HOST:PORT", bootstrap);
   }
-  const std::string& p = f.security_protocol;
+  std::string p = AsciiUpper(f.security_protocol);
+  if (p.empty()) p = f.sasl_user.empty() ? "PLAINTEXT" : "SASL_PLAINTEXT";
   if (p != "PLAINTEXT" && p != "SSL" && p != "SASL_PLAINTEXT" && p != "SASL_SSL") {
     return InvalidArgumentError(
         "--security-protocol '{}' is not PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", p);
@@ -62,7 +67,15 @@ Result<std::vector<uint8_t>> AskRaw(broker::InterBrokerConnection& conn, kafka::
                                     const std::string& client_id,
                                     const std::function<void(kafka::Writer&)>& encode,
                                     size_t* body_at) {
-  return conn.RoundTrip(api, 0, client_id, encode, kTimeoutMs, kMaxAnswerBytes, body_at);
+  auto answer = conn.RoundTrip(api, 0, client_id, encode, kTimeoutMs, kMaxAnswerBytes, body_at);
+  if (!answer.ok() && answer.status().message().find("connection closed") != std::string::npos) {
+    // A SASL listener closes a connection whose first request is not SASL's.
+    return Status(answer.status().code(),
+                  fmt::format("{} (the broker closed the connection: does this listener want "
+                              "SASL or TLS? see --security-protocol and --sasl-user)",
+                              answer.status().message()));
+  }
+  return answer;
 }
 
 }  // namespace sluice::cli

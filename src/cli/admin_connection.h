@@ -16,8 +16,9 @@ namespace sluice::cli {
 
 struct AdminConnectionFlags {
   std::string bootstrap;  // HOST:PORT; default $SLUICE_KAFKA_ADDR or 127.0.0.1:9092
-  // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
-  std::string security_protocol = "PLAINTEXT";
+  // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (any case); "" : SASL_PLAINTEXT with a
+  // --sasl-user, else PLAINTEXT.
+  std::string security_protocol;
   std::string ca_file, cert_file, key_file;  // SSL
   std::string sasl_mechanism = "SCRAM-SHA-256";
   std::string sasl_user;  // its password from $SLUICE_SASL_PASSWORD

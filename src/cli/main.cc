@@ -508,7 +508,8 @@ int main(int argc, char** argv) {
     c->add_option("--bootstrap", f->bootstrap,
                   "the broker HOST:PORT (default $SLUICE_KAFKA_ADDR, else 127.0.0.1:9092)");
     c->add_option("--security-protocol", f->security_protocol,
-                  "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default PLAINTEXT)");
+                  "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default PLAINTEXT, or "
+                  "SASL_PLAINTEXT with --sasl-user)");
     c->add_option("--ca-file", f->ca_file, "SSL: the CA the broker's certificate chains to");
     c->add_option("--cert-file", f->cert_file, "SSL: this client's certificate");
     c->add_option("--key-file", f->key_file, "SSL: this client's key");

@@ -31,6 +31,12 @@ Result<std::vector<std::pair<std::string, std::optional<std::string>>>> EntityOf
   if (f.client_id.has_value() && f.default_client_id) {
     return InvalidArgumentError("give --client-id or --default-client-id, not both");
   }
+  if (f.user.has_value() && f.user->starts_with("User:")) {
+    return InvalidArgumentError(
+        "--user takes the user's name ('{}'), not its principal '{}' (quotas name users as "
+        "Kafka's kafka-configs --entity-name does)",
+        f.user->substr(5), *f.user);
+  }
   std::vector<std::pair<std::string, std::optional<std::string>>> parts;
   if (f.user.has_value() || f.default_user) parts.emplace_back("user", f.user);
   if (f.client_id.has_value() || f.default_client_id) parts.emplace_back("client-id", f.client_id);

@@ -554,6 +554,8 @@ TEST(ServeConfigTest, BadAuthorizationKeysSayWhatIsWrong) {
             "'admin' is not a principal TYPE:NAME"},
            {"authorization: {enabled: true, super_users: 'User:a;:b'}\n",
             "':b' is not a principal"},
+           {"authorization: {enabled: true, super_users: 'User:admin,User:alice'}\n",
+            "looks like several principals: separate them with ';'"},
            {"authorization: {super_users: ['User:admin']}\n",
             "authorization.super_users (set in sluice.yaml:1) has no effect without "
             "authorization.enabled: true"},
