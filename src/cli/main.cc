@@ -555,13 +555,17 @@ int main(int argc, char** argv) {
     c->add_option("--client-id", quota_flags.client_id, "the client id");
     c->add_flag("--default-client-id", quota_flags.default_client_id,
                 "every client id without its own quota");
-    if (settings != nullptr) c->add_option("settings", quota_flags.settings, settings)->required();
+    if (settings != nullptr) {
+      auto* o = c->add_option("settings", quota_flags.settings, settings);
+      if (std::string_view(name) == "set") o->required();
+    }
     return c;
   };
   auto* quota_set =
       add_quota("set", "set quotas of an entity",
                 "KEY=VALUE: producer_byte_rate, consumer_byte_rate (bytes/s), request_percentage");
-  auto* quota_remove = add_quota("remove", "remove quotas of an entity", "the keys to remove");
+  auto* quota_remove =
+      add_quota("remove", "remove quotas of an entity", "the keys to remove (none: every one)");
   auto* quota_list = add_quota("list", "the quotas set (of the entity given, else all)", nullptr);
 
   sluice::cli::TableFlags table_flags;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,17 +57,56 @@ std::string EntityText(const std::vector<std::pair<std::string, std::optional<st
   return out;
 }
 
+// The quotas set on exactly `entity` (key -> value).
+Result<std::map<std::string, double>> SetOn(
+    broker::InterBrokerConnection& conn,
+    const std::vector<std::pair<std::string, std::optional<std::string>>>& entity) {
+  kafka::DescribeClientQuotasRequest req;
+  for (const auto& [type, name] : entity) {
+    req.components.push_back({type, static_cast<int8_t>(name.has_value() ? 0 : 1), name, {}});
+  }
+  req.strict = true;
+  ASSIGN_OR_RETURN(auto resp, (Ask<kafka::DescribeClientQuotasResponse>(
+                                  conn, kafka::ApiKey::kDescribeClientQuotas, req, kClientId)));
+  if (resp.error_code != ErrorCode::kNone) {
+    return FailedPreconditionError("{} (error {})", resp.error_message.value_or("refused"),
+                                   static_cast<int>(resp.error_code));
+  }
+  std::map<std::string, double> out;
+  for (const auto& e :
+       resp.entries.value_or(std::vector<kafka::DescribeClientQuotasResponse::Entry>{})) {
+    for (const auto& v : e.values) out[v.key] = v.value;
+  }
+  return out;
+}
+
 int Alter(const QuotaFlags& f, bool remove) {
   auto entity = EntityOf(f, true);
   if (!entity.ok()) return Fail(entity.status().message());
-  if (f.settings.empty()) {
-    return Fail(remove ? "name the quotas to remove (producer_byte_rate, ...)"
-                       : "give the quotas to set as KEY=VALUE (producer_byte_rate=1048576, ...)");
+  if (f.settings.empty() && !remove) {
+    return Fail("give the quotas to set as KEY=VALUE (producer_byte_rate=1048576, ...)");
+  }
+  auto conn = ConnectAdmin(f.connection);
+  if (!conn.ok()) return Fail(conn.status().message());
+  std::vector<std::string> settings = f.settings;
+  if (remove) {
+    // Only what is set can be removed; no key named: all of them.
+    auto set = SetOn(**conn, *entity);
+    if (!set.ok()) return Fail(set.status().message());
+    for (const std::string& k : settings) {
+      if (k.find('=') == std::string::npos && set->count(k) == 0) {
+        return Fail(fmt::format("{} has no {} quota", EntityText(*entity), k));
+      }
+    }
+    if (settings.empty()) {
+      if (set->empty()) return Fail(fmt::format("{} has no quota", EntityText(*entity)));
+      for (const auto& kv : *set) settings.push_back(kv.first);
+    }
   }
   kafka::AlterClientQuotasRequest req;
   kafka::AlterClientQuotasRequest::Entry entry;
   for (const auto& [type, name] : *entity) entry.entity.push_back({type, name, {}});
-  for (const std::string& s : f.settings) {
+  for (const std::string& s : settings) {
     kafka::AlterClientQuotasRequest::Op op;
     op.remove = remove;
     const size_t eq = s.find('=');
@@ -90,8 +130,6 @@ int Alter(const QuotaFlags& f, bool remove) {
     entry.ops.push_back(std::move(op));
   }
   req.entries.push_back(std::move(entry));
-  auto conn = ConnectAdmin(f.connection);
-  if (!conn.ok()) return Fail(conn.status().message());
   auto resp = Ask<kafka::AlterClientQuotasResponse>(**conn, kafka::ApiKey::kAlterClientQuotas, req,
                                                     kClientId);
   if (!resp.ok()) return Fail(resp.status().message());
@@ -102,7 +140,7 @@ int Alter(const QuotaFlags& f, bool remove) {
     }
   }
   std::printf("%s %s for %s\n", remove ? "removed" : "set",
-              fmt::format("{}", fmt::join(f.settings, ", ")).c_str(), EntityText(*entity).c_str());
+              fmt::format("{}", fmt::join(settings, ", ")).c_str(), EntityText(*entity).c_str());
   return 0;
 }
 

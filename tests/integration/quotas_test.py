@@ -99,6 +99,13 @@ def cli_part(sluice, broker):
     check(p.returncode == 0 and len(p.stdout.strip().splitlines()) == 2 and "alice" in p.stdout,
           f"list alice: {p.stdout}")
 
+    expect_refused(quota_cmd(sluice, broker, "remove", "--user", "alice", "consumer_byte_rate"),
+                   "user=alice has no consumer_byte_rate quota", "removing what is not set")
+    p = quota_cmd(sluice, broker, "remove", "--user", "carol", "--client-id", "x")
+    check(p.returncode == 0 and "request_percentage" in p.stdout, f"remove all of carol/x: {p}")
+    p = quota_cmd(sluice, broker, "list")
+    check(p.returncode == 0 and len(p.stdout.strip().splitlines()) == 3 and "carol" not in p.stdout,
+          f"list after removing carol/x: {p.stdout}")
     expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "bogus=1"),
                    "Invalid configuration key bogus", "an unknown key")
     expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "producer_byte_rate=1.5"),
