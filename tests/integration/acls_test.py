@@ -45,7 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from sluice_broker import (FAST_GROUPS, Broker, TestFailure, _frame, _Reader, _recv_exact,  # noqa: E402
-                           check, raw_metadata)
+                           carr, cbytes, check, cstr, raw_metadata)
 
 import kafka.errors as Errors  # noqa: E402
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,  # noqa: E402
@@ -143,28 +143,6 @@ def string(s):
 
 def array(items):
     return i32(len(items)) + b"".join(items)
-
-
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cstr(s):
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def cbytes(b):
-    return uvarint(len(b) + 1) + b
-
-
-def carr(items):
-    return uvarint(len(items) + 1) + b"".join(items)
 
 
 def r_i64(r):

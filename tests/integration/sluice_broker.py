@@ -223,6 +223,29 @@ class _Reader:
             self.take(self.uvarint())
 
 
+# Encoders of flexible-version fields (compact strings, bytes and arrays).
+def uvarint(n):
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def cstr(s):
+    b = s.encode()
+    return uvarint(len(b) + 1) + b
+
+
+def cbytes(b):
+    return uvarint(len(b) + 1) + b
+
+
+def carr(items):
+    return uvarint(len(items) + 1) + b"".join(items)
+
+
 def _recv_exact(sock, n):
     buf = bytearray()
     while len(buf) < n:

@@ -31,33 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from records import ck_produce, ck_read_all, expect_offsets_in_order, expect_topic, make_records  # noqa: E402
 from sluice_broker import (FAST_GROUPS, Broker, TestFailure, _frame, _Reader, _recv_exact,  # noqa: E402
-                           check, kcat, wait_until)
+                           carr, cbytes, check, cstr, kcat, wait_until)
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 MECHS = "[SCRAM-SHA-256, SCRAM-SHA-512, PLAIN]"
-
-
-def uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def cstr(s):
-    b = s.encode()
-    return uvarint(len(b) + 1) + b
-
-
-def cbytes(b):
-    return uvarint(len(b) + 1) + b
-
-
-def carr(items):
-    return uvarint(len(items) + 1) + b"".join(items)
 
 
 def ask(addr, api, body):
