@@ -252,7 +252,12 @@ Status Consumer::Seek(const std::vector<TopicPartition>& partitions,
                       std::chrono::milliseconds timeout) {
   if (partitions.empty()) return Status::OK();
   detail::PartitionListPtr list = detail::OffsetList(partitions);
-  const int ms = static_cast<int>(std::min<int64_t>(timeout.count(), INT32_MAX));
+  // librdkafka before 2.1.0 (#4230) waits for the seeks the timeout's milliseconds as
+  // microseconds: 10 s became 10 ms, and a seek on a busy broker thread failed with
+  // _TIMED_OUT. Passing a thousand times the timeout gives the wait asked for.
+  int64_t wait_ms = timeout.count();
+  if (rd_kafka_version() < 0x020100ff) wait_ms *= 1000;
+  const int ms = static_cast<int>(std::min<int64_t>(wait_ms, INT32_MAX));
   detail::ErrorPtr e(rd_kafka_seek_partitions(rk_.get(), list.get(), ms));
   if (e) return detail::ErrorStatus(rd_kafka_error_code(e.get()), "seek");
   for (int i = 0; i < list->cnt; ++i) {
