@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 
+#include "app/http_front_door.h"
 #include "auth/http_basic.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
@@ -167,21 +168,25 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
             "port until a user is added (sluice user add)");
       }
     }
-    if (http_tls) {
-      http_options.tls_owner = sc.tls;
-      http_options.tls_setup = [tls = sc.tls.get()](ssl_ctx_st* ctx) {
-        return tls->ConfigureForeignServer(ctx);
-      };
-    }
+    // The HTTP server listens on loopback behind the front door, which owns http.addr:
+    // it does the TLS handshake and waits for each connection's first request without
+    // holding one of the server's threads (0019, "the HTTP port's front door").
+    auto peers = std::make_shared<HttpPeers>();
+    http_options.peer_of = [peers](int port) { return peers->Get(port); };
     ASSIGN_OR_RETURN(p->http_, HttpServer::Start(
-                                   http_addr, MetricsRegistry::Global(),
+                                   "127.0.0.1:0", MetricsRegistry::Global(),
                                    [s = p->pipelines_.get()] { return s ? s->Health() : ""; },
                                    std::move(routes), std::move(http_options)));
-    say(fmt::format("metrics on {}://{}:{}/metrics", p->http_->scheme(), p->http_->host(),
-                    p->http_->port()));
+    ASSIGN_OR_RETURN(p->http_door_, HttpFrontDoor::Start({.listen_addr = http_addr,
+                                                          .backend_port = p->http_->port(),
+                                                          .tls = http_tls ? sc.tls : nullptr,
+                                                          .peers = peers}));
+    const char* scheme = http_tls ? "https" : "http";
+    say(fmt::format("metrics on {}://{}:{}/metrics", scheme, p->http_door_->host(),
+                    p->http_door_->port()));
     if (p->catalog_) {
-      say(fmt::format("Iceberg REST catalog on {}://{}:{}/v1 (warehouse {})", p->http_->scheme(),
-                      p->http_->host(), p->http_->port(), p->catalog_->warehouse()));
+      say(fmt::format("Iceberg REST catalog on {}://{}:{}/v1 (warehouse {})", scheme,
+                      p->http_door_->host(), p->http_door_->port(), p->catalog_->warehouse()));
     }
   }
 
@@ -219,6 +224,7 @@ Status ServeProcess::Stop() {
   if (query_server_) query_server_->Stop();
   // Then the pipelines: each finishes its batch in hand and commits to the broker still up.
   if (pipelines_) pipelines_->Stop();
+  if (http_door_) http_door_->Stop();
   if (http_) http_->Stop();
   if (kafka_) return kafka_->Stop();
   return Status::OK();
@@ -230,7 +236,7 @@ Status ServeProcess::ReloadTls() {
   if (tls_ == nullptr) return Status::OK();
   return tls_->Reload();
 }
-int ServeProcess::http_port() const { return http_ ? http_->port() : 0; }
+int ServeProcess::http_port() const { return http_door_ ? http_door_->port() : 0; }
 int ServeProcess::pg_port() const { return query_server_ ? query_server_->port() : 0; }
 
 }  // namespace sluice::app

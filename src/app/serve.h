@@ -42,6 +42,8 @@ class QueryServer;
 
 namespace sluice::app {
 
+class HttpFrontDoor;
+
 struct ServeOptions {
   // `--pipelines DIR` ("" for none) and the budget of their DuckDB memory limits (0: half
   // the machine's memory).
@@ -90,6 +92,7 @@ class ServeProcess {
   std::shared_ptr<net::TlsContext> tls_;  // the tls: section's, or null
   std::unique_ptr<PipelineSet> pipelines_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<HttpFrontDoor> http_door_;  // http.addr's socket, in front of http_
   std::unique_ptr<query::QueryEngine> query_engine_;
   std::unique_ptr<query::QueryServer> query_server_;
   bool stopped_ = false;

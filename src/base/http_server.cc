@@ -101,22 +101,21 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                       HttpServerOptions options) {
   ASSIGN_OR_RETURN(auto host_port, SplitHostPort(addr, "--http-addr"));
   std::unique_ptr<HttpServer> s(new HttpServer());
-  if (options.tls_setup) {
-    s->tls_owner_ = options.tls_owner;
-    s->tls_ = true;
-    auto https = std::make_unique<httplib::SSLServer>(
-        [setup = options.tls_setup](SSL_CTX& ctx) { return setup(&ctx); });
-    if (!https->is_valid()) return InvalidArgumentError("http.tls: the TLS setup failed");
-    s->server_ = std::move(https);
-  } else {
-    s->server_ = std::make_unique<httplib::Server>();
-  }
+  s->server_ = std::make_unique<httplib::Server>();
   s->host_ = host_port.first;
   // httplib sets SO_REUSEPORT too, which lets a second process bind a port in use.
   s->server_->set_socket_options([](int sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
+  // The request as routes see it, with the client's address when behind a proxy.
+  auto from = [peer_of = options.peer_of](const httplib::Request& req) {
+    HttpRequest r = FromLibrary(req);
+    if (peer_of) {
+      if (std::string peer = peer_of(req.remote_port); !peer.empty()) r.remote_addr = peer;
+    }
+    return r;
+  };
   // Runs the authentication hook: true when `req` may go on (its principal set), else
   // `res` holds the refusal.
   auto admit = [auth = options.authenticate](HttpRequest& req, httplib::Response& res) {
@@ -130,18 +129,18 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     return false;
   };
   const bool guard_metrics = options.authenticate_metrics && options.authenticate;
-  s->server_->Get("/metrics", [&registry, admit, guard_metrics](const httplib::Request& req,
-                                                                httplib::Response& res) {
+  s->server_->Get("/metrics", [&registry, admit, from, guard_metrics](const httplib::Request& req,
+                                                                      httplib::Response& res) {
     if (guard_metrics) {
-      HttpRequest r = FromLibrary(req);
+      HttpRequest r = from(req);
       if (!admit(r, res)) return;
     }
     res.set_content(registry.Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
-  s->server_->Get("/healthz", [health, admit, guard_metrics](const httplib::Request& req,
-                                                             httplib::Response& res) {
+  s->server_->Get("/healthz", [health, admit, from, guard_metrics](const httplib::Request& req,
+                                                                   httplib::Response& res) {
     if (guard_metrics) {
-      HttpRequest r = FromLibrary(req);
+      HttpRequest r = from(req);
       if (!admit(r, res)) return;
     }
     std::string problems = health ? health() : "";
@@ -161,9 +160,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
       pattern += c;
     }
     pattern += ".*";
-    auto handler = [h = std::move(route.handler), admit](const httplib::Request& req,
-                                                         httplib::Response& res) {
-      HttpRequest r = FromLibrary(req);
+    auto handler = [h = std::move(route.handler), admit, from](const httplib::Request& req,
+                                                               httplib::Response& res) {
+      HttpRequest r = from(req);
       if (!admit(r, res)) return;
       ToLibrary(h(r), res);
     };

@@ -22,7 +22,6 @@
 namespace httplib {
 class Server;
 }
-struct ssl_ctx_st;  // OpenSSL's SSL_CTX
 
 namespace sluice {
 
@@ -86,10 +85,10 @@ struct HttpServerOptions {
   // /metrics and /healthz too (off: they stay open to whatever can reach the port, as
   // Prometheus and load balancers expect).
   bool authenticate_metrics = false;
-  // HTTPS (http.tls): sets up the server's SSL_CTX (net::TlsContext::ConfigureForeignServer);
-  // false fails the start. Null: plain HTTP. `tls_owner` is kept alive while serving.
-  std::function<bool(ssl_ctx_st*)> tls_setup;
-  std::shared_ptr<const void> tls_owner;
+  // Behind a proxy on loopback (sluice serve's front door, which also does HTTPS): the
+  // client's address for the proxy's connection from local port `port`, "" if unknown.
+  // Null: HttpRequest::remote_addr is the peer's.
+  std::function<std::string(int port)> peer_of;
 };
 
 class HttpServer {
@@ -111,15 +110,10 @@ class HttpServer {
 
   const std::string& host() const { return host_; }
   int port() const { return port_; }
-  bool tls() const { return tls_; }
-  // "http" or "https", for the addresses the banner prints.
-  std::string_view scheme() const { return tls() ? "https" : "http"; }
   void Stop();
 
  private:
   HttpServer() = default;
-  std::shared_ptr<const void> tls_owner_;  // declared first: outlives server_
-  bool tls_ = false;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::string host_;

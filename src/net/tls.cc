@@ -364,30 +364,6 @@ std::unique_ptr<Transport> TlsContext::MakeServer(int fd) const {
   return NewServerTransport(fd, std::move(ctx));
 }
 
-bool TlsContext::ConfigureForeignServer(SSL_CTX* ctx) const {
-  std::string subject;
-  if (Status st = ConfigureServerCtx(ctx, options_, &subject); !st.ok()) {
-    SLUICE_LOG(kLog, kError, "setting up a TLS server: {}", st.message());
-    return false;
-  }
-  // Each handshake moves to the context in use now, so a reload reaches this server too
-  // (SSL_set_SSL_CTX takes its certificate and key, and holds a reference to it).
-  SSL_CTX_set_client_hello_cb(
-      ctx,
-      [](SSL* ssl, int*, void* arg) {
-        const auto* self = static_cast<const TlsContext*>(arg);
-        std::shared_ptr<SSL_CTX> current;
-        {
-          std::lock_guard lock(self->mu_);
-          current = self->ctx_;
-        }
-        if (current != nullptr) SSL_set_SSL_CTX(ssl, current.get());
-        return static_cast<int>(SSL_CLIENT_HELLO_SUCCESS);
-      },
-      const_cast<TlsContext*>(this));
-  return true;
-}
-
 std::string TlsContext::subject() const {
   std::lock_guard lock(mu_);
   return subject_;

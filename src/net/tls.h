@@ -70,11 +70,6 @@ class TlsContext {
   // certificate. The handshake runs inside its first Read/Writev calls.
   std::unique_ptr<Transport> MakeServer(int fd) const;
 
-  // Sets up another library's server context (the HTTP port's) with these settings; each
-  // of its handshakes then takes the certificate in use here, reloads included. This
-  // context must outlive that one. False (and logged) when the files do not load.
-  bool ConfigureForeignServer(SSL_CTX* ctx) const;
-
   const TlsOptions& options() const { return options_; }
   // The certificate's subject, for the log ("CN=broker1,O=example").
   std::string subject() const;

@@ -8,7 +8,9 @@ server and client certificates).
   another CA is refused; node's `pg` with ssl { ca } queries;
 - bytes sent after the SSLRequest before the handshake are refused (CVE-2021-23214);
 - query.require_tls: a session without TLS is refused with Postgres's message (28000);
-- http.tls: curl over HTTPS reads /healthz and /metrics; plain HTTP on it fails;
+- http.tls: curl over HTTPS reads /healthz and /metrics; plain HTTP on it fails; 1,000
+  half-open connections (silent, a cut ClientHello, a cut request head) do not keep curl
+  waiting and are all closed;
 - SIGHUP reloads the certificate for the HTTP port and the query server alike (openssl
   s_client, with -starttls postgres for the latter);
 - refused at start: query.tls or http.tls without a tls: section, query.require_tls
@@ -19,13 +21,16 @@ usage: /usr/bin/python3 tls_query_http_test.py path/to/sluice
 
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -166,6 +171,55 @@ c.connect().then(() => c.query("SELECT 'over tls' AS v")).then(r => {{
           f"curl after the reload: rc {p.returncode}, {p.stdout!r} {p.stderr!r}")
 
 
+def half_open(broker, d):
+    """1,000 connections to the HTTPS port that never ask anything: silent ones, ones that
+    stop inside the ClientHello, and ones that finish the handshake and stop inside the
+    request's head. curl is answered meanwhile, and every one of them is closed after the
+    front door's 10 s (0019, "the HTTP port's front door")."""
+    _, http = ports(broker)
+    ctx = ssl.create_default_context(cafile=f"{d}/ca.pem")
+    socks = []
+    for i in range(1000):
+        s = socket.create_connection(("127.0.0.1", http), timeout=10)
+        if i % 5 == 1:
+            s.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's start
+        elif i % 5 == 2:
+            s = ctx.wrap_socket(s, server_hostname="127.0.0.1")
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # no blank line
+        socks.append(s)
+    for path, want in (("/healthz", b"ok"), ("/metrics", b"# TYPE")):
+        p = curl(f"https://127.0.0.1:{http}{path}", d)
+        check(p.returncode == 0 and want in p.stdout,
+              f"curl https {path} beside 1,000 half-open connections: rc {p.returncode} "
+              f"{p.stderr.decode(errors='replace')}")
+    closed = 0
+    deadline = time.monotonic() + 30
+    for s in socks:
+        try:
+            while True:
+                s.settimeout(max(0.1, deadline - time.monotonic()))
+                if s.recv(4096) == b"":
+                    closed += 1
+                    break
+        except (ConnectionResetError, ssl.SSLError):
+            closed += 1
+        except socket.timeout:
+            pass
+        s.close()
+    check(closed == 1000, f"{closed} of 1,000 half-open connections closed by the HTTP port")
+    # And a plain, well-formed request in two pieces still goes through.
+    with ctx.wrap_socket(socket.create_connection(("127.0.0.1", http), timeout=10),
+                         server_hostname="127.0.0.1") as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.2)
+        s.sendall(b"Connection: close\r\n\r\n")
+        answer = b""
+        while chunk := s.recv(4096):
+            answer += chunk
+    check(answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok\n"),
+          f"a request sent in two pieces: {answer!r}")
+
+
 def required(broker, d):
     pg, _ = ports(broker)
     p = psql(pg, "disable", "SELECT 1", d)
@@ -214,6 +268,12 @@ def main():
         make_certs(d)
         run(sluice, d, config(d), offered)
         print("PASS: query.tls (psql require/verify-full, pg) and http.tls (curl); SIGHUP reload")
+        # 1,000 half-open connections here and in sluice serve (which inherits the limit).
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < 4096:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+        run(sluice, d, config(d), half_open)
+        print("PASS: 1,000 half-open HTTPS connections: curl served, every one closed")
         run(sluice, d, config(d, require=True), required)
         print("PASS: query.require_tls refuses plaintext sessions with Postgres's message")
         refused(sluice, d)

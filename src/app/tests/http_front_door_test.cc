@@ -1,0 +1,229 @@
+// HttpFrontDoor in front of an HttpServer, over real sockets: requests and large bodies
+// go through both ways, routes see the client's address, connections that never finish a
+// request head are closed at the deadline without keeping others waiting, and the
+// connection limit holds. TLS through the door is tls_query_http_test's (integration).
+#include "app/http_front_door.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/http_server.h"
+#include "base/metrics.h"
+
+namespace sluice::app {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Served {
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<HttpFrontDoor> door;
+};
+
+Served Serve(std::vector<HttpRoute> routes, int64_t head_timeout_ms = 10'000,
+             int max_connections = 10'000) {
+  static MetricsRegistry registry;
+  auto peers = std::make_shared<HttpPeers>();
+  HttpServerOptions options;
+  options.peer_of = [peers](int port) { return peers->Get(port); };
+  auto server = HttpServer::Start(
+      "127.0.0.1:0", registry, [] { return std::string(); }, std::move(routes), options);
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  if (!server.ok()) return {};
+  auto door = HttpFrontDoor::Start({.listen_addr = "127.0.0.1:0",
+                                    .backend_port = (*server)->port(),
+                                    .head_timeout_ms = head_timeout_ms,
+                                    .max_connections = max_connections,
+                                    .peers = peers});
+  EXPECT_TRUE(door.ok()) << door.status().ToString();
+  if (!door.ok()) return {};
+  return {std::move(server).value(), std::move(door).value()};
+}
+
+// A blocking client socket to the door, from `source` (a loopback address).
+int Connect(int port, const char* source = "127.0.0.1") {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in from{};
+  from.sin_family = AF_INET;
+  ::inet_pton(AF_INET, source, &from.sin_addr);
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&from), sizeof(from)), 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&to), sizeof(to)), 0);
+  timeval tv{.tv_sec = 10, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  return fd;
+}
+
+void SendAll(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+    ASSERT_GT(n, 0);
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Everything until the peer closes (or 10 s of silence).
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+// Whether the door closes `fd` within `wait` (reads return 0 or an error).
+bool ClosedWithin(int fd, std::chrono::milliseconds wait) {
+  timeval tv{.tv_sec = wait.count() / 1000, .tv_usec = (wait.count() % 1000) * 1000};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  char buf[256];
+  ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+TEST(HttpFrontDoorTest, RequestGoesThroughAndTheRouteSeesTheClientsAddress) {
+  std::string seen_addr;
+  Served s = Serve({{"/who", [&](const HttpRequest& r) {
+                       seen_addr = r.remote_addr;
+                       HttpResponse out;
+                       out.body = "you are " + r.remote_addr;
+                       out.content_type = "text/plain";
+                       return out;
+                     }}});
+  ASSERT_NE(s.door, nullptr);
+  int fd = Connect(s.door->port(), "127.0.0.7");
+  SendAll(fd, "GET /who HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+  EXPECT_NE(answer.find("you are 127.0.0.7"), std::string::npos) << answer;
+  EXPECT_EQ(seen_addr, "127.0.0.7");
+}
+
+TEST(HttpFrontDoorTest, LargeBodiesBothWaysAndKeepAlive) {
+  Served s = Serve({{"/echo", [](const HttpRequest& r) {
+                       HttpResponse out;
+                       out.content_type = "application/octet-stream";
+                       // Four times the request's body: more than the door buffers.
+                       for (int i = 0; i < 4; ++i) out.body += r.body;
+                       return out;
+                     }}});
+  ASSERT_NE(s.door, nullptr);
+  std::string body(3 << 20, 'x');
+  for (size_t i = 0; i < body.size(); i += 4093) body[i] = static_cast<char>('a' + i % 26);
+  int fd = Connect(s.door->port());
+  // Two requests on one connection, the second closing it.
+  for (int round = 0; round < 2; ++round) {
+    std::string head =
+        "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\n";
+    if (round == 1) head += "Connection: close\r\n";
+    head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    std::thread sender([&] {
+      SendAll(fd, head);
+      SendAll(fd, body);
+    });
+    // Read the response head, then exactly Content-Length bytes.
+    std::string got;
+    size_t head_end = std::string::npos;
+    char buf[65536];
+    while ((head_end = got.find("\r\n\r\n")) == std::string::npos) {
+      ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      ASSERT_GT(n, 0);
+      got.append(buf, static_cast<size_t>(n));
+    }
+    ASSERT_EQ(got.rfind("HTTP/1.1 200", 0), 0u) << got.substr(0, head_end);
+    size_t want = 4 * body.size();
+    std::string content = got.substr(head_end + 4);
+    while (content.size() < want) {
+      ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+      ASSERT_GT(n, 0);
+      content.append(buf, static_cast<size_t>(n));
+    }
+    sender.join();
+    ASSERT_EQ(content.size(), want);
+    for (int i = 0; i < 4; ++i) {
+      ASSERT_EQ(content.compare(i * body.size(), body.size(), body), 0) << "copy " << i;
+    }
+  }
+  EXPECT_TRUE(ClosedWithin(fd, 5000ms));
+  ::close(fd);
+}
+
+TEST(HttpFrontDoorTest, HalfOpenConnectionsAreClosedAtTheDeadlineAndHoldNobodyUp) {
+  Served s = Serve({{"/ping",
+                     [](const HttpRequest&) {
+                       HttpResponse out;
+                       out.body = "pong";
+                       out.content_type = "text/plain";
+                       return out;
+                     }}},
+                   /*head_timeout_ms=*/500);
+  ASSERT_NE(s.door, nullptr);
+  // More silent and cut-short connections than the server has threads.
+  std::vector<int> idle;
+  for (int i = 0; i < 64; ++i) {
+    int fd = Connect(s.door->port());
+    if (i % 2) SendAll(fd, "GET /ping HTTP/1.1\r\nHost: x\r\n");  // no blank line
+    idle.push_back(fd);
+  }
+  int fd = Connect(s.door->port());
+  SendAll(fd, "GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_NE(answer.find("pong"), std::string::npos) << answer;
+  int closed = 0;
+  for (int idle_fd : idle) {
+    closed += ClosedWithin(idle_fd, 5000ms) ? 1 : 0;
+    ::close(idle_fd);
+  }
+  EXPECT_EQ(closed, 64);
+  // A client that leaves before its head is whole is simply gone.
+  fd = Connect(s.door->port());
+  SendAll(fd, "GET /pi");
+  ::close(fd);
+}
+
+TEST(HttpFrontDoorTest, ConnectionsBeyondTheLimitAreClosed) {
+  Served s = Serve({}, /*head_timeout_ms=*/10'000, /*max_connections=*/2);
+  ASSERT_NE(s.door, nullptr);
+  int a = Connect(s.door->port());
+  int b = Connect(s.door->port());
+  std::this_thread::sleep_for(100ms);  // both accepted
+  int c = Connect(s.door->port());
+  EXPECT_TRUE(ClosedWithin(c, 5000ms));
+  ::close(c);
+  ::close(a);
+  std::this_thread::sleep_for(100ms);  // a's place is free again
+  int d = Connect(s.door->port());
+  SendAll(d, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(ReadAll(d).find("ok"), std::string::npos);
+  ::close(d);
+  ::close(b);
+}
+
+TEST(HttpFrontDoorTest, AnAddressInUseOrMalformedIsRefused) {
+  Served s = Serve({});
+  ASSERT_NE(s.door, nullptr);
+  auto again = HttpFrontDoor::Start({.listen_addr = "127.0.0.1:" + std::to_string(s.door->port()),
+                                     .backend_port = s.server->port()});
+  EXPECT_FALSE(again.ok());
+  EXPECT_FALSE(HttpFrontDoor::Start({.listen_addr = "nocolon", .backend_port = 1}).ok());
+  EXPECT_FALSE(
+      HttpFrontDoor::Start({.listen_addr = "no.such.host.invalid:0", .backend_port = 1}).ok());
+}
+
+}  // namespace
+}  // namespace sluice::app
