@@ -64,10 +64,11 @@ Result<std::unique_ptr<broker::InterBrokerConnection>> ConnectAdmin(const AdminC
 }
 
 Result<std::vector<uint8_t>> AskRaw(broker::InterBrokerConnection& conn, kafka::ApiKey api,
-                                    const std::string& client_id,
+                                    int16_t version, const std::string& client_id,
                                     const std::function<void(kafka::Writer&)>& encode,
                                     size_t* body_at) {
-  auto answer = conn.RoundTrip(api, 0, client_id, encode, kTimeoutMs, kMaxAnswerBytes, body_at);
+  auto answer =
+      conn.RoundTrip(api, version, client_id, encode, kTimeoutMs, kMaxAnswerBytes, body_at);
   if (!answer.ok() && answer.status().message().find("connection closed") != std::string::npos) {
     // A SASL listener closes a connection whose first request is not SASL's.
     return Status(answer.status().code(),

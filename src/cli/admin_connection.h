@@ -1,5 +1,5 @@
 // A connection to a running broker for the admin commands (`sluice user`, `sluice
-// quota`): the Kafka protocol over any listener's security protocol, one request at a
+// quota`, `sluice acl`): the Kafka protocol over any listener's security protocol, one request at a
 // time, as Kafka's admin tools speak it.
 #pragma once
 
@@ -27,22 +27,23 @@ struct AdminConnectionFlags {
 Result<std::unique_ptr<broker::InterBrokerConnection>> ConnectAdmin(
     const AdminConnectionFlags& flags);
 
-// Sends `req` at v0 and decodes the answer.
+// Sends `req` at `version` and decodes the answer.
 Result<std::vector<uint8_t>> AskRaw(broker::InterBrokerConnection& conn, kafka::ApiKey api,
-                                    const std::string& client_id,
+                                    int16_t version, const std::string& client_id,
                                     const std::function<void(kafka::Writer&)>& encode,
                                     size_t* body_at);
 
 template <typename Response, typename Request>
 Result<Response> Ask(broker::InterBrokerConnection& conn, kafka::ApiKey api, const Request& req,
-                     const std::string& client_id) {
+                     const std::string& client_id, int16_t version = 0) {
   size_t at = 0;
-  ASSIGN_OR_RETURN(std::vector<uint8_t> answer,
-                   AskRaw(
-                       conn, api, client_id, [&](kafka::Writer& w) { req.Encode(w, 0); }, &at));
+  ASSIGN_OR_RETURN(
+      std::vector<uint8_t> answer,
+      AskRaw(
+          conn, api, version, client_id, [&](kafka::Writer& w) { req.Encode(w, version); }, &at));
   kafka::Reader r(std::span<const uint8_t>(answer).subspan(at));
   Response resp;
-  RETURN_IF_ERROR(resp.Decode(r, 0));
+  RETURN_IF_ERROR(resp.Decode(r, version));
   return resp;
 }
 

@@ -28,6 +28,7 @@
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "broker/service.h"
+#include "cli/acl_cmd.h"
 #include "cli/pipeline_cmd.h"
 #include "cli/quota_cmd.h"
 #include "cli/sql_cmd.h"
@@ -503,7 +504,7 @@ int main(int argc, char** argv) {
   query_child->add_option("--memory-limit-bytes", query_child_opts.memory_limit_bytes);
   query_child->add_option("--temp-dir", query_child_opts.temp_dir);
 
-  // How `sluice user` and `sluice quota` reach a running broker.
+  // How `sluice user`, `sluice quota` and `sluice acl` reach a running broker.
   auto add_connection_options = [](CLI::App* c, sluice::cli::AdminConnectionFlags* f) {
     c->add_option("--bootstrap", f->bootstrap,
                   "the broker HOST:PORT (default $SLUICE_KAFKA_ADDR, else 127.0.0.1:9092)");
@@ -612,7 +613,52 @@ int main(int argc, char** argv) {
       "unreferenced data files and manifests (failed commits) must also be this old, since a "
       "writer's files are unreferenced until it commits (default 1h; 0s for none)");
 
+  sluice::cli::AclFlags acl_flags;
+  auto* acl_cmd = app.add_subcommand(
+      "acl", "the Kafka ACLs of a running broker (as kafka-acls.sh): add, remove, list");
+  acl_cmd->require_subcommand(0, 1);
+  auto add_acl = [&](const char* name, const char* what, bool list) {
+    auto* c = acl_cmd->add_subcommand(name, what);
+    add_connection_options(c, &acl_flags.connection);
+    if (list) {
+      c->add_option("--principal", acl_flags.principal, "only this principal's (User:alice)");
+    } else {
+      c->add_option("--allow-principal", acl_flags.allow_principals,
+                    "who is allowed: User:NAME, or User:* for everyone (repeatable)");
+      c->add_option("--deny-principal", acl_flags.deny_principals,
+                    "who is denied (repeatable); a DENY wins over any ALLOW");
+      c->add_option("--allow-host", acl_flags.allow_hosts,
+                    "the --allow-principal's client address (default *)");
+      c->add_option("--deny-host", acl_flags.deny_hosts,
+                    "the --deny-principal's client address (default *)");
+      c->add_option("--operation", acl_flags.operations,
+                    "READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, "
+                    "DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL (repeatable)");
+      c->add_flag("--producer", acl_flags.producer,
+                  "WRITE, DESCRIBE and CREATE on --topic (and WRITE, DESCRIBE on "
+                  "--transactional-id)");
+      c->add_flag("--consumer", acl_flags.consumer,
+                  "READ and DESCRIBE on --topic, READ on --group");
+    }
+    c->add_option("--topic", acl_flags.topic, "a topic (or, with prefixed, a topic name prefix)");
+    c->add_option("--group", acl_flags.group, "a consumer group");
+    c->add_option("--transactional-id", acl_flags.transactional_id, "a transactional id");
+    c->add_flag("--cluster", acl_flags.cluster, "the cluster (admin and inter-broker APIs)");
+    c->add_option("--resource-pattern-type", acl_flags.pattern_type,
+                  list ? "literal, prefixed, any (default) or match (every ACL that applies)"
+                       : "literal (default) or prefixed; remove also takes any or match");
+    return c;
+  };
+  auto* acl_add = add_acl("add", "add ACLs (every principal x host x operation x resource)", false);
+  auto* acl_remove = add_acl("remove", "remove the ACLs that match", false);
+  auto* acl_list =
+      add_acl("list", "the ACLs (of the resource and principal given, else all)", true);
+
   CLI11_PARSE(app, argc, argv);
+  if (acl_cmd->parsed() && acl_cmd->get_subcommands().empty()) {
+    std::fputs(acl_cmd->help().c_str(), stderr);
+    return 2;
+  }
   if (table_cmd->parsed() && table_cmd->get_subcommands().empty()) {
     std::fputs(table_cmd->help().c_str(), stderr);
     return 2;
@@ -655,6 +701,9 @@ int main(int argc, char** argv) {
   if (user_passwd->parsed()) return sluice::cli::RunUserPasswd(user_flags);
   if (user_remove->parsed()) return sluice::cli::RunUserRemove(user_flags);
   if (user_list->parsed()) return sluice::cli::RunUserList(user_flags);
+  if (acl_add->parsed()) return sluice::cli::RunAclAdd(acl_flags);
+  if (acl_remove->parsed()) return sluice::cli::RunAclRemove(acl_flags);
+  if (acl_list->parsed()) return sluice::cli::RunAclList(acl_flags);
   if (quota_set->parsed()) return sluice::cli::RunQuotaSet(quota_flags);
   if (quota_remove->parsed()) return sluice::cli::RunQuotaRemove(quota_flags);
   if (quota_list->parsed()) return sluice::cli::RunQuotaList(quota_flags);
