@@ -35,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, wait_until  # noqa: E402
-from tls_listeners_test import make_certs, openssl  # noqa: E402
+from tls_listeners_test import count_closed, make_certs, openssl  # noqa: E402
 
 
 def config(d, require=False):
@@ -192,20 +192,7 @@ def half_open(broker, d):
         check(p.returncode == 0 and want in p.stdout,
               f"curl https {path} beside 1,000 half-open connections: rc {p.returncode} "
               f"{p.stderr.decode(errors='replace')}")
-    closed = 0
-    deadline = time.monotonic() + 30
-    for s in socks:
-        try:
-            while True:
-                s.settimeout(max(0.1, deadline - time.monotonic()))
-                if s.recv(4096) == b"":
-                    closed += 1
-                    break
-        except (ConnectionResetError, ssl.SSLError):
-            closed += 1
-        except socket.timeout:
-            pass
-        s.close()
+    closed = count_closed(socks, 30)
     check(closed == 1000, f"{closed} of 1,000 half-open connections closed by the HTTP port")
     # And a plain, well-formed request in two pieces still goes through.
     with ctx.wrap_socket(socket.create_connection(("127.0.0.1", http), timeout=10),
