@@ -172,7 +172,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     // it does the TLS handshake and waits for each connection's first request without
     // holding one of the server's threads (0019, "the HTTP port's front door").
     auto peers = std::make_shared<HttpPeers>();
-    http_options.peer_of = [peers](int port) { return peers->Get(port); };
+    http_options.peer_of = [peers](const std::string& addr, int port) {
+      return peers->Get(addr, port);
+    };
     ASSIGN_OR_RETURN(p->http_, HttpServer::Start(
                                    "127.0.0.1:0", MetricsRegistry::Global(),
                                    [s = p->pipelines_.get()] { return s ? s->Health() : ""; },

@@ -111,11 +111,20 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
   // The request as routes see it, with the client's address when behind a proxy.
   auto from = [peer_of = options.peer_of](const httplib::Request& req) {
     HttpRequest r = FromLibrary(req);
-    if (peer_of) {
-      if (std::string peer = peer_of(req.remote_port); !peer.empty()) r.remote_addr = peer;
-    }
+    if (peer_of) r.remote_addr = peer_of(req.remote_addr, req.remote_port);
     return r;
   };
+  if (options.peer_of) {
+    s->server_->set_pre_routing_handler(
+        [peer_of = options.peer_of](const httplib::Request& req, httplib::Response& res) {
+          if (!peer_of(req.remote_addr, req.remote_port).empty()) {
+            return httplib::Server::HandlerResponse::Unhandled;
+          }
+          res.status = 403;
+          res.set_content("connect to the HTTP port (http.addr), not to this one\n", "text/plain");
+          return httplib::Server::HandlerResponse::Handled;
+        });
+  }
   // Runs the authentication hook: true when `req` may go on (its principal set), else
   // `res` holds the refusal.
   auto admit = [auth = options.authenticate](HttpRequest& req, httplib::Response& res) {

@@ -86,9 +86,10 @@ struct HttpServerOptions {
   // Prometheus and load balancers expect).
   bool authenticate_metrics = false;
   // Behind a proxy on loopback (sluice serve's front door, which also does HTTPS): the
-  // client's address for the proxy's connection from local port `port`, "" if unknown.
-  // Null: HttpRequest::remote_addr is the peer's.
-  std::function<std::string(int port)> peer_of;
+  // client's address for the proxy's connection from `addr`:`port`, "" for a connection
+  // that did not come through the proxy — refused with 403, so that nobody bypasses the
+  // proxy's TLS and limits. Null: HttpRequest::remote_addr is the peer's.
+  std::function<std::string(const std::string& addr, int port)> peer_of;
 };
 
 class HttpServer {

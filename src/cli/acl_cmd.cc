@@ -183,19 +183,20 @@ Result<std::vector<std::pair<Resource, AclOperation>>> Grants(const AclFlags& f,
 // Who: (principal, host, permission) for each --allow-/--deny-principal and host.
 struct Who {
   std::string principal;
-  std::optional<std::string> host;  // null: any (filters only)
+  std::string host;
   AclPermission permission;
 };
 
-Result<std::vector<Who>> WhoOf(const AclFlags& f, bool hosts_default_to_star) {
+// A principal without --allow-host / --deny-host is "*", for add and remove alike (as
+// kafka-acls.sh): remove does not take the bindings of other hosts unless asked.
+Result<std::vector<Who>> WhoOf(const AclFlags& f) {
   std::vector<Who> out;
   auto add = [&](const std::vector<std::string>& principals, const std::vector<std::string>& hosts,
                  AclPermission permission) -> Status {
     for (const std::string& p : principals) {
       RETURN_IF_ERROR(CheckPrincipal(p));
       if (hosts.empty()) {
-        out.push_back({p, hosts_default_to_star ? std::optional<std::string>("*") : std::nullopt,
-                       permission});
+        out.push_back({p, "*", permission});
       }
       for (const std::string& h : hosts) {
         if (h.empty()) return InvalidArgumentError("an empty host (use * for every host)");
@@ -239,7 +240,7 @@ int RunAclAdd(const AclFlags& f) {
   if (ResourcesOf(f).empty()) {
     return Fail("name the resource: --topic, --group, --transactional-id or --cluster");
   }
-  auto who = WhoOf(f, true);
+  auto who = WhoOf(f);
   if (!who.ok()) return Fail(who.status().message());
   if (who->empty()) return Fail("name who: --allow-principal User:NAME or --deny-principal");
   auto grants = Grants(f, true);
@@ -253,12 +254,12 @@ int RunAclAdd(const AclFlags& f) {
       c.resource_name = resource.name;
       c.resource_pattern_type = static_cast<int8_t>(*pattern);
       c.principal = w.principal;
-      c.host = *w.host;
+      c.host = w.host;
       c.operation = static_cast<int8_t>(op);
       c.permission_type = static_cast<int8_t>(w.permission);
       req.creations.push_back(std::move(c));
       lines.push_back(
-          Describe(resource.type, resource.name, *pattern, w.principal, *w.host, op, w.permission));
+          Describe(resource.type, resource.name, *pattern, w.principal, w.host, op, w.permission));
     }
   }
   auto conn = ConnectAdmin(f.connection);
@@ -289,7 +290,7 @@ int RunAclRemove(const AclFlags& f) {
   auto pattern = ParsePattern(f.pattern_type,
                               named_resource ? PatternType::kLiteral : PatternType::kAny, true);
   if (!pattern.ok()) return Fail(pattern.status().message());
-  auto who = WhoOf(f, false);
+  auto who = WhoOf(f);
   if (!who.ok()) return Fail(who.status().message());
   if (!named_resource && who->empty()) {
     return Fail(
@@ -319,7 +320,11 @@ int RunAclRemove(const AclFlags& f) {
     if (r.type != ResourceType::kAny) filter.resource_name_filter = r.name;
     filter.pattern_type_filter = static_cast<int8_t>(*pattern);
     filter.operation = static_cast<int8_t>(op);
-    filter.permission_type = static_cast<int8_t>(w ? w->permission : AclPermission::kAny);
+    // --producer / --consumer only ever grant: their filters take ALLOW bindings alone,
+    // never a DENY someone set on the same resource.
+    const AclPermission any =
+        f.producer || f.consumer ? AclPermission::kAllow : AclPermission::kAny;
+    filter.permission_type = static_cast<int8_t>(w ? w->permission : any);
     if (w != nullptr) {
       filter.principal_filter = w->principal;
       filter.host_filter = w->host;

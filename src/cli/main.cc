@@ -650,7 +650,10 @@ int main(int argc, char** argv) {
     return c;
   };
   auto* acl_add = add_acl("add", "add ACLs (every principal x host x operation x resource)", false);
-  auto* acl_remove = add_acl("remove", "remove the ACLs that match", false);
+  auto* acl_remove = add_acl("remove",
+                             "remove the ACLs that match (without --operation: of every "
+                             "operation; a principal's host is * unless given)",
+                             false);
   auto* acl_list =
       add_acl("list", "the ACLs (of the resource and principal given, else all)", true);
 

@@ -166,6 +166,33 @@ def body(sluice, broker):
           f"remove the DENY: {out}")
     check(produce(addr, "alice", "orders", b"allowed again") is None, "alice produces again")
 
+    # remove takes a principal's host as * unless told: another host's binding stays.
+    ok(sluice, addr, "add", "--allow-principal", "User:alice", "--allow-host", "10.0.0.1",
+       "--operation", "READ", "--topic", "orders")
+    out = ok(sluice, addr, "remove", "--allow-principal", "User:alice", "--operation", "READ",
+             "--topic", "orders")
+    check(out.strip() == "removed: ALLOW User:alice from * READ on TOPIC orders",
+          f"remove without --allow-host: {out}")
+    rows = listing(sluice, addr, "--topic", "orders", "--principal", "User:alice")
+    check(("TOPIC", "orders", "LITERAL", "User:alice", "10.0.0.1", "READ", "ALLOW") in rows,
+          f"the 10.0.0.1 binding after remove: {sorted(rows)}")
+    out = ok(sluice, addr, "remove", "--allow-principal", "User:alice", "--allow-host", "10.0.0.1",
+             "--topic", "orders")
+    check(out.strip() == "removed: ALLOW User:alice from 10.0.0.1 READ on TOPIC orders",
+          f"remove --allow-host 10.0.0.1: {out}")
+    ok(sluice, addr, "add", "--allow-principal", "User:alice", "--operation", "READ", "--topic",
+       "orders")
+
+    # remove --producer without a principal takes ALLOW bindings only, never a DENY.
+    ok(sluice, addr, "add", "--deny-principal", "User:bob", "--operation", "WRITE", "--topic",
+       "audit")
+    ok(sluice, addr, "add", "--allow-principal", "User:bob", "--producer", "--topic", "audit")
+    out = ok(sluice, addr, "remove", "--producer", "--topic", "audit")
+    check("DENY" not in out and out.count("User:bob") == 3, f"remove --producer: {out}")
+    out = ok(sluice, addr, "remove", "--deny-principal", "User:bob", "--topic", "audit")
+    check(out.strip() == "removed: DENY User:bob from * WRITE on TOPIC audit",
+          f"the DENY outlived remove --producer: {out}")
+
     # remove --producer takes the three bindings it made, nothing else.
     out = ok(sluice, addr, "remove", "--allow-principal", "User:alice", "--producer", "--topic",
              "orders")

@@ -7,10 +7,12 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,24 +30,29 @@ struct Served {
   std::unique_ptr<HttpFrontDoor> door;
 };
 
-Served Serve(std::vector<HttpRoute> routes, int64_t head_timeout_ms = 10'000,
-             int max_connections = 10'000) {
+// `door` gives the door's limits; its addresses and peers are set here.
+Served Serve(std::vector<HttpRoute> routes, HttpFrontDoorOptions door = {}) {
   static MetricsRegistry registry;
   auto peers = std::make_shared<HttpPeers>();
   HttpServerOptions options;
-  options.peer_of = [peers](int port) { return peers->Get(port); };
+  options.peer_of = [peers](const std::string& addr, int port) { return peers->Get(addr, port); };
   auto server = HttpServer::Start(
       "127.0.0.1:0", registry, [] { return std::string(); }, std::move(routes), options);
   EXPECT_TRUE(server.ok()) << server.status().ToString();
   if (!server.ok()) return {};
-  auto door = HttpFrontDoor::Start({.listen_addr = "127.0.0.1:0",
-                                    .backend_port = (*server)->port(),
-                                    .head_timeout_ms = head_timeout_ms,
-                                    .max_connections = max_connections,
-                                    .peers = peers});
-  EXPECT_TRUE(door.ok()) << door.status().ToString();
-  if (!door.ok()) return {};
-  return {std::move(server).value(), std::move(door).value()};
+  door.listen_addr = "127.0.0.1:0";
+  door.backend_port = (*server)->port();
+  door.peers = peers;
+  auto started = HttpFrontDoor::Start(std::move(door));
+  EXPECT_TRUE(started.ok()) << started.status().ToString();
+  if (!started.ok()) return {};
+  return {std::move(server).value(), std::move(started).value()};
+}
+
+HttpFrontDoorOptions Deadline(int64_t ms) {
+  HttpFrontDoorOptions o;
+  o.head_timeout_ms = ms;
+  return o;
 }
 
 // A blocking client socket to the door, from `source` (a loopback address).
@@ -170,7 +177,7 @@ TEST(HttpFrontDoorTest, HalfOpenConnectionsAreClosedAtTheDeadlineAndHoldNobodyUp
                        out.content_type = "text/plain";
                        return out;
                      }}},
-                   /*head_timeout_ms=*/500);
+                   Deadline(500));
   ASSERT_NE(s.door, nullptr);
   // More silent and cut-short connections than the server has threads.
   std::vector<int> idle;
@@ -197,7 +204,9 @@ TEST(HttpFrontDoorTest, HalfOpenConnectionsAreClosedAtTheDeadlineAndHoldNobodyUp
 }
 
 TEST(HttpFrontDoorTest, ConnectionsBeyondTheLimitAreClosed) {
-  Served s = Serve({}, /*head_timeout_ms=*/10'000, /*max_connections=*/2);
+  HttpFrontDoorOptions limit;
+  limit.max_connections = 2;
+  Served s = Serve({}, limit);
   ASSERT_NE(s.door, nullptr);
   int a = Connect(s.door->port());
   int b = Connect(s.door->port());
@@ -212,6 +221,150 @@ TEST(HttpFrontDoorTest, ConnectionsBeyondTheLimitAreClosed) {
   EXPECT_NE(ReadAll(d).find("ok"), std::string::npos);
   ::close(d);
   ::close(b);
+}
+
+HttpRoute Echo() {
+  return {"/echo", [](const HttpRequest& r) {
+            HttpResponse out;
+            out.body = "got " + std::to_string(r.body.size()) + ": " + r.body.substr(0, 64);
+            out.content_type = "text/plain";
+            return out;
+          }};
+}
+
+TEST(HttpFrontDoorTest, DrippedBodiesAndLaterRequestsHaveDeadlinesToo) {
+  Served s = Serve({Echo()}, Deadline(500));
+  ASSERT_NE(s.door, nullptr);
+  // Each holds a request that is not whole: a body short of its Content-Length, a second
+  // request cut short after a whole first one. More of them than the server has threads.
+  std::vector<int> slow;
+  for (int i = 0; i < 24; ++i) {
+    int fd = Connect(s.door->port());
+    if (i % 2 == 0) {
+      SendAll(fd, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten..");
+    } else {
+      SendAll(fd, "GET /echo HTTP/1.1\r\nHost: x\r\n\r\nGET /echo HTTP/1.1\r\nHo");
+    }
+    slow.push_back(fd);
+  }
+  int fd = Connect(s.door->port());
+  SendAll(fd,
+          "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello");
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_NE(answer.find("got 5: hello"), std::string::npos) << answer;
+  int closed = 0;
+  for (int slow_fd : slow) {
+    // Past the first request's answer, where there was one, to the end.
+    char buf[4096];
+    for (;;) {
+      ssize_t n = ::recv(slow_fd, buf, sizeof(buf), 0);
+      if (n > 0) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) ++closed;
+      break;  // 0: closed; EAGAIN: still open after Connect's 10 s receive timeout
+    }
+    ::close(slow_fd);
+  }
+  EXPECT_EQ(closed, 24);
+}
+
+TEST(HttpFrontDoorTest, ChunkedBodiesAndAClientThatShutsItsWriteSide) {
+  Served s = Serve({Echo()});
+  ASSERT_NE(s.door, nullptr);
+  int fd = Connect(s.door->port());
+  SendAll(fd,
+          "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: "
+          "close\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\n\r\n");  // httplib takes no trailer
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_NE(answer.find("got 11: hello world"), std::string::npos) << answer;
+  // A request, then the end of the client's stream: the answer still comes.
+  fd = Connect(s.door->port());
+  SendAll(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  ::shutdown(fd, SHUT_WR);
+  answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+}
+
+TEST(HttpFrontDoorTest, OversizedAndMalformedRequestsAreRefused) {
+  HttpFrontDoorOptions small;
+  small.max_request_bytes = 1000;
+  Served s = Serve({Echo()}, small);
+  ASSERT_NE(s.door, nullptr);
+  auto ask = [&](const std::string& request) {
+    int fd = Connect(s.door->port());
+    SendAll(fd, request);
+    std::string answer = ReadAll(fd);
+    ::close(fd);
+    return answer.substr(0, answer.find("\r\n"));
+  };
+  EXPECT_EQ(ask("GET /echo HTTP/1.1\r\nX-Big: " + std::string(70'000, 'a') + "\r\n\r\n"),
+            "HTTP/1.1 431 Request Header Fields Too Large");
+  EXPECT_EQ(ask("GET /echo HTTP/1.1\r\nX-Big: " + std::string(70'000, 'a')),
+            "HTTP/1.1 431 Request Header Fields Too Large");  // no end in sight
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nContent-Length: 1001\r\n\r\n"),
+            "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3e9\r\n"),
+            "HTTP/1.1 413 Payload Too Large");
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nContent-Length: 12x\r\n\r\n"), "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            "HTTP/1.1 400 Bad Request");
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"),
+            "HTTP/1.1 400 Bad Request");
+  // Within the limits, the same door answers.
+  EXPECT_EQ(ask("POST /echo HTTP/1.1\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc"),
+            "HTTP/1.1 200 OK");
+}
+
+TEST(HttpFrontDoorTest, AnAnswerTheClientDoesNotReadEndsTheConnection) {
+  HttpFrontDoorOptions stall;
+  stall.write_stall_ms = 500;
+  Served s = Serve({{"/big",
+                     [](const HttpRequest&) {
+                       HttpResponse out;
+                       out.body = std::string(16 << 20, 'b');
+                       out.content_type = "application/octet-stream";
+                       return out;
+                     }}},
+                   stall);
+  ASSERT_NE(s.door, nullptr);
+  int fd = Connect(s.door->port());
+  SendAll(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  ::shutdown(fd, SHUT_WR);
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  std::this_thread::sleep_for(2s);  // reading nothing meanwhile
+  ::getrusage(RUSAGE_SELF, &after);
+  // Nothing spins while the answer waits (a busy loop on the server's socket would burn
+  // the whole 2 s): a generous bound, far from a timing assertion.
+  auto cpu_us = [](const rusage& u) {
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1'000'000 + u.ru_utime.tv_usec +
+           u.ru_stime.tv_usec;
+  };
+  EXPECT_LT(cpu_us(after) - cpu_us(before), 1'000'000);
+  // The door has given up with a reset: the rest of the 16 MiB never comes.
+  size_t got = 0;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  EXPECT_LT(got, size_t{16} << 20);
+}
+
+TEST(HttpFrontDoorTest, TheServerBehindRefusesConnectionsThatBypassTheDoor) {
+  Served s = Serve({Echo()});
+  ASSERT_NE(s.door, nullptr);
+  int fd = Connect(s.server->port());
+  SendAll(fd, "GET /echo HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string answer = ReadAll(fd);
+  ::close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 403", 0), 0u) << answer;
 }
 
 TEST(HttpFrontDoorTest, AnAddressInUseOrMalformedIsRefused) {

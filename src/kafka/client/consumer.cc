@@ -254,8 +254,9 @@ Status Consumer::Seek(const std::vector<TopicPartition>& partitions,
   detail::PartitionListPtr list = detail::OffsetList(partitions);
   // librdkafka before 2.1.0 (#4230) waits for the seeks the timeout's milliseconds as
   // microseconds: 10 s became 10 ms, and a seek on a busy broker thread failed with
-  // _TIMED_OUT. Passing a thousand times the timeout gives the wait asked for.
-  int64_t wait_ms = timeout.count();
+  // _TIMED_OUT. Passing a thousand times the timeout gives each partition's wait the time
+  // asked for (so several partitions may take up to that much each).
+  int64_t wait_ms = std::min<int64_t>(timeout.count(), INT32_MAX);
   if (rd_kafka_version() < 0x020100ff) wait_ms *= 1000;
   const int ms = static_cast<int>(std::min<int64_t>(wait_ms, INT32_MAX));
   detail::ErrorPtr e(rd_kafka_seek_partitions(rk_.get(), list.get(), ms));
