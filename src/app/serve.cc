@@ -167,6 +167,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
         say("warning: http.auth is basic but the user store is empty: nobody can use the HTTP "
             "port until a user is added (sluice user add)");
       }
+      // Basic sends the password readable with every request: fine on loopback, not on a
+      // network.
+      const std::string host = http_addr.substr(0, http_addr.rfind(':'));
+      if (!http_tls && !host.starts_with("127.") && host != "localhost" && host != "[::1]") {
+        say(fmt::format(
+            "warning: http.auth is basic on {} without http.tls: passwords cross the network "
+            "readable; set http.tls: true",
+            http_addr));
+      }
     }
     // The HTTP server listens on loopback behind the front door, which owns http.addr:
     // it does the TLS handshake and waits for each connection's first request without

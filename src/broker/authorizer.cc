@@ -1,6 +1,12 @@
 #include "broker/authorizer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 
 #include "base/logging.h"
 #include "broker/connection.h"
@@ -33,6 +39,65 @@ bool Access::Allows(ResourceType type, std::string_view name, AclOperation op) c
   r.resource_name = std::string(name);
   r.operation = op;
   return acls_->Authorize(r, allow_if_no_acl_);
+}
+
+namespace {
+
+const Logger kAuthLog("authorizer");
+
+// Denials logged recently: key → (when last logged, denials since).
+class DenialLog {
+ public:
+  void Denied(const std::string& principal, const std::string& host, ResourceType type,
+              std::string_view name, AclOperation op) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    std::string key = fmt::format("{}\n{}\n{}\n{}\n{}", principal, host, static_cast<int>(type),
+                                  name, static_cast<int>(op));
+    int64_t since = 0;
+    {
+      std::lock_guard lock(mu_);
+      if (last_.size() > kMaxKeys) last_.clear();  // a flood of distinct keys: start over
+      auto [it, fresh] = last_.try_emplace(std::move(key), Entry{now, 0});
+      if (!fresh) {
+        if (now - it->second.logged_ms < kQuietMs) {
+          ++it->second.suppressed;
+          return;
+        }
+        since = it->second.suppressed;
+        it->second = Entry{now, 0};
+      }
+    }
+    SLUICE_LOG(
+        kAuthLog, kInfo, "{} from {} denied {} on {} {}{}", principal, host.empty() ? "?" : host,
+        auth::Name(op), auth::Name(type), name,
+        since > 0 ? fmt::format(" ({} more times in the last {} s)", since, kQuietMs / 1000) : "");
+  }
+
+ private:
+  struct Entry {
+    int64_t logged_ms;
+    int64_t suppressed;
+  };
+  static constexpr int64_t kQuietMs = 10'000;
+  static constexpr size_t kMaxKeys = 10'000;
+  std::mutex mu_;
+  std::unordered_map<std::string, Entry> last_;
+};
+
+DenialLog& Denials() {
+  static DenialLog* log = new DenialLog();  // never destroyed: loops may log at exit
+  return *log;
+}
+
+}  // namespace
+
+bool Access::Check(ResourceType type, std::string_view name, AclOperation op) const {
+  if (Allows(type, name, op)) return true;
+  Denials().Denied(none_ ? std::string("(a certificate no mapping rule took)") : principal_, host_,
+                   type, name, op);
+  return false;
 }
 
 bool Access::AllowsAny(ResourceType type, AclOperation op) const {

@@ -41,10 +41,19 @@ class Access {
   Access(std::string principal, std::string host, std::shared_ptr<const auth::AclSet> acls,
          bool allow_if_no_acl);
 
-  // Whether the principal may do `op` on the resource.
+  // Whether the principal may do `op` on the resource. Quiet: for filtering (the topics
+  // Metadata lists, authorized operations) and for a first try with a fallback.
   bool Allows(auth::ResourceType type, std::string_view name, auth::AclOperation op) const;
   bool AllowsCluster(auth::AclOperation op) const {
     return Allows(auth::ResourceType::kCluster, auth::kClusterName, op);
+  }
+  // The same, for a decision the client is refused on: a denial is logged as Kafka's
+  // kafka.authorizer.logger does ("User:alice from 10.0.0.5 denied WRITE on TOPIC
+  // orders"), at most once per 10 s for one principal, host, operation and resource (then
+  // with the number of denials in between).
+  bool Check(auth::ResourceType type, std::string_view name, auth::AclOperation op) const;
+  bool CheckCluster(auth::AclOperation op) const {
+    return Check(auth::ResourceType::kCluster, auth::kClusterName, op);
   }
   // Whether it may do `op` on some resource of the type (Kafka's authorizeByResourceType).
   bool AllowsAny(auth::ResourceType type, auth::AclOperation op) const;

@@ -7,7 +7,8 @@ with SASL and the authorizer (admin a super user), checked with a real client
    (kafka-acls.sh's shorthands) let her, `sluice acl list` shows the bindings they made
    (filtered by topic, principal, pattern type MATCH), a PREFIXED ACL covers a new topic,
    a DENY wins, `sluice acl remove` takes exactly what it names and alice is refused
-   again;
+   again; the broker logs the first denial ("authorizer: User:alice from ... denied DESCRIBE
+   on TOPIC orders");
 2. bad input, each refused with its reason before anything is sent or by the broker:
    `user:alice` (a lowercase type would never match), a network as a host, an unknown
    operation, an operation the resource does not take, --consumer without --group, no
@@ -119,6 +120,9 @@ def body(sluice, broker):
     check(produce(addr, "admin", "orders", b"first") is None, "admin (super user) produces")
     check(produce(addr, "alice", "orders", b"x") == KafkaError.TOPIC_AUTHORIZATION_FAILED,
           "alice produces before any ACL")
+    # The broker says why, as Kafka's authorizer log does.
+    check("authorizer: User:alice from 127.0.0.1 denied DESCRIBE on TOPIC orders" in broker.logs(),
+          "no denial line in the broker's log")
 
     out = ok(sluice, addr, "add", "--allow-principal", "User:alice", "--producer", "--topic",
              "orders")

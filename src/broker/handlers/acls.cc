@@ -49,7 +49,7 @@ auth::AclFilter FilterOf(int8_t type, const std::optional<std::string>& name, in
 template <typename Resp, typename Items>
 bool RefusedChange(Context& ctx, const Call& call, size_t n, Items Resp::*items) {
   const bool enabled = ctx.authorizer->enabled();
-  if (enabled && AccessOf(ctx, call).AllowsCluster(AclOperation::kAlter)) return false;
+  if (enabled && AccessOf(ctx, call).CheckCluster(AclOperation::kAlter)) return false;
   Resp resp;
   for (size_t i = 0; i < n; ++i) {
     typename Items::value_type r;
@@ -70,7 +70,7 @@ void HandleDescribeAcls(Context& ctx, const Call& call, const kafka::DescribeAcl
     resp.error_message = kNoAuthorizer;
     return Reply(call.conn, call.header, resp);
   }
-  if (!AccessOf(ctx, call).AllowsCluster(AclOperation::kDescribe)) {
+  if (!AccessOf(ctx, call).CheckCluster(AclOperation::kDescribe)) {
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     resp.error_message = kClusterDenied;
     return Reply(call.conn, call.header, resp);

@@ -100,12 +100,12 @@ kafka::DescribeConfigsResponse::Config DescribeOne(const std::string& name,
 ErrorCode ConfigsDenied(const Access& access, int8_t type, const std::string& name,
                         auth::AclOperation op) {
   if (type == kResourceTopic) {
-    return access.Allows(auth::ResourceType::kTopic, name, op)
+    return access.Check(auth::ResourceType::kTopic, name, op)
                ? ErrorCode::kNone
                : ErrorCode::kTopicAuthorizationFailed;
   }
   if (type == kResourceBroker || type == kResourceBrokerLogger) {
-    return access.AllowsCluster(op) ? ErrorCode::kNone : ErrorCode::kClusterAuthorizationFailed;
+    return access.CheckCluster(op) ? ErrorCode::kNone : ErrorCode::kClusterAuthorizationFailed;
   }
   return ErrorCode::kNone;  // refused later as unknown
 }

@@ -53,7 +53,7 @@ kafka::CreateTopicsResponse CreateTopics(Context& ctx, const kafka::CreateTopics
       continue;
     }
     if (!may_create_any &&
-        !access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kCreate)) {
+        !access.Check(auth::ResourceType::kTopic, t.name, auth::AclOperation::kCreate)) {
       fail(ErrorCode::kTopicAuthorizationFailed, kTopicDenied);
       continue;
     }
@@ -117,7 +117,7 @@ kafka::DeleteTopicsResponse DeleteTopics(Context& ctx, const kafka::DeleteTopics
                                                                 auth::AclOperation::kDescribe);
     if (named != nullptr &&
         ((!want.name && !may_describe) ||
-         !access.Allows(auth::ResourceType::kTopic, *named, auth::AclOperation::kDelete))) {
+         !access.Check(auth::ResourceType::kTopic, *named, auth::AclOperation::kDelete))) {
       if (!want.name && !may_describe) out.name = std::nullopt;
       out.error_code = ErrorCode::kTopicAuthorizationFailed;
       out.error_message = kTopicDenied;
@@ -174,7 +174,7 @@ kafka::CreatePartitionsResponse CreatePartitions(Context& ctx,
       fail(ErrorCode::kInvalidRequest, fmt::format("topic '{}' appears more than once", t.name));
       continue;
     }
-    if (!access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kAlter)) {
+    if (!access.Check(auth::ResourceType::kTopic, t.name, auth::AclOperation::kAlter)) {
       fail(ErrorCode::kTopicAuthorizationFailed, kTopicDenied);
       continue;
     }
@@ -224,7 +224,7 @@ kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteReco
     kafka::DeleteRecordsResponse::Topic tout;
     tout.name = t.name;
     const bool may_delete =
-        access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kDelete);
+        access.Check(auth::ResourceType::kTopic, t.name, auth::AclOperation::kDelete);
     for (const auto& p : t.partitions) {
       kafka::DeleteRecordsResponse::Partition out;
       out.partition_index = p.partition_index;
@@ -426,8 +426,8 @@ void HandleInitProducerId(Context& ctx, const Call& call, const kafka::InitProdu
   const Access access = AccessOf(ctx, call);
   if (req.transactional_id.has_value()) {
     // Kafka: WRITE on the transactional id.
-    if (!access.Allows(auth::ResourceType::kTransactionalId, *req.transactional_id,
-                       auth::AclOperation::kWrite)) {
+    if (!access.Check(auth::ResourceType::kTransactionalId, *req.transactional_id,
+                      auth::AclOperation::kWrite)) {
       kafka::InitProducerIdResponse resp;
       resp.producer_epoch = -1;
       resp.error_code = ErrorCode::kTransactionalIdAuthorizationFailed;
@@ -438,6 +438,7 @@ void HandleInitProducerId(Context& ctx, const Call& call, const kafka::InitProdu
              !access.AllowsAny(auth::ResourceType::kTopic, auth::AclOperation::kWrite)) {
     // An idempotent producer: IDEMPOTENT_WRITE on the cluster, or WRITE on some topic
     // (KIP-679).
+    (void)access.CheckCluster(auth::AclOperation::kIdempotentWrite);  // logs the denial
     kafka::InitProducerIdResponse resp;
     resp.producer_epoch = -1;
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;

@@ -118,7 +118,8 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
     out.topic_id = want.topic_id;
     if (want.name.has_value()) {
       found = meta.Find(*want.name);
-      if (!may_describe(*want.name)) {
+      // Named, and answered with an error when denied: logged (a listing of all is not).
+      if (!access.Check(ResourceType::kTopic, *want.name, AclOperation::kDescribe)) {
         found = nullptr;
         out.error_code = ErrorCode::kTopicAuthorizationFailed;
       } else if (found == nullptr) {
@@ -128,7 +129,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
         out.error_code = ValidateTopicName(*want.name).ok() ? ErrorCode::kUnknownTopicOrPartition
                                                             : ErrorCode::kInvalidTopicException;
         if (auto_create && !may_create_any &&
-            !access.Allows(ResourceType::kTopic, *want.name, AclOperation::kCreate)) {
+            !access.Check(ResourceType::kTopic, *want.name, AclOperation::kCreate)) {
           out.error_code = ErrorCode::kTopicAuthorizationFailed;
         } else if (auto_create) {
           missing->push_back(*want.name);
@@ -138,7 +139,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
       found = meta.FindById(want.topic_id);
       if (found == nullptr) {
         out.error_code = ErrorCode::kUnknownTopicId;
-      } else if (!may_describe(found->info.name)) {
+      } else if (!access.Check(ResourceType::kTopic, found->info.name, AclOperation::kDescribe)) {
         found = nullptr;
         out.error_code = ErrorCode::kTopicAuthorizationFailed;
       }

@@ -108,7 +108,7 @@ void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::Fetc
   // CLUSTER_ACTION on the cluster, a consumer READ on each topic.
   const Access access = ctx.authorizer->For(conn);
   const bool replica_allowed =
-      replica_id < 0 || access.AllowsCluster(auth::AclOperation::kClusterAction);
+      replica_id < 0 || access.CheckCluster(auth::AclOperation::kClusterAction);
   std::vector<char> read;  // per topic of the request: its partitions are read
   for (const auto& want : req->topics) {
     kafka::FetchResponse::FetchableTopicResponse tout;
@@ -120,7 +120,7 @@ void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::Fetc
     // consumer whose topic was recreated must learn to refresh its metadata).
     bool allowed = replica_allowed;
     if (replica_id < 0 && !(version >= 13 && info == nullptr)) {
-      allowed = access.Allows(
+      allowed = access.Check(
           auth::ResourceType::kTopic,
           info != nullptr ? std::string_view(info->info.name) : std::string_view(want.topic),
           auth::AclOperation::kRead);

@@ -40,7 +40,7 @@ using auth::AclOperation;
 using auth::ResourceType;
 
 bool GroupAllowed(const Access& access, const std::string& group, AclOperation op) {
-  return access.Allows(ResourceType::kGroup, group, op);
+  return access.Check(ResourceType::kGroup, group, op);
 }
 
 // Splits a request's topics into those `access` may do `op` on (kept in `topics`) and
@@ -50,7 +50,7 @@ std::vector<Topic> TakeDenied(const Access& access, std::vector<Topic>& topics, 
   std::vector<Topic> denied;
   std::vector<Topic> kept;
   for (Topic& t : topics) {
-    (access.Allows(ResourceType::kTopic, t.name, op) ? kept : denied).push_back(std::move(t));
+    (access.Check(ResourceType::kTopic, t.name, op) ? kept : denied).push_back(std::move(t));
   }
   topics = std::move(kept);
   return denied;
@@ -174,8 +174,8 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
   auto answer = [&](const std::string& key) {
     CoordinatorAnswer a;
     if (known &&
-        !access.Allows(req.key_type == 1 ? ResourceType::kTransactionalId : ResourceType::kGroup,
-                       key, AclOperation::kDescribe)) {
+        !access.Check(req.key_type == 1 ? ResourceType::kTransactionalId : ResourceType::kGroup,
+                      key, AclOperation::kDescribe)) {
       // Kafka's check: DESCRIBE on the group or the transactional id.
       a.error = req.key_type == 1 ? ErrorCode::kTransactionalIdAuthorizationFailed
                                   : ErrorCode::kGroupAuthorizationFailed;
@@ -413,7 +413,7 @@ void HandleListGroups(Context& ctx, const Call& call, const kafka::ListGroupsReq
   if (!access.AllowsCluster(AclOperation::kDescribe)) {
     finish = [access](Resp& r) {
       std::erase_if(r.groups, [&](const Resp::Group& g) {
-        return !GroupAllowed(access, g.group_id, AclOperation::kDescribe);
+        return !access.Allows(ResourceType::kGroup, g.group_id, AclOperation::kDescribe);
       });
     };
   }
@@ -474,7 +474,7 @@ void HandleTxnOffsetCommit(Context& ctx, const Call& call,
   const Access access = AccessOf(ctx, call);
   auto index = [](const kafka::TxnOffsetCommitRequest::Partition& p) { return p.partition_index; };
   ErrorCode refused = ErrorCode::kNone;
-  if (!access.Allows(ResourceType::kTransactionalId, req.transactional_id, AclOperation::kWrite)) {
+  if (!access.Check(ResourceType::kTransactionalId, req.transactional_id, AclOperation::kWrite)) {
     refused = ErrorCode::kTransactionalIdAuthorizationFailed;
   } else if (!GroupAllowed(access, req.group_id, AclOperation::kRead)) {
     refused = ErrorCode::kGroupAuthorizationFailed;

@@ -62,7 +62,7 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
     tout.name = want.name;
     const MetadataSnapshot::Topic* info = meta.Find(want.name);
     const bool allowed =
-        access.Allows(auth::ResourceType::kTopic, want.name, auth::AclOperation::kDescribe);
+        access.Check(auth::ResourceType::kTopic, want.name, auth::AclOperation::kDescribe);
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       kafka::ListOffsetsResponse::Partition out;
       out.partition_index = want.partitions[i].partition_index;
@@ -203,8 +203,8 @@ void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,
     kafka::OffsetForLeaderEpochResponse::Topic tout;
     tout.topic = want.topic;
     const MetadataSnapshot::Topic* info = meta.Find(want.topic);
-    const ErrorCode denied = cluster_action || access.Allows(auth::ResourceType::kTopic, want.topic,
-                                                             auth::AclOperation::kDescribe)
+    const ErrorCode denied = cluster_action || access.Check(auth::ResourceType::kTopic, want.topic,
+                                                            auth::AclOperation::kDescribe)
                                  ? ErrorCode::kNone
                                  : ErrorCode::kTopicAuthorizationFailed;
     for (size_t i = 0; i < want.partitions.size(); ++i) {

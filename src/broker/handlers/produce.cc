@@ -334,14 +334,14 @@ void HandleProduce(Context& ctx, const Call& call, const kafka::ProduceRequest& 
   // A request naming a transactional id it may not WRITE is refused whole, before any
   // topic is looked at (Kafka's order).
   const bool txn_id_allowed = !req.transactional_id.has_value() ||
-                              access.Allows(auth::ResourceType::kTransactionalId,
-                                            *req.transactional_id, auth::AclOperation::kWrite);
+                              access.Check(auth::ResourceType::kTransactionalId,
+                                           *req.transactional_id, auth::AclOperation::kWrite);
   if (!txn_id_allowed) txn_refusal = {ErrorCode::kTransactionalIdAuthorizationFailed, kTxnIdDenied};
   for (size_t t = 0; t < req.topic_data.size(); ++t) {
     const auto& topic = req.topic_data[t];
     const MetadataSnapshot::Topic* info = meta.Find(topic.name);
     const bool may_write =
-        access.Allows(auth::ResourceType::kTopic, topic.name, auth::AclOperation::kWrite);
+        access.Check(auth::ResourceType::kTopic, topic.name, auth::AclOperation::kWrite);
     for (size_t i = 0; i < topic.partition_data.size(); ++i) {
       const auto& pd = topic.partition_data[i];
       auto& out = resp.responses[t].partition_responses[i];

@@ -24,7 +24,7 @@ ErrorCode ErrorOf(const Status& st) {
 void HandleDescribeClientQuotas(Context& ctx, const Call& call,
                                 const kafka::DescribeClientQuotasRequest& req) {
   kafka::DescribeClientQuotasResponse resp;
-  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kDescribeConfigs)) {
+  if (!AccessOf(ctx, call).CheckCluster(auth::AclOperation::kDescribeConfigs)) {
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     resp.error_message = kClusterDenied;
     resp.entries = std::nullopt;
@@ -74,7 +74,7 @@ void HandleAlterClientQuotas(Context& ctx, const Call& call,
     }
     entries.push_back(std::move(out));
   }
-  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kAlterConfigs)) {
+  if (!AccessOf(ctx, call).CheckCluster(auth::AclOperation::kAlterConfigs)) {
     kafka::AlterClientQuotasResponse resp;
     for (Entry& e : entries) {
       resp.entries.push_back(

@@ -159,8 +159,8 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
   };
   // Kafka: WRITE on the transactional id (every partition refused without it), WRITE on
   // each topic (the others not attempted).
-  if (!access.Allows(auth::ResourceType::kTransactionalId, req.v3_and_below_transactional_id,
-                     auth::AclOperation::kWrite)) {
+  if (!access.Check(auth::ResourceType::kTransactionalId, req.v3_and_below_transactional_id,
+                    auth::AclOperation::kWrite)) {
     resp.results_by_topic_v3_and_below =
         answer_all(ErrorCode::kTransactionalIdAuthorizationFailed, {});
     return Reply(call.conn, call.header, resp);
@@ -171,7 +171,7 @@ void HandleAddPartitionsToTxn(Context& ctx, const Call& call,
   for (const auto& t : req.v3_and_below_topics) {
     const MetadataSnapshot::Topic* topic = meta.Find(t.name);
     const bool may_write =
-        access.Allows(auth::ResourceType::kTopic, t.name, auth::AclOperation::kWrite);
+        access.Check(auth::ResourceType::kTopic, t.name, auth::AclOperation::kWrite);
     for (int32_t p : t.partitions) {
       TopicPartition tp{t.name, p};
       if (!may_write) {
@@ -207,10 +207,10 @@ void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
   const int16_t version = call.header.api_version;
   const Access access = AccessOf(ctx, call);
   ErrorCode refused = ErrorCode::kNone;
-  if (!access.Allows(auth::ResourceType::kTransactionalId, req.transactional_id,
-                     auth::AclOperation::kWrite)) {
+  if (!access.Check(auth::ResourceType::kTransactionalId, req.transactional_id,
+                    auth::AclOperation::kWrite)) {
     refused = ErrorCode::kTransactionalIdAuthorizationFailed;
-  } else if (!access.Allows(auth::ResourceType::kGroup, req.group_id, auth::AclOperation::kRead)) {
+  } else if (!access.Check(auth::ResourceType::kGroup, req.group_id, auth::AclOperation::kRead)) {
     refused = ErrorCode::kGroupAuthorizationFailed;
   } else if (ctx.txns == nullptr) {
     refused = ErrorCode::kCoordinatorNotAvailable;
@@ -230,8 +230,8 @@ void HandleAddOffsetsToTxn(Context& ctx, const Call& call,
 
 void HandleEndTxn(Context& ctx, const Call& call, const kafka::EndTxnRequest& req) {
   const int16_t version = call.header.api_version;
-  const bool allowed = AccessOf(ctx, call).Allows(auth::ResourceType::kTransactionalId,
-                                                  req.transactional_id, auth::AclOperation::kWrite);
+  const bool allowed = AccessOf(ctx, call).Check(auth::ResourceType::kTransactionalId,
+                                                 req.transactional_id, auth::AclOperation::kWrite);
   if (!allowed || ctx.txns == nullptr) {
     kafka::EndTxnResponse resp;
     resp.error_code = allowed ? ErrorCode::kCoordinatorNotAvailable

@@ -30,7 +30,7 @@ void HandleDescribeProducers(Context& ctx, const Call& call,
     tout.name = want.name;
     const MetadataSnapshot::Topic* info = meta.Find(want.name);
     const bool allowed =
-        access.Allows(auth::ResourceType::kTopic, want.name, auth::AclOperation::kRead);
+        access.Check(auth::ResourceType::kTopic, want.name, auth::AclOperation::kRead);
     for (size_t i = 0; i < want.partitions.size(); ++i) {
       kafka::DescribeProducersResponse::Partition out;
       out.partition_index = want.partitions[i];

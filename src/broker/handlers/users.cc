@@ -24,7 +24,7 @@ void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
                                         const kafka::DescribeUserScramCredentialsRequest& req) {
   const auth::UserStore& store = *ctx.users;
   kafka::DescribeUserScramCredentialsResponse resp;
-  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kDescribe)) {
+  if (!AccessOf(ctx, call).CheckCluster(auth::AclOperation::kDescribe)) {
     resp.error_code = ErrorCode::kClusterAuthorizationFailed;
     resp.error_message = kClusterDenied;
     return Reply(call.conn, call.header, resp);
@@ -69,7 +69,7 @@ void HandleDescribeUserScramCredentials(Context& ctx, const Call& call,
 
 void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
                                      const kafka::AlterUserScramCredentialsRequest& req) {
-  if (!AccessOf(ctx, call).AllowsCluster(auth::AclOperation::kAlter)) {
+  if (!AccessOf(ctx, call).CheckCluster(auth::AclOperation::kAlter)) {
     // Kafka: every user named, once, refused.
     kafka::AlterUserScramCredentialsResponse resp;
     std::set<std::string> named;

@@ -56,6 +56,30 @@ TEST(AuthorizerTest, SuperUsersMayDoAnythingOthersWhatTheAclsSay) {
   EXPECT_FALSE(bob.Allows(ResourceType::kGroup, "g", AclOperation::kRead));
 }
 
+TEST(AuthorizerTest, ADenialIsLoggedOnceInTenSecondsAndFilteringIsQuiet) {
+  AuthorizationOptions o;
+  o.enabled = true;
+  Authorizer a(o,
+               StoreWith({Allow(ResourceType::kTopic, "open", "User:carol", AclOperation::kRead)}));
+  Access carol = a.For("User:carol", "10.0.0.9");
+  testing::internal::CaptureStderr();
+  EXPECT_TRUE(carol.Check(ResourceType::kTopic, "open", AclOperation::kRead));
+  EXPECT_FALSE(carol.Allows(ResourceType::kTopic, "hidden", AclOperation::kDescribe));  // quiet
+  EXPECT_FALSE(carol.Check(ResourceType::kTopic, "closed-log-test", AclOperation::kWrite));
+  EXPECT_FALSE(carol.Check(ResourceType::kTopic, "closed-log-test", AclOperation::kWrite));
+  EXPECT_FALSE(carol.CheckCluster(AclOperation::kAlter));
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(logged.find("hidden"), std::string::npos) << logged;
+  EXPECT_EQ(logged.find("open"), std::string::npos) << logged;
+  const std::string denial = "User:carol from 10.0.0.9 denied WRITE on TOPIC closed-log-test";
+  const size_t first = logged.find(denial);
+  ASSERT_NE(first, std::string::npos) << logged;
+  EXPECT_EQ(logged.find(denial, first + 1), std::string::npos) << logged;  // once in 10 s
+  EXPECT_NE(logged.find("User:carol from 10.0.0.9 denied ALTER on CLUSTER kafka-cluster"),
+            std::string::npos)
+      << logged;
+}
+
 TEST(AuthorizerTest, AllowEveryoneIfNoAclFoundOpensOnlyUnnamedResources) {
   AuthorizationOptions o;
   o.enabled = true;
