@@ -11,6 +11,7 @@
 #include <charconv>
 #include <utility>
 
+#include "base/bytes.h"
 #include "base/strings.h"
 
 namespace sluice {
@@ -274,6 +275,11 @@ Result<bool> Config::GetBool(std::string_view key, bool default_value) const {
   return BadValue(key, entry->origin, entry->value,
                   entry->value.empty() ? "is empty"
                                        : "is not a boolean (want true/false, yes/no, on/off, 1/0)");
+}
+
+Result<int64_t> ParseBytes(std::string_view text) {
+  return ParseScaled(text, kByteUnits, /*case_insensitive_units=*/true,
+                     "B, KB, KiB, MB, MiB, GB, GiB, TB or TiB");
 }
 
 Result<int64_t> Config::GetBytes(std::string_view key, int64_t default_value) const {

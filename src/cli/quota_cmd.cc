@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/bytes.h"
 #include "kafka/protocol/messages/quotas.h"
 
 namespace sluice::cli {
@@ -123,6 +124,17 @@ int Alter(const QuotaFlags& f, bool remove) {
       } catch (...) {
         used = 0;
       }
+      if ((used == 0 || used != value.size()) && op.key.ends_with("_byte_rate")) {
+        // A rate as people write it: 1MiB, 512KiB/s.
+        std::string_view rate = value;
+        if (rate.ends_with("/s")) rate.remove_suffix(2);
+        Result<int64_t> bytes = ParseBytes(rate);
+        if (!bytes.ok()) {
+          return Fail(fmt::format("'{}': the value '{}' {}", s, value, bytes.status().message()));
+        }
+        op.value = static_cast<double>(*bytes);
+        used = value.size();
+      }
       if (used == 0 || used != value.size()) {
         return Fail(fmt::format("'{}': the value '{}' is not a number", s, value));
       }
@@ -154,11 +166,8 @@ int RunQuotaList(const QuotaFlags& f) {
   if (!entity.ok()) return Fail(entity.status().message());
   kafka::DescribeClientQuotasRequest req;
   for (const auto& [type, name] : *entity) {
-    kafka::DescribeClientQuotasRequest::Component c;
-    c.entity_type = type;
-    c.match_type = name.has_value() ? 0 : 1;  // exact, or the <default>
-    c.match = name;
-    req.components.push_back(std::move(c));
+    // Match type 0: exactly `name`; 1: the <default>.
+    req.components.push_back({type, static_cast<int8_t>(name.has_value() ? 0 : 1), name, {}});
   }
   auto conn = ConnectAdmin(f.connection);
   if (!conn.ok()) return Fail(conn.status().message());

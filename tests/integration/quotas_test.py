@@ -118,6 +118,20 @@ def cli_part(sluice, broker):
                              "producer_byte_rate=1"), "not both", "two users")
     expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "producer_byte_rate"),
                    "is not KEY=VALUE", "no value")
+    # Byte rates with units, as people write them.
+    p = quota_cmd(sluice, broker, "set", "--user", "dave", "consumer_byte_rate=2MiB/s",
+                  "producer_byte_rate=512KiB")
+    check(p.returncode == 0, f"set dave with units: {p.stderr}")
+    p = quota_cmd(sluice, broker, "list", "--user", "dave")
+    flat = " ".join(p.stdout.split())
+    check("consumer_byte_rate=2097152" in flat and "producer_byte_rate=524288" in flat,
+          f"dave's quotas in bytes: {p.stdout}")
+    p = quota_cmd(sluice, broker, "remove", "--user", "dave")
+    check(p.returncode == 0, f"remove dave: {p.stderr}")
+    expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "producer_byte_rate=5XB"),
+                   "unknown unit", "an unknown unit")
+    expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "request_percentage=5MiB"),
+                   "is not a number", "units on a percentage")
     expect_refused(quota_cmd(sluice, broker, "set", "--user", "a", "controller_mutation_rate=5"),
                    "controller_mutation_rate is not supported", "controller_mutation_rate")
 
