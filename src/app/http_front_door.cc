@@ -614,10 +614,9 @@ void HttpFrontDoor::Pump(std::shared_ptr<Conn> self) {
           return;
         }
       }
-      // A client that is done writing (shutdown after its request) still reads: the
-      // server's side stays open until the server ends it (httplib would answer nothing to
-      // a request that arrives with the end of its stream).
-      // The server's bytes into `down`.
+      // The server's bytes into `down`. A client that is done writing (shutdown after its
+      // request) still reads: the server's side stays open until the server ends it
+      // (httplib would answer nothing to a request that arrives with the end of its stream).
       if (!c.backend_eof && c.down.size() < kBufferBytes) {
         ssize_t n =
             ::recv(c.backend, chunk.data(), std::min(kChunkBytes, kBufferBytes - c.down.size()), 0);

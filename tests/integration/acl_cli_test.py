@@ -21,13 +21,13 @@ usage: /usr/bin/python3 acl_cli_test.py path/to/sluice
 import os
 import subprocess
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check  # noqa: E402
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from acls_test import ck_consume, ck_produce_one  # noqa: E402
+from confluent_kafka import KafkaError  # noqa: E402
 
 USERS = ("admin", "alice", "bob")
 
@@ -66,45 +66,12 @@ def refused(sluice, addr, args, needle, user="admin"):
     print(f"ok: refused: sluice acl {' '.join(args)}: {err.strip()}")
 
 
-def conf(addr, user):
-    return {"bootstrap.servers": addr, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanisms": "SCRAM-SHA-256", "sasl.username": user,
-            "sasl.password": f"{user}-secret"}
-
-
 def produce(addr, user, topic, value):
-    """The delivery error's code, None when delivered."""
-    p = Producer({**conf(addr, user), "message.timeout.ms": 10000, "acks": "all"})
-    errors = []
-    p.produce(topic, value, callback=lambda err, msg: errors.append(err))
-    p.flush(20)
-    check(len(errors) == 1, f"{user} producing to {topic}: no delivery report")
-    return errors[0].code() if errors[0] is not None else None
+    return ck_produce_one(addr, user, topic, value, auto_create=True)
 
 
 def consume(addr, user, group, topic, want):
-    """(values, the first error's code) reading partition 0 of `topic` from 0, committing."""
-    c = Consumer({**conf(addr, user), "group.id": group, "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    values, error = [], None
-    deadline = time.monotonic() + 20
-    try:
-        while len(values) < want and error is None and time.monotonic() < deadline:
-            msg = c.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                error = msg.error().code()
-            else:
-                values.append(msg.value())
-        if values and error is None:
-            try:
-                c.commit(asynchronous=False)
-            except Exception as e:  # GROUP_AUTHORIZATION_FAILED and the like
-                error = e.args[0].code()
-    finally:
-        c.close()
-    return values, error
+    return ck_consume(addr, user, group, topic, want, commit=True)
 
 
 def listing(sluice, addr, *args):

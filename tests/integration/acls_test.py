@@ -51,7 +51,7 @@ import kafka.errors as Errors  # noqa: E402
 from kafka.admin import (ACL, ACLFilter, ACLOperation, ACLPermissionType,  # noqa: E402
                          ACLResourcePatternType, KafkaAdminClient, ResourcePattern,
                          ResourcePatternFilter, ResourceType)
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
 
 USERS = ("admin", "alice", "bob", "carol")
 
@@ -630,19 +630,20 @@ def ck_conf(addr, user):
             "sasl.password": f"{user}-secret"}
 
 
-def ck_produce_one(addr, user, topic):
+def ck_produce_one(addr, user, topic, value=b"after the restart", auto_create=False):
     """The delivery error's code (None when delivered)."""
     p = Producer({**ck_conf(addr, user), "message.timeout.ms": 15000, "acks": "all",
-                  "allow.auto.create.topics": False}, logger=RDKAFKA)
+                  "allow.auto.create.topics": auto_create}, logger=RDKAFKA)
     errors = []
-    p.produce(topic, b"after the restart", callback=lambda err, msg: errors.append(err))
+    p.produce(topic, value, callback=lambda err, msg: errors.append(err))
     p.flush(30)
     check(len(errors) == 1, f"{user} producing to {topic}: no delivery report")
     return errors[0].code() if errors[0] is not None else None
 
 
-def ck_consume(addr, user, group, topic, want):
-    """(values, error code of the first error) reading partition 0 of `topic` from 0."""
+def ck_consume(addr, user, group, topic, want, commit=False):
+    """(values, error code of the first error) reading partition 0 of `topic` from 0, and
+    with `commit` committing what was read."""
     c = Consumer({**ck_conf(addr, user), "group.id": group, "enable.auto.commit": False},
                  logger=RDKAFKA)
     c.assign([TopicPartition(topic, 0, 0)])
@@ -657,6 +658,11 @@ def ck_consume(addr, user, group, topic, want):
                 error = msg.error().code()
             else:
                 values.append(msg.value())
+        if commit and values and error is None:
+            try:
+                c.commit(asynchronous=False)
+            except KafkaException as e:  # GROUP_AUTHORIZATION_FAILED and the like
+                error = e.args[0].code()
     finally:
         c.close()
     return values, error

@@ -30,6 +30,7 @@ from cluster_controller_test import three_brokers, wait_metadata  # noqa: E402
 from cluster_coordinator_test import coordinator  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
 from sluice_broker import _frame, _recv_exact, check, wait_until  # noqa: E402
+from sluice_broker import uvarint as _uvarint  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
@@ -74,15 +75,6 @@ def read_values(bootstrap, isolation, topics, until, timeout=120):
     finally:
         c.close()
     raise AssertionError(f"{isolation}: not read within {timeout} s: {sorted(got.items())}")
-
-
-def _uvarint(n):
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _read_uvarint(data, at):
