@@ -215,7 +215,14 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                                ? std::string()
                                : fmt::format("{}:{}", sc.server.host, p->kafka_->port()),
         .memory_limit_bytes = query_config.options.memory_limit_bytes,
-        .threads = query_config.options.threads});
+        .threads = query_config.options.threads,
+        // SQL grants (docs/design/0020) with the Kafka ACLs' switch and super users.
+        .authorization = {.enabled = sc.broker.authorization.enabled,
+                          .super_users = sc.broker.authorization.super_users,
+                          .grants = p->kafka_->broker().grants(),
+                          .user_exists = [users = p->kafka_->broker().users()](std::string_view u) {
+                            return users->Exists(u);
+                          }}});
     p->query_engine_->Install(&query_config.options);
     const bool pg_tls_required = query_config.options.require_tls;
     ASSIGN_OR_RETURN(p->query_server_, query::QueryServer::Start(std::move(query_config.options)));

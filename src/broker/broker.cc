@@ -36,6 +36,7 @@ const Logger kLog("broker");
 constexpr const char* kUsersFile = "users.json";
 constexpr const char* kAclsFile = "acls.json";
 constexpr const char* kQuotasFile = "quotas.json";
+constexpr const char* kGrantsFile = "grants.json";
 
 using kafka::ApiKey;
 using kafka::ErrorCode;
@@ -186,12 +187,14 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
     RETURN_IF_ERROR(b->SeedUsers(SaslSeeds(o), o.sasl.scram_iterations, "sasl.users"));
     ASSIGN_OR_RETURN(acls, b->cluster_->OpenAclStore());
     ASSIGN_OR_RETURN(quota_store, b->cluster_->OpenQuotaStore());
+    ASSIGN_OR_RETURN(b->grants_, b->cluster_->OpenGrantStore());
   } else {
     ASSIGN_OR_RETURN(b->users_, OpenMetaStore<auth::UserStore>(o, kUsersFile));
     RETURN_IF_ERROR(::sluice::broker::SeedUsers(*b->users_, SaslSeeds(o), o.sasl.scram_iterations,
                                                 "sasl.users", nullptr));
     ASSIGN_OR_RETURN(acls, OpenMetaStore<auth::AclStore>(o, kAclsFile));
     ASSIGN_OR_RETURN(quota_store, OpenMetaStore<QuotaStore>(o, kQuotasFile));
+    ASSIGN_OR_RETURN(b->grants_, OpenMetaStore<query::authz::GrantStore>(o, kGrantsFile));
   }
   b->authorizer_ = std::make_unique<Authorizer>(o.authorization, std::move(acls));
   b->quotas_ = std::make_unique<ClientQuotas>(std::move(quota_store));

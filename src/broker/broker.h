@@ -31,6 +31,7 @@
 #include "broker/connection.h"
 #include "broker/event_loop.h"
 #include "broker/metadata_snapshot.h"
+#include "query/authz/grants.h"
 #include "storage/env.h"
 
 namespace sluice::broker {
@@ -101,6 +102,9 @@ class Broker : public RequestHandler {
   // The user store every port authenticates against (phase D of 0019); shared with the
   // query server.
   const std::shared_ptr<auth::UserStore>& users() const { return users_; }
+  // The SQL grants the query server checks (docs/design/0020), kept here beside the users
+  // and ACLs: <data-dir>/meta/grants.json, or etcd's in a cluster.
+  const std::shared_ptr<query::authz::GrantStore>& grants() const { return grants_; }
   // Adds each of `users` (name, password) the store lacks; `from` names the config key.
   Status SeedUsers(const std::vector<std::pair<std::string, std::string>>& users, int iterations,
                    std::string_view from);
@@ -133,11 +137,12 @@ class Broker : public RequestHandler {
 
   const BrokerOptions options_;
   const std::string cluster_id_;
-  std::unique_ptr<SaslAuthenticator> sasl_;   // null when SASL is off; immutable
-  std::shared_ptr<auth::UserStore> users_;    // <data-dir>/meta/users.json
-  std::unique_ptr<Authorizer> authorizer_;    // its ACLs: <data-dir>/meta/acls.json
-  std::unique_ptr<ClientQuotas> quotas_;      // <data-dir>/meta/quotas.json
-  std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
+  std::unique_ptr<SaslAuthenticator> sasl_;           // null when SASL is off; immutable
+  std::shared_ptr<auth::UserStore> users_;            // <data-dir>/meta/users.json
+  std::unique_ptr<Authorizer> authorizer_;            // its ACLs: <data-dir>/meta/acls.json
+  std::unique_ptr<ClientQuotas> quotas_;              // <data-dir>/meta/quotas.json
+  std::shared_ptr<query::authz::GrantStore> grants_;  // <data-dir>/meta/grants.json
+  std::unique_ptr<GroupCoordinator> groups_;          // thread-safe: posts to its own thread
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).
   std::unique_ptr<BrokerTxnParticipants> txn_participants_;

@@ -139,6 +139,7 @@ ClusterController::ClusterController(ClusterControllerOptions options, Shards* s
       users_doc_(cluster::KeyLayout(options_.cluster.name).Users()),
       acls_doc_(cluster::KeyLayout(options_.cluster.name).Acls()),
       quotas_doc_(cluster::KeyLayout(options_.cluster.name).Quotas()),
+      grants_doc_(cluster::KeyLayout(options_.cluster.name).Grants()),
       view_(options_.cluster.name),
       logs_(LocalLogsOptionsOf(options_.local), shards) {}
 
@@ -277,6 +278,20 @@ Result<std::shared_ptr<QuotaStore>> ClusterController::OpenQuotaStore() {
   return quotas;
 }
 
+Result<std::shared_ptr<query::authz::GrantStore>> ClusterController::OpenGrantStore() {
+  std::string json;
+  auto persist = LoadDocument(grants_doc_, "grant set", &json);
+  if (persist == nullptr) return grants_doc_.load_error;
+  auto store = query::authz::GrantStore::Load(json, std::move(persist));
+  if (!store.ok()) {
+    return Status(store.status().code(),
+                  fmt::format("etcd {}: {}", grants_doc_.key, store.status().message()));
+  }
+  std::shared_ptr<query::authz::GrantStore> grants = std::move(*store);
+  grants_doc_.replace = [grants](std::string_view v) { return grants->Replace(v); };
+  return grants;
+}
+
 Status ClusterController::RefreshDocument(EtcdDocument& doc) {
   ASSIGN_OR_RETURN(GetResponse got, etcd_->Get(doc.key));
   if (got.kv.has_value()) SyncDocument(doc, got.kv->value, got.kv->mod_revision);
@@ -285,7 +300,7 @@ Status ClusterController::RefreshDocument(EtcdDocument& doc) {
 
 bool ClusterController::SyncDocuments(const std::string& key, const std::string& value,
                                       int64_t mod_revision) {
-  for (EtcdDocument* doc : {&users_doc_, &acls_doc_, &quotas_doc_}) {
+  for (EtcdDocument* doc : {&users_doc_, &acls_doc_, &quotas_doc_, &grants_doc_}) {
     if (key != doc->key) continue;
     SyncDocument(*doc, value, mod_revision);
     return true;

@@ -38,6 +38,7 @@
 #include "cluster/lease_keeper.h"
 #include "cluster/watcher.h"
 #include "compaction/cleaner.h"
+#include "query/authz/grants.h"
 
 namespace sluice::broker {
 
@@ -92,6 +93,9 @@ class ClusterController : public Controller {
   // The client quotas, cluster-wide (phase F): etcd's `quotas` key, kept as the users are.
   Result<std::shared_ptr<QuotaStore>> OpenQuotaStore();
   Status RefreshQuotas() { return RefreshDocument(quotas_doc_); }
+  // The SQL grants, cluster-wide (docs/design/0020): etcd's `grants` key, kept as the users
+  // are.
+  Result<std::shared_ptr<query::authz::GrantStore>> OpenGrantStore();
 
   // Controller
   Status OpenLogs(bool unclean_start) override;
@@ -239,6 +243,7 @@ class ClusterController : public Controller {
   EtcdDocument users_doc_;
   EtcdDocument acls_doc_;
   EtcdDocument quotas_doc_;
+  EtcdDocument grants_doc_;
   std::string incarnation_;
   bool clean_ = true;
   bool unclean_start_ = false;

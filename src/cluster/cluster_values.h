@@ -155,6 +155,8 @@ class KeyLayout {
   std::string Acls() const { return prefix_ + "acls"; }
   // quotas: the client quotas' JSON (broker::QuotaStore; phase F).
   std::string Quotas() const { return prefix_ + "quotas"; }
+  // grants: the SQL grants' JSON (query::authz::GrantStore; docs/design/0020).
+  std::string Grants() const { return prefix_ + "grants"; }
   std::string Brokers() const { return prefix_ + "brokers/"; }  // a prefix
   std::string Broker(int32_t node) const;
   std::string Incarnations() const { return prefix_ + "incarnations/"; }

@@ -11,6 +11,9 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "query/authz/grant_sql.h"
+#include "query/authz/grants.h"
+#include "query/authz/plan_check.h"
 #include "query/lake_planner/lake_catalog.h"
 #include "query/lake_planner/lake_planner.h"
 #include "query/pg_catalog/catalog.h"
@@ -66,7 +69,32 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user,
       conn, {.user = user.empty() ? std::string("sluice") : std::string(user),
              .database = database.empty() ? std::string("sluice") : std::string(database),
              .server_version = options_.server_version}));
+  SessionAuth a;
+  a.user = std::string(user);
+  const DataAuthorization& az = options_.authorization;
+  a.superuser = !az.enabled || std::find(az.super_users.begin(), az.super_users.end(),
+                                         "User:" + a.user) != az.super_users.end();
+  if (Checked(a)) {
+    if (az.grants == nullptr) return InternalError("authorization is on without a grant store");
+    // What the emulation just made is trusted while unchanged (authz/plan_check.h).
+    ASSIGN_OR_RETURN(a.trusted, authz::DefinedObjects(conn));
+  }
+  {
+    std::lock_guard<std::mutex> lock(auth_mu_);
+    sessions_[&conn] = std::move(a);
+  }
   return RefreshLakeRelations(conn);
+}
+
+QueryEngine::SessionAuth QueryEngine::AuthOf(const duck::Connection& conn) const {
+  std::lock_guard<std::mutex> lock(auth_mu_);
+  auto it = sessions_.find(&conn);
+  if (it != sessions_.end()) return it->second;
+  // A connection StartSession never saw (`sluice sql`, tests): the owner's, unless
+  // authorization is on, where nobody unknown is trusted.
+  SessionAuth a;
+  a.superuser = !options_.authorization.enabled;
+  return a;
 }
 
 Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
@@ -76,12 +104,40 @@ Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
   if (!tables.ok()) return Status::OK();  // a missing warehouse holds no tables yet
   std::vector<pg_catalog::ExternalRelation> relations;
   std::string fingerprint;
+  // Only what the user may read is listed (psql's \d, information_schema, pg_class).
+  const SessionAuth auth = AuthOf(conn);
+  std::shared_ptr<const authz::GrantSet> grants;
+  if (options_.authorization.enabled && options_.authorization.grants != nullptr) {
+    grants = options_.authorization.grants->Current();
+    fingerprint = auth.user + '\0';
+  }
   for (const LakeTableInfo& t : *tables) {
+    if (grants != nullptr && Checked(auth) && !grants->CanSelectTable(auth.user, t.ns, t.name))
+      continue;
     pg_catalog::ExternalRelation r;
     r.schema = "lake";
     for (const std::string& level : t.ns) r.schema += "." + level;
     r.name = t.name;
     fingerprint += r.schema + '\0' + r.name + '\0';
+    if (grants != nullptr) {
+      // Who is granted SELECT on it (on the table, or on a namespace above it), as psql's
+      // \dp shows a table's privileges.
+      std::vector<std::string> full = t.ns;
+      full.push_back(t.name);
+      std::set<std::string> holders;
+      for (const authz::Grant& g : grants->grants()) {
+        const std::vector<std::string>& n = g.object.name;
+        const bool covers =
+            (g.object.kind == authz::GrantObject::Kind::kTable && n == full) ||
+            (g.object.kind == authz::GrantObject::Kind::kNamespace && n.size() <= t.ns.size() &&
+             std::equal(n.begin(), n.end(), t.ns.begin()));
+        if (g.privilege == authz::Privilege::kSelect && covers) holders.insert(g.grantee);
+      }
+      for (const std::string& h : holders) {
+        r.acl.push_back(h + "=r/sluice");
+        fingerprint += r.acl.back() + '\0';
+      }
+    }
     for (const LakeTableInfo::Column& c : t.columns) {
       r.columns.push_back({.name = c.name,
                            .duckdb_type = c.duckdb_type,
@@ -161,6 +217,25 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   if (!function_ddl_seen_.load(std::memory_order_relaxed) && MentionsFunctionDdl(statement)) {
     function_ddl_seen_.store(true, std::memory_order_relaxed);
   }
+  const SessionAuth auth = AuthOf(conn);
+  if (authz::IsGrantStatement(statement)) {
+    // SHOW GRANTS reads; the others are commands (RunCommand) and never reach here.
+    ASSIGN_OR_RETURN(std::optional<authz::GrantStatement> g, authz::ParseGrantStatement(statement));
+    if (g && g->kind == authz::GrantStatement::Kind::kShowGrants) {
+      out.steps_may_apply = false;
+      ASSIGN_OR_RETURN(out.sql, ShowGrantsSql(auth, g->grantees.empty() ? "" : g->grantees[0]));
+      return out;
+    }
+  }
+  if (Checked(auth)) {
+    // Everything the statement reads, before anything is read (design 0020).
+    std::shared_ptr<const authz::GrantSet> grants = options_.authorization.grants->Current();
+    authz::AccessContext ctx{.user = auth.user,
+                             .grants = grants.get(),
+                             .catalog = catalog_.get(),
+                             .trusted = &auth.trusted};
+    RETURN_IF_ERROR(authz::CheckStatement(conn, statement, ctx));
+  }
   int64_t lake_rows = 0;
   // A table created after the session started shows in \dt at once (best effort: a
   // failure leaves the relations as they were and the statement runs).
@@ -227,8 +302,15 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
     return out;
   }
   if (!rewrite) return out;
+  // A user with a memory_share plans within it (design 0020).
+  int64_t budget = options_.memory_limit_bytes;
+  if (options_.authorization.enabled && options_.authorization.grants != nullptr) {
+    const int percent =
+        options_.authorization.grants->Current()->LimitsOf(auth.user).memory_percent;
+    if (percent > 0) budget = budget / 100 * percent;
+  }
   const rewrite::RewriteOptions rewrite_options{
-      .memory_limit_bytes = options_.memory_limit_bytes,
+      .memory_limit_bytes = budget,
       .threads = options_.threads,
       .known_input_rows = lake_rows,
       .user_functions =
@@ -262,6 +344,15 @@ void QueryEngine::Install(QueryServerOptions* server) const {
                                         bool allow_steps) {
     return Plan(conn, statement, allow_steps);
   };
+  server->hooks.is_command = [](std::string_view statement) { return IsCommand(statement); };
+  server->hooks.run_command = [this](duck::Connection& conn, std::string_view statement) {
+    return RunCommand(conn, statement);
+  };
+  if (options_.authorization.enabled) {
+    server->hooks.max_statements_of = [this](std::string_view user) {
+      return MaxStatementsOf(user);
+    };
+  }
   server->server_version = options_.server_version;
 }
 

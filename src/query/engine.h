@@ -11,17 +11,36 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "query/authz/grants.h"
 #include "query/server.h"
 
 namespace sluice::query {
+
+namespace authz {
+struct GrantStatement;
+}
+
+// Who may read what (docs/design/0020-data-authorization.md): with `enabled`, a session
+// whose user is not a superuser has each statement checked against `grants` before it runs,
+// sees only the lake tables it may read in the catalog, and cannot manage grants.
+struct DataAuthorization {
+  bool enabled = false;
+  std::vector<std::string> super_users;  // as authorization.super_users: "User:admin"
+  std::shared_ptr<authz::GrantStore> grants;
+  // Whether a user of that name exists (the user store): grants name users or roles.
+  std::function<bool(std::string_view user)> user_exists;
+};
 
 struct QueryEngineOptions {
   std::string warehouse;                          // "" : no lake tables
@@ -30,6 +49,7 @@ struct QueryEngineOptions {
   int threads = 2;
   std::string server_version = "15.0";
   bool rewrites = true;  // the partitioned rewrites (query/rewrite)
+  DataAuthorization authorization;
 };
 
 class WarehouseCatalog;
@@ -57,13 +77,36 @@ class QueryEngine {
   // The tree is printed once.
   Result<PlannedStatement> Plan(duck::Connection& conn, std::string_view statement,
                                 bool allow_steps) const;
+  // GRANT, REVOKE, CREATE/DROP ROLE, ALTER ROLE ... SET (authz/grant_sql.h): whether
+  // `statement` is one, and running it as the session's user (its CommandComplete tag).
+  static bool IsCommand(std::string_view statement);
+  Result<std::string> RunCommand(duck::Connection& conn, std::string_view statement) const;
+  // The user's own limit of statements at once (0: none).
+  int MaxStatementsOf(std::string_view user) const;
 
  private:
   // Sets the catalog emulation's lake relations of `conn` when the warehouse's tables
   // changed since the last time for that connection.
   Status RefreshLakeRelations(duck::Connection& conn) const;
 
+  struct SessionAuth {
+    std::string user;
+    bool superuser = true;
+    std::set<std::string> trusted;  // the catalog emulation's views and macros
+  };
+  // The session on `conn` as StartSession saw it (a superuser when there is none).
+  SessionAuth AuthOf(const duck::Connection& conn) const;
+  bool Checked(const SessionAuth& a) const {
+    return options_.authorization.enabled && !a.superuser;
+  }
+  // The lake table or namespace a GRANT or REVOKE names, as the warehouse holds it.
+  Result<authz::GrantObject> ResolveLakeObject(const authz::GrantStatement& s) const;
+  // SHOW GRANTS as a query over VALUES.
+  Result<std::string> ShowGrantsSql(const SessionAuth& a, const std::string& of) const;
+
   QueryEngineOptions options_;
+  mutable std::mutex auth_mu_;
+  mutable std::map<const duck::Connection*, SessionAuth> sessions_;  // guarded by auth_mu_
   std::unique_ptr<WarehouseCatalog> catalog_;
   mutable std::mutex relations_mu_;
   mutable std::map<const duck::Connection*, size_t>

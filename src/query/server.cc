@@ -259,25 +259,35 @@ void ServerState::AcceptLoop() {
   }
 }
 
-bool ServerState::Admit() {
+bool ServerState::Admit(const std::string& user, int user_limit) {
   std::unique_lock lock(admit_mu_);
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(options.queue_timeout_ms);
-  while (running_ >= options.max_running) {
+  auto full = [&] {
+    if (running_ >= options.max_running) return true;
+    if (user_limit <= 0) return false;
+    auto it = running_by_user_.find(user);
+    return it != running_by_user_.end() && it->second >= user_limit;
+  };
+  while (full()) {
     if (stopping.load() || admit_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
-      if (running_ < options.max_running && !stopping.load()) break;
+      if (!full() && !stopping.load()) break;
       return false;
     }
   }
   ++running_;
+  ++running_by_user_[user];
   turns.fetch_add(1);
   return true;
 }
 
-void ServerState::Release() {
+void ServerState::Release(const std::string& user) {
   std::lock_guard lock(admit_mu_);
   --running_;
-  admit_cv_.notify_one();
+  auto it = running_by_user_.find(user);
+  if (it != running_by_user_.end() && --it->second <= 0) running_by_user_.erase(it);
+  // Waiters wait for different things (a turn, or their user's): each looks again.
+  admit_cv_.notify_all();
 }
 
 namespace {

@@ -74,6 +74,17 @@ struct SessionHooks {
   std::function<Result<PlannedStatement>(duck::Connection&, std::string_view statement,
                                          bool allow_steps)>
       plan_statement;
+  // Statements the engine answers itself instead of DuckDB (GRANT, REVOKE, CREATE/DROP
+  // ROLE, ALTER ROLE ... SET): whether `statement` (after rewrite_query and the sandbox) is
+  // one. Both or neither are set.
+  std::function<bool(std::string_view statement)> is_command;
+  // Runs one: in a simple query in its place, in the extended protocol at Execute (Parse
+  // only notes it; Describe answers NoData). The CommandComplete tag, or an error sent as
+  // rewrite_query's are. Not transactional: it takes effect at once.
+  std::function<Result<std::string>(duck::Connection&, std::string_view statement)> run_command;
+  // How many statements `user` may run at once (0: no limit of its own; query.max_running
+  // holds for everyone): asked at each admission turn.
+  std::function<int(std::string_view user)> max_statements_of;
 };
 
 enum class AuthMethod { kScramSha256, kPassword };

@@ -41,8 +41,10 @@ class ServerState {
   void WatchdogLoop();
   // Admission (options.max_running): waits for a turn up to options.queue_timeout_ms;
   // false when none came (or the server stops). Release gives it back.
-  bool Admit();
-  void Release();
+  // With `user_limit` > 0, also waits while `user` runs that many (per-user limits of
+  // docs/design/0020-data-authorization.md): the others go ahead meanwhile.
+  bool Admit(const std::string& user = "", int user_limit = 0);
+  void Release(const std::string& user = "");
   std::atomic<uint64_t> turns{0};         // Admit's successes
   std::atomic<uint64_t> simple_steps{0};  // statements that ran planning steps
   std::atomic<uint64_t> extended_steps{0};
@@ -60,7 +62,8 @@ class ServerState {
 
   std::mutex admit_mu_;
   std::condition_variable admit_cv_;
-  int running_ = 0;  // guarded by admit_mu_
+  int running_ = 0;                             // guarded by admit_mu_
+  std::map<std::string, int> running_by_user_;  // guarded by admit_mu_
   std::mutex mu_;
   std::map<int32_t, std::shared_ptr<SessionSlot>> sessions_;  // guarded by mu_
   std::list<Worker> workers_;                                 // guarded by mu_

@@ -746,9 +746,19 @@ Session::SqlError Session::FromHook(const Status& st) {
 
 std::optional<Session::SqlError> Session::TakeTurn(bool light) {
   if (turn_held_) return std::nullopt;
-  if (!light && !server_.Admit()) {
+  const int user_limit =
+      server_.options.hooks.max_statements_of ? server_.options.hooks.max_statements_of(user_) : 0;
+  if (!light && !server_.Admit(user_, user_limit)) {
     if (server_.stopping.load())
       return SqlError{"57P01", "terminating connection: the server is stopping", true};
+    if (user_limit > 0) {
+      return SqlError{"53300", fmt::format("too many queries running: {} (query.max_running), or "
+                                           "{} of user {} (its max_statements), ran for longer "
+                                           "than query.queue_timeout_seconds ({}) while this one "
+                                           "waited",
+                                           server_.options.max_running, user_limit, user_,
+                                           server_.options.queue_timeout_ms / 1000)};
+    }
     return SqlError{
         "53300", fmt::format("too many queries running: {} (query.max_running) ran for longer than "
                              "query.queue_timeout_seconds ({}) while this one waited",
@@ -765,8 +775,15 @@ void Session::ReleaseTurn() {
   if (!turn_held_) return;
   turn_held_ = false;
   slot_->running_since_ms.store(0);
-  if (!light_turn_) server_.Release();
+  if (!light_turn_) server_.Release(user_);
   light_turn_ = false;
+}
+
+std::optional<Session::SqlError> Session::RunCommand(std::string_view statement) {
+  auto tag = server_.options.hooks.run_command(*conn_, statement);
+  if (!tag.ok()) return FromHook(tag.status());
+  pg::WriteCommandComplete(out_, *tag);
+  return std::nullopt;
 }
 
 std::optional<Session::SqlError> Session::ApplyClientSetting(const ClientSetting& s) {
@@ -856,6 +873,9 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
     if (auto e = ApplyClientSetting(setting)) return e;
     pg::WriteCommandComplete(out_, LeadingWords(piece, 1)[0]);
     return std::nullopt;
+  }
+  if (server_.options.hooks.is_command && server_.options.hooks.is_command(piece)) {
+    return RunCommand(piece);
   }
   const std::string_view statement = piece;
   std::optional<CopyOptions> copy;
@@ -963,6 +983,11 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
   if (verdict.refused) return fail({"42501", verdict.message});
   stmt->client_setting = ParseClientSetting(pieces[0]);
   if (!stmt->client_setting.name.empty()) return stmt;
+  if (server_.options.hooks.is_command && server_.options.hooks.is_command(pieces[0])) {
+    stmt->command = true;  // runs at Execute
+    stmt->sql = std::string(pieces[0]);
+    return stmt;
+  }
   std::string_view piece = pieces[0];
   std::string copy_query;
   if (auto e = ParseCopy(piece, &stmt->copy, &copy_query)) return fail(*e);
@@ -1146,7 +1171,8 @@ std::optional<Session::SqlError> Session::HandleDescribe(const pg::DescribeMessa
     // With parameters DuckDB may bind the statement, and know its result, only once the
     // values are there: the portal starts now and is described from its real result
     // (the Execute that follows goes on from there).
-    bool runnable = !s->empty && s->client_setting.name.empty() && s->prepared != nullptr;
+    bool runnable =
+        !s->empty && s->client_setting.name.empty() && !s->command && s->prepared != nullptr;
     if (runnable && !p.params.empty()) {
       if (!p.started && !p.done) {
         // The turn taken here is the one the Execute that follows runs under.
@@ -1383,6 +1409,7 @@ std::optional<Session::SqlError> Session::RunPortal(Portal& p, int32_t max_rows,
     pg::WriteCommandComplete(out_, LeadingWords(s.sql, 1)[0]);
     return std::nullopt;
   }
+  if (s.command) return RunCommand(s.sql);
   if (p.done) {
     // Postgres answers an Execute of a finished portal with an empty completion.
     pg::WriteCommandComplete(out_, CommandTag(s.sql, s.returns_rows, 0));

@@ -54,6 +54,7 @@ class Session {
     std::string sql;               // after rewrite_query
     bool empty = false;            // no statement in it
     ClientSetting client_setting;  // a SET the server answers itself
+    bool command = false;          // a statement the hooks' run_command answers (GRANT...)
     std::unique_ptr<duck::PreparedStatement> prepared;
     std::vector<uint32_t> param_oids;
     std::vector<Column> columns;
@@ -170,6 +171,8 @@ class Session {
   void ErasePortal(const std::string& name);
   void WriteDescription(const Portal& p);
   std::optional<SqlError> ApplyClientSetting(const ClientSetting& s);
+  // A statement the hooks answer themselves (SessionHooks::run_command): its tag, or error.
+  std::optional<SqlError> RunCommand(std::string_view statement);
   SqlError FromDuck(const Status& st, duck::ErrorType type);
   SqlError FromHook(const Status& st);
   // Admission: a session runs one DuckDB query at a time, so it holds at most one turn.

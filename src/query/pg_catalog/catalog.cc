@@ -101,7 +101,8 @@ SELECT * FROM (VALUES
 -- Relations the server answers for that DuckDB's catalog does not hold (Iceberg tables):
 -- filled by SetExternalRelations().
 CREATE TEMP TABLE IF NOT EXISTS sluice_pg_ext_relations(
-  oid BIGINT, nspoid BIGINT, nspname VARCHAR, relname VARCHAR, relkind VARCHAR, comment VARCHAR);
+  oid BIGINT, nspoid BIGINT, nspname VARCHAR, relname VARCHAR, relkind VARCHAR, comment VARCHAR,
+  acl VARCHAR[]);
 CREATE TEMP TABLE IF NOT EXISTS sluice_pg_ext_columns(
   relid BIGINT, attname VARCHAR, attnum INTEGER, data_type VARCHAR, numeric_precision INTEGER,
   numeric_scale INTEGER, not_null BOOLEAN, comment VARCHAR);
@@ -112,24 +113,24 @@ CREATE OR REPLACE TEMP VIEW sluice_pg_relations AS
 SELECT table_oid AS oid, table_name AS relname, schema_oid AS relnamespace, 'r' AS relkind,
        column_count::SMALLINT AS relnatts, estimated_size::FLOAT AS reltuples,
        index_count > 0 AS relhasindex, check_constraint_count::SMALLINT AS relchecks,
-       database_name, schema_name, comment, 2::BIGINT AS relam
+       database_name, schema_name, comment, 2::BIGINT AS relam, NULL::VARCHAR[] AS relacl
 FROM duckdb_tables() WHERE NOT internal AND NOT temporary
 UNION ALL
 SELECT view_oid, view_name, schema_oid, 'v', column_count, 0, false, 0, database_name,
-       schema_name, comment, 0
+       schema_name, comment, 0, NULL
 FROM duckdb_views() WHERE NOT internal AND NOT temporary
 UNION ALL
 SELECT sequence_oid, sequence_name, schema_oid, 'S', 3, 1, false, 0, database_name,
-       schema_name, comment, 0
+       schema_name, comment, 0, NULL
 FROM duckdb_sequences() WHERE NOT temporary
 UNION ALL
 SELECT index_oid, index_name, schema_oid, 'i', 1, 0, false, 0, database_name, schema_name,
-       comment, 403
+       comment, 403, NULL
 FROM duckdb_indexes() WHERE database_name NOT IN ('system', 'temp')
 UNION ALL
 SELECT r.oid, r.relname, r.nspoid, r.relkind,
        (SELECT count(*) FROM sluice_pg_ext_columns c WHERE c.relid = r.oid), 0, false, 0,
-       NULL, r.nspname, r.comment, CASE WHEN r.relkind = 'r' THEN 2 ELSE 0 END
+       NULL, r.nspname, r.comment, CASE WHEN r.relkind = 'r' THEN 2 ELSE 0 END, r.acl
 FROM sluice_pg_ext_relations r;
 
 -- Columns of those relations.
@@ -171,7 +172,7 @@ SELECT oid, relname, relnamespace, 0::BIGINT AS reltype, 0::BIGINT AS reloftype,
        false AS relhastriggers, false AS relhassubclass, false AS relrowsecurity,
        false AS relforcerowsecurity, true AS relispopulated, 'd' AS relreplident,
        false AS relispartition, 0::BIGINT AS relrewrite, 0::BIGINT AS relfrozenxid,
-       0::BIGINT AS relminmxid, NULL::VARCHAR[] AS relacl, NULL::VARCHAR[] AS reloptions,
+       0::BIGINT AS relminmxid, relacl, NULL::VARCHAR[] AS reloptions,
        NULL::VARCHAR AS relpartbound
 FROM sluice_pg_relations;
 
@@ -522,11 +523,18 @@ Status SetExternalRelations(duck::Connection& conn,
     const size_t schema_index = it - schemas.begin();
     if (it == schemas.end()) schemas.push_back(r.schema);
     const int64_t oid = kExternalRelationOidBase + static_cast<int64_t>(i);
-    sql += fmt::format("INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {});", oid,
-                       kExternalNamespaceOidBase + static_cast<int64_t>(schema_index),
+    std::string acl = "NULL";
+    if (!r.acl.empty()) {
+      acl = "[";
+      for (size_t a = 0; a < r.acl.size(); ++a)
+        acl += (a ? ", " : "") + duck::QuoteLiteral(r.acl[a]);
+      acl += "]";
+    }
+    sql += fmt::format("INSERT INTO sluice_pg_ext_relations VALUES ({}, {}, {}, {}, {}, {}, {});",
+                       oid, kExternalNamespaceOidBase + static_cast<int64_t>(schema_index),
                        duck::QuoteLiteral(r.schema), duck::QuoteLiteral(r.name),
                        r.is_view ? "'v'" : "'r'",
-                       r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment));
+                       r.comment.empty() ? "NULL" : duck::QuoteLiteral(r.comment), acl);
     for (size_t c = 0; c < r.columns.size(); ++c) {
       const ExternalColumn& col = r.columns[c];
       const PgTypeRef type = PgTypeForDuckDB(col.duckdb_type);

@@ -51,6 +51,9 @@ struct ExternalRelation {
   std::vector<ExternalColumn> columns;
   bool is_view = false;
   std::string comment;  // "" for none
+  // Its privileges as Postgres prints an aclitem ("alice=r/sluice"), for pg_class.relacl
+  // and psql's \dp; none: NULL (the owner's defaults).
+  std::vector<std::string> acl;
 };
 
 // External relations get oids from kExternalRelationOidBase (their schemas from
