@@ -208,12 +208,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
         query_config.options.users, query_config.options.scram_iterations, "query.users"));
     query_config.options.users.clear();
     query_config.options.user_store = p->kafka_->broker().users();
-    // topic() reads from this broker (not under SASL: it has no credentials of its own).
+    // topic() reads from this broker as the process itself (a super user on a SASL
+    // listener; the SQL grants decide who may call it, design 0020).
+    std::map<std::string, std::string> kafka_properties = p->kafka_->InternalClientProperties();
+    std::string kafka_bootstrap = kafka_properties["bootstrap.servers"];
+    kafka_properties.erase("bootstrap.servers");
     p->query_engine_ = std::make_unique<query::QueryEngine>(query::QueryEngineOptions{
         .warehouse = warehouse,
-        .kafka_bootstrap = sc.broker.sasl.enabled
-                               ? std::string()
-                               : fmt::format("{}:{}", sc.server.host, p->kafka_->port()),
+        .kafka_bootstrap = kafka_bootstrap,
+        .kafka_properties = std::move(kafka_properties),
         .memory_limit_bytes = query_config.options.memory_limit_bytes,
         .threads = query_config.options.threads,
         // SQL grants (docs/design/0020) with the Kafka ACLs' switch and super users.

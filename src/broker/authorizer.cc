@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "broker/connection.h"
+#include "broker/sasl.h"
 
 namespace sluice::broker {
 
@@ -121,6 +122,11 @@ Authorizer::Authorizer(AuthorizationOptions options, std::shared_ptr<auth::AclSt
     : options_(std::move(options)), acls_(std::move(acls)) {}
 
 bool Authorizer::IsSuperUser(std::string_view principal) const {
+  // The process's own clients (topic(), pipelines under serve), which no user can be.
+  if (principal.size() == 5 + kInternalUser.size() && principal.substr(0, 5) == "User:" &&
+      principal.substr(5) == kInternalUser) {
+    return true;
+  }
   return std::find(options_.super_users.begin(), options_.super_users.end(), principal) !=
          options_.super_users.end();
 }

@@ -9,6 +9,8 @@
 #include <future>
 #include <utility>
 
+#include "auth/scram.h"
+#include "base/base64.h"
 #include "base/logging.h"
 #include "broker/cluster_controller.h"
 #include "broker/cluster_controller_roles.h"
@@ -66,6 +68,10 @@ static Status SeedUsers(auth::UserStore& store,
                         int iterations, std::string_view from,
                         const std::function<Status()>& refresh) {
   for (const auto& [name, password] : users) {
+    if (IsInternalUserName(name)) {
+      return InvalidArgumentError("{}: user '{}': names {}[/...] are sluice's own clients'", from,
+                                  name, kInternalUser);
+    }
     for (int attempt = 0;; ++attempt) {
       Result<bool> added = store.Seed(name, password, iterations);
       if (added.ok()) {
@@ -122,6 +128,12 @@ Status Broker::SeedUsers(const std::vector<std::pair<std::string, std::string>>&
   std::function<Status()> refresh;
   if (cluster_ != nullptr) refresh = [this] { return cluster_->RefreshUsers(); };
   return ::sluice::broker::SeedUsers(*users_, users, iterations, from, refresh);
+}
+
+std::string Broker::NewInternalSecret() {
+  std::string raw = auth::RandomBytes(32);
+  if (raw.size() != 32) std::abort();  // no randomness: nothing secure can run
+  return Base64Encode(raw);
 }
 
 Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
@@ -216,7 +228,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
                    : "");
   }
   if (o.sasl.enabled) {
-    ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl, b->users_));
+    ASSIGN_OR_RETURN(b->sasl_, SaslAuthenticator::Create(o.sasl, b->users_, b->internal_secret_));
   }
   // A clean stop leaves meta/clean_shutdown. Without it the last run died: any partition
   // may have lost unsynced records, so every leader epoch moves on (decision 14). The

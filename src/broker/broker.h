@@ -105,6 +105,9 @@ class Broker : public RequestHandler {
   // The SQL grants the query server checks (docs/design/0020), kept here beside the users
   // and ACLs: <data-dir>/meta/grants.json, or etcd's in a cluster.
   const std::shared_ptr<query::authz::GrantStore>& grants() const { return grants_; }
+  // The password of this process's own Kafka clients (user kInternalUser of sasl.h): random
+  // per process, never stored or logged.
+  const std::string& internal_secret() const { return internal_secret_; }
   // Adds each of `users` (name, password) the store lacks; `from` names the config key.
   Status SeedUsers(const std::vector<std::pair<std::string, std::string>>& users, int iterations,
                    std::string_view from);
@@ -142,7 +145,9 @@ class Broker : public RequestHandler {
   std::unique_ptr<Authorizer> authorizer_;            // its ACLs: <data-dir>/meta/acls.json
   std::unique_ptr<ClientQuotas> quotas_;              // <data-dir>/meta/quotas.json
   std::shared_ptr<query::authz::GrantStore> grants_;  // <data-dir>/meta/grants.json
-  std::unique_ptr<GroupCoordinator> groups_;          // thread-safe: posts to its own thread
+  const std::string internal_secret_ = NewInternalSecret();
+  static std::string NewInternalSecret();
+  std::unique_ptr<GroupCoordinator> groups_;  // thread-safe: posts to its own thread
   // The transaction coordinator and what it writes markers through (thread-safe). Closed
   // first, destroyed after the group coordinator (which verifies with it).
   std::unique_ptr<BrokerTxnParticipants> txn_participants_;

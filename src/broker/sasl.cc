@@ -123,18 +123,35 @@ Status Validate(const SaslConfig& config) {
 class SaslCredentialStore {
  public:
   SaslCredentialStore(std::shared_ptr<const auth::UserStore> users, int iterations,
-                      std::function<std::string()> nonce_hook)
-      : users_(std::move(users)), iterations_(iterations), nonce_hook_(std::move(nonce_hook)) {
+                      std::function<std::string()> nonce_hook, std::string internal_secret = "")
+      : users_(std::move(users)),
+        iterations_(iterations),
+        nonce_hook_(std::move(nonce_hook)),
+        internal_secret_(std::move(internal_secret)) {
     if (!RandomBytes(fake_key_) || !RandomBytes(plain_key_)) std::abort();  // no randomness
   }
 
+  // Who `name` logs in as: the process's own clients (kInternalUser, kInternalUser/<p>)
+  // when there is an internal secret, else `name`.
+  std::string PrincipalOf(std::string_view name) const {
+    if (internal_secret_.empty() || !IsInternalUserName(name)) return std::string(name);
+    if (name.size() > kInternalUser.size())
+      return std::string(name.substr(kInternalUser.size() + 1));
+    return std::string(name);
+  }
+
   std::optional<auth::ScramCredential> Find(std::string_view name, auth::ScramMechanism m) const {
+    if (IsInternalUserName(name)) return InternalScram(name, m);
     return users_->Find(name, m);
   }
   // PLAIN: PBKDF2 against the stored credential (a millisecond or two, on the connection's
   // event loop), remembered per user as a keyed digest of the password once it passed, so
   // a client that logs in again and again costs an HMAC. A change to the store forgets.
   bool VerifyPassword(std::string_view name, std::string_view password) const {
+    if (IsInternalUserName(name)) {
+      return !internal_secret_.empty() && name != std::string(kInternalUser) + "/" &&
+             auth::ConstantTimeEquals(password, internal_secret_);
+    }
     const std::string_view key(reinterpret_cast<const char*>(plain_key_.data()), plain_key_.size());
     const std::string digest = auth::Hmac(auth::ScramMechanism::kSha256, key, password);
     const uint64_t version = users_->version();
@@ -166,6 +183,27 @@ class SaslCredentialStore {
     return c;
   }
 
+  // The SCRAM credential of an internal user name: from the secret, derived once per name
+  // and mechanism (a salt of its own per name and process).
+  std::optional<auth::ScramCredential> InternalScram(std::string_view name,
+                                                     auth::ScramMechanism m) const {
+    if (internal_secret_.empty() || name == std::string(kInternalUser) + "/") return std::nullopt;
+    const std::string key = fmt::format("{}\n{}", static_cast<int>(m), name);
+    {
+      std::lock_guard lock(mu_);
+      auto it = internal_.find(key);
+      if (it != internal_.end()) return it->second;
+    }
+    const std::string_view fk(reinterpret_cast<const char*>(fake_key_.data()), fake_key_.size());
+    std::string salt = auth::Hmac(m, fk, "internal\n" + key).substr(0, kSaltBytes);
+    auth::ScramCredential c =
+        auth::CredentialFromPassword(m, internal_secret_, kInternalIterations, std::move(salt));
+    std::lock_guard lock(mu_);
+    if (internal_.size() >= 10'000) internal_.clear();
+    internal_[key] = c;
+    return c;
+  }
+
   // A fresh server nonce: printable, without ','.
   std::optional<std::string> ServerNonce() const {
     if (nonce_hook_) return nonce_hook_();
@@ -178,11 +216,15 @@ class SaslCredentialStore {
   const std::shared_ptr<const auth::UserStore> users_;
   const int iterations_;
   const std::function<std::string()> nonce_hook_;  // tests only
-  Digest fake_key_{};                              // random per process: unknown users' salts
-  Digest plain_key_{};                             // random per process: keys verified_
+  const std::string internal_secret_;              // "" : no internal clients
+  static constexpr int kInternalIterations = 4096;
+  Digest fake_key_{};   // random per process: unknown users' salts
+  Digest plain_key_{};  // random per process: keys verified_
   mutable std::mutex mu_;
   // user -> (store version, HMAC(plain_key_, password)) of its last PLAIN login that passed.
   mutable std::map<std::string, std::pair<uint64_t, std::string>, std::less<>> verified_;
+  // "mechanism\nname" -> the internal credential derived for it.
+  mutable std::map<std::string, auth::ScramCredential> internal_;
 };
 
 // ------------------------------------------------------------------ sessions
@@ -252,7 +294,7 @@ class PlainSession final : public SaslSession {
     // credential either way), so neither which users exist nor the password leaks by
     // timing.
     if (!store_.VerifyPassword(user, password)) return Fail(std::string(kPlainFailed));
-    principal_ = std::string(user);
+    principal_ = store_.PrincipalOf(user);
     return Step{State::kSucceeded, {}, ""};
   }
 
@@ -443,7 +485,7 @@ class ScramSession final : public SaslSession {
     if (!match || !known_) return Fail(ScramFailed());
     const std::string server_signature =
         auth::Hmac(mechanism_, credential_.server_key, auth_message);
-    principal_ = user_;
+    principal_ = store_.PrincipalOf(user_);
     return Step{State::kSucceeded, ToVector("v=" + ::sluice::Base64Encode(server_signature)), ""};
   }
 
@@ -480,11 +522,17 @@ SaslAuthenticator::SaslAuthenticator(std::vector<std::string> mechanisms,
 
 SaslAuthenticator::~SaslAuthenticator() = default;
 
+bool IsInternalUserName(std::string_view name) {
+  return name.substr(0, kInternalUser.size()) == kInternalUser &&
+         (name.size() == kInternalUser.size() || name[kInternalUser.size()] == '/');
+}
+
 Result<std::unique_ptr<SaslAuthenticator>> SaslAuthenticator::Create(
-    const SaslConfig& config, std::shared_ptr<const auth::UserStore> users) {
+    const SaslConfig& config, std::shared_ptr<const auth::UserStore> users,
+    std::string internal_secret) {
   RETURN_IF_ERROR(Validate(config));
-  auto store = std::make_unique<const SaslCredentialStore>(std::move(users),
-                                                           config.scram_iterations, nullptr);
+  auto store = std::make_unique<const SaslCredentialStore>(
+      std::move(users), config.scram_iterations, nullptr, std::move(internal_secret));
   return std::unique_ptr<SaslAuthenticator>(
       new SaslAuthenticator(config.mechanisms, std::move(store)));
 }

@@ -43,6 +43,13 @@ struct SaslUser {
   std::string password;
 };
 
+// The user name of the process's own Kafka clients; no user of the store may have it, or
+// begin with it and '/'.
+inline constexpr std::string_view kInternalUser = "__sluice";
+// The principal a SASL user name logs in as: `name` itself, or for kInternalUser/<p>, p.
+// Whether `name` is reserved for the process's own clients.
+bool IsInternalUserName(std::string_view name);
+
 struct SaslConfig {
   bool enabled = false;
   std::vector<std::string> mechanisms = {"PLAIN", "SCRAM-SHA-256"};
@@ -100,8 +107,12 @@ class SaslAuthenticator {
   // The mechanisms of `config`, the users of `users` (which the config's users seeded;
   // it must outlive nothing: shared). InvalidArgument for a config SaslConfigFromYaml
   // would refuse.
+  // `internal_secret` (non-empty) is the password of the process's own clients (topic(),
+  // pipelines under serve): user kInternalUser logs in as itself, a super user, and
+  // "kInternalUser/<name>" as User:<name> (docs/design/0020-data-authorization.md).
   static Result<std::unique_ptr<SaslAuthenticator>> Create(
-      const SaslConfig& config, std::shared_ptr<const auth::UserStore> users);
+      const SaslConfig& config, std::shared_ptr<const auth::UserStore> users,
+      std::string internal_secret = "");
   // The config's users alone, in a store of their own (tests, tools).
   static Result<std::unique_ptr<SaslAuthenticator>> Create(const SaslConfig& config);
 

@@ -1,10 +1,13 @@
 #include "broker/service.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <thread>
 
 #include "base/clock.h"
 #include "base/logging.h"
+#include "broker/sasl.h"
 
 namespace sluice::broker {
 namespace {
@@ -22,6 +25,14 @@ Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& con
     }
     return st;
   }
+  for (const KafkaListener& l : config.broker.listeners) {
+    service->listeners_.push_back({l.name, l.host, service->server_->port(l.name)});
+  }
+  if (config.broker.listeners.empty()) {
+    service->listeners_.push_back({config.broker.sasl.enabled ? "SASL_PLAINTEXT" : "PLAINTEXT",
+                                   config.server.host, service->server_->port()});
+  }
+  if (config.broker.sasl.enabled) service->sasl_mechanisms_ = config.broker.sasl.mechanisms;
   if (!config.broker.listeners.empty()) {
     // kafka.listeners: each its advertised address, a port of 0 the one the kernel chose.
     std::vector<MetadataSnapshot::Endpoint> endpoints;
@@ -41,6 +52,39 @@ Result<std::unique_ptr<KafkaService>> KafkaService::Start(const ServeConfig& con
     service->broker_->SetAdvertisedAddress(host, service->server_->port());
   }
   return service;
+}
+
+std::map<std::string, std::string> KafkaService::InternalClientProperties(
+    std::string_view principal) const {
+  const Listener* chosen = nullptr;
+  for (const char* protocol : {"SASL_PLAINTEXT", "SASL_SSL", "PLAINTEXT"}) {
+    for (const Listener& l : listeners_) {
+      if (chosen == nullptr && l.protocol == protocol) chosen = &l;
+    }
+  }
+  std::map<std::string, std::string> p;
+  if (chosen == nullptr) chosen = &listeners_.front();  // SSL alone: its certificate is ours
+  // A listener on every address is reached on loopback.
+  const std::string host = chosen->host == "0.0.0.0" ? "127.0.0.1" : chosen->host;
+  p["bootstrap.servers"] = fmt::format("{}:{}", host, chosen->port);
+  p["security.protocol"] = chosen->protocol;
+  if (chosen->protocol == "SASL_PLAINTEXT" || chosen->protocol == "SASL_SSL") {
+    std::string mechanism = sasl_mechanisms_.empty() ? "PLAIN" : sasl_mechanisms_.front();
+    for (const std::string& m : sasl_mechanisms_) {
+      if (m == "PLAIN") mechanism = m;
+    }
+    p["sasl.mechanism"] = mechanism;
+    p["sasl.username"] = principal.empty() ? std::string(kInternalUser)
+                                           : fmt::format("{}/{}", kInternalUser, principal);
+    p["sasl.password"] = broker_->internal_secret();
+  }
+  if (chosen->protocol == "SASL_SSL" || chosen->protocol == "SSL") {
+    // The process's own listener on this host: its certificate need not name the address
+    // connected to (and a client certificate of the process has none to offer).
+    p["enable.ssl.certificate.verification"] = "false";
+    p["ssl.endpoint.identification.algorithm"] = "none";
+  }
+  return p;
 }
 
 KafkaService::~KafkaService() {

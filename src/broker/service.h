@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "broker/broker.h"
@@ -31,6 +34,12 @@ class KafkaService {
   Status Stop(int64_t drain_ms = 5000);
 
   uint16_t port() const { return server_->port(); }
+  // librdkafka properties for one of this process's own clients (topic(), the pipelines of
+  // serve) to reach this broker as `principal` ("": the process itself, a super user;
+  // docs/design/0020-data-authorization.md): bootstrap.servers of a SASL_PLAINTEXT listener,
+  // else a SASL_SSL one, with the internal credential; else PLAINTEXT (User:ANONYMOUS).
+  std::map<std::string, std::string> InternalClientProperties(
+      std::string_view principal = "") const;
   int shard_count() const { return server_->shard_count(); }
   Broker& broker() { return *broker_; }
   Server& server() { return *server_; }
@@ -38,6 +47,12 @@ class KafkaService {
  private:
   KafkaService() = default;
 
+  struct Listener {
+    std::string protocol, host;
+    uint16_t port = 0;
+  };
+  std::vector<Listener> listeners_;
+  std::vector<std::string> sasl_mechanisms_;  // empty: no SASL
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<Server> server_;
   bool stopped_ = false;

@@ -43,8 +43,10 @@ struct DataAuthorization {
 };
 
 struct QueryEngineOptions {
-  std::string warehouse;                          // "" : no lake tables
-  std::string kafka_bootstrap;                    // "" : no topic()
+  std::string warehouse;        // "" : no lake tables
+  std::string kafka_bootstrap;  // "" : no topic()
+  // topic()'s other librdkafka properties (serve's own credential: security.protocol, sasl.*).
+  std::map<std::string, std::string> kafka_properties;
   int64_t memory_limit_bytes = int64_t{1} << 30;  // the query database's, for the rewrites
   int threads = 2;
   std::string server_version = "15.0";

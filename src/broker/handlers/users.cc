@@ -12,6 +12,7 @@
 #include "auth/scram.h"
 #include "auth/user_store.h"
 #include "broker/handlers/handlers.h"
+#include "broker/sasl.h"
 
 namespace sluice::broker::handlers {
 namespace {
@@ -112,6 +113,10 @@ void HandleAlterUserScramCredentials(Context& ctx, const Call& call,
              "A user credential cannot be altered twice in the same request");
       }
       if (name.empty()) fail(o, ErrorCode::kUnacceptableCredential, "Username must not be empty");
+      if (IsInternalUserName(name)) {
+        fail(o, ErrorCode::kUnacceptableCredential,
+             fmt::format("Username {} is reserved for sluice's own clients", kInternalUser));
+      }
       std::optional<auth::ScramMechanism> m = auth::MechanismFromKafka(code);
       if (!m.has_value()) fail(o, ErrorCode::kUnsupportedSaslMechanism, "Unknown SCRAM mechanism");
       return m;

@@ -11,6 +11,7 @@
 #include <thread>
 #include <tuple>
 
+#include "auth/user_store.h"
 #include "base/config.h"
 
 namespace sluice::broker {
@@ -317,6 +318,39 @@ TEST(SaslPlainTest, AStepAfterTheExchangeEndedFails) {
 // ------------------------------------------------------------------ SCRAM
 
 // RFC 7677 section 3.
+// The process's own clients: kInternalUser with the internal secret is itself (a super
+// user, by name), kInternalUser/<p> is p; nothing else gets in with those names.
+TEST(SaslInternalUserTest, TheSecretLogsInAsTheProcessOrAsAPrincipal) {
+  using namespace std::literals;
+  auto store = auth::UserStore::Load("", nullptr);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->Seed("alice", "alice-secret", 4096).ok());
+  auto auth = SaslAuthenticator::Create(TestConfig(), std::move(*store), "s3cret");
+  ASSERT_TRUE(auth.ok()) << auth.status().ToString();
+  std::string principal;
+  Step step = Plain(**auth, "\0__sluice\0s3cret"sv, &principal);
+  EXPECT_EQ(step.state, State::kSucceeded) << step.error;
+  EXPECT_EQ(principal, "__sluice");
+  step = Plain(**auth, "\0__sluice/alice\0s3cret"sv, &principal);
+  EXPECT_EQ(step.state, State::kSucceeded) << step.error;
+  EXPECT_EQ(principal, "alice");
+  for (std::string_view bad :
+       {"\0__sluice\0s3cre"sv, "\0__sluice/\0s3cret"sv, "\0__sluice/alice\0alice-secret"sv}) {
+    EXPECT_EQ(Plain(**auth, bad, &principal).state, State::kFailed);
+  }
+  ScramClient client{.saslname = "__sluice/alice", .password = "s3cret"};
+  EXPECT_EQ(ScramExchange(**auth, client, &principal).state, State::kSucceeded);
+  EXPECT_EQ(principal, "alice");
+  ScramClient wrong{.saslname = "__sluice", .password = "nope"};
+  EXPECT_EQ(ScramExchange(**auth, wrong, &principal).state, State::kFailed);
+
+  // Without a secret the names are nobody's.
+  auto none = MakeAuthenticator();
+  EXPECT_EQ(Plain(*none, "\0__sluice\0"sv).state, State::kFailed);
+  EXPECT_TRUE(IsInternalUserName("__sluice/x"));
+  EXPECT_FALSE(IsInternalUserName("__sluicex"));
+}
+
 constexpr std::string_view kRfcClientFirst = "n,,n=user,r=rOprNGfwEbeRWgbNEkqO";
 constexpr std::string_view kRfcServerNonce = "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0";
 constexpr std::string_view kRfcSalt = "W22ZaJ0SNY7soEsUEjb6gQ==";

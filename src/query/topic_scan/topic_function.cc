@@ -77,6 +77,14 @@ std::optional<int64_t> NamedTimeMs(const duck::TableBind& bind, const char* name
   return *micros >= 0 ? *micros / 1000 : 0;
 }
 
+// A client's librdkafka config: the broker, the options' properties, then `more`.
+kc::Config ClientConfig(const TopicFunctionOptions& options, kc::Config more) {
+  kc::Config c{{"bootstrap.servers", options.bootstrap_servers}};
+  for (const auto& [k, v] : options.client_properties) c[k] = v;
+  for (auto& [k, v] : more) c[k] = std::move(v);
+  return c;
+}
+
 // Up to `n` values of the messages in `data`'s ranges, the first ones the broker returns
 // (each partition from its range's start), for schema inference.
 Result<std::vector<std::string>> Sample(const TopicFunctionOptions& options, const TopicBind& data,
@@ -84,8 +92,7 @@ Result<std::vector<std::string>> Sample(const TopicFunctionOptions& options, con
   std::vector<std::string> out;
   if (data.ranges.empty() || n == 0) return out;
   ASSIGN_OR_RETURN(auto consumer,
-                   kc::Consumer::Create({{"bootstrap.servers", options.bootstrap_servers},
-                                         {"enable.partition.eof", "true"}}));
+                   kc::Consumer::Create(ClientConfig(options, {{"enable.partition.eof", "true"}})));
   std::vector<kc::TopicPartition> assign;
   std::map<int32_t, int64_t> end;
   for (const Range& r : data.ranges) {
@@ -195,8 +202,7 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
   if (to_ts) data->to_ts_ms = *to_ts;
 
   // A query naming a topic must not create it on a broker that auto-creates topics.
-  auto admin = kc::Admin::Create(
-      {{"bootstrap.servers", options.bootstrap_servers}, {"allow.auto.create.topics", "false"}});
+  auto admin = kc::Admin::Create(ClientConfig(options, {{"allow.auto.create.topics", "false"}}));
   if (!admin.ok())
     return Fail(fmt::format("topic('{}'): {}", data->topic, admin.status().message()));
   Result<int> count = (*admin)->PartitionCount(data->topic, options.timeout);
@@ -284,10 +290,10 @@ Result<std::unique_ptr<duck::TableFunction::ScanState>> TopicFunction::Init(
   }
   init.SetMaxThreads(1);
   if (!data.ranges.empty()) {
-    auto consumer = kc::Consumer::Create({{"bootstrap.servers", options.bootstrap_servers},
-                                          {"enable.partition.eof", "true"},
-                                          {"fetch.max.bytes", "16777216"},
-                                          {"queued.max.messages.kbytes", "65536"}});
+    auto consumer =
+        kc::Consumer::Create(ClientConfig(options, {{"enable.partition.eof", "true"},
+                                                    {"fetch.max.bytes", "16777216"},
+                                                    {"queued.max.messages.kbytes", "65536"}}));
     if (!consumer.ok())
       return Fail(fmt::format("topic('{}'): {}", data.topic, consumer.status().message()));
     std::vector<kc::TopicPartition> assign;

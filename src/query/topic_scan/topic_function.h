@@ -27,6 +27,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "base/status.h"
@@ -35,7 +36,10 @@
 namespace sluice::query {
 
 struct TopicFunctionOptions {
-  std::string bootstrap_servers;              // "127.0.0.1:9092"
+  std::string bootstrap_servers;  // "127.0.0.1:9092"
+  // More librdkafka properties for every client the function makes (security.protocol,
+  // sasl.*: serve's own credential, docs/design/0020-data-authorization.md).
+  std::map<std::string, std::string> client_properties;
   std::chrono::milliseconds timeout{10'000};  // per metadata call, and without progress
   std::string function_name = "topic";
 };
