@@ -13,6 +13,7 @@
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
 #include "net/tls.h"
+#include "query/authz/catalog_access.h"
 #include "query/engine.h"
 #include "query/server.h"
 
@@ -130,6 +131,11 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   auto service = broker::KafkaService::Start(sc);
   if (!service.ok()) return Status(service.status().code(), service.status().ToString());
   p->kafka_ = std::move(service).value();
+  if (p->catalog_ && sc.broker.authorization.enabled) {
+    // The REST catalog's namespaces and tables by the SQL grants (docs/design/0020).
+    p->catalog_->SetAccess(query::authz::GrantCatalogAccess(p->kafka_->broker().grants(),
+                                                            sc.broker.authorization.super_users));
+  }
   p->tls_ = sc.tls;
   say(fmt::format("serving Kafka on {}:{} (cluster {}, data in {}, {} shards{})", sc.server.host,
                   p->kafka_->port(), p->kafka_->broker().cluster_id(), sc.broker.data_dir,

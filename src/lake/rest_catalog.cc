@@ -267,10 +267,82 @@ class Session {
   static std::pair<std::vector<std::string>, std::optional<std::string>> Page(
       std::vector<std::string> names, const HttpRequest& req, Status* st);
 
+  // The access to ask for `req`, or null when its principal may do everything.
+  const CatalogAccess* Limited(const HttpRequest& req) const {
+    const CatalogAccess* a = options_.access.get();
+    return a == nullptr || a->Everything(req.principal) ? nullptr : a;
+  }
+  // Why `req` may not do what Route checked (401 without a principal, else 403).
+  static HttpResponse Refused(const HttpRequest& req, const std::string& what) {
+    if (req.principal.empty()) {
+      return Error(401, "NotAuthorizedException",
+                   fmt::format("{}: authorization is on, and the request has no login", what));
+    }
+    return Error(403, "ForbiddenException",
+                 fmt::format("{}: not allowed for {}", what, req.principal));
+  }
+  // The checks of Route, before the handler runs: nullopt when allowed.
+  std::optional<HttpResponse> Check(const HttpRequest& req, const std::vector<std::string>& s,
+                                    const std::vector<std::string>* ns,
+                                    const std::string* table) const;
+
   const std::string& warehouse_;
   const RestCatalog::Options& options_;
   std::mutex& mu_;
 };
+
+std::optional<HttpResponse> Session::Check(const HttpRequest& req,
+                                           const std::vector<std::string>& s,
+                                           const std::vector<std::string>* ns,
+                                           const std::string* table) const {
+  const CatalogAccess* a = Limited(req);
+  if (a == nullptr) return std::nullopt;
+  const std::string& m = req.method;
+  const std::string& p = req.principal;
+  auto parent = [](std::vector<std::string> n) {
+    if (!n.empty()) n.pop_back();
+    return n;
+  };
+  if (ns == nullptr) {
+    // /v1/namespaces: listing is filtered; a new namespace needs CREATE on its parent.
+    if (m != "POST") return std::nullopt;
+    Result<Json> body = ParseJson(req.body, "CreateNamespaceRequest");
+    if (!body.ok() || !body->is_object() || !body->contains("namespace")) return std::nullopt;
+    Result<std::vector<std::string>> n = NamespaceFromJson((*body)["namespace"], "$.namespace");
+    if (!n.ok()) return std::nullopt;  // the handler reports it
+    if (a->CreateIn(p, parent(*n))) return std::nullopt;
+    return Refused(req, fmt::format("creating namespace {}", Dotted(*n)));
+  }
+  const std::string name = Dotted(*ns);
+  if (table == nullptr) {
+    if (s.size() == 2 && (m == "GET" || m == "HEAD")) {
+      if (a->SeeNamespace(p, *ns)) return std::nullopt;
+      return Refused(req, fmt::format("namespace {}", name));
+    }
+    if (s.size() == 2 && m == "DELETE") {
+      if (a->CreateIn(p, parent(*ns))) return std::nullopt;
+      return Refused(req, fmt::format("dropping namespace {}", name));
+    }
+    if (s.size() == 3 && s[2] == "tables" && m == "GET") {
+      if (a->SeeNamespace(p, *ns)) return std::nullopt;  // the list is filtered
+      return Refused(req, fmt::format("namespace {}", name));
+    }
+    // properties, register, a new table.
+    if (a->CreateIn(p, *ns)) return std::nullopt;
+    return Refused(req, fmt::format("changing namespace {}", name));
+  }
+  const std::string full = name + "." + *table;
+  if (m == "GET" || m == "HEAD" || s.size() == 5) {
+    if (a->ReadTable(p, *ns, *table)) return std::nullopt;
+    return Refused(req, fmt::format("table {}", full));
+  }
+  if (m == "POST") {
+    if (a->WriteTable(p, *ns, *table)) return std::nullopt;
+    return Refused(req, fmt::format("committing to table {}", full));
+  }
+  if (a->CreateIn(p, *ns)) return std::nullopt;  // DELETE
+  return Refused(req, fmt::format("dropping table {}", full));
+}
 
 Json Session::TableResult(const std::string& metadata_path, Json metadata, bool with_config) {
   Json out = Json::object();
@@ -384,6 +456,13 @@ HttpResponse Session::ListNamespaces(const HttpRequest& req) {
   std::vector<std::string> names;
   for (const std::string& child : Subdirs(dir)) {
     if (CheckName(child, "").ok() && IsNamespaceDir(dir + "/" + child)) names.push_back(child);
+  }
+  if (const CatalogAccess* a = Limited(req)) {
+    std::erase_if(names, [&](const std::string& name) {
+      std::vector<std::string> ns = parent;
+      ns.push_back(name);
+      return !a->SeeNamespace(req.principal, ns);
+    });
   }
   Status st;
   auto [page, next] = Page(std::move(names), req, &st);
@@ -521,6 +600,10 @@ HttpResponse Session::ListTables(const std::vector<std::string>& ns, const HttpR
   std::vector<std::string> names;
   for (const std::string& child : Subdirs(dir)) {
     if (CheckName(child, "").ok() && IsTableDir(dir + "/" + child)) names.push_back(child);
+  }
+  if (const CatalogAccess* a = Limited(req)) {
+    std::erase_if(names,
+                  [&](const std::string& name) { return !a->ReadTable(req.principal, ns, name); });
   }
   Status st;
   auto [page, next] = Page(std::move(names), req, &st);
@@ -814,6 +897,12 @@ HttpResponse Session::RenameTable(const HttpRequest& req) {
   if (!source.ok()) return FromStatus(source.status());
   Result<TableIdentifier> dest = TableIdentifierFromJson(**dj, "$.destination");
   if (!dest.ok()) return FromStatus(dest.status());
+  if (const CatalogAccess* a = Limited(req)) {
+    if (!a->CreateIn(req.principal, source->ns) || !a->CreateIn(req.principal, dest->ns)) {
+      return Refused(req, fmt::format("renaming table {}.{} to {}.{}", Dotted(source->ns),
+                                      source->name, Dotted(dest->ns), dest->name));
+    }
+  }
 
   std::string source_dir = TableDir(*source);
   Result<std::optional<MetadataVersion>> current = CurrentOf(source_dir);
@@ -866,6 +955,7 @@ HttpResponse Session::Route(const HttpRequest& req) {
     return m == "POST" ? RenameTable(req) : bad_method();
   if (s.empty() || s[0] != "namespaces") return no_route();
   if (s.size() == 1) {
+    if (auto refused = Check(req, s, nullptr, nullptr)) return *refused;
     if (m == "GET") return ListNamespaces(req);
     if (m == "POST") return CreateNamespace(req);
     return bad_method();
@@ -873,6 +963,9 @@ HttpResponse Session::Route(const HttpRequest& req) {
   Result<std::vector<std::string>> ns = DecodeNamespace(s[1]);
   if (!ns.ok()) return FromStatus(ns.status());
   if (Status st = CheckNamespace(*ns); !st.ok()) return FromStatus(st);
+  if (s.size() <= 3) {
+    if (auto refused = Check(req, s, &*ns, nullptr)) return *refused;
+  }
   if (s.size() == 2) {
     if (m == "GET" || m == "HEAD") return LoadNamespace(*ns, m == "HEAD");
     if (m == "DELETE") return DropNamespace(*ns);
@@ -892,6 +985,7 @@ HttpResponse Session::Route(const HttpRequest& req) {
     if (!name.ok()) return FromStatus(name.status());
     TableIdentifier id{*ns, *name};
     if (Status st = CheckName(id.name, "table name"); !st.ok()) return FromStatus(st);
+    if (auto refused = Check(req, s, &id.ns, &id.name)) return *refused;
     if (s.size() == 5) {
       // Metrics reports are accepted and not kept.
       if (s[4] == "metrics") return m == "POST" ? NoContent() : bad_method();

@@ -28,6 +28,26 @@
 
 namespace sluice::lake {
 
+// Who may do what to the catalog's namespaces and tables (docs/design/0020): asked with
+// the principal the HTTP port's login gave the request ("" without one). Thread-safe.
+class CatalogAccess {
+ public:
+  virtual ~CatalogAccess() = default;
+  // The principal may do everything (a superuser); the other questions are not asked.
+  virtual bool Everything(const std::string& principal) const = 0;
+  // Listed and loaded: it holds, or lies under, something the principal may use.
+  virtual bool SeeNamespace(const std::string& principal,
+                            const std::vector<std::string>& ns) const = 0;
+  virtual bool ReadTable(const std::string& principal, const std::vector<std::string>& ns,
+                         const std::string& table) const = 0;
+  // Commits (table updates).
+  virtual bool WriteTable(const std::string& principal, const std::vector<std::string>& ns,
+                          const std::string& table) const = 0;
+  // Creating, dropping, registering and renaming tables and namespaces in `ns`, and
+  // setting its properties.
+  virtual bool CreateIn(const std::string& principal, const std::vector<std::string>& ns) const = 0;
+};
+
 class RestCatalog {
  public:
   struct Options {
@@ -36,6 +56,9 @@ class RestCatalog {
     // Tests: runs in a commit between reading the base version and linking the next one
     // (where a concurrent writer can win the race).
     std::function<void()> before_commit;
+    // Null: everyone may do everything. Refusals are 403 ForbiddenException (401
+    // NotAuthorizedException for a request without a principal).
+    std::shared_ptr<const CatalogAccess> access;
   };
 
   static Result<std::unique_ptr<RestCatalog>> Open(Options options);
@@ -45,6 +68,10 @@ class RestCatalog {
   HttpResponse Handle(const HttpRequest& request) const;
 
   const std::string& warehouse() const { return warehouse_; }
+  // Options::access, set once before the first request (what decides it may open later).
+  void SetAccess(std::shared_ptr<const CatalogAccess> access) {
+    options_.access = std::move(access);
+  }
 
  private:
   explicit RestCatalog(Options options, std::string warehouse)

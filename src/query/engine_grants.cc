@@ -114,10 +114,15 @@ Result<std::string> QueryEngine::RunCommand(duck::Connection& conn,
       }
       std::vector<authz::Privilege> privileges = s.privileges;
       if (s.all_privileges) {
-        privileges =
-            object.kind == GrantObject::Kind::kDirectory
-                ? std::vector<authz::Privilege>{authz::Privilege::kRead, authz::Privilege::kWrite}
-                : std::vector<authz::Privilege>{authz::Privilege::kSelect};
+        // ALL: every privilege the object takes.
+        for (authz::Privilege p :
+             {authz::Privilege::kSelect, authz::Privilege::kInsert, authz::Privilege::kCreate,
+              authz::Privilege::kRead, authz::Privilege::kWrite}) {
+          if (authz::PrivilegeApplies(p, object.kind)) privileges.push_back(p);
+        }
+      }
+      for (authz::Privilege p : privileges) {
+        if (!authz::PrivilegeApplies(p, object.kind)) return authz::PrivilegeMisfit(p, object.kind);
       }
       RETURN_IF_ERROR(az.grants->Apply([&](authz::GrantSet& g) -> Status {
         for (const std::string& grantee : s.grantees) {

@@ -43,6 +43,8 @@ authorization:
   super_users: ["User:admin"]
 query:
   allowed_directories: ["$tmp/open", "$tmp/secret"]
+http:
+  auth: basic
 topics:
   auto_create: false
 YAML
@@ -84,13 +86,13 @@ denied() {  # denied USER SQL
   expect "$1: $2" "$(sqlstate "$1" "$2")" "42501"
 }
 
-# Tables through the REST catalog (empty: what is checked is who may read them).
+# Tables through the REST catalog as the admin (empty: what is checked is who may read them).
 for ns in sales hr; do
-  curl -sf -X POST -H 'Content-Type: application/json' "$http/v1/namespaces" \
+  curl -sf -u admin:admin-pw -X POST -H 'Content-Type: application/json' "$http/v1/namespaces" \
     -d "{\"namespace\":[\"$ns\"]}" >/dev/null || fail "create namespace $ns"
 done
 for t in sales/orders sales/returns hr/people; do
-  curl -sf -X POST -H 'Content-Type: application/json' "$http/v1/namespaces/${t%/*}/tables" \
+  curl -sf -u admin:admin-pw -X POST -H 'Content-Type: application/json' "$http/v1/namespaces/${t%/*}/tables" \
     -d "{\"name\":\"${t#*/}\",\"schema\":{\"type\":\"struct\",\"schema-id\":0,\"fields\":[{\"id\":1,\"name\":\"id\",\"type\":\"long\",\"required\":false}]}}" \
     >/dev/null || fail "create table $t"
 done
@@ -162,6 +164,27 @@ expect "SHOW GRANTS as alice" "$(q alice "SHOW GRANTS" | sort | tr '\n' ' ')" \
 denied alice "SHOW GRANTS FOR bob"
 denied alice "GRANT SELECT ON lake.hr TO alice"
 denied alice "CREATE ROLE mine"
+
+# The REST catalog answers by the same grants.
+rest() {  # rest USER METHOD PATH: the status, the body in $tmp/rest.body
+  curl -s -o "$tmp/rest.body" -w '%{http_code}' -u "$1:$1-pw" -X "$2" "$http/v1/$3"
+}
+expect "REST namespaces as alice" "$(rest alice GET namespaces)" "200"
+expect "alice sees her namespace alone" "$(tr -d ' \n' <"$tmp/rest.body")" '{"namespaces":[["sales"]]}'
+expect "REST tables of sales as alice" "$(rest alice GET namespaces/sales/tables)" "200"
+expect "REST a granted table" "$(rest alice GET namespaces/sales/tables/orders)" "200"
+expect "REST a denied table" "$(rest alice GET namespaces/hr/tables/people)" "403"
+grep -q ForbiddenException "$tmp/rest.body" || fail "403 without the spec's error: $(cat "$tmp/rest.body")"
+expect "REST a denied namespace" "$(rest alice GET namespaces/hr)" "403"
+expect "REST a drop without CREATE" "$(rest alice DELETE namespaces/sales/tables/orders)" "403"
+expect "REST without a login" \
+  "$(curl -s -o /dev/null -w '%{http_code}' "$http/v1/namespaces/sales/tables/orders")" "401"
+q admin "GRANT CREATE ON SCHEMA lake.sales TO alice"
+expect "REST a table made with CREATE" "$(curl -s -o /dev/null -w '%{http_code}' -u alice:alice-pw -X POST \
+  -H 'Content-Type: application/json' "$http/v1/namespaces/sales/tables" \
+  -d '{"name":"mine","schema":{"type":"struct","schema-id":0,"fields":[{"id":1,"name":"id","type":"long","required":false}]}}')" "200"
+expect "REST a drop with CREATE" "$(rest alice DELETE namespaces/sales/tables/mine)" "204"
+q admin "REVOKE CREATE ON SCHEMA lake.sales FROM alice"
 
 # bob: one table.
 expect "bob's table" "$(q bob "SELECT count(*) FROM lake.hr.people")" "0"

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "lake/table_files.h"
 
@@ -561,6 +562,85 @@ TEST_F(RestCatalogTest, StateSurvivesReopening) {
   EXPECT_EQ(loaded["metadata"]["properties"]["p"], "v");
   EXPECT_EQ(loaded["metadata-location"],
             "file://" + (dir_ / "wh/db/t/metadata/v2.metadata.json").string());
+}
+
+// A fixed table of who may do what, for the access checks of every route.
+class FakeAccess : public CatalogAccess {
+ public:
+  bool Everything(const std::string& p) const override { return p == "root"; }
+  bool SeeNamespace(const std::string& p, const std::vector<std::string>& ns) const override {
+    return p == "reader" && ns[0] == "open";
+  }
+  bool ReadTable(const std::string& p, const std::vector<std::string>& ns,
+                 const std::string& t) const override {
+    return p == "reader" && ns[0] == "open" && t != "hidden";
+  }
+  bool WriteTable(const std::string& p, const std::vector<std::string>& ns,
+                  const std::string& t) const override {
+    return p == "reader" && ns[0] == "open" && t == "events";
+  }
+  bool CreateIn(const std::string& p, const std::vector<std::string>& ns) const override {
+    return p == "reader" && ns.size() == 1 && ns[0] == "open";
+  }
+};
+
+TEST_F(RestCatalogTest, AccessLimitsEveryRoute) {
+  CreateNamespace({"open"});
+  CreateNamespace({"closed"});
+  json events = CreateTable("open", "events");
+  CreateTable("open", "hidden");
+  CreateTable("closed", "secret");
+  catalog_->SetAccess(std::make_shared<FakeAccess>());
+  auto as = [&](const std::string& who, const std::string& method, const std::string& path,
+                const std::string& body = "") {
+    return catalog_->Handle({.method = method, .path = path, .body = body, .principal = who});
+  };
+
+  // Lists keep what the principal may see.
+  HttpResponse ns = as("reader", "GET", "/v1/namespaces");
+  ASSERT_EQ(ns.status, 200);
+  EXPECT_EQ(Body(ns)["namespaces"], json::parse(R"([["open"]])"));
+  HttpResponse tables = as("reader", "GET", "/v1/namespaces/open/tables");
+  ASSERT_EQ(tables.status, 200);
+  EXPECT_EQ(Body(tables)["identifiers"].size(), 1u);
+  EXPECT_EQ(as("root", "GET", "/v1/namespaces").status, 200);
+  EXPECT_EQ(Body(as("root", "GET", "/v1/namespaces"))["namespaces"].size(), 2u);
+
+  // Refusals: 403 with the spec's error, 401 without a login.
+  for (auto [method, path, body] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"GET", "/v1/namespaces/closed", ""},
+           {"HEAD", "/v1/namespaces/closed", ""},
+           {"GET", "/v1/namespaces/closed/tables", ""},
+           {"GET", "/v1/namespaces/closed/tables/secret", ""},
+           {"HEAD", "/v1/namespaces/open/tables/hidden", ""},
+           {"POST", "/v1/namespaces/open/tables/hidden", SetProps("x", "k")},
+           {"DELETE", "/v1/namespaces/closed/tables/secret", ""},
+           {"DELETE", "/v1/namespaces/closed", ""},
+           {"POST", "/v1/namespaces/closed/properties", R"({"updates": {"a": "b"}})"},
+           {"POST", "/v1/namespaces/closed/tables",
+            std::string(R"({"name": "t", "schema": )") + kSchema + "}"},
+           {"POST", "/v1/namespaces", R"({"namespace": ["new"]})"},
+           {"POST", "/v1/tables/rename",
+            R"({"source": {"namespace": ["open"], "name": "events"},
+                "destination": {"namespace": ["closed"], "name": "moved"}})"}}) {
+    HttpResponse r = as("reader", method, path, body);
+    EXPECT_EQ(r.status, 403) << method << " " << path << ": " << r.body;
+    if (method != "HEAD") EXPECT_EQ(ErrorType(r), "ForbiddenException") << r.body;
+    HttpResponse anonymous = as("", method, path, body);
+    EXPECT_EQ(anonymous.status, 401) << method << " " << path;
+  }
+  // What the grants allow.
+  EXPECT_EQ(as("reader", "GET", "/v1/namespaces/open").status, 200);
+  EXPECT_EQ(as("reader", "GET", "/v1/namespaces/open/tables/events").status, 200);
+  std::string uuid = events["metadata"]["table-uuid"];
+  EXPECT_EQ(as("reader", "POST", "/v1/namespaces/open/tables/events", SetProps(uuid, "k")).status,
+            200);
+  EXPECT_EQ(as("reader", "POST", "/v1/namespaces/open/tables",
+               std::string(R"({"name": "mine", "schema": )") + kSchema + "}")
+                .status,
+            200);
+  EXPECT_EQ(as("reader", "DELETE", "/v1/namespaces/open/tables/mine").status, 204);
+  EXPECT_EQ(as("root", "DELETE", "/v1/namespaces/closed/tables/secret").status, 204);
 }
 
 TEST(PercentDecodeTest, DecodesAndRefusesBadEscapes) {

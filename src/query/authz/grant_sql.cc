@@ -262,25 +262,29 @@ Result<GrantStatement> ParseGrantOrRevoke(Reader& r, bool grant) {
         s.privileges.push_back(Privilege::kRead);
       } else if (w == "write") {
         s.privileges.push_back(Privilege::kWrite);
+      } else if (w == "insert") {
+        s.privileges.push_back(Privilege::kInsert);
+      } else if (w == "create") {
+        s.privileges.push_back(Privilege::kCreate);
       } else if (w == "all") {
         s.all_privileges = true;
       } else {
         return InvalidArgumentError(
             "0A000: privilege \"{}\" is not one sluice grants: SELECT (lake tables, namespaces, "
-            "topics), READ and WRITE (directories), ALL",
+            "topics), INSERT (lake tables, namespaces), CREATE (lake namespaces), READ and WRITE "
+            "(directories), ALL",
             w[0] == '"' ? w.substr(1) : w);
       }
     }
     RETURN_IF_ERROR(ParseObject(r, s));
     // What each object takes.
+    // (A lake object whose kind the warehouse decides is checked again once it is known.)
     for (Privilege p : s.privileges) {
-      const bool dir = s.object_kind == GrantObject::Kind::kDirectory;
-      if (dir != (p != Privilege::kSelect)) {
-        return InvalidArgumentError(
-            "0LP01: {} cannot be granted on a {}: SELECT is for lake tables, namespaces and "
-            "topics, READ and WRITE for directories",
-            PrivilegeName(p), GrantObject{s.object_kind, {}}.KindName());
-      }
+      const bool lake = s.object_kind == GrantObject::Kind::kTable ||
+                        s.object_kind == GrantObject::Kind::kNamespace;
+      const bool fits = lake && !s.lake_kind ? PrivilegeApplies(p, GrantObject::Kind::kNamespace)
+                                             : PrivilegeApplies(p, s.object_kind);
+      if (!fits) return PrivilegeMisfit(p, s.object_kind);
     }
   } else {
     s.kind = grant ? GrantStatement::Kind::kGrantRole : GrantStatement::Kind::kRevokeRole;
@@ -307,6 +311,14 @@ Result<GrantStatement> ParseGrantOrRevoke(Reader& r, bool grant) {
 }
 
 }  // namespace
+
+Status PrivilegeMisfit(Privilege p, GrantObject::Kind k) {
+  return InvalidArgumentError(
+      "0LP01: {} cannot be granted on a {}: SELECT is for lake tables, namespaces and topics, "
+      "INSERT for lake tables and namespaces, CREATE for lake namespaces, READ and WRITE for "
+      "directories",
+      PrivilegeName(p), GrantObject{k, {}}.KindName());
+}
 
 bool IsGrantStatement(std::string_view sql) {
   std::vector<std::string> w = LeadingWords(sql, 2);

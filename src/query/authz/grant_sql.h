@@ -5,7 +5,7 @@
 //   DROP ROLE [IF EXISTS] name [, ...]
 //   GRANT role [, ...] TO grantee [, ...]            REVOKE role [, ...] FROM grantee [, ...]
 //   GRANT privileges ON object TO grantee [, ...]     REVOKE privileges ON object FROM ...
-//     privileges: SELECT | READ | WRITE | ALL [PRIVILEGES], or a list of them
+//     privileges: SELECT | INSERT | CREATE | READ | WRITE | ALL [PRIVILEGES], or a list
 //     object: [TABLE] lake.ns.table | {SCHEMA|NAMESPACE} lake.ns | ALL TABLES IN SCHEMA
 //             lake.ns | lake.ns (resolved against the warehouse) | TOPIC name |
 //             DIRECTORY 'path'
@@ -61,6 +61,9 @@ bool IsGrantStatement(std::string_view sql);
 // nullopt when `sql` is not one of these statements; an error prefixed with its SQLSTATE
 // ("42601: ...") when it is one but malformed.
 Result<std::optional<GrantStatement>> ParseGrantStatement(std::string_view sql);
+
+// 0LP01 for privilege `p` on an object of kind `k`, which does not take it.
+Status PrivilegeMisfit(Privilege p, GrantObject::Kind k);
 
 // The CommandComplete tag Postgres sends for it ("GRANT", "CREATE ROLE", "ALTER ROLE"...).
 std::string_view GrantCommandTag(const GrantStatement& s);

@@ -60,7 +60,8 @@ Result<GrantObject::Kind> KindFromKey(std::string_view k) {
 }
 
 Result<Privilege> PrivilegeFromName(std::string_view p) {
-  for (auto priv : {Privilege::kSelect, Privilege::kRead, Privilege::kWrite}) {
+  for (auto priv : {Privilege::kSelect, Privilege::kRead, Privilege::kWrite, Privilege::kInsert,
+                    Privilege::kCreate}) {
     if (PrivilegeName(priv) == p) return priv;
   }
   return InvalidArgumentError("unknown privilege '{}'", p);
@@ -87,8 +88,26 @@ std::string_view PrivilegeName(Privilege p) {
       return "READ";
     case Privilege::kWrite:
       return "WRITE";
+    case Privilege::kInsert:
+      return "INSERT";
+    case Privilege::kCreate:
+      return "CREATE";
   }
   return "SELECT";
+}
+
+bool PrivilegeApplies(Privilege p, GrantObject::Kind k) {
+  switch (k) {
+    case GrantObject::Kind::kDirectory:
+      return p == Privilege::kRead || p == Privilege::kWrite;
+    case GrantObject::Kind::kTopic:
+      return p == Privilege::kSelect;
+    case GrantObject::Kind::kTable:
+      return p == Privilege::kSelect || p == Privilege::kInsert;
+    case GrantObject::Kind::kNamespace:
+      return p == Privilege::kSelect || p == Privilege::kInsert || p == Privilege::kCreate;
+  }
+  return false;
 }
 
 std::string_view GrantObject::KindName() const { return KindKey(kind); }
@@ -254,15 +273,27 @@ std::set<std::string> GrantSet::Holders(std::string_view user) const {
   return out;
 }
 
-bool GrantSet::CanSelectTable(std::string_view user, const std::vector<std::string>& ns,
-                              const std::string& table) const {
+bool GrantSet::CanOnTable(std::string_view user, const std::vector<std::string>& ns,
+                          const std::string& table, Privilege p) const {
   std::vector<std::string> full = ns;
   full.push_back(table);
   const std::set<std::string> holders = Holders(user);
   for (const Grant& g : grants_) {
-    if (g.privilege != Privilege::kSelect || holders.count(g.grantee) == 0) continue;
+    if (g.privilege != p || holders.count(g.grantee) == 0) continue;
     if (g.object.kind == GrantObject::Kind::kTable && g.object.name == full) return true;
     if (g.object.kind == GrantObject::Kind::kNamespace && IsPrefix(g.object.name, ns)) return true;
+  }
+  return false;
+}
+
+bool GrantSet::CanCreateIn(std::string_view user, const std::vector<std::string>& ns) const {
+  if (ns.empty()) return false;
+  const std::set<std::string> holders = Holders(user);
+  for (const Grant& g : grants_) {
+    if (g.privilege == Privilege::kCreate && g.object.kind == GrantObject::Kind::kNamespace &&
+        holders.count(g.grantee) > 0 && IsPrefix(g.object.name, ns)) {
+      return true;
+    }
   }
   return false;
 }
@@ -270,7 +301,7 @@ bool GrantSet::CanSelectTable(std::string_view user, const std::vector<std::stri
 bool GrantSet::CanSeeNamespace(std::string_view user, const std::vector<std::string>& ns) const {
   const std::set<std::string> holders = Holders(user);
   for (const Grant& g : grants_) {
-    if (g.privilege != Privilege::kSelect || holders.count(g.grantee) == 0) continue;
+    if (holders.count(g.grantee) == 0) continue;
     if (g.object.kind != GrantObject::Kind::kTable &&
         g.object.kind != GrantObject::Kind::kNamespace)
       continue;

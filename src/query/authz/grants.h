@@ -44,8 +44,14 @@ struct GrantObject {
   auto operator<=>(const GrantObject&) const = default;
 };
 
-enum class Privilege { kSelect, kRead, kWrite };
-std::string_view PrivilegeName(Privilege p);  // "SELECT", "READ", "WRITE"
+// SELECT: read a lake table or a topic. INSERT: commit to a lake table (the REST catalog's
+// table updates, a pipeline's Iceberg sink). CREATE: create, drop and rename the tables and
+// namespaces of a lake namespace (and set its properties). READ, WRITE: files of a
+// directory.
+enum class Privilege { kSelect, kRead, kWrite, kInsert, kCreate };
+std::string_view PrivilegeName(Privilege p);  // "SELECT", "READ", "WRITE", "INSERT", "CREATE"
+// Whether `p` can be granted on objects of kind `k`.
+bool PrivilegeApplies(Privilege p, GrantObject::Kind k);
 
 struct Grant {
   std::string grantee;  // a user or a role
@@ -94,7 +100,15 @@ class GrantSet {
   // tables of the namespaces under it, present and future; a directory grant the
   // directory and everything under it (`path` absolute and normalized).
   bool CanSelectTable(std::string_view user, const std::vector<std::string>& ns,
-                      const std::string& table) const;
+                      const std::string& table) const {
+    return CanOnTable(user, ns, table, Privilege::kSelect);
+  }
+  // `p` (SELECT or INSERT) on the table, or on a namespace above it.
+  bool CanOnTable(std::string_view user, const std::vector<std::string>& ns,
+                  const std::string& table, Privilege p) const;
+  // CREATE on `ns` or a namespace above it: tables and namespaces may be made, dropped and
+  // renamed in it. The root (no levels) is nobody's but the superusers'.
+  bool CanCreateIn(std::string_view user, const std::vector<std::string>& ns) const;
   // Whether some table of `ns` or under it may be selected (the namespace is listed).
   bool CanSeeNamespace(std::string_view user, const std::vector<std::string>& ns) const;
   bool CanSelectTopic(std::string_view user, std::string_view topic) const;
