@@ -133,10 +133,80 @@ Result<std::unique_ptr<PipelineSet>> PipelineSet::Load(const std::string& dir,
   return set;
 }
 
+namespace {
+
+// "localhost:9092" and "127.0.0.1:9092" are one address.
+std::string CanonicalAddress(std::string a) {
+  if (a.rfind("localhost:", 0) == 0) a = "127.0.0.1" + a.substr(9);
+  return a;
+}
+
+}  // namespace
+
+Status PipelineSet::Localize(pipeline::PipelineConfig& config) const {
+  if (!local_.client_properties) return Status::OK();
+  const std::string& principal = config.principal;
+  auto local = [&](const pipeline::KafkaConnectionConfig& c) {
+    for (const std::string& b : c.brokers) {
+      for (const std::string& a : local_.addresses) {
+        if (CanonicalAddress(b) == CanonicalAddress(a)) return true;
+      }
+    }
+    return false;
+  };
+  auto localize = [&](pipeline::KafkaConnectionConfig& c, std::string_view what) -> Status {
+    if (c.brokers.empty()) return Status::OK();
+    if (c.sasl.has_value()) {
+      // Its own credentials: they decide who it is.
+      if (!principal.empty() && c.sasl->username != principal) {
+        return InvalidArgumentError(
+            "pipeline.principal is {} but {}'s kafka.sasl.username is {}: a pipeline acts as one "
+            "principal",
+            principal, what, c.sasl->username);
+      }
+      return Status::OK();
+    }
+    if (!local(c)) {
+      if (principal.empty()) return Status::OK();
+      return InvalidArgumentError(
+          "pipeline.principal {}: {} reaches a broker other than this one, which cannot know "
+          "who the pipeline is without kafka.sasl",
+          principal, what);
+    }
+    if (c.security_protocol.has_value()) return Status::OK();  // set by hand: left alone
+    std::map<std::string, std::string> p = local_.client_properties(principal);
+    c.brokers = {p["bootstrap.servers"]};
+    const std::string& protocol = p["security.protocol"];
+    if (protocol == "SASL_PLAINTEXT")
+      c.security_protocol = pipeline::SecurityProtocol::kSaslPlaintext;
+    if (protocol == "SASL_SSL") c.security_protocol = pipeline::SecurityProtocol::kSaslSsl;
+    if (protocol == "SSL") c.security_protocol = pipeline::SecurityProtocol::kSsl;
+    if (p.count("sasl.username") > 0) {
+      c.sasl =
+          pipeline::KafkaSaslConfig{p["sasl.mechanism"], p["sasl.username"], p["sasl.password"]};
+    }
+    for (const char* k :
+         {"enable.ssl.certificate.verification", "ssl.endpoint.identification.algorithm"}) {
+      if (p.count(k) > 0) c.properties[k] = p[k];
+    }
+    return Status::OK();
+  };
+  RETURN_IF_ERROR(localize(config.source, "source.kafka"));
+  if (config.sink.type == pipeline::SinkType::kKafka)
+    RETURN_IF_ERROR(localize(config.sink.kafka, "sink.kafka"));
+  if (config.on_error.dlq && config.on_error.dlq->type == pipeline::SinkType::kKafka) {
+    RETURN_IF_ERROR(localize(config.on_error.dlq->kafka, "on_error.dlq.kafka"));
+  }
+  if (!principal.empty() && local_.check) RETURN_IF_ERROR(local_.check(config));
+  return Status::OK();
+}
+
 Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) const {
   pipeline::RunnerOptions options;
   options.metrics = metrics_;
-  auto runner = pipeline::PipelineRunner::Create(e.config, options);  // a copy: restartable
+  pipeline::PipelineConfig config = e.config;  // a copy: restartable
+  if (Status st = Localize(config); !st.ok()) return st.WithContext(e.file);
+  auto runner = pipeline::PipelineRunner::Create(config, options);
   if (!runner.ok()) return runner.status().WithContext(e.file);
   return runner;
 }

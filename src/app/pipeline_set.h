@@ -14,11 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/metrics.h"
@@ -26,7 +28,8 @@
 
 namespace sluice::pipeline {
 class PipelineRunner;
-}
+struct PipelineConfig;
+}  // namespace sluice::pipeline
 
 namespace sluice::app {
 
@@ -37,6 +40,19 @@ struct PipelineStatus {
   bool running = false;      // its thread runs (false: loaded and not started, or ended)
   std::string error;         // why it stopped, when it stopped on an error
   uint64_t messages_in = 0;  // since it last started
+};
+
+// The broker of this process, for the pipelines that read from or write to it
+// (docs/design/0020-data-authorization.md).
+struct LocalBroker {
+  // "HOST:PORT" its listeners answer on ("localhost" and 127.0.0.1 are one).
+  std::vector<std::string> addresses;
+  // librdkafka properties of a client acting as `principal` ("": the service itself):
+  // bootstrap.servers, security.protocol, sasl.*.
+  std::function<std::map<std::string, std::string>(std::string_view principal)> client_properties;
+  // Checks the SQL of a pipeline with a principal against the SQL grants (null: nothing to
+  // check, authorization is off): the error names what is refused.
+  std::function<Status(const pipeline::PipelineConfig&)> check;
 };
 
 class PipelineSet {
@@ -50,6 +66,10 @@ class PipelineSet {
   PipelineSet(const PipelineSet&) = delete;
   PipelineSet& operator=(const PipelineSet&) = delete;
 
+  // Pipelines whose Kafka connection names `local` and sets no credentials of its own log
+  // in as their pipeline.principal (the service without one); a principal's SQL is checked
+  // when its pipeline starts. Before Start.
+  void SetLocalBroker(LocalBroker local) { local_ = std::move(local); }
   // Starts every loaded pipeline; the first that cannot be created is the error (none
   // started then).
   Status Start();
@@ -104,6 +124,10 @@ class PipelineSet {
   // The pipeline files of the folder, sorted.
   Result<std::vector<std::string>> ListFiles() const;
   Status CheckBudget(int64_t total) const;
+  // `config` with its connections to the local broker made as its principal's, and its SQL
+  // checked (LocalBroker).
+  Status Localize(pipeline::PipelineConfig& config) const;
+  LocalBroker local_;
 
   const std::string dir_;
   const int64_t budget_;

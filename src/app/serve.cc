@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "app/http_front_door.h"
+#include "app/pipeline_grants.h"
 #include "auth/http_basic.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
@@ -13,6 +14,7 @@
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
 #include "net/tls.h"
+#include "pipeline/pipeline_config.h"
 #include "query/authz/catalog_access.h"
 #include "query/engine.h"
 #include "query/server.h"
@@ -153,6 +155,25 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     say(line);
   }
   if (p->pipelines_) {
+    // Pipelines that name this broker log in as their principal (the service without one),
+    // and a principal's SQL is checked against the grants (docs/design/0020).
+    LocalBroker local;
+    local.addresses.push_back(fmt::format("{}:{}", sc.server.host, p->kafka_->port()));
+    for (const broker::KafkaListener& l : sc.broker.listeners) {
+      local.addresses.push_back(fmt::format("{}:{}", l.host, p->kafka_->server().port(l.name)));
+      if (!l.advertised_host.empty() && l.advertised_port != 0) {
+        local.addresses.push_back(fmt::format("{}:{}", l.advertised_host, l.advertised_port));
+      }
+    }
+    local.client_properties = [k = p->kafka_.get()](std::string_view principal) {
+      return k->InternalClientProperties(principal);
+    };
+    if (sc.broker.authorization.enabled) {
+      auto grants = std::make_shared<PipelineGrants>(p->kafka_->broker().grants(),
+                                                     sc.broker.authorization.super_users);
+      local.check = [grants](const pipeline::PipelineConfig& c) { return grants->Check(c); };
+    }
+    p->pipelines_->SetLocalBroker(std::move(local));
     RETURN_IF_ERROR(p->pipelines_->Start());
     say(fmt::format("running {} pipeline(s) from {}", p->pipelines_->size(),
                     options.pipelines_dir));

@@ -146,6 +146,24 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
     return 2;
   }
   for (const std::string& w : config->warnings) fmt::print(stderr, "warning: {}\n", w);
+  // A remote run is whoever its SASL user is (docs/design/0020): a principal must be it.
+  if (!config->principal.empty()) {
+    std::vector<std::pair<std::string, const pipeline::KafkaConnectionConfig*>> connections = {
+        {"source.kafka", &config->source}};
+    if (config->sink.type == pipeline::SinkType::kKafka) {
+      connections.push_back({"sink.kafka", &config->sink.kafka});
+    }
+    for (const auto& [what, c] : connections) {
+      if (!c->sasl || c->sasl->username != config->principal) {
+        std::fprintf(stderr,
+                     "sluice pipeline run: pipeline.principal is %s, but %s logs in as %s: a "
+                     "pipeline run outside sluice serve is its kafka.sasl.username\n",
+                     config->principal.c_str(), what.c_str(),
+                     c->sasl ? c->sasl->username.c_str() : "nobody (no kafka.sasl)");
+        return 2;
+      }
+    }
+  }
   MetricsRegistry& metrics = MetricsRegistry::Global();
   RegisterProcessMetrics(metrics);
   pipeline::RunnerOptions options;

@@ -234,15 +234,23 @@ PipelineConfig Walker::Walk(const YAML::Node& top) {
           "is required but missing: a pipeline file needs a `pipeline` section with source, "
           "handler and sink");
   } else {
-    MapView pl = OpenMap(p->value, "pipeline", EntryLine(*p, root.line),
-                         {"name", "description", "batch_size", "flush_interval_seconds", "source",
-                          "handler", "sink", "on_error", "duckdb", "window", "state"},
-                         kPipelineRefused);
+    MapView pl =
+        OpenMap(p->value, "pipeline", EntryLine(*p, root.line),
+                {"name", "description", "principal", "batch_size", "flush_interval_seconds",
+                 "source", "handler", "sink", "on_error", "duckdb", "window", "state"},
+                kPipelineRefused);
     if (p->value.IsNull()) {
       Error(pl.line, "pipeline", "is empty; it needs source, handler and sink");
     } else if (pl.present) {
       config.name = String(pl, "name", false).value_or("");
       config.description = String(pl, "description", false).value_or("");
+      config.principal = String(pl, "principal", false).value_or("");
+      if (const Entry* e = pl.Find("principal");
+          e != nullptr && (config.principal.empty() || config.principal.rfind("__sluice", 0) == 0 ||
+                           config.principal.find_first_of("/:\n") != std::string::npos)) {
+        Error(EntryLine(*e, pl.line), "pipeline.principal",
+              "must be a user name (no '/', ':' or newline, not __sluice...)");
+      }
       if (auto v = Integer(pl, "batch_size", 1, 1'000'000)) config.batch_size = *v;
       if (auto v = Integer(pl, "flush_interval_seconds", 1, 86'400)) {
         config.flush_interval_seconds = *v;

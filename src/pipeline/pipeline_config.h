@@ -237,6 +237,11 @@ struct PipelineConfig {
   std::string origin;  // the path (or origin) the file was read from
   std::string name;
   std::string description;
+  // pipeline.principal: who the pipeline reads and writes as (docs/design/0020): under
+  // `sluice serve` its Kafka clients log in to that broker as User:<principal> and its SQL
+  // is checked against the SQL grants; a remote run's is its kafka.sasl.username. "": the
+  // service itself under serve, the SASL user of a remote run.
+  std::string principal;
   int64_t batch_size = 1;               // sqlflow's default
   int64_t flush_interval_seconds = 30;  // sqlflow's default
   KafkaSourceConfig source;
