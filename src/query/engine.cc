@@ -349,6 +349,9 @@ void QueryEngine::Install(QueryServerOptions* server) const {
   server->hooks.run_command = [this](duck::Connection& conn, std::string_view statement) {
     return RunCommand(conn, statement);
   };
+  server->hooks.check_command = [](std::string_view statement) {
+    return authz::ParseGrantStatement(statement).status();
+  };
   if (options_.authorization.enabled) {
     server->hooks.max_statements_of = [this](std::string_view user) {
       return MaxStatementsOf(user);

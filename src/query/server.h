@@ -82,6 +82,9 @@ struct SessionHooks {
   // only notes it; Describe answers NoData). The CommandComplete tag, or an error sent as
   // rewrite_query's are. Not transactional: it takes effect at once.
   std::function<Result<std::string>(duck::Connection&, std::string_view statement)> run_command;
+  // At Parse (optional): whether the command is well-formed, so that a malformed one fails
+  // its Parse as Postgres's parser would (parameters included: commands take none).
+  std::function<Status(std::string_view statement)> check_command;
   // How many statements `user` may run at once (0: no limit of its own; query.max_running
   // holds for everyone): asked at each admission turn.
   std::function<int(std::string_view user)> max_statements_of;

@@ -984,6 +984,11 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
   stmt->client_setting = ParseClientSetting(pieces[0]);
   if (!stmt->client_setting.name.empty()) return stmt;
   if (server_.options.hooks.is_command && server_.options.hooks.is_command(pieces[0])) {
+    if (server_.options.hooks.check_command) {
+      if (Status st = server_.options.hooks.check_command(pieces[0]); !st.ok()) {
+        return fail(FromHook(st));
+      }
+    }
     stmt->command = true;  // runs at Execute
     stmt->sql = std::string(pieces[0]);
     return stmt;

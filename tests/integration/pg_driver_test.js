@@ -258,6 +258,68 @@ async function auth (port, user, password) {
   await bad.end().catch(() => {})
 }
 
+// SQL grants through the extended protocol (docs/design/0020-data-authorization.md): grant
+// statements prepared and executed (a Parse alone changes nothing), a denial before any row,
+// a granted directory, and a user's max_statements holding its second statement while
+// another user's run.
+async function grants (s, dir) {
+  const connect = async user => {
+    const c = new Client({ host: '127.0.0.1', port: s.port, user, password: user + '-pw', database: 'sluice' })
+    await c.connect()
+    return c
+  }
+  const admin = await connect('admin')
+  const alice = await connect('alice')
+  const bob = await connect('bob')
+  try {
+    const open = path.join(dir, 'open')
+    fs.mkdirSync(open, { recursive: true })
+    await admin.query(`COPY (SELECT 42 AS x) TO '${open}/x.parquet'`)
+    // Prepared grant statements: the tag, and the effect only once executed.
+    let r = await admin.query({ name: 'g', text: `GRANT READ ON DIRECTORY '${open}' TO alice` })
+    assert.equal(r.command, 'GRANT')
+    r = await alice.query({ text: `SELECT x FROM read_parquet('${open}/x.parquet') WHERE x = $1`, values: [42] })
+    assert.deepEqual(r.rows, [{ x: 42 }])
+    await expectCode(bob.query({ text: `SELECT x FROM read_parquet('${open}/x.parquet') WHERE x = $1`, values: [42] }),
+      '42501', 'bob without a grant, extended protocol')
+    await expectCode(alice.query({ text: 'SELECT * FROM read_parquet($1)', values: [`${open}/x.parquet`] }),
+      '42501', 'a path as a parameter')
+    await expectCode(alice.query({ text: 'GRANT READ ON DIRECTORY $1 TO alice', values: ['/'] }),
+      '42601', 'a grant with a parameter')
+    await expectCode(alice.query({ text: `GRANT READ ON DIRECTORY '/' TO alice` }), '42501',
+      'a grant by a user who is not a superuser')
+    r = await alice.query({ text: 'SHOW GRANTS' })
+    assert.deepEqual(r.rows.map(g => g.privilege + ' ' + g.object), [`READ DIRECTORY '${open}'`])
+    r = await admin.query('REVOKE READ ON DIRECTORY \'' + open + '\' FROM alice')
+    assert.equal(r.command, 'REVOKE')
+    await expectCode(alice.query(`SELECT x FROM read_parquet('${open}/x.parquet')`), '42501', 'after the revoke')
+
+    // max_statements: bob's second statement waits for his first (and gives up after
+    // query.queue_timeout_seconds), alice's runs meanwhile.
+    await admin.query('ALTER ROLE bob SET max_statements = 1')
+    const bob2 = await connect('bob')
+    const long = bob.query('SELECT count(*) FROM range(100000000000) t(i) WHERE i % 7 = 99')
+    long.catch(() => {})
+    // Until the long one holds bob's turn (a second that got in first just ran).
+    let refused = null
+    for (let i = 0; i < 50 && !refused; ++i) {
+      await sleep(100)
+      refused = await bob2.query('SELECT count(*) FROM range(10)').then(() => null, e => e)
+    }
+    assert.ok(refused, "bob's second statement was never held")
+    assert.equal(refused.code, '53300', refused.message)
+    assert.match(refused.message, /max_statements/)
+    r = await alice.query('SELECT count(*) AS n FROM range(10)')
+    assert.equal(Number(r.rows[0].n), 10)
+    await bob2.end()
+    await bob.end().catch(() => {})
+  } finally {
+    await admin.end().catch(() => {})
+    await alice.end().catch(() => {})
+    await bob.end().catch(() => {})
+  }
+}
+
 async function main () {
   const sluice = process.argv[2]
   if (!sluice) throw new Error('usage: node pg_driver_test.js path/to/sluice')
@@ -278,11 +340,21 @@ async function main () {
     s = await startServe(sluice, dir, 'cleartext', 'query:\n  auth: password\n  users: ["bob:builder"]\n')
     await auth(s.port, 'bob', 'builder')
     assert.equal(await s.stop(), 0)
+    s = await startServe(sluice, dir, 'grants', 'query:\n  users: ["admin:admin-pw", "alice:alice-pw", "bob:bob-pw"]\n' +
+      `  allowed_directories: ["${dir}"]\n  queue_timeout_seconds: 1\n` +
+      'authorization:\n  enabled: true\n  super_users: ["User:admin"]\n')
+    try {
+      await grants(s, dir)
+    } catch (e) {
+      console.log(s.logs())
+      throw e
+    }
+    s.proc.kill('SIGKILL')  // bob's long statement would hold the stop
   } finally {
     for (const p of running) p.kill('SIGKILL')
     fs.rmSync(dir, { recursive: true, force: true })
   }
-  console.log('PASS: pg driver: parameters, prepared statements, row limits, text and binary results, errors, sandbox, SCRAM and cleartext auth, rewrites in both protocols')
+  console.log('PASS: pg driver: parameters, prepared statements, row limits, text and binary results, errors, sandbox, SCRAM and cleartext auth, rewrites in both protocols, grants and per-user limits')
 }
 
 main().catch(e => {
