@@ -356,6 +356,11 @@ void QueryEngine::Install(QueryServerOptions* server) const {
     server->hooks.max_statements_of = [this](std::string_view user) {
       return MaxStatementsOf(user);
     };
+    server->hooks.memory_share_of = [this](std::string_view user) {
+      return options_.authorization.grants == nullptr
+                 ? 0
+                 : options_.authorization.grants->Current()->LimitsOf(user).memory_percent;
+    };
   }
   server->server_version = options_.server_version;
 }

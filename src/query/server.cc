@@ -185,9 +185,11 @@ void ServerState::Unregister(const std::shared_ptr<SessionSlot>& slot) {
   slot->connection = nullptr;
 }
 
-void ServerState::SetConnection(const std::shared_ptr<SessionSlot>& slot, duck::Connection* conn) {
+void ServerState::SetConnection(const std::shared_ptr<SessionSlot>& slot, duck::Connection* conn,
+                                const std::string& user) {
   std::lock_guard lock(mu_);
   slot->connection = conn;
+  slot->user = user;
 }
 
 void ServerState::Cancel(int32_t process_id, int32_t secret_key) {
@@ -301,6 +303,27 @@ int64_t ProcessRssBytes() {
 }
 }  // namespace
 
+std::optional<std::pair<size_t, bool>> PickMemoryVictim(
+    const std::vector<RunningStatement>& statements) {
+  // DuckDB tells memory per database, not per query: a user's part of it is taken as its
+  // part of the statements running (docs/design/0020, decision 11).
+  std::map<std::string, int> by_user;
+  for (const RunningStatement& s : statements) ++by_user[s.user];
+  const int total = static_cast<int>(statements.size());
+  std::optional<std::pair<size_t, bool>> best;
+  for (size_t i = 0; i < statements.size(); ++i) {
+    const RunningStatement& s = statements[i];
+    if (s.interrupted) continue;
+    const bool over = s.share_percent > 0 && by_user.size() > 1 &&
+                      by_user[s.user] * 100 > s.share_percent * total;
+    if (!best || (over && !best->second) ||
+        (over == best->second && s.since_ms < statements[best->first].since_ms)) {
+      best = {i, over};
+    }
+  }
+  return best;
+}
+
 void ServerState::WatchdogLoop() {
   std::unique_lock lock(mu_);
   int64_t last_rss_interrupt = 0;
@@ -316,22 +339,39 @@ void ServerState::WatchdogLoop() {
       const bool grew =
           rss_at_last_interrupt == 0 || rss > rss_at_last_interrupt + (int64_t{64} << 20);
       if (rss > options.rss_limit_bytes && grew) {
-        SessionSlot* oldest = nullptr;
+        // The statement to interrupt (PickMemoryVictim): of those running and not yet
+        // interrupted, with each user's memory_share.
+        std::vector<SessionSlot*> slots;
+        std::vector<RunningStatement> statements;
+        std::map<std::string, int> shares;
         for (auto& [pid, s] : sessions_) {
           int64_t since = s->running_since_ms.load();
-          if (since == 0 || s->connection == nullptr || s->interrupt_reason.load() != 0) continue;
-          if (oldest == nullptr || since < oldest->running_since_ms.load()) oldest = s.get();
+          if (since == 0 || s->connection == nullptr) continue;
+          auto share = shares.find(s->user);
+          if (share == shares.end()) {
+            share = shares
+                        .emplace(s->user,
+                                 hooks_memory_share() ? options.hooks.memory_share_of(s->user) : 0)
+                        .first;
+          }
+          slots.push_back(s.get());
+          statements.push_back({s->user, since, share->second, s->interrupt_reason.load() != 0});
         }
+        std::optional<std::pair<size_t, bool>> victim = PickMemoryVictim(statements);
+        SessionSlot* oldest = victim ? slots[victim->first] : nullptr;
+        const bool oldest_over = victim && victim->second;
         if (oldest != nullptr) {
           oldest->rss_at_interrupt.store(rss);
-          oldest->interrupt_reason.store(3);
+          oldest->interrupt_reason.store(oldest_over ? 4 : 3);
           oldest->connection->Interrupt();
           last_rss_interrupt = now;
           rss_at_last_interrupt = rss;
           SLUICE_LOG(
               kLog, kWarn,
-              "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running query",
-              rss >> 20, options.rss_limit_bytes >> 20);
+              "RSS {} MiB above query.rss_limit {} MiB: interrupted the longest-running "
+              "query{}",
+              rss >> 20, options.rss_limit_bytes >> 20,
+              oldest_over ? fmt::format(" of {}, above its memory_share", oldest->user) : "");
         }
       }
     }

@@ -88,6 +88,9 @@ struct SessionHooks {
   // How many statements `user` may run at once (0: no limit of its own; query.max_running
   // holds for everyone): asked at each admission turn.
   std::function<int(std::string_view user)> max_statements_of;
+  // A user's share of the query memory in percent (0: none): under query.rss_limit
+  // pressure the watchdog interrupts a statement of a user above it first.
+  std::function<int(std::string_view user)> memory_share_of;
 };
 
 enum class AuthMethod { kScramSha256, kPassword };

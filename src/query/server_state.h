@@ -8,8 +8,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "duck/database.h"
 #include "query/scram.h"
@@ -17,6 +20,21 @@
 #include "query/session.h"
 
 namespace sluice::query {
+
+// A statement the RSS watchdog may interrupt: its session's user, since when it runs, the
+// user's memory_share (percent, 0: none), and whether it was interrupted already.
+struct RunningStatement {
+  std::string user;
+  int64_t since_ms = 0;
+  int share_percent = 0;
+  bool interrupted = false;
+};
+// Which one goes when memory runs short: the longest-running statement of a user whose
+// part of the running statements is above its memory_share (when more than one user runs
+// statements), else the longest-running; the bool says whether the first rule chose it.
+// nullopt when none may be interrupted.
+std::optional<std::pair<size_t, bool>> PickMemoryVictim(
+    const std::vector<RunningStatement>& statements);
 
 class ServerState {
  public:
@@ -34,7 +52,8 @@ class ServerState {
   // CancelRequest: interrupts the session's running query when the key matches.
   void Cancel(int32_t process_id, int32_t secret_key);
   // Sets/clears the session's connection under the lock (cancel and Stop use it).
-  void SetConnection(const std::shared_ptr<SessionSlot>& slot, duck::Connection* conn);
+  void SetConnection(const std::shared_ptr<SessionSlot>& slot, duck::Connection* conn,
+                     const std::string& user = "");
   int SessionCount();
 
   void AcceptLoop();
@@ -51,6 +70,7 @@ class ServerState {
   // Tests: the RSS the watchdog reads instead of /proc/self/statm.
   std::function<int64_t()> rss_source;
   void StopAll();
+  bool hooks_memory_share() const { return static_cast<bool>(options.hooks.memory_share_of); }
 
  private:
   struct Worker {

@@ -458,7 +458,7 @@ bool Session::Startup() {
       return false;
     }
   }
-  server_.SetConnection(slot_, conn_.get());
+  server_.SetConnection(slot_, conn_.get(), user_);
 
   pg::WriteAuthenticationOk(out_);
   std::string app = startup.Param("application_name");
@@ -699,6 +699,14 @@ Session::SqlError Session::FromDuck(const Status& st, duck::ErrorType type) {
           state,
           fmt::format("canceling statement due to statement timeout (query.timeout_seconds is {})",
                       server_.options.timeout_ms / 1000)};
+    }
+    if (reason == 4) {
+      return {"53200",
+              fmt::format("canceling statement: the server's memory (RSS {} MiB) went above "
+                          "query.rss_limit ({} MiB) while user {} ran more than its memory_share "
+                          "of the statements",
+                          slot_->rss_at_interrupt.load() >> 20,
+                          server_.options.rss_limit_bytes >> 20, user_)};
     }
     if (reason == 3) {
       return {

@@ -33,8 +33,10 @@ struct SessionSlot {
   int fd = -1;
   duck::Connection* connection = nullptr;    // set while the session has one
   std::atomic<int64_t> running_since_ms{0};  // 0: no query running
-  std::atomic<int> interrupt_reason{0};      // 0 none, 1 cancel request, 2 timeout, 3 RSS
-  std::atomic<int64_t> rss_at_interrupt{0};  // reason 3: the RSS the watchdog saw
+  // 0 none, 1 cancel request, 2 timeout, 3 RSS, 4 RSS and the user over its memory_share
+  std::atomic<int> interrupt_reason{0};
+  std::atomic<int64_t> rss_at_interrupt{0};  // reasons 3, 4: the RSS the watchdog saw
+  std::string user;                          // set with the connection (under the server's lock)
 };
 
 class Session {

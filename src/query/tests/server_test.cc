@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "query/pg_protocol.h"
+#include "query/server_state.h"
 
 namespace sluice::query {
 namespace {
@@ -828,6 +829,34 @@ TEST_F(QueryServerTest, TheRssWatchdogInterruptsTheLongestRunningStatement) {
   std::string message;
   EXPECT_EQ(SqlState(c.UntilReady(), &message), "53200");
   EXPECT_NE(message.find("query.rss_limit"), std::string::npos) << message;
+}
+
+// Under memory pressure, a user running more than its memory_share of the statements
+// loses its longest-running one first; without shares, or with one user, the longest goes.
+TEST(PickMemoryVictimTest, UsersAboveTheirShareGoFirst) {
+  // light started first; heavy (25%) runs two of three statements.
+  std::vector<RunningStatement> s = {
+      {"light", 100, 0, false}, {"heavy", 200, 25, false}, {"heavy", 300, 25, false}};
+  auto v = PickMemoryVictim(s);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->first, 1u);
+  EXPECT_TRUE(v->second);
+  // Within its share (two of three is 67%): the longest-running.
+  s[1].share_percent = s[2].share_percent = 70;
+  v = PickMemoryVictim(s);
+  EXPECT_EQ(v->first, 0u);
+  EXPECT_FALSE(v->second);
+  // One user alone is never "over": nobody else is starved.
+  std::vector<RunningStatement> alone = {{"heavy", 200, 10, false}, {"heavy", 100, 10, false}};
+  v = PickMemoryVictim(alone);
+  EXPECT_EQ(v->first, 1u);
+  EXPECT_FALSE(v->second);
+  // An interrupted statement is not picked again; none left: nullopt.
+  alone[1].interrupted = true;
+  EXPECT_EQ(PickMemoryVictim(alone)->first, 0u);
+  alone[0].interrupted = true;
+  EXPECT_FALSE(PickMemoryVictim(alone).has_value());
+  EXPECT_FALSE(PickMemoryVictim({}).has_value());
 }
 
 TEST_F(QueryServerTest, ConnectionsOverTheLimitAreRefused) {
