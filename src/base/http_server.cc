@@ -1,13 +1,16 @@
 #include "base/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <charconv>
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include "base/strings.h"
 
@@ -79,7 +82,11 @@ class SinkStream : public HttpStream {
 
 void ToLibrary(HttpResponse out, httplib::Response& res) {
   res.status = out.status;
-  for (auto& [k, v] : out.headers) res.set_header(k, v);
+  for (auto& [k, v] : out.headers) {
+    // Never a CORS grant: no other site's page may read what this port answers.
+    if (AsciiLower(k).starts_with("access-control-")) continue;
+    res.set_header(k, v);
+  }
   if (out.stream) {
     res.set_chunked_content_provider(
         out.content_type, [stream = std::move(out.stream)](size_t, httplib::DataSink& sink) {
@@ -93,7 +100,110 @@ void ToLibrary(HttpResponse out, httplib::Response& res) {
   }
 }
 
+struct HostPort {
+  std::string host;  // lower case, IPv6 without brackets, no trailing dot
+  std::string port;  // digits, or "" when not given
+};
+
+// "name", "name:80", "[::1]:80" (a Host header, or an origin's authority).
+std::optional<HostPort> ParseAuthority(std::string_view v) {
+  HostPort out;
+  std::string_view rest;
+  if (v.starts_with('[')) {
+    const size_t close = v.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    out.host = AsciiLower(v.substr(1, close - 1));
+    rest = v.substr(close + 1);
+  } else {
+    const size_t colon = v.find(':');
+    out.host = AsciiLower(v.substr(0, colon));
+    rest = colon == std::string_view::npos ? std::string_view() : v.substr(colon);
+  }
+  if (!rest.empty()) {
+    if (rest[0] != ':' || rest.size() < 2 || rest.size() > 6 ||
+        rest.find_first_not_of("0123456789", 1) != std::string_view::npos) {
+      return std::nullopt;
+    }
+    out.port = std::string(rest.substr(1));
+  }
+  if (out.host.ends_with('.')) out.host.pop_back();
+  if (out.host.empty()) return std::nullopt;
+  return out;
+}
+
+bool IsIpLiteral(const std::string& host) {
+  unsigned char buf[16];
+  return ::inet_pton(AF_INET, host.c_str(), buf) == 1 ||
+         ::inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+bool Listed(const HttpBrowserGuard& g, const std::string& host) {
+  return std::find(g.allowed_hosts.begin(), g.allowed_hosts.end(), host) != g.allowed_hosts.end();
+}
+
+bool Safelisted(std::string_view content_type) {
+  const std::string essence = AsciiLower(Trim(content_type.substr(0, content_type.find(';'))));
+  return essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data" ||
+         essence == "text/plain";
+}
+
 }  // namespace
+
+std::string BrowserRefusal(const HttpBrowserGuard& guard, const HttpRequest& req,
+                           bool accepts_forms) {
+  if (!guard.enabled || req.path == "/healthz") return "";
+  const bool any_host = Listed(guard, "*");
+  std::optional<HostPort> host;
+  if (const std::string* h = req.Header("host")) {
+    host = ParseAuthority(*h);
+    if (!host.has_value()) return "a malformed Host header";
+    if (!any_host && !IsIpLiteral(host->host) && !Listed(guard, host->host)) {
+      return fmt::format(
+          "Host '{}' is not an allowed name for this port (against DNS rebinding; "
+          "http.allowed_hosts lists more)",
+          host->host.substr(0, 128));
+    }
+  }
+  if (const std::string* origin = req.Header("origin")) {
+    std::string_view o = *origin;
+    const size_t sep = o.find("://");
+    const std::string scheme = sep == std::string_view::npos ? "" : AsciiLower(o.substr(0, sep));
+    std::optional<HostPort> from;
+    if (scheme == "http" || scheme == "https") from = ParseAuthority(o.substr(sep + 3));
+    if (!from.has_value()) {
+      return fmt::format("requests from other sites' pages are refused (Origin '{}')",
+                         o.substr(0, 128));
+    }
+    const std::string default_port = scheme == "https" ? "443" : "80";
+    const std::string from_port = from->port.empty() ? default_port : from->port;
+    bool same = false;
+    if (host.has_value()) {
+      const std::string host_port = host->port.empty() ? default_port : host->port;
+      same = from_port == host_port &&
+             (from->host == host->host || (Listed(guard, from->host) && !any_host));
+    } else {
+      same = Listed(guard, from->host);
+    }
+    if (!same) {
+      return fmt::format("requests from other sites' pages are refused (Origin '{}')",
+                         o.substr(0, 128));
+    }
+  }
+  if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" || accepts_forms) {
+    return "";
+  }
+  for (const char* proof : {"authorization", "x-sluice-request", "x-client-version",
+                            "x-iceberg-access-delegation", "idempotency-key"}) {
+    if (req.Header(proof) != nullptr) return "";
+  }
+  if (const std::string* type = req.Header("content-type"); type != nullptr && !Safelisted(*type)) {
+    return "";
+  }
+  return fmt::format(
+      "a {} without an X-Sluice-Request header, an Authorization header or a JSON body is "
+      "refused: it could be another site's form",
+      req.method);
+}
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
                                                       MetricsRegistry& registry, HealthCheck health,
@@ -114,16 +224,32 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     if (peer_of) r.remote_addr = peer_of(req.remote_addr, req.remote_port);
     return r;
   };
-  if (options.peer_of) {
-    s->server_->set_pre_routing_handler(
-        [peer_of = options.peer_of](const httplib::Request& req, httplib::Response& res) {
-          if (!peer_of(req.remote_addr, req.remote_port).empty()) {
-            return httplib::Server::HandlerResponse::Unhandled;
-          }
+  // The prefixes of routes that take forms, for the browser guard.
+  std::vector<std::string> form_prefixes;
+  for (const HttpRoute& route : routes) {
+    if (route.accepts_forms) form_prefixes.push_back(route.prefix);
+  }
+  if (options.peer_of || options.browser_guard.enabled) {
+    s->server_->set_pre_routing_handler([peer_of = options.peer_of, guard = options.browser_guard,
+                                         form_prefixes, from](const httplib::Request& req,
+                                                              httplib::Response& res) {
+      if (peer_of && peer_of(req.remote_addr, req.remote_port).empty()) {
+        res.status = 403;
+        res.set_content("connect to the HTTP port (http.addr), not to this one\n", "text/plain");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (guard.enabled) {
+        const HttpRequest r = from(req);
+        bool forms = false;
+        for (const std::string& p : form_prefixes) forms |= r.path.starts_with(p);
+        if (std::string why = BrowserRefusal(guard, r, forms); !why.empty()) {
           res.status = 403;
-          res.set_content("connect to the HTTP port (http.addr), not to this one\n", "text/plain");
+          res.set_content("sluice: " + why + "\n", "text/plain");
           return httplib::Server::HandlerResponse::Handled;
-        });
+        }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
   }
   // Runs the authentication hook: true when `req` may go on (its principal set), else
   // `res` holds the refusal.
@@ -169,10 +295,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
       pattern += c;
     }
     pattern += ".*";
-    auto handler = [h = std::move(route.handler), admit, from](const httplib::Request& req,
-                                                               httplib::Response& res) {
+    auto handler = [h = std::move(route.handler), login = route.needs_login, admit, from](
+                       const httplib::Request& req, httplib::Response& res) {
       HttpRequest r = from(req);
-      if (!admit(r, res)) return;
+      if (login && !admit(r, res)) return;
       ToLibrary(h(r), res);
     };
     s->server_->Get(pattern, handler);  // GET and HEAD
@@ -180,6 +306,12 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const std::string& addr,
     s->server_->Put(pattern, handler);
     s->server_->Delete(pattern, handler);
   }
+  // A CORS preflight is answered without granting anything: the browser then refuses to
+  // send the request.
+  s->server_->Options(".*", [](const httplib::Request&, httplib::Response& res) {
+    res.status = 204;
+    res.set_header("Allow", "GET, HEAD, POST, PUT, DELETE, OPTIONS");
+  });
   if (host_port.second == 0) {
     s->port_ = s->server_->bind_to_any_port(s->host_);
   } else {

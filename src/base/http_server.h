@@ -1,8 +1,10 @@
 // HttpServer: sluice's HTTP port (`--http-addr`): Prometheus metrics at /metrics, a
 // health check at /healthz (200 "ok", or 503 with the reasons), and the routes other
 // modules add under a path prefix (the Iceberg REST catalog's /v1/), with the request's
-// headers, streamed responses (server-sent events) and an authentication hook that runs
-// before every route. Loopback by default, like every listener of sluice.
+// headers, streamed responses (server-sent events), an authentication hook that runs
+// before every route, and a guard against browsers made to call it from other sites
+// (docs/design/0021-http-tokens-and-browser-safety.md). Loopback by default, like every
+// listener of sluice.
 //
 // Lifecycle: Start() binds and serves on its own thread until Stop() or destruction.
 #pragma once
@@ -68,6 +70,11 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 struct HttpRoute {
   std::string prefix;  // "/v1/"
   HttpHandler handler;
+  // false: the authentication hook does not run (a login endpoint).
+  bool needs_login = true;
+  // true: a state-changing request needs no proof against cross-site forms (a login
+  // endpoint that is a form by its spec); the Host and Origin checks still hold.
+  bool accepts_forms = false;
 };
 
 // Decides who sent a request before its route runs: the principal (any text; it reaches
@@ -80,6 +87,32 @@ struct HttpAuthResult {
 };
 using HttpAuthenticator = std::function<HttpAuthResult(const HttpRequest&)>;
 
+// Browser safety, for a port a browser on the same machine or network can reach: a page
+// from any site can make the browser send requests to it from inside the network the port
+// trusts (a form, fetch without CORS, DNS rebinding). With the guard on, a request is refused (403,
+// one line) when:
+// - its Host is not an allowed name (DNS rebinding): allowed are `allowed_hosts`, IP
+//   literals (no rebinding names them) and, with "*" listed, anything; a request without
+//   Host (HTTP/1.0, never a browser) passes;
+// - it has an Origin that is not this port's: "null", or another host or port than the
+//   Host header's (unless the origin's host is in `allowed_hosts` and its port the same);
+// - it changes something (any method but GET, HEAD and OPTIONS) without a sign that it is
+//   not a simple cross-site request (which can carry only safelisted headers and a form,
+//   multipart or text/plain body): an Authorization, X-Sluice-Request, X-Client-Version,
+//   X-Iceberg-Access-Delegation or Idempotency-Key header, or another Content-Type. Routes
+//   with accepts_forms are exempt.
+// /healthz is never checked. No response ever carries CORS headers (Access-Control-*).
+struct HttpBrowserGuard {
+  bool enabled = false;
+  // Host names (lower case, IPv6 without brackets) requests may name; "*": any.
+  std::vector<std::string> allowed_hosts;
+};
+
+// Why the guard refuses `req` (one line), or "" when it may go on. `accepts_forms` as the
+// route it goes to says.
+std::string BrowserRefusal(const HttpBrowserGuard& guard, const HttpRequest& req,
+                           bool accepts_forms);
+
 struct HttpServerOptions {
   HttpAuthenticator authenticate;  // null: every request is allowed, principal ""
   // /metrics and /healthz too (off: they stay open to whatever can reach the port, as
@@ -90,6 +123,7 @@ struct HttpServerOptions {
   // that did not come through the proxy — refused with 403, so that nobody bypasses the
   // proxy's TLS and limits. Null: HttpRequest::remote_addr is the peer's.
   std::function<std::string(const std::string& addr, int port)> peer_of;
+  HttpBrowserGuard browser_guard;
 };
 
 class HttpServer {

@@ -1,10 +1,12 @@
 // HttpServer: routes see the request's headers and peer, answer with headers of their own
-// or a streamed body, and the authentication hook runs before every route.
+// or a streamed body, the authentication hook runs before every route that needs a login,
+// and the browser guard refuses what another site's page could send.
 #include "base/http_server.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -150,6 +152,156 @@ TEST(HttpServerTest, AuthenticationRunsBeforeEveryRouteButNotMetricsUnlessAsked)
   auto h = g.Get("/healthz", {{"Authorization", "Bearer good"}});
   ASSERT_TRUE(h);
   EXPECT_EQ(h->status, 200);
+}
+
+HttpRequest Req(std::string method, std::map<std::string, std::string> headers,
+                std::string path = "/v1/namespaces") {
+  HttpRequest r;
+  r.method = std::move(method);
+  r.path = std::move(path);
+  r.headers = std::move(headers);
+  return r;
+}
+
+TEST(HttpServerTest, BrowserGuardChecksHostOriginAndProof) {
+  HttpBrowserGuard g{.enabled = true, .allowed_hosts = {"localhost", "127.0.0.1", "::1", "sluice"}};
+  auto refused = [&](const HttpRequest& r, bool forms = false) {
+    return !BrowserRefusal(g, r, forms).empty();
+  };
+  // Hosts: the listed names (any case, a trailing dot), IP literals, no Host at all.
+  for (std::string host :
+       {"localhost:8181", "LOCALHOST:8181", "localhost.:8181", "localhost", "127.0.0.1:8181",
+        "[::1]:8181", "sluice:8181", "10.1.2.3:8181", "[fe80::1]:80"}) {
+    EXPECT_FALSE(refused(Req("GET", {{"host", host}}))) << host;
+  }
+  EXPECT_FALSE(refused(Req("GET", {})));
+  for (std::string host :
+       {"evil.example:8181", "localhost.evil.example", "127.0.0.1.nip.io:8181", "[::1",
+        "localhost:80x", "localhost:", ":8181", "a:b:c", "[]:80", "localhost:1234567"}) {
+    EXPECT_TRUE(refused(Req("GET", {{"host", host}}))) << host;
+  }
+  // Origins: this port's (by any allowed name), none, or refused.
+  for (std::string origin :
+       {"http://localhost:8181", "https://localhost:8181", "http://127.0.0.1:8181",
+        "http://[::1]:8181", "HTTP://LocalHost:8181"}) {
+    EXPECT_FALSE(refused(Req(
+        "POST",
+        {{"host", "localhost:8181"}, {"origin", origin}, {"content-type", "application/json"}})))
+        << origin;
+  }
+  for (std::string origin :
+       {"http://localhost:3000", "http://evil.example", "null", "http://evil.example:8181",
+        "file://", "chrome-extension://abc", "http://10.0.0.9:8181", "localhost:8181", "http://"}) {
+    EXPECT_TRUE(refused(Req("GET", {{"host", "localhost:8181"}, {"origin", origin}}))) << origin;
+  }
+  // An IP address's own origin is its own; default ports on both sides match.
+  EXPECT_FALSE(
+      refused(Req("GET", {{"host", "10.0.0.5:8181"}, {"origin", "http://10.0.0.5:8181"}})));
+  EXPECT_FALSE(refused(Req("GET", {{"host", "sluice"}, {"origin", "https://sluice"}})));
+  EXPECT_FALSE(refused(Req("GET", {{"host", "sluice:443"}, {"origin", "https://sluice"}})));
+  EXPECT_TRUE(refused(Req("GET", {{"host", "sluice:443"}, {"origin", "http://sluice"}})));
+
+  // State-changing requests need a proof a cross-site form or no-cors fetch cannot give.
+  const std::map<std::string, std::string> h = {{"host", "localhost:8181"}};
+  auto with = [&](std::map<std::string, std::string> more) {
+    more.insert(h.begin(), h.end());
+    return more;
+  };
+  for (std::string method : {"POST", "PUT", "DELETE", "PATCH"}) {
+    EXPECT_TRUE(refused(Req(method, h))) << method;
+    EXPECT_TRUE(refused(Req(method, with({{"content-type", "text/plain"}}))));
+    EXPECT_TRUE(refused(Req(method, with({{"content-type", "Text/Plain ; charset=UTF-8"}}))));
+    EXPECT_TRUE(
+        refused(Req(method, with({{"content-type", "application/x-www-form-urlencoded"}}))));
+    EXPECT_TRUE(refused(Req(method, with({{"content-type", "multipart/form-data; boundary=x"}}))));
+    EXPECT_TRUE(refused(Req(method, with({{"x-requested-with", "x"}}))));
+    EXPECT_FALSE(refused(Req(method, with({{"content-type", "application/json"}}))));
+    EXPECT_FALSE(refused(Req(method, with({{"x-sluice-request", "1"}}))));
+    EXPECT_FALSE(refused(Req(method, with({{"x-client-version", "0.14.0"}}))));
+    EXPECT_FALSE(refused(Req(method, with({{"idempotency-key", "k"}}))));
+    EXPECT_FALSE(refused(Req(method, with({{"authorization", "Bearer x"}}))));
+  }
+  for (std::string method : {"GET", "HEAD", "OPTIONS"}) EXPECT_FALSE(refused(Req(method, h)));
+  // A login form: no proof needed, but still no other site's Origin.
+  EXPECT_FALSE(refused(Req("POST", with({{"content-type", "application/x-www-form-urlencoded"}})),
+                       /*forms=*/true));
+  EXPECT_TRUE(refused(Req("POST", with({{"origin", "http://evil.example"}})), /*forms=*/true));
+  // /healthz is never checked; a guard that is off checks nothing.
+  EXPECT_FALSE(refused(Req("GET", {{"host", "evil.example"}}, "/healthz")));
+  HttpBrowserGuard off;
+  EXPECT_TRUE(BrowserRefusal(off, Req("POST", {{"host", "evil.example"}}), false).empty());
+  // "*": any Host, but an Origin must still be the Host's.
+  HttpBrowserGuard any{.enabled = true, .allowed_hosts = {"*"}};
+  EXPECT_TRUE(BrowserRefusal(any, Req("GET", {{"host", "evil.example"}}), false).empty());
+  EXPECT_FALSE(
+      BrowserRefusal(any, Req("GET", {{"host", "a:1"}, {"origin", "http://b:1"}}), false).empty());
+}
+
+TEST(HttpServerTest, BrowserGuardRunsBeforeRoutesAndNoCorsIsGranted) {
+  int routed = 0;
+  HttpServerOptions options;
+  options.browser_guard = {.enabled = true, .allowed_hosts = {"localhost", "127.0.0.1", "::1"}};
+  options.authenticate = [](const HttpRequest& r) {
+    HttpAuthResult v;
+    v.allowed = r.Header("authorization") != nullptr;
+    v.principal = "alice";
+    v.refusal.status = 401;
+    return v;
+  };
+  HttpRoute login{"/v1/oauth/tokens", [&](const HttpRequest& r) {
+                    ++routed;
+                    EXPECT_EQ(r.principal, "");
+                    return HttpResponse{.body = R"({"access_token":"t"})"};
+                  }};
+  login.needs_login = false;
+  login.accepts_forms = true;
+  HttpRoute catalog{"/v1/", [&](const HttpRequest&) {
+                      ++routed;
+                      HttpResponse out{.body = "{}"};
+                      out.headers.push_back({"Access-Control-Allow-Origin", "*"});
+                      return out;
+                    }};
+  auto server = Serve({login, catalog}, options);
+  ASSERT_NE(server, nullptr);
+  httplib::Client c("127.0.0.1", server->port());
+  // Another site's form, a foreign Origin, a rebinding name: 403 before any route.
+  auto form = c.Post("/v1/namespaces", "x=1", "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 403);
+  EXPECT_NE(form->body.find("X-Sluice-Request"), std::string::npos) << form->body;
+  EXPECT_EQ(std::count(form->body.begin(), form->body.end(), '\n'), 1);
+  auto origin = c.Get("/v1/config", {{"Origin", "http://evil.example"}, {"Authorization", "x"}});
+  ASSERT_TRUE(origin);
+  EXPECT_EQ(origin->status, 403);
+  auto host = c.Get("/v1/config", {{"Host", "evil.example:1234"}, {"Authorization", "x"}});
+  ASSERT_TRUE(host);
+  EXPECT_EQ(host->status, 403);
+  auto metrics = c.Get("/metrics", {{"Host", "evil.example"}});
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 403);
+  auto health = c.Get("/healthz", {{"Host", "evil.example"}});
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(routed, 0);
+  // The login form needs no login and no proof; the catalog needs both.
+  auto token = c.Post("/v1/oauth/tokens", "grant_type=client_credentials",
+                      "application/x-www-form-urlencoded");
+  ASSERT_TRUE(token);
+  EXPECT_EQ(token->status, 200);
+  EXPECT_EQ(routed, 1);
+  auto json = c.Post("/v1/namespaces", "{}", "application/json");
+  ASSERT_TRUE(json);
+  EXPECT_EQ(json->status, 401);
+  auto ok = c.Post("/v1/namespaces", {{"Authorization", "Bearer t"}}, "{}", "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_EQ(routed, 2);
+  EXPECT_FALSE(ok->has_header("Access-Control-Allow-Origin"));  // dropped
+  // A preflight is answered, and grants nothing.
+  auto pre = c.Options("/v1/namespaces");
+  ASSERT_TRUE(pre);
+  EXPECT_EQ(pre->status, 204);
+  for (const auto& [k, v] : pre->headers) EXPECT_FALSE(k.starts_with("Access-Control")) << k;
 }
 
 }  // namespace
