@@ -63,7 +63,7 @@ class Reader {
       return Expected(what);
     }
     ++i_;
-    if (t->kind == TokenKind::kQuoted) return Unquote(t->text);
+    if (t->kind == TokenKind::kQuoted) return pg_catalog::UnquoteIdentifier(t->text);
     return fold ? AsciiLower(t->text) : std::string(t->text);
   }
   Result<std::vector<std::string>> NameList(std::string_view what, bool fold) {
@@ -91,16 +91,6 @@ class Reader {
   Status End() const {
     if (done()) return Status::OK();
     return InvalidArgumentError("42601: syntax error at or near \"{}\"", peek()->text);
-  }
-
-  static std::string Unquote(std::string_view q) {
-    std::string out;
-    size_t start = q.size() >= 3 && (q[0] == 'U' || q[0] == 'u') && q[1] == '&' ? 3 : 1;
-    for (size_t k = start; k + 1 < q.size(); ++k) {
-      out += q[k];
-      if (q[k] == '"' && q[k + 1] == '"') ++k;
-    }
-    return out;
   }
 
  private:

@@ -426,11 +426,12 @@ class Checker {
       }
       // A call: name ( ... ).
       if ((word || quoted) && i + 1 < t.size() && t[i + 1].text == "(") {
-        std::string name = AsciiLower(quoted ? Unquote(k.text) : std::string(k.text));
+        std::string name =
+            AsciiLower(quoted ? pg_catalog::UnquoteIdentifier(k.text) : std::string(k.text));
         RETURN_IF_ERROR(Call(name, t, i + 1, depth));
       }
       if (word || quoted) {
-        std::string name = quoted ? Unquote(k.text) : std::string(k.text);
+        std::string name = quoted ? pg_catalog::UnquoteIdentifier(k.text) : std::string(k.text);
         auto view = views_.find(AsciiLower(name));
         if (view != views_.end()) {
           for (const std::string& v : view->second) {
@@ -443,7 +444,7 @@ class Checker {
           i > 0 && (IEquals(t[i - 1].text, "FROM") || IEquals(t[i - 1].text, "JOIN") ||
                     IEquals(t[i - 1].text, "USING") || (t[i - 1].text == "," && from_list.back()));
       if (after_from_item && (quoted || k.kind == TokenKind::kString)) {
-        std::string name = quoted ? Unquote(k.text) : std::string();
+        std::string name = quoted ? pg_catalog::UnquoteIdentifier(k.text) : std::string();
         if (!quoted) {
           auto lit = StringLiteral(k.text);
           if (!lit.ok()) return lit.status();
@@ -515,16 +516,6 @@ class Checker {
       }
     }
     return Status::OK();
-  }
-
-  static std::string Unquote(std::string_view q) {
-    std::string out;
-    size_t start = q.size() >= 3 && (q[0] == 'U' || q[0] == 'u') && q[1] == '&' ? 3 : 1;
-    for (size_t k = start; k + 1 < q.size(); ++k) {
-      out += q[k];
-      if (q[k] == '"' && q[k + 1] == '"') ++k;
-    }
-    return out;
   }
 
   static bool IEquals(std::string_view a, std::string_view b) {

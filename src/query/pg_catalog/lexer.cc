@@ -210,6 +210,16 @@ class Lexer {
 
 }  // namespace
 
+std::string UnquoteIdentifier(std::string_view q) {
+  std::string out;
+  const size_t start = q.size() >= 3 && (q[0] == 'U' || q[0] == 'u') && q[1] == '&' ? 3 : 1;
+  for (size_t k = start; k + 1 < q.size(); ++k) {
+    out += q[k];
+    if (q[k] == '"' && q[k + 1] == '"') ++k;
+  }
+  return out;
+}
+
 Result<std::vector<Token>> Lex(std::string_view sql) { return Lexer(sql).Run(); }
 
 }  // namespace sluice::query::pg_catalog

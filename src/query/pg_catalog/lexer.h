@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct Token {
   std::string_view text;  // a view into the lexed input
   size_t offset;          // byte offset in the input
 };
+
+// The name a kQuoted token's text stands for: "a""b" is a"b (U&"..." keeps its escapes).
+std::string UnquoteIdentifier(std::string_view quoted);
 
 // Splits `sql` into tokens. InvalidArgument, naming the byte offset, for an unterminated
 // string literal, quoted identifier, block comment or dollar quote.
