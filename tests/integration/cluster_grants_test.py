@@ -8,15 +8,13 @@ usage: /usr/bin/python3 cluster_grants_test.py path/to/sluice
 """
 
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import start_together  # noqa: E402
 from cluster_pipeline_test import PSQL, QueryBroker  # noqa: E402
-from etcd_util import EtcdCluster, unavailable  # noqa: E402
+from etcd_util import main_with_etcd  # noqa: E402
 from sluice_broker import check, wait_until  # noqa: E402
 
 AUTHORIZATION = """
@@ -59,6 +57,12 @@ def ok(broker, user, sql):
     return out
 
 
+def wait_pg(broker):
+    """The query server answers (it listens a moment after the Kafka port)."""
+    wait_until(lambda: psql(broker, "admin", "SELECT 1")[0] == 0, 30,
+               f"broker {broker.node}'s query server")
+
+
 def run(sluice, etcd, tmp):
     files = os.path.join(tmp, "files")
     os.makedirs(files)
@@ -67,6 +71,8 @@ def run(sluice, etcd, tmp):
     try:
         start_together(brokers)
         one, two = brokers
+        for b in brokers:
+            wait_pg(b)
         ok(one, "admin", f"COPY (SELECT 5 AS x) TO '{files}/x.parquet'")
         read = f"SELECT x FROM read_parquet('{files}/x.parquet')"
         rc, _, err = psql(two, "alice", read)
@@ -83,6 +89,7 @@ def run(sluice, etcd, tmp):
         # A broker that starts later loads them from etcd.
         late = GrantsBroker(sluice, 3, etcd.endpoints_arg(), files)
         start_together([late])
+        wait_pg(late)
         check(ok(late, "alice", read) == "5", "broker 3 did not load the grants")
 
         # A revocation on broker 2 holds on broker 1.
@@ -95,28 +102,8 @@ def run(sluice, etcd, tmp):
 
 
 def main():
-    sluice = sys.argv[1]
-    why = unavailable()
-    if why:
-        print(f"SKIP: {why}")
-        return 0
-    if PSQL is None:
-        print("FAIL: psql is missing (scripts/setup.sh installs postgresql-client)")
-        return 1
-    tmp = tempfile.mkdtemp(prefix="sluice-clgrants-")
-    etcd = EtcdCluster().start()
-    try:
-        run(sluice, etcd, tmp)
-        print("PASS: cluster_grants_test")
-        return 0
-    except Exception as e:  # the verdict: any exception fails it
-        import traceback
-        traceback.print_exc()
-        print(f"FAIL: cluster_grants_test: {e}")
-        return 1
-    finally:
-        etcd.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    return main_with_etcd("cluster_grants_test", run, "sluice-clgrants-",
+                          None if PSQL else "psql is missing (scripts/setup.sh installs postgresql-client)")
 
 
 if __name__ == "__main__":

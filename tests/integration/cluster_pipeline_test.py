@@ -24,17 +24,15 @@ usage: /usr/bin/python3 cluster_pipeline_test.py path/to/sluice
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import (ClusterBroker, start_together,  # noqa: E402
                                      wait_metadata)
 from cluster_clients_test import create_replicated_topic  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
-from etcd_util import EtcdCluster, free_ports, unavailable  # noqa: E402
+from etcd_util import free_ports, main_with_etcd  # noqa: E402
 from sluice_broker import check, wait_until  # noqa: E402
 
 from confluent_kafka import Producer  # noqa: E402
@@ -293,28 +291,8 @@ def _dead(proc, tmp):
 
 
 def main():
-    sluice = sys.argv[1]
-    why = unavailable()
-    if why:
-        print(f"SKIP: {why}")
-        return 0
-    if PSQL is None:
-        print("FAIL: psql is missing (scripts/setup.sh installs postgresql-client)")
-        return 1
-    tmp = tempfile.mkdtemp(prefix="sluice-clpipe-")
-    etcd = EtcdCluster().start()
-    try:
-        run(sluice, etcd, tmp)
-        print("PASS: cluster_pipeline_test")
-        return 0
-    except Exception as e:  # the verdict: any exception fails it
-        import traceback
-        traceback.print_exc()
-        print(f"FAIL: cluster_pipeline_test: {e}")
-        return 1
-    finally:
-        etcd.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+    return main_with_etcd("cluster_pipeline_test", run, "sluice-clpipe-",
+                          None if PSQL else "psql is missing (scripts/setup.sh installs postgresql-client)")
 
 
 if __name__ == "__main__":

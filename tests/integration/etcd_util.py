@@ -326,3 +326,32 @@ class EtcdCluster:
             if st.get("leader") and st.get("leader") == st["header"].get("member_id"):
                 return i
         return None
+
+
+def main_with_etcd(name, run, prefix, missing=None):
+    """A test's main: SKIP without etcd, FAIL with `missing` (what else is missing, or
+    None), else run(sluice, etcd, tmp) against a fresh etcd and a temporary directory;
+    PASS, or FAIL with the traceback. Returns the exit status."""
+    import sys
+    import traceback
+    sluice = sys.argv[1]
+    why = unavailable()
+    if why:
+        print(f"SKIP: {why}")
+        return 0
+    if missing:
+        print(f"FAIL: {missing}")
+        return 1
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    etcd = EtcdCluster().start()
+    try:
+        run(sluice, etcd, tmp)
+        print(f"PASS: {name}")
+        return 0
+    except Exception as e:  # the verdict: any exception fails it
+        traceback.print_exc()
+        print(f"FAIL: {name}: {e}")
+        return 1
+    finally:
+        etcd.close()
+        shutil.rmtree(tmp, ignore_errors=True)
