@@ -63,6 +63,13 @@ TEST(GrantSqlTest, Objects) {
   EXPECT_EQ(s.privileges.size(), 2u);
   s = Parse("GRANT ALL PRIVILEGES ON DIRECTORY '/d' TO a");
   EXPECT_TRUE(s.all_privileges);
+  s = Parse("GRANT INSERT, CREATE ON SCHEMA lake.sales TO etl");
+  EXPECT_EQ(s.privileges, (std::vector<Privilege>{Privilege::kInsert, Privilege::kCreate}));
+  s = Parse("GRANT INSERT ON lake.sales.orders TO etl");  // the warehouse decides the kind
+  EXPECT_FALSE(s.lake_kind.has_value());
+  EXPECT_EQ(Error("GRANT CREATE ON TABLE lake.a.t TO etl").substr(0, 5), "0LP01");
+  EXPECT_EQ(Error("GRANT INSERT ON TOPIC t TO etl").substr(0, 5), "0LP01");
+  EXPECT_EQ(Error("GRANT CREATE ON DIRECTORY '/d' TO etl").substr(0, 5), "0LP01");
   s = Parse("REVOKE SELECT ON lake.sales FROM analysts");
   EXPECT_EQ(s.kind, GrantStatement::Kind::kRevoke);
   s = Parse("SHOW GRANTS");

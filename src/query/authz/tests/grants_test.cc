@@ -65,6 +65,22 @@ TEST(GrantSetTest, DirectoriesCoverWhatIsUnderThem) {
   EXPECT_TRUE(s.CanAccessPath("bob", "/etc/passwd", Privilege::kRead));
 }
 
+TEST(GrantSetTest, InsertAndCreate) {
+  GrantSet s;
+  s.AddGrant({"etl", Privilege::kInsert, {GrantObject::Kind::kNamespace, {"sales"}}});
+  s.AddGrant({"etl", Privilege::kCreate, {GrantObject::Kind::kNamespace, {"sales", "eu"}}});
+  EXPECT_TRUE(s.CanOnTable("etl", {"sales"}, "orders", Privilege::kInsert));
+  EXPECT_FALSE(s.CanSelectTable("etl", {"sales"}, "orders"));  // INSERT is not SELECT
+  EXPECT_TRUE(s.CanCreateIn("etl", {"sales", "eu"}));
+  EXPECT_TRUE(s.CanCreateIn("etl", {"sales", "eu", "de"}));
+  EXPECT_FALSE(s.CanCreateIn("etl", {"sales"}));
+  EXPECT_FALSE(s.CanCreateIn("etl", {}));  // the root is the superusers'
+  EXPECT_TRUE(s.CanSeeNamespace("etl", {"sales"}));
+  EXPECT_TRUE(PrivilegeApplies(Privilege::kCreate, GrantObject::Kind::kNamespace));
+  EXPECT_FALSE(PrivilegeApplies(Privilege::kCreate, GrantObject::Kind::kTable));
+  EXPECT_FALSE(PrivilegeApplies(Privilege::kRead, GrantObject::Kind::kTopic));
+}
+
 TEST(GrantSetTest, LimitsTakeTheLowest) {
   GrantSet s;
   ASSERT_TRUE(s.CreateRole("r").ok());
