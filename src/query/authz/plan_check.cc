@@ -198,10 +198,17 @@ class Checker {
     if (path.find("://") != std::string::npos) {
       return DeniedFor("'{}' ({}): only superusers read URLs", path, by);
     }
-    // A glob is checked at the directory before its first wildcard.
+    // A glob is checked at the directory before its first wildcard; what follows it may not
+    // climb out again (`/open/**/../../secret/x`).
     std::string_view fixed = path;
     const size_t wild = fixed.find_first_of("*?[{");
     if (wild != std::string_view::npos) {
+      const std::string_view rest = fixed.substr(wild);
+      if (rest == ".." || rest.find("/..") != std::string_view::npos ||
+          rest.find("../") != std::string_view::npos) {
+        return DeniedFor("'{}' ({}): a pattern with '..' after a wildcard cannot be checked", path,
+                         by);
+      }
       const size_t slash = fixed.rfind('/', wild);
       fixed = slash == std::string_view::npos ? std::string_view(".") : fixed.substr(0, slash + 1);
     }

@@ -103,6 +103,8 @@ TEST_F(PlanCheckTest, FilesAndDirectories) {
          "secret");
   Denied("SELECT * FROM read_parquet('" + open_ + "/../secret/x.parquet')", "secret");
   Denied("SELECT * FROM read_parquet('" + dir_.string() + "/*/x.parquet')", "READ ON DIRECTORY");
+  Denied("SELECT * FROM read_parquet('" + open_ + "/**/../../secret/x.parquet')", "'..'");
+  Denied("SELECT * FROM read_parquet('" + open_ + "/*/../../secret/x.parquet')", "'..'");
   Denied("SELECT * FROM '" + secret_ + "/x.parquet'", "a file as a table");
   Denied("SELECT * FROM \"" + secret_ + "/x.csv\"", "a file as a table");
   Denied("SELECT * FROM read_csv('/etc/passwd')", "/etc/passwd");
