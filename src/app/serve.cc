@@ -2,14 +2,17 @@
 #include "app/serve.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "app/http_front_door.h"
 #include "app/pipeline_grants.h"
-#include "auth/http_basic.h"
+#include "auth/http_auth.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
+#include "base/strings.h"
 #include "broker/serve_config.h"
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
@@ -26,8 +29,47 @@ namespace {
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
 // The keys this root reads itself.
-constexpr std::string_view kOwnKeys[] = {"http.addr", "http.tls", "http.auth", "http.auth_metrics",
-                                         "warehouse"};
+constexpr std::string_view kOwnKeys[] = {
+    "http.addr",      "http.tls",           "http.auth",          "http.auth_metrics",
+    "http.token_ttl", "http.token_max_ttl", "http.allowed_hosts", "warehouse"};
+
+// Bearer tokens' lifetimes (docs/design/0021): the default, and the most a client may ask.
+constexpr int64_t kDefaultTokenTtlMs = 3600'000;
+constexpr int64_t kDefaultTokenMaxTtlMs = 30LL * 86400'000;
+constexpr int64_t kLongestTokenTtlMs = 366LL * 86400'000;
+
+// The names a request's Host may give the HTTP port (docs/design/0021, against DNS
+// rebinding): loopback's, http.addr's host (this machine's name when that is a wildcard),
+// and http.allowed_hosts. IP literals pass anyway (HttpBrowserGuard).
+Result<std::vector<std::string>> AllowedHosts(const Config& config, const std::string& http_addr) {
+  std::vector<std::string> hosts = {"localhost", "127.0.0.1", "::1"};
+  auto add = [&](std::string h) {
+    h = AsciiLower(h);
+    if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+    if (!h.empty() && h.back() == '.') h.pop_back();
+    if (!h.empty() && std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+  };
+  const std::string host = http_addr.substr(0, http_addr.rfind(':'));
+  if (host == "0.0.0.0" || host == "::" || host == "[::]") {
+    char name[256] = {};
+    if (::gethostname(name, sizeof(name) - 1) == 0) add(name);
+  } else {
+    add(host);
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> extra, config.GetList("http.allowed_hosts"));
+  for (const std::string& h : extra) {
+    // A port or a URL would never match: a Host's name is compared without its port.
+    const bool bracketed = h.size() > 2 && h.front() == '[' && h.back() == ']';
+    if (h.empty() || (!bracketed && h.find_first_of(" /:@\t") != std::string::npos)) {
+      return InvalidArgumentError(
+          "http.allowed_hosts (set in {}): '{}' is not a host name (no scheme, port or path; "
+          "\"*\" allows any)",
+          config.Origin("http.allowed_hosts"), h);
+    }
+    add(h);
+  }
+  return hosts;
+}
 
 }  // namespace
 
@@ -71,19 +113,40 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     return InvalidArgumentError("http.tls (set in {}): the HTTP port is off (http.addr)",
                                 config.Origin("http.tls"));
   }
-  // Who may use the HTTP port (phase D of 0019): nobody is asked (none), or HTTP Basic
-  // against the user store (basic); /metrics and /healthz too with http.auth_metrics.
+  // Who may use the HTTP port (phase D of 0019, and 0021): nobody is asked (none), a user
+  // of the store by HTTP Basic or a bearer token (basic), or by a bearer token only (token);
+  // /metrics and /healthz too with http.auth_metrics. Tokens come from POST
+  // /v1/oauth/tokens, which is served in every mode.
   ASSIGN_OR_RETURN(std::string http_auth, config.GetString("http.auth", "none"));
-  if (http_auth != "none" && http_auth != "basic") {
-    return InvalidArgumentError("http.auth (set in {}): '{}' is not none or basic",
+  if (http_auth != "none" && http_auth != "basic" && http_auth != "token") {
+    return InvalidArgumentError("http.auth (set in {}): '{}' is not none, basic or token",
                                 config.Origin("http.auth"), http_auth);
   }
   ASSIGN_OR_RETURN(bool http_auth_metrics, config.GetBool("http.auth_metrics", false));
-  if (http_auth_metrics && http_auth != "basic") {
+  if (http_auth_metrics && http_auth == "none") {
     return InvalidArgumentError(
-        "http.auth_metrics (set in {}) authenticates /metrics and /healthz with http.auth: "
-        "basic, which is not set",
+        "http.auth_metrics (set in {}) authenticates /metrics and /healthz with http.auth, "
+        "which is none",
         config.Origin("http.auth_metrics"));
+  }
+  ASSIGN_OR_RETURN(int64_t token_ttl_ms,
+                   config.GetDurationMs("http.token_ttl", kDefaultTokenTtlMs));
+  ASSIGN_OR_RETURN(int64_t token_max_ttl_ms,
+                   config.GetDurationMs("http.token_max_ttl", kDefaultTokenMaxTtlMs));
+  if (token_max_ttl_ms < 1000 || token_max_ttl_ms > kLongestTokenTtlMs) {
+    return InvalidArgumentError("http.token_max_ttl (set in {}) must be from 1s to 366d",
+                                config.Origin("http.token_max_ttl"));
+  }
+  if (token_ttl_ms < 1000 || token_ttl_ms > token_max_ttl_ms) {
+    return InvalidArgumentError(
+        "http.token_ttl ({}) must be from 1s to http.token_max_ttl ({}, {})",
+        config.Has("http.token_ttl") ? "set in " + config.Origin("http.token_ttl") : "1h",
+        config.Has("http.token_max_ttl") ? "set in " + config.Origin("http.token_max_ttl") : "30d",
+        token_max_ttl_ms / 1000);
+  }
+  std::vector<std::string> allowed_hosts;
+  if (http_addr != "off") {
+    ASSIGN_OR_RETURN(allowed_hosts, AllowedHosts(config, http_addr));
   }
   std::unique_ptr<ServeProcess> p(new ServeProcess());
   if (!warehouse.empty()) {
@@ -181,28 +244,54 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
 
   if (http_addr != "off") {
     RegisterProcessMetrics(MetricsRegistry::Global());
+    // Logins (0021): the token endpoint in every mode (Iceberg clients given credentials
+    // ask it first); Basic or bearer tokens checked before every other route when on.
+    auto http_login = std::make_shared<auth::HttpAuth>(
+        auth::HttpAuthOptions{.users = p->kafka_->broker().users(),
+                              .accept_basic = http_auth != "token",
+                              .token_ttl_seconds = token_ttl_ms / 1000,
+                              .token_max_ttl_seconds = token_max_ttl_ms / 1000});
     std::vector<HttpRoute> routes;
+    routes.push_back(auth::HttpAuth::TokenRoute(http_login));
     if (p->catalog_) {
       routes.push_back(
           {"/v1/", [c = p->catalog_.get()](const HttpRequest& r) { return c->Handle(r); }});
     }
     HttpServerOptions http_options;
-    if (http_auth == "basic") {
-      http_options.authenticate = auth::BasicAuthenticator(p->kafka_->broker().users());
+    // Browser safety in every mode (0021): Host and Origin allowlists, a proof on every
+    // state-changing request.
+    http_options.browser_guard = {.enabled = true, .allowed_hosts = allowed_hosts};
+    const std::string host = http_addr.substr(0, http_addr.rfind(':'));
+    const bool loopback = host.starts_with("127.") || host == "localhost" || host == "[::1]";
+    if (http_auth != "none") {
+      http_options.authenticate = auth::HttpAuth::Hook(http_login);
       http_options.authenticate_metrics = http_auth_metrics;
-      if (p->kafka_->broker().users()->empty()) {
-        say("warning: http.auth is basic but the user store is empty: nobody can use the HTTP "
-            "port until a user is added (sluice user add)");
-      }
-      // Basic sends the password readable with every request: fine on loopback, not on a
-      // network.
-      const std::string host = http_addr.substr(0, http_addr.rfind(':'));
-      if (!http_tls && !host.starts_with("127.") && host != "localhost" && host != "[::1]") {
+      if (p->kafka_->broker().users()->empty() && query_config.options.users.empty()) {
         say(fmt::format(
-            "warning: http.auth is basic on {} without http.tls: passwords cross the network "
-            "readable; set http.tls: true",
-            http_addr));
+            "warning: http.auth is {} but the user store is empty: nobody can use the HTTP "
+            "port until a user is added (sluice user add)",
+            http_auth));
       }
+      // Made now rather than on the first login, so that a failure shows at start (a
+      // request would make it again).
+      if (Result<std::string> secret = http_login->EnsureSecret(); !secret.ok()) {
+        say(fmt::format("warning: the token secret could not be stored yet: {}",
+                        secret.status().message()));
+      }
+      // Basic sends the password readable with every request, a token is as good as one:
+      // fine on loopback, not on a network.
+      if (!http_tls && !loopback) {
+        say(fmt::format(
+            "warning: http.auth is {} on {} without http.tls: passwords and tokens cross the "
+            "network readable; set http.tls: true",
+            http_auth, http_addr));
+      }
+    }
+    if (!loopback && !config.Has("http.allowed_hosts")) {
+      say(fmt::format(
+          "note: the HTTP port answers requests naming it by an IP address or as {} only; "
+          "list other names in http.allowed_hosts",
+          allowed_hosts.back()));
     }
     // The HTTP server listens on loopback behind the front door, which owns http.addr:
     // it does the TLS handshake and waits for each connection's first request without

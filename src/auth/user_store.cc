@@ -3,6 +3,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 
+#include "auth/tokens.h"
 #include "base/base64.h"
 #include "base/utf8.h"
 
@@ -35,9 +36,10 @@ Result<std::string> Bytes(const Json& j, const char* field, std::string_view use
 
 }  // namespace
 
-Result<UserStore::Users> UserStore::Parse(std::string_view text) {
-  Users users;
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return users;
+Result<UserStore::Contents> UserStore::Parse(std::string_view text) {
+  Contents contents;
+  Users& users = contents.users;
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) return contents;
   Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgumentError("users: not a JSON object");
   auto version = j.find("version");
@@ -49,6 +51,15 @@ Result<UserStore::Users> UserStore::Parse(std::string_view text) {
     return InvalidArgumentError("users: no \"users\" object");
   }
   if (all->size() > kMaxUsers) return InvalidArgumentError("users: more than {} users", kMaxUsers);
+  if (auto secret = j.find("token_secret"); secret != j.end()) {
+    Result<std::string> bytes =
+        secret->is_string() ? Base64Decode(secret->get<std::string>()) : Result<std::string>("");
+    if (!bytes.ok() || bytes->size() != kTokenSecretBytes) {
+      return InvalidArgumentError("users: \"token_secret\" is not base64 of {} bytes",
+                                  kTokenSecretBytes);
+    }
+    contents.token_secret = std::move(*bytes);
+  }
   for (const auto& [name, mechanisms] : all->items()) {
     if (!ValidName(name)) {
       return InvalidArgumentError("users: a user name is empty, too long or not UTF-8");
@@ -80,10 +91,10 @@ Result<UserStore::Users> UserStore::Parse(std::string_view text) {
       creds[*m] = std::move(cred);
     }
   }
-  return users;
+  return contents;
 }
 
-std::string UserStore::Serialize(const Users& users) {
+std::string UserStore::Serialize(const Users& users, const std::string& token_secret) {
   Json all = Json::object();
   for (const auto& [name, creds] : users) {
     Json mechanisms = Json::object();
@@ -95,12 +106,14 @@ std::string UserStore::Serialize(const Users& users) {
     }
     all[name] = std::move(mechanisms);
   }
-  return Json{{"version", 1}, {"users", std::move(all)}}.dump(1) + "\n";
+  Json j{{"version", 1}, {"users", std::move(all)}};
+  if (!token_secret.empty()) j["token_secret"] = Base64Encode(token_secret);
+  return j.dump(1) + "\n";
 }
 
 Result<std::unique_ptr<UserStore>> UserStore::Load(std::string_view json, Persist persist) {
-  ASSIGN_OR_RETURN(Users users, Parse(json));
-  return std::unique_ptr<UserStore>(new UserStore(std::move(users), std::move(persist)));
+  ASSIGN_OR_RETURN(Contents contents, Parse(json));
+  return std::unique_ptr<UserStore>(new UserStore(std::move(contents), std::move(persist)));
 }
 
 std::optional<ScramCredential> UserStore::Find(std::string_view user, ScramMechanism m) const {
@@ -158,9 +171,11 @@ std::vector<UserInfo> UserStore::List() const {
 Status UserStore::Apply(const std::vector<UserChange>& changes) {
   std::lock_guard write(write_mu_);
   Users next;
+  std::string secret;
   {
     std::shared_lock lock(mu_);
     next = users_;
+    secret = token_secret_;
   }
   for (const UserChange& ch : changes) {
     if (!ValidName(ch.user)) {
@@ -192,7 +207,7 @@ Status UserStore::Apply(const std::vector<UserChange>& changes) {
       if (u->second.empty()) next.erase(u);
     }
   }
-  if (persist_) RETURN_IF_ERROR(persist_(Serialize(next)));
+  if (persist_) RETURN_IF_ERROR(persist_(Serialize(next, secret)));
   std::unique_lock lock(mu_);
   users_ = std::move(next);
   ++version_;
@@ -210,17 +225,42 @@ Result<bool> UserStore::Seed(std::string_view user, std::string_view password, i
 }
 
 Status UserStore::Replace(std::string_view json) {
-  ASSIGN_OR_RETURN(Users users, Parse(json));
+  ASSIGN_OR_RETURN(Contents contents, Parse(json));
   std::lock_guard write(write_mu_);
   std::unique_lock lock(mu_);
-  users_ = std::move(users);
+  users_ = std::move(contents.users);
+  token_secret_ = std::move(contents.token_secret);
   ++version_;
   return Status::OK();
 }
 
+std::optional<std::string> UserStore::FindTokenSecret() const {
+  std::shared_lock lock(mu_);
+  if (token_secret_.empty()) return std::nullopt;
+  return token_secret_;
+}
+
+Result<std::string> UserStore::TokenSecret() {
+  if (std::optional<std::string> s = FindTokenSecret()) return std::move(*s);
+  std::lock_guard write(write_mu_);
+  Users users;
+  {
+    std::shared_lock lock(mu_);
+    if (!token_secret_.empty()) return token_secret_;  // made while this call waited
+    users = users_;
+  }
+  std::string secret = RandomBytes(kTokenSecretBytes);
+  if (secret.size() != kTokenSecretBytes) return InternalError("no randomness for a token secret");
+  if (persist_) RETURN_IF_ERROR(persist_(Serialize(users, secret)));
+  std::unique_lock lock(mu_);
+  token_secret_ = secret;
+  ++version_;
+  return secret;
+}
+
 std::string UserStore::ToJson() const {
   std::shared_lock lock(mu_);
-  return Serialize(users_);
+  return Serialize(users_, token_secret_);
 }
 
 uint64_t UserStore::version() const {

@@ -12,6 +12,10 @@
 //   if (store->VerifyPassword("alice", pw)) ...       // PLAIN
 //   auto c = store->Find("alice", ScramMechanism::kSha256);  // SCRAM
 //
+// It also keeps the secret the HTTP port's bearer tokens are signed with (auth/tokens.h):
+// with the users, so that every broker of a cluster (one etcd document) and a restarted
+// one verify the same tokens. The secret is never listed, logged or put in an error.
+//
 // Threads: every method may be called from any thread; reads take a shared lock.
 #pragma once
 
@@ -70,6 +74,12 @@ class UserStore {
   Result<bool> Seed(std::string_view user, std::string_view password, int iterations);
   // Replaces everything with `json` (a change made elsewhere), without persisting it.
   Status Replace(std::string_view json);
+  // The secret tokens are signed with, if one was made (by any broker).
+  std::optional<std::string> FindTokenSecret() const;
+  // The secret tokens are signed with: 32 random bytes made and persisted on the first
+  // call (a failed persist is returned, and nothing changes; in a cluster another broker
+  // may have made one meanwhile: FailedPrecondition, and that one arrives with Replace).
+  Result<std::string> TokenSecret();
   // The whole store as Persist gets it.
   std::string ToJson() const;
   // Bumped by every change; readers that cache can compare.
@@ -77,13 +87,20 @@ class UserStore {
 
  private:
   using Users = std::map<std::string, std::map<ScramMechanism, ScramCredential>, std::less<>>;
-  UserStore(Users users, Persist persist)
-      : users_(std::move(users)), persist_(std::move(persist)) {}
-  static Result<Users> Parse(std::string_view json);
-  static std::string Serialize(const Users& users);
+  struct Contents {
+    Users users;
+    std::string token_secret;  // empty: none yet
+  };
+  UserStore(Contents contents, Persist persist)
+      : users_(std::move(contents.users)),
+        token_secret_(std::move(contents.token_secret)),
+        persist_(std::move(persist)) {}
+  static Result<Contents> Parse(std::string_view json);
+  static std::string Serialize(const Users& users, const std::string& token_secret);
 
   mutable std::shared_mutex mu_;
-  Users users_;  // guarded by mu_
+  Users users_;               // guarded by mu_
+  std::string token_secret_;  // guarded by mu_
   uint64_t version_ = 1;
   std::mutex write_mu_;  // one change at a time, persist included
   const Persist persist_;

@@ -112,12 +112,47 @@ TEST(UserStoreTest, MalformedJsonSaysWhatIsWrong) {
            {cred("4096", "\"!!\"", key32), "\"salt\" of SCRAM-SHA-256 of 'u' is not base64"},
            {cred("4096", "5", key32), "no \"salt\" string"},
            {cred("4096", "\"c2FsdA==\"", "\"c2FsdA==\""), "\"stored_key\""},
+           {R"({"version":1,"users":{},"token_secret":"c2FsdA=="})", "\"token_secret\""},
+           {R"({"version":1,"users":{},"token_secret":5})", "\"token_secret\""},
        }) {
     auto r = UserStore::Load(json, nullptr);
     ASSERT_FALSE(r.ok()) << json;
     EXPECT_NE(r.status().message().find(why), std::string::npos)
         << json << " -> " << r.status().message();
   }
+}
+
+TEST(UserStoreTest, TheTokenSecretIsMadeOncePersistedAndKept) {
+  std::vector<std::string> written;
+  bool fail = false;
+  auto store = UserStore::Load("", [&](const std::string& j) {
+    if (fail) return FailedPreconditionError("changed elsewhere");
+    written.push_back(j);
+    return Status::OK();
+  });
+  ASSERT_TRUE(store.ok());
+  UserStore& s = **store;
+  EXPECT_FALSE(s.FindTokenSecret().has_value());
+  fail = true;  // a failed persist makes nothing
+  EXPECT_EQ(s.TokenSecret().status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(s.FindTokenSecret().has_value());
+  fail = false;
+  Result<std::string> secret = s.TokenSecret();
+  ASSERT_TRUE(secret.ok());
+  EXPECT_EQ(secret->size(), 32u);
+  ASSERT_EQ(written.size(), 1u);
+  EXPECT_NE(written[0].find("\"token_secret\""), std::string::npos);
+  EXPECT_EQ(*s.TokenSecret(), *secret);  // made once
+  EXPECT_EQ(written.size(), 1u);
+  // Kept through changes of the users, a reload and a Replace.
+  ASSERT_TRUE(s.Seed("alice", "a", 4096).ok());
+  auto again = UserStore::Load(written.back(), nullptr);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)->FindTokenSecret(), secret.value());
+  ASSERT_TRUE(s.Replace(written.back()).ok());
+  EXPECT_EQ(s.FindTokenSecret(), secret.value());
+  // Never in the listing.
+  for (const UserInfo& u : s.List()) EXPECT_EQ(u.name, "alice");
 }
 
 }  // namespace
