@@ -522,7 +522,8 @@ int main(int argc, char** argv) {
   sluice::cli::UserFlags user_flags;
   auto* user_cmd = app.add_subcommand(
       "user",
-      "the users of a running broker (Kafka SASL, the query server): add, passwd, remove, list");
+      "the users of a running broker (Kafka SASL, the query server, the HTTP port): add, passwd, "
+      "remove, list, token");
   user_cmd->require_subcommand(0, 1);
   auto add_user = [&](const char* name, const char* what, bool needs_name, bool sets_password) {
     auto* c = user_cmd->add_subcommand(name, what);
@@ -542,6 +543,21 @@ int main(int argc, char** argv) {
   auto* user_passwd = add_user("passwd", "change a user's password", true, true);
   auto* user_remove = add_user("remove", "remove a user and every credential it has", true, false);
   auto* user_list = add_user("list", "the users and their SCRAM credentials", false, false);
+  // token asks the HTTP port, not the Kafka listener.
+  auto* user_token = user_cmd->add_subcommand(
+      "token",
+      "print a bearer token for the HTTP port and the Iceberg REST catalog (the user's password "
+      "asked, or --password-stdin; POST /v1/oauth/tokens)");
+  user_token->add_option("name", user_flags.name, "the user")->required();
+  user_token->add_option("--ttl", user_flags.ttl,
+                         "the token's lifetime (30m, 12h, 7d; default the server's "
+                         "http.token_ttl, at most its http.token_max_ttl)");
+  user_token->add_option("--http-addr", user_flags.http_addr,
+                         "the HTTP port: HOST:PORT or an http(s):// URL (default 127.0.0.1:8181)");
+  user_token->add_option("--cacert", user_flags.cacert,
+                         "HTTPS: the CA the port's certificate chains to (implies https)");
+  user_token->add_flag("--password-stdin", user_flags.password_stdin,
+                       "read the password from stdin instead of asking on the terminal");
 
   sluice::cli::QuotaFlags quota_flags;
   auto* quota_cmd = app.add_subcommand(
@@ -704,6 +720,7 @@ int main(int argc, char** argv) {
   if (user_passwd->parsed()) return sluice::cli::RunUserPasswd(user_flags);
   if (user_remove->parsed()) return sluice::cli::RunUserRemove(user_flags);
   if (user_list->parsed()) return sluice::cli::RunUserList(user_flags);
+  if (user_token->parsed()) return sluice::cli::RunUserToken(user_flags);
   if (acl_add->parsed()) return sluice::cli::RunAclAdd(acl_flags);
   if (acl_remove->parsed()) return sluice::cli::RunAclRemove(acl_flags);
   if (acl_list->parsed()) return sluice::cli::RunAclList(acl_flags);

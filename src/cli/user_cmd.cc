@@ -1,6 +1,7 @@
 #include "cli/user_cmd.h"
 
 #include <fmt/format.h>
+#include <httplib.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -8,11 +9,15 @@
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "auth/http_auth.h"
 #include "auth/scram.h"
+#include "base/config.h"
+#include "base/http_server.h"
 #include "broker/inter_broker_connection.h"
 #include "cli/admin_connection.h"
 #include "kafka/protocol/messages/admin.h"
@@ -74,7 +79,8 @@ Status Alter(broker::InterBrokerConnection& conn,
   return Status::OK();
 }
 
-Result<std::string> ReadPassword(const UserFlags& f) {
+// The password from stdin or the terminal (asked twice when `confirm`: a new one).
+Result<std::string> ReadPassword(const UserFlags& f, bool confirm) {
   std::string password;
   if (f.password_stdin) {
     if (!std::getline(std::cin, password)) return InvalidArgumentError("no password on stdin");
@@ -94,7 +100,9 @@ Result<std::string> ReadPassword(const UserFlags& f) {
       return line;
     };
     password = ask(fmt::format("Password for {}: ", f.name).c_str());
-    if (ask("Again: ") != password) return InvalidArgumentError("the passwords differ");
+    if (confirm && ask("Again: ") != password) {
+      return InvalidArgumentError("the passwords differ");
+    }
   } else {
     return InvalidArgumentError("no terminal to ask the password on: give --password-stdin");
   }
@@ -135,7 +143,7 @@ int SetPassword(const UserFlags& f, bool must_exist) {
     return Fail(
         fmt::format("user '{}' exists already (sluice user passwd changes its password)", f.name));
   }
-  auto password = ReadPassword(f);
+  auto password = ReadPassword(f, /*confirm=*/true);
   if (!password.ok()) return Fail(password.status().message());
   kafka::AlterUserScramCredentialsRequest req;
   for (auth::ScramMechanism m : *mechanisms) {
@@ -160,6 +168,19 @@ int SetPassword(const UserFlags& f, bool must_exist) {
   if (Status st = Alter(**conn, req); !st.ok()) return Fail(st.message());
   std::printf("%s user %s\n", must_exist ? "changed the password of" : "added", f.name.c_str());
   return 0;
+}
+
+// application/x-www-form-urlencoded's escaping of one value.
+std::string FormEncode(std::string_view s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -204,6 +225,73 @@ int RunUserList(const UserFlags& f) {
     }
     std::printf("%-*s  %s\n", static_cast<int>(width), r.user.c_str(), creds.c_str());
   }
+  return 0;
+}
+
+int RunUserToken(const UserFlags& f) {
+  if (f.name.empty()) return Fail("a user name is needed");
+  int64_t ttl_seconds = 0;  // the server's default
+  if (!f.ttl.empty()) {
+    Config config;
+    config.Set("ttl", f.ttl, "--ttl");
+    Result<int64_t> ms = config.GetDurationMs("ttl", -1);
+    if (!ms.ok()) return Fail(ms.status().message());
+    if (*ms < 1000) return Fail("--ttl must be at least 1s (30m, 12h, 7d)");
+    ttl_seconds = *ms / 1000;
+  }
+  // The HTTP port: HOST:PORT, or a URL saying http or https; --cacert means https.
+  std::string addr = f.http_addr;
+  std::string scheme = f.cacert.empty() ? "http" : "https";
+  for (std::string_view s : {"http", "https"}) {
+    const std::string prefix = std::string(s) + "://";
+    if (addr.starts_with(prefix)) {
+      scheme = s;
+      addr = addr.substr(prefix.size());
+    }
+  }
+  while (addr.ends_with('/')) addr.pop_back();
+  if (scheme == "http" && !f.cacert.empty()) {
+    return Fail("--cacert is for HTTPS, but --http-addr says http://");
+  }
+  Result<std::pair<std::string, int>> host_port = SplitHostPort(addr, "--http-addr");
+  if (!host_port.ok()) return Fail(host_port.status().message());
+  const std::string host = host_port->first.find(':') != std::string::npos
+                               ? "[" + host_port->first + "]"
+                               : host_port->first;
+  const std::string base = fmt::format("{}://{}:{}", scheme, host, host_port->second);
+  auto password = ReadPassword(f, /*confirm=*/false);
+  if (!password.ok()) return Fail(password.status().message());
+
+  httplib::Client client(base);
+  client.set_connection_timeout(std::chrono::seconds(10));
+  client.set_read_timeout(std::chrono::seconds(60));
+  if (scheme == "https") {
+    if (!f.cacert.empty()) client.set_ca_cert_path(f.cacert.c_str());
+    client.enable_server_certificate_verification(true);
+  }
+  std::string form = "grant_type=client_credentials&client_id=" + FormEncode(f.name) +
+                     "&client_secret=" + FormEncode(*password);
+  if (ttl_seconds > 0) form += fmt::format("&expires_in={}", ttl_seconds);
+  httplib::Result res = client.Post(std::string(auth::kTokenPath), {{"Accept", "application/json"}},
+                                    form, "application/x-www-form-urlencoded");
+  if (!res) {
+    return Fail(fmt::format("cannot reach {}: {}", base, httplib::to_string(res.error())));
+  }
+  nlohmann::json j = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (res->status != 200 || !j.is_object() || !j.contains("access_token") ||
+      !j["access_token"].is_string()) {
+    std::string why = res->body.substr(0, 300);
+    if (j.is_object() && j.contains("error_description") && j["error_description"].is_string()) {
+      why = j["error_description"].get<std::string>();
+    }
+    return Fail(fmt::format("{}{}: HTTP {}: {}", base, auth::kTokenPath, res->status, why));
+  }
+  if (ttl_seconds > 0 && j.contains("expires_in") && j["expires_in"].is_number_integer() &&
+      j["expires_in"].get<int64_t>() < ttl_seconds) {
+    std::fprintf(stderr, "sluice user token: the server's maximum cut the lifetime to %lld s\n",
+                 static_cast<long long>(j["expires_in"].get<int64_t>()));
+  }
+  std::printf("%s\n", j["access_token"].get<std::string>().c_str());
   return 0;
 }
 
