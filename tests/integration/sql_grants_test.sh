@@ -179,6 +179,17 @@ expect "REST a denied namespace" "$(rest alice GET namespaces/hr)" "403"
 expect "REST a drop without CREATE" "$(rest alice DELETE namespaces/sales/tables/orders)" "403"
 expect "REST without a login" \
   "$(curl -s -o /dev/null -w '%{http_code}' "$http/v1/namespaces/sales/tables/orders")" "401"
+# A bearer token of alice's (sluice user token asks /v1/oauth/tokens): the same grants.
+token=$(printf 'alice-pw\n' | "$sluice" user token alice --password-stdin --http-addr "$http" 2>>"$tmp/token.err") ||
+  fail "sluice user token: $(cat "$tmp/token.err")"
+bearer() {  # bearer PATH: the status with alice's token
+  curl -s -o "$tmp/rest.body" -w '%{http_code}' -H "Authorization: Bearer $token" "$http/v1/$1"
+}
+expect "a token on a granted table" "$(bearer namespaces/sales/tables/orders)" "200"
+expect "a token on a namespace not granted" "$(bearer namespaces/hr)" "403"
+expect "a token on a table not granted" "$(bearer namespaces/hr/tables/people)" "403"
+expect "a tampered token" "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${token}x" \
+  "$http/v1/namespaces/sales/tables/orders")" "401"
 q admin "GRANT CREATE ON SCHEMA lake.sales TO alice"
 expect "REST a table made with CREATE" "$(curl -s -o /dev/null -w '%{http_code}' -u alice:alice-pw -X POST \
   -H 'Content-Type: application/json' "$http/v1/namespaces/sales/tables" \
