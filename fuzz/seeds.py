@@ -822,8 +822,42 @@ def txn_answer_seeds(out):
     write_all(os.path.join(out, "txn_answer"), seeds)
 
 
+def tokens_seeds(out):
+    seeds = {
+        "empty": b"",
+        "shape": b"sluice.v1.eyJzdWIiOiJhbGljZSJ9.AAAA",
+        "dots": b"....",
+        "prefix": b"sluice.v1.",
+        "padding": b"sluice.v1.YQ==.YQ==",
+        "long": b"sluice.v1." + b"A" * 5000 + b".B",
+        "binary": bytes(range(256)),
+    }
+    write_all(os.path.join(out, "tokens"), seeds)
+
+
+def grant_sql_seeds(out):
+    seeds = {
+        "role": b"CREATE ROLE analysts",
+        "drop": b"DROP ROLE IF EXISTS a, \"B\"",
+        "member": b"GRANT analysts TO alice, bob",
+        "lake": b"GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA lake.a.\"b.c\" TO r",
+        "table": b"REVOKE SELECT ON TABLE \"lake.sales\".orders FROM r",
+        "topic": b"GRANT SELECT ON TOPIC 'it''s' TO r",
+        "dir": b"GRANT READ, WRITE ON DIRECTORY '/data/x' TO r",
+        "limits": b"ALTER ROLE bob SET memory_share = '25%'",
+        "reset": b"ALTER USER bob RESET ALL",
+        "show": b"SHOW GRANTS FOR alice",
+        "comments": b"/* x */ GRANT -- y\n SELECT ON lake.s TO r;",
+        "unterminated": b"GRANT SELECT ON lake.\"x TO r",
+        "param": b"GRANT READ ON DIRECTORY $1 TO r",
+    }
+    write_all(os.path.join(out, "grant_sql"), seeds)
+
+
 def main():
     out = sys.argv[1]
+    tokens_seeds(out)
+    grant_sql_seeds(out)
     pg_seeds(out)
     segment_seeds(out)
     records_seeds(out)
