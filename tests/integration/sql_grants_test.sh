@@ -190,6 +190,22 @@ expect "a token on a namespace not granted" "$(bearer namespaces/hr)" "403"
 expect "a token on a table not granted" "$(bearer namespaces/hr/tables/people)" "403"
 expect "a tampered token" "$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${token}x" \
   "$http/v1/namespaces/sales/tables/orders")" "401"
+# iceberg-js with alice's token sees what the grants give her.
+if command -v node >/dev/null; then
+  js=$(cd "$(dirname "$0")/../.." && node -e "
+const { IcebergRestCatalog } = require('iceberg-js')
+const c = new IcebergRestCatalog({ baseUrl: '$http', auth: { type: 'bearer', token: '$token' } })
+;(async () => {
+  const { namespaces } = await c.listNamespaces()
+  const tables = await c.listTables({ namespace: ['sales'] })
+  await c.loadTable({ namespace: ['sales'], name: 'orders' })
+  const denied = await c.loadTable({ namespace: ['hr'], name: 'people' }).then(() => 'loaded', e => e.status)
+  console.log(JSON.stringify(namespaces.map(n => n.namespace)) + ' ' + (tables.identifiers || tables).length + ' ' + denied)
+})().catch(e => { console.log('FAIL', e.status, e.message) })" 2>&1) || true
+  expect "iceberg-js with alice's token" "$js" '[["sales"]] 2 403'
+else
+  fail "node is missing (scripts/setup.sh installs nodejs)"
+fi
 q admin "GRANT CREATE ON SCHEMA lake.sales TO alice"
 expect "REST a table made with CREATE" "$(curl -s -o /dev/null -w '%{http_code}' -u alice:alice-pw -X POST \
   -H 'Content-Type: application/json' "$http/v1/namespaces/sales/tables" \
