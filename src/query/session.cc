@@ -930,6 +930,14 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   if (!extracted.ok()) return located(extracted.status());
   if (copy && extracted->size() != 1)
     return SqlError{"42601", "COPY's query must be one statement"};
+  if (extracted->size() > 1) {
+    // The server split the client's string into this one statement; DuckDB reading more
+    // out of it means the two disagree where it ends (a comment, a quote): nothing that
+    // was checked as one statement may run as two.
+    return SqlError{"42601",
+                    "the statement holds more than one statement for DuckDB: send them "
+                    "separated by semicolons"};
+  }
   if (extracted->size() == 0) {
     pg::WriteEmptyQueryResponse(out_);
     return std::nullopt;

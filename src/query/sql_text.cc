@@ -29,7 +29,8 @@ bool IsIdentChar(char c) {
 size_t SkipQuoted(std::string_view s, size_t i) {
   char c = s[i];
   if (c == '-' && i + 1 < s.size() && s[i + 1] == '-') {
-    size_t end = s.find('\n', i);
+    // A line comment ends at \n or \r, as in Postgres's and DuckDB's scanners.
+    size_t end = s.find_first_of("\n\r", i);
     return end == std::string_view::npos ? s.size() : end + 1;
   }
   if (c == '/' && i + 1 < s.size() && s[i + 1] == '*') {

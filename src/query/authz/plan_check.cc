@@ -4,6 +4,7 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "base/strings.h"
@@ -56,8 +57,27 @@ bool IsFileFunction(std::string_view name) {
 // Functions that run SQL given as a string: nothing can be checked ahead.
 bool RunsSqlText(std::string_view name) { return name == "query" || name == "query_table"; }
 
+// The words of a SET/RESET statement up to its setting's name, upper-cased, quoted names
+// unquoted ("SET", "SESSION", "FILE_SEARCH_PATH"); at most `n`.
+std::vector<std::string> SettingWords(std::string_view sql, size_t n) {
+  std::vector<std::string> out;
+  auto tokens = pg_catalog::Lex(sql);
+  if (!tokens.ok()) return out;
+  for (const pg_catalog::Token& t : *tokens) {
+    if (out.size() == n) break;
+    if (t.kind == TokenKind::kSpace || t.kind == TokenKind::kComment) continue;
+    if (t.kind != TokenKind::kIdentifier && t.kind != TokenKind::kQuoted) break;
+    std::string w =
+        t.kind == TokenKind::kQuoted ? pg_catalog::UnquoteIdentifier(t.text) : std::string(t.text);
+    for (char& c : w) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 // Statements only superusers run (by their first words): what they are, or "".
-std::string SuperuserStatement(const std::vector<std::string>& words) {
+std::string SuperuserStatement(std::string_view sql) {
+  const std::vector<std::string> words = LeadingWords(sql, 5);
   if (words.empty()) return "";
   const std::string& w = words[0];
   if (w == "PRAGMA" || w == "CALL" || w == "EXPORT" || w == "IMPORT" || w == "LOAD" ||
@@ -65,15 +85,23 @@ std::string SuperuserStatement(const std::vector<std::string>& words) {
       w == "UPDATE_EXTENSIONS") {
     return w + " statements";
   }
+  // SQL-level PREPARE/EXECUTE: DuckDB binds the statement again when the catalog changed,
+  // after the check (the protocol's prepared statements are checked when they run).
+  if (w == "PREPARE" || w == "EXECUTE") {
+    return w + " statements (use the protocol's prepared statements)";
+  }
   for (size_t i = 1; i < words.size(); ++i) {
     if (words[i] == "SECRET" && (w == "CREATE" || w == "DROP")) return "secrets";
   }
-  // Settings that change where a relative path or ~ leads, and global ones.
-  if ((w == "SET" || w == "RESET") && words.size() > 1) {
-    if (words[1] == "GLOBAL") return "global settings";
-    size_t k = words[1] == "SESSION" || words[1] == "LOCAL" ? 2 : 1;
-    if (k < words.size() && (words[k] == "FILE_SEARCH_PATH" || words[k] == "HOME_DIRECTORY"))
-      return AsciiLower(words[k]);
+  // Settings that change where a relative path or ~ leads, and global ones (the name
+  // quoted or not).
+  if (w == "SET" || w == "RESET") {
+    const std::vector<std::string> s = SettingWords(sql, 3);
+    if (s.size() > 1 && s[1] == "GLOBAL") return "global settings";
+    const size_t k = s.size() > 1 && (s[1] == "SESSION" || s[1] == "LOCAL") ? 2 : 1;
+    if (k < s.size() && (s[k] == "FILE_SEARCH_PATH" || s[k] == "HOME_DIRECTORY")) {
+      return AsciiLower(s[k]);
+    }
   }
   return "";
 }
@@ -96,7 +124,7 @@ class Checker {
   Status Text(std::string_view sql, int depth) {
     if (depth > kMaxDepth) return Denied("views and macros nested more than {} deep", kMaxDepth);
     std::vector<std::string> words = LeadingWords(sql, 5);
-    if (std::string what = SuperuserStatement(words); !what.empty()) {
+    if (std::string what = SuperuserStatement(sql); !what.empty()) {
       return Denied("{}: only superusers", what);
     }
     if (!words.empty() && words[0] == "COPY") return Copy(sql, depth);
@@ -156,23 +184,42 @@ class Checker {
   Status Copy(std::string_view sql, int depth) {
     auto tokens = pg_catalog::Lex(sql);
     if (!tokens.ok()) return Status::OK();  // DuckDB refuses it
+    std::vector<pg_catalog::Token> t;
+    for (const pg_catalog::Token& k : *tokens) {
+      if (k.kind != TokenKind::kSpace && k.kind != TokenKind::kComment) t.push_back(k);
+    }
     int d = 0;
-    std::optional<bool> to;
-    for (const pg_catalog::Token& t : *tokens) {
-      if (t.kind == TokenKind::kSpace || t.kind == TokenKind::kComment) continue;
-      if (t.text == "(") ++d;
-      if (t.text == ")") --d;
-      if (d != 0) continue;
-      if (t.kind == TokenKind::kIdentifier && (IEquals(t.text, "TO") || IEquals(t.text, "FROM"))) {
-        if (!to) to = IEquals(t.text, "TO");
+    for (size_t i = 0; i < t.size(); ++i) {
+      if (t[i].text == "(") ++d;
+      if (t[i].text == ")") --d;
+      if (d != 0 || t[i].kind != TokenKind::kIdentifier ||
+          !(IEquals(t[i].text, "TO") || IEquals(t[i].text, "FROM"))) {
         continue;
       }
-      if (to && t.kind == TokenKind::kString) {
-        ASSIGN_OR_RETURN(std::string path, StringLiteral(t.text));
-        RETURN_IF_ERROR(Path(path, *to ? Privilege::kWrite : Privilege::kRead, "COPY"));
+      const Privilege p = IEquals(t[i].text, "TO") ? Privilege::kWrite : Privilege::kRead;
+      if (i + 1 >= t.size()) break;
+      const pg_catalog::Token& target = t[i + 1];
+      if (target.kind == TokenKind::kString) {
+        ASSIGN_OR_RETURN(std::string path, StringLiteral(target.text));
+        RETURN_IF_ERROR(Path(path, p, "COPY"));
         break;
       }
-      if (to) break;  // STDOUT, STDIN, PROGRAM
+      if (target.kind == TokenKind::kIdentifier &&
+          (IEquals(target.text, "STDOUT") || IEquals(target.text, "STDIN"))) {
+        break;
+      }
+      // DuckDB also takes a name, or a dotted one, as the file ("/data/y".csv).
+      std::string name;
+      for (size_t j = i + 1; j < t.size(); j += 2) {
+        if (t[j].kind != TokenKind::kIdentifier && t[j].kind != TokenKind::kQuoted) break;
+        if (!name.empty()) name += ".";
+        name += t[j].kind == TokenKind::kQuoted ? pg_catalog::UnquoteIdentifier(t[j].text)
+                                                : std::string(t[j].text);
+        if (j + 1 >= t.size() || t[j + 1].text != ".") break;
+      }
+      if (name.empty()) return Denied("COPY to or from anything but a file name, STDIN or STDOUT");
+      RETURN_IF_ERROR(Path(name, p, "COPY"));
+      break;
     }
     auto copy = ParseCopyStatement(sql);
     if (copy.ok() && copy->has_value() && !(*copy)->query.empty()) {
@@ -213,9 +260,29 @@ class Checker {
       fixed = slash == std::string_view::npos ? std::string_view(".") : fixed.substr(0, slash + 1);
     }
     const std::string normal = NormalizePath(fixed);
-    if (ctx_.grants->CanAccessPath(ctx_.user, normal, p)) return Status::OK();
-    return DeniedFor("'{}' ({}): {} ON DIRECTORY covering {} is not granted", path, by,
-                     PrivilegeName(p), normal);
+    if (!ctx_.grants->CanAccessPath(ctx_.user, normal, p)) {
+      return DeniedFor("'{}' ({}): {} ON DIRECTORY covering {} is not granted", path, by,
+                       PrivilegeName(p), normal);
+    }
+    if (wild != std::string_view::npos && p == Privilege::kRead) {
+      // What the pattern matches may lead out through a symbolic link below the prefix:
+      // each match, as DuckDB's own glob() finds it, is checked too.
+      auto files = conn_.QueryText(
+          fmt::format("SELECT file FROM glob({}) LIMIT 100001", duck::QuoteLiteral(path)));
+      if (!files.ok()) return Status::OK();  // DuckDB reports the pattern when it runs
+      if (files->size() > 100000) {
+        return Denied("'{}' ({}) matches more than 100000 files to check", path, by);
+      }
+      for (const auto& row : *files) {
+        if (row.empty() || !row[0]) continue;
+        const std::string match = NormalizePath(*row[0]);
+        if (!ctx_.grants->CanAccessPath(ctx_.user, match, p)) {
+          return DeniedFor("'{}' ({}): it matches {} ({}), where {} ON DIRECTORY is not granted",
+                           path, by, *row[0], match, PrivilegeName(p));
+        }
+      }
+    }
+    return Status::OK();
   }
 
   // ---- the parse tree ---------------------------------------------------------------------
@@ -262,13 +329,34 @@ class Checker {
         RETURN_IF_ERROR(Expand("view " + table, sql, depth, /*is_view=*/true));
       }
     }
-    // A CTE of that name may be out of this reference's scope: a file-like name is checked
-    // as a file even so.
-    known |= tables_.count(AsciiLower(table)) > 0;
-    if (!known && catalog.empty() && schema.empty() && LooksLikeFile(table)) {
-      return Path(table, Privilege::kRead, "a file as a table");
+    if (catalog.empty() && schema.empty()) {
+      // A file-like name is checked as a file even when a table, view or CTE has it:
+      // DuckDB may resolve it elsewhere (the search path, a CTE out of scope, a table
+      // dropped before a statement is bound again).
+      if (LooksLikeFile(table)) return Path(table, Privilege::kRead, "a file as a table");
+      return Status::OK();
     }
+    // A qualified name that names no table or view: DuckDB reads the dotted name as a file
+    // ("/data/x".parquet is /data/x.parquet).
+    if (known || QualifiedObjectExists(catalog, schema, table)) return Status::OK();
+    std::string joined = catalog.empty() ? schema : catalog + "." + schema;
+    joined += "." + table;
+    if (LooksLikeFile(joined)) return Path(joined, Privilege::kRead, "a file as a table");
     return Status::OK();
+  }
+
+  // Whether catalog.schema.table (catalog maybe empty; schema may be a database's name,
+  // meaning its main schema) is a table or view of the database.
+  bool QualifiedObjectExists(const std::string& catalog, const std::string& schema,
+                             const std::string& table) const {
+    const std::string c = AsciiLower(catalog), s = AsciiLower(schema), t = AsciiLower(table);
+    for (const auto& [db, sch, name] : objects_) {
+      if (name != t) continue;
+      if (c.empty() ? (sch == s || (db == s && sch == "main")) : (db == c && sch == s)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   Status Lake(const std::string& schema, const std::string& table) {
@@ -391,10 +479,16 @@ class Checker {
         macros_[AsciiLower(*row[0])].emplace_back(*row[1] == "table_macro", *row[2]);
       }
     }
-    ASSIGN_OR_RETURN(auto tables,
-                     conn_.QueryText("SELECT table_name FROM duckdb_tables() WHERE NOT internal"));
-    for (auto& row : tables) {
-      if (!row.empty() && row[0]) tables_.insert(AsciiLower(*row[0]));
+    ASSIGN_OR_RETURN(auto objects,
+                     conn_.QueryText("SELECT database_name, schema_name, table_name FROM "
+                                     "duckdb_tables() WHERE NOT internal UNION ALL SELECT "
+                                     "database_name, schema_name, view_name FROM duckdb_views() "
+                                     "WHERE NOT internal"));
+    for (auto& row : objects) {
+      if (row.size() == 3 && row[0] && row[1] && row[2]) {
+        objects_.emplace_back(AsciiLower(*row[0]), AsciiLower(*row[1]), AsciiLower(*row[2]));
+        tables_.insert(AsciiLower(*row[2]));
+      }
     }
     return Status::OK();
   }
@@ -409,6 +503,10 @@ class Checker {
       if (k.kind != TokenKind::kSpace && k.kind != TokenKind::kComment) t.push_back(k);
     }
     RETURN_IF_ERROR(LoadDefinitions());
+    // Words after which a table (or a file as one) comes.
+    static const std::set<std::string, std::less<>> kBeforeItem = {
+        "from",        "join",         "using", "pivot",    "unpivot",
+        "pivot_wider", "pivot_longer", "table", "describe", "summarize"};
     // Depths at which a FROM list is open (a ',' there starts another table).
     std::vector<bool> from_list(1, false);
     for (size_t i = 0; i < t.size(); ++i) {
@@ -424,11 +522,12 @@ class Checker {
       const bool word = k.kind == TokenKind::kIdentifier;
       const bool quoted = k.kind == TokenKind::kQuoted;
       if (word) {
+        // ON belongs to a join inside the FROM list: a ',' after it starts another table.
         static const std::set<std::string, std::less<>> kEndsFrom = {
-            "where",   "group",  "order", "having", "limit",     "set",    "on",     "returning",
-            "qualify", "window", "union", "except", "intersect", "offset", "values", "select"};
+            "where",  "group", "order",  "having",    "limit",  "set",    "returning", "qualify",
+            "window", "union", "except", "intersect", "offset", "values", "select"};
         std::string lower = AsciiLower(k.text);
-        if (lower == "from" || lower == "join" || lower == "using") from_list.back() = true;
+        if (kBeforeItem.count(lower) > 0) from_list.back() = true;
         if (kEndsFrom.count(lower) > 0) from_list.back() = false;
       }
       // A call: name ( ... ).
@@ -447,9 +546,9 @@ class Checker {
         }
       }
       // A file in a FROM list.
-      const bool after_from_item =
-          i > 0 && (IEquals(t[i - 1].text, "FROM") || IEquals(t[i - 1].text, "JOIN") ||
-                    IEquals(t[i - 1].text, "USING") || (t[i - 1].text == "," && from_list.back()));
+      const bool after_from_item = i > 0 && ((t[i - 1].kind == TokenKind::kIdentifier &&
+                                              kBeforeItem.count(AsciiLower(t[i - 1].text)) > 0) ||
+                                             (t[i - 1].text == "," && from_list.back()));
       if (after_from_item && (quoted || k.kind == TokenKind::kString)) {
         std::string name = quoted ? pg_catalog::UnquoteIdentifier(k.text) : std::string();
         if (!quoted) {
@@ -457,10 +556,17 @@ class Checker {
           if (!lit.ok()) return lit.status();
           name = *lit;
         }
-        if (LooksLikeFile(name) && tables_.count(AsciiLower(name)) == 0 &&
-            views_.count(AsciiLower(name)) == 0) {
-          RETURN_IF_ERROR(Path(name, Privilege::kRead, "a file as a table"));
+        // A quoted name followed by .part is one dotted file name ("/data/x".csv); a
+        // file-like name is a file even when a table has it (see Relation).
+        for (size_t j = i + 1;
+             quoted && j + 1 < t.size() && t[j].text == "." &&
+             (t[j + 1].kind == TokenKind::kIdentifier || t[j + 1].kind == TokenKind::kQuoted);
+             j += 2) {
+          name += "." + (t[j + 1].kind == TokenKind::kQuoted
+                             ? pg_catalog::UnquoteIdentifier(t[j + 1].text)
+                             : std::string(t[j + 1].text));
         }
+        if (LooksLikeFile(name)) RETURN_IF_ERROR(Path(name, Privilege::kRead, "a file as a table"));
       }
     }
     return Status::OK();
@@ -534,7 +640,8 @@ class Checker {
   bool loaded_ = false;
   std::map<std::string, std::vector<std::string>> views_;  // lower-case name -> CREATE VIEW sql
   std::map<std::string, std::vector<std::pair<bool, std::string>>> macros_;  // table?, definition
-  std::set<std::string> tables_;
+  std::set<std::string> tables_;  // names of tables and views, any schema
+  std::vector<std::tuple<std::string, std::string, std::string>> objects_;  // db, schema, name
   int expansions_ = 0;
 };
 

@@ -66,7 +66,8 @@ class Lexer {
       return TokenKind::kSpace;
     }
     if (c == '-' && At(pos_ + 1) == '-') {
-      while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
+      // To the end of the line: \n or \r, as Postgres's and DuckDB's scanners read it.
+      while (pos_ < s_.size() && s_[pos_] != '\n' && s_[pos_] != '\r') ++pos_;
       return TokenKind::kComment;
     }
     if (c == '/' && At(pos_ + 1) == '*') return BlockComment();

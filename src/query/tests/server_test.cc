@@ -859,6 +859,19 @@ TEST(PickMemoryVictimTest, UsersAboveTheirShareGoFirst) {
   EXPECT_FALSE(PickMemoryVictim({}).has_value());
 }
 
+// A line comment ends at \r for DuckDB as for Postgres: the server splits statements the
+// same way, and a piece DuckDB would read as two is refused rather than run unchecked.
+TEST_F(QueryServerTest, ALineCommentEndsAtACarriageReturn) {
+  StartServer();
+  RawClient c(server_->port());
+  ASSERT_TRUE(c.Startup());
+  c.Send(Query("SELECT 1 AS a --\r; SELECT 2 AS b"));
+  auto msgs = c.UntilReady();
+  EXPECT_EQ(Types(msgs), "TDCTDCZ");  // two statements, each answered
+  c.Send(Query("SELECT 1 AS a --\rSELECT 2"));
+  EXPECT_EQ(SqlState(c.UntilReady()), "42601");
+}
+
 TEST_F(QueryServerTest, ConnectionsOverTheLimitAreRefused) {
   StartServer({.max_connections = 2});
   RawClient a(server_->port()), b(server_->port()), c(server_->port());

@@ -202,5 +202,42 @@ TEST_F(PlanCheckTest, StatementsThatAreNotSelects) {
   Denied("SET GLOBAL threads = 1", "only superusers");
 }
 
+// What a review found the first version let through (docs/design/0020).
+TEST_F(PlanCheckTest, ReviewFindings) {
+  // 1. A file named through a qualified name: "/dir/x".parquet is /dir/x.parquet.
+  Denied("SELECT * FROM \"" + secret_ + "/x\".parquet", "secret");
+  Allowed("SELECT * FROM main.t");
+  Allowed("SELECT * FROM memory.main.t");
+  Allowed("SELECT * FROM memory.t");
+  // 2. A table or view named like the file, in another schema or this one, changes nothing.
+  ASSERT_TRUE(conn_->Execute("CREATE SCHEMA s2").ok());
+  ASSERT_TRUE(conn_->Execute("CREATE TABLE s2.\"" + secret_ + "/x.parquet\"(i INT)").ok());
+  Denied("SELECT * FROM '" + secret_ + "/x.parquet'", "secret");
+  Denied("SUMMARIZE '" + secret_ + "/x.parquet'", "secret");
+  // 4. ON does not end a FROM list for the token scan.
+  Denied("UPDATE t SET x = (SELECT f.x FROM range(1) a JOIN range(1) b ON true, '" + secret_ +
+             "/x.parquet' f)",
+         "secret");
+  // 5. PIVOT over a file.
+  Denied("PIVOT '" + secret_ + "/x.parquet' ON x USING count(*)", "secret");
+  Denied("CREATE TABLE p AS PIVOT '" + secret_ + "/x.parquet' ON x USING count(*)", "secret");
+  // 6. SQL PREPARE/EXECUTE.
+  Denied("PREPARE p AS SELECT 1", "PREPARE statements");
+  Denied("EXECUTE p", "EXECUTE statements");
+  // 7. COPY to a quoted or dotted name.
+  Denied("COPY t TO \"" + secret_ + "/y.csv\"", "WRITE ON DIRECTORY");
+  Denied("COPY (SELECT 1) TO \"" + secret_ + "/y\".csv", "WRITE ON DIRECTORY");
+  Denied("COPY t FROM \"" + open_ + "\".csv", "READ ON DIRECTORY");
+  Allowed("COPY t TO STDOUT");
+  // 8. A glob expanding through a symbolic link below a granted directory.
+  std::filesystem::create_directory_symlink(secret_, open_ + "/link");
+  Denied("SELECT * FROM '" + open_ + "/l*/x.parquet'", "link");
+  Denied("SELECT * FROM glob('" + open_ + "/*/*')", "link");
+  Allowed("SELECT * FROM '" + open_ + "/*.parquet'");
+  // 9. A quoted setting name.
+  Denied("SET \"file_search_path\" = '" + secret_ + "'", "only superusers");
+  Denied("SET SESSION \"Home_Directory\" = '/'", "only superusers");
+}
+
 }  // namespace
 }  // namespace sluice::query::authz
