@@ -50,7 +50,45 @@ bool IsFileFunction(std::string_view name) {
                                                             "iceberg_snapshots",
                                                             "delta_scan",
                                                             "read_avro",
-                                                            "read_duckdb"};
+                                                            "read_duckdb",
+                                                            "parquet_full_metadata"};
+  return kNames.count(name) > 0;
+}
+
+// The table functions a user who is not a superuser may call besides the file functions
+// and topic() (each checked): generators and the catalog's own listings. Every other
+// table function of DuckDB is refused: some run SQL from a string
+// (json_execute_serialized_sql), change the whole database (enable_logging, checkpoint)
+// or show what other sessions did (duckdb_logs, duckdb_external_file_cache), and a DuckDB
+// upgrade may add more.
+bool AllowedTableFunction(std::string_view name) {
+  static const std::set<std::string, std::less<>> kNames = {"range",
+                                                            "generate_series",
+                                                            "unnest",
+                                                            "json_each",
+                                                            "json_tree",
+                                                            "repeat",
+                                                            "repeat_row",
+                                                            "duckdb_columns",
+                                                            "duckdb_constraints",
+                                                            "duckdb_databases",
+                                                            "duckdb_dependencies",
+                                                            "duckdb_functions",
+                                                            "duckdb_indexes",
+                                                            "duckdb_keywords",
+                                                            "duckdb_schemas",
+                                                            "duckdb_sequences",
+                                                            "duckdb_tables",
+                                                            "duckdb_types",
+                                                            "duckdb_views",
+                                                            "duckdb_settings",
+                                                            "pragma_table_info",
+                                                            "pragma_show",
+                                                            "pragma_version",
+                                                            "pragma_collations",
+                                                            "pragma_database_size",
+                                                            "pragma_storage_info",
+                                                            "test_all_types"};
   return kNames.count(name) > 0;
 }
 
@@ -382,6 +420,7 @@ class Checker {
     if (RunsSqlText(name)) {
       return DeniedFor("function {}: only superusers run SQL given as a string", name);
     }
+    RETURN_IF_ERROR(TableFunction(name));
     if (IsFileFunction(name) || name == "topic") {
       std::vector<std::string> args;
       if (children != nullptr && children->is_array()) {
@@ -413,6 +452,15 @@ class Checker {
       }
     }
     return Status::OK();
+  }
+
+  // A DuckDB table function of that name that is neither checked (files, topic) nor
+  // allowed (AllowedTableFunction) nor a macro of the database is refused.
+  Status TableFunction(const std::string& name) {
+    if (IsFileFunction(name) || name == "topic" || AllowedTableFunction(name)) return Status::OK();
+    RETURN_IF_ERROR(LoadDefinitions());
+    if (table_functions_.count(name) == 0 || macros_.count(name) > 0) return Status::OK();
+    return DeniedFor("table function {}: only superusers call it", name);
   }
 
   // `name := value` (an alias) / `name = value` in a table function's arguments.
@@ -478,6 +526,12 @@ class Checker {
       if (row.size() == 3 && row[0] && row[1] && row[2]) {
         macros_[AsciiLower(*row[0])].emplace_back(*row[1] == "table_macro", *row[2]);
       }
+    }
+    ASSIGN_OR_RETURN(auto functions, conn_.QueryText("SELECT DISTINCT function_name FROM "
+                                                     "duckdb_functions() WHERE function_type = "
+                                                     "'table'"));
+    for (auto& row : functions) {
+      if (!row.empty() && row[0]) table_functions_.insert(AsciiLower(*row[0]));
     }
     ASSIGN_OR_RETURN(auto objects,
                      conn_.QueryText("SELECT database_name, schema_name, table_name FROM "
@@ -579,6 +633,7 @@ class Checker {
     if (RunsSqlText(name)) {
       return DeniedFor("function {}: only superusers run SQL given as a string", name);
     }
+    RETURN_IF_ERROR(TableFunction(name));
     if (IsFileFunction(name) || name == "topic") {
       // The arguments at depth 1, split at commas.
       std::vector<std::vector<const pg_catalog::Token*>> args(1);
@@ -640,7 +695,8 @@ class Checker {
   bool loaded_ = false;
   std::map<std::string, std::vector<std::string>> views_;  // lower-case name -> CREATE VIEW sql
   std::map<std::string, std::vector<std::pair<bool, std::string>>> macros_;  // table?, definition
-  std::set<std::string> tables_;  // names of tables and views, any schema
+  std::set<std::string> tables_;           // names of tables and views, any schema
+  std::set<std::string> table_functions_;  // DuckDB's table functions, lower case
   std::vector<std::tuple<std::string, std::string, std::string>> objects_;  // db, schema, name
   int expansions_ = 0;
 };

@@ -234,6 +234,19 @@ TEST_F(PlanCheckTest, ReviewFindings) {
   Denied("SELECT * FROM '" + open_ + "/l*/x.parquet'", "link");
   Denied("SELECT * FROM glob('" + open_ + "/*/*')", "link");
   Allowed("SELECT * FROM '" + open_ + "/*.parquet'");
+  // A second review: table functions that run SQL from a string, change the database or
+  // show other sessions' work; a file function the first list missed.
+  Denied("SELECT * FROM json_execute_serialized_sql(json_serialize_sql('SELECT 1'))",
+         "table function json_execute_serialized_sql");
+  Denied("SELECT * FROM enable_logging()", "table function enable_logging");
+  Denied("SELECT * FROM duckdb_logs()", "table function duckdb_logs");
+  Denied("SELECT * FROM duckdb_external_file_cache()", "duckdb_external_file_cache");
+  Denied("UPDATE t SET x = (SELECT count(*) FROM enable_logging())", "enable_logging");
+  Denied("SELECT * FROM parquet_full_metadata('" + secret_ + "/x.parquet')", "secret");
+  Allowed("SELECT * FROM range(3)");
+  Allowed("SELECT * FROM generate_series(1, 3), unnest([1, 2])");
+  Allowed("SELECT * FROM duckdb_tables()");
+  Allowed("SELECT count(*) FROM t");  // scalar and aggregate functions are not table functions
   // 9. A quoted setting name.
   Denied("SET \"file_search_path\" = '" + secret_ + "'", "only superusers");
   Denied("SET SESSION \"Home_Directory\" = '/'", "only superusers");
