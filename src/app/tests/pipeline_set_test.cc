@@ -51,7 +51,9 @@ class PipelineSetTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (serve_) EXPECT_TRUE(serve_->Stop().ok());
+    if (serve_) {
+      EXPECT_TRUE(serve_->Stop().ok());
+    }
   }
 
   // A pipeline file reading `events` from the start into the noop sink.

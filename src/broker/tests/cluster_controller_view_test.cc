@@ -29,7 +29,8 @@ class ClusterViewTest : public ::testing::Test {
     ASSERT_TRUE(Put(k.Partition("t", 1), ToJson(PartitionState{3, 2, {{3, kIncA}}, 5})));
   }
   bool Put(const std::string& key, const std::string& value) {
-    Status st = view_.Put(key, value, ++revision_, revision_);
+    ++revision_;
+    Status st = view_.Put(key, value, revision_, revision_);
     return st.ok();
   }
 

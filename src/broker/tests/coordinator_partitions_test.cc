@@ -80,7 +80,9 @@ class ReplicatedGroupsTest : public GroupCoordinatorTest {
     Open(o);
   }
   void TearDown() override {
-    if (coord_ != nullptr) ASSERT_TRUE(coord_->Close().ok());
+    if (coord_ != nullptr) {
+      ASSERT_TRUE(coord_->Close().ok());
+    }
     coord_.reset();
     ASSERT_TRUE(log_->Close().ok());
   }

@@ -50,7 +50,9 @@ TEST(KeyMapTest, MemoryIsFixedAndFullAtTheLoadFactor) {
   EXPECT_FALSE(map.Put(B("key-1999"), 6000));
   EXPECT_EQ(map.Get(B("key-1999")), -1);
   for (int i = 0; i < 900; ++i) {
-    if (i != 5) EXPECT_EQ(map.Get(B(fmt::format("key-{}", i))), i);
+    if (i != 5) {
+      EXPECT_EQ(map.Get(B(fmt::format("key-{}", i))), i);
+    }
   }
 }
 

@@ -625,7 +625,9 @@ TEST_F(RestCatalogTest, AccessLimitsEveryRoute) {
                 "destination": {"namespace": ["closed"], "name": "moved"}})"}}) {
     HttpResponse r = as("reader", method, path, body);
     EXPECT_EQ(r.status, 403) << method << " " << path << ": " << r.body;
-    if (method != "HEAD") EXPECT_EQ(ErrorType(r), "ForbiddenException") << r.body;
+    if (method != "HEAD") {
+      EXPECT_EQ(ErrorType(r), "ForbiddenException") << r.body;
+    }
     HttpResponse anonymous = as("", method, path, body);
     EXPECT_EQ(anonymous.status, 401) << method << " " << path;
   }

@@ -51,7 +51,9 @@ class KafkaSinkTest : public ::testing::Test {
   }
   void TearDown() override {
     if (broker_ != nullptr && HasFailure()) broker_->DumpLogs();
-    if (broker_ != nullptr && !broker_->bootstrap().empty()) EXPECT_EQ(broker_->Stop(), 0);
+    if (broker_ != nullptr && !broker_->bootstrap().empty()) {
+      EXPECT_EQ(broker_->Stop(), 0);
+    }
     SetLogLevel(LogLevel::kInfo);
   }
 
