@@ -234,7 +234,8 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
     authz::AccessContext ctx{.user = auth.user,
                              .grants = grants.get(),
                              .catalog = catalog_.get(),
-                             .trusted = &auth.trusted};
+                             .trusted = &auth.trusted,
+                             .user_macros = function_ddl_seen_.load(std::memory_order_relaxed)};
     RETURN_IF_ERROR(authz::CheckStatement(conn, statement, ctx));
   }
   int64_t lake_rows = 0;

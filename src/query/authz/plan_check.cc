@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <vector>
@@ -357,7 +358,7 @@ class Checker {
     if (catalog.empty() && schema.size() > 5 && IEquals(schema.substr(0, 5), "lake.")) {
       return Lake(schema.substr(5), table);
     }
-    RETURN_IF_ERROR(LoadDefinitions());
+    RETURN_IF_ERROR(LoadRelations());
     bool known = false;
     auto view = views_.find(AsciiLower(table));
     if (view != views_.end()) {
@@ -442,7 +443,7 @@ class Checker {
         RETURN_IF_ERROR(Path(path, Privilege::kRead, name + "()"));
       return Status::OK();
     }
-    RETURN_IF_ERROR(LoadDefinitions());
+    RETURN_IF_ERROR(LoadMacros());
     auto macro = macros_.find(name);
     if (macro != macros_.end()) {
       for (const auto& [table_macro, definition] : macro->second) {
@@ -458,8 +459,10 @@ class Checker {
   // allowed (AllowedTableFunction) nor a macro of the database is refused.
   Status TableFunction(const std::string& name) {
     if (IsFileFunction(name) || name == "topic" || AllowedTableFunction(name)) return Status::OK();
-    RETURN_IF_ERROR(LoadDefinitions());
-    if (table_functions_.count(name) == 0 || macros_.count(name) > 0) return Status::OK();
+    ASSIGN_OR_RETURN(const std::set<std::string>* table_functions, TableFunctionNames());
+    if (table_functions->count(name) == 0) return Status::OK();
+    RETURN_IF_ERROR(LoadMacros());
+    if (macros_.count(name) > 0) return Status::OK();
     return DeniedFor("table function {}: only superusers call it", name);
   }
 
@@ -509,29 +512,15 @@ class Checker {
     return ctx_.trusted != nullptr && ctx_.trusted->count(AsciiLower(name) + "\n" + definition) > 0;
   }
 
-  Status LoadDefinitions() {
-    if (loaded_) return Status::OK();
-    loaded_ = true;
+  // The database's views and relations, read once per check when a name needs them.
+  Status LoadRelations() {
+    if (relations_loaded_) return Status::OK();
+    relations_loaded_ = true;
     ASSIGN_OR_RETURN(
         auto views,
         conn_.QueryText("SELECT view_name, sql FROM duckdb_views() WHERE NOT internal"));
     for (auto& row : views) {
       if (row.size() == 2 && row[0] && row[1]) views_[AsciiLower(*row[0])].push_back(*row[1]);
-    }
-    ASSIGN_OR_RETURN(auto macros,
-                     conn_.QueryText("SELECT function_name, function_type, macro_definition FROM "
-                                     "duckdb_functions() WHERE function_type IN ('macro', "
-                                     "'table_macro') AND NOT internal"));
-    for (auto& row : macros) {
-      if (row.size() == 3 && row[0] && row[1] && row[2]) {
-        macros_[AsciiLower(*row[0])].emplace_back(*row[1] == "table_macro", *row[2]);
-      }
-    }
-    ASSIGN_OR_RETURN(auto functions, conn_.QueryText("SELECT DISTINCT function_name FROM "
-                                                     "duckdb_functions() WHERE function_type = "
-                                                     "'table'"));
-    for (auto& row : functions) {
-      if (!row.empty() && row[0]) table_functions_.insert(AsciiLower(*row[0]));
     }
     ASSIGN_OR_RETURN(auto objects,
                      conn_.QueryText("SELECT database_name, schema_name, table_name FROM "
@@ -541,10 +530,46 @@ class Checker {
     for (auto& row : objects) {
       if (row.size() == 3 && row[0] && row[1] && row[2]) {
         objects_.emplace_back(AsciiLower(*row[0]), AsciiLower(*row[1]), AsciiLower(*row[2]));
-        tables_.insert(AsciiLower(*row[2]));
       }
     }
     return Status::OK();
+  }
+
+  // The database's macros, when any may exist besides the catalog emulation's
+  // (AccessContext::user_macros): duckdb_functions() lists every function, a cost no
+  // statement should pay for nothing.
+  Status LoadMacros() {
+    if (macros_loaded_ || !ctx_.user_macros) return Status::OK();
+    macros_loaded_ = true;
+    ASSIGN_OR_RETURN(auto macros,
+                     conn_.QueryText("SELECT function_name, function_type, macro_definition FROM "
+                                     "duckdb_functions() WHERE function_type IN ('macro', "
+                                     "'table_macro') AND NOT internal"));
+    for (auto& row : macros) {
+      if (row.size() == 3 && row[0] && row[1] && row[2]) {
+        macros_[AsciiLower(*row[0])].emplace_back(*row[1] == "table_macro", *row[2]);
+      }
+    }
+    return Status::OK();
+  }
+
+  // DuckDB's table functions, lower case: built in (SQL can add macros, not table
+  // functions), so read once per process.
+  Result<const std::set<std::string>*> TableFunctionNames() {
+    static std::mutex mu;
+    static std::set<std::string> names;
+    static bool loaded = false;
+    std::lock_guard lock(mu);
+    if (!loaded) {
+      ASSIGN_OR_RETURN(auto rows, conn_.QueryText("SELECT DISTINCT function_name FROM "
+                                                  "duckdb_functions() WHERE function_type = "
+                                                  "'table'"));
+      for (auto& row : rows) {
+        if (!row.empty() && row[0]) names.insert(AsciiLower(*row[0]));
+      }
+      loaded = true;
+    }
+    return &names;
   }
 
   // ---- tokens, for statements that are not SELECTs -----------------------------------------
@@ -556,7 +581,8 @@ class Checker {
     for (const pg_catalog::Token& k : *lexed) {
       if (k.kind != TokenKind::kSpace && k.kind != TokenKind::kComment) t.push_back(k);
     }
-    RETURN_IF_ERROR(LoadDefinitions());
+    RETURN_IF_ERROR(LoadRelations());
+    RETURN_IF_ERROR(LoadMacros());
     // Words after which a table (or a file as one) comes.
     static const std::set<std::string, std::less<>> kBeforeItem = {
         "from",        "join",         "using", "pivot",    "unpivot",
@@ -692,12 +718,11 @@ class Checker {
 
   duck::Connection& conn_;
   const AccessContext& ctx_;
-  bool loaded_ = false;
+  bool relations_loaded_ = false;
+  bool macros_loaded_ = false;
   std::map<std::string, std::vector<std::string>> views_;  // lower-case name -> CREATE VIEW sql
   std::map<std::string, std::vector<std::pair<bool, std::string>>> macros_;  // table?, definition
-  std::set<std::string> tables_;           // names of tables and views, any schema
-  std::set<std::string> table_functions_;  // DuckDB's table functions, lower case
-  std::vector<std::tuple<std::string, std::string, std::string>> objects_;  // db, schema, name
+  std::vector<std::tuple<std::string, std::string, std::string>> objects_;   // db, schema, name
   int expansions_ = 0;
 };
 

@@ -42,6 +42,9 @@ struct AccessContext {
   // Views and macros the server itself defined (the catalog emulation), as "name\n
   // definition": trusted while their definition is unchanged, not expanded.
   const std::set<std::string>* trusted = nullptr;
+  // Whether a macro other than the emulation's may exist (a statement that could create one
+  // has been seen): false skips reading them, which costs more than the rest of a check.
+  bool user_macros = true;
 };
 
 // OK, or "42501: permission denied for ..." naming the first object refused (and the view
