@@ -281,9 +281,9 @@ Status RunTls(const KafkaBenchOptions& o) {
                   server.cert_file(), server.key_file())));
   ASSIGN_OR_RETURN(
       std::unique_ptr<BrokerProcess> broker,
-      BrokerProcess::Start(
-          o.sluice_binary, work->path() + "/data", work->path() + "/broker",
-          {"--http-addr", "127.0.0.1:0", "--pg-addr", "off", "--config", config_path}));
+      BrokerProcess::Start(o.sluice_binary, work->path() + "/data", work->path() + "/broker",
+                           {"--http-addr", "127.0.0.1:0", "--pg-addr", "off",
+                            "--schema-registry-addr", "off", "--config", config_path}));
   // The SASL_SSL listener's port, from the banner's "Kafka listeners:" line.
   std::string sasl_ssl;
   for (int i = 0; i < 100 && sasl_ssl.empty(); ++i) {

@@ -221,6 +221,8 @@ class Cluster {
                                      "off",
                                      "--pg-addr",
                                      "off",
+                                     "--schema-registry-addr",
+                                     "off",
                                      "--node-id",
                                      std::to_string(n.id),
                                      "--etcd",

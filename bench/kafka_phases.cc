@@ -109,8 +109,14 @@ Result<std::unique_ptr<BrokerProcess>> BrokerProcess::Start(const std::string& b
   std::unique_ptr<BrokerProcess> b(new BrokerProcess());
   b->data_dir_ = data_dir;
   if (serve_args.empty()) {
-    serve_args = {"--kafka-addr", "127.0.0.1:0", "--http-addr",
-                  "127.0.0.1:0",  "--pg-addr",   "127.0.0.1:0"};
+    serve_args = {"--kafka-addr",
+                  "127.0.0.1:0",
+                  "--http-addr",
+                  "127.0.0.1:0",
+                  "--pg-addr",
+                  "127.0.0.1:0",
+                  "--schema-registry-addr",
+                  "off"};
   }
   std::vector<std::string> args = {ResolveBinary(binary), "serve", "--data-dir", data_dir};
   args.insert(args.end(), serve_args.begin(), serve_args.end());

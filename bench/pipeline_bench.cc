@@ -1479,13 +1479,13 @@ Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "pipeline"));
   if (!o.bootstrap.empty()) return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed);
   std::string data = work->path() + "/data";
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<Child> broker,
-      Child::Start("sluice serve",
-                   {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr",
-                    "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--data-dir", data},
-                   work->path() + "/broker", "sluice: serving Kafka on ", false,
-                   kBrokerStartTimeout, kChildStopTimeout));
+  ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,
+                   Child::Start("sluice serve",
+                                {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0",
+                                 "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
+                                 "--schema-registry-addr", "off", "--data-dir", data},
+                                work->path() + "/broker", "sluice: serving Kafka on ", false,
+                                kBrokerStartTimeout, kChildStopTimeout));
   Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
   Status stopped = broker->Stop();
   if (!st.ok()) return st;

@@ -436,10 +436,22 @@ class SluiceEngine : public Engine {
       out << config;
       if (!out) return ErrnoError("write", config_path, errno);
     }
-    std::vector<std::string> args = {
-        spec.sluice_binary, "serve",     "--kafka-addr", "127.0.0.1:0", "--http-addr",
-        "127.0.0.1:0",      "--pg-addr", "127.0.0.1:0",  "--data-dir",  spec.work_dir + "/data",
-        "--warehouse",      d.warehouse, "--config",     config_path};
+    std::vector<std::string> args = {spec.sluice_binary,
+                                     "serve",
+                                     "--kafka-addr",
+                                     "127.0.0.1:0",
+                                     "--http-addr",
+                                     "127.0.0.1:0",
+                                     "--pg-addr",
+                                     "127.0.0.1:0",
+                                     "--schema-registry-addr",
+                                     "off",
+                                     "--data-dir",
+                                     spec.work_dir + "/data",
+                                     "--warehouse",
+                                     d.warehouse,
+                                     "--config",
+                                     config_path};
     std::string out_path = spec.work_dir + "/stdout", err_path = spec.work_dir + "/stderr";
     ASSIGN_OR_RETURN(pid_t pid, SpawnWithEnv(args, {}, out_path, err_path));
     auto run = std::make_unique<SluiceServerRun>(pid, sql, err_path);

@@ -57,7 +57,7 @@ YAML
 
 echo "[1/5] starting the broker on $brokers"
 echo "      \$ sluice serve --config sluice.yaml --kafka-addr $brokers --data-dir $work/data --warehouse $work/lake"
-$SLUICE serve --config "$work/sluice.yaml" --kafka-addr "$brokers" --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --data-dir "$work/data" \
+$SLUICE serve --config "$work/sluice.yaml" --kafka-addr "$brokers" --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off --data-dir "$work/data" \
   --warehouse "$work/lake" \
   > "$work/broker.out" 2> "$work/broker.log" &
 pids+=($!)

@@ -205,6 +205,20 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
   pipeline::RunnerOptions options;
   options.metrics = metrics_;
   pipeline::PipelineConfig config = e.config;  // a copy: restartable
+  // The registry of this process for a source or sink of this broker (before Localize
+  // rewrites the broker addresses).
+  auto is_local = [&](const pipeline::KafkaConnectionConfig& c) {
+    for (const std::string& b : c.brokers) {
+      for (const std::string& a : local_.addresses) {
+        if (CanonicalAddress(b) == CanonicalAddress(a)) return true;
+      }
+    }
+    return false;
+  };
+  if (is_local(config.source) ||
+      (config.sink.type == pipeline::SinkType::kKafka && is_local(config.sink.kafka))) {
+    options.schemas = local_.schemas;
+  }
   if (Status st = Localize(config); !st.ok()) return st.WithContext(e.file);
   auto runner = pipeline::PipelineRunner::Create(config, options);
   if (!runner.ok()) return runner.status().WithContext(e.file);

@@ -31,6 +31,10 @@ class PipelineRunner;
 struct PipelineConfig;
 }  // namespace sluice::pipeline
 
+namespace sluice::schema {
+class SchemaSource;
+}  // namespace sluice::schema
+
 namespace sluice::app {
 
 struct PipelineStatus {
@@ -53,6 +57,8 @@ struct LocalBroker {
   // Checks the SQL of a pipeline with a principal against the SQL grants (null: nothing to
   // check, authorization is off): the error names what is refused.
   std::function<Status(const pipeline::PipelineConfig&)> check;
+  // Its Schema Registry, for pipelines of this broker that name no other (null: none).
+  std::shared_ptr<schema::SchemaSource> schemas;
 };
 
 class PipelineSet {

@@ -9,6 +9,7 @@
 
 #include "app/http_front_door.h"
 #include "app/pipeline_grants.h"
+#include "app/schema_registry_port.h"
 #include "auth/http_auth.h"
 #include "base/http_server.h"
 #include "base/metrics.h"
@@ -21,6 +22,7 @@
 #include "query/authz/catalog_access.h"
 #include "query/engine.h"
 #include "query/server.h"
+#include "schema/schema_source.h"
 
 namespace sluice::app {
 namespace {
@@ -77,6 +79,7 @@ std::vector<std::string_view> ServeConfigKeys() {
   std::vector<std::string_view> keys(std::begin(kOwnKeys), std::end(kOwnKeys));
   for (std::string_view k : broker::ServeConfigKeys()) keys.push_back(k);
   for (std::string_view k : query::QueryConfigKeys()) keys.push_back(k);
+  for (std::string_view k : kSchemaRegistryKeys) keys.push_back(k);
   return keys;
 }
 
@@ -217,6 +220,12 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     }
     say(line);
   }
+  // The Schema Registry (docs/design/0022) before the pipelines, which may read from it.
+  ASSIGN_OR_RETURN(p->schema_registry_,
+                   SchemaRegistryPort::Start(config, *p->kafka_, sc.tls, sc.broker.sasl.enabled));
+  if (p->schema_registry_) {
+    say(fmt::format("Schema Registry on {}", p->schema_registry_->url()));
+  }
   if (p->pipelines_) {
     // Pipelines that name this broker log in as their principal (the service without one),
     // and a principal's SQL is checked against the grants (docs/design/0020).
@@ -235,6 +244,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
       auto grants = std::make_shared<PipelineGrants>(p->kafka_->broker().grants(),
                                                      sc.broker.authorization.super_users);
       local.check = [grants](const pipeline::PipelineConfig& c) { return grants->Check(c); };
+    }
+    if (p->schema_registry_) {
+      local.schemas = schema::MakeRegistrySchemaSource(&p->schema_registry_->registry());
     }
     p->pipelines_->SetLocalBroker(std::move(local));
     RETURN_IF_ERROR(p->pipelines_->Start());
@@ -333,6 +345,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
         .warehouse = warehouse,
         .kafka_bootstrap = kafka_bootstrap,
         .kafka_properties = std::move(kafka_properties),
+        .schemas = p->schema_registry_
+                       ? schema::MakeRegistrySchemaSource(&p->schema_registry_->registry())
+                       : nullptr,
         .memory_limit_bytes = query_config.options.memory_limit_bytes,
         .threads = query_config.options.threads,
         // SQL grants (docs/design/0020) with the Kafka ACLs' switch and super users.
@@ -363,6 +378,7 @@ Status ServeProcess::Stop() {
   if (pipelines_) pipelines_->Stop();
   if (http_door_) http_door_->Stop();
   if (http_) http_->Stop();
+  if (schema_registry_) schema_registry_->Stop();
   if (kafka_) return kafka_->Stop();
   return Status::OK();
 }
@@ -374,6 +390,9 @@ Status ServeProcess::ReloadTls() {
   return tls_->Reload();
 }
 int ServeProcess::http_port() const { return http_door_ ? http_door_->port() : 0; }
+int ServeProcess::schema_registry_port() const {
+  return schema_registry_ ? schema_registry_->port() : 0;
+}
 int ServeProcess::pg_port() const { return query_server_ ? query_server_->port() : 0; }
 
 }  // namespace sluice::app

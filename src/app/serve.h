@@ -43,6 +43,7 @@ class QueryServer;
 namespace sluice::app {
 
 class HttpFrontDoor;
+class SchemaRegistryPort;
 
 struct ServeOptions {
   // `--pipelines DIR` ("" for none) and the budget of their DuckDB memory limits (0: half
@@ -77,8 +78,10 @@ class ServeProcess {
   // theirs, new ones take the new ones; a file that does not load keeps the old in use
   // (the error says why). OK and nothing done without a tls: section.
   Status ReloadTls();
-  int http_port() const;  // 0: off
-  int pg_port() const;    // 0: off
+  int http_port() const;             // 0: off
+  int pg_port() const;               // 0: off
+  int schema_registry_port() const;  // 0: off
+  SchemaRegistryPort* schema_registry() { return schema_registry_.get(); }
   PipelineSet* pipelines() { return pipelines_.get(); }
   broker::KafkaService& kafka() { return *kafka_; }
 
@@ -89,7 +92,8 @@ class ServeProcess {
   // pipelines, the pipelines (they commit to the broker) before the broker.
   std::unique_ptr<lake::RestCatalog> catalog_;
   std::unique_ptr<broker::KafkaService> kafka_;
-  std::shared_ptr<net::TlsContext> tls_;  // the tls: section's, or null
+  std::shared_ptr<net::TlsContext> tls_;                 // the tls: section's, or null
+  std::unique_ptr<SchemaRegistryPort> schema_registry_;  // after the broker, before pipelines
   std::unique_ptr<PipelineSet> pipelines_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<HttpFrontDoor> http_door_;  // http.addr's socket, in front of http_

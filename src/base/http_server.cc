@@ -192,6 +192,7 @@ std::string BrowserRefusal(const HttpBrowserGuard& guard, const HttpRequest& req
   if (req.method == "GET" || req.method == "HEAD" || req.method == "OPTIONS" || accepts_forms) {
     return "";
   }
+  if (guard.preflighted_methods_pass && req.method != "POST") return "";
   for (const char* proof : {"authorization", "x-sluice-request", "x-client-version",
                             "x-iceberg-access-delegation", "idempotency-key"}) {
     if (req.Header(proof) != nullptr) return "";

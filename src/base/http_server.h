@@ -106,6 +106,10 @@ struct HttpBrowserGuard {
   bool enabled = false;
   // Host names (lower case, IPv6 without brackets) requests may name; "*": any.
   std::vector<std::string> allowed_hosts;
+  // PUT, DELETE and PATCH need no proof: a browser sends them to another site only after a
+  // CORS preflight, which no route here approves (the Schema Registry's port, whose users
+  // `curl -X DELETE` as Confluent's documentation does). POST still needs one.
+  bool preflighted_methods_pass = false;
 };
 
 // Why the guard refuses `req` (one line), or "" when it may go on. `accepts_forms` as the

@@ -254,6 +254,7 @@ struct ServeFlags {
   std::string http_addr;
   std::string warehouse;
   std::string pg_addr;
+  std::string schema_registry_addr;
   std::string node_id;  // kept as text: the config checks it (and says where it came from)
   std::string etcd, inter_broker_addr;
 };
@@ -282,6 +283,9 @@ int RunServe(const ServeFlags& f) {
   if (!f.http_addr.empty()) config.Set("http.addr", f.http_addr, "--http-addr");
   if (!f.warehouse.empty()) config.Set("warehouse", f.warehouse, "--warehouse");
   if (!f.pg_addr.empty()) config.Set("query.pg_addr", f.pg_addr, "--pg-addr");
+  if (!f.schema_registry_addr.empty()) {
+    config.Set("schema_registry.addr", f.schema_registry_addr, "--schema-registry-addr");
+  }
   if (!f.node_id.empty()) config.Set("node_id", f.node_id, "--node-id");
   if (!f.etcd.empty()) config.Set("etcd", f.etcd, "--etcd");
   if (!f.inter_broker_addr.empty())
@@ -412,6 +416,10 @@ int main(int argc, char** argv) {
       "--pg-addr", serve_flags.pg_addr,
       "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
       "port 0: any free port; off: none; docs/design/0010-query-server.md)");
+  serve->add_option(
+      "--schema-registry-addr", serve_flags.schema_registry_addr,
+      "HOST:PORT of the Schema Registry (Confluent's REST API; default 127.0.0.1:8081; port 0: "
+      "any free port; off: none; docs/design/0022-schemas.md)");
 
   serve->add_option("--node-id", serve_flags.node_id,
                     "this broker's id in a cluster (0 or more; with --etcd)");

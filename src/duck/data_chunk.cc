@@ -22,6 +22,8 @@ void Vector::AssignString(uint64_t row, std::string_view value) const {
   duckdb_vector_assign_string_element_len(v_, row, value.data(), value.size());
 }
 
+void Vector::Reference(const Vector& from) const { duckdb_vector_reference_vector(v_, from.v_); }
+
 Vector Vector::ListChild() const { return Vector(duckdb_list_vector_get_child(v_)); }
 
 Status Vector::ListReserve(uint64_t capacity) const {

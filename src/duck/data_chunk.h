@@ -88,6 +88,10 @@ class Vector {
   LogicalType type() const;
   _duckdb_vector* handle() const { return v_; }
 
+  // Makes this vector show `from`'s data with no copy (DuckDB's vector reference: both
+  // share the buffers). The types must be the same.
+  void Reference(const Vector& from) const;
+
  private:
   _duckdb_vector* v_ = nullptr;
 };

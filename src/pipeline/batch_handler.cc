@@ -7,10 +7,39 @@
 
 namespace sluice::pipeline {
 
-Result<std::unique_ptr<BatchHandler>> BatchHandler::Create(duck::Connection& conn,
-                                                           const PipelineConfig& c) {
+Result<std::unique_ptr<BatchHandler>> BatchHandler::Create(
+    duck::Connection& conn, const PipelineConfig& c,
+    std::shared_ptr<schema::SchemaSource> schemas) {
   std::unique_ptr<BatchHandler> h(new BatchHandler(conn));
-  if (c.handler.type == HandlerType::kStructuredBatch) {
+  if (c.source.format != MessageFormat::kJson) {
+    // Framed messages decoded by their schema ids (docs/design/0022).
+    if (schemas == nullptr) {
+      return InvalidArgumentError("pipeline {}: source.kafka.format needs a schema registry",
+                                  c.name);
+    }
+    schema::FramedOptions o;
+    o.format = c.source.format == MessageFormat::kAvro       ? schema::PayloadFormat::kAvro
+               : c.source.format == MessageFormat::kProtobuf ? schema::PayloadFormat::kProtobuf
+                                                             : schema::PayloadFormat::kJsonSchema;
+    if (c.handler.type == HandlerType::kStructuredBatch) {
+      o.table = c.handler.table;
+      h->batch_table_ = c.handler.table;
+    } else {
+      // The reader schema: the latest version of the first topic's value subject
+      // (TopicNameStrategy, the Confluent clients' default).
+      if (!c.source.topics.empty()) o.subject = c.source.topics[0] + "-value";
+      o.in_memory = c.handler.type == HandlerType::kInferredMemBatch;
+      h->inferred_in_memory_ = o.in_memory;
+      h->batch_table_ = "batch";
+    }
+    h->framed_inferred_ = o.table.empty();
+    auto dec = schema::FramedDecoder::Create(conn, std::move(schemas), o);
+    if (!dec.ok()) {
+      return InvalidArgumentError("pipeline {}: source.kafka.format {}: {}", c.name,
+                                  schema::PayloadFormatName(o.format), dec.status().message());
+    }
+    h->framed_ = std::move(dec).value();
+  } else if (c.handler.type == HandlerType::kStructuredBatch) {
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
     StructuredOptions decoder_options;
     decoder_options.in_memory = true;
@@ -41,10 +70,12 @@ BatchHandler::~BatchHandler() {
   handler_.reset();
   structured_.reset();
   inferred_.reset();
+  framed_.reset();
 }
 
 Result<size_t> BatchHandler::Decode(std::span<const kafka::client::Message> messages,
                                     std::vector<DecodeError>* errors) {
+  if (framed_) return framed_->Decode(messages, errors);
   return structured_ ? structured_->Decode(messages, errors) : inferred_->Decode(messages, errors);
 }
 
@@ -52,16 +83,17 @@ Result<uint64_t> BatchHandler::Run() {
   if (result_view_) result_view_->SetChunks({});
   result_chunks_.clear();
   result_.reset();
-  if (inferred_) {
+  if (inferred_ || framed_inferred_) {
+    const std::string& schema_sql = inferred_ ? inferred_->schema_sql() : framed_->schema_sql();
     // DuckDB does not notice that the batch's view (or table) was recreated with other
     // columns: a statement prepared over the old ones would read the new chunks with the
     // old types. Prepare again whenever the batch's schema changed, and every batch when
     // the batch is a table recreated each time (InferredDiskBatch).
-    if (!inferred_in_memory_ || inferred_->schema_sql() != prepared_schema_) {
+    if (!inferred_in_memory_ || schema_sql != prepared_schema_) {
       handler_.reset();
       ++batch_generation_;
     }
-    prepared_schema_ = inferred_->schema_sql();
+    prepared_schema_ = schema_sql;
   }
   if (!handler_) {
     ASSIGN_OR_RETURN(handler_, duck::PreparedStatement::Prepare(conn_, sql_));

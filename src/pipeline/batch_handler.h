@@ -23,6 +23,7 @@
 #include "kafka/client/consumer.h"
 #include "pipeline/json_decoder.h"
 #include "pipeline/pipeline_config.h"
+#include "schema/framed_decoder.h"
 
 namespace sluice::pipeline {
 
@@ -33,8 +34,11 @@ class BatchHandler {
 
   // The decoder of `config.handler` on `conn` and its SQL (not prepared yet: the batch's
   // table exists from the first batch on).
-  static Result<std::unique_ptr<BatchHandler>> Create(duck::Connection& conn,
-                                                      const PipelineConfig& config);
+  // `schemas`: where source.kafka.format avro, protobuf and json_schema get their schemas
+  // (unused for json).
+  static Result<std::unique_ptr<BatchHandler>> Create(
+      duck::Connection& conn, const PipelineConfig& config,
+      std::shared_ptr<schema::SchemaSource> schemas = nullptr);
   ~BatchHandler();
   BatchHandler(const BatchHandler&) = delete;
   BatchHandler& operator=(const BatchHandler&) = delete;
@@ -61,6 +65,8 @@ class BatchHandler {
   duck::Connection& conn_;
   std::unique_ptr<StructuredDecoder> structured_;
   std::unique_ptr<InferredDecoder> inferred_;
+  std::unique_ptr<schema::FramedDecoder> framed_;  // source.kafka.format other than json
+  bool framed_inferred_ = false;                   // framed_ with an inferred handler
   bool inferred_in_memory_ = false;
   std::string batch_table_;
   std::string sql_;

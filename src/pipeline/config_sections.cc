@@ -142,9 +142,10 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     Error(source.line, "pipeline.source.kafka", "is required but missing");
     return;
   }
-  MapView kafka = OpenMap(k->value, "pipeline.source.kafka", EntryLine(*k, source.line),
-                          {"brokers", "group_id", "auto_offset_reset", "topics",
-                           "security_protocol", "ssl", "sasl", "fetch", "properties"});
+  MapView kafka =
+      OpenMap(k->value, "pipeline.source.kafka", EntryLine(*k, source.line),
+              {"brokers", "group_id", "auto_offset_reset", "topics", "security_protocol", "ssl",
+               "sasl", "fetch", "properties", "format", "schema_registry"});
   if (!kafka.present || k->value.IsNull()) {
     if (k->value.IsNull()) Error(kafka.line, kafka.path, "is empty; it is required");
     return;
@@ -155,6 +156,8 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     out->auto_offset_reset = *v;
   }
   if (auto v = StringList(kafka, "topics", true, "[events]")) out->topics = std::move(*v);
+  if (auto v = Enum(kafka, "format", false, kFormats, false)) out->format = *v;
+  SchemaRegistry(kafka, &out->schema_registry);
   if (const Entry* f = kafka.Find("fetch")) {
     MapView fetch = OpenMap(f->value, Join(kafka.path, "fetch"), EntryLine(*f, kafka.line),
                             {"max_bytes", "max_partition_bytes", "prefetch"});
@@ -259,13 +262,31 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
     case SinkType::kNoop:
       break;
     case SinkType::kKafka: {
-      MapView k = Section(s, "kafka",
-                          {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties",
-                           "exactly_once", "transactional_id"},
-                          why);
+      MapView k =
+          Section(s, "kafka",
+                  {"brokers", "topic", "security_protocol", "ssl", "sasl", "properties",
+                   "exactly_once", "transactional_id", "format", "schema_registry", "subject"},
+                  why);
       if (!k.present) break;
       Connection(k, &out->kafka, false);
       out->kafka.topic = String(k, "topic", true).value_or("");
+      if (auto v = Enum(k, "format", false, kFormats, false)) {
+        if (*v == MessageFormat::kJsonSchema) {
+          Error(EntryLine(*k.Find("format"), k.line), Join(k.path, "format"),
+                "json_schema is read, not written: the sink writes json, avro or protobuf");
+        }
+        out->kafka.format = *v;
+      }
+      SchemaRegistry(k, &out->kafka.schema_registry);
+      if (auto subject = String(k, "subject", false)) {
+        if (out->kafka.format != MessageFormat::kAvro &&
+            out->kafka.format != MessageFormat::kProtobuf) {
+          Error(EntryLine(*k.Find("subject"), k.line), Join(k.path, "subject"),
+                "names the subject avro and protobuf register their schema under; the format is "
+                "json");
+        }
+        out->kafka.subject = std::move(*subject);
+      }
       KafkaExactlyOnce(k, &out->kafka);
       break;
     }
@@ -407,6 +428,28 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
     }
   }
   return errors_.size() == errors_before;
+}
+
+void Walker::SchemaRegistry(const MapView& k, std::optional<SchemaRegistryConfig>* out) {
+  const Entry* e = k.Find("schema_registry");
+  if (e == nullptr) return;
+  MapView m = OpenMap(e->value, Join(k.path, "schema_registry"), EntryLine(*e, k.line),
+                      {"url", "username", "password"});
+  if (!m.present) return;
+  SchemaRegistryConfig c;
+  if (auto url = String(m, "url", true)) {
+    if (!url->starts_with("http://")) {
+      Error(EntryLine(*m.Find("url"), m.line), Join(m.path, "url"),
+            fmt::format("{} is not http://HOST:PORT", Quote(*url)));
+    }
+    c.url = std::move(*url);
+  }
+  c.username = String(m, "username", false).value_or("");
+  c.password = String(m, "password", false).value_or("");
+  if (c.username.empty() != c.password.empty()) {
+    Error(m.line, m.path, "username and password go together");
+  }
+  *out = std::move(c);
 }
 
 void Walker::KafkaExactlyOnce(const MapView& k, KafkaSinkConfig* out) {

@@ -109,6 +109,10 @@ struct EnumName {
 
 inline constexpr EnumName<AutoOffsetReset> kOffsetResets[] = {
     {"earliest", AutoOffsetReset::kEarliest}, {"latest", AutoOffsetReset::kLatest}};
+inline constexpr EnumName<MessageFormat> kFormats[] = {{"json", MessageFormat::kJson},
+                                                       {"avro", MessageFormat::kAvro},
+                                                       {"protobuf", MessageFormat::kProtobuf},
+                                                       {"json_schema", MessageFormat::kJsonSchema}};
 inline constexpr EnumName<SecurityProtocol> kProtocols[] = {
     {"PLAINTEXT", SecurityProtocol::kPlaintext},
     {"SSL", SecurityProtocol::kSsl},
@@ -507,6 +511,8 @@ class Walker {
   void Handler(const MapView& pipeline, HandlerConfig* out);
   bool Sink(const YAML::Node& node, const std::string& path, int line, SinkConfig* out);
   void OnError(const MapView& pipeline, OnErrorConfig* out);
+  // source.kafka.schema_registry / sink.kafka.schema_registry.
+  void SchemaRegistry(const MapView& k, std::optional<SchemaRegistryConfig>* out);
   // A kafka sink's exactly_once and transactional_id; the rules that need the whole file.
   void KafkaExactlyOnce(const MapView& k, KafkaSinkConfig* out);
   void ExactlyOnceRules(const PipelineConfig& config, const MapView& pipeline);

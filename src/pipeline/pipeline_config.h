@@ -44,6 +44,9 @@ enum class AutoOffsetReset { kEarliest, kLatest };
 enum class SecurityProtocol { kPlaintext, kSsl, kSaslPlaintext, kSaslSsl };
 enum class HandlerType { kStructuredBatch, kInferredMemBatch, kInferredDiskBatch };
 enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres, kIceberg };
+// source.kafka.format / sink.kafka.format (sluice's keys): plain JSON, or the Confluent
+// framing with a schema id from a Schema Registry (docs/design/0022-schemas.md).
+enum class MessageFormat { kJson, kAvro, kProtobuf, kJsonSchema };
 enum class ErrorPolicy { kRaise, kIgnore, kDlq };
 enum class PostgresMode { kAppend, kUpsert };
 enum class SubstitutionType { kUuid4 };
@@ -95,7 +98,18 @@ struct KafkaFetchConfig {
   int64_t prefetch = 2;  // fetches of max_bytes held ahead of the pipeline
 };
 
+// schema_registry (sluice's key, under source.kafka and sink.kafka): a Confluent-compatible
+// registry's URL and its HTTP Basic login. Not set: under `sluice serve`, a pipeline whose
+// broker is that server uses its own registry; elsewhere http://<first broker's host>:8081.
+struct SchemaRegistryConfig {
+  std::string url;
+  std::string username;
+  std::string password;
+};
+
 struct KafkaSourceConfig : KafkaConnectionConfig {
+  MessageFormat format = MessageFormat::kJson;
+  std::optional<SchemaRegistryConfig> schema_registry;
   std::string group_id;
   AutoOffsetReset auto_offset_reset = AutoOffsetReset::kEarliest;
   std::vector<std::string> topics;  // at least one
@@ -114,6 +128,11 @@ struct HandlerConfig {
 
 struct KafkaSinkConfig : KafkaConnectionConfig {
   std::string topic;
+  // avro or protobuf: rows in the Confluent framing, their schema derived from the result's
+  // columns and registered under `subject` (default `<topic>-value`). json_schema is refused.
+  MessageFormat format = MessageFormat::kJson;
+  std::optional<SchemaRegistryConfig> schema_registry;
+  std::string subject;
   // sluice's addition (docs/pipelines.md "Exactly-once into Kafka"): each batch's rows and
   // the consumed offsets in one Kafka transaction. Only on pipeline.sink, without a
   // window, pipeline.state or managed tables.

@@ -27,6 +27,7 @@
 #include "pipeline/kafka_source.h"
 #include "pipeline/progress.h"
 #include "pipeline/runner_metrics.h"
+#include "pipeline/schemas.h"
 #include "pipeline/sink_factory.h"
 #include "pipeline/state_writer.h"
 #include "pipeline/table_managers.h"
@@ -169,7 +170,8 @@ Result<std::unique_ptr<sinks::Sink>> PipelineRunner::NewSink(const SinkConfig& c
                                                              int64_t memory_limit_bytes,
                                                              sinks::Sink* transaction) const {
   if (options_.make_sink) return options_.make_sink(config);
-  return MakeSink(config, options_.console, source, memory_limit_bytes, config_.name, transaction);
+  return MakeSink(config, options_.console, source, memory_limit_bytes, config_.name, transaction,
+                  options_.schemas);
 }
 
 Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig config,
@@ -336,7 +338,16 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
     writer = StateWriter::Start(std::move(writer_conn), std::move(state_tables), *c.window, c.name,
                                 kWriterQueue);
   }
-  ASSIGN_OR_RETURN(impl.handler, BatchHandler::Create(*impl.conn, c));
+  std::shared_ptr<schema::SchemaSource> schemas;
+  if (c.source.format != MessageFormat::kJson) {
+    auto found = SchemasFor(c.source.schema_registry, c.source.brokers, options.schemas);
+    if (!found.ok()) {
+      return InvalidArgumentError("pipeline {}: source.kafka.schema_registry: {}", c.name,
+                                  found.status().message());
+    }
+    schemas = std::move(found).value();
+  }
+  ASSIGN_OR_RETURN(impl.handler, BatchHandler::Create(*impl.conn, c, std::move(schemas)));
   if (!options.without_sinks && !c.window) {
     ASSIGN_OR_RETURN(impl.sink, r->NewSink(c.sink, &c.source, c.duckdb.memory_limit_bytes));
   }

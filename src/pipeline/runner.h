@@ -42,6 +42,7 @@
 #include "pipeline/lost_transactions.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/source.h"
+#include "schema/schema_source.h"
 #include "sinks/sink.h"
 
 namespace sluice::pipeline {
@@ -53,6 +54,9 @@ struct RunnerOptions {
   std::FILE* progress = nullptr;
   // Where InferredDiskBatch keeps its database and spills; "" for a temporary directory.
   std::string work_dir;
+  // The Schema Registry of this process (sluice serve), for a source or kafka sink of its
+  // own broker without a schema_registry.url of its own; null: none (pipeline/schemas.h).
+  std::shared_ptr<schema::SchemaSource> schemas;
   // Make no sinks (for Invoke, which never writes to one).
   bool without_sinks = false;
   // Tests: the source Run reads instead of a KafkaSource over the pipeline's source.

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/schemas.h"
+#include "schema/framed_encoder.h"
 #include "sinks/console_sink.h"
 #include "sinks/iceberg_sink.h"
 #include "sinks/kafka_sink.h"
@@ -28,7 +30,8 @@ bool SameBrokers(std::vector<std::string> a, std::vector<std::string> b) {
 Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
                                               const KafkaSourceConfig* source,
                                               int64_t memory_limit_bytes, std::string_view pipeline,
-                                              sinks::Sink* transaction) {
+                                              sinks::Sink* transaction,
+                                              std::shared_ptr<schema::SchemaSource> schemas) {
   switch (config.type) {
     case SinkType::kConsole:
       return std::unique_ptr<sinks::Sink>(
@@ -52,6 +55,26 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
       }
       for (const auto& [k, v] : KafkaClientProperties(config.kafka)) {
         if (k != "bootstrap.servers") o.properties[k] = v;
+      }
+      if (config.kafka.format == MessageFormat::kAvro ||
+          config.kafka.format == MessageFormat::kProtobuf) {
+        // Rows in the Confluent framing, the schema registered from their columns
+        // (docs/design/0022).
+        ASSIGN_OR_RETURN(std::shared_ptr<schema::SchemaSource> registry,
+                         SchemasFor(config.kafka.schema_registry, config.kafka.brokers, schemas));
+        ASSIGN_OR_RETURN(std::unique_ptr<schema::FramedEncoder> made,
+                         schema::FramedEncoder::Create(std::move(registry),
+                                                       config.kafka.format == MessageFormat::kAvro
+                                                           ? schema::PayloadFormat::kAvro
+                                                           : schema::PayloadFormat::kProtobuf,
+                                                       config.kafka.subject.empty()
+                                                           ? config.kafka.topic + "-value"
+                                                           : config.kafka.subject));
+        std::shared_ptr<schema::FramedEncoder> encoder = std::move(made);
+        o.render = [encoder](duck::Connection& conn, std::string_view table,
+                             const std::function<Status(std::string_view)>& emit) {
+          return encoder->Encode(conn, table, emit);
+        };
       }
       ASSIGN_OR_RETURN(auto sink, sinks::KafkaSink::Create(std::move(o)));
       return std::unique_ptr<sinks::Sink>(std::move(sink));

@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "pipeline/pipeline_config.h"
+#include "schema/schema_source.h"
 #include "sinks/sink.h"
 
 namespace sluice::pipeline {
@@ -19,11 +20,11 @@ namespace sluice::pipeline {
 // $SLUICE_WAREHOUSE.
 // `pipeline`: its name (an exactly-once kafka sink's transactional.id). `transaction`: the
 // pipeline's sink, when this is its dead-letter sink: a kafka DLQ on the same brokers as
-// an exactly-once kafka sink writes into that sink's transactions.
-Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FILE* console,
-                                              const KafkaSourceConfig* source = nullptr,
-                                              int64_t memory_limit_bytes = 0,
-                                              std::string_view pipeline = {},
-                                              sinks::Sink* transaction = nullptr);
+// an exactly-once kafka sink writes into that sink's transactions. `schemas`: the
+// registry of this process, for a kafka sink writing avro or protobuf (pipeline/schemas.h).
+Result<std::unique_ptr<sinks::Sink>> MakeSink(
+    const SinkConfig& config, std::FILE* console, const KafkaSourceConfig* source = nullptr,
+    int64_t memory_limit_bytes = 0, std::string_view pipeline = {},
+    sinks::Sink* transaction = nullptr, std::shared_ptr<schema::SchemaSource> schemas = nullptr);
 
 }  // namespace sluice::pipeline

@@ -51,7 +51,8 @@ Status QueryEngine::OpenDatabase(duck::Connection& conn) const {
   RETURN_IF_ERROR(conn.Execute("SET preserve_insertion_order = false"));
   if (!options_.kafka_bootstrap.empty()) {
     RETURN_IF_ERROR(RegisterTopicFunction(conn, {.bootstrap_servers = options_.kafka_bootstrap,
-                                                 .client_properties = options_.kafka_properties}));
+                                                 .client_properties = options_.kafka_properties,
+                                                 .schemas = options_.schemas}));
   }
   // What the rewrites read once per process, read at start rather than in the first query.
   if (options_.rewrites) RETURN_IF_ERROR(rewrite::WarmUp(conn));

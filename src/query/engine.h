@@ -24,6 +24,7 @@
 #include "duck/database.h"
 #include "query/authz/grants.h"
 #include "query/server.h"
+#include "schema/schema_source.h"
 
 namespace sluice::query {
 
@@ -47,6 +48,8 @@ struct QueryEngineOptions {
   std::string kafka_bootstrap;  // "" : no topic()
   // topic()'s other librdkafka properties (serve's own credential: security.protocol, sasl.*).
   std::map<std::string, std::string> kafka_properties;
+  // The Schema Registry topic() decodes registered values with (null: none; 0022).
+  std::shared_ptr<schema::SchemaSource> schemas;
   int64_t memory_limit_bytes = int64_t{1} << 30;  // the query database's, for the rewrites
   int threads = 2;
   std::string server_version = "15.0";

@@ -357,37 +357,43 @@ Status KafkaSink::AbortKeepingOffsets(const Status& cause) {
 
 Status KafkaSink::ProduceRows(duck::Connection& conn, std::string_view table,
                               const std::string& topic, std::vector<RejectedRow>* rejected) {
-  ASSIGN_OR_RETURN(duck::QueryResult rows, RowsAsJson(conn, table));
   const auto deadline = std::chrono::steady_clock::now() + flush_timeout_;
-  for (size_t i = 0; i < rows.chunk_count(); ++i) {
-    duck::ResultChunk c = rows.chunk(i);
-    for (size_t r = 0; r < c.size(); ++r) {
-      std::string_view value = c.GetString(0, r);
-      for (;;) {
-        Status st =
-            producer_->Produce(topic, kafka::client::kAnyPartition, std::string_view(), value);
-        if (st.ok()) {
-          ++produced_since_flush_;
-          break;
-        }
-        if (st.code() == StatusCode::kResourceExhausted) {
-          // The local queue is full: serve delivery reports until there is room.
-          if (std::chrono::steady_clock::now() > deadline) {
-            return st.WithContext(
-                fmt::format("kafka sink (topic {}): the producer queue "
-                            "stayed full for {} ms",
-                            topic, flush_timeout_.count()));
-          }
-          producer_->Poll(100ms);
-          continue;
-        }
-        if (st.code() == StatusCode::kInvalidArgument) {
-          // This record alone (too large, say): the others go on.
-          rejected->push_back({std::string(value), st.message()});
-          break;
-        }
-        return st.WithContext(fmt::format("kafka sink (topic {})", topic));
+  auto produce = [&](std::string_view value) -> Status {
+    for (;;) {
+      Status st =
+          producer_->Produce(topic, kafka::client::kAnyPartition, std::string_view(), value);
+      if (st.ok()) {
+        ++produced_since_flush_;
+        break;
       }
+      if (st.code() == StatusCode::kResourceExhausted) {
+        // The local queue is full: serve delivery reports until there is room.
+        if (std::chrono::steady_clock::now() > deadline) {
+          return st.WithContext(
+              fmt::format("kafka sink (topic {}): the producer queue "
+                          "stayed full for {} ms",
+                          topic, flush_timeout_.count()));
+        }
+        producer_->Poll(100ms);
+        continue;
+      }
+      if (st.code() == StatusCode::kInvalidArgument) {
+        // This record alone (too large, say): the others go on.
+        rejected->push_back({std::string(value), st.message()});
+        break;
+      }
+      return st.WithContext(fmt::format("kafka sink (topic {})", topic));
+    }
+    return Status::OK();
+  };
+  if (options_.render && topic == options_.topic) {
+    // The sink's own rows in its format; dead letters stay JSON.
+    RETURN_IF_ERROR(options_.render(conn, table, produce));
+  } else {
+    ASSIGN_OR_RETURN(duck::QueryResult rows, RowsAsJson(conn, table));
+    for (size_t i = 0; i < rows.chunk_count(); ++i) {
+      duck::ResultChunk c = rows.chunk(i);
+      for (size_t r = 0; r < c.size(); ++r) RETURN_IF_ERROR(produce(c.GetString(0, r)));
     }
   }
   producer_->Poll(0ms);

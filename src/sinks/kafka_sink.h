@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +25,11 @@ namespace sluice::sinks {
 struct KafkaSinkOptions {
   std::vector<std::string> brokers;  // "host:port" each; bootstrap.servers
   std::string topic;
+  // The record values of a batch's rows, handed to `emit` in order (sink.kafka.format avro
+  // or protobuf: schema::FramedEncoder). Null: each row as a JSON object.
+  using Render = std::function<Status(duck::Connection& conn, std::string_view table,
+                                      const std::function<Status(std::string_view)>& emit)>;
+  Render render;
   // Any librdkafka producer property (sluice's addition to sqlflow's keys); they override
   // the sink's defaults. librdkafka's own default acks=all is kept unless set here.
   kafka::client::Config properties;

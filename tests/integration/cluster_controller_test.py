@@ -63,7 +63,7 @@ class ClusterBroker:
                 if self.cluster_name:
                     f.write(f"  name: {self.cluster_name}\n")
         a = [self.sluice, "serve", "--kafka-addr", self.bootstrap, "--data-dir", self.data_dir,
-             "--shards", "2", "--http-addr", "off", "--pg-addr", "off", "--config", config]
+             "--shards", "2", "--http-addr", "off", "--pg-addr", "off", "--schema-registry-addr", "off", "--config", config]
         if etcd:
             a += ["--node-id", str(self.node), "--etcd", self.etcd_url]
         return a

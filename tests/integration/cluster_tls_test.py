@@ -68,7 +68,7 @@ class ListenerBroker(ClusterBroker):
             f.write(f"kafka:\n  listeners: [{listeners}]\n")
             f.write(self.extra)
         return [self.sluice, "serve", "--data-dir", self.data_dir, "--shards", "2",
-                "--http-addr", "off", "--pg-addr", "off", "--config", config,
+                "--http-addr", "off", "--pg-addr", "off", "--schema-registry-addr", "off", "--config", config,
                 "--node-id", str(self.node), "--etcd", self.etcd_url]
 
 

@@ -67,7 +67,7 @@ class Broker {
     const out = path.join(this.dir, 'out')
     const err = path.join(this.dir, 'err')
     const fds = [fs.openSync(out, 'w'), fs.openSync(err, 'w')]
-    this.proc = spawn(this.sluice, ['serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0',
+    this.proc = spawn(this.sluice, ['serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0', '--schema-registry-addr', 'off',
       '--data-dir', path.join(this.dir, 'data'),
       '--shards', '2', '--config', path.join(this.dir, 'sluice.yaml')], { stdio: ['ignore', fds[0], fds[1]] })
     fds.forEach(fd => fs.closeSync(fd))

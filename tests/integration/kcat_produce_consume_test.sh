@@ -29,7 +29,7 @@ fail() {
 }
 
 # Port 0: the kernel picks a free port, which sluice prints once it listens.
-"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --data-dir "$tmp/data" --shards 2 >"$tmp/out" 2>"$tmp/err" &
+"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off --data-dir "$tmp/data" --shards 2 >"$tmp/out" 2>"$tmp/err" &
 pid=$!
 port=""
 for _ in $(seq 1 200); do

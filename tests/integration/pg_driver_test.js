@@ -31,7 +31,7 @@ const running = new Set()
 
 // `sluice serve` with its own data directory; resolves to { proc, port, logs() }.
 async function startServe (sluice, dir, name, yaml) {
-  const args = ['serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0',
+  const args = ['serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0', '--schema-registry-addr', 'off',
     '--data-dir', path.join(dir, name + '-data'), '--shards', '1']
   if (yaml) {
     fs.writeFileSync(path.join(dir, name + '.yaml'), yaml)

@@ -1184,13 +1184,22 @@ TEST_F(PipelineTest, ServeRunsEveryPipelineInTheFolderBesideItsBroker) {
   WriteFile(pipelines / "b.yaml", Render(inferred, "{{ SLUICE_KAFKA_ADDR }}"));
   WriteFile(pipelines / "notes.txt", "not a pipeline file: ignored\n");
   WriteFile(dir_ / "serve.yaml", "groups:\n  initial_rebalance_delay: 0s\n");
-  std::vector<std::string> args = {binary_,        "serve",
-                                   "--config",     (dir_ / "serve.yaml").string(),
-                                   "--kafka-addr", fmt::format("127.0.0.1:{}", port),
-                                   "--data-dir",   (dir_ / "serve-data").string(),
-                                   "--pipelines",  pipelines.string(),
-                                   "--http-addr",  "127.0.0.1:0",
-                                   "--pg-addr",    "127.0.0.1:0"};
+  std::vector<std::string> args = {binary_,
+                                   "serve",
+                                   "--config",
+                                   (dir_ / "serve.yaml").string(),
+                                   "--kafka-addr",
+                                   fmt::format("127.0.0.1:{}", port),
+                                   "--data-dir",
+                                   (dir_ / "serve-data").string(),
+                                   "--pipelines",
+                                   pipelines.string(),
+                                   "--http-addr",
+                                   "127.0.0.1:0",
+                                   "--pg-addr",
+                                   "127.0.0.1:0",
+                                   "--schema-registry-addr",
+                                   "off"};
   Child serve(args, dir_ / "serve.out", dir_ / "serve.err");
   ASSERT_EQ(serve.Start(), "");
   ASSERT_TRUE(
@@ -1245,10 +1254,11 @@ TEST_F(PipelineTest, ServeRefusesABadPipelineFolderBeforeListening) {
   WriteFile(pipelines / "b.yml", Render(spec, "127.0.0.1:9"));
   WriteFile(pipelines / "c.yml", "pipeline:\n  name: broken\n  batch_size: many\n");
   std::string out_text, err_text;
-  int status = RunSluice({"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-                          "--pg-addr", "127.0.0.1:0", "--data-dir", (dir_ / "data").string(),
-                          "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
-                         &out_text, &err_text);
+  int status = RunSluice(
+      {"serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr",
+       "127.0.0.1:0", "--schema-registry-addr", "off", "--data-dir", (dir_ / "data").string(),
+       "--pipelines", pipelines.string(), "--pipelines-memory-budget", "300"},
+      &out_text, &err_text);
   EXPECT_EQ(status, 2) << out_text << err_text;
   EXPECT_EQ(out_text.find("serving Kafka"), std::string::npos) << out_text;
   EXPECT_NE(err_text.find("c.yml:3"), std::string::npos) << err_text;

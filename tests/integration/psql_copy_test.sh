@@ -30,7 +30,7 @@ fail() {
   exit 1
 }
 
-"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 \
+"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off \
   --data-dir "$tmp/data" --shards 1 >"$tmp/serve.out" 2>"$tmp/serve.err" &
 pid=$!
 pg_port=""

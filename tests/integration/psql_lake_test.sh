@@ -35,7 +35,7 @@ topics:
 groups:
   initial_rebalance_delay: 0s
 YAML
-"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --shards 1 \
+"$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off --shards 1 \
   --config "$tmp/sluice.yaml" --data-dir "$tmp/data" --warehouse "$tmp/wh" >"$tmp/serve.out" 2>"$tmp/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")

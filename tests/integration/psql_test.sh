@@ -31,7 +31,7 @@ fail() {
 # start NAME [CONFIG]: starts serve, sets $pg_port (the kernel picks the port).
 start() {
   local name=$1 config=${2:-}
-  local args=(serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0
+  local args=(serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off
               --data-dir "$tmp/$name-data" --shards 1)
   if [ -n "$config" ]; then
     printf '%s\n' "$config" >"$tmp/$name.yaml"

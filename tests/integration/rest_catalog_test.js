@@ -94,7 +94,7 @@ class Proc {
 
 // `sluice serve` with the catalog on a free port, over `dir`/data and `dir`/lake.
 async function startServe (sluice, dir, run) {
-  const p = new Proc(dir, `serve-${run}`, [sluice, 'serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0',
+  const p = new Proc(dir, `serve-${run}`, [sluice, 'serve', '--kafka-addr', '127.0.0.1:0', '--http-addr', '127.0.0.1:0', '--pg-addr', '127.0.0.1:0', '--schema-registry-addr', 'off',
     '--data-dir', path.join(dir, 'data'), '--warehouse', path.join(dir, 'lake'), '--shards', '2'])
   const kafka = await p.waitFor(/^sluice: serving Kafka on (127\.0\.0\.1:\d+) /m, 'sluice serve listening')
   const http = await p.waitFor(/^sluice: Iceberg REST catalog on (http:\/\/127\.0\.0\.1:\d+)\/v1 /m, 'the catalog')

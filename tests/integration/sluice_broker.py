@@ -56,8 +56,11 @@ class Broker:
     unless given; removed by cleanup() only when it made it)."""
 
     def __init__(self, sluice, config=FAST_GROUPS, data_dir=None, extra_args=(),
-                 kafka_addr="127.0.0.1:0"):
+                 kafka_addr="127.0.0.1:0", schema_registry="off"):
         self.sluice = sluice
+        # --schema-registry-addr: off, or 127.0.0.1:0 (its URL is then self.registry_url).
+        self.schema_registry = schema_registry
+        self.registry_url = None
         self.kafka_addr = kafka_addr  # None: the config's kafka.listeners say where
         self.config = config
         self.extra_args = list(extra_args)
@@ -74,7 +77,8 @@ class Broker:
         self.out_path = os.path.join(self.tmp, f"out.{self.runs}")
         self.err_path = os.path.join(self.tmp, f"err.{self.runs}")
         args = [self.sluice, "serve", "--data-dir", self.data_dir,
-                "--shards", "2", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0"]
+                "--shards", "2", "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
+                "--schema-registry-addr", self.schema_registry]
         if self.kafka_addr is not None:
             args += ["--kafka-addr", self.kafka_addr]
         if self.config:
@@ -100,6 +104,17 @@ class Broker:
         m = wait_until(listening, timeout, "sluice serve listening")
         self.port = int(m.group(1))
         self.bootstrap = f"127.0.0.1:{self.port}"
+        if self.schema_registry != "off":
+            registry = re.compile(r"Schema Registry on (https?://\S+)")
+
+            def registry_up():
+                if self.proc.poll() is not None:
+                    raise TestFailure("sluice serve exited before its registry was up:\n" +
+                                      self.logs())
+                with open(self.out_path) as f:
+                    return registry.search(f.read())
+
+            self.registry_url = wait_until(registry_up, timeout, "schema registry").group(1)
         return self.bootstrap
 
     def stop(self, timeout=60):

@@ -59,9 +59,20 @@ SluiceProcess::~SluiceProcess() {
 std::string SluiceProcess::Start(std::chrono::milliseconds timeout) {
   if (dir_.empty()) return "mkdtemp failed";
   if (pid_ > 0) return "already started";
-  std::vector<std::string> args = {
-      sluice_,    "serve", "--kafka-addr", kafka_addr_,   "--data-dir", (dir_ / "data").string(),
-      "--shards", "2",     "--http-addr",  "127.0.0.1:0", "--pg-addr",  "127.0.0.1:0"};
+  std::vector<std::string> args = {sluice_,
+                                   "serve",
+                                   "--kafka-addr",
+                                   kafka_addr_,
+                                   "--data-dir",
+                                   (dir_ / "data").string(),
+                                   "--shards",
+                                   "2",
+                                   "--http-addr",
+                                   "127.0.0.1:0",
+                                   "--pg-addr",
+                                   "127.0.0.1:0",
+                                   "--schema-registry-addr",
+                                   "off"};
   if (!config_yaml_.empty()) {
     std::ofstream(dir_ / "sluice.yaml") << config_yaml_;
     args.push_back("--config");

@@ -51,7 +51,7 @@ YAML
 
 start_serve() {
   : >"$tmp/serve.out"
-  "$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --shards 1 \
+  "$sluice" serve --kafka-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 --pg-addr 127.0.0.1:0 --schema-registry-addr off --shards 1 \
     --config "$tmp/sluice.yaml" --data-dir "$tmp/data" --warehouse "$tmp/wh" \
     >"$tmp/serve.out" 2>>"$tmp/serve.err" &
   serve_pid=$!

@@ -20,6 +20,7 @@
 #include "kafka/client/admin.h"
 #include "kafka/client/consumer.h"
 #include "query/topic_scan/value_schema.h"
+#include "schema/decoder_plans.h"
 
 namespace sluice::query {
 namespace {
@@ -56,6 +57,10 @@ struct TopicBind : duck::TableFunction::BindData {
   int64_t from_ts_ms = std::numeric_limits<int64_t>::min();
   int64_t to_ts_ms = std::numeric_limits<int64_t>::max();
   std::vector<ValueColumn> value_columns;  // result columns kColumns, kColumns + 1, ...
+  // Or, for a registered schema (docs/design/0022): its columns, decoded by schema id.
+  schema::PayloadFormat schema_format = schema::PayloadFormat::kJson;
+  std::vector<schema::Column> schema_columns;  // result columns kColumns, kColumns + 1, ...
+  std::shared_ptr<const schema::ReaderShape> reader;
 };
 
 struct TopicScan : duck::TableFunction::ScanState {
@@ -64,6 +69,11 @@ struct TopicScan : duck::TableFunction::ScanState {
   // When the query reads value columns: their decoder, and the output column of each.
   std::unique_ptr<json::LenientDecoder> values;
   std::vector<size_t> value_outputs;
+  // When the query reads schema columns: the decoders, the chunk they write (every schema
+  // column), and which output column shows which of its columns.
+  std::unique_ptr<schema::DecoderPlans> plans;
+  std::optional<duck::DataChunk> decoded;
+  std::vector<std::pair<size_t, size_t>> schema_outputs;  // (output column, schema column)
   std::map<int32_t, int64_t> end;        // partition -> first offset not to read; erased when done
   std::vector<kc::Message> pending;      // polled, not yet emitted
   std::optional<kc::MessageBatch> held;  // what `pending` points into
@@ -142,6 +152,33 @@ void SetString(duck::Vector v, uint64_t row, std::string_view s, bool text) {
   v.AssignString(row, s);
 }
 
+// NULL for `v` at `row`, and for its struct fields (DuckDB reads a NULL struct's children);
+// an empty list entry for a list or map.
+void NullValue(const duck::Vector& v, const duck::LogicalType& t, uint64_t row) {
+  v.SetNull(row);
+  switch (t.id()) {
+    case duck::TypeId::kStruct:
+    case duck::TypeId::kUnion:
+      for (size_t i = 0; i < t.StructFieldCount(); ++i) {
+        NullValue(v.StructField(i), t.StructFieldType(i), row);
+      }
+      break;
+    case duck::TypeId::kList:
+    case duck::TypeId::kMap:
+      v.data<duck::ListEntry>()[row] = {0, 0};
+      break;
+    default:
+      break;
+  }
+}
+
+void NullRow(const duck::DataChunk& chunk, uint64_t row) {
+  for (size_t c = 0; c < chunk.column_count(); ++c) {
+    duck::Vector v = chunk.column(c);
+    NullValue(v, v.type(), row);
+  }
+}
+
 class TopicFunction : public duck::TableFunction {
  public:
   explicit TopicFunction(TopicFunctionOptions options) : options_(std::move(options)) {}
@@ -179,11 +216,19 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
   std::optional<std::string> columns = bind.NamedText("columns");
   std::optional<std::string> format = bind.NamedText("format");
   std::optional<int64_t> sample_size = bind.NamedInt64("sample_size");
-  if (format && !(format->size() == 4 &&
-                  std::equal(format->begin(), format->end(), "json", [](char a, char b) {
-                    return std::tolower(static_cast<unsigned char>(a)) == b;
-                  }))) {
-    return Fail(fmt::format("topic(): format '{}' is not supported (only 'json')", *format));
+  std::string format_name;
+  for (char c : format.value_or(""))
+    format_name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (format && format_name != "json" && format_name != "avro" && format_name != "protobuf") {
+    return Fail(
+        fmt::format("topic(): format '{}' is not supported (json, avro or protobuf)", *format));
+  }
+  const bool framed = format_name == "avro" || format_name == "protobuf";
+  if (framed && columns) {
+    return Fail(
+        fmt::format("topic(): format '{}' takes its columns from the schema registry, "
+                    "not from columns =>",
+                    *format));
   }
   if (sample_size && (*sample_size < 1 || *sample_size > kMaxSampleSize)) {
     return Fail(fmt::format("topic(): sample_size {} is not between 1 and {}", *sample_size,
@@ -244,7 +289,50 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
     if (r.from < r.to) data->ranges.push_back(r);
   }
 
-  if (format && !columns) {
+  if (!columns && (!format || framed) && options.schemas != nullptr) {
+    // A registered schema: the latest of the topic's value subject (TopicNameStrategy).
+    const std::string subject = data->topic + "-value";
+    Result<std::shared_ptr<const schema::SchemaRecord>> latest = options.schemas->Latest(subject);
+    if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) {
+      return Fail(fmt::format("topic('{}'): {}", data->topic, latest.status().message()));
+    }
+    const bool usable = latest.ok() && ((*latest)->type == schema::SchemaType::kAvro ||
+                                        (*latest)->type == schema::SchemaType::kProtobuf);
+    if (usable &&
+        (!framed || (format_name == "avro") == ((*latest)->type == schema::SchemaType::kAvro))) {
+      Result<schema::ReaderShape> reader = schema::ReaderOf(**latest, {});
+      if (!reader.ok()) {
+        return Fail(fmt::format("topic('{}'): subject {}: {}", data->topic, subject,
+                                reader.status().message()));
+      }
+      data->schema_format = (*latest)->type == schema::SchemaType::kAvro
+                                ? schema::PayloadFormat::kAvro
+                                : schema::PayloadFormat::kProtobuf;
+      for (schema::Column& c : reader->columns) {
+        // A field named like one of the function's own columns is prefixed.
+        std::string name = c.name;
+        for (std::string_view r : kReserved) {
+          if (name.size() == r.size() &&
+              std::equal(name.begin(), name.end(), r.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) == b;
+              })) {
+            name = "value_" + name;
+          }
+        }
+        data->schema_columns.push_back({std::move(name), c.type.Copy()});
+      }
+      data->reader = std::make_shared<const schema::ReaderShape>(std::move(reader).value());
+    } else if (framed) {
+      return Fail(fmt::format(
+          "topic('{}'): format '{}' needs {} schema registered under subject "
+          "{}",
+          data->topic, *format, format_name == "avro" ? "an Avro" : "a Protobuf", subject));
+    }
+  } else if (framed) {
+    return Fail(fmt::format("topic('{}'): format '{}' needs the schema registry, which is off",
+                            data->topic, *format));
+  }
+  if (format && !framed && !columns) {
     Result<std::vector<std::string>> sample =
         Sample(options, *data, static_cast<size_t>(sample_size.value_or(kDefaultSampleSize)));
     if (!sample.ok())
@@ -262,6 +350,7 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
   for (uint64_t c = 0; c < kColumns; ++c) bind.AddResultColumn(kNames[c], *types[c]);
   for (const ValueColumn& c : data->value_columns)
     bind.AddResultColumn(c.name, ValueLogicalType(c.type));
+  for (const schema::Column& c : data->schema_columns) bind.AddResultColumn(c.name, c.type);
   int64_t rows = 0;
   for (const Range& r : data->ranges) rows += r.to - r.from;
   bind.SetCardinality(static_cast<uint64_t>(rows), false);
@@ -281,6 +370,25 @@ Result<std::unique_ptr<duck::TableFunction::ScanState>> TopicFunction::Init(
     const ValueColumn& v = data.value_columns[c - kColumns];
     read.push_back({v.name, ValueLogicalType(v.type)});
     state->value_outputs.push_back(i);
+  }
+  for (size_t i = 0; i < state->columns.size(); ++i) {
+    const uint64_t c = state->columns[i];
+    if (c < kColumns || c >= kColumns + data.schema_columns.size()) continue;
+    state->schema_outputs.emplace_back(i, c - kColumns);
+  }
+  if (!state->schema_outputs.empty()) {
+    std::vector<schema::Column> columns;
+    std::vector<duck::LogicalType> types;
+    for (const schema::Column& c : data.reader->columns) {
+      columns.push_back({c.name, c.type.Copy()});
+      types.push_back(c.type.Copy());
+    }
+    state->plans = std::make_unique<schema::DecoderPlans>(options.schemas, data.schema_format,
+                                                          std::move(columns), data.reader->avro);
+    Result<duck::DataChunk> chunk = duck::DataChunk::Create(types);
+    if (!chunk.ok())
+      return Fail(fmt::format("topic('{}'): {}", data.topic, chunk.status().message()));
+    state->decoded.emplace(std::move(chunk).value());
   }
   if (!read.empty()) {
     Result<std::unique_ptr<json::LenientDecoder>> decoder = json::LenientDecoder::Create(read);
@@ -323,6 +431,8 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
   }
   std::vector<duck::Vector> out;
   for (size_t i = 0; i < state.columns.size(); ++i) out.push_back(output.column(i));
+  schema::RowDecoder* writing = nullptr;  // the decoder the rows of `decoded` come from
+  if (state.decoded) state.decoded->Reset();
   while (rows < capacity) {
     if (state.next >= state.pending.size()) {
       if (state.end.empty() || rows > 0) break;  // done, or give DuckDB what we have
@@ -361,10 +471,24 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
       }
       continue;
     }
-    const kc::Message& m = state.pending[state.next++];
+    const kc::Message& m = state.pending[state.next];
     if (m.timestamp_ms >= 0 &&
-        (m.timestamp_ms < data.from_ts_ms || m.timestamp_ms >= data.to_ts_ms))
+        (m.timestamp_ms < data.from_ts_ms || m.timestamp_ms >= data.to_ts_ms)) {
+      ++state.next;
       continue;
+    }
+    schema::RowDecoder* dec = nullptr;
+    std::string_view payload;
+    if (state.plans) {
+      std::string reason;
+      Result<schema::RowDecoder*> found = state.plans->For(m.value, &payload, &reason);
+      if (!found.ok())
+        return Fail(fmt::format("topic('{}'): {}", data.topic, found.status().message()));
+      dec = *found;
+      // Each writer schema's decoder keeps its own list sizes: one per output chunk.
+      if (dec != nullptr && writing != nullptr && dec != writing) break;
+    }
+    ++state.next;
     for (size_t i = 0; i < state.columns.size(); ++i) {
       const duck::Vector& v = out[i];
       switch (state.columns[i]) {
@@ -398,9 +522,26 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
       }
     }
     if (state.values) state.values->Decode(rows, m.value);
+    if (state.plans) {
+      std::string reason;
+      if (dec != nullptr && writing == nullptr) {
+        dec->Bind(*state.decoded, 0);
+        writing = dec;
+      }
+      // Lenient: a value that is not framed or does not decode is NULL (the decoder leaves
+      // a failed row NULL).
+      if (dec == nullptr || !dec->Decode(payload, rows, &reason)) NullRow(*state.decoded, rows);
+    }
     ++rows;
   }
   if (state.values) RETURN_IF_ERROR(state.values->Finish());
+  if (state.plans) {
+    if (writing != nullptr) RETURN_IF_ERROR(writing->Finish(rows));
+    state.decoded->SetSize(rows);
+    for (const auto& [out_column, schema_column] : state.schema_outputs) {
+      out[out_column].Reference(state.decoded->column(schema_column));
+    }
+  }
   output.SetSize(rows);
   return Status::OK();
 }

@@ -21,6 +21,14 @@
 // shared JSON decoder, lenient: NULL where it does not fit (value_schema.h,
 // json/lenient_decoder.h); only the columns a query reads are decoded.
 //
+// Registered schemas (docs/design/0022-schemas.md): without `columns`, a topic whose
+// `<topic>-value` subject's latest schema is Avro or Protobuf (or with `format => 'avro'`
+// or 'protobuf') gets that schema's columns (STRUCT, LIST, MAP... as the pipelines'
+// decoders make them), each message decoded by its own schema id from the Confluent
+// framing; a value that is not framed, names an unknown id or does not decode gives NULLs
+// (the raw columns still hold it). A decoded column named like one of the columns above is
+// prefixed with `value_`.
+//
 // The messages are read with a Kafka consumer (librdkafka, no group) from the broker
 // given at registration: sluice's own when it serves, any Kafka cluster otherwise.
 // Decisions and what is left: docs/design/0010-query-server.md, 19 and 22-24.
@@ -32,6 +40,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "schema/schema_source.h"
 
 namespace sluice::query {
 
@@ -42,6 +51,10 @@ struct TopicFunctionOptions {
   std::map<std::string, std::string> client_properties;
   std::chrono::milliseconds timeout{10'000};  // per metadata call, and without progress
   std::string function_name = "topic";
+  // The Schema Registry: a topic whose `<topic>-value` subject has an Avro or Protobuf
+  // schema gets that schema's columns, decoded from the framed values (null: none;
+  // docs/design/0022-schemas.md).
+  std::shared_ptr<schema::SchemaSource> schemas;
 };
 
 // Registers the function on `conn` (DuckDB registers it for the whole database).

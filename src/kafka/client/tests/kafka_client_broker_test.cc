@@ -45,10 +45,20 @@ class Broker {
     dir_ = pattern;
     std::ofstream(dir_ + "/sluice.yaml") << "groups:\n  initial_rebalance_delay: 0s\n";
     std::string out = dir_ + "/out";
-    std::vector<std::string> args = {
-        binary,         "serve",       "--config",    dir_ + "/sluice.yaml",
-        "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-        "--pg-addr",    "127.0.0.1:0", "--data-dir",  dir_ + "/data"};
+    std::vector<std::string> args = {binary,
+                                     "serve",
+                                     "--config",
+                                     dir_ + "/sluice.yaml",
+                                     "--kafka-addr",
+                                     "127.0.0.1:0",
+                                     "--http-addr",
+                                     "127.0.0.1:0",
+                                     "--pg-addr",
+                                     "127.0.0.1:0",
+                                     "--schema-registry-addr",
+                                     "off",
+                                     "--data-dir",
+                                     dir_ + "/data"};
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);

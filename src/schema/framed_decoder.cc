@@ -1,0 +1,325 @@
+// FramedDecoder (framed_decoder.h): the batch's chunks filled by the DecoderPlans of its
+// columns, shown through a view (or appended to a table).
+#include "schema/framed_decoder.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "duck/appender.h"
+#include "duck/chunk_view.h"
+#include "duck/data_chunk.h"
+#include "schema/protobuf/protobuf_format.h"
+
+namespace sluice::schema {
+
+using json::DecodeError;
+using kafka::client::Message;
+
+struct FramedDecoder::Impl {
+  duck::Connection* conn = nullptr;
+  std::shared_ptr<SchemaSource> source;
+  FramedOptions options;
+  bool inferred = false;
+
+  // The decoded columns' plans; for the inferred handlers the kafka_ columns follow them.
+  std::unique_ptr<DecoderPlans> plans;
+  std::vector<std::string> names;
+  std::vector<duck::LogicalType> types;
+  std::string schema_sql;
+
+  // The batch: chunks held for the view (or appended to the table), spares to reuse.
+  std::vector<duck::DataChunk> held, spare;
+  std::unique_ptr<duck::ChunkView> view;
+
+  // json_schema: the JSON decoders over the payloads.
+  std::unique_ptr<json::StructuredDecoder> json_structured;
+  std::unique_ptr<json::InferredDecoder> json_inferred;
+  std::vector<Message> stripped;
+  std::vector<size_t> stripped_index;
+
+  Status UseColumns(ReaderShape reader);
+  Status InitFromLatest();
+  Status InitFromValue(std::string_view value);
+  Result<duck::DataChunk> NewChunk();
+  Status Hold(duck::DataChunk chunk, RowDecoder* dec, uint64_t rows);
+  void WriteKafkaColumns(duck::DataChunk& chunk, uint64_t row, const Message& m);
+  Result<size_t> DecodeJsonSchema(std::span<const Message> messages,
+                                  std::vector<DecodeError>* errors);
+};
+
+FramedDecoder::FramedDecoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+FramedDecoder::~FramedDecoder() = default;
+
+const std::string& FramedDecoder::schema_sql() const {
+  if (impl_->json_inferred) return impl_->json_inferred->schema_sql();
+  return impl_->schema_sql;
+}
+
+Result<std::unique_ptr<FramedDecoder>> FramedDecoder::Create(duck::Connection& conn,
+                                                             std::shared_ptr<SchemaSource> source,
+                                                             FramedOptions options) {
+  if (options.format == PayloadFormat::kJson) {
+    return InvalidArgumentError("FramedDecoder decodes framed formats, not plain json");
+  }
+  auto impl = std::make_unique<Impl>();
+  Impl& d = *impl;
+  d.conn = &conn;
+  d.source = std::move(source);
+  d.inferred = options.table.empty();
+  d.options = std::move(options);
+  if (d.options.format == PayloadFormat::kJsonSchema) {
+    if (d.inferred) {
+      ASSIGN_OR_RETURN(d.json_inferred,
+                       json::InferredDecoder::Create(conn, {.table = d.options.inferred_table,
+                                                            .in_memory = d.options.in_memory}));
+    } else {
+      ASSIGN_OR_RETURN(d.json_structured,
+                       json::StructuredDecoder::Create(conn, d.options.table, {.in_memory = true}));
+    }
+  } else if (!d.inferred) {
+    // The declared table's columns, shown through a view of its name.
+    ASSIGN_OR_RETURN(std::vector<duck::TableColumn> table,
+                     duck::DescribeTable(conn, d.options.table));
+    if (table.empty()) return InvalidArgumentError("table '{}' has no columns", d.options.table);
+    std::vector<Column> columns;
+    for (duck::TableColumn& c : table) {
+      d.names.push_back(c.name);
+      d.types.push_back(c.type.Copy());
+      columns.push_back({c.name, std::move(c.type)});
+    }
+    ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(conn, d.options.table, d.names, d.types));
+    d.plans =
+        std::make_unique<DecoderPlans>(d.source, d.options.format, std::move(columns), nullptr);
+  } else {
+    // The subject's latest schema now, when it has one: the handler's SQL binds to its
+    // columns from the first batch on.
+    RETURN_IF_ERROR(d.InitFromLatest());
+  }
+  return std::unique_ptr<FramedDecoder>(new FramedDecoder(std::move(impl)));
+}
+
+// Inferred: the reader's columns and the kafka_ columns, the view over them.
+Status FramedDecoder::Impl::UseColumns(ReaderShape reader) {
+  for (const Column& c : reader.columns) {
+    names.push_back(c.name);
+    types.push_back(c.type.Copy());
+    schema_sql += fmt::format("{}{} {}", schema_sql.empty() ? "" : ", ",
+                              duck::QuoteIdentifier(c.name), c.type.ToSql());
+  }
+  const std::pair<const char*, duck::LogicalType> kafka[] = {
+      {"kafka_topic", duck::LogicalType::Varchar()},
+      {"kafka_partition", duck::LogicalType::Integer()},
+      {"kafka_offset", duck::LogicalType::BigInt()},
+      {"kafka_timestamp", duck::LogicalType::TimestampTz()},
+      {"kafka_key", duck::LogicalType::Blob()}};
+  for (const auto& [name, type] : kafka) {
+    names.push_back(name);
+    types.push_back(type.Copy());
+    schema_sql += fmt::format(", {} {}", name, type.ToSql());
+  }
+  if (options.in_memory) {
+    ASSIGN_OR_RETURN(view, duck::ChunkView::Create(*conn, options.inferred_table, names, types));
+  }
+  plans = std::make_unique<DecoderPlans>(source, options.format, std::move(reader.columns),
+                                         std::move(reader.avro));
+  return Status::OK();
+}
+
+Status FramedDecoder::Impl::InitFromLatest() {
+  if (options.subject.empty()) return Status::OK();
+  Result<std::shared_ptr<const SchemaRecord>> latest = source->Latest(options.subject);
+  if (!latest.ok()) {
+    return latest.status().code() == StatusCode::kNotFound ? Status::OK() : latest.status();
+  }
+  const SchemaType want =
+      options.format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
+  if ((*latest)->type != want) {
+    return InvalidArgumentError("subject '{}' holds a {} schema, not {}", options.subject,
+                                registry::SchemaTypeName((*latest)->type),
+                                registry::SchemaTypeName(want));
+  }
+  ASSIGN_OR_RETURN(ReaderShape reader, ReaderOf(**latest, {}));
+  return UseColumns(std::move(reader));
+}
+
+// Inferred, no reader yet: the first framed value's own schema is the reader.
+Status FramedDecoder::Impl::InitFromValue(std::string_view value) {
+  int32_t id = 0;
+  std::string_view rest;
+  std::string reason;
+  if (!ReadFraming(value, &id, &rest, &reason)) return Status::OK();
+  Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
+  if (!rec.ok()) return rec.status().code() == StatusCode::kNotFound ? Status::OK() : rec.status();
+  const SchemaType want =
+      options.format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
+  if ((*rec)->type != want) return Status::OK();
+  std::vector<int> indexes;
+  if (want == SchemaType::kProtobuf) {
+    size_t consumed = 0;
+    indexes.clear();
+    if (!protobuf::ReadMessageIndexes(rest, &indexes, &consumed, &reason)) return Status::OK();
+  }
+  Result<ReaderShape> reader = ReaderOf(**rec, indexes);
+  if (!reader.ok()) return Status::OK();  // the message's own error says why
+  return UseColumns(std::move(reader).value());
+}
+
+Result<duck::DataChunk> FramedDecoder::Impl::NewChunk() {
+  if (!spare.empty()) {
+    duck::DataChunk c = std::move(spare.back());
+    spare.pop_back();
+    c.Reset();
+    return c;
+  }
+  return duck::DataChunk::Create(types);
+}
+
+Status FramedDecoder::Impl::Hold(duck::DataChunk chunk, RowDecoder* dec, uint64_t rows) {
+  if (dec != nullptr) RETURN_IF_ERROR(dec->Finish(rows));
+  chunk.SetSize(rows);
+  held.push_back(std::move(chunk));
+  return Status::OK();
+}
+
+void FramedDecoder::Impl::WriteKafkaColumns(duck::DataChunk& chunk, uint64_t row,
+                                            const Message& m) {
+  const size_t k = plans->columns().size();
+  chunk.column(k).AssignString(row, m.topic);
+  chunk.column(k + 1).data<int32_t>()[row] = m.partition;
+  chunk.column(k + 2).data<int64_t>()[row] = m.offset;
+  if (m.timestamp_ms >= 0) {
+    chunk.column(k + 3).data<int64_t>()[row] = m.timestamp_ms * 1000;
+  } else {
+    chunk.column(k + 3).SetNull(row);
+  }
+  if (m.key.data() != nullptr) {
+    chunk.column(k + 4).AssignString(row, m.key);
+  } else {
+    chunk.column(k + 4).SetNull(row);
+  }
+}
+
+Result<size_t> FramedDecoder::Decode(std::span<const Message> messages,
+                                     std::vector<DecodeError>* errors) {
+  Impl& d = *impl_;
+  errors->clear();
+  if (d.options.format == PayloadFormat::kJsonSchema) return d.DecodeJsonSchema(messages, errors);
+  if (d.view) d.view->SetChunks({});
+  for (duck::DataChunk& c : d.held) d.spare.push_back(std::move(c));
+  d.held.clear();
+  std::optional<duck::DataChunk> chunk;
+  RowDecoder* bound = nullptr;
+  uint64_t rows = 0;
+  size_t total = 0;
+  std::string reason;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Message& m = messages[i];
+    if (d.plans == nullptr) RETURN_IF_ERROR(d.InitFromValue(m.value));
+    if (d.plans == nullptr) {
+      // No schema to read with yet: this message's own problem says why.
+      int32_t id = 0;
+      std::string_view rest;
+      if (ReadFraming(m.value, &id, &rest, &reason)) {
+        reason = fmt::format("schema id {} is unknown to {} (or not {})", id, d.source->Describe(),
+                             PayloadFormatName(d.options.format));
+      }
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    std::string_view payload;
+    ASSIGN_OR_RETURN(RowDecoder * dec, d.plans->For(m.value, &payload, &reason));
+    if (dec == nullptr) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    if (!chunk) {
+      ASSIGN_OR_RETURN(chunk, d.NewChunk());
+      bound = nullptr;
+      rows = 0;
+    }
+    if (bound != dec) {
+      // Another writer schema: its decoder keeps its own list sizes, so it gets a chunk of
+      // its own.
+      if (rows > 0) {
+        RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+        ASSIGN_OR_RETURN(chunk, d.NewChunk());
+        rows = 0;
+      }
+      bound = dec;
+      bound->Bind(*chunk, 0);
+    }
+    if (!bound->Decode(payload, rows, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    if (d.inferred) d.WriteKafkaColumns(*chunk, rows, m);
+    ++rows;
+    ++total;
+    if (rows == duck::DataChunk::Capacity()) {
+      RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+      chunk.reset();
+    }
+  }
+  if (chunk && rows > 0) {
+    RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+  } else if (chunk) {
+    d.spare.push_back(std::move(*chunk));
+  }
+  while (d.spare.size() > 4) d.spare.pop_back();
+  if (d.view) {
+    std::vector<const duck::DataChunk*> chunks;
+    for (const duck::DataChunk& c : d.held) chunks.push_back(&c);
+    d.view->SetChunks(chunks);
+    return total;
+  }
+  if (d.plans == nullptr) return size_t{0};
+  // InferredDiskBatch: a table, recreated for each batch, the chunks appended.
+  RETURN_IF_ERROR(
+      d.conn->Execute(fmt::format("CREATE OR REPLACE TABLE {} ({})",
+                                  duck::QuoteIdentifier(d.options.inferred_table), d.schema_sql)));
+  ASSIGN_OR_RETURN(duck::Appender app, duck::Appender::Open(*d.conn, d.options.inferred_table));
+  for (const duck::DataChunk& c : d.held) RETURN_IF_ERROR(app.Append(c));
+  RETURN_IF_ERROR(app.Flush());
+  return total;
+}
+
+Result<size_t> FramedDecoder::Impl::DecodeJsonSchema(std::span<const Message> messages,
+                                                     std::vector<DecodeError>* errors) {
+  stripped.clear();
+  stripped_index.clear();
+  std::string reason;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    int32_t id = 0;
+    std::string_view rest;
+    if (!ReadFraming(messages[i].value, &id, &rest, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
+    if (!rec.ok()) {
+      if (rec.status().code() != StatusCode::kNotFound) return rec.status();
+      errors->push_back({i, fmt::format("schema id {} is unknown to {}", id, source->Describe())});
+      continue;
+    }
+    if ((*rec)->type != SchemaType::kJson) {
+      errors->push_back({i, fmt::format("schema id {} is {}, not JSON", id,
+                                        registry::SchemaTypeName((*rec)->type))});
+      continue;
+    }
+    Message m = messages[i];
+    m.value = rest;
+    stripped.push_back(m);
+    stripped_index.push_back(i);
+  }
+  std::vector<DecodeError> inner;
+  Result<size_t> rows = json_structured ? json_structured->Decode(stripped, &inner)
+                                        : json_inferred->Decode(stripped, &inner);
+  if (!rows.ok()) return rows.status();
+  for (DecodeError& e : inner) errors->push_back({stripped_index[e.index], std::move(e.reason)});
+  std::sort(errors->begin(), errors->end(),
+            [](const DecodeError& a, const DecodeError& b) { return a.index < b.index; });
+  return *rows;
+}
+
+}  // namespace sluice::schema
