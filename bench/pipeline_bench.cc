@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -146,6 +147,112 @@ void MakeEvent(int64_t i, std::string* out, std::pair<int64_t, std::string>* ts_
                  R"("userId":"U{:09}"}})",
                  kCities[static_cast<size_t>(CityIndex(i))], cents / 100, cents % 100,
                  ts_cache->second, ms % 1000, UserNumber(i));
+}
+
+// --format avro / protobuf: the same event's fields as an Avro record or a Protobuf message
+// in the Confluent framing (magic byte, schema id; Protobuf's message index [0]). The
+// timestamp is a timestamp-millis long / a google.protobuf.Timestamp rather than ISO text.
+constexpr std::string_view kAvroEventSchema =
+    R"({"type":"record","name":"Event","namespace":"sluice.bench","fields":[)"
+    R"({"name":"ip","type":"string"},{"name":"event","type":"string"},)"
+    R"({"name":"properties","type":{"type":"record","name":"Properties","fields":[)"
+    R"({"name":"city","type":"string"},{"name":"country","type":"string"},)"
+    R"({"name":"amount","type":"double"}]}},)"
+    R"({"name":"timestamp","type":{"type":"long","logicalType":"timestamp-millis"}},)"
+    R"({"name":"type","type":"string"},{"name":"userId","type":"string"}]})";
+constexpr std::string_view kProtobufEventSchema =
+    "syntax = \"proto3\";\npackage sluice.bench;\nimport \"google/protobuf/timestamp.proto\";\n"
+    "message Event {\n  string ip = 1;\n  string event = 2;\n  Properties properties = 3;\n"
+    "  google.protobuf.Timestamp timestamp = 4;\n  string type = 5;\n  string userId = 6;\n}\n"
+    "message Properties {\n  string city = 1;\n  string country = 2;\n  double amount = 3;\n}\n";
+
+void PutVarint(uint64_t v, std::string* out) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+void PutAvroLong(int64_t v, std::string* out) {
+  PutVarint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63), out);
+}
+void PutAvroString(std::string_view v, std::string* out) {
+  PutAvroLong(static_cast<int64_t>(v.size()), out);
+  out->append(v);
+}
+void PutDouble(double d, std::string* out) {
+  char b[8];
+  std::memcpy(b, &d, 8);
+  out->append(b, 8);
+}
+void PutProtoString(int field, std::string_view v, std::string* out) {
+  PutVarint(static_cast<uint64_t>(field) << 3 | 2, out);
+  PutVarint(v.size(), out);
+  out->append(v);
+}
+
+// Event i (MakeEvent's fields) in `format`, framed with `schema_id`.
+void MakeFramedEvent(int64_t i, std::string_view format, int32_t schema_id, std::string* out) {
+  const int64_t ms = kBaseEpochMs + i;
+  const int64_t cents = AmountCents(i);
+  const double amount = static_cast<double>(cents / 100) + static_cast<double>(cents % 100) / 100.0;
+  const std::string_view city = kCities[static_cast<size_t>(CityIndex(i))];
+  char user[16];
+  std::snprintf(user, sizeof(user), "U%09lld", static_cast<long long>(UserNumber(i)));
+  out->clear();
+  out->push_back('\0');
+  for (int shift : {24, 16, 8, 0}) out->push_back(static_cast<char>(schema_id >> shift));
+  if (format == "avro") {
+    PutAvroString("103.22.200.1", out);
+    PutAvroString("search_event", out);
+    PutAvroString(city, out);
+    PutAvroString("USA", out);
+    PutDouble(amount, out);
+    PutAvroLong(ms, out);
+    PutAvroString("track", out);
+    PutAvroString(user, out);
+    return;
+  }
+  out->push_back('\0');  // message indexes [0]: Event
+  PutProtoString(1, "103.22.200.1", out);
+  PutProtoString(2, "search_event", out);
+  std::string props;
+  PutProtoString(1, city, &props);
+  PutProtoString(2, "USA", &props);
+  props.push_back(static_cast<char>(3 << 3 | 1));
+  PutDouble(amount, &props);
+  PutProtoString(3, props, out);
+  std::string ts;
+  ts.push_back(static_cast<char>(1 << 3));
+  PutVarint(static_cast<uint64_t>(ms / 1000), &ts);
+  if (ms % 1000 != 0) {
+    ts.push_back(static_cast<char>(2 << 3));
+    PutVarint(static_cast<uint64_t>(ms % 1000) * 1'000'000, &ts);
+  }
+  PutProtoString(4, ts, out);
+  PutProtoString(5, "track", out);
+  PutProtoString(6, user, out);
+}
+
+// Registers the event schema of `format` under `subject` with the registry at `url`
+// (http://HOST:PORT): its id.
+Result<int32_t> RegisterEventSchema(const std::string& url, const std::string& subject,
+                                    std::string_view format) {
+  Json body = {{"schema", format == "avro" ? kAvroEventSchema : kProtobufEventSchema}};
+  if (format == "protobuf") body["schemaType"] = "PROTOBUF";
+  httplib::Client client(url);
+  client.set_connection_timeout(10s);
+  client.set_read_timeout(30s);
+  httplib::Result r = client.Post("/subjects/" + subject + "/versions", body.dump(),
+                                  "application/vnd.schemaregistry.v1+json");
+  if (!r)
+    return IOError("registering the {} schema at {}: {}", format, url,
+                   httplib::to_string(r.error()));
+  Json answer = Json::parse(r->body, nullptr, false);
+  if (r->status != 200 || !answer.is_object() || !answer.contains("id")) {
+    return InternalError("registering the {} schema at {}: {} {}", format, url, r->status, r->body);
+  }
+  return answer["id"].get<int32_t>();
 }
 
 // What the events of a topic add up to, per city: the check of the reference's data.
@@ -315,6 +422,12 @@ struct Settings {
   bool window = false;   // --window: the windowed cells instead of the plain ones
   bool iceberg = false;  // --iceberg: passthrough into an Iceberg table and a noop sink
   int64_t iceberg_commit_seconds = 5;
+  std::vector<std::string> formats = {"json"};  // --format, json first
+  // The format of the cells being run and, for avro and protobuf, the registry the
+  // pipelines read the schema from and the id the events are framed with.
+  std::string format = "json";
+  std::string registry_url;
+  int32_t schema_id = 0;
 };
 
 Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& bootstrap,
@@ -379,6 +492,17 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   s.fetch_max_bytes = o.fetch_max_bytes;
   s.fetch_max_partition_bytes = o.fetch_max_partition_bytes;
+  for (const std::string& f : o.formats) {
+    if (f != "json" && f != "avro" && f != "protobuf") {
+      return InvalidArgumentError("--format: '{}': json, avro or protobuf", f);
+    }
+    if (std::find(s.formats.begin(), s.formats.end(), f) == s.formats.end()) s.formats.push_back(f);
+  }
+  if (s.formats.size() > 1 && (o.window || o.iceberg || o.backlog || o.paced)) {
+    return InvalidArgumentError(
+        "--format runs the plain cells: not with --window, --iceberg, "
+        "--backlog or --paced");
+  }
   s.run_id = fmt::format("{}-{}", ::getpid(), WallMillis());
   return s;
 }
@@ -419,7 +543,11 @@ Result<Produced> Publish(const Settings& s, const std::string& topic, int64_t n)
   std::pair<int64_t, std::string> ts_cache{-1, ""};
   int64_t start = MonotonicNanos();
   for (int64_t i = 0; i < n; ++i) {
-    MakeEvent(i, &value, &ts_cache);
+    if (s.format == "json") {
+      MakeEvent(i, &value, &ts_cache);
+    } else {
+      MakeFramedEvent(i, s.format, s.schema_id, &value);
+    }
     p.totals.Add(i);
     p.bytes += static_cast<int64_t>(value.size());
     while (true) {
@@ -572,6 +700,10 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
     if (s.fetch_max_partition_bytes > 0) {
       properties += fmt::format("        max_partition_bytes: {}\n", s.fetch_max_partition_bytes);
     }
+  }
+  if (s.format != "json") {
+    properties += fmt::format("      format: {}\n      schema_registry:\n        url: {}\n",
+                              s.format, s.registry_url);
   }
   std::string out;
   if (structured) {
@@ -813,6 +945,8 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
 
 struct Cell {
   std::string handler;
+  std::string format = "json";
+  double json_msgs_per_s = 0;  // --format: the json cell of the same handler and batch
   int64_t batch = 0;
   const WindowKind* window = nullptr;  // --window
   bool state = false;                  // --window: with pipeline.state
@@ -989,8 +1123,17 @@ void PrintHeader(const Context& ctx, const Settings& s) {
       "  cpu s     CPU seconds of the pipeline process (start to stop) / of the broker while "
       "consuming\n");
   if (!s.window) {
-    fmt::print("\n{:<17} {:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}\n", "handler", "batch",
-               "msgs/s", "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds");
+    if (s.formats.size() > 1) {
+      fmt::print(
+          "  format    json, or Avro / Protobuf payloads of the same fields in the Confluent "
+          "framing (the schema registered with the broker's registry), decoded by schema id; "
+          "vs json: msgs/s / the json cell's\n");
+    }
+    const bool formats = s.formats.size() > 1;
+    fmt::print("\n{:<17} {}{:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}{}\n", "handler",
+               formats ? fmt::format("{:<9}", "format") : std::string(), "batch", "msgs/s",
+               "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds",
+               formats ? fmt::format(" {:>7}", "vs json") : std::string());
     std::fflush(stdout);
     return;
   }
@@ -1014,7 +1157,12 @@ Json CellJson(const Cell& c, double ratio) {
   Json j;
   j["bench"] = "pipeline";
   j["handler"] = c.handler;
+  j["format"] = c.format;
   j["batch_size"] = c.batch;
+  if (c.format != "json" && c.json_msgs_per_s > 0) {
+    j["json_msgs_per_s"] = Round(c.json_msgs_per_s, 1);
+    j["vs_json"] = Round(c.msgs_per_s() / c.json_msgs_per_s, 4);
+  }
   j["msgs_per_s"] = Round(c.msgs_per_s(), 1);
   j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
   j["working_set_mib"] = Round(c.working_set_mib(), 1);
@@ -1042,11 +1190,18 @@ void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) 
     fmt::print("{}\n", j.dump());
   } else {
     auto secs = [](double v) { return v >= 0 ? fmt::format("{:.1f}", v) : std::string("-"); };
-    fmt::print("{:<17} {:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}\n",
-               ShortHandler(c.handler), c.batch,
+    std::string vs_json;
+    if (s.formats.size() > 1) {
+      vs_json = c.format == "json" || c.json_msgs_per_s <= 0
+                    ? fmt::format(" {:>7}", "-")
+                    : fmt::format(" {:>7.2f}", c.msgs_per_s() / c.json_msgs_per_s);
+    }
+    fmt::print("{:<17} {}{:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}{}\n",
+               ShortHandler(c.handler),
+               s.formats.size() > 1 ? fmt::format("{:<9}", c.format) : std::string(), c.batch,
                Grouped(static_cast<uint64_t>(c.msgs_per_s() + 0.5)), c.peak_rss_mib(),
                c.working_set_mib(), Grouped(static_cast<uint64_t>(c.ceiling + 0.5)), ratio,
-               secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds());
+               secs(c.pipeline_cpu()) + " / " + secs(c.broker_cpu()), c.seconds(), vs_json);
   }
   std::fflush(stdout);
 }
@@ -1262,8 +1417,10 @@ Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Conte
 // ---------------------------------------------------------------------------------------
 
 Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
-              const std::string& work_dir, Child* broker, bool* checks_failed) {
+              const std::string& work_dir, Child* broker, bool* checks_failed,
+              const std::string& registry_url) {
   ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, work_dir));
+  s.registry_url = registry_url;
   Progress progress;
   Context ctx;
   ctx.machine = GetMachineInfo();
@@ -1421,21 +1578,38 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
   }
 
   std::map<std::pair<std::string, int64_t>, Cell> cells;
-  for (const std::string& h : s.handlers) {
-    for (int64_t b : s.batch_sizes) {
-      Cell cell;
-      cell.handler = h;
-      cell.batch = b;
-      cell.ceiling = ceilings[{h, b}];
-      for (int r = 0; r < s.runs; ++r) {
-        std::string name = fmt::format("{}-{}-run{}", ShortHandler(h), b, r + 1);
-        Result<RunResult> run =
-            RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress);
-        if (!run.ok()) return with_broker(run.status());
-        cell.runs.push_back(*run);
+  for (const std::string& format : s.formats) {
+    // --format: the same events in each format, on a topic of their own.
+    Settings sf = s;
+    sf.format = format;
+    std::string topic = ctx.topic;
+    if (format != "json") {
+      topic = ctx.topic + "-" + format;
+      RETURN_IF_ERROR(with_broker(CreateTopic(s, topic)));
+      ASSIGN_OR_RETURN(sf.schema_id, RegisterEventSchema(s.registry_url, topic + "-value", format));
+      progress.Show(fmt::format("publishing {} {} events ...",
+                                Grouped(static_cast<uint64_t>(s.messages)), format));
+      Result<Produced> p = Publish(sf, topic, s.messages);
+      progress.Clear();
+      if (!p.ok()) return with_broker(p.status());
+    }
+    for (const std::string& h : s.handlers) {
+      for (int64_t b : s.batch_sizes) {
+        Cell cell;
+        cell.handler = h;
+        cell.format = format;
+        cell.batch = b;
+        cell.ceiling = ceilings[{h, b}];
+        if (format != "json") cell.json_msgs_per_s = cells[{h, b}].msgs_per_s();
+        for (int r = 0; r < s.runs; ++r) {
+          std::string name = fmt::format("{}-{}-{}-run{}", ShortHandler(h), format, b, r + 1);
+          Result<RunResult> run = RunPipeline(sf, h, b, topic, s.messages, name, broker, &progress);
+          if (!run.ok()) return with_broker(run.status());
+          cell.runs.push_back(*run);
+        }
+        PrintCell(cell, ctx, sf, o.json);
+        if (format == "json") cells[{h, b}] = cell;
       }
-      PrintCell(cell, ctx, s, o.json);
-      cells[{h, b}] = cell;
     }
   }
 
@@ -1477,16 +1651,40 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
 
 Status Run(const PipelineBenchOptions& o, bool* checks_failed) {
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "pipeline"));
-  if (!o.bootstrap.empty()) return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed);
+  const bool framed = std::any_of(o.formats.begin(), o.formats.end(),
+                                  [](const std::string& f) { return f != "json"; });
+  if (!o.bootstrap.empty()) {
+    // A running broker: its registry where sluice serve puts it.
+    std::string host = o.bootstrap.substr(0, o.bootstrap.rfind(':'));
+    return RunAll(o, o.bootstrap, work->path(), nullptr, checks_failed,
+                  framed ? "http://" + host + ":8081" : "");
+  }
   std::string data = work->path() + "/data";
-  ASSIGN_OR_RETURN(std::unique_ptr<Child> broker,
-                   Child::Start("sluice serve",
-                                {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0",
-                                 "--http-addr", "127.0.0.1:0", "--pg-addr", "127.0.0.1:0",
-                                 "--schema-registry-addr", "off", "--data-dir", data},
-                                work->path() + "/broker", "sluice: serving Kafka on ", false,
-                                kBrokerStartTimeout, kChildStopTimeout));
-  Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<Child> broker,
+      Child::Start("sluice serve",
+                   {SelfExe(o.sluice_binary), "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr",
+                    "127.0.0.1:0", "--pg-addr", "127.0.0.1:0", "--schema-registry-addr",
+                    framed ? "127.0.0.1:0" : "off", "--data-dir", data},
+                   work->path() + "/broker", "sluice: serving Kafka on ", false,
+                   kBrokerStartTimeout, kChildStopTimeout));
+  std::string registry;
+  if (framed) {
+    // Its banner line, after the Kafka one: "sluice: Schema Registry on http://HOST:PORT".
+    const auto deadline = std::chrono::steady_clock::now() + kBrokerStartTimeout;
+    while (registry.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::ifstream in(work->path() + "/broker.out");
+      std::string line;
+      while (std::getline(in, line)) {
+        if (size_t at = line.find("Schema Registry on "); at != std::string::npos) {
+          registry = line.substr(at + 19);
+        }
+      }
+      if (registry.empty()) std::this_thread::sleep_for(50ms);
+    }
+    if (registry.empty()) return InternalError("the broker's schema registry did not start");
+  }
+  Status st = RunAll(o, broker->address(), work->path(), broker.get(), checks_failed, registry);
   Status stopped = broker->Stop();
   if (!st.ok()) return st;
   if (!stopped.ok()) return stopped;

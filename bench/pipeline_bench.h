@@ -62,6 +62,11 @@ struct PipelineBenchOptions {
   // `iceberg_commit_seconds`; the commits' latency.
   bool iceberg = false;
   int64_t iceberg_commit_seconds = 5;
+  // --format (docs/design/0022-schemas.md): the message formats to run the plain cells
+  // with, "json", "avro", "protobuf"; json is always run first as the same-run reference of
+  // the others (Avro and Protobuf payloads of the same fields in the Confluent framing, the
+  // schema registered with the bench's broker). Empty: json alone.
+  std::vector<std::string> formats;
   bool quick = false;  // small sizes for smoke tests
   bool json = false;   // one JSON object per cell on stdout instead of a table
 };

@@ -197,6 +197,12 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
   cmd->add_option("--iceberg-commit-seconds", o->iceberg_commit_seconds,
                   "the Iceberg sink's commit_interval_seconds")
       ->capture_default_str();
+  cmd->add_option("--format", o->formats,
+                  "json, avro, protobuf: the message formats of the plain cells; json runs too, "
+                  "as the reference the others are compared with (docs/design/0022)")
+      ->delimiter(',')
+      ->excludes("--window")
+      ->excludes("--iceberg");
   cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");
 }

@@ -19,9 +19,16 @@ Result<std::unique_ptr<KafkaSchemaLog>> KafkaSchemaLog::Open(KafkaSchemaLogOptio
   log->options_ = std::move(options);
   log->registry_ = registry;
   ASSIGN_OR_RETURN(log->admin_, kc::Admin::Create(log->options_.client));
-  Status created =
-      log->admin_->CreateTopic(log->options_.topic, 1, log->options_.replication_factor,
-                               kc::Config{{"cleanup.policy", "compact"}}, log->options_.timeout);
+  // Three copies as Confluent's kafkastore.topic.replication.factor, fewer on a cluster of
+  // fewer brokers (a single broker keeps one).
+  Status created;
+  for (int rf : {3, 2, 1}) {
+    if (log->options_.replication_factor > 0 && rf != log->options_.replication_factor) continue;
+    created =
+        log->admin_->CreateTopic(log->options_.topic, 1, rf,
+                                 kc::Config{{"cleanup.policy", "compact"}}, log->options_.timeout);
+    if (created.ok() || created.code() == StatusCode::kAlreadyExists) break;
+  }
   if (!created.ok() && created.code() != StatusCode::kAlreadyExists) {
     return Status(created.code(),
                   fmt::format("the schema registry could not create its topic {}: {}",

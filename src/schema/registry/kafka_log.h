@@ -38,7 +38,7 @@ struct KafkaSchemaLogOptions {
   // bootstrap.servers and the credential (the broker's internal client properties).
   kafka::client::Config client;
   std::string topic = kSchemasTopic;
-  int replication_factor = -1;  // -1: the broker's default
+  int replication_factor = 0;  // 0: 3, else as many as the cluster has brokers
   std::chrono::milliseconds timeout{10000};
 };
 
