@@ -13,7 +13,7 @@ APT_PACKAGES=(
   nodejs
   libssl-dev librdkafka-dev iperf3
   kcat python3-confluent-kafka python3-kafka python3-avro
-  python3-requests python3-protobuf python3-jsonschema protobuf-compiler
+  python3-requests python3-protobuf python3-jsonschema
   libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
   etcd-server etcd-client
   openssl curl

@@ -82,6 +82,34 @@ struct DecoderPlans::Plan {
   std::string error;  // why values of this schema cannot be decoded
 };
 
+namespace {
+
+// Protobuf values whose message indexes name no message, read as the first message with
+// no indexes (the npm client's framing): a failure says both.
+class WithoutIndexes final : public RowDecoder {
+ public:
+  WithoutIndexes(std::unique_ptr<RowDecoder> inner, int32_t id)
+      : inner_(std::move(inner)), id_(id) {}
+  void Bind(const duck::DataChunk& chunk, size_t first_column) override {
+    inner_->Bind(chunk, first_column);
+  }
+  bool Decode(std::string_view payload, uint64_t row, std::string* reason) override {
+    if (inner_->Decode(payload, row, reason)) return true;
+    *reason = fmt::format(
+        "the message indexes name no message of schema id {}; read without indexes as its "
+        "first message: {}",
+        id_, *reason);
+    return false;
+  }
+  Status Finish(uint64_t rows) override { return inner_->Finish(rows); }
+
+ private:
+  std::unique_ptr<RowDecoder> inner_;
+  int32_t id_;
+};
+
+}  // namespace
+
 DecoderPlans::DecoderPlans(std::shared_ptr<SchemaSource> source, PayloadFormat format,
                            std::vector<Column> columns,
                            std::shared_ptr<const avro::Parsed> avro_reader)
@@ -92,17 +120,53 @@ DecoderPlans::DecoderPlans(std::shared_ptr<SchemaSource> source, PayloadFormat f
 
 DecoderPlans::~DecoderPlans() = default;
 
+// Whether schema `id` is Protobuf and has a message at `indexes` (false for anything else:
+// the plan then says what is wrong).
+Result<bool> DecoderPlans::Names(int32_t id, std::span<const int> indexes) {
+  Result<std::shared_ptr<const SchemaRecord>> rec = source_->ById(id);
+  if (!rec.ok())
+    return rec.status().code() == StatusCode::kNotFound ? Result<bool>(true) : rec.status();
+  if ((*rec)->type != SchemaType::kProtobuf) return true;
+  Result<protobuf::Parsed> p =
+      protobuf::Parse((*rec)->text, As<protobuf::Reference>((*rec)->references));
+  if (!p.ok()) return true;
+  return protobuf::FindMessage(*p, indexes).ok();
+}
+
 Result<RowDecoder*> DecoderPlans::For(std::string_view value, std::string_view* payload,
                                       std::string* reason) {
   int32_t id = 0;
   if (!ReadFraming(value, &id, payload, reason)) return nullptr;
+  // Most messages name the schema the last one named: no lookup for them (Avro).
+  if (format_ == PayloadFormat::kAvro && id == last_id_ && last_ != nullptr) return last_;
   std::string key = std::to_string(id);
   indexes_.clear();
   if (format_ == PayloadFormat::kProtobuf) {
+    // The message indexes; a producer that writes none (@kafkajs/confluent-schema-registry
+    // does not) is read as the first message: when the bytes do not read as indexes naming
+    // a message of the schema. A payload cannot start with the byte 0 (no field 0), so
+    // [0] itself is never ambiguous.
     size_t consumed = 0;
-    if (!protobuf::ReadMessageIndexes(*payload, &indexes_, &consumed, reason)) return nullptr;
-    *payload = payload->substr(consumed);
-    for (int i : indexes_) key += fmt::format("/{}", i);
+    std::string why;
+    const std::string_view whole = *payload;
+    bool named = protobuf::ReadMessageIndexes(whole, &indexes_, &consumed, &why);
+    if (named) {
+      std::string with = key;
+      for (int i : indexes_) with += fmt::format("/{}", i);
+      auto found = plans_.find(with);
+      if (found == plans_.end()) {
+        ASSIGN_OR_RETURN(bool exists, Names(id, indexes_));
+        named = exists;
+      }
+      if (named) {
+        key = std::move(with);
+        *payload = whole.substr(consumed);
+      }
+    }
+    if (!named) {
+      indexes_ = {0};
+      key += "/none";
+    }
   }
   auto it = plans_.find(key);
   if (it == plans_.end()) {
@@ -141,13 +205,18 @@ Result<RowDecoder*> DecoderPlans::For(std::string_view value, std::string_view* 
       }
     }
     if (!st.ok()) plan->error = fmt::format("schema id {}: {}", id, st.message());
+    if (plan->decoder != nullptr && key.ends_with("/none")) {
+      plan->decoder = std::make_unique<WithoutIndexes>(std::move(plan->decoder), id);
+    }
     it = plans_.emplace(key, std::move(plan)).first;
   }
   if (!it->second->error.empty()) {
     *reason = it->second->error;
     return nullptr;
   }
-  return it->second->decoder.get();
+  last_id_ = id;
+  last_ = it->second->decoder.get();
+  return last_;
 }
 
 }  // namespace sluice::schema

@@ -59,12 +59,15 @@ class DecoderPlans {
 
  private:
   struct Plan;
+  Result<bool> Names(int32_t id, std::span<const int> indexes);
   std::shared_ptr<SchemaSource> source_;
   PayloadFormat format_;
   std::vector<Column> columns_;
   std::shared_ptr<const avro::Parsed> avro_reader_;
   std::map<std::string, std::unique_ptr<Plan>> plans_;
   std::vector<int> indexes_;  // reused
+  int32_t last_id_ = -1;      // the id the last decodable value named, and its decoder
+  RowDecoder* last_ = nullptr;
 };
 
 }  // namespace sluice::schema

@@ -64,10 +64,25 @@ Status FramedEncoder::Impl::Prepare(const std::vector<Column>& columns) {
     const int first[] = {0};
     ASSIGN_OR_RETURN(encoder, protobuf::MakeRowEncoder(*proto, first, columns));
   }
+  // A Protobuf schema importing well-known types references them as subjects of their
+  // own (registered first), as Confluent's serializers do: clients resolve imports only
+  // through references.
+  std::vector<registry::SchemaReference> refs;
+  if (proto != nullptr) {
+    for (const protobuf::Import& imp : proto->file->imports) {
+      const char* known = protobuf::WellKnownFileText(imp.path);
+      if (known == nullptr) continue;
+      ASSIGN_OR_RETURN(SchemaSource::Registered dep,
+                       source->Register(imp.path, SchemaType::kProtobuf, known));
+      refs.push_back({imp.path, imp.path, dep.version});
+    }
+  }
   ASSIGN_OR_RETURN(
-      id, source->Register(
-              subject, format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf,
-              text));
+      SchemaSource::Registered r,
+      source->Register(subject,
+                       format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf,
+                       text, refs));
+  id = r.id;
   return Status::OK();
 }
 

@@ -48,11 +48,12 @@ class RegistrySource final : public CachingSource {
     return Record(v.value->schema);
   }
 
-  Result<int32_t> Register(std::string_view subject, SchemaType type,
-                           std::string_view text) override {
+  Result<Registered> Register(std::string_view subject, SchemaType type, std::string_view text,
+                              const std::vector<registry::SchemaReference>& refs) override {
     registry::SchemaInput in;
     in.type = type;
     in.text = std::string(text);
+    in.references = refs;
     Answer<registry::Registry::Registered> r = registry_->Register(subject, in, false);
     if (!r.ok()) {
       return FailedPreconditionError(
@@ -60,7 +61,7 @@ class RegistrySource final : public CachingSource {
           "({})",
           subject, r.error.message, r.error.error_code);
     }
-    return r.value->id;
+    return Registered{r.value->id, r.value->version};
   }
 
   std::string Describe() const override { return "the Schema Registry of this process"; }
@@ -110,10 +111,14 @@ class HttpSource final : public CachingSource {
     return Record(j);
   }
 
-  Result<int32_t> Register(std::string_view subject, SchemaType type,
-                           std::string_view text) override {
+  Result<Registered> Register(std::string_view subject, SchemaType type, std::string_view text,
+                              const std::vector<registry::SchemaReference>& refs) override {
     json body = {{"schema", text}};
     if (type != SchemaType::kAvro) body["schemaType"] = registry::SchemaTypeName(type);
+    for (const registry::SchemaReference& r : refs) {
+      body["references"].push_back(
+          {{"name", r.name}, {"subject", r.subject}, {"version", r.version}});
+    }
     ASSIGN_OR_RETURN(
         json j,
         Call("POST", fmt::format("/subjects/{}/versions", PathSegment(subject)), body.dump()));
@@ -121,7 +126,15 @@ class HttpSource final : public CachingSource {
       return InvalidArgumentError("{}: the answer to a register has no id: {}", Describe(),
                                   j.dump());
     }
-    return j["id"].get<int32_t>();
+    const int32_t id = j["id"].get<int32_t>();
+    // The version: Confluent's register answers the id alone; a lookup tells the version.
+    ASSIGN_OR_RETURN(json found,
+                     Call("POST", fmt::format("/subjects/{}", PathSegment(subject)), body.dump()));
+    if (!found.contains("version") || !found["version"].is_number_integer()) {
+      return InvalidArgumentError("{}: the lookup of subject {} has no version", Describe(),
+                                  subject);
+    }
+    return Registered{id, found["version"].get<int32_t>()};
   }
 
   std::string Describe() const override { return options_.url; }

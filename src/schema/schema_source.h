@@ -43,10 +43,16 @@ class SchemaSource {
   virtual Result<std::shared_ptr<const SchemaRecord>> ById(int32_t id) = 0;
   // NotFound when the subject has no live version.
   virtual Result<std::shared_ptr<const SchemaRecord>> Latest(std::string_view subject) = 0;
-  // Registers `text` under `subject` (or finds it there): its id. FailedPrecondition with
-  // the registry's message when it refuses (incompatible, invalid).
-  virtual Result<int32_t> Register(std::string_view subject, SchemaType type,
-                                   std::string_view text) = 0;
+  // Registers `text` (with `refs`) under `subject`, or finds it there: its id and
+  // version. FailedPrecondition with the registry's message when it refuses (incompatible,
+  // invalid).
+  struct Registered {
+    int32_t id = 0;
+    int32_t version = 0;
+  };
+  virtual Result<Registered> Register(std::string_view subject, SchemaType type,
+                                      std::string_view text,
+                                      const std::vector<registry::SchemaReference>& refs = {}) = 0;
   // "the Schema Registry of this process", "http://host:8081": for error messages.
   virtual std::string Describe() const = 0;
 };

@@ -31,6 +31,7 @@ class PipelineSetTest : public ::testing::Test {
     c.Set("kafka.addr", "127.0.0.1:0", "test");
     c.Set("http.addr", "off", "test");
     c.Set("query.pg_addr", "off", "test");
+    c.Set("schema_registry.addr", "off", "test");
     c.Set("data_dir", tmp_.path() + "/data", "test");
     c.Set("shards", "2", "test");
     c.Set("groups.initial_rebalance_delay", "0", "test");

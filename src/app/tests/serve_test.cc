@@ -23,6 +23,7 @@ Config LoopbackConfig(const std::string& data_dir) {
   c.Set("kafka.addr", "127.0.0.1:0", "test");
   c.Set("http.addr", "127.0.0.1:0", "test");
   c.Set("query.pg_addr", "127.0.0.1:0", "test");
+  c.Set("schema_registry.addr", "127.0.0.1:0", "test");
   c.Set("data_dir", data_dir, "test");
   c.Set("shards", "2", "test");
   return c;
@@ -32,7 +33,8 @@ TEST(ServeConfigKeysTest, GatherEveryModulesKeys) {
   std::vector<std::string_view> keys = ServeConfigKeys();
   for (std::string_view want : {"kafka.addr", "storage.flush.ms", "sasl.users", "groups.max_size",
                                 "topics.defaults.retention.ms", "query.memory_limit",
-                                "query.pg_addr", "http.addr", "warehouse"}) {
+                                "query.pg_addr", "http.addr", "warehouse",
+                                "schema_registry.addr"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), want), keys.end()) << want;
   }
 }
@@ -72,12 +74,15 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
   EXPECT_GT((*p)->http_port(), 0);
   EXPECT_GT((*p)->pg_port(), 0);
   EXPECT_EQ((*p)->pipelines(), nullptr);
-  ASSERT_EQ(banner.size(), 3u);
+  ASSERT_EQ(banner.size(), 4u);
   EXPECT_EQ(banner[0].rfind("serving Kafka on 127.0.0.1:" + std::to_string((*p)->kafka_port()), 0),
             0u)
       << banner[0];
-  EXPECT_EQ(banner[1].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[1];
-  EXPECT_EQ(banner[2].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[2];
+  EXPECT_GT((*p)->schema_registry_port(), 0);
+  EXPECT_EQ(banner[1], "Schema Registry on http://127.0.0.1:" +
+                           std::to_string((*p)->schema_registry_port()));
+  EXPECT_EQ(banner[2].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[2];
+  EXPECT_EQ(banner[3].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[3];
 
   // A real client sees the broker.
   auto admin = kafka::client::Admin::Create(

@@ -174,6 +174,12 @@ std::string Normalized(const Parsed& schema);
 // written with `writer`, e.g. "FIELD_SCALAR_KIND_CHANGED at #/Order/2". Empty: compatible.
 std::vector<std::string> Incompatibilities(const Parsed& reader, const Parsed& writer);
 
+// The text of a well-known type's file ("google/protobuf/timestamp.proto", ...) as this
+// module knows it built in; nullptr for any other path. A schema importing one is
+// registered with a reference to a subject of that name holding this text, as Confluent's
+// serializers do.
+const char* WellKnownFileText(std::string_view path);
+
 // The framing's message indexes (after the magic byte and the schema id): a zig-zag varint
 // count, then that many zig-zag varint indexes; the single byte 0 stands for [0].
 // On success `*consumed` is the bytes read.

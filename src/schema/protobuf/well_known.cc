@@ -158,3 +158,9 @@ bool ValidUtf8(std::string_view s) {
 }
 
 }  // namespace sluice::schema::protobuf::internal
+
+namespace sluice::schema::protobuf {
+
+const char* WellKnownFileText(std::string_view path) { return internal::WellKnownText(path); }
+
+}  // namespace sluice::schema::protobuf

@@ -21,12 +21,22 @@ Result<std::unique_ptr<KafkaSchemaLog>> KafkaSchemaLog::Open(KafkaSchemaLogOptio
   ASSIGN_OR_RETURN(log->admin_, kc::Admin::Create(log->options_.client));
   // Three copies as Confluent's kafkastore.topic.replication.factor, fewer on a cluster of
   // fewer brokers (a single broker keeps one).
+  // Brokers of a cluster started together register one by one: three replicas are asked
+  // for during the first seconds before fewer are taken.
   Status created;
+  const auto patience = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   for (int rf : {3, 2, 1}) {
     if (log->options_.replication_factor > 0 && rf != log->options_.replication_factor) continue;
-    created =
-        log->admin_->CreateTopic(log->options_.topic, 1, rf,
-                                 kc::Config{{"cleanup.policy", "compact"}}, log->options_.timeout);
+    for (;;) {
+      created = log->admin_->CreateTopic(log->options_.topic, 1, rf,
+                                         kc::Config{{"cleanup.policy", "compact"}},
+                                         log->options_.timeout);
+      if (created.ok() || created.code() == StatusCode::kAlreadyExists || rf == 1 ||
+          std::chrono::steady_clock::now() > patience) {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
     if (created.ok() || created.code() == StatusCode::kAlreadyExists) break;
   }
   if (!created.ok() && created.code() != StatusCode::kAlreadyExists) {
@@ -88,7 +98,12 @@ Status KafkaSchemaLog::BecomeWriter() {
                      delivered_offset_ = r.offset;
                      delivered_status_ = r.status;
                    }));
+  // A cluster's transaction coordinator may still be starting (its topic is made at the
+  // first FindCoordinator): a retriable timeout is tried again, up to three times.
   Status st = producer_->InitTransactions(options_.timeout);
+  for (int i = 0; i < 3 && st.code() == StatusCode::kResourceExhausted; ++i) {
+    st = producer_->InitTransactions(options_.timeout);
+  }
   if (!st.ok()) {
     producer_.reset();
     return Status(st.code(),

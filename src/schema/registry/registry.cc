@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <random>
 #include <set>
+#include <thread>
 
 namespace sluice::schema::registry {
 
@@ -29,6 +31,17 @@ constexpr int kStoreError = 50001;
 constexpr int kTimeout = 50002;
 // Not an API code: a decided write lost to another writer.
 constexpr int kDecideAgain = -1;
+
+// After losing a write to another broker: a random pause, growing with the attempts, so
+// that two brokers taking the writer's role from each other in turn (each InitTransactions
+// fences the other) let one finish.
+void BackOff(int attempt) {
+  static thread_local std::minstd_rand random(
+      static_cast<uint32_t>(std::hash<std::thread::id>{}(std::this_thread::get_id())) ^
+      static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  const int cap = std::min(1000, 50 << std::min(attempt, 5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(cap / 2 + random() % (cap / 2 + 1)));
+}
 
 std::string SubjectNotFound(std::string_view subject) {
   return fmt::format("Subject '{}' not found.", subject);
@@ -60,7 +73,14 @@ bool Registry::WaitApplied(int64_t offset, std::chrono::milliseconds timeout) {
 }
 
 Status Registry::CatchUp(std::chrono::milliseconds timeout) {
-  ASSIGN_OR_RETURN(int64_t end, log_->End());
+  // The log's end; in a cluster a topic just made may have no leader for a moment.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Result<int64_t> found = log_->End();
+  while (!found.ok() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    found = log_->End();
+  }
+  ASSIGN_OR_RETURN(int64_t end, std::move(found));
   if (!WaitApplied(end, timeout)) {
     return ResourceExhaustedError("the schema registry read its log to offset {} of {} in {} ms",
                                   state_.next_offset(), end, timeout.count());
@@ -397,6 +417,7 @@ Answer<int64_t> Registry::Write(const std::string& key, const std::optional<std:
        attempt < options_.write_attempts;
        ++attempt) {
     // Another writer came in between; this record does not depend on what it wrote.
+    BackOff(attempt);
     if (Status st = StartWrite(); !st.ok()) return Answer<int64_t>::Fail(kStoreError, st.message());
     offset = log_->Append(key, value);
   }
@@ -487,7 +508,10 @@ Answer<Registry::Registered> Registry::Register(std::string_view subject, const 
     }
     Answer<int64_t> wrote =
         Write(SchemaKey(subject, version), SchemaValue(subject, version, s, false), true);
-    if (!wrote.ok() && wrote.error.error_code == kDecideAgain) continue;
+    if (!wrote.ok() && wrote.error.error_code == kDecideAgain) {
+      BackOff(attempt);
+      continue;
+    }
     if (!wrote.ok()) return A::Fail(wrote.error.error_code, wrote.error.message);
     std::lock_guard lock(mu_);
     if (const std::vector<SubjectVersion>* versions = state_.Versions(subject)) {

@@ -83,8 +83,9 @@ struct RegistryOptions {
   // How long a write waits for its record to come back, and how long a read that must
   // see the log's end (a write's catch-up) waits for it.
   std::chrono::milliseconds write_timeout{10000};
-  // Writes that lost to another writer are tried this many times.
-  int write_attempts = 5;
+  // Writes that lost to another writer are tried this many times, after a growing random
+  // pause.
+  int write_attempts = 20;
 };
 
 class Registry {
