@@ -1171,3 +1171,61 @@ TEST(PipelineConfigTest, ProcessEnvReadsTheEnvironment) {
 
 }  // namespace
 }  // namespace sluice::pipeline
+
+namespace sluice::pipeline {
+namespace {
+
+// source.kafka.format and schema_registry, the kafka sink's format and subject
+// (docs/design/0022-schemas.md).
+TEST(PipelineConfigTest, MessageFormatsAndTheirRegistry) {
+  auto r = Parse(Replace(kMinimal, "      topics: [in]",
+                         "      topics: [in]\n      format: avro\n      schema_registry:\n"
+                         "        url: http://127.0.0.1:8081\n        username: u\n"
+                         "        password: p"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->source.format, MessageFormat::kAvro);
+  ASSERT_TRUE(r->source.schema_registry.has_value());
+  EXPECT_EQ(r->source.schema_registry->url, "http://127.0.0.1:8081");
+  EXPECT_EQ(r->source.schema_registry->username, "u");
+  EXPECT_EQ(Parse(kMinimal)->source.format, MessageFormat::kJson);
+  for (const char* f : {"protobuf", "json_schema", "json"}) {
+    auto p = Parse(Replace(kMinimal, "      topics: [in]",
+                           std::string("      topics: [in]\n      format: ") + f));
+    ASSERT_TRUE(p.ok()) << f << ": " << p.status().ToString();
+  }
+  auto sink =
+      Parse(Replace(kMinimal, "    type: console\n",
+                    "    type: kafka\n    kafka:\n      brokers: [b:9092]\n      topic: out\n"
+                    "      format: protobuf\n      subject: out-v\n"));
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  EXPECT_EQ(sink->sink.kafka.format, MessageFormat::kProtobuf);
+  EXPECT_EQ(sink->sink.kafka.subject, "out-v");
+
+  EXPECT_THAT(
+      ErrorOf(Replace(kMinimal, "      topics: [in]", "      topics: [in]\n      format: xml")),
+      HasSubstr("pipeline.source.kafka.format: must be one of json, avro, protobuf, json_schema"));
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      schema_registry:\n        url: ftp://x")),
+              HasSubstr("pipeline.source.kafka.schema_registry.url"));
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      schema_registry:\n        username: u")),
+              HasSubstr("schema_registry.url"));
+  EXPECT_THAT(
+      ErrorOf(Replace(kMinimal, "      topics: [in]",
+                      "      topics: [in]\n      schema_registry:\n        url: http://h:1\n"
+                      "        username: u")),
+      HasSubstr("username and password go together"));
+  EXPECT_THAT(
+      ErrorOf(Replace(kMinimal, "    type: console\n",
+                      "    type: kafka\n    kafka:\n      brokers: [b:9092]\n      topic: out\n"
+                      "      format: json_schema\n")),
+      HasSubstr("json_schema is read, not written"));
+  EXPECT_THAT(
+      ErrorOf(Replace(kMinimal, "    type: console\n",
+                      "    type: kafka\n    kafka:\n      brokers: [b:9092]\n      topic: out\n"
+                      "      subject: s\n")),
+      HasSubstr("the format is json"));
+}
+
+}  // namespace
+}  // namespace sluice::pipeline
