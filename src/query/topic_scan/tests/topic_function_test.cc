@@ -371,9 +371,15 @@ TEST_F(TopicValuesTest, BadSchemasAreClearErrors) {
             std::string::npos);
   EXPECT_NE(Error("SELECT * FROM topic('vals', columns => 'offset BIGINT')").find("own columns"),
             std::string::npos);
-  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'csv')").find("only 'json'"),
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'csv')").find("json, avro or protobuf"),
             std::string::npos);
-  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'jsonl')").find("only 'json'"),
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'jsonl')").find("json, avro or protobuf"),
+            std::string::npos);
+  // Avro and Protobuf take their columns from a schema registry, which this one has not.
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'avro')").find("schema registry"),
+            std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'protobuf', columns => 'a INTEGER')")
+                .find("takes its columns from the schema registry"),
             std::string::npos);
   EXPECT_EQ(Rows("SELECT count(i) FROM topic('vals', format => 'JSON')"),
             std::vector<std::string>{"4"});
