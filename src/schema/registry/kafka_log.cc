@@ -130,7 +130,10 @@ Result<int64_t> KafkaSchemaLog::Append(const std::string& key,
     producer_.reset();
     return AbortedError("another broker wrote to {} first: {}", options_.topic, st.message());
   }
-  (void)producer_->AbortTransaction(options_.timeout);
+  // Anything else (a commit that timed out, say, with the transaction coordinator on a
+  // broker that went away): a fresh producer for the next write, which finds the
+  // coordinator again; this transaction is aborted by its InitTransactions.
+  producer_.reset();
   if (st.code() == StatusCode::kAborted || st.code() == StatusCode::kResourceExhausted) {
     return AbortedError("the write to {} was aborted: {}", options_.topic, st.message());
   }
