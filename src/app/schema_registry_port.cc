@@ -17,7 +17,7 @@ using schema::registry::Registry;
 
 Result<std::unique_ptr<SchemaRegistryPort>> SchemaRegistryPort::Start(
     const Config& config, broker::KafkaService& kafka, std::shared_ptr<net::TlsContext> tls,
-    bool kafka_authenticates) {
+    bool kafka_authenticates, bool cluster) {
   ASSIGN_OR_RETURN(std::string addr,
                    config.GetString("schema_registry.addr", kDefaultSchemaRegistryAddr));
   if (addr == "off") return std::unique_ptr<SchemaRegistryPort>();
@@ -39,6 +39,7 @@ Result<std::unique_ptr<SchemaRegistryPort>> SchemaRegistryPort::Start(
   p->registry_ = std::make_unique<Registry>(nullptr);
   schema::registry::KafkaSchemaLogOptions log_options;
   for (const auto& [k, v] : kafka.InternalClientProperties()) log_options.client[k] = v;
+  log_options.cluster = cluster;
   auto log = KafkaSchemaLog::Open(std::move(log_options), p->registry_.get());
   if (!log.ok()) {
     return Status(log.status().code(), fmt::format("schema registry: {}", log.status().message()));

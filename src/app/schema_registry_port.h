@@ -43,7 +43,7 @@ class SchemaRegistryPort {
   static Result<std::unique_ptr<SchemaRegistryPort>> Start(const Config& config,
                                                            broker::KafkaService& kafka,
                                                            std::shared_ptr<net::TlsContext> tls,
-                                                           bool kafka_authenticates);
+                                                           bool kafka_authenticates, bool cluster);
   ~SchemaRegistryPort();
 
   void Stop();

@@ -222,7 +222,8 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   }
   // The Schema Registry (docs/design/0022) before the pipelines, which may read from it.
   ASSIGN_OR_RETURN(p->schema_registry_,
-                   SchemaRegistryPort::Start(config, *p->kafka_, sc.tls, sc.broker.sasl.enabled));
+                   SchemaRegistryPort::Start(config, *p->kafka_, sc.tls, sc.broker.sasl.enabled,
+                                             sc.broker.cluster.enabled()));
   if (p->schema_registry_) {
     say(fmt::format("Schema Registry on {}", p->schema_registry_->url()));
   }

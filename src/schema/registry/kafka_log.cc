@@ -27,6 +27,7 @@ Result<std::unique_ptr<KafkaSchemaLog>> KafkaSchemaLog::Open(KafkaSchemaLogOptio
   const auto patience = std::chrono::steady_clock::now() + std::chrono::seconds(15);
   for (int rf : {3, 2, 1}) {
     if (log->options_.replication_factor > 0 && rf != log->options_.replication_factor) continue;
+    if (log->options_.replication_factor <= 0 && !log->options_.cluster && rf != 1) continue;
     for (;;) {
       created = log->admin_->CreateTopic(log->options_.topic, 1, rf,
                                          kc::Config{{"cleanup.policy", "compact"}},

@@ -38,7 +38,10 @@ struct KafkaSchemaLogOptions {
   // bootstrap.servers and the credential (the broker's internal client properties).
   kafka::client::Config client;
   std::string topic = kSchemasTopic;
-  int replication_factor = 0;  // 0: 3, else as many as the cluster has brokers
+  int replication_factor = 0;  // 0: 3 in a cluster (fewer with fewer brokers), 1 alone
+  // A broker of a cluster (etcd): brokers started together register one by one, so three
+  // replicas are asked for during the first 15 s.
+  bool cluster = false;
   std::chrono::milliseconds timeout{10000};
 };
 
