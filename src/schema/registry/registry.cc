@@ -82,8 +82,13 @@ Status Registry::CatchUp(std::chrono::milliseconds timeout) {
   }
   ASSIGN_OR_RETURN(int64_t end, std::move(found));
   if (!WaitApplied(end, timeout)) {
+    int64_t read = 0;
+    {
+      std::lock_guard lock(mu_);
+      read = state_.next_offset();
+    }
     return ResourceExhaustedError("the schema registry read its log to offset {} of {} in {} ms",
-                                  state_.next_offset(), end, timeout.count());
+                                  read, end, timeout.count());
   }
   return Status::OK();
 }
