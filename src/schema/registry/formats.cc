@@ -23,8 +23,19 @@ std::vector<R> As(const std::vector<Reference>& refs) {
   return out;
 }
 
+// Deeper JSON is refused: writing it back (the canonical text) recurses per level.
+constexpr int kMaxJsonSchemaDepth = 64;
+
 Result<json> ParseJsonSchema(std::string_view text) {
-  json j = json::parse(text, nullptr, false);
+  bool too_deep = false;
+  json::parser_callback_t limit = [&too_deep](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxJsonSchemaDepth) too_deep = true;
+    return !too_deep;
+  };
+  json j = json::parse(text, limit, false);
+  if (too_deep) {
+    return InvalidArgumentError("the JSON schema nests deeper than {} levels", kMaxJsonSchemaDepth);
+  }
   if (j.is_discarded()) return InvalidArgumentError("the JSON schema is not JSON");
   if (!j.is_object() && !j.is_boolean()) {
     return InvalidArgumentError("a JSON schema is an object or a boolean");

@@ -148,6 +148,11 @@ TEST_F(RegistryTest, BadInputGetsTheApisErrorCodes) {
   EXPECT_EQ(Call("POST", "/subjects/s/versions", "").status, 400);
   EXPECT_EQ(code(Call("POST", "/subjects/s/versions", R"({"schema": 5})")), 42201);
   EXPECT_EQ(code(Call("PUT", "/config", R"({"compatibility":"SIDEWAYS"})")), 42203);
+  // A JSON schema nested past the limit is refused, not written back level by level.
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += R"({"a":)";
+  deep += "1" + std::string(100000, '}');
+  EXPECT_EQ(code(Call("POST", "/subjects/s/versions", SchemaBody(deep, "JSON"))), 42201);
   EXPECT_EQ(code(Call("PUT", "/mode", R"({"mode":"SOMETIMES"})")), 42204);
   EXPECT_EQ(code(Call("POST", "/subjects/s", SchemaBody(kUserV2))), 40403);
   EXPECT_EQ(code(Call("POST", "/subjects/none", SchemaBody(kUserV2))), 40401);
