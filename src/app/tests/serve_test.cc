@@ -31,10 +31,10 @@ Config LoopbackConfig(const std::string& data_dir) {
 
 TEST(ServeConfigKeysTest, GatherEveryModulesKeys) {
   std::vector<std::string_view> keys = ServeConfigKeys();
-  for (std::string_view want : {"kafka.addr", "storage.flush.ms", "sasl.users", "groups.max_size",
-                                "topics.defaults.retention.ms", "query.memory_limit",
-                                "query.pg_addr", "http.addr", "warehouse",
-                                "schema_registry.addr"}) {
+  for (std::string_view want :
+       {"kafka.addr", "storage.flush.ms", "sasl.users", "groups.max_size",
+        "topics.defaults.retention.ms", "query.memory_limit", "query.pg_addr", "http.addr",
+        "warehouse", "schema_registry.addr"}) {
     EXPECT_NE(std::find(keys.begin(), keys.end(), want), keys.end()) << want;
   }
 }
@@ -79,8 +79,8 @@ TEST(ServeProcessTest, StartsEveryPartAnnouncesItAndStops) {
             0u)
       << banner[0];
   EXPECT_GT((*p)->schema_registry_port(), 0);
-  EXPECT_EQ(banner[1], "Schema Registry on http://127.0.0.1:" +
-                           std::to_string((*p)->schema_registry_port()));
+  EXPECT_EQ(banner[1],
+            "Schema Registry on http://127.0.0.1:" + std::to_string((*p)->schema_registry_port()));
   EXPECT_EQ(banner[2].rfind("metrics on http://127.0.0.1:", 0), 0u) << banner[2];
   EXPECT_EQ(banner[3].rfind("Postgres wire protocol on 127.0.0.1:", 0), 0u) << banner[3];
 
