@@ -21,6 +21,11 @@ Result<std::unique_ptr<BatchHandler>> BatchHandler::Create(
     o.format = c.source.format == MessageFormat::kAvro       ? schema::PayloadFormat::kAvro
                : c.source.format == MessageFormat::kProtobuf ? schema::PayloadFormat::kProtobuf
                                                              : schema::PayloadFormat::kJsonSchema;
+    if (c.source.key_format != KeyFormat::kBytes) {
+      o.key_format = c.source.key_format == KeyFormat::kAvro ? schema::PayloadFormat::kAvro
+                                                             : schema::PayloadFormat::kProtobuf;
+      if (!c.source.topics.empty()) o.key_subject = c.source.topics[0] + "-key";
+    }
     if (c.handler.type == HandlerType::kStructuredBatch) {
       o.table = c.handler.table;
       h->batch_table_ = c.handler.table;

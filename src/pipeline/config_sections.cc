@@ -145,7 +145,7 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
   MapView kafka =
       OpenMap(k->value, "pipeline.source.kafka", EntryLine(*k, source.line),
               {"brokers", "group_id", "auto_offset_reset", "topics", "security_protocol", "ssl",
-               "sasl", "fetch", "properties", "format", "schema_registry"});
+               "sasl", "fetch", "properties", "format", "key_format", "schema_registry"});
   if (!kafka.present || k->value.IsNull()) {
     if (k->value.IsNull()) Error(kafka.line, kafka.path, "is empty; it is required");
     return;
@@ -157,6 +157,16 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
   }
   if (auto v = StringList(kafka, "topics", true, "[events]")) out->topics = std::move(*v);
   if (auto v = Enum(kafka, "format", false, kFormats, false)) out->format = *v;
+  if (auto v = Enum(kafka, "key_format", false, kKeyFormats, false)) {
+    out->key_format = *v;
+    if (*v != KeyFormat::kBytes && out->format != MessageFormat::kAvro &&
+        out->format != MessageFormat::kProtobuf) {
+      Error(EntryLine(*kafka.Find("key_format"), kafka.line), Join(kafka.path, "key_format"),
+            fmt::format("decodes framed keys beside framed values: it needs format avro or "
+                        "protobuf (format is {})",
+                        NameOf(kFormats, out->format)));
+    }
+  }
   SchemaRegistry(kafka, &out->schema_registry);
   if (const Entry* f = kafka.Find("fetch")) {
     MapView fetch = OpenMap(f->value, Join(kafka.path, "fetch"), EntryLine(*f, kafka.line),

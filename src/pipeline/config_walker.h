@@ -113,6 +113,8 @@ inline constexpr EnumName<MessageFormat> kFormats[] = {{"json", MessageFormat::k
                                                        {"avro", MessageFormat::kAvro},
                                                        {"protobuf", MessageFormat::kProtobuf},
                                                        {"json_schema", MessageFormat::kJsonSchema}};
+inline constexpr EnumName<KeyFormat> kKeyFormats[] = {
+    {"bytes", KeyFormat::kBytes}, {"avro", KeyFormat::kAvro}, {"protobuf", KeyFormat::kProtobuf}};
 inline constexpr EnumName<SecurityProtocol> kProtocols[] = {
     {"PLAINTEXT", SecurityProtocol::kPlaintext},
     {"SSL", SecurityProtocol::kSsl},

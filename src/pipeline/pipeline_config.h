@@ -47,6 +47,8 @@ enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres, kIceberg 
 // source.kafka.format / sink.kafka.format (sluice's keys): plain JSON, or the Confluent
 // framing with a schema id from a Schema Registry (docs/design/0022-schemas.md).
 enum class MessageFormat { kJson, kAvro, kProtobuf, kJsonSchema };
+// source.kafka.key_format (sluice's key): keys as bytes, or framed keys decoded (kafka_key).
+enum class KeyFormat { kBytes, kAvro, kProtobuf };
 enum class ErrorPolicy { kRaise, kIgnore, kDlq };
 enum class PostgresMode { kAppend, kUpsert };
 enum class SubstitutionType { kUuid4 };
@@ -109,6 +111,9 @@ struct SchemaRegistryConfig {
 
 struct KafkaSourceConfig : KafkaConnectionConfig {
   MessageFormat format = MessageFormat::kJson;
+  // avro or protobuf: framed keys decoded into kafka_key by the `<topic>-key` subject's
+  // schema; only with format avro or protobuf.
+  KeyFormat key_format = KeyFormat::kBytes;
   std::optional<SchemaRegistryConfig> schema_registry;
   std::string group_id;
   AutoOffsetReset auto_offset_reset = AutoOffsetReset::kEarliest;

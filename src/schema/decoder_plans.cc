@@ -62,6 +62,7 @@ Result<ReaderShape> ReaderOf(const SchemaRecord& r, std::span<const int> indexes
     ASSIGN_OR_RETURN(avro::Parsed p, avro::Parse(r.text, As<avro::Reference>(r.references)));
     auto parsed = std::make_shared<const avro::Parsed>(std::move(p));
     ASSIGN_OR_RETURN(out.columns, avro::ColumnsOf(*parsed));
+    out.record = parsed->root().type == lake::avro::Type::kRecord;
     out.avro = std::move(parsed);
   } else if (r.type == SchemaType::kProtobuf) {
     ASSIGN_OR_RETURN(protobuf::Parsed p,
@@ -90,9 +91,8 @@ class WithoutIndexes final : public RowDecoder {
  public:
   WithoutIndexes(std::unique_ptr<RowDecoder> inner, int32_t id)
       : inner_(std::move(inner)), id_(id) {}
-  void Bind(const duck::DataChunk& chunk, size_t first_column) override {
-    inner_->Bind(chunk, first_column);
-  }
+  void BindVectors(std::span<const duck::Vector> columns) override { inner_->BindVectors(columns); }
+  size_t column_count() const override { return inner_->column_count(); }
   bool Decode(std::string_view payload, uint64_t row, std::string* reason) override {
     if (inner_->Decode(payload, row, reason)) return true;
     *reason = fmt::format(

@@ -36,6 +36,8 @@ void WriteFraming(int32_t id, std::string* out);
 // The columns of a registered schema, and for Avro the parsed schema (a reader's defaults).
 struct ReaderShape {
   std::vector<Column> columns;
+  // False for an Avro schema that is not a record: one column `value` of its type.
+  bool record = true;
   std::shared_ptr<const avro::Parsed> avro;
 };
 // Protobuf: the message at `indexes` (empty: the first).

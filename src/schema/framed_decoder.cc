@@ -9,6 +9,7 @@
 #include "duck/appender.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
+#include "schema/key_column.h"
 #include "schema/protobuf/protobuf_format.h"
 
 namespace sluice::schema {
@@ -27,6 +28,11 @@ struct FramedDecoder::Impl {
   std::vector<std::string> names;
   std::vector<duck::LogicalType> types;
   std::string schema_sql;
+  // The chunk column of each of the plans' columns.
+  std::vector<size_t> value_index;
+  // Decoded keys (key_format): the decoder and its chunk column (kafka_key).
+  std::unique_ptr<KeyColumn> key;
+  size_t key_index = 0;
 
   // The batch: chunks held for the view (or appended to the table), spares to reuse.
   std::vector<duck::DataChunk> held, spare;
@@ -38,11 +44,14 @@ struct FramedDecoder::Impl {
   std::vector<Message> stripped;
   std::vector<size_t> stripped_index;
 
+  bool decode_keys() const { return options.key_format != PayloadFormat::kJson; }
   Status UseColumns(ReaderShape reader);
   Status InitFromLatest();
-  Status InitFromValue(std::string_view value);
+  Status InitKeyFromLatest();
+  Status InitFromMessage(const Message& m);
   Result<duck::DataChunk> NewChunk();
-  Status Hold(duck::DataChunk chunk, RowDecoder* dec, uint64_t rows);
+  void BindValues(RowDecoder* dec, const duck::DataChunk& chunk) const;
+  Status Hold(duck::DataChunk chunk, RowDecoder* dec, RowDecoder* key_dec, uint64_t rows);
   void WriteKafkaColumns(duck::DataChunk& chunk, uint64_t row, const Message& m);
   Result<size_t> DecodeJsonSchema(std::span<const Message> messages,
                                   std::vector<DecodeError>* errors);
@@ -83,10 +92,27 @@ Result<std::unique_ptr<FramedDecoder>> FramedDecoder::Create(duck::Connection& c
                      duck::DescribeTable(conn, d.options.table));
     if (table.empty()) return InvalidArgumentError("table '{}' has no columns", d.options.table);
     std::vector<Column> columns;
+    bool key_column = false;
     for (duck::TableColumn& c : table) {
       d.names.push_back(c.name);
       d.types.push_back(c.type.Copy());
+      if (d.decode_keys() && c.name == "kafka_key") {
+        // The key, decoded by the column's type; the value's fields go to the others.
+        ASSIGN_OR_RETURN(d.key, KeyColumn::FromType(d.source, d.options.key_format, c.type));
+        d.key_index = d.names.size() - 1;
+        key_column = true;
+        continue;
+      }
+      d.value_index.push_back(d.names.size() - 1);
       columns.push_back({c.name, std::move(c.type)});
+    }
+    if (d.decode_keys() && !key_column) {
+      return InvalidArgumentError(
+          "key_format {} decodes each key into the column kafka_key, which table '{}' lacks",
+          PayloadFormatName(d.options.key_format), d.options.table);
+    }
+    if (columns.empty()) {
+      return InvalidArgumentError("table '{}' has no columns but kafka_key", d.options.table);
     }
     ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(conn, d.options.table, d.names, d.types));
     d.plans =
@@ -94,6 +120,7 @@ Result<std::unique_ptr<FramedDecoder>> FramedDecoder::Create(duck::Connection& c
   } else {
     // The subject's latest schema now, when it has one: the handler's SQL binds to its
     // columns from the first batch on.
+    if (d.decode_keys()) RETURN_IF_ERROR(d.InitKeyFromLatest());
     RETURN_IF_ERROR(d.InitFromLatest());
   }
   return std::unique_ptr<FramedDecoder>(new FramedDecoder(std::move(impl)));
@@ -102,17 +129,19 @@ Result<std::unique_ptr<FramedDecoder>> FramedDecoder::Create(duck::Connection& c
 // Inferred: the reader's columns and the kafka_ columns, the view over them.
 Status FramedDecoder::Impl::UseColumns(ReaderShape reader) {
   for (const Column& c : reader.columns) {
+    value_index.push_back(names.size());
     names.push_back(c.name);
     types.push_back(c.type.Copy());
     schema_sql += fmt::format("{}{} {}", schema_sql.empty() ? "" : ", ",
                               duck::QuoteIdentifier(c.name), c.type.ToSql());
   }
+  key_index = names.size() + 4;
   const std::pair<const char*, duck::LogicalType> kafka[] = {
       {"kafka_topic", duck::LogicalType::Varchar()},
       {"kafka_partition", duck::LogicalType::Integer()},
       {"kafka_offset", duck::LogicalType::BigInt()},
       {"kafka_timestamp", duck::LogicalType::TimestampTz()},
-      {"kafka_key", duck::LogicalType::Blob()}};
+      {"kafka_key", key ? key->type().Copy() : duck::LogicalType::Blob()}};
   for (const auto& [name, type] : kafka) {
     names.push_back(name);
     types.push_back(type.Copy());
@@ -126,28 +155,91 @@ Status FramedDecoder::Impl::UseColumns(ReaderShape reader) {
   return Status::OK();
 }
 
-Status FramedDecoder::Impl::InitFromLatest() {
-  if (options.subject.empty()) return Status::OK();
-  Result<std::shared_ptr<const SchemaRecord>> latest = source->Latest(options.subject);
+namespace {
+
+// The reader schema of `format` a subject's latest version gives; nullopt when the subject
+// has none.
+Result<std::optional<ReaderShape>> LatestReader(SchemaSource& source, std::string_view subject,
+                                                PayloadFormat format) {
+  Result<std::shared_ptr<const SchemaRecord>> latest = source.Latest(subject);
   if (!latest.ok()) {
-    return latest.status().code() == StatusCode::kNotFound ? Status::OK() : latest.status();
+    if (latest.status().code() == StatusCode::kNotFound) return std::optional<ReaderShape>();
+    return latest.status();
   }
   const SchemaType want =
-      options.format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
+      format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
   if ((*latest)->type != want) {
-    return InvalidArgumentError("subject '{}' holds a {} schema, not {}", options.subject,
+    return InvalidArgumentError("subject '{}' holds a {} schema, not {}", subject,
                                 registry::SchemaTypeName((*latest)->type),
                                 registry::SchemaTypeName(want));
   }
   ASSIGN_OR_RETURN(ReaderShape reader, ReaderOf(**latest, {}));
-  return UseColumns(std::move(reader));
+  return std::optional<ReaderShape>(std::move(reader));
 }
 
-// Inferred, no reader yet: the first framed value's own schema is the reader.
-Status FramedDecoder::Impl::InitFromValue(std::string_view value) {
+}  // namespace
+
+Status FramedDecoder::Impl::InitFromLatest() {
+  // Decoded keys need their reader too before the columns are fixed.
+  if (options.subject.empty() || (decode_keys() && key == nullptr)) return Status::OK();
+  ASSIGN_OR_RETURN(std::optional<ReaderShape> reader,
+                   LatestReader(*source, options.subject, options.format));
+  return reader ? UseColumns(std::move(*reader)) : Status::OK();
+}
+
+// Inferred, decoded keys: the key subject's latest schema is the kafka_key column's.
+Status FramedDecoder::Impl::InitKeyFromLatest() {
+  if (options.key_subject.empty()) return Status::OK();
+  ASSIGN_OR_RETURN(std::optional<ReaderShape> reader,
+                   LatestReader(*source, options.key_subject, options.key_format));
+  if (!reader) return Status::OK();
+  Result<std::unique_ptr<KeyColumn>> k =
+      KeyColumn::FromReader(source, options.key_format, std::move(*reader));
+  if (!k.ok()) {
+    return InvalidArgumentError("key subject '{}': {}", options.key_subject, k.status().message());
+  }
+  key = std::move(k).value();
+  return Status::OK();
+}
+
+// Inferred, no reader yet: the first framed message's own schemas are the readers (its
+// key's when keys are decoded and the key subject had none).
+Status FramedDecoder::Impl::InitFromMessage(const Message& m) {
   int32_t id = 0;
   std::string_view rest;
   std::string reason;
+  if (decode_keys() && key == nullptr) {
+    RETURN_IF_ERROR(InitKeyFromLatest());
+    if (key == nullptr) {
+      if (!ReadFraming(m.key, &id, &rest, &reason)) return Status::OK();
+      Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
+      if (!rec.ok()) {
+        return rec.status().code() == StatusCode::kNotFound ? Status::OK() : rec.status();
+      }
+      const SchemaType want =
+          options.key_format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
+      if ((*rec)->type != want) return Status::OK();
+      std::vector<int> indexes;
+      size_t consumed = 0;
+      if (want == SchemaType::kProtobuf &&
+          !protobuf::ReadMessageIndexes(rest, &indexes, &consumed, &reason)) {
+        return Status::OK();
+      }
+      Result<ReaderShape> reader = ReaderOf(**rec, indexes);
+      if (!reader.ok()) return Status::OK();
+      Result<std::unique_ptr<KeyColumn>> k =
+          KeyColumn::FromReader(source, options.key_format, std::move(reader).value());
+      if (!k.ok()) return Status::OK();
+      key = std::move(k).value();
+    }
+  }
+  if (decode_keys() && !options.subject.empty()) {
+    // The columns waited for the key's reader: the value subject's latest is the reader.
+    Result<std::shared_ptr<const SchemaRecord>> latest = source->Latest(options.subject);
+    if (latest.ok()) return InitFromLatest();
+    if (latest.status().code() != StatusCode::kNotFound) return latest.status();
+  }
+  const std::string_view value = m.value;
   if (!ReadFraming(value, &id, &rest, &reason)) return Status::OK();
   Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
   if (!rec.ok()) return rec.status().code() == StatusCode::kNotFound ? Status::OK() : rec.status();
@@ -175,8 +267,17 @@ Result<duck::DataChunk> FramedDecoder::Impl::NewChunk() {
   return duck::DataChunk::Create(types);
 }
 
-Status FramedDecoder::Impl::Hold(duck::DataChunk chunk, RowDecoder* dec, uint64_t rows) {
+void FramedDecoder::Impl::BindValues(RowDecoder* dec, const duck::DataChunk& chunk) const {
+  std::vector<duck::Vector> columns;
+  columns.reserve(value_index.size());
+  for (size_t i : value_index) columns.push_back(chunk.column(i));
+  dec->BindVectors(columns);
+}
+
+Status FramedDecoder::Impl::Hold(duck::DataChunk chunk, RowDecoder* dec, RowDecoder* key_dec,
+                                 uint64_t rows) {
   if (dec != nullptr) RETURN_IF_ERROR(dec->Finish(rows));
+  if (key_dec != nullptr) RETURN_IF_ERROR(key_dec->Finish(rows));
   chunk.SetSize(rows);
   held.push_back(std::move(chunk));
   return Status::OK();
@@ -193,6 +294,7 @@ void FramedDecoder::Impl::WriteKafkaColumns(duck::DataChunk& chunk, uint64_t row
   } else {
     chunk.column(k + 3).SetNull(row);
   }
+  if (key != nullptr) return;  // decoded
   if (m.key.data() != nullptr) {
     chunk.column(k + 4).AssignString(row, m.key);
   } else {
@@ -210,16 +312,30 @@ Result<size_t> FramedDecoder::Decode(std::span<const Message> messages,
   d.held.clear();
   std::optional<duck::DataChunk> chunk;
   RowDecoder* bound = nullptr;
+  RowDecoder* key_bound = nullptr;
   uint64_t rows = 0;
   size_t total = 0;
   std::string reason;
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
-    if (d.plans == nullptr) RETURN_IF_ERROR(d.InitFromValue(m.value));
+    if (d.plans == nullptr) RETURN_IF_ERROR(d.InitFromMessage(m));
     if (d.plans == nullptr) {
       // No schema to read with yet: this message's own problem says why.
       int32_t id = 0;
       std::string_view rest;
+      if (d.decode_keys() && d.key == nullptr) {
+        // kafka_key's type is not known yet either.
+        reason = "the message has no key";
+        if (m.key.data() != nullptr && ReadFraming(m.key, &id, &rest, &reason)) {
+          reason = fmt::format("its schema id {} is unknown to {} (or not {})", id,
+                               d.source->Describe(), PayloadFormatName(d.options.key_format));
+        }
+        errors->push_back(
+            {i, fmt::format("key: {}; kafka_key takes the type of the key subject '{}', which has "
+                            "no schema, else of the first key's own schema",
+                            reason, d.options.key_subject)});
+        continue;
+      }
       if (ReadFraming(m.value, &id, &rest, &reason)) {
         reason = fmt::format("schema id {} is unknown to {} (or not {})", id, d.source->Describe(),
                              PayloadFormatName(d.options.format));
@@ -233,23 +349,49 @@ Result<size_t> FramedDecoder::Decode(std::span<const Message> messages,
       errors->push_back({i, std::move(reason)});
       continue;
     }
+    RowDecoder* key_dec = nullptr;
+    std::string_view key_payload;
+    if (d.key != nullptr && m.key.data() != nullptr) {
+      ASSIGN_OR_RETURN(key_dec, d.key->For(m.key, &key_payload, &reason));
+      if (key_dec == nullptr) {
+        errors->push_back({i, std::move(reason)});
+        continue;
+      }
+    }
     if (!chunk) {
       ASSIGN_OR_RETURN(chunk, d.NewChunk());
       bound = nullptr;
+      key_bound = nullptr;
       rows = 0;
     }
-    if (bound != dec) {
+    if (bound != dec || (key_dec != nullptr && key_bound != nullptr && key_dec != key_bound)) {
       // Another writer schema: its decoder keeps its own list sizes, so it gets a chunk of
       // its own.
       if (rows > 0) {
-        RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+        RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, key_bound, rows));
         ASSIGN_OR_RETURN(chunk, d.NewChunk());
         rows = 0;
       }
+      key_bound = nullptr;
       bound = dec;
-      bound->Bind(*chunk, 0);
+      d.BindValues(bound, *chunk);
+    }
+    if (key_dec != nullptr && key_bound == nullptr) {
+      // The rows before had no key (NULL cells, no list entries): binding now is as before.
+      key_bound = key_dec;
+      d.key->Bind(key_bound, chunk->column(d.key_index));
+    }
+    if (d.key != nullptr) {
+      const duck::Vector column = chunk->column(d.key_index);
+      if (key_dec == nullptr) {
+        SetNullCell(column, d.key->type(), rows);
+      } else if (!d.key->Decode(key_dec, key_payload, column, rows, &reason)) {
+        errors->push_back({i, std::move(reason)});
+        continue;
+      }
     }
     if (!bound->Decode(payload, rows, &reason)) {
+      // The key's list entries at this row, if any, stay behind unused.
       errors->push_back({i, std::move(reason)});
       continue;
     }
@@ -257,12 +399,12 @@ Result<size_t> FramedDecoder::Decode(std::span<const Message> messages,
     ++rows;
     ++total;
     if (rows == duck::DataChunk::Capacity()) {
-      RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+      RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, key_bound, rows));
       chunk.reset();
     }
   }
   if (chunk && rows > 0) {
-    RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, rows));
+    RETURN_IF_ERROR(d.Hold(std::move(*chunk), bound, key_bound, rows));
   } else if (chunk) {
     d.spare.push_back(std::move(*chunk));
   }

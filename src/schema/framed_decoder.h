@@ -11,6 +11,9 @@
 //   written with another version is resolved by Avro's rules (a field the writer lacks
 //   takes the reader's default); Protobuf fields map by name.
 //
+// Framed keys (FramedOptions::key_format) are decoded into kafka_key the same way
+// (schema/key_column.h).
+//
 // Format json_schema: the payload is JSON, decoded by the JSON decoders after the framing
 // (its schema id must exist).
 //
@@ -46,6 +49,12 @@ struct FramedOptions {
   // Show the batch through a view over the decoded chunks (else a table, recreated for
   // each batch: InferredDiskBatch).
   bool in_memory = true;
+  // Keys: kAvro or kProtobuf decodes framed keys into kafka_key (the inferred handlers'
+  // column, typed by `key_subject`'s latest schema, else by the first key's own schema; or
+  // the declared table's column of that name); kJson leaves them bytes. A key that does not
+  // decode makes its message a DecodeError; a null key is NULL.
+  PayloadFormat key_format = PayloadFormat::kJson;
+  std::string key_subject;
 };
 
 class FramedDecoder {

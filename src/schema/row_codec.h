@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,16 @@ class RowDecoder {
  public:
   virtual ~RowDecoder() = default;
   // Points at `chunk`'s vectors: after the chunk is created or Reset, before its row 0.
-  virtual void Bind(const duck::DataChunk& chunk, size_t first_column) = 0;
+  void Bind(const duck::DataChunk& chunk, size_t first_column) {
+    std::vector<duck::Vector> columns;
+    columns.reserve(column_count());
+    for (size_t i = 0; i < column_count(); ++i) columns.push_back(chunk.column(first_column + i));
+    BindVectors(columns);
+  }
+  // Points at one vector per column, as Bind (e.g. a STRUCT vector's fields: a framed key
+  // decoded into one column).
+  virtual void BindVectors(std::span<const duck::Vector> columns) = 0;
+  virtual size_t column_count() const = 0;
   // Decodes `payload` into `row` (rows are used in order, each once per Bind). On
   // failure returns false with `*reason` saying where and what ("field 'price': truncated
   // varint at byte 12"); the row's cells are then left NULL and any list children it added

@@ -16,6 +16,10 @@ schemas registered with serve's own registry over HTTP.
    schema id, a truncated payload, trailing bytes: each becomes a dead letter (JSON, on a
    topic) whose error says why, and the pipeline goes on with the good messages after them.
 4. `topic()` over the input topics decodes them too; an unframed value gives NULLs.
+5. Framed keys: an InferredMemBatch pipeline with `key_format: avro` reads kafka_key as
+   the `<topic>-key` subject's record (a STRUCT); a null key is NULL, a key that is not
+   framed is a dead letter. `topic()` decodes the keys on its own (and `key_format =>
+   'bytes'` does not).
 
 usage: /usr/bin/python3 schema_pipeline_test.py path/to/sluice
 """
@@ -168,10 +172,10 @@ def psql(broker, sql):
     return [line.split("|") for line in p.stdout.strip().splitlines() if line]
 
 
-def produce(bootstrap, topic, values):
+def produce(bootstrap, topic, values, keys=None):
     p = Producer({"bootstrap.servers": bootstrap})
-    for v in values:
-        p.produce(topic, v)
+    for i, v in enumerate(values):
+        p.produce(topic, v, key=keys[i] if keys else None)
     check(p.flush(30) == 0, f"produce to {topic}")
 
 
@@ -258,7 +262,41 @@ pipeline:
       topic: proto_out
       format: protobuf
 """,
+    "keyed.yml": """
+pipeline:
+  name: keyed
+  batch_size: 100
+  flush_interval_seconds: 1
+  on_error:
+    policy: DLQ
+    dlq:
+      type: kafka
+      kafka:
+        brokers: [{addr}]
+        topic: keyed_dlq
+  source:
+    type: kafka
+    kafka:
+      brokers: [{addr}]
+      group_id: keyed
+      auto_offset_reset: earliest
+      topics: [keyed_in]
+      format: avro
+      key_format: avro
+  handler:
+    type: handlers.InferredMemBatch
+    sql: SELECT kafka_key.shop AS shop, kafka_key.id AS key_id, id, customer FROM batch
+  sink:
+    type: kafka
+    kafka:
+      brokers: [{addr}]
+      topic: keyed_out
+      format: avro
+""",
 }
+
+ORDER_KEY = {"type": "record", "name": "OrderKey", "namespace": "shop", "fields": [
+    {"name": "shop", "type": "string"}, {"name": "id", "type": "long"}]}
 
 
 def main():
@@ -276,7 +314,8 @@ def main():
         # the pipelines on the same data.
         broker.start()
         admin = AdminClient({"bootstrap.servers": addr})
-        topics = ["avro_in", "avro_out", "avro_dlq", "proto_in", "proto_out", "proto_dlq"]
+        topics = ["avro_in", "avro_out", "avro_dlq", "proto_in", "proto_out", "proto_dlq",
+                  "keyed_in", "keyed_out", "keyed_dlq"]
         for f in admin.create_topics([NewTopic(t, 1, 1) for t in topics]).values():
             f.result(30)
         check(broker.stop() == 0, "sluice serve exits 0 after SIGTERM")
@@ -335,6 +374,31 @@ def main():
         rows = psql(broker, "SELECT sensor, place.floor, flags FROM topic('proto_in') "
                             "WHERE sensor = 's3'")
         check(rows == [["s3", "3", "{1,3}"]], f"topic() over protobuf: {rows}")
+
+        # 5: framed keys. The subjects come after the pipeline started: the first message
+        # finds them.
+        vid = reg.register("keyed_in-value", ORDER_V1)
+        kid = reg.register("keyed_in-key", ORDER_KEY)
+        keys = [framed(kid, a_str(f"shop{i}") + a_long(i * 10)) for i in (1, 2, 3)]
+        keys += [None, b"not framed", framed(kid, a_str("shop6") + a_long(60))]
+        produce(addr, "keyed_in", [framed(vid, avro_order(i)) for i in range(1, 7)], keys)
+        out = consume_all(addr, "keyed_out", 5, "keyed rows")
+        letters = [json.loads(v) for v in consume_all(addr, "keyed_dlq", 1, "dead letters")]
+        check(letters[0].get("offset") == 4 and
+              "key: not in the Confluent framing" in letters[0].get("error", ""),
+              f"the unframed key's dead letter: {letters}")
+        rows = psql(broker, "SELECT id, shop, key_id FROM topic('keyed_out') ORDER BY id")
+        check(rows == [["1", "shop1", "10"], ["2", "shop2", "20"], ["3", "shop3", "30"],
+                       ["4", "", ""], ["6", "shop6", "60"]], f"kafka_key decoded: {rows}")
+        rows = psql(broker, "SELECT \"offset\", key.shop, key.id, typeof(key), customer "
+                            "FROM topic('keyed_in') ORDER BY \"offset\"")
+        check(rows[0] == ["0", "shop1", "10", 'STRUCT(shop VARCHAR, id BIGINT)', "c1"],
+              f"topic() decodes the key: {rows[0]}")
+        check(rows[3][1:3] == ["", ""] and rows[4][1:3] == ["", ""],
+              f"a null key and an unframed one are NULL: {rows}")
+        rows = psql(broker, "SELECT typeof(key), count(*) FROM topic('keyed_in', "
+                            "key_format => 'bytes') GROUP BY ALL")
+        check(rows == [["VARCHAR", "6"]], f"key_format => 'bytes' keeps the text: {rows}")
         check(broker.stop() == 0, "sluice serve exits 0 after SIGTERM")
     except Exception:
         print(broker.logs(80), file=sys.stderr)

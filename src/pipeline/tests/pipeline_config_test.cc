@@ -1227,5 +1227,31 @@ TEST(PipelineConfigTest, MessageFormatsAndTheirRegistry) {
       HasSubstr("the format is json"));
 }
 
+// source.kafka.key_format: framed keys decoded beside framed values only.
+TEST(PipelineConfigTest, KeyFormat) {
+  EXPECT_EQ(Parse(kMinimal)->source.key_format, KeyFormat::kBytes);
+  for (const auto& [value, key, want] : {std::tuple{"avro", "avro", KeyFormat::kAvro},
+                                         {"protobuf", "protobuf", KeyFormat::kProtobuf},
+                                         {"avro", "protobuf", KeyFormat::kProtobuf},
+                                         {"json", "bytes", KeyFormat::kBytes}}) {
+    auto r = Parse(Replace(
+        kMinimal, "      topics: [in]",
+        fmt::format("      topics: [in]\n      format: {}\n      key_format: {}", value, key)));
+    ASSERT_TRUE(r.ok()) << key << ": " << r.status().ToString();
+    EXPECT_EQ(r->source.key_format, want) << key;
+  }
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      key_format: avro")),
+              HasSubstr("pipeline.source.kafka.key_format: decodes framed keys beside framed "
+                        "values: it needs format avro or protobuf (format is json)"));
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      format: json_schema\n"
+                              "      key_format: protobuf")),
+              HasSubstr("(format is json_schema)"));
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      format: avro\n      key_format: string")),
+              HasSubstr("key_format: must be one of bytes, avro, protobuf; got 'string'"));
+}
+
 }  // namespace
 }  // namespace sluice::pipeline

@@ -21,6 +21,7 @@
 #include "kafka/client/consumer.h"
 #include "query/topic_scan/value_schema.h"
 #include "schema/decoder_plans.h"
+#include "schema/key_column.h"
 
 namespace sluice::query {
 namespace {
@@ -61,6 +62,10 @@ struct TopicBind : duck::TableFunction::BindData {
   schema::PayloadFormat schema_format = schema::PayloadFormat::kJson;
   std::vector<schema::Column> schema_columns;  // result columns kColumns, kColumns + 1, ...
   std::shared_ptr<const schema::ReaderShape> reader;
+  // Framed keys decoded (the `<topic>-key` subject's schema): the `key` column's type.
+  schema::PayloadFormat key_format = schema::PayloadFormat::kJson;
+  std::shared_ptr<const schema::ReaderShape> key_reader;
+  std::optional<duck::LogicalType> key_type;
 };
 
 struct TopicScan : duck::TableFunction::ScanState {
@@ -74,6 +79,9 @@ struct TopicScan : duck::TableFunction::ScanState {
   std::unique_ptr<schema::DecoderPlans> plans;
   std::optional<duck::DataChunk> decoded;
   std::vector<std::pair<size_t, size_t>> schema_outputs;  // (output column, schema column)
+  // When the query reads a decoded key: its decoder and output column.
+  std::unique_ptr<schema::KeyColumn> key;
+  size_t key_output = 0;
   std::map<int32_t, int64_t> end;        // partition -> first offset not to read; erased when done
   std::vector<kc::Message> pending;      // polled, not yet emitted
   std::optional<kc::MessageBatch> held;  // what `pending` points into
@@ -152,31 +160,58 @@ void SetString(duck::Vector v, uint64_t row, std::string_view s, bool text) {
   v.AssignString(row, s);
 }
 
-// NULL for `v` at `row`, and for its struct fields (DuckDB reads a NULL struct's children);
-// an empty list entry for a list or map.
-void NullValue(const duck::Vector& v, const duck::LogicalType& t, uint64_t row) {
-  v.SetNull(row);
-  switch (t.id()) {
-    case duck::TypeId::kStruct:
-    case duck::TypeId::kUnion:
-      for (size_t i = 0; i < t.StructFieldCount(); ++i) {
-        NullValue(v.StructField(i), t.StructFieldType(i), row);
-      }
-      break;
-    case duck::TypeId::kList:
-    case duck::TypeId::kMap:
-      v.data<duck::ListEntry>()[row] = {0, 0};
-      break;
-    default:
-      break;
-  }
-}
-
 void NullRow(const duck::DataChunk& chunk, uint64_t row) {
   for (size_t c = 0; c < chunk.column_count(); ++c) {
     duck::Vector v = chunk.column(c);
-    NullValue(v, v.type(), row);
+    schema::SetNullCell(v, v.type(), row);
   }
+}
+
+schema::ReaderShape CopyOf(const schema::ReaderShape& r) {
+  schema::ReaderShape copy;
+  copy.record = r.record;
+  copy.avro = r.avro;
+  for (const schema::Column& c : r.columns) copy.columns.push_back({c.name, c.type.Copy()});
+  return copy;
+}
+
+// The key: decoded by the `<topic>-key` subject's latest schema when it is Avro or Protobuf
+// (key_format 'auto'), or must be (key_format 'avro' or 'protobuf').
+Status BindKey(const TopicFunctionOptions& options, const std::string& key_format,
+               TopicBind* data) {
+  const bool forced = key_format != "auto";
+  if (options.schemas == nullptr) {
+    if (!forced) return Status::OK();
+    return Fail(fmt::format("topic('{}'): key_format '{}' needs the schema registry, which is off",
+                            data->topic, key_format));
+  }
+  const std::string subject = data->topic + "-key";
+  Result<std::shared_ptr<const schema::SchemaRecord>> latest = options.schemas->Latest(subject);
+  if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) {
+    return Fail(fmt::format("topic('{}'): {}", data->topic, latest.status().message()));
+  }
+  const bool avro = latest.ok() && (*latest)->type == schema::SchemaType::kAvro;
+  const bool protobuf = latest.ok() && (*latest)->type == schema::SchemaType::kProtobuf;
+  if (!(forced ? (key_format == "avro" ? avro : protobuf) : (avro || protobuf))) {
+    if (!forced) return Status::OK();
+    return Fail(
+        fmt::format("topic('{}'): key_format '{}' needs {} schema registered under subject {}",
+                    data->topic, key_format, avro ? "a Protobuf" : "an Avro", subject));
+  }
+  data->key_format = avro ? schema::PayloadFormat::kAvro : schema::PayloadFormat::kProtobuf;
+  Result<schema::ReaderShape> reader = schema::ReaderOf(**latest, {});
+  if (reader.ok()) {
+    Result<std::unique_ptr<schema::KeyColumn>> key =
+        schema::KeyColumn::FromReader(options.schemas, data->key_format, CopyOf(*reader));
+    if (key.ok()) {
+      data->key_type = (*key)->type().Copy();
+      data->key_reader = std::make_shared<const schema::ReaderShape>(std::move(reader).value());
+      return Status::OK();
+    }
+    reader = key.status();
+  }
+  return Fail(
+      fmt::format("topic('{}'): subject {}: {}", data->topic, subject, reader.status().message()));
 }
 
 class TopicFunction : public duck::TableFunction {
@@ -216,6 +251,7 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
   std::optional<std::string> columns = bind.NamedText("columns");
   std::optional<std::string> format = bind.NamedText("format");
   std::optional<int64_t> sample_size = bind.NamedInt64("sample_size");
+  std::optional<std::string> key_format = bind.NamedText("key_format");
   std::string format_name;
   for (char c : format.value_or(""))
     format_name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -229,6 +265,18 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
         fmt::format("topic(): format '{}' takes its columns from the schema registry, "
                     "not from columns =>",
                     *format));
+  }
+  std::string key_format_name = "auto";
+  if (key_format) {
+    key_format_name.clear();
+    for (char c : *key_format)
+      key_format_name += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (key_format_name != "auto" && key_format_name != "bytes" && key_format_name != "avro" &&
+        key_format_name != "protobuf") {
+      return Fail(
+          fmt::format("topic(): key_format '{}' is not supported (auto, bytes, avro or protobuf)",
+                      *key_format));
+    }
   }
   if (sample_size && (*sample_size < 1 || *sample_size > kMaxSampleSize)) {
     return Fail(fmt::format("topic(): sample_size {} is not between 1 and {}", *sample_size,
@@ -332,6 +380,10 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
     return Fail(fmt::format("topic('{}'): format '{}' needs the schema registry, which is off",
                             data->topic, *format));
   }
+  if (key_format_name != "bytes") {
+    Status st = BindKey(options, key_format_name, data.get());
+    if (!st.ok()) return st;
+  }
   if (format && !framed && !columns) {
     Result<std::vector<std::string>> sample =
         Sample(options, *data, static_cast<size_t>(sample_size.value_or(kDefaultSampleSize)));
@@ -345,7 +397,8 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
   const duck::LogicalType tstz = duck::LogicalType::TimestampTz();
   const duck::LogicalType varchar = duck::LogicalType::Varchar();
   const duck::LogicalType blob = duck::LogicalType::Blob();
-  const duck::LogicalType* types[kColumns] = {&integer, &bigint, &tstz, &varchar,
+  const duck::LogicalType* key = data->key_type ? &*data->key_type : &varchar;
+  const duck::LogicalType* types[kColumns] = {&integer, &bigint, &tstz, key,
                                               &varchar, &blob,   &blob};
   for (uint64_t c = 0; c < kColumns; ++c) bind.AddResultColumn(kNames[c], *types[c]);
   for (const ValueColumn& c : data->value_columns)
@@ -390,6 +443,14 @@ Result<std::unique_ptr<duck::TableFunction::ScanState>> TopicFunction::Init(
       return Fail(fmt::format("topic('{}'): {}", data.topic, chunk.status().message()));
     state->decoded.emplace(std::move(chunk).value());
   }
+  for (size_t i = 0; i < state->columns.size() && data.key_reader; ++i) {
+    if (state->columns[i] != kKey) continue;
+    Result<std::unique_ptr<schema::KeyColumn>> key =
+        schema::KeyColumn::FromReader(options.schemas, data.key_format, CopyOf(*data.key_reader));
+    if (!key.ok()) return Fail(fmt::format("topic('{}'): {}", data.topic, key.status().message()));
+    state->key = std::move(key).value();
+    state->key_output = i;
+  }
   if (!read.empty()) {
     Result<std::unique_ptr<json::LenientDecoder>> decoder = json::LenientDecoder::Create(read);
     if (!decoder.ok())
@@ -431,7 +492,8 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
   }
   std::vector<duck::Vector> out;
   for (size_t i = 0; i < state.columns.size(); ++i) out.push_back(output.column(i));
-  schema::RowDecoder* writing = nullptr;  // the decoder the rows of `decoded` come from
+  schema::RowDecoder* writing = nullptr;      // the decoder the rows of `decoded` come from
+  schema::RowDecoder* key_writing = nullptr;  // the decoder the output's keys come from
   if (state.decoded) state.decoded->Reset();
   while (rows < capacity) {
     if (state.next >= state.pending.size()) {
@@ -488,6 +550,16 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
       // Each writer schema's decoder keeps its own list sizes: one per output chunk.
       if (dec != nullptr && writing != nullptr && dec != writing) break;
     }
+    schema::RowDecoder* key_dec = nullptr;
+    std::string_view key_payload;
+    if (state.key && m.key.data() != nullptr) {
+      std::string reason;
+      Result<schema::RowDecoder*> found = state.key->For(m.key, &key_payload, &reason);
+      if (!found.ok())
+        return Fail(fmt::format("topic('{}'): {}", data.topic, found.status().message()));
+      key_dec = *found;
+      if (key_dec != nullptr && key_writing != nullptr && key_dec != key_writing) break;
+    }
     ++state.next;
     for (size_t i = 0; i < state.columns.size(); ++i) {
       const duck::Vector& v = out[i];
@@ -506,7 +578,22 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
           }
           break;
         case kKey:
-          SetString(v, rows, m.key, true);
+          if (!state.key) {
+            SetString(v, rows, m.key, true);
+            break;
+          }
+          if (key_dec != nullptr && key_writing == nullptr) {
+            // The rows before had no decodable key: NULL cells without list entries.
+            state.key->Bind(key_dec, v);
+            key_writing = key_dec;
+          }
+          // Lenient, as values: a key that is absent, not framed or does not decode is NULL.
+          if (key_dec == nullptr) {
+            schema::SetNullCell(v, state.key->type(), rows);
+          } else {
+            std::string reason;
+            state.key->Decode(key_dec, key_payload, v, rows, &reason);
+          }
           break;
         case kValue:
           SetString(v, rows, m.value, true);
@@ -535,6 +622,7 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
     ++rows;
   }
   if (state.values) RETURN_IF_ERROR(state.values->Finish());
+  if (key_writing != nullptr) RETURN_IF_ERROR(key_writing->Finish(rows));
   if (state.plans) {
     if (writing != nullptr) RETURN_IF_ERROR(writing->Finish(rows));
     state.decoded->SetSize(rows);
@@ -564,6 +652,7 @@ Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions&
   sig.named_parameters.emplace_back("columns", duck::LogicalType::Varchar());
   sig.named_parameters.emplace_back("format", duck::LogicalType::Varchar());
   sig.named_parameters.emplace_back("sample_size", duck::LogicalType::BigInt());
+  sig.named_parameters.emplace_back("key_format", duck::LogicalType::Varchar());
   return duck::RegisterTableFunction(conn, sig, std::make_unique<TopicFunction>(options));
 }
 

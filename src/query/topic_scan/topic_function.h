@@ -27,7 +27,10 @@
 // decoders make them), each message decoded by its own schema id from the Confluent
 // framing; a value that is not framed, names an unknown id or does not decode gives NULLs
 // (the raw columns still hold it). A decoded column named like one of the columns above is
-// prefixed with `value_`.
+// prefixed with `value_`. Keys the same way: when the `<topic>-key` subject's latest schema
+// is Avro or Protobuf (`key_format => 'auto'`, the default; 'avro' or 'protobuf' insist on
+// it, 'bytes' never decodes), `key` is the decoded key (a record as a STRUCT, another Avro
+// schema as its type; NULL when absent or not decodable) instead of its text.
 //
 // The messages are read with a Kafka consumer (librdkafka, no group) from the broker
 // given at registration: sluice's own when it serves, any Kafka cluster otherwise.

@@ -911,12 +911,13 @@ class AvroRowDecoder final : public RowDecoder {
   std::vector<Slot>& slots() { return slots_; }
   Step& top() { return top_; }
 
-  void Bind(const duck::DataChunk& chunk, size_t first_column) override {
+  void BindVectors(std::span<const duck::Vector> columns) override {
     for (size_t i = 0; i < slots_.size(); ++i) {
       ResetLists(slots_[i]);
-      Refresh(slots_[i], chunk.column(first_column + i));
+      Refresh(slots_[i], columns[i]);
     }
   }
+  size_t column_count() const override { return slots_.size(); }
 
   bool Decode(std::string_view payload, uint64_t row, std::string* reason) override {
     begin_ = reinterpret_cast<const uint8_t*>(payload.data());

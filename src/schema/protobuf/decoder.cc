@@ -598,12 +598,13 @@ class Decoder final : public RowDecoder {
     marks_.resize(lists_.size());
   }
 
-  void Bind(const duck::DataChunk& chunk, size_t first_column) override {
+  void BindVectors(std::span<const duck::Vector> columns) override {
     for (size_t i = 0; i < root_.children.size(); ++i) {
       Reset(root_.children[i]);
-      Refresh(root_.children[i], chunk.column(first_column + i));
+      Refresh(root_.children[i], columns[i]);
     }
   }
+  size_t column_count() const override { return root_.children.size(); }
 
   bool Decode(std::string_view payload, uint64_t row, std::string* reason) override {
     for (size_t i = 0; i < lists_.size(); ++i) marks_[i] = lists_[i]->list_size;

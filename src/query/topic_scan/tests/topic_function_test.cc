@@ -381,6 +381,17 @@ TEST_F(TopicValuesTest, BadSchemasAreClearErrors) {
   EXPECT_NE(Error("SELECT * FROM topic('vals', format => 'protobuf', columns => 'a INTEGER')")
                 .find("takes its columns from the schema registry"),
             std::string::npos);
+  // Keys: auto and bytes need no registry; avro and protobuf do.
+  EXPECT_NE(Error("SELECT * FROM topic('vals', key_format => 'string')")
+                .find("key_format 'string' is not supported (auto, bytes, avro or protobuf)"),
+            std::string::npos);
+  EXPECT_NE(Error("SELECT * FROM topic('vals', key_format => 'avro')")
+                .find("key_format 'avro' needs the schema registry, which is off"),
+            std::string::npos);
+  EXPECT_EQ(Rows("SELECT count(*) FROM topic('vals', key_format => 'BYTES')"),
+            Rows("SELECT count(*) FROM topic('vals')"));
+  EXPECT_EQ(Rows("SELECT count(*) FROM topic('vals', key_format => 'auto')"),
+            Rows("SELECT count(*) FROM topic('vals')"));
   EXPECT_EQ(Rows("SELECT count(i) FROM topic('vals', format => 'JSON')"),
             std::vector<std::string>{"4"});
   EXPECT_NE(

@@ -7,40 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "schema/registry/registry_http.h"
+#include "schema/registry/tests/memory_log.h"
 
 namespace sluice::schema::registry {
 namespace {
 
 using nlohmann::json;
-
-// The log as a vector: each append is fed to the registry at once, as the broker's reader
-// would. `interleave`: records another writer appends just before this one's next append,
-// which then fails as a fenced writer's would.
-class MemoryLog : public SchemaLog {
- public:
-  Registry* registry = nullptr;
-  std::vector<std::pair<std::string, std::optional<std::string>>> records;
-  std::vector<std::pair<std::string, std::optional<std::string>>> interleave;
-
-  Status BecomeWriter() override { return Status::OK(); }
-  Result<int64_t> Append(const std::string& key, const std::optional<std::string>& value) override {
-    if (!interleave.empty()) {
-      for (auto& [k, v] : interleave) Add(k, v);
-      interleave.clear();
-      return AbortedError("another writer came first");
-    }
-    return Add(key, value);
-  }
-  Result<int64_t> End() override { return static_cast<int64_t>(records.size()); }
-  int64_t Add(const std::string& key, const std::optional<std::string>& value) {
-    records.emplace_back(key, value);
-    int64_t offset = static_cast<int64_t>(records.size()) - 1;
-    std::optional<std::string_view> v;
-    if (value) v = *value;
-    registry->Feed(offset, key, v);
-    return offset;
-  }
-};
 
 constexpr const char* kUserV1 =
     R"({"type":"record","name":"User","namespace":"acme","fields":[{"name":"name","type":"string"}]})";
