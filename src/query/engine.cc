@@ -1,6 +1,8 @@
 #include "query/engine.h"
 
+#include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <mutex>
@@ -11,6 +13,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "kafka/client/admin.h"
 #include "query/authz/grant_sql.h"
 #include "query/authz/grants.h"
 #include "query/authz/plan_check.h"
@@ -41,6 +44,7 @@ QueryEngine::QueryEngine(QueryEngineOptions options)
       options_.warehouse.pop_back();
     catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
   }
+  if (!options_.kafka_bootstrap.empty()) topics_ = std::make_unique<TopicListing>();
 }
 
 QueryEngine::~QueryEngine() = default;
@@ -85,7 +89,7 @@ Status QueryEngine::StartSession(duck::Connection& conn, std::string_view user,
     std::lock_guard<std::mutex> lock(auth_mu_);
     sessions_[&conn] = std::move(a);
   }
-  return RefreshLakeRelations(conn);
+  return RefreshRelations(conn, /*topics=*/false);
 }
 
 QueryEngine::SessionAuth QueryEngine::AuthOf(const duck::Connection& conn) const {
@@ -99,11 +103,63 @@ QueryEngine::SessionAuth QueryEngine::AuthOf(const duck::Connection& conn) const
   return a;
 }
 
-Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
-  if (catalog_ == nullptr) return Status::OK();
+struct QueryEngine::TopicListing {
+  std::mutex mu;
+  std::unique_ptr<kafka::client::Admin> admin;  // made at the first listing
+  std::chrono::steady_clock::time_point at;
+  std::vector<pg_catalog::ExternalRelation> relations;
+};
+
+Result<std::vector<pg_catalog::ExternalRelation>> QueryEngine::TopicRelations() const {
+  std::lock_guard<std::mutex> lock(topics_->mu);
+  const auto now = std::chrono::steady_clock::now();
+  if (topics_->admin != nullptr && now - topics_->at < std::chrono::seconds(1)) {
+    return topics_->relations;
+  }
+  if (topics_->admin == nullptr) {
+    kafka::client::Config config{{"bootstrap.servers", options_.kafka_bootstrap},
+                                 {"allow.auto.create.topics", "false"}};
+    for (const auto& [k, v] : options_.kafka_properties) config[k] = v;
+    ASSIGN_OR_RETURN(topics_->admin, kafka::client::Admin::Create(config));
+  }
+  constexpr std::chrono::milliseconds kTimeout{5000};
+  ASSIGN_OR_RETURN(std::vector<kafka::client::Admin::TopicInfo> topics,
+                   topics_->admin->ListTopics(kTimeout));
+  std::sort(topics.begin(), topics.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  const TopicFunctionOptions describe{.bootstrap_servers = options_.kafka_bootstrap,
+                                      .schemas = options_.schemas};
+  std::vector<pg_catalog::ExternalRelation> relations;
+  for (const kafka::client::Admin::TopicInfo& t : topics) {
+    if (t.name.starts_with("__")) continue;  // Kafka's internal topics
+    pg_catalog::ExternalRelation r;
+    r.schema = std::string(kTopicSchema);
+    r.name = t.name;
+    r.comment =
+        fmt::format("Kafka topic, {} partition{}", t.partitions, t.partitions == 1 ? "" : "s");
+    // A registry that cannot answer for one topic leaves it with topic()'s own columns.
+    Result<std::vector<schema::Column>> columns = TopicColumns(describe, t.name);
+    if (!columns.ok()) {
+      TopicFunctionOptions plain = describe;
+      plain.schemas = nullptr;
+      columns = TopicColumns(plain, t.name);
+    }
+    if (!columns.ok()) continue;
+    for (const schema::Column& c : *columns) {
+      r.columns.push_back({.name = c.name, .duckdb_type = c.type.ToSql(), .nullable = true});
+    }
+    relations.push_back(std::move(r));
+  }
+  topics_->relations = relations;
+  topics_->at = now;
+  return relations;
+}
+
+Status QueryEngine::RefreshRelations(duck::Connection& conn, bool topics) const {
   // The lake tables as relations of schema "lake.<namespace>" for \dt *.* and drivers.
-  Result<std::vector<LakeTableInfo>> tables = catalog_->ListTables();
-  if (!tables.ok()) return Status::OK();  // a missing warehouse holds no tables yet
+  Result<std::vector<LakeTableInfo>> tables = std::vector<LakeTableInfo>();
+  if (catalog_ != nullptr) tables = catalog_->ListTables();
+  if (!tables.ok()) tables = std::vector<LakeTableInfo>();  // a missing warehouse: none yet
   std::vector<pg_catalog::ExternalRelation> relations;
   std::string fingerprint;
   // Only what the user may read is listed (psql's \d, information_schema, pg_class).
@@ -148,6 +204,23 @@ Status QueryEngine::RefreshLakeRelations(duck::Connection& conn) const {
       fingerprint += c.name + '\0' + c.duckdb_type + (c.required ? "\1" : "\2") + c.doc + '\0';
     }
     relations.push_back(std::move(r));
+  }
+  if (topics && topics_ != nullptr) {
+    // The topics the user may read, as schema `kafka` (kafka.<topic> names them in SQL).
+    Result<std::vector<pg_catalog::ExternalRelation>> listed = TopicRelations();
+    if (!listed.ok()) {
+      SLUICE_LOG(kLog, kWarn, "the topics are not listed in the catalog: {}",
+                 listed.status().message());
+    }
+    std::vector<pg_catalog::ExternalRelation> none;
+    for (pg_catalog::ExternalRelation& r : listed.ok() ? *listed : none) {
+      if (grants != nullptr && Checked(auth) && !grants->CanSelectTopic(auth.user, r.name))
+        continue;
+      fingerprint += r.schema + '\0' + r.name + '\0' + r.comment + '\0';
+      for (const pg_catalog::ExternalColumn& c : r.columns)
+        fingerprint += c.name + '\0' + c.duckdb_type + '\0';
+      relations.push_back(std::move(r));
+    }
   }
   size_t hash = std::hash<std::string>{}(fingerprint);
   {
@@ -242,7 +315,9 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   int64_t lake_rows = 0;
   // A table created after the session started shows in \dt at once (best effort: a
   // failure leaves the relations as they were and the statement runs).
-  if (catalog_ != nullptr && ReadsCatalog(statement)) (void)RefreshLakeRelations(conn);
+  if ((catalog_ != nullptr || topics_ != nullptr) && ReadsCatalog(statement)) {
+    (void)RefreshRelations(conn, /*topics=*/true);
+  }
   // CREATE TABLE ... AS <query> and INSERT INTO ... <query>: the query is planned as a
   // SELECT is (lake tables, topic() bounds), the statement around it kept; no rewrite.
   const size_t embedded = EmbeddedQueryStart(statement);

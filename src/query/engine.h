@@ -23,6 +23,7 @@
 #include "base/status.h"
 #include "duck/database.h"
 #include "query/authz/grants.h"
+#include "query/pg_catalog/catalog.h"
 #include "query/server.h"
 #include "schema/schema_source.h"
 
@@ -90,9 +91,13 @@ class QueryEngine {
   int MaxStatementsOf(std::string_view user) const;
 
  private:
-  // Sets the catalog emulation's lake relations of `conn` when the warehouse's tables
-  // changed since the last time for that connection.
-  Status RefreshLakeRelations(duck::Connection& conn) const;
+  // Sets the catalog emulation's external relations of `conn` (the lake tables, and with
+  // `topics` the topics as schema `kafka`) when they changed since the last time for that
+  // connection.
+  Status RefreshRelations(duck::Connection& conn, bool topics) const;
+  // The topics as relations, listed at most once a second for every session.
+  struct TopicListing;
+  Result<std::vector<pg_catalog::ExternalRelation>> TopicRelations() const;
 
   struct SessionAuth {
     std::string user;
@@ -119,6 +124,7 @@ class QueryEngine {
   // A statement naming MACRO or FUNCTION was planned: the rewrites read the user's
   // functions at every plan from then on.
   mutable std::atomic<bool> function_ddl_seen_{false};
+  std::unique_ptr<TopicListing> topics_;
   std::shared_ptr<rewrite::UserFunctionCache> user_functions_;  // while none was seen
 };
 

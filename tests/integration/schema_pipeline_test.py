@@ -20,6 +20,8 @@ schemas registered with serve's own registry over HTTP.
    the `<topic>-key` subject's record (a STRUCT); a null key is NULL, a key that is not
    framed is a dead letter. `topic()` decodes the keys on its own (and `key_format =>
    'bytes'` does not).
+6. The topic as a relation: psql's `\d kafka.keyed_in` shows its columns (the registered
+   schema's among them), and `kafka.keyed_in` reads it as a table.
 
 usage: /usr/bin/python3 schema_pipeline_test.py path/to/sluice
 """
@@ -399,6 +401,21 @@ def main():
         rows = psql(broker, "SELECT typeof(key), count(*) FROM topic('keyed_in', "
                             "key_format => 'bytes') GROUP BY ALL")
         check(rows == [["VARCHAR", "6"]], f"key_format => 'bytes' keeps the text: {rows}")
+
+        # 6: the topic as a relation of schema kafka: \d shows topic()'s columns and the
+        # registered schema's, and kafka.<topic> reads it.
+        rows = psql(broker, "\\d kafka.keyed_in")
+        check([r[0] for r in rows] == ["partition", "offset", "timestamp", "key", "value",
+                                       "key_bytes", "value_bytes", "id", "customer", "total",
+                                       "items", "ship"], f"\\d kafka.keyed_in: {rows}")
+        types = {r[0]: r[1] for r in rows}
+        check(types["id"] == "bigint" and types["items"] == "text[]" and
+              types["total"].startswith("numeric"), f"\\d's types: {types}")
+        rows = psql(broker, "\\dt kafka.*")
+        check(["kafka", "keyed_in", "table", "sluice"] in rows, f"\\dt kafka.*: {rows}")
+        rows = psql(broker, "SELECT count(*), min(key.shop), max(id) FROM kafka.keyed_in "
+                            "WHERE \"offset\" >= 1")
+        check(rows == [["5", "shop2", "6"]], f"kafka.keyed_in as a table: {rows}")
         check(broker.stop() == 0, "sluice serve exits 0 after SIGTERM")
     except Exception:
         print(broker.logs(80), file=sys.stderr)

@@ -133,6 +133,15 @@ denied alice "WITH p AS (SELECT * FROM lake.hr.people) SELECT count(*) FROM p"
 denied alice "SELECT count(*) FROM lake.sales.orders WHERE id IN (SELECT id FROM lake.hr.people)"
 expect "a granted topic" "$(q alice "SELECT count(*) FROM topic('orders')")" "10"
 denied alice "SELECT count(*) FROM topic('payments')"
+# Topics as relations of schema kafka: read as tables, listed in the catalog only when granted.
+expect "a granted topic as a table" "$(q alice "SELECT count(*) FROM kafka.orders")" "10"
+denied alice "SELECT count(*) FROM kafka.payments"
+expect "the topics alice sees in the catalog" "$(q alice "SELECT string_agg(c.relname, ',' \
+  ORDER BY c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+  WHERE n.nspname = 'kafka'")" "orders"
+expect "the topics the superuser sees" "$(q admin "SELECT string_agg(table_name, ',' \
+  ORDER BY table_name) FROM information_schema.tables WHERE table_schema = 'kafka' \
+  AND table_name NOT LIKE '\_%' ESCAPE '\\'")" "orders,payments"
 expect "an allowed directory" "$(q alice "SELECT x FROM read_parquet('$tmp/open/x.parquet')")" "1"
 expect "a view over an allowed directory" "$(q alice "SELECT x FROM fine")" "1"
 denied alice "SELECT * FROM read_parquet('$tmp/secret/x.parquet')"
@@ -153,7 +162,7 @@ esac
 
 # What alice is shown: only what she may read.
 expect "\\dt *.* as alice" "$(q alice '\dt *.*' | cut -d'|' -f1,2 | sort | tr '\n' ' ')" \
-  "lake.sales|orders lake.sales|returns "
+  "kafka|orders lake.sales|orders lake.sales|returns "
 expect "information_schema as alice" \
   "$(q alice "SELECT table_schema || '.' || table_name FROM information_schema.tables WHERE table_schema LIKE 'lake%' ORDER BY 1" | tr '\n' ' ')" \
   "lake.sales.orders lake.sales.returns "

@@ -140,6 +140,21 @@ Result<int> Admin::PartitionCount(std::string_view topic, std::chrono::milliseco
   return NotFoundError("{}: not in the broker's answer", what);
 }
 
+Result<std::vector<Admin::TopicInfo>> Admin::ListTopics(std::chrono::milliseconds timeout) {
+  const rd_kafka_metadata_t* raw = nullptr;
+  RETURN_IF_ERROR(detail::ErrorStatus(
+      rd_kafka_metadata(rk_.get(), 1, nullptr, &raw, static_cast<int>(timeout.count())),
+      "metadata of every topic"));
+  detail::MetadataPtr metadata(raw);
+  std::vector<TopicInfo> out;
+  for (int i = 0; i < metadata->topic_cnt; ++i) {
+    const rd_kafka_metadata_topic_t& t = metadata->topics[i];
+    if (t.err != RD_KAFKA_RESP_ERR_NO_ERROR) continue;
+    out.push_back({t.topic, t.partition_cnt});
+  }
+  return out;
+}
+
 Result<std::string> Admin::TopicConfig(std::string_view topic, std::string_view name,
                                        std::chrono::milliseconds timeout) {
   std::string what = fmt::format("config {} of topic '{}'", name, topic);

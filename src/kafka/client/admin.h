@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "kafka/client/config.h"
@@ -38,6 +39,14 @@ class Admin {
 
   // From a Metadata request; NotFound when the broker does not know the topic.
   Result<int> PartitionCount(std::string_view topic, std::chrono::milliseconds timeout);
+
+  // From a Metadata request for every topic: each topic's name and partition count, in the
+  // broker's order. Topics the broker reports with an error are left out.
+  struct TopicInfo {
+    std::string name;
+    int partitions = 0;
+  };
+  Result<std::vector<TopicInfo>> ListTopics(std::chrono::milliseconds timeout);
 
   // From ListOffsets (earliest and latest).
   Result<Watermarks> QueryWatermarks(std::string_view topic, int32_t partition,

@@ -358,6 +358,11 @@ class Checker {
     if (catalog.empty() && schema.size() > 5 && IEquals(schema.substr(0, 5), "lake.")) {
       return Lake(schema.substr(5), table);
     }
+    if (catalog.empty() && IEquals(schema, "kafka")) {
+      // kafka.<topic> is topic('<topic>') (topic_scan/topic_planner.h: kTopicSchema).
+      if (ctx_.grants->CanSelectTopic(ctx_.user, table)) return Status::OK();
+      return DeniedFor("topic {}", table);
+    }
     RETURN_IF_ERROR(LoadRelations());
     bool known = false;
     auto view = views_.find(AsciiLower(table));

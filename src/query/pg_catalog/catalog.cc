@@ -294,6 +294,12 @@ SELECT database_oid AS oid,
        NULL::VARCHAR[] AS datacl
 FROM duckdb_databases() WHERE NOT internal;
 
+-- Postgres's two built-in tablespaces (psql's \l+ joins pg_database to them).
+CREATE OR REPLACE TEMP VIEW pg_tablespace AS
+SELECT * FROM (VALUES (1663::BIGINT, 'pg_default', 10::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[]),
+                      (1664::BIGINT, 'pg_global', 10::BIGINT, NULL::VARCHAR[], NULL::VARCHAR[]))
+  AS t(oid, spcname, spcowner, spcacl, spcoptions);
+
 -- Relations DuckDB has no counterpart for: empty, with the columns clients read.
 CREATE OR REPLACE TEMP VIEW pg_policy AS
 SELECT NULL::BIGINT AS oid, NULL::VARCHAR AS polname, NULL::BIGINT AS polrelid,
@@ -376,6 +382,13 @@ CREATE OR REPLACE TEMP MACRO pg_get_userbyid(role_oid) AS
   CASE WHEN role_oid = 10 THEN {user} ELSE 'unknown (OID=' || role_oid || ')' END;
 CREATE OR REPLACE TEMP MACRO pg_table_is_visible(rel) AS
   rel IN (SELECT oid FROM sluice_pg_visible);
+-- Sizes (psql's \dt+ and \l+): unknown, as for a foreign table; NULL prints as nothing.
+CREATE OR REPLACE TEMP MACRO pg_table_size(rel) AS NULL::BIGINT;
+CREATE OR REPLACE TEMP MACRO pg_total_relation_size(rel) AS NULL::BIGINT;
+CREATE OR REPLACE TEMP MACRO pg_relation_size(rel) AS NULL::BIGINT, (rel, fork) AS NULL::BIGINT;
+CREATE OR REPLACE TEMP MACRO pg_database_size(db) AS NULL::BIGINT;
+CREATE OR REPLACE TEMP MACRO pg_size_pretty(bytes) AS format_bytes(bytes::BIGINT);
+CREATE OR REPLACE TEMP MACRO pg_tablespace_location(spc) AS '';
 CREATE OR REPLACE TEMP MACRO format_type(type_oid, typemod) AS {format_type};
 CREATE OR REPLACE TEMP MACRO pg_get_expr(expr, rel) AS expr, (expr, rel, pretty) AS expr;
 CREATE OR REPLACE TEMP MACRO pg_get_indexdef(idx) AS
@@ -580,6 +593,7 @@ const std::vector<std::string>& CatalogViewNames() {
                                                   "pg_roles",
                                                   "pg_user",
                                                   "pg_database",
+                                                  "pg_tablespace",
                                                   "pg_policy",
                                                   "pg_statistic_ext",
                                                   "pg_publication",

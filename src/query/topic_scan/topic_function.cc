@@ -175,6 +175,58 @@ schema::ReaderShape CopyOf(const schema::ReaderShape& r) {
   return copy;
 }
 
+// A registered value schema: the latest of the topic's value subject (TopicNameStrategy)
+// gives the columns after topic()'s own; `format` "avro" or "protobuf" insists on one of
+// that type ("": when there is one).
+Status BindValueSchema(const TopicFunctionOptions& options, const std::string& format,
+                       TopicBind* data) {
+  const bool framed = !format.empty();
+  if (options.schemas != nullptr) {
+    // A registered schema: the latest of the topic's value subject (TopicNameStrategy).
+    const std::string subject = data->topic + "-value";
+    Result<std::shared_ptr<const schema::SchemaRecord>> latest = options.schemas->Latest(subject);
+    if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) {
+      return Fail(fmt::format("topic('{}'): {}", data->topic, latest.status().message()));
+    }
+    const bool usable = latest.ok() && ((*latest)->type == schema::SchemaType::kAvro ||
+                                        (*latest)->type == schema::SchemaType::kProtobuf);
+    if (usable &&
+        (!framed || (format == "avro") == ((*latest)->type == schema::SchemaType::kAvro))) {
+      Result<schema::ReaderShape> reader = schema::ReaderOf(**latest, {});
+      if (!reader.ok()) {
+        return Fail(fmt::format("topic('{}'): subject {}: {}", data->topic, subject,
+                                reader.status().message()));
+      }
+      data->schema_format = (*latest)->type == schema::SchemaType::kAvro
+                                ? schema::PayloadFormat::kAvro
+                                : schema::PayloadFormat::kProtobuf;
+      for (schema::Column& c : reader->columns) {
+        // A field named like one of the function's own columns is prefixed.
+        std::string name = c.name;
+        for (std::string_view r : kReserved) {
+          if (name.size() == r.size() &&
+              std::equal(name.begin(), name.end(), r.begin(), [](char a, char b) {
+                return std::tolower(static_cast<unsigned char>(a)) == b;
+              })) {
+            name = "value_" + name;
+          }
+        }
+        data->schema_columns.push_back({std::move(name), c.type.Copy()});
+      }
+      data->reader = std::make_shared<const schema::ReaderShape>(std::move(reader).value());
+    } else if (framed) {
+      return Fail(
+          fmt::format("topic('{}'): format '{}' needs {} schema registered under subject "
+                      "{}",
+                      data->topic, format, format == "avro" ? "an Avro" : "a Protobuf", subject));
+    }
+  } else if (framed) {
+    return Fail(fmt::format("topic('{}'): format '{}' needs the schema registry, which is off",
+                            data->topic, format));
+  }
+  return Status::OK();
+}
+
 // The key: decoded by the `<topic>-key` subject's latest schema when it is Avro or Protobuf
 // (key_format 'auto'), or must be (key_format 'avro' or 'protobuf').
 Status BindKey(const TopicFunctionOptions& options, const std::string& key_format,
@@ -194,9 +246,9 @@ Status BindKey(const TopicFunctionOptions& options, const std::string& key_forma
   const bool protobuf = latest.ok() && (*latest)->type == schema::SchemaType::kProtobuf;
   if (!(forced ? (key_format == "avro" ? avro : protobuf) : (avro || protobuf))) {
     if (!forced) return Status::OK();
-    return Fail(
-        fmt::format("topic('{}'): key_format '{}' needs {} schema registered under subject {}",
-                    data->topic, key_format, avro ? "a Protobuf" : "an Avro", subject));
+    return Fail(fmt::format(
+        "topic('{}'): key_format '{}' needs {} schema registered under subject {}", data->topic,
+        key_format, key_format == "avro" ? "an Avro" : "a Protobuf", subject));
   }
   data->key_format = avro ? schema::PayloadFormat::kAvro : schema::PayloadFormat::kProtobuf;
   Result<schema::ReaderShape> reader = schema::ReaderOf(**latest, {});
@@ -212,6 +264,24 @@ Status BindKey(const TopicFunctionOptions& options, const std::string& key_forma
   }
   return Fail(
       fmt::format("topic('{}'): subject {}: {}", data->topic, subject, reader.status().message()));
+}
+
+// The columns of a bound call: the function's own, then the value columns (JSON or a
+// registered schema's).
+std::vector<schema::Column> ResultColumns(const TopicBind& data) {
+  std::vector<schema::Column> out;
+  for (uint64_t c = 0; c < kColumns; ++c) {
+    duck::LogicalType t = duck::LogicalType::Varchar();
+    if (c == kPartition) t = duck::LogicalType::Integer();
+    if (c == kOffset) t = duck::LogicalType::BigInt();
+    if (c == kTimestamp) t = duck::LogicalType::TimestampTz();
+    if (c == kKey && data.key_type) t = data.key_type->Copy();
+    if (c == kKeyBytes || c == kValueBytes) t = duck::LogicalType::Blob();
+    out.push_back({kNames[c], std::move(t)});
+  }
+  for (const ValueColumn& c : data.value_columns) out.push_back({c.name, ValueLogicalType(c.type)});
+  for (const schema::Column& c : data.schema_columns) out.push_back({c.name, c.type.Copy()});
+  return out;
 }
 
 class TopicFunction : public duck::TableFunction {
@@ -337,48 +407,9 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
     if (r.from < r.to) data->ranges.push_back(r);
   }
 
-  if (!columns && (!format || framed) && options.schemas != nullptr) {
-    // A registered schema: the latest of the topic's value subject (TopicNameStrategy).
-    const std::string subject = data->topic + "-value";
-    Result<std::shared_ptr<const schema::SchemaRecord>> latest = options.schemas->Latest(subject);
-    if (!latest.ok() && latest.status().code() != StatusCode::kNotFound) {
-      return Fail(fmt::format("topic('{}'): {}", data->topic, latest.status().message()));
-    }
-    const bool usable = latest.ok() && ((*latest)->type == schema::SchemaType::kAvro ||
-                                        (*latest)->type == schema::SchemaType::kProtobuf);
-    if (usable &&
-        (!framed || (format_name == "avro") == ((*latest)->type == schema::SchemaType::kAvro))) {
-      Result<schema::ReaderShape> reader = schema::ReaderOf(**latest, {});
-      if (!reader.ok()) {
-        return Fail(fmt::format("topic('{}'): subject {}: {}", data->topic, subject,
-                                reader.status().message()));
-      }
-      data->schema_format = (*latest)->type == schema::SchemaType::kAvro
-                                ? schema::PayloadFormat::kAvro
-                                : schema::PayloadFormat::kProtobuf;
-      for (schema::Column& c : reader->columns) {
-        // A field named like one of the function's own columns is prefixed.
-        std::string name = c.name;
-        for (std::string_view r : kReserved) {
-          if (name.size() == r.size() &&
-              std::equal(name.begin(), name.end(), r.begin(), [](char a, char b) {
-                return std::tolower(static_cast<unsigned char>(a)) == b;
-              })) {
-            name = "value_" + name;
-          }
-        }
-        data->schema_columns.push_back({std::move(name), c.type.Copy()});
-      }
-      data->reader = std::make_shared<const schema::ReaderShape>(std::move(reader).value());
-    } else if (framed) {
-      return Fail(fmt::format(
-          "topic('{}'): format '{}' needs {} schema registered under subject "
-          "{}",
-          data->topic, *format, format_name == "avro" ? "an Avro" : "a Protobuf", subject));
-    }
-  } else if (framed) {
-    return Fail(fmt::format("topic('{}'): format '{}' needs the schema registry, which is off",
-                            data->topic, *format));
+  if (!columns && (!format || framed)) {
+    Status st = BindValueSchema(options, framed ? format_name : "", data.get());
+    if (!st.ok()) return st;
   }
   if (key_format_name != "bytes") {
     Status st = BindKey(options, key_format_name, data.get());
@@ -392,18 +423,7 @@ Result<std::unique_ptr<duck::TableFunction::BindData>> TopicFunction::Bind(
     data->value_columns = InferValueColumns(*sample, kReserved);
   }
 
-  const duck::LogicalType integer = duck::LogicalType::Integer();
-  const duck::LogicalType bigint = duck::LogicalType::BigInt();
-  const duck::LogicalType tstz = duck::LogicalType::TimestampTz();
-  const duck::LogicalType varchar = duck::LogicalType::Varchar();
-  const duck::LogicalType blob = duck::LogicalType::Blob();
-  const duck::LogicalType* key = data->key_type ? &*data->key_type : &varchar;
-  const duck::LogicalType* types[kColumns] = {&integer, &bigint, &tstz, key,
-                                              &varchar, &blob,   &blob};
-  for (uint64_t c = 0; c < kColumns; ++c) bind.AddResultColumn(kNames[c], *types[c]);
-  for (const ValueColumn& c : data->value_columns)
-    bind.AddResultColumn(c.name, ValueLogicalType(c.type));
-  for (const schema::Column& c : data->schema_columns) bind.AddResultColumn(c.name, c.type);
+  for (const schema::Column& c : ResultColumns(*data)) bind.AddResultColumn(c.name, c.type);
   int64_t rows = 0;
   for (const Range& r : data->ranges) rows += r.to - r.from;
   bind.SetCardinality(static_cast<uint64_t>(rows), false);
@@ -635,6 +655,15 @@ Status TopicFunction::Scan(const duck::TableFunction::BindData& bound,
 }
 
 }  // namespace
+
+Result<std::vector<schema::Column>> TopicColumns(const TopicFunctionOptions& options,
+                                                 std::string_view topic) {
+  TopicBind data;
+  data.topic = std::string(topic);
+  RETURN_IF_ERROR(BindValueSchema(options, "", &data));
+  RETURN_IF_ERROR(BindKey(options, "auto", &data));
+  return ResultColumns(data);
+}
 
 Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions& options) {
   if (options.bootstrap_servers.empty())

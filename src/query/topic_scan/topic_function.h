@@ -40,9 +40,12 @@
 #include <chrono>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "schema/row_codec.h"
 #include "schema/schema_source.h"
 
 namespace sluice::query {
@@ -59,6 +62,12 @@ struct TopicFunctionOptions {
   // docs/design/0022-schemas.md).
   std::shared_ptr<schema::SchemaSource> schemas;
 };
+
+// The columns topic('<topic>') has when called with no parameters but the name (its own,
+// then a registered value schema's; `key` decoded when a key schema is registered), without
+// asking the broker: for the catalog emulation's relations of schema `kafka`.
+Result<std::vector<schema::Column>> TopicColumns(const TopicFunctionOptions& options,
+                                                 std::string_view topic);
 
 // Registers the function on `conn` (DuckDB registers it for the whole database).
 Status RegisterTopicFunction(duck::Connection& conn, const TopicFunctionOptions& options);

@@ -130,6 +130,45 @@ Json Function(const char* name, Json children) {
               {"catalog", ""}};
 }
 
+// A topic named as a table: kafka.<topic> (schema `kafka`, as the catalog emulation lists
+// topics) becomes topic('<topic>') AS <topic>. True when one was replaced.
+bool ReplaceTopicTables(Json& node, const std::string& function_name) {
+  bool changed = false;
+  if (node.is_object()) {
+    if (StringField(node, "type") == "BASE_TABLE" && node.contains("table_name") &&
+        EqualsIgnoreCase(StringField(node, "schema_name"), kTopicSchema) &&
+        StringField(node, "catalog_name").empty() &&
+        (!node.contains("at_clause") || node["at_clause"].is_null())) {
+      const std::string topic = StringField(node, "table_name");
+      std::string alias = StringField(node, "alias");
+      Json name{{"class", "CONSTANT"},
+                {"type", "VALUE_CONSTANT"},
+                {"alias", ""},
+                {"query_location", 0},
+                {"value",
+                 {{"type", {{"id", "VARCHAR"}, {"type_info", nullptr}}},
+                  {"is_null", false},
+                  {"value", topic}}}};
+      Json call = Function(function_name.c_str(), Json::array({std::move(name)}));
+      Json ref{
+          {"type", "TABLE_FUNCTION"},
+          {"alias", alias.empty() ? topic : alias},
+          {"sample", node.contains("sample") ? node["sample"] : Json(nullptr)},
+          {"query_location", node.contains("query_location") ? node["query_location"] : Json(0)},
+          {"function", std::move(call)},
+          {"column_name_alias",
+           node.contains("column_name_alias") ? node["column_name_alias"] : Json::array()},
+          {"with_ordinality", "WITHOUT_ORDINALITY"}};
+      node = std::move(ref);
+      return true;
+    }
+    for (auto& [k, v] : node.items()) changed |= ReplaceTopicTables(v, function_name);
+  } else if (node.is_array()) {
+    for (Json& v : node) changed |= ReplaceTopicTables(v, function_name);
+  }
+  return changed;
+}
+
 // ---- references and bounds ---------------------------------------------------------------
 
 enum class Col { kNone, kPartition, kOffset, kTimestamp };
@@ -333,7 +372,7 @@ class Planner {
 
   // Fills bounds into every topic() call of the tree; true when something changed.
   bool Walk(Json& root) {
-    bool changed = false;
+    bool changed = ReplaceTopicTables(root, options_.function_name);
     sql_tree::ForEachSelect(root, [&](Json& select) { changed |= PlanSelect(select); });
     return changed;
   }
@@ -409,7 +448,8 @@ class Planner {
 }  // namespace
 
 bool MayCallTopic(std::string_view sql, const TopicPlanOptions& options) {
-  return !options.function_name.empty() && IContains(sql, options.function_name) &&
+  return !options.function_name.empty() &&
+         (IContains(sql, options.function_name) || IContains(sql, kTopicSchema)) &&
          sql.find('\0') == std::string_view::npos;
 }
 

@@ -1,3 +1,4 @@
+// Topics named as tables (`kafka.<topic>`, see kTopicSchema) become topic() calls, then
 // topic() bounds from the WHERE clause: plain conjuncts of a SELECT's WHERE on a
 // topic() call's `offset`, `timestamp` and `partition` columns become the call's named
 // parameters, so the scan reads only the offsets and partitions that can match.
@@ -24,6 +25,10 @@
 #include "query/sql_tree/sql_tree.h"
 
 namespace sluice::query {
+
+// The schema topics are relations of: `kafka.events` is topic('events') AS events (the
+// catalog emulation lists topics there; docs/design/0022-schemas.md).
+inline constexpr std::string_view kTopicSchema = "kafka";
 
 struct TopicPlanOptions {
   std::string function_name = "topic";  // as registered (TopicFunctionOptions)

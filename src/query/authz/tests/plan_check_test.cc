@@ -123,6 +123,12 @@ TEST_F(PlanCheckTest, TopicsAndSqlFromStrings) {
   Allowed("SELECT * FROM topic('orders', partition := 0)");
   Denied("SELECT * FROM topic('payments')", "topic payments");
   Denied("SELECT * FROM topic(lower('ORDERS'))", "constant");
+  // A topic named as a table of schema kafka (the topic planner makes it a topic() call).
+  Allowed("SELECT * FROM kafka.orders");
+  Allowed("SELECT count(*) FROM \"KAFKA\".orders o JOIN kafka.orders p USING (\"offset\")");
+  Denied("SELECT * FROM kafka.payments", "topic payments");
+  Denied("SELECT * FROM (SELECT key FROM kafka.orders UNION ALL SELECT key FROM kafka.payments)",
+         "topic payments");
   Denied("SELECT * FROM query('SELECT 1')", "function query");
   Denied("SELECT * FROM query_table('t')", "function query_table");
 }

@@ -149,6 +149,22 @@ TEST_F(CatalogTest, EveryFixtureRuns) {
   EXPECT_GE(files, 20u);
 }
 
+// \dt+, \l+ and \db: sizes are unknown (empty, as a foreign table's), tablespaces are
+// Postgres's two.
+TEST_F(CatalogTest, SizesAndTablespaces) {
+  std::vector<Rows> dt = RunFixture("dtplus.sql");
+  ASSERT_EQ(dt.size(), 1u);
+  ASSERT_FALSE(dt[0].empty());
+  EXPECT_EQ(dt[0][0][6], std::nullopt);  // Size
+  std::vector<Rows> l = RunFixture("lplus.sql");
+  ASSERT_EQ(l.size(), 1u);
+  ASSERT_EQ(l[0].size(), 1u);
+  EXPECT_EQ(l[0][0][9], "pg_default");  // Tablespace
+  std::vector<Rows> db = RunFixture("db.sql");
+  ASSERT_EQ(db.size(), 1u);
+  EXPECT_EQ(db[0], (Rows{{"pg_default", "sluice", ""}, {"pg_global", "sluice", ""}}));
+}
+
 TEST_F(CatalogTest, DtListsTheVisibleTablesWithOwner) {
   auto r = RunFixture("dt.sql");
   ASSERT_EQ(r.size(), 1u);

@@ -171,6 +171,23 @@ TEST_F(TopicPlannerTest, ColumnsResolveByAliasAndRenames) {
   EXPECT_EQ(Call(R"(SELECT * FROM topic('e') AS t WHERE u."offset" >= 3)"), "'e'");
 }
 
+// kafka.<topic> names a topic as a table: it becomes topic('<topic>') AS <topic> (or its
+// own alias), bounds and all, at any depth; other schemas and time travel are left alone.
+TEST_F(TopicPlannerTest, TopicsNamedAsTablesBecomeCalls) {
+  EXPECT_EQ(Plan("SELECT * FROM kafka.events"), "SELECT * FROM topic('events') AS events");
+  EXPECT_EQ(Call(R"(SELECT * FROM "KAFKA"."Events" WHERE "offset" >= 3)"),
+            "'Events', from_offset := 3");
+  EXPECT_EQ(Call(R"(SELECT e.key FROM kafka.events AS e WHERE e."offset" < 9)"),
+            "'events', to_offset := 9");
+  EXPECT_EQ(Calls("WITH a AS (SELECT * FROM kafka.x) SELECT * FROM a, (SELECT 1 FROM kafka.y)"),
+            (std::vector<std::string>{"'x'", "'y'"}));
+  EXPECT_NE(Plan("SELECT * FROM kafka.events AS e(p, o)").find("AS e(p, o)"), std::string::npos)
+      << Plan("SELECT * FROM kafka.events AS e(p, o)");
+  EXPECT_EQ(Plan("SELECT * FROM lake.kafka.events"), "SELECT * FROM lake.kafka.events");
+  EXPECT_EQ(Plan("SELECT * FROM kafkas.events"), "SELECT * FROM kafkas.events");
+  EXPECT_EQ(Plan("SELECT 'kafka.events'"), "SELECT 'kafka.events'");
+}
+
 TEST_F(TopicPlannerTest, JoinsTakeQualifiedColumnsOnly) {
   // Two topics: each gets its own bounds.
   EXPECT_EQ(Calls(R"(SELECT * FROM topic('a') x JOIN topic('b') y ON x.key = y.key
