@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pipeline/in_process_source.h"
 #include "pipeline/pipeline_config.h"
 #include "pipeline/runner.h"
 
@@ -219,7 +220,40 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
       (config.sink.type == pipeline::SinkType::kKafka && is_local(config.sink.kafka))) {
     options.schemas = local_.schemas;
   }
+  // The native path (0023): the source reads this broker's log in-process, as the
+  // principal its Kafka connection would have logged in as.
+  const bool local_source = is_local(config.source);
+  // Credentials of its own are checked by the Kafka path's login only.
+  const bool own_login = config.source.sasl.has_value();
+  const std::string principal = config.principal.empty() ? "" : "User:" + config.principal;
   if (Status st = Localize(config); !st.ok()) return st.WithContext(e.file);
+  if (config.source.in_process != pipeline::InProcessMode::kFalse) {
+    std::string why;
+    if (local_.kafka == nullptr) {
+      why = "this server has no broker to read";
+    } else if (!local_source) {
+      why = "its brokers are not this server's";
+    } else if (own_login) {
+      why =
+          "source.kafka.sasl logs in with credentials of its own, which only the Kafka "
+          "path checks (use pipeline.principal)";
+    } else if (!local_.kafka->available()) {
+      why = "the broker is one of a cluster (docs/design/0023-native-path.md, decision 8)";
+    }
+    if (why.empty()) {
+      broker::InProcessKafka* kafka = local_.kafka;
+      options.make_source = [kafka, source = config.source, name = config.name,
+                             principal](const pipeline::SourceCounters& counters)
+          -> Result<std::unique_ptr<pipeline::Source>> {
+        ASSIGN_OR_RETURN(
+            auto s, pipeline::InProcessSource::Create(source, name, counters,
+                                                      {.kafka = kafka, .principal = principal}));
+        return std::unique_ptr<pipeline::Source>(std::move(s));
+      };
+    } else if (config.source.in_process == pipeline::InProcessMode::kTrue) {
+      return InvalidArgumentError("{}: source.kafka.in_process is true, but {}", e.file, why);
+    }
+  }
   auto runner = pipeline::PipelineRunner::Create(config, options);
   if (!runner.ok()) return runner.status().WithContext(e.file);
   return runner;

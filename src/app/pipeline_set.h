@@ -25,6 +25,7 @@
 
 #include "base/metrics.h"
 #include "base/status.h"
+#include "broker/in_process_kafka.h"
 
 namespace sluice::pipeline {
 class PipelineRunner;
@@ -59,6 +60,9 @@ struct LocalBroker {
   std::function<Status(const pipeline::PipelineConfig&)> check;
   // Its Schema Registry, for pipelines of this broker that name no other (null: none).
   std::shared_ptr<schema::SchemaSource> schemas;
+  // The broker itself, for sources that read it in-process (source.kafka.in_process;
+  // docs/design/0023-native-path.md); null: none. Must outlive the set.
+  broker::InProcessKafka* kafka = nullptr;
 };
 
 class PipelineSet {

@@ -249,6 +249,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     if (p->schema_registry_) {
       local.schemas = schema::MakeRegistrySchemaSource(&p->schema_registry_->registry());
     }
+    local.kafka = &p->kafka_->broker().in_process();
     p->pipelines_->SetLocalBroker(std::move(local));
     RETURN_IF_ERROR(p->pipelines_->Start());
     say(fmt::format("running {} pipeline(s) from {}", p->pipelines_->size(),

@@ -318,6 +318,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
 
   b->context_ = std::make_unique<handlers::Context>(o, b->cluster_id_, *b->shards_, *b->controller_,
                                                     b->groups_.get(), b->sasl_.get());
+  b->in_process_ = std::make_unique<InProcessKafka>(*b->context_);
   b->context_->txn_verifier = verifier;
   b->context_->users = b->users_.get();
   b->context_->authorizer = b->authorizer_.get();

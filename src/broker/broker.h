@@ -30,6 +30,7 @@
 #include "broker/client_quotas.h"
 #include "broker/connection.h"
 #include "broker/event_loop.h"
+#include "broker/in_process_kafka.h"
 #include "broker/metadata_snapshot.h"
 #include "query/authz/grants.h"
 #include "storage/env.h"
@@ -134,6 +135,9 @@ class Broker : public RequestHandler {
   // The handlers' context, for tests that reach the broker's parts as the wiring does
   // (the shards; a TxnVerifier set before the first request).
   handlers::Context& context_for_testing() { return *context_; }
+  // The broker for a consumer in this process (a pipeline of `sluice serve`): reads and
+  // group requests without the Kafka protocol (docs/design/0023-native-path.md).
+  InProcessKafka& in_process() { return *in_process_; }
 
  private:
   Broker(BrokerOptions options, std::string cluster_id);
@@ -173,6 +177,7 @@ class Broker : public RequestHandler {
   std::unique_ptr<EtcdIsrStore> isr_store_;
   std::unique_ptr<ReplicaManager> replicas_;
   std::unique_ptr<handlers::Context> context_;
+  std::unique_ptr<InProcessKafka> in_process_;  // over context_
 
   bool serving_ = false;       // the logs were opened (set at Open)
   bool closed_ = false;        // controlling thread

@@ -164,6 +164,13 @@ int RunPipelineRun(const PipelineRunFlags& flags) {
       }
     }
   }
+  if (config->source.in_process == pipeline::InProcessMode::kTrue) {
+    std::fprintf(stderr,
+                 "sluice pipeline run: source.kafka.in_process is true, but only a pipeline of "
+                 "sluice serve --pipelines reads its broker in-process (docs/design/"
+                 "0023-native-path.md); use auto or false here\n");
+    return 2;
+  }
   MetricsRegistry& metrics = MetricsRegistry::Global();
   RegisterProcessMetrics(metrics);
   pipeline::RunnerOptions options;

@@ -142,10 +142,10 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     Error(source.line, "pipeline.source.kafka", "is required but missing");
     return;
   }
-  MapView kafka =
-      OpenMap(k->value, "pipeline.source.kafka", EntryLine(*k, source.line),
-              {"brokers", "group_id", "auto_offset_reset", "topics", "security_protocol", "ssl",
-               "sasl", "fetch", "properties", "format", "key_format", "schema_registry"});
+  MapView kafka = OpenMap(
+      k->value, "pipeline.source.kafka", EntryLine(*k, source.line),
+      {"brokers", "group_id", "auto_offset_reset", "topics", "security_protocol", "ssl", "sasl",
+       "fetch", "properties", "format", "key_format", "schema_registry", "in_process"});
   if (!kafka.present || k->value.IsNull()) {
     if (k->value.IsNull()) Error(kafka.line, kafka.path, "is empty; it is required");
     return;
@@ -168,6 +168,7 @@ void Walker::Source(const MapView& pipeline, KafkaSourceConfig* out) {
     }
   }
   SchemaRegistry(kafka, &out->schema_registry);
+  if (auto v = Enum(kafka, "in_process", false, kInProcessModes, true)) out->in_process = *v;
   if (const Entry* f = kafka.Find("fetch")) {
     MapView fetch = OpenMap(f->value, Join(kafka.path, "fetch"), EntryLine(*f, kafka.line),
                             {"max_bytes", "max_partition_bytes", "prefetch"});

@@ -115,6 +115,9 @@ inline constexpr EnumName<MessageFormat> kFormats[] = {{"json", MessageFormat::k
                                                        {"json_schema", MessageFormat::kJsonSchema}};
 inline constexpr EnumName<KeyFormat> kKeyFormats[] = {
     {"bytes", KeyFormat::kBytes}, {"avro", KeyFormat::kAvro}, {"protobuf", KeyFormat::kProtobuf}};
+inline constexpr EnumName<InProcessMode> kInProcessModes[] = {{"auto", InProcessMode::kAuto},
+                                                              {"true", InProcessMode::kTrue},
+                                                              {"false", InProcessMode::kFalse}};
 inline constexpr EnumName<SecurityProtocol> kProtocols[] = {
     {"PLAINTEXT", SecurityProtocol::kPlaintext},
     {"SSL", SecurityProtocol::kSsl},

@@ -49,6 +49,9 @@ enum class SinkType { kConsole, kNoop, kKafka, kSqlCommand, kPostgres, kIceberg 
 enum class MessageFormat { kJson, kAvro, kProtobuf, kJsonSchema };
 // source.kafka.key_format (sluice's key): keys as bytes, or framed keys decoded (kafka_key).
 enum class KeyFormat { kBytes, kAvro, kProtobuf };
+// source.kafka.in_process (sluice's key): read the broker of `sluice serve` in-process
+// (docs/design/0023-native-path.md) when it can be (auto), always (true) or never (false).
+enum class InProcessMode { kAuto, kTrue, kFalse };
 enum class ErrorPolicy { kRaise, kIgnore, kDlq };
 enum class PostgresMode { kAppend, kUpsert };
 enum class SubstitutionType { kUuid4 };
@@ -114,6 +117,7 @@ struct KafkaSourceConfig : KafkaConnectionConfig {
   // avro or protobuf: framed keys decoded into kafka_key by the `<topic>-key` subject's
   // schema; only with format avro or protobuf.
   KeyFormat key_format = KeyFormat::kBytes;
+  InProcessMode in_process = InProcessMode::kAuto;
   std::optional<SchemaRegistryConfig> schema_registry;
   std::string group_id;
   AutoOffsetReset auto_offset_reset = AutoOffsetReset::kEarliest;

@@ -799,6 +799,12 @@ Status PipelineRunner::Run() {
   } else {
     ASSIGN_OR_RETURN(impl.source, KafkaSource::Create(c.source, c.name, counters));
   }
+  impl.metrics.registry
+      ->GetGauge("sluice_pipeline_source_info",
+                 "1 for the path the pipeline's source reads by: in_process (the broker's log "
+                 "in this process) or kafka (a Kafka client, librdkafka)",
+                 {{"pipeline", c.name}, {"source", std::string(impl.source->path())}})
+      .Set(1);
   impl.strategy->set_source(impl.source.get());
   impl.lost = std::make_unique<LostTransactions>(c.name, &impl.metrics, options_.lost_transactions);
   RETURN_IF_ERROR(impl.source->Start(&impl, impl.window != nullptr));

@@ -6,7 +6,8 @@
 // AcknowledgeRevocation.
 //
 // Implementations: KafkaSource (kafka_source.h: a consumer group member on any Kafka
-// cluster, with a bounded read-ahead). A source speaks Kafka's records and offsets
+// cluster, with a bounded read-ahead) and InProcessSource (in_process_source.h: the
+// broker of this process, read in-process). A source speaks Kafka's records and offsets
 // (kafka::client::Message, TopicPartition: plain views and values, whatever client
 // produced them), so a source reading the broker's own log in-process fits here too.
 //
@@ -132,6 +133,10 @@ class Source {
   virtual Status Rewind(std::chrono::milliseconds /*timeout*/) {
     return UnimplementedError("this source cannot rewind to the group's committed offsets");
   }
+
+  // Which path it reads by, for the log and the metrics (docs/design/0023-native-path.md):
+  // "kafka" (a Kafka client) or "in_process" (the broker's log in this process).
+  virtual std::string_view path() const { return "kafka"; }
 
   // Drops the batch in hand and everything read ahead, then leaves the group.
   virtual void Close() = 0;

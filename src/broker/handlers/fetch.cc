@@ -76,16 +76,17 @@ bool HasErrors(const kafka::FetchResponse& resp) {
   return false;
 }
 
-using FetchDone =
-    std::function<void(kafka::FetchResponse&, std::vector<storage::FileSlice>&, uint64_t)>;
 void AnswerFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait,
                  const kafka::FetchResponse& resp, std::vector<storage::FileSlice> files);
 
+}  // namespace
+
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
-// then calls done(response, files, record bytes) on the connection's loop.
-void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::FetchRequest> req,
-               int16_t version, const std::shared_ptr<FetchWait>& wait, FetchDone done) {
-  Shard& home = ctx.shards.ShardOf(conn.loop());
+// then calls done(response, files, record bytes) on `home`'s loop. On `home`'s thread;
+// `access` is the asking principal's.
+void FetchOnce(Context& ctx, Shard& home, const Access& access,
+               std::shared_ptr<const kafka::FetchRequest> req, int16_t version,
+               const std::shared_ptr<FetchWait>& wait, FetchDone done) {
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
   // The response's shape first; the owners fill in their partitions' entries (each its
   // own) and slices, and the budget across partitions is applied here once all answered.
@@ -106,7 +107,6 @@ void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::Fetc
   const int64_t replica_epoch = version >= 15 ? req->replica_state.replica_epoch : -1;
   // Kafka's checks, made at every look (an ACL removed meanwhile counts): a follower needs
   // CLUSTER_ACTION on the cluster, a consumer READ on each topic.
-  const Access access = ctx.authorizer->For(conn);
   const bool replica_allowed =
       replica_id < 0 || access.CheckCluster(auth::AclOperation::kClusterAction);
   std::vector<char> read;  // per topic of the request: its partitions are read
@@ -305,13 +305,17 @@ void FetchOnce(Context& ctx, Connection& conn, std::shared_ptr<const kafka::Fetc
       });
 }
 
+namespace {
+
 // Registers a waiting fetch on its partitions and answers it if min_bytes are there (on
 // its connection's loop).
 void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
   wait->arm_pending = false;
   if (wait->done.load() || ctx.shards.waking_stopped())
     return;  // a stop: the timer or the close ends it
-  FetchOnce(ctx, *wait->conn, wait->req, wait->header.api_version, wait,
+  Connection& conn = *wait->conn;
+  FetchOnce(ctx, ctx.shards.ShardOf(conn.loop()), ctx.authorizer->For(conn), wait->req,
+            wait->header.api_version, wait,
             [&ctx, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
                          uint64_t bytes) {
               // Enough data, a new error (a deleted topic, an offset now out of range) or
@@ -325,7 +329,9 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
 // Answers a waiting fetch with what there is (its max_wait_ms passed, or a stop).
 void CompleteFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
   if (wait->done.load()) return;
-  FetchOnce(ctx, *wait->conn, wait->req, wait->header.api_version, nullptr,
+  Connection& conn = *wait->conn;
+  FetchOnce(ctx, ctx.shards.ShardOf(conn.loop()), ctx.authorizer->For(conn), wait->req,
+            wait->header.api_version, nullptr,
             [&ctx, wait](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files,
                          uint64_t) { AnswerFetch(ctx, wait, resp, std::move(files)); });
 }
@@ -396,7 +402,8 @@ void HandleFetch(Context& ctx, const Call& call, const kafka::FetchRequest& req)
     LongPoll(ctx, conn, h, shared);
     return;
   }
-  FetchOnce(ctx, *conn, shared, h.api_version, nullptr,
+  FetchOnce(ctx, ctx.shards.ShardOf(conn->loop()), ctx.authorizer->For(*conn), shared,
+            h.api_version, nullptr,
             [&ctx, conn, h, shared](kafka::FetchResponse& resp,
                                     std::vector<storage::FileSlice>& files, uint64_t bytes) {
               const kafka::FetchRequest& r = *shared;

@@ -4,12 +4,15 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "broker/connection.h"
 #include "broker/event_loop.h"
 #include "broker/handlers/context.h"
 #include "broker/partition.h"
+#include "broker/shards.h"
 #include "kafka/protocol/requests.h"
 
 namespace sluice::broker {
@@ -40,6 +43,20 @@ enum class Wake {
   // waits for bytes past its fetch offset, not for the high watermark), so it stays.
   kConsumers,
 };
+
+// What a look at a fetch's partitions found: the response (records as splices of `files`,
+// by index) and the bytes of slices holding records (what min_bytes waits for).
+using FetchDone =
+    std::function<void(kafka::FetchResponse&, std::vector<storage::FileSlice>&, uint64_t)>;
+
+// Reads every partition of `req` on its owner with Kafka's rules (the principal's READ on
+// each topic, leader epochs, read_committed up to the last stable offset with the aborted
+// transactions, record-less batches passed over), registering `wait` there first when set,
+// then calls `done` on `home`'s loop. On `home`'s thread. The Fetch handler's look, and the
+// in-process consumer's (broker/in_process_kafka.h).
+void FetchOnce(Context& ctx, Shard& home, const Access& access,
+               std::shared_ptr<const kafka::FetchRequest> req, int16_t version,
+               const std::shared_ptr<FetchWait>& wait, FetchDone done);
 
 // On `part`'s owner thread: the fetches waiting on it (those `which` names) look again
 // (on their connections' loops), and are taken off the partition's list.

@@ -1227,6 +1227,24 @@ TEST(PipelineConfigTest, MessageFormatsAndTheirRegistry) {
       HasSubstr("the format is json"));
 }
 
+// source.kafka.in_process: auto (the default), true, false; YAML's booleans read as such.
+TEST(PipelineConfigTest, InProcess) {
+  EXPECT_EQ(Parse(kMinimal)->source.in_process, InProcessMode::kAuto);
+  for (const auto& [text, want] : {std::pair{"auto", InProcessMode::kAuto},
+                                   {"true", InProcessMode::kTrue},
+                                   {"false", InProcessMode::kFalse},
+                                   {"True", InProcessMode::kTrue}}) {
+    auto r = Parse(Replace(kMinimal, "      topics: [in]",
+                           fmt::format("      topics: [in]\n      in_process: {}", text)));
+    ASSERT_TRUE(r.ok()) << text << ": " << r.status().ToString();
+    EXPECT_EQ(r->source.in_process, want) << text;
+  }
+  EXPECT_THAT(ErrorOf(Replace(kMinimal, "      topics: [in]",
+                              "      topics: [in]\n      in_process: maybe")),
+              HasSubstr("pipeline.source.kafka.in_process: must be one of auto, true, false; "
+                        "got 'maybe'"));
+}
+
 // source.kafka.key_format: framed keys decoded beside framed values only.
 TEST(PipelineConfigTest, KeyFormat) {
   EXPECT_EQ(Parse(kMinimal)->source.key_format, KeyFormat::kBytes);

@@ -1,0 +1,190 @@
+// InProcessKafka (in_process_kafka.h): FetchOnce posted to a shard, the coordinator's
+// requests behind the group handlers' checks, each answer handed back through a promise.
+#include "broker/in_process_kafka.h"
+
+#include <future>
+#include <utility>
+
+#include "broker/group_coordinator.h"
+#include "broker/handlers/context.h"
+#include "broker/handlers/fetch.h"
+
+namespace sluice::broker {
+namespace {
+
+using auth::AclOperation;
+using auth::ResourceType;
+using kafka::ErrorCode;
+
+// The host ACLs see for an in-process member: the loopback a local client would come from.
+constexpr const char* kHost = "127.0.0.1";
+
+// Waits for the answer `set` gets; DeadlineExceeded after `timeout`.
+template <typename R>
+Result<R> Await(std::future<R>& f, std::chrono::milliseconds timeout, const char* what) {
+  if (f.wait_for(timeout) != std::future_status::ready) {
+    return AbortedError("in-process {}: no answer within {} ms", what, timeout.count());
+  }
+  try {
+    return f.get();
+  } catch (const std::future_error&) {
+    // The answer's callback was dropped unrun: the coordinator or the shard stopped.
+    return FailedPreconditionError("in-process {}: the broker is stopping", what);
+  }
+}
+
+// A `done` that fulfils `p` once (a shared promise: the coordinator's callbacks are
+// copyable std::functions).
+template <typename R>
+std::function<void(R)> Fulfil(std::shared_ptr<std::promise<R>> p) {
+  return [p](R r) { p->set_value(std::move(r)); };
+}
+
+}  // namespace
+
+bool InProcessKafka::available() const {
+  return !ctx_.options.cluster.enabled() && ctx_.shards.attached();
+}
+
+Result<int32_t> InProcessKafka::PartitionCount(std::string_view topic) const {
+  std::shared_ptr<const MetadataSnapshot> meta = ctx_.shards.Published();
+  const MetadataSnapshot::Topic* t = meta != nullptr ? meta->Find(std::string(topic)) : nullptr;
+  if (t == nullptr) return NotFoundError("topic '{}' does not exist", topic);
+  return t->info.partitions;
+}
+
+Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& principal,
+                                                          kafka::FetchRequest req,
+                                                          std::chrono::milliseconds timeout) {
+  if (!ctx_.shards.attached()) return FailedPreconditionError("the broker's server is not running");
+  const Access access =
+      principal.empty() ? Access() : ctx_.authorizer->For(principal, std::string(kHost));
+  auto shared = std::make_shared<const kafka::FetchRequest>(std::move(req));
+  auto promise = std::make_shared<std::promise<FetchAnswer>>();
+  std::future<FetchAnswer> answer = promise->get_future();
+  handlers::Context* ctx = &ctx_;
+  Shard& home = ctx_.shards.at(0);
+  const bool posted = ctx_.shards.PostGated(home.loop, [ctx, &home, access, shared, promise] {
+    handlers::FetchOnce(
+        *ctx, home, access, shared, kFetchVersion, nullptr,
+        [promise](kafka::FetchResponse& resp, std::vector<storage::FileSlice>& files, uint64_t) {
+          promise->set_value({std::move(resp), std::move(files)});
+        });
+  });
+  if (!posted) return FailedPreconditionError("the broker is stopping");
+  return Await(answer, timeout, "fetch");
+}
+
+Result<kafka::JoinGroupResponse> InProcessKafka::JoinGroup(const std::string& principal,
+                                                           kafka::JoinGroupRequest req,
+                                                           std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
+                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+    kafka::JoinGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return resp;
+  }
+  auto p = std::make_shared<std::promise<kafka::JoinGroupResponse>>();
+  std::future<kafka::JoinGroupResponse> f = p->get_future();
+  ctx_.groups->JoinGroup(std::move(req), kJoinGroupVersion,
+                         GroupClient{"sluice-in-process", "/" + std::string(kHost)}, Fulfil(p));
+  return Await(f, timeout, "JoinGroup");
+}
+
+Result<kafka::SyncGroupResponse> InProcessKafka::SyncGroup(const std::string& principal,
+                                                           kafka::SyncGroupRequest req,
+                                                           std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
+                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+    kafka::SyncGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return resp;
+  }
+  auto p = std::make_shared<std::promise<kafka::SyncGroupResponse>>();
+  std::future<kafka::SyncGroupResponse> f = p->get_future();
+  ctx_.groups->SyncGroup(std::move(req), kSyncGroupVersion, Fulfil(p));
+  return Await(f, timeout, "SyncGroup");
+}
+
+Result<kafka::HeartbeatResponse> InProcessKafka::Heartbeat(const std::string& principal,
+                                                           kafka::HeartbeatRequest req,
+                                                           std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
+                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+    kafka::HeartbeatResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return resp;
+  }
+  auto p = std::make_shared<std::promise<kafka::HeartbeatResponse>>();
+  std::future<kafka::HeartbeatResponse> f = p->get_future();
+  ctx_.groups->Heartbeat(std::move(req), kHeartbeatVersion, Fulfil(p));
+  return Await(f, timeout, "Heartbeat");
+}
+
+Result<kafka::LeaveGroupResponse> InProcessKafka::LeaveGroup(const std::string& principal,
+                                                             kafka::LeaveGroupRequest req,
+                                                             std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
+                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+    kafka::LeaveGroupResponse resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return resp;
+  }
+  auto p = std::make_shared<std::promise<kafka::LeaveGroupResponse>>();
+  std::future<kafka::LeaveGroupResponse> f = p->get_future();
+  ctx_.groups->LeaveGroup(std::move(req), kLeaveGroupVersion, Fulfil(p));
+  return Await(f, timeout, "LeaveGroup");
+}
+
+Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(
+    const std::string& principal, kafka::OffsetCommitRequest req,
+    std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty()) {
+    // READ on the group, then on each topic, as the handler: a refusal fails the commit
+    // whole here (the member commits only what it was assigned, so one topic refused means
+    // its ACLs changed under it).
+    const Access access = ctx_.authorizer->For(principal, kHost);
+    if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+      return FailedPreconditionError("{} may not read group '{}'", principal, req.group_id);
+    }
+    for (const auto& t : req.topics) {
+      if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kRead)) {
+        return FailedPreconditionError("{} may not read topic '{}'", principal, t.name);
+      }
+    }
+  }
+  auto p = std::make_shared<std::promise<kafka::OffsetCommitResponse>>();
+  std::future<kafka::OffsetCommitResponse> f = p->get_future();
+  ctx_.groups->OffsetCommit(std::move(req), kOffsetCommitVersion, Fulfil(p));
+  return Await(f, timeout, "OffsetCommit");
+}
+
+Result<kafka::OffsetFetchResponse> InProcessKafka::OffsetFetch(const std::string& principal,
+                                                               kafka::OffsetFetchRequest req,
+                                                               std::chrono::milliseconds timeout) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty()) {
+    const Access access = ctx_.authorizer->For(principal, kHost);
+    if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kDescribe)) {
+      return FailedPreconditionError("{} may not describe group '{}'", principal, req.group_id);
+    }
+    if (req.topics.has_value()) {
+      for (const auto& t : *req.topics) {
+        if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kDescribe)) {
+          return FailedPreconditionError("{} may not describe topic '{}'", principal, t.name);
+        }
+      }
+    }
+  }
+  auto p = std::make_shared<std::promise<kafka::OffsetFetchResponse>>();
+  std::future<kafka::OffsetFetchResponse> f = p->get_future();
+  ctx_.groups->OffsetFetch(std::move(req), kOffsetFetchVersion, Fulfil(p));
+  return Await(f, timeout, "OffsetFetch");
+}
+
+}  // namespace sluice::broker

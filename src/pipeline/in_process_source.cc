@@ -1,0 +1,704 @@
+// InProcessSource (in_process_source.h): the member's thread (join, sync, heartbeat,
+// leave) and the runner's side (assignment, fetch, decode, batches, commits).
+#include "pipeline/in_process_source.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+#include <thread>
+
+#include "base/logging.h"
+#include "base/strings.h"
+#include "pipeline/consumer_group.h"
+
+namespace sluice::pipeline {
+namespace {
+
+const Logger kLog("pipeline");
+
+using Clock = std::chrono::steady_clock;
+using kafka::ErrorCode;
+using kafka::client::Message;
+using kafka::client::TopicPartition;
+using std::chrono::milliseconds;
+
+constexpr const char* kProtocolType = "consumer";
+// How long a fetch or a coordinator request may take before it counts as failed.
+constexpr milliseconds kRequestTimeout{30'000};
+// With nothing to read, the next look comes after this (no long poll: 0023 decision 4).
+constexpr milliseconds kIdleWait{1};
+// A member whose join or heartbeat failed tries again after this.
+constexpr milliseconds kRetryBackoff{200};
+
+// A Kafka error code for a log line or a Status.
+std::string CodeText(ErrorCode code) {
+  return fmt::format("Kafka error code {}", static_cast<int>(code));
+}
+
+// The comma-separated names of a list property.
+std::vector<std::string> SplitList(std::string_view text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    out.emplace_back(Trim(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return out;
+}
+
+// A librdkafka property of the pipeline as a whole number, or `fallback`.
+int32_t IntProperty(const KafkaSourceConfig& c, const char* name, int32_t fallback) {
+  auto it = c.properties.find(name);
+  if (it == c.properties.end()) return fallback;
+  try {
+    return std::stoi(it->second);
+  } catch (...) {
+    return fallback;
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<InProcessSource>> InProcessSource::Create(const KafkaSourceConfig& config,
+                                                                 std::string pipeline,
+                                                                 SourceCounters counters,
+                                                                 InProcessSourceOptions options) {
+  if (options.kafka == nullptr || !options.kafka->available()) {
+    return FailedPreconditionError(
+        "the broker cannot serve in-process reads here (a cluster, or its server is not "
+        "running)");
+  }
+  Settings s;
+  s.session_timeout_ms = IntProperty(config, "session.timeout.ms", s.session_timeout_ms);
+  s.rebalance_timeout_ms = IntProperty(config, "max.poll.interval.ms", s.rebalance_timeout_ms);
+  s.heartbeat_interval_ms = IntProperty(config, "heartbeat.interval.ms", s.heartbeat_interval_ms);
+  if (auto it = config.properties.find("partition.assignment.strategy");
+      it != config.properties.end()) {
+    s.assignors.clear();
+    for (const std::string& name : SplitList(it->second)) {
+      if (name == "range" || name == "roundrobin") {
+        s.assignors.push_back(name);
+      } else if (!name.empty()) {
+        return InvalidArgumentError(
+            "partition.assignment.strategy {}: the in-process source offers range and "
+            "roundrobin (set source.kafka.in_process: false for librdkafka's others)",
+            name);
+      }
+    }
+    if (s.assignors.empty()) s.assignors = {"range", "roundrobin"};
+  }
+  if (auto it = config.properties.find("isolation.level"); it != config.properties.end()) {
+    s.read_committed = it->second != "read_uncommitted";
+  }
+  for (const std::string& t : config.topics) {
+    Result<int32_t> n = options.kafka->PartitionCount(t);
+    if (!n.ok()) {
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: topic {}: {} (it gets partitions once it exists)",
+                 pipeline, t, n.status().message());
+    }
+  }
+  return std::unique_ptr<InProcessSource>(
+      new InProcessSource(config, std::move(pipeline), counters, std::move(options), s));
+}
+
+InProcessSource::InProcessSource(const KafkaSourceConfig& config, std::string pipeline,
+                                 SourceCounters counters, InProcessSourceOptions options,
+                                 Settings settings)
+    : config_(config),
+      pipeline_(std::move(pipeline)),
+      counters_(counters),
+      options_(std::move(options)),
+      settings_(std::move(settings)),
+      topic_names_(config.topics) {}
+
+InProcessSource::~InProcessSource() { Close(); }
+
+Status InProcessSource::Start(SourceListener* listener, bool arrivals) {
+  listener_ = listener;
+  arrivals_ = arrivals;
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: source in-process (group {}, topics {})", pipeline_,
+             config_.group_id, fmt::join(config_.topics, ","));
+  member_ = std::thread([this] { MemberLoop(); });
+  return Status::OK();
+}
+
+// ---- the member's thread -----------------------------------------------------------------
+
+void InProcessSource::MemberLoop() {
+  bool joined = false;
+  auto next_heartbeat = Clock::now();
+  while (true) {
+    {
+      std::unique_lock lock(shared_.mu);
+      if (shared_.stop) break;
+    }
+    if (!joined) {
+      Status st = JoinAndSync();
+      if (st.ok()) {
+        joined = true;
+        next_heartbeat = Clock::now() + milliseconds(settings_.heartbeat_interval_ms);
+        continue;
+      }
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: joining group {}: {}", pipeline_, config_.group_id,
+                 st.message());
+      counters_.errors->Inc();
+      std::unique_lock lock(shared_.mu);
+      shared_.cv.wait_for(lock, kRetryBackoff, [this] { return shared_.stop; });
+      continue;
+    }
+    {
+      std::unique_lock lock(shared_.mu);
+      shared_.cv.wait_until(lock, next_heartbeat, [this] { return shared_.stop; });
+      if (shared_.stop) break;
+    }
+    next_heartbeat = Clock::now() + milliseconds(settings_.heartbeat_interval_ms);
+    kafka::HeartbeatRequest hb;
+    hb.group_id = config_.group_id;
+    {
+      std::lock_guard lock(shared_.mu);
+      hb.generation_id = shared_.generation;
+      hb.member_id = shared_.member_id;
+    }
+    Result<kafka::HeartbeatResponse> r =
+        options_.kafka->Heartbeat(options_.principal, hb, kRequestTimeout);
+    if (!r.ok()) {
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: heartbeat: {}", pipeline_, r.status().message());
+      continue;
+    }
+    switch (r->error_code) {
+      case ErrorCode::kNone:
+        break;
+      case ErrorCode::kRebalanceInProgress:
+        // Eager: every partition is given up (the runner finishes its batch), then rejoin.
+        WaitRevocationAck();
+        joined = false;
+        break;
+      case ErrorCode::kUnknownMemberId:
+      case ErrorCode::kIllegalGeneration:
+      case ErrorCode::kFencedInstanceId: {
+        SLUICE_LOG(kLog, kWarn, "pipeline {}: the group's membership was lost ({}): rejoining",
+                   pipeline_, CodeText(r->error_code));
+        std::lock_guard lock(shared_.mu);
+        shared_.lost = true;
+        if (r->error_code == ErrorCode::kUnknownMemberId) shared_.member_id.clear();
+        shared_.generation = -1;
+        joined = false;
+        break;
+      }
+      default:
+        SLUICE_LOG(kLog, kWarn, "pipeline {}: heartbeat: {}", pipeline_, CodeText(r->error_code));
+        break;
+    }
+  }
+  // Leaving: the group rebalances at once instead of after the session timeout.
+  kafka::LeaveGroupRequest leave;
+  leave.group_id = config_.group_id;
+  {
+    std::lock_guard lock(shared_.mu);
+    if (shared_.member_id.empty()) return;
+    leave.members.push_back(
+        {shared_.member_id, std::nullopt, std::string("the pipeline stops"), {}});
+  }
+  Result<kafka::LeaveGroupResponse> left =
+      options_.kafka->LeaveGroup(options_.principal, leave, milliseconds(5000));
+  if (!left.ok()) {
+    SLUICE_LOG(kLog, kWarn, "pipeline {}: leaving group {}: {}", pipeline_, config_.group_id,
+               left.status().message());
+  }
+}
+
+// Waits until the runner gave its partitions up (or the rebalance timeout passed).
+void InProcessSource::WaitRevocationAck() {
+  std::unique_lock lock(shared_.mu);
+  shared_.revoke = true;
+  shared_.revoke_reported = false;
+  shared_.revoke_acked = false;
+  shared_.cv.wait_for(lock, milliseconds(settings_.rebalance_timeout_ms),
+                      [this] { return shared_.revoke_acked || shared_.stop; });
+  shared_.revoke = false;
+}
+
+Status InProcessSource::JoinAndSync() {
+  consumer_group::Subscription sub;
+  sub.topics = config_.topics;
+  const std::vector<uint8_t> metadata = consumer_group::EncodeSubscription(sub, 0);
+  kafka::JoinGroupRequest join;
+  join.group_id = config_.group_id;
+  join.session_timeout_ms = settings_.session_timeout_ms;
+  join.rebalance_timeout_ms = settings_.rebalance_timeout_ms;
+  join.protocol_type = kProtocolType;
+  for (const std::string& a : settings_.assignors) join.protocols.push_back({a, metadata, {}});
+  {
+    std::lock_guard lock(shared_.mu);
+    join.member_id = shared_.member_id;
+  }
+  const milliseconds join_timeout(settings_.rebalance_timeout_ms + 5000);
+  ASSIGN_OR_RETURN(kafka::JoinGroupResponse joined,
+                   options_.kafka->JoinGroup(options_.principal, join, join_timeout));
+  if (joined.error_code == ErrorCode::kMemberIdRequired) {
+    // KIP-394: the first join gets an id and comes again with it.
+    join.member_id = joined.member_id;
+    {
+      std::lock_guard lock(shared_.mu);
+      shared_.member_id = joined.member_id;
+    }
+    ASSIGN_OR_RETURN(joined, options_.kafka->JoinGroup(options_.principal, join, join_timeout));
+  }
+  if (joined.error_code != ErrorCode::kNone) {
+    if (joined.error_code == ErrorCode::kUnknownMemberId) {
+      std::lock_guard lock(shared_.mu);
+      shared_.member_id.clear();
+    }
+    return AbortedError("JoinGroup: {}", CodeText(joined.error_code));
+  }
+  {
+    std::lock_guard lock(shared_.mu);
+    shared_.member_id = joined.member_id;
+    shared_.generation = joined.generation_id;
+  }
+  kafka::SyncGroupRequest sync;
+  sync.group_id = config_.group_id;
+  sync.generation_id = joined.generation_id;
+  sync.member_id = joined.member_id;
+  sync.protocol_type = kProtocolType;
+  sync.protocol_name = joined.protocol_name;
+  if (joined.leader == joined.member_id) {
+    // The leader runs the assignor the members agreed on.
+    ASSIGN_OR_RETURN(sync.assignments, LeaderAssignments(joined));
+  }
+  ASSIGN_OR_RETURN(kafka::SyncGroupResponse synced,
+                   options_.kafka->SyncGroup(options_.principal, sync, kRequestTimeout));
+  if (synced.error_code != ErrorCode::kNone) {
+    return AbortedError("SyncGroup: {}", CodeText(synced.error_code));
+  }
+  std::vector<TopicPartition> partitions;
+  if (!synced.assignment.empty()) {
+    ASSIGN_OR_RETURN(consumer_group::Assignment a,
+                     consumer_group::DecodeAssignment(synced.assignment));
+    for (const auto& [topic, parts] : a.partitions) {
+      for (int32_t p : parts) partitions.push_back({topic, p, kafka::client::kOffsetInvalid});
+    }
+  }
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: joined group {} (generation {}, {} partitions{})",
+             pipeline_, config_.group_id, joined.generation_id, partitions.size(),
+             joined.leader == joined.member_id ? ", leader" : "");
+  std::lock_guard lock(shared_.mu);
+  shared_.assignment = std::move(partitions);
+  return Status::OK();
+}
+
+// The leader's SyncGroup: every member's assignment by the protocol the group chose, over
+// the partitions the members' topics have now.
+Result<std::vector<kafka::SyncGroupRequest::Assignment>> InProcessSource::LeaderAssignments(
+    const kafka::JoinGroupResponse& joined) {
+  std::vector<consumer_group::Member> members;
+  std::map<std::string, int32_t> partitions;
+  for (const auto& m : joined.members) {
+    Result<consumer_group::Subscription> sub = consumer_group::DecodeSubscription(m.metadata);
+    if (!sub.ok()) {
+      // A member whose metadata does not decode gets nothing (Kafka's leader would fail
+      // the rebalance; the others keep reading).
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: member {}'s subscription: {}", pipeline_, m.member_id,
+                 sub.status().message());
+      members.push_back({m.member_id, m.group_instance_id, {}});
+      continue;
+    }
+    for (const std::string& t : sub->topics) {
+      if (partitions.count(t) > 0) continue;
+      Result<int32_t> n = options_.kafka->PartitionCount(t);
+      if (n.ok()) partitions[t] = *n;
+    }
+    members.push_back({m.member_id, m.group_instance_id, std::move(sub).value()});
+  }
+  ASSIGN_OR_RETURN(auto assigned,
+                   consumer_group::Assign(joined.protocol_name.value_or(""), members, partitions));
+  std::vector<kafka::SyncGroupRequest::Assignment> out;
+  for (auto& [member, assignment] : assigned) {
+    out.push_back({member, consumer_group::EncodeAssignment(assignment, 0), {}});
+  }
+  return out;
+}
+
+// ---- the runner's thread -----------------------------------------------------------------
+
+SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) {
+  SourceStep step;
+  std::optional<std::vector<TopicPartition>> assignment;
+  {
+    std::lock_guard lock(shared_.mu);
+    if (shared_.lost) {
+      shared_.lost = false;
+      step.event.kind = AssignmentEvent::Kind::kLost;
+      for (const auto& [key, pos] : positions_) {
+        step.event.partitions.push_back({key.first, key.second, kafka::client::kOffsetInvalid});
+      }
+      DropAll();
+      pending_.clear();
+      positions_.clear();
+      if (!step.event.partitions.empty()) return step;
+    }
+    if (shared_.revoke && !shared_.revoke_reported) {
+      shared_.revoke_reported = true;
+      step.event.kind = AssignmentEvent::Kind::kRevoked;
+      for (const auto& [key, pos] : positions_) {
+        step.event.partitions.push_back({key.first, key.second, kafka::client::kOffsetInvalid});
+      }
+      // What was read ahead of the batch in hand goes (its next owner reads it again).
+      while (ahead_.size() > ahead_taken_chunks_) {
+        Fetched& last = ahead_.back();
+        if (last.taken > 0) {
+          last.records.resize(last.taken);
+          ++ahead_taken_chunks_;
+          break;
+        }
+        ahead_.pop_back();
+      }
+      if (!step.event.partitions.empty()) return step;
+      shared_.revoke_acked = true;
+      shared_.cv.notify_all();
+    }
+    assignment = std::move(shared_.assignment);
+    shared_.assignment.reset();
+  }
+  if (assignment) ApplyAssignment(std::move(*assignment));
+
+  Take(max_messages);
+  if (pending_.size() < max_messages &&
+      ReadAheadBytes() < static_cast<uint64_t>(config_.fetch.max_bytes * config_.fetch.prefetch)) {
+    if (!positions_.empty() && FetchOnce()) {
+      Take(max_messages);
+    } else if (Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::min<Clock::duration>(kIdleWait, deadline - Clock::now()));
+    }
+  }
+  step.ready = pending_.size() >= max_messages || Clock::now() >= deadline;
+  return step;
+}
+
+void InProcessSource::ApplyAssignment(std::vector<TopicPartition> partitions) {
+  // Positions the listener does not set come from the group's committed offsets, then
+  // auto_offset_reset.
+  listener_->Assigning(partitions);
+  Status st = ResolvePositions(partitions);
+  if (!st.ok()) {
+    counters_.errors->Inc();
+    SLUICE_LOG(kLog, kWarn, "pipeline {}: committed offsets: {} (auto_offset_reset applies)",
+               pipeline_, st.message());
+  }
+  positions_.clear();
+  first_read_.clear();
+  for (const TopicPartition& tp : partitions) {
+    Position pos;
+    pos.next = tp.offset >= 0 ? tp.offset : -1;
+    positions_[{tp.topic, tp.partition}] = pos;
+    if (std::find(topic_names_.begin(), topic_names_.end(), tp.topic) == topic_names_.end()) {
+      topic_names_.push_back(tp.topic);
+    }
+  }
+}
+
+Status InProcessSource::ResolvePositions(std::vector<TopicPartition>& partitions) {
+  kafka::OffsetFetchRequest req;
+  req.group_id = config_.group_id;
+  req.require_stable = settings_.read_committed;
+  std::map<std::string, std::vector<int32_t>> wanted;
+  for (const TopicPartition& tp : partitions) {
+    if (tp.offset < 0) wanted[tp.topic].push_back(tp.partition);
+  }
+  if (wanted.empty()) return Status::OK();
+  req.topics.emplace();
+  for (auto& [topic, parts] : wanted) req.topics->push_back({topic, parts, {}});
+  ASSIGN_OR_RETURN(kafka::OffsetFetchResponse resp,
+                   options_.kafka->OffsetFetch(options_.principal, req, kRequestTimeout));
+  if (resp.error_code != ErrorCode::kNone) {
+    return AbortedError("OffsetFetch: {}", CodeText(resp.error_code));
+  }
+  for (const auto& t : resp.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != ErrorCode::kNone || p.committed_offset < 0) continue;
+      for (TopicPartition& tp : partitions) {
+        if (tp.topic == t.name && tp.partition == p.partition_index && tp.offset < 0) {
+          tp.offset = p.committed_offset;
+        }
+      }
+    }
+  }
+  return Status::OK();
+}
+
+bool InProcessSource::FetchOnce() {
+  kafka::FetchRequest req;
+  req.replica_id = -1;
+  req.max_wait_ms = 0;
+  req.min_bytes = 1;
+  req.max_bytes = static_cast<int32_t>(config_.fetch.max_bytes);
+  req.isolation_level = settings_.read_committed ? 1 : 0;
+  std::map<std::string, size_t> topic_index;
+  for (const auto& [key, pos] : positions_) {
+    auto [it, added] = topic_index.emplace(key.first, req.topics.size());
+    if (added) {
+      req.topics.emplace_back();
+      req.topics.back().topic = key.first;
+    }
+    kafka::FetchRequest::FetchPartition fp;
+    fp.partition = key.second;
+    // Unknown yet: -1 is out of range, which answers the log's start and end (the reset).
+    fp.fetch_offset = pos.next;
+    fp.partition_max_bytes = static_cast<int32_t>(config_.fetch.max_partition_bytes);
+    req.topics[it->second].partitions.push_back(fp);
+  }
+  Result<broker::InProcessKafka::FetchAnswer> answer =
+      options_.kafka->Fetch(options_.principal, std::move(req), kRequestTimeout);
+  if (!answer.ok()) {
+    counters_.errors->Inc();
+    SLUICE_LOG(kLog, kWarn, "pipeline {}: in-process fetch: {}", pipeline_,
+               answer.status().message());
+    return false;
+  }
+  Fetched chunk;
+  uint64_t total = 0;
+  for (const storage::FileSlice& s : answer->slices) total += s.size;
+  chunk.bytes.resize(total);
+  std::vector<uint64_t> at;  // where each slice starts in chunk.bytes
+  uint64_t offset = 0;
+  for (const storage::FileSlice& s : answer->slices) {
+    at.push_back(offset);
+    if (s.size == 0) continue;
+    Result<size_t> n = s.file->ReadAt(s.position, {chunk.bytes.data() + offset, s.size});
+    if (!n.ok() || *n != s.size) {
+      counters_.errors->Inc();
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: reading {}: {}", pipeline_, s.file->path(),
+                 n.ok() ? "short read" : n.status().message());
+      return false;
+    }
+    offset += s.size;
+  }
+  const auto now = Clock::now();
+  bool any = false;
+  for (const auto& t : answer->response.responses) {
+    const std::string* topic = nullptr;
+    for (const std::string& name : topic_names_) {
+      if (name == t.topic) topic = &name;
+    }
+    if (topic == nullptr) continue;
+    for (const auto& p : t.partitions) {
+      auto it = positions_.find({t.topic, p.partition_index});
+      if (it == positions_.end()) continue;
+      Position& pos = it->second;
+      if (p.high_watermark >= 0) pos.high_watermark = p.high_watermark;
+      if (p.last_stable_offset >= 0) pos.last_stable_offset = p.last_stable_offset;
+      if (p.error_code == ErrorCode::kOffsetOutOfRange) {
+        // No position yet, or the records are gone (retention): auto_offset_reset.
+        const int64_t reset =
+            config_.auto_offset_reset == AutoOffsetReset::kEarliest
+                ? p.log_start_offset
+                : (settings_.read_committed ? p.last_stable_offset : p.high_watermark);
+        if (reset >= 0) {
+          if (pos.next >= 0) {
+            SLUICE_LOG(kLog, kWarn, "pipeline {}: {}-{}: offset {} is out of range; reset to {}",
+                       pipeline_, t.topic, p.partition_index, pos.next, reset);
+          }
+          pos.next = reset;
+        }
+        continue;
+      }
+      if (p.error_code != ErrorCode::kNone) {
+        counters_.errors->Inc();
+        if (now - last_error_log_ > std::chrono::seconds(10)) {
+          last_error_log_ = now;
+          SLUICE_LOG(kLog, kWarn, "pipeline {}: fetch {}-{}: {}", pipeline_, t.topic,
+                     p.partition_index, CodeText(p.error_code));
+        }
+        continue;
+      }
+      if (!p.records.is_splice) continue;
+      const uint32_t file = p.records.splice_token;
+      std::span<const uint8_t> bytes(chunk.bytes.data() + at[file], answer->slices[file].size);
+      std::vector<kafka::local::AbortedTransaction> aborted;
+      if (p.aborted_transactions) {
+        for (const auto& a : *p.aborted_transactions) {
+          aborted.push_back({a.producer_id, a.first_offset});
+        }
+      }
+      const size_t before = chunk.records.size();
+      const kafka::local::DecodeResult decoded =
+          decoder_.Decode({.topic = *topic,
+                           .partition = p.partition_index,
+                           .bytes = bytes,
+                           .fetch_offset = pos.next,
+                           .read_committed = settings_.read_committed,
+                           .aborted = aborted},
+                          &chunk.records);
+      chunk.generation = std::max(chunk.generation, decoded.generation);
+      if (!decoded.status.ok()) {
+        // The batches before the bad one count; the bad one is looked at again (a
+        // consumer stops at a corrupt batch).
+        counters_.errors->Inc();
+        if (now - last_error_log_ > std::chrono::seconds(10)) {
+          last_error_log_ = now;
+          SLUICE_LOG(kLog, kWarn, "pipeline {}: {}-{} at offset {}: {}", pipeline_, t.topic,
+                     p.partition_index, pos.next, decoded.status.message());
+        }
+      }
+      if (decoded.next_offset > pos.next) pos.next = decoded.next_offset;
+      if (chunk.records.size() > before) {
+        any = true;
+        first_read_.emplace(std::make_pair(t.topic, p.partition_index),
+                            chunk.records[before].offset);
+        if (arrivals_) listener_->Heard(*topic, p.partition_index, now);
+      }
+    }
+  }
+  // An empty chunk's buffers (batches all skipped) go with the next chunk's release.
+  if (chunk.records.empty()) return false;
+  ahead_.push_back(std::move(chunk));
+  return any;
+}
+
+void InProcessSource::Take(size_t max_messages) {
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  size_t i = ahead_taken_chunks_;
+  while (pending_.size() < max_messages && i < ahead_.size()) {
+    Fetched& f = ahead_[i];
+    while (pending_.size() < max_messages && f.taken < f.records.size()) {
+      const Message& m = f.records[f.taken++];
+      pending_.push_back(m);
+      bytes += m.value.size();
+      ++records;
+      auto it = positions_.find({std::string(m.topic), m.partition});
+      if (it != positions_.end()) it->second.consumed = m.offset + 1;
+    }
+    if (f.taken == f.records.size()) ++i;
+  }
+  ahead_taken_chunks_ = i;
+  if (records > 0) {
+    counters_.messages_in->Inc(records);
+    counters_.bytes_in->Inc(bytes);
+    counters_.messages_in_stat->fetch_add(records, std::memory_order_relaxed);
+  }
+  counters_.read_ahead->Set(static_cast<double>(ReadAheadBytes()));
+}
+
+uint64_t InProcessSource::ReadAheadBytes() const {
+  uint64_t n = 0;
+  for (size_t i = ahead_taken_chunks_; i < ahead_.size(); ++i) n += ahead_[i].bytes.size();
+  return n;
+}
+
+void InProcessSource::BatchDone() {
+  pending_.clear();
+  // Chunks whose every record went into batches are released, with the decoder's buffers
+  // their records used.
+  uint64_t released = 0;
+  while (ahead_taken_chunks_ > 0) {
+    released = ahead_.front().generation;
+    ahead_.pop_front();
+    --ahead_taken_chunks_;
+  }
+  if (released > 0) decoder_.ReleaseUpTo(released);
+}
+
+void InProcessSource::DropAll() {
+  ahead_.clear();
+  ahead_taken_chunks_ = 0;
+  decoder_.ReleaseAll();
+}
+
+void InProcessSource::AcknowledgeRevocation() {
+  pending_.clear();
+  DropAll();
+  positions_.clear();
+  std::lock_guard lock(shared_.mu);
+  shared_.revoke_acked = true;
+  shared_.cv.notify_all();
+}
+
+Status InProcessSource::Commit(const std::vector<TopicPartition>& offsets, CommitMode) {
+  if (offsets.empty()) return Status::OK();
+  kafka::OffsetCommitRequest req;
+  req.group_id = config_.group_id;
+  {
+    std::lock_guard lock(shared_.mu);
+    req.generation_id_or_member_epoch = shared_.generation;
+    req.member_id = shared_.member_id;
+  }
+  std::map<std::string, size_t> index;
+  for (const TopicPartition& tp : offsets) {
+    auto [it, added] = index.emplace(tp.topic, req.topics.size());
+    if (added) req.topics.push_back({tp.topic, {}, {}});
+    kafka::OffsetCommitRequest::Partition p;
+    p.partition_index = tp.partition;
+    p.committed_offset = tp.offset;
+    req.topics[it->second].partitions.push_back(p);
+  }
+  // Both modes wait: a commit is one post to the coordinator and its write (0023).
+  ASSIGN_OR_RETURN(kafka::OffsetCommitResponse resp,
+                   options_.kafka->OffsetCommit(options_.principal, req, kRequestTimeout));
+  for (const auto& t : resp.topics) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != ErrorCode::kNone) {
+        return AbortedError("commit of {}-{}: {}", t.name, p.partition_index,
+                            CodeText(p.error_code));
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Result<std::vector<kafka::client::PartitionLag>> InProcessSource::Lag() const {
+  std::vector<kafka::client::PartitionLag> out;
+  for (const auto& [key, pos] : positions_) {
+    kafka::client::PartitionLag l;
+    l.topic = key.first;
+    l.partition = key.second;
+    l.position = pos.next;
+    l.high_watermark = settings_.read_committed ? pos.last_stable_offset : pos.high_watermark;
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<kafka::client::GroupMetadata> InProcessSource::GroupMetadata() const {
+  std::lock_guard lock(shared_.mu);
+  if (shared_.member_id.empty() || shared_.generation < 0) {
+    return AbortedError("the in-process member is not in the group right now");
+  }
+  return kafka::client::GroupMetadata::Make(config_.group_id, shared_.generation,
+                                            shared_.member_id);
+}
+
+Status InProcessSource::Rewind(std::chrono::milliseconds) {
+  pending_.clear();
+  DropAll();
+  std::vector<TopicPartition> partitions;
+  for (const auto& [key, pos] : positions_) {
+    partitions.push_back({key.first, key.second, kafka::client::kOffsetInvalid});
+  }
+  RETURN_IF_ERROR(ResolvePositions(partitions));
+  for (const TopicPartition& tp : partitions) {
+    Position& pos = positions_[{tp.topic, tp.partition}];
+    if (tp.offset >= 0) {
+      pos.next = tp.offset;
+    } else if (auto it = first_read_.find({tp.topic, tp.partition}); it != first_read_.end()) {
+      pos.next = it->second;
+    }
+  }
+  return Status::OK();
+}
+
+void InProcessSource::Close() {
+  {
+    std::lock_guard lock(shared_.mu);
+    shared_.stop = true;
+    shared_.cv.notify_all();
+  }
+  if (member_.joinable()) member_.join();
+  pending_.clear();
+  DropAll();
+}
+
+}  // namespace sluice::pipeline
