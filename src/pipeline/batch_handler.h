@@ -46,6 +46,9 @@ class BatchHandler {
   // Loads `messages` as the batch; the ones it cannot decode go to `errors`.
   Result<size_t> Decode(std::span<const kafka::client::Message> messages,
                         std::vector<DecodeError>* errors);
+  // An inferred handler over framed messages none of which has decoded yet: the batch has
+  // no columns, so there is nothing to run the SQL on.
+  bool NoColumnsYet() const { return framed_inferred_ && framed_->schema_sql().empty(); }
   // Runs the SQL over the batch; its result becomes kResultTable. Returns its rows.
   Result<uint64_t> Run();
   // After a rolled-back transaction: what it may have created is gone.

@@ -397,6 +397,7 @@ Result<std::vector<std::string>> PipelineRunner::Invoke(std::span<const Message>
   for (const DecodeError& e : decode_errors) {
     errors->push_back(fmt::format("message {}: {}", e.index + 1, e.reason));
   }
+  if (impl.handler->NoColumnsYet()) return std::vector<std::string>();  // nothing decoded
   Status st = impl.handler->Run().status();
   if (!st.ok())
     return InvalidArgumentError("{}: handler.sql: {}", config_.handler.sql_origin, st.message());
@@ -615,6 +616,9 @@ Status PipelineRunner::ProcessBatch(CommitMode mode) {
                fmt::format("{} [{}] offset {}: {}", m.topic, m.partition, m.offset, e.reason),
                std::span<const Message>(&m, 1)));
     }
+    // Framed messages none of which decoded before any gave the batch its columns: there
+    // is no table for the handler (the messages are decode errors already).
+    if (*decoded == 0 && impl.handler->NoColumnsYet()) batch_ok = false;
   }
   // With a window or durable state the batch is one transaction: the handler's writes, the
   // window state, the sink's writes into this database and the offsets commit together.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "base/logging.h"
 #include "duck/appender.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
@@ -16,6 +17,10 @@ namespace sluice::schema {
 
 using json::DecodeError;
 using kafka::client::Message;
+
+namespace {
+const Logger kLog("schema");
+}  // namespace
 
 struct FramedDecoder::Impl {
   duck::Connection* conn = nullptr;
@@ -44,11 +49,16 @@ struct FramedDecoder::Impl {
   std::vector<Message> stripped;
   std::vector<size_t> stripped_index;
 
-  bool decode_keys() const { return options.key_format != PayloadFormat::kJson; }
+  // Keys are decoded (key_format) unless no key schema could be found when the columns
+  // were fixed (keys_as_bytes: kafka_key holds the bytes for the run).
+  bool decode_keys() const { return options.key_format != PayloadFormat::kJson && !keys_as_bytes; }
+  bool keys_as_bytes = false;
   Status UseColumns(ReaderShape reader);
   Status InitFromLatest();
   Status InitKeyFromLatest();
-  Status InitFromMessage(const Message& m);
+  Status InitFromBatch(std::span<const Message> messages, size_t i);
+  Status InitValue(const Message& m);
+  Result<std::unique_ptr<KeyColumn>> KeyFromFramed(std::string_view framed_key);
   Result<duck::DataChunk> NewChunk();
   void BindValues(RowDecoder* dec, const duck::DataChunk& chunk) const;
   Status Hold(duck::DataChunk chunk, RowDecoder* dec, RowDecoder* key_dec, uint64_t rows);
@@ -169,7 +179,7 @@ Result<std::optional<ReaderShape>> LatestReader(SchemaSource& source, std::strin
   const SchemaType want =
       format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
   if ((*latest)->type != want) {
-    return InvalidArgumentError("subject '{}' holds a {} schema, not {}", subject,
+    return InvalidArgumentError("subject '{}' holds {} schemas, not {}", subject,
                                 registry::SchemaTypeName((*latest)->type),
                                 registry::SchemaTypeName(want));
   }
@@ -190,8 +200,14 @@ Status FramedDecoder::Impl::InitFromLatest() {
 // Inferred, decoded keys: the key subject's latest schema is the kafka_key column's.
 Status FramedDecoder::Impl::InitKeyFromLatest() {
   if (options.key_subject.empty()) return Status::OK();
-  ASSIGN_OR_RETURN(std::optional<ReaderShape> reader,
-                   LatestReader(*source, options.key_subject, options.key_format));
+  Result<std::optional<ReaderShape>> latest =
+      LatestReader(*source, options.key_subject, options.key_format);
+  if (!latest.ok()) {
+    return Status(latest.status().code(),
+                  fmt::format("key_format {}: {}", PayloadFormatName(options.key_format),
+                              latest.status().message()));
+  }
+  std::optional<ReaderShape> reader = std::move(latest).value();
   if (!reader) return Status::OK();
   Result<std::unique_ptr<KeyColumn>> k =
       KeyColumn::FromReader(source, options.key_format, std::move(*reader));
@@ -204,36 +220,68 @@ Status FramedDecoder::Impl::InitKeyFromLatest() {
 
 // Inferred, no reader yet: the first framed message's own schemas are the readers (its
 // key's when keys are decoded and the key subject had none).
-Status FramedDecoder::Impl::InitFromMessage(const Message& m) {
+// The key column a framed key's own schema gives; null when the key is not framed, names
+// an unknown id or a schema of another format.
+Result<std::unique_ptr<KeyColumn>> FramedDecoder::Impl::KeyFromFramed(std::string_view framed_key) {
   int32_t id = 0;
   std::string_view rest;
   std::string reason;
+  if (!ReadFraming(framed_key, &id, &rest, &reason)) return std::unique_ptr<KeyColumn>();
+  Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
+  if (!rec.ok()) {
+    if (rec.status().code() == StatusCode::kNotFound) return std::unique_ptr<KeyColumn>();
+    return rec.status();
+  }
+  const SchemaType want =
+      options.key_format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
+  if ((*rec)->type != want) return std::unique_ptr<KeyColumn>();
+  std::vector<int> indexes;
+  size_t consumed = 0;
+  if (want == SchemaType::kProtobuf &&
+      !protobuf::ReadMessageIndexes(rest, &indexes, &consumed, &reason)) {
+    return std::unique_ptr<KeyColumn>();
+  }
+  Result<ReaderShape> reader = ReaderOf(**rec, indexes);
+  if (!reader.ok()) return std::unique_ptr<KeyColumn>();
+  Result<std::unique_ptr<KeyColumn>> k =
+      KeyColumn::FromReader(source, options.key_format, std::move(reader).value());
+  if (!k.ok()) return std::unique_ptr<KeyColumn>();
+  return k;
+}
+
+// Inferred, no reader yet: the value subject's latest schema, else message i's own; and
+// for decoded keys the key subject's, else the first framed key of the batch from i on —
+// else the keys stay bytes for the run (a topic whose keys are all null decodes).
+Status FramedDecoder::Impl::InitFromBatch(std::span<const Message> messages, size_t i) {
+  bool key_missing = false;
   if (decode_keys() && key == nullptr) {
     RETURN_IF_ERROR(InitKeyFromLatest());
-    if (key == nullptr) {
-      if (!ReadFraming(m.key, &id, &rest, &reason)) return Status::OK();
-      Result<std::shared_ptr<const SchemaRecord>> rec = source->ById(id);
-      if (!rec.ok()) {
-        return rec.status().code() == StatusCode::kNotFound ? Status::OK() : rec.status();
-      }
-      const SchemaType want =
-          options.key_format == PayloadFormat::kAvro ? SchemaType::kAvro : SchemaType::kProtobuf;
-      if ((*rec)->type != want) return Status::OK();
-      std::vector<int> indexes;
-      size_t consumed = 0;
-      if (want == SchemaType::kProtobuf &&
-          !protobuf::ReadMessageIndexes(rest, &indexes, &consumed, &reason)) {
-        return Status::OK();
-      }
-      Result<ReaderShape> reader = ReaderOf(**rec, indexes);
-      if (!reader.ok()) return Status::OK();
-      Result<std::unique_ptr<KeyColumn>> k =
-          KeyColumn::FromReader(source, options.key_format, std::move(reader).value());
-      if (!k.ok()) return Status::OK();
-      key = std::move(k).value();
+    for (size_t j = i; key == nullptr && j < messages.size(); ++j) {
+      ASSIGN_OR_RETURN(key, KeyFromFramed(messages[j].key));
     }
+    // Bytes, if the value's columns are fixed now (else the next batch looks again).
+    key_missing = key == nullptr;
+    keys_as_bytes = key_missing;
   }
-  if (decode_keys() && !options.subject.empty()) {
+  Status st = InitValue(messages[i]);
+  if (key_missing && plans == nullptr) {
+    keys_as_bytes = false;
+  } else if (key_missing) {
+    SLUICE_LOG(kLog, kWarn,
+               "key_format {}: the key subject '{}' has no schema and no key of the first "
+               "batch names one: kafka_key holds the keys' bytes for this run",
+               PayloadFormatName(options.key_format), options.key_subject);
+  }
+  return st;
+}
+
+// The value's reader: the value subject's latest schema (when the columns waited for the
+// key's), else the message's own.
+Status FramedDecoder::Impl::InitValue(const Message& m) {
+  int32_t id = 0;
+  std::string_view rest;
+  std::string reason;
+  if (options.key_format != PayloadFormat::kJson && !options.subject.empty()) {
     // The columns waited for the key's reader: the value subject's latest is the reader.
     Result<std::shared_ptr<const SchemaRecord>> latest = source->Latest(options.subject);
     if (latest.ok()) return InitFromLatest();
@@ -318,24 +366,11 @@ Result<size_t> FramedDecoder::Decode(std::span<const Message> messages,
   std::string reason;
   for (size_t i = 0; i < messages.size(); ++i) {
     const Message& m = messages[i];
-    if (d.plans == nullptr) RETURN_IF_ERROR(d.InitFromMessage(m));
+    if (d.plans == nullptr) RETURN_IF_ERROR(d.InitFromBatch(messages, i));
     if (d.plans == nullptr) {
       // No schema to read with yet: this message's own problem says why.
       int32_t id = 0;
       std::string_view rest;
-      if (d.decode_keys() && d.key == nullptr) {
-        // kafka_key's type is not known yet either.
-        reason = "the message has no key";
-        if (m.key.data() != nullptr && ReadFraming(m.key, &id, &rest, &reason)) {
-          reason = fmt::format("its schema id {} is unknown to {} (or not {})", id,
-                               d.source->Describe(), PayloadFormatName(d.options.key_format));
-        }
-        errors->push_back(
-            {i, fmt::format("key: {}; kafka_key takes the type of the key subject '{}', which has "
-                            "no schema, else of the first key's own schema",
-                            reason, d.options.key_subject)});
-        continue;
-      }
       if (ReadFraming(m.value, &id, &rest, &reason)) {
         reason = fmt::format("schema id {} is unknown to {} (or not {})", id, d.source->Describe(),
                              PayloadFormatName(d.options.format));

@@ -50,6 +50,7 @@ Result<std::unique_ptr<KeyColumn>> KeyColumn::FromReader(std::shared_ptr<SchemaS
     type = duck::LogicalType::Struct(names, types);
   } else {
     type = reader.columns.at(0).type.Copy();
+    reader.columns.at(0).name = "kafka_key";  // errors name the key, not `value`
   }
   return std::unique_ptr<KeyColumn>(new KeyColumn(std::move(source), format,
                                                   std::move(reader.columns), std::move(reader.avro),
@@ -71,7 +72,7 @@ Result<std::unique_ptr<KeyColumn>> KeyColumn::FromType(std::shared_ptr<SchemaSou
         "not {}",
         type.ToSql());
   } else {
-    fields.push_back({"value", type.Copy()});
+    fields.push_back({"kafka_key", type.Copy()});
   }
   return std::unique_ptr<KeyColumn>(
       new KeyColumn(std::move(source), format, std::move(fields), nullptr, record, type.Copy()));
@@ -84,23 +85,27 @@ Result<RowDecoder*> KeyColumn::For(std::string_view key, std::string_view* paylo
     *reason = "key: " + *reason;
     return dec;
   }
-  if (!record_) {
-    // A record would decode into the one column by a field named `value`: refused instead.
-    int32_t id = 0;
-    std::string_view rest;
-    ReadFraming(key, &id, &rest, reason);
-    auto it = whole_.find(id);
-    if (it == whole_.end()) {
-      ASSIGN_OR_RETURN(std::shared_ptr<const SchemaRecord> rec, source_->ById(id));
-      ASSIGN_OR_RETURN(ReaderShape shape, ReaderOf(*rec, {}));
-      it = whole_.emplace(id, !shape.record).first;
-    }
-    if (!it->second) {
-      *reason =
-          fmt::format("key: schema id {} is a record; kafka_key is {} (a STRUCT takes a record)",
-                      id, type_.ToSql());
-      return nullptr;
-    }
+  // A record key goes into a STRUCT, any other into a column of its type: the decoders
+  // would otherwise fill a one-column target by position.
+  int32_t id = 0;
+  std::string_view rest;
+  ReadFraming(key, &id, &rest, reason);
+  auto it = records_.find(id);
+  if (it == records_.end()) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const SchemaRecord> rec, source_->ById(id));
+    ASSIGN_OR_RETURN(ReaderShape shape, ReaderOf(*rec, {}));
+    it = records_.emplace(id, shape.record).first;
+  }
+  if (it->second != record_) {
+    *reason = it->second ? fmt::format(
+                               "key: schema id {} is a record; the key column is {} (a "
+                               "record key needs a STRUCT)",
+                               id, type_.ToSql())
+                         : fmt::format(
+                               "key: schema id {} is not a record; the key column is {} "
+                               "(a STRUCT takes a record key)",
+                               id, type_.ToSql());
+    return nullptr;
   }
   return dec;
 }

@@ -55,7 +55,7 @@ class KeyColumn {
             std::shared_ptr<const avro::Parsed> avro, bool record, duck::LogicalType type);
   std::shared_ptr<SchemaSource> source_;
   DecoderPlans plans_;
-  std::map<int32_t, bool> whole_;  // scalar columns: schema id -> not a record
+  std::map<int32_t, bool> records_;  // schema id -> whether it is a record
   bool record_;
   duck::LogicalType type_;
 };

@@ -32,6 +32,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -377,16 +378,34 @@ def main():
                             "WHERE sensor = 's3'")
         check(rows == [["s3", "3", "{1,3}"]], f"topic() over protobuf: {rows}")
 
-        # 5: framed keys. The subjects come after the pipeline started: the first message
-        # finds them.
+        # 5: framed keys. First a batch none of whose messages decodes (no schema yet, no
+        # columns): each is one decode error, and the handler does not run on nothing.
+        produce(addr, "keyed_in", [b'{"id": 1}', b"\x00\x00"])
+        early = Consumer({"bootstrap.servers": addr, "group.id": "check-keyed-early",
+                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        early.subscribe(["keyed_dlq"])
+        letters = []
+
+        def two_letters():
+            for m in early.consume(10, 0.2):
+                if not m.error():
+                    letters.append(json.loads(m.value()))
+            return len(letters) >= 2
+        wait_until(two_letters, 90, "2 dead letters on keyed_dlq", interval=0)
+        time.sleep(1.5)  # a handler error would come in the same batch's letters
+        two_letters()
+        early.close()
+        check([d.get("phase") for d in letters] == ["decode", "decode"],
+              f"two decode errors, no handler error: {letters}")
+        # The subjects come after the pipeline started: the first message finds them.
         vid = reg.register("keyed_in-value", ORDER_V1)
         kid = reg.register("keyed_in-key", ORDER_KEY)
         keys = [framed(kid, a_str(f"shop{i}") + a_long(i * 10)) for i in (1, 2, 3)]
         keys += [None, b"not framed", framed(kid, a_str("shop6") + a_long(60))]
         produce(addr, "keyed_in", [framed(vid, avro_order(i)) for i in range(1, 7)], keys)
         out = consume_all(addr, "keyed_out", 5, "keyed rows")
-        letters = [json.loads(v) for v in consume_all(addr, "keyed_dlq", 1, "dead letters")]
-        check(letters[0].get("offset") == 4 and
+        letters = [json.loads(v) for v in consume_all(addr, "keyed_dlq", 3, "dead letters")][2:]
+        check(letters[0].get("offset") == 6 and
               "key: not in the Confluent framing" in letters[0].get("error", ""),
               f"the unframed key's dead letter: {letters}")
         rows = psql(broker, "SELECT id, shop, key_id FROM topic('keyed_out') ORDER BY id")
@@ -394,13 +413,13 @@ def main():
                        ["4", "", ""], ["6", "shop6", "60"]], f"kafka_key decoded: {rows}")
         rows = psql(broker, "SELECT \"offset\", key.shop, key.id, typeof(key), customer "
                             "FROM topic('keyed_in') ORDER BY \"offset\"")
-        check(rows[0] == ["0", "shop1", "10", 'STRUCT(shop VARCHAR, id BIGINT)', "c1"],
-              f"topic() decodes the key: {rows[0]}")
-        check(rows[3][1:3] == ["", ""] and rows[4][1:3] == ["", ""],
+        check(rows[2] == ["2", "shop1", "10", 'STRUCT(shop VARCHAR, id BIGINT)', "c1"],
+              f"topic() decodes the key: {rows[2]}")
+        check(rows[5][1:3] == ["", ""] and rows[6][1:3] == ["", ""],
               f"a null key and an unframed one are NULL: {rows}")
         rows = psql(broker, "SELECT typeof(key), count(*) FROM topic('keyed_in', "
                             "key_format => 'bytes') GROUP BY ALL")
-        check(rows == [["VARCHAR", "6"]], f"key_format => 'bytes' keeps the text: {rows}")
+        check(rows == [["VARCHAR", "8"]], f"key_format => 'bytes' keeps the text: {rows}")
 
         # 6: the topic as a relation of schema kafka: \d shows topic()'s columns and the
         # registered schema's, and kafka.<topic> reads it.
@@ -414,7 +433,7 @@ def main():
         rows = psql(broker, "\\dt kafka.*")
         check(["kafka", "keyed_in", "table", "sluice"] in rows, f"\\dt kafka.*: {rows}")
         rows = psql(broker, "SELECT count(*), min(key.shop), max(id) FROM kafka.keyed_in "
-                            "WHERE \"offset\" >= 1")
+                            "WHERE \"offset\" >= 3")
         check(rows == [["5", "shop2", "6"]], f"kafka.keyed_in as a table: {rows}")
         check(broker.stop() == 0, "sluice serve exits 0 after SIGTERM")
     except Exception:

@@ -389,6 +389,7 @@ CREATE OR REPLACE TEMP MACRO pg_relation_size(rel) AS NULL::BIGINT, (rel, fork) 
 CREATE OR REPLACE TEMP MACRO pg_database_size(db) AS NULL::BIGINT;
 CREATE OR REPLACE TEMP MACRO pg_size_pretty(bytes) AS format_bytes(bytes::BIGINT);
 CREATE OR REPLACE TEMP MACRO pg_tablespace_location(spc) AS '';
+CREATE OR REPLACE TEMP MACRO pg_tablespace_size(spc) AS NULL::BIGINT;
 CREATE OR REPLACE TEMP MACRO format_type(type_oid, typemod) AS {format_type};
 CREATE OR REPLACE TEMP MACRO pg_get_expr(expr, rel) AS expr, (expr, rel, pretty) AS expr;
 CREATE OR REPLACE TEMP MACRO pg_get_indexdef(idx) AS

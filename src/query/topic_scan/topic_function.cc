@@ -152,8 +152,11 @@ Status Fail(std::string message) {
   return Status(StatusCode::kInvalidArgument, std::move(message));
 }
 
+// Text columns hold UTF-8 without NUL bytes (Postgres text cannot carry one): other bytes
+// are NULL there, and whole in the *_bytes columns.
 void SetString(duck::Vector v, uint64_t row, std::string_view s, bool text) {
-  if (s.data() == nullptr || (text && !IsValidUtf8(s))) {
+  if (s.data() == nullptr ||
+      (text && (!IsValidUtf8(s) || s.find('\0') != std::string_view::npos))) {
     v.SetNull(row);
     return;
   }

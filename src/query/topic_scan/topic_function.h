@@ -4,7 +4,8 @@
 //   SELECT partition, offset, timestamp, key, value FROM topic('events', from_offset => 100)
 //
 // Columns: partition INTEGER, offset BIGINT, timestamp TIMESTAMPTZ (NULL when the record
-// has none), key VARCHAR and value VARCHAR (NULL when absent or not UTF-8), key_bytes
+// has none), key VARCHAR and value VARCHAR (NULL when absent, not UTF-8 or holding a NUL
+// byte, which Postgres text cannot carry), key_bytes
 // BLOB and value_bytes BLOB (the bytes as they are). Projection is pushed down.
 //
 // Bounds, all optional: `partition => p` (one partition; an error when the topic has no

@@ -161,7 +161,7 @@ TEST_F(FramedKeysTest, StructuredPrimitiveKey) {
   EXPECT_EQ(*rows, 2u);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_EQ(errors[0].index, 2u);
-  EXPECT_NE(errors[0].reason.find("is a record; kafka_key is VARCHAR"), std::string::npos)
+  EXPECT_NE(errors[0].reason.find("is a record; the key column is VARCHAR"), std::string::npos)
       << errors[0].reason;
   EXPECT_EQ(Query("SELECT total, kafka_key FROM orders ORDER BY total"),
             (Rows{{"1", "k-1"}, {"2", std::nullopt}}));
@@ -214,9 +214,9 @@ TEST_F(FramedKeysTest, ProtobufKeyIntoStruct) {
   EXPECT_NE(refused.status().message().find("a Protobuf key is a message"), std::string::npos);
 }
 
-// Inferred, no key subject: kafka_key is typed by the first framed key's own schema; until
-// one comes, messages are errors that say so.
-TEST_F(FramedKeysTest, InferredKeyFromTheFirstKey) {
+// Inferred, no key subject: kafka_key is typed by the first framed key of the batch (null
+// keys before it are NULL); with no framed key in the first batch, keys stay bytes.
+TEST_F(FramedKeysTest, InferredKeyFromTheFirstFramedKey) {
   const int32_t value_id = Register("orders-value", kOrder);
   const int32_t key_id = Register("other-key", R"("long")");
   auto dec = FramedDecoder::Create(*conn_, source_,
@@ -232,14 +232,50 @@ TEST_F(FramedKeysTest, InferredKeyFromTheFirstKey) {
   std::vector<json::DecodeError> errors;
   auto rows = (*dec)->Decode(Messages(), &errors);
   ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(*rows, 3u);
+  EXPECT_TRUE(errors.empty()) << errors[0].reason;
+  EXPECT_EQ(
+      Query("SELECT total, kafka_key, typeof(kafka_key) FROM batch ORDER BY total"),
+      (Rows{{"1", std::nullopt, "BIGINT"}, {"2", "77", "BIGINT"}, {"3", std::nullopt, "BIGINT"}}));
+}
+
+TEST_F(FramedKeysTest, KeysStayBytesWhenNoKeySchemaIsFound) {
+  const int32_t value_id = Register("orders-value", kOrder);
+  auto dec = FramedDecoder::Create(*conn_, source_,
+                                   {.format = PayloadFormat::kAvro,
+                                    .subject = "orders-value",
+                                    .key_format = PayloadFormat::kAvro,
+                                    .key_subject = "orders-key"});
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  Add(std::nullopt, Framed(value_id, Zigzag(1)));
+  Add(std::string("raw"), Framed(value_id, Zigzag(2)));
+  std::vector<json::DecodeError> errors;
+  auto rows = (*dec)->Decode(Messages(), &errors);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
   EXPECT_EQ(*rows, 2u);
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(Query("SELECT total, kafka_key::VARCHAR, typeof(kafka_key) FROM batch ORDER BY total"),
+            (Rows{{"1", std::nullopt, "BLOB"}, {"2", "raw", "BLOB"}}));
+}
+
+// A non-record key into a STRUCT column is refused, not filled by position.
+TEST_F(FramedKeysTest, NonRecordKeyIntoStructIsAnError) {
+  const int32_t value_id = Register("orders-value", kOrder);
+  const int32_t key_id = Register("orders-key", R"("string")");
+  ASSERT_TRUE(
+      conn_->Execute("CREATE TABLE orders (total BIGINT, kafka_key STRUCT(a VARCHAR))").ok());
+  auto dec = FramedDecoder::Create(
+      *conn_, source_,
+      {.format = PayloadFormat::kAvro, .table = "orders", .key_format = PayloadFormat::kAvro});
+  ASSERT_TRUE(dec.ok()) << dec.status().ToString();
+  Add(Framed(key_id, Str("user0")), Framed(value_id, Zigzag(1)));
+  std::vector<json::DecodeError> errors;
+  auto rows = (*dec)->Decode(Messages(), &errors);
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  EXPECT_EQ(*rows, 0u);
   ASSERT_EQ(errors.size(), 1u);
-  EXPECT_NE(errors[0].reason.find("key: the message has no key; kafka_key takes the type of the "
-                                  "key subject 'orders-key'"),
-            std::string::npos)
+  EXPECT_NE(errors[0].reason.find("is not a record; the key column is STRUCT"), std::string::npos)
       << errors[0].reason;
-  EXPECT_EQ(Query("SELECT total, kafka_key, typeof(kafka_key) FROM batch ORDER BY total"),
-            (Rows{{"2", "77", "BIGINT"}, {"3", std::nullopt, "BIGINT"}}));
 }
 
 }  // namespace
