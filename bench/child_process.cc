@@ -144,6 +144,16 @@ Result<std::unique_ptr<ListeningChild>> ListeningChild::Start(
   }
 }
 
+void ListeningChild::Swap(ListeningChild& other) noexcept {
+  std::swap(pid_, other.pid_);
+  std::swap(stop_timeout_, other.stop_timeout_);
+  std::swap(what_, other.what_);
+  std::swap(out_path_, other.out_path_);
+  std::swap(err_path_, other.err_path_);
+  std::swap(address_, other.address_);
+  std::swap(args_, other.args_);
+}
+
 ListeningChild::~ListeningChild() {
   if (pid_ > 0) {
     ::kill(pid_, SIGKILL);

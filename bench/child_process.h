@@ -60,6 +60,9 @@ class ListeningChild {
 
   // SIGTERM, then waits; OK only for exit status 0. Kills it after the stop timeout.
   Status Stop();
+  // Exchanges the two children (a broker restarted with other flags takes the old one's
+  // place).
+  void Swap(ListeningChild& other) noexcept;
   // Dead already? Then an error with its output; else OK.
   Status CheckAlive();
 

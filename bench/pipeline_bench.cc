@@ -428,6 +428,8 @@ struct Settings {
   std::string format = "json";
   std::string registry_url;
   int32_t schema_id = 0;
+  bool in_process_asked = false;  // --in-process: each plain cell over both sources
+  bool in_process = false;        // the cell being run reads in-process (0023)
 };
 
 Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& bootstrap,
@@ -457,6 +459,11 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
       return InvalidArgumentError("--batch-sizes: {} is not 1 … 1000000", b);
   }
   s.batch_sizes = o.batch_sizes;
+  s.in_process_asked = o.in_process;
+  if (o.in_process && !o.bootstrap.empty()) {
+    return InvalidArgumentError(
+        "--in-process runs the pipelines inside the bench's own broker: not with --bootstrap");
+  }
   s.window = o.window;
   s.iceberg = o.iceberg;
   s.iceberg_commit_seconds = o.iceberg_commit_seconds;
@@ -746,13 +753,14 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
       "      group_id: {}\n"
       "      auto_offset_reset: earliest\n"
       "      topics: [{}]\n"
-      "{}"
+      "{}{}"
       "  handler:\n"
       "    type: {}\n"
       "{}"
       "    sql: {}\n"
       "{}",
-      batch, flush_seconds, s.bootstrap, group, topic, properties, handler,
+      batch, flush_seconds, s.bootstrap, group, topic, properties,
+      s.in_process ? "      in_process: true\n" : "", handler,
       structured ? "    table: events\n" : "",
       window != nullptr ? "|\n      " + HandlerSql(handler, true)
       : s.iceberg       ? std::string(kPassthroughSql)
@@ -840,10 +848,40 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       if (!path.empty()) fs::remove_all(path, ec);
     }
   } remove_warehouse{warehouse};
-  ASSIGN_OR_RETURN(std::unique_ptr<Child> p,
-                   StartPipeline(s, name,
-                                 PipelineYaml(s, handler, batch, topic, group, 1, window,
-                                              state_path, warehouse)));
+  const std::string yaml =
+      PipelineYaml(s, handler, batch, topic, group, 1, window, state_path, warehouse);
+  std::unique_ptr<Child> p;
+  std::vector<std::string> plain_args;  // --in-process: the broker's own, to restart it
+  if (!s.in_process) {
+    ASSIGN_OR_RETURN(p, StartPipeline(s, name, yaml));
+  } else {
+    // The pipeline inside the bench's broker: restarted with --pipelines on the same
+    // address (and registry), then restarted again without.
+    if (broker == nullptr) {
+      return FailedPreconditionError(
+          "--in-process runs the pipelines inside the bench's own broker: not with --bootstrap");
+    }
+    const std::string dir = fmt::format("{}/{}-pipelines", s.work_dir, name);
+    fs::create_directories(dir);
+    RETURN_IF_ERROR(WriteFile(dir + "/bench.yml", yaml));
+    plain_args = broker->args();
+    for (size_t i = 0; i + 1 < plain_args.size(); ++i) {
+      if (plain_args[i] == "--kafka-addr") plain_args[i + 1] = broker->address();
+      if (plain_args[i] == "--schema-registry-addr" && !s.registry_url.empty()) {
+        plain_args[i + 1] = s.registry_url.substr(s.registry_url.find("//") + 2);
+      }
+    }
+    RETURN_IF_ERROR(broker->Stop());
+    std::vector<std::string> args = plain_args;
+    args.push_back("--pipelines");
+    args.push_back(dir);
+    ASSIGN_OR_RETURN(
+        p, Child::Start("sluice serve --pipelines " + name, args,
+                        fmt::format("{}/{}", s.work_dir, name), "sluice: metrics on http://", false,
+                        kBrokerStartTimeout, kChildStopTimeout));
+  }
+  // In-process, the broker's CPU is the pipeline process's own.
+  Child* const broker_process = s.in_process ? nullptr : broker;
   auto fail = [&](Status st) -> Status {
     Status dead = p->CheckAlive();
     if (!dead.ok()) return Status(st.code(), st.message() + "\n" + dead.message());
@@ -867,7 +905,7 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       first_ns = now;
       first_in = c->in;
       next_sample_ns = now;
-      broker_cpu0 = broker != nullptr ? broker->CpuSeconds() : -1;
+      broker_cpu0 = broker_process != nullptr ? broker_process->CpuSeconds() : -1;
     }
     if (first_ns != 0 && now >= next_sample_ns) {
       int64_t anon = ProcStatusBytes(p->pid(), "RssAnon");
@@ -903,7 +941,9 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   // already in at the first scrape are not timed.
   double timed = static_cast<double>(n) - first_in;
   r.msgs_per_s = r.seconds > 0 && timed > 0 ? timed / r.seconds : 0;
-  if (broker != nullptr && broker_cpu0 >= 0) r.broker_cpu = broker->CpuSeconds() - broker_cpu0;
+  if (broker_process != nullptr && broker_cpu0 >= 0) {
+    r.broker_cpu = broker_process->CpuSeconds() - broker_cpu0;
+  }
   int64_t anon = ProcStatusBytes(p->pid(), "RssAnon");
   if (anon >= 0) samples.push_back(static_cast<double>(anon) / kMiB);
   int64_t hwm = ProcStatusBytes(p->pid(), "VmHWM");
@@ -924,6 +964,14 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
   }
   Status stopped = p->Stop();
   if (!stopped.ok()) return stopped;
+  if (s.in_process) {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Child> fresh,
+        Child::Start("sluice serve", plain_args,
+                     fmt::format("{}/broker-after-{}", s.work_dir, name),
+                     "sluice: serving Kafka on ", false, kBrokerStartTimeout, kChildStopTimeout));
+    broker->Swap(*fresh);
+  }
   if (iceberg) {
     int64_t bytes = 0, files = 0;
     std::error_code ec;
@@ -946,7 +994,9 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
 struct Cell {
   std::string handler;
   std::string format = "json";
-  double json_msgs_per_s = 0;  // --format: the json cell of the same handler and batch
+  std::string source = "kafka";  // --in-process: "kafka" or "in_process"
+  double kafka_msgs_per_s = 0;   // --in-process: the kafka cell of the same handler and batch
+  double json_msgs_per_s = 0;    // --format: the json cell of the same handler and batch
   int64_t batch = 0;
   const WindowKind* window = nullptr;  // --window
   bool state = false;                  // --window: with pipeline.state
@@ -1082,6 +1132,13 @@ void PrintHeader(const Context& ctx, const Settings& s) {
     fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
                fmt::format(fmt::runtime(kHandlerSql), "<table>"));
     fmt::print("            StructuredBatch table: {}\n", kStructuredTable);
+    if (s.in_process_asked) {
+      fmt::print(
+          "  source    kafka: as above; in_process: the same pipeline inside the bench's own\n"
+          "            `sluice serve --pipelines` (restarted for the run, then without),\n"
+          "            source.kafka.in_process: true; its peak RSS and CPU are the whole serve\n"
+          "            process's, the broker's included (docs/design/0023)\n");
+    }
   }
   std::string props;
   for (const auto& [k, v] : s.consumer_properties) props += fmt::format(" {}={}", k, v);
@@ -1133,7 +1190,9 @@ void PrintHeader(const Context& ctx, const Settings& s) {
     fmt::print("\n{:<17} {}{:>6} {:>11} {:>9} {:>9} {:>13} {:>6} {:>15} {:>8}{}\n", "handler",
                formats ? fmt::format("{:<9}", "format") : std::string(), "batch", "msgs/s",
                "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds",
-               formats ? fmt::format(" {:>7}", "vs json") : std::string());
+               (formats ? fmt::format(" {:>7}", "vs json") : std::string()) +
+                   (s.in_process_asked ? fmt::format(" {:<10} {:>8}", "source", "vs kafka")
+                                       : std::string()));
     std::fflush(stdout);
     return;
   }
@@ -1158,7 +1217,12 @@ Json CellJson(const Cell& c, double ratio) {
   j["bench"] = "pipeline";
   j["handler"] = c.handler;
   j["format"] = c.format;
+  j["source"] = c.source;
   j["batch_size"] = c.batch;
+  if (c.source == "in_process" && c.kafka_msgs_per_s > 0) {
+    j["kafka_msgs_per_s"] = Round(c.kafka_msgs_per_s, 1);
+    j["vs_kafka"] = Round(c.msgs_per_s() / c.kafka_msgs_per_s, 4);
+  }
   if (c.format != "json" && c.json_msgs_per_s > 0) {
     j["json_msgs_per_s"] = Round(c.json_msgs_per_s, 1);
     j["vs_json"] = Round(c.msgs_per_s() / c.json_msgs_per_s, 4);
@@ -1196,6 +1260,14 @@ void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) 
                     ? fmt::format(" {:>7}", "-")
                     : fmt::format(" {:>7.2f}", c.msgs_per_s() / c.json_msgs_per_s);
     }
+    std::string vs_kafka;
+    if (s.in_process_asked) {
+      vs_kafka = fmt::format(" {:<10} {:>8}", c.source,
+                             c.source == "kafka" || c.kafka_msgs_per_s <= 0
+                                 ? std::string("-")
+                                 : fmt::format("{:.2f}", c.msgs_per_s() / c.kafka_msgs_per_s));
+    }
+    vs_json += vs_kafka;
     fmt::print("{:<17} {}{:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}{}\n",
                ShortHandler(c.handler),
                s.formats.size() > 1 ? fmt::format("{:<9}", c.format) : std::string(), c.batch,
@@ -1577,7 +1649,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
     return Status::OK();
   }
 
-  std::map<std::pair<std::string, int64_t>, Cell> cells;
+  std::map<std::tuple<std::string, int64_t, bool>, Cell> cells;  // the json cells
   for (const std::string& format : s.formats) {
     // --format: the same events in each format, on a topic of their own.
     Settings sf = s;
@@ -1595,20 +1667,34 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
     }
     for (const std::string& h : s.handlers) {
       for (int64_t b : s.batch_sizes) {
-        Cell cell;
-        cell.handler = h;
-        cell.format = format;
-        cell.batch = b;
-        cell.ceiling = ceilings[{h, b}];
-        if (format != "json") cell.json_msgs_per_s = cells[{h, b}].msgs_per_s();
-        for (int r = 0; r < s.runs; ++r) {
-          std::string name = fmt::format("{}-{}-{}-run{}", ShortHandler(h), format, b, r + 1);
-          Result<RunResult> run = RunPipeline(sf, h, b, topic, s.messages, name, broker, &progress);
-          if (!run.ok()) return with_broker(run.status());
-          cell.runs.push_back(*run);
+        double kafka_rate = 0;
+        for (bool in_process : {false, true}) {
+          if (in_process && !s.in_process_asked) continue;
+          Settings sc = sf;
+          sc.in_process = in_process;
+          Cell cell;
+          cell.handler = h;
+          cell.format = format;
+          cell.source = in_process ? "in_process" : "kafka";
+          cell.kafka_msgs_per_s = in_process ? kafka_rate : 0;
+          cell.batch = b;
+          cell.ceiling = ceilings[{h, b}];
+          if (format != "json") {
+            const Cell& json_cell = cells[{h, b, in_process}];
+            cell.json_msgs_per_s = json_cell.msgs_per_s();
+          }
+          for (int r = 0; r < s.runs; ++r) {
+            std::string name =
+                fmt::format("{}-{}-{}-{}-run{}", ShortHandler(h), format, b, cell.source, r + 1);
+            Result<RunResult> run =
+                RunPipeline(sc, h, b, topic, s.messages, name, broker, &progress);
+            if (!run.ok()) return with_broker(run.status());
+            cell.runs.push_back(*run);
+          }
+          PrintCell(cell, ctx, sc, o.json);
+          if (!in_process) kafka_rate = cell.msgs_per_s();
+          if (format == "json") cells[{h, b, in_process}] = cell;
         }
-        PrintCell(cell, ctx, sf, o.json);
-        if (format == "json") cells[{h, b}] = cell;
       }
     }
   }
@@ -1635,7 +1721,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
         if (!run.ok()) return with_broker(run.status());
         peaks.push_back(run->peak_rss_mib);
       }
-      double big = cells[{h, b}].peak_rss_mib();
+      double big = cells[{h, b, false}].peak_rss_mib();
       double base = Median(peaks);
       bool pass = big <= base * (1 + kTolerance);
       *checks_failed |= !pass;

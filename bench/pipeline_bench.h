@@ -67,6 +67,11 @@ struct PipelineBenchOptions {
   // the others (Avro and Protobuf payloads of the same fields in the Confluent framing, the
   // schema registered with the bench's broker). Empty: json alone.
   std::vector<std::string> formats;
+  // --in-process (docs/design/0023-native-path.md): each plain cell runs twice, its source
+  // reading over Kafka (`sluice pipeline run`, librdkafka) and in-process (the pipeline
+  // inside the bench's own `sluice serve --pipelines`, restarted for the run); JSON lines
+  // say which in `source` ("kafka", "in_process"). Needs the bench's own broker.
+  bool in_process = false;
   bool quick = false;  // small sizes for smoke tests
   bool json = false;   // one JSON object per cell on stdout instead of a table
 };

@@ -203,6 +203,12 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
       ->delimiter(',')
       ->excludes("--window")
       ->excludes("--iceberg");
+  cmd->add_flag("--in-process", o->in_process,
+                "each plain cell over both sources: Kafka (`sluice pipeline run`, librdkafka) "
+                "and in-process (the pipeline inside the bench's own `sluice serve`; "
+                "docs/design/0023)")
+      ->excludes("--window")
+      ->excludes("--iceberg");
   cmd->add_flag("--quick", o->quick, "small sizes, for smoke tests");
   cmd->add_flag("--json", o->json, "one JSON object per cell instead of a table");
 }

@@ -10,7 +10,8 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
-#include "pipeline/consumer_group.h"
+#include "kafka/group/assignors.h"
+#include "kafka/group/consumer_protocol.h"
 
 namespace sluice::pipeline {
 namespace {
@@ -28,6 +29,8 @@ constexpr const char* kProtocolType = "consumer";
 constexpr milliseconds kRequestTimeout{30'000};
 // With nothing to read, the next look comes after this (no long poll: 0023 decision 4).
 constexpr milliseconds kIdleWait{1};
+// How often the member looks whether its topics' partition counts changed.
+constexpr milliseconds kMetadataEvery{1000};
 // A member whose join or heartbeat failed tries again after this.
 constexpr milliseconds kRetryBackoff{200};
 
@@ -150,10 +153,22 @@ void InProcessSource::MemberLoop() {
       continue;
     }
     {
+      // Wakes at the next heartbeat, and every second to look at the topics' metadata.
       std::unique_lock lock(shared_.mu);
-      shared_.cv.wait_until(lock, next_heartbeat, [this] { return shared_.stop; });
+      shared_.cv.wait_until(lock, std::min(next_heartbeat, Clock::now() + kMetadataEvery),
+                            [this] { return shared_.stop; });
       if (shared_.stop) break;
     }
+    if (TopicsChanged()) {
+      // A subscribed topic appeared or grew: rejoin, so the leader assigns its partitions
+      // (as librdkafka and the Java client do on a metadata change).
+      SLUICE_LOG(kLog, kInfo, "pipeline {}: the topics' partitions changed: rejoining group {}",
+                 pipeline_, config_.group_id);
+      WaitRevocationAck();
+      joined = false;
+      continue;
+    }
+    if (Clock::now() < next_heartbeat) continue;
     next_heartbeat = Clock::now() + milliseconds(settings_.heartbeat_interval_ms);
     kafka::HeartbeatRequest hb;
     hb.group_id = config_.group_id;
@@ -221,10 +236,22 @@ void InProcessSource::WaitRevocationAck() {
   shared_.revoke = false;
 }
 
+std::map<std::string, int32_t> InProcessSource::TopicCounts() const {
+  std::map<std::string, int32_t> counts;
+  for (const std::string& t : config_.topics) {
+    Result<int32_t> n = options_.kafka->PartitionCount(t);
+    counts[t] = n.ok() ? *n : 0;
+  }
+  return counts;
+}
+
+bool InProcessSource::TopicsChanged() const { return TopicCounts() != counts_at_join_; }
+
 Status InProcessSource::JoinAndSync() {
-  consumer_group::Subscription sub;
+  counts_at_join_ = TopicCounts();
+  kafka::group::Subscription sub;
   sub.topics = config_.topics;
-  const std::vector<uint8_t> metadata = consumer_group::EncodeSubscription(sub, 0);
+  const std::vector<uint8_t> metadata = sub.Encode(0);
   kafka::JoinGroupRequest join;
   join.group_id = config_.group_id;
   join.session_timeout_ms = settings_.session_timeout_ms;
@@ -276,9 +303,9 @@ Status InProcessSource::JoinAndSync() {
   }
   std::vector<TopicPartition> partitions;
   if (!synced.assignment.empty()) {
-    ASSIGN_OR_RETURN(consumer_group::Assignment a,
-                     consumer_group::DecodeAssignment(synced.assignment));
-    for (const auto& [topic, parts] : a.partitions) {
+    ASSIGN_OR_RETURN(kafka::group::Assignment a,
+                     kafka::group::Assignment::Decode(synced.assignment));
+    for (const auto& [topic, parts] : a.assigned_partitions) {
       for (int32_t p : parts) partitions.push_back({topic, p, kafka::client::kOffsetInvalid});
     }
   }
@@ -294,10 +321,10 @@ Status InProcessSource::JoinAndSync() {
 // the partitions the members' topics have now.
 Result<std::vector<kafka::SyncGroupRequest::Assignment>> InProcessSource::LeaderAssignments(
     const kafka::JoinGroupResponse& joined) {
-  std::vector<consumer_group::Member> members;
+  std::vector<kafka::group::Member> members;
   std::map<std::string, int32_t> partitions;
   for (const auto& m : joined.members) {
-    Result<consumer_group::Subscription> sub = consumer_group::DecodeSubscription(m.metadata);
+    Result<kafka::group::Subscription> sub = kafka::group::Subscription::Decode(m.metadata);
     if (!sub.ok()) {
       // A member whose metadata does not decode gets nothing (Kafka's leader would fail
       // the rebalance; the others keep reading).
@@ -314,10 +341,10 @@ Result<std::vector<kafka::SyncGroupRequest::Assignment>> InProcessSource::Leader
     members.push_back({m.member_id, m.group_instance_id, std::move(sub).value()});
   }
   ASSIGN_OR_RETURN(auto assigned,
-                   consumer_group::Assign(joined.protocol_name.value_or(""), members, partitions));
+                   kafka::group::Assign(joined.protocol_name.value_or(""), members, partitions));
   std::vector<kafka::SyncGroupRequest::Assignment> out;
   for (auto& [member, assignment] : assigned) {
-    out.push_back({member, consumer_group::EncodeAssignment(assignment, 0), {}});
+    out.push_back({member, assignment.Encode(0), {}});
   }
   return out;
 }

@@ -3,7 +3,7 @@
 // (docs/design/0023-native-path.md).
 //
 // - Membership: a member of the pipeline's group through the broker's own coordinator
-//   (broker::InProcessKafka), speaking Kafka's consumer protocol (consumer_group.h) with the
+//   (broker::InProcessKafka), speaking Kafka's consumer protocol (kafka/group) with the
 //   range and roundrobin assignors, eager rebalances; on its own thread, which joins,
 //   syncs, heartbeats and leaves, and hands the assignment and revocations to the runner's
 //   thread.
@@ -109,6 +109,10 @@ class InProcessSource final : public Source {
   Result<std::vector<kafka::SyncGroupRequest::Assignment>> LeaderAssignments(
       const kafka::JoinGroupResponse& joined);
   void WaitRevocationAck();
+  // The subscribed topics' partition counts now (0: the topic does not exist), and whether
+  // they differ from those of the last join.
+  std::map<std::string, int32_t> TopicCounts() const;
+  bool TopicsChanged() const;
 
   // The runner's thread.
   void ApplyAssignment(std::vector<kafka::client::TopicPartition> partitions);
@@ -129,6 +133,7 @@ class InProcessSource final : public Source {
 
   mutable Shared shared_;
   std::thread member_;
+  std::map<std::string, int32_t> counts_at_join_;  // the member's thread
 
   std::map<std::pair<std::string, int32_t>, Position> positions_;  // the assignment
   std::map<std::pair<std::string, int32_t>, int64_t> first_read_;
