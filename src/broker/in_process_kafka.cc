@@ -19,11 +19,22 @@ using kafka::ErrorCode;
 // The host ACLs see for an in-process member: the loopback a local client would come from.
 constexpr const char* kHost = "127.0.0.1";
 
-// Waits for the answer `set` gets; DeadlineExceeded after `timeout`.
+// Waits for the answer: Aborted after `timeout`, or once `*cancel` (when given) is true.
 template <typename R>
-Result<R> Await(std::future<R>& f, std::chrono::milliseconds timeout, const char* what) {
-  if (f.wait_for(timeout) != std::future_status::ready) {
-    return AbortedError("in-process {}: no answer within {} ms", what, timeout.count());
+Result<R> Await(std::future<R>& f, std::chrono::milliseconds timeout,
+                const std::atomic<bool>* cancel, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return AbortedError("in-process {}: no answer within {} ms", what, timeout.count());
+    }
+    if (cancel != nullptr && cancel->load()) {
+      return AbortedError("in-process {}: given up (stopping)", what);
+    }
+    const auto slice = std::min<std::chrono::steady_clock::duration>(
+        deadline - now, std::chrono::milliseconds(100));
+    if (f.wait_for(slice) == std::future_status::ready) break;
   }
   try {
     return f.get();
@@ -55,7 +66,8 @@ Result<int32_t> InProcessKafka::PartitionCount(std::string_view topic) const {
 
 Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& principal,
                                                           kafka::FetchRequest req,
-                                                          std::chrono::milliseconds timeout) {
+                                                          std::chrono::milliseconds timeout,
+                                                          const std::atomic<bool>* cancel) {
   if (!ctx_.shards.attached()) return FailedPreconditionError("the broker's server is not running");
   const Access access =
       principal.empty() ? Access() : ctx_.authorizer->For(principal, std::string(kHost));
@@ -72,12 +84,13 @@ Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& pri
         });
   });
   if (!posted) return FailedPreconditionError("the broker is stopping");
-  return Await(answer, timeout, "fetch");
+  return Await(answer, timeout, cancel, "fetch");
 }
 
 Result<kafka::JoinGroupResponse> InProcessKafka::JoinGroup(const std::string& principal,
                                                            kafka::JoinGroupRequest req,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
                                  .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
@@ -89,12 +102,13 @@ Result<kafka::JoinGroupResponse> InProcessKafka::JoinGroup(const std::string& pr
   std::future<kafka::JoinGroupResponse> f = p->get_future();
   ctx_.groups->JoinGroup(std::move(req), kJoinGroupVersion,
                          GroupClient{"sluice-in-process", "/" + std::string(kHost)}, Fulfil(p));
-  return Await(f, timeout, "JoinGroup");
+  return Await(f, timeout, cancel, "JoinGroup");
 }
 
 Result<kafka::SyncGroupResponse> InProcessKafka::SyncGroup(const std::string& principal,
                                                            kafka::SyncGroupRequest req,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
                                  .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
@@ -105,12 +119,13 @@ Result<kafka::SyncGroupResponse> InProcessKafka::SyncGroup(const std::string& pr
   auto p = std::make_shared<std::promise<kafka::SyncGroupResponse>>();
   std::future<kafka::SyncGroupResponse> f = p->get_future();
   ctx_.groups->SyncGroup(std::move(req), kSyncGroupVersion, Fulfil(p));
-  return Await(f, timeout, "SyncGroup");
+  return Await(f, timeout, cancel, "SyncGroup");
 }
 
 Result<kafka::HeartbeatResponse> InProcessKafka::Heartbeat(const std::string& principal,
                                                            kafka::HeartbeatRequest req,
-                                                           std::chrono::milliseconds timeout) {
+                                                           std::chrono::milliseconds timeout,
+                                                           const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
                                  .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
@@ -121,12 +136,13 @@ Result<kafka::HeartbeatResponse> InProcessKafka::Heartbeat(const std::string& pr
   auto p = std::make_shared<std::promise<kafka::HeartbeatResponse>>();
   std::future<kafka::HeartbeatResponse> f = p->get_future();
   ctx_.groups->Heartbeat(std::move(req), kHeartbeatVersion, Fulfil(p));
-  return Await(f, timeout, "Heartbeat");
+  return Await(f, timeout, cancel, "Heartbeat");
 }
 
 Result<kafka::LeaveGroupResponse> InProcessKafka::LeaveGroup(const std::string& principal,
                                                              kafka::LeaveGroupRequest req,
-                                                             std::chrono::milliseconds timeout) {
+                                                             std::chrono::milliseconds timeout,
+                                                             const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
                                  .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
@@ -137,12 +153,13 @@ Result<kafka::LeaveGroupResponse> InProcessKafka::LeaveGroup(const std::string& 
   auto p = std::make_shared<std::promise<kafka::LeaveGroupResponse>>();
   std::future<kafka::LeaveGroupResponse> f = p->get_future();
   ctx_.groups->LeaveGroup(std::move(req), kLeaveGroupVersion, Fulfil(p));
-  return Await(f, timeout, "LeaveGroup");
+  return Await(f, timeout, cancel, "LeaveGroup");
 }
 
-Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(
-    const std::string& principal, kafka::OffsetCommitRequest req,
-    std::chrono::milliseconds timeout) {
+Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(const std::string& principal,
+                                                                 kafka::OffsetCommitRequest req,
+                                                                 std::chrono::milliseconds timeout,
+                                                                 const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty()) {
     // READ on the group, then on each topic, as the handler: a refusal fails the commit
@@ -161,12 +178,13 @@ Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(
   auto p = std::make_shared<std::promise<kafka::OffsetCommitResponse>>();
   std::future<kafka::OffsetCommitResponse> f = p->get_future();
   ctx_.groups->OffsetCommit(std::move(req), kOffsetCommitVersion, Fulfil(p));
-  return Await(f, timeout, "OffsetCommit");
+  return Await(f, timeout, cancel, "OffsetCommit");
 }
 
 Result<kafka::OffsetFetchResponse> InProcessKafka::OffsetFetch(const std::string& principal,
                                                                kafka::OffsetFetchRequest req,
-                                                               std::chrono::milliseconds timeout) {
+                                                               std::chrono::milliseconds timeout,
+                                                               const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
   if (!principal.empty()) {
     const Access access = ctx_.authorizer->For(principal, kHost);
@@ -184,7 +202,7 @@ Result<kafka::OffsetFetchResponse> InProcessKafka::OffsetFetch(const std::string
   auto p = std::make_shared<std::promise<kafka::OffsetFetchResponse>>();
   std::future<kafka::OffsetFetchResponse> f = p->get_future();
   ctx_.groups->OffsetFetch(std::move(req), kOffsetFetchVersion, Fulfil(p));
-  return Await(f, timeout, "OffsetFetch");
+  return Await(f, timeout, cancel, "OffsetFetch");
 }
 
 }  // namespace sluice::broker

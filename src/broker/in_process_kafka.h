@@ -8,9 +8,12 @@
 // have copied them to a socket).
 //
 // Threads: any, several at once. The blocking calls wait on the shards' or the
-// coordinator's threads, so they are never called from one of those.
+// coordinator's threads, so they are never called from one of those; each stops waiting
+// (Aborted) once `*cancel` is true, looked at every 100 ms (a pipeline stopping while its
+// JoinGroup waits for a rebalance).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -49,7 +52,8 @@ class InProcessKafka {
     std::vector<storage::FileSlice> slices;
   };
   Result<FetchAnswer> Fetch(const std::string& principal, kafka::FetchRequest req,
-                            std::chrono::milliseconds timeout);
+                            std::chrono::milliseconds timeout,
+                            const std::atomic<bool>* cancel = nullptr);
 
   // The coordinator's requests as `principal`, each with the group handlers' checks (READ
   // on the group; OffsetCommit and OffsetFetch READ on each topic), waiting up to `timeout`
@@ -58,23 +62,29 @@ class InProcessKafka {
   // the principal may not (OffsetCommit, OffsetFetch).
   Result<kafka::JoinGroupResponse> JoinGroup(const std::string& principal,
                                              kafka::JoinGroupRequest req,
-                                             std::chrono::milliseconds timeout);
+                                             std::chrono::milliseconds timeout,
+                                             const std::atomic<bool>* cancel = nullptr);
   Result<kafka::SyncGroupResponse> SyncGroup(const std::string& principal,
                                              kafka::SyncGroupRequest req,
-                                             std::chrono::milliseconds timeout);
+                                             std::chrono::milliseconds timeout,
+                                             const std::atomic<bool>* cancel = nullptr);
   Result<kafka::HeartbeatResponse> Heartbeat(const std::string& principal,
                                              kafka::HeartbeatRequest req,
-                                             std::chrono::milliseconds timeout);
+                                             std::chrono::milliseconds timeout,
+                                             const std::atomic<bool>* cancel = nullptr);
   Result<kafka::LeaveGroupResponse> LeaveGroup(const std::string& principal,
                                                kafka::LeaveGroupRequest req,
-                                               std::chrono::milliseconds timeout);
+                                               std::chrono::milliseconds timeout,
+                                               const std::atomic<bool>* cancel = nullptr);
   Result<kafka::OffsetCommitResponse> OffsetCommit(const std::string& principal,
                                                    kafka::OffsetCommitRequest req,
-                                                   std::chrono::milliseconds timeout);
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::atomic<bool>* cancel = nullptr);
   // One group (OffsetFetch v7's shape, require_stable as given).
   Result<kafka::OffsetFetchResponse> OffsetFetch(const std::string& principal,
                                                  kafka::OffsetFetchRequest req,
-                                                 std::chrono::milliseconds timeout);
+                                                 std::chrono::milliseconds timeout,
+                                                 const std::atomic<bool>* cancel = nullptr);
 
   // The API versions the calls above speak (the response shapes follow them).
   static constexpr int16_t kFetchVersion = 12;

@@ -145,6 +145,7 @@ void InProcessSource::MemberLoop() {
         next_heartbeat = Clock::now() + milliseconds(settings_.heartbeat_interval_ms);
         continue;
       }
+      if (stopping_) break;  // the join was given up for the stop
       SLUICE_LOG(kLog, kWarn, "pipeline {}: joining group {}: {}", pipeline_, config_.group_id,
                  st.message());
       counters_.errors->Inc();
@@ -178,7 +179,7 @@ void InProcessSource::MemberLoop() {
       hb.member_id = shared_.member_id;
     }
     Result<kafka::HeartbeatResponse> r =
-        options_.kafka->Heartbeat(options_.principal, hb, kRequestTimeout);
+        options_.kafka->Heartbeat(options_.principal, hb, kRequestTimeout, &stopping_);
     if (!r.ok()) {
       SLUICE_LOG(kLog, kWarn, "pipeline {}: heartbeat: {}", pipeline_, r.status().message());
       continue;
@@ -264,7 +265,7 @@ Status InProcessSource::JoinAndSync() {
   }
   const milliseconds join_timeout(settings_.rebalance_timeout_ms + 5000);
   ASSIGN_OR_RETURN(kafka::JoinGroupResponse joined,
-                   options_.kafka->JoinGroup(options_.principal, join, join_timeout));
+                   options_.kafka->JoinGroup(options_.principal, join, join_timeout, &stopping_));
   if (joined.error_code == ErrorCode::kMemberIdRequired) {
     // KIP-394: the first join gets an id and comes again with it.
     join.member_id = joined.member_id;
@@ -272,7 +273,8 @@ Status InProcessSource::JoinAndSync() {
       std::lock_guard lock(shared_.mu);
       shared_.member_id = joined.member_id;
     }
-    ASSIGN_OR_RETURN(joined, options_.kafka->JoinGroup(options_.principal, join, join_timeout));
+    ASSIGN_OR_RETURN(joined,
+                     options_.kafka->JoinGroup(options_.principal, join, join_timeout, &stopping_));
   }
   if (joined.error_code != ErrorCode::kNone) {
     if (joined.error_code == ErrorCode::kUnknownMemberId) {
@@ -296,8 +298,9 @@ Status InProcessSource::JoinAndSync() {
     // The leader runs the assignor the members agreed on.
     ASSIGN_OR_RETURN(sync.assignments, LeaderAssignments(joined));
   }
-  ASSIGN_OR_RETURN(kafka::SyncGroupResponse synced,
-                   options_.kafka->SyncGroup(options_.principal, sync, kRequestTimeout));
+  ASSIGN_OR_RETURN(
+      kafka::SyncGroupResponse synced,
+      options_.kafka->SyncGroup(options_.principal, sync, kRequestTimeout, &stopping_));
   if (synced.error_code != ErrorCode::kNone) {
     return AbortedError("SyncGroup: {}", CodeText(synced.error_code));
   }
@@ -718,6 +721,7 @@ Status InProcessSource::Rewind(std::chrono::milliseconds) {
 }
 
 void InProcessSource::Close() {
+  stopping_ = true;  // a JoinGroup waiting for a rebalance gives up
   {
     std::lock_guard lock(shared_.mu);
     shared_.stop = true;

@@ -17,6 +17,7 @@
 // Lifecycle and thread: as Source.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -132,6 +133,7 @@ class InProcessSource final : public Source {
   bool arrivals_ = false;
 
   mutable Shared shared_;
+  std::atomic<bool> stopping_{false};  // Close: the member's waits give up
   std::thread member_;
   std::map<std::string, int32_t> counts_at_join_;  // the member's thread
 
