@@ -87,73 +87,71 @@ Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& pri
   return Await(answer, timeout, cancel, "fetch");
 }
 
+// A membership request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as the group handlers
+// take it: GROUP_AUTHORIZATION_FAILED without READ on the group, else `ask` hands it to the
+// coordinator with the `done` that fulfils the answer.
+template <typename Resp, typename Ask>
+Result<Resp> InProcessKafka::Membership(const std::string& principal, const std::string& group,
+                                        std::chrono::milliseconds timeout,
+                                        const std::atomic<bool>* cancel, const char* what,
+                                        Ask ask) {
+  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
+  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
+                                 .Check(ResourceType::kGroup, group, AclOperation::kRead)) {
+    Resp resp;
+    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
+    return resp;
+  }
+  auto p = std::make_shared<std::promise<Resp>>();
+  std::future<Resp> f = p->get_future();
+  ask(Fulfil(p));
+  return Await(f, timeout, cancel, what);
+}
+
 Result<kafka::JoinGroupResponse> InProcessKafka::JoinGroup(const std::string& principal,
                                                            kafka::JoinGroupRequest req,
                                                            std::chrono::milliseconds timeout,
                                                            const std::atomic<bool>* cancel) {
-  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
-                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
-    kafka::JoinGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
-    return resp;
-  }
-  auto p = std::make_shared<std::promise<kafka::JoinGroupResponse>>();
-  std::future<kafka::JoinGroupResponse> f = p->get_future();
-  ctx_.groups->JoinGroup(std::move(req), kJoinGroupVersion,
-                         GroupClient{"sluice-in-process", "/" + std::string(kHost)}, Fulfil(p));
-  return Await(f, timeout, cancel, "JoinGroup");
+  const std::string group = req.group_id;
+  return Membership<kafka::JoinGroupResponse>(
+      principal, group, timeout, cancel, "JoinGroup", [&](auto done) {
+        ctx_.groups->JoinGroup(std::move(req), kJoinGroupVersion,
+                               GroupClient{"sluice-in-process", "/" + std::string(kHost)},
+                               std::move(done));
+      });
 }
 
 Result<kafka::SyncGroupResponse> InProcessKafka::SyncGroup(const std::string& principal,
                                                            kafka::SyncGroupRequest req,
                                                            std::chrono::milliseconds timeout,
                                                            const std::atomic<bool>* cancel) {
-  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
-                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
-    kafka::SyncGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
-    return resp;
-  }
-  auto p = std::make_shared<std::promise<kafka::SyncGroupResponse>>();
-  std::future<kafka::SyncGroupResponse> f = p->get_future();
-  ctx_.groups->SyncGroup(std::move(req), kSyncGroupVersion, Fulfil(p));
-  return Await(f, timeout, cancel, "SyncGroup");
+  const std::string group = req.group_id;
+  return Membership<kafka::SyncGroupResponse>(
+      principal, group, timeout, cancel, "SyncGroup", [&](auto done) {
+        ctx_.groups->SyncGroup(std::move(req), kSyncGroupVersion, std::move(done));
+      });
 }
 
 Result<kafka::HeartbeatResponse> InProcessKafka::Heartbeat(const std::string& principal,
                                                            kafka::HeartbeatRequest req,
                                                            std::chrono::milliseconds timeout,
                                                            const std::atomic<bool>* cancel) {
-  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
-                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
-    kafka::HeartbeatResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
-    return resp;
-  }
-  auto p = std::make_shared<std::promise<kafka::HeartbeatResponse>>();
-  std::future<kafka::HeartbeatResponse> f = p->get_future();
-  ctx_.groups->Heartbeat(std::move(req), kHeartbeatVersion, Fulfil(p));
-  return Await(f, timeout, cancel, "Heartbeat");
+  const std::string group = req.group_id;
+  return Membership<kafka::HeartbeatResponse>(
+      principal, group, timeout, cancel, "Heartbeat", [&](auto done) {
+        ctx_.groups->Heartbeat(std::move(req), kHeartbeatVersion, std::move(done));
+      });
 }
 
 Result<kafka::LeaveGroupResponse> InProcessKafka::LeaveGroup(const std::string& principal,
                                                              kafka::LeaveGroupRequest req,
                                                              std::chrono::milliseconds timeout,
                                                              const std::atomic<bool>* cancel) {
-  if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
-                                 .Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
-    kafka::LeaveGroupResponse resp;
-    resp.error_code = ErrorCode::kGroupAuthorizationFailed;
-    return resp;
-  }
-  auto p = std::make_shared<std::promise<kafka::LeaveGroupResponse>>();
-  std::future<kafka::LeaveGroupResponse> f = p->get_future();
-  ctx_.groups->LeaveGroup(std::move(req), kLeaveGroupVersion, Fulfil(p));
-  return Await(f, timeout, cancel, "LeaveGroup");
+  const std::string group = req.group_id;
+  return Membership<kafka::LeaveGroupResponse>(
+      principal, group, timeout, cancel, "LeaveGroup", [&](auto done) {
+        ctx_.groups->LeaveGroup(std::move(req), kLeaveGroupVersion, std::move(done));
+      });
 }
 
 Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(const std::string& principal,

@@ -96,6 +96,10 @@ class InProcessKafka {
   static constexpr int16_t kOffsetFetchVersion = 7;
 
  private:
+  template <typename Resp, typename Ask>
+  Result<Resp> Membership(const std::string& principal, const std::string& group,
+                          std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
+                          const char* what, Ask ask);
   handlers::Context& ctx_;
 };
 

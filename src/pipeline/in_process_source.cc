@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 #include <thread>
 
@@ -52,15 +53,19 @@ std::vector<std::string> SplitList(std::string_view text) {
   return out;
 }
 
-// A librdkafka property of the pipeline as a whole number, or `fallback`.
-int32_t IntProperty(const KafkaSourceConfig& c, const char* name, int32_t fallback) {
+// A librdkafka property of the pipeline as a positive whole number (milliseconds), or
+// `fallback`: InvalidArgument for anything else (librdkafka refuses it on the Kafka path).
+Result<int32_t> IntProperty(const KafkaSourceConfig& c, const char* name, int32_t fallback) {
   auto it = c.properties.find(name);
   if (it == c.properties.end()) return fallback;
-  try {
-    return std::stoi(it->second);
-  } catch (...) {
-    return fallback;
+  int32_t v = 0;
+  const std::string& text = it->second;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1) {
+    return InvalidArgumentError("source.kafka.properties.{}: '{}' is not a positive whole number",
+                                name, text);
   }
+  return v;
 }
 
 }  // namespace
@@ -69,15 +74,13 @@ Result<std::unique_ptr<InProcessSource>> InProcessSource::Create(const KafkaSour
                                                                  std::string pipeline,
                                                                  SourceCounters counters,
                                                                  InProcessSourceOptions options) {
-  if (options.kafka == nullptr || !options.kafka->available()) {
-    return FailedPreconditionError(
-        "the broker cannot serve in-process reads here (a cluster, or its server is not "
-        "running)");
-  }
   Settings s;
-  s.session_timeout_ms = IntProperty(config, "session.timeout.ms", s.session_timeout_ms);
-  s.rebalance_timeout_ms = IntProperty(config, "max.poll.interval.ms", s.rebalance_timeout_ms);
-  s.heartbeat_interval_ms = IntProperty(config, "heartbeat.interval.ms", s.heartbeat_interval_ms);
+  ASSIGN_OR_RETURN(s.session_timeout_ms,
+                   IntProperty(config, "session.timeout.ms", s.session_timeout_ms));
+  ASSIGN_OR_RETURN(s.rebalance_timeout_ms,
+                   IntProperty(config, "max.poll.interval.ms", s.rebalance_timeout_ms));
+  ASSIGN_OR_RETURN(s.heartbeat_interval_ms,
+                   IntProperty(config, "heartbeat.interval.ms", s.heartbeat_interval_ms));
   if (auto it = config.properties.find("partition.assignment.strategy");
       it != config.properties.end()) {
     s.assignors.clear();
@@ -95,6 +98,12 @@ Result<std::unique_ptr<InProcessSource>> InProcessSource::Create(const KafkaSour
   }
   if (auto it = config.properties.find("isolation.level"); it != config.properties.end()) {
     s.read_committed = it->second != "read_uncommitted";
+  }
+  // The settings first: their errors hold wherever the pipeline runs.
+  if (options.kafka == nullptr || !options.kafka->available()) {
+    return FailedPreconditionError(
+        "the broker cannot serve in-process reads here (a cluster, or its server is not "
+        "running)");
   }
   for (const std::string& t : config.topics) {
     Result<int32_t> n = options.kafka->PartitionCount(t);
@@ -369,6 +378,7 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
       pending_.clear();
       positions_.clear();
       if (!step.event.partitions.empty()) return step;
+      step.event = AssignmentEvent{};  // nothing was assigned: no event for the runner
     }
     if (shared_.revoke && !shared_.revoke_reported) {
       shared_.revoke_reported = true;
@@ -387,6 +397,7 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
         ahead_.pop_back();
       }
       if (!step.event.partitions.empty()) return step;
+      step.event = AssignmentEvent{};  // nothing to give up: acknowledged at once
       shared_.revoke_acked = true;
       shared_.cv.notify_all();
     }

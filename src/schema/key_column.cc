@@ -90,6 +90,7 @@ Result<RowDecoder*> KeyColumn::For(std::string_view key, std::string_view* paylo
   int32_t id = 0;
   std::string_view rest;
   ReadFraming(key, &id, &rest, reason);
+  if (id == last_fitting_id_) return dec;  // most keys name the schema the last one did
   auto it = records_.find(id);
   if (it == records_.end()) {
     ASSIGN_OR_RETURN(std::shared_ptr<const SchemaRecord> rec, source_->ById(id));
@@ -107,6 +108,7 @@ Result<RowDecoder*> KeyColumn::For(std::string_view key, std::string_view* paylo
                                id, type_.ToSql());
     return nullptr;
   }
+  last_fitting_id_ = id;
   return dec;
 }
 

@@ -56,6 +56,7 @@ class KeyColumn {
   std::shared_ptr<SchemaSource> source_;
   DecoderPlans plans_;
   std::map<int32_t, bool> records_;  // schema id -> whether it is a record
+  int32_t last_fitting_id_ = -1;     // the last id whose kind fit the column
   bool record_;
   duck::LogicalType type_;
 };
