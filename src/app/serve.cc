@@ -199,6 +199,13 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   auto service = broker::KafkaService::Start(sc);
   if (!service.ok()) return Status(service.status().code(), service.status().ToString());
   p->kafka_ = std::move(service).value();
+  if (query_config.enabled) {
+    // One user store for every port (0019, phase D): query.users seed the broker's, before
+    // the HTTP port or a pipeline can ask it for one of them.
+    RETURN_IF_ERROR(p->kafka_->broker().SeedUsers(
+        query_config.options.users, query_config.options.scram_iterations, "query.users"));
+    query_config.options.users.clear();
+  }
   if (p->catalog_ && sc.broker.authorization.enabled) {
     // The REST catalog's namespaces and tables by the SQL grants (docs/design/0020).
     p->catalog_->SetAccess(query::authz::GrantCatalogAccess(p->kafka_->broker().grants(),
@@ -333,10 +340,6 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
 
   // The query server (Postgres wire protocol): on by default; query.pg_addr off turns it off.
   if (query_config.enabled) {
-    // One user store for every port (0019, phase D): query.users seed the broker's.
-    RETURN_IF_ERROR(p->kafka_->broker().SeedUsers(
-        query_config.options.users, query_config.options.scram_iterations, "query.users"));
-    query_config.options.users.clear();
     query_config.options.user_store = p->kafka_->broker().users();
     // topic() reads from this broker as the process itself (a super user on a SASL
     // listener; the SQL grants decide who may call it, design 0020).
