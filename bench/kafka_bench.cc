@@ -4,6 +4,7 @@
 #include "bench/kafka_bench.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -34,7 +36,14 @@ namespace kc = kafka::client;
 using namespace std::chrono_literals;
 using namespace kafka_phases;
 
-void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInfo& m, double load,
+std::string JoinedPartitions(const std::vector<int>& counts) {
+  std::string out;
+  for (int c : counts) out += (out.empty() ? "" : ", ") + std::to_string(c);
+  return out;
+}
+
+void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const std::vector<int>& counts,
+                 const std::vector<std::string>& acks, const MachineInfo& m, double load,
                  const BrokerProcess* broker, const Loopback& loopback) {
   fmt::print("sluice bench kafka\n");
   fmt::print("  machine   {}, {} cores, {} memory, {}; load average {:.2f} at the start\n",
@@ -51,12 +60,13 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
     fmt::print("  listener  PLAINTEXT on {} (the reference for the TLS run)\n", s.bootstrap);
   }
   fmt::print("  client    librdkafka {} through kafka/client\n", kc::LibraryVersion());
-  fmt::print("  topic     {}, {} partitions; {} B values, null keys; acks={}, compression {}\n",
-             s.topic, s.partitions, s.record_size, o.transactions ? "all" : o.acks, o.compression);
+  fmt::print("  topics    {}{}, {} partitions; {} B values, null keys; acks {}; compression {}\n",
+             s.topic, counts.size() > 1 ? "-p<N>" : "", JoinedPartitions(counts), s.record_size,
+             fmt::join(acks, ", "), o.compression);
   if (s.produce) {
     fmt::print(
-        "  produce   {} records as fast as the producer takes them; linger.ms {}, "
-        "batch.size {}; timed to the last delivery report\n",
+        "  produce   {} records as fast as the producer takes them, with each acks in turn; "
+        "linger.ms {}, batch.size {}; timed to the last delivery report\n",
         Grouped(static_cast<uint64_t>(s.records)), s.producer.at("linger.ms"),
         s.producer.at("batch.size"));
   }
@@ -70,14 +80,14 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
   }
   if (s.consume) {
     fmt::print(
-        "  consume   one consumer, every partition assigned from where the produce "
+        "  consume   one consumer, every partition assigned from where the first produce "
         "phase started (no group); fetch.max.bytes {}, {} per partition\n",
         s.consumer.at("fetch.max.bytes"), s.consumer.at("fetch.message.max.bytes"));
   }
   if (s.latency) {
     fmt::print(
-        "  latency   {} records at {} records/s, each sent on schedule; linger.ms {}; "
-        "Produce to delivery report\n",
+        "  latency   {} records at {} records/s with each acks, each sent on schedule; "
+        "linger.ms {}; Produce to delivery report\n",
         Grouped(static_cast<uint64_t>(s.latency_records)),
         Grouped(static_cast<uint64_t>(s.latency_rate)), s.latency_producer.at("linger.ms"));
   }
@@ -89,139 +99,237 @@ void PrintHeader(const Settings& s, const KafkaBenchOptions& o, const MachineInf
   fmt::print(
       "  MB = 10^6 bytes of record values; % loop = MB/s / loopback MB/s; cpu s = CPU "
       "seconds in the phase of the bench process (the client) / the broker / the rest of "
-      "the machine\n\n");
-  PrintColumns();
+      "the machine; broker s/M = the broker's CPU seconds per million records\n");
+}
+
+// What the phases of one run compare: the acks=1 produce and latency of each partition
+// count, and the first count's phases.
+struct References {
+  std::map<std::pair<int, std::string>, PhaseResult> acks_1;         // (partitions, phase)
+  std::map<std::pair<std::string, std::string>, PhaseResult> first;  // (phase, acks)
+  int first_partitions = 0;
+
+  // acks=all's ratio to acks=1: records/s for produce, p99 for latency.
+  std::optional<double> VsAcks1(const PhaseResult& r) const {
+    if (r.acks != "all") return std::nullopt;
+    auto it = acks_1.find({r.partitions, r.phase});
+    return it == acks_1.end() ? std::nullopt : Ratio(r, it->second);
+  }
+  // A later partition count's ratio to the first's, for the same phase and acks.
+  std::optional<double> VsFirst(const PhaseResult& r) const {
+    if (r.partitions == first_partitions) return std::nullopt;
+    auto it = first.find({r.phase, r.acks});
+    return it == first.end() ? std::nullopt : Ratio(r, it->second);
+  }
+  void Note(const PhaseResult& r) {
+    if (r.acks == "1") acks_1.emplace(std::pair(r.partitions, r.phase), r);
+    if (r.partitions == first_partitions) first.emplace(std::pair(r.phase, r.acks), r);
+  }
+  static std::optional<double> Ratio(const PhaseResult& r, const PhaseResult& ref) {
+    if (r.p99_ms && ref.p99_ms) {
+      return *ref.p99_ms > 0 ? std::optional(*r.p99_ms / *ref.p99_ms) : std::nullopt;
+    }
+    return ref.records_per_s() > 0 ? std::optional(r.records_per_s() / ref.records_per_s())
+                                   : std::nullopt;
+  }
+};
+
+// What a comparison says, for the lines under the table.
+std::string Compared(const PhaseResult& r, double ratio, std::string_view against) {
+  return r.p99_ms
+             ? fmt::format("{} p99 {:.2f} ms, {:.2f}x {}'s", r.phase, *r.p99_ms, ratio, against)
+             : fmt::format("{} {:.2f}x the records/s of {}", r.phase, ratio, against);
 }
 
 // The phases against `bootstrap`; `broker` is the own broker or null. `security`: the
 // listener's client properties (--tls), `label` what they set up; `results` (optional)
-// gets each phase's result.
-Status RunPhases(const KafkaBenchOptions& o, const std::string& bootstrap,
+// gets each phase's result. Every partition count of o.partitions_list gets its own
+// topic; on each, produce and latency run with every acks of o.acks_list, and consume
+// once after the first produce.
+Status RunPhases(const KafkaBenchOptions& options, const std::string& bootstrap,
                  const std::string& work_dir, BrokerProcess* broker,
                  const kc::Config& security = {}, const std::string& label = "",
                  std::vector<PhaseResult>* results = nullptr) {
-  ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, security));
-  s.tls_label = label;
+  const std::vector<int> counts = options.transactions
+                                      ? std::vector<int>{options.partitions_list.front()}
+                                      : options.partitions_list;
+  // acks=1 before acks=all, so that acks=all's lines compare with it.
+  std::vector<std::string> acks_values =
+      options.transactions ? std::vector<std::string>{"all"} : options.acks_list;
+  for (std::string& a : acks_values) {
+    if (a == "-1") a = "all";
+  }
+  std::stable_sort(acks_values.begin(), acks_values.end(),
+                   [](const std::string& x, const std::string& y) { return x < y; });
+  KafkaBenchOptions o = options;
+  o.partitions = counts.front();
+  o.acks = acks_values.front();
+  ASSIGN_OR_RETURN(Settings first, MakeSettings(o, bootstrap, security));
+  const std::string base_topic = first.topic;
   MachineInfo machine = GetMachineInfo();
   double load = LoadAverage1m();
   Progress progress;
 
-  progress.Show(fmt::format("measuring loopback TCP with iperf3 for {} s ...", s.iperf_seconds));
-  Loopback loopback = MeasureLoopback(work_dir, s.iperf_seconds);
+  progress.Show(
+      fmt::format("measuring loopback TCP with iperf3 for {} s ...", first.iperf_seconds));
+  Loopback loopback = MeasureLoopback(work_dir, first.iperf_seconds);
   progress.Clear();
 
   kc::Config admin_config = {{"bootstrap.servers", bootstrap}, {"client.id", "sluice-bench-admin"}};
   for (const auto& [k, v] : security) admin_config[k] = v;
   ASSIGN_OR_RETURN(std::unique_ptr<kc::Admin> admin, kc::Admin::Create(admin_config));
-  bool created = false;
-  int requested = s.partitions;
-  Result<int> partitions = EnsureTopic(admin.get(), s, &created);
-  if (!partitions.ok()) return partitions.status().WithContext(fmt::format("broker {}", bootstrap));
-  s.partitions = *partitions;
-  if (!created && s.partitions != requested && !o.json) {
-    fmt::print(stderr, "sluice bench kafka: topic '{}' exists with {} partitions; using them\n",
-               s.topic, s.partitions);
+  if (!o.json) {
+    first.tls_label = label;
+    PrintHeader(first, o, counts, acks_values, machine, load, broker, loopback);
   }
-  if (!o.json) PrintHeader(s, o, machine, load, broker, loopback);
 
   const ServerPids servers = broker != nullptr ? ServerPids{{broker->pid()}, -1} : ServerPids{};
-  auto emit = [&](const PhaseResult& r) {
-    if (results != nullptr) results->push_back(r);
-    if (o.json) {
-      // An external broker: how many brokers and replicas stand behind it is not known here.
-      Json j = PhaseJson(r, s, o, machine, load, broker != nullptr ? "own" : "external",
-                         broker != nullptr ? 1 : 0, broker != nullptr ? 1 : 0,
-                         o.transactions ? "all" : o.acks, loopback);
-      fmt::print("{}\n", j.dump());
-      std::fflush(stdout);
-    } else {
-      PrintRow(r, loopback);
-    }
-  };
+  References refs;
+  refs.first_partitions = counts.front();
+  std::vector<std::string> checks, compared;
   auto with_broker = [&](Status st) {
     if (st.ok() || broker == nullptr) return st;
     Status dead = broker->CheckAlive();
     return dead.ok() ? st : Status(st.code(), st.message() + "\n" + dead.message());
   };
+  for (int count : counts) {
+    o.partitions = count;
+    o.acks = acks_values.front();
+    ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, security));
+    s.tls_label = label;
+    s.topic = counts.size() > 1 ? fmt::format("{}-p{}", base_topic, count) : base_topic;
+    bool created = false;
+    Result<int> partitions = EnsureTopic(admin.get(), s, &created);
+    if (!partitions.ok()) {
+      return partitions.status().WithContext(fmt::format("broker {}", bootstrap));
+    }
+    if (!created && *partitions != count && !o.json) {
+      fmt::print(stderr, "sluice bench kafka: topic '{}' exists with {} partitions; using them\n",
+                 s.topic, *partitions);
+    }
+    s.partitions = *partitions;
+    if (!o.json) {
+      fmt::print("\n{} ({} partitions)\n", s.topic, s.partitions);
+      PrintColumns();
+    }
+    std::string acks_now = o.acks;
+    auto emit = [&](PhaseResult r) {
+      r.acks = acks_now;
+      r.partitions = s.partitions;
+      const std::optional<double> vs_acks_1 = refs.VsAcks1(r);
+      const std::optional<double> vs_first = refs.VsFirst(r);
+      refs.Note(r);
+      if (vs_acks_1) {
+        compared.push_back(fmt::format("{} partitions, acks=all: {}", s.partitions,
+                                       Compared(r, *vs_acks_1, "acks=1")));
+      }
+      if (vs_first) {
+        compared.push_back(
+            fmt::format("{} partitions, acks={}: {}", s.partitions, r.acks,
+                        Compared(r, *vs_first, fmt::format("{} partitions", counts.front()))));
+      }
+      if (results != nullptr) results->push_back(r);
+      if (o.json) {
+        // An external broker: how many brokers and replicas stand behind it is not known.
+        Json j = PhaseJson(r, s, o, machine, load, broker != nullptr ? "own" : "external",
+                           broker != nullptr ? 1 : 0, broker != nullptr ? 1 : 0, r.acks, loopback);
+        j["vs_acks_1"] = vs_acks_1 ? Json(Round(*vs_acks_1, 4)) : Json(nullptr);
+        j["vs_first_partitions"] = vs_first ? Json(Round(*vs_first, 4)) : Json(nullptr);
+        j["first_partitions"] = counts.size() > 1 ? Json(counts.front()) : Json(nullptr);
+        fmt::print("{}\n", j.dump());
+        std::fflush(stdout);
+      } else {
+        PrintRow(r, loopback);
+      }
+    };
 
-  std::vector<std::string> checks;
-  Status status;
-  if (o.transactions) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
-    std::optional<PhaseResult> idempotent;
-    for (bool transactional : {false, true}) {
-      progress.Show(fmt::format("{}: {} records ...",
-                                transactional ? "produce_txn" : "produce_idempotent",
-                                Grouped(static_cast<uint64_t>(s.records))));
-      Result<PhaseResult> produced = RunProduceTxn(s, transactional, o.commit_interval_ms, servers);
-      progress.Clear();
-      if (!produced.ok()) return with_broker(produced.status());
-      if (!transactional) {
-        idempotent = *produced;
-      } else if (idempotent->records_per_s() > 0) {
-        produced->txn_ratio = produced->records_per_s() / idempotent->records_per_s();
+    if (o.transactions) {
+      acks_now = "all";
+      ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
+      std::optional<PhaseResult> idempotent;
+      for (bool transactional : {false, true}) {
+        progress.Show(fmt::format("{}: {} records ...",
+                                  transactional ? "produce_txn" : "produce_idempotent",
+                                  Grouped(static_cast<uint64_t>(s.records))));
+        Result<PhaseResult> produced =
+            RunProduceTxn(s, transactional, o.commit_interval_ms, servers);
+        progress.Clear();
+        if (!produced.ok()) return with_broker(produced.status());
+        if (!transactional) {
+          idempotent = *produced;
+        } else if (idempotent->records_per_s() > 0) {
+          produced->txn_ratio = produced->records_per_s() / idempotent->records_per_s();
+        }
+        emit(*produced);
+        checks.push_back(produced->phase + ": " + produced->check);
+        if (produced->txn_ratio) {
+          checks.push_back(fmt::format(
+              "produce_txn ran at {:.2f}x the records/s of produce_idempotent; a commit blocked "
+              "{} ms (median), {} ms at most",
+              *produced->txn_ratio, Ms(produced->commit_p50_ms), Ms(produced->commit_max_ms)));
+        }
       }
-      emit(*produced);
-      checks.push_back(produced->phase + ": " + produced->check);
-      if (produced->txn_ratio) {
-        checks.push_back(fmt::format(
-            "produce_txn ran at {:.2f}x the records/s of produce_idempotent; a commit blocked "
-            "{} ms (median), {} ms at most",
-            *produced->txn_ratio, Ms(produced->commit_p50_ms), Ms(produced->commit_max_ms)));
-      }
-    }
-    ASSIGN_OR_RETURN(std::vector<int64_t> end, EndOffsets(admin.get(), s));
-    progress.Show("read_committed read-back ...");
-    Result<std::string> committed = CheckCommitted(s, start, end, 2 * s.records);
-    progress.Clear();
-    if (!committed.ok()) return with_broker(committed.status());
-    checks.push_back(*committed);
-  }
-  if (s.produce) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
-    progress.Show(
-        fmt::format("produce: {} records ...", Grouped(static_cast<uint64_t>(s.records))));
-    Result<PhaseResult> produced = RunProduce(s, servers);
-    progress.Clear();
-    if (!produced.ok()) return with_broker(produced.status());
-    emit(*produced);
-    checks.push_back("produce: " + produced->check);
-    if (s.consume) {
       ASSIGN_OR_RETURN(std::vector<int64_t> end, EndOffsets(admin.get(), s));
-      int64_t in_range = 0;
-      for (int p = 0; p < s.partitions; ++p) in_range += end[p] - start[p];
-      if (in_range != s.records) {
-        return InternalError(
-            "the topic's end offsets moved by {} during the produce phase, "
-            "for {} records produced (another producer on topic '{}'?)",
-            in_range, s.records, s.topic);
-      }
-      progress.Show("consume ...");
-      Result<PhaseResult> consumed = RunConsume(s, start, end, servers);
+      progress.Show("read_committed read-back ...");
+      Result<std::string> committed = CheckCommitted(s, start, end, 2 * s.records);
       progress.Clear();
-      if (!consumed.ok()) return with_broker(consumed.status());
-      emit(*consumed);
-      checks.push_back("consume: " + consumed->check);
+      if (!committed.ok()) return with_broker(committed.status());
+      checks.push_back(*committed);
     }
-  }
-  if (s.latency) {
-    progress.Show(fmt::format("latency: {} records at {}/s ...",
-                              Grouped(static_cast<uint64_t>(s.latency_records)),
-                              Grouped(static_cast<uint64_t>(s.latency_rate))));
-    Result<PhaseResult> latency = RunLatency(s, s.latency_rate, servers);
-    progress.Clear();
-    if (!latency.ok()) return with_broker(latency.status());
-    emit(*latency);
-    checks.push_back("latency: " + latency->check);
+    for (size_t a = 0; a < acks_values.size() && !o.transactions; ++a) {
+      acks_now = acks_values[a];
+      s.producer["acks"] = acks_now;
+      s.latency_producer["acks"] = acks_now;
+      const std::string what = fmt::format("{} partitions, acks={}", s.partitions, acks_now);
+      if (s.produce) {
+        ASSIGN_OR_RETURN(std::vector<int64_t> start, EndOffsets(admin.get(), s));
+        progress.Show(fmt::format("{}: produce {} records ...", what,
+                                  Grouped(static_cast<uint64_t>(s.records))));
+        Result<PhaseResult> produced = RunProduce(s, servers);
+        progress.Clear();
+        if (!produced.ok()) return with_broker(produced.status());
+        emit(*produced);
+        checks.push_back(fmt::format("{}: produce: {}", what, produced->check));
+        if (s.consume && a == 0) {
+          ASSIGN_OR_RETURN(std::vector<int64_t> end, EndOffsets(admin.get(), s));
+          int64_t in_range = 0;
+          for (int p = 0; p < s.partitions; ++p) in_range += end[p] - start[p];
+          if (in_range != s.records) {
+            return InternalError(
+                "the topic's end offsets moved by {} during the produce phase, "
+                "for {} records produced (another producer on topic '{}'?)",
+                in_range, s.records, s.topic);
+          }
+          progress.Show(fmt::format("{}: consume ...", what));
+          Result<PhaseResult> consumed = RunConsume(s, start, end, servers);
+          progress.Clear();
+          if (!consumed.ok()) return with_broker(consumed.status());
+          emit(*consumed);
+          checks.push_back(fmt::format("{}: consume: {}", what, consumed->check));
+        }
+      }
+      if (s.latency) {
+        progress.Show(fmt::format("{}: latency: {} records at {}/s ...", what,
+                                  Grouped(static_cast<uint64_t>(s.latency_records)),
+                                  Grouped(static_cast<uint64_t>(s.latency_rate))));
+        Result<PhaseResult> latency = RunLatency(s, s.latency_rate, servers);
+        progress.Clear();
+        if (!latency.ok()) return with_broker(latency.status());
+        emit(*latency);
+        checks.push_back(fmt::format("{}: latency: {}", what, latency->check));
+      }
+    }
+    if (created && o.topic.empty() && broker == nullptr) {
+      // A name the bench made up on someone else's broker: leave nothing behind.
+      Status st = admin->DeleteTopic(s.topic, kAdminTimeout);
+      if (!st.ok()) fmt::print(stderr, "sluice bench kafka: {}\n", st.ToString());
+    }
   }
   if (!o.json) {
     fmt::print("\n");
     for (const std::string& c : checks) fmt::print("  {}\n", c);
-  }
-  if (created && o.topic.empty() && broker == nullptr) {
-    // A name the bench made up on someone else's broker: leave nothing behind.
-    Status st = admin->DeleteTopic(s.topic, kAdminTimeout);
-    if (!st.ok()) fmt::print(stderr, "sluice bench kafka: {}\n", st.ToString());
+    if (!compared.empty()) fmt::print("\n  same run, compared:\n");
+    for (const std::string& c : compared) fmt::print("    {}\n", c);
   }
   return Status::OK();
 }
@@ -321,11 +429,15 @@ Status RunTls(const KafkaBenchOptions& o) {
     fmt::print("\n  TLS beside plaintext, same broker, same run:\n");
     for (const PhaseResult& t : tls) {
       for (const PhaseResult& p : plain) {
-        if (p.phase != t.phase || p.records_per_s() <= 0) continue;
-        fmt::print(
-            "    {:<10} {:.2f}x the records/s{}\n", t.phase, t.records_per_s() / p.records_per_s(),
-            t.p50_ms && p.p50_ms ? fmt::format(", p50 {:.2f} ms vs {:.2f} ms", *t.p50_ms, *p.p50_ms)
-                                 : "");
+        if (p.phase != t.phase || p.acks != t.acks || p.partitions != t.partitions ||
+            p.records_per_s() <= 0) {
+          continue;
+        }
+        fmt::print("    {:<10} {} partitions, acks={}: {:.2f}x the records/s{}\n", t.phase,
+                   t.partitions, t.acks, t.records_per_s() / p.records_per_s(),
+                   t.p50_ms && p.p50_ms
+                       ? fmt::format(", p50 {:.2f} ms vs {:.2f} ms", *t.p50_ms, *p.p50_ms)
+                       : "");
       }
     }
     fmt::print("  broker: stopped by SIGTERM, exit status 0\n");
@@ -344,7 +456,15 @@ Status Run(const KafkaBenchOptions& o) {
     }
     return RunTls(o);
   }
-  if (o.cluster > 0) return RunClusterBench(o);
+  if (o.cluster > 0) {
+    if (o.partitions_list.size() != 1) {
+      return InvalidArgumentError("--cluster runs one partition count, not {}",
+                                  JoinedPartitions(o.partitions_list));
+    }
+    KafkaBenchOptions c = o;
+    c.partitions = o.partitions_list.front();
+    return RunClusterBench(c);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   if (!o.bootstrap.empty()) return RunPhases(o, o.bootstrap, work->path(), nullptr);
   ASSIGN_OR_RETURN(
@@ -362,6 +482,9 @@ Status Demo(const KafkaBenchOptions& options) {
   KafkaBenchOptions o = options;
   o.quick = true;
   if (o.topic.empty()) o.topic = "demo";
+  o.acks_list = {"all"};  // what clients send unless told otherwise
+  o.partitions_list = {o.partitions_list.front()};
+  o.partitions = o.partitions_list.front();
   RETURN_IF_ERROR(Validate(o));
   ASSIGN_OR_RETURN(std::unique_ptr<WorkDir> work, WorkDir::Create(o.data_dir, "kafka"));
   std::string data = work->path() + "/data";
@@ -377,8 +500,9 @@ Status Demo(const KafkaBenchOptions& options) {
              broker->address(), broker->pid());
   o.bootstrap = broker->address();
   fmt::print(
-      "[2/4] $ sluice bench kafka --bootstrap {} --quick --topic {}\n"
-      "      creates topic '{}' ({} partitions), produces {} records of {} B, consumes "
+      "[2/4] $ sluice bench kafka --bootstrap {} --quick --topic {} --acks all\n"
+      "      creates topic '{}' ({} partitions), produces {} records of {} B with acks=all, "
+      "consumes "
       "them back and checks every one,\n      then holds {} records/s for 1 s to "
       "measure produce latency\n\n",
       o.bootstrap, o.topic, o.topic, o.partitions,

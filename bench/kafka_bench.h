@@ -25,10 +25,18 @@ struct KafkaBenchOptions {
   // Created with `partitions` when missing. Empty: sluice-bench-<pid>-<time>, created and
   // deleted again by the bench.
   std::string topic;
-  int partitions = 16;
-  int64_t records = 0;    // produce phase; 0: 1,000,000 (100,000 with quick)
+  // --partitions N...: the phases run on a topic of each count in turn (a named --topic
+  // gets "-p<N>" appended when there are several), each JSON line saying which; the later
+  // counts' lines compare with the first's (vs_first_partitions).
+  std::vector<int> partitions_list = {16};
+  int partitions = 16;    // the count running now (set from partitions_list)
+  int64_t records = 0;    // produce phase; 0: 5,000,000 (100,000 with quick)
   int record_size = 256;  // value bytes; keys are null
-  std::string acks = "1";
+  // --acks A...: the produce and latency phases run with each in turn ("1" before "all",
+  // so acks=all's lines compare with acks=1's: vs_acks_1); the consume phase once per
+  // topic, after the first produce.
+  std::vector<std::string> acks_list = {"1", "all"};
+  std::string acks = "1";  // the value running now (set from acks_list)
   std::string compression = "none";
   // Records/s the latency phase holds; 0: 100,000 (20,000 with --cluster, where three
   // brokers and the client share the cores and every record is written three times).

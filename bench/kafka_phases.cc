@@ -744,13 +744,9 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
   s.bootstrap = bootstrap;
   s.security = security;
   s.partitions = o.partitions;
-  // The transaction phases run 5 M so that produce_txn spans tens of commits; --cluster
-  // too, so that its produce phases (and the single broker's beside them) last seconds,
-  // not the 0.3-1.5 s whose ratio was noise.
-  s.records = o.records > 0                     ? o.records
-              : o.quick                         ? 100'000
-              : o.transactions || o.cluster > 0 ? 5'000'000
-                                                : 1'000'000;
+  // 5 M, so that a produce phase lasts seconds, not the 0.3-1.5 s whose ratios (acks=all
+  // to acks=1, cluster to single broker) were noise, and produce_txn spans tens of commits.
+  s.records = o.records > 0 ? o.records : o.quick ? 100'000 : 5'000'000;
   s.record_size = o.record_size;
   s.latency_rate = o.latency_rate > 0 ? o.latency_rate : o.cluster > 0 ? 20'000 : 100'000;
   s.latency_records =
@@ -819,8 +815,27 @@ Result<Settings> MakeSettings(const KafkaBenchOptions& o, const std::string& boo
 }
 
 Status Validate(const KafkaBenchOptions& o) {
-  if (o.partitions < 1 || o.partitions > 100'000) {
-    return InvalidArgumentError("--partitions must be in [1, 100000], not {}", o.partitions);
+  if (o.partitions_list.empty() || o.acks_list.empty()) {
+    return InvalidArgumentError("--partitions and --acks need at least one value");
+  }
+  for (size_t i = 0; i < o.partitions_list.size(); ++i) {
+    const int n = o.partitions_list[i];
+    if (n < 1 || n > 100'000) {
+      return InvalidArgumentError("--partitions must be in [1, 100000], not {}", n);
+    }
+    if (std::find(o.partitions_list.begin(), o.partitions_list.begin() + i, n) !=
+        o.partitions_list.begin() + i) {
+      return InvalidArgumentError("--partitions names {} twice", n);
+    }
+  }
+  for (size_t i = 0; i < o.acks_list.size(); ++i) {
+    const std::string& a = o.acks_list[i];
+    if (a != "0" && a != "1" && a != "all" && a != "-1") {
+      return InvalidArgumentError("--acks must be 0, 1 or all (-1), not '{}'", a);
+    }
+    if (std::find(o.acks_list.begin(), o.acks_list.begin() + i, a) != o.acks_list.begin() + i) {
+      return InvalidArgumentError("--acks names {} twice", a);
+    }
   }
   if (o.records < 0) return InvalidArgumentError("--records must be positive, not {}", o.records);
   if (o.record_size < 1 || o.record_size > 900'000) {
@@ -836,9 +851,11 @@ Status Validate(const KafkaBenchOptions& o) {
     return InvalidArgumentError("--iperf-seconds must be in [1, 600], not {}", o.iperf_seconds);
   }
   // Property errors now, not after the broker started and iperf3 ran.
-  kc::Config producer = {{"acks", o.acks}, {"compression.codec", o.compression}};
-  RETURN_IF_ERROR(ParseConfigList(o.producer_config, "--producer-config", &producer));
-  RETURN_IF_ERROR(kc::CheckConfig(producer));
+  for (const std::string& acks : o.acks_list) {
+    kc::Config producer = {{"acks", acks}, {"compression.codec", o.compression}};
+    RETURN_IF_ERROR(ParseConfigList(o.producer_config, "--producer-config", &producer));
+    RETURN_IF_ERROR(kc::CheckConfig(producer));
+  }
   kc::Config consumer;
   RETURN_IF_ERROR(ParseConfigList(o.consumer_config, "--consumer-config", &consumer));
   return kc::CheckConfig(consumer);
@@ -849,9 +866,9 @@ std::string Ms(const std::optional<double>& v) {
 }
 
 void PrintColumns() {
-  fmt::print("{:<18} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8}\n", "phase",
+  fmt::print("{:<18} {:>11} {:>8} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>10} {:>8}\n", "phase",
              "records/s", "MB/s", "p50 ms", "p99 ms", "p99.9 ms", "loop MB/s", "% loop", "cpu s",
-             "seconds");
+             "broker s/M", "seconds");
   std::fflush(stdout);
 }
 
@@ -863,9 +880,16 @@ void PrintRow(const PhaseResult& r, const Loopback& loopback) {
   auto secs = [](double v) { return v >= 0 ? fmt::format("{:.2f}", v) : std::string("-"); };
   std::string cpu =
       fmt::format("{} / {} / {}", secs(r.client_cpu), secs(r.broker_cpu), secs(r.other_cpu));
-  fmt::print("{:<18} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>8.2f}\n", r.phase,
+  const double per_million = r.broker_cpu_per_million();
+  // Produce and latency rows name their acks (consume reads what the first produce wrote).
+  const std::string phase =
+      r.acks.empty() || r.phase == "consume" || r.phase.starts_with("produce_")
+          ? r.phase
+          : fmt::format("{} acks={}", r.phase, r.acks);
+  fmt::print("{:<18} {:>11} {:>8.1f} {:>7} {:>7} {:>8} {:>9} {:>7} {:>20} {:>10} {:>8.2f}\n", phase,
              Grouped(static_cast<uint64_t>(r.records_per_s() + 0.5)), r.mb_per_s(), Ms(r.p50_ms),
-             Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu, r.seconds);
+             Ms(r.p99_ms), Ms(r.p999_ms), loop, pct, cpu,
+             per_million >= 0 ? fmt::format("{:.3f}", per_million) : std::string("-"), r.seconds);
   std::fflush(stdout);
 }
 
@@ -903,6 +927,8 @@ Json PhaseJson(const PhaseResult& r, const Settings& s, const KafkaBenchOptions&
   j["loopback_note"] = loopback.note;
   j["client_cpu_seconds"] = Round(r.client_cpu, 3);
   j["broker_cpu_seconds"] = r.broker_cpu >= 0 ? Json(Round(r.broker_cpu, 3)) : Json(nullptr);
+  j["broker_cpu_s_per_million"] =
+      r.broker_cpu_per_million() >= 0 ? Json(Round(r.broker_cpu_per_million(), 4)) : Json(nullptr);
   if (!r.broker_cpu_each.empty()) {
     Json each = Json::array();
     for (double v : r.broker_cpu_each) each.push_back(Round(v, 3));

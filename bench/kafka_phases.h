@@ -102,6 +102,8 @@ struct Settings {
 
 struct PhaseResult {
   std::string phase;
+  std::string acks;    // the producer's (consume: the produce phase's that wrote it); "" unset
+  int partitions = 0;  // the topic's; 0 unset
   int64_t records = 0;
   int64_t bytes = 0;
   double seconds = 0;
@@ -125,6 +127,10 @@ struct PhaseResult {
   std::optional<double> commit_p50_ms, commit_max_ms;  // produce_txn: CommitTransaction
 
   double records_per_s() const { return seconds > 0 ? static_cast<double>(records) / seconds : 0; }
+  // The broker's CPU seconds per million records of the phase (-1: not measured).
+  double broker_cpu_per_million() const {
+    return broker_cpu >= 0 && records > 0 ? broker_cpu * 1e6 / static_cast<double>(records) : -1;
+  }
   double mb_per_s() const { return seconds > 0 ? static_cast<double>(bytes) / kMB / seconds : 0; }
 };
 

@@ -168,7 +168,8 @@ void Connection::ReadFrames() {
     frame_ = {};
     size_got_ = 0;
     frame_size_ = frame_got_ = 0;
-    in_request_ = true;
+    unanswered_.push_back({.id = next_id_++});
+    with_handler_ = true;
     UpdateInterest();
     if (closed()) return;
     handler_->OnRequest(shared_from_this(), std::move(frame));
@@ -198,11 +199,47 @@ Result<std::string> Connection::Principal() {
   return principal_;
 }
 
-void Connection::Send(Response response) {
+void Connection::Answer(RequestId id, Response response, bool close_after) {
   if (closed()) return;
   SLUICE_ASSERT(loop_->InLoopThread());
   auto self = shared_from_this();
-  SLUICE_ASSERT(in_request_ && out_.empty());
+  Unanswered* u = nullptr;
+  if (id == 0) {
+    SLUICE_ASSERT(with_handler_ && !unanswered_.empty());
+    with_handler_ = false;
+    u = &unanswered_.back();
+  } else {
+    for (Unanswered& x : unanswered_) {
+      if (x.id == id) u = &x;
+    }
+    SLUICE_ASSERT(u != nullptr && (u != &unanswered_.back() || !with_handler_));
+  }
+  SLUICE_ASSERT(!u->answered);
+  u->answered = true;
+  u->has_response = true;
+  u->close_after = close_after;
+  u->response = std::move(response);
+  WriteNext();
+  UpdateInterest();
+  MaybeReadBuffered();
+}
+
+void Connection::WriteNext() {
+  while (!closed() && !writing_ && !unanswered_.empty() && unanswered_.front().answered) {
+    Unanswered& u = unanswered_.front();
+    if (!u.has_response) {
+      unanswered_.pop_front();
+      EndRequest();
+      continue;
+    }
+    writing_ = true;
+    close_after_send_ = u.close_after;
+    StartResponse(std::move(u.response));
+  }
+}
+
+void Connection::StartResponse(Response response) {
+  SLUICE_ASSERT(out_.empty());
 
   uint64_t total = response.buffer.size();
   size_t pos = 0;
@@ -250,8 +287,23 @@ void Connection::Send(Response response) {
 void Connection::FinishRequest() {
   if (closed()) return;
   SLUICE_ASSERT(loop_->InLoopThread());
-  SLUICE_ASSERT(in_request_ && out_.empty());
-  EndRequest();
+  SLUICE_ASSERT(with_handler_ && !unanswered_.empty());
+  with_handler_ = false;
+  unanswered_.back().answered = true;  // without a response
+  auto self = shared_from_this();
+  WriteNext();
+  UpdateInterest();
+  MaybeReadBuffered();
+}
+
+RequestId Connection::Detach() {
+  if (closed()) return 0;
+  SLUICE_ASSERT(loop_->InLoopThread());
+  SLUICE_ASSERT(with_handler_ && !unanswered_.empty());
+  with_handler_ = false;
+  UpdateInterest();
+  MaybeReadBuffered();
+  return unanswered_.back().id;
 }
 
 namespace {
@@ -274,7 +326,6 @@ int64_t Connection::pending_throttle_ms() const {
 }
 
 void Connection::EndRequest() {
-  in_request_ = false;
   const int64_t throttle_ms = pending_throttle_ms();
   throttle_until_ms_ = 0;
   if (throttle_ms > 0) {
@@ -349,7 +400,10 @@ void Connection::FlushOutput() {
   response_ = {};
   copies_.clear();
   want_write_ = false;
+  writing_ = false;
+  unanswered_.pop_front();
   EndRequest();
+  WriteNext();
 }
 
 void Connection::UpdateInterest() {
@@ -376,6 +430,7 @@ void Connection::Close() {
   out_.clear();
   response_ = {};
   copies_.clear();
+  unanswered_.clear();
   if (on_close_) {
     CloseCallback cb = std::move(on_close_);
     on_close_ = nullptr;

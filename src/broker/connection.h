@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,8 +29,10 @@ class Connection;
 // Serves the requests of every connection. OnRequest runs on the connection's loop with
 // one whole frame (without its 4-byte size). Exactly one of conn->Send() or
 // conn->FinishRequest() must follow, on that loop, now or later (from a posted task or a
-// timer); until then the connection reads nothing more. Keep `conn` (a shared_ptr) to
-// answer later: once the connection is closed those calls do nothing.
+// timer); until then the connection reads nothing more, unless the handler lets the next
+// request in with conn->Detach() (a produce whose appends are queued) and answers this one
+// later with Send(response, id). Keep `conn` (a shared_ptr) to answer later: once the
+// connection is closed those calls do nothing.
 class RequestHandler {
  public:
   virtual ~RequestHandler() = default;
@@ -70,15 +73,21 @@ struct Response {
   std::vector<storage::FileSlice> files;
 };
 
+// A request read from a connection, by arrival (Connection::Detach).
+using RequestId = uint64_t;
+
 // Lifecycle: made by make_shared on its loop's thread, then Start(); lives while its
 // owner (the Server's shard) or a handler holds it. Close() (idempotent) unregisters and
 // closes the socket and calls `on_close`, so the owner can drop it. Every method runs on
 // the loop's thread.
 //
 // One request at a time, as Kafka mutes a channel: after a frame is handed to the
-// handler the socket is not read until the response has been written in full (or
-// FinishRequest() is called), so responses stay in order, a client cannot queue
-// unbounded work, and a client that does not read its responses stops being read.
+// handler the socket is not read until the handler answers it (Send or FinishRequest),
+// so a client cannot queue unbounded work. A handler may let the next request in before
+// it answers (Detach: a produce whose appends are queued waits for their acks, as Redpanda
+// pipelines them), up to kMaxPipelined requests unanswered; responses go out in the order
+// of the requests whatever order they are ready in, and a client that does not read its
+// responses (the socket is full) stops being read.
 //
 // Memory: an idle connection holds its fd and a few hundred bytes, no buffers. A frame's
 // buffer grows as its bytes arrive, by kReadChunk at most per read (vector growth may
@@ -90,6 +99,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   // Bytes read ahead of a frame's arrived bytes per recv.
   static constexpr size_t kReadChunk = 64 * 1024;
+  // Requests read and not yet answered, at most (the Java producer's default in flight).
+  static constexpr size_t kMaxPipelined = 5;
 
   // Takes `fd`: a connected, non-blocking socket.
   Connection(EventLoop* loop, int fd, ConnectionOptions options, RequestHandler* handler,
@@ -101,17 +112,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Registers with the loop and starts reading.
   Status Start();
 
-  // Answers the current request. Writes at once as far as the socket takes, the rest
-  // when it becomes writable. Splices must be in buffer order and fit their slices.
-  void Send(Response response);
+  // Answers the request with the handler now (`id` 0) or detached request `id`. Written
+  // once the requests before it are answered, at once as far as the socket takes, the
+  // rest when it becomes writable. Splices must be in buffer order and fit their slices.
+  void Send(Response response, RequestId id = 0) { Answer(id, std::move(response), false); }
   // Ends the current request without a response (acks=0 produce).
   void FinishRequest();
+  // The request with the handler lets the next one be read before it is answered; returns
+  // its id for Send. 0 when the connection is closed.
+  RequestId Detach();
   // Like Send, then closes the connection once the response is written (a failed SASL
   // authentication: the client must see why before the connection goes).
-  void SendAndClose(Response response) {
-    close_after_send_ = true;
-    Send(std::move(response));
-  }
+  void SendAndClose(Response response) { Answer(0, std::move(response), /*close_after=*/true); }
 
   // Whatever the handler keeps per connection (its SASL progress); created and used only
   // on the loop's thread, destroyed with the connection.
@@ -146,8 +158,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   const std::string& listener() const { return options_.listener; }
   bool sasl_listener() const { return options_.sasl; }
   const net::Transport& transport() const { return *transport_; }
-  // A request is with the handler or its response is being written.
-  bool busy() const { return in_request_ && !closed(); }
+  // A request is with the handler or not yet answered, or a response is being written.
+  bool busy() const { return !unanswered_.empty() && !closed(); }
   EventLoop* loop() const { return loop_; }
 
  private:
@@ -160,6 +172,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   };
 
   void HandleEvents(uint32_t events);
+  // Send and SendAndClose.
+  void Answer(RequestId id, Response response, bool close_after);
   void ReadFrames();
   // Reads again from a posted task when the transport holds input the socket will not
   // announce (0019 decision 5).
@@ -168,10 +182,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool ReadOk(const net::IoResult& r);
   void FlushOutput();
   void UpdateInterest();
-  // The request is done (its response written): reading resumes, after a throttle if one
-  // was asked for.
+  // Starts writing the oldest unanswered request's response when it is ready (dropping
+  // the requests before it that end without one).
+  void WriteNext();
+  // Sets up out_ for `response`.
+  void StartResponse(Response response);
+  // A request is done (its response written, or finished without one): after a throttle
+  // if one was asked for, reading resumes.
   void EndRequest();
-  bool paused() const { return in_request_ || throttled_; }
+  bool paused() const {
+    return with_handler_ || throttled_ || want_write_ || close_after_send_ ||
+           unanswered_.size() >= kMaxPipelined;
+  }
 
   EventLoop* const loop_;
   int fd_;
@@ -189,12 +211,24 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t frame_size_ = 0;
   size_t frame_got_ = 0;
   std::vector<uint8_t> frame_;
-  bool in_request_ = false;  // a frame is with the handler or its response is being written
-  bool throttled_ = false;   // over a quota: not reading until its timer
+  // Requests read and not yet answered in full, oldest first: the response once the
+  // handler gave it (or none, finished without one).
+  struct Unanswered {
+    RequestId id = 0;
+    bool answered = false;
+    bool has_response = false;
+    bool close_after = false;  // SendAndClose
+    Response response;
+  };
+  std::deque<Unanswered> unanswered_;
+  RequestId next_id_ = 1;
+  bool with_handler_ = false;  // the newest request is with the handler, not detached
+  bool writing_ = false;       // out_ holds the oldest request's response
+  bool throttled_ = false;     // over a quota: not reading until its timer
   // Steady-clock ms until which nothing is read after the current request (0: none).
   int64_t throttle_until_ms_ = 0;
 
-  // Output: one response.
+  // Output: one response, the oldest unanswered request's.
   uint8_t out_size_[4] = {};
   Response response_;                         // owns the memory pieces point into
   std::vector<std::vector<uint8_t>> copies_;  // slices of files without an fd, read in

@@ -87,13 +87,17 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
                   "(default: a new directory under $TMPDIR or /tmp)");
   cmd->add_option("--topic", o->topic,
                   "topic to use, created if missing (default: a new sluice-bench-* topic)");
-  cmd->add_option("--partitions", o->partitions, "partitions of a topic the bench creates")
-      ->capture_default_str();
+  cmd->add_option("--partitions", o->partitions_list,
+                  "partitions of the topic the bench creates; several (16 1000): the phases on "
+                  "a topic of each count in turn (default 16)")
+      ->delimiter(',');
   cmd->add_option("--records", o->records,
-                  "records in the produce phase (default 1000000, 5000000 with --transactions; "
-                  "100000 with --quick)");
+                  "records in the produce phase (default 5000000; 100000 with --quick)");
   cmd->add_option("--record-size", o->record_size, "value bytes per record")->capture_default_str();
-  cmd->add_option("--acks", o->acks, "producer acks: 0, 1, all")->capture_default_str();
+  cmd->add_option("--acks", o->acks_list,
+                  "producer acks, one or more of 0, 1, all: produce and latency with each in "
+                  "turn (default 1 all)")
+      ->delimiter(',');
   cmd->add_option("--compression", o->compression, "none, gzip, snappy, lz4, zstd")
       ->capture_default_str();
   cmd->add_option("--latency-rate", o->latency_rate,

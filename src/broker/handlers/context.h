@@ -89,29 +89,30 @@ inline std::string QuotaUser(Connection& conn) {
 
 template <typename Body>
 void SendBody(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
-              const Body& body) {
+              const Body& body, RequestId id = 0) {
   Response resp;
   kafka::Writer w(&resp.buffer);
   kafka::EncodeResponseHeader(w, static_cast<kafka::ApiKey>(h.api_key), h.api_version,
                               h.correlation_id);
   body.Encode(w, h.api_version);
-  conn->Send(std::move(resp));
+  conn->Send(std::move(resp), id);
 }
 
-// Answers `h` on `conn` with `body` (the connection's loop). A connection over a quota
+// Answers `h` on `conn` with `body` (the connection's loop): the request with the handler
+// now, or the detached request `id`. A connection over a quota
 // (Connection::ThrottleAfterResponse) tells the client how long in throttle_time_ms.
 template <typename Body>
-void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h,
-           const Body& body) {
+void Reply(const std::shared_ptr<Connection>& conn, const kafka::RequestHeader& h, const Body& body,
+           RequestId id = 0) {
   if constexpr (requires { body.throttle_time_ms; }) {
     const int64_t throttle = conn->pending_throttle_ms();
     if (throttle > 0 && body.throttle_time_ms < throttle) {
       Body throttled = body;
       throttled.throttle_time_ms = static_cast<int32_t>(throttle);
-      return SendBody(conn, h, throttled);
+      return SendBody(conn, h, throttled, id);
     }
   }
-  SendBody(conn, h, body);
+  SendBody(conn, h, body, id);
 }
 
 // Runs a change to a cluster-wide store (`fn`, returning one Status, or one result with a

@@ -343,6 +343,46 @@ TEST(ServerTest, PipelinedFramesAreAnsweredInOrderOneAtATime) {
   server->Stop();
 }
 
+TEST(ServerTest, DetachedRequestsAreAnsweredInOrderWhateverOrderTheyFinishIn) {
+  // Frames starting with 'd' are detached at once and answered 5 ms later, the newest
+  // first; others are answered at once, their responses waiting behind the detached ones
+  // before them. The connection reads on meanwhile, up to kMaxPipelined unanswered.
+  std::vector<std::pair<RequestId, Bytes>> held;
+  size_t most_held = 0;
+  FnHandler handler([&](const std::shared_ptr<Connection>& conn, Bytes frame) {
+    if (frame.empty() || frame[0] != 'd') return Echo(conn, std::move(frame));
+    RequestId id = conn->Detach();
+    EXPECT_NE(id, 0u);
+    held.push_back({id, std::move(frame)});
+    most_held = std::max(most_held, held.size());
+    if (held.size() > 1) return;
+    conn->loop()->RunAfter(5, [&held, conn] {
+      while (!held.empty()) {
+        auto [id, frame] = std::move(held.back());
+        held.pop_back();
+        conn->Send(Response{std::move(frame), {}, {}}, id);
+      }
+    });
+  });
+  auto server = StartServer(&handler, 1);
+  Client client(server->port());
+  std::vector<std::string> sent;
+  Bytes all;
+  for (int i = 0; i < 60; ++i) {
+    sent.push_back((i % 4 == 3 ? "plain " : "d ") + std::to_string(i));
+    Bytes f = Frame(ToBytes(sent.back()));
+    all.insert(all.end(), f.begin(), f.end());
+  }
+  ASSERT_TRUE(client.Send(all));
+  for (size_t i = 0; i < sent.size(); ++i) {
+    ASSERT_EQ(client.ReadFrame(), ToBytes(sent[i])) << "response " << i;
+  }
+  EXPECT_TRUE(client.SilentFor(20)) << "bytes after the last answer";
+  EXPECT_GT(most_held, 1u) << "the connection did not read past a detached request";
+  EXPECT_LE(most_held, Connection::kMaxPipelined);
+  server->Stop();
+}
+
 TEST(ServerTest, FrameSplitIntoOneByteWrites) {
   FnHandler handler(Echo);
   auto server = StartServer(&handler, 1);
