@@ -346,9 +346,10 @@ class PartitionLog {
   bool InCallback() const;
   // hint: a byte position where a batch starting at `offset` was found before (a read
   // hint), tried before the offset index.
+  // `written_next`: the offset after the segment's written batches.
   Result<ReadResult> ReadSegment(const Segment& seg, uint64_t written_size, uint64_t index_entries,
-                                 int64_t offset, uint64_t max_bytes, int64_t limit,
-                                 EmptyBatches empty, std::optional<uint64_t> hint);
+                                 int64_t written_next, int64_t offset, uint64_t max_bytes,
+                                 int64_t limit, EmptyBatches empty, std::optional<uint64_t> hint);
   void NoteReadHintLocked(const Segment* seg, int64_t offset, uint64_t pos);
   void RollLocked(int64_t base_offset);
   Chunk& PendingChunkLocked(const std::shared_ptr<Segment>& seg);

@@ -85,6 +85,30 @@ static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t
   return pos;
 }
 
+// Largest offset-index entry at a position <= max_pos; nullopt when there is none.
+// *entry_rel gets its relative offset.
+static Result<std::optional<uint64_t>> LookupIndexByPosition(File& index, uint64_t entries,
+                                                             uint64_t max_pos, int64_t* entry_rel) {
+  uint64_t lo = 0, hi = entries;  // search [lo, hi)
+  std::optional<uint64_t> pos;
+  uint8_t e[kOffsetEntrySize];
+  while (lo < hi) {
+    uint64_t mid = lo + (hi - lo) / 2;
+    ASSIGN_OR_RETURN(size_t n, index.ReadAt(mid * kOffsetEntrySize, e));
+    if (n != kOffsetEntrySize) {
+      return CorruptionError("{}: entry {} is past the end of the file", index.path(), mid);
+    }
+    if (LoadBE32(e + 4) <= max_pos) {
+      pos = LoadBE32(e + 4);
+      *entry_rel = static_cast<int32_t>(LoadBE32(e));
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return pos;
+}
+
 Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit,
                                       EmptyBatches empty) {
   for (;;) {  // once more from `offset` after a swap of cleaned segments raced the read
@@ -96,6 +120,7 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
     while (!raced) {
       std::shared_ptr<Segment> seg;
       uint64_t written_size, index_entries, gen, swap_gen;
+      int64_t written_next;  // the offset after the segment's written batches
       int64_t asked = from;
       int64_t next_base = -1;  // the following segment's base, when it starts before the end
       std::optional<uint64_t> hint;
@@ -134,6 +159,10 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
         }
         written_size = seg->written_size;
         index_entries = seg->written_index_entries;
+        written_next =
+            std::next(it) != segments_.end() && (*std::next(it))->base_offset <= written_end_
+                ? seg->next_offset
+                : std::min(written_end_, seg->next_offset);
         gen = layout_gen_;
         swap_gen = swap_gen_;
         for (const ReadHint& h : read_hints_) {
@@ -144,7 +173,8 @@ Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_
           }
         }
       }
-      auto r = ReadSegment(*seg, written_size, index_entries, asked, max_bytes, limit, empty, hint);
+      auto r = ReadSegment(*seg, written_size, index_entries, written_next, asked, max_bytes, limit,
+                           empty, hint);
       {
         // A swap of cleaned segments renamed files under the paths this read opened:
         // read again from the new segments (the swap is finished: it holds mu_).
@@ -179,9 +209,9 @@ void PartitionLog::NoteReadHintLocked(const Segment* seg, int64_t offset, uint64
 }
 
 Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t written_size,
-                                             uint64_t index_entries, int64_t offset,
-                                             uint64_t max_bytes, int64_t limit, EmptyBatches empty,
-                                             std::optional<uint64_t> hint) {
+                                             uint64_t index_entries, int64_t written_next,
+                                             int64_t offset, uint64_t max_bytes, int64_t limit,
+                                             EmptyBatches empty, std::optional<uint64_t> hint) {
   const Segment* seg = &seg_ref;
   ASSIGN_OR_RETURN(auto file, LogFile(*seg, OpenMode::kRead));
   uint64_t pos = 0;
@@ -198,7 +228,11 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
     if (p < block_pos || p + kBatchHeaderSize > block_pos + block_len) {
       // Small batches: a block holds many headers. Large ones: a block would copy mostly
       // records that the slice is about to send anyway, so only the header is read.
-      const uint64_t block = last_batch >= kHeaderBlock / 4 ? kBatchHeaderSize : kHeaderBlock;
+      // The first read of a ReadSegment takes 4 KiB: where the index takes the read's end
+      // (or the batches are large) little more is walked.
+      const uint64_t block = last_batch >= kHeaderBlock / 4 ? kBatchHeaderSize
+                             : block_len == 0               ? kHeaderBlock / 16
+                                                            : kHeaderBlock;
       size_t want = static_cast<size_t>(std::min<uint64_t>(block, written_size - p));
       ASSIGN_OR_RETURN(size_t n, file->ReadAt(p, std::span<uint8_t>(block_buf.data(), want)));
       block_pos = p;
@@ -279,6 +313,36 @@ Result<ReadResult> PartitionLog::ReadSegment(const Segment& seg_ref, uint64_t wr
   r.next_offset = first.next_offset();
   r.holds_records = first.records_count > 0;
   uint64_t end = pos + first.total_size();
+  // Small batches (a producer spreading over many partitions writes a few KB per batch):
+  // the slice's end comes from positions instead of every header in between, which would
+  // read (copy) all the bytes the slice is about to send from the file. Up to the written
+  // end when it is visible and within max_bytes; otherwise up to the last index entry
+  // within max_bytes, and the walk below goes on from there (index.interval.bytes at
+  // most). next_offset is then the base offset of the batch there, which after
+  // compaction may be past the last returned batch's end: nothing lies between.
+  // Short reads walk a block or two (a tail reader's, whose start the read hint found
+  // without the index, stays off the index entirely).
+  if (r.holds_records && first.total_size() < kHeaderBlock / 4 && max_bytes >= 2 * kHeaderBlock &&
+      limit >= written_next && end < written_size) {
+    const uint64_t want_end = max_bytes > written_size - pos ? written_size : pos + max_bytes;
+    if (want_end == written_size) {
+      end = written_size;
+      r.next_offset = written_next;
+    } else if (index_entries > 0) {
+      ASSIGN_OR_RETURN(auto index, files_->Get(seg->index_path, OpenMode::kRead));
+      int64_t rel = -1;
+      ASSIGN_OR_RETURN(std::optional<uint64_t> at,
+                       LookupIndexByPosition(*index, index_entries, want_end, &rel));
+      if (at.has_value() && *at > end) {
+        if (*at > written_size) {
+          return CorruptionError("{}: an index entry points at byte {}, past the end ({})",
+                                 seg->index_path, *at, written_size);
+        }
+        end = *at;
+        r.next_offset = seg->base_offset + rel;
+      }
+    }
+  }
   while (end < written_size) {
     ASSIGN_OR_RETURN(BatchHeader h, header_at(end));
     if (h.base_offset >= limit || end + h.total_size() - pos > max_bytes) break;

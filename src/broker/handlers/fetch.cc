@@ -97,6 +97,15 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
     std::vector<std::optional<storage::FileSlice>> slices;
     std::vector<char> holds_records;  // per target: its slice has a batch with records
     std::vector<char> elsewhere;      // per target: a cluster's partition, maybe not open here
+    // Bytes each owner shard has read so far, against its share of the response's
+    // max_bytes (by its number of targets): past it, its partitions still to read answer
+    // their offsets only (as Kafka's read with no limit left), instead of reading slices
+    // the budget below would drop (a consumer of 1,000 partitions asks each fetch for all
+    // of them, and one response holds about 100). A share per shard, not one counter: the
+    // home shard reads inline, first, and would take it all while its partitions have data.
+    std::vector<int> shard_of;  // per target
+    std::unique_ptr<std::atomic<uint64_t>[]> claimed;
+    std::vector<uint64_t> share;  // per shard
   };
   auto st = std::make_shared<State>();
   st->resp.session_id = 0;
@@ -162,6 +171,19 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
     st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
   }
   const uint64_t max_bytes = req->max_bytes > 0 ? static_cast<uint64_t>(req->max_bytes) : 0;
+  {
+    int shards = 1;
+    for (const Target& target : targets) shards = std::max(shards, target.shard + 1);
+    std::vector<uint64_t> count(static_cast<size_t>(shards), 0);
+    for (const Target& target : targets) {
+      st->shard_of.push_back(std::max(0, target.shard));
+      ++count[static_cast<size_t>(st->shard_of.back())];
+    }
+    st->claimed = std::make_unique<std::atomic<uint64_t>[]>(static_cast<size_t>(shards));
+    for (uint64_t c : count) {
+      st->share.push_back(targets.empty() ? 0 : (max_bytes / targets.size() + 1) * c);
+    }
+  }
   ctx.shards.VisitOwners(
       home, std::move(targets),
       [&ctx, st, req, wait, max_bytes, replica_id, replica_epoch](Partition* part, size_t i) {
@@ -258,9 +280,13 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         }
         // As much as this partition may give; the response's budget is applied on the
         // connection's shard, in request order.
-        const uint64_t limit = std::min<uint64_t>(
-            max_bytes, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
-        if (fp.fetch_offset < visible) {
+        std::atomic<uint64_t>& shard_claimed = st->claimed[st->shard_of[i]];
+        const uint64_t claimed = shard_claimed.load(std::memory_order_relaxed);
+        const uint64_t share = st->share[st->shard_of[i]];
+        const uint64_t limit =
+            std::min<uint64_t>(share > claimed ? share - claimed : 0,
+                               fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+        if (fp.fetch_offset < visible && (limit > 0 || claimed == 0)) {
           Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1),
                                                       visible, storage::EmptyBatches::kSkip);
           Result<std::vector<storage::AbortedTxn>> aborted = std::vector<storage::AbortedTxn>();
@@ -273,6 +299,7 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
                                  ? ErrorCode::kOffsetOutOfRange
                                  : ErrorCode::kKafkaStorageError;
           } else if (read->slice.size > 0) {
+            shard_claimed.fetch_add(read->slice.size, std::memory_order_relaxed);
             st->slices[i] = std::move(read->slice);
             st->holds_records[i] = read->holds_records;
             for (const storage::AbortedTxn& t : *aborted) {

@@ -173,6 +173,47 @@ TEST_F(LogTest, ReadStopsAtMaxBytesOnBatchBoundaries) {
   EXPECT_GE(r->slice.file->fd(), 0);  // usable with sendfile
 }
 
+TEST_F(LogTest, ReadsOfSmallBatchesTakeAsManyWholeBatchesAsFitAtAnyMaxBytes) {
+  // Small batches of varied sizes (the index entries, every 1024 bytes, fall at varied
+  // places): a read's end comes from the index, then the headers after the entry. The
+  // slice must be exactly the whole batches that fit, as a walk of every header says.
+  auto log = OpenLog();
+  std::vector<uint64_t> ends;  // end position of each batch
+  uint64_t total = 0;
+  for (int i = 0; i < 900; ++i) {
+    auto b = MakeBatch(1 + i % 3, 20 + (i * 37) % 300, 1000 + i, i);
+    AppendSync(*log, b);
+    total += b.size();
+    ends.push_back(total);
+  }
+  ASSERT_GT(total, 3u * 64 * 1024);  // reads past the two header blocks a walk would take
+  for (int64_t from : {0, 1, 40, 1000}) {
+    auto first = log->Read(from, 1);
+    ASSERT_TRUE(first.ok());
+    const uint64_t start = first->slice.position;
+    for (uint64_t max = 1; max < total - start + 300; max += max < 120'000 ? 9973 : 397) {
+      auto r = log->Read(from, max);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      // The reference: the first batch always, then each one that still fits.
+      uint64_t want_end = start + first->slice.size;
+      for (uint64_t e : ends) {
+        if (e > want_end && e - start <= max) want_end = e;
+      }
+      EXPECT_EQ(r->slice.position, start);
+      EXPECT_EQ(r->slice.size, want_end - start) << "from " << from << ", max_bytes " << max;
+      EXPECT_TRUE(r->holds_records);
+      // And the next read goes on from where this one ended.
+      if (want_end < total) {
+        auto next = log->Read(r->next_offset, 1);
+        ASSERT_TRUE(next.ok());
+        EXPECT_EQ(next->slice.position, want_end) << "from " << from << ", max_bytes " << max;
+      } else {
+        EXPECT_EQ(r->next_offset, log->written_end_offset());
+      }
+    }
+  }
+}
+
 TEST_F(LogTest, OnReadableFiresWhenWrittenDataBecomesReadable) {
   std::atomic<int> calls{0};
   opts_.on_readable = [&] { ++calls; };
