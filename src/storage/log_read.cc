@@ -60,53 +60,72 @@ uint64_t PartitionLog::sync_count() const {
   return sync_count_;
 }
 
-// Largest offset-index entry with relative offset <= rel, searched in the file; returns
-// its position, or 0 when there is none; *entry_rel gets its relative offset (-1: none).
-static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t rel,
-                                          int64_t* entry_rel) {
-  uint64_t lo = 0, hi = entries;  // search [lo, hi)
-  uint64_t pos = 0;
-  *entry_rel = -1;
+// The last offset-index entry (relative offset, position) for which `fits` holds, `fits`
+// being true for a prefix of the entries; nullopt when it holds for none. Probes of one
+// entry narrow the search to a range of kIndexTail entries, read with one pread (a
+// search per read of a partition, and a syscall is dear).
+template <typename Fits>
+static Result<std::optional<std::pair<int64_t, uint64_t>>> SearchIndex(File& index,
+                                                                       uint64_t entries,
+                                                                       Fits fits) {
+  constexpr uint64_t kIndexTail = 512;  // 4 KiB of entries
+  uint64_t lo = 0, hi = entries;        // the answer's successor is in [lo, hi]
+  std::optional<std::pair<int64_t, uint64_t>> found;
+  auto check = [&](const uint8_t* e) {
+    const int64_t rel = static_cast<int32_t>(LoadBE32(e));
+    const uint64_t pos = LoadBE32(e + 4);
+    if (!fits(rel, pos)) return false;
+    found = std::pair(rel, pos);
+    return true;
+  };
   uint8_t e[kOffsetEntrySize];
-  while (lo < hi) {
+  while (hi - lo > kIndexTail) {
     uint64_t mid = lo + (hi - lo) / 2;
     ASSIGN_OR_RETURN(size_t n, index.ReadAt(mid * kOffsetEntrySize, e));
     if (n != kOffsetEntrySize) {
       return CorruptionError("{}: entry {} is past the end of the file", index.path(), mid);
     }
-    if (static_cast<int32_t>(LoadBE32(e)) <= rel) {
-      pos = LoadBE32(e + 4);
-      *entry_rel = static_cast<int32_t>(LoadBE32(e));
+    if (check(e)) {
       lo = mid + 1;
     } else {
       hi = mid;
     }
   }
-  return pos;
+  if (lo < hi) {
+    static thread_local std::vector<uint8_t> tail(kIndexTail * kOffsetEntrySize);
+    const size_t want = static_cast<size_t>((hi - lo) * kOffsetEntrySize);
+    ASSIGN_OR_RETURN(size_t n,
+                     index.ReadAt(lo * kOffsetEntrySize, std::span<uint8_t>(tail.data(), want)));
+    if (n != want) {
+      return CorruptionError("{}: entries {} to {} are past the end of the file", index.path(), lo,
+                             hi);
+    }
+    for (size_t i = 0; i < want && check(tail.data() + i); i += kOffsetEntrySize) {
+    }
+  }
+  return found;
+}
+
+// Largest offset-index entry with relative offset <= rel, searched in the file; returns
+// its position, or 0 when there is none; *entry_rel gets its relative offset (-1: none).
+static Result<uint64_t> LookupOffsetIndex(File& index, uint64_t entries, int64_t rel,
+                                          int64_t* entry_rel) {
+  ASSIGN_OR_RETURN(auto found,
+                   SearchIndex(index, entries, [rel](int64_t r, uint64_t) { return r <= rel; }));
+  *entry_rel = found.has_value() ? found->first : -1;
+  return found.has_value() ? found->second : 0;
 }
 
 // Largest offset-index entry at a position <= max_pos; nullopt when there is none.
 // *entry_rel gets its relative offset.
 static Result<std::optional<uint64_t>> LookupIndexByPosition(File& index, uint64_t entries,
                                                              uint64_t max_pos, int64_t* entry_rel) {
-  uint64_t lo = 0, hi = entries;  // search [lo, hi)
-  std::optional<uint64_t> pos;
-  uint8_t e[kOffsetEntrySize];
-  while (lo < hi) {
-    uint64_t mid = lo + (hi - lo) / 2;
-    ASSIGN_OR_RETURN(size_t n, index.ReadAt(mid * kOffsetEntrySize, e));
-    if (n != kOffsetEntrySize) {
-      return CorruptionError("{}: entry {} is past the end of the file", index.path(), mid);
-    }
-    if (LoadBE32(e + 4) <= max_pos) {
-      pos = LoadBE32(e + 4);
-      *entry_rel = static_cast<int32_t>(LoadBE32(e));
-      lo = mid + 1;
-    } else {
-      hi = mid;
-    }
-  }
-  return pos;
+  ASSIGN_OR_RETURN(auto found, SearchIndex(index, entries, [max_pos](int64_t, uint64_t pos) {
+                     return pos <= max_pos;
+                   }));
+  if (!found.has_value()) return std::optional<uint64_t>();
+  *entry_rel = found->first;
+  return std::optional<uint64_t>(found->second);
 }
 
 Result<ReadResult> PartitionLog::Read(int64_t offset, uint64_t max_bytes, int64_t limit,

@@ -177,6 +177,9 @@ TEST_F(LogTest, ReadsOfSmallBatchesTakeAsManyWholeBatchesAsFitAtAnyMaxBytes) {
   // Small batches of varied sizes (the index entries, every 1024 bytes, fall at varied
   // places): a read's end comes from the index, then the headers after the entry. The
   // slice must be exactly the whole batches that fit, as a walk of every header says.
+  // An entry every 256 bytes: over a thousand, so the index search probes before it
+  // reads the last 512 entries whole.
+  opts_.index_interval_bytes = 256;
   auto log = OpenLog();
   std::vector<uint64_t> ends;  // end position of each batch
   uint64_t total = 0;
