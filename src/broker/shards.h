@@ -18,11 +18,23 @@
 
 namespace sluice::broker {
 
+// The order of a shard's partitions: by partition number, then by topic name (shortest
+// first), so that a lookup among many partitions of one topic compares numbers and the
+// name once, not the whole name at every level (a 1,000-partition fetch looks up each).
+// Nothing iterates them in name order.
+struct PartitionKeyLess {
+  bool operator()(const PartitionKey& a, const PartitionKey& b) const {
+    if (a.second != b.second) return a.second < b.second;
+    if (a.first.size() != b.first.size()) return a.first.size() < b.first.size();
+    return a.first < b.first;
+  }
+};
+
 // What a shard's thread owns.
 struct Shard {
   EventLoop* loop = nullptr;  // null until Attach
   int index = 0;
-  std::map<PartitionKey, std::unique_ptr<Partition>> partitions;
+  std::map<PartitionKey, std::unique_ptr<Partition>, PartitionKeyLess> partitions;
   // Its copy of the published snapshot and the version it is of.
   std::shared_ptr<const MetadataSnapshot> metadata;
   uint64_t metadata_version = 0;
