@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "auth/scram.h"
 #include "base/base64.h"
 #include "base/logging.h"
+#include "base/metrics.h"
 #include "broker/cluster_controller.h"
 #include "broker/cluster_controller_roles.h"
 #include "broker/cluster_identity.h"
@@ -510,6 +513,25 @@ void Broker::Drain() {
 
 namespace {
 
+// sluice_kafka_requests_total{api}: every decoded request, by API (what a consumer of many
+// partitions costs is first a question of how many fetches it sends). Each counter is
+// made on its API's first request.
+void CountRequest(int16_t api_key) {
+  constexpr int kKeys = 128;
+  static std::array<std::atomic<Counter*>, kKeys> counters{};
+  if (api_key < 0 || api_key >= kKeys) return;
+  std::atomic<Counter*>& slot = counters[static_cast<size_t>(api_key)];
+  Counter* c = slot.load(std::memory_order_acquire);
+  if (c == nullptr) {
+    // Racing threads get the same counter from the registry.
+    c = &MetricsRegistry::Global().GetCounter(
+        "sluice_kafka_requests_total", "Kafka requests received, by API",
+        {{"api", std::string(kafka::ApiName(static_cast<ApiKey>(api_key)))}});
+    slot.store(c, std::memory_order_release);
+  }
+  c->Inc();
+}
+
 enum class QuotaExemption { kNone, kRequestTime, kAll };
 
 // What client quotas leave alone, as Kafka does: the brokers' own requests (a follower's
@@ -548,6 +570,7 @@ void Broker::OnRequest(const std::shared_ptr<Connection>& conn, std::vector<uint
   switch (out.problem) {
     case kafka::RequestProblem::kNone: {
       const kafka::RequestHeader& h = out.request->header;
+      CountRequest(h.api_key);
       if (!handlers::SaslAdmits(ctx, conn, static_cast<ApiKey>(h.api_key))) return;
       handlers::Handler handler = handlers::HandlerFor(h.api_key);
       if (handler == nullptr) {

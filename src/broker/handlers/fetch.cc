@@ -25,6 +25,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/metrics.h"
 #include "broker/handlers/handlers.h"
 
 namespace sluice::broker::handlers {
@@ -328,6 +329,15 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
             files.push_back(std::move(slice));
           }
         }
+        // What fetches ask and answer: partitions named, bytes of records sent.
+        static Counter& partitions = MetricsRegistry::Global().GetCounter(
+            "sluice_kafka_fetch_partitions_total",
+            "Partitions named by Fetch requests (each look of a waiting fetch counts again)");
+        static Counter& bytes = MetricsRegistry::Global().GetCounter(
+            "sluice_kafka_fetch_bytes_total",
+            "Bytes of record batches in Fetch answers (each look of a waiting fetch counts again)");
+        partitions.Inc(st->outs.size());
+        bytes.Inc(total);
         done(st->resp, files, record_bytes);
       });
 }

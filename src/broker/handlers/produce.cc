@@ -75,9 +75,15 @@ struct PendingProduce {
   // cache, and pipelining it cost the client more, smaller requests (0.9x its rate). The
   // owners run later posts after these appends, so the next request's batches come after
   // this one's.
+  //
+  // Not in a cluster yet: there an acks=all waits for the followers, and with pipelined
+  // requests a producer's batches met a leader change differently (an idempotent producer
+  // in cluster_rdkafka_clients_test stopped being acknowledged after a leader's kill and
+  // restart, twice in full -j2 runs; never alone). Until that is understood, a cluster's
+  // connections answer one request at a time.
   static void Appended(const std::shared_ptr<PendingProduce>& p) {
     NoteRefusals(*p);
-    if (p->acks_all) p->request = p->conn->Detach();
+    if (p->acks_all && !p->cluster) p->request = p->conn->Detach();
   }
   static void NoteRefusals(PendingProduce& p);
 };
