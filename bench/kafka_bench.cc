@@ -136,9 +136,9 @@ struct References {
 
 // What a comparison says, for the lines under the table.
 std::string Compared(const PhaseResult& r, double ratio, std::string_view against) {
-  return r.p99_ms
-             ? fmt::format("{} p99 {:.2f} ms, {:.2f}x {}'s", r.phase, *r.p99_ms, ratio, against)
-             : fmt::format("{} {:.2f}x the records/s of {}", r.phase, ratio, against);
+  return r.p99_ms ? fmt::format("{} p99 {:.2f} ms, {:.2f}x that of {}", r.phase, *r.p99_ms, ratio,
+                                against)
+                  : fmt::format("{} {:.2f}x the records/s of {}", r.phase, ratio, against);
 }
 
 // The phases against `bootstrap`; `broker` is the own broker or null. `security`: the
