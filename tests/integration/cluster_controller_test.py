@@ -130,7 +130,10 @@ class ClusterBroker:
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        if os.environ.get("SLUICE_KEEP_TMP"):
+            print(f"kept broker {self.node}'s files in {self.tmp}")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
 
 
 def led_epochs(broker, topic, run=None):

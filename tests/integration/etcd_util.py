@@ -354,4 +354,7 @@ def main_with_etcd(name, run, prefix, missing=None):
         return 1
     finally:
         etcd.close()
-        shutil.rmtree(tmp, ignore_errors=True)
+        if os.environ.get("SLUICE_KEEP_TMP"):
+            print(f"kept the test's files in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -140,6 +140,10 @@ def run(sluice, etcd, tmp):
         check(late[1]["id"] not in ids + [first, same[0]], f"broker 2 alone gives a new id: {late}")
         for b in brokers[1:]:
             check(b.stop() == 0, f"broker {b.node} stops cleanly")
+    except Exception:
+        for b in brokers:
+            print(b.logs(80))
+        raise
     finally:
         for b in brokers:
             if b.proc is not None:

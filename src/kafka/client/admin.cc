@@ -195,26 +195,43 @@ Result<std::string> Admin::TopicConfig(std::string_view topic, std::string_view 
 Result<Watermarks> Admin::QueryWatermarks(std::string_view topic, int32_t partition,
                                           std::chrono::milliseconds timeout) {
   std::string name(topic);
-  Watermarks w;
-  RETURN_IF_ERROR(detail::ErrorStatus(
-      rd_kafka_query_watermark_offsets(rk_.get(), name.c_str(), partition, &w.low, &w.high,
-                                       static_cast<int>(timeout.count())),
-      fmt::format("watermarks of {} [{}]", topic, partition)));
-  return w;
+  const std::string what = fmt::format("watermarks of {} [{}]", topic, partition);
+  auto query = [&](std::chrono::milliseconds t) -> Result<Watermarks> {
+    const auto end = std::chrono::steady_clock::now() + t;
+    Watermarks w;
+    ASSIGN_OR_RETURN(
+        w.low, detail::ListOffset(rk_.get(), name, partition, RD_KAFKA_OFFSET_BEGINNING, t, what));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        end - std::chrono::steady_clock::now());
+    ASSIGN_OR_RETURN(w.high,
+                     detail::ListOffset(rk_.get(), name, partition, RD_KAFKA_OFFSET_END,
+                                        std::max(left, std::chrono::milliseconds(1)), what));
+    return w;
+  };
+  // librdkafka sends ListOffsets to the leader its metadata cache names; a handle that
+  // subscribes to nothing refreshes that cache only every
+  // topic.metadata.refresh.interval.ms (5 minutes), so a leader that went away (a broker of
+  // a cluster stopped) would fail every query for minutes: a first try gets a short part
+  // of the time, then the topic's metadata is asked for (which updates the cache) and the
+  // query tried again with the rest.
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  Result<Watermarks> first = query(std::min(timeout, kLeaderTry));
+  if (first.ok()) return first;
+  auto left = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 std::chrono::steady_clock::now());
+  };
+  if (left().count() <= 0) return first;
+  if (!PartitionCount(topic, left()).ok() || left().count() <= 0) return first;
+  return query(left());
 }
 
 Result<int64_t> Admin::OffsetForTime(std::string_view topic, int32_t partition,
                                      int64_t timestamp_ms, std::chrono::milliseconds timeout) {
-  std::string name(topic);
-  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(list, name.c_str(), partition)->offset = timestamp_ms;
-  rd_kafka_resp_err_t err =
-      rd_kafka_offsets_for_times(rk_.get(), list, static_cast<int>(timeout.count()));
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
-  int64_t offset = list->elems[0].offset;
-  rd_kafka_topic_partition_list_destroy(list);
-  RETURN_IF_ERROR(detail::ErrorStatus(
-      err, fmt::format("offset of {} [{}] at time {}", topic, partition, timestamp_ms)));
+  ASSIGN_OR_RETURN(int64_t offset, detail::ListOffset(rk_.get(), std::string(topic), partition,
+                                                      timestamp_ms, timeout,
+                                                      fmt::format("offset of {} [{}] at time {}",
+                                                                  topic, partition, timestamp_ms)));
   if (offset < 0) {
     // No record at or after the time: where the next one will go.
     ASSIGN_OR_RETURN(Watermarks w, QueryWatermarks(topic, partition, timeout));

@@ -48,7 +48,9 @@ class Admin {
   };
   Result<std::vector<TopicInfo>> ListTopics(std::chrono::milliseconds timeout);
 
-  // From ListOffsets (earliest and latest).
+  // From ListOffsets (earliest and latest). A try that fails within kLeaderTry refreshes
+  // the topic's leaders and tries again with the rest of `timeout`.
+  static constexpr std::chrono::milliseconds kLeaderTry{2000};
   Result<Watermarks> QueryWatermarks(std::string_view topic, int32_t partition,
                                      std::chrono::milliseconds timeout);
 

@@ -439,13 +439,8 @@ Status Consumer::CommitAsync(const std::vector<TopicPartition>& offsets) {
 
 Result<int64_t> Consumer::QueryHighWatermark(const std::string& topic, int32_t partition,
                                              std::chrono::milliseconds timeout) {
-  int64_t low = -1;
-  int64_t high = -1;
-  RETURN_IF_ERROR(detail::ErrorStatus(
-      rd_kafka_query_watermark_offsets(rk_.get(), topic.c_str(), partition, &low, &high,
-                                       static_cast<int>(timeout.count())),
-      fmt::format("watermarks of {} [{}]", topic, partition)));
-  return high;
+  return detail::ListOffset(rk_.get(), topic, partition, RD_KAFKA_OFFSET_END, timeout,
+                            fmt::format("watermarks of {} [{}]", topic, partition));
 }
 
 Status Consumer::last_error() const {

@@ -119,6 +119,17 @@ Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::strin
   return Status(CodeOf(err), fmt::format("{}: {} ({})", context, text, rd_kafka_err2name(err)));
 }
 
+Result<int64_t> ListOffset(rd_kafka_t* rk, const std::string& topic, int32_t partition,
+                           int64_t spec, std::chrono::milliseconds timeout, std::string_view what) {
+  PartitionListPtr list(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_list_add(list.get(), topic.c_str(), partition)->offset = spec;
+  rd_kafka_resp_err_t err =
+      rd_kafka_offsets_for_times(rk, list.get(), static_cast<int>(timeout.count()));
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+  RETURN_IF_ERROR(ErrorStatus(err, what));
+  return list->elems[0].offset;
+}
+
 }  // namespace detail
 
 std::string LibraryVersion() { return rd_kafka_version_str(); }

@@ -72,4 +72,14 @@ StatusCode CodeOf(rd_kafka_resp_err_t err);
 // empty, replaces librdkafka's generic text (brokers often send a better one).
 Status ErrorStatus(rd_kafka_resp_err_t err, std::string_view context, std::string_view detail = {});
 
+// ListOffsets of one partition: `spec` is a timestamp or RD_KAFKA_OFFSET_END (the high
+// watermark, the last stable offset for a read_committed handle) or
+// RD_KAFKA_OFFSET_BEGINNING (the log start). Through rd_kafka_offsets_for_times, which
+// gives up at `timeout`: rd_kafka_query_watermark_offsets (librdkafka 2.0) retries a
+// request to a leader that went away for as long as that broker stays down, whatever its
+// timeout, and held the caller (a pipeline's runner, a registry write) forever. `what`
+// names the query in an error.
+Result<int64_t> ListOffset(rd_kafka_t* rk, const std::string& topic, int32_t partition,
+                           int64_t spec, std::chrono::milliseconds timeout, std::string_view what);
+
 }  // namespace sluice::kafka::client::detail

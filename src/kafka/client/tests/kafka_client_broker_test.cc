@@ -257,6 +257,29 @@ TEST_F(KafkaClientBrokerTest, QueryHighWatermarkAsksTheLeader) {
   EXPECT_FALSE((*consumer)->QueryHighWatermark("no-such-topic", 0, 2s).ok());
 }
 
+// librdkafka 2.0's rd_kafka_query_watermark_offsets retries a request to a leader that
+// went away for as long as it stays away, whatever its timeout: a pipeline's runner and a
+// registry write hung there after a broker of a cluster stopped. The queries give up.
+TEST_F(KafkaClientBrokerTest, WatermarkQueriesGiveUpWhenTheLeaderIsGone) {
+  auto admin = Admin::Create(Base());
+  ASSERT_TRUE(admin.ok()) << admin.status().ToString();
+  ASSERT_TRUE((*admin)->CreateTopic("gone", 1, 1, {}, 10s).ok());
+  auto consumer = Consumer::Create(Base());
+  ASSERT_TRUE(consumer.ok()) << consumer.status().ToString();
+  ASSERT_TRUE((*consumer)->Assign({{"gone", 0, kOffsetBeginning}}).ok());
+  // The leader known to both handles.
+  ASSERT_TRUE((*admin)->QueryWatermarks("gone", 0, 10s).ok());
+  ASSERT_TRUE((*consumer)->QueryHighWatermark("gone", 0, 10s).ok());
+  ASSERT_EQ(broker_->Stop(), 0);
+  broker_.reset();
+  Result<Watermarks> w = (*admin)->QueryWatermarks("gone", 0, 3s);
+  EXPECT_FALSE(w.ok());
+  EXPECT_THAT(w.status().message(), ::testing::HasSubstr("watermarks of gone [0]"));
+  Result<int64_t> high = (*consumer)->QueryHighWatermark("gone", 0, 1s);
+  EXPECT_FALSE(high.ok());
+  EXPECT_FALSE((*admin)->OffsetForTime("gone", 0, 0, 1s).ok());
+}
+
 TEST_F(KafkaClientBrokerTest, GroupMemberResumesFromCommittedOffsets) {
   auto admin = Admin::Create(Base());
   ASSERT_TRUE(admin.ok()) << admin.status().ToString();
