@@ -737,6 +737,18 @@ std::string TempDir() {
   return dir;
 }
 
+// TempDir's directory goes when the tests end.
+class RemoveTempDir : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::string dir = ::testing::TempDir() + "sluice_avro_" + std::to_string(getpid());
+    std::string cmd = "rm -rf " + ShellQuote(dir);
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kRemoveTempDir =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+
 TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
   if (!PythonHasAvro())
     GTEST_SKIP() << kPython << " cannot import avro (apt-get install python3-avro)";

@@ -21,6 +21,7 @@
 #include "lake/data_files.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
+#include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
 namespace {
@@ -37,15 +38,11 @@ int64_t NowMs() {
       .count();
 }
 
-std::string FreshDir(std::string_view name) {
-  std::string dir = fs::path(::testing::TempDir() + "/sluice_maintenance_" +
-                             std::to_string(getpid()) + "_" + std::string(name))
-                        .lexically_normal()
-                        .string();
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+constexpr std::string_view kScratch = "sluice_maintenance";
+[[maybe_unused]] ::testing::Environment* const kScratchDirs =
+    ::testing::AddGlobalTestEnvironment(new testing::ScratchDirs(std::string(kScratch)));
+
+std::string FreshDir(std::string_view name) { return testing::ScratchDirs::Fresh(kScratch, name); }
 
 void SetMtime(const std::string& path, int64_t ms) {
   struct timespec times[2];

@@ -161,6 +161,7 @@ std::string RunPython(const std::string& file) {
   size_t n;
   while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   EXPECT_EQ(p != nullptr ? pclose(p) : -1, 0) << cmd;
+  std::remove(script.c_str());
   return out;
 }
 
@@ -193,6 +194,8 @@ TEST(ManifestTest, PythonAvroReadsOurManifestAndList) {
   EXPECT_NE(got.find(R"("partitions.element": 508)"), std::string::npos) << got;
   EXPECT_NE(got.find(R"("parent-snapshot-id": "null")"), std::string::npos) << got;
   EXPECT_NE(got.find(R"("count": 303)"), std::string::npos) << got;
+  std::remove(manifest.c_str());
+  std::remove(list.c_str());
 }
 
 }  // namespace

@@ -11,17 +11,16 @@
 #include <vector>
 
 #include "lake/table_metadata.h"
+#include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake {
 namespace {
 
-std::string FreshDir(std::string_view name) {
-  std::string dir = ::testing::TempDir() + "/sluice_table_files_" + std::to_string(getpid()) + "_" +
-                    std::string(name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+constexpr std::string_view kScratch = "sluice_table_files";
+[[maybe_unused]] ::testing::Environment* const kScratchDirs =
+    ::testing::AddGlobalTestEnvironment(new testing::ScratchDirs(std::string(kScratch)));
+
+std::string FreshDir(std::string_view name) { return testing::ScratchDirs::Fresh(kScratch, name); }
 
 TEST(TableFilesTest, EmptyTableHasNoVersion) {
   TableFiles t(FreshDir("empty"));

@@ -9,16 +9,16 @@
 #include <set>
 #include <thread>
 
+#include "lake/tests/scratch_dirs.h"
+
 namespace sluice::lake {
 namespace {
 
-std::string FreshDir(std::string_view name) {
-  std::string dir =
-      ::testing::TempDir() + "/sluice_table_" + std::to_string(getpid()) + "_" + std::string(name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+constexpr std::string_view kScratch = "sluice_table";
+[[maybe_unused]] ::testing::Environment* const kScratchDirs =
+    ::testing::AddGlobalTestEnvironment(new testing::ScratchDirs(std::string(kScratch)));
+
+std::string FreshDir(std::string_view name) { return testing::ScratchDirs::Fresh(kScratch, name); }
 
 Schema TwoColumns() {
   Schema s;
