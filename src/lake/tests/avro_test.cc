@@ -13,6 +13,7 @@
 #include <string>
 
 #include "lake/avro_decoder.h"
+#include "lake/tests/scratch_dirs.h"
 
 namespace sluice::lake::avro {
 namespace {
@@ -730,24 +731,11 @@ std::string RunPython(const std::string& dir, const std::string& args) {
   return out;
 }
 
-std::string TempDir() {
-  std::string dir = ::testing::TempDir() + "sluice_avro_" + std::to_string(getpid());
-  std::string cmd = "mkdir -p " + ShellQuote(dir);
-  EXPECT_EQ(std::system(cmd.c_str()), 0);
-  return dir;
-}
+[[maybe_unused]] ::testing::Environment* const kScratchDirs =
+    ::testing::AddGlobalTestEnvironment(new ScratchDirs("sluice_avro"));
 
-// TempDir's directory goes when the tests end.
-class RemoveTempDir : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::string dir = ::testing::TempDir() + "sluice_avro_" + std::to_string(getpid());
-    std::string cmd = "rm -rf " + ShellQuote(dir);
-    EXPECT_EQ(std::system(cmd.c_str()), 0);
-  }
-};
-[[maybe_unused]] ::testing::Environment* const kRemoveTempDir =
-    ::testing::AddGlobalTestEnvironment(new RemoveTempDir);
+// An empty directory of this test program's, removed when the tests end.
+std::string TempDir() { return ScratchDirs::Fresh("sluice_avro", "interop"); }
 
 TEST(AvroInteropTest, PythonReadsOurManifestFiles) {
   if (!PythonHasAvro())

@@ -40,9 +40,9 @@ int64_t NowMs() {
 
 constexpr std::string_view kScratch = "sluice_maintenance";
 [[maybe_unused]] ::testing::Environment* const kScratchDirs =
-    ::testing::AddGlobalTestEnvironment(new testing::ScratchDirs(std::string(kScratch)));
+    ::testing::AddGlobalTestEnvironment(new ScratchDirs(std::string(kScratch)));
 
-std::string FreshDir(std::string_view name) { return testing::ScratchDirs::Fresh(kScratch, name); }
+std::string FreshDir(std::string_view name) { return ScratchDirs::Fresh(kScratch, name); }
 
 void SetMtime(const std::string& path, int64_t ms) {
   struct timespec times[2];

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace sluice::lake::testing {
+namespace sluice::lake {
 
 class ScratchDirs : public ::testing::Environment {
  public:
@@ -43,4 +43,4 @@ class ScratchDirs : public ::testing::Environment {
   std::string prefix_;
 };
 
-}  // namespace sluice::lake::testing
+}  // namespace sluice::lake

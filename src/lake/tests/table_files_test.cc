@@ -18,9 +18,9 @@ namespace {
 
 constexpr std::string_view kScratch = "sluice_table_files";
 [[maybe_unused]] ::testing::Environment* const kScratchDirs =
-    ::testing::AddGlobalTestEnvironment(new testing::ScratchDirs(std::string(kScratch)));
+    ::testing::AddGlobalTestEnvironment(new ScratchDirs(std::string(kScratch)));
 
-std::string FreshDir(std::string_view name) { return testing::ScratchDirs::Fresh(kScratch, name); }
+std::string FreshDir(std::string_view name) { return ScratchDirs::Fresh(kScratch, name); }
 
 TEST(TableFilesTest, EmptyTableHasNoVersion) {
   TableFiles t(FreshDir("empty"));
