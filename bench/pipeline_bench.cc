@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <libpq-fe.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 
 #include "base/clock.h"
 #include "base/status.h"
+#include "base/strings.h"
 #include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
@@ -40,6 +42,7 @@
 #include "duck/database.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
+#include "sinks/testing/postgres_server.h"
 
 namespace sluice::bench {
 namespace {
@@ -422,6 +425,9 @@ struct Settings {
   bool window = false;   // --window: the windowed cells instead of the plain ones
   bool iceberg = false;  // --iceberg: passthrough into an Iceberg table and a noop sink
   int64_t iceberg_commit_seconds = 5;
+  bool postgres = false;     // --sink postgres: passthrough into PostgreSQL and a noop sink
+  std::string postgres_dsn;  // of the bench's own server
+  int64_t postgres_commit_interval_ms = 0;
   std::vector<std::string> formats = {"json"};  // --format, json first
   // The format of the cells being run and, for avro and protobuf, the registry the
   // pipelines read the schema from and the id the events are framed with.
@@ -465,14 +471,28 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
         "--in-process runs the pipelines inside the bench's own broker: not with --bootstrap");
   }
   s.window = o.window;
-  s.iceberg = o.iceberg;
+  s.iceberg = o.iceberg || o.sink == "iceberg";
+  s.postgres = o.sink == "postgres";
+  s.postgres_commit_interval_ms = o.postgres_commit_interval_ms;
+  if (o.sink != "noop" && o.sink != "iceberg" && o.sink != "postgres") {
+    return InvalidArgumentError("--sink: '{}': noop, iceberg or postgres", o.sink);
+  }
+  if (s.postgres && o.iceberg) return InvalidArgumentError("--iceberg and --sink postgres: one");
   s.iceberg_commit_seconds = o.iceberg_commit_seconds;
-  if (o.iceberg && (o.iceberg_commit_seconds < 1 || !o.handlers.empty())) {
+  if (s.iceberg && (o.iceberg_commit_seconds < 1 || !o.handlers.empty())) {
     return InvalidArgumentError(
         "--iceberg runs StructuredBatch only (no --handlers) and needs "
         "--iceberg-commit-seconds of at least 1");
   }
-  if (o.iceberg) s.handlers = {"handlers.StructuredBatch"};
+  if (s.postgres && !o.handlers.empty()) {
+    return InvalidArgumentError("--sink postgres runs StructuredBatch only (no --handlers)");
+  }
+  if (s.postgres && (o.window || o.backlog || o.paced || o.in_process)) {
+    return InvalidArgumentError(
+        "--sink postgres runs its own cells: not with --window, --backlog, --paced or "
+        "--in-process");
+  }
+  if (s.iceberg || s.postgres) s.handlers = {"handlers.StructuredBatch"};
   if (o.window && o.backlog) {
     return InvalidArgumentError("--backlog checks the plain pipelines: run it without --window");
   }
@@ -505,9 +525,9 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
     }
     if (std::find(s.formats.begin(), s.formats.end(), f) == s.formats.end()) s.formats.push_back(f);
   }
-  if (s.formats.size() > 1 && (o.window || o.iceberg || o.backlog || o.paced)) {
+  if (s.formats.size() > 1 && (o.window || s.iceberg || s.postgres || o.backlog || o.paced)) {
     return InvalidArgumentError(
-        "--format runs the plain cells: not with --window, --iceberg, "
+        "--format runs the plain cells: not with --window, --iceberg, --sink postgres, "
         "--backlog or --paced");
   }
   s.run_id = fmt::format("{}-{}", ::getpid(), WallMillis());
@@ -686,13 +706,19 @@ std::string HandlerSql(const std::string& handler, bool window) {
 // --iceberg: every event through, as columns.
 constexpr std::string_view kPassthroughSql =
     "SELECT event, properties.city AS city, properties.amount AS amount, \"timestamp\" FROM events";
+// --sink postgres: the table of kPassthroughSql's rows.
+constexpr std::string_view kPostgresTable = "events";
+constexpr std::string_view kPostgresTableSql =
+    "CREATE TABLE events (event text, city text, amount double precision, "
+    "\"timestamp\" timestamptz)";
 
 // A pipeline file. With `window`, the handler's rows go into that window (noop sink for
 // what it emits) instead of a sink, and a non-empty `state_path` adds pipeline.state.
 std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t batch,
                          const std::string& topic, const std::string& group, int flush_seconds,
                          const WindowKind* window = nullptr, const std::string& state_path = "",
-                         const std::string& iceberg_warehouse = "") {
+                         const std::string& iceberg_warehouse = "",
+                         const std::string& postgres_dsn = "") {
   bool structured = handler == "handlers.StructuredBatch";
   std::string properties;
   if (!s.consumer_properties.empty()) {
@@ -714,8 +740,9 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
   }
   std::string out;
   if (structured) {
-    out += fmt::format("commands:\n  - name: events table\n    sql: {}\n\n",
-                       window != nullptr || s.iceberg ? kWindowStructuredTable : kStructuredTable);
+    out += fmt::format(
+        "commands:\n  - name: events table\n    sql: {}\n\n",
+        window != nullptr || s.iceberg || s.postgres ? kWindowStructuredTable : kStructuredTable);
   }
   std::string after_handler = "  sink:\n    type: noop\n";
   if (!iceberg_warehouse.empty()) {
@@ -724,6 +751,15 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
         "bench.events\n"
         "      warehouse: '{}'\n      commit_interval_seconds: {}\n",
         iceberg_warehouse, s.iceberg_commit_seconds);
+  }
+  if (!postgres_dsn.empty()) {
+    after_handler = fmt::format(
+        "  sink:\n    type: postgres\n    postgres:\n      dsn: '{}'\n      table: {}\n"
+        "      mode: append\n{}",
+        postgres_dsn, kPostgresTable,
+        s.postgres_commit_interval_ms > 0
+            ? fmt::format("      commit_interval_ms: {}\n", s.postgres_commit_interval_ms)
+            : std::string());
   }
   if (window != nullptr) {
     after_handler = fmt::format(
@@ -762,9 +798,9 @@ std::string PipelineYaml(const Settings& s, const std::string& handler, int64_t 
       batch, flush_seconds, s.bootstrap, group, topic, properties,
       s.in_process ? "      in_process: true\n" : "", handler,
       structured ? "    table: events\n" : "",
-      window != nullptr ? "|\n      " + HandlerSql(handler, true)
-      : s.iceberg       ? std::string(kPassthroughSql)
-                        : HandlerSql(handler, false),
+      window != nullptr         ? "|\n      " + HandlerSql(handler, true)
+      : s.iceberg || s.postgres ? std::string(kPassthroughSql)
+                                : HandlerSql(handler, false),
       after_handler);
   return out;
 }
@@ -782,6 +818,8 @@ Result<std::unique_ptr<Child>> StartPipeline(const Settings& s, const std::strin
 
 struct Counts {
   double in = 0;
+  double rows_out = 0;   // written to the sink and flushed
+  double committed = 0;  // the offsets committed to the group, summed over partitions
   double errors = 0;
   double flushes = 0;  // sink flushes; with a window, those of window.sink: emissions
 };
@@ -790,6 +828,8 @@ Result<Counts> Scrape(const Child& pipeline) {
   ASSIGN_OR_RETURN(std::string text, HttpGet(pipeline.port(), "/metrics"));
   Counts c;
   c.in = MetricSum(text, "sluice_pipeline_messages_in_total");
+  c.rows_out = MetricSum(text, "sluice_pipeline_rows_out_total");
+  c.committed = MetricSum(text, "sluice_pipeline_committed_offset");
   c.errors = MetricSum(text, "sluice_pipeline_errors_total");
   c.flushes = MetricSum(text, "sluice_pipeline_sink_flush_seconds_count");
   return c;
@@ -812,6 +852,12 @@ struct RunResult {
   double commit_max_s = 0;
   double table_mib = -1;
   double table_files = 0;
+  // --sink postgres: the mean batch (decode, handler, sink write and flush) and the mean
+  // sink flush (its commit) while consuming; the same rows through a plain COPY FROM a
+  // file, after the run.
+  double batch_mean_s = 0;
+  double flush_mean_s = 0;
+  double copy_rows_per_s = 0;
 };
 
 // Bytes of a file, 0 when missing.
@@ -825,11 +871,12 @@ int64_t FileBytes(const std::string& path) {
 // scrape that shows messages in to the first that shows all `n`, sampling RssAnon every
 // second; then VmHWM, and SIGTERM (exit status 0 required). With `window`, the handler's
 // rows go into that window; `state` puts its state in <work_dir>/<name>.duckdb, removed
-// when the run ends (each run starts without state).
+// when the run ends (each run starts without state). `iceberg` and `postgres` pass every
+// event through into that sink (`postgres`: timed until all `n` rows are committed there).
 Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int64_t batch,
                               const std::string& topic, int64_t n, const std::string& name,
                               Child* broker, Progress* progress, const WindowKind* window = nullptr,
-                              bool state = false, bool iceberg = false) {
+                              bool state = false, bool iceberg = false, bool postgres = false) {
   std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
   std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
   struct RemoveState {
@@ -848,8 +895,8 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       if (!path.empty()) fs::remove_all(path, ec);
     }
   } remove_warehouse{warehouse};
-  const std::string yaml =
-      PipelineYaml(s, handler, batch, topic, group, 1, window, state_path, warehouse);
+  const std::string yaml = PipelineYaml(s, handler, batch, topic, group, 1, window, state_path,
+                                        warehouse, postgres ? s.postgres_dsn : std::string());
   std::unique_ptr<Child> p;
   std::vector<std::string> plain_args;  // --in-process: the broker's own, to restart it
   if (!s.in_process) {
@@ -920,7 +967,9 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       last_in = c->in;
       last_change_ns = now;
     }
-    if (c->in >= static_cast<double>(n)) {
+    // Into PostgreSQL: until every row is committed there, which the group's committed
+    // offsets say (the topic's one partition holds the `n` events, offsets 0 to n-1).
+    if ((postgres ? c->committed : c->in) >= static_cast<double>(n)) {
       end_ns = now;
       last_flushes = c->flushes;
       break;
@@ -960,6 +1009,16 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
       double sum = MetricSum(*text, "sluice_pipeline_sink_commit_seconds_sum");
       r.commit_mean_s = r.commits > 0 ? sum / r.commits : 0;
       r.commit_max_s = MetricSum(*text, "sluice_pipeline_sink_commit_max_seconds");
+    }
+  }
+  if (postgres) {
+    if (Result<std::string> text = HttpGet(p->port(), "/metrics"); text.ok()) {
+      auto mean = [&](std::string_view name) {
+        double count = MetricSum(*text, fmt::format("{}_count", name));
+        return count > 0 ? MetricSum(*text, fmt::format("{}_sum", name)) / count : 0.0;
+      };
+      r.batch_mean_s = mean("sluice_pipeline_batch_seconds");
+      r.flush_mean_s = mean("sluice_pipeline_sink_flush_seconds");
     }
   }
   Status stopped = p->Stop();
@@ -1091,6 +1150,11 @@ void PrintHeader(const Context& ctx, const Settings& s) {
         "sluice bench pipeline --iceberg: {} events, {} run(s) per cell (median), into an Iceberg "
         "table beside a noop sink\n",
         Grouped(static_cast<uint64_t>(s.messages)), s.runs);
+  } else if (s.postgres) {
+    fmt::print(
+        "sluice bench pipeline --sink postgres: {} events, {} run(s) per cell (median), into a "
+        "PostgreSQL table beside a noop sink and a plain COPY FROM a file of the same rows\n",
+        Grouped(static_cast<uint64_t>(s.messages)), s.runs);
   } else if (s.window) {
     fmt::print(
         "sluice bench pipeline --window: {} events, {} run(s) per cell (median), windows "
@@ -1128,6 +1192,10 @@ void PrintHeader(const Context& ctx, const Settings& s) {
         "            (InferredMemBatch: CAST(\"timestamp\" AS TIMESTAMPTZ)); StructuredBatch "
         "table: {}\n",
         kWindowStructuredTable);
+  } else if (s.iceberg || s.postgres) {
+    fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
+               kPassthroughSql);
+    fmt::print("            StructuredBatch table: {}\n", kWindowStructuredTable);
   } else {
     fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
                fmt::format(fmt::runtime(kHandlerSql), "<table>"));
@@ -1163,8 +1231,13 @@ void PrintHeader(const Context& ctx, const Settings& s) {
   }
   fmt::print(
       "  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
-      "showing all\n",
-      kScrapeEvery.count());
+      "showing all{}\n",
+      kScrapeEvery.count(), s.postgres ? " rows out (committed in PostgreSQL)" : "");
+  if (s.iceberg || s.postgres) {
+    fmt::print("  peak RSS  the pipeline's VmHWM when all are in; median of the runs per cell\n");
+    std::fflush(stdout);
+    return;
+  }
   fmt::print(
       "  peak RSS  the pipeline's VmHWM when all are in; working set: median of RssAnon sampled "
       "every second while consuming\n");
@@ -1487,12 +1560,185 @@ Status PacedChecks(const Settings& s, const PipelineBenchOptions& o, const Conte
 }
 
 // ---------------------------------------------------------------------------------------
+// --sink postgres.
+
+// postgresql.conf for the bench's server, after the test settings: a server sized for bulk
+// loads rather than the tests' smallest, the same for the sink and the reference.
+constexpr std::string_view kPostgresConf =
+    "shared_buffers = 128MB\nmax_wal_size = 4GB\nmax_connections = 20\n";
+
+using PgConn = std::unique_ptr<PGconn, decltype(&PQfinish)>;
+
+Result<PgConn> PgConnect(const std::string& dsn) {
+  PgConn c(PQconnectdb(dsn.c_str()), &PQfinish);
+  if (c == nullptr) return InternalError("PostgreSQL at {}: out of memory", dsn);
+  if (PQstatus(c.get()) != CONNECTION_OK) {
+    return InternalError("PostgreSQL at {}: {}", dsn, Trim(PQerrorMessage(c.get())));
+  }
+  return c;
+}
+
+// Runs `sql`: the rows it affected (PQcmdTuples) or, for a query, the first column of its
+// one row as a number.
+Result<int64_t> PgExec(PGconn* c, const std::string& sql) {
+  std::unique_ptr<PGresult, decltype(&PQclear)> r(PQexec(c, sql.c_str()), &PQclear);
+  const ExecStatusType st = r != nullptr ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    return InternalError("PostgreSQL: {}: {}", sql,
+                         Trim(r != nullptr ? PQresultErrorMessage(r.get()) : PQerrorMessage(c)));
+  }
+  const char* n = st == PGRES_TUPLES_OK && PQntuples(r.get()) == 1 ? PQgetvalue(r.get(), 0, 0)
+                                                                   : PQcmdTuples(r.get());
+  if (n == nullptr || *n == '\0') return 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(n, &end, 10);
+  if (*end != '\0') return InternalError("PostgreSQL: {}: '{}' is not a number", sql, n);
+  return static_cast<int64_t>(v);
+}
+
+std::string PgServerVersion(PGconn* c) {
+  const char* v = PQparameterStatus(c, "server_version");
+  return v != nullptr ? v : "(version unknown)";
+}
+
+// Empties the table and checkpoints, so that each run and each reference starts alike.
+Status PgReset(PGconn* c) {
+  RETURN_IF_ERROR(PgExec(c, fmt::format("TRUNCATE {}", kPostgresTable)).status());
+  return PgExec(c, "CHECKPOINT").status();
+}
+
+// The reference of a postgres run: the rows the run committed, written by the server to
+// `file` in COPY's text format (and counted: exactly the `n` events), the table emptied,
+// and the same file loaded back by a plain COPY FROM, timed. Rows per second; leaves the
+// table empty.
+Result<double> CopyFromFileRate(PGconn* c, const std::string& file, int64_t n) {
+  ASSIGN_OR_RETURN(int64_t rows, PgExec(c, fmt::format("COPY {} TO '{}'", kPostgresTable, file)));
+  if (rows != n) {
+    return InternalError("the postgres sink's table holds {} rows, not the {} events", rows, n);
+  }
+  RETURN_IF_ERROR(PgReset(c));
+  const int64_t started = MonotonicNanos();
+  ASSIGN_OR_RETURN(int64_t loaded,
+                   PgExec(c, fmt::format("COPY {} FROM '{}'", kPostgresTable, file)));
+  const double seconds = Seconds(started, MonotonicNanos());
+  std::error_code ec;
+  fs::remove(file, ec);
+  RETURN_IF_ERROR(PgReset(c));
+  if (loaded != n) return InternalError("COPY FROM loaded {} rows, not {}", loaded, n);
+  return seconds > 0 ? static_cast<double>(n) / seconds : 0;
+}
+
+// The postgres cells: per batch size, the passthrough pipeline into a noop sink, then into
+// the table of `pg`, each followed by its COPY FROM reference.
+Status PostgresCells(const Settings& s, const PipelineBenchOptions& o, const Context& ctx,
+                     Child* broker, Progress* progress, const sinks::testing::PostgresServer& pg) {
+  const std::string h = "handlers.StructuredBatch";
+  ASSIGN_OR_RETURN(PgConn conn, PgConnect(pg.dsn()));
+  RETURN_IF_ERROR(PgExec(conn.get(), std::string(kPostgresTableSql)).status());
+  const std::string file = pg.dir() + "/reference.copy";
+  if (!o.json) {
+    std::string settings(TrimRight(kPostgresConf));
+    for (size_t at; (at = settings.find('\n')) != std::string::npos;) {
+      settings.replace(at, 1, ", ");
+    }
+    fmt::print(
+        "  postgres  every event through (handler: {}) into a PostgreSQL {} table ({}; sink.type "
+        "postgres, mode append, {}) or a noop sink; msgs/s until every row is committed (the "
+        "group's committed offset); reference: the run's rows written to a "
+        "file by the server, then loaded back by `COPY events FROM 'file'` (text format), timed "
+        "alone; server settings: {}\n\n",
+        kPassthroughSql, PgServerVersion(conn.get()), kPostgresTableSql,
+        s.postgres_commit_interval_ms > 0
+            ? fmt::format("commit_interval_ms {}: the batches streamed into one COPY committed "
+                          "every {} ms",
+                          s.postgres_commit_interval_ms, s.postgres_commit_interval_ms)
+            : std::string("a COPY FROM STDIN and a commit per batch"),
+        settings);
+    fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9} {:>9} {:>9}\n", "sink", "batch",
+               "msgs/s", "vs noop", "COPY rows/s", "vs COPY", "peak MiB", "batch ms", "flush ms");
+  }
+  for (int64_t b : s.batch_sizes) {
+    double noop_rate = 0;
+    for (bool into_pg : {false, true}) {
+      std::vector<RunResult> runs;
+      for (int r = 0; r < s.runs; ++r) {
+        std::string name = fmt::format("{}-{}-run{}", into_pg ? "postgres" : "noop", b, r + 1);
+        if (into_pg) RETURN_IF_ERROR(PgReset(conn.get()));
+        Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, progress,
+                                            nullptr, false, false, into_pg);
+        if (!run.ok()) return run.status();
+        if (into_pg) {
+          progress->Show(fmt::format("reference: COPY FROM a file, after {} ...", name));
+          Result<double> rate = CopyFromFileRate(conn.get(), file, s.messages);
+          progress->Clear();
+          if (!rate.ok()) return rate.status();
+          run->copy_rows_per_s = *rate;
+        }
+        runs.push_back(*run);
+      }
+      auto med = [&](auto f) {
+        std::vector<double> v;
+        for (const RunResult& r : runs) v.push_back(f(r));
+        return Median(v);
+      };
+      const double rate = med([](const RunResult& r) { return r.msgs_per_s; });
+      if (!into_pg) noop_rate = rate;
+      const double vs_noop = noop_rate > 0 ? rate / noop_rate : 0;
+      const double copy = med([](const RunResult& r) { return r.copy_rows_per_s; });
+      const double vs_copy = into_pg && copy > 0 ? rate / copy : 0;
+      const double peak = med([](const RunResult& r) { return r.peak_rss_mib; });
+      const double batch_ms = 1000 * med([](const RunResult& r) { return r.batch_mean_s; });
+      const double flush_ms = 1000 * med([](const RunResult& r) { return r.flush_mean_s; });
+      if (o.json) {
+        Json j = Common(ctx, s);
+        j["sink"] = into_pg ? "postgres" : "noop";
+        j["batch_size"] = b;
+        j["msgs_per_s"] = Round(rate, 0);
+        j["vs_noop"] = Round(vs_noop, 3);
+        j["peak_rss_mib"] = Round(peak, 1);
+        if (into_pg) {
+          j["commit_interval_ms"] = s.postgres_commit_interval_ms;
+          j["copy_from_file_rows_per_s"] = Round(copy, 0);
+          j["vs_copy_from_file"] = Round(vs_copy, 3);
+          j["batch_mean_ms"] = Round(batch_ms, 2);
+          j["flush_mean_ms"] = Round(flush_ms, 2);
+        }
+        fmt::print("{}\n", j.dump());
+      } else {
+        auto only_pg = [&](std::string text) { return into_pg ? text : std::string("-"); };
+        fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9.1f} {:>9} {:>9}\n",
+                   into_pg ? "postgres" : "noop", b, Grouped(static_cast<uint64_t>(rate)),
+                   fmt::format("{:.2f}", vs_noop), only_pg(Grouped(static_cast<uint64_t>(copy))),
+                   only_pg(fmt::format("{:.2f}", vs_copy)), peak,
+                   only_pg(fmt::format("{:.2f}", batch_ms)),
+                   only_pg(fmt::format("{:.2f}", flush_ms)));
+      }
+      std::fflush(stdout);
+    }
+  }
+  if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());
+  return Status::OK();
+}
+
+// ---------------------------------------------------------------------------------------
 
 Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
               const std::string& work_dir, Child* broker, bool* checks_failed,
               const std::string& registry_url) {
   ASSIGN_OR_RETURN(Settings s, MakeSettings(o, bootstrap, work_dir));
   s.registry_url = registry_url;
+  // --sink postgres: the server first (initdb takes seconds), stopped when the cells end.
+  std::optional<sinks::testing::PostgresServer> pg;
+  if (s.postgres) {
+    if (std::string why = sinks::testing::PostgresServer::Unavailable(); !why.empty()) {
+      return FailedPreconditionError("--sink postgres: {}", why);
+    }
+    pg.emplace(std::string(kPostgresConf));
+    if (std::string why = pg->Start(); !why.empty()) {
+      return InternalError("--sink postgres: starting PostgreSQL: {}", why);
+    }
+    s.postgres_dsn = pg->dsn();
+  }
   Progress progress;
   Context ctx;
   ctx.machine = GetMachineInfo();
@@ -1515,6 +1761,8 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
   if (!produced.ok()) return with_broker(produced.status());
   ctx.produced = *produced;
   if (!o.json) PrintHeader(ctx, s);
+
+  if (s.postgres) return with_broker(PostgresCells(s, o, ctx, broker, &progress, *pg));
 
   // The reference first, per handler shape, while nothing else runs.
   std::map<std::pair<std::string, int64_t>, double> ceilings;

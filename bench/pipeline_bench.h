@@ -62,6 +62,14 @@ struct PipelineBenchOptions {
   // `iceberg_commit_seconds`; the commits' latency.
   bool iceberg = false;
   int64_t iceberg_commit_seconds = 5;
+  // --sink noop|iceberg|postgres: the plain cells into a noop sink (the default), the
+  // Iceberg cells (as --iceberg), or the postgres cells: StructuredBatch passing every event
+  // through to a table of a PostgreSQL server the bench starts (Debian's postgresql), beside
+  // the noop sink and, as the reference, a plain `COPY ... FROM` a file of the same rows
+  // run by that server after each run.
+  std::string sink = "noop";
+  // --sink postgres: the sink's commit_interval_ms (0: a commit per batch).
+  int64_t postgres_commit_interval_ms = 1000;
   // --format (docs/design/0022-schemas.md): the message formats to run the plain cells
   // with, "json", "avro", "protobuf"; json is always run first as the same-run reference of
   // the others (Avro and Protobuf payloads of the same fields in the Confluent framing, the

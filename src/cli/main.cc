@@ -198,6 +198,16 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
       ->excludes("--backlog")
       ->excludes("--window")
       ->excludes("--paced");
+  cmd->add_option("--sink", o->sink,
+                  "noop: the plain cells; iceberg: as --iceberg; postgres: every event through to "
+                  "a table of a PostgreSQL server the bench starts, beside a noop sink and a plain "
+                  "COPY FROM a file of the same rows (the reference), per batch size")
+      ->check(CLI::IsMember({"noop", "iceberg", "postgres"}))
+      ->capture_default_str();
+  cmd->add_option("--postgres-commit-interval-ms", o->postgres_commit_interval_ms,
+                  "--sink postgres: the sink's commit_interval_ms (0: a commit per batch)")
+      ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
+      ->capture_default_str();
   cmd->add_option("--iceberg-commit-seconds", o->iceberg_commit_seconds,
                   "the Iceberg sink's commit_interval_seconds")
       ->capture_default_str();

@@ -22,8 +22,17 @@ ColumnType ToColumnType(duckdb_type t) {
       return ColumnType::kInt32;
     case DUCKDB_TYPE_BIGINT:
       return ColumnType::kInt64;
+    case DUCKDB_TYPE_FLOAT:
+      return ColumnType::kFloat;
     case DUCKDB_TYPE_DOUBLE:
       return ColumnType::kDouble;
+    case DUCKDB_TYPE_DATE:
+      return ColumnType::kDate;
+    case DUCKDB_TYPE_TIMESTAMP:
+    case DUCKDB_TYPE_TIMESTAMP_TZ:
+      return ColumnType::kTimestamp;
+    case DUCKDB_TYPE_UUID:
+      return ColumnType::kUuid;
     case DUCKDB_TYPE_VARCHAR:
       return ColumnType::kVarchar;
     case DUCKDB_TYPE_BLOB:
@@ -609,9 +618,32 @@ int64_t ResultChunk::GetInt64(size_t col, size_t row) const {
   SLUICE_ASSERT((*types_)[col] == ColumnType::kInt64);
   return ColumnData<int64_t>(chunk_, col)[row];
 }
+float ResultChunk::GetFloat(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kFloat);
+  return ColumnData<float>(chunk_, col)[row];
+}
 double ResultChunk::GetDouble(size_t col, size_t row) const {
   SLUICE_ASSERT((*types_)[col] == ColumnType::kDouble);
   return ColumnData<double>(chunk_, col)[row];
+}
+int32_t ResultChunk::GetDate(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kDate);
+  return ColumnData<duckdb_date>(chunk_, col)[row].days;
+}
+int64_t ResultChunk::GetTimestamp(size_t col, size_t row) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kTimestamp);
+  return ColumnData<duckdb_timestamp>(chunk_, col)[row].micros;
+}
+void ResultChunk::GetUuid(size_t col, size_t row, uint8_t out[16]) const {
+  SLUICE_ASSERT((*types_)[col] == ColumnType::kUuid);
+  // Stored as a hugeint whose upper half has its top bit flipped (so that signed order is
+  // the text's order): flipped back, the halves are the bytes, most significant first.
+  const duckdb_hugeint& h = ColumnData<duckdb_hugeint>(chunk_, col)[row];
+  const uint64_t upper = static_cast<uint64_t>(h.upper) ^ (uint64_t{1} << 63);
+  for (int i = 0; i < 8; ++i) {
+    out[i] = static_cast<uint8_t>(upper >> (56 - 8 * i));
+    out[8 + i] = static_cast<uint8_t>(h.lower >> (56 - 8 * i));
+  }
 }
 std::string_view ResultChunk::GetString(size_t col, size_t row) const {
   SLUICE_ASSERT((*types_)[col] == ColumnType::kVarchar || (*types_)[col] == ColumnType::kBlob);

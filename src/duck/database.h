@@ -68,7 +68,21 @@ class Database {
 
 // The column types sluice reads directly from result chunks; every other type is kOther
 // (cast it in SQL, or read it with Connection::QueryText).
-enum class ColumnType { kBoolean, kInt32, kInt64, kDouble, kVarchar, kBlob, kOther };
+// kDate: DATE (days since 1970-01-01); kTimestamp: TIMESTAMP and TIMESTAMPTZ (microseconds
+// since 1970-01-01 UTC); both as DuckDB stores them, ±infinity as the extremes it uses.
+enum class ColumnType {
+  kBoolean,
+  kInt32,
+  kInt64,
+  kFloat,
+  kDouble,
+  kDate,
+  kTimestamp,
+  kUuid,
+  kVarchar,
+  kBlob,
+  kOther
+};
 
 // One chunk of a materialized result (up to 2048 rows): typed, zero-copy reads of its
 // columns. Valid while the QueryResult it came from lives.
@@ -80,7 +94,14 @@ class ResultChunk {
   bool GetBool(size_t col, size_t row) const;
   int32_t GetInt32(size_t col, size_t row) const;
   int64_t GetInt64(size_t col, size_t row) const;
+  float GetFloat(size_t col, size_t row) const;
   double GetDouble(size_t col, size_t row) const;
+  // DATE: days since 1970-01-01; ±infinity are ±INT32_MAX.
+  int32_t GetDate(size_t col, size_t row) const;
+  // TIMESTAMP / TIMESTAMPTZ: microseconds since 1970-01-01 UTC; ±infinity are ±INT64_MAX.
+  int64_t GetTimestamp(size_t col, size_t row) const;
+  // UUID: its 16 bytes in the order of its text form (RFC 4122), into `out`.
+  void GetUuid(size_t col, size_t row, uint8_t out[16]) const;
   std::string_view GetString(size_t col, size_t row) const;  // VARCHAR or BLOB
 
  private:

@@ -54,7 +54,12 @@ void CommitStrategy::CommitToSource(const std::vector<TopicPartition>& commit, C
     SLUICE_LOG(kLog, kWarn, "pipeline {}: commit failed (the next commit covers it): {}", pipeline_,
                st.message());
   } else {
-    for (const TopicPartition& tp : moved) sent_[{tp.topic, tp.partition}] = tp.offset;
+    for (const TopicPartition& tp : moved) {
+      sent_[{tp.topic, tp.partition}] = tp.offset;
+      if (counters_.committed_offset) {
+        counters_.committed_offset(tp.topic, tp.partition)->Set(static_cast<double>(tp.offset));
+      }
+    }
     counters_.commits->Inc();
     ++*counters_.commits_stat;
   }

@@ -36,6 +36,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,8 @@ struct CommitCounters {
   std::atomic<uint64_t>* commits_stat = nullptr;  // RunnerStats::commits
   Histogram* sink_commit_seconds = nullptr;       // a deferring sink's commits
   Gauge* sink_commit_max_seconds = nullptr;
+  // The gauge of a partition's offset last committed to the group (optional).
+  std::function<Gauge*(const std::string& topic, int32_t partition)> committed_offset;
 };
 
 class CommitStrategy {

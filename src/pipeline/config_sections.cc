@@ -341,7 +341,8 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
       break;
     }
     case SinkType::kPostgres: {
-      MapView p = Section(s, "postgres", {"dsn", "table", "mode", "key"}, why);
+      MapView p =
+          Section(s, "postgres", {"dsn", "table", "mode", "key", "commit_interval_ms"}, why);
       if (!p.present) break;
       out->postgres.dsn = String(p, "dsn", true).value_or("");
       if (auto table = String(p, "table", true)) {
@@ -367,6 +368,14 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
         Error(EntryLine(*p.Find("key"), p.line), Join(p.path, "key"),
               "is refused for mode append (every row is inserted); remove it or use mode: "
               "upsert");
+      }
+      if (auto v = Integer(p, "commit_interval_ms", 1, 3'600'000)) {
+        out->postgres.commit_interval_ms = *v;
+        if (mode == PostgresMode::kUpsert) {
+          Error(EntryLine(*p.Find("commit_interval_ms"), p.line),
+                Join(p.path, "commit_interval_ms"),
+                "is for mode append (an upsert merges each batch on its own); remove it");
+        }
       }
       break;
     }
@@ -557,6 +566,9 @@ void Walker::OnError(const MapView& pipeline, OnErrorConfig* out) {
         Error(EntryLine(*d, m.line), "pipeline.on_error.dlq",
               "type iceberg is not a dead-letter sink; use a kafka topic (dead letters are few and "
               "each one matters alone)");
+      } else if (dlq.type == SinkType::kPostgres && dlq.postgres.commit_interval_ms > 0) {
+        Error(EntryLine(*d, m.line), "pipeline.on_error.dlq.postgres.commit_interval_ms",
+              "is for pipeline.sink only: dead letters are committed with each batch");
       } else {
         out->dlq = std::move(dlq);
       }

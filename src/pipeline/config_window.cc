@@ -101,6 +101,10 @@ void Walker::Window(const MapView& pipeline, std::optional<WindowConfig>* out) {
             "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows to a "
             "kafka topic and append that topic to the table with a second pipeline");
     }
+    if (w.sink.type == SinkType::kPostgres && w.sink.postgres.commit_interval_ms > 0) {
+      Error(EntryLine(*s, m.line), Join(m.path, "sink.postgres.commit_interval_ms"),
+            "is for pipeline.sink only: closed windows are committed as they close");
+    }
   } else {
     Error(m.line, Join(m.path, "sink"), "is required but missing: where closed windows go");
   }
@@ -207,6 +211,11 @@ void Walker::Tables(const MapView& top, std::vector<TableConfig>* out) {
         }
         if (const Entry* s = m.Find("sink")) {
           Sink(s->value, Join(m.path, "sink"), EntryLine(*s, m.line), &table.sink);
+          if (table.sink.type == SinkType::kPostgres &&
+              table.sink.postgres.commit_interval_ms > 0) {
+            Error(EntryLine(*s, m.line), Join(m.path, "sink.postgres.commit_interval_ms"),
+                  "is for pipeline.sink only: closed windows are committed as they close");
+          }
           if (table.sink.type == SinkType::kIceberg) {
             Error(EntryLine(*s, m.line), Join(m.path, "sink"),
                   "type iceberg takes a pipeline's results (pipeline.sink) only; send the windows "

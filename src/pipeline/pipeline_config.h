@@ -169,6 +169,9 @@ struct PostgresSinkConfig {
   std::string table;
   PostgresMode mode = PostgresMode::kAppend;
   std::vector<std::string> key;
+  // commit_interval_ms (sluice's): 0 commits at every batch; N > 0 streams the batches of
+  // N ms into one COPY and transaction (mode append, pipeline.sink only; docs/sinks.md).
+  int64_t commit_interval_ms = 0;
 };
 
 // sink.iceberg (sqlflow's keys catalog_name and table_name, the rest sluice's; docs/sinks.md):

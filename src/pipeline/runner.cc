@@ -362,6 +362,13 @@ Result<std::unique_ptr<PipelineRunner>> PipelineRunner::Create(PipelineConfig co
   CommitCounters counters{impl.metrics.commits, &impl.metrics.errors(ErrorPhase::kCommit),
                           &r->stats_.commits, impl.metrics.commit_seconds,
                           impl.metrics.commit_max_seconds};
+  counters.committed_offset = [&m, name = c.name](const std::string& topic, int32_t partition) {
+    return &m.GetGauge(
+        "sluice_pipeline_committed_offset",
+        "The source offset last committed to the consumer group (the next "
+        "message to read), per partition: everything before it is in the sink",
+        {{"pipeline", name}, {"topic", topic}, {"partition", std::to_string(partition)}});
+  };
   if (writer) {
     impl.strategy = CommitStrategy::WriteBehind(c.name, counters, impl.window.get(),
                                                 std::move(writer), loaded.offsets);

@@ -96,6 +96,7 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
                    ? sinks::PostgresSinkOptions::Mode::kUpsert
                    : sinks::PostgresSinkOptions::Mode::kAppend;
       o.key = config.postgres.key;
+      o.commit_interval_ms = config.postgres.commit_interval_ms;
       ASSIGN_OR_RETURN(auto sink, sinks::PostgresSink::Create(std::move(o)));
       return std::unique_ptr<sinks::Sink>(std::move(sink));
     }

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <utility>
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "sinks/pg_copy_binary.h"
 
 namespace sluice::sinks {
 
@@ -114,9 +116,28 @@ struct PostgresSink::PgColumn {
     kPassThrough,  // a type sluice does not know (arrays, enums, domains): DuckDB's text,
                    // checked by Postgres (a value it refuses fails the whole Write)
   };
+  // How its values go in COPY's binary format (pg_copy_binary.h), read from DuckDB as the
+  // type the comment names; kNone: only in the text format (a batch with such a column is
+  // copied as text).
+  enum class Binary {
+    kNone,
+    kBool,       // BOOLEAN
+    kInt2,       // SMALLINT, read as INTEGER
+    kInt4,       // INTEGER
+    kInt8,       // BIGINT
+    kFloat4,     // FLOAT
+    kFloat8,     // DOUBLE
+    kDate,       // DATE
+    kTimestamp,  // TIMESTAMP or TIMESTAMPTZ
+    kUuid,       // UUID
+    kNumeric,    // DECIMAL(p,s), read as its text
+    kBytes,      // text, varchar, char(n), json: VARCHAR; bytea: BLOB
+    kJsonb,      // VARCHAR
+  };
   std::string name;
   std::string pg_type;  // format_type(): "character varying(10)", "numeric(10,2)"
   Kind kind = Kind::kPassThrough;
+  Binary binary = Binary::kNone;
   std::string duck_type;
   int64_t max_chars = -1;  // varchar(n) / char(n)
 };
@@ -126,6 +147,12 @@ void PostgresSink::ConnCloser::operator()(pg_conn* c) const { PQfinish(c); }
 Result<std::unique_ptr<PostgresSink>> PostgresSink::Create(PostgresSinkOptions options) {
   if (options.dsn.empty()) return InvalidArgumentError("postgres sink: dsn is empty");
   if (options.table.empty()) return InvalidArgumentError("postgres sink: table is empty");
+  if (options.commit_interval_ms < 0 ||
+      (options.commit_interval_ms > 0 && options.mode == PostgresSinkOptions::Mode::kUpsert)) {
+    return InvalidArgumentError(
+        "postgres sink (table {}): commit_interval_ms is for mode append, at least 0",
+        options.table);
+  }
   if (options.mode == PostgresSinkOptions::Mode::kUpsert && options.key.empty()) {
     return InvalidArgumentError("postgres sink (table {}): mode upsert needs key columns",
                                 options.table);
@@ -208,6 +235,7 @@ void PostgresSink::Disconnect(const Status& cause) {
   in_txn_ = false;
   pending_rows_ = 0;
   stage_ready_ = false;
+  copy_.open = false;
 }
 
 Status PostgresSink::Exec(const std::string& sql) {
@@ -299,6 +327,22 @@ Status PostgresSink::ReadColumns(std::vector<PgColumn>* out) {
     } else {
       c.kind = K::kPassThrough;
     }
+    // name and citext are left to the text format: name's binary input refuses what its
+    // text input truncates, and citext is an extension's.
+    using B = PgColumn::Binary;
+    static const std::map<std::string_view, B> kBinary = {
+        {"bool", B::kBool},    {"int2", B::kInt2},           {"int4", B::kInt4},
+        {"int8", B::kInt8},    {"float4", B::kFloat4},       {"float8", B::kFloat8},
+        {"date", B::kDate},    {"timestamp", B::kTimestamp}, {"timestamptz", B::kTimestamp},
+        {"uuid", B::kUuid},    {"text", B::kBytes},          {"varchar", B::kBytes},
+        {"bpchar", B::kBytes}, {"bytea", B::kBytes},         {"json", B::kBytes},
+        {"jsonb", B::kJsonb},
+    };
+    if (auto it = kBinary.find(typname); it != kBinary.end()) {
+      c.binary = it->second;
+    } else if (typname == "numeric" && c.kind == K::kCast) {
+      c.binary = B::kNumeric;  // DECIMAL(p,s); an unconstrained numeric keeps the text
+    }
     out->push_back(std::move(c));
   }
   return Status::OK();
@@ -347,11 +391,77 @@ Status PostgresSink::EnsureStage() {
   return Status::OK();
 }
 
-Status PostgresSink::Copy(const std::string& target, const std::vector<const PgColumn*>& columns,
-                          duck::QueryResult& rows, size_t line_col, size_t reason_col) {
+namespace {
+
+// One row of Write's query (the values from column 1 on) in COPY's binary format.
+void AppendBinaryRow(const duck::ResultChunk& c, size_t row,
+                     const std::vector<const PostgresSink::PgColumn*>& columns, std::string* out) {
+  using B = PostgresSink::PgColumn::Binary;
+  pgcopy::AppendFieldCount(out, static_cast<int16_t>(columns.size()));
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const size_t col = i + 1;
+    if (c.IsNull(col, row)) {
+      pgcopy::AppendNull(out);
+      continue;
+    }
+    switch (columns[i]->binary) {
+      case B::kBool:
+        pgcopy::AppendBool(out, c.GetBool(col, row));
+        break;
+      case B::kInt2:
+        pgcopy::AppendInt2(out, static_cast<int16_t>(c.GetInt32(col, row)));
+        break;
+      case B::kInt4:
+        pgcopy::AppendInt4(out, c.GetInt32(col, row));
+        break;
+      case B::kInt8:
+        pgcopy::AppendInt8(out, c.GetInt64(col, row));
+        break;
+      case B::kFloat4:
+        pgcopy::AppendFloat4(out, c.GetFloat(col, row));
+        break;
+      case B::kFloat8:
+        pgcopy::AppendFloat8(out, c.GetDouble(col, row));
+        break;
+      case B::kDate:
+        pgcopy::AppendDate(out, c.GetDate(col, row));
+        break;
+      case B::kTimestamp:
+        pgcopy::AppendTimestamp(out, c.GetTimestamp(col, row));
+        break;
+      case B::kUuid: {
+        uint8_t bytes[16];
+        c.GetUuid(col, row, bytes);
+        pgcopy::AppendUuid(out, bytes);
+        break;
+      }
+      case B::kNumeric:
+        // DuckDB prints a DECIMAL as plain digits; anything else would be a DuckDB change,
+        // which PostgreSQL's check of the value then reports.
+        if (!pgcopy::AppendNumeric(out, c.GetString(col, row))) {
+          pgcopy::AppendBytes(out, c.GetString(col, row));
+        }
+        break;
+      case B::kBytes:
+        pgcopy::AppendBytes(out, c.GetString(col, row));
+        break;
+      case B::kJsonb:
+        pgcopy::AppendJsonb(out, c.GetString(col, row));
+        break;
+      case B::kNone:
+        SLUICE_ASSERT(false);
+    }
+  }
+}
+
+}  // namespace
+
+Status PostgresSink::StartCopy(const std::string& target,
+                               const std::vector<const PgColumn*>& columns, bool binary) {
   std::vector<std::string> names;
   for (const PgColumn* c : columns) names.push_back(QuotePg(c->name));
-  const std::string sql = fmt::format("COPY {} ({}) FROM STDIN", target, fmt::join(names, ", "));
+  const std::string sql = fmt::format("COPY {} ({}) FROM STDIN{}", target, fmt::join(names, ", "),
+                                      binary ? " (FORMAT binary)" : "");
   ResultPtr r(PQexec(pg_.get(), sql.c_str()));
   if (r == nullptr || PQresultStatus(r.get()) != PGRES_COPY_IN) {
     std::string msg =
@@ -360,26 +470,58 @@ Status PostgresSink::Copy(const std::string& target, const std::vector<const PgC
     if (PQstatus(pg_.get()) == CONNECTION_BAD) Disconnect(st);
     return st;
   }
+  copy_.open = true;
+  copy_.binary = binary;
+  copy_.columns = std::move(names);
+  copy_.send_error = nullptr;
+  if (binary) {
+    std::string header;
+    pgcopy::AppendHeader(&header);
+    Send(header);
+  }
+  return Status::OK();
+}
+
+void PostgresSink::Send(std::string_view data) {
+  if (!data.empty() && copy_.send_error == nullptr &&
+      PQputCopyData(pg_.get(), data.data(), static_cast<int>(data.size())) != 1) {
+    copy_.send_error = "sending rows";
+  }
+}
+
+void PostgresSink::SendRows(const std::vector<const PgColumn*>& columns, duck::QueryResult& rows) {
+  constexpr size_t kReasonCol = 0;
+  constexpr size_t kLineCol = 1;  // text: the row's line; binary: its first value
   std::string buffer;
   constexpr size_t kChunk = 256 << 10;
-  const char* send_error = nullptr;
-  auto send = [&]() {
-    if (!buffer.empty() && send_error == nullptr &&
-        PQputCopyData(pg_.get(), buffer.data(), static_cast<int>(buffer.size())) != 1) {
-      send_error = "sending rows";
-    }
-    buffer.clear();
-  };
-  for (size_t i = 0; i < rows.chunk_count() && send_error == nullptr; ++i) {
+  for (size_t i = 0; i < rows.chunk_count() && copy_.send_error == nullptr; ++i) {
     duck::ResultChunk c = rows.chunk(i);
     for (size_t row = 0; row < c.size(); ++row) {
-      if (!c.IsNull(reason_col, row)) continue;
-      buffer.append(c.GetString(line_col, row));
-      buffer.push_back('\n');
-      if (buffer.size() >= kChunk) send();
+      if (!c.IsNull(kReasonCol, row)) continue;
+      if (copy_.binary) {
+        AppendBinaryRow(c, row, columns, &buffer);
+      } else {
+        buffer.append(c.GetString(kLineCol, row));
+        buffer.push_back('\n');
+      }
+      if (buffer.size() >= kChunk) {
+        Send(buffer);
+        buffer.clear();
+      }
     }
   }
-  send();
+  Send(buffer);
+}
+
+Status PostgresSink::EndCopy() {
+  copy_.open = false;
+  const char* send_error = copy_.send_error;
+  if (copy_.binary && send_error == nullptr) {
+    std::string trailer;
+    pgcopy::AppendTrailer(&trailer);
+    Send(trailer);
+    send_error = copy_.send_error;
+  }
   if (PQputCopyEnd(pg_.get(), send_error) != 1 && send_error == nullptr) send_error = "ending COPY";
   // The COPY's outcome, then nothing: libpq wants every result read.
   Status st;
@@ -409,6 +551,13 @@ Status PostgresSink::Copy(const std::string& target, const std::vector<const PgC
     return lost;
   }
   return st;
+}
+
+Status PostgresSink::Copy(const std::string& target, const std::vector<const PgColumn*>& columns,
+                          duck::QueryResult& rows, bool binary) {
+  RETURN_IF_ERROR(StartCopy(target, columns, binary));
+  SendRows(columns, rows);
+  return EndCopy();
 }
 
 Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
@@ -458,7 +607,19 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
     }
   }
 
-  // In DuckDB: each value as the text COPY sends, and why a row cannot go.
+  // In DuckDB: each value as COPY sends it, and why a row cannot go. The binary format
+  // when every column has one (each value read from DuckDB as a typed column and encoded
+  // here: PostgreSQL parses no text); the text format otherwise (each row one line built
+  // in DuckDB).
+  using B = PgColumn::Binary;
+  const bool binary = std::all_of(targets.begin(), targets.end(),
+                                  [](const PgColumn* t) { return t->binary != B::kNone; });
+  if (!logged_format_) {
+    logged_format_ = true;
+    SLUICE_LOG(kLog, kInfo, "postgres sink: rows go to {} at {} through COPY's {} format",
+               options_.table, server_, binary ? "binary" : "text");
+  }
+  last_copy_binary_ = binary;
   constexpr std::string_view kRow = "__sluice_row";
   std::vector<std::string> l1 = {fmt::format("{0} AS __r", kRow)};
   std::vector<std::string> reasons;
@@ -498,6 +659,30 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
                    : fmt::format("CAST(TRY_CAST({} AS DOUBLE) AS VARCHAR)", src);
         break;
     }
+    if (binary) {
+      switch (t.binary) {
+        case B::kInt2:
+          text = fmt::format("CAST(TRY_CAST({} AS SMALLINT) AS INTEGER)", src);
+          break;
+        case B::kBool:
+        case B::kInt4:
+        case B::kInt8:
+        case B::kFloat4:
+        case B::kFloat8:
+        case B::kDate:
+        case B::kTimestamp:
+        case B::kUuid:
+          text = fmt::format("TRY_CAST({} AS {})", src, t.duck_type);
+          break;
+        case B::kBytes:
+          if (t.kind == K::kBytea) text = fmt::format("TRY_CAST({} AS BLOB)", src);
+          break;
+        case B::kNumeric:  // the DECIMAL's text, as above
+        case B::kJsonb:
+        case B::kNone:
+          break;
+      }
+    }
     l1.push_back(fmt::format("{} AS __s{}", src, i));
     l1.push_back(fmt::format("{} AS __t{}", text, i));
     const std::string col = duck::QuoteLiteral(QuotePg(t.name));
@@ -517,13 +702,20 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
                       "left(__t{0}, 200) || ' is longer than ' || {3}",
                       i, t.max_chars, col, duck::QuoteLiteral(t.pg_type)));
     }
-    fields.push_back(fmt::format("COALESCE({}, '\\N')", CopyEscape(fmt::format("__t{}", i))));
+    fields.push_back(binary
+                         ? fmt::format("__t{}", i)
+                         : fmt::format("COALESCE({}, '\\N')", CopyEscape(fmt::format("__t{}", i))));
   }
+  // Columns: the reason (NULL: the row goes), the row's line or its values, the refused
+  // row as JSON.
   const std::string sql = fmt::format(
-      "SELECT __reason, CASE WHEN __reason IS NULL THEN concat_ws(chr(9), {}) END, "
-      "CASE WHEN __reason IS NOT NULL THEN to_json(__r)::VARCHAR END FROM ("
+      "SELECT __reason, {}, CASE WHEN __reason IS NOT NULL THEN to_json(__r)::VARCHAR END FROM ("
       "SELECT *, CASE {} END AS __reason FROM (SELECT {} FROM {} AS {}))",
-      fmt::join(fields, ", "), fmt::join(reasons, " "), fmt::join(l1, ", "), TableRef(table), kRow);
+      binary ? fmt::format("{}", fmt::join(fields, ", "))
+             : fmt::format("CASE WHEN __reason IS NULL THEN concat_ws(chr(9), {}) END",
+                           fmt::join(fields, ", ")),
+      fmt::join(reasons, " "), fmt::join(l1, ", "), TableRef(table), kRow);
+  const size_t json_col = binary ? 1 + targets.size() : 2;
   auto queried = conn.Query(sql);
   if (!queried.ok()) {
     return queried.status().WithContext(
@@ -538,11 +730,18 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
       if (c.IsNull(0, r)) {
         ++accepted;
       } else {
-        refused.push_back({std::string(c.GetString(2, r)), std::string(c.GetString(0, r))});
+        refused.push_back({std::string(c.GetString(json_col, r)), std::string(c.GetString(0, r))});
       }
     }
   }
   if (accepted == 0) {
+    for (RejectedRow& r : refused) rejected->push_back(std::move(r));
+    if (Defers()) Stage(offsets);
+    return Status::OK();
+  }
+  if (Defers()) {
+    RETURN_IF_ERROR(Stream(targets, rows, binary, accepted));
+    Stage(offsets);
     for (RejectedRow& r : refused) rejected->push_back(std::move(r));
     return Status::OK();
   }
@@ -556,7 +755,7 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
   if (upsert) {
     st = EnsureStage();
     if (st.ok()) st = Exec(fmt::format("TRUNCATE {}", kStage));
-    if (st.ok()) st = Copy(std::string(kStage), targets, rows, 1, 0);
+    if (st.ok()) st = Copy(std::string(kStage), targets, rows, binary);
     if (st.ok()) {
       std::vector<std::string> cols, keys, sets;
       for (const PgColumn* t : targets) {
@@ -574,7 +773,7 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
                        : fmt::format("UPDATE SET {}", fmt::join(sets, ", "))));
     }
   } else {
-    st = Copy(qualified_, targets, rows, 1, 0);
+    st = Copy(qualified_, targets, rows, binary);
   }
   if (st.ok()) st = Exec("RELEASE SAVEPOINT sluice_write");
   if (!st.ok()) {
@@ -592,7 +791,111 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
   return Status::OK();
 }
 
+Status PostgresSink::Stream(const std::vector<const PgColumn*>& columns, duck::QueryResult& rows,
+                            bool binary, uint64_t accepted) {
+  if (stream_error_.has_value()) return *stream_error_;
+  if (!in_txn_) {
+    RETURN_IF_ERROR(ExecIdle("BEGIN"));
+    in_txn_ = true;
+    txn_started_ = std::chrono::steady_clock::now();
+  }
+  std::vector<std::string> names;
+  for (const PgColumn* c : columns) names.push_back(QuotePg(c->name));
+  if (copy_.open && (copy_.binary != binary || copy_.columns != names)) {
+    if (Status st = EndCopy(); !st.ok()) return StreamFailed(std::move(st));
+  }
+  if (!copy_.open) {
+    if (Status st = StartCopy(qualified_, columns, binary); !st.ok()) {
+      return StreamFailed(std::move(st));
+    }
+  }
+  SendRows(columns, rows);
+  if (copy_.send_error != nullptr) {
+    return StreamFailed(Error(copy_.send_error, Trim(PQerrorMessage(pg_.get()))));
+  }
+  pending_rows_ += accepted;
+  return Status::OK();
+}
+
+Status PostgresSink::StreamFailed(Status st) {
+  if (lost_.has_value() || pending_rows_ > 0) {
+    stream_error_ = Status(st.code(), fmt::format("{} (the rows written since the last commit "
+                                                  "are lost; the pipeline re-reads them)",
+                                                  st.message()));
+    return *stream_error_;
+  }
+  // Nothing of earlier batches in the transaction: abandon it, the batch's error alone.
+  if (pg_ != nullptr && copy_.open) {
+    copy_.open = false;
+    PQputCopyEnd(pg_.get(), "sluice: abandoned");
+    while (PGresult* raw = PQgetResult(pg_.get())) PQclear(raw);
+  }
+  if (pg_ != nullptr && in_txn_) {
+    if (Status undo = Exec("ROLLBACK"); !undo.ok() && pg_ != nullptr) Disconnect(undo);
+  }
+  in_txn_ = false;
+  return st;
+}
+
+void PostgresSink::Stage(const SourceOffsets& offsets) {
+  for (const auto& [tp, next] : offsets) {
+    auto [it, added] = staged_.emplace(tp, next);
+    if (!added) it->second = std::max(it->second, next);
+  }
+}
+
+void PostgresSink::Skip(const SourceOffsets& offsets) {
+  if (Defers()) Stage(offsets);
+}
+
+Result<SourceOffsets> PostgresSink::Commit(bool force) {
+  if (stream_error_.has_value()) return *stream_error_;
+  if (lost_.has_value()) {
+    stream_error_ = std::move(*lost_);
+    lost_.reset();
+    return *stream_error_;
+  }
+  if (!in_txn_) return std::exchange(staged_, {});  // batches that wrote no rows
+  const auto interval = std::chrono::milliseconds(options_.commit_interval_ms);
+  if (!force && std::chrono::steady_clock::now() - txn_started_ < interval) return SourceOffsets{};
+  if (copy_.open) {
+    if (Status st = EndCopy(); !st.ok()) return StreamFailed(std::move(st));
+  }
+  const uint64_t rows = pending_rows_;
+  Status st = Exec("COMMIT");
+  in_txn_ = false;
+  pending_rows_ = 0;
+  if (!st.ok()) {
+    stream_error_ = st.WithContext(
+        fmt::format("{} rows written since the last commit may not be committed", rows));
+    return *stream_error_;
+  }
+  return std::exchange(staged_, {});
+}
+
+Status PostgresSink::Discard() {
+  staged_.clear();
+  pending_rows_ = 0;
+  lost_.reset();
+  stream_error_.reset();
+  if (pg_ != nullptr && copy_.open) {
+    copy_.open = false;
+    PQputCopyEnd(pg_.get(), "sluice: discarded");
+    while (PGresult* raw = PQgetResult(pg_.get())) PQclear(raw);
+  }
+  if (pg_ == nullptr || !in_txn_) {
+    in_txn_ = false;
+    return Status::OK();
+  }
+  Status st = Exec("ROLLBACK");
+  in_txn_ = false;
+  if (!st.ok() && pg_ != nullptr) Disconnect(st);
+  return st;
+}
+
 Status PostgresSink::Flush() {
+  // Deferring: the rows stay in the open COPY until Commit.
+  if (Defers()) return Status::OK();
   if (lost_.has_value()) {
     Status st = std::move(*lost_);
     lost_.reset();

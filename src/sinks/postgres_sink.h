@@ -1,7 +1,9 @@
-// PostgresSink: rows into a PostgreSQL table with libpq's COPY FROM STDIN (text format),
-// appended, or upserted on key columns. sqlflow has no postgres sink of its own (its
-// examples INSERT through DuckDB's postgres extension in a sqlcommand sink); this one is
-// sluice's, with keys in sqlflow's style (docs/sinks.md).
+// PostgresSink: rows into a PostgreSQL table with libpq's COPY FROM STDIN, appended, or
+// upserted on key columns. COPY's binary format when every column's type has one the sink
+// writes (booleans, integers, floats, numeric(p,s), date, timestamp[tz], uuid, text,
+// varchar, char, bytea, json, jsonb), its text format otherwise. sqlflow has no postgres sink of
+// its own (its examples INSERT through DuckDB's postgres extension in a sqlcommand sink); this one
+// is sluice's, with keys in sqlflow's style (docs/sinks.md).
 //
 // Schema: fixed at the first Write. A missing table is created from the batch's DuckDB
 // column types (STRUCT, LIST, MAP and UNION become jsonb; the mapping is in
@@ -14,6 +16,7 @@
 // lacks get their default.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +40,12 @@ struct PostgresSinkOptions {
   std::string table;  // "name" or "schema.name" (names are case-sensitive, not folded)
   Mode mode = Mode::kAppend;
   std::vector<std::string> key;  // upsert: the conflict columns (a unique key on them)
+  // 0: each Flush commits (the rows of every batch durable at its Flush). N > 0 (append
+  // only): the sink defers (Sink::Defers): the batches stream into one open COPY and
+  // transaction that Commit ends every N ms, so PostgreSQL takes in one batch while the
+  // pipeline makes the next; a row PostgreSQL refuses then fails the commit (the pipeline
+  // stops and re-reads from its committed offsets) instead of its batch.
+  int64_t commit_interval_ms = 0;
 };
 
 // Transactions: the first Write after a Flush opens a transaction; each Write sends its
@@ -60,10 +69,18 @@ class PostgresSink final : public Sink {
                std::vector<RejectedRow>* rejected) override;
   Status Flush() override;
   std::string Describe() const override;
+  // With commit_interval_ms: Flush stages (the COPY stays open), Commit ends the COPY and
+  // commits when the interval has passed since the transaction began (or now, `force`).
+  bool Defers() const override { return options_.commit_interval_ms > 0; }
+  Result<SourceOffsets> Commit(bool force) override;
+  void Skip(const SourceOffsets& offsets) override;
+  Status Discard() override;
 
   // The table's columns as the sink fixed them ("name type"), empty before the first
   // Write. For tests and logs.
   std::vector<std::string> FixedColumns() const;
+  // Whether the last Write's rows went in COPY's binary format (else text). For tests.
+  bool last_copy_binary() const { return last_copy_binary_; }
 
   struct PgColumn;  // one column of the target table (postgres_sink.cc)
   struct ConnCloser {
@@ -85,8 +102,24 @@ class PostgresSink final : public Sink {
   Status FixSchema(const std::vector<DuckColumn>& batch);
   Status ReadColumns(std::vector<PgColumn>* out);
   Status EnsureStage();
+  // Write's rows (its query: the reason, then the line or the values) whose reason is NULL,
+  // in one COPY: StartCopy, SendRows (any number of times), EndCopy.
   Status Copy(const std::string& target, const std::vector<const PgColumn*>& columns,
-              duck::QueryResult& rows, size_t line_col, size_t reason_col);
+              duck::QueryResult& rows, bool binary);
+  Status StartCopy(const std::string& target, const std::vector<const PgColumn*>& columns,
+                   bool binary);
+  void SendRows(const std::vector<const PgColumn*>& columns, duck::QueryResult& rows);
+  void Send(std::string_view data);  // a failure is kept in copy_.send_error
+  Status EndCopy();
+  // Commit_interval_ms: the accepted rows into the open COPY (opened, or reopened when the
+  // batch's columns or format differ, in the open transaction).
+  Status Stream(const std::vector<const PgColumn*>& columns, duck::QueryResult& rows, bool binary,
+                uint64_t accepted);
+  // A streaming failure: with rows of earlier batches in the transaction it is kept and
+  // every Commit returns it (they are lost; the pipeline must re-read them); otherwise the
+  // transaction is abandoned and the error is the batch's alone.
+  Status StreamFailed(Status st);
+  void Stage(const SourceOffsets& offsets);
   Status Error(std::string_view what, std::string_view detail) const;
 
   PostgresSinkOptions options_;
@@ -100,6 +133,19 @@ class PostgresSink final : public Sink {
   uint64_t pending_rows_ = 0;           // written in the open transaction
   std::optional<Status> lost_;          // why rows written since the last Flush were lost
   std::set<std::string> warned_extra_;  // batch columns not in the table, logged once
+  bool logged_format_ = false;          // COPY's format logged (at the first Write)
+  bool last_copy_binary_ = false;
+  struct OpenCopy {
+    bool open = false;
+    bool binary = false;
+    std::vector<std::string> columns;  // quoted, in the COPY's order
+    const char* send_error = nullptr;
+  } copy_;
+  // commit_interval_ms: the source offsets of the batches in the open transaction (and of
+  // those that wrote no rows), when it began, and the failure that lost its rows.
+  SourceOffsets staged_;
+  std::chrono::steady_clock::time_point txn_started_;
+  std::optional<Status> stream_error_;
 };
 
 }  // namespace sluice::sinks

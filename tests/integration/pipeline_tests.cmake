@@ -3,10 +3,9 @@ find_package(nlohmann_json 3 REQUIRED)  # the Iceberg tests read metadata JSON
 # against `sluice serve`, real PostgreSQL, results checked against DuckDB over the same
 # input. One binary; the seeded SIGKILL crash test is its own ctest test so that ctest -j
 # can run it beside the rest.
-add_executable(pipeline_test ${_it}/pipeline_test.cc ${_it}/sluice_process.cc
-               ${PROJECT_SOURCE_DIR}/src/sinks/tests/postgres_server.cc)
+add_executable(pipeline_test ${_it}/pipeline_test.cc ${_it}/sluice_process.cc)
 target_include_directories(pipeline_test PRIVATE ${_it})
-target_link_libraries(pipeline_test PRIVATE sluice_duck sluice_kafka_client sluice_base
+target_link_libraries(pipeline_test PRIVATE sluice_sinks_testing sluice_duck sluice_kafka_client sluice_base
                       PkgConfig::RDKAFKA nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_options(pipeline_test PRIVATE ${SLUICE_WARNINGS})
 add_dependencies(pipeline_test sluice)

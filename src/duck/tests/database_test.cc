@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <vector>
+
 namespace sluice::duck {
 namespace {
 
@@ -37,6 +40,40 @@ TEST(DatabaseTest, QueriesReturnTypedColumns) {
   EXPECT_EQ(c.GetString(4, 0), "a much longer string than twelve");
   for (size_t col = 0; col < 5; ++col) EXPECT_TRUE(c.IsNull(col, 1));
   EXPECT_FALSE(c.IsNull(4, 0));
+}
+
+TEST(DatabaseTest, DatesTimestampsFloatsAndUuidsAsStored) {
+  auto db = Database::Open({});
+  ASSERT_TRUE(db.ok());
+  auto conn = Connect(**db);
+  auto r = conn->Query(
+      "SELECT DATE '2000-01-01', 'infinity'::DATE, '-infinity'::DATE, "
+      "TIMESTAMP '1969-12-31 23:59:59.999999', TIMESTAMPTZ '2000-01-01 00:00:00+00', "
+      "'infinity'::TIMESTAMP, '-infinity'::TIMESTAMP, 1.5::FLOAT, "
+      "'b6a1c3a2-0d0e-4f00-8000-0000000000ff'::UUID, '00000000-0000-0000-0000-000000000001'::UUID");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->column_type(0), ColumnType::kDate);
+  EXPECT_EQ(r->column_type(3), ColumnType::kTimestamp);
+  EXPECT_EQ(r->column_type(4), ColumnType::kTimestamp);
+  EXPECT_EQ(r->column_type(7), ColumnType::kFloat);
+  EXPECT_EQ(r->column_type(8), ColumnType::kUuid);
+  ResultChunk c = r->chunk(0);
+  EXPECT_EQ(c.GetDate(0, 0), 10957);
+  EXPECT_EQ(c.GetDate(1, 0), std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(c.GetDate(2, 0), -std::numeric_limits<int32_t>::max());
+  EXPECT_EQ(c.GetTimestamp(3, 0), -1);
+  EXPECT_EQ(c.GetTimestamp(4, 0), 946684800000000);
+  EXPECT_EQ(c.GetTimestamp(5, 0), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(c.GetTimestamp(6, 0), -std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(c.GetFloat(7, 0), 1.5f);
+  uint8_t uuid[16];
+  c.GetUuid(8, 0, uuid);
+  const uint8_t want[16] = {0xb6, 0xa1, 0xc3, 0xa2, 0x0d, 0x0e, 0x4f, 0x00,
+                            0x80, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff};
+  EXPECT_EQ(std::vector<uint8_t>(uuid, uuid + 16), std::vector<uint8_t>(want, want + 16));
+  c.GetUuid(9, 0, uuid);
+  EXPECT_EQ(uuid[0], 0);
+  EXPECT_EQ(uuid[15], 1);
 }
 
 TEST(DatabaseTest, ManyChunks) {

@@ -937,6 +937,35 @@ TEST(PipelineConfigTest, DlqPolicyWithoutDlqSink) {
                                         "IGNORE"));
 }
 
+TEST(PipelineConfigTest, PostgresSinkCommitInterval) {
+  auto with_sink = [](std::string_view sink) {
+    return Replace(kMinimal, "    type: console\n", sink);
+  };
+  auto r = Parse(with_sink(
+      "    type: postgres\n    postgres: {dsn: x, table: t, mode: append, commit_interval_ms: "
+      "250}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sink.postgres.commit_interval_ms, 250);
+  r = Parse(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: append}\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sink.postgres.commit_interval_ms, 0);
+  for (std::string_view bad : {"0", "-5", "3600001", "soon", "1.5"}) {
+    EXPECT_THAT(ErrorOf(with_sink(fmt::format("    type: postgres\n    postgres: {{dsn: x, table: "
+                                              "t, mode: append, commit_interval_ms: {}}}\n",
+                                              bad))),
+                HasSubstr("pipeline.sink.postgres.commit_interval_ms"))
+        << bad;
+  }
+  EXPECT_THAT(ErrorOf(with_sink("    type: postgres\n    postgres: {dsn: x, table: t, mode: "
+                                "upsert, key: [id], commit_interval_ms: 100}\n")),
+              HasSubstr("pipeline.sink.postgres.commit_interval_ms: is for mode append"));
+  EXPECT_THAT(ErrorOf(std::string(kMinimal) +
+                      "  on_error:\n    policy: DLQ\n    dlq: {type: postgres, postgres: {dsn: x, "
+                      "table: t, mode: append, commit_interval_ms: 100}}\n"),
+              HasSubstr("pipeline.on_error.dlq.postgres.commit_interval_ms: is for pipeline.sink "
+                        "only"));
+}
+
 TEST(PipelineConfigTest, PostgresSinkModeAndKey) {
   auto with_sink = [](std::string_view sink) {
     return Replace(kMinimal, "    type: console\n", sink);

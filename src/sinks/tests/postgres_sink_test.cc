@@ -8,13 +8,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/logging.h"
 #include "duck/database.h"
-#include "sinks/tests/postgres_server.h"
+#include "sinks/testing/postgres_server.h"
 
 namespace sluice::sinks {
 namespace {
@@ -105,6 +107,149 @@ line', true, TIMESTAMPTZ '2024-02-29 13:14:15.5+02', DATE '2024-02-29',
             "1|1.5|t|t|2024-02-29 11:14:15.5+00|2024-02-29|{\"city\": \"Paris\", \"amount\": "
             "2.5}|[1, 2, null]|12.34|00ff|7|b6a1c3a2-0000-4000-8000-000000000001|01:30:00\n"
             "2||||||||||||");
+}
+
+// Every type COPY's binary format carries, at its edges, read back as PostgreSQL prints it
+// (the first test's table has an interval: its batch goes as text).
+TEST_F(PostgresSinkTest, BinaryCopyKeepsEveryValue) {
+  ASSERT_EQ(Psql("CREATE TABLE bin (b bool, s int2, i int4, l int8, r float4, d float8, "
+                 "day date, ts timestamp, tz timestamptz, u uuid, n numeric(38,9), "
+                 "m numeric(5,0), t text, v varchar(4), c char(3), raw bytea, j json, "
+                 "jb jsonb)"),
+            "");
+  auto sink = Sink(*server_, "bin");
+  ASSERT_NE(sink, nullptr);
+  Batch(R"sql(SELECT * FROM (VALUES
+      (1, true, -32768, -2147483648, -9223372036854775808, 1.5::FLOAT, -0.25::DOUBLE,
+       DATE '1999-12-31', TIMESTAMP '1969-12-31 23:59:59.999999',
+       TIMESTAMPTZ '2024-02-29 13:14:15.123456+02', 'b6a1c3a2-0d0e-4f00-8000-0000000000ff'::UUID,
+       -12345678901234567890123456789.123456789::DECIMAL(38,9), 99999::DECIMAL(5,0),
+       'tab	new
+line \ é', 'abcd', 'ab', '\x00\xFF'::BLOB, '{"a": [1, 2]}', '{"k":"v","n":null}'),
+      (2, false, 32767, 2147483647, 9223372036854775807, 'NaN'::FLOAT, 'Infinity'::DOUBLE,
+       'infinity'::DATE, '-infinity'::TIMESTAMP, 'infinity'::TIMESTAMPTZ,
+       '00000000-0000-0000-0000-000000000000'::UUID, 0.000000001::DECIMAL(38,9), 0::DECIMAL(5,0),
+       '', '', '', ''::BLOB, 'null', '[]'),
+      (3, NULL, NULL, NULL, NULL, NULL, NULL, '-infinity'::DATE, TIMESTAMP '2000-01-01',
+       TIMESTAMPTZ '1900-06-01 00:00:00+00', NULL, -0.5::DECIMAL(38,9), -1::DECIMAL(5,0),
+       NULL, NULL, NULL, NULL, NULL, NULL)
+    ) t(k, b, s, i, l, r, d, day, ts, tz, u, n, m, t, v, c, raw, j, jb))sql");
+  Status st = Write(*sink);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_TRUE(sink->last_copy_binary());
+  ASSERT_TRUE(sink->Flush().ok());
+  EXPECT_EQ(Psql("SELECT b, s, i, l, r, d, day, ts, tz, u, n, m, t = E'tab\\tnew\\nline \\\\ é', "
+                 "v, format('[%s]', c), encode(raw, 'hex'), j, jb FROM bin ORDER BY l NULLS LAST"),
+            "t|-32768|-2147483648|-9223372036854775808|1.5|-0.25|1999-12-31|1969-12-31 "
+            "23:59:59.999999|2024-02-29 11:14:15.123456+00|b6a1c3a2-0d0e-4f00-8000-0000000000ff|"
+            "-12345678901234567890123456789.123456789|99999|t|abcd|[ab ]|00ff|{\"a\": [1, 2]}|"
+            "{\"k\": \"v\", \"n\": null}\n"
+            "f|32767|2147483647|9223372036854775807|NaN|Infinity|infinity|-infinity|infinity|"
+            "00000000-0000-0000-0000-000000000000|0.000000001|0|f||[   ]||null|[]\n"
+            "||||||-infinity|2000-01-01 00:00:00|1900-06-01 00:00:00+00||-0.500000000|-1|||[]|||");
+  // Values the columns cannot hold are refused in DuckDB, before COPY, as in the text format.
+  Batch("SELECT * FROM (VALUES (40000, 'abcde', 'x'), (1, 'ok', 'not json')) t(s, v, jb)");
+  std::vector<RejectedRow> rejected;
+  ASSERT_TRUE(Write(*sink, &rejected).ok());
+  EXPECT_TRUE(sink->last_copy_binary());
+  ASSERT_TRUE(sink->Flush().ok());
+  ASSERT_EQ(rejected.size(), 2u);
+  EXPECT_EQ(rejected[0].reason, "column \"s\": value 40000 is not a valid smallint");
+  EXPECT_EQ(rejected[1].reason, "column \"jb\": value not json is not a valid jsonb");
+  EXPECT_EQ(Psql("SELECT count(*) FROM bin"), "3");
+}
+
+// A column without a binary form (an array) sends the whole batch as text.
+TEST_F(PostgresSinkTest, ATypeWithoutABinaryFormSendsText) {
+  ASSERT_EQ(Psql("CREATE TABLE mixed (n int, tags int[], at timestamptz)"), "");
+  auto sink = Sink(*server_, "mixed");
+  ASSERT_NE(sink, nullptr);
+  Batch("SELECT 1 AS n, '{1,2}' AS tags, TIMESTAMPTZ '2024-01-01 00:00:00+00' AS at");
+  ASSERT_TRUE(Write(*sink).ok());
+  EXPECT_FALSE(sink->last_copy_binary());
+  ASSERT_TRUE(sink->Flush().ok());
+  EXPECT_EQ(Psql("SELECT n, tags, at FROM mixed"), "1|{1,2}|2024-01-01 00:00:00+00");
+}
+
+// commit_interval_ms: batches stream into one COPY and transaction; Commit returns the
+// offsets it made durable, when due or forced.
+TEST_F(PostgresSinkTest, ACommitIntervalStreamsBatchesIntoOneTransaction) {
+  auto sink = PostgresSink::Create(
+      {.dsn = server_->dsn(), .table = "streamed", .commit_interval_ms = 3'600'000});
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  PostgresSink& s = **sink;
+  EXPECT_TRUE(s.Defers());
+  std::vector<RejectedRow> rejected;
+  for (int b = 0; b < 3; ++b) {
+    // The second batch lacks a column: the open COPY ends and another begins.
+    Batch(b == 1 ? fmt::format("SELECT range + {} AS n FROM range(100)", b * 100)
+                 : fmt::format("SELECT range + {} AS n, 'x' || range AS note FROM range(100)",
+                               b * 100));
+    ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 100 * (b + 1)}}, &rejected).ok());
+    ASSERT_TRUE(s.Flush().ok());
+  }
+  // A batch whose rows are all refused still moves the offsets.
+  Batch("SELECT 'not a number' AS n");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 301}, {{"in", 1}, 7}}, &rejected).ok());
+  EXPECT_EQ(rejected.size(), 1u);
+  s.Skip({{{"in", 1}, 9}});
+  EXPECT_EQ(Psql("SELECT count(*) FROM streamed"), "0");
+  auto early = s.Commit(false);
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_TRUE(early->empty());  // not due
+  auto done = s.Commit(true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(*done, (SourceOffsets{{{"in", 0}, 301}, {{"in", 1}, 9}}));
+  EXPECT_EQ(Psql("SELECT count(*), count(DISTINCT n), max(n), count(note) FROM streamed"),
+            "300|300|299|200");
+  auto nothing = s.Commit(true);
+  ASSERT_TRUE(nothing.ok());
+  EXPECT_TRUE(nothing->empty());
+
+  // Discard drops what is staged; the sink goes on.
+  Batch("SELECT 1000 AS n");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 302}}, &rejected).ok());
+  ASSERT_TRUE(s.Discard().ok());
+  Batch("SELECT 2000 AS n");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 303}}, &rejected).ok());
+  done = s.Commit(true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(*done, (SourceOffsets{{{"in", 0}, 303}}));
+  EXPECT_EQ(Psql("SELECT string_agg(n::text, ',') FROM streamed WHERE n >= 1000"), "2000");
+}
+
+TEST_F(PostgresSinkTest, ACommitIntervalCommitsWhenDueAndARefusedRowFailsEveryCommit) {
+  ASSERT_EQ(Psql("CREATE TABLE checked (n int CHECK (n < 1000))"), "");
+  auto sink =
+      PostgresSink::Create({.dsn = server_->dsn(), .table = "checked", .commit_interval_ms = 1});
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  PostgresSink& s = **sink;
+  std::vector<RejectedRow> rejected;
+  Batch("SELECT 1 AS n");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 1}}, &rejected).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto due = s.Commit(false);
+  ASSERT_TRUE(due.ok()) << due.status().ToString();
+  EXPECT_EQ(*due, (SourceOffsets{{{"in", 0}, 1}}));
+  EXPECT_EQ(Psql("SELECT count(*) FROM checked"), "1");
+  // PostgreSQL refuses a row only when the COPY ends: the commit fails, and keeps failing
+  // (the batches since the last commit are lost; the pipeline stops and re-reads them).
+  Batch("SELECT 2 AS n UNION ALL SELECT 5000");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 3}}, &rejected).ok());
+  auto failed = s.Commit(true);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(failed.status().message(), HasSubstr("checked_n_check"));
+  EXPECT_FALSE(s.Commit(true).ok());
+  Batch("SELECT 3 AS n");
+  EXPECT_FALSE(s.Write(*conn_, "batch", {{{"in", 0}, 4}}, &rejected).ok());
+  EXPECT_EQ(Psql("SELECT count(*) FROM checked"), "1");
+  // Upsert merges each batch alone: no interval.
+  auto upsert = PostgresSink::Create({.dsn = server_->dsn(),
+                                      .table = "checked",
+                                      .mode = Mode::kUpsert,
+                                      .key = {"n"},
+                                      .commit_interval_ms = 10});
+  EXPECT_FALSE(upsert.ok());
 }
 
 TEST_F(PostgresSinkTest, NothingIsVisibleBeforeFlushAndEveryWriteIsThereAfter) {

@@ -1,4 +1,4 @@
-#include "sinks/tests/postgres_server.h"
+#include "sinks/testing/postgres_server.h"
 
 #include <fmt/format.h>
 #include <netinet/in.h>
@@ -145,7 +145,8 @@ std::string PostgresServer::Start() {
     std::ofstream conf(fs::path(dir_) / "data" / "postgresql.conf", std::ios::app);
     conf << "\n# sluice tests\nlisten_addresses = '127.0.0.1'\nport = " << port_
          << "\nunix_socket_directories = '" << dir_ << "'\nmax_connections = 20\n"
-         << "shared_buffers = 16MB\nlog_min_messages = warning\n";
+         << "shared_buffers = 16MB\nlog_min_messages = warning\n"
+         << extra_conf_ << "\n";
     if (!conf) return "cannot append to postgresql.conf";
   }
   const fs::path log = fs::path(dir_) / "server.log";

@@ -1,5 +1,6 @@
-// PostgresServer: a real PostgreSQL server for tests (Debian's `postgresql` package),
-// started in a temporary directory on 127.0.0.1 and a free port, with trust
+// PostgresServer: a real PostgreSQL server for tests and `sluice bench pipeline --sink
+// postgres` (Debian's `postgresql` package), started in a temporary directory on 127.0.0.1
+// and a free port, with trust
 // authentication for user `postgres`, and removed at the end. initdb refuses to run as
 // root, so when the test runs as root (CI) every server command runs as the `postgres`
 // user through `runuser`, in a directory that user owns.
@@ -14,6 +15,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 
 namespace sluice::sinks::testing {
 
@@ -28,7 +30,9 @@ class PostgresServer {
   // /usr/lib/postgresql/*/bin, or $SLUICE_PG_BINDIR.
   static std::string BinDir();
 
-  PostgresServer() = default;
+  // `extra_conf`: postgresql.conf lines appended after the tests' own (a later setting
+  // wins), read by the first Start.
+  explicit PostgresServer(std::string extra_conf = "") : extra_conf_(std::move(extra_conf)) {}
   ~PostgresServer();
   PostgresServer(const PostgresServer&) = delete;
   PostgresServer& operator=(const PostgresServer&) = delete;
@@ -41,6 +45,9 @@ class PostgresServer {
   bool running() const { return running_; }
 
   int port() const { return port_; }
+  // The server's directory (its data under data/): the server can read and write files
+  // here, for COPY ... TO/FROM a file.
+  const std::string& dir() const { return dir_; }
   // A libpq connection string for `dbname` as user postgres over TCP.
   std::string dsn(const std::string& dbname = "postgres") const;
 
@@ -49,6 +56,7 @@ class PostgresServer {
   std::string Psql(const std::string& sql, const std::string& dbname = "postgres") const;
 
  private:
+  std::string extra_conf_;
   std::string dir_;  // owned by the postgres user when running as root
   int port_ = 0;
   bool running_ = false;
