@@ -1232,7 +1232,8 @@ void PrintHeader(const Context& ctx, const Settings& s) {
   fmt::print(
       "  msgs/s    from the first /metrics scrape (every {} ms) showing messages in to the first "
       "showing all{}\n",
-      kScrapeEvery.count(), s.postgres ? " rows out (committed in PostgreSQL)" : "");
+      kScrapeEvery.count(),
+      s.postgres ? " in the group's committed offset (every row committed in PostgreSQL)" : "");
   if (s.iceberg || s.postgres) {
     fmt::print("  peak RSS  the pipeline's VmHWM when all are in; median of the runs per cell\n");
     std::fflush(stdout);
