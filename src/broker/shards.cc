@@ -26,6 +26,31 @@ int Shards::OwnerOf(const kafka::Uuid& topic_id, int32_t partition, int shards) 
                           n);
 }
 
+std::pair<ShardPartitions::iterator, bool> ShardPartitions::emplace(
+    const PartitionKey& key, std::unique_ptr<Partition> part) {
+  Partition* raw = part.get();
+  auto placed = map_.emplace(key, std::move(part));
+  if (placed.second) by_id_[IdKey{raw->topic_id, key.second}] = raw;
+  return placed;
+}
+
+std::unique_ptr<Partition> ShardPartitions::Extract(iterator it) {
+  std::unique_ptr<Partition> part = std::move(it->second);
+  by_id_.erase(IdKey{part->topic_id, it->first.second});
+  map_.erase(it);
+  return part;
+}
+
+void ShardPartitions::clear() {
+  map_.clear();
+  by_id_.clear();
+}
+
+Partition* ShardPartitions::FindById(const kafka::Uuid& topic_id, int32_t partition) const {
+  auto it = by_id_.find(IdKey{topic_id, partition});
+  return it != by_id_.end() ? it->second : nullptr;
+}
+
 void Shards::Attach(const std::vector<EventLoop*>& loops) {
   SLUICE_ASSERT(!attached_ && !loops.empty());
   std::vector<std::unique_ptr<Shard>> shards;
@@ -101,17 +126,13 @@ void Shards::VisitOwners(Shard& home, std::vector<Target> targets,
       by_shard[static_cast<size_t>(s)].push_back(i);
     }
   }
-  // On shard s's thread: its partitions, found by name and checked by topic id (a topic
-  // deleted and created again under its name is another partition).
+  // On shard s's thread: its partitions, found by topic id (a topic deleted and created
+  // again under its name is another partition).
   auto run = [this](Job& j, size_t s, const std::vector<size_t>& indexes) {
     Shard& shard = *shards_[s];
     for (size_t i : indexes) {
       const Target& t = j.targets[i];
-      auto it = shard.partitions.find(t.key);
-      Partition* part = it != shard.partitions.end() && it->second->topic_id == t.topic_id
-                            ? it->second.get()
-                            : nullptr;
-      j.visit(part, i);
+      j.visit(shard.partitions.FindById(t.topic_id, t.key.second), i);
     }
   };
   EventLoop* home_loop = home.loop;
@@ -176,8 +197,7 @@ std::unique_ptr<Partition> Shards::Take(const PartitionKey& key, int shard,
     Shard& owner = *shards_[static_cast<size_t>(shard)];
     auto found = owner.partitions.find(key);
     if (found == owner.partitions.end()) return;
-    taken = std::move(found->second);
-    owner.partitions.erase(found);
+    taken = owner.partitions.Extract(found);
     on_taken(*taken);
   });
   if (!ran) return nullptr;

@@ -9,6 +9,8 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -30,11 +32,55 @@ struct PartitionKeyLess {
   }
 };
 
+// A shard's partitions by (topic name, number), as a map, with an index by (topic id,
+// number): a request's partitions, already resolved to topic ids, are found by hashing
+// 20 bytes rather than comparing names down a tree (a 1,000-partition fetch looks up each,
+// on every fetch). Every change goes through emplace, Extract and clear, which keep the
+// index; a partition's topic id never changes while it is here.
+class ShardPartitions {
+ public:
+  using Map = std::map<PartitionKey, std::unique_ptr<Partition>, PartitionKeyLess>;
+  using iterator = Map::iterator;
+  using const_iterator = Map::const_iterator;
+
+  iterator begin() { return map_.begin(); }
+  iterator end() { return map_.end(); }
+  const_iterator begin() const { return map_.begin(); }
+  const_iterator end() const { return map_.end(); }
+  size_t size() const { return map_.size(); }
+  bool empty() const { return map_.empty(); }
+  iterator find(const PartitionKey& key) { return map_.find(key); }
+  const_iterator find(const PartitionKey& key) const { return map_.find(key); }
+
+  std::pair<iterator, bool> emplace(const PartitionKey& key, std::unique_ptr<Partition> part);
+  // Removes the partition at `it` and hands it over.
+  std::unique_ptr<Partition> Extract(iterator it);
+  void clear();
+  // Partition `partition` of the topic with id `topic_id`, or null.
+  Partition* FindById(const kafka::Uuid& topic_id, int32_t partition) const;
+
+ private:
+  struct IdKey {
+    kafka::Uuid topic_id;
+    int32_t partition;
+    bool operator==(const IdKey&) const = default;
+  };
+  struct IdKeyHash {
+    size_t operator()(const IdKey& k) const {
+      uint64_t h = k.topic_id.hi * 0x9e3779b97f4a7c15ULL ^ k.topic_id.lo;
+      h ^= static_cast<uint64_t>(static_cast<uint32_t>(k.partition)) * 0xc2b2ae3d27d4eb4fULL;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  Map map_;
+  std::unordered_map<IdKey, Partition*, IdKeyHash> by_id_;
+};
+
 // What a shard's thread owns.
 struct Shard {
   EventLoop* loop = nullptr;  // null until Attach
   int index = 0;
-  std::map<PartitionKey, std::unique_ptr<Partition>, PartitionKeyLess> partitions;
+  ShardPartitions partitions;
   // Its copy of the published snapshot and the version it is of.
   std::shared_ptr<const MetadataSnapshot> metadata;
   uint64_t metadata_version = 0;
