@@ -187,14 +187,24 @@ inline int PartitionCount(rd_kafka_t* rk, const std::string& topic) {
   return count;
 }
 
+// The log start and the high watermark (the last stable offset for a read_committed
+// handle), each a ListOffsets through rd_kafka_offsets_for_times, which keeps to its
+// timeout: librdkafka 2.0's rd_kafka_query_watermark_offsets retries at a leader that
+// went away for as long as it stays down (src/kafka/client/rdkafka_util.h, ListOffset).
 inline std::pair<int64_t, int64_t> Watermarks(rd_kafka_t* rk, const std::string& topic,
                                               int32_t partition) {
-  int64_t low = -100, high = -100;
-  rd_kafka_resp_err_t err =
-      rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, kTimeoutMs);
-  EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR)
-      << topic << " [" << partition << "]: " << rd_kafka_err2str(err);
-  return {low, high};
+  auto list_offset = [&](int64_t spec) -> int64_t {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+    rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = spec;
+    rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(rk, list, kTimeoutMs);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR) err = list->elems[0].err;
+    const int64_t offset = err == RD_KAFKA_RESP_ERR_NO_ERROR ? list->elems[0].offset : -100;
+    rd_kafka_topic_partition_list_destroy(list);
+    EXPECT_EQ(err, RD_KAFKA_RESP_ERR_NO_ERROR)
+        << topic << " [" << partition << "]: " << rd_kafka_err2str(err);
+    return offset;
+  };
+  return {list_offset(RD_KAFKA_OFFSET_BEGINNING), list_offset(RD_KAFKA_OFFSET_END)};
 }
 
 // One broker for the whole binary; it must stop cleanly (exit 0) on SIGTERM.
