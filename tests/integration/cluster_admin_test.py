@@ -28,7 +28,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import (ClusterBroker, metadata, start_together,  # noqa: E402
-                                     three_brokers, wait_metadata)
+                                     three_brokers, wait_controller, wait_metadata)
 from sluice_broker import RawConnection, check, wait_until  # noqa: E402
 
 from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition  # noqa: E402
@@ -127,9 +127,8 @@ def raw_delete(bootstrap, topic, timeout_ms=30000):
 
 
 def test_settled_answers(brokers):
-    md = wait_metadata(brokers[0].bootstrap,
-                       lambda m: len(m.brokers) == 3 and m.controller_id > 0, "a controller")
-    controller = md.controller_id
+    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers")
+    controller = wait_controller(brokers)
     order = sorted(brokers, key=lambda b: b.node != controller)  # the controller first
     for b in order:
         role = "the controller" if b.node == controller else "a non-controller"

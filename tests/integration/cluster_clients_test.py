@@ -44,7 +44,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))
-from cluster_controller_test import start_together, three_brokers, wait_metadata  # noqa: E402
+from cluster_controller_test import (start_together, three_brokers,  # noqa: E402
+                                     wait_controller, wait_metadata)
 from cluster_replication_test import PARTITIONS, TOPIC, isr_of, leaders_of, read_all  # noqa: E402
 from sluice_broker import check, wait_until  # noqa: E402
 import history_checker  # noqa: E402
@@ -306,10 +307,7 @@ def create_replicated_topic(brokers, topic, partitions):
     """Creates `topic` with replication factor 3 and min.insync.replicas=2 through broker 1
     once Metadata names a controller, and waits until every partition has a leader and an
     ISR of three. Returns the AdminClient and that Metadata."""
-    # A broker that has not seen the controller yet answers Metadata with -1, and
-    # librdkafka's admin then waits for the controller until its timeout.
-    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3
-                  and m.controller_id >= 0, "three brokers and a controller")
+    wait_metadata(brokers[0].bootstrap, lambda m: len(m.brokers) == 3, "three brokers")
     admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})],
                         operation_timeout=10)[topic].result(30)
@@ -331,7 +329,7 @@ def run(sluice, which, tmp):
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
         _, md = create_replicated_topic(brokers, TOPIC, PARTITIONS)
-        controller = md.controller_id
+        controller = wait_controller(brokers)
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md).items())
                                  if n != controller)
         victim = by_node[leader]
@@ -362,7 +360,7 @@ def run(sluice, which, tmp):
 
         # A leader paused past its session (SIGSTOP, then SIGCONT): its lease goes, another
         # broker leads; continued, it stops leading, registers again and catches up.
-        controller = md.controller_id
+        controller = wait_controller(brokers)
         paused_partition, paused_node = next((p, n) for p, n in sorted(leaders_of(md).items())
                                              if n != controller)
         paused = by_node[paused_node]

@@ -180,6 +180,21 @@ def wait_metadata(bootstrap, predicate, what, timeout=30):
     return wait_until(ok, timeout, what, interval=0.2)
 
 
+def wait_controller(brokers, what="a controller every broker names", timeout=30, besides=()):
+    """The elected controller: the node every one of `brokers` names in Metadata, not one of
+    `besides`. A broker that has not seen a controller, or cannot reach it, names itself
+    (so that librdkafka's admin API has a broker to send to), so agreement is the sign."""
+    def agreed():
+        named = set()
+        for b in brokers:
+            try:
+                named.add(metadata(b.bootstrap).controller_id)
+            except Exception:
+                return None
+        return next(iter(named)) if len(named) == 1 and named.isdisjoint((-1, *besides)) else None
+    return wait_until(agreed, timeout, what, interval=0.2)
+
+
 def create(bootstrap, topic, partitions, rf):
     admin = AdminClient({"bootstrap.servers": bootstrap})
     fs = admin.create_topics([NewTopic(topic, partitions, rf)], operation_timeout=10)
@@ -192,16 +207,13 @@ def create(bootstrap, topic, partitions, rf):
 
 def test_cluster(sluice, etcd, brokers):
     # Every broker sees the same three brokers and one controller.
-    controller = None
     for b in brokers:
-        md = wait_metadata(b.bootstrap, lambda m: len(m.brokers) == 3 and m.controller_id >= 0,
-                           f"three brokers and a controller through broker {b.node}")
+        md = wait_metadata(b.bootstrap, lambda m: len(m.brokers) == 3,
+                           f"three brokers through broker {b.node}")
         check(sorted(md.brokers) == [1, 2, 3], f"brokers {sorted(md.brokers)}")
         for node, info in md.brokers.items():
             check(info.port == brokers[node - 1].port, f"broker {node} at {info}")
-        controller = controller if controller is not None else md.controller_id
-        check(md.controller_id == controller,
-              f"broker {b.node} names controller {md.controller_id}, not {controller}")
+    controller = wait_controller(brokers)
     print(f"controller: broker {controller}")
     # Each broker describes itself (librdkafka sends a broker's configs to that broker).
     admin = AdminClient({"bootstrap.servers": brokers[0].bootstrap})
@@ -328,13 +340,11 @@ def test_cluster(sluice, etcd, brokers):
     before = metadata(brokers[controller % 3].bootstrap)
     victim.kill()
     alive = [b for b in brokers if b is not victim]
-    md = wait_metadata(alive[0].bootstrap,
-                       lambda m: m.controller_id not in (-1, victim.node)
-                       and victim.node not in m.brokers, "a new controller", timeout=30)
-    print(f"controller after the kill: broker {md.controller_id}")
-    for b in alive:
-        wait_metadata(b.bootstrap, lambda m, c=md.controller_id: m.controller_id == c,
-                      f"broker {b.node} names the new controller")
+    wait_metadata(alive[0].bootstrap, lambda m: victim.node not in m.brokers,
+                  f"broker {victim.node} gone from Metadata", timeout=30)
+    new_controller = wait_controller(alive, "a new controller both brokers name",
+                                     besides=(victim.node,))
+    print(f"controller after the kill: broker {new_controller}")
 
     def moved(m):
         if "orders" not in m.topics or "spread" not in m.topics:
@@ -367,8 +377,8 @@ def test_cluster(sluice, etcd, brokers):
 
     # Paused past its session (SIGSTOP): the others see it gone; resumed, it learns its
     # lease is lost, registers again and leads its partitions again.
-    md = metadata(alive[0].bootstrap)
-    paused = next(b for b in brokers if b.node != md.controller_id)
+    controller = wait_controller(brokers)
+    paused = next(b for b in brokers if b.node != controller)
     watcher = next(b for b in brokers if b is not paused)
     led_before = dict(led_epochs(paused, "orders"))
     paused.proc.send_signal(signal.SIGSTOP)

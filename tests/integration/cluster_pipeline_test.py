@@ -29,7 +29,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cluster_controller_test import (ClusterBroker, start_together,  # noqa: E402
-                                     wait_metadata)
+                                     wait_controller, wait_metadata)
 from cluster_clients_test import create_replicated_topic  # noqa: E402
 from cluster_replication_test import isr_of, leaders_of  # noqa: E402
 from etcd_util import free_ports, main_with_etcd  # noqa: E402
@@ -166,7 +166,7 @@ def run(sluice, etcd, tmp):
         start_together(brokers)
         by_node = {b.node: b for b in brokers}
         admin, md = create_replicated_topic(brokers, TOPIC, 3)
-        controller = md.controller_id
+        controller = wait_controller(brokers)
         partition, leader = next((p, n) for p, n in sorted(leaders_of(md, TOPIC).items())
                                  if n not in (controller, 1))
         victim = by_node[leader]

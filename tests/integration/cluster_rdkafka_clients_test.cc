@@ -139,8 +139,7 @@ TEST(ClusterRdkafkaClientsTest, ProducerAndGroupCarryOnThroughALeadersKillAndRes
   g_broker = &cluster.broker(1);  // rdkafka_util's default bootstrap; overridden below
   const std::string bootstrap = cluster.Bootstraps();
   KafkaPtr admin = NewClient(RD_KAFKA_PRODUCER, {{"bootstrap.servers", bootstrap}});
-  // A broker that has not seen the controller yet answers Metadata with -1, and the admin
-  // API then waits for a controller until its timeout.
+  // Metadata names a controller (the broker itself before it has seen the elected one).
   ASSERT_TRUE(WaitFor([&] { return rd_kafka_controllerid(admin.get(), 1000) >= 0; }, 30s));
   ASSERT_EQ(CreateTopic(admin.get(), kTopic, kPartitions, {{"min.insync.replicas", "2"}}, 3),
             RD_KAFKA_RESP_ERR_NO_ERROR);

@@ -72,6 +72,11 @@ class ListenerBroker(ClusterBroker):
                 "--node-id", str(self.node), "--etcd", self.etcd_url]
 
 
+def step(what):
+    """A line per step with the time, so a failure in CI says how far the test came."""
+    print(f"{time.strftime('%H:%M:%S')} {what}", flush=True)
+
+
 def tls_section(d, client_auth, ca=True):
     return (f"tls:\n  cert_file: {d}/server.pem\n  key_file: {d}/server.key\n"
             + (f"  ca_file: {d}/ca.pem\n" if ca else "")
@@ -169,10 +174,13 @@ kafka.inter_broker_listener: SSL
                           lambda n: ["SSL", "SASL_SSL"] + (["PLAINTEXT"] if n < 3 else []))
         try:
             start_together(brokers)
+            step("mutual TLS: brokers listening")
             conf = sasl_ssl_client(d, brokers[0].addr("SASL_SSL"), mtls=True)
             create_topic(conf)
+            step("mutual TLS: topic created")
             records, delivered = produce_and_check(conf, "mtls", 5, 1_731_000_000_000)
             expect_offsets_in_order(records, delivered)
+            step("mutual TLS: produced")
             wait_full_isrs(conf, [1, 2, 3], "every ISR [1, 2, 3] (followers fetch over mutual TLS)")
 
             # Each listener's Metadata names that listener's addresses.
@@ -220,7 +228,9 @@ kafka.inter_broker_listener: SSL
             expect_topic("after broker 3 died", records + more, got)
             print("PASS: mutual TLS between brokers; Metadata per listener; LISTENER_NOT_FOUND; "
                   "failover over TLS")
-        except BaseException:
+        except BaseException as e:
+            # The reason first: CI shows the start and the end of a long output, not its middle.
+            print(f"FAIL: {type(e).__name__}: {e}", flush=True)
             for b in brokers:
                 print(b.logs(), file=sys.stderr)
             raise
@@ -245,9 +255,11 @@ authorization:
         brokers = cluster(sluice, etcd, d, extra("broker-secret"), lambda n: ["SASL_SSL"])
         try:
             start_together(brokers)
+            step("SASL_SSL: brokers listening")
             conf = sasl_ssl_client(d, brokers[0].addr("SASL_SSL"), mtls=False)
             admin_conf = {**conf, "sasl.username": "admin", "sasl.password": "admin-secret"}
             create_topic(admin_conf)
+            step("SASL_SSL: topic created")
             check(TOPIC not in metadata(conf).topics, "alice sees the topic without an ACL")
             grant_alice(d, brokers[0].addr("SASL_SSL"))
             conf3 = {**conf, "bootstrap.servers": brokers[2].addr("SASL_SSL")}
@@ -283,7 +295,9 @@ authorization:
             expect_topic("SASL_SSL cluster", records + more, got)
             print("PASS: SASL_SSL (SCRAM) between brokers with ACLs kept in etcd; a wrong "
                   "inter-broker password is refused")
-        except BaseException:
+        except BaseException as e:
+            # The reason first: CI shows the start and the end of a long output, not its middle.
+            print(f"FAIL: {type(e).__name__}: {e}", flush=True)
             for b in brokers:
                 print(b.logs(), file=sys.stderr)
             raise
@@ -321,8 +335,8 @@ def main():
         test_refusals(sluice, d)
         test_mutual_tls(sluice, d)
         test_sasl_ssl(sluice, d)
-    except TestFailure as e:
-        print(f"FAIL: {e}")
+    except Exception as e:  # noqa: BLE001 (a client's KafkaException fails the test too)
+        print(f"FAIL: {type(e).__name__}: {e}")
         return 1
     finally:
         shutil.rmtree(d, ignore_errors=True)

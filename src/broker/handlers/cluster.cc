@@ -50,6 +50,25 @@ void ClusterBrokers(const MetadataSnapshot& meta, std::string_view listener, Out
   }
 }
 
+// The controller a client on `listener` is told of: the elected one when it has that
+// listener, else this broker, else any broker there is (-1 with none). Every broker takes
+// the admin requests clients send a controller (topic changes are forwarded through etcd),
+// as a KRaft broker answers with an alive broker and forwards; and librdkafka, told -1 or
+// a broker it cannot reach, waits for a controller without asking Metadata again until
+// its request times out (seen right after a cluster started, before the view held the
+// controller's key).
+int32_t ReachableController(const MetadataSnapshot& meta, std::string_view listener) {
+  int32_t any = -1;
+  bool self = false;
+  for (const MetadataSnapshot::Broker& b : meta.brokers) {
+    if (!b.AddressFor(listener).has_value()) continue;
+    if (b.node_id == meta.controller_id) return b.node_id;
+    if (b.node_id == meta.node_id) self = true;
+    if (any == -1) any = b.node_id;
+  }
+  return self ? meta.node_id : any;
+}
+
 // The response from `meta`; `missing` gets the names that do not exist and may be
 // auto-created. What `access` may not DESCRIBE is left out of a listing of every topic,
 // and TOPIC_AUTHORIZATION_FAILED when named (whether or not it exists, as Kafka); a
@@ -62,7 +81,7 @@ kafka::MetadataResponse MetadataFrom(const Context& ctx, const MetadataSnapshot&
   using auth::ResourceType;
   kafka::MetadataResponse resp;
   resp.cluster_id = ctx.cluster_id;
-  resp.controller_id = meta.cluster ? meta.controller_id : kNodeId;
+  resp.controller_id = meta.cluster ? ReachableController(meta, listener) : kNodeId;
   if (req.include_cluster_authorized_operations && version <= 10) {
     resp.cluster_authorized_operations =
         access.AllowsCluster(AclOperation::kDescribe)
@@ -200,7 +219,7 @@ void HandleDescribeCluster(Context& ctx, const Call& call,
             : 0;
   }
   if (meta.cluster) {
-    resp.controller_id = meta.controller_id;
+    resp.controller_id = ReachableController(meta, call.conn->listener());
     ClusterBrokers(meta, call.conn->listener(), &resp.brokers);
   } else {
     resp.controller_id = kNodeId;
