@@ -52,6 +52,10 @@ struct StructuredOptions {
   // UPDATE or DELETE on the table's name fail while the decoder lives. Ignored when a
   // column needs the staging path (rows then go into the table).
   bool in_memory = false;
+  // In memory: a batch of at least 1,024 messages is decoded in up to this many parts at
+  // once, the first on the caller's thread and each other on a helper thread the decoder
+  // owns (threads - 1 of them); the rows keep the messages' order. 1: no helpers.
+  size_t threads = 1;
 };
 
 // Decodes into a declared table (handlers.StructuredBatch). Lifecycle: Create binds to the

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "base/fork_join.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 #include "json/chunk_builder.h"
@@ -16,6 +17,93 @@ namespace sluice::json {
 
 namespace od = simdjson::ondemand;
 using kafka::client::Message;
+
+namespace {
+
+// The fewest messages a part of a batch decoded in parts has (StructuredOptions::threads).
+constexpr size_t kMinMessagesPerPart = 512;
+
+// What decodes one part of an in-memory batch: its own parser, filler, chunk under
+// construction and finished chunks, so that parts run on threads of their own.
+struct Part {
+  explicit Part(bool ci) : filler(ci) {}
+  JsonReader reader;
+  Filler filler;
+  std::unique_ptr<ChunkBuilder> builder;
+  std::unique_ptr<ChunkPool> pool;
+  std::vector<DecodeError> errors;
+  size_t rows = 0;
+  Status status;
+};
+
+// A parse's reused state.
+struct Scratch {
+  od::document doc;
+  od::object obj;
+  std::string reason;
+};
+
+// Fills the builder's next row from message `i`'s `value` (CommitRow is the caller's); a
+// message that does not decode is rolled back and goes to `errors`.
+bool FillRow(JsonReader& reader, Filler& filler, ChunkBuilder& b, std::string_view value, size_t i,
+             Scratch& s, std::vector<DecodeError>* errors) {
+  if (!OpenObject(reader, value, &s.doc, &s.obj, &s.reason)) {
+    errors->push_back({i, std::move(s.reason)});
+    return false;
+  }
+  filler.set_document(&s.doc);
+  filler.error().Clear();
+  b.MarkRow();
+  if (!filler.FillObject(s.obj, b.slots(), b.sorted(), b.rows(), 0)) {
+    errors->push_back({i, filler.error().Reason()});
+    b.RollbackRow();
+    return false;
+  }
+  if (!CloseDocument(&s.doc, &s.reason)) {
+    errors->push_back({i, std::move(s.reason)});
+    b.RollbackRow();
+    return false;
+  }
+  return true;
+}
+
+// Decodes messages[begin, end) into `b`, holding each full chunk (and the last) in `pool`;
+// the messages it cannot decode go to `errors` (by their index in `messages`).
+Status DecodeRange(JsonReader& reader, Filler& filler, ChunkBuilder& b, ChunkPool& pool,
+                   std::span<const Message> messages, size_t begin, size_t end,
+                   std::vector<DecodeError>* errors, size_t* rows) {
+  Scratch scratch;
+  for (size_t i = begin; i < end; ++i) {
+    if (!FillRow(reader, filler, b, messages[i].value, i, scratch, errors)) continue;
+    b.CommitRow();
+    ++*rows;
+    if (b.full()) RETURN_IF_ERROR(pool.Hold(b));
+  }
+  if (b.rows() > 0) RETURN_IF_ERROR(pool.Hold(b));
+  pool.Trim();
+  reader.Shrink();
+  return Status::OK();
+}
+
+// A builder over `columns` (direct types only), as the decoder's own.
+Result<std::unique_ptr<ChunkBuilder>> NewBuilder(const std::vector<duck::TableColumn>& columns) {
+  std::vector<Slot> slots;
+  std::vector<duck::LogicalType> types;
+  for (const duck::TableColumn& c : columns) {
+    slots.push_back(BuildSlot(c.type, c.name, fmt::format("column {} {}", c.name, c.type_sql)));
+    types.push_back(c.type.Copy());
+  }
+  ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
+  return std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
+}
+
+std::unique_ptr<ChunkPool> NewPool(const std::vector<duck::TableColumn>& columns) {
+  std::vector<duck::LogicalType> types;
+  for (const duck::TableColumn& c : columns) types.push_back(c.type.Copy());
+  return std::make_unique<ChunkPool>(std::move(types));
+}
+
+}  // namespace
 
 struct StructuredDecoder::Impl {
   duck::Connection* conn;
@@ -38,6 +126,10 @@ struct StructuredDecoder::Impl {
   JsonReader reader;
   Filler filler;
   std::unique_ptr<ChunkBuilder> builder;
+  // options.threads > 1, in memory: the batch's parts past the first (which the members
+  // above decode, on the caller's thread) and the helpers that run them.
+  std::vector<std::unique_ptr<Part>> parts;
+  std::unique_ptr<ForkJoin> helpers;
 
   explicit Impl(bool ci) : filler(ci) {}
   ~Impl() {
@@ -120,9 +212,16 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
     std::vector<std::string> names;
     for (const duck::TableColumn& c : impl->columns) names.push_back(c.name);
     ASSIGN_OR_RETURN(impl->view, duck::ChunkView::Create(conn, table, names, types));
-    std::vector<duck::LogicalType> copies;
-    for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
-    impl->pool = std::make_unique<ChunkPool>(std::move(copies));
+    impl->pool = NewPool(impl->columns);
+    for (size_t i = 1; i < options.threads; ++i) {
+      auto part = std::make_unique<Part>(options.case_insensitive_keys);
+      ASSIGN_OR_RETURN(part->builder, NewBuilder(impl->columns));
+      part->pool = NewPool(impl->columns);
+      impl->parts.push_back(std::move(part));
+    }
+    if (!impl->parts.empty()) {
+      impl->helpers = std::make_unique<ForkJoin>(impl->parts.size(), "sluice-decode");
+    }
   }
   ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
   impl->builder = std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
@@ -146,28 +245,9 @@ Result<size_t> StructuredDecoder::Decode(std::span<const Message> messages,
   const size_t ncols = d.columns.size();
   std::vector<size_t> indices;  // staged path: the message index of each row
   size_t appended = 0;
-  od::document doc;
-  od::object obj;
-  std::string reason;
+  Scratch scratch;
   for (size_t i = 0; i < messages.size(); ++i) {
-    if (!OpenObject(d.reader, messages[i].value, &doc, &obj, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      continue;
-    }
-    d.filler.set_document(&doc);
-    d.filler.error().Clear();
-    b.MarkRow();
-    bool ok = d.filler.FillObject(obj, b.slots(), b.sorted(), b.rows(), 0);
-    if (!ok) {
-      errors->push_back({i, d.filler.error().Reason()});
-      b.RollbackRow();
-      continue;
-    }
-    if (!CloseDocument(&doc, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      b.RollbackRow();
-      continue;
-    }
+    if (!FillRow(d.reader, d.filler, b, messages[i].value, i, scratch, errors)) continue;
     if (d.staged) {
       b.chunk().column(ncols).data<int64_t>()[b.rows()] = static_cast<int64_t>(i);
       indices.push_back(i);
@@ -197,37 +277,43 @@ Result<size_t> StructuredDecoder::Impl::DecodeInMemory(std::span<const Message> 
                                                        std::vector<DecodeError>* errors) {
   view->SetChunks({});
   pool->Recycle();
-  ChunkBuilder& b = *builder;
-  size_t rows = 0;
-  od::document doc;
-  od::object obj;
-  std::string reason;
-  for (size_t i = 0; i < messages.size(); ++i) {
-    if (!OpenObject(reader, messages[i].value, &doc, &obj, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      continue;
-    }
-    filler.set_document(&doc);
-    filler.error().Clear();
-    b.MarkRow();
-    if (!filler.FillObject(obj, b.slots(), b.sorted(), b.rows(), 0)) {
-      errors->push_back({i, filler.error().Reason()});
-      b.RollbackRow();
-      continue;
-    }
-    if (!CloseDocument(&doc, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      b.RollbackRow();
-      continue;
-    }
-    b.CommitRow();
-    ++rows;
-    if (b.full()) RETURN_IF_ERROR(pool->Hold(b));
+  for (auto& part : this->parts) part->pool->Recycle();
+  // Parts of at least kMinMessagesPerPart: below that a hand-off costs more than it saves.
+  const size_t parts =
+      std::clamp<size_t>(messages.size() / kMinMessagesPerPart, 1, this->parts.size() + 1);
+  if (parts == 1) {
+    size_t rows = 0;
+    RETURN_IF_ERROR(
+        DecodeRange(reader, filler, *builder, *pool, messages, 0, messages.size(), errors, &rows));
+    view->SetChunks(pool->batch());
+    return rows;
   }
-  if (b.rows() > 0) RETURN_IF_ERROR(pool->Hold(b));
-  pool->Trim();
-  reader.Shrink();
-  view->SetChunks(pool->batch());
+  size_t rows = 0;
+  Status first;
+  helpers->Run(parts, [&](size_t p) {
+    const size_t begin = messages.size() * p / parts;
+    const size_t end = messages.size() * (p + 1) / parts;
+    if (p == 0) {
+      first = DecodeRange(reader, filler, *builder, *pool, messages, begin, end, errors, &rows);
+      return;
+    }
+    Part& part = *this->parts[p - 1];
+    part.errors.clear();
+    part.rows = 0;
+    part.status = DecodeRange(part.reader, part.filler, *part.builder, *part.pool, messages, begin,
+                              end, &part.errors, &part.rows);
+  });
+  RETURN_IF_ERROR(first);
+  std::vector<const duck::DataChunk*> chunks = pool->batch();
+  for (size_t p = 1; p < parts; ++p) {
+    Part& part = *this->parts[p - 1];
+    RETURN_IF_ERROR(part.status);
+    rows += part.rows;
+    // The parts are consecutive ranges: their errors stay in message order.
+    for (DecodeError& e : part.errors) errors->push_back(std::move(e));
+    for (const duck::DataChunk* c : part.pool->batch()) chunks.push_back(c);
+  }
+  view->SetChunks(std::move(chunks));
   return rows;
 }
 

@@ -48,6 +48,7 @@ Result<std::unique_ptr<BatchHandler>> BatchHandler::Create(
     // The batch stays in memory, shown to the SQL through a view (docs/design/0005).
     StructuredOptions decoder_options;
     decoder_options.in_memory = true;
+    decoder_options.threads = DecodeThreads(c.handler);
     auto dec = StructuredDecoder::Create(conn, c.handler.table, decoder_options);
     if (!dec.ok()) {
       return InvalidArgumentError("pipeline {}: handler.table '{}': {}", c.name, c.handler.table,

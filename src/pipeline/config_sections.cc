@@ -214,7 +214,8 @@ MapView Walker::Section(const MapView& parent, std::string_view key,
 }
 
 void Walker::Handler(const MapView& pipeline, HandlerConfig* out) {
-  MapView h = Section(pipeline, "handler", {"type", "sql", "table", "sql_results_cache_dir"});
+  MapView h = Section(pipeline, "handler",
+                      {"type", "sql", "table", "sql_results_cache_dir", "decode_threads"});
   if (!h.present) return;
   std::optional<HandlerType> type = Enum(h, "type", true, kHandlers, false);
   if (type) out->type = *type;
@@ -224,6 +225,12 @@ void Walker::Handler(const MapView& pipeline, HandlerConfig* out) {
   }
   out->table = String(h, "table", false).value_or("");
   out->sql_results_cache_dir = String(h, "sql_results_cache_dir", false).value_or("");
+  if (h.Has("decode_threads")) {
+    std::optional<std::string> v = String(h, "decode_threads", false);
+    if (v && Trim(*v) != "auto") {
+      if (auto n = Integer(h, "decode_threads", 1, 64)) out->decode_threads = *n;
+    }
+  }
   if (type == HandlerType::kStructuredBatch && Trim(out->table).empty()) {
     Error(h.line, "pipeline.handler.table",
           "is required for handlers.StructuredBatch: name the table, declared in `commands`, "

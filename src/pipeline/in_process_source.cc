@@ -502,13 +502,16 @@ bool InProcessSource::FetchOnce() {
   Fetched chunk;
   uint64_t total = 0;
   for (const storage::FileSlice& s : answer->slices) total += s.size;
-  chunk.bytes.resize(total);
+  chunk.bytes = std::make_unique_for_overwrite<uint8_t[]>(total);
+  chunk.size = total;
+  // A record of a fetch takes some tens of bytes at least: no regrowth for most fetches.
+  chunk.records.reserve(total / 128 + 16);
   std::vector<uint64_t> at;  // where each slice starts in chunk.bytes
   uint64_t offset = 0;
   for (const storage::FileSlice& s : answer->slices) {
     at.push_back(offset);
     if (s.size == 0) continue;
-    Result<size_t> n = s.file->ReadAt(s.position, {chunk.bytes.data() + offset, s.size});
+    Result<size_t> n = s.file->ReadAt(s.position, {chunk.bytes.get() + offset, s.size});
     if (!n.ok() || *n != s.size) {
       counters_.errors->Inc();
       SLUICE_LOG(kLog, kWarn, "pipeline {}: reading {}: {}", pipeline_, s.file->path(),
@@ -557,7 +560,7 @@ bool InProcessSource::FetchOnce() {
       }
       if (!p.records.is_splice) continue;
       const uint32_t file = p.records.splice_token;
-      std::span<const uint8_t> bytes(chunk.bytes.data() + at[file], answer->slices[file].size);
+      std::span<const uint8_t> bytes(chunk.bytes.get() + at[file], answer->slices[file].size);
       std::vector<kafka::local::AbortedTransaction> aborted;
       if (p.aborted_transactions) {
         for (const auto& a : *p.aborted_transactions) {
@@ -603,6 +606,10 @@ void InProcessSource::Take(size_t max_messages) {
   uint64_t records = 0;
   uint64_t bytes = 0;
   size_t i = ahead_taken_chunks_;
+  // A fetch's records come partition by partition: the position is looked up once a run.
+  Position* pos = nullptr;
+  std::string_view pos_topic;
+  int32_t pos_partition = -1;
   while (pending_.size() < max_messages && i < ahead_.size()) {
     Fetched& f = ahead_[i];
     while (pending_.size() < max_messages && f.taken < f.records.size()) {
@@ -610,8 +617,13 @@ void InProcessSource::Take(size_t max_messages) {
       pending_.push_back(m);
       bytes += m.value.size();
       ++records;
-      auto it = positions_.find({std::string(m.topic), m.partition});
-      if (it != positions_.end()) it->second.consumed = m.offset + 1;
+      if (m.partition != pos_partition || m.topic != pos_topic) {
+        auto it = positions_.find({std::string(m.topic), m.partition});
+        pos = it == positions_.end() ? nullptr : &it->second;
+        pos_topic = m.topic;
+        pos_partition = m.partition;
+      }
+      if (pos != nullptr) pos->consumed = m.offset + 1;
     }
     if (f.taken == f.records.size()) ++i;
   }
@@ -626,7 +638,7 @@ void InProcessSource::Take(size_t max_messages) {
 
 uint64_t InProcessSource::ReadAheadBytes() const {
   uint64_t n = 0;
-  for (size_t i = ahead_taken_chunks_; i < ahead_.size(); ++i) n += ahead_[i].bytes.size();
+  for (size_t i = ahead_taken_chunks_; i < ahead_.size(); ++i) n += ahead_[i].size;
   return n;
 }
 

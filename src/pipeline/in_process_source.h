@@ -81,7 +81,10 @@ class InProcessSource final : public Source {
   };
   // What one fetch brought: the bytes of its slices and the records decoded from them.
   struct Fetched {
-    std::vector<uint8_t> bytes;
+    // The fetch's bytes, read over whole (not zeroed first: a vector's resize cost as
+    // much as the read, 7% of the runner's thread).
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t size = 0;
     std::vector<kafka::client::Message> records;
     size_t taken = 0;         // records moved into a batch so far
     uint64_t generation = 0;  // the decoder's buffers these records use

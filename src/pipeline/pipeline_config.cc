@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/eventhandler.h>
@@ -119,6 +120,14 @@ Result<std::string> SubstituteTemplate(std::string_view text, std::string_view o
   RETURN_IF_ERROR(CheckText(text, origin));
   ASSIGN_OR_RETURN(Rendered rendered, Render(text, origin, env));
   return std::move(rendered.text);
+}
+
+size_t DecodeThreads(const HandlerConfig& handler) {
+  if (handler.decode_threads > 0) return static_cast<size_t>(handler.decode_threads);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  int n = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 ? CPU_COUNT(&cpus) : 1;
+  return static_cast<size_t>(std::clamp<int64_t>(n, 1, kMaxAutoDecodeThreads));
 }
 
 Result<PipelineConfig> ParsePipeline(std::string_view text, std::string_view origin,

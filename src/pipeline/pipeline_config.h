@@ -133,7 +133,16 @@ struct HandlerConfig {
   // Required for StructuredBatch; the inferred handlers name their table `batch`.
   std::string table;
   std::string sql_results_cache_dir;  // InferredDiskBatch's spill directory; "" = default
+  // handler.decode_threads, sluice's addition: a StructuredBatch batch is decoded in up to
+  // this many parts at once (json::StructuredOptions::threads). 0: auto, the CPUs this
+  // process may run on, at most kMaxAutoDecodeThreads.
+  int64_t decode_threads = 0;
 };
+
+constexpr int64_t kMaxAutoDecodeThreads = 4;
+
+// handler.decode_threads as the decoder takes it: `auto` resolved.
+size_t DecodeThreads(const HandlerConfig& handler);
 
 struct KafkaSinkConfig : KafkaConnectionConfig {
   std::string topic;

@@ -1,5 +1,7 @@
 // Benchmark, not a test: a pipeline batch's decode + handler SQL + result fetch, in msgs/s.
 //   decode_bench [structured|inferred] [messages=1000000] [batch=5000] [threads=1] [memory|table]
+//                [decode_threads=1]
+// (threads: DuckDB's; decode_threads: StructuredOptions::threads, in memory)
 // 1M page_view events of ~200 bytes, batches of 5000; each batch is decoded into the
 // handler table (`events`, or `batch` inferred), the runner's handler step runs
 // (CREATE OR REPLACE TEMP TABLE __result AS <aggregate>) and the result is fetched. Prints
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   const size_t batch = argc > 3 ? std::strtoul(argv[3], nullptr, 10) : 5000;
   const int threads = argc > 4 ? std::atoi(argv[4]) : 1;
   const bool in_memory = !(argc > 5 && std::strcmp(argv[5], "table") == 0);
+  const size_t decode_threads = argc > 6 ? std::strtoul(argv[6], nullptr, 10) : 1;
 
   static const char* kCities[] = {"Berlin", "Paris",  "Rome",   "Madrid", "Lisbon",
                                   "Vienna", "Prague", "Warsaw", "Oslo",   "Dublin"};
@@ -96,7 +99,8 @@ int main(int argc, char** argv) {
                   "session_id VARCHAR, page VARCHAR, "
                   "properties STRUCT(city VARCHAR, amount DOUBLE))"),
         "create");
-    auto d = json::StructuredDecoder::Create(c, table, {.in_memory = in_memory});
+    auto d = json::StructuredDecoder::Create(c, table,
+                                             {.in_memory = in_memory, .threads = decode_threads});
     Die(d.status(), "structured");
     sdec = std::move(*d);
   }

@@ -381,6 +381,64 @@ TEST_P(JsonDecoderTest, ManyRowsAcrossChunksMatchReadJson) {
   EXPECT_EQ(One("SELECT count(*) FROM t"), "5000");
 }
 
+// StructuredOptions::threads: a batch decoded in parts on helper threads gives the same
+// rows in the same order and the same errors (their indices in the whole batch) as one
+// thread, batch after batch, large and small.
+TEST(JsonDecoderInParts, SameRowsOrderAndErrorsAsOneThread) {
+  auto db = duck::Database::Open({.memory_limit_bytes = 512 << 20, .threads = 1});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  auto one_conn = duck::Connection::Open(**db);
+  auto parts_conn = duck::Connection::Open(**db);
+  ASSERT_TRUE(one_conn.ok() && parts_conn.ok());
+  ASSERT_TRUE((*one_conn)
+                  ->Execute("CREATE TABLE t (id BIGINT, name VARCHAR, tags VARCHAR[], "
+                            "s STRUCT(k BIGINT, l VARCHAR[]))")
+                  .ok());
+  auto one = StructuredDecoder::Create(**one_conn, "t", {.in_memory = true, .threads = 1});
+  auto parts = StructuredDecoder::Create(**parts_conn, "t", {.in_memory = true, .threads = 3});
+  ASSERT_TRUE(one.ok() && parts.ok());
+  std::deque<std::string> storage;
+  for (size_t batch : {6001, 700, 1500, 5000, 0, 3000}) {
+    std::vector<Message> messages;
+    for (size_t i = 0; i < batch; ++i) {
+      std::string v =
+          i % 97 == 5   ? R"({"id":)"
+          : i % 89 == 7 ? R"({"id":"x"})"
+          : i % 1200 == 3
+              ? std::string("[1]")
+              : fmt::format(R"({{"id":{},"name":"n{}","tags":[{}],"s":{{"k":{},"l":["{}"]}}}})",
+                            i + batch, i, i % 7 == 0 ? "" : "\"a\",\"b\"", i * 2,
+                            std::string(i % 30, 'x'));
+      const std::string& kept = storage.emplace_back(std::move(v));
+      Message m;
+      m.topic = "events";
+      m.partition = 0;
+      m.offset = static_cast<int64_t>(i);
+      m.value = kept;
+      messages.push_back(m);
+    }
+    std::vector<DecodeError> one_errors, parts_errors;
+    auto one_rows = (*one)->Decode(messages, &one_errors);
+    auto parts_rows = (*parts)->Decode(messages, &parts_errors);
+    ASSERT_TRUE(one_rows.ok() && parts_rows.ok());
+    EXPECT_EQ(*one_rows, *parts_rows) << "batch " << batch;
+    ASSERT_EQ(one_errors.size(), parts_errors.size()) << "batch " << batch;
+    for (size_t i = 0; i < one_errors.size(); ++i) {
+      EXPECT_EQ(one_errors[i].index, parts_errors[i].index);
+      EXPECT_EQ(one_errors[i].reason, parts_errors[i].reason);
+    }
+    if (batch > 0) {
+      EXPECT_FALSE(one_errors.empty());
+    }
+    // Each connection sees its own decoder's view; the rows in the messages' order.
+    auto a = (*one_conn)->QueryText("SELECT * FROM t");
+    auto b = (*parts_conn)->QueryText("SELECT * FROM t");
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(a->size(), *one_rows);
+    EXPECT_TRUE(*a == *b) << "batch " << batch;
+  }
+}
+
 TEST_P(JsonDecoderTest, TenMegabyteMessage) {
   Exec("CREATE TABLE t (s VARCHAR, l BIGINT[])");
   auto dec = Structured("t");

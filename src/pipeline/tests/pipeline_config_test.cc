@@ -84,6 +84,30 @@ TEST(PipelineConfigTest, MinimalFileTakesSqlflowDefaults) {
 
 // ---- sqlflow's own example files, unchanged
 
+TEST(PipelineConfigTest, DecodeThreads) {
+  const std::string_view at = "    sql: SELECT * FROM batch\n";
+  auto with = [&](std::string_view value) {
+    return Replace(kMinimal, at, fmt::format("{}    decode_threads: {}\n", at, value));
+  };
+  Result<PipelineConfig> r = Parse(kMinimal);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->handler.decode_threads, 0);  // auto
+  const size_t auto_threads = DecodeThreads(r->handler);
+  EXPECT_GE(auto_threads, 1u);
+  EXPECT_LE(auto_threads, static_cast<size_t>(kMaxAutoDecodeThreads));
+  r = Parse(with("auto"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(DecodeThreads(r->handler), auto_threads);
+  r = Parse(with("3"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(DecodeThreads(r->handler), 3u);
+  EXPECT_THAT(ErrorOf(with("0")),
+              HasSubstr("p.yml:12: pipeline.handler.decode_threads: must be at least 1, got 0"));
+  EXPECT_THAT(ErrorOf(with("65")), HasSubstr("must be at most 64"));
+  EXPECT_THAT(ErrorOf(with("two")), HasSubstr("decode_threads: must be a whole number"));
+  EXPECT_THAT(ErrorOf(with("[2]")), HasSubstr("decode_threads"));
+}
+
 TEST(PipelineConfigTest, SqlflowTumblingWindowExample) {
   auto r = LoadPipelineFile(kDir + "/sqlflow.tumbling.window.yml", MapEnv({}));
   ASSERT_TRUE(r.ok()) << r.status().ToString();
