@@ -70,20 +70,30 @@ void AppendFloat8(std::string* out, double v) {
   Put(out, std::bit_cast<uint64_t>(v));
 }
 
+// DuckDB's infinities (its type's max and -max) are PostgreSQL's (max and min). A value
+// whose shift to 2000-01-01 leaves the type is sent as the nearest finite value instead,
+// outside PostgreSQL's range, so its range check refuses it rather than a wrapped value
+// being stored (the sink refuses such rows before: InPostgresRange).
 void AppendDate(std::string* out, int32_t days) {
   constexpr int32_t kMax = std::numeric_limits<int32_t>::max();
+  constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
+  const int64_t shifted = int64_t{days} - kEpochDays;
   Length(out, 4);
-  Put<int32_t>(out, days == kMax    ? kMax
-                    : days == -kMax ? std::numeric_limits<int32_t>::min()
-                                    : days - kEpochDays);
+  Put<int32_t>(out, days == kMax      ? kMax
+                    : days == -kMax   ? kMin
+                    : shifted <= kMin ? kMin + 1
+                                      : static_cast<int32_t>(shifted));
 }
 
 void AppendTimestamp(std::string* out, int64_t micros) {
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   Length(out, 8);
-  Put<int64_t>(out, micros == kMax    ? kMax
-                    : micros == -kMax ? std::numeric_limits<int64_t>::min()
-                                      : micros - kEpochMicros);
+  // micros - kEpochMicros overflows only below kMin + kEpochMicros (kEpochMicros > 0).
+  Put<int64_t>(out, micros == kMax                     ? kMax
+                    : micros == -kMax                  ? kMin
+                    : micros < kMin + kEpochMicros + 1 ? kMin + 1
+                                                       : micros - kEpochMicros);
 }
 
 void AppendUuid(std::string* out, const uint8_t bytes[16]) {

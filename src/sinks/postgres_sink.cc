@@ -454,6 +454,26 @@ void AppendBinaryRow(const duck::ResultChunk& c, size_t row,
   }
 }
 
+// `value` (of DuckDB type `duck_type`) or NULL where PostgreSQL's type holds no such value:
+// DuckDB's dates reach past PostgreSQL's (4714-11-24 BC to 5874897 AD) and its timestamps
+// start long before PostgreSQL's (4714-11-24 BC). Refused here, such a row goes to on_error
+// as a cast failure; sent, PostgreSQL would refuse the whole COPY (and a streamed COPY at
+// its commit, batch after batch).
+std::string InPostgresRange(const std::string& value, std::string_view duck_type) {
+  if (duck_type == "DATE") {
+    return fmt::format(
+        "CASE WHEN isinf({0}) OR {0} BETWEEN DATE '4714-11-24 (BC)' AND DATE '5874897-12-31' "
+        "THEN {0} END",
+        value);
+  }
+  if (duck_type == "TIMESTAMP" || duck_type == "TIMESTAMPTZ") {
+    // -210866803200000000: 4714-11-24 00:00:00 BC (UTC) in microseconds since 1970.
+    return fmt::format("CASE WHEN isinf({0}) OR epoch_us({0}) >= -210866803200000000 THEN {0} END",
+                       value);
+  }
+  return value;
+}
+
 }  // namespace
 
 Status PostgresSink::StartCopy(const std::string& target,
@@ -633,7 +653,9 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
     std::string text;
     switch (t.kind) {
       case K::kCast:
-        text = fmt::format("CAST(TRY_CAST({} AS {}) AS VARCHAR)", src, t.duck_type);
+        text = fmt::format(
+            "CAST({} AS VARCHAR)",
+            InPostgresRange(fmt::format("TRY_CAST({} AS {})", src, t.duck_type), t.duck_type));
         break;
       case K::kText:
       case K::kPassThrough:
@@ -672,7 +694,7 @@ Status PostgresSink::Write(duck::Connection& conn, std::string_view table,
         case B::kDate:
         case B::kTimestamp:
         case B::kUuid:
-          text = fmt::format("TRY_CAST({} AS {})", src, t.duck_type);
+          text = InPostgresRange(fmt::format("TRY_CAST({} AS {})", src, t.duck_type), t.duck_type);
           break;
         case B::kBytes:
           if (t.kind == K::kBytea) text = fmt::format("TRY_CAST({} AS BLOB)", src);
@@ -825,11 +847,7 @@ Status PostgresSink::StreamFailed(Status st) {
     return *stream_error_;
   }
   // Nothing of earlier batches in the transaction: abandon it, the batch's error alone.
-  if (pg_ != nullptr && copy_.open) {
-    copy_.open = false;
-    PQputCopyEnd(pg_.get(), "sluice: abandoned");
-    while (PGresult* raw = PQgetResult(pg_.get())) PQclear(raw);
-  }
+  AbandonCopy("sluice: abandoned");
   if (pg_ != nullptr && in_txn_) {
     if (Status undo = Exec("ROLLBACK"); !undo.ok() && pg_ != nullptr) Disconnect(undo);
   }
@@ -878,19 +896,35 @@ Status PostgresSink::Discard() {
   pending_rows_ = 0;
   lost_.reset();
   stream_error_.reset();
-  if (pg_ != nullptr && copy_.open) {
-    copy_.open = false;
-    PQputCopyEnd(pg_.get(), "sluice: discarded");
-    while (PGresult* raw = PQgetResult(pg_.get())) PQclear(raw);
-  }
+  AbandonCopy("sluice: discarded");
   if (pg_ == nullptr || !in_txn_) {
     in_txn_ = false;
     return Status::OK();
   }
+  // A ROLLBACK that fails (the server restarted, the connection broke) has nothing left to
+  // undo once the connection is closed: the server rolls an open transaction back when its
+  // connection goes. Discarding succeeds either way.
   Status st = Exec("ROLLBACK");
   in_txn_ = false;
   if (!st.ok() && pg_ != nullptr) Disconnect(st);
-  return st;
+  return Status::OK();
+}
+
+void PostgresSink::AbandonCopy(const char* why) {
+  if (pg_ == nullptr || !copy_.open) return;
+  copy_.open = false;
+  bool ended = PQputCopyEnd(pg_.get(), why) == 1;
+  while (ended) {
+    PGresult* raw = PQgetResult(pg_.get());
+    if (raw == nullptr) break;
+    // Still in COPY: the end did not reach the server.
+    ended = PQresultStatus(raw) != PGRES_COPY_IN;
+    PQclear(raw);
+  }
+  if (!ended) {
+    Disconnect(IOError("postgres sink (table {} at {}): could not end a COPY: {}", options_.table,
+                       server_, Trim(PQerrorMessage(pg_.get()))));
+  }
 }
 
 Status PostgresSink::Flush() {

@@ -119,6 +119,9 @@ class PostgresSink final : public Sink {
   // every Commit returns it (they are lost; the pipeline must re-read them); otherwise the
   // transaction is abandoned and the error is the batch's alone.
   Status StreamFailed(Status st);
+  // Ends an open COPY with an error, so the server throws its rows away; when libpq cannot
+  // end it, the connection goes (closing it throws them away too).
+  void AbandonCopy(const char* why);
   void Stage(const SourceOffsets& offsets);
   Status Error(std::string_view what, std::string_view detail) const;
 

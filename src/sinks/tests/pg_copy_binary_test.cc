@@ -61,6 +61,17 @@ TEST(PgCopyBinaryTest, DatesAndTimestampsFromDuckDbsEpochAndInfinities) {
             "00 00 00 08 7f ff ff ff ff ff ff ff");
   EXPECT_EQ(Encoded([](std::string* o) { AppendTimestamp(o, -kMicros); }),
             "00 00 00 08 80 00 00 00 00 00 00 00");
+  // Finite values whose shift to 2000-01-01 would wrap: the nearest finite value, which
+  // PostgreSQL's range check refuses (never a wrapped date or timestamp, never infinity).
+  EXPECT_EQ(Encoded([](std::string* o) { AppendDate(o, -kDays + 5); }), "00 00 00 04 80 00 00 01");
+  EXPECT_EQ(Encoded([](std::string* o) { AppendDate(o, -kDays + 10957); }),
+            "00 00 00 04 80 00 00 01");
+  EXPECT_EQ(Encoded([](std::string* o) { AppendDate(o, -kDays + 10958); }),
+            "00 00 00 04 80 00 00 02");
+  EXPECT_EQ(Encoded([](std::string* o) { AppendTimestamp(o, -kMicros + 7); }),
+            "00 00 00 08 80 00 00 00 00 00 00 01");
+  EXPECT_EQ(Encoded([](std::string* o) { AppendTimestamp(o, -kMicros + 946684800000000); }),
+            "00 00 00 08 80 00 00 00 00 00 00 01");
 }
 
 TEST(PgCopyBinaryTest, BytesJsonbAndUuid) {

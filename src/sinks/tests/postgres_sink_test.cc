@@ -157,6 +157,29 @@ line \ é', 'abcd', 'ab', '\x00\xFF'::BLOB, '{"a": [1, 2]}', '{"k":"v","n":null}
   EXPECT_EQ(rejected[0].reason, "column \"s\": value 40000 is not a valid smallint");
   EXPECT_EQ(rejected[1].reason, "column \"jb\": value not json is not a valid jsonb");
   EXPECT_EQ(Psql("SELECT count(*) FROM bin"), "3");
+  // Dates and timestamps DuckDB holds but PostgreSQL does not (before 4714-11-24 BC, dates
+  // after 5874897 AD) are refused row by row too: never a wrapped value, never a COPY the
+  // server fails as a whole. The edges themselves go in.
+  Batch(R"sql(SELECT * FROM (VALUES
+      (10, DATE '5877612-06-21 (BC)', NULL::TIMESTAMP, NULL::TIMESTAMPTZ),
+      (11, NULL, make_timestamp(-290000, 1, 1, 0, 0, 0), NULL),
+      (12, NULL, NULL, make_timestamp(-5000, 1, 1, 0, 0, 0)::TIMESTAMPTZ),
+      (13, DATE '5874898-01-01', NULL, NULL),
+      (14, DATE '4714-11-24 (BC)', make_timestamp(-4713, 11, 24, 0, 0, 0), NULL),
+      (15, DATE '5874897-12-31', NULL, NULL)
+    ) t(s, day, ts, tz))sql");
+  rejected.clear();
+  st = Write(*sink, &rejected);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_TRUE(sink->Flush().ok());
+  ASSERT_EQ(rejected.size(), 4u);
+  EXPECT_THAT(rejected[0].reason, HasSubstr("column \"day\": value "));
+  EXPECT_THAT(rejected[0].reason, HasSubstr("is not a valid date"));
+  EXPECT_THAT(rejected[1].reason, HasSubstr("is not a valid timestamp"));
+  EXPECT_THAT(rejected[2].reason, HasSubstr("is not a valid timestamp with time zone"));
+  EXPECT_THAT(rejected[3].reason, HasSubstr("is not a valid date"));
+  EXPECT_EQ(Psql("SELECT s, day, ts FROM bin WHERE s BETWEEN 10 AND 20 ORDER BY s"),
+            "14|4714-11-24 BC|4714-11-24 00:00:00 BC\n15|5874897-12-31|");
 }
 
 // A column without a binary form (an array) sends the whole batch as text.
@@ -216,6 +239,41 @@ TEST_F(PostgresSinkTest, ACommitIntervalStreamsBatchesIntoOneTransaction) {
   ASSERT_TRUE(done.ok()) << done.status().ToString();
   EXPECT_EQ(*done, (SourceOffsets{{{"in", 0}, 303}}));
   EXPECT_EQ(Psql("SELECT string_agg(n::text, ',') FROM streamed WHERE n >= 1000"), "2000");
+}
+
+// Discard (the member lost its partitions) in the streamed mode: the open COPY and its
+// transaction are thrown away, nothing staged is committed later; and a Discard while the
+// server is down succeeds (closing the connection throws the transaction away too), after
+// which the sink writes again once the server is back.
+TEST_F(PostgresSinkTest, ACommitIntervalDiscardThrowsTheOpenTransactionAway) {
+  PostgresServer own;  // this test stops it
+  ASSERT_EQ(own.Start(), "");
+  auto sink = PostgresSink::Create(
+      {.dsn = own.dsn(), .table = "discarded", .commit_interval_ms = 3'600'000});
+  ASSERT_TRUE(sink.ok()) << sink.status().ToString();
+  PostgresSink& s = **sink;
+  std::vector<RejectedRow> rejected;
+  Batch("SELECT range AS n FROM range(50)");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 50}}, &rejected).ok());
+  ASSERT_TRUE(s.Discard().ok());
+  auto done = s.Commit(true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_TRUE(done->empty());
+  EXPECT_EQ(own.Psql("SELECT count(*) FROM discarded"), "0");
+
+  Batch("SELECT range + 100 AS n FROM range(20)");
+  ASSERT_TRUE(s.Write(*conn_, "batch", {{{"in", 0}, 70}}, &rejected).ok());
+  ASSERT_EQ(own.Stop(), "");
+  Status st = s.Discard();
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(own.Start(), "");
+  Batch("SELECT range + 200 AS n FROM range(5)");
+  st = s.Write(*conn_, "batch", {{{"in", 0}, 75}}, &rejected);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  done = s.Commit(true);
+  ASSERT_TRUE(done.ok()) << done.status().ToString();
+  EXPECT_EQ(*done, (SourceOffsets{{{"in", 0}, 75}}));
+  EXPECT_EQ(own.Psql("SELECT count(*), min(n) FROM discarded"), "5|200");
 }
 
 TEST_F(PostgresSinkTest, ACommitIntervalCommitsWhenDueAndARefusedRowFailsEveryCommit) {
