@@ -3,6 +3,7 @@
 #include "pipeline/in_process_source.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <charconv>
@@ -134,7 +135,45 @@ Status InProcessSource::Start(SourceListener* listener, bool arrivals) {
   SLUICE_LOG(kLog, kInfo, "pipeline {}: source in-process (group {}, topics {})", pipeline_,
              config_.group_id, fmt::join(config_.topics, ","));
   member_ = std::thread([this] { MemberLoop(); });
+  prefetcher_ = std::thread([this] { PrefetchLoop(); });
+  pthread_setname_np(prefetcher_.native_handle(), "sluice-prefetch");
   return Status::OK();
+}
+
+// ---- the prefetch thread -----------------------------------------------------------------
+
+void InProcessSource::PrefetchLoop() {
+  std::unique_lock lock(prefetch_mu_);
+  for (;;) {
+    prefetch_cv_.wait(lock, [this] { return prefetch_stop_ || prefetch_wanted_; });
+    if (prefetch_stop_) return;
+    prefetch_wanted_ = false;
+    prefetch_running_ = true;
+    lock.unlock();
+    FetchOnce();
+    lock.lock();
+    prefetch_running_ = false;
+    prefetch_cv_.notify_all();
+  }
+}
+
+void InProcessSource::StartPrefetch() {
+  std::lock_guard lock(prefetch_mu_);
+  if (prefetch_stop_ || !prefetcher_.joinable()) return;
+  prefetch_wanted_ = true;
+  prefetch_cv_.notify_all();
+}
+
+void InProcessSource::WaitPrefetch() const {
+  std::unique_lock lock(prefetch_mu_);
+  prefetch_cv_.wait(lock, [this] { return !prefetch_wanted_ && !prefetch_running_; });
+}
+
+void InProcessSource::DeliverHeard() {
+  if (arrivals_) {
+    for (const Arrival& a : heard_) listener_->Heard(*a.topic, a.partition, a.at);
+  }
+  heard_.clear();
 }
 
 // ---- the member's thread -----------------------------------------------------------------
@@ -364,6 +403,8 @@ Result<std::vector<kafka::SyncGroupRequest::Assignment>> InProcessSource::Leader
 // ---- the runner's thread -----------------------------------------------------------------
 
 SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) {
+  WaitPrefetch();
+  DeliverHeard();
   SourceStep step;
   std::optional<std::vector<TopicPartition>> assignment;
   {
@@ -407,15 +448,23 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
   if (assignment) ApplyAssignment(std::move(*assignment));
 
   Take(max_messages);
-  if (pending_.size() < max_messages &&
-      ReadAheadBytes() < static_cast<uint64_t>(config_.fetch.max_bytes * config_.fetch.prefetch)) {
+  const auto read_ahead_bound =
+      static_cast<uint64_t>(config_.fetch.max_bytes * config_.fetch.prefetch);
+  if (pending_.size() < max_messages && ReadAheadBytes() < read_ahead_bound) {
     if (!positions_.empty() && FetchOnce()) {
+      DeliverHeard();
       Take(max_messages);
     } else if (Clock::now() < deadline) {
+      DeliverHeard();
       std::this_thread::sleep_for(std::min<Clock::duration>(kIdleWait, deadline - Clock::now()));
     }
   }
   step.ready = pending_.size() >= max_messages || Clock::now() >= deadline;
+  // A batch goes to the runner: the next fetch runs while it is decoded and written.
+  if (step.ready && !pending_.empty() && !positions_.empty() &&
+      ReadAheadBytes() < read_ahead_bound) {
+    StartPrefetch();
+  }
   return step;
 }
 
@@ -592,7 +641,7 @@ bool InProcessSource::FetchOnce() {
         any = true;
         first_read_.emplace(std::make_pair(t.topic, p.partition_index),
                             chunk.records[before].offset);
-        if (arrivals_) listener_->Heard(*topic, p.partition_index, now);
+        if (arrivals_) heard_.push_back({topic, p.partition_index, now});
       }
     }
   }
@@ -643,6 +692,7 @@ uint64_t InProcessSource::ReadAheadBytes() const {
 }
 
 void InProcessSource::BatchDone() {
+  WaitPrefetch();
   pending_.clear();
   // Chunks whose every record went into batches are released, with the decoder's buffers
   // their records used.
@@ -662,6 +712,8 @@ void InProcessSource::DropAll() {
 }
 
 void InProcessSource::AcknowledgeRevocation() {
+  WaitPrefetch();
+  heard_.clear();
   pending_.clear();
   DropAll();
   positions_.clear();
@@ -703,6 +755,7 @@ Status InProcessSource::Commit(const std::vector<TopicPartition>& offsets, Commi
 }
 
 Result<std::vector<kafka::client::PartitionLag>> InProcessSource::Lag() const {
+  WaitPrefetch();
   std::vector<kafka::client::PartitionLag> out;
   for (const auto& [key, pos] : positions_) {
     kafka::client::PartitionLag l;
@@ -725,6 +778,8 @@ Result<kafka::client::GroupMetadata> InProcessSource::GroupMetadata() const {
 }
 
 Status InProcessSource::Rewind(std::chrono::milliseconds) {
+  WaitPrefetch();
+  heard_.clear();
   pending_.clear();
   DropAll();
   std::vector<TopicPartition> partitions;
@@ -751,6 +806,14 @@ void InProcessSource::Close() {
     shared_.cv.notify_all();
   }
   if (member_.joinable()) member_.join();
+  {
+    std::lock_guard lock(prefetch_mu_);
+    prefetch_stop_ = true;
+    prefetch_wanted_ = false;
+    prefetch_cv_.notify_all();
+  }
+  if (prefetcher_.joinable()) prefetcher_.join();
+  heard_.clear();
   pending_.clear();
   DropAll();
 }

@@ -122,7 +122,17 @@ class InProcessSource final : public Source {
   void ApplyAssignment(std::vector<kafka::client::TopicPartition> partitions);
   Status ResolvePositions(std::vector<kafka::client::TopicPartition>& partitions);
   // One fetch of the assigned partitions into the read-ahead; false when nothing came.
+  // On the runner's thread, or on the prefetch thread while the runner is outside the
+  // source (0023 decision 18).
   bool FetchOnce();
+  // The prefetch: a FetchOnce started when a batch is handed out, so that it runs while
+  // the runner decodes and writes that batch; every entry point that touches what a fetch
+  // changes (positions, the read-ahead, the decoder's buffers) waits for it first.
+  void PrefetchLoop();
+  void StartPrefetch();
+  void WaitPrefetch() const;
+  // The arrivals FetchOnce noted, told to the listener (on the runner's thread).
+  void DeliverHeard();
   void Take(size_t max_messages);
   void DropAll();
   uint64_t ReadAheadBytes() const;
@@ -148,6 +158,19 @@ class InProcessSource final : public Source {
   kafka::local::BatchDecoder decoder_;
   std::vector<kafka::client::Message> pending_;
   SteadyTime last_error_log_{};
+  struct Arrival {
+    const std::string* topic;
+    int32_t partition;
+    SteadyTime at;
+  };
+  std::vector<Arrival> heard_;  // FetchOnce's, until DeliverHeard
+
+  mutable std::mutex prefetch_mu_;
+  mutable std::condition_variable prefetch_cv_;
+  bool prefetch_wanted_ = false;   // a FetchOnce to run
+  bool prefetch_running_ = false;  // one runs now
+  bool prefetch_stop_ = false;
+  std::thread prefetcher_;
 };
 
 }  // namespace sluice::pipeline
