@@ -4,8 +4,10 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
+#include "base/fork_join.h"
 #include "duck/chunk_view.h"
 #include "duck/data_chunk.h"
 #include "json/chunk_builder.h"
@@ -34,6 +36,109 @@ InferLimits LimitsOf(const InferredOptions& o) {
           .types = InferredTypes::kNested};
 }
 
+// The fewest messages a part of a batch filled in parts has (InferredOptions::threads).
+constexpr size_t kMinMessagesPerPart = 512;
+
+// Fills rows from messages[begin, end) that pass 1 found good (`good`) into `b`, the JSON
+// columns through `filler` and the kafka_ columns (from column `k` on) from each message;
+// `flush` takes each full chunk (and the last). Messages that do not fill go to `errors`.
+Status FillRange(JsonReader& reader, Filler& filler, ChunkBuilder& b, size_t k,
+                 std::span<const Message> messages, const std::vector<uint8_t>& good, size_t begin,
+                 size_t end, const std::function<Status()>& flush, std::vector<DecodeError>* errors,
+                 size_t* rows) {
+  od::document doc;
+  od::object obj;
+  std::string reason;
+  // The kafka_ columns of the chunk being built, bound again whenever the chunk changes.
+  struct {
+    Vector topic, key;
+    int32_t* partition;
+    int64_t *offset, *timestamp;
+    uint64_t *timestamp_valid, *key_valid;
+  } kc;
+  auto bind = [&] {
+    duck::DataChunk& chunk = b.chunk();
+    kc.topic = chunk.column(k);
+    kc.partition = chunk.column(k + 1).data<int32_t>();
+    kc.offset = chunk.column(k + 2).data<int64_t>();
+    kc.timestamp = chunk.column(k + 3).data<int64_t>();
+    kc.timestamp_valid = chunk.column(k + 3).validity();
+    kc.key = chunk.column(k + 4);
+    kc.key_valid = kc.key.validity();
+  };
+  bind();
+  for (size_t i = begin; i < end; ++i) {
+    if (!good[i]) continue;
+    const Message& m = messages[i];
+    if (!OpenObject(reader, m.value, &doc, &obj, &reason)) {
+      errors->push_back({i, std::move(reason)});
+      continue;
+    }
+    filler.set_document(&doc);
+    filler.error().Clear();
+    b.MarkRow();
+    if (!filler.FillObject(obj, b.slots(), b.sorted(), b.rows(), 0)) {
+      errors->push_back({i, filler.error().Reason()});
+      b.RollbackRow();
+      continue;
+    }
+    const uint64_t row = b.rows();
+    kc.topic.AssignString(row, m.topic);
+    kc.partition[row] = m.partition;
+    kc.offset[row] = m.offset;
+    if (m.timestamp_ms == -1) {
+      Vector::SetInvalid(kc.timestamp_valid, row);
+    } else {
+      kc.timestamp[row] = m.timestamp_ms * 1000;
+      Vector::SetValid(kc.timestamp_valid, row);
+    }
+    if (m.key.data() == nullptr) {
+      Vector::SetInvalid(kc.key_valid, row);
+    } else {
+      kc.key.AssignString(row, m.key);
+      Vector::SetValid(kc.key_valid, row);
+    }
+    b.CommitRow();
+    ++*rows;
+    if (b.full()) {
+      RETURN_IF_ERROR(flush());
+      bind();
+    }
+  }
+  if (b.rows() > 0) RETURN_IF_ERROR(flush());
+  reader.Shrink();
+  return Status::OK();
+}
+
+// A builder of `types`, the first `json_columns` filled from JSON under `names`.
+Result<std::unique_ptr<ChunkBuilder>> NewBuilder(const std::vector<duck::LogicalType>& types,
+                                                 const std::vector<std::string>& names,
+                                                 size_t json_columns) {
+  std::vector<Slot> slots;
+  for (size_t i = 0; i < json_columns; ++i) {
+    slots.push_back(BuildSlot(types[i], names[i], types[i].ToSql()));
+  }
+  ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
+  return std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
+}
+
+std::unique_ptr<ChunkPool> NewPool(const std::vector<duck::LogicalType>& types) {
+  std::vector<duck::LogicalType> copies;
+  for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
+  return std::make_unique<ChunkPool>(std::move(copies));
+}
+
+// One part of an in-memory batch filled on a helper thread (InferredOptions::threads).
+struct FillPart {
+  JsonReader reader;
+  Filler filler{true};
+  std::unique_ptr<ChunkBuilder> builder;
+  std::unique_ptr<ChunkPool> pool;
+  std::vector<DecodeError> errors;
+  size_t rows = 0;
+  Status status;
+};
+
 }  // namespace
 
 struct InferredDecoder::Impl {
@@ -49,6 +154,10 @@ struct InferredDecoder::Impl {
   // In memory (options.in_memory): the batch's chunks and their view.
   std::unique_ptr<ChunkPool> pool;
   std::unique_ptr<duck::ChunkView> view;
+  // In memory with options.threads > 1: the parts past the first of pass 2 and the
+  // helpers that run them (pass 1, the schema, stays on the caller's thread).
+  std::vector<std::unique_ptr<FillPart>> parts;
+  std::unique_ptr<ForkJoin> helpers;
 
   explicit Impl(InferredOptions o) : options(std::move(o)), inferrer(LimitsOf(options), &filler) {}
 };
@@ -124,11 +233,20 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       } else {
         ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(*d.conn, d.options.table, names, types));
       }
-      std::vector<duck::LogicalType> copies;
-      for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
-      d.pool = std::make_unique<ChunkPool>(std::move(copies));
+      d.pool = NewPool(types);
+      if (d.options.threads > 1 && !d.helpers) {
+        for (size_t i = 1; i < d.options.threads; ++i) {
+          d.parts.push_back(std::make_unique<FillPart>());
+        }
+        d.helpers = std::make_unique<ForkJoin>(d.parts.size(), "sluice-decode");
+      }
+      for (auto& part : d.parts) {
+        ASSIGN_OR_RETURN(part->builder, NewBuilder(types, root.names, root.names.size()));
+        part->pool = NewPool(types);
+      }
     } else {
       d.pool->Recycle();
+      for (auto& part : d.parts) part->pool->Recycle();
     }
   } else {
     RETURN_IF_ERROR(d.conn->Execute(fmt::format("CREATE OR REPLACE TABLE {} ({})",
@@ -137,90 +255,63 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
     if (rebuild) types = app->ColumnTypes();
   }
   if (rebuild) {
-    std::vector<Slot> slots;
-    for (size_t i = 0; i < root.names.size(); ++i) {
-      slots.push_back(BuildSlot(types[i], root.names[i], types[i].ToSql()));
-    }
-    ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
     d.builder.reset();
-    d.builder = std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
+    ASSIGN_OR_RETURN(d.builder, NewBuilder(types, root.names, root.names.size()));
     d.built_for = d.schema_sql;
     d.json_columns = root.names.size();
   }
-  // Pass 2: the rows.
+  // Pass 2: the rows; in memory, a large batch in consecutive parts at once.
   ChunkBuilder& b = *d.builder;
   const size_t k = d.json_columns;
   size_t appended = 0;
-  // The kafka_ columns of the chunk being built, bound again whenever the chunk changes.
-  struct {
-    Vector topic, key;
-    int32_t* partition;
-    int64_t *offset, *timestamp;
-    uint64_t *timestamp_valid, *key_valid;
-  } kc;
-  auto bind = [&] {
-    duck::DataChunk& chunk = b.chunk();
-    kc.topic = chunk.column(k);
-    kc.partition = chunk.column(k + 1).data<int32_t>();
-    kc.offset = chunk.column(k + 2).data<int64_t>();
-    kc.timestamp = chunk.column(k + 3).data<int64_t>();
-    kc.timestamp_valid = chunk.column(k + 3).validity();
-    kc.key = chunk.column(k + 4);
-    kc.key_valid = kc.key.validity();
-  };
-  bind();
-  auto flush = [&]() -> Status {
-    appended += b.rows();
-    if (!app) {
-      RETURN_IF_ERROR(d.pool->Hold(b));
-    } else {
+  const size_t parts =
+      app ? 1 : std::clamp<size_t>(messages.size() / kMinMessagesPerPart, 1, d.parts.size() + 1);
+  if (parts == 1) {
+    auto flush = [&]() -> Status {
+      if (!app) return d.pool->Hold(b);
       RETURN_IF_ERROR(b.Finish());
       RETURN_IF_ERROR(app->Append(b.chunk()));
       b.Reset();
+      return Status::OK();
+    };
+    RETURN_IF_ERROR(FillRange(d.reader, d.filler, b, k, messages, good, 0, messages.size(), flush,
+                              errors, &appended));
+  } else {
+    Status first;
+    d.helpers->Run(parts, [&](size_t p) {
+      const size_t begin = messages.size() * p / parts;
+      const size_t end = messages.size() * (p + 1) / parts;
+      if (p == 0) {
+        first = FillRange(
+            d.reader, d.filler, b, k, messages, good, begin, end, [&] { return d.pool->Hold(b); },
+            errors, &appended);
+        return;
+      }
+      FillPart& part = *d.parts[p - 1];
+      part.errors.clear();
+      part.rows = 0;
+      part.status = FillRange(
+          part.reader, part.filler, *part.builder, k, messages, good, begin, end,
+          [&] { return part.pool->Hold(*part.builder); }, &part.errors, &part.rows);
+    });
+    RETURN_IF_ERROR(first);
+    for (size_t p = 1; p < parts; ++p) {
+      FillPart& part = *d.parts[p - 1];
+      RETURN_IF_ERROR(part.status);
+      appended += part.rows;
+      for (DecodeError& e : part.errors) errors->push_back(std::move(e));
     }
-    bind();
-    return Status::OK();
-  };
-  for (size_t i = 0; i < messages.size(); ++i) {
-    if (!good[i]) continue;
-    const Message& m = messages[i];
-    if (!OpenObject(d.reader, m.value, &doc, &obj, &reason)) {
-      errors->push_back({i, std::move(reason)});
-      continue;
-    }
-    d.filler.set_document(&doc);
-    d.filler.error().Clear();
-    b.MarkRow();
-    if (!d.filler.FillObject(obj, b.slots(), b.sorted(), b.rows(), 0)) {
-      errors->push_back({i, d.filler.error().Reason()});
-      b.RollbackRow();
-      continue;
-    }
-    const uint64_t row = b.rows();
-    kc.topic.AssignString(row, m.topic);
-    kc.partition[row] = m.partition;
-    kc.offset[row] = m.offset;
-    if (m.timestamp_ms == -1) {
-      Vector::SetInvalid(kc.timestamp_valid, row);
-    } else {
-      kc.timestamp[row] = m.timestamp_ms * 1000;
-      Vector::SetValid(kc.timestamp_valid, row);
-    }
-    if (m.key.data() == nullptr) {
-      Vector::SetInvalid(kc.key_valid, row);
-    } else {
-      kc.key.AssignString(row, m.key);
-      Vector::SetValid(kc.key_valid, row);
-    }
-    b.CommitRow();
-    if (b.full()) RETURN_IF_ERROR(flush());
   }
-  if (b.rows() > 0) RETURN_IF_ERROR(flush());
   if (app) {
     RETURN_IF_ERROR(app->Flush());
   } else {
     d.pool->Trim();
-    d.view->SetChunks(d.pool->batch());
+    std::vector<const duck::DataChunk*> chunks = d.pool->batch();
+    for (size_t p = 1; p < parts; ++p) {
+      d.parts[p - 1]->pool->Trim();
+      for (const duck::DataChunk* c : d.parts[p - 1]->pool->batch()) chunks.push_back(c);
+    }
+    d.view->SetChunks(std::move(chunks));
   }
   d.reader.Shrink();
   std::sort(errors->begin(), errors->end(),

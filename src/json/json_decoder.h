@@ -100,6 +100,10 @@ struct InferredOptions {
   // Keep each batch in memory and show it to SQL through a TEMP VIEW `table` instead of
   // recreating and filling a table (as StructuredOptions::in_memory; read-only).
   bool in_memory = false;
+  // In memory: the rows of a batch of at least 1,024 messages are filled in up to this
+  // many parts at once, as StructuredOptions::threads (the schema is still inferred on the
+  // caller's thread, in one pass over the batch).
+  size_t threads = 1;
 };
 
 // Decodes with a schema inferred per batch (handlers.InferredMemBatch/InferredDiskBatch):

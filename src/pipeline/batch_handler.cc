@@ -61,6 +61,7 @@ Result<std::unique_ptr<BatchHandler>> BatchHandler::Create(
     // is a view over the decoded chunks.
     InferredOptions decoder_options;
     decoder_options.in_memory = c.handler.type == HandlerType::kInferredMemBatch;
+    decoder_options.threads = DecodeThreads(c.handler);
     h->inferred_in_memory_ = decoder_options.in_memory;
     ASSIGN_OR_RETURN(h->inferred_, InferredDecoder::Create(conn, decoder_options));
     h->batch_table_ = "batch";

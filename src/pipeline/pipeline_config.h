@@ -133,8 +133,9 @@ struct HandlerConfig {
   // Required for StructuredBatch; the inferred handlers name their table `batch`.
   std::string table;
   std::string sql_results_cache_dir;  // InferredDiskBatch's spill directory; "" = default
-  // handler.decode_threads, sluice's addition: a StructuredBatch batch is decoded in up to
-  // this many parts at once (json::StructuredOptions::threads). 0: auto, the CPUs this
+  // handler.decode_threads, sluice's addition: a StructuredBatch batch is decoded, an
+  // InferredMemBatch batch's rows filled, in up to this many parts at once
+  // (json::StructuredOptions::threads, InferredOptions::threads). 0: auto, the CPUs this
   // process may run on, at most kMaxAutoDecodeThreads.
   int64_t decode_threads = 0;
 };

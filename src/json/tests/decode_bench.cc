@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<json::InferredDecoder> idec;
   std::string table = inferred ? "batch" : "events";
   if (inferred) {
-    auto d = json::InferredDecoder::Create(c, {.in_memory = in_memory});
+    auto d = json::InferredDecoder::Create(c, {.in_memory = in_memory, .threads = decode_threads});
     Die(d.status(), "inferred");
     idec = std::move(*d);
   } else {
