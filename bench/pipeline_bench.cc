@@ -28,6 +28,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <thread>
@@ -40,8 +41,10 @@
 #include "bench/machine_info.h"
 #include "duck/chunk_view.h"
 #include "duck/database.h"
+#include "json/json_decoder.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
+#include "pipeline/pipeline_config.h"
 #include "sinks/testing/postgres_server.h"
 
 namespace sluice::bench {
@@ -703,6 +706,66 @@ std::string HandlerSql(const std::string& handler, bool window) {
                      structured ? "\"timestamp\"" : "CAST(\"timestamp\" AS TIMESTAMPTZ)");
 }
 
+// --in-process: the decoder's ceiling. The pipeline's decode and SQL over the same events'
+// JSON already in memory (no source, no sink): batches of `batch` messages decoded as the
+// handler decodes them (in memory, its decode_threads default) and the handler's SQL run
+// over each. Over the first million events at most (a rate per message; all ten million
+// would hold 2 GB of text).
+Result<double> DecoderCeiling(const std::string& handler, int64_t batch, int64_t n) {
+  n = std::min<int64_t>(n, 1'000'000);
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> at;
+  std::string value;
+  std::pair<int64_t, std::string> ts_cache;
+  for (int64_t i = 0; i < n; ++i) {
+    MakeEvent(i, &value, &ts_cache);
+    at.emplace_back(text.size(), value.size());
+    text += value;
+  }
+  std::vector<kafka::client::Message> messages(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    kafka::client::Message& m = messages[static_cast<size_t>(i)];
+    m.topic = "events";
+    m.partition = 0;
+    m.offset = i;
+    m.timestamp_ms = kBaseEpochMs + i;
+    m.value = std::string_view(text).substr(at[static_cast<size_t>(i)].first,
+                                            at[static_cast<size_t>(i)].second);
+  }
+  const bool structured = handler == "handlers.StructuredBatch";
+  const size_t threads = pipeline::DecodeThreads(pipeline::HandlerConfig{});
+  ASSIGN_OR_RETURN(auto db,
+                   duck::Database::Open({.memory_limit_bytes = int64_t{256} << 20, .threads = 1}));
+  ASSIGN_OR_RETURN(auto conn, duck::Connection::Open(*db));
+  std::unique_ptr<json::StructuredDecoder> s;
+  std::unique_ptr<json::InferredDecoder> inferred;
+  if (structured) {
+    RETURN_IF_ERROR(conn->Execute(std::string(kStructuredTable)));
+    ASSIGN_OR_RETURN(s, json::StructuredDecoder::Create(*conn, "events",
+                                                        {.in_memory = true, .threads = threads}));
+  } else {
+    ASSIGN_OR_RETURN(inferred,
+                     json::InferredDecoder::Create(*conn, {.in_memory = true, .threads = threads}));
+  }
+  std::unique_ptr<duck::PreparedStatement> query;
+  std::vector<json::DecodeError> errors;
+  const int64_t start = MonotonicNanos();
+  for (int64_t from = 0; from < n; from += batch) {
+    std::span<const kafka::client::Message> b(messages.data() + from,
+                                              static_cast<size_t>(std::min(batch, n - from)));
+    Result<size_t> rows = structured ? s->Decode(b, &errors) : inferred->Decode(b, &errors);
+    if (!rows.ok()) return rows.status();
+    if (!errors.empty()) return InternalError("decoder ceiling: {}", errors[0].reason);
+    if (!query) {
+      ASSIGN_OR_RETURN(query, duck::PreparedStatement::Prepare(*conn, HandlerSql(handler, false)));
+    }
+    ASSIGN_OR_RETURN(duck::QueryResult r, query->Execute());
+    if (r.row_count() == 0) return InternalError("decoder ceiling: no rows for a batch");
+  }
+  const double secs = Seconds(start, MonotonicNanos());
+  return secs > 0 ? static_cast<double>(n) / secs : 0;
+}
+
 // --iceberg: every event through, as columns.
 constexpr std::string_view kPassthroughSql =
     "SELECT event, properties.city AS city, properties.amount AS amount, \"timestamp\" FROM events";
@@ -1060,7 +1123,8 @@ struct Cell {
   const WindowKind* window = nullptr;  // --window
   bool state = false;                  // --window: with pipeline.state
   std::vector<RunResult> runs;
-  double ceiling = 0;  // DuckDB-only msgs/s
+  double ceiling = 0;          // DuckDB-only msgs/s
+  double decoder_ceiling = 0;  // --in-process: the decoder and SQL over the bytes in memory
   double msgs_per_s() const {
     std::vector<double> v;
     for (const RunResult& r : runs) v.push_back(r.msgs_per_s);
@@ -1265,7 +1329,8 @@ void PrintHeader(const Context& ctx, const Settings& s) {
                formats ? fmt::format("{:<9}", "format") : std::string(), "batch", "msgs/s",
                "peak MiB", "ws MiB", "duckdb msgs/s", "ratio", "cpu s", "seconds",
                (formats ? fmt::format(" {:>7}", "vs json") : std::string()) +
-                   (s.in_process_asked ? fmt::format(" {:<10} {:>8}", "source", "vs kafka")
+                   (s.in_process_asked ? fmt::format(" {:<10} {:>8} {:>14} {:>10}", "source",
+                                                     "vs kafka", "decoder msgs/s", "vs decoder")
                                        : std::string()));
     std::fflush(stdout);
     return;
@@ -1305,6 +1370,10 @@ Json CellJson(const Cell& c, double ratio) {
   j["peak_rss_mib"] = Round(c.peak_rss_mib(), 1);
   j["working_set_mib"] = Round(c.working_set_mib(), 1);
   j["duckdb_only_msgs_per_s"] = Round(c.ceiling, 1);
+  if (c.decoder_ceiling > 0) {
+    j["decoder_only_msgs_per_s"] = Round(c.decoder_ceiling, 1);
+    j["vs_decoder_only"] = Round(c.msgs_per_s() / c.decoder_ceiling, 4);
+  }
   j["ratio"] = Round(ratio, 4);
   j["seconds"] = Round(c.seconds(), 3);
   j["pipeline_cpu_seconds"] = Round(c.pipeline_cpu(), 2);
@@ -1336,10 +1405,14 @@ void PrintCell(const Cell& c, const Context& ctx, const Settings& s, bool json) 
     }
     std::string vs_kafka;
     if (s.in_process_asked) {
-      vs_kafka = fmt::format(" {:<10} {:>8}", c.source,
+      vs_kafka = fmt::format(" {:<10} {:>8} {:>14} {:>10}", c.source,
                              c.source == "kafka" || c.kafka_msgs_per_s <= 0
                                  ? std::string("-")
-                                 : fmt::format("{:.2f}", c.msgs_per_s() / c.kafka_msgs_per_s));
+                                 : fmt::format("{:.2f}", c.msgs_per_s() / c.kafka_msgs_per_s),
+                             Grouped(static_cast<uint64_t>(c.decoder_ceiling + 0.5)),
+                             c.decoder_ceiling > 0
+                                 ? fmt::format("{:.2f}", c.msgs_per_s() / c.decoder_ceiling)
+                                 : std::string("-"));
     }
     vs_json += vs_kafka;
     fmt::print("{:<17} {}{:>6} {:>11} {:>9.1f} {:>9.1f} {:>13} {:>6.2f} {:>15} {:>8.2f}{}\n",
@@ -1767,6 +1840,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
 
   // The reference first, per handler shape, while nothing else runs.
   std::map<std::pair<std::string, int64_t>, double> ceilings;
+  std::map<std::pair<std::string, int64_t>, double> decoder_ceilings;  // --in-process
   for (const std::string& h : s.handlers) {
     if (s.iceberg) break;  // its reference is the noop sink's cell
     progress.Show(fmt::format("reference: loading {} events into DuckDB ...",
@@ -1782,6 +1856,11 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
         rates.push_back(rate);
       }
       ceilings[{h, b}] = Median(rates);
+      if (s.in_process_asked) {
+        progress.Show(fmt::format("reference: the decoder, {} batch {} ...", ShortHandler(h), b));
+        ASSIGN_OR_RETURN(double decoder, DecoderCeiling(h, b, s.messages));
+        decoder_ceilings[{h, b}] = decoder;
+      }
     }
     progress.Clear();
   }
@@ -1928,6 +2007,7 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
           cell.kafka_msgs_per_s = in_process ? kafka_rate : 0;
           cell.batch = b;
           cell.ceiling = ceilings[{h, b}];
+          if (format == "json") cell.decoder_ceiling = decoder_ceilings[{h, b}];
           if (format != "json") {
             const Cell& json_cell = cells[{h, b, in_process}];
             cell.json_msgs_per_s = json_cell.msgs_per_s();

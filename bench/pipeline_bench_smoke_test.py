@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Smoke test of `sluice bench pipeline --sink postgres --quick --json`: it starts its own
+"""Smoke test of `sluice bench pipeline --sink postgres --quick --json` (and of `--in-process`,
+each cell over Kafka and in-process beside the decoder's own ceiling): it starts its own
 broker and PostgreSQL server, runs the passthrough pipeline into a noop sink and into a
 PostgreSQL table, loads the same rows back with a plain COPY FROM a file (the reference,
 which also checks the table held exactly the events), and prints one JSON object per cell.
@@ -15,17 +16,23 @@ import sys
 from kafka_bench_smoke_test import fail, json_rows
 
 
+def run_json(sluice, flags, timeout):
+    """`sluice bench pipeline --quick --json` of 50,000 events at batch 5000 with `flags`:
+    the finished process and its JSON rows."""
+    cmd = [sluice, "bench", "pipeline", "--quick", "--json", "--messages", "50000",
+           "--batch-sizes", "5000"] + flags
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        fail(f"sluice bench pipeline {' '.join(flags)} did not finish within {timeout} s")
+    if proc.returncode != 0:
+        fail(f"sluice bench pipeline {' '.join(flags)} exited with {proc.returncode}", proc)
+    return proc, json_rows(proc, fail)
+
+
 def main():
     sluice = sys.argv[1]
-    cmd = [sluice, "bench", "pipeline", "--quick", "--json", "--messages", "50000",
-           "--batch-sizes", "5000", "--sink", "postgres"]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
-    except subprocess.TimeoutExpired:
-        fail("sluice bench pipeline --sink postgres did not finish within 240 s")
-    if proc.returncode != 0:
-        fail(f"sluice bench pipeline exited with {proc.returncode}", proc)
-    rows = json_rows(proc, fail)
+    proc, rows = run_json(sluice, ["--sink", "postgres"], 240)
     if [(r.get("sink"), r.get("batch_size")) for r in rows] != [("noop", 5000),
                                                                   ("postgres", 5000)]:
         fail(f"cells {[(r.get('sink'), r.get('batch_size')) for r in rows]}, expected noop "
@@ -39,6 +46,18 @@ def main():
         fail(f"a rate is not positive: {pg}", proc)
     if abs(pg["vs_copy_from_file"] - pg["msgs_per_s"] / pg["copy_from_file_rows_per_s"]) > 0.01:
         fail(f"vs_copy_from_file is not msgs_per_s / copy_from_file_rows_per_s: {pg}", proc)
+
+    # --in-process: each cell over both sources, beside the decoder's own ceiling.
+    proc, rows = run_json(sluice, ["--handlers", "StructuredBatch", "--in-process"], 180)
+    if [r.get("source") for r in rows] != ["kafka", "in_process"]:
+        fail(f"sources {[r.get('source') for r in rows]}, expected kafka then in_process", proc)
+    for r in rows:
+        if not (r.get("decoder_only_msgs_per_s", 0) > 0 and r.get("msgs_per_s", 0) > 0):
+            fail(f"no decoder ceiling or rate: {r}", proc)
+        if abs(r["vs_decoder_only"] - r["msgs_per_s"] / r["decoder_only_msgs_per_s"]) > 0.01:
+            fail(f"vs_decoder_only is not msgs_per_s / decoder_only_msgs_per_s: {r}", proc)
+    if abs(rows[1]["vs_kafka"] - rows[1]["msgs_per_s"] / rows[0]["msgs_per_s"]) > 0.01:
+        fail(f"vs_kafka is not the in-process rate over the kafka cell's: {rows}", proc)
 
     for bad, says in [(["--sink", "mysql"], "--sink"),
                       (["--sink", "postgres", "--handlers", "InferredMemBatch"], "StructuredBatch"),
