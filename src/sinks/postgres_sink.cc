@@ -205,9 +205,22 @@ Status PostgresSink::Error(std::string_view what, std::string_view detail) const
 }
 
 Status PostgresSink::Connect() {
-  // Ours first: a dsn that sets the same keyword overrides them (expand_dbname).
-  const char* keys[] = {"connect_timeout", "application_name", "dbname", nullptr};
-  const char* values[] = {"10", "sluice", options_.dsn.c_str(), nullptr};
+  // Ours first: a dsn that sets the same keyword overrides them (expand_dbname). TCP
+  // keepalives find a half-open idle connection within about a minute and a half, and
+  // tcp_user_timeout one whose sent rows go unacknowledged for five minutes (a server
+  // gone without a FIN); libpq's blocking calls would otherwise wait on it for as long as
+  // the kernel's retransmissions last (about fifteen minutes).
+  const char* keys[] = {"connect_timeout",
+                        "application_name",
+                        "keepalives",
+                        "keepalives_idle",
+                        "keepalives_interval",
+                        "keepalives_count",
+                        "tcp_user_timeout",
+                        "dbname",
+                        nullptr};
+  const char* values[] = {"10",   "sluice", "1", "30", "10", "6", "300000", options_.dsn.c_str(),
+                          nullptr};
   pg_.reset(PQconnectdbParams(keys, values, 1));
   if (pg_ == nullptr) return Error("cannot connect", "out of memory");
   if (PQstatus(pg_.get()) != CONNECTION_OK) {
