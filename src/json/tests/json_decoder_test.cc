@@ -470,11 +470,16 @@ TEST(JsonDecoderInParts, InferredSameRowsOrderAndErrorsAsOneThread) {
     ++batch_no;
     std::vector<Message> messages;
     for (size_t i = 0; i < batch; ++i) {
-      // Batch 2 adds a key (a new schema); an unterminated object and an integer past
-      // BIGINT's range fail pass 2 or pass 1.
-      std::string v = i % 97 == 5 ? R"({"id":)"
-                      : i % 1201 == 3
-                          ? R"({"id":1, "tags":[1,"x"]})"
+      // Batch 2 adds a key (a new schema); unterminated objects everywhere; the same key
+      // differing in case across parts (batch 4); list elements of two types (batch 1); a
+      // key that is a string in one part and a number past DOUBLE's range in another
+      // (batch 6: one pass accepts it, as the key is text by then; a part alone would not).
+      std::string v = i % 97 == 5                      ? R"({"id":)"
+                      : batch_no == 1 && i % 1201 == 3 ? R"({"id":1, "tags":[1,"x"]})"
+                      : batch_no == 4 && i == 2500     ? R"({"ID":7, "name":"z"})"
+                      : batch_no == 6 && i == 10       ? R"({"id":1, "x":"a"})"
+                      : batch_no == 6 && i == 2400
+                          ? R"({"id":2, "x":1e999})"
                           : fmt::format(R"({{"id":{},"name":"n{}","tags":[{}]{}}})", i, i,
                                         i % 7 == 0 ? "" : "\"a\"",
                                         batch_no == 2 ? fmt::format(R"(,"extra":{})", i) : "");
