@@ -3,7 +3,10 @@
 // reused batch after batch, for the decoders' in_memory mode).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,11 +65,25 @@ class ChunkBuilder {
   uint64_t rows_ = 0;
 };
 
+// A batch decoded in parts (the decoders' `threads` option): as many parts as `helpers` + 1
+// allow, each of at least kMinMessagesPerPart messages (below that a hand-off to another
+// thread costs more than it saves).
+constexpr size_t kMinMessagesPerPart = 512;
+inline size_t PartsFor(size_t messages, size_t helpers) {
+  return std::clamp<size_t>(messages / kMinMessagesPerPart, 1, helpers + 1);
+}
+
 // The decoded chunks of the batch being served from memory (a ChunkView reads them), and
 // spare chunks to reuse for the next batch.
 class ChunkPool {
  public:
   explicit ChunkPool(std::vector<duck::LogicalType> types) : types_(std::move(types)) {}
+  // A pool of copies of `types`.
+  static std::unique_ptr<ChunkPool> Of(const std::vector<duck::LogicalType>& types) {
+    std::vector<duck::LogicalType> copies;
+    for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
+    return std::make_unique<ChunkPool>(std::move(copies));
+  }
 
   // The previous batch is no longer read: its chunks become spares.
   void Recycle();

@@ -36,9 +36,6 @@ InferLimits LimitsOf(const InferredOptions& o) {
           .types = InferredTypes::kNested};
 }
 
-// The fewest messages a part of a batch filled in parts has (InferredOptions::threads).
-constexpr size_t kMinMessagesPerPart = 512;
-
 // Fills rows from messages[begin, end) that pass 1 found good (`good`) into `b`, the JSON
 // columns through `filler` and the kafka_ columns (from column `k` on) from each message;
 // `flush` takes each full chunk (and the last). Messages that do not fill go to `errors`.
@@ -120,12 +117,6 @@ Result<std::unique_ptr<ChunkBuilder>> NewBuilder(const std::vector<duck::Logical
   }
   ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
   return std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
-}
-
-std::unique_ptr<ChunkPool> NewPool(const std::vector<duck::LogicalType>& types) {
-  std::vector<duck::LogicalType> copies;
-  for (const duck::LogicalType& t : types) copies.push_back(t.Copy());
-  return std::make_unique<ChunkPool>(std::move(copies));
 }
 
 // One part of an in-memory batch filled on a helper thread (InferredOptions::threads).
@@ -233,7 +224,7 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       } else {
         ASSIGN_OR_RETURN(d.view, duck::ChunkView::Create(*d.conn, d.options.table, names, types));
       }
-      d.pool = NewPool(types);
+      d.pool = ChunkPool::Of(types);
       if (d.options.threads > 1 && !d.helpers) {
         for (size_t i = 1; i < d.options.threads; ++i) {
           d.parts.push_back(std::make_unique<FillPart>());
@@ -242,7 +233,7 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
       }
       for (auto& part : d.parts) {
         ASSIGN_OR_RETURN(part->builder, NewBuilder(types, root.names, root.names.size()));
-        part->pool = NewPool(types);
+        part->pool = ChunkPool::Of(types);
       }
     } else {
       d.pool->Recycle();
@@ -264,8 +255,7 @@ Result<size_t> InferredDecoder::Decode(std::span<const Message> messages,
   ChunkBuilder& b = *d.builder;
   const size_t k = d.json_columns;
   size_t appended = 0;
-  const size_t parts =
-      app ? 1 : std::clamp<size_t>(messages.size() / kMinMessagesPerPart, 1, d.parts.size() + 1);
+  const size_t parts = app ? 1 : PartsFor(messages.size(), d.parts.size());
   if (parts == 1) {
     auto flush = [&]() -> Status {
       if (!app) return d.pool->Hold(b);

@@ -20,9 +20,6 @@ using kafka::client::Message;
 
 namespace {
 
-// The fewest messages a part of a batch decoded in parts has (StructuredOptions::threads).
-constexpr size_t kMinMessagesPerPart = 512;
-
 // What decodes one part of an in-memory batch: its own parser, filler, chunk under
 // construction and finished chunks, so that parts run on threads of their own.
 struct Part {
@@ -95,12 +92,6 @@ Result<std::unique_ptr<ChunkBuilder>> NewBuilder(const std::vector<duck::TableCo
   }
   ASSIGN_OR_RETURN(duck::DataChunk chunk, duck::DataChunk::Create(types));
   return std::make_unique<ChunkBuilder>(std::move(chunk), std::move(slots));
-}
-
-std::unique_ptr<ChunkPool> NewPool(const std::vector<duck::TableColumn>& columns) {
-  std::vector<duck::LogicalType> types;
-  for (const duck::TableColumn& c : columns) types.push_back(c.type.Copy());
-  return std::make_unique<ChunkPool>(std::move(types));
 }
 
 }  // namespace
@@ -212,11 +203,11 @@ Result<std::unique_ptr<StructuredDecoder>> StructuredDecoder::Create(duck::Conne
     std::vector<std::string> names;
     for (const duck::TableColumn& c : impl->columns) names.push_back(c.name);
     ASSIGN_OR_RETURN(impl->view, duck::ChunkView::Create(conn, table, names, types));
-    impl->pool = NewPool(impl->columns);
+    impl->pool = ChunkPool::Of(types);
     for (size_t i = 1; i < options.threads; ++i) {
       auto part = std::make_unique<Part>(options.case_insensitive_keys);
       ASSIGN_OR_RETURN(part->builder, NewBuilder(impl->columns));
-      part->pool = NewPool(impl->columns);
+      part->pool = ChunkPool::Of(types);
       impl->parts.push_back(std::move(part));
     }
     if (!impl->parts.empty()) {
@@ -278,9 +269,7 @@ Result<size_t> StructuredDecoder::Impl::DecodeInMemory(std::span<const Message> 
   view->SetChunks({});
   pool->Recycle();
   for (auto& part : this->parts) part->pool->Recycle();
-  // Parts of at least kMinMessagesPerPart: below that a hand-off costs more than it saves.
-  const size_t parts =
-      std::clamp<size_t>(messages.size() / kMinMessagesPerPart, 1, this->parts.size() + 1);
+  const size_t parts = PartsFor(messages.size(), this->parts.size());
   if (parts == 1) {
     size_t rows = 0;
     RETURN_IF_ERROR(
