@@ -5,8 +5,11 @@
 
 #include <charconv>
 #include <cstdlib>
+#include <map>
+#include <vector>
 
 #include "base/utf8.h"
+#include "duck/data_chunk.h"
 #include "lake/duck_types.h"
 #include "lake/single_value.h"
 #include "lake/table_files.h"
@@ -163,79 +166,168 @@ std::optional<std::string> UpperOfPrefix(std::string_view prefix) {
   return std::nullopt;
 }
 
+namespace {
+
+// COPY's RETURN_STATS column_statistics, MAP(VARCHAR, MAP(VARCHAR, VARCHAR)): per column
+// path as DuckDB quotes it ("a", "s"."x"), its statistics ("min", "max", "null_count",
+// "has_nan", "column_size_bytes", ...) as text.
+using ColumnStats = std::map<std::string, std::map<std::string, std::string>>;
+
+ColumnStats ReadColumnStats(const duck::Vector& map, uint64_t row) {
+  ColumnStats out;
+  if (!map.IsValid(row)) return out;
+  const duck::ListEntry& e = map.data<duck::ListEntry>()[row];
+  duck::Vector entries = map.ListChild();
+  duck::Vector keys = entries.StructField(0), values = entries.StructField(1);
+  for (uint64_t i = e.offset; i < e.offset + e.length; ++i) {
+    if (!keys.IsValid(i) || !values.IsValid(i)) continue;
+    std::map<std::string, std::string>& stats = out[std::string(keys.GetString(i))];
+    const duck::ListEntry& inner = values.data<duck::ListEntry>()[i];
+    duck::Vector pairs = values.ListChild();
+    duck::Vector names = pairs.StructField(0), texts = pairs.StructField(1);
+    for (uint64_t j = inner.offset; j < inner.offset + inner.length; ++j) {
+      if (names.IsValid(j) && texts.IsValid(j))
+        stats[std::string(names.GetString(j))] = std::string(texts.GetString(j));
+    }
+  }
+  return out;
+}
+
+// A top-level column's path as RETURN_STATS names it.
+std::string StatsKey(std::string_view name) {
+  std::string out = "\"";
+  for (char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + '"';
+}
+
+bool TemporalBound(TypeId id) {
+  return id == TypeId::kDate || id == TypeId::kTime || id == TypeId::kTimestamp ||
+         id == TypeId::kTimestampTz;
+}
+
+std::optional<std::string> Find(const std::map<std::string, std::string>& m, const char* key) {
+  auto it = m.find(key);
+  if (it == m.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace
+
 Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_sql,
                                const Schema& schema, const std::string& path,
                                const std::string& location) {
-  RETURN_IF_ERROR(
-      conn.Execute(fmt::format("COPY ({}) TO {} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {})",
-                               select_sql, duck::QuoteLiteral(path), FieldIdsOption(schema))));
+  // The writer's own statistics (RETURN_STATS): the file is not read back.
+  ASSIGN_OR_RETURN(
+      duck::QueryResult copied,
+      conn.Query(fmt::format(
+          "COPY ({}) TO {} (FORMAT parquet, COMPRESSION zstd, FIELD_IDS {}, RETURN_STATS true)",
+          select_sql, duck::QuoteLiteral(path), FieldIdsOption(schema))));
   RETURN_IF_ERROR(SyncFile(path));
+  size_t count_col = copied.column_count(), stats_col = copied.column_count();
+  for (size_t i = 0; i < copied.column_count(); ++i) {
+    if (copied.column_name(i) == "count") count_col = i;
+    if (copied.column_name(i) == "column_statistics") stats_col = i;
+  }
+  if (count_col == copied.column_count() || stats_col == copied.column_count() ||
+      (copied.column_type_name(count_col) != "UBIGINT" &&
+       copied.column_type_name(count_col) != "BIGINT")) {
+    std::vector<std::string> got;
+    for (size_t i = 0; i < copied.column_count(); ++i)
+      got.push_back(copied.column_name(i) + " " + copied.column_type_name(i));
+    return InternalError("{}: COPY returned no statistics (its columns: {})", path,
+                         fmt::join(got, ", "));
+  }
+  std::vector<duck::DataChunk> chunks = copied.TakeChunks();
+  if (chunks.size() != 1 || chunks[0].size() != 1)
+    return InternalError("{}: COPY returned statistics of {} files", path, chunks.size());
   DataFile f;
   f.file_path = location;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0) return ErrnoError("stat", path, errno);
   f.file_size_in_bytes = st.st_size;
+  // UBIGINT or BIGINT: the same bits for any count a file holds.
+  f.record_count = chunks[0].column(count_col).data<int64_t>()[0];
+  const ColumnStats columns = ReadColumnStats(chunks[0].column(stats_col), 0);
 
-  // Counts and bounds of the top-level primitive columns, from the file itself.
-  std::string reader = fmt::format("read_parquet({})", duck::QuoteLiteral(path));
-  std::vector<std::string> exprs = {"count(*)::VARCHAR"};
-  struct Stat {
+  // Counts, sizes and bounds of the top-level primitive columns. Dates and times come as
+  // DuckDB prints them: turned into days and microseconds by one query over the literals.
+  // A float column with a NaN says only that: its NaNs are counted from the file.
+  std::vector<std::string> temporal_exprs, nan_exprs;
+  struct Pending {
     const NestedField* field;
-    size_t first;  // index of count(c) in exprs
-    bool floating;
-    bool bounded;
+    std::optional<std::string> lo, hi;
+    size_t temporal = SIZE_MAX;  // index of lo's conversion in temporal_exprs
+    size_t nan = SIZE_MAX;       // index in nan_exprs
   };
-  std::vector<Stat> stats;
+  std::vector<Pending> pending;
   for (const NestedField& field : schema.fields) {
     if (!field.type.is_primitive()) continue;
-    std::string c = QuoteId(field.name);
-    Stat s{&field, exprs.size(),
-           field.type.id == TypeId::kFloat || field.type.id == TypeId::kDouble, false};
-    exprs.push_back(fmt::format("count({})::VARCHAR", c));
-    if (s.floating) exprs.push_back(fmt::format("count(*) FILTER (WHERE isnan({}))::VARCHAR", c));
-    std::string lo = BoundExpr(field.type, "min", c), hi = BoundExpr(field.type, "max", c);
-    if (!lo.empty()) {
-      s.bounded = true;
-      exprs.push_back(lo);
-      exprs.push_back(hi);
-    }
-    stats.push_back(s);
-  }
-  ASSIGN_OR_RETURN(
-      auto rows, conn.QueryText(fmt::format("SELECT {} FROM {}", fmt::join(exprs, ", "), reader)));
-  if (rows.size() != 1 || !rows[0][0]) return InternalError("{}: no statistics", path);
-  const auto& row = rows[0];
-  f.record_count = std::strtoll(row[0]->c_str(), nullptr, 10);
-  for (const Stat& s : stats) {
-    int32_t id = s.field->id;
-    int64_t non_null = row[s.first] ? std::strtoll(row[s.first]->c_str(), nullptr, 10) : 0;
+    const int32_t id = field.id;
     f.value_counts[id] = f.record_count;
-    f.null_value_counts[id] = f.record_count - non_null;
-    size_t next = s.first + 1;
-    if (s.floating) {
-      f.nan_value_counts[id] = row[next] ? std::strtoll(row[next]->c_str(), nullptr, 10) : 0;
-      ++next;
+    auto it = columns.find(StatsKey(field.name));
+    if (it == columns.end()) continue;  // DuckDB kept none: only the value count is known
+    const std::map<std::string, std::string>& s = it->second;
+    if (auto nulls = Find(s, "null_count")) {
+      f.null_value_counts[id] = std::strtoll(nulls->c_str(), nullptr, 10);
     }
-    if (s.bounded) {
-      ASSIGN_OR_RETURN(std::optional<std::string> lo, Bound(s.field->type, row[next], false));
-      ASSIGN_OR_RETURN(std::optional<std::string> hi, Bound(s.field->type, row[next + 1], true));
-      if (lo) f.lower_bounds[id] = std::move(*lo);
-      if (hi) f.upper_bounds[id] = std::move(*hi);
+    if (auto size = Find(s, "column_size_bytes")) {
+      f.column_sizes[id] = std::strtoll(size->c_str(), nullptr, 10);
     }
+    Pending p{&field, Find(s, "min"), Find(s, "max")};
+    if (field.type.id == TypeId::kFloat || field.type.id == TypeId::kDouble) {
+      if (Find(s, "has_nan") == "true") {
+        p.nan = nan_exprs.size();
+        nan_exprs.push_back(
+            fmt::format("count(*) FILTER (WHERE isnan({}))::VARCHAR", QuoteId(field.name)));
+      } else {
+        f.nan_value_counts[id] = 0;
+      }
+    }
+    if (BoundExpr(field.type, "min", "x").empty()) {
+      p.lo.reset();
+      p.hi.reset();
+    }
+    if (p.lo && p.hi && TemporalBound(field.type.id)) {
+      p.temporal = temporal_exprs.size();
+      for (const std::string* text : {&*p.lo, &*p.hi}) {
+        temporal_exprs.push_back(BoundExpr(
+            field.type, "min",
+            fmt::format("CAST({} AS {})", duck::QuoteLiteral(*text), DuckTypeOf(field.type))));
+      }
+    }
+    pending.push_back(std::move(p));
   }
-  // Bytes on disk per top-level primitive column.
-  ASSIGN_OR_RETURN(
-      auto sizes,
-      conn.QueryText(fmt::format(
-          "SELECT path_in_schema, sum(total_compressed_size)::VARCHAR FROM parquet_metadata({}) "
-          "GROUP BY ALL",
-          duck::QuoteLiteral(path))));
-  for (const auto& r : sizes) {
-    if (!r[0] || !r[1]) continue;
-    for (const Stat& s : stats) {
-      if (s.field->name == *r[0])
-        f.column_sizes[s.field->id] = std::strtoll(r[1]->c_str(), nullptr, 10);
+  std::vector<std::optional<std::string>> temporal, nans;
+  if (!temporal_exprs.empty()) {
+    ASSIGN_OR_RETURN(auto rows,
+                     conn.QueryText(fmt::format("SELECT {}", fmt::join(temporal_exprs, ", "))));
+    if (rows.size() != 1) return InternalError("{}: the bounds did not convert", path);
+    temporal = std::move(rows[0]);
+  }
+  if (!nan_exprs.empty()) {
+    ASSIGN_OR_RETURN(auto rows, conn.QueryText(fmt::format("SELECT {} FROM read_parquet({})",
+                                                           fmt::join(nan_exprs, ", "),
+                                                           duck::QuoteLiteral(path))));
+    if (rows.size() != 1) return InternalError("{}: no NaN counts", path);
+    nans = std::move(rows[0]);
+  }
+  for (Pending& p : pending) {
+    const int32_t id = p.field->id;
+    if (p.nan != SIZE_MAX && nans[p.nan]) {
+      f.nan_value_counts[id] = std::strtoll(nans[p.nan]->c_str(), nullptr, 10);
     }
+    if (!p.lo || !p.hi) continue;
+    if (p.temporal != SIZE_MAX) {
+      p.lo = temporal[p.temporal];
+      p.hi = temporal[p.temporal + 1];
+    }
+    ASSIGN_OR_RETURN(std::optional<std::string> lo, Bound(p.field->type, p.lo, false));
+    ASSIGN_OR_RETURN(std::optional<std::string> hi, Bound(p.field->type, p.hi, true));
+    if (lo) f.lower_bounds[id] = std::move(*lo);
+    if (hi) f.upper_bounds[id] = std::move(*hi);
   }
   return f;
 }
