@@ -7,6 +7,8 @@
 #include <atomic>
 #include <utility>
 
+#include "duck/held_function.h"
+
 namespace sluice::duck {
 
 // What the table function reads; shared by the ChunkView and DuckDB's catalog (which keeps
@@ -21,8 +23,6 @@ struct ChunkViewSource {
 
 namespace {
 
-using SourcePtr = std::shared_ptr<ChunkViewSource>;
-
 // Per scan: the columns DuckDB asked for (projection pushdown) and the next chunk. Each scan
 // of the view has its own, so a query reading the view twice works.
 struct ScanState {
@@ -31,7 +31,7 @@ struct ScanState {
   size_t next = 0;
 };
 
-ChunkViewSource& SourceOf(void* extra) { return **static_cast<SourcePtr*>(extra); }
+ChunkViewSource& SourceOf(void* extra) { return HeldBy<ChunkViewSource>(extra); }
 
 void Bind(duckdb_bind_info info) {
   ChunkViewSource& src = SourceOf(duckdb_bind_get_extra_info(info));
@@ -105,19 +105,7 @@ Result<std::unique_ptr<ChunkView>> ChunkView::Create(Connection& conn, std::stri
   }
   auto source = std::make_shared<ChunkViewSource>();
   std::string function = fmt::format("__sluice_chunks_{}", next_function_id.fetch_add(1));
-  duckdb_table_function tf = duckdb_create_table_function();
-  duckdb_table_function_set_name(tf, function.c_str());
-  duckdb_table_function_set_extra_info(tf, new SourcePtr(source),
-                                       [](void* p) { delete static_cast<SourcePtr*>(p); });
-  duckdb_table_function_set_bind(tf, Bind);
-  duckdb_table_function_set_init(tf, Init);
-  duckdb_table_function_set_function(tf, Scan);
-  duckdb_table_function_supports_projection_pushdown(tf, true);
-  duckdb_state registered = duckdb_register_table_function(conn.handle(), tf);
-  duckdb_destroy_table_function(&tf);
-  if (registered == DuckDBError) {
-    return InternalError("DuckDB: cannot register table function {}", function);
-  }
+  RETURN_IF_ERROR(RegisterHeldFunction(conn, function, source, Bind, Init, Scan));
   std::unique_ptr<ChunkView> out(
       new ChunkView(conn, std::string(view), std::move(function), source));
   RETURN_IF_ERROR(out->SetColumns(names, std::move(types)));

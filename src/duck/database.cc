@@ -120,7 +120,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(Database& db) {
   if (duckdb_connect(db.handle(), &conn) == DuckDBError) {
     return InternalError("DuckDB: cannot connect to the database");
   }
-  return std::unique_ptr<Connection>(new Connection(conn));
+  return std::unique_ptr<Connection>(new Connection(conn, &db));
 }
 
 Connection::~Connection() { duckdb_disconnect(&conn_); }

@@ -389,10 +389,13 @@ class Connection {
   void Interrupt();
 
   _duckdb_connection* handle() const { return conn_; }
+  // The database this connection was opened on (which outlives it).
+  Database& database() const { return *db_; }
 
  private:
-  explicit Connection(_duckdb_connection* conn) : conn_(conn) {}
+  Connection(_duckdb_connection* conn, Database* db) : conn_(conn), db_(db) {}
   _duckdb_connection* conn_;
+  Database* db_;
 };
 
 // `name` quoted as an SQL identifier ("a""b").

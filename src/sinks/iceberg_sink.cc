@@ -1,14 +1,18 @@
 #include "sinks/iceberg_sink.h"
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
 
 #include "base/crash_point.h"
 #include "base/strings.h"
+#include "duck/chunk_feed.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
 #include "lake/table_update.h"
@@ -24,6 +28,9 @@ using lake::Schema;
 using lake::Type;
 
 constexpr std::string_view kStage = "sluice_iceberg_stage";
+// Chunks (of up to 2048 rows) a batch may queue ahead of the file's writer before the
+// pipeline waits for it: the memory between the two threads.
+constexpr size_t kQueuedChunks = 32;
 
 // "day(ts)" -> a partition field over `schema` (ids of the schema being created).
 Result<PartitionField> ParsePartition(std::string_view text, const Schema& schema) {
@@ -188,6 +195,86 @@ std::string OffsetsKey(const std::string& group, const std::string& topic) {
 
 }  // namespace
 
+// The data file being written: `COPY (SELECT * FROM feed()) TO file` on a thread and
+// connection of its own, reading the batches pushed into its ChunkFeed as they come, with
+// the file's statistics from the writer (lake::WriteDataFile). One file at a time.
+class IcebergSink::FileWriter {
+ public:
+  static Result<std::unique_ptr<FileWriter>> Create(duck::Database& db) {
+    ASSIGN_OR_RETURN(std::unique_ptr<duck::Connection> conn, duck::Connection::Open(db));
+    ASSIGN_OR_RETURN(std::shared_ptr<duck::ChunkFeed> feed,
+                     duck::ChunkFeed::Create(*conn, kQueuedChunks));
+    return std::unique_ptr<FileWriter>(new FileWriter(std::move(conn), std::move(feed)));
+  }
+  ~FileWriter() { Abandon(); }
+
+  bool writing() const { return thread_.joinable(); }
+  int32_t schema_id() const { return schema_id_; }
+  const std::string& path() const { return path_; }
+
+  // A new file of `schema` at `path`, whose rows have the given columns (the schema's).
+  void Start(const Schema& schema, const std::vector<std::string>& names,
+             const std::vector<duck::LogicalType>& types, std::string path) {
+    feed_->Open(names, types);
+    path_ = std::move(path);
+    schema_id_ = schema.schema_id;
+    result_.reset();
+    thread_ = std::thread([this, schema] {
+      Result<DataFile> f = lake::WriteDataFile(
+          *conn_, fmt::format("SELECT * FROM {}()", duck::QuoteIdentifier(feed_->function_name())),
+          schema, path_, lake::FileUri(path_));
+      feed_->ReaderGone(f.ok() ? std::string("the file was finished") : f.status().message());
+      result_.emplace(std::move(f));
+    });
+    pthread_setname_np(thread_.native_handle(), "sluice-iceberg");
+  }
+
+  // Waits while the writer is more than kQueuedChunks behind; an error when it failed.
+  Status Push(duck::QueryResult rows) {
+    Status st = feed_->Push(std::move(rows));
+    if (st.ok()) return st;
+    // The writer's own error says more than the feed's.
+    Result<DataFile> ended = Finish();
+    return ended.ok() ? st : ended.status();
+  }
+
+  // Ends the file after the rows pushed and describes it; on an error the file is gone.
+  Result<DataFile> Finish() {
+    feed_->Close();
+    thread_.join();
+    Result<DataFile> out = std::move(*result_);
+    result_.reset();
+    if (!out.ok()) Remove();
+    return out;
+  }
+
+  // Fails the COPY and removes its file.
+  void Abandon() {
+    if (!thread_.joinable()) return;
+    feed_->Abandon("the file's rows were discarded");
+    thread_.join();
+    result_.reset();
+    Remove();
+  }
+
+ private:
+  FileWriter(std::unique_ptr<duck::Connection> conn, std::shared_ptr<duck::ChunkFeed> feed)
+      : conn_(std::move(conn)), feed_(std::move(feed)) {}
+  void Remove() {
+    std::error_code ec;
+    std::filesystem::remove(path_, ec);
+  }
+
+  std::unique_ptr<duck::Connection> conn_;
+  std::shared_ptr<duck::ChunkFeed> feed_;
+  std::thread thread_;
+  std::string path_;
+  int32_t schema_id_ = -1;
+  std::optional<Result<DataFile>> result_;  // set by the thread before it ends
+};
+
+IcebergSink::~IcebergSink() { DropFiles(); }
+
 IcebergSink::IcebergSink(IcebergSinkOptions options, std::string root)
     : options_(std::move(options)),
       root_(std::move(root)),
@@ -262,8 +349,77 @@ Status IcebergSink::ClearStage() {
 }
 
 Status IcebergSink::Discard() {
+  DropFiles();
+  stream_error_.reset();
   RETURN_IF_ERROR(ClearStage());
   pending_.clear();
+  return Status::OK();
+}
+
+void IcebergSink::DropFiles() {
+  if (writer_ != nullptr) writer_->Abandon();
+  for (const std::string& path : written_paths_) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  written_.clear();
+  written_paths_.clear();
+}
+
+Status IcebergSink::StreamFailed(const Status& st) {
+  DropFiles();
+  stream_error_ = Status(st.code(), fmt::format("{}: writing a data file: {} (the rows written "
+                                                "since the last commit are lost; the pipeline "
+                                                "re-reads them)",
+                                                Describe(), st.message()));
+  return *stream_error_;
+}
+
+Status IcebergSink::FinishFile() {
+  if (writer_ == nullptr || !writer_->writing()) return Status::OK();
+  std::string path = writer_->path();
+  Result<DataFile> f = writer_->Finish();
+  if (!f.ok()) return StreamFailed(f.status());
+  written_.push_back(std::move(*f));
+  written_paths_.push_back(std::move(path));
+  return Status::OK();
+}
+
+Status IcebergSink::Stream(duck::Connection& conn, std::string_view table,
+                           const std::vector<std::string>& names) {
+  if (stream_error_) return *stream_error_;
+  const Schema* schema = table_->metadata().CurrentSchema();
+  const std::set<std::string> have(names.begin(), names.end());
+  std::vector<std::string> columns, field_names;
+  for (const NestedField& f : schema->fields) {
+    const std::string name = lake::QuoteId(f.name);
+    columns.push_back(fmt::format("CAST({} AS {}) AS {}",
+                                  have.contains(f.name) ? "b." + name : std::string("NULL"),
+                                  lake::DuckTypeOf(f.type), name));
+    field_names.push_back(f.name);
+  }
+  ASSIGN_OR_RETURN(duck::QueryResult rows,
+                   conn.Query(fmt::format("SELECT {} FROM {} AS b", fmt::join(columns, ", "),
+                                          lake::QuoteId(table))));
+  const uint64_t n = rows.row_count();
+  if (n == 0) return Status::OK();
+  if (writer_ == nullptr) {
+    ASSIGN_OR_RETURN(writer_, FileWriter::Create(conn.database()));
+  }
+  // A new schema (columns added): the file of the old one is finished; readers project
+  // each file by its field ids.
+  if (writer_->writing() && writer_->schema_id() != schema->schema_id) {
+    RETURN_IF_ERROR(FinishFile());
+  }
+  if (!writer_->writing()) {
+    std::error_code ec;
+    std::filesystem::create_directories(root_ + "/data", ec);
+    if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
+    writer_->Start(*schema, field_names, rows.column_logical_types(),
+                   fmt::format("{}/data/{}.parquet", root_, lake::NewUuid()));
+  }
+  if (Status st = writer_->Push(std::move(rows)); !st.ok()) return StreamFailed(st);
+  staged_rows_ += static_cast<int64_t>(n);
   return Status::OK();
 }
 
@@ -320,10 +476,12 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
 
 // The batch's columns against the table's: each must exist (or, with schema_evolution, is
 // added as a new optional column) and fit its column without loss.
-Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table) {
+Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table,
+                                 std::vector<std::string>* names) {
   ASSIGN_OR_RETURN(duck::QueryResult r,
                    conn.Query(fmt::format("SELECT * FROM {} LIMIT 0", lake::QuoteId(table))));
   std::vector<duck::LogicalType> types = r.column_logical_types();
+  for (size_t i = 0; i < r.column_count(); ++i) names->push_back(r.column_name(i));
   const Schema* schema = table_->metadata().CurrentSchema();
   std::vector<std::pair<std::string, Type>> added;
   for (size_t i = 0; i < r.column_count(); ++i) {
@@ -420,7 +578,14 @@ Status IcebergSink::Write(duck::Connection& conn, std::string_view table,
                           const SourceOffsets& offsets, std::vector<RejectedRow>* rejected) {
   conn_ = &conn;
   RETURN_IF_ERROR(EnsureTable(conn, table));
-  RETURN_IF_ERROR(CheckColumns(conn, table));
+  std::vector<std::string> names;
+  RETURN_IF_ERROR(CheckColumns(conn, table, &names));
+  streams_ = table_->metadata().DefaultSpec()->is_unpartitioned();
+  if (streams_) {
+    RETURN_IF_ERROR(Stream(conn, table, names));
+    Skip(offsets);
+    return Status::OK();
+  }
   if (!staged_table_) {
     const Schema* schema = table_->metadata().CurrentSchema();
     std::vector<std::string> columns;
@@ -557,6 +722,7 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
 }
 
 Result<SourceOffsets> IcebergSink::Commit(bool force) {
+  if (stream_error_) return *stream_error_;
   if (pending_.empty() && staged_rows_ == 0) return SourceOffsets{};
   auto now = std::chrono::steady_clock::now();
   const int64_t target_rows = std::max<int64_t>(
@@ -568,15 +734,20 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
              (options_.staged_memory_limit_bytes > 0 &&
               staged_memory_bytes_ >= options_.staged_memory_limit_bytes);
   if (!due) return SourceOffsets{};
-  if (staged_rows_ > 0 && (conn_ == nullptr || !table_))
+  if (staged_rows_ > 0 && !streams_ && (conn_ == nullptr || !table_))
     return InternalError("rows staged without a connection");
   if (!table_) {
     // Only skipped batches so far and no table yet: their offsets wait for the first rows.
     return SourceOffsets{};
   }
   std::vector<DataFile> files;
-  if (staged_rows_ > 0) {
+  if (streams_) {
+    RETURN_IF_ERROR(FinishFile());
+    files = written_;
+  } else if (staged_rows_ > 0) {
     ASSIGN_OR_RETURN(files, WriteFiles());
+  }
+  if (!files.empty()) {
     int64_t bytes = 0, rows = 0;
     for (const DataFile& f : files) {
       bytes += f.file_size_in_bytes;
@@ -622,6 +793,8 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   };
   Result<int64_t> snapshot = table_->Append(files, summary);
   if (!snapshot.ok()) return snapshot.status();
+  written_.clear();
+  written_paths_.clear();
   RETURN_IF_ERROR(ClearStage());
   pending_.clear();
   for (const auto& [tp, next] : pending) known_[tp] = next;

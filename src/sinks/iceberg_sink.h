@@ -1,8 +1,12 @@
 // IcebergSink: appends a pipeline's results to an Iceberg table of a warehouse directory
-// (docs/design/0009), exactly once from Kafka. Each batch's rows are staged in a temporary
-// DuckDB table on the pipeline's connection; every commit_interval_seconds (or when the
-// staged rows would make a file of target_file_size_bytes, or at stop) they become Parquet
-// files (one per partition) committed in one snapshot whose summary records, under
+// (docs/design/0009), exactly once from Kafka. In an unpartitioned table each batch's rows
+// go at once into the data file being written: a COPY to Parquet on a thread and DuckDB
+// connection of its own reads them as they are pushed (duck::ChunkFeed; docs/design/0023,
+// decision 19). A partitioned table's rows are staged in a temporary DuckDB table on the
+// pipeline's connection instead. Every commit_interval_seconds (or when the rows would make
+// a file of target_file_size_bytes, or at stop) the file is finished, or the staged rows
+// become Parquet files (one per partition), and committed in one snapshot whose summary
+// records, under
 // `sluice.offsets.<group>.<topic>`, the next offset of every partition. The pipeline
 // commits those offsets to Kafka only after that (Sink::Defers), and a restarted pipeline
 // resumes from the table's (HeldOffsets), so a crash anywhere neither loses nor repeats a
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "duck/logical_type.h"
 #include "lake/table.h"
 #include "sinks/sink.h"
 
@@ -54,14 +59,32 @@ class IcebergSink : public Sink {
   std::optional<SourceOffsets> HeldOffsets() override;
   std::string Describe() const override;
 
+  ~IcebergSink() override;
+
   // The table's root directory.
   const std::string& root() const { return root_; }
+  // Whether the rows go straight into the data file being written (an unpartitioned
+  // table), rather than a staged table. Known after the first Write; for tests.
+  bool streams() const { return streams_; }
+
+  class FileWriter;  // the data file being written (iceberg_sink.cc)
 
  private:
   Status ClearStage();  // drops the staged rows
   explicit IcebergSink(IcebergSinkOptions options, std::string root);
   Status EnsureTable(duck::Connection& conn, std::string_view table);
-  Status CheckColumns(duck::Connection& conn, std::string_view table);
+  // The batch's columns against the table's; `names` gets the batch's column names.
+  Status CheckColumns(duck::Connection& conn, std::string_view table,
+                      std::vector<std::string>* names);
+  // Streaming: the batch's rows, cast to the table's columns, into the file being written.
+  Status Stream(duck::Connection& conn, std::string_view table,
+                const std::vector<std::string>& names);
+  // Streaming: the file being written finished and kept for the next commit.
+  Status FinishFile();
+  // Streaming: why the rows since the last commit are lost (the pipeline re-reads them).
+  Status StreamFailed(const Status& st);
+  // Streaming: the files written and not committed, removed; the file being written too.
+  void DropFiles();
   Status AddColumns(duck::Connection& conn,
                     const std::vector<std::pair<std::string, lake::Type>>& columns);
   Result<std::vector<lake::DataFile>> WriteFiles();
@@ -81,6 +104,12 @@ class IcebergSink : public Sink {
   // whose base has moved one of them was overtaken by another writer: refused.
   SourceOffsets known_;
   std::chrono::steady_clock::time_point last_commit_;
+  // Streaming (an unpartitioned table).
+  bool streams_ = false;
+  std::unique_ptr<FileWriter> writer_;   // made at the first Write
+  std::vector<lake::DataFile> written_;  // finished, not committed yet
+  std::vector<std::string> written_paths_;
+  std::optional<Status> stream_error_;  // the rows since the last commit are lost
 };
 
 }  // namespace sluice::sinks

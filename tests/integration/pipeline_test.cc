@@ -2061,9 +2061,22 @@ TEST_F(PipelineIcebergTest, AppendsEveryMessageOnceAndIndependentReadersAgree) {
 // after every kill the table is whole (no metadata points at a missing file) and holds no
 // message twice; Kafka's commit is never ahead of the table's offsets; in the end every
 // message is there exactly once.
-class PipelineIcebergCrashTest : public PipelineIcebergTest {};
+// Both of the sink's ways: a partitioned table's rows staged and written at the commit, an
+// unpartitioned table's streamed into the file being written.
+class PipelineIcebergCrashTest : public PipelineIcebergTest {
+ protected:
+  void KillAtSeededPoints(const std::string& layout);
+};
 
 TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnce) {
+  KillAtSeededPoints("  partition_by: [city]\n");
+}
+
+TEST_F(PipelineIcebergCrashTest, StreamedFilesKilledAtSeededPointsKeepEveryMessageExactlyOnce) {
+  KillAtSeededPoints("");
+}
+
+void PipelineIcebergCrashTest::KillAtSeededPoints(const std::string& layout) {
   if (std::system("/usr/bin/python3 -c 'import avro.datafile' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import avro (apt-get install python3-avro)";
   }
@@ -2079,7 +2092,7 @@ TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnc
   CreateTopic(topic, kPartitions);
   const fs::path warehouse = dir_ / "warehouse";
   const fs::path root = warehouse / "db" / "events";
-  PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [city]\n");
+  PipelineSpec spec = IcebergSpec(topic, warehouse, layout);
   spec.batch_size = 50;
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
   const char* kPoints[] = {"iceberg-data-written", "iceberg-list-written", "iceberg-committed",

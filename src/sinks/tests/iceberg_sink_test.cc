@@ -1,5 +1,7 @@
-// IcebergSink on its own: what staging costs in DuckDB's memory across many commits, and
-// the commit that a full stage makes due (the pipeline tests cover the rest).
+// IcebergSink on its own: the rows of an unpartitioned table streamed into the data file
+// being written (every row, a file per schema, nothing left by a discard), what staging
+// costs in DuckDB's memory across many commits, and the commit that a full stage makes due
+// (the pipeline tests cover the rest).
 #include "sinks/iceberg_sink.h"
 
 #include <fmt/format.h>
@@ -8,7 +10,9 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "duck/database.h"
 #include "lake/table.h"
@@ -36,8 +40,12 @@ class IcebergSinkTest : public ::testing::Test {
     fs::remove_all(dir_, ec);
   }
 
-  std::unique_ptr<IcebergSink> MakeSink(int64_t staged_memory_limit) {
+  std::unique_ptr<IcebergSink> MakeSink(int64_t staged_memory_limit,
+                                        std::vector<std::string> partition_by = {},
+                                        bool schema_evolution = false) {
     IcebergSinkOptions o;
+    o.partition_by = std::move(partition_by);
+    o.schema_evolution = schema_evolution;
     o.warehouse = dir_;
     o.namespace_ = {"db"};
     o.table = "events";
@@ -61,6 +69,46 @@ class IcebergSinkTest : public ::testing::Test {
             .ok());
   }
 
+  // The data files under the table's directory.
+  std::vector<std::string> DataFiles() {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(dir_ + "/db/events/data", ec)) {
+      if (e.is_regular_file()) out.push_back(e.path().string());
+    }
+    return out;
+  }
+
+  // The data files the table's current snapshot lists.
+  std::vector<lake::DataFile> TableFiles() {
+    std::vector<lake::DataFile> out;
+    auto table = lake::Table::Load(dir_ + "/db/events");
+    EXPECT_TRUE(table.ok()) << table.status().ToString();
+    if (!table.ok()) return out;
+    auto manifests = table->CurrentManifests();
+    EXPECT_TRUE(manifests.ok()) << manifests.status().ToString();
+    if (!manifests.ok()) return out;
+    for (const auto& [manifest, entries] : *manifests) {
+      for (const lake::ManifestEntry& e : entries) {
+        if (e.status != lake::EntryStatus::kDeleted) out.push_back(e.file);
+      }
+    }
+    return out;
+  }
+
+  // count(*), sum(id) and count(extra) over the files the table's current snapshot lists.
+  std::vector<std::optional<std::string>> ReadBack(bool with_extra = false) {
+    std::vector<std::string> paths;
+    for (const lake::DataFile& f : TableFiles()) {
+      paths.push_back(duck::QuoteLiteral(f.file_path.substr(std::string("file://").size())));
+    }
+    auto r = conn_->QueryText(
+        fmt::format("SELECT count(*), sum(id), {} FROM read_parquet([{}], union_by_name = true)",
+                    with_extra ? "count(extra)" : "0", fmt::join(paths, ", ")));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? (*r)[0] : std::vector<std::optional<std::string>>{};
+  }
+
   int64_t InMemoryTableBytes() {
     auto r = conn_->Query(
         "SELECT coalesce(sum(memory_usage_bytes + temporary_storage_bytes), 0)::BIGINT FROM "
@@ -75,8 +123,78 @@ class IcebergSinkTest : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(IcebergSinkTest, CommittedRowsLeaveDuckDBsMemory) {
+TEST_F(IcebergSinkTest, StreamedRowsAreAllInTheCommittedFile) {
   auto sink = MakeSink(0);
+  ASSERT_NE(sink, nullptr);
+  int64_t next = 0;
+  for (int64_t rows : {1, 2048, 0, 70'000, 5000}) {
+    Batch(next, rows);
+    next += rows;
+    ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, next}}, nullptr).ok());
+  }
+  EXPECT_TRUE(sink->streams());
+  auto committed = sink->Commit(true);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(committed->at({"t", 0}), next);
+  EXPECT_EQ(DataFiles().size(), 1u);
+  auto back = ReadBack();
+  EXPECT_EQ(back[0], std::to_string(next));
+  EXPECT_EQ(back[1], std::to_string(next * (next - 1) / 2));
+  std::vector<lake::DataFile> files = TableFiles();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files.front().record_count, next);
+  EXPECT_FALSE(files.front().lower_bounds.empty()) << "the writer's statistics";
+}
+
+TEST_F(IcebergSinkTest, ANewColumnFinishesTheFileOfTheOldSchema) {
+  auto sink = MakeSink(0, {}, /*schema_evolution=*/true);
+  ASSERT_NE(sink, nullptr);
+  Batch(0, 100);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 100}}, nullptr).ok());
+  ASSERT_TRUE(conn_
+                  ->Execute("CREATE OR REPLACE TEMP TABLE batch AS SELECT range AS id, 'p' AS "
+                            "payload, range * 2 AS extra FROM range(100, 150)")
+                  .ok());
+  Status wrote = sink->Write(*conn_, "batch", {{{"t", 0}, 150}}, nullptr);
+  ASSERT_TRUE(wrote.ok()) << wrote.ToString();
+  // A batch without the new column: NULL in it.
+  Batch(150, 10);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 160}}, nullptr).ok());
+  auto committed = sink->Commit(true);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(DataFiles().size(), 2u);
+  auto back = ReadBack(/*with_extra=*/true);
+  EXPECT_EQ(back[0], "160");
+  EXPECT_EQ(back[2], "50");
+}
+
+TEST_F(IcebergSinkTest, ADiscardLeavesNoFileAndNoSnapshot) {
+  auto sink = MakeSink(0);
+  ASSERT_NE(sink, nullptr);
+  Batch(0, 10'000);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 10'000}}, nullptr).ok());
+  ASSERT_TRUE(sink->Discard().ok());
+  EXPECT_TRUE(DataFiles().empty());
+  auto committed = sink->Commit(true);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_TRUE(committed->empty());
+  // Writing goes on in a new file after the discard.
+  Batch(10'000, 5);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 10'005}}, nullptr).ok());
+  committed = sink->Commit(true);
+  ASSERT_TRUE(committed.ok()) << committed.status().ToString();
+  EXPECT_EQ(committed->at({"t", 0}), 10'005);
+  EXPECT_EQ(ReadBack()[0], "5");
+  // A sink destroyed with a file half written leaves no file behind.
+  Batch(10'005, 5);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 10'010}}, nullptr).ok());
+  sink.reset();
+  EXPECT_EQ(DataFiles().size(), 1u);
+}
+
+TEST_F(IcebergSinkTest, CommittedRowsLeaveDuckDBsMemory) {
+  // A partitioned table: its rows are staged in DuckDB.
+  auto sink = MakeSink(0, {"truncate(100000000, id)"});
   ASSERT_NE(sink, nullptr);
   int64_t after_first = 0;
   for (int round = 0; round < 12; ++round) {
@@ -96,7 +214,7 @@ TEST_F(IcebergSinkTest, CommittedRowsLeaveDuckDBsMemory) {
 }
 
 TEST_F(IcebergSinkTest, AFullStageMakesACommitDue) {
-  auto sink = MakeSink(int64_t{4} << 20);
+  auto sink = MakeSink(int64_t{4} << 20, {"truncate(100000000, id)"});
   ASSERT_NE(sink, nullptr);
   // Other in-memory tables (window state, say) far above the bound do not count.
   ASSERT_TRUE(
