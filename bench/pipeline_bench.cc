@@ -490,10 +490,9 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   if (s.postgres && !o.handlers.empty()) {
     return InvalidArgumentError("--sink postgres runs StructuredBatch only (no --handlers)");
   }
-  if (s.postgres && (o.window || o.backlog || o.paced || o.in_process)) {
+  if (s.postgres && (o.window || o.backlog || o.paced)) {
     return InvalidArgumentError(
-        "--sink postgres runs its own cells: not with --window, --backlog, --paced or "
-        "--in-process");
+        "--sink postgres runs its own cells: not with --window, --backlog or --paced");
   }
   if (s.iceberg || s.postgres) s.handlers = {"handlers.StructuredBatch"};
   if (o.window && o.backlog) {
@@ -1728,66 +1727,79 @@ Status PostgresCells(const Settings& s, const PipelineBenchOptions& o, const Con
                           s.postgres_commit_interval_ms, s.postgres_commit_interval_ms)
             : std::string("a COPY FROM STDIN and a commit per batch"),
         settings);
-    fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9} {:>9} {:>9}\n", "sink", "batch",
-               "msgs/s", "vs noop", "COPY rows/s", "vs COPY", "peak MiB", "batch ms", "flush ms");
+    fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9} {:>9} {:>9}{}\n", "sink", "batch",
+               "msgs/s", "vs noop", "COPY rows/s", "vs COPY", "peak MiB", "batch ms", "flush ms",
+               s.in_process_asked ? fmt::format(" {:>10}", "source") : std::string());
   }
+  // --in-process: each pair of cells over both sources, the noop cell of the same source
+  // the reference.
+  std::vector<bool> sources = {false};
+  if (s.in_process_asked) sources.push_back(true);
   for (int64_t b : s.batch_sizes) {
-    double noop_rate = 0;
-    for (bool into_pg : {false, true}) {
-      std::vector<RunResult> runs;
-      for (int r = 0; r < s.runs; ++r) {
-        std::string name = fmt::format("{}-{}-run{}", into_pg ? "postgres" : "noop", b, r + 1);
-        if (into_pg) RETURN_IF_ERROR(PgReset(conn.get()));
-        Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, progress,
-                                            nullptr, false, false, into_pg);
-        if (!run.ok()) return run.status();
-        if (into_pg) {
-          progress->Show(fmt::format("reference: COPY FROM a file, after {} ...", name));
-          Result<double> rate = CopyFromFileRate(conn.get(), file, s.messages);
-          progress->Clear();
-          if (!rate.ok()) return rate.status();
-          run->copy_rows_per_s = *rate;
+    for (bool in_process : sources) {
+      Settings sc = s;
+      sc.in_process = in_process;
+      const std::string source = in_process ? "in_process" : "kafka";
+      double noop_rate = 0;
+      for (bool into_pg : {false, true}) {
+        std::vector<RunResult> runs;
+        for (int r = 0; r < s.runs; ++r) {
+          std::string name = fmt::format("{}-{}-{}run{}", into_pg ? "postgres" : "noop", b,
+                                         in_process ? "in-process-" : "", r + 1);
+          if (into_pg) RETURN_IF_ERROR(PgReset(conn.get()));
+          Result<RunResult> run = RunPipeline(sc, h, b, ctx.topic, s.messages, name, broker,
+                                              progress, nullptr, false, false, into_pg);
+          if (!run.ok()) return run.status();
+          if (into_pg) {
+            progress->Show(fmt::format("reference: COPY FROM a file, after {} ...", name));
+            Result<double> rate = CopyFromFileRate(conn.get(), file, s.messages);
+            progress->Clear();
+            if (!rate.ok()) return rate.status();
+            run->copy_rows_per_s = *rate;
+          }
+          runs.push_back(*run);
         }
-        runs.push_back(*run);
-      }
-      auto med = [&](auto f) {
-        std::vector<double> v;
-        for (const RunResult& r : runs) v.push_back(f(r));
-        return Median(v);
-      };
-      const double rate = med([](const RunResult& r) { return r.msgs_per_s; });
-      if (!into_pg) noop_rate = rate;
-      const double vs_noop = noop_rate > 0 ? rate / noop_rate : 0;
-      const double copy = med([](const RunResult& r) { return r.copy_rows_per_s; });
-      const double vs_copy = into_pg && copy > 0 ? rate / copy : 0;
-      const double peak = med([](const RunResult& r) { return r.peak_rss_mib; });
-      const double batch_ms = 1000 * med([](const RunResult& r) { return r.batch_mean_s; });
-      const double flush_ms = 1000 * med([](const RunResult& r) { return r.flush_mean_s; });
-      if (o.json) {
-        Json j = Common(ctx, s);
-        j["sink"] = into_pg ? "postgres" : "noop";
-        j["batch_size"] = b;
-        j["msgs_per_s"] = Round(rate, 0);
-        j["vs_noop"] = Round(vs_noop, 3);
-        j["peak_rss_mib"] = Round(peak, 1);
-        if (into_pg) {
-          j["commit_interval_ms"] = s.postgres_commit_interval_ms;
-          j["copy_from_file_rows_per_s"] = Round(copy, 0);
-          j["vs_copy_from_file"] = Round(vs_copy, 3);
-          j["batch_mean_ms"] = Round(batch_ms, 2);
-          j["flush_mean_ms"] = Round(flush_ms, 2);
+        auto med = [&](auto f) {
+          std::vector<double> v;
+          for (const RunResult& r : runs) v.push_back(f(r));
+          return Median(v);
+        };
+        const double rate = med([](const RunResult& r) { return r.msgs_per_s; });
+        if (!into_pg) noop_rate = rate;
+        const double vs_noop = noop_rate > 0 ? rate / noop_rate : 0;
+        const double copy = med([](const RunResult& r) { return r.copy_rows_per_s; });
+        const double vs_copy = into_pg && copy > 0 ? rate / copy : 0;
+        const double peak = med([](const RunResult& r) { return r.peak_rss_mib; });
+        const double batch_ms = 1000 * med([](const RunResult& r) { return r.batch_mean_s; });
+        const double flush_ms = 1000 * med([](const RunResult& r) { return r.flush_mean_s; });
+        if (o.json) {
+          Json j = Common(ctx, s);
+          j["sink"] = into_pg ? "postgres" : "noop";
+          j["batch_size"] = b;
+          if (s.in_process_asked) j["source"] = source;
+          j["msgs_per_s"] = Round(rate, 0);
+          j["vs_noop"] = Round(vs_noop, 3);
+          j["peak_rss_mib"] = Round(peak, 1);
+          if (into_pg) {
+            j["commit_interval_ms"] = s.postgres_commit_interval_ms;
+            j["copy_from_file_rows_per_s"] = Round(copy, 0);
+            j["vs_copy_from_file"] = Round(vs_copy, 3);
+            j["batch_mean_ms"] = Round(batch_ms, 2);
+            j["flush_mean_ms"] = Round(flush_ms, 2);
+          }
+          fmt::print("{}\n", j.dump());
+        } else {
+          auto only_pg = [&](std::string text) { return into_pg ? text : std::string("-"); };
+          fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9.1f} {:>9} {:>9}{}\n",
+                     into_pg ? "postgres" : "noop", b, Grouped(static_cast<uint64_t>(rate)),
+                     fmt::format("{:.2f}", vs_noop), only_pg(Grouped(static_cast<uint64_t>(copy))),
+                     only_pg(fmt::format("{:.2f}", vs_copy)), peak,
+                     only_pg(fmt::format("{:.2f}", batch_ms)),
+                     only_pg(fmt::format("{:.2f}", flush_ms)),
+                     s.in_process_asked ? fmt::format(" {:>10}", source) : std::string());
         }
-        fmt::print("{}\n", j.dump());
-      } else {
-        auto only_pg = [&](std::string text) { return into_pg ? text : std::string("-"); };
-        fmt::print("{:<9} {:>7} {:>11} {:>7} {:>12} {:>8} {:>9.1f} {:>9} {:>9}\n",
-                   into_pg ? "postgres" : "noop", b, Grouped(static_cast<uint64_t>(rate)),
-                   fmt::format("{:.2f}", vs_noop), only_pg(Grouped(static_cast<uint64_t>(copy))),
-                   only_pg(fmt::format("{:.2f}", vs_copy)), peak,
-                   only_pg(fmt::format("{:.2f}", batch_ms)),
-                   only_pg(fmt::format("{:.2f}", flush_ms)));
+        std::fflush(stdout);
       }
-      std::fflush(stdout);
     }
   }
   if (!o.json) fmt::print("\n  load average at the end: {}\n", LoadAverages());

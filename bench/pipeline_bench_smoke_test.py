@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Smoke test of `sluice bench pipeline --sink postgres --quick --json` (and of `--in-process`,
+"""Smoke test of `sluice bench pipeline --sink postgres --in-process --quick --json` (and of `--in-process`,
 each cell over Kafka and in-process beside the decoder's own ceiling): it starts its own
 broker and PostgreSQL server, runs the passthrough pipeline into a noop sink and into a
 PostgreSQL table, loads the same rows back with a plain COPY FROM a file (the reference,
@@ -32,20 +32,21 @@ def run_json(sluice, flags, timeout):
 
 def main():
     sluice = sys.argv[1]
-    proc, rows = run_json(sluice, ["--sink", "postgres"], 240)
-    if [(r.get("sink"), r.get("batch_size")) for r in rows] != [("noop", 5000),
-                                                                  ("postgres", 5000)]:
-        fail(f"cells {[(r.get('sink'), r.get('batch_size')) for r in rows]}, expected noop "
-             "then postgres at batch 5000", proc)
-    pg = rows[1]
-    for field in ["msgs_per_s", "vs_noop", "copy_from_file_rows_per_s", "vs_copy_from_file",
-                  "peak_rss_mib", "batch_mean_ms", "flush_mean_ms", "messages", "commit"]:
-        if field not in pg:
-            fail(f"the postgres cell has no {field!r}: {pg}", proc)
-    if not (pg["msgs_per_s"] > 0 and pg["copy_from_file_rows_per_s"] > 0):
-        fail(f"a rate is not positive: {pg}", proc)
-    if abs(pg["vs_copy_from_file"] - pg["msgs_per_s"] / pg["copy_from_file_rows_per_s"]) > 0.01:
-        fail(f"vs_copy_from_file is not msgs_per_s / copy_from_file_rows_per_s: {pg}", proc)
+    proc, rows = run_json(sluice, ["--sink", "postgres", "--in-process"], 300)
+    cells = [(r.get("sink"), r.get("batch_size"), r.get("source")) for r in rows]
+    if cells != [("noop", 5000, "kafka"), ("postgres", 5000, "kafka"),
+                 ("noop", 5000, "in_process"), ("postgres", 5000, "in_process")]:
+        fail(f"cells {cells}, expected noop then postgres at batch 5000, over kafka then "
+             "in_process", proc)
+    for pg in [rows[1], rows[3]]:
+        for field in ["msgs_per_s", "vs_noop", "copy_from_file_rows_per_s", "vs_copy_from_file",
+                      "peak_rss_mib", "batch_mean_ms", "flush_mean_ms", "messages", "commit"]:
+            if field not in pg:
+                fail(f"the postgres cell has no {field!r}: {pg}", proc)
+        if not (pg["msgs_per_s"] > 0 and pg["copy_from_file_rows_per_s"] > 0):
+            fail(f"a rate is not positive: {pg}", proc)
+        if abs(pg["vs_copy_from_file"] - pg["msgs_per_s"] / pg["copy_from_file_rows_per_s"]) > 0.01:
+            fail(f"vs_copy_from_file is not msgs_per_s / copy_from_file_rows_per_s: {pg}", proc)
 
     # --in-process: each cell over both sources, beside the decoder's own ceiling.
     proc, rows = run_json(sluice, ["--handlers", "StructuredBatch", "--in-process"], 180)

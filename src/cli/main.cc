@@ -218,8 +218,9 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
       ->excludes("--window")
       ->excludes("--iceberg");
   cmd->add_flag("--in-process", o->in_process,
-                "each plain cell over both sources: Kafka (`sluice pipeline run`, librdkafka) "
-                "and in-process (the pipeline inside the bench's own `sluice serve`; "
+                "each plain cell (and --sink postgres's cells) over both sources: Kafka (`sluice "
+                "pipeline run`, librdkafka) and in-process (the pipeline inside the bench's own "
+                "`sluice serve`; "
                 "docs/design/0023)")
       ->excludes("--window")
       ->excludes("--iceberg");

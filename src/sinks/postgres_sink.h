@@ -30,6 +30,10 @@
 
 struct pg_conn;  // libpq's PGconn
 
+namespace sluice {
+class Background;
+}
+
 namespace sluice::sinks {
 
 struct PostgresSinkOptions {
@@ -113,8 +117,13 @@ class PostgresSink final : public Sink {
   Status EndCopy();
   // Commit_interval_ms: the accepted rows into the open COPY (opened, or reopened when the
   // batch's columns or format differ, in the open transaction).
-  Status Stream(const std::vector<const PgColumn*>& columns, duck::QueryResult& rows, bool binary,
+  // The rows are sent on the sender thread; Stream returns once they are handed over.
+  Status Stream(const std::vector<const PgColumn*>& columns, duck::QueryResult rows, bool binary,
                 uint64_t accepted);
+  // Waits for the rows in the sender's hands; a failure to send them is StreamFailed's.
+  Status WaitSend();
+  // Runs Write's cast query, prepared once for as long as the batches' columns stay.
+  Result<duck::QueryResult> Cast(duck::Connection& conn, const std::string& sql);
   // A streaming failure: with rows of earlier batches in the transaction it is kept and
   // every Commit returns it (they are lost; the pipeline must re-read them); otherwise the
   // transaction is abandoned and the error is the batch's alone.
@@ -149,6 +158,12 @@ class PostgresSink final : public Sink {
   SourceOffsets staged_;
   std::chrono::steady_clock::time_point txn_started_;
   std::optional<Status> stream_error_;
+  // commit_interval_ms: encodes and sends a batch's rows while the pipeline makes the next
+  // (made at the first streamed batch). Nothing else touches the connection meanwhile.
+  std::unique_ptr<Background> sender_;
+  std::unique_ptr<duck::PreparedStatement> cast_;  // Write's cast query, for cast_sql_
+  std::string cast_sql_;
+  const duck::Connection* cast_conn_ = nullptr;
 };
 
 }  // namespace sluice::sinks
