@@ -1263,13 +1263,13 @@ void PrintHeader(const Context& ctx, const Settings& s) {
     fmt::print("  pipeline  `sluice pipeline run` child per run, fresh group, earliest; SQL: {}\n",
                fmt::format(fmt::runtime(kHandlerSql), "<table>"));
     fmt::print("            StructuredBatch table: {}\n", kStructuredTable);
-    if (s.in_process_asked) {
-      fmt::print(
-          "  source    kafka: as above; in_process: the same pipeline inside the bench's own\n"
-          "            `sluice serve --pipelines` (restarted for the run, then without),\n"
-          "            source.kafka.in_process: true; its peak RSS and CPU are the whole serve\n"
-          "            process's, the broker's included (docs/design/0023)\n");
-    }
+  }
+  if (s.in_process_asked) {
+    fmt::print(
+        "  source    kafka: as above; in_process: the same pipeline inside the bench's own\n"
+        "            `sluice serve --pipelines` (restarted for the run, then without),\n"
+        "            source.kafka.in_process: true; its peak RSS and CPU are the whole serve\n"
+        "            process's, the broker's included (docs/design/0023)\n");
   }
   std::string props;
   for (const auto& [k, v] : s.consumer_properties) props += fmt::format(" {}={}", k, v);
