@@ -77,11 +77,13 @@ void Init(duckdb_init_info info) {
 void Scan(duckdb_function_info info, duckdb_data_chunk output) {
   ChunkFeed::State& s = StateOf(duckdb_function_get_extra_info(info));
   auto* scan = static_cast<FeedScan*>(duckdb_function_get_init_data(info));
-  while (scan->current != nullptr && scan->next < scan->current->chunks.size() &&
-         scan->current->chunks[scan->next].size() == 0) {
-    ++scan->next;
-  }
-  if (scan->current == nullptr || scan->next >= scan->current->chunks.size()) {
+  // The next chunk with rows: a chunk of 0 rows in the output would end the scan.
+  for (;;) {
+    while (scan->current != nullptr && scan->next < scan->current->chunks.size() &&
+           scan->current->chunks[scan->next].size() == 0) {
+      ++scan->next;
+    }
+    if (scan->current != nullptr && scan->next < scan->current->chunks.size()) break;
     std::shared_ptr<FedRows> done = std::move(scan->current);  // freed outside the lock
     std::unique_lock lock(s.mu);
     s.changed.wait(lock, [&] {
@@ -95,6 +97,7 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
       return;
     }
     if (s.queue.empty()) {  // closed and drained
+      lock.unlock();
       duckdb_data_chunk_set_size(output, 0);
       return;
     }
@@ -104,8 +107,6 @@ void Scan(duckdb_function_info info, duckdb_data_chunk output) {
     scan->next = 0;
     lock.unlock();
     s.changed.notify_all();
-    // An empty result: try again.
-    if (scan->current->chunks.empty()) return Scan(info, output);
   }
   const DataChunk& chunk = scan->current->chunks[scan->next++];
   const idx_t ncols = duckdb_data_chunk_get_column_count(chunk.handle());

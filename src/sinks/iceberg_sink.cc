@@ -233,8 +233,10 @@ class IcebergSink::FileWriter {
   Status Push(duck::QueryResult rows) {
     Status st = feed_->Push(std::move(rows));
     if (st.ok()) return st;
-    // The writer's own error says more than the feed's.
+    // The writer's own error says more than the feed's. Its file goes either way: rows
+    // pushed before are in it, but not this batch's.
     Result<DataFile> ended = Finish();
+    Remove();
     return ended.ok() ? st : ended.status();
   }
 
@@ -740,12 +742,13 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
     // Only skipped batches so far and no table yet: their offsets wait for the first rows.
     return SourceOffsets{};
   }
-  std::vector<DataFile> files;
-  if (streams_) {
-    RETURN_IF_ERROR(FinishFile());
-    files = written_;
-  } else if (staged_rows_ > 0) {
-    ASSIGN_OR_RETURN(files, WriteFiles());
+  // The file being written is finished even when the table was partitioned since (by
+  // another writer): its rows are in the offsets committed below.
+  RETURN_IF_ERROR(FinishFile());
+  std::vector<DataFile> files = written_;
+  if (staged_table_ && staged_rows_ > 0) {
+    ASSIGN_OR_RETURN(std::vector<DataFile> staged, WriteFiles());
+    files.insert(files.end(), staged.begin(), staged.end());
   }
   if (!files.empty()) {
     int64_t bytes = 0, rows = 0;
