@@ -193,16 +193,6 @@ ColumnStats ReadColumnStats(const duck::Vector& map, uint64_t row) {
   return out;
 }
 
-// A top-level column's path as RETURN_STATS names it.
-std::string StatsKey(std::string_view name) {
-  std::string out = "\"";
-  for (char c : name) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
-
 bool TemporalBound(TypeId id) {
   return id == TypeId::kDate || id == TypeId::kTime || id == TypeId::kTimestamp ||
          id == TypeId::kTimestampTz;
@@ -267,7 +257,8 @@ Result<DataFile> WriteDataFile(duck::Connection& conn, std::string_view select_s
     if (!field.type.is_primitive()) continue;
     const int32_t id = field.id;
     f.value_counts[id] = f.record_count;
-    auto it = columns.find(StatsKey(field.name));
+    // Keyed by the column as RETURN_STATS names it: quoted.
+    auto it = columns.find(duck::QuoteIdentifier(field.name));
     if (it == columns.end()) continue;  // DuckDB kept none: only the value count is known
     const std::map<std::string, std::string>& s = it->second;
     if (auto nulls = Find(s, "null_count")) {
