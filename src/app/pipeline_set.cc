@@ -238,7 +238,7 @@ Result<std::unique_ptr<pipeline::PipelineRunner>> PipelineSet::Create(Entry& e) 
           "source.kafka.sasl logs in with credentials of its own, which only the Kafka "
           "path checks (use pipeline.principal)";
     } else if (!local_.kafka->available()) {
-      why = "the broker is one of a cluster (docs/design/0023-native-path.md, decision 8)";
+      why = "the broker's server is not running";
     }
     if (why.empty()) {
       broker::InProcessKafka* kafka = local_.kafka;

@@ -5,6 +5,7 @@
 #include <future>
 #include <utility>
 
+#include "broker/coordinator_partitions.h"
 #include "broker/group_coordinator.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
@@ -19,31 +20,6 @@ using kafka::ErrorCode;
 // The host ACLs see for an in-process member: the loopback a local client would come from.
 constexpr const char* kHost = "127.0.0.1";
 
-// Waits for the answer: Aborted after `timeout`, or once `*cancel` (when given) is true.
-template <typename R>
-Result<R> Await(std::future<R>& f, std::chrono::milliseconds timeout,
-                const std::atomic<bool>* cancel, const char* what) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (true) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      return AbortedError("in-process {}: no answer within {} ms", what, timeout.count());
-    }
-    if (cancel != nullptr && cancel->load()) {
-      return AbortedError("in-process {}: given up (stopping)", what);
-    }
-    const auto slice = std::min<std::chrono::steady_clock::duration>(
-        deadline - now, std::chrono::milliseconds(100));
-    if (f.wait_for(slice) == std::future_status::ready) break;
-  }
-  try {
-    return f.get();
-  } catch (const std::future_error&) {
-    // The answer's callback was dropped unrun: the coordinator or the shard stopped.
-    return FailedPreconditionError("in-process {}: the broker is stopping", what);
-  }
-}
-
 // A `done` that fulfils `p` once (a shared promise: the coordinator's callbacks are
 // copyable std::functions).
 template <typename R>
@@ -53,8 +29,87 @@ std::function<void(R)> Fulfil(std::shared_ptr<std::promise<R>> p) {
 
 }  // namespace
 
-bool InProcessKafka::available() const {
-  return !ctx_.options.cluster.enabled() && ctx_.shards.attached();
+bool InProcessKafka::available() const { return ctx_.shards.attached(); }
+
+Status InProcessKafka::FetchAnswer::ReadPiece(size_t i, uint8_t* into) const {
+  if (i >= slices.size()) {
+    const std::vector<uint8_t>& r = received[i - slices.size()];
+    std::copy(r.begin(), r.end(), into);
+    return Status::OK();
+  }
+  const storage::FileSlice& s = slices[i];
+  if (s.size == 0) return Status::OK();
+  ASSIGN_OR_RETURN(size_t n, s.file->ReadAt(s.position, {into, s.size}));
+  if (n != s.size) return IOError("{}: short read at {}", s.file->path(), s.position);
+  return Status::OK();
+}
+
+std::shared_ptr<const MetadataSnapshot> InProcessKafka::Metadata() const {
+  return ctx_.shards.Published();
+}
+
+int32_t InProcessKafka::node_id() const {
+  return ctx_.options.cluster.enabled() ? ctx_.options.cluster.node_id : kNodeId;
+}
+
+bool InProcessKafka::cluster() const { return ctx_.options.cluster.enabled(); }
+
+std::shared_ptr<const InterBrokerSecurity> InProcessKafka::inter_broker_security() const {
+  return ctx_.options.cluster.inter_broker_security;
+}
+
+int32_t InProcessKafka::GroupCoordinatorNode(const std::string& group) const {
+  std::shared_ptr<const MetadataSnapshot> meta = ctx_.shards.Published();
+  if (meta == nullptr || !meta->cluster) return node_id();
+  const MetadataSnapshot::Topic* t = meta->Find("__consumer_offsets");
+  if (t == nullptr || t->partitions.empty()) return -1;
+  const int32_t p = CoordinatorPartitionFor(group, static_cast<int32_t>(t->partitions.size()));
+  return t->partitions[static_cast<size_t>(p)].leader;
+}
+
+bool InProcessKafka::MayJoin(const std::string& principal, const std::string& group) const {
+  return principal.empty() || ctx_.authorizer->For(principal, kHost)
+                                  .Check(ResourceType::kGroup, group, AclOperation::kRead);
+}
+
+bool InProcessKafka::MayRead(const std::string& principal, const std::string& topic) const {
+  return principal.empty() || ctx_.authorizer->For(principal, kHost)
+                                  .Check(ResourceType::kTopic, topic, AclOperation::kRead);
+}
+
+Status InProcessKafka::CheckCommit(const std::string& principal,
+                                   const kafka::OffsetCommitRequest& req) const {
+  if (principal.empty()) return Status::OK();
+  // READ on the group, then on each topic, as the handler: a refusal fails the commit
+  // whole here (the member commits only what it was assigned, so one topic refused means
+  // its ACLs changed under it).
+  const Access access = ctx_.authorizer->For(principal, kHost);
+  if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
+    return FailedPreconditionError("{} may not read group '{}'", principal, req.group_id);
+  }
+  for (const auto& t : req.topics) {
+    if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kRead)) {
+      return FailedPreconditionError("{} may not read topic '{}'", principal, t.name);
+    }
+  }
+  return Status::OK();
+}
+
+Status InProcessKafka::CheckOffsetFetch(const std::string& principal,
+                                        const kafka::OffsetFetchRequest& req) const {
+  if (principal.empty()) return Status::OK();
+  const Access access = ctx_.authorizer->For(principal, kHost);
+  if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kDescribe)) {
+    return FailedPreconditionError("{} may not describe group '{}'", principal, req.group_id);
+  }
+  if (req.topics.has_value()) {
+    for (const auto& t : *req.topics) {
+      if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kDescribe)) {
+        return FailedPreconditionError("{} may not describe topic '{}'", principal, t.name);
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Result<int32_t> InProcessKafka::PartitionCount(std::string_view topic) const {
@@ -84,7 +139,7 @@ Result<InProcessKafka::FetchAnswer> InProcessKafka::Fetch(const std::string& pri
         });
   });
   if (!posted) return FailedPreconditionError("the broker is stopping");
-  return Await(answer, timeout, cancel, "fetch");
+  return AwaitAnswer(answer, timeout, cancel, "fetch");
 }
 
 // A membership request (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) as the group handlers
@@ -96,8 +151,7 @@ Result<Resp> InProcessKafka::Membership(const std::string& principal, const std:
                                         const std::atomic<bool>* cancel, const char* what,
                                         Ask ask) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty() && !ctx_.authorizer->For(principal, kHost)
-                                 .Check(ResourceType::kGroup, group, AclOperation::kRead)) {
+  if (!MayJoin(principal, group)) {
     Resp resp;
     resp.error_code = ErrorCode::kGroupAuthorizationFailed;
     return resp;
@@ -105,7 +159,7 @@ Result<Resp> InProcessKafka::Membership(const std::string& principal, const std:
   auto p = std::make_shared<std::promise<Resp>>();
   std::future<Resp> f = p->get_future();
   ask(Fulfil(p));
-  return Await(f, timeout, cancel, what);
+  return AwaitAnswer(f, timeout, cancel, what);
 }
 
 Result<kafka::JoinGroupResponse> InProcessKafka::JoinGroup(const std::string& principal,
@@ -159,24 +213,11 @@ Result<kafka::OffsetCommitResponse> InProcessKafka::OffsetCommit(const std::stri
                                                                  std::chrono::milliseconds timeout,
                                                                  const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty()) {
-    // READ on the group, then on each topic, as the handler: a refusal fails the commit
-    // whole here (the member commits only what it was assigned, so one topic refused means
-    // its ACLs changed under it).
-    const Access access = ctx_.authorizer->For(principal, kHost);
-    if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kRead)) {
-      return FailedPreconditionError("{} may not read group '{}'", principal, req.group_id);
-    }
-    for (const auto& t : req.topics) {
-      if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kRead)) {
-        return FailedPreconditionError("{} may not read topic '{}'", principal, t.name);
-      }
-    }
-  }
+  RETURN_IF_ERROR(CheckCommit(principal, req));
   auto p = std::make_shared<std::promise<kafka::OffsetCommitResponse>>();
   std::future<kafka::OffsetCommitResponse> f = p->get_future();
   ctx_.groups->OffsetCommit(std::move(req), kOffsetCommitVersion, Fulfil(p));
-  return Await(f, timeout, cancel, "OffsetCommit");
+  return AwaitAnswer(f, timeout, cancel, "OffsetCommit");
 }
 
 Result<kafka::OffsetFetchResponse> InProcessKafka::OffsetFetch(const std::string& principal,
@@ -184,23 +225,11 @@ Result<kafka::OffsetFetchResponse> InProcessKafka::OffsetFetch(const std::string
                                                                std::chrono::milliseconds timeout,
                                                                const std::atomic<bool>* cancel) {
   if (ctx_.groups == nullptr) return FailedPreconditionError("no group coordinator");
-  if (!principal.empty()) {
-    const Access access = ctx_.authorizer->For(principal, kHost);
-    if (!access.Check(ResourceType::kGroup, req.group_id, AclOperation::kDescribe)) {
-      return FailedPreconditionError("{} may not describe group '{}'", principal, req.group_id);
-    }
-    if (req.topics.has_value()) {
-      for (const auto& t : *req.topics) {
-        if (!access.Check(ResourceType::kTopic, t.name, AclOperation::kDescribe)) {
-          return FailedPreconditionError("{} may not describe topic '{}'", principal, t.name);
-        }
-      }
-    }
-  }
+  RETURN_IF_ERROR(CheckOffsetFetch(principal, req));
   auto p = std::make_shared<std::promise<kafka::OffsetFetchResponse>>();
   std::future<kafka::OffsetFetchResponse> f = p->get_future();
   ctx_.groups->OffsetFetch(std::move(req), kOffsetFetchVersion, Fulfil(p));
-  return Await(f, timeout, cancel, "OffsetFetch");
+  return AwaitAnswer(f, timeout, cancel, "OffsetFetch");
 }
 
 }  // namespace sluice::broker

@@ -7,6 +7,10 @@
 // the caller reads (one copy, from the page cache, where the Kafka path's sendfile would
 // have copied them to a socket).
 //
+// In a cluster a member reaches the group's coordinator and the other leaders through an
+// InProcessClient (in_process_client.h), which uses the calls below for what this broker
+// holds.
+//
 // Threads: any, several at once. The blocking calls wait on the shards' or the
 // coordinator's threads, so they are never called from one of those; each stops waiting
 // (Aborted) once `*cancel` is true, looked at every 100 ms (a pipeline stopping while its
@@ -16,17 +20,47 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "broker/inter_broker_connection.h"
 #include "kafka/protocol/messages/groups.h"
 #include "kafka/protocol/requests.h"
 #include "storage/log.h"
 
 namespace sluice::broker {
+
+struct MetadataSnapshot;
+
+// Waits for an answer of InProcessKafka's or InProcessClient's: Aborted after `timeout`,
+// or once `*cancel` (when given) is true, looked at every 100 ms.
+template <typename R>
+Result<R> AwaitAnswer(std::future<R>& f, std::chrono::milliseconds timeout,
+                      const std::atomic<bool>* cancel, const char* what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return AbortedError("in-process {}: no answer within {} ms", what, timeout.count());
+    }
+    if (cancel != nullptr && cancel->load()) {
+      return AbortedError("in-process {}: given up (stopping)", what);
+    }
+    const auto slice = std::min<std::chrono::steady_clock::duration>(
+        deadline - now, std::chrono::milliseconds(100));
+    if (f.wait_for(slice) == std::future_status::ready) break;
+  }
+  try {
+    return f.get();
+  } catch (const std::future_error&) {
+    // The answer's callback was dropped unrun: the coordinator or the shard stopped.
+    return FailedPreconditionError("in-process {}: the broker is stopping", what);
+  }
+}
 
 namespace handlers {
 struct Context;
@@ -36,8 +70,7 @@ class InProcessKafka {
  public:
   explicit InProcessKafka(handlers::Context& ctx) : ctx_(ctx) {}
 
-  // Whether in-process reads may serve a pipeline: a single node whose server runs (in a
-  // cluster the partitions a member is assigned may be led elsewhere: the Kafka path then).
+  // Whether in-process reads may serve a pipeline: the broker's server runs.
   bool available() const;
 
   // A topic's partition count from the published metadata; NotFound when it has none.
@@ -46,10 +79,21 @@ class InProcessKafka {
   // One look at the partitions of `req` (topics by name; Fetch v12's fields) as `principal`
   // ("User:alice"; "" for the broker's own service, which may read everything): no session,
   // no long poll (min_bytes and max_wait_ms are ignored). The answer's records are
-  // RecordsRef::Splice entries indexing `slices`. FailedPrecondition when the server stops.
+  // RecordsRef::Splice entries indexing its pieces. FailedPrecondition when the server
+  // stops.
   struct FetchAnswer {
     kafka::FetchResponse response;
+    // The pieces a splice token indexes: first the file slices of this broker's logs, then
+    // the records other leaders answered (InProcessClient).
     std::vector<storage::FileSlice> slices;
+    std::vector<std::vector<uint8_t>> received;
+
+    size_t pieces() const { return slices.size() + received.size(); }
+    uint64_t piece_size(size_t i) const {
+      return i < slices.size() ? slices[i].size : received[i - slices.size()].size();
+    }
+    // Copies piece `i` (piece_size(i) bytes) to `into`.
+    Status ReadPiece(size_t i, uint8_t* into) const;
   };
   Result<FetchAnswer> Fetch(const std::string& principal, kafka::FetchRequest req,
                             std::chrono::milliseconds timeout,
@@ -85,6 +129,23 @@ class InProcessKafka {
                                                  kafka::OffsetFetchRequest req,
                                                  std::chrono::milliseconds timeout,
                                                  const std::atomic<bool>* cancel = nullptr);
+
+  // For InProcessClient: the published metadata, this broker's id and how it reaches the
+  // others, and the checks the calls above make before they ask the coordinator.
+  std::shared_ptr<const MetadataSnapshot> Metadata() const;
+  int32_t node_id() const;
+  bool cluster() const;
+  std::shared_ptr<const InterBrokerSecurity> inter_broker_security() const;
+  // The broker coordinating `group`: this one on a single node; in a cluster the leader of
+  // the group's partition of __consumer_offsets, as FindCoordinator answers (-1: none now).
+  int32_t GroupCoordinatorNode(const std::string& group) const;
+  // READ on the group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+  bool MayJoin(const std::string& principal, const std::string& group) const;
+  // READ on a topic (Fetch).
+  bool MayRead(const std::string& principal, const std::string& topic) const;
+  // OffsetCommit's and OffsetFetch's checks: FailedPrecondition naming what is refused.
+  Status CheckCommit(const std::string& principal, const kafka::OffsetCommitRequest& req) const;
+  Status CheckOffsetFetch(const std::string& principal, const kafka::OffsetFetchRequest& req) const;
 
   // The API versions the calls above speak (the response shapes follow them).
   static constexpr int16_t kFetchVersion = 12;

@@ -103,8 +103,7 @@ Result<std::unique_ptr<InProcessSource>> InProcessSource::Create(const KafkaSour
   // The settings first: their errors hold wherever the pipeline runs.
   if (options.kafka == nullptr || !options.kafka->available()) {
     return FailedPreconditionError(
-        "the broker cannot serve in-process reads here (a cluster, or its server is not "
-        "running)");
+        "the broker cannot serve in-process reads here (its server is not running)");
   }
   for (const std::string& t : config.topics) {
     Result<int32_t> n = options.kafka->PartitionCount(t);
@@ -125,6 +124,9 @@ InProcessSource::InProcessSource(const KafkaSourceConfig& config, std::string pi
       counters_(counters),
       options_(std::move(options)),
       settings_(std::move(settings)),
+      client_(std::make_unique<broker::InProcessClient>(
+          options_.kafka, options_.principal,
+          milliseconds(settings_.rebalance_timeout_ms) + milliseconds(10000))),
       topic_names_(config.topics) {}
 
 InProcessSource::~InProcessSource() { Close(); }
@@ -132,8 +134,12 @@ InProcessSource::~InProcessSource() { Close(); }
 Status InProcessSource::Start(SourceListener* listener, bool arrivals) {
   listener_ = listener;
   arrivals_ = arrivals;
-  SLUICE_LOG(kLog, kInfo, "pipeline {}: source in-process (group {}, topics {})", pipeline_,
-             config_.group_id, fmt::join(config_.topics, ","));
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: source in-process (group {}, topics {}{})", pipeline_,
+             config_.group_id, fmt::join(config_.topics, ","),
+             options_.kafka->cluster()
+                 ? "; this broker's partitions read in-process, the others' fetched from "
+                   "their leaders"
+                 : "");
   member_ = std::thread([this] { MemberLoop(); });
   prefetcher_ = std::thread([this] { PrefetchLoop(); });
   pthread_setname_np(prefetcher_.native_handle(), "sluice-prefetch");
@@ -226,8 +232,7 @@ void InProcessSource::MemberLoop() {
       hb.generation_id = shared_.generation;
       hb.member_id = shared_.member_id;
     }
-    Result<kafka::HeartbeatResponse> r =
-        options_.kafka->Heartbeat(options_.principal, hb, kRequestTimeout, &stopping_);
+    Result<kafka::HeartbeatResponse> r = client_->Heartbeat(hb, kRequestTimeout, &stopping_);
     if (!r.ok()) {
       SLUICE_LOG(kLog, kWarn, "pipeline {}: heartbeat: {}", pipeline_, r.status().message());
       continue;
@@ -266,8 +271,7 @@ void InProcessSource::MemberLoop() {
     leave.members.push_back(
         {shared_.member_id, std::nullopt, std::string("the pipeline stops"), {}});
   }
-  Result<kafka::LeaveGroupResponse> left =
-      options_.kafka->LeaveGroup(options_.principal, leave, milliseconds(5000));
+  Result<kafka::LeaveGroupResponse> left = client_->LeaveGroup(leave, milliseconds(5000));
   if (!left.ok()) {
     SLUICE_LOG(kLog, kWarn, "pipeline {}: leaving group {}: {}", pipeline_, config_.group_id,
                left.status().message());
@@ -288,7 +292,7 @@ void InProcessSource::WaitRevocationAck() {
 std::map<std::string, int32_t> InProcessSource::TopicCounts() const {
   std::map<std::string, int32_t> counts;
   for (const std::string& t : config_.topics) {
-    Result<int32_t> n = options_.kafka->PartitionCount(t);
+    Result<int32_t> n = client_->PartitionCount(t);
     counts[t] = n.ok() ? *n : 0;
   }
   return counts;
@@ -313,7 +317,7 @@ Status InProcessSource::JoinAndSync() {
   }
   const milliseconds join_timeout(settings_.rebalance_timeout_ms + 5000);
   ASSIGN_OR_RETURN(kafka::JoinGroupResponse joined,
-                   options_.kafka->JoinGroup(options_.principal, join, join_timeout, &stopping_));
+                   client_->JoinGroup(join, join_timeout, &stopping_));
   if (joined.error_code == ErrorCode::kMemberIdRequired) {
     // KIP-394: the first join gets an id and comes again with it.
     join.member_id = joined.member_id;
@@ -321,8 +325,7 @@ Status InProcessSource::JoinAndSync() {
       std::lock_guard lock(shared_.mu);
       shared_.member_id = joined.member_id;
     }
-    ASSIGN_OR_RETURN(joined,
-                     options_.kafka->JoinGroup(options_.principal, join, join_timeout, &stopping_));
+    ASSIGN_OR_RETURN(joined, client_->JoinGroup(join, join_timeout, &stopping_));
   }
   if (joined.error_code != ErrorCode::kNone) {
     if (joined.error_code == ErrorCode::kUnknownMemberId) {
@@ -346,9 +349,8 @@ Status InProcessSource::JoinAndSync() {
     // The leader runs the assignor the members agreed on.
     ASSIGN_OR_RETURN(sync.assignments, LeaderAssignments(joined));
   }
-  ASSIGN_OR_RETURN(
-      kafka::SyncGroupResponse synced,
-      options_.kafka->SyncGroup(options_.principal, sync, kRequestTimeout, &stopping_));
+  ASSIGN_OR_RETURN(kafka::SyncGroupResponse synced,
+                   client_->SyncGroup(sync, kRequestTimeout, &stopping_));
   if (synced.error_code != ErrorCode::kNone) {
     return AbortedError("SyncGroup: {}", CodeText(synced.error_code));
   }
@@ -386,7 +388,7 @@ Result<std::vector<kafka::SyncGroupRequest::Assignment>> InProcessSource::Leader
     }
     for (const std::string& t : sub->topics) {
       if (partitions.count(t) > 0) continue;
-      Result<int32_t> n = options_.kafka->PartitionCount(t);
+      Result<int32_t> n = client_->PartitionCount(t);
       if (n.ok()) partitions[t] = *n;
     }
     members.push_back({m.member_id, m.group_instance_id, std::move(sub).value()});
@@ -501,8 +503,7 @@ Status InProcessSource::ResolvePositions(std::vector<TopicPartition>& partitions
   if (wanted.empty()) return Status::OK();
   req.topics.emplace();
   for (auto& [topic, parts] : wanted) req.topics->push_back({topic, parts, {}});
-  ASSIGN_OR_RETURN(kafka::OffsetFetchResponse resp,
-                   options_.kafka->OffsetFetch(options_.principal, req, kRequestTimeout));
+  ASSIGN_OR_RETURN(kafka::OffsetFetchResponse resp, client_->OffsetFetch(req, kRequestTimeout));
   if (resp.error_code != ErrorCode::kNone) {
     return AbortedError("OffsetFetch: {}", CodeText(resp.error_code));
   }
@@ -541,7 +542,7 @@ bool InProcessSource::FetchOnce() {
     req.topics[it->second].partitions.push_back(fp);
   }
   Result<broker::InProcessKafka::FetchAnswer> answer =
-      options_.kafka->Fetch(options_.principal, std::move(req), kRequestTimeout);
+      client_->Fetch(std::move(req), kRequestTimeout);
   if (!answer.ok()) {
     counters_.errors->Inc();
     SLUICE_LOG(kLog, kWarn, "pipeline {}: in-process fetch: {}", pipeline_,
@@ -550,24 +551,21 @@ bool InProcessSource::FetchOnce() {
   }
   Fetched chunk;
   uint64_t total = 0;
-  for (const storage::FileSlice& s : answer->slices) total += s.size;
+  for (size_t i = 0; i < answer->pieces(); ++i) total += answer->piece_size(i);
   chunk.bytes = std::make_unique_for_overwrite<uint8_t[]>(total);
   chunk.size = total;
   // A record of a fetch takes some tens of bytes at least: no regrowth for most fetches.
   chunk.records.reserve(total / 128 + 16);
-  std::vector<uint64_t> at;  // where each slice starts in chunk.bytes
+  std::vector<uint64_t> at;  // where each piece starts in chunk.bytes
   uint64_t offset = 0;
-  for (const storage::FileSlice& s : answer->slices) {
+  for (size_t i = 0; i < answer->pieces(); ++i) {
     at.push_back(offset);
-    if (s.size == 0) continue;
-    Result<size_t> n = s.file->ReadAt(s.position, {chunk.bytes.get() + offset, s.size});
-    if (!n.ok() || *n != s.size) {
+    if (Status st = answer->ReadPiece(i, chunk.bytes.get() + offset); !st.ok()) {
       counters_.errors->Inc();
-      SLUICE_LOG(kLog, kWarn, "pipeline {}: reading {}: {}", pipeline_, s.file->path(),
-                 n.ok() ? "short read" : n.status().message());
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: {}", pipeline_, st.message());
       return false;
     }
-    offset += s.size;
+    offset += answer->piece_size(i);
   }
   const auto now = Clock::now();
   bool any = false;
@@ -609,7 +607,7 @@ bool InProcessSource::FetchOnce() {
       }
       if (!p.records.is_splice) continue;
       const uint32_t file = p.records.splice_token;
-      std::span<const uint8_t> bytes(chunk.bytes.get() + at[file], answer->slices[file].size);
+      std::span<const uint8_t> bytes(chunk.bytes.get() + at[file], answer->piece_size(file));
       std::vector<kafka::local::AbortedTransaction> aborted;
       if (p.aborted_transactions) {
         for (const auto& a : *p.aborted_transactions) {
@@ -741,8 +739,7 @@ Status InProcessSource::Commit(const std::vector<TopicPartition>& offsets, Commi
     req.topics[it->second].partitions.push_back(p);
   }
   // Both modes wait: a commit is one post to the coordinator and its write (0023).
-  ASSIGN_OR_RETURN(kafka::OffsetCommitResponse resp,
-                   options_.kafka->OffsetCommit(options_.principal, req, kRequestTimeout));
+  ASSIGN_OR_RETURN(kafka::OffsetCommitResponse resp, client_->OffsetCommit(req, kRequestTimeout));
   for (const auto& t : resp.topics) {
     for (const auto& p : t.partitions) {
       if (p.error_code != ErrorCode::kNone) {

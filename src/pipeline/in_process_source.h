@@ -13,6 +13,9 @@
 //   (kafka/local). The read-ahead holds at most fetch.max_bytes x fetch.prefetch.
 // - Offsets: commits and the committed offsets through the coordinator, with the member's
 //   generation; GroupMetadata for an exactly-once sink's transaction.
+// - In a cluster (broker::InProcessClient): the group's requests go to its coordinator
+//   wherever it is, and the partitions led by other brokers are fetched from them over
+//   inter-broker connections, while those this broker leads are read in-process.
 //
 // Lifecycle and thread: as Source.
 #pragma once
@@ -28,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "broker/in_process_client.h"
 #include "broker/in_process_kafka.h"
 #include "kafka/local/local_batches.h"
 #include "pipeline/pipeline_config.h"
@@ -142,6 +146,8 @@ class InProcessSource final : public Source {
   const SourceCounters counters_;
   const InProcessSourceOptions options_;
   const Settings settings_;
+  // The broker's calls, routed to the coordinator and the leaders in a cluster.
+  const std::unique_ptr<broker::InProcessClient> client_;
   SourceListener* listener_ = nullptr;
   bool arrivals_ = false;
 

@@ -8,7 +8,9 @@ docs/cluster.md). Three `sluice serve --etcd` brokers and a real etcd:
   partitions with replication factor 3 through broker 1 and appends to an Iceberg table,
   exactly once (docs/sinks.md); broker 1 also runs a pipeline of its own (`sluice serve
   --pipelines`, through {{ SLUICE_KAFKA_ADDR }}, started before the topic exists) into
-  another table of the same warehouse. An idempotent acks=all producer writes JSON
+  another table of the same warehouse: its source is the in-process one (docs/design/
+  0023-native-path.md, decision 8), reading broker 1's partitions from its log and
+  fetching the others from their leaders, its group at whichever broker coordinates it. An idempotent acks=all producer writes JSON
   records before and after the leader of one of the source partitions is SIGKILLed
   mid-run (a broker that is neither the pipeline's bootstrap nor the controller, where
   the group coordinator lives until phase D); the pipelines carry on by themselves, and
@@ -216,6 +218,8 @@ def run(sluice, etcd, tmp):
         check(got == want, f"broker 1's pipeline: {len(got)} rows, {len(set(got))} distinct; "
               f"want each of the {len(want)} acknowledged ids once")
         print("broker 1's own pipeline (serve --pipelines): every record exactly once")
+        check("pipeline served: source in-process" in brokers[0].logs(1000000),
+              "broker 1's own pipeline did not read in-process")
 
         # topic() of each surviving broker's query server (librdkafka to the leaders).
         for b in survivors:
