@@ -85,15 +85,28 @@ Result<std::unique_ptr<InProcessSource>> InProcessSource::Create(const KafkaSour
   if (auto it = config.properties.find("partition.assignment.strategy");
       it != config.properties.end()) {
     s.assignors.clear();
+    bool eager = false;
     for (const std::string& name : SplitList(it->second)) {
       if (name == "range" || name == "roundrobin") {
+        eager = true;
+        s.assignors.push_back(name);
+      } else if (name == "cooperative-sticky") {
+        s.cooperative = true;
         s.assignors.push_back(name);
       } else if (!name.empty()) {
         return InvalidArgumentError(
-            "partition.assignment.strategy {}: the in-process source offers range and "
-            "roundrobin (set source.kafka.in_process: false for librdkafka's others)",
+            "partition.assignment.strategy {}: the in-process source offers range, "
+            "roundrobin and cooperative-sticky (set source.kafka.in_process: false for "
+            "librdkafka's others)",
             name);
       }
+    }
+    if (eager && s.cooperative) {
+      // As librdkafka: one rebalance protocol per member.
+      return InvalidArgumentError(
+          "partition.assignment.strategy {}: eager assignors (range, roundrobin) and "
+          "cooperative-sticky cannot be mixed",
+          it->second);
     }
     if (s.assignors.empty()) s.assignors = {"range", "roundrobin"};
   }
@@ -194,6 +207,12 @@ void InProcessSource::MemberLoop() {
     }
     if (!joined) {
       Status st = JoinAndSync();
+      if (st.ok() && rejoin_now_) {
+        // Cooperative: partitions were taken away; the group rebalances again so that
+        // their new owners get them (KIP-429).
+        rejoin_now_ = false;
+        continue;
+      }
       if (st.ok()) {
         joined = true;
         next_heartbeat = Clock::now() + milliseconds(settings_.heartbeat_interval_ms);
@@ -219,7 +238,7 @@ void InProcessSource::MemberLoop() {
       // (as librdkafka and the Java client do on a metadata change).
       SLUICE_LOG(kLog, kInfo, "pipeline {}: the topics' partitions changed: rejoining group {}",
                  pipeline_, config_.group_id);
-      WaitRevocationAck();
+      if (!settings_.cooperative) WaitRevocationAck();
       joined = false;
       continue;
     }
@@ -242,7 +261,8 @@ void InProcessSource::MemberLoop() {
         break;
       case ErrorCode::kRebalanceInProgress:
         // Eager: every partition is given up (the runner finishes its batch), then rejoin.
-        WaitRevocationAck();
+        // Cooperative: rejoin holding them; the sync says which to give up.
+        if (!settings_.cooperative) WaitRevocationAck();
         joined = false;
         break;
       case ErrorCode::kUnknownMemberId:
@@ -250,6 +270,7 @@ void InProcessSource::MemberLoop() {
       case ErrorCode::kFencedInstanceId: {
         SLUICE_LOG(kLog, kWarn, "pipeline {}: the group's membership was lost ({}): rejoining",
                    pipeline_, CodeText(r->error_code));
+        owned_.clear();
         std::lock_guard lock(shared_.mu);
         shared_.lost = true;
         if (r->error_code == ErrorCode::kUnknownMemberId) shared_.member_id.clear();
@@ -279,9 +300,17 @@ void InProcessSource::MemberLoop() {
 }
 
 // Waits until the runner gave its partitions up (or the rebalance timeout passed).
-void InProcessSource::WaitRevocationAck() {
+void InProcessSource::WaitRevocationAck(std::optional<std::set<Key>> only) {
+  if (!only.has_value()) {
+    owned_.clear();
+  } else {
+    std::erase_if(owned_, [&](const TopicPartition& tp) {
+      return only->count({tp.topic, tp.partition}) > 0;
+    });
+  }
   std::unique_lock lock(shared_.mu);
   shared_.revoke = true;
+  shared_.revoke_only = std::move(only);
   shared_.revoke_reported = false;
   shared_.revoke_acked = false;
   shared_.cv.wait_for(lock, milliseconds(settings_.rebalance_timeout_ms),
@@ -304,7 +333,18 @@ Status InProcessSource::JoinAndSync() {
   counts_at_join_ = TopicCounts();
   kafka::group::Subscription sub;
   sub.topics = config_.topics;
-  const std::vector<uint8_t> metadata = sub.Encode(0);
+  std::vector<uint8_t> metadata;
+  if (settings_.cooperative) {
+    // What it holds and since when, for the cooperative-sticky leader (KIP-429).
+    std::vector<kafka::group::TopicPartition> owned;
+    for (const TopicPartition& tp : owned_) owned.push_back({tp.topic, tp.partition});
+    sub.owned_partitions = kafka::group::GroupByTopic(owned);
+    std::lock_guard lock(shared_.mu);
+    sub.generation_id = shared_.generation;
+    metadata = sub.Encode();
+  } else {
+    metadata = sub.Encode(0);
+  }
   kafka::JoinGroupRequest join;
   join.group_id = config_.group_id;
   join.session_timeout_ms = settings_.session_timeout_ms;
@@ -362,9 +402,31 @@ Status InProcessSource::JoinAndSync() {
       for (int32_t p : parts) partitions.push_back({topic, p, kafka::client::kOffsetInvalid});
     }
   }
-  SLUICE_LOG(kLog, kInfo, "pipeline {}: joined group {} (generation {}, {} partitions{})",
+  std::string change;
+  if (settings_.cooperative) {
+    std::set<Key> now;
+    for (const TopicPartition& tp : partitions) now.insert({tp.topic, tp.partition});
+    std::set<Key> gone;
+    size_t kept = 0;
+    for (const TopicPartition& tp : owned_) {
+      if (now.count({tp.topic, tp.partition}) > 0) {
+        ++kept;
+      } else {
+        gone.insert({tp.topic, tp.partition});
+      }
+    }
+    change = fmt::format("; cooperative: keeps {}, gives up {}, gets {}", kept, gone.size(),
+                         partitions.size() - kept);
+    if (!gone.empty()) {
+      // Given up before anything new is taken, and the group is asked to rebalance again.
+      rejoin_now_ = true;
+      WaitRevocationAck(std::move(gone));
+    }
+  }
+  SLUICE_LOG(kLog, kInfo, "pipeline {}: joined group {} (generation {}, {} partitions{}{})",
              pipeline_, config_.group_id, joined.generation_id, partitions.size(),
-             joined.leader == joined.member_id ? ", leader" : "");
+             joined.leader == joined.member_id ? ", leader" : "", change);
+  owned_ = partitions;
   std::lock_guard lock(shared_.mu);
   shared_.assignment = std::move(partitions);
   return Status::OK();
@@ -426,7 +488,9 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
     if (shared_.revoke && !shared_.revoke_reported) {
       shared_.revoke_reported = true;
       step.event.kind = AssignmentEvent::Kind::kRevoked;
+      revoking_ = shared_.revoke_only;
       for (const auto& [key, pos] : positions_) {
+        if (revoking_.has_value() && revoking_->count(key) == 0) continue;
         step.event.partitions.push_back({key.first, key.second, kafka::client::kOffsetInvalid});
       }
       // What was read ahead of the batch in hand goes (its next owner reads it again).
@@ -439,7 +503,10 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
         }
         ahead_.pop_back();
       }
+      // The partitions kept read again from what no batch took yet.
+      for (auto& [key, pos] : positions_) pos.next = pos.consumed;
       if (!step.event.partitions.empty()) return step;
+      revoking_.reset();
       step.event = AssignmentEvent{};  // nothing to give up: acknowledged at once
       shared_.revoke_acked = true;
       shared_.cv.notify_all();
@@ -471,20 +538,30 @@ SourceStep InProcessSource::NextBatch(size_t max_messages, SteadyTime deadline) 
 }
 
 void InProcessSource::ApplyAssignment(std::vector<TopicPartition> partitions) {
+  // The partitions held already keep their positions (a cooperative rebalance; after an
+  // eager one none is held). Those no longer assigned were revoked before.
+  std::set<Key> now;
+  std::vector<TopicPartition> added;
+  for (const TopicPartition& tp : partitions) {
+    now.insert({tp.topic, tp.partition});
+    if (positions_.count({tp.topic, tp.partition}) == 0) added.push_back(tp);
+  }
+  std::erase_if(positions_, [&](const auto& entry) { return now.count(entry.first) == 0; });
+  std::erase_if(first_read_, [&](const auto& entry) { return now.count(entry.first) == 0; });
+  if (added.empty()) return;
   // Positions the listener does not set come from the group's committed offsets, then
   // auto_offset_reset.
-  listener_->Assigning(partitions);
-  Status st = ResolvePositions(partitions);
+  listener_->Assigning(added);
+  Status st = ResolvePositions(added);
   if (!st.ok()) {
     counters_.errors->Inc();
     SLUICE_LOG(kLog, kWarn, "pipeline {}: committed offsets: {} (auto_offset_reset applies)",
                pipeline_, st.message());
   }
-  positions_.clear();
-  first_read_.clear();
-  for (const TopicPartition& tp : partitions) {
+  for (const TopicPartition& tp : added) {
     Position pos;
     pos.next = tp.offset >= 0 ? tp.offset : -1;
+    pos.consumed = pos.next;
     positions_[{tp.topic, tp.partition}] = pos;
     if (std::find(topic_names_.begin(), topic_names_.end(), tp.topic) == topic_names_.end()) {
       topic_names_.push_back(tp.topic);
@@ -592,6 +669,9 @@ bool InProcessSource::FetchOnce() {
             SLUICE_LOG(kLog, kWarn, "pipeline {}: {}-{}: offset {} is out of range; reset to {}",
                        pipeline_, t.topic, p.partition_index, pos.next, reset);
           }
+          // Nothing of it read ahead (the read-ahead ends where the fetch began): the next
+          // batch starts at the reset too.
+          if (pos.consumed < 0 || pos.consumed == pos.next) pos.consumed = reset;
           pos.next = reset;
         }
         continue;
@@ -714,7 +794,16 @@ void InProcessSource::AcknowledgeRevocation() {
   heard_.clear();
   pending_.clear();
   DropAll();
-  positions_.clear();
+  if (revoking_.has_value()) {
+    for (const Key& key : *revoking_) {
+      positions_.erase(key);
+      first_read_.erase(key);
+    }
+    for (auto& [key, pos] : positions_) pos.next = pos.consumed;
+  } else {
+    positions_.clear();
+  }
+  revoking_.reset();
   std::lock_guard lock(shared_.mu);
   shared_.revoke_acked = true;
   shared_.cv.notify_all();
@@ -791,6 +880,7 @@ Status InProcessSource::Rewind(std::chrono::milliseconds) {
     } else if (auto it = first_read_.find({tp.topic, tp.partition}); it != first_read_.end()) {
       pos.next = it->second;
     }
+    pos.consumed = pos.next;
   }
   return Status::OK();
 }

@@ -4,7 +4,8 @@
 //
 // - Membership: a member of the pipeline's group through the broker's own coordinator
 //   (broker::InProcessKafka), speaking Kafka's consumer protocol (kafka/group) with the
-//   range and roundrobin assignors, eager rebalances; on its own thread, which joins,
+//   range and roundrobin assignors with eager rebalances or cooperative-sticky with
+//   incremental ones (KIP-429); on its own thread, which joins,
 //   syncs, heartbeats and leaves, and hands the assignment and revocations to the runner's
 //   thread.
 // - Reads: on the runner's thread inside NextBatch, when the read-ahead cannot fill the
@@ -27,6 +28,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,11 +71,15 @@ class InProcessSource final : public Source {
   void Close() override;
 
  private:
+  using Key = std::pair<std::string, int32_t>;
   struct Settings {
     int32_t session_timeout_ms = 45000;
     int32_t rebalance_timeout_ms = 300000;
     int32_t heartbeat_interval_ms = 3000;
     std::vector<std::string> assignors = {"range", "roundrobin"};
+    // cooperative-sticky (KIP-429): partitions are kept across rebalances, only those that
+    // move are given up, after the SyncGroup that moves them.
+    bool cooperative = false;
     bool read_committed = true;
   };
   // One assigned partition, on the runner's thread.
@@ -81,7 +87,10 @@ class InProcessSource final : public Source {
     int64_t next = -1;  // the next offset to fetch (-1: to be found)
     int64_t high_watermark = -1;
     int64_t last_stable_offset = -1;
-    int64_t consumed = -1;  // the offset after the last record taken into a batch
+    // Where the records not yet taken into a batch start: the offset after the last record
+    // taken, or where reading started (-1: not known yet). A partial revocation drops the
+    // read-ahead and reads the partitions kept from here again.
+    int64_t consumed = -1;
   };
   // What one fetch brought: the bytes of its slices and the records decoded from them.
   struct Fetched {
@@ -101,6 +110,8 @@ class InProcessSource final : public Source {
     int32_t generation = -1;
     std::optional<std::vector<kafka::client::TopicPartition>> assignment;  // to apply
     bool revoke = false;  // the runner must give up its partitions
+    // Cooperative: only these (else every one).
+    std::optional<std::set<Key>> revoke_only;
     bool revoke_reported = false;
     bool revoke_acked = false;
     bool lost = false;  // the membership was lost: drop everything
@@ -116,7 +127,8 @@ class InProcessSource final : public Source {
   Status JoinAndSync();
   Result<std::vector<kafka::SyncGroupRequest::Assignment>> LeaderAssignments(
       const kafka::JoinGroupResponse& joined);
-  void WaitRevocationAck();
+  // `only`: a cooperative revocation of these partitions; else every one.
+  void WaitRevocationAck(std::optional<std::set<Key>> only = std::nullopt);
   // The subscribed topics' partition counts now (0: the topic does not exist), and whether
   // they differ from those of the last join.
   std::map<std::string, int32_t> TopicCounts() const;
@@ -154,7 +166,9 @@ class InProcessSource final : public Source {
   mutable Shared shared_;
   std::atomic<bool> stopping_{false};  // Close: the member's waits give up
   std::thread member_;
-  std::map<std::string, int32_t> counts_at_join_;  // the member's thread
+  std::map<std::string, int32_t> counts_at_join_;     // the member's thread
+  std::vector<kafka::client::TopicPartition> owned_;  // the member's thread: its assignment
+  bool rejoin_now_ = false;  // the member's thread: a cooperative sync took partitions away
 
   std::map<std::pair<std::string, int32_t>, Position> positions_;  // the assignment
   std::map<std::pair<std::string, int32_t>, int64_t> first_read_;
@@ -163,6 +177,9 @@ class InProcessSource final : public Source {
   size_t ahead_taken_chunks_ = 0;  // chunks of ahead_ fully in batches (released at BatchDone)
   kafka::local::BatchDecoder decoder_;
   std::vector<kafka::client::Message> pending_;
+  // The revocation reported and not yet acknowledged: the partitions given up (cooperative)
+  // or none (every one).
+  std::optional<std::set<Key>> revoking_;
   SteadyTime last_error_log_{};
   struct Arrival {
     const std::string* topic;

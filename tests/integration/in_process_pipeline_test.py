@@ -15,6 +15,11 @@ reading the broker's log in-process, checked with real clients.
    offsets (no message twice).
 4. Wrong input: `in_process: true` for a pipeline whose brokers are another server's stops
    that pipeline with the reason; `sluice pipeline run` with `in_process: true` is refused.
+5. cooperative-sticky (KIP-429): an in-process member of another group reads everything
+   alone; a remote member (librdkafka, cooperative-sticky too) joins and the in-process
+   member gives up two partitions and keeps two (its log says so); new messages come out
+   once across the two; the remote member leaves and the in-process one takes its two
+   partitions back without giving up its own.
 
 usage: /usr/bin/python3 in_process_pipeline_test.py path/to/sluice
 """
@@ -55,7 +60,7 @@ pipeline:
       group_id: {group}
       auto_offset_reset: earliest
       topics: [events]
-      in_process: {mode}
+      in_process: {mode}{props}
   handler:
     type: handlers.InferredMemBatch
     sql: SELECT id, kafka_partition AS p FROM batch
@@ -149,12 +154,13 @@ def main():
     os.makedirs(pipelines)
     with open(os.path.join(pipelines, "native.yml"), "w") as f:
         f.write(PIPELINE.format(name="native", addr=addr, group="shared", mode="auto",
-                                out="native_out"))
+                                out="native_out", props=""))
     try:
         broker.start()
         admin = AdminClient({"bootstrap.servers": addr})
         for f in admin.create_topics([NewTopic("events", 4, 1), NewTopic("native_out", 1, 1),
-                                      NewTopic("remote_out", 1, 1)]).values():
+                                      NewTopic("remote_out", 1, 1), NewTopic("coop_out", 1, 1),
+                                      NewTopic("coop_remote_out", 1, 1)]).values():
             f.result(30)
         # 1: committed messages in three codecs, an aborted transaction between them.
         produce(addr, range(0, 400))
@@ -190,7 +196,7 @@ def main():
         remote_file = os.path.join(broker.tmp, "remote.yml")
         with open(remote_file, "w") as f:
             f.write(PIPELINE.format(name="remote", addr=addr, group="shared", mode="auto",
-                                    out="remote_out"))
+                                    out="remote_out", props=""))
         remote = subprocess.Popen([sluice, "pipeline", "run", remote_file],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
@@ -241,7 +247,7 @@ def main():
         # 4: in_process: true where it cannot be.
         with open(os.path.join(pipelines, "native.yml"), "w") as f:
             f.write(PIPELINE.format(name="elsewhere", addr="127.0.0.1:1", group="g", mode="true",
-                                    out="native_out"))
+                                    out="native_out", props=""))
         broker.start(extra_args=["--pipelines", pipelines])
         wait_until(lambda: "in_process is true, but its brokers are not this server's"
                    in broker.logs(200), 30, "the refusal of in_process: true")
@@ -251,6 +257,62 @@ def main():
                            capture_output=True, text=True, timeout=60)
         check(p.returncode == 2 and "only a pipeline of sluice serve --pipelines" in p.stderr,
               f"pipeline run refuses in_process: true: {p.returncode} {p.stderr}")
+
+        # 5: cooperative-sticky.
+        os.remove(os.path.join(pipelines, "native.yml"))
+        coop = "\n      properties:\n        partition.assignment.strategy: cooperative-sticky"
+        with open(os.path.join(pipelines, "coop.yml"), "w") as f:
+            f.write(PIPELINE.format(name="coop", addr=addr, group="coop", mode="auto",
+                                    out="coop_out", props=coop))
+        broker.start(extra_args=["--pipelines", pipelines])
+        coop_out = Reader(addr, "coop_out")
+        ids = coop_out.until(1300, "the cooperative member alone reading every committed id")
+        check(sorted(ids) == list(range(1300)), f"each id once: {len(ids)}, {len(set(ids))} distinct")
+        remote_file = os.path.join(broker.tmp, "coop_remote.yml")
+        with open(remote_file, "w") as f:
+            f.write(PIPELINE.format(name="coop_remote", addr=addr, group="coop", mode="auto",
+                                    out="coop_remote_out", props=coop))
+        remote = subprocess.Popen([sluice, "pipeline", "run", remote_file],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            def two_coop_members():
+                groups = admin.list_groups("coop", timeout=10)
+                members = groups[0].members if groups else []
+                return members if len(members) == 2 and \
+                    all(assigned_count(mm.assignment) == 2 for mm in members) else None
+            wait_until(two_coop_members, 60, "two members of group coop, two partitions each",
+                       interval=0.5)
+            logs = broker.logs(400)
+            check("cooperative: keeps 2, gives up 2, gets 0" in logs,
+                  f"the in-process member kept two partitions and gave up two: {logs}")
+            produce(addr, range(2000, 2400))
+            coop_remote = Reader(addr, "coop_remote_out")
+
+            def coop_done():
+                for r in (coop_out, coop_remote):
+                    for msg in r.c.consume(500, 0.2):
+                        if not msg.error():
+                            r.ids.append(json.loads(msg.value())["id"])
+                return len([i for i in coop_out.ids if i >= 2000]) + len(coop_remote.ids) >= 400
+            wait_until(coop_done, 90, "400 more ids across the cooperative members", interval=0)
+            time.sleep(1.5)
+            coop_done()
+            later = sorted([i for i in coop_out.ids if i >= 2000] + coop_remote.ids)
+            check(later == list(range(2000, 2400)),
+                  f"each id once across the cooperative members: {len(later)} ids, "
+                  f"{len(set(later))} distinct")
+            check(len(coop_remote.ids) > 0 and len(later) - len(coop_remote.ids) > 0,
+                  f"both cooperative members took partitions: remote {len(coop_remote.ids)}")
+        finally:
+            remote.terminate()
+            remote.wait(30)
+        wait_until(lambda: "cooperative: keeps 2, gives up 0, gets 2" in broker.logs(400), 60,
+                   "the in-process member taking the remote member's partitions back")
+        produce(addr, range(2400, 2500))
+        ids = coop_out.until(100, "the ids after the remote member left", counted=lambda i: i >= 2400)
+        new = [i for i in ids if i >= 2400]
+        check(sorted(new) == list(range(2400, 2500)), f"each id once after it left: {len(new)}")
+        check(broker.stop() == 0, "sluice serve exits 0 after SIGTERM")
     except Exception:
         print(broker.logs(120), file=sys.stderr)
         raise

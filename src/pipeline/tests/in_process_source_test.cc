@@ -26,10 +26,15 @@ TEST(InProcessSourceTest, SettingsAreCheckedBeforeTheBroker) {
   EXPECT_THAT(CreateError({{"session.timeout.ms", "-5"}}), HasSubstr("session.timeout.ms"));
   EXPECT_THAT(CreateError({{"max.poll.interval.ms", "300s"}}), HasSubstr("max.poll.interval.ms"));
   EXPECT_THAT(CreateError({{"partition.assignment.strategy", "range,sticky"}}),
-              HasSubstr("the in-process source offers range and roundrobin"));
+              HasSubstr("the in-process source offers range, roundrobin and cooperative-sticky"));
+  EXPECT_THAT(
+      CreateError({{"partition.assignment.strategy", "cooperative-sticky,range"}}),
+      HasSubstr("eager assignors (range, roundrobin) and cooperative-sticky cannot be mixed"));
   // Valid settings get as far as the broker, which is missing here.
   EXPECT_THAT(CreateError({{"heartbeat.interval.ms", "1000"},
                            {"partition.assignment.strategy", "roundrobin, range"}}),
+              HasSubstr("cannot serve in-process reads"));
+  EXPECT_THAT(CreateError({{"partition.assignment.strategy", "cooperative-sticky"}}),
               HasSubstr("cannot serve in-process reads"));
 }
 
