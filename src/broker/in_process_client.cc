@@ -18,8 +18,13 @@ using kafka::ErrorCode;
 const Logger kLog("in-process");
 constexpr int16_t kFetchVersion = InProcessKafka::kFetchVersion;
 
+// The largest answer a channel takes. A fetch answer is bounded by the request's max_bytes
+// except that its first batch always comes whole (up to the topic's max.message.bytes).
+constexpr uint32_t kMaxAnswerBytes = 256u << 20;
+
 InterBrokerChannelOptions Channel(const InProcessKafka& kafka, int request_timeout_ms) {
   InterBrokerChannelOptions o;
+  o.max_response_bytes = kMaxAnswerBytes;
   o.name = "in-process";  // the other broker sees client id sluice-in-process-<node>
   o.node_id = kafka.node_id();
   o.request_timeout_ms = request_timeout_ms;
@@ -119,9 +124,11 @@ Result<kafka::LeaveGroupResponse> InProcessClient::LeaveGroup(kafka::LeaveGroupR
   };
   if (!cluster_ || !kafka_->MayJoin(principal_, req.group_id)) return local(std::move(req));
   const std::string group = req.group_id;
+  // On the offsets' channel: a stop may have given up a JoinGroup the coordinator still
+  // holds for a rebalance, and the leave must not queue behind it.
   return Group<kafka::LeaveGroupResponse>(kafka::ApiKey::kLeaveGroup,
                                           InProcessKafka::kLeaveGroupVersion, group, std::move(req),
-                                          timeout, cancel, *membership_, local);
+                                          timeout, cancel, *offsets_, local);
 }
 
 Result<kafka::OffsetCommitResponse> InProcessClient::OffsetCommit(kafka::OffsetCommitRequest req,
@@ -244,6 +251,10 @@ Result<InProcessKafka::FetchAnswer> InProcessClient::Fetch(kafka::FetchRequest r
   };
   for (const auto& [key, p] : wanted) {
     if (answered.count(key) > 0 || busy.count(key) > 0) continue;
+    if (auto r = partition_retry_at_.find(key); r != partition_retry_at_.end()) {
+      if (now < r->second) continue;
+      partition_retry_at_.erase(r);
+    }
     if (!kafka_->MayRead(principal_, key.first)) {
       refused.push_back({key, ErrorCode::kTopicAuthorizationFailed});
       continue;
@@ -260,7 +271,12 @@ Result<InProcessKafka::FetchAnswer> InProcessClient::Fetch(kafka::FetchRequest r
     } else if (leader < 0 || meta->FindBroker(leader) == nullptr) {
       refused.push_back({key, ErrorCode::kLeaderNotAvailable});
     } else if (waiting.count(leader) == 0) {
-      kafka::FetchRequest& r = remote[leader];
+      auto [it, fresh] = remote.try_emplace(leader);
+      kafka::FetchRequest& r = it->second;
+      if (fresh) {
+        r = req;  // isolation level, max_bytes, rack as the caller asked
+        r.topics.clear();
+      }
       add(r, key.first, *p);
       remote_asked[leader][key] = p->fetch_offset;
     }
@@ -296,7 +312,22 @@ Result<InProcessKafka::FetchAnswer> InProcessClient::Fetch(kafka::FetchRequest r
     kafka::FetchResponse::PartitionData part;
     part.partition_index = r.key.second;
     part.error_code = r.code;
+    // Nothing known of the log: the caller keeps what it had.
+    part.high_watermark = -1;
+    part.last_stable_offset = -1;
+    part.log_start_offset = -1;
     out.response.responses.back().partitions.push_back(std::move(part));
+  }
+
+  // A partition that answered an error (its leader moved, none now, a fenced epoch) is
+  // left alone for kRemoteBackoffMs rather than asked again at once.
+  for (const auto& t : out.response.responses) {
+    for (const auto& p : t.partitions) {
+      if (p.error_code != ErrorCode::kNone && p.error_code != ErrorCode::kOffsetOutOfRange) {
+        partition_retry_at_[{t.topic, p.partition_index}] =
+            now + std::chrono::milliseconds(kRemoteBackoffMs);
+      }
+    }
   }
 
   // Then ask the other leaders for what they lead.

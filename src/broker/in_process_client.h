@@ -17,7 +17,8 @@
 //   records copied out of the frame. A partition has at most one fetch under way wherever
 //   it is led, so a leadership moving between this broker and another never reads a range
 //   twice; an answer for an offset the caller no longer asks for is dropped. A leader that
-//   could not be reached is asked again after kRemoteBackoffMs.
+//   could not be reached, or a partition that answered an error, is asked again after
+//   kRemoteBackoffMs.
 //
 // Threads: Fetch on one thread at a time (the source's runner or prefetch), the group's
 // calls on any; the channels' threads run the answers' callbacks. The InProcessKafka must
@@ -120,6 +121,8 @@ class InProcessClient {
   const bool cluster_;
   std::shared_ptr<FetchState> fetch_state_ = std::make_shared<FetchState>();
   std::chrono::steady_clock::time_point last_failure_log_{};  // Fetch's thread
+  // Partitions that answered an error, asked again from then (Fetch's thread).
+  std::map<Key, std::chrono::steady_clock::time_point> partition_retry_at_;
   // Declared last: stopped (their callbacks done) before the state above goes.
   std::unique_ptr<InterBrokerChannel> membership_;  // cluster only
   std::unique_ptr<InterBrokerChannel> offsets_;

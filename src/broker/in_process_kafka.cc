@@ -9,6 +9,7 @@
 #include "broker/group_coordinator.h"
 #include "broker/handlers/context.h"
 #include "broker/handlers/fetch.h"
+#include "broker/handlers/handlers.h"
 
 namespace sluice::broker {
 namespace {
@@ -62,7 +63,12 @@ int32_t InProcessKafka::GroupCoordinatorNode(const std::string& group) const {
   std::shared_ptr<const MetadataSnapshot> meta = ctx_.shards.Published();
   if (meta == nullptr || !meta->cluster) return node_id();
   const MetadataSnapshot::Topic* t = meta->Find("__consumer_offsets");
-  if (t == nullptr || t->partitions.empty()) return -1;
+  if (t == nullptr) {
+    // A member that never sends FindCoordinator: the topic is made as for one that does.
+    handlers::CreateInternalTopicSoon(ctx_, "__consumer_offsets");
+    return -1;
+  }
+  if (t->partitions.empty()) return -1;
   const int32_t p = CoordinatorPartitionFor(group, static_cast<int32_t>(t->partitions.size()));
   return t->partitions[static_cast<size_t>(p)].leader;
 }

@@ -553,6 +553,19 @@ void InProcessSource::ApplyAssignment(std::vector<TopicPartition> partitions) {
   // auto_offset_reset.
   listener_->Assigning(added);
   Status st = ResolvePositions(added);
+  // A coordinator moving, loading or unreachable, or an offset commit still in a
+  // transaction, is asked again (as the Java consumer's poll does) rather than taken for
+  // "no committed offset", which would skip or repeat records by auto_offset_reset.
+  auto last_log = Clock::now();
+  while (!st.ok() && st.code() == StatusCode::kAborted && !stopping_) {
+    if (Clock::now() - last_log > std::chrono::seconds(10)) {
+      last_log = Clock::now();
+      SLUICE_LOG(kLog, kWarn, "pipeline {}: committed offsets: {} (asking again)", pipeline_,
+                 st.message());
+    }
+    std::this_thread::sleep_for(kRetryBackoff);
+    st = ResolvePositions(added);
+  }
   if (!st.ok()) {
     counters_.errors->Inc();
     SLUICE_LOG(kLog, kWarn, "pipeline {}: committed offsets: {} (auto_offset_reset applies)",
@@ -580,12 +593,25 @@ Status InProcessSource::ResolvePositions(std::vector<TopicPartition>& partitions
   if (wanted.empty()) return Status::OK();
   req.topics.emplace();
   for (auto& [topic, parts] : wanted) req.topics->push_back({topic, parts, {}});
-  ASSIGN_OR_RETURN(kafka::OffsetFetchResponse resp, client_->OffsetFetch(req, kRequestTimeout));
-  if (resp.error_code != ErrorCode::kNone) {
-    return AbortedError("OffsetFetch: {}", CodeText(resp.error_code));
+  // Aborted: worth asking again (no answer, a coordinator moving or loading, a commit in
+  // a transaction not finished); FailedPrecondition: not.
+  Result<kafka::OffsetFetchResponse> asked = client_->OffsetFetch(req, kRequestTimeout);
+  if (!asked.ok()) {
+    if (asked.status().code() == StatusCode::kFailedPrecondition) return asked.status();
+    return AbortedError("OffsetFetch: {}", asked.status().message());
   }
+  const kafka::OffsetFetchResponse& resp = *asked;
+  if (resp.error_code != ErrorCode::kNone) {
+    const bool again = resp.error_code == ErrorCode::kNotCoordinator ||
+                       resp.error_code == ErrorCode::kCoordinatorNotAvailable ||
+                       resp.error_code == ErrorCode::kCoordinatorLoadInProgress;
+    return again ? AbortedError("OffsetFetch: {}", CodeText(resp.error_code))
+                 : FailedPreconditionError("OffsetFetch: {}", CodeText(resp.error_code));
+  }
+  bool unstable = false;
   for (const auto& t : resp.topics) {
     for (const auto& p : t.partitions) {
+      if (p.error_code == ErrorCode::kUnstableOffsetCommit) unstable = true;
       if (p.error_code != ErrorCode::kNone || p.committed_offset < 0) continue;
       for (TopicPartition& tp : partitions) {
         if (tp.topic == t.name && tp.partition == p.partition_index && tp.offset < 0) {
@@ -593,6 +619,9 @@ Status InProcessSource::ResolvePositions(std::vector<TopicPartition>& partitions
         }
       }
     }
+  }
+  if (unstable) {
+    return AbortedError("OffsetFetch: a transaction's offset commit is not complete yet");
   }
   return Status::OK();
 }
@@ -863,7 +892,7 @@ Result<kafka::client::GroupMetadata> InProcessSource::GroupMetadata() const {
                                             shared_.member_id);
 }
 
-Status InProcessSource::Rewind(std::chrono::milliseconds) {
+Status InProcessSource::Rewind(std::chrono::milliseconds timeout) {
   WaitPrefetch();
   heard_.clear();
   pending_.clear();
@@ -872,7 +901,14 @@ Status InProcessSource::Rewind(std::chrono::milliseconds) {
   for (const auto& [key, pos] : positions_) {
     partitions.push_back({key.first, key.second, kafka::client::kOffsetInvalid});
   }
-  RETURN_IF_ERROR(ResolvePositions(partitions));
+  // What is worth asking again (a coordinator moving) is, within the timeout.
+  const auto deadline = Clock::now() + timeout;
+  Status st = ResolvePositions(partitions);
+  while (!st.ok() && st.code() == StatusCode::kAborted && !stopping_ && Clock::now() < deadline) {
+    std::this_thread::sleep_for(kRetryBackoff);
+    st = ResolvePositions(partitions);
+  }
+  RETURN_IF_ERROR(st);
   for (const TopicPartition& tp : partitions) {
     Position& pos = positions_[{tp.topic, tp.partition}];
     if (tp.offset >= 0) {

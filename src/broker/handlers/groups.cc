@@ -218,16 +218,15 @@ void HandleFindCoordinator(Context& ctx, const Call& call,
     if (a.error != ErrorCode::kNone) resp.error_message = a.why;
   }
   Reply(call.conn, call.header, resp);
-  if (missing) {
-    // As Kafka creates the internal topic on the first FindCoordinator: the controller
-    // does (another broker's controller thread refuses; the controller creates them by
-    // itself once enough brokers are registered). The client asks again.
-    ctx.controller.Post([&ctx, topic] {
-      if (ctx.controller.FindTopic(topic) == nullptr && ctx.controller.AutoCreateTopic(topic)) {
-        ctx.controller.Publish();
-      }
-    });
-  }
+  if (missing) CreateInternalTopicSoon(ctx, topic);  // the client asks again
+}
+
+void CreateInternalTopicSoon(Context& ctx, const std::string& topic) {
+  ctx.controller.Post([&ctx, topic] {
+    if (ctx.controller.FindTopic(topic) == nullptr && ctx.controller.AutoCreateTopic(topic)) {
+      ctx.controller.Publish();
+    }
+  });
 }
 
 void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req) {

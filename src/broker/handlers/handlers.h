@@ -68,6 +68,11 @@ void HandleIncrementalAlterConfigs(Context& ctx, const Call& call,
 
 void HandleFindCoordinator(Context& ctx, const Call& call,
                            const kafka::FindCoordinatorRequest& req);
+// As Kafka creates a coordinator's internal topic on the first FindCoordinator: asks the
+// controller to create `topic` (__consumer_offsets, __transaction_state) when it is
+// missing (another broker's controller thread refuses; the controller creates them by
+// itself once enough brokers are registered). Any thread.
+void CreateInternalTopicSoon(Context& ctx, const std::string& topic);
 void HandleJoinGroup(Context& ctx, const Call& call, const kafka::JoinGroupRequest& req);
 void HandleSyncGroup(Context& ctx, const Call& call, const kafka::SyncGroupRequest& req);
 void HandleHeartbeat(Context& ctx, const Call& call, const kafka::HeartbeatRequest& req);
