@@ -10,7 +10,8 @@ docs/cluster.md). Three `sluice serve --etcd` brokers and a real etcd:
   --pipelines`, through {{ SLUICE_KAFKA_ADDR }}, started before the topic exists) into
   another table of the same warehouse: its source is the in-process one (docs/design/
   0023-native-path.md, decision 8), reading broker 1's partitions from its log and
-  fetching the others from their leaders, its group at whichever broker coordinates it. An idempotent acks=all producer writes JSON
+  fetching the others from their leaders, its group at whichever broker coordinates it.
+  A transaction over every partition is aborted among the records: neither table has it. An idempotent acks=all producer writes JSON
   records before and after the leader of one of the source partitions is SIGKILLed
   mid-run (a broker that is neither the pipeline's bootstrap nor the controller, where
   the group coordinator lives until phase D); the pipelines carry on by themselves, and
@@ -188,6 +189,17 @@ def run(sluice, etcd, tmp):
                              "message.timeout.ms": 120000})
         acks.produce(producer, 600)
         check(producer.flush(60) == 0, "the first records were not all acknowledged")
+        # An aborted transaction over every partition: read_committed keeps it out of both
+        # tables, whichever broker leads the partition the in-process source reads.
+        txp = Producer({"bootstrap.servers": ",".join(b.bootstrap for b in brokers),
+                        "transactional.id": "aborted-writer", "acks": "all"})
+        txp.init_transactions(60)
+        txp.begin_transaction()
+        for i in range(30):
+            txp.produce(TOPIC, key=str(10**6 + i).encode(),
+                        value=json.dumps({"id": 10**6 + i, "city": "nowhere"}).encode())
+        check(txp.flush(60) == 0, "the transaction's records were not all sent")
+        txp.abort_transaction(60)
         wait_until(lambda: pipeline.poll() is None and lake_count(sluice, warehouse) > 0, 60,
                    "the pipeline's first commit", interval=0.5)
         acks.produce(producer, 200)
