@@ -18,6 +18,7 @@ APT_PACKAGES=(
   etcd-server etcd-client
   openssl curl
   clang-format-14
+  python3-botocore libcurl4-openssl-dev
 )
 
 missing=()
