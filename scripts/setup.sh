@@ -16,6 +16,7 @@ APT_PACKAGES=(
   python3-requests python3-protobuf python3-jsonschema
   libsimdjson-dev libpq-dev postgresql libcpp-httplib-dev
   etcd-server etcd-client
+  radosgw ceph-mon ceph-osd
   openssl curl
   clang-format-14
   python3-botocore libcurl4-openssl-dev
