@@ -523,4 +523,24 @@ Status S3Client::AbortMultipartUpload(std::string_view bucket, std::string_view 
   return Status::OK();
 }
 
+Status ProbeConditionalCreate(const S3Client& client, std::string_view bucket,
+                              std::string_view prefix) {
+  // A name of its own, so probes of two writers at once do not meet.
+  std::random_device random;
+  const std::string key = fmt::format("{}.sluice-probe-{:08x}{:08x}", prefix, random(), random());
+  PutOptions create;
+  create.if_none_match_star = true;
+  RETURN_IF_ERROR(client.PutObject(bucket, key, "first", create).status());
+  Result<std::string> second = client.PutObject(bucket, key, "second", create);
+  Status removed = client.DeleteObject(bucket, key);
+  if (second.ok()) {
+    return FailedPreconditionError(
+        "the S3 store at {} does not honour conditional PUTs (If-None-Match: *): a second "
+        "create of {}/{} succeeded, so two writers could both commit a table there",
+        client.options().endpoint, bucket, key);
+  }
+  if (second.status().code() != StatusCode::kAlreadyExists) return second.status();
+  return removed;
+}
+
 }  // namespace sluice::s3

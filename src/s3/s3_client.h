@@ -141,4 +141,12 @@ class S3Client {
   bool path_style_;
 };
 
+// Whether the store honours a conditional create (`If-None-Match: *`), which a table
+// commit rests on (two writers must never both create the next metadata file): creates a
+// probe object under `prefix` twice, the second must come back AlreadyExists, then removes
+// it. FailedPrecondition naming the store when the second create succeeds; the store's
+// own errors as they come.
+Status ProbeConditionalCreate(const S3Client& client, std::string_view bucket,
+                              std::string_view prefix);
+
 }  // namespace sluice::s3

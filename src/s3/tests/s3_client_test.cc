@@ -242,8 +242,9 @@ class FakeS3 {
   // Guarded by mu.
   std::map<std::string, std::string> objects;  // "bucket/key" (decoded) -> bytes
   std::map<std::string, std::map<int, std::string>> uploads;
-  int fail_503 = 0;  // answer this many requests with 503 SlowDown
-  int cut = 0;       // cut this many connections
+  int fail_503 = 0;                  // answer this many requests with 503 SlowDown
+  int cut = 0;                       // cut this many connections
+  bool honour_if_none_match = true;  // false: a store that ignores conditional creates
   int requests = 0;
   std::vector<std::string> signature_errors;
 
@@ -283,7 +284,7 @@ class FakeS3 {
       return {200, {{"ETag", "\"part" + r.Query("partNumber") + "\""}}, ""};
     }
     if (r.method == "PUT") {
-      if (r.Header("if-none-match") == "*" && objects.count(name)) {
+      if (honour_if_none_match && r.Header("if-none-match") == "*" && objects.count(name)) {
         return ErrorReply(412, "PreconditionFailed");
       }
       objects[name] = r.body;
@@ -400,6 +401,23 @@ TEST(S3ClientTest, IfNoneMatchOnExistingKeyIsAlreadyExists) {
   EXPECT_EQ(*client.GetObject("b", "v1.metadata.json"), "one");
   std::lock_guard lock(s3.mu);
   EXPECT_TRUE(s3.signature_errors.empty()) << s3.signature_errors.front();
+}
+
+TEST(S3ClientTest, ProbeOfConditionalCreates) {
+  FakeS3 s3;
+  S3Client client = MakeClient(s3);
+  EXPECT_TRUE(ProbeConditionalCreate(client, "b", "db/t/metadata/").ok());
+  {
+    std::lock_guard lock(s3.mu);
+    EXPECT_TRUE(s3.objects.empty()) << "the probe object is removed";
+    s3.honour_if_none_match = false;
+  }
+  Status refused = ProbeConditionalCreate(client, "b", "db/t/metadata/");
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("does not honour conditional PUTs"), std::string::npos)
+      << refused.message();
+  std::lock_guard lock(s3.mu);
+  EXPECT_TRUE(s3.objects.empty());
 }
 
 TEST(S3ClientTest, RetriesServerErrorsThenSucceeds) {

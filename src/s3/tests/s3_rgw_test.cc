@@ -75,6 +75,9 @@ TEST_F(RgwTest, ConditionalCreateRefusesASecondWriter) {
   // A plain put replaces it.
   ASSERT_TRUE(c().PutObject(bucket_, key, "third").ok());
   EXPECT_EQ(*c().GetObject(bucket_, key), "third");
+  // The check a writer makes before it commits there.
+  Status probe = ProbeConditionalCreate(c(), bucket_, prefix_);
+  EXPECT_TRUE(probe.ok()) << probe.ToString();
 }
 
 TEST_F(RgwTest, Ranges) {
