@@ -313,8 +313,25 @@ void InProcessSource::WaitRevocationAck(std::optional<std::set<Key>> only) {
   shared_.revoke_only = std::move(only);
   shared_.revoke_reported = false;
   shared_.revoke_acked = false;
-  shared_.cv.wait_for(lock, milliseconds(settings_.rebalance_timeout_ms),
-                      [this] { return shared_.revoke_acked || shared_.stop; });
+  // The runner finishes its batch (a sink's flush, a commit) meanwhile; the member keeps
+  // its session alive with heartbeats, as the Java consumer's heartbeat thread does, so a
+  // batch longer than session.timeout.ms does not cost the membership. Their answers do
+  // not matter here: what they say comes again after the revocation.
+  const auto deadline = Clock::now() + milliseconds(settings_.rebalance_timeout_ms);
+  auto done = [this] { return shared_.revoke_acked || shared_.stop; };
+  while (!done() && Clock::now() < deadline) {
+    const auto beat =
+        std::min(deadline, Clock::now() + milliseconds(settings_.heartbeat_interval_ms));
+    if (shared_.cv.wait_until(lock, beat, done)) break;
+    if (shared_.member_id.empty() || Clock::now() >= deadline) continue;
+    kafka::HeartbeatRequest hb;
+    hb.group_id = config_.group_id;
+    hb.generation_id = shared_.generation;
+    hb.member_id = shared_.member_id;
+    lock.unlock();
+    (void)client_->Heartbeat(hb, kRequestTimeout, &stopping_);
+    lock.lock();
+  }
   shared_.revoke = false;
 }
 
