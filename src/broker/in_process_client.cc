@@ -249,13 +249,20 @@ Result<InProcessKafka::FetchAnswer> InProcessClient::Fetch(kafka::FetchRequest r
     }
     r.topics.back().partitions.push_back(p);
   };
+  std::string checked_topic;
+  bool may_read = false;
   for (const auto& [key, p] : wanted) {
     if (answered.count(key) > 0 || busy.count(key) > 0) continue;
     if (auto r = partition_retry_at_.find(key); r != partition_retry_at_.end()) {
       if (now < r->second) continue;
       partition_retry_at_.erase(r);
     }
-    if (!kafka_->MayRead(principal_, key.first)) {
+    // One check per topic (`wanted` is ordered by topic).
+    if (key.first != checked_topic) {
+      checked_topic = key.first;
+      may_read = kafka_->MayRead(principal_, key.first);
+    }
+    if (!may_read) {
       refused.push_back({key, ErrorCode::kTopicAuthorizationFailed});
       continue;
     }

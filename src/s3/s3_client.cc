@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -33,8 +34,25 @@ void InitCurlOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+// A reply that is not an object's bytes (XML: a list page, an error, a multipart answer)
+// is refused past kMaxReplyBytes, and a reply with more than kMaxHeaders header lines too:
+// a server's bytes must not grow memory without bound.
+constexpr size_t kMaxReplyBytes = 16u << 20;
+constexpr size_t kMaxHeaders = 1000;
+
+struct BodySink {
+  std::string* body;
+  size_t limit;
+  bool too_large = false;
+};
+
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  static_cast<std::string*>(user)->append(data, size * count);
+  auto* sink = static_cast<BodySink*>(user);
+  if (sink->body->size() + size * count > sink->limit) {
+    sink->too_large = true;
+    return 0;  // curl stops with a write error
+  }
+  sink->body->append(data, size * count);
   return size * count;
 }
 
@@ -64,6 +82,7 @@ bool IsTransientCurlError(CURLcode code) {
 
 size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
   auto* headers = static_cast<NameValues*>(user);
+  if (headers->size() >= kMaxHeaders) return 0;  // curl stops with a write error
   std::string_view line(data, size * count);
   // A new status line (after a 100 Continue, say) starts a new set of headers.
   if (line.starts_with("HTTP/")) {
@@ -92,6 +111,8 @@ struct S3Client::Request {
   NameValues headers;  // besides host, x-amz-date, x-amz-content-sha256
   std::string_view body;
   bool if_none_match = false;
+  // The reply is the object's bytes (GetObject): bounded by the object, not capped.
+  bool object_reply = false;
 };
 
 struct S3Client::Response {
@@ -288,6 +309,8 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& request) const {
   std::unique_ptr<curl_slist, SlistDeleter> header_list(list);
 
   Response response;
+  BodySink sink{&response.body,
+                request.object_reply ? std::numeric_limits<size_t>::max() : kMaxReplyBytes};
   char error_buffer[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
@@ -298,7 +321,7 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& request) const {
                    static_cast<long>(options_.connect_timeout.count()));
   curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &response.body);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
   curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, AppendHeader);
   curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
   curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -317,6 +340,11 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& request) const {
   }
 
   CURLcode code = curl_easy_perform(c);
+  if (sink.too_large || response.headers.size() >= kMaxHeaders) {
+    return CorruptionError("S3 {} {}: the reply is larger than sluice takes ({} bytes, {} headers)",
+                           request.op, ObjectName(request.bucket, request.key), kMaxReplyBytes,
+                           kMaxHeaders);
+  }
   if (code != CURLE_OK) {
     std::string detail = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(code);
     std::string message =
@@ -395,8 +423,11 @@ Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_vie
 
 Result<std::string> S3Client::GetObject(std::string_view bucket, std::string_view key,
                                         std::optional<ByteRange> range) const {
-  Request request{
-      .op = "GetObject", .method = "GET", .bucket = std::string(bucket), .key = std::string(key)};
+  Request request{.op = "GetObject",
+                  .method = "GET",
+                  .bucket = std::string(bucket),
+                  .key = std::string(key),
+                  .object_reply = true};
   if (range) {
     if (range->length == 0u) return std::string();
     std::string value = range->length ? fmt::format("bytes={}-{}", range->offset,

@@ -245,6 +245,7 @@ class FakeS3 {
   int fail_503 = 0;                  // answer this many requests with 503 SlowDown
   int cut = 0;                       // cut this many connections
   bool honour_if_none_match = true;  // false: a store that ignores conditional creates
+  size_t list_padding = 0;           // bytes of whitespace in a list reply
   int requests = 0;
   std::vector<std::string> signature_errors;
 
@@ -277,7 +278,7 @@ class FakeS3 {
         body += fmt::format("<Contents><Key>{}</Key><Size>{}</Size></Contents>",
                             XmlEscape(n.substr(bucket.size() + 1)), bytes.size());
       }
-      return {200, {}, body + "</ListBucketResult>"};
+      return {200, {}, body + std::string(list_padding, ' ') + "</ListBucketResult>"};
     }
     if (r.method == "PUT" && r.HasQuery("partNumber")) {
       uploads[r.Query("uploadId")][std::stoi(r.Query("partNumber"))] = r.body;
@@ -418,6 +419,23 @@ TEST(S3ClientTest, ProbeOfConditionalCreates) {
       << refused.message();
   std::lock_guard lock(s3.mu);
   EXPECT_TRUE(s3.objects.empty());
+}
+
+TEST(S3ClientTest, AnOversizedReplyIsRefusedButAnObjectIsNot) {
+  FakeS3 s3;
+  S3Client client = MakeClient(s3);
+  const std::string big(17u << 20, 'x');  // past the 16 MiB cap on replies that are not objects
+  ASSERT_TRUE(client.PutObject("b", "big", big).ok());
+  Result<std::string> got = client.GetObject("b", "big");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->size(), big.size());
+  {
+    std::lock_guard lock(s3.mu);
+    s3.list_padding = 17u << 20;
+  }
+  Result<ListObjectsPage> page = client.ListObjectsV2("b", "");
+  EXPECT_EQ(page.status().code(), StatusCode::kCorruption) << page.status().ToString();
+  EXPECT_NE(page.status().message().find("larger than sluice takes"), std::string::npos);
 }
 
 TEST(S3ClientTest, RetriesServerErrorsThenSucceeds) {
