@@ -17,6 +17,7 @@
 #include "broker/serve_config.h"
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
+#include "lake/storage.h"
 #include "net/tls.h"
 #include "pipeline/pipeline_config.h"
 #include "query/authz/catalog_access.h"
@@ -80,6 +81,7 @@ std::vector<std::string_view> ServeConfigKeys() {
   for (std::string_view k : broker::ServeConfigKeys()) keys.push_back(k);
   for (std::string_view k : query::QueryConfigKeys()) keys.push_back(k);
   for (std::string_view k : kSchemaRegistryKeys) keys.push_back(k);
+  for (std::string_view k : lake::kS3ConfigKeys) keys.push_back(k);
   return keys;
 }
 
@@ -94,6 +96,9 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   };
   // The broker checks every key against its own and the other modules' lists.
   ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, ServeConfigKeys()));
+  // S3 for lake tables (docs/design/0024): the AWS_* environment, overridden by `s3:`.
+  ASSIGN_OR_RETURN(lake::S3Settings s3_settings, lake::S3SettingsFrom(config));
+  lake::ConfigureS3(std::move(s3_settings));
 
   // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
   // default; "off" turns it off.

@@ -14,6 +14,7 @@
 #include "base/config.h"
 #include "duck/database.h"
 #include "lake/maintenance.h"
+#include "lake/storage.h"
 #include "lake/table.h"
 
 namespace sluice::cli {
@@ -31,6 +32,11 @@ Result<std::string> Warehouse(const TableFlags& f) {
     return InvalidArgumentError("no warehouse: pass --warehouse DIR or set SLUICE_WAREHOUSE");
   if (w.find("://") == std::string::npos && w.rfind("file:", 0) != 0 && w[0] != '/') {
     w = fs::absolute(w).lexically_normal().string();  // relative to the working directory
+  }
+  if (lake::IsS3Location(w)) {
+    w = lake::NormalLocation(w);
+    RETURN_IF_ERROR(lake::SplitS3Location(w).status());
+    return w;
   }
   return lake::LocalPath(w);
 }
@@ -150,11 +156,25 @@ int RunTableExpire(const TableFlags& f) {
 int RunTableList(const TableFlags& f) {
   Result<std::string> root = Warehouse(f);
   if (!root.ok()) return Fail(root.status());
-  std::error_code ec;
-  if (!fs::is_directory(*root, ec))
-    return Fail(NotFoundError("warehouse {} is not a directory", *root));
   std::vector<std::string> names;
-  for (auto it = fs::recursive_directory_iterator(*root, ec);
+  if (lake::IsS3Location(*root)) {
+    Result<std::vector<std::string>> tables = lake::ListS3Tables(*root);
+    if (!tables.ok()) return Fail(tables.status());
+    for (std::string rel : *tables) {
+      std::string dir = *root + "/" + rel;
+      for (char& c : rel) {
+        if (c == '/') c = '.';
+      }
+      if (rel.find('.') == std::string::npos) continue;  // a table needs a namespace
+      if (!f.table.empty() && rel.rfind(f.table + ".", 0) != 0) continue;
+      if (lake::Table::Load(dir).ok()) names.push_back(rel);
+    }
+  }
+  std::error_code ec;
+  if (!lake::IsS3Location(*root) && !fs::is_directory(*root, ec))
+    return Fail(NotFoundError("warehouse {} is not a directory", *root));
+  for (auto it = lake::IsS3Location(*root) ? fs::recursive_directory_iterator()
+                                           : fs::recursive_directory_iterator(*root, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (!it->is_directory() || it->path().filename() != "metadata") continue;
     fs::path table = it->path().parent_path();

@@ -15,7 +15,9 @@
 
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/object_cache.h"
 #include "lake/parquet_read.h"
+#include "lake/storage.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
 #include "lake/table_update.h"
@@ -40,10 +42,17 @@ std::string Normal(const std::string& path) {
   return (ec ? fs::path(path).lexically_normal() : p).string();
 }
 
-// A location's local path, normalised for comparing; "" when it is not local.
-std::string LocalOf(std::string_view location) {
+// A location as files are compared: a local path resolved (Normal), an S3 location in its
+// one spelling (s3://); "" when it is neither.
+std::string KeyOf(std::string_view location) {
+  if (IsS3Location(location)) return NormalLocation(location);
   Result<std::string> p = LocalPath(location);
   return p.ok() ? Normal(*p) : std::string();
+}
+
+// The table's root as KeyOf spells its files.
+std::string RootKey(const std::string& table_root) {
+  return IsS3Location(table_root) ? NormalLocation(table_root) : Normal(table_root);
 }
 
 bool Inside(const std::string& path, const std::string& root) {
@@ -59,7 +68,7 @@ struct Live {
   int32_t spec_id = 0;
 };
 
-std::string Dir(const std::string& path) { return fs::path(path).parent_path().string(); }
+std::string Dir(const std::string& key) { return key.substr(0, key.rfind('/')); }
 
 // Packs `files` (sorted by size) into bins of at most `target` bytes; bins of one file
 // change nothing and are dropped.
@@ -87,7 +96,36 @@ std::vector<std::vector<const Live*>> Bins(std::vector<const Live*> files, int64
   return bins;
 }
 
-void RemoveQuietly(const std::string& path) { (void)::unlink(path.c_str()); }
+void RemoveQuietly(const std::string& location) { (void)DeleteLocation(location); }
+
+// The local files DuckDB reads for `locations`: the paths of local ones, copies in the
+// object cache of S3 ones (held by `holds` while they are read).
+Result<std::vector<std::string>> LocalCopies(
+    const std::vector<const DataFile*>& files,
+    std::vector<std::shared_ptr<const CachedObject>>* holds) {
+  std::vector<std::string> out(files.size());
+  std::vector<std::string> remote;
+  std::vector<uint64_t> sizes;
+  std::vector<size_t> at;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string& location = files[i]->file_path;
+    if (IsS3Location(location)) {
+      remote.push_back(NormalLocation(location));
+      sizes.push_back(static_cast<uint64_t>(std::max<int64_t>(0, files[i]->file_size_in_bytes)));
+      at.push_back(i);
+      continue;
+    }
+    ASSIGN_OR_RETURN(out[i], LocalPath(location));
+  }
+  if (!remote.empty()) {
+    ASSIGN_OR_RETURN(ObjectCache * cache, S3ObjectCache());
+    ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const CachedObject>> copies,
+                     cache->Fetch(remote, sizes));
+    for (size_t j = 0; j < at.size(); ++j) out[at[j]] = copies[j]->path();
+    holds->insert(holds->end(), copies.begin(), copies.end());
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -142,33 +180,23 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         "field ids; compacting such tables is not supported",
         table_root);
   }
-  {
-    std::vector<std::string> quoted;
-    for (const auto& [partition, files] : small) {
-      for (const Live* f : files) {
-        Result<std::string> p = LocalPath(f->entry.file.file_path);
-        if (p.ok()) quoted.push_back(duck::QuoteLiteral(*p));
-      }
-    }
-    if (!quoted.empty()) {
-      ASSIGN_OR_RETURN(auto without,
-                       conn.QueryText(fmt::format(
-                           "SELECT file_name FROM parquet_schema([{}]) GROUP BY file_name "
-                           "HAVING count(field_id) = 0 ORDER BY file_name LIMIT 1",
-                           fmt::join(quoted, ", "))));
-      if (!without.empty() && without[0][0]) {
-        return UnimplementedError(
-            "{}: data file {} has no Iceberg field ids; compacting it would lose its values",
-            table_root, *without[0][0]);
-      }
-    }
-  }
-
   // Write the new files: columns read by field id, so renamed columns keep their data,
   // columns added after a file was written read as NULL and promoted types are cast.
   const std::string data_dir = table.files().data_dir();
+  const bool remote = IsS3Location(data_dir);
+  std::string staging;  // S3: where new files are written before their upload
+  if (remote) {
+    ASSIGN_OR_RETURN(staging, NewS3StagingDir());
+  }
+  struct StagingGone {
+    const std::string& dir;
+    ~StagingGone() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } staging_gone{staging};
   std::vector<DataFile> written;
-  std::vector<std::string> written_paths;
+  std::vector<std::string> written_paths;                // locations
   std::unordered_map<std::string, const Live*> removed;  // file_path -> entry
   auto discard = [&]() {
     for (const std::string& p : written_paths) RemoveQuietly(p);
@@ -177,27 +205,59 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     std::vector<std::vector<const Live*>> bins = Bins(files, options.target_file_size_bytes);
     if (!bins.empty()) ++out.partitions;
     for (const auto& bin : bins) {
-      std::vector<std::string> paths;
+      std::vector<const DataFile*> inputs;
       int64_t records = 0;
       for (const Live* f : bin) {
-        Result<std::string> p = LocalPath(f->entry.file.file_path);
-        if (!p.ok()) {
-          discard();
-          return p.status();
-        }
-        paths.push_back(*p);
+        inputs.push_back(&f->entry.file);
         records += f->entry.file.record_count;
+      }
+      std::vector<std::shared_ptr<const CachedObject>> holds;
+      Result<std::vector<std::string>> paths = LocalCopies(inputs, &holds);
+      if (!paths.ok()) {
+        discard();
+        return paths.status().WithContext(table_root);
+      }
+      // Files are read by field id: one without them (imported) would read as NULLs and
+      // lose its values in the rewrite.
+      std::vector<std::string> quoted;
+      for (const std::string& p : *paths) quoted.push_back(duck::QuoteLiteral(p));
+      Result<std::vector<std::vector<std::optional<std::string>>>> without = conn.QueryText(
+          fmt::format("SELECT file_name FROM parquet_schema([{}]) GROUP BY file_name "
+                      "HAVING count(field_id) = 0 ORDER BY file_name LIMIT 1",
+                      fmt::join(quoted, ", ")));
+      if (!without.ok() || (!without->empty() && (*without)[0][0])) {
+        discard();
+        if (!without.ok()) return without.status();
+        std::string name = *(*without)[0][0];
+        for (size_t i = 0; i < paths->size(); ++i) {
+          if ((*paths)[i] == name) name = inputs[i]->file_path;
+        }
+        return UnimplementedError(
+            "{}: data file {} has no Iceberg field ids; compacting it would lose its values",
+            table_root, name);
       }
       // Beside the first file when it is in the table's data directory (its partition's
       // directory), else in data/.
-      std::string dir = Normal(Dir(*LocalPath(bin.front()->entry.file.file_path)));
-      if (dir != Normal(data_dir) && !Inside(dir, Normal(data_dir))) dir = data_dir;
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      std::string path = fmt::format("{}/{}.parquet", dir, NewUuid());
-      std::string select = ParquetScanSql(paths, *schema);
-      written_paths.push_back(path);
-      Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(path));
+      std::string dir = Dir(KeyOf(bin.front()->entry.file.file_path));
+      if (dir != KeyOf(data_dir) && !Inside(dir, KeyOf(data_dir))) dir = data_dir;
+      const std::string name = NewUuid() + ".parquet";
+      const std::string location = fmt::format("{}/{}", dir, name);
+      std::string path = location;
+      if (remote) {
+        path = fmt::format("{}/{}", staging, name);
+      } else {
+        std::error_code ec;
+        fs::create_directories(dir, ec);
+      }
+      std::string select = ParquetScanSql(*paths, *schema);
+      written_paths.push_back(location);
+      Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(location));
+      if (f.ok() && remote) {
+        Status up = UploadAll({{path, location}});
+        if (!up.ok()) f = up;
+        std::error_code ec;
+        fs::remove(path, ec);
+      }
       if (!f.ok()) {
         discard();
         return f.status().WithContext(
@@ -308,7 +368,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
     ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, entries));
     manifests_written.push_back(path);
-    RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+    RETURN_IF_ERROR(WriteLocation(path, bytes));
     mine.manifest_path = FileUri(path);
     mine.manifest_length = static_cast<int64_t>(bytes.size());
     // Field summaries per partition field (Java's engines fail on an empty list).
@@ -345,7 +405,7 @@ class Reach {
   // either way.
   Status Add(const Snapshot& s, bool live_only, bool missing_ok,
              std::unordered_set<std::string>* out) {
-    out->insert(LocalOf(s.manifest_list));
+    out->insert(KeyOf(s.manifest_list));
     const std::vector<ManifestFile>* list = nullptr;
     if (auto it = lists_.find(s.manifest_list); it != lists_.end()) {
       list = &it->second;
@@ -358,7 +418,7 @@ class Reach {
       list = &lists_.emplace(s.manifest_list, std::move(*read)).first->second;
     }
     for (const ManifestFile& m : *list) {
-      out->insert(LocalOf(m.manifest_path));
+      out->insert(KeyOf(m.manifest_path));
       const std::vector<std::pair<std::string, bool>>* files = nullptr;
       if (auto it = manifests_.find(m.manifest_path); it != manifests_.end()) {
         files = &it->second;
@@ -370,7 +430,7 @@ class Reach {
         }
         std::vector<std::pair<std::string, bool>> paths;
         for (const ManifestEntry& e : *read)
-          paths.emplace_back(LocalOf(e.file.file_path), e.status != EntryStatus::kDeleted);
+          paths.emplace_back(KeyOf(e.file.file_path), e.status != EntryStatus::kDeleted);
         files = &manifests_.emplace(m.manifest_path, std::move(paths)).first->second;
       }
       for (const auto& [path, live] : *files) {
@@ -412,20 +472,6 @@ std::vector<int64_t> Expired(const TableMetadata& m, int64_t cutoff) {
   return out;
 }
 
-struct FileInfo {
-  bool exists = false;
-  int64_t mtime_ms = 0;
-  int64_t size = 0;
-};
-
-FileInfo Stat(const std::string& path) {
-  struct stat st;
-  if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
-  return FileInfo{true,
-                  static_cast<int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000,
-                  static_cast<int64_t>(st.st_size)};
-}
-
 // "v12.metadata.json" -> 12.
 std::optional<int64_t> MetadataVersionOf(const std::string& name) {
   constexpr std::string_view kSuffix = ".metadata.json";
@@ -448,8 +494,9 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     return InvalidArgumentError("orphan minimum age {} ms is negative", orphan_min_age_ms);
   const int64_t cutoff = now_ms - older_than_ms;
   const int64_t orphan_cutoff = now_ms - std::max(older_than_ms, orphan_min_age_ms);
-  const std::string root = Normal(table_root);
+  const std::string root = RootKey(table_root);
   ASSIGN_OR_RETURN(Table table, Table::Load(root));
+  ASSIGN_OR_RETURN(const Storage* storage, StorageFor(root));
   ExpireResult out;
   Reach reach;
 
@@ -512,22 +559,23 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
   std::unordered_set<std::string> kept;
   RETURN_IF_ERROR(reach.AddAll(now, &kept));
   std::unordered_set<std::string> lists;
-  for (const Snapshot& s : now.snapshots) lists.insert(LocalOf(s.manifest_list));
+  for (const Snapshot& s : now.snapshots) lists.insert(KeyOf(s.manifest_list));
 
-  auto remove = [&](const std::string& path, int64_t* counter) -> Status {
-    FileInfo info = Stat(path);
-    if (!info.exists) return Status::OK();
-    if (::unlink(path.c_str()) != 0) {
-      if (errno == ENOENT) return Status::OK();
-      return ErrnoError("unlink", path, errno);
+  // `size`: from a listing; else asked (nothing there: nothing to do).
+  auto remove = [&](const std::string& path, std::optional<uint64_t> size,
+                    int64_t* counter) -> Status {
+    if (!size) {
+      ASSIGN_OR_RETURN(size, storage->Size(path));
+      if (!size) return Status::OK();
     }
+    RETURN_IF_ERROR(storage->Delete(path));
     ++*counter;
-    out.bytes_deleted += info.size;
+    out.bytes_deleted += static_cast<int64_t>(*size);
     return Status::OK();
   };
 
   // 3. The files only removed snapshots used.
-  const std::string metadata_dir = Normal(table.files().metadata_dir());
+  const std::string metadata_dir = RootKey(table.files().metadata_dir());
   for (const std::string& path : candidates) {
     if (path.empty() || kept.contains(path) || !Inside(path, root)) continue;
     std::string name = fs::path(path).filename().string();
@@ -535,43 +583,44 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
         path.ends_with(".avro") && Inside(path, metadata_dir)
             ? (name.starts_with("snap-") ? &out.manifest_lists_deleted : &out.manifests_deleted)
             : &out.data_files_deleted;
-    RETURN_IF_ERROR(remove(path, counter));
+    RETURN_IF_ERROR(remove(path, std::nullopt, counter));
   }
 
   // 4. Old files nothing references: failed commits' manifests, lists and data files,
   // temporary files, metadata versions out of the log.
   std::unordered_set<std::string> logged;
-  for (const MetadataLogEntry& e : now.metadata_log) logged.insert(LocalOf(e.metadata_file));
+  for (const MetadataLogEntry& e : now.metadata_log) logged.insert(KeyOf(e.metadata_file));
   const int64_t current_version = table.version();
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(metadata_dir, ec)) {
-    const std::string path = Normal(entry.path().string());
-    const std::string name = entry.path().filename().string();
-    FileInfo info = Stat(path);
-    if (!info.exists || info.mtime_ms >= cutoff || kept.contains(path)) continue;
+  // A listing's files as KeyOf spells them, with their sizes and ages (a file whose age
+  // the storage does not say is never an orphan).
+  auto listing = [&](const std::string& dir) -> Result<std::vector<StoredObject>> {
+    ASSIGN_OR_RETURN(std::vector<StoredObject> objects, storage->List(dir));
+    for (StoredObject& o : objects) o.location = KeyOf(o.location);
+    return objects;
+  };
+  ASSIGN_OR_RETURN(std::vector<StoredObject> in_metadata, listing(metadata_dir));
+  for (const StoredObject& o : in_metadata) {
+    const std::string& path = o.location;
+    if (!Inside(path, metadata_dir)) continue;
+    const std::string name = path.substr(metadata_dir.size() + 1);
+    if (name.find('/') != std::string::npos) continue;  // only metadata/'s own files
+    if (!o.modified_ms || *o.modified_ms >= cutoff || kept.contains(path)) continue;
     if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
       if (*v < current_version && !logged.contains(path))
-        RETURN_IF_ERROR(remove(path, &out.metadata_files_deleted));
+        RETURN_IF_ERROR(remove(path, o.size, &out.metadata_files_deleted));
     } else if ((name.ends_with(".avro") || name.ends_with(".tmp")) &&
-               info.mtime_ms < orphan_cutoff) {
-      RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
+               *o.modified_ms < orphan_cutoff) {
+      RETURN_IF_ERROR(remove(path, o.size, &out.orphans_deleted));
     }
   }
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return IOError("cannot list {}: {}", metadata_dir, ec.message());
-  const std::string data_dir = Normal(table.files().data_dir());
-  ec.clear();
-  for (auto it = fs::recursive_directory_iterator(data_dir, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    const std::string path = Normal(it->path().string());
+  const std::string data_dir = RootKey(table.files().data_dir());
+  ASSIGN_OR_RETURN(std::vector<StoredObject> in_data, listing(data_dir));
+  for (const StoredObject& o : in_data) {
+    const std::string& path = o.location;
     if (!path.ends_with(".parquet") && !path.ends_with(".tmp")) continue;
-    FileInfo info = Stat(path);
-    if (!info.exists || info.mtime_ms >= orphan_cutoff || kept.contains(path)) continue;
-    RETURN_IF_ERROR(remove(path, &out.orphans_deleted));
+    if (!o.modified_ms || *o.modified_ms >= orphan_cutoff || kept.contains(path)) continue;
+    RETURN_IF_ERROR(remove(path, o.size, &out.orphans_deleted));
   }
-  if (ec && ec != std::errc::no_such_file_or_directory)
-    return IOError("cannot list {}: {}", data_dir, ec.message());
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "base/crash_point.h"
+#include "lake/storage.h"
 #include "lake/table_update.h"
 
 namespace sluice::lake {
@@ -128,16 +129,16 @@ Status Table::Refresh() {
 }
 
 Result<std::vector<ManifestFile>> ReadManifestsOf(const Snapshot& snapshot) {
-  ASSIGN_OR_RETURN(std::string path, LocalPath(snapshot.manifest_list));
-  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  const std::string& path = snapshot.manifest_list;
+  ASSIGN_OR_RETURN(std::string bytes, ReadLocation(path));
   Result<std::vector<ManifestFile>> list = ReadManifestList(bytes);
   if (!list.ok()) return CorruptionError("{}: {}", path, list.status().message());
   return list;
 }
 
 Result<std::vector<ManifestEntry>> ReadEntriesOf(const ManifestFile& m) {
-  ASSIGN_OR_RETURN(std::string path, LocalPath(m.manifest_path));
-  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  const std::string& path = m.manifest_path;
+  ASSIGN_OR_RETURN(std::string bytes, ReadLocation(path));
   Result<std::vector<ManifestEntry>> entries = ReadManifest(bytes, &m);
   if (!entries.ok()) return CorruptionError("{}: {}", path, entries.status().message());
   return entries;
@@ -199,7 +200,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
   changes.added_files = static_cast<int64_t>(data.size());
   std::string manifest_path = fmt::format("{}/{}-m0.avro", metadata_dir, NewUuid());
   ASSIGN_OR_RETURN(std::string manifest_bytes, WriteManifest(context, added));
-  RETURN_IF_ERROR(WriteFileAtomically(manifest_path, manifest_bytes));
+  RETURN_IF_ERROR(WriteLocation(manifest_path, manifest_bytes));
 
   return Commit("append", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {
     SnapshotPlan plan;
@@ -248,7 +249,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
       }
       std::string merged_path = fmt::format("{}/{}-m0.avro", metadata_dir, NewUuid());
       ASSIGN_OR_RETURN(std::string merged_bytes, WriteManifest(context, merged));
-      RETURN_IF_ERROR(WriteFileAtomically(merged_path, merged_bytes));
+      RETURN_IF_ERROR(WriteLocation(merged_path, merged_bytes));
       mine.manifest_path = FileUri(merged_path);
       mine.manifest_length = static_cast<int64_t>(merged_bytes.size());
       mine.min_sequence_number = min_sequence;
@@ -301,7 +302,7 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
         WriteManifestList(snapshot_id,
                           parent ? std::optional<int64_t>(parent->snapshot_id) : std::nullopt,
                           sequence, plan->manifests));
-    RETURN_IF_ERROR(WriteFileAtomically(list_path, list_bytes));
+    RETURN_IF_ERROR(WriteLocation(list_path, list_bytes));
     CrashPoint("iceberg-list-written");
 
     Snapshot snap;

@@ -10,6 +10,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "lake/storage.h"
 #include "lake/table_metadata.h"
 
 namespace sluice::lake {
@@ -68,7 +69,7 @@ std::optional<int64_t> VersionOf(std::string_view name) {
   return v;
 }
 
-bool Exists(const std::string& path) {
+bool PathExists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
@@ -89,7 +90,10 @@ Result<std::string> LocalPath(std::string_view location) {
   return std::string(p);
 }
 
-std::string FileUri(std::string_view path) { return fmt::format("file://{}", path); }
+std::string FileUri(std::string_view path) {
+  if (IsS3Location(path)) return std::string(path);
+  return fmt::format("file://{}", path);
+}
 
 Status WriteFileAtomically(const std::string& path, std::string_view bytes) {
   std::string tmp = fmt::format("{}.{}.tmp", path, NewUuid());
@@ -134,11 +138,39 @@ Status SyncFile(const std::string& path) {
   return rc == 0 ? Status::OK() : ErrnoError("fsync", path, err);
 }
 
+TableFiles::TableFiles(std::string root) : root_(std::move(root)) {
+  if (IsS3Location(root_)) root_ = NormalLocation(root_);
+  Result<const Storage*> storage = StorageFor(root_);
+  if (storage.ok()) {
+    storage_ = *storage;
+  } else {
+    storage_error_ = storage.status();
+  }
+}
+
+Result<bool> TableFiles::Exists(const std::string& path) const {
+  if (storage_ == nullptr) return storage_error_;
+  if (storage_->local()) return PathExists(path);
+  ASSIGN_OR_RETURN(std::optional<uint64_t> size, storage_->Size(path));
+  return size.has_value();
+}
+
 std::string TableFiles::VersionPath(int64_t version) const {
   return fmt::format("{}/v{}.metadata.json", metadata_dir(), version);
 }
 
 Result<std::optional<int64_t>> TableFiles::ScanVersions() const {
+  if (storage_ == nullptr) return storage_error_;
+  if (!storage_->local()) {
+    ASSIGN_OR_RETURN(std::vector<StoredObject> objects, storage_->List(metadata_dir()));
+    std::optional<int64_t> best;
+    for (const StoredObject& o : objects) {
+      std::string_view name = o.location;
+      name.remove_prefix(name.rfind('/') + 1);
+      if (std::optional<int64_t> v = VersionOf(name); v && (!best || *v > *best)) best = v;
+    }
+    return best;
+  }
   DIR* d = ::opendir(metadata_dir().c_str());
   if (d == nullptr) {
     if (errno == ENOENT) return std::optional<int64_t>();
@@ -155,37 +187,60 @@ Result<std::optional<int64_t>> TableFiles::ScanVersions() const {
 Result<std::optional<MetadataVersion>> TableFiles::Current() const {
   ASSIGN_OR_RETURN(std::optional<MetadataVersion> out, CurrentVersion());
   if (!out) return out;
-  Result<std::string> json = ReadWholeFile(out->path);
+  if (storage_ == nullptr) return storage_error_;
+  Result<std::string> json = storage_->Read(out->path);
   if (!json.ok()) return json.status();
   out->json = std::move(*json);
   return out;
 }
 
 Result<std::optional<MetadataVersion>> TableFiles::CurrentVersion() const {
+  if (storage_ == nullptr) return storage_error_;
   std::optional<int64_t> start;
-  if (Result<std::string> hint = ReadWholeFile(metadata_dir() + "/" + std::string(kHint));
+  if (Result<std::string> hint = storage_->Read(metadata_dir() + "/" + std::string(kHint));
       hint.ok()) {
     std::string_view t = *hint;
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r'))
       t.remove_suffix(1);
     int64_t v = 0;
     auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-    if (ec == std::errc() && p == t.data() + t.size() && v >= 1 && Exists(VersionPath(v)))
-      start = v;
+    if (ec == std::errc() && p == t.data() + t.size() && v >= 1) {
+      ASSIGN_OR_RETURN(bool there, Exists(VersionPath(v)));
+      if (there) start = v;
+    }
+  } else if (hint.status().code() != StatusCode::kNotFound && !storage_->local()) {
+    return hint.status();  // a store failing is not a missing table
   }
   if (!start) {
     ASSIGN_OR_RETURN(start, ScanVersions());
   }
   if (!start) return std::optional<MetadataVersion>();
   int64_t v = *start;
-  while (Exists(VersionPath(v + 1))) ++v;  // a hint left behind
+  while (true) {  // a hint left behind
+    ASSIGN_OR_RETURN(bool newer, Exists(VersionPath(v + 1)));
+    if (!newer) break;
+    ++v;
+  }
   MetadataVersion out;
   out.version = v;
   out.path = VersionPath(v);
   return std::optional<MetadataVersion>(std::move(out));
 }
 
+Status TableFiles::CommitObject(int64_t version, std::string_view json) const {
+  std::string target = VersionPath(version);
+  Status st = storage_->CreateExclusive(target, json);
+  if (st.code() == StatusCode::kAlreadyExists)
+    return AlreadyExistsError("{} was committed by another writer", target);
+  RETURN_IF_ERROR(st);
+  // The hint is only a starting point: a failure to move it loses nothing.
+  (void)storage_->Write(metadata_dir() + "/" + std::string(kHint), std::to_string(version));
+  return Status::OK();
+}
+
 Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
+  if (storage_ == nullptr) return storage_error_;
+  if (!storage_->local()) return CommitObject(version, json);
   std::error_code ec;
   if (version == 1) {
     // A new table in a directory another table left (dropped without purge, or renamed

@@ -14,7 +14,7 @@ namespace sluice::lake {
 
 // "file:///a/b" and "/a/b" -> "/a/b"; other schemes are an error naming the location.
 Result<std::string> LocalPath(std::string_view location);
-// "/a/b" -> "file:///a/b".
+// "/a/b" -> "file:///a/b"; an S3 location (s3://...) is returned as it is.
 std::string FileUri(std::string_view path);
 
 // Writes `bytes` to `path` so that it is there whole or not at all after a crash: a
@@ -31,10 +31,16 @@ struct MetadataVersion {
   std::string json;
 };
 
+class Storage;
+
+// On S3 (a root of s3://bucket/prefix) the same files are objects: the commit is a
+// conditional create (If-None-Match: *) instead of an exclusive link, and the metadata is
+// found from the hint by probing with HEAD, by listing metadata/ only without a hint
+// (docs/design/0024, decision 3).
 class TableFiles {
  public:
-  // `root`: the table's directory (its location as a local path).
-  explicit TableFiles(std::string root) : root_(std::move(root)) {}
+  // `root`: the table's directory (its location as a local path) or its S3 location.
+  explicit TableFiles(std::string root);
 
   const std::string& root() const { return root_; }
   std::string metadata_dir() const { return root_ + "/metadata"; }
@@ -54,7 +60,11 @@ class TableFiles {
 
  private:
   Result<std::optional<int64_t>> ScanVersions() const;
+  Result<bool> Exists(const std::string& path) const;
+  Status CommitObject(int64_t version, std::string_view json) const;
   std::string root_;
+  const Storage* storage_ = nullptr;  // null: `storage_error_` says why
+  Status storage_error_;
 };
 
 }  // namespace sluice::lake

@@ -14,6 +14,7 @@
 #include "base/logging.h"
 #include "base/strings.h"
 #include "kafka/client/admin.h"
+#include "lake/storage.h"
 #include "query/authz/grant_sql.h"
 #include "query/authz/grants.h"
 #include "query/authz/plan_check.h"
@@ -36,7 +37,10 @@ const Logger kLog("query");
 
 QueryEngine::QueryEngine(QueryEngineOptions options)
     : options_(std::move(options)), user_functions_(rewrite::MakeUserFunctionCache()) {
-  if (!options_.warehouse.empty()) {
+  if (lake::IsS3Location(options_.warehouse)) {
+    options_.warehouse = lake::NormalLocation(options_.warehouse);
+    catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
+  } else if (!options_.warehouse.empty()) {
     std::error_code ec;
     std::filesystem::path abs = std::filesystem::absolute(options_.warehouse, ec);
     if (!ec) options_.warehouse = abs.lexically_normal().string();
@@ -347,7 +351,12 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
   }
   if (tree && lake) {
     ASSIGN_OR_RETURN(std::vector<LakeTableScan> scans, PlanLakeTree(conn, *tree, *catalog_));
-    for (const LakeTableScan& t : scans) lake_rows += t.stats.records_kept;
+    auto holds = std::make_shared<std::vector<std::shared_ptr<const lake::CachedObject>>>();
+    for (LakeTableScan& t : scans) {
+      lake_rows += t.stats.records_kept;
+      for (auto& h : t.holds) holds->push_back(std::move(h));
+    }
+    if (!holds->empty()) out.holds = std::move(holds);
   }
   // topic() bounds from WHERE (no steps: prepared statements get them too). They are an
   // optimization: when they cannot be applied, the statement is planned without them.

@@ -46,6 +46,9 @@ struct PlannedStatement {
   bool steps_may_apply = true;
   // When steps ran: one line for the log (what was rewritten, into how many parts).
   std::string explanation;
+  // What the SQL reads that must stay while it may run: local copies of S3 data files in
+  // the object cache (lake/object_cache.h), kept from eviction while this is held.
+  std::shared_ptr<const void> holds;
 };
 
 // Where other modules plug into every session, without changes to the server.

@@ -894,12 +894,14 @@ std::optional<Session::SqlError> Session::RunSimpleStatement(std::string_view pi
   before_plan = piece;
   std::string planned_sql;
   std::function<void(duck::Connection&)> cleanup;
+  std::shared_ptr<const void> holds;  // until the statement has run
   if (server_.options.hooks.plan_statement) {
     // The steps run under the statement's turn, timeout and cancel (held since above).
     auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/true);
     if (!planned.ok()) return FromHook(planned.status());
     planned_sql = std::move(planned->sql);
     cleanup = std::move(planned->cleanup);
+    holds = std::move(planned->holds);
     piece = planned_sql;
     if (cleanup) {
       server_.simple_steps.fetch_add(1);
@@ -1021,6 +1023,7 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
     steps_may_apply = planned->steps_may_apply;
     if (steps_may_apply) stmt->plan_text = std::string(piece);
     planned_sql = std::move(planned->sql);
+    stmt->holds = std::move(planned->holds);
     piece = planned_sql;
   }
   duck::ErrorType type = duck::ErrorType::kInvalid;
@@ -1306,7 +1309,7 @@ std::optional<Session::SqlError> Session::PlanPortalSteps(Portal& p) {
   if (!planned.ok()) return FromHook(planned.status());
   if (!planned->cleanup) return std::nullopt;  // no steps: the prepared statement runs
   auto cleanup = std::make_unique<StepsCleanup>();
-  cleanup->run = [this, fn = std::move(planned->cleanup)] {
+  cleanup->run = [this, fn = std::move(planned->cleanup), holds = std::move(planned->holds)] {
     ++duck_generation_;
     fn(*conn_);
   };

@@ -67,6 +67,9 @@ class Session {
     // written as SQL: such a statement is never planned again).
     bool steps_may_apply = false;
     std::string plan_text;
+    // The plan's local copies of S3 files (PlannedStatement::holds), for as long as the
+    // statement may run.
+    std::shared_ptr<const void> holds;
     std::vector<std::optional<std::string>> param_sql_types;
     // COPY ... TO STDOUT: `prepared` is its query, `sql` the COPY (for its tag), and
     // returns_rows is false (Describe answers NoData, as Postgres does).

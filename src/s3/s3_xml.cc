@@ -2,6 +2,7 @@
 #include "s3/s3_xml.h"
 
 #include <charconv>
+#include <ctime>
 
 namespace sluice::s3 {
 namespace {
@@ -264,6 +265,50 @@ std::string XmlEscape(std::string_view text) {
   return out;
 }
 
+// "2009-10-12T17:50:30.000Z" (fraction optional) -> ms since the epoch.
+Result<int64_t> ParseIsoTime(std::string_view text) {
+  auto bad = [&] { return CorruptionError("S3 XML: <LastModified> '{}' is not a UTC time", text); };
+  auto digits = [&](size_t at, size_t n) -> std::optional<int> {
+    if (at + n > text.size()) return std::nullopt;
+    int v = 0;
+    for (size_t i = at; i < at + n; ++i) {
+      if (text[i] < '0' || text[i] > '9') return std::nullopt;
+      v = v * 10 + (text[i] - '0');
+    }
+    return v;
+  };
+  if (text.size() < 20 || text[4] != '-' || text[7] != '-' || text[10] != 'T' || text[13] != ':' ||
+      text[16] != ':' || text.back() != 'Z') {
+    return bad();
+  }
+  auto year = digits(0, 4), month = digits(5, 2), day = digits(8, 2), hour = digits(11, 2),
+       minute = digits(14, 2), second = digits(17, 2);
+  if (!year || !month || !day || !hour || !minute || !second || *month < 1 || *month > 12 ||
+      *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) {
+    return bad();
+  }
+  int ms = 0;
+  size_t at = 19;
+  if (text[at] == '.') {
+    size_t start = ++at;
+    while (at < text.size() && text[at] >= '0' && text[at] <= '9') {
+      if (at - start < 3) ms = ms * 10 + (text[at] - '0');
+      ++at;
+    }
+    if (at == start) return bad();
+    for (size_t n = std::min<size_t>(at - start, 3); n < 3; ++n) ms *= 10;
+  }
+  if (at != text.size() - 1) return bad();
+  std::tm tm{};
+  tm.tm_year = *year - 1900;
+  tm.tm_mon = *month - 1;
+  tm.tm_mday = *day;
+  tm.tm_hour = *hour;
+  tm.tm_min = *minute;
+  tm.tm_sec = *second;
+  return static_cast<int64_t>(::timegm(&tm)) * 1000 + ms;
+}
+
 Result<ListObjectsPage> ParseListObjectsV2(std::string_view document) {
   ASSIGN_OR_RETURN(XmlElement root, ParseRoot(document, "ListBucketResult"));
   ListObjectsPage page;
@@ -277,6 +322,10 @@ Result<ListObjectsPage> ParseListObjectsV2(std::string_view document) {
         ASSIGN_OR_RETURN(object.size, ParseUint(size->text, "<Size>"));
       }
       if (const XmlElement* etag = child.Child("ETag")) object.etag = etag->text;
+      if (const XmlElement* modified = child.Child("LastModified")) {
+        ASSIGN_OR_RETURN(int64_t ms, ParseIsoTime(modified->text));
+        object.last_modified_ms = ms;
+      }
       page.objects.push_back(std::move(object));
     } else if (child.name == "CommonPrefixes") {
       const XmlElement* prefix = child.Child("Prefix");

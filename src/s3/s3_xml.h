@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,7 @@ struct ListedObject {
   std::string key;
   uint64_t size = 0;
   std::string etag;
+  std::optional<int64_t> last_modified_ms;  // <LastModified>, when the store sends it
 };
 
 struct ListObjectsPage {
@@ -46,7 +48,8 @@ struct ListObjectsPage {
 };
 
 // A ListObjectsV2 reply (<ListBucketResult>). Corruption when it is not one, when a
-// <Contents> lacks a <Key> or has a <Size> that is not a number, or when it says it is
+// <Contents> lacks a <Key>, has a <Size> that is not a number or a <LastModified> that
+// is not an ISO 8601 UTC time (2009-10-12T17:50:30.000Z), or when it says it is
 // truncated but gives no token to continue from.
 Result<ListObjectsPage> ParseListObjectsV2(std::string_view document);
 

@@ -15,6 +15,7 @@
 #include "duck/chunk_feed.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/storage.h"
 #include "lake/table_update.h"
 
 namespace sluice::sinks {
@@ -212,17 +213,19 @@ class IcebergSink::FileWriter {
   int32_t schema_id() const { return schema_id_; }
   const std::string& path() const { return path_; }
 
-  // A new file of `schema` at `path`, whose rows have the given columns (the schema's).
+  // A new file of `schema` at `path` (the table calls it `location`), whose rows have the
+  // given columns (the schema's).
   void Start(const Schema& schema, const std::vector<std::string>& names,
-             const std::vector<duck::LogicalType>& types, std::string path) {
+             const std::vector<duck::LogicalType>& types, std::string path, std::string location) {
     feed_->Open(names, types);
     path_ = std::move(path);
+    location_ = std::move(location);
     schema_id_ = schema.schema_id;
     result_.reset();
     thread_ = std::thread([this, schema] {
       Result<DataFile> f = lake::WriteDataFile(
           *conn_, fmt::format("SELECT * FROM {}()", duck::QuoteIdentifier(feed_->function_name())),
-          schema, path_, lake::FileUri(path_));
+          schema, path_, location_);
       feed_->ReaderGone(f.ok() ? std::string("the file was finished") : f.status().message());
       result_.emplace(std::move(f));
     });
@@ -271,11 +274,18 @@ class IcebergSink::FileWriter {
   std::shared_ptr<duck::ChunkFeed> feed_;
   std::thread thread_;
   std::string path_;
+  std::string location_;
   int32_t schema_id_ = -1;
   std::optional<Result<DataFile>> result_;  // set by the thread before it ends
 };
 
-IcebergSink::~IcebergSink() { DropFiles(); }
+IcebergSink::~IcebergSink() {
+  DropFiles();
+  if (!staging_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(staging_, ec);
+  }
+}
 
 IcebergSink::IcebergSink(IcebergSinkOptions options, std::string root)
     : options_(std::move(options)),
@@ -295,11 +305,23 @@ Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions opti
   if (given.find("://") == std::string::npos && given.rfind("file:", 0) != 0 && given[0] != '/') {
     given = std::filesystem::absolute(given).lexically_normal().string();
   }
-  ASSIGN_OR_RETURN(std::string warehouse, lake::LocalPath(given));
+  const bool remote = lake::IsS3Location(given);
+  std::string warehouse;
+  if (remote) {
+    warehouse = lake::NormalLocation(given);
+    RETURN_IF_ERROR(lake::SplitS3Location(warehouse).status());
+    RETURN_IF_ERROR(lake::StorageFor(warehouse).status());
+  } else {
+    ASSIGN_OR_RETURN(warehouse, lake::LocalPath(given));
+  }
   std::string root = warehouse;
   for (const std::string& level : options.namespace_) root += "/" + level;
   root += "/" + options.table;
   auto sink = std::unique_ptr<IcebergSink>(new IcebergSink(std::move(options), root));
+  if (remote) {
+    sink->remote_ = true;
+    ASSIGN_OR_RETURN(sink->staging_, lake::NewS3StagingDir());
+  }
   Result<lake::Table> table = lake::Table::Load(root);
   if (table.ok()) {
     sink->table_.emplace(std::move(*table));
@@ -366,6 +388,42 @@ void IcebergSink::DropFiles() {
   }
   written_.clear();
   written_paths_.clear();
+  for (const auto& [path, location] : uploads_) {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  uploads_.clear();
+}
+
+Result<IcebergSink::Placed> IcebergSink::PlaceDataFile(const std::string& subdir) {
+  const std::string dir = root_ + "/data" + (subdir.empty() ? "" : "/" + subdir);
+  const std::string name = lake::NewUuid() + ".parquet";
+  Placed out;
+  if (remote_) {
+    out.path = fmt::format("{}/{}", staging_, name);
+    out.location = fmt::format("{}/{}", dir, name);
+    uploads_.emplace_back(out.path, out.location);
+    return out;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return IOError("cannot create {}: {}", dir, ec.message());
+  out.path = fmt::format("{}/{}", dir, name);
+  out.location = lake::FileUri(out.path);
+  return out;
+}
+
+Status IcebergSink::UploadFiles() {
+  if (uploads_.empty()) return Status::OK();
+  // Only the files that are still there: one abandoned (its rows re-read) is gone.
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& f : uploads_) {
+    std::error_code ec;
+    if (std::filesystem::exists(f.first, ec)) files.push_back(f);
+  }
+  RETURN_IF_ERROR(lake::UploadAll(files));
+  CrashPoint("iceberg-data-uploaded");
+  return Status::OK();
 }
 
 Status IcebergSink::StreamFailed(const Status& st) {
@@ -414,11 +472,9 @@ Status IcebergSink::Stream(duck::Connection& conn, std::string_view table,
     RETURN_IF_ERROR(FinishFile());
   }
   if (!writer_->writing()) {
-    std::error_code ec;
-    std::filesystem::create_directories(root_ + "/data", ec);
-    if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
-    writer_->Start(*schema, field_names, rows.column_logical_types(),
-                   fmt::format("{}/data/{}.parquet", root_, lake::NewUuid()));
+    ASSIGN_OR_RETURN(Placed placed, PlaceDataFile(""));
+    writer_->Start(*schema, field_names, rows.column_logical_types(), std::move(placed.path),
+                   std::move(placed.location));
   }
   if (Status st = writer_->Push(std::move(rows)); !st.ok()) return StreamFailed(st);
   staged_rows_ += static_cast<int64_t>(n);
@@ -467,9 +523,11 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
     }
     spec.fields.push_back(std::move(f));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(root_ + "/data", ec);
-  if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
+  if (!remote_) {
+    std::error_code ec;
+    std::filesystem::create_directories(root_ + "/data", ec);
+    if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
+  }
   ASSIGN_OR_RETURN(lake::Table created,
                    lake::Table::Create(root_, schema, spec, {{"write.format.default", "parquet"}}));
   table_.emplace(std::move(created));
@@ -640,13 +698,12 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   const PartitionSpec* spec = m.DefaultSpec();
   std::vector<std::string> columns;
   for (const NestedField& f : schema->fields) columns.push_back("s." + lake::QuoteId(f.name));
-  const std::string data_dir = root_ + "/data";
   std::vector<DataFile> files;
   if (spec->is_unpartitioned()) {
     std::string select = fmt::format("SELECT {} FROM {} AS s", fmt::join(columns, ", "), kStage);
-    std::string path = fmt::format("{}/{}.parquet", data_dir, lake::NewUuid());
+    ASSIGN_OR_RETURN(Placed placed, PlaceDataFile(""));
     ASSIGN_OR_RETURN(DataFile f,
-                     lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
+                     lake::WriteDataFile(*conn_, select, *schema, placed.path, placed.location));
     files.push_back(std::move(f));
     return files;
   }
@@ -701,22 +758,19 @@ Result<std::vector<DataFile>> IcebergSink::WriteFiles() {
   for (const auto& values : tuples) {
     std::vector<std::string> where;
     std::vector<std::pair<std::string, lake::avro::Datum>> fields;
-    std::string dir = data_dir;
+    std::string dir;
     for (size_t i = 0; i < texts.size(); ++i) {
       where.push_back(values[i] ? fmt::format("{} = {}", texts[i], duck::QuoteLiteral(*values[i]))
                                 : fmt::format("{} IS NULL", texts[i]));
       fields.emplace_back(tuple.fields[i].name, PartitionDatum(tuple.fields[i].type, values[i]));
-      dir += fmt::format("/{}={}", PathPart(spec->fields[i].name),
+      dir += fmt::format("{}{}={}", dir.empty() ? "" : "/", PathPart(spec->fields[i].name),
                          values[i] ? PathPart(*values[i]) : "null");
     }
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return IOError("cannot create {}: {}", dir, ec.message());
-    std::string path = fmt::format("{}/{}.parquet", dir, lake::NewUuid());
+    ASSIGN_OR_RETURN(Placed placed, PlaceDataFile(dir));
     std::string select = fmt::format("SELECT {} FROM {} WHERE {}", fmt::join(columns, ", "), from,
                                      fmt::join(where, " AND "));
     ASSIGN_OR_RETURN(DataFile f,
-                     lake::WriteDataFile(*conn_, select, *schema, path, lake::FileUri(path)));
+                     lake::WriteDataFile(*conn_, select, *schema, placed.path, placed.location));
     f.partition = lake::avro::Datum::Record(std::move(fields));
     files.push_back(std::move(f));
   }
@@ -760,6 +814,9 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
       bytes_per_row_ = std::max(1.0, static_cast<double>(bytes) / static_cast<double>(rows));
     CrashPoint("iceberg-data-written");
   }
+  // As when the table commit fails below: the error ends the attempt, and what was
+  // uploaded is an orphan for expiry's sweep.
+  RETURN_IF_ERROR(UploadFiles());
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;
   const SourceOffsets& known = known_;
@@ -798,6 +855,11 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   if (!snapshot.ok()) return snapshot.status();
   written_.clear();
   written_paths_.clear();
+  for (const auto& [path, location] : uploads_) {  // staged copies, uploaded
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  uploads_.clear();
   RETURN_IF_ERROR(ClearStage());
   pending_.clear();
   for (const auto& [tp, next] : pending) known_[tp] = next;

@@ -27,7 +27,7 @@
 namespace sluice::sinks {
 
 struct IcebergSinkOptions {
-  std::string warehouse;                // a local directory (or file:// URI)
+  std::string warehouse;                // a local directory (or file:// URI), or s3://bucket/prefix
   std::vector<std::string> namespace_;  // at least one level
   std::string table;
   std::string catalog_name;  // for Describe
@@ -61,7 +61,7 @@ class IcebergSink : public Sink {
 
   ~IcebergSink() override;
 
-  // The table's root directory.
+  // The table's root directory (or S3 location).
   const std::string& root() const { return root_; }
   // Whether the rows go straight into the data file being written (an unpartitioned
   // table), rather than a staged table. Known after the first Write; for tests.
@@ -88,6 +88,16 @@ class IcebergSink : public Sink {
   Status AddColumns(duck::Connection& conn,
                     const std::vector<std::pair<std::string, lake::Type>>& columns);
   Result<std::vector<lake::DataFile>> WriteFiles();
+  // Where a new data file is written (`path`, local) and what the table calls it
+  // (`location`): the same file for a local table; for one on S3 a staged file, uploaded
+  // at the commit. `subdir`: the partition's directories under data/, or "".
+  struct Placed {
+    std::string path;
+    std::string location;
+  };
+  Result<Placed> PlaceDataFile(const std::string& subdir);
+  // S3: uploads the data files of this commit (written_paths_/staged_uploads_).
+  Status UploadFiles();
 
   IcebergSinkOptions options_;
   std::string root_;
@@ -109,7 +119,13 @@ class IcebergSink : public Sink {
   std::unique_ptr<FileWriter> writer_;   // made at the first Write
   std::vector<lake::DataFile> written_;  // finished, not committed yet
   std::vector<std::string> written_paths_;
-  std::optional<Status> stream_error_;  // the rows since the last commit are lost
+  std::optional<Status> stream_error_;
+  // On S3 (remote_): the local directory data files are written in before their upload,
+  // and the files of the next commit, (path, location), uploaded at it.
+  bool remote_ = false;
+  std::string staging_;
+  std::vector<std::pair<std::string, std::string>>
+      uploads_;  // the rows since the last commit are lost
 };
 
 }  // namespace sluice::sinks

@@ -1883,14 +1883,22 @@ constexpr std::string_view kIcebergReader = R"PY(
 import json, os, sys, warnings
 import avro.datafile, avro.io
 warnings.simplefilter("ignore")
-root = sys.argv[1]
+# An S3 table is read from a local mirror of its bucket (argv[2]), made by botocore.
+mirror = sys.argv[2] if len(sys.argv) > 2 else None
+def local(p):
+    if p.startswith("file://"): return p[7:]
+    for scheme in ("s3://", "s3a://", "s3n://"):
+        if p.startswith(scheme): return os.path.join(mirror, p[len(scheme):])
+    return p
+root = local(sys.argv[1])
 meta_dir = os.path.join(root, "metadata")
+if not os.path.isdir(meta_dir):
+    print(json.dumps({"absent": True}))
+    sys.exit(0)
 versions = [int(f[1:-14]) for f in os.listdir(meta_dir) if f.startswith("v") and f.endswith(".metadata.json")]
 current = max(versions)
 hint = open(os.path.join(meta_dir, "version-hint.text")).read().strip()
 meta = json.load(open(os.path.join(meta_dir, "v%d.metadata.json" % current)))
-def local(p):
-    return p[7:] if p.startswith("file://") else p
 def read(path):
     with open(local(path), "rb") as f:
         r = avro.datafile.DataFileReader(f, avro.io.DatumReader())
@@ -1935,13 +1943,51 @@ print(json.dumps({"version": current, "hint": hint, "files": files, "snapshots":
                   "format": meta["format-version"], "location": meta["location"]}))
 )PY";
 
+// Copies every object under s3://bucket/prefix to <out>/bucket/..., with botocore (an S3
+// client independent of sluice's), for the reader above.
+constexpr std::string_view kS3Mirror = R"PY(
+import os, sys, botocore.session
+from botocore.config import Config
+location, out = sys.argv[1], sys.argv[2]
+bucket, _, prefix = location[len("s3://"):].partition("/")
+client = botocore.session.get_session().create_client(
+    "s3", endpoint_url=os.environ["AWS_ENDPOINT_URL_S3"],
+    region_name=os.environ.get("AWS_REGION", "us-east-1"),
+    aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+    aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+    config=Config(s3={"addressing_style": "path"}))
+token = None
+while True:
+    kw = {"Bucket": bucket, "Prefix": prefix + "/"}
+    if token: kw["ContinuationToken"] = token
+    page = client.list_objects_v2(**kw)
+    for o in page.get("Contents", []):
+        path = os.path.join(out, bucket, o["Key"])
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(client.get_object(Bucket=bucket, Key=o["Key"])["Body"].read())
+    if not page.get("IsTruncated"): break
+    token = page["NextContinuationToken"]
+)PY";
+
 class PipelineIcebergTest : public PipelineTest {
  protected:
-  // The table as python3-avro reads it.
+  // The table as python3-avro reads it; an S3 table (s3://...) from a fresh local mirror.
   nlohmann::json ReadTable(const fs::path& root) {
     fs::path script = dir_ / "iceberg_reader.py";
     WriteFile(script, std::string(kIcebergReader));
-    std::string cmd = fmt::format("/usr/bin/python3 {} {} 2>&1", script.string(), root.string());
+    std::string mirror;
+    if (root.string().rfind("s3://", 0) == 0) {
+      static int n = 0;
+      fs::path mirror_script = dir_ / "s3_mirror.py";
+      WriteFile(mirror_script, std::string(kS3Mirror));
+      mirror = (dir_ / fmt::format("mirror{}", n++)).string();
+      std::string cmd =
+          fmt::format("/usr/bin/python3 {} {} {}", mirror_script.string(), root.string(), mirror);
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    }
+    std::string cmd =
+        fmt::format("/usr/bin/python3 {} {} {} 2>&1", script.string(), root.string(), mirror);
     FILE* p = ::popen(cmd.c_str(), "r");
     std::string out;
     char buf[4096];
@@ -1961,6 +2007,15 @@ class PipelineIcebergTest : public PipelineTest {
       paths.push_back(duck::QuoteLiteral(f["path"].get<std::string>()));
     return fmt::format("read_parquet([{}])", fmt::join(paths, ", "));
   }
+
+  // Compaction and expiry by `sluice table` while a pipeline appends: every message once.
+  void CompactAndExpireBesideARunningPipeline();
+
+  // A local directory, or a prefix of the S3 bucket the S3 tests are given.
+  fs::path Warehouse() const {
+    return s3_warehouse_.empty() ? dir_ / "warehouse" : fs::path(s3_warehouse_);
+  }
+  std::string s3_warehouse_;
 
   PipelineSpec IcebergSpec(const std::string& topic, const fs::path& warehouse,
                            const std::string& extra = "") {
@@ -2068,6 +2123,97 @@ class PipelineIcebergCrashTest : public PipelineIcebergTest {
   void KillAtSeededPoints(const std::string& layout);
 };
 
+// The same pipelines into tables on S3 (issue 26): Ceph's radosgw on loopback, started by
+// tests/integration/pipeline_s3_test.sh, which makes a bucket and names it in
+// SLUICE_TEST_S3_WAREHOUSE. The tables are read back by botocore and python3-avro (a
+// mirror of the bucket) and by `sluice sql`, which fetches the data files through its
+// object cache.
+class PipelineIcebergS3Test : public PipelineIcebergCrashTest {
+ protected:
+  void SetUp() override {
+    PipelineIcebergCrashTest::SetUp();
+    if (IsSkipped()) return;
+    const char* w = std::getenv("SLUICE_TEST_S3_WAREHOUSE");
+    ASSERT_NE(w, nullptr) << "run by tests/integration/pipeline_s3_test.sh (it starts radosgw)";
+    // Fresh under a bucket that may outlive one run.
+    s3_warehouse_ = fmt::format("{}/{}-{:08x}", w, Name("wh"), std::random_device{}());
+  }
+};
+
+TEST_F(PipelineIcebergS3Test, AppendsEveryMessageOnceAndSqlReadsItBack) {
+  const int kPartitions = 3;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  std::vector<Event> events = MakeEvents(0, 3000);
+  Produce(topic, Jsons(events), kPartitions);
+  const fs::path warehouse = Warehouse();
+  PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [city]\n");
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+
+  const fs::path root = warehouse / "db" / "events";
+  nlohmann::json table = ReadTable(root);
+  ASSERT_TRUE(table.is_object());
+  EXPECT_EQ(table["location"], root.string());
+  EXPECT_EQ(table["missing"].size(), 0u) << table["missing"].dump();
+  EXPECT_EQ(table["hint"], std::to_string(table["version"].get<int>()));
+  for (const auto& f : table["files"]) {
+    EXPECT_TRUE(f["partition"].contains("city")) << f.dump();
+  }
+  EXPECT_EQ(table["summary"]["total-records"], "3000");
+  fs::path input = WriteJsonLines("input.jsonl", Jsons(events));
+  const std::string expected =
+      fmt::format("SELECT city, count(*), sum(amount) FROM read_json({}) GROUP BY ALL ORDER BY ALL",
+                  Lit(input));
+  EXPECT_EQ(DuckRows("", fmt::format("SELECT city, count(*), sum(amount) FROM {} GROUP BY ALL "
+                                     "ORDER BY ALL",
+                                     FilesReader(table))),
+            DuckRows("", expected));
+
+  // `sluice sql` over the S3 warehouse: the same answer, pruned by partition.
+  std::string out, err;
+  ASSERT_EQ(RunSluice({"sql", "--warehouse", warehouse.string(), "--json",
+                       "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM lake.db.events"},
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, "{\"n\":3000,\"ids\":3000}\n") << err;
+  ASSERT_EQ(RunSluice({"sql", "--warehouse", warehouse.string(), "--json",
+                       "SELECT count(*) AS n FROM lake.db.events WHERE city = 'Paris'"},
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, fmt::format("{{\"n\":{}}}\n",
+                             DuckRows("", fmt::format("SELECT count(*) FROM read_json({}) "
+                                                      "WHERE city = 'Paris'",
+                                                      Lit(input)))[0]))
+      << err;
+  // `sluice table` lists and describes it.
+  ASSERT_EQ(RunSluice({"table", "list", "--warehouse", warehouse.string()}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "db.events\n");
+
+  // A restart resumes from the table's offsets on S3: 1000 more, still each once.
+  Produce(topic, Jsons(MakeEvents(3000, 1000)), kPartitions);
+  run = StartPipeline(spec, "again");
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  ASSERT_EQ(RunSluice({"sql", "--warehouse", warehouse.string(), "--json",
+                       "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM lake.db.events"},
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, "{\"n\":4000,\"ids\":4000}\n") << err;
+}
+
+TEST_F(PipelineIcebergS3Test, KilledAtSeededPointsKeepsEveryMessageExactlyOnce) {
+  KillAtSeededPoints("  partition_by: [city]\n");
+}
+
+TEST_F(PipelineIcebergS3Test, StreamedFilesKilledAtSeededPointsKeepEveryMessageExactlyOnce) {
+  KillAtSeededPoints("");
+}
+
 TEST_F(PipelineIcebergCrashTest, KilledAtSeededPointsKeepsEveryMessageExactlyOnce) {
   KillAtSeededPoints("  partition_by: [city]\n");
 }
@@ -2090,17 +2236,17 @@ void PipelineIcebergCrashTest::KillAtSeededPoints(const std::string& layout) {
   const int kPartitions = 3, kRounds = 6, kChunk = 400;
   const std::string topic = Name("in");
   CreateTopic(topic, kPartitions);
-  const fs::path warehouse = dir_ / "warehouse";
+  const fs::path warehouse = Warehouse();
   const fs::path root = warehouse / "db" / "events";
   PipelineSpec spec = IcebergSpec(topic, warehouse, layout);
   spec.batch_size = 50;
   spec.properties = "fetch.wait.max.ms: 50\nsession.timeout.ms: 2000\nheartbeat.interval.ms: 200";
-  const char* kPoints[] = {"iceberg-data-written", "iceberg-list-written", "iceberg-committed",
-                           "sink-committed"};
+  std::vector<const char*> points = {"iceberg-data-written", "iceberg-list-written",
+                                     "iceberg-committed", "sink-committed"};
+  if (!s3_warehouse_.empty()) points.push_back("iceberg-data-uploaded");
   auto check = [&](const std::string& when) {
-    if (!fs::exists(root / "metadata")) return;
     nlohmann::json table = ReadTable(root);
-    if (!table.is_object() || table["files"].empty()) return;
+    if (!table.is_object() || table.contains("absent") || table["files"].empty()) return;
     EXPECT_EQ(table["missing"].size(), 0u) << when << ": " << table["missing"].dump();
     std::vector<std::string> counts = DuckRows(
         "", fmt::format("SELECT count(*) = count(DISTINCT id) FROM {}", FilesReader(table)));
@@ -2123,7 +2269,7 @@ void PipelineIcebergCrashTest::KillAtSeededPoints(const std::string& layout) {
     std::string how;
     std::chrono::milliseconds delay{0};
     if (k % 2 == 0) {
-      how = fmt::format("{}:{}", kPoints[rng() % 4], 1 + rng() % 2);
+      how = fmt::format("{}:{}", points[rng() % points.size()], 1 + rng() % 2);
       ::setenv("SLUICE_TEST_CRASH_AT", how.c_str(), 1);
     } else {
       delay = std::chrono::milliseconds(300 + rng() % 1500);
@@ -2318,10 +2464,18 @@ TEST_F(PipelineIcebergTest, CompactAndExpireBesideARunningPipelineKeepEveryMessa
   if (std::system("/usr/bin/python3 -c 'import avro.datafile' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 cannot import avro (apt-get install python3-avro)";
   }
+  CompactAndExpireBesideARunningPipeline();
+}
+
+TEST_F(PipelineIcebergS3Test, CompactAndExpireBesideARunningPipelineKeepEveryMessageOnce) {
+  CompactAndExpireBesideARunningPipeline();
+}
+
+void PipelineIcebergTest::CompactAndExpireBesideARunningPipeline() {
   const int kPartitions = 2;
   const std::string topic = Name("in");
   CreateTopic(topic, kPartitions);
-  const fs::path warehouse = dir_ / "warehouse";
+  const fs::path warehouse = Warehouse();
   PipelineSpec spec = IcebergSpec(topic, warehouse, "  partition_by: [city]\n");
   spec.batch_size = 50;
   Child* run = StartPipeline(spec);
@@ -2339,7 +2493,10 @@ TEST_F(PipelineIcebergTest, CompactAndExpireBesideARunningPipelineKeepEveryMessa
     Produce(topic, Jsons(MakeEvents(produced, 250)), kPartitions);
     produced += 250;
     std::this_thread::sleep_for(1500ms);
-    if (!fs::exists(warehouse / "db" / "events" / "metadata")) continue;
+    if (s3_warehouse_.empty() ? !fs::exists(warehouse / "db" / "events" / "metadata")
+                              : ReadTable(warehouse / "db" / "events").contains("absent")) {
+      continue;
+    }
     table_cmd({"compact", "--target-file-size", "10000000"});
     rewrites += Contains(out, "rewrote") ? 1 : 0;
     // Older than any pipeline commit takes: it never races a file about to be committed.

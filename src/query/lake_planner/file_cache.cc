@@ -4,11 +4,15 @@
 
 #include <cerrno>
 
+#include "lake/storage.h"
 #include "lake/table_files.h"
 
 namespace sluice::query {
 
 Result<FileCache::Identity> FileCache::Stat(const std::string& path) {
+  // An S3 object under a name is never rewritten by Iceberg's writers (new metadata is a
+  // new version, manifests have fresh names): its name is its identity, without a request.
+  if (lake::IsS3Location(path)) return Identity{};
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return NotFoundError("{} does not exist", path);
@@ -18,7 +22,10 @@ Result<FileCache::Identity> FileCache::Stat(const std::string& path) {
                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
-Result<std::string> FileCache::Read(const std::string& path) { return lake::ReadWholeFile(path); }
+Result<std::string> FileCache::Read(const std::string& path) {
+  if (lake::IsS3Location(path)) return lake::ReadLocation(path);
+  return lake::ReadWholeFile(path);
+}
 
 std::shared_ptr<const void> FileCache::Lookup(const std::string& key, const Identity& id) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -13,6 +13,7 @@
 #include "base/utf8.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/object_cache.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
 #include "lake/transforms.h"
@@ -928,6 +929,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     }
   }
   std::vector<Evidence> stats;
+  std::vector<size_t> remote;  // indexes into plan.paths of S3 files
+  std::vector<uint64_t> remote_sizes;
   for (size_t i : survivors) stats.push_back(FromStats(files[i].entry));
   std::vector<bool> by_stats = Evaluate(stats);
   for (size_t k = 0; k < survivors.size(); ++k) {
@@ -936,12 +939,34 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       continue;
     }
     const lake::DataFile& f = files[survivors[k]].entry.file;
-    Result<std::string> path = lake::LocalPath(f.file_path);
-    if (!path.ok()) return path.status().WithContext(fmt::format("lake table {}", table_));
-    plan.paths.push_back(std::move(*path));
+    if (lake::IsS3Location(f.file_path)) {
+      // Fetched below, with the plan's other S3 files, into the object cache.
+      remote.push_back(plan.paths.size());
+      plan.paths.push_back(lake::NormalLocation(f.file_path));
+      remote_sizes.push_back(static_cast<uint64_t>(std::max<int64_t>(0, f.file_size_in_bytes)));
+    } else {
+      Result<std::string> path = lake::LocalPath(f.file_path);
+      if (!path.ok()) return path.status().WithContext(fmt::format("lake table {}", table_));
+      plan.paths.push_back(std::move(*path));
+    }
     plan.stats.records_kept += f.record_count;
   }
   plan.stats.files_kept = static_cast<int64_t>(plan.paths.size());
+  if (!remote.empty()) {
+    // Only the files pruning kept are fetched (docs/design/0024, decision 6).
+    std::vector<std::string> locations;
+    for (size_t i : remote) locations.push_back(plan.paths[i]);
+    Result<lake::ObjectCache*> cache = lake::S3ObjectCache();
+    if (!cache.ok()) return cache.status().WithContext(fmt::format("lake table {}", table_));
+    Result<std::vector<std::shared_ptr<const lake::CachedObject>>> copies =
+        (*cache)->Fetch(locations, remote_sizes);
+    if (!copies.ok()) return copies.status().WithContext(fmt::format("lake table {}", table_));
+    for (size_t j = 0; j < remote.size(); ++j) {
+      plan.paths[remote[j]] = (*copies)[j]->path();
+      plan.stats.remote_bytes += (*copies)[j]->size();
+    }
+    plan.holds = std::move(*copies);
+  }
   return plan;
 }
 

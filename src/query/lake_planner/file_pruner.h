@@ -26,6 +26,7 @@
 #include "base/status.h"
 #include "duck/database.h"
 #include "lake/manifest.h"
+#include "lake/object_cache.h"
 #include "lake/single_value.h"
 #include "lake/table_metadata.h"
 
@@ -61,6 +62,7 @@ struct ScanStats {
   int64_t pruned_by_partition = 0;  // in skipped manifests, or by their partition values
   int64_t pruned_by_stats = 0;      // by column bounds and counts
   int64_t records_kept = 0;
+  uint64_t remote_bytes = 0;         // of S3 data files kept (read through the object cache)
   std::vector<std::string> filters;  // the predicates pruning used (ToString)
 };
 
@@ -78,8 +80,11 @@ class ManifestReader {
 };
 
 struct ScanPlan {
-  std::vector<std::string> paths;  // local paths of the kept data files, in manifest order
+  // Local paths of the kept data files, in manifest order: S3 files' copies in the object
+  // cache, held by `holds` (the plan's reader keeps them while its query runs).
+  std::vector<std::string> paths;
   ScanStats stats;
+  std::vector<std::shared_ptr<const lake::CachedObject>> holds;
 };
 
 // Plans the scan of `snapshot` (nullptr: a table without snapshots, nothing to read) read

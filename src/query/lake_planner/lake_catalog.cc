@@ -11,6 +11,7 @@
 #include "lake/duck_types.h"
 #include "lake/iceberg_json.h"
 #include "lake/manifest.h"
+#include "lake/storage.h"
 #include "lake/table_files.h"
 
 namespace sluice::query {
@@ -30,6 +31,7 @@ Status CheckName(const std::string& name, const std::string& table) {
 }
 
 bool IsDir(const std::string& path) {
+  if (lake::IsS3Location(path)) return true;  // prefixes, not directories: asked for by name
   std::error_code ec;
   return std::filesystem::is_directory(path, ec);
 }
@@ -82,6 +84,12 @@ namespace {
 constexpr size_t kManifestCostFactor = 16;
 constexpr size_t kMetadataCostFactor = 4;
 
+// A file's name in the cache: its local path, or its S3 location.
+Result<std::string> CacheKey(const std::string& location) {
+  if (lake::IsS3Location(location)) return lake::NormalLocation(location);
+  return lake::LocalPath(location);
+}
+
 // Manifest lists and manifests through the catalog's cache. A manifest's entries depend
 // on the list entry they inherit from too, which is part of the key.
 class CachedManifestReader : public ManifestReader {
@@ -90,7 +98,7 @@ class CachedManifestReader : public ManifestReader {
 
   Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestList(
       const lake::Snapshot& snapshot) const override {
-    ASSIGN_OR_RETURN(std::string path, lake::LocalPath(snapshot.manifest_list));
+    ASSIGN_OR_RETURN(std::string path, CacheKey(snapshot.manifest_list));
     return cache_.Get<std::vector<lake::ManifestFile>>(
         path, "manifest list", kManifestCostFactor,
         [&](std::string bytes) -> Result<std::vector<lake::ManifestFile>> {
@@ -102,7 +110,7 @@ class CachedManifestReader : public ManifestReader {
 
   Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> Entries(
       const lake::ManifestFile& m) const override {
-    ASSIGN_OR_RETURN(std::string path, lake::LocalPath(m.manifest_path));
+    ASSIGN_OR_RETURN(std::string path, CacheKey(m.manifest_path));
     return cache_.Get<std::vector<lake::ManifestEntry>>(
         path, fmt::format("manifest {} {}", m.added_snapshot_id, m.sequence_number),
         kManifestCostFactor, [&](std::string bytes) -> Result<std::vector<lake::ManifestEntry>> {
@@ -122,6 +130,7 @@ WarehouseCatalog::WarehouseCatalog(std::string warehouse, size_t cache_bytes)
     : warehouse_(std::move(warehouse)),
       cache_(std::make_unique<FileCache>(cache_bytes)),
       manifests_(std::make_unique<CachedManifestReader>(*cache_)) {
+  if (lake::IsS3Location(warehouse_)) warehouse_ = lake::NormalLocation(warehouse_);
   while (warehouse_.size() > 1 && warehouse_.back() == '/') warehouse_.pop_back();
 }
 
@@ -234,6 +243,7 @@ std::string LakeTableInfo::SqlName() const {
 }
 
 Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListTables() const {
+  if (lake::IsS3Location(warehouse_)) return ListS3Tables();
   if (!IsDir(warehouse_)) return NotFoundError("warehouse {} is not a directory", warehouse_);
   std::vector<LakeTableInfo> out;
   std::vector<std::string> ns;
@@ -241,6 +251,34 @@ Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListTables() const {
       warehouse_, ns,
       [this](const std::string& dir, const std::string& name) { return MetadataAt(dir, name); },
       &out);
+  return out;
+}
+
+Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListS3Tables() const {
+  ASSIGN_OR_RETURN(std::vector<std::string> roots, lake::ListS3Tables(warehouse_));
+  std::vector<LakeTableInfo> out;
+  for (const std::string& root : roots) {
+    std::vector<std::string> levels;
+    for (size_t start = 0;;) {
+      size_t slash = root.find('/', start);
+      levels.push_back(root.substr(start, slash - start));
+      if (slash == std::string::npos) break;
+      start = slash + 1;
+    }
+    if (levels.size() < 2 || levels.size() > kMaxNamespaceDepth + 1) continue;
+    std::string name = levels.back();
+    levels.pop_back();
+    Result<std::shared_ptr<const lake::TableMetadata>> m =
+        MetadataAt(warehouse_ + "/" + root, LakeTableName(levels, name));
+    if (!m.ok()) continue;
+    const lake::Schema* schema = (*m)->CurrentSchema();
+    if (schema == nullptr) continue;
+    LakeTableInfo info{levels, name, {}};
+    for (const lake::NestedField& f : schema->fields) {
+      info.columns.push_back({f.name, lake::DuckTypeOf(f.type), f.required, f.doc.value_or("")});
+    }
+    out.push_back(std::move(info));
+  }
   return out;
 }
 

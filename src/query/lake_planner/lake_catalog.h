@@ -73,6 +73,7 @@ class WarehouseCatalog : public LakeCatalog {
   FileCache::Stats cache_stats() const { return cache_->stats(); }
 
  private:
+  Result<std::vector<LakeTableInfo>> ListS3Tables() const;
   // The table's directory; InvalidArgument for a name that could leave the warehouse.
   Result<std::string> TableDir(const std::vector<std::string>& ns, const std::string& table) const;
   // LoadMetadata of the table at `dir`, named `name` in errors.

@@ -624,8 +624,8 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
     for (const lake::NestedField& f : schema->fields) splice.columns.push_back(f.name);
   }
   tree.AddSplice(std::move(splice));
-  out->push_back(
-      LakeTableScan{name, placeholder["alias"].get<std::string>(), std::move(plan.stats)});
+  out->push_back(LakeTableScan{name, placeholder["alias"].get<std::string>(), std::move(plan.stats),
+                               std::move(plan.holds)});
   ref = std::move(placeholder);
   return Status::OK();
 }

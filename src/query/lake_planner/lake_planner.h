@@ -35,6 +35,8 @@ struct LakeTableScan {
   std::string table;  // "db.events"
   std::string alias;  // the name the rewritten query gives its subquery
   ScanStats stats;
+  // Local copies of the S3 data files the scan reads: keep until the query has run.
+  std::vector<std::shared_ptr<const lake::CachedObject>> holds;
 };
 
 struct PlannedQuery {

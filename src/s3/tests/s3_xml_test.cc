@@ -26,11 +26,26 @@ TEST(S3XmlTest, ListObjectsV2DecodesEntitiesAndToken) {
   EXPECT_EQ(page->objects[0].key, "a&b/x <1> \"q\" 's' \xc3\xbc\xc3\xbc");
   EXPECT_EQ(page->objects[0].size, 42u);
   EXPECT_EQ(page->objects[0].etag, "\"0123\"");
+  EXPECT_EQ(page->objects[0].last_modified_ms, std::optional<int64_t>(1767225600000));
+  EXPECT_EQ(page->objects[1].last_modified_ms, std::nullopt);
   EXPECT_EQ(page->objects[1].key, "raw & <cdata>");
   ASSERT_EQ(page->common_prefixes.size(), 1u);
   EXPECT_EQ(page->common_prefixes[0], "a&b/dir/");
   EXPECT_TRUE(page->truncated);
   EXPECT_EQ(page->next_continuation_token, "tok/+=");
+}
+
+TEST(S3XmlTest, LastModifiedTimesWithAndWithoutFractions) {
+  auto at = [](const std::string& t) {
+    Result<ListObjectsPage> page =
+        ParseListObjectsV2("<ListBucketResult><Contents><Key>k</Key><LastModified>" + t +
+                           "</LastModified></Contents></ListBucketResult>");
+    return page.ok() ? page->objects[0].last_modified_ms : std::optional<int64_t>(-1);
+  };
+  EXPECT_EQ(at("1970-01-01T00:00:00Z"), std::optional<int64_t>(0));
+  EXPECT_EQ(at("1970-01-01T00:00:01.5Z"), std::optional<int64_t>(1500));
+  EXPECT_EQ(at("1970-01-01T00:00:01.123456Z"), std::optional<int64_t>(1123));
+  EXPECT_EQ(at("2024-02-29T12:30:45.007Z"), std::optional<int64_t>(1709209845007));
 }
 
 TEST(S3XmlTest, EmptyListing) {
@@ -77,6 +92,14 @@ TEST(S3XmlTest, MalformedListingsAreCorruption) {
       "<ListBucketResult a=\"b></ListBucketResult>",
       "<ListBucketResult><![CDATA[never closed</ListBucketResult>",
       "<ListBucketResult/><ListBucketResult/>",
+      "<ListBucketResult><Contents><Key>k</Key><LastModified>yesterday</LastModified>"
+      "</Contents></ListBucketResult>",
+      "<ListBucketResult><Contents><Key>k</Key><LastModified>2026-13-01T00:00:00Z"
+      "</LastModified></Contents></ListBucketResult>",
+      "<ListBucketResult><Contents><Key>k</Key><LastModified>2026-01-01T00:00:00.Z"
+      "</LastModified></Contents></ListBucketResult>",
+      "<ListBucketResult><Contents><Key>k</Key><LastModified>2026-01-01T00:00:00+01:00"
+      "</LastModified></Contents></ListBucketResult>",
   };
   for (const char* doc : bad) {
     Result<ListObjectsPage> page = ParseListObjectsV2(doc);

@@ -1,0 +1,242 @@
+#include "lake/object_cache.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
+namespace sluice::lake {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Objects larger than this are fetched in ranges of this size, so a download never holds
+// more than one range in memory.
+constexpr uint64_t kRange = 32ULL << 20;
+
+Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return ErrnoError("write", path, errno);
+    done += static_cast<size_t>(n);
+  }
+  return Status::OK();
+}
+
+std::string Mib(uint64_t bytes) {
+  return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectCache>> ObjectCache::Open(const Storage& storage, std::string dir,
+                                                       uint64_t capacity_bytes, int parallel) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IOError("s3.cache_dir {}: cannot create it: {}", dir, ec.message());
+  // One directory per process; those of processes gone are removed.
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string name = it->path().filename().string();
+    int pid = 0;
+    auto [p, perr] = std::from_chars(name.data(), name.data() + name.size(), pid);
+    if (perr != std::errc() || p != name.data() + name.size() || pid <= 0) continue;
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno == EPERM) continue;
+    std::error_code rec;
+    fs::remove_all(it->path(), rec);
+  }
+  std::string mine = fmt::format("{}/{}", dir, ::getpid());
+  fs::remove_all(mine, ec);
+  fs::create_directories(mine, ec);
+  if (ec) return IOError("s3.cache_dir {}: cannot create {}: {}", dir, mine, ec.message());
+  return std::unique_ptr<ObjectCache>(
+      new ObjectCache(storage, std::move(mine), capacity_bytes, std::max(1, parallel)));
+}
+
+ObjectCache::~ObjectCache() {
+  std::error_code ec;
+  fs::remove_all(dir_, ec);
+}
+
+ObjectCacheStats ObjectCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ObjectCacheStats s = stats_;
+  s.bytes = used_;
+  s.capacity = capacity_;
+  return s;
+}
+
+bool ObjectCache::ReserveLocked(uint64_t bytes) {
+  // Least recently used first: the back of the list.
+  auto it = lru_.end();
+  while (used_ + bytes > capacity_ && it != lru_.begin()) {
+    --it;
+    auto e = entries_.find(*it);
+    if (e == entries_.end()) continue;
+    Entry& entry = e->second;
+    // Held by a reader (or loading): kept.
+    if (entry.object->state_ != CachedObject::State::kReady || entry.object.use_count() > 1)
+      continue;
+    std::error_code ec;
+    fs::remove(entry.object->path_, ec);
+    used_ -= entry.reserved;
+    ++stats_.evictions;
+    it = lru_.erase(it);
+    entries_.erase(e);
+  }
+  if (used_ + bytes > capacity_) return false;
+  used_ += bytes;
+  return true;
+}
+
+Status ObjectCache::Download(const std::string& location, CachedObject& object) {
+  std::string tmp = object.path_ + ".part";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return ErrnoError("create", tmp, errno);
+  uint64_t size = 0;
+  Status st;
+  while (true) {
+    Result<std::string> piece = storage_.ReadRange(location, size, kRange);
+    if (!piece.ok()) {
+      st = piece.status();
+      break;
+    }
+    st = WriteAll(fd, *piece, tmp);
+    if (!st.ok()) break;
+    size += piece->size();
+    if (piece->size() < kRange) break;
+  }
+  ::close(fd);
+  if (st.ok() && ::rename(tmp.c_str(), object.path_.c_str()) != 0)
+    st = ErrnoError("rename", object.path_, errno);
+  if (!st.ok()) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  object.size_ = size;
+  return Status::OK();
+}
+
+Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
+    const std::vector<std::string>& locations, const std::vector<uint64_t>& sizes) {
+  std::vector<std::shared_ptr<CachedObject>> held(locations.size());
+  std::vector<size_t> mine;  // indexes this call downloads
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    uint64_t wanted = 0;
+    for (size_t i = 0; i < locations.size() && i < sizes.size(); ++i) wanted += sizes[i];
+    if (wanted > capacity_) {
+      return ResourceExhaustedError(
+          "the query needs {} of S3 objects at once, more than s3.cache_bytes ({}); raise "
+          "s3.cache_bytes or narrow the query",
+          Mib(wanted), Mib(capacity_));
+    }
+    // Hold what is there (so making room below cannot evict it), then reserve the rest.
+    uint64_t missing = 0;
+    for (size_t i = 0; i < locations.size(); ++i) {
+      auto it = entries_.find(locations[i]);
+      if (it == entries_.end()) {
+        if (i < sizes.size()) missing += sizes[i];
+        continue;
+      }
+      held[i] = it->second.object;
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      ++stats_.hits;
+    }
+    if (!ReserveLocked(missing)) {
+      return ResourceExhaustedError(
+          "the query needs {} more of S3 objects but the cache holds {} of its {} "
+          "(s3.cache_bytes) for queries running now; raise s3.cache_bytes or run fewer "
+          "queries at once",
+          Mib(missing), Mib(used_), Mib(capacity_));
+    }
+    for (size_t i = 0; i < locations.size(); ++i) {
+      if (held[i] != nullptr) continue;
+      if (auto it = entries_.find(locations[i]); it != entries_.end()) {
+        held[i] = it->second.object;  // the same location twice in one request
+        continue;
+      }
+      Entry e;
+      e.object = std::make_shared<CachedObject>();
+      std::string_view name = locations[i];
+      name.remove_prefix(name.rfind('/') + 1);
+      size_t dot = name.rfind('.');
+      e.object->path_ = fmt::format("{}/{}{}", dir_, next_name_++,
+                                    dot == std::string_view::npos ? "" : name.substr(dot));
+      e.reserved = i < sizes.size() ? sizes[i] : 0;
+      lru_.push_front(locations[i]);
+      e.lru = lru_.begin();
+      held[i] = e.object;
+      entries_.emplace(locations[i], std::move(e));
+      mine.push_back(i);
+    }
+  }
+
+  // Download ours, a few at once.
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t k = next++; k < mine.size(); k = next++) {
+      const size_t i = mine[k];
+      Status st = Download(locations[i], *held[i]);
+      std::lock_guard<std::mutex> lock(mu_);
+      CachedObject& o = *held[i];
+      o.state_ = st.ok() ? CachedObject::State::kReady : CachedObject::State::kFailed;
+      if (!st.ok()) o.error_ = st.WithContext(fmt::format("fetching {}", locations[i]));
+      loaded_.notify_all();
+      // A loading entry is never evicted, so it is still there.
+      auto it = entries_.find(locations[i]);
+      if (it == entries_.end() || it->second.object != held[i]) continue;
+      Entry& e = it->second;
+      if (st.ok()) {
+        used_ = used_ - e.reserved + o.size_;
+        e.reserved = o.size_;
+        ++stats_.downloads;
+        stats_.downloaded_bytes += o.size_;
+      } else {
+        used_ -= e.reserved;
+        lru_.erase(e.lru);
+        entries_.erase(it);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  const size_t n_threads = std::min(mine.size(), static_cast<size_t>(parallel_));
+  for (size_t t = 1; t < n_threads; ++t) threads.emplace_back(work);
+  if (!mine.empty()) work();
+  for (std::thread& t : threads) t.join();
+
+  // Wait for the copies other readers are fetching.
+  std::unique_lock<std::mutex> lock(mu_);
+  Status failed;
+  for (size_t i = 0; i < locations.size(); ++i) {
+    CachedObject* o = held[i].get();
+    loaded_.wait(lock, [&] { return o->state_ != CachedObject::State::kLoading; });
+    if (o->state_ == CachedObject::State::kFailed && failed.ok()) failed = o->error_;
+  }
+  if (!failed.ok()) return failed;
+  std::vector<std::shared_ptr<const CachedObject>> out(held.begin(), held.end());
+  return out;
+}
+
+Result<ObjectCache*> S3ObjectCache() {
+  static std::mutex mu;
+  static std::unique_ptr<ObjectCache>* cache = new std::unique_ptr<ObjectCache>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (*cache == nullptr) {
+    ASSIGN_OR_RETURN(S3Settings settings, CurrentS3Settings());
+    ASSIGN_OR_RETURN(const Storage* storage, StorageFor("s3://cache/"));
+    ASSIGN_OR_RETURN(*cache,
+                     ObjectCache::Open(*storage, S3CacheRoot(settings), settings.cache_bytes));
+  }
+  return cache->get();
+}
+
+}  // namespace sluice::lake
