@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <thread>
 
 namespace sluice::lake {
@@ -40,9 +41,8 @@ std::string Mib(uint64_t bytes) {
 
 Result<std::unique_ptr<ObjectCache>> ObjectCache::Open(const Storage& storage, std::string dir,
                                                        uint64_t capacity_bytes, int parallel) {
+  RETURN_IF_ERROR(MakePrivateDir(dir));
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return IOError("s3.cache_dir {}: cannot create it: {}", dir, ec.message());
   // One directory per process; those of processes gone are removed.
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string name = it->path().filename().string();
@@ -132,7 +132,10 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
   {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t wanted = 0;
-    for (size_t i = 0; i < locations.size() && i < sizes.size(); ++i) wanted += sizes[i];
+    std::set<std::string_view> distinct;
+    for (size_t i = 0; i < locations.size() && i < sizes.size(); ++i) {
+      if (distinct.insert(locations[i]).second) wanted += sizes[i];
+    }
     if (wanted > capacity_) {
       return ResourceExhaustedError(
           "the query needs {} of S3 objects at once, more than s3.cache_bytes ({}); raise "
@@ -141,10 +144,11 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     }
     // Hold what is there (so making room below cannot evict it), then reserve the rest.
     uint64_t missing = 0;
+    std::set<std::string_view> counted;  // a location named twice is fetched once
     for (size_t i = 0; i < locations.size(); ++i) {
       auto it = entries_.find(locations[i]);
       if (it == entries_.end()) {
-        if (i < sizes.size()) missing += sizes[i];
+        if (i < sizes.size() && counted.insert(locations[i]).second) missing += sizes[i];
         continue;
       }
       held[i] = it->second.object;
@@ -154,8 +158,8 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     if (!ReserveLocked(missing)) {
       return ResourceExhaustedError(
           "the query needs {} more of S3 objects but the cache holds {} of its {} "
-          "(s3.cache_bytes) for queries running now; raise s3.cache_bytes or run fewer "
-          "queries at once",
+          "(s3.cache_bytes) for queries running now and open prepared statements; raise "
+          "s3.cache_bytes, run fewer queries at once or close prepared statements",
           Mib(missing), Mib(used_), Mib(capacity_));
     }
     for (size_t i = 0; i < locations.size(); ++i) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -71,17 +72,15 @@ class LocalStorage final : public Storage {
     return std::optional<uint64_t>(static_cast<uint64_t>(st.st_size));
   }
 
+  // No directory is made: a table's metadata/ exists from its first commit, and a write
+  // into one dropped or renamed meanwhile must fail rather than bring the name back.
   Status Write(const std::string& location, std::string_view bytes) const override {
     ASSIGN_OR_RETURN(std::string path, LocalPath(location));
-    std::error_code ec;
-    fs::create_directories(fs::path(path).parent_path(), ec);
     return WriteFileAtomically(path, bytes);
   }
 
   Status CreateExclusive(const std::string& location, std::string_view bytes) const override {
     ASSIGN_OR_RETURN(std::string path, LocalPath(location));
-    std::error_code ec;
-    fs::create_directories(fs::path(path).parent_path(), ec);
     std::string tmp = fmt::format("{}.{}.tmp", path, NewUuid());
     RETURN_IF_ERROR(WriteFileAtomically(tmp, bytes));
     int rc = ::link(tmp.c_str(), path.c_str());
@@ -91,7 +90,7 @@ class LocalStorage final : public Storage {
       if (err == EEXIST) return AlreadyExistsError("{} exists", path);
       return ErrnoError("link", path, err);
     }
-    return Status::OK();
+    return SyncFile(fs::path(path).parent_path().string());  // the new name, durable
   }
 
   Status Upload(const std::string& path, const std::string& location) const override {
@@ -175,7 +174,12 @@ class S3Storage final : public Storage {
     create.if_none_match_star = true;
     Result<std::string> put = client_.PutObject(bk.first, bk.second, bytes, create);
     if (put.ok()) return Status::OK();
-    if (put.status().code() != StatusCode::kAlreadyExists) return put.status();
+    // 412: the key exists. 409 (AWS's ConditionalRequestConflict): another conditional
+    // PUT of the key is in flight; either way another writer may have it.
+    if (put.status().code() != StatusCode::kAlreadyExists &&
+        put.status().code() != StatusCode::kAborted) {
+      return put.status();
+    }
     // Ours, made by an attempt whose reply was lost? Then the create happened.
     Result<std::string> there = client_.GetObject(bk.first, bk.second);
     if (there.ok() && *there == bytes) return Status::OK();
@@ -216,6 +220,25 @@ class S3Storage final : public Storage {
   }
 
   bool local() const override { return false; }
+
+  // The names of the "directories" right under `prefix`/ (S3's common prefixes with the
+  // delimiter '/'), without their trailing '/'.
+  Result<std::vector<std::string>> ListChildren(const std::string& prefix) const {
+    ASSIGN_OR_RETURN(auto bk, SplitS3Location(prefix));
+    std::string key_prefix = bk.second.empty() ? std::string() : bk.second + "/";
+    std::vector<std::string> out;
+    std::string token;
+    do {
+      ASSIGN_OR_RETURN(s3::ListObjectsPage page,
+                       client_.ListObjectsV2(bk.first, key_prefix, token, "/"));
+      for (const std::string& p : page.common_prefixes) {
+        if (p.size() <= key_prefix.size() + 1 || !p.starts_with(key_prefix)) continue;
+        out.push_back(p.substr(key_prefix.size(), p.size() - key_prefix.size() - 1));
+      }
+      token = page.truncated ? page.next_continuation_token : std::string();
+    } while (!token.empty());
+    return out;
+  }
 
  private:
   // Once per bucket and process: a store that lets a second create of one key succeed
@@ -389,17 +412,30 @@ Result<const Storage*> StorageFor(std::string_view location) {
 Result<std::vector<std::string>> ListS3Tables(const std::string& warehouse) {
   const std::string root = NormalLocation(warehouse);
   ASSIGN_OR_RETURN(const Storage* storage, StorageFor(root));
-  ASSIGN_OR_RETURN(std::vector<StoredObject> objects, storage->List(root));
-  std::set<std::string> tables;
-  for (const StoredObject& o : objects) {
-    std::string_view rest = o.location;
-    if (!rest.starts_with(root + "/")) continue;
-    rest.remove_prefix(root.size() + 1);
-    size_t at = rest.rfind("/metadata/v");
-    if (at == std::string_view::npos || !rest.ends_with(".metadata.json")) continue;
-    tables.insert(std::string(rest.substr(0, at)));
+  if (storage->local()) return InvalidArgumentError("{} is not an S3 location", warehouse);
+  const auto* s3 = static_cast<const S3Storage*>(storage);
+  // Namespaces are walked a level at a time (one listing each, with a delimiter); a prefix
+  // holding metadata/ is a table and is not walked into, so data files are never listed.
+  constexpr size_t kMaxDepth = 16;
+  std::vector<std::string> out;
+  std::vector<std::pair<std::string, size_t>> todo = {{"", 0}};
+  while (!todo.empty()) {
+    auto [rel, depth] = todo.back();
+    todo.pop_back();
+    ASSIGN_OR_RETURN(std::vector<std::string> children,
+                     s3->ListChildren(rel.empty() ? root : root + "/" + rel));
+    if (std::find(children.begin(), children.end(), "metadata") != children.end()) {
+      if (!rel.empty()) out.push_back(rel);
+      continue;
+    }
+    if (depth >= kMaxDepth) continue;
+    for (const std::string& child : children) {
+      if (child.empty() || child[0] == '.') continue;
+      todo.emplace_back(rel.empty() ? child : rel + "/" + child, depth + 1);
+    }
   }
-  return std::vector<std::string>(tables.begin(), tables.end());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 Result<std::string> ReadLocation(std::string_view location) {
@@ -427,8 +463,9 @@ Status UploadAll(const std::vector<std::pair<std::string, std::string>>& files, 
         std::lock_guard<std::mutex> lock(mu);
         if (!failed.ok()) return;
       }
-      Status st = StorageFor(files[i].second).status();
-      if (st.ok()) st = (*StorageFor(files[i].second))->Upload(files[i].first, files[i].second);
+      Result<const Storage*> storage = StorageFor(files[i].second);
+      Status st =
+          storage.ok() ? (*storage)->Upload(files[i].first, files[i].second) : storage.status();
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu);
         if (failed.ok()) failed = st.WithContext(fmt::format("uploading {}", files[i].second));
@@ -449,14 +486,31 @@ std::string S3CacheRoot(const S3Settings& settings) {
   return fmt::format("{}/sluice-s3-cache-{}", tmp != nullptr && *tmp ? tmp : "/tmp", ::getuid());
 }
 
+Status MakePrivateDir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IOError("s3.cache_dir {}: cannot create it: {}", dir, ec.message());
+  // Copies DuckDB reads and files about to be uploaded: nobody else may put them there.
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0) return ErrnoError("stat", dir, errno);
+  if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
+    return FailedPreconditionError(
+        "s3.cache_dir {} is not a directory of this user (uid {}): another user could change "
+        "the files queries read; remove it or set s3.cache_dir",
+        dir, ::getuid());
+  }
+  if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
+    return ErrnoError("chmod", dir, errno);
+  return Status::OK();
+}
+
 Result<std::string> NewS3StagingDir() {
   static std::atomic<int64_t> counter{0};
   static std::once_flag swept;
   ASSIGN_OR_RETURN(S3Settings settings, CurrentS3Settings());
   const std::string root = S3CacheRoot(settings);
+  RETURN_IF_ERROR(MakePrivateDir(root));
   std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec) return IOError("s3.cache_dir {}: cannot create it: {}", root, ec.message());
   std::call_once(swept, [&] {
     std::error_code it_ec;
     for (fs::directory_iterator it(root, it_ec), end; !it_ec && it != end; it.increment(it_ec)) {
@@ -492,16 +546,10 @@ Result<S3Settings> S3SettingsFrom(const Config& config) {
   } else if (std::string fallback = Env("AWS_DEFAULT_REGION"); !fallback.empty()) {
     o.region = fallback;
   }
-  const char* where = "AWS_ENDPOINT_URL_S3";
-  o.endpoint = Env(where);
-  if (o.endpoint.empty()) {
-    where = "AWS_ENDPOINT_URL";
-    o.endpoint = Env(where);
-  }
-  if (!o.endpoint.empty()) {
-    if (Status st = s3::ParseEndpoint(o.endpoint).status(); !st.ok())
-      return InvalidArgumentError("{}: {}", where, st.message());
-  }
+  // A bad endpoint from the environment is the first S3 use's error (StorageFor): a
+  // process that never reaches S3 must not fail on it.
+  o.endpoint = Env("AWS_ENDPOINT_URL_S3");
+  if (o.endpoint.empty()) o.endpoint = Env("AWS_ENDPOINT_URL");
   ASSIGN_OR_RETURN(o.endpoint, config.GetString("s3.endpoint", o.endpoint));
   if (config.Has("s3.endpoint")) {
     if (Status st = s3::ParseEndpoint(o.endpoint).status(); !st.ok())

@@ -71,7 +71,8 @@ class Storage {
 Result<const Storage*> StorageFor(std::string_view location);
 
 // The tables under an S3 warehouse, as paths relative to it ("db/events"): the prefixes
-// holding metadata/v<N>.metadata.json, found with one listing, sorted.
+// holding metadata/, found by walking the namespaces a level at a time (never listing
+// data files), sorted. Callers load each to tell a table from leftovers.
 Result<std::vector<std::string>> ListS3Tables(const std::string& warehouse);
 
 // Reads a whole object wherever it lives (errors name it).
@@ -84,6 +85,10 @@ Status DeleteLocation(std::string_view location);
 // Puts each local file at its location (Storage::Upload), `parallel` at once; the first
 // error, after every upload started has ended.
 Status UploadAll(const std::vector<std::pair<std::string, std::string>>& files, int parallel = 4);
+
+// Makes `dir` (and its parents) and checks it is a directory of this user, not a
+// symbolic link, readable by nobody else (made so when it is not).
+Status MakePrivateDir(const std::string& dir);
 
 // A new empty local directory for files written before they are uploaded to S3 (Parquet
 // data files DuckDB writes; 0024 decision 5), under s3.cache_dir's parent of caches.
@@ -115,7 +120,8 @@ Result<S3Settings> S3SettingsFrom(const Config& config);
 void ConfigureS3(S3Settings settings);
 
 // Where the read cache and staging directories go: s3.cache_dir, else
-// $TMPDIR/sluice-s3-cache-<uid>.
+// $TMPDIR/sluice-s3-cache-<uid>. The directory is sluice's own: its numbered
+// subdirectories and staging-* of processes gone are removed.
 std::string S3CacheRoot(const S3Settings& settings);
 
 // The settings in force (configured, else from the environment); an error when S3 is not

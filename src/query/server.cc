@@ -108,7 +108,12 @@ Result<QueryServerConfig> QueryServerConfigFrom(const Config& config) {
                    config.GetString("query.temp_directory", data_dir + "/query-tmp"));
   ASSIGN_OR_RETURN(o.allowed_directories, config.GetList("query.allowed_directories"));
   ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
-  if (!warehouse.empty()) o.allowed_directories.insert(o.allowed_directories.begin(), warehouse);
+  // An S3 warehouse's files are read as local copies: its composition root allows their
+  // directory (app/serve.cc).
+  const bool remote = warehouse.find("://") != std::string::npos && !warehouse.starts_with("file:");
+  if (!warehouse.empty() && !remote) {
+    o.allowed_directories.insert(o.allowed_directories.begin(), warehouse);
+  }
   ASSIGN_OR_RETURN(int64_t max_conn, config.GetInt("query.max_connections", 64, 1, 10000));
   o.max_connections = static_cast<int>(max_conn);
   ASSIGN_OR_RETURN(int64_t max_msg, config.GetBytes("query.max_message_bytes", int64_t{64} << 20));

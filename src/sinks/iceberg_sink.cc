@@ -388,7 +388,7 @@ void IcebergSink::DropFiles() {
   }
   written_.clear();
   written_paths_.clear();
-  for (const auto& [path, location] : uploads_) {
+  for (const auto& [location, path] : uploads_) {
     std::error_code ec;
     std::filesystem::remove(path, ec);
   }
@@ -402,7 +402,7 @@ Result<IcebergSink::Placed> IcebergSink::PlaceDataFile(const std::string& subdir
   if (remote_) {
     out.path = fmt::format("{}/{}", staging_, name);
     out.location = fmt::format("{}/{}", dir, name);
-    uploads_.emplace_back(out.path, out.location);
+    uploads_[out.location] = out.path;
     return out;
   }
   std::error_code ec;
@@ -413,15 +413,17 @@ Result<IcebergSink::Placed> IcebergSink::PlaceDataFile(const std::string& subdir
   return out;
 }
 
-Status IcebergSink::UploadFiles() {
-  if (uploads_.empty()) return Status::OK();
-  // Only the files that are still there: one abandoned (its rows re-read) is gone.
-  std::vector<std::pair<std::string, std::string>> files;
-  for (const auto& f : uploads_) {
-    std::error_code ec;
-    if (std::filesystem::exists(f.first, ec)) files.push_back(f);
+Status IcebergSink::UploadFiles(const std::vector<DataFile>& files) {
+  if (!remote_) return Status::OK();
+  std::vector<std::pair<std::string, std::string>> todo;
+  for (const DataFile& f : files) {
+    auto it = uploads_.find(f.file_path);
+    if (it == uploads_.end()) {
+      return InternalError("{}: data file {} was not staged by this sink", Describe(), f.file_path);
+    }
+    todo.emplace_back(it->second, f.file_path);
   }
-  RETURN_IF_ERROR(lake::UploadAll(files));
+  RETURN_IF_ERROR(lake::UploadAll(todo));  // a staged copy gone is the upload's error
   CrashPoint("iceberg-data-uploaded");
   return Status::OK();
 }
@@ -816,7 +818,7 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   }
   // As when the table commit fails below: the error ends the attempt, and what was
   // uploaded is an orphan for expiry's sweep.
-  RETURN_IF_ERROR(UploadFiles());
+  RETURN_IF_ERROR(UploadFiles(files));
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;
   const SourceOffsets& known = known_;
@@ -855,7 +857,7 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   if (!snapshot.ok()) return snapshot.status();
   written_.clear();
   written_paths_.clear();
-  for (const auto& [path, location] : uploads_) {  // staged copies, uploaded
+  for (const auto& [location, path] : uploads_) {  // staged copies, uploaded
     std::error_code ec;
     std::filesystem::remove(path, ec);
   }

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -96,8 +97,8 @@ class IcebergSink : public Sink {
     std::string location;
   };
   Result<Placed> PlaceDataFile(const std::string& subdir);
-  // S3: uploads the data files of this commit (written_paths_/staged_uploads_).
-  Status UploadFiles();
+  // S3: uploads the staged copies of `files` (each must be one this sink staged).
+  Status UploadFiles(const std::vector<lake::DataFile>& files);
 
   IcebergSinkOptions options_;
   std::string root_;
@@ -119,13 +120,12 @@ class IcebergSink : public Sink {
   std::unique_ptr<FileWriter> writer_;   // made at the first Write
   std::vector<lake::DataFile> written_;  // finished, not committed yet
   std::vector<std::string> written_paths_;
-  std::optional<Status> stream_error_;
+  std::optional<Status> stream_error_;  // the rows since the last commit are lost
   // On S3 (remote_): the local directory data files are written in before their upload,
-  // and the files of the next commit, (path, location), uploaded at it.
+  // and the staged files not committed yet, by their location.
   bool remote_ = false;
   std::string staging_;
-  std::vector<std::pair<std::string, std::string>>
-      uploads_;  // the rows since the last commit are lost
+  std::map<std::string, std::string> uploads_;  // location -> staged path
 };
 
 }  // namespace sluice::sinks

@@ -2193,6 +2193,43 @@ TEST_F(PipelineIcebergS3Test, AppendsEveryMessageOnceAndSqlReadsItBack) {
   ASSERT_EQ(RunSluice({"table", "list", "--warehouse", warehouse.string()}, &out, &err), 0) << err;
   EXPECT_EQ(out, "db.events\n");
 
+  // The query server of `sluice serve --warehouse s3://...` answers psql (its DuckDB
+  // sandboxed to the cache's directory, where the copies are).
+  {
+    Child serve({binary_, "serve", "--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
+                 "--pg-addr", "127.0.0.1:0", "--schema-registry-addr", "off", "--data-dir",
+                 (dir_ / "serve-data").string(), "--warehouse", warehouse.string()},
+                dir_ / "serve.out", dir_ / "serve.err");
+    ASSERT_EQ(serve.Start(), "");
+    std::string port;
+    WaitFor(
+        [&] {
+          const std::string text = serve.Out();
+          const std::string banner = "Postgres wire protocol on 127.0.0.1:";
+          size_t at = text.find(banner);
+          if (at == std::string::npos) return false;
+          at += banner.size();
+          port = text.substr(at, text.find_first_not_of("0123456789", at) - at);
+          return !port.empty();
+        },
+        30s);
+    ASSERT_FALSE(port.empty()) << serve.Out() << serve.Err();
+    std::string cmd = fmt::format(
+        "psql -X -A -t -h 127.0.0.1 -p {} -U sluice -d sluice -c \"SELECT count(*), "
+        "count(DISTINCT id) FROM lake.db.events WHERE city = 'Paris'\" 2>&1",
+        port);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string answer;
+    char buf[4096];
+    size_t n;
+    while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) answer.append(buf, n);
+    if (p != nullptr) ::pclose(p);
+    const std::string paris = DuckRows(
+        "", fmt::format("SELECT count(*) FROM read_json({}) WHERE city = 'Paris'", Lit(input)))[0];
+    EXPECT_EQ(answer, fmt::format("{0}|{0}\n", paris)) << serve.Err();
+    EXPECT_EQ(serve.Terminate(), 0) << serve.Err();
+  }
+
   // A restart resumes from the table's offsets on S3: 1000 more, still each once.
   Produce(topic, Jsons(MakeEvents(3000, 1000)), kPartitions);
   run = StartPipeline(spec, "again");

@@ -55,6 +55,22 @@ std::multiset<std::string> LiveFiles(const Table& t) {
   return out;
 }
 
+// A writer still holding a table that was dropped or renamed meanwhile (its metadata/
+// moved away, as the REST catalog does) fails to append, and does not bring the name
+// back: no metadata/ is made by its manifest's write, before or without a snapshot.
+TEST(TableTest, AnAppendAfterTheTableMovedAwayFailsAndMakesNoMetadataDirectory) {
+  for (bool with_snapshot : {false, true}) {
+    std::string root = FreshDir(with_snapshot ? "moved-after" : "moved-before");
+    Result<Table> t = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    if (with_snapshot) ASSERT_TRUE(t->Append({File("a", 1)}, Offsets("{}")).ok());
+    std::filesystem::rename(root + "/metadata", root + "/metadata.renamed-1");
+    Result<int64_t> appended = t->Append({File("b", 1)}, Offsets("{}"));
+    EXPECT_FALSE(appended.ok()) << with_snapshot;
+    EXPECT_FALSE(std::filesystem::exists(root + "/metadata")) << with_snapshot;
+  }
+}
+
 TEST(TableTest, AppendsMakeSnapshotsWithTotalsAndTheNewestOffsets) {
   std::string root = FreshDir("append");
   Result<Table> t = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
