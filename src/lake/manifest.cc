@@ -91,6 +91,8 @@ Datum EntryDatum(const ManifestEntry& e) {
   auto as_bytes = [](const std::string& v) { return Datum::Bytes(v); };
   std::vector<Datum> offsets;
   for (int64_t o : f.split_offsets) offsets.push_back(Datum::Long(o));
+  std::vector<Datum> equality;
+  for (int32_t id : f.equality_ids) equality.push_back(Datum::Int(id));
   Datum file = Datum::Record({
       {"content", Datum::Int(f.content)},
       {"file_path", Datum::String(f.file_path)},
@@ -105,6 +107,7 @@ Datum EntryDatum(const ManifestEntry& e) {
       {"lower_bounds", IntKeyMap(f.lower_bounds, as_bytes)},
       {"upper_bounds", IntKeyMap(f.upper_bounds, as_bytes)},
       {"split_offsets", f.split_offsets.empty() ? Datum::Null() : Datum::Array(std::move(offsets))},
+      {"equality_ids", f.equality_ids.empty() ? Datum::Null() : Datum::Array(std::move(equality))},
       {"sort_order_id", f.sort_order_id ? Datum::Int(*f.sort_order_id) : Datum::Null()},
   });
   return Datum::Record({{"status", Datum::Int(static_cast<int32_t>(e.status))},
@@ -203,6 +206,21 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
       f.split_offsets.push_back(o.long_value());
     }
   }
+  if (const Datum* s = file->Find("equality_ids"); s != nullptr && !s->is_null()) {
+    if (s->kind() != Datum::Kind::kArray)
+      return CorruptionError("data_file.equality_ids: not an array");
+    for (const Datum& id : s->items()) {
+      if (id.kind() != Datum::Kind::kInt)
+        return CorruptionError("data_file.equality_ids: not an int");
+      f.equality_ids.push_back(id.int_value());
+    }
+  }
+  if (f.content == 2 && f.equality_ids.empty()) {
+    return CorruptionError("equality delete file {} has no equality_ids", f.file_path);
+  }
+  if (f.content < 0 || f.content > 2) {
+    return CorruptionError("data_file {}: content {} is not 0, 1 or 2", f.file_path, f.content);
+  }
   if (const Datum* s = file->Find("sort_order_id"); s != nullptr && !s->is_null()) {
     ASSIGN_OR_RETURN(int32_t id, file->IntAt("sort_order_id"));
     f.sort_order_id = id;
@@ -296,12 +314,13 @@ Result<std::string> WriteManifest(const ManifestContext& context,
                    avro::Schema::Parse(ManifestEntrySchema(context.partition_avro_fields)));
   avro::WriterOptions options;
   options.codec = avro::Codec::kDeflate;
-  options.metadata = {{"schema", context.schema_json},
-                      {"schema-id", std::to_string(context.schema_id)},
-                      {"partition-spec", context.spec_fields_json},
-                      {"partition-spec-id", std::to_string(context.spec_id)},
-                      {"format-version", "2"},
-                      {"content", "data"}};
+  options.metadata = {
+      {"schema", context.schema_json},
+      {"schema-id", std::to_string(context.schema_id)},
+      {"partition-spec", context.spec_fields_json},
+      {"partition-spec-id", std::to_string(context.spec_id)},
+      {"format-version", "2"},
+      {"content", !entries.empty() && entries.front().file.content != 0 ? "deletes" : "data"}};
   avro::FileWriter writer(schema, std::move(options));
   for (const ManifestEntry& e : entries) RETURN_IF_ERROR(writer.Append(EntryDatum(e)));
   return writer.Finish();

@@ -38,6 +38,8 @@ struct DataFile {
   std::map<int32_t, std::string> lower_bounds;
   std::map<int32_t, std::string> upper_bounds;
   std::vector<int64_t> split_offsets;
+  // Equality delete files (content 2): the field ids whose values identify deleted rows.
+  std::vector<int32_t> equality_ids;
   std::optional<int32_t> sort_order_id;
 };
 

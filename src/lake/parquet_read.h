@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "lake/iceberg_schema.h"
 
 namespace sluice::lake {
@@ -31,5 +32,26 @@ std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema&
 // `paths` through ReadParquetCall, or no rows when `paths` is empty (read_parquet refuses
 // an empty list).
 std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema);
+
+// Data files read with the row-level deletes that apply to every one of them (Iceberg v2
+// delete files; which apply is the planner's to decide, by sequence number and partition).
+struct DeleteScan {
+  std::vector<std::string> data_paths;      // local files DuckDB reads
+  std::vector<std::string> data_locations;  // the same files as the manifests name them
+  // Position delete files (file_path, pos): rows of a data file by its location.
+  std::vector<std::string> position_paths;
+  // Equality delete files: rows whose values of the field ids equal a delete row's
+  // (NULL matching NULL).
+  struct Equality {
+    std::string path;
+    std::vector<int32_t> field_ids;
+  };
+  std::vector<Equality> equality;
+};
+
+// A SELECT with exactly `schema`'s columns: the rows of `scan.data_paths` that no delete
+// of the scan removes. InvalidArgument when an equality field is not in `schema`, or the
+// schema has a column named filename or file_row_number (the reader's own columns).
+Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& schema);
 
 }  // namespace sluice::lake

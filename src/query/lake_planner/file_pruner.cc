@@ -850,18 +850,9 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
                    manifests_.ManifestList(*snapshot));
   const std::vector<lake::ManifestFile>& manifests = *list;
   std::vector<const lake::ManifestFile*> data;
+  std::vector<const lake::ManifestFile*> delete_manifests;
   for (const lake::ManifestFile& m : manifests) {
-    if (m.content != 0) {
-      if (m.added_files_count + m.existing_files_count > 0 ||
-          m.added_rows_count + m.existing_rows_count > 0) {
-        return UnimplementedError(
-            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
-            "cannot be queried yet",
-            table_, snapshot->snapshot_id, m.manifest_path);
-      }
-      continue;
-    }
-    data.push_back(&m);
+    (m.content != 0 ? delete_manifests : data).push_back(&m);
   }
   plan.stats.manifests_total = static_cast<int64_t>(data.size());
 
@@ -901,10 +892,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     for (const lake::ManifestEntry& e : *entries) {
       if (e.status == lake::EntryStatus::kDeleted) continue;
       if (e.file.content != 0) {
-        return UnimplementedError(
-            "lake table {}: snapshot {} has delete files ({}); tables with row-level deletes "
-            "cannot be queried yet",
-            table_, snapshot->snapshot_id, e.file.file_path);
+        return CorruptionError("lake table {}: data manifest {} lists delete file {}", table_,
+                               m.manifest_path, e.file.file_path);
       }
       if (e.file.file_format != "PARQUET" && e.file.file_format != "parquet") {
         return UnimplementedError(
@@ -929,41 +918,164 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     }
   }
   std::vector<Evidence> stats;
-  std::vector<size_t> remote;  // indexes into plan.paths of S3 files
-  std::vector<uint64_t> remote_sizes;
   for (size_t i : survivors) stats.push_back(FromStats(files[i].entry));
   std::vector<bool> by_stats = Evaluate(stats);
+  std::vector<const Candidate*> kept;
   for (size_t k = 0; k < survivors.size(); ++k) {
     if (!by_stats[k]) {
       ++plan.stats.pruned_by_stats;
       continue;
     }
-    const lake::DataFile& f = files[survivors[k]].entry.file;
-    if (lake::IsS3Location(f.file_path)) {
-      // Fetched below, with the plan's other S3 files, into the object cache.
-      remote.push_back(plan.paths.size());
-      plan.paths.push_back(lake::NormalLocation(f.file_path));
-      remote_sizes.push_back(static_cast<uint64_t>(std::max<int64_t>(0, f.file_size_in_bytes)));
-    } else {
-      Result<std::string> path = lake::LocalPath(f.file_path);
-      if (!path.ok()) return path.status().WithContext(fmt::format("lake table {}", table_));
-      plan.paths.push_back(std::move(*path));
-    }
-    plan.stats.records_kept += f.record_count;
+    kept.push_back(&files[survivors[k]]);
   }
-  plan.stats.files_kept = static_cast<int64_t>(plan.paths.size());
-  if (!remote.empty()) {
-    // Only the files pruning kept are fetched (docs/design/0024, decision 6).
+
+  // Row-level deletes (Iceberg v2), by the spec's scan planning rules: a delete applies to
+  // data files in its partition (of its spec), or in any partition when its spec is
+  // unpartitioned; a position delete to those of a data sequence number not above its own
+  // (and only the rows of the files it names), an equality delete to older ones.
+  struct Delete {
+    const lake::ManifestEntry* entry;
+    const lake::PartitionSpec* spec;
+  };
+  std::vector<Delete> deletes;
+  for (const lake::ManifestFile* m : delete_manifests) {
+    const lake::PartitionSpec* spec = metadata_.FindSpec(m->partition_spec_id);
+    if (spec == nullptr) {
+      return CorruptionError(
+          "lake table {}: manifest {} has partition spec {}, which the table does not have", table_,
+          m->manifest_path, m->partition_spec_id);
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<const std::vector<lake::ManifestEntry>> entries,
+                     manifests_.Entries(*m));
+    read_entries.push_back(entries);
+    for (const lake::ManifestEntry& e : *entries) {
+      if (e.status == lake::EntryStatus::kDeleted) continue;
+      if (e.file.content == 0) {
+        return CorruptionError("lake table {}: delete manifest {} lists data file {}", table_,
+                               m->manifest_path, e.file.file_path);
+      }
+      if (e.file.file_format != "PARQUET" && e.file.file_format != "parquet") {
+        return UnimplementedError(
+            "lake table {}: delete file {} is {}; only Parquet delete files can be read", table_,
+            e.file.file_path, e.file.file_format);
+      }
+      deletes.push_back(Delete{&e, spec});
+    }
+  }
+  constexpr int32_t kFilePathId = 2147483546;  // a position delete file's file_path
+  auto applies = [&](const Delete& d, const Candidate& c) {
+    const int64_t data_seq = c.entry.sequence_number.value_or(0);
+    const int64_t delete_seq = d.entry->sequence_number.value_or(0);
+    const lake::DataFile& f = d.entry->file;
+    if (!d.spec->is_unpartitioned() &&
+        (d.spec->spec_id != c.spec->spec_id ||
+         f.partition.ToString() != c.entry.file.partition.ToString())) {
+      return false;
+    }
+    if (f.content == 1) {
+      if (delete_seq < data_seq) return false;
+      // Its file_path bounds, when it has them, say which data files it may name.
+      const std::string& path = c.entry.file.file_path;
+      auto lo = f.lower_bounds.find(kFilePathId);
+      auto hi = f.upper_bounds.find(kFilePathId);
+      if (lo != f.lower_bounds.end() && path < lo->second) return false;
+      if (hi != f.upper_bounds.end() && path > hi->second) return false;
+      return true;
+    }
+    return delete_seq > data_seq;
+  };
+  // Data files grouped by the deletes that apply to them; those with none read plainly.
+  std::map<std::vector<size_t>, size_t> group_of;  // delete indexes -> delete_scans index
+  // A file's local path, or its S3 location until the fetch below replaces it.
+  auto place = [&](const lake::DataFile& f, std::vector<std::string>& into) -> Status {
+    if (lake::IsS3Location(f.file_path)) {
+      into.push_back(lake::NormalLocation(f.file_path));  // fetched below
+    } else {
+      ASSIGN_OR_RETURN(std::string path, lake::LocalPath(f.file_path));
+      into.push_back(std::move(path));
+    }
+    return Status::OK();
+  };
+  std::set<size_t> deletes_used;
+  for (const Candidate* c : kept) {
+    const lake::DataFile& f = c->entry.file;
+    plan.stats.records_kept += f.record_count;
+    ++plan.stats.files_kept;
+    std::vector<size_t> mine;
+    for (size_t j = 0; j < deletes.size(); ++j) {
+      if (applies(deletes[j], *c)) mine.push_back(j);
+    }
+    if (mine.empty()) {
+      RETURN_IF_ERROR(place(f, plan.paths));
+      continue;
+    }
+    auto [it, fresh] = group_of.emplace(mine, plan.delete_scans.size());
+    if (fresh) {
+      plan.delete_scans.emplace_back();
+      for (size_t j : mine) deletes_used.insert(j);
+    }
+    lake::DeleteScan& scan = plan.delete_scans[it->second];
+    RETURN_IF_ERROR(place(f, scan.data_paths));
+    scan.data_locations.push_back(f.file_path);
+  }
+  // The delete files of each group (a file shared by groups is fetched once).
+  for (const auto& [mine, index] : group_of) {
+    lake::DeleteScan& scan = plan.delete_scans[index];
+    for (size_t j : mine) {
+      const lake::DataFile& d = deletes[j].entry->file;
+      if (d.content == 1) {
+        RETURN_IF_ERROR(place(d, scan.position_paths));
+      } else {
+        std::vector<std::string> one;
+        RETURN_IF_ERROR(place(d, one));
+        scan.equality.push_back({one.front(), d.equality_ids});
+      }
+    }
+  }
+  plan.stats.delete_files = static_cast<int64_t>(deletes_used.size());
+  // Now that no vector grows any more: every S3 location, to be replaced by its copy.
+  std::vector<std::string*> slots;
+  auto collect = [&](std::vector<std::string>& v) {
+    for (std::string& p : v) {
+      if (lake::IsS3Location(p)) slots.push_back(&p);
+    }
+  };
+  std::map<std::string, uint64_t> size_of;  // location -> bytes, from the manifests
+  for (const Candidate* c : kept) {
+    size_of[lake::NormalLocation(c->entry.file.file_path)] =
+        static_cast<uint64_t>(std::max<int64_t>(0, c->entry.file.file_size_in_bytes));
+  }
+  for (const Delete& d : deletes) {
+    size_of[lake::NormalLocation(d.entry->file.file_path)] =
+        static_cast<uint64_t>(std::max<int64_t>(0, d.entry->file.file_size_in_bytes));
+  }
+  collect(plan.paths);
+  for (lake::DeleteScan& scan : plan.delete_scans) {
+    collect(scan.data_paths);
+    collect(scan.position_paths);
+    for (lake::DeleteScan::Equality& e : scan.equality) {
+      if (lake::IsS3Location(e.path)) slots.push_back(&e.path);
+    }
+  }
+  if (!slots.empty()) {
+    // Only the files pruning kept, and the deletes applying to them, are fetched
+    // (docs/design/0024, decision 6).
     std::vector<std::string> locations;
-    for (size_t i : remote) locations.push_back(plan.paths[i]);
+    std::vector<uint64_t> sizes;
+    for (std::string* slot : slots) {
+      locations.push_back(*slot);
+      sizes.push_back(size_of[*slot]);
+    }
     Result<lake::ObjectCache*> cache = lake::S3ObjectCache();
     if (!cache.ok()) return cache.status().WithContext(fmt::format("lake table {}", table_));
     Result<std::vector<std::shared_ptr<const lake::CachedObject>>> copies =
-        (*cache)->Fetch(locations, remote_sizes);
+        (*cache)->Fetch(locations, sizes);
     if (!copies.ok()) return copies.status().WithContext(fmt::format("lake table {}", table_));
-    for (size_t j = 0; j < remote.size(); ++j) {
-      plan.paths[remote[j]] = (*copies)[j]->path();
-      plan.stats.remote_bytes += (*copies)[j]->size();
+    std::set<const lake::CachedObject*> counted;
+    for (size_t j = 0; j < slots.size(); ++j) {
+      *slots[j] = (*copies)[j]->path();
+      if (counted.insert((*copies)[j].get()).second)
+        plan.stats.remote_bytes += (*copies)[j]->size();
     }
     plan.holds = std::move(*copies);
   }

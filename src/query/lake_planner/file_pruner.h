@@ -27,6 +27,7 @@
 #include "duck/database.h"
 #include "lake/manifest.h"
 #include "lake/object_cache.h"
+#include "lake/parquet_read.h"
 #include "lake/single_value.h"
 #include "lake/table_metadata.h"
 
@@ -62,7 +63,8 @@ struct ScanStats {
   int64_t pruned_by_partition = 0;  // in skipped manifests, or by their partition values
   int64_t pruned_by_stats = 0;      // by column bounds and counts
   int64_t records_kept = 0;
-  uint64_t remote_bytes = 0;         // of S3 data files kept (read through the object cache)
+  uint64_t remote_bytes = 0;         // of S3 files kept (read through the object cache)
+  int64_t delete_files = 0;          // delete files applying to the files kept
   std::vector<std::string> filters;  // the predicates pruning used (ToString)
 };
 
@@ -83,13 +85,15 @@ struct ScanPlan {
   // Local paths of the kept data files, in manifest order: S3 files' copies in the object
   // cache, held by `holds` (the plan's reader keeps them while its query runs).
   std::vector<std::string> paths;
+  // Kept data files with row-level deletes applying to them, grouped by those deletes.
+  std::vector<lake::DeleteScan> delete_scans;
   ScanStats stats;
   std::vector<std::shared_ptr<const lake::CachedObject>> holds;
 };
 
 // Plans the scan of `snapshot` (nullptr: a table without snapshots, nothing to read) read
 // with `schema`, keeping the files that may hold rows satisfying every predicate of
-// `conjuncts`. Refuses (Unimplemented) snapshots with delete files; manifest read errors
+// `conjuncts`, with the delete files applying to them (Iceberg v2); manifest read errors
 // name the file. `table` names the table in messages.
 // `manifests` must outlive the call. `default_collation`: the session's
 // current_setting('default_collation') when the caller has it (else it is asked).

@@ -619,8 +619,19 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
       ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
   placeholder["catalog_name"] = "";
   placeholder["at_clause"] = Json();
-  sql_tree::Splice splice{marker, "(" + lake::ParquetScanSql(plan.paths, *schema) + ")", {}};
-  if (!plan.paths.empty()) {  // the scan selects the schema's columns by name
+  // Files without deletes in one read_parquet; each group of files sharing their deletes
+  // read with them applied (anti joins), the parts put together with UNION ALL.
+  std::vector<std::string> parts;
+  if (!plan.paths.empty() || plan.delete_scans.empty())
+    parts.push_back(lake::ParquetScanSql(plan.paths, *schema));
+  for (const lake::DeleteScan& scan : plan.delete_scans) {
+    Result<std::string> part = lake::ScanWithDeletesSql(scan, *schema);
+    if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));
+    parts.push_back(std::move(*part));
+  }
+  sql_tree::Splice splice{
+      marker, "(" + fmt::format("{}", fmt::join(parts, " UNION ALL ")) + ")", {}};
+  if (!plan.paths.empty() || !plan.delete_scans.empty()) {  // the schema's columns by name
     for (const lake::NestedField& f : schema->fields) splice.columns.push_back(f.name);
   }
   tree.AddSplice(std::move(splice));

@@ -56,7 +56,7 @@ struct LakePlanOptions {
 
 // Errors: NotFound for an unknown table, snapshot id, branch or tag, or a time before the
 // table's first snapshot; InvalidArgument for an AT clause that is not a constant;
-// Unimplemented for snapshots with delete files; Corruption naming an unreadable manifest.
+// Corruption naming an unreadable manifest; delete files (Iceberg v2) are applied.
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
                                    const LakeCatalog& catalog, const LakePlanOptions& options = {});
 

@@ -773,22 +773,71 @@ TEST_F(LakePlannerTest, CatalogWithoutCacheRoomStillPlans) {
   EXPECT_EQ(catalog_->cache_stats().hits, 0);
 }
 
-TEST_F(LakePlannerTest, DeleteFilesAreRefused) {
+// Iceberg v2 row-level deletes, as Spark and Flink write them: position deletes (a data
+// file's rows by position), equality deletes per partition (rows by value, NULL matching
+// NULL), each applying only to data older than itself.
+TEST_F(LakePlannerTest, PositionAndEqualityDeletesApplyBySequenceNumberAndPartition) {
   MakeWords();
   auto t = lake::Table::Load(Root("words"));
   ASSERT_TRUE(t.ok());
-  lake::DataFile del;
-  del.content = 1;
-  del.file_path = lake::FileUri(Root("words") + "/data/deletes.parquet");
-  del.record_count = 1;
-  del.partition = Datum::Record({{"w_trunc", Datum::String("ap")}});
-  auto id = t->Commit("overwrite", [&](const lake::CommitAttempt& a) -> Result<lake::SnapshotPlan> {
+  // The data files by their partition ("ap", "ba", "ch", null).
+  std::map<std::string, std::string> data_of;
+  auto manifests = t->CurrentManifests();
+  ASSERT_TRUE(manifests.ok());
+  for (const auto& [m, entries] : *manifests) {
+    for (const lake::ManifestEntry& e : entries) {
+      const Datum* p = e.file.partition.Find("w_trunc");
+      data_of[p == nullptr || p->is_null() ? "null" : p->bytes()] = e.file.file_path;
+    }
+  }
+  ASSERT_EQ(data_of.size(), 4u);
+  // A delete file written by DuckDB with the spec's field ids.
+  auto write = [&](const std::string& name, const std::string& select,
+                   const std::string& field_ids) {
+    std::string path = Root("words") + "/data/" + name + ".parquet";
+    EXPECT_TRUE(conn_
+                    ->Execute(fmt::format("COPY ({}) TO '{}' (FORMAT parquet, FIELD_IDS {{{}}})",
+                                          select, path, field_ids))
+                    .ok());
+    lake::DataFile f;
+    f.file_path = lake::FileUri(path);
+    f.file_size_in_bytes = static_cast<int64_t>(fs::file_size(path));
+    f.record_count = 1;
+    return f;
+  };
+  // Sequence 2: apricot (row 1 of ap) and cherry (row 0 of ch) by position, a file per
+  // partition as writers do; basil in ba, chive in ch and the NULL word in the null
+  // partition by equality on w (field 1).
+  std::vector<lake::DataFile> deletes;
+  for (auto [partition, pos] : std::vector<std::pair<std::string, int>>{{"ap", 1}, {"ch", 0}}) {
+    lake::DataFile positions = write("pos-" + partition,
+                                     fmt::format("SELECT {} AS file_path, {}::BIGINT AS pos",
+                                                 duck::QuoteLiteral(data_of[partition]), pos),
+                                     "file_path: 2147483546, pos: 2147483545");
+    positions.content = 1;
+    positions.partition = Datum::Record({{"w_trunc", Datum::String(partition)}});
+    deletes.push_back(positions);
+  }
+  for (auto [partition, word] : std::vector<std::pair<std::string, std::string>>{
+           {"ba", "'basil'"}, {"ch", "'chive'"}, {"null", "NULL::VARCHAR"}}) {
+    lake::DataFile eq = write("eq-" + partition, "SELECT " + word + " AS w", "w: 1");
+    eq.content = 2;
+    eq.equality_ids = {1};
+    eq.partition = Datum::Record(
+        {{"w_trunc", partition == "null" ? Datum::Null() : Datum::String(partition)}});
+    deletes.push_back(eq);
+  }
+  auto id = t->Commit("delete", [&](const lake::CommitAttempt& a) -> Result<lake::SnapshotPlan> {
     lake::SnapshotPlan plan;
     ASSIGN_OR_RETURN(plan.manifests, lake::ReadManifestsOf(*a.base.CurrentSnapshot()));
     ASSIGN_OR_RETURN(lake::ManifestContext ctx, lake::ContextOf(a.base));
-    lake::ManifestEntry e;
-    e.file = del;
-    ASSIGN_OR_RETURN(std::string bytes, lake::WriteManifest(ctx, {e}));
+    std::vector<lake::ManifestEntry> entries;
+    for (const lake::DataFile& d : deletes) {
+      lake::ManifestEntry e;
+      e.file = d;
+      entries.push_back(e);
+    }
+    ASSIGN_OR_RETURN(std::string bytes, lake::WriteManifest(ctx, entries));
     std::string mpath = Root("words") + "/metadata/deletes-" + std::to_string(a.attempt) + ".avro";
     RETURN_IF_ERROR(lake::WriteFileAtomically(mpath, bytes));
     lake::ManifestFile mf;
@@ -798,17 +847,32 @@ TEST_F(LakePlannerTest, DeleteFilesAreRefused) {
     mf.sequence_number = a.sequence_number;
     mf.min_sequence_number = a.sequence_number;
     mf.added_snapshot_id = a.snapshot_id;
-    mf.added_files_count = 1;
-    mf.added_rows_count = 1;
+    mf.added_files_count = static_cast<int32_t>(entries.size());
+    mf.added_rows_count = 5;
     plan.manifests.push_back(mf);
     return plan;
   });
   ASSERT_TRUE(id.ok()) << id.status().message();
-  auto plan = Plan("SELECT * FROM lake.db.words");
-  ASSERT_FALSE(plan.ok());
-  EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(plan.status().message().find("delete files"), std::string::npos)
-      << plan.status().message();
+  // Sequence 3: chive again, newer than the delete: it stays.
+  Append(*t, {File(*t, "SELECT 'chive' AS w, 99::BIGINT AS n",
+                   Datum::Record({{"w_trunc", Datum::String("ch")}}))});
+
+  auto plan = Plan("SELECT w, n FROM lake.db.words");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  ASSERT_EQ(plan->tables.size(), 1u);
+  EXPECT_EQ(plan->tables[0].stats.delete_files, 5);
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"apple|1", "ap|3", "banana|11", "bandana|12",
+                                                       "chive|99", "chocolate|23"}));
+  // Pruned to one partition, only its deletes are read.
+  auto ba = Plan("SELECT w, n FROM lake.db.words WHERE w = 'basil' OR w = 'banana'");
+  ASSERT_TRUE(ba.ok()) << ba.status().message();
+  EXPECT_EQ(Rows(ba->sql), (std::vector<std::string>{"banana|11"}));
+  EXPECT_EQ(ba->tables[0].stats.delete_files, 1);
+  // The snapshot before the deletes still has every row.
+  auto before = Plan(fmt::format("SELECT count(*) FROM lake.db.words AT (VERSION => {})",
+                                 t->metadata().snapshots.front().snapshot_id));
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_EQ(Rows(before->sql), (std::vector<std::string>{"10"}));
 }
 
 TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
