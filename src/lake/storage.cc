@@ -249,8 +249,10 @@ class S3Storage final : public Storage {
     std::string dir = key.substr(0, key.rfind('/') + 1);
     Status st = s3::ProbeConditionalCreate(client_, bucket, dir);
     if (!st.ok()) {
-      return Status(st.code(), fmt::format("refusing to commit Iceberg tables in s3://{}: {}",
-                                           bucket, st.message()));
+      // Never AlreadyExists: that would read as a commit lost to another writer.
+      StatusCode code = st.code() == StatusCode::kAlreadyExists ? StatusCode::kInternal : st.code();
+      return Status(code, fmt::format("refusing to commit Iceberg tables in s3://{}: {}", bucket,
+                                      st.message()));
     }
     probed_.insert(bucket);
     return Status::OK();

@@ -561,7 +561,12 @@ Status ProbeConditionalCreate(const S3Client& client, std::string_view bucket,
   const std::string key = fmt::format("{}.sluice-probe-{:08x}{:08x}", prefix, random(), random());
   PutOptions create;
   create.if_none_match_star = true;
-  RETURN_IF_ERROR(client.PutObject(bucket, key, "first", create).status());
+  // The key is this probe's own: a first create refused as existing is the probe's own
+  // attempt, whose reply was lost and which the client retried.
+  if (Result<std::string> first = client.PutObject(bucket, key, "first", create);
+      !first.ok() && first.status().code() != StatusCode::kAlreadyExists) {
+    return first.status();
+  }
   Result<std::string> second = client.PutObject(bucket, key, "second", create);
   Status removed = client.DeleteObject(bucket, key);
   if (second.ok()) {

@@ -338,12 +338,20 @@ std::string IcebergSink::Describe() const {
 
 std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
   SourceOffsets out;
+  Status read;
   if (table_) {
-    if (Status st = table_->Refresh(); !st.ok()) return std::nullopt;
+    read = table_->Refresh();
   } else if (Result<lake::Table> t = lake::Table::Load(root_); t.ok()) {
     table_.emplace(std::move(*t));  // created by another member meanwhile
+  } else if (t.status().code() != StatusCode::kNotFound) {
+    read = t.status();  // a store failing is not a missing table
   }
   known_.clear();
+  if (!read.ok()) {
+    unreadable_ = read;
+    return std::nullopt;
+  }
+  unreadable_.reset();
   if (!table_) return out;
   for (const std::string& topic : options_.topics) {
     std::optional<std::string> json = table_->NewestSummary(OffsetsKey(options_.group_id, topic));
@@ -822,9 +830,10 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
   const SourceOffsets pending = pending_;
   const std::string group = options_.group_id;
   const SourceOffsets& known = known_;
+  const std::optional<Status>& unreadable = unreadable_;
   lake::SummaryFn summary =
-      [&pending, &group,
-       &known](const lake::TableMetadata& base) -> Result<std::map<std::string, std::string>> {
+      [&pending, &group, &known,
+       &unreadable](const lake::TableMetadata& base) -> Result<std::map<std::string, std::string>> {
     // Per topic, the newest entry carried forward with this commit's partitions moved on.
     std::map<std::string, nlohmann::json> by_topic;
     for (const auto& [tp, next] : pending) {
@@ -840,6 +849,13 @@ Result<SourceOffsets> IcebergSink::Commit(bool force) {
       const std::string p = std::to_string(tp.second);
       auto k = known.find(tp);
       bool in_table = j.contains(p) && j[p].is_number_integer();
+      if (in_table && k == known.end() && unreadable) {
+        return FailedPreconditionError(
+            "partition {} of {}: the table's offsets could not be read when it was assigned "
+            "({}); not committing rows the table may hold already (the restart reads them "
+            "again)",
+            tp.second, tp.first, unreadable->message());
+      }
       if (in_table && (k == known.end() || j[p].get<int64_t>() != k->second)) {
         return FailedPreconditionError(
             "partition {} of {}: the table is at offset {}, written by another member of "

@@ -114,6 +114,10 @@ class IcebergSink : public Sink {
   // assignment, then our own commits); a partition absent was not in the table. A commit
   // whose base has moved one of them was overtaken by another writer: refused.
   SourceOffsets known_;
+  // Why the table's offsets could not be read when partitions were last assigned: then
+  // known_ is empty and no commit over rows the table may hold passes the check above
+  // (the pipeline would otherwise resume from the group's commit, which may lag).
+  std::optional<Status> unreadable_;
   std::chrono::steady_clock::time_point last_commit_;
   // Streaming (an unpartitioned table).
   bool streams_ = false;
