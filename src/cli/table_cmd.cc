@@ -118,9 +118,13 @@ int RunTableCompact(const TableFlags& f) {
                                           options.small_fraction)));
     return 0;
   }
-  fmt::print("{}: rewrote {} files ({}) into {} ({}) in {} partitions, {} rows; snapshot {}\n",
+  fmt::print("{}: rewrote {} files ({}) into {} ({}) in {} partitions, {} rows{}; snapshot {}\n",
              f.table, r->files_rewritten, Bytes(r->bytes_rewritten), r->files_written,
-             Bytes(r->bytes_written), r->partitions, r->records, *r->snapshot_id);
+             Bytes(r->bytes_written), r->partitions, r->records,
+             r->delete_files_removed > 0
+                 ? fmt::format(", {} delete files no longer needed", r->delete_files_removed)
+                 : "",
+             *r->snapshot_id);
   return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "lake/data_files.h"
+#include "lake/deletes.h"
 #include "lake/duck_types.h"
 #include "lake/object_cache.h"
 #include "lake/parquet_read.h"
@@ -144,24 +145,32 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
   if (schema == nullptr || spec == nullptr)
     return CorruptionError("{}: no current schema or spec", table_root);
 
-  // The live files of the default spec, by partition tuple.
+  // The live files of the default spec, by partition tuple, and the live delete files
+  // (Iceberg v2, written by other engines): a rewritten file's rows are read with the
+  // deletes that apply to it, so the new file holds only the rows still live.
   std::vector<Live> live;
+  std::vector<Live> deletes;
   ASSIGN_OR_RETURN(auto manifests, table.CurrentManifests());
   for (auto& [m, entries] : manifests) {
-    // Row-level deletes apply by sequence number and file path: rewritten rows would
-    // escape them (sluice never writes delete files; Spark may have).
-    bool deletes = m.content != 0;
-    for (const ManifestEntry& e : entries)
-      deletes |= e.status != EntryStatus::kDeleted && e.file.content != 0;
-    if (deletes) {
-      return UnimplementedError(
-          "{}: the table has delete files ({}); compacting such tables is not supported",
-          table_root, m.manifest_path);
-    }
     for (ManifestEntry& e : entries) {
-      if (e.status == EntryStatus::kDeleted || e.file.content != 0) continue;
-      live.push_back(Live{std::move(e), m.partition_spec_id});
+      if (e.status == EntryStatus::kDeleted) continue;
+      if ((e.file.content != 0) != (m.content != 0)) {
+        return CorruptionError("{}: manifest {} mixes data and delete files", table_root,
+                               m.manifest_path);
+      }
+      if (e.file.content != 0 && e.file.file_format != "PARQUET" &&
+          e.file.file_format != "parquet") {
+        return UnimplementedError("{}: delete file {} is {}; only Parquet can be applied",
+                                  table_root, e.file.file_path, e.file.file_format);
+      }
+      (e.file.content != 0 ? deletes : live).push_back(Live{std::move(e), m.partition_spec_id});
     }
+  }
+  auto spec_of = [&](int32_t id) -> const PartitionSpec* { return base.FindSpec(id); };
+  for (const Live& d : deletes) {
+    if (spec_of(d.spec_id) == nullptr)
+      return CorruptionError("{}: delete file {} has an unknown spec {}", table_root,
+                             d.entry.file.file_path, d.spec_id);
   }
   std::map<std::string, std::vector<const Live*>> small;  // partition tuple (as text) -> files
   const double limit = static_cast<double>(options.target_file_size_bytes) * options.small_fraction;
@@ -211,11 +220,25 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         inputs.push_back(&f->entry.file);
         records += f->entry.file.record_count;
       }
+      // The deletes applying to each file of the bin.
+      std::vector<std::vector<const Live*>> applying(bin.size());
+      std::vector<const DataFile*> delete_inputs;
+      std::map<const Live*, size_t> delete_index;  // into delete_inputs
+      for (size_t i = 0; i < bin.size(); ++i) {
+        for (const Live& d : deletes) {
+          if (!DeleteApplies(d.entry, *spec_of(d.spec_id), bin[i]->entry, *spec)) continue;
+          applying[i].push_back(&d);
+          if (delete_index.emplace(&d, delete_inputs.size()).second)
+            delete_inputs.push_back(&d.entry.file);
+        }
+      }
       std::vector<std::shared_ptr<const CachedObject>> holds;
       Result<std::vector<std::string>> paths = LocalCopies(inputs, &holds);
-      if (!paths.ok()) {
+      Result<std::vector<std::string>> delete_paths =
+          paths.ok() ? LocalCopies(delete_inputs, &holds) : paths;
+      if (!paths.ok() || !delete_paths.ok()) {
         discard();
-        return paths.status().WithContext(table_root);
+        return (paths.ok() ? delete_paths : paths).status().WithContext(table_root);
       }
       // Files are read by field id: one without them (imported) would read as NULLs and
       // lose its values in the rewrite.
@@ -249,7 +272,39 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         std::error_code ec;
         fs::create_directories(dir, ec);
       }
-      std::string select = ParquetScanSql(*paths, *schema);
+      // Files without deletes in one read; those with deletes grouped by them and read
+      // with them applied (lake::ScanWithDeletesSql), as queries read them.
+      std::vector<std::string> plain;
+      std::map<std::vector<const Live*>, DeleteScan> groups;
+      for (size_t i = 0; i < bin.size(); ++i) {
+        if (applying[i].empty()) {
+          plain.push_back((*paths)[i]);
+          continue;
+        }
+        DeleteScan& scan = groups[applying[i]];
+        scan.data_paths.push_back((*paths)[i]);
+        scan.data_locations.push_back(bin[i]->entry.file.file_path);
+        if (scan.data_paths.size() > 1) continue;
+        for (const Live* d : applying[i]) {
+          const std::string& local = (*delete_paths)[delete_index[d]];
+          if (d->entry.file.content == 1) {
+            scan.position_paths.push_back(local);
+          } else {
+            scan.equality.push_back({local, d->entry.file.equality_ids});
+          }
+        }
+      }
+      std::vector<std::string> parts;
+      if (!plain.empty() || groups.empty()) parts.push_back(ParquetScanSql(plain, *schema));
+      for (const auto& [key, scan] : groups) {
+        Result<std::string> part = ScanWithDeletesSql(scan, *schema);
+        if (!part.ok()) {
+          discard();
+          return part.status().WithContext(table_root);
+        }
+        parts.push_back(std::move(*part));
+      }
+      std::string select = fmt::format("{}", fmt::join(parts, " UNION ALL "));
       written_paths.push_back(location);
       Result<DataFile> f = WriteDataFile(conn, select, *schema, path, FileUri(location));
       if (f.ok() && remote) {
@@ -263,7 +318,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         return f.status().WithContext(
             fmt::format("{}: rewriting {} files", table_root, bin.size()));
       }
-      if (f->record_count != records) {
+      // Deletes make fewer rows; without them every row moves.
+      if (groups.empty() ? f->record_count != records : f->record_count > records) {
         discard();
         return InternalError("{}: rewriting {} files gave {} rows, not {}", table_root, bin.size(),
                              f->record_count, records);
@@ -285,9 +341,11 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
 
   // One replace snapshot, built on whatever is current at each attempt.
   bool gave_up = false;
+  int64_t deletes_dropped = 0;  // by the attempt that commits
   std::vector<std::string> manifests_written;
   Result<int64_t> id = table.Commit("replace", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {
     SnapshotPlan plan;
+    deletes_dropped = 0;
     const Snapshot* current = a.base.CurrentSnapshot();
     if (current == nullptr) {
       gave_up = true;
@@ -313,8 +371,24 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     mine.added_rows_count = plan.changes.added_records;
     std::unordered_set<std::string> found;
     std::vector<ManifestFile> kept;
+    std::vector<ManifestFile> delete_manifests;  // decided once the live data is known
+    // The data files live after this snapshot, with their specs: the base's not rewritten,
+    // and ours (of this attempt's sequence number).
+    std::vector<std::pair<ManifestEntry, const PartitionSpec*>> remaining;
+    for (const DataFile& f : written) {
+      ManifestEntry e{EntryStatus::kAdded, a.snapshot_id, a.sequence_number, a.sequence_number, f};
+      remaining.emplace_back(std::move(e), a.base.DefaultSpec());
+    }
     for (const ManifestFile& m : list) {
+      if (m.content != 0) {
+        delete_manifests.push_back(m);
+        continue;
+      }
       ASSIGN_OR_RETURN(std::vector<ManifestEntry> old, ReadEntriesOf(m));
+      for (const ManifestEntry& e : old) {
+        if (e.status != EntryStatus::kDeleted && !removed.contains(e.file.file_path))
+          remaining.emplace_back(e, a.base.FindSpec(m.partition_spec_id));
+      }
       bool touched = false;
       for (const ManifestEntry& e : old) {
         if (e.status != EntryStatus::kDeleted && removed.contains(e.file.file_path)) touched = true;
@@ -376,6 +450,62 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     ASSIGN_OR_RETURN(mine.partitions, SummarizePartitions(tuple, entries));
     plan.manifests.push_back(std::move(mine));
     for (ManifestFile& m : kept) plan.manifests.push_back(std::move(m));
+    // A delete file goes once no live data file it applies to remains (the rewritten
+    // files hold their rows with it applied, under a newer sequence number).
+    for (const ManifestFile& m : delete_manifests) {
+      const PartitionSpec* dspec = a.base.FindSpec(m.partition_spec_id);
+      if (dspec == nullptr || m.partition_spec_id != context.spec_id) {
+        plan.manifests.push_back(m);  // another spec's: kept as it is
+        continue;
+      }
+      ASSIGN_OR_RETURN(std::vector<ManifestEntry> old, ReadEntriesOf(m));
+      bool dropped = false;
+      ManifestFile rewritten;
+      rewritten.content = m.content;
+      rewritten.partition_spec_id = m.partition_spec_id;
+      rewritten.sequence_number = a.sequence_number;
+      rewritten.min_sequence_number = a.sequence_number;
+      rewritten.added_snapshot_id = a.snapshot_id;
+      std::vector<ManifestEntry> out;
+      for (ManifestEntry& e : old) {
+        if (e.status == EntryStatus::kDeleted) continue;
+        bool used = false;
+        for (const auto& [data, data_spec] : remaining) {
+          if (data_spec != nullptr && DeleteApplies(e, *dspec, data, *data_spec)) {
+            used = true;
+            break;
+          }
+        }
+        rewritten.min_sequence_number =
+            std::min(rewritten.min_sequence_number, e.sequence_number.value_or(a.sequence_number));
+        if (used) {
+          e.status = EntryStatus::kExisting;
+          rewritten.existing_files_count += 1;
+          rewritten.existing_rows_count += e.file.record_count;
+        } else {
+          dropped = true;
+          e.status = EntryStatus::kDeleted;
+          e.snapshot_id = a.snapshot_id;
+          rewritten.deleted_files_count += 1;
+          rewritten.deleted_rows_count += e.file.record_count;
+          ++deletes_dropped;
+        }
+        out.push_back(std::move(e));
+      }
+      if (!dropped) {
+        plan.manifests.push_back(m);
+        continue;
+      }
+      std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
+      ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, out));
+      manifests_written.push_back(path);
+      RETURN_IF_ERROR(WriteLocation(path, bytes));
+      rewritten.manifest_path = FileUri(path);
+      rewritten.manifest_length = static_cast<int64_t>(bytes.size());
+      ASSIGN_OR_RETURN(Type tuple, dspec->PartitionType(*a.base.CurrentSchema()));
+      ASSIGN_OR_RETURN(rewritten.partitions, SummarizePartitions(tuple, out));
+      plan.manifests.push_back(std::move(rewritten));
+    }
     return plan;
   });
   if (!id.ok()) {
@@ -387,6 +517,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
     return id.status();
   }
   out.snapshot_id = *id;
+  out.delete_files_removed = deletes_dropped;
   return out;
 }
 

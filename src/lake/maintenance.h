@@ -34,7 +34,8 @@ struct CompactResult {
   int64_t files_written = 0;
   int64_t bytes_rewritten = 0;
   int64_t bytes_written = 0;
-  int64_t records = 0;  // rows moved (the same before and after)
+  int64_t records = 0;               // rows moved (fewer after when delete files applied)
+  int64_t delete_files_removed = 0;  // delete files nothing live they apply to remains
 };
 
 // Rewrites the live data files of the default spec that are small, per partition, into

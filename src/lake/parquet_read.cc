@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "duck/database.h"
+#include "lake/deletes.h"
 #include "lake/duck_types.h"
 
 namespace sluice::lake {
@@ -41,10 +42,6 @@ std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& 
   return fmt::format("SELECT {} WHERE false", fmt::join(typed, ", "));
 }
 
-// The field ids of a position delete file's columns (the spec's reserved ids).
-constexpr int32_t kDeleteFilePathId = 2147483546;
-constexpr int32_t kDeletePosId = 2147483545;
-
 Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& schema) {
   std::vector<std::string> columns;
   for (const NestedField& f : schema.fields) {
@@ -73,10 +70,10 @@ Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& sch
   std::vector<std::string> conditions;
   if (!scan.position_paths.empty()) {
     Schema positions;
+    positions.fields.push_back(NestedField{
+        kDeleteFilePathFieldId, "file_path", true, Type::Primitive(TypeId::kString), {}});
     positions.fields.push_back(
-        NestedField{kDeleteFilePathId, "file_path", true, Type::Primitive(TypeId::kString), {}});
-    positions.fields.push_back(
-        NestedField{kDeletePosId, "pos", true, Type::Primitive(TypeId::kLong), {}});
+        NestedField{kDeletePosFieldId, "pos", true, Type::Primitive(TypeId::kLong), {}});
     conditions.push_back(
         fmt::format("NOT EXISTS (SELECT 1 FROM {} AS p WHERE p.file_path = d.__sluice_location AND "
                     "p.pos = d.file_row_number)",

@@ -136,8 +136,9 @@ class MaintenanceTest : public ::testing::Test {
   // Rows of `select` over the table's listed files ({} is the reader), one string per row.
   std::vector<std::string> Rows(const std::string& root, std::string_view select) {
     std::vector<std::string> paths;
-    for (const ManifestEntry& e : LiveFiles(root))
-      paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
+    for (const ManifestEntry& e : LiveFiles(root)) {
+      if (e.file.content == 0) paths.push_back(duck::QuoteLiteral(*LocalPath(e.file.file_path)));
+    }
     std::string reader = fmt::format("read_parquet([{}])", fmt::join(paths, ", "));
     auto rows = conn_->QueryText(fmt::format(fmt::runtime(select), reader));
     EXPECT_TRUE(rows.ok()) << rows.status().message();
@@ -215,6 +216,83 @@ TEST_F(MaintenanceTest, CompactRewritesSmallFilesIntoFewerWithTheSameRows) {
   AppendRows(table, *conn_, 1000, 50);
   EXPECT_EQ(Rows(root, "SELECT count(*), count(DISTINCT id) FROM {}"),
             std::vector<std::string>{"1050|1050"});
+}
+
+// Delete files (Iceberg v2, as Spark writes them) are applied to the rows compaction
+// rewrites, and a delete file goes once no live data file it applies to remains.
+TEST_F(MaintenanceTest, CompactionAppliesDeleteFilesAndDropsThoseNothingNeeds) {
+  const std::string root = FreshDir("compact-deletes") + "/db/events";
+  Table table = MakeTable(root);
+  for (int i = 0; i < 3; ++i) AppendRows(table, *conn_, i * 50, 50);
+  std::string first_oslo;
+  for (const ManifestEntry& e : LiveFiles(root)) {
+    if (e.file.partition.ToString().find("oslo") != std::string::npos &&
+        e.sequence_number == std::optional<int64_t>(1)) {
+      first_oslo = e.file.file_path;
+    }
+  }
+  ASSERT_FALSE(first_oslo.empty());
+  // Sequence 4: row 0 of the first oslo file (id 0) by position, id 3 in rome by equality.
+  auto write = [&](const std::string& name, const std::string& select, const std::string& ids,
+                   int32_t content, const char* city) {
+    std::string path = root + "/data/" + name + ".parquet";
+    EXPECT_TRUE(conn_
+                    ->Execute(fmt::format("COPY ({}) TO '{}' (FORMAT parquet, FIELD_IDS {{{}}})",
+                                          select, path, ids))
+                    .ok());
+    DataFile f;
+    f.content = content;
+    f.file_path = FileUri(path);
+    f.file_size_in_bytes = static_cast<int64_t>(fs::file_size(path));
+    f.record_count = 1;
+    f.partition = avro::Datum::Record({{"city", avro::Datum::String(city)}});
+    if (content == 2) f.equality_ids = {1};
+    return f;
+  };
+  std::vector<DataFile> deletes = {
+      write("pos",
+            fmt::format("SELECT {} AS file_path, 0::BIGINT AS pos", duck::QuoteLiteral(first_oslo)),
+            "file_path: 2147483546, pos: 2147483545", 1, "oslo"),
+      write("eq", "SELECT 3::BIGINT AS id", "id: 1", 2, "rome")};
+  auto committed = table.Commit("delete", [&](const CommitAttempt& a) -> Result<SnapshotPlan> {
+    SnapshotPlan plan;
+    ASSIGN_OR_RETURN(plan.manifests, ReadManifestsOf(*a.base.CurrentSnapshot()));
+    ASSIGN_OR_RETURN(ManifestContext ctx, ContextOf(a.base));
+    std::vector<ManifestEntry> entries;
+    for (const DataFile& d : deletes) entries.push_back(ManifestEntry{.file = d});
+    ASSIGN_OR_RETURN(std::string bytes, WriteManifest(ctx, entries));
+    std::string path = root + "/metadata/deletes-" + std::to_string(a.attempt) + ".avro";
+    RETURN_IF_ERROR(WriteFileAtomically(path, bytes));
+    ManifestFile m;
+    m.manifest_path = FileUri(path);
+    m.manifest_length = static_cast<int64_t>(bytes.size());
+    m.content = 1;
+    m.partition_spec_id = ctx.spec_id;
+    m.sequence_number = a.sequence_number;
+    m.min_sequence_number = a.sequence_number;
+    m.added_snapshot_id = a.snapshot_id;
+    m.added_files_count = 2;
+    m.added_rows_count = 2;
+    plan.manifests.push_back(m);
+    return plan;
+  });
+  ASSERT_TRUE(committed.ok()) << committed.status().message();
+  std::vector<std::string> expected;
+  for (const std::string& row : AllRows(root)) {  // the data files' rows, deletes unapplied
+    if (row.rfind("0|", 0) != 0 && row.rfind("3|", 0) != 0) expected.push_back(row);
+  }
+  ASSERT_EQ(expected.size(), 148u);
+
+  auto c = Compact(root, {.target_file_size_bytes = 1 << 20}, *conn_);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  ASSERT_TRUE(c->snapshot_id.has_value());
+  EXPECT_EQ(c->files_rewritten, 6);
+  EXPECT_EQ(c->records, 148);
+  EXPECT_EQ(c->delete_files_removed, 2);
+  std::vector<ManifestEntry> live = LiveFiles(root);
+  for (const ManifestEntry& e : live) EXPECT_EQ(e.file.content, 0) << e.file.file_path;
+  EXPECT_EQ(live.size(), 2u);
+  EXPECT_EQ(AllRows(root), expected);
 }
 
 TEST_F(MaintenanceTest, ExpireRemovesOldSnapshotsAndOnlyFilesNothingLiveUses) {

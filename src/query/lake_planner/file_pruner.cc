@@ -12,6 +12,7 @@
 
 #include "base/utf8.h"
 #include "lake/data_files.h"
+#include "lake/deletes.h"
 #include "lake/duck_types.h"
 #include "lake/object_cache.h"
 #include "lake/table.h"
@@ -929,10 +930,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     kept.push_back(&files[survivors[k]]);
   }
 
-  // Row-level deletes (Iceberg v2), by the spec's scan planning rules: a delete applies to
-  // data files in its partition (of its spec), or in any partition when its spec is
-  // unpartitioned; a position delete to those of a data sequence number not above its own
-  // (and only the rows of the files it names), an equality delete to older ones.
+  // Row-level deletes (Iceberg v2), by the spec's scan planning rules (lake::DeleteApplies).
   struct Delete {
     const lake::ManifestEntry* entry;
     const lake::PartitionSpec* spec;
@@ -962,27 +960,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       deletes.push_back(Delete{&e, spec});
     }
   }
-  constexpr int32_t kFilePathId = 2147483546;  // a position delete file's file_path
   auto applies = [&](const Delete& d, const Candidate& c) {
-    const int64_t data_seq = c.entry.sequence_number.value_or(0);
-    const int64_t delete_seq = d.entry->sequence_number.value_or(0);
-    const lake::DataFile& f = d.entry->file;
-    if (!d.spec->is_unpartitioned() &&
-        (d.spec->spec_id != c.spec->spec_id ||
-         f.partition.ToString() != c.entry.file.partition.ToString())) {
-      return false;
-    }
-    if (f.content == 1) {
-      if (delete_seq < data_seq) return false;
-      // Its file_path bounds, when it has them, say which data files it may name.
-      const std::string& path = c.entry.file.file_path;
-      auto lo = f.lower_bounds.find(kFilePathId);
-      auto hi = f.upper_bounds.find(kFilePathId);
-      if (lo != f.lower_bounds.end() && path < lo->second) return false;
-      if (hi != f.upper_bounds.end() && path > hi->second) return false;
-      return true;
-    }
-    return delete_seq > data_seq;
+    return lake::DeleteApplies(*d.entry, *d.spec, c.entry, *c.spec);
   };
   // Data files grouped by the deletes that apply to them; those with none read plainly.
   std::map<std::vector<size_t>, size_t> group_of;  // delete indexes -> delete_scans index
