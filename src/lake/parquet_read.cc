@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <limits>
+#include <nlohmann/json.hpp>
+
 #include "duck/database.h"
 #include "lake/deletes.h"
 #include "lake/duck_types.h"
@@ -98,6 +102,83 @@ Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& sch
   }
   return fmt::format("SELECT {} FROM ({}) AS d{}{}", fmt::join(columns, ", "), data,
                      conditions.empty() ? "" : " WHERE ", fmt::join(conditions, " AND "));
+}
+
+Result<std::map<int32_t, std::vector<std::string>>> ParseNameMapping(std::string_view json) {
+  auto bad = [](std::string_view why) {
+    return InvalidArgumentError("schema.name-mapping.default: {}", why);
+  };
+  nlohmann::json j = nlohmann::json::parse(json, nullptr, false);
+  if (j.is_discarded()) return bad("not JSON");
+  if (!j.is_array()) return bad("not a list of fields");
+  std::map<int32_t, std::vector<std::string>> out;
+  for (const nlohmann::json& field : j) {
+    if (!field.is_object()) return bad("a field that is not an object");
+    std::vector<std::string> names;
+    if (auto it = field.find("names"); it != field.end()) {
+      if (!it->is_array()) return bad("names is not a list");
+      for (const nlohmann::json& n : *it) {
+        if (!n.is_string()) return bad("a name that is not a string");
+        names.push_back(n.get<std::string>());
+      }
+    }
+    auto id = field.find("field-id");
+    if (id == field.end()) continue;  // names without an id: nothing to map them to
+    if (!id->is_number_integer() || id->get<int64_t>() < 0 ||
+        id->get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return bad("a field-id that is not a non-negative integer");
+    }
+    if (!out.emplace(static_cast<int32_t>(id->get<int64_t>()), std::move(names)).second)
+      return bad(fmt::format("field-id {} appears twice", id->get<int64_t>()));
+  }
+  return out;
+}
+
+Result<std::string> MappedParquetScanSql(
+    duck::Connection& conn, const std::vector<std::string>& paths, const Schema& schema,
+    const std::map<int32_t, std::vector<std::string>>& mapping) {
+  std::vector<std::string> with_ids;
+  std::vector<std::string> parts;
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(auto ids,
+                     conn.QueryText(fmt::format("SELECT count(field_id) FROM parquet_schema({})",
+                                                duck::QuoteLiteral(path))));
+    if (!ids.empty() && ids[0][0] && *ids[0][0] != "0") {
+      with_ids.push_back(path);
+      continue;
+    }
+    // The file's own top-level column names (DuckDB matches names case-insensitively).
+    ASSIGN_OR_RETURN(duck::QueryResult columns,
+                     conn.Query(fmt::format("SELECT * FROM read_parquet({}) LIMIT 0",
+                                            duck::QuoteLiteral(path))));
+    std::map<std::string, std::string> have;  // lower-cased -> as written
+    for (size_t i = 0; i < columns.column_count(); ++i) {
+      std::string name = columns.column_name(i);
+      std::string lower = name;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      have.emplace(lower, name);
+    }
+    std::vector<std::string> select;
+    for (const NestedField& f : schema.fields) {
+      std::string from;
+      if (auto m = mapping.find(f.id); m != mapping.end()) {
+        for (std::string n : m->second) {
+          for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          if (auto h = have.find(n); h != have.end()) {
+            from = QuoteId(h->second);
+            break;
+          }
+        }
+      }
+      select.push_back(fmt::format("CAST({} AS {}) AS {}", from.empty() ? "NULL" : from,
+                                   DuckTypeOf(f.type), QuoteId(f.name)));
+    }
+    parts.push_back(fmt::format("SELECT {} FROM read_parquet({}, hive_partitioning = false)",
+                                fmt::join(select, ", "), duck::QuoteLiteral(path)));
+  }
+  if (!with_ids.empty() || parts.empty())
+    parts.insert(parts.begin(), ParquetScanSql(with_ids, schema));
+  return fmt::format("{}", fmt::join(parts, " UNION ALL "));
 }
 
 }  // namespace sluice::lake

@@ -11,10 +11,12 @@
 // reader (its schema parameter takes field ids for top-level columns only).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "duck/database.h"
 #include "lake/iceberg_schema.h"
 
 namespace sluice::lake {
@@ -32,6 +34,19 @@ std::string ReadParquetCall(const std::vector<std::string>& paths, const Schema&
 // `paths` through ReadParquetCall, or no rows when `paths` is empty (read_parquet refuses
 // an empty list).
 std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& schema);
+
+// An Iceberg name mapping (the table property schema.name-mapping.default): for each
+// top-level field id, the column names a file without field ids may give it. InvalidArgument
+// naming the property for JSON that is not a list of {"field-id", "names"} objects.
+Result<std::map<int32_t, std::vector<std::string>>> ParseNameMapping(std::string_view json);
+
+// ParquetScanSql for tables with a name mapping: files with field ids are read by id;
+// each file without them (imported into the table from plain Parquet) by the mapping's
+// names, a field none of whose names the file has reading as NULL. Asks DuckDB (`conn`)
+// for each file's field ids and column names.
+Result<std::string> MappedParquetScanSql(
+    duck::Connection& conn, const std::vector<std::string>& paths, const Schema& schema,
+    const std::map<int32_t, std::vector<std::string>>& mapping);
 
 // Data files read with the row-level deletes that apply to every one of them (Iceberg v2
 // delete files; which apply is the planner's to decide, by sequence number and partition).

@@ -590,12 +590,12 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
       b.columns[i].first = renamed[i].get<std::string>();
     }
   }
-  if (m.properties.contains("schema.name-mapping.default")) {
-    // Files without field ids (imported from another format) would read as NULLs.
-    return UnimplementedError(
-        "lake table {} has a name mapping (schema.name-mapping.default): data files without "
-        "field ids cannot be read yet",
-        name);
+  // Files imported without field ids are read by the table's name mapping.
+  std::optional<std::map<int32_t, std::vector<std::string>>> mapping;
+  if (auto it = m.properties.find("schema.name-mapping.default"); it != m.properties.end()) {
+    Result<std::map<int32_t, std::vector<std::string>>> parsed = lake::ParseNameMapping(it->second);
+    if (!parsed.ok()) return parsed.status().WithContext(fmt::format("lake table {}", name));
+    mapping = std::move(*parsed);
   }
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
@@ -622,8 +622,19 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
   // Files without deletes in one read_parquet; each group of files sharing their deletes
   // read with them applied (anti joins), the parts put together with UNION ALL.
   std::vector<std::string> parts;
-  if (!plan.paths.empty() || plan.delete_scans.empty())
+  if (mapping && !plan.delete_scans.empty()) {
+    return UnimplementedError(
+        "lake table {} has a name mapping and delete files: reading both together is not "
+        "supported yet",
+        name);
+  }
+  if (mapping) {
+    Result<std::string> part = lake::MappedParquetScanSql(conn_, plan.paths, *schema, *mapping);
+    if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));
+    parts.push_back(std::move(*part));
+  } else if (!plan.paths.empty() || plan.delete_scans.empty()) {
     parts.push_back(lake::ParquetScanSql(plan.paths, *schema));
+  }
   for (const lake::DeleteScan& scan : plan.delete_scans) {
     Result<std::string> part = lake::ScanWithDeletesSql(scan, *schema);
     if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));

@@ -875,6 +875,60 @@ TEST_F(LakePlannerTest, PositionAndEqualityDeletesApplyBySequenceNumberAndPartit
   EXPECT_EQ(Rows(before->sql), (std::vector<std::string>{"10"}));
 }
 
+// A table with files imported without field ids (plain Parquet added to it, as
+// migrate and add_files do) reads them by its name mapping, beside files with ids.
+TEST_F(LakePlannerTest, NameMappedFilesWithoutFieldIdsReadByTheirNames) {
+  lake::Schema s = ParseSchema(R"j({"type":"struct","schema-id":0,"fields":[
+      {"id":1,"name":"id","required":false,"type":"long"},
+      {"id":2,"name":"city","required":false,"type":"string"}]})j");
+  auto make = [&](const std::string& table, const std::string& mapping) {
+    fs::create_directories(Root(table) + "/data");
+    auto t = lake::Table::Create(Root(table), s, lake::PartitionSpec{},
+                                 {{"schema.name-mapping.default", mapping}});
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return std::move(*t);
+  };
+  lake::Table t = make("mapped", R"([{"field-id": 1, "names": ["id", "record_id"]},
+                                     {"field-id": 2, "names": ["town", "city"]},
+                                     {"names": ["unmapped"]}])");
+  // Two imported files (other column names, another order, an extra column, one without
+  // the city), and one written with field ids.
+  std::vector<lake::DataFile> files;
+  for (auto [name, select] : std::vector<std::pair<std::string, std::string>>{
+           {"a", "SELECT 'oslo' AS Town, i::INTEGER AS record_id, 'x' AS extra FROM range(3) r(i)"},
+           {"b", "SELECT (10 + i)::BIGINT AS ID FROM range(2) r(i)"}}) {
+    std::string path = Root("mapped") + "/data/" + name + ".parquet";
+    ASSERT_TRUE(
+        conn_->Execute(fmt::format("COPY ({}) TO '{}' (FORMAT parquet)", select, path)).ok());
+    lake::DataFile f;
+    f.file_path = lake::FileUri(path);
+    f.file_size_in_bytes = static_cast<int64_t>(fs::file_size(path));
+    f.record_count = name == "a" ? 3 : 2;
+    files.push_back(f);
+  }
+  files.push_back(File(t, "SELECT 20::BIGINT AS id, 'rome' AS city"));
+  Append(t, files);
+  auto plan = Plan("SELECT id, city FROM lake.db.mapped");
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_EQ(Rows(plan->sql), (std::vector<std::string>{"0|oslo", "10|NULL", "11|NULL", "1|oslo",
+                                                       "20|rome", "2|oslo"}));
+  auto filtered = Plan("SELECT count(*) FROM lake.db.mapped WHERE city = 'oslo'");
+  ASSERT_TRUE(filtered.ok()) << filtered.status().message();
+  EXPECT_EQ(Rows(filtered->sql), (std::vector<std::string>{"3"}));
+
+  // A mapping that is not one is an error naming the property.
+  for (std::string bad : {"not json", "{}", R"([{"field-id": "one", "names": ["a"]}])",
+                          R"([{"field-id": 1, "names": "a"}])",
+                          R"([{"field-id": 1, "names": ["a"]}, {"field-id": 1, "names": []}])"}) {
+    std::string table = fmt::format("bad{}", std::hash<std::string>{}(bad) % 100000);
+    make(table, bad);
+    auto p = Plan(fmt::format("SELECT * FROM lake.db.{}", table));
+    ASSERT_FALSE(p.ok()) << bad;
+    EXPECT_NE(p.status().message().find("schema.name-mapping.default"), std::string::npos)
+        << p.status().message();
+  }
+}
+
 TEST_F(LakePlannerTest, MalformedAndUnusualSqlPassesThroughOrStaysCorrect) {
   MakeEvents();
   // A syntax error is DuckDB's to report.
