@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -170,11 +171,17 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
       }
       Entry e;
       e.object = std::make_shared<CachedObject>();
+      // The location's hash and its own name (Iceberg's file names hold UUIDs): a path no
+      // other location has, and the same each time this one is fetched.
       std::string_view name = locations[i];
       name.remove_prefix(name.rfind('/') + 1);
-      size_t dot = name.rfind('.');
-      e.object->path_ = fmt::format("{}/{}{}", dir_, next_name_++,
-                                    dot == std::string_view::npos ? "" : name.substr(dot));
+      std::string safe;
+      for (char c : name.substr(0, 96)) {
+        safe += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' ? c : '_';
+      }
+      e.object->path_ =
+          fmt::format("{}/{:016x}-{}", dir_, std::hash<std::string>{}(locations[i]), safe);
+      e.object->location_ = locations[i];
       e.reserved = i < sizes.size() ? sizes[i] : 0;
       lru_.push_front(locations[i]);
       e.lru = lru_.begin();

@@ -9,7 +9,9 @@
 // to make room. A request for more than the budget fails before it downloads anything,
 // with an error naming s3.cache_bytes. Readers of one object share one download; the
 // objects of one request download in parallel. Objects are immutable (Iceberg never
-// rewrites a file in place), so a copy stays right as long as it is kept. Thread-safe.
+// rewrites a file in place), so a copy stays right as long as it is kept. A copy's path
+// is a function of its location, so one evicted and fetched again is at the same path
+// (a prepared statement's SQL names it). Thread-safe.
 #pragma once
 
 #include <condition_variable>
@@ -30,11 +32,13 @@ class CachedObject {
  public:
   const std::string& path() const { return path_; }
   uint64_t size() const { return size_; }
+  const std::string& location() const { return location_; }
 
  private:
   friend class ObjectCache;
   enum class State { kLoading, kReady, kFailed };
   std::string path_;
+  std::string location_;
   uint64_t size_ = 0;
   State state_ = State::kLoading;  // guarded by the cache's mutex
   Status error_;                   // kFailed: why
@@ -91,7 +95,6 @@ class ObjectCache {
   std::unordered_map<std::string, Entry> entries_;
   std::list<std::string> lru_;  // front: most recently used
   uint64_t used_ = 0;
-  uint64_t next_name_ = 0;
   ObjectCacheStats stats_;
 };
 

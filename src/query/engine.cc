@@ -356,7 +356,23 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
       lake_rows += t.stats.records_kept;
       for (auto& h : t.holds) holds->push_back(std::move(h));
     }
-    if (!holds->empty()) out.holds = std::move(holds);
+    if (!holds->empty()) {
+      std::vector<std::string> locations;
+      std::vector<uint64_t> sizes;
+      for (const auto& h : *holds) {
+        locations.push_back(h->location());
+        sizes.push_back(h->size());
+      }
+      out.refetch = [locations = std::move(locations),
+                     sizes = std::move(sizes)]() -> Result<std::shared_ptr<const void>> {
+        ASSIGN_OR_RETURN(lake::ObjectCache * cache, lake::S3ObjectCache());
+        ASSIGN_OR_RETURN(auto copies, cache->Fetch(locations, sizes));
+        return std::shared_ptr<const void>(
+            std::make_shared<std::vector<std::shared_ptr<const lake::CachedObject>>>(
+                std::move(copies)));
+      };
+      out.holds = std::move(holds);
+    }
   }
   // topic() bounds from WHERE (no steps: prepared statements get them too). They are an
   // optimization: when they cannot be applied, the statement is planned without them.

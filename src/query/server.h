@@ -49,6 +49,9 @@ struct PlannedStatement {
   // What the SQL reads that must stay while it may run: local copies of S3 data files in
   // the object cache (lake/object_cache.h), kept from eviction while this is held.
   std::shared_ptr<const void> holds;
+  // With `holds`: fetches the same copies again, at the same paths, for a prepared
+  // statement that let them go between its executions.
+  std::function<Result<std::shared_ptr<const void>>()> refetch;
 };
 
 // Where other modules plug into every session, without changes to the server.

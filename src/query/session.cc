@@ -1017,13 +1017,17 @@ Result<std::shared_ptr<Session::Statement>> Session::PrepareStatement(
   if (stmt->copy) piece = copy_query;
   std::string planned_sql;
   bool steps_may_apply = false;
+  std::shared_ptr<const void> parse_holds;
   if (server_.options.hooks.plan_statement) {
     auto planned = server_.options.hooks.plan_statement(*conn_, piece, /*allow_steps=*/false);
     if (!planned.ok()) return fail(FromHook(planned.status()));
     steps_may_apply = planned->steps_may_apply;
     if (steps_may_apply) stmt->plan_text = std::string(piece);
     planned_sql = std::move(planned->sql);
-    stmt->holds = std::move(planned->holds);
+    // The copies stay while DuckDB prepares (it reads the files' footers); each portal
+    // fetches them again (refetch) rather than the statement pinning them for its life.
+    parse_holds = std::move(planned->holds);
+    stmt->refetch = std::move(planned->refetch);
     piece = planned_sql;
   }
   duck::ErrorType type = duck::ErrorType::kInvalid;
@@ -1168,6 +1172,14 @@ std::optional<Session::SqlError> Session::HandleBind(const pg::BindMessage& m) {
                         : m.result_formats.size() == 1 ? m.result_formats[0]
                         : c < m.result_formats.size()  ? m.result_formats[c]
                                                        : 0);
+  }
+  if (s.refetch) {
+    Result<std::shared_ptr<const void>> holds = s.refetch();
+    if (!holds.ok()) {
+      return SqlError{holds.status().code() == StatusCode::kResourceExhausted ? "53200" : "58030",
+                      holds.status().message()};
+    }
+    p.holds = std::move(*holds);
   }
   ErasePortal(m.portal);  // the unnamed portal: a Bind replaces it
   portals_.emplace(m.portal, std::move(p));

@@ -67,9 +67,9 @@ class Session {
     // written as SQL: such a statement is never planned again).
     bool steps_may_apply = false;
     std::string plan_text;
-    // The plan's local copies of S3 files (PlannedStatement::holds), for as long as the
-    // statement may run.
-    std::shared_ptr<const void> holds;
+    // Fetches again the local copies of S3 files the SQL names (PlannedStatement::refetch),
+    // held by each portal while it may run; empty without such files.
+    std::function<Result<std::shared_ptr<const void>>()> refetch;
     std::vector<std::optional<std::string>> param_sql_types;
     // COPY ... TO STDOUT: `prepared` is its query, `sql` the COPY (for its tag), and
     // returns_rows is false (Describe answers NoData, as Postgres does).
@@ -97,6 +97,7 @@ class Session {
     std::vector<int16_t> formats;                          // one per column
     std::unique_ptr<StepsCleanup> steps_cleanup;           // set when steps ran for this portal
     std::unique_ptr<duck::PreparedStatement> steps_final;  // the SQL to run after them
+    std::shared_ptr<const void> holds;  // the statement's copies of S3 files (refetch)
     std::optional<duck::StreamResult> stream;
     std::vector<ColumnEncoder> encoders;       // of the running result
     std::optional<CopyOutWriter> copy_writer;  // a COPY's, set when it starts
