@@ -275,29 +275,32 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
       // Files without deletes in one read; those with deletes grouped by them and read
       // with them applied (lake::ScanWithDeletesSql), as queries read them.
       std::vector<std::string> plain;
-      std::map<std::vector<const Live*>, DeleteScan> groups;
+      std::optional<DeleteScan> with_deletes;
       for (size_t i = 0; i < bin.size(); ++i) {
         if (applying[i].empty()) {
           plain.push_back((*paths)[i]);
           continue;
         }
-        DeleteScan& scan = groups[applying[i]];
+        if (!with_deletes) with_deletes.emplace();
+        DeleteScan& scan = *with_deletes;
+        const size_t at = scan.data_paths.size();
         scan.data_paths.push_back((*paths)[i]);
         scan.data_locations.push_back(bin[i]->entry.file.file_path);
-        if (scan.data_paths.size() > 1) continue;
         for (const Live* d : applying[i]) {
-          const std::string& local = (*delete_paths)[delete_index[d]];
-          if (d->entry.file.content == 1) {
-            scan.position_paths.push_back(local);
-          } else {
-            scan.equality.push_back({local, d->entry.file.equality_ids});
-          }
+          // delete_index orders the bin's delete files; the scan's list follows it.
+          const size_t k = delete_index[d];
+          while (scan.deletes.size() <= k) scan.deletes.emplace_back();
+          DeleteScan::File& file = scan.deletes[k];
+          file.path = (*delete_paths)[k];
+          file.content = d->entry.file.content;
+          file.field_ids = d->entry.file.equality_ids;
+          file.applies_to.push_back(at);
         }
       }
       std::vector<std::string> parts;
-      if (!plain.empty() || groups.empty()) parts.push_back(ParquetScanSql(plain, *schema));
-      for (const auto& [key, scan] : groups) {
-        Result<std::string> part = ScanWithDeletesSql(scan, *schema);
+      if (!plain.empty() || !with_deletes) parts.push_back(ParquetScanSql(plain, *schema));
+      if (with_deletes) {
+        Result<std::string> part = ScanWithDeletesSql(*with_deletes, *schema);
         if (!part.ok()) {
           discard();
           return part.status().WithContext(table_root);
@@ -319,7 +322,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
             fmt::format("{}: rewriting {} files", table_root, bin.size()));
       }
       // Deletes make fewer rows; without them every row moves.
-      if (groups.empty() ? f->record_count != records : f->record_count > records) {
+      if (!with_deletes ? f->record_count != records : f->record_count > records) {
         discard();
         return InternalError("{}: rewriting {} files gave {} rows, not {}", table_root, bin.size(),
                              f->record_count, records);

@@ -49,7 +49,7 @@ std::string ParquetScanSql(const std::vector<std::string>& paths, const Schema& 
 Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& schema) {
   std::vector<std::string> columns;
   for (const NestedField& f : schema.fields) {
-    if (f.name == "filename" || f.name == "file_row_number") {
+    if (f.name == "filename" || f.name == "file_row_number" || f.name == "__sluice_location") {
       return InvalidArgumentError(
           "column {} has the name of read_parquet's own column; a table with delete files "
           "cannot be read with it yet",
@@ -59,46 +59,74 @@ Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& sch
   }
   if (scan.data_paths.empty() || scan.data_paths.size() != scan.data_locations.size())
     return InvalidArgumentError("a delete scan needs its data files and their locations");
-  // Each local file's location, for position deletes' file_path.
+  auto quoted_list = [](const std::vector<std::string>& paths) {
+    std::vector<std::string> q;
+    for (const std::string& p : paths) q.push_back(duck::QuoteLiteral(p));
+    return fmt::format("[{}]", fmt::join(q, ", "));
+  };
+  // Each local file's location, for position deletes' file_path and the lookups.
   std::vector<std::string> cases;
   for (size_t i = 0; i < scan.data_paths.size(); ++i) {
     cases.push_back(fmt::format("WHEN {} THEN {}", duck::QuoteLiteral(scan.data_paths[i]),
                                 duck::QuoteLiteral(scan.data_locations[i])));
   }
-  std::vector<std::string> quoted;
-  for (const std::string& p : scan.data_paths) quoted.push_back(duck::QuoteLiteral(p));
   std::string data = fmt::format(
-      "SELECT *, CASE filename {} END AS __sluice_location FROM read_parquet([{}], "
+      "SELECT *, CASE filename {} END AS __sluice_location FROM read_parquet({}, "
       "hive_partitioning = false, filename = true, file_row_number = true, {})",
-      fmt::join(cases, " "), fmt::join(quoted, ", "), ParquetSchemaOption(schema));
-  std::vector<std::string> conditions;
-  if (!scan.position_paths.empty()) {
-    Schema positions;
-    positions.fields.push_back(NestedField{
-        kDeleteFilePathFieldId, "file_path", true, Type::Primitive(TypeId::kString), {}});
-    positions.fields.push_back(
-        NestedField{kDeletePosFieldId, "pos", true, Type::Primitive(TypeId::kLong), {}});
-    conditions.push_back(
-        fmt::format("NOT EXISTS (SELECT 1 FROM {} AS p WHERE p.file_path = d.__sluice_location AND "
-                    "p.pos = d.file_row_number)",
-                    ReadParquetCall(scan.position_paths, positions)));
+      fmt::join(cases, " "), quoted_list(scan.data_paths), ParquetSchemaOption(schema));
+  // Delete files by kind (positions, or one equality field set), with the (delete file,
+  // data location) pairs each applies to.
+  struct Kind {
+    std::vector<std::string> paths;
+    std::vector<std::string> pairs;
+  };
+  Kind positions;
+  std::map<std::vector<int32_t>, Kind> equalities;
+  for (const DeleteScan::File& d : scan.deletes) {
+    if (d.applies_to.empty()) continue;
+    if (d.content == 2 && d.field_ids.empty())
+      return InvalidArgumentError("equality delete file {} has no fields", d.path);
+    Kind& kind = d.content == 1 ? positions : equalities[d.field_ids];
+    kind.paths.push_back(d.path);
+    for (size_t i : d.applies_to) {
+      if (i >= scan.data_locations.size())
+        return InvalidArgumentError("delete file {} applies to no such data file", d.path);
+      kind.pairs.push_back(fmt::format("({}, {})", duck::QuoteLiteral(d.path),
+                                       duck::QuoteLiteral(scan.data_locations[i])));
+    }
   }
-  for (const DeleteScan::Equality& e : scan.equality) {
+  std::vector<std::string> conditions;
+  if (!positions.paths.empty()) {
+    Schema rows;
+    rows.fields.push_back(NestedField{
+        kDeleteFilePathFieldId, "file_path", true, Type::Primitive(TypeId::kString), {}});
+    rows.fields.push_back(
+        NestedField{kDeletePosFieldId, "pos", true, Type::Primitive(TypeId::kLong), {}});
+    conditions.push_back(fmt::format(
+        "NOT EXISTS (SELECT 1 FROM read_parquet({}, hive_partitioning = false, filename = "
+        "true, {}) AS p JOIN (VALUES {}) AS a(f, loc) ON p.filename = a.f AND p.file_path = "
+        "a.loc WHERE p.file_path = d.__sluice_location AND p.pos = d.file_row_number)",
+        quoted_list(positions.paths), ParquetSchemaOption(rows), fmt::join(positions.pairs, ", ")));
+  }
+  for (const auto& [ids, kind] : equalities) {
     Schema keys;
     std::vector<std::string> same;
-    for (int32_t id : e.field_ids) {
+    for (int32_t id : ids) {
       const NestedField* f = schema.FindField(id);
       if (f == nullptr) {
         return InvalidArgumentError(
-            "equality delete file {} names field {}, which the schema read does not have", e.path,
-            id);
+            "equality delete file {} names field {}, which the schema read does not have",
+            kind.paths.front(), id);
       }
       keys.fields.push_back(*f);
       same.push_back(fmt::format("e.{0} IS NOT DISTINCT FROM d.{0}", QuoteId(f->name)));
     }
-    if (same.empty()) return InvalidArgumentError("equality delete file {} has no fields", e.path);
-    conditions.push_back(fmt::format("NOT EXISTS (SELECT 1 FROM {} AS e WHERE {})",
-                                     ReadParquetCall({e.path}, keys), fmt::join(same, " AND ")));
+    conditions.push_back(fmt::format(
+        "NOT EXISTS (SELECT 1 FROM read_parquet({}, hive_partitioning = false, filename = "
+        "true, {}) AS e JOIN (VALUES {}) AS a(f, loc) ON e.filename = a.f WHERE a.loc = "
+        "d.__sluice_location AND {})",
+        quoted_list(kind.paths), ParquetSchemaOption(keys), fmt::join(kind.pairs, ", "),
+        fmt::join(same, " AND ")));
   }
   return fmt::format("SELECT {} FROM ({}) AS d{}{}", fmt::join(columns, ", "), data,
                      conditions.empty() ? "" : " WHERE ", fmt::join(conditions, " AND "));

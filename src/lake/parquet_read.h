@@ -48,25 +48,27 @@ Result<std::string> MappedParquetScanSql(
     duck::Connection& conn, const std::vector<std::string>& paths, const Schema& schema,
     const std::map<int32_t, std::vector<std::string>>& mapping);
 
-// Data files read with the row-level deletes that apply to every one of them (Iceberg v2
-// delete files; which apply is the planner's to decide, by sequence number and partition).
+// Data files read with the row-level deletes (Iceberg v2 delete files) that apply to them;
+// which delete applies to which file is the caller's to decide (lake::DeleteApplies).
 struct DeleteScan {
   std::vector<std::string> data_paths;      // local files DuckDB reads
   std::vector<std::string> data_locations;  // the same files as the manifests name them
-  // Position delete files (file_path, pos): rows of a data file by its location.
-  std::vector<std::string> position_paths;
-  // Equality delete files: rows whose values of the field ids equal a delete row's
-  // (NULL matching NULL).
-  struct Equality {
-    std::string path;
-    std::vector<int32_t> field_ids;
+  struct File {
+    std::string path;                // local
+    int32_t content = 1;             // 1: positions (file_path, pos); 2: equality
+    std::vector<int32_t> field_ids;  // equality: the fields compared (NULL matches NULL)
+    std::vector<size_t> applies_to;  // indexes into data_paths
   };
-  std::vector<Equality> equality;
+  std::vector<File> deletes;
 };
 
 // A SELECT with exactly `schema`'s columns: the rows of `scan.data_paths` that no delete
-// of the scan removes. InvalidArgument when an equality field is not in `schema`, or the
-// schema has a column named filename or file_row_number (the reader's own columns).
+// applying to their file removes. One read of the data files, anti-joined with one read of
+// all position deletes and one read per set of equality fields, each delete row kept only
+// for the files its delete file applies to (a lookup of (delete file, data file) pairs):
+// the plan's size does not grow with the number of distinct delete sets. InvalidArgument
+// when an equality field is not in `schema`, or the schema has a column named filename,
+// file_row_number or __sluice_location (the reader's own columns).
 Result<std::string> ScanWithDeletesSql(const DeleteScan& scan, const Schema& schema);
 
 }  // namespace sluice::lake

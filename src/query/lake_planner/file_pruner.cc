@@ -963,8 +963,8 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   auto applies = [&](const Delete& d, const Candidate& c) {
     return lake::DeleteApplies(*d.entry, *d.spec, c.entry, *c.spec);
   };
-  // Data files grouped by the deletes that apply to them; those with none read plainly.
-  std::map<std::vector<size_t>, size_t> group_of;  // delete indexes -> delete_scans index
+  // Data files with deletes applying to them in one scan with those deletes; the others
+  // read plainly.
   // A file's local path, or its S3 location until the fetch below replaces it.
   auto place = [&](const lake::DataFile& f, std::vector<std::string>& into) -> Status {
     if (lake::IsS3Location(f.file_path)) {
@@ -975,7 +975,7 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
     }
     return Status::OK();
   };
-  std::set<size_t> deletes_used;
+  std::map<size_t, size_t> slot_of;  // index into `deletes` -> into plan.deletes->deletes
   for (const Candidate* c : kept) {
     const lake::DataFile& f = c->entry.file;
     plan.stats.records_kept += f.record_count;
@@ -988,30 +988,23 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       RETURN_IF_ERROR(place(f, plan.paths));
       continue;
     }
-    auto [it, fresh] = group_of.emplace(mine, plan.delete_scans.size());
-    if (fresh) {
-      plan.delete_scans.emplace_back();
-      for (size_t j : mine) deletes_used.insert(j);
-    }
-    lake::DeleteScan& scan = plan.delete_scans[it->second];
+    if (!plan.deletes) plan.deletes.emplace();
+    lake::DeleteScan& scan = *plan.deletes;
+    const size_t at = scan.data_paths.size();
     RETURN_IF_ERROR(place(f, scan.data_paths));
     scan.data_locations.push_back(f.file_path);
-  }
-  // The delete files of each group (a file shared by groups is fetched once).
-  for (const auto& [mine, index] : group_of) {
-    lake::DeleteScan& scan = plan.delete_scans[index];
     for (size_t j : mine) {
-      const lake::DataFile& d = deletes[j].entry->file;
-      if (d.content == 1) {
-        RETURN_IF_ERROR(place(d, scan.position_paths));
-      } else {
+      auto [it, fresh] = slot_of.emplace(j, scan.deletes.size());
+      if (fresh) {
+        const lake::DataFile& d = deletes[j].entry->file;
         std::vector<std::string> one;
         RETURN_IF_ERROR(place(d, one));
-        scan.equality.push_back({one.front(), d.equality_ids});
+        scan.deletes.push_back({one.front(), d.content, d.equality_ids, {}});
       }
+      scan.deletes[it->second].applies_to.push_back(at);
     }
   }
-  plan.stats.delete_files = static_cast<int64_t>(deletes_used.size());
+  plan.stats.delete_files = static_cast<int64_t>(slot_of.size());
   // Now that no vector grows any more: every S3 location, to be replaced by its copy.
   std::vector<std::string*> slots;
   auto collect = [&](std::vector<std::string>& v) {
@@ -1029,11 +1022,10 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
         static_cast<uint64_t>(std::max<int64_t>(0, d.entry->file.file_size_in_bytes));
   }
   collect(plan.paths);
-  for (lake::DeleteScan& scan : plan.delete_scans) {
-    collect(scan.data_paths);
-    collect(scan.position_paths);
-    for (lake::DeleteScan::Equality& e : scan.equality) {
-      if (lake::IsS3Location(e.path)) slots.push_back(&e.path);
+  if (plan.deletes) {
+    collect(plan.deletes->data_paths);
+    for (lake::DeleteScan::File& d : plan.deletes->deletes) {
+      if (lake::IsS3Location(d.path)) slots.push_back(&d.path);
     }
   }
   if (!slots.empty()) {

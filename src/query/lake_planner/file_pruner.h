@@ -85,8 +85,8 @@ struct ScanPlan {
   // Local paths of the kept data files, in manifest order: S3 files' copies in the object
   // cache, held by `holds` (the plan's reader keeps them while its query runs).
   std::vector<std::string> paths;
-  // Kept data files with row-level deletes applying to them, grouped by those deletes.
-  std::vector<lake::DeleteScan> delete_scans;
+  // Kept data files with row-level deletes applying to them, with those deletes.
+  std::optional<lake::DeleteScan> deletes;
   ScanStats stats;
   std::vector<std::shared_ptr<const lake::CachedObject>> holds;
 };

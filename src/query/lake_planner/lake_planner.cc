@@ -619,10 +619,10 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
       ref.contains("column_name_alias") ? ref["column_name_alias"] : Json::array();
   placeholder["catalog_name"] = "";
   placeholder["at_clause"] = Json();
-  // Files without deletes in one read_parquet; each group of files sharing their deletes
-  // read with them applied (anti joins), the parts put together with UNION ALL.
+  // Files without deletes in one read_parquet, those with deletes in one read with them
+  // applied (anti joins), the two put together with UNION ALL.
   std::vector<std::string> parts;
-  if (mapping && !plan.delete_scans.empty()) {
+  if (mapping && plan.deletes) {
     return UnimplementedError(
         "lake table {} has a name mapping and delete files: reading both together is not "
         "supported yet",
@@ -632,17 +632,17 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
     Result<std::string> part = lake::MappedParquetScanSql(conn_, plan.paths, *schema, *mapping);
     if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));
     parts.push_back(std::move(*part));
-  } else if (!plan.paths.empty() || plan.delete_scans.empty()) {
+  } else if (!plan.paths.empty() || !plan.deletes) {
     parts.push_back(lake::ParquetScanSql(plan.paths, *schema));
   }
-  for (const lake::DeleteScan& scan : plan.delete_scans) {
-    Result<std::string> part = lake::ScanWithDeletesSql(scan, *schema);
+  if (plan.deletes) {
+    Result<std::string> part = lake::ScanWithDeletesSql(*plan.deletes, *schema);
     if (!part.ok()) return part.status().WithContext(fmt::format("lake table {}", name));
     parts.push_back(std::move(*part));
   }
   sql_tree::Splice splice{
       marker, "(" + fmt::format("{}", fmt::join(parts, " UNION ALL ")) + ")", {}};
-  if (!plan.paths.empty() || !plan.delete_scans.empty()) {  // the schema's columns by name
+  if (!plan.paths.empty() || plan.deletes) {  // the schema's columns by name
     for (const lake::NestedField& f : schema->fields) splice.columns.push_back(f.name);
   }
   tree.AddSplice(std::move(splice));
