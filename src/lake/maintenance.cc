@@ -492,6 +492,9 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
           rewritten.deleted_files_count += 1;
           rewritten.deleted_rows_count += e.file.record_count;
           ++deletes_dropped;
+          plan.changes.removed_delete_files += 1;
+          (e.file.content == 1 ? plan.changes.removed_position_deletes
+                               : plan.changes.removed_equality_deletes) += e.file.record_count;
         }
         out.push_back(std::move(e));
       }

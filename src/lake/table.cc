@@ -330,9 +330,14 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
     total("total-data-files", c.added_files - c.deleted_files);
     total("total-records", c.added_records - c.deleted_records);
     total("total-files-size", c.added_bytes - c.deleted_bytes);
-    total("total-delete-files", 0);
-    total("total-position-deletes", 0);
-    total("total-equality-deletes", 0);
+    if (c.removed_delete_files != 0) {
+      snap.summary["removed-delete-files"] = std::to_string(c.removed_delete_files);
+      snap.summary["removed-position-deletes"] = std::to_string(c.removed_position_deletes);
+      snap.summary["removed-equality-deletes"] = std::to_string(c.removed_equality_deletes);
+    }
+    total("total-delete-files", -c.removed_delete_files);
+    total("total-position-deletes", -c.removed_position_deletes);
+    total("total-equality-deletes", -c.removed_equality_deletes);
     for (auto& [k, v] : plan->summary) snap.summary[k] = v;
 
     SnapshotRef main;

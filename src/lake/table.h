@@ -55,6 +55,10 @@ struct SnapshotChanges {
   int64_t deleted_files = 0;
   int64_t deleted_records = 0;
   int64_t deleted_bytes = 0;
+  // Delete files (Iceberg v2) the snapshot removes, and the rows they held.
+  int64_t removed_delete_files = 0;
+  int64_t removed_position_deletes = 0;
+  int64_t removed_equality_deletes = 0;
 };
 
 // What an attempt commits: the new snapshot's manifests in list order (new manifests

@@ -289,6 +289,15 @@ TEST_F(MaintenanceTest, CompactionAppliesDeleteFilesAndDropsThoseNothingNeeds) {
   EXPECT_EQ(c->files_rewritten, 6);
   EXPECT_EQ(c->records, 148);
   EXPECT_EQ(c->delete_files_removed, 2);
+  {
+    auto t = Table::Load(root);
+    ASSERT_TRUE(t.ok());
+    const Snapshot* s = t->metadata().CurrentSnapshot();
+    EXPECT_EQ(s->summary.at("removed-delete-files"), "2");
+    EXPECT_EQ(s->summary.at("removed-position-deletes"), "1");
+    EXPECT_EQ(s->summary.at("removed-equality-deletes"), "1");
+    EXPECT_EQ(s->summary.at("total-records"), "148");
+  }
   std::vector<ManifestEntry> live = LiveFiles(root);
   for (const ManifestEntry& e : live) EXPECT_EQ(e.file.content, 0) << e.file.file_path;
   EXPECT_EQ(live.size(), 2u);
