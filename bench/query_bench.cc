@@ -1,6 +1,7 @@
 #include "bench/query_bench.h"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,15 +19,18 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <thread>
 
 #include "bench/bench_util.h"
 #include "bench/child_process.h"
 #include "bench/machine_info.h"
 #include "bench/polars_query_js.h"
 #include "bench/query_engine.h"
+#include "bench/query_lake.h"
 #include "duck/database.h"
 #include "lake/data_files.h"
 #include "lake/duck_types.h"
+#include "lake/storage.h"
 #include "lake/table.h"
 #include "lake/table_files.h"
 
@@ -347,6 +351,8 @@ struct RunResult {
   std::vector<std::string> answer;
   std::vector<std::string> columns;
   std::string error;  // kFailed: what happened
+  std::string line;   // a one-shot child's answer line (the lake child's repeats)
+  double cpu_s = -1;  // the root process's CPU seconds, when known
 };
 
 struct Cell {
@@ -408,6 +414,7 @@ RunResult RunOnce(Engine& engine, const EngineRunSpec& spec, int64_t cap_bytes, 
   Result<EngineAnswer> answer = run->Execute();
   watchdog.Finish();
   int64_t root_peak = run->Stop();
+  r.cpu_s = run->cpu_seconds();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   r.peak_bytes = std::max(watchdog.peak_bytes(), root_peak);
   if (watchdog.killed_over_cap()) {
@@ -422,6 +429,7 @@ RunResult RunOnce(Engine& engine, const EngineRunSpec& spec, int64_t cap_bytes, 
     r.seconds = answer->seconds;
     r.answer = answer->values;
     r.columns = answer->columns;
+    r.line = answer->line;
   }
   return r;
 }
@@ -645,6 +653,597 @@ Status WriteChart(const std::string& png, const QueryBenchOptions& o,
   return Status::OK();
 }
 
+// ---------------------------------------------------------------------------------------
+// --storage s3 (issue 26): the same tables on S3, each query cold (an empty object cache: a
+// fresh child process) and warm (the same query again in that process), beside the local
+// tables through the same engine in the same way (bench/query_lake.h).
+
+constexpr int kS3Repeats = 2;  // per lake child: the first query, then the same again
+constexpr int kProbeStreams = 8;
+constexpr int kProbeRepeats = 3;
+constexpr double kWarmTarget = 1.1;  // issue 26: warm <= 1.1 x local
+
+struct S3Context {
+  std::string root;      // --s3-warehouse (or from SLUICE_S3_BUCKET)
+  std::string endpoint;  // as the client reaches it
+  ObjectStore store;     // FindObjectStore
+  S3Copy copy;
+  S3Bandwidth bandwidth;
+};
+
+// One repeat of a lake child run, from its answer line.
+struct Repeat {
+  double elapsed_s = 0, plan_s = 0, run_s = 0;
+  int64_t downloads = 0, hits = 0;
+  uint64_t downloaded_bytes = 0;
+};
+
+std::vector<Repeat> RepeatsOf(const RunResult& r) {
+  std::vector<Repeat> out;
+  if (r.outcome != Outcome::kFinished) return out;
+  auto j = nlohmann::json::parse(r.line, nullptr, false);
+  if (j.is_discarded() || !j.contains("repeats") || !j["repeats"].is_array()) return out;
+  for (const auto& x : j["repeats"]) {
+    Repeat p;
+    p.elapsed_s = x.value("elapsed_s", 0.0);
+    p.plan_s = x.value("plan_s", 0.0);
+    p.run_s = x.value("run_s", 0.0);
+    p.downloads = x.value("downloads", int64_t{0});
+    p.hits = x.value("hits", int64_t{0});
+    p.downloaded_bytes = x.value("downloaded_bytes", uint64_t{0});
+    out.push_back(p);
+  }
+  return out;
+}
+
+// The runs of one storage for one query and setting, and what their repeats measured.
+struct StorageRuns {
+  std::vector<RunResult> runs;
+  std::vector<CpuSplit> cpu;     // per run: the child, the store, the rest of the machine
+  std::vector<double> mb_per_s;  // s3, per run: the S3 bandwidth measured just before it
+  // Repeat `i` (0: the first query of the process, 1: the same again) of every finished run.
+  std::vector<Repeat> Of(int i) const {
+    std::vector<Repeat> out;
+    for (const RunResult& r : runs) {
+      std::vector<Repeat> rep = RepeatsOf(r);
+      if (static_cast<int>(rep.size()) > i) out.push_back(rep[static_cast<size_t>(i)]);
+    }
+    return out;
+  }
+  template <typename F>
+  std::optional<double> MedianOf(int i, F field) const {
+    std::vector<double> v;
+    for (const Repeat& p : Of(i)) v.push_back(static_cast<double>(field(p)));
+    if (v.empty()) return std::nullopt;
+    return Median(v);
+  }
+  std::optional<double> Elapsed(int i) const {
+    return MedianOf(i, [](const Repeat& p) { return p.elapsed_s; });
+  }
+  std::optional<double> Plan(int i) const {
+    return MedianOf(i, [](const Repeat& p) { return p.plan_s; });
+  }
+  std::optional<double> Run(int i) const {
+    return MedianOf(i, [](const Repeat& p) { return p.run_s; });
+  }
+  std::optional<double> Bytes(int i) const {
+    return MedianOf(i, [](const Repeat& p) { return p.downloaded_bytes; });
+  }
+  int finished() const { return static_cast<int>(Of(0).size()); }
+  int64_t peak_bytes() const {
+    int64_t p = 0;
+    for (const RunResult& r : runs) p = std::max(p, r.peak_bytes);
+    return p;
+  }
+};
+
+struct S3Cell {
+  std::string query, setting;
+  int64_t memory_bytes = 0;
+  StorageRuns local, s3;
+  std::optional<bool> answer_ok;       // every answer, both storages, against the reference
+  std::vector<std::string> reference;  // DuckDB's when known, else the first local answer
+  std::string reference_from;          // "duckdb" or "local"
+
+  // The turns in which the local and the S3 run both finished, paired: the targets compare
+  // each S3 run with the local run just before it, so that a machine's drift during the
+  // minutes of a cell weighs on both.
+  struct Pair {
+    Repeat local_first, local_warm, cold, warm;
+    double mb_per_s = 0;  // measured just before the S3 run
+    double transfer_s() const {
+      return static_cast<double>(cold.downloaded_bytes) / 1e6 / mb_per_s;
+    }
+    // The cold bound: the local first query (also a fresh process's first) + the bytes
+    // fetched at the measured bandwidth.
+    double bound_s() const { return local_first.elapsed_s + transfer_s(); }
+    double cold_ratio() const { return cold.elapsed_s / bound_s(); }
+    double warm_ratio() const { return warm.elapsed_s / local_warm.elapsed_s; }
+  };
+  std::vector<Pair> Pairs() const {
+    std::vector<Pair> out;
+    for (size_t k = 0; k < local.runs.size() && k < s3.runs.size(); ++k) {
+      std::vector<Repeat> l = RepeatsOf(local.runs[k]), r = RepeatsOf(s3.runs[k]);
+      double mbps = k < s3.mb_per_s.size() ? s3.mb_per_s[k] : 0;
+      if (l.size() < 2 || r.size() < 2 || !(mbps > 0) || !(l[1].elapsed_s > 0)) continue;
+      out.push_back({l[0], l[1], r[0], r[1], mbps});
+    }
+    return out;
+  }
+  template <typename F>
+  std::optional<double> MedianOfPairs(F f) const {
+    std::vector<double> v;
+    for (const Pair& p : Pairs()) v.push_back(f(p));
+    if (v.empty()) return std::nullopt;
+    return Median(v);
+  }
+  std::optional<double> BoundS() const {
+    return MedianOfPairs([](const Pair& p) { return p.bound_s(); });
+  }
+  std::optional<double> ColdRatio() const {
+    return MedianOfPairs([](const Pair& p) { return p.cold_ratio(); });
+  }
+  std::optional<double> WarmRatio() const {
+    return MedianOfPairs([](const Pair& p) { return p.warm_ratio(); });
+  }
+};
+
+Json OptionalJson(const std::optional<double>& v, int digits) {
+  return v ? Json(Round(*v, digits)) : Json(nullptr);
+}
+
+Json CpuJson(const CpuSplit& x) {
+  auto v = [](double s) { return s < 0 ? Json(nullptr) : Json(Round(s, 2)); };
+  return {{"wall_s", Round(x.wall_s, 2)}, {"child_s", v(x.child_s)},
+          {"bench_s", v(x.self_s)},       {"store_s", v(x.store_s)},
+          {"other_s", v(x.other_s())},    {"machine_s", v(x.machine_s)}};
+}
+
+Json TimesJson(const std::vector<Repeat>& v, double Repeat::*field) {
+  Json out = Json::array();
+  for (const Repeat& p : v) out.push_back(Round(p.*field, 3));
+  return out;
+}
+
+Json S3CellJson(const Context& ctx, const S3Context& s3, const QueryBenchOptions& o,
+                const S3Cell& c, bool on_s3, bool warm) {
+  const StorageRuns& st = on_s3 ? c.s3 : c.local;
+  const int i = warm ? 1 : 0;
+  Json j;
+  j["storage"] = on_s3 ? "s3" : "local";
+  j["cache"] = warm ? "warm" : "cold";
+  j["engine"] = "sluice-sql";
+  j["query"] = c.query;
+  j["rows"] = o.rows;
+  j["threads"] = o.threads;
+  j["memory_setting"] = c.setting;
+  j["memory_bytes"] = c.memory_bytes;
+  j["median_s"] = OptionalJson(st.Elapsed(i), 3);
+  j["plan_s"] = OptionalJson(st.Plan(i), 3);
+  j["run_s"] = OptionalJson(st.Run(i), 3);
+  j["times_s"] = TimesJson(st.Of(i), &Repeat::elapsed_s);
+  j["plan_times_s"] = TimesJson(st.Of(i), &Repeat::plan_s);
+  if (!on_s3) {
+    // The local line is the warm reference; its first query in a fresh process is the cold
+    // run's reference (both start a process and plan the tables for the first time).
+    j["first_query_median_s"] = OptionalJson(st.Elapsed(0), 3);
+    j["first_query_plan_s"] = OptionalJson(st.Plan(0), 3);
+    j["first_query_times_s"] = TimesJson(st.Of(0), &Repeat::elapsed_s);
+  } else {
+    std::optional<double> bytes = st.Bytes(i);
+    j["downloaded_bytes"] = bytes ? Json(static_cast<uint64_t>(*bytes)) : Json(nullptr);
+    Json downloads = Json::array();
+    for (const Repeat& p : st.Of(i)) downloads.push_back(p.downloads);
+    j["downloads"] = downloads;
+    std::vector<S3Cell::Pair> pairs = c.Pairs();
+    auto list = [&](auto f) {
+      Json out = Json::array();
+      for (const S3Cell::Pair& p : pairs) out.push_back(Round(f(p), 3));
+      return out;
+    };
+    if (!warm) {
+      j["s3_mb_per_s"] =
+          OptionalJson(c.MedianOfPairs([](const S3Cell::Pair& p) { return p.mb_per_s; }), 1);
+      j["run_s3_mb_per_s"] = list([](const S3Cell::Pair& p) { return p.mb_per_s; });
+      j["local_s"] = OptionalJson(c.local.Elapsed(0), 3);
+      j["transfer_s"] =
+          OptionalJson(c.MedianOfPairs([](const S3Cell::Pair& p) { return p.transfer_s(); }), 3);
+      j["bound_s"] = OptionalJson(c.BoundS(), 3);
+      std::optional<double> ratio = c.ColdRatio();
+      j["ratio_to_bound"] = OptionalJson(ratio, 3);
+      j["run_ratios_to_bound"] = list([](const S3Cell::Pair& p) { return p.cold_ratio(); });
+      j["target_met"] = ratio ? Json(*ratio <= 1.0) : Json(nullptr);
+      // Where the cold run's extra time went: the planning (the metadata requests and the
+      // fetch) beside the local first query's, and DuckDB beside the local first query's.
+      j["extra_plan_s"] = OptionalJson(c.MedianOfPairs([](const S3Cell::Pair& p) {
+        return p.cold.plan_s - p.local_first.plan_s;
+      }),
+                                       3);
+      j["fetch_mb_per_s"] = OptionalJson(c.MedianOfPairs([](const S3Cell::Pair& p) {
+        double s = p.cold.plan_s - p.local_first.plan_s;
+        return s > 0 ? static_cast<double>(p.cold.downloaded_bytes) / 1e6 / s : 0.0;
+      }),
+                                         1);
+      j["extra_run_s"] = OptionalJson(
+          c.MedianOfPairs([](const S3Cell::Pair& p) { return p.cold.run_s - p.local_first.run_s; }),
+          3);
+    } else {
+      j["local_s"] = OptionalJson(c.local.Elapsed(1), 3);
+      std::optional<double> ratio = c.WarmRatio();
+      j["ratio_to_local"] = OptionalJson(ratio, 3);
+      j["run_ratios_to_local"] = list([](const S3Cell::Pair& p) { return p.warm_ratio(); });
+      j["target_ratio"] = kWarmTarget;
+      j["target_met"] = ratio ? Json(*ratio <= kWarmTarget) : Json(nullptr);
+      j["extra_plan_s"] = OptionalJson(c.MedianOfPairs([](const S3Cell::Pair& p) {
+        return p.warm.plan_s - p.local_warm.plan_s;
+      }),
+                                       3);
+    }
+  }
+  j["peak_rss_gib"] = Round(static_cast<double>(st.peak_bytes()) / kGiB, 3);
+  j["cap_gib"] = o.cap_gib;
+  j["finished_runs"] = st.finished();
+  j["runs"] = static_cast<int>(st.runs.size());
+  Json outcomes = Json::array();
+  for (const RunResult& r : st.runs) {
+    outcomes.push_back(r.outcome == Outcome::kFailed
+                           ? fmt::format("failed: {}", r.error.substr(0, 300))
+                           : std::string(OutcomeName(r.outcome)));
+  }
+  j["outcomes"] = outcomes;
+  // Per run (both queries of the child): where the machine's CPU went while it ran.
+  Json cpu = Json::array();
+  for (const CpuSplit& x : st.cpu) cpu.push_back(CpuJson(x));
+  j["run_cpu"] = cpu;
+  j["answer_ok"] = c.answer_ok ? Json(*c.answer_ok) : Json(nullptr);
+  const RunResult* answered = nullptr;
+  for (const RunResult& r : st.runs) {
+    if (r.outcome == Outcome::kFinished) {
+      answered = &r;
+      break;
+    }
+  }
+  j["answer"] = answered ? Json(answered->answer) : Json(nullptr);
+  j["reference"] = c.reference.empty() ? Json(nullptr) : Json(c.reference);
+  j["reference_from"] = c.reference_from.empty() ? Json(nullptr) : Json(c.reference_from);
+  j["warehouse"] = on_s3 ? s3.copy.warehouse : ctx.data.warehouse;
+  j["endpoint"] = s3.endpoint;
+  j["object_store"] = s3.store.description;
+  j["s3_get_mb_per_s"] = Round(s3.bandwidth.single_median(), 1);
+  j["s3_get_parallel_mb_per_s"] = Round(s3.bandwidth.parallel_median(), 1);
+  j["s3_get_streams"] = s3.bandwidth.streams;
+  j["s3_get_cpu"] = CpuJson(s3.bandwidth.single_cpu);
+  j["s3_get_parallel_cpu"] = CpuJson(s3.bandwidth.parallel_cpu);
+  j["s3_probe_bytes"] = s3.bandwidth.object_bytes;
+  j["seed"] = o.seed;
+  j["files"] = ctx.data_info.sales_files;
+  j["sales_parquet_bytes"] = ctx.data_info.sales_bytes;
+  j["cpu"] = ctx.machine.cpu_model;
+  j["cores"] = ctx.machine.cores;
+  j["memory_total_bytes"] = ctx.machine.memory_bytes;
+  j["kernel"] = ctx.machine.kernel;
+  j["load_start"] = ctx.load_start;
+  j["load_now"] = LoadAverages();
+  j["commit"] = ctx.commit;
+  j["duckdb"] = std::string(duck::LibraryVersion());
+  return j;
+}
+
+std::string Samples(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += fmt::format("{}{:.0f}", out.empty() ? "" : ", ", x);
+  return out;
+}
+
+void PrintS3Header(const Context& ctx, const S3Context& s3, const QueryBenchOptions& o,
+                   const Engine& engine, const EngineRunSpec& sample) {
+  const MachineInfo& m = ctx.machine;
+  fmt::print(
+      "sluice bench query --storage s3: {} sales rows ({} customers) and {} products on S3 beside "
+      "the same tables on local disk, {} run(s) per cell, {} thread(s), memory settings {}, cap "
+      "{} GiB RSS per process tree\n",
+      Grouped(static_cast<uint64_t>(o.rows)),
+      Grouped(static_cast<uint64_t>(std::max<int64_t>(1, o.rows / 10))), Grouped(kProducts), o.runs,
+      o.threads, Join(o.memory_settings, ", "), o.cap_gib);
+  fmt::print("  machine   {}, {} cores, {} memory, {}; load average {} (1/5/15 min) at start\n",
+             m.cpu_model, m.cores, FormatBinaryBytes(m.memory_bytes), m.kernel, ctx.load_start);
+  fmt::print("  sluice    {}, duckdb {}\n",
+             ctx.commit.empty() ? "commit unknown" : "commit " + ctx.commit,
+             duck::LibraryVersion());
+  std::string disk;
+  if (Result<FsInfo> fs_info = GetFsInfo(ctx.data.dir); fs_info.ok()) {
+    disk = fmt::format(" on {} ({})", fs_info->device, fs_info->fs_type);
+  }
+  fmt::print(
+      "  local     warehouse {}{} ({}: {} Parquet files, {}; seed {})\n", ctx.data.warehouse, disk,
+      ctx.data_info.generated ? fmt::format("generated in {:.0f} s", ctx.data_info.generate_s)
+                              : "cached",
+      ctx.data_info.sales_files, FormatBinaryBytes(ctx.data_info.sales_bytes), o.seed);
+  fmt::print("  s3        endpoint {}; object store: {}\n", s3.endpoint, s3.store.description);
+  fmt::print(
+      "  s3 copy   warehouse {} ({}: {} data files, {}, the local files byte for byte, "
+      "committed by lake::Table with the local manifests' entries)\n",
+      s3.copy.warehouse,
+      s3.copy.uploaded ? fmt::format("uploaded in {:.1f} s", s3.copy.upload_s) : "found complete",
+      s3.copy.files, FormatBinaryBytes(s3.copy.bytes));
+  const S3Bandwidth& b = s3.bandwidth;
+  fmt::print(
+      "  s3 GET    a {} object through the lake's client in 32 MiB ranged GETs: one stream "
+      "{:.0f} MB/s (median of {}), {} streams {:.0f} MB/s (median of {}), MB = 10^6 B; "
+      "upload {:.0f} MB/s; read again before each s3 run for its bound\n",
+      FormatBinaryBytes(b.object_bytes), b.single_median(), Samples(b.single_mb_per_s), b.streams,
+      b.parallel_median(), Samples(b.parallel_mb_per_s), b.upload_mb_per_s);
+  auto per_gb = [](const CpuSplit& x, uint64_t bytes) {
+    double gb = static_cast<double>(bytes) / 1e9;
+    auto f = [&](double s) { return s < 0 ? std::string("?") : fmt::format("{:.2f}", s / gb); };
+    return fmt::format(
+        "client {} s, store {} s, other {} s per GB (the machine {:.1f} of {} cores busy)",
+        f(x.self_s), f(x.store_s), f(x.other_s()),
+        x.wall_s > 0 && x.machine_s >= 0 ? x.machine_s / x.wall_s : 0.0,
+        std::thread::hardware_concurrency());
+  };
+  fmt::print("  s3 CPU    one stream: {}; {} streams: {}\n",
+             per_gb(b.single_cpu, b.object_bytes * b.single_mb_per_s.size()), b.streams,
+             per_gb(b.parallel_cpu, b.object_bytes * b.parallel_mb_per_s.size()));
+  fmt::print("  engine    {}\n", engine.Describe(sample));
+  fmt::print(
+      "  runs      per query, runs taking turns (local, then s3); each a fresh process running "
+      "the query twice: on s3 the first with an empty object cache (cold), the second with every "
+      "file cached (warm); local s = the second query on the local tables (warm page cache), 1st "
+      "= the first query of its process; plan = QueryEngine::Plan (metadata, pruning, on s3 the "
+      "fetch, and a rewrite's steps: q3), run = DuckDB running the planned statement; medians "
+      "of the finished runs; bound = local 1st + fetched / the S3 bandwidth measured just before "
+      "the s3 run (the faster of one read of the object by one stream and by 8), cold/bound and "
+      "warm/local = medians of the ratios of each s3 run to the local run of its turn\n");
+  for (const QueryDef& q : kQueries) {
+    if (std::find(o.queries.begin(), o.queries.end(), q.name) == o.queries.end()) continue;
+    fmt::print("  {}        {}: {}\n", q.name, q.what,
+               BindTables(std::string(q.sql), "lake.bench.sales", "lake.bench.products"));
+  }
+  fmt::print(
+      "\n{:<8} {:<5} {:>8} {:>9} {:>10} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}\n",
+      "setting", "query", "local s", "local 1st", "s3 cold s", "plan s", "run s", "MB got",
+      "bound s", "cold/bound", "s3 warm s", "warm/local", "answer");
+  std::fflush(stdout);
+}
+
+void PrintS3Row(const S3Cell& c) {
+  auto f = [](const std::optional<double>& v, int digits) {
+    return v ? fmt::format("{:.{}f}", *v, digits) : std::string("-");
+  };
+  std::optional<double> bytes = c.s3.Bytes(0);
+  std::optional<double> mb;
+  if (bytes) mb = *bytes / 1e6;
+  std::optional<double> bound = c.BoundS();
+  std::string answer = !c.answer_ok ? "-" : *c.answer_ok ? "ok" : "WRONG";
+  std::string note;
+  int local_failed = static_cast<int>(c.local.runs.size()) - c.local.finished();
+  int s3_failed = static_cast<int>(c.s3.runs.size()) - c.s3.finished();
+  if (local_failed + s3_failed > 0) {
+    note = fmt::format("  {} local / {} s3 run(s) did not finish", local_failed, s3_failed);
+    for (const RunResult& r : c.s3.runs) {
+      if (r.outcome == Outcome::kFailed) {
+        note += ": " + r.error.substr(0, r.error.find('\n')).substr(0, 100);
+        break;
+      }
+    }
+  }
+  fmt::print(
+      "{:<8} {:<5} {:>8} {:>9} {:>10} {:>7} {:>7} {:>8} {:>8} {:>10} {:>10} {:>10} {:>6}{}\n",
+      c.setting, c.query, f(c.local.Elapsed(1), 2), f(c.local.Elapsed(0), 2), f(c.s3.Elapsed(0), 2),
+      f(c.s3.Plan(0), 2), f(c.s3.Run(0), 2), f(mb, 1), f(bound, 2), f(c.ColdRatio(), 2),
+      f(c.s3.Elapsed(1), 2), f(c.WarmRatio(), 2), answer, note);
+  std::fflush(stdout);
+}
+
+// The S3 location, its configuration and reachability, checked before any data is
+// generated. An error message; the exit status in `code` (2: not configured, 1: not reached).
+Result<S3Context> PrepareS3(const QueryBenchOptions& o, int* code) {
+  S3Context s3;
+  *code = 2;
+  s3.root = o.s3_warehouse;
+  if (s3.root.empty()) {
+    const char* bucket = std::getenv("SLUICE_S3_BUCKET");
+    if (bucket != nullptr && *bucket != '\0')
+      s3.root = fmt::format("s3://{}/sluice-bench-query", bucket);
+  }
+  if (s3.root.empty()) {
+    return InvalidArgumentError(
+        "--storage s3: where should the tables go? Give --s3-warehouse s3://bucket/prefix (or "
+        "set SLUICE_S3_BUCKET)");
+  }
+  s3.root = lake::NormalLocation(s3.root);
+  Result<const lake::Storage*> storage = lake::StorageFor(s3.root);
+  if (!storage.ok()) {
+    return InvalidArgumentError("--storage s3: {}", storage.status().message());
+  }
+  Result<lake::S3Settings> settings = lake::CurrentS3Settings();
+  if (!settings.ok()) return InvalidArgumentError("--storage s3: {}", settings.status().message());
+  s3.endpoint = settings->options.endpoint.empty()
+                    ? fmt::format("https://s3.{}.amazonaws.com", settings->options.region)
+                    : settings->options.endpoint;
+  *code = 1;
+  // A listing of the prefix: the store answers, the keys are accepted, the bucket exists.
+  if (Result<std::vector<lake::StoredObject>> listed = (*storage)->List(s3.root); !listed.ok()) {
+    return IOError("--storage s3: cannot list {} at {}: {}", s3.root, s3.endpoint,
+                   listed.status().message());
+  }
+  s3.store = FindObjectStore(s3.endpoint);
+  return s3;
+}
+
+int RunS3Bench(const QueryBenchOptions& o, Context& ctx, S3Context& s3, const std::string& work,
+               const std::string& binary) {
+  // Both storages through the same engine, the same way.
+  std::unique_ptr<Engine> engine = MakeLakeChildEngine();
+  EngineRunSpec base;
+  base.data = &ctx.data;
+  base.threads = o.threads;
+  base.sluice_binary = binary;
+  base.repeat = kS3Repeats;
+  if (Status st = engine->Check(base); !st.ok()) {
+    std::fprintf(stderr, "sluice bench query: %s\n", st.message().c_str());
+    return 1;
+  }
+  // Uploads and the probe's reads allocate buffers of 7 to 32 MiB on several threads; glibc
+  // would keep them in its thread arenas, and every child forked afterwards would count
+  // those pages in its peak RSS (ru_maxrss keeps the high-water mark from before exec).
+  // Served by mmap, they go back to the system when freed.
+  ::mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  Result<S3Copy> copy = EnsureS3Copy(ctx.data, s3.root);
+  if (!copy.ok()) {
+    std::fprintf(stderr, "sluice bench query: copying the tables to S3: %s\n",
+                 copy.status().ToString().c_str());
+    return 1;
+  }
+  s3.copy = *copy;
+  // The probe object: as large as the sales table, within 16 to 256 MiB.
+  uint64_t probe_bytes = std::clamp<uint64_t>(ctx.data_info.sales_bytes, 16ULL << 20, 256ULL << 20);
+  fmt::print(stderr, "sluice bench query: measuring the S3 GET bandwidth ({} object) ...",
+             FormatBinaryBytes(probe_bytes));
+  std::fflush(stderr);
+  Result<std::unique_ptr<S3Probe>> probe = S3Probe::Create(s3.root, probe_bytes, work, s3.store);
+  if (!probe.ok()) {
+    std::fprintf(stderr, "\nsluice bench query: uploading the bandwidth probe: %s\n",
+                 probe.status().ToString().c_str());
+    return 1;
+  }
+  Result<S3Bandwidth> bw = MeasureS3Bandwidth(**probe, kProbeRepeats, kProbeStreams);
+  if (!bw.ok()) {
+    std::fprintf(stderr, "\nsluice bench query: measuring the S3 bandwidth: %s\n",
+                 bw.status().ToString().c_str());
+    return 1;
+  }
+  s3.bandwidth = *bw;
+  fmt::print(stderr, " {:.0f} MB/s one stream, {:.0f} MB/s {} streams\n", bw->single_median(),
+             bw->parallel_median(), bw->streams);
+
+  References refs(ctx.data.dir + "/answers.json");
+  if (!o.json) PrintS3Header(ctx, s3, o, *engine, base);
+  const int64_t cap_bytes = static_cast<int64_t>(o.cap_gib * kGiB);
+  bool wrong = false;
+  int run_number = 0, warm_met = 0, cold_met = 0, cells = 0;
+  std::error_code ec;
+  for (const std::string& setting : o.memory_settings) {
+    int64_t bytes = ParseMemorySetting(setting).value();
+    for (const std::string& q : o.queries) {
+      const QueryDef* def = FindQuery(q);
+      S3Cell cell;
+      cell.query = q;
+      cell.setting = setting;
+      cell.memory_bytes = bytes;
+      for (int i = 0; i < o.runs; ++i) {
+        for (bool on_s3 : {false, true}) {
+          EngineRunSpec spec = base;
+          spec.query = q;
+          spec.sql_template = std::string(def->sql);
+          spec.sql = BindTables(spec.sql_template, "lake.bench.sales", "lake.bench.products");
+          spec.memory_setting = setting;
+          spec.memory_bytes = bytes;
+          spec.lake_warehouse = on_s3 ? s3.copy.warehouse : ctx.data.warehouse;
+          spec.work_dir = fmt::format("{}/run-{:03}-{}-{}-{}-{}", work, ++run_number, setting, q,
+                                      on_s3 ? "s3" : "local", i + 1);
+          if (on_s3) spec.s3_cache_dir = spec.work_dir + "/s3-cache";
+          fs::create_directories(spec.work_dir + "/spill", ec);
+          fmt::print(stderr, "sluice bench query: {} {} {} run {}/{} ...", setting, q,
+                     on_s3 ? "s3" : "local", i + 1, o.runs);
+          std::fflush(stderr);
+          if (on_s3) {
+            // The bandwidth of this moment (the machine's load drifts): one read by one
+            // stream and one by 8; the faster is this run's.
+            Result<double> one = (*probe)->Read(1, nullptr);
+            Result<double> many = (*probe)->Read(kProbeStreams, nullptr);
+            double mbps = std::max(one.ok() ? *one : 0.0, many.ok() ? *many : 0.0);
+            cell.s3.mb_per_s.push_back(mbps);
+            fmt::print(stderr, " [S3 {:.0f} MB/s]", mbps);
+          }
+          CpuSplit cpu;
+          CpuMeter meter(s3.store);
+          RunResult r = RunOnce(*engine, spec, cap_bytes, o.timeout_s);
+          meter.AddTo(cpu);
+          cpu.child_s = r.cpu_s;
+          std::vector<Repeat> rep = RepeatsOf(r);
+          if (r.outcome == Outcome::kFinished && static_cast<int>(rep.size()) != kS3Repeats) {
+            r.outcome = Outcome::kFailed;
+            r.error = fmt::format("the child printed {} repeats, not {}: {}", rep.size(),
+                                  kS3Repeats, r.line.substr(0, 200));
+          }
+          if (r.outcome == Outcome::kFinished) {
+            fmt::print(
+                stderr, " {:.2f} s then {:.2f} s{} (peak {:.2f} GiB)\n", rep[0].elapsed_s,
+                rep[1].elapsed_s,
+                on_s3 ? fmt::format(", fetched {:.1f} MB", rep[0].downloaded_bytes / 1e6) : "",
+                static_cast<double>(r.peak_bytes) / kGiB);
+          } else {
+            fmt::print(stderr, " {}\n", OutcomeName(r.outcome));
+            if (r.outcome == Outcome::kFailed) fmt::print(stderr, "  {}\n", r.error);
+          }
+          if (!o.keep_work) fs::remove_all(spec.work_dir, ec);
+          (on_s3 ? cell.s3 : cell.local).runs.push_back(std::move(r));
+          (on_s3 ? cell.s3 : cell.local).cpu.push_back(cpu);
+        }
+      }
+      // Every answer, local and S3, against DuckDB's (kept beside the data), else against
+      // the first local answer.
+      if (const std::vector<std::string>* ref = refs.Find(q); ref != nullptr) {
+        cell.reference = *ref;
+        cell.reference_from = "duckdb";
+      } else {
+        for (const RunResult& r : cell.local.runs) {
+          if (r.outcome == Outcome::kFinished) {
+            cell.reference = r.answer;
+            cell.reference_from = "local";
+            break;
+          }
+        }
+      }
+      for (const StorageRuns* st : {&cell.local, &cell.s3}) {
+        for (const RunResult& r : st->runs) {
+          if (r.outcome != Outcome::kFinished || cell.reference.empty()) continue;
+          bool same = r.answer == cell.reference;
+          cell.answer_ok = cell.answer_ok.value_or(true) && same;
+          if (!same) {
+            wrong = true;
+            fmt::print(stderr, "sluice bench query: {} {} {}: answer [{}] differs from {}'s [{}]\n",
+                       setting, q, st == &cell.s3 ? "s3" : "local", Join(r.answer, ", "),
+                       cell.reference_from, Join(cell.reference, ", "));
+          }
+        }
+      }
+      std::optional<double> cold_ratio = cell.ColdRatio(), warm_ratio = cell.WarmRatio();
+      ++cells;
+      if (cold_ratio && *cold_ratio <= 1.0) ++cold_met;
+      if (warm_ratio && *warm_ratio <= kWarmTarget) ++warm_met;
+      for (auto [on_s3, warm_line] : {std::pair{false, true}, {true, false}, {true, true}}) {
+        Json line = S3CellJson(ctx, s3, o, cell, on_s3, warm_line);
+        if (!o.json_file.empty()) {
+          std::ofstream out(o.json_file, std::ios::app);
+          out << line.dump() << "\n";
+          if (!out)
+            fmt::print(stderr, "sluice bench query: cannot append to --json-file {}\n",
+                       o.json_file);
+        }
+        if (o.json) fmt::print("{}\n", line.dump());
+      }
+      if (o.json) {
+        std::fflush(stdout);
+      } else {
+        PrintS3Row(cell);
+      }
+    }
+  }
+  if (!o.json) {
+    fmt::print(
+        "\n  targets (issue 26), medians of the runs paired by turn: warm <= {:.1f} x local: met "
+        "in "
+        "{} of {} cells; cold <= local 1st + fetched / the S3 bandwidth measured before the run: "
+        "met in {} of {}\n",
+        kWarmTarget, warm_met, cells, cold_met, cells);
+    fmt::print("  load average at the end: {}\n", LoadAverages());
+  }
+  return wrong ? 3 : 0;
+}
+
 }  // namespace
 
 Result<int64_t> ParseMemorySetting(const std::string& text) {
@@ -717,6 +1316,22 @@ Status ValidateQueryBenchOptions(const QueryBenchOptions& o) {
   if (!o.chart.empty() && fs::path(o.chart).extension() != ".png") {
     return InvalidArgumentError("--chart {}: the chart is a PNG; name it *.png", o.chart);
   }
+  if (o.storage != "local" && o.storage != "s3")
+    return InvalidArgumentError("--storage {:?}: local or s3", o.storage);
+  if (!o.s3_warehouse.empty() && o.storage != "s3")
+    return InvalidArgumentError("--s3-warehouse: only with --storage s3");
+  if (!o.s3_warehouse.empty() && !lake::IsS3Location(o.s3_warehouse)) {
+    return InvalidArgumentError("--s3-warehouse {}: not an S3 location (s3://bucket/prefix)",
+                                o.s3_warehouse);
+  }
+  if (o.storage == "s3") {
+    if (o.engines != QueryBenchOptions{}.engines) {
+      return InvalidArgumentError(
+          "--engines: not with --storage s3, which reads the S3 and the local tables through the "
+          "query server's engine only");
+    }
+    if (!o.chart.empty()) return InvalidArgumentError("--chart: not drawn with --storage s3");
+  }
   return Status::OK();
 }
 
@@ -725,6 +1340,18 @@ int RunQueryBench(const QueryBenchOptions& options) {
   if (Status st = ValidateQueryBenchOptions(o); !st.ok()) {
     std::fprintf(stderr, "sluice bench query: %s\n", st.message().c_str());
     return 2;
+  }
+  // --storage s3: the S3 location checked before anything is generated.
+  std::optional<S3Context> s3;
+  if (o.storage == "s3") {
+    int code = 0;
+    Result<S3Context> prepared = PrepareS3(o, &code);
+    if (!prepared.ok()) {
+      std::fprintf(stderr, "sluice bench query: %s\n", prepared.status().message().c_str());
+      return code;
+    }
+    s3 = std::move(*prepared);
+    o.engines.clear();  // the lake child runs instead (RunS3Bench)
   }
   // Engines in the order they run: duckdb first (its answers are the reference), then as given.
   std::vector<std::string> engine_names;
@@ -801,6 +1428,7 @@ int RunQueryBench(const QueryBenchOptions& options) {
     return 1;
   }
   ctx.data_info = *info;
+  if (s3) return RunS3Bench(o, ctx, *s3, work, binary);
   References refs(ctx.data.dir + "/answers.json");
 
   if (!o.json) PrintHeader(ctx, o, engines, base);
@@ -915,6 +1543,21 @@ int RunQueryChild(const QueryChildOptions& o) {
   const QueryDef* def = FindQuery(o.query);
   if (def == nullptr) {
     std::fprintf(stderr, "sluice bench query-child: unknown query %s\n", o.query.c_str());
+    return 2;
+  }
+  if (!o.warehouse.empty()) {
+    return RunLakeQueryChild(
+        {.query = o.query,
+         .sql = BindTables(std::string(def->sql), "lake.bench.sales", "lake.bench.products"),
+         .warehouse = o.warehouse,
+         .s3_cache_dir = o.s3_cache_dir,
+         .repeat = o.repeat,
+         .threads = o.threads,
+         .memory_limit_bytes = o.memory_limit_bytes,
+         .temp_dir = o.temp_dir});
+  }
+  if (o.sales_glob.empty() || o.products_glob.empty()) {
+    std::fprintf(stderr, "sluice bench query-child: --sales and --products (or --warehouse)\n");
     return 2;
   }
   auto fail = [](const Status& st) {

@@ -45,6 +45,14 @@ struct QueryBenchOptions {
   bool json = false;       // one JSON object per engine × query × setting on stdout
   std::string json_file;   // the same JSON lines appended to this file (beside the table)
   bool keep_work = false;  // keep the runs' logs and spill directories
+  // Where the tables are read from: "local" (the generated warehouse, every engine), or
+  // "s3": the same tables copied to S3 and queried cold and warm through the query server's
+  // engine beside the local tables through the same engine, with the S3 GET bandwidth
+  // measured in the same run (bench/query_lake.h). S3 comes from the AWS_* variables.
+  std::string storage = "local";
+  // --storage s3: the S3 prefix the copy goes under (s3://bucket/prefix); empty:
+  // s3://$SLUICE_S3_BUCKET/sluice-bench-query.
+  std::string s3_warehouse;
 };
 
 // Checks the options (every error names the option and what is wrong). Run by
@@ -66,10 +74,17 @@ int RunQueryBench(const QueryBenchOptions& options);
 // the Parquet globs, runs benchmark query `query` and prints one JSON line on stdout:
 // {"elapsed_s": ..., "columns": [...], "answer": ["<int>", ...]}. Returns 0, or 1 with the
 // error on stderr.
+//
+// With `warehouse` set it is the lake child of --storage s3 instead (RunLakeQueryChild):
+// the query over lake.bench.sales and lake.bench.products in that warehouse through the
+// query server's engine, `repeat` times; the globs are not used.
 struct QueryChildOptions {
   std::string query;
   std::string sales_glob;
   std::string products_glob;
+  std::string warehouse;
+  int repeat = 1;
+  std::string s3_cache_dir;
   int threads = 1;
   int64_t memory_limit_bytes = 0;
   std::string temp_dir;

@@ -143,6 +143,7 @@ class OneShotChildRun : public EngineRun {
           Tail(err_path_, 6));
     }
     EngineAnswer a;
+    a.line = line;
     a.seconds = j["elapsed_s"].get<double>();
     for (const auto& v : j["answer"]) {
       if (v.is_string()) {
@@ -168,6 +169,8 @@ class OneShotChildRun : public EngineRun {
     return max_rss_bytes_;
   }
 
+  double cpu_seconds() const override { return reaped_ ? cpu_seconds_ : -1; }
+
  private:
   void Reap(bool block) {
     if (reaped_) return;
@@ -179,6 +182,8 @@ class OneShotChildRun : public EngineRun {
         reaped_ = true;
         status_ = status;
         max_rss_bytes_ = static_cast<int64_t>(usage.ru_maxrss) * 1024;
+        cpu_seconds_ = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                       static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6;
         return;
       }
       if (r < 0 && errno == EINTR) continue;
@@ -192,6 +197,7 @@ class OneShotChildRun : public EngineRun {
   bool reaped_ = false;
   int status_ = -1;
   int64_t max_rss_bytes_ = 0;
+  double cpu_seconds_ = -1;
 };
 
 // `duckdb`: the sluice binary as a child (`sluice bench query-child`), the libduckdb it
@@ -228,6 +234,50 @@ class DuckDbEngine : public Engine {
                                      std::to_string(spec.memory_bytes),
                                      "--temp-dir",
                                      spec.work_dir + "/spill"};
+    return LaunchOneShotChild(args, {}, spec.work_dir);
+  }
+};
+
+// The lake child: the sluice binary as a child (`sluice bench query-child --warehouse`), the
+// query server's engine over the lake tables, the query run spec.repeat times in the process.
+class LakeChildEngine : public Engine {
+ public:
+  std::string_view name() const override { return "sluice-sql"; }
+  bool applies_memory_setting() const override { return true; }
+  Status Check(const EngineRunSpec& spec) const override {
+    if (::access(spec.sluice_binary.c_str(), X_OK) != 0) {
+      return NotFoundError("the lake child: {} is not an executable file", spec.sluice_binary);
+    }
+    return Status::OK();
+  }
+  std::string Describe(const EngineRunSpec& spec) const override {
+    return fmt::format(
+        "`sluice bench query-child --warehouse W --repeat {}` per run: the query server's "
+        "engine (lake planner, S3 object cache, partitioned rewrites) in one process as `sluice "
+        "sql` runs it, libduckdb with threads={} memory_limit=<setting>, temp_directory in the "
+        "run's work dir, over lake.bench.sales and lake.bench.products",
+        spec.repeat, spec.threads);
+  }
+  Result<std::unique_ptr<EngineRun>> Launch(const EngineRunSpec& spec) override {
+    std::vector<std::string> args = {spec.sluice_binary,
+                                     "bench",
+                                     "query-child",
+                                     "--query",
+                                     spec.query,
+                                     "--warehouse",
+                                     spec.lake_warehouse,
+                                     "--repeat",
+                                     std::to_string(spec.repeat),
+                                     "--threads",
+                                     std::to_string(spec.threads),
+                                     "--memory-limit-bytes",
+                                     std::to_string(spec.memory_bytes),
+                                     "--temp-dir",
+                                     spec.work_dir + "/spill"};
+    if (!spec.s3_cache_dir.empty()) {
+      args.push_back("--s3-cache-dir");
+      args.push_back(spec.s3_cache_dir);
+    }
     return LaunchOneShotChild(args, {}, spec.work_dir);
   }
 };
@@ -518,6 +568,8 @@ Result<std::unique_ptr<Engine>> MakeEngine(std::string_view name) {
   for (const std::string& e : KnownEngines()) known += (known.empty() ? "" : ", ") + e;
   return NotFoundError("unknown engine {:?} (known: {})", name, known);
 }
+
+std::unique_ptr<Engine> MakeLakeChildEngine() { return std::make_unique<LakeChildEngine>(); }
 
 Result<std::unique_ptr<EngineRun>> LaunchOneShotChild(const std::vector<std::string>& args,
                                                       const std::vector<std::string>& env,

@@ -59,6 +59,12 @@ struct EngineRunSpec {
   std::string node;           // polars: the node interpreter
   std::string node_modules;   // polars: NODE_PATH
   std::string polars_script;  // polars: the script's path (written into the work directory)
+  // The lake child (`--storage s3`, MakeLakeChildEngine): the warehouse its query names
+  // lake.bench.* in (the local one or the S3 copy), how many times it runs the query in
+  // its process, and where an S3 warehouse's object cache goes.
+  std::string lake_warehouse;
+  int repeat = 1;
+  std::string s3_cache_dir;
 };
 
 // What a finished run answered: the query's time as the engine's client saw it (for a
@@ -68,6 +74,7 @@ struct EngineAnswer {
   double seconds = 0;
   std::vector<std::string> columns;
   std::vector<std::string> values;
+  std::string line;  // a one-shot child's whole answer line (JSON)
 };
 
 // One fresh process tree. Owned by the runner's thread; root_pid() is read by the watchdog
@@ -84,6 +91,8 @@ class EngineRun {
   // Ends the tree and reaps it (idempotent; also after the watchdog killed it). The peak
   // RSS of the root process as the kernel counted it (wait4's ru_maxrss), 0 if unknown.
   virtual int64_t Stop() = 0;
+  // CPU seconds (user + system) the root process used, once Stop reaped it; -1 if unknown.
+  virtual double cpu_seconds() const { return -1; }
 };
 
 class Engine {
@@ -109,6 +118,11 @@ std::string BindTables(const std::string& sql_template, std::string_view sales,
 std::vector<std::string> KnownEngines();
 // NotFound naming the known engines when `name` is none of them.
 Result<std::unique_ptr<Engine>> MakeEngine(std::string_view name);
+
+// The lake child of `--storage s3` (bench/query_lake.h, RunLakeQueryChild): `sluice bench
+// query-child --warehouse W --repeat N` per run, the query server's engine in one
+// process over spec.lake_warehouse. Not one of KnownEngines: it runs only for --storage s3.
+std::unique_ptr<Engine> MakeLakeChildEngine();
 
 // A child that runs the query by itself and prints one JSON line on stdout
 // ({"elapsed_s", "columns", "answer"}), then exits 0. stdout and stderr go to files in

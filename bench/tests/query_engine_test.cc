@@ -173,6 +173,32 @@ TEST(QueryBenchOptionsTest, NamesTheWrongOption) {
   EXPECT_NE(error(o).find("--chart"), std::string::npos) << error(o);
 }
 
+TEST(QueryBenchOptionsTest, ChecksTheS3Options) {
+  auto error = [](QueryBenchOptions o) { return ValidateQueryBenchOptions(o).message(); };
+  QueryBenchOptions o;
+  o.storage = "s3";
+  EXPECT_TRUE(ValidateQueryBenchOptions(o).ok()) << error(o);
+  o.s3_warehouse = "s3://bucket/prefix";
+  EXPECT_TRUE(ValidateQueryBenchOptions(o).ok()) << error(o);
+  o.s3_warehouse = "/tmp/warehouse";
+  EXPECT_NE(error(o).find("--s3-warehouse /tmp/warehouse: not an S3 location"), std::string::npos)
+      << error(o);
+  o = {};
+  o.s3_warehouse = "s3://bucket/prefix";
+  EXPECT_NE(error(o).find("--s3-warehouse: only with --storage s3"), std::string::npos) << error(o);
+  o = {};
+  o.storage = "s3";
+  o.engines = {"duckdb"};
+  EXPECT_NE(error(o).find("--engines: not with --storage s3"), std::string::npos) << error(o);
+  o = {};
+  o.storage = "s3";
+  o.chart = "chart.png";
+  EXPECT_NE(error(o).find("--chart"), std::string::npos) << error(o);
+  o = {};
+  o.storage = "gcs";
+  EXPECT_NE(error(o).find("--storage \"gcs\""), std::string::npos) << error(o);
+}
+
 TEST(BindTablesTest, ReplacesEveryPlaceholder) {
   EXPECT_EQ(
       BindTables("SELECT * FROM {sales} s JOIN {products} p USING (k) UNION SELECT * FROM {sales}",

@@ -268,6 +268,14 @@ void AddQueryBenchOptions(CLI::App* cmd, sluice::bench::QueryBenchOptions* o) {
                 "one JSON object per engine, query and memory setting instead of a table");
   cmd->add_option("--json-file", o->json_file,
                   "also append those JSON objects to FILE (beside the table)");
+  cmd->add_option("--storage", o->storage,
+                  "local: the generated warehouse; s3: the same tables copied to S3 (AWS_* "
+                  "variables), queried cold and warm beside the local ones")
+      ->check(CLI::IsMember({"local", "s3"}))
+      ->capture_default_str();
+  cmd->add_option("--s3-warehouse", o->s3_warehouse,
+                  "--storage s3: the S3 prefix the tables are copied under (default "
+                  "s3://$SLUICE_S3_BUCKET/sluice-bench-query)");
 }
 
 // `sluice serve` flags; each one set overrides the config file's key.
@@ -533,8 +541,11 @@ int main(int argc, char** argv) {
       bench->add_subcommand("query-child", "one query of `bench query` on DuckDB (internal)");
   query_child->group("");
   query_child->add_option("--query", query_child_opts.query)->required();
-  query_child->add_option("--sales", query_child_opts.sales_glob)->required();
-  query_child->add_option("--products", query_child_opts.products_glob)->required();
+  query_child->add_option("--sales", query_child_opts.sales_glob);
+  query_child->add_option("--products", query_child_opts.products_glob);
+  query_child->add_option("--warehouse", query_child_opts.warehouse);  // the lake child
+  query_child->add_option("--repeat", query_child_opts.repeat)->check(CLI::Range(1, 100));
+  query_child->add_option("--s3-cache-dir", query_child_opts.s3_cache_dir);
   query_child->add_option("--threads", query_child_opts.threads)->check(CLI::Range(1, 1024));
   query_child->add_option("--memory-limit-bytes", query_child_opts.memory_limit_bytes);
   query_child->add_option("--temp-dir", query_child_opts.temp_dir);
