@@ -1012,15 +1012,6 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
       if (lake::IsS3Location(p)) slots.push_back(&p);
     }
   };
-  std::map<std::string, uint64_t> size_of;  // location -> bytes, from the manifests
-  for (const Candidate* c : kept) {
-    size_of[lake::NormalLocation(c->entry.file.file_path)] =
-        static_cast<uint64_t>(std::max<int64_t>(0, c->entry.file.file_size_in_bytes));
-  }
-  for (const Delete& d : deletes) {
-    size_of[lake::NormalLocation(d.entry->file.file_path)] =
-        static_cast<uint64_t>(std::max<int64_t>(0, d.entry->file.file_size_in_bytes));
-  }
   collect(plan.paths);
   if (plan.deletes) {
     collect(plan.deletes->data_paths);
@@ -1030,7 +1021,21 @@ Result<ScanPlan> Pruner::Run(const lake::Snapshot* snapshot,
   }
   if (!slots.empty()) {
     // Only the files pruning kept, and the deletes applying to them, are fetched
-    // (docs/design/0024, decision 6).
+    // (docs/design/0024, decision 6). Their sizes, from the manifests, let the cache check
+    // its budget before any download.
+    std::map<std::string, uint64_t> size_of;
+    for (const Candidate* c : kept) {
+      if (lake::IsS3Location(c->entry.file.file_path)) {
+        size_of[lake::NormalLocation(c->entry.file.file_path)] =
+            static_cast<uint64_t>(std::max<int64_t>(0, c->entry.file.file_size_in_bytes));
+      }
+    }
+    for (const Delete& d : deletes) {
+      if (lake::IsS3Location(d.entry->file.file_path)) {
+        size_of[lake::NormalLocation(d.entry->file.file_path)] =
+            static_cast<uint64_t>(std::max<int64_t>(0, d.entry->file.file_size_in_bytes));
+      }
+    }
     std::vector<std::string> locations;
     std::vector<uint64_t> sizes;
     for (std::string* slot : slots) {
