@@ -44,6 +44,7 @@
 #include "json/json_decoder.h"
 #include "kafka/client/admin.h"
 #include "kafka/client/producer.h"
+#include "lake/storage.h"
 #include "pipeline/pipeline_config.h"
 #include "sinks/testing/postgres_server.h"
 
@@ -428,6 +429,7 @@ struct Settings {
   bool window = false;   // --window: the windowed cells instead of the plain ones
   bool iceberg = false;  // --iceberg: passthrough into an Iceberg table and a noop sink
   int64_t iceberg_commit_seconds = 5;
+  std::string s3_warehouse;  // --storage s3: the S3 Iceberg cells' warehouse ("": none)
   bool postgres = false;     // --sink postgres: passthrough into PostgreSQL and a noop sink
   std::string postgres_dsn;  // of the bench's own server
   int64_t postgres_commit_interval_ms = 0;
@@ -482,6 +484,28 @@ Result<Settings> MakeSettings(const PipelineBenchOptions& o, const std::string& 
   }
   if (s.postgres && o.iceberg) return InvalidArgumentError("--iceberg and --sink postgres: one");
   s.iceberg_commit_seconds = o.iceberg_commit_seconds;
+  if (o.storage != "local" && o.storage != "s3")
+    return InvalidArgumentError("--storage: '{}': local or s3", o.storage);
+  if (o.storage == "s3" && !s.iceberg)
+    return InvalidArgumentError("--storage s3 is for the Iceberg cells: add --iceberg");
+  if (!o.s3_warehouse.empty() && o.storage != "s3")
+    return InvalidArgumentError("--s3-warehouse is for --storage s3");
+  if (o.storage == "s3") {
+    s.s3_warehouse = o.s3_warehouse;
+    if (s.s3_warehouse.empty()) {
+      const char* bucket = std::getenv("SLUICE_S3_BUCKET");
+      if (bucket == nullptr || *bucket == 0) {
+        return InvalidArgumentError(
+            "--storage s3: no S3 warehouse (pass --s3-warehouse s3://bucket/prefix or set "
+            "SLUICE_S3_BUCKET)");
+      }
+      s.s3_warehouse = fmt::format("s3://{}/sluice-bench-pipeline", bucket);
+    }
+    if (!lake::IsS3Location(s.s3_warehouse))
+      return InvalidArgumentError("--s3-warehouse {}: not an s3:// location", s.s3_warehouse);
+    s.s3_warehouse = lake::NormalLocation(s.s3_warehouse);
+    RETURN_IF_ERROR(lake::StorageFor(s.s3_warehouse).status());
+  }
   if (s.iceberg && (o.iceberg_commit_seconds < 1 || !o.handlers.empty())) {
     return InvalidArgumentError(
         "--iceberg runs StructuredBatch only (no --handlers) and needs "
@@ -938,7 +962,8 @@ int64_t FileBytes(const std::string& path) {
 Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int64_t batch,
                               const std::string& topic, int64_t n, const std::string& name,
                               Child* broker, Progress* progress, const WindowKind* window = nullptr,
-                              bool state = false, bool iceberg = false, bool postgres = false) {
+                              bool state = false, bool iceberg = false, bool postgres = false,
+                              bool on_s3 = false) {
   std::string group = fmt::format("sluice-bench-{}-{}", s.run_id, name);
   std::string state_path = state ? fmt::format("{}/{}.duckdb", s.work_dir, name) : "";
   struct RemoveState {
@@ -950,11 +975,22 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
     }
   } remove_state{state_path};
   std::string warehouse = iceberg ? fmt::format("{}/{}-warehouse", s.work_dir, name) : "";
+  if (iceberg && on_s3) warehouse = fmt::format("{}/{}-{}", s.s3_warehouse, s.run_id, name);
   struct RemoveWarehouse {
     std::string path;
     ~RemoveWarehouse() {
+      if (path.empty()) return;
+      if (lake::IsS3Location(path)) {
+        // The run's objects, so that runs do not fill the bucket.
+        Result<const lake::Storage*> storage = lake::StorageFor(path);
+        if (!storage.ok()) return;
+        Result<std::vector<lake::StoredObject>> objects = (*storage)->List(path);
+        if (!objects.ok()) return;
+        for (const lake::StoredObject& o : *objects) (void)(*storage)->Delete(o.location);
+        return;
+      }
       std::error_code ec;
-      if (!path.empty()) fs::remove_all(path, ec);
+      fs::remove_all(path, ec);
     }
   } remove_warehouse{warehouse};
   const std::string yaml = PipelineYaml(s, handler, batch, topic, group, 1, window, state_path,
@@ -1093,7 +1129,19 @@ Result<RunResult> RunPipeline(const Settings& s, const std::string& handler, int
                      "sluice: serving Kafka on ", false, kBrokerStartTimeout, kChildStopTimeout));
     broker->Swap(*fresh);
   }
-  if (iceberg) {
+  if (iceberg && on_s3) {
+    int64_t bytes = 0, files = 0;
+    ASSIGN_OR_RETURN(const lake::Storage* storage, lake::StorageFor(warehouse));
+    ASSIGN_OR_RETURN(std::vector<lake::StoredObject> objects,
+                     storage->List(warehouse + "/bench/events/data"));
+    for (const lake::StoredObject& o : objects) {
+      if (!o.location.ends_with(".parquet")) continue;
+      bytes += static_cast<int64_t>(o.size);
+      ++files;
+    }
+    r.table_mib = static_cast<double>(bytes) / kMiB;
+    r.table_files = static_cast<double>(files);
+  } else if (iceberg) {
     int64_t bytes = 0, files = 0;
     std::error_code ec;
     for (auto it = fs::recursive_directory_iterator(warehouse + "/bench/events/data", ec);
@@ -1888,18 +1936,39 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
           "version); the "
           "table after the stop's last commit\n\n",
           kPassthroughSql, s.iceberg_commit_seconds);
-      fmt::print("{:<8} {:>7} {:>11} {:>7} {:>9} {:>8} {:>10} {:>10} {:>9} {:>7}\n", "sink",
-                 "batch", "msgs/s", "vs noop", "peak MiB", "commits", "commit ms", "max ms",
-                 "table MiB", "files");
+      if (!s.s3_warehouse.empty()) {
+        fmt::print(
+            "  iceberg-s3 the same into a table on S3 ({}; {}): data files staged locally and "
+            "uploaded at each commit, the commit a conditional PUT; vs local = its msgs/s over "
+            "the local table's of the same turn\n\n",
+            s.s3_warehouse, [] {
+              const char* e = std::getenv("AWS_ENDPOINT_URL_S3");
+              if (e == nullptr || *e == 0) e = std::getenv("AWS_ENDPOINT_URL");
+              return std::string(e != nullptr && *e != 0 ? e : "AWS S3");
+            }());
+      }
+      fmt::print("{:<10} {:>7} {:>11} {:>7} {:>8} {:>9} {:>8} {:>10} {:>10} {:>9} {:>7}\n", "sink",
+                 "batch", "msgs/s", "vs noop", "vs local", "peak MiB", "commits", "commit ms",
+                 "max ms", "table MiB", "files");
     }
+    // The cells of one batch size: noop, the local table, and with --storage s3 the S3 one.
+    enum class Cell { kNoop, kLocal, kS3 };
+    std::vector<Cell> cells = {Cell::kNoop, Cell::kLocal};
+    if (!s.s3_warehouse.empty()) cells.push_back(Cell::kS3);
     for (int64_t b : s.batch_sizes) {
       double noop_rate = 0;
-      for (bool ice : {false, true}) {
+      double local_rate = 0;
+      for (Cell cell : cells) {
+        const bool ice = cell != Cell::kNoop;
+        const char* label = cell == Cell::kNoop    ? "noop"
+                            : cell == Cell::kLocal ? "iceberg"
+                                                   : "iceberg-s3";
         std::vector<RunResult> runs;
         for (int r = 0; r < s.runs; ++r) {
-          std::string name = fmt::format("{}-{}-run{}", ice ? "iceberg" : "noop", b, r + 1);
-          Result<RunResult> run = RunPipeline(s, h, b, ctx.topic, s.messages, name, broker,
-                                              &progress, nullptr, false, ice);
+          std::string name = fmt::format("{}-{}-run{}", label, b, r + 1);
+          Result<RunResult> run =
+              RunPipeline(s, h, b, ctx.topic, s.messages, name, broker, &progress, nullptr, false,
+                          ice, false, cell == Cell::kS3);
           if (!run.ok()) return with_broker(run.status());
           runs.push_back(*run);
         }
@@ -1910,13 +1979,16 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
         };
         double rate = med([](const RunResult& r) { return r.msgs_per_s; });
         if (!ice) noop_rate = rate;
+        if (cell == Cell::kLocal) local_rate = rate;
         double ratio = noop_rate > 0 ? rate / noop_rate : 0;
         if (o.json) {
           Json j = Common(ctx, s);
           j["sink"] = ice ? "iceberg" : "noop";
+          if (ice) j["storage"] = cell == Cell::kS3 ? "s3" : "local";
           j["batch_size"] = b;
           j["msgs_per_s"] = Round(rate, 0);
           j["vs_noop"] = Round(ratio, 3);
+          if (cell == Cell::kS3) j["vs_local"] = Round(local_rate > 0 ? rate / local_rate : 0, 3);
           j["peak_rss_mib"] = Round(med([](const RunResult& r) { return r.peak_rss_mib; }), 1);
           if (ice) {
             j["commits"] = med([](const RunResult& r) { return r.commits; });
@@ -1930,9 +2002,11 @@ Status RunAll(const PipelineBenchOptions& o, const std::string& bootstrap,
           fmt::print("{}\n", j.dump());
         } else {
           fmt::print(
-              "{:<8} {:>7} {:>11} {:>7} {:>9.1f} {:>8} {:>10} {:>10} {:>9} {:>7}\n",
-              ice ? "iceberg" : "noop", b, Grouped(static_cast<uint64_t>(rate)),
-              fmt::format("{:.2f}", ratio), med([](const RunResult& r) { return r.peak_rss_mib; }),
+              "{:<10} {:>7} {:>11} {:>7} {:>8} {:>9.1f} {:>8} {:>10} {:>10} {:>9} {:>7}\n", label,
+              b, Grouped(static_cast<uint64_t>(rate)), fmt::format("{:.2f}", ratio),
+              cell == Cell::kS3 && local_rate > 0 ? fmt::format("{:.2f}", rate / local_rate)
+                                                  : std::string("-"),
+              med([](const RunResult& r) { return r.peak_rss_mib; }),
               ice ? fmt::format("{:.0f}", med([](const RunResult& r) { return r.commits; })) : "-",
               ice ? fmt::format("{:.1f}",
                                 1000 * med([](const RunResult& r) { return r.commit_mean_s; }))

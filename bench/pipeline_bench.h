@@ -62,6 +62,11 @@ struct PipelineBenchOptions {
   // `iceberg_commit_seconds`; the commits' latency.
   bool iceberg = false;
   int64_t iceberg_commit_seconds = 5;
+  // --storage s3 (with --iceberg): each batch size's Iceberg cell also into a table on S3
+  // (the AWS_* variables; under --s3-warehouse, default s3://$SLUICE_S3_BUCKET/
+  // sluice-bench-pipeline), beside the local-directory cell of the same turn.
+  std::string storage = "local";
+  std::string s3_warehouse;
   // --sink noop|iceberg|postgres: the plain cells into a noop sink (the default), the
   // Iceberg cells (as --iceberg), or the postgres cells: StructuredBatch passing every event
   // through to a table of a PostgreSQL server the bench starts (Debian's postgresql), beside

@@ -17,6 +17,7 @@
 #include "broker/serve_config.h"
 #include "broker/service.h"
 #include "lake/rest_catalog.h"
+#include "lake/rest_client.h"
 #include "lake/storage.h"
 #include "net/tls.h"
 #include "pipeline/pipeline_config.h"
@@ -82,6 +83,7 @@ std::vector<std::string_view> ServeConfigKeys() {
   for (std::string_view k : query::QueryConfigKeys()) keys.push_back(k);
   for (std::string_view k : kSchemaRegistryKeys) keys.push_back(k);
   for (std::string_view k : lake::kS3ConfigKeys) keys.push_back(k);
+  for (std::string_view k : lake::kRestCatalogKeys) keys.push_back(k);
   return keys;
 }
 
@@ -104,6 +106,15 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   // default; "off" turns it off.
   ASSIGN_OR_RETURN(std::string http_addr, config.GetString("http.addr", kDefaultHttpAddr));
   ASSIGN_OR_RETURN(std::string warehouse, config.GetString("warehouse", ""));
+  // The query server's lake tables from an external Iceberg REST catalog instead.
+  ASSIGN_OR_RETURN(std::optional<lake::RestCatalogConfig> rest_catalog,
+                   lake::RestCatalogConfigFrom(config));
+  if (rest_catalog && !warehouse.empty()) {
+    return InvalidArgumentError(
+        "warehouse (set in {}) and catalog (set in {}): the lake tables come from a warehouse "
+        "this process serves, or from another catalog, not both",
+        config.Origin("warehouse"), config.Origin("catalog.uri"));
+  }
   if (http_addr == "off" && !warehouse.empty()) {
     return InvalidArgumentError("warehouse (set in {}) needs the HTTP port, but http.addr is off",
                                 config.Origin("warehouse"));
@@ -173,8 +184,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     p->catalog_ = std::move(opened).value();
   }
   ASSIGN_OR_RETURN(query::QueryServerConfig query_config, query::QueryServerConfigFrom(config));
-  if (lake::IsS3Location(warehouse)) {
-    // DuckDB reads an S3 table's data files as local copies in the object cache.
+  if (lake::IsS3Location(warehouse) || rest_catalog) {
+    // DuckDB reads an S3 table's data files as local copies in the object cache (a
+    // catalog's tables may be on S3; its local tables' directories are named in
+    // query.allowed_directories).
     ASSIGN_OR_RETURN(lake::S3Settings s3, lake::CurrentS3Settings());
     query_config.options.allowed_directories.insert(
         query_config.options.allowed_directories.begin(), lake::S3CacheRoot(s3));
@@ -366,6 +379,7 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     kafka_properties.erase("bootstrap.servers");
     p->query_engine_ = std::make_unique<query::QueryEngine>(query::QueryEngineOptions{
         .warehouse = warehouse,
+        .catalog = rest_catalog,
         .kafka_bootstrap = kafka_bootstrap,
         .kafka_properties = std::move(kafka_properties),
         .schemas = p->schema_registry_
@@ -388,6 +402,10 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
                     pg_tls_required    ? " (TLS required)"
                     : query_config.tls ? " (TLS offered)"
                                        : ""));
+    if (rest_catalog) {
+      say(fmt::format("lake tables (lake.<ns>.<table>) from the Iceberg REST catalog {}",
+                      rest_catalog->uri));
+    }
   }
   return p;
 }

@@ -28,6 +28,7 @@ enum class StatusCode : int {
   kUnimplemented,
   kInternal,
   kAborted,
+  kUnavailable,  // a remote service failed: whether it acted on the request is unknown
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -73,6 +74,7 @@ SLUICE_STATUS_FACTORY(FailedPreconditionError, kFailedPrecondition)
 SLUICE_STATUS_FACTORY(UnimplementedError, kUnimplemented)
 SLUICE_STATUS_FACTORY(InternalError, kInternal)
 SLUICE_STATUS_FACTORY(AbortedError, kAborted)
+SLUICE_STATUS_FACTORY(UnavailableError, kUnavailable)
 #undef SLUICE_STATUS_FACTORY
 
 // An IOError naming the operation, the path and errno's text.

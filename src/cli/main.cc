@@ -208,6 +208,14 @@ void AddPipelineBenchOptions(CLI::App* cmd, sluice::bench::PipelineBenchOptions*
                   "--sink postgres: the sink's commit_interval_ms (0: a commit per batch)")
       ->check(CLI::Range(int64_t{0}, int64_t{3'600'000}))
       ->capture_default_str();
+  cmd->add_option("--storage", o->storage,
+                  "--iceberg: local (a warehouse directory), or s3: each batch size's Iceberg "
+                  "cell also into a table on S3 (AWS_* variables) beside the local one")
+      ->check(CLI::IsMember({"local", "s3"}))
+      ->capture_default_str();
+  cmd->add_option("--s3-warehouse", o->s3_warehouse,
+                  "--storage s3: the S3 warehouse (default s3://$SLUICE_S3_BUCKET/"
+                  "sluice-bench-pipeline)");
   cmd->add_option("--iceberg-commit-seconds", o->iceberg_commit_seconds,
                   "the Iceberg sink's commit_interval_seconds")
       ->capture_default_str();

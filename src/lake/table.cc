@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <random>
+#include <thread>
 
 #include "base/crash_point.h"
 #include "lake/storage.h"
@@ -62,6 +63,14 @@ Result<std::string> AvroTypeOf(const Type& t) {
   }
 }
 
+// A pause before trying again after a catalog failed mid-commit: up to ~3 s.
+void BackOff(int attempt) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  int64_t cap = std::min<int64_t>(3000, int64_t{100} << std::min(attempt, 5));
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(std::uniform_int_distribution<int64_t>(cap / 2, cap)(rng)));
+}
+
 int64_t SummaryLong(const Snapshot* s, const std::string& key) {
   if (s == nullptr) return 0;
   auto it = s->summary.find(key);
@@ -92,14 +101,69 @@ Result<ManifestContext> ContextOf(const TableMetadata& metadata) {
   return c;
 }
 
+namespace {
+
+class TableFilesStore : public MetadataStore {
+ public:
+  explicit TableFilesStore(std::string root) : files_(std::move(root)) {}
+
+  Result<std::optional<Version>> Load() const override {
+    ASSIGN_OR_RETURN(std::optional<MetadataVersion> current, files_.Current());
+    if (!current) return std::optional<Version>();
+    Result<TableMetadata> metadata = TableMetadataFromJson(current->json);
+    if (!metadata.ok())
+      return CorruptionError("{}: {}", current->path, metadata.status().message());
+    return std::optional<Version>(
+        Version{std::move(*metadata), FileUri(current->path), current->version});
+  }
+
+  Result<Version> Commit(const Version& base, const std::vector<TableUpdate>& updates,
+                         int64_t now_ms) const override {
+    ASSIGN_OR_RETURN(TableMetadata next,
+                     ApplyUpdates(base.metadata, base.location, updates,
+                                  std::max(now_ms, base.metadata.last_updated_ms)));
+    const int64_t version = base.version + 1;
+    RETURN_IF_ERROR(files_.CommitVersion(version, TableMetadataToString(next)));
+    return Version{std::move(next), FileUri(files_.VersionPath(version)), version};
+  }
+
+  std::string Describe() const override { return files_.root(); }
+
+ private:
+  TableFiles files_;
+};
+
+// The directory or S3 location a table's files live under, from its location.
+Result<std::string> RootOf(const std::string& location) {
+  if (IsS3Location(location)) return NormalLocation(location);
+  ASSIGN_OR_RETURN(std::string path, LocalPath(location));
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+std::shared_ptr<const MetadataStore> FilesStore(const std::string& root) {
+  return std::make_shared<TableFilesStore>(root);
+}
+
 Result<Table> Table::Load(const std::string& root) {
-  TableFiles files(root);
-  ASSIGN_OR_RETURN(std::optional<MetadataVersion> current, files.Current());
+  auto store = FilesStore(root);
+  ASSIGN_OR_RETURN(std::optional<MetadataStore::Version> current, store->Load());
   if (!current)
     return NotFoundError("{} holds no Iceberg table (no metadata/v<N>.metadata.json)", root);
-  Result<TableMetadata> metadata = TableMetadataFromJson(current->json);
-  if (!metadata.ok()) return CorruptionError("{}: {}", current->path, metadata.status().message());
-  return Table(std::move(files), std::move(*metadata), current->version);
+  return Table(std::move(store), TableFiles(root), std::move(*current));
+}
+
+Result<Table> Table::Open(std::shared_ptr<const MetadataStore> store) {
+  ASSIGN_OR_RETURN(std::optional<MetadataStore::Version> current, store->Load());
+  if (!current) return NotFoundError("{}: no such table", store->Describe());
+  Result<std::string> root = RootOf(current->metadata.location);
+  if (!root.ok()) {
+    return InvalidArgumentError("{}: the table's location: {}", store->Describe(),
+                                root.status().message());
+  }
+  return Table(std::move(store), TableFiles(*root), std::move(*current));
 }
 
 Result<Table> Table::Create(const std::string& root, const Schema& schema,
@@ -116,15 +180,25 @@ Result<Table> Table::Create(const std::string& root, const Schema& schema,
   Status st = files.CommitVersion(1, TableMetadataToString(metadata));
   if (st.code() == StatusCode::kAlreadyExists) return Load(root);
   RETURN_IF_ERROR(st);
-  return Table(std::move(files), std::move(metadata), 1);
+  MetadataStore::Version v{std::move(metadata), FileUri(files.VersionPath(1)), 1};
+  return Table(FilesStore(root), std::move(files), std::move(v));
 }
 
-std::string Table::metadata_location() const { return FileUri(files_.VersionPath(version_)); }
-
 Status Table::Refresh() {
-  ASSIGN_OR_RETURN(Table t, Load(files_.root()));
-  metadata_ = std::move(t.metadata_);
-  version_ = t.version_;
+  ASSIGN_OR_RETURN(std::optional<MetadataStore::Version> current, store_->Load());
+  if (!current) return NotFoundError("{}: the table is gone", store_->Describe());
+  metadata_ = std::move(current->metadata);
+  metadata_location_ = std::move(current->location);
+  version_ = current->version;
+  return Status::OK();
+}
+
+Status Table::CommitOnce(const std::vector<TableUpdate>& updates, int64_t now_ms) {
+  MetadataStore::Version base{metadata_, metadata_location_, version_};
+  ASSIGN_OR_RETURN(MetadataStore::Version next, store_->Commit(base, updates, now_ms));
+  metadata_ = std::move(next.metadata);
+  metadata_location_ = std::move(next.location);
+  version_ = next.version;
   return Status::OK();
 }
 
@@ -344,14 +418,17 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
     main.snapshot_id = snapshot_id;
     std::vector<TableUpdate> updates = {AddSnapshotUpdate{snap},
                                         SetSnapshotRefUpdate{std::string(kMainBranch), main}};
-    ASSIGN_OR_RETURN(TableMetadata next,
-                     ApplyUpdates(metadata_, metadata_location(), updates, snap.timestamp_ms));
-    Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
+    Status st = CommitOnce(updates, snap.timestamp_ms);
     if (st.ok()) {
       CrashPoint("iceberg-committed");
-      metadata_ = std::move(next);
-      ++version_;
       return snapshot_id;
+    }
+    if (st.code() == StatusCode::kUnavailable) {
+      // A catalog failed mid-commit: the outcome is unknown. Re-read: landed, or build
+      // again (the next attempt's requirements fail if this one lands after all, and the
+      // re-read then finds it).
+      BackOff(attempt);
+      continue;
     }
     if (st.code() != StatusCode::kAlreadyExists) {
       // Did it land anyway (the link made, a later sync failed)? Then it is committed.
@@ -360,7 +437,8 @@ Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder&
     }
     // Lost the race: the list written for it is left for expiry; try on the new current.
   }
-  return AbortedError("{}: {} commit attempts lost to other writers", files_.root(), kMaxAttempts);
+  return AbortedError("{}: {} commit attempts lost to other writers", store_->Describe(),
+                      kMaxAttempts);
 }
 
 Result<bool> Table::CommitUpdates(const UpdatesBuilder& build, int64_t now_ms) {
@@ -378,17 +456,18 @@ Result<bool> Table::CommitUpdates(const UpdatesBuilder& build, int64_t now_ms) {
       continue;
     }
     if (updates->empty()) return false;
-    ASSIGN_OR_RETURN(TableMetadata next, ApplyUpdates(metadata_, metadata_location(), *updates,
-                                                      std::max(now_ms, metadata_.last_updated_ms)));
-    Status st = files_.CommitVersion(version_ + 1, TableMetadataToString(next));
-    if (st.ok()) {
-      metadata_ = std::move(next);
-      ++version_;
-      return true;
+    Status st = CommitOnce(*updates, now_ms);
+    if (st.ok()) return true;
+    if (st.code() == StatusCode::kUnavailable) {
+      // Unknown outcome: the re-read shows whether the updates are there (a builder that
+      // finds nothing left to do returns none).
+      BackOff(attempt);
+      continue;
     }
     if (st.code() != StatusCode::kAlreadyExists) return st;
   }
-  return AbortedError("{}: {} commit attempts lost to other writers", files_.root(), kMaxAttempts);
+  return AbortedError("{}: {} commit attempts lost to other writers", store_->Describe(),
+                      kMaxAttempts);
 }
 
 }  // namespace sluice::lake

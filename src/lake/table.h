@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,10 +80,39 @@ using SnapshotBuilder = std::function<Result<SnapshotPlan>(const CommitAttempt& 
 // none = nothing to commit.
 using UpdatesBuilder = std::function<Result<std::vector<TableUpdate>>(const TableMetadata& base)>;
 
+// Where a table's current metadata is kept and how the next version is committed
+// (docs/design/0024, decision 18): the table's own files (FilesStore: an exclusive create
+// of metadata/v<N+1>.metadata.json) or a REST catalog (lake/rest_client.h: the catalog
+// writes the metadata file; sluice sends the updates and their requirements). Either way
+// a Table writes its manifests and lists under its location's metadata/ itself.
+class MetadataStore {
+ public:
+  struct Version {
+    TableMetadata metadata;
+    std::string location;  // of the metadata file (file://..., s3://...)
+    int64_t version = 0;   // N of v<N>.metadata.json; a catalog's tables count commits seen
+  };
+  virtual ~MetadataStore() = default;
+  // nullopt when there is no such table.
+  virtual Result<std::optional<Version>> Load() const = 0;
+  // Commits `updates` on `base`. AlreadyExists: another writer committed first (re-read
+  // and build again); Unavailable: the outcome is unknown (re-read to learn it).
+  virtual Result<Version> Commit(const Version& base, const std::vector<TableUpdate>& updates,
+                                 int64_t now_ms) const = 0;
+  // "/w/db/t", "REST catalog http://...: db.t", for messages.
+  virtual std::string Describe() const = 0;
+};
+
+// The metadata store of a table directory or S3 location (TableFiles).
+std::shared_ptr<const MetadataStore> FilesStore(const std::string& root);
+
 class Table {
  public:
   // NotFound when the directory holds no table.
   static Result<Table> Load(const std::string& root);
+  // The table `store` keeps; NotFound when there is none. Its files (manifests, data) go
+  // under its location.
+  static Result<Table> Open(std::shared_ptr<const MetadataStore> store);
   // A new table with fresh field ids (NewTable); when another writer created it first,
   // that table, loaded.
   static Result<Table> Create(const std::string& root, const Schema& schema,
@@ -93,7 +123,8 @@ class Table {
   int64_t version() const { return version_; }
   const TableFiles& files() const { return files_; }
   // The metadata file as a location (file://.../v<N>.metadata.json).
-  std::string metadata_location() const;
+  std::string metadata_location() const { return metadata_location_; }
+  const MetadataStore& store() const { return *store_; }
 
   // Re-reads the current version.
   Status Refresh();
@@ -121,11 +152,19 @@ class Table {
   Result<std::vector<std::pair<ManifestFile, std::vector<ManifestEntry>>>> CurrentManifests() const;
 
  private:
-  Table(TableFiles files, TableMetadata metadata, int64_t version)
-      : files_(std::move(files)), metadata_(std::move(metadata)), version_(version) {}
+  Table(std::shared_ptr<const MetadataStore> store, TableFiles files, MetadataStore::Version v)
+      : store_(std::move(store)),
+        files_(std::move(files)),
+        metadata_(std::move(v.metadata)),
+        metadata_location_(std::move(v.location)),
+        version_(v.version) {}
+  // Commits `updates` on the current metadata; keeps the new one when it lands.
+  Status CommitOnce(const std::vector<TableUpdate>& updates, int64_t now_ms);
 
+  std::shared_ptr<const MetadataStore> store_;
   TableFiles files_;
   TableMetadata metadata_;
+  std::string metadata_location_;
   int64_t version_ = 0;
 };
 

@@ -387,10 +387,11 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
       break;
     }
     case SinkType::kIceberg: {
-      MapView p = Section(s, "iceberg",
-                          {"catalog_name", "table_name", "warehouse", "commit_interval_seconds",
-                           "target_file_size_bytes", "schema_evolution", "partition_by"},
-                          why);
+      MapView p =
+          Section(s, "iceberg",
+                  {"catalog_name", "table_name", "warehouse", "catalog", "commit_interval_seconds",
+                   "target_file_size_bytes", "schema_evolution", "partition_by"},
+                  why);
       if (!p.present) break;
       IcebergSinkConfig& ice = out->iceberg;
       ice.catalog_name = String(p, "catalog_name", true).value_or("");
@@ -419,6 +420,41 @@ bool Walker::Sink(const YAML::Node& node, const std::string& path, int line, Sin
         }
       }
       ice.warehouse = String(p, "warehouse", false).value_or("");
+      if (const Entry* e = p.Find("catalog")) {
+        MapView c = OpenMap(e->value, Join(p.path, "catalog"), EntryLine(*e, p.line),
+                            {"type", "uri", "warehouse", "credential", "token", "oauth2_server_uri",
+                             "scope", "request_timeout_ms", "max_retries"});
+        if (c.present) {
+          IcebergCatalogConfig cat;
+          if (auto type = String(c, "type", true); type && Trim(*type) != "rest") {
+            Error(EntryLine(*c.Find("type"), c.line), Join(c.path, "type"),
+                  fmt::format("must be rest (an Iceberg REST catalog); got {}", Quote(*type)));
+          }
+          cat.uri = String(c, "uri", true).value_or("");
+          if (!cat.uri.empty() && !cat.uri.starts_with("http://") &&
+              !cat.uri.starts_with("https://")) {
+            Error(EntryLine(*c.Find("uri"), c.line), Join(c.path, "uri"),
+                  fmt::format("must be an http:// or https:// URL; got {}", Quote(cat.uri)));
+          }
+          cat.warehouse = String(c, "warehouse", false).value_or("");
+          cat.credential = String(c, "credential", false).value_or("");
+          cat.token = String(c, "token", false).value_or("");
+          if (!cat.credential.empty() && !cat.token.empty()) {
+            Error(EntryLine(*c.Find("token"), c.line), Join(c.path, "token"),
+                  "set credential (OAuth2 client credentials) or token, not both");
+          }
+          cat.oauth2_server_uri = String(c, "oauth2_server_uri", false).value_or("");
+          cat.scope = String(c, "scope", false).value_or("catalog");
+          if (auto v = Integer(c, "request_timeout_ms", 100, 600000)) cat.request_timeout_ms = *v;
+          if (auto v = Integer(c, "max_retries", 0, 100)) cat.max_retries = *v;
+          ice.catalog = std::move(cat);
+          if (!ice.warehouse.empty()) {
+            Error(EntryLine(*p.Find("warehouse"), p.line), Join(p.path, "warehouse"),
+                  "a table is in a warehouse directory or a catalog, not both: remove warehouse "
+                  "(the catalog's warehouse goes in catalog.warehouse)");
+          }
+        }
+      }
       if (auto v = Integer(p, "commit_interval_seconds", 1, 86400))
         ice.commit_interval_seconds = *v;
       if (auto v = Integer(p, "target_file_size_bytes", int64_t{1} << 20, int64_t{16} << 30)) {

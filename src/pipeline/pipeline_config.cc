@@ -265,9 +265,11 @@ std::string DescribeSink(const SinkConfig& sink) {
               : fmt::format(", {} substitution(s)", sink.sqlcommand.substitutions.size()));
     }
     case SinkType::kIceberg:
-      return fmt::format("iceberg table {}.{} (catalog {}), commit every {} s",
+      return fmt::format("iceberg table {}.{} (catalog {}{}), commit every {} s",
                          fmt::join(sink.iceberg.namespace_, "."), sink.iceberg.table,
-                         sink.iceberg.catalog_name, sink.iceberg.commit_interval_seconds);
+                         sink.iceberg.catalog_name,
+                         sink.iceberg.catalog ? ", REST catalog " + sink.iceberg.catalog->uri : "",
+                         sink.iceberg.commit_interval_seconds);
     case SinkType::kPostgres:
       return fmt::format("postgres table {}, {}{}", sink.postgres.table, Name(sink.postgres.mode),
                          sink.postgres.key.empty()

@@ -187,11 +187,25 @@ struct PostgresSinkConfig {
 // sink.iceberg (sqlflow's keys catalog_name and table_name, the rest sluice's; docs/sinks.md):
 // appends the results to an Iceberg table of the warehouse, committing every
 // commit_interval_seconds or when the staged rows reach the target file size.
+// sink.iceberg.catalog (sluice's): an Iceberg REST catalog the table is found, created and
+// committed through, instead of a warehouse directory (docs/sinks.md).
+struct IcebergCatalogConfig {
+  std::string uri;  // http(s)://host:port[/path]
+  std::string warehouse;
+  std::string credential;  // OAuth2 client credentials "id:secret"
+  std::string token;       // or a bearer token
+  std::string oauth2_server_uri;
+  std::string scope = "catalog";
+  int64_t request_timeout_ms = 30000;
+  int64_t max_retries = 3;
+};
+
 struct IcebergSinkConfig {
   std::string catalog_name;
-  std::vector<std::string> namespace_;  // table_name's levels before the last dot
-  std::string table;                    // table_name's last part
-  std::string warehouse;                // "" = $SLUICE_WAREHOUSE at run time
+  std::vector<std::string> namespace_;          // table_name's levels before the last dot
+  std::string table;                            // table_name's last part
+  std::string warehouse;                        // "" = $SLUICE_WAREHOUSE at run time
+  std::optional<IcebergCatalogConfig> catalog;  // instead of the warehouse
   int64_t commit_interval_seconds = 60;
   int64_t target_file_size_bytes = int64_t{128} << 20;
   bool schema_evolution = false;          // add new nullable columns instead of refusing

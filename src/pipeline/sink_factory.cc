@@ -103,7 +103,18 @@ Result<std::unique_ptr<sinks::Sink>> MakeSink(const SinkConfig& config, std::FIL
     case SinkType::kIceberg: {
       sinks::IcebergSinkOptions o;
       o.warehouse = config.iceberg.warehouse;
-      if (o.warehouse.empty()) {
+      if (const std::optional<IcebergCatalogConfig>& c = config.iceberg.catalog) {
+        lake::RestCatalogConfig rc;
+        rc.uri = c->uri;
+        rc.warehouse = c->warehouse;
+        rc.credential = c->credential;
+        rc.token = c->token;
+        rc.oauth2_server_uri = c->oauth2_server_uri;
+        rc.scope = c->scope;
+        rc.request_timeout = std::chrono::milliseconds(c->request_timeout_ms);
+        rc.max_retries = static_cast<int>(c->max_retries);
+        o.catalog = std::move(rc);
+      } else if (o.warehouse.empty()) {
         const char* env = std::getenv("SLUICE_WAREHOUSE");
         o.warehouse = env != nullptr ? env : "";
       }

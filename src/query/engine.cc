@@ -37,7 +37,9 @@ const Logger kLog("query");
 
 QueryEngine::QueryEngine(QueryEngineOptions options)
     : options_(std::move(options)), user_functions_(rewrite::MakeUserFunctionCache()) {
-  if (lake::IsS3Location(options_.warehouse)) {
+  if (options_.catalog) {
+    catalog_ = std::make_unique<WarehouseCatalog>(*options_.catalog);
+  } else if (lake::IsS3Location(options_.warehouse)) {
     options_.warehouse = lake::NormalLocation(options_.warehouse);
     catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
   } else if (!options_.warehouse.empty()) {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "lake/rest_client.h"
 #include "query/authz/grants.h"
 #include "query/pg_catalog/catalog.h"
 #include "query/server.h"
@@ -45,7 +47,9 @@ struct DataAuthorization {
 };
 
 struct QueryEngineOptions {
-  std::string warehouse;        // "" : no lake tables
+  std::string warehouse;  // "" : no lake tables
+  // Instead of the warehouse: lake tables from this Iceberg REST catalog.
+  std::optional<lake::RestCatalogConfig> catalog;
   std::string kafka_bootstrap;  // "" : no topic()
   // topic()'s other librdkafka properties (serve's own credential: security.protocol, sasl.*).
   std::map<std::string, std::string> kafka_properties;

@@ -166,11 +166,7 @@ Result<authz::GrantObject> QueryEngine::ResolveLakeObject(const GrantStatement& 
     return catalog_ != nullptr && catalog_->LoadMetadata(ns, t).ok();
   };
   auto namespace_at = [&](const std::vector<std::string>& ns) {
-    if (catalog_ == nullptr) return false;
-    std::filesystem::path dir(catalog_->warehouse());
-    for (const std::string& level : ns) dir /= level;
-    std::error_code ec;
-    return std::filesystem::is_directory(dir, ec);
+    return catalog_ != nullptr && catalog_->NamespaceExists(ns);
   };
   const std::vector<std::string>& parts = s.name;
   const std::vector<std::string> levels = Levels(parts);

@@ -2,7 +2,6 @@
 #include "s3/s3_client.h"
 
 #include <arpa/inet.h>
-#include <curl/curl.h>
 
 #include <algorithm>
 #include <charconv>
@@ -15,6 +14,7 @@
 
 #include "base/logging.h"
 #include "base/strings.h"
+#include "s3/http_call.h"
 
 namespace sluice::s3 {
 namespace {
@@ -22,76 +22,12 @@ namespace {
 const Logger kLog("s3");
 
 constexpr std::chrono::milliseconds kMaxRetryDelay{5000};
+// The bound on a reply that is not an object's bytes.
+constexpr size_t kMaxReplyBytes = 16u << 20;
 
 bool IsIpLiteral(const std::string& host) {
   unsigned char buf[sizeof(struct in6_addr)];
   return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
-}
-
-// curl_global_init is not thread-safe and must run once before any handle is made.
-void InitCurlOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-// A reply that is not an object's bytes (XML: a list page, an error, a multipart answer)
-// is refused past kMaxReplyBytes, and a reply with more than kMaxHeaders header lines too:
-// a server's bytes must not grow memory without bound.
-constexpr size_t kMaxReplyBytes = 16u << 20;
-constexpr size_t kMaxHeaders = 1000;
-
-struct BodySink {
-  std::string* body;
-  size_t limit;
-  bool too_large = false;
-};
-
-size_t AppendBody(char* data, size_t size, size_t count, void* user) {
-  auto* sink = static_cast<BodySink*>(user);
-  if (sink->body->size() + size * count > sink->limit) {
-    sink->too_large = true;
-    return 0;  // curl stops with a write error
-  }
-  sink->body->append(data, size * count);
-  return size * count;
-}
-
-struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-
-// Failures a retry may cure: the server was not reached, or the connection broke.
-bool IsTransientCurlError(CURLcode code) {
-  switch (code) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-      return true;
-    default:
-      return false;
-  }
-}
-
-size_t AppendHeader(char* data, size_t size, size_t count, void* user) {
-  auto* headers = static_cast<NameValues*>(user);
-  if (headers->size() >= kMaxHeaders) return 0;  // curl stops with a write error
-  std::string_view line(data, size * count);
-  // A new status line (after a 100 Continue, say) starts a new set of headers.
-  if (line.starts_with("HTTP/")) {
-    headers->clear();
-  } else if (size_t colon = line.find(':'); colon != std::string_view::npos) {
-    headers->emplace_back(AsciiLower(Trim(line.substr(0, colon))),
-                          std::string(Trim(line.substr(colon + 1))));
-  }
-  return size * count;
 }
 
 bool IsRetryableHttp(long status) { return status == 429 || status >= 500; }
@@ -115,18 +51,7 @@ struct S3Client::Request {
   bool object_reply = false;
 };
 
-struct S3Client::Response {
-  long status = 0;
-  std::string body;
-  NameValues headers;  // lowercase names, trimmed values
-
-  std::string_view Header(std::string_view name) const {
-    for (const auto& [n, v] : headers) {
-      if (n == name) return v;
-    }
-    return {};
-  }
-};
+struct S3Client::Response : HttpReply {};
 
 std::string Endpoint::HostHeader() const {
   std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
@@ -230,7 +155,6 @@ Result<S3Client> S3Client::Create(S3Options options) {
                         : options.endpoint;
   ASSIGN_OR_RETURN(Endpoint endpoint, ParseEndpoint(url));
   bool path_style = options.path_style.value_or(endpoint.host_is_local_or_ip);
-  InitCurlOnce();
   return S3Client(std::move(options), std::move(endpoint), path_style);
 }
 
@@ -285,75 +209,29 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& request) const {
   std::string query = CanonicalQueryString(request.query);
   if (!query.empty()) url += "?" + query;
 
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return InternalError("S3 {}: curl_easy_init failed", request.op);
-  std::vector<std::string> lines;
-  for (const auto& [name, value] : signed_request.headers) lines.push_back(name + ": " + value);
-  lines.push_back("authorization: " + signed_request.authorization);
+  HttpCallRequest call;
+  call.method = request.method;
+  call.url = std::move(url);
+  for (const auto& [name, value] : signed_request.headers)
+    call.headers.push_back(name + ": " + value);
+  call.headers.push_back("authorization: " + signed_request.authorization);
   // Curl would otherwise add these: "Expect: 100-continue" costs a round trip per put,
   // and a form Content-Type would mislabel the object.
-  lines.push_back("Expect:");
+  call.headers.push_back("Expect:");
   if (std::none_of(request.headers.begin(), request.headers.end(),
                    [](const auto& h) { return EqualsIgnoreCase(h.first, "content-type"); })) {
-    lines.push_back("Content-Type:");
+    call.headers.push_back("Content-Type:");
   }
-  curl_slist* list = nullptr;
-  for (const std::string& line : lines) {
-    curl_slist* next = curl_slist_append(list, line.c_str());
-    if (next == nullptr) {
-      curl_slist_free_all(list);
-      return InternalError("S3 {}: curl_slist_append failed", request.op);
-    }
-    list = next;
-  }
-  std::unique_ptr<curl_slist, SlistDeleter> header_list(list);
-
+  call.body = request.body;
+  call.connect_timeout = options_.connect_timeout;
+  call.timeout = options_.request_timeout;
+  // A reply that is not an object's bytes (XML: a list page, an error, a multipart
+  // answer) is bounded: a server's bytes must not grow memory without bound.
+  call.max_reply_bytes = request.object_reply ? 0 : kMaxReplyBytes;
+  call.what = fmt::format("S3 {} {}", request.op, ObjectName(request.bucket, request.key));
+  ASSIGN_OR_RETURN(HttpReply reply, HttpCall(call));
   Response response;
-  BodySink sink{&response.body,
-                request.object_reply ? std::numeric_limits<size_t>::max() : kMaxReplyBytes};
-  char error_buffer[CURL_ERROR_SIZE] = {0};
-  CURL* c = curl.get();
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options_.connect_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, static_cast<long>(options_.request_timeout.count()));
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, AppendBody);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &sink);
-  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, AppendHeader);
-  curl_easy_setopt(c, CURLOPT_HEADERDATA, &response.headers);
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-  if (request.method == "HEAD") {
-    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-  } else if (request.method == "GET") {
-    curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-  } else {
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    if (request.method != "DELETE") {
-      // The body is sent as it is, with a Content-Length: the bytes that were hashed.
-      curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
-    }
-  }
-
-  CURLcode code = curl_easy_perform(c);
-  if (sink.too_large || response.headers.size() >= kMaxHeaders) {
-    return CorruptionError("S3 {} {}: the reply is larger than sluice takes ({} bytes, {} headers)",
-                           request.op, ObjectName(request.bucket, request.key), kMaxReplyBytes,
-                           kMaxHeaders);
-  }
-  if (code != CURLE_OK) {
-    std::string detail = error_buffer[0] != 0 ? error_buffer : curl_easy_strerror(code);
-    std::string message =
-        fmt::format("S3 {} {}: {} ({})", request.op, ObjectName(request.bucket, request.key),
-                    detail, static_cast<int>(code));
-    if (IsTransientCurlError(code)) return Status(StatusCode::kIOError, std::move(message));
-    return Status(StatusCode::kInternal, std::move(message));
-  }
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
+  static_cast<HttpReply&>(response) = std::move(reply);
   return response;
 }
 

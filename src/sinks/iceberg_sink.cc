@@ -293,12 +293,27 @@ IcebergSink::IcebergSink(IcebergSinkOptions options, std::string root)
       last_commit_(std::chrono::steady_clock::now()) {}
 
 Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions options) {
-  if (options.warehouse.empty()) {
-    return InvalidArgumentError(
-        "iceberg sink: no warehouse: set sink.iceberg.warehouse or SLUICE_WAREHOUSE");
-  }
   if (options.namespace_.empty() || options.table.empty()) {
     return InvalidArgumentError("iceberg sink: table_name must be namespace.table");
+  }
+  if (options.catalog) {
+    // Through a REST catalog: the table's location is the catalog's, known once loaded.
+    ASSIGN_OR_RETURN(std::shared_ptr<lake::RestCatalogClient> catalog,
+                     lake::RestCatalogClient::Connect(*options.catalog));
+    auto sink = std::unique_ptr<IcebergSink>(new IcebergSink(std::move(options), ""));
+    sink->catalog_ = std::move(catalog);
+    Result<lake::Table> table = sink->LoadTable();
+    if (table.ok()) {
+      RETURN_IF_ERROR(sink->Adopt(std::move(*table)));
+    } else if (table.status().code() != StatusCode::kNotFound) {
+      return table.status();
+    }
+    return sink;
+  }
+  if (options.warehouse.empty()) {
+    return InvalidArgumentError(
+        "iceberg sink: no warehouse: set sink.iceberg.warehouse, sink.iceberg.catalog or "
+        "SLUICE_WAREHOUSE");
   }
   // A relative directory is the pipeline's working directory's.
   std::string given = options.warehouse;
@@ -331,7 +346,31 @@ Result<std::unique_ptr<IcebergSink>> IcebergSink::Create(IcebergSinkOptions opti
   return sink;
 }
 
+Result<lake::Table> IcebergSink::LoadTable() const {
+  if (catalog_) {
+    return lake::Table::Open(lake::RestTableStore(catalog_, options_.namespace_, options_.table));
+  }
+  return lake::Table::Load(root_);
+}
+
+Status IcebergSink::Adopt(lake::Table table) {
+  if (catalog_ && root_.empty()) {
+    root_ = table.files().root();
+    remote_ = lake::IsS3Location(root_);
+    if (remote_) {
+      RETURN_IF_ERROR(lake::StorageFor(root_).status());
+      ASSIGN_OR_RETURN(staging_, lake::NewS3StagingDir());
+    }
+  }
+  table_.emplace(std::move(table));
+  return Status::OK();
+}
+
 std::string IcebergSink::Describe() const {
+  if (catalog_) {
+    return fmt::format("iceberg table {}.{} of {}", fmt::join(options_.namespace_, "."),
+                       options_.table, catalog_->Describe());
+  }
   return fmt::format("iceberg table {}.{} in {}", fmt::join(options_.namespace_, "."),
                      options_.table, root_);
 }
@@ -341,8 +380,8 @@ std::optional<SourceOffsets> IcebergSink::HeldOffsets() {
   Status read;
   if (table_) {
     read = table_->Refresh();
-  } else if (Result<lake::Table> t = lake::Table::Load(root_); t.ok()) {
-    table_.emplace(std::move(*t));  // created by another member meanwhile
+  } else if (Result<lake::Table> t = LoadTable(); t.ok()) {
+    read = Adopt(std::move(*t));  // created by another member meanwhile
   } else if (t.status().code() != StatusCode::kNotFound) {
     read = t.status();  // a store failing is not a missing table
   }
@@ -533,13 +572,19 @@ Status IcebergSink::EnsureTable(duck::Connection& conn, std::string_view table) 
     }
     spec.fields.push_back(std::move(f));
   }
+  const std::map<std::string, std::string> properties = {{"write.format.default", "parquet"}};
+  if (catalog_) {
+    ASSIGN_OR_RETURN(lake::Table created,
+                     lake::CreateRestTable(catalog_, options_.namespace_, options_.table, schema,
+                                           spec, properties));
+    return Adopt(std::move(created));
+  }
   if (!remote_) {
     std::error_code ec;
     std::filesystem::create_directories(root_ + "/data", ec);
     if (ec) return IOError("cannot create {}/data: {}", root_, ec.message());
   }
-  ASSIGN_OR_RETURN(lake::Table created,
-                   lake::Table::Create(root_, schema, spec, {{"write.format.default", "parquet"}}));
+  ASSIGN_OR_RETURN(lake::Table created, lake::Table::Create(root_, schema, spec, properties));
   table_.emplace(std::move(created));
   return Status::OK();
 }
@@ -586,10 +631,9 @@ Status IcebergSink::CheckColumns(duck::Connection& conn, std::string_view table,
 // committed like any other change (a lost race re-reads and re-checks).
 Status IcebergSink::AddColumns(duck::Connection& conn,
                                const std::vector<std::pair<std::string, Type>>& columns) {
-  bool done = false;
-  for (int attempt = 0; attempt < 32 && !done; ++attempt) {
-    if (attempt > 0) RETURN_IF_ERROR(table_->Refresh());
-    const lake::TableMetadata& base = table_->metadata();
+  // Built again on the new current metadata after a lost race: columns another writer
+  // added meanwhile are not added twice.
+  auto build = [&](const lake::TableMetadata& base) -> Result<std::vector<lake::TableUpdate>> {
     Schema next = *base.CurrentSchema();
     int32_t id = base.last_column_id;
     for (const auto& [name, type] : columns) {
@@ -604,29 +648,23 @@ Status IcebergSink::AddColumns(duck::Connection& conn,
       id = fresh - 1;
       next.fields.push_back(std::move(renumbered.fields[0]));
     }
-    if (next.fields.size() == base.CurrentSchema()->fields.size()) {  // someone added them
-      done = true;
-      break;
+    if (next.fields.size() == base.CurrentSchema()->fields.size()) {
+      return std::vector<lake::TableUpdate>();  // someone added them
     }
     next.schema_id = 0;
     for (const Schema& old : base.schemas)
       next.schema_id = std::max(next.schema_id, old.schema_id + 1);
-    std::vector<lake::TableUpdate> updates = {lake::AddSchemaUpdate{next, id},
-                                              lake::SetCurrentSchemaUpdate{-1}};
-    auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                   std::chrono::system_clock::now().time_since_epoch())
-                   .count();
-    ASSIGN_OR_RETURN(lake::TableMetadata evolved,
-                     lake::ApplyUpdates(base, table_->metadata_location(), updates, now));
-    Status st =
-        table_->files().CommitVersion(table_->version() + 1, lake::TableMetadataToString(evolved));
-    if (st.code() == StatusCode::kAlreadyExists) continue;
-    RETURN_IF_ERROR(st);
-    RETURN_IF_ERROR(table_->Refresh());
-    done = true;
+    return std::vector<lake::TableUpdate>{lake::AddSchemaUpdate{next, id},
+                                          lake::SetCurrentSchemaUpdate{-1}};
+  };
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  Result<bool> committed = table_->CommitUpdates(build, now);
+  if (!committed.ok()) {
+    return Status(committed.status().code(),
+                  fmt::format("{}: adding columns: {}", Describe(), committed.status().message()));
   }
-  if (!done)
-    return AbortedError("{}: adding columns lost 32 commit races to other writers", Describe());
   // The staged rows get the new columns too (NULL).
   if (staged_table_) {
     const Schema* schema = table_->metadata().CurrentSchema();

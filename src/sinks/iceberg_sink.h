@@ -22,13 +22,17 @@
 #include <vector>
 
 #include "duck/logical_type.h"
+#include "lake/rest_client.h"
 #include "lake/table.h"
 #include "sinks/sink.h"
 
 namespace sluice::sinks {
 
 struct IcebergSinkOptions {
-  std::string warehouse;                // a local directory (or file:// URI), or s3://bucket/prefix
+  std::string warehouse;  // a local directory (or file:// URI), or s3://bucket/prefix
+  // Instead of a warehouse: the table is found, created and committed through this Iceberg
+  // REST catalog; its location (local or S3) is the catalog's.
+  std::optional<lake::RestCatalogConfig> catalog;
   std::vector<std::string> namespace_;  // at least one level
   std::string table;
   std::string catalog_name;  // for Describe
@@ -62,7 +66,8 @@ class IcebergSink : public Sink {
 
   ~IcebergSink() override;
 
-  // The table's root directory (or S3 location).
+  // The table's root directory (or S3 location); through a catalog "" until the table is
+  // loaded or created.
   const std::string& root() const { return root_; }
   // Whether the rows go straight into the data file being written (an unpartitioned
   // table), rather than a staged table. Known after the first Write; for tests.
@@ -89,6 +94,11 @@ class IcebergSink : public Sink {
   Status AddColumns(duck::Connection& conn,
                     const std::vector<std::pair<std::string, lake::Type>>& columns);
   Result<std::vector<lake::DataFile>> WriteFiles();
+  // The table as it is now: loaded from its directory or the catalog; NotFound when there
+  // is none yet.
+  Result<lake::Table> LoadTable() const;
+  // Keeps `table` as the table written to; through a catalog its location becomes root_.
+  Status Adopt(lake::Table table);
   // Where a new data file is written (`path`, local) and what the table calls it
   // (`location`): the same file for a local table; for one on S3 a staged file, uploaded
   // at the commit. `subdir`: the partition's directories under data/, or "".
@@ -101,6 +111,7 @@ class IcebergSink : public Sink {
   Status UploadFiles(const std::vector<lake::DataFile>& files);
 
   IcebergSinkOptions options_;
+  std::shared_ptr<const lake::RestCatalogClient> catalog_;  // with options_.catalog
   std::string root_;
   std::optional<lake::Table> table_;
   duck::Connection* conn_ = nullptr;  // the pipeline's, from Write

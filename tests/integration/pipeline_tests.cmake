@@ -9,11 +9,14 @@ target_link_libraries(pipeline_test PRIVATE sluice_sinks_testing sluice_duck slu
                       PkgConfig::RDKAFKA nlohmann_json::nlohmann_json GTest::gtest GTest::gtest_main)
 target_compile_options(pipeline_test PRIVATE ${SLUICE_WARNINGS})
 add_dependencies(pipeline_test sluice)
-add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*:PipelineWindowCrashTest.*:PipelineIcebergCrashTest.*:PipelineIcebergS3Test.*)
+add_test(NAME pipeline_test COMMAND pipeline_test --gtest_filter=-PipelineCrashTest.*:PipelineWindowCrashTest.*:PipelineIcebergCrashTest.*:PipelineIcebergS3Test.*:PipelineIcebergRestTest.*)
 add_test(NAME pipeline_crash_test COMMAND pipeline_test --gtest_filter=PipelineCrashTest.*)
 add_test(NAME pipeline_window_crash_test COMMAND pipeline_test --gtest_filter=PipelineWindowCrashTest.*)
 add_test(NAME pipeline_iceberg_crash_test COMMAND pipeline_test --gtest_filter=PipelineIcebergCrashTest.*)
-set_tests_properties(pipeline_test pipeline_crash_test pipeline_window_crash_test pipeline_iceberg_crash_test PROPERTIES
+# Pipelines through an Iceberg REST catalog (a second `sluice serve`, issue 26).
+add_test(NAME pipeline_rest_catalog_test COMMAND pipeline_test --gtest_filter=PipelineIcebergRestTest.*)
+set_tests_properties(pipeline_test pipeline_crash_test pipeline_window_crash_test pipeline_iceberg_crash_test
+  pipeline_rest_catalog_test PROPERTIES
   LABELS integration TIMEOUT 300 ENVIRONMENT "SLUICE_BINARY=$<TARGET_FILE:sluice>")
 # Iceberg tables on S3 (issue 26): radosgw started by the script, then the S3 tests.
 add_test(NAME pipeline_s3_test

@@ -1050,6 +1050,45 @@ TEST(PipelineConfigTest, IcebergSinkKeys) {
       ErrorOf(with_sink("    type: iceberg\n    iceberg: {catalog_name: c, table_name: a.t, "
                         "partition_by: ['bucket(16']}\n")),
       HasSubstr("has an unclosed parenthesis"));
+  // sink.iceberg.catalog: an Iceberg REST catalog instead of a warehouse.
+  r = Parse(
+      with_sink("    type: iceberg\n    iceberg:\n      catalog_name: c\n      table_name: a.t\n"
+                "      catalog:\n        type: rest\n        uri: https://cat:8181/api\n"
+                "        warehouse: prod\n        credential: id:secret\n        scope: all\n"
+                "        request_timeout_ms: 5000\n        max_retries: 1\n"));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->sink.iceberg.catalog.has_value());
+  EXPECT_EQ(r->sink.iceberg.catalog->uri, "https://cat:8181/api");
+  EXPECT_EQ(r->sink.iceberg.catalog->warehouse, "prod");
+  EXPECT_EQ(r->sink.iceberg.catalog->credential, "id:secret");
+  EXPECT_EQ(r->sink.iceberg.catalog->scope, "all");
+  EXPECT_EQ(r->sink.iceberg.catalog->request_timeout_ms, 5000);
+  EXPECT_EQ(r->sink.iceberg.catalog->max_retries, 1);
+  auto with_catalog = [&](std::string_view catalog) {
+    return with_sink(fmt::format(
+        "    type: iceberg\n    iceberg:\n      catalog_name: c\n      table_name: a.t\n{}",
+        catalog));
+  };
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {type: hive, uri: http://x}\n")),
+              HasSubstr("pipeline.sink.iceberg.catalog.type: must be rest"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {uri: http://x}\n")),
+              HasSubstr("pipeline.sink.iceberg.catalog.type: is required"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {type: rest}\n")),
+              HasSubstr("pipeline.sink.iceberg.catalog.uri: is required"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {type: rest, uri: 'ftp://x'}\n")),
+              HasSubstr("must be an http:// or https:// URL"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {type: rest, uri: 'http://x', credential: a:b, "
+                                   "token: t}\n")),
+              HasSubstr("set credential (OAuth2 client credentials) or token, not both"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: {type: rest, uri: 'http://x', secret: s}\n")),
+              HasSubstr("pipeline.sink.iceberg.catalog.secret: unknown key"));
+  EXPECT_THAT(
+      ErrorOf(with_catalog("      catalog: {type: rest, uri: 'http://x', max_retries: -1}\n")),
+      HasSubstr("pipeline.sink.iceberg.catalog.max_retries"));
+  EXPECT_THAT(ErrorOf(with_catalog("      catalog: [rest]\n")), HasSubstr("catalog"));
+  EXPECT_THAT(ErrorOf(with_catalog("      warehouse: /w\n      catalog: {type: rest, uri: "
+                                   "'http://x'}\n")),
+              HasSubstr("a warehouse directory or a catalog, not both"));
   // Only a pipeline's own results: not a dead-letter sink.
   EXPECT_THAT(
       ErrorOf(std::string(kMinimal) +

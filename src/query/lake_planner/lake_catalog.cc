@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "base/strings.h"
 #include "duck/database.h"
 #include "lake/duck_types.h"
 #include "lake/iceberg_json.h"
@@ -134,7 +135,83 @@ WarehouseCatalog::WarehouseCatalog(std::string warehouse, size_t cache_bytes)
   while (warehouse_.size() > 1 && warehouse_.back() == '/') warehouse_.pop_back();
 }
 
+WarehouseCatalog::WarehouseCatalog(lake::RestCatalogConfig rest, size_t cache_bytes)
+    : rest_config_(std::move(rest)),
+      cache_(std::make_unique<FileCache>(cache_bytes)),
+      manifests_(std::make_unique<CachedManifestReader>(*cache_)) {}
+
 WarehouseCatalog::~WarehouseCatalog() = default;
+
+Result<std::shared_ptr<const lake::RestCatalogClient>> WarehouseCatalog::Rest() const {
+  std::lock_guard<std::mutex> lock(rest_mu_);
+  if (rest_ == nullptr) {
+    ASSIGN_OR_RETURN(std::shared_ptr<lake::RestCatalogClient> client,
+                     lake::RestCatalogClient::Connect(*rest_config_));
+    rest_ = std::move(client);
+  }
+  return rest_;
+}
+
+namespace {
+
+// The one of `names` equal to `name` ignoring case; `name` when none or several are.
+std::string FoldedMatch(const std::vector<std::string>& names, const std::string& name) {
+  std::string found;
+  for (const std::string& n : names) {
+    if (n == name) return n;
+    if (!EqualsIgnoreCase(n, name)) continue;
+    if (!found.empty()) return name;  // ambiguous
+    found = n;
+  }
+  return found.empty() ? name : found;
+}
+
+LakeTableInfo InfoOf(std::vector<std::string> ns, std::string name, const lake::TableMetadata& m) {
+  LakeTableInfo info{std::move(ns), std::move(name), {}};
+  if (const lake::Schema* schema = m.CurrentSchema()) {
+    for (const lake::NestedField& f : schema->fields) {
+      info.columns.push_back({f.name, lake::DuckTypeOf(f.type), f.required, f.doc.value_or("")});
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+Result<std::pair<std::vector<std::string>, std::string>> WarehouseCatalog::RestName(
+    const lake::RestCatalogClient& rest, const std::vector<std::string>& ns,
+    const std::string& table) const {
+  const std::string name = LakeTableName(ns, table);
+  if (ns.empty()) return InvalidArgumentError("lake table {}: a namespace is required", name);
+  std::vector<std::string> levels;
+  for (const std::string& level : ns) {
+    Result<std::vector<std::vector<std::string>>> children = rest.ListNamespaces(levels);
+    std::vector<std::string> names;
+    if (children.ok()) {
+      for (const std::vector<std::string>& c : *children) {
+        if (!c.empty()) names.push_back(c.back());
+      }
+    }
+    levels.push_back(FoldedMatch(names, level));
+  }
+  Result<std::vector<std::string>> tables = rest.ListTables(levels);
+  return std::make_pair(levels, tables.ok() ? FoldedMatch(*tables, table) : table);
+}
+
+bool WarehouseCatalog::NamespaceExists(const std::vector<std::string>& ns) const {
+  if (rest_config_) {
+    Result<std::shared_ptr<const lake::RestCatalogClient>> rest = Rest();
+    if (!rest.ok() || ns.empty()) return false;
+    std::vector<std::string> parent(ns.begin(), ns.end() - 1);
+    Result<std::vector<std::vector<std::string>>> children = (*rest)->ListNamespaces(parent);
+    return children.ok() && std::find(children->begin(), children->end(), ns) != children->end();
+  }
+  if (lake::IsS3Location(warehouse_)) return false;
+  std::filesystem::path dir(warehouse_);
+  for (const std::string& level : ns) dir /= level;
+  std::error_code ec;
+  return std::filesystem::is_directory(dir, ec);
+}
 
 const ManifestReader& WarehouseCatalog::manifests() const { return *manifests_; }
 
@@ -176,6 +253,21 @@ Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::MetadataAt(
 
 Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::LoadMetadata(
     const std::vector<std::string>& ns, const std::string& table) const {
+  if (rest_config_) {
+    const std::string name = LakeTableName(ns, table);
+    ASSIGN_OR_RETURN(std::shared_ptr<const lake::RestCatalogClient> rest, Rest());
+    Result<lake::RestCatalogClient::Loaded> loaded = rest->LoadTable(ns, table);
+    if (!loaded.ok() && loaded.status().code() == StatusCode::kNotFound) {
+      ASSIGN_OR_RETURN(auto folded, RestName(*rest, ns, table));
+      loaded = rest->LoadTable(folded.first, folded.second);
+    }
+    if (!loaded.ok()) {
+      if (loaded.status().code() == StatusCode::kNotFound)
+        return NotFoundError("lake table {} does not exist ({})", name, rest->Describe());
+      return loaded.status().WithContext(fmt::format("lake table {}", name));
+    }
+    return std::make_shared<const lake::TableMetadata>(std::move(loaded->metadata));
+  }
   ASSIGN_OR_RETURN(std::string dir, TableDir(ns, table));
   return MetadataAt(dir, LakeTableName(ns, table));
 }
@@ -183,6 +275,18 @@ Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::LoadMetadat
 Result<lake::Table> WarehouseCatalog::LoadTable(const std::vector<std::string>& ns,
                                                 const std::string& table) const {
   const std::string name = LakeTableName(ns, table);
+  if (rest_config_) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const lake::RestCatalogClient> rest, Rest());
+    ASSIGN_OR_RETURN(auto folded, RestName(*rest, ns, table));
+    Result<lake::Table> t =
+        lake::Table::Open(lake::RestTableStore(rest, folded.first, folded.second));
+    if (!t.ok()) {
+      if (t.status().code() == StatusCode::kNotFound)
+        return NotFoundError("lake table {} does not exist ({})", name, rest->Describe());
+      return t.status().WithContext(fmt::format("lake table {}", name));
+    }
+    return t;
+  }
   ASSIGN_OR_RETURN(std::string dir, TableDir(ns, table));
   Result<lake::Table> t = lake::Table::Load(dir);
   if (!t.ok()) {
@@ -243,6 +347,7 @@ std::string LakeTableInfo::SqlName() const {
 }
 
 Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListTables() const {
+  if (rest_config_) return ListRestTables();
   if (lake::IsS3Location(warehouse_)) return ListS3Tables();
   if (!IsDir(warehouse_)) return NotFoundError("warehouse {} is not a directory", warehouse_);
   std::vector<LakeTableInfo> out;
@@ -279,6 +384,34 @@ Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListS3Tables() const {
     }
     out.push_back(std::move(info));
   }
+  return out;
+}
+
+Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListRestTables() const {
+  ASSIGN_OR_RETURN(std::shared_ptr<const lake::RestCatalogClient> rest, Rest());
+  std::vector<LakeTableInfo> out;
+  // Breadth first over the namespaces, each level's tables loaded for their columns.
+  std::vector<std::vector<std::string>> pending = {{}};
+  while (!pending.empty()) {
+    std::vector<std::string> ns = std::move(pending.back());
+    pending.pop_back();
+    if (ns.size() > kMaxNamespaceDepth) continue;
+    ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> children, rest->ListNamespaces(ns));
+    for (std::vector<std::string>& c : children) {
+      if (c.size() == ns.size() + 1) pending.push_back(std::move(c));
+    }
+    if (ns.empty()) continue;
+    Result<std::vector<std::string>> tables = rest->ListTables(ns);
+    if (!tables.ok()) continue;  // dropped meanwhile, or not ours to see
+    for (const std::string& t : *tables) {
+      Result<lake::RestCatalogClient::Loaded> loaded = rest->LoadTable(ns, t);
+      if (!loaded.ok()) continue;  // a query naming it gets the error
+      out.push_back(InfoOf(ns, t, loaded->metadata));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const LakeTableInfo& a, const LakeTableInfo& b) {
+    return std::tie(a.ns, a.name) < std::tie(b.ns, b.name);
+  });
   return out;
 }
 

@@ -8,10 +8,13 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "lake/rest_client.h"
 #include "lake/table.h"
 #include "query/lake_planner/file_cache.h"
 #include "query/lake_planner/file_pruner.h"
@@ -56,10 +59,15 @@ struct LakeTableInfo {
 // table's current metadata version again, so a query sees the newest commit; the parsed
 // metadata, manifest lists and manifests are kept in a FileCache of `cache_bytes` (0: none)
 // and used while their files are unchanged. Shared by every session's thread.
+//
+// Or the tables of an Iceberg REST catalog (`catalog: {type: rest, ...}`): names resolved,
+// tables listed and their metadata loaded through its API (connected at first use, and
+// again after a failed connect); manifests and lists are read and cached as above.
 class WarehouseCatalog : public LakeCatalog {
  public:
   static constexpr size_t kDefaultCacheBytes = 64 << 20;
   explicit WarehouseCatalog(std::string warehouse, size_t cache_bytes = kDefaultCacheBytes);
+  explicit WarehouseCatalog(lake::RestCatalogConfig rest, size_t cache_bytes = kDefaultCacheBytes);
   ~WarehouseCatalog() override;
   Result<lake::Table> LoadTable(const std::vector<std::string>& ns,
                                 const std::string& table) const override;
@@ -69,11 +77,22 @@ class WarehouseCatalog : public LakeCatalog {
   // Every table of the warehouse, sorted by namespace and name. A table whose metadata
   // cannot be read is left out (a query naming it gets the error).
   Result<std::vector<LakeTableInfo>> ListTables() const;
+  // Whether namespace `ns` exists (a directory of the warehouse, or the catalog's).
+  bool NamespaceExists(const std::vector<std::string>& ns) const;
+  // The warehouse directory or S3 location; "" for a REST catalog.
   const std::string& warehouse() const { return warehouse_; }
   FileCache::Stats cache_stats() const { return cache_->stats(); }
 
  private:
   Result<std::vector<LakeTableInfo>> ListS3Tables() const;
+  Result<std::vector<LakeTableInfo>> ListRestTables() const;
+  // The REST catalog's client, connected at the first call that succeeds.
+  Result<std::shared_ptr<const lake::RestCatalogClient>> Rest() const;
+  // `ns`.`table` as the REST catalog names it: exact, else the one name equal ignoring
+  // case (SQL folds names, the catalog does not).
+  Result<std::pair<std::vector<std::string>, std::string>> RestName(
+      const lake::RestCatalogClient& rest, const std::vector<std::string>& ns,
+      const std::string& table) const;
   // The table's directory; InvalidArgument for a name that could leave the warehouse.
   Result<std::string> TableDir(const std::vector<std::string>& ns, const std::string& table) const;
   // LoadMetadata of the table at `dir`, named `name` in errors.
@@ -81,6 +100,9 @@ class WarehouseCatalog : public LakeCatalog {
                                                                 const std::string& name) const;
 
   std::string warehouse_;  // without a trailing '/'
+  std::optional<lake::RestCatalogConfig> rest_config_;
+  mutable std::mutex rest_mu_;
+  mutable std::shared_ptr<const lake::RestCatalogClient> rest_;
   std::unique_ptr<FileCache> cache_;
   std::unique_ptr<ManifestReader> manifests_;  // reads through cache_
 };
