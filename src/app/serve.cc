@@ -35,7 +35,8 @@ constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 // The keys this root reads itself.
 constexpr std::string_view kOwnKeys[] = {
     "http.addr",      "http.tls",           "http.auth",          "http.auth_metrics",
-    "http.token_ttl", "http.token_max_ttl", "http.allowed_hosts", "warehouse"};
+    "http.token_ttl", "http.token_max_ttl", "http.allowed_hosts", "http.vend_credentials",
+    "warehouse"};
 
 // Bearer tokens' lifetimes (docs/design/0021): the default, and the most a client may ask.
 constexpr int64_t kDefaultTokenTtlMs = 3600'000;
@@ -168,15 +169,33 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     ASSIGN_OR_RETURN(allowed_hosts, AllowedHosts(config, http_addr));
   }
   std::unique_ptr<ServeProcess> p(new ServeProcess());
-  if (lake::IsS3Location(warehouse)) {
-    // The REST catalog over an S3 warehouse is not served yet (docs/design/0024): its
-    // tables are the query server's lake.<ns>.<table> all the same.
-    say(
-        fmt::format("warehouse {}: S3 tables are queried; the Iceberg REST catalog is not "
-                    "served over an S3 warehouse yet",
-                    lake::NormalLocation(warehouse)));
-  } else if (!warehouse.empty()) {
-    auto opened = lake::RestCatalog::Open({.warehouse = warehouse});
+  // The REST catalog hands its own S3 credentials to clients that ask, only when told to.
+  ASSIGN_OR_RETURN(bool vend, config.GetBool("http.vend_credentials", false));
+  if (vend && !lake::IsS3Location(warehouse)) {
+    return InvalidArgumentError(
+        "http.vend_credentials (set in {}) hands out S3 credentials, but the warehouse is not "
+        "on S3",
+        config.Origin("http.vend_credentials"));
+  }
+  if (!warehouse.empty()) {
+    lake::RestCatalog::Options catalog_options{.warehouse = warehouse};
+    if (vend) {
+      catalog_options.vended_credentials = [] {
+        std::map<std::string, std::string> out;
+        Result<lake::S3Settings> s = lake::CurrentS3Settings();
+        if (!s.ok()) return out;
+        const s3::S3Options& o = s->options;
+        out["s3.access-key-id"] = o.access_key_id;
+        out["s3.secret-access-key"] = o.secret_access_key;
+        if (!o.session_token.empty()) out["s3.session-token"] = o.session_token;
+        if (!o.endpoint.empty()) out["s3.endpoint"] = o.endpoint;
+        if (o.path_style) out["s3.path-style-access"] = *o.path_style ? "true" : "false";
+        out["s3.region"] = o.region;
+        out["client.region"] = o.region;
+        return out;
+      };
+    }
+    auto opened = lake::RestCatalog::Open(std::move(catalog_options));
     if (!opened.ok()) {
       return InvalidArgumentError("warehouse (set in {}): {}", config.Origin("warehouse"),
                                   opened.status().message());

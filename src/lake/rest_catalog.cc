@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -14,6 +15,7 @@
 #include "base/utf8.h"
 #include "lake/iceberg_json.h"
 #include "lake/iceberg_schema.h"
+#include "lake/storage.h"
 #include "lake/table_files.h"
 #include "lake/table_metadata.h"
 #include "lake/table_update.h"
@@ -81,55 +83,170 @@ Status CheckNamespace(const std::vector<std::string>& ns) {
   return Status::OK();
 }
 
-bool IsDir(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
+}  // namespace
 
-bool IsFile(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// The names of the subdirectories of `dir` that are not dot-named, sorted.
-std::vector<std::string> Subdirs(const std::string& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.') continue;
-    std::error_code ec2;
-    if (it->is_directory(ec2)) out.push_back(std::move(name));
+namespace {
+// The order a table's version files are retired in: version-hint.text (-1), then
+// v<N>.metadata.json (N); nullopt for any other file.
+std::optional<int64_t> VersionRank(const std::string& name) {
+  if (name == "version-hint.text") return -1;
+  if (name.size() > 15 && name[0] == 'v' && name.ends_with(".metadata.json") &&
+      std::all_of(name.begin() + 1, name.end() - 14, [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::strtoll(name.c_str() + 1, nullptr, 10);
   }
-  std::sort(out.begin(), out.end());
-  return out;
+  return std::nullopt;
 }
+}  // namespace
 
-// A table: a directory whose metadata/ holds a committed version.
-Result<std::optional<MetadataVersion>> CurrentOf(const std::string& dir) {
-  if (!IsDir(dir + "/metadata")) return std::optional<MetadataVersion>();
-  return TableFiles(dir).Current();
-}
+// The warehouse as the catalog sees it: directories of the local file system, or the
+// prefixes of an S3 bucket (docs/design/0024, decision 21), where nothing is renamed.
+class WarehouseFs {
+ public:
+  virtual ~WarehouseFs() = default;
+  virtual bool IsDir(const std::string& path) const = 0;
+  virtual bool IsFile(const std::string& path) const = 0;
+  // The names of the directories right under `dir` that are not dot-named, sorted.
+  virtual std::vector<std::string> Subdirs(const std::string& dir) const = 0;
+  // NotFound when it is not there.
+  virtual Result<std::string> Read(const std::string& path) const = 0;
+  // Whole or not at all.
+  virtual Status Write(const std::string& path, std::string_view bytes) const = 0;
+  virtual Status MakeDirs(const std::string& dir) const = 0;
+  // OK when it is not there.
+  virtual Status Remove(const std::string& path) const = 0;
+  virtual void RemoveTree(const std::string& dir) const = 0;
+  // Moves a table's version files (v<N>.metadata.json, version-hint.text) from its
+  // `metadata` directory to `to`, the hint first and then the versions from the oldest, so
+  // that a reader finds the current version until the last one goes; the table is gone
+  // then. Manifests and lists stay where the snapshots name them (a renamed table, or one
+  // registered again from `to`, still reads them). A commit racing this may land a
+  // version after it: then the table is there again, at that version (decision 21).
+  virtual Status RetireVersions(const std::string& metadata, const std::string& to) const = 0;
+  virtual void RemoveIfEmpty(const std::string& dir) const = 0;
+};
 
-bool IsTableDir(const std::string& dir) {
-  Result<std::optional<MetadataVersion>> c = CurrentOf(dir);
-  return !c.ok() || c->has_value();  // an unreadable table is still a table
-}
+namespace {
 
-// A namespace: a directory that is not a table and holds .namespace.json or, below it, a
-// table or a namespace (the iceberg sink makes the directories of its table's namespace
-// without .namespace.json). What a dropped table leaves (data/, metadata.renamed-*) is
-// neither.
-bool IsNamespaceDir(const std::string& dir, int depth = 0) {
-  if (!IsDir(dir) || IsTableDir(dir)) return false;
-  if (IsFile(dir + "/" + std::string(kNamespaceFile))) return true;
-  if (depth > 64) return false;
-  for (const std::string& child : Subdirs(dir)) {
-    std::string path = dir + "/" + child;
-    if (IsTableDir(path) || IsNamespaceDir(path, depth + 1)) return true;
+class LocalFs final : public WarehouseFs {
+ public:
+  bool IsDir(const std::string& path) const override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
   }
-  return false;
-}
+  bool IsFile(const std::string& path) const override {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  }
+  std::vector<std::string> Subdirs(const std::string& dir) const override {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (name.empty() || name[0] == '.') continue;
+      std::error_code ec2;
+      if (it->is_directory(ec2)) out.push_back(std::move(name));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  Result<std::string> Read(const std::string& path) const override { return ReadWholeFile(path); }
+  Status Write(const std::string& path, std::string_view bytes) const override {
+    return WriteFileAtomically(path, bytes);
+  }
+  Status MakeDirs(const std::string& dir) const override {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return IOError("cannot create {}: {}", dir, ec.message());
+    return Status::OK();
+  }
+  Status Remove(const std::string& path) const override {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return ErrnoError("unlink", path, errno);
+    return Status::OK();
+  }
+  void RemoveTree(const std::string& dir) const override {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+  Status RetireVersions(const std::string& metadata, const std::string& to) const override {
+    std::vector<std::pair<int64_t, std::string>> versions;
+    std::error_code ec;
+    for (fs::directory_iterator it(metadata, ec), end; !ec && it != end; it.increment(ec)) {
+      std::string name = it->path().filename().string();
+      if (std::optional<int64_t> rank = VersionRank(name)) versions.emplace_back(*rank, name);
+    }
+    if (ec) return IOError("cannot list {}: {}", metadata, ec.message());
+    std::sort(versions.begin(), versions.end());
+    RETURN_IF_ERROR(MakeDirs(to));
+    for (const auto& [rank, name] : versions) {
+      std::string from = metadata + "/" + name;
+      if (::rename(from.c_str(), (to + "/" + name).c_str()) != 0)
+        return ErrnoError("rename", from, errno);
+    }
+    return Status::OK();
+  }
+  void RemoveIfEmpty(const std::string& dir) const override { (void)::rmdir(dir.c_str()); }
+};
+
+class S3Fs final : public WarehouseFs {
+ public:
+  // A "directory" is a prefix some object lies under: one of its parent's common prefixes.
+  bool IsDir(const std::string& path) const override {
+    size_t slash = path.rfind('/');
+    if (slash == std::string::npos || path.size() <= 5 || slash < 5) return false;
+    Result<std::vector<std::string>> children = ListS3Children(path.substr(0, slash));
+    return children.ok() &&
+           std::find(children->begin(), children->end(), path.substr(slash + 1)) != children->end();
+  }
+  bool IsFile(const std::string& path) const override {
+    Result<const Storage*> storage = StorageFor(path);
+    if (!storage.ok()) return false;
+    Result<std::optional<uint64_t>> size = (*storage)->Size(path);
+    return size.ok() && size->has_value();
+  }
+  std::vector<std::string> Subdirs(const std::string& dir) const override {
+    Result<std::vector<std::string>> children = ListS3Children(dir);
+    std::vector<std::string> out;
+    if (!children.ok()) return out;
+    for (std::string& c : *children) {
+      if (!c.empty() && c[0] != '.') out.push_back(std::move(c));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  Result<std::string> Read(const std::string& path) const override { return ReadLocation(path); }
+  Status Write(const std::string& path, std::string_view bytes) const override {
+    return WriteLocation(path, bytes);
+  }
+  Status MakeDirs(const std::string&) const override { return Status::OK(); }
+  Status Remove(const std::string& path) const override { return DeleteLocation(path); }
+  void RemoveTree(const std::string& dir) const override {
+    Result<const Storage*> storage = StorageFor(dir);
+    if (!storage.ok()) return;
+    Result<std::vector<StoredObject>> objects = (*storage)->List(dir);
+    if (!objects.ok()) return;
+    for (const StoredObject& o : *objects) (void)(*storage)->Delete(o.location);
+  }
+  // No rename on S3: the version objects are copied, then the originals deleted in order.
+  Status RetireVersions(const std::string& metadata, const std::string& to) const override {
+    ASSIGN_OR_RETURN(const Storage* storage, StorageFor(metadata));
+    ASSIGN_OR_RETURN(std::vector<StoredObject> objects, storage->List(metadata));
+    std::vector<std::pair<int64_t, std::string>> versions;
+    for (const StoredObject& o : objects) {
+      std::string name = o.location.substr(o.location.rfind('/') + 1);
+      if (o.location != metadata + "/" + name) continue;  // not right under metadata/
+      if (std::optional<int64_t> rank = VersionRank(name)) versions.emplace_back(*rank, name);
+    }
+    std::sort(versions.begin(), versions.end());
+    for (const auto& [rank, name] : versions) {
+      ASSIGN_OR_RETURN(std::string bytes, storage->Read(metadata + "/" + name));
+      RETURN_IF_ERROR(storage->Write(to + "/" + name, bytes));
+    }
+    for (const auto& [rank, name] : versions)
+      RETURN_IF_ERROR(storage->Delete(metadata + "/" + name));
+    return Status::OK();
+  }
+  void RemoveIfEmpty(const std::string&) const override {}
+};
 
 int64_t SystemNowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -191,12 +308,37 @@ Result<std::vector<std::string>> SplitPath(std::string_view path) {
 // The catalog's work for one request; the paths are resolved, the names checked.
 class Session {
  public:
-  Session(const std::string& warehouse, const RestCatalog::Options& options, std::mutex& mu)
-      : warehouse_(warehouse), options_(options), mu_(mu) {}
+  Session(const std::string& warehouse, const WarehouseFs& fs, const RestCatalog::Options& options,
+          std::mutex& mu)
+      : warehouse_(warehouse), fs_(fs), options_(options), mu_(mu) {}
 
   HttpResponse Route(const HttpRequest& req);
 
  private:
+  // A table: a directory whose metadata/ holds a committed version.
+  Result<std::optional<MetadataVersion>> CurrentOf(const std::string& dir) const {
+    if (!fs_.IsDir(dir + "/metadata")) return std::optional<MetadataVersion>();
+    return TableFiles(dir).Current();
+  }
+  bool IsTableDir(const std::string& dir) const {
+    Result<std::optional<MetadataVersion>> c = CurrentOf(dir);
+    return !c.ok() || c->has_value();  // an unreadable table is still a table
+  }
+  // A namespace: a directory that is not a table and holds .namespace.json or, below it, a
+  // table or a namespace (the iceberg sink makes the directories of its table's namespace
+  // without .namespace.json). What a dropped table leaves (data/, metadata.renamed-*) is
+  // neither.
+  bool IsNamespaceDir(const std::string& dir, int depth = 0) const {
+    if (!fs_.IsDir(dir) || IsTableDir(dir)) return false;
+    if (fs_.IsFile(dir + "/" + std::string(kNamespaceFile))) return true;
+    if (depth > 64) return false;
+    for (const std::string& child : fs_.Subdirs(dir)) {
+      std::string path = dir + "/" + child;
+      if (IsTableDir(path) || IsNamespaceDir(path, depth + 1)) return true;
+    }
+    return false;
+  }
+  bool remote() const { return IsS3Location(warehouse_); }
   int64_t Now() const { return options_.now_ms ? options_.now_ms() : SystemNowMs(); }
   std::string NamespaceDir(const std::vector<std::string>& ns) const {
     std::string out = warehouse_;
@@ -210,6 +352,14 @@ class Session {
   // Table locations and registered metadata stay inside the warehouse: the catalog, its
   // expiry and the query server (whose sandbox is the warehouse) never reach other files.
   Status CheckInsideWarehouse(std::string_view what, const std::string& location) const {
+    if (remote()) {
+      if (!IsS3Location(location) || !NormalLocation(location).starts_with(warehouse_ + "/") ||
+          location.find("/../") != std::string::npos || location.ends_with("/..")) {
+        return InvalidArgumentError("{} {} is outside the warehouse {}", what, location,
+                                    warehouse_);
+      }
+      return Status::OK();
+    }
     if (location.find('%') != std::string::npos) {
       // Other clients decode percent escapes in file: URIs, LocalPath does not: refused,
       // so that all read the same path.
@@ -261,6 +411,21 @@ class Session {
       const std::vector<std::string>& ns) const;
   Status WriteProperties(const std::vector<std::string>& ns,
                          const std::map<std::string, std::string>& props) const;
+  // `result` with the configured S3 credentials in its config, when the catalog vends them
+  // (opt-in), the client asks (X-Iceberg-Access-Delegation: vended-credentials) and the
+  // table is on S3.
+  Json Vend(const HttpRequest& req, Json result) const {
+    if (!options_.vended_credentials) return result;
+    const std::string* asked = req.Header("x-iceberg-access-delegation");
+    if (asked == nullptr || asked->find("vended-credentials") == std::string::npos) return result;
+    const Json& metadata = result["metadata"];
+    if (!metadata.contains("location") || !metadata["location"].is_string() ||
+        !IsS3Location(metadata["location"].get<std::string>())) {
+      return result;
+    }
+    for (const auto& [k, v] : options_.vended_credentials()) result["config"][k] = v;
+    return result;
+  }
   // LoadTableResult / CommitTableResponse.
   static Json TableResult(const std::string& metadata_path, Json metadata, bool with_config);
   // Pagination over sorted names: pageToken is the last name of the previous page.
@@ -287,6 +452,7 @@ class Session {
                                     const std::string* table) const;
 
   const std::string& warehouse_;
+  const WarehouseFs& fs_;
   const RestCatalog::Options& options_;
   std::mutex& mu_;
 };
@@ -394,7 +560,7 @@ std::optional<HttpResponse> Session::CheckFreeName(const TableIdentifier& id) co
 Result<std::map<std::string, std::string>> Session::ReadProperties(
     const std::vector<std::string>& ns) const {
   std::string path = NamespaceDir(ns) + "/" + std::string(kNamespaceFile);
-  Result<std::string> text = ReadWholeFile(path);
+  Result<std::string> text = fs_.Read(path);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return std::map<std::string, std::string>();
     return text.status();
@@ -409,8 +575,7 @@ Status Session::WriteProperties(const std::vector<std::string>& ns,
   Json j = Json::object();
   j["properties"] = Json::object();
   for (const auto& [k, v] : props) j["properties"][k] = v;
-  return WriteFileAtomically(NamespaceDir(ns) + "/" + std::string(kNamespaceFile),
-                             j.dump(2) + "\n");
+  return fs_.Write(NamespaceDir(ns) + "/" + std::string(kNamespaceFile), j.dump(2) + "\n");
 }
 
 HttpResponse Session::Config(const HttpRequest&) {
@@ -454,7 +619,7 @@ HttpResponse Session::ListNamespaces(const HttpRequest& req) {
   }
   std::string dir = NamespaceDir(parent);
   std::vector<std::string> names;
-  for (const std::string& child : Subdirs(dir)) {
+  for (const std::string& child : fs_.Subdirs(dir)) {
     if (CheckName(child, "").ok() && IsNamespaceDir(dir + "/" + child)) names.push_back(child);
   }
   if (const CatalogAccess* a = Limited(req)) {
@@ -508,9 +673,7 @@ HttpResponse Session::CreateNamespace(const HttpRequest& req) {
                    fmt::format("{} is a table, not a namespace", Dotted(up)));
     }
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return FromStatus(IOError("cannot create {}: {}", dir, ec.message()));
+  if (Status st = fs_.MakeDirs(dir); !st.ok()) return FromStatus(st);
   if (Status st = WriteProperties(*ns, *props); !st.ok()) return FromStatus(st);
   Json p = Json::object();
   for (const auto& [k, v] : *props) p[k] = v;
@@ -532,7 +695,7 @@ HttpResponse Session::DropNamespace(const std::vector<std::string>& ns) {
   std::lock_guard<std::mutex> lock(mu_);
   std::string dir = NamespaceDir(ns);
   if (!IsNamespaceDir(dir)) return NoSuchNamespace(ns);
-  for (const std::string& child : Subdirs(dir)) {
+  for (const std::string& child : fs_.Subdirs(dir)) {
     std::string path = dir + "/" + child;
     if (IsTableDir(path) || IsNamespaceDir(path)) {
       return Error(409, "NamespaceNotEmptyException",
@@ -540,12 +703,11 @@ HttpResponse Session::DropNamespace(const std::vector<std::string>& ns) {
                                IsTableDir(path) ? "table" : "namespace", child));
     }
   }
-  std::string file = dir + "/" + std::string(kNamespaceFile);
-  if (::unlink(file.c_str()) != 0 && errno != ENOENT)
-    return FromStatus(ErrnoError("unlink", file, errno));
+  if (Status st = fs_.Remove(dir + "/" + std::string(kNamespaceFile)); !st.ok())
+    return FromStatus(st);
   // What dropped tables left behind (their data when not purged) stays; an empty
   // directory goes.
-  (void)::rmdir(dir.c_str());
+  fs_.RemoveIfEmpty(dir);
   return NoContent();
 }
 
@@ -598,7 +760,7 @@ HttpResponse Session::ListTables(const std::vector<std::string>& ns, const HttpR
   std::string dir = NamespaceDir(ns);
   if (!IsNamespaceDir(dir)) return NoSuchNamespace(ns);
   std::vector<std::string> names;
-  for (const std::string& child : Subdirs(dir)) {
+  for (const std::string& child : fs_.Subdirs(dir)) {
     if (CheckName(child, "").ok() && IsTableDir(dir + "/" + child)) names.push_back(child);
   }
   if (const CatalogAccess* a = Limited(req)) {
@@ -679,7 +841,7 @@ HttpResponse Session::CreateTable(const std::vector<std::string>& ns, const Http
     }
     return FromStatus(st);
   }
-  return Ok(TableResult(files.VersionPath(1), TableMetadataToJson(*metadata), true));
+  return Ok(Vend(req, TableResult(files.VersionPath(1), TableMetadataToJson(*metadata), true)));
 }
 
 HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const HttpRequest& req) {
@@ -698,9 +860,10 @@ HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const Ht
 
   if (Status st = CheckInsideWarehouse("metadata-location", *source); !st.ok())
     return FromStatus(st);
-  Result<std::string> path = LocalPath(*source);
+  Result<std::string> path =
+      remote() ? Result<std::string>(NormalLocation(*source)) : LocalPath(*source);
   if (!path.ok()) return FromStatus(path.status());
-  Result<std::string> text = ReadWholeFile(*path);
+  Result<std::string> text = fs_.Read(*path);
   if (!text.ok()) {
     return Error(
         400, "BadRequestException",
@@ -732,7 +895,8 @@ HttpResponse Session::RegisterTable(const std::vector<std::string>& ns, const Ht
     }
     return FromStatus(st);
   }
-  return Ok(TableResult(files.VersionPath(version), TableMetadataToJson(*metadata), true));
+  return Ok(
+      Vend(req, TableResult(files.VersionPath(version), TableMetadataToJson(*metadata), true)));
 }
 
 HttpResponse Session::LoadTable(const TableIdentifier& id, const HttpRequest& req) {
@@ -758,7 +922,7 @@ HttpResponse Session::LoadTable(const TableIdentifier& id, const HttpRequest& re
     return Error(400, "BadRequestException",
                  fmt::format("snapshots must be all or refs, not \"{}\"", snapshots));
   }
-  return Ok(TableResult((*current)->path, TableMetadataToJson(*metadata), true));
+  return Ok(Vend(req, TableResult((*current)->path, TableMetadataToJson(*metadata), true)));
 }
 
 HttpResponse Session::TableExists(const TableIdentifier& id) {
@@ -862,25 +1026,27 @@ HttpResponse Session::DropTable(const TableIdentifier& id, const HttpRequest& re
   bool purge = false;
   if (auto it = req.query.find("purgeRequested"); it != req.query.end())
     purge = it->second == "true";
-  // The rename is the drop (atomic: the table is there or not); removing the files after
-  // it may take a while.
+  // Retiring the versions is the drop (the table is there until its last version goes);
+  // removing the files after it may take a while.
   std::string retired = fmt::format("{}/.metadata.dropped-{}", dir, Now());
-  if (::rename((dir + "/metadata").c_str(), retired.c_str()) != 0) {
-    return FromStatus(ErrnoError("rename", dir + "/metadata", errno));
-  }
-  std::error_code ec;
-  // Without purge the metadata stays (renamed aside) with the data: the table can be
-  // registered again from it.
-  if (purge) fs::remove_all(retired, ec);
+  if (Status st = fs_.RetireVersions(dir + "/metadata", retired); !st.ok()) return FromStatus(st);
+  // Without purge the versions stay (moved aside) with the data and the manifests: the
+  // table can be registered again from them.
   if (purge) {
+    fs_.RemoveTree(retired);
     // The data under the table's directory, when that is the table's location (a renamed
     // or registered table's files live elsewhere and are left alone).
     Result<TableMetadata> metadata = TableMetadataFromJson((*current)->json);
-    Result<std::string> location =
-        metadata.ok() ? LocalPath(metadata->location) : Result<std::string>(metadata.status());
-    if (location.ok() && *location == dir) fs::remove_all(dir + "/data", ec);
+    Result<std::string> location = !metadata.ok() ? Result<std::string>(metadata.status())
+                                   : remote()
+                                       ? Result<std::string>(NormalLocation(metadata->location))
+                                       : LocalPath(metadata->location);
+    if (location.ok() && *location == dir) {
+      fs_.RemoveTree(dir + "/data");
+      fs_.RemoveTree(dir + "/metadata");
+    }
   }
-  (void)::rmdir(dir.c_str());  // only when nothing is left
+  fs_.RemoveIfEmpty(dir);  // only when nothing is left
   return NoContent();
 }
 
@@ -921,11 +1087,10 @@ HttpResponse Session::RenameTable(const HttpRequest& req) {
   // carried over as the new name's next version; one after it fails (its metadata/ is
   // gone).
   std::string retired = fmt::format("{}/metadata.renamed-{}", source_dir, Now());
-  if (::rename((source_dir + "/metadata").c_str(), retired.c_str()) != 0) {
-    return FromStatus(ErrnoError("rename", source_dir + "/metadata", errno));
-  }
+  if (Status st = fs_.RetireVersions(source_dir + "/metadata", retired); !st.ok())
+    return FromStatus(st);
   for (int64_t v = (*current)->version + 1;; ++v) {
-    Result<std::string> later = ReadWholeFile(fmt::format("{}/v{}.metadata.json", retired, v));
+    Result<std::string> later = fs_.Read(fmt::format("{}/v{}.metadata.json", retired, v));
     if (!later.ok()) break;
     if (Status st = to.CommitVersion(v - (*current)->version + 1, *later); !st.ok()) break;
   }
@@ -1041,8 +1206,22 @@ Result<std::vector<std::string>> DecodeNamespace(std::string_view encoded) {
   return out;
 }
 
+RestCatalog::RestCatalog(Options options, std::string warehouse)
+    : options_(std::move(options)), warehouse_(std::move(warehouse)) {}
+
+RestCatalog::~RestCatalog() = default;
+
 Result<std::unique_ptr<RestCatalog>> RestCatalog::Open(Options options) {
   if (options.warehouse.empty()) return InvalidArgumentError("the warehouse directory is not set");
+  if (IsS3Location(options.warehouse)) {
+    std::string root = NormalLocation(options.warehouse);
+    RETURN_IF_ERROR(SplitS3Location(root).status());
+    RETURN_IF_ERROR(StorageFor(root).status());
+    while (root.size() > 5 && root.back() == '/') root.pop_back();
+    auto catalog = std::unique_ptr<RestCatalog>(new RestCatalog(std::move(options), root));
+    catalog->fs_ = std::make_unique<S3Fs>();
+    return catalog;
+  }
   std::string dir = options.warehouse;
   if (dir.starts_with("file:")) {
     ASSIGN_OR_RETURN(dir, LocalPath(dir));
@@ -1054,12 +1233,14 @@ Result<std::unique_ptr<RestCatalog>> RestCatalog::Open(Options options) {
   if (ec) return IOError("warehouse {}: {}", dir, ec.message());
   std::string root = abs.string();
   while (root.size() > 1 && root.back() == '/') root.pop_back();
-  return std::unique_ptr<RestCatalog>(new RestCatalog(std::move(options), std::move(root)));
+  auto catalog = std::unique_ptr<RestCatalog>(new RestCatalog(std::move(options), std::move(root)));
+  catalog->fs_ = std::make_unique<LocalFs>();
+  return catalog;
 }
 
 HttpResponse RestCatalog::Handle(const HttpRequest& request) const {
   try {
-    Session session(warehouse_, options_, namespace_mu_);
+    Session session(warehouse_, *fs_, options_, namespace_mu_);
     return session.Route(request);
   } catch (const std::exception& e) {
     return Error(500, "ServiceFailureException", e.what());

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,10 +49,13 @@ class CatalogAccess {
   virtual bool CreateIn(const std::string& principal, const std::vector<std::string>& ns) const = 0;
 };
 
+class WarehouseFs;  // rest_catalog.cc
+
 class RestCatalog {
  public:
   struct Options {
-    std::string warehouse;            // a local directory (or file:// URI); created if missing
+    // A local directory (or file:// URI), created if missing; or s3://bucket/prefix.
+    std::string warehouse;
     std::function<int64_t()> now_ms;  // default: the system clock
     // Tests: runs in a commit between reading the base version and linking the next one
     // (where a concurrent writer can win the race).
@@ -59,9 +63,14 @@ class RestCatalog {
     // Null: everyone may do everything. Refusals are 403 ForbiddenException (401
     // NotAuthorizedException for a request without a principal).
     std::shared_ptr<const CatalogAccess> access;
+    // Credentials handed to clients that ask for them (X-Iceberg-Access-Delegation:
+    // vended-credentials) in a LoadTableResult's config, for tables on S3: Iceberg's
+    // S3FileIO keys (s3.access-key-id, ...). Null: never vended (the default).
+    std::function<std::map<std::string, std::string>()> vended_credentials;
   };
 
   static Result<std::unique_ptr<RestCatalog>> Open(Options options);
+  ~RestCatalog();
 
   // One request of the REST API; `path` starts with "/v1/". Never throws; every failure
   // is an ErrorModel body ({"error": {"message", "type", "code"}}) with its status.
@@ -74,14 +83,14 @@ class RestCatalog {
   }
 
  private:
-  explicit RestCatalog(Options options, std::string warehouse)
-      : options_(std::move(options)), warehouse_(std::move(warehouse)) {}
+  RestCatalog(Options options, std::string warehouse);
 
   Options options_;
   std::string warehouse_;  // absolute, without a trailing '/'
   // Guards the read-modify-write of a namespace's .namespace.json (properties updates and
   // create); tables need no lock (their commits are exclusive creates).
   mutable std::mutex namespace_mu_;
+  std::unique_ptr<WarehouseFs> fs_;
 };
 
 // "a%1Fb" -> {"a", "b"} after percent-decoding; InvalidArgument for bad escapes.

@@ -440,6 +440,13 @@ Result<std::vector<std::string>> ListS3Tables(const std::string& warehouse) {
   return out;
 }
 
+Result<std::vector<std::string>> ListS3Children(const std::string& prefix) {
+  const std::string root = NormalLocation(prefix);
+  ASSIGN_OR_RETURN(const Storage* storage, StorageFor(root));
+  if (storage->local()) return InvalidArgumentError("{} is not an S3 location", prefix);
+  return static_cast<const S3Storage*>(storage)->ListChildren(root);
+}
+
 Result<std::string> ReadLocation(std::string_view location) {
   ASSIGN_OR_RETURN(const Storage* storage, StorageFor(location));
   return storage->Read(NormalLocation(location));

@@ -74,6 +74,9 @@ Result<const Storage*> StorageFor(std::string_view location);
 // holding metadata/, found by walking the namespaces a level at a time (never listing
 // data files), sorted. Callers load each to tell a table from leftovers.
 Result<std::vector<std::string>> ListS3Tables(const std::string& warehouse);
+// The names of the "directories" right under S3 location `prefix` (S3's common prefixes
+// with the delimiter '/'), unsorted.
+Result<std::vector<std::string>> ListS3Children(const std::string& prefix);
 
 // Reads a whole object wherever it lives (errors name it).
 Result<std::string> ReadLocation(std::string_view location);

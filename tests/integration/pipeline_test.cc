@@ -2282,6 +2282,104 @@ TEST_F(PipelineIcebergS3Test, AppendsEveryMessageOnceAndSqlReadsItBack) {
   EXPECT_EQ(out, "{\"n\":4000,\"ids\":4000}\n") << err;
 }
 
+// `sluice serve --warehouse s3://...` serves the REST catalog over the bucket: a pipeline
+// writes through it (the catalog creates the table and commits its versions as objects, the
+// sink uploads data files and manifests), and the catalog lists, loads (with its S3
+// credentials only when vending is on and the client asks), renames (objects copied, the
+// old name's versions removed oldest first) and drops with purge.
+TEST_F(PipelineIcebergS3Test, TheRestCatalogServesTheS3Warehouse) {
+  const int kPartitions = 3;
+  const std::string topic = Name("in");
+  CreateTopic(topic, kPartitions);
+  Produce(topic, Jsons(MakeEvents(0, 3000)), kPartitions);
+  WriteFile(dir_ / "catalog.yaml", "http:\n  vend_credentials: true\n");
+  Child catalog(
+      {binary_, "serve", "--config", (dir_ / "catalog.yaml").string(), "--kafka-addr",
+       "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr", "off", "--schema-registry-addr",
+       "off", "--data-dir", (dir_ / "catalog-data").string(), "--warehouse", s3_warehouse_},
+      dir_ / "catalog.out", dir_ / "catalog.err");
+  ASSERT_EQ(catalog.Start(), "");
+  std::string uri;
+  WaitFor(
+      [&] {
+        const std::string text = catalog.Out();
+        const std::string banner = "Iceberg REST catalog on ";
+        size_t at = text.find(banner);
+        if (at == std::string::npos) return false;
+        at += banner.size();
+        uri = text.substr(at, text.find("/v1", at) - at);
+        return true;
+      },
+      30s);
+  ASSERT_FALSE(uri.empty()) << catalog.Out() << catalog.Err();
+  catalog_yaml_ = fmt::format("  catalog:\n    type: rest\n    uri: {}\n", uri);
+  PipelineSpec spec = IcebergSpec(topic, "", "  partition_by: [city]\n");
+  catalog_yaml_.clear();
+  Child* run = StartPipeline(spec);
+  ASSERT_TRUE(WaitCommittedToEnd(spec.group, topic, kPartitions, run));
+  EXPECT_EQ(run->Terminate(), 0);
+  nlohmann::json table = ReadTable(fs::path(s3_warehouse_) / "db" / "events");
+  ASSERT_TRUE(table.is_object());
+  EXPECT_EQ(table["location"], s3_warehouse_ + "/db/events");
+  EXPECT_EQ(table["missing"].size(), 0u) << table["missing"].dump();
+  EXPECT_EQ(table["summary"]["total-records"], "3000");
+
+  // curl: (status, body).
+  auto curl = [&](const std::string& method, const std::string& path, const std::string& body = "",
+                  const std::string& header = "") {
+    std::string cmd = fmt::format(
+        "curl -s -o {0}/curl.body -w '%{{http_code}}' -X {1} -H 'Content-Type: application/json' "
+        "{2} {3} '{4}{5}'",
+        dir_.string(), method, header.empty() ? "" : "-H '" + header + "'",
+        body.empty() ? "" : "--data-binary @" + (dir_ / "curl.in").string(), uri, path);
+    if (!body.empty()) WriteFile(dir_ / "curl.in", body);
+    FILE* p = ::popen(cmd.c_str(), "r");
+    std::string code;
+    char buf[64];
+    size_t n;
+    while (p != nullptr && (n = fread(buf, 1, sizeof buf, p)) > 0) code.append(buf, n);
+    if (p != nullptr) ::pclose(p);
+    std::ifstream in(dir_ / "curl.body");
+    std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return std::make_pair(code, out);
+  };
+  auto [code, body] = curl("GET", "/v1/namespaces/db/tables");
+  EXPECT_EQ(code, "200");
+  EXPECT_TRUE(Contains(body, "\"name\":\"events\"")) << body;
+  // Credentials only for a client that asks.
+  std::tie(code, body) = curl("GET", "/v1/namespaces/db/tables/events");
+  EXPECT_EQ(code, "200");
+  EXPECT_FALSE(Contains(body, "s3.access-key-id")) << body;
+  std::tie(code, body) = curl("GET", "/v1/namespaces/db/tables/events", "",
+                              "X-Iceberg-Access-Delegation: vended-credentials");
+  EXPECT_EQ(code, "200");
+  EXPECT_TRUE(
+      Contains(body, fmt::format("\"s3.access-key-id\":\"{}\"", std::getenv("AWS_ACCESS_KEY_ID"))))
+      << body;
+  // Renamed: the new name answers, the old does not; the data stays where it is.
+  std::tie(code, body) = curl("POST", "/v1/tables/rename",
+                              R"({"source": {"namespace": ["db"], "name": "events"},
+          "destination": {"namespace": ["db"], "name": "moved"}})");
+  EXPECT_EQ(code, "204") << body;
+  EXPECT_EQ(curl("GET", "/v1/namespaces/db/tables/events").first, "404");
+  EXPECT_EQ(curl("GET", "/v1/namespaces/db/tables/moved").first, "200");
+  std::string out, err;
+  ASSERT_EQ(RunSluice({"sql", "--warehouse", s3_warehouse_, "--json",
+                       "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM lake.db.moved"},
+                      &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out, "{\"n\":3000,\"ids\":3000}\n") << err;
+  // Dropped with purge: gone from the catalog and the bucket's table list.
+  std::tie(code, body) = curl("DELETE", "/v1/namespaces/db/tables/moved?purgeRequested=true", "",
+                              "X-Sluice-Request: 1");
+  EXPECT_EQ(code, "204") << body;
+  EXPECT_EQ(curl("GET", "/v1/namespaces/db/tables/moved").first, "404");
+  ASSERT_EQ(RunSluice({"table", "list", "--warehouse", s3_warehouse_}, &out, &err), 0) << err;
+  EXPECT_EQ(out, "") << err;
+  EXPECT_EQ(catalog.Terminate(), 0) << catalog.Err();
+}
+
 // Two pipelines (two groups, two topics) appending to one S3 table at once: their
 // commits race for each next metadata version, and the conditional create lets only one
 // win each; the loser builds again on the winner's. No commit is lost: every message of

@@ -428,7 +428,15 @@ TEST_F(RestCatalogTest, DropTableKeepsOrPurgesData) {
       Call("DELETE", "/v1/namespaces/db/tables/purge", "", {{"purgeRequested", "true"}}).status,
       204);
   EXPECT_TRUE(fs::exists(dir_ / "wh/db/keep/data/f.parquet"));
-  EXPECT_FALSE(fs::exists(dir_ / "wh/db/keep/metadata"));
+  // The versions are moved aside; manifests would stay where the snapshots name them.
+  EXPECT_FALSE(fs::exists(dir_ / "wh/db/keep/metadata/v1.metadata.json"));
+  EXPECT_FALSE(fs::exists(dir_ / "wh/db/keep/metadata/version-hint.text"));
+  bool kept = false;
+  for (const auto& e : fs::directory_iterator(dir_ / "wh/db/keep")) {
+    kept |= e.path().filename().string().starts_with(".metadata.dropped-") &&
+            fs::exists(e.path() / "v1.metadata.json");
+  }
+  EXPECT_TRUE(kept);
   EXPECT_FALSE(fs::exists(dir_ / "wh/db/purge"));
   EXPECT_EQ(Call("HEAD", "/v1/namespaces/db/tables/keep").status, 404);
   EXPECT_EQ(ErrorType(Call("DELETE", "/v1/namespaces/db/tables/keep")), "NoSuchTableException");
@@ -456,7 +464,11 @@ TEST_F(RestCatalogTest, RenameMovesTheMetadataAndKeepsTheData) {
   EXPECT_EQ(ErrorType(rename(src, {{"namespace", {"db"}}, {"name", "other"}})),
             "AlreadyExistsException");
 
+  // A manifest list the table's snapshots would name: it stays where it is.
+  std::ofstream(dir_ / "wh/db/t/metadata/snap-1-1-x.avro") << "list";
   ASSERT_EQ(rename(src, dst).status, 204);
+  EXPECT_TRUE(fs::exists(dir_ / "wh/db/t/metadata/snap-1-1-x.avro"));
+  EXPECT_FALSE(fs::exists(dir_ / "wh/db/t/metadata/v1.metadata.json"));
   EXPECT_EQ(Call("HEAD", "/v1/namespaces/db/tables/t").status, 404);
   json moved = Body(Call("GET", "/v1/namespaces/archive/tables/t2"));
   EXPECT_EQ(moved["metadata"]["table-uuid"], created["metadata"]["table-uuid"]);
