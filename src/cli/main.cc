@@ -506,6 +506,13 @@ int main(int argc, char** argv) {
   sql->add_option(
       "--warehouse", sql_flags.warehouse,
       "answer lake.<ns>.<table> from this warehouse's Iceberg tables (default $SLUICE_WAREHOUSE)");
+  sql->add_option("--catalog-uri", sql_flags.catalog_uri,
+                  "answer lake.<ns>.<table> from this Iceberg REST catalog instead (http(s)://"
+                  "host:port; login from $SLUICE_CATALOG_CREDENTIAL id:secret or "
+                  "$SLUICE_CATALOG_TOKEN)")
+      ->excludes("--warehouse");
+  sql->add_option("--catalog-warehouse", sql_flags.catalog_warehouse,
+                  "the REST catalog's warehouse name (sent to /v1/config)");
   sql->add_option("--bootstrap", sql_flags.bootstrap, "a Kafka broker HOST:PORT for topic('name')");
   sql->add_option("--memory-limit", sql_flags.memory_limit_mib, "DuckDB memory limit in MiB")
       ->capture_default_str()

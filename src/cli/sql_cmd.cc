@@ -17,6 +17,7 @@
 #include "base/utf8.h"
 #include "duck/data_chunk.h"
 #include "duck/database.h"
+#include "lake/rest_client.h"
 #include "query/engine.h"
 #include "query/pg_types.h"
 #include "query/sql_text.h"
@@ -34,9 +35,9 @@ int Fail(std::string_view message) {
 // An error that comes from a flag left out: the flag named.
 int FailWithHint(std::string_view message, const SqlFlags& flags, const std::string& warehouse) {
   std::string hint;
-  if (warehouse.empty() &&
+  if (warehouse.empty() && flags.catalog_uri.empty() &&
       message.find("Catalog \"lake\" does not exist") != std::string_view::npos) {
-    hint = "\n(lake.<namespace>.<table> needs --warehouse DIR or $SLUICE_WAREHOUSE)";
+    hint = "\n(lake.<namespace>.<table> needs --warehouse DIR, $SLUICE_WAREHOUSE or --catalog-uri)";
   } else if (flags.bootstrap.empty() &&
              message.find("Function with name topic does not exist") != std::string_view::npos) {
     hint = "\n(topic() needs --bootstrap HOST:PORT of the broker)";
@@ -172,11 +173,23 @@ int RunSql(const SqlFlags& flags_in) {
   auto conn = duck::Connection::Open(**db);
   if (!conn.ok()) return Fail(conn.status().message());
   std::string warehouse = flags.warehouse;
-  if (warehouse.empty()) {
+  std::optional<lake::RestCatalogConfig> catalog;
+  if (!flags.catalog_uri.empty()) {
+    lake::RestCatalogConfig c;
+    c.uri = flags.catalog_uri;
+    c.warehouse = flags.catalog_warehouse;
+    if (const char* e = std::getenv("SLUICE_CATALOG_CREDENTIAL")) c.credential = e;
+    if (const char* e = std::getenv("SLUICE_CATALOG_TOKEN")) c.token = e;
+    // Connected now, so that a wrong uri or login is said once, plainly.
+    if (auto client = lake::RestCatalogClient::Connect(c); !client.ok())
+      return Fail(client.status().message());
+    catalog = std::move(c);
+  } else if (warehouse.empty()) {
     const char* env = std::getenv("SLUICE_WAREHOUSE");
     warehouse = env != nullptr ? env : "";
   }
   query::QueryEngine engine({.warehouse = warehouse,
+                             .catalog = catalog,
                              .kafka_bootstrap = flags.bootstrap,
                              .memory_limit_bytes = flags.memory_limit_mib << 20,
                              .threads = 2});

@@ -14,6 +14,10 @@ struct SqlFlags {
   int64_t memory_limit_mib = 1024;
   std::string warehouse;  // default $SLUICE_WAREHOUSE; "" : no lake tables
   std::string bootstrap;  // HOST:PORT of a Kafka broker for topic(); "" : none
+  // Lake tables from an Iceberg REST catalog instead of a warehouse; the login from
+  // $SLUICE_CATALOG_CREDENTIAL or $SLUICE_CATALOG_TOKEN (never a flag: ps shows flags).
+  std::string catalog_uri;
+  std::string catalog_warehouse;
 };
 
 int RunSql(const SqlFlags& flags);

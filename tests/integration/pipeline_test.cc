@@ -2486,6 +2486,23 @@ TEST_F(PipelineIcebergRestTest, AppendsOnceThroughTheCatalogAndAServeQueriesIt) 
                                      "GROUP BY ALL ORDER BY ALL",
                                      Lit(input))));
 
+  // `sluice sql --catalog-uri`, its login from the environment.
+  {
+    std::string out, err;
+    ::setenv("SLUICE_CATALOG_CREDENTIAL", "lake-writer:writer-secret", 1);
+    EXPECT_EQ(RunSluice({"sql", "--catalog-uri", catalog_uri_, "--json",
+                         "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM lake.db.events"},
+                        &out, &err),
+              0)
+        << err;
+    EXPECT_EQ(out, "{\"n\":3000,\"ids\":3000}\n") << err;
+    ::setenv("SLUICE_CATALOG_CREDENTIAL", "lake-writer:WRONG-ONE", 1);
+    EXPECT_NE(RunSluice({"sql", "--catalog-uri", catalog_uri_, "SELECT 1"}, &out, &err), 0);
+    EXPECT_TRUE(Contains(err, "refused the credential")) << err;
+    EXPECT_FALSE(Contains(err, "WRONG-ONE")) << err;
+    ::unsetenv("SLUICE_CATALOG_CREDENTIAL");
+  }
+
   // A query server whose lake tables are the catalog's.
   WriteFile(dir_ / "query.yaml",
             fmt::format("catalog:\n  type: rest\n  uri: {}\n  credential: "

@@ -388,6 +388,12 @@ Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListS3Tables() const {
 }
 
 Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListRestTables() const {
+  constexpr auto kListingTtl = std::chrono::seconds(5);
+  {
+    std::lock_guard<std::mutex> lock(rest_mu_);
+    if (rest_tables_ && std::chrono::steady_clock::now() - rest_tables_at_ < kListingTtl)
+      return *rest_tables_;
+  }
   ASSIGN_OR_RETURN(std::shared_ptr<const lake::RestCatalogClient> rest, Rest());
   std::vector<LakeTableInfo> out;
   // Breadth first over the namespaces, each level's tables loaded for their columns.
@@ -412,6 +418,9 @@ Result<std::vector<LakeTableInfo>> WarehouseCatalog::ListRestTables() const {
   std::sort(out.begin(), out.end(), [](const LakeTableInfo& a, const LakeTableInfo& b) {
     return std::tie(a.ns, a.name) < std::tie(b.ns, b.name);
   });
+  std::lock_guard<std::mutex> lock(rest_mu_);
+  rest_tables_ = out;
+  rest_tables_at_ = std::chrono::steady_clock::now();
   return out;
 }
 

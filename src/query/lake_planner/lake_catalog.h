@@ -7,6 +7,7 @@
 //   ASSIGN_OR_RETURN(lake::Table t, catalog.LoadTable({"db"}, "events"));
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +104,10 @@ class WarehouseCatalog : public LakeCatalog {
   std::optional<lake::RestCatalogConfig> rest_config_;
   mutable std::mutex rest_mu_;
   mutable std::shared_ptr<const lake::RestCatalogClient> rest_;
+  // The catalog's table list, kept a few seconds: every session start lists the tables
+  // for drivers, and a catalog's listing costs a request per table.
+  mutable std::optional<std::vector<LakeTableInfo>> rest_tables_;
+  mutable std::chrono::steady_clock::time_point rest_tables_at_;
   std::unique_ptr<FileCache> cache_;
   std::unique_ptr<ManifestReader> manifests_;  // reads through cache_
 };
