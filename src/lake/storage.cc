@@ -221,6 +221,13 @@ class S3Storage final : public Storage {
 
   bool local() const override { return false; }
 
+  // The object's ETag; NotFound when it is not there.
+  Result<std::string> ETag(const std::string& location) const {
+    ASSIGN_OR_RETURN(auto bk, SplitS3Location(location));
+    ASSIGN_OR_RETURN(s3::ObjectInfo info, client_.HeadObject(bk.first, bk.second));
+    return info.etag;
+  }
+
   // The names of the "directories" right under `prefix`/ (S3's common prefixes with the
   // delimiter '/'), without their trailing '/'.
   Result<std::vector<std::string>> ListChildren(const std::string& prefix) const {
@@ -445,6 +452,13 @@ Result<std::vector<std::string>> ListS3Children(const std::string& prefix) {
   ASSIGN_OR_RETURN(const Storage* storage, StorageFor(root));
   if (storage->local()) return InvalidArgumentError("{} is not an S3 location", prefix);
   return static_cast<const S3Storage*>(storage)->ListChildren(root);
+}
+
+Result<std::string> S3ETag(const std::string& location) {
+  const std::string normal = NormalLocation(location);
+  ASSIGN_OR_RETURN(const Storage* storage, StorageFor(normal));
+  if (storage->local()) return InvalidArgumentError("{} is not an S3 location", location);
+  return static_cast<const S3Storage*>(storage)->ETag(normal);
 }
 
 Result<std::string> ReadLocation(std::string_view location) {

@@ -77,6 +77,8 @@ Result<std::vector<std::string>> ListS3Tables(const std::string& warehouse);
 // The names of the "directories" right under S3 location `prefix` (S3's common prefixes
 // with the delimiter '/'), unsorted.
 Result<std::vector<std::string>> ListS3Children(const std::string& prefix);
+// The ETag of the S3 object at `location` (one HEAD); NotFound when it is not there.
+Result<std::string> S3ETag(const std::string& location);
 
 // Reads a whole object wherever it lives (errors name it).
 Result<std::string> ReadLocation(std::string_view location);

@@ -10,9 +10,14 @@
 namespace sluice::query {
 
 Result<FileCache::Identity> FileCache::Stat(const std::string& path) {
-  // An S3 object under a name is never rewritten by Iceberg's writers (new metadata is a
-  // new version, manifests have fresh names): its name is its identity, without a request.
-  if (lake::IsS3Location(path)) return Identity{};
+  if (lake::IsS3Location(path)) {
+    // Manifests and lists have fresh names: the name is their identity, without a request.
+    // A table's v<N>.metadata.json can come back with other bytes after the table is
+    // dropped and created again under its name: its ETag (one HEAD) is part of it.
+    if (!path.ends_with(".metadata.json")) return Identity{};
+    ASSIGN_OR_RETURN(std::string etag, lake::S3ETag(path));
+    return Identity{.etag = std::move(etag)};
+  }
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return NotFoundError("{} does not exist", path);

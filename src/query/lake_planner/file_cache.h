@@ -53,9 +53,10 @@ class FileCache {
     if (std::shared_ptr<const void> hit = Lookup(key, id))
       return std::static_pointer_cast<const T>(hit);
     ASSIGN_OR_RETURN(std::string bytes, Read(path));
+    const size_t size = bytes.size();  // S3 files have no size in their identity
     ASSIGN_OR_RETURN(T parsed, parse(std::move(bytes)));
     auto value = std::make_shared<const T>(std::move(parsed));
-    Insert(key, id, value, static_cast<size_t>(id.size) * cost_factor);
+    Insert(key, id, value, size * cost_factor);
     return value;
   }
 
@@ -72,6 +73,7 @@ class FileCache {
     ino_t ino = 0;
     int64_t size = 0;
     int64_t mtime_ns = 0;
+    std::string etag;  // S3 metadata files
     bool operator==(const Identity&) const = default;
   };
   struct Entry {
