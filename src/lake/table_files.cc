@@ -227,8 +227,49 @@ Result<std::optional<MetadataVersion>> TableFiles::CurrentVersion() const {
   return std::optional<MetadataVersion>(std::move(out));
 }
 
+Status TableFiles::CheckBase(int64_t version) const {
+  if (version <= 1) return Status::OK();
+  ASSIGN_OR_RETURN(bool base, Exists(VersionPath(version - 1)));
+  if (base) return Status::OK();
+  // Expiry removes old versions only below the current one: a missing base is either a
+  // commit lost to a newer version, or a table whose versions were retired (dropped or
+  // renamed) meanwhile, which a late commit must not bring back.
+  ASSIGN_OR_RETURN(bool taken, Exists(VersionPath(version)));
+  if (taken) return AlreadyExistsError("{} was committed by another writer", VersionPath(version));
+  return NotFoundError("{} is gone: the table was dropped or renamed", metadata_dir());
+}
+
+Status TableFiles::CheckNoLeftovers(const std::vector<std::string>& names, bool has_metadata,
+                                    bool data_nonempty) const {
+  // A new table in a directory another table left (dropped without purge, or renamed
+  // away with its files in place) would share those files: its expiry or purge would
+  // delete them. Refused.
+  for (const std::string& name : names) {
+    bool leftover = name.starts_with("metadata.renamed-") ||
+                    name.starts_with(".metadata.dropped-") ||
+                    (name == "data" && data_nonempty && !has_metadata);
+    if (leftover) {
+      return FailedPreconditionError(
+          "{} holds another table's files ({}): a new table there would share them; "
+          "use another name or location, or remove them",
+          root_, name);
+    }
+  }
+  return Status::OK();
+}
+
 Status TableFiles::CommitObject(int64_t version, std::string_view json) const {
   std::string target = VersionPath(version);
+  if (version == 1) {
+    Result<std::vector<std::string>> children = ListS3Children(root_);
+    if (children.ok()) {
+      const bool has_metadata =
+          std::find(children->begin(), children->end(), "metadata") != children->end();
+      RETURN_IF_ERROR(CheckNoLeftovers(*children, has_metadata, /*data_nonempty=*/true));
+    }
+  } else {
+    RETURN_IF_ERROR(CheckBase(version));
+  }
   Status st = storage_->CreateExclusive(target, json);
   if (st.code() == StatusCode::kAlreadyExists)
     return AlreadyExistsError("{} was committed by another writer", target);
@@ -243,31 +284,28 @@ Status TableFiles::CommitVersion(int64_t version, std::string_view json) const {
   if (!storage_->local()) return CommitObject(version, json);
   std::error_code ec;
   if (version == 1) {
-    // A new table in a directory another table left (dropped without purge, or renamed
-    // away with its files in place) would share those files: its expiry or purge would
-    // delete them. Refused.
-    if (!std::filesystem::exists(metadata_dir(), ec)) {
-      for (auto it = std::filesystem::directory_iterator(root_, ec);
-           !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-        std::string name = it->path().filename().string();
-        bool leftover =
-            name.rfind("metadata.renamed-", 0) == 0 || name.rfind(".metadata.dropped-", 0) == 0 ||
-            (name == "data" && it->is_directory() && !std::filesystem::is_empty(it->path(), ec));
-        if (leftover) {
-          return FailedPreconditionError(
-              "{} holds another table's files ({}): a new table there would share them; "
-              "use another name or location, or remove them",
-              root_, name);
-        }
-      }
-      ec.clear();
+    std::vector<std::string> names;
+    bool data_nonempty = false;
+    for (auto it = std::filesystem::directory_iterator(root_, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+      names.push_back(it->path().filename().string());
+      std::error_code ec2;
+      if (names.back() == "data" && it->is_directory(ec2))
+        data_nonempty = !std::filesystem::is_empty(it->path(), ec2);
     }
+    ec.clear();
+    RETURN_IF_ERROR(
+        CheckNoLeftovers(names, std::filesystem::exists(metadata_dir(), ec), data_nonempty));
+    ec.clear();
     std::filesystem::create_directories(metadata_dir(), ec);
     if (ec) return IOError("cannot create {}: {}", metadata_dir(), ec.message());
   } else if (!std::filesystem::is_directory(metadata_dir(), ec)) {
     // Only a new table makes its metadata directory: a later commit to a table dropped or
     // renamed meanwhile must not bring the old name back.
     return NotFoundError("{} is gone: the table was dropped or renamed", metadata_dir());
+  } else {
+    // Its versions may have been retired (moved aside) with the directory kept.
+    RETURN_IF_ERROR(CheckBase(version));
   }
   std::string target = VersionPath(version);
   std::string tmp = fmt::format("{}/{}.metadata.json.tmp", metadata_dir(), NewUuid());

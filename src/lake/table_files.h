@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
@@ -62,6 +63,13 @@ class TableFiles {
   Result<std::optional<int64_t>> ScanVersions() const;
   Result<bool> Exists(const std::string& path) const;
   Status CommitObject(int64_t version, std::string_view json) const;
+  // A commit of `version` (> 1) builds on version - 1: when that is gone, AlreadyExists if
+  // `version` is taken (a lost race), else NotFound (the table's versions were retired).
+  Status CheckBase(int64_t version) const;
+  // FailedPrecondition when `names` (the table directory's entries) hold another table's
+  // retired versions, or data without metadata.
+  Status CheckNoLeftovers(const std::vector<std::string>& names, bool has_metadata,
+                          bool data_nonempty) const;
   std::string root_;
   const Storage* storage_ = nullptr;  // null: `storage_error_` says why
   Status storage_error_;

@@ -71,6 +71,33 @@ TEST(TableTest, AnAppendAfterTheTableMovedAwayFailsAndMakesNoMetadataDirectory) 
   }
 }
 
+// The REST catalog retires only a table's version files at a drop or rename (its
+// manifests stay where the snapshots name them, in metadata/): a writer still holding the
+// table fails to append and lands no version there, and a new table cannot be created
+// over the old one's files.
+TEST(TableTest, AnAppendAfterTheVersionsWereRetiredFailsAndLandsNoVersion) {
+  std::string root = FreshDir("retired");
+  Result<Table> t = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_TRUE(t->Append({File("a", 1)}, Offsets("{}")).ok());
+  std::filesystem::create_directories(root + "/.metadata.dropped-1");
+  for (const auto& e : std::filesystem::directory_iterator(root + "/metadata")) {
+    std::string name = e.path().filename().string();
+    if (name.ends_with(".metadata.json") || name == "version-hint.text")
+      std::filesystem::rename(e.path(), root + "/.metadata.dropped-1/" + name);
+  }
+  Result<int64_t> appended = t->Append({File("b", 1)}, Offsets("{}"));
+  ASSERT_FALSE(appended.ok());
+  EXPECT_EQ(appended.status().code(), StatusCode::kNotFound) << appended.status().ToString();
+  for (const auto& e : std::filesystem::directory_iterator(root + "/metadata")) {
+    EXPECT_FALSE(e.path().filename().string().ends_with(".metadata.json")) << e.path();
+  }
+  EXPECT_EQ(Table::Load(root).status().code(), StatusCode::kNotFound);
+  Result<Table> again = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition) << again.status().ToString();
+}
+
 TEST(TableTest, AppendsMakeSnapshotsWithTotalsAndTheNewestOffsets) {
   std::string root = FreshDir("append");
   Result<Table> t = Table::Create(root, TwoColumns(), PartitionSpec{}, {});
