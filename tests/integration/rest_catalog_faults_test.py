@@ -6,34 +6,49 @@ and `sluice serve` as the broker. The sink's client retries reads and creates on
 and broken connections, never a commit: a commit failing with a 5xx or a broken connection
 has an unknown outcome, so the table re-reads and finds its snapshot, or builds it again.
 
-1. Faults everywhere: `sluice pipeline run` from a topic of several partitions into
-   lake.db.events (partitioned by city) through the proxy, which answers a seeded fraction
-   of the catalog's requests 503 and 500 (some after the catalog did the request), resets
-   connections before and after the catalog saw the request, cuts replies short and delays
-   some. Messages are produced while it runs. A pipeline that exits is started again, as a
-   supervisor would, until the group's commit reaches the end of every partition;
-   meanwhile the group's commit is never ahead of the offsets of the table's current
-   snapshot (read straight from the catalog's directory). Then `sluice sql --warehouse DIR`
-   (the directory, no catalog, no proxy) sees every message exactly once (count, distinct
-   ids, distinct (partition, offset), the sum), and the current snapshot's offsets are the
-   topic's ends. The same for an unpartitioned table (lake.db.plain, streamed files) fed by
-   another group from the same topic.
+1. Faults everywhere: three `sluice pipeline run`s from one topic of several partitions,
+   each its own group, through the proxy: two into lake.db.events (partitioned by city;
+   racing for every version, so lost races (409) meet lost replies), one into
+   lake.db.plain (unpartitioned: streamed files). Each row says which pipeline wrote it.
+   The proxy answers a seeded
+   fraction of the catalog's requests 503 and 500 (some after the catalog did the
+   request), resets connections before and after the catalog saw the request, cuts replies
+   short and delays some. Messages are produced while they run. A pipeline that exits is
+   started again, as a supervisor would (its last line must name the REST catalog), until
+   its group's commit reaches the end of every partition; meanwhile the group's commit is
+   never ahead of the offsets of the table's current snapshot (read straight from the
+   catalog's directory: metadata/version-hint.text and the newest v<N>.metadata.json).
+   Then `sluice sql --warehouse DIR` (the directory: no catalog, no proxy) sees every
+   message exactly once from each pipeline (count, distinct ids, distinct (partition,
+   offset), the sum), the current snapshot's total-records is the table's, and its offsets
+   for each group are the topic's ends.
 2. Lost replies to the commit itself: only the commits (POST .../tables/events) fail, most
    of them after the catalog committed (500 after, reset after, cut reply), some 503s
-   before. More messages, the same checks, and the proxy's log must show commits that
-   landed with their reply lost (the phase cannot pass without faults).
+   before, and some are held past the sink's request timeout before they reach the
+   catalog (they land, or meet a 409, after the sink re-read and built again). More
+   messages for one pipeline into lake.db.events, the same checks; the proxy's log must
+   show commits that landed with their reply lost and commits held past the timeout (the
+   phase cannot pass without them).
+   Then the create's lost reply: a new table (db.created, a new group) whose create the
+   catalog makes but answers 500, and whose retried create loses its 409 to a reset: the
+   same run must open the table and go on; every message exactly once.
 3. The catalog unreachable: a new pipeline process (a new group) whose every catalog
    request is reset, answered 503, or whose catalog uri is a closed port must exit non-zero
    with an error naming the REST catalog, commit nothing to its group and add no table
    version.
+4. A catalog outage under a running pipeline: every request reset for 10 s while messages
+   arrive, then healed. Runs that exit meanwhile name the REST catalog and are started
+   again; the group is never ahead of the table; every message exactly once.
 Every phase runs whatever an earlier one found; the test fails if any did.
 
 The seed is printed; SLUICE_REST_FAULTS_SEED=<seed> repeats its fault draws (which request
-gets the n-th draw still depends on timing).
+gets the n-th draw still depends on timing). The scratch directory (every run's output, the
+proxy's request log) is kept when the test fails, or always with SLUICE_REST_FAULTS_KEEP=1.
 
 usage: /usr/bin/python3 rest_catalog_faults_test.py path/to/sluice
 """
 
+import itertools
 import json
 import os
 import random
@@ -63,10 +78,18 @@ CITIES = ["Paris", "Lyon", "Oslo", "Lima", "Kyoto"]
 # Phase 1's faults: about one catalog request in five fails, one in ten is slow.
 FAULTS = {"err503": 0.06, "err500": 0.04, "err500_after": 0.03, "reset_before": 0.02,
           "reset_after": 0.03, "cut_body": 0.03, "delay_ms": 250, "delay_rate": 0.1}
+# The sink's catalog.request_timeout_ms in every pipeline here.
+REQUEST_TIMEOUT_MS = 5000
 # Phase 2's: the commit (POST /v1/namespaces/db/tables/events), mostly failing after the
-# catalog committed: the reply is lost, the snapshot is there.
+# catalog committed: the reply is lost, the snapshot is there. Some commits are held past
+# the sink's request timeout before the proxy sends them on: the sink gives up on them,
+# re-reads, builds again, and the held one reaches the catalog after that.
 COMMIT_FAULTS = {"methods": "POST", "path_contains": "/tables/events", "reset_after": 0.3,
-                 "err500_after": 0.3, "cut_body": 0.15, "err503": 0.1}
+                 "err500_after": 0.3, "cut_body": 0.15, "err503": 0.1,
+                 "delay_ms": REQUEST_TIMEOUT_MS + 1500, "delay_rate": 0.05,
+                 # The first commits' faults, before the draws: two held past the timeout,
+                 # a reset and a 500 after the catalog saw them.
+                 "script": ["pass", "delay", "reset_after", "err500_after", "delay"]}
 AFTER_KINDS = ("err500_after", "reset_after", "cut_body")
 
 PIPELINE = """pipeline:
@@ -89,7 +112,7 @@ PIPELINE = """pipeline:
     type: handlers.InferredMemBatch
     sql: |
       SELECT id::BIGINT AS id, city, amount::DOUBLE AS amount, kafka_partition AS p,
-             kafka_offset AS o
+             kafka_offset AS o, '{name}' AS w
       FROM batch
   sink:
     type: iceberg
@@ -100,7 +123,7 @@ PIPELINE = """pipeline:
         type: rest
         uri: '{uri}'
         max_retries: 3
-        request_timeout_ms: 15000
+        request_timeout_ms: {timeout_ms}
       commit_interval_seconds: 1
 {layout}  on_error:
     policy: RAISE
@@ -119,13 +142,18 @@ def create_topic(bootstrap, topic, partitions):
         f.result(timeout=30)
 
 
-def produce(bootstrap, topic, ids):
+def new_producer(bootstrap):
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                     "linger.ms": 5})
+
+
+def produce(producer, topic, ids):
+    """Produces the events of `ids` (event n to partition n % PARTITIONS), all delivered."""
     failed = []
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
     for n in ids:
-        p.produce(topic, value=json.dumps(event(n)).encode(), partition=n % PARTITIONS,
-                  on_delivery=lambda err, msg: err and failed.append(err))
-    check(p.flush(30) == 0, "records not delivered")
+        producer.produce(topic, value=json.dumps(event(n)).encode(), partition=n % PARTITIONS,
+                         on_delivery=lambda err, msg: err and failed.append(err))
+    check(producer.flush(30) == 0, "records not delivered")
     check(not failed, f"records not delivered: {failed[:3]}")
 
 
@@ -262,7 +290,7 @@ def supervise(ctx, spec, ends, what, max_starts=25, progress_timeout=120):
         while True:
             check(len(outputs) < max_starts,
                   f"{what}: the pipeline exited {max_starts} times without reaching the end")
-            log = os.path.join(ctx.tmp, f"{spec['name']}-{len(outputs) + 1}.log")
+            log = os.path.join(ctx.tmp, f"{spec['name']}-{next(ctx.run_numbers)}.log")
             run = Pipeline(ctx.sluice, spec["path"], log)
             try:
                 if watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
@@ -296,8 +324,14 @@ def watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
             out = run.output()
             outputs.append(out)
             run.kill()
-            print(f"{what}: run {len(outputs)} exited {run.proc.returncode} at {now}: "
-                  f"{last_error(out)}", flush=True)
+            rc = run.proc.returncode
+            print(f"{what}: run {len(outputs)} exited {rc} at {now}: {last_error(out)}",
+                  flush=True)
+            # Only the catalog fails here: a run that gives up says so, it does not crash.
+            errors = final_errors(out)
+            check(rc > 0 and errors and "REST catalog" in errors[-1],
+                  f"{what}: run {len(outputs)} exited {rc} without an error naming the REST "
+                  f"catalog:\n{out[-3000:]}")
             return False
         if time.monotonic() - last_change > progress_timeout:
             out = run.output()
@@ -373,7 +407,8 @@ def sluice_sql(ctx, query, timeout=120):
 
 
 CHECK_SQL = ("SELECT count(*) AS n, count(DISTINCT id) AS ids, count(DISTINCT (p, o)) AS po, "
-             "min(id) AS lo, max(id) AS hi, sum(amount) AS amount FROM lake.db.{table}")
+             "min(id) AS lo, max(id) AS hi, sum(amount) AS amount FROM lake.db.{table} "
+             "WHERE w = '{writer}'")
 
 
 def expected_row(total):
@@ -381,16 +416,19 @@ def expected_row(total):
             "amount": sum(n * 0.5 for n in range(total))}
 
 
-def check_table(ctx, spec, total, ends, when):
-    """Every message exactly once, read from the catalog's directory; the current
-    snapshot's offsets are the topic's ends."""
-    rc, out, err = sluice_sql(ctx, CHECK_SQL.format(table=spec["table"]))
+def check_table(ctx, spec, total, ends, when, table_rows=None):
+    """Every message exactly once among the rows of the spec's pipeline (the table may hold
+    `table_rows` in all, when another writes it too), read from the catalog's directory;
+    the current snapshot's offsets for its group are the topic's ends."""
+    table_rows = total if table_rows is None else table_rows
+    rc, out, err = sluice_sql(ctx, CHECK_SQL.format(table=spec["table"], writer=spec["name"]))
     check(rc == 0, f"{when}: sluice sql --warehouse failed ({rc}): {err}")
     rows = [json.loads(l) for l in out.splitlines() if l.strip()]
     check(len(rows) == 1, f"{when}: sluice sql printed {out!r}")
     row, want = rows[0], expected_row(total)
     if row != want:
         dup = sluice_sql(ctx, f"SELECT id, count(*) AS c FROM lake.db.{spec['table']} "
+                              f"WHERE w = '{spec['name']}' "
                               "GROUP BY id HAVING count(*) > 1 ORDER BY id LIMIT 20")[1]
         dups = ", ".join(f"{d['id']} x{d['c']}" for d in map(json.loads, dup.split()))
         raise TestFailure(f"{when}: the table holds {row}, expected {want} (every message "
@@ -399,13 +437,14 @@ def check_table(ctx, spec, total, ends, when):
     check(meta, f"{when}: no metadata version")
     snap = current_snapshot(meta)
     check(snap, f"{when}: no current snapshot in v{latest}")
-    check(snap["summary"].get("total-records") == str(total),
+    check(snap["summary"].get("total-records") == str(table_rows),
           f"{when}: total-records {snap['summary'].get('total-records')} in v{latest}")
     offsets = json.loads(snap["summary"][f"sluice.offsets.{spec['group']}.{spec['topic']}"])
     check([offsets.get(str(p)) for p in range(PARTITIONS)] == ends,
           f"{when}: the snapshot's offsets {offsets}, the topic's ends {ends}")
-    print(f"{when}: {total} messages exactly once in lake.db.{spec['table']} v{latest} "
-          f"({len(meta.get('snapshots', []))} snapshots)", flush=True)
+    print(f"{when}: {total} messages exactly once from {spec['name']} in "
+          f"lake.db.{spec['table']} v{latest} ({table_rows} rows, "
+          f"{len(meta.get('snapshots', []))} snapshots)", flush=True)
     return latest
 
 
@@ -416,6 +455,7 @@ def write_spec(ctx, name, table, uri, partitioned=True):
     with open(spec["path"], "w") as f:
         f.write(PIPELINE.format(name=name, bootstrap=ctx.bootstrap, group=spec["group"],
                                 topic=spec["topic"], table=table, uri=uri,
+                                timeout_ms=REQUEST_TIMEOUT_MS,
                                 layout="      partition_by: [city]\n" if partitioned else ""))
     return spec
 
@@ -435,6 +475,7 @@ def faults_test(sluice, seed):
         ctx.sluice, ctx.bootstrap = sluice, broker.bootstrap
         ctx.tmp = tempfile.mkdtemp(prefix="sluice-restfaults-")
         ctx.rng = random.Random(seed)
+        ctx.run_numbers = itertools.count(1)  # names the runs' logs
         ctx.catalog = None
         proxy = None
         failed = []
@@ -445,12 +486,14 @@ def faults_test(sluice, seed):
             print(f"catalog on 127.0.0.1:{ctx.catalog.port} (warehouse {ctx.catalog.warehouse}), "
                   f"its fault proxy on {ctx.proxy_url}", flush=True)
             create_topic(ctx.bootstrap, "events", PARTITIONS)
-            # Each phase runs, whatever an earlier one found; 1 and 2 share one table.
-            for phase in (phase_faults, phase_commit_faults, phase_catalog_down):
+            # Each phase runs, whatever an earlier one found; 1, 2 and 4 share db.events.
+            for phase in (phase_faults, phase_commit_faults, phase_create_reply_lost,
+                          phase_catalog_down, phase_catalog_outage):
                 name = phase.__name__[len("phase_"):]
+                began = time.monotonic()
                 try:
                     phase(ctx, proxy)
-                    print(f"phase {name}: PASS", flush=True)
+                    print(f"phase {name}: PASS ({time.monotonic() - began:.0f} s)", flush=True)
                 except Exception as e:  # the phase's verdict; the others still run
                     if not isinstance(e, TestFailure):
                         traceback.print_exc()
@@ -468,7 +511,10 @@ def faults_test(sluice, seed):
                 if rc != 0:
                     failed.append(f"the catalog's sluice serve exited {rc} after SIGTERM:\n"
                                   f"{ctx.catalog.logs()}")
-            if failed:
+            if failed or os.environ.get("SLUICE_REST_FAULTS_KEEP") == "1":
+                if proxy is not None:
+                    with open(os.path.join(ctx.tmp, "proxy-log.json"), "w") as f:
+                        json.dump(proxy.log(), f, indent=0)
                 print(f"logs kept in {ctx.tmp}", flush=True)
             else:
                 shutil.rmtree(ctx.tmp, ignore_errors=True)
@@ -481,75 +527,138 @@ def producer_thread(ctx, topic, lo, hi, chunk, pause):
     """Produces ids [lo, hi) in chunks, a pause after each: the pipeline commits many
     times meanwhile."""
     def run():
+        producer = new_producer(ctx.bootstrap)
         for n in range(lo, hi, chunk):
-            produce(ctx.bootstrap, topic, range(n, min(n + chunk, hi)))
+            produce(producer, topic, range(n, min(n + chunk, hi)))
             time.sleep(pause)
 
-    t = threading.Thread(target=run, daemon=True)
-    t.start()
-    return t
+    return Background(run)
 
 
 def ends_of(total):
     return [len(range(p, total, PARTITIONS)) for p in range(PARTITIONS)]
 
 
+class Background:
+    """fn() in a thread of its own: join() returns its result or raises its failure."""
+
+    def __init__(self, fn):
+        self.result, self.error = None, None
+
+        def run():
+            try:
+                self.result = fn()
+            except BaseException as e:  # handed to join()
+                self.error = e
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def join(self):
+        self.thread.join()
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
 def phase_faults(ctx, proxy):
-    """1. Faults on every catalog request, messages arriving while the pipeline runs; then
-    an unpartitioned table from the same messages under the same faults."""
+    """1. Faults on every catalog request, messages arriving while three pipelines run, each
+    its own group: two into the partitioned lake.db.events (racing for every version), one
+    into the unpartitioned lake.db.plain."""
     ctx.spec = write_spec(ctx, "lake", "events", ctx.proxy_url)
-    ctx.total = 3600
+    twin = write_spec(ctx, "twin", "events", ctx.proxy_url)
+    plain = write_spec(ctx, "plain", "plain", ctx.proxy_url, partitioned=False)
+    ctx.total = ctx.twin_total = 4000
     before = proxy.stats()
     proxy.set_faults(seed=ctx.rng.randrange(1 << 31), **FAULTS)
     print(f"faults: {proxy.settings()}", flush=True)
-    t = producer_thread(ctx, "events", 0, ctx.total, 300, 0.8)
-    runs = supervise(ctx, ctx.spec, ends_of(ctx.total), "faults")
+    t = producer_thread(ctx, "events", 0, ctx.total, 50, 0.4)
+    ends = ends_of(ctx.total)
+    supervisors = [Background(lambda s=s, w=w: supervise(ctx, s, ends, w))
+                   for s, w in ((ctx.spec, "faults"), (twin, "faults, twin"),
+                                (plain, "faults, unpartitioned"))]
+    failures = []
+    for s in supervisors:
+        try:
+            s.join()
+        except Exception as e:  # reported once all are done
+            failures.append(str(e) if isinstance(e, TestFailure) else repr(e))
     t.join()
     after = proxy.stats()
-    print(f"faults: {len(runs)} run(s); injected {fault_counts(before, after)} in "
-          f"{after['requests'] - before['requests']} requests", flush=True)
-    check(sum(fault_counts(before, after).get(k, 0) for k in FAULT_KINDS) > 0,
-          "faults: no fault was injected")
+    injected = fault_counts(before, after)
+    commits = [e for e in proxy.log() if e["n"] > before["requests"] and e["method"] == "POST"
+               and "/tables/" in e["target"]]
+    print(f"faults: {[len(s.result or []) for s in supervisors]} run(s); injected {injected} in "
+          f"{after['requests'] - before['requests']} requests; "
+          f"{sum(e.get('status') == 409 for e in commits)} of {len(commits)} commits refused "
+          f"409 (lost races)", flush=True)
+    check(not failures, "; ".join(failures))
+    check(sum(injected.get(k, 0) for k in FAULT_KINDS) > 0, "faults: no fault was injected")
     proxy.set_faults()
-    check_table(ctx, ctx.spec, ctx.total, ends_of(ctx.total), "after the faults")
-
-    plain = write_spec(ctx, "plain", "plain", ctx.proxy_url, partitioned=False)
-    before = proxy.stats()
-    proxy.set_faults(seed=ctx.rng.randrange(1 << 31), **FAULTS)
-    print(f"faults, unpartitioned: {proxy.settings()}", flush=True)
-    runs = supervise(ctx, plain, ends_of(ctx.total), "faults, unpartitioned")
-    after = proxy.stats()
-    print(f"faults, unpartitioned: {len(runs)} run(s); injected {fault_counts(before, after)} "
-          f"in {after['requests'] - before['requests']} requests", flush=True)
-    proxy.set_faults()
-    check_table(ctx, plain, ctx.total, ends_of(ctx.total), "after the faults, unpartitioned")
+    both = ctx.total + ctx.twin_total
+    check_table(ctx, ctx.spec, ctx.total, ends, "after the faults", both)
+    check_table(ctx, twin, ctx.twin_total, ends, "after the faults, twin", both)
+    check_table(ctx, plain, ctx.total, ends, "after the faults, unpartitioned")
 
 
 def phase_commit_faults(ctx, proxy):
     """2. The commits' replies lost: most commits fail after the catalog committed, so the
     table's re-read must find its snapshot there (and never append it twice)."""
-    more = 600
+    more = 1600
     before = proxy.stats()
     proxy.set_faults(seed=ctx.rng.randrange(1 << 31), **COMMIT_FAULTS)
     print(f"commit faults: {proxy.settings()}", flush=True)
-    t = producer_thread(ctx, "events", ctx.total, ctx.total + more, 100, 1.0)
+    t = producer_thread(ctx, "events", ctx.total, ctx.total + more, 40, 0.6)
     ctx.total += more
-    runs = supervise(ctx, ctx.spec, ends_of(ctx.total), "commit faults")
-    t.join()
+    try:
+        runs = supervise(ctx, ctx.spec, ends_of(ctx.total), "commit faults")
+    finally:
+        t.join()
     after = proxy.stats()
     commits = [e for e in proxy.log() if e["n"] > before["requests"] and e["method"] == "POST"
                and e["target"].split("?")[0].endswith("/tables/events")]
     landed_lost = [e for e in commits if e["fault"] in AFTER_KINDS and
                    (e.get("store_status", e.get("status")) == 200)]
+    held = [e for e in commits if e["delay_ms"] > REQUEST_TIMEOUT_MS]
     print(f"commit faults: {len(runs)} run(s); {len(commits)} commit requests, injected "
           f"{fault_counts(before, after)}; {len(landed_lost)} commits landed with their reply "
-          f"lost", flush=True)
+          f"lost; {len(held)} held past the sink's timeout, then answered "
+          f"{[e.get('store_status', e.get('status')) for e in held]} by the catalog; "
+          f"{sum(e.get('status') == 409 for e in commits)} commits refused 409", flush=True)
     proxy.set_faults()
     check(landed_lost, f"commit faults: no commit landed with its reply lost (faults "
                        f"{fault_counts(before, after)} on {len(commits)} commits)")
+    check(len(held) >= 2, f"commit faults: {len(held)} commits held past the sink's timeout")
     check(after["err503"] > before["err503"] or after["err500_after"] > before["err500_after"],
           "commit faults: no 5xx answered to a commit")
-    check_table(ctx, ctx.spec, ctx.total, ends_of(ctx.total), "after the commit faults")
+    check_table(ctx, ctx.spec, ctx.total, ends_of(ctx.total), "after the commit faults",
+                ctx.total + ctx.twin_total)
+
+
+def phase_create_reply_lost(ctx, proxy):
+    """2, continued. The create's reply lost: a new table (a new group, the same messages) whose
+    create the catalog does, answering 500; the client's retry of the create then loses
+    its reply (409 from the catalog, the connection reset after it), and its next retry
+    meets the table (409): the sink opens it and goes on, in the same run."""
+    spec = write_spec(ctx, "created", "created", ctx.proxy_url)
+    before = proxy.stats()
+    proxy.set_faults(methods="POST", path_contains="/v1/namespaces/db/tables",
+                     script=["err500_after", "reset_after"])
+    runs = supervise(ctx, spec, ends_of(ctx.total), "create reply lost")
+    after = proxy.stats()
+    creates = [e for e in proxy.log() if e["n"] > before["requests"] and e["method"] == "POST"
+               and e["target"].split("?")[0].endswith("/v1/namespaces/db/tables")]
+    print(f"create reply lost: {len(runs)} run(s); injected {fault_counts(before, after)}; "
+          f"creates answered {[(e['fault'], e.get('store_status', e.get('status'))) for e in creates]}",
+          flush=True)
+    proxy.set_faults()
+    check(creates and creates[0]["fault"] == "err500_after" and
+          creates[0].get("store_status") == 200,
+          f"create reply lost: the first create was not made and its reply lost: {creates}")
+    check_table(ctx, spec, ctx.total, ends_of(ctx.total), "after the create's lost reply")
+    check(len(runs) == 1, f"create reply lost: the create's lost reply failed the run (the "
+                          f"retry should meet the table and open it): run 1 exited with "
+                          f"\"{last_error(runs[0])}\"")
 
 
 def closed_port():
@@ -606,6 +715,39 @@ def phase_catalog_down(ctx, proxy):
         _, now = current_metadata(table_dir)
         check(now == version, f"catalog down ({mode}): the table moved from v{version} to v{now}")
     proxy.set_faults()
+
+
+def phase_catalog_outage(ctx, proxy):
+    """4. The catalog gone for a while under a running pipeline (every request reset), then
+    back: runs may exit meanwhile (naming the REST catalog) and are started again; the
+    group is never ahead of the table, and every message lands exactly once."""
+    more = 800
+    before = proxy.stats()
+    t = producer_thread(ctx, "events", ctx.total, ctx.total + more, 40, 0.5)
+    ctx.total += more
+
+    def outage():
+        time.sleep(4)
+        proxy.set_faults(reset_before=1.0)
+        print("catalog outage: every catalog request reset from now", flush=True)
+        time.sleep(10)
+        proxy.set_faults()
+        print("catalog outage: the catalog is back", flush=True)
+
+    o = threading.Thread(target=outage, daemon=True)
+    o.start()
+    try:
+        runs = supervise(ctx, ctx.spec, ends_of(ctx.total), "catalog outage")
+    finally:
+        o.join()
+        t.join()
+    after = proxy.stats()
+    print(f"catalog outage: {len(runs)} run(s); injected {fault_counts(before, after)}",
+          flush=True)
+    check(after["reset_before"] > before["reset_before"],
+          "catalog outage: no request reached the catalog during the outage")
+    check_table(ctx, ctx.spec, ctx.total, ends_of(ctx.total), "after the catalog outage",
+                ctx.total + ctx.twin_total)
 
 
 def main():
