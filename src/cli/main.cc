@@ -453,8 +453,8 @@ int main(int argc, char** argv) {
       "Iceberg REST catalog at /v1 (default 127.0.0.1:8181; port 0: any free port; off: none)");
   serve->add_option(
       "--warehouse", serve_flags.warehouse,
-      "serve the Iceberg tables of DIR (the iceberg sink's warehouse) as an Iceberg REST "
-      "catalog on the HTTP port (docs/design/0009)");
+      "serve the Iceberg tables of DIR or s3://bucket/prefix (the iceberg sink's warehouse) "
+      "as an Iceberg REST catalog on the HTTP port (docs/design/0009, 0024)");
   serve->add_option(
       "--pg-addr", serve_flags.pg_addr,
       "HOST:PORT of the query server's Postgres wire protocol port (default 127.0.0.1:5433; "
