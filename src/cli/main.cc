@@ -653,8 +653,15 @@ int main(int argc, char** argv) {
   table_cmd->require_subcommand(0, 1);
   auto add_table = [&](const char* name, const char* what, bool needs_table) {
     auto* c = table_cmd->add_subcommand(name, what);
-    c->add_option("--warehouse", table_flags.warehouse,
-                  "the warehouse directory (default: $SLUICE_WAREHOUSE)");
+    auto* warehouse = c->add_option("--warehouse", table_flags.warehouse,
+                                    "the warehouse directory (default: $SLUICE_WAREHOUSE)");
+    c->add_option("--catalog-uri", table_flags.catalog_uri,
+                  "the tables of this Iceberg REST catalog instead (list, describe, history, "
+                  "files; login from $SLUICE_CATALOG_CREDENTIAL id:secret or "
+                  "$SLUICE_CATALOG_TOKEN)")
+        ->excludes(warehouse);
+    c->add_option("--catalog-warehouse", table_flags.catalog_warehouse,
+                  "the REST catalog's warehouse name (sent to /v1/config)");
     if (needs_table) {
       c->add_option("table", table_flags.table, "namespace.table")->required();
     } else {

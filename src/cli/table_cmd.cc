@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "base/config.h"
 #include "duck/database.h"
 #include "lake/maintenance.h"
+#include "lake/rest_client.h"
 #include "lake/storage.h"
 #include "lake/table.h"
 
@@ -70,9 +72,67 @@ int Fail(const Status& st) {
   return 1;
 }
 
+Result<std::shared_ptr<lake::RestCatalogClient>> Catalog(const TableFlags& f) {
+  lake::RestCatalogConfig c;
+  c.uri = f.catalog_uri;
+  c.warehouse = f.catalog_warehouse;
+  if (const char* e = std::getenv("SLUICE_CATALOG_CREDENTIAL")) c.credential = e;
+  if (const char* e = std::getenv("SLUICE_CATALOG_TOKEN")) c.token = e;
+  return lake::RestCatalogClient::Connect(c);
+}
+
+// "a.b.t" -> ({"a", "b"}, "t")
+Result<std::pair<std::vector<std::string>, std::string>> SplitName(const std::string& name) {
+  if (name.empty() || name.front() == '.' || name.back() == '.' ||
+      name.find('.') == std::string::npos || name.find("..") != std::string::npos) {
+    return InvalidArgumentError("{} is not a table name: write namespace.table", name);
+  }
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    size_t dot = name.find('.', start);
+    parts.push_back(name.substr(start, dot == std::string::npos ? dot : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::string table = parts.back();
+  parts.pop_back();
+  return std::make_pair(parts, table);
+}
+
 Result<lake::Table> Open(const TableFlags& f) {
+  if (!f.catalog_uri.empty()) {
+    ASSIGN_OR_RETURN(auto name, SplitName(f.table));
+    ASSIGN_OR_RETURN(std::shared_ptr<lake::RestCatalogClient> catalog, Catalog(f));
+    return lake::Table::Open(lake::RestTableStore(catalog, name.first, name.second));
+  }
   ASSIGN_OR_RETURN(std::string root, TableRoot(f));
   return lake::Table::Load(root);
+}
+
+// The catalog's tables as namespace.table, walking its namespaces from `prefix`'s.
+Result<std::vector<std::string>> CatalogTables(const TableFlags& f) {
+  ASSIGN_OR_RETURN(std::shared_ptr<lake::RestCatalogClient> catalog, Catalog(f));
+  std::vector<std::string> out;
+  std::vector<std::vector<std::string>> pending = {{}};
+  while (!pending.empty()) {
+    std::vector<std::string> ns = std::move(pending.back());
+    pending.pop_back();
+    if (ns.size() > 16) continue;
+    ASSIGN_OR_RETURN(std::vector<std::vector<std::string>> children, catalog->ListNamespaces(ns));
+    for (std::vector<std::string>& c : children) {
+      if (c.size() == ns.size() + 1) pending.push_back(std::move(c));
+    }
+    if (ns.empty()) continue;
+    ASSIGN_OR_RETURN(std::vector<std::string> tables, catalog->ListTables(ns));
+    std::string dotted = fmt::format("{}", fmt::join(ns, "."));
+    for (const std::string& t : tables) {
+      std::string name = dotted + "." + t;
+      if (!f.table.empty() && name.rfind(f.table + ".", 0) != 0) continue;
+      out.push_back(std::move(name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::string Bytes(int64_t n) {
@@ -91,6 +151,11 @@ int64_t NowMs() {
 }  // namespace
 
 int RunTableCompact(const TableFlags& f) {
+  if (!f.catalog_uri.empty()) {
+    return Fail(UnimplementedError(
+        "compact through a REST catalog is not supported yet: run it with --warehouse on the "
+        "catalog's warehouse (sluice serve's), or with the engine that owns the catalog"));
+  }
   Result<std::string> root = TableRoot(f);
   if (!root.ok()) return Fail(root.status());
   if (f.target_file_size_bytes <= 0)
@@ -129,6 +194,11 @@ int RunTableCompact(const TableFlags& f) {
 }
 
 int RunTableExpire(const TableFlags& f) {
+  if (!f.catalog_uri.empty()) {
+    return Fail(UnimplementedError(
+        "expire through a REST catalog is not supported yet: run it with --warehouse on the "
+        "catalog's warehouse (sluice serve's), or with the engine that owns the catalog"));
+  }
   Result<std::string> root = TableRoot(f);
   if (!root.ok()) return Fail(root.status());
   Config config;
@@ -158,6 +228,12 @@ int RunTableExpire(const TableFlags& f) {
 }
 
 int RunTableList(const TableFlags& f) {
+  if (!f.catalog_uri.empty()) {
+    Result<std::vector<std::string>> names = CatalogTables(f);
+    if (!names.ok()) return Fail(names.status());
+    for (const std::string& n : *names) fmt::print("{}\n", n);
+    return 0;
+  }
   Result<std::string> root = Warehouse(f);
   if (!root.ok()) return Fail(root.status());
   std::vector<std::string> names;

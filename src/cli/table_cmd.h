@@ -11,7 +11,11 @@ namespace sluice::cli {
 
 struct TableFlags {
   std::string warehouse;  // "" = $SLUICE_WAREHOUSE
-  std::string table;      // namespace.table (list: a namespace prefix, or "")
+  // Instead: an Iceberg REST catalog (list, describe, history, files); the login from
+  // $SLUICE_CATALOG_CREDENTIAL or $SLUICE_CATALOG_TOKEN.
+  std::string catalog_uri;
+  std::string catalog_warehouse;
+  std::string table;  // namespace.table (list: a namespace prefix, or "")
   bool json = false;
   int64_t target_file_size_bytes = int64_t{128} << 20;  // compact
   std::string older_than;                               // expire: 30s, 5m, 1h, 7d

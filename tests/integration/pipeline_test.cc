@@ -2515,6 +2515,23 @@ TEST_F(PipelineIcebergRestTest, AppendsOnceThroughTheCatalogAndAServeQueriesIt) 
               0)
         << err;
     EXPECT_EQ(out, "{\"n\":3000,\"ids\":3000}\n") << err;
+    // `sluice table` through the catalog: list, describe, history; compact refused.
+    ASSERT_EQ(RunSluice({"table", "list", "--catalog-uri", catalog_uri_}, &out, &err), 0) << err;
+    EXPECT_EQ(out, "db.events\n");
+    ASSERT_EQ(
+        RunSluice({"table", "describe", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0)
+        << err;
+    EXPECT_TRUE(Contains(out, "city")) << out;
+    ASSERT_EQ(
+        RunSluice({"table", "history", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0)
+        << err;
+    EXPECT_TRUE(Contains(out, "append")) << out;
+    EXPECT_NE(
+        RunSluice({"table", "compact", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0);
+    EXPECT_TRUE(Contains(err, "not supported yet")) << err;
+    EXPECT_NE(
+        RunSluice({"table", "describe", "db.nope", "--catalog-uri", catalog_uri_}, &out, &err), 0);
+    EXPECT_TRUE(Contains(err, "no such table")) << err;
     ::setenv("SLUICE_CATALOG_CREDENTIAL", "lake-writer:WRONG-ONE", 1);
     EXPECT_NE(RunSluice({"sql", "--catalog-uri", catalog_uri_, "SELECT 1"}, &out, &err), 0);
     EXPECT_TRUE(Contains(err, "refused the credential")) << err;
