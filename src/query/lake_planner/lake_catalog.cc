@@ -143,11 +143,20 @@ WarehouseCatalog::WarehouseCatalog(lake::RestCatalogConfig rest, size_t cache_by
 WarehouseCatalog::~WarehouseCatalog() = default;
 
 Result<std::shared_ptr<const lake::RestCatalogClient>> WarehouseCatalog::Rest() const {
+  constexpr auto kRetryConnectAfter = std::chrono::seconds(5);
   std::lock_guard<std::mutex> lock(rest_mu_);
   if (rest_ == nullptr) {
-    ASSIGN_OR_RETURN(std::shared_ptr<lake::RestCatalogClient> client,
-                     lake::RestCatalogClient::Connect(*rest_config_));
-    rest_ = std::move(client);
+    const auto now = std::chrono::steady_clock::now();
+    if (rest_failure_ && now - rest_failure_at_ < kRetryConnectAfter) return *rest_failure_;
+    Result<std::shared_ptr<lake::RestCatalogClient>> client =
+        lake::RestCatalogClient::Connect(*rest_config_);
+    if (!client.ok()) {
+      rest_failure_ = client.status();
+      rest_failure_at_ = now;
+      return client.status();
+    }
+    rest_ = std::move(*client);
+    rest_failure_.reset();
   }
   return rest_;
 }

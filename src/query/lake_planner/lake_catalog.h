@@ -104,6 +104,10 @@ class WarehouseCatalog : public LakeCatalog {
   std::optional<lake::RestCatalogConfig> rest_config_;
   mutable std::mutex rest_mu_;
   mutable std::shared_ptr<const lake::RestCatalogClient> rest_;
+  // The last failed connect, answered again for a few seconds: a catalog that is down
+  // must not cost every new session the connect's retries.
+  mutable std::optional<Status> rest_failure_;
+  mutable std::chrono::steady_clock::time_point rest_failure_at_;
   // The catalog's table list, kept a few seconds: every session start lists the tables
   // for drivers, and a catalog's listing costs a request per table.
   mutable std::optional<std::vector<LakeTableInfo>> rest_tables_;
