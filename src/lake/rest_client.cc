@@ -157,6 +157,12 @@ Result<std::string> RestCatalogClient::Authorization(bool refresh) const {
     } else {
       why = j.ok() ? "no access_token in the reply" : j.status().message();
     }
+    if (reply->status >= 500 || reply->status == 429) {
+      // The endpoint failed, after the retries: not a verdict on the credential.
+      return Status(StatusCode::kUnavailable,
+                    fmt::format("{}: the token endpoint {} failed (HTTP {}): {}", Describe(), url,
+                                reply->status, why.substr(0, 200)));
+    }
     return FailedPreconditionError("{}: the token endpoint {} refused the credential (HTTP {}): {}",
                                    Describe(), url, reply->status, why);
   }

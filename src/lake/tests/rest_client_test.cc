@@ -99,6 +99,7 @@ class RestClientTest : public ::testing::Test {
   // A token endpoint for client credentials "app:s3cret"; tokens are "t<N>", the current
   // one only.
   HttpResponse IssueToken(const HttpRequest& r) {
+    if (token_fails_) return {.status = 503, .body = "down"};
     if (r.body.find("client_id=app") == std::string::npos ||
         r.body.find("client_secret=s3cret") == std::string::npos ||
         r.body.find("grant_type=client_credentials") == std::string::npos) {
@@ -141,6 +142,7 @@ class RestClientTest : public ::testing::Test {
   std::atomic<int> requests_{0};
   std::atomic<int> tokens_issued_{0};
   std::string valid_token_ = "none";
+  std::atomic<bool> token_fails_{false};
 };
 
 TEST_F(RestClientTest, CreatesAppendsAndRacesThroughTheCatalog) {
@@ -272,6 +274,16 @@ TEST_F(RestClientTest, OAuthClientCredentialsAndATokenRefusedMidway) {
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   EXPECT_EQ(tokens_issued_.load(), 2);
   EXPECT_EQ(TotalRecords(*t), 4);
+
+  // A token endpoint that fails is said as such, not as a refused credential.
+  token_fails_ = true;
+  auto failing =
+      RestCatalogClient::Connect({.uri = uri_, .credential = "app:s3cret", .max_retries = 1});
+  ASSERT_FALSE(failing.ok());
+  EXPECT_EQ(failing.status().code(), StatusCode::kUnavailable) << failing.status().ToString();
+  EXPECT_NE(failing.status().message().find("token endpoint"), std::string::npos);
+  EXPECT_EQ(failing.status().message().find("s3cret"), std::string::npos);
+  token_fails_ = false;
 
   // A fixed bearer token that the catalog refuses is not retried forever.
   auto bearer = RestCatalogClient::Connect({.uri = uri_, .token = "bogus", .max_retries = 0});
