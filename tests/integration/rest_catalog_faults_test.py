@@ -48,7 +48,6 @@ proxy's request log) is kept when the test fails, or always with SLUICE_REST_FAU
 usage: /usr/bin/python3 rest_catalog_faults_test.py path/to/sluice
 """
 
-import itertools
 import json
 import os
 import random
@@ -68,12 +67,12 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
 from sluice_broker import TestFailure, check, run_test, wait_until  # noqa: E402
 from s3_fault_proxy import FAULT_KINDS, S3FaultProxy  # noqa: E402
+import supervised_pipeline  # noqa: E402
+from supervised_pipeline import (PARTITIONS, Committed, Pipeline, create_topic, event,  # noqa: E402
+                                 final_errors, last_error)
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 
-PARTITIONS = 4
-CITIES = ["Paris", "Lyon", "Oslo", "Lima", "Kyoto"]
 
 # Phase 1's faults: about one catalog request in five fails, one in ten is slow.
 FAULTS = {"err503": 0.06, "err500": 0.04, "err500_after": 0.03, "reset_before": 0.02,
@@ -129,17 +128,6 @@ PIPELINE = """pipeline:
     policy: RAISE
   duckdb: {{memory_limit: 256MiB, threads: 1}}
 """
-
-
-def event(n):
-    return {"id": n, "city": CITIES[n % len(CITIES)], "amount": n * 0.5}
-
-
-def create_topic(bootstrap, topic, partitions):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                           replication_factor=1)]).values():
-        f.result(timeout=30)
 
 
 def new_producer(bootstrap):
@@ -204,23 +192,6 @@ class Catalog:
             return None
 
 
-class Committed:
-    """The group's committed offsets, read by a consumer that never joins it."""
-
-    def __init__(self, bootstrap, group, topic):
-        self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "enable.auto.commit": False})
-
-    def get(self):
-        tps = self.consumer.committed([TopicPartition(self.topic, p) for p in range(PARTITIONS)],
-                                      timeout=20)
-        return [max(tp.offset, 0) for tp in tps]
-
-    def close(self):
-        self.consumer.close()
-
-
 def group_committed(ctx, group, topic):
     c = Committed(ctx.bootstrap, group, topic)
     try:
@@ -229,116 +200,17 @@ def group_committed(ctx, group, topic):
         c.close()
 
 
-class Pipeline:
-    """One `sluice pipeline run` process, its output in a file."""
-
-    def __init__(self, sluice, path, log_path):
-        e = dict(os.environ)
-        e["TMPDIR"] = os.path.dirname(log_path)
-        self.log_path = log_path
-        self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen([sluice, "pipeline", "run", path, "--no-progress"],
-                                     stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=e)
-
-    def output(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def running(self):
-        return self.proc.poll() is None
-
-    def stop(self, timeout=90):
-        """SIGTERM: the exit status; a hang past `timeout` is a failure."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise TestFailure(f"the pipeline did not stop within {timeout} s of SIGTERM:\n" +
-                              self.output()[-3000:])
-        finally:
-            self.log.close()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-
-
-def final_errors(text):
-    """The lines `sluice pipeline run` ends with when it fails."""
-    return [l for l in text.splitlines() if l.startswith("sluice pipeline run:")]
-
-
-def last_error(text):
-    lines = final_errors(text) or [l for l in text.splitlines()
-                                   if re.search(r"error|fail|refus", l, re.I)]
-    return lines[-1][:400] if lines else (text.strip().splitlines() or ["(no output)"])[-1][:400]
-
-
-def supervise(ctx, spec, ends, what, max_starts=25, progress_timeout=120):
-    """Runs the pipeline of `spec`, starting it again whenever it exits, until the group's
-    commit reaches `ends`; then stops it (SIGTERM). Meanwhile the group's commit is never
-    ahead of the offsets the table holds (read from the catalog's directory after it).
-    Returns the outputs of the runs."""
-    outputs = []
-    committed = Committed(ctx.bootstrap, spec["group"], spec["topic"])
-    try:
-        while True:
-            check(len(outputs) < max_starts,
-                  f"{what}: the pipeline exited {max_starts} times without reaching the end")
-            log = os.path.join(ctx.tmp, f"{spec['name']}-{next(ctx.run_numbers)}.log")
-            run = Pipeline(ctx.sluice, spec["path"], log)
-            try:
-                if watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
-                    return outputs
-            finally:
-                if run.running():
-                    run.kill()
-    finally:
-        committed.close()
-
-
-def watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
-    """Watches one run of supervise(): True when it reached the end (and was stopped),
-    False when it exited by itself."""
-    last, last_change = None, time.monotonic()
-    while True:
-        now = committed.get()
-        if now != last:
-            last, last_change = now, time.monotonic()
-            held = table_offsets(ctx, spec)
-            check(all(now[p] <= held[p] for p in range(PARTITIONS)),
-                  f"{what}: the group committed {now}, ahead of the table's {held}")
-        if now == ends:
-            rc = run.stop()
-            out = run.output()
-            outputs.append(out)
-            print(f"{what}: run {len(outputs)} reached the end; SIGTERM -> exit {rc}"
-                  + ("" if rc == 0 else f" ({last_error(out)})"), flush=True)
-            return True
-        if not run.running():
-            out = run.output()
-            outputs.append(out)
-            run.kill()
-            rc = run.proc.returncode
-            print(f"{what}: run {len(outputs)} exited {rc} at {now}: {last_error(out)}",
-                  flush=True)
-            # Only the catalog fails here: a run that gives up says so, it does not crash.
-            errors = final_errors(out)
-            check(rc > 0 and errors and "REST catalog" in errors[-1],
-                  f"{what}: run {len(outputs)} exited {rc} without an error naming the REST "
-                  f"catalog:\n{out[-3000:]}")
-            return False
-        if time.monotonic() - last_change > progress_timeout:
-            out = run.output()
-            run.kill()
-            raise TestFailure(f"{what}: no progress for {progress_timeout} s at {now} "
-                              f"of {ends} (a hang?):\n{out[-4000:]}")
-        time.sleep(0.3)
+def supervise(ctx, spec, ends, what):
+    """supervised_pipeline.supervise, the table's offsets read from the catalog's directory;
+    a run that exits by itself must say why, naming the REST catalog (only the catalog
+    fails here: a run gives up, it does not crash)."""
+    def named(what, n, rc, out):
+        errors = final_errors(out)
+        check(rc > 0 and errors and "REST catalog" in errors[-1],
+              f"{what}: run {n} exited {rc} without an error naming the REST catalog:\n"
+              f"{out[-3000:]}")
+    return supervised_pipeline.supervise(ctx, spec, ends, what,
+                                         lambda spec: table_offsets(ctx, spec), on_exit=named)
 
 
 def metadata_versions(table_dir):
@@ -475,7 +347,6 @@ def faults_test(sluice, seed):
         ctx.sluice, ctx.bootstrap = sluice, broker.bootstrap
         ctx.tmp = tempfile.mkdtemp(prefix="sluice-restfaults-")
         ctx.rng = random.Random(seed)
-        ctx.run_numbers = itertools.count(1)  # names the runs' logs
         ctx.catalog = None
         proxy = None
         failed = []

@@ -59,14 +59,14 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools"))
 from sluice_broker import TestFailure, check, run_test, wait_until  # noqa: E402
 from s3_fault_proxy import FAULT_KINDS, S3FaultProxy  # noqa: E402
+import supervised_pipeline  # noqa: E402
+from supervised_pipeline import (PARTITIONS, Committed, Pipeline, create_topic, event,  # noqa: E402
+                                 last_error)
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import Producer  # noqa: E402
 import botocore.session  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
-PARTITIONS = 4
-CITIES = ["Paris", "Lyon", "Oslo", "Lima", "Kyoto"]
 
 # Phase 1's faults: about one request in five fails, one in ten is slow.
 FAULTS = {"err503": 0.06, "err500": 0.04, "err500_after": 0.03, "reset_before": 0.02,
@@ -121,17 +121,6 @@ def env(name):
     return v
 
 
-def event(n):
-    return {"id": n, "city": CITIES[n % len(CITIES)], "amount": n * 0.5}
-
-
-def create_topic(bootstrap, topic, partitions):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    for f in admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                           replication_factor=1)]).values():
-        f.result(timeout=30)
-
-
 def produce(bootstrap, topic, ids):
     failed = []
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
@@ -142,124 +131,12 @@ def produce(bootstrap, topic, ids):
     check(not failed, f"records not delivered: {failed[:3]}")
 
 
-class Committed:
-    """The group's committed offsets, read by a consumer that never joins it."""
-
-    def __init__(self, bootstrap, group, topic):
-        self.topic = topic
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "enable.auto.commit": False})
-
-    def get(self):
-        tps = self.consumer.committed([TopicPartition(self.topic, p) for p in range(PARTITIONS)],
-                                      timeout=20)
-        return [max(tp.offset, 0) for tp in tps]
-
-    def close(self):
-        self.consumer.close()
-
-
-class Pipeline:
-    """One `sluice pipeline run` process, its output in a file."""
-
-    def __init__(self, sluice, path, endpoint, log_path, crash_at=None):
-        e = dict(os.environ)
-        e["AWS_ENDPOINT_URL_S3"] = endpoint
-        e["TMPDIR"] = os.path.dirname(log_path)  # its staging directory
-        if crash_at:
-            e["SLUICE_TEST_CRASH_AT"] = crash_at  # base/crash_point.h: SIGKILL there
-        self.log_path = log_path
-        self.log = open(log_path, "wb")
-        self.proc = subprocess.Popen([sluice, "pipeline", "run", path, "--no-progress"],
-                                     stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=e)
-
-    def output(self):
-        with open(self.log_path, errors="replace") as f:
-            return f.read()
-
-    def running(self):
-        return self.proc.poll() is None
-
-    def stop(self, timeout=90):
-        """SIGTERM: the exit status; a hang past `timeout` is a failure."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise TestFailure(f"the pipeline did not stop within {timeout} s of SIGTERM:\n" +
-                              self.output()[-3000:])
-        finally:
-            self.log.close()
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
-
-
-def last_error(text):
-    lines = [l for l in text.splitlines() if re.search(r"error|fail|refus", l, re.I)]
-    return lines[-1][:400] if lines else (text.strip().splitlines() or ["(no output)"])[-1][:400]
-
-
-def supervise(ctx, spec, ends, what, max_starts=25, progress_timeout=120):
-    """Runs the pipeline of `spec`, starting it again whenever it exits, until the group's
-    commit reaches `ends`; then stops it (SIGTERM). Meanwhile the group's commit is never
-    ahead of the offsets the table holds (read straight from radosgw after it). Returns the
-    outputs of the runs."""
-    outputs = []
-    committed = Committed(ctx.bootstrap, spec["group"], spec["topic"])
-    try:
-        while True:
-            check(len(outputs) < max_starts,
-                  f"{what}: the pipeline exited {max_starts} times without reaching the end")
-            log = os.path.join(ctx.tmp, f"{spec['name']}-{len(outputs) + 1}.log")
-            run = Pipeline(ctx.sluice, spec["path"], ctx.proxy_url, log)
-            try:
-                if watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
-                    return outputs
-            finally:
-                if run.running():
-                    run.kill()
-    finally:
-        committed.close()
-
-
-def watch_run(ctx, spec, ends, what, run, committed, outputs, progress_timeout):
-    """Watches one run of supervise(): True when it reached the end (and was stopped),
-    False when it exited by itself."""
-    last, last_change = None, time.monotonic()
-    while True:
-        now = committed.get()
-        if now != last:
-            last, last_change = now, time.monotonic()
-            held = table_offsets(ctx, spec)
-            check(all(now[p] <= held[p] for p in range(PARTITIONS)),
-                  f"{what}: the group committed {now}, ahead of the table's {held}")
-        if now == ends:
-            rc = run.stop()
-            out = run.output()
-            outputs.append(out)
-            print(f"{what}: run {len(outputs)} reached the end; SIGTERM -> exit {rc}"
-                  + ("" if rc == 0 else f" ({last_error(out)})"), flush=True)
-            return True
-        if not run.running():
-            out = run.output()
-            outputs.append(out)
-            run.kill()
-            print(f"{what}: run {len(outputs)} exited {run.proc.returncode} at {now}: "
-                  f"{last_error(out)}", flush=True)
-            return False
-        if time.monotonic() - last_change > progress_timeout:
-            out = run.output()
-            run.kill()
-            raise TestFailure(f"{what}: no progress for {progress_timeout} s at {now} "
-                              f"of {ends} (a hang?):\n{out[-4000:]}")
-        time.sleep(0.3)
+def supervise(ctx, spec, ends, what):
+    """supervised_pipeline.supervise through the proxy, the table's offsets read straight
+    from radosgw."""
+    return supervised_pipeline.supervise(ctx, spec, ends, what,
+                                         lambda spec: table_offsets(ctx, spec),
+                                         env={"AWS_ENDPOINT_URL_S3": ctx.proxy_url})
 
 
 def table_offsets(ctx, spec):
@@ -516,9 +393,10 @@ def phase_offsets_unreadable(ctx, proxy):
     for skip in (1, 2, 3):
         produce(ctx.bootstrap, topic, range(total, total + 300))
         total += 300
-        crash = Pipeline(ctx.sluice, spec["path"], ctx.proxy_url,
-                         os.path.join(ctx.tmp, f"held-crash-{skip}.log"),
-                         crash_at="iceberg-committed:1")
+        # base/crash_point.h: SIGKILL at the table's commit.
+        crash = Pipeline(ctx.sluice, spec["path"], os.path.join(ctx.tmp, f"held-crash-{skip}.log"),
+                         {"AWS_ENDPOINT_URL_S3": ctx.proxy_url,
+                          "SLUICE_TEST_CRASH_AT": "iceberg-committed:1"})
         try:
             crash.proc.wait(90)
         except subprocess.TimeoutExpired:
@@ -577,7 +455,8 @@ def phase_no_conditional(ctx, proxy):
     spec = write_spec(ctx, "nocond", "events", f"{ctx.run_id}/nocond")
     before = proxy.stats()
     proxy.set_faults(no_conditional=True)
-    run = Pipeline(ctx.sluice, spec["path"], ctx.proxy_url, os.path.join(ctx.tmp, "nocond.log"))
+    run = Pipeline(ctx.sluice, spec["path"], os.path.join(ctx.tmp, "nocond.log"),
+                   {"AWS_ENDPOINT_URL_S3": ctx.proxy_url})
     try:
         wait_until(lambda: not run.running(), 90,
                    "the pipeline refusing a store without conditional PUTs, exiting")
