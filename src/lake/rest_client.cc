@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <random>
 #include <thread>
 
@@ -169,7 +170,7 @@ Result<std::string> RestCatalogClient::Authorization(bool refresh) const {
   token_ = (*j)["access_token"].get<std::string>();
   int64_t expires_in = 3600;
   if (j->contains("expires_in") && (*j)["expires_in"].is_number_integer())
-    expires_in = std::max<int64_t>(1, (*j)["expires_in"].get<int64_t>());
+    expires_in = std::clamp<int64_t>((*j)["expires_in"].get<int64_t>(), 1, 366 * 86400);
   token_refresh_at_ =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(static_cast<int64_t>(expires_in * 1000 * (1 - kRefreshShare)));
