@@ -176,7 +176,10 @@ Result<ManifestEntry> ParseEntry(const Datum& d, const ManifestFile* inherit) {
   if (file->kind() != Datum::Kind::kRecord)
     return CorruptionError("manifest entry: data_file is not a record");
   DataFile& f = e.file;
-  ASSIGN_OR_RETURN(f.content, file->IntAt("content"));
+  // Format v1 has no content field: every file is a data file.
+  if (file->Find("content") != nullptr) {
+    ASSIGN_OR_RETURN(f.content, file->IntAt("content"));
+  }
   ASSIGN_OR_RETURN(std::string_view path, file->StringAt("file_path"));
   f.file_path = std::string(path);
   ASSIGN_OR_RETURN(std::string_view format, file->StringAt("file_format"));

@@ -50,6 +50,8 @@ QueryEngine::QueryEngine(QueryEngineOptions options)
       options_.warehouse.pop_back();
     catalog_ = std::make_unique<WarehouseCatalog>(options_.warehouse);
   }
+  // Without a warehouse or catalog, tables are still read by their metadata paths.
+  if (catalog_ == nullptr) path_catalog_ = std::make_unique<WarehouseCatalog>("");
   if (!options_.kafka_bootstrap.empty()) topics_ = std::make_unique<TopicListing>();
 }
 
@@ -333,7 +335,7 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
 
   // The stages (lake tables, then topic() bounds, then the rewrites) share one parse of the
   // statement and print it once; a statement no stage can change is not parsed.
-  const bool lake = catalog_ != nullptr && MayNameLakeTable(out.sql);
+  const bool lake = MayNameLakeTable(out.sql);
   const bool topic = !options_.kafka_bootstrap.empty() && MayCallTopic(out.sql);
   const bool rewrite = embedded == std::string_view::npos && allow_steps && options_.rewrites;
   std::optional<sql_tree::SqlTree> tree;
@@ -352,7 +354,9 @@ Result<PlannedStatement> QueryEngine::Plan(duck::Connection& conn, std::string_v
     }
   }
   if (tree && lake) {
-    ASSIGN_OR_RETURN(std::vector<LakeTableScan> scans, PlanLakeTree(conn, *tree, *catalog_));
+    const LakeCatalog& tables = catalog_ != nullptr ? *catalog_ : *path_catalog_;
+    ASSIGN_OR_RETURN(std::vector<LakeTableScan> scans,
+                     PlanLakeTree(conn, *tree, tables, {.lake_names = catalog_ != nullptr}));
     auto holds = std::make_shared<std::vector<std::shared_ptr<const lake::CachedObject>>>();
     for (LakeTableScan& t : scans) {
       lake_rows += t.stats.records_kept;

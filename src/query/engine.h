@@ -122,6 +122,8 @@ class QueryEngine {
   mutable std::mutex auth_mu_;
   mutable std::map<const duck::Connection*, SessionAuth> sessions_;  // guarded by auth_mu_
   std::unique_ptr<WarehouseCatalog> catalog_;
+  // Without catalog_: the one that reads tables by their metadata paths (iceberg_scan).
+  std::unique_ptr<WarehouseCatalog> path_catalog_;
   mutable std::mutex relations_mu_;
   mutable std::map<const duck::Connection*, size_t>
       relations_seen_;  // hash of what was set, per connection

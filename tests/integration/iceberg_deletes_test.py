@@ -261,6 +261,31 @@ def manifest_entry_schema(spec):
     }
 
 
+def v1_manifest_entry_schema(spec):
+    """Format v1's manifest_entry: snapshot_id required, no sequence numbers; its data_file
+    has block_size_in_bytes (required in v1) and no content, equality_ids or
+    referenced_data_file."""
+    v2 = manifest_entry_schema(spec)
+    data_file = dict(v2["fields"][4]["type"])
+    fields = []
+    for f in data_file["fields"]:
+        if f["field-id"] in (134, 135, 143):
+            continue
+        fields.append(f)
+        if f["field-id"] == 104:
+            fields.append({"name": "block_size_in_bytes", "type": "long", "field-id": 105})
+    data_file["fields"] = fields
+    return {
+        "type": "record",
+        "name": "manifest_entry",
+        "fields": [
+            {"name": "status", "type": "int", "field-id": 0},
+            {"name": "snapshot_id", "type": "long", "field-id": 1},
+            {"name": "data_file", "type": data_file, "field-id": 2},
+        ],
+    }
+
+
 MANIFEST_FILE_SCHEMA = {
     "type": "record",
     "name": "manifest_file",
@@ -318,6 +343,12 @@ MANIFEST_FILE_SCHEMA = {
         {"name": "key_metadata", "type": ["null", "bytes"], "default": None, "field-id": 519},
     ],
 }
+
+
+# Format v1's manifest_file: no content or sequence numbers.
+V1_MANIFEST_FILE_SCHEMA = dict(MANIFEST_FILE_SCHEMA, fields=[
+    f for f in MANIFEST_FILE_SCHEMA["fields"] if f["field-id"] not in (515, 516, 517)
+])
 
 
 def write_avro(path, schema_json, records, metadata):
@@ -471,11 +502,20 @@ DATA_COLUMNS = [(n, dt, fid) for fid, n, _, dt, _ in COLUMNS]
 
 
 class TableWriter:
-    def __init__(self, warehouse, name, inherit=False, hadoop_uris=False):
+    """A table written as Iceberg's Java library lays it out. format_version 1: v1 manifests,
+    lists and metadata (no delete files). catalog_layout: metadata files named
+    <NNNNN>-<uuid>.metadata.json (a REST or Hive catalog's, found only by their path, in
+    self.metadata_files) and no version-hint.text; else the Hadoop catalog's v<N>.metadata.json."""
+
+    def __init__(self, warehouse, name, inherit=False, hadoop_uris=False, format_version=2,
+                 catalog_layout=False):
         self.dir = os.path.join(warehouse, "db", name)
         self.name = name
         self.inherit = inherit
         self.hadoop = hadoop_uris
+        self.format_version = format_version
+        self.catalog_layout = catalog_layout
+        self.metadata_files = []  # local paths, oldest first
         self.uuid = str(uuid.uuid4())
         os.makedirs(os.path.join(self.dir, "metadata"))
         self.snapshots = []  # dicts as in the metadata JSON
@@ -525,8 +565,20 @@ class TableWriter:
         local = os.path.join(self.dir, "metadata", f"{uuid.uuid4()}-m{self.manifest_counter}.avro")
         spec = SPECS[spec_id]
         records = []
+        v1 = self.format_version == 1
         for status, f in entries:
             explicit = status != 1 or not self.inherit
+            if v1:
+                data_file = f.record()
+                for k in ("content", "equality_ids", "referenced_data_file"):
+                    del data_file[k]
+                data_file["block_size_in_bytes"] = 67108864
+                records.append({
+                    "status": status,
+                    "snapshot_id": snapshot_id if status == 2 else f.snapshot_id,
+                    "data_file": data_file,
+                })
+                continue
             records.append({
                 "status": status,
                 "snapshot_id": (snapshot_id if status == 2 else f.snapshot_id) if explicit else None,
@@ -534,14 +586,17 @@ class TableWriter:
                 "file_sequence_number": f.seq if explicit else None,
                 "data_file": f.record(),
             })
-        length = write_avro(local, manifest_entry_schema(spec), records, {
+        kv = {
             "schema": json.dumps(SCHEMA_JSON),
             "schema-id": "0",
             "partition-spec": json.dumps(spec["fields"]),
             "partition-spec-id": str(spec_id),
-            "format-version": "2",
-            "content": "data" if content == 0 else "deletes",
-        })
+            "format-version": str(self.format_version),
+        }
+        if not v1:
+            kv["content"] = "data" if content == 0 else "deletes"
+        length = write_avro(local, v1_manifest_entry_schema(spec) if v1 else
+                            manifest_entry_schema(spec), records, kv)
         summaries = []
         for i, _ in enumerate(spec["fields"]):
             vals = [f.partition[i] for _, f in entries]
@@ -555,7 +610,7 @@ class TableWriter:
         added = [f for s, f in entries if s == 1]
         existing = [f for s, f in entries if s == 0]
         deleted = [f for s, f in entries if s == 2]
-        return {
+        record = {
             "manifest_path": self.uri(local),
             "manifest_length": length,
             "partition_spec_id": spec_id,
@@ -572,18 +627,26 @@ class TableWriter:
             "partitions": summaries,
             "key_metadata": None,
         }
+        if v1:
+            for k in ("content", "sequence_number", "min_sequence_number"):
+                del record[k]
+        return record
 
     def commit(self, snapshot_id, seq, operation, manifest_records, added, live, timestamp_ms):
         """added: files this snapshot adds; live: every data and delete file of it."""
         parent = self.snapshots[-1]["snapshot-id"] if self.snapshots else None
         local = os.path.join(self.dir, "metadata",
                              f"snap-{snapshot_id}-1-{uuid.uuid4()}.avro")
-        write_avro(local, MANIFEST_FILE_SCHEMA, manifest_records, {
+        v1 = self.format_version == 1
+        kv = {
             "snapshot-id": str(snapshot_id),
             "parent-snapshot-id": str(parent) if parent is not None else "null",
-            "sequence-number": str(seq),
-            "format-version": "2",
-        })
+            "format-version": str(self.format_version),
+        }
+        if not v1:
+            kv["sequence-number"] = str(seq)
+        write_avro(local, V1_MANIFEST_FILE_SCHEMA if v1 else MANIFEST_FILE_SCHEMA,
+                   manifest_records, kv)
 
         def count(files, content):
             return sum(1 for f in files if f.content == content)
@@ -620,6 +683,8 @@ class TableWriter:
         }
         if parent is not None:
             snap["parent-snapshot-id"] = parent
+        if v1:
+            del snap["sequence-number"]
         self.snapshots.append(snap)
         self.last_seq = seq
         self.write_metadata(timestamp_ms)
@@ -655,12 +720,27 @@ class TableWriter:
             "metadata-log": list(self.metadata_log),
             "statistics": [],
         }
-        path = os.path.join(self.dir, "metadata", f"v{self.version}.metadata.json")
+        if self.format_version == 1:
+            # As Java writes v1: the deprecated "schema" alone (no "schemas"), "partition-spec"
+            # beside "partition-specs"; no refs, sequence numbers or sort orders.
+            for k in ("schemas", "current-schema-id", "last-sequence-number", "refs",
+                      "sort-orders", "default-sort-order-id", "statistics"):
+                del meta[k]
+            meta["format-version"] = 1
+            meta["schema"] = {k: v for k, v in SCHEMA_JSON.items() if k != "schema-id"}
+            meta["partition-spec"] = SPEC_CATEGORY["fields"]
+        if self.catalog_layout:
+            name = f"{self.version - 1:05d}-{uuid.uuid4()}.metadata.json"
+        else:
+            name = f"v{self.version}.metadata.json"
+        path = os.path.join(self.dir, "metadata", name)
         with open(path, "w") as f:
             json.dump(meta, f, indent=2)
+        self.metadata_files.append(path)
         self.metadata_log.append({"metadata-file": self.uri(path), "timestamp-ms": now})
-        with open(os.path.join(self.dir, "metadata", "version-hint.text"), "w") as f:
-            f.write(str(self.version))
+        if not self.catalog_layout:
+            with open(os.path.join(self.dir, "metadata", "version-hint.text"), "w") as f:
+                f.write(str(self.version))
 
 
 def stamp(files, seq, snapshot_id):
@@ -671,7 +751,13 @@ def stamp(files, seq, snapshot_id):
 
 def build_good_table(warehouse, name, inherit, hadoop_uris):
     """The three snapshots of the module docstring; returns the expected rows of each."""
-    w = TableWriter(warehouse, name, inherit=inherit, hadoop_uris=hadoop_uris)
+    return build_good_table_with(
+        TableWriter(warehouse, name, inherit=inherit, hadoop_uris=hadoop_uris))
+
+
+def build_good_table_with(w):
+    """build_good_table's snapshots through writer `w`; also returns it ("writer")."""
+    inherit = w.inherit
 
     # Snapshot 1 (seq 1): data.
     a1 = w.data_file("a", [std_row(i, "a") for i in range(0, 5000)], "a1")
@@ -741,6 +827,7 @@ def build_good_table(warehouse, name, inherit, hadoop_uris):
     w.commit(S3, 3, "overwrite", manifests3 + [m3d], data3 + [pos_a3], live3, T0 + 120000)
 
     return {
+        "writer": w,
         "files": {"a1": a1, "b1": b1, "pos_b": pos_b, "pos_a": pos_a},
         S1: expected_rows(data1, []),
         S2: expected_rows(data1, deletes2 + [eq_all]),
@@ -997,10 +1084,20 @@ def main():
               query(warehouse, "SELECT count(*) AS n FROM lake.db.t WHERE category = 'a'"),
               [{"n": sum(r["category"] == "a" for r in tables["t"][S3])}])
     finally:
-        if os.environ.get("ICEBERG_DELETES_KEEP"):
-            print(f"kept {top}")
-        else:
-            shutil.rmtree(top, ignore_errors=True)
+        done(top, "ICEBERG_DELETES_KEEP")
+    return report()
+
+
+def done(top, keep_variable):
+    """Removes the test's directory, unless $keep_variable is set."""
+    if os.environ.get(keep_variable):
+        print(f"kept {top}")
+    else:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def report():
+    """Prints the failed checks; the exit status."""
     if FAILURES:
         print(f"\n{len(FAILURES)} check(s) failed:")
         for f in FAILURES:

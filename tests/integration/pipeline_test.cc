@@ -2247,6 +2247,22 @@ TEST_F(PipelineIcebergS3Test, AppendsEveryMessageOnceAndSqlReadsItBack) {
                                                       "WHERE city = 'Paris'",
                                                       Lit(input)))[0]))
       << err;
+  // By its metadata file's path (as s3a://, as Hadoop-based writers name it), without a
+  // warehouse.
+  std::string metadata_file =
+      (root / "metadata" / fmt::format("v{}.metadata.json", table["version"].get<int>())).string();
+  ASSERT_TRUE(metadata_file.starts_with("s3://")) << metadata_file;
+  const std::string s3a_file = "s3a://" + metadata_file.substr(5);
+  ASSERT_EQ(RunSluice({"sql", "--json",
+                       fmt::format("SELECT count(*) AS n FROM iceberg_scan('{}') WHERE city = "
+                                   "'Paris'",
+                                   s3a_file)},
+                      &out, &err),
+            0)
+      << err;
+  const std::string paris_count = DuckRows(
+      "", fmt::format("SELECT count(*) FROM read_json({}) WHERE city = 'Paris'", Lit(input)))[0];
+  EXPECT_EQ(out, fmt::format("{{\"n\":{}}}\n", paris_count)) << err;
   // `sluice table` lists and describes it.
   ASSERT_EQ(RunSluice({"table", "list", "--warehouse", warehouse.string()}, &out, &err), 0) << err;
   EXPECT_EQ(out, "db.events\n");
@@ -2266,6 +2282,11 @@ TEST_F(PipelineIcebergS3Test, AppendsEveryMessageOnceAndSqlReadsItBack) {
     const std::string paris = DuckRows(
         "", fmt::format("SELECT count(*) FROM read_json({}) WHERE city = 'Paris'", Lit(input)))[0];
     EXPECT_EQ(answer, fmt::format("{0}|{0}\n", paris)) << serve.Err();
+    EXPECT_EQ(Psql(port, fmt::format("SELECT count(*) FROM iceberg_scan('{}') WHERE city = "
+                                     "'Paris'",
+                                     metadata_file)),
+              paris + "\n")
+        << serve.Err();
     EXPECT_EQ(serve.Terminate(), 0) << serve.Err();
   }
 

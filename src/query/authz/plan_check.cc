@@ -427,6 +427,13 @@ class Checker {
       return DeniedFor("function {}: only superusers run SQL given as a string", name);
     }
     RETURN_IF_ERROR(TableFunction(name));
+    if (name == "iceberg_scan") {
+      // The metadata names data files anywhere the server may read: a grant on one path
+      // would reach others. Tables by name are granted per table.
+      return Denied(
+          "iceberg_scan(): only superusers read a table by its metadata path; name it as "
+          "lake.<namespace>.<table>, which is granted per table");
+    }
     if (IsFileFunction(name) || name == "topic") {
       std::vector<std::string> args;
       if (children != nullptr && children->is_array()) {

@@ -73,6 +73,11 @@ Result<std::shared_ptr<const lake::TableMetadata>> LakeCatalog::LoadMetadata(
   return std::make_shared<const lake::TableMetadata>(t.metadata());
 }
 
+Result<std::shared_ptr<const lake::TableMetadata>> LakeCatalog::LoadMetadataFile(
+    const std::string& location) const {
+  return UnimplementedError("this catalog reads no table by its metadata path ({})", location);
+}
+
 const ManifestReader& LakeCatalog::manifests() const {
   static const ManifestReader kFiles;
   return kFiles;
@@ -237,6 +242,41 @@ Result<std::string> WarehouseCatalog::TableDir(const std::vector<std::string>& n
   return Child(dir, table);
 }
 
+Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::ParsedMetadata(
+    const std::string& path) const {
+  return cache_->Get<lake::TableMetadata>(
+      path, "metadata", kMetadataCostFactor, [&](std::string bytes) -> Result<lake::TableMetadata> {
+        Result<lake::TableMetadata> parsed = lake::TableMetadataFromJson(bytes);
+        if (!parsed.ok()) return CorruptionError("{}: {}", path, parsed.status().message());
+        return parsed;
+      });
+}
+
+Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::LoadMetadataFile(
+    const std::string& location) const {
+  ASSIGN_OR_RETURN(std::string path, CacheKey(location));
+  if (!path.ends_with(".metadata.json")) {
+    if (!IsDir(path)) {
+      return NotFoundError(
+          "{} is neither a table's metadata file (<name>.metadata.json) nor a table directory",
+          location);
+    }
+    Result<std::shared_ptr<const lake::TableMetadata>> m = MetadataAt(path, location);
+    if (!m.ok() && m.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(
+          "no table at {}: it holds no metadata/v<N>.metadata.json (name a table's metadata "
+          "file, such as metadata/00001-<uuid>.metadata.json)",
+          location);
+    }
+    return m;
+  }
+  Result<std::shared_ptr<const lake::TableMetadata>> m = ParsedMetadata(path);
+  if (!m.ok() && m.status().code() == StatusCode::kNotFound) {
+    return NotFoundError("no table metadata at {}", location);
+  }
+  return m;
+}
+
 Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::MetadataAt(
     const std::string& dir, const std::string& name) const {
   // A version file can go (metadata cleanup after a commit) between finding it and
@@ -245,14 +285,7 @@ Result<std::shared_ptr<const lake::TableMetadata>> WarehouseCatalog::MetadataAt(
     Result<std::optional<lake::MetadataVersion>> current = lake::TableFiles(dir).CurrentVersion();
     if (!current.ok()) return current.status().WithContext(fmt::format("lake table {}", name));
     if (!*current) return NotFoundError("lake table {} does not exist (no table at {})", name, dir);
-    const std::string& path = (*current)->path;
-    Result<std::shared_ptr<const lake::TableMetadata>> m = cache_->Get<lake::TableMetadata>(
-        path, "metadata", kMetadataCostFactor,
-        [&](std::string bytes) -> Result<lake::TableMetadata> {
-          Result<lake::TableMetadata> parsed = lake::TableMetadataFromJson(bytes);
-          if (!parsed.ok()) return CorruptionError("{}: {}", path, parsed.status().message());
-          return parsed;
-        });
+    Result<std::shared_ptr<const lake::TableMetadata>> m = ParsedMetadata((*current)->path);
     if (m.ok() || m.status().code() != StatusCode::kNotFound || attempt == 2) {
       if (!m.ok()) return m.status().WithContext(fmt::format("lake table {}", name));
       return m;

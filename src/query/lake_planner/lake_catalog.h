@@ -37,6 +37,13 @@ class LakeCatalog {
   // By default LoadTable's.
   virtual Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadata(
       const std::vector<std::string>& ns, const std::string& table) const;
+  // The metadata of the table at `location` (iceberg_scan's argument): a metadata file of
+  // any name (v3.metadata.json, 00001-<uuid>.metadata.json) or a table directory, whose
+  // newest metadata/v<N>.metadata.json is read; a local path (absolute or file:) or an S3
+  // location (s3:, s3a:, s3n:). NotFound when there is no table there. By default
+  // Unimplemented.
+  virtual Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadataFile(
+      const std::string& location) const;
   // How planning reads manifests: by default the files, each time.
   virtual const ManifestReader& manifests() const;
 };
@@ -74,13 +81,16 @@ class WarehouseCatalog : public LakeCatalog {
                                 const std::string& table) const override;
   Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadata(
       const std::vector<std::string>& ns, const std::string& table) const override;
+  Result<std::shared_ptr<const lake::TableMetadata>> LoadMetadataFile(
+      const std::string& location) const override;
   const ManifestReader& manifests() const override;
   // Every table of the warehouse, sorted by namespace and name. A table whose metadata
   // cannot be read is left out (a query naming it gets the error).
   Result<std::vector<LakeTableInfo>> ListTables() const;
   // Whether namespace `ns` exists (a directory of the warehouse, or the catalog's).
   bool NamespaceExists(const std::vector<std::string>& ns) const;
-  // The warehouse directory or S3 location; "" for a REST catalog.
+  // The warehouse directory or S3 location; "" for a REST catalog or for one that only
+  // reads tables by their metadata paths (WarehouseCatalog("")).
   const std::string& warehouse() const { return warehouse_; }
   FileCache::Stats cache_stats() const { return cache_->stats(); }
 
@@ -96,6 +106,8 @@ class WarehouseCatalog : public LakeCatalog {
       const std::string& table) const;
   // The table's directory; InvalidArgument for a name that could leave the warehouse.
   Result<std::string> TableDir(const std::vector<std::string>& ns, const std::string& table) const;
+  // The metadata file at `path` (a local path or an S3 location), parsed, through cache_.
+  Result<std::shared_ptr<const lake::TableMetadata>> ParsedMetadata(const std::string& path) const;
   // LoadMetadata of the table at `dir`, named `name` in errors.
   Result<std::shared_ptr<const lake::TableMetadata>> MetadataAt(const std::string& dir,
                                                                 const std::string& name) const;

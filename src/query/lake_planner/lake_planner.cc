@@ -6,12 +6,15 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <optional>
 
 #include "lake/iceberg_json.h"
 #include "lake/parquet_read.h"
+#include "lake/storage.h"
+#include "lake/table_files.h"
 #include "lake/table_metadata.h"
 
 namespace sluice::query {
@@ -22,6 +25,8 @@ using sql_tree::SqlTree;
 using sql_tree::StringField;
 
 constexpr std::string_view kLakeCatalog = "lake";
+// iceberg_scan('<metadata file or table directory>'): a table by its metadata path.
+constexpr std::string_view kIcebergScan = "iceberg_scan";
 
 bool IEquals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -43,6 +48,7 @@ bool MentionsIgnoringCase(std::string_view sql, std::string_view word) {
 // cannot be written without those letters), and a false hit only costs the parse. SQL that
 // merely contains the word (a column lake_id, a path .../lakes/...) is not parsed at all.
 bool MayNameLakeTable(std::string_view sql) {
+  if (MentionsIgnoringCase(sql, kIcebergScan)) return true;
   for (size_t i = 0; i + kLakeCatalog.size() <= sql.size(); ++i) {
     if (!IEquals(sql.substr(i, kLakeCatalog.size()), kLakeCatalog)) continue;
     size_t j = i + kLakeCatalog.size();
@@ -80,6 +86,13 @@ namespace {
 bool IsLakeRef(const Json& j) {
   return j.is_object() && StringField(j, "type") == "BASE_TABLE" &&
          IEquals(StringField(j, "catalog_name"), kLakeCatalog);
+}
+
+bool IsIcebergScan(const Json& j) {
+  return j.is_object() && StringField(j, "type") == "TABLE_FUNCTION" && j.contains("function") &&
+         j["function"].is_object() &&
+         IEquals(StringField(j["function"], "function_name"), kIcebergScan) &&
+         StringField(j["function"], "schema").empty();
 }
 
 // Functions a constant may call: pure ones, whose value at planning equals their value when
@@ -195,11 +208,83 @@ Json Substitute(const Json& e, const Parameters& params) {
 struct RefSite {
   Json* node = nullptr;
   std::vector<const Json*> conjuncts;
+  bool by_path = false;  // iceberg_scan('...'), not lake.<ns>.<table>
+};
+
+// A local file the planner itself reads for an iceberg_scan (its metadata, manifest list
+// and manifests; DuckDB reads the data and delete files and checks them itself) must be
+// one DuckDB would let the session read: with external access off, inside
+// allowed_directories (the query server's sandbox, query.allowed_directories).
+class PathSandbox {
+ public:
+  explicit PathSandbox(duck::Connection& conn) : conn_(conn) {}
+
+  Status Check(const std::string& location) {
+    if (lake::IsS3Location(location)) return Status::OK();
+    ASSIGN_OR_RETURN(std::string path, lake::LocalPath(location));
+    if (!loaded_) {
+      ASSIGN_OR_RETURN(
+          auto open,
+          conn_.QueryText("SELECT system.main.current_setting('enable_external_access')::VARCHAR"));
+      open_ = open.size() == 1 && open[0].size() == 1 && open[0][0] == "true";
+      if (!open_) {
+        ASSIGN_OR_RETURN(auto dirs, conn_.QueryText("SELECT unnest(system.main.current_setting("
+                                                    "'allowed_directories'))::VARCHAR"));
+        for (const auto& row : dirs) {
+          if (!row.empty() && row[0] && !row[0]->empty()) allowed_.push_back(Canonical(*row[0]));
+        }
+      }
+      loaded_ = true;
+    }
+    if (open_) return Status::OK();
+    const std::string canonical = Canonical(path);
+    for (const std::string& dir : allowed_) {
+      if (canonical == dir || canonical.starts_with(dir.back() == '/' ? dir : dir + "/"))
+        return Status::OK();
+    }
+    return InvalidArgumentError(
+        "{} is outside the directories this server reads (query.allowed_directories)", location);
+  }
+
+ private:
+  // Symbolic links and `..` resolved, so a link inside cannot lead outside.
+  static std::string Canonical(const std::string& path) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+    return ec ? std::filesystem::path(path).lexically_normal().string() : p.string();
+  }
+
+  duck::Connection& conn_;
+  bool loaded_ = false;
+  bool open_ = false;
+  std::vector<std::string> allowed_;
+};
+
+// The catalog's manifest reader, for an iceberg_scan: each local file checked first.
+class SandboxedManifests : public ManifestReader {
+ public:
+  SandboxedManifests(const ManifestReader& base, PathSandbox& sandbox)
+      : base_(base), sandbox_(sandbox) {}
+  Result<std::shared_ptr<const std::vector<lake::ManifestFile>>> ManifestList(
+      const lake::Snapshot& snapshot) const override {
+    RETURN_IF_ERROR(sandbox_.Check(snapshot.manifest_list));
+    return base_.ManifestList(snapshot);
+  }
+  Result<std::shared_ptr<const std::vector<lake::ManifestEntry>>> Entries(
+      const lake::ManifestFile& m) const override {
+    RETURN_IF_ERROR(sandbox_.Check(m.manifest_path));
+    return base_.Entries(m);
+  }
+
+ private:
+  const ManifestReader& base_;
+  PathSandbox& sandbox_;
 };
 
 class Planner {
  public:
-  Planner(duck::Connection& conn, const LakeCatalog& catalog) : conn_(conn), catalog_(catalog) {}
+  Planner(duck::Connection& conn, const LakeCatalog& catalog)
+      : conn_(conn), catalog_(catalog), sandbox_(conn) {}
   Result<std::vector<LakeTableScan>> Plan(SqlTree& tree, const LakePlanOptions& options);
 
  private:
@@ -216,6 +301,11 @@ class Planner {
   Result<std::shared_ptr<const lake::TableMetadata>> Load(const std::string& schema_name,
                                                           const std::string& table,
                                                           std::string* name);
+  // An iceberg_scan call's table: its location (the first argument, a constant string)
+  // and the snapshot it asks for (snapshot_from_id => id, snapshot_from_timestamp => ts)
+  // as an AT clause.
+  Result<std::shared_ptr<const lake::TableMetadata>> LoadByPath(const Json& function,
+                                                                std::string* name, Json* at);
   Result<const lake::Snapshot*> Snapshot(const lake::TableMetadata& m, const Json& at,
                                          const std::string& name);
 
@@ -234,6 +324,8 @@ class Planner {
 
   duck::Connection& conn_;
   const LakeCatalog& catalog_;
+  PathSandbox sandbox_;
+  bool lake_names_ = true;                           // LakePlanOptions::lake_names
   Parameters params_;                                // LakePlanOptions::parameters, parsed
   std::map<const Json*, std::string> constant_sql_;  // PrepareConstants' results
   std::vector<RefSite> sites_;
@@ -249,7 +341,7 @@ void Planner::Prunable(Json& from, std::vector<Json*>* out) {
   // A sample is drawn before WHERE filters: fewer rows in would change what it draws.
   if (from.contains("sample") && !from["sample"].is_null()) return;
   const std::string type = StringField(from, "type");
-  if (type == "BASE_TABLE") {
+  if (type == "BASE_TABLE" || IsIcebergScan(from)) {
     out->push_back(&from);
     return;
   }
@@ -280,7 +372,7 @@ void Planner::Walk(Json& root, std::map<Json*, std::vector<const Json*>>* where_
       Prunable(j["from_table"], &refs);
       std::vector<const Json*> conjuncts = sql_tree::Conjuncts(j["where_clause"]);
       for (Json* r : refs) {
-        if (IsLakeRef(*r)) (*where_of)[r] = conjuncts;
+        if (IsLakeRef(*r) || IsIcebergScan(*r)) (*where_of)[r] = conjuncts;
       }
     }
   });
@@ -296,9 +388,13 @@ void Planner::Walk(Json& root, std::map<Json*, std::vector<const Json*>>* where_
         j["schema_name"] = schema.substr(kLakeCatalog.size() + 1);
       }
     }
-    if (IsLakeRef(j)) {
-      sites_.push_back(RefSite{&j, {}});
+    if (lake_names_ && IsLakeRef(j)) {
+      sites_.push_back(RefSite{&j, {}, false});
       return false;  // its AT clause is read when planning it
+    }
+    if (IsIcebergScan(j)) {
+      sites_.push_back(RefSite{&j, {}, true});
+      return false;  // its arguments are read when planning it
     }
     return true;
   });
@@ -475,6 +571,63 @@ Result<std::shared_ptr<const lake::TableMetadata>> Planner::Load(const std::stri
   return multi.ok() || multi.status().code() != StatusCode::kNotFound ? multi : t;
 }
 
+Result<std::shared_ptr<const lake::TableMetadata>> Planner::LoadByPath(const Json& function,
+                                                                       std::string* name,
+                                                                       Json* at) {
+  const Json& args = function.contains("children") ? function["children"] : Json();
+  std::optional<std::string> location;
+  for (const Json& arg : args.is_array() ? args : Json::array()) {
+    const std::string param = StringField(arg, "alias");
+    if (param.empty() && !location) {
+      if (!IsClosed(arg, params_)) {
+        return InvalidArgumentError(
+            "iceberg_scan: the table's location must be a constant (a metadata file or a "
+            "table directory)");
+      }
+      ASSIGN_OR_RETURN(std::string expr, ExprSql(arg));
+      ASSIGN_OR_RETURN(auto value, conn_.QueryText(fmt::format("SELECT ({})::VARCHAR", expr)));
+      if (value.size() != 1 || value[0].empty() || !value[0][0] || value[0][0]->empty())
+        return InvalidArgumentError("iceberg_scan: the table's location is NULL or empty");
+      location = *value[0][0];
+      continue;
+    }
+    std::string unit;
+    if (IEquals(param, "snapshot_from_id")) {
+      unit = "VERSION";
+    } else if (IEquals(param, "snapshot_from_timestamp")) {
+      unit = "TIMESTAMP";
+    } else {
+      return InvalidArgumentError(
+          "iceberg_scan: {} is not supported (it takes the table's location, and "
+          "snapshot_from_id => id or snapshot_from_timestamp => ts)",
+          param.empty() ? "a second location" : "parameter " + param);
+    }
+    if (at->is_object()) {
+      return InvalidArgumentError(
+          "iceberg_scan: give one of snapshot_from_id and snapshot_from_timestamp");
+    }
+    Json expr = arg;
+    expr["alias"] = "";
+    *at = Json{{"unit", unit}, {"expr", std::move(expr)}};
+  }
+  if (!location) {
+    return InvalidArgumentError(
+        "iceberg_scan needs the table's location: a metadata file or a table directory");
+  }
+  // As DuckDB reads a relative path: from the process's working directory.
+  std::string where = *location;
+  if (!lake::IsS3Location(where) && !where.starts_with("file:") && !where.starts_with("/")) {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(where, ec);
+    if (!ec) where = abs.lexically_normal().string();
+  }
+  *name = fmt::format("iceberg_scan('{}')", *location);
+  RETURN_IF_ERROR(sandbox_.Check(where).WithContext("iceberg_scan"));
+  Result<std::shared_ptr<const lake::TableMetadata>> m = catalog_.LoadMetadataFile(where);
+  if (!m.ok()) return m.status().WithContext("iceberg_scan");
+  return m;
+}
+
 Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, const Json& at,
                                                 const std::string& name) {
   if (!at.is_object()) return m.CurrentSnapshot();
@@ -563,14 +716,20 @@ Result<const lake::Snapshot*> Planner::Snapshot(const lake::TableMetadata& m, co
 
 Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>* out) {
   Json& ref = *site.node;
-  const std::string schema_name = StringField(ref, "schema_name");
-  const std::string table_name = StringField(ref, "table_name");
+  const std::string schema_name = site.by_path ? "" : StringField(ref, "schema_name");
+  const std::string table_name =
+      site.by_path ? std::string(kIcebergScan) : StringField(ref, "table_name");
   const std::string alias = StringField(ref, "alias");
   std::string name;
-  ASSIGN_OR_RETURN(std::shared_ptr<const lake::TableMetadata> metadata,
-                   Load(schema_name, table_name, &name));
+  std::shared_ptr<const lake::TableMetadata> metadata;
+  Json at;
+  if (site.by_path) {
+    ASSIGN_OR_RETURN(metadata, LoadByPath(ref["function"], &name, &at));
+  } else {
+    ASSIGN_OR_RETURN(metadata, Load(schema_name, table_name, &name));
+    if (ref.contains("at_clause")) at = ref["at_clause"];
+  }
   const lake::TableMetadata& m = *metadata;
-  const Json at = ref.contains("at_clause") ? ref["at_clause"] : Json();
   ASSIGN_OR_RETURN(const lake::Snapshot* snapshot, Snapshot(m, at, name));
   // The current schema for the current snapshot; a snapshot's own schema when travelling.
   const lake::Schema* schema = m.CurrentSchema();
@@ -600,8 +759,10 @@ Status Planner::PlanRef(RefSite& site, SqlTree& tree, std::vector<LakeTableScan>
   std::vector<Predicate> conjuncts;
   PrepareConstants(site.conjuncts);
   for (const Json* c : site.conjuncts) conjuncts.push_back(ToPredicate(*c, b));
-  ASSIGN_OR_RETURN(ScanPlan plan, PlanScan(conn_, m, snapshot, *schema, conjuncts, name,
-                                           catalog_.manifests(), collation_));
+  const SandboxedManifests sandboxed(catalog_.manifests(), sandbox_);
+  ASSIGN_OR_RETURN(ScanPlan plan,
+                   PlanScan(conn_, m, snapshot, *schema, conjuncts, name,
+                            site.by_path ? sandboxed : catalog_.manifests(), collation_));
 
   // The reference becomes a plain table named by a marker, keeping its alias (the table's
   // name when it has none), column aliases and sample; once the tree is SQL again, the
@@ -686,6 +847,7 @@ Result<std::vector<LakeTableScan>> Planner::Plan(SqlTree& tree, const LakePlanOp
   // Not parsed, or not a SELECT: DuckDB reports it when the query runs.
   if (!tree.ok()) return out;
   collation_ = tree.collation();
+  lake_names_ = options.lake_names;
   std::map<Json*, std::vector<const Json*>> where_of;
   Walk(tree.doc(), &where_of);
   if (sites_.empty()) return out;
@@ -704,7 +866,7 @@ Result<std::vector<LakeTableScan>> Planner::Plan(SqlTree& tree, const LakePlanOp
   std::vector<std::pair<std::string, std::string>> unaliased;
   for (RefSite& site : sites_) {
     if (auto it = where_of.find(site.node); it != where_of.end()) site.conjuncts = it->second;
-    if (StringField(*site.node, "alias").empty()) {
+    if (!site.by_path && StringField(*site.node, "alias").empty()) {
       unaliased.emplace_back(StringField(*site.node, "schema_name"),
                              StringField(*site.node, "table_name"));
     }

@@ -1,4 +1,5 @@
 // The lake-table query planner (docs/design/0012): SQL naming `lake.<namespace>.<table>`
+// (or a table by its metadata path, `iceberg_scan('.../00001-<uuid>.metadata.json')`)
 // becomes SQL DuckDB runs over the Parquet files of the table's snapshot that can hold
 // matching rows. On the statement's parse tree (query/sql_tree), every lake table reference
 // is replaced by a placeholder that prints as a subquery over read_parquet of its kept
@@ -52,6 +53,9 @@ struct LakePlanOptions {
   // same values are bound (plan again at each Bind). Without them, filters on parameters
   // do not prune.
   std::map<std::string, std::string> parameters;
+  // Whether `lake.<ns>.<table>` names are planned (false: the catalog has no tables by
+  // name, and only iceberg_scan('<path>') calls are planned; DuckDB reports the names).
+  bool lake_names = true;
 };
 
 // Errors: NotFound for an unknown table, snapshot id, branch or tag, or a time before the
@@ -60,8 +64,8 @@ struct LakePlanOptions {
 Result<PlannedQuery> PlanLakeQuery(duck::Connection& conn, std::string_view sql,
                                    const LakeCatalog& catalog, const LakePlanOptions& options = {});
 
-// Whether `sql` may name a lake table: a text check that costs no parse. False means
-// planning would hand it back unchanged.
+// Whether `sql` may name a lake table or call iceberg_scan: a text check that costs no
+// parse. False means planning would hand it back unchanged.
 bool MayNameLakeTable(std::string_view sql);
 
 // The same planning on a parsed tree: its lake references become placeholders with their

@@ -112,6 +112,10 @@ TEST_F(PlanCheckTest, FilesAndDirectories) {
   Denied("SELECT * FROM read_parquet(concat('" + open_ + "', '/x.parquet'))", "constant");
   Denied("SELECT * FROM parquet_metadata('" + secret_ + "/x.parquet')", "secret");
   Denied("SELECT * FROM read_parquet('http://example.com/x.parquet')", "URLs");
+  // A table by its metadata path names data files anywhere: superusers only, even inside
+  // a granted directory.
+  Denied("SELECT * FROM iceberg_scan('" + open_ + "/t/metadata/v1.metadata.json')",
+         "only superusers");
   // A CTE named like the file does not hide a reference outside its scope.
   Denied("SELECT * FROM (WITH \"" + secret_ + "/x.csv\" AS (SELECT 1) SELECT 1), '" + secret_ +
              "/x.csv'",
