@@ -191,7 +191,8 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
   }
   // Write the new files: columns read by field id, so renamed columns keep their data,
   // columns added after a file was written read as NULL and promoted types are cast.
-  const std::string data_dir = table.files().data_dir();
+  ASSIGN_OR_RETURN(const std::string data_dir, table.DataDir());
+  ASSIGN_OR_RETURN(const std::string manifest_dir, table.ManifestDir());
   const bool remote = IsS3Location(data_dir);
   std::string staging;  // S3: where new files are written before their upload
   if (remote) {
@@ -442,7 +443,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
           "expiry); nothing was committed",
           table_root, missing);
     }
-    std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
+    std::string path = fmt::format("{}/{}-m0.avro", manifest_dir, NewUuid());
     ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, entries));
     manifests_written.push_back(path);
     RETURN_IF_ERROR(WriteLocation(path, bytes));
@@ -502,7 +503,7 @@ Result<CompactResult> Compact(const std::string& table_root, const CompactOption
         plan.manifests.push_back(m);
         continue;
       }
-      std::string path = fmt::format("{}/{}-m0.avro", table.files().metadata_dir(), NewUuid());
+      std::string path = fmt::format("{}/{}-m0.avro", manifest_dir, NewUuid());
       ASSIGN_OR_RETURN(std::string bytes, WriteManifest(context, out));
       manifests_written.push_back(path);
       RETURN_IF_ERROR(WriteLocation(path, bytes));
@@ -711,10 +712,14 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     return Status::OK();
   };
 
-  // 3. The files only removed snapshots used.
+  // 3. The files only removed snapshots used: under the table's location, or its
+  // write.data.path (another table's files are never removed).
   const std::string metadata_dir = RootKey(table.files().metadata_dir());
+  ASSIGN_OR_RETURN(std::string data_path, table.DataDir());
+  data_path = RootKey(data_path);
   for (const std::string& path : candidates) {
-    if (path.empty() || kept.contains(path) || !Inside(path, root)) continue;
+    if (path.empty() || kept.contains(path) || !(Inside(path, root) || Inside(path, data_path)))
+      continue;
     std::string name = fs::path(path).filename().string();
     int64_t* counter =
         path.ends_with(".avro") && Inside(path, metadata_dir)

@@ -486,6 +486,7 @@ class RestStore : public MetadataStore {
   std::string Describe() const override {
     return fmt::format("{}: table {}.{}", catalog_->Describe(), Dotted(ns_), name_);
   }
+  bool HonoursMetadataPath() const override { return true; }
 
  private:
   std::shared_ptr<const RestCatalogClient> catalog_;

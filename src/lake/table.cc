@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -254,12 +255,60 @@ std::map<std::string, std::string> NewestSummaries(const TableMetadata& metadata
   return out;
 }
 
+namespace {
+
+// A write.*.path property's directory, spelled as the table's root is (a local path or a
+// normal S3 location, no trailing '/'); `fallback` when the property is unset or empty.
+Result<std::string> PathProperty(const TableMetadata& m, const std::string& key,
+                                 const std::string& root, std::string fallback) {
+  auto it = m.properties.find(key);
+  if (it == m.properties.end() || it->second.empty()) return fallback;
+  std::string dir;
+  if (IsS3Location(it->second)) {
+    dir = NormalLocation(it->second);
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  } else {
+    Result<std::string> local = LocalPath(it->second);
+    if (!local.ok()) {
+      return InvalidArgumentError("{}: property {} = \"{}\": {}", root, key, it->second,
+                                  local.status().message());
+    }
+    dir = std::move(*local);
+  }
+  if (IsS3Location(dir) != IsS3Location(root)) {
+    return InvalidArgumentError(
+        "{}: property {} = \"{}\" is on another storage than the table's location; sluice "
+        "writes a table's files to one storage",
+        root, key, it->second);
+  }
+  return dir;
+}
+
+}  // namespace
+
+Result<std::string> Table::DataDir() const {
+  return PathProperty(metadata_, "write.data.path", files_.root(), files_.data_dir());
+}
+
+Result<std::string> Table::ManifestDir() const {
+  if (!store_->HonoursMetadataPath()) return files_.metadata_dir();
+  ASSIGN_OR_RETURN(std::string dir, PathProperty(metadata_, "write.metadata.path", files_.root(),
+                                                 files_.metadata_dir()));
+  // A directory of the property's is made (the default one never is: 0024 decision 12).
+  if (dir != files_.metadata_dir() && !IsS3Location(dir)) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return IOError("cannot create {} (write.metadata.path): {}", dir, ec.message());
+  }
+  return dir;
+}
+
 std::optional<std::string> Table::NewestSummary(const std::string& key) const {
   return lake::NewestSummary(metadata_, key);
 }
 
 Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn& summary) {
-  const std::string metadata_dir = files_.metadata_dir();
+  ASSIGN_OR_RETURN(const std::string metadata_dir, ManifestDir());
   // The new files' manifest is written once: its added entries inherit the snapshot id and
   // sequence number from whichever list commits it.
   ASSIGN_OR_RETURN(ManifestContext context, ContextOf(metadata_));
@@ -348,7 +397,7 @@ Result<int64_t> Table::Append(const std::vector<DataFile>& data, const SummaryFn
 
 Result<int64_t> Table::Commit(std::string_view operation, const SnapshotBuilder& build) {
   const int64_t snapshot_id = NewSnapshotId();
-  const std::string metadata_dir = files_.metadata_dir();
+  ASSIGN_OR_RETURN(const std::string metadata_dir, ManifestDir());
   bool fresh = true;  // metadata_ was (re)read for this attempt
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     if (!fresh) RETURN_IF_ERROR(Refresh());

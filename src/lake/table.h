@@ -101,6 +101,10 @@ class MetadataStore {
                                  int64_t now_ms) const = 0;
   // "/w/db/t", "REST catalog http://...: db.t", for messages.
   virtual std::string Describe() const = 0;
+  // Whether the table's write.metadata.path property places its manifests (a catalog's
+  // table, as Iceberg's metastore tables do); a directory's table keeps them in
+  // <location>/metadata beside its versions, as Iceberg's Hadoop tables do.
+  virtual bool HonoursMetadataPath() const { return false; }
 };
 
 // The metadata store of a table directory or S3 location (TableFiles).
@@ -122,6 +126,13 @@ class Table {
   const TableMetadata& metadata() const { return metadata_; }
   int64_t version() const { return version_; }
   const TableFiles& files() const { return files_; }
+  // Where new data files go: the write.data.path property (as Iceberg's default location
+  // provider reads it), else <location>/data. InvalidArgument for a value that is not an
+  // absolute local path or S3 location, or that is on another storage than the table.
+  Result<std::string> DataDir() const;
+  // Where new manifests and manifest lists go: the write.metadata.path property for a
+  // catalog's table (MetadataStore::HonoursMetadataPath), else <location>/metadata.
+  Result<std::string> ManifestDir() const;
   // The metadata file as a location (file://.../v<N>.metadata.json).
   std::string metadata_location() const { return metadata_location_; }
   const MetadataStore& store() const { return *store_; }

@@ -443,7 +443,12 @@ void IcebergSink::DropFiles() {
 }
 
 Result<IcebergSink::Placed> IcebergSink::PlaceDataFile(const std::string& subdir) {
-  const std::string dir = root_ + "/data" + (subdir.empty() ? "" : "/" + subdir);
+  // The table's data directory: <location>/data, or its write.data.path.
+  std::string dir = root_ + "/data";
+  if (table_) {
+    ASSIGN_OR_RETURN(dir, table_->DataDir());
+  }
+  if (!subdir.empty()) dir += "/" + subdir;
   const std::string name = lake::NewUuid() + ".parquet";
   Placed out;
   if (remote_) {

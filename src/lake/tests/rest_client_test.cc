@@ -198,6 +198,69 @@ TEST_F(RestClientTest, CreatesAppendsAndRacesThroughTheCatalog) {
   EXPECT_EQ(client->ListTables({"zz"}).status().code(), StatusCode::kNotFound);
 }
 
+std::string ValueOrError(const Result<std::string>& r) {
+  return r.ok() ? *r : r.status().ToString();
+}
+
+// write.data.path and write.metadata.path, as another engine may set them on a catalog's
+// table: data files and manifests go there; a directory's table keeps its manifests in
+// <location>/metadata (Iceberg's Hadoop tables do); bad values are refused by name.
+TEST_F(RestClientTest, WritePathPropertiesPlaceDataAndManifests) {
+  Serve("");
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const std::string data = (dir_ / "elsewhere" / "data").string();
+  const std::string manifests = (dir_ / "elsewhere" / "meta").string();
+  auto created = CreateRestTable(
+      client, {"db"}, "placed", TwoColumns(), PartitionSpec{},
+      {{"write.data.path", "file://" + data + "/"}, {"write.metadata.path", manifests}});
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Table& t = *created;
+  EXPECT_EQ(ValueOrError(t.DataDir()), data);
+  EXPECT_EQ(ValueOrError(t.ManifestDir()), manifests);
+  ASSERT_TRUE(t.Append({FakeFile(t, 3)}, [](const TableMetadata&) {
+                 return std::map<std::string, std::string>();
+               }).ok());
+  const Snapshot* s = t.metadata().CurrentSnapshot();
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(s->manifest_list.starts_with("file://" + manifests + "/snap-")) << s->manifest_list;
+  int avro = 0;
+  for (const auto& e : fs::directory_iterator(manifests)) avro += e.path().extension() == ".avro";
+  EXPECT_EQ(avro, 2);  // the manifest and the list
+  // The catalog's own version files stay under the location.
+  EXPECT_TRUE(fs::exists(dir_ / "wh" / "db" / "placed" / "metadata" / "v2.metadata.json"));
+
+  // The same table read as a directory: write.data.path still places data files, the
+  // manifests go beside the versions.
+  auto direct = Table::Load((dir_ / "wh" / "db" / "placed").string());
+  ASSERT_TRUE(direct.ok()) << direct.status().ToString();
+  EXPECT_EQ(ValueOrError(direct->DataDir()), data);
+  EXPECT_EQ(ValueOrError(direct->ManifestDir()),
+            (dir_ / "wh" / "db" / "placed" / "metadata").string());
+
+  // Values that are no absolute path, or on another storage than the table.
+  for (const auto& [key, value, says] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"write.data.path", "relative/dir", "not a local path"},
+           {"write.data.path", "s3://bucket/data", "another storage"},
+           {"write.metadata.path", "hdfs://nn/x", "not a local path"}}) {
+    auto bad = CreateRestTable(client, {"db"}, "bad_" + std::to_string(says.size()) + key,
+                               TwoColumns(), PartitionSpec{}, {{key, value}});
+    ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+    Result<std::string> dir = key == "write.data.path" ? bad->DataDir() : bad->ManifestDir();
+    ASSERT_FALSE(dir.ok()) << key << "=" << value;
+    EXPECT_EQ(dir.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(dir.status().message().find(key), std::string::npos) << dir.status().ToString();
+    EXPECT_NE(dir.status().message().find(says), std::string::npos) << dir.status().ToString();
+    if (key == "write.metadata.path") {  // where the manifest would go: nothing written
+      EXPECT_FALSE(
+          bad->Append({FakeFile(*bad, 1)},
+                      [](const TableMetadata&) { return std::map<std::string, std::string>(); })
+              .ok());
+    }
+  }
+}
+
 TEST_F(RestClientTest, ACommitWhoseReplyIsLostIsReadBackNotAppliedTwice) {
   std::atomic<int> lose{0};
   Serve("", [&](const HttpRequest& r) -> std::optional<HttpResponse> {

@@ -146,6 +146,29 @@ TEST_F(IcebergSinkTest, StreamedRowsAreAllInTheCommittedFile) {
   EXPECT_FALSE(files.front().lower_bounds.empty()) << "the writer's statistics";
 }
 
+// A table another engine made with write.data.path: the sink's data files go there.
+TEST_F(IcebergSinkTest, DataFilesGoToTheTablesWriteDataPath) {
+  lake::Schema schema;
+  schema.fields.push_back(
+      lake::NestedField{1, "id", false, lake::Type::Primitive(lake::TypeId::kLong), std::nullopt});
+  schema.fields.push_back(lake::NestedField{
+      2, "payload", false, lake::Type::Primitive(lake::TypeId::kString), std::nullopt});
+  const std::string elsewhere = dir_ + "/elsewhere";
+  auto made = lake::Table::Create(dir_ + "/db/events", schema, lake::PartitionSpec{},
+                                  {{"write.data.path", "file://" + elsewhere}});
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  auto sink = MakeSink(0);
+  ASSERT_NE(sink, nullptr);
+  Batch(0, 1000);
+  ASSERT_TRUE(sink->Write(*conn_, "batch", {{{"t", 0}, 1000}}, nullptr).ok());
+  ASSERT_TRUE(sink->Commit(true).ok());
+  std::vector<lake::DataFile> files = TableFiles();
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_TRUE(files[0].file_path.starts_with("file://" + elsewhere + "/")) << files[0].file_path;
+  EXPECT_TRUE(DataFiles().empty());  // nothing under <location>/data
+  EXPECT_EQ(ReadBack()[0], "1000");
+}
+
 TEST_F(IcebergSinkTest, ANewColumnFinishesTheFileOfTheOldSchema) {
   auto sink = MakeSink(0, {}, /*schema_evolution=*/true);
   ASSERT_NE(sink, nullptr);
