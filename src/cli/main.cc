@@ -656,9 +656,8 @@ int main(int argc, char** argv) {
     auto* warehouse = c->add_option("--warehouse", table_flags.warehouse,
                                     "the warehouse directory (default: $SLUICE_WAREHOUSE)");
     c->add_option("--catalog-uri", table_flags.catalog_uri,
-                  "the tables of this Iceberg REST catalog instead (list, describe, history, "
-                  "files; login from $SLUICE_CATALOG_CREDENTIAL id:secret or "
-                  "$SLUICE_CATALOG_TOKEN)")
+                  "the tables of this Iceberg REST catalog instead (login from "
+                  "$SLUICE_CATALOG_CREDENTIAL id:secret or $SLUICE_CATALOG_TOKEN)")
         ->excludes(warehouse);
     c->add_option("--catalog-warehouse", table_flags.catalog_warehouse,
                   "the REST catalog's warehouse name (sent to /v1/config)");

@@ -151,13 +151,8 @@ int64_t NowMs() {
 }  // namespace
 
 int RunTableCompact(const TableFlags& f) {
-  if (!f.catalog_uri.empty()) {
-    return Fail(UnimplementedError(
-        "compact through a REST catalog is not supported yet: run it with --warehouse on the "
-        "catalog's warehouse (sluice serve's), or with the engine that owns the catalog"));
-  }
-  Result<std::string> root = TableRoot(f);
-  if (!root.ok()) return Fail(root.status());
+  Result<lake::Table> table = Open(f);
+  if (!table.ok()) return Fail(table.status());
   if (f.target_file_size_bytes <= 0)
     return Fail(InvalidArgumentError("--target-file-size must be positive"));
   // DuckDB reads and writes the Parquet files: a bounded memory budget, spilling to a
@@ -173,7 +168,7 @@ int RunTableCompact(const TableFlags& f) {
   if (!conn.ok()) return Fail(conn.status());
   lake::CompactOptions options;
   options.target_file_size_bytes = f.target_file_size_bytes;
-  Result<lake::CompactResult> r = lake::Compact(*root, options, **conn);
+  Result<lake::CompactResult> r = lake::Compact(std::move(*table), options, **conn);
   std::error_code ec;
   fs::remove_all(spill, ec);
   if (!r.ok()) return Fail(r.status());
@@ -194,13 +189,6 @@ int RunTableCompact(const TableFlags& f) {
 }
 
 int RunTableExpire(const TableFlags& f) {
-  if (!f.catalog_uri.empty()) {
-    return Fail(UnimplementedError(
-        "expire through a REST catalog is not supported yet: run it with --warehouse on the "
-        "catalog's warehouse (sluice serve's), or with the engine that owns the catalog"));
-  }
-  Result<std::string> root = TableRoot(f);
-  if (!root.ok()) return Fail(root.status());
   Config config;
   config.Set("older-than", f.older_than, "--older-than");
   Result<int64_t> older_than = config.GetDurationMs("older-than", -1);
@@ -211,7 +199,10 @@ int RunTableExpire(const TableFlags& f) {
   Result<int64_t> orphan_min_age =
       config.GetDurationMs("orphan-min-age", lake::kDefaultOrphanMinAgeMs);
   if (!orphan_min_age.ok()) return Fail(orphan_min_age.status());
-  Result<lake::ExpireResult> r = lake::Expire(*root, *older_than, NowMs(), *orphan_min_age);
+  Result<lake::Table> table = Open(f);
+  if (!table.ok()) return Fail(table.status());
+  Result<lake::ExpireResult> r =
+      lake::Expire(std::move(*table), *older_than, NowMs(), *orphan_min_age);
   if (!r.ok()) return Fail(r.status());
   if (r->carry_snapshot_id) {
     fmt::print("{}: carried the Kafka offsets of old snapshots into snapshot {}\n", f.table,

@@ -132,11 +132,16 @@ Result<std::vector<std::string>> LocalCopies(
 
 Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options,
                               duck::Connection& conn) {
+  ASSIGN_OR_RETURN(Table table, Table::Load(table_root));
+  return Compact(std::move(table), options, conn);
+}
+
+Result<CompactResult> Compact(Table table, const CompactOptions& options, duck::Connection& conn) {
   if (options.target_file_size_bytes <= 0) {
     return InvalidArgumentError("target file size {} is not positive",
                                 options.target_file_size_bytes);
   }
-  ASSIGN_OR_RETURN(Table table, Table::Load(table_root));
+  const std::string table_root = table.store().Describe();  // for messages
   CompactResult out;
   const TableMetadata base = table.metadata();
   if (base.CurrentSnapshot() == nullptr) return out;
@@ -627,13 +632,20 @@ std::optional<int64_t> MetadataVersionOf(const std::string& name) {
 
 Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms,
                             int64_t orphan_min_age_ms) {
+  ASSIGN_OR_RETURN(Table table, Table::Load(RootKey(table_root)));
+  return Expire(std::move(table), older_than_ms, now_ms, orphan_min_age_ms);
+}
+
+Result<ExpireResult> Expire(Table table, int64_t older_than_ms, int64_t now_ms,
+                            int64_t orphan_min_age_ms) {
   if (older_than_ms < 0) return InvalidArgumentError("older-than {} ms is negative", older_than_ms);
   if (orphan_min_age_ms < 0)
     return InvalidArgumentError("orphan minimum age {} ms is negative", orphan_min_age_ms);
   const int64_t cutoff = now_ms - older_than_ms;
   const int64_t orphan_cutoff = now_ms - std::max(older_than_ms, orphan_min_age_ms);
-  const std::string root = RootKey(table_root);
-  ASSIGN_OR_RETURN(Table table, Table::Load(root));
+  const std::string root = RootKey(table.files().root());
+  // A catalog's table: its metadata files are the catalog's to keep or remove.
+  const bool catalog_owns_versions = table.store().HonoursMetadataPath();
   ASSIGN_OR_RETURN(const Storage* storage, StorageFor(root));
   ExpireResult out;
   Reach reach;
@@ -713,12 +725,14 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
   };
 
   // 3. The files only removed snapshots used: under the table's location, or its
-  // write.data.path (another table's files are never removed).
-  const std::string metadata_dir = RootKey(table.files().metadata_dir());
+  // write.data.path or write.metadata.path (another table's files are never removed).
+  ASSIGN_OR_RETURN(std::string metadata_dir, table.ManifestDir());
+  metadata_dir = RootKey(metadata_dir);
   ASSIGN_OR_RETURN(std::string data_path, table.DataDir());
   data_path = RootKey(data_path);
   for (const std::string& path : candidates) {
-    if (path.empty() || kept.contains(path) || !(Inside(path, root) || Inside(path, data_path)))
+    if (path.empty() || kept.contains(path) ||
+        !(Inside(path, root) || Inside(path, data_path) || Inside(path, metadata_dir)))
       continue;
     std::string name = fs::path(path).filename().string();
     int64_t* counter =
@@ -748,7 +762,7 @@ Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms
     if (name.find('/') != std::string::npos) continue;  // only metadata/'s own files
     if (!o.modified_ms || *o.modified_ms >= cutoff || kept.contains(path)) continue;
     if (std::optional<int64_t> v = MetadataVersionOf(name); v) {
-      if (*v < current_version && !logged.contains(path))
+      if (!catalog_owns_versions && *v < current_version && !logged.contains(path))
         RETURN_IF_ERROR(remove(path, o.size, &out.metadata_files_deleted));
     } else if ((name.ends_with(".avro") || name.ends_with(".tmp")) &&
                *o.modified_ms < orphan_cutoff) {

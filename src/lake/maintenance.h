@@ -1,4 +1,5 @@
-// Maintenance of a file-system Iceberg table beside the pipelines writing it (docs/design/
+// Maintenance of an Iceberg table (a directory's or S3 prefix's, or a REST catalog's)
+// beside the pipelines writing it (docs/design/
 // 0009 #11-14): compaction rewrites small data files into target-sized ones in one `replace`
 // snapshot; expiry removes old snapshots, the files only they used, old metadata versions
 // and what failed commits left behind. Both commit like any writer (exclusive create,
@@ -15,6 +16,7 @@
 
 #include "base/status.h"
 #include "duck/database.h"
+#include "lake/table.h"
 
 namespace sluice::lake {
 
@@ -49,6 +51,9 @@ struct CompactResult {
 // manifests are errors naming the file. `conn` reads and writes the Parquet files.
 Result<CompactResult> Compact(const std::string& table_root, const CompactOptions& options,
                               duck::Connection& conn);
+// The same on an opened table: a directory's, or a REST catalog's (Table::Open of a
+// RestTableStore), whose commit goes through the catalog with its requirements.
+Result<CompactResult> Compact(Table table, const CompactOptions& options, duck::Connection& conn);
 
 struct ExpireResult {
   int64_t snapshots_removed = 0;
@@ -79,6 +84,12 @@ struct ExpireResult {
 // truncated manifest, list or metadata file is an error naming it.
 inline constexpr int64_t kDefaultOrphanMinAgeMs = 3'600'000;
 Result<ExpireResult> Expire(const std::string& table_root, int64_t older_than_ms, int64_t now_ms,
+                            int64_t orphan_min_age_ms = kDefaultOrphanMinAgeMs);
+// The same on an opened table. A REST catalog's table (MetadataStore::HonoursMetadataPath):
+// the snapshots are removed through the catalog (remove-snapshots), and its metadata
+// files are left alone, whatever their names (they are the catalog's); manifests, lists
+// and data files are deleted as above.
+Result<ExpireResult> Expire(Table table, int64_t older_than_ms, int64_t now_ms,
                             int64_t orphan_min_age_ms = kDefaultOrphanMinAgeMs);
 
 }  // namespace sluice::lake

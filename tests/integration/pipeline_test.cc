@@ -2536,7 +2536,7 @@ TEST_F(PipelineIcebergRestTest, AppendsOnceThroughTheCatalogAndAServeQueriesIt) 
               0)
         << err;
     EXPECT_EQ(out, "{\"n\":3000,\"ids\":3000}\n") << err;
-    // `sluice table` through the catalog: list, describe, history; compact refused.
+    // `sluice table` through the catalog: list, describe, history.
     ASSERT_EQ(RunSluice({"table", "list", "--catalog-uri", catalog_uri_}, &out, &err), 0) << err;
     EXPECT_EQ(out, "db.events\n");
     ASSERT_EQ(
@@ -2547,9 +2547,6 @@ TEST_F(PipelineIcebergRestTest, AppendsOnceThroughTheCatalogAndAServeQueriesIt) 
         RunSluice({"table", "history", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0)
         << err;
     EXPECT_TRUE(Contains(out, "append")) << out;
-    EXPECT_NE(
-        RunSluice({"table", "compact", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0);
-    EXPECT_TRUE(Contains(err, "not supported yet")) << err;
     EXPECT_NE(
         RunSluice({"table", "describe", "db.nope", "--catalog-uri", catalog_uri_}, &out, &err), 0);
     EXPECT_TRUE(Contains(err, "no such table")) << err;
@@ -2591,6 +2588,51 @@ TEST_F(PipelineIcebergRestTest, AppendsOnceThroughTheCatalogAndAServeQueriesIt) 
   EXPECT_EQ(run->Terminate(), 0);
   EXPECT_EQ(psql("SELECT count(*), count(DISTINCT id) FROM lake.db.events"), "4000|4000\n");
   EXPECT_EQ(serve.Terminate(), 0) << serve.Err();
+
+  {
+    std::string out, err;
+    ::setenv("SLUICE_CATALOG_CREDENTIAL", "lake-writer:writer-secret", 1);
+    // Compact and expire through the catalog: commits with its requirements; the
+    // catalog's metadata files are left alone, every row stays.
+    ASSERT_EQ(RunSluice({"table", "compact", "db.events", "--catalog-uri", catalog_uri_,
+                         "--target-file-size", "10000000"},
+                        &out, &err),
+              0)
+        << err;
+    EXPECT_TRUE(Contains(out, "rewrote")) << out;  // two runs: two files per partition
+    auto version_files = [&] {
+      std::set<std::string> names;
+      for (const auto& e : fs::directory_iterator(root / "metadata")) {
+        const std::string n = e.path().filename().string();
+        if (n.ends_with(".metadata.json")) names.insert(n);
+      }
+      return names;
+    };
+    const std::set<std::string> versions_before = version_files();
+    std::this_thread::sleep_for(1100ms);
+    ASSERT_EQ(RunSluice({"table", "expire", "db.events", "--catalog-uri", catalog_uri_,
+                         "--older-than", "1s"},
+                        &out, &err),
+              0)
+        << err;
+    EXPECT_TRUE(Contains(out, "0 old metadata files")) << out;
+    EXPECT_FALSE(Contains(out, "deleted 0 data files")) << out;  // the compacted ones went
+    const std::set<std::string> versions_after = version_files();
+    EXPECT_TRUE(std::includes(versions_after.begin(), versions_after.end(), versions_before.begin(),
+                              versions_before.end()))
+        << "the catalog's metadata files were removed";
+    ASSERT_EQ(
+        RunSluice({"table", "history", "db.events", "--catalog-uri", catalog_uri_}, &out, &err), 0)
+        << err;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 2) << out;  // a header, one snapshot
+    EXPECT_EQ(RunSluice({"sql", "--catalog-uri", catalog_uri_, "--json",
+                         "SELECT count(*) AS n, count(DISTINCT id) AS ids FROM lake.db.events"},
+                        &out, &err),
+              0)
+        << err;
+    EXPECT_EQ(out, "{\"n\":4000,\"ids\":4000}\n") << err;
+    ::unsetenv("SLUICE_CATALOG_CREDENTIAL");
+  }
 
   // A wrong secret, a catalog that is not there: the pipeline fails at start, saying so,
   // and never prints the secret.
