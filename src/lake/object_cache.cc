@@ -23,17 +23,6 @@ namespace fs = std::filesystem;
 // more than one range in memory.
 constexpr uint64_t kRange = 32ULL << 20;
 
-Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return ErrnoError("write", path, errno);
-    done += static_cast<size_t>(n);
-  }
-  return Status::OK();
-}
-
 std::string Mib(uint64_t bytes) {
   return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
 }
@@ -105,15 +94,13 @@ Status ObjectCache::Download(const std::string& location, CachedObject& object) 
   uint64_t size = 0;
   Status st;
   while (true) {
-    Result<std::string> piece = storage_.ReadRange(location, size, kRange);
+    Result<uint64_t> piece = storage_.ReadRangeToFile(location, size, kRange, fd, size);
     if (!piece.ok()) {
       st = piece.status();
       break;
     }
-    st = WriteAll(fd, *piece, tmp);
-    if (!st.ok()) break;
-    size += piece->size();
-    if (piece->size() < kRange) break;
+    size += *piece;
+    if (*piece < kRange) break;
   }
   ::close(fd);
   if (st.ok() && ::rename(tmp.c_str(), object.path_.c_str()) != 0)

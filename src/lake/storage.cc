@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -21,6 +22,20 @@
 #include "lake/table_metadata.h"
 
 namespace sluice::lake {
+Result<uint64_t> Storage::ReadRangeToFile(const std::string& location, uint64_t offset,
+                                          uint64_t length, int fd, uint64_t file_offset) const {
+  ASSIGN_OR_RETURN(std::string bytes, ReadRange(location, offset, length));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                         static_cast<off_t>(file_offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return InternalError("writing {} to a file: {}", location, std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<uint64_t>(bytes.size());
+}
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -149,6 +164,16 @@ class S3Storage final : public Storage {
     if (length == 0) return std::string();
     Result<std::string> r = client_.GetObject(bk.first, bk.second, s3::ByteRange{offset, length});
     if (!r.ok() && r.status().code() == StatusCode::kOutOfRange) return std::string();
+    return r;
+  }
+
+  Result<uint64_t> ReadRangeToFile(const std::string& location, uint64_t offset, uint64_t length,
+                                   int fd, uint64_t file_offset) const override {
+    ASSIGN_OR_RETURN(auto bk, SplitS3Location(location));
+    if (length == 0) return uint64_t{0};
+    Result<uint64_t> r = client_.GetObjectToFile(bk.first, bk.second, s3::ByteRange{offset, length},
+                                                 fd, file_offset);
+    if (!r.ok() && r.status().code() == StatusCode::kOutOfRange) return uint64_t{0};
     return r;
   }
 

@@ -47,6 +47,10 @@ class Storage {
   // Bytes [offset, offset + length), fewer at the end of the object.
   virtual Result<std::string> ReadRange(const std::string& location, uint64_t offset,
                                         uint64_t length) const = 0;
+  // ReadRange's bytes written into `fd` from `file_offset` on (pwrite); how many. S3
+  // streams them to the file as they arrive, never holding the range in memory.
+  virtual Result<uint64_t> ReadRangeToFile(const std::string& location, uint64_t offset,
+                                           uint64_t length, int fd, uint64_t file_offset) const;
   // Its size; nullopt when it is not there.
   virtual Result<std::optional<uint64_t>> Size(const std::string& location) const = 0;
   // Writes `bytes` so that the object is there whole or not at all, replacing any.

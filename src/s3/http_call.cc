@@ -5,6 +5,7 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include "base/strings.h"
 
@@ -22,14 +23,37 @@ void InitCurlOnce() {
 struct BodySink {
   std::string* body;
   size_t limit;
+  CURL* handle;
+  const std::function<Status(long, std::string_view)>* on_body;
+  long status = 0;
   bool too_large = false;
+  std::optional<bool> streaming;  // decided at the first byte: a 2xx reply with on_body
+  Status failed;                  // on_body's error
 };
 
 size_t AppendBody(char* data, size_t size, size_t count, void* user) {
   auto* sink = static_cast<BodySink*>(user);
+  if (!sink->streaming) {
+    curl_easy_getinfo(sink->handle, CURLINFO_RESPONSE_CODE, &sink->status);
+    sink->streaming = *sink->on_body && sink->status / 100 == 2;
+  }
+  if (*sink->streaming) {
+    sink->failed = (*sink->on_body)(sink->status, std::string_view(data, size * count));
+    return sink->failed.ok() ? size * count : 0;
+  }
   if (sink->body->size() + size * count > sink->limit) {
     sink->too_large = true;
     return 0;  // curl stops with a write error
+  }
+  if (sink->body->empty()) {
+    // The whole body at once: growing it by doubling copied each GET's bytes about twice
+    // (memmove was a fifth of a cold S3 query's fetch).
+    curl_off_t length = -1;
+    if (curl_easy_getinfo(sink->handle, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length) == CURLE_OK &&
+        length > 0 && static_cast<uint64_t>(length) <= sink->limit &&
+        static_cast<uint64_t>(length) <= (uint64_t{1} << 30)) {
+      sink->body->reserve(static_cast<size_t>(length));
+    }
   }
   sink->body->append(data, size * count);
   return size * count;
@@ -102,9 +126,9 @@ Result<HttpReply> HttpCall(const HttpCallRequest& request) {
   HttpReply reply;
   const size_t limit =
       request.max_reply_bytes == 0 ? std::numeric_limits<size_t>::max() : request.max_reply_bytes;
-  BodySink sink{&reply.body, limit};
-  char error_buffer[CURL_ERROR_SIZE] = {0};
   CURL* c = curl.get();
+  BodySink sink{&reply.body, limit, c, &request.on_body};
+  char error_buffer[CURL_ERROR_SIZE] = {0};
   curl_easy_setopt(c, CURLOPT_URL, request.url.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, header_list.get());
   curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error_buffer);
@@ -132,6 +156,7 @@ Result<HttpReply> HttpCall(const HttpCallRequest& request) {
   }
 
   CURLcode code = curl_easy_perform(c);
+  if (!sink.failed.ok()) return sink.failed;
   if (sink.too_large || reply.headers.size() >= kMaxHeaders) {
     return CorruptionError("{}: the reply is larger than sluice takes ({} bytes, {} headers)",
                            request.what, limit, kMaxHeaders);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,10 @@ struct HttpCallRequest {
   // Replies longer than this are refused (Corruption); 0: no bound (an object's bytes).
   size_t max_reply_bytes = 16u << 20;
   std::string what;  // "S3 GetObject b/k": the start of every error message
+  // When set, a 2xx reply's body is handed here (with the status) as it arrives instead of
+  // being kept in HttpReply::body (an error reply's body is still kept). An error it
+  // returns stops the exchange and is returned.
+  std::function<Status(long status, std::string_view bytes)> on_body;
 };
 
 struct HttpReply {

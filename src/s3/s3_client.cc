@@ -2,10 +2,13 @@
 #include "s3/s3_client.h"
 
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -49,6 +52,9 @@ struct S3Client::Request {
   bool if_none_match = false;
   // The reply is the object's bytes (GetObject): bounded by the object, not capped.
   bool object_reply = false;
+  // GetObjectToFile: called before each attempt, and with a 2xx reply's body as it comes.
+  std::function<void()> on_attempt;
+  std::function<Status(long status, std::string_view bytes)> on_body;
 };
 
 struct S3Client::Response : HttpReply {};
@@ -229,6 +235,8 @@ Result<S3Client::Response> S3Client::SendOnce(const Request& request) const {
   // answer) is bounded: a server's bytes must not grow memory without bound.
   call.max_reply_bytes = request.object_reply ? 0 : kMaxReplyBytes;
   call.what = fmt::format("S3 {} {}", request.op, ObjectName(request.bucket, request.key));
+  call.on_body = request.on_body;
+  if (request.on_attempt) request.on_attempt();
   ASSIGN_OR_RETURN(HttpReply reply, HttpCall(call));
   Response response;
   static_cast<HttpReply&>(response) = std::move(reply);
@@ -323,6 +331,56 @@ Result<std::string> S3Client::GetObject(std::string_view bucket, std::string_vie
     return part;
   }
   return std::move(response.body);
+}
+
+Result<uint64_t> S3Client::GetObjectToFile(std::string_view bucket, std::string_view key,
+                                           std::optional<ByteRange> range, int fd,
+                                           uint64_t file_offset) const {
+  if (range && range->length == 0u) return uint64_t{0};
+  Request request{.op = "GetObject",
+                  .method = "GET",
+                  .bucket = std::string(bucket),
+                  .key = std::string(key),
+                  .object_reply = true};
+  if (range) {
+    request.headers.emplace_back(
+        "range", range->length
+                     ? fmt::format("bytes={}-{}", range->offset, range->offset + *range->length - 1)
+                     : fmt::format("bytes={}-", range->offset));
+  }
+  uint64_t seen = 0;     // bytes of this attempt's body
+  uint64_t written = 0;  // of them, written (of a 200 to a range: the range's only)
+  request.on_attempt = [&] { seen = written = 0; };
+  request.on_body = [&](long status, std::string_view bytes) -> Status {
+    // A server that ignores Range answers 200 with the whole object: skip to the range,
+    // cut after it.
+    if (range && status == 200) {
+      const uint64_t skip =
+          std::min<uint64_t>(range->offset - std::min(range->offset, seen), bytes.size());
+      seen += bytes.size();
+      bytes.remove_prefix(skip);
+      if (range->length) {
+        bytes = bytes.substr(
+            0,
+            std::min<uint64_t>(bytes.size(), *range->length - std::min(*range->length, written)));
+      }
+    }
+    while (!bytes.empty()) {
+      ssize_t n =
+          ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(file_offset + written));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return InternalError("S3 GetObject {}: writing the object to a file: {}",
+                             ObjectName(bucket, key), std::strerror(errno));
+      }
+      bytes.remove_prefix(static_cast<size_t>(n));
+      written += static_cast<uint64_t>(n);
+    }
+    return Status::OK();
+  };
+  ASSIGN_OR_RETURN(Response response, Send(request));
+  if (response.status / 100 != 2) return HttpError(request, response);
+  return written;
 }
 
 Result<ObjectInfo> S3Client::HeadObject(std::string_view bucket, std::string_view key) const {

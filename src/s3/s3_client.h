@@ -100,6 +100,12 @@ class S3Client {
                                 std::string_view body, const PutOptions& options = {}) const;
   Result<std::string> GetObject(std::string_view bucket, std::string_view key,
                                 std::optional<ByteRange> range = std::nullopt) const;
+  // The object's bytes (or the range's) written into `fd` from `file_offset` on (pwrite)
+  // as they arrive, never held in memory; returns how many. A retried attempt writes the
+  // same bytes again over the first's. The errors of GetObject; a failed write is Internal.
+  Result<uint64_t> GetObjectToFile(std::string_view bucket, std::string_view key,
+                                   std::optional<ByteRange> range, int fd,
+                                   uint64_t file_offset) const;
   Result<ObjectInfo> HeadObject(std::string_view bucket, std::string_view key) const;
   // OK when the key does not exist (S3 answers 204 either way).
   Status DeleteObject(std::string_view bucket, std::string_view key) const;

@@ -246,6 +246,7 @@ class FakeS3 {
   int cut = 0;                       // cut this many connections
   bool honour_if_none_match = true;  // false: a store that ignores conditional creates
   size_t list_padding = 0;           // bytes of whitespace in a list reply
+  bool ignore_range = false;         // answer a ranged GET with 200 and the whole object
   int requests = 0;
   std::vector<std::string> signature_errors;
 
@@ -332,7 +333,7 @@ class FakeS3 {
       return {200, {{"Content-Length", std::to_string(it->second.size())}, {"ETag", "\"e\""}}, ""};
     }
     std::string range = r.Header("range");
-    if (range.starts_with("bytes=")) {
+    if (range.starts_with("bytes=") && !ignore_range) {
       size_t dash = range.find('-');
       size_t from = std::stoul(range.substr(6, dash - 6));
       std::string to = range.substr(dash + 1);
@@ -482,6 +483,72 @@ TEST(S3ClientTest, RetriesACutConnection) {
   EXPECT_EQ(*body, "value");
   std::lock_guard lock(s3.mu);
   EXPECT_EQ(s3.requests, 2);
+}
+
+// GetObjectToFile: the bytes land in the file at the offset given, never an error body;
+// retries write the same bytes again; a server ignoring Range is cut to the range.
+TEST(S3ClientTest, GetObjectToFileStreamsTheBytes) {
+  FakeS3 s3;
+  S3Client client = MakeClient(s3);
+  std::string object;
+  for (int i = 0; i < 200000; ++i) object += static_cast<char>('a' + i % 26);
+  ASSERT_TRUE(client.PutObject("b", "obj", object).ok());
+  char tmpl[] = "/tmp/sluice-s3-get-XXXXXX";
+  int fd = ::mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  auto file = [&] {
+    std::string bytes;
+    char buf[65536];
+    for (off_t at = 0;;) {
+      ssize_t n = ::pread(fd, buf, sizeof buf, at);
+      if (n <= 0) break;
+      bytes.append(buf, static_cast<size_t>(n));
+      at += n;
+    }
+    return bytes;
+  };
+
+  Result<uint64_t> whole = client.GetObjectToFile("b", "obj", std::nullopt, fd, 0);
+  ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+  EXPECT_EQ(*whole, object.size());
+  EXPECT_EQ(file(), object);
+
+  // A range at an offset of the file; the rest of the file untouched.
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  Result<uint64_t> part = client.GetObjectToFile("b", "obj", ByteRange{1000, 70000}, fd, 10);
+  ASSERT_TRUE(part.ok()) << part.status().ToString();
+  EXPECT_EQ(*part, 70000u);
+  EXPECT_EQ(file(), std::string(10, '\0') + object.substr(1000, 70000));
+
+  // 503 then a cut connection, then the bytes: the error body is not in the file.
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  {
+    std::lock_guard lock(s3.mu);
+    s3.fail_503 = 1;
+    s3.cut = 1;
+  }
+  Result<uint64_t> retried = client.GetObjectToFile("b", "obj", ByteRange{5, 100}, fd, 0);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_EQ(file(), object.substr(5, 100));
+
+  // A server that ignores Range: the range's bytes only.
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  {
+    std::lock_guard lock(s3.mu);
+    s3.ignore_range = true;
+  }
+  Result<uint64_t> cut = client.GetObjectToFile("b", "obj", ByteRange{150000, 100000}, fd, 0);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(*cut, 50000u);
+  EXPECT_EQ(file(), object.substr(150000));
+
+  // A missing key: NotFound, nothing written.
+  ASSERT_EQ(::ftruncate(fd, 0), 0);
+  Result<uint64_t> missing = client.GetObjectToFile("b", "nope", std::nullopt, fd, 0);
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(file(), "");
+  ::close(fd);
+  ::unlink(tmpl);
 }
 
 TEST(S3ClientTest, ConnectionRefusedIsIOErrorWithoutSecrets) {

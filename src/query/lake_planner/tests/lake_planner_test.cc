@@ -379,7 +379,7 @@ TEST_F(LakePlannerTest, StringBoundsThatAreNotUtf8DoNotPrune) {
       {"id":1,"name":"tag","required":false,"type":"string"}]})j");
   lake::Table t = Create("tags", s, lake::PartitionSpec{});
   std::vector<lake::DataFile> files;
-  for (const std::string bad : {std::string("\xC0\xAF"), std::string("\xED\xA0\x80")}) {
+  for (const std::string& bad : {std::string("\xC0\xAF"), std::string("\xED\xA0\x80")}) {
     lake::DataFile f = File(t, "SELECT 'x' AS tag");
     f.lower_bounds[1] = bad;  // '/' written in two bytes; U+D800
     f.upper_bounds[1] = bad;
