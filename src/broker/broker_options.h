@@ -93,6 +93,9 @@ struct BrokerOptions {
   // long (an idle partition holds none); 0: only max_open_files closes them.
   int64_t file_idle_timeout_ms = 5000;
   TopicConfig topic_defaults;
+  // tiered_storage.bucket: where tiered topics' segments go, "s3://bucket/prefix" (no
+  // trailing '/'); "" without tiered storage (docs/design/0025-tiered-storage.md).
+  std::string tiered_storage_bucket;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;
   // log.cleaner.*: the cleaner threads of compacted topics (storage.cleaner.* in YAML).

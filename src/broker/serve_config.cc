@@ -565,7 +565,8 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "inter_broker_addr",
                                      "cluster.session_timeout",
                                      "cluster.name",
-                                     "cluster.controlled_shutdown_timeout"};
+                                     "cluster.controlled_shutdown_timeout",
+                                     "tiered_storage.bucket"};
     keys.insert(keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
     for (std::string_view k : net::TlsConfigKeys()) keys.emplace_back(k);
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
@@ -690,8 +691,22 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
     if (!config.Has(key)) continue;
     ASSIGN_OR_RETURN(defaults[n], config.GetString(key, ""));
   }
+  // Tiered storage: the bucket (the S3 settings are the s3: section's, read by the lake).
+  ASSIGN_OR_RETURN(std::string bucket, config.GetString("tiered_storage.bucket", ""));
+  if (config.Has("tiered_storage.bucket")) {
+    while (bucket.size() > 5 && bucket.back() == '/') bucket.pop_back();
+    const bool s3 = bucket.starts_with("s3://") && bucket.size() > 5 && bucket[5] != '/';
+    if (!s3) {
+      return InvalidArgumentError(
+          "tiered_storage.bucket: '{}' is not an S3 location (s3://bucket or s3://bucket/prefix)",
+          bucket);
+    }
+  }
+  out.broker.tiered_storage_bucket = bucket;
+  TopicConfig base;
+  base.remote_storage_available = !bucket.empty();
   TopicError err;
-  auto resolved = TopicConfig::Resolve(defaults, TopicConfig{}, &err);
+  auto resolved = TopicConfig::Resolve(defaults, base, &err);
   if (!resolved.ok()) return InvalidArgumentError("topics.defaults: {}", err.message);
   out.broker.topic_defaults = *resolved;
   GroupCoordinatorOptions& g = out.broker.groups;

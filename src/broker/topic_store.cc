@@ -93,7 +93,8 @@ const std::vector<std::string>& TopicConfig::Names() {
       "cleanup.policy",        "delete.retention.ms",    "max.compaction.lag.ms",
       "max.message.bytes",     "message.timestamp.type", "min.cleanable.dirty.ratio",
       "min.compaction.lag.ms", "min.insync.replicas",    "retention.bytes",
-      "retention.ms",          "segment.bytes",          "segment.ms"};
+      "retention.ms",          "segment.bytes",          "segment.ms",
+      "remote.storage.enable", "local.retention.ms",     "local.retention.bytes"};
   return kNames;
 }
 
@@ -169,6 +170,12 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
     } else if (key == "max.compaction.lag.ms") {
       if (!n || *n < 1) return bad(key, value, "must be a positive integer");
       c.max_compaction_lag_ms = *n;
+    } else if (key == "remote.storage.enable") {
+      if (value != "true" && value != "false") return bad(key, value, "must be true or false");
+      c.remote_storage_enable = value == "true";
+    } else if (key == "local.retention.ms" || key == "local.retention.bytes") {
+      if (!n || *n < -2) return bad(key, value, "must be an integer, -2 (as retention) or more");
+      (key == "local.retention.ms" ? c.local_retention_ms : c.local_retention_bytes) = *n;
     } else {
       *error = Err(ErrorCode::kInvalidConfig, fmt::format("unknown topic config '{}'", key));
       return InvalidArgumentError("{}", error->message);
@@ -177,6 +184,32 @@ Result<TopicConfig> TopicConfig::Resolve(const std::map<std::string, std::string
   if (c.min_compaction_lag_ms > c.max_compaction_lag_ms) {
     return bad("min.compaction.lag.ms", std::to_string(c.min_compaction_lag_ms),
                fmt::format("must not exceed max.compaction.lag.ms ({})", c.max_compaction_lag_ms));
+  }
+  // Tiered storage, as Kafka checks it: the local part is no longer than the whole (-1,
+  // forever, only with a whole that is forever too), never on compacted topics, and only
+  // on a broker with a tiered_storage bucket.
+  if (c.remote_storage_enable) {
+    if (!c.remote_storage_available) {
+      return bad("remote.storage.enable", "true",
+                 "this broker has no tiered storage (a tiered_storage: section in its config)");
+    }
+    if (c.compacted()) {
+      return bad(
+          "remote.storage.enable", "true",
+          fmt::format("tiered storage is not supported with cleanup.policy={}", c.cleanup_policy));
+    }
+    auto longer = [](int64_t local, int64_t whole) {
+      if (local == -2 || whole == -1) return false;
+      return local == -1 || local > whole;
+    };
+    if (longer(c.local_retention_ms, c.retention_ms)) {
+      return bad("local.retention.ms", std::to_string(c.local_retention_ms),
+                 fmt::format("must not exceed retention.ms ({})", c.retention_ms));
+    }
+    if (longer(c.local_retention_bytes, c.retention_bytes)) {
+      return bad("local.retention.bytes", std::to_string(c.local_retention_bytes),
+                 fmt::format("must not exceed retention.bytes ({})", c.retention_bytes));
+    }
   }
   return c;
 }
@@ -193,7 +226,10 @@ std::map<std::string, std::string> TopicConfig::ToMap() const {
           {"retention.bytes", std::to_string(retention_bytes)},
           {"retention.ms", std::to_string(retention_ms)},
           {"segment.bytes", std::to_string(segment_bytes)},
-          {"segment.ms", std::to_string(segment_ms)}};
+          {"segment.ms", std::to_string(segment_ms)},
+          {"remote.storage.enable", remote_storage_enable ? "true" : "false"},
+          {"local.retention.ms", std::to_string(local_retention_ms)},
+          {"local.retention.bytes", std::to_string(local_retention_bytes)}};
 }
 
 TopicStore::TopicStore(const std::string& data_dir, TopicConfig defaults, storage::Env* env)

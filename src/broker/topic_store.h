@@ -55,11 +55,28 @@ struct TopicConfig {
   // Replication (docs/design/0018-cluster.md): acks=all is refused NOT_ENOUGH_REPLICAS
   // while the committed ISR is smaller. A single node's partitions ignore it.
   int32_t min_insync_replicas = 1;  // min.insync.replicas
+  // Tiered storage (docs/design/0025-tiered-storage.md), KIP-405's names: closed segments
+  // are uploaded to the broker's tiered_storage bucket, and only local.retention.* of
+  // them is kept on disk (-2: as retention.*); retention.* applies to the whole log.
+  bool remote_storage_enable = false;  // remote.storage.enable
+  int64_t local_retention_ms = -2;     // local.retention.ms
+  int64_t local_retention_bytes = -2;  // local.retention.bytes
+  // Not a topic config: whether this broker has tiered storage (a `tiered_storage:`
+  // section), set in the defaults by serve. remote.storage.enable=true is refused without.
+  bool remote_storage_available = false;
 
   // cleanup.policy includes compact: the cleaner runs, produce needs keys.
   bool compacted() const { return cleanup_policy.find("compact") != std::string::npos; }
   // cleanup.policy includes delete: retention deletes old segments.
   bool deletes() const { return cleanup_policy.find("delete") != std::string::npos; }
+  // The local retention in effect: local.retention.* when tiered, -2 meaning retention.*.
+  int64_t EffectiveLocalRetentionMs() const {
+    return remote_storage_enable && local_retention_ms != -2 ? local_retention_ms : retention_ms;
+  }
+  int64_t EffectiveLocalRetentionBytes() const {
+    return remote_storage_enable && local_retention_bytes != -2 ? local_retention_bytes
+                                                                : retention_bytes;
+  }
 
   // Applies `overrides` (Kafka config names to values) on top of `defaults`. An unknown
   // name or a bad value is INVALID_CONFIG naming the key and the value.

@@ -69,6 +69,18 @@ const std::map<std::string, ConfigDoc>& TopicConfigDocs() {
       {"segment.bytes",
        {kTypeInt, "log.segment.bytes", "Segment file size at which a new segment is rolled."}},
       {"segment.ms", {kTypeLong, "log.roll.ms", "Segment age at which a new segment is rolled."}},
+      {"remote.storage.enable",
+       {kTypeBoolean, "remote.log.storage.system.enable",
+        "Tiered storage: closed segments are uploaded to the broker's tiered_storage bucket "
+        "and served from there once deleted locally."}},
+      {"local.retention.ms",
+       {kTypeLong, "log.local.retention.ms",
+        "Tiered topics: age past which uploaded segments are deleted from the local disk; "
+        "-2 for retention.ms."}},
+      {"local.retention.bytes",
+       {kTypeLong, "log.local.retention.bytes",
+        "Tiered topics: local size past which uploaded segments are deleted from the disk; "
+        "-2 for retention.bytes."}},
   };
   return kDocs;
 }

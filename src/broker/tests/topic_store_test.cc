@@ -147,6 +147,61 @@ TEST_F(TopicStoreTest, CompactionConfigs) {
   EXPECT_EQ(defaults.ToMap()["delete.retention.ms"], "86400000");
 }
 
+// Tiered storage's topic configs (KIP-405's names and checks).
+TEST(TopicConfigTest, TieredStorageConfigs) {
+  TopicConfig tiered_broker;
+  tiered_broker.remote_storage_available = true;
+  TopicError err;
+  auto c = TopicConfig::Resolve({{"remote.storage.enable", "true"},
+                                 {"retention.ms", "86400000"},
+                                 {"local.retention.ms", "3600000"},
+                                 {"local.retention.bytes", "-2"}},
+                                tiered_broker, &err);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_TRUE(c->remote_storage_enable);
+  EXPECT_EQ(c->EffectiveLocalRetentionMs(), 3600000);
+  EXPECT_EQ(c->EffectiveLocalRetentionBytes(), c->retention_bytes);  // -2: as retention
+  EXPECT_EQ(c->ToMap()["remote.storage.enable"], "true");
+  EXPECT_EQ(c->ToMap()["local.retention.ms"], "3600000");
+  // Without remote storage the local limits are the whole log's.
+  auto plain = TopicConfig::Resolve({{"local.retention.ms", "1000"}}, tiered_broker, &err);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->EffectiveLocalRetentionMs(), plain->retention_ms);
+
+  auto refused = [&](std::map<std::string, std::string> overrides, const TopicConfig& defaults,
+                     const std::string& says) {
+    TopicError e;
+    auto r = TopicConfig::Resolve(overrides, defaults, &e);
+    EXPECT_FALSE(r.ok()) << says;
+    EXPECT_EQ(e.code, kafka::ErrorCode::kInvalidConfig) << says;
+    EXPECT_NE(e.message.find(says), std::string::npos) << e.message;
+  };
+  refused({{"remote.storage.enable", "true"}}, TopicConfig{}, "no tiered storage");
+  refused({{"remote.storage.enable", "yes"}}, tiered_broker, "true or false");
+  refused({{"remote.storage.enable", "true"}, {"cleanup.policy", "compact"}}, tiered_broker,
+          "cleanup.policy=compact");
+  refused({{"remote.storage.enable", "true"}, {"cleanup.policy", "compact,delete"}}, tiered_broker,
+          "cleanup.policy=compact,delete");
+  refused(
+      {{"remote.storage.enable", "true"}, {"retention.ms", "1000"}, {"local.retention.ms", "2000"}},
+      tiered_broker, "must not exceed retention.ms");
+  refused(
+      {{"remote.storage.enable", "true"}, {"retention.ms", "1000"}, {"local.retention.ms", "-1"}},
+      tiered_broker, "must not exceed retention.ms");
+  refused({{"remote.storage.enable", "true"},
+           {"retention.bytes", "1000"},
+           {"local.retention.bytes", "5000"}},
+          tiered_broker, "must not exceed retention.bytes");
+  refused({{"local.retention.ms", "-3"}}, tiered_broker, "-2 (as retention) or more");
+  refused({{"local.retention.bytes", "x"}}, tiered_broker, "-2 (as retention) or more");
+  // Forever locally with forever in all is fine.
+  EXPECT_TRUE(
+      TopicConfig::Resolve(
+          {{"remote.storage.enable", "true"}, {"retention.ms", "-1"}, {"local.retention.ms", "-1"}},
+          tiered_broker, &err)
+          .ok());
+}
+
 TEST_F(TopicStoreTest, DotAndUnderscoreNamesCollide) {
   auto store = Open();
   ASSERT_TRUE(store->Create("a.b", 1, {}, false, nullptr).ok());
