@@ -32,6 +32,39 @@ namespace {
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
+// Tiered storage's store (docs/design/0025): the lake's S3 storage under the
+// tiered_storage bucket, so topics and tables share one S3 client and its settings.
+class LakeRemoteStore : public broker::RemoteStore {
+ public:
+  LakeRemoteStore(const lake::Storage* storage, std::string root)
+      : storage_(storage), root_(std::move(root)) {}
+  Status Upload(const std::string& local_path, const std::string& key) const override {
+    return storage_->Upload(local_path, Location(key));
+  }
+  Status Put(const std::string& key, std::string_view bytes) const override {
+    return storage_->Write(Location(key), bytes);
+  }
+  Result<std::string> Get(const std::string& key) const override {
+    return storage_->Read(Location(key));
+  }
+  Result<std::vector<std::string>> List(const std::string& prefix) const override {
+    ASSIGN_OR_RETURN(std::vector<lake::StoredObject> objects, storage_->List(Location(prefix)));
+    std::vector<std::string> keys;
+    for (const lake::StoredObject& o : objects) {
+      if (o.location.size() > root_.size() + 1 && o.location.starts_with(root_ + "/"))
+        keys.push_back(o.location.substr(root_.size() + 1));
+    }
+    return keys;
+  }
+  Status Delete(const std::string& key) const override { return storage_->Delete(Location(key)); }
+  std::string Describe() const override { return root_; }
+
+ private:
+  std::string Location(const std::string& key) const { return root_ + "/" + key; }
+  const lake::Storage* storage_;
+  std::string root_;
+};
+
 // The keys this root reads itself.
 constexpr std::string_view kOwnKeys[] = {
     "http.addr",      "http.tls",           "http.auth",          "http.auth_metrics",
@@ -102,6 +135,11 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   // S3 for lake tables (docs/design/0024): the AWS_* environment, overridden by `s3:`.
   ASSIGN_OR_RETURN(lake::S3Settings s3_settings, lake::S3SettingsFrom(config));
   lake::ConfigureS3(std::move(s3_settings));
+  if (!sc.broker.tiered_storage_bucket.empty()) {
+    const std::string root = lake::NormalLocation(sc.broker.tiered_storage_bucket);
+    ASSIGN_OR_RETURN(const lake::Storage* storage, lake::StorageFor(root));
+    sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root);
+  }
 
   // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by
   // default; "off" turns it off.

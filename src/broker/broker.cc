@@ -174,6 +174,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.topic_defaults = o.topic_defaults;
   mo.retention_check_interval_ms = o.retention_check_interval_ms;
   mo.cleaner = o.cleaner;
+  mo.remote_store = o.remote_store.get();
   mo.auto_create_topics = o.auto_create_topics;
   mo.num_partitions = o.num_partitions;
   mo.wake_fetches = [b](Partition& part) { handlers::WakeFetches(*b->context_, part); };

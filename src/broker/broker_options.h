@@ -11,6 +11,7 @@
 #include "broker/authorizer.h"
 #include "broker/group_coordinator.h"
 #include "broker/listeners_config.h"
+#include "broker/remote_store.h"
 #include "broker/sasl.h"
 #include "broker/topic_store.h"
 #include "compaction/cleaner.h"
@@ -96,6 +97,9 @@ struct BrokerOptions {
   // tiered_storage.bucket: where tiered topics' segments go, "s3://bucket/prefix" (no
   // trailing '/'); "" without tiered storage (docs/design/0025-tiered-storage.md).
   std::string tiered_storage_bucket;
+  // Its store, made by the composition root (src/app) over the lake's S3 client; null
+  // without tiered storage.
+  std::shared_ptr<const RemoteStore> remote_store;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;
   // log.cleaner.*: the cleaner threads of compacted topics (storage.cleaner.* in YAML).

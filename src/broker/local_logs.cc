@@ -34,7 +34,12 @@ Status RemoveTree(const std::string& path) {
 LocalLogs::LocalLogs(LocalLogsOptions options, Shards* shards)
     : options_(std::move(options)),
       shards_(shards),
-      cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {}
+      cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {
+  if (options_.remote_store != nullptr) {
+    uploader_ = std::make_unique<TierUploader>(TierUploaderOptions{
+        .store = options_.remote_store, .interval_ms = options_.tier_upload_interval_ms});
+  }
+}
 
 std::string LocalLogs::Dir(const std::string& topic, int32_t partition) const {
   return fmt::format("{}/{}-{}", options_.data_dir, topic, partition);
@@ -86,13 +91,15 @@ Status LocalLogs::Install(const PartitionKey& key, std::unique_ptr<Partition> pa
   catalog_[key] = raw;
   count_ = catalog_.size();
   UpdateCleaner(key, config);
+  UpdateTiering(key, config);
   return Status::OK();
 }
 
 std::unique_ptr<Partition> LocalLogs::Take(const PartitionKey& key) {
   auto it = catalog_.find(key);
   if (it == catalog_.end()) return nullptr;
-  cleaner_->Remove(Name(key));  // waits for a cleaning
+  cleaner_->Remove(Name(key));            // waits for a cleaning
+  if (uploader_) uploader_->Remove(key);  // and for an upload
   std::unique_ptr<Partition> taken = shards_->Take(key, it->second->shard, [this](Partition& p) {
     // acks=all produces waiting here are answered now, as at a change of leader.
     if (p.replica != nullptr)
@@ -115,6 +122,20 @@ void LocalLogs::Reconfigure(const PartitionKey& key, const TopicConfig& config) 
   if (part == nullptr) return;
   part->log->Reconfigure(LimitsOf(config));  // thread-safe
   UpdateCleaner(key, &config);
+  UpdateTiering(key, &config);
+}
+
+void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config) {
+  if (uploader_ == nullptr) return;
+  Partition* part = Find(key);
+  // A cluster's replicated partitions are not tiered yet: only the leader may upload,
+  // and only below its high watermark (design 0025, decision 3).
+  if (part == nullptr || config == nullptr || !config->remote_storage_enable ||
+      part->replica != nullptr) {
+    uploader_->Remove(key);
+    return;
+  }
+  uploader_->Add(key, part->topic_id, part->log.get());
 }
 
 void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config) {
@@ -170,7 +191,10 @@ void LocalLogs::FlushAll() {
 }
 
 Status LocalLogs::CloseAll() {
-  for (const auto& [key, part] : catalog_) cleaner_->Remove(Name(key));
+  for (const auto& [key, part] : catalog_) {
+    cleaner_->Remove(Name(key));
+    if (uploader_) uploader_->Remove(key);
+  }
   Status first = shards_->CloseAll();
   catalog_.clear();
   count_ = 0;

@@ -14,7 +14,9 @@
 
 #include "base/status.h"
 #include "broker/partition.h"
+#include "broker/remote_store.h"
 #include "broker/shards.h"
+#include "broker/tier_uploader.h"
 #include "broker/topic_store.h"
 #include "compaction/cleaner.h"
 #include "storage/env.h"
@@ -35,6 +37,10 @@ struct LocalLogsOptions {
   // On a partition's owner thread, when data became readable or the partition is being
   // taken back: the fetches waiting on it look again.
   std::function<void(Partition&)> wake_fetches;
+  // Tiered storage (docs/design/0025): where remote.storage.enable topics' segments go;
+  // null: none. Outlives the logs.
+  const RemoteStore* remote_store = nullptr;
+  int64_t tier_upload_interval_ms = 1000;
 };
 
 // Removes a directory and everything under it (the Env has no recursive removal).
@@ -53,8 +59,17 @@ class LocalLogs {
 
   const LocalLogsOptions& options() const { return options_; }
   compaction::LogCleaner* cleaner() const { return cleaner_.get(); }
-  void StartCleaner() { cleaner_->Start(); }
-  void StopCleaner() { cleaner_->Stop(); }
+  // The log cleaner's threads, and the tiered-storage uploader's when there is one.
+  void StartCleaner() {
+    cleaner_->Start();
+    if (uploader_) uploader_->Start();
+  }
+  void StopCleaner() {
+    cleaner_->Stop();
+    if (uploader_) uploader_->Stop();
+  }
+  // Null without a RemoteStore.
+  TierUploader* uploader() const { return uploader_.get(); }
 
   // <data-dir>/<topic>-<partition>
   std::string Dir(const std::string& topic, int32_t partition) const;
@@ -78,6 +93,9 @@ class LocalLogs {
   // Registers the log with the cleaner when `config` is compacted, unregisters it
   // otherwise (or with no config).
   void UpdateCleaner(const PartitionKey& key, const TopicConfig* config);
+  // Registers the log with the uploader when `config` is tiered (remote.storage.enable)
+  // and this broker has a RemoteStore; unregisters it otherwise.
+  void UpdateTiering(const PartitionKey& key, const TopicConfig* config);
   // A retention pass over every open log whose topic deletes (cleanup.policy delete).
   void RunRetention(const TopicConfigOf& config_of);
   // Flushes every open log, logging failures.
@@ -94,6 +112,7 @@ class LocalLogs {
   const LocalLogsOptions options_;
   Shards* const shards_;
   std::unique_ptr<compaction::LogCleaner> cleaner_;  // its threads clean compacted logs
+  std::unique_ptr<TierUploader> uploader_;           // with options_.remote_store
   std::map<PartitionKey, Partition*> catalog_;       // every open log, on its owner
   std::atomic<size_t> count_{0};                     // catalog_.size()
 };

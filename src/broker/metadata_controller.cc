@@ -29,6 +29,7 @@ LocalLogsOptions LocalLogsOptionsOf(const MetadataControllerOptions& o) {
   l.flush_ms = o.flush_ms;
   l.cleaner = o.cleaner;
   l.wake_fetches = o.wake_fetches;
+  l.remote_store = o.remote_store;
   return l;
 }
 

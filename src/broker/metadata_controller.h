@@ -40,6 +40,8 @@ struct MetadataControllerOptions {
   int64_t retention_check_interval_ms = 300'000;
   // The log cleaner over the partitions of compacted topics (started by Start()).
   compaction::CleanerOptions cleaner;
+  // Tiered storage's store (null: none), outliving the controller.
+  const RemoteStore* remote_store = nullptr;
   bool auto_create_topics = false;
   int32_t num_partitions = 1;
   // On a partition's owner thread, when data became readable or the partition is being

@@ -702,6 +702,12 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
           bucket);
     }
   }
+  if (!bucket.empty() && config.Has("etcd")) {
+    return InvalidArgumentError(
+        "tiered_storage (set in {}) is not supported in a cluster yet (etcd is set): only a "
+        "single broker tiers its topics so far (docs/design/0025)",
+        config.Origin("tiered_storage.bucket"));
+  }
   out.broker.tiered_storage_bucket = bucket;
   TopicConfig base;
   base.remote_storage_available = !bucket.empty();

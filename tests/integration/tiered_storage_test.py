@@ -11,7 +11,7 @@ What is built so far, checked with confluent-kafka's admin client:
 - refused as Kafka refuses them: tiering a compacted topic, a local retention longer
   than the whole, bad values; topics.defaults with remote.storage.enable on a broker
   without the section, and a tiered_storage.bucket that is not s3://, refuse to start.
-(No S3 is needed yet: nothing is uploaded.)
+(No S3 is needed: nothing is uploaded here; tiered_storage_s3_test checks the uploads.)
 """
 
 import subprocess
@@ -22,7 +22,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check
 
-TIERED = FAST_GROUPS + "tiered_storage:\n  bucket: s3://tiers/prefix/\n"
+# An S3 endpoint nothing listens on: these checks upload nothing (no segment closes).
+TIERED = (FAST_GROUPS + "tiered_storage:\n  bucket: s3://tiers/prefix/\n"
+          "s3:\n  endpoint: http://127.0.0.1:9\n  access_key_id: k\n  secret_access_key: s\n")
 
 
 def admin(broker):
@@ -133,6 +135,9 @@ def main():
         with_section(sluice)
         refuses_to_start(sluice, FAST_GROUPS + "tiered_storage:\n  bucket: /var/tiers\n",
                          "not an S3 location", "tiered_storage.bucket: /var/tiers")
+        refuses_to_start(sluice, TIERED + "etcd: http://127.0.0.1:9\nnode_id: 1\n"
+                         "kafka:\n  advertised_addr: 127.0.0.1:9092\n",
+                         "not supported in a cluster yet", "tiered_storage in a cluster")
         refuses_to_start(sluice, FAST_GROUPS + "topics:\n  defaults:\n"
                          "    remote.storage.enable: true\n",
                          "no tiered storage", "topics.defaults remote.storage.enable without it")

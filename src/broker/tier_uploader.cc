@@ -1,0 +1,287 @@
+// The uploader of tiered topics. See tier_uploader.h.
+#include "broker/tier_uploader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "base/logging.h"
+#include "base/metrics.h"
+#include "storage/log_swap.h"
+#include "storage/segment.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("tiered");
+using Json = nlohmann::json;
+
+constexpr std::string_view kManifestSuffix = ".manifest.json";
+constexpr auto kMaxBackoff = std::chrono::seconds(30);
+
+std::string Name(const TierUploader::Key& key) {
+  return fmt::format("{}-{}", key.first, key.second);
+}
+
+// "<base>-<next>.manifest.json" -> (base, next).
+std::optional<std::pair<int64_t, int64_t>> ParseManifestName(std::string_view name) {
+  if (name.size() != 41 + kManifestSuffix.size() || !name.ends_with(kManifestSuffix) ||
+      name[20] != '-')
+    return std::nullopt;
+  int64_t base = 0, next = 0;
+  auto [p1, e1] = std::from_chars(name.data(), name.data() + 20, base);
+  auto [p2, e2] = std::from_chars(name.data() + 21, name.data() + 41, next);
+  if (e1 != std::errc() || e2 != std::errc() || p1 != name.data() + 20 || p2 != name.data() + 41 ||
+      base < 0 || next < base)
+    return std::nullopt;
+  return std::make_pair(base, next);
+}
+
+std::string Token() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{:016x}", rng());
+}
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+std::string TierUploader::PartitionPrefix(const std::string& topic, const kafka::Uuid& id,
+                                          int32_t partition) {
+  return fmt::format("{}-{}/{}/", topic, id.ToString(), partition);
+}
+
+TierUploader::TierUploader(TierUploaderOptions options) : options_(std::move(options)) {}
+
+TierUploader::~TierUploader() { Stop(); }
+
+void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto [it, added] = entries_.try_emplace(key);
+  if (!added && it->second.log == log && it->second.topic_id == topic_id) return;
+  cv_.wait(lock, [&] { return !entries_[key].busy; });
+  it = entries_.find(key);
+  it->second = Entry{};
+  it->second.topic_id = topic_id;
+  it->second.log = log;
+  cv_.notify_all();
+}
+
+void TierUploader::Remove(const Key& key) {
+  std::unique_lock<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  it->second.removed = true;
+  cv_.wait(lock, [&] {
+    auto again = entries_.find(key);
+    return again == entries_.end() || !again->second.busy;
+  });
+  entries_.erase(key);
+}
+
+void TierUploader::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void TierUploader::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void TierUploader::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    // Every partition due, one at a time, unlocked while it uploads.
+    std::vector<Key> keys;
+    for (const auto& [key, e] : entries_) keys.push_back(key);
+    for (const Key& key : keys) {
+      if (stopping_) break;
+      auto it = entries_.find(key);
+      if (it == entries_.end() || it->second.removed) continue;
+      Entry& e = it->second;
+      if (std::chrono::steady_clock::now() < e.next_try) continue;
+      e.busy = true;
+      lock.unlock();
+      Status st = Pass(key, e);
+      lock.lock();
+      e.busy = false;
+      if (!st.ok()) {
+        e.failures = std::min(e.failures + 1, 16);
+        auto backoff = std::min<std::chrono::milliseconds>(
+            std::chrono::milliseconds(1000) * (1LL << std::min(e.failures - 1, 5)), kMaxBackoff);
+        e.next_try = std::chrono::steady_clock::now() + backoff;
+        SLUICE_LOG(kLog, kWarn, "uploading {} to {}: {} (again in {} ms)", Name(key),
+                   options_.store->Describe(), st.message(), backoff.count());
+        MetricsRegistry::Global()
+            .GetCounter("sluice_tiered_upload_errors_total", "Failed tiered-storage uploads.",
+                        {{"topic", key.first}, {"partition", std::to_string(key.second)}})
+            .Inc();
+      } else {
+        e.failures = 0;
+      }
+      cv_.notify_all();  // a Remove may wait for it
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
+                 [this] { return stopping_; });
+  }
+}
+
+Status TierUploader::RunOnce() {
+  std::vector<Key> keys;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, e] : entries_) keys.push_back(key);
+  }
+  Status first;
+  for (const Key& key : keys) {
+    Entry* e = nullptr;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] {
+        auto it = entries_.find(key);
+        return it == entries_.end() || !it->second.busy;
+      });
+      auto it = entries_.find(key);
+      if (it == entries_.end()) continue;
+      e = &it->second;
+      e->busy = true;
+    }
+    Status st = Pass(key, *e);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e->busy = false;
+      cv_.notify_all();
+    }
+    if (first.ok() && !st.ok()) first = st;
+  }
+  return first;
+}
+
+std::optional<TierUploader::Stats> TierUploader::StatsOf(const Key& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end() || !it->second.loaded) return std::nullopt;
+  return it->second.stats;
+}
+
+Status TierUploader::Load(const Key& key, Entry& e) {
+  const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
+  ASSIGN_OR_RETURN(std::vector<std::string> keys, options_.store->List(prefix));
+  Stats s;
+  for (const std::string& k : keys) {
+    std::string_view name = std::string_view(k).substr(std::min(k.size(), prefix.size()));
+    std::optional<std::pair<int64_t, int64_t>> range = ParseManifestName(name);
+    if (!range) continue;
+    ASSIGN_OR_RETURN(std::string text, options_.store->Get(k));
+    Json m = Json::parse(text, nullptr, false);
+    if (!m.is_object() || !m.contains("size") || !m["size"].is_number_unsigned()) {
+      return CorruptionError("{}/{}: not a segment manifest", options_.store->Describe(), k);
+    }
+    s.uploaded_next = std::max(s.uploaded_next, range->second);
+    s.remote_bytes += m["size"].get<uint64_t>();
+    ++s.segments;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  e.stats = s;
+  e.loaded = true;
+  return Status::OK();
+}
+
+Status TierUploader::UploadSegment(const Key& key, Entry& e, const std::string& prefix,
+                                   int64_t base, int64_t next, uint64_t size,
+                                   int64_t max_timestamp) {
+  const std::string token = Token();
+  const std::string dir = e.log->dir();
+  Json files = Json::array();
+  for (const char* ext : {".log", ".index", ".timeindex", ".txnindex"}) {
+    const std::string path = dir + "/" + storage::log_internal::SegmentName(base, ext);
+    std::error_code ec;
+    if (std::string_view(ext) != ".log" && !std::filesystem::exists(path, ec)) continue;
+    const std::string object = fmt::format("{}{:020d}-{}{}", prefix, base, token, ext);
+    RETURN_IF_ERROR(options_.store->Upload(path, object).WithContext(path));
+    files.push_back(object.substr(prefix.size()));
+  }
+  Json manifest = {{"base_offset", base},    {"next_offset", next},
+                   {"size", size},           {"max_timestamp", max_timestamp},
+                   {"token", token},         {"files", files},
+                   {"uploaded_ms", NowMs()}, {"topic", key.first},
+                   {"partition", key.second}};
+  const std::string name = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
+  return options_.store->Put(name, manifest.dump());
+}
+
+Status TierUploader::Pass(const Key& key, Entry& e) {
+  if (!e.loaded) RETURN_IF_ERROR(Load(key, e));
+  const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
+  std::vector<storage::SegmentSummary> closed = e.log->ClosedSegments();
+  Status result;
+  for (const storage::SegmentSummary& s : closed) {
+    Stats now;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (e.removed || stopping_) break;
+      now = e.stats;
+    }
+    if (s.next_offset <= now.uploaded_next || s.next_offset == s.base_offset) continue;
+    if (s.base_offset < now.uploaded_next) continue;  // overlaps what is remote: skipped
+    Status st =
+        UploadSegment(key, e, prefix, s.base_offset, s.next_offset, s.size, s.max_timestamp);
+    if (!st.ok()) {
+      // Gone meanwhile (retention): the next pass goes on after it.
+      result = st;
+      break;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    e.stats.uploaded_next = s.next_offset;
+    e.stats.remote_bytes += s.size;
+    ++e.stats.segments;
+    MetricsRegistry::Global()
+        .GetCounter("sluice_tiered_uploaded_bytes_total",
+                    "Bytes of log segments uploaded to tiered storage.",
+                    {{"topic", key.first}, {"partition", std::to_string(key.second)}})
+        .Inc(s.size);
+  }
+  Stats published;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint64_t lag = 0;
+    for (const storage::SegmentSummary& s : e.log->ClosedSegments()) {
+      if (s.next_offset > e.stats.uploaded_next) lag += s.size;
+    }
+    e.stats.lag_bytes = lag;
+    published = e.stats;
+  }
+  Publish(key, published);
+  return result;
+}
+
+void TierUploader::Publish(const Key& key, const Stats& s) const {
+  const MetricLabels labels = {{"topic", key.first}, {"partition", std::to_string(key.second)}};
+  MetricsRegistry& m = MetricsRegistry::Global();
+  m.GetGauge("sluice_tiered_upload_lag_bytes",
+             "Bytes of closed segments of a tiered partition not uploaded yet.", labels)
+      .Set(static_cast<double>(s.lag_bytes));
+  m.GetGauge("sluice_tiered_remote_bytes",
+             "Bytes of a tiered partition's segments in tiered storage.", labels)
+      .Set(static_cast<double>(s.remote_bytes));
+  m.GetGauge("sluice_tiered_remote_next_offset",
+             "The offset after a tiered partition's last uploaded segment (-1: none).", labels)
+      .Set(static_cast<double>(s.uploaded_next));
+}
+
+}  // namespace sluice::broker

@@ -1,0 +1,101 @@
+// The uploader of tiered topics (docs/design/0025-tiered-storage.md, decisions 3-4): a
+// thread that uploads each registered partition's closed, synced segments to the
+// RemoteStore in offset order, each as its files (.log, .index, .timeindex, .txnindex)
+// and then its manifest, the record that the segment is remote:
+//
+//   <topic>-<topic id>/<partition>/<base, 20 digits>-<token>.log|.index|.timeindex|.txnindex
+//   <topic>-<topic id>/<partition>/<base, 20 digits>-<next offset, 20 digits>.manifest.json
+//
+// A partition registered again (a restart, a new leader) lists its manifests and goes on
+// after the highest next offset, so a crash or an outage mid-upload only leaves objects no
+// manifest names, overwritten by the next attempt. Failures back off (1 s doubling to
+// 30 s) and are counted. Only a single broker's partitions are registered so far (a
+// cluster's replicated partitions need the leader's high watermark: not yet).
+//
+//   TierUploader up({.store = &store});
+//   up.Add({"events", 0}, topic_id, log);   // on the controller thread
+//   up.Start();  ...  up.Stop();
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/remote_store.h"
+#include "kafka/protocol/wire.h"
+#include "storage/log.h"
+
+namespace sluice::broker {
+
+struct TierUploaderOptions {
+  const RemoteStore* store = nullptr;  // required; outlives the uploader
+  int64_t interval_ms = 1000;          // how often every partition is looked at
+};
+
+class TierUploader {
+ public:
+  using Key = std::pair<std::string, int32_t>;  // topic, partition
+
+  explicit TierUploader(TierUploaderOptions options);
+  ~TierUploader();
+  TierUploader(const TierUploader&) = delete;
+  TierUploader& operator=(const TierUploader&) = delete;
+
+  // Registers a partition's log (kept open by the caller until Remove). Again: no change.
+  void Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log);
+  // Unregisters it, waiting for an upload of it in progress to end.
+  void Remove(const Key& key);
+  void Start();
+  void Stop();
+
+  // One pass over every partition on the caller's thread (tests); the first error.
+  Status RunOnce();
+
+  struct Stats {
+    int64_t uploaded_next = -1;  // the offset after the last uploaded segment; -1: none
+    uint64_t remote_bytes = 0;   // the uploaded segments' .log bytes
+    uint64_t lag_bytes = 0;      // closed segments not uploaded yet
+    int64_t segments = 0;        // uploaded segments
+  };
+  std::optional<Stats> StatsOf(const Key& key) const;
+
+  // The key prefix of a partition's objects: "<topic>-<topic id>/<partition>/".
+  static std::string PartitionPrefix(const std::string& topic, const kafka::Uuid& id,
+                                     int32_t partition);
+
+ private:
+  struct Entry {
+    kafka::Uuid topic_id;
+    storage::PartitionLog* log = nullptr;
+    bool loaded = false;  // the manifests were listed
+    Stats stats;
+    bool busy = false;     // an upload of it runs (unlocked)
+    bool removed = false;  // Remove was called while busy
+    int failures = 0;
+    std::chrono::steady_clock::time_point next_try{};
+  };
+  void Run();
+  // Uploads what is due for one partition (unlocked; `e` is this thread's while busy).
+  Status Pass(const Key& key, Entry& e);
+  Status Load(const Key& key, Entry& e);
+  Status UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
+                       int64_t next, uint64_t size, int64_t max_timestamp);
+  void Publish(const Key& key, const Stats& s) const;
+
+  const TierUploaderOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<Key, Entry> entries_;  // guarded by mu_
+  bool stopping_ = false;         // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace sluice::broker

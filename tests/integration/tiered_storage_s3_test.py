@@ -1,0 +1,194 @@
+#!/usr/bin/python3
+"""Tiered storage's uploads against radosgw (issue 27, docs/design/0025, decisions 3-4).
+
+Usage: s3/with-rgw.sh BUCKET /usr/bin/python3 tiered_storage_s3_test.py path/to/sluice
+(with-rgw.sh exports the AWS_* variables and SLUICE_S3_BUCKET).
+
+A single `sluice serve` with `tiered_storage: {bucket: s3://BUCKET/tiers}` and a topic
+with remote.storage.enable=true and small segments; confluent-kafka produces with acks=all.
+Checked with botocore, independently of sluice:
+- every closed segment is uploaded: a manifest per segment, named by its base and next
+  offsets, the manifests' ranges contiguous from offset 0, and each uploaded .log (and
+  .index, .timeindex) byte for byte the broker's local file;
+- the active segment is not uploaded; an untiered topic uploads nothing;
+- after a SIGKILL and a restart the uploader goes on after the last manifest: more data,
+  no manifest twice, still contiguous;
+- /metrics shows sluice_tiered_remote_bytes and sluice_tiered_upload_lag_bytes.
+"""
+
+import json
+import os
+import re
+import sys
+import urllib.request
+
+import botocore.session
+from botocore.config import Config
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, wait_until
+
+TOPIC = "tiered"
+PARTITIONS = 2
+SEGMENT_BYTES = 64 * 1024
+
+
+def env(name):
+    value = os.environ.get(name)
+    if not value:
+        raise TestFailure(f"${name} is not set: run under tests/integration/s3/with-rgw.sh")
+    return value
+
+
+def s3():
+    return botocore.session.get_session().create_client(
+        "s3", endpoint_url=env("AWS_ENDPOINT_URL_S3"), region_name=os.environ.get("AWS_REGION"),
+        aws_access_key_id=env("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=env("AWS_SECRET_ACCESS_KEY"),
+        config=Config(s3={"addressing_style": "path"}))
+
+
+def keys(prefix):
+    client, out, token = s3(), [], None
+    while True:
+        kw = {"Bucket": env("SLUICE_S3_BUCKET"), "Prefix": prefix}
+        if token:
+            kw["ContinuationToken"] = token
+        page = client.list_objects_v2(**kw)
+        out += [o["Key"] for o in page.get("Contents", [])]
+        if not page.get("IsTruncated"):
+            return out
+        token = page["NextContinuationToken"]
+
+
+def get(key):
+    return s3().get_object(Bucket=env("SLUICE_S3_BUCKET"), Key=key)["Body"].read()
+
+
+def produce(bootstrap, first, count):
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "batch.size": 16384})
+    for i in range(first, first + count):
+        p.produce(TOPIC, key=str(i).encode(), value=(f"{i:08d}-" + "x" * 200).encode(),
+                  partition=i % PARTITIONS)
+        if i % 1000 == 0:
+            p.poll(0)
+    check(p.flush(60) == 0, "not every record was delivered")
+
+
+def local_segments(broker, partition):
+    d = os.path.join(broker.data_dir, f"{TOPIC}-{partition}")
+    return sorted(int(n[:20]) for n in os.listdir(d) if n.endswith(".log") and len(n) == 24)
+
+
+def manifests(prefix):
+    out = []
+    for k in keys(prefix):
+        m = re.match(r".*/(\d{20})-(\d{20})\.manifest\.json$", k)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2)), k))
+    return sorted(out)
+
+
+def partition_prefix(partition):
+    # The topic id is in the name: find it from the listing.
+    for k in keys(f"tiers/{TOPIC}-"):
+        m = re.match(rf"(tiers/{TOPIC}-[A-Za-z0-9_-]{{22}}/{partition}/)", k)
+        if m:
+            return m.group(1)
+    return None
+
+
+def check_uploads(broker, label):
+    """Every closed local segment has a manifest; the remote copies are the local bytes."""
+    for p in range(PARTITIONS):
+        segs = local_segments(broker, p)
+        closed = segs[:-1]  # the last is the active one
+        check(len(closed) >= 2, f"partition {p}: only {len(segs)} segments")
+        prefix = wait_until(lambda: partition_prefix(p), 30, f"partition {p}'s prefix")
+
+        def all_up():
+            ms = manifests(prefix)
+            return ms if {b for b, _, _ in ms} >= set(closed) else None
+
+        ms = wait_until(all_up, 60, f"{label}: partition {p}'s {len(closed)} closed segments uploaded")
+        bases = [b for b, _, _ in ms]
+        check(len(bases) == len(set(bases)), f"{label}: a segment uploaded twice: {bases}")
+        check(ms[0][0] == 0, f"{label}: the first remote segment starts at {ms[0][0]}")
+        for (b1, n1, _), (b2, _, _) in zip(ms, ms[1:]):
+            check(n1 == b2, f"{label}: remote segments not contiguous: [{b1},{n1}) then {b2}")
+        check(segs[-1] not in bases, f"{label}: the active segment {segs[-1]} was uploaded")
+        for base, nxt, key in ms:
+            m = json.loads(get(key))
+            check(m["base_offset"] == base and m["next_offset"] == nxt, f"manifest {key}: {m}")
+            for f in m["files"]:
+                ext = f[f.rindex("."):]
+                local = os.path.join(broker.data_dir, f"{TOPIC}-{p}", f"{base:020d}{ext}")
+                if not os.path.exists(local):
+                    continue  # deleted locally since (retention): nothing to compare
+                with open(local, "rb") as fh:
+                    want = fh.read()
+                got = get(prefix + f)
+                check(got == want, f"{label}: {prefix + f} differs from {local} "
+                                   f"({len(got)} vs {len(want)} bytes)")
+            check(m["size"] == os.path.getsize(os.path.join(
+                broker.data_dir, f"{TOPIC}-{p}", f"{base:020d}.log")), f"size of {key}")
+        print(f"ok   {label}: partition {p}: {len(ms)} segments uploaded, byte for byte, "
+              f"contiguous [0, {ms[-1][1]})")
+
+
+def metrics(broker):
+    text = open(broker.out_path).read()
+    url = re.search(r"metrics on (http://[0-9.:]+)/metrics", text).group(1)
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__)
+        return 2
+    bucket = env("SLUICE_S3_BUCKET")
+    config = FAST_GROUPS + f"tiered_storage:\n  bucket: s3://{bucket}/tiers\n"
+    broker = Broker(sys.argv[1], config=config)
+    try:
+        broker.start()
+        a = AdminClient({"bootstrap.servers": broker.bootstrap})
+        fs = a.create_topics([
+            NewTopic(TOPIC, PARTITIONS, 1, config={"remote.storage.enable": "true",
+                                                   "segment.bytes": str(SEGMENT_BYTES)}),
+            NewTopic("plain", 1, 1, config={"segment.bytes": str(SEGMENT_BYTES)})])
+        for f in fs.values():
+            f.result(timeout=30)
+        produce(broker.bootstrap, 0, 3000)
+        p = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all"})
+        for i in range(1500):
+            p.produce("plain", value=b"y" * 200)
+        check(p.flush(60) == 0, "plain: not delivered")
+        check_uploads(broker, "first run")
+        check(not keys("tiers/plain-"), "the untiered topic uploaded something")
+        m = metrics(broker)
+        check(re.search(r'sluice_tiered_remote_bytes\{[^}]*topic="tiered"[^}]*\} [1-9]', m),
+              "no sluice_tiered_remote_bytes for the topic")
+        check("sluice_tiered_upload_lag_bytes" in m, "no sluice_tiered_upload_lag_bytes")
+        print("ok   /metrics shows the remote bytes and the upload lag")
+
+        # SIGKILL, restart, more data: the uploads go on after the last manifest.
+        broker.kill()
+        broker.start()
+        produce(broker.bootstrap, 3000, 3000)
+        check_uploads(broker, "after a SIGKILL and a restart")
+        check(broker.stop() == 0, "serve exited non-zero")
+    except TestFailure as e:
+        print(f"FAIL: {e}")
+        print(broker.logs())
+        return 1
+    finally:
+        broker.cleanup()
+    print("PASS: tiered_storage_s3_test")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
