@@ -13,13 +13,19 @@ Checked with botocore, independently of sluice:
 - the active segment is not uploaded; an untiered topic uploads nothing;
 - after a SIGKILL and a restart the uploader goes on after the last manifest: more data,
   no manifest twice, still contiguous;
-- /metrics shows sluice_tiered_remote_bytes and sluice_tiered_upload_lag_bytes.
+- /metrics shows sluice_tiered_remote_bytes and sluice_tiered_upload_lag_bytes;
+- through tests/tools/s3_fault_proxy.py: S3 down (every PUT answered 503) while segments
+  close: nothing new is uploaded, the failures are counted, the local segments stay; S3
+  back: the uploads catch up. Then seeded faults on a third of the requests (500s, 503s,
+  resets before and after the store acted, cut replies): every segment still lands once,
+  contiguous, byte for byte.
 """
 
 import json
 import os
 import re
 import sys
+import time
 import urllib.request
 
 import botocore.session
@@ -28,6 +34,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, wait_until
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "tools"))
+from s3_fault_proxy import S3FaultProxy  # noqa: E402
 
 TOPIC = "tiered"
 PARTITIONS = 2
@@ -41,9 +51,12 @@ def env(name):
     return value
 
 
+RGW = None  # the store itself (the broker goes through the fault proxy)
+
+
 def s3():
     return botocore.session.get_session().create_client(
-        "s3", endpoint_url=env("AWS_ENDPOINT_URL_S3"), region_name=os.environ.get("AWS_REGION"),
+        "s3", endpoint_url=RGW, region_name=os.environ.get("AWS_REGION"),
         aws_access_key_id=env("AWS_ACCESS_KEY_ID"),
         aws_secret_access_key=env("AWS_SECRET_ACCESS_KEY"),
         config=Config(s3={"addressing_style": "path"}))
@@ -149,8 +162,14 @@ def main():
     if len(sys.argv) != 2:
         print(__doc__)
         return 2
+    global RGW
     bucket = env("SLUICE_S3_BUCKET")
-    config = FAST_GROUPS + f"tiered_storage:\n  bucket: s3://{bucket}/tiers\n"
+    RGW = env("AWS_ENDPOINT_URL_S3")
+    host, port = RGW.split("://", 1)[1].rsplit(":", 1)
+    proxy = S3FaultProxy(host, int(port)).start()
+    os.environ["AWS_ENDPOINT_URL_S3"] = f"http://127.0.0.1:{proxy.port}"  # the broker's
+    config = FAST_GROUPS + (f"tiered_storage:\n  bucket: s3://{bucket}/tiers\n"
+                            "s3:\n  request_timeout: 5s\n")
     broker = Broker(sys.argv[1], config=config)
     try:
         broker.start()
@@ -179,6 +198,30 @@ def main():
         broker.start()
         produce(broker.bootstrap, 3000, 3000)
         check_uploads(broker, "after a SIGKILL and a restart")
+
+        # S3 down: every PUT refused while more segments close.
+        before = {p: manifests(partition_prefix(p)) for p in range(PARTITIONS)}
+        proxy.set_faults(err503=1.0, methods="PUT,POST")
+        produce(broker.bootstrap, 6000, 3000)
+        time.sleep(4)
+        for p in range(PARTITIONS):
+            check(manifests(partition_prefix(p)) == before[p],
+                  f"partition {p}: uploaded while S3 refused every PUT")
+            closed = local_segments(broker, p)[:-1]
+            check(max(closed) > before[p][-1][0], f"partition {p}: no new closed segment")
+        errors = re.findall(r'sluice_tiered_upload_errors_total\{[^}]*\} (\d+)', metrics(broker))
+        check(errors and sum(int(e) for e in errors) > 0, "the failed uploads were not counted")
+        print(f"ok   S3 down: nothing uploaded, {sum(int(e) for e in errors)} failures counted")
+        proxy.set_faults()
+        check_uploads(broker, "S3 back")
+
+        # Seeded faults on a third of the requests, some after the store acted.
+        proxy.set_faults(seed=27, err500=0.06, err503=0.06, reset_before=0.06, reset_after=0.06,
+                         err500_after=0.05, cut_body=0.04)
+        produce(broker.bootstrap, 9000, 3000)
+        check_uploads(broker, "seeded faults (seed 27)")
+        proxy.set_faults()
+        print(f"     proxy: {json.dumps(proxy.stats())}")
         check(broker.stop() == 0, "serve exited non-zero")
     except TestFailure as e:
         print(f"FAIL: {e}")
@@ -186,6 +229,7 @@ def main():
         return 1
     finally:
         broker.cleanup()
+        proxy.close()
     print("PASS: tiered_storage_s3_test")
     return 0
 
