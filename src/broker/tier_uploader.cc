@@ -183,31 +183,45 @@ Status TierUploader::Load(const Key& key, Entry& e) {
   const std::string prefix = PartitionPrefix(key.first, e.topic_id, key.second);
   ASSIGN_OR_RETURN(std::vector<std::string> keys, options_.store->List(prefix));
   Stats s;
+  std::vector<Remote> remote;
   for (const std::string& k : keys) {
     std::string_view name = std::string_view(k).substr(std::min(k.size(), prefix.size()));
     std::optional<std::pair<int64_t, int64_t>> range = ParseManifestName(name);
     if (!range) continue;
-    ASSIGN_OR_RETURN(std::string text, options_.store->Get(k));
-    Json m = Json::parse(text, nullptr, false);
-    if (!m.is_object() || !m.contains("size") || !m["size"].is_number_unsigned()) {
+    Result<std::string> text = options_.store->Get(k);
+    if (!text.ok() && text.status().code() == StatusCode::kNotFound) continue;  // deleted
+    if (!text.ok()) return text.status();
+    Json m = Json::parse(*text, nullptr, false);
+    if (!m.is_object() || !m.contains("size") || !m["size"].is_number_unsigned() ||
+        !m.contains("files") || !m["files"].is_array()) {
       return CorruptionError("{}/{}: not a segment manifest", options_.store->Describe(), k);
     }
+    Remote r{range->first, range->second, m["size"].get<uint64_t>(), k, {}};
+    for (const Json& f : m["files"]) {
+      if (f.is_string()) r.files.push_back(prefix + f.get<std::string>());
+    }
     s.uploaded_next = std::max(s.uploaded_next, range->second);
-    s.remote_bytes += m["size"].get<uint64_t>();
+    s.remote_bytes += r.size;
     ++s.segments;
+    remote.push_back(std::move(r));
   }
+  std::sort(remote.begin(), remote.end(),
+            [](const Remote& a, const Remote& b) { return a.base < b.base; });
   std::lock_guard<std::mutex> lock(mu_);
   e.stats = s;
+  e.remote = std::move(remote);
   e.loaded = true;
   return Status::OK();
 }
 
-Status TierUploader::UploadSegment(const Key& key, Entry& e, const std::string& prefix,
-                                   int64_t base, int64_t next, uint64_t size,
-                                   int64_t max_timestamp) {
+Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& e,
+                                                         const std::string& prefix, int64_t base,
+                                                         int64_t next, uint64_t size,
+                                                         int64_t max_timestamp) {
   const std::string token = Token();
   const std::string dir = e.log->dir();
   Json files = Json::array();
+  Remote r{base, next, size, "", {}};
   for (const char* ext : {".log", ".index", ".timeindex", ".txnindex"}) {
     const std::string path = dir + "/" + storage::log_internal::SegmentName(base, ext);
     std::error_code ec;
@@ -215,14 +229,45 @@ Status TierUploader::UploadSegment(const Key& key, Entry& e, const std::string& 
     const std::string object = fmt::format("{}{:020d}-{}{}", prefix, base, token, ext);
     RETURN_IF_ERROR(options_.store->Upload(path, object).WithContext(path));
     files.push_back(object.substr(prefix.size()));
+    r.files.push_back(object);
   }
   Json manifest = {{"base_offset", base},    {"next_offset", next},
                    {"size", size},           {"max_timestamp", max_timestamp},
                    {"token", token},         {"files", files},
                    {"uploaded_ms", NowMs()}, {"topic", key.first},
                    {"partition", key.second}};
-  const std::string name = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
-  return options_.store->Put(name, manifest.dump());
+  r.manifest = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
+  RETURN_IF_ERROR(options_.store->Put(r.manifest, manifest.dump()));
+  return r;
+}
+
+Status TierUploader::DeleteBelowStart(const Key& key, Entry& e) {
+  const int64_t start = e.log->start_offset();
+  while (true) {
+    Remote r;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (e.remote.empty() || e.remote.front().next > start || e.removed || stopping_) break;
+      r = e.remote.front();
+    }
+    // The manifest first: a segment without one is not remote, whatever files remain.
+    RETURN_IF_ERROR(options_.store->Delete(r.manifest));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      e.remote.erase(e.remote.begin());
+      e.stats.remote_bytes -= std::min(e.stats.remote_bytes, r.size);
+      --e.stats.segments;
+    }
+    for (const std::string& f : r.files) {
+      if (Status st = options_.store->Delete(f); !st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "{}: deleting {} (its manifest is gone): {}", Name(key), f,
+                   st.message());
+      }
+    }
+    SLUICE_LOG(kLog, kInfo, "{}: remote segment [{}, {}) deleted (log start {})", Name(key), r.base,
+               r.next, start);
+  }
+  return Status::OK();
 }
 
 Status TierUploader::Pass(const Key& key, Entry& e) {
@@ -239,14 +284,15 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
     }
     if (s.next_offset <= now.uploaded_next || s.next_offset == s.base_offset) continue;
     if (s.base_offset < now.uploaded_next) continue;  // overlaps what is remote: skipped
-    Status st =
+    Result<Remote> up =
         UploadSegment(key, e, prefix, s.base_offset, s.next_offset, s.size, s.max_timestamp);
-    if (!st.ok()) {
+    if (!up.ok()) {
       // Gone meanwhile (retention): the next pass goes on after it.
-      result = st;
+      result = up.status();
       break;
     }
     std::lock_guard<std::mutex> lock(mu_);
+    e.remote.push_back(std::move(*up));
     e.stats.uploaded_next = s.next_offset;
     e.stats.remote_bytes += s.size;
     ++e.stats.segments;
@@ -256,6 +302,7 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
                     {{"topic", key.first}, {"partition", std::to_string(key.second)}})
         .Inc(s.size);
   }
+  if (Status st = DeleteBelowStart(key, e); !st.ok() && result.ok()) result = st;
   Stats published;
   {
     std::lock_guard<std::mutex> lock(mu_);

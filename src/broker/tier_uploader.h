@@ -8,9 +8,10 @@
 //
 // A partition registered again (a restart, a new leader) lists its manifests and goes on
 // after the highest next offset, so a crash or an outage mid-upload only leaves objects no
-// manifest names, overwritten by the next attempt. Failures back off (1 s doubling to
-// 30 s) and are counted. Only a single broker's partitions are registered so far (a
-// cluster's replicated partitions need the leader's high watermark: not yet).
+// manifest names, overwritten by the next attempt. Remote segments wholly below the
+// log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
+// Failures back off (1 s doubling to 30 s) and are counted. Only a single broker's partitions are
+// registered so far (a cluster's replicated partitions need the leader's high watermark: not yet).
 //
 //   TierUploader up({.store = &store});
 //   up.Add({"events", 0}, topic_id, log);   // on the controller thread
@@ -72,13 +73,21 @@ class TierUploader {
                                      int32_t partition);
 
  private:
+  // A segment in the store, as its manifest says.
+  struct Remote {
+    int64_t base = 0, next = 0;
+    uint64_t size = 0;
+    std::string manifest;            // its key
+    std::vector<std::string> files;  // keys
+  };
   struct Entry {
     kafka::Uuid topic_id;
     storage::PartitionLog* log = nullptr;
     bool loaded = false;  // the manifests were listed
     Stats stats;
-    bool busy = false;     // an upload of it runs (unlocked)
-    bool removed = false;  // Remove was called while busy
+    std::vector<Remote> remote;  // by base offset (this thread's while busy)
+    bool busy = false;           // an upload of it runs (unlocked)
+    bool removed = false;        // Remove was called while busy
     int failures = 0;
     std::chrono::steady_clock::time_point next_try{};
   };
@@ -86,8 +95,11 @@ class TierUploader {
   // Uploads what is due for one partition (unlocked; `e` is this thread's while busy).
   Status Pass(const Key& key, Entry& e);
   Status Load(const Key& key, Entry& e);
-  Status UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
-                       int64_t next, uint64_t size, int64_t max_timestamp);
+  Result<Remote> UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
+                               int64_t next, uint64_t size, int64_t max_timestamp);
+  // Deletes the remote segments wholly below the log's start offset (retention or
+  // DeleteRecords moved it): the manifest first, then the files.
+  Status DeleteBelowStart(const Key& key, Entry& e);
   void Publish(const Key& key, const Stats& s) const;
 
   const TierUploaderOptions options_;

@@ -18,7 +18,9 @@ Checked with botocore, independently of sluice:
   close: nothing new is uploaded, the failures are counted, the local segments stay; S3
   back: the uploads catch up. Then seeded faults on a third of the requests (500s, 503s,
   resets before and after the store acted, cut replies): every segment still lands once,
-  contiguous, byte for byte.
+  contiguous, byte for byte;
+- retention moving the log start (retention.bytes lowered): the remote segments wholly
+  below it are deleted, manifest and files, the rest still contiguous.
 """
 
 import json
@@ -31,7 +33,7 @@ import urllib.request
 import botocore.session
 from botocore.config import Config
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from sluice_broker import FAST_GROUPS, Broker, TestFailure, check, wait_until
 
@@ -169,7 +171,8 @@ def main():
     proxy = S3FaultProxy(host, int(port)).start()
     os.environ["AWS_ENDPOINT_URL_S3"] = f"http://127.0.0.1:{proxy.port}"  # the broker's
     config = FAST_GROUPS + (f"tiered_storage:\n  bucket: s3://{bucket}/tiers\n"
-                            "s3:\n  request_timeout: 5s\n")
+                            "s3:\n  request_timeout: 5s\n"
+                            "storage:\n  retention_check_interval: 1s\n")
     broker = Broker(sys.argv[1], config=config)
     try:
         broker.start()
@@ -222,6 +225,35 @@ def main():
         check_uploads(broker, "seeded faults (seed 27)")
         proxy.set_faults()
         print(f"     proxy: {json.dumps(proxy.stats())}")
+
+        # Retention moves the log start: the remote segments below it go, manifest and files.
+        before = {p: manifests(partition_prefix(p)) for p in range(PARTITIONS)}
+        files_of = {key: [partition_prefix(p) + f for f in json.loads(get(key))["files"]]
+                    for p in range(PARTITIONS) for _, _, key in before[p]}
+        res = ConfigResource(ConfigResource.Type.TOPIC, TOPIC, set_config={
+            "remote.storage.enable": "true", "segment.bytes": str(SEGMENT_BYTES),
+            "retention.bytes": str(3 * SEGMENT_BYTES)})
+        a = AdminClient({"bootstrap.servers": broker.bootstrap})
+        a.alter_configs([res])[res].result(30)
+        for p in range(PARTITIONS):
+            def trimmed():
+                segs = local_segments(broker, p)
+                ms = manifests(partition_prefix(p))
+                if len(segs) > 4 or not ms or ms[0][0] != segs[0]:
+                    return None
+                return segs, ms
+            segs, ms = wait_until(trimmed, 60, f"partition {p}: remote segments below the start gone")
+            gone = [(b, n, k) for b, n, k in before[p] if n <= segs[0]]
+            check(gone, f"partition {p}: retention deleted nothing")
+            left = set(keys(partition_prefix(p)))
+            for _, _, key in gone:
+                check(key not in left, f"{key} is still there")
+                for f in files_of[key]:
+                    check(f not in left, f"{f} of a deleted segment is still there")
+            for (b1, n1, _), (b2, _, _) in zip(ms, ms[1:]):
+                check(n1 == b2, f"partition {p}: not contiguous after retention")
+            print(f"ok   retention: partition {p}: {len(gone)} remote segments below the log "
+                  f"start {segs[0]} deleted with their files; {len(ms)} left, from {ms[0][0]}")
         check(broker.stop() == 0, "serve exited non-zero")
     except TestFailure as e:
         print(f"FAIL: {e}")
