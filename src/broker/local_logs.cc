@@ -135,7 +135,7 @@ void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config
     uploader_->Remove(key);
     return;
   }
-  uploader_->Add(key, part->topic_id, part->log.get());
+  uploader_->Add(key, part->topic_id, part->log.get(), &part->tiered_next);
 }
 
 void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config) {

@@ -39,6 +39,10 @@ struct Partition {
   // Owner's thread: the role, ISR and high watermark of a replicated partition; null on
   // a single node (its high watermark is then the log's, below).
   std::unique_ptr<ReplicaState> replica;
+  // Tiered storage (docs/design/0025): the offset after the last segment uploaded, -1 when
+  // none (or the topic is not tiered); written by the uploader's thread, read by
+  // ListOffsets (-5, latest tiered).
+  std::atomic<int64_t> tiered_next{-1};
 };
 
 // What consumers may read up to (decision 5 of the plan): the durable end under the

@@ -63,15 +63,19 @@ TierUploader::TierUploader(TierUploaderOptions options) : options_(std::move(opt
 
 TierUploader::~TierUploader() { Stop(); }
 
-void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log) {
+void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
+                       std::atomic<int64_t>* published) {
   std::unique_lock<std::mutex> lock(mu_);
   auto [it, added] = entries_.try_emplace(key);
-  if (!added && it->second.log == log && it->second.topic_id == topic_id) return;
+  if (!added && it->second.log == log && it->second.topic_id == topic_id &&
+      it->second.published == published)
+    return;
   cv_.wait(lock, [&] { return !entries_[key].busy; });
   it = entries_.find(key);
   it->second = Entry{};
   it->second.topic_id = topic_id;
   it->second.log = log;
+  it->second.published = published;
   cv_.notify_all();
 }
 
@@ -84,6 +88,9 @@ void TierUploader::Remove(const Key& key) {
     auto again = entries_.find(key);
     return again == entries_.end() || !again->second.busy;
   });
+  auto gone = entries_.find(key);
+  if (gone != entries_.end() && gone->second.published != nullptr)
+    gone->second.published->store(-1);
   entries_.erase(key);
 }
 
@@ -312,6 +319,7 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
     }
     e.stats.lag_bytes = lag;
     published = e.stats;
+    if (e.published != nullptr) e.published->store(e.stats.uploaded_next);
   }
   Publish(key, published);
   return result;

@@ -18,6 +18,7 @@
 //   up.Start();  ...  up.Stop();
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -51,7 +52,10 @@ class TierUploader {
   TierUploader& operator=(const TierUploader&) = delete;
 
   // Registers a partition's log (kept open by the caller until Remove). Again: no change.
-  void Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log);
+  // `published` (optional, kept valid until Remove) gets Stats::uploaded_next after each
+  // pass, for readers on other threads.
+  void Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
+           std::atomic<int64_t>* published = nullptr);
   // Unregisters it, waiting for an upload of it in progress to end.
   void Remove(const Key& key);
   void Start();
@@ -83,6 +87,7 @@ class TierUploader {
   struct Entry {
     kafka::Uuid topic_id;
     storage::PartitionLog* log = nullptr;
+    std::atomic<int64_t>* published = nullptr;
     bool loaded = false;  // the manifests were listed
     Stats stats;
     std::vector<Remote> remote;  // by base offset (this thread's while busy)

@@ -116,8 +116,10 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
           // Without tiered storage the earliest local offset is the log start.
           out.offset = log.start_offset();
         } else if (wp.timestamp == kLatestTiered && version >= 9) {
-          // Nothing is tiered: no offset, as Kafka answers without remote storage.
-          out.offset = -1;
+          // The last offset in tiered storage; -1 when nothing is (or the topic is not
+          // tiered), as Kafka answers.
+          const int64_t tiered = part->tiered_next.load();
+          out.offset = tiered > 0 ? tiered - 1 : -1;
           out.timestamp = -1;
         } else if (wp.timestamp == kMaxTimestamp) {
           // The first batch holding the largest max timestamp, then its record with it.

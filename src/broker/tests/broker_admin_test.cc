@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -365,6 +368,96 @@ TEST_F(BrokerAdminTest, RetentionRunsPeriodically) {
     earliest = Earliest(c, "t");
   }
   EXPECT_GT(earliest, 0) << "no retention pass deleted a segment";
+}
+
+// A RemoteStore in memory, for the uploader inside a real broker.
+class MemoryStore : public RemoteStore {
+ public:
+  Status Upload(const std::string& local_path, const std::string& key) const override {
+    std::ifstream in(local_path, std::ios::binary);
+    if (!in) return NotFoundError("{}: cannot open", local_path);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return Put(key, bytes);
+  }
+  Status Put(const std::string& key, std::string_view bytes) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    objects_[key] = std::string(bytes);
+    return Status::OK();
+  }
+  Result<std::string> Get(const std::string& key) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = objects_.find(key);
+    if (it == objects_.end()) return NotFoundError("{}", key);
+    return it->second;
+  }
+  Result<std::vector<std::string>> List(const std::string& prefix) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> out;
+    for (const auto& [k, v] : objects_) {
+      if (k.starts_with(prefix)) out.push_back(k);
+    }
+    return out;
+  }
+  Status Delete(const std::string& key) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    objects_.erase(key);
+    return Status::OK();
+  }
+  std::string Describe() const override { return "memory"; }
+  size_t Count(std::string_view suffix) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    size_t n = 0;
+    for (const auto& [k, v] : objects_) n += k.ends_with(suffix);
+    return n;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::string, std::string> objects_;
+};
+
+// A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)
+// answers the last offset uploaded, -1 before any and for an untiered topic.
+TEST_F(BrokerAdminTest, TieredSegmentsAreUploadedAndListOffsetsLatestTieredSaysHowFar) {
+  Stop();
+  auto store = std::make_shared<MemoryStore>();
+  options_.remote_store = store;
+  options_.topic_defaults.remote_storage_available = true;
+  Start();
+  Client c(port());
+  kafka::CreateTopicsRequest create;
+  create.topics.push_back(
+      {"t", 1, -1, {}, {{"segment.bytes", "1024", {}}, {"remote.storage.enable", "true", {}}}, {}});
+  create.topics.push_back({"plain", 1, -1, {}, {{"segment.bytes", "1024", {}}}, {}});
+  auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
+  ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
+  ASSERT_EQ(created.topics[1].error_code, ErrorCode::kNone);
+  auto latest_tiered = [&](const std::string& topic) {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = -5;
+    req.topics.push_back({topic, {p}, {}});
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
+        .topics.at(0)
+        .partitions.at(0)
+        .offset;
+  };
+  EXPECT_EQ(latest_tiered("t"), -1);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+    ASSERT_EQ(Produce(c, "plain", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  }
+  // Batches of 5 records, about 600 bytes: a segment holds one batch; 19 close.
+  int64_t tiered = -1;
+  for (int i = 0; i < 1000 && tiered < 94; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    tiered = latest_tiered("t");
+  }
+  EXPECT_EQ(tiered, 94);  // the last offset of the last closed segment
+  EXPECT_EQ(store->Count(".manifest.json"), 19u);
+  EXPECT_EQ(store->Count(".log"), 19u);  // none of "plain", nor the active segment
+  EXPECT_EQ(latest_tiered("plain"), -1);
 }
 
 TEST_F(BrokerAdminTest, MetadataAutoCreatesTopicsOnlyWhenEnabled) {
