@@ -428,6 +428,16 @@ TopicError TopicStore::SetConfigs(const std::string& name,
   TopicError err;
   auto config = TopicConfig::Resolve(overrides, defaults_, &err);
   if (!config.ok()) return err;
+  // Tiered storage cannot be turned off (as in Kafka before 3.9): the topic's uploaded
+  // segments would be orphaned in the bucket (docs/design/0025, decision 2). An
+  // AlterConfigs that leaves the key out would otherwise do it unawares.
+  if (it->second.config.remote_storage_enable && !config->remote_storage_enable) {
+    return Err(ErrorCode::kInvalidConfig,
+               fmt::format("invalid value 'false' for config remote.storage.enable: topic '{}' "
+                           "is tiered, and turning tiered storage off is not supported (keep "
+                           "remote.storage.enable=true in the request)",
+                           name));
+  }
   if (validate_only) return {};
   TopicInfo saved = it->second;
   it->second.overrides = std::move(overrides);

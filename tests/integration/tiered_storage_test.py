@@ -9,7 +9,8 @@ What is built so far, checked with confluent-kafka's admin client:
 - a broker with one creates a tiered topic; DescribeConfigs shows remote.storage.enable,
   local.retention.ms and local.retention.bytes (defaults -2, as Kafka's);
 - refused as Kafka refuses them: tiering a compacted topic, a local retention longer
-  than the whole, bad values; topics.defaults with remote.storage.enable on a broker
+  than the whole, bad values, turning tiering off (also by an AlterConfigs leaving the
+  key out); topics.defaults with remote.storage.enable on a broker
   without the section, and a tiered_storage.bucket that is not s3://, refuse to start.
 (No S3 is needed: nothing is uploaded here; tiered_storage_s3_test checks the uploads.)
 """
@@ -88,6 +89,21 @@ def with_section(sluice):
         check(c["local.retention.bytes"] == "-2", f"local.retention.bytes: {c}")
         print("ok   a tiered topic created and described")
         check(describe(a, "tiered")["retention.ms"] == "86400000", "retention.ms")
+        # Turning it off is refused, also by an AlterConfigs that merely leaves it out.
+        for configs in ({"remote.storage.enable": "false"}, {"retention.ms": "86400000"}):
+            res = ConfigResource(ConfigResource.Type.TOPIC, "tiered", set_config=configs)
+            try:
+                a.alter_configs([res])[res].result(timeout=30)
+                raise TestFailure(f"AlterConfigs {configs} turned tiering off")
+            except KafkaException as e:
+                expect_invalid(e.args[0], "turning tiered storage off is not supported",
+                               f"AlterConfigs {configs} on a tiered topic")
+        check(describe(a, "tiered")["remote.storage.enable"] == "true", "still tiered")
+        res = ConfigResource(ConfigResource.Type.TOPIC, "tiered", set_config={
+            "remote.storage.enable": "true", "retention.ms": "86400000",
+            "local.retention.ms": "120000"})
+        a.alter_configs([res])[res].result(timeout=30)
+        check(describe(a, "tiered")["local.retention.ms"] == "120000", "altered local.retention")
         expect_invalid(create(a, "c1", {"remote.storage.enable": "true",
                                         "cleanup.policy": "compact"}),
                        "cleanup.policy=compact", "a compacted tiered topic")
@@ -105,7 +121,7 @@ def with_section(sluice):
         check(broker.stop() == 0, "serve exited non-zero")
         # The topic's configs survive a restart.
         broker.start()
-        check(describe(admin(broker), "tiered")["local.retention.ms"] == "60000", "after restart")
+        check(describe(admin(broker), "tiered")["local.retention.ms"] == "120000", "after restart")
         check(broker.stop() == 0, "serve exited non-zero")
     finally:
         broker.cleanup()
