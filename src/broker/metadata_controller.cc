@@ -183,6 +183,8 @@ TopicError MetadataController::DeleteTopic(const std::string& name) {
     return {ErrorCode::kUnknownTopicOrPartition, fmt::format("topic '{}' does not exist", name)};
   }
   const int32_t partitions = info->partitions;
+  const kafka::Uuid topic_id = info->id;
+  const bool tiered = info->config.remote_storage_enable;
   if (Status st = CloseTopicLogs(name, partitions); !st.ok()) {
     // The data that reached the disk stays; the topic goes anyway.
     SLUICE_LOG(kLog, kWarn, "closing logs of deleted topic {}: {}", name, st.ToString());
@@ -195,6 +197,9 @@ TopicError MetadataController::DeleteTopic(const std::string& name) {
       }
     }
     return err;
+  }
+  if (tiered && logs_.uploader() != nullptr) {
+    for (int32_t p = 0; p < partitions; ++p) logs_.uploader()->DeleteRemote(name, topic_id, p);
   }
   if (Status st = RemoveTopicDirs(name, partitions); !st.ok()) {
     // Removed from the metadata: leftovers named *-delete go at the next start.

@@ -94,6 +94,23 @@ void TierUploader::Remove(const Key& key) {
   entries_.erase(key);
 }
 
+void TierUploader::DeleteRemote(const std::string& topic, const kafka::Uuid& topic_id,
+                                int32_t partition) {
+  std::lock_guard<std::mutex> lock(mu_);
+  doomed_.push_back(PartitionPrefix(topic, topic_id, partition));
+  cv_.notify_all();
+}
+
+Status TierUploader::DeletePrefix(const std::string& prefix) {
+  ASSIGN_OR_RETURN(std::vector<std::string> keys, options_.store->List(prefix));
+  std::stable_partition(keys.begin(), keys.end(),
+                        [](const std::string& k) { return k.ends_with(kManifestSuffix); });
+  for (const std::string& k : keys) RETURN_IF_ERROR(options_.store->Delete(k));
+  SLUICE_LOG(kLog, kInfo, "deleted {} objects of a deleted topic under {}/{}", keys.size(),
+             options_.store->Describe(), prefix);
+  return Status::OK();
+}
+
 void TierUploader::Start() {
   std::lock_guard<std::mutex> lock(mu_);
   if (thread_.joinable()) return;
@@ -113,6 +130,23 @@ void TierUploader::Stop() {
 void TierUploader::Run() {
   std::unique_lock<std::mutex> lock(mu_);
   while (!stopping_) {
+    // Deleted topics' objects first; what fails stays for the next round.
+    std::vector<std::string> doomed;
+    doomed.swap(doomed_);
+    for (const std::string& prefix : doomed) {
+      if (stopping_) {
+        doomed_.push_back(prefix);
+        continue;
+      }
+      lock.unlock();
+      Status st = DeletePrefix(prefix);
+      lock.lock();
+      if (!st.ok()) {
+        SLUICE_LOG(kLog, kWarn, "deleting {}/{}: {}", options_.store->Describe(), prefix,
+                   st.message());
+        doomed_.push_back(prefix);
+      }
+    }
     // Every partition due, one at a time, unlocked while it uploads.
     std::vector<Key> keys;
     for (const auto& [key, e] : entries_) keys.push_back(key);

@@ -60,6 +60,10 @@ class TierUploader {
   void Remove(const Key& key);
   void Start();
   void Stop();
+  // A deleted topic's partition: its remote objects are deleted by the uploader's thread
+  // (manifests first), retried until they are gone or the process stops (a restart leaves
+  // what remains: not collected yet).
+  void DeleteRemote(const std::string& topic, const kafka::Uuid& topic_id, int32_t partition);
 
   // One pass over every partition on the caller's thread (tests); the first error.
   Status RunOnce();
@@ -102,6 +106,8 @@ class TierUploader {
   Status Load(const Key& key, Entry& e);
   Result<Remote> UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
                                int64_t next, uint64_t size, int64_t max_timestamp);
+  // Deletes every object under `prefix`, manifests first.
+  Status DeletePrefix(const std::string& prefix);
   // Deletes the remote segments wholly below the log's start offset (retention or
   // DeleteRecords moved it): the manifest first, then the files.
   Status DeleteBelowStart(const Key& key, Entry& e);
@@ -110,8 +116,9 @@ class TierUploader {
   const TierUploaderOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<Key, Entry> entries_;  // guarded by mu_
-  bool stopping_ = false;         // guarded by mu_
+  std::map<Key, Entry> entries_;     // guarded by mu_
+  std::vector<std::string> doomed_;  // guarded by mu_: prefixes of deleted partitions
+  bool stopping_ = false;            // guarded by mu_
   std::thread thread_;
 };
 

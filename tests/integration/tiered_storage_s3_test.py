@@ -20,7 +20,8 @@ Checked with botocore, independently of sluice:
   resets before and after the store acted, cut replies): every segment still lands once,
   contiguous, byte for byte;
 - retention moving the log start (retention.bytes lowered): the remote segments wholly
-  below it are deleted, manifest and files, the rest still contiguous.
+  below it are deleted, manifest and files, the rest still contiguous;
+- deleting the topic deletes every object it had in the bucket.
 """
 
 import json
@@ -254,6 +255,13 @@ def main():
                 check(n1 == b2, f"partition {p}: not contiguous after retention")
             print(f"ok   retention: partition {p}: {len(gone)} remote segments below the log "
                   f"start {segs[0]} deleted with their files; {len(ms)} left, from {ms[0][0]}")
+
+        # Deleting the topic deletes everything it had in the bucket.
+        prefixes = [partition_prefix(p) for p in range(PARTITIONS)]
+        a.delete_topics([TOPIC])[TOPIC].result(timeout=30)
+        wait_until(lambda: not any(keys(pre) for pre in prefixes), 60,
+                   "the deleted topic's objects gone")
+        print("ok   a deleted topic's objects are gone from the bucket")
         check(broker.stop() == 0, "serve exited non-zero")
     except TestFailure as e:
         print(f"FAIL: {e}")

@@ -417,7 +417,8 @@ class MemoryStore : public RemoteStore {
 };
 
 // A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)
-// answers the last offset uploaded, -1 before any and for an untiered topic.
+// answers the last offset uploaded, -1 before any and for an untiered topic; deleting the
+// topic deletes its remote segments.
 TEST_F(BrokerAdminTest, TieredSegmentsAreUploadedAndListOffsetsLatestTieredSaysHowFar) {
   Stop();
   auto store = std::make_shared<MemoryStore>();
@@ -458,6 +459,17 @@ TEST_F(BrokerAdminTest, TieredSegmentsAreUploadedAndListOffsetsLatestTieredSaysH
   EXPECT_EQ(store->Count(".manifest.json"), 19u);
   EXPECT_EQ(store->Count(".log"), 19u);  // none of "plain", nor the active segment
   EXPECT_EQ(latest_tiered("plain"), -1);
+
+  // Deleting the topic deletes its remote segments.
+  kafka::DeleteTopicsRequest del;
+  del.topic_names = {"t"};
+  del.timeout_ms = 10000;
+  ASSERT_EQ(
+      c.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 5, del).responses.at(0).error_code,
+      ErrorCode::kNone);
+  for (int i = 0; i < 1000 && store->Count("") > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(store->Count(""), 0u) << "a deleted topic's remote objects stayed";
 }
 
 TEST_F(BrokerAdminTest, MetadataAutoCreatesTopicsOnlyWhenEnabled) {
