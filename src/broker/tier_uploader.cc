@@ -70,6 +70,7 @@ void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::Par
   if (!added && it->second.log == log && it->second.topic_id == topic_id &&
       it->second.published == published)
     return;
+  it->second.removed = true;  // the uploader stops after its current segment
   cv_.wait(lock, [&] { return !entries_[key].busy; });
   it = entries_.find(key);
   it->second = Entry{};
@@ -153,7 +154,7 @@ void TierUploader::Run() {
     for (const Key& key : keys) {
       if (stopping_) break;
       auto it = entries_.find(key);
-      if (it == entries_.end() || it->second.removed) continue;
+      if (it == entries_.end() || it->second.removed || it->second.busy) continue;
       Entry& e = it->second;
       if (std::chrono::steady_clock::now() < e.next_try) continue;
       e.busy = true;
@@ -178,7 +179,7 @@ void TierUploader::Run() {
       cv_.notify_all();  // a Remove may wait for it
     }
     cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
-                 [this] { return stopping_; });
+                 [this] { return stopping_ || !doomed_.empty(); });
   }
 }
 
@@ -259,7 +260,17 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
                                                          const std::string& prefix, int64_t base,
                                                          int64_t next, uint64_t size,
                                                          int64_t max_timestamp) {
-  const std::string token = Token();
+  // A retry of the same segment reuses its token, so it overwrites what a failed attempt
+  // left instead of leaving it beside.
+  std::string token;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.pending_base != base) {
+      e.pending_base = base;
+      e.pending_token = Token();
+    }
+    token = e.pending_token;
+  }
   const std::string dir = e.log->dir();
   Json files = Json::array();
   Remote r{base, next, size, "", {}};

@@ -8,8 +8,9 @@
 //
 // A partition registered again (a restart, a new leader) lists its manifests and goes on
 // after the highest next offset, so a crash or an outage mid-upload only leaves objects no
-// manifest names, overwritten by the next attempt. Remote segments wholly below the
-// log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
+// manifest names: a retry by the same process overwrites them (same token); after a
+// restart they stay until the topic is deleted (not collected yet). Remote segments wholly below
+// the log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
 // Failures back off (1 s doubling to 30 s) and are counted. Only a single broker's partitions are
 // registered so far (a cluster's replicated partitions need the leader's high watermark: not yet).
 //
@@ -98,6 +99,8 @@ class TierUploader {
     bool busy = false;           // an upload of it runs (unlocked)
     bool removed = false;        // Remove was called while busy
     int failures = 0;
+    int64_t pending_base = -1;  // the segment being uploaded, and its objects' token
+    std::string pending_token;
     std::chrono::steady_clock::time_point next_try{};
   };
   void Run();
