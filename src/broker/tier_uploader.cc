@@ -249,6 +249,20 @@ Status TierUploader::Load(const Key& key, Entry& e) {
   }
   std::sort(remote.begin(), remote.end(),
             [](const Remote& a, const Remote& b) { return a.base < b.base; });
+  // Objects of an upload a crash interrupted: a segment at or past the last manifest's next
+  // offset that has no manifest. This broker is the partition's only writer, so nothing
+  // refers to them: deleted (the upload starts again under a new token).
+  for (const std::string& k : keys) {
+    std::string_view name = std::string_view(k).substr(std::min(k.size(), prefix.size()));
+    if (name.size() < 21 || name[20] != '-' || ParseManifestName(name)) continue;
+    int64_t base = 0;
+    auto [p, ec] = std::from_chars(name.data(), name.data() + 20, base);
+    if (ec != std::errc() || p != name.data() + 20 || base < s.uploaded_next) continue;
+    if (Status st = options_.store->Delete(k); !st.ok()) {
+      SLUICE_LOG(kLog, kWarn, "{}: deleting {} (an interrupted upload's): {}", Name(key), k,
+                 st.message());
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   e.stats = s;
   e.remote = std::move(remote);

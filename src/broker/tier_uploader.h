@@ -8,9 +8,9 @@
 //
 // A partition registered again (a restart, a new leader) lists its manifests and goes on
 // after the highest next offset, so a crash or an outage mid-upload only leaves objects no
-// manifest names: a retry by the same process overwrites them (same token); after a
-// restart they stay until the topic is deleted (not collected yet). Remote segments wholly below
-// the log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
+// manifest names: a retry by the same process overwrites them (same token), and after a
+// restart those at or past the last manifest's next offset are deleted. Remote segments wholly
+// below the log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
 // Failures back off (1 s doubling to 30 s) and are counted. Only a single broker's partitions are
 // registered so far (a cluster's replicated partitions need the leader's high watermark: not yet).
 //

@@ -460,13 +460,33 @@ TEST_F(BrokerAdminTest, TieredSegmentsAreUploadedAndListOffsetsLatestTieredSaysH
   EXPECT_EQ(store->Count(".log"), 19u);  // none of "plain", nor the active segment
   EXPECT_EQ(latest_tiered("plain"), -1);
 
+  // What a crash mid-upload leaves (a segment's file without a manifest, past the last
+  // manifest) is deleted when the partition is registered again after a restart.
+  std::string prefix;
+  const Result<std::vector<std::string>> listed = store->List("");
+  ASSERT_TRUE(listed.ok());
+  for (const std::string& k : *listed) {
+    if (k.ends_with(".manifest.json")) prefix = k.substr(0, k.rfind('/') + 1);
+  }
+  ASSERT_FALSE(prefix.empty());
+  const std::string stray = prefix + "00000000000000000095-feedfacefeedface.log";
+  Stop();
+  ASSERT_TRUE(store->Put(stray, "half an upload").ok());
+  Start();
+  Client c2(port());
+  for (int i = 0; i < 1000 && store->Get(stray).ok(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(store->Get(stray).ok()) << "an interrupted upload's object stayed";
+  EXPECT_EQ(store->Count(".manifest.json"), 19u);  // the real ones kept
+
   // Deleting the topic deletes its remote segments.
   kafka::DeleteTopicsRequest del;
   del.topic_names = {"t"};
   del.timeout_ms = 10000;
-  ASSERT_EQ(
-      c.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 5, del).responses.at(0).error_code,
-      ErrorCode::kNone);
+  ASSERT_EQ(c2.Call<kafka::DeleteTopicsResponse>(ApiKey::kDeleteTopics, 5, del)
+                .responses.at(0)
+                .error_code,
+            ErrorCode::kNone);
   for (int i = 0; i < 1000 && store->Count("") > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EXPECT_EQ(store->Count(""), 0u) << "a deleted topic's remote objects stayed";
