@@ -154,7 +154,7 @@ void TierUploader::Run() {
     for (const Key& key : keys) {
       if (stopping_) break;
       auto it = entries_.find(key);
-      if (it == entries_.end() || it->second.removed || it->second.busy) continue;
+      if (it == entries_.end() || it->second.removed) continue;
       Entry& e = it->second;
       if (std::chrono::steady_clock::now() < e.next_try) continue;
       e.busy = true;
@@ -181,37 +181,6 @@ void TierUploader::Run() {
     cv_.wait_for(lock, std::chrono::milliseconds(options_.interval_ms),
                  [this] { return stopping_ || !doomed_.empty(); });
   }
-}
-
-Status TierUploader::RunOnce() {
-  std::vector<Key> keys;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, e] : entries_) keys.push_back(key);
-  }
-  Status first;
-  for (const Key& key : keys) {
-    Entry* e = nullptr;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] {
-        auto it = entries_.find(key);
-        return it == entries_.end() || !it->second.busy;
-      });
-      auto it = entries_.find(key);
-      if (it == entries_.end()) continue;
-      e = &it->second;
-      e->busy = true;
-    }
-    Status st = Pass(key, *e);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      e->busy = false;
-      cv_.notify_all();
-    }
-    if (first.ok() && !st.ok()) first = st;
-  }
-  return first;
 }
 
 std::optional<TierUploader::Stats> TierUploader::StatsOf(const Key& key) const {
@@ -373,7 +342,7 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     uint64_t lag = 0;
-    for (const storage::SegmentSummary& s : e.log->ClosedSegments()) {
+    for (const storage::SegmentSummary& s : closed) {
       if (s.next_offset > e.stats.uploaded_next) lag += s.size;
     }
     e.stats.lag_bytes = lag;

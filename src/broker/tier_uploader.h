@@ -66,9 +66,6 @@ class TierUploader {
   // what remains: not collected yet).
   void DeleteRemote(const std::string& topic, const kafka::Uuid& topic_id, int32_t partition);
 
-  // One pass over every partition on the caller's thread (tests); the first error.
-  Status RunOnce();
-
   struct Stats {
     int64_t uploaded_next = -1;  // the offset after the last uploaded segment; -1: none
     uint64_t remote_bytes = 0;   // the uploaded segments' .log bytes

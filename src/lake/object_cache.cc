@@ -19,8 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Objects larger than this are fetched in ranges of this size, so a download never holds
-// more than one range in memory.
+// Objects are fetched in ranged GETs of this size, each streamed into the copy's file
+// (Storage::ReadRangeToFile).
 constexpr uint64_t kRange = 32ULL << 20;
 
 std::string Mib(uint64_t bytes) {

@@ -307,20 +307,26 @@ Result<std::string> S3Client::PutObject(std::string_view bucket, std::string_vie
   return std::string(response.Header("etag"));
 }
 
-Result<std::string> S3Client::GetObject(std::string_view bucket, std::string_view key,
-                                        std::optional<ByteRange> range) const {
+S3Client::Request S3Client::GetRequest(std::string_view bucket, std::string_view key,
+                                       std::optional<ByteRange> range) {
   Request request{.op = "GetObject",
                   .method = "GET",
                   .bucket = std::string(bucket),
                   .key = std::string(key),
                   .object_reply = true};
   if (range) {
-    if (range->length == 0u) return std::string();
-    std::string value = range->length ? fmt::format("bytes={}-{}", range->offset,
-                                                    range->offset + *range->length - 1)
-                                      : fmt::format("bytes={}-", range->offset);
-    request.headers.emplace_back("range", value);
+    request.headers.emplace_back(
+        "range", range->length
+                     ? fmt::format("bytes={}-{}", range->offset, range->offset + *range->length - 1)
+                     : fmt::format("bytes={}-", range->offset));
   }
+  return request;
+}
+
+Result<std::string> S3Client::GetObject(std::string_view bucket, std::string_view key,
+                                        std::optional<ByteRange> range) const {
+  if (range && range->length == 0u) return std::string();
+  Request request = GetRequest(bucket, key, range);
   ASSIGN_OR_RETURN(Response response, Send(request));
   if (response.status / 100 != 2) return HttpError(request, response);
   // A server that ignores Range answers 200 with the whole object: cut it here.
@@ -337,17 +343,7 @@ Result<uint64_t> S3Client::GetObjectToFile(std::string_view bucket, std::string_
                                            std::optional<ByteRange> range, int fd,
                                            uint64_t file_offset) const {
   if (range && range->length == 0u) return uint64_t{0};
-  Request request{.op = "GetObject",
-                  .method = "GET",
-                  .bucket = std::string(bucket),
-                  .key = std::string(key),
-                  .object_reply = true};
-  if (range) {
-    request.headers.emplace_back(
-        "range", range->length
-                     ? fmt::format("bytes={}-{}", range->offset, range->offset + *range->length - 1)
-                     : fmt::format("bytes={}-", range->offset));
-  }
+  Request request = GetRequest(bucket, key, range);
   uint64_t seen = 0;     // bytes of this attempt's body
   uint64_t written = 0;  // of them, written (of a 200 to a range: the range's only)
   request.on_attempt = [&] { seen = written = 0; };

@@ -141,6 +141,9 @@ class S3Client {
   Result<Response> SendOnce(const Request& request) const;
   // The error Status for a non-2xx response.
   Status HttpError(const Request& request, const Response& response) const;
+  // A GetObject request, with the Range header of `range` (a length of 0 is the caller's).
+  static Request GetRequest(std::string_view bucket, std::string_view key,
+                            std::optional<ByteRange> range);
 
   S3Options options_;
   Endpoint endpoint_;
