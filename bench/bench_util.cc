@@ -91,4 +91,12 @@ double Round(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
+Status WriteTextFile(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  f.close();
+  if (!f) return IOError("{}: cannot write", path);
+  return Status::OK();
+}
+
 }  // namespace sluice::bench

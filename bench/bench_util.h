@@ -48,6 +48,9 @@ std::string SourceCommit();
 // The median of `v` (the mean of the middle two for an even count); 0 when empty.
 double Median(std::vector<double> v);
 
+// Writes `text` to `path` (replacing it); IOError naming the path.
+Status WriteTextFile(const std::string& path, const std::string& text);
+
 // `v` rounded to `digits` decimals.
 double Round(double v, int digits);
 

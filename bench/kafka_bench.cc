@@ -25,6 +25,7 @@
 #include "bench/bench_util.h"
 #include "bench/kafka_cluster_bench.h"
 #include "bench/kafka_phases.h"
+#include "bench/kafka_tiered_bench.h"
 #include "bench/machine_info.h"
 #include "kafka/client/admin.h"
 #include "net/testing/test_certs.h"
@@ -352,14 +353,6 @@ Status MakeDirs(const std::string& path) {
   return Status::OK();
 }
 
-Status WriteTextFile(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) return IOError("{}: cannot write", path);
-  return Status::OK();
-}
-
 Result<std::string> ReadTextFile(const std::string& path) {
   std::ifstream f(path);
   if (!f) return NotFoundError("{}: cannot read", path);
@@ -448,6 +441,7 @@ Status RunTls(const KafkaBenchOptions& o) {
 Status Run(const KafkaBenchOptions& o) {
   RETURN_IF_ERROR(Validate(o));
   if (std::getenv("SLUICE_BENCH_NO_MALLOPT") == nullptr) TuneAllocator();
+  if (o.tiered) return RunTieredBench(o);
   if (o.tls) {
     if (!o.bootstrap.empty() || o.cluster > 0 || o.transactions) {
       return InvalidArgumentError(

@@ -55,6 +55,9 @@ struct KafkaBenchOptions {
   // the run; SCRAM-SHA-256; the cipher fixed to AES-128-GCM), and the phases run on each in
   // turn, every JSON line saying which ("tls": true|false; docs/design/0019-security.md).
   bool tls = false;
+  // --tiered (kafka_tiered_bench.h): a consumer reading an old range of a tiered topic from
+  // S3, beside the S3 GET bandwidth; instead of the phases above.
+  bool tiered = false;
   int commit_interval_ms = 100;
   // --cluster N (kafka_cluster_bench.h): 0 = a single broker, as above; else N brokers
   // (at least 3: replication factor 3 with min.insync.replicas 2) and etcd.

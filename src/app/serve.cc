@@ -16,6 +16,7 @@
 #include "base/strings.h"
 #include "broker/serve_config.h"
 #include "broker/service.h"
+#include "lake/object_cache.h"
 #include "lake/rest_catalog.h"
 #include "lake/rest_client.h"
 #include "lake/storage.h"
@@ -57,6 +58,15 @@ class LakeRemoteStore : public broker::RemoteStore {
     return keys;
   }
   Status Delete(const std::string& key) const override { return storage_->Delete(Location(key)); }
+  Result<Copy> Fetch(const std::string& key, uint64_t size) const override {
+    // Through the process's S3 object cache, with the lake's readers (one budget).
+    ASSIGN_OR_RETURN(lake::ObjectCache * cache, lake::S3ObjectCache());
+    std::vector<uint64_t> sizes;
+    if (size > 0) sizes.push_back(size);
+    ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const lake::CachedObject>> copies,
+                     cache->Fetch({Location(key)}, sizes));
+    return Copy{copies.front()->path(), copies.front()};
+  }
   std::string Describe() const override { return root_; }
 
  private:

@@ -175,6 +175,12 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   mo.retention_check_interval_ms = o.retention_check_interval_ms;
   mo.cleaner = o.cleaner;
   mo.remote_store = o.remote_store.get();
+  if (o.remote_store != nullptr) {
+    b->remote_index_ = std::make_unique<RemoteSegments>();
+    b->remote_reader_ =
+        std::make_unique<RemoteReader>(o.remote_store.get(), b->remote_index_.get());
+    mo.remote_index = b->remote_index_.get();
+  }
   mo.auto_create_topics = o.auto_create_topics;
   mo.num_partitions = o.num_partitions;
   mo.wake_fetches = [b](Partition& part) { handlers::WakeFetches(*b->context_, part); };
@@ -327,6 +333,7 @@ Result<std::unique_ptr<Broker>> Broker::Open(BrokerOptions options) {
   b->context_->users = b->users_.get();
   b->context_->authorizer = b->authorizer_.get();
   b->context_->quotas = b->quotas_.get();
+  b->context_->remote_reader = b->remote_reader_.get();
   if (b->cluster_ != nullptr) {
     b->context_->refresh_stores = [b] {
       RETURN_IF_ERROR(b->cluster_->RefreshAcls());

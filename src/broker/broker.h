@@ -32,6 +32,8 @@
 #include "broker/event_loop.h"
 #include "broker/in_process_kafka.h"
 #include "broker/metadata_snapshot.h"
+#include "broker/remote_reader.h"
+#include "broker/remote_segments.h"
 #include "query/authz/grants.h"
 #include "storage/env.h"
 
@@ -164,6 +166,8 @@ class Broker : public RequestHandler {
   std::unique_ptr<storage::FileCache> files_;
   MetadataPublisher publisher_;
   std::unique_ptr<Shards> shards_;  // the partitions' logs live in its shards
+  // Tiered storage: the remote segments the uploader publishes (outliving the controller).
+  std::unique_ptr<RemoteSegments> remote_index_;
   // MetadataController for a single node, ClusterController with etcd.
   std::unique_ptr<Controller> controller_;
   // With etcd: the controller as a ClusterController, the roles it tells, the ISR store
@@ -178,6 +182,8 @@ class Broker : public RequestHandler {
   std::unique_ptr<ReplicaManager> replicas_;
   std::unique_ptr<handlers::Context> context_;
   std::unique_ptr<InProcessKafka> in_process_;  // over context_
+  // Tiered storage's reads: destroyed first (its threads answer into the context).
+  std::unique_ptr<RemoteReader> remote_reader_;
 
   bool serving_ = false;       // the logs were opened (set at Open)
   bool closed_ = false;        // controlling thread

@@ -17,9 +17,11 @@ const Logger kLog("broker");
 
 std::string Name(const PartitionKey& key) { return fmt::format("{}-{}", key.first, key.second); }
 
+// A tiered topic's local log keeps local.retention.* (its deletions wait for the upload:
+// RunRetention); the uploader applies retention.* to the remote segments.
 storage::PartitionLog::Limits LimitsOf(const TopicConfig& c) {
-  return {static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.retention_bytes, c.retention_ms,
-          kMaxTopicMessageBytes};
+  return {static_cast<uint64_t>(c.segment_bytes), c.segment_ms, c.EffectiveLocalRetentionBytes(),
+          c.EffectiveLocalRetentionMs(), kMaxTopicMessageBytes};
 }
 
 }  // namespace
@@ -36,8 +38,10 @@ LocalLogs::LocalLogs(LocalLogsOptions options, Shards* shards)
       shards_(shards),
       cleaner_(std::make_unique<compaction::LogCleaner>(options_.cleaner)) {
   if (options_.remote_store != nullptr) {
-    uploader_ = std::make_unique<TierUploader>(TierUploaderOptions{
-        .store = options_.remote_store, .interval_ms = options_.tier_upload_interval_ms});
+    uploader_ = std::make_unique<TierUploader>(
+        TierUploaderOptions{.store = options_.remote_store,
+                            .interval_ms = options_.tier_upload_interval_ms,
+                            .index = options_.remote_index});
   }
 }
 
@@ -58,8 +62,8 @@ Result<std::unique_ptr<Partition>> LocalLogs::Open(const TopicInfo& topic, int32
   o.files = options_.files;
   o.segment_bytes = static_cast<uint64_t>(c.segment_bytes);
   o.segment_ms = c.segment_ms;
-  o.retention_bytes = c.retention_bytes;
-  o.retention_ms = c.retention_ms;
+  o.retention_bytes = c.EffectiveLocalRetentionBytes();
+  o.retention_ms = c.EffectiveLocalRetentionMs();
   // The topic's max.message.bytes is enforced by Produce (ValidateRecords); the log
   // takes any batch up to the largest that setting allows, so lowering it never makes
   // stored batches unreadable and no topic config can make a log fail to open.
@@ -135,7 +139,9 @@ void LocalLogs::UpdateTiering(const PartitionKey& key, const TopicConfig* config
     uploader_->Remove(key);
     return;
   }
-  uploader_->Add(key, part->topic_id, part->log.get(), &part->tiered_next);
+  uploader_->Add(key, part->topic_id, part->log.get(),
+                 {.next = &part->tiered_next, .start = &part->tiered_start},
+                 {.bytes = config->retention_bytes, .ms = config->retention_ms});
 }
 
 void LocalLogs::UpdateCleaner(const PartitionKey& key, const TopicConfig* config) {
@@ -172,8 +178,12 @@ void LocalLogs::RunRetention(const TopicConfigOf& config_of) {
     const TopicConfig* config = config_of(key.first);
     if (config != nullptr && !config->deletes()) continue;
     auto bound = bounds.find(key);
-    Result<int> deleted = part->log->ApplyRetention(
-        bound != bounds.end() ? bound->second : std::numeric_limits<int64_t>::max());
+    int64_t upper = bound != bounds.end() ? bound->second : std::numeric_limits<int64_t>::max();
+    // A tiered topic's segments go only once uploaded (design 0025, decision 5): an S3
+    // outage grows the disk instead of losing data.
+    if (config != nullptr && config->remote_storage_enable)
+      upper = std::min(upper, std::max<int64_t>(part->tiered_next.load(), 0));
+    Result<int> deleted = part->log->ApplyRetention(upper);
     if (!deleted.ok()) {
       SLUICE_LOG(kLog, kWarn, "retention of {}: {}", Name(key), deleted.status().ToString());
     } else if (*deleted > 0) {

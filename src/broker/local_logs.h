@@ -40,6 +40,7 @@ struct LocalLogsOptions {
   // Tiered storage (docs/design/0025): where remote.storage.enable topics' segments go;
   // null: none. Outlives the logs.
   const RemoteStore* remote_store = nullptr;
+  RemoteSegments* remote_index = nullptr;  // where the uploader publishes; optional
   int64_t tier_upload_interval_ms = 1000;
 };
 

@@ -30,6 +30,7 @@ LocalLogsOptions LocalLogsOptionsOf(const MetadataControllerOptions& o) {
   l.cleaner = o.cleaner;
   l.wake_fetches = o.wake_fetches;
   l.remote_store = o.remote_store;
+  l.remote_index = o.remote_index;
   return l;
 }
 

@@ -42,6 +42,7 @@ struct MetadataControllerOptions {
   compaction::CleanerOptions cleaner;
   // Tiered storage's store (null: none), outliving the controller.
   const RemoteStore* remote_store = nullptr;
+  RemoteSegments* remote_index = nullptr;  // where its remote segments are published
   bool auto_create_topics = false;
   int32_t num_partitions = 1;
   // On a partition's owner thread, when data became readable or the partition is being

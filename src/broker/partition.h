@@ -41,8 +41,14 @@ struct Partition {
   std::unique_ptr<ReplicaState> replica;
   // Tiered storage (docs/design/0025): the offset after the last segment uploaded, -1 when
   // none (or the topic is not tiered); written by the uploader's thread, read by
-  // ListOffsets (-5, latest tiered).
+  // ListOffsets (-5, latest tiered) and local retention (nothing above it is deleted).
   std::atomic<int64_t> tiered_next{-1};
+  // The first offset tiered storage serves, -1 when none, kTieredUnknown while the uploader
+  // has not listed the partition's remote segments yet (after a start, or with S3 away):
+  // the log start clients see is the lower of it and the local log's. Written by the
+  // uploader's thread.
+  static constexpr int64_t kTieredUnknown = -2;
+  std::atomic<int64_t> tiered_start{-1};
 };
 
 // What consumers may read up to (decision 5 of the plan): the durable end under the

@@ -6,6 +6,7 @@
 //   RETURN_IF_ERROR(store.Upload("/data/t-0/00000000000000000000.log", "t-<id>/0/x.log"));
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,14 @@ class RemoteStore {
   virtual Result<std::string> Get(const std::string& key) const = 0;
   // The keys under `prefix` (relative to the store's prefix, as Upload names them).
   virtual Result<std::vector<std::string>> List(const std::string& prefix) const = 0;
+  // A local copy of the whole object (`size` bytes, 0: unknown), shared by concurrent
+  // callers and kept at `path` while `hold` lives (the lake's object cache, within its
+  // byte budget: ResourceExhausted naming s3.cache_bytes past it). For remote reads.
+  struct Copy {
+    std::string path;
+    std::shared_ptr<const void> hold;
+  };
+  virtual Result<Copy> Fetch(const std::string& key, uint64_t size) const = 0;
   // OK when it is not there.
   virtual Status Delete(const std::string& key) const = 0;
   // "s3://bucket/prefix", for messages.

@@ -46,6 +46,15 @@ std::string Token() {
   return fmt::format("{:016x}", rng());
 }
 
+// Files a manifest names, by their extension.
+void AddFile(RemoteSegment& r, const std::string& key) {
+  if (key.ends_with(".log")) r.log = key;
+  if (key.ends_with(".index")) r.index = key;
+  if (key.ends_with(".timeindex")) r.time_index = key;
+  if (key.ends_with(".txnindex")) r.txn_index = key;
+  r.files.push_back(key);
+}
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -64,19 +73,25 @@ TierUploader::TierUploader(TierUploaderOptions options) : options_(std::move(opt
 TierUploader::~TierUploader() { Stop(); }
 
 void TierUploader::Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
-                       std::atomic<int64_t>* published) {
+                       Published published, Retention retention) {
   std::unique_lock<std::mutex> lock(mu_);
   auto [it, added] = entries_.try_emplace(key);
   if (!added && it->second.log == log && it->second.topic_id == topic_id &&
-      it->second.published == published)
+      it->second.published == published) {
+    it->second.retention = retention;
     return;
+  }
   it->second.removed = true;  // the uploader stops after its current segment
   cv_.wait(lock, [&] { return !entries_[key].busy; });
   it = entries_.find(key);
+  if (options_.index != nullptr && !added) options_.index->Erase(it->second.topic_id, key.second);
   it->second = Entry{};
   it->second.topic_id = topic_id;
   it->second.log = log;
   it->second.published = published;
+  it->second.retention = retention;
+  // Not known until the manifests are listed: readers below the local start wait.
+  if (published.start != nullptr) published.start->store(kStartUnknown);
   cv_.notify_all();
 }
 
@@ -90,9 +105,13 @@ void TierUploader::Remove(const Key& key) {
     return again == entries_.end() || !again->second.busy;
   });
   auto gone = entries_.find(key);
-  if (gone != entries_.end() && gone->second.published != nullptr)
-    gone->second.published->store(-1);
-  entries_.erase(key);
+  if (gone != entries_.end()) {
+    const Published& p = gone->second.published;
+    if (p.next != nullptr) p.next->store(-1);
+    if (p.start != nullptr) p.start->store(-1);
+    if (options_.index != nullptr) options_.index->Erase(gone->second.topic_id, key.second);
+    entries_.erase(gone);
+  }
 }
 
 void TierUploader::DeleteRemote(const std::string& topic, const kafka::Uuid& topic_id,
@@ -207,9 +226,18 @@ Status TierUploader::Load(const Key& key, Entry& e) {
         !m.contains("files") || !m["files"].is_array()) {
       return CorruptionError("{}/{}: not a segment manifest", options_.store->Describe(), k);
     }
-    Remote r{range->first, range->second, m["size"].get<uint64_t>(), k, {}};
+    Remote r;
+    r.base = range->first;
+    r.next = range->second;
+    r.size = m["size"].get<uint64_t>();
+    r.manifest = k;
+    if (m.contains("max_timestamp") && m["max_timestamp"].is_number_integer())
+      r.max_timestamp = m["max_timestamp"].get<int64_t>();
     for (const Json& f : m["files"]) {
-      if (f.is_string()) r.files.push_back(prefix + f.get<std::string>());
+      if (f.is_string()) AddFile(r, prefix + f.get<std::string>());
+    }
+    if (r.log.empty()) {
+      return CorruptionError("{}/{}: the manifest names no .log", options_.store->Describe(), k);
     }
     s.uploaded_next = std::max(s.uploaded_next, range->second);
     s.remote_bytes += r.size;
@@ -236,6 +264,7 @@ Status TierUploader::Load(const Key& key, Entry& e) {
   e.stats = s;
   e.remote = std::move(remote);
   e.loaded = true;
+  PublishLocked(key, e);
   return Status::OK();
 }
 
@@ -256,7 +285,11 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
   }
   const std::string dir = e.log->dir();
   Json files = Json::array();
-  Remote r{base, next, size, "", {}};
+  Remote r;
+  r.base = base;
+  r.next = next;
+  r.size = size;
+  r.max_timestamp = max_timestamp;
   for (const char* ext : {".log", ".index", ".timeindex", ".txnindex"}) {
     const std::string path = dir + "/" + storage::log_internal::SegmentName(base, ext);
     std::error_code ec;
@@ -264,7 +297,7 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
     const std::string object = fmt::format("{}{:020d}-{}{}", prefix, base, token, ext);
     RETURN_IF_ERROR(options_.store->Upload(path, object).WithContext(path));
     files.push_back(object.substr(prefix.size()));
-    r.files.push_back(object);
+    AddFile(r, object);
   }
   Json manifest = {{"base_offset", base},    {"next_offset", next},
                    {"size", size},           {"max_timestamp", max_timestamp},
@@ -276,14 +309,38 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
   return r;
 }
 
-Status TierUploader::DeleteBelowStart(const Key& key, Entry& e) {
-  const int64_t start = e.log->start_offset();
+Status TierUploader::ApplyRetention(const Key& key, Entry& e) {
+  // Only what is gone locally too (local retention is never longer than the whole log's),
+  // so a segment is never remote-only while also local and deleted remotely; what
+  // DeleteRecords put below the log start goes whatever the retention.
+  const int64_t local_start = e.log->start_offset();
+  const int64_t records_start = e.log->records_start_offset();
+  const uint64_t local_bytes = e.log->size_bytes();
+  const int64_t now = NowMs();
   while (true) {
     Remote r;
+    std::string why;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (e.remote.empty() || e.remote.front().next > start || e.removed || stopping_) break;
+      if (e.remote.empty() || e.removed || stopping_) break;
       r = e.remote.front();
+      uint64_t whole = local_bytes;  // the remote segments below the local start, and the local log
+      for (const Remote& o : e.remote) {
+        if (o.next <= local_start) whole += o.size;
+      }
+      if (r.next <= records_start) {
+        why = fmt::format("below the log start {}", records_start);
+      } else if (r.next > local_start) {
+        break;
+      } else if (e.retention.bytes >= 0 &&
+                 whole - r.size >= static_cast<uint64_t>(e.retention.bytes)) {
+        why = fmt::format("retention.bytes {}", e.retention.bytes);
+      } else if (e.retention.ms >= 0 && r.max_timestamp >= 0 &&
+                 r.max_timestamp < now - e.retention.ms) {
+        why = fmt::format("retention.ms {}", e.retention.ms);
+      } else {
+        break;
+      }
     }
     // The manifest first: a segment without one is not remote, whatever files remain.
     RETURN_IF_ERROR(options_.store->Delete(r.manifest));
@@ -292,6 +349,7 @@ Status TierUploader::DeleteBelowStart(const Key& key, Entry& e) {
       e.remote.erase(e.remote.begin());
       e.stats.remote_bytes -= std::min(e.stats.remote_bytes, r.size);
       --e.stats.segments;
+      PublishLocked(key, e);
     }
     for (const std::string& f : r.files) {
       if (Status st = options_.store->Delete(f); !st.ok()) {
@@ -299,10 +357,25 @@ Status TierUploader::DeleteBelowStart(const Key& key, Entry& e) {
                    st.message());
       }
     }
-    SLUICE_LOG(kLog, kInfo, "{}: remote segment [{}, {}) deleted (log start {})", Name(key), r.base,
-               r.next, start);
+    SLUICE_LOG(kLog, kInfo, "{}: remote segment [{}, {}) deleted ({})", Name(key), r.base, r.next,
+               why);
   }
   return Status::OK();
+}
+
+void TierUploader::PublishLocked(const Key& key, Entry& e, bool changed) const {
+  int64_t start = -1;
+  if (!e.remote.empty()) start = std::max(e.remote.front().base, e.log->records_start_offset());
+  if (e.published.next != nullptr) e.published.next->store(e.stats.uploaded_next);
+  if (e.published.start != nullptr) e.published.start->store(start);
+  if (!changed && start == e.published_start) return;
+  e.published_start = start;
+  if (options_.index != nullptr) {
+    auto list = std::make_shared<RemoteSegmentList>();
+    list->segments = e.remote;
+    list->start = start;
+    options_.index->Publish(e.topic_id, key.second, std::move(list));
+  }
 }
 
 Status TierUploader::Pass(const Key& key, Entry& e) {
@@ -331,13 +404,14 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
     e.stats.uploaded_next = s.next_offset;
     e.stats.remote_bytes += s.size;
     ++e.stats.segments;
+    PublishLocked(key, e);
     MetricsRegistry::Global()
         .GetCounter("sluice_tiered_uploaded_bytes_total",
                     "Bytes of log segments uploaded to tiered storage.",
                     {{"topic", key.first}, {"partition", std::to_string(key.second)}})
         .Inc(s.size);
   }
-  if (Status st = DeleteBelowStart(key, e); !st.ok() && result.ok()) result = st;
+  if (Status st = ApplyRetention(key, e); !st.ok() && result.ok()) result = st;
   Stats published;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -347,7 +421,7 @@ Status TierUploader::Pass(const Key& key, Entry& e) {
     }
     e.stats.lag_bytes = lag;
     published = e.stats;
-    if (e.published != nullptr) e.published->store(e.stats.uploaded_next);
+    PublishLocked(key, e, false);
   }
   Publish(key, published);
   return result;

@@ -9,8 +9,11 @@
 // A partition registered again (a restart, a new leader) lists its manifests and goes on
 // after the highest next offset, so a crash or an outage mid-upload only leaves objects no
 // manifest names: a retry by the same process overwrites them (same token), and after a
-// restart those at or past the last manifest's next offset are deleted. Remote segments wholly
-// below the log's start offset (moved by retention or DeleteRecords) are deleted, manifest first.
+// restart those at or past the last manifest's next offset are deleted. The remote segments
+// are the log's oldest part: retention.ms and retention.bytes (the whole log's) delete them,
+// oldest first and manifest first, once they are also gone locally (local.retention.*, whose
+// deletions wait for the upload: LocalLogs::RunRetention), as do DeleteRecords past them.
+// Each change is published to the RemoteSegments index that remote reads use.
 // Failures back off (1 s doubling to 30 s) and are counted. Only a single broker's partitions are
 // registered so far (a cluster's replicated partitions need the leader's high watermark: not yet).
 //
@@ -32,6 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/remote_segments.h"
 #include "broker/remote_store.h"
 #include "kafka/protocol/wire.h"
 #include "storage/log.h"
@@ -41,6 +45,7 @@ namespace sluice::broker {
 struct TierUploaderOptions {
   const RemoteStore* store = nullptr;  // required; outlives the uploader
   int64_t interval_ms = 1000;          // how often every partition is looked at
+  RemoteSegments* index = nullptr;     // where the remote segments are published; optional
 };
 
 class TierUploader {
@@ -52,11 +57,25 @@ class TierUploader {
   TierUploader(const TierUploader&) = delete;
   TierUploader& operator=(const TierUploader&) = delete;
 
-  // Registers a partition's log (kept open by the caller until Remove). Again: no change.
-  // `published` (optional, kept valid until Remove) gets Stats::uploaded_next after each
-  // pass, for readers on other threads.
+  // For readers on other threads (optional; kept valid until Remove): the offset after the
+  // last uploaded segment, and the first offset remote storage serves (-1: none).
+  // `start` is kStartUnknown from registration until the manifests are listed.
+  static constexpr int64_t kStartUnknown = -2;
+  struct Published {
+    std::atomic<int64_t>* next = nullptr;
+    std::atomic<int64_t>* start = nullptr;
+    bool operator==(const Published&) const = default;
+  };
+  // The whole log's retention (retention.bytes, retention.ms: -1 keeps all), applied to the
+  // remote segments.
+  struct Retention {
+    int64_t bytes = -1;
+    int64_t ms = -1;
+  };
+  // Registers a partition's log (kept open by the caller until Remove). Again with the same
+  // log: only the retention changes.
   void Add(const Key& key, const kafka::Uuid& topic_id, storage::PartitionLog* log,
-           std::atomic<int64_t>* published = nullptr);
+           Published published, Retention retention);
   // Unregisters it, waiting for an upload of it in progress to end.
   void Remove(const Key& key);
   void Start();
@@ -79,18 +98,14 @@ class TierUploader {
                                      int32_t partition);
 
  private:
-  // A segment in the store, as its manifest says.
-  struct Remote {
-    int64_t base = 0, next = 0;
-    uint64_t size = 0;
-    std::string manifest;            // its key
-    std::vector<std::string> files;  // keys
-  };
+  using Remote = RemoteSegment;
   struct Entry {
     kafka::Uuid topic_id;
     storage::PartitionLog* log = nullptr;
-    std::atomic<int64_t>* published = nullptr;
-    bool loaded = false;  // the manifests were listed
+    Published published;
+    Retention retention;
+    bool loaded = false;           // the manifests were listed
+    int64_t published_start = -2;  // the start last published to the index
     Stats stats;
     std::vector<Remote> remote;  // by base offset (this thread's while busy)
     bool busy = false;           // an upload of it runs (unlocked)
@@ -108,9 +123,12 @@ class TierUploader {
                                int64_t next, uint64_t size, int64_t max_timestamp);
   // Deletes every object under `prefix`, manifests first.
   Status DeletePrefix(const std::string& prefix);
-  // Deletes the remote segments wholly below the log's start offset (retention or
-  // DeleteRecords moved it): the manifest first, then the files.
-  Status DeleteBelowStart(const Key& key, Entry& e);
+  // Deletes the remote segments the whole log's retention or DeleteRecords let go: the
+  // manifest first, then the files.
+  Status ApplyRetention(const Key& key, Entry& e);
+  // The atomics, and the remote segments to the index when `changed` or the start moved
+  // (mu_ held).
+  void PublishLocked(const Key& key, Entry& e, bool changed = true) const;
   void Publish(const Key& key, const Stats& s) const;
 
   const TierUploaderOptions options_;

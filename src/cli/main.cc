@@ -109,6 +109,9 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
   cmd->add_flag("--tls", o->tls,
                 "the own broker gets a SASL_SSL listener too; the phases run on PLAINTEXT, "
                 "then SASL_SSL (AES-128-GCM), each JSON line saying which");
+  cmd->add_flag("--tiered", o->tiered,
+                "a consumer reading a 2 GB old range of a tiered topic from S3 (phase "
+                "tiered_fetch), beside the S3 GET bandwidth; needs SLUICE_S3_BUCKET and AWS_*");
   cmd->add_flag("--transactions", o->transactions,
                 "produce_idempotent and produce_txn (a commit every --commit-interval-ms) "
                 "instead of --phases, then a read_committed read-back");

@@ -279,6 +279,8 @@ class PartitionLog {
   // The first readable offset: the first segment's base, or above it after
   // DeleteRecordsBefore.
   int64_t start_offset() const;
+  // The start DeleteRecordsBefore set (0 when never), whatever retention deleted since.
+  int64_t records_start_offset() const;
   int64_t end_offset() const;          // the next offset Append assigns
   int64_t written_end_offset() const;  // readable up to here
   int64_t durable_end_offset() const;  // covered by fdatasync up to here

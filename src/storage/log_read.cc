@@ -26,6 +26,10 @@ int64_t PartitionLog::start_offset() const {
   std::lock_guard lock(mu_);
   return StartLocked();
 }
+int64_t PartitionLog::records_start_offset() const {
+  std::lock_guard lock(mu_);
+  return log_start_;
+}
 int64_t PartitionLog::StartLocked() const {
   return std::max(segments_.front()->base_offset, log_start_);
 }

@@ -17,6 +17,7 @@
 #include "broker/connection.h"
 #include "broker/controller.h"
 #include "broker/group_coordinator.h"
+#include "broker/remote_reader.h"
 #include "broker/sasl.h"
 #include "broker/shards.h"
 #include "broker/txn_markers.h"
@@ -56,6 +57,8 @@ struct Context {
   // The transaction coordinator (thread-safe: posts to its own thread); null while none
   // runs: its requests answer COORDINATOR_NOT_AVAILABLE.
   TxnCoordinator* txns = nullptr;
+  // Reads of offsets only tiered storage holds (thread-safe); null without tiered storage.
+  RemoteReader* remote_reader = nullptr;
   // A graceful stop began: fetches stop waiting (Broker::Drain).
   std::atomic<bool> draining{false};
 };

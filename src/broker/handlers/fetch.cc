@@ -80,6 +80,32 @@ bool HasErrors(const kafka::FetchResponse& resp) {
 void AnswerFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait,
                  const kafka::FetchResponse& resp, std::vector<storage::FileSlice> files);
 
+// One FetchOnce's answer as the owners fill it in: the response's shape first, each
+// owner its partitions' entries and slices; the budget across partitions is applied on the
+// home shard once all answered (AssembleFetch).
+struct FetchState {
+  kafka::FetchResponse resp;
+  std::vector<kafka::FetchResponse::PartitionData*> outs;  // per target
+  std::vector<const kafka::FetchRequest::FetchPartition*> wants;
+  std::vector<std::optional<storage::FileSlice>> slices;
+  std::vector<char> holds_records;  // per target: its slice has a batch with records
+  std::vector<char> elsewhere;      // per target: a cluster's partition, maybe not open here
+  // Per target, with tiered storage: a read of offsets only remote storage holds, made
+  // by the RemoteReader once the owners answered (design 0025, decision 7).
+  std::vector<std::optional<RemoteReadAsk>> remote;
+  // Bytes each owner shard has read so far, against its share of the response's
+  // max_bytes (by its number of targets): past it, its partitions still to read answer
+  // their offsets only (as Kafka's read with no limit left), instead of reading slices
+  // the budget below would drop (a consumer of 1,000 partitions asks each fetch for all
+  // of them, and one response holds about 100). A share per shard, not one counter: the
+  // home shard reads inline, first, and would take it all while its partitions have data.
+  std::vector<int> shard_of;  // per target
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed;
+  std::vector<uint64_t> share;  // per shard
+};
+
+void AssembleFetch(FetchState& st, uint64_t max_bytes, const FetchDone& done);
+
 }  // namespace
 
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
@@ -89,26 +115,8 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
                std::shared_ptr<const kafka::FetchRequest> req, int16_t version,
                const std::shared_ptr<FetchWait>& wait, FetchDone done) {
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
-  // The response's shape first; the owners fill in their partitions' entries (each its
-  // own) and slices, and the budget across partitions is applied here once all answered.
-  struct State {
-    kafka::FetchResponse resp;
-    std::vector<kafka::FetchResponse::PartitionData*> outs;  // per target
-    std::vector<const kafka::FetchRequest::FetchPartition*> wants;
-    std::vector<std::optional<storage::FileSlice>> slices;
-    std::vector<char> holds_records;  // per target: its slice has a batch with records
-    std::vector<char> elsewhere;      // per target: a cluster's partition, maybe not open here
-    // Bytes each owner shard has read so far, against its share of the response's
-    // max_bytes (by its number of targets): past it, its partitions still to read answer
-    // their offsets only (as Kafka's read with no limit left), instead of reading slices
-    // the budget below would drop (a consumer of 1,000 partitions asks each fetch for all
-    // of them, and one response holds about 100). A share per shard, not one counter: the
-    // home shard reads inline, first, and would take it all while its partitions have data.
-    std::vector<int> shard_of;  // per target
-    std::unique_ptr<std::atomic<uint64_t>[]> claimed;
-    std::vector<uint64_t> share;  // per shard
-  };
-  auto st = std::make_shared<State>();
+
+  auto st = std::make_shared<FetchState>();
   st->resp.session_id = 0;
   std::vector<Target> targets;
   // A follower's fetch (docs/design/0018-cluster.md) is served by replica::ServeFetch,
@@ -168,6 +176,7 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
   SLUICE_ASSERT(k == targets.size());
   st->slices.resize(targets.size());
   st->holds_records.resize(targets.size(), 0);
+  if (ctx.remote_reader != nullptr) st->remote.resize(targets.size());
   for (const Target& target : targets) {
     st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
   }
@@ -246,7 +255,11 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
           return;
         }
         const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
-        const int64_t start = log.start_offset();
+        // A tiered partition's log starts in remote storage (design 0025, decision 6).
+        const int64_t local_start = log.start_offset();
+        const int64_t tiered_start = part->tiered_start.load(std::memory_order_acquire);
+        const int64_t start =
+            tiered_start >= 0 && tiered_start < local_start ? tiered_start : local_start;
         // Records below the log start are gone: the LSO is never below it.
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(start, hw));
         const bool read_committed = req->isolation_level == 1;
@@ -255,7 +268,7 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         out.last_stable_offset = lso;
         out.log_start_offset = start;
         out.aborted_transactions.emplace();
-        if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= start) {
+        if (fp.last_fetched_epoch >= 0 && fp.fetch_offset >= local_start) {
           // KIP-595 (v12+): the consumer's last fetched epoch must end at or past its
           // fetch offset here; otherwise the log diverged (recovery cut it) and it must
           // truncate. An epoch this log never had has no end: out of range, as Kafka
@@ -275,6 +288,12 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         // range (a new leader learns the high watermark after its consumers did): it
         // reads nothing yet, as in Kafka.
         const int64_t last_valid = part->replica != nullptr ? log.written_end_offset() : hw;
+        if (tiered_start == Partition::kTieredUnknown && fp.fetch_offset < local_start) {
+          // Tiered storage's part of the log is not known yet (S3 away since the start): a
+          // retriable error, not an out-of-range that would send consumers to the end.
+          out.error_code = ErrorCode::kKafkaStorageError;
+          return;
+        }
         if (fp.fetch_offset < start || fp.fetch_offset > last_valid) {
           out.error_code = ErrorCode::kOffsetOutOfRange;
           return;
@@ -287,6 +306,20 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         const uint64_t limit =
             std::min<uint64_t>(share > claimed ? share - claimed : 0,
                                fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+        if (fp.fetch_offset < local_start) {
+          // Only tiered storage holds it: read once every owner answered.
+          if (fp.fetch_offset < visible && (limit > 0 || claimed == 0) && !st->remote.empty()) {
+            shard_claimed.fetch_add(limit, std::memory_order_relaxed);
+            st->remote[i] = RemoteReadAsk{part->topic_id,
+                                          fp.partition,
+                                          fp.fetch_offset,
+                                          std::max<uint64_t>(limit, 1),
+                                          visible,
+                                          read_committed,
+                                          storage::EmptyBatches::kSkip};
+          }
+          return;
+        }
         if (fp.fetch_offset < visible && (limit > 0 || claimed == 0)) {
           Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1),
                                                       visible, storage::EmptyBatches::kSkip);
@@ -309,40 +342,71 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
           }
         }
       },
-      [st, max_bytes, done = std::move(done)] {
-        std::vector<storage::FileSlice> files;
-        uint64_t total = 0;
-        uint64_t record_bytes = 0;  // of slices with records: what min_bytes waits for
-        for (size_t i = 0; i < st->outs.size(); ++i) {
-          if (!st->slices[i].has_value()) continue;
-          const kafka::FetchRequest::FetchPartition& fp = *st->wants[i];
-          const uint64_t left = max_bytes > total ? max_bytes - total : 0;
-          const uint64_t limit = std::min<uint64_t>(
-              left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
-          storage::FileSlice& slice = *st->slices[i];
-          // Past the limits only for the first records of the response, as in Kafka.
-          if (record_bytes == 0 || slice.size <= limit) {
-            st->outs[i]->records =
-                kafka::RecordsRef::Splice(slice.size, static_cast<uint32_t>(files.size()));
-            total += slice.size;
-            if (st->holds_records[i]) record_bytes += slice.size;
-            files.push_back(std::move(slice));
-          }
+      [&ctx, &home, st, max_bytes, done = std::move(done)]() mutable {
+        std::vector<RemoteReadAsk> asks;
+        for (const auto& ask : st->remote) {
+          if (ask.has_value()) asks.push_back(*ask);
         }
-        // What fetches ask and answer: partitions named, bytes of records sent.
-        static Counter& partitions = MetricsRegistry::Global().GetCounter(
-            "sluice_kafka_fetch_partitions_total",
-            "Partitions named by Fetch requests (each look of a waiting fetch counts again)");
-        static Counter& bytes = MetricsRegistry::Global().GetCounter(
-            "sluice_kafka_fetch_bytes_total",
-            "Bytes of record batches in Fetch answers (each look of a waiting fetch counts again)");
-        partitions.Inc(st->outs.size());
-        bytes.Inc(total);
-        done(st->resp, files, record_bytes);
+        if (asks.empty()) return AssembleFetch(*st, max_bytes, done);
+        ctx.remote_reader->Read(
+            std::move(asks), [&ctx, &home, st, max_bytes,
+                              done = std::move(done)](std::vector<RemoteReadAnswer> answers) {
+              ctx.shards.PostGated(home.loop, [st, max_bytes, done = std::move(done),
+                                               answers = std::move(answers)]() mutable {
+                size_t a = 0;
+                for (size_t i = 0; i < st->remote.size(); ++i) {
+                  if (!st->remote[i].has_value()) continue;
+                  RemoteReadAnswer& answer = answers[a++];
+                  kafka::FetchResponse::PartitionData& out = *st->outs[i];
+                  out.error_code = answer.error;
+                  if (!answer.slice.has_value()) continue;
+                  st->slices[i] = std::move(answer.slice);
+                  st->holds_records[i] = answer.holds_records;
+                  for (const storage::AbortedTxn& t : answer.aborted) {
+                    out.aborted_transactions->push_back({t.producer_id, t.first_offset, {}});
+                  }
+                }
+                AssembleFetch(*st, max_bytes, done);
+              });
+            });
       });
 }
 
 namespace {
+
+// The response's budget across partitions, in request order, then `done` (on the home
+// shard, once every partition was read).
+void AssembleFetch(FetchState& st, uint64_t max_bytes, const FetchDone& done) {
+  std::vector<storage::FileSlice> files;
+  uint64_t total = 0;
+  uint64_t record_bytes = 0;  // of slices with records: what min_bytes waits for
+  for (size_t i = 0; i < st.outs.size(); ++i) {
+    if (!st.slices[i].has_value()) continue;
+    const kafka::FetchRequest::FetchPartition& fp = *st.wants[i];
+    const uint64_t left = max_bytes > total ? max_bytes - total : 0;
+    const uint64_t limit =
+        std::min<uint64_t>(left, fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
+    storage::FileSlice& slice = *st.slices[i];
+    // Past the limits only for the first records of the response, as in Kafka.
+    if (record_bytes == 0 || slice.size <= limit) {
+      st.outs[i]->records =
+          kafka::RecordsRef::Splice(slice.size, static_cast<uint32_t>(files.size()));
+      total += slice.size;
+      if (st.holds_records[i]) record_bytes += slice.size;
+      files.push_back(std::move(slice));
+    }
+  }
+  // What fetches ask and answer: partitions named, bytes of records sent.
+  static Counter& partitions = MetricsRegistry::Global().GetCounter(
+      "sluice_kafka_fetch_partitions_total",
+      "Partitions named by Fetch requests (each look of a waiting fetch counts again)");
+  static Counter& bytes = MetricsRegistry::Global().GetCounter(
+      "sluice_kafka_fetch_bytes_total",
+      "Bytes of record batches in Fetch answers (each look of a waiting fetch counts again)");
+  partitions.Inc(st.outs.size());
+  bytes.Inc(total);
+  done(st.resp, files, record_bytes);
+}
 
 // Registers a waiting fetch on its partitions and answers it if min_bytes are there (on
 // its connection's loop).

@@ -108,13 +108,24 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
           return;
         }
         const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
-        const int64_t lso =
-            std::max(part->producers.LastStableOffset(hw), std::min(log.start_offset(), hw));
+        // A tiered partition's log starts in remote storage (design 0025, decision 6).
+        const int64_t local_start = log.start_offset();
+        const int64_t tiered_start = part->tiered_start.load(std::memory_order_acquire);
+        const int64_t log_start =
+            tiered_start >= 0 && tiered_start < local_start ? tiered_start : local_start;
+        const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(log_start, hw));
         if (wp.timestamp == kLatest) {
           out.offset = read_committed ? lso : hw;
-        } else if (wp.timestamp == kEarliest || (wp.timestamp == kEarliestLocal && version >= 8)) {
+        } else if (wp.timestamp == kEarliest) {
+          // Not known while tiered storage's part is not listed yet: retriable.
+          if (tiered_start == Partition::kTieredUnknown) {
+            out.error_code = ErrorCode::kKafkaStorageError;
+          } else {
+            out.offset = log_start;
+          }
+        } else if (wp.timestamp == kEarliestLocal && version >= 8) {
           // Without tiered storage the earliest local offset is the log start.
-          out.offset = log.start_offset();
+          out.offset = local_start;
         } else if (wp.timestamp == kLatestTiered && version >= 9) {
           // The last offset in tiered storage; -1 when nothing is (or the topic is not
           // tiered), as Kafka answers.

@@ -2,7 +2,9 @@
 // AlterConfigs, IncrementalAlterConfigs, DeleteRecords, OffsetForLeaderEpoch, and leader
 // epochs across a recovery that cut the log.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "broker/server.h"
 #include "broker/tests/broker_test_util.h"
 #include "kafka/protocol/records.h"
+#include "storage/batch_header.h"
 #include "storage/testing/files.h"
 
 namespace sluice::broker {
@@ -403,6 +406,21 @@ class MemoryStore : public RemoteStore {
     objects_.erase(key);
     return Status::OK();
   }
+  // A copy in a file under the temporary directory, removed when its last holder lets go.
+  Result<Copy> Fetch(const std::string& key, uint64_t) const override {
+    ASSIGN_OR_RETURN(std::string bytes, Get(key));
+    fetches_.fetch_add(1);
+    const std::filesystem::path path =
+        std::filesystem::temp_directory_path() /
+        fmt::format("sluice-memory-store-{}-{}", ::getpid(), copies_.fetch_add(1));
+    std::ofstream(path, std::ios::binary) << bytes;
+    auto hold = std::shared_ptr<const void>(nullptr, [path](const void*) {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    });
+    return Copy{path.string(), hold};
+  }
+  int64_t fetches() const { return fetches_.load(); }
   std::string Describe() const override { return "memory"; }
   size_t Count(std::string_view suffix) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -414,7 +432,101 @@ class MemoryStore : public RemoteStore {
  private:
   mutable std::mutex mu_;
   mutable std::map<std::string, std::string> objects_;
+  mutable std::atomic<int64_t> copies_{0}, fetches_{0};
 };
+
+// (base offset, next offset) of every batch in a fetch's records.
+std::vector<std::pair<int64_t, int64_t>> BatchesOf(const kafka::FetchResponse::PartitionData& p) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  if (!p.records.inline_bytes.has_value()) return out;
+  const std::span<const uint8_t> b = *p.records.inline_bytes;
+  for (size_t at = 0; at + 27 <= b.size();) {
+    const int64_t base = static_cast<int64_t>(storage::LoadBE64(b.data() + at));
+    const int32_t length = static_cast<int32_t>(storage::LoadBE32(b.data() + at + 8));
+    const int32_t last_delta = static_cast<int32_t>(storage::LoadBE32(b.data() + at + 23));
+    out.emplace_back(base, base + last_delta + 1);
+    at += 12 + static_cast<size_t>(length);
+  }
+  return out;
+}
+
+// A tiered topic keeps only local.retention.bytes on disk once its segments are uploaded;
+// the offsets below the local start are fetched from the store, batch for batch as they
+// were produced; ListOffsets -2 answers the remote start, -4 the local one.
+TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
+  Stop();
+  auto store = std::make_shared<MemoryStore>();
+  options_.remote_store = store;
+  options_.topic_defaults.remote_storage_available = true;
+  options_.retention_check_interval_ms = 20;
+  Start();
+  Client c(port());
+  kafka::CreateTopicsRequest create;
+  create.topics.push_back({"t",
+                           1,
+                           -1,
+                           {},
+                           {{"segment.bytes", "1024", {}},
+                            {"remote.storage.enable", "true", {}},
+                            {"local.retention.bytes", "1", {}}},
+                           {}});
+  auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
+  ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
+  for (int i = 0; i < 20; ++i)
+    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  auto list_offsets = [&](int64_t timestamp) {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = timestamp;
+    req.topics.push_back({"t", {p}, {}});
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
+        .topics.at(0)
+        .partitions.at(0)
+        .offset;
+  };
+  // One batch per segment: 19 closed segments are uploaded, then deleted locally.
+  int64_t local_start = 0;
+  for (int i = 0; i < 1000 && local_start < 95; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    local_start = list_offsets(-4);
+  }
+  ASSERT_EQ(local_start, 95) << "the uploaded segments were not deleted locally";
+  EXPECT_EQ(list_offsets(-2), 0);
+  EXPECT_EQ(list_offsets(-5), 94);
+  EXPECT_EQ(list_offsets(-1), 100);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "t-0" / "00000000000000000000.log"));
+
+  // Every offset, from the store below 95 and the disk from there, in order.
+  int64_t next = 0;
+  while (next < 100) {
+    const kafka::FetchResponse::PartitionData p = Fetch(c, "t", next);
+    ASSERT_EQ(p.error_code, ErrorCode::kNone) << "at offset " << next;
+    EXPECT_EQ(p.log_start_offset, 0);
+    EXPECT_EQ(p.high_watermark, 100);
+    const auto batches = BatchesOf(p);
+    ASSERT_FALSE(batches.empty()) << "nothing at offset " << next;
+    for (const auto& [base, end] : batches) {
+      ASSERT_EQ(base, next);
+      next = end;
+    }
+  }
+  EXPECT_EQ(next, 100);
+  EXPECT_GE(store->fetches(), 19);
+  // An offset inside a remote batch answers the batch holding it.
+  const auto mid = BatchesOf(Fetch(c, "t", 47));
+  ASSERT_FALSE(mid.empty());
+  EXPECT_EQ(mid.front().first, 45);
+
+  // The store down (its objects gone): a storage error, not a wrong answer or a hang.
+  const Result<std::vector<std::string>> keys = store->List("");
+  ASSERT_TRUE(keys.ok());
+  for (const std::string& k : *keys) {
+    if (k.ends_with(".log")) ASSERT_TRUE(store->Delete(k).ok());
+  }
+  EXPECT_EQ(Fetch(c, "t", 10).error_code, ErrorCode::kKafkaStorageError);
+  EXPECT_EQ(Fetch(c, "t", 96).error_code, ErrorCode::kNone);  // local offsets still read
+}
 
 // A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)
 // answers the last offset uploaded, -1 before any and for an untiered topic; deleting the

@@ -1,0 +1,180 @@
+// Reads of offsets that only tiered storage holds. See remote_reader.h.
+#include "broker/remote_reader.h"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "base/logging.h"
+#include "base/metrics.h"
+#include "storage/env.h"
+#include "storage/segment_file.h"
+
+namespace sluice::broker {
+namespace {
+
+const Logger kLog("tiered");
+constexpr size_t kReadAheadMemory = 64;  // objects remembered as read ahead
+
+// A copy's file, open, keeping the copy in the cache while a slice of it is held.
+Result<std::shared_ptr<storage::File>> OpenCopy(const RemoteStore::Copy& copy) {
+  struct Held {
+    std::unique_ptr<storage::File> file;
+    std::shared_ptr<const void> hold;
+  };
+  auto held = std::make_shared<Held>();
+  ASSIGN_OR_RETURN(held->file, storage::Env::Posix()->Open(copy.path, storage::OpenMode::kRead));
+  held->hold = copy.hold;
+  storage::File* raw = held->file.get();
+  return std::shared_ptr<storage::File>(std::move(held), raw);
+}
+
+}  // namespace
+
+RemoteReader::RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads)
+    : store_(store), index_(index) {
+  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(); });
+}
+
+RemoteReader::~RemoteReader() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  for (std::thread& t : threads_) t.join();
+  // Reads left are answered with errors: their callers must not wait forever.
+  for (Job& job : jobs_) {
+    if (job.batch == nullptr) continue;
+    job.batch->answers[job.ask].error = kafka::ErrorCode::kKafkaStorageError;
+    if (--job.batch->left == 0) job.batch->done(std::move(job.batch->answers));
+  }
+}
+
+void RemoteReader::Read(std::vector<RemoteReadAsk> asks,
+                        std::function<void(std::vector<RemoteReadAnswer>)> done) {
+  if (asks.empty()) return done({});
+  auto batch = std::make_shared<Batch>();
+  batch->answers.resize(asks.size());
+  batch->left = asks.size();
+  batch->asks = std::move(asks);
+  batch->done = std::move(done);
+  std::lock_guard<std::mutex> lock(mu_);
+  // Reads go before read-aheads (which wait at the back).
+  auto first_ahead =
+      std::find_if(jobs_.begin(), jobs_.end(), [](const Job& j) { return j.batch == nullptr; });
+  std::vector<Job> jobs;
+  for (size_t i = 0; i < batch->asks.size(); ++i) jobs.push_back(Job{batch, i, "", 0});
+  jobs_.insert(first_ahead, jobs.begin(), jobs.end());
+  cv_.notify_all();
+}
+
+void RemoteReader::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    if (stopping_) return;
+    Job job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    if (job.batch == nullptr) {
+      // Downloaded into the cache and let go: the reader that follows finds it there.
+      Result<RemoteStore::Copy> copy = store_->Fetch(job.prefetch_key, job.prefetch_size);
+      if (!copy.ok()) {
+        SLUICE_LOG(kLog, kDebug, "reading ahead {}: {}", job.prefetch_key, copy.status().message());
+      }
+      lock.lock();
+      continue;
+    }
+    RemoteReadAnswer answer = ReadOne(job.batch->asks[job.ask]);
+    lock.lock();
+    job.batch->answers[job.ask] = std::move(answer);
+    if (--job.batch->left == 0) {
+      lock.unlock();
+      job.batch->done(std::move(job.batch->answers));
+      lock.lock();
+    }
+  }
+}
+
+RemoteReadAnswer RemoteReader::ReadOne(const RemoteReadAsk& ask) {
+  static Counter& reads = MetricsRegistry::Global().GetCounter(
+      "sluice_tiered_fetch_total", "Fetches of partitions answered from tiered storage.");
+  static Counter& failures = MetricsRegistry::Global().GetCounter(
+      "sluice_tiered_fetch_errors_total",
+      "Fetches of tiered storage that failed (answered KAFKA_STORAGE_ERROR).");
+  static Counter& bytes = MetricsRegistry::Global().GetCounter(
+      "sluice_tiered_fetch_bytes_total", "Bytes of record batches read from tiered storage.");
+  reads.Inc();
+  Result<RemoteReadAnswer> answer = Answer(ask);
+  if (answer.ok()) {
+    if (answer->slice.has_value()) bytes.Inc(answer->slice->size);
+    return *std::move(answer);
+  }
+  RemoteReadAnswer failed;
+  if (answer.status().code() == StatusCode::kOutOfRange) {
+    failed.error = kafka::ErrorCode::kOffsetOutOfRange;
+  } else {
+    failures.Inc();
+    failed.error = kafka::ErrorCode::kKafkaStorageError;
+    SLUICE_LOG(kLog, kWarn, "reading offset {} of partition {} from {}: {}", ask.offset,
+               ask.partition, store_->Describe(), answer.status().message());
+  }
+  return failed;
+}
+
+Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
+  std::shared_ptr<const RemoteSegmentList> list = index_->Get(ask.topic_id, ask.partition);
+  const RemoteSegment* seg = list != nullptr ? list->Covering(ask.offset) : nullptr;
+  if (seg == nullptr) {
+    return OutOfRangeError("offset {} is not in tiered storage", ask.offset);
+  }
+  RemoteReadAnswer out;
+  if (seg->base >= ask.limit) return out;
+  if (const RemoteSegment* next = list->After(seg)) ReadAhead(*next);
+  ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg->log, seg->size));
+  storage::SegmentFile file;
+  ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
+  file.size = seg->size;
+  file.base_offset = seg->base;
+  if (!seg->index.empty()) {
+    ASSIGN_OR_RETURN(RemoteStore::Copy index_copy, store_->Fetch(seg->index, 0));
+    ASSIGN_OR_RETURN(file.index, OpenCopy(index_copy));
+  }
+  ASSIGN_OR_RETURN(storage::ReadResult r,
+                   storage::ReadSegmentFile(file, std::max(ask.offset, seg->base), ask.max_bytes,
+                                            ask.limit, ask.empty));
+  if (r.slice.size == 0) return out;
+  if (ask.read_committed) {
+    // Kafka's collectAbortedTxns over the remote segments from this one on, until an
+    // entry's LSO shows no later one can overlap.
+    for (const RemoteSegment* s = seg; s != nullptr; s = list->After(s)) {
+      if (s->txn_index.empty()) continue;
+      ASSIGN_OR_RETURN(RemoteStore::Copy copy, store_->Fetch(s->txn_index, 0));
+      ASSIGN_OR_RETURN(std::shared_ptr<storage::File> f, OpenCopy(copy));
+      ASSIGN_OR_RETURN(uint64_t n, f->Size());
+      std::vector<uint8_t> bytes(n);
+      ASSIGN_OR_RETURN(size_t got, f->ReadAt(0, bytes));
+      bytes.resize(got);
+      storage::TxnIndexContents entries = storage::ParseTxnIndex(bytes);
+      if (storage::CollectAbortedTxns(entries.entries, ask.offset, r.next_offset, &out.aborted))
+        break;
+    }
+  }
+  out.holds_records = r.holds_records;
+  out.slice = std::move(r.slice);
+  return out;
+}
+
+void RemoteReader::ReadAhead(const RemoteSegment& seg) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ || std::find(read_ahead_.begin(), read_ahead_.end(), seg.log) != read_ahead_.end())
+    return;
+  read_ahead_.push_back(seg.log);
+  if (read_ahead_.size() > kReadAheadMemory) read_ahead_.pop_front();
+  jobs_.push_back(Job{nullptr, 0, seg.log, seg.size});
+  cv_.notify_one();
+}
+
+}  // namespace sluice::broker

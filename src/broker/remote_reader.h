@@ -1,0 +1,95 @@
+// Reads of offsets that only tiered storage holds (docs/design/0025-tiered-storage.md,
+// decision 7): a pool of threads that, for each ask, finds the remote segment holding the
+// offset (RemoteSegments), brings a whole copy of its .log and .index through the store's
+// cache (RemoteStore::Fetch: concurrent readers share one download, the cache's budget
+// applies) and answers a slice of that copy, which the connection sends as it sends a
+// local segment's. The next segment is fetched ahead, so a consumer reading an old range
+// waits for S3 once. Never on a shard's loop.
+//
+//   reader.Read({{id, 0, offset, 1 << 20, hw, false}}, [](std::vector<RemoteReadAnswer> a) {
+//     ... // on a reader thread: post to the connection's loop
+//   });
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "broker/remote_segments.h"
+#include "broker/remote_store.h"
+#include "kafka/protocol/api.h"
+#include "storage/log.h"
+#include "storage/txn_index.h"
+
+namespace sluice::broker {
+
+struct RemoteReadAsk {
+  kafka::Uuid topic_id;
+  int32_t partition = 0;
+  int64_t offset = 0;
+  uint64_t max_bytes = 0;     // whole batches up to this, at least one
+  int64_t limit = INT64_MAX;  // nothing at or past it (the high watermark or the LSO)
+  bool read_committed = false;
+  storage::EmptyBatches empty = storage::EmptyBatches::kSkip;
+};
+
+struct RemoteReadAnswer {
+  kafka::ErrorCode error = kafka::ErrorCode::kNone;
+  std::optional<storage::FileSlice> slice;  // none: nothing to read (or an error)
+  bool holds_records = false;
+  std::vector<storage::AbortedTxn> aborted;  // read_committed: overlapping the slice
+};
+
+class RemoteReader {
+ public:
+  // `store` and `index` outlive the reader.
+  RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads = 4);
+  ~RemoteReader();
+  RemoteReader(const RemoteReader&) = delete;
+  RemoteReader& operator=(const RemoteReader&) = delete;
+
+  // Answers every ask, in order, by calling `done` once on a reader thread (with errors
+  // when the reader stops first). The asks are read in parallel, each by a reader thread.
+  void Read(std::vector<RemoteReadAsk> asks,
+            std::function<void(std::vector<RemoteReadAnswer>)> done);
+  // One ask, on the calling thread (blocking).
+  RemoteReadAnswer ReadOne(const RemoteReadAsk& ask);
+
+ private:
+  // The asks of one Read and their answers; the thread answering the last calls `done`.
+  struct Batch {
+    std::vector<RemoteReadAsk> asks;
+    std::vector<RemoteReadAnswer> answers;
+    size_t left = 0;  // guarded by the reader's mu_
+    std::function<void(std::vector<RemoteReadAnswer>)> done;
+  };
+  struct Job {
+    std::shared_ptr<Batch> batch;  // null: a read-ahead
+    size_t ask = 0;
+    std::string prefetch_key;  // a read-ahead of this object
+    uint64_t prefetch_size = 0;
+  };
+  void Run();
+  Result<RemoteReadAnswer> Answer(const RemoteReadAsk& ask);
+  // Starts a download of `seg`'s .log and .index when none was started for it lately.
+  void ReadAhead(const RemoteSegment& seg);
+
+  const RemoteStore* const store_;
+  const RemoteSegments* const index_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;                // guarded by mu_
+  std::deque<std::string> read_ahead_;  // guarded by mu_: the last objects read ahead
+  bool stopping_ = false;               // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sluice::broker

@@ -1,0 +1,36 @@
+// Reads of a closed segment's files outside any PartitionLog: the local copy of a segment
+// in tiered storage (docs/design/0025-tiered-storage.md, decision 7), whose .log and
+// .index are whole and never change.
+//
+//   ASSIGN_OR_RETURN(ReadResult r, ReadSegmentFile({log, size, index, base}, offset, 1 << 20));
+//   // r.slice is whole batches of `log` from the one holding `offset`
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "base/status.h"
+#include "storage/env.h"
+#include "storage/log.h"
+
+namespace sluice::storage {
+
+struct SegmentFile {
+  std::shared_ptr<File> log;    // <base>.log
+  uint64_t size = 0;            // its bytes (batches past them are not read)
+  std::shared_ptr<File> index;  // <base>.index; null: none (the batches are walked)
+  int64_t base_offset = 0;
+};
+
+// Whole batches from the one holding `offset` (or, in a gap, the next one), at least one
+// and then as many as fit in max_bytes, none at or past `limit`. With EmptyBatches::kSkip
+// record-less batches before the first batch with records are passed over within the
+// segment (all of them record-less: the slice is that run, as PartitionLog::Read).
+// OutOfRange when `offset` is past the segment's batches; Corruption, naming the file and
+// byte, when a header or an index entry does not hold together.
+Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint64_t max_bytes,
+                                   int64_t limit = INT64_MAX,
+                                   EmptyBatches empty = EmptyBatches::kKeep);
+
+}  // namespace sluice::storage
