@@ -74,11 +74,11 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
                                              "storage:\n  retention_check_interval: 1s\n",
                                              root, work->path())));
   const std::string data_dir = work->path() + "/data";
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<BrokerProcess> broker,
-      BrokerProcess::Start(o.sluice_binary, data_dir, work->path() + "/broker",
-                           {"--http-addr", "127.0.0.1:0", "--pg-addr", "off",
-                            "--schema-registry-addr", "off", "--config", config_path}));
+  ASSIGN_OR_RETURN(std::unique_ptr<BrokerProcess> broker,
+                   BrokerProcess::Start(
+                       o.sluice_binary, data_dir, work->path() + "/broker",
+                       {"--kafka-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--pg-addr",
+                        "off", "--schema-registry-addr", "off", "--config", config_path}));
   auto with_broker = [&](Status st) {
     if (st.ok()) return st;
     Status dead = broker->CheckAlive();
@@ -88,6 +88,9 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
   s.topic = "sluice-bench-tiered";
   s.consume_min_seconds = 0;  // one pass: a second would read the cache
   s.producer["acks"] = "all";
+  // Each record to a random partition (not librdkafka's sticky batches of one partition),
+  // so that every partition gets its share of the range.
+  s.producer["sticky.partitioning.linger.ms"] = "0";
   // The range, and two segments per partition more: one stays local, the active one too.
   s.records = static_cast<int64_t>((range_bytes + 2 * segment_bytes * o.partitions) /
                                    static_cast<uint64_t>(o.record_size));
@@ -109,7 +112,8 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
   progress.Clear();
   if (!produced.ok()) return with_broker(produced.status());
 
-  // Uploaded and gone from the disk: at most the local segment and the active one left.
+  // Uploaded and gone from the disk: at most the local segment and the active one left;
+  // the range read is everything before them.
   progress.Show("tiered: waiting for the uploads and the local deletions ...");
   std::vector<int64_t> local_start(static_cast<size_t>(s.partitions), 0);
   const auto deadline = std::chrono::steady_clock::now() + 20min;
@@ -117,7 +121,7 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
     const std::string dir = fmt::format("{}/{}-{}", data_dir, s.topic, p);
     while (true) {
       std::vector<int64_t> bases = LocalSegments(dir);
-      if (bases.size() <= 2 && !bases.empty() && bases.front() > 0) {
+      if (bases.size() <= 2 && !bases.empty()) {
         local_start[static_cast<size_t>(p)] = bases.front();
         break;
       }

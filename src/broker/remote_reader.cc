@@ -55,6 +55,14 @@ RemoteReader::~RemoteReader() {
 void RemoteReader::Read(std::vector<RemoteReadAsk> asks,
                         std::function<void(std::vector<RemoteReadAnswer>)> done) {
   if (asks.empty()) return done({});
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      std::vector<RemoteReadAnswer> answers(asks.size());
+      for (RemoteReadAnswer& a : answers) a.error = kafka::ErrorCode::kKafkaStorageError;
+      return done(std::move(answers));
+    }
+  }
   auto batch = std::make_shared<Batch>();
   batch->answers.resize(asks.size());
   batch->left = asks.size();
@@ -128,11 +136,17 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   std::shared_ptr<const RemoteSegmentList> list = index_->Get(ask.topic_id, ask.partition);
   const RemoteSegment* seg = list != nullptr ? list->Covering(ask.offset) : nullptr;
   if (seg == nullptr) {
+    // Below the remote start: gone (retention). Otherwise the list is older than what the
+    // owner saw (an upload published meanwhile): asked again, it is there.
+    if (list != nullptr && list->start >= 0 && ask.offset >= list->start) {
+      return UnavailableError("offset {} is not in the published remote segments yet", ask.offset);
+    }
     return OutOfRangeError("offset {} is not in tiered storage", ask.offset);
   }
   RemoteReadAnswer out;
   if (seg->base >= ask.limit) return out;
-  if (const RemoteSegment* next = list->After(seg)) ReadAhead(*next);
+  if (const RemoteSegment* next = list->After(seg); next != nullptr && next->base < ask.local_start)
+    ReadAhead(*next);
   ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg->log, seg->size));
   storage::SegmentFile file;
   ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
@@ -149,7 +163,9 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   if (ask.read_committed) {
     // Kafka's collectAbortedTxns over the remote segments from this one on, until an
     // entry's LSO shows no later one can overlap.
-    for (const RemoteSegment* s = seg; s != nullptr; s = list->After(s)) {
+    bool complete = false;
+    for (const RemoteSegment* s = seg; s != nullptr && s->base < ask.local_start && !complete;
+         s = list->After(s)) {
       if (s->txn_index.empty()) continue;
       ASSIGN_OR_RETURN(RemoteStore::Copy copy, store_->Fetch(s->txn_index, 0));
       ASSIGN_OR_RETURN(std::shared_ptr<storage::File> f, OpenCopy(copy));
@@ -158,8 +174,13 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
       ASSIGN_OR_RETURN(size_t got, f->ReadAt(0, bytes));
       bytes.resize(got);
       storage::TxnIndexContents entries = storage::ParseTxnIndex(bytes);
-      if (storage::CollectAbortedTxns(entries.entries, ask.offset, r.next_offset, &out.aborted))
-        break;
+      complete =
+          storage::CollectAbortedTxns(entries.entries, ask.offset, r.next_offset, &out.aborted);
+    }
+    // Those whose abort marker is in the local log.
+    for (const storage::AbortedTxn& t : ask.local_aborted) {
+      if (!complete && t.first_offset < r.next_offset && t.last_offset >= ask.offset)
+        out.aborted.push_back(t);
     }
   }
   out.holds_records = r.holds_records;
@@ -174,6 +195,7 @@ void RemoteReader::ReadAhead(const RemoteSegment& seg) {
   read_ahead_.push_back(seg.log);
   if (read_ahead_.size() > kReadAheadMemory) read_ahead_.pop_front();
   jobs_.push_back(Job{nullptr, 0, seg.log, seg.size});
+  if (!seg.index.empty()) jobs_.push_back(Job{nullptr, 0, seg.index, 0});
   cv_.notify_one();
 }
 

@@ -39,6 +39,12 @@ struct RemoteReadAsk {
   int64_t limit = INT64_MAX;  // nothing at or past it (the high watermark or the LSO)
   bool read_committed = false;
   storage::EmptyBatches empty = storage::EmptyBatches::kSkip;
+  // The local log's start when asked: remote segments from there on are also local (not
+  // read ahead, their transactions in `local_aborted`).
+  int64_t local_start = INT64_MAX;
+  // read_committed: the aborted transactions of the local log that began below its start
+  // (PartitionLog::CollectAbortedTxns(local_start, local_start)), collected by the owner.
+  std::vector<storage::AbortedTxn> local_aborted;
 };
 
 struct RemoteReadAnswer {
@@ -82,6 +88,10 @@ class RemoteReader {
   // Starts a download of `seg`'s .log and .index when none was started for it lately.
   void ReadAhead(const RemoteSegment& seg);
 
+ public:
+  const RemoteSegments& segments() const { return *index_; }
+
+ private:
   const RemoteStore* const store_;
   const RemoteSegments* const index_;
   std::mutex mu_;

@@ -366,16 +366,17 @@ Status TierUploader::ApplyRetention(const Key& key, Entry& e) {
 void TierUploader::PublishLocked(const Key& key, Entry& e, bool changed) const {
   int64_t start = -1;
   if (!e.remote.empty()) start = std::max(e.remote.front().base, e.log->records_start_offset());
-  if (e.published.next != nullptr) e.published.next->store(e.stats.uploaded_next);
-  if (e.published.start != nullptr) e.published.start->store(start);
-  if (!changed && start == e.published_start) return;
-  e.published_start = start;
-  if (options_.index != nullptr) {
+  // The list before the atomics: a reader that sees a new upload's end (and the local
+  // deletion it allows) finds the segment in the list.
+  if ((changed || start != e.published_start) && options_.index != nullptr) {
     auto list = std::make_shared<RemoteSegmentList>();
     list->segments = e.remote;
     list->start = start;
     options_.index->Publish(e.topic_id, key.second, std::move(list));
   }
+  e.published_start = start;
+  if (e.published.next != nullptr) e.published.next->store(e.stats.uploaded_next);
+  if (e.published.start != nullptr) e.published.start->store(start);
 }
 
 Status TierUploader::Pass(const Key& key, Entry& e) {

@@ -223,7 +223,9 @@ class PartitionLog {
   // are OutOfRange from now on, and whole segments below it are deleted. The new start is
   // recorded durably in <dir>/log-start-offset before returning, so it survives a crash.
   // OutOfRange when `offset` is past written_end_offset(); an `offset` at or below the
-  // current start changes nothing. Returns the start offset after the call.
+  // last one recorded changes nothing (one below the first segment is recorded: a tiered
+  // log's older offsets are remote, records_start_offset()). Returns the start offset
+  // after the call.
   Result<int64_t> DeleteRecordsBefore(int64_t offset);
 
   // The limits a topic's config can change while its log is open (segment.bytes,

@@ -651,7 +651,8 @@ Result<int64_t> PartitionLog::DeleteRecordsBefore(int64_t offset) {
     if (offset > written_end_) {
       return OutOfRangeError("offset {} is past the log's end {}", offset, written_end_);
     }
-    if (offset <= StartLocked()) return StartLocked();
+    // Recorded also below the first segment (a tiered log's start is in remote storage).
+    if (offset <= log_start_) return StartLocked();
   }
   // Recorded before anything is deleted: after a crash the start is at least this.
   Env* env = options_.env;

@@ -269,6 +269,16 @@ kafka::DeleteRecordsResponse DeleteRecords(Context& ctx, const kafka::DeleteReco
                              : ErrorCode::kKafkaStorageError;
       } else {
         out.low_watermark = *start;
+        // A tiered topic's start below the local log (design 0025): the remote segments
+        // below it go (the uploader), and reads below it are out of range from now on.
+        const TopicInfo* info = ctx.controller.FindTopic(t.name);
+        if (target < *start && ctx.remote_reader != nullptr && info != nullptr &&
+            info->config.remote_storage_enable) {
+          std::shared_ptr<const RemoteSegmentList> remote =
+              ctx.remote_reader->segments().Get(info->id, p.partition_index);
+          if (remote != nullptr && remote->start >= 0 && remote->start < *start)
+            out.low_watermark = std::max(target, remote->start);
+        }
       }
       tout.partitions.push_back(out);
     }

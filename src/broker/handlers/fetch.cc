@@ -31,6 +31,9 @@
 namespace sluice::broker::handlers {
 namespace {
 
+// Partitions of one fetch read from tiered storage at once (design 0025, decision 7).
+constexpr int kMaxRemoteAsks = 4;
+
 using kafka::ApiKey;
 using kafka::ErrorCode;
 
@@ -93,6 +96,7 @@ struct FetchState {
   // Per target, with tiered storage: a read of offsets only remote storage holds, made
   // by the RemoteReader once the owners answered (design 0025, decision 7).
   std::vector<std::optional<RemoteReadAsk>> remote;
+  std::atomic<int> remote_asks{0};
   // Bytes each owner shard has read so far, against its share of the response's
   // max_bytes (by its number of targets): past it, its partitions still to read answer
   // their offsets only (as Kafka's read with no limit left), instead of reading slices
@@ -107,6 +111,18 @@ struct FetchState {
 void AssembleFetch(FetchState& st, uint64_t max_bytes, const FetchDone& done);
 
 }  // namespace
+
+LogStart LogStartOf(const Partition& part) {
+  const int64_t local = part.log->start_offset();
+  LogStart s{local, local, false};
+  const int64_t tiered = part.tiered_start.load(std::memory_order_acquire);
+  if (tiered == Partition::kTieredUnknown) {
+    s.unknown = local > part.log->records_start_offset();
+  } else if (tiered >= 0 && tiered < local) {
+    s.start = std::max(tiered, part.log->records_start_offset());
+  }
+  return s;
+}
 
 // Reads every partition of `req` on its owner (registering `wait` there first when set),
 // then calls done(response, files, record bytes) on `home`'s loop. On `home`'s thread;
@@ -256,10 +272,9 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         }
         const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
         // A tiered partition's log starts in remote storage (design 0025, decision 6).
-        const int64_t local_start = log.start_offset();
-        const int64_t tiered_start = part->tiered_start.load(std::memory_order_acquire);
-        const int64_t start =
-            tiered_start >= 0 && tiered_start < local_start ? tiered_start : local_start;
+        const LogStart log_start = LogStartOf(*part);
+        const int64_t local_start = log_start.local;
+        const int64_t start = log_start.start;
         // Records below the log start are gone: the LSO is never below it.
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(start, hw));
         const bool read_committed = req->isolation_level == 1;
@@ -288,7 +303,7 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         // range (a new leader learns the high watermark after its consumers did): it
         // reads nothing yet, as in Kafka.
         const int64_t last_valid = part->replica != nullptr ? log.written_end_offset() : hw;
-        if (tiered_start == Partition::kTieredUnknown && fp.fetch_offset < local_start) {
+        if (log_start.unknown && fp.fetch_offset >= 0 && fp.fetch_offset < local_start) {
           // Tiered storage's part of the log is not known yet (S3 away since the start): a
           // retriable error, not an out-of-range that would send consumers to the end.
           out.error_code = ErrorCode::kKafkaStorageError;
@@ -306,23 +321,49 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         const uint64_t limit =
             std::min<uint64_t>(share > claimed ? share - claimed : 0,
                                fp.partition_max_bytes > 0 ? uint64_t(fp.partition_max_bytes) : 0);
-        if (fp.fetch_offset < local_start) {
-          // Only tiered storage holds it: read once every owner answered.
-          if (fp.fetch_offset < visible && (limit > 0 || claimed == 0) && !st->remote.empty()) {
-            shard_claimed.fetch_add(limit, std::memory_order_relaxed);
-            st->remote[i] = RemoteReadAsk{part->topic_id,
-                                          fp.partition,
-                                          fp.fetch_offset,
-                                          std::max<uint64_t>(limit, 1),
-                                          visible,
-                                          read_committed,
-                                          storage::EmptyBatches::kSkip};
+        // Only tiered storage holds it: read by the RemoteReader once every owner answered,
+        // at most kMaxRemoteAsks partitions per fetch (each may download a whole segment;
+        // the others answer nothing this time, as partitions past the byte budget do).
+        auto ask_remote = [&] {
+          if (st->remote.empty() ||
+              st->remote_asks.fetch_add(1, std::memory_order_relaxed) >= kMaxRemoteAsks)
+            return;
+          shard_claimed.fetch_add(limit, std::memory_order_relaxed);
+          RemoteReadAsk ask{part->topic_id,
+                            fp.partition,
+                            fp.fetch_offset,
+                            std::max<uint64_t>(limit, 1),
+                            visible,
+                            read_committed,
+                            storage::EmptyBatches::kSkip,
+                            local_start,
+                            {}};
+          if (read_committed) {
+            // Transactions begun below the local start whose abort marker is local.
+            Result<std::vector<storage::AbortedTxn>> local =
+                log.CollectAbortedTxns(local_start, local_start);
+            if (!local.ok()) {
+              out.error_code = ErrorCode::kKafkaStorageError;
+              return;
+            }
+            ask.local_aborted = *std::move(local);
           }
+          st->remote[i] = std::move(ask);
+        };
+        const bool wanted = fp.fetch_offset < visible && (limit > 0 || claimed == 0);
+        if (fp.fetch_offset < local_start) {
+          if (wanted) ask_remote();
           return;
         }
-        if (fp.fetch_offset < visible && (limit > 0 || claimed == 0)) {
+        if (wanted) {
           Result<storage::ReadResult> read = log.Read(fp.fetch_offset, std::max<uint64_t>(limit, 1),
                                                       visible, storage::EmptyBatches::kSkip);
+          if (!read.ok() && read.status().code() == StatusCode::kOutOfRange &&
+              start < local_start && fp.fetch_offset < log.start_offset()) {
+            // Local retention deleted it since (it was uploaded): remote now.
+            ask_remote();
+            return;
+          }
           Result<std::vector<storage::AbortedTxn>> aborted = std::vector<storage::AbortedTxn>();
           if (read.ok() && read->slice.size > 0 && read_committed) {
             aborted = log.CollectAbortedTxns(fp.fetch_offset, read->next_offset);
@@ -349,8 +390,8 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
         }
         if (asks.empty()) return AssembleFetch(*st, max_bytes, done);
         ctx.remote_reader->Read(
-            std::move(asks), [&ctx, &home, st, max_bytes,
-                              done = std::move(done)](std::vector<RemoteReadAnswer> answers) {
+            std::move(asks), [&ctx, &home, st, max_bytes, done = std::move(done)](
+                                 std::vector<RemoteReadAnswer> answers) mutable {
               ctx.shards.PostGated(home.loop, [st, max_bytes, done = std::move(done),
                                                answers = std::move(answers)]() mutable {
                 size_t a = 0;

@@ -109,16 +109,15 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
         }
         const int64_t hw = HighWatermark(ctx.options.flush_policy, *part);
         // A tiered partition's log starts in remote storage (design 0025, decision 6).
-        const int64_t local_start = log.start_offset();
-        const int64_t tiered_start = part->tiered_start.load(std::memory_order_acquire);
-        const int64_t log_start =
-            tiered_start >= 0 && tiered_start < local_start ? tiered_start : local_start;
+        const LogStart starts = LogStartOf(*part);
+        const int64_t local_start = starts.local;
+        const int64_t log_start = starts.start;
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(log_start, hw));
         if (wp.timestamp == kLatest) {
           out.offset = read_committed ? lso : hw;
         } else if (wp.timestamp == kEarliest) {
           // Not known while tiered storage's part is not listed yet: retriable.
-          if (tiered_start == Partition::kTieredUnknown) {
+          if (starts.unknown) {
             out.error_code = ErrorCode::kKafkaStorageError;
           } else {
             out.offset = log_start;

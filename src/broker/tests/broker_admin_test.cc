@@ -468,7 +468,9 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
                            {},
                            {{"segment.bytes", "1024", {}},
                             {"remote.storage.enable", "true", {}},
-                            {"local.retention.bytes", "1", {}}},
+                            {"local.retention.bytes", "1", {}},
+                            // The test's batches are dated 1970: kept whatever their age.
+                            {"retention.ms", "-1", {}}},
                            {}});
   auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
   ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
@@ -518,13 +520,28 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   ASSERT_FALSE(mid.empty());
   EXPECT_EQ(mid.front().first, 45);
 
+  // DeleteRecords below the local start: the earliest offset moves at once, the offsets
+  // below it are out of range, and the remote segments wholly below it are deleted.
+  kafka::DeleteRecordsRequest del;
+  del.topics.push_back({"t", {{0, 50, {}}}, {}});
+  del.timeout_ms = 5000;
+  auto deleted = c.Call<kafka::DeleteRecordsResponse>(ApiKey::kDeleteRecords, 2, del);
+  EXPECT_EQ(deleted.topics.at(0).partitions.at(0).error_code, ErrorCode::kNone);
+  EXPECT_EQ(deleted.topics.at(0).partitions.at(0).low_watermark, 50);
+  EXPECT_EQ(list_offsets(-2), 50);
+  EXPECT_EQ(Fetch(c, "t", 47).error_code, ErrorCode::kOffsetOutOfRange);
+  EXPECT_EQ(BatchesOf(Fetch(c, "t", 50)).front().first, 50);
+  for (int i = 0; i < 1000 && store->Count(".manifest.json") > 9; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(store->Count(".manifest.json"), 9u);  // [50, 95) of the 19
+
   // The store down (its objects gone): a storage error, not a wrong answer or a hang.
   const Result<std::vector<std::string>> keys = store->List("");
   ASSERT_TRUE(keys.ok());
   for (const std::string& k : *keys) {
     if (k.ends_with(".log")) ASSERT_TRUE(store->Delete(k).ok());
   }
-  EXPECT_EQ(Fetch(c, "t", 10).error_code, ErrorCode::kKafkaStorageError);
+  EXPECT_EQ(Fetch(c, "t", 60).error_code, ErrorCode::kKafkaStorageError);
   EXPECT_EQ(Fetch(c, "t", 96).error_code, ErrorCode::kNone);  // local offsets still read
 }
 
