@@ -29,9 +29,9 @@ struct KafkaBenchOptions {
   // gets "-p<N>" appended when there are several), each JSON line saying which; the later
   // counts' lines compare with the first's (vs_first_partitions).
   std::vector<int> partitions_list = {16};
-  int partitions = 16;    // the count running now (set from partitions_list)
-  int64_t records = 0;    // produce phase; 0: 5,000,000 (100,000 with quick)
-  int record_size = 256;  // value bytes; keys are null
+  int partitions = 16;  // the count running now (set from partitions_list)
+  int64_t records = 0;  // produce phase; 0: 5,000,000 (100,000 with quick)
+  int record_size = 0;  // value bytes, keys null; 0: 256 (4096 with --tiered)
   // --acks A...: the produce and latency phases run with each in turn ("1" before "all",
   // so acks=all's lines compare with acks=1's: vs_acks_1); the consume phase once per
   // topic, after the first produce.

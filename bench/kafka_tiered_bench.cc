@@ -91,8 +91,9 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
   // Each record to a random partition (not librdkafka's sticky batches of one partition),
   // so that every partition gets its share of the range.
   s.producer["sticky.partitioning.linger.ms"] = "0";
-  // The range, and two segments per partition more: one stays local, the active one too.
-  s.records = static_cast<int64_t>((range_bytes + 2 * segment_bytes * o.partitions) /
+  // The range, and a segment and a half per partition more: what stays local (a segment and
+  // the active one's part).
+  s.records = static_cast<int64_t>((range_bytes + 3 * segment_bytes * o.partitions / 2) /
                                    static_cast<uint64_t>(o.record_size));
   const ServerPids servers{{broker->pid()}, -1};
   MachineInfo machine = GetMachineInfo();

@@ -32,9 +32,11 @@ Result<std::shared_ptr<storage::File>> OpenCopy(const RemoteStore::Copy& copy) {
 
 }  // namespace
 
-RemoteReader::RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads)
+RemoteReader::RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads,
+                           int ahead_threads)
     : store_(store), index_(index) {
-  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(); });
+  for (int i = 0; i < std::max(threads, 1); ++i) threads_.emplace_back([this] { Run(false); });
+  for (int i = 0; i < std::max(ahead_threads, 1); ++i) threads_.emplace_back([this] { Run(true); });
 }
 
 RemoteReader::~RemoteReader() {
@@ -69,22 +71,18 @@ void RemoteReader::Read(std::vector<RemoteReadAsk> asks,
   batch->asks = std::move(asks);
   batch->done = std::move(done);
   std::lock_guard<std::mutex> lock(mu_);
-  // Reads go before read-aheads (which wait at the back).
-  auto first_ahead =
-      std::find_if(jobs_.begin(), jobs_.end(), [](const Job& j) { return j.batch == nullptr; });
-  std::vector<Job> jobs;
-  for (size_t i = 0; i < batch->asks.size(); ++i) jobs.push_back(Job{batch, i, "", 0});
-  jobs_.insert(first_ahead, jobs.begin(), jobs.end());
+  for (size_t i = 0; i < batch->asks.size(); ++i) jobs_.push_back(Job{batch, i, "", 0});
   cv_.notify_all();
 }
 
-void RemoteReader::Run() {
+void RemoteReader::Run(bool ahead) {
+  std::deque<Job>& queue = ahead ? ahead_ : jobs_;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+    cv_.wait(lock, [&] { return stopping_ || !queue.empty(); });
     if (stopping_) return;
-    Job job = std::move(jobs_.front());
-    jobs_.pop_front();
+    Job job = std::move(queue.front());
+    queue.pop_front();
     lock.unlock();
     if (job.batch == nullptr) {
       // Downloaded into the cache and let go: the reader that follows finds it there.
@@ -145,8 +143,12 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   }
   RemoteReadAnswer out;
   if (seg->base >= ask.limit) return out;
-  if (const RemoteSegment* next = list->After(seg); next != nullptr && next->base < ask.local_start)
+  // Two segments ahead: one downloads while the reader crosses the next.
+  const RemoteSegment* next = list->After(seg);
+  for (int i = 0; i < 2 && next != nullptr && next->base < ask.local_start; ++i) {
     ReadAhead(*next);
+    next = list->After(next);
+  }
   ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg->log, seg->size));
   storage::SegmentFile file;
   ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
@@ -194,9 +196,9 @@ void RemoteReader::ReadAhead(const RemoteSegment& seg) {
     return;
   read_ahead_.push_back(seg.log);
   if (read_ahead_.size() > kReadAheadMemory) read_ahead_.pop_front();
-  jobs_.push_back(Job{nullptr, 0, seg.log, seg.size});
-  if (!seg.index.empty()) jobs_.push_back(Job{nullptr, 0, seg.index, 0});
-  cv_.notify_one();
+  ahead_.push_back(Job{nullptr, 0, seg.log, seg.size});
+  if (!seg.index.empty()) ahead_.push_back(Job{nullptr, 0, seg.index, 0});
+  cv_.notify_all();
 }
 
 }  // namespace sluice::broker

@@ -57,7 +57,10 @@ struct RemoteReadAnswer {
 class RemoteReader {
  public:
   // `store` and `index` outlive the reader.
-  RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads = 4);
+  // `threads` answer reads; `ahead_threads` of their own download ahead, so a read never
+  // waits behind a read-ahead.
+  RemoteReader(const RemoteStore* store, const RemoteSegments* index, int threads = 4,
+               int ahead_threads = 2);
   ~RemoteReader();
   RemoteReader(const RemoteReader&) = delete;
   RemoteReader& operator=(const RemoteReader&) = delete;
@@ -83,7 +86,7 @@ class RemoteReader {
     std::string prefetch_key;  // a read-ahead of this object
     uint64_t prefetch_size = 0;
   };
-  void Run();
+  void Run(bool ahead);
   Result<RemoteReadAnswer> Answer(const RemoteReadAsk& ask);
   // Starts a download of `seg`'s .log and .index when none was started for it lately.
   void ReadAhead(const RemoteSegment& seg);
@@ -96,7 +99,8 @@ class RemoteReader {
   const RemoteSegments* const index_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> jobs_;                // guarded by mu_
+  std::deque<Job> jobs_;                // guarded by mu_: reads
+  std::deque<Job> ahead_;               // guarded by mu_: read-aheads
   std::deque<std::string> read_ahead_;  // guarded by mu_: the last objects read ahead
   bool stopping_ = false;               // guarded by mu_
   std::vector<std::thread> threads_;

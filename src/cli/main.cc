@@ -93,7 +93,8 @@ void AddKafkaBenchOptions(CLI::App* cmd, sluice::bench::KafkaBenchOptions* o) {
       ->delimiter(',');
   cmd->add_option("--records", o->records,
                   "records in the produce phase (default 5000000; 100000 with --quick)");
-  cmd->add_option("--record-size", o->record_size, "value bytes per record")->capture_default_str();
+  cmd->add_option("--record-size", o->record_size,
+                  "value bytes per record (default 256; 4096 with --tiered)");
   cmd->add_option("--acks", o->acks_list,
                   "producer acks, one or more of 0, 1, all: produce and latency with each in "
                   "turn (default 1 all)")
