@@ -91,6 +91,11 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
   // Each record to a random partition (not librdkafka's sticky batches of one partition),
   // so that every partition gets its share of the range.
   s.producer["sticky.partitioning.linger.ms"] = "0";
+  // librdkafka's default per-partition fetch size (the other phases take 512 KiB): the
+  // producer's batches reach its batch.size of 1 MB with 4 KiB records, and a batch larger
+  // than a partition's limit is sent only first in a response (Kafka's rule), so at 512 KiB
+  // every response would carry one partition.
+  s.consumer["fetch.message.max.bytes"] = "1048576";
   // The range, and a segment and a half per partition more: what stays local (a segment and
   // the active one's part).
   s.records = static_cast<int64_t>((range_bytes + 3 * segment_bytes * o.partitions / 2) /
