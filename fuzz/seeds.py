@@ -78,6 +78,9 @@ def segment_seeds(out):
         "recover_txnindex_ok": b"\x05" + txn_entry(7, 0, 5, 6) + txn_entry(8, 3, 20, 21),
         "recover_txnindex_past_end": b"\x05" + txn_entry(7, 0, 5, 6) + txn_entry(9, 10, 99, 100),
         "recover_txnindex_out_of_order": b"\x05" + txn_entry(7, 0, 20, 21) + txn_entry(8, 0, 5, 6),
+        "remote_segment_ok": b"\x06" + log,
+        "remote_segment_torn": b"\x06" + log[:-17],
+        "remote_segment_garbage_tail": b"\x06" + log + b"\xff" * 70,
     }
     write_all(d, seeds)
 

@@ -8,6 +8,8 @@
 //   4: data is a .txnindex's bytes and a control record's bytes (ParseTxnIndex,
 //      ParseControlType, CollectAbortedTxns)
 //   5: a valid last segment whose .txnindex file is data: open (recover), collect
+//   6: data is a tiered segment's copy from S3 (.log, no index): ReadSegmentFile from
+//      every offset, ForEachSegmentFileBatch (what a remote Fetch and ListOffsets read)
 #include <unistd.h>
 
 #include <cstdint>
@@ -19,6 +21,7 @@
 #include "base/logging.h"
 #include "storage/batch_header.h"
 #include "storage/log.h"
+#include "storage/segment_file.h"
 #include "storage/testing/batch_builder.h"
 #include "storage/txn_index.h"
 
@@ -63,7 +66,7 @@ std::vector<uint8_t> ValidLog() {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  uint8_t mode = data[0] % 6;
+  uint8_t mode = data[0] % 7;
   ++data;
   --size;
   if (mode == 0) {
@@ -86,6 +89,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (mkdtemp(tmpl) == nullptr) std::abort();
   std::string dir = tmpl;
   const std::string seg0 = dir + "/00000000000000000000";
+  if (mode == 6) {
+    WriteFile(seg0 + ".log", data, size);
+    SegmentFile seg;
+    if (auto f = Env::Posix()->Open(seg0 + ".log", OpenMode::kRead); f.ok()) {
+      seg.log = std::shared_ptr<File>(std::move(*f));
+      seg.size = size;
+      std::vector<uint8_t> bytes;
+      for (int64_t offset = 0; offset < 100; offset += 7) {
+        auto r = ReadSegmentFile(seg, offset, 1 << 16, INT64_MAX, EmptyBatches::kSkip);
+        if (r.ok()) (void)PartitionLog::ReadSlice(r->slice, &bytes);
+      }
+      (void)ForEachSegmentFileBatch(
+          seg, 0, [&](const BatchHeader& h, uint64_t pos) { return pos + h.total_size() <= size; });
+    }
+    std::filesystem::remove_all(dir);
+    return 0;
+  }
   if (mode == 1) {
     WriteFile(seg0 + ".log", data, size);
   } else if (mode == 2) {

@@ -126,9 +126,9 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, Owne
   return cache;
 }
 
-int32_t LeaderEpochCache::EpochAt(int64_t offset) const {
-  int32_t epoch = entries_.empty() ? 0 : entries_.front().epoch;
-  for (const Entry& e : entries_) {
+int32_t LeaderEpochCache::EpochAt(const std::vector<Entry>& entries, int64_t offset) {
+  int32_t epoch = entries.empty() ? 0 : entries.front().epoch;
+  for (const Entry& e : entries) {
     if (e.start_offset > offset) break;
     epoch = e.epoch;
   }

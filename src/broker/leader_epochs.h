@@ -77,7 +77,9 @@ class LeaderEpochCache {
 
   int32_t latest_epoch() const { return entries_.empty() ? 0 : entries_.back().epoch; }
   // The epoch that was current when `offset` was written (the latest at or below it).
-  int32_t EpochAt(int64_t offset) const;
+  int32_t EpochAt(int64_t offset) const { return EpochAt(entries_, offset); }
+  // The same over a copy of the entries (taken off the partition's owner).
+  static int32_t EpochAt(const std::vector<Entry>& entries, int64_t offset);
   // Kafka's LeaderEpochFileCache.endOffsetFor: for the latest epoch, (it, log_end); for an
   // older one, (the largest epoch <= it, the start offset of the next larger epoch); for
   // one below every entry, (it, the first entry's start); (-1, -1) past the latest.

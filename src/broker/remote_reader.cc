@@ -8,8 +8,8 @@
 
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "broker/record_lookup.h"
 #include "storage/env.h"
-#include "storage/segment_file.h"
 
 namespace sluice::broker {
 namespace {
@@ -46,33 +46,54 @@ RemoteReader::~RemoteReader() {
     cv_.notify_all();
   }
   for (std::thread& t : threads_) t.join();
-  // Reads left are answered with errors: their callers must not wait forever.
+  // Asks left are answered with errors: their callers must not wait forever.
   for (Job& job : jobs_) {
     if (job.batch == nullptr) continue;
-    job.batch->answers[job.ask].error = kafka::ErrorCode::kKafkaStorageError;
-    if (--job.batch->left == 0) job.batch->done(std::move(job.batch->answers));
+    job.batch->fail(job.ask);
+    if (--job.batch->left == 0) job.batch->done();
   }
+}
+
+template <typename AskT, typename AnswerT>
+void RemoteReader::Submit(std::vector<AskT> asks, AnswerT (RemoteReader::*answer)(const AskT&),
+                          std::function<void(std::vector<AnswerT>)> done) {
+  if (asks.empty()) return done({});
+  struct State {
+    std::vector<AskT> asks;
+    std::vector<AnswerT> answers;
+  };
+  auto state = std::make_shared<State>();
+  state->answers.resize(asks.size());
+  state->asks = std::move(asks);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      for (AnswerT& a : state->answers) a.error = kafka::ErrorCode::kKafkaStorageError;
+      return done(std::move(state->answers));
+    }
+  }
+  auto batch = std::make_shared<Batch>();
+  batch->answer = [this, state, answer](size_t i) {
+    state->answers[i] = (this->*answer)(state->asks[i]);
+  };
+  batch->fail = [state](size_t i) {
+    state->answers[i].error = kafka::ErrorCode::kKafkaStorageError;
+  };
+  batch->done = [state, done = std::move(done)] { done(std::move(state->answers)); };
+  batch->left = state->asks.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < batch->left; ++i) jobs_.push_back(Job{batch, i, "", 0});
+  cv_.notify_all();
 }
 
 void RemoteReader::Read(std::vector<RemoteReadAsk> asks,
                         std::function<void(std::vector<RemoteReadAnswer>)> done) {
-  if (asks.empty()) return done({});
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
-      std::vector<RemoteReadAnswer> answers(asks.size());
-      for (RemoteReadAnswer& a : answers) a.error = kafka::ErrorCode::kKafkaStorageError;
-      return done(std::move(answers));
-    }
-  }
-  auto batch = std::make_shared<Batch>();
-  batch->answers.resize(asks.size());
-  batch->left = asks.size();
-  batch->asks = std::move(asks);
-  batch->done = std::move(done);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (size_t i = 0; i < batch->asks.size(); ++i) jobs_.push_back(Job{batch, i, "", 0});
-  cv_.notify_all();
+  Submit(std::move(asks), &RemoteReader::ReadOne, std::move(done));
+}
+
+void RemoteReader::FindByTime(std::vector<RemoteTimeAsk> asks,
+                              std::function<void(std::vector<RemoteTimeAnswer>)> done) {
+  Submit(std::move(asks), &RemoteReader::FindOne, std::move(done));
 }
 
 void RemoteReader::Run(bool ahead) {
@@ -93,12 +114,11 @@ void RemoteReader::Run(bool ahead) {
       lock.lock();
       continue;
     }
-    RemoteReadAnswer answer = ReadOne(job.batch->asks[job.ask]);
+    job.batch->answer(job.ask);
     lock.lock();
-    job.batch->answers[job.ask] = std::move(answer);
     if (--job.batch->left == 0) {
       lock.unlock();
-      job.batch->done(std::move(job.batch->answers));
+      job.batch->done();
       lock.lock();
     }
   }
@@ -149,15 +169,7 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
     ReadAhead(*next);
     next = list->After(next);
   }
-  ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg->log, seg->size));
-  storage::SegmentFile file;
-  ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
-  file.size = seg->size;
-  file.base_offset = seg->base;
-  if (!seg->index.empty()) {
-    ASSIGN_OR_RETURN(RemoteStore::Copy index_copy, store_->Fetch(seg->index, 0));
-    ASSIGN_OR_RETURN(file.index, OpenCopy(index_copy));
-  }
+  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenSegment(*seg));
   ASSIGN_OR_RETURN(storage::ReadResult r,
                    storage::ReadSegmentFile(file, std::max(ask.offset, seg->base), ask.max_bytes,
                                             ask.limit, ask.empty));
@@ -187,6 +199,62 @@ Result<RemoteReadAnswer> RemoteReader::Answer(const RemoteReadAsk& ask) {
   }
   out.holds_records = r.holds_records;
   out.slice = std::move(r.slice);
+  return out;
+}
+
+Result<storage::SegmentFile> RemoteReader::OpenSegment(const RemoteSegment& seg) {
+  ASSIGN_OR_RETURN(RemoteStore::Copy log_copy, store_->Fetch(seg.log, seg.size));
+  storage::SegmentFile file;
+  ASSIGN_OR_RETURN(file.log, OpenCopy(log_copy));
+  file.size = seg.size;
+  file.base_offset = seg.base;
+  if (!seg.index.empty()) {
+    ASSIGN_OR_RETURN(RemoteStore::Copy index_copy, store_->Fetch(seg.index, 0));
+    ASSIGN_OR_RETURN(file.index, OpenCopy(index_copy));
+  }
+  return file;
+}
+
+RemoteTimeAnswer RemoteReader::FindOne(const RemoteTimeAsk& ask) {
+  Result<RemoteTimeAnswer> answer = AnswerTime(ask);
+  if (answer.ok()) return *answer;
+  SLUICE_LOG(kLog, kWarn, "finding timestamp {} of partition {} in {}: {}", ask.timestamp,
+             ask.partition, store_->Describe(), answer.status().message());
+  RemoteTimeAnswer failed;
+  failed.error = kafka::ErrorCode::kKafkaStorageError;
+  return failed;
+}
+
+Result<RemoteTimeAnswer> RemoteReader::AnswerTime(const RemoteTimeAsk& ask) {
+  std::shared_ptr<const RemoteSegmentList> list = index_->Get(ask.topic_id, ask.partition);
+  const RemoteSegment* seg = list != nullptr ? list->Covering(ask.base) : nullptr;
+  if (seg == nullptr || seg->base != ask.base) {
+    // Deleted by retention since the owner looked: asked again, the owner looks afresh.
+    return UnavailableError("remote segment {} is no longer published", ask.base);
+  }
+  ASSIGN_OR_RETURN(storage::SegmentFile file, OpenSegment(*seg));
+  // Kafka's order: the first batch whose max timestamp reaches the target, then its first
+  // record that does (or the batch's first record past `from` when none decodes).
+  auto pick = [&](int64_t ts) { return ask.exact ? ts == ask.timestamp : ts >= ask.timestamp; };
+  RemoteTimeAnswer out;
+  std::vector<uint8_t> bytes;
+  Status read_error;
+  RETURN_IF_ERROR(storage::ForEachSegmentFileBatch(
+      file, std::max(ask.from, seg->base), [&](const storage::BatchHeader& h, uint64_t pos) {
+        if (!pick(h.max_timestamp)) return true;
+        bytes.resize(h.total_size());
+        Result<size_t> n = file.log->ReadAt(pos, bytes);
+        if (!n.ok()) {
+          read_error = n.status();
+          return false;
+        }
+        bytes.resize(*n);
+        auto rec = FindRecordInBatch(bytes, ask.from, pick);
+        out.offset = rec ? rec->first : std::max(h.base_offset, ask.from);
+        out.timestamp = rec ? rec->second : h.max_timestamp;
+        return false;
+      }));
+  RETURN_IF_ERROR(read_error);
   return out;
 }
 

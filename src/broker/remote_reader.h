@@ -27,6 +27,7 @@
 #include "broker/remote_store.h"
 #include "kafka/protocol/api.h"
 #include "storage/log.h"
+#include "storage/segment_file.h"
 #include "storage/txn_index.h"
 
 namespace sluice::broker {
@@ -54,6 +55,23 @@ struct RemoteReadAnswer {
   std::vector<storage::AbortedTxn> aborted;  // read_committed: overlapping the slice
 };
 
+// A ListOffsets by time whose answer is in one remote segment (design 0025, decision 6):
+// the owner chose the segment from the published list (the first below the local start
+// whose max timestamp reaches the one asked; for -3, the first holding the largest).
+struct RemoteTimeAsk {
+  kafka::Uuid topic_id;
+  int32_t partition = 0;
+  int64_t base = 0;       // the segment's base offset
+  int64_t timestamp = 0;  // the first record with a timestamp at or past it ...
+  bool exact = false;     // ... or, true, the first record with exactly it (-3)
+  int64_t from = 0;       // no record below it (the log start)
+};
+
+struct RemoteTimeAnswer {
+  kafka::ErrorCode error = kafka::ErrorCode::kNone;
+  int64_t offset = -1, timestamp = -1;  // -1: no record in the segment answers
+};
+
 class RemoteReader {
  public:
   // `store` and `index` outlive the reader.
@@ -71,15 +89,23 @@ class RemoteReader {
             std::function<void(std::vector<RemoteReadAnswer>)> done);
   // One ask, on the calling thread (blocking).
   RemoteReadAnswer ReadOne(const RemoteReadAsk& ask);
+  // Answers every time lookup as Read answers reads: `done` once, on a reader thread.
+  void FindByTime(std::vector<RemoteTimeAsk> asks,
+                  std::function<void(std::vector<RemoteTimeAnswer>)> done);
+  RemoteTimeAnswer FindOne(const RemoteTimeAsk& ask);
 
  private:
-  // The asks of one Read and their answers; the thread answering the last calls `done`.
+  // The asks of one Read (or FindByTime); the thread answering the last calls `done`.
   struct Batch {
-    std::vector<RemoteReadAsk> asks;
-    std::vector<RemoteReadAnswer> answers;
+    std::function<void(size_t)> answer;  // answers ask i
+    std::function<void(size_t)> fail;    // answers ask i with an error (the reader stopped)
+    std::function<void()> done;
     size_t left = 0;  // guarded by the reader's mu_
-    std::function<void(std::vector<RemoteReadAnswer>)> done;
   };
+  // Queues a Batch answering `asks` with `answer`, in order, into `done`.
+  template <typename AskT, typename AnswerT>
+  void Submit(std::vector<AskT> asks, AnswerT (RemoteReader::*answer)(const AskT&),
+              std::function<void(std::vector<AnswerT>)> done);
   struct Job {
     std::shared_ptr<Batch> batch;  // null: a read-ahead
     size_t ask = 0;
@@ -88,6 +114,9 @@ class RemoteReader {
   };
   void Run(bool ahead);
   Result<RemoteReadAnswer> Answer(const RemoteReadAsk& ask);
+  Result<RemoteTimeAnswer> AnswerTime(const RemoteTimeAsk& ask);
+  // Whole copies of `seg`'s .log and (when uploaded) .index, held while the files are.
+  Result<storage::SegmentFile> OpenSegment(const RemoteSegment& seg);
   // Starts a download of `seg`'s .log and .index when none was started for it lately.
   void ReadAhead(const RemoteSegment& seg);
 

@@ -41,28 +41,42 @@ Result<uint64_t> IndexPosition(const SegmentFile& seg, int64_t offset) {
   return pos;
 }
 
+// The batch header at byte `p` of the segment's .log, checked.
+Result<BatchHeader> HeaderAt(const SegmentFile& seg, uint64_t p) {
+  if (seg.size - p < kBatchHeaderSize) {
+    return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
+                           seg.log->path(), p, seg.size - p);
+  }
+  uint8_t raw[kBatchHeaderSize];
+  ASSIGN_OR_RETURN(size_t n, seg.log->ReadAt(p, raw));
+  if (n != kBatchHeaderSize) {
+    return CorruptionError("{} at byte {}: the file is shorter than {}", seg.log->path(), p,
+                           seg.size);
+  }
+  BatchHeader h = ParseBatchHeader(raw);
+  Status st =
+      CheckStoredHeader(h, static_cast<uint32_t>(std::min<uint64_t>(seg.size - p, kMaxBatchFloor)));
+  if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg.log->path(), p, st.message());
+  return h;
+}
+
 }  // namespace
+
+Status ForEachSegmentFileBatch(const SegmentFile& seg, int64_t offset,
+                               const std::function<bool(const BatchHeader&, uint64_t)>& fn) {
+  ASSIGN_OR_RETURN(uint64_t pos, IndexPosition(seg, offset));
+  while (pos < seg.size) {
+    ASSIGN_OR_RETURN(BatchHeader h, HeaderAt(seg, pos));
+    if (h.next_offset() > offset && !fn(h, pos)) break;
+    pos += h.total_size();
+  }
+  return Status::OK();
+}
 
 Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint64_t max_bytes,
                                    int64_t limit, EmptyBatches empty) {
   ASSIGN_OR_RETURN(uint64_t pos, IndexPosition(seg, offset));
-  uint8_t raw[kBatchHeaderSize];
-  auto header_at = [&](uint64_t p) -> Result<BatchHeader> {
-    if (seg.size - p < kBatchHeaderSize) {
-      return CorruptionError("{} at byte {}: {} bytes left, less than a batch header",
-                             seg.log->path(), p, seg.size - p);
-    }
-    ASSIGN_OR_RETURN(size_t n, seg.log->ReadAt(p, raw));
-    if (n != kBatchHeaderSize) {
-      return CorruptionError("{} at byte {}: the file is shorter than {}", seg.log->path(), p,
-                             seg.size);
-    }
-    BatchHeader h = ParseBatchHeader(raw);
-    Status st = CheckStoredHeader(
-        h, static_cast<uint32_t>(std::min<uint64_t>(seg.size - p, kMaxBatchFloor)));
-    if (!st.ok()) return CorruptionError("{} at byte {}: {}", seg.log->path(), p, st.message());
-    return h;
-  };
+  auto header_at = [&](uint64_t p) { return HeaderAt(seg, p); };
   // To the batch holding `offset` (an index entry is at most index.interval.bytes before).
   BatchHeader first{};
   for (;;) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 
@@ -32,5 +33,11 @@ struct SegmentFile {
 Result<ReadResult> ReadSegmentFile(const SegmentFile& seg, int64_t offset, uint64_t max_bytes,
                                    int64_t limit = INT64_MAX,
                                    EmptyBatches empty = EmptyBatches::kKeep);
+
+// Calls `fn(header, position)` for each batch from the one holding `offset` (found through
+// the index) to the end of the segment, or until `fn` returns false. The errors of
+// ReadSegmentFile; OK with no call when `offset` is past the batches.
+Status ForEachSegmentFileBatch(const SegmentFile& seg, int64_t offset,
+                               const std::function<bool(const BatchHeader&, uint64_t)>& fn);
 
 }  // namespace sluice::storage

@@ -15,6 +15,8 @@ the local start is served from S3. Checked:
   transaction's (its abort marker and .txnindex entries in remote segments); kafka-python
   (read_uncommitted only) the same plus the aborted ones;
   a consumer placed at an offset inside a remote batch gets that offset first;
+- offsets for times (ListOffsets by timestamp) below the local start, from confluent-kafka
+  and kafka-python: the first offset dated at or past the time, not the local start;
 - S3 refusing every PUT: nothing more is deleted locally (the disk grows instead), and
   once S3 is back the uploads and the local deletions catch up;
 - S3 refusing every GET after a restart (the cache empty): a consumer from offset 0 gets no
@@ -174,6 +176,48 @@ def read_kafkajs(bootstrap, expected):
     return json.loads(out.stdout)
 
 
+def timestamps(bootstrap, partition, upto):
+    """{offset: timestamp} of `partition` from 0 through `upto`, aborted records too."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"ts-{time.monotonic_ns()}",
+                  "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    out = {}
+    try:
+        c.assign([TopicPartition(TOPIC, partition, 0)])
+        deadline = time.monotonic() + 60
+        while upto not in out and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and not m.error():
+                out[m.offset()] = m.timestamp()[1]
+        check(upto in out, f"offset {upto} of partition {partition} not read")
+        return out
+    finally:
+        c.close()
+
+
+def check_offsets_for_times(bootstrap, partition, target):
+    """Both clients' offsets for the time of record `target` (remote) and for a time before
+    every record: the first offset dated at or past it."""
+    dates = timestamps(bootstrap, partition, target)
+    for ts in (dates[target], dates[0] - 1000):
+        want = min(o for o, t in dates.items() if t >= ts)
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": "oft"})
+        try:
+            got = c.offsets_for_times([TopicPartition(TOPIC, partition, ts)], timeout=30)[0]
+        finally:
+            c.close()
+        check(got.error is None and got.offset == want,
+              f"confluent-kafka: offset for time {ts}: {got.offset} ({got.error}), want {want}")
+        kc = kafka.KafkaConsumer(bootstrap_servers=bootstrap)
+        try:
+            tp = kafka.TopicPartition(TOPIC, partition)
+            found = kc.offsets_for_times({tp: ts})[tp]
+        finally:
+            kc.close()
+        check(found is not None and found.offset == want and found.timestamp == dates[want],
+              f"kafka-python: offset for time {ts}: {found}, want {want} at {dates[want]}")
+    return dates[target]
+
+
 def compare(label, got, want):
     missing = sorted(set(want) - set(got))
     extra = sorted(set(got) - set(want))
@@ -267,6 +311,10 @@ def main():
         got = read_confluent(broker.bootstrap, want, start=mid)
         check(min(o for p, o in got if p == 0) == mid, f"from {mid}: first {min(got)}")
         print(f"ok   a consumer placed at offset {mid} (remote) starts there")
+        ts = check_offsets_for_times(broker.bootstrap, 0, mid)
+        print(f"ok   offsets for times below the local start: time {ts} -> offset {mid} or "
+              f"the first of its millisecond, before everything -> 0 (confluent-kafka, "
+              f"kafka-python)")
 
         # S3 refusing every PUT: the local log keeps what is not uploaded.
         remote_before = {p: manifests(p) for p in range(PARTITIONS)}

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "broker/handlers/handlers.h"
+#include "broker/record_lookup.h"
 #include "kafka/protocol/records.h"
 
 namespace sluice::broker::handlers {
@@ -25,15 +26,29 @@ std::optional<std::pair<int64_t, int64_t>> FindInBatch(storage::PartitionLog& lo
   std::vector<uint8_t> bytes;
   if (!storage::PartitionLog::ReadSlice(read->slice, &bytes).ok()) return std::nullopt;
   const storage::BatchHeader first = storage::ParseBatchHeader(bytes);
-  kafka::RecordReader reader;
-  std::span<const uint8_t> batch(bytes.data(), first.total_size());
-  if (!reader.Open(batch, size_t{64} << 20).ok()) return std::nullopt;
-  kafka::Record record;
-  while (reader.Next(&record)) {
-    int64_t ts = kafka::RecordTimestamp(reader.header(), record);
-    if (pick(ts)) return std::make_pair(reader.header().base_offset + record.offset_delta, ts);
+  return FindRecordInBatch(std::span<const uint8_t>(bytes.data(), first.total_size()), 0, pick);
+}
+
+// The remote segment below the local start that answers a lookup by time (decision 6 of
+// design 0025), or null when the local log does: for a timestamp, the first segment past
+// the log start whose max timestamp reaches it; for -3 (`max_ts`, the local log's largest
+// timestamp), the first segment holding a larger one than any after it and than the local
+// log's (Kafka answers the first record with the largest timestamp).
+const RemoteSegment* RemoteSegmentFor(const RemoteSegmentList& list, int64_t log_start,
+                                      int64_t local_start, int64_t timestamp,
+                                      std::optional<int64_t> max_ts) {
+  const RemoteSegment* best = nullptr;
+  for (const RemoteSegment& seg : list.segments) {
+    if (seg.next <= log_start || seg.max_timestamp < 0) continue;
+    if (seg.base >= local_start) break;
+    if (!max_ts.has_value()) {
+      if (seg.max_timestamp >= timestamp) return &seg;
+    } else if (seg.max_timestamp >= *max_ts &&
+               (best == nullptr || seg.max_timestamp > best->max_timestamp)) {
+      best = &seg;
+    }
   }
-  return std::nullopt;
+  return best;
 }
 
 }  // namespace
@@ -45,14 +60,26 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
   constexpr int64_t kEarliestLocal = -4, kLatestTiered = -5;  // KIP-1005, v8+
   Shard& home = ctx.shards.ShardOf(conn->loop());
   const MetadataSnapshot& meta = ctx.shards.SnapshotFor(home);
+  // A lookup by time answered by a remote segment (design 0025, decision 6): what the
+  // owner knew that the answer is checked against, on the home shard.
+  struct RemoteLookup {
+    RemoteTimeAsk ask;
+    int64_t lso = 0;
+    std::vector<LeaderEpochCache::Entry> epochs;
+  };
   struct State {
     kafka::ListOffsetsResponse resp;
     std::vector<kafka::ListOffsetsResponse::Partition*> outs;  // per target
     std::vector<char> elsewhere;  // per target: a cluster's partition, maybe not open here
     kafka::ListOffsetsRequest req;
+    std::vector<std::optional<RemoteLookup>> remote;  // per target
+    std::shared_ptr<Connection> conn;
+    kafka::RequestHeader header;
   };
   auto st = std::make_shared<State>();
   st->req = req;
+  st->conn = conn;
+  st->header = h;
   std::vector<Target> targets;
   std::vector<std::pair<size_t, size_t>> where;
   const Access access = AccessOf(ctx, call);
@@ -81,11 +108,32 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
   for (const Target& target : targets) {
     st->elsewhere.push_back(ctx.options.cluster.enabled() && target.shard >= 0);
   }
+  st->remote.resize(targets.size());
   const int16_t version = h.api_version;
   const bool read_committed = req.isolation_level == 1;
+  // The answer's last touches: by time, none when read_committed cannot see it yet; the
+  // leader epoch of its offset; v0's offsets. Also for answers found in a remote segment,
+  // on the home shard (hence a copy of the epochs).
+  auto settle = [version, read_committed](kafka::ListOffsetsResponse::Partition& out,
+                                          int64_t timestamp, int64_t lso,
+                                          const std::vector<LeaderEpochCache::Entry>& epochs) {
+    const bool by_time = timestamp >= 0 || timestamp == kMaxTimestamp;
+    if (read_committed && by_time && out.offset >= lso) {
+      out.offset = -1;  // not yet decided: read_committed consumers cannot see it
+      out.timestamp = -1;
+    }
+    if (out.error_code == ErrorCode::kNone && out.offset >= 0 && timestamp != kLatest) {
+      out.leader_epoch = LeaderEpochCache::EpochAt(epochs, out.offset);
+    } else if (out.offset < 0) {
+      out.leader_epoch = -1;
+    }
+    if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
+      out.old_style_offsets = {out.offset};
+    }
+  };
   ctx.shards.VisitOwners(
       home, std::move(targets),
-      [&ctx, st, where, version, read_committed](Partition* part, size_t k) {
+      [&ctx, st, where, version, read_committed, settle](Partition* part, size_t k) {
         kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
         const auto& wp = st->req.topics[where[k].first].partitions[where[k].second];
         if (part == nullptr) {
@@ -113,6 +161,22 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
         const int64_t local_start = starts.local;
         const int64_t log_start = starts.start;
         const int64_t lso = std::max(part->producers.LastStableOffset(hw), std::min(log_start, hw));
+        // By time, below the local start: the remote segment holding the answer is read
+        // once every owner answered.
+        std::shared_ptr<const RemoteSegmentList> remote;
+        if (ctx.remote_reader != nullptr && log_start < local_start) {
+          remote = ctx.remote_reader->segments().Get(part->topic_id, wp.partition_index);
+        }
+        auto remote_for = [&](int64_t timestamp, std::optional<int64_t> max_ts) {
+          return remote == nullptr
+                     ? nullptr
+                     : RemoteSegmentFor(*remote, log_start, local_start, timestamp, max_ts);
+        };
+        auto ask_remote = [&](const RemoteSegment& seg, int64_t timestamp, bool exact) {
+          st->remote[k] = RemoteLookup{RemoteTimeAsk{part->topic_id, wp.partition_index, seg.base,
+                                                     timestamp, exact, log_start},
+                                       lso, epochs.entries()};
+        };
         if (wp.timestamp == kLatest) {
           out.offset = read_committed ? lso : hw;
         } else if (wp.timestamp == kEarliest) {
@@ -144,6 +208,8 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
               });
           if (!st.ok()) {
             out.error_code = ErrorCode::kKafkaStorageError;
+          } else if (const RemoteSegment* seg = remote_for(0, best_ts)) {
+            return ask_remote(*seg, seg->max_timestamp, true);
           } else if (best_base >= 0) {
             auto found = FindInBatch(log, best_base, [&](int64_t ts) { return ts == best_ts; });
             out.offset = found ? found->first : best_base;
@@ -151,6 +217,8 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
           }
         } else if (wp.timestamp < 0) {
           out.error_code = ErrorCode::kInvalidRequest;
+        } else if (const RemoteSegment* seg = remote_for(wp.timestamp, std::nullopt)) {
+          return ask_remote(*seg, wp.timestamp, false);
         } else {
           Result<std::optional<storage::TimestampLookup>> found =
               log.FindOffsetByTimestamp(wp.timestamp);
@@ -172,21 +240,33 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
             out.offset = std::max(out.offset, log.start_offset());
           }
         }
-        const bool by_time = wp.timestamp >= 0 || wp.timestamp == kMaxTimestamp;
-        if (read_committed && by_time && out.offset >= lso) {
-          out.offset = -1;  // not yet decided: read_committed consumers cannot see it
-          out.timestamp = -1;
-        }
-        if (out.error_code == ErrorCode::kNone && out.offset >= 0 && wp.timestamp != kLatest) {
-          out.leader_epoch = epochs.EpochAt(out.offset);
-        } else if (out.offset < 0) {
-          out.leader_epoch = -1;
-        }
-        if (version == 0 && out.error_code == ErrorCode::kNone && out.offset >= 0) {
-          out.old_style_offsets = {out.offset};
-        }
+        settle(out, wp.timestamp, lso, epochs.entries());
       },
-      [conn, h, st] { Reply(conn, h, st->resp); });
+      [&ctx, &home, st, settle] {
+        std::vector<RemoteTimeAsk> asks;
+        for (const auto& r : st->remote) {
+          if (r.has_value()) asks.push_back(r->ask);
+        }
+        if (asks.empty()) return Reply(st->conn, st->header, st->resp);
+        ctx.remote_reader->FindByTime(
+            std::move(asks), [&ctx, &home, st, settle](std::vector<RemoteTimeAnswer> answers) {
+              ctx.shards.PostGated(home.loop, [st, settle, answers = std::move(answers)] {
+                size_t a = 0;
+                for (size_t k = 0; k < st->remote.size(); ++k) {
+                  if (!st->remote[k].has_value()) continue;
+                  const RemoteTimeAnswer& answer = answers[a++];
+                  const RemoteLookup& lookup = *st->remote[k];
+                  kafka::ListOffsetsResponse::Partition& out = *st->outs[k];
+                  out.error_code = answer.error;
+                  out.offset = answer.offset;
+                  out.timestamp = answer.timestamp;
+                  settle(out, lookup.ask.exact ? kMaxTimestamp : lookup.ask.timestamp, lookup.lso,
+                         lookup.epochs);
+                }
+                Reply(st->conn, st->header, st->resp);
+              });
+            });
+      });
 }
 
 void HandleOffsetForLeaderEpoch(Context& ctx, const Call& call,

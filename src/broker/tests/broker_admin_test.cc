@@ -31,12 +31,17 @@ using testing::Client;
 
 class BrokerAdminTest : public testing::BrokerFixture {
  protected:
-  static Bytes Batch(int n, size_t value_bytes = 10) {
+  // Record i of the batch is dated base_timestamp + i * step.
+  static Bytes Batch(int n, size_t value_bytes = 10, int64_t base_timestamp = 1000,
+                     int64_t step = 0) {
     std::string value(value_bytes, 'v');
     std::vector<kafka::RecordInput> recs(n);
-    for (auto& r : recs) r.value = kafka::AsBytes(value);
+    for (int i = 0; i < n; ++i) {
+      recs[i].value = kafka::AsBytes(value);
+      recs[i].timestamp_delta = i * step;
+    }
     kafka::BatchBuilderOptions o;
-    o.base_timestamp = 1000;
+    o.base_timestamp = base_timestamp;
     return kafka::BuildBatch(o, recs);
   }
   kafka::ProduceResponse::PartitionProduceResponse Produce(Client& c, const std::string& topic,
@@ -474,9 +479,12 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
                            {}});
   auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
   ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
-  for (int i = 0; i < 20; ++i)
-    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
-  auto list_offsets = [&](int64_t timestamp) {
+  // Batch i holds offsets [5i, 5i + 5) dated 10000 + 100i + 10j; batch 7's are the largest.
+  for (int i = 0; i < 20; ++i) {
+    const int64_t base_ts = i == 7 ? 50000 : 10000 + 100 * i;
+    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100, base_ts, 10)).error_code, ErrorCode::kNone);
+  }
+  auto list = [&](int64_t timestamp) {
     kafka::ListOffsetsRequest req;
     req.replica_id = -1;
     kafka::ListOffsetsRequest::Partition p;
@@ -484,8 +492,16 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
     req.topics.push_back({"t", {p}, {}});
     return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
         .topics.at(0)
-        .partitions.at(0)
-        .offset;
+        .partitions.at(0);
+  };
+  auto list_offsets = [&](int64_t timestamp) { return list(timestamp).offset; };
+  // (offset, timestamp) of a lookup by time; the error code as the offset when it fails.
+  auto by_time = [&](int64_t timestamp) {
+    const kafka::ListOffsetsResponse::Partition p = list(timestamp);
+    if (p.error_code != ErrorCode::kNone) {
+      return std::make_pair(int64_t(p.error_code), int64_t{-9});
+    }
+    return std::make_pair(p.offset, p.timestamp);
   };
   // One batch per segment: 19 closed segments are uploaded, then deleted locally.
   int64_t local_start = 0;
@@ -498,6 +514,18 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   EXPECT_EQ(list_offsets(-5), 94);
   EXPECT_EQ(list_offsets(-1), 100);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "t-0" / "00000000000000000000.log"));
+
+  // By time (design 0025, decision 6): the first record dated at or past the time, from
+  // the store below the local start; -3 the first record with the largest date.
+  using P = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(by_time(0), P(0, 10000));
+  EXPECT_EQ(by_time(10000), P(0, 10000));
+  EXPECT_EQ(by_time(10325), P(18, 10330));
+  EXPECT_EQ(by_time(20000), P(35, 50000));
+  EXPECT_EQ(by_time(-3), P(39, 50040));
+  EXPECT_EQ(by_time(11910), P(35, 50000));  // Kafka's order: the first segment reaching it
+  EXPECT_EQ(by_time(60000), P(-1, -1));
+  EXPECT_EQ(list(10325).leader_epoch, 0);
 
   // Every offset, from the store below 95 and the disk from there, in order.
   int64_t next = 0;
@@ -529,6 +557,9 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   EXPECT_EQ(deleted.topics.at(0).partitions.at(0).error_code, ErrorCode::kNone);
   EXPECT_EQ(deleted.topics.at(0).partitions.at(0).low_watermark, 50);
   EXPECT_EQ(list_offsets(-2), 50);
+  EXPECT_EQ(by_time(10000), P(50, 11000));  // never below the log start
+  EXPECT_EQ(by_time(-3), P(99, 11940));     // batch 7 is gone
+  EXPECT_EQ(by_time(11910), P(96, 11910));  // local
   EXPECT_EQ(Fetch(c, "t", 47).error_code, ErrorCode::kOffsetOutOfRange);
   EXPECT_EQ(BatchesOf(Fetch(c, "t", 50)).front().first, 50);
   for (int i = 0; i < 1000 && store->Count(".manifest.json") > 9; ++i)
@@ -539,10 +570,14 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   const Result<std::vector<std::string>> keys = store->List("");
   ASSERT_TRUE(keys.ok());
   for (const std::string& k : *keys) {
-    if (k.ends_with(".log")) ASSERT_TRUE(store->Delete(k).ok());
+    if (k.ends_with(".log")) {
+      ASSERT_TRUE(store->Delete(k).ok());
+    }
   }
   EXPECT_EQ(Fetch(c, "t", 60).error_code, ErrorCode::kKafkaStorageError);
+  EXPECT_EQ(by_time(11200).first, int64_t(ErrorCode::kKafkaStorageError));
   EXPECT_EQ(Fetch(c, "t", 96).error_code, ErrorCode::kNone);  // local offsets still read
+  EXPECT_EQ(by_time(11910), P(96, 11910));
 }
 
 // A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)
