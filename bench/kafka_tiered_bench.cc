@@ -139,6 +139,10 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
       std::this_thread::sleep_for(200ms);
     }
   }
+  // The range is old: nothing of its writing is still on its way to the disk (the broker's
+  // local segments, the store's own files) when it is read, as for data written long ago.
+  progress.Show("tiered: syncing the disks ...");
+  ::sync();
   progress.Clear();
 
   progress.Show("tiered_fetch: reading the old range from S3 ...");
@@ -175,7 +179,9 @@ Status RunTieredBench(const KafkaBenchOptions& options) {
     fmt::print(
         "sluice bench kafka --tiered: a consumer reading {} old records ({:.0f} MB of records,\n"
         "every segment of them in S3, none on the broker's disk) with librdkafka {}\n"
-        "  broker: {} (pid {}), tiered_storage {}\n  S3: {} ({})\n  machine: {}, {} cores, "
+        "  broker: {} (pid {}), tiered_storage {} (segments copied into tiered_storage's\n"
+        "  default cache: memory when /dev/shm has room for its 4 GiB; disks synced first)\n"
+        "  S3: {} ({})\n  machine: {}, {} cores, "
         "load {:.2f}; commit {}\n\n",
         read->records, static_cast<double>(read->bytes) / kMB, kc::LibraryVersion(),
         broker->address(), broker->pid(), root, endpoint, store.description, machine.cpu_model,

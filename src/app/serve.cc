@@ -2,6 +2,7 @@
 #include "app/serve.h"
 
 #include <fmt/format.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,11 +35,13 @@ namespace {
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
 
 // Tiered storage's store (docs/design/0025): the lake's S3 storage under the
-// tiered_storage bucket, so topics and tables share one S3 client and its settings.
+// tiered_storage bucket, so topics and tables share one S3 client and its settings; its
+// own cache of the segments read (decision 10).
 class LakeRemoteStore : public broker::RemoteStore {
  public:
-  LakeRemoteStore(const lake::Storage* storage, std::string root)
-      : storage_(storage), root_(std::move(root)) {}
+  LakeRemoteStore(const lake::Storage* storage, std::string root,
+                  std::unique_ptr<lake::ObjectCache> cache)
+      : storage_(storage), root_(std::move(root)), cache_(std::move(cache)) {}
   Status Upload(const std::string& local_path, const std::string& key) const override {
     return storage_->Upload(local_path, Location(key));
   }
@@ -59,12 +62,10 @@ class LakeRemoteStore : public broker::RemoteStore {
   }
   Status Delete(const std::string& key) const override { return storage_->Delete(Location(key)); }
   Result<Copy> Fetch(const std::string& key, uint64_t size) const override {
-    // Through the process's S3 object cache, with the lake's readers (one budget).
-    ASSIGN_OR_RETURN(lake::ObjectCache * cache, lake::S3ObjectCache());
     std::vector<uint64_t> sizes;
     if (size > 0) sizes.push_back(size);
     ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const lake::CachedObject>> copies,
-                     cache->Fetch({Location(key)}, sizes));
+                     cache_->Fetch({Location(key)}, sizes));
     return Copy{copies.front()->path(), copies.front()};
   }
   std::string Describe() const override { return root_; }
@@ -73,13 +74,34 @@ class LakeRemoteStore : public broker::RemoteStore {
   std::string Location(const std::string& key) const { return root_ + "/" + key; }
   const lake::Storage* storage_;
   std::string root_;
+  std::unique_ptr<lake::ObjectCache> cache_;
 };
 
+// Where tiered reads keep their copies (docs/design/0025, decision 10): in memory
+// (/dev/shm) when it has room for the whole budget, else beside the S3 cache on disk.
+std::string TieredCacheDir(const std::string& configured, uint64_t budget,
+                           const lake::S3Settings& s3) {
+  if (!configured.empty()) return configured;
+  struct statvfs vfs {};
+  if (::statvfs("/dev/shm", &vfs) == 0 &&
+      static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize >= budget) {
+    return fmt::format("/dev/shm/sluice-tiered-{}", ::getuid());
+  }
+  return lake::S3CacheRoot(s3) + "-tiered";
+}
+
 // The keys this root reads itself.
-constexpr std::string_view kOwnKeys[] = {
-    "http.addr",      "http.tls",           "http.auth",          "http.auth_metrics",
-    "http.token_ttl", "http.token_max_ttl", "http.allowed_hosts", "http.vend_credentials",
-    "warehouse"};
+constexpr std::string_view kOwnKeys[] = {"http.addr",
+                                         "http.tls",
+                                         "http.auth",
+                                         "http.auth_metrics",
+                                         "http.token_ttl",
+                                         "http.token_max_ttl",
+                                         "http.allowed_hosts",
+                                         "http.vend_credentials",
+                                         "warehouse",
+                                         "tiered_storage.cache_dir",
+                                         "tiered_storage.cache_bytes"};
 
 // Bearer tokens' lifetimes (docs/design/0021): the default, and the most a client may ask.
 constexpr int64_t kDefaultTokenTtlMs = 3600'000;
@@ -144,11 +166,30 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
   ASSIGN_OR_RETURN(broker::ServeConfig sc, broker::ServeConfigFrom(config, ServeConfigKeys()));
   // S3 for lake tables (docs/design/0024): the AWS_* environment, overridden by `s3:`.
   ASSIGN_OR_RETURN(lake::S3Settings s3_settings, lake::S3SettingsFrom(config));
-  lake::ConfigureS3(std::move(s3_settings));
+  lake::ConfigureS3(s3_settings);
+  // Tiered reads' cache: its own budget, in memory by default (docs/design/0025, 10).
+  ASSIGN_OR_RETURN(std::string tiered_cache_dir, config.GetString("tiered_storage.cache_dir", ""));
+  ASSIGN_OR_RETURN(int64_t tiered_cache_bytes,
+                   config.GetBytes("tiered_storage.cache_bytes", int64_t{4} << 30));
+  if (tiered_cache_bytes < (int64_t{64} << 20)) {
+    return InvalidArgumentError("tiered_storage.cache_bytes (set in {}) must be at least 64MiB",
+                                config.Origin("tiered_storage.cache_bytes"));
+  }
   if (!sc.broker.tiered_storage_bucket.empty()) {
     const std::string root = lake::NormalLocation(sc.broker.tiered_storage_bucket);
     ASSIGN_OR_RETURN(const lake::Storage* storage, lake::StorageFor(root));
-    sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root);
+    const uint64_t budget = static_cast<uint64_t>(tiered_cache_bytes);
+    const std::string dir = TieredCacheDir(tiered_cache_dir, budget, s3_settings);
+    ASSIGN_OR_RETURN(std::unique_ptr<lake::ObjectCache> cache,
+                     lake::ObjectCache::Open(*storage, dir, budget, 8, "tiered_storage"));
+    say(fmt::format("tiered storage: {}, segments read through {} ({} MiB)", root, cache->dir(),
+                    budget >> 20));
+    sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root, std::move(cache));
+  } else if (config.Has("tiered_storage.cache_dir") || config.Has("tiered_storage.cache_bytes")) {
+    return InvalidArgumentError(
+        "tiered_storage.cache_* (set in {}) without tiered_storage.bucket",
+        config.Origin(config.Has("tiered_storage.cache_dir") ? "tiered_storage.cache_dir"
+                                                             : "tiered_storage.cache_bytes"));
   }
 
   // The HTTP port (metrics, health, and the Iceberg REST catalog with a warehouse): on by

@@ -26,8 +26,9 @@ class RemoteStore {
   // The keys under `prefix` (relative to the store's prefix, as Upload names them).
   virtual Result<std::vector<std::string>> List(const std::string& prefix) const = 0;
   // A local copy of the whole object (`size` bytes, 0: unknown), shared by concurrent
-  // callers and kept at `path` while `hold` lives (the lake's object cache, within its
-  // byte budget: ResourceExhausted naming s3.cache_bytes past it). For remote reads.
+  // callers and kept at `path` while `hold` lives (an object cache of its own, within its
+  // byte budget: ResourceExhausted naming tiered_storage.cache_bytes past it). For remote
+  // reads.
   struct Copy {
     std::string path;
     std::shared_ptr<const void> hold;

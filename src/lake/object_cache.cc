@@ -30,8 +30,9 @@ std::string Mib(uint64_t bytes) {
 }  // namespace
 
 Result<std::unique_ptr<ObjectCache>> ObjectCache::Open(const Storage& storage, std::string dir,
-                                                       uint64_t capacity_bytes, int parallel) {
-  RETURN_IF_ERROR(MakePrivateDir(dir));
+                                                       uint64_t capacity_bytes, int parallel,
+                                                       std::string section) {
+  RETURN_IF_ERROR(MakePrivateDir(dir, section));
   std::error_code ec;
   // One directory per process; those of processes gone are removed.
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
@@ -46,9 +47,11 @@ Result<std::unique_ptr<ObjectCache>> ObjectCache::Open(const Storage& storage, s
   std::string mine = fmt::format("{}/{}", dir, ::getpid());
   fs::remove_all(mine, ec);
   fs::create_directories(mine, ec);
-  if (ec) return IOError("s3.cache_dir {}: cannot create {}: {}", dir, mine, ec.message());
-  return std::unique_ptr<ObjectCache>(
-      new ObjectCache(storage, std::move(mine), capacity_bytes, std::max(1, parallel)));
+  if (ec) {
+    return IOError("{}.cache_dir {}: cannot create {}: {}", section, dir, mine, ec.message());
+  }
+  return std::unique_ptr<ObjectCache>(new ObjectCache(storage, std::move(mine), capacity_bytes,
+                                                      std::max(1, parallel), std::move(section)));
 }
 
 ObjectCache::~ObjectCache() {
@@ -126,9 +129,9 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     }
     if (wanted > capacity_) {
       return ResourceExhaustedError(
-          "the query needs {} of S3 objects at once, more than s3.cache_bytes ({}); raise "
-          "s3.cache_bytes or narrow the query",
-          Mib(wanted), Mib(capacity_));
+          "the read needs {} of S3 objects at once, more than {}.cache_bytes ({}); raise "
+          "{}.cache_bytes or narrow the query",
+          Mib(wanted), section_, Mib(capacity_), section_);
     }
     // Hold what is there (so making room below cannot evict it), then reserve the rest.
     uint64_t missing = 0;
@@ -145,10 +148,10 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     }
     if (!ReserveLocked(missing)) {
       return ResourceExhaustedError(
-          "the query needs {} more of S3 objects but the cache holds {} of its {} "
-          "(s3.cache_bytes) for queries running now and open prepared statements; raise "
-          "s3.cache_bytes, run fewer queries at once or close prepared statements",
-          Mib(missing), Mib(used_), Mib(capacity_));
+          "the read needs {} more of S3 objects but the cache holds {} of its {} "
+          "({}.cache_bytes) for reads running now (queries, open prepared statements, "
+          "fetches of tiered topics); raise {}.cache_bytes or read less at once",
+          Mib(missing), Mib(used_), Mib(capacity_), section_, section_);
     }
     for (size_t i = 0; i < locations.size(); ++i) {
       if (held[i] != nullptr) continue;

@@ -7,8 +7,8 @@
 //
 // Bounded by a byte budget: objects no reader holds are evicted least recently used first
 // to make room. A request for more than the budget fails before it downloads anything,
-// with an error naming s3.cache_bytes. Readers of one object share one download; the
-// objects of one request download in parallel. Objects are immutable (Iceberg never
+// with an error naming s3.cache_bytes (or the section given). Readers of one object share one
+// download; the objects of one request download in parallel. Objects are immutable (Iceberg never
 // rewrites a file in place), so a copy stays right as long as it is kept. A copy's path
 // is a function of its location, so one evicted and fetched again is at the same path
 // (a prepared statement's SQL names it). Thread-safe.
@@ -56,8 +56,10 @@ struct ObjectCacheStats {
 class ObjectCache {
  public:
   // Copies live in `dir`/<pid> (made; what processes gone left in `dir` is removed).
+  // Errors name `<section>.cache_dir` and `<section>.cache_bytes`, the settings to change.
   static Result<std::unique_ptr<ObjectCache>> Open(const Storage& storage, std::string dir,
-                                                   uint64_t capacity_bytes, int parallel = 8);
+                                                   uint64_t capacity_bytes, int parallel = 8,
+                                                   std::string section = "s3");
   ~ObjectCache();
   ObjectCache(const ObjectCache&) = delete;
   ObjectCache& operator=(const ObjectCache&) = delete;
@@ -79,8 +81,13 @@ class ObjectCache {
     std::list<std::string>::iterator lru;
   };
 
-  ObjectCache(const Storage& storage, std::string dir, uint64_t capacity, int parallel)
-      : storage_(storage), dir_(std::move(dir)), capacity_(capacity), parallel_(parallel) {}
+  ObjectCache(const Storage& storage, std::string dir, uint64_t capacity, int parallel,
+              std::string section)
+      : storage_(storage),
+        dir_(std::move(dir)),
+        section_(std::move(section)),
+        capacity_(capacity),
+        parallel_(parallel) {}
 
   // Makes room for `bytes` by evicting unheld ready entries; false when it cannot.
   bool ReserveLocked(uint64_t bytes);
@@ -88,6 +95,7 @@ class ObjectCache {
 
   const Storage& storage_;
   const std::string dir_;
+  const std::string section_;  // "s3": the settings errors name
   const uint64_t capacity_;
   const int parallel_;
   mutable std::mutex mu_;

@@ -534,18 +534,18 @@ std::string S3CacheRoot(const S3Settings& settings) {
   return fmt::format("{}/sluice-s3-cache-{}", tmp != nullptr && *tmp ? tmp : "/tmp", ::getuid());
 }
 
-Status MakePrivateDir(const std::string& dir) {
+Status MakePrivateDir(const std::string& dir, std::string_view section) {
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return IOError("s3.cache_dir {}: cannot create it: {}", dir, ec.message());
+  if (ec) return IOError("{}.cache_dir {}: cannot create it: {}", section, dir, ec.message());
   // Copies DuckDB reads and files about to be uploaded: nobody else may put them there.
   struct stat st;
   if (::lstat(dir.c_str(), &st) != 0) return ErrnoError("stat", dir, errno);
   if (!S_ISDIR(st.st_mode) || st.st_uid != ::getuid()) {
     return FailedPreconditionError(
-        "s3.cache_dir {} is not a directory of this user (uid {}): another user could change "
-        "the files queries read; remove it or set s3.cache_dir",
-        dir, ::getuid());
+        "{0}.cache_dir {1} is not a directory of this user (uid {2}): another user could "
+        "change the files read from it; remove it or set {0}.cache_dir",
+        section, dir, ::getuid());
   }
   if ((st.st_mode & 077) != 0 && ::chmod(dir.c_str(), 0700) != 0)
     return ErrnoError("chmod", dir, errno);

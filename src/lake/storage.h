@@ -96,8 +96,9 @@ Status DeleteLocation(std::string_view location);
 Status UploadAll(const std::vector<std::pair<std::string, std::string>>& files, int parallel = 4);
 
 // Makes `dir` (and its parents) and checks it is a directory of this user, not a
-// symbolic link, readable by nobody else (made so when it is not).
-Status MakePrivateDir(const std::string& dir);
+// symbolic link, readable by nobody else (made so when it is not). Errors name
+// `<section>.cache_dir`.
+Status MakePrivateDir(const std::string& dir, std::string_view section = "s3");
 
 // A new empty local directory for files written before they are uploaded to S3 (Parquet
 // data files DuckDB writes; 0024 decision 5), under s3.cache_dir's parent of caches.

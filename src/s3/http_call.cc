@@ -13,6 +13,7 @@ namespace sluice::s3 {
 namespace {
 
 constexpr size_t kMaxHeaders = 1000;
+constexpr long kGetBufferBytes = 1L << 20;  // CURLOPT_BUFFERSIZE of GETs
 
 // curl_global_init is not thread-safe and must run once before any handle is made.
 void InitCurlOnce() {
@@ -145,6 +146,9 @@ Result<HttpReply> HttpCall(const HttpCallRequest& request) {
     curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
   } else if (request.method == "GET") {
     curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    // Bodies of megabytes (segments, Parquet files): 1 MiB per read instead of curl's
+    // 16 KiB, a sixty-fourth of the recv, poll and write calls per byte.
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, kGetBufferBytes);
   } else {
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     if (request.method != "DELETE") {

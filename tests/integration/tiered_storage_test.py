@@ -11,12 +11,14 @@ What is built so far, checked with confluent-kafka's admin client:
 - refused as Kafka refuses them: tiering a compacted topic, a local retention longer
   than the whole, bad values, turning tiering off (also by an AlterConfigs leaving the
   key out); topics.defaults with remote.storage.enable on a broker
-  without the section, and a tiered_storage.bucket that is not s3://, refuse to start.
+  without the section, a tiered_storage.bucket that is not s3://, and a bad
+  tiered_storage.cache_bytes or cache_dir (or either without a bucket) refuse to start.
 (No S3 is needed: nothing is uploaded here; tiered_storage_s3_test checks the uploads.)
 """
 
 import subprocess
 import sys
+import tempfile
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -157,6 +159,18 @@ def main():
         refuses_to_start(sluice, FAST_GROUPS + "topics:\n  defaults:\n"
                          "    remote.storage.enable: true\n",
                          "no tiered storage", "topics.defaults remote.storage.enable without it")
+        refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
+                                                "  cache_bytes: 1MiB\n"),
+                         "must be at least 64MiB", "tiered_storage.cache_bytes of 1MiB")
+        refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
+                                                "  cache_bytes: lots\n"),
+                         "cache_bytes", "tiered_storage.cache_bytes not a size")
+        refuses_to_start(sluice, FAST_GROUPS + "tiered_storage:\n  cache_dir: /tmp/x\n",
+                         "without tiered_storage.bucket", "tiered_storage.cache_dir alone")
+        with tempfile.NamedTemporaryFile() as f:  # a file where the directory would be
+            refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
+                                                    f"  cache_dir: {f.name}\n"),
+                             "tiered_storage.cache_dir", "tiered_storage.cache_dir a file")
     except (TestFailure, subprocess.SubprocessError) as e:
         print(f"FAIL: {e}")
         return 1
