@@ -2,6 +2,8 @@
 #include "broker/local_logs.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <system_error>
@@ -84,7 +86,13 @@ Result<std::unique_ptr<Partition>> LocalLogs::Open(const TopicInfo& topic, int32
   ASSIGN_OR_RETURN(part->log, storage::PartitionLog::Open(Dir(topic.name, p), o));
   // Epochs first: a bump for a cut log is on disk before anything else reads it.
   ASSIGN_OR_RETURN(part->epochs, LeaderEpochCache::Open(*part->log, epochs));
-  RETURN_IF_ERROR(part->producers.Rebuild(*part->log));
+  // From the uploader's snapshot when the log has one (a tiered log whose older segments
+  // are gone: design 0025, decision 8); Rebuild checks it against the log.
+  std::string snapshot;
+  if (std::ifstream in(Dir(topic.name, p) + "/" + TierUploader::kProducerSnapshotFile); in) {
+    snapshot.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  RETURN_IF_ERROR(part->producers.Rebuild(*part->log, snapshot));
   return part;
 }
 

@@ -2,10 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "storage/log.h"
 #include "storage/txn_index.h"
 
 namespace sluice::broker {
+
+using Json = nlohmann::json;
 
 int32_t ProducerBatch::last_sequence() const {
   int64_t last = static_cast<int64_t>(base_sequence) + record_count - 1;
@@ -242,37 +246,53 @@ std::vector<ProducerStateTable::ProducerView> ProducerStateTable::Describe() con
   return out;
 }
 
-Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
+void ProducerStateTable::Replay(const storage::BatchHeader& h, std::span<const uint8_t> raw,
+                                std::vector<storage::AbortedTxn>* aborted) {
+  ProducerBatch b = ProducerBatch::FromHeader(raw);
+  if ((h.attributes & storage::kAttrControl) != 0) {
+    // A marker: its type and coordinator epoch are in its one record.
+    int32_t coordinator_epoch = -1;
+    std::optional<int16_t> type =
+        storage::ParseControlType(raw.subspan(storage::kBatchHeaderSize), &coordinator_epoch);
+    if (b.producer_id < 0 || !type.has_value()) return;
+    std::optional<int64_t> first = OpenTxn(b.producer_id);
+    if (*type == static_cast<int16_t>(storage::ControlType::kAbort) && first.has_value()) {
+      int64_t lso = LastStableOffsetWithout(b.producer_id);
+      aborted->push_back(
+          {b.producer_id, *first, h.base_offset, lso >= 0 ? lso : h.base_offset + 1});
+    }
+    OnMarker(b.producer_id, b.producer_epoch, coordinator_epoch, h.base_offset);
+    return;
+  }
+  // The offsets the batch took (the log checked count = last offset delta + 1).
+  b.record_count = h.last_offset_delta + 1;
+  OnAppended(b, h.base_offset);
+}
+
+Status ProducerStateTable::Rebuild(storage::PartitionLog& log, std::string_view snapshot) {
   producers_.clear();
   open_.clear();
   decided_.clear();
   verifying_.clear();
   refused_.clear();
   early_gaps_.clear();
+  int64_t from = 0;
+  if (!snapshot.empty()) {
+    ProducerStateTable loaded;
+    Result<SnapshotInfo> info = loaded.LoadSnapshot(snapshot);
+    if (info.ok() && info->offset >= log.start_offset() &&
+        info->offset <= log.written_end_offset()) {
+      producers_ = std::move(loaded.producers_);
+      open_ = std::move(loaded.open_);
+      from = info->offset;
+    }
+  }
   // The aborted transactions as the markers say, for the index (storage keeps it in step
   // with the log; this also restores entries of a lost or damaged .txnindex).
   std::vector<storage::AbortedTxn> aborted;
   Status st = log.ForEachBatchHeader(
-      0, [this, &aborted](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
-        ProducerBatch b = ProducerBatch::FromHeader(raw);
-        if ((h.attributes & storage::kAttrControl) != 0) {
-          // A marker: its type and coordinator epoch are in its one record.
-          int32_t coordinator_epoch = -1;
-          std::optional<int16_t> type =
-              storage::ParseControlType(raw.subspan(storage::kBatchHeaderSize), &coordinator_epoch);
-          if (b.producer_id < 0 || !type.has_value()) return true;
-          std::optional<int64_t> first = OpenTxn(b.producer_id);
-          if (*type == static_cast<int16_t>(storage::ControlType::kAbort) && first.has_value()) {
-            int64_t lso = LastStableOffsetWithout(b.producer_id);
-            aborted.push_back(
-                {b.producer_id, *first, h.base_offset, lso >= 0 ? lso : h.base_offset + 1});
-          }
-          OnMarker(b.producer_id, b.producer_epoch, coordinator_epoch, h.base_offset);
-          return true;
-        }
-        // The offsets the batch took (the log checked count = last offset delta + 1).
-        b.record_count = h.last_offset_delta + 1;
-        OnAppended(b, h.base_offset);
+      from, [this, &aborted](const storage::BatchHeader& h, std::span<const uint8_t> raw) {
+        Replay(h, raw, &aborted);
         return true;
       });
   RETURN_IF_ERROR(st);
@@ -280,6 +300,93 @@ Status ProducerStateTable::Rebuild(storage::PartitionLog& log) {
   LastStableOffset(log.written_end_offset());
   if (!aborted.empty()) RETURN_IF_ERROR(log.AddMissingAbortedTxns(aborted).status());
   return Status::OK();
+}
+
+std::string ProducerStateTable::Snapshot(int64_t offset, bool complete) const {
+  Json producers = Json::array();
+  std::map<int64_t, const Producer*> ordered;  // by id: the same state, the same text
+  for (const auto& [id, p] : producers_) ordered[id] = &p;
+  for (const auto& [id, p] : ordered) {
+    Json batches = Json::array();
+    for (const Entry& e : p->batches) {
+      batches.push_back({e.first_seq, e.last_seq, e.first_offset, e.last_offset});
+    }
+    producers.push_back({{"id", id},
+                         {"epoch", p->epoch},
+                         {"coordinator_epoch", p->coordinator_epoch},
+                         {"txn_first_offset", p->txn_first_offset},
+                         {"last_timestamp", p->last_timestamp},
+                         {"batches", std::move(batches)}});
+  }
+  Json out = {{"version", 1},
+              {"offset", offset},
+              {"complete", complete},
+              {"producers", std::move(producers)}};
+  return out.dump();
+}
+
+Result<ProducerStateTable::SnapshotInfo> ProducerStateTable::LoadSnapshot(std::string_view text) {
+  Json j = Json::parse(text, nullptr, false);
+  auto integer = [](const Json& o, const char* key, int64_t lo,
+                    int64_t hi) -> std::optional<int64_t> {
+    if (!o.is_object() || !o.contains(key) || !o[key].is_number_integer()) return std::nullopt;
+    const int64_t v = o[key].get<int64_t>();
+    if (v < lo || v > hi) return std::nullopt;
+    return v;
+  };
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError("a producer snapshot is not a JSON object");
+  }
+  if (integer(j, "version", 1, 1) != 1) {
+    return InvalidArgumentError("a producer snapshot of an unknown version");
+  }
+  std::optional<int64_t> offset = integer(j, "offset", 0, INT64_MAX);
+  if (!offset || !j.contains("complete") || !j["complete"].is_boolean() ||
+      !j.contains("producers") || !j["producers"].is_array()) {
+    return InvalidArgumentError("a producer snapshot without offset, complete or producers");
+  }
+  std::unordered_map<int64_t, Producer> producers;
+  std::map<int64_t, int64_t> open;
+  for (const Json& pj : j["producers"]) {
+    const auto id = integer(pj, "id", 0, INT64_MAX);
+    const auto epoch = integer(pj, "epoch", -1, INT16_MAX);
+    const auto coordinator_epoch = integer(pj, "coordinator_epoch", -1, INT32_MAX);
+    const auto txn = integer(pj, "txn_first_offset", -1, *offset - 1);
+    const auto ts = integer(pj, "last_timestamp", INT64_MIN, INT64_MAX);
+    if (!id || !epoch || !coordinator_epoch || !txn || !ts || !pj.contains("batches") ||
+        !pj["batches"].is_array() || pj["batches"].size() > kKeep || producers.count(*id) > 0) {
+      return InvalidArgumentError("producer snapshot at offset {}: a malformed producer: {}",
+                                  *offset, pj.dump().substr(0, 200));
+    }
+    Producer p;
+    p.epoch = static_cast<int16_t>(*epoch);
+    p.coordinator_epoch = static_cast<int32_t>(*coordinator_epoch);
+    p.txn_first_offset = *txn;
+    p.last_timestamp = *ts;
+    for (const Json& b : pj["batches"]) {
+      bool ok = b.is_array() && b.size() == 4;
+      for (size_t i = 0; ok && i < 4; ++i) ok = b[i].is_number_integer();
+      Entry e{};
+      if (ok) {
+        const int64_t fs = b[0].get<int64_t>(), ls = b[1].get<int64_t>();
+        e = {static_cast<int32_t>(fs), static_cast<int32_t>(ls), b[2].get<int64_t>(),
+             b[3].get<int64_t>()};
+        ok = fs >= 0 && fs <= INT32_MAX && ls >= 0 && ls <= INT32_MAX && e.first_offset >= 0 &&
+             e.first_offset <= e.last_offset && e.last_offset < *offset;
+      }
+      if (!ok) {
+        return InvalidArgumentError(
+            "producer snapshot at offset {}: producer {}: a malformed batch", *offset, *id);
+      }
+      p.batches.push_back(e);
+    }
+    if (p.txn_first_offset >= 0) open[p.txn_first_offset] = *id;
+    producers.emplace(*id, std::move(p));
+  }
+  producers_ = std::move(producers);
+  open_ = std::move(open);
+  decided_.clear();
+  return SnapshotInfo{*offset, j["complete"].get<bool>()};
 }
 
 }  // namespace sluice::broker

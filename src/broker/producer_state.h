@@ -17,7 +17,9 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -26,7 +28,8 @@
 
 namespace sluice::storage {
 class PartitionLog;
-}
+struct AbortedTxn;
+}  // namespace sluice::storage
 
 namespace sluice::broker {
 
@@ -122,7 +125,26 @@ class ProducerStateTable {
 
   // Forgets everything and replays the log's batch headers from its start; adds to the
   // log's aborted-transaction index any abort it lacks (a lost .txnindex). At open.
-  Status Rebuild(storage::PartitionLog& log);
+  // With a snapshot (Snapshot's text) taken at an offset in [the log's start, its end]:
+  // its producers, then the batches from that offset (docs/design/0025, decision 8);
+  // one that does not parse or is out of that range is not used (a full replay).
+  Status Rebuild(storage::PartitionLog& log, std::string_view snapshot = {});
+  // Applies one stored batch as Rebuild does: `raw` is its header and, for a marker, the
+  // record after it (kControlPeekBytes); an abort's index entry goes to `aborted`.
+  void Replay(const storage::BatchHeader& h, std::span<const uint8_t> raw,
+              std::vector<storage::AbortedTxn>* aborted);
+
+  // Kafka's producer-state snapshot (design 0025, decision 8): the producers as of `offset`
+  // (everything below it applied, nothing at or past it), as JSON text. `complete`: built
+  // from the log's first offset (or a complete snapshot), not from a later point.
+  std::string Snapshot(int64_t offset, bool complete) const;
+  struct SnapshotInfo {
+    int64_t offset = -1;
+    bool complete = false;
+  };
+  // Replaces the producers with a snapshot's. InvalidArgument naming what is wrong when it
+  // does not parse or does not hold together; the table is then unchanged.
+  Result<SnapshotInfo> LoadSnapshot(std::string_view text);
 
   // For DescribeProducers.
   struct ProducerView {

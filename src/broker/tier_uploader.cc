@@ -11,8 +11,11 @@
 
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "storage/env.h"
 #include "storage/log_swap.h"
 #include "storage/segment.h"
+#include "storage/segment_file.h"
+#include "storage/txn_index.h"
 
 namespace sluice::broker {
 namespace {
@@ -53,6 +56,22 @@ void AddFile(RemoteSegment& r, const std::string& key) {
   if (key.ends_with(".timeindex")) r.time_index = key;
   if (key.ends_with(".txnindex")) r.txn_index = key;
   r.files.push_back(key);
+}
+
+// `text` as the file `path`: written beside it, synced, renamed over it.
+Status WriteFileAtomically(const std::string& path, std::string_view text) {
+  const std::string tmp = path + ".tmp";
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::File> f,
+                   storage::Env::Posix()->Open(tmp, storage::OpenMode::kCreate));
+  RETURN_IF_ERROR(f->Truncate(0));
+  RETURN_IF_ERROR(f->WriteAt(
+      0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
+  RETURN_IF_ERROR(f->Sync());
+  f.reset();
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return IOError("renaming {} to {}: {}", tmp, path, ec.message());
+  return Status::OK();
 }
 
 int64_t NowMs() {
@@ -260,12 +279,62 @@ Status TierUploader::Load(const Key& key, Entry& e) {
                  st.message());
     }
   }
+  // The producers' state where the uploads go on: the last segment's snapshot.
+  e.producers_at = -1;
+  if (!remote.empty()) {
+    const Remote& last = remote.back();
+    for (const std::string& f : last.files) {
+      if (!f.ends_with(".producers")) continue;
+      Result<std::string> text = options_.store->Get(f);
+      Result<ProducerStateTable::SnapshotInfo> info =
+          text.ok() ? e.producers.LoadSnapshot(*text)
+                    : Result<ProducerStateTable::SnapshotInfo>(text.status());
+      if (info.ok() && info->offset == last.next) {
+        e.producers_at = info->offset;
+        e.producers_complete = info->complete;
+      } else {
+        SLUICE_LOG(kLog, kWarn,
+                   "{}: the producer snapshot {}: {}; the next is built from its segment",
+                   Name(key), f, info.ok() ? "at another offset" : info.status().message());
+      }
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   e.stats = s;
   e.remote = std::move(remote);
   e.loaded = true;
   PublishLocked(key, e);
   return Status::OK();
+}
+
+Result<ProducerStateTable> TierUploader::ReplaySegment(Entry& e, int64_t base,
+                                                       uint64_t size) const {
+  ProducerStateTable state = e.producers;
+  const std::string path = e.log->dir() + "/" + storage::log_internal::SegmentName(base, ".log");
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::File> file,
+                   storage::Env::Posix()->Open(path, storage::OpenMode::kRead));
+  storage::SegmentFile seg;
+  seg.log = std::shared_ptr<storage::File>(std::move(file));
+  seg.size = size;
+  seg.base_offset = base;
+  std::vector<storage::AbortedTxn> aborted;  // the log's own index has them
+  std::vector<uint8_t> raw;
+  Status read_error;
+  RETURN_IF_ERROR(
+      storage::ForEachSegmentFileBatch(seg, base, [&](const storage::BatchHeader& h, uint64_t pos) {
+        raw.resize(
+            std::min<uint64_t>(storage::kBatchHeaderSize + storage::kControlPeekBytes, size - pos));
+        Result<size_t> n = seg.log->ReadAt(pos, raw);
+        if (!n.ok()) {
+          read_error = n.status();
+          return false;
+        }
+        raw.resize(*n);
+        state.Replay(h, raw, &aborted);
+        return true;
+      }));
+  RETURN_IF_ERROR(read_error);
+  return state;
 }
 
 Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& e,
@@ -299,6 +368,24 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
     files.push_back(object.substr(prefix.size()));
     AddFile(r, object);
   }
+  // The producers' state at its end (decision 8): from the last segment's, or, not known,
+  // from nothing at this segment (complete when no local segment is before it).
+  if (e.producers_at != base) {
+    e.producers = ProducerStateTable();
+    e.producers_at = base;
+    e.producers_complete = base <= e.log->start_offset();
+  }
+  ASSIGN_OR_RETURN(ProducerStateTable state, ReplaySegment(e, base, size));
+  const std::string snapshot = state.Snapshot(next, e.producers_complete);
+  const std::string producers_object = fmt::format("{}{:020d}-{}.producers", prefix, base, token);
+  RETURN_IF_ERROR(options_.store->Put(producers_object, snapshot));
+  files.push_back(producers_object.substr(prefix.size()));
+  AddFile(r, producers_object);
+  if (e.producers_complete) {
+    // Before the upload is recorded, so local retention never deletes past it.
+    const std::string local = dir + "/" + kProducerSnapshotFile;
+    RETURN_IF_ERROR(WriteFileAtomically(local, snapshot));
+  }
   Json manifest = {{"base_offset", base},    {"next_offset", next},
                    {"size", size},           {"max_timestamp", max_timestamp},
                    {"token", token},         {"files", files},
@@ -306,6 +393,8 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
                    {"partition", key.second}};
   r.manifest = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
   RETURN_IF_ERROR(options_.store->Put(r.manifest, manifest.dump()));
+  e.producers = std::move(state);
+  e.producers_at = next;
   return r;
 }
 

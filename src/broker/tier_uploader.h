@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "broker/producer_state.h"
 #include "broker/remote_segments.h"
 #include "broker/remote_store.h"
 #include "kafka/protocol/wire.h"
@@ -96,6 +97,10 @@ class TierUploader {
   // The key prefix of a partition's objects: "<topic>-<topic id>/<partition>/".
   static std::string PartitionPrefix(const std::string& topic, const kafka::Uuid& id,
                                      int32_t partition);
+  // The producer-state snapshot the uploader keeps in a tiered partition's directory: the
+  // state at the end of the last uploaded segment (design 0025, decision 8), which a
+  // restart rebuilds from once the local segments before it are gone.
+  static constexpr const char* kProducerSnapshotFile = "producer-snapshot";
 
  private:
   using Remote = RemoteSegment;
@@ -113,6 +118,11 @@ class TierUploader {
     int failures = 0;
     int64_t pending_base = -1;  // the segment being uploaded, and its objects' token
     std::string pending_token;
+    // The producers' state at `producers_at` (the end of the last uploaded segment; -1:
+    // not known), uploaded with each segment (decision 8). This thread's.
+    ProducerStateTable producers;
+    int64_t producers_at = -1;
+    bool producers_complete = false;
     std::chrono::steady_clock::time_point next_try{};
   };
   void Run();
@@ -121,6 +131,8 @@ class TierUploader {
   Status Load(const Key& key, Entry& e);
   Result<Remote> UploadSegment(const Key& key, Entry& e, const std::string& prefix, int64_t base,
                                int64_t next, uint64_t size, int64_t max_timestamp);
+  // The producers' state at `next`: `e.producers` with the segment's batches replayed.
+  Result<ProducerStateTable> ReplaySegment(Entry& e, int64_t base, uint64_t size) const;
   // Deletes every object under `prefix`, manifests first.
   Status DeletePrefix(const std::string& prefix);
   // Deletes the remote segments the whole log's retention or DeleteRecords let go: the

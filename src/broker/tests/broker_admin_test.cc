@@ -17,6 +17,7 @@
 #include "broker/broker.h"
 #include "broker/server.h"
 #include "broker/tests/broker_test_util.h"
+#include "broker/tier_uploader.h"
 #include "kafka/protocol/records.h"
 #include "storage/batch_header.h"
 #include "storage/testing/files.h"
@@ -52,6 +53,22 @@ class BrokerAdminTest : public testing::BrokerFixture {
     req.topic_data.push_back({topic, {{partition, std::span<const uint8_t>(batch), {}}}, {}});
     auto resp = c.Call<kafka::ProduceResponse>(ApiKey::kProduce, 9, req);
     return resp.responses.at(0).partition_responses.at(0);
+  }
+  // Topic "t": tiered, one batch per segment (1 KiB), every closed segment deleted locally
+  // once uploaded, kept remotely whatever its age (the tests' batches are dated 1970).
+  void CreateTieredTopic(Client& c) {
+    kafka::CreateTopicsRequest create;
+    create.topics.push_back({"t",
+                             1,
+                             -1,
+                             {},
+                             {{"segment.bytes", "1024", {}},
+                              {"remote.storage.enable", "true", {}},
+                              {"local.retention.bytes", "1", {}},
+                              {"retention.ms", "-1", {}}},
+                             {}});
+    auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
+    ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
   }
   kafka::FetchResponse::PartitionData Fetch(Client& c, const std::string& topic, int64_t offset,
                                             int32_t current_epoch = -1) {
@@ -455,30 +472,24 @@ std::vector<std::pair<int64_t, int64_t>> BatchesOf(const kafka::FetchResponse::P
   return out;
 }
 
+// Options for a broker tiering to a new in-memory store, retention checked often.
+std::shared_ptr<MemoryStore> TieredWithMemoryStore(BrokerOptions& options) {
+  auto store = std::make_shared<MemoryStore>();
+  options.remote_store = store;
+  options.topic_defaults.remote_storage_available = true;
+  options.retention_check_interval_ms = 20;
+  return store;
+}
+
 // A tiered topic keeps only local.retention.bytes on disk once its segments are uploaded;
 // the offsets below the local start are fetched from the store, batch for batch as they
 // were produced; ListOffsets -2 answers the remote start, -4 the local one.
 TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   Stop();
-  auto store = std::make_shared<MemoryStore>();
-  options_.remote_store = store;
-  options_.topic_defaults.remote_storage_available = true;
-  options_.retention_check_interval_ms = 20;
+  auto store = TieredWithMemoryStore(options_);
   Start();
   Client c(port());
-  kafka::CreateTopicsRequest create;
-  create.topics.push_back({"t",
-                           1,
-                           -1,
-                           {},
-                           {{"segment.bytes", "1024", {}},
-                            {"remote.storage.enable", "true", {}},
-                            {"local.retention.bytes", "1", {}},
-                            // The test's batches are dated 1970: kept whatever their age.
-                            {"retention.ms", "-1", {}}},
-                           {}});
-  auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
-  ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
+  CreateTieredTopic(c);
   // Batch i holds offsets [5i, 5i + 5) dated 10000 + 100i + 10j; batch 7's are the largest.
   for (int i = 0; i < 20; ++i) {
     const int64_t base_ts = i == 7 ? 50000 : 10000 + 100 * i;
@@ -578,6 +589,71 @@ TEST_F(BrokerAdminTest, TieredOffsetsBelowTheLocalStartAreFetchedFromTheStore) {
   EXPECT_EQ(by_time(11200).first, int64_t(ErrorCode::kKafkaStorageError));
   EXPECT_EQ(Fetch(c, "t", 96).error_code, ErrorCode::kNone);  // local offsets still read
   EXPECT_EQ(by_time(11910), P(96, 11910));
+}
+
+// An idempotent producer whose batches are all in segments deleted locally (uploaded,
+// then local.retention.bytes) is known after a restart: the uploader's producer snapshot
+// (design 0025, decision 8) rebuilds it, so its next batch is taken and a retry of an old
+// one is a duplicate, not UNKNOWN_PRODUCER_ID.
+TEST_F(BrokerAdminTest, ATieredLogsProducersSurviveARestartWithTheirSegmentsGone) {
+  Stop();
+  auto store = TieredWithMemoryStore(options_);
+  Start();
+  auto client = std::make_unique<Client>(port());
+  CreateTieredTopic(*client);
+  auto idempotent = [](int32_t sequence) {
+    std::string value(100, 'v');
+    std::vector<kafka::RecordInput> recs(5);
+    for (auto& r : recs) r.value = kafka::AsBytes(value);
+    kafka::BatchBuilderOptions o;
+    o.base_timestamp = 1000;
+    o.producer_id = 77;
+    o.producer_epoch = 0;
+    o.base_sequence = sequence;
+    return kafka::BuildBatch(o, recs);
+  };
+  // Producer 77 writes [0, 95); another (not idempotent) the last batch, so only
+  // segments that leave the disk hold 77's batches.
+  for (int i = 0; i < 19; ++i) {
+    ASSERT_EQ(Produce(*client, "t", 0, idempotent(i * 5)).error_code, ErrorCode::kNone);
+  }
+  ASSERT_EQ(Produce(*client, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  auto local_start = [&] {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = -4;
+    req.topics.push_back({"t", {p}, {}});
+    return client->Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
+        .topics.at(0)
+        .partitions.at(0)
+        .offset;
+  };
+  for (int i = 0; i < 1000 && local_start() < 95; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(local_start(), 95);
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "t-0" / TierUploader::kProducerSnapshotFile));
+  EXPECT_EQ(store->Count(".producers"), 19u);
+
+  client.reset();
+  Stop();
+  Start();
+  client = std::make_unique<Client>(port());
+  const auto retry = Produce(*client, "t", 0, idempotent(90));  // the last batch of 77's
+  EXPECT_EQ(retry.error_code, ErrorCode::kNone);
+  EXPECT_EQ(retry.base_offset, 90);  // a duplicate: its offsets, not new ones
+  const auto next = Produce(*client, "t", 0, idempotent(95));
+  EXPECT_EQ(next.error_code, ErrorCode::kNone);
+  EXPECT_EQ(next.base_offset, 100);
+  EXPECT_EQ(Produce(*client, "t", 0, idempotent(100)).base_offset, 105);
+
+  // Without the snapshot the same restart forgets 77 (what the snapshot is for).
+  client.reset();
+  Stop();
+  std::filesystem::remove(dir_ / "t-0" / TierUploader::kProducerSnapshotFile);
+  Start();
+  client = std::make_unique<Client>(port());
+  EXPECT_NE(Produce(*client, "t", 0, idempotent(90)).error_code, ErrorCode::kNone);
 }
 
 // A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)

@@ -42,6 +42,18 @@ struct TestLog {
   std::unique_ptr<storage::PartitionLog> log;
 };
 
+// 12 batches of 3 records of producer 42 (epoch 1): offsets and sequences 0..35.
+void AppendBatchesOf42(TestLog& log) {
+  for (int i = 0; i < 12; ++i) {
+    storage::testing::BatchSpec spec;
+    for (int r = 0; r < 3; ++r) spec.records.push_back({"", std::string(200, 'v'), r});
+    spec.producer_id = 42;
+    spec.producer_epoch = 1;
+    spec.base_sequence = i * 3;
+    log.Append(spec);
+  }
+}
+
 // A transactional batch.
 ProducerBatch T(int64_t pid, int16_t epoch, int32_t seq, int32_t count) {
   ProducerBatch b{pid, epoch, seq, count};
@@ -163,14 +175,7 @@ TEST(ProducerStateTest, SequenceWrapsPastInt32Max) {
 TEST(ProducerStateTest, RebuiltFromTheLogHeaders) {
   TestLog log(4096);
   ASSERT_NE(log.log, nullptr);
-  for (int i = 0; i < 12; ++i) {
-    storage::testing::BatchSpec spec;
-    for (int r = 0; r < 3; ++r) spec.records.push_back({"", std::string(200, 'v'), r});
-    spec.producer_id = 42;
-    spec.producer_epoch = 1;
-    spec.base_sequence = i * 3;
-    log.Append(spec);
-  }
+  AppendBatchesOf42(log);
   ProducerStateTable t;
   ASSERT_TRUE(t.Rebuild(*log.log).ok());
   EXPECT_EQ(t.producer_count(), 1u);
@@ -294,6 +299,90 @@ TEST(ProducerStateTest, TransactionsRebuiltFromTheLog) {
   EXPECT_EQ(t.CheckMarker(2, 0, 9), ProducerStateTable::MarkerVerdict::kFenced);
   EXPECT_EQ(t.CheckMarker(2, 1, 8), ProducerStateTable::MarkerVerdict::kCoordinatorFenced);
   EXPECT_EQ(t.CheckBatch(B(1, 0, 4, 1)).verdict, Verdict::kInvalidTxnState);
+}
+
+// A snapshot (design 0025, decision 8) holds what a replay would: duplicates, the next
+// sequence, epochs and an open transaction; a rebuild from it replays only what follows.
+TEST(ProducerStateTest, ASnapshotRoundTripsAndARebuildStartsFromIt) {
+  ProducerStateTable t;
+  t.OnAppended(B(7, 2, 0, 3), 100);
+  t.OnAppended(B(7, 2, 3, 2), 103);
+  t.OnAppended(T(8, 0, 0, 1), 105);  // opens 8's transaction
+  const std::string text = t.Snapshot(106, true);
+  ProducerStateTable u;
+  Result<ProducerStateTable::SnapshotInfo> info = u.LoadSnapshot(text);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->offset, 106);
+  EXPECT_TRUE(info->complete);
+  EXPECT_EQ(u.Snapshot(106, true), text);
+  auto dup = u.CheckBatch(B(7, 2, 0, 3));
+  EXPECT_EQ(dup.verdict, Verdict::kDuplicate);
+  EXPECT_EQ(dup.first_offset, 100);
+  EXPECT_EQ(u.CheckBatch(B(7, 2, 5, 1)).verdict, Verdict::kAppend);
+  EXPECT_EQ(u.CheckBatch(B(7, 1, 5, 1)).verdict, Verdict::kFenced);
+  EXPECT_EQ(u.OpenTxn(8), std::optional<int64_t>(105));
+  EXPECT_EQ(u.LastStableOffset(200), 105);
+
+  // A log of 12 batches of producer 42 at offsets 0..35; a snapshot at 18 that says
+  // producer 99 wrote there (not in the log): a rebuild from it keeps 99 and replays
+  // 42's batches from 18 only.
+  TestLog log(4096);
+  ASSERT_NE(log.log, nullptr);
+  AppendBatchesOf42(log);
+  ProducerStateTable at18;
+  at18.OnAppended(B(99, 0, 0, 1), 17);
+  ProducerStateTable r;
+  ASSERT_TRUE(r.Rebuild(*log.log, at18.Snapshot(18, true)).ok());
+  EXPECT_EQ(r.CheckBatch(B(99, 0, 1, 1)).verdict, Verdict::kAppend);
+  EXPECT_EQ(r.CheckBatch(B(42, 1, 33, 3)).verdict, Verdict::kDuplicate);
+  EXPECT_EQ(r.CheckBatch(B(42, 1, 36, 1)).verdict, Verdict::kAppend);
+  // Past the log's end, or malformed: not used (a full replay).
+  ProducerStateTable past;
+  ASSERT_TRUE(past.Rebuild(*log.log, at18.Snapshot(37, true)).ok());
+  EXPECT_EQ(past.CheckBatch(B(99, 0, 1, 1)).verdict, Verdict::kUnknownProducer);
+  ASSERT_TRUE(past.Rebuild(*log.log, "{not json").ok());
+  EXPECT_EQ(past.producer_count(), 1u);
+}
+
+TEST(ProducerStateTest, AMalformedSnapshotIsRefusedAndChangesNothing) {
+  ProducerStateTable t;
+  t.OnAppended(B(7, 0, 0, 1), 0);
+  const std::string good =
+      R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+      R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[[0,0,3,3]]}]})";
+  ASSERT_TRUE(ProducerStateTable().LoadSnapshot(good).ok());
+  for (
+      const char* bad : {
+          "",
+          "[]",
+          "null",
+          R"({"version":2,"offset":10,"complete":true,"producers":[]})",
+          R"({"version":1,"offset":-1,"complete":true,"producers":[]})",
+          R"({"version":1,"offset":10,"complete":1,"producers":[]})",
+          R"({"version":1,"offset":10,"complete":true,"producers":{}})",
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5}]})",
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":70000,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[]}]})",
+          // A batch at or past the snapshot's offset, a reversed one, one of 3 numbers.
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[[0,0,10,10]]}]})",
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[[0,0,4,3]]}]})",
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[[0,0,3]]}]})",
+          // An open transaction past the offset; a producer twice.
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":10,"last_timestamp":1,"batches":[]}]})",
+          R"({"version":1,"offset":10,"complete":true,"producers":[{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[]},{"id":5,"epoch":0,)"
+          R"("coordinator_epoch":-1,"txn_first_offset":-1,"last_timestamp":1,"batches":[]}]})",
+      }) {
+    Result<ProducerStateTable::SnapshotInfo> info = t.LoadSnapshot(bad);
+    EXPECT_FALSE(info.ok()) << bad;
+    EXPECT_EQ(info.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_EQ(t.producer_count(), 1u);
+  EXPECT_EQ(t.CheckBatch(B(7, 0, 1, 1)).verdict, Verdict::kAppend);
 }
 
 }  // namespace
