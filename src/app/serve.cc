@@ -13,6 +13,7 @@
 #include "app/schema_registry_port.h"
 #include "auth/http_auth.h"
 #include "base/http_server.h"
+#include "base/logging.h"
 #include "base/metrics.h"
 #include "base/strings.h"
 #include "broker/serve_config.h"
@@ -30,6 +31,8 @@
 
 namespace sluice::app {
 namespace {
+
+const Logger kLog("serve");
 
 // The HTTP port when http.addr (--http-addr) does not say otherwise.
 constexpr const char* kDefaultHttpAddr = "127.0.0.1:8181";
@@ -77,17 +80,26 @@ class LakeRemoteStore : public broker::RemoteStore {
   std::unique_ptr<lake::ObjectCache> cache_;
 };
 
-// Where tiered reads keep their copies (docs/design/0025, decision 10): in memory
-// (/dev/shm) when it has room for the whole budget, else beside the S3 cache on disk.
-std::string TieredCacheDir(const std::string& configured, uint64_t budget,
-                           const lake::S3Settings& s3) {
-  if (!configured.empty()) return configured;
+// Tiered reads' cache (docs/design/0025, decision 10): in `configured` when set; else in
+// memory (/dev/shm) when it has room for the whole budget and can be used, and otherwise
+// beside the S3 cache on disk.
+Result<std::unique_ptr<lake::ObjectCache>> OpenTieredCache(const lake::Storage& storage,
+                                                           const std::string& configured,
+                                                           uint64_t budget,
+                                                           const lake::S3Settings& s3) {
+  auto open = [&](const std::string& dir) {
+    return lake::ObjectCache::Open(storage, dir, budget, 8, "tiered_storage");
+  };
+  if (!configured.empty()) return open(configured);
   struct statvfs vfs {};
   if (::statvfs("/dev/shm", &vfs) == 0 &&
       static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize >= budget) {
-    return fmt::format("/dev/shm/sluice-tiered-{}", ::getuid());
+    auto cache = open(fmt::format("/dev/shm/sluice-tiered-{}", ::getuid()));
+    if (cache.ok()) return cache;
+    SLUICE_LOG(kLog, kWarn, "tiered storage's cache: {}; on disk instead",
+               cache.status().message());
   }
-  return lake::S3CacheRoot(s3) + "-tiered";
+  return open(lake::S3CacheRoot(s3) + "-tiered");
 }
 
 // The keys this root reads itself.
@@ -179,9 +191,8 @@ Result<std::unique_ptr<ServeProcess>> ServeProcess::Start(const Config& config,
     const std::string root = lake::NormalLocation(sc.broker.tiered_storage_bucket);
     ASSIGN_OR_RETURN(const lake::Storage* storage, lake::StorageFor(root));
     const uint64_t budget = static_cast<uint64_t>(tiered_cache_bytes);
-    const std::string dir = TieredCacheDir(tiered_cache_dir, budget, s3_settings);
     ASSIGN_OR_RETURN(std::unique_ptr<lake::ObjectCache> cache,
-                     lake::ObjectCache::Open(*storage, dir, budget, 8, "tiered_storage"));
+                     OpenTieredCache(*storage, tiered_cache_dir, budget, s3_settings));
     say(fmt::format("tiered storage: {}, segments read through {} ({} MiB)", root, cache->dir(),
                     budget >> 20));
     sc.broker.remote_store = std::make_shared<LakeRemoteStore>(storage, root, std::move(cache));

@@ -130,8 +130,9 @@ Result<std::vector<std::shared_ptr<const CachedObject>>> ObjectCache::Fetch(
     if (wanted > capacity_) {
       return ResourceExhaustedError(
           "the read needs {} of S3 objects at once, more than {}.cache_bytes ({}); raise "
-          "{}.cache_bytes or narrow the query",
-          Mib(wanted), section_, Mib(capacity_), section_);
+          "{}.cache_bytes or {}",
+          Mib(wanted), section_, Mib(capacity_), section_,
+          section_ == "s3" ? "narrow the query" : "make the topic's segments smaller");
     }
     // Hold what is there (so making room below cannot evict it), then reserve the rest.
     uint64_t missing = 0;
