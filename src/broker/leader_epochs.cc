@@ -70,6 +70,27 @@ std::string LeaderEpochCache::Format(const std::vector<Entry>& entries) {
   return out;
 }
 
+Result<std::vector<LeaderEpochCache::Entry>> LeaderEpochCache::ReadCheckpoint(
+    storage::Env* env, const std::string& dir) {
+  ASSIGN_OR_RETURN(std::string text,
+                   ReadSmallFile(env, dir + "/" + kLeaderEpochFile, kMaxCheckpointBytes));
+  return Parse(text);
+}
+
+std::vector<LeaderEpochCache::Entry> LeaderEpochCache::Within(const std::vector<Entry>& entries,
+                                                              int64_t base, int64_t next) {
+  std::vector<Entry> out;
+  for (const Entry& e : entries) {
+    if (e.start_offset >= next) break;
+    if (e.start_offset <= base) {
+      out = {{e.epoch, base}};
+    } else {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
 Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, Owner owner) {
   storage::Env* env = log.options().env;  // the log's files and its checkpoint alike
   const std::string path = log.dir() + "/" + kLeaderEpochFile;
@@ -78,18 +99,12 @@ Result<LeaderEpochCache> LeaderEpochCache::Open(storage::PartitionLog& log, Owne
   cache.dir_ = log.dir();
   bool loaded = false;
   bool changed = false;
-  Result<std::string> text = ReadSmallFile(env, path, kMaxCheckpointBytes);
-  if (text.ok()) {
-    Result<std::vector<Entry>> parsed = Parse(*text);
-    if (parsed.ok()) {
-      cache.entries_ = std::move(*parsed);
-      loaded = true;
-    } else {
-      SLUICE_LOG(kLog, kWarn, "{}: {}; rebuilding it from the log", path,
-                 parsed.status().message());
-    }
-  } else if (text.status().code() != StatusCode::kNotFound) {
-    SLUICE_LOG(kLog, kWarn, "{}: {}; rebuilding it from the log", path, text.status().message());
+  Result<std::vector<Entry>> read = ReadCheckpoint(env, log.dir());
+  if (read.ok()) {
+    cache.entries_ = std::move(*read);
+    loaded = true;
+  } else if (read.status().code() != StatusCode::kNotFound) {
+    SLUICE_LOG(kLog, kWarn, "{}: {}; rebuilding it from the log", path, read.status().message());
   }
   if (!loaded) {
     // The epochs stamped in the batches: each one's first offset.

@@ -74,6 +74,12 @@ class LeaderEpochCache {
   // Parses the checkpoint text; InvalidArgument names the line and what is wrong.
   static Result<std::vector<Entry>> Parse(std::string_view text);
   static std::string Format(const std::vector<Entry>& entries);
+  // The checkpoint of the partition directory `dir`, parsed (NotFound when there is none).
+  // Read by other threads than the owner too: the file is only ever replaced whole.
+  static Result<std::vector<Entry>> ReadCheckpoint(storage::Env* env, const std::string& dir);
+  // The entries of `entries` that hold offsets of [base, next): the one holding `base`
+  // (starting at it) and those starting inside (a tiered segment's epochs, design 0025).
+  static std::vector<Entry> Within(const std::vector<Entry>& entries, int64_t base, int64_t next);
 
   int32_t latest_epoch() const { return entries_.empty() ? 0 : entries_.back().epoch; }
   // The epoch that was current when `offset` was written (the latest at or below it).

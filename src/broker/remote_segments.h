@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "broker/leader_epochs.h"
 #include "kafka/protocol/wire.h"
 
 namespace sluice::broker {
@@ -26,6 +27,9 @@ struct RemoteSegment {
   int64_t base = 0, next = 0;  // its offsets: [base, next)
   uint64_t size = 0;           // .log bytes
   int64_t max_timestamp = -1;
+  // The leader epochs of its offsets, the first starting at `base` (empty: a manifest
+  // written before they were recorded).
+  std::vector<LeaderEpochCache::Entry> epochs;
   std::string manifest;
   std::string log, index, time_index, txn_index;  // empty when not uploaded (txn_index)
   std::vector<std::string> files;                 // every file's key

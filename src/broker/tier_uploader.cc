@@ -11,6 +11,7 @@
 
 #include "base/logging.h"
 #include "base/metrics.h"
+#include "broker/meta_files.h"
 #include "storage/env.h"
 #include "storage/log_swap.h"
 #include "storage/segment.h"
@@ -58,20 +59,22 @@ void AddFile(RemoteSegment& r, const std::string& key) {
   r.files.push_back(key);
 }
 
-// `text` as the file `path`: written beside it, synced, renamed over it.
-Status WriteFileAtomically(const std::string& path, std::string_view text) {
-  const std::string tmp = path + ".tmp";
-  ASSIGN_OR_RETURN(std::unique_ptr<storage::File> f,
-                   storage::Env::Posix()->Open(tmp, storage::OpenMode::kCreate));
-  RETURN_IF_ERROR(f->Truncate(0));
-  RETURN_IF_ERROR(f->WriteAt(
-      0, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size())));
-  RETURN_IF_ERROR(f->Sync());
-  f.reset();
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return IOError("renaming {} to {}: {}", tmp, path, ec.message());
-  return Status::OK();
+// The manifest's "epochs" ([[epoch, start offset], ...], increasing, the first at `base`);
+// empty when missing or not so (a manifest from before they were recorded).
+std::vector<LeaderEpochCache::Entry> ManifestEpochs(const Json& m, int64_t base, int64_t next) {
+  std::vector<LeaderEpochCache::Entry> out;
+  if (!m.contains("epochs") || !m["epochs"].is_array()) return out;
+  for (const Json& x : m["epochs"]) {
+    if (!x.is_array() || x.size() != 2 || !x[0].is_number_integer() || !x[1].is_number_integer())
+      return {};
+    const int64_t epoch = x[0].get<int64_t>(), start = x[1].get<int64_t>();
+    if (epoch < 0 || epoch > INT32_MAX || start < base || start >= next ||
+        (out.empty() ? start != base
+                     : epoch <= out.back().epoch || start <= out.back().start_offset))
+      return {};
+    out.push_back({static_cast<int32_t>(epoch), start});
+  }
+  return out;
 }
 
 int64_t NowMs() {
@@ -255,6 +258,7 @@ Status TierUploader::Load(const Key& key, Entry& e) {
     for (const Json& f : m["files"]) {
       if (f.is_string()) AddFile(r, prefix + f.get<std::string>());
     }
+    r.epochs = ManifestEpochs(m, r.base, r.next);
     if (r.log.empty()) {
       return CorruptionError("{}/{}: the manifest names no .log", options_.store->Describe(), k);
     }
@@ -383,13 +387,32 @@ Result<TierUploader::Remote> TierUploader::UploadSegment(const Key& key, Entry& 
   AddFile(r, producers_object);
   if (e.producers_complete) {
     // Before the upload is recorded, so local retention never deletes past it.
-    const std::string local = dir + "/" + kProducerSnapshotFile;
-    RETURN_IF_ERROR(WriteFileAtomically(local, snapshot));
+    RETURN_IF_ERROR(WriteFileDurably(storage::Env::Posix(), dir, kProducerSnapshotFile, snapshot));
   }
-  Json manifest = {{"base_offset", base},    {"next_offset", next},
-                   {"size", size},           {"max_timestamp", max_timestamp},
-                   {"token", token},         {"files", files},
-                   {"uploaded_ms", NowMs()}, {"topic", key.first},
+  // The leader epochs (decision 4): the partition's checkpoint up to the segment's end as
+  // `.epochs` (what a broker without the local log starts its epochs from), the segment's
+  // own in the manifest.
+  Result<std::vector<LeaderEpochCache::Entry>> chain =
+      LeaderEpochCache::ReadCheckpoint(storage::Env::Posix(), dir);
+  if (!chain.ok()) return chain.status().WithContext(dir + "/" + kLeaderEpochFile);
+  std::erase_if(*chain, [&](const LeaderEpochCache::Entry& x) { return x.start_offset >= next; });
+  const std::string epochs_object = fmt::format("{}{:020d}-{}.epochs", prefix, base, token);
+  RETURN_IF_ERROR(options_.store->Put(epochs_object, LeaderEpochCache::Format(*chain)));
+  files.push_back(epochs_object.substr(prefix.size()));
+  AddFile(r, epochs_object);
+  r.epochs = LeaderEpochCache::Within(*chain, base, next);
+  Json epochs = Json::array();
+  for (const LeaderEpochCache::Entry& x : r.epochs) epochs.push_back({x.epoch, x.start_offset});
+  Json manifest = {{"base_offset", base},
+                   {"next_offset", next},
+                   {"size", size},
+                   {"max_timestamp", max_timestamp},
+                   {"leader_epoch", r.epochs.empty() ? -1 : r.epochs.back().epoch},
+                   {"epochs", epochs},
+                   {"token", token},
+                   {"files", files},
+                   {"uploaded_ms", NowMs()},
+                   {"topic", key.first},
                    {"partition", key.second}};
   r.manifest = fmt::format("{}{:020d}-{:020d}{}", prefix, base, next, kManifestSuffix);
   RETURN_IF_ERROR(options_.store->Put(r.manifest, manifest.dump()));

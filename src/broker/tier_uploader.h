@@ -1,9 +1,11 @@
 // The uploader of tiered topics (docs/design/0025-tiered-storage.md, decisions 3-4): a
 // thread that uploads each registered partition's closed, synced segments to the
-// RemoteStore in offset order, each as its files (.log, .index, .timeindex, .txnindex)
-// and then its manifest, the record that the segment is remote:
+// RemoteStore in offset order, each as its files (.log, .index, .timeindex, .txnindex),
+// the producers' state at its end (.producers, decision 8), the leader-epoch checkpoint up
+// to its end (.epochs) and then its manifest, the record that the segment is remote (its
+// offsets, size, max timestamp, its own leader epochs and files):
 //
-//   <topic>-<topic id>/<partition>/<base, 20 digits>-<token>.log|.index|.timeindex|.txnindex
+//   <topic>-<topic id>/<partition>/<base, 20 digits>-<token>.log|.index|...|.epochs
 //   <topic>-<topic id>/<partition>/<base, 20 digits>-<next offset, 20 digits>.manifest.json
 //
 // A partition registered again (a restart, a new leader) lists its manifests and goes on

@@ -172,10 +172,13 @@ void HandleListOffsets(Context& ctx, const Call& call, const kafka::ListOffsetsR
                      ? nullptr
                      : RemoteSegmentFor(*remote, log_start, local_start, timestamp, max_ts);
         };
+        // The answer's leader epoch: the segment's own, as its manifest records them (the
+        // local checkpoint may have lost epochs whose segments are gone: rebuilt from the
+        // local log), else the local ones.
         auto ask_remote = [&](const RemoteSegment& seg, int64_t timestamp, bool exact) {
           st->remote[k] = RemoteLookup{RemoteTimeAsk{part->topic_id, wp.partition_index, seg.base,
                                                      timestamp, exact, log_start},
-                                       lso, epochs.entries()};
+                                       lso, seg.epochs.empty() ? epochs.entries() : seg.epochs};
         };
         if (wp.timestamp == kLatest) {
           out.offset = read_committed ? lso : hw;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +93,28 @@ class BrokerAdminTest : public testing::BrokerFixture {
         .topics.at(0)
         .partitions.at(0)
         .offset;
+  }
+  // ListOffsets v9 of partition 0 at `timestamp` (or -1 .. -5).
+  kafka::ListOffsetsResponse::Partition ListOffset(Client& c, const std::string& topic,
+                                                   int64_t timestamp) {
+    kafka::ListOffsetsRequest req;
+    req.replica_id = -1;
+    kafka::ListOffsetsRequest::Partition p;
+    p.timestamp = timestamp;
+    req.topics.push_back({topic, {p}, {}});
+    return c.Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
+        .topics.at(0)
+        .partitions.at(0);
+  }
+  // Waits until the local log of partition 0 starts at `offset` (tiered: uploaded, then
+  // deleted locally); returns where it starts.
+  int64_t WaitForLocalStart(Client& c, const std::string& topic, int64_t offset) {
+    int64_t at = ListOffset(c, topic, -4).offset;
+    for (int i = 0; i < 1000 && at < offset; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      at = ListOffset(c, topic, -4).offset;
+    }
+    return at;
   }
   kafka::MetadataResponse::Topic Meta(Client& c, const std::string& topic) {
     kafka::MetadataRequest req;
@@ -618,20 +641,7 @@ TEST_F(BrokerAdminTest, ATieredLogsProducersSurviveARestartWithTheirSegmentsGone
     ASSERT_EQ(Produce(*client, "t", 0, idempotent(i * 5)).error_code, ErrorCode::kNone);
   }
   ASSERT_EQ(Produce(*client, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
-  auto local_start = [&] {
-    kafka::ListOffsetsRequest req;
-    req.replica_id = -1;
-    kafka::ListOffsetsRequest::Partition p;
-    p.timestamp = -4;
-    req.topics.push_back({"t", {p}, {}});
-    return client->Call<kafka::ListOffsetsResponse>(ApiKey::kListOffsets, 9, req)
-        .topics.at(0)
-        .partitions.at(0)
-        .offset;
-  };
-  for (int i = 0; i < 1000 && local_start() < 95; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_EQ(local_start(), 95);
+  ASSERT_EQ(WaitForLocalStart(*client, "t", 95), 95);
   EXPECT_TRUE(std::filesystem::exists(dir_ / "t-0" / TierUploader::kProducerSnapshotFile));
   EXPECT_EQ(store->Count(".producers"), 19u);
 
@@ -654,6 +664,105 @@ TEST_F(BrokerAdminTest, ATieredLogsProducersSurviveARestartWithTheirSegmentsGone
   Start();
   client = std::make_unique<Client>(port());
   EXPECT_NE(Produce(*client, "t", 0, idempotent(90)).error_code, ErrorCode::kNone);
+}
+
+// Each uploaded segment records its leader epochs (design 0025, decision 4): the manifest
+// its own, `.epochs` the partition's checkpoint up to its end; a lookup by time answered
+// from a remote segment takes its epoch from there, also when the local checkpoint lost
+// the epochs of the segments that left the disk.
+TEST_F(BrokerAdminTest, TieredSegmentsCarryTheirLeaderEpochs) {
+  Stop();
+  auto store = TieredWithMemoryStore(options_);
+  Start();
+  auto client = std::make_unique<Client>(port());
+  CreateTieredTopic(*client);
+  // Batch i: offsets [5i, 5i + 5), dated 10000 + 100i; one per segment.
+  auto produce = [&](int from, int to) {
+    for (int i = from; i < to; ++i) {
+      ASSERT_EQ(Produce(*client, "t", 0, Batch(5, 100, 10000 + 100 * i)).error_code,
+                ErrorCode::kNone);
+    }
+  };
+  produce(0, 5);  // epoch 0
+  ASSERT_EQ(WaitForLocalStart(*client, "t", 20), 20);
+  client.reset();
+  Stop();
+  std::filesystem::remove(dir_ / "meta" / "clean_shutdown");  // an unclean stop: epoch 1
+  Start();
+  client = std::make_unique<Client>(port());
+  ASSERT_EQ(Meta(*client, "t").partitions.at(0).leader_epoch, 1);
+  produce(5, 10);  // epoch 1 from offset 25
+  ASSERT_EQ(WaitForLocalStart(*client, "t", 45), 45);
+
+  std::map<int64_t, nlohmann::json> manifests;  // by base offset
+  std::string last_epochs;
+  const Result<std::vector<std::string>> keys = store->List("");
+  ASSERT_TRUE(keys.ok());
+  for (const std::string& k : *keys) {
+    if (!k.ends_with(".manifest.json")) continue;
+    nlohmann::json m = nlohmann::json::parse(*store->Get(k));
+    manifests[m["base_offset"].get<int64_t>()] = m;
+  }
+  ASSERT_EQ(manifests.size(), 9u);
+  EXPECT_EQ(manifests[0]["leader_epoch"], 0);
+  EXPECT_EQ(manifests[0]["epochs"], nlohmann::json::parse("[[0, 0]]"));
+  EXPECT_EQ(manifests[20]["leader_epoch"], 0);
+  EXPECT_EQ(manifests[25]["leader_epoch"], 1);
+  EXPECT_EQ(manifests[25]["epochs"], nlohmann::json::parse("[[1, 25]]"));
+  for (const auto& f : manifests[40]["files"]) {
+    const std::string name = f.get<std::string>();
+    if (!name.ends_with(".epochs")) continue;
+    const std::string prefix = (*keys)[0].substr(0, (*keys)[0].rfind('/') + 1);
+    last_epochs = *store->Get(prefix + name);
+  }
+  EXPECT_EQ(last_epochs, "0\n2\n0 0\n1 25\n");
+  for (const auto& f : manifests[10]["files"]) {
+    if (f.get<std::string>().ends_with(".epochs")) {
+      const std::string prefix = (*keys)[0].substr(0, (*keys)[0].rfind('/') + 1);
+      EXPECT_EQ(*store->Get(prefix + f.get<std::string>()), "0\n1\n0 0\n");
+    }
+  }
+
+  auto by_time = [&](int64_t timestamp) {
+    const kafka::ListOffsetsResponse::Partition p = ListOffset(*client, "t", timestamp);
+    EXPECT_EQ(p.error_code, ErrorCode::kNone);
+    return std::make_pair(p.offset, p.leader_epoch);
+  };
+  EXPECT_EQ(by_time(10100), std::make_pair(int64_t{5}, 0));
+  EXPECT_EQ(by_time(10600), std::make_pair(int64_t{30}, 1));
+  // The local checkpoint rebuilt from the local log knows only epoch 1; the remote
+  // segments still answer with their own.
+  client.reset();
+  Stop();
+  std::filesystem::remove(dir_ / "t-0" / kLeaderEpochFile);
+  Start();
+  client = std::make_unique<Client>(port());
+  for (int i = 0; i < 1000 && ListOffset(*client, "t", -2).offset != 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(by_time(10100), std::make_pair(int64_t{5}, 0));
+  EXPECT_EQ(by_time(10600), std::make_pair(int64_t{30}, 1));
+  // Epochs a manifest holds that do not fit its segment are not believed: the local ones
+  // answer (the segment still reads).
+  client.reset();
+  Stop();
+  for (const char* bad : {"[[0, 6]]", "[[0, 5], [0, 7]]", "\"x\"", "[[-1, 5]]", "[[0]]"}) {
+    for (const std::string& k : *keys) {
+      if (!k.ends_with(".manifest.json")) continue;
+      nlohmann::json m = nlohmann::json::parse(*store->Get(k));
+      if (m["base_offset"] != 5) continue;
+      m["epochs"] = nlohmann::json::parse(bad);
+      ASSERT_TRUE(store->Put(k, m.dump()).ok());
+    }
+    Start();
+    client = std::make_unique<Client>(port());
+    for (int i = 0; i < 1000 && ListOffset(*client, "t", -2).offset != 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(by_time(10100), std::make_pair(int64_t{5}, 1)) << bad;
+    EXPECT_EQ(by_time(10000), std::make_pair(int64_t{0}, 0)) << bad;
+    client.reset();
+    Stop();
+  }
+  Start();
 }
 
 // A tiered topic's closed segments go to the store; ListOffsets -5 (LATEST_TIERED, KIP-1005)

@@ -30,6 +30,19 @@ TEST(LeaderEpochCacheTest, RejectsMalformedText) {
   }
 }
 
+// A tiered segment's own epochs (design 0025): the one holding its base starts there.
+TEST(LeaderEpochCacheTest, WithinClipsTheEntriesToASegment) {
+  const std::vector<Entry> e = {{0, 0}, {2, 30}, {5, 70}};
+  EXPECT_EQ(LeaderEpochCache::Within(e, 0, 30), (std::vector<Entry>{{0, 0}}));
+  EXPECT_EQ(LeaderEpochCache::Within(e, 10, 50), (std::vector<Entry>{{0, 10}, {2, 30}}));
+  EXPECT_EQ(LeaderEpochCache::Within(e, 30, 31), (std::vector<Entry>{{2, 30}}));
+  EXPECT_EQ(LeaderEpochCache::Within(e, 40, 100), (std::vector<Entry>{{2, 40}, {5, 70}}));
+  EXPECT_EQ(LeaderEpochCache::Within(e, 80, 90), (std::vector<Entry>{{5, 80}}));
+  EXPECT_EQ(LeaderEpochCache::Within({{3, 50}}, 10, 60), (std::vector<Entry>{{3, 50}}));
+  EXPECT_TRUE(LeaderEpochCache::Within({{3, 50}}, 10, 50).empty());
+  EXPECT_TRUE(LeaderEpochCache::Within({}, 0, 10).empty());
+}
+
 TEST(LeaderEpochCacheTest, EndOffsetForFollowsKafka) {
   // Epochs above the log's latest, and undefined ones, have no end offset.
   storage::testing::TempDir dir("sluice-epochs");
