@@ -100,6 +100,10 @@ struct BrokerOptions {
   // Its store, made by the composition root (src/app) over the lake's S3 client; null
   // without tiered storage.
   std::shared_ptr<const RemoteStore> remote_store;
+  // tiered_storage.remote_fetch_max_wait_ms (Kafka's remote.fetch.max.wait.ms): how long a
+  // fetch waits for its reads from tiered storage; past it the fetch answers without them
+  // (those partitions empty) while the reads go on into the cache.
+  int64_t remote_fetch_max_wait_ms = 500;
   // log.retention.check.interval.ms: how often retention deletes old segments.
   int64_t retention_check_interval_ms = 300'000;
   // log.cleaner.*: the cleaner threads of compacted topics (storage.cleaner.* in YAML).

@@ -566,7 +566,8 @@ const std::vector<std::string_view>& ServeConfigKeys() {
                                      "cluster.session_timeout",
                                      "cluster.name",
                                      "cluster.controlled_shutdown_timeout",
-                                     "tiered_storage.bucket"};
+                                     "tiered_storage.bucket",
+                                     "tiered_storage.remote_fetch_max_wait_ms"};
     keys.insert(keys.end(), std::begin(kReplicaKeys), std::end(kReplicaKeys));
     for (std::string_view k : net::TlsConfigKeys()) keys.emplace_back(k);
     for (const std::string& n : TopicConfig::Names()) keys.push_back("topics.defaults." + n);
@@ -709,6 +710,8 @@ Result<ServeConfig> ServeConfigFrom(const Config& config,
         config.Origin("tiered_storage.bucket"));
   }
   out.broker.tiered_storage_bucket = bucket;
+  ASSIGN_OR_RETURN(out.broker.remote_fetch_max_wait_ms,
+                   config.GetInt("tiered_storage.remote_fetch_max_wait_ms", 500, 1, 300'000));
   TopicConfig base;
   base.remote_storage_available = !bucket.empty();
   TopicError err;

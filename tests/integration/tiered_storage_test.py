@@ -12,7 +12,8 @@ What is built so far, checked with confluent-kafka's admin client:
   than the whole, bad values, turning tiering off (also by an AlterConfigs leaving the
   key out); topics.defaults with remote.storage.enable on a broker
   without the section, a tiered_storage.bucket that is not s3://, and a bad
-  tiered_storage.cache_bytes or cache_dir (or either without a bucket) refuse to start.
+  tiered_storage.cache_bytes or cache_dir (or either without a bucket) refuse to start, as
+  does a remote_fetch_max_wait_ms below 1 or not a number.
 (No S3 is needed: nothing is uploaded here; tiered_storage_s3_test checks the uploads.)
 """
 
@@ -165,6 +166,11 @@ def main():
         refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
                                                 "  cache_bytes: lots\n"),
                          "cache_bytes", "tiered_storage.cache_bytes not a size")
+        for wait in ("0", "soon"):
+            refuses_to_start(sluice, TIERED.replace("tiered_storage:\n", "tiered_storage:\n"
+                                                    f"  remote_fetch_max_wait_ms: {wait}\n"),
+                             "remote_fetch_max_wait_ms",
+                             f"tiered_storage.remote_fetch_max_wait_ms of {wait}")
         refuses_to_start(sluice, FAST_GROUPS + "tiered_storage:\n  cache_dir: /tmp/x\n",
                          "without tiered_storage.bucket", "tiered_storage.cache_dir alone")
         with tempfile.NamedTemporaryFile() as f:  # a file where the directory would be

@@ -82,6 +82,8 @@ bool HasErrors(const kafka::FetchResponse& resp) {
 
 void AnswerFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait,
                  const kafka::FetchResponse& resp, std::vector<storage::FileSlice> files);
+// Has a waiting fetch look again, on its connection's loop (one re-arm pending at a time).
+void Rearm(Context& ctx, const std::shared_ptr<FetchWait>& wait);
 
 // One FetchOnce's answer as the owners fill it in: the response's shape first, each
 // owner its partitions' entries and slices; the budget across partitions is applied on the
@@ -383,17 +385,40 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
           }
         }
       },
-      [&ctx, &home, st, max_bytes, done = std::move(done)]() mutable {
+      [&ctx, &home, st, max_bytes, wait, done = std::move(done)]() mutable {
         std::vector<RemoteReadAsk> asks;
         for (const auto& ask : st->remote) {
           if (ask.has_value()) asks.push_back(*ask);
         }
         if (asks.empty()) return AssembleFetch(*st, max_bytes, done);
+        // The remote reads have remote_fetch_max_wait_ms (Kafka's remote.fetch.max.wait.ms):
+        // past it the fetch answers without them (their partitions empty, no error, as
+        // Kafka's expired DelayedRemoteFetch) and they go on into the cache; a waiting
+        // fetch looks again when they end. Both sides run on the home loop.
+        struct Race {
+          FetchDone done;
+          EventLoop::TimerId timer = 0;
+          bool answered = false;
+        };
+        auto race = std::make_shared<Race>();
+        race->done = std::move(done);
+        race->timer =
+            home.loop->RunAfter(ctx.options.remote_fetch_max_wait_ms, [st, max_bytes, race] {
+              if (race->answered) return;
+              race->answered = true;
+              AssembleFetch(*st, max_bytes, race->done);
+            });
         ctx.remote_reader->Read(
-            std::move(asks), [&ctx, &home, st, max_bytes, done = std::move(done)](
-                                 std::vector<RemoteReadAnswer> answers) mutable {
-              ctx.shards.PostGated(home.loop, [st, max_bytes, done = std::move(done),
+            std::move(asks), [&ctx, &home, st, max_bytes, race,
+                              wait](std::vector<RemoteReadAnswer> answers) mutable {
+              ctx.shards.PostGated(home.loop, [&ctx, &home, st, max_bytes, race, wait,
                                                answers = std::move(answers)]() mutable {
+                if (race->answered) {
+                  if (wait != nullptr) Rearm(ctx, wait);  // the copies are cached now
+                  return;
+                }
+                race->answered = true;
+                home.loop->Cancel(race->timer);
                 size_t a = 0;
                 for (size_t i = 0; i < st->remote.size(); ++i) {
                   if (!st->remote[i].has_value()) continue;
@@ -407,7 +432,7 @@ void FetchOnce(Context& ctx, Shard& home, const Access& access,
                     out.aborted_transactions->push_back({t.producer_id, t.first_offset, {}});
                   }
                 }
-                AssembleFetch(*st, max_bytes, done);
+                AssembleFetch(*st, max_bytes, race->done);
               });
             });
       });
@@ -466,6 +491,13 @@ void ArmFetch(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
                 AnswerFetch(ctx, wait, resp, std::move(files));
               }
             });
+}
+
+void Rearm(Context& ctx, const std::shared_ptr<FetchWait>& wait) {
+  if (wait->done.load() || wait->arm_pending.exchange(true)) return;
+  ctx.shards.PostGated(wait->conn->loop(), [&ctx, wait] {
+    if (!wait->done.load()) ArmFetch(ctx, wait);
+  });
 }
 
 // Answers a waiting fetch with what there is (its max_wait_ms passed, or a stop).
@@ -571,10 +603,7 @@ void WakeFetches(Context& ctx, Partition& part, Wake which) {
       part.waits.push_back(weak);  // stays registered
       continue;
     }
-    if (wait->arm_pending.exchange(true)) continue;  // one re-arm at a time
-    ctx.shards.PostGated(wait->conn->loop(), [&ctx, wait] {
-      if (!wait->done.load()) ArmFetch(ctx, wait);
-    });
+    Rearm(ctx, wait);
   }
   part.waiting.store(static_cast<int>(part.waits.size()));
 }

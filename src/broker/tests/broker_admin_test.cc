@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -71,10 +72,13 @@ class BrokerAdminTest : public testing::BrokerFixture {
     auto created = c.Call<kafka::CreateTopicsResponse>(ApiKey::kCreateTopics, 7, create);
     ASSERT_EQ(created.topics[0].error_code, ErrorCode::kNone) << *created.topics[0].error_message;
   }
+  // A fetch of partition 0 from `offset`; with `max_wait_ms` a long poll for a byte.
   kafka::FetchResponse::PartitionData Fetch(Client& c, const std::string& topic, int64_t offset,
-                                            int32_t current_epoch = -1) {
+                                            int32_t current_epoch = -1, int32_t max_wait_ms = 0) {
     kafka::FetchRequest req;
     req.max_bytes = 1 << 20;
+    req.max_wait_ms = max_wait_ms;
+    req.min_bytes = max_wait_ms > 0 ? 1 : 0;
     kafka::FetchRequest::FetchPartition p;
     p.fetch_offset = offset;
     p.current_leader_epoch = current_epoch;
@@ -452,7 +456,12 @@ class MemoryStore : public RemoteStore {
     return Status::OK();
   }
   // A copy in a file under the temporary directory, removed when its last holder lets go.
+  // Held (Hold), it waits for Release.
   Result<Copy> Fetch(const std::string& key, uint64_t) const override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      released_.wait(lock, [&] { return !held_; });
+    }
     ASSIGN_OR_RETURN(std::string bytes, Get(key));
     fetches_.fetch_add(1);
     const std::filesystem::path path =
@@ -466,6 +475,15 @@ class MemoryStore : public RemoteStore {
     return Copy{path.string(), hold};
   }
   int64_t fetches() const { return fetches_.load(); }
+  void Hold() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = true;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = false;
+    released_.notify_all();
+  }
   std::string Describe() const override { return "memory"; }
   size_t Count(std::string_view suffix) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -476,6 +494,8 @@ class MemoryStore : public RemoteStore {
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable released_;
+  bool held_ = false;  // guarded by mu_
   mutable std::map<std::string, std::string> objects_;
   mutable std::atomic<int64_t> copies_{0}, fetches_{0};
 };
@@ -664,6 +684,44 @@ TEST_F(BrokerAdminTest, ATieredLogsProducersSurviveARestartWithTheirSegmentsGone
   Start();
   client = std::make_unique<Client>(port());
   EXPECT_NE(Produce(*client, "t", 0, idempotent(90)).error_code, ErrorCode::kNone);
+}
+
+// A slow store does not hold a fetch past tiered_storage.remote_fetch_max_wait_ms: the fetch
+// answers without the remote partition (no records, no error) while the download goes on,
+// and a waiting fetch answers as soon as the download lands, not at its max_wait_ms.
+TEST_F(BrokerAdminTest, ASlowStoreDoesNotHoldAFetchPastTheRemoteDeadline) {
+  Stop();
+  auto store = TieredWithMemoryStore(options_);
+  options_.remote_fetch_max_wait_ms = 100;
+  Start();
+  Client c(port());
+  CreateTieredTopic(c);
+  for (int i = 0; i < 5; ++i)
+    ASSERT_EQ(Produce(c, "t", 0, Batch(5, 100)).error_code, ErrorCode::kNone);
+  ASSERT_EQ(WaitForLocalStart(c, "t", 20), 20);
+  store->Hold();
+  struct Releaser {
+    MemoryStore* store;
+    ~Releaser() { store->Release(); }
+  } releaser{store.get()};
+  const auto quick = Fetch(c, "t", 0);
+  EXPECT_EQ(quick.error_code, ErrorCode::kNone);
+  EXPECT_TRUE(BatchesOf(quick).empty());
+  EXPECT_EQ(quick.high_watermark, 25);
+  EXPECT_EQ(quick.log_start_offset, 0);
+  // Local offsets are not held by the store.
+  EXPECT_EQ(BatchesOf(Fetch(c, "t", 20)), (std::vector<std::pair<int64_t, int64_t>>{{20, 25}}));
+  // A long poll of a minute (past the test client's 20 s patience) answers once the store
+  // lets the download through.
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    store->Release();
+  });
+  const auto waited = Fetch(c, "t", 0, -1, 60'000);
+  release.join();
+  EXPECT_EQ(waited.error_code, ErrorCode::kNone);
+  ASSERT_FALSE(BatchesOf(waited).empty());
+  EXPECT_EQ(BatchesOf(waited).front(), std::make_pair(int64_t{0}, int64_t{5}));
 }
 
 // Each uploaded segment records its leader epochs (design 0025, decision 4): the manifest
